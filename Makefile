@@ -1,0 +1,24 @@
+# Quick start: `make demo` (install + check the reference design), `make test` (install + tests).
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+
+.PHONY: install system-deps demo test bench
+
+system-deps:
+	@# Graphviz's `dot` comes from Debian's package (needed by `astral render`).
+	@command -v dot >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; \
+	  else echo "note: install Graphviz (apt-get install graphviz) for rendering"; fi; }
+
+install: system-deps
+	$(PIP) install -q -e '.[test]'
+
+demo: install
+	astral check examples/astral.astral
+
+test: install
+	$(PYTHON) -m pytest
+
+bench: install
+	$(PYTHON) benchmarks/bench_frontend.py

@@ -1,0 +1,1 @@
+"""Analyses over the design model (network, power, cooling, sizing, Seer)."""

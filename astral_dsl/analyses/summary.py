@@ -1,0 +1,48 @@
+"""The one-line summary of a design: GPUs, hosts, racks, switches, IT power."""
+from __future__ import annotations
+
+from typing import Dict
+
+from astral_dsl.analyses.network import fabric_counts
+from astral_dsl.model.design import Design, Instance
+from astral_dsl.model.rollup import count_of, power_of
+
+
+def _switch_power_w(design: Design, fabrics) -> float:
+    total = 0.0
+    by_path = {i.path: i for i in design.instances}
+    for fc in fabrics:
+        for tier in fc.tiers:
+            switch = by_path.get(tier.switch)
+            p = switch.field("power") if switch is not None else None
+            total += tier.switches * (p.si if p is not None else 0.0)
+    return total
+
+
+def summarize(design: Design) -> Dict[str, object]:
+    cache: Dict = {}
+    fabrics = fabric_counts(design, cache)
+    gpus = sum(count_of(r, ("gpu",), cache) for r in design.roots)
+    hosts = sum(count_of(r, ("host",), cache) for r in design.roots)
+    racks = sum(count_of(r, ("rack",), cache) for r in design.roots)
+    switches = sum(f.switches for f in fabrics)
+    compute_w = sum(power_of(r, cache).si for r in design.roots)
+    network_w = _switch_power_w(design, fabrics)
+    return {
+        "sites": [r.path for r in design.roots],
+        "gpus": gpus,
+        "hosts": hosts,
+        "racks": racks,
+        "switches": switches,
+        "it_power_kw": round((compute_w + network_w) / 1000.0, 3),
+    }
+
+
+def one_line(design: Design, summary: Dict[str, object]) -> str:
+    return (f"{design.file}: {summary['gpus']:,} GPUs, {summary['hosts']:,} hosts, "
+            f"{summary['racks']:,} racks, {summary['switches']:,} switches, "
+            f"IT power {summary['it_power_kw']:,.1f} kW")
+
+
+def root_instance(design: Design) -> Instance | None:
+    return design.roots[0] if design.roots else None

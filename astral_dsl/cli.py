@@ -1,0 +1,164 @@
+"""The `astral` command line. I/O lives here; everything else is pure functions of the source."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Dict, List, Optional
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # usage errors exit 2 with a one-line reason
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"astral: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _sets(values: List[str]) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for item in values or []:
+        if "=" not in item:
+            raise SystemExit(_usage(f"--set expects NAME=VALUE, got `{item}`"))
+        name, value = item.split("=", 1)
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _usage(message: str) -> int:
+    sys.stderr.write(f"astral: error: {message}\n")
+    return EXIT_USAGE
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from astral_dsl import __version__
+
+    p = _Parser(prog="astral", description="Compile and check .astral datacenter designs.")
+    p.add_argument("--version", action="version", version=f"astral {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def common(sp):
+        sp.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a top-level `param` (a bare number takes its unit)")
+        sp.add_argument("--format", choices=["human", "json"], default="human")
+        sp.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+
+    c = sub.add_parser("check", help="compile designs and report diagnostics and a summary")
+    c.add_argument("files", nargs="+", metavar="FILE")
+    common(c)
+    e = sub.add_parser("export", help="the compiled design model as JSON")
+    e.add_argument("file", nargs="?", metavar="FILE")
+    e.add_argument("--schema", action="store_true", help="print the JSON Schema of the export")
+    common(e)
+    e.set_defaults(format="json")
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        sets = _sets(args.set)
+    except SystemExit as exc:
+        return int(exc.code)
+    try:
+        if args.command == "check":
+            return _check(args, sets)
+        if args.command == "export":
+            return _export(args, sets)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    return EXIT_USAGE
+
+
+def _colour(args) -> bool:
+    if args.color == "always":
+        return True
+    if args.color == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def _compile(path: str, sets):
+    from astral_dsl.compiler import compile_file
+
+    return compile_file(path, sets)
+
+
+def _unreadable(design) -> bool:
+    return any(d.code == "E100" for d in design.diagnostics)
+
+
+def _print_diagnostics(design, colour: bool, stream) -> None:
+    from astral_dsl.outputs.human import render
+
+    lines_cache: Dict[str, List[str]] = {}
+
+    def line_of(file: str, n: int):
+        if file not in lines_cache:
+            try:
+                with open(file, encoding="utf-8-sig") as fh:
+                    lines_cache[file] = fh.read().splitlines()
+            except (OSError, UnicodeDecodeError, ValueError):
+                lines_cache[file] = []
+        lines = lines_cache[file]
+        return lines[n - 1] if 0 < n <= len(lines) else None
+
+    for d in design.diagnostics:
+        stream.write(render(d, line_of, colour) + "\n\n")
+
+
+def _check(args, sets) -> int:
+    from astral_dsl.analyses.summary import one_line, summarize
+    from astral_dsl.diagnostics import has_errors
+    from astral_dsl.outputs.jsonout import dumps, envelope
+
+    worst = EXIT_OK
+    colour = _colour(args)
+    for path in args.files:
+        design = _compile(path, sets)
+        summary = summarize(design) if design.roots or design.valid else None
+        if args.format == "json":
+            sys.stdout.write(dumps(envelope(design.diagnostics, file=design.file,
+                                            summary=summary)) + "\n")
+        else:
+            _print_diagnostics(design, colour, sys.stdout)
+            errors = sum(d.is_error for d in design.diagnostics)
+            warnings = sum(d.severity.value == "warning" for d in design.diagnostics)
+            status = "ok" if not errors else f"{errors} error(s)"
+            if warnings:
+                status += f", {warnings} warning(s)"
+            if summary is not None and design.valid:
+                sys.stdout.write(one_line(design, summary) + f" [{status}]\n")
+            else:
+                sys.stdout.write(f"{design.file}: {status}\n")
+        if _unreadable(design):
+            worst = max(worst, EXIT_USAGE)
+        elif has_errors(design.diagnostics):
+            worst = max(worst, EXIT_ERRORS)
+    return worst
+
+
+def _export(args, sets) -> int:
+    from astral_dsl.outputs.export import export_design, schema_text
+    from astral_dsl.outputs.jsonout import dumps, envelope
+
+    if args.schema:
+        sys.stdout.write(schema_text())
+        return EXIT_OK
+    if not args.file:
+        return _usage("export needs a FILE (or --schema)")
+    design = _compile(args.file, sets)
+    if args.format == "human":
+        _print_diagnostics(design, _colour(args), sys.stderr)
+    doc = envelope(design.diagnostics, design=export_design(design) if design.valid else None)
+    sys.stdout.write(dumps(doc) + "\n")
+    if _unreadable(design):
+        return EXIT_USAGE
+    return EXIT_OK if design.valid else EXIT_ERRORS
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,155 @@
+"""The front-end pipeline: read -> parse -> resolve imports and names -> instantiate templates ->
+evaluate and unit-check -> design model -> constraint checks. Each step is a function of its own
+module; this one only wires them together."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional
+
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, sort_diagnostics
+from astral_dsl.model.design import Design
+from astral_dsl.model.kinds import KINDS
+from astral_dsl.semantics.checks import run_checks
+from astral_dsl.semantics.frames import Env
+from astral_dsl.semantics.freeze import Freezer
+from astral_dsl.semantics.instantiate import Evaluator
+from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
+from astral_dsl.semantics.overrides import parse_overrides
+from astral_dsl.semantics.paths import canonical_paths, multiplicities
+from astral_dsl.semantics.scope import ModuleScope, Template, build_scope
+from astral_dsl.syntax import ast
+
+MAX_GPUS = 10**9
+
+
+def compile_file(path: str | Path, overrides: Optional[Mapping[str, str]] = None,
+                 read=read_file) -> Design:
+    path = Path(path)
+    diagnostics: List[Diagnostic] = []
+    loader = ModuleLoader(project_root(path), diagnostics, read)
+    from astral_dsl.semantics.modules import display_name
+
+    name = display_name(path)
+    try:
+        data = read(path)
+    except OSError as exc:
+        diagnostics.append(Diagnostic("E100", Severity.ERROR,
+                                      f"cannot read `{name}`: {exc.strerror or exc}", None,
+                                      file=name))
+        return _empty(name, diagnostics)
+    entry = loader.load_entry_text(name, data, path)
+    return _compile(entry, loader, diagnostics, overrides)
+
+
+def compile_text(text: str, name: str = "<string>", root: str | Path | None = None,
+                 overrides: Optional[Mapping[str, str]] = None, read=read_file) -> Design:
+    diagnostics: List[Diagnostic] = []
+    loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
+    entry = loader.load_entry_text(name, text.encode("utf-8"))
+    return _compile(entry, loader, diagnostics, overrides)
+
+
+def _empty(name: str, diagnostics) -> Design:
+    return Design(name, (), (), (), (), (), (), sort_diagnostics(diagnostics))
+
+
+def _compile(entry: LoadedModule, loader: ModuleLoader, diagnostics: List[Diagnostic],
+             overrides: Optional[Mapping[str, str]]) -> Design:
+    if entry.tree is None:
+        return _empty(entry.key, diagnostics)
+    scopes: Dict[int, ModuleScope] = {}
+    entry_scope = _scope(entry, loader, scopes, diagnostics)
+    given = parse_overrides(overrides or {}, entry_scope, diagnostics)
+    ev = Evaluator(diagnostics, given, entry_scope)
+    try:
+        return _evaluate(ev, entry, entry_scope, scopes, loader, diagnostics)
+    except RecursionError:
+        diagnostics.append(Diagnostic("E402", Severity.ERROR,
+                                      "the design nests too deeply to compile",
+                                      Span.at(entry.key, 1, 1),
+                                      "reduce the nesting of expressions or templates"))
+        return _empty(entry.key, diagnostics)
+
+
+def _scope(module: LoadedModule, loader: ModuleLoader, scopes: Dict[int, ModuleScope],
+           diagnostics) -> ModuleScope:
+    hit = scopes.get(id(module))
+    if hit is not None:
+        return hit
+    scope = ModuleScope(module.key, module.key, module.is_stdlib)
+    scopes[id(module)] = scope
+
+    def resolve(node: ast.Import) -> Optional[ModuleScope]:
+        target = loader.resolved.get(id(node))
+        if target is None or target.tree is None:
+            return None
+        return _scope(target, loader, scopes, diagnostics)
+
+    return build_scope(scope, module.tree, resolve, diagnostics)
+
+
+def _evaluate(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scopes, loader,
+              diagnostics) -> Design:
+    roots, jobs, scenarios = [], [], []
+    for name, symbol in scope.own.items():
+        if isinstance(symbol, Template):
+            spec = KINDS[symbol.kind]
+            frame = ev.guarded(lambda: ev.instantiate(symbol, [], Env(scope), symbol.decl.name.span)
+                               if spec.root or not symbol.decl.params or
+                               all(p.default is not None for p in symbol.decl.params) else None,
+                               default=None)
+            if frame is None or not spec.root:
+                continue
+            {"site": roots, "job": jobs, "scenario": scenarios}[symbol.kind].append(frame)
+        else:
+            ev.guarded(lambda: ev.symbol_value(symbol, scope.spans[name]), default=None)
+    ev.complete_all()
+    if not roots and scope.own and not entry.is_stdlib and any(
+            isinstance(s, Template) and s.module is scope and s.kind in ("rack", "row", "pod",
+                                                                          "hall", "host")
+            for s in scope.own.values()):
+        diagnostics.append(Diagnostic(
+            "W400", Severity.WARNING, "no `site` is declared, so nothing is built",
+            Span.at(entry.key, 1, 1), "declare `site Name { ... }` holding the design's parts"))
+    everything = roots + jobs + scenarios
+    paths = canonical_paths(everything, ev.frames)
+    mult = multiplicities(everything)
+    _size_limits(ev, roots, diagnostics)
+    module_checks = [(c, Env(s)) for s in scopes.values() for c in s.checks]
+    sources = {m.source.name: m.source for m in loader.modules.values() if m.source is not None}
+
+    def snippet(span: Span) -> str:
+        src = sources.get(span.file)
+        if src is None or span.start.line != span.end.line:
+            return "..."
+        return src.line(span.start.line)[span.start.column - 1:span.end.column - 1]
+
+    results = run_checks(ev, ev.frames, mult, paths, module_checks, snippet)
+    freezer = Freezer(paths)
+    frozen_roots = tuple(freezer.instance(f) for f in roots)
+    frozen_jobs = tuple(freezer.instance(f) for f in jobs)
+    frozen_scen = tuple(freezer.instance(f) for f in scenarios)
+    for f in ev.frames:
+        freezer.instance(f)
+    params = tuple((n, freezer.value(scope.values[n], False)) for n, s in scope.own.items()
+                   if n in scope.values and type(s).__name__ == "ParamSymbol")
+    instances = tuple(sorted(freezer.order, key=lambda i: _path_key(i.path)))
+    return Design(entry.key, frozen_roots, frozen_jobs, frozen_scen, params, instances,
+                  tuple(results), sort_diagnostics(diagnostics))
+
+
+def _path_key(path: str):
+    return path
+
+
+def _size_limits(ev: Evaluator, roots, diagnostics) -> None:
+    from astral_dsl.model.rollup import count_of
+
+    for root in roots:
+        gpus = count_of(root, ("gpu",), ev.rollups)
+        if gpus > MAX_GPUS:
+            diagnostics.append(Diagnostic(
+                "E405", Severity.ERROR,
+                f"site `{root.name}` holds {gpus:,} GPUs, beyond the limit of {MAX_GPUS:,}",
+                root.template.decl.name.span if root.template else root.span,
+                "check the replication counts"))

@@ -1,0 +1,25 @@
+"""One Diagnostic type for the CLI, JSON output and editors."""
+from astral_dsl.diagnostics.diagnostic import (
+    Diagnostic,
+    DiagnosticError,
+    Position,
+    Severity,
+    Span,
+    did_you_mean,
+    has_errors,
+    sort_diagnostics,
+)
+from astral_dsl.diagnostics.codes import CODES, describe
+
+__all__ = [
+    "CODES",
+    "Diagnostic",
+    "DiagnosticError",
+    "Position",
+    "Severity",
+    "Span",
+    "describe",
+    "did_you_mean",
+    "has_errors",
+    "sort_diagnostics",
+]

@@ -1,0 +1,106 @@
+"""Spans and diagnostics.
+
+Positions are 1-based lines and columns; columns count Unicode code points; the end is exclusive.
+A diagnostic without a span (for example an unreadable file) still names its file.
+"""
+from __future__ import annotations
+
+import difflib
+import enum
+from typing import Iterable, Sequence
+
+import attrs
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@attrs.frozen(order=True)
+class Position:
+    line: int
+    column: int
+
+
+@attrs.frozen
+class Span:
+    file: str
+    start: Position
+    end: Position
+
+    @classmethod
+    def at(cls, file: str, line: int, column: int, end_line: int | None = None,
+           end_column: int | None = None) -> "Span":
+        end_line = line if end_line is None else end_line
+        end_column = column + 1 if end_column is None else end_column
+        return cls(file, Position(line, column), Position(end_line, end_column))
+
+    def to(self, other: "Span") -> "Span":
+        """The span from the start of this one to the end of `other` (same file)."""
+        return Span(self.file, min(self.start, other.start), max(self.end, other.end))
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.start.line}:{self.start.column}"
+
+
+@attrs.frozen
+class Diagnostic:
+    code: str
+    severity: Severity
+    message: str
+    span: Span | None = None
+    hint: str | None = None
+    file: str | None = None  # for diagnostics without a span
+    notes: tuple[str, ...] = ()
+
+    @property
+    def filename(self) -> str | None:
+        return self.span.file if self.span is not None else self.file
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+
+class DiagnosticError(Exception):
+    """Raised inside a pass to abandon one construct; the pass records the diagnostic and goes on."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
+    return any(d.is_error for d in diagnostics)
+
+
+def _sort_key(d: Diagnostic):
+    span = d.span
+    if span is None:
+        return (d.filename or "", 0, 0, d.code, d.message)
+    return (span.file, span.start.line, span.start.column, d.code, d.message)
+
+
+def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:
+    """Stable, deterministic order (file, position, code) without duplicates."""
+    seen = set()
+    out = []
+    for d in sorted(diagnostics, key=_sort_key):
+        if d in seen:
+            continue
+        seen.add(d)
+        out.append(d)
+    return tuple(out)
+
+
+def did_you_mean(name: str, candidates: Sequence[str] | Iterable[str]) -> str | None:
+    """A hint naming the closest candidate, or None when nothing is close."""
+    pool = sorted(set(candidates))
+    matches = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
+    if not matches:
+        lowered = {c.lower(): c for c in pool}
+        if name.lower() in lowered:
+            matches = [lowered[name.lower()]]
+    return f"did you mean `{matches[0]}`?" if matches else None

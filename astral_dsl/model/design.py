@@ -1,0 +1,112 @@
+"""Frozen model classes.
+
+An Instance is one distinct instantiation of a template (shared wherever the same template is
+replicated with the same arguments): a 524,288-GPU site holds one Pod, one Rack, one Host and one
+GPU instance, linked by runs of counts."""
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import attrs
+
+from astral_dsl.diagnostics import Diagnostic, Span, has_errors
+from astral_dsl.model.values import Group, Run
+
+
+@attrs.frozen
+class Ref:
+    """A reference to an instance that lives elsewhere in the model, by its canonical path."""
+    path: str
+
+    @property
+    def display(self) -> str:
+        return self.path
+
+
+@attrs.frozen
+class Member:
+    """A structural member: a group (or single instance) owned by its parent."""
+    name: str
+    value: Any            # Group or Instance
+    span: Optional[Span] = None
+
+
+@attrs.frozen(eq=False)
+class Instance:
+    kind: str
+    template: str                 # the template it instantiates (or the member's name)
+    path: str                     # canonical path: the first place it appears
+    fields: Tuple[Tuple[str, Any], ...]
+    members: Tuple[Member, ...]
+    span: Optional[Span] = None
+    chosen: Tuple[str, ...] = ()  # fields whose values the sizing step chose
+
+    @property
+    def display(self) -> str:
+        return self.path
+
+    def field(self, name: str, default=None):
+        for k, v in self.fields:
+            if k == name:
+                return v
+        return default
+
+    def member(self, name: str):
+        for m in self.members:
+            if m.name == name:
+                return m.value
+        return None
+
+    def containment(self) -> Tuple[Tuple[int, "Instance"], ...]:
+        """(count, child) for every owned physical child group."""
+        out = []
+        for m in self.members:
+            v = m.value
+            if isinstance(v, Group):
+                out.extend((r.count, r.item) for r in v.runs if r.item.level is not None)
+            elif isinstance(v, Instance) and v.level is not None:
+                out.append((1, v))
+        return tuple(out)
+
+    @property
+    def level(self):
+        from astral_dsl.model.kinds import KINDS
+
+        spec = KINDS.get(self.kind)
+        return spec.level if spec else None
+
+    def declared(self, name: str):
+        return self.field(name)
+
+
+@attrs.frozen
+class CheckResult:
+    span: Span
+    severity: str
+    message: str
+    passed: bool
+    instances: int               # how many replicas this result stands for
+    example: str                 # one instance path
+
+
+@attrs.frozen(eq=False)
+class Design:
+    """What the front end produces for one entry file."""
+    file: str
+    roots: Tuple[Instance, ...]               # sites
+    jobs: Tuple[Instance, ...]
+    scenarios: Tuple[Instance, ...]
+    params: Tuple[Tuple[str, Any], ...]
+    instances: Tuple[Instance, ...]           # every distinct instance, in canonical order
+    checks: Tuple[CheckResult, ...]
+    diagnostics: Tuple[Diagnostic, ...]
+
+    @property
+    def valid(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+    def instance(self, path: str) -> Optional[Instance]:
+        for inst in self.instances:
+            if inst.path == path:
+                return inst
+        return None

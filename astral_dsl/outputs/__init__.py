@@ -1,0 +1,1 @@
+"""Outputs: diagnostics for people and machines, JSON documents, exports."""

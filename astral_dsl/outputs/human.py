@@ -1,0 +1,44 @@
+"""Diagnostics for people, in the style of rustc and Elm: a header, the source line, a caret
+underline, notes and a hint."""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from astral_dsl.diagnostics import Diagnostic, Severity
+
+_COLOURS = {Severity.ERROR: "\x1b[1;31m", Severity.WARNING: "\x1b[1;33m",
+            Severity.INFO: "\x1b[1;36m"}
+_BOLD, _BLUE, _RESET = "\x1b[1m", "\x1b[1;34m", "\x1b[0m"
+
+
+def render(d: Diagnostic, line_of: Callable[[str, int], Optional[str]], colour: bool = False) -> str:
+    def c(code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if colour else text
+
+    out = [f"{c(_COLOURS[d.severity], f'{d.severity.value}[{d.code}]')}: {c(_BOLD, d.message)}"]
+    span = d.span
+    if span is None:
+        if d.filename:
+            out.append(f"  {c(_BLUE, '-->')} {d.filename}")
+    else:
+        gutter = len(str(span.end.line))
+        pad = " " * gutter
+        out.append(f"{pad}{c(_BLUE, '-->')} {span.file}:{span.start.line}:{span.start.column}")
+        text = line_of(span.file, span.start.line)
+        if text is not None:
+            text = text.replace("\t", " ")
+            start = span.start.column - 1
+            if span.end.line == span.start.line:
+                width = max(1, span.end.column - span.start.column)
+            else:
+                width = max(1, len(text) - start)
+            out.append(f"{pad} {c(_BLUE, '|')}")
+            out.append(f"{c(_BLUE, str(span.start.line).rjust(gutter))} {c(_BLUE, '|')} {text}")
+            marks = " " * start + "^" * width
+            out.append(f"{pad} {c(_BLUE, '|')} {c(_COLOURS[d.severity], marks)}")
+    lead = " " * (len(str(span.end.line)) if span else 1)
+    for note in d.notes:
+        out.append(f"{lead} {c(_BLUE, '=')} note: {note}")
+    if d.hint:
+        out.append(f"{lead} {c(_BLUE, '=')} hint: {d.hint}")
+    return "\n".join(out)

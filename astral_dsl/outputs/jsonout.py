@@ -1,0 +1,40 @@
+"""Machine-readable output: one envelope for every command with `--format json`:
+{"version", "valid", "diagnostics": [...], ...the command's own fields}. Positions are 1-based
+lines and columns in Unicode code points, end exclusive (like `terraform validate -json`)."""
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterable
+
+from astral_dsl import __version__
+from astral_dsl.diagnostics import Diagnostic, has_errors
+
+FORMAT_VERSION = 1
+
+
+def diagnostic_json(d: Diagnostic) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"code": d.code, "severity": d.severity.value, "message": d.message,
+                           "file": d.filename}
+    if d.span is not None:
+        out["range"] = {"start": {"line": d.span.start.line, "column": d.span.start.column},
+                        "end": {"line": d.span.end.line, "column": d.span.end.column}}
+    else:
+        out["range"] = None
+    out["hint"] = d.hint
+    if d.notes:
+        out["notes"] = list(d.notes)
+    return out
+
+
+def envelope(diagnostics: Iterable[Diagnostic], **fields: Any) -> Dict[str, Any]:
+    diagnostics = list(diagnostics)
+    doc: Dict[str, Any] = {"version": __version__, "format": FORMAT_VERSION,
+                           "valid": not has_errors(diagnostics),
+                           "diagnostics": [diagnostic_json(d) for d in diagnostics]}
+    doc.update(fields)
+    return doc
+
+
+def dumps(doc: Dict[str, Any]) -> str:
+    """Deterministic: sorted keys are not used (field order is meaningful); no NaN."""
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))

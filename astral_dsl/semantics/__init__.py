@@ -1,0 +1,1 @@
+"""AST -> design model: imports, names, templates, units, evaluation and checks."""

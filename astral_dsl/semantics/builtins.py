@@ -1,0 +1,150 @@
+"""Built-in functions: aggregates over groups and lists, and rounding."""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict, List
+
+from astral_dsl.model.values import Bundle, Group, ListValue, RangeValue, Values, type_name
+from astral_dsl.units import Quantity, UnitError
+
+
+class BuiltinError(ValueError):
+    def __init__(self, code: str, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.code, self.message, self.hint = code, message, hint
+
+
+def _runs(args: List[Any], fname: str):
+    """(count, value) pairs from one collection argument or from several plain arguments."""
+    if len(args) == 1:
+        x = args[0]
+        if isinstance(x, Values):
+            return list(x.runs)
+        if isinstance(x, ListValue):
+            return [(1, v) for v in x.items]
+        if isinstance(x, Group):
+            return [(r.count, r.item) for r in x.runs]
+        if isinstance(x, RangeValue):
+            return [(1, Quantity(float(i))) for i in range(x.start, x.stop)]
+    if not args:
+        raise BuiltinError("E307", f"`{fname}` needs at least one argument")
+    return [(1, v) for v in args]
+
+
+def _quantities(runs, fname):
+    out = []
+    for c, v in runs:
+        if isinstance(v, Bundle):
+            v = v.total
+        if isinstance(v, Group):
+            v = Quantity(float(v.count))
+        if not isinstance(v, Quantity):
+            raise BuiltinError("E303", f"`{fname}` works on quantities, not on a {type_name(v)}")
+        out.append((c, v))
+    return out
+
+
+def _sum(args):
+    runs = _quantities(_runs(args, "sum"), "sum")
+    if not runs:
+        return Quantity(0.0)
+    total = None
+    for c, v in runs:
+        part = Quantity(v.si * c, v.dims, v.unit, v.point) if c != 1 else v
+        if v.point:
+            raise BuiltinError("E302", "cannot sum temperature points")
+        total = part if total is None else total.add(part)
+    return total
+
+
+def _extreme(args, fname, pick):
+    runs = _quantities(_runs(args, fname), fname)
+    if not runs:
+        raise BuiltinError("E307", f"`{fname}` of an empty collection")
+    best = runs[0][1]
+    for _, v in runs[1:]:
+        if pick(v.compare(best)):
+            best = v
+    return best
+
+
+def _mean(args):
+    runs = _quantities(_runs(args, "mean"), "mean")
+    n = sum(c for c, _ in runs)
+    if n == 0:
+        raise BuiltinError("E307", "`mean` of an empty collection")
+    total = _sum(args)
+    return Quantity(total.si / n, total.dims, total.unit, total.point)
+
+
+def _count(args):
+    if len(args) != 1:
+        raise BuiltinError("E307", "`count` takes one group or list")
+    x = args[0]
+    if isinstance(x, (Group, Values)):
+        return Quantity(float(x.count))
+    if isinstance(x, ListValue):
+        return Quantity(float(len(x.items)))
+    if isinstance(x, RangeValue):
+        return Quantity(float(len(x)))
+    if isinstance(x, Bundle):
+        return Quantity(float(x.count))
+    raise BuiltinError("E303", f"`count` needs a group or a list, not a {type_name(x)}")
+
+
+def _truth(args, fname, combine):
+    runs = _runs(args, fname)
+    for _, v in runs:
+        if not isinstance(v, bool):
+            raise BuiltinError("E303", f"`{fname}` needs yes/no values, not a {type_name(v)}")
+    return combine(v for _, v in runs)
+
+
+def _rounding(fn, fname):
+    def run(args):
+        if len(args) != 1 or not isinstance(args[0], Quantity):
+            raise BuiltinError("E307", f"`{fname}` takes one quantity")
+        q = args[0]
+        if q.point:
+            raise BuiltinError("E302", f"cannot apply `{fname}` to a temperature point")
+        value = fn(q.magnitude)
+        return Quantity.of(value, q.unit) if q.unit else Quantity(float(value))
+    return run
+
+
+def _sqrt(args):
+    if len(args) != 1 or not isinstance(args[0], Quantity) or not args[0].dimensionless:
+        raise BuiltinError("E307", "`sqrt` takes one plain number")
+    if args[0].si < 0:
+        raise BuiltinError("E309", "`sqrt` of a negative number")
+    return Quantity(math.sqrt(args[0].si))
+
+
+def _abs(args):
+    if len(args) != 1 or not isinstance(args[0], Quantity):
+        raise BuiltinError("E307", "`abs` takes one quantity")
+    q = args[0]
+    return Quantity(abs(q.si), q.dims, q.unit, q.point) if not q.point else q
+
+
+BUILTINS: Dict[str, Callable[[List[Any]], Any]] = {
+    "sum": _sum,
+    "max": lambda a: _extreme(a, "max", lambda d: d > 0),
+    "min": lambda a: _extreme(a, "min", lambda d: d < 0),
+    "mean": _mean,
+    "count": _count,
+    "all": lambda a: _truth(a, "all", all),
+    "any": lambda a: _truth(a, "any", any),
+    "ceil": _rounding(math.ceil, "ceil"),
+    "floor": _rounding(math.floor, "floor"),
+    "round": _rounding(round, "round"),
+    "sqrt": _sqrt,
+    "abs": _abs,
+}
+
+
+def call_builtin(name: str, args: List[Any]):
+    try:
+        return BUILTINS[name](args)
+    except UnitError as exc:
+        raise BuiltinError(exc.code, exc.message, exc.hint) from None

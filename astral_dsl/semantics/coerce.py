@@ -1,0 +1,122 @@
+"""Checking a value against a field's or parameter's declared type."""
+from __future__ import annotations
+
+from typing import Any
+
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
+from astral_dsl.model.kinds import (AnyType, BoolType, BundleType, EnumType, KINDS, ListType,
+                                    QType, RefType, StrType)
+from astral_dsl.model.values import Bundle, Group, ListValue, Symbol, UnknownValue, type_name
+from astral_dsl.units import DIMENSION_TYPES, Quantity, dimension_name, format_number
+
+_EXAMPLE_UNITS = {"power": "kW", "energy": "kWh", "voltage": "V", "current": "A", "time": "min",
+                  "length": "m", "area": "mm^2", "flow": "L/min", "pressure": "kPa",
+                  "temperature": "degC", "temperature_delta": "K", "information": "GB",
+                  "bandwidth": "Gb/s", "compute": "TFLOP/s", "money": "USD", "charge": "Ah",
+                  "mass": "kg", "frequency": "Hz"}
+
+
+def _fail(code: str, message: str, span: Span, hint: str | None = None):
+    raise DiagnosticError(Diagnostic(code, Severity.ERROR, message, span, hint))
+
+
+def coerce(value: Any, type_: Any, span: Span, what: str) -> Any:
+    """Return the value if it fits `type_`, else raise a diagnostic naming `what`."""
+    if isinstance(value, UnknownValue):
+        _fail("E312", f"{what} is left unknown (`?`); unknowns are chosen by `astral size`, "
+                      f"which this version cannot run yet", span,
+              "give a value for now, e.g. a count")
+    if isinstance(type_, AnyType):
+        return value
+    if isinstance(type_, QType):
+        return _quantity(value, type_, span, what)
+    if isinstance(type_, BoolType):
+        if isinstance(value, bool):
+            return value
+        _fail("E303", f"{what} must be `true` or `false`, not a {type_name(value)}", span)
+    if isinstance(type_, StrType):
+        if isinstance(value, str):
+            return value
+        _fail("E303", f"{what} must be a string, not a {type_name(value)}", span,
+              'write it in double quotes: "..."')
+    if isinstance(type_, EnumType):
+        name = value.name if isinstance(value, Symbol) else value if isinstance(value, str) else None
+        if name in type_.values:
+            return Symbol(name)
+        if name is None:
+            _fail("E303", f"{what} must be {type_.describe()}, not a {type_name(value)}", span)
+        _fail("E311", f"`{name}` is not a valid value for {what}", span,
+              did_you_mean(name, type_.values) or f"use {type_.describe()}")
+    if isinstance(type_, RefType):
+        kind = getattr(value, "kind", None)
+        if kind in type_.kinds:
+            return value
+        got = type_name(value)
+        _fail("E303", f"{what} must be {type_.describe()}, not a {got}", span)
+    if isinstance(type_, ListType):
+        if isinstance(value, Group):
+            if value.count > 10_000:
+                _fail("E303", f"{what} must be a list; a group of {value.count} instances is "
+                              f"too large to list", span)
+            items = tuple(r.item for r in value.runs for _ in range(r.count))
+        elif isinstance(value, ListValue):
+            items = value.items
+        else:
+            items = (value,)
+        return ListValue(tuple(coerce(i, type_.item, span, f"an item of {what}") for i in items))
+    if isinstance(type_, BundleType):
+        if isinstance(value, Quantity):
+            value = Bundle(1, value)
+        if isinstance(value, Bundle):
+            _quantity(value.item, QType(type_.dim), span, f"each item of {what}")
+            return value
+        _fail("E303", f"{what} must be {type_.describe()}, not a {type_name(value)}", span)
+    raise AssertionError(type_)
+
+
+def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
+    if isinstance(value, Group) and t.dim in ("count", "number"):
+        value = Quantity(float(value.count))
+    if isinstance(value, Bundle) and t.dim not in ("count", "number"):
+        value = value.total
+    if not isinstance(value, Quantity):
+        _fail("E303", f"{what} must be {t.describe()}, not a {type_name(value)}", span)
+    dims, point = DIMENSION_TYPES[t.dim]
+    if value.dims != dims or value.point != point:
+        expected = dimension_name(dims, point)
+        unit = _EXAMPLE_UNITS.get(t.dim)
+        if value.dimensionless and not value.unit and unit:
+            hint = f"add a unit, e.g. `{format_number(value.si)} {unit}`"
+        elif t.dim == "temperature" and value.dims == dims:
+            hint = "a temperature point is written in `degC` (K is a difference)"
+        elif t.dim == "temperature_delta" and value.dims == dims:
+            hint = "a temperature difference is written in `K`"
+        else:
+            hint = f"expected a {expected} such as `{unit}`" if unit else None
+        _fail("E304", f"{what} expects a {expected}, got {value.describe()}", span, hint)
+    if t.whole and not float(value.si).is_integer():
+        _fail("E308", f"{what} must be a whole number, not {value}", span)
+    if t.low is not None and value.si < t.low:
+        _fail("E309", f"{what} must be at least {format_number(t.low)}, not {value}", span)
+    if t.high is not None and value.si > t.high:
+        limit = "100 %" if t.dim == "ratio" and t.high == 1 else format_number(t.high)
+        _fail("E309", f"{what} must be at most {limit}, not {value}", span)
+    return value
+
+
+def type_from_annotation(name: str):
+    """A parameter annotation: a dimension name, `bool`, `string`, or a kind."""
+    from astral_dsl.model.kinds import QType as _Q
+
+    if name in DIMENSION_TYPES:
+        return _Q(name, whole=name == "count", low=0 if name == "count" else None)
+    if name == "bool":
+        return BoolType()
+    if name == "string":
+        return StrType()
+    if name in KINDS:
+        return RefType((name,))
+    return None
+
+
+ANNOTATIONS = sorted(list(DIMENSION_TYPES) + ["bool", "string"] + list(KINDS))

@@ -1,0 +1,88 @@
+"""Instances under construction (frames) and the environments expressions are evaluated in.
+
+Fields are evaluated lazily, on first use, so a field may refer to one declared below it; a field
+that needs itself is a cycle diagnostic. A derived template's body overrides its base's fields,
+and the base's expressions see the override (late binding)."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import attrs
+
+from astral_dsl.diagnostics import Span
+from astral_dsl.model.kinds import KindSpec
+from astral_dsl.model.values import Group
+from astral_dsl.semantics.scope import ModuleScope, Template
+from astral_dsl.syntax import ast
+
+
+@attrs.define(eq=False)
+class Env:
+    module: ModuleScope
+    frame: Optional["Frame"] = None
+    params: Dict[str, Any] = attrs.field(factory=dict)
+    locals: Dict[str, Any] = attrs.field(factory=dict)
+    outer: Optional["Env"] = None
+    symbols: bool = False   # bare unknown names are enumeration symbols (enum-typed fields)
+
+    def child(self, **locals_) -> "Env":
+        return Env(self.module, None, {}, dict(locals_), self, self.symbols)
+
+    def as_symbols(self) -> "Env":
+        return attrs.evolve(self, symbols=True)
+
+
+@attrs.define(eq=False)
+class FieldDef:
+    stmt: Any            # ast.Field | ast.Let | ast.Decl | ast.Record, or an override
+    env: Env
+    name_span: Span
+    value_expr: Any      # the expression (None for nested declarations and records)
+    is_let: bool = False
+
+
+@attrs.define(eq=False)
+class Frame:
+    kind: str
+    spec: KindSpec
+    name: str                      # template or member name
+    span: Span
+    template: Optional[Template]
+    depth: int
+    args: Dict[str, Any] = attrs.field(factory=dict)
+    defs: Dict[str, FieldDef] = attrs.field(factory=dict)
+    checks: List[Tuple[ast.Check, Env]] = attrs.field(factory=list)
+    actions: List[Tuple[Any, Env]] = attrs.field(factory=list)
+    values: Dict[str, Any] = attrs.field(factory=dict)
+    busy: Dict[str, bool] = attrs.field(factory=dict)
+    owned: Dict[str, bool] = attrs.field(factory=dict)   # field -> value constructed here
+    completed: bool = False
+    evaluator: Any = None
+
+    @property
+    def display(self) -> str:
+        return self.name
+
+    @property
+    def level(self):
+        return self.spec.level
+
+    # -- the interface roll-ups use (shared with model.Instance) --------------------------------
+    def containment(self):
+        out = []
+        for name, d in self.defs.items():
+            if d.is_let or not self.evaluator.constructs(d):
+                continue
+            value = self.evaluator.field(self, name)
+            if not self.owned.get(name):
+                continue
+            if isinstance(value, Group):
+                out.extend((r.count, r.item) for r in value.runs if r.item.level is not None)
+            elif isinstance(value, Frame) and value.level is not None:
+                out.append((1, value))
+        return tuple(out)
+
+    def declared(self, name: str):
+        if name in self.defs and not self.defs[name].is_let:
+            return self.evaluator.field(self, name)
+        return None

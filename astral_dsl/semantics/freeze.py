@@ -1,0 +1,54 @@
+"""Frames -> the immutable design model."""
+from __future__ import annotations
+
+from typing import Dict, List
+
+from astral_dsl.model.design import Instance, Member, Ref
+from astral_dsl.model.values import POISON, Group, ListValue, Run, Values
+from astral_dsl.semantics.frames import Frame
+
+
+class Freezer:
+    def __init__(self, paths: Dict[int, str]):
+        self.paths = paths
+        self.done: Dict[int, Instance] = {}
+        self.order: List[Instance] = []
+        self.busy: set = set()
+
+    def instance(self, frame: Frame) -> Instance:
+        hit = self.done.get(id(frame))
+        if hit is not None:
+            return hit
+        self.busy.add(id(frame))
+        fields = []
+        members = []
+        for name, d in frame.defs.items():
+            if d.is_let:
+                continue
+            value = frame.values.get(name, POISON)
+            if value is POISON:
+                continue
+            if frame.owned.get(name) and isinstance(value, (Frame, Group)):
+                members.append(Member(name, self.value(value, owned=True), d.name_span))
+            else:
+                fields.append((name, self.value(value, owned=False)))
+        inst = Instance(frame.kind, frame.name, self.paths[id(frame)], tuple(fields),
+                        tuple(members), frame.span)
+        self.done[id(frame)] = inst
+        self.order.append(inst)
+        return inst
+
+    def value(self, v, owned: bool):
+        if isinstance(v, Frame):
+            if owned and id(v) not in self.busy:
+                return self.instance(v)
+            return Ref(self.paths[id(v)])
+        if isinstance(v, Group):
+            if owned and not any(id(r.item) in self.busy for r in v.runs):
+                return Group(tuple(Run(r.count, self.instance(r.item)) for r in v.runs))
+            return Group(tuple(Run(r.count, Ref(self.paths[id(r.item)])) for r in v.runs))
+        if isinstance(v, ListValue):
+            return ListValue(tuple(self.value(i, False) for i in v.items))
+        if isinstance(v, Values):
+            return Values(tuple((c, self.value(x, False)) for c, x in v.runs))
+        return v

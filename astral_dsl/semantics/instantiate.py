@@ -1,0 +1,462 @@
+"""Templates -> frames: binding parameters, applying a base template and overrides, evaluating and
+type-checking fields, and memoising instantiations so replication stays symbolic."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
+from astral_dsl.model.kinds import KINDS, RefType
+from astral_dsl.model.rollup import PLURALS
+from astral_dsl.model.values import (POISON, Bundle, Group, ListValue, RangeValue, Symbol,
+                                     UnknownValue)
+from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
+from astral_dsl.semantics.evaluate import ExpressionEvaluator, Poisoned, fail
+from astral_dsl.semantics.frames import Env, FieldDef, Frame
+from astral_dsl.semantics.scope import LetSymbol, ModuleScope, ParamSymbol, Template
+from astral_dsl.syntax import ast
+from astral_dsl.units import Quantity
+
+MAX_DEPTH = 64
+
+
+class Evaluator(ExpressionEvaluator):
+    def __init__(self, diagnostics: List[Diagnostic], overrides: Dict[str, Any] | None = None,
+                 entry: Optional[ModuleScope] = None):
+        self.diagnostics = diagnostics
+        self.rollups: Dict = {}
+        self.frames: List[Frame] = []
+        self.memo: Dict = {}
+        self.overrides = overrides or {}
+        self.entry = entry
+        self._module_busy: set = set()
+        self._depth = 0
+
+    # -- diagnostics ----------------------------------------------------------------------------------
+    def guarded(self, fn, default=POISON):
+        """Run fn(); a diagnostic is recorded and `default` returned instead."""
+        try:
+            return fn()
+        except DiagnosticError as exc:
+            self.diagnostics.append(exc.diagnostic)
+        except Poisoned:
+            pass
+        return default
+
+    # -- module-level params and lets -------------------------------------------------------------------
+    def module_value(self, symbol, span: Span):
+        scope = symbol.module
+        name = symbol.node.name.name
+        if name in scope.values:
+            return scope.values[name]
+        key = (id(scope), name)
+        if key in self._module_busy:
+            fail("E404", f"`{name}` is defined in terms of itself", span)
+        self._module_busy.add(key)
+        try:
+            value = self.guarded(lambda: self._module_value(symbol))
+        finally:
+            self._module_busy.discard(key)
+        scope.values[name] = value
+        return _poison_check(value)
+
+    def _module_value(self, symbol):
+        node = symbol.node
+        env = Env(symbol.module)
+        if isinstance(symbol, ParamSymbol) and symbol.module is self.entry \
+                and node.name.name in self.overrides:
+            value = self.overrides[node.name.name]
+            span = node.default.span
+            if node.type is None:
+                default = self.eval(node.default, env)
+                if isinstance(default, Quantity) and not (
+                        isinstance(value, Quantity) and value.dims == default.dims
+                        and value.point == default.point):
+                    fail("E310", f"--set {node.name.name}: expected a {default.describe()} like "
+                                 f"the default `{default}`, got `{value}`", span)
+        else:
+            value = self.eval(node.value if isinstance(symbol, LetSymbol) else node.default, env)
+            span = (node.value if isinstance(symbol, LetSymbol) else node.default).span
+        if isinstance(symbol, ParamSymbol):
+            value = self._annotated(node.type, value, span, f"parameter `{node.name.name}`")
+        return value
+
+    def _annotated(self, type_ident, value, span, what):
+        if type_ident is None:
+            return value
+        t = type_from_annotation(type_ident.name)
+        if t is None:
+            fail("E303", f"unknown type `{type_ident.name}`", type_ident.span,
+                 did_you_mean(type_ident.name, ANNOTATIONS) or
+                 "types: a dimension (power, bandwidth, ...), count, ratio, bool, string, "
+                 "or a kind")
+        return coerce(value, t, span, what)
+
+    # -- templates ---------------------------------------------------------------------------------------
+    def instantiate(self, template: Template, args: List[ast.Arg], caller: Env, span: Span):
+        kind = KINDS[template.kind]
+        params, overrides = self._bind(template, args, caller, span)
+        key = (id(template), _key(params), _key({n: v for n, (v, _) in overrides.items()}))
+        frame = self.memo.get(key)
+        if frame is not None:
+            return frame
+        depth = (caller.frame.depth + 1) if caller.frame is not None else 0
+        if depth > MAX_DEPTH:
+            fail("E402", f"templates nest more than {MAX_DEPTH} deep (at `{template.name}`)", span,
+                 "a template that instantiates itself with changing arguments never ends")
+        frame = Frame(template.kind, kind, template.name, template.decl.span, template, depth,
+                      args=params, evaluator=self)
+        self.memo[key] = frame
+        self.frames.append(frame)
+        self._apply(frame, template, params, set())
+        for name, (value, arg_span) in overrides.items():
+            frame.defs[name] = FieldDef(_Given(value), Env(template.module, frame), arg_span, None)
+        return frame
+
+    def _bind(self, template: Template, args: List[ast.Arg], caller: Env, span: Span):
+        decl = template.decl
+        defs = list(decl.params or ())
+        names = [p.name.name for p in defs]
+        given: Dict[str, Any] = {}
+        overrides: Dict[str, Any] = {}
+        spans: Dict[str, Span] = {}
+        positional = 0
+        for arg in args:
+            value = self.eval(arg.value, caller)
+            if arg.name is None:
+                if positional >= len(names):
+                    fail("E307", f"`{template.name}` takes {len(names)} positional argument(s)",
+                         arg.span)
+                pname = names[positional]
+                positional += 1
+            else:
+                pname = arg.name.name
+            if pname in given or pname in overrides:
+                fail("E307", f"argument `{pname}` is given twice", arg.span)
+            if pname in names:
+                given[pname] = value
+                spans[pname] = arg.value.span
+            elif pname in KINDS[template.kind].fields:
+                overrides[pname] = (value, arg.value.span)
+            else:
+                fail("E211", f"`{template.name}` has no parameter or field `{pname}`",
+                     arg.name.span if arg.name else arg.span,
+                     did_you_mean(pname, names + list(KINDS[template.kind].fields)))
+        params: Dict[str, Any] = {}
+        env = Env(template.module, None, params)
+        for p in defs:
+            pname = p.name.name
+            if pname in given:
+                value, vspan = given[pname], spans[pname]
+            elif p.default is not None:
+                value, vspan = self.eval(p.default, env), p.default.span
+            else:
+                fail("E212", f"`{template.name}` needs the argument `{pname}`", span,
+                     f"write `{template.name}({pname} = ...)`")
+            params[pname] = self._annotated(p.type, value, vspan,
+                                            f"argument `{pname}` of `{template.name}`")
+        return params, overrides
+
+    def _apply(self, frame: Frame, template: Template, params: Dict[str, Any], seen: set):
+        """Lay the statements of `template` (after those of its base) onto `frame`."""
+        if id(template) in seen:
+            fail("E404", f"`{template.name}` is derived from itself", template.decl.name.span)
+        seen.add(id(template))
+        env = Env(template.module, frame, params)
+        decl = template.decl
+        if decl.base is not None:
+            base, base_args = self._base(decl, env)
+            base_params, base_overrides = self._bind(base, base_args, env, decl.base.span)
+            self._apply(frame, base, base_params, seen)
+            for name, (value, span) in base_overrides.items():
+                frame.defs[name] = FieldDef(_Given(value), env, span, None)
+        self.lay_body(frame, decl.body or (), env)
+
+    def _base(self, decl: ast.Decl, env: Env):
+        expr = decl.base
+        args: List[ast.Arg] = []
+        if isinstance(expr, ast.Call):
+            args = list(expr.args)
+            expr = expr.func
+        symbol = None
+        if isinstance(expr, ast.Name):
+            symbol = env.module.lookup(expr.name)
+            if symbol is None:
+                fail("E200", f"unknown name `{expr.name}`", expr.span,
+                     did_you_mean(expr.name, env.module.symbols))
+        elif isinstance(expr, ast.Attr):
+            ns = self.eval(expr.obj, Env(env.module))
+            symbol = getattr(ns, "scope", None) and ns.scope.own.get(expr.name.name)
+        if not isinstance(symbol, Template):
+            fail("E303", "a declaration can only be based on a template, e.g. "
+                         "`host Node = HGX8(gpu = H800) { ... }`", decl.base.span)
+        if symbol.kind != decl.kind.name:
+            fail("E303", f"{decl.kind.name} `{decl.name.name}` cannot be based on "
+                         f"{symbol.kind} `{symbol.name}`", decl.base.span,
+                 f"declare it as `{symbol.kind} {decl.name.name} = ...`")
+        return symbol, args
+
+    def lay_body(self, frame: Frame, body, env: Env):
+        spec = frame.spec
+        for stmt in body:
+            if isinstance(stmt, ast.Field):
+                frame.defs[stmt.name.name] = FieldDef(stmt, env, stmt.name.span, stmt.value)
+            elif isinstance(stmt, ast.Let):
+                frame.defs[stmt.name.name] = FieldDef(stmt, env, stmt.name.span, stmt.value, True)
+            elif isinstance(stmt, (ast.Decl, ast.Record)):
+                frame.defs[stmt.name.name] = FieldDef(stmt, env, stmt.name.span, None)
+            elif isinstance(stmt, ast.Check):
+                frame.checks.append((stmt, env))
+            else:
+                form = {ast.Fail: "fail", ast.SetStmt: "set", ast.Objective: "objective"}[type(stmt)]
+                allowed = spec.statements + (("objective",) if spec.name == "site" else ())
+                if form not in allowed:
+                    self.diagnostics.append(Diagnostic(
+                        "E210", Severity.ERROR, f"`{stmt.sense if form == 'objective' else form}` "
+                        f"is not allowed in a {spec.name}", stmt.span,
+                        "`fail` and `set` belong in a scenario; objectives in a site"))
+                    continue
+                frame.actions.append((stmt, env))
+
+    # -- fields ------------------------------------------------------------------------------------------
+    def field(self, frame: Frame, name: str, span: Span | None = None):
+        if name in frame.values:
+            return _poison_check(frame.values[name])
+        if frame.busy.get(name):
+            fail("E404", f"`{name}` of {frame.kind} `{frame.display}` depends on itself",
+                 span or frame.defs[name].name_span,
+                 "break the cycle: one of the values must not refer back")
+        frame.busy[name] = True
+        try:
+            value = self.guarded(lambda: self._field(frame, name))
+        finally:
+            frame.busy[name] = False
+        frame.values[name] = value
+        return _poison_check(value)
+
+    def _field(self, frame: Frame, name: str):
+        d = frame.defs[name]
+        stmt = d.stmt
+        spec = frame.spec
+        if isinstance(stmt, _Given):
+            frame.owned[name] = False
+            return self._typed(frame, name, stmt.value, d.name_span)
+        if isinstance(stmt, ast.Decl):
+            frame.owned[name] = True
+            return self.nested(frame, stmt, d.env)
+        if isinstance(stmt, ast.Record):
+            frame.owned[name] = True
+            if name not in spec.records:
+                fail("E203", f"a {spec.name} has no block `{name}`", stmt.name.span,
+                     did_you_mean(name, list(spec.records) + list(spec.fields)))
+            rkind = KINDS[spec.records[name]]
+            rec = Frame(rkind.name, rkind, name, stmt.span, None, frame.depth + 1, evaluator=self)
+            self.frames.append(rec)
+            self.lay_body(rec, stmt.body, Env(d.env.module, rec, {}, {}, d.env))
+            return rec
+        env = d.env
+        field_spec = spec.fields.get(name) if not d.is_let else None
+        if field_spec is not None and _wants_symbols(field_spec.type):
+            env = env.as_symbols()
+        value = self.eval(d.value_expr, env)
+        # schema fields hold values and references; members are the other named instances
+        frame.owned[name] = field_spec is None and self.constructs(d)
+        if d.is_let:
+            return value
+        return self._typed(frame, name, value, d.value_expr.span)
+
+    def _typed(self, frame: Frame, name: str, value, span: Span):
+        spec = frame.spec
+        field_spec = spec.fields.get(name)
+        if field_spec is not None:
+            return coerce(value, field_spec.type, span, f"`{name}`")
+        if name in spec.records:
+            fail("E303", f"`{name}` is a block: write `{name} {{ ... }}`", span)
+        if isinstance(value, (Frame, Group)) and (spec.open_members or not spec.physical):
+            return value
+        if isinstance(value, UnknownValue):
+            return coerce(value, None, span, f"`{name}`")
+        known = list(spec.fields) + list(spec.records)
+        hint = did_you_mean(name, known)
+        if hint is None and spec.open_members:
+            hint = f"a {spec.name} accepts its known fields and members (instances) under any name"
+        elif hint is None:
+            hint = f"a {spec.name} has: " + ", ".join(sorted(known))
+        fail("E203", f"a {spec.name} has no field `{name}`",
+             frame.defs[name].name_span, hint)
+
+    def nested(self, parent: Frame, decl: ast.Decl, env: Env) -> Frame:
+        kind = decl.kind.name
+        spec = KINDS.get(kind)
+        if spec is None:
+            fail("E201", f"unknown kind of declaration `{kind}`", decl.kind.span,
+                 did_you_mean(kind, KINDS))
+        pspec = parent.spec
+        lower_physical = (spec.physical and pspec.physical and pspec.open_members
+                          and spec.level < pspec.level)
+        if kind not in pspec.nested and not lower_physical:
+            allowed = ", ".join(pspec.nested) or "nothing"
+            fail("E210", f"a {kind} cannot be declared inside a {pspec.name}", decl.kind.span,
+                 f"a {pspec.name} may declare: {allowed}")
+        if decl.params:
+            fail("E210", "a declaration inside a body cannot take parameters",
+                 decl.params[0].span, "declare it at the top of the file to make a template")
+        frame = Frame(kind, spec, decl.name.name, decl.span, None, parent.depth + 1,
+                      evaluator=self)
+        self.frames.append(frame)
+        inner = Env(env.module, frame, {}, {}, env)
+        if decl.base is not None:
+            base, base_args = self._base(decl, env)
+            base_params, base_overrides = self._bind(base, base_args, env, decl.base.span)
+            self._apply(frame, base, base_params, set())
+            for name, (value, span) in base_overrides.items():
+                frame.defs[name] = FieldDef(_Given(value), env, span, None)
+        self.lay_body(frame, decl.body or (), inner)
+        return frame
+
+    def constructs(self, d: FieldDef) -> bool:
+        """Does this field build its value (owned members) rather than refer to one elsewhere?"""
+        if isinstance(d.stmt, (ast.Decl, ast.Record)):
+            return True
+        if d.is_let or d.value_expr is None:
+            return False
+        return self._constructs(d.value_expr, d.env)
+
+    def _constructs(self, e, env: Env) -> bool:
+        if isinstance(e, ast.Replicate):
+            return True
+        if isinstance(e, (ast.ListExpr,)):
+            return bool(e.items) and all(self._constructs(i, env) for i in e.items)
+        if isinstance(e, ast.Comprehension):
+            return self._constructs(e.element, env.child(**{e.var.name: None}))
+        if isinstance(e, ast.If):
+            return self._constructs(e.then, env) or self._constructs(e.other, env)
+        if isinstance(e, ast.Call):
+            e = e.func
+            if isinstance(e, ast.Attr):
+                return True
+        if isinstance(e, ast.Name):
+            scope = env
+            while scope is not None:
+                if e.name in scope.locals or e.name in scope.params or (
+                        scope.frame is not None and e.name in scope.frame.defs):
+                    return False
+                scope = scope.outer
+            return isinstance(env.module.lookup(e.name), Template)
+        return False
+
+    # -- whole frames ------------------------------------------------------------------------------------
+    def complete_all(self) -> None:
+        """Evaluate and type-check every field of every frame (frames created on the way too)."""
+        i = 0
+        while i < len(self.frames):
+            self.complete(self.frames[i])
+            i += 1
+
+    def complete(self, frame: Frame) -> None:
+        if frame.completed:
+            return
+        frame.completed = True
+        for name, d in list(frame.defs.items()):
+            value = self.guarded(lambda: self.field(frame, name))
+            if value is POISON or d.is_let:
+                continue
+            self.guarded(lambda: self._containment_ok(frame, name, value, d))
+        for fname, fspec in frame.spec.fields.items():
+            if fspec.required and fname not in frame.defs:
+                self.diagnostics.append(Diagnostic(
+                    "E204", Severity.ERROR,
+                    f"{frame.kind} `{frame.display}` is missing the required field `{fname}`",
+                    _head(frame), f"add `{fname} = ...` ({fspec.type.describe()})"))
+        for action, env in frame.actions:
+            self.guarded(lambda: self._action(frame, action, env))
+
+    def _containment_ok(self, frame: Frame, name: str, value, d: FieldDef):
+        if not frame.owned.get(name):
+            return
+        items = [r.item for r in value.runs] if isinstance(value, Group) else \
+            [value] if isinstance(value, Frame) else []
+        for child in items:
+            if child.level is None:
+                continue
+            if frame.level is None or child.level >= frame.level:
+                where = f"a {frame.kind}"
+                fail("E403", f"{where} cannot contain a {child.kind} (`{name}`)", d.name_span,
+                     "containment goes down the hierarchy: site > hall > pod > row > rack > "
+                     "host > gpu/nic")
+
+    def _action(self, frame: Frame, action, env: Env):
+        if isinstance(action, ast.Fail):
+            target = self.eval(action.target, env)
+            if not isinstance(target, (Frame, Group)):
+                from astral_dsl.model.values import type_name
+
+                fail("E303", f"`fail` needs a part of the design, not a {type_name(target)}",
+                     action.target.span)
+        elif isinstance(action, ast.SetStmt):
+            if not isinstance(action.target, ast.Attr):
+                fail("E303", "`set` needs a field of a part, e.g. `set Site.cooling.supply = ...`",
+                     action.target.span)
+            owner = self.eval(action.target.obj, env)
+            value = self.eval(action.value, env)
+            targets = [r.item for r in owner.runs] if isinstance(owner, Group) else [owner]
+            for t in targets:
+                if not isinstance(t, Frame):
+                    fail("E303", "`set` needs a field of a part of the design", action.target.span)
+                fspec = t.spec.fields.get(action.target.name.name)
+                if fspec is None:
+                    fail("E209", f"a {t.kind} has no field `{action.target.name.name}`",
+                         action.target.name.span,
+                         did_you_mean(action.target.name.name, t.spec.fields))
+                coerce(value, fspec.type, action.value.span, f"`{action.target.name.name}`")
+        elif isinstance(action, ast.Objective):
+            self.eval(action.expr, env)
+
+
+class _Given:
+    """A field value given as an argument at instantiation (already evaluated)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _head(frame: Frame) -> Span:
+    decl = frame.template.decl if frame.template is not None else None
+    if decl is not None:
+        return decl.name.span
+    return frame.span
+
+
+def _wants_symbols(t) -> bool:
+    from astral_dsl.model.kinds import EnumType, ListType
+
+    return isinstance(t, EnumType) or (isinstance(t, ListType) and isinstance(t.item, EnumType))
+
+
+def _poison_check(value):
+    if value is POISON:
+        from astral_dsl.semantics.evaluate import Poisoned as _P
+
+        raise _P()
+    return value
+
+
+def _key(values: Dict[str, Any]):
+    return tuple(sorted((k, _value_key(v)) for k, v in values.items()))
+
+
+def _value_key(v):
+    if isinstance(v, Quantity):
+        return ("q", v.key())
+    if isinstance(v, (bool, str, int, float)):
+        return ("v", v)
+    if isinstance(v, Symbol):
+        return ("s", v.name)
+    if isinstance(v, ListValue):
+        return ("l", tuple(_value_key(i) for i in v.items))
+    if isinstance(v, Group):
+        return ("g", tuple((r.count, id(r.item)) for r in v.runs))
+    if isinstance(v, Bundle):
+        return ("b", v.count, v.item.key())
+    if isinstance(v, RangeValue):
+        return ("r", v.start, v.stop)
+    return ("o", id(v))

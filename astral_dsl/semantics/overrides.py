@@ -1,0 +1,75 @@
+"""`--set NAME=VALUE`: override a top-level parameter of the entry file from outside.
+
+The value is a literal (`8`, `50 kW`, `true`, `"x"`); a bare number takes the unit of the
+parameter's default, so `--set rack_limit=50` means 50 kW when the default is `45 kW`."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping
+
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
+from astral_dsl.semantics.scope import ModuleScope, ParamSymbol
+from astral_dsl.syntax import ast
+from astral_dsl.syntax.parser import parse_expression
+from astral_dsl.syntax.source import Source
+from astral_dsl.units import Quantity, parse_unit
+from astral_dsl.units.table import UnitSpecError
+
+_LITERALS = (ast.Number, ast.QuantityLit, ast.String, ast.Bool)
+
+
+def parse_overrides(given: Mapping[str, str], scope: ModuleScope,
+                    diagnostics: List[Diagnostic]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for name, text in given.items():
+        where = f"--set {name}"
+        symbol = scope.own.get(name)
+        if not isinstance(symbol, ParamSymbol):
+            params = [n for n, s in scope.own.items() if isinstance(s, ParamSymbol)]
+            diagnostics.append(Diagnostic(
+                "E213", Severity.ERROR, f"--set {name}: the design has no parameter `{name}`",
+                None, did_you_mean(name, params) or (
+                    "parameters: " + ", ".join(params) if params else "it declares no `param`"),
+                file=scope.file))
+            continue
+        try:
+            out[name] = _literal(text, symbol, where)
+        except DiagnosticError as exc:
+            d = exc.diagnostic
+            diagnostics.append(Diagnostic("E310", Severity.ERROR, f"{where}: {d.message}", None,
+                                          d.hint, file=scope.file))
+    return out
+
+
+def _literal(text: str, symbol: ParamSymbol, where: str):
+    try:
+        expr = parse_expression(Source(where, text))
+    except DiagnosticError:
+        raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
+                                         f"`{text}` is not a value", None,
+                                         "write a number, a quantity such as `50 kW`, "
+                                         "true/false or a \"string\""))
+    negative = False
+    if isinstance(expr, ast.Neg) and isinstance(expr.operand, (ast.Number, ast.QuantityLit)):
+        negative, expr = True, expr.operand
+    if not isinstance(expr, _LITERALS):
+        raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
+                                         f"`{text}` is not a literal value", None,
+                                         "only literals can be set from outside"))
+    if isinstance(expr, ast.String):
+        return expr.value
+    if isinstance(expr, ast.Bool):
+        return expr.value
+    sign = -1.0 if negative else 1.0
+    default = symbol.node.default
+    if isinstance(expr, ast.Number):
+        if isinstance(default, ast.QuantityLit):
+            return _quantity(sign * expr.value, default.unit)
+        return Quantity(sign * expr.value)
+    return _quantity(sign * expr.value, expr.unit)
+
+
+def _quantity(value: float, unit: str) -> Quantity:
+    try:
+        return Quantity.from_unit(value, parse_unit(unit))
+    except UnitSpecError as exc:
+        raise DiagnosticError(Diagnostic("E310", Severity.ERROR, str(exc), None, exc.hint))

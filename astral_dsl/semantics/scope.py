@@ -1,0 +1,129 @@
+"""Module scopes: what each name at the top of a module means."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Union
+
+import attrs
+
+from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
+from astral_dsl.model.kinds import KINDS
+from astral_dsl.syntax import ast
+
+
+@attrs.define(eq=False)
+class Template:
+    decl: ast.Decl
+    module: "ModuleScope"
+
+    @property
+    def name(self) -> str:
+        return self.decl.name.name
+
+    @property
+    def kind(self) -> str:
+        return self.decl.kind.name
+
+
+@attrs.define(eq=False)
+class ParamSymbol:
+    node: ast.Param
+    module: "ModuleScope"
+
+
+@attrs.define(eq=False)
+class LetSymbol:
+    node: ast.Let
+    module: "ModuleScope"
+
+
+@attrs.define(eq=False)
+class Namespace:
+    scope: "ModuleScope"
+    name: str
+
+    @property
+    def display(self) -> str:
+        return f"module {self.name}"
+
+
+Symbol = Union[Template, ParamSymbol, LetSymbol, Namespace]
+
+
+@attrs.define(eq=False)
+class ModuleScope:
+    key: str
+    file: str
+    is_stdlib: bool
+    symbols: Dict[str, Symbol] = attrs.field(factory=dict)
+    own: Dict[str, Symbol] = attrs.field(factory=dict)       # declared here (exportable)
+    spans: Dict[str, Span] = attrs.field(factory=dict)
+    checks: List[ast.Check] = attrs.field(factory=list)     # top-level checks
+    values: Dict[str, object] = attrs.field(factory=dict)   # evaluated params and lets
+
+    def lookup(self, name: str) -> Optional[Symbol]:
+        return self.symbols.get(name)
+
+
+def declare(scope: ModuleScope, name: ast.Ident, symbol: Symbol,
+            diagnostics: List[Diagnostic], exported: bool = True) -> None:
+    if name.name in scope.symbols:
+        first = scope.spans.get(name.name)
+        where = f" (first declared at {first.start.line}:{first.start.column})" if first else ""
+        diagnostics.append(Diagnostic("E202", Severity.ERROR,
+                                      f"`{name.name}` is already declared in this module{where}",
+                                      name.span, "rename one of them"))
+        return
+    scope.symbols[name.name] = symbol
+    scope.spans[name.name] = name.span
+    if exported:
+        scope.own[name.name] = symbol
+
+
+def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
+                diagnostics: List[Diagnostic]) -> ModuleScope:
+    """Bind the names of one module into `scope` (created before, so that an import cycle sees
+    it). `resolve_import(node)` gives the imported ModuleScope or None (the loader has reported
+    why)."""
+    for item in tree.items:
+        if isinstance(item, ast.Import):
+            target = resolve_import(item)
+            if target is None:
+                continue
+            if item.names is None:
+                alias = item.alias or item.path[-1]
+                declare(scope, alias, Namespace(target, item.dotted), diagnostics, exported=False)
+                continue
+            for ident in item.names:
+                symbol = target.own.get(ident.name)
+                if symbol is None:
+                    diagnostics.append(Diagnostic(
+                        "E208", Severity.ERROR,
+                        f"module `{item.dotted}` has no declaration `{ident.name}`", ident.span,
+                        did_you_mean(ident.name, target.own)))
+                    continue
+                declare(scope, ident, symbol, diagnostics, exported=False)
+            if item.alias is not None:
+                declare(scope, item.alias, Namespace(target, item.dotted), diagnostics,
+                        exported=False)
+        elif isinstance(item, ast.Param):
+            declare(scope, item.name, ParamSymbol(item, scope), diagnostics)
+        elif isinstance(item, ast.Decl):
+            if item.kind.name not in KINDS:
+                diagnostics.append(Diagnostic(
+                    "E201", Severity.ERROR, f"unknown kind of declaration `{item.kind.name}`",
+                    item.kind.span,
+                    did_you_mean(item.kind.name, KINDS) or
+                    "kinds: " + ", ".join(sorted(KINDS))))
+                continue
+            declare(scope, item.name, Template(item, scope), diagnostics)
+        elif isinstance(item, ast.Let):
+            declare(scope, item.name, LetSymbol(item, scope), diagnostics)
+        elif isinstance(item, ast.Check):
+            scope.checks.append(item)
+        else:
+            what = {ast.Field: "a field", ast.Record: "a record", ast.Fail: "`fail`",
+                    ast.SetStmt: "`set`", ast.Objective: "an objective"}.get(type(item), "this")
+            diagnostics.append(Diagnostic(
+                "E210", Severity.ERROR, f"{what} cannot stand at the top of a file",
+                item.span, "put it inside a declaration, e.g. `site Name { ... }`"))
+    return scope

@@ -1,0 +1,1 @@
+"""Source text -> AST with spans."""

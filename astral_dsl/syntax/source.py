@@ -1,0 +1,46 @@
+"""Source files: bytes -> text, with diagnostics for binary and non-UTF-8 input."""
+from __future__ import annotations
+
+import attrs
+
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
+
+
+@attrs.frozen
+class Source:
+    name: str      # the file name shown in diagnostics
+    text: str
+
+    def line(self, n: int) -> str:
+        lines = self.text.splitlines()
+        return lines[n - 1] if 0 < n <= len(lines) else ""
+
+
+def decode(name: str, data: bytes) -> Source:
+    """Decode UTF-8 (a leading BOM is dropped); raise DiagnosticError for binary or bad bytes."""
+    if b"\x00" in data:
+        offset = data.index(b"\x00")
+        line, col = _position(data, offset)
+        raise DiagnosticError(Diagnostic(
+            "E102", Severity.ERROR, "this file is binary (it contains NUL bytes), not .astral text",
+            Span.at(name, line, col), "pass a .astral source file"))
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line, col = _position(data, exc.start)
+        raise DiagnosticError(Diagnostic(
+            "E101", Severity.ERROR,
+            f"this file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+            Span.at(name, line, col), "save the file as UTF-8")) from None
+    return Source(name, text)
+
+
+def _position(data: bytes, offset: int) -> tuple[int, int]:
+    head = data[:offset]
+    line = head.count(b"\n") + 1
+    last = head.rfind(b"\n")
+    col_bytes = head[last + 1:]
+    col = len(col_bytes.decode("utf-8", errors="replace")) + 1
+    if data.startswith(b"\xef\xbb\xbf") and line == 1:
+        col -= 1
+    return line, col

@@ -1,0 +1,228 @@
+"""Quantities: a float value in SI base units, a dimension vector, and the unit to show it in."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import attrs
+
+from astral_dsl.units.dimension import DIMENSIONLESS, Dim, dimension_name, div, mul, power
+from astral_dsl.units.table import Unit, parse_unit
+
+
+class UnitError(ValueError):
+    """An invalid operation on quantities; the evaluator turns it into a diagnostic with a span."""
+
+    def __init__(self, code: str, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+
+
+def format_number(x: float) -> str:
+    """Deterministic, readable: up to 10 significant digits, no trailing zeros, no exponent for
+    everyday magnitudes."""
+    if x != x or math.isinf(x):
+        return str(x)
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    text = f"{x:.10g}"
+    if "e" in text:
+        mantissa, exp = text.split("e")
+        return f"{mantissa}e{int(exp)}"
+    return text
+
+
+@attrs.frozen(eq=False)
+class Quantity:
+    si: float                  # value in SI base units (points: absolute kelvin)
+    dims: Dim = DIMENSIONLESS
+    unit: str = ""             # display unit ("" for plain numbers)
+    point: bool = False        # a temperature point
+
+    # -- construction ------------------------------------------------------------------------------
+    @classmethod
+    def of(cls, value: float, unit: str = "") -> "Quantity":
+        if not unit:
+            return cls(float(value))
+        u = parse_unit(unit)
+        return cls.from_unit(value, u)
+
+    @classmethod
+    def from_unit(cls, value: float, u: Unit) -> "Quantity":
+        si = float(Fraction(value) * u.scale + u.offset) if u.point else float(value) * float(u.scale)
+        return cls(si, u.dims, u.name, u.point)
+
+    # -- reading -----------------------------------------------------------------------------------
+    @property
+    def dimensionless(self) -> bool:
+        return self.dims == DIMENSIONLESS and not self.point
+
+    def value_in(self, unit: str | Unit) -> float:
+        u = parse_unit(unit) if isinstance(unit, str) else unit
+        if u.dims != self.dims or u.point != self.point:
+            raise UnitError("E301", f"cannot express {self.describe()} in `{u.name}`")
+        if u.point:
+            return float((Fraction(self.si) - u.offset) / u.scale)
+        return self.si / float(u.scale)
+
+    @property
+    def magnitude(self) -> float:
+        """The value in its display unit."""
+        return self.value_in(self.unit) if self.unit else self.si
+
+    def dimension(self) -> str:
+        return dimension_name(self.dims, self.point)
+
+    def describe(self) -> str:
+        return f"{self.dimension()} ({self.unit})" if self.unit else self.dimension()
+
+    def __str__(self) -> str:
+        if not self.unit:
+            return format_number(self.si)
+        sep = "" if self.unit in ("%",) else " "
+        return f"{format_number(self.magnitude)}{sep}{self.unit}"
+
+    def __repr__(self) -> str:
+        return f"Quantity({self})"
+
+    def key(self):
+        return (round(self.si, 12) if self.si else 0.0, self.dims, self.point)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Quantity) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    def is_whole(self) -> bool:
+        return self.dimensionless and float(self.si).is_integer()
+
+    # -- arithmetic --------------------------------------------------------------------------------
+    def _same_dims(self, other: "Quantity", verb: str) -> None:
+        if self.dims != other.dims:
+            raise UnitError(
+                "E301", f"cannot {verb} {self.describe()} and {other.describe()}",
+                "both sides need the same dimension")
+
+    def add(self, other: "Quantity") -> "Quantity":
+        self._same_dims(other, "add")
+        if self.point and other.point:
+            raise UnitError("E302", f"cannot add two temperature points ({self} + {other})",
+                            "add a temperature difference in K, e.g. `40 degC + 10 K`")
+        unit = self.unit if (self.point or not other.point) else other.unit
+        point = self.point or other.point
+        if not point and not self.unit:
+            unit = other.unit
+        return Quantity(self.si + other.si if not point else _point_add(self, other), self.dims,
+                        unit, point)
+
+    def sub(self, other: "Quantity") -> "Quantity":
+        self._same_dims(other, "subtract")
+        if other.point and not self.point:
+            raise UnitError("E302", f"cannot subtract a temperature point from a difference "
+                                    f"({self} - {other})")
+        if self.point and other.point:
+            return Quantity(self.si - other.si, self.dims, "K", False)
+        unit = self.unit or other.unit
+        return Quantity(self.si - other.si, self.dims, unit, self.point)
+
+    def _no_points(self, other: "Quantity", verb: str) -> None:
+        for q in (self, other):
+            if q.point:
+                raise UnitError("E302", f"cannot {verb} a temperature point ({q})",
+                                "subtract two points to get a difference in K first")
+
+    def mul(self, other: "Quantity") -> "Quantity":
+        self._no_points(other, "multiply")
+        return Quantity(self.si * other.si, mul(self.dims, other.dims),
+                        _combine(self, other, "*"), False)
+
+    def div(self, other: "Quantity") -> "Quantity":
+        self._no_points(other, "divide")
+        if other.si == 0:
+            raise UnitError("E305", "division by zero")
+        return Quantity(self.si / other.si, div(self.dims, other.dims),
+                        _combine(self, other, "/"), False)
+
+    def pow(self, exponent: "Quantity") -> "Quantity":
+        if not exponent.dimensionless:
+            raise UnitError("E301", f"an exponent must be a plain number, not {exponent.describe()}")
+        if self.point:
+            raise UnitError("E302", f"cannot raise a temperature point to a power ({self})")
+        n = exponent.si
+        if not self.dimensionless:
+            if not float(n).is_integer():
+                raise UnitError("E308", "a quantity with units can only be raised to a whole power")
+            unit = f"{self.unit}^{int(n)}" if self.unit else ""
+            return Quantity(self.si ** int(n), power(self.dims, int(n)), unit, False)
+        try:
+            return Quantity(float(self.si ** n))
+        except (OverflowError, ZeroDivisionError, TypeError) as exc:
+            raise UnitError("E309", f"cannot compute {self} ^ {exponent}: {exc}") from None
+
+    def neg(self) -> "Quantity":
+        if self.point:
+            raise UnitError("E302", f"cannot negate a temperature point ({self})")
+        return Quantity(-self.si, self.dims, self.unit, False)
+
+    def compare(self, other: "Quantity") -> float:
+        self._same_dims(other, "compare")
+        if self.point != other.point:
+            raise UnitError("E302", f"cannot compare a temperature point with a difference "
+                                    f"({self} and {other})")
+        return self.si - other.si
+
+    def to(self, unit: Unit) -> "Quantity":
+        if unit.dims != self.dims or unit.point != self.point:
+            target = dimension_name(unit.dims, unit.point)
+            raise UnitError("E301", f"cannot convert {self.describe()} to `{unit.name}` ({target})")
+        return Quantity(self.si, self.dims, unit.name, self.point)
+
+
+def _point_add(a: Quantity, b: Quantity) -> float:
+    return a.si + b.si if not (a.point and b.point) else math.nan
+
+
+def _combine(a: Quantity, b: Quantity, op: str) -> str:
+    """A display unit for a product or quotient: plain numbers and ratios keep the other's unit;
+    otherwise the two units joined, when that spelling parses back to the right dimension, else
+    the preferred unit of the resulting dimension."""
+    dims = mul(a.dims, b.dims) if op == "*" else div(a.dims, b.dims)
+    if dims == DIMENSIONLESS:
+        return ""
+    ua = a.unit if not a.dimensionless else ""
+    ub = b.unit if not b.dimensionless else ""
+    if not ub:
+        return ua
+    candidate = (ub if op == "*" else "") if not ua else f"{ua}{op}{ub}"
+    if candidate:
+        try:
+            if parse_unit(candidate).dims == dims:
+                return candidate
+        except ValueError:
+            pass
+    return preferred_unit(dims)
+
+
+_PREFERRED = {
+    "power": "W", "energy": "J", "voltage": "V", "current": "A", "charge": "Ah",
+    "resistance": "ohm", "time": "s", "frequency": "Hz", "length": "m", "area": "m^2",
+    "volume": "m^3", "flow": "m^3/s", "mass": "kg", "mass_flow": "kg/s", "density": "kg/m^3",
+    "pressure": "Pa", "specific_heat": "J/kg/K", "temperature_delta": "K", "information": "B",
+    "bandwidth": "b/s", "operations": "FLOP", "compute": "FLOP/s", "money": "USD",
+}
+
+
+def preferred_unit(dims: Dim) -> str:
+    from astral_dsl.units.dimension import BASES, NAMED
+
+    for name, d in NAMED.items():
+        if d == dims and name in _PREFERRED:
+            return _PREFERRED[name]
+    num = "*".join(b if e == 1 else f"{b}^{e}" for b, e in zip(BASES, dims) if e > 0) or ""
+    den = "/".join(b if e == -1 else f"{b}^{-e}" for b, e in zip(BASES, dims) if e < 0)
+    if not num:
+        return "/".join(f"{b}^{e}" for b, e in zip(BASES, dims) if e)  # negative powers only
+    return f"{num}/{den}" if den else num
