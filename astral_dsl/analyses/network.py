@@ -59,9 +59,8 @@ def _int(q, default: int) -> int:
 
 def _nic_ports(host: Instance, cache) -> int:
     total = 0
-    for run in group_of(host, ("nic",), cache).runs:
-        ports = run.item.field("ports")
-        total += run.count * _int(ports, 1)
+    for count, nic in group_of(host, ("nic",), cache).flat():
+        total += count * _int(nic.field("ports"), 1)
     return total
 
 
@@ -92,7 +91,7 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache) -> FabricCount:
     tiers: List[TierCount] = []
     prev_up_total = None
     hosts = group_of(owner, ("host",), cache)
-    host_ports = sum(run.count * _nic_ports(run.item, cache) for run in hosts.runs)
+    host_ports = sum(count * _nic_ports(host, cache) for count, host in hosts.flat())
     for tier in _tiers(fabric):
         scope = tier.field("scope")
         scope_name = scope.name if isinstance(scope, Symbol) else owner.kind

@@ -57,16 +57,14 @@ class Instance:
                 return m.value
         return None
 
+    def member_values(self):
+        """Owned members holding instances, in declaration order."""
+        return tuple(m.value for m in self.members if isinstance(m.value, (Group, Instance)))
+
     def containment(self) -> Tuple[Tuple[int, "Instance"], ...]:
-        """(count, child) for every owned physical child group."""
-        out = []
-        for m in self.members:
-            v = m.value
-            if isinstance(v, Group):
-                out.extend((r.count, r.item) for r in v.runs if r.item.level is not None)
-            elif isinstance(v, Instance) and v.level is not None:
-                out.append((1, v))
-        return tuple(out)
+        from astral_dsl.model.rollup import containment
+
+        return containment(self)
 
     @property
     def level(self):

@@ -1,12 +1,13 @@
 """Roll-ups over the containment DAG, shared by evaluation (on frames) and analyses (on the
-model): both expose `kind`, `containment()` -> ((count, child), ...) and `declared(field)`.
+model): both expose `kind`, `level`, `member_values()` (owned members in order: instances or
+groups) and `declared(field)`.
 
 Memoised per object identity, so a symbolic design costs one visit per distinct instance."""
 from __future__ import annotations
 
 from typing import Any, Dict, Tuple
 
-from astral_dsl.model.values import Group, Run, merge_runs
+from astral_dsl.model.values import Group, Run, concat, merge_runs
 from astral_dsl.units import Quantity
 
 # plural attribute -> kind(s) it collects
@@ -27,25 +28,41 @@ def group_of(node: Any, kinds: Tuple[str, ...], cache: Dict) -> Group:
     if node.kind in kinds:
         result = Group((Run(1, node),))
     else:
-        runs = []
-        for count, child in node.containment():
-            for run in group_of(child, kinds, cache).runs:
-                runs.append(Run(run.count * count, run.item))
-        result = Group(merge_runs(_merge_equal(runs)))
+        parts = []
+        for value in node.member_values():
+            sub = _expand(value, kinds, cache) if isinstance(value, Group) else \
+                group_of(value, kinds, cache)
+            if sub.runs:
+                parts.append(sub)
+        result = concat(parts)
     cache[key] = (node, result)   # keep node alive so its id stays unique
     return result
 
 
-def _merge_equal(runs):
-    """Merge runs of the same item that are not adjacent (order by first appearance)."""
+def _expand(group: Group, kinds, cache) -> Group:
+    """The `kinds` inside each member of `group`, in order."""
+    runs = []
+    for run in group.runs:
+        if isinstance(run.item, Group):
+            inner = _expand(run.item, kinds, cache)
+            if inner.runs:
+                runs.append(Run(run.count, inner))
+        elif run.item.level is not None:
+            runs.extend(group_of(run.item, kinds, cache).repeat(run.count).runs)
+    return Group(merge_runs(runs))
+
+
+def containment(node: Any):
+    """(count, child) for every physical child, merged per child (order does not matter)."""
     order: Dict[int, list] = {}
-    for run in runs:
-        slot = order.get(id(run.item))
-        if slot is None:
-            order[id(run.item)] = [run.count, run.item]
-        else:
-            slot[0] += run.count
-    return [Run(c, item) for c, item in order.values()]
+    for value in node.member_values():
+        pairs = value.flat() if isinstance(value, Group) else ((1, value),)
+        for c, child in pairs:
+            if child.level is None:
+                continue
+            slot = order.setdefault(id(child), [0, child])
+            slot[0] += c
+    return tuple((c, child) for c, child in order.values())
 
 
 def count_of(node: Any, kinds: Tuple[str, ...], cache: Dict) -> int:
@@ -63,7 +80,7 @@ def power_of(node: Any, cache: Dict) -> Quantity:
         result = declared
     else:
         total = 0.0
-        for count, child in node.containment():
+        for count, child in containment(node):
             total += count * power_of(child, cache).si
         result = Quantity(total, _WATT_DIMS, "kW" if total >= 1000 else "W")
     cache[key] = (node, result)

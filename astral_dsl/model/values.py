@@ -57,7 +57,12 @@ class Bundle:
 @attrs.frozen(eq=False)
 class Run:
     count: int
-    item: Any          # a Frame while evaluating, an Instance in the model
+    item: Any          # an instance (Frame while evaluating, Instance in the model) or a pattern
+    #                    (a Group repeated `count` times in order: 4 x [A, B] is A B A B ...)
+
+
+def _size(item) -> int:
+    return item.count if isinstance(item, Group) else 1
 
 
 @attrs.frozen(eq=False)
@@ -67,31 +72,105 @@ class Group:
 
     @property
     def count(self) -> int:
-        return sum(r.count for r in self.runs)
+        return sum(r.count * _size(r.item) for r in self.runs)
+
+    def repeat(self, n: int) -> "Group":
+        if len(self.runs) == 1:
+            run = self.runs[0]
+            return Group((Run(run.count * n, run.item),))
+        return Group((Run(n, self),)) if n != 1 else self
 
     def at(self, index: int):
         for run in self.runs:
-            if index < run.count:
-                return run.item
-            index -= run.count
+            size = _size(run.item)
+            if index < run.count * size:
+                return run.item.at(index % size) if isinstance(run.item, Group) else run.item
+            index -= run.count * size
         raise IndexError(index)
 
     def slice(self, start: int, stop: int) -> "Group":
         runs = []
         pos = 0
         for run in self.runs:
-            lo, hi = max(start, pos), min(stop, pos + run.count)
+            size = _size(run.item)
+            span = run.count * size
+            lo, hi = max(start, pos), min(stop, pos + span)
             if lo < hi:
-                runs.append(Run(hi - lo, run.item))
-            pos += run.count
+                if size == 1:
+                    runs.append(Run(hi - lo, run.item))
+                else:
+                    a, b = lo - pos, hi - pos          # offsets inside this run
+                    first, last = a // size, (b - 1) // size
+                    if first == last:
+                        runs.extend(run.item.slice(a % size, (b - 1) % size + 1).runs)
+                    else:
+                        if a % size:
+                            runs.extend(run.item.slice(a % size, size).runs)
+                            first += 1
+                        full_end = last if b % size else last + 1
+                        if full_end > first:
+                            runs.append(Run(full_end - first, run.item))
+                        if b % size:
+                            runs.extend(run.item.slice(0, b % size).runs)
+            pos += span
         return Group(merge_runs(runs))
+
+    def flat(self) -> Tuple[Tuple[int, Any], ...]:
+        """(count, instance) per distinct instance, in order of first appearance; for counting
+        and aggregates, where order does not matter."""
+        order: dict = {}
+        for run in self.runs:
+            if isinstance(run.item, Group):
+                for c, item in run.item.flat():
+                    slot = order.setdefault(id(item), [0, item])
+                    slot[0] += c * run.count
+            else:
+                slot = order.setdefault(id(run.item), [0, run.item])
+                slot[0] += run.count
+        return tuple((c, item) for c, item in order.values())
+
+    def positions(self):
+        """(first index, total count, instance) per distinct instance."""
+        first: dict = {}
+        pos = 0
+
+        def walk(group, base):
+            nonlocal pos
+            offset = base
+            for run in group.runs:
+                if isinstance(run.item, Group):
+                    walk(run.item, offset)
+                    offset += run.count * run.item.count
+                else:
+                    first.setdefault(id(run.item), offset)
+                    offset += run.count
+        walk(self, 0)
+        return tuple((first[id(item)], c, item) for c, item in self.flat())
+
+    def items(self, limit: int):
+        """Every replica in order (None when there are more than `limit`)."""
+        if self.count > limit:
+            return None
+        out = []
+        for run in self.runs:
+            if isinstance(run.item, Group):
+                out.extend(run.item.items(limit) * run.count)
+            else:
+                out.extend([run.item] * run.count)
+        return out
+
+    def map(self, fn) -> "Group":
+        """Apply fn to every distinct leaf, keeping the structure (fn returns an instance)."""
+        return Group(tuple(Run(r.count, r.item.map(fn) if isinstance(r.item, Group) else fn(r.item))
+                           for r in self.runs))
 
     def __str__(self) -> str:
         return " + ".join(f"{r.count} x {getattr(r.item, 'display', r.item)}" for r in self.runs)
 
 
 def merge_runs(runs) -> Tuple[Run, ...]:
-    out: list[Run] = []
+    """Join adjacent runs of the same item."""
+    out: list = []
     for run in runs:
         if run.count <= 0:
             continue
@@ -100,6 +179,14 @@ def merge_runs(runs) -> Tuple[Run, ...]:
         else:
             out.append(run)
     return tuple(out)
+
+
+def concat(parts) -> "Group":
+    """Concatenate instances and groups in order."""
+    runs = []
+    for p in parts:
+        runs.extend(p.runs if isinstance(p, Group) else (Run(1, p),))
+    return Group(merge_runs(runs))
 
 
 @attrs.frozen(eq=False)

@@ -35,14 +35,18 @@ def value_json(v: Any) -> Any:
     if isinstance(v, Instance):
         return {"ref": v.path}
     if isinstance(v, Group):
-        return {"count": v.count,
-                "runs": [{"count": r.count, "instance": getattr(r.item, "path", None)}
-                         for r in v.runs]}
+        return {"count": v.count, "runs": [_run_json(r) for r in v.runs]}
     if isinstance(v, RangeValue):
         return {"start": v.start, "stop": v.stop}
     if isinstance(v, Values):
         return [{"count": c, "value": value_json(x)} for c, x in v.runs]
     return str(v)
+
+
+def _run_json(run) -> Dict[str, Any]:
+    if isinstance(run.item, Group):
+        return {"count": run.count, "pattern": [_run_json(r) for r in run.item.runs]}
+    return {"count": run.count, "instance": run.item.path}
 
 
 def instance_json(inst: Instance, cache: Dict) -> Dict[str, Any]:

@@ -23,7 +23,7 @@ def _runs(args: List[Any], fname: str):
         if isinstance(x, ListValue):
             return [(1, v) for v in x.items]
         if isinstance(x, Group):
-            return [(r.count, r.item) for r in x.runs]
+            return list(x.flat())
         if isinstance(x, RangeValue):
             return [(1, Quantity(float(i))) for i in range(x.start, x.stop)]
     if not args:

@@ -58,7 +58,7 @@ def coerce(value: Any, type_: Any, span: Span, what: str) -> Any:
             if value.count > 10_000:
                 _fail("E303", f"{what} must be a list; a group of {value.count} instances is "
                               f"too large to list", span)
-            items = tuple(r.item for r in value.runs for _ in range(r.count))
+            items = tuple(value.items(10_000))
         elif isinstance(value, ListValue):
             items = value.items
         else:

@@ -10,7 +10,7 @@ from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, 
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
 from astral_dsl.model.values import (POISON, Bundle, Group, ListValue, RangeValue, Run, Symbol,
-                                     UnknownValue, Values, merge_runs, type_name)
+                                     UnknownValue, Values, concat, type_name)
 from astral_dsl.semantics.builtins import BUILTINS, BuiltinError, call_builtin
 from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template
@@ -161,8 +161,7 @@ class ExpressionEvaluator:
                 hint = f"`{obj.display}` does not set `{name}`; declare `{name} = ...` in it"
             fail("E209", f"{obj.kind} `{obj.display}` has no member `{name}`", name_span, hint)
         if isinstance(obj, Group):
-            return self._collect([(r.count, self.attribute(r.item, name, name_span, span))
-                                  for r in obj.runs])
+            return self._over_group(obj, lambda item: self.attribute(item, name, name_span, span))
         if isinstance(obj, Values):
             return self._collect([(c, self.attribute(v, name, name_span, span))
                                   for c, v in obj.runs])
@@ -184,21 +183,24 @@ class ExpressionEvaluator:
             return Quantity(float(len(obj.items)))
         fail("E209", f"a {type_name(obj)} has no member `{name}`", name_span)
 
+    def _over_group(self, group: Group, fn):
+        """An attribute of every member: a Group again (order kept) when the results are
+        instances or groups, else the values as runs."""
+        results = {}
+        for _, item in group.flat():
+            results[id(item)] = fn(item)
+        if all(isinstance(v, (Frame, Group)) for v in results.values()):
+            return _regroup(group, results)
+        return self._collect([(c, results[id(item)]) for c, item in group.flat()])
+
     @staticmethod
     def _collect(pairs):
-        """Attribute values over a group: a Group again when they are instances or groups."""
-        if pairs and all(isinstance(v, (Frame, Group)) for _, v in pairs):
-            runs = []
-            for c, v in pairs:
-                if isinstance(v, Group):
-                    runs.extend(Run(c * r.count, r.item) for r in v.runs)
-                else:
-                    runs.append(Run(c, v))
-            return Group(merge_runs(runs))
         merged = []
         for c, v in pairs:
             if isinstance(v, Values):
                 merged.extend((c * c2, v2) for c2, v2 in v.runs)
+            elif isinstance(v, Group):
+                merged.extend((c * c2, v2) for c2, v2 in v.flat())
             else:
                 merged.append((c, v))
         return Values(tuple(merged))
@@ -415,7 +417,7 @@ class ExpressionEvaluator:
         if isinstance(item, Frame):
             return Group((Run(n, item),))
         if isinstance(item, Group):
-            return Group(tuple(Run(n * r.count, r.item) for r in item.runs))
+            return item.repeat(n)
         if isinstance(item, Quantity):
             return Bundle(n, item)
         fail("E303", f"cannot replicate a {type_name(item)}", e.item.span,
@@ -434,10 +436,7 @@ class ExpressionEvaluator:
     @staticmethod
     def collection(items):
         if items and all(isinstance(i, (Frame, Group)) for i in items):
-            runs = []
-            for i in items:
-                runs.extend(i.runs if isinstance(i, Group) else (Run(1, i),))
-            return Group(merge_runs(runs))
+            return concat(items)
         return ListValue(tuple(items))
 
     def _e_Comprehension(self, e: ast.Comprehension, env):
@@ -448,8 +447,7 @@ class ExpressionEvaluator:
         elif isinstance(source, ListValue):
             items = list(source.items)
         elif isinstance(source, Group):
-            items = [r.item for r in source.runs for _ in range(r.count)] \
-                if source.count <= MAX_ITERATIONS else None
+            items = source.items(MAX_ITERATIONS)
         else:
             fail("E303", f"`for` needs a range, list or group, not a {type_name(source)}",
                  e.iterable.span)
@@ -458,3 +456,18 @@ class ExpressionEvaluator:
                  "replicate with `N x Template` to keep the design symbolic")
         return self.collection([self.eval(e.element, env.child(**{e.var.name: v}))
                                 for v in items])
+
+
+def _regroup(group: Group, results) -> Group:
+    """Replace each leaf of `group` by its result (an instance or a group), keeping order."""
+    runs = []
+    for run in group.runs:
+        if isinstance(run.item, Group):
+            runs.append(Run(run.count, _regroup(run.item, results)))
+            continue
+        value = results[id(run.item)]
+        if isinstance(value, Group):
+            runs.extend(value.repeat(run.count).runs)
+        else:
+            runs.append(Run(run.count, value))
+    return Group(tuple(runs))

@@ -68,19 +68,20 @@ class Frame:
         return self.spec.level
 
     # -- the interface roll-ups use (shared with model.Instance) --------------------------------
-    def containment(self):
+    def member_values(self):
         out = []
         for name, d in self.defs.items():
             if d.is_let or not self.evaluator.constructs(d):
                 continue
             value = self.evaluator.field(self, name)
-            if not self.owned.get(name):
-                continue
-            if isinstance(value, Group):
-                out.extend((r.count, r.item) for r in value.runs if r.item.level is not None)
-            elif isinstance(value, Frame) and value.level is not None:
-                out.append((1, value))
+            if self.owned.get(name) and isinstance(value, (Group, Frame)):
+                out.append(value)
         return tuple(out)
+
+    def containment(self):
+        from astral_dsl.model.rollup import containment
+
+        return containment(self)
 
     def declared(self, name: str):
         if name in self.defs and not self.defs[name].is_let:

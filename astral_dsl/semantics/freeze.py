@@ -44,9 +44,9 @@ class Freezer:
                 return self.instance(v)
             return Ref(self.paths[id(v)])
         if isinstance(v, Group):
-            if owned and not any(id(r.item) in self.busy for r in v.runs):
-                return Group(tuple(Run(r.count, self.instance(r.item)) for r in v.runs))
-            return Group(tuple(Run(r.count, Ref(self.paths[id(r.item)])) for r in v.runs))
+            if owned and not any(id(i) in self.busy for _, i in v.flat()):
+                return v.map(self.instance)
+            return v.map(lambda f: Ref(self.paths[id(f)]))
         if isinstance(v, ListValue):
             return ListValue(tuple(self.value(i, False) for i in v.items))
         if isinstance(v, Values):

@@ -373,7 +373,7 @@ class Evaluator(ExpressionEvaluator):
     def _containment_ok(self, frame: Frame, name: str, value, d: FieldDef):
         if not frame.owned.get(name):
             return
-        items = [r.item for r in value.runs] if isinstance(value, Group) else \
+        items = [i for _, i in value.flat()] if isinstance(value, Group) else \
             [value] if isinstance(value, Frame) else []
         for child in items:
             if child.level is None:
@@ -398,7 +398,7 @@ class Evaluator(ExpressionEvaluator):
                      action.target.span)
             owner = self.eval(action.target.obj, env)
             value = self.eval(action.value, env)
-            targets = [r.item for r in owner.runs] if isinstance(owner, Group) else [owner]
+            targets = [i for _, i in owner.flat()] if isinstance(owner, Group) else [owner]
             for t in targets:
                 if not isinstance(t, Frame):
                     fail("E303", "`set` needs a field of a part of the design", action.target.span)
@@ -454,7 +454,8 @@ def _value_key(v):
     if isinstance(v, ListValue):
         return ("l", tuple(_value_key(i) for i in v.items))
     if isinstance(v, Group):
-        return ("g", tuple((r.count, id(r.item)) for r in v.runs))
+        return ("g", tuple((r.count, _value_key(r.item) if isinstance(r.item, Group) else id(r.item))
+                           for r in v.runs))
     if isinstance(v, Bundle):
         return ("b", v.count, v.item.key())
     if isinstance(v, RangeValue):

@@ -21,10 +21,8 @@ def owned_children(frame: Frame) -> Iterator[Tuple[str, int, int, Frame]]:
         if isinstance(value, Frame):
             yield name, -1, 1, value
         elif isinstance(value, Group):
-            start = 0
-            for run in value.runs:
-                yield name, start, run.count, run.item
-                start += run.count
+            for start, count, item in value.positions():
+                yield name, start, count, item
 
 
 def canonical_paths(roots: List[Frame], frames: List[Frame]) -> Dict[int, str]:
