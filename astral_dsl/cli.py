@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Dict, List, Optional
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,6 +70,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
+        import traceback
+
+        sys.stderr.write("error[E000]: internal compiler error: "
+                         f"{type(exc).__name__}: {exc}\n"
+                         " = note: this is a bug in astral_dsl, not in your design; please report "
+                         "it with the input file\n")
+        if os.environ.get("ASTRAL_DEBUG"):
+            traceback.print_exc()
+        return EXIT_INTERNAL
     return EXIT_USAGE
 
 

@@ -3,6 +3,7 @@ lists them (a test keeps that file and this table in step)."""
 from __future__ import annotations
 
 CODES: dict[str, str] = {
+    "E000": "internal compiler error (a bug in astral_dsl)",
     # E1xx: reading and syntax
     "E100": "file cannot be read",
     "E101": "file is not UTF-8 text",

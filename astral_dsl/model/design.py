@@ -31,6 +31,16 @@ class Member:
     span: Optional[Span] = None
 
 
+@attrs.frozen
+class Action:
+    """A scenario's `fail TARGET` / `set TARGET.field = value`, or a site's objective."""
+    verb: str                # fail, set, minimize, maximize
+    target: Any              # Ref, Group of Refs, FabricSelection, or the objective's value
+    field: Optional[str]
+    value: Any
+    span: Optional[Span] = None
+
+
 @attrs.frozen(eq=False)
 class Instance:
     kind: str
@@ -40,6 +50,7 @@ class Instance:
     members: Tuple[Member, ...]
     span: Optional[Span] = None
     chosen: Tuple[str, ...] = ()  # fields whose values the sizing step chose
+    actions: Tuple[Action, ...] = ()
 
     @property
     def display(self) -> str:

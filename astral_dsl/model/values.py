@@ -4,7 +4,7 @@ Replication stays symbolic: a Group is a tuple of runs (count, item) and never o
 replica, so 524,288 GPUs are one run of (524288, H800)."""
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import attrs
 
@@ -267,3 +267,39 @@ def type_name(value) -> str:
     if kind:
         return f"{kind} `{getattr(value, 'display', '')}`"
     return type(value).__name__
+
+
+@attrs.frozen(eq=False)
+class FabricSelection:
+    """Part of a fabric named by path: `fabric.rail[2].plane[B].tor` (rail 2, plane B's ToRs).
+    `fabric` is the fabric instance (or a Ref to it in the model); `tier` a tier's name."""
+    fabric: Any
+    rail: Optional[int] = None
+    plane: Optional[int] = None
+    tier: Optional[str] = None
+
+    @property
+    def display(self) -> str:
+        base = getattr(self.fabric, "path", None) or getattr(self.fabric, "display", "fabric")
+        out = base
+        if self.rail is not None:
+            out += f".rail[{self.rail}]"
+        if self.plane is not None:
+            out += f".plane[{plane_label(self.plane)}]"
+        if self.tier is not None:
+            out += f".{self.tier}"
+        return out
+
+    def __str__(self) -> str:
+        return self.display
+
+
+@attrs.frozen(eq=False)
+class FabricAxis:
+    """`fabric.rail` or `fabric.plane` waiting for its `[index]`."""
+    selection: FabricSelection
+    axis: str
+
+
+def plane_label(index: int) -> str:
+    return chr(ord("A") + index) if 0 <= index < 26 else str(index)

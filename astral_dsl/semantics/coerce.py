@@ -60,7 +60,12 @@ def coerce(value: Any, type_: Any, span: Span, what: str) -> Any:
                               f"too large to list", span)
             items = tuple(value.items(10_000))
         elif isinstance(value, ListValue):
-            items = value.items
+            items = []
+            for item in value.items:     # `[7, 14 x 8, 7]`: a bundle stands for its items
+                if isinstance(item, Bundle) and item.count <= 10_000:
+                    items.extend([item.item] * item.count)
+                else:
+                    items.append(item)
         else:
             items = (value,)
         return ListValue(tuple(coerce(i, type_.item, span, f"an item of {what}") for i in items))

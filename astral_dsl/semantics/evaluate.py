@@ -9,7 +9,8 @@ from typing import Any, Dict, List
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
-from astral_dsl.model.values import (POISON, Bundle, Group, ListValue, RangeValue, Run, Symbol,
+from astral_dsl.model.values import (POISON, Bundle, FabricAxis, FabricSelection, Group,
+                                     ListValue, RangeValue, Run, Symbol, plane_label,
                                      UnknownValue, Values, concat, type_name)
 from astral_dsl.semantics.builtins import BUILTINS, BuiltinError, call_builtin
 from astral_dsl.semantics.frames import Env, Frame
@@ -147,6 +148,11 @@ class ExpressionEvaluator:
         return self.attribute(obj, e.name.name, e.name.span, e.span)
 
     def attribute(self, obj, name: str, name_span: Span, span: Span):
+        if isinstance(obj, Frame) and obj.kind == "fabric" and name in ("rail", "plane") \
+                and name not in obj.defs:
+            return FabricAxis(FabricSelection(obj), name)
+        if isinstance(obj, FabricSelection):
+            return self._fabric_part(obj, name, name_span)
         if isinstance(obj, Frame):
             if name in obj.defs and not obj.defs[name].is_let:
                 return self.field(obj, name, name_span)
@@ -205,8 +211,46 @@ class ExpressionEvaluator:
                 merged.append((c, v))
         return Values(tuple(merged))
 
+    def _fabric_part(self, sel: FabricSelection, name: str, span: Span):
+        if name in ("rail", "plane"):
+            if getattr(sel, name) is not None:
+                fail("E209", f"`{name}` is already selected in `{sel.display}`", span)
+            return FabricAxis(sel, name)
+        fabric = sel.fabric
+        tier = fabric.defs.get(name)
+        if tier is None or not isinstance(tier.stmt, ast.Decl) or tier.stmt.kind.name != "tier" \
+                or sel.tier is not None:
+            tiers = [n for n, d in fabric.defs.items()
+                     if isinstance(d.stmt, ast.Decl) and d.stmt.kind.name == "tier"]
+            fail("E209", f"`{sel.display}` has no tier `{name}`", span,
+                 did_you_mean(name, tiers + ["rail", "plane"]) or
+                 "select with `.rail[i]`, `.plane[A]` and a tier name")
+        return FabricSelection(fabric, sel.rail, sel.plane, name)
+
+    def _fabric_index(self, axis: FabricAxis, e: ast.Index, env):
+        sel = axis.selection
+        limit_q = self.field(sel.fabric, axis.axis + "s") if axis.axis + "s" in sel.fabric.defs \
+            else Quantity(1.0)
+        limit = int(limit_q.si) if isinstance(limit_q, Quantity) else 1
+        value = self.eval(e.selector, env.as_symbols())
+        if isinstance(value, Symbol) and axis.axis == "plane" and len(value.name) == 1 \
+                and value.name.isupper():
+            i = ord(value.name) - ord("A")
+        else:
+            i = self.whole(value, e.selector.span, f"a {axis.axis} index")
+        if not 0 <= i < limit:
+            labels = f"A to {plane_label(limit - 1)}" if axis.axis == "plane" else \
+                f"0 to {limit - 1}"
+            fail("E214", f"{axis.axis} {i if axis.axis == 'rail' else plane_label(i)} is out of "
+                         f"range: the fabric has {limit} {axis.axis}s ({labels})",
+                 e.selector.span)
+        return FabricSelection(sel.fabric, i if axis.axis == "rail" else sel.rail,
+                               i if axis.axis == "plane" else sel.plane, sel.tier)
+
     def _e_Index(self, e: ast.Index, env):
         obj = self.eval(e.obj, env)
+        if isinstance(obj, FabricAxis) and not isinstance(e.selector, ast.Wildcard):
+            return self._fabric_index(obj, e, env)
         if isinstance(e.selector, ast.Wildcard):
             if isinstance(obj, (Group, ListValue)):
                 return obj

@@ -56,6 +56,7 @@ class Frame:
     values: Dict[str, Any] = attrs.field(factory=dict)
     busy: Dict[str, bool] = attrs.field(factory=dict)
     owned: Dict[str, bool] = attrs.field(factory=dict)   # field -> value constructed here
+    done_actions: List[Tuple[str, Any, Any, Any, Span]] = attrs.field(factory=list)
     completed: bool = False
     evaluator: Any = None
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from astral_dsl.model.design import Instance, Member, Ref
-from astral_dsl.model.values import POISON, Group, ListValue, Run, Values
+from astral_dsl.model.design import Action, Instance, Member, Ref
+from astral_dsl.model.values import POISON, FabricSelection, Group, ListValue, Values
 from astral_dsl.semantics.frames import Frame
 
 
@@ -32,8 +32,10 @@ class Freezer:
                 members.append(Member(name, self.value(value, owned=True), d.name_span))
             else:
                 fields.append((name, self.value(value, owned=False)))
+        actions = tuple(Action(verb, self.value(target, False), fname, self.value(value, False),
+                               span) for verb, target, fname, value, span in frame.done_actions)
         inst = Instance(frame.kind, frame.name, self.paths[id(frame)], tuple(fields),
-                        tuple(members), frame.span)
+                        tuple(members), frame.span, (), actions)
         self.done[id(frame)] = inst
         self.order.append(inst)
         return inst
@@ -47,6 +49,8 @@ class Freezer:
             if owned and not any(id(i) in self.busy for _, i in v.flat()):
                 return v.map(self.instance)
             return v.map(lambda f: Ref(self.paths[id(f)]))
+        if isinstance(v, FabricSelection):
+            return FabricSelection(Ref(self.paths[id(v.fabric)]), v.rail, v.plane, v.tier)
         if isinstance(v, ListValue):
             return ListValue(tuple(self.value(i, False) for i in v.items))
         if isinstance(v, Values):

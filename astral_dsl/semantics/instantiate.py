@@ -7,8 +7,8 @@ from typing import Any, Dict, List, Optional
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS, RefType
 from astral_dsl.model.rollup import PLURALS
-from astral_dsl.model.values import (POISON, Bundle, Group, ListValue, RangeValue, Symbol,
-                                     UnknownValue)
+from astral_dsl.model.values import (POISON, Bundle, FabricSelection, Group, ListValue,
+                                     RangeValue, Symbol, UnknownValue)
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics.evaluate import ExpressionEvaluator, Poisoned, fail
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
@@ -387,11 +387,12 @@ class Evaluator(ExpressionEvaluator):
     def _action(self, frame: Frame, action, env: Env):
         if isinstance(action, ast.Fail):
             target = self.eval(action.target, env)
-            if not isinstance(target, (Frame, Group)):
+            if not isinstance(target, (Frame, Group, FabricSelection)):
                 from astral_dsl.model.values import type_name
 
                 fail("E303", f"`fail` needs a part of the design, not a {type_name(target)}",
                      action.target.span)
+            frame.done_actions.append(("fail", target, None, None, action.span))
         elif isinstance(action, ast.SetStmt):
             if not isinstance(action.target, ast.Attr):
                 fail("E303", "`set` needs a field of a part, e.g. `set Site.cooling.supply = ...`",
@@ -407,9 +408,12 @@ class Evaluator(ExpressionEvaluator):
                     fail("E209", f"a {t.kind} has no field `{action.target.name.name}`",
                          action.target.name.span,
                          did_you_mean(action.target.name.name, t.spec.fields))
-                coerce(value, fspec.type, action.value.span, f"`{action.target.name.name}`")
+                value = coerce(value, fspec.type, action.value.span,
+                               f"`{action.target.name.name}`")
+            frame.done_actions.append(("set", owner, action.target.name.name, value, action.span))
         elif isinstance(action, ast.Objective):
-            self.eval(action.expr, env)
+            frame.done_actions.append((action.sense, self.eval(action.expr, env), None, None,
+                                       action.span))
 
 
 class _Given:
