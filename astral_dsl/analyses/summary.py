@@ -38,9 +38,13 @@ def summarize(design: Design) -> Dict[str, object]:
     }
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
 def one_line(design: Design, summary: Dict[str, object]) -> str:
-    return (f"{design.file}: {summary['gpus']:,} GPUs, {summary['hosts']:,} hosts, "
-            f"{summary['racks']:,} racks, {summary['switches']:,} switches, "
+    return (f"{design.file}: {_n(summary['gpus'], 'GPU')}, {_n(summary['hosts'], 'host')}, "
+            f"{_n(summary['racks'], 'rack')}, {_n(summary['switches'], 'switch').replace('switchs', 'switches')}, "
             f"IT power {summary['it_power_kw']:,.1f} kW")
 
 

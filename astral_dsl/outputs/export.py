@@ -9,7 +9,8 @@ from typing import Any, Dict
 from astral_dsl import resources
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.rollup import PLURALS, count_of, power_of
-from astral_dsl.model.values import Bundle, Group, ListValue, RangeValue, Symbol, Values
+from astral_dsl.model.values import (Bundle, FabricSelection, Group, ListValue, RangeValue,
+                                     Symbol, Values)
 from astral_dsl.units import Quantity
 
 EXPORT_VERSION = "1.0"
@@ -34,6 +35,8 @@ def value_json(v: Any) -> Any:
         return {"ref": v.path}
     if isinstance(v, Instance):
         return {"ref": v.path}
+    if isinstance(v, FabricSelection):
+        return {"ref": v.display}
     if isinstance(v, Group):
         return {"count": v.count, "runs": [_run_json(r) for r in v.runs]}
     if isinstance(v, RangeValue):
@@ -58,6 +61,10 @@ def instance_json(inst: Instance, cache: Dict) -> Dict[str, Any]:
     if inst.chosen:
         out["chosen"] = list(inst.chosen)
     out["members"] = {m.name: value_json(m.value) for m in inst.members}
+    if inst.actions:
+        out["actions"] = [{"verb": a.verb, "target": value_json(a.target), "field": a.field,
+                           "value": value_json(a.value),
+                           "line": a.span.start.line if a.span else None} for a in inst.actions]
     if inst.level is not None:
         roll: Dict[str, Any] = {}
         for plural, kinds in PLURALS.items():

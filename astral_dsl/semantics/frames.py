@@ -70,11 +70,16 @@ class Frame:
 
     # -- the interface roll-ups use (shared with model.Instance) --------------------------------
     def member_values(self):
+        from astral_dsl.semantics.evaluate import Poisoned
+
         out = []
         for name, d in self.defs.items():
             if d.is_let or not self.evaluator.constructs(d):
                 continue
-            value = self.evaluator.field(self, name)
+            try:
+                value = self.evaluator.field(self, name)
+            except Poisoned:      # already reported; an erroneous member holds nothing
+                continue
             if self.owned.get(name) and isinstance(value, (Group, Frame)):
                 out.append(value)
         return tuple(out)
