@@ -105,8 +105,8 @@ def _evaluate(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scopes, lo
             ev.guarded(lambda: ev.symbol_value(symbol, scope.spans[name]), default=None)
     ev.complete_all()
     if not roots and scope.own and not entry.is_stdlib and any(
-            isinstance(s, Template) and s.module is scope and s.kind in ("rack", "row", "pod",
-                                                                          "hall", "host")
+            isinstance(s, Template) and s.module is scope and s.kind in ("rack", "row", "block",
+                                                                          "pod", "hall")
             for s in scope.own.values()):
         diagnostics.append(Diagnostic(
             "W400", Severity.WARNING, "no `site` is declared, so nothing is built",
