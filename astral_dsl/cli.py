@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="compile designs and report diagnostics and a summary")
     c.add_argument("files", nargs="+", metavar="FILE")
+    c.add_argument("--scenario", action="append", default=[], metavar="NAME",
+                   help="also check the design under this scenario (repeatable)")
+    c.add_argument("--all-scenarios", action="store_true", help="check every scenario")
     common(c)
     e = sub.add_parser("export", help="the compiled design model as JSON")
     e.add_argument("file", nargs="?", metavar="FILE")
@@ -101,7 +104,7 @@ def _unreadable(design) -> bool:
     return any(d.code == "E100" for d in design.diagnostics)
 
 
-def _print_diagnostics(design, colour: bool, stream) -> None:
+def _print_diagnostics(diagnostics, colour: bool, stream) -> None:
     from astral_dsl.outputs.human import render
 
     lines_cache: Dict[str, List[str]] = {}
@@ -116,7 +119,7 @@ def _print_diagnostics(design, colour: bool, stream) -> None:
         lines = lines_cache[file]
         return lines[n - 1] if 0 < n <= len(lines) else None
 
-    for d in design.diagnostics:
+    for d in diagnostics:
         stream.write(render(d, line_of, colour) + "\n\n")
 
 
@@ -127,26 +130,35 @@ def _check(args, sets) -> int:
 
     worst = EXIT_OK
     colour = _colour(args)
+    from astral_dsl.analyses.checking import check_design
+
     for path in args.files:
         design = _compile(path, sets)
-        summary = summarize(design) if design.roots or design.valid else None
+        checked = check_design(design, args.scenario, args.all_scenarios)
+        summary = summarize(design, checked.engineering) if design.valid else None
         if args.format == "json":
-            sys.stdout.write(dumps(envelope(design.diagnostics, file=design.file,
-                                            summary=summary)) + "\n")
+            scen = [{"name": o.name, "required": o.required, "broken": len(o.broken)}
+                    for o in checked.scenarios]
+            sys.stdout.write(dumps(envelope(checked.diagnostics, file=design.file,
+                                            summary=summary, scenarios=scen)) + "\n")
         else:
-            _print_diagnostics(design, colour, sys.stdout)
-            errors = sum(d.is_error for d in design.diagnostics)
-            warnings = sum(d.severity.value == "warning" for d in design.diagnostics)
+            _print_diagnostics(checked.diagnostics, colour, sys.stdout)
+            errors = sum(d.is_error for d in checked.diagnostics)
+            warnings = sum(d.severity.value == "warning" for d in checked.diagnostics)
+            for o in checked.scenarios:
+                state = "holds" if not o.broken else f"breaks {len(o.broken)} constraint(s)"
+                sys.stdout.write(f"scenario {o.name}{' (required)' if o.required else ''}: "
+                                 f"{state}\n")
             status = "ok" if not errors else f"{errors} error(s)"
             if warnings:
                 status += f", {warnings} warning(s)"
-            if summary is not None and design.valid:
+            if summary is not None:
                 sys.stdout.write(one_line(design, summary) + f" [{status}]\n")
             else:
                 sys.stdout.write(f"{design.file}: {status}\n")
         if _unreadable(design):
             worst = max(worst, EXIT_USAGE)
-        elif has_errors(design.diagnostics):
+        elif has_errors(checked.diagnostics):
             worst = max(worst, EXIT_ERRORS)
     return worst
 
@@ -162,7 +174,7 @@ def _export(args, sets) -> int:
         return _usage("export needs a FILE (or --schema)")
     design = _compile(args.file, sets)
     if args.format == "human":
-        _print_diagnostics(design, _colour(args), sys.stderr)
+        _print_diagnostics(design.diagnostics, _colour(args), sys.stderr)
     doc = envelope(design.diagnostics, design=export_design(design) if design.valid else None)
     sys.stdout.write(dumps(doc) + "\n")
     if _unreadable(design):

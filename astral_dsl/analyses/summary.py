@@ -3,31 +3,23 @@ from __future__ import annotations
 
 from typing import Dict
 
-from astral_dsl.analyses.network import fabric_counts
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.rollup import count_of, power_of
 
 
-def _switch_power_w(design: Design, fabrics) -> float:
-    total = 0.0
-    by_path = {i.path: i for i in design.instances}
-    for fc in fabrics:
-        for tier in fc.tiers:
-            switch = by_path.get(tier.switch)
-            p = switch.field("power") if switch is not None else None
-            total += tier.switches * (p.si if p is not None else 0.0)
-    return total
-
-
-def summarize(design: Design) -> Dict[str, object]:
+def summarize(design: Design, eng=None) -> Dict[str, object]:
+    """The check summary; pass the Engineering result when it has been computed already."""
     cache: Dict = {}
-    fabrics = fabric_counts(design, cache)
+    if eng is None and design.roots:
+        from astral_dsl.analyses.engineering import analyse
+
+        eng = analyse(design)
     gpus = sum(count_of(r, ("gpu",), cache) for r in design.roots)
     hosts = sum(count_of(r, ("host",), cache) for r in design.roots)
     racks = sum(count_of(r, ("rack",), cache) for r in design.roots)
-    switches = sum(f.switches for f in fabrics)
+    switches = sum(f.switches for f in eng.fabrics) if eng else 0
     compute_w = sum(power_of(r, cache).si for r in design.roots)
-    network_w = _switch_power_w(design, fabrics)
+    network_w = eng.network_w if eng else 0.0
     return {
         "sites": [r.path for r in design.roots],
         "gpus": gpus,

@@ -31,6 +31,7 @@ CODES: dict[str, str] = {
     "E213": "unknown --set parameter",
     "E214": "index out of range",
     "E215": "declaration refers to itself",
+    "E216": "unknown --scenario name",
     # E3xx: units, types and values
     "E300": "unknown unit",
     "E301": "incompatible units",
@@ -58,6 +59,30 @@ CODES: dict[str, str] = {
     "W500": "check failed (warning)",
     "E501": "check is not a yes/no condition",
     "E502": "invalid severity",
+    # E6xx: engineering checks (network E60x, power E62x, cooling E64x, sizing E66x, scenarios E68x)
+    "E600": "switch ports or capacity exceeded",
+    "E601": "link speeds do not match",
+    "E602": "oversubscription above the declared limit",
+    "E603": "no path to the core",
+    "E604": "switch radix cannot reach this size",
+    "E605": "dual-homing violated",
+    "E620": "feeder over capacity",
+    "E621": "feeder over capacity with one feeder failed",
+    "E622": "voltage drop above the declared limit",
+    "E623": "battery below the declared autonomy",
+    "E624": "power above the declared limit",
+    "E625": "conductor above its ampacity",
+    "E626": "voltage outside the standard's range",
+    "E627": "too few rectifier modules",
+    "E640": "cooling loop capacity exceeded",
+    "E641": "cooling capacity exceeded with one CDU failed",
+    "E642": "supply temperature above what the hardware accepts",
+    "E643": "flow above the declared limit",
+    "E644": "air heat per rack above the limit",
+    "E645": "facility water above its class",
+    "E646": "fluid properties unavailable",
+    "E680": "a required scenario breaks the design",
+    "W680": "a scenario breaks the design",
 }
 
 

@@ -51,6 +51,14 @@ class Instance:
     span: Optional[Span] = None
     chosen: Tuple[str, ...] = ()  # fields whose values the sizing step chose
     actions: Tuple[Action, ...] = ()
+    field_spans: Tuple[Tuple[str, Span], ...] = ()   # where each field's value is written
+
+    def span_of(self, name: str) -> Optional[Span]:
+        """The source of field `name` (its value), else of the declaration."""
+        for k, s in self.field_spans:
+            if k == name:
+                return s
+        return self.span
 
     @property
     def display(self) -> str:

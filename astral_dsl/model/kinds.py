@@ -194,7 +194,8 @@ _register(_kind("tier", "a switch tier", dict(
     optics_power=q("power", "power of the optics per switch"),
 )))
 _register(_kind("power", "the electrical system", {},
-                nested=("feeder", "rectifier", "battery", "standard"), open_members=True))
+                nested=("feeder", "rectifier", "battery", "standard", "cable"),
+                open_members=True))
 _register(_kind("standard", "a voltage standard and its normal range", dict(
     nominal=q("voltage", required=True), min=q("voltage"), max=q("voltage"),
     current=enum("dc", "ac"))))
@@ -205,7 +206,14 @@ _register(_kind("feeder", "a power feed (HVDC or AC)", dict(
     standard=ref("standard"), efficiency=q("ratio", "conversion efficiency", high=1),
     conductor_area=q("area"), length=q("length"), conductor_temperature=q("temperature"),
     max_voltage_drop=q("ratio", high=1), count=q("count", "how many such feeders", low=1),
+    conductors=q("count", "parallel conductor sets", low=1), cable=ref("cable"),
+    ampacity=q("current", "rated current of one conductor"),
     rectifier=ref("rectifier"), battery=ref("battery"))))
+_register(_kind("cable", "an ampacity table for a conductor type", dict(
+    material=enum("copper", "aluminium"),
+    areas=FieldSpec(ListType(QType("area")), required=True, doc="cross-sections"),
+    ampacities=FieldSpec(ListType(QType("current")), required=True,
+                         doc="rated current for each cross-section"))))
 _register(_kind("rectifier", "a rectifier cabinet", dict(
     module=q("power", "module rating"), modules=q("count"),
     redundancy=enum("n", "n_plus_1", "two_n"), efficiency=q("ratio", high=1),
@@ -214,7 +222,8 @@ _register(_kind("battery", "battery strings on a DC bus", dict(
     autonomy=q("time", required=True), chemistry=enum("lead_acid", "lithium_ion"),
     cells=q("count", low=1), end_voltage=q("voltage", "end-of-discharge voltage per cell"),
     aging_factor=q("number"), design_factor=q("number"), temperature_factor=q("number"),
-    efficiency=q("ratio", high=1), string_capacity=q("charge"))))
+    efficiency=q("ratio", high=1), string_capacity=q("charge", "capacity of one string"),
+    strings=q("count", "parallel strings", low=1))))
 _register(_kind("cooling", "the cooling system", {},
                 nested=("loop", "cdu", "air", "facility"), open_members=True))
 _register(_kind("fluid", "a coolant", dict(coolprop=STR, concentration=q("ratio", high=1))))

@@ -83,12 +83,16 @@ class ExpressionEvaluator:
 
     def lookup(self, name: str, env: Env, span: Span):
         scope = env
+        cycle = None
         while scope is not None:
             if name in scope.locals:
                 return scope.locals[name]
             frame = scope.frame
             if frame is not None:
-                if name in frame.defs:
+                if name in frame.defs and frame.busy.get(name):
+                    # `supply = supply`: a field naming itself means the outer `supply`
+                    cycle = frame
+                elif name in frame.defs:
                     return self.field(frame, name, span)
                 if name in scope.params:
                     return scope.params[name]
@@ -103,6 +107,8 @@ class ExpressionEvaluator:
         symbol = env.module.lookup(name)
         if symbol is not None:
             return self.symbol_value(symbol, span)
+        if cycle is not None:
+            self.field(cycle, name, span)     # reports the cycle
         if name in BUILTINS:
             fail("E303", f"`{name}` is a function; call it, e.g. `{name}(racks.power)`", span)
         if env.symbols:

@@ -22,12 +22,14 @@ class Freezer:
         self.busy.add(id(frame))
         fields = []
         members = []
+        spans = []
         for name, d in frame.defs.items():
             if d.is_let:
                 continue
             value = frame.values.get(name, POISON)
             if value is POISON:
                 continue
+            spans.append((name, d.value_expr.span if d.value_expr is not None else d.name_span))
             if frame.owned.get(name) and isinstance(value, (Frame, Group)):
                 members.append(Member(name, self.value(value, owned=True), d.name_span))
             else:
@@ -35,7 +37,7 @@ class Freezer:
         actions = tuple(Action(verb, self.value(target, False), fname, self.value(value, False),
                                span) for verb, target, fname, value, span in frame.done_actions)
         inst = Instance(frame.kind, frame.name, self.paths[id(frame)], tuple(fields),
-                        tuple(members), frame.span, (), actions)
+                        tuple(members), frame.span, (), actions, tuple(spans))
         self.done[id(frame)] = inst
         self.order.append(inst)
         return inst

@@ -1,0 +1,51 @@
+"""`astral check` as a function: the front end's diagnostics, then the engineering checks of a
+valid design, then its scenarios (all of them, or the ones asked for)."""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+import attrs
+
+from astral_dsl.analyses.engineering import (Engineering, ScenarioOutcome, analyse, run_scenario,
+                                             scenario_diagnostics)
+from astral_dsl.diagnostics import Diagnostic, Severity, did_you_mean, sort_diagnostics
+from astral_dsl.model.design import Design
+
+
+@attrs.frozen
+class Checked:
+    design: Design
+    engineering: Optional[Engineering]
+    scenarios: Tuple[ScenarioOutcome, ...]
+    diagnostics: Tuple[Diagnostic, ...]
+
+    @property
+    def valid(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+
+def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
+                 all_scenarios: bool = False) -> Checked:
+    """`scenarios`: names to run; required scenarios always run; `all_scenarios` runs every one."""
+    diags: List[Diagnostic] = list(design.diagnostics)
+    if not design.valid or not design.roots:
+        return Checked(design, None, (), sort_diagnostics(diags))
+    eng = analyse(design)
+    diags.extend(eng.diagnostics)
+    outcomes = []
+    wanted = set(scenarios or ())
+    known = {s.template: s for s in design.scenarios}
+    for name in sorted(wanted - set(known)):
+        diags.append(Diagnostic("E216", Severity.ERROR, f"--scenario {name}: no such scenario",
+                                None, did_you_mean(name, known) or (
+                                    "scenarios: " + ", ".join(sorted(known)) if known
+                                    else "the design declares no scenario"),
+                                file=design.file))
+    for scenario in design.scenarios:
+        run = all_scenarios or scenario.template in wanted or scenario.field("required") is True
+        if not run:
+            continue
+        outcome = run_scenario(design, scenario, eng)
+        outcomes.append(outcome)
+        diags.extend(scenario_diagnostics(outcome, scenario))
+    return Checked(design, eng, tuple(outcomes), sort_diagnostics(diags))

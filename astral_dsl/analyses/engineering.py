@@ -1,0 +1,82 @@
+"""All engineering checks of a design in one pass: network, then power (which counts the
+network's switches in the IT load), then cooling (which takes the heat and the losses); and the
+same under each scenario."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import attrs
+
+from astral_dsl.analyses import scenarios as scen
+from astral_dsl.analyses.cooling import CoolingResult, analyse_cooling
+from astral_dsl.analyses.network import FabricCount, fabric_counts
+from astral_dsl.analyses.power import PowerResult, analyse_power
+from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
+from astral_dsl.model.design import Design, Instance
+from astral_dsl.model.rollup import count_of
+
+
+@attrs.frozen
+class Engineering:
+    fabrics: Tuple[FabricCount, ...]
+    power: PowerResult
+    cooling: CoolingResult
+    diagnostics: Tuple[Diagnostic, ...]
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def network_w(self) -> float:
+        return sum(f.power_w for f in self.fabrics)
+
+
+def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineering:
+    cache: Dict = {}
+    d = applied.design if applied is not None else design
+    fabrics = tuple(fabric_counts(d, cache))
+    network_w = sum(f.power_w for f in fabrics)
+    power = analyse_power(d, network_w, cache, applied.failed if applied else frozenset())
+    overrides = {(path, "failed_cdus"): n for path, n in (applied.failed_cdus if applied else ())}
+    cooling = analyse_cooling(d, power.it_average_w, power.conversion_loss_w, network_w, cache,
+                              overrides)
+    diags: List[Diagnostic] = []
+    for f in fabrics:
+        diags.extend(f.diagnostics)
+    diags.extend(power.diagnostics)
+    diags.extend(cooling.diagnostics)
+    return Engineering(fabrics, power, cooling, sort_diagnostics(diags),
+                       applied.notes if applied else ())
+
+
+@attrs.frozen
+class ScenarioOutcome:
+    name: str
+    required: bool
+    notes: Tuple[str, ...]
+    broken: Tuple[Diagnostic, ...]      # diagnostics that appear only under the scenario
+    result: Engineering
+
+
+def _key(d: Diagnostic):
+    return (d.code, d.span, d.message)
+
+
+def run_scenario(design: Design, scenario: Instance, baseline: Engineering) -> ScenarioOutcome:
+    applied = scen.apply(design, scenario)
+    result = analyse(design, applied)
+    before = {(_d.code, _d.span) for _d in baseline.diagnostics}
+    broken = tuple(d for d in result.diagnostics if (d.code, d.span) not in before and d.is_error)
+    return ScenarioOutcome(scenario.template, scenario.field("required") is True, applied.notes,
+                           broken, result)
+
+
+def scenario_diagnostics(outcome: ScenarioOutcome, scenario: Instance) -> List[Diagnostic]:
+    if not outcome.broken:
+        return []
+    code, severity = ("E680", Severity.ERROR) if outcome.required else ("W680", Severity.WARNING)
+    what = "required scenario" if outcome.required else "scenario"
+    notes = tuple(f"breaks: [{d.code}] {d.message}" +
+                  (f" ({d.span.file}:{d.span.start.line})" if d.span else "")
+                  for d in outcome.broken)
+    return [Diagnostic(code, severity, f"{what} `{outcome.name}` breaks {len(outcome.broken)} "
+                                       f"constraint(s)", scenario.span, None,
+                       notes=notes)]

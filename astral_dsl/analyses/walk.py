@@ -1,0 +1,75 @@
+"""Walking the model: every distinct instance with how many replicas the sites hold, and
+resolving references."""
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, Tuple
+
+from astral_dsl.model.design import Design, Instance, Ref
+from astral_dsl.model.values import Group
+
+
+def owned(inst: Instance) -> Iterator[Tuple[int, Instance]]:
+    """(count, child) for every owned member (physical or not), merged per child."""
+    for m in inst.members:
+        v = m.value
+        if isinstance(v, Group):
+            yield from v.flat()
+        elif isinstance(v, Instance):
+            yield 1, v
+
+
+def multiplicities(design: Design) -> Dict[int, Tuple[int, Instance]]:
+    """id(instance) -> (replicas in all sites, instance), parents before children."""
+    order: List[Instance] = []
+    seen = set()
+    for root in design.roots:
+        stack = [(root, iter(list(owned(root))))]
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        while stack:
+            inst, it = stack[-1]
+            for _, child in it:
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, iter(list(owned(child)))))
+                    break
+            else:
+                order.append(inst)
+                stack.pop()
+    order.reverse()
+    mult: Dict[int, int] = {id(i): 0 for i in order}
+    for root in design.roots:
+        mult[id(root)] += 1
+    for inst in order:
+        m = mult[id(inst)]
+        for count, child in owned(inst):
+            mult[id(child)] = mult.get(id(child), 0) + m * count
+    return {id(i): (mult[id(i)], i) for i in order}
+
+
+def of_kind(design: Design, kind: str) -> List[Tuple[int, Instance]]:
+    return [(m, i) for m, i in multiplicities(design).values() if i.kind == kind]
+
+
+class Resolver:
+    def __init__(self, design: Design):
+        self.by_path = {i.path: i for i in design.instances}
+
+    def __call__(self, ref):
+        if isinstance(ref, Ref):
+            return self.by_path.get(ref.path)
+        return ref if isinstance(ref, Instance) else None
+
+    def group(self, value) -> List[Tuple[int, Instance]]:
+        """(count, instance) for a Group/list of refs or a single ref."""
+        if isinstance(value, Group):
+            return [(c, self(r)) for c, r in value.flat() if self(r) is not None]
+        items = getattr(value, "items", None)
+        if items is not None:
+            out = []
+            for r in items:
+                out.extend(self.group(r))
+            return out
+        inst = self(value)
+        return [(1, inst)] if inst is not None else []
