@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also check the design under this scenario (repeatable)")
     c.add_argument("--all-scenarios", action="store_true", help="check every scenario")
     common(c)
+    z = sub.add_parser("size", help="power, cooling and network sizing report")
+    z.add_argument("file", metavar="FILE")
+    z.add_argument("--scenario", metavar="NAME", help="size the design under this scenario")
+    common(z)
     e = sub.add_parser("export", help="the compiled design model as JSON")
     e.add_argument("file", nargs="?", metavar="FILE")
     e.add_argument("--schema", action="store_true", help="print the JSON Schema of the export")
@@ -69,6 +73,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _check(args, sets)
         if args.command == "export":
             return _export(args, sets)
+        if args.command == "size":
+            return _size(args, sets)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -161,6 +167,29 @@ def _check(args, sets) -> int:
         elif has_errors(checked.diagnostics):
             worst = max(worst, EXIT_ERRORS)
     return worst
+
+
+def _size(args, sets) -> int:
+    from astral_dsl.analyses.checking import check_design
+    from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.outputs.size_report import render_report, size_summary
+
+    design = _compile(args.file, sets)
+    checked = check_design(design, [args.scenario] if args.scenario else None)
+    eng = checked.engineering
+    if args.scenario and checked.scenarios:
+        eng = checked.scenarios[0].result
+    if args.format == "json":
+        summary = size_summary(design, eng) if eng is not None else None
+        sys.stdout.write(dumps(envelope(checked.diagnostics, file=design.file,
+                                        scenario=args.scenario, summary=summary)) + "\n")
+    else:
+        _print_diagnostics(checked.diagnostics, _colour(args), sys.stdout)
+        if eng is not None:
+            sys.stdout.write(render_report(design, eng, _colour(args)))
+    if _unreadable(design):
+        return EXIT_USAGE
+    return EXIT_OK if checked.valid else EXIT_ERRORS
 
 
 def _export(args, sets) -> int:

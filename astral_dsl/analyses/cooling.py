@@ -194,10 +194,14 @@ def _loop(inst: Instance, replicas: int, owner, resolve, cache, overrides, diags
                                           f"heat but its {declared_n} CDUs hold "
                                           f"{format_number(round(declared_n * cap / 1e6, 3))} MW",
                                   inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
-            elif scheme != "n" and (declared_n - 1) * cap < heat * (1 - 1e-9):
-                diags.append(_err("E641", f"with one CDU failed, loop `{inst.path}` has "
-                                          f"{format_number(round((declared_n - 1) * cap / 1e6, 3))}"
-                                          f" MW for {format_number(round(heat / 1e6, 3))} MW",
+            elif scheme != "n" and ((declared_n - 1) * cap < heat * (1 - 1e-9) or (
+                    cdu_flow and flow and (declared_n - 1) * cdu_flow < flow * (1 - 1e-9))):
+                have = (f"{format_number(round((declared_n - 1) * cap / 1e6, 3))} MW for "
+                        f"{format_number(round(heat / 1e6, 3))} MW")
+                if (declared_n - 1) * cap >= heat * (1 - 1e-9):
+                    have = (f"flow for {format_number(round((declared_n - 1) * cdu_flow * 6e4))} "
+                            f"L/min of the {format_number(round(flow * 6e4))} L/min needed")
+                diags.append(_err("E641", f"with one CDU failed, loop `{inst.path}` has {have}",
                                   inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
     if flow is not None:
         limit = _si(inst.field("max_flow"))

@@ -189,6 +189,9 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
     needed, declared = _rectifier(f, carried, resolve, diags)
     b_current, b_required, b_available = _battery(f, load / count, resolve, diags)
     eff = _si(f.field("efficiency"))
+    rect = resolve(f.field("rectifier"))
+    if eff is None and rect is not None:
+        eff = _si(rect.field("efficiency"))
     return FeederResult(f.path, replicas, kind, _sym(f.field("side")), voltage, load, normal,
                         failover, capacity, current, cond_current, ampacity, drop, ratio, needed,
                         declared, b_current, b_required, b_available, eff)
