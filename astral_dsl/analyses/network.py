@@ -275,7 +275,7 @@ def _hops(tiers: List[TierCount]) -> Tuple[Tuple[str, int], ...]:
     if cross_rail is not None:
         out.append(("cross-rail", 2 * cross_rail + 1))
     cross_pod = next((i for i, t in enumerate(tiers) if _LEVEL.get(t.scope, 9) > 4), None)
-    if cross_pod is not None:
+    if cross_pod is not None and any(t.scope == "pod" for t in tiers):
         out.append(("cross-pod", 2 * cross_pod + 1))
     return tuple(out)
 

@@ -39,6 +39,7 @@ class Freezer:
         inst = Instance(frame.kind, frame.name, self.paths[id(frame)], tuple(fields),
                         tuple(members), frame.span, (), actions, tuple(spans))
         self.done[id(frame)] = inst
+        self.busy.discard(id(frame))
         self.order.append(inst)
         return inst
 

@@ -120,8 +120,12 @@ class Evaluator(ExpressionEvaluator):
         overrides: Dict[str, Any] = {}
         spans: Dict[str, Span] = {}
         positional = 0
+        fields = KINDS[template.kind].fields
         for arg in args:
-            value = self.eval(arg.value, caller)
+            fspec = fields.get(arg.name.name) if arg.name is not None else None
+            env = caller.as_symbols() if fspec is not None and _wants_symbols(fspec.type) \
+                else caller
+            value = self.eval(arg.value, env)
             if arg.name is None:
                 if positional >= len(names):
                     fail("E307", f"`{template.name}` takes {len(names)} positional argument(s)",
@@ -319,17 +323,19 @@ class Evaluator(ExpressionEvaluator):
             return True
         if d.is_let or d.value_expr is None:
             return False
-        return self._constructs(d.value_expr, d.env)
+        return self._constructs(d.value_expr, d.env, d.stmt.name.name)
 
-    def _constructs(self, e, env: Env) -> bool:
+    def _constructs(self, e, env: Env, own: str | None = None) -> bool:
+        """`own`: the field being defined, which its own expression does not see (a field
+        naming itself means the outer name)."""
         if isinstance(e, ast.Replicate):
             return True
         if isinstance(e, (ast.ListExpr,)):
-            return bool(e.items) and all(self._constructs(i, env) for i in e.items)
+            return bool(e.items) and all(self._constructs(i, env, own) for i in e.items)
         if isinstance(e, ast.Comprehension):
             return self._constructs(e.element, env.child(**{e.var.name: None}))
         if isinstance(e, ast.If):
-            return self._constructs(e.then, env) or self._constructs(e.other, env)
+            return self._constructs(e.then, env, own) or self._constructs(e.other, env, own)
         if isinstance(e, ast.Call):
             e = e.func
             if isinstance(e, ast.Attr):
@@ -337,8 +343,9 @@ class Evaluator(ExpressionEvaluator):
         if isinstance(e, ast.Name):
             scope = env
             while scope is not None:
-                if e.name in scope.locals or e.name in scope.params or (
-                        scope.frame is not None and e.name in scope.frame.defs):
+                in_frame = scope.frame is not None and e.name in scope.frame.defs and not (
+                    scope is env and e.name == own)
+                if e.name in scope.locals or e.name in scope.params or in_frame:
                     return False
                 scope = scope.outer
             return isinstance(env.module.lookup(e.name), Template)
