@@ -98,9 +98,6 @@ def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...
 def did_you_mean(name: str, candidates: Sequence[str] | Iterable[str]) -> str | None:
     """A hint naming the closest candidate, or None when nothing is close."""
     pool = sorted(set(candidates))
-    matches = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
-    if not matches:
-        lowered = {c.lower(): c for c in pool}
-        if name.lower() in lowered:
-            matches = [lowered[name.lower()]]
+    same_letters = [c for c in pool if c.lower() == name.lower() and c != name]
+    matches = same_letters[:1] or difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
     return f"did you mean `{matches[0]}`?" if matches else None

@@ -77,7 +77,14 @@ class Evaluator(ExpressionEvaluator):
             value = self.eval(node.value if isinstance(symbol, LetSymbol) else node.default, env)
             span = (node.value if isinstance(symbol, LetSymbol) else node.default).span
         if isinstance(symbol, ParamSymbol):
-            value = self._annotated(node.type, value, span, f"parameter `{node.name.name}`")
+            overridden = symbol.module is self.entry and node.name.name in self.overrides
+            try:
+                value = self._annotated(node.type, value, span, f"parameter `{node.name.name}`")
+            except DiagnosticError as exc:
+                if not overridden:
+                    raise
+                d = exc.diagnostic
+                fail("E310", f"--set {node.name.name}: {d.message}", span, d.hint)
         return value
 
     def _annotated(self, type_ident, value, span, what):
@@ -304,7 +311,7 @@ class Evaluator(ExpressionEvaluator):
         if decl.params:
             fail("E210", "a declaration inside a body cannot take parameters",
                  decl.params[0].span, "declare it at the top of the file to make a template")
-        frame = Frame(kind, spec, decl.name.name, decl.span, None, parent.depth + 1,
+        frame = Frame(kind, spec, decl.name.name, decl.name.span, None, parent.depth + 1,
                       evaluator=self)
         self.frames.append(frame)
         inner = Env(env.module, frame, {}, {}, env)

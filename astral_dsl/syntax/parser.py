@@ -6,7 +6,8 @@ from functools import lru_cache
 
 import lark
 from lark import Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInput,
+                             UnexpectedToken, VisitError)
 
 from astral_dsl import resources
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
@@ -43,14 +44,20 @@ def _cache_path():
 
 def parse(source: Source) -> ast.Module:
     """Parse a whole file. Raises DiagnosticError on a syntax error."""
-    tree = _run(source, "start")
-    module = _Builder(source.name).transform(tree)
-    return module
+    return _build(source.name, _run(source, "start"))
 
 
 def parse_expression(source: Source) -> ast.Expr:
-    tree = _run(source, "expr_only")
-    return _Builder(source.name).transform(tree)
+    return _build(source.name, _run(source, "expr_only"))
+
+
+def _build(name: str, tree):
+    try:
+        return _Builder(name).transform(tree)
+    except VisitError as exc:          # a diagnostic raised while building a node
+        if isinstance(exc.orig_exc, DiagnosticError):
+            raise exc.orig_exc from None
+        raise
 
 
 def _run(source: Source, start: str):
@@ -92,7 +99,7 @@ def _syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
         end_col = (tok.end_column if tok.end_line == tok.line and tok.end_column else tok.column + 1)
         span = Span.at(name, tok.line, tok.column, tok.line, max(end_col, tok.column + 1))
         expected = _expected(exc.expected)
-        hint = _hint_for(tok, exc.expected)
+        hint = _hint_for(tok, exc.expected) or _unit_pitfall(source, tok)
         msg = f"unexpected {_describe(tok)}" + (f"; {expected}" if expected else "")
         return Diagnostic("E103", Severity.ERROR, msg, span, hint)
     # end of file
@@ -114,16 +121,25 @@ def _describe(tok: Token) -> str:
 
 
 def _hint_for(tok: Token, expected) -> str | None:
-    if tok.type == "QUANTITY":
-        unit = re.split(r"[ \t]+", str(tok), maxsplit=1)[-1]
-        if re.match(r"^[A-Za-z_]\w*$", unit) and "=" not in str(tok):
-            return (f"`{unit}` was read as the unit of `{tok}`; separate statements on one line "
-                    f"with `,`")
-    if tok.type == "EQUAL":
+    if tok.type == "EQUAL" and "COMP_OP" in expected:
         return "`=` sets a field; compare with `==`"
-    if str(tok) == "=" or "EQUAL" in expected:
-        return None
     return None
+
+
+_TRAILING_QUANTITY = re.compile(r"(\d[\d_.]*(?:[eE][+-]?\d+)?)[ \t]+([A-Za-z_]\w*)[ \t]*$")
+
+
+def _unit_pitfall(source: Source, tok: Token) -> str | None:
+    """`a = 4 b = 3` reads `4 b` as four bits: say so when an `=` follows such a quantity."""
+    if str(tok) != "=":
+        return None
+    before = source.line(tok.line)[:tok.column - 1]
+    m = _TRAILING_QUANTITY.search(before)
+    if not m:
+        return None
+    head, unit = before[:m.start(2)].rstrip(), m.group(2)
+    return (f"`{m.group(1)} {unit}` was read as a quantity with the unit `{unit}`; "
+            f"separate statements on one line with `,` (as in `{head}, {unit} = ...`)")
 
 
 # ---- tree -> AST ----------------------------------------------------------------------------------
@@ -132,7 +148,8 @@ def _span(file: str, meta_or_tok) -> Span:
     return Span.at(file, m.line, m.column, m.end_line, m.end_column)
 
 
-_QUANTITY = re.compile(r"^(?P<num>[0-9_.eE+-]+?)[ \t]*(?P<unit>(?:[A-Za-z\u00b0\u00b5%]).*)$")
+_QUANTITY = re.compile(r"^(?P<num>(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)[ \t]*"
+                       r"(?P<unit>(?:[A-Za-z\u00b0\u00b5%]).*)$")
 
 
 def _number(text: str) -> float:
@@ -246,7 +263,7 @@ class _Builder(Transformer):
 
     @v_args(meta=True)
     def objective(self, meta, items):
-        return ast.Objective(str(items[0]), items[1], self._s(meta))
+        return ast.Objective(str(items[0]), items[-1], self._s(meta))
 
     # -- expressions
     @v_args(meta=True)

@@ -104,6 +104,10 @@ _add("degF", F(5, 9), dim(K=1), offset=F("273.15") - F(32) * F(5, 9), point=True
 _add("\u00b0F", F(5, 9), dim(K=1), offset=F("273.15") - F(32) * F(5, 9), point=True)
 
 
+for _name in [n for n in UNITS if n.startswith("u") and len(n) > 1]:
+    UNITS["\u00b5" + _name[1:]] = attrs.evolve(UNITS[_name], name="\u00b5" + _name[1:])
+
+
 def unit_names() -> list[str]:
     return sorted(UNITS)
 
