@@ -106,6 +106,12 @@ def _compile(path: str, sets):
     return compile_file(path, sets)
 
 
+def _recompile(path: str, sets):
+    from astral_dsl.compiler import compile_file
+
+    return lambda assignments: compile_file(path, sets, assignments=assignments)
+
+
 def _unreadable(design) -> bool:
     return any(d.code == "E100" for d in design.diagnostics)
 
@@ -137,20 +143,27 @@ def _check(args, sets) -> int:
     worst = EXIT_OK
     colour = _colour(args)
     from astral_dsl.analyses.checking import check_design
+    from astral_dsl.outputs.size_report import chosen_json
 
     for path in args.files:
         design = _compile(path, sets)
-        checked = check_design(design, args.scenario, args.all_scenarios)
+        checked = check_design(design, args.scenario, args.all_scenarios,
+                               _recompile(path, sets))
+        design = checked.design
         summary = summarize(design, checked.engineering) if design.valid else None
         if args.format == "json":
             scen = [{"name": o.name, "required": o.required, "broken": len(o.broken)}
                     for o in checked.scenarios]
             sys.stdout.write(dumps(envelope(checked.diagnostics, file=design.file,
-                                            summary=summary, scenarios=scen)) + "\n")
+                                            summary=summary, scenarios=scen,
+                                            chosen=chosen_json(design))) + "\n")
         else:
             _print_diagnostics(checked.diagnostics, colour, sys.stdout)
             errors = sum(d.is_error for d in checked.diagnostics)
             warnings = sum(d.severity.value == "warning" for d in checked.diagnostics)
+            for item in chosen_json(design):
+                sys.stdout.write(f"chosen by sizing: {item['file']}:{item['line']}:"
+                                 f"{item['column']} = {item['value']}\n")
             for o in checked.scenarios:
                 state = "holds" if not o.broken else f"breaks {len(o.broken)} constraint(s)"
                 sys.stdout.write(f"scenario {o.name}{' (required)' if o.required else ''}: "
@@ -172,17 +185,20 @@ def _check(args, sets) -> int:
 def _size(args, sets) -> int:
     from astral_dsl.analyses.checking import check_design
     from astral_dsl.outputs.jsonout import dumps, envelope
-    from astral_dsl.outputs.size_report import render_report, size_summary
+    from astral_dsl.outputs.size_report import chosen_json, render_report, size_summary
 
     design = _compile(args.file, sets)
-    checked = check_design(design, [args.scenario] if args.scenario else None)
+    checked = check_design(design, [args.scenario] if args.scenario else None,
+                           compile_with=_recompile(args.file, sets))
+    design = checked.design
     eng = checked.engineering
     if args.scenario and checked.scenarios:
         eng = checked.scenarios[0].result
     if args.format == "json":
         summary = size_summary(design, eng) if eng is not None else None
         sys.stdout.write(dumps(envelope(checked.diagnostics, file=design.file,
-                                        scenario=args.scenario, summary=summary)) + "\n")
+                                        scenario=args.scenario, summary=summary,
+                                        chosen=chosen_json(design))) + "\n")
     else:
         _print_diagnostics(checked.diagnostics, _colour(args), sys.stdout)
         if eng is not None:
@@ -202,13 +218,20 @@ def _export(args, sets) -> int:
     if not args.file:
         return _usage("export needs a FILE (or --schema)")
     design = _compile(args.file, sets)
+    diagnostics = design.diagnostics
+    if design.unknowns:
+        from astral_dsl.analyses.checking import check_design
+
+        checked = check_design(design, compile_with=_recompile(args.file, sets))
+        design, diagnostics = checked.design, checked.diagnostics
+    valid = not any(d.is_error for d in diagnostics)
     if args.format == "human":
-        _print_diagnostics(design.diagnostics, _colour(args), sys.stderr)
-    doc = envelope(design.diagnostics, design=export_design(design) if design.valid else None)
+        _print_diagnostics(diagnostics, _colour(args), sys.stderr)
+    doc = envelope(diagnostics, design=export_design(design) if valid else None)
     sys.stdout.write(dumps(doc) + "\n")
     if _unreadable(design):
         return EXIT_USAGE
-    return EXIT_OK if design.valid else EXIT_ERRORS
+    return EXIT_OK if valid else EXIT_ERRORS
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, sort_diagnostics
-from astral_dsl.model.design import Design
+from astral_dsl.model.design import Design, UnknownSite
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.semantics.checks import run_checks
 from astral_dsl.semantics.frames import Env
@@ -23,7 +23,8 @@ MAX_GPUS = 10**9
 
 
 def compile_file(path: str | Path, overrides: Optional[Mapping[str, str]] = None,
-                 read=read_file) -> Design:
+                 read=read_file, assignments: Optional[Mapping[str, object]] = None) -> Design:
+    """`assignments`: values for the design's unknowns (`?`), by UnknownSite.key."""
     path = Path(path)
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(project_root(path), diagnostics, read)
@@ -38,15 +39,16 @@ def compile_file(path: str | Path, overrides: Optional[Mapping[str, str]] = None
                                       file=name))
         return _empty(name, diagnostics)
     entry = loader.load_entry_text(name, data, path)
-    return _compile(entry, loader, diagnostics, overrides)
+    return _compile(entry, loader, diagnostics, overrides, assignments)
 
 
 def compile_text(text: str, name: str = "<string>", root: str | Path | None = None,
-                 overrides: Optional[Mapping[str, str]] = None, read=read_file) -> Design:
+                 overrides: Optional[Mapping[str, str]] = None, read=read_file,
+                 assignments: Optional[Mapping[str, object]] = None) -> Design:
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
     entry = loader.load_entry_text(name, text.encode("utf-8"))
-    return _compile(entry, loader, diagnostics, overrides)
+    return _compile(entry, loader, diagnostics, overrides, assignments)
 
 
 def _empty(name: str, diagnostics) -> Design:
@@ -54,13 +56,13 @@ def _empty(name: str, diagnostics) -> Design:
 
 
 def _compile(entry: LoadedModule, loader: ModuleLoader, diagnostics: List[Diagnostic],
-             overrides: Optional[Mapping[str, str]]) -> Design:
+             overrides: Optional[Mapping[str, str]], assignments=None) -> Design:
     if entry.tree is None:
         return _empty(entry.key, diagnostics)
     scopes: Dict[int, ModuleScope] = {}
     entry_scope = _scope(entry, loader, scopes, diagnostics)
     given = parse_overrides(overrides or {}, entry_scope, diagnostics)
-    ev = Evaluator(diagnostics, given, entry_scope)
+    ev = Evaluator(diagnostics, given, entry_scope, dict(assignments or {}))
     try:
         return _evaluate(ev, entry, entry_scope, scopes, loader, diagnostics)
     except RecursionError:
@@ -134,8 +136,23 @@ def _evaluate(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scopes, lo
     params = tuple((n, freezer.value(scope.values[n], False)) for n, s in scope.own.items()
                    if n in scope.values and type(s).__name__ == "ParamSymbol")
     instances = tuple(sorted(freezer.order, key=lambda i: _path_key(i.path)))
+    unknowns = tuple(_unknown_site(key, site, paths, freezer)
+                     for key, site in sorted(ev.unknown_sites.items(),
+                                             key=lambda kv: _span_order(kv[1][0])))
     return Design(entry.key, frozen_roots, frozen_jobs, frozen_scen, params, instances,
-                  tuple(results), sort_diagnostics(diagnostics))
+                  tuple(results), sort_diagnostics(diagnostics), unknowns)
+
+
+def _span_order(span: Span):
+    return (span.file, span.start.line, span.start.column)
+
+
+def _unknown_site(key, site, paths, freezer) -> UnknownSite:
+    span, role, options, kw = site
+    frame = kw.get("frame")
+    return UnknownSite(key, span, role, tuple(freezer.value(o, False) for o in options),
+                       kw.get("low", 0), kw.get("high", 10**6),
+                       paths.get(id(frame), "") if frame is not None else "", kw.get("field", ""))
 
 
 def _path_key(path: str):

@@ -2,7 +2,7 @@
 valid design, then its scenarios (all of them, or the ones asked for)."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import attrs
 
@@ -18,6 +18,7 @@ class Checked:
     engineering: Optional[Engineering]
     scenarios: Tuple[ScenarioOutcome, ...]
     diagnostics: Tuple[Diagnostic, ...]
+    sizing: Optional[object] = None
 
     @property
     def valid(self) -> bool:
@@ -25,11 +26,24 @@ class Checked:
 
 
 def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
-                 all_scenarios: bool = False) -> Checked:
-    """`scenarios`: names to run; required scenarios always run; `all_scenarios` runs every one."""
+                 all_scenarios: bool = False,
+                 compile_with: Optional[Callable[[dict], Design]] = None) -> Checked:
+    """`scenarios`: names to run; required scenarios always run; `all_scenarios` runs every one.
+    `compile_with(assignments)` recompiles the design with values for its unknowns: a design
+    with unknowns is sized first (analyses/sizing.py), then checked as sized."""
+    sizing = None
+    if design.unknowns and compile_with is not None and not _front_end_errors(design):
+        from astral_dsl.analyses.sizing import solve
+
+        sizing = solve(compile_with, design)
+        if sizing.diagnostics:
+            return Checked(design, None, (), sort_diagnostics(
+                [d for d in design.diagnostics if not d.is_error and d.code != "E500"]
+                + list(sizing.diagnostics)), sizing)
+        design = sizing.design
     diags: List[Diagnostic] = list(design.diagnostics)
     if not design.valid or not design.roots:
-        return Checked(design, None, (), sort_diagnostics(diags))
+        return Checked(design, None, (), sort_diagnostics(diags), sizing)
     eng = analyse(design)
     diags.extend(eng.diagnostics)
     outcomes = []
@@ -48,4 +62,9 @@ def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
         outcome = run_scenario(design, scenario, eng)
         outcomes.append(outcome)
         diags.extend(scenario_diagnostics(outcome, scenario))
-    return Checked(design, eng, tuple(outcomes), sort_diagnostics(diags))
+    return Checked(design, eng, tuple(outcomes), sort_diagnostics(diags), sizing)
+
+
+def _front_end_errors(design: Design) -> bool:
+    """Errors that no choice of the unknowns can mend (user checks may: sizing decides)."""
+    return any(d.is_error and d.code not in ("E500",) for d in design.diagnostics)

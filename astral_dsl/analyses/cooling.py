@@ -13,7 +13,7 @@ from astral_dsl.analyses.walk import Resolver, multiplicities
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.rollup import group_of, power_of
-from astral_dsl.model.values import Symbol
+from astral_dsl.model.values import Symbol, UnknownValue
 from astral_dsl.units import Quantity, format_number
 
 HOURS_PER_YEAR = 8760.0   # a 365-day year
@@ -59,6 +59,7 @@ class CoolingResult:
     pue: Optional[float]
     water_class: Optional[str]
     diagnostics: Tuple[Diagnostic, ...]
+    requirements: Tuple = ()
 
 
 def _si(v) -> Optional[float]:
@@ -96,11 +97,11 @@ def analyse_cooling(design: Design, it_average_w: float, losses_w: float, networ
     diags: List[Diagnostic] = []
     total_power = sum(power_of(r, cache).si for r in design.roots)
     total_liquid = sum(liquid_heat(r, cache) for r in design.roots)
-    loops, air = [], []
+    loops, air, reqs = [], [], []
     for replicas, inst in mult.values():
         if inst.kind == "loop":
             loops.append(_loop(inst, replicas, _owner(design, inst, mult), resolve, cache,
-                               overrides, diags))
+                               overrides, diags, reqs))
         elif inst.kind == "air":
             air.append(_air(inst, replicas, _owner(design, inst, mult), resolve, cache, diags))
     pump = sum(l.replicas * l.pump_w for l in loops)
@@ -135,7 +136,7 @@ def analyse_cooling(design: Design, it_average_w: float, losses_w: float, networ
     pue = facility_w / it_average_w if it_average_w else None
     return CoolingResult(total_liquid, total_power + network_w - total_liquid, tuple(loops),
                          tuple(air), pump, fan, chiller, facility_w, pue, water_class,
-                         tuple(diags))
+                         tuple(diags), tuple(reqs))
 
 
 def _owner(design: Design, inst: Instance, mult) -> Optional[Instance]:
@@ -153,7 +154,8 @@ def _served(inst: Instance, owner: Optional[Instance], resolve) -> List[Tuple[in
     return served
 
 
-def _loop(inst: Instance, replicas: int, owner, resolve, cache, overrides, diags) -> LoopResult:
+def _loop(inst: Instance, replicas: int, owner, resolve, cache, overrides, diags,
+          reqs) -> LoopResult:
     served = _served(inst, owner, resolve)
     heat = sum(c * liquid_heat(i, cache) for c, i in served)
     supply_q = overrides.get((inst.path, "supply"), inst.field("supply"))
@@ -178,7 +180,8 @@ def _loop(inst: Instance, replicas: int, owner, resolve, cache, overrides, diags
     cdu_flow = _si(cdu.field("max_flow")) if cdu is not None else None
     scheme = inst.field("redundancy")
     scheme = scheme.name if isinstance(scheme, Symbol) else "n_plus_1"
-    declared = _si(inst.field("cdus"))
+    cdus_field = inst.field("cdus")
+    declared = _si(cdus_field)
     failed = overrides.get((inst.path, "failed_cdus"), 0)
     declared_n = int(declared) - failed if declared is not None else None
     needed = None
@@ -187,6 +190,14 @@ def _loop(inst: Instance, replicas: int, owner, resolve, cache, overrides, diags
         if cdu_flow and flow:
             n = max(n, math.ceil(flow / cdu_flow - 1e-9))
         needed = formulas.with_redundancy(n, scheme)
+        if isinstance(cdus_field, UnknownValue):
+            from astral_dsl.analyses.power import Requirement
+
+            reqs.append(Requirement(cdus_field.key, needed + failed, replicas,
+                                    _si(cdu.field("price")) or 0.0,
+                                    f"loop `{inst.path}` needs {needed} CDUs for "
+                                    f"{format_number(round(heat / 1e6, 3))} MW ({scheme})",
+                                    inst.span_of("cdu")))
         if declared_n is not None:
             if declared_n * cap < heat * (1 - 1e-9):
                 diags.append(_err("E640", f"loop `{inst.path}` carries "

@@ -28,6 +28,10 @@ class Engineering:
     def network_w(self) -> float:
         return sum(f.power_w for f in self.fabrics)
 
+    @property
+    def requirements(self):
+        return self.power.requirements + self.cooling.requirements
+
 
 def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineering:
     cache: Dict = {}

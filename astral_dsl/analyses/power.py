@@ -17,7 +17,7 @@ from astral_dsl.analyses.walk import Resolver, multiplicities
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.rollup import power_of
-from astral_dsl.model.values import ListValue, Symbol
+from astral_dsl.model.values import ListValue, Symbol, UnknownValue
 from astral_dsl.units import Quantity, format_number
 
 # Conductor temperature used for voltage drop when a feeder declares none: 90 degC, the maximum
@@ -27,9 +27,22 @@ DEFAULT_CONDUCTOR_C = 90.0
 
 
 @attrs.frozen
+class Requirement:
+    """The least value an unknown equipment count (`?`) may take, and why; `units` is how many
+    of the counted things one unit of the count stands for in the whole design (for its cost)."""
+    key: str
+    minimum: int
+    units: int
+    price: float                # of one counted thing (0 when undeclared)
+    label: str
+    span: Optional[object]
+
+
+@attrs.frozen
 class FeederResult:
     path: str
     replicas: int
+    count: int                 # identical feeders this declaration stands for (per replica)
     current_type: str
     side: Optional[str]
     voltage_v: float
@@ -69,6 +82,7 @@ class PowerResult:
     rectifier_modules: int
     battery_ah: float
     diagnostics: Tuple[Diagnostic, ...]
+    requirements: Tuple[Requirement, ...] = ()
 
 
 def _si(v) -> Optional[float]:
@@ -109,25 +123,26 @@ def analyse_power(design: Design, network_w: float = 0.0, cache: Optional[Dict] 
                                       f"{format_number(limit / 1000)} kW",
                               inst.span_of("power_limit"),
                               f"affects {replicas:,} {inst.kind}(s)" if replicas > 1 else None))
-    feeders = _feeders(design, mult, resolve, cache, failed, diags)
+    reqs: List[Requirement] = []
+    feeders = _feeders(design, mult, resolve, cache, failed, diags, reqs)
     it_peak = sum(power_of(r, cache).si for r in design.roots) + network_w
     it_avg = sum(l.average_w * l.replicas for l in levels if l.kind == "site") + \
         network_w * utilization
-    loss = sum(f.replicas * f.normal_w * (1 / f.efficiency - 1)
+    loss = sum(f.replicas * f.count * f.normal_w * (1 / f.efficiency - 1)
                for f in feeders if f.efficiency)
-    modules = sum(f.replicas * (f.rectifier_modules or f.rectifier_modules_needed or 0)
+    modules = sum(f.replicas * f.count * (f.rectifier_modules or f.rectifier_modules_needed or 0)
                   for f in feeders)
-    battery = sum(f.replicas * (f.battery_required_ah or 0.0) for f in feeders)
+    battery = sum(f.replicas * f.count * (f.battery_required_ah or 0.0) for f in feeders)
     levels.sort(key=lambda l: (-_order(l.kind), l.path))
     return PowerResult(tuple(levels), tuple(feeders), it_peak, it_avg, loss, modules, battery,
-                       tuple(diags))
+                       tuple(diags), tuple(reqs))
 
 
 def _order(kind: str) -> int:
     return {"site": 6, "hall": 5, "pod": 4, "row": 3, "block": 3, "rack": 2, "host": 1}.get(kind, 0)
 
 
-def _feeders(design, mult, resolve, cache, failed, diags) -> List[FeederResult]:
+def _feeders(design, mult, resolve, cache, failed, diags, reqs) -> List[FeederResult]:
     out: List[FeederResult] = []
     for replicas, owner in mult.values():
         feeders = [m.value for m in owner.members
@@ -140,7 +155,7 @@ def _feeders(design, mult, resolve, cache, failed, diags) -> List[FeederResult]:
             partners = [g for g in feeders if g is not f and _served_key(served[id(g)]) == key
                         and _sym(g.field("side")) != _sym(f.field("side"))]
             out.append(_one_feeder(f, replicas, served[id(f)], partners, resolve, cache,
-                                   failed, diags))
+                                   failed, diags, reqs))
     return out
 
 
@@ -149,13 +164,29 @@ def _served_key(items) -> Tuple:
 
 
 def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
-                diags) -> FeederResult:
+                diags, reqs) -> FeederResult:
     load = sum(c * power_of(i, cache).si for c, i in served)
-    count = int(_si(f.field("count")) or 1)
     sides = 1 + len(partners)
     alive_partners = [p for p in partners if p.path not in failed]
+    capacity = _si(f.field("capacity"))
+    count_field = f.field("count")
+    if isinstance(count_field, UnknownValue):
+        count = _feeders_needed(load, capacity, sides, bool(alive_partners))
+        reqs.append(Requirement(count_field.key, count, replicas, _si(f.field("price")) or 0.0,
+                                f"feeder `{f.path}` must carry its load normally and with one "
+                                f"feeder failed", f.span_of("capacity")))
+    else:
+        count = int(_si(count_field) or 1)
+    if f.path in failed and count > 1:
+        count -= 1                       # one of the N identical feeders is down
+        failed = failed - {f.path}
     if f.path in failed:
         normal = 0.0
+        if not alive_partners:
+            diags.append(_err("E628", f"feeder `{f.path}` is down and nothing backs it: "
+                                      f"{format_number(round(load / 1e3, 1))} kW lose power",
+                              f.span, "declare a partner feeder on the other side (A/B) or "
+                                      "`count = N` feeders sharing the load"))
     elif partners and not alive_partners:
         normal = load / count           # the other side is down: this one carries all
     else:
@@ -166,7 +197,6 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
         failover = load / (count - 1)
     else:
         failover = 0.0
-    capacity = _si(f.field("capacity"))
     voltage = _si(f.field("voltage")) or 0.0
     kind = _sym(f.field("current")) or "dc"
     carried = max(normal, failover)
@@ -186,13 +216,14 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
                               "each side of a 2N pair must carry the whole load"))
     _voltage_range(f, voltage, resolve, diags)
     cond_current, ampacity, drop, ratio = _conductor(f, current, voltage, kind, resolve, diags)
-    needed, declared = _rectifier(f, carried, resolve, diags)
-    b_current, b_required, b_available = _battery(f, load / count, resolve, diags)
+    needed, declared = _rectifier(f, carried, resolve, diags, reqs, replicas * count)
+    b_current, b_required, b_available = _battery(f, load / count, resolve, diags, reqs,
+                                                  replicas * count)
     eff = _si(f.field("efficiency"))
     rect = resolve(f.field("rectifier"))
     if eff is None and rect is not None:
         eff = _si(rect.field("efficiency"))
-    return FeederResult(f.path, replicas, kind, _sym(f.field("side")), voltage, load, normal,
+    return FeederResult(f.path, replicas, count, kind, _sym(f.field("side")), voltage, load, normal,
                         failover, capacity, current, cond_current, ampacity, drop, ratio, needed,
                         declared, b_current, b_required, b_available, eff)
 
@@ -269,7 +300,17 @@ def _conductor(f: Instance, current, voltage, kind, resolve, diags):
     return per, ampacity, drop, ratio
 
 
-def _rectifier(f: Instance, load, resolve, diags):
+def _feeders_needed(load: float, capacity: Optional[float], sides: int, backed: bool) -> int:
+    """Least number of identical feeders sharing `load`: normal share load/(n*sides) and, with
+    one failed, load/n (a live partner side) or load/(n-1) (no partner) within capacity."""
+    if not capacity:
+        return 1
+    normal = load / (capacity * sides)
+    failover = load / capacity if backed else load / capacity + 1
+    return max(1, math.ceil(max(normal, failover) - 1e-9))
+
+
+def _rectifier(f: Instance, load, resolve, diags, reqs, units: int):
     rect = resolve(f.field("rectifier"))
     if rect is None:
         return None, None
@@ -279,7 +320,14 @@ def _rectifier(f: Instance, load, resolve, diags):
     derate = _si(rect.field("derate")) or 1.0
     scheme = _sym(rect.field("redundancy")) or "n_plus_1"
     needed = formulas.with_redundancy(formulas.modules_needed(load, module, derate), scheme)
-    declared_q = _si(rect.field("modules"))
+    modules = rect.field("modules")
+    if isinstance(modules, UnknownValue):
+        reqs.append(Requirement(modules.key, needed, units, _si(rect.field("price")) or 0.0,
+                                f"`{f.path}` needs {needed} modules of "
+                                f"{format_number(module / 1e3)} kW ({scheme})",
+                                rect.span_of("module")))
+        return needed, None
+    declared_q = _si(modules)
     declared = int(declared_q) if declared_q is not None else None
     if declared is not None and declared < needed:
         diags.append(_err("E627", f"`{f.path}` needs {needed} rectifier modules of "
@@ -288,7 +336,7 @@ def _rectifier(f: Instance, load, resolve, diags):
     return needed, declared
 
 
-def _battery(f: Instance, load, resolve, diags):
+def _battery(f: Instance, load, resolve, diags, reqs, units: int):
     bat = resolve(f.field("battery"))
     if bat is None:
         return None, None, None
@@ -303,6 +351,16 @@ def _battery(f: Instance, load, resolve, diags):
         temperature=_si(bat.field("temperature_factor")) or 1.0)
     per_string = _si(bat.field("string_capacity"))
     available = None
+    strings = bat.field("strings")
+    if isinstance(strings, UnknownValue):
+        if per_string:
+            need = max(1, math.ceil(sized / (per_string / 3600.0) - 1e-9))
+            reqs.append(Requirement(strings.key, need, units, _si(bat.field("price")) or 0.0,
+                                    f"batteries of `{f.path}` must hold "
+                                    f"{format_number(round(sized))} Ah",
+                                    bat.span_of("string_capacity")))
+            available = need * per_string / 3600.0
+        return current, sized, available
     if per_string is not None:
         available = per_string / 3600.0 * (int(_si(bat.field("strings")) or 1))
         if available < sized * (1 - 1e-9):

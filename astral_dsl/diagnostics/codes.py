@@ -45,7 +45,7 @@ CODES: dict[str, str] = {
     "E309": "value out of range",
     "E310": "invalid --set value",
     "E311": "invalid enumeration value",
-    "E312": "unknown value needs `astral size`",
+    "E312": "an unknown value is not allowed here",
     # E4xx: templates, replication and structure
     "E400": "count must be a positive whole number",
     "E401": "count too large",
@@ -74,6 +74,7 @@ CODES: dict[str, str] = {
     "E625": "conductor above its ampacity",
     "E626": "voltage outside the standard's range",
     "E627": "too few rectifier modules",
+    "E628": "a failed feeder leaves its load without power",
     "E640": "cooling loop capacity exceeded",
     "E641": "cooling capacity exceeded with one CDU failed",
     "E642": "supply temperature above what the hardware accepts",
@@ -81,6 +82,9 @@ CODES: dict[str, str] = {
     "E644": "air heat per rack above the limit",
     "E645": "facility water above its class",
     "E646": "fluid properties unavailable",
+    "E660": "no choice of the unknowns satisfies every constraint",
+    "E661": "too many combinations of unknowns to size",
+    "E662": "the sizing solver failed",
     "E680": "a required scenario breaks the design",
     "W680": "a scenario breaks the design",
 }

@@ -106,6 +106,22 @@ class CheckResult:
     example: str                 # one instance path
 
 
+@attrs.frozen
+class UnknownSite:
+    """A `?` in the source. `structural` unknowns (replication counts, catalog choices, any `?`
+    used in an expression) are enumerated over their options; `count` unknowns (an equipment
+    count field: feeder `count`, loop `cdus`, rectifier `modules`, battery `strings`) stay in the
+    model and become integer variables of the sizing problem."""
+    key: str                      # "file:line:column" of the `?`
+    span: Span
+    role: str                     # structural | count
+    options: Tuple[Any, ...] = () # structural: the values to try, in order
+    low: int = 0                  # count: bounds
+    high: int = 10**6
+    owner: str = ""               # count: path of the instance, and the field
+    field: str = ""
+
+
 @attrs.frozen(eq=False)
 class Design:
     """What the front end produces for one entry file."""
@@ -117,6 +133,8 @@ class Design:
     instances: Tuple[Instance, ...]           # every distinct instance, in canonical order
     checks: Tuple[CheckResult, ...]
     diagnostics: Tuple[Diagnostic, ...]
+    unknowns: Tuple[UnknownSite, ...] = ()
+    chosen: Tuple[Tuple[str, Any], ...] = ()   # unknown key -> value chosen by sizing
 
     @property
     def valid(self) -> bool:

@@ -204,12 +204,19 @@ class Values:
 
 @attrs.frozen(eq=False)
 class UnknownValue:
-    """`?`: a value the sizing step chooses."""
+    """`?`: a value the sizing step chooses (an equipment count left in the model)."""
     domain: Any
     span: Any
+    key: str = ""
 
     def __str__(self) -> str:
         return "?" if self.domain is None else f"? in {show(self.domain)}"
+
+
+@attrs.frozen
+class Choice:
+    """A sizing assignment for a structural unknown: the index of the chosen option."""
+    index: int
 
 
 class _Poison:

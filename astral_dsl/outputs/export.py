@@ -88,6 +88,7 @@ def export_design(design: Design) -> Dict[str, Any]:
         "scenarios": [s.path for s in design.scenarios],
         "params": {k: value_json(v) for k, v in design.params},
         "instances": [instance_json(i, cache) for i in design.instances],
+        "chosen": [{"at": k, "value": value_json(v)} for k, v in design.chosen],
         "checks": [{"message": c.message, "severity": c.severity, "passed": c.passed,
                     "instances": c.instances, "example": c.example,
                     "file": c.span.file, "line": c.span.start.line} for c in design.checks],

@@ -15,6 +15,20 @@ def _r(x: float, digits: int = 3) -> float:
     return float(f"{x:.{digits + 6}g}") if x else 0.0
 
 
+def chosen_json(design: Design):
+    """The values sizing chose: where the `?` is, and the value."""
+    out = []
+    for key, value in design.chosen:
+        file, line, col = key.rsplit(":", 2)
+        shown = value.path if hasattr(value, "path") else value_text(value)
+        out.append({"file": file, "line": int(line), "column": int(col), "value": shown})
+    return out
+
+
+def value_text(value) -> str:
+    return format_number(value.si) if hasattr(value, "si") and not value.unit else str(value)
+
+
 def size_summary(design: Design, eng: Engineering) -> Dict[str, Any]:
     base = summarize(design, eng)
     p, c = eng.power, eng.cooling
@@ -39,7 +53,7 @@ def size_summary(design: Design, eng: Engineering) -> Dict[str, Any]:
         "air_flow_m3_per_h": round(formulas.m3s_to_m3_per_h(air), 1),
         "cdus": sum(l.replicas * (l.cdus if l.cdus is not None else (l.cdus_needed or 0))
                     for l in c.loops),
-        "feeders": sum(f.replicas for f in p.feeders),
+        "feeders": sum(f.replicas * f.count for f in p.feeders),
         "rectifier_modules": p.rectifier_modules,
         "battery_ah": round(p.battery_ah, 1),
         "switches": base["switches"],
@@ -63,6 +77,9 @@ def render_report(design: Design, eng: Engineering, colour: bool = False, width:
     console = Console(file=out, width=width, force_terminal=colour, color_system="standard"
                       if colour else None, highlight=False)
     s = size_summary(design, eng)
+    for item in chosen_json(design):
+        console.print(f"chosen by sizing: {item['file']}:{item['line']}:{item['column']} = "
+                      f"{item['value']}")
     console.print(f"[bold]{design.file}[/bold]: {s['gpus']:,} GPUs, {s['hosts']:,} hosts, "
                   f"{s['racks']:,} racks; IT {s['it_power_kw']:,.1f} kW peak, "
                   f"{s['it_power_avg_kw']:,.1f} kW average; facility "
@@ -82,7 +99,7 @@ def render_report(design: Design, eng: Engineering, colour: bool = False, width:
                     "capacity kW", "A", "drop %", "rectifiers", "battery Ah"):
             t.add_column(col, justify="left" if col in ("feeder", "type") else "right")
         for f in eng.power.feeders:
-            t.add_row(f.path, f"{f.replicas:,}", f"{f.current_type}{' ' + f.side if f.side else ''}",
+            t.add_row(f.path, f"{f.replicas * f.count:,}", f"{f.current_type}{' ' + f.side if f.side else ''}",
                       format_number(f.voltage_v), _kw(f.load_w), _kw(f.normal_w),
                       _kw(f.failover_w), _kw(f.capacity_w) if f.capacity_w else "-",
                       f"{f.current_a:,.0f}",

@@ -23,9 +23,10 @@ def _fail(code: str, message: str, span: Span, hint: str | None = None):
 def coerce(value: Any, type_: Any, span: Span, what: str) -> Any:
     """Return the value if it fits `type_`, else raise a diagnostic naming `what`."""
     if isinstance(value, UnknownValue):
-        _fail("E312", f"{what} is left unknown (`?`); unknowns are chosen by `astral size`, "
-                      f"which this version cannot run yet", span,
-              "give a value for now, e.g. a count")
+        _fail("E312", f"{what} cannot be left unknown here", span,
+              "`?` stands for an equipment count (feeder `count`, loop `cdus`, rectifier "
+              "`modules`, battery `strings`) or, with options (`? in 1..16`, `? in [A, B]`), "
+              "for a value to choose")
     if isinstance(type_, AnyType):
         return value
     if isinstance(type_, QType):

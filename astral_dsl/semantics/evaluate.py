@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
-from astral_dsl.model.values import (POISON, Bundle, FabricAxis, FabricSelection, Group,
+from astral_dsl.model.values import (POISON, Bundle, Choice, FabricAxis, FabricSelection, Group,
                                      ListValue, RangeValue, Run, Symbol, plane_label,
                                      UnknownValue, Values, concat, type_name)
 from astral_dsl.semantics.builtins import BUILTINS, BuiltinError, call_builtin
@@ -21,6 +21,10 @@ from astral_dsl.units.table import UnitSpecError
 
 MAX_COUNT = 10**9           # one replication count
 MAX_ITERATIONS = 100_000    # one comprehension
+
+
+def unknown_key(span: Span) -> str:
+    return f"{span.file}:{span.start.line}:{span.start.column}"
 
 
 class Poisoned(Exception):
@@ -71,8 +75,40 @@ class ExpressionEvaluator:
         return e.value
 
     def _e_Unknown(self, e: ast.Unknown, env):
-        domain = self.eval(e.domain, env) if e.domain is not None else None
-        return UnknownValue(domain, e.span)
+        """A structural unknown: the value assigned by sizing, else the first option (so that the
+        front end can go on; the design is then provisional until `astral size` chooses)."""
+        key = unknown_key(e.span)
+        options = self.unknown_options(e, env)
+        if key in self.assignments:
+            chosen = self.assignments[key]
+            return options[chosen.index] if isinstance(chosen, Choice) else chosen
+        self.record_unknown(key, e.span, "structural", options)
+        return options[0]
+
+    def unknown_options(self, e: ast.Unknown, env):
+        if e.domain is None:
+            fail("E312", "an unknown here needs its options: write `? in 1..16` or "
+                         "`? in [A, B]`", e.span,
+                 "only equipment counts (feeder `count`, loop `cdus`, rectifier `modules`, "
+                 "battery `strings`) may be a bare `?`")
+        domain = self.eval(e.domain, env)
+        if isinstance(domain, RangeValue):
+            if len(domain) == 0:
+                fail("E309", f"the range {domain} is empty", e.domain.span)
+            if len(domain) > 4096:
+                fail("E401", f"the range {domain} has more than 4,096 options", e.domain.span,
+                     "narrow it")
+            return tuple(Quantity(float(i)) for i in range(domain.start, domain.stop))
+        if isinstance(domain, ListValue) and domain.items:
+            return tuple(domain.items)
+        if isinstance(domain, Group) and domain.count:
+            return tuple(i for _, i in domain.flat())
+        fail("E303", f"the options of `?` must be a range or a non-empty list, not a "
+                     f"{type_name(domain)}", e.domain.span)
+
+    def record_unknown(self, key, span, role, options=(), **kw):
+        if key not in self.unknown_sites:
+            self.unknown_sites[key] = (span, role, options, kw)
 
     def _e_Wildcard(self, e, env):
         fail("E103", "`*` selects every member and only stands inside `[...]`", e.span)

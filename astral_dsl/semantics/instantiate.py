@@ -10,7 +10,7 @@ from astral_dsl.model.rollup import PLURALS
 from astral_dsl.model.values import (POISON, Bundle, FabricSelection, Group, ListValue,
                                      RangeValue, Symbol, UnknownValue)
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
-from astral_dsl.semantics.evaluate import ExpressionEvaluator, Poisoned, fail
+from astral_dsl.semantics.evaluate import ExpressionEvaluator, Poisoned, fail, unknown_key
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import LetSymbol, ModuleScope, ParamSymbol, Template
 from astral_dsl.syntax import ast
@@ -18,11 +18,21 @@ from astral_dsl.units import Quantity
 
 MAX_DEPTH = 64
 
+# Objectives the sizing step computes itself (others are expressions of the site).
+OBJECTIVES = ("cost", "footprint")
+
+# Equipment counts the sizing step can choose (`cdus = ?`): they stay unknown in the model.
+SIZABLE = {("feeder", "count"), ("loop", "cdus"), ("rectifier", "modules"),
+           ("battery", "strings")}
+
 
 class Evaluator(ExpressionEvaluator):
     def __init__(self, diagnostics: List[Diagnostic], overrides: Dict[str, Any] | None = None,
-                 entry: Optional[ModuleScope] = None):
+                 entry: Optional[ModuleScope] = None,
+                 assignments: Optional[Dict[str, Any]] = None):
         self.diagnostics = diagnostics
+        self.assignments = assignments or {}
+        self.unknown_sites: Dict[str, Any] = {}
         self.rollups: Dict = {}
         self.frames: List[Frame] = []
         self.memo: Dict = {}
@@ -102,7 +112,9 @@ class Evaluator(ExpressionEvaluator):
     def instantiate(self, template: Template, args: List[ast.Arg], caller: Env, span: Span):
         kind = KINDS[template.kind]
         params, overrides = self._bind(template, args, caller, span)
-        key = (id(template), _key(params), _key({n: v for n, (v, _) in overrides.items()}))
+        key = (id(template), _key(params),
+               _key({n: (unknown_key(v.arg.value.span) if isinstance(v, _Deferred) else v)
+                     for n, (v, _) in overrides.items()}))
         frame = self.memo.get(key)
         if frame is not None:
             return frame
@@ -116,7 +128,7 @@ class Evaluator(ExpressionEvaluator):
         self.frames.append(frame)
         self._apply(frame, template, params, set())
         for name, (value, arg_span) in overrides.items():
-            frame.defs[name] = FieldDef(_Given(value), Env(template.module, frame), arg_span, None)
+            frame.defs[name] = _override(value, Env(template.module, frame), arg_span)
         return frame
 
     def _bind(self, template: Template, args: List[ast.Arg], caller: Env, span: Span):
@@ -132,6 +144,11 @@ class Evaluator(ExpressionEvaluator):
             fspec = fields.get(arg.name.name) if arg.name is not None else None
             env = caller.as_symbols() if fspec is not None and _wants_symbols(fspec.type) \
                 else caller
+            if arg.name is not None and isinstance(arg.value, ast.Unknown) and \
+                    (template.kind, arg.name.name) in SIZABLE:
+                # an equipment count left to sizing: evaluated as the instance's own field
+                overrides[arg.name.name] = (_Deferred(arg, caller), arg.value.span)
+                continue
             value = self.eval(arg.value, env)
             if arg.name is None:
                 if positional >= len(names):
@@ -179,7 +196,7 @@ class Evaluator(ExpressionEvaluator):
             base_params, base_overrides = self._bind(base, base_args, env, decl.base.span)
             self._apply(frame, base, base_params, seen)
             for name, (value, span) in base_overrides.items():
-                frame.defs[name] = FieldDef(_Given(value), env, span, None)
+                frame.defs[name] = _override(value, env, span)
         self.lay_body(frame, decl.body or (), env)
 
     def _base(self, decl: ast.Decl, env: Env):
@@ -266,6 +283,8 @@ class Evaluator(ExpressionEvaluator):
             return rec
         env = d.env
         field_spec = spec.fields.get(name) if not d.is_let else None
+        if (spec.name, name) in SIZABLE and isinstance(d.value_expr, ast.Unknown):
+            return self._sizable(frame, name, d)
         if field_spec is not None and _wants_symbols(field_spec.type):
             env = env.as_symbols()
         value = self.eval(d.value_expr, env)
@@ -274,6 +293,25 @@ class Evaluator(ExpressionEvaluator):
         if d.is_let:
             return value
         return self._typed(frame, name, value, d.value_expr.span)
+
+    def _sizable(self, frame: Frame, name: str, d: FieldDef):
+        """An equipment count left to sizing: kept as an UnknownValue (or the chosen value)."""
+        e = d.value_expr
+        key = unknown_key(e.span)
+        frame.owned[name] = False
+        if key in self.assignments:
+            return self._typed(frame, name, self.assignments[key], e.span)
+        low, high = 0, 10**6
+        if e.domain is not None:
+            options = self.unknown_options(e, d.env)
+            values = [o.si for o in options if isinstance(o, Quantity) and o.is_whole()]
+            if len(values) != len(options):
+                fail("E303", f"`{name}` is a count: its options must be whole numbers",
+                     e.domain.span)
+            low, high = int(min(values)), int(max(values))
+        self.record_unknown(key, e.span, "count", (), low=low, high=high, frame=frame,
+                            field=name)
+        return UnknownValue(None, e.span, key)
 
     def _typed(self, frame: Frame, name: str, value, span: Span):
         spec = frame.spec
@@ -320,7 +358,7 @@ class Evaluator(ExpressionEvaluator):
             base_params, base_overrides = self._bind(base, base_args, env, decl.base.span)
             self._apply(frame, base, base_params, set())
             for name, (value, span) in base_overrides.items():
-                frame.defs[name] = FieldDef(_Given(value), env, span, None)
+                frame.defs[name] = _override(value, env, span)
         self.lay_body(frame, decl.body or (), inner)
         return frame
 
@@ -426,8 +464,28 @@ class Evaluator(ExpressionEvaluator):
                                f"`{action.target.name.name}`")
             frame.done_actions.append(("set", owner, action.target.name.name, value, action.span))
         elif isinstance(action, ast.Objective):
-            frame.done_actions.append((action.sense, self.eval(action.expr, env), None, None,
-                                       action.span))
+            expr = action.expr
+            if isinstance(expr, ast.Name) and expr.name in OBJECTIVES and \
+                    expr.name not in frame.defs:
+                value = Symbol(expr.name)      # computed by the sizing step
+            else:
+                value = self.eval(expr, env)
+            frame.done_actions.append((action.sense, value, None, None, action.span))
+
+
+class _Deferred:
+    """A keyword argument evaluated later, as a field of the new instance (`modules = ?`)."""
+
+    def __init__(self, arg: ast.Arg, env: Env):
+        self.arg, self.env = arg, env
+
+
+def _override(value, env: Env, span: Span) -> FieldDef:
+    if isinstance(value, _Deferred):
+        arg = value.arg
+        stmt = ast.Field(arg.name, arg.value, arg.span)
+        return FieldDef(stmt, value.env, arg.name.span, arg.value)
+    return FieldDef(_Given(value), env, span, None)
 
 
 class _Given:

@@ -1,0 +1,240 @@
+"""Sizing: choose the design's unknowns (`?`) to optimise the site's objective under every
+constraint of the design.
+
+Structural unknowns (replication counts such as `(? in 1..9) x Host`, catalog choices such as
+`? in [Switch25T, Switch51T]`) change the design itself: each combination is compiled and checked
+(front end, user checks, engineering checks). Equipment counts (`cdus = ?`, feeder `count`,
+rectifier `modules`, battery `strings`) are integer variables whose least feasible values the
+engineering checks derive for each combination. One mixed-integer program then picks the
+combination and the counts together: a binary y_s per feasible combination (sum = 1) and, per
+combination and count, an integer x_su with max(min_su, low_u) * y_s <= x_su <= high_u * y_s;
+the objective is sum_s value_s * y_s plus, for cost, sum price_su * x_su. cvxpy solves it with
+HiGHS. Every combination that fails is remembered with the constraints that failed it, so an
+infeasible design is reported with those constraints and their source lines."""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import attrs
+
+from astral_dsl.analyses.cost import objective_value
+from astral_dsl.analyses.engineering import Engineering, analyse
+from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.model.design import Design, UnknownSite
+from astral_dsl.model.values import Choice, Symbol
+from astral_dsl.units import Quantity, format_number
+
+MAX_COMBINATIONS = 2048
+
+
+@attrs.frozen
+class Combination:
+    index: Tuple[int, ...]
+    assignments: Dict[str, Any]
+    feasible: bool
+    value: float = 0.0                          # objective value of the structure (minimised)
+    minima: Dict[str, int] = attrs.field(factory=dict)
+    prices: Dict[str, float] = attrs.field(factory=dict)   # per unit of each count
+    conflicts: Tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Sizing:
+    chosen: Tuple[Tuple[str, Any], ...]          # unknown key -> value
+    objective: str
+    sense: str
+    value: Optional[float]
+    design: Design                               # compiled with the chosen values
+    combinations: int
+    feasible: int
+    diagnostics: Tuple[Diagnostic, ...]
+
+
+def _objective(design: Design) -> Tuple[str, str, Any, Optional[Span]]:
+    for root in design.roots:
+        for a in root.actions:
+            if a.verb in ("minimize", "maximize"):
+                return a.verb, getattr(a.target, "name", None) or "expression", a.target, a.span
+    return "minimize", "cost", Symbol("cost"), None
+
+
+def _structure_value(design: Design, eng: Engineering, target) -> float:
+    if isinstance(target, Symbol):
+        v = objective_value(design, eng, target.name)
+        return v if v is not None else 0.0
+    for root in design.roots:
+        for a in root.actions:
+            if a.verb in ("minimize", "maximize"):
+                t = a.target
+                if isinstance(t, Quantity):
+                    return t.si
+                if hasattr(t, "count"):
+                    return float(t.count)
+    return 0.0
+
+
+def solve(compile_with: Callable[[Dict[str, Any]], Design], design: Design) -> Sizing:
+    sense, name, target, span = _objective(design)
+    structural = [u for u in design.unknowns if u.role == "structural"]
+    counts = [u for u in design.unknowns if u.role == "count"]
+    sizes = [len(u.options) for u in structural]
+    total = 1
+    for n in sizes:
+        total *= n
+    anchor = span or (design.unknowns[0].span if design.unknowns else None)
+    if total > MAX_COMBINATIONS:
+        return _failed(design, sense, name, total, 0, [Diagnostic(
+            "E661", Severity.ERROR, f"the unknowns have {total:,} combinations, more than the "
+                                    f"{MAX_COMBINATIONS:,} sizing explores", anchor,
+            "narrow the options of `? in ...`")])
+    combos: List[Combination] = []
+    for index in itertools.product(*[range(n) for n in sizes]):
+        assign = {u.key: Choice(i) for u, i in zip(structural, index)}
+        combos.append(_evaluate(compile_with, assign, index, counts, target, sense))
+    feasible = [c for c in combos if c.feasible]
+    if not feasible:
+        return _failed(design, sense, name, total, 0, [_infeasible(combos, structural, anchor)])
+    pick, xs = _milp(feasible, counts, name == "cost")
+    if pick is None:
+        return _failed(design, sense, name, total, len(feasible), [Diagnostic(
+            "E662", Severity.ERROR, "the sizing solver found no solution", anchor,
+            "this is unexpected for a feasible design; please report it")])
+    assign = dict(pick.assignments)
+    for u in counts:
+        assign[u.key] = Quantity(float(xs[u.key]))
+    final = compile_with(assign)
+    chosen = {u.key: u.options[i] for u, i in zip(structural, pick.index)}
+    chosen.update({u.key: assign[u.key] for u in counts})
+    final = attrs.evolve(final, chosen=tuple(sorted(chosen.items())),
+                         instances=_mark(final, counts))
+    value = pick.value + (sum(pick.prices.get(u.key, 0.0) * xs[u.key] for u in counts)
+                          if name == "cost" else 0.0)
+    if sense == "maximize":
+        value = -value
+    return Sizing(tuple(sorted(chosen.items())), name, sense, value, final, total, len(feasible),
+                  ())
+
+
+def _evaluate(compile_with, assign, index, counts, target, sense) -> Combination:
+    d = compile_with(assign)
+    errors = [x for x in d.diagnostics if x.is_error]
+    if errors:
+        return Combination(index, assign, False, conflicts=tuple(_describe(x) for x in errors))
+    eng = analyse(d)
+    errors = [x for x in eng.diagnostics if x.is_error]
+    if errors:
+        return Combination(index, assign, False, conflicts=tuple(_describe(x) for x in errors))
+    minima: Dict[str, int] = {}
+    prices: Dict[str, float] = {}
+    labels: Dict[str, Any] = {}
+    for r in eng.requirements:
+        if r.minimum > minima.get(r.key, -1):
+            minima[r.key] = r.minimum
+            labels[r.key] = r
+        prices[r.key] = prices.get(r.key, 0.0) + r.price * r.units
+    conflicts = []
+    for u in counts:
+        need = max(minima.get(u.key, 0), u.low)
+        if need > u.high:
+            r = labels.get(u.key)
+            why = f"{r.label} ({_where(r.span)})" if r is not None else "its requirement"
+            conflicts.append(f"{u.owner}.{u.field} needs at least {need} for {why}, but "
+                             f"`? in ...` at {_where(u.span)} allows at most {u.high}")
+    if conflicts:
+        return Combination(index, assign, False, conflicts=tuple(conflicts))
+    value = _structure_value(d, eng, target)
+    if sense == "maximize":
+        value = -value
+    return Combination(index, assign, True, value, minima, prices)
+
+
+def _milp(feasible: List[Combination], counts: List[UnknownSite], price_counts: bool):
+    import cvxpy as cp
+    import numpy as np
+
+    n = len(feasible)
+    y = cp.Variable(n, boolean=True)
+    values = np.array([c.value for c in feasible])
+    scale = max(1.0, float(np.max(np.abs(values)))) if n else 1.0
+    objective = values @ y / scale
+    constraints = [cp.sum(y) == 1]
+    xs = {}
+    for u in counts:
+        x = cp.Variable(n, integer=True)
+        lows = np.array([max(c.minima.get(u.key, 0), u.low) for c in feasible], dtype=float)
+        constraints += [x >= cp.multiply(lows, y), x <= u.high * y]
+        weights = np.array([c.prices.get(u.key, 0.0) for c in feasible]) if price_counts \
+            else np.zeros(n)
+        # counts cost their price; without prices, fewer units still win ties
+        objective = objective + (weights / scale + 1e-9) @ x
+        xs[u.key] = x
+    problem = cp.Problem(cp.Minimize(objective), constraints)
+    try:
+        with _quiet_stdout():       # HiGHS prints a banner from C, whatever its options say
+            problem.solve(solver=cp.HIGHS, output_flag=False)
+    except cp.error.SolverError:
+        return None, {}
+    if problem.status not in ("optimal", "optimal_inaccurate") or y.value is None:
+        return None, {}
+    k = int(np.argmax(y.value))
+    chosen = {key: int(round(float(x.value[k]))) for key, x in xs.items()}
+    return feasible[k], chosen
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _mark(design: Design, counts: List[UnknownSite]):
+    by_owner: Dict[str, List[str]] = {}
+    for u in counts:
+        by_owner.setdefault(u.owner, []).append(u.field)
+    return tuple(attrs.evolve(i, chosen=tuple(by_owner[i.path])) if i.path in by_owner else i
+                 for i in design.instances)
+
+
+def _describe(d: Diagnostic) -> str:
+    return f"[{d.code}] {d.message}" + (f" ({_where(d.span)})" if d.span else "")
+
+
+def _where(span) -> str:
+    return f"{span.file}:{span.start.line}" if span is not None else "?"
+
+
+def _infeasible(combos: List[Combination], structural, anchor) -> Diagnostic:
+    best = min(combos, key=lambda c: (len(c.conflicts), c.index))
+    notes = []
+    if structural:
+        shown = ", ".join(f"{_where(u.span)} = {_show(u.options[i])}"
+                          for u, i in zip(structural, best.index))
+        notes.append(f"closest choice ({shown}) fails:")
+    notes.extend(best.conflicts)
+    if len(combos) > 1:
+        notes.append(f"all {len(combos):,} combinations of the unknowns fail")
+    return Diagnostic("E660", Severity.ERROR,
+                      "no choice of the unknowns satisfies every constraint", anchor,
+                      "relax one of the conflicting constraints or widen the options",
+                      notes=tuple(notes))
+
+
+def _show(v) -> str:
+    if isinstance(v, Quantity):
+        return str(v)
+    return getattr(v, "path", None) or str(v)
+
+
+def _failed(design, sense, name, total, feasible, diags) -> Sizing:
+    return Sizing((), name, sense, None, design, total, feasible, tuple(diags))
