@@ -124,9 +124,10 @@ def _print_diagnostics(diagnostics, colour: bool, stream) -> None:
     def line_of(file: str, n: int):
         if file not in lines_cache:
             try:
-                with open(file, encoding="utf-8-sig") as fh:
-                    lines_cache[file] = fh.read().splitlines()
-            except (OSError, UnicodeDecodeError, ValueError):
+                with open(file, "rb") as fh:
+                    text = fh.read().decode("utf-8-sig", errors="replace")
+                lines_cache[file] = [ln.rstrip("\r") for ln in text.split("\n")]
+            except (OSError, ValueError):
                 lines_cache[file] = []
         lines = lines_cache[file]
         return lines[n - 1] if 0 < n <= len(lines) else None

@@ -270,6 +270,8 @@ def type_name(value) -> str:
         return "values over a group"
     if isinstance(value, UnknownValue):
         return "unknown value `?`"
+    if type(value).__name__ == "Namespace":
+        return "module"
     kind = getattr(value, "kind", None)
     if kind:
         return f"{kind} `{getattr(value, 'display', '')}`"

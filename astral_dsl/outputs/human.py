@@ -25,6 +25,9 @@ def render(d: Diagnostic, line_of: Callable[[str, int], Optional[str]], colour: 
         pad = " " * gutter
         out.append(f"{pad}{c(_BLUE, '-->')} {span.file}:{span.start.line}:{span.start.column}")
         text = line_of(span.file, span.start.line)
+        if text is None and span.start.line > 1 and line_of(span.file, span.start.line - 1) \
+                is not None:
+            text = ""          # the end of a file that ends with a newline
         if text is not None:
             text = text.replace("\t", " ")
             start = span.start.column - 1

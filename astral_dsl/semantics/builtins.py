@@ -25,6 +25,9 @@ def _runs(args: List[Any], fname: str):
         if isinstance(x, Group):
             return list(x.flat())
         if isinstance(x, RangeValue):
+            if len(x) > 100_000:
+                raise BuiltinError("E401", f"`{fname}` over a range of {len(x):,} numbers",
+                                   "use a formula, e.g. n * (n - 1) / 2")
             return [(1, Quantity(float(i))) for i in range(x.start, x.stop)]
     if not args:
         raise BuiltinError("E307", f"`{fname}` needs at least one argument")

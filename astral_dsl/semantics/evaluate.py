@@ -492,7 +492,11 @@ class ExpressionEvaluator:
         return int(value.si)
 
     def _e_Replicate(self, e: ast.Replicate, env):
-        count_value = self.eval(e.count, env)
+        count_value = self.numeric(self.eval(e.count, env), e.count.span)
+        if isinstance(count_value, Quantity) and count_value.dimensionless and \
+                not float(count_value.si).is_integer():
+            fail("E400", f"a replication count must be a positive whole number, not "
+                         f"{count_value}", e.count.span)
         n = self.whole(count_value, e.count.span, "a replication count")
         if n <= 0:
             fail("E400", f"a replication count must be at least 1, not {n}", e.count.span)

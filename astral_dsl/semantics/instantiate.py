@@ -187,7 +187,8 @@ class Evaluator(ExpressionEvaluator):
     def _apply(self, frame: Frame, template: Template, params: Dict[str, Any], seen: set):
         """Lay the statements of `template` (after those of its base) onto `frame`."""
         if id(template) in seen:
-            fail("E404", f"`{template.name}` is derived from itself", template.decl.name.span)
+            fail("E215", f"`{template.name}` is derived from itself", template.decl.name.span,
+                 "a declaration's base must be another template")
         seen.add(id(template))
         env = Env(template.module, frame, params)
         decl = template.decl
@@ -342,6 +343,10 @@ class Evaluator(ExpressionEvaluator):
         pspec = parent.spec
         lower_physical = (spec.physical and pspec.physical and pspec.open_members
                           and spec.level < pspec.level)
+        if spec.physical and pspec.physical and spec.level >= pspec.level:
+            fail("E403", f"a {pspec.name} cannot contain a {kind}", decl.kind.span,
+                 "containment goes down the hierarchy: site > hall > pod > row > rack > "
+                 "host > gpu/nic")
         if kind not in pspec.nested and not lower_physical:
             allowed = ", ".join(pspec.nested) or "nothing"
             fail("E210", f"a {kind} cannot be declared inside a {pspec.name}", decl.kind.span,
@@ -412,7 +417,9 @@ class Evaluator(ExpressionEvaluator):
             value = self.guarded(lambda: self.field(frame, name))
             if value is POISON or d.is_let:
                 continue
-            self.guarded(lambda: self._containment_ok(frame, name, value, d))
+            if self.guarded(lambda: self._containment_ok(frame, name, value, d),
+                            default=False) is False:
+                frame.owned[name] = False      # reported: it must not be rolled up
         for fname, fspec in frame.spec.fields.items():
             if fspec.required and fname not in frame.defs:
                 self.diagnostics.append(Diagnostic(
@@ -435,6 +442,7 @@ class Evaluator(ExpressionEvaluator):
                 fail("E403", f"{where} cannot contain a {child.kind} (`{name}`)", d.name_span,
                      "containment goes down the hierarchy: site > hall > pod > row > rack > "
                      "host > gpu/nic")
+        return True
 
     def _action(self, frame: Frame, action, env: Env):
         if isinstance(action, ast.Fail):

@@ -113,7 +113,8 @@ class ModuleLoader:
         if parts[0] == "stdlib":
             base, rel = self.stdlib, parts[1:]
             if not rel:
-                self._error("E205", "`import stdlib` needs a module name", node.span,
+                self._error("E205", "`import stdlib` needs a module name",
+                            Span(node.span.file, node.path[0].span.start, node.path[-1].span.end),
                             "for example `import stdlib.hardware { H800 }`")
                 return None
         else:

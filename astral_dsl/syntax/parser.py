@@ -1,6 +1,7 @@
 """Parse .astral text into the AST (Lark LALR, contextual lexer)."""
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 
@@ -81,6 +82,11 @@ def _expected(names) -> str:
 
 def _syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
     name = source.name
+    if isinstance(exc, (UnexpectedCharacters, UnexpectedToken)) and getattr(exc, "line", None) \
+            and source.line(exc.line)[exc.column - 1:exc.column + 1] == "/*":
+        return Diagnostic("E104", Severity.ERROR, "this `/*` comment is never closed",
+                          Span.at(name, exc.line, exc.column, exc.line, exc.column + 2),
+                          "end it with `*/`")
     if isinstance(exc, UnexpectedCharacters):
         ch = source.text[exc.pos_in_stream] if exc.pos_in_stream < len(source.text) else ""
         span = Span.at(name, exc.line, exc.column)
@@ -99,7 +105,7 @@ def _syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
         end_col = (tok.end_column if tok.end_line == tok.line and tok.end_column else tok.column + 1)
         span = Span.at(name, tok.line, tok.column, tok.line, max(end_col, tok.column + 1))
         expected = _expected(exc.expected)
-        hint = _hint_for(tok, exc.expected) or _unit_pitfall(source, tok)
+        hint = _unit_pitfall(source, tok) or _hint_for(tok, exc.expected, source)
         msg = f"unexpected {_describe(tok)}" + (f"; {expected}" if expected else "")
         return Diagnostic("E103", Severity.ERROR, msg, span, hint)
     # end of file
@@ -120,8 +126,11 @@ def _describe(tok: Token) -> str:
     return f"`{tok}`"
 
 
-def _hint_for(tok: Token, expected) -> str | None:
-    if tok.type == "EQUAL" and "COMP_OP" in expected:
+def _hint_for(tok: Token, expected, source: Source | None = None) -> str | None:
+    if str(tok) != "=":
+        return None
+    before = source.line(tok.line)[:tok.column - 1] if source is not None else ""
+    if "COMP_OP" in expected or re.search(r"\b(check|if|and|or|not)\b", before):
         return "`=` sets a field; compare with `==`"
     return None
 
@@ -153,7 +162,10 @@ _QUANTITY = re.compile(r"^(?P<num>(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)
 
 
 def _number(text: str) -> float:
-    return float(text.replace("_", ""))
+    value = float(text.replace("_", ""))
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
 
 
 class _Builder(Transformer):

@@ -12,12 +12,17 @@ class Source:
     text: str
 
     def line(self, n: int) -> str:
-        lines = self.text.splitlines()
-        return lines[n - 1] if 0 < n <= len(lines) else ""
+        """Line n (1-based); lines end at \n only, as positions count them."""
+        lines = self.text.split("\n")
+        return lines[n - 1].rstrip("\r") if 0 < n <= len(lines) else ""
 
 
 def decode(name: str, data: bytes) -> Source:
     """Decode UTF-8 (a leading BOM is dropped); raise DiagnosticError for binary or bad bytes."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DiagnosticError(Diagnostic(
+            "E101", Severity.ERROR, "this file is UTF-16 text, not UTF-8", Span.at(name, 1, 1),
+            "save the file as UTF-8"))
     if b"\x00" in data:
         offset = data.index(b"\x00")
         line, col = _position(data, offset)

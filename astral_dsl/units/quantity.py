@@ -115,8 +115,7 @@ class Quantity:
         point = self.point or other.point
         if not point and not self.unit:
             unit = other.unit
-        return Quantity(self.si + other.si if not point else _point_add(self, other), self.dims,
-                        unit, point)
+        return Quantity(_finite(self.si + other.si, "sum"), self.dims, unit, point)
 
     def sub(self, other: "Quantity") -> "Quantity":
         self._same_dims(other, "subtract")
@@ -136,14 +135,14 @@ class Quantity:
 
     def mul(self, other: "Quantity") -> "Quantity":
         self._no_points(other, "multiply")
-        return Quantity(self.si * other.si, mul(self.dims, other.dims),
+        return Quantity(_finite(self.si * other.si, "product"), mul(self.dims, other.dims),
                         _combine(self, other, "*"), False)
 
     def div(self, other: "Quantity") -> "Quantity":
         self._no_points(other, "divide")
         if other.si == 0:
             raise UnitError("E305", "division by zero")
-        return Quantity(self.si / other.si, div(self.dims, other.dims),
+        return Quantity(_finite(self.si / other.si, "quotient"), div(self.dims, other.dims),
                         _combine(self, other, "/"), False)
 
     def pow(self, exponent: "Quantity") -> "Quantity":
@@ -156,9 +155,13 @@ class Quantity:
             if not float(n).is_integer():
                 raise UnitError("E308", "a quantity with units can only be raised to a whole power")
             unit = f"{self.unit}^{int(n)}" if self.unit else ""
-            return Quantity(self.si ** int(n), power(self.dims, int(n)), unit, False)
+            try:
+                value = _finite(float(self.si ** int(n)), "power")
+            except (OverflowError, ZeroDivisionError):
+                raise UnitError("E309", f"{self} ^ {exponent} is too large to compute") from None
+            return Quantity(value, power(self.dims, int(n)), unit, False)
         try:
-            return Quantity(float(self.si ** n))
+            return Quantity(_finite(float(self.si ** n), "power"))
         except (OverflowError, ZeroDivisionError, TypeError) as exc:
             raise UnitError("E309", f"cannot compute {self} ^ {exponent}: {exc}") from None
 
@@ -181,8 +184,10 @@ class Quantity:
         return Quantity(self.si, self.dims, unit.name, self.point)
 
 
-def _point_add(a: Quantity, b: Quantity) -> float:
-    return a.si + b.si if not (a.point and b.point) else math.nan
+def _finite(value: float, what: str) -> float:
+    if isinstance(value, complex) or not math.isfinite(value):
+        raise UnitError("E309", f"the {what} is too large (or not a real number) to compute")
+    return value
 
 
 def _combine(a: Quantity, b: Quantity, op: str) -> str:

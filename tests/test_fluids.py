@@ -1,0 +1,130 @@
+"""Coolant properties from CoolProp: reference values, lazy import, caching and errors.
+
+Reference values: water at 30 degC and 1 atm, IAPWS-95 / NIST webbook: rho 995.65 kg/m^3,
+cp 4.1798 kJ/kg/K (engineering.md quotes 995.7 and 4.178 "near 30 degC").  PG25 (propylene glycol
+25 % by mass) at 35 degC: engineering.md gives cp ~3.93 kJ/kg/K and rho ~1018 [approx];
+manufacturer tables (e.g. Dow Dowfrost) give about 3.9-3.96 kJ/kg/K and 1,012-1,020 kg/m^3, so the
+check is +/- 2 %.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from astral_dsl.analyses import fluids
+from astral_dsl.analyses import formulas as f
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    fluids.cache_clear()
+    yield
+    fluids.cache_clear()
+
+
+def test_water_30c():
+    p = fluids.properties("Water", 30.0)
+    assert p.density == pytest.approx(995.65, abs=0.1)   # NIST: 995.65 kg/m^3
+    assert p.cp == pytest.approx(4179.8, abs=2.0)        # NIST: 4.1798 kJ/kg/K
+    assert p.fluid == "Water" and p.temp_c == 30.0 and p.pressure_pa == 101325.0
+    assert fluids.density("water", 30.0) == p.density
+    assert fluids.specific_heat("water", 30.0) == p.cp
+
+
+def test_water_flow_per_kw_with_coolprop_matches_eng_md():
+    # eng.md Liquid flow: 1.44 L/min per kW at 10 K with water near 30 degC
+    p = fluids.properties("Water", 30.0)
+    per_kw = f.m3s_to_l_per_min(f.liquid_flow(1e3, p.density, p.cp, 10.0))
+    assert per_kw == pytest.approx(1.44, abs=0.005)
+
+
+def test_pg25_35c():
+    p = fluids.properties("INCOMP::MPG[0.25]", 35.0)
+    assert p.cp == pytest.approx(3930.0, rel=0.02)       # eng.md ~3.93 kJ/kg/K
+    assert p.density == pytest.approx(1018.0, rel=0.02)  # eng.md ~1018 kg/m^3
+    # eng.md: PG25 ~1.50 L/min per kW at 10 K
+    per_kw = f.m3s_to_l_per_min(f.liquid_flow(1e3, p.density, p.cp, 10.0))
+    assert per_kw == pytest.approx(1.50, abs=0.02)
+    # PG25 carries less heat per litre than water: more flow for the same heat
+    w = fluids.properties("Water", 35.0)
+    assert p.density * p.cp < w.density * w.cp
+
+
+def test_aliases():
+    assert fluids.resolve_name("PG25") == "INCOMP::MPG[0.25]"
+    assert fluids.resolve_name("eg30") == "INCOMP::MEG[0.30]"
+    assert fluids.resolve_name("water") == "Water"
+    assert fluids.resolve_name("R134a") == "R134a"
+    assert fluids.properties("PG25", 35.0) == fluids.properties("INCOMP::MPG[0.25]", 35.0)
+
+
+def test_pressure_keeps_water_liquid_above_100c():
+    # 1 atm: water boils at 100 degC -> error; at 5 bar it is liquid (~917 kg/m^3 at 150 degC)
+    with pytest.raises(ValueError, match="not liquid"):
+        fluids.properties("Water", 150.0)
+    assert fluids.density("Water", 150.0, 5e5) == pytest.approx(917.0, abs=1.0)
+
+
+def test_gas_allowed_when_asked():
+    # dry air at 25 degC, 1 atm: ideal gas 101325 / (287.05 x 298.15) = 1.184 kg/m^3, cp ~1006
+    p = fluids.properties("Air", 25.0, require_liquid=False)
+    assert p.density == pytest.approx(1.184, abs=0.005)
+    assert p.cp == pytest.approx(1006.0, abs=3.0)
+
+
+def test_cache_hits_on_rounded_temperature():
+    before = fluids.cache_info()
+    assert before.currsize == 0
+    a = fluids.properties("Water", 30.0)
+    b = fluids.properties("Water", 30.0001)   # rounds to 30.00 degC: same entry
+    c = fluids.properties("water", 30.0)      # alias resolves to the same key
+    info = fluids.cache_info()
+    assert info.misses == 1 and info.hits == 2 and info.currsize == 1
+    assert a is b is c
+    fluids.properties("Water", 30.01)          # a different 0.01 K step: new entry
+    assert fluids.cache_info().currsize == 2
+
+
+def test_unknown_fluid():
+    with pytest.raises(ValueError, match="unknown fluid 'Unobtainium'"):
+        fluids.properties("Unobtainium", 30.0)
+    with pytest.raises(ValueError, match="unknown fluid"):
+        fluids.properties("INCOMP::Nope[0.2]", 30.0)
+    with pytest.raises(ValueError):
+        fluids.properties("", 30.0)
+    # failures are not cached
+    assert fluids.cache_info().currsize == 0
+
+
+@pytest.mark.parametrize("fluid, temp_c", [
+    ("Water", -20.0),               # below freezing
+    ("INCOMP::MPG[0.25]", 150.0),   # above the incompressible table's range (100 degC)
+    ("INCOMP::MPG[0.25]", -30.0),   # below PG25's freezing point (about -10 degC)
+    ("Water", float("nan")),
+    ("Water", -300.0),              # below absolute zero
+])
+def test_out_of_range_temperature(fluid, temp_c):
+    with pytest.raises(ValueError):
+        fluids.properties(fluid, temp_c)
+
+
+def test_bad_composition_and_pressure():
+    with pytest.raises(ValueError):
+        fluids.properties("INCOMP::MPG[0.9]", 30.0)    # CoolProp's MPG covers 0-60 %
+    with pytest.raises(ValueError):
+        fluids.properties("Water", 30.0, pressure_pa=0.0)
+
+
+def test_coolprop_imported_lazily():
+    code = ("import sys; import astral_dsl.analyses.fluids as fl; "
+            "assert 'CoolProp' not in sys.modules, 'imported at module import'; "
+            "fl.density('Water', 30.0); assert 'CoolProp' in sys.modules; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_coolprop_version_reported():
+    assert fluids.coolprop_version().count(".") >= 1

@@ -1,0 +1,534 @@
+"""The parser: AST node types for every construct of grammar/astral.lark, spans (1-based lines
+and columns, end exclusive, columns in Unicode code points) and syntax diagnostics."""
+from __future__ import annotations
+
+import pytest
+
+import astral_dsl
+from astral_dsl.diagnostics import DiagnosticError
+from astral_dsl.syntax import ast
+from astral_dsl.syntax.parser import parse, parse_expression
+from astral_dsl.syntax.source import Source, decode
+
+
+def P(text: str) -> ast.Module:
+    return parse(Source("f.astral", text))
+
+
+def E(text: str):
+    return parse_expression(Source("e.astral", text))
+
+
+def only(text: str):
+    """The single statement of a file."""
+    module = P(text)
+    assert len(module.items) == 1, module.items
+    return module.items[0]
+
+
+def body_stmt(text: str):
+    """The single statement inside `site S { ... }`."""
+    decl = only("site S {\n" + text + "\n}\n")
+    assert isinstance(decl, ast.Decl)
+    assert len(decl.body) == 1, decl.body
+    return decl.body[0]
+
+
+def pos(span):
+    return (span.start.line, span.start.column, span.end.line, span.end.column)
+
+
+def syntax_error(text: str):
+    with pytest.raises(DiagnosticError) as info:
+        P(text)
+    return info.value.diagnostic
+
+
+def start(d):
+    return (d.span.start.line, d.span.start.column)
+
+
+# ---- spans --------------------------------------------------------------------------------------
+
+def test_spans_are_one_based_and_end_exclusive():
+    decl = only("site S { power_limit = 45 kW }")
+    assert pos(decl.span) == (1, 1, 1, 31)
+    assert pos(decl.kind.span) == (1, 1, 1, 5)
+    assert pos(decl.name.span) == (1, 6, 1, 7)
+    (field,) = decl.body
+    assert pos(field.span) == (1, 10, 1, 29)
+    assert pos(field.name.span) == (1, 10, 1, 21)
+    assert isinstance(field.value, ast.QuantityLit)
+    assert pos(field.value.span) == (1, 24, 1, 29)
+    assert pos(field.value.unit_span) == (1, 27, 1, 29)
+
+
+def test_spans_across_lines():
+    module = P("// header\n\nsite S {\n  power_limit = 45 kW\n}\n")
+    (decl,) = module.items
+    assert pos(decl.span) == (3, 1, 5, 2)
+    (field,) = decl.body
+    assert pos(field.span) == (4, 3, 4, 22)
+
+
+def test_columns_count_code_points_after_non_ascii_comment_and_string():
+    text = '// café, 45 °C\nsite S {\n  note = "µ", power = 5 kW\n}\n'
+    (decl,) = P(text).items
+    note, power = decl.body
+    # line 3: two spaces, `note` at 3..6, `=` at 8, `"µ"` at 10..12 (3 code points, 4 bytes)
+    assert pos(note.name.span) == (3, 3, 3, 7)
+    assert isinstance(note.value, ast.String) and note.value.value == "µ"
+    assert pos(note.value.span) == (3, 10, 3, 13)
+    # `power` right after `"µ", ` starts at column 15 (it would be 16 if bytes were counted)
+    assert pos(power.name.span) == (3, 15, 3, 20)
+    assert pos(power.value.span) == (3, 23, 3, 27)
+    assert pos(power.value.unit_span) == (3, 25, 3, 27)
+
+
+def test_columns_count_astral_plane_characters_as_one():
+    # U+1F600 is one code point (two UTF-16 units, four UTF-8 bytes)
+    (decl,) = P('site S { note = "\U0001F600", power = 5 kW }').items
+    power = decl.body[1]
+    assert pos(power.name.span) == (1, 22, 1, 27)
+
+
+def test_expression_spans():
+    e = E("a.b[3].c[0..4]")
+    assert isinstance(e, ast.Index)
+    assert pos(e.span) == (1, 1, 1, 15)
+    assert isinstance(e.selector, ast.Range)
+    assert pos(e.selector.span) == (1, 10, 1, 14)
+    attr = e.obj
+    assert isinstance(attr, ast.Attr) and attr.name.name == "c"
+    assert pos(attr.name.span) == (1, 8, 1, 9)
+
+
+def test_walk_visits_every_node_in_source_order():
+    module = P("site S { a = 1 + 2 }")
+    names = [type(n).__name__ for n in ast.walk(module)]
+    assert names[:2] == ["Module", "Decl"]
+    assert names.count("Number") == 2
+
+
+# ---- every construct -------------------------------------------------------------------------------
+
+def test_import_with_names():
+    node = only("import stdlib.hardware { H800, CX7_2x200G, }")
+    assert isinstance(node, ast.Import)
+    assert node.dotted == "stdlib.hardware"
+    assert [n.name for n in node.names] == ["H800", "CX7_2x200G"]
+    assert node.alias is None
+
+
+def test_import_with_alias():
+    node = only("import lib.common as c")
+    assert isinstance(node, ast.Import)
+    assert node.dotted == "lib.common"
+    assert node.names is None
+    assert node.alias.name == "c"
+    assert pos(node.alias.span) == (1, 22, 1, 23)
+
+
+def test_plain_import():
+    node = only("import lib.common")
+    assert isinstance(node, ast.Import) and node.names is None and node.alias is None
+
+
+def test_param_plain_and_typed():
+    p1, p2 = P("param hosts_per_rack = 4\nparam limit: power = 45 kW\n").items
+    assert isinstance(p1, ast.Param) and p1.type is None and isinstance(p1.default, ast.Number)
+    assert isinstance(p2, ast.Param) and p2.type.name == "power"
+    assert isinstance(p2.default, ast.QuantityLit) and p2.default.unit == "kW"
+
+
+def test_let_at_top_level():
+    node = only("let name = 3")
+    assert isinstance(node, ast.Let) and node.name.name == "name"
+
+
+def test_declaration_with_params_base_and_body():
+    node = only("host Node(p: power = 10 kW, n) = HGX8(gpu = H800) { units = 8 U }")
+    assert isinstance(node, ast.Decl)
+    assert node.kind.name == "host" and node.name.name == "Node"
+    assert [p.name.name for p in node.params] == ["p", "n"]
+    assert isinstance(node.params[0], ast.ParamDef)
+    assert node.params[0].type.name == "power"
+    assert node.params[1].type is None and node.params[1].default is None
+    assert isinstance(node.base, ast.Call)
+    assert len(node.body) == 1 and isinstance(node.body[0], ast.Field)
+
+
+def test_declaration_with_base_only_and_body_only():
+    a, b = P("host Small = HGX8(n = 4)\nrack R { }\n").items
+    assert isinstance(a, ast.Decl) and a.body is None and isinstance(a.base, ast.Call)
+    assert isinstance(b, ast.Decl) and b.base is None and b.body == ()
+    assert b.params is None
+
+
+def test_declaration_needs_a_base_or_a_body():
+    d = syntax_error("host H(x: count = 1)\n")
+    assert d.code == "E105"
+
+
+def test_body_statements():
+    decl = only("""site S {
+  power_limit = 45 kW
+  let x = 3
+  tier tor { switch = Sw }
+  parallel { tp = 8, pp = 16 }
+  check x > 2
+  check x > 2 else error "too few"
+  check x > 2 else warning "too few"
+  fail pods[0]
+  set pods[0].power = 5 kW; let y = 4
+}""")
+    kinds = [type(s).__name__ for s in decl.body]
+    assert kinds == ["Field", "Let", "Decl", "Record", "Check", "Check", "Check", "Fail",
+                     "SetStmt", "Let"]
+    check0, check1, check2 = decl.body[4:7]
+    assert check0.severity is None and check0.message is None
+    assert check1.severity.name == "error" and check1.message.value == "too few"
+    assert check2.severity.name == "warning"
+    assert isinstance(decl.body[7].target, ast.Index)
+    assert isinstance(decl.body[8].target, ast.Attr)
+    rec = decl.body[3]
+    assert rec.name.name == "parallel" and len(rec.body) == 2
+
+
+def test_objectives():
+    decl = only("site S {\n  power_limit = 45 kW\n  minimize power\n  maximize gpus\n}")
+    kinds = [type(s).__name__ for s in decl.body]
+    assert kinds == ["Field", "Objective", "Objective"]
+    assert [o.sense for o in decl.body[1:]] == ["minimize", "maximize"]
+    assert isinstance(decl.body[1].expr, ast.Name) and decl.body[1].expr.name == "power"
+    assert pos(decl.body[1].span) == (3, 3, 3, 17)
+
+
+def test_objective_as_the_first_statement_and_with_separators():
+    decl = only("site S { minimize power, maximize gpus }")
+    assert [type(s).__name__ for s in decl.body] == ["Objective", "Objective"]
+
+
+def test_check_else_without_message():
+    stmt = body_stmt("check 1 < 2 else warning")
+    assert isinstance(stmt, ast.Check) and stmt.severity.name == "warning" and stmt.message is None
+
+
+def test_statements_separated_by_commas_and_semicolons():
+    decl = only("site S { a = 1, b = 2; c = 3 }")
+    assert [s.name.name for s in decl.body] == ["a", "b", "c"]
+
+
+def test_string_escapes():
+    stmt = body_stmt(r'note = "a \"q\" \\ b\n\tc"')
+    assert stmt.value.value == 'a "q" \\ b\n\tc'
+
+
+@pytest.mark.parametrize("text, node_type", [
+    ("45 kW", ast.QuantityLit),
+    ("524_288", ast.Number),
+    ('"text"', ast.String),
+    ("true", ast.Bool),
+    ("false", ast.Bool),
+    ("name", ast.Name),
+    ("?", ast.Unknown),
+    ("? in 1..4", ast.Unknown),
+    ("(1)", ast.Number),
+    ("[1, 2,]", ast.ListExpr),
+    ("[]", ast.ListExpr),
+    ("[Row(slot = i) for i in 0..8]", ast.Comprehension),
+    ("a.b", ast.Attr),
+    ("a[0]", ast.Index),
+    ("a[0..4]", ast.Index),
+    ("f(1, k = 2)", ast.Call),
+    ("f()", ast.Call),
+    ("-a", ast.Neg),
+    ("a ^ 2", ast.Binary),
+    ("a * b", ast.Binary),
+    ("a / b", ast.Binary),
+    ("a + b", ast.Binary),
+    ("a - b", ast.Binary),
+    ("0..8", ast.Range),
+    ("45 kW to BTU/h", ast.Convert),
+    ("4 x Node", ast.Replicate),
+    ("a == b", ast.Compare),
+    ("a != b", ast.Compare),
+    ("a < b", ast.Compare),
+    ("a <= b", ast.Compare),
+    ("a > b", ast.Compare),
+    ("a >= b", ast.Compare),
+    ("not a", ast.Not),
+    ("a and b", ast.Logic),
+    ("a or b", ast.Logic),
+    ("if a then b else c", ast.If),
+])
+def test_expression_node_types(text, node_type):
+    assert isinstance(E(text), node_type)
+
+
+def test_expression_details():
+    assert E("true").value is True and E("false").value is False
+    assert E("?").domain is None
+    assert isinstance(E("? in 1..4").domain, ast.Range)
+    call = E("f(1, k = 2)")
+    assert call.args[0].name is None and call.args[1].name.name == "k"
+    assert E("f()").args == ()
+    assert E("[]").items == ()
+    comp = E("[Row(slot = i) for i in 0..8]")
+    assert comp.var.name == "i" and isinstance(comp.element, ast.Call)
+    assert isinstance(comp.iterable, ast.Range)
+    conv = E("45 kW to BTU/h")
+    assert conv.unit == "BTU/h" and pos(conv.unit_span) == (1, 10, 1, 15)
+    for op in ("==", "!=", "<", "<=", ">", ">="):
+        assert E(f"a {op} b").op == op
+    assert E("a and b").op == "and" and E("a or b").op == "or"
+    assert E("a ^ 2").op == "^"
+
+
+def test_wildcard_selector():
+    e = E("pods[*].racks")
+    assert isinstance(e, ast.Attr)
+    assert isinstance(e.obj, ast.Index) and isinstance(e.obj.selector, ast.Wildcard)
+    assert pos(e.obj.selector.span) == (1, 6, 1, 7)
+
+
+def test_precedence():
+    e = E("1 + 2 * 3")
+    assert isinstance(e, ast.Binary) and e.op == "+" and e.right.op == "*"
+    e = E("-a ^ 2")
+    assert isinstance(e, ast.Neg) and e.operand.op == "^"
+    e = E("not a and b or c")
+    assert e.op == "or" and e.left.op == "and" and isinstance(e.left.left, ast.Not)
+    e = E("a + 1 < b * 2")
+    assert isinstance(e, ast.Compare) and isinstance(e.left, ast.Binary)
+    e = E("1 - 2 - 3")        # left associative
+    assert e.op == "-" and isinstance(e.left, ast.Binary) and isinstance(e.right, ast.Number)
+
+
+def test_numbers_and_quantities():
+    assert E("524_288").value == 524288.0
+    q = E("1.5 L/min")
+    assert isinstance(q, ast.QuantityLit) and q.value == 1.5 and q.unit == "L/min"
+    q = E("0.01724 ohm*mm^2/m")
+    assert q.unit == "ohm*mm^2/m" and q.value == pytest.approx(0.01724)
+    q = E("4.178 kJ/kg/K")
+    assert q.unit == "kJ/kg/K"
+    q = E(".5 kW")
+    assert q.value == 0.5 and q.unit == "kW"
+    q = E("75 %")
+    assert q.unit == "%" and q.value == 75
+    q = E("35 °C")
+    assert q.unit == "°C"
+    q = E("5kW")      # the space between number and unit is optional
+    assert q.value == 5 and q.unit == "kW"
+
+
+def test_scientific_notation_number():
+    # the grammar's number has an exponent part: `1e5` is the plain number 100000
+    e = E("1e5")
+    assert isinstance(e, ast.Number)
+    assert e.value == 100000.0
+
+
+def test_scientific_notation_quantity():
+    q = E("2.5e3 kW")
+    assert isinstance(q, ast.QuantityLit)
+    assert q.value == 2500.0
+    assert q.unit == "kW"
+    assert pos(q.unit_span) == (1, 7, 1, 9)
+
+
+def test_scientific_notation_quantity_in_the_language():
+    design = astral_dsl.loads("let p = 2.5e3 kW\ncheck p == 2.5 MW\ncheck 1E-3 s == 1 ms\n",
+                              name="f.astral")
+    assert design.valid, design.diagnostics
+    assert [c.passed for c in design.checks] == [True, True]
+
+
+# ---- `x` replication versus quantities, keywords versus units ---------------------------------------
+
+def test_replicate_count_of_template():
+    e = E("4 x Node")
+    assert isinstance(e, ast.Replicate)
+    assert isinstance(e.count, ast.Number) and e.count.value == 4
+    assert isinstance(e.item, ast.Name) and e.item.name == "Node"
+    assert pos(e.span) == (1, 1, 1, 9)
+
+
+def test_replicate_bundle_of_quantities():
+    e = E("2 x 200 Gb/s")
+    assert isinstance(e, ast.Replicate)
+    assert isinstance(e.count, ast.Number) and e.count.value == 2
+    assert isinstance(e.item, ast.QuantityLit)
+    assert e.item.value == 200 and e.item.unit == "Gb/s"
+
+
+def test_replicate_pods():
+    e = E("8 x Pod")
+    assert isinstance(e, ast.Replicate) and e.item.name == "Pod" and e.count.value == 8
+
+
+def test_replicate_without_spaces_and_with_a_name_count():
+    e = E("4x Node")
+    assert isinstance(e, ast.Replicate) and e.count.value == 4
+    e = E("hosts_per_rack x Node")
+    assert isinstance(e, ast.Replicate) and isinstance(e.count, ast.Name)
+
+
+def test_replicate_nests_to_the_right():
+    e = E("2 x 4 x Node")
+    assert isinstance(e, ast.Replicate) and e.count.value == 2
+    assert isinstance(e.item, ast.Replicate) and e.item.count.value == 4
+
+
+def test_replicate_in_a_list():
+    e = E("[16 x GpuRack, 2 x NetRack]")
+    assert isinstance(e, ast.ListExpr)
+    assert all(isinstance(i, ast.Replicate) for i in e.items)
+
+
+def test_x_is_still_a_name():
+    assert isinstance(E("x"), ast.Name)
+    e = E("2 x x")
+    assert isinstance(e, ast.Replicate) and e.item.name == "x"
+
+
+def test_keywords_are_not_units():
+    e = E("if a then 5 else 6")
+    assert isinstance(e, ast.If)
+    assert isinstance(e.then, ast.Number) and e.then.value == 5
+    assert isinstance(e.other, ast.Number) and e.other.value == 6
+    e = E("n > 4 and m < 2 or k == 1")
+    assert isinstance(e, ast.Logic)
+    assert isinstance(e.left.left.right, ast.Number)
+    e = E("[1 for i in 0..4]")
+    assert isinstance(e, ast.Comprehension) and isinstance(e.element, ast.Number)
+    e = E("5 to W")
+    assert isinstance(e, ast.Convert) and isinstance(e.operand, ast.Number)
+    e = E("not 3 in_range")   # `in_range` is a unit-like word, not the keyword `in`
+    assert isinstance(e, ast.Not) and isinstance(e.operand, ast.QuantityLit)
+
+
+def test_a_letter_after_a_number_is_a_unit():
+    # the documented pitfall: `4 b` is four bits
+    e = E("4 b")
+    assert isinstance(e, ast.QuantityLit) and e.unit == "b"
+
+
+# ---- syntax errors -----------------------------------------------------------------------------------
+
+def test_e103_unexpected_token():
+    d = syntax_error("site S {\n  power = = 5 kW\n}\n")
+    assert d.code == "E103"
+    assert start(d) == (2, 11)
+    assert (d.span.end.line, d.span.end.column) == (2, 12)
+    assert d.span.file == "f.astral"
+
+
+def test_e103_two_statements_on_one_line_without_a_separator():
+    # `4 b` is read as 4 bits, so the parser stops at the second `=`
+    d = syntax_error("site S {\n  a = 4 b = 3\n}\n")
+    assert d.code == "E103"
+    assert start(d) == (2, 11)
+
+
+def test_e103_hint_explains_the_unit_pitfall():
+    d = syntax_error("site S {\n  a = 4 b = 3\n}\n")
+    assert d.hint is not None
+    assert "4 b" in d.hint and "," in d.hint
+
+
+def test_e103_extra_closing_brace():
+    d = syntax_error("site S { a = 1 }}")
+    assert d.code == "E103"
+    assert start(d) == (1, 17)
+
+
+def test_e103_position_after_non_ascii_line():
+    d = syntax_error("// café\nsite S { a = 1 ) }")
+    assert d.code == "E103"
+    assert start(d) == (2, 16)
+
+
+def test_e103_unexpected_number():
+    d = syntax_error("site S {\n  power = 5 kW 3\n}")
+    assert d.code == "E103"
+    assert start(d) == (2, 16)
+
+
+def test_e104_unexpected_character():
+    d = syntax_error("site S { a = @ }")
+    assert d.code == "E104"
+    assert start(d) == (1, 14)
+    assert (d.span.end.line, d.span.end.column) == (1, 15)
+
+
+def test_e104_single_quote_hint():
+    d = syntax_error("site S { a = 'x' }")
+    assert d.code == "E104" and start(d) == (1, 14)
+    assert "double quotes" in d.hint
+
+
+def test_e104_hash_comment_hint():
+    d = syntax_error("site S {\n  a = # no\n}")
+    assert d.code == "E104" and start(d) == (2, 7)
+    assert "//" in d.hint
+
+
+def test_e104_column_counts_code_points():
+    d = syntax_error('site S { n = "µ" $ }')
+    assert d.code == "E104"
+    assert start(d) == (1, 18)
+    d = syntax_error("site S { café = 1 }")
+    assert d.code == "E104"
+    assert start(d) == (1, 13)      # the `é`
+
+
+def test_e105_unexpected_end_of_file():
+    d = syntax_error("site S {\n  power = 5 kW\n")
+    assert d.code == "E105"
+    assert start(d) == (3, 1)
+    d = syntax_error("site S { a = 1 ")
+    assert d.code == "E105" and start(d) == (1, 16)
+    d = syntax_error("site S (")
+    assert d.code == "E105" and start(d) == (1, 9)
+
+
+def test_e107_unterminated_string():
+    d = syntax_error('site S {\n  name = "abc\n}\n')
+    assert d.code == "E107"
+    assert start(d) == (2, 10)
+    d = syntax_error('"abc')
+    assert d.code == "E107" and start(d) == (1, 1)
+
+
+def test_e107_invalid_escape():
+    d = syntax_error('site S { note = "a\\qb" }')
+    assert d.code == "E107"
+    assert start(d) == (1, 17)
+    assert "\\q" in d.message
+
+
+def test_invalid_escape_through_the_compiler_is_a_diagnostic():
+    design = astral_dsl.loads('site S { note = "a\\qb" }\n', name="f.astral")
+    assert [d.code for d in design.diagnostics] == ["E107"]
+
+
+def test_syntax_error_through_the_compiler():
+    design = astral_dsl.loads("site S {\n  power = = 5 kW\n}\n", name="f.astral")
+    assert not design.valid
+    (d,) = design.diagnostics
+    assert d.code == "E103" and start(d) == (2, 11) and d.span.file == "f.astral"
+
+
+# ---- reading source bytes ----------------------------------------------------------------------------
+
+def test_decode_drops_a_bom_and_rejects_bad_bytes():
+    assert decode("f", b"\xef\xbb\xbfsite S { }").text == "site S { }"
+    with pytest.raises(DiagnosticError) as info:
+        decode("f", b"site S {\n  a = \xff\n}")
+    assert info.value.diagnostic.code == "E101"
+    assert start(info.value.diagnostic) == (2, 7)
+    with pytest.raises(DiagnosticError) as info:
+        decode("f", b"ab\x00cd")
+    assert info.value.diagnostic.code == "E102"

@@ -1,0 +1,359 @@
+"""The unit algebra (astral_dsl.units): exact conversions, dimensions, temperature points.
+
+Every expected value below is computed by hand from the defining constant named in the comment
+beside it, never by calling the code under test a second way."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import astral_dsl
+from astral_dsl.units import (DIMENSION_TYPES, DIMENSIONLESS, Quantity, UnitError, dimension_name,
+                              format_number, parse_unit)
+from astral_dsl.units.table import UnitSpecError
+
+Q = Quantity.of
+
+
+def conv(value, unit, target):
+    return Q(value, unit).value_in(target)
+
+
+def raises_unit_error(fn) -> UnitError:
+    with pytest.raises(UnitError) as info:
+        fn()
+    return info.value
+
+
+# ---- information and bandwidth -------------------------------------------------------------------
+
+def test_400_gigabit_per_second_is_50_gigabyte_per_second():
+    # 1 byte = 8 bits (IEC 80000-13); G = 10^9 for both: 400e9 b/s / 8 = 50e9 B/s
+    assert conv(400, "Gb/s", "GB/s") == pytest.approx(50.0, rel=1e-15)
+    assert conv(50, "GB/s", "Gb/s") == pytest.approx(400.0, rel=1e-15)
+    assert Q(400, "Gb/s") == Q(50, "GB/s")
+
+
+def test_gigabit_is_a_gigabit_not_a_gilbert():
+    # Gb = 10^9 bit. The gilbert (CGS magnetomotive force) would carry an electric current
+    # dimension; here Gb is pure information.
+    gb = parse_unit("Gb")
+    assert gb.dims == DIMENSION_TYPES["information"][0]
+    assert gb.dims[3] == 0  # no ampere exponent
+    assert Q(1, "Gb").si == pytest.approx(1e9)         # SI base: bits
+    assert conv(1, "Gb", "b") == pytest.approx(1e9)
+    assert conv(8, "Gb", "GB") == pytest.approx(1.0)   # 8 bits per byte
+    assert Q(1, "Gb").dimension() == "information"
+
+
+def test_gib_is_binary_and_gb_is_decimal():
+    # IEC 80000-13: GiB = 2^30 bytes = 1,073,741,824 B; GB = 10^9 B (SI prefix)
+    assert conv(1, "GiB", "B") == pytest.approx(1_073_741_824, rel=1e-15)
+    assert conv(1, "GB", "B") == pytest.approx(1_000_000_000, rel=1e-15)
+    assert conv(1, "GiB", "GB") == pytest.approx(1.073741824, rel=1e-15)
+    # 80 GB of HBM = 80e9 / 2^30 GiB = 74.50580596923828 GiB
+    assert conv(80, "GB", "GiB") == pytest.approx(74.50580596923828, rel=1e-12)
+    assert Q(1, "GiB") != Q(1, "GB")
+
+
+def test_bits_and_bytes_are_not_dimensionless():
+    assert not Q(80, "GB").dimensionless
+    assert Q(80, "GB").dims != DIMENSIONLESS
+
+
+def test_compute_units():
+    # 989 TFLOP/s = 989e12 FLOP per second
+    assert Q(989, "TFLOP/s").si == pytest.approx(989e12)
+    assert parse_unit("TFLOP/s").dims == DIMENSION_TYPES["compute"][0]
+
+
+# ---- power, energy, heat ------------------------------------------------------------------------
+
+def test_one_kilowatt_in_btu_per_hour():
+    # BTU (International Table) = 1055.05585262 J (ISO 31-4):
+    # 1 kW = 1000 J/s * 3600 s/h / 1055.05585262 J/BTU = 3412.14163312794 BTU/h
+    assert conv(1, "kW", "BTU/h") == pytest.approx(3412.14163312794, rel=1e-12)
+    assert round(conv(1, "kW", "BTU/h"), 2) == 3412.14
+
+
+def test_btu_conversion_expression_in_the_language():
+    # 45 kW = 45 * 3412.14163312794 BTU/h = 153546.3734907573 BTU/h; shown with 10 digits
+    d = astral_dsl.loads("let heat = 45 kW to BTU/h\n", name="u.astral")
+    assert d.valid, d.diagnostics
+    q = Q(45, "kW").to(parse_unit("BTU/h"))
+    assert q.unit == "BTU/h"
+    assert q.magnitude == pytest.approx(153546.3734907573, rel=1e-12)
+    assert str(q) == "153546.3735 BTU/h"
+
+
+def test_refrigeration_ton():
+    # 1 RT = 12,000 BTU/h = 12000 * 1055.05585262 / 3600 W = 3516.8528420667 W
+    assert conv(1, "RT", "W") == pytest.approx(3516.8528420667, rel=1e-12)
+
+
+def test_kwh_and_megawatt():
+    # 1 Wh = 3600 J, so 1 kWh = 3.6e6 J; 1 MW = 1000 kW
+    assert conv(1, "kWh", "J") == pytest.approx(3.6e6)
+    assert conv(2.5, "MW", "kW") == pytest.approx(2500)
+
+
+def test_power_times_time_is_energy():
+    # 10 kW for 2 h = 20 kWh = 72e6 J
+    e = Q(10, "kW").mul(Q(2, "h"))
+    assert e.dims == DIMENSION_TYPES["energy"][0]
+    assert e.si == pytest.approx(72e6)
+    assert e.value_in("kWh") == pytest.approx(20)
+
+
+# ---- flow --------------------------------------------------------------------------------------
+
+def test_cubic_metre_per_hour_in_cfm():
+    # 1 ft = 0.3048 m exactly (1959 international yard and pound agreement):
+    # 1 ft^3 = 0.028316846592 m^3, so 1 m^3/h = (1/60) m^3/min / 0.028316846592 = 0.588577779 CFM
+    assert conv(1, "m^3/h", "CFM") == pytest.approx(0.5885777786914765, rel=1e-12)
+    assert round(conv(1, "m^3/h", "CFM"), 4) == 0.5886
+
+
+def test_litres_per_minute():
+    # 1 L = 10^-3 m^3 (CGPM 1964); 1.5 L/min = 1.5e-3 / 60 m^3/s = 2.5e-5 m^3/s
+    q = Q(1.5, "L/min")
+    assert q.dims == DIMENSION_TYPES["flow"][0]
+    assert q.si == pytest.approx(2.5e-5, rel=1e-15)
+    # 1 US gal = 3.785411784 L: 1.5 L/min = 0.396258078 GPM
+    assert q.value_in("GPM") == pytest.approx(1.5 / 3.785411784, rel=1e-12)
+
+
+def test_litres_per_minute_in_the_language():
+    d = astral_dsl.loads("let f = 1.5 L/min\ncheck f == 0.025 L/s\n", name="u.astral")
+    assert d.valid, d.diagnostics
+    assert [c.passed for c in d.checks] == [True]
+
+
+# ---- compound units -----------------------------------------------------------------------------
+
+def test_specific_heat_kj_per_kg_per_kelvin():
+    # kJ/kg/K parses left to right: kJ / kg / K = 1000 m^2 s^-2 K^-1
+    u = parse_unit("kJ/kg/K")
+    assert u.dims == DIMENSION_TYPES["specific_heat"][0]
+    assert float(u.scale) == pytest.approx(1000.0)
+    assert not u.point
+    # water: 4.178 kJ/kg/K = 4178 J/(kg K)
+    assert Q(4.178, "kJ/kg/K").si == pytest.approx(4178.0)
+
+
+def test_resistivity_ohm_square_millimetre_per_metre():
+    # annealed copper (IEC 60028): 0.01724 ohm*mm^2/m = 0.01724e-6 ohm*m = 1.724e-8 ohm*m
+    u = parse_unit("ohm*mm^2/m")
+    assert u.dims == DIMENSION_TYPES["resistivity"][0]
+    assert float(u.scale) == pytest.approx(1e-6)
+    assert Q(0.01724, "ohm*mm^2/m").si == pytest.approx(1.724e-8, rel=1e-12)
+
+
+def test_area_and_time_units():
+    # 1 mm^2 = 1e-6 m^2; 15 min = 900 s
+    assert Q(500, "mm^2").si == pytest.approx(5e-4)
+    assert Q(15, "min").si == pytest.approx(900)
+
+
+def test_compound_unit_with_a_temperature_point_is_rejected():
+    for spec in ("kJ/kg/degC", "degC/min", "W/degF"):
+        with pytest.raises(UnitSpecError) as info:
+            parse_unit(spec)
+        assert "temperature point" in str(info.value)
+        assert "K" in (info.value.hint or "")
+
+
+def test_compound_unit_with_degc_rejected_in_the_language():
+    d = astral_dsl.loads("let c = 4.2 kJ/kg/degC\n", name="u.astral")
+    errors = [x for x in d.diagnostics if x.code == "E300"]
+    assert len(errors) == 1
+    assert errors[0].span.start.line == 1
+    assert "temperature point" in errors[0].message
+
+
+def test_unknown_unit_has_a_did_you_mean_hint():
+    with pytest.raises(UnitSpecError) as info:
+        parse_unit("kw")
+    assert "unknown unit `kw`" in str(info.value)
+    assert info.value.hint == "did you mean `kW`?"
+    with pytest.raises(UnitSpecError) as info:
+        parse_unit("Gbs")
+    assert info.value.hint == "did you mean `Gbps`?"
+
+
+def test_unknown_unit_in_the_language_is_e300_at_the_unit():
+    d = astral_dsl.loads("site S {\n  power_limit = 45 kw\n}\n", name="u.astral")
+    (e,) = [x for x in d.diagnostics if x.code == "E300"]
+    # `45 kw`: the unit starts at column 20 and ends (exclusive) at column 22
+    assert (e.span.start.line, e.span.start.column) == (2, 20)
+    assert (e.span.end.line, e.span.end.column) == (2, 22)
+    assert e.hint == "did you mean `kW`?"
+
+
+# ---- temperature points and differences ----------------------------------------------------------
+
+def test_100_degc_is_212_degf():
+    # degF = degC * 9/5 + 32 (ITS-90 / definition of the Fahrenheit scale)
+    assert conv(100, "degC", "degF") == pytest.approx(212.0, rel=1e-12)
+    assert conv(0, "degC", "degF") == pytest.approx(32.0, abs=1e-9)
+    assert conv(-40, "degC", "degF") == pytest.approx(-40.0, rel=1e-12)
+    assert str(Q(100, "degC").to(parse_unit("degF"))) == "212 degF"
+    # 0 degC = 273.15 K absolute (SI definition)
+    assert Q(0, "degC").si == pytest.approx(273.15)
+
+
+def test_point_plus_difference_is_a_point():
+    q = Q(40, "degC").add(Q(10, "K"))
+    assert q.point
+    assert q.unit == "degC"
+    assert q.value_in("degC") == pytest.approx(50.0)
+    assert str(q) == "50 degC"
+    # commutative: a difference plus a point is the same point
+    q2 = Q(10, "K").add(Q(40, "degC"))
+    assert q2.point and q2.value_in("degC") == pytest.approx(50.0)
+
+
+def test_point_minus_point_is_a_difference_in_kelvin():
+    q = Q(50, "degC").sub(Q(40, "degC"))
+    assert not q.point
+    assert q.unit == "K"
+    assert q.si == pytest.approx(10.0)
+    assert str(q) == "10 K"
+
+
+def test_point_minus_difference_is_a_point():
+    q = Q(50, "degC").sub(Q(10, "K"))
+    assert q.point and q.value_in("degC") == pytest.approx(40.0)
+
+
+def test_adding_two_points_is_e302():
+    err = raises_unit_error(lambda: Q(40, "degC").add(Q(40, "degC")))
+    assert err.code == "E302"
+    assert "10 K" in (err.hint or "")
+
+
+def test_other_point_misuse_is_e302():
+    assert raises_unit_error(lambda: Q(10, "K").sub(Q(40, "degC"))).code == "E302"
+    assert raises_unit_error(lambda: Q(40, "degC").mul(Q(2))).code == "E302"
+    assert raises_unit_error(lambda: Q(40, "degC").neg()).code == "E302"
+    assert raises_unit_error(lambda: Q(40, "degC").compare(Q(10, "K"))).code == "E302"
+
+
+def test_point_arithmetic_in_the_language():
+    d = astral_dsl.loads("let t = 40 degC + 10 K\ncheck t == 50 degC\n"
+                         "let dt = 50 degC - 40 degC\ncheck dt == 10 K\n", name="u.astral")
+    assert d.valid, d.diagnostics
+    assert [c.passed for c in d.checks] == [True, True]
+
+
+def test_adding_two_points_in_the_language_is_e302_at_the_expression():
+    d = astral_dsl.loads("site S {\n  let c = 40 degC + 40 degC\n}\n", name="u.astral")
+    (e,) = [x for x in d.diagnostics if x.code == "E302"]
+    # the whole `40 degC + 40 degC` (columns 11..28)
+    assert (e.span.start.line, e.span.start.column) == (2, 11)
+    assert (e.span.end.line, e.span.end.column) == (2, 28)
+
+
+def test_kelvin_difference_in_fahrenheit_degrees():
+    # a difference of 1 K is 9/5 = 1.8 Fahrenheit degrees
+    assert conv(1, "K", "delta_degF") == pytest.approx(1.8)
+    assert conv(1, "K", "delta_degC") == pytest.approx(1.0)
+
+
+def test_degc_and_degf_names():
+    assert dimension_name(parse_unit("degC").dims, True) == "temperature"
+    assert dimension_name(parse_unit("K").dims, False) == "temperature difference"
+    assert parse_unit("degC").point and parse_unit("degF").point
+    assert not parse_unit("K").point
+
+
+# ---- incompatible dimensions ---------------------------------------------------------------------
+
+def test_power_plus_bandwidth_is_e301_naming_both():
+    err = raises_unit_error(lambda: Q(1, "kW").add(Q(1, "Gb/s")))
+    assert err.code == "E301"
+    assert "power (kW)" in err.message
+    assert "bandwidth (Gb/s)" in err.message
+
+
+def test_bytes_plus_percent_is_e301():
+    # bits/bytes are a dimension of their own, so 80 GB + 75 % cannot pass as "both dimensionless"
+    err = raises_unit_error(lambda: Q(80, "GB").add(Q(75, "%")))
+    assert err.code == "E301"
+    assert "information" in err.message
+
+
+def test_power_plus_bandwidth_in_the_language():
+    d = astral_dsl.loads("site S {\n  let c = 1 kW + 1 Gb/s\n}\n", name="u.astral")
+    (e,) = [x for x in d.diagnostics if x.code == "E301"]
+    assert (e.span.start.line, e.span.start.column) == (2, 11)
+    assert "kW" in e.message and "Gb/s" in e.message
+
+
+def test_bytes_plus_percent_in_the_language():
+    d = astral_dsl.loads("site S {\n  let c = 80 GB + 75 %\n}\n", name="u.astral")
+    assert [x.code for x in d.diagnostics] == ["E301"]
+
+
+def test_conversion_to_a_wrong_dimension_is_e301():
+    err = raises_unit_error(lambda: Q(45, "kW").to(parse_unit("Gb/s")))
+    assert err.code == "E301"
+    with pytest.raises(UnitError):
+        Q(45, "kW").value_in("GB")
+
+
+def test_percent_is_a_dimensionless_hundredth():
+    q = Q(75, "%")
+    assert q.dimensionless
+    assert q.si == pytest.approx(0.75)
+    assert str(q) == "75%"
+
+
+def test_division_by_zero_is_e305():
+    assert raises_unit_error(lambda: Q(1, "kW").div(Q(0, "s"))).code == "E305"
+
+
+def test_products_keep_readable_units():
+    q = Q(100, "GB").div(Q(10, "s"))
+    assert q.dims == DIMENSION_TYPES["bandwidth"][0]
+    assert str(q) == "10 GB/s"
+
+
+# ---- format_number --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, text", [
+    (0.0, "0"),
+    (-0.0, "0"),
+    (42.0, "42"),
+    (1234567.0, "1234567"),
+    (0.1 + 0.2, "0.3"),              # float noise is rounded to 10 significant digits
+    (1 / 3, "0.3333333333"),
+    (2.5, "2.5"),
+    (-2.5, "-2.5"),
+    (1e20, "1e20"),                  # no `e+20`, no leading zeros in the exponent
+    (1.5e15, "1.5e15"),
+    (2.5e-7, "2.5e-7"),
+    (524288.0, "524288"),
+])
+def test_format_number(value, text):
+    assert format_number(value) == text
+
+
+def test_format_number_is_deterministic():
+    values = [i / 7 for i in range(-50, 50)] + [10.0 ** k for k in range(-12, 22)]
+    first = [format_number(v) for v in values]
+    second = [format_number(v) for v in values]
+    assert first == second
+    assert all(" " not in t and "+" not in t for t in first)
+
+
+def test_format_number_special_values():
+    assert format_number(math.inf) == "inf"
+    assert format_number(float("nan")) == "nan"
+
+
+def test_quantity_str_uses_format_number():
+    assert str(Q(700, "W")) == "700 W"
+    assert str(Q(2.5, "MW")) == "2.5 MW"
+    assert str(Q(3)) == "3"
