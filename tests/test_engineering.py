@@ -30,7 +30,9 @@ EXAMPLES = REPO / "examples"
 ASTRAL = EXAMPLES / "astral.astral"
 SINGLE_POD = EXAMPLES / "single_pod.astral"
 DGX = EXAMPLES / "dgx_superpod.astral"
-ALL_EXAMPLES = sorted(p.name for p in EXAMPLES.glob("*.astral"))
+# the examples this suite covers (the brief's list); a new example should be added here
+ALL_EXAMPLES = ["astral.astral", "dgx_superpod.astral", "single_pod.astral",
+                "tutorial_rack.astral"]
 
 # engineering.md constants used in the hand calculations
 RHO20 = 0.01724          # ohm*mm^2/m, copper at 20 degC

@@ -172,11 +172,18 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
     count_field = f.field("count")
     if isinstance(count_field, UnknownValue):
         count = _feeders_needed(load, capacity, sides, bool(alive_partners))
+        if f.path in failed:       # one of them is down: the others carry the normal share
+            alive = sides - len(partners) + len(alive_partners)
+            count = max(count, math.ceil(load / (capacity * alive) - 1e-9) + 1) \
+                if capacity else count + 1
         reqs.append(Requirement(count_field.key, count, replicas, _si(f.field("price")) or 0.0,
                                 f"feeder `{f.path}` must carry its load normally and with one "
                                 f"feeder failed", f.span_of("capacity")))
     else:
         count = int(_si(count_field) or 1)
+    unknown = isinstance(count_field, UnknownValue)
+    # under a failure already (this feeder or its partner), only normal operation must hold
+    degraded = f.path in failed or len(alive_partners) < len(partners)
     if f.path in failed and count > 1:
         count -= 1                       # one of the N identical feeders is down
         failed = failed - {f.path}
@@ -191,7 +198,9 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
         normal = load / count           # the other side is down: this one carries all
     else:
         normal = load / (count * sides)
-    if alive_partners:
+    if degraded:
+        failover = 0.0
+    elif alive_partners:
         failover = load / count
     elif count > 1:
         failover = load / (count - 1)
@@ -201,7 +210,7 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
     kind = _sym(f.field("current")) or "dc"
     carried = max(normal, failover)
     current = _current(kind, carried, voltage, f)
-    if capacity is not None:
+    if capacity is not None and not unknown:     # an unknown count is sized to fit instead
         if normal > capacity * (1 + 1e-9):
             diags.append(_err("E620", f"feeder `{f.path}` carries "
                                       f"{format_number(normal / 1e3)} kW in normal operation, "

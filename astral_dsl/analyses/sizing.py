@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import attrs
 
 from astral_dsl.analyses.cost import objective_value
-from astral_dsl.analyses.engineering import Engineering, analyse
+from astral_dsl.analyses.engineering import Engineering, analyse, run_scenario
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, UnknownSite
 from astral_dsl.model.values import Choice, Symbol
@@ -109,14 +109,18 @@ def solve(compile_with: Callable[[Dict[str, Any]], Design], design: Design) -> S
     final = compile_with(assign)
     chosen = {u.key: u.options[i] for u, i in zip(structural, pick.index)}
     chosen.update({u.key: assign[u.key] for u in counts})
-    final = attrs.evolve(final, chosen=tuple(sorted(chosen.items())),
+    final = attrs.evolve(final, chosen=_in_source_order(chosen, design.unknowns),
                          instances=_mark(final, counts))
     value = pick.value + (sum(pick.prices.get(u.key, 0.0) * xs[u.key] for u in counts)
                           if name == "cost" else 0.0)
     if sense == "maximize":
         value = -value
-    return Sizing(tuple(sorted(chosen.items())), name, sense, value, final, total, len(feasible),
-                  ())
+    return Sizing(_in_source_order(chosen, design.unknowns), name, sense, value, final, total,
+                  len(feasible), ())
+
+
+def _in_source_order(chosen: Dict[str, Any], unknowns) -> Tuple[Tuple[str, Any], ...]:
+    return tuple((u.key, chosen[u.key]) for u in unknowns if u.key in chosen)
 
 
 def _evaluate(compile_with, assign, index, counts, target, sense) -> Combination:
@@ -128,14 +132,25 @@ def _evaluate(compile_with, assign, index, counts, target, sense) -> Combination
     errors = [x for x in eng.diagnostics if x.is_error]
     if errors:
         return Combination(index, assign, False, conflicts=tuple(_describe(x) for x in errors))
+    requirements = list(eng.requirements)
+    for scenario in d.scenarios:        # required scenarios (N-1 policies) constrain sizing too
+        if scenario.field("required") is not True:
+            continue
+        outcome = run_scenario(d, scenario, eng)
+        if outcome.broken:
+            return Combination(index, assign, False, conflicts=tuple(
+                f"under required scenario `{outcome.name}`: {_describe(x)}"
+                for x in outcome.broken))
+        requirements.extend(r for r in outcome.result.requirements)
     minima: Dict[str, int] = {}
     prices: Dict[str, float] = {}
     labels: Dict[str, Any] = {}
     for r in eng.requirements:
+        prices[r.key] = prices.get(r.key, 0.0) + r.price * r.units
+    for r in requirements:
         if r.minimum > minima.get(r.key, -1):
             minima[r.key] = r.minimum
             labels[r.key] = r
-        prices[r.key] = prices.get(r.key, 0.0) + r.price * r.units
     conflicts = []
     for u in counts:
         need = max(minima.get(u.key, 0), u.low)
