@@ -1,0 +1,3 @@
+from astral_dsl.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""`astral check FILE...`: diagnostics and a one-line summary per design."""
+from __future__ import annotations
+
+import sys
+
+from astral_dsl.cli.common import EXIT_OK, add_common, checked, colour, exit_code, \
+    print_diagnostics
+
+NAME = "check"
+HELP = "compile designs and report diagnostics and a summary"
+
+
+def register(sub) -> None:
+    c = sub.add_parser(NAME, help=HELP)
+    c.add_argument("files", nargs="+", metavar="FILE")
+    c.add_argument("--scenario", action="append", default=[], metavar="NAME",
+                   help="also check the design under this scenario (repeatable)")
+    c.add_argument("--all-scenarios", action="store_true", help="check every scenario")
+    add_common(c)
+
+
+def run(args, overrides) -> int:
+    from astral_dsl.analyses.summary import one_line, summarize
+    from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.outputs.size_report import chosen_json
+
+    worst = EXIT_OK
+    use_colour = colour(args)
+    for path in args.files:
+        result = checked(path, overrides, args.scenario, args.all_scenarios)
+        design = result.design
+        summary = summarize(design, result.engineering) if design.valid else None
+        if args.format == "json":
+            scen = [{"name": o.name, "required": o.required, "broken": len(o.broken)}
+                    for o in result.scenarios]
+            sys.stdout.write(dumps(envelope(result.diagnostics, file=design.file,
+                                            summary=summary, scenarios=scen,
+                                            chosen=chosen_json(design))) + "\n")
+        else:
+            print_diagnostics(result.diagnostics, use_colour, sys.stdout)
+            errors = sum(d.is_error for d in result.diagnostics)
+            warnings = sum(d.severity.value == "warning" for d in result.diagnostics)
+            for item in chosen_json(design):
+                sys.stdout.write(f"chosen by sizing: {item['file']}:{item['line']}:"
+                                 f"{item['column']} = {item['value']}\n")
+            for o in result.scenarios:
+                state = "holds" if not o.broken else f"breaks {len(o.broken)} constraint(s)"
+                sys.stdout.write(f"scenario {o.name}{' (required)' if o.required else ''}: "
+                                 f"{state}\n")
+            status = "ok" if not errors else f"{errors} error(s)"
+            if warnings:
+                status += f", {warnings} warning(s)"
+            if summary is not None:
+                sys.stdout.write(one_line(design, summary) + f" [{status}]\n")
+            else:
+                sys.stdout.write(f"{design.file}: {status}\n")
+        worst = max(worst, exit_code(design, result.diagnostics))
+    return worst

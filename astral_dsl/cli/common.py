@@ -1,0 +1,103 @@
+"""What every `astral` command shares: exit codes, `--set`, colour, compiling with sizing, and
+printing diagnostics. I/O lives in the cli package; everything below it is pure."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Dict, List
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # usage errors exit 2 with a one-line reason
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"astral: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+class UsageError(Exception):
+    pass
+
+
+def add_common(sp: argparse.ArgumentParser, formats=("human", "json")) -> None:
+    """`--set`, `--format` and `--color`: on every command that compiles a design."""
+    sp.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a top-level `param` (a bare number takes its unit)")
+    sp.add_argument("--format", choices=list(formats), default=formats[0])
+    sp.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+
+
+def sets(args) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for item in getattr(args, "set", None) or []:
+        if "=" not in item:
+            raise UsageError(f"--set expects NAME=VALUE, got `{item}`")
+        name, value = item.split("=", 1)
+        out[name.strip()] = value.strip()
+    return out
+
+
+def usage(message: str) -> int:
+    sys.stderr.write(f"astral: error: {message}\n")
+    return EXIT_USAGE
+
+
+def colour(args, stream=None) -> bool:
+    if getattr(args, "color", "auto") == "always":
+        return True
+    if getattr(args, "color", "auto") == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return (stream or sys.stdout).isatty()
+
+
+def compile_path(path: str, overrides):
+    from astral_dsl.compiler import compile_file
+
+    return compile_file(path, overrides)
+
+
+def recompiler(path: str, overrides):
+    """compile_with(assignments): the same file with values for its unknowns (for sizing)."""
+    from astral_dsl.compiler import compile_file
+
+    return lambda assignments: compile_file(path, overrides, assignments=assignments)
+
+
+def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False):
+    """Compile, size when the design has unknowns, check (engineering, scenarios)."""
+    from astral_dsl.analyses.checking import check_design
+
+    design = compile_path(path, overrides)
+    return check_design(design, scenarios, all_scenarios, recompiler(path, overrides))
+
+
+def unreadable(design) -> bool:
+    return any(d.code == "E100" for d in design.diagnostics)
+
+
+def exit_code(design, diagnostics) -> int:
+    if unreadable(design):
+        return EXIT_USAGE
+    return EXIT_ERRORS if any(d.is_error for d in diagnostics) else EXIT_OK
+
+
+def print_diagnostics(diagnostics, use_colour: bool, stream) -> None:
+    from astral_dsl.outputs.human import render
+
+    lines_cache: Dict[str, List[str]] = {}
+
+    def line_of(file: str, n: int):
+        if file not in lines_cache:
+            try:
+                with open(file, "rb") as fh:
+                    text = fh.read().decode("utf-8-sig", errors="replace")
+                lines_cache[file] = [ln.rstrip("\r") for ln in text.split("\n")]
+            except (OSError, ValueError):
+                lines_cache[file] = []
+        lines = lines_cache[file]
+        return lines[n - 1] if 0 < n <= len(lines) else None
+
+    for d in diagnostics:
+        stream.write(render(d, line_of, use_colour) + "\n\n")
