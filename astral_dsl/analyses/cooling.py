@@ -124,8 +124,8 @@ def analyse_cooling(design: Design, it_average_w: float, losses_w: float, networ
         free = _si(facility.field("free_cooling"))
         free_h = free / 3600.0 if free is not None else 0.0
         if cop:
-            heat = total_power + network_w
-            chiller = heat / cop * max(0.0, HOURS_PER_YEAR - free_h) / HOURS_PER_YEAR
+            # PUE is a ratio of yearly energies: the chillers reject the average IT heat
+            chiller = it_average_w / cop * max(0.0, HOURS_PER_YEAR - free_h) / HOURS_PER_YEAR
         supply = facility.field("supply")
         if cls is not None and isinstance(supply, Quantity) and water_class and \
                 water_class[1:].isdigit() and supply.value_in("degC") > int(water_class[1:]):

@@ -128,7 +128,9 @@ def analyse_power(design: Design, network_w: float = 0.0, cache: Optional[Dict] 
     it_peak = sum(power_of(r, cache).si for r in design.roots) + network_w
     it_avg = sum(l.average_w * l.replicas for l in levels if l.kind == "site") + \
         network_w * utilization
-    loss = sum(f.replicas * f.count * f.normal_w * (1 / f.efficiency - 1)
+    # conversion losses over the year: at the average load, not the peak
+    average_ratio = it_avg / it_peak if it_peak else 1.0
+    loss = sum(f.replicas * f.count * f.normal_w * average_ratio * (1 / f.efficiency - 1)
                for f in feeders if f.efficiency)
     modules = sum(f.replicas * f.count * (f.rectifier_modules or f.rectifier_modules_needed or 0)
                   for f in feeders)
@@ -375,9 +377,9 @@ def _battery(f: Instance, load, resolve, diags, reqs, units: int):
         if available < sized * (1 - 1e-9):
             strings = math.ceil(sized / (per_string / 3600.0) - 1e-9)
             diags.append(_err("E623", f"batteries of `{f.path}` hold "
-                                      f"{format_number(round(available))} Ah but "
+                                      f"{format_number(round(available, 1))} Ah but "
                                       f"{format_number(autonomy / 60)} min at "
                                       f"{format_number(round(load / 1e3, 1))} kW needs "
-                                      f"{format_number(round(sized))} Ah",
+                                      f"{format_number(round(sized, 1))} Ah",
                               bat.span_of("strings"), f"use at least {strings} strings"))
     return current, sized, available
