@@ -228,10 +228,6 @@ def test_dgx_hosts():       # DGX A100 (2020), DGX H100 (2023), DGX B200 (2024) 
         assert d.instance(f"S.x_{name}").member("cpus").count == 2
 
 
-@pytest.mark.xfail(reason="compiler bug: a template instance passed as an argument to two different "
-                          "host templates is frozen as a Ref inside the second host, and roll-ups "
-                          "crash on it (AttributeError: 'Ref' object has no attribute ...)",
-                   strict=False)
 def test_two_host_templates_sharing_a_nic():
     d = _probe("hardware", "DGX_H100", "DGX_B200")      # both hold 8 x CX7_400G
     assert astral_dsl.summary(d)["gpus"] == 16
