@@ -17,7 +17,7 @@ EXPORT_VERSION = "1.0"
 
 
 def value_json(v: Any) -> Any:
-    if isinstance(v, bool) or isinstance(v, str):
+    if v is None or isinstance(v, bool) or isinstance(v, str):
         return v
     if isinstance(v, Quantity):
         if not v.unit and v.dimensionless:

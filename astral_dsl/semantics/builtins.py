@@ -140,7 +140,7 @@ BUILTINS: Dict[str, Callable[[List[Any]], Any]] = {
     "any": lambda a: _truth(a, "any", any),
     "ceil": _rounding(math.ceil, "ceil"),
     "floor": _rounding(math.floor, "floor"),
-    "round": _rounding(round, "round"),
+    "round": _rounding(lambda x: math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1), "round"),
     "sqrt": _sqrt,
     "abs": _abs,
 }

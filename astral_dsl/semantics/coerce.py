@@ -86,7 +86,11 @@ def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
     if isinstance(value, Bundle) and t.dim not in ("count", "number"):
         value = value.total
     if not isinstance(value, Quantity):
-        _fail("E303", f"{what} must be {t.describe()}, not a {type_name(value)}", span)
+        hint = None
+        if getattr(value, "kind", None):
+            hint = (f"{what} is a field of this kind; give the member another name, e.g. "
+                    f"`{value.kind}_{what.strip('`')} = ...`" if what.startswith("`") else None)
+        _fail("E303", f"{what} must be {t.describe()}, not a {type_name(value)}", span, hint)
     dims, point = DIMENSION_TYPES[t.dim]
     if value.dims != dims or value.point != point:
         expected = dimension_name(dims, point)

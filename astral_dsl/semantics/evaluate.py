@@ -64,8 +64,10 @@ class ExpressionEvaluator:
             return parse_unit(spec)
         except UnitSpecError as exc:
             hint = exc.hint
-            if hint is None and "/" in spec:
-                hint = "to divide by a name, put spaces around `/`"
+            if "/" in spec or "*" in spec:
+                op = "/" if "/" in spec else "*"
+                spaced = f"to divide or multiply by a name, put spaces around `{op}`"
+                hint = f"{spaced} ({hint})" if hint else spaced
             fail("E300", str(exc), span, hint)
 
     def _e_String(self, e, env):
@@ -436,9 +438,20 @@ class ExpressionEvaluator:
 
     # -- logic ------------------------------------------------------------------------------------------
     def _e_Compare(self, e: ast.Compare, env):
-        left = self.numeric(self.eval(e.left, env), e.left.span)
-        right = self.numeric(self.eval(e.right, env), e.right.span)
+        # `recompute == selective`: beside an enumeration value a bare name is a symbol too
+        left = self.numeric(self.eval(e.left, env.as_symbols() if isinstance(e.left, ast.Name)
+                                      and self._is_symbolic(e.right, env) else env), e.left.span)
+        right_env = env.as_symbols() if isinstance(left, Symbol) else env
+        right = self.numeric(self.eval(e.right, right_env), e.right.span)
         return self.compare(e.op, left, right, e)
+
+    def _is_symbolic(self, expr, env) -> bool:
+        if isinstance(expr, ast.Name):
+            return False
+        try:
+            return isinstance(self.eval(expr, env), Symbol)
+        except (DiagnosticError, Poisoned):
+            return False
 
     def compare(self, op, left, right, e):
         if isinstance(left, Values) or isinstance(right, Values):
@@ -453,6 +466,11 @@ class ExpressionEvaluator:
             eq = abs(d) <= tol
             return {"==": eq, "!=": not eq, "<": d < 0 and not eq, "<=": d < 0 or eq,
                     ">": d > 0 and not eq, ">=": d > 0 or eq}[op]
+        if op in ("==", "!=") and isinstance(left, (Symbol, str)) and \
+                isinstance(right, (Symbol, str)) and (isinstance(left, Symbol) or
+                                                      isinstance(right, Symbol)):
+            same = str(left) == str(right)
+            return same if op == "==" else not same
         if op in ("==", "!=") and type(left) is type(right) and not isinstance(left, Quantity):
             same = left == right if not isinstance(left, Frame) else left is right
             return same if op == "==" else not same

@@ -12,7 +12,7 @@ from astral_dsl.model.values import (POISON, Bundle, FabricSelection, Group, Lis
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics.evaluate import ExpressionEvaluator, Poisoned, fail, unknown_key
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
-from astral_dsl.semantics.scope import LetSymbol, ModuleScope, ParamSymbol, Template
+from astral_dsl.semantics.scope import LetSymbol, ModuleScope, Namespace, ParamSymbol, Template
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
 
@@ -83,6 +83,11 @@ class Evaluator(ExpressionEvaluator):
                         and value.point == default.point):
                     fail("E310", f"--set {node.name.name}: expected a {default.describe()} like "
                                  f"the default `{default}`, got `{value}`", span)
+                if isinstance(default, (bool, str)) and type(value) is not type(default):
+                    from astral_dsl.model.values import show, type_name
+
+                    fail("E310", f"--set {node.name.name}: expected a {type_name(default)} like "
+                                 f"the default {show(default)}, got {show(value)}", span)
         else:
             value = self.eval(node.value if isinstance(symbol, LetSymbol) else node.default, env)
             span = (node.value if isinstance(symbol, LetSymbol) else node.default).span
@@ -390,6 +395,10 @@ class Evaluator(ExpressionEvaluator):
             e = e.func
             if isinstance(e, ast.Attr):
                 return True
+        if isinstance(e, ast.Attr) and isinstance(e.obj, ast.Name):   # `hw.H800`
+            ns = env.module.lookup(e.obj.name)
+            return isinstance(ns, Namespace) and isinstance(ns.scope.own.get(e.name.name),
+                                                            Template)
         if isinstance(e, ast.Name):
             scope = env
             while scope is not None:

@@ -1,0 +1,222 @@
+"""The concrete syntax of a .astral file for the formatter: every token (punctuation included)
+with its role, and every comment with its position.
+
+The compiler's parser (syntax/parser.py) drops punctuation and comments. This module runs a
+second Lark parser on the same grammar with `keep_all_tokens=True`, so the formatter sees the
+exact token stream, and finds comments by scanning the gaps between tokens (a gap holds only
+whitespace, statement separators and comments). The compiler's parser is left untouched."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from functools import lru_cache
+from typing import List, Optional
+
+import attrs
+import lark
+from lark import Token, Tree
+
+from astral_dsl import resources
+
+# Openers and closers of brackets.
+OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE"}
+CLOSERS = {v: k for k, v in OPENERS.items()}
+
+# Rules whose direct COMMA/SEMICOLON children are statement separators.
+_SEP_PARENTS = ("start", "body", "import_stmt", "param_stmt")
+_STMT_RULES = {"decl", "field", "record", "let_stmt", "check_stmt", "fail_stmt", "set_stmt",
+               "objective", "import_stmt", "param_stmt"}
+
+_COMMENT = re.compile(r"//[^\n]*|/\*(?:.|\n)*?\*/")
+_QUANTITY = re.compile(r"^(?P<num>(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)[ \t]*"
+                       r"(?P<unit>.*)$", re.S)
+
+
+@attrs.define(eq=False)
+class Tok:
+    type: str
+    text: str                    # as it will be printed
+    start: int                   # offsets in the (normalised) source
+    end: int
+    line: int
+    column: int
+    # roles
+    sep: bool = False            # a statement separator (dropped and re-inserted by the printer)
+    tight_before: bool = False   # `(` of a call or parameter list, `[` of an index
+    body_open: bool = False      # `{` of a declaration or record body
+    body_close: bool = False
+    import_brace: bool = False
+    stmt_start: bool = False     # first token of a statement or top-level item
+    top_level: bool = False      # ... at the top of the file
+    first_in_block: bool = False
+    block_stmt: bool = False     # the statement is a declaration or a record block
+    after_block_stmt: bool = False   # the previous statement of the block is one
+    unary: bool = False          # unary minus
+    partner: Optional["Tok"] = None  # matching bracket
+
+
+@attrs.frozen
+class Comment:
+    text: str
+    start: int
+    end: int
+    line: int
+    column: int
+
+    @property
+    def is_line(self) -> bool:
+        return self.text.startswith("//")
+
+
+@attrs.define(eq=False)
+class Concrete:
+    text: str
+    tokens: List[Tok]
+    comments: List[Comment]
+
+
+def _cache_path() -> str:
+    digest = hashlib.sha256(b"cst" + resources.grammar_text().encode() +
+                            lark.__version__.encode()).hexdigest()
+    return os.path.join(tempfile.gettempdir(), f"astral_dsl_cst_{digest[:16]}.lark_cache")
+
+
+@lru_cache(maxsize=1)
+def _parser() -> lark.Lark:
+    return lark.Lark(resources.grammar_text(), parser="lalr", lexer="contextual",
+                     start=["start"], propagate_positions=False, maybe_placeholders=False,
+                     keep_all_tokens=True, cache=_cache_path())
+
+
+def normalise_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n")
+
+
+def concrete(text: str) -> Concrete:
+    """Parse `text` (already known to be syntactically valid: run the compiler's parser first
+    for its diagnostics) into tokens with roles and comments."""
+    tree = _parser().parse(text)
+    tokens: List[Tok] = []
+    _walk(tree, tokens, text)
+    comments = _comments(text, tokens)
+    return Concrete(text, [t for t in tokens if not t.sep], comments)
+
+
+def _tok(t: Token) -> Tok:
+    text = str(t)
+    if t.type == "QUANTITY":
+        m = _QUANTITY.match(text)
+        text = f"{m.group('num')} {m.group('unit')}"
+    return Tok(t.type, text, t.start_pos, t.end_pos, t.line, t.column)
+
+
+def _walk(tree: Tree, out: List[Tok], text: str) -> None:
+    """Flatten the tree into tokens, marking roles."""
+    def visit(node, parent: Optional[Tree]):
+        if isinstance(node, Token):
+            tok = _tok(node)
+            if parent is not None and parent.data in _SEP_PARENTS and \
+                    node.type in ("COMMA", "SEMICOLON"):
+                tok.sep = True
+            out.append(tok)
+            return tok
+        data = node.data
+        first_index = len(out)
+        if data in ("start", "body"):
+            _visit_block(node, data == "start")
+            return None
+        for child in node.children:
+            visit(child, node)
+        if data in ("call", "params", "index"):
+            _mark_tight(node, out, first_index)
+        if data == "import_names":
+            for t in out[first_index:]:
+                if t.type in ("LBRACE", "RBRACE"):
+                    t.import_brace = True
+        if data == "neg":
+            out[first_index].unary = True
+        return None
+
+    def _visit_block(node: Tree, top: bool):
+        prev_block = None
+        first = True
+        for child in node.children:
+            if isinstance(child, Token):
+                tok = visit(child, node)
+                if child.type == "LBRACE":
+                    tok.body_open = True
+                elif child.type == "RBRACE":
+                    tok.body_close = True
+                continue
+            i = len(out)
+            visit(child, node)
+            if child.data in _STMT_RULES and len(out) > i:
+                head = next((t for t in out[i:] if not t.sep), None)
+                if head is None:
+                    continue
+                head.stmt_start = True
+                head.top_level = top
+                head.first_in_block = first
+                head.block_stmt = child.data in ("decl", "record")
+                head.after_block_stmt = bool(prev_block)
+                prev_block = head.block_stmt
+                first = False
+
+    visit(tree, None)
+    # match brackets
+    opened: List[Tok] = []
+    for t in out:
+        if t.type in OPENERS:
+            opened.append(t)
+        elif t.type in CLOSERS:
+            o = opened.pop()
+            o.partner, t.partner = t, o
+
+
+def _mark_tight(node: Tree, out: List[Tok], first_index: int) -> None:
+    """In `call`, `params` and `index`, the opening bracket hugs what precedes it."""
+    want = "LSQB" if node.data == "index" else "LPAR"
+    # The bracket is the first `want` token at this node's own level: the child tokens of
+    # `node` itself (not of its sub-trees).
+    for child in node.children:
+        if isinstance(child, Token) and child.type == want:
+            for t in out[first_index:]:
+                if t.start == child.start_pos and t.type == want:
+                    t.tight_before = True
+                    return
+
+
+def _comments(text: str, tokens: List[Tok]) -> List[Comment]:
+    """Comments live in the gaps between tokens (and before the first, after the last)."""
+    out: List[Comment] = []
+    bounds = [0] + [p for t in tokens for p in (t.start, t.end)] + [len(text)]
+    line_starts = _line_starts(text)
+    for a, b in zip(bounds[0::2], bounds[1::2]):
+        if b <= a:
+            continue
+        for m in _COMMENT.finditer(text, a, b):
+            line, col = _position(line_starts, m.start())
+            out.append(Comment(m.group(0), m.start(), m.end(), line, col))
+    return out
+
+
+def _line_starts(text: str) -> List[int]:
+    starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            starts.append(i + 1)
+    return starts
+
+
+def _position(line_starts: List[int], offset: int):
+    import bisect
+
+    i = bisect.bisect_right(line_starts, offset) - 1
+    return i + 1, offset - line_starts[i] + 1
+
+
+def scan_comments(text: str) -> List[Comment]:
+    """Every comment of a syntactically valid file, in order."""
+    return concrete(text).comments
