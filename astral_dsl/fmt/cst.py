@@ -54,6 +54,8 @@ class Tok:
     block_stmt: bool = False     # the statement is a declaration or a record block
     after_block_stmt: bool = False   # the previous statement of the block is one
     unary: bool = False          # unary minus
+    spaced: bool = False         # printed with a space before it (`^` after a quantity)
+    sep_text: str = ","          # the separator written before this statement, if any
     partner: Optional["Tok"] = None  # matching bracket
 
 
@@ -165,6 +167,16 @@ def _walk(tree: Tree, out: List[Tok], text: str) -> None:
                 first = False
 
     visit(tree, None)
+    # the separator written between two statements sharing a line: `,` or `;`
+    pending = None
+    for t in out:
+        if t.sep:
+            pending = pending or t.text
+        elif t.stmt_start:
+            t.sep_text = pending or ","
+            pending = None
+        else:
+            pending = None
     # match brackets
     opened: List[Tok] = []
     for t in out:

@@ -14,7 +14,7 @@ import attrs
 from astral_dsl import resources
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.syntax import ast
-from astral_dsl.syntax.parser import parse
+from astral_dsl.syntax.parser import parse_all
 from astral_dsl.syntax.source import Source, decode
 
 Reader = Callable[[Path], bytes]
@@ -158,10 +158,10 @@ class ModuleLoader:
             self.diagnostics.append(exc.diagnostic)
             return LoadedModule(key, path, None, None, is_stdlib)
         try:
-            tree = parse(source)
-        except DiagnosticError as exc:
-            self.diagnostics.append(exc.diagnostic)
-            return LoadedModule(key, path, source, None, is_stdlib)
+            tree, errors = parse_all(source)
+            if errors:
+                self.diagnostics.extend(errors)
+                return LoadedModule(key, path, source, None, is_stdlib)
         except RecursionError:
             self.diagnostics.append(Diagnostic(
                 "E402", Severity.ERROR, "expressions are nested too deeply to compile",

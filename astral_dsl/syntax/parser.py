@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
+from typing import List, Optional, Tuple
 
 import lark
 from lark import Token, Transformer, v_args
@@ -46,6 +47,42 @@ def _cache_path():
 def parse(source: Source) -> ast.Module:
     """Parse a whole file. Raises DiagnosticError on a syntax error."""
     return _build(source.name, _run(source, "start"))
+
+
+_TOP_LEVEL = re.compile(r"^(?:(?:import|param|let|check)\b|[A-Za-z_]\w*[ \t]+[A-Za-z_]\w*[ \t]*[({=])")
+MAX_SYNTAX_ERRORS = 20
+
+
+def parse_all(source: Source) -> Tuple[Optional[ast.Module], List[Diagnostic]]:
+    """Parse a file and report every independent syntax error: after an error, parsing starts
+    again at the next top-level statement (a line that starts at column 1 with a declaration,
+    `import`, `param`, `let` or `check`); earlier lines are blanked so positions stay true."""
+    try:
+        return parse(source), []
+    except DiagnosticError as exc:
+        first = exc.diagnostic
+    diagnostics = [first]
+    lines = source.text.split("\n")
+    last = _line_of(first)
+    while len(diagnostics) < MAX_SYNTAX_ERRORS:
+        restart = next((i for i in range(last, len(lines)) if _TOP_LEVEL.match(lines[i])), None)
+        if restart is None:
+            break
+        rest = Source(source.name, "\n" * restart + "\n".join(lines[restart:]))
+        try:
+            parse(rest)
+            break
+        except DiagnosticError as again:
+            line = _line_of(again.diagnostic)
+            if line <= last:
+                break
+            diagnostics.append(again.diagnostic)
+            last = line
+    return None, diagnostics
+
+
+def _line_of(d: Diagnostic) -> int:
+    return d.span.start.line if d.span is not None else 1 << 30
 
 
 def parse_expression(source: Source) -> ast.Expr:
@@ -104,7 +141,10 @@ def _syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
         tok = exc.token
         end_col = (tok.end_column if tok.end_line == tok.line and tok.end_column else tok.column + 1)
         span = Span.at(name, tok.line, tok.column, tok.line, max(end_col, tok.column + 1))
-        expected = _expected(exc.expected)
+        names = set(exc.expected)
+        if _depth(source.text[:tok.start_pos or 0]) > 0:     # inside a body: no top-level forms
+            names -= {"IMPORT", "PARAM"}
+        expected = _expected(names)
         hint = _unit_pitfall(source, tok) or _hint_for(tok, exc.expected, source)
         msg = f"unexpected {_describe(tok)}" + (f"; {expected}" if expected else "")
         return Diagnostic("E103", Severity.ERROR, msg, span, hint)
@@ -116,6 +156,12 @@ def _syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
     return Diagnostic("E105", Severity.ERROR,
                       "unexpected end of file" + (f"; {expected}" if expected else ""),
                       Span.at(name, line, col), "a `{`, `(` or `[` may be missing its closing pair")
+
+
+def _depth(text: str) -> int:
+    """Brace depth at the end of `text`, ignoring comments and strings (roughly)."""
+    text = re.sub(r'"([^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', "", text, flags=re.S)
+    return text.count("{") - text.count("}")
 
 
 def _describe(tok: Token) -> str:

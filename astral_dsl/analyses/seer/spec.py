@@ -1,0 +1,223 @@
+"""What Seer forecasts, as plain data: the model, the parallel layout, the batch and the runtime
+choices of one training job. `job_spec` reads them from a compiled design's `job` instance; tests
+and benchmarks may build them directly."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Optional, Tuple
+
+from astral_dsl.model.values import ListValue, Symbol
+from astral_dsl.units import Quantity
+
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    seq: int
+    activation: str = "gelu"          # gelu (2 matrices, biases, dropout) | swiglu (3, none)
+    experts: int = 0
+    top_k: int = 1
+    shared_experts: int = 0
+    moe_ffn: int = 0
+    dense_layers: int = 0
+    params: Optional[float] = None
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    @property
+    def gpt(self) -> bool:
+        """GPT-style blocks (biases, dropout, GeLU, tied embeddings) vs Llama-style."""
+        return self.activation == "gelu"
+
+    def is_moe(self, layer: int) -> bool:
+        return self.experts > 0 and layer >= self.dense_layers
+
+    def layer_params(self, layer: int) -> float:
+        h = self.hidden
+        attn = h * (h + 2 * self.kv_dim) + h * h
+        mats = 2 if self.gpt else 3
+        if self.is_moe(layer):
+            mlp = (self.experts + self.shared_experts) * mats * h * self.moe_ffn + h * self.experts
+        else:
+            mlp = mats * h * self.ffn
+        return attn + mlp + 4 * h
+
+    def total_params(self) -> float:
+        if self.params:
+            return self.params
+        emb = self.vocab * self.hidden * (1 if self.gpt else 2)
+        return emb + sum(self.layer_params(i) for i in range(self.layers))
+
+
+@dataclass(frozen=True)
+class ParallelSpec:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    sp: bool = False
+    v: int = 1                                # virtual stages (model chunks) per device
+    schedule: str = "1f1b"                    # 1f1b | interleaved | gpipe
+    stages: Optional[Tuple[int, ...]] = None  # layers per pipeline stage (uneven split)
+    zero: int = 0                             # 0, 1, 2, 3 (3 = FSDP)
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    model: ModelSpec
+    parallel: ParallelSpec
+    global_batch: int
+    micro: Optional[int]                      # None: chosen by the runtime rule (runtime.py)
+    seq: int
+    recompute: str = "none"                   # none | selective | full
+    dtype: str = "bf16"
+    gpus: Optional[int] = None                # declared
+    attention: str = "flash"                  # flash | unfused (materialised s x s scores)
+    overlap_grad_reduce: bool = True          # DP reduction in buckets during backward
+    grad_reduce_dtype: Optional[str] = None   # default: fp32 for bf16 training, else the dtype
+    options: Tuple[Tuple[str, object], ...] = field(default=())
+
+    @property
+    def bytes(self) -> int:
+        return DTYPE_BYTES.get(self.dtype, 2)
+
+    @property
+    def grad_bytes(self) -> int:
+        if self.grad_reduce_dtype:
+            return DTYPE_BYTES[self.grad_reduce_dtype]
+        return 4 if self.dtype == "bf16" else self.bytes
+
+    @property
+    def microbatches(self) -> int:
+        """Micro-batches per pipeline per iteration (m = B / (b d))."""
+        return max(1, self.global_batch // (self.micro * self.parallel.dp))
+
+    def with_(self, **kw) -> "JobSpec":
+        return replace(self, **kw)
+
+
+def stage_layers(job: JobSpec) -> Tuple[int, ...]:
+    """Layers on each pipeline stage: the declared split, else as even as possible."""
+    par, layers = job.parallel, job.model.layers
+    if par.stages and len(par.stages) == par.pp:
+        return tuple(par.stages)
+    base, extra = divmod(layers, par.pp)
+    return tuple(base + (1 if i < extra else 0) for i in range(par.pp))
+
+
+def chunk_layers(job: JobSpec) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
+    """[stage][chunk] -> (first layer, layer count). With v virtual stages, stage i's chunk c
+    holds the model's (c * pp + i)-th slice, each stage's layers split evenly over its chunks."""
+    par = job.parallel
+    per_stage = stage_layers(job)
+    slices = []  # model order: chunk-major
+    for c in range(par.v):
+        for i in range(par.pp):
+            n = per_stage[i]
+            base, extra = divmod(n, par.v)
+            slices.append((i, c, base + (1 if c < extra else 0)))
+    first, out = 0, [[None] * par.v for _ in range(par.pp)]
+    for i, c, n in slices:
+        out[i][c] = (first, n)
+        first += n
+    return tuple(tuple(row) for row in out)
+
+
+# ---- from a compiled design --------------------------------------------------------------------
+def _num(v, default=None):
+    return v.si if isinstance(v, Quantity) else default
+
+
+def _int(v, default=None):
+    x = _num(v)
+    return int(round(x)) if x is not None else default
+
+
+def _sym(v, default=None):
+    if isinstance(v, Symbol):
+        return v.name
+    if isinstance(v, str):
+        return v
+    return default
+
+
+def model_spec(inst) -> ModelSpec:
+    f = inst.field
+    heads = _int(f("heads"), 1)
+    hidden = _int(f("hidden"), 1)
+    act = _sym(f("activation"), "gelu")
+    ffn = _int(f("ffn")) or (4 * hidden if act == "gelu" else int(8 * hidden / 3))
+    return ModelSpec(
+        name=inst.template, layers=_int(f("layers"), 1), hidden=hidden, heads=heads,
+        kv_heads=_int(f("kv_heads"), heads), ffn=ffn, vocab=_int(f("vocab"), 0) or 32000,
+        seq=_int(f("seq"), 2048), activation=act, experts=_int(f("experts"), 0) or 0,
+        top_k=_int(f("top_k"), 1) or 1, shared_experts=_int(f("shared_experts"), 0) or 0,
+        moe_ffn=_int(f("moe_ffn"), 0) or ffn, dense_layers=_int(f("dense_layers"), 0) or 0,
+        params=_num(f("params")))
+
+
+def job_spec(job, model_inst, **options) -> JobSpec:
+    """The JobSpec of a `job` instance (its `parallel` and `batch` records are members)."""
+    model = model_spec(model_inst)
+    par = job.member("parallel")
+    bat = job.member("batch")
+    pf = par.field if par is not None else (lambda *_: None)
+    bf = bat.field if bat is not None else (lambda *_: None)
+    tp, pp, cp = _int(pf("tp"), 1), _int(pf("pp"), 1), _int(pf("cp"), 1)
+    gpus = _int(job.field("gpus"))
+    dp = _int(pf("dp"))
+    if dp is None:
+        dp = max(1, (gpus or tp * pp * cp) // (tp * pp * cp))
+    stages = pf("stages")
+    stages = tuple(_int(x, 0) for x in stages.items) if isinstance(stages, ListValue) else None
+    schedule = _sym(pf("schedule"), None)
+    v = _int(pf("virtual_stages"))
+    if schedule is None:
+        schedule = "interleaved" if (v or 1) > 1 else "1f1b"
+    zero = _int(pf("zero"), 0) or 0
+    if pf("fsdp") is True:
+        zero = 3
+    parallel = ParallelSpec(tp=tp, pp=pp, dp=dp, cp=cp, ep=_int(pf("ep"), 1), sp=pf("sp") is True,
+                            v=v if v else (None if schedule == "interleaved" else 1),
+                            schedule=schedule, stages=stages, zero=zero)
+    seq = _int(bf("seq")) or model.seq
+    gb = _int(bf("global_batch")) or dp * (_int(bf("micro")) or 1)
+    spec = JobSpec(name=job.template, model=model, parallel=parallel, global_batch=gb,
+                   micro=_int(bf("micro")), seq=seq,
+                   recompute=_sym(job.field("recompute"), "none"),
+                   dtype=_sym(job.field("dtype"), "bf16"), gpus=gpus)
+    known = {k: v for k, v in options.items() if k in JobSpec.__dataclass_fields__ and v is not None}
+    return replace(spec, **known)
+
+
+def divisors(n: int):
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def ceil_div(a, b):
+    return -(-a // b) if b else 0
+
+
+__all__ = ["ModelSpec", "ParallelSpec", "JobSpec", "job_spec", "model_spec", "stage_layers",
+           "chunk_layers", "divisors", "ceil_div", "math"]

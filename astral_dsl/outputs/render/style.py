@@ -1,0 +1,384 @@
+"""The shared look of every picture: colours, fonts, number formats, HTML-like labels, the
+legend, and a Canvas that draws nodes, clusters and edges with the marks of the context
+(violations in red with their codes in the tooltip, parts failed by a scenario in grey).
+
+Every node and cluster carries an SVG class (`node compute`, `node violation`, `node failed`,
+...) so that tools and tests can find them in the SVG."""
+from __future__ import annotations
+
+import contextlib
+import html
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+import graphviz
+
+FONT = "Helvetica"
+
+# theme -> (fill, border, font colour)
+THEMES = {
+    "compute": ("#e8f5e9", "#2e7d32", "#1b3a1d"),
+    "network": ("#e3f2fd", "#1565c0", "#0d2c54"),
+    "core": ("#d0e4fb", "#0d47a1", "#0d2c54"),
+    "power": ("#fff3e0", "#e65100", "#4e2500"),
+    "dc": ("#fff3e0", "#e65100", "#4e2500"),
+    "ac": ("#f3e5f5", "#6a1b9a", "#33104a"),
+    "storage": ("#fffde7", "#9e7d00", "#3d3000"),
+    "liquid": ("#e0f7fa", "#00838f", "#00363a"),
+    "facility": ("#e1f0ff", "#1a4f8b", "#0b2442"),
+    "air": ("#f4f6f8", "#607d8b", "#263238"),
+    "site": ("#ffffff", "#455a64", "#263238"),
+    "group": ("#fafafa", "#78909c", "#263238"),
+    "note": ("#ffffff", "#b0bec5", "#455a64"),
+}
+EDGE = {
+    "network": "#1565c0", "core": "#0d47a1", "dc": "#e65100", "ac": "#6a1b9a",
+    "power": "#e65100", "storage": "#9e7d00", "liquid": "#00838f", "facility": "#1a4f8b",
+    "air": "#78909c", "compute": "#2e7d32", "note": "#90a4ae",
+}
+PLANE_EDGE = ["#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a"]   # plane A, B, C, D in the rack view
+
+RED, RED_FILL = "#c62828", "#ffebee"
+AMBER, AMBER_FILL = "#b26a00", "#fff8e1"
+GREY, GREY_FILL = "#9e9e9e", "#eeeeee"
+
+
+# ---- numbers --------------------------------------------------------------------------------------
+
+def n(x) -> str:
+    """A count with thousands separators: 8,192."""
+    x = float(x)
+    if x == int(x):
+        return f"{int(x):,}"
+    return f"{x:,.1f}"
+
+
+def _trim(text: str) -> str:
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def watts(w: Optional[float]) -> str:
+    if w is None:
+        return "?"
+    a = abs(w)
+    if a >= 1e9:
+        return _trim(f"{w / 1e9:.2f}") + " GW"
+    if a >= 1e6:
+        return _trim(f"{w / 1e6:.{2 if a < 1e7 else 1}f}") + " MW"
+    if a >= 1e3:
+        return _trim(f"{w / 1e3:.{2 if a < 1e4 else 1}f}") + " kW"
+    return _trim(f"{w:.1f}") + " W"
+
+
+def speed(q) -> str:
+    """400 Gb/s -> 400G, 1.6 Tb/s -> 1.6T."""
+    if q is None:
+        return "?"
+    si = q.si if hasattr(q, "si") else float(q)
+    if si >= 1e12:
+        return _trim(f"{si / 1e12:.2f}") + "T"
+    if si >= 1e9:
+        return _trim(f"{si / 1e9:.2f}") + "G"
+    if si >= 1e6:
+        return _trim(f"{si / 1e6:.2f}") + "M"
+    return _trim(f"{si:.0f}") + " b/s"
+
+
+def links(count, q) -> str:
+    """`64 x 400G`."""
+    return f"{n(count)} x {speed(q)}"
+
+
+def litres_per_min(m3s: Optional[float]) -> str:
+    return "?" if m3s is None else f"{n(round(m3s * 60000))} L/min"
+
+
+def m3s(v: Optional[float]) -> str:
+    return "?" if v is None else f"{n(round(v, 1) if v < 100 else round(v))} m³/s"
+
+
+def celsius(c: Optional[float]) -> str:
+    return "?" if c is None else _trim(f"{c:.1f}") + " °C"
+
+
+def percent(ratio: Optional[float]) -> str:
+    return "?" if ratio is None else _trim(f"{ratio * 100:.1f}") + " %"
+
+
+def amps(a: Optional[float]) -> str:
+    return "?" if a is None else f"{n(round(a))} A"
+
+
+def plane_name(i: int) -> str:
+    return chr(ord("A") + i) if 0 <= i < 26 else str(i)
+
+
+# ---- HTML-like labels ---------------------------------------------------------------------------
+
+def esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def short(text: str, limit: int = 96) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+class Line:
+    """One line of a node's label: text (escaped here) with an optional style."""
+
+    def __init__(self, text, bold=False, small=False, italic=False, colour=None):
+        self.text, self.bold, self.small, self.italic, self.colour = \
+            text, bold, small, italic, colour
+
+    def html(self, default_colour: str) -> str:
+        t = esc(self.text)
+        if self.bold:
+            t = f"<B>{t}</B>"
+        if self.italic:
+            t = f"<I>{t}</I>"
+        size = ' POINT-SIZE="9"' if self.small else ""
+        colour = self.colour or default_colour
+        return f'<FONT COLOR="{colour}"{size}>{t}</FONT>'
+
+
+def label(lines: Sequence, colour: str) -> str:
+    """An HTML-like label from lines (str or Line): the first is bold."""
+    out = []
+    for i, line in enumerate(lines):
+        if line is None:
+            continue
+        if not isinstance(line, Line):
+            line = Line(line, bold=(i == 0))
+        out.append(line.html(colour))
+    return "<" + '<BR ALIGN="CENTER"/>'.join(out) + ">"
+
+
+def table(rows: List[List], colour: str, *, header: Optional[str] = None) -> str:
+    """An HTML-like table label. rows: lists of cells: str, Line, or (text, attrs) where attrs
+    may hold `colour`, `align`, `bgcolor`, `port` ... (HTML-like cell attributes)."""
+    width = max((len(r) for r in rows), default=1)
+    out = ['<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">']
+    if header:
+        out.append(f'<TR><TD COLSPAN="{width}" ALIGN="CENTER"><FONT COLOR="{colour}">'
+                   f'<B>{esc(header)}</B></FONT></TD></TR>')
+    for r in rows:
+        out.append("<TR>")
+        for j, cell in enumerate(r):
+            attrs = {}
+            if isinstance(cell, tuple):
+                cell, attrs = cell[0], dict(cell[1])
+            col = attrs.pop("colour", colour)
+            align = attrs.pop("align", "LEFT")
+            text = cell.html(col) if isinstance(cell, Line) else \
+                f'<FONT COLOR="{col}">{esc(cell)}</FONT>'
+            if j == len(r) - 1 and len(r) < width:
+                attrs["colspan"] = width - len(r) + 1
+            extra = "".join(f' {k.upper()}="{v}"' for k, v in attrs.items())
+            out.append(f'<TD ALIGN="{align}"{extra}>{text}</TD>')
+        out.append("</TR>")
+    out.append("</TABLE>")
+    return "<" + "".join(out) + ">"
+
+
+# ---- the canvas ---------------------------------------------------------------------------------
+
+class Canvas:
+    """A graphviz.Digraph with the marks of a render context.
+
+    `parts` of a node or cluster: the model instances it stands for (a diagnostic whose source
+    lies in one of them turns it red; a part failed by the scenario greys it)."""
+
+    def __init__(self, ctx, view: str, rankdir: str, title: Sequence[str]):
+        self.ctx = ctx
+        self.view = view
+        self.g = graphviz.Digraph(
+            name=f"astral_{view}", format="svg",
+            graph_attr={"rankdir": rankdir, "fontname": FONT, "fontsize": "12",
+                        "labelloc": "t", "labeljust": "c", "newrank": "true",
+                        "compound": "true", "nodesep": "0.25", "ranksep": "0.55",
+                        "pad": "0.3", "bgcolor": "white", "tooltip": " ".join(title[:1]),
+                        "class": f"astral {view}", "label": self._title(title)},
+            node_attr={"shape": "box", "style": "rounded,filled", "fontname": FONT,
+                       "fontsize": "11", "margin": "0.12,0.06", "penwidth": "1.3"},
+            edge_attr={"fontname": FONT, "fontsize": "10", "arrowsize": "0.7",
+                       "penwidth": "1.3"})
+        self._stack = [self.g]
+        self._failed_stack = [False]
+        self.marked: set = set()           # ids of diagnostics drawn on some node
+        self.node_count = 0
+        self.edge_count = 0
+
+    @staticmethod
+    def _title(lines: Sequence[str]) -> str:
+        out = [f'<FONT POINT-SIZE="18"><B>{esc(lines[0])}</B></FONT>']
+        out += [f'<FONT POINT-SIZE="12" COLOR="#455a64">{esc(t)}</FONT>' for t in lines[1:]]
+        return "<" + "<BR/>".join(out) + "<BR/> >"
+
+    @property
+    def here(self):
+        return self._stack[-1]
+
+    # -- marks --------------------------------------------------------------------------------
+    def _marks(self, parts, failed: Optional[bool]):
+        problems = self.ctx.problems_for(parts)
+        for d in problems:
+            self.marked.add(id(d))
+        is_failed = bool(failed) if failed is not None else self.ctx.is_failed(parts)
+        return problems, is_failed or self._failed_stack[-1]
+
+    def _tooltip(self, tooltip: str, problems) -> str:
+        tips = [tooltip] if tooltip else []
+        tips += [f"{d.code}: {d.message}" for d in problems]
+        return "\n".join(tips) or " "
+
+    def _colours(self, theme: str, problems, failed: bool):
+        fill, border, font = THEMES[theme]
+        classes = [theme]
+        pen = "1.3"
+        style = []
+        if failed:
+            fill, border, font = GREY_FILL, GREY, GREY
+            classes.append("failed")
+            style.append("dashed")
+        errors = [d for d in problems if d.is_error]
+        if errors:
+            border, font, pen = RED, RED, "2.6"
+            fill = RED_FILL if not failed else fill
+            classes.append("violation")
+        elif problems:
+            border, pen = AMBER, "2.2"
+            fill = AMBER_FILL if not failed else fill
+            classes.append("warning")
+        return fill, border, font, pen, style, classes
+
+    # -- drawing ------------------------------------------------------------------------------
+    def node(self, gid: str, lines, *, theme: str, parts: Iterable = (), tooltip: str = "",
+             failed: Optional[bool] = None, shape: str = "box", table_rows=None,
+             header: Optional[str] = None, extra_class: str = "", **attrs) -> str:
+        problems, is_failed = self._marks(parts, failed)
+        fill, border, font, pen, style, classes = self._colours(theme, problems, is_failed)
+        codes = ", ".join(sorted({d.code for d in problems}))
+        mark = Line("▲ " + codes, bold=True, colour=border) if problems else None
+        if table_rows is not None:
+            rows = list(table_rows) + ([[(mark, {"align": "CENTER"})]] if mark else [])
+            text = table(rows, font, header=header)
+        else:
+            text = label(list(lines) + ([mark] if mark else []), font)
+        shape_style = {"box": "rounded,filled", "plain": "filled"}.get(shape, "filled")
+        style_text = ",".join([shape_style] + style)
+        cls = " ".join(classes + ([extra_class] if extra_class else []))
+        self.here.node(gid, text, shape="box" if shape == "plain" else shape, style=style_text,
+                       fillcolor=fill, color=border, penwidth=pen,
+                       tooltip=self._tooltip(tooltip, problems), **{"class": cls}, **attrs)
+        self.node_count += 1
+        return gid
+
+    def edge(self, a: str, b: str, text: str = "", *, theme: str = "network",
+             failed: bool = False, tooltip: str = "", colour: Optional[str] = None,
+             **attrs) -> None:
+        col = GREY if failed else (colour or EDGE[theme])
+        cls = "failed" if failed else theme
+        opts = {"color": col, "fontcolor": col if not failed else GREY, "class": cls}
+        if failed:
+            opts["style"] = "dashed"
+        if text:
+            opts["label"] = " " + text + " "
+        opts["tooltip"] = tooltip or text or " "
+        opts.update(attrs)
+        self.here.edge(a, b, **opts)
+        self.edge_count += 1
+
+    @contextlib.contextmanager
+    def cluster(self, gid: str, title: Sequence[str], *, theme: str = "group",
+                parts: Iterable = (), failed: Optional[bool] = None, tooltip: str = "",
+                dashed: bool = False):
+        problems, is_failed = self._marks(parts, failed)
+        fill, border, font, pen, style, classes = self._colours(theme, problems, is_failed)
+        lines = list(title)
+        if problems:
+            lines.append(Line("▲ " + ", ".join(sorted({d.code for d in problems})), bold=True,
+                              colour=border))
+        with self.here.subgraph(name=f"cluster_{gid}") as sub:
+            sub.attr(label=label(lines, font), style=",".join(["rounded", "filled"] + style + (
+                ["dashed"] if dashed else [])), fillcolor=fill, color=border, penwidth=pen,
+                fontname=FONT, fontsize="12", labeljust="l", margin="12",
+                tooltip=self._tooltip(tooltip, problems), **{"class": " ".join(
+                    ["cluster"] + classes)})
+            self._stack.append(sub)
+            self._failed_stack.append(is_failed)
+            try:
+                yield sub
+            finally:
+                self._stack.pop()
+                self._failed_stack.pop()
+
+    @contextlib.contextmanager
+    def same_rank(self, rank: str = "same"):
+        with self.here.subgraph() as sub:
+            sub.attr(rank=rank)
+            self._stack.append(sub)
+            try:
+                yield sub
+            finally:
+                self._stack.pop()
+
+    # -- the legend and the list of problems ------------------------------------------------------
+    def finish(self, entries: Sequence[Tuple[str, str]], notes: Sequence[str] = ()) -> None:
+        """A legend (theme, meaning) with the common marks, and the problems of the design
+        (those not drawn on any node first)."""
+        rows = []
+        for theme, meaning in entries:
+            fill, border, _ = THEMES[theme]
+            rows.append(_swatch(fill, border, meaning))
+        rows.append(_swatch("#ffffff", "#78909c", "N x item: N identical replicas, drawn once; "
+                                                  "counts inside a box are per replica"))
+        rows.append(_swatch(RED_FILL, RED, "violation: the code is on the part, the message "
+                                           "in its tooltip"))
+        rows.append(_swatch(AMBER_FILL, AMBER, "warning"))
+        if self.ctx.scenario is not None:
+            rows.append(_swatch(GREY_FILL, GREY, f"failed in scenario `{self.ctx.scenario}`",
+                                dashed=True))
+        for note in notes:
+            rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#455a64">'
+                        f'{esc(note)}</FONT></TD></TR>')
+        legend = ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">'
+                  '<TR><TD COLSPAN="2" ALIGN="LEFT"><B>legend</B></TD></TR>'
+                  + "".join(rows) + "</TABLE>>")
+        problems = self.ctx.shown_problems()
+        with self.same_rank("sink"):
+            self.here.node("legend", legend, shape="box", style="rounded", color="#b0bec5",
+                           fontname=FONT, fontsize="10", margin="0.1", tooltip="legend",
+                           **{"class": "legend"})
+            if problems:
+                unmarked = [d for d in problems if id(d) not in self.marked]
+                marked = [d for d in problems if id(d) in self.marked]
+                lines = []
+                for d in (unmarked + marked)[:10]:
+                    where = f" ({d.span.file.rsplit('/', 1)[-1]}:{d.span.start.line})" \
+                        if d.span else ""
+                    colour = RED if d.is_error else AMBER
+                    lines.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{colour}"><B>'
+                                 f'{esc(d.code)}</B></FONT></TD><TD ALIGN="LEFT">'
+                                 f'<FONT POINT-SIZE="10">{esc(short(d.message, 90) + where)}'
+                                 f'</FONT></TD></TR>')
+                more = len(problems) - 10
+                if more > 0:
+                    lines.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="9">'
+                                 f'and {more} more: run `astral check`</FONT></TD></TR>')
+                title = (f"problems under scenario `{self.ctx.scenario}`"
+                         if self.ctx.scenario else "problems")
+                text = ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="2">'
+                        f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT COLOR="{RED}"><B>{esc(title)}'
+                        f'</B></FONT></TD></TR>' + "".join(lines) + "</TABLE>>")
+                any_error = any(d.is_error for d in problems)
+                self.here.node("problems", text, shape="box", style="rounded,filled",
+                               fillcolor=RED_FILL if any_error else AMBER_FILL,
+                               color=RED if any_error else AMBER, fontname=FONT, fontsize="10",
+                               tooltip="\n".join(f"{d.code}: {d.message}" for d in problems),
+                               **{"class": "problems"})
+
+
+def _swatch(fill: str, border: str, meaning: str, dashed: bool = False) -> str:
+    style = ' STYLE="dashed"' if dashed else ""
+    return (f'<TR><TD BGCOLOR="{fill}" BORDER="1" COLOR="{border}" WIDTH="22" HEIGHT="12"'
+            f'{style}> </TD><TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(meaning)}</FONT></TD></TR>')
