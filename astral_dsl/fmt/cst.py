@@ -54,7 +54,7 @@ class Tok:
     block_stmt: bool = False     # the statement is a declaration or a record block
     after_block_stmt: bool = False   # the previous statement of the block is one
     unary: bool = False          # unary minus
-    spaced: bool = False         # printed with a space before it (`^` after a quantity)
+    crowded: bool = False        # `{` of a body holding a declaration among other statements
     sep_text: str = ","          # the separator written before this statement, if any
     partner: Optional["Tok"] = None  # matching bracket
 
@@ -144,6 +144,7 @@ def _walk(tree: Tree, out: List[Tok], text: str) -> None:
     def _visit_block(node: Tree, top: bool):
         prev_block = None
         first = True
+        heads = []
         for child in node.children:
             if isinstance(child, Token):
                 tok = visit(child, node)
@@ -165,6 +166,10 @@ def _walk(tree: Tree, out: List[Tok], text: str) -> None:
                 head.after_block_stmt = bool(prev_block)
                 prev_block = head.block_stmt
                 first = False
+                heads.append(head)
+        if not top and len(heads) > 1 and any(h.block_stmt for h in heads):
+            brace = next(t for t in out if t.start == node.children[0].start_pos)
+            brace.crowded = True
 
     visit(tree, None)
     # the separator written between two statements sharing a line: `,` or `;`

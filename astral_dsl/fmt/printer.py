@@ -94,6 +94,8 @@ class Printer:
     # -- structure ---------------------------------------------------------------------------------
     def is_broken(self, open_tok: Tok) -> bool:
         """A block written over several lines (and not empty) is printed over several lines."""
+        if open_tok.crowded:
+            return True                    # a declaration shares the block with others
         inner = self.text[open_tok.end:open_tok.partner.start]
         return "\n" in inner and bool(inner.strip(" \t\n,;"))
 
@@ -164,8 +166,6 @@ class Printer:
     # -- tokens --------------------------------------------------------------------------------------
     def emit(self, tok: Tok) -> None:
         space = self.after_comment or self.space_between(self.prev, tok)
-        if tok.type == "CIRCUMFLEX":
-            tok.spaced = space
         self.put(tok.text, self.indent_for(tok), space)
         self.after_comment = False
         if tok.stmt_start:
@@ -196,11 +196,6 @@ class Printer:
             return False
         if prev.unary or tok.tight_before:
             return False
-        if tok.type == "CIRCUMFLEX":
-            # `10^9`; but `2 m ^ 2` squares a quantity, while `2 m^2` is an area
-            return prev.type == "QUANTITY"
-        if prev.type == "CIRCUMFLEX":
-            return prev.spaced
         return True
 
     def run(self) -> str:

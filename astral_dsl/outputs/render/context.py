@@ -1,0 +1,201 @@
+"""What every view needs besides the model: the engineering results (under a scenario when one
+is asked for), the diagnostics to draw and where they belong, and the parts a scenario fails.
+
+A diagnostic belongs to the instances whose source it points into: an exact match with a field's
+value or a declaration first, else the innermost declaration that encloses it (a failed `check`
+inside `rack GpuRack { ... }` belongs to the rack). A node is marked when it stands for one of
+those instances."""
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, sort_diagnostics
+from astral_dsl.model.design import Design, Instance, Ref
+from astral_dsl.model.values import FabricSelection, Group
+
+
+class RenderError(DiagnosticError):
+    """A problem that stops a picture from being drawn; `.diagnostic` says what and how to fix
+    it."""
+
+
+def render_error(code: str, message: str, hint: Optional[str] = None,
+                 file: Optional[str] = None) -> RenderError:
+    return RenderError(Diagnostic(code, Severity.ERROR, message, None, hint, file=file))
+
+
+def _key(span) -> Tuple:
+    return (span.file, span.start.line, span.start.column, span.end.line, span.end.column)
+
+
+def _encloses(outer, inner) -> bool:
+    return outer.file == inner.file and (outer.start.line, outer.start.column) <= (
+        inner.start.line, inner.start.column) and (inner.end.line, inner.end.column) <= (
+        outer.end.line, outer.end.column)
+
+
+def _size(span) -> Tuple[int, int]:
+    return (span.end.line - span.start.line, span.end.column - span.start.column)
+
+
+_PATH_IN_MESSAGE = re.compile(r"`([A-Za-z_][\w.\[\]]*)`")
+
+
+class Context:
+    def __init__(self, design: Design, engineering, diagnostics: Iterable[Diagnostic],
+                 scenario: Optional[Instance] = None, outcome=None, notes: Iterable[str] = ()):
+        self.design = design
+        self.eng = engineering
+        self.diagnostics = sort_diagnostics(diagnostics)
+        self.scenario = scenario.template if scenario is not None else None
+        self.scenario_instance = scenario
+        self.outcome = outcome
+        self.notes = tuple(notes)
+        self.by_path: Dict[str, Instance] = {i.path: i for i in design.instances}
+        self.cache: Dict = {}
+        self.fabrics = {f.fabric: f for f in engineering.fabrics} if engineering else {}
+        self.feeders = {f.path: f for f in engineering.power.feeders} if engineering else {}
+        self.levels = {lv.path: lv for lv in engineering.power.levels} if engineering else {}
+        self.loops = {lp.path: lp for lp in engineering.cooling.loops} if engineering else {}
+        self.air = {a.path: a for a in engineering.cooling.air} if engineering else {}
+        self._owners = self._map_diagnostics()
+        self.failed_paths, self.failed_fabric, self.changed = self._scenario_actions(scenario)
+
+    # -- diagnostics -> instances -------------------------------------------------------------
+    def _map_diagnostics(self) -> Dict[int, set]:
+        exact: Dict[Tuple, List[Instance]] = {}
+        blocks: List[Tuple[object, Instance]] = []
+        for inst in self.design.instances:
+            if inst.span is not None:
+                exact.setdefault(_key(inst.span), []).append(inst)
+                blocks.append((inst.span, inst))
+            for _, s in inst.field_spans:
+                exact.setdefault(_key(s), []).append(inst)
+        owners: Dict[int, set] = {}
+        for d in self.diagnostics:
+            found: List[Instance] = []
+            if d.span is not None:
+                found = exact.get(_key(d.span), [])
+                if not found:
+                    around = [(s, i) for s, i in blocks if _encloses(s, d.span)]
+                    if around:
+                        best = min(_size(s) for s, _ in around)
+                        found = [i for s, i in around if _size(s) == best]
+            if not found:
+                found = [self.by_path[p] for p in _PATH_IN_MESSAGE.findall(d.message)
+                         if p in self.by_path]
+            owners[id(d)] = {id(i) for i in found}
+        return owners
+
+    def problems_for(self, parts: Iterable) -> List[Diagnostic]:
+        ids = {id(p) for p in parts if p is not None}
+        if not ids:
+            return []
+        return [d for d in self.diagnostics if self._owners.get(id(d), set()) & ids]
+
+    def shown_problems(self) -> List[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity is not Severity.INFO]
+
+    # -- the scenario ------------------------------------------------------------------------
+    def _scenario_actions(self, scenario: Optional[Instance]):
+        failed: set = set()
+        fabric: List[FabricSelection] = []
+        changed: Dict[str, List[str]] = {}
+        if scenario is None:
+            return failed, fabric, changed
+        for action in scenario.actions:
+            if action.verb == "fail":
+                if isinstance(action.target, FabricSelection):
+                    fabric.append(action.target)
+                else:
+                    failed.update(self._paths(action.target))
+            elif action.verb == "set":
+                for p in self._paths(action.target):
+                    value = getattr(action.value, "display", None) or str(action.value)
+                    changed.setdefault(p, []).append(f"{action.field} = {value}")
+        return failed, fabric, changed
+
+    def _paths(self, target) -> List[str]:
+        if isinstance(target, Ref):
+            return [target.path]
+        if isinstance(target, Instance):
+            return [target.path]
+        if isinstance(target, Group):
+            out = []
+            for _, item in target.flat():
+                out.extend(self._paths(item))
+            return out
+        return []
+
+    def is_failed(self, parts: Iterable) -> bool:
+        return any(getattr(p, "path", None) in self.failed_paths for p in parts
+                   if isinstance(p, Instance))
+
+    def fabric_failed(self, fabric_path: str, tier: Optional[str], rail: Optional[int],
+                      plane: Optional[int]) -> bool:
+        """Whether a scenario fails this part of a fabric (a tier of one rail and plane; None
+        for an axis the node spans entirely)."""
+        for sel in self.failed_fabric:
+            path = getattr(sel.fabric, "path", None)
+            if path != fabric_path:
+                continue
+            if sel.tier is not None and sel.tier != tier:
+                continue
+            if sel.rail is not None and sel.rail != rail:
+                continue
+            if sel.plane is not None and sel.plane != plane:
+                continue
+            return True
+        return False
+
+    def changed_notes(self, inst: Optional[Instance]) -> List[str]:
+        return self.changed.get(inst.path, []) if inst is not None else []
+
+    def resolve(self, value) -> Optional[Instance]:
+        if isinstance(value, Ref):
+            return self.by_path.get(value.path)
+        return value if isinstance(value, Instance) else None
+
+
+def build(design: Design, checked=None, scenario: Optional[str] = None) -> Context:
+    """The context of a picture: check the design unless `checked` is given (a design with
+    unknowns must come checked, i.e. sized), then apply the scenario."""
+    from astral_dsl.analyses.checking import check_design
+    from astral_dsl.analyses.engineering import analyse, run_scenario, scenario_diagnostics
+    from astral_dsl.diagnostics import did_you_mean
+
+    if checked is None:
+        checked = check_design(design, [scenario] if scenario else None)
+    design = checked.design
+    diagnostics = list(checked.diagnostics)
+    eng = checked.engineering
+    if eng is None:
+        errors = [d for d in diagnostics if d.is_error]
+        # a failed user `check` leaves a complete model: draw it with the check in red
+        if design.roots and not design.unknowns and errors and \
+                all(d.code == "E500" for d in errors):
+            eng = analyse(design)
+            diagnostics.extend(eng.diagnostics)
+        elif not design.roots:
+            raise render_error("E702", "the design declares no site: there is nothing to draw",
+                               "declare a `site` that holds the parts", file=design.file)
+        elif errors:
+            raise RenderError(errors[0])
+    if not scenario:
+        return Context(design, eng, diagnostics)
+    known = {s.template: s for s in design.scenarios}
+    inst = known.get(scenario)
+    if inst is None:
+        raise RenderError(Diagnostic(
+            "E216", Severity.ERROR, f"--scenario {scenario}: no such scenario", None,
+            did_you_mean(scenario, known) or ("scenarios: " + ", ".join(sorted(known))
+                                              if known else "the design declares no scenario"),
+            file=design.file))
+    outcome = next((o for o in checked.scenarios if o.name == scenario), None)
+    if outcome is None:
+        outcome = run_scenario(design, inst, eng)
+    baseline = {id(d) for d in eng.diagnostics}
+    marks = [d for d in diagnostics if id(d) not in baseline and d.code not in ("E680", "W680")]
+    marks += list(outcome.result.diagnostics) + scenario_diagnostics(outcome, inst)
+    return Context(design, outcome.result, marks, inst, outcome, outcome.notes)
