@@ -1,7 +1,7 @@
-"""The physically-invalid corpus (tests/bad_physical/): designs that compile cleanly but break one
+"""The physically-invalid corpus (tests/bad/physical/): designs that compile cleanly but break one
 engineering rule (network E60x, power E62x, cooling E64x, scenarios E680/W680).
 
-For every line `<file> <CODE> <line>:<column>` of tests/bad_physical/EXPECTED:
+For every line `<file> <CODE> <line>:<column>` of tests/bad/physical/EXPECTED:
 - the front end reports no error (the violation is physical, not a language error);
 - `check_design(design, all_scenarios=True)` reports a diagnostic with exactly CODE starting at
   exactly line:column, and no error with another code (one rule per case);
@@ -22,7 +22,7 @@ import astral_dsl
 from astral_dsl.analyses.checking import check_design
 
 REPO = Path(__file__).resolve().parents[1]
-CASES = Path(__file__).resolve().parent / "bad_physical"
+CASES = Path(__file__).resolve().parent / "bad" / "physical"
 
 _LINE = re.compile(r"^(?P<file>\S+)\s+(?P<code>[EW]\d{3})\s+(?P<line>\d+):(?P<col>\d+)\s*(#.*)?$")
 

@@ -34,6 +34,8 @@ class LoopResult:
     cdus: Optional[int]
     cdu_capacity_w: Optional[float]
     pump_w: float
+    parts: Tuple[Tuple[str, str, int, float, Optional[float]], ...] = ()
+    # (kind, path, replicas per loop, liquid heat, flow) for the rows and racks it serves
 
 
 @attrs.frozen
@@ -238,8 +240,17 @@ def _loop(inst: Instance, replicas: int, owner, resolve, cache, overrides, diags
     head = _si(inst.field("pump_head"))
     eff = _si(inst.field("pump_efficiency"))
     pump = formulas.pump_power(flow, head, eff) if flow and head and eff else 0.0
+    parts = []
+    if density and cp:
+        for kinds in (("row", "block"), ("rack",)):
+            for c, part in served:
+                for n, sub in group_of(part, kinds, cache).flat():
+                    q = liquid_heat(sub, cache)
+                    parts.append((sub.kind, sub.path, c * n, q,
+                                  formulas.liquid_flow(q, density, cp, rise)))
     return LoopResult(inst.path, replicas, name if isinstance(name, str) else "?", heat,
-                      supply_c, rise, density, cp, flow, needed, declared_n, cap, pump)
+                      supply_c, rise, density, cp, flow, needed, declared_n, cap, pump,
+                      tuple(parts))
 
 
 def _air(inst: Instance, replicas: int, owner, resolve, cache, diags) -> AirResult:

@@ -36,7 +36,7 @@ class Engineering:
 def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineering:
     cache: Dict = {}
     d = applied.design if applied is not None else design
-    fabrics = tuple(fabric_counts(d, cache))
+    fabrics = tuple(fabric_counts(d, cache, applied.tier_failures if applied else ()))
     network_w = sum(f.power_w for f in fabrics)
     power = analyse_power(d, network_w, cache, applied.failed if applied else frozenset())
     overrides = {(path, "failed_cdus"): n for path, n in (applied.failed_cdus if applied else ())}

@@ -88,8 +88,11 @@ def _int(q, default: int) -> int:
     return int(q.si) if isinstance(q, Quantity) else default
 
 
-def fabric_counts(design: Design, cache: Optional[Dict] = None) -> List[FabricCount]:
-    """Every fabric attached to a site or grouping instance, with its switch counts."""
+def fabric_counts(design: Design, cache: Optional[Dict] = None,
+                  tier_failures=()) -> List[FabricCount]:
+    """Every fabric attached to a site or grouping instance, with its switch counts.
+    `tier_failures`: (fabric path, tier, fraction) from scenarios (`fail 25 % of X.fabric.core`):
+    the tier below loses that fraction of its uplinks."""
     cache = {} if cache is None else cache
     by_path = {i.path: i for i in design.instances}
     owners: Dict[int, list] = {}
@@ -104,7 +107,8 @@ def fabric_counts(design: Design, cache: Optional[Dict] = None) -> List[FabricCo
                 for count, child in inst.containment():
                     if child.kind in ("hall", "pod", "row", "block", "rack"):
                         stack.append((child, mult * count))
-    return [_count(inst, fabric, mult, cache, by_path)
+    return [_count(inst, fabric, mult, cache, by_path,
+                   {t: f for p, t, f in tier_failures if p == fabric.path})
             for inst, fabric, mult in sorted(owners.values(), key=lambda o: o[0].path)]
 
 
@@ -119,7 +123,8 @@ def _nic_ports(host: Instance, cache) -> Tuple[int, Optional[Quantity], int]:
     return total, speed, per_nic
 
 
-def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path) -> FabricCount:
+def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
+           failed_tiers: Dict[str, float]) -> FabricCount:
     diags: List[Diagnostic] = []
     rails = _int(fabric.field("rails"), 1)
     planes = _int(fabric.field("planes"), 1)
@@ -162,8 +167,11 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path) -> Fabr
         sw_power = _q(switch, "power") + (tier.field("optics_power").si
                                           if tier.field("optics_power") else 0.0)
         over = None
+        above = tier_insts[index + 1].template if index + 1 < len(tier_insts) else None
+        alive = 1.0 - failed_tiers.get(above, 0.0)      # uplinks into a partly failed tier
         if down_speed is not None and up_speed is not None and up_n:
-            over = (down_n * down_speed.si) / (up_n * up_speed.si)
+            over = (down_n * down_speed.si) / (up_n * up_speed.si * alive) if alive > 0 \
+                else float("inf")
         tc = TierCount(tier.template, switch.path if switch else "?", scope_name, per_names,
                        groups * mult, per_group, switches * mult,
                        per_group_demand / per_group if per_group else 0.0, down_n, up_n,

@@ -22,6 +22,7 @@ class Applied:
     failed_cdus: Tuple[Tuple[str, int], ...]
     fabric: Tuple[FabricSelection, ...]
     notes: Tuple[str, ...]
+    tier_failures: Tuple[Tuple[str, str, float], ...] = ()   # (fabric path, tier, fraction)
 
 
 def apply(design: Design, scenario: Instance) -> Applied:
@@ -30,13 +31,20 @@ def apply(design: Design, scenario: Instance) -> Applied:
     fabric: List[FabricSelection] = []
     notes: List[str] = []
     sets: Dict[str, Dict[str, object]] = {}
+    tiers: List[Tuple[str, str, float]] = []
     by_path = {i.path: i for i in design.instances}
     for action in scenario.actions:
         if action.verb == "fail":
             targets = _targets(action.target, by_path)
             if isinstance(action.target, FabricSelection):
-                fabric.append(action.target)
-                notes.append(f"{action.target.display} failed")
+                sel = action.target
+                if action.value is not None and sel.tier is not None:
+                    fraction = action.value.si
+                    tiers.append((sel.fabric.path, sel.tier, fraction))
+                    notes.append(f"{fraction:.0%} of {sel.display} failed")
+                    continue
+                fabric.append(sel)
+                notes.append(f"{sel.display} failed")
                 continue
             for inst in targets:
                 if inst.kind == "feeder":
@@ -54,7 +62,7 @@ def apply(design: Design, scenario: Instance) -> Applied:
     if sets:
         design = _with_fields(design, sets)
     return Applied(design, frozenset(failed), tuple(sorted(cdus.items())), tuple(fabric),
-                   tuple(notes))
+                   tuple(notes), tuple(tiers))
 
 
 def _targets(target, by_path) -> List[Instance]:

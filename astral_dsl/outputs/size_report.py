@@ -60,6 +60,12 @@ def size_summary(design: Design, eng: Engineering) -> Dict[str, Any]:
         "switches_by_tier": by_tier,
         "oversubscription": over,
         "network_power_kw": round(eng.network_w / 1e3, 3),
+        "network_bom": [row for f in eng.fabrics for row in bom(f)],
+        "liquid_flow_per_part": [
+            {"loop": lp.path, "kind": kind, "path": path, "per_loop": n,
+             "heat_kw": round(q / 1e3, 3),
+             "flow_l_per_min": round(formulas.m3s_to_l_per_min(flow), 2) if flow else None}
+            for lp in c.loops for kind, path, n, q, flow in lp.parts],
         "pump_power_kw": round(c.pump_w / 1e3, 3),
     }
 
@@ -123,6 +129,11 @@ def render_report(design: Design, eng: Engineering, colour: bool = False, width:
                       f"{format_number(lp.supply_c)} degC", format_number(lp.rise_k),
                       f"{formulas.m3s_to_l_per_min(lp.flow_m3s):,.0f} L/min" if lp.flow_m3s
                       else "-", cdus, _kw(lp.pump_w))
+        for lp in c.loops:
+            for kind, path, n, q, flow in lp.parts:
+                t.add_row(f"  {kind} {path}", f"{n:,}", "", _kw(q), "", "",
+                          f"{formulas.m3s_to_l_per_min(flow):,.1f} L/min each" if flow else "-",
+                          "", "")
         for a in c.air:
             t.add_row(a.path, f"{a.replicas:,}", "air", _kw(a.heat_w), "-",
                       format_number(a.rise_k),

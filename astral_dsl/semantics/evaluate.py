@@ -197,6 +197,9 @@ class ExpressionEvaluator:
             return FabricAxis(FabricSelection(obj), name)
         if isinstance(obj, FabricSelection):
             return self._fabric_part(obj, name, name_span)
+        if isinstance(obj, Frame) and obj.kind == "fabric" and name in obj.defs and \
+                isinstance(obj.defs[name].stmt, ast.Decl) and obj.defs[name].stmt.kind.name == "tier":
+            return FabricSelection(obj, None, None, name)     # `fabric.core`: every core switch
         if isinstance(obj, Frame):
             if name in obj.defs and not obj.defs[name].is_let:
                 return self.field(obj, name, name_span)
@@ -256,6 +259,9 @@ class ExpressionEvaluator:
         return Values(tuple(merged))
 
     def _fabric_part(self, sel: FabricSelection, name: str, span: Span):
+        if sel.tier is not None and name not in ("rail", "plane"):
+            tier = self.field(sel.fabric, sel.tier, span)       # `fabric.core.down`
+            return self.attribute(tier, name, span, span)
         if name in ("rail", "plane"):
             if getattr(sel, name) is not None:
                 fail("E209", f"`{name}` is already selected in `{sel.display}`", span)

@@ -461,7 +461,18 @@ class Evaluator(ExpressionEvaluator):
 
                 fail("E303", f"`fail` needs a part of the design, not a {type_name(target)}",
                      action.target.span)
-            frame.done_actions.append(("fail", target, None, None, action.span))
+            fraction = None
+            if action.fraction is not None:
+                fraction = self.eval(action.fraction, env)
+                if not (isinstance(fraction, Quantity) and fraction.dimensionless
+                        and 0 < fraction.si <= 1):
+                    fail("E309", "`fail F of PART` takes a fraction between 0 and 100 %",
+                         action.fraction.span)
+                if not (isinstance(target, FabricSelection) and target.tier is not None
+                        and target.rail is None and target.plane is None):
+                    fail("E303", "a fraction can only fail of a whole switch tier, e.g. "
+                                 "`fail 25 % of Site.fabric.core`", action.target.span)
+            frame.done_actions.append(("fail", target, None, fraction, action.span))
         elif isinstance(action, ast.SetStmt):
             if not isinstance(action.target, ast.Attr):
                 fail("E303", "`set` needs a field of a part, e.g. `set Site.cooling.supply = ...`",

@@ -226,6 +226,7 @@ class Check:
 class Fail:
     target: Expr
     span: Span
+    fraction: Optional[Expr] = None     # `fail 25 % of Site.fabric.core`
 
 
 @_node

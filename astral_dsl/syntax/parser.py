@@ -313,7 +313,10 @@ class _Builder(Transformer):
 
     @v_args(meta=True)
     def fail_stmt(self, meta, items):
-        return ast.Fail(items[0], self._s(meta))
+        first, second = items
+        if second is None:
+            return ast.Fail(first, self._s(meta))
+        return ast.Fail(second, self._s(meta), first)
 
     @v_args(meta=True)
     def set_stmt(self, meta, items):

@@ -29,6 +29,7 @@ THEMES = {
     "site": ("#ffffff", "#455a64", "#263238"),
     "group": ("#fafafa", "#78909c", "#263238"),
     "note": ("#ffffff", "#b0bec5", "#455a64"),
+    "rail": ("#f7fbff", "#90caf9", "#0d2c54"),
 }
 EDGE = {
     "network": "#1565c0", "core": "#0d47a1", "dc": "#e65100", "ac": "#6a1b9a",

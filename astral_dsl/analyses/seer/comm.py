@@ -1,0 +1,167 @@
+"""Collectives priced on the declared topology.
+
+A communication group (TP, CP, DP, PP, EP) is laid out on the job's GPUs in Megatron's rank order
+(TP fastest, then CP, then DP, then PP; EP groups take consecutive data-parallel ranks): its
+members sit `per_host` to a host over `hosts` hosts. Inside a host the group runs on NVLink;
+across hosts every member uses the NIC of its rail (rail-optimised wiring: GPU i of each host is
+on rail i), so a ring or tree gets `per_host` NICs per host. Traffic between hosts climbs the
+fabric to the lowest tier whose reach holds all of them (cross-rail traffic to the first tier not
+replicated per rail) and is slowed by the oversubscription of every tier it climbs through.
+
+Algorithms (seer.md; NCCL's ring, double-binary tree and hierarchical variants), alpha-beta:
+- ring all-reduce: 2 (n-1)/n S / B_bus + 2 (n-1) alpha_step;
+- tree all-reduce: 2 S / B_bus (pipelined) + 2 log2(hosts) alpha_net + ring inside hosts;
+- hierarchical: reduce-scatter in the host, all-reduce of S/per_host across hosts on every
+  member's NIC, all-gather in the host;
+- reduce-scatter / all-gather: half an all-reduce; all-to-all: (n-1)/n S over the bisection.
+The bus bandwidth of a group spanning hosts is min(NVLink, per_host x NIC) with each link at its
+achieved efficiency. The cheapest algorithm is taken, as NCCL's tuner does.
+
+Latencies and efficiencies (docs/seer.md): NVLINK_EFF and NET_EFF are NCCL bus bandwidths over
+link bandwidth reported by nccl-tests on DGX A100/H100 (~0.78-0.85 NVLink, ~0.9-0.95 InfiniBand);
+step latencies follow NCCL's tuning model (src/graph/tuning.cc: ~0.6 us per NVLink hop, ~5 us per
+network hop, ~7 us base) plus the declared switch hops at SWITCH_S each.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+NVLINK_EFF = 0.80
+NET_EFF = 0.90
+BASE_S = 7e-6          # per collective launch
+NVLINK_STEP_S = 0.6e-6
+NET_STEP_S = 5e-6
+SWITCH_S = {"infiniband": 0.15e-6, "roce": 0.6e-6, "ethernet": 0.6e-6}
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    reach_hosts: int        # hosts one group of this tier connects
+    per_rail: bool
+    oversub: float          # down / up bandwidth of this tier's switches (1 = non-blocking)
+
+
+@dataclass(frozen=True)
+class Network:
+    gpus_per_host: int
+    nvlink_bw: float                 # bytes/s per GPU per direction
+    rail_bw: Tuple[float, ...]       # bytes/s per direction available to GPU i of a host
+    tiers: Tuple[Tier, ...] = ()
+    protocol: str = "infiniband"
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def nic_bw(self) -> float:
+        """The slowest rail: every DP group waits for the slowest at the optimizer step."""
+        return min(self.rail_bw) if self.rail_bw else 0.0
+
+
+@dataclass(frozen=True)
+class Layout:
+    kind: str
+    n: int                 # ranks
+    per_host: int          # ranks of the group in one host
+    hosts: int             # hosts the group spans
+    hops: int              # switches between two hosts of the group (0: one host)
+    net_bw: float          # bytes/s per member NIC after failures and oversubscription
+    alpha_net: float       # latency of one network step
+
+
+def layout(net: Network, kind: str, n: int, stride: int, span_hosts: Optional[int] = None,
+           cross_rail: bool = False) -> Layout:
+    """Group of n ranks whose consecutive members are `stride` GPUs apart."""
+    g = max(1, net.gpus_per_host)
+    if n <= 1:
+        return Layout(kind, 1, 1, 1, 0, 0.0, 0.0)
+    if stride * n <= g:
+        return Layout(kind, n, n, 1, 0, 0.0, 0.0)
+    per_host = max(1, g // stride) if stride < g else 1
+    hosts = max(1, n // per_host)
+    span = span_hosts or max(hosts, math.ceil(n * stride / g))
+    hops, factor = _climb(net, span, cross_rail)
+    bw = net.nic_bw * factor
+    lat = NET_STEP_S + hops * SWITCH_S.get(net.protocol, 0.6e-6)
+    return Layout(kind, n, per_host, hosts, hops, bw, lat)
+
+
+def _climb(net: Network, span_hosts: int, cross_rail: bool) -> Tuple[int, float]:
+    """(switches traversed, bandwidth factor) to connect `span_hosts` consecutive hosts."""
+    if not net.tiers:
+        return 1, 1.0
+    factor = 1.0
+    for i, tier in enumerate(net.tiers):
+        if tier.reach_hosts >= span_hosts and not (cross_rail and tier.per_rail):
+            return 2 * i + 1, factor
+        factor = min(factor, 1.0 / max(1.0, tier.oversub))
+    return 2 * len(net.tiers) - 1, factor
+
+
+def _bus(net: Network, lay: Layout) -> float:
+    nv = net.nvlink_bw * NVLINK_EFF
+    if lay.hosts <= 1:
+        return nv
+    return min(nv, lay.per_host * lay.net_bw * NET_EFF)
+
+
+def all_reduce(net: Network, lay: Layout, nbytes: float) -> float:
+    n = lay.n
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    if lay.hosts <= 1:
+        return BASE_S + 2 * (n - 1) / n * nbytes / _bus(net, lay) + 2 * (n - 1) * NVLINK_STEP_S
+    ring = BASE_S + 2 * (n - 1) / n * nbytes / _bus(net, lay) + 2 * (n - 1) * lay.alpha_net
+    k, hosts = lay.per_host, lay.hosts
+    inner = _in_host(net, k, nbytes)
+    tree = (BASE_S + 2 * nbytes / k / (lay.net_bw * NET_EFF)
+            + 2 * math.log2(hosts) * lay.alpha_net + 2 * inner)
+    hier = (BASE_S + 2 * inner + 2 * (hosts - 1) / hosts * nbytes / k / (lay.net_bw * NET_EFF)
+            + 2 * (hosts - 1) * lay.alpha_net)
+    return min(ring, tree, hier)
+
+
+def _in_host(net: Network, k: int, nbytes: float) -> float:
+    """Reduce-scatter (or all-gather) of nbytes among k GPUs of a host."""
+    if k <= 1:
+        return 0.0
+    return (k - 1) / k * nbytes / (net.nvlink_bw * NVLINK_EFF) + (k - 1) * NVLINK_STEP_S
+
+
+def reduce_scatter(net: Network, lay: Layout, nbytes: float) -> float:
+    """nbytes: the full (unsharded) buffer; all-gather costs the same."""
+    n = lay.n
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    if lay.hosts <= 1:
+        return BASE_S + (n - 1) / n * nbytes / _bus(net, lay) + (n - 1) * NVLINK_STEP_S
+    ring = BASE_S + (n - 1) / n * nbytes / _bus(net, lay) + (n - 1) * lay.alpha_net
+    k, hosts = lay.per_host, lay.hosts
+    hier = (BASE_S + _in_host(net, k, nbytes) + (hosts - 1) / hosts * nbytes / k
+            / (lay.net_bw * NET_EFF) + (hosts - 1) * lay.alpha_net)
+    return min(ring, hier)
+
+
+all_gather = reduce_scatter
+
+
+def all_to_all(net: Network, lay: Layout, nbytes: float) -> float:
+    """Each rank holds nbytes and sends (n-1)/n of it, a share to every other rank."""
+    n = lay.n
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    inside = (lay.per_host - 1) / n * nbytes / (net.nvlink_bw * NVLINK_EFF)
+    if lay.hosts <= 1:
+        return BASE_S + inside + (n - 1) * NVLINK_STEP_S / 4
+    outside = (n - lay.per_host) / n * nbytes / (lay.net_bw * NET_EFF)
+    return BASE_S + max(inside, outside) + lay.alpha_net * math.log2(lay.hosts)
+
+
+def p2p(net: Network, lay: Layout, nbytes: float) -> float:
+    """One point-to-point transfer between neighbouring pipeline stages (per rank)."""
+    if nbytes <= 0:
+        return 0.0
+    if lay.hosts <= 1:
+        return BASE_S + nbytes / (net.nvlink_bw * NVLINK_EFF)
+    return BASE_S + lay.alpha_net + nbytes / (lay.net_bw * NET_EFF)

@@ -1,0 +1,130 @@
+"""Compute cost of one operator on one GPU: a roofline with size-dependent efficiency, or a time
+from a measured operator table the user supplies.
+
+Efficiency curves (docs/seer.md has the derivation and sources):
+
+- GEMM: t = F / (peak * GEMM_EFF * k(K)) + KERNEL_S, bounded below by the HBM time of its operands.
+  GEMM_EFF is the sustained fraction of the data-sheet peak that cuBLAS reaches on large
+  half-precision GEMMs (NVIDIA's "Matrix Multiplication Background" guide and Calculon's A100 system
+  file put large-GEMM efficiency at 0.8 to 0.95 of peak; sustained clocks under the board power
+  limit take the lower end). k(K) = K / (K + K_HALF): each output tile pays a fixed prologue and
+  epilogue that only a long inner dimension amortises (a 128-deep attention BMM runs ~15% slower
+  than a GEMM with K in the thousands). KERNEL_S is the launch and tail cost of one kernel.
+- Fused attention (FlashAttention-2, Dao 2023): forward FA_FWD and backward FA_BWD of the GEMM
+  efficiency, causal masking skips half the score blocks.
+- Element-wise, normalisation and optimizer kernels stream HBM: t = bytes / (HBM * HBM_EFF) +
+  KERNEL_S (STREAM-like kernels reach ~85-90% of the data-sheet bandwidth).
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+GEMM_EFF = 0.80        # large-GEMM fraction of the dense data-sheet peak
+K_HALF = 24.0          # inner dimension at which a GEMM runs at half of GEMM_EFF
+KERNEL_S = 4e-6        # launch + tail per kernel
+HBM_EFF = 0.85         # streaming fraction of the HBM data-sheet bandwidth
+FA_FWD = 0.85          # fused attention forward, relative to the GEMM efficiency
+FA_BWD = 0.70          # fused attention backward (5 GEMMs, recomputed scores)
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    name: str
+    flops: Tuple[Tuple[str, float], ...]    # dtype -> dense FLOP/s
+    memory: float                            # bytes
+    hbm_bw: float                            # bytes/s
+    nvlink_bw: float                         # bytes/s per GPU, each direction
+
+    def peak(self, dtype: str) -> float:
+        table = dict(self.flops)
+        if dtype in table:
+            return table[dtype]
+        for alt in ("bf16", "fp16"):
+            if alt in table:
+                return table[alt]
+        return max(table.values()) if table else 1e14
+
+
+class OperatorTable:
+    """Measured times: CSV with columns operator, shape, dtype and time (seconds), or time_ms /
+    time_us. `shape` is `MxNxK` for GEMMs (any text for other operators: it must match the
+    shape string Seer prints in the trace's args). An operator named `gemm` matches every GEMM of
+    that shape."""
+
+    def __init__(self, rows: Dict[Tuple[str, str, str], float]):
+        self.rows = rows
+        self.hits = 0
+
+    @classmethod
+    def read(cls, path: str) -> "OperatorTable":
+        rows = {}
+        with open(path, newline="", encoding="utf-8") as fh:
+            for rec in csv.DictReader(fh):
+                rec = {(k or "").strip().lower(): (v or "").strip() for k, v in rec.items()}
+                if "time" in rec and rec["time"]:
+                    t = float(rec["time"])
+                elif rec.get("time_ms"):
+                    t = float(rec["time_ms"]) * 1e-3
+                elif rec.get("time_us"):
+                    t = float(rec["time_us"]) * 1e-6
+                else:
+                    raise ValueError(f"{path}: a row has no time, time_ms or time_us")
+                key = (rec.get("operator", ""), rec.get("shape", "").replace(" ", ""),
+                       rec.get("dtype", "bf16") or "bf16")
+                rows[key] = t
+        return cls(rows)
+
+    def lookup(self, op: str, shape: str, dtype: str) -> Optional[float]:
+        for key in ((op, shape, dtype), ("gemm", shape, dtype)):
+            t = self.rows.get(key)
+            if t is not None:
+                self.hits += 1
+                return t
+        return None
+
+
+class Costs:
+    """Prices compute operators for one GPU and dtype."""
+
+    def __init__(self, gpu: GpuSpec, dtype: str, table: Optional[OperatorTable] = None):
+        self.gpu = gpu
+        self.dtype = dtype
+        self.peak = gpu.peak(dtype)
+        self.bw = gpu.hbm_bw * HBM_EFF
+        self.table = table
+        self.esize = 1 if dtype == "fp8" else 2 if dtype in ("bf16", "fp16") else 4
+
+    def _measured(self, op: str, shape: str) -> Optional[float]:
+        return self.table.lookup(op, shape, self.dtype) if self.table is not None else None
+
+    def gemm(self, op: str, m: float, n: float, k: float, batch: float = 1.0) -> Tuple[float, float, float]:
+        """(seconds, flops, bytes) of `batch` GEMMs [m, k] x [k, n]."""
+        flops = 2.0 * m * n * k * batch
+        nbytes = self.esize * batch * (m * k + k * n + m * n)
+        if flops <= 0:
+            return 0.0, 0.0, 0.0
+        shape = f"{int(m)}x{int(n)}x{int(k)}" + (f"x{int(batch)}" if batch != 1 else "")
+        t = self._measured(op, shape)
+        if t is None:
+            eff = GEMM_EFF * k / (k + K_HALF)
+            t = max(flops / (self.peak * eff), nbytes / self.bw) + KERNEL_S
+        return t, flops, nbytes
+
+    def flash(self, op: str, flops: float, nbytes: float, backward: bool, head_dim: float) -> float:
+        shape = f"flops{int(flops)}"
+        t = self._measured(op, shape)
+        if t is not None:
+            return t
+        eff = GEMM_EFF * head_dim / (head_dim + K_HALF) * (FA_BWD if backward else FA_FWD)
+        return max(flops / (self.peak * eff), nbytes / self.bw) + KERNEL_S
+
+    def stream(self, op: str, nbytes: float, kernels: int = 1) -> float:
+        """A memory-bound kernel (or `kernels` fused ones) moving `nbytes`."""
+        if nbytes <= 0:
+            return 0.0
+        t = self._measured(op, f"bytes{int(nbytes)}")
+        if t is not None:
+            return t
+        return nbytes / self.bw + KERNEL_S * kernels

@@ -1,0 +1,204 @@
+"""One compile of a document for the editor: the design, every diagnostic (front end and
+engineering checks, as `astral check` reports them), the modules it loaded (with their syntax
+trees and scopes, for navigation) and the value of every expression the compiler evaluated (for
+hover).
+
+The compiler's pipeline is reused as it is: its module loader, scopes and evaluator, with an
+evaluator subclass that only records values. The text of open documents replaces the files on
+disk through the loader's `read` hook."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import attrs
+
+from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
+from astral_dsl.model.design import Design
+from astral_dsl.semantics.instantiate import Evaluator
+from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, display_name, project_root
+from astral_dsl.semantics.scope import ModuleScope
+from astral_dsl.syntax import ast
+from astral_dsl.syntax.source import Source
+
+MAX_VALUES = 6      # distinct values kept per expression (a template instantiated differently)
+
+
+class RecordingEvaluator(Evaluator):
+    """The compiler's evaluator, remembering the values each expression node took."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.recorded: Dict[int, Tuple[Any, List[Any]]] = {}
+
+    def eval(self, expr, env):
+        value = super().eval(expr, env)
+        slot = self.recorded.get(id(expr))
+        if slot is None:
+            self.recorded[id(expr)] = (expr, [value])
+        else:
+            values = slot[1]
+            if len(values) < MAX_VALUES and not any(_same(value, v) for v in values):
+                values.append(value)
+        return value
+
+    def values_of(self, node) -> List[Any]:
+        slot = self.recorded.get(id(node))
+        return list(slot[1]) if slot is not None and slot[0] is node else []
+
+
+def _same(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001 - values without a usable equality
+        return False
+
+
+@attrs.define(eq=False)
+class Module:
+    """A module of an analysis: the entry document or an imported file."""
+    key: str                       # "stdlib.hardware", "lib.common", or the entry's name
+    name: str                      # the file name used in spans and diagnostics
+    path: Optional[Path]
+    source: Optional[Source]
+    tree: Optional[ast.Module]
+    scope: Optional[ModuleScope]
+    is_stdlib: bool
+    is_entry: bool = False
+
+    @property
+    def uri(self) -> Optional[str]:
+        return self.path.resolve().as_uri() if self.path is not None else None
+
+
+@attrs.define(eq=False)
+class Analysis:
+    uri: str
+    version: Optional[int]
+    text: str
+    entry: Module
+    modules: Dict[str, Module]                # by file name (Span.file)
+    design: Optional[Design]
+    diagnostics: Tuple[Diagnostic, ...]
+    evaluator: Optional[RecordingEvaluator]
+    frames: List[Any] = attrs.field(factory=list)
+
+    @property
+    def parsed(self) -> bool:
+        return self.entry.tree is not None
+
+    def module(self, file: str) -> Optional[Module]:
+        return self.modules.get(file)
+
+    def values_of(self, node) -> List[Any]:
+        return self.evaluator.values_of(node) if self.evaluator is not None else []
+
+
+class Reader:
+    """The loader's `read`: open documents first, then the disk."""
+
+    def __init__(self, overlay: Callable[[Path], Optional[str]]):
+        self.overlay = overlay
+        self.read_paths: List[Path] = []
+
+    def __call__(self, path: Path) -> bytes:
+        self.read_paths.append(path)
+        text = self.overlay(path)
+        if text is not None:
+            return text.encode("utf-8")
+        return path.read_bytes()
+
+
+_LOCK = threading.Lock()      # the compiler keeps per-process caches; one compile at a time
+
+
+def analyse(uri: str, path: Optional[Path], text: str, version: Optional[int] = None,
+            overlay: Callable[[Path], Optional[str]] = lambda p: None,
+            engineering: bool = True) -> Analysis:
+    """Compile `text` as the file `path` (None for an unsaved document) and check it."""
+    with _LOCK:
+        return _analyse(uri, path, text, version, overlay, engineering)
+
+
+def _analyse(uri, path, text, version, overlay, engineering) -> Analysis:
+    from astral_dsl import compiler
+
+    reader = Reader(lambda p: text if path is not None and _same_path(p, path) else overlay(p))
+    diagnostics: List[Diagnostic] = []
+    root = project_root(path) if path is not None else Path.cwd()
+    loader = ModuleLoader(root, diagnostics, reader)
+    name = display_name(path) if path is not None else uri
+    entry_loaded = loader.load_entry_text(name, text.encode("utf-8"), path)
+    scopes: Dict[int, ModuleScope] = {}
+    design: Optional[Design] = None
+    evaluator: Optional[RecordingEvaluator] = None
+    if entry_loaded.tree is not None:
+        try:
+            entry_scope = compiler._scope(entry_loaded, loader, scopes, diagnostics)
+            from astral_dsl.semantics.overrides import parse_overrides
+
+            given = parse_overrides({}, entry_scope, diagnostics)
+            evaluator = RecordingEvaluator(diagnostics, given, entry_scope, {})
+            design = compiler._evaluate(evaluator, entry_loaded, entry_scope, scopes, loader,
+                                        diagnostics)
+        except RecursionError:
+            diagnostics.append(Diagnostic("E402", Severity.ERROR,
+                                          "the design nests too deeply to compile",
+                                          Span.at(name, 1, 1)))
+            design = None
+    modules = _modules(loader, scopes, entry_loaded)
+    all_diagnostics: Tuple[Diagnostic, ...] = sort_diagnostics(diagnostics)
+    if design is not None and engineering:
+        all_diagnostics = _engineering(design, path, text, overlay, all_diagnostics)
+    return Analysis(uri, version, text, modules[_module_name(entry_loaded)], modules, design,
+                    all_diagnostics, evaluator,
+                    list(evaluator.frames) if evaluator is not None else [])
+
+
+def _engineering(design: Design, path, text, overlay, front) -> Tuple[Diagnostic, ...]:
+    """The constraint, physical and scenario checks of `astral check` (sizing first when the
+    design has unknowns)."""
+    from astral_dsl.analyses.checking import check_design
+    from astral_dsl.compiler import compile_file
+
+    compile_with = None
+    if path is not None:
+        def read(p: Path) -> bytes:
+            if _same_path(p, path):
+                return text.encode("utf-8")
+            t = overlay(p)
+            return t.encode("utf-8") if t is not None else p.read_bytes()
+
+        def compile_with(assignments):
+            return compile_file(path, None, read=read, assignments=assignments)
+    try:
+        checked = check_design(design, None, False, compile_with)
+    except Exception as exc:  # noqa: BLE001 - an analysis bug must not take the editor down
+        return front + (Diagnostic("E000", Severity.WARNING,
+                                   f"the engineering checks failed: {type(exc).__name__}: {exc}",
+                                   None, file=design.file),)
+    return checked.diagnostics
+
+
+def _module_name(m: LoadedModule) -> str:
+    return m.source.name if m.source is not None else m.key
+
+
+def _modules(loader: ModuleLoader, scopes: Dict[int, ModuleScope],
+             entry: LoadedModule) -> Dict[str, Module]:
+    out: Dict[str, Module] = {}
+    for m in loader.modules.values():
+        name = _module_name(m)
+        out[name] = Module(m.key, name, m.path, m.source, m.tree, scopes.get(id(m)),
+                           m.is_stdlib, m is entry)
+    return out
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b

@@ -1,0 +1,114 @@
+"""Scenario effects beyond the examples: a fraction of a switch tier, feeder failures with and
+without a partner, a failed CDU, a hotter supply."""
+from __future__ import annotations
+
+import pytest
+
+import astral_dsl
+from astral_dsl.analyses.checking import check_design
+
+FABRIC = """\
+gpu G { power = 700 W }
+nic N { ports = 2, port_speed = 200 Gb/s }
+switch S { ports = 128, port_speed = 400 Gb/s, max_ports = 256, power = 1 kW }
+host A { gpus = 8 x G, nics = 8 x N, power = 10 kW }
+rack R { hosts = 4 x A }
+fabric F {
+  rails = 8, planes = 2, max_oversubscription = 1
+  tier tor { switch = S, scope = site, per = [rail, plane], down = 128 x 200 Gb/s, up = 64 x 400 Gb/s }
+  tier core { switch = S, scope = site, down = 128 x 400 Gb/s }
+}
+site X { racks = 32 x R, fabric = F }
+scenario quarter_core { fail 25 % of X.fabric.core }
+scenario plane_b { fail X.fabric.plane[B] }
+"""
+
+
+def outcomes(text, **kw):
+    design = astral_dsl.loads(text, name="s.astral")
+    assert design.valid, design.diagnostics
+    checked = check_design(design, all_scenarios=True, **kw)
+    return checked, {o.name: o for o in checked.scenarios}
+
+
+def test_a_quarter_of_the_core_down_oversubscribes_the_tor_tier():
+    checked, out = outcomes(FABRIC)
+    assert checked.valid                       # optional scenarios only warn
+    q = out["quarter_core"]
+    assert [d.code for d in q.broken] == ["E602"]
+    tor = q.result.fabrics[0].tiers[0]
+    # 128 x 200G down over 64 x 400G up with 75 % of the uplinks alive: 25.6 / 19.2 = 1.333
+    assert tor.oversubscription == pytest.approx(25.6 / 19.2)
+    assert "25% of" in q.notes[0]
+    w680 = [d for d in checked.diagnostics if d.code == "W680"]
+    assert len(w680) == 1 and "quarter_core" in w680[0].message
+
+
+def test_a_plane_down_is_reported_and_breaks_no_capacity_check():
+    _, out = outcomes(FABRIC)
+    p = out["plane_b"]
+    assert not p.broken
+    assert p.notes == ("X.fabric.plane[B] failed",)
+
+
+POWER = """\
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+row W {
+  racks = 5 x R                      // 200 kW
+  feeder a { current = dc, voltage = 240 V, side = A, capacity = 250 kW, serves = racks }
+  feeder b { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, side = B,
+             capacity = 150 kW, serves = racks }
+}
+site S { rows = 1 x W }
+scenario lose_a { required = true, fail S.rows[0].a }
+scenario lose_b { fail S.rows[0].b }
+"""
+
+
+def test_2n_failover_names_the_side_that_cannot_carry_the_load():
+    checked, out = outcomes(POWER)
+    # normal: 100 kW each side; with B already 150 kW short of a 200 kW failover -> E621 on b
+    assert [d.code for d in checked.engineering.diagnostics] == ["E621"]
+    lose_a = out["lose_a"]
+    # with A down, B carries 200 kW in normal operation: above 150 kW -> E620 under the scenario
+    assert [d.code for d in lose_a.broken] == ["E620"]
+    assert any(d.code == "E680" for d in checked.diagnostics)     # required: an error
+    lose_b = out["lose_b"]
+    assert not lose_b.broken                  # A carries 200 kW of its 250 kW
+
+
+def test_a_feeder_with_no_partner_down_loses_its_load():
+    text = POWER.replace('  feeder b { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, side = B,\n'
+                         '             capacity = 150 kW, serves = racks }\n', '')
+    text = text.replace("scenario lose_b { fail S.rows[0].b }\n", "")
+    checked, out = outcomes(text)
+    assert [d.code for d in out["lose_a"].broken] == ["E628"]
+
+
+COOLING = """\
+host H { power = 10 kW, liquid_share = 80 % }
+rack R { hosts = 4 x H }
+fluid F { coolprop = "Water" }
+cdu C { capacity = 100 kW }
+gpu Hot { power = 700 W, max_supply = 40 degC }
+host G { gpus = 1 x Hot, power = 1 kW, liquid_share = 50 % }
+row W {
+  racks = 7 x R                                  // 280 kW, 224 kW liquid
+  hosts_g = 1 x G
+  loop l { fluid = F, supply = 35 degC, rise = 10 K, cdu = C, cdus = 4, redundancy = n_plus_1,
+           serves = [racks, hosts_g] }
+}
+site S { rows = 1 x W }
+scenario one_cdu { fail S.rows[0].l }
+scenario hot { set S.rows[0].l.supply = 45 degC }
+"""
+
+
+def test_cdu_failure_and_hotter_supply():
+    checked, out = outcomes(COOLING)
+    assert checked.valid, checked.diagnostics       # 224.5 kW on 4 x 100 kW: N+1 holds
+    assert [d.code for d in out["one_cdu"].broken] == ["E641"]   # 3 left: no spare
+    assert [d.code for d in out["hot"].broken] == ["E642"]       # 45 degC > 40 degC GPU limit
+    loop = out["hot"].result.cooling.loops[0]
+    assert loop.supply_c == pytest.approx(45)
