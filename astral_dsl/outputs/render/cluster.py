@@ -56,7 +56,8 @@ def tier_table(canvas: Canvas, fabrics: List[Fabric], gid: str = "tiers") -> Opt
     for f in fabrics:
         fc = f.fc
         rows.append([(Line(f"fabric {f.inst.template if f.inst else fc.fabric} on {fc.owner}: "
-                           f"{fc.rails} rail(s) x {fc.planes} plane(s) · "
+                           f"{fc.rails} rail{'s' if fc.rails != 1 else ''} x {fc.planes} "
+                           f"plane{'s' if fc.planes != 1 else ''} · "
                            f"{n(fc.host_ports)} NIC ports of {speed(fc.nic_speed)} · "
                            f"{n(fc.switches)} switches · {watts(fc.power_w)}", bold=True), {})])
         rows.append([(Line(h, bold=True, small=True), {"align": "LEFT"}) for h in head])
@@ -75,7 +76,8 @@ def tier_table(canvas: Canvas, fabrics: List[Fabric], gid: str = "tiers") -> Opt
             rows.append([(Line(f"the radix reaches {n(fc.capacity_gpus)} GPUs", small=True), {})])
         parts.append(f.inst)
     return canvas.node(gid, (), theme="network", parts=parts, table_rows=rows,
-                       tooltip="the switch tiers (from the fabric declarations)", shape="plain")
+                       tooltip="the switch tiers (from the fabric declarations)", shape="plain",
+                       padding=4)
 
 
 def _tier_node(canvas: Canvas, ctx, f: Fabric, i: int, gid: str, inst, rail: Optional[int]):
@@ -92,7 +94,7 @@ def _tier_node(canvas: Canvas, ctx, f: Fabric, i: int, gid: str, inst, rail: Opt
             failed += down
             cells.append((f"{plane_name(p)}: {n(each)}",
                           {"bgcolor": GREY_FILL, "colour": "#9e9e9e"} if down else {}))
-        rows = [cells, [(Line(f"{t.switch} per plane", small=True), {"align": "CENTER"})]]
+        rows = [cells]
         all_failed = failed == f.planes
     else:
         total = each * (1 if per_rail or not t.per or "rail" not in t.per else 1)
@@ -123,7 +125,7 @@ def build(ctx, located) -> Canvas:
         title.append(fabric_line)
     if ctx.scenario:
         title.append(f"under scenario `{ctx.scenario}`: " + "; ".join(ctx.notes))
-    canvas = Canvas(ctx, "cluster", "TB", title)
+    canvas = Canvas(ctx, "cluster", "TB", title, cluster_labels="b")
     tree = Tree(canvas, ctx)
     above = {id(i) for i in located.chain()[:-1]}
     # (fabric index, tier index) -> [(cluster key, {rail: node id})]
@@ -179,6 +181,8 @@ def build(ctx, located) -> Canvas:
         return "compute", [Line(power_line(ctx, inst, count), small=True)]
 
     def title_of(inst, count):
+        if inst is top:
+            return [f"{inst.kind} {inst.template}"]
         head = counted(count, inst.kind, inst.template) if count > 1 or inst is not top \
             else f"{inst.kind} {inst.template}"
         return [head, Line(summary(ctx, inst) + (f" · {power_line(ctx, inst, count)}"
@@ -200,7 +204,7 @@ def build(ctx, located) -> Canvas:
                 ids[r] = _tier_node(canvas, ctx, f, i, gid, f.owner, r)
             placed[(fi, i)] = [(None, ids)]
     _edges(canvas, ctx, tree, fabrics, placed)
-    tier_table(canvas, fabrics)
+    table = tier_table(canvas, fabrics)
     notes = []
     if fabrics:
         scope = fabrics[0].tiers[0].scope if fabrics[0].tiers else "pod"
@@ -211,7 +215,9 @@ def build(ctx, located) -> Canvas:
                                       small=True)], theme="note")
     canvas.finish([("compute", "racks (hosts, GPUs and NICs inside)"),
                    ("network", "switches of a tier in one rail; a cell per plane"),
-                   ("core", "a tier that spans the rails")], notes)
+                   ("core", "a tier that spans the rails")], notes,
+                  after=[d.node for d in tree.drawn.values() if d.node],
+                  extra=[table] if table else [])
     return canvas
 
 
@@ -241,9 +247,10 @@ def _edges(canvas: Canvas, ctx, tree: Tree, fabrics: List[Fabric], placed) -> No
                         continue
                     total = ports * tree.count_within(d.key, key)
                     share = total / (len(ids) if per_rail else 1)
-                    for r, gid in ids.items():
+                    for j, (r, gid) in enumerate(ids.items()):
                         down = ctx.fabric_failed(f.fc.fabric, t0.name, r, None)
-                        canvas.edge(gid, d.node, links(share, spd), theme="network",
+                        text = links(share, spd) + (" each rail" if r is not None else "")
+                        canvas.edge(gid, d.node, text if j == 0 else "", theme="network",
                                     failed=down, dir="none",
                                     tooltip=f"{n(share)} NIC ports of {speed(spd)} "
                                             f"({'NIC ' + str(r) + ' of every host' if r is not None else 'every NIC'})")
@@ -262,7 +269,7 @@ def _edges(canvas: Canvas, ctx, tree: Tree, fabrics: List[Fabric], placed) -> No
                 per_rail, per_plane = f.split(i)
                 switches = t.per_group * f.scope_count(ctx, inst, i) * (
                     f.planes if per_plane else 1)
-                for r, gid in ids.items():
+                for j, (r, gid) in enumerate(ids.items()):
                     goals = [target[r]] if (up_rail and r is not None and r in target) else (
                         list(target.values()) if r is None else [target.get(None) or
                                                                   target.get(r)])
@@ -270,13 +277,14 @@ def _edges(canvas: Canvas, ctx, tree: Tree, fabrics: List[Fabric], placed) -> No
                     count = switches * t.up_ports / max(1, len(goals))
                     dark = sum(ctx.fabric_failed(f.fc.fabric, t.name, r, p)
                                for p in range(f.planes)) if per_plane else 0
-                    text = links(count, t.up_speed)
+                    text = links(count, t.up_speed) + (" each rail" if r is not None else "")
                     if dark and dark < f.planes:
                         text += f" ({n(count * dark / f.planes)} down)"
                     for g in goals:
-                        canvas.edge(g, gid, text, theme="core" if not up_rail else "network",
+                        canvas.edge(g, gid, text if (j == 0 or dark) else "",
+                                    theme="core" if not up_rail else "network",
                                     failed=dark == f.planes and per_plane, dir="none",
-                                    tooltip=f"{t.name} uplinks to {f.tiers[i + 1].name}")
+                                    tooltip=f"{t.name} uplinks to {f.tiers[i + 1].name}: {text}")
 
 
 def _below(tree: Tree, key: str, inst) -> bool:

@@ -154,11 +154,12 @@ def label(lines: Sequence, colour: str) -> str:
     return "<" + '<BR ALIGN="CENTER"/>'.join(out) + ">"
 
 
-def table(rows: List[List], colour: str, *, header: Optional[str] = None) -> str:
+def table(rows: List[List], colour: str, *, header: Optional[str] = None,
+          padding: int = 2) -> str:
     """An HTML-like table label. rows: lists of cells: str, Line, or (text, attrs) where attrs
     may hold `colour`, `align`, `bgcolor`, `port` ... (HTML-like cell attributes)."""
     width = max((len(r) for r in rows), default=1)
-    out = ['<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">']
+    out = [f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="{padding}">']
     if header:
         out.append(f'<TR><TD COLSPAN="{width}" ALIGN="CENTER"><FONT COLOR="{colour}">'
                    f'<B>{esc(header)}</B></FONT></TD></TR>')
@@ -189,9 +190,11 @@ class Canvas:
     `parts` of a node or cluster: the model instances it stands for (a diagnostic whose source
     lies in one of them turns it red; a part failed by the scenario greys it)."""
 
-    def __init__(self, ctx, view: str, rankdir: str, title: Sequence[str]):
+    def __init__(self, ctx, view: str, rankdir: str, title: Sequence[str],
+                 cluster_labels: str = "t"):
         self.ctx = ctx
         self.view = view
+        self.cluster_labels = cluster_labels
         self.g = graphviz.Digraph(
             name=f"astral_{view}", format="svg",
             graph_attr={"rankdir": rankdir, "fontname": FONT, "fontsize": "12",
@@ -255,14 +258,15 @@ class Canvas:
     # -- drawing ------------------------------------------------------------------------------
     def node(self, gid: str, lines, *, theme: str, parts: Iterable = (), tooltip: str = "",
              failed: Optional[bool] = None, shape: str = "box", table_rows=None,
-             header: Optional[str] = None, extra_class: str = "", **attrs) -> str:
+             header: Optional[str] = None, extra_class: str = "", padding: int = 2,
+             **attrs) -> str:
         problems, is_failed = self._marks(parts, failed)
         fill, border, font, pen, style, classes = self._colours(theme, problems, is_failed)
         codes = ", ".join(sorted({d.code for d in problems}))
         mark = Line("▲ " + codes, bold=True, colour=border) if problems else None
         if table_rows is not None:
             rows = list(table_rows) + ([[(mark, {"align": "CENTER"})]] if mark else [])
-            text = table(rows, font, header=header)
+            text = table(rows, font, header=header, padding=padding)
         else:
             text = label(list(lines) + ([mark] if mark else []), font)
         shape_style = {"box": "rounded,filled", "plain": "filled"}.get(shape, "filled")
@@ -303,6 +307,7 @@ class Canvas:
             sub.attr(label=label(lines, font), style=",".join(["rounded", "filled"] + style + (
                 ["dashed"] if dashed else [])), fillcolor=fill, color=border, penwidth=pen,
                 fontname=FONT, fontsize="12", labeljust="l", margin="12",
+                labelloc=self.cluster_labels,
                 tooltip=self._tooltip(tooltip, problems), **{"class": " ".join(
                     ["cluster"] + classes)})
             self._stack.append(sub)
@@ -324,9 +329,11 @@ class Canvas:
                 self._stack.pop()
 
     # -- the legend and the list of problems ------------------------------------------------------
-    def finish(self, entries: Sequence[Tuple[str, str]], notes: Sequence[str] = ()) -> None:
+    def finish(self, entries: Sequence[Tuple[str, str]], notes: Sequence[str] = (),
+               after: Sequence[str] = (), extra: Sequence[str] = ()) -> None:
         """A legend (theme, meaning) with the common marks, and the problems of the design
-        (those not drawn on any node first)."""
+        (those not drawn on any node first), placed after the nodes `after` (below them top-down,
+        right of them left-right) beside the `extra` nodes (a table of tiers)."""
         rows = []
         for theme, meaning in entries:
             fill, border, _ = THEMES[theme]
@@ -346,7 +353,9 @@ class Canvas:
                   '<TR><TD COLSPAN="2" ALIGN="LEFT"><B>legend</B></TD></TR>'
                   + "".join(rows) + "</TABLE>>")
         problems = self.ctx.shown_problems()
-        with self.same_rank("sink"):
+        with self.same_rank("same"):
+            for gid in extra:
+                self.here.node(gid)
             self.here.node("legend", legend, shape="box", style="rounded", color="#b0bec5",
                            fontname=FONT, fontsize="10", margin="0.1", tooltip="legend",
                            **{"class": "legend"})
@@ -377,6 +386,10 @@ class Canvas:
                                color=RED if any_error else AMBER, fontname=FONT, fontsize="10",
                                tooltip="\n".join(f"{d.code}: {d.message}" for d in problems),
                                **{"class": "problems"})
+        keys = list(extra) + ["legend"] + (["problems"] if problems else [])
+        for a in after:
+            for b in keys:
+                self.g.edge(a, b, style="invis", weight="0")
 
 
 def _swatch(fill: str, border: str, meaning: str, dashed: bool = False) -> str:
