@@ -156,3 +156,16 @@ def test_sizing_example(tmp_path):
     assert checked.valid, checked.diagnostics
     assert checked.sizing is not None and checked.sizing.feasible >= 1
     assert checked.design.chosen
+
+
+def test_infeasible_file_under_tests_names_every_conflict():
+    root = Path(__file__).resolve().parents[1]
+    path = root / "tests" / "sizing" / "infeasible.astral"
+    checked = check_design(compile_file(path), compile_with=_compile(path))
+    (d,) = [x for x in checked.diagnostics if x.code == "E660"]
+    assert (d.span.start.line, d.span.start.column) == (21, 3)
+    text = "\n".join(d.notes)
+    assert "[E500] need 400 GPUs" in text and "infeasible.astral:20)" in text   # the check
+    assert "[E624]" in text and "infeasible.astral:8)" in text                  # the rack limit
+    assert "allows at most 2" in text and "infeasible.astral:14" in text        # the capped count
+    assert "all 4 combinations" in text

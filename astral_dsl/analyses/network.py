@@ -65,6 +65,17 @@ class FabricCount:
     diagnostics: Tuple[Diagnostic, ...] = ()
 
     @property
+    def routes(self) -> Tuple[Tuple[str, str], ...]:
+        """The tiers each path crosses: `tor > agg > core > agg > tor`."""
+        names = [t.name for t in self.tiers]
+        out = []
+        for label, switches in self.hops:
+            top = (switches - 1) // 2
+            up = names[:top + 1]
+            out.append((label, " > ".join(up + list(reversed(up[:-1])))))
+        return tuple(out)
+
+    @property
     def switches(self) -> int:
         return sum(t.switches for t in self.tiers)
 

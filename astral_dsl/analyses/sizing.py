@@ -126,14 +126,12 @@ def _in_source_order(chosen: Dict[str, Any], unknowns) -> Tuple[Tuple[str, Any],
 def _evaluate(compile_with, assign, index, counts, target, sense) -> Combination:
     d = compile_with(assign)
     errors = [x for x in d.diagnostics if x.is_error]
-    if errors:
+    if any(x.code != "E500" for x in errors):       # not a design at all: report as is
         return Combination(index, assign, False, conflicts=tuple(_describe(x) for x in errors))
-    eng = analyse(d)
-    errors = [x for x in eng.diagnostics if x.is_error]
-    if errors:
-        return Combination(index, assign, False, conflicts=tuple(_describe(x) for x in errors))
+    eng = analyse(d)                                  # user checks and engineering together
+    errors += [x for x in eng.diagnostics if x.is_error]
     requirements = list(eng.requirements)
-    for scenario in d.scenarios:        # required scenarios (N-1 policies) constrain sizing too
+    for scenario in d.scenarios if not errors else ():   # required scenarios (N-1) too
         if scenario.field("required") is not True:
             continue
         outcome = run_scenario(d, scenario, eng)
@@ -151,7 +149,7 @@ def _evaluate(compile_with, assign, index, counts, target, sense) -> Combination
         if r.minimum > minima.get(r.key, -1):
             minima[r.key] = r.minimum
             labels[r.key] = r
-    conflicts = []
+    conflicts = [_describe(x) for x in errors]
     for u in counts:
         need = max(minima.get(u.key, 0), u.low)
         if need > u.high:
@@ -230,13 +228,21 @@ def _where(span) -> str:
 
 
 def _infeasible(combos: List[Combination], structural, anchor) -> Diagnostic:
-    best = min(combos, key=lambda c: (len(c.conflicts), c.index))
+    """Every distinct reason the combinations fail, with the choices it applies to."""
+    groups: Dict[Tuple[str, ...], List[Combination]] = {}
+    for c in combos:
+        groups.setdefault(c.conflicts, []).append(c)
     notes = []
-    if structural:
-        shown = ", ".join(f"{_where(u.span)} = {_show(u.options[i])}"
-                          for u, i in zip(structural, best.index))
-        notes.append(f"closest choice ({shown}) fails:")
-    notes.extend(best.conflicts)
+    for conflicts, members in sorted(groups.items(), key=lambda kv: kv[1][0].index)[:6]:
+        if structural:
+            choices = "; ".join(
+                f"{_where(u.span)}:{u.span.start.column} = "
+                + ", ".join(dict.fromkeys(_show(u.options[m.index[k]]) for m in members))
+                for k, u in enumerate(structural))
+            notes.append(f"with {choices}:")
+        notes.extend(f"  {c}" for c in conflicts)
+    if len(groups) > 6:
+        notes.append(f"... and {len(groups) - 6} more kinds of failure")
     if len(combos) > 1:
         notes.append(f"all {len(combos):,} combinations of the unknowns fail")
     return Diagnostic("E660", Severity.ERROR,

@@ -61,6 +61,8 @@ def size_summary(design: Design, eng: Engineering) -> Dict[str, Any]:
         "oversubscription": over,
         "network_power_kw": round(eng.network_w / 1e3, 3),
         "network_bom": [row for f in eng.fabrics for row in bom(f)],
+        "network_paths": [{"fabric": f.fabric, "between": k, "switches": v, "route": r}
+                          for f in eng.fabrics for (k, v), (_, r) in zip(f.hops, f.routes)],
         "liquid_flow_per_part": [
             {"loop": lp.path, "kind": kind, "path": path, "per_loop": n,
              "heat_kw": round(q / 1e3, 3),
@@ -159,8 +161,9 @@ def render_report(design: Design, eng: Engineering, colour: bool = False, width:
                       f"{tier.down_links:,}", f"{tier.oversubscription:g}:1"
                       if tier.oversubscription is not None else "-", _kw(tier.power_w))
         console.print(t)
-        hops = ", ".join(f"{k}: {v} switch{'es' if v > 1 else ''}" for k, v in f.hops)
-        console.print(f"  NIC ports: {f.host_ports:,}; paths: {hops}")
+        hops = "; ".join(f"{k}: {route} ({v} switch{'es' if v > 1 else ''})"
+                         for (k, v), (_, route) in zip(f.hops, f.routes))
+        console.print(f"  NIC ports: {f.host_ports:,}; paths between GPUs: {hops}")
         console.print("  " + bom_line(f))
     return out.getvalue()
 

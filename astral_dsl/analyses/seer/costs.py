@@ -21,7 +21,7 @@ import csv
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-GEMM_EFF = 0.80        # large-GEMM fraction of the dense data-sheet peak
+GEMM_EFF = 0.70        # large-GEMM fraction of the dense data-sheet peak
 K_HALF = 24.0          # inner dimension at which a GEMM runs at half of GEMM_EFF
 KERNEL_S = 4e-6        # launch + tail per kernel
 HBM_EFF = 0.85         # streaming fraction of the HBM data-sheet bandwidth

@@ -1,0 +1,412 @@
+"""Lowering a job to per-rank operator templates.
+
+One pipeline block is one stage's forward or backward pass of one micro-batch through one model
+chunk. Its operators (norms, QKV, attention, out-projection, MLP or MoE router and experts, TP
+and EP collectives, recomputation) form a template: a small graph over the rank's streams whose
+offsets are computed once and replayed for every block of the schedule (schedule.py). Sizes are
+per rank: TP shards heads and FFN columns, sequence parallelism shards norms and dropouts, CP
+shards the sequence, EP the experts. Megatron-LM's operator order and overlaps are modelled:
+backward TP reduce-scatter / all-reduce of a column-parallel layer's input gradient runs on the
+TP stream while the weight gradient is computed; with sequence parallelism the input all-gather
+for the weight gradient overlaps the data gradient."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from astral_dsl.analyses.seer import comm
+from astral_dsl.analyses.seer.costs import Costs
+from astral_dsl.analyses.seer.spec import JobSpec, chunk_layers
+
+
+class Op:
+    __slots__ = ("name", "cat", "stream", "dur", "flops", "nbytes", "group", "layer", "deps",
+                 "start", "end", "shape")
+
+    def __init__(self, name, cat, stream, dur, flops=0.0, nbytes=0.0, group="", layer=-1,
+                 deps=(), shape=""):
+        self.name, self.cat, self.stream, self.dur = name, cat, stream, dur
+        self.flops, self.nbytes, self.group, self.layer = flops, nbytes, group, layer
+        self.deps, self.shape = deps, shape
+        self.start = self.end = 0.0
+
+
+class Template:
+    """Operators of one block with offsets from the block's start."""
+
+    def __init__(self, ops: List[Op]):
+        free: Dict[str, float] = {}
+        for op in ops:
+            t = max([ops[d].end for d in op.deps] + [free.get(op.stream, 0.0)])
+            op.start, op.end = t, t + op.dur
+            free[op.stream] = op.end
+        self.ops = ops
+        self.duration = max((o.end for o in ops), default=0.0)
+        self.flops = sum(o.flops for o in ops)
+        self.compute = sum(o.dur for o in ops if o.stream == "compute")
+        self.exposed = {}   # stream -> time the compute stream waits for it
+        busy = sorted((o.start, o.end) for o in ops if o.stream == "compute")
+        idle, last = 0.0, 0.0
+        for s, e in busy:
+            idle += max(0.0, s - last)
+            last = max(last, e)
+        idle += self.duration - last
+        comm_ops = [o for o in ops if o.stream != "compute"]
+        for o in comm_ops:
+            self.exposed.setdefault(o.stream, 0.0)
+        if comm_ops and idle > 0:
+            weight = {s: sum(o.dur for o in comm_ops if o.stream == s) for s in self.exposed}
+            total = sum(weight.values()) or 1.0
+            for s in self.exposed:
+                self.exposed[s] = idle * weight[s] / total
+
+    def layer_ends(self) -> Dict[int, float]:
+        out: Dict[int, float] = {}
+        for o in self.ops:
+            if o.layer >= 0:
+                out[o.layer] = max(out.get(o.layer, 0.0), o.end)
+        return out
+
+
+class _Builder:
+    """Ops in program order. A chained op follows the current tail (and joins the pending side
+    ops); a side op (chain=False) starts after the tail on its own stream and is joined by the
+    next chained op unless `join=False` is given to the ops in between."""
+
+    def __init__(self):
+        self.ops: List[Op] = []
+        self.tail: Optional[int] = None
+        self.pending: List[int] = []
+
+    def add(self, op: Op, chain: bool = True, join: bool = True, extra=()) -> int:
+        deps = ([self.tail] if self.tail is not None else []) + list(extra)
+        if chain and join:
+            deps += self.pending
+            self.pending = []
+        op.deps = tuple(deps)
+        self.ops.append(op)
+        idx = len(self.ops) - 1
+        if chain:
+            self.tail = idx
+        else:
+            self.pending.append(idx)
+        return idx
+
+
+class Lowering:
+    def __init__(self, job: JobSpec, costs: Costs, net: comm.Network):
+        self.job, self.c, self.net = job, costs, net
+        par, m = job.parallel, job.model
+        self.t, self.cp, self.ep = par.tp, par.cp, par.ep
+        g = net.gpus_per_host
+        self.lay = {
+            "tp": comm.layout(net, "tp", par.tp, 1),
+            "cp": comm.layout(net, "cp", par.cp, par.tp),
+            "dp": comm.layout(net, "dp", par.dp * par.cp, par.tp),
+            "pp": comm.layout(net, "pp", 2, par.tp * par.cp * par.dp),
+            "ep": comm.layout(net, "ep", par.ep, par.tp, cross_rail=par.tp < g),
+        }
+        self.E = job.bytes
+        self.T = job.micro * job.seq / par.cp                      # tokens per rank
+        self.sp = par.sp and par.tp > 1
+        self.Ts = self.T / par.tp if self.sp else self.T           # tokens in sequence region
+        self.a_t = max(1, m.heads // par.tp)
+        self.kv_t = max(1, m.kv_heads // par.tp)
+        self.d = m.head_dim
+        self.chunks = chunk_layers(job)
+        self._cache: Dict[tuple, Template] = {}
+
+    # ---- collectives -------------------------------------------------------------------------
+    def _coll(self, b: _Builder, name, kind, group, nbytes, layer, chain=True):
+        """A collective on the group's stream: blocking (chain) or a side op (chain=False)."""
+        lay = self.lay[group]
+        if lay.n <= 1 or nbytes <= 0:
+            return None
+        fn = {"ar": comm.all_reduce, "rs": comm.reduce_scatter, "ag": comm.all_gather,
+              "a2a": comm.all_to_all}[kind]
+        return b.add(Op(name, "comm", group, fn(self.net, lay, nbytes), 0.0, nbytes, group, layer),
+                     chain)
+
+    def _tp_out(self, b, name, layer):
+        """After a row-parallel layer: reduce-scatter (SP) or all-reduce."""
+        self._coll(b, name + (" reduce-scatter" if self.sp else " all-reduce"),
+                   "rs" if self.sp else "ar", "tp", self.T * self.job.model.hidden * self.E, layer)
+
+    def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=()):
+        t, f, nb = self.c.gemm(name.split(" ")[0], m, n, k, batch)
+        return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=f"{int(m)}x{int(n)}x{int(k)}"),
+                     join=join, extra=extra)
+
+    def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1):
+        b.add(Op(name, cat, "compute", self.c.stream(name, nbytes, kernels), 0.0, nbytes, "", layer))
+
+    # ---- one transformer layer -----------------------------------------------------------------
+    def _attention_fwd(self, b, L, pre=""):
+        m, E = self.job.model, self.E
+        s, T, bsz = self.job.seq, self.T, self.job.micro
+        rows = s / self.cp
+        if self.job.attention == "unfused":
+            S = bsz * self.a_t * rows * s
+            self._gemm(b, pre + "attn scores", rows, s, self.d, L, batch=bsz * self.a_t, cat="attention")
+            self._ew(b, pre + "softmax", 2 * S * E, L)
+            if m.gpt:
+                self._ew(b, pre + "attn dropout", (2 * E + 1) * S, L)
+            self._gemm(b, pre + "attn context", rows, self.d, s, L, batch=bsz * self.a_t, cat="attention")
+            return
+        if self.cp > 1:
+            kv = 2 * bsz * rows * self.kv_t * self.d * E
+            b.add(Op(pre + "cp ring", "comm", "cp", (self.cp - 1) * comm.p2p(self.net, self.lay["cp"], kv),
+                     0.0, kv * (self.cp - 1), "cp", L), chain=False)
+        flops = 4 * bsz * self.a_t * rows * s * self.d * 0.5
+        nb = E * T * (2 * self.a_t + 2 * self.kv_t) * self.d
+        b.add(Op(pre + "flash attention", "attention", "compute",
+                 self.c.flash("flash_fwd", flops, nb, False, self.d), flops, nb, "", L))
+
+    def _moe_fwd(self, b, L, pre=""):  # noqa: C901 - one operator per line
+        m, E = self.job.model, self.E
+        Ts = self.T / self.t
+        routed = Ts * m.top_k
+        local = max(1, m.experts // self.ep)
+        mats = 1 if m.gpt else 2
+        self._gemm(b, pre + "router", Ts, m.experts, m.hidden, L)
+        self._ew(b, pre + "permute", 2 * routed * m.hidden * E, L)
+        if not pre:
+            self._coll(b, "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * E, L)
+        self._gemm(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L, batch=local)
+        self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * E, L)
+        self._gemm(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local)
+        if not pre:
+            self._coll(b, "ep combine all-to-all", "a2a", "ep", routed * m.hidden * E, L)
+        self._ew(b, pre + "unpermute", 2 * routed * m.hidden * E, L)
+        if m.shared_experts:
+            Fs = m.shared_experts * m.moe_ffn
+            self._gemm(b, pre + "shared fc1", Ts, Fs * mats, m.hidden, L)
+            self._gemm(b, pre + "shared fc2", Ts, m.hidden, Fs, L)
+
+    def _layer_fwd(self, b, L, pre=""):
+        m, E, T, Ts, h = self.job.model, self.E, self.T, self.Ts, self.job.model.hidden
+        q, kv = self.a_t * self.d, self.kv_t * self.d
+        self._ew(b, pre + "input norm", 2 * Ts * h * E, L, "norm")
+        if self.sp:
+            self._coll(b, pre + "attn all-gather", "ag", "tp", T * h * E, L)
+        self._gemm(b, pre + "qkv", T, q + 2 * kv, h, L)
+        self._attention_fwd(b, L, pre)
+        self._gemm(b, pre + "out proj", T, h, q, L)
+        self._tp_out(b, pre + "attn", L)
+        self._ew(b, pre + "residual", (3 * E + (1 if m.gpt else 0)) * Ts * h, L)
+        self._ew(b, pre + "post-attn norm", 2 * Ts * h * E, L, "norm")
+        if m.is_moe(L):
+            self._moe_fwd(b, L, pre)
+        else:
+            if self.sp:
+                self._coll(b, pre + "mlp all-gather", "ag", "tp", T * h * E, L)
+            self._gemm(b, pre + "fc1", T, m.ffn / self.t * (1 if m.gpt else 2), h, L)
+            F = m.ffn / self.t
+            self._ew(b, pre + ("gelu" if m.gpt else "swiglu"), (2 if m.gpt else 3) * T * F * E, L)
+            self._gemm(b, pre + "fc2", T, h, F, L)
+            self._tp_out(b, pre + "mlp", L)
+        self._ew(b, pre + "residual", (3 * E + (1 if m.gpt else 0)) * Ts * h, L)
+
+    def _linear_bwd(self, b, name, m_, n, k, L, column: bool):
+        """Backward of y[m,n] = x[m,k] w[k,n]: dgrad and wgrad; for a column-parallel layer the
+        input-gradient reduction (and, with SP, the input re-gather) overlap the GEMMs."""
+        h, E, T = self.job.model.hidden, self.E, self.T
+        tp = column and self.t > 1
+        gather = None
+        if tp and self.sp:
+            gather = self._coll(b, name + " input all-gather", "ag", "tp", T * h * E, L, chain=False)
+            b.pending.remove(gather)
+        self._gemm(b, name + " dgrad", m_, k, n, L, join=False)
+        if tp:
+            self._coll(b, name + (" grad reduce-scatter" if self.sp else " grad all-reduce"),
+                       "rs" if self.sp else "ar", "tp", T * h * E, L, chain=False)
+        self._gemm(b, name + " wgrad", k, n, m_, L, join=False,
+                   extra=(gather,) if gather is not None else ())
+
+    def _layer_bwd(self, b, L):
+        m, E, T, Ts, h = self.job.model, self.E, self.T, self.Ts, self.job.model.hidden
+        q, kv = self.a_t * self.d, self.kv_t * self.d
+        mask = 1 if m.gpt else 0
+        rec = self.job.recompute
+        mark = len(b.ops)
+        if rec == "full":
+            self._layer_fwd(b, L, pre="recompute ")
+        elif rec == "selective" and self.job.attention == "unfused":
+            self._attention_fwd(b, L, pre="recompute ")
+        for op in b.ops[mark:]:
+            if op.stream == "compute":
+                op.cat = "recompute"
+        self._ew(b, "residual bwd", (3 * E + mask) * Ts * h, L)
+        if m.is_moe(L):
+            self._moe_bwd(b, L)
+        else:
+            F = m.ffn / self.t
+            if self.sp:
+                self._coll(b, "mlp grad all-gather", "ag", "tp", T * h * E, L)
+            self._linear_bwd(b, "fc2", T, h, F, L, column=False)
+            self._ew(b, ("gelu" if m.gpt else "swiglu") + " bwd", (3 if m.gpt else 5) * T * F * E, L)
+            self._linear_bwd(b, "fc1", T, F * (1 if m.gpt else 2), h, L, column=True)
+        self._ew(b, "post-attn norm bwd", 3 * Ts * h * E, L, "norm")
+        self._ew(b, "residual bwd", (3 * E + mask) * Ts * h, L)
+        if self.sp:
+            self._coll(b, "attn grad all-gather", "ag", "tp", T * h * E, L)
+        self._linear_bwd(b, "out proj", T, h, q, L, column=False)
+        self._attention_bwd(b, L)
+        self._linear_bwd(b, "qkv", T, q + 2 * kv, h, L, column=True)
+        self._ew(b, "input norm bwd", 3 * Ts * h * E, L, "norm")
+
+    def _attention_bwd(self, b, L):
+        m, E, s, bsz = self.job.model, self.E, self.job.seq, self.job.micro
+        rows = s / self.cp
+        if self.job.attention == "unfused":
+            S, nb = bsz * self.a_t * rows * s, bsz * self.a_t
+            self._gemm(b, "attn context dgrad", rows, s, self.d, L, batch=nb, cat="attention")
+            self._gemm(b, "attn context wgrad", s, self.d, rows, L, batch=nb, cat="attention")
+            if m.gpt:
+                self._ew(b, "attn dropout bwd", (2 * E + 1) * S, L)
+            self._ew(b, "softmax bwd", 3 * S * E, L)
+            self._gemm(b, "attn scores dgrad", rows, self.d, s, L, batch=nb, cat="attention")
+            self._gemm(b, "attn scores wgrad", s, self.d, rows, L, batch=nb, cat="attention")
+            return
+        if self.cp > 1:
+            kv = 4 * bsz * rows * self.kv_t * self.d * E
+            b.add(Op("cp ring bwd", "comm", "cp", (self.cp - 1) * comm.p2p(self.net, self.lay["cp"], kv),
+                     0.0, kv * (self.cp - 1), "cp", L), chain=False)
+        flops = 2.5 * 4 * bsz * self.a_t * rows * s * self.d * 0.5
+        nb = 2 * E * self.T * (2 * self.a_t + 2 * self.kv_t) * self.d
+        b.add(Op("flash attention bwd", "attention", "compute",
+                 self.c.flash("flash_bwd", flops, nb, True, self.d), flops, nb, "", L))
+
+    def _moe_bwd(self, b, L):
+        m, E = self.job.model, self.E
+        Ts = self.T / self.t
+        routed, local, mats = Ts * m.top_k, max(1, m.experts // self.ep), (1 if m.gpt else 2)
+        if m.shared_experts:
+            Fs = m.shared_experts * m.moe_ffn
+            self._linear_bwd(b, "shared fc2", Ts, m.hidden, Fs, L, column=False)
+            self._linear_bwd(b, "shared fc1", Ts, Fs * mats, m.hidden, L, column=False)
+        self._ew(b, "unpermute bwd", 2 * routed * m.hidden * E, L)
+        self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * E, L)
+        for name, mm, n, k in (("expert fc2", routed / local, m.hidden, m.moe_ffn),
+                               ("expert fc1", routed / local, m.moe_ffn * mats, m.hidden)):
+            self._gemm(b, name + " dgrad", mm, k, n, L, batch=local)
+            self._gemm(b, name + " wgrad", k, n, mm, L, batch=local)
+            if name == "expert fc2":
+                self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * E, L)
+        self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * E, L)
+        self._ew(b, "permute bwd", 2 * routed * m.hidden * E, L)
+        self._gemm(b, "router dgrad", Ts, m.hidden, m.experts, L)
+
+    # ---- embedding and head --------------------------------------------------------------------
+    def _embed_fwd(self, b):
+        h, E, T = self.job.model.hidden, self.E, self.T
+        self._ew(b, "embedding", 2 * T * h * E, -1)
+        self._tp_out(b, "embedding", -1)
+
+    def _embed_bwd(self, b):
+        h, E, T = self.job.model.hidden, self.E, self.T
+        if self.sp:
+            self._coll(b, "embedding grad all-gather", "ag", "tp", T * h * E, -1)
+        self._ew(b, "embedding bwd", 3 * T * h * E, -1)
+
+    def _head_fwd(self, b):
+        m, E, T = self.job.model, self.E, self.T
+        V = m.vocab / self.t
+        self._ew(b, "final norm", 2 * self.Ts * m.hidden * E, -1, "norm")
+        if self.sp:
+            self._coll(b, "head all-gather", "ag", "tp", T * m.hidden * E, -1)
+        self._gemm(b, "logits", T, V, m.hidden, -1)
+        self._ew(b, "cross entropy", T * V * (E + 8), -1, kernels=4)
+        self._coll(b, "loss all-reduce", "ar", "tp", 8 * T, -1)
+
+    def _head_bwd(self, b):
+        m, E, T = self.job.model, self.E, self.T
+        V = m.vocab / self.t
+        self._ew(b, "cross entropy bwd", T * V * (E + 4), -1)
+        self._linear_bwd(b, "logits", T, V, m.hidden, -1, column=True)
+        self._ew(b, "final norm bwd", 3 * self.Ts * m.hidden * E, -1, "norm")
+
+    # ---- blocks --------------------------------------------------------------------------------
+    def template(self, stage: int, chunk: int, phase: str) -> Template:
+        first, n = self.chunks[stage][chunk]
+        par = self.job.parallel
+        embed = stage == 0 and chunk == 0
+        head = stage == par.pp - 1 and chunk == par.v - 1
+        kinds = tuple(self.job.model.is_moe(L) for L in range(first, first + n))
+        key = (phase, kinds, embed, head, first if phase == "B" else 0)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        b = _Builder()
+        layers = range(first, first + n)
+        if phase == "F":
+            if embed:
+                self._embed_fwd(b)
+            for L in layers:
+                self._layer_fwd(b, L)
+            if head:
+                self._head_fwd(b)
+        else:
+            if head:
+                self._head_bwd(b)
+            for L in reversed(layers):
+                self._layer_bwd(b, L)
+            if embed:
+                self._embed_bwd(b)
+        tpl = Template(b.ops)
+        self._cache[key] = tpl
+        return tpl
+
+    def p2p_time(self) -> float:
+        """Activations (or their gradients) between neighbouring stages, per rank: each TP rank
+        sends its 1/t share (Megatron's scatter-gather); without SP the receiver all-gathers."""
+        h, E = self.job.model.hidden, self.E
+        full = self.T * h * E
+        t = comm.p2p(self.net, self.lay["pp"], full / self.t)
+        if not self.sp and self.t > 1:
+            t += comm.all_gather(self.net, self.lay["tp"], full)
+        return t
+
+    # ---- parameters, data-parallel reduction, optimizer ------------------------------------------
+    def layer_params(self, L: int) -> float:
+        """Parameters of layer L held by one rank."""
+        m = self.job.model
+        h, q, kv = m.hidden, m.heads * m.head_dim, m.kv_dim
+        mats = 2 if m.gpt else 3
+        attn = (h * (q + 2 * kv) + q * h) / self.t
+        if m.is_moe(L):
+            mlp = m.experts * mats * h * m.moe_ffn / self.ep + h * m.experts
+            mlp += m.shared_experts * mats * h * m.moe_ffn / self.t
+        else:
+            mlp = mats * h * m.ffn / self.t
+        return attn + mlp + 4 * h
+
+    def stage_params(self, stage: int) -> float:
+        par, m = self.job.parallel, self.job.model
+        total = 0.0
+        for first, n in self.chunks[stage]:
+            total += sum(self.layer_params(L) for L in range(first, first + n))
+        if stage == 0:
+            total += m.vocab * m.hidden / self.t
+        if stage == par.pp - 1 and (not m.gpt or par.pp > 1):
+            total += m.vocab * m.hidden / self.t
+        return total
+
+    def dp_reduce(self, params: float) -> float:
+        """Gradient reduction of `params` over the data-parallel (x CP) group."""
+        lay = self.lay["dp"]
+        nbytes = params * self.job.grad_bytes
+        if self.job.parallel.zero >= 1:
+            return comm.reduce_scatter(self.net, lay, nbytes)
+        return comm.all_reduce(self.net, lay, nbytes)
+
+    def param_gather(self, params: float) -> float:
+        return comm.all_gather(self.net, self.lay["dp"], params * self.E)
+
+    def optimizer_time(self, stage: int) -> float:
+        """Mixed-precision Adam, multi-tensor fused: per parameter it reads the fp32 master,
+        gradient, m and v and writes master, m, v and the low-precision copy (30 bytes), plus the
+        gradient-norm read and the gradient zeroing (8 bytes)."""
+        params = self.stage_params(stage)
+        if self.job.parallel.zero >= 1:
+            params /= self.lay["dp"].n
+        return self.c.stream("optimizer", 38.0 * params, kernels=20)

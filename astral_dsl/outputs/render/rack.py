@@ -1,0 +1,205 @@
+"""`--view rack --name PATH`: one rack (or host) left to right: each host as a table of its GPUs
+and NICs with one cell per NIC port, and an edge from every port to the first-tier switch it
+reaches (NIC k on rail k, port j on plane j; hosts fill the switches of their rail and plane in
+order, so the switch's number follows from the host's position in the pod)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from astral_dsl.model.design import Instance
+from astral_dsl.model.rollup import count_of, group_of, power_of
+from astral_dsl.model.values import Group
+from astral_dsl.outputs.render.cluster import Fabric, fabrics_of
+from astral_dsl.outputs.render.style import PLANE_EDGE, Canvas, Line, esc, links, n, \
+    plane_name, speed, watts
+from astral_dsl.outputs.render.tree import SCOPE_KINDS, level
+
+MAX_HOSTS = 16
+MAX_ROWS = 32          # GPUs / NICs listed per host
+
+
+def _hosts_in(ctx, value) -> int:
+    if isinstance(value, Group):
+        return sum(c * count_of(item, ("host",), ctx.cache) for c, item in value.flat()
+                   if getattr(item, "level", None) is not None)
+    if isinstance(value, Instance) and value.level is not None:
+        return count_of(value, ("host",), ctx.cache)
+    return 0
+
+
+def _position(ctx, located, scope_index: int) -> int:
+    """Hosts before the located part inside the instance at chain position `scope_index`."""
+    total = 0
+    for st in located.steps[scope_index:]:
+        for m in st.owner.members:
+            if m.name == st.member:
+                if isinstance(m.value, Group) and st.index:
+                    total += _hosts_in(ctx, m.value.slice(0, st.index))
+                break
+            total += _hosts_in(ctx, m.value)
+    return total
+
+
+def _scope(f: Fabric, located) -> Tuple[int, Optional[Instance]]:
+    """(chain position, instance) of the first tier's group that holds the located part."""
+    chain = located.chain()
+    t0 = f.tiers[0]
+    kinds = SCOPE_KINDS.get(t0.scope, (t0.scope,))
+    owner_at = next((k for k, c in enumerate(chain) if c is f.owner), None)
+    if owner_at is None:
+        return 0, None
+    for k in range(len(chain) - 1, owner_at - 1, -1):
+        if chain[k].kind in kinds:
+            return k, chain[k]
+    return owner_at, f.owner
+
+
+def build(ctx, located) -> Canvas:
+    part = located.instance
+    cache = ctx.cache
+    hosts: List[Instance] = [part] if part.kind == "host" else (
+        group_of(part, ("host",), cache).items(10**6) or [])
+    fabric = next((f for f in fabrics_of(ctx) if f.owner is not None and f.tiers and
+                   any(f.owner is c for c in located.chain())), None)
+    gpus = sum(count_of(h, ("gpu",), cache) for h in hosts)
+    ports_total = 0
+    for h in hosts:
+        for nic in group_of(h, ("nic",), cache).items(10**6) or []:
+            q = nic.field("ports")
+            ports_total += int(q.si) if hasattr(q, "si") else 1
+    title = [f"{located.text} — {part.kind} view",
+             f"{part.template} · {n(len(hosts))} host{'s' if len(hosts) != 1 else ''} · "
+             f"{n(gpus)} GPUs · {n(ports_total)} NIC ports · {watts(power_of(part, cache).si)} peak"]
+    if ctx.scenario:
+        title.append(f"under scenario `{ctx.scenario}`: " + "; ".join(ctx.notes))
+    canvas = Canvas(ctx, "rack", "LR", title)
+    canvas.g.graph_attr.update(ranksep="2.2", nodesep="0.12")
+    scope_at, scope = _scope(fabric, located) if fabric else (0, None)
+    before = _position(ctx, located, scope_at) if scope is not None else 0
+    t0 = fabric.tiers[0] if fabric else None
+    per_rail, per_plane = fabric.split(0) if fabric else (False, False)
+    rails = fabric.rails if fabric and per_rail else 1
+    planes = fabric.planes if fabric and per_plane else 1
+    switches: Dict[Tuple, str] = {}
+    host_ids: List[str] = []
+    wanted: List[Tuple[str, Tuple, int, int]] = []     # (tail port, switch key, nic, port)
+    with canvas.cluster("part", [f"{part.kind} {located.text}",
+                                 Line(f"{part.template} · {watts(power_of(part, cache).si)} peak",
+                                      small=True)], parts=[part], theme="group",
+                        tooltip=f"{part.kind} {part.path}"):
+        for h, host in enumerate(hosts[:MAX_HOSTS]):
+            gid = f"host{h}"
+            host_ids.append(gid)
+            rows, port_list = _host_rows(ctx, host, h, rails, planes)
+            index = before + h
+            ports_here = sum(len(p) for p in port_list)
+            per_group = ports_here / (rails * planes) if ports_here else 1
+            for k, ports in enumerate(port_list):
+                for j, cell in enumerate(ports):
+                    rail = k % rails if per_rail else None
+                    plane = j % planes if per_plane else None
+                    number = int(index * per_group // t0.down_ports) if t0 and t0.down_ports \
+                        else 0
+                    wanted.append((f"{gid}:{cell}", (rail, plane, number), k, j))
+            canvas.node(gid, (), theme="compute", parts=[host], table_rows=rows,
+                        header=f"host {h} · {host.template} · "
+                               f"{watts(power_of(host, cache).si)}",
+                        tooltip=f"host {host.path}", shape="plain")
+        if len(hosts) > MAX_HOSTS:
+            canvas.node("more_hosts", [f"{n(len(hosts) - MAX_HOSTS)} more hosts",
+                                       Line("name one with --name to see it", small=True)],
+                        theme="note")
+    if fabric is None:
+        canvas.node("nofabric", ["no fabric reaches this part",
+                                 Line("NIC ports are drawn unconnected", small=True)],
+                    theme="note")
+    else:
+        scope_text = located.chain()[scope_at].path if scope is not None else fabric.fc.owner
+        shown = _scope_text(located, scope_at)
+        with canvas.cluster("tier", [f"tier {t0.name} of {fabric.inst.template}",
+                                     Line(f"{n(t0.per_group)} per rail and plane in {shown}",
+                                          small=True)],
+                            theme="rail", parts=[fabric.tier_insts[0]],
+                            tooltip=f"tier {t0.name} of {fabric.fc.fabric} ({scope_text})"):
+            for tail, key, k, j in sorted(wanted, key=lambda w: (w[1], w[0])):
+                if key in switches:
+                    continue
+                rail, plane, number = key
+                gid = f"sw_{'x' if rail is None else rail}_{'x' if plane is None else plane}" \
+                      f"_{number}"
+                where = []
+                if rail is not None:
+                    where.append(f"rail {rail}")
+                if plane is not None:
+                    where.append(f"plane {plane_name(plane)}")
+                lines = [f"{t0.name} {' · '.join(where)}".strip(),
+                         Line(f"#{number} of {n(t0.per_group)} · {t0.switch}", small=True)]
+                if t0.up_ports:
+                    lines.append(Line(f"↑ {links(t0.up_ports, t0.up_speed)} to "
+                                      f"{fabric.tiers[1].name if len(fabric.tiers) > 1 else 'up'}",
+                                      small=True))
+                failed = ctx.fabric_failed(fabric.fc.fabric, t0.name, rail, plane)
+                switches[key] = canvas.node(gid, lines, theme="network",
+                                            parts=[fabric.tier_insts[0]], failed=failed or None,
+                                            tooltip=f"{t0.name} {' '.join(where)} #{number}")
+        for tail, key, k, j in wanted:
+            rail, plane, number = key
+            failed = ctx.fabric_failed(fabric.fc.fabric, t0.name, rail, plane)
+            colour = PLANE_EDGE[(plane or 0) % len(PLANE_EDGE)]
+            canvas.edge(tail, switches[key], "", theme="network", colour=colour,
+                        failed=failed, dir="none", headclip="true",
+                        tooltip=f"{tail.split(':')[0]} NIC {k} port {chr(ord('a') + j)} -> "
+                                f"{t0.name} #{number}")
+    notes = []
+    if fabric is not None:
+        notes.append(f"NIC k is on rail k mod {fabric.rails}; port a on plane A, port b on "
+                     f"plane B" if fabric.planes > 1 else f"NIC k is on rail k mod {fabric.rails}")
+        notes.append("a switch's number follows from the host's position in its "
+                     f"{fabric.tiers[0].scope}")
+    entries = [("compute", "a host: GPUs, NICs and one cell per NIC port")]
+    if fabric is not None:
+        entries.append(("network", f"first-tier switch ({t0.name}); edge colour: plane"))
+    canvas.finish(entries, notes, after=list(switches.values()) or host_ids)
+    return canvas
+
+
+def _scope_text(located, scope_at: int) -> str:
+    chain = located.chain()
+    out = chain[0].template
+    for st in located.steps[:scope_at]:
+        out += f".{st.member}" + (f"[{st.index}]" if st.index is not None else "")
+    return out
+
+
+def _host_rows(ctx, host: Instance, h: int, rails: int, planes: int):
+    """Table rows: GPU i | NIC i | a | b ..., and the port cells of each NIC."""
+    gpus = group_of(host, ("gpu",), ctx.cache).items(10**6) or []
+    nics = group_of(host, ("nic",), ctx.cache).items(10**6) or []
+    rows, ports = [], []
+    width = 1
+    for nic in nics:
+        q = nic.field("ports")
+        width = max(width, int(q.si) if hasattr(q, "si") else 1)
+    for i in range(min(MAX_ROWS, max(len(gpus), len(nics)))):
+        row = []
+        row.append((f"GPU {i} · {gpus[i].template}" if i < len(gpus) else "",
+                    {"bgcolor": "#ffffff", "align": "LEFT"}))
+        if i < len(nics):
+            nic = nics[i]
+            q = nic.field("ports")
+            count = int(q.si) if hasattr(q, "si") else 1
+            row.append((f"NIC {i} · {speed(nic.field('port_speed'))}", {"align": "LEFT"}))
+            cells = []
+            for j in range(count):
+                port = f"n{i}p{j}"
+                cells.append(port)
+                colour = PLANE_EDGE[(j % planes) % len(PLANE_EDGE)] if planes > 1 else "#1565c0"
+                row.append((chr(ord("a") + j), {"port": port, "bgcolor": "#ffffff",
+                                                "border": "1", "colour": colour,
+                                                "align": "CENTER"}))
+            ports.append(cells)
+        rows.append(row)
+    extra = max(len(gpus), len(nics)) - MAX_ROWS
+    if extra > 0:
+        rows.append([(Line(f"and {n(extra)} more", small=True), {})])
+    return rows, ports
