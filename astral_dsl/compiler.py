@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
-from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, sort_diagnostics
+from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
 from astral_dsl.model.design import Design, UnknownSite
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.semantics.checks import run_checks

@@ -13,7 +13,6 @@ from astral_dsl.analyses.network import FabricCount, fabric_counts
 from astral_dsl.analyses.power import PowerResult, analyse_power
 from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
-from astral_dsl.model.rollup import count_of
 
 
 @attrs.frozen

@@ -7,7 +7,7 @@ side carries the load), a loop (one of its CDUs fails), or a fabric part (the NI
 dark: a plane halves each dual-port NIC's bandwidth)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import attrs
 

@@ -26,7 +26,7 @@ from astral_dsl.analyses.engineering import Engineering, analyse, run_scenario
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, UnknownSite
 from astral_dsl.model.values import Choice, Symbol
-from astral_dsl.units import Quantity, format_number
+from astral_dsl.units import Quantity
 
 MAX_COMBINATIONS = 2048
 

@@ -10,7 +10,7 @@ from typing import Any, Optional, Tuple
 import attrs
 
 from astral_dsl.diagnostics import Diagnostic, Span, has_errors
-from astral_dsl.model.values import Group, Run
+from astral_dsl.model.values import Group
 
 
 @attrs.frozen

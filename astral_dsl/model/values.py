@@ -132,10 +132,8 @@ class Group:
     def positions(self):
         """(first index, total count, instance) per distinct instance."""
         first: dict = {}
-        pos = 0
 
         def walk(group, base):
-            nonlocal pos
             offset = base
             for run in group.runs:
                 if isinstance(run.item, Group):

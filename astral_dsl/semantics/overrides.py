@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping
 
-from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, did_you_mean
 from astral_dsl.semantics.scope import ModuleScope, ParamSymbol
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse_expression

@@ -21,8 +21,10 @@ import csv
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-GEMM_EFF = 0.70        # large-GEMM fraction of the dense data-sheet peak
+GEMM_EFF = 0.80        # large-GEMM fraction of the dense data-sheet peak
+F_HALF = 30e9          # GEMM size (FLOPs) that runs at half of GEMM_EFF
 K_HALF = 24.0          # inner dimension at which a GEMM runs at half of GEMM_EFF
+INTERFERE = 0.5        # share of an overlapped in-host collective's time the compute loses
 KERNEL_S = 4e-6        # launch + tail per kernel
 HBM_EFF = 0.85         # streaming fraction of the HBM data-sheet bandwidth
 FA_FWD = 0.85          # fused attention forward, relative to the GEMM efficiency
@@ -108,7 +110,7 @@ class Costs:
         shape = f"{int(m)}x{int(n)}x{int(k)}" + (f"x{int(batch)}" if batch != 1 else "")
         t = self._measured(op, shape)
         if t is None:
-            eff = GEMM_EFF * k / (k + K_HALF)
+            eff = GEMM_EFF * k / (k + K_HALF) * flops / (flops + F_HALF)
             t = max(flops / (self.peak * eff), nbytes / self.bw) + KERNEL_S
         return t, flops, nbytes
 

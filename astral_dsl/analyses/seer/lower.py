@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.analyses.seer import comm
+from astral_dsl.analyses.seer import costs
 from astral_dsl.analyses.seer.costs import Costs
 from astral_dsl.analyses.seer.spec import JobSpec, chunk_layers
 
@@ -216,11 +217,14 @@ class Lowering:
             gather = self._coll(b, name + " input all-gather", "ag", "tp", T * h * E, L, chain=False)
             b.pending.remove(gather)
         self._gemm(b, name + " dgrad", m_, k, n, L, join=False)
+        red = None
         if tp:
-            self._coll(b, name + (" grad reduce-scatter" if self.sp else " grad all-reduce"),
-                       "rs" if self.sp else "ar", "tp", T * h * E, L, chain=False)
-        self._gemm(b, name + " wgrad", k, n, m_, L, join=False,
-                   extra=(gather,) if gather is not None else ())
+            red = self._coll(b, name + (" grad reduce-scatter" if self.sp else " grad all-reduce"),
+                             "rs" if self.sp else "ar", "tp", T * h * E, L, chain=False)
+        w = self._gemm(b, name + " wgrad", k, n, m_, L, join=False,
+                       extra=(gather,) if gather is not None else ())
+        if self.lay["tp"].hosts <= 1:   # NVLink collectives take SMs and HBM from the GEMMs
+            b.ops[w].dur += costs.INTERFERE * sum(b.ops[i].dur for i in (gather, red) if i is not None)
 
     def _layer_bwd(self, b, L):
         m, E, T, Ts, h = self.job.model, self.E, self.T, self.Ts, self.job.model.hidden

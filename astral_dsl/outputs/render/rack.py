@@ -146,10 +146,15 @@ def build(ctx, located) -> Canvas:
             rail, plane, number = key
             failed = ctx.fabric_failed(fabric.fc.fabric, t0.name, rail, plane)
             colour = PLANE_EDGE[(plane or 0) % len(PLANE_EDGE)]
-            canvas.edge(tail, switches[key], "", theme="network", colour=colour,
-                        failed=failed, dir="none", headclip="true",
+            canvas.edge(tail + ":e", switches[key] + ":w", "", theme="network", colour=colour,
+                        failed=failed, dir="none",
                         tooltip=f"{tail.split(':')[0]} NIC {k} port {chr(ord('a') + j)} -> "
                                 f"{t0.name} #{number}")
+    order = [switches[k] for k in sorted(switches, key=lambda k: tuple(
+        -1 if x is None else x for x in k))]
+    with canvas.same_rank():
+        for a, b in zip(order, order[1:]):
+            canvas.here.edge(a, b, style="invis")
     notes = []
     if fabric is not None:
         notes.append(f"NIC k is on rail k mod {fabric.rails}; port a on plane A, port b on "

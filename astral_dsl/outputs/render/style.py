@@ -330,7 +330,8 @@ class Canvas:
 
     # -- the legend and the list of problems ------------------------------------------------------
     def finish(self, entries: Sequence[Tuple[str, str]], notes: Sequence[str] = (),
-               after: Sequence[str] = (), extra: Sequence[str] = ()) -> None:
+               after: Sequence[str] = (), extra: Sequence[str] = (),
+               beside: Sequence[str] = ()) -> None:
         """A legend (theme, meaning) with the common marks, and the problems of the design
         (those not drawn on any node first), placed after the nodes `after` (below them top-down,
         right of them left-right) beside the `extra` nodes (a table of tiers)."""
@@ -354,7 +355,7 @@ class Canvas:
                   + "".join(rows) + "</TABLE>>")
         problems = self.ctx.shown_problems()
         with self.same_rank("same"):
-            for gid in extra:
+            for gid in list(extra) + list(beside):
                 self.here.node(gid)
             self.here.node("legend", legend, shape="box", style="rounded", color="#b0bec5",
                            fontname=FONT, fontsize="10", margin="0.1", tooltip="legend",

@@ -1,0 +1,293 @@
+"""`--view power`: the one-line diagram, left to right: the supply of each side (A, B), the
+rectifier modules and batteries of the DC feeders, each feeder with its voltage, capacity and
+load (normal, and with its partner or one of its N failed), and the racks it serves inside the
+collapsed rows and pods, with their loads."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from astral_dsl.model.design import Instance
+from astral_dsl.model.rollup import power_of
+from astral_dsl.model.values import Group, Symbol
+from astral_dsl.outputs.render.style import Canvas, Line, amps, n, percent, watts
+from astral_dsl.outputs.render.tree import Tree, counted, power_line, summary
+
+
+def _sym(v) -> Optional[str]:
+    return v.name if isinstance(v, Symbol) else None
+
+
+def _si(v) -> Optional[float]:
+    return v.si if hasattr(v, "si") else None
+
+
+def _served(ctx, feeder: Instance) -> List[Tuple[int, Instance]]:
+    value = feeder.field("serves")
+    out: List[Tuple[int, Instance]] = []
+    if isinstance(value, Group):
+        for c, item in value.flat():
+            inst = ctx.resolve(item)
+            if inst is not None:
+                out.append((c, inst))
+    else:
+        inst = ctx.resolve(value)
+        if inst is not None:
+            out.append((1, inst))
+    return out
+
+
+def _redundancy(feeders: List[Instance], results) -> str:
+    sides = sorted({_sym(f.field("side")) for f in feeders if _sym(f.field("side"))})
+    if len(sides) > 1:
+        return f"2N: {' + '.join(sides)}, each side carries it alone" if len(sides) == 2 \
+            else f"{len(sides)} sides: {', '.join(sides)}"
+    counts = [results[f.path].count for f in feeders if f.path in results]
+    if counts and max(counts) > 1:
+        return f"N+1: {max(counts)} feeders, any {max(counts) - 1} carry it"
+    return ""
+
+
+def build(ctx, located) -> Canvas:
+    top = located.instance
+    eng = ctx.eng
+    results = ctx.feeders
+    title = [f"{located.text} — power view"]
+    if eng is not None and top is ctx.design.roots[0]:
+        p = eng.power
+        line = f"IT {watts(p.it_peak_w)} peak"
+        if eng.network_w:
+            line += (f" ({watts(p.it_peak_w - eng.network_w)} racks + "
+                     f"{watts(eng.network_w)} network)")
+        line += f" · {watts(p.it_average_w)} average"
+        title.append(line)
+        extra = [f"conversion losses {watts(p.conversion_loss_w)}"]
+        if p.rectifier_modules:
+            extra.append(f"{n(p.rectifier_modules)} rectifier modules")
+        if p.battery_ah:
+            extra.append(f"batteries {n(round(p.battery_ah))} Ah")
+        title.append(" · ".join(extra))
+    else:
+        title.append(summary(ctx, top) + f" · {power_line(ctx, top, 1)}")
+    if ctx.scenario:
+        title.append(f"under scenario `{ctx.scenario}`: " + "; ".join(ctx.notes))
+    canvas = Canvas(ctx, "power", "LR", title)
+    canvas.g.graph_attr.update(ranksep="0.7", nodesep="0.3")
+    tree = Tree(canvas, ctx)
+    drawn: List[Tuple[str, Instance, str, str]] = []   # (cluster key, feeder, entry, node)
+
+    def on_cluster(key, inst, count):
+        feeders = [m.value for m in inst.members
+                   if isinstance(m.value, Instance) and m.value.kind == "feeder"]
+        anchor = None
+        for f in feeders:
+            side = _sym(f.field("side"))
+            partner = any(_sym(g.field("side")) != side for g in feeders if g is not f)
+            entry, node = _feeder(canvas, ctx, f, results.get(f.path), key, partner)
+            drawn.append((key, f, entry, node))
+            anchor = anchor or entry
+        return anchor
+
+    def leaf(key, inst, count):
+        lv = ctx.levels.get(inst.path)
+        lines = [Line(power_line(ctx, inst, count), small=True)]
+        if lv is not None and abs(lv.average_w - lv.peak_w) > 1e-6:
+            lines.append(Line(f"{watts(lv.average_w)} average each", small=True))
+        limit = _si(inst.field("power_limit"))
+        if limit:
+            lines.append(Line(f"limit {watts(limit)}", small=True))
+        return "compute", lines
+
+    def title_of(inst, count):
+        feeders = [m.value for m in inst.members
+                   if isinstance(m.value, Instance) and m.value.kind == "feeder"]
+        red = _redundancy(feeders, results)
+        head = f"{inst.kind} {inst.template}" if inst is top else \
+            counted(count, inst.kind, inst.template)
+        return [head, Line(power_line(ctx, inst, count) + (f" · {red}" if red else ""),
+                           small=True)]
+
+    tree.draw(top, title=title_of, on_cluster=on_cluster, leaf=leaf,
+              theme=lambda i: "site" if i is top else "group")
+    _sources(canvas, ctx, tree, drawn)
+    _served_edges(canvas, ctx, tree, drawn)
+    after = [d.node for d in tree.drawn.values() if d.node]
+    if not drawn:
+        canvas.node("nofeeder", ["no feeders declared",
+                                 Line("declare `feeder` blocks with `serves = ...` to draw the "
+                                      "one-line diagram", small=True)], theme="note")
+    if eng is not None and eng.network_w and top is ctx.design.roots[0]:
+        switches = sum(f.switches for f in eng.fabrics)
+        canvas.node("network", ["network switches", Line(
+            f"{n(switches)} switches · {watts(eng.network_w)} peak", small=True),
+            Line("not on a declared feeder", small=True)], theme="note",
+            tooltip="the switches' power counts in the IT load")
+    notes = ["edge labels: the power each feeder carries in normal operation",
+             "counts inside a box are per replica of the box"]
+    supplies = [f"supply_{s}" for s in sorted({_sym(f.field("side")) or "x"
+                                               for _, f, _, _ in drawn})]
+    canvas.finish([("dc", "DC feeder (with rectifier modules and batteries)"),
+                   ("ac", "AC feeder"), ("storage", "batteries on the DC bus"),
+                   ("compute", "racks with their peak load")], notes,
+                  after=[] if supplies else after, beside=supplies)
+    return canvas
+
+
+def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tuple[str, str]:
+    """Draw a feeder with its rectifier and battery; returns (entry node, feeder node)."""
+    current = _sym(f.field("current")) or "dc"
+    theme = "dc" if current == "dc" else "ac"
+    side = _sym(f.field("side"))
+    gid = f"{key}_{f.template}"
+    head = f"feeder {f.template}" + (f" · side {side}" if side else "")
+    if r is not None and r.count > 1:
+        head = f"{r.count} x " + head
+    std = ctx.resolve(f.field("standard"))
+    volts = _si(f.field("voltage"))
+    kind = "DC" if current == "dc" else "AC"
+    phases = _si(f.field("phases"))
+    desc = f"{volts:g} V {kind}" if volts else kind
+    if current != "dc" and phases:
+        desc += f" {int(phases)}-phase"
+    pf = _si(f.field("power_factor"))
+    if pf and current != "dc":
+        desc += f" · pf {pf:g}"
+    if std is not None:
+        desc += f" · {std.template}"
+    lines = [head, Line(desc, small=True)]
+    failed = f.path in ctx.failed_paths
+    if r is not None:
+        cap = r.capacity_w
+        lines.append(Line(f"capacity {watts(cap)}" + (" each" if r.count > 1 else ""),
+                          small=True))
+        if failed and r.normal_w == 0:
+            lines.append(Line("failed: carries nothing", bold=True))
+        else:
+            share = f" ({percent(r.normal_w / cap)})" if cap else ""
+            what = "carries" if ctx.scenario else "normal"
+            lines.append(Line(f"{what} {watts(r.normal_w)}{share}", bold=True))
+        if r.failover_w:
+            other = "other side down" if partner else f"one of {r.count} down"
+            share = f" ({percent(r.failover_w / cap)})" if r.capacity_w else ""
+            lines.append(Line(f"{other}: {watts(r.failover_w)}{share}", small=True))
+        if r.current_a:
+            lines.append(Line(f"{amps(r.current_a)} at {watts(max(r.normal_w, r.failover_w))}",
+                              small=True))
+        if r.voltage_drop_v is not None:
+            lines.append(Line(f"drop {r.voltage_drop_v:.2f} V ({percent(r.drop_ratio)})",
+                              small=True))
+        if r.efficiency and current != "dc":
+            lines.append(Line(f"{percent(r.efficiency)} efficient", small=True))
+    parts = [f]
+    node = canvas.node(gid, lines, theme=theme, parts=parts, tooltip=f"feeder {f.path}",
+                       failed=failed or None)
+    entry = node
+    rect = ctx.resolve(f.field("rectifier"))
+    if rect is not None:
+        rlines = [f"rectifier {rect.template}"]
+        module = _si(rect.field("module"))
+        scheme = _sym(rect.field("redundancy")) or ""
+        if r is not None and not failed and (r.rectifier_modules or r.rectifier_modules_needed):
+            have = r.rectifier_modules or r.rectifier_modules_needed
+            rlines.append(Line(f"{n(have)} x {watts(module)} modules" if module else
+                               f"{n(have)} modules", bold=True))
+            if r.rectifier_modules and r.rectifier_modules_needed:
+                rlines.append(Line(f"needs {n(r.rectifier_modules_needed)}"
+                                   + (f" ({scheme})" if scheme else ""), small=True))
+            elif scheme:
+                rlines.append(Line(f"as needed, {scheme}", small=True))
+        eff = _si(rect.field("efficiency"))
+        if eff:
+            rlines.append(Line(f"{percent(eff)} efficient", small=True))
+        entry = canvas.node(f"{gid}_rect", rlines, theme="dc", parts=[rect],
+                            tooltip=f"rectifier {rect.path} of {f.path}", failed=failed or None)
+        canvas.edge(entry, node, "DC bus", theme="dc", failed=failed)
+    bat = ctx.resolve(f.field("battery"))
+    if bat is not None:
+        blines = [f"battery {bat.template}"]
+        cells, autonomy = _si(bat.field("cells")), _si(bat.field("autonomy"))
+        bits = []
+        if cells:
+            bits.append(f"{int(cells)} cells")
+        if autonomy:
+            bits.append(f"{autonomy / 60:g} min")
+        chem = _sym(bat.field("chemistry"))
+        if chem:
+            bits.append(chem.replace("_", "-"))
+        if bits:
+            blines.append(Line(" · ".join(bits), small=True))
+        if r is not None and r.battery_required_ah and not failed:
+            blines.append(Line(f"needs {n(round(r.battery_required_ah))} Ah", bold=True))
+        if r is not None and r.battery_available_ah:
+            blines.append(Line(f"holds {n(round(r.battery_available_ah))} Ah", small=True))
+        b = canvas.node(f"{gid}_bat", blines, theme="storage", parts=[bat],
+                        tooltip=f"battery {bat.path} of {f.path}", failed=failed or None)
+        canvas.edge(b, node, "backup", theme="storage", failed=failed, style="dashed")
+    return entry, node
+
+
+def _sources(canvas: Canvas, ctx, tree: Tree, drawn) -> None:
+    """One supply per side at the left: how many feeders it feeds and what they carry."""
+    sides: Dict[str, List] = {}
+    for key, f, entry, node in drawn:
+        side = _sym(f.field("side")) or ""
+        sides.setdefault(side, []).append((key, f, entry, node))
+    if not sides:
+        return
+    with canvas.same_rank("min"):
+        for side, items in sorted(sides.items()):
+            total_feeders, normal, alone = 0, 0.0, 0.0
+            kinds = set()
+            for key, f, entry, node in items:
+                r = ctx.feeders.get(f.path)
+                reps = tree.count_within(key, None)
+                count = r.count if r else 1
+                total_feeders += reps * count
+                if r is not None:
+                    normal += reps * count * r.normal_w
+                    alone += reps * count * max(r.failover_w, r.normal_w)
+                kinds.add("DC" if (_sym(f.field("current")) or "dc") == "dc" else "AC")
+            gid = f"supply_{side or 'x'}"
+            head = f"side {side} supply" if side else "supply"
+            canvas.node(gid, [head, Line(f"{n(total_feeders)} feeder"
+                                         f"{'s' if total_feeders != 1 else ''} "
+                                         f"({', '.join(sorted(kinds))})", small=True),
+                              Line(f"{'carries' if ctx.scenario else 'normal'} {watts(normal)}",
+                                   bold=True),
+                              Line(f"at most {watts(alone)}", small=True)
+                              if alone > normal * 1.0001 else None],
+                        theme="power", tooltip="the upstream supply of this side (not modelled)",
+                        failed=all(f.path in ctx.failed_paths for _, f, _, _ in items) or None)
+    for side, items in sorted(sides.items()):
+        for key, f, entry, node in items:
+            r = ctx.feeders.get(f.path)
+            reps = tree.count_within(key, None) * (r.count if r else 1)
+            text = f"{n(reps)} feeders" if reps > 1 else ""
+            canvas.edge(f"supply_{side or 'x'}", entry, text, theme="power",
+                        failed=f.path in ctx.failed_paths,
+                        tooltip=f"{n(reps)} feeder(s) {f.template}")
+
+
+def _served_edges(canvas: Canvas, ctx, tree: Tree, drawn) -> None:
+    for key, f, entry, node in drawn:
+        r = ctx.feeders.get(f.path)
+        current = _sym(f.field("current")) or "dc"
+        failed = f.path in ctx.failed_paths
+        served = _served(ctx, f) or [(1, tree.drawn[key].inst)]
+        for c, inst in served:
+            targets = [k for k in tree.by_inst.get(id(inst), [])
+                       if key in [d.key for d in tree.chain(k)]]
+            for k in targets:
+                d = tree.drawn[k]
+                text = ""
+                if r is not None:
+                    text = watts(r.normal_w) if not failed else "0 kW"
+                attrs = {}
+                target = d.node
+                if target is None:      # a cluster: end at its border
+                    target = d.anchor
+                    attrs["lhead"] = f"cluster_{k}"
+                if target is None:
+                    continue
+                canvas.edge(node, target, text, theme="dc" if current == "dc" else "ac",
+                            failed=failed, tooltip=f"{f.template} serves {n(c)} x "
+                                                   f"{inst.kind} {inst.template}", **attrs)

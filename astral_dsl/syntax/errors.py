@@ -1,0 +1,114 @@
+"""Syntax errors as diagnostics: what was found, what was expected (in words), and a hint for
+the common slips (`=` for `==`, a name read as a unit, an unclosed comment)."""
+from __future__ import annotations
+
+import re
+
+from lark import Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.syntax.source import Source
+
+# Human names for grammar terminals, for "expected ..." messages.
+_TERMINALS = {
+    "NAME": "a name", "NUMBER": "a number", "QUANTITY": "a quantity such as `45 kW`",
+    "STRING": "a string", "UNIT_SPEC": "a unit", "COMP_OP": "a comparison", "ADD_OP": "`+` or `-`",
+    "MUL_OP": "`*` or `/`", "OBJECTIVE": "`minimize` or `maximize`", "LBRACE": "`{`",
+    "RBRACE": "`}`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "COMMA": "`,`",
+    "EQUAL": "`=`", "COLON": "`:`", "DOT": "`.`", "SEMICOLON": "`;`", "$END": "the end of the file",
+    "QMARK": "`?`", "CIRCUMFLEX": "`^`", "MINUS": "`-`", "STAR": "`*`",
+}
+
+
+
+def _expected(names) -> str:
+    readable = sorted({_TERMINALS.get(n, f"`{n.lower()}`" if n.isupper() else f"`{n}`")
+                       for n in names if not n.startswith("_") and n != "$END"} |
+                      ({_TERMINALS["$END"]} if "$END" in names else set()))
+    if not readable:
+        return ""
+    if len(readable) > 6:
+        return "expected " + ", ".join(readable[:6]) + " or another token"
+    return "expected " + (", ".join(readable[:-1]) + " or " + readable[-1]
+                          if len(readable) > 1 else readable[0])
+
+
+def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
+    name = source.name
+    if isinstance(exc, (UnexpectedCharacters, UnexpectedToken)) and getattr(exc, "line", None) \
+            and source.line(exc.line)[exc.column - 1:exc.column + 1] == "/*":
+        return Diagnostic("E104", Severity.ERROR, "this `/*` comment is never closed",
+                          Span.at(name, exc.line, exc.column, exc.line, exc.column + 2),
+                          "end it with `*/`")
+    if isinstance(exc, UnexpectedCharacters):
+        ch = source.text[exc.pos_in_stream] if exc.pos_in_stream < len(source.text) else ""
+        span = Span.at(name, exc.line, exc.column)
+        hint = None
+        if ch == "'":
+            hint = "strings use double quotes: \"...\""
+        elif ch == "#":
+            hint = "comments start with `//`"
+        elif ch == "\"":
+            hint = "a string must end on the line it starts"
+        code = "E107" if ch == "\"" else "E104"
+        shown = repr(ch)[1:-1] if ch.isprintable() else f"U+{ord(ch):04X}" if ch else "end of file"
+        return Diagnostic(code, Severity.ERROR, f"unexpected character `{shown}`", span, hint)
+    if isinstance(exc, UnexpectedToken) and exc.token.type != "$END":
+        tok = exc.token
+        end_col = (tok.end_column if tok.end_line == tok.line and tok.end_column else tok.column + 1)
+        span = Span.at(name, tok.line, tok.column, tok.line, max(end_col, tok.column + 1))
+        names = set(exc.expected)
+        if _depth(source.text[:tok.start_pos or 0]) > 0:     # inside a body: no top-level forms
+            names -= {"IMPORT", "PARAM"}
+        expected = _expected(names)
+        hint = _unit_pitfall(source, tok) or _hint_for(tok, exc.expected, source)
+        msg = f"unexpected {_describe(tok)}" + (f"; {expected}" if expected else "")
+        return Diagnostic("E103", Severity.ERROR, msg, span, hint)
+    # end of file
+    lines = source.text.split("\n")
+    line = len(lines)
+    col = len(lines[-1]) + 1
+    expected = _expected(getattr(exc, "expected", []) or [])
+    return Diagnostic("E105", Severity.ERROR,
+                      "unexpected end of file" + (f"; {expected}" if expected else ""),
+                      Span.at(name, line, col), "a `{`, `(` or `[` may be missing its closing pair")
+
+
+def _depth(text: str) -> int:
+    """Brace depth at the end of `text`, ignoring comments and strings (roughly)."""
+    text = re.sub(r'"([^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', "", text, flags=re.S)
+    return text.count("{") - text.count("}")
+
+
+def _describe(tok: Token) -> str:
+    if tok.type == "NAME":
+        return f"name `{tok}`"
+    if tok.type in ("NUMBER", "QUANTITY"):
+        return f"{'number' if tok.type == 'NUMBER' else 'quantity'} `{tok}`"
+    return f"`{tok}`"
+
+
+def _hint_for(tok: Token, expected, source: Source | None = None) -> str | None:
+    if str(tok) != "=":
+        return None
+    before = source.line(tok.line)[:tok.column - 1] if source is not None else ""
+    if "COMP_OP" in expected or re.search(r"\b(check|if|and|or|not)\b", before):
+        return "`=` sets a field; compare with `==`"
+    return None
+
+
+_TRAILING_QUANTITY = re.compile(r"(\d[\d_.]*(?:[eE][+-]?\d+)?)[ \t]+([A-Za-z_]\w*)[ \t]*$")
+
+
+def _unit_pitfall(source: Source, tok: Token) -> str | None:
+    """`a = 4 b = 3` reads `4 b` as four bits: say so when an `=` follows such a quantity."""
+    if str(tok) != "=":
+        return None
+    before = source.line(tok.line)[:tok.column - 1]
+    m = _TRAILING_QUANTITY.search(before)
+    if not m:
+        return None
+    head, unit = before[:m.start(2)].rstrip(), m.group(2)
+    return (f"`{m.group(1)} {unit}` was read as a quantity with the unit `{unit}`; "
+            f"separate statements on one line with `,` (as in `{head}, {unit} = ...`)")
