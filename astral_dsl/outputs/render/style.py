@@ -339,10 +339,8 @@ class Canvas:
         for theme, meaning in entries:
             fill, border, _ = THEMES[theme]
             rows.append(_swatch(fill, border, meaning))
-        rows.append(_swatch("#ffffff", "#78909c", "N x item: N identical replicas, drawn once; "
-                                                  "counts inside a box are per replica"))
-        rows.append(_swatch(RED_FILL, RED, "violation: the code is on the part, the message "
-                                           "in its tooltip"))
+        rows.append(_swatch("#ffffff", "#78909c", "N x item: N identical replicas drawn once"))
+        rows.append(_swatch(RED_FILL, RED, "violation (code on the part, message in tooltip)"))
         rows.append(_swatch(AMBER_FILL, AMBER, "warning"))
         if self.ctx.scenario is not None:
             rows.append(_swatch(GREY_FILL, GREY, f"failed in scenario `{self.ctx.scenario}`",
