@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install system-deps demo test bench
+.PHONY: install system-deps demo test bench images
 
 system-deps:
 	@# Graphviz's `dot` comes from Debian's package (needed by `astral render`).
@@ -22,3 +22,11 @@ test: install
 
 bench: install
 	$(PYTHON) benchmarks/bench_frontend.py
+
+# The README's pictures of the reference design (PNG), drawn by `astral render`.
+IMAGES_DPI ?= 110
+images: system-deps
+	@mkdir -p docs/images
+	$(PYTHON) -m astral_dsl.cli render examples/astral.astral -o docs/images/astral-cluster.png --view cluster --dpi $(IMAGES_DPI)
+	$(PYTHON) -m astral_dsl.cli render examples/astral.astral -o docs/images/astral-power.png --view power --dpi $(IMAGES_DPI)
+	$(PYTHON) -m astral_dsl.cli render examples/astral.astral -o docs/images/astral-cooling.png --view cooling --dpi $(IMAGES_DPI)

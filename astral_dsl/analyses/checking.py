@@ -42,8 +42,9 @@ def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
                 + list(sizing.diagnostics)), sizing)
         design = sizing.design
     diags: List[Diagnostic] = list(design.diagnostics)
-    if not design.valid or not design.roots:
+    if _front_end_errors(design) or not design.roots:
         return Checked(design, None, (), sort_diagnostics(diags), sizing)
+    # a failed user `check` does not stop the engineering checks: they are independent
     eng = analyse(design)
     diags.extend(eng.diagnostics)
     outcomes = []

@@ -87,6 +87,11 @@ CODES: dict[str, str] = {
     "E662": "the sizing solver failed",
     "E680": "a required scenario breaks the design",
     "W680": "a scenario breaks the design",
+    # E7xx: rendering (`astral render`)
+    "E700": "Graphviz's dot program not found",
+    "E701": "Graphviz's dot program failed",
+    "E702": "nothing to draw for this name or view",
+    "E703": "the picture cannot be written",
 }
 
 

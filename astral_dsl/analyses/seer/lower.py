@@ -138,7 +138,10 @@ class Lowering:
                      join=join, extra=extra)
 
     def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1):
-        b.add(Op(name, cat, "compute", self.c.stream(name, nbytes, kernels), 0.0, nbytes, "", layer))
+        kind = ("softmax" if "softmax" in name or "cross entropy" in name else
+                "dropout" if "dropout" in name else "norm" if cat == "norm" else "stream")
+        b.add(Op(name, cat, "compute", self.c.stream(name, nbytes, kernels, kind), 0.0, nbytes, "",
+                 layer))
 
     # ---- one transformer layer -----------------------------------------------------------------
     def _attention_fwd(self, b, L, pre=""):

@@ -6,7 +6,10 @@ one model chunk) in the order of the real schedule: Megatron's 1F1B (warm-up of 
 forwards, steady one-forward-one-backward, cool-down), its interleaved variant with v chunks, or
 GPipe. A block starts when its stream is free and its input has arrived: the activation (or
 gradient) leaves the previous stage on that stage's PP stream (FIFO, one transfer at a time) and
-takes the p2p time. The bubble is not a formula: it is the idle time this produces.
+takes the p2p time. As in Megatron-LM, sends and receives are synchronous and batched: a
+transfer starts when the sender has finished its block and the receiver has posted the matching
+receive (at the end of the block before the one that needs it), and the sender waits for it. The
+bubble is not a formula: it is the idle time this produces.
 
 After the last backward of each chunk, the gradients of its layers are final: they are reduced
 over the data-parallel group in buckets on the DP stream, each bucket as soon as its layers'
@@ -17,11 +20,13 @@ parameters are all-gathered. The iteration ends when the last stage's step ends.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
 from astral_dsl.analyses.seer import comm
 
+BLOCKING_P2P = True     # Megatron-LM's schedules wait for each send/receive pair to complete
 BUCKET_PARAMS = 40e6     # Megatron-LM's default DDP bucket (max(40M, 1M x dp) parameters)
 
 
@@ -62,6 +67,7 @@ class Block:
     end: float
     wait: float = 0.0       # idle before it on the compute stream
     wait_pp: float = 0.0    # of which: waiting for the p2p transfer itself
+    blocked: float = 0.0    # after it: held by its own synchronous send
 
 
 @dataclass
@@ -86,58 +92,79 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
     orders = [order(p, v, m, i, par.schedule) for i in range(p)]
     # arrival time of each block's input: (stage, phase, chunk, mb) -> (ready, transfer time)
     ready: Dict[Tuple[int, str, int, int], Tuple[float, float]] = {}
-    fdone: Dict[Tuple[int, int, int], float] = {}
+    fdone: Dict[Tuple[int, int], float] = {}
     runs = [StageRun() for _ in range(p)]
+    pos = [{blk: k for k, blk in enumerate(o)} for o in orders]
+    ends: List[List[float]] = [[] for _ in range(p)]
     ptr, free, pp_free = [0] * p, [0.0] * p, [0.0] * p
-    remaining = sum(len(o) for o in orders)
-    while remaining:
-        moved = False
-        for i in range(p):
-            seq, run = orders[i], runs[i]
-            while ptr[i] < len(seq):
-                ph, c, j = seq[ptr[i]]
-                first = (ph == "F" and i == 0 and c == 0)
-                if first:
-                    arrive, hop_t = 0.0, 0.0
-                elif ph == "B" and i == p - 1 and c == v - 1:
-                    if (i, c, j) not in fdone:
-                        break
-                    arrive, hop_t = fdone[(i, c, j)], 0.0
-                else:
-                    got = ready.get((i, ph, c, j))
-                    if got is None:
-                        break
-                    arrive, hop_t = got
-                start = max(free[i], arrive)
-                end = start + dur[(i, ph, c)]
-                wait = start - free[i]
-                run.blocks.append(Block(ph, c, j, start, end, wait, min(wait, hop_t)))
-                free[i] = end
-                if ph == "F":
-                    fdone[(i, c, j)] = end
-                _send(runs, ready, pp_free, i, ph, c, j, end, p, v, hop)
-                ptr[i] += 1
-                remaining -= 1
-                moved = True
-        if not moved:
-            raise RuntimeError("pipeline schedule deadlocked")
+    blocked = [False] * p
+    pending: Dict[Tuple[int, int], list] = {}    # (receiver, its block index) -> sends to match
+    queue, waiting = deque(range(p)), {}
+
+    def deliver(i, dest, sent_at, posted):
+        """Stage i's send meets the receiver's posted receive: transfer on i's PP stream."""
+        start = max(sent_at, posted, pp_free[i])
+        pp_free[i] = arrive = start + hop
+        runs[i].sends.append((start, arrive, dest[1], dest[2], dest[3]))
+        ready[dest] = (arrive, hop)
+        if BLOCKING_P2P:
+            blk = runs[i].blocks[-1] if runs[i].blocks else None
+            if arrive > free[i] and blk is not None:
+                blk.blocked += arrive - max(free[i], blk.end)
+            free[i] = max(free[i], arrive)
+            blocked[i] = False
+        if dest in waiting:
+            queue.append(waiting.pop(dest))
+
+    while queue:
+        i = queue.popleft()
+        seq, run = orders[i], runs[i]
+        while ptr[i] < len(seq) and not blocked[i]:
+            ph, c, j = seq[ptr[i]]
+            if ph == "F" and i == 0 and c == 0:
+                arrive, hop_t = 0.0, 0.0
+            elif ph == "B" and i == p - 1 and c == v - 1:
+                arrive, hop_t = fdone[(c, j)], 0.0
+            else:
+                got = ready.get((i, ph, c, j))
+                if got is None:
+                    waiting[(i, ph, c, j)] = i
+                    break
+                arrive, hop_t = got
+            start = max(free[i], arrive)
+            end = start + dur[(i, ph, c)]
+            wait = start - free[i]
+            run.blocks.append(Block(ph, c, j, start, end, wait, min(wait, hop_t)))
+            free[i] = end
+            ends[i].append(end)
+            if ph == "F" and i == p - 1:
+                fdone[(c, j)] = end
+            for sender, dest, sent_at in pending.pop((i, ptr[i]), ()):
+                deliver(sender, dest, sent_at, end)   # this block's end posts the next receive
+            ptr[i] += 1
+            dest = _dest(i, ph, c, j, p, v)
+            if dest is None:
+                continue
+            k = pos[dest[0]][dest[1:]]
+            if k == 0 or len(ends[dest[0]]) >= k:
+                deliver(i, dest, end, ends[dest[0]][k - 1] if k else 0.0)
+            else:
+                pending.setdefault((dest[0], k - 1), []).append((i, dest, end))
+                blocked[i] = BLOCKING_P2P
+    if any(ptr[i] < len(orders[i]) for i in range(p)):
+        raise RuntimeError("pipeline schedule deadlocked")
     for i, run in enumerate(runs):
         run.backward_end = free[i]
     return runs, _tail(low, runs, orders)
 
 
-def _send(runs, ready, pp_free, i, ph, c, j, end, p, v, hop):
-    """Queue the block's output on stage i's PP stream towards the stage that needs it."""
+def _dest(i, ph, c, j, p, v):
+    """The block that needs this block's output (activation forward, gradient backward)."""
+    if p == 1:
+        return None
     if ph == "F":
-        dest = (i + 1, "F", c, j) if i < p - 1 else ((0, "F", c + 1, j) if c < v - 1 else None)
-    else:
-        dest = (i - 1, "B", c, j) if i > 0 else ((p - 1, "B", c - 1, j) if c > 0 else None)
-    if dest is None:
-        return
-    start = max(end, pp_free[i])
-    pp_free[i] = start + hop
-    runs[i].sends.append((start, start + hop, ph, c, j))
-    ready[dest] = (start + hop, hop)
+        return (i + 1, "F", c, j) if i < p - 1 else ((0, "F", c + 1, j) if c < v - 1 else None)
+    return (i - 1, "B", c, j) if i > 0 else ((p - 1, "B", c - 1, j) if c > 0 else None)
 
 
 def _tail(low, runs: List[StageRun], orders) -> float:

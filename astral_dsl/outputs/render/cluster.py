@@ -59,7 +59,9 @@ def tier_table(canvas: Canvas, fabrics: List[Fabric], gid: str = "tiers") -> Opt
                            f"{fc.rails} rail{'s' if fc.rails != 1 else ''} x {fc.planes} "
                            f"plane{'s' if fc.planes != 1 else ''} · "
                            f"{n(fc.host_ports)} NIC ports of {speed(fc.nic_speed)} · "
-                           f"{n(fc.switches)} switches · {watts(fc.power_w)}", bold=True), {})])
+                           f"{n(fc.switches)} switches · " + (
+                               watts(fc.power_w) if fc.power_w else "switch power not declared"),
+                           bold=True), {})])
         rows.append([(Line(h, bold=True, small=True), {"align": "LEFT"}) for h in head])
         for t, ti in zip(reversed(fc.tiers), reversed(f.tier_insts)):
             over = f"{t.oversubscription:g}:1" if t.oversubscription is not None else "—"
@@ -117,8 +119,9 @@ def build(ctx, located) -> Canvas:
     top = located.instance
     fabrics = fabrics_of(ctx)
     fabric_line = " · ".join(
-        f"fabric {f.inst.template if f.inst else f.fc.fabric}: {f.rails} rails x {f.planes} "
-        f"planes, {len(f.tiers)} tiers, {n(f.fc.switches)} switches" for f in fabrics)
+        f"fabric {f.inst.template if f.inst else f.fc.fabric}: {f.rails} "
+        f"rail{'s' if f.rails != 1 else ''} x {f.planes} plane{'s' if f.planes != 1 else ''}, "
+        f"{len(f.tiers)} tiers, {n(f.fc.switches)} switches" for f in fabrics)
     title = [f"{top.template} — cluster view", summary(ctx, top) + (
         f" · {watts(_it_peak(ctx, top))} IT peak" if ctx.eng else "")]
     if fabric_line:
@@ -158,7 +161,7 @@ def build(ctx, located) -> Canvas:
         for fi in sorted({fi for fi, _ in railed}):
             f = fabrics[fi]
             for r in range(f.rails):
-                with canvas.cluster(f"{key}_f{fi}_r{r}", [f"rail {r}"], theme="rail",
+                with canvas.cluster(f"{key}_f{fi}_r{r}", [f"rail {r}"], theme="rail", labelloc="t",
                                     failed=ctx.fabric_failed(f.fc.fabric, None, r, None) or None,
                                     tooltip=f"rail {r}: NIC {r} of every host"):
                     for (fj, i) in sorted(railed, key=lambda x: -x[1]):

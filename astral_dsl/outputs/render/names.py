@@ -57,8 +57,7 @@ def _members(inst: Instance) -> List[str]:
 
 
 def _error(code: str, text: str, message: str, hint: Optional[str] = None) -> RenderError:
-    return RenderError(Diagnostic(code, Severity.ERROR, f"--name {text}: {message}", None, hint,
-                                  file="--name"))
+    return RenderError(Diagnostic(code, Severity.ERROR, f"--name {text}: {message}", None, hint))
 
 
 def resolve(design: Design, text: str) -> Located:
@@ -67,8 +66,7 @@ def resolve(design: Design, text: str) -> Located:
     except DiagnosticError as exc:
         d = exc.diagnostic
         raise RenderError(Diagnostic(d.code, d.severity, f"--name {text}: {d.message}", None,
-                                     d.hint or "write a path such as `Site.pods[0]`",
-                                     file="--name")) from None
+                                     d.hint or "write a path such as `Site.pods[0]`")) from None
     ops: List[Tuple[str, object]] = []
     node = expr
     while True:
@@ -178,8 +176,9 @@ def locate(design: Design, text: Optional[str], view: str, kinds: Tuple[str, ...
     if text:
         found = resolve(design, text)
         if found.instance.kind not in kinds:
-            raise _error("E702", text, f"is a {found.instance.kind}; the {view} view draws a "
-                                       f"{' or '.join(kinds)}", _better_view(found.instance.kind))
+            raise _error("E702", text, f"names a {found.instance.kind}, but the {view} view "
+                                       f"draws a {' or '.join(kinds)}",
+                         _better_view(found.instance.kind))
         return found
     for kind in defaults:
         found = first_of(design.roots[0], (kind,))

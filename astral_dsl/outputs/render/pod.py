@@ -7,8 +7,8 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.outputs.render.cluster import Fabric, fabrics_of, tier_table
-from astral_dsl.outputs.render.style import Canvas, Line, links, n, plane_name, speed, watts
-from astral_dsl.outputs.render.tree import Tree, counted, level, nic_ports, power_line, summary
+from astral_dsl.outputs.render.style import Canvas, Line, links, n, plane_name, speed
+from astral_dsl.outputs.render.tree import counted, level, nic_ports, power_line, summary
 
 MAX_COLUMNS = 32           # rail x plane columns drawn one by one; more are drawn per tier only
 
@@ -107,7 +107,7 @@ def build(ctx, located) -> Canvas:
             split_ok = columns <= MAX_COLUMNS
             rail_split = split_ok and any(f.split(i)[0] for i in mine)
             for r in (range(f.rails) if rail_split else [None]):
-                cm = canvas.cluster(f"f{fi}_r{r}", [f"rail {r}"], theme="rail",
+                cm = canvas.cluster(f"f{fi}_r{r}", [f"rail {r}"], theme="rail", labelloc="t",
                                     tooltip=f"rail {r}: NIC {r} of every host") \
                     if r is not None else _nothing()
                 with cm:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.model.design import Instance
-from astral_dsl.model.rollup import power_of
 from astral_dsl.model.values import Group, Symbol
 from astral_dsl.outputs.render.style import Canvas, Line, amps, n, percent, watts
 from astral_dsl.outputs.render.tree import Tree, counted, power_line, summary
@@ -76,6 +75,14 @@ def build(ctx, located) -> Canvas:
     drawn: List[Tuple[str, Instance, str, str]] = []   # (cluster key, feeder, entry, node)
 
     def on_cluster(key, inst, count):
+        if inst is top:
+            _supplies(canvas, ctx, top)
+        if inst is top and eng is not None and eng.network_w and top is ctx.design.roots[0]:
+            switches = sum(f.switches for f in eng.fabrics)
+            canvas.node("network", ["network switches", Line(
+                f"{n(switches)} switches · {watts(eng.network_w)} peak", small=True),
+                Line("not on a declared feeder", small=True)], theme="note",
+                tooltip="the switches' power counts in the IT load")
         feeders = [m.value for m in inst.members
                    if isinstance(m.value, Instance) and m.value.kind == "feeder"]
         anchor = None
@@ -110,25 +117,16 @@ def build(ctx, located) -> Canvas:
               theme=lambda i: "site" if i is top else "group")
     _sources(canvas, ctx, tree, drawn)
     _served_edges(canvas, ctx, tree, drawn)
-    after = [d.node for d in tree.drawn.values() if d.node]
     if not drawn:
         canvas.node("nofeeder", ["no feeders declared",
                                  Line("declare `feeder` blocks with `serves = ...` to draw the "
                                       "one-line diagram", small=True)], theme="note")
-    if eng is not None and eng.network_w and top is ctx.design.roots[0]:
-        switches = sum(f.switches for f in eng.fabrics)
-        canvas.node("network", ["network switches", Line(
-            f"{n(switches)} switches · {watts(eng.network_w)} peak", small=True),
-            Line("not on a declared feeder", small=True)], theme="note",
-            tooltip="the switches' power counts in the IT load")
-    notes = ["edge labels: the power each feeder carries in normal operation",
+    notes = ["edge labels: the power each feeder carries " + (
+        "under the scenario" if ctx.scenario else "in normal operation"),
              "counts inside a box are per replica of the box"]
-    supplies = [f"supply_{s}" for s in sorted({_sym(f.field("side")) or "x"
-                                               for _, f, _, _ in drawn})]
     canvas.finish([("dc", "DC feeder (with rectifier modules and batteries)"),
                    ("ac", "AC feeder"), ("storage", "batteries on the DC bus"),
-                   ("compute", "racks with their peak load")], notes,
-                  after=[] if supplies else after, beside=supplies)
+                   ("compute", "racks with their peak load")], notes)
     return canvas
 
 
@@ -225,46 +223,63 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
     return entry, node
 
 
-def _sources(canvas: Canvas, ctx, tree: Tree, drawn) -> None:
-    """One supply per side at the left: how many feeders it feeds and what they carry."""
+def _feeders_below(ctx, top: Instance) -> List[Tuple[int, Instance]]:
+    """(replicas inside `top`, feeder) for every feeder declaration at or below `top`."""
+    out: List[Tuple[int, Instance]] = []
+
+    def walk(inst: Instance, mult: int) -> None:
+        for m in inst.members:
+            if isinstance(m.value, Instance) and m.value.kind == "feeder":
+                out.append((mult, m.value))
+        for c, child in inst.containment():
+            walk(child, mult * c)
+
+    walk(top, 1)
+    return out
+
+
+def _supplies(canvas: Canvas, ctx, top: Instance) -> None:
+    """One supply per side: how many feeders it feeds and what they carry."""
     sides: Dict[str, List] = {}
+    for reps, f in _feeders_below(ctx, top):
+        sides.setdefault(_sym(f.field("side")) or "", []).append((reps, f))
+    with canvas.same_rank("same"):
+        for side, items in sorted(sides.items()):
+            _supply(canvas, ctx, side, items)
+
+
+def _supply(canvas: Canvas, ctx, side: str, items) -> None:
+    if True:
+        total_feeders, normal, alone = 0, 0.0, 0.0
+        kinds = set()
+        for reps, f in items:
+            r = ctx.feeders.get(f.path)
+            count = r.count if r else 1
+            total_feeders += reps * count
+            if r is not None:
+                normal += reps * count * r.normal_w
+                alone += reps * count * max(r.failover_w, r.normal_w)
+            kinds.add("DC" if (_sym(f.field("current")) or "dc") == "dc" else "AC")
+        head = f"side {side} supply" if side else "supply"
+        canvas.node(f"supply_{side or 'x'}", [
+            head, Line(f"{n(total_feeders)} feeder{'s' if total_feeders != 1 else ''} "
+                       f"({', '.join(sorted(kinds))})", small=True),
+            Line(f"{'carries' if ctx.scenario else 'normal'} {watts(normal)}", bold=True),
+            Line(f"at most {watts(alone)}", small=True) if alone > normal * 1.0001 else None],
+            theme="power", tooltip="the upstream supply of this side (not modelled)",
+            failed=all(f.path in ctx.failed_paths for _, f in items) or None)
+
+
+def _sources(canvas: Canvas, ctx, tree: Tree, drawn) -> None:
+    """Edges from each side's supply to its feeders (or their rectifiers)."""
     for key, f, entry, node in drawn:
         side = _sym(f.field("side")) or ""
-        sides.setdefault(side, []).append((key, f, entry, node))
-    if not sides:
-        return
-    with canvas.same_rank("min"):
-        for side, items in sorted(sides.items()):
-            total_feeders, normal, alone = 0, 0.0, 0.0
-            kinds = set()
-            for key, f, entry, node in items:
-                r = ctx.feeders.get(f.path)
-                reps = tree.count_within(key, None)
-                count = r.count if r else 1
-                total_feeders += reps * count
-                if r is not None:
-                    normal += reps * count * r.normal_w
-                    alone += reps * count * max(r.failover_w, r.normal_w)
-                kinds.add("DC" if (_sym(f.field("current")) or "dc") == "dc" else "AC")
-            gid = f"supply_{side or 'x'}"
-            head = f"side {side} supply" if side else "supply"
-            canvas.node(gid, [head, Line(f"{n(total_feeders)} feeder"
-                                         f"{'s' if total_feeders != 1 else ''} "
-                                         f"({', '.join(sorted(kinds))})", small=True),
-                              Line(f"{'carries' if ctx.scenario else 'normal'} {watts(normal)}",
-                                   bold=True),
-                              Line(f"at most {watts(alone)}", small=True)
-                              if alone > normal * 1.0001 else None],
-                        theme="power", tooltip="the upstream supply of this side (not modelled)",
-                        failed=all(f.path in ctx.failed_paths for _, f, _, _ in items) or None)
-    for side, items in sorted(sides.items()):
-        for key, f, entry, node in items:
-            r = ctx.feeders.get(f.path)
-            reps = tree.count_within(key, None) * (r.count if r else 1)
-            text = f"{n(reps)} feeders" if reps > 1 else ""
-            canvas.edge(f"supply_{side or 'x'}", entry, text, theme="power",
-                        failed=f.path in ctx.failed_paths,
-                        tooltip=f"{n(reps)} feeder(s) {f.template}")
+        r = ctx.feeders.get(f.path)
+        reps = tree.count_within(key, None) * (r.count if r else 1)
+        text = f"{n(reps)} feeders" if reps > 1 else ""
+        canvas.edge(f"supply_{side or 'x'}", entry, text, theme="power",
+                    failed=f.path in ctx.failed_paths,
+                    tooltip=f"{n(reps)} feeder(s) {f.template}")
 
 
 def _served_edges(canvas: Canvas, ctx, tree: Tree, drawn) -> None:

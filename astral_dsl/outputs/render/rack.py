@@ -10,9 +10,9 @@ from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import count_of, group_of, power_of
 from astral_dsl.model.values import Group
 from astral_dsl.outputs.render.cluster import Fabric, fabrics_of
-from astral_dsl.outputs.render.style import PLANE_EDGE, Canvas, Line, esc, links, n, \
-    plane_name, speed, watts
-from astral_dsl.outputs.render.tree import SCOPE_KINDS, level
+from astral_dsl.outputs.render.style import PLANE_EDGE, Canvas, Line, links, n, plane_name, \
+    speed, watts
+from astral_dsl.outputs.render.tree import SCOPE_KINDS
 
 MAX_HOSTS = 16
 MAX_ROWS = 32          # GPUs / NICs listed per host
@@ -148,8 +148,11 @@ def build(ctx, located) -> Canvas:
             colour = PLANE_EDGE[(plane or 0) % len(PLANE_EDGE)]
             canvas.edge(tail + ":e", switches[key] + ":w", "", theme="network", colour=colour,
                         failed=failed, dir="none",
-                        tooltip=f"{tail.split(':')[0]} NIC {k} port {chr(ord('a') + j)} -> "
-                                f"{t0.name} #{number}")
+                        tooltip=f"{tail.split(':')[0].replace('host', 'host ')} NIC {k} port "
+                                f"{chr(ord('a') + j)} -> {t0.name}"
+                                + (f" rail {rail}" if rail is not None else "")
+                                + (f" plane {plane_name(plane)}" if plane is not None else "")
+                                + f" #{number}")
     order = [switches[k] for k in sorted(switches, key=lambda k: tuple(
         -1 if x is None else x for x in k))]
     with canvas.same_rank():
@@ -164,7 +167,7 @@ def build(ctx, located) -> Canvas:
     entries = [("compute", "a host: GPUs, NICs and one cell per NIC port")]
     if fabric is not None:
         entries.append(("network", f"first-tier switch ({t0.name}); edge colour: plane"))
-    canvas.finish(entries, notes, after=list(switches.values()) or host_ids)
+    canvas.finish(entries, notes)
     return canvas
 
 

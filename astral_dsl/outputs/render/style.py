@@ -206,7 +206,10 @@ class Canvas:
                        "fontsize": "11", "margin": "0.12,0.06", "penwidth": "1.3"},
             edge_attr={"fontname": FONT, "fontsize": "10", "arrowsize": "0.7",
                        "penwidth": "1.3"})
-        self._stack = [self.g]
+        # everything is drawn inside one borderless cluster whose label, below the drawing,
+        # holds the legend and the list of problems
+        self.body = graphviz.Digraph(name="cluster_all")
+        self._stack = [self.body]
         self._failed_stack = [False]
         self.marked: set = set()           # ids of diagnostics drawn on some node
         self.node_count = 0
@@ -296,7 +299,7 @@ class Canvas:
     @contextlib.contextmanager
     def cluster(self, gid: str, title: Sequence[str], *, theme: str = "group",
                 parts: Iterable = (), failed: Optional[bool] = None, tooltip: str = "",
-                dashed: bool = False):
+                dashed: bool = False, labelloc: Optional[str] = None):
         problems, is_failed = self._marks(parts, failed)
         fill, border, font, pen, style, classes = self._colours(theme, problems, is_failed)
         lines = list(title)
@@ -306,8 +309,8 @@ class Canvas:
         with self.here.subgraph(name=f"cluster_{gid}") as sub:
             sub.attr(label=label(lines, font), style=",".join(["rounded", "filled"] + style + (
                 ["dashed"] if dashed else [])), fillcolor=fill, color=border, penwidth=pen,
-                fontname=FONT, fontsize="12", labeljust="l", margin="12",
-                labelloc=self.cluster_labels,
+                fontname=FONT, fontsize="12", labeljust="l", margin="12", peripheries="1",
+                labelloc=labelloc or self.cluster_labels,
                 tooltip=self._tooltip(tooltip, problems), **{"class": " ".join(
                     ["cluster"] + classes)})
             self._stack.append(sub)
@@ -330,11 +333,10 @@ class Canvas:
 
     # -- the legend and the list of problems ------------------------------------------------------
     def finish(self, entries: Sequence[Tuple[str, str]], notes: Sequence[str] = (),
-               after: Sequence[str] = (), extra: Sequence[str] = (),
-               beside: Sequence[str] = ()) -> None:
-        """A legend (theme, meaning) with the common marks, and the problems of the design
-        (those not drawn on any node first), placed after the nodes `after` (below them top-down,
-        right of them left-right) beside the `extra` nodes (a table of tiers)."""
+               after: Sequence[str] = (), extra: Sequence[str] = ()) -> None:
+        """Close the picture: below the drawing, a legend (theme, meaning) with the common
+        marks, and the problems of the design (those not drawn on any part first); the `extra`
+        nodes (a table of tiers) go after the nodes `after`."""
         rows = []
         for theme, meaning in entries:
             fill, border, _ = THEMES[theme]
@@ -346,52 +348,51 @@ class Canvas:
             rows.append(_swatch(GREY_FILL, GREY, f"failed in scenario `{self.ctx.scenario}`",
                                 dashed=True))
         for note in notes:
-            rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#455a64">'
-                        f'{esc(note)}</FONT></TD></TR>')
-        legend = ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">'
-                  '<TR><TD COLSPAN="2" ALIGN="LEFT"><B>legend</B></TD></TR>'
-                  + "".join(rows) + "</TABLE>>")
+            rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10" '
+                        f'COLOR="#455a64">{esc(note)}</FONT></TD></TR>')
+        boxes = ['<TD VALIGN="TOP"><TABLE BORDER="1" STYLE="rounded" COLOR="#b0bec5" '
+                 'CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">'
+                 '<TR><TD COLSPAN="2" ALIGN="LEFT"><B>legend</B></TD></TR>'
+                 + "".join(rows) + "</TABLE></TD>"]
         problems = self.ctx.shown_problems()
-        with self.same_rank("same"):
-            for gid in list(extra) + list(beside):
-                self.here.node(gid)
-            self.here.node("legend", legend, shape="box", style="rounded", color="#b0bec5",
-                           fontname=FONT, fontsize="10", margin="0.1", tooltip="legend",
-                           **{"class": "legend"})
-            if problems:
-                unmarked = [d for d in problems if id(d) not in self.marked]
-                marked = [d for d in problems if id(d) in self.marked]
-                lines = []
-                for d in (unmarked + marked)[:10]:
-                    where = f" ({d.span.file.rsplit('/', 1)[-1]}:{d.span.start.line})" \
-                        if d.span else ""
-                    colour = RED if d.is_error else AMBER
-                    lines.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{colour}"><B>'
-                                 f'{esc(d.code)}</B></FONT></TD><TD ALIGN="LEFT">'
-                                 f'<FONT POINT-SIZE="10">{esc(short(d.message, 90) + where)}'
-                                 f'</FONT></TD></TR>')
-                more = len(problems) - 10
-                if more > 0:
-                    lines.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="9">'
-                                 f'and {more} more: run `astral check`</FONT></TD></TR>')
-                title = (f"problems under scenario `{self.ctx.scenario}`"
-                         if self.ctx.scenario else "problems")
-                text = ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="2">'
-                        f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT COLOR="{RED}"><B>{esc(title)}'
-                        f'</B></FONT></TD></TR>' + "".join(lines) + "</TABLE>>")
-                any_error = any(d.is_error for d in problems)
-                self.here.node("problems", text, shape="box", style="rounded,filled",
-                               fillcolor=RED_FILL if any_error else AMBER_FILL,
-                               color=RED if any_error else AMBER, fontname=FONT, fontsize="10",
-                               tooltip="\n".join(f"{d.code}: {d.message}" for d in problems),
-                               **{"class": "problems"})
-        keys = list(extra) + ["legend"] + (["problems"] if problems else [])
+        if problems:
+            unmarked = [d for d in problems if id(d) not in self.marked]
+            marked = [d for d in problems if id(d) in self.marked]
+            lines = []
+            for d in (unmarked + marked)[:12]:
+                where = f" ({d.span.file.rsplit('/', 1)[-1]}:{d.span.start.line})" \
+                    if d.span else ""
+                colour = RED if d.is_error else AMBER
+                lines.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{colour}"><B>'
+                             f'{esc(d.code)}</B></FONT></TD><TD ALIGN="LEFT">'
+                             f'<FONT POINT-SIZE="10">{esc(short(d.message, 100) + where)}'
+                             f'</FONT></TD></TR>')
+            more = len(problems) - 12
+            if more > 0:
+                lines.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10">'
+                             f'and {more} more: run `astral check`</FONT></TD></TR>')
+            title = (f"problems under scenario `{self.ctx.scenario}`"
+                     if self.ctx.scenario else "problems")
+            any_error = any(d.is_error for d in problems)
+            boxes.append(f'<TD VALIGN="TOP"><TABLE BORDER="1" STYLE="rounded" '
+                         f'COLOR="{RED if any_error else AMBER}" '
+                         f'BGCOLOR="{RED_FILL if any_error else AMBER_FILL}" CELLBORDER="0" '
+                         f'CELLSPACING="1" CELLPADDING="2"><TR><TD COLSPAN="2" ALIGN="LEFT">'
+                         f'<FONT COLOR="{RED if any_error else AMBER}"><B>{esc(title)}</B>'
+                         f'</FONT></TD></TR>' + "".join(lines) + "</TABLE></TD>")
+        text = ('<<TABLE BORDER="0" CELLSPACING="10" CELLPADDING="0"><TR>' + "".join(boxes)
+                + "</TR></TABLE>>")
         for a in after:
-            for b in keys:
-                self.g.edge(a, b, style="invis", weight="0")
+            for b in extra:
+                self.body.edge(a, b, style="invis")
+        self.body.attr(label=text, labelloc="b", labeljust="l", peripheries="0", style="",
+                       fontname=FONT, fontsize="11", margin="4",
+                       tooltip="\n".join(f"{d.code}: {d.message}" for d in problems) or "legend",
+                       **{"class": "legend" + (" problems" if problems else "")})
+        self.g.subgraph(self.body)
 
 
 def _swatch(fill: str, border: str, meaning: str, dashed: bool = False) -> str:
     style = ' STYLE="dashed"' if dashed else ""
-    return (f'<TR><TD BGCOLOR="{fill}" BORDER="1" COLOR="{border}" WIDTH="22" HEIGHT="12"'
+    return (f'<TR><TD BGCOLOR="{fill}" BORDER="1" COLOR="{border}" WIDTH="24" HEIGHT="12" FIXEDSIZE="TRUE"'
             f'{style}> </TD><TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(meaning)}</FONT></TD></TR>')

@@ -123,7 +123,6 @@ class Tree:
         d = Drawn(key, inst, count, parent)
         self.drawn[key] = d
         self.by_inst.setdefault(id(inst), []).append(key)
-        cache = self.ctx.cache
         with self.canvas.cluster(key, title(inst, count), parts=[inst],
                                  theme=theme(inst) if theme else "group",
                                  tooltip=f"{inst.kind} {inst.path}"):

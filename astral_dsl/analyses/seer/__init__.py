@@ -1,0 +1,65 @@
+"""Seer: operator-level forecast of one training iteration of a declared job on the declared
+infrastructure (docs/seer.md).
+
+    from astral_dsl.analyses import seer
+    result = seer.forecast(design, job="llama405b", scenario="plane_b_down")
+    result.iteration_time, result.mfu, result.breakdown
+    result.timeline(window=(0, 2))        # events as data: pid = stage, tid = stream
+
+`forecast` raises ForecastError carrying the diagnostics when the job cannot be forecast."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from astral_dsl.analyses.seer.costs import OperatorTable
+from astral_dsl.analyses.seer.forecast import Forecast, hardware_flops, model_flops, run
+from astral_dsl.analyses.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.analyses.seer.validate import validate_job, validate_jobs
+
+
+class ForecastError(Exception):
+    def __init__(self, message: str, diagnostics=()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
+
+
+def find_job(design, name: Optional[str] = None):
+    if not design.jobs:
+        raise ForecastError("the design declares no job")
+    if name is None:
+        return design.jobs[0]
+    for job in design.jobs:
+        if job.template == name:
+            return job
+    raise ForecastError(f"--job {name}: no such job (jobs: "
+                        + ", ".join(j.template for j in design.jobs) + ")")
+
+
+def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
+             operator_table: Optional[str] = None, **options) -> Forecast:
+    """Forecast one job (default: the first declared). `options` override JobSpec fields
+    (micro, attention, overlap_grad_reduce, ...)."""
+    inst = find_job(design, job)
+    failures, notes = (), []
+    if scenario is not None:
+        from astral_dsl.analyses import scenarios as scen
+
+        found = [s for s in design.scenarios if s.template == scenario]
+        if not found:
+            raise ForecastError(f"--scenario {scenario}: no such scenario")
+        applied = scen.apply(design, found[0])
+        design, failures = applied.design, applied.fabric
+        notes.append(f"scenario `{scenario}`")
+    diags, spec, cluster = validate_job(design, inst, failures, **options)
+    errors = [d for d in diags if d.is_error]
+    if errors or spec is None or cluster is None:
+        raise ForecastError(f"job `{inst.template}` cannot be forecast", diags)
+    table = OperatorTable.read(operator_table) if operator_table else None
+    result = run(spec, cluster.gpu, cluster.net, table, notes)
+    result.placement = cluster.placement
+    return result
+
+
+__all__ = ["Forecast", "ForecastError", "JobSpec", "ModelSpec", "OperatorTable", "ParallelSpec",
+           "find_job", "forecast", "hardware_flops", "model_flops", "run", "validate_job",
+           "validate_jobs"]

@@ -1,0 +1,91 @@
+"""`astral forecast FILE`: Seer's forecast of one training iteration of a job (docs/seer.md)."""
+from __future__ import annotations
+
+import sys
+
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
+                                   compile_path, print_diagnostics, unreadable, usage)
+
+NAME = "forecast"
+HELP = "forecast one training iteration of a job, operator by operator"
+
+
+def register(sub) -> None:
+    f = sub.add_parser(NAME, help=HELP)
+    f.add_argument("file", metavar="FILE")
+    f.add_argument("--job", metavar="NAME", help="the job to forecast (default: the first)")
+    f.add_argument("--scenario", metavar="NAME", help="forecast under this scenario")
+    f.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (ui.perfetto.dev)")
+    f.add_argument("--plot", metavar="OUT.png", help="draw a Gantt chart (needs matplotlib)")
+    f.add_argument("--window", metavar="A:B",
+                   help="micro-batches A..B-1 only in --trace/--plot (default: all when small)")
+    f.add_argument("--level", choices=["op", "layer", "block"],
+                   help="trace detail: operators, layers or pipeline blocks")
+    f.add_argument("--operator-table", metavar="CSV",
+                   help="measured operator times: operator,shape,dtype,time")
+    add_common(f)
+
+
+def _window(text):
+    if not text:
+        return None
+    a, _, b = text.partition(":")
+    lo, hi = int(a or 0), int(b) if b else int(a or 0) + 1
+    if lo < 0 or hi <= lo:
+        raise ValueError(text)
+    return lo, hi
+
+
+def run(args, overrides) -> int:
+    from astral_dsl.analyses import seer
+    from astral_dsl.analyses.seer import report, timeline
+    from astral_dsl.outputs.jsonout import dumps, envelope
+
+    try:
+        window = _window(args.window)
+    except ValueError:
+        return usage(f"--window expects A:B micro-batches, got `{args.window}`")
+    design = compile_path(args.file, overrides)
+    diags = list(design.diagnostics)
+    if not design.valid:
+        return _fail(args, design, diags, EXIT_USAGE if unreadable(design) else EXIT_ERRORS)
+    try:
+        fc = seer.forecast(design, job=args.job, scenario=args.scenario,
+                           operator_table=args.operator_table)
+    except seer.ForecastError as exc:
+        if not exc.diagnostics:
+            return usage(str(exc))
+        return _fail(args, design, diags + exc.diagnostics, EXIT_ERRORS)
+    except (OSError, ValueError) as exc:
+        return usage(f"--operator-table: {exc}")
+    notes = []
+    if args.trace:
+        note = timeline.write_trace(fc, args.trace, args.level, window)
+        notes.append(f"trace written to {args.trace}" + (f": {note}" if note else ""))
+    if args.plot:
+        try:
+            timeline.plot(fc, args.plot, window)
+            notes.append(f"timeline drawn to {args.plot}")
+        except ImportError:
+            return usage("--plot needs matplotlib (pip install matplotlib)")
+    if args.format == "json":
+        doc = envelope(diags, file=design.file, scenario=args.scenario, forecast=report.to_json(fc))
+        if notes:
+            doc["notes"] = notes
+        sys.stdout.write(dumps(doc) + "\n")
+    else:
+        print_diagnostics(diags, colour(args), sys.stdout)
+        sys.stdout.write(report.render(fc))
+        for n in notes:
+            sys.stderr.write(f"note: {n}\n")
+    return EXIT_OK
+
+
+def _fail(args, design, diags, code) -> int:
+    from astral_dsl.outputs.jsonout import dumps, envelope
+
+    if args.format == "json":
+        sys.stdout.write(dumps(envelope(diags, file=design.file, forecast=None)) + "\n")
+    else:
+        print_diagnostics(diags, colour(args), sys.stdout)
+    return code

@@ -1,0 +1,88 @@
+"""`astral render FILE -o OUT`: a picture of the design (SVG, PNG, PDF or DOT by OUT's
+extension) through graphviz; `--view` picks the picture, `--name` the part, `--scenario` the
+what-if to draw. Problems of the design are drawn on the picture and printed on stderr; a
+missing `dot` program is a diagnostic (E700) naming the package to install.
+
+Exit codes: 0 picture written; 1 picture written but the design has errors (drawn in red), or
+the design has errors that leave nothing to draw; 2 bad arguments (an unknown --name, format)
+or no `dot`; 3 `dot` failed."""
+from __future__ import annotations
+
+import sys
+
+from astral_dsl.cli.common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, checked, \
+    colour, print_diagnostics, unreadable, usage
+
+NAME = "render"
+HELP = "draw the design: network, power one-line or cooling diagram (SVG, PNG, PDF, DOT)"
+
+
+def register(sub) -> None:
+    from astral_dsl.outputs.render import VIEWS
+
+    r = sub.add_parser(NAME, help=HELP)
+    r.add_argument("file", metavar="FILE")
+    r.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="the picture to write: .svg, .png, .pdf or .dot (DOT needs no `dot`)")
+    r.add_argument("--view", choices=list(VIEWS), default="cluster",
+                   help="cluster (default): pods, rails and tiers; pod: one pod's ToR and Agg "
+                        "per rail and plane; rack: hosts, GPUs and NIC ports; power: one-line "
+                        "diagram; cooling: facility water, loops and air")
+    r.add_argument("--name", metavar="PATH",
+                   help="the part to draw, as a path: `Astral.pods[3]`, "
+                        "`Astral.pods[0].rows[0].racks[0]` (default: the first one)")
+    r.add_argument("--scenario", metavar="NAME",
+                   help="draw the design under this scenario: failed parts greyed out, what "
+                        "breaks in red")
+    r.add_argument("--dpi", type=int, default=None, help="resolution of a PNG (default 96)")
+    r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a top-level `param` (a bare number takes its unit)")
+    r.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+
+
+def run(args, overrides) -> int:
+    from astral_dsl.diagnostics import Diagnostic, Severity
+    from astral_dsl.outputs.render import (INSTALL_HINT, RenderError, canvas, dot_available,
+                                           format_of, write)
+
+    use_colour = colour(args, sys.stderr)
+    fmt = format_of(args.output)
+    if fmt is None:
+        return usage(f"cannot tell the picture format of `{args.output}`: end it with .svg, "
+                     f".png, .pdf or .dot")
+    if fmt != "dot" and not dot_available():
+        # before compiling: the design may be fine, the machine lacks Graphviz
+        print_diagnostics([Diagnostic("E700", Severity.ERROR,
+                                      "Graphviz's `dot` program was not found on PATH: it lays "
+                                      "out the picture", None, INSTALL_HINT)],
+                          use_colour, sys.stderr)
+        return EXIT_USAGE
+    result = checked(args.file, overrides, [args.scenario] if args.scenario else None)
+    design = result.design
+    if unreadable(design):
+        print_diagnostics(result.diagnostics, use_colour, sys.stderr)
+        return EXIT_USAGE
+    try:
+        drawing = canvas(design, args.view, args.name, args.scenario, result)
+        size = write(drawing.g, args.output, args.dpi)
+    except RenderError as exc:
+        d = exc.diagnostic
+        if d in result.diagnostics:         # the design has errors that leave nothing to draw
+            print_diagnostics(result.diagnostics, use_colour, sys.stderr)
+            return EXIT_ERRORS
+        print_diagnostics([d], use_colour, sys.stderr)
+        return EXIT_INTERNAL if d.code == "E701" else EXIT_USAGE
+    problems = drawing.ctx.shown_problems()
+    if problems:
+        print_diagnostics(problems, use_colour, sys.stderr)
+    errors = sum(d.is_error for d in problems)
+    warnings = len(problems) - errors
+    status = f"{errors} error(s) drawn in red" if errors else "no errors"
+    if warnings:
+        status += f", {warnings} warning(s)"
+    sys.stdout.write(f"wrote {args.output} ({args.view} view"
+                     + (f" of {args.name}" if args.name else "")
+                     + (f", scenario {args.scenario}" if args.scenario else "")
+                     + f": {drawing.node_count} parts, {drawing.edge_count} links, "
+                       f"{size:,} bytes; {status})\n")
+    return EXIT_ERRORS if errors else EXIT_OK

@@ -1,0 +1,474 @@
+"""`astral render`: every view of every example laid out by the real `dot` into SVG, parsed with
+xml.etree, with assertions on the labels and the counts of nodes and edges; violations in red,
+scenarios greyed, `--name` resolution and its diagnostics, the missing-`dot` diagnostic, and the
+size of the reference pictures.
+
+Expected figures come from the analyses (ctx.eng) or from the reference design's sources (the
+Astral paper: 8 pods, 8 rails x 2 planes, 8,192 ToR, 8,192 Agg and 4,096 core switches)."""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import graphviz
+import pytest
+
+from astral_dsl.analyses.checking import check_design
+from astral_dsl.cli import main
+from astral_dsl.compiler import compile_file
+from astral_dsl.outputs.render import VIEWS, RenderError, canvas, layout, render, write
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((REPO / "examples").glob("*.astral"))
+REFERENCE = REPO / "examples" / "astral.astral"
+SVG = "{http://www.w3.org/2000/svg}"
+XLINK = "{http://www.w3.org/1999/xlink}"
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
+                               reason="Graphviz's dot is not installed (make system-deps)")
+
+
+@functools.lru_cache(maxsize=None)
+def checked(path: str, scenario: str = "", sets: tuple = ()):
+    overrides = dict(sets)
+
+    def recompile(assignments):
+        return compile_file(path, overrides, assignments=assignments)
+
+    design = compile_file(path, overrides)
+    return check_design(design, [scenario] if scenario else None, False, recompile)
+
+
+class Picture:
+    """An SVG laid out by dot, with its nodes, edges and clusters."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self.root = ET.fromstring(data)
+        self.groups = list(self.root.iter(f"{SVG}g"))
+
+    def _of(self, kind: str, cls=None):
+        out = []
+        for g in self.groups:
+            classes = (g.get("class") or "").split()
+            if kind in classes and (cls is None or cls in classes):
+                out.append(g)
+        return out
+
+    def nodes(self, cls=None):
+        return self._of("node", cls)
+
+    def edges(self, cls=None):
+        return self._of("edge", cls)
+
+    def clusters(self, cls=None):
+        return self._of("cluster", cls)
+
+    @staticmethod
+    def title(g) -> str:
+        t = g.find(f"{SVG}title")
+        return t.text if t is not None else ""
+
+    @staticmethod
+    def texts(g):
+        return [t.text or "" for t in g.iter(f"{SVG}text")]
+
+    @staticmethod
+    def text(g) -> str:
+        return " | ".join(Picture.texts(g))
+
+    @staticmethod
+    def tooltip(g) -> str:
+        for a in g.iter(f"{SVG}a"):
+            return a.get(f"{XLINK}title") or ""
+        return ""
+
+    @staticmethod
+    def fills(g):
+        return {e.get("fill") for e in g.iter() if e.get("fill")}
+
+    def all_text(self) -> str:
+        return " | ".join(t.text or "" for t in self.root.iter(f"{SVG}text"))
+
+    def node(self, name: str):
+        found = [g for g in self.nodes() if self.title(g) == name]
+        assert found, f"no node {name}"
+        return found[0]
+
+    def with_text(self, pattern: str, kind: str = "node", cls=None):
+        rx = re.compile(pattern)
+        return [g for g in self._of(kind, cls) if rx.search(self.text(g))]
+
+
+def picture(path, view="cluster", name=None, scenario="", sets=()) -> Picture:
+    c = checked(str(path), scenario, tuple(sorted(sets)))
+    return Picture(layout(render(c.design, view, name, scenario or None, c), "svg"))
+
+
+def context(path, view="cluster", name=None, scenario="", sets=()):
+    c = checked(str(path), scenario, tuple(sorted(sets)))
+    return canvas(c.design, view, name, scenario or None, c)
+
+
+# ---- every view of every example ---------------------------------------------------------------
+
+@needs_dot
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_every_view_of_every_example(example, view):
+    cv = context(example, view)
+    pic = Picture(layout(cv.g, "svg"))
+    nodes, edges = pic.nodes(), pic.edges()
+    # what the canvas drew is what dot laid out (tables count once; invisible edges are hidden)
+    assert len(nodes) == cv.node_count > 0
+    assert len([e for e in edges if "invis" not in (e.get("class") or "")]) >= cv.edge_count
+    title = pic.all_text()
+    assert f"— {'cluster' if view == 'cluster' else ''}" in title or f"{view} view" in title
+    assert "legend" in title
+    assert pic.clusters("legend"), "the legend is drawn below the picture"
+    # every count label on a node reads `N x thing`, N a whole number with separators
+    for g in nodes:
+        for t in pic.texts(g):
+            m = re.match(r"^(\d[\d,]*) x ", t)
+            if m:
+                assert int(m.group(1).replace(",", "")) >= 1
+    assert len(pic.data) < 2_000_000
+
+
+# ---- the reference design ---------------------------------------------------------------------
+
+@needs_dot
+def test_reference_cluster_view():
+    cv = context(REFERENCE, "cluster")
+    eng = cv.ctx.eng
+    fabric = eng.fabrics[0]
+    pic = Picture(layout(cv.g, "svg"))
+    # the pods collapsed: one cluster `8 x pod Pod`, one `128 x row GpuRow`, racks as one node
+    assert [c for c in pic.clusters() if "8 x pod Pod" in pic.text(c)]
+    assert [c for c in pic.clusters() if "128 x row GpuRow" in pic.text(c)]
+    racks = pic.with_text(r"^16 x rack GpuRack", cls="compute")
+    assert len(racks) == 1
+    # 8 rails, each with its agg and tor; a cell per plane with the switches per pod
+    rails = [c for c in pic.clusters("rail") if re.match(r"^rail \d+$", pic.texts(c)[0])]
+    assert sorted(pic.texts(c)[0] for c in rails) == [f"rail {r}" for r in range(8)]
+    assert fabric.rails == 8 and fabric.planes == 2
+    for tier in ("tor", "agg"):
+        per_rail = pic.with_text(rf"^{tier} · rail \d")
+        assert len(per_rail) == 8
+        for g in per_rail:
+            assert pic.texts(g)[1:3] == ["A: 64", "B: 64"]
+    # the tier counts 8,192 / 8,192 / 4,096 in the table, and the core on top
+    table = pic.node("tiers")
+    cells = pic.texts(table)
+    for name, switches in (("core", "4,096"), ("agg", "8,192"), ("tor", "8,192")):
+        i = cells.index(name)
+        assert cells[i + 4] == switches, cells[i:i + 6]
+    assert [t.switches for t in fabric.tiers] == [8192, 8192, 4096]
+    core = pic.with_text(r"^core")
+    assert len(core) == 1 and "4,096 x Switch51T" in pic.texts(core[0])
+    # edges: racks to 8 ToR columns, ToR to Agg per rail, Agg to core per rail
+    network = pic.edges("network") + pic.edges("core")
+    assert len(network) == 3 * 8 == cv.edge_count
+    labels = pic.all_text()
+    assert "16,384 x 200G each rail" in labels          # 8,192 hosts x 2 ports per rail per pod
+    assert "8,192 x 400G each rail" in labels           # 128 switches x 64 uplinks
+    assert "8 rails x 2 planes, 3 tiers, 20,480 switches" in labels
+    assert "524,288 GPUs" in labels
+
+
+@needs_dot
+def test_reference_pod_view_per_rail_and_plane():
+    cv = context(REFERENCE, "pod", "Astral.pods[3]")
+    pic = Picture(layout(cv.g, "svg"))
+    assert "Astral.pods[3] — pod view" in pic.all_text()
+    for tier in ("tor", "agg"):
+        for plane in "AB":
+            nodes = pic.with_text(rf"^{tier} {plane} \| 64 x Switch51T")
+            assert len(nodes) == 8, (tier, plane)
+    hosts = pic.with_text(r"^8,192 x host Node", cls="compute")
+    assert len(hosts) == 1
+    assert "in 128 x row GpuRow > 16 x rack GpuRack" in pic.text(hosts[0])
+    # the core is outside the pod, with its uplinks
+    outside = [c for c in pic.clusters() if "above Astral.pods[3]" in pic.text(c)]
+    assert outside
+    core = pic.with_text(r"^core \| 4,096 x Switch51T")
+    assert len(core) == 1
+    # 16 host-ToR, 16 ToR-Agg, 16 Agg-core edges
+    assert len(pic.edges("network")) + len(pic.edges("core")) == 48
+    assert "8,192 x 200G each" in pic.all_text()
+    assert "4,096 x 400G each" in pic.all_text()
+
+
+@needs_dot
+def test_reference_rack_view_ports_reach_their_rail_and_plane():
+    name = "Astral.pods[0].rows[5].racks[3]"
+    pic = picture(REFERENCE, "rack", name)
+    hosts = [g for g in pic.nodes("compute") if pic.title(g).startswith("host")]
+    assert len(hosts) == 4
+    for g in hosts:
+        gpus = [t for t in pic.texts(g) if re.match(r"^GPU \d · H800$", t)]
+        assert len(gpus) == 8
+        ports = [t for t in pic.texts(g) if t in ("a", "b")]
+        assert len(ports) == 16
+    switches = pic.with_text(r"^tor rail \d · plane [AB]")
+    assert len(switches) == 16
+    edges = pic.edges("network")
+    assert len(edges) == 4 * 8 * 2
+    # hosts 332..335 of pod 0 (rows[5] x 64 + racks[3] x 4): 128 hosts per ToR -> ToR #2
+    for e in edges:
+        m = re.match(r"host (\d) NIC (\d) port ([ab]) -> tor rail (\d) plane ([AB]) #(\d+)",
+                     pic.tooltip(e))
+        assert m, pic.tooltip(e)
+        assert m.group(2) == m.group(4)                                   # NIC k on rail k
+        assert "ab".index(m.group(3)) == "AB".index(m.group(5))           # port a on plane A
+        assert m.group(6) == "2"
+    counts = {}
+    for e in edges:
+        head = pic.title(e).split("->")[-1].split(":")[0]
+        counts[head] = counts.get(head, 0) + 1
+    assert sorted(counts.values()) == [4] * 16                            # each ToR: 4 hosts
+
+
+@needs_dot
+def test_reference_power_view():
+    cv = context(REFERENCE, "power")
+    power = cv.ctx.eng.power
+    hvdc = next(f for f in power.feeders if f.path.endswith("hvdc"))
+    pic = Picture(layout(cv.g, "svg"))
+    feeders = {pic.texts(g)[0]: g for g in pic.with_text(r"^feeder ")}
+    assert set(feeders) == {"feeder hvdc · side A", "feeder utility · side B"}
+    a, b = pic.text(feeders["feeder hvdc · side A"]), pic.text(feeders["feeder utility · side B"])
+    assert "240 V DC · HVDC240" in a and "400 V AC 3-phase" in b
+    assert "capacity 800 kW" in a and "capacity 800 kW" in b
+    assert f"normal {hvdc.normal_w / 1e3:g} kW (40.8 %)" in a                # 652.8 kW / 2
+    assert "other side down: 652.8 kW (81.6 %)" in a
+    assert "dc" in pic.node(pic.title(feeders["feeder hvdc · side A"])).get("class")
+    rect = pic.with_text(r"^rectifier Rectifier")
+    assert rect and f"{hvdc.rectifier_modules_needed} x 50 kW modules" in pic.text(rect[0])
+    bat = pic.with_text(r"^battery LeadAcid")
+    assert bat and f"needs {round(hvdc.battery_required_ah):,} Ah" in pic.text(bat[0])
+    supplies = pic.with_text(r"^side [AB] supply")
+    assert len(supplies) == 2
+    assert all("1,024 feeders" in pic.text(g) for g in supplies)
+    assert pic.with_text(r"^16 x rack GpuRack \|.*40.8 kW peak each", cls="compute")
+    # supply -> rectifier / feeder, rectifier -> bus, battery -> bus, feeders -> racks
+    assert cv.edge_count == 6
+    assert pic.all_text().count("326.4 kW") >= 2
+    assert "2N: A + B" in pic.all_text()
+
+
+@needs_dot
+def test_reference_cooling_view():
+    cv = context(REFERENCE, "cooling")
+    loop = cv.ctx.eng.cooling.loops[0]
+    pic = Picture(layout(cv.g, "svg"))
+    cdu = pic.with_text(rf"^{loop.cdus} x CDU")
+    assert cdu and f"needs {loop.cdus_needed} (n_plus_1)" in pic.text(cdu[0])
+    lp = pic.with_text(r"^loop secondary · PG25")
+    assert lp
+    flow = f"{round(loop.flow_m3s * 60000):,} L/min"
+    assert "40 °C supply → 50 °C return" in pic.text(lp[0]) and flow in pic.text(lp[0])
+    assert pic.with_text(r"^facility water · W32")
+    assert pic.with_text(r"^air room \|.*1,442 m³/s")
+    assert "8 x 62.7 MW" in pic.all_text()          # facility water to the 8 pods' CDUs
+    assert f"PUE {cv.ctx.eng.cooling.pue:.3f}" in pic.all_text()
+    rack = pic.with_text(r"^16 x rack GpuRack", cls="compute")
+    assert "30.6 kW to liquid (75 %) · 10.2 kW to air each" in pic.text(rack[0])
+
+
+@needs_dot
+@pytest.mark.parametrize("view", VIEWS)
+def test_reference_svg_is_small(view):
+    pic = picture(REFERENCE, view)
+    assert len(pic.data) < 2_000_000
+
+
+# ---- violations and scenarios -------------------------------------------------------------------
+
+RED_FILL = "#ffebee"
+GREY_FILL = "#eeeeee"
+
+
+@needs_dot
+def test_violations_are_red_with_their_code_in_the_tooltip():
+    # 5 hosts per rack: 51 kW racks over the 45 kW busway (E500), rows over their feeders (E621)
+    sets = (("hosts_per_rack", "5"),)
+    pic = picture(REFERENCE, "power", sets=sets)
+    red = pic.nodes("violation")
+    assert red
+    racks = [g for g in red if pic.texts(g)[0].startswith("16 x rack GpuRack")]
+    assert racks and "E500" in pic.tooltip(racks[0]) and RED_FILL in pic.fills(racks[0])
+    assert "▲ E500" in pic.texts(racks[0])
+    feeders = [g for g in red if pic.texts(g)[0].startswith("feeder ")]
+    assert len(feeders) == 2 and all("E621" in pic.tooltip(g) for g in feeders)
+    rows = [c for c in pic.clusters("violation") if "128 x row GpuRow" in pic.text(c)]
+    assert rows and "E500" in pic.tooltip(rows[0])           # the row's own check
+    assert "problems" in pic.all_text() and "E621" in pic.all_text()
+    # the same design without the override has none
+    assert not picture(REFERENCE, "power").nodes("violation")
+
+
+@needs_dot
+def test_violation_on_a_tier(tmp_path):
+    text = REFERENCE.read_text().replace("down = 64 x 400 Gb/s, up = 64 x 400 Gb/s",
+                                         "down = 64 x 400 Gb/s, up = 32 x 400 Gb/s")
+    path = tmp_path / "over.astral"
+    path.write_text(text)
+    pic = picture(path, "cluster")
+    red = pic.with_text(r"^agg · rail", cls="violation")
+    assert len(red) == 8 and all("E602" in pic.tooltip(g) for g in red)
+    assert not pic.with_text(r"^tor · rail", cls="violation")
+    table = pic.node("tiers")
+    assert "violation" in table.get("class")
+
+
+@needs_dot
+def test_scenario_greys_the_failed_feeder_and_shows_the_other_side_carrying_all():
+    pic = picture(REFERENCE, "power", scenario="hvdc_lost")
+    hvdc = pic.with_text(r"^feeder hvdc")[0]
+    assert "failed" in hvdc.get("class") and GREY_FILL in pic.fills(hvdc)
+    assert "failed: carries nothing" in pic.text(hvdc)
+    utility = pic.with_text(r"^feeder utility")[0]
+    assert "failed" not in utility.get("class")
+    assert "carries 652.8 kW (81.6 %)" in pic.text(utility)
+    assert "under scenario `hvdc_lost`" in pic.all_text()
+
+
+@needs_dot
+def test_scenario_plane_b_down_greys_plane_b_only():
+    pic = picture(REFERENCE, "pod", "Astral.pods[0]", scenario="plane_b_down")
+    failed = pic.nodes("failed")
+    assert len(failed) == 16                          # tor B and agg B of 8 rails
+    assert all(re.match(r"^(tor|agg) B$", pic.texts(g)[0]) for g in failed)
+    assert len(pic.edges("failed")) == 8 + 8 + 8      # their host, agg and core links
+    rack = picture(REFERENCE, "rack", scenario="plane_b_down")
+    assert len(rack.edges("failed")) == 32 and len(rack.edges("network")) == 32
+    cluster = picture(REFERENCE, "cluster", scenario="plane_b_down")
+    assert "(4,096 down)" in cluster.all_text()
+
+
+@needs_dot
+def test_scenario_failing_one_rail_of_a_tier():
+    dgx = REPO / "examples" / "dgx_superpod.astral"
+    pic = picture(dgx, "cluster", scenario="spine_rail_0_leaf_down")
+    failed = pic.nodes("failed")
+    assert [pic.texts(g)[0] for g in failed] == ["leaf · rail 0"]
+    single = REPO / "examples" / "single_pod.astral"
+    pic = picture(single, "pod", scenario="tor_plane_a_rail_3")
+    assert [pic.texts(g)[0] for g in pic.nodes("failed")] == ["tor A"]
+
+
+@needs_dot
+def test_what_a_scenario_breaks_is_red(tmp_path):
+    text = REFERENCE.read_text().replace(
+        "fail Astral.pods[0].rows[0].hvdc\n",
+        "fail Astral.pods[0].rows[0].hvdc\n  set Astral.pods[0].rows[0].utility.capacity = 600 kW\n")
+    path = tmp_path / "weak.astral"
+    path.write_text(text)
+    pic = picture(path, "power", scenario="hvdc_lost")
+    utility = pic.with_text(r"^feeder utility")[0]
+    assert "violation" in utility.get("class") and "E620" in pic.tooltip(utility)
+    assert "failed" in pic.with_text(r"^feeder hvdc")[0].get("class")
+    assert "E680" in pic.all_text()                    # the required scenario breaks
+    # without the scenario, the baseline holds: nothing red on the feeders
+    assert not picture(path, "power").with_text(r"^feeder", cls="violation")
+
+
+# ---- names ----------------------------------------------------------------------------------------
+
+def test_name_resolution_and_its_diagnostics():
+    c = checked(str(REFERENCE))
+    g = render(c.design, "rack", "Astral.pods[7].rows[127].racks[15]", checked=c)
+    assert isinstance(g, graphviz.Digraph)
+    assert "Astral.pods[7].rows[127].racks[15]" in g.source
+    assert "#63 of 64" in g.source                     # the last rack of the pod: the last ToR
+    g = render(c.design, "pod", "pods[2]", checked=c)  # relative to the only site
+    assert "Astral.pods[2]" in g.source
+    cases = [("Astral.podz[3]", "E209", "did you mean `pods`?"),
+             ("Astrl.pods[1]", "E200", "did you mean `Astral`?"),
+             ("Astral.pods[8]", "E214", None),
+             ("Astral.pods", "E702", "Astral.pods[0]"),
+             ("Astral.pods[1", "E105", None)]
+    for name, code, hint in cases:
+        with pytest.raises(RenderError) as err:
+            render(c.design, "pod", name, checked=c)
+        assert err.value.diagnostic.code == code, name
+        if hint:
+            assert hint in (err.value.diagnostic.hint or ""), err.value.diagnostic
+    with pytest.raises(RenderError) as err:
+        render(c.design, "rack", "Astral.pods[1]", checked=c)
+    assert err.value.diagnostic.code == "E702" and "--view pod" in err.value.diagnostic.hint
+    with pytest.raises(RenderError) as err:
+        render(c.design, "cluster", scenario="hvdc_lst", checked=c)
+    assert err.value.diagnostic.code == "E216" and "hvdc_lost" in err.value.diagnostic.hint
+
+
+def test_render_checks_the_design_itself():
+    design = compile_file(REFERENCE)
+    g = render(design, "power")
+    assert "feeder hvdc" in g.source and "326.4 kW" in g.source
+
+
+# ---- the command line -----------------------------------------------------------------------------
+
+def run(args, env=None):
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO,
+                          capture_output=True, text=True, env=env)
+
+
+@needs_dot
+@pytest.mark.parametrize("ext", ["svg", "png", "pdf", "dot"])
+def test_cli_writes_each_format(tmp_path, ext):
+    out = tmp_path / f"cluster.{ext}"
+    assert main(["render", str(REFERENCE), "-o", str(out)]) == 0
+    data = out.read_bytes()
+    magic = {"svg": b"<?xml", "png": b"\x89PNG", "pdf": b"%PDF", "dot": b"digraph"}[ext]
+    assert data.startswith(magic)
+
+
+def test_cli_missing_dot_is_a_diagnostic(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = dict(os.environ, PATH=str(empty))
+    r = run(["render", str(REFERENCE), "-o", str(tmp_path / "x.svg")], env)
+    assert r.returncode == 2
+    assert "error[E700]" in r.stderr and "apt-get install graphviz" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "x.svg").exists()
+    # DOT needs no dot
+    r = run(["render", str(REFERENCE), "-o", str(tmp_path / "x.dot")], env)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "x.dot").read_text().startswith("digraph")
+
+
+def test_layout_without_dot_raises_e700(monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    c = checked(str(REFERENCE))
+    with pytest.raises(RenderError) as err:
+        write(render(c.design, "cluster", checked=c), "/nonexistent/x.svg")
+    assert err.value.diagnostic.code == "E700"
+
+
+@needs_dot
+def test_cli_errors(tmp_path):
+    r = run(["render", str(REFERENCE), "-o", str(tmp_path / "x.jpg")])
+    assert r.returncode == 2 and "end it with .svg, .png, .pdf or .dot" in r.stderr
+    r = run(["render", str(REFERENCE), "-o", str(tmp_path / "no" / "x.svg")])
+    assert r.returncode == 2 and "error[E703]" in r.stderr
+    r = run(["render", str(REFERENCE), "-o", str(tmp_path / "x.svg"), "--view", "rack",
+             "--name", "Astral.pods[0].rows[0].rack[0]"])
+    assert r.returncode == 2 and "error[E209]" in r.stderr and "`racks`" in r.stderr
+    r = run(["render", str(REFERENCE), "-o", str(tmp_path / "x.svg"), "--set",
+             "hosts_per_rack=5"])
+    assert r.returncode == 1 and (tmp_path / "x.svg").exists()    # drawn, with errors in red
+    assert "error[E500]" in r.stderr and "drawn in red" in r.stdout
+    bad = tmp_path / "bad.astral"
+    bad.write_text("site S { power_limit = 45 GB }\n")
+    r = run(["render", str(bad), "-o", str(tmp_path / "bad.svg")])
+    assert r.returncode == 1 and "error[E304]" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "bad.svg").exists()
