@@ -21,7 +21,7 @@ test: install
 	$(PYTHON) -m pytest
 
 bench: install
-	$(PYTHON) benchmarks/bench_frontend.py
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
 
 # The README's pictures of the reference design (PNG), drawn by `astral render`.
 IMAGES_DPI ?= 110
