@@ -60,11 +60,11 @@ def _compile(entry: LoadedModule, loader: ModuleLoader, diagnostics: List[Diagno
     if entry.tree is None:
         return _empty(entry.key, diagnostics)
     scopes: Dict[int, ModuleScope] = {}
-    entry_scope = _scope(entry, loader, scopes, diagnostics)
+    entry_scope = module_scope(entry, loader, scopes, diagnostics)
     given = parse_overrides(overrides or {}, entry_scope, diagnostics)
     ev = Evaluator(diagnostics, given, entry_scope, dict(assignments or {}))
     try:
-        return _evaluate(ev, entry, entry_scope, scopes, loader, diagnostics)
+        return evaluate_entry(ev, entry, entry_scope, scopes, loader, diagnostics)
     except RecursionError:
         diagnostics.append(Diagnostic("E402", Severity.ERROR,
                                       "the design nests too deeply to compile",
@@ -73,24 +73,25 @@ def _compile(entry: LoadedModule, loader: ModuleLoader, diagnostics: List[Diagno
         return _empty(entry.key, diagnostics)
 
 
-def _scope(module: LoadedModule, loader: ModuleLoader, scopes: Dict[int, ModuleScope],
+def module_scope(module: LoadedModule, loader: ModuleLoader, scopes: Dict[int, ModuleScope],
            diagnostics) -> ModuleScope:
     hit = scopes.get(id(module))
     if hit is not None:
         return hit
-    scope = ModuleScope(module.key, module.key, module.is_stdlib)
+    scope = ModuleScope(module.key, module.source.name if module.source else module.key,
+                        module.is_stdlib)
     scopes[id(module)] = scope
 
     def resolve(node: ast.Import) -> Optional[ModuleScope]:
         target = loader.resolved.get(id(node))
         if target is None or target.tree is None:
             return None
-        return _scope(target, loader, scopes, diagnostics)
+        return module_scope(target, loader, scopes, diagnostics)
 
     return build_scope(scope, module.tree, resolve, diagnostics)
 
 
-def _evaluate(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scopes, loader,
+def evaluate_entry(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scopes, loader,
               diagnostics) -> Design:
     roots, jobs, scenarios = [], [], []
     for name, symbol in scope.own.items():

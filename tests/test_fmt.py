@@ -42,7 +42,7 @@ def _doc_blocks():
 DOC_BLOCKS = _doc_blocks()
 
 
-# ---- the repository is formatted ------------------------------------------------------------------
+# ---- the repository is formatted -----------------------------------------------------------------
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_examples_and_stdlib_are_formatted(path):
     text = path.read_text(encoding="utf-8")
@@ -60,7 +60,7 @@ def test_docs_snippets_are_formatted(block):
         pytest.fail(f"{block.id} is not in the canonical layout:\n{diff}")
 
 
-# ---- model comparison --------------------------------------------------------------------------------
+# ---- model comparison ----------------------------------------------------------------------------
 _POSITION_KEYS = {"source", "line", "column", "file"}
 
 
@@ -107,8 +107,9 @@ _GLUE = {"LPAR", "RPAR", "LSQB", "RSQB", "COMMA", "EQUAL", "COLON", "LBRACE", "R
 
 
 def scramble(text: str, rng: random.Random) -> str:
-    """The same tokens with other whitespace: lines holding no comment are re-spaced token by
-    token (a quantity's number and unit too) and re-indented; blank lines are doubled."""
+    """The same tokens with other whitespace: each line that holds only tokens (no comment, no
+    statement separator) is re-indented and re-spaced token by token (a quantity's number and
+    unit too); blank lines get spaces or are doubled."""
     cst = concrete(text)
     commented = set()
     for c in cst.comments:
@@ -116,21 +117,16 @@ def scramble(text: str, rng: random.Random) -> str:
     by_line = {}
     for t in cst.tokens:
         by_line.setdefault(t.line, []).append(t)
-    # statement separators are not in cst.tokens: keep them as written
     out = []
     for n, line in enumerate(text.split("\n"), 1):
         toks = by_line.get(n)
-        if n in commented or not toks or line.strip() != line[toks[0].column - 1:
-                                                              toks[-1].column - 1 +
-                                                              (toks[-1].end - toks[-1].start)
-                                                              ].strip() or \
-                _has_separator(line, toks):
-            if not line.strip():
-                out.append(rng.choice(["", "", "   ", "\t"]))
-                if rng.random() < 0.3:
-                    out.append("")
-            else:
-                out.append(line)
+        if not line.strip():
+            out.append(rng.choice(["", "   ", "\t"]))
+            if rng.random() < 0.3:
+                out.append("")
+            continue
+        if n in commented or not toks or not _only_tokens(line, toks):
+            out.append(line)
             continue
         pieces = [rng.choice(["", " ", "  ", "\t", "    "])]
         prev = None
@@ -148,17 +144,16 @@ def scramble(text: str, rng: random.Random) -> str:
     return "\n".join(out)
 
 
-def _has_separator(line: str, toks) -> bool:
-    """A statement separator (dropped from the token list) on the line."""
-    covered = "".join(" " * 0 for _ in toks)
-    del covered
-    code = line
-    for t in reversed(toks):
-        code = code[:t.column - 1] + " " * (t.end - t.start) + code[t.column - 1 + t.end - t.start:]
-    return bool(code.strip())
+def _only_tokens(line: str, toks) -> bool:
+    """The line holds these tokens and whitespace, nothing else (no separator)."""
+    rest = list(line)
+    for t in toks:
+        for i in range(t.column - 1, t.column - 1 + (t.end - t.start)):
+            rest[i] = " "
+    return not "".join(rest).strip()
 
 
-# ---- generated designs (hypothesis) ------------------------------------------------------------------
+# ---- generated designs (hypothesis) --------------------------------------------------------------
 class Layout:
     """Random whitespace and comments between tokens; every comment is unique and recorded."""
 
@@ -241,11 +236,11 @@ def power_expr(draw, layout: Layout, names: List[str], depth: int = 0) -> List[s
         return ["("] + draw(power_expr(layout, names, depth + 1)) + [")", "*",
                                                                      str(draw(st.integers(1, 4)))]
     if choice == 4:
-        return (["if", draw(st.sampled_from(["true", "false"])), "then"] +
+        return (["(", "if", draw(st.sampled_from(["true", "false"])), "then"] +
                 draw(power_expr(layout, names, depth + 1)) + ["else"] +
-                draw(power_expr(layout, names, depth + 1)))
-    return draw(power_expr(layout, names, depth + 1)) + ["to", draw(st.sampled_from(["kW", "W",
-                                                                                     "BTU/h"]))]
+                draw(power_expr(layout, names, depth + 1)) + [")"])
+    return (["("] + draw(power_expr(layout, names, depth + 1)) +
+            ["to", draw(st.sampled_from(["kW", "W", "BTU/h"])), ")"])
 
 
 @st.composite
@@ -279,7 +274,7 @@ def design(draw):
                                 "=", "CX7_2x200G", ")"],
                        [["let", "spare", "=", quantity(draw, "2", "kW")]]))
     rack_stmts = [["hosts", "=", "per_rack", "x", "Node"],
-                  ["check", "power", "<=", "200", "kW", "else", "warning", '"hot"'],
+                  ["check", "power", "<=", quantity(draw, "200", "kW"), "else", "warning", '"hot"'],
                   ["others", "=", "[", "1", "x", "Hgx", ",", "2", "x", "Node", "]"]]
     if names:
         rack_stmts.append(["check", "power", ">=", names[0], "else", "warning", '"low"'])
@@ -295,17 +290,18 @@ def design(draw):
 
 def block(layout: Layout, head: List[str], stmts: List[List[str]]) -> str:
     """`head { stmt stmt ... }` with random separators and layout."""
-    # `4 kW` followed by a name on the same line would read as a quantity: such tokens are
-    # single strings here, and statements are separated by a newline or a separator
-    body = layout.gap(glue=True).join([]) if not stmts else ""
-    parts = [render(layout, head), " {", layout.between() if layout.draw(st.booleans()) else " "]
+    # `4 kW` followed by a name on the same line would read as a quantity: statements are
+    # separated by a newline or a separator (Layout.between)
+    parts = [render(layout, head), " {",
+             layout.draw(st.sampled_from([" ", "\n", "\n    ", "\n\n"])) if stmts else ""]
+    if stmts and layout.draw(st.booleans()):
+        parts.append(" " + layout.comment(True) + "\n")
     for i, stmt in enumerate(stmts):
         if i:
             parts.append(layout.between())
         parts.append(render(layout, stmt))
-    parts.append(layout.draw(st.sampled_from([" ", "\n", ",\n", " }"[:1]])))
+    parts.append(layout.draw(st.sampled_from([" ", "\n", ",\n", ";  "])))
     parts.append("}")
-    del body
     return "".join(parts)
 
 
@@ -333,7 +329,7 @@ def test_generated_designs(case):
     assert fingerprint(compile_(out)) == fingerprint(before)
 
 
-# ---- the layout rules ----------------------------------------------------------------------------------
+# ---- the layout rules ----------------------------------------------------------------------------
 @pytest.mark.parametrize("source, expected", [
     ("host   A{power=700W}", "host A { power = 700 W }\n"),
     ("param a=4kW;param b : power=1kW", "param a = 4 kW\nparam b: power = 1 kW\n"),
@@ -369,11 +365,11 @@ def test_comments_keep_their_place_and_text():
               "  /* a block\n     over lines */\n"
               "}\n")
     column = source.split("\n")[3].index("// aligned")          # kept: there is room
+    code = "  hosts = 4 x N, /* inline */ power = 1 kW"
     assert format_text(source) == ("// head\n"
                                    "rack R {   // trailing\n"
-                                   "  // own line\n"
-                                   "  hosts = 4 x N, /* inline */ power = 1 kW".ljust(column) +
-                                   "// aligned\n"
+                                   "  // own line\n" +
+                                   code.ljust(column) + "// aligned\n"
                                    "  /* a block\n     over lines */\n"
                                    "}\n")
 
@@ -402,7 +398,7 @@ def test_crlf_and_bom():
     assert format_text("\ufeffparam a = 1\r\nparam b = 2\r\n") == "param a = 1\nparam b = 2\n"
 
 
-# ---- the command line ---------------------------------------------------------------------------------
+# ---- the command line ----------------------------------------------------------------------------
 def astral(*args, stdin=None, cwd=None):
     return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
                           text=True, input=stdin, cwd=cwd)

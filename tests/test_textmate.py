@@ -27,7 +27,7 @@ EXAMPLES = sorted((REPO / "examples").glob("*.astral"))
 STDLIB = sorted((REPO / "stdlib").glob("*.astral"))
 
 
-# ---- a TextMate driver ------------------------------------------------------------------------------
+# ---- a TextMate driver ---------------------------------------------------------------------------
 class Rule:
     def __init__(self, raw: dict, grammar: "Grammar"):
         self.raw = raw

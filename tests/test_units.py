@@ -307,7 +307,7 @@ def test_percent_is_a_dimensionless_hundredth():
     q = Q(75, "%")
     assert q.dimensionless
     assert q.si == pytest.approx(0.75)
-    assert str(q) == "75%"
+    assert str(q) == "75 %"          # written as in the source (and as `astral fmt` writes it)
 
 
 def test_division_by_zero_is_e305():

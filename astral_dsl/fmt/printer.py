@@ -1,24 +1,27 @@
 """Print a concrete syntax tree in the canonical layout.
 
-The layout (docs: `astral fmt`):
-- two spaces of indentation per block (`{ ... }` of a declaration or record) and per open
-  bracket `(` / `[` continued on a later line; a statement continued on the next line outside
-  brackets is indented one more level;
-- one space around binary operators, comparisons, `=`, `x`, `to` and the keywords; none inside
-  `( )` and `[ ]`, before `,` and `:`, around `.` and `..`, after a unary `-`, and before the `(`
-  of a call or parameter list and the `[` of an index; `{ a = 1 }` on one line has a space inside
-  each brace; a quantity is its number, one space, its unit (`45 kW`, `75 %`);
-- every top-level item and every declaration or record block on its own line; other statements
-  stay on the lines the author put them on, separated by `, ` when they share a line (a `;` or a
-  trailing separator at the end of a line goes); a block written over several lines gets its `{`
-  at the end of the header and its `}` on a line of its own;
-- line breaks inside expressions are kept where the author put them; at most one blank line in a
-  row, none at the start of a file or a block, none at the end of a block; one newline at the
-  end of the file; no trailing whitespace;
-- comments are kept exactly, in place: a comment on a line of its own is indented like the code
-  that follows it; a comment at the end of a line keeps its column when the code before it leaves
-  room (hand-aligned comments stay aligned), else it follows the code after one space.
-Declarations are never reordered."""
+The layout of `astral fmt`:
+- two spaces of indentation per block (`{ ... }` of a declaration or record) and per bracket
+  `(` / `[` continued on a later line; a statement continued on the next line outside brackets is
+  indented one more level;
+- one space around binary operators (`^` too: `2 m ^ 2` squares a quantity while `2 m^2` is an
+  area), comparisons, `=`, `x`, `to` and the keywords; none inside `( )` and `[ ]`, before `,` and
+  `:`, around `.` and `..`, after a unary `-`, nor before the `(` of a call or parameter list and
+  the `[` of an index; one inside each brace of `{ a = 1 }`; a quantity is its number, one space,
+  its unit (`45 kW`, `75 %`);
+- every top-level item and every declaration or record block on its own line (a block holding a
+  declaration among other statements is printed over several lines); other statements stay on
+  the lines the author put them on, separated by the `,` or `;` written between them (`, ` where
+  none was); a separator at the end of a line goes; a block written over several lines gets its
+  `{` at the end of its header and its `}` on a line of its own;
+- line breaks inside expressions stay where the author put them; at most one blank line in a row,
+  none at the start of the file or of a block, none at the end of a block; one newline at the end
+  of the file; no trailing whitespace, CRLF becomes LF;
+- comments are kept exactly (but for whitespace at the ends of their lines) and in place: a
+  comment on a line of its own is indented like the code after it; a comment at the end of a line
+  keeps its column when the code before it leaves room (hand-aligned comments stay aligned), else
+  it follows the code after one space.
+Nothing is ever reordered, and number, name, unit and string spellings are kept."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -114,7 +117,7 @@ class Printer:
             return "break" if self.is_broken(tok.partner) else "join"
         return None
 
-    # -- gaps ----------------------------------------------------------------------------------------
+    # -- gaps --------------------------------------------------------------------------------------
     def plan(self, prev: Optional[Tok], nxt: Optional[Tok], comments: List[Comment]):
         """The steps between two tokens: [gap, comment, gap, comment, ..., gap], a gap being
         0 (same line), 1 (next line) or 2 (after a blank line)."""
@@ -163,7 +166,7 @@ class Printer:
             self.line += " " + c.text
         self.after_comment = True
 
-    # -- tokens --------------------------------------------------------------------------------------
+    # -- tokens ------------------------------------------------------------------------------------
     def emit(self, tok: Tok) -> None:
         space = self.after_comment or self.space_between(self.prev, tok)
         self.put(tok.text, self.indent_for(tok), space)

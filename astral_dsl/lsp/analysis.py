@@ -137,12 +137,12 @@ def _analyse(uri, path, text, version, overlay, engineering) -> Analysis:
     evaluator: Optional[RecordingEvaluator] = None
     if entry_loaded.tree is not None:
         try:
-            entry_scope = compiler._scope(entry_loaded, loader, scopes, diagnostics)
+            entry_scope = compiler.module_scope(entry_loaded, loader, scopes, diagnostics)
             from astral_dsl.semantics.overrides import parse_overrides
 
             given = parse_overrides({}, entry_scope, diagnostics)
             evaluator = RecordingEvaluator(diagnostics, given, entry_scope, {})
-            design = compiler._evaluate(evaluator, entry_loaded, entry_scope, scopes, loader,
+            design = compiler.evaluate_entry(evaluator, entry_loaded, entry_scope, scopes, loader,
                                         diagnostics)
         except RecursionError:
             diagnostics.append(Diagnostic("E402", Severity.ERROR,
@@ -164,7 +164,7 @@ def _engineering(design: Design, path, text, overlay, front) -> Tuple[Diagnostic
     from astral_dsl.analyses.checking import check_design
     from astral_dsl.compiler import compile_file
 
-    compile_with = None
+    compile_with: Optional[Callable] = None
     if path is not None:
         def read(p: Path) -> bytes:
             if _same_path(p, path):
@@ -172,8 +172,10 @@ def _engineering(design: Design, path, text, overlay, front) -> Tuple[Diagnostic
             t = overlay(p)
             return t.encode("utf-8") if t is not None else p.read_bytes()
 
-        def compile_with(assignments):
+        def recompile(assignments):
             return compile_file(path, None, read=read, assignments=assignments)
+
+        compile_with = recompile
     try:
         checked = check_design(design, None, False, compile_with)
     except Exception as exc:  # noqa: BLE001 - an analysis bug must not take the editor down
@@ -194,6 +196,28 @@ def _modules(loader: ModuleLoader, scopes: Dict[int, ModuleScope],
         name = _module_name(m)
         out[name] = Module(m.key, name, m.path, m.source, m.tree, scopes.get(id(m)),
                            m.is_stdlib, m is entry)
+    return out
+
+
+def project_files(root: Path, limit: int = 200, max_dirs: int = 2000) -> List[Path]:
+    """The .astral files below a project root, bounded (a file opened outside any project makes
+    its folder the root, which may be a home directory): hidden folders and node_modules are
+    skipped, and the walk stops after `max_dirs` folders or `limit` files."""
+    import os
+
+    out: List[Path] = []
+    seen_dirs = 0
+    for folder, dirs, files in os.walk(root):
+        seen_dirs += 1
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in (
+            "node_modules", "__pycache__", "build", "dist"))
+        for name in sorted(files):
+            if name.endswith(".astral"):
+                out.append(Path(folder) / name)
+                if len(out) >= limit:
+                    return out
+        if seen_dirs >= max_dirs:
+            break
     return out
 
 

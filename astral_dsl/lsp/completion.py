@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import attrs
 from lsprotocol import types as lsp
@@ -72,7 +71,7 @@ def stdlib_items() -> Tuple[StdlibItem, ...]:
     return tuple(out)
 
 
-# ---- context ---------------------------------------------------------------------------------------
+# ---- context -------------------------------------------------------------------------------------
 def enclosing_headers(text_before: str) -> List[Tuple[str, str]]:
     """The (kind, name) of the declarations whose `{` is still open before the cursor,
     outermost first, found by scanning braces (strings and comments skipped)."""
@@ -146,7 +145,7 @@ def open_call(text_before: str) -> Optional[str]:
     return None
 
 
-# ---- items -------------------------------------------------------------------------------------------
+# ---- items ---------------------------------------------------------------------------------------
 def _item(label, kind, detail=None, doc=None, insert=None, sort="5", edits=None,
           snippet=False) -> lsp.CompletionItem:
     return lsp.CompletionItem(
@@ -431,8 +430,10 @@ def _module_items(analysis, partial: str) -> List[lsp.CompletionItem]:
     if analysis is not None and analysis.entry.path is not None:
         from astral_dsl.semantics.modules import project_root
 
+        from astral_dsl.lsp.analysis import project_files
+
         root = project_root(analysis.entry.path)
-        for path in sorted(root.rglob("*.astral"))[:200]:
+        for path in project_files(root):
             rel = path.relative_to(root).with_suffix("")
             dotted = ".".join(rel.parts)
             if path.resolve() != analysis.entry.path.resolve():

@@ -64,9 +64,10 @@ def conversions(q: Quantity) -> List[str]:
     return out
 
 
-# ---- describing values ----------------------------------------------------------------------------
+# ---- describing values ---------------------------------------------------------------------------
 def show_value(value) -> str:
-    from astral_dsl.model.values import Bundle, Group, show
+    from astral_dsl.model.values import (Bundle, FabricAxis, FabricSelection, Group, ListValue,
+                                         RangeValue, Symbol, UnknownValue, Values, show)
     from astral_dsl.semantics.frames import Frame
 
     if isinstance(value, Frame):
@@ -78,7 +79,15 @@ def show_value(value) -> str:
         return f"{value.count:,} x {value.item}"
     if type(value).__name__ == "Namespace":
         return f"module {value.name}"
-    return show(value)
+    if isinstance(value, FabricAxis):
+        return f"{value.selection.display}.{value.axis}"
+    if isinstance(value, FabricSelection):
+        return value.display
+    if isinstance(value, (bool, str, float, Quantity, Symbol, ListValue, RangeValue, Values,
+                          UnknownValue)):
+        text = show(value)
+        return text if len(text) <= 200 else text[:197] + "..."
+    return type(value).__name__          # never the repr of an evaluator object
 
 
 def type_of(value) -> str:
@@ -113,6 +122,8 @@ def type_of(value) -> str:
         return "unknown (chosen by sizing)"
     if type(value).__name__ == "Namespace":
         return "module"
+    if type(value).__name__ in ("FabricAxis", "FabricSelection"):
+        return "part of a fabric"
     return type(value).__name__
 
 
@@ -155,7 +166,7 @@ def frame_fields(frame, limit: int = 12) -> List[str]:
     return rows
 
 
-# ---- provenance ------------------------------------------------------------------------------------
+# ---- provenance ----------------------------------------------------------------------------------
 _COMMENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|(//.*)$')
 
 
@@ -216,7 +227,7 @@ def provenance(analysis: Analysis, d: Optional[Definition]) -> List[str]:
     return out
 
 
-# ---- hover -------------------------------------------------------------------------------------------
+# ---- hover ---------------------------------------------------------------------------------------
 def _field_type(chain, name: str) -> Optional[str]:
     for node in reversed(chain):
         if isinstance(node, ast.Decl):

@@ -306,7 +306,7 @@ class Resolver:
         return None
 
 
-# ---- references -----------------------------------------------------------------------------------
+# ---- references ----------------------------------------------------------------------------------
 def occurrences(tree: ast.Module, name: str) -> Iterable[Tuple[object, Span]]:
     """Every identifier spelled `name`: (node, span of the name)."""
     for node in ast.walk(tree):

@@ -58,7 +58,7 @@ class AstralServer(LanguageServer):
         self.project: Dict[str, Tuple[float, Analysis]] = {}   # other files, for references
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="astral-analysis")
 
-    # -- documents ------------------------------------------------------------------------------------
+    # -- documents ---------------------------------------------------------------------------------
     @property
     def encoding(self) -> str:
         enc = self.workspace.position_encoding if self.workspace is not None else None
@@ -120,7 +120,11 @@ class AstralServer(LanguageServer):
         return result
 
     def _analyse(self, uri: str, text: str, version: int) -> Analysis:
-        return analyse(uri, uri_path(uri), text, version, self.overlay)
+        try:
+            return analyse(uri, uri_path(uri), text, version, self.overlay)
+        except Exception as exc:  # noqa: BLE001 - a compiler bug must not stop the server
+            log.exception("analysis of %s failed", uri)
+            return failed_analysis(uri, uri_path(uri), text, version, exc)
 
     async def current(self, uri: str) -> Optional[Analysis]:
         """An analysis of exactly the text the editor has now (waiting for it if needed)."""
@@ -142,7 +146,7 @@ class AstralServer(LanguageServer):
                 out.append(other)
         return out
 
-    # -- diagnostics -----------------------------------------------------------------------------------
+    # -- diagnostics -------------------------------------------------------------------------------
     def publish(self, a: Analysis) -> None:
         lines = self.lines(a.text)
         out = [self.to_lsp(d, a, lines) for d in a.diagnostics]
@@ -165,7 +169,7 @@ class AstralServer(LanguageServer):
         return lsp.Diagnostic(range=lines.range(span), severity=_SEVERITY[d.severity],
                               code=d.code, source="astral", message=message)
 
-    # -- other files, for references --------------------------------------------------------------------
+    # -- other files, for references ---------------------------------------------------------------
     def project_analyses(self, a: Analysis) -> List[Analysis]:
         out = [a]
         open_paths = {}
@@ -177,10 +181,11 @@ class AstralServer(LanguageServer):
                 out.append(self.good[uri])
         if a.entry.path is None:
             return out
+        from astral_dsl.lsp.analysis import project_files
         from astral_dsl.semantics.modules import project_root
 
         root = project_root(a.entry.path)
-        for path in sorted(root.rglob("*.astral"))[:MAX_PROJECT_FILES]:
+        for path in project_files(root, MAX_PROJECT_FILES):
             key = str(path.resolve())
             if key in open_paths:
                 continue
@@ -212,6 +217,20 @@ class AstralServer(LanguageServer):
         return lsp.Location(uri=uri, range=self.lines(text).range(span))
 
 
+def failed_analysis(uri: str, path: Optional[Path], text: str, version: int,
+                    exc: Exception) -> Analysis:
+    """What the editor sees when the compiler itself failed: one diagnostic saying so."""
+    from astral_dsl.lsp.analysis import Module
+    from astral_dsl.diagnostics import Span
+
+    name = str(path) if path is not None else uri
+    entry = Module(name, name, path, None, None, None, False, True)
+    d = Diagnostic("E000", Severity.ERROR,
+                   f"internal compiler error: {type(exc).__name__}: {exc}", Span.at(name, 1, 1),
+                   "this is a bug in astral_dsl, not in your design; please report it")
+    return Analysis(uri, version, text, entry, {name: entry}, None, (d,), None)
+
+
 def _import_span(a: Analysis, file: str):
     """The import of the entry file that leads to `file` (directly, else the first import)."""
     from astral_dsl.syntax import ast
@@ -235,7 +254,7 @@ def _same(a: Path, b: Path) -> bool:
         return a == b
 
 
-# ---- features ------------------------------------------------------------------------------------------
+# ---- features ------------------------------------------------------------------------------------
 def build(debounce: float = 0.3) -> AstralServer:
     server = AstralServer(debounce)
 

@@ -81,8 +81,7 @@ class Quantity:
     def __str__(self) -> str:
         if not self.unit:
             return format_number(self.si)
-        sep = "" if self.unit in ("%",) else " "
-        return f"{format_number(self.magnitude)}{sep}{self.unit}"
+        return f"{format_number(self.magnitude)} {self.unit}"
 
     def __repr__(self) -> str:
         return f"Quantity({self})"

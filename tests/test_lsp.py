@@ -1,0 +1,341 @@
+"""The language server, driven over stdio by a real LSP client (pygls's LanguageClient) in a
+subprocess (`python -m astral_dsl.cli lsp`), as an editor runs it.
+
+Checked: a file with an error gets the diagnostic with the right range (in UTF-16 columns, after
+a character outside the BMP), and fixing it clears it; hover on a quantity gives its value, unit,
+conversions and type, and on a stdlib item the source of its numbers; go to definition into
+another file of the project and into the stdlib; references across files; completion of a unit
+and of a stdlib GPU name (with the import it needs); engineering diagnostics; document symbols;
+formatting."""
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+import pytest
+from lsprotocol import types as lsp
+from pygls.lsp.client import LanguageClient
+
+from astral_dsl import resources
+
+TIMEOUT = 60
+
+MAIN = textwrap.dedent("""\
+    import stdlib.hardware { H800 }
+    import lib.parts { Accel }
+
+    param limit = 45 kW
+
+    gpu Local { note = "🚀 fast", power = 45 GB }
+    host Node { gpus = 8 x Accel }
+    host Big { gpus = 8 x H800 }
+    rack R {
+      hosts = 2 x Node
+      check power <= limit
+    }
+    site S { racks = 1 x R }
+    """)
+
+PARTS = textwrap.dedent("""\
+    // parts shared by the designs of this project
+    gpu Accel {
+      power = 700 W
+      memory = 80 GB
+    }
+    """)
+
+
+class Session:
+    """One language server and a client talking to it."""
+
+    def __init__(self, root: Path, debounce: float = 0.05):
+        self.root = root
+        self.debounce = debounce
+        self.client = LanguageClient("astral-tests", "0")
+        self.published: Dict[str, List[Tuple[Optional[int], List[lsp.Diagnostic]]]] = {}
+        self.changed = asyncio.Event()
+
+        @self.client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def on_diagnostics(params: lsp.PublishDiagnosticsParams):
+            self.published.setdefault(params.uri, []).append((params.version,
+                                                              list(params.diagnostics)))
+            self.changed.set()
+
+        self.versions: Dict[str, int] = {}
+
+    async def __aenter__(self) -> "Session":
+        await self.client.start_io(sys.executable, "-m", "astral_dsl.cli", "lsp",
+                                   "--debounce", str(self.debounce), cwd=str(self.root))
+        await asyncio.wait_for(self.client.initialize_async(lsp.InitializeParams(
+            capabilities=lsp.ClientCapabilities(), root_uri=self.root.as_uri(),
+            process_id=None)), TIMEOUT)
+        self.client.initialized(lsp.InitializedParams())
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        try:
+            await asyncio.wait_for(self.client.shutdown_async(None), TIMEOUT)
+            self.client.exit(None)
+        finally:
+            await self.client.stop()
+
+    def open(self, path: Path, text: Optional[str] = None) -> str:
+        uri = path.as_uri()
+        self.versions[uri] = 1
+        self.client.text_document_did_open(lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(
+            uri=uri, language_id="astral", version=1,
+            text=path.read_text(encoding="utf-8") if text is None else text)))
+        return uri
+
+    def change(self, uri: str, text: str) -> None:
+        self.versions[uri] += 1
+        self.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri,
+                                                              version=self.versions[uri]),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+
+    async def diagnostics(self, uri: str, ok: Callable[[List[lsp.Diagnostic]], bool]):
+        """Wait for a publication for `uri` that satisfies `ok`."""
+        async def wait():
+            while True:
+                for _, diags in reversed(self.published.get(uri, [])):
+                    if ok(diags):
+                        return diags
+                    break
+                self.changed.clear()
+                await self.changed.wait()
+        return await asyncio.wait_for(wait(), TIMEOUT)
+
+    async def hover(self, uri: str, line: int, character: int):
+        return await asyncio.wait_for(self.client.text_document_hover_async(lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            position=lsp.Position(line=line, character=character))), TIMEOUT)
+
+    async def definition(self, uri: str, line: int, character: int):
+        return await asyncio.wait_for(self.client.text_document_definition_async(
+            lsp.DefinitionParams(text_document=lsp.TextDocumentIdentifier(uri=uri),
+                                 position=lsp.Position(line=line, character=character))), TIMEOUT)
+
+    async def complete(self, uri: str, line: int, character: int) -> List[lsp.CompletionItem]:
+        result = await asyncio.wait_for(self.client.text_document_completion_async(
+            lsp.CompletionParams(text_document=lsp.TextDocumentIdentifier(uri=uri),
+                                 position=lsp.Position(line=line, character=character))), TIMEOUT)
+        return result.items if isinstance(result, lsp.CompletionList) else list(result or [])
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "parts.astral").write_text(PARTS, encoding="utf-8")
+    (tmp_path / "main.astral").write_text(MAIN, encoding="utf-8")
+    return tmp_path
+
+
+def utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def position_of(text: str, needle: str, nth: int = 0) -> Tuple[int, int]:
+    """LSP position (line, UTF-16 column) of the nth occurrence of `needle`."""
+    at = -1
+    for _ in range(nth + 1):
+        at = text.index(needle, at + 1)
+    line = text.count("\n", 0, at)
+    start = text.rfind("\n", 0, at) + 1
+    return line, utf16(text[start:at])
+
+
+def test_diagnostic_range_then_fixed(project):
+    async def scenario():
+        async with Session(project) as s:
+            uri = s.open(project / "main.astral")
+            diags = await s.diagnostics(uri, lambda ds: bool(ds))
+            assert [d.code for d in diags] == ["E304"], [d.message for d in diags]
+            d = diags[0]
+            assert d.severity == lsp.DiagnosticSeverity.Error and d.source == "astral"
+            assert "expects a power" in d.message
+            # `45 GB` comes after a rocket (two UTF-16 code units, one code point)
+            line, col = position_of(MAIN, "45 GB")
+            assert (d.range.start.line, d.range.start.character) == (line, col)
+            assert (d.range.end.line, d.range.end.character) == (line, col + len("45 GB"))
+            assert col == MAIN.split("\n")[line].index("45 GB") + 1
+            # fix it: the diagnostic goes
+            s.change(uri, MAIN.replace("45 GB", "700 W"))
+            await s.diagnostics(uri, lambda ds: ds == [])
+            # break it again in another way, with a change: a syntax error
+            broken = MAIN.replace("hosts = 2 x Node", "hosts = 2 x")
+            s.change(uri, broken)
+            diags = await s.diagnostics(uri, lambda ds: any(d.code == "E103" for d in ds))
+            line, _ = position_of(broken, "check power")
+            assert diags[0].range.start.line == line
+    run(scenario())
+
+
+def test_changes_are_debounced(project):
+    """A burst of changes is checked once, at its end."""
+    async def scenario():
+        async with Session(project, debounce=0.5) as s:
+            uri = s.open(project / "main.astral")
+            await s.diagnostics(uri, lambda ds: bool(ds))
+            opened = len(s.published[uri])
+            texts = [MAIN.replace("45 GB", f"{700 + i} W") if i % 2 == 0 else MAIN
+                     for i in range(5)]                 # the last one is valid
+            for text in texts:
+                s.change(uri, text)
+            assert s.versions[uri] == 6
+            await s.diagnostics(uri, lambda ds: ds == [])
+            await asyncio.sleep(0.8)
+            after = s.published[uri][opened:]
+            assert [(v, ds) for v, ds in after] == [(6, [])], after
+    run(scenario())
+
+
+def test_engineering_checks_are_reported(project):
+    text = MAIN.replace("45 GB", "700 W").replace("check power <= limit",
+                                                   "check power <= 1 kW else error \"too hot\"")
+    async def scenario():
+        async with Session(project) as s:
+            uri = s.open(project / "main.astral", text)
+            diags = await s.diagnostics(uri, lambda ds: bool(ds))
+            assert [d.code for d in diags] == ["E500"]
+            assert "too hot" in diags[0].message
+            line, col = position_of(text, "power <= 1 kW")
+            assert (diags[0].range.start.line, diags[0].range.start.character) == (line, col)
+    run(scenario())
+
+
+def test_hover_gives_value_unit_and_conversions(project):
+    async def scenario():
+        async with Session(project) as s:
+            uri = s.open(project / "main.astral")
+            await s.diagnostics(uri, lambda ds: True)
+            line, col = position_of(MAIN, "45 kW")
+            h = await s.hover(uri, line, col + 1)
+            text = h.contents.value
+            assert "`45 kW`" in text and "power" in text
+            assert "BTU/h" in text and "153,500 BTU/h" in text
+            assert (h.range.start.line, h.range.start.character) == (line, col)
+            assert h.range.end.character == col + len("45 kW")
+            # a name: the value it has where it is used
+            line, col = position_of(MAIN, "limit", 1)
+            text = (await s.hover(uri, line, col + 2)).contents.value
+            assert "`45 kW`" in text and "parameter" in text
+            # a roll-up
+            line, col = position_of(MAIN, "power <= limit")
+            text = (await s.hover(uri, line, col + 1)).contents.value
+            assert "`11.2 kW`" in text          # 2 hosts x 8 x 700 W
+            # a stdlib item: its numbers and their source
+            line, col = position_of(MAIN, "H800", 1)
+            text = (await s.hover(uri, line, col + 1)).contents.value
+            assert "power = 700 W" in text and "*source:*" in text and "H800" in text
+            # after the rocket: UTF-16 columns
+            line, col = position_of(MAIN, "power = 45 GB")
+            text = (await s.hover(uri, line, col + 1)).contents.value
+            assert "field `power`" in text
+    run(scenario())
+
+
+def test_definition_in_another_file_and_in_the_stdlib(project):
+    async def scenario():
+        async with Session(project) as s:
+            uri = s.open(project / "main.astral")
+            await s.diagnostics(uri, lambda ds: True)
+            line, col = position_of(MAIN, "Accel", 1)      # host Node { gpus = 8 x Accel }
+            loc = await s.definition(uri, line, col + 2)
+            assert loc.uri == (project / "lib" / "parts.astral").as_uri()
+            assert (loc.range.start.line, loc.range.start.character) == (1, 4)
+            assert (loc.range.end.line, loc.range.end.character) == (1, 9)
+            line, col = position_of(MAIN, "H800", 1)
+            loc = await s.definition(uri, line, col)
+            hardware = resources.stdlib_dir() / "hardware.astral"
+            assert Path(loc.uri[len("file://"):]).resolve() == hardware.resolve()
+            stdlib_lines = hardware.read_text(encoding="utf-8").split("\n")
+            assert stdlib_lines[loc.range.start.line].startswith("gpu H800")
+            assert loc.range.start.character == 4
+            # the import names resolve too; and a parameter
+            loc = await s.definition(uri, 0, utf16("import stdlib.hardware { H8"))
+            assert stdlib_lines[loc.range.start.line].startswith("gpu H800")
+            line, col = position_of(MAIN, "limit", 1)
+            loc = await s.definition(uri, line, col)
+            assert loc.uri == uri and loc.range.start.line == 3
+            # references: the declaration and its uses, across files
+            refs = await asyncio.wait_for(s.client.text_document_references_async(
+                lsp.ReferenceParams(text_document=lsp.TextDocumentIdentifier(uri=uri),
+                                    position=lsp.Position(line=6, character=utf16(
+                                        "host Node { gpus = 8 x Ac")),
+                                    context=lsp.ReferenceContext(include_declaration=True))),
+                TIMEOUT)
+            found = sorted((Path(r.uri).name, r.range.start.line) for r in refs)
+            assert found == [("main.astral", 1), ("main.astral", 6), ("parts.astral", 1)]
+    run(scenario())
+
+
+def test_completion_of_a_unit_and_a_stdlib_gpu(project):
+    async def scenario():
+        async with Session(project) as s:
+            uri = s.open(project / "main.astral")
+            await s.diagnostics(uri, lambda ds: True)
+            # typing a quantity: `param limit = 45 k|`
+            text = MAIN.replace("param limit = 45 kW", "param limit = 45 k")
+            s.change(uri, text)
+            line, col = position_of(text, "45 k")
+            items = await s.complete(uri, line, col + len("45 k"))
+            labels = {i.label for i in items}
+            assert {"kW", "MW", "W", "BTU/h", "Gb/s"} <= labels
+            assert all(i.kind == lsp.CompletionItemKind.Unit for i in items)
+            # typing a GPU: `host Big { gpus = 8 x H|` offers the stdlib's GPUs
+            text = MAIN.replace("gpus = 8 x H800", "gpus = 8 x H")
+            s.change(uri, text)
+            line, col = position_of(text, "8 x H")
+            items = await s.complete(uri, line, col + len("8 x H"))
+            by_label = {i.label: i for i in items}
+            assert {"H800", "H100_SXM", "H200", "B200", "A100_80GB"} <= set(by_label)
+            assert "gpu" in by_label["B200"].detail and "stdlib.hardware" in by_label["B200"].detail
+            # one not imported yet brings its import along
+            edits = by_label["B200"].additional_text_edits
+            assert edits and edits[0].new_text == ", B200" and edits[0].range.start.line == 0
+            assert by_label["H800"].additional_text_edits is None
+            # declared names and fields complete too
+            assert "Accel" in by_label and "limit" in by_label
+            line, col = position_of(text, "  check power")
+            items = await s.complete(uri, line, 2)
+            assert {"power_limit", "utilization", "let", "check"} <= {i.label for i in items}
+    run(scenario())
+
+
+def test_symbols_and_formatting(project):
+    messy = "param   a=1\nsite S{racks=1 x R}\nrack R { hosts = 2 x N }\nhost N {}\n"
+
+    async def scenario():
+        async with Session(project) as s:
+            uri = s.open(project / "main.astral")
+            await s.diagnostics(uri, lambda ds: True)
+            symbols = await asyncio.wait_for(s.client.text_document_document_symbol_async(
+                lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri))),
+                TIMEOUT)
+            names = [sym.name for sym in symbols]
+            assert names == ["stdlib.hardware", "lib.parts", "limit", "Local", "Node", "Big", "R",
+                             "S"]
+            rack = symbols[names.index("R")]
+            assert [c.name for c in rack.children] == ["hosts"]
+            other = project / "messy.astral"
+            other.write_text(messy)
+            uri2 = s.open(other)
+            edits = await asyncio.wait_for(s.client.text_document_formatting_async(
+                lsp.DocumentFormattingParams(text_document=lsp.TextDocumentIdentifier(uri=uri2),
+                                             options=lsp.FormattingOptions(tab_size=2,
+                                                                           insert_spaces=True))),
+                TIMEOUT)
+            assert len(edits) == 1
+            assert edits[0].new_text == ("param a = 1\nsite S { racks = 1 x R }\n"
+                                         "rack R { hosts = 2 x N }\nhost N {}\n")
+            assert (edits[0].range.end.line, edits[0].range.end.character) == (4, 0)
+    run(scenario())
