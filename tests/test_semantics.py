@@ -207,8 +207,6 @@ def test_bare_stdlib_import_is_e205(tmp_path):
     assert codes(d) == ["E205"]
 
 
-@pytest.mark.skipif(not (STDLIB / "hardware.astral").is_file(),
-                    reason="stdlib/hardware.astral not written yet")
 def test_stdlib_import(tmp_path):
     d = build("""
         import stdlib.hardware { H800 }
@@ -219,8 +217,6 @@ def test_stdlib_import(tmp_path):
     assert astral_dsl.summary(d)["gpus"] == 16
 
 
-@pytest.mark.skipif(not (STDLIB / "hardware.astral").is_file(),
-                    reason="stdlib/hardware.astral not written yet")
 def test_stdlib_module_with_an_alias(tmp_path):
     d = build("import stdlib.hardware as hw\nhost H { gpus = 8 x hw.H800 }\n"
               "site S { hosts = 1 x H }\n", tmp_path)

@@ -92,6 +92,16 @@ CODES: dict[str, str] = {
     "E701": "Graphviz's dot program failed",
     "E702": "nothing to draw for this name or view",
     "E703": "the picture cannot be written",
+    # E75x/E76x: jobs and forecasting (`astral forecast`, analyses/seer)
+    "E750": "tensor-parallel degree does not divide the attention heads",
+    "E751": "pipeline stages do not divide the layers",
+    "E752": "declared pipeline split does not match the layers",
+    "E753": "expert-parallel degree does not divide the experts",
+    "E754": "declared GPU count differs from the product of the parallel degrees",
+    "E755": "placement holds fewer GPUs than the job",
+    "E756": "batch not divisible by micro-batch times data-parallel degree",
+    "E757": "job does not fit in GPU memory",
+    "E758": "job cannot be forecast",
 }
 
 

@@ -9,7 +9,7 @@ infrastructure (docs/seer.md).
 `forecast` raises ForecastError carrying the diagnostics when the job cannot be forecast."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Optional
 
 from astral_dsl.analyses.seer.costs import OperatorTable
 from astral_dsl.analyses.seer.forecast import Forecast, hardware_flops, model_flops, run

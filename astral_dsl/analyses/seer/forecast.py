@@ -4,7 +4,9 @@ The rule for runtime parameters a job does not declare (docs/seer.md): the micro
 `batch.micro` is absent) and the number of virtual stages (when `schedule = interleaved` without
 `virtual_stages`) are the combination with the shortest forecast iteration among those whose
 per-GPU memory estimate fits the GPU: a tuned run, which is what published runs are. Candidates
-are the divisors of B / DP (micro-batch) and of the smallest stage's layer count (chunks)."""
+are the powers of two dividing B / DP (micro-batch) and the divisors of the smallest stage's
+layer count (chunks), interleaving only when the pipeline's micro-batches are a multiple of its
+stages (Megatron-LM's requirement)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -33,6 +35,7 @@ class Forecast:
     notes: Tuple[str, ...] = ()
     breakdown: Dict[str, float] = field(default_factory=dict)
     stage: int = 0                                      # the stage the breakdown describes
+    placement: str = ""
 
     @property
     def gpus(self) -> int:
@@ -98,7 +101,8 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
     """Forecast `job`; undeclared micro-batch / virtual stages are chosen by the rule above."""
     costs = Costs(gpu, job.dtype, table)
     par = job.parallel
-    micros = [job.micro] if job.micro else divisors(max(1, job.global_batch // par.dp))
+    micros = [job.micro] if job.micro else [
+        d for d in divisors(max(1, job.global_batch // par.dp)) if d & (d - 1) == 0]
     if par.schedule == "interleaved" and not par.v:
         vs = [d for d in divisors(min(stage_layers(job.with_(parallel=replace(par, v=1)))))
               if par.pp > 1] or [1]
@@ -109,6 +113,8 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
     fallback = None
     for b in micros:
         for v in vs:
+            if v > 1 and len(vs) > 1 and (job.global_batch // (b * par.dp)) % par.pp:
+                continue      # Megatron-LM interleaves only when p divides the micro-batches
             cand = job.with_(micro=b, parallel=replace(par, v=v))
             fc = _forecast(cand, gpu, net, costs)
             if fallback is None:

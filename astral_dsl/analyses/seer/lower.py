@@ -11,11 +11,12 @@ TP stream while the weight gradient is computed; with sequence parallelism the i
 for the weight gradient overlaps the data gradient."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from astral_dsl.analyses.seer import comm
 from astral_dsl.analyses.seer import costs
 from astral_dsl.analyses.seer.costs import Costs
+from astral_dsl.analyses.seer.params import ParamsMixin
 from astral_dsl.analyses.seer.spec import JobSpec, chunk_layers
 
 
@@ -78,8 +79,13 @@ class _Builder:
         self.tail: Optional[int] = None
         self.pending: List[int] = []
 
+    gate: Optional[int] = None     # an op the next chained op must also wait for
+
     def add(self, op: Op, chain: bool = True, join: bool = True, extra=()) -> int:
         deps = ([self.tail] if self.tail is not None else []) + list(extra)
+        if chain and self.gate is not None:
+            deps.append(self.gate)
+            self.gate = None
         if chain and join:
             deps += self.pending
             self.pending = []
@@ -93,7 +99,7 @@ class _Builder:
         return idx
 
 
-class Lowering:
+class Lowering(ParamsMixin):
     def __init__(self, job: JobSpec, costs: Costs, net: comm.Network):
         self.job, self.c, self.net = job, costs, net
         par, m = job.parallel, job.model
@@ -173,13 +179,11 @@ class Lowering:
         mats = 1 if m.gpt else 2
         self._gemm(b, pre + "router", Ts, m.experts, m.hidden, L)
         self._ew(b, pre + "permute", 2 * routed * m.hidden * E, L)
-        if not pre:
-            self._coll(b, "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * E, L)
+        self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * E, L)
         self._gemm(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L, batch=local)
         self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * E, L)
         self._gemm(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local)
-        if not pre:
-            self._coll(b, "ep combine all-to-all", "a2a", "ep", routed * m.hidden * E, L)
+        self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * E, L)
         self._ew(b, pre + "unpermute", 2 * routed * m.hidden * E, L)
         if m.shared_experts:
             Fs = m.shared_experts * m.moe_ffn
@@ -345,10 +349,18 @@ class Lowering:
             return hit
         b = _Builder()
         layers = range(first, first + n)
+        fsdp = self.job.parallel.zero >= 3 and self.lay["dp"].n > 1
+        gathers = {}
+        if fsdp:   # ZeRO-3 / FSDP: every layer's weights are all-gathered ahead of use
+            for L in (layers if phase == "F" else reversed(layers)):
+                gathers[L] = self._coll(b, "param all-gather", "ag", "dp",
+                                        self.layer_params(L) * self.E, L, chain=False)
+                b.pending.remove(gathers[L])
         if phase == "F":
             if embed:
                 self._embed_fwd(b)
             for L in layers:
+                b.gate = gathers.get(L)
                 self._layer_fwd(b, L)
             if head:
                 self._head_fwd(b)
@@ -356,7 +368,12 @@ class Lowering:
             if head:
                 self._head_bwd(b)
             for L in reversed(layers):
+                b.gate = gathers.get(L)
                 self._layer_bwd(b, L)
+                if fsdp:
+                    self._coll(b, "grad reduce-scatter", "rs", "dp",
+                               self.layer_params(L) * self.job.grad_bytes, L, chain=False)
+                    b.pending.pop()
             if embed:
                 self._embed_bwd(b)
         tpl = Template(b.ops)
@@ -372,48 +389,3 @@ class Lowering:
         if not self.sp and self.t > 1:
             t += comm.all_gather(self.net, self.lay["tp"], full)
         return t
-
-    # ---- parameters, data-parallel reduction, optimizer ------------------------------------------
-    def layer_params(self, L: int) -> float:
-        """Parameters of layer L held by one rank."""
-        m = self.job.model
-        h, q, kv = m.hidden, m.heads * m.head_dim, m.kv_dim
-        mats = 2 if m.gpt else 3
-        attn = (h * (q + 2 * kv) + q * h) / self.t
-        if m.is_moe(L):
-            mlp = m.experts * mats * h * m.moe_ffn / self.ep + h * m.experts
-            mlp += m.shared_experts * mats * h * m.moe_ffn / self.t
-        else:
-            mlp = mats * h * m.ffn / self.t
-        return attn + mlp + 4 * h
-
-    def stage_params(self, stage: int) -> float:
-        par, m = self.job.parallel, self.job.model
-        total = 0.0
-        for first, n in self.chunks[stage]:
-            total += sum(self.layer_params(L) for L in range(first, first + n))
-        if stage == 0:
-            total += m.vocab * m.hidden / self.t
-        if stage == par.pp - 1 and (not m.gpt or par.pp > 1):
-            total += m.vocab * m.hidden / self.t
-        return total
-
-    def dp_reduce(self, params: float) -> float:
-        """Gradient reduction of `params` over the data-parallel (x CP) group."""
-        lay = self.lay["dp"]
-        nbytes = params * self.job.grad_bytes
-        if self.job.parallel.zero >= 1:
-            return comm.reduce_scatter(self.net, lay, nbytes)
-        return comm.all_reduce(self.net, lay, nbytes)
-
-    def param_gather(self, params: float) -> float:
-        return comm.all_gather(self.net, self.lay["dp"], params * self.E)
-
-    def optimizer_time(self, stage: int) -> float:
-        """Mixed-precision Adam, multi-tensor fused: per parameter it reads the fp32 master,
-        gradient, m and v and writes master, m, v and the low-precision copy (30 bytes), plus the
-        gradient-norm read and the gradient zeroing (8 bytes)."""
-        params = self.stage_params(stage)
-        if self.job.parallel.zero >= 1:
-            params /= self.lay["dp"].n
-        return self.c.stream("optimizer", 38.0 * params, kernels=20)

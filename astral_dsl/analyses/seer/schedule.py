@@ -6,10 +6,9 @@ one model chunk) in the order of the real schedule: Megatron's 1F1B (warm-up of 
 forwards, steady one-forward-one-backward, cool-down), its interleaved variant with v chunks, or
 GPipe. A block starts when its stream is free and its input has arrived: the activation (or
 gradient) leaves the previous stage on that stage's PP stream (FIFO, one transfer at a time) and
-takes the p2p time. As in Megatron-LM, sends and receives are synchronous and batched: a
-transfer starts when the sender has finished its block and the receiver has posted the matching
-receive (at the end of the block before the one that needs it), and the sender waits for it. The
-bubble is not a formula: it is the idle time this produces.
+takes the p2p time. As in Megatron-LM's schedules, a send is synchronous: the sender's compute
+stream waits until its transfer has arrived. The bubble is not a formula: it is the idle time
+this produces.
 
 After the last backward of each chunk, the gradients of its layers are final: they are reduced
 over the data-parallel group in buckets on the DP stream, each bucket as soon as its layers'
@@ -58,6 +57,17 @@ def order(p: int, v: int, m: int, stage: int, schedule: str) -> List[Tuple[str, 
     return out
 
 
+def deferred(p: int, v: int, m: int, stage: int, schedule: str) -> set:
+    """Positions (in `order`) of the forwards whose output Megatron-LM's interleaved schedule
+    sends only after the backward that follows them: its steady state exchanges both in one
+    batched send/receive (send_forward_backward_recv_forward_backward)."""
+    if schedule == "gpipe" or v == 1 or m <= p:
+        return set()
+    total = m * v
+    warm = min(total, (p - stage - 1) * 2 + (v - 1) * p)
+    return {warm + 2 * k for k in range(total - warm)}
+
+
 @dataclass
 class Block:
     phase: str
@@ -83,27 +93,33 @@ class StageRun:
 
 def simulate(low, m: int) -> Tuple[List[StageRun], float]:
     """Run the schedule with the lowering's block templates; returns per-stage runs and the
-    iteration time."""
+    iteration time. (Megatron-LM's interleaved schedule needs m to be a multiple of p; for other
+    m its batched exchanges could wait on each other, and each send goes out on its own.)"""
+    try:
+        return _simulate(low, m, batched=True)
+    except RuntimeError:
+        return _simulate(low, m, batched=False)
+
+
+def _simulate(low, m: int, batched: bool) -> Tuple[List[StageRun], float]:
     par = low.job.parallel
     p, v = par.pp, par.v
     dur = {(i, ph, c): low.template(i, c, ph).duration
            for i in range(p) for c in range(v) for ph in ("F", "B")}
     hop = low.p2p_time() if p > 1 else 0.0
     orders = [order(p, v, m, i, par.schedule) for i in range(p)]
+    late = [deferred(p, v, m, i, par.schedule) if batched else set() for i in range(p)]
+    held = [None] * p         # a forward output waiting for the next batched exchange
     # arrival time of each block's input: (stage, phase, chunk, mb) -> (ready, transfer time)
     ready: Dict[Tuple[int, str, int, int], Tuple[float, float]] = {}
     fdone: Dict[Tuple[int, int], float] = {}
     runs = [StageRun() for _ in range(p)]
-    pos = [{blk: k for k, blk in enumerate(o)} for o in orders]
-    ends: List[List[float]] = [[] for _ in range(p)]
     ptr, free, pp_free = [0] * p, [0.0] * p, [0.0] * p
-    blocked = [False] * p
-    pending: Dict[Tuple[int, int], list] = {}    # (receiver, its block index) -> sends to match
     queue, waiting = deque(range(p)), {}
 
-    def deliver(i, dest, sent_at, posted):
-        """Stage i's send meets the receiver's posted receive: transfer on i's PP stream."""
-        start = max(sent_at, posted, pp_free[i])
+    def deliver(i, dest, sent_at):
+        """Stage i's output goes to `dest` on i's PP stream (FIFO)."""
+        start = max(sent_at, pp_free[i])
         pp_free[i] = arrive = start + hop
         runs[i].sends.append((start, arrive, dest[1], dest[2], dest[3]))
         ready[dest] = (arrive, hop)
@@ -112,14 +128,13 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
             if arrive > free[i] and blk is not None:
                 blk.blocked += arrive - max(free[i], blk.end)
             free[i] = max(free[i], arrive)
-            blocked[i] = False
         if dest in waiting:
             queue.append(waiting.pop(dest))
 
     while queue:
         i = queue.popleft()
         seq, run = orders[i], runs[i]
-        while ptr[i] < len(seq) and not blocked[i]:
+        while ptr[i] < len(seq):
             ph, c, j = seq[ptr[i]]
             if ph == "F" and i == 0 and c == 0:
                 arrive, hop_t = 0.0, 0.0
@@ -136,21 +151,18 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
             wait = start - free[i]
             run.blocks.append(Block(ph, c, j, start, end, wait, min(wait, hop_t)))
             free[i] = end
-            ends[i].append(end)
             if ph == "F" and i == p - 1:
                 fdone[(c, j)] = end
-            for sender, dest, sent_at in pending.pop((i, ptr[i]), ()):
-                deliver(sender, dest, sent_at, end)   # this block's end posts the next receive
-            ptr[i] += 1
             dest = _dest(i, ph, c, j, p, v)
-            if dest is None:
-                continue
-            k = pos[dest[0]][dest[1:]]
-            if k == 0 or len(ends[dest[0]]) >= k:
-                deliver(i, dest, end, ends[dest[0]][k - 1] if k else 0.0)
-            else:
-                pending.setdefault((dest[0], k - 1), []).append((i, dest, end))
-                blocked[i] = BLOCKING_P2P
+            if ptr[i] in late[i]:
+                held[i] = dest
+                dest = None
+            elif held[i] is not None:
+                deliver(i, held[i], end)
+                held[i] = None
+            ptr[i] += 1
+            if dest is not None:
+                deliver(i, dest, end)
     if any(ptr[i] < len(orders[i]) for i in range(p)):
         raise RuntimeError("pipeline schedule deadlocked")
     for i, run in enumerate(runs):
@@ -168,8 +180,7 @@ def _dest(i, ph, c, j, p, v):
 
 
 def _tail(low, runs: List[StageRun], orders) -> float:
-    par = low.job.parallel
-    p, v = par.pp, par.v
+    v = low.job.parallel.v
     lay = low.lay["dp"]
     for i, run in enumerate(runs):
         last = {}

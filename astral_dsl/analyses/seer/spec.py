@@ -3,7 +3,6 @@ choices of one training job. `job_spec` reads them from a compiled design's `job
 and benchmarks may build them directly."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Optional, Tuple
 
@@ -94,8 +93,8 @@ class JobSpec:
     dtype: str = "bf16"
     gpus: Optional[int] = None                # declared
     attention: str = "flash"                  # flash | unfused (materialised s x s scores)
-    overlap_grad_reduce: bool = True          # DP reduction in buckets during backward
-    grad_reduce_dtype: Optional[str] = None   # default: fp32 for bf16 training, else the dtype
+    overlap_grad_reduce: bool = False         # Megatron-LM default: reduce after the backward
+    grad_reduce_dtype: Optional[str] = None   # default fp32: Megatron-LM's fp32 main gradients
     options: Tuple[Tuple[str, object], ...] = field(default=())
 
     @property
@@ -106,7 +105,7 @@ class JobSpec:
     def grad_bytes(self) -> int:
         if self.grad_reduce_dtype:
             return DTYPE_BYTES[self.grad_reduce_dtype]
-        return 4 if self.dtype == "bf16" else self.bytes
+        return 4
 
     @property
     def microbatches(self) -> int:
@@ -208,7 +207,10 @@ def job_spec(job, model_inst, **options) -> JobSpec:
                    recompute=_sym(job.field("recompute"), "none"),
                    dtype=_sym(job.field("dtype"), "bf16"), gpus=gpus)
     known = {k: v for k, v in options.items() if k in JobSpec.__dataclass_fields__ and v is not None}
-    return replace(spec, **known)
+    spec = replace(spec, **known)
+    nested = {k: v for k, v in options.items() if k in ParallelSpec.__dataclass_fields__
+              and v is not None}
+    return replace(spec, parallel=replace(spec.parallel, **nested)) if nested else spec
 
 
 def divisors(n: int):
@@ -220,4 +222,4 @@ def ceil_div(a, b):
 
 
 __all__ = ["ModelSpec", "ParallelSpec", "JobSpec", "job_spec", "model_spec", "stage_layers",
-           "chunk_layers", "divisors", "ceil_div", "math"]
+           "chunk_layers", "divisors", "ceil_div"]

@@ -15,7 +15,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 STREAM_ORDER = ("compute", "tp", "cp", "ep", "pp", "dp")
 STREAM_NAMES = {"compute": "compute", "tp": "TP comm", "cp": "CP comm", "ep": "EP comm",
                 "pp": "PP p2p", "dp": "DP comm"}
-MAX_EVENTS = 400_000     # ~60 MB of JSON: more is a file nobody can open
+MAX_EVENTS = 300_000     # ~50 MB of JSON: more is a file nobody can open
 
 
 @dataclass(frozen=True)
@@ -43,10 +43,12 @@ def count(fc, level: str = "op", window=None) -> int:
             if level == "op":
                 total += sum(1 for o in low.template(i, b.chunk, b.phase).ops if o.dur > 0)
             elif level == "layer":
-                total += 2 * max(1, low.chunks[i][b.chunk][1])
+                tpl = low.template(i, b.chunk, b.phase)
+                total += low.chunks[i][b.chunk][1] + 2 + sum(
+                    1 for o in tpl.ops if o.stream != "compute" and o.dur > 0)
             else:
                 total += 1
-        total += len(run.sends) + len(run.dp) + 2
+        total += sum(1 for x in run.sends if _in_window(x[4], window)) + len(run.dp) + 2
     return total
 
 
@@ -115,16 +117,21 @@ def events(fc, window=None, level: str = "op") -> Iterator[Event]:
 
 
 def _layers(i, b, tpl, label) -> Iterator[Event]:
-    spans: Dict[Tuple[int, str], List[float]] = {}
+    """Compute merged per layer; communication kept per operator (it does not overlap)."""
+    spans: Dict[int, List[float]] = {}
     for o in tpl.ops:
         if o.dur <= 0:
             continue
-        key = (o.layer, "compute" if o.stream == "compute" else o.stream)
-        lo_hi = spans.setdefault(key, [o.start, o.end])
+        if o.stream != "compute":
+            yield Event(i, o.stream, o.name, o.cat, b.start + o.start, b.start + o.end,
+                        (("micro_batch", b.mb), ("layer", o.layer)))
+            continue
+        lo_hi = spans.setdefault(o.layer, [o.start, o.end])
         lo_hi[0], lo_hi[1] = min(lo_hi[0], o.start), max(lo_hi[1], o.end)
-    for (layer, stream), (lo, hi) in sorted(spans.items(), key=lambda kv: kv[1][0]):
+    for layer, (lo, hi) in sorted(spans.items(), key=lambda kv: kv[1][0]):
         name = (f"layer {layer}" if layer >= 0 else "embedding/head") + f" {label}"
-        yield Event(i, stream, name, "layer", b.start + lo, b.start + hi,
+        yield Event(i, "compute", name, "forward" if b.phase == "F" else "backward",
+                    b.start + lo, b.start + hi,
                     (("micro_batch", b.mb), ("layer", layer)))
 
 
@@ -167,8 +174,7 @@ def write_trace(fc, path: str, level: Optional[str] = None, window=None) -> str:
 
 COLOURS = {"gemm": "#4C72B0", "attention": "#8172B2", "elementwise": "#64B5CD",
            "norm": "#8C8C8C", "recompute": "#CCB974", "comm": "#C44E52", "p2p": "#DD8452",
-           "optimizer": "#55A868", "forward": "#4C72B0", "backward": "#8172B2",
-           "layer": "#4C72B0"}
+           "optimizer": "#55A868", "forward": "#4C72B0", "backward": "#8172B2"}
 
 
 def plot(fc, path: str, window=None) -> None:

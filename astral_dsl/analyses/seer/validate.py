@@ -117,6 +117,8 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
         from dataclasses import replace
         probe = probe.with_(parallel=replace(probe.parallel, v=1))
     low = Lowering(probe, Costs(cluster.gpu, probe.dtype), cluster.net)
+    if not cluster.gpu.memory:          # the GPU declares no memory: nothing to check against
+        return []
     est = estimate(probe, low.stage_params)
     if est.total <= cluster.gpu.memory:
         return []

@@ -1,0 +1,73 @@
+"""Bad jobs: every design in tests/bad_jobs compiles, and Seer's job validation reports the code
+of tests/bad_jobs/EXPECTED at exactly the span given there, never a traceback; `astral forecast`
+prints it and exits with 1."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.analyses import seer
+from astral_dsl.analyses.seer import validate_jobs
+from astral_dsl.diagnostics import CODES
+
+HERE = Path(__file__).resolve().parent
+BAD = HERE / "bad_jobs"
+
+
+def _cases():
+    out = []
+    for raw in (BAD / "EXPECTED").read_text(encoding="utf-8").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            name, code, where = line.split()
+            ln, col = where.split(":")
+            out.append((name, code, int(ln), int(col)))
+    return out
+
+
+CASES = _cases()
+
+
+def test_corpus_is_complete():
+    listed = {c[0] for c in CASES}
+    assert listed == {p.name for p in BAD.glob("*.astral")}
+    assert {c[1] for c in CASES} >= {f"E75{i}" for i in range(9)}
+    for _, code, _, _ in CASES:
+        assert code in CODES
+
+
+@pytest.mark.parametrize("name,code,line,column", CASES, ids=[c[0] for c in CASES])
+def test_bad_job(name, code, line, column):
+    design = astral_dsl.load(BAD / name)
+    assert design.valid, [d.message for d in design.diagnostics]
+    diags = validate_jobs(design)
+    hits = [d for d in diags if d.code == code and d.span is not None
+            and (d.span.start.line, d.span.start.column) == (line, column)]
+    assert hits, [(d.code, str(d.span), d.message) for d in diags]
+    assert hits[0].is_error and hits[0].message
+    with pytest.raises(seer.ForecastError) as exc:
+        seer.forecast(design)
+    assert any(d.code == code for d in exc.value.diagnostics)
+
+
+def test_memory_diagnostic_reports_the_estimate():
+    design = astral_dsl.load(BAD / "memory.astral")
+    d = next(d for d in validate_jobs(design) if d.code == "E757")
+    assert "GB per GPU" in d.message
+    assert any("weights" in n and "activations" in n for n in d.notes)
+
+
+@pytest.mark.parametrize("name,code", [(c[0], c[1]) for c in CASES[:3]])
+def test_cli_forecast_reports_bad_job(name, code):
+    repo = HERE.parent
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "forecast", "--color", "never",
+                           f"tests/bad_jobs/{name}"], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"[{code}]" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr

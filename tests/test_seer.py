@@ -1,0 +1,346 @@
+"""Seer: lowering, FLOPs, the schedule, traces, scenarios, the CLI (docs/seer.md)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.analyses import seer
+from astral_dsl.analyses.seer import timeline
+from astral_dsl.analyses.seer.comm import Network, Tier
+from astral_dsl.analyses.seer.costs import Costs, GpuSpec
+from astral_dsl.analyses.seer.lower import Lowering
+from astral_dsl.analyses.seer.schedule import order
+from astral_dsl.analyses.seer.spec import JobSpec, ModelSpec, ParallelSpec
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((REPO / "examples").glob("*.astral"))
+A100 = GpuSpec("A100", (("bf16", 312e12),), 80e9, 2039e9, 300e9)
+H100 = GpuSpec("H100", (("bf16", 989e12),), 80e9, 3350e9, 450e9)
+NET = Network(8, 300e9, (25e9,) * 8, (Tier("leaf", 32, True, 1.0), Tier("core", 10**6, False, 1.0)))
+GPT3 = ModelSpec("GPT3_175B", 96, 12288, 96, 96, 49152, 51200, 2048, "gelu")
+LLAMA_8B = ModelSpec("Llama3_8B", 32, 4096, 32, 8, 14336, 128256, 8192, "swiglu")
+MIXTRAL = ModelSpec("Mixtral", 32, 4096, 32, 8, 14336, 32000, 4096, "swiglu", experts=8, top_k=2,
+                    moe_ffn=14336)
+
+
+def gpt3_job(tp=8, pp=8, dp=16, b=1, B=1536, rec="full", sp=False, v=1, **kw):
+    par = ParallelSpec(tp=tp, pp=pp, dp=dp, sp=sp, v=v,
+                       schedule="interleaved" if v > 1 else "1f1b")
+    return JobSpec("gpt3", GPT3, par, B, b, 2048, rec, "bf16", **kw)
+
+
+def run(job, gpu=A100, net=NET):
+    return seer.run(job, gpu, net)
+
+
+# ---- lowering --------------------------------------------------------------------------------
+def _ops(job, phase="F", stage=1, chunk=0):
+    low = Lowering(job, Costs(A100, job.dtype), NET)
+    return low, low.template(stage, chunk, phase).ops
+
+
+def test_forward_layer_operators():
+    job = gpt3_job(pp=96, sp=True, rec="selective", attention="unfused")
+    _, ops = _ops(job)                          # stage 1 holds one layer
+    names = [o.name for o in ops]
+    assert names.count("qkv") == names.count("out proj") == 1
+    assert names.count("fc1") == names.count("fc2") == 1
+    assert names.count("attn scores") == names.count("attn context") == 1
+    assert sum(o.cat == "norm" for o in ops) == 2
+    tp = [o for o in ops if o.stream == "tp"]
+    assert sorted(o.name.split()[-1] for o in tp) == ["all-gather"] * 2 + ["reduce-scatter"] * 2
+    gemm = [o for o in ops if o.cat == "gemm"]
+    assert len(gemm) == 4
+
+
+def test_backward_layer_operators_and_recompute():
+    full = gpt3_job(pp=96, rec="full")
+    _, ops = _ops(full, "B")
+    assert sum(o.name.endswith("dgrad") for o in ops if o.cat == "gemm") == 4
+    assert sum(o.name.endswith("wgrad") for o in ops if o.cat == "gemm") == 4
+    assert sum(o.cat == "recompute" and o.flops > 0 for o in ops) == 4 + 1  # 4 GEMMs + flash
+    none = gpt3_job(pp=96, rec="none")
+    _, ops = _ops(none, "B")
+    assert not any(o.cat == "recompute" for o in ops)
+    # without SP the column-parallel input gradients are all-reduced, overlapped with wgrad
+    ar = [o for o in ops if o.stream == "tp"]
+    assert len(ar) == 2 and all("all-reduce" in o.name for o in ar)
+    wgrad = next(o for o in ops if o.name == "qkv wgrad")
+    red = next(o for o in ops if o.name == "qkv grad all-reduce")
+    assert red.start < wgrad.end and red.end > wgrad.start      # they overlap
+
+
+def test_moe_layer_has_router_experts_and_all_to_all():
+    par = ParallelSpec(tp=2, pp=1, dp=8, ep=8, sp=True)
+    job = JobSpec("mix", MIXTRAL, par, 64, 1, 4096, "selective", "bf16")
+    low = Lowering(job, Costs(H100, "bf16"), NET)
+    ops = low.template(0, 0, "F").ops
+    names = [o.name for o in ops]
+    assert names.count("router") == 32
+    assert sum(o.stream == "ep" for o in ops) == 2 * 32
+    assert names.count("expert fc1") == 32
+    bwd = low.template(0, 0, "B").ops
+    assert sum(o.stream == "ep" for o in bwd) == 2 * 32
+
+
+def test_embedding_and_head_on_first_and_last_stage():
+    job = gpt3_job(pp=8)
+    low = Lowering(job, Costs(A100, "bf16"), NET)
+    first = [o.name for o in low.template(0, 0, "F").ops]
+    last = [o.name for o in low.template(7, 0, "F").ops]
+    middle = [o.name for o in low.template(3, 0, "F").ops]
+    assert "embedding" in first and "logits" not in first
+    assert "logits" in last and "cross entropy" in last and "embedding" not in last
+    assert "embedding" not in middle and "logits" not in middle
+
+
+def test_uneven_stages_and_interleaving():
+    par = ParallelSpec(tp=8, pp=4, dp=1, stages=(7, 9, 9, 7))
+    job = JobSpec("u", LLAMA_8B, par, 8, 1, 8192, "selective", "bf16")
+    low = Lowering(job, Costs(H100, "bf16"), NET)
+    assert [low.chunks[i][0][1] for i in range(4)] == [7, 9, 9, 7]
+    inter = gpt3_job(pp=8, v=3)
+    low = Lowering(inter, Costs(A100, "bf16"), NET)
+    assert sum(n for stage in low.chunks for _, n in stage) == 96
+    assert low.chunks[0][1][0] == 8 * 4          # chunk 1 of stage 0 follows stage 7's chunk 0
+
+
+def test_flops_match_seer_md_formulas():
+    B, s, l, h, V = 1536, 2048, 96, 12288, 51200
+    job = gpt3_job(rec="full")
+    assert seer.model_flops(job) == pytest.approx(
+        72 * B * s * l * h**2 * (1 + s / (6 * h) + V / (12 * l * h)), rel=1e-12)
+    assert seer.hardware_flops(job) == pytest.approx(
+        96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h)), rel=1e-12)
+
+
+def test_lowered_flops_add_up_to_the_formula():
+    """Sum of every block's operator FLOPs x ranks = the iteration's hardware FLOPs."""
+    job = gpt3_job(dp=2, B=32, rec="full", attention="unfused")
+    fc = run(job)
+    per_rank = sum(fc.lowering.template(i, b.chunk, b.phase).flops
+                   for i, r in enumerate(fc.runs) for b in r.blocks)
+    p = job.parallel
+    assert per_rank * p.tp * p.dp == pytest.approx(seer.hardware_flops(job), rel=1e-9)
+
+
+# ---- the schedule ------------------------------------------------------------------------------
+@pytest.mark.parametrize("p,v,m", [(4, 1, 8), (4, 2, 8), (8, 3, 16), (4, 1, 2), (2, 4, 5)])
+def test_orders_run_every_block_once(p, v, m):
+    for i in range(p):
+        seq = order(p, v, m, i, "interleaved" if v > 1 else "1f1b")
+        assert len(seq) == 2 * m * v and len(set(seq)) == 2 * m * v
+
+
+def test_bubble_comes_from_the_schedule_not_a_formula():
+    """The idle time of 1F1B matches (p-1)/m of the compute for balanced stages, and the
+    interleaved schedule shrinks it."""
+    job = gpt3_job(pp=8, dp=1, B=64)
+    plain = run(job)
+    inter = run(replace(job, parallel=replace(job.parallel, v=3, schedule="interleaved")))
+    assert inter.breakdown["bubble"] < 0.6 * plain.breakdown["bubble"]
+    ratio = plain.breakdown["bubble"] / plain.breakdown["compute"]
+    assert 0.5 * 7 / 64 < ratio < 2.0 * 7 / 64
+
+
+def test_breakdown_adds_up():
+    for job in (gpt3_job(), gpt3_job(v=2, sp=True, rec="selective"),
+                gpt3_job(pp=1, dp=128, B=1024, b=2)):
+        fc = run(job)
+        assert sum(fc.breakdown.values()) == pytest.approx(fc.iteration_time, rel=1e-9)
+        assert 0 < fc.mfu <= fc.hfu < 1
+
+
+def test_zero_and_fsdp():
+    base = gpt3_job(pp=8, dp=16)
+    z1 = run(replace(base, parallel=replace(base.parallel, zero=1)))
+    z0 = run(base)
+    z3 = run(replace(base, parallel=replace(base.parallel, zero=3)))
+    assert z1.memory.optimizer < z0.memory.optimizer / 8
+    assert z3.memory.weights < z0.memory.weights / 8
+    ops = z3.lowering.template(1, 0, "B").ops
+    assert any(o.stream == "dp" and "all-gather" in o.name for o in ops)
+    assert any(o.stream == "dp" and "reduce-scatter" in o.name for o in ops)
+
+
+def test_context_parallel_ring():
+    par = ParallelSpec(tp=8, pp=1, dp=2, cp=4, sp=True)
+    job = JobSpec("cp", LLAMA_8B, par, 8, 1, 32768, "selective", "bf16")
+    fc = run(job, H100)
+    ops = fc.lowering.template(0, 0, "F").ops
+    assert sum(o.stream == "cp" for o in ops) == 32
+    assert fc.iteration_time > 0
+
+
+def test_doubling_dp_does_not_double_forecast_time():
+    """The cost of a forecast grows with operators per rank, not with GPUs."""
+    def timed(dp):
+        job = gpt3_job(dp=dp, B=96 * dp)
+        t = time.perf_counter()
+        fc = run(job)
+        list(fc.timeline(level="layer"))
+        return time.perf_counter() - t
+    timed(16)
+    t1 = min(timed(16) for _ in range(3))
+    t2 = min(timed(32) for _ in range(3))
+    assert t2 < 1.5 * t1 + 0.02, (t1, t2)
+
+
+# ---- examples, traces, scenarios ------------------------------------------------------------------
+def _example_forecasts():
+    out = []
+    for path in EXAMPLES:
+        design = astral_dsl.load(path)
+        for job in design.jobs:
+            out.append(pytest.param(path, job.template, id=f"{path.stem}:{job.template}"))
+    return out
+
+
+def forecast_example(path, job):
+    design = astral_dsl.load(path)
+    try:
+        return seer.forecast(design, job=job)
+    except seer.ForecastError as exc:
+        codes = {d.code for d in exc.diagnostics if d.is_error}
+        assert codes == {"E757"}, [d.message for d in exc.diagnostics]
+        # the declared job does not fit: forecast it as it could run (recompute, ZeRO-1)
+        return seer.forecast(design, job=job, recompute="full", zero=1)
+
+
+@pytest.mark.parametrize("path,job", _example_forecasts())
+def test_trace_invariants_on_example_jobs(path, job, tmp_path):
+    fc = forecast_example(path, job)
+    out = tmp_path / "trace.json"
+    timeline.write_trace(fc, str(out))
+    doc = json.loads(out.read_text())
+    events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert events
+    threads = defaultdict(list)
+    for e in events:
+        assert e["name"] and e["cat"] and isinstance(e["args"], dict) and e["dur"] >= 0
+        threads[(e["pid"], e["tid"])].append(e)
+    for key, evs in threads.items():
+        evs.sort(key=lambda e: e["ts"])
+        for a, b in zip(evs, evs[1:]):
+            assert b["ts"] >= a["ts"] + a["dur"] - 1e-6, (key, a, b)
+    last = max(e["ts"] + e["dur"] for e in events)
+    assert last == pytest.approx(fc.iteration_time * 1e6, abs=0.01)
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"}
+    assert len(names) == fc.job.parallel.pp
+
+
+def test_timeline_as_data_window_and_levels():
+    fc = run(gpt3_job(pp=4, dp=1, B=16))
+    ops = list(fc.timeline())
+    window = list(fc.timeline(window=(0, 2)))
+    layers = list(fc.timeline(level="layer"))
+    blocks = list(fc.timeline(level="block"))
+    assert len(blocks) < len(layers) < len(ops) and len(window) < len(ops)
+    assert {e.stream for e in ops} >= {"compute", "tp", "pp"}
+    assert max(e.end for e in ops) == pytest.approx(fc.iteration_time)
+
+
+def test_huge_trace_is_windowed():
+    par = ParallelSpec(tp=8, pp=64, dp=1)
+    m = ModelSpec("1T", 128, 25600, 160, 160, 102400, 51200, 2048, "gelu")
+    fc = run(JobSpec("1t", m, par, 512, 1, 2048, "full", "bf16"))
+    level, window, note = timeline.choose(fc)
+    assert note and (window is not None or level != "op")
+    assert timeline.count(fc, level, window) <= timeline.MAX_EVENTS
+
+
+SCENARIO_DESIGN = """
+import stdlib.hardware { H100_SXM, CX7_2x200G, Switch51T, HGX8 }
+import stdlib.models { Llama3_8B }
+host Node = HGX8(gpu = H100_SXM, nic = CX7_2x200G)
+rack R { hosts = 4 x Node }
+pod P { racks = 16 x R }
+fabric F {
+  rails = 8, planes = 2
+  tier tor { switch = Switch51T, scope = pod, per = [rail, plane], down = 128 x 200 Gb/s, up = 64 x 400 Gb/s }
+  tier core { switch = Switch51T, scope = site, down = 128 x 400 Gb/s }
+}
+site S { pods = 1 x P, fabric = F }
+job dp_heavy {
+  model = Llama3_8B, placement = S, gpus = 512, recompute = full
+  parallel { tp = 1, pp = 1, dp = 512, zero = 2 }
+  batch { global_batch = 512, micro = 1, seq = 8192 }
+}
+job tp_only {
+  model = Llama3_8B, placement = S, gpus = 8, recompute = selective
+  parallel { tp = 8, pp = 1, dp = 1, sp = true }
+  batch { global_batch = 8, micro = 1, seq = 8192 }
+}
+scenario plane_b_down { fail S.fabric.plane[B] }
+"""
+
+
+def test_plane_down_slows_dp_heavy_jobs():
+    design = astral_dsl.loads(SCENARIO_DESIGN, name="scen.astral", root=REPO)
+    assert design.valid, [d.message for d in design.diagnostics]
+    base = seer.forecast(design, job="dp_heavy")
+    down = seer.forecast(design, job="dp_heavy", scenario="plane_b_down")
+    assert down.iteration_time > base.iteration_time * 1.02
+    assert down.breakdown["dp_comm"] > 1.5 * base.breakdown["dp_comm"]
+    assert any("plane B" in n for n in down.notes)
+    # a job inside one host does not notice
+    a = seer.forecast(design, job="tp_only")
+    b = seer.forecast(design, job="tp_only", scenario="plane_b_down")
+    assert b.iteration_time == pytest.approx(a.iteration_time)
+
+
+def test_operator_table_overrides_a_gemm(tmp_path):
+    job = gpt3_job(pp=8, dp=1, B=8)
+    low = Lowering(job, Costs(A100, "bf16"), NET)
+    qkv = next(o for o in low.template(1, 0, "F").ops if o.name == "qkv")
+    csv = tmp_path / "ops.csv"
+    csv.write_text(f"operator,shape,dtype,time_ms\nqkv,{qkv.shape},bf16,50\n")
+    slow = seer.run(job, A100, NET, seer.OperatorTable.read(str(csv)))
+    assert slow.iteration_time > run(job).iteration_time + 8 * 12 * 0.04
+
+
+# ---- the command line --------------------------------------------------------------------------------
+def _cli(*args):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_forecast_json_and_trace(tmp_path):
+    trace = tmp_path / "t.json"
+    proc = _cli("forecast", "examples/single_pod.astral", "--format", "json", "--trace", str(trace))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    fc = doc["forecast"]
+    for key in ("job", "gpus", "parallelism", "iteration_time_s", "tokens_per_s", "mfu", "hfu",
+                "breakdown_s"):
+        assert key in fc
+    assert doc["valid"] is True and "diagnostics" in doc
+    assert sum(fc["breakdown_s"].values()) == pytest.approx(fc["iteration_time_s"], rel=1e-6)
+    assert json.loads(trace.read_text())["traceEvents"]
+
+
+def test_cli_forecast_table_and_errors():
+    proc = _cli("forecast", "examples/single_pod.astral", "--color", "never")
+    assert proc.returncode == 0 and "iteration time" in proc.stdout and "MFU" in proc.stdout
+    proc = _cli("forecast", "examples/single_pod.astral", "--job", "nope")
+    assert proc.returncode == 2 and "no such job" in proc.stderr
+    proc = _cli("forecast", "tests/bad_jobs/tp_heads.astral", "--color", "never")
+    assert proc.returncode == 1 and "[E750]" in proc.stdout
+
+
+def test_cli_plot(tmp_path):
+    out = tmp_path / "gantt.png"
+    proc = _cli("forecast", "examples/single_pod.astral", "--plot", str(out), "--window", "0:2")
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
