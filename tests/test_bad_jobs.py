@@ -1,5 +1,5 @@
-"""Bad jobs: every design in tests/bad_jobs compiles, and Seer's job validation reports the code
-of tests/bad_jobs/EXPECTED at exactly the span given there, never a traceback; `astral forecast`
+"""Bad jobs: every design in tests/bad/jobs compiles, and Seer's job validation reports the code
+of tests/bad/jobs/EXPECTED at exactly the span given there, never a traceback; `astral forecast`
 prints it and exits with 1."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from astral_dsl.analyses.seer import validate_jobs
 from astral_dsl.diagnostics import CODES
 
 HERE = Path(__file__).resolve().parent
-BAD = HERE / "bad_jobs"
+BAD = HERE / "bad" / "jobs"
 
 
 def _cases():
@@ -67,7 +67,7 @@ def test_cli_forecast_reports_bad_job(name, code):
     repo = HERE.parent
     env = dict(os.environ, PYTHONPATH=str(repo))
     proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "forecast", "--color", "never",
-                           f"tests/bad_jobs/{name}"], cwd=repo, env=env, capture_output=True,
+                           f"tests/bad/jobs/{name}"], cwd=repo, env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"[{code}]" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr

@@ -335,7 +335,7 @@ def test_cli_forecast_table_and_errors():
     assert proc.returncode == 0 and "iteration time" in proc.stdout and "MFU" in proc.stdout
     proc = _cli("forecast", "examples/single_pod.astral", "--job", "nope")
     assert proc.returncode == 2 and "no such job" in proc.stderr
-    proc = _cli("forecast", "tests/bad_jobs/tp_heads.astral", "--color", "never")
+    proc = _cli("forecast", "tests/bad/jobs/tp_heads.astral", "--color", "never")
     assert proc.returncode == 1 and "[E750]" in proc.stdout
 
 
