@@ -321,7 +321,7 @@ def test_cli_forecast_json_and_trace(tmp_path):
     proc = _cli("forecast", "examples/single_pod.astral", "--format", "json", "--trace", str(trace))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    fc = doc["forecast"]
+    fc = doc                      # the forecast's fields sit beside version/valid/diagnostics
     for key in ("job", "gpus", "parallelism", "iteration_time_s", "tokens_per_s", "mfu", "hfu",
                 "breakdown_s"):
         assert key in fc

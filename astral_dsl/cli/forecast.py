@@ -69,7 +69,8 @@ def run(args, overrides) -> int:
         except ImportError:
             return usage("--plot needs matplotlib (pip install matplotlib)")
     if args.format == "json":
-        doc = envelope(diags, file=design.file, scenario=args.scenario, forecast=report.to_json(fc))
+        # the forecast's own fields sit beside the envelope's, as in every command's JSON
+        doc = envelope(diags, file=design.file, scenario=args.scenario, **report.to_json(fc))
         if notes:
             doc["notes"] = notes
         sys.stdout.write(dumps(doc) + "\n")
@@ -85,7 +86,7 @@ def _fail(args, design, diags, code) -> int:
     from astral_dsl.outputs.jsonout import dumps, envelope
 
     if args.format == "json":
-        sys.stdout.write(dumps(envelope(diags, file=design.file, forecast=None)) + "\n")
+        sys.stdout.write(dumps(envelope(diags, file=design.file)) + "\n")
     else:
         print_diagnostics(diags, colour(args), sys.stdout)
     return code
