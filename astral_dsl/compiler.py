@@ -136,7 +136,7 @@ def evaluate_entry(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scope
         freezer.instance(f)
     params = tuple((n, freezer.value(scope.values[n], False)) for n, s in scope.own.items()
                    if n in scope.values and type(s).__name__ == "ParamSymbol")
-    instances = tuple(sorted(freezer.order, key=lambda i: _path_key(i.path)))
+    instances = tuple(sorted(freezer.order, key=lambda i: i.path))
     unknowns = tuple(_unknown_site(key, site, paths, freezer)
                      for key, site in sorted(ev.unknown_sites.items(),
                                              key=lambda kv: _span_order(kv[1][0])))
@@ -154,10 +154,6 @@ def _unknown_site(key, site, paths, freezer) -> UnknownSite:
     return UnknownSite(key, span, role, tuple(freezer.value(o, False) for o in options),
                        kw.get("low", 0), kw.get("high", 10**6),
                        paths.get(id(frame), "") if frame is not None else "", kw.get("field", ""))
-
-
-def _path_key(path: str):
-    return path
 
 
 def _size_limits(ev: Evaluator, roots, diagnostics) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from astral_dsl.model.design import Design, Instance
+from astral_dsl.model.design import Design
 from astral_dsl.model.rollup import count_of, power_of
 
 
@@ -38,7 +38,3 @@ def one_line(design: Design, summary: Dict[str, object]) -> str:
     return (f"{design.file}: {_n(summary['gpus'], 'GPU')}, {_n(summary['hosts'], 'host')}, "
             f"{_n(summary['racks'], 'rack')}, {_n(summary['switches'], 'switch').replace('switchs', 'switches')}, "
             f"IT power {summary['it_power_kw']:,.1f} kW")
-
-
-def root_instance(design: Design) -> Instance | None:
-    return design.roots[0] if design.roots else None

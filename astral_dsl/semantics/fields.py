@@ -12,6 +12,7 @@ from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.evaluate import fail, unknown_key
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import Namespace, Template
+from astral_dsl.semantics.errors import check as _poison_check
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
 
@@ -265,11 +266,5 @@ def _wants_symbols(t) -> bool:
     return isinstance(t, EnumType) or (isinstance(t, ListType) and isinstance(t.item, EnumType))
 
 
-def _poison_check(value):
-    if value is POISON:
-        from astral_dsl.semantics.evaluate import Poisoned as _P
-
-        raise _P()
-    return value
 
 
