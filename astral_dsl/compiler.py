@@ -107,6 +107,7 @@ def evaluate_entry(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scope
         else:
             ev.guarded(lambda: ev.symbol_value(symbol, scope.spans[name]), default=None)
     ev.complete_all()
+    lint_templates(ev, scope, diagnostics)
     if not roots and scope.own and not entry.is_stdlib and any(
             isinstance(s, Template) and s.module is scope and s.kind in ("rack", "row", "block",
                                                                           "pod", "hall")
@@ -142,6 +143,27 @@ def evaluate_entry(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scope
                                              key=lambda kv: _span_order(kv[1][0])))
     return Design(entry.key, frozen_roots, frozen_jobs, frozen_scen, params, instances,
                   tuple(results), sort_diagnostics(diagnostics), unknowns)
+
+
+def lint_templates(ev: Evaluator, scope: ModuleScope, diagnostics) -> None:
+    """Check the bodies of the entry's templates that nothing instantiated because they need
+    arguments: bound to values already in error, the arguments silence what depends on them,
+    and every other mistake in the body is reported."""
+    used = {id(f.template) for f in ev.frames if f.template is not None}
+    unused = [s for s in scope.own.values() if isinstance(s, Template) and id(s) not in used
+              and s.module is scope and s.decl.params
+              and any(p.default is None for p in s.decl.params)]
+    if not unused:
+        return
+    found: List[Diagnostic] = []
+    lint = Evaluator(found, ev.overrides, scope, {})
+    lint.lenient = True
+    for symbol in unused:
+        lint.guarded(lambda: lint.instantiate(symbol, [], Env(scope), symbol.decl.name.span),
+                     default=None)
+    lint.complete_all()
+    seen = {(d.code, d.span, d.message) for d in diagnostics}
+    diagnostics.extend(d for d in found if (d.code, d.span, d.message) not in seen)
 
 
 def _span_order(span: Span):

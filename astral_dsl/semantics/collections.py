@@ -60,7 +60,7 @@ class CollectionMixin:
         return int(value.si)
 
     def _e_Replicate(self, e: ast.Replicate, env):
-        count_value = self.numeric(self.eval(e.count, env), e.count.span)
+        count_value = self.numeric(self.eval_or_probe(e.count, env, e.item), e.count.span)
         if isinstance(count_value, Quantity) and count_value.dimensionless and \
                 not float(count_value.si).is_integer():
             fail("E400", f"a replication count must be a positive whole number, not "

@@ -192,9 +192,18 @@ class ExpressionEvaluator(AccessMixin, CollectionMixin):
         return value
 
     def _e_Binary(self, e: ast.Binary, env):
-        left = self.numeric(self.eval(e.left, env), e.left.span)
+        left = self.numeric(self.eval_or_probe(e.left, env, e.right), e.left.span)
         right = self.numeric(self.eval(e.right, env), e.right.span)
         return self.binary(e.op, left, right, e)
+
+    def eval_or_probe(self, expr, env, other):
+        """Evaluate `expr`; when it is already in error, still evaluate `other` (the next
+        operand) so that its own, independent mistakes are reported too."""
+        try:
+            return self.eval(expr, env)
+        except Poisoned:
+            self.eval(other, env)
+            raise
 
     def binary(self, op, left, right, e):
         if isinstance(left, Values) or isinstance(right, Values):
