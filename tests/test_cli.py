@@ -382,3 +382,15 @@ def test_colour_on_request(here, capsys):
     assert "\x1b[" in stdout
     _, stdout, _ = call(["check", "bad.astral"], capsys)   # not a terminal: no colour
     assert "\x1b[" not in stdout
+
+
+def test_a_very_long_line_is_shown_as_a_window_around_the_span(tmp_path):
+    from astral_dsl.diagnostics import Diagnostic, Severity, Span
+    from astral_dsl.outputs.human import render
+
+    line = "site S { x = " + "(" * 500 + "1" + ")" * 500 + " }"
+    d = Diagnostic("E203", Severity.ERROR, "a site has no field `x`", Span.at("f", 1, 10, 1, 11))
+    text = render(d, lambda f, n: line if n == 1 else None)
+    shown, caret = text.splitlines()[3], text.splitlines()[4]
+    assert len(shown) < 140 and shown.endswith("...")
+    assert caret.index("^") == shown.index("x =")      # the caret still points at `x`

@@ -35,6 +35,7 @@ def render(d: Diagnostic, line_of: Callable[[str, int], Optional[str]], colour: 
                 width = max(1, span.end.column - span.start.column)
             else:
                 width = max(1, len(text) - start)
+            text, start, width = _window(text, start, width)
             out.append(f"{pad} {c(_BLUE, '|')}")
             out.append(f"{c(_BLUE, str(span.start.line).rjust(gutter))} {c(_BLUE, '|')} {text}")
             marks = " " * start + "^" * width
@@ -45,3 +46,21 @@ def render(d: Diagnostic, line_of: Callable[[str, int], Optional[str]], colour: 
     if d.hint:
         out.append(f"{lead} {c(_BLUE, '=')} hint: {d.hint}")
     return "\n".join(out)
+
+
+MAX_SHOWN = 120
+
+
+def _window(text: str, start: int, width: int):
+    """A long line is cut to a window around the span, marked with `...` where it was cut."""
+    if len(text) <= MAX_SHOWN:
+        return text, start, width
+    width = min(width, MAX_SHOWN - 40)
+    lo = max(0, start - 30)
+    hi = min(len(text), lo + MAX_SHOWN)
+    shown = text[lo:hi]
+    if lo > 0:
+        shown, start = "..." + shown, start - lo + 3
+    if hi < len(text):
+        shown += "..."
+    return shown, start, width

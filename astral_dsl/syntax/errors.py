@@ -51,6 +51,8 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
             hint = "comments start with `//`"
         elif ch == "\"":
             hint = "a string must end on the line it starts"
+        elif ch.isalpha():
+            hint = "names use ASCII letters, digits and `_`; other text belongs in a \"string\""
         code = "E107" if ch == "\"" else "E104"
         shown = repr(ch)[1:-1] if ch.isprintable() else f"U+{ord(ch):04X}" if ch else "end of file"
         return Diagnostic(code, Severity.ERROR, f"unexpected character `{shown}`", span, hint)
