@@ -23,8 +23,12 @@ MAX_GPUS = 10**9
 
 
 def compile_file(path: str | Path, overrides: Optional[Mapping[str, str]] = None,
-                 read=read_file, assignments: Optional[Mapping[str, object]] = None) -> Design:
-    """`assignments`: values for the design's unknowns (`?`), by UnknownSite.key."""
+                 read=read_file, assignments: Optional[Mapping[str, object]] = None,
+                 field_sets: Optional[Mapping[int, object]] = None,
+                 scenario: Optional[str] = None) -> Design:
+    """`assignments`: values for the design's unknowns (`?`), by UnknownSite.key.
+    `field_sets` and `scenario`: compile under a scenario, its `set`s in place by frame number
+    and its own checks run (analyses/checking.py)."""
     path = Path(path)
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(project_root(path), diagnostics, read)
@@ -39,16 +43,18 @@ def compile_file(path: str | Path, overrides: Optional[Mapping[str, str]] = None
                                       file=name))
         return _empty(name, diagnostics)
     entry = loader.load_entry_text(name, data, path)
-    return _compile(entry, loader, diagnostics, overrides, assignments)
+    return _compile(entry, loader, diagnostics, overrides, assignments, field_sets, scenario)
 
 
 def compile_text(text: str, name: str = "<string>", root: str | Path | None = None,
                  overrides: Optional[Mapping[str, str]] = None, read=read_file,
-                 assignments: Optional[Mapping[str, object]] = None) -> Design:
+                 assignments: Optional[Mapping[str, object]] = None,
+                 field_sets: Optional[Mapping[int, object]] = None,
+                 scenario: Optional[str] = None) -> Design:
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
     entry = loader.load_entry_text(name, text.encode("utf-8"))
-    return _compile(entry, loader, diagnostics, overrides, assignments)
+    return _compile(entry, loader, diagnostics, overrides, assignments, field_sets, scenario)
 
 
 def _empty(name: str, diagnostics) -> Design:
@@ -56,13 +62,15 @@ def _empty(name: str, diagnostics) -> Design:
 
 
 def _compile(entry: LoadedModule, loader: ModuleLoader, diagnostics: List[Diagnostic],
-             overrides: Optional[Mapping[str, str]], assignments=None) -> Design:
+             overrides: Optional[Mapping[str, str]], assignments=None,
+             field_sets=None, scenario=None) -> Design:
     if entry.tree is None:
         return _empty(entry.key, diagnostics)
     scopes: Dict[int, ModuleScope] = {}
     entry_scope = module_scope(entry, loader, scopes, diagnostics)
     given = parse_overrides(overrides or {}, entry_scope, diagnostics)
-    ev = Evaluator(diagnostics, given, entry_scope, dict(assignments or {}))
+    ev = Evaluator(diagnostics, given, entry_scope, dict(assignments or {}),
+                   dict(field_sets or {}), scenario)
     try:
         return evaluate_entry(ev, entry, entry_scope, scopes, loader, diagnostics)
     except RecursionError:
@@ -128,7 +136,7 @@ def evaluate_entry(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scope
             return "..."
         return src.line(span.start.line)[span.start.column - 1:span.end.column - 1]
 
-    results = run_checks(ev, ev.frames, mult, paths, module_checks, snippet)
+    results = run_checks(ev, ev.frames, mult, paths, module_checks, snippet, ev.scenario)
     freezer = Freezer(paths)
     frozen_roots = tuple(freezer.instance(f) for f in roots)
     frozen_jobs = tuple(freezer.instance(f) for f in jobs)
@@ -142,7 +150,8 @@ def evaluate_entry(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scope
                      for key, site in sorted(ev.unknown_sites.items(),
                                              key=lambda kv: _span_order(kv[1][0])))
     return Design(entry.key, frozen_roots, frozen_jobs, frozen_scen, params, instances,
-                  tuple(results), sort_diagnostics(diagnostics), unknowns)
+                  tuple(results), sort_diagnostics(diagnostics), unknowns,
+                  sets_mismatch=ev.sets_mismatch)
 
 
 def lint_templates(ev: Evaluator, scope: ModuleScope, diagnostics) -> None:

@@ -112,3 +112,39 @@ def test_cdu_failure_and_hotter_supply():
     assert [d.code for d in out["hot"].broken] == ["E642"]       # 45 degC > 40 degC GPU limit
     loop = out["hot"].result.cooling.loops[0]
     assert loop.supply_c == pytest.approx(45)
+
+
+DERIVED = """\
+host H { power = 10 kW }
+rack R {
+  hosts = 4 x H
+  power_limit = 45 kW
+  let headroom = power_limit - power
+  check headroom >= 2 kW else error "less than 2 kW of headroom"
+}
+site S { racks = 2 x R }
+scenario derated { set S.racks[0].power_limit = 41 kW }
+"""
+
+
+def test_a_set_is_followed_by_what_depends_on_it_user_checks_included(tmp_path):
+    path = tmp_path / "derated.astral"
+    path.write_text(DERIVED)
+    from astral_dsl.cli.common import recompiler
+
+    design = astral_dsl.load(path)
+    assert design.valid, design.diagnostics
+    checked = check_design(design, all_scenarios=True, compile_with=recompiler(str(path), {}))
+    (outcome,) = checked.scenarios
+    # headroom = 41 kW - 40 kW = 1 kW: the user's check breaks, computed from the new limit
+    assert [d.code for d in outcome.broken] == ["E500"]
+    assert outcome.broken[0].span.start.line == 6
+    w680 = [d for d in checked.diagnostics if d.code == "W680"]
+    assert len(w680) == 1 and "less than 2 kW of headroom" in w680[0].notes[0]
+
+
+def test_without_a_recompiler_a_set_still_changes_what_the_analyses_read():
+    design = astral_dsl.loads(DERIVED.replace("41 kW", "39 kW"), name="d.astral")
+    checked = check_design(design, all_scenarios=True)
+    (outcome,) = checked.scenarios
+    assert [d.code for d in outcome.broken] == ["E624"]      # 40 kW on a 39 kW limit

@@ -10,6 +10,8 @@ from astral_dsl.analyses.engineering import (Engineering, ScenarioOutcome, analy
                                              scenario_diagnostics)
 from astral_dsl.diagnostics import Diagnostic, Severity, did_you_mean, sort_diagnostics
 from astral_dsl.model.design import Design
+from astral_dsl.model.values import Symbol
+from astral_dsl.units import Quantity
 
 
 @attrs.frozen
@@ -63,7 +65,7 @@ def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
         run = all_scenarios or scenario.template in wanted or scenario.field("required") is True
         if not run:
             continue
-        outcome = run_scenario(design, scenario, eng)
+        outcome = run_scenario(design, scenario, eng, _recompiled(design, scenario, compile_with))
         outcomes.append(outcome)
         diags.extend(scenario_diagnostics(outcome, scenario))
     return Checked(design, eng, tuple(outcomes), sort_diagnostics(diags), sizing)
@@ -72,3 +74,24 @@ def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
 def _front_end_errors(design: Design) -> bool:
     """Errors that no choice of the unknowns can mend (user checks may: sizing decides)."""
     return any(d.is_error and d.code not in ("E500",) for d in design.diagnostics)
+
+
+def _recompiled(design: Design, scenario, compile_with) -> Optional[Design]:
+    """The design compiled again under the scenario: its `set`s in place and its own checks run
+    (None when it cannot be: no recompiler, a sized design, or a `set` of something other than
+    a plain value)."""
+    if compile_with is None or design.unknowns:
+        return None
+    sets = {}
+    for action in scenario.actions:
+        if action.verb != "set":
+            continue
+        if not action.frames or not isinstance(action.value, (Quantity, bool, str, Symbol)):
+            return None
+        for index, signature in action.frames:
+            sets.setdefault(index, (signature, {}))[1][action.field] = action.value
+    try:
+        twin = compile_with(dict(design.assignments), sets, scenario.template)
+    except TypeError:              # a recompiler that takes no scenarios
+        return None
+    return None if twin.sets_mismatch else twin

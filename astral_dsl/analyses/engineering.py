@@ -63,13 +63,23 @@ def _key(d: Diagnostic):
     return (d.code, d.span, d.message)
 
 
-def run_scenario(design: Design, scenario: Instance, baseline: Engineering) -> ScenarioOutcome:
+def run_scenario(design: Design, scenario: Instance, baseline: Engineering,
+                 recompiled: Optional[Design] = None) -> ScenarioOutcome:
+    """`recompiled`: the design compiled again with the scenario's `set`s in place, so that
+    everything computed from a changed value, user `check`s included, follows it."""
+    before = {(d.code, d.span) for d in baseline.diagnostics + design.diagnostics}
+    found: Tuple[Diagnostic, ...] = ()
+    if recompiled is not None:
+        twin = next((s for s in recompiled.scenarios if s.template == scenario.template),
+                    scenario)
+        design, scenario = recompiled, twin
+        found = tuple(d for d in recompiled.diagnostics if d.code not in ("E680", "W680"))
     applied = scen.apply(design, scenario)
     result = analyse(design, applied)
-    before = {(_d.code, _d.span) for _d in baseline.diagnostics}
-    broken = tuple(d for d in result.diagnostics if (d.code, d.span) not in before and d.is_error)
+    broken = tuple(d for d in found + result.diagnostics
+                   if d.is_error and (d.code, d.span) not in before)
     return ScenarioOutcome(scenario.template, scenario.field("required") is True, applied.notes,
-                           broken, result)
+                           sort_diagnostics(broken), result)
 
 
 def scenario_diagnostics(outcome: ScenarioOutcome, scenario: Instance) -> List[Diagnostic]:

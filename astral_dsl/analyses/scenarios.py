@@ -1,8 +1,9 @@
 """What-if scenarios on the model: `fail` marks parts failed, `set` changes a field.
 
 `set` changes the value the analyses read (a loop's supply temperature, a feeder's capacity);
-the model is symbolic, so it changes every replica that shares the instance, and expressions
-that were computed from the old value are not re-evaluated. `fail` takes a feeder (its partner
+the model is symbolic, so it changes every replica that shares the instance. When a recompiler
+is at hand, checking.py compiles the design again under the scenario so that expressions and
+user checks follow the change too; this module then applies the `fail`s. `fail` takes a feeder (its partner
 side carries the load), a loop (one of its CDUs fails), or a fabric part (the NIC ports on it go
 dark: a plane halves each dual-port NIC's bandwidth)."""
 from __future__ import annotations

@@ -110,7 +110,7 @@ def solve(compile_with: Callable[[Dict[str, Any]], Design], design: Design) -> S
     chosen = {u.key: u.options[i] for u, i in zip(structural, pick.index)}
     chosen.update({u.key: assign[u.key] for u in counts})
     final = attrs.evolve(final, chosen=_in_source_order(chosen, design.unknowns),
-                         instances=_mark(final, counts))
+                         instances=_mark(final, counts), assignments=tuple(assign.items()))
     value = pick.value + (sum(pick.prices.get(u.key, 0.0) * xs[u.key] for u in counts)
                           if name == "cost" else 0.0)
     if sense == "maximize":

@@ -62,7 +62,8 @@ def recompiler(path: str, overrides):
     """compile_with(assignments): the same file with values for its unknowns (for sizing)."""
     from astral_dsl.compiler import compile_file
 
-    return lambda assignments: compile_file(path, overrides, assignments=assignments)
+    return lambda assignments, sets=None, scenario=None: compile_file(
+        path, overrides, assignments=assignments, field_sets=sets, scenario=scenario)
 
 
 def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False):

@@ -172,8 +172,9 @@ def _engineering(design: Design, path, text, overlay, front) -> Tuple[Diagnostic
             t = overlay(p)
             return t.encode("utf-8") if t is not None else p.read_bytes()
 
-        def recompile(assignments):
-            return compile_file(path, None, read=read, assignments=assignments)
+        def recompile(assignments, sets=None, scenario=None):
+            return compile_file(path, None, read=read, assignments=assignments, field_sets=sets,
+                                scenario=scenario)
 
         compile_with = recompile
     try:

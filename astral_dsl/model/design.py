@@ -39,6 +39,7 @@ class Action:
     field: Optional[str]
     value: Any
     span: Optional[Span] = None
+    frames: Tuple[Any, ...] = ()     # set: (frame number, signature) of each target (recompiling)
 
 
 @attrs.frozen(eq=False)
@@ -135,6 +136,8 @@ class Design:
     diagnostics: Tuple[Diagnostic, ...]
     unknowns: Tuple[UnknownSite, ...] = ()
     chosen: Tuple[Tuple[str, Any], ...] = ()   # unknown key -> value chosen by sizing
+    sets_mismatch: bool = False     # a scenario's `set`s could not be applied by recompiling
+    assignments: Tuple[Tuple[str, Any], ...] = ()   # what sizing compiled it with (to recompile)
 
     @property
     def valid(self) -> bool:

@@ -16,11 +16,16 @@ from astral_dsl.units import Quantity, UnitError, parse_unit
 
 
 def run_checks(ev, frames, mult: Dict[int, int], paths: Dict[int, str],
-               module_checks, snippet: Callable[[Span], str]) -> List[CheckResult]:
+               module_checks, snippet: Callable[[Span], str],
+               scenario: str | None = None) -> List[CheckResult]:
+    """A scenario's own checks hold under that scenario: they run only when it is `scenario`
+    (the design compiled with its `set`s in place)."""
     results: List[CheckResult] = []
     for frame in frames:
         count = mult.get(id(frame), 0)
         if not count or not frame.checks:
+            continue
+        if frame.kind == "scenario" and frame.name != scenario:
             continue
         for check, env in frame.checks:
             r = _one(ev, check, env, count, paths.get(id(frame), frame.name), snippet)

@@ -10,7 +10,7 @@ from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import (POISON, FabricSelection, Group, Symbol, UnknownValue)
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.evaluate import fail, unknown_key
-from astral_dsl.semantics.frames import Env, FieldDef, Frame
+from astral_dsl.semantics.frames import Env, FieldDef, Frame, frame_signature
 from astral_dsl.semantics.scope import Namespace, Template
 from astral_dsl.semantics.errors import check as _poison_check
 from astral_dsl.syntax import ast
@@ -62,6 +62,7 @@ class FieldsMixin:
             rec = Frame(rkind.name, rkind, name, stmt.span, None, frame.depth + 1, evaluator=self)
             self.frames.append(rec)
             self.lay_body(rec, stmt.body, Env(d.env.module, rec, {}, {}, d.env))
+            self.made(rec)
             return rec
         env = d.env
         field_spec = spec.fields.get(name) if not d.is_let else None
@@ -234,6 +235,9 @@ class FieldsMixin:
                 value = coerce(value, fspec.type, action.value.span,
                                f"`{action.target.name.name}`")
             frame.done_actions.append(("set", owner, action.target.name.name, value, action.span))
+            frame.set_targets.append((tuple((self.frames.index(t), frame_signature(t))
+                                            for t in targets if isinstance(t, Frame)),
+                                      action.target.name.name, value))
         elif isinstance(action, ast.Objective):
             expr = action.expr
             if isinstance(expr, ast.Name) and expr.name in OBJECTIVES and \

@@ -57,6 +57,7 @@ class Frame:
     busy: Dict[str, bool] = attrs.field(factory=dict)
     owned: Dict[str, bool] = attrs.field(factory=dict)   # field -> value constructed here
     done_actions: List[Tuple[str, Any, Any, Any, Span]] = attrs.field(factory=list)
+    set_targets: List[Tuple[Any, str, Any]] = attrs.field(factory=list)  # scenario `set`s
     completed: bool = False
     evaluator: Any = None
 
@@ -93,3 +94,9 @@ class Frame:
         if name in self.defs and not self.defs[name].is_let:
             return self.evaluator.field(self, name)
         return None
+
+
+def frame_signature(frame: Frame):
+    """What identifies a frame across two compiles of one source."""
+    return (frame.kind, frame.name, frame.span.file, frame.span.start.line,
+            frame.span.start.column)

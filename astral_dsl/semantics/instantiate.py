@@ -10,7 +10,7 @@ from astral_dsl.model.values import (POISON, Bundle, Group, ListValue,
                                      RangeValue, Symbol)
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics.evaluate import ExpressionEvaluator, Poisoned, fail, unknown_key
-from astral_dsl.semantics.frames import Env, FieldDef, Frame
+from astral_dsl.semantics.frames import Env, FieldDef, Frame, frame_signature
 from astral_dsl.semantics.scope import LetSymbol, ModuleScope, ParamSymbol, Template
 from astral_dsl.semantics.fields import (OBJECTIVES, SIZABLE, FieldsMixin, _Given,  # noqa: F401
                                         _poison_check,
@@ -23,9 +23,15 @@ MAX_DEPTH = 64
 class Evaluator(FieldsMixin, ExpressionEvaluator):
     def __init__(self, diagnostics: List[Diagnostic], overrides: Dict[str, Any] | None = None,
                  entry: Optional[ModuleScope] = None,
-                 assignments: Optional[Dict[str, Any]] = None):
+                 assignments: Optional[Dict[str, Any]] = None,
+                 field_sets: Optional[Dict[int, Any]] = None, scenario: Optional[str] = None):
         self.diagnostics = diagnostics
+        self.scenario = scenario      # compiling under this scenario: its own checks run
         self.assignments = assignments or {}
+        # a scenario's `set`s: frame number -> (signature, {field: value}), applied when the
+        # frame is made (frames are made in the same order on every compile of one source)
+        self.field_sets = field_sets or {}
+        self.sets_mismatch = False
         self.lenient = False    # missing required arguments are POISON (see compiler.lint_templates)
         self.unknown_sites: Dict[str, Any] = {}
         self.rollups: Dict = {}
@@ -129,7 +135,22 @@ class Evaluator(FieldsMixin, ExpressionEvaluator):
         self._apply(frame, template, params, set())
         for name, (value, arg_span) in overrides.items():
             frame.defs[name] = _override(value, Env(template.module, frame), arg_span)
+        self.made(frame)
         return frame
+
+    def made(self, frame: Frame) -> None:
+        """Apply a scenario's `set`s to the frame just made (see field_sets)."""
+        index = len(self.frames) - 1
+        if index not in self.field_sets or self.frames[index] is not frame:
+            return
+        signature, values = self.field_sets[index]
+        if signature != frame_signature(frame):
+            self.sets_mismatch = True
+            return
+        for name, value in values.items():
+            span = frame.defs[name].name_span if name in frame.defs else frame.span
+            frame.defs[name] = FieldDef(_Given(value), Env(frame.template.module if frame.template
+                                                           else self.entry, frame), span, None)
 
     def _bind(self, template: Template, args: List[ast.Arg], caller: Env, span: Span):
         decl = template.decl
@@ -280,6 +301,7 @@ class Evaluator(FieldsMixin, ExpressionEvaluator):
             for name, (value, span) in base_overrides.items():
                 frame.defs[name] = _override(value, env, span)
         self.lay_body(frame, decl.body or (), inner)
+        self.made(frame)
         return frame
 
 class _Deferred:
