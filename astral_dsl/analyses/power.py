@@ -298,7 +298,8 @@ def _conductor(f: Instance, current, voltage, kind, resolve, diags):
         else:
             r = formulas.copper_resistivity(temp_c) / area
             pf = _si(f.field("power_factor")) or 1.0
-            drop = formulas.ac3_voltage_drop(per, length, r, 0.0, pf)
+            x = _si(f.field("reactance")) or 0.0     # declared per conductor; 0 when not given
+            drop = formulas.ac3_voltage_drop(per, length, r, x, pf)
         ratio = drop / voltage if voltage else None
         limit = _si(f.field("max_voltage_drop"))
         if limit is not None and ratio is not None and ratio > limit * (1 + 1e-9):

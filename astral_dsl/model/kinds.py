@@ -208,6 +208,7 @@ _register(_kind("feeder", "a power feed (HVDC or AC)", dict(
     max_voltage_drop=q("ratio", high=1), count=q("count", "how many such feeders", low=1),
     conductors=q("count", "parallel conductor sets", low=1), cable=ref("cable"),
     ampacity=q("current", "rated current of one conductor"),
+    reactance=q("impedance_per_length", "AC reactance of one conductor, e.g. `0.08 ohm/km`"),
     rectifier=ref("rectifier"), battery=ref("battery"))))
 _register(_kind("cable", "an ampacity table for a conductor type", dict(
     material=enum("copper", "aluminium"),

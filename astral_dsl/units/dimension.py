@@ -37,6 +37,7 @@ NAMED: dict[str, Dim] = {
     "charge": dim(A=1, s=1),
     "resistance": dim(kg=1, m=2, s=-3, A=-2),
     "resistivity": dim(kg=1, m=3, s=-3, A=-2),
+    "impedance_per_length": dim(kg=1, m=1, s=-3, A=-2),
     "time": dim(s=1),
     "frequency": dim(s=-1),
     "length": dim(m=1),
