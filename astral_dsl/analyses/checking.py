@@ -34,7 +34,7 @@ def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
     `compile_with(assignments)` recompiles the design with values for its unknowns: a design
     with unknowns is sized first (analyses/sizing.py), then checked as sized."""
     sizing = None
-    if design.unknowns and compile_with is not None and not _front_end_errors(design):
+    if design.unknowns and compile_with is not None and not front_end_errors(design):
         from astral_dsl.analyses.sizing import solve
 
         sizing = solve(compile_with, design)
@@ -44,7 +44,7 @@ def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
                 + list(sizing.diagnostics)), sizing)
         design = sizing.design
     diags: List[Diagnostic] = list(design.diagnostics)
-    if _front_end_errors(design) or not design.roots:
+    if front_end_errors(design) or not design.roots:
         return Checked(design, None, (), sort_diagnostics(diags), sizing)
     # a failed user `check` does not stop the engineering checks: they are independent
     eng = analyse(design)
@@ -71,7 +71,7 @@ def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
     return Checked(design, eng, tuple(outcomes), sort_diagnostics(diags), sizing)
 
 
-def _front_end_errors(design: Design) -> bool:
+def front_end_errors(design: Design) -> bool:
     """Errors that no choice of the unknowns can mend (user checks may: sizing decides)."""
     return any(d.is_error and d.code not in ("E500",) for d in design.diagnostics)
 

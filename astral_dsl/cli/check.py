@@ -20,6 +20,7 @@ def register(sub) -> None:
 
 
 def run(args, overrides) -> int:
+    from astral_dsl.analyses.checking import front_end_errors
     from astral_dsl.analyses.summary import one_line, summarize
     from astral_dsl.outputs.jsonout import dumps, envelope
     from astral_dsl.outputs.size_report import chosen_json
@@ -29,7 +30,9 @@ def run(args, overrides) -> int:
     for path in args.files:
         result = checked(path, overrides, args.scenario, args.all_scenarios)
         design = result.design
-        summary = summarize(design, result.engineering) if design.valid else None
+        # the counts hold whenever the design itself compiled (a failed `check` is still a design)
+        summary = summarize(design, result.engineering) \
+            if design.roots and not front_end_errors(design) else None
         if args.format == "json":
             scen = [{"name": o.name, "required": o.required, "broken": len(o.broken)}
                     for o in result.scenarios]
