@@ -4,7 +4,7 @@ rectifier modules and batteries, each result traced to the declaration that caus
 A feeder carries the peak load of what it `serves`. Feeders declared side by side in one instance
 (A and B) serving the same parts share that load in normal operation; when one fails the other
 side carries all of it (2N). A feeder declared with `count = N` is N identical feeders sharing
-the load (N-1 when one fails). Formulas: analyses/formulas.py (engineering.md, IEEE 485)."""
+the load (N-1 when one fails). Formulas: analyses/formulas/ (engineering.md, IEEE 485)."""
 from __future__ import annotations
 
 import math

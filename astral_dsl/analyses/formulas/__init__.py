@@ -1,0 +1,49 @@
+"""Engineering formulas for network, power and cooling checks and sizing.
+
+Pure functions on plain floats in SI units: W, V, A, m, m^2, s, kg/m^3, J/(kg K), m^3/s, Pa,
+ohm*m and ohm/m.  Temperature *points* are in degC and named ``*_c``; temperature *differences* are
+in K and named ``delta_t`` (``delta_t_f`` where a Fahrenheit difference is meant).  Nothing here
+knows about the DSL, units or diagnostics: callers convert declared quantities to SI first and turn
+the ``ValueError`` raised for physically meaningless inputs (zero voltage, efficiency above 1, ...)
+into a diagnostic.
+
+Sources are cited per function; "engineering.md" is ``shared/reference/engineering.md`` (formulas and
+worked examples used by the tests), "astral-paper.md" the Astral reference topology.
+
+Split by domain: ``electrical`` (currents, redundancy, batteries, conductors), ``thermal``
+(liquid/air flow, pumps, PUE), ``network`` (fat-tree capacity, oversubscription) and ``_checks``
+(the input validators).  Every public name is re-exported here, so
+``from astral_dsl.analyses import formulas; formulas.dc_current(...)`` works as before.
+"""
+from __future__ import annotations
+
+from astral_dsl.analyses.formulas._checks import SIZING_REL_TOL
+from astral_dsl.analyses.formulas.electrical import (COPPER_ALPHA_PER_K, COPPER_RHO20_OHM_M, SQRT3,
+                                                     ac3_current, ac3_voltage_drop, ampacity,
+                                                     battery_capacity_ah, battery_current,
+                                                     capacity_after_failures, copper_resistivity,
+                                                     dc_current, dc_voltage_drop, drop_fraction,
+                                                     feed_available_power, modules_needed,
+                                                     with_redundancy)
+from astral_dsl.analyses.formulas.network import (astral_pod_gpus, astral_pods, fat_tree_hosts,
+                                                  oversubscription)
+from astral_dsl.analyses.formulas.thermal import (AIR_CP_J_KG_K, AIR_DENSITY_KG_M3,
+                                                  CFM_PER_M3_PER_H, HOURS_PER_YEAR, air_flow,
+                                                  air_flow_cfm_rule_of_thumb, annual_pue,
+                                                  facility_power, liquid_flow, m3s_to_cfm,
+                                                  m3s_to_l_per_min, m3s_to_m3_per_h, pue,
+                                                  pue_over_modes, pump_power)
+
+__all__ = [
+    "SQRT3", "HOURS_PER_YEAR", "SIZING_REL_TOL",
+    "COPPER_RHO20_OHM_M", "COPPER_ALPHA_PER_K",
+    "AIR_DENSITY_KG_M3", "AIR_CP_J_KG_K", "CFM_PER_M3_PER_H",
+    "dc_current", "ac3_current", "feed_available_power",
+    "modules_needed", "with_redundancy", "capacity_after_failures",
+    "battery_current", "battery_capacity_ah",
+    "copper_resistivity", "dc_voltage_drop", "ac3_voltage_drop", "drop_fraction", "ampacity",
+    "liquid_flow", "air_flow", "air_flow_cfm_rule_of_thumb",
+    "m3s_to_l_per_min", "m3s_to_m3_per_h", "m3s_to_cfm",
+    "pump_power", "pue", "facility_power", "pue_over_modes", "annual_pue",
+    "fat_tree_hosts", "astral_pod_gpus", "astral_pods", "oversubscription",
+]

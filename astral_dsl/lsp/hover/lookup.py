@@ -1,0 +1,79 @@
+"""Hover lookup: the evaluated values of what is under the cursor when the node itself was not
+evaluated (a module-level name, the frames of a declaration, a field or parameter across those
+frames, what a reference points to)."""
+from __future__ import annotations
+
+from typing import List
+
+from astral_dsl.lsp.analysis import Analysis, Module
+from astral_dsl.lsp.navigation import Definition
+from astral_dsl.syntax import ast
+
+
+def _module_value(module: Module, name: str) -> List:
+    from astral_dsl.model.values import POISON
+
+    if module.scope is None or name not in module.scope.values:
+        return []
+    v = module.scope.values[name]
+    return [] if v is POISON else [v]
+
+
+def _decl_frames(analysis: Analysis, decl: ast.Decl) -> List:
+    out = []
+    for f in analysis.frames:
+        t = getattr(f, "template", None)
+        if t is not None and t.decl is decl:
+            out.append(f)
+    if not out:
+        # a nested declaration (`feeder hvdc { ... }`): frames named after it, declared there
+        out = [f for f in analysis.frames if f.template is None and f.span == decl.name.span]
+    return out[:6]
+
+
+def _frame_values(analysis: Analysis, chain, name: str) -> List:
+    from astral_dsl.model.values import POISON
+
+    out = []
+    for node in reversed(chain):
+        if isinstance(node, ast.Decl):
+            for f in _decl_frames(analysis, node):
+                v = f.values.get(name)
+                if v is not None and v is not POISON and not any(v is o for o in out):
+                    out.append(v)
+            break
+    return out
+
+
+def _param_values(analysis: Analysis, chain, name: str) -> List:
+    out = []
+    for node in reversed(chain):
+        if isinstance(node, ast.Decl):
+            for f in _decl_frames(analysis, node):
+                if name in f.args and not any(_same(f.args[name], o) for o in out):
+                    out.append(f.args[name])
+            break
+    return out
+
+
+def _same(a, b) -> bool:
+    try:
+        return a is b or (type(a) is type(b) and bool(a == b))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _definition_values(analysis: Analysis, d: Definition) -> List:
+    """The value of what a name refers to, when the reference itself was not evaluated."""
+    if isinstance(d.node, ast.Decl):
+        return _decl_frames(analysis, d.node)
+    module = analysis.modules.get(d.span.file)
+    if module is not None and d.what in ("parameter", "let"):
+        values = _module_value(module, d.name)
+        if values:
+            return values
+    if isinstance(d.node, (ast.Field, ast.Let)):
+        return analysis.values_of(d.node.value)
+    if isinstance(d.node, ast.ParamDef) and d.node.default is not None:
+        return analysis.values_of(d.node.default)
+    return []
