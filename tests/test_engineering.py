@@ -630,8 +630,11 @@ def test_size_json_flows(size_json):
         8 * _pg25_flow_m3s() * 60_000, abs=0.06)
     # air: each pod's `air room` serves its rows: 25 % x 83,558.4 kW = 20,889.6 kW per pod;
     #   8 x 20,889,600 / (1.2 x 1,006 x 12) m^3/s x 3,600 = 41,530,019.9 m^3/h
-    assert size_json["air_flow_m3_per_h"] == pytest.approx(
-        8 * 0.25 * HOSTS_KW / 8 * 1000 / (AIR_RHO * AIR_CP * 12) * 3600, abs=0.06)
+    # plus the site's `air netroom` (network = true): 20,480 switches x 1.5 kW = 30,720 kW;
+    #   30,720,000 / (1.2 x 1,006 x 12) x 3,600 = 7,634,194.8 m^3/h -> 49,164,214.7 m^3/h
+    rows_air = 8 * 0.25 * HOSTS_KW / 8 * 1000 / (AIR_RHO * AIR_CP * 12) * 3600
+    switch_air = 20480 * 1.5 * 1000 / (AIR_RHO * AIR_CP * 12) * 3600
+    assert size_json["air_flow_m3_per_h"] == pytest.approx(rows_air + switch_air, abs=0.06)
 
 
 def test_size_json_cdus(size_json):

@@ -46,6 +46,7 @@ class AirResult:
     rise_k: float
     flow_m3s: float
     max_rack_heat_w: float
+    owner: str = ""
 
 
 @attrs.frozen
@@ -89,9 +90,11 @@ def liquid_heat(inst: Instance, cache: Dict) -> float:
 
 
 def analyse_cooling(design: Design, it_average_w: float, losses_w: float, network_w: float,
-                    cache: Optional[Dict] = None, overrides: Optional[Dict] = None
-                    ) -> CoolingResult:
-    """`overrides`: {(path, field): value} from a scenario (a hotter supply, a failed CDU)."""
+                    cache: Optional[Dict] = None, overrides: Optional[Dict] = None,
+                    fabrics=()) -> CoolingResult:
+    """`overrides`: {(path, field): value} from a scenario (a hotter supply, a failed CDU).
+    `fabrics`: the network's switch counts: an air unit with `network = true` removes the heat
+    of the fabrics attached at or below its owner; heat no unit removes is a warning."""
     cache = {} if cache is None else cache
     overrides = overrides or {}
     resolve = Resolver(design)
@@ -105,7 +108,9 @@ def analyse_cooling(design: Design, it_average_w: float, losses_w: float, networ
             loops.append(_loop(inst, replicas, _owner(design, inst, mult), resolve, cache,
                                overrides, diags, reqs))
         elif inst.kind == "air":
-            air.append(_air(inst, replicas, _owner(design, inst, mult), resolve, cache, diags))
+            air.append(_air(inst, replicas, _owner(design, inst, mult), resolve, cache, diags,
+                            fabrics))
+    _uncooled_network(design, air, fabrics, diags)
     pump = sum(l.replicas * l.pump_w for l in loops)
     fan = 0.0
     for a in air:
@@ -253,9 +258,36 @@ def _loop(inst: Instance, replicas: int, owner, resolve, cache, overrides, diags
                       tuple(parts))
 
 
-def _air(inst: Instance, replicas: int, owner, resolve, cache, diags) -> AirResult:
-    served = _served(inst, owner, resolve)
+def _within(path: str, owner: str) -> bool:
+    return path == owner or path.startswith(owner + ".")
+
+
+def _network_heat(inst: Instance, owner, replicas: int, fabrics) -> float:
+    """Switch heat per replica of an air unit with `network = true`."""
+    if inst.field("network") is not True or owner is None:
+        return 0.0
+    return sum(f.power_w for f in fabrics if _within(f.owner, owner.path)) / max(replicas, 1)
+
+
+def _uncooled_network(design: Design, air, fabrics, diags) -> None:
+    by_path = {i.path: i for i in design.instances}
+    covered = [a.owner for a in air if by_path.get(a.path) is not None
+               and by_path[a.path].field("network") is True]
+    for f in fabrics:
+        if f.power_w > 0 and not any(_within(f.owner, o) for o in covered if o):
+            fabric = by_path.get(f.fabric)
+            diags.append(Diagnostic(
+                "W647", Severity.WARNING,
+                f"the switches of `{f.fabric}` make {format_number(round(f.power_w / 1e6, 3))} MW "
+                f"of heat that no cooling unit removes", fabric.span if fabric else None,
+                "set `network = true` on an `air` unit of the fabric's owner (or above)"))
+
+
+def _air(inst: Instance, replicas: int, owner, resolve, cache, diags, fabrics=()) -> AirResult:
+    network_only = inst.field("network") is True and inst.field("serves") is None
+    served = [] if network_only else _served(inst, owner, resolve)
     heat = sum(c * (power_of(i, cache).si - liquid_heat(i, cache)) for c, i in served)
+    heat += _network_heat(inst, owner, replicas, fabrics)
     rise = _si(inst.field("rise")) or 0.0
     flow = formulas.air_flow(heat, rise) if rise > 0 else 0.0
     worst = 0.0
@@ -269,4 +301,5 @@ def _air(inst: Instance, replicas: int, owner, resolve, cache, diags) -> AirResu
                                   f"({format_number(limit / 1e3)} kW at a "
                                   f"{format_number(rise)} K rise)", inst.span_of("max_rack_heat"),
                           "raise the liquid share or the air rise, or lower the rack's load"))
-    return AirResult(inst.path, replicas, heat, rise, flow, worst)
+    return AirResult(inst.path, replicas, heat, rise, flow, worst,
+                     owner.path if owner is not None else "")

@@ -40,7 +40,7 @@ def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineeri
     power = analyse_power(d, network_w, cache, applied.failed if applied else frozenset())
     overrides = {(path, "failed_cdus"): n for path, n in (applied.failed_cdus if applied else ())}
     cooling = analyse_cooling(d, power.it_average_w, power.conversion_loss_w, network_w, cache,
-                              overrides)
+                              overrides, fabrics)
     diags: List[Diagnostic] = []
     for f in fabrics:
         diags.extend(f.diagnostics)

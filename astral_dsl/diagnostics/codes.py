@@ -82,6 +82,7 @@ CODES: dict[str, str] = {
     "E644": "air heat per rack above the limit",
     "E645": "facility water above its class",
     "E646": "fluid properties unavailable",
+    "W647": "switch heat that no cooling unit removes",
     "E660": "no choice of the unknowns satisfies every constraint",
     "E661": "too many combinations of unknowns to size",
     "E662": "the sizing solver failed",

@@ -237,7 +237,9 @@ _register(_kind("loop", "a liquid cooling loop", dict(
     pump_efficiency=q("ratio", high=1), max_flow=q("flow"), serves=ANY)))
 _register(_kind("air", "air cooling", dict(
     supply=q("temperature", required=True), rise=q("temperature_delta", required=True),
-    max_rack_heat=q("power"), fan_power_ratio=q("ratio"), serves=ANY)))
+    max_rack_heat=q("power"), fan_power_ratio=q("ratio"), serves=ANY,
+    network=FieldSpec(BoolType(), doc="also removes the heat of the switch fabrics attached at "
+                                      "or below its owner"))))
 _register(_kind("facility", "facility water", dict(
     water_class=enum("W17", "W27", "W32", "W40", "W45", "Wplus"), supply=q("temperature"),
     free_cooling=q("time", "hours per year of free cooling"), chiller_cop=q("number"))))
