@@ -21,6 +21,8 @@ def _si(v) -> Optional[float]:
 def _served(ctx, inst: Instance, owner: Instance) -> List[Tuple[int, Instance]]:
     value = inst.field("serves")
     out: List[Tuple[int, Instance]] = []
+    if value is None and inst.field("network") is True:
+        return []               # an air unit for the switches only (see analyses/cooling.py)
     if isinstance(value, Group):
         for c, item in value.flat():
             target = ctx.resolve(item)
@@ -59,12 +61,17 @@ def build(ctx, located) -> Canvas:
     facilities: List[str] = []
     loops: List[Tuple[str, Instance, str, str]] = []     # (cluster, loop, cdu node, loop node)
     airs: List[Tuple[str, Instance, str]] = []
+    network_drawn: List[bool] = []
 
     def on_cluster(key, inst, count):
         anchor = None
         if inst is top and eng is not None and eng.network_w and top is ctx.design.roots[0]:
+            cooled = any(i.kind == "air" and i.field("network") is True
+                         for i in ctx.design.instances)
+            network_drawn.append(True)
             canvas.node("network", ["network switches", Line(
-                f"{watts(eng.network_w)} of heat to air", small=True)], theme="air",
+                f"{watts(eng.network_w)} of heat to air"
+                + ("" if cooled else " (no unit removes it: W647)"), small=True)], theme="air",
                 tooltip="switch power ends as heat in the air")
         for m in inst.members:
             v = m.value
@@ -119,6 +126,10 @@ def build(ctx, located) -> Canvas:
                 f"{watts(c * liquid_heat(inst, ctx.cache))}" if r else "",
                 f"{loop.template} cools {n(c)} x {inst.kind} {inst.template}")
     for key, air, node in airs:
+        if air.field("network") is True and eng is not None and eng.network_w \
+                and network_drawn:
+            canvas.edge(node, "network", watts(eng.network_w), theme="air",
+                        tooltip=f"{air.template} removes the switches' heat")
         for c, inst in _served(ctx, air, tree.drawn[key].inst):
             heat = c * (power_of(inst, ctx.cache).si - liquid_heat(inst, ctx.cache))
             _to(canvas, tree, key, inst, node, "air", watts(heat),
