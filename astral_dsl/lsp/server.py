@@ -303,28 +303,28 @@ def build(debounce: float = 0.3) -> AstralServer:
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
                          range=lines.range(span))
 
-    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
-    async def definition(ls: AstralServer, params: lsp.DefinitionParams):
+    async def declaration_at(ls: AstralServer, params):
+        """The analysis of the document and the declaration under the cursor (or None)."""
         from astral_dsl.lsp.navigation import Resolver
 
         a = await ls.current(params.text_document.uri)
         if a is None or not a.parsed:
-            return None
+            return a, None
         line, col = ls.lines(a.text).from_lsp(params.position)
-        _, d = Resolver(a, a.entry).at(line, col)
-        if d is None:
-            return None
-        return ls.location(a, d.span)
+        return a, Resolver(a, a.entry).at(line, col)[1]
+
+    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    async def definition(ls: AstralServer, params: lsp.DefinitionParams):
+        a, d = await declaration_at(ls, params)
+        return None if d is None else ls.location(a, d.span)
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     async def references(ls: AstralServer, params: lsp.ReferenceParams):
-        from astral_dsl.lsp.navigation import Resolver, references as find
+        from astral_dsl.lsp.navigation import references as find
 
-        a = await ls.current(params.text_document.uri)
+        a, d = await declaration_at(ls, params)
         if a is None or not a.parsed:
             return None
-        line, col = ls.lines(a.text).from_lsp(params.position)
-        _, d = Resolver(a, a.entry).at(line, col)
         if d is None:
             return []
         loop = asyncio.get_running_loop()

@@ -126,8 +126,6 @@ def build(ctx, located) -> Canvas:
         f" · {watts(_it_peak(ctx, top))} IT peak" if ctx.eng else "")]
     if fabric_line:
         title.append(fabric_line)
-    if ctx.scenario:
-        title.append(f"under scenario `{ctx.scenario}`: " + "; ".join(ctx.notes))
     canvas = Canvas(ctx, "cluster", "TB", title, cluster_labels="b")
     tree = Tree(canvas, ctx)
     above = {id(i) for i in located.chain()[:-1]}

@@ -53,8 +53,6 @@ def build(ctx, located) -> Canvas:
         title.append(" · ".join(bits))
     else:
         title.append(summary(ctx, top) + f" · {power_line(ctx, top, 1)}")
-    if ctx.scenario:
-        title.append(f"under scenario `{ctx.scenario}`: " + "; ".join(ctx.notes))
     canvas = Canvas(ctx, "cooling", "LR", title)
     canvas.g.graph_attr.update(ranksep="0.7", nodesep="0.3")
     tree = Tree(canvas, ctx)

@@ -49,8 +49,6 @@ def build(ctx, located) -> Canvas:
                any(f.owner is c for c in chain)]
     title = [f"{located.text} — {pod.kind} view", summary(ctx, pod) + (
         f" · {power_line(ctx, pod, 1)}" if ctx.eng else "")]
-    if ctx.scenario:
-        title.append(f"under scenario `{ctx.scenario}`: " + "; ".join(ctx.notes))
     canvas = Canvas(ctx, "pod", "TB", title, cluster_labels="b")
     nodes: Dict[Tuple[int, int], Dict[Key, str]] = {}
     counts: Dict[str, int] = {}

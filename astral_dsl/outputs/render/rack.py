@@ -70,8 +70,6 @@ def build(ctx, located) -> Canvas:
     title = [f"{located.text} — {part.kind} view",
              f"{part.template} · {n(len(hosts))} host{'s' if len(hosts) != 1 else ''} · "
              f"{n(gpus)} GPUs · {n(ports_total)} NIC ports · {watts(power_of(part, cache).si)} peak"]
-    if ctx.scenario:
-        title.append(f"under scenario `{ctx.scenario}`: " + "; ".join(ctx.notes))
     canvas = Canvas(ctx, "rack", "LR", title)
     canvas.g.graph_attr.update(ranksep="2.2", nodesep="0.12")
     scope_at, scope = _scope(fabric, located) if fabric else (0, None)

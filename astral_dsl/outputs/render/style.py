@@ -192,6 +192,8 @@ class Canvas:
 
     def __init__(self, ctx, view: str, rankdir: str, title: Sequence[str],
                  cluster_labels: str = "t"):
+        if ctx.scenario:          # every view says which scenario it shows
+            title = list(title) + [f"under scenario `{ctx.scenario}`: " + "; ".join(ctx.notes)]
         self.ctx = ctx
         self.view = view
         self.cluster_labels = cluster_labels
