@@ -196,8 +196,10 @@ def test_astral_nic_ports_and_links(astral_eng):
     assert t["tor"].down_links == 1_048_576
     assert t["agg"].down_links == 524_288
     assert t["core"].down_links == 524_288
-    # 20,480 switches x 1.5 kW (param switch_power) = 30,720 kW
-    assert astral_eng.network_w == pytest.approx(20_480 * 1500.0)
+    # every switch carries 64 OSFP modules (ToR: 128 x 200G / 4 + 64 x 400G / 2; Agg: 64 / 2 +
+    # 64 / 2; Core: 128 / 2) at 15 W (param module_power) besides its 1 kW (param switch_power):
+    # 20,480 x (1,000 + 64 x 15) W = 20,480 x 1,960 W = 40,140.8 kW
+    assert astral_eng.network_w == pytest.approx(20_480 * 1960.0)
     assert not _errors(astral_eng.diagnostics)
 
 
@@ -574,9 +576,12 @@ def size_json():
 HOSTS = 8 * 128 * 16 * 4                    # pods x rows x racks x hosts = 65,536
 HOST_KW = 10.2
 SWITCHES = 20_480
-SWITCH_KW = 1.5                             # param switch_power
+SWITCH_KW = 1.0 + 64 * 0.015               # param switch_power + 64 modules x param module_power
 HOSTS_KW = HOSTS * HOST_KW                  # 668,467.2 kW
-IT_KW = HOSTS_KW + SWITCHES * SWITCH_KW     # 668,467.2 + 30,720 = 699,187.2 kW
+IT_KW = HOSTS_KW + SWITCHES * SWITCH_KW     # 668,467.2 + 40,140.8 = 708,608.0 kW
+# annual average: the hosts at the site's 75 % utilisation, the switches at full power (they
+# draw near their rating whatever the job): 501,350.4 + 40,140.8 = 541,491.2 kW
+IT_AVG_KW = 0.75 * HOSTS_KW + SWITCHES * SWITCH_KW
 ROW_KW = 16 * 4 * HOST_KW                   # 652.8 kW per row
 ROWS = 8 * 128                              # 1,024 rows, each with an HVDC and a utility feeder
 POD_LIQUID_KW = 0.75 * HOSTS_KW / 8         # 62,668.8 kW per pod loop
@@ -609,16 +614,18 @@ def test_size_json_counts(size_json):
 
 
 def test_size_json_it_power(size_json):
-    # it_power = 65,536 hosts x 10.2 kW + 20,480 switches x 1.5 kW = 699,187.2 kW
+    # it_power = 65,536 hosts x 10.2 kW + 20,480 switches x 1.96 kW = 708,608.0 kW
     assert size_json["it_power_kw"] == pytest.approx(IT_KW, abs=1e-3)
-    assert size_json["it_power_kw"] == pytest.approx(699_187.2, abs=1e-3)
-    # average: site utilization 75 % -> 0.75 x 699,187.2 = 524,390.4 kW
-    assert size_json["it_power_avg_kw"] == pytest.approx(0.75 * IT_KW, abs=1e-3)
+    assert size_json["it_power_kw"] == pytest.approx(708_608.0, abs=1e-3)
+    # average: site utilization 75 % scales the hosts only (switch power is not scaled by GPU
+    # utilisation): 0.75 x 668,467.2 + 40,140.8 = 541,491.2 kW (not 0.75 x 708,608.0)
+    assert size_json["it_power_avg_kw"] == pytest.approx(IT_AVG_KW, abs=1e-3)
+    assert size_json["it_power_avg_kw"] == pytest.approx(541_491.2, abs=1e-3)
 
 
 def test_size_json_heat_split(size_json):
     # liquid = 75 % of host power = 0.75 x 668,467.2 = 501,350.4 kW; air = the rest of the IT
-    # power (25 % of hosts + all switches) = 699,187.2 - 501,350.4 = 197,836.8 kW
+    # power (25 % of hosts + all switches) = 708,608.0 - 501,350.4 = 207,257.6 kW
     assert size_json["liquid_heat_kw"] == pytest.approx(0.75 * HOSTS_KW, abs=1e-3)
     assert size_json["air_heat_kw"] == pytest.approx(IT_KW - 0.75 * HOSTS_KW, abs=1e-3)
 
@@ -630,10 +637,10 @@ def test_size_json_flows(size_json):
         8 * _pg25_flow_m3s() * 60_000, abs=0.06)
     # air: each pod's `air room` serves its rows: 25 % x 83,558.4 kW = 20,889.6 kW per pod;
     #   8 x 20,889,600 / (1.2 x 1,006 x 12) m^3/s x 3,600 = 41,530,019.9 m^3/h
-    # plus the site's `air netroom` (network = true): 20,480 switches x 1.5 kW = 30,720 kW;
-    #   30,720,000 / (1.2 x 1,006 x 12) x 3,600 = 7,634,194.8 m^3/h -> 49,164,214.7 m^3/h
+    # plus the site's `air netroom` (network = true): 20,480 switches x 1.96 kW = 40,140.8 kW;
+    #   40,140,800 / (1.2 x 1,006 x 12) x 3,600 = 9,975,347.9 m^3/h -> 51,505,367.8 m^3/h
     rows_air = 8 * 0.25 * HOSTS_KW / 8 * 1000 / (AIR_RHO * AIR_CP * 12) * 3600
-    switch_air = 20480 * 1.5 * 1000 / (AIR_RHO * AIR_CP * 12) * 3600
+    switch_air = 20480 * 1.96 * 1000 / (AIR_RHO * AIR_CP * 12) * 3600
     assert size_json["air_flow_m3_per_h"] == pytest.approx(rows_air + switch_air, abs=0.06)
 
 
@@ -661,14 +668,15 @@ def test_size_json_feeders_rectifiers_batteries(size_json):
 
 def _astral_facility_kw() -> float:
     # Annual average facility power with utilization u = 75 % (PUE is an energy ratio):
-    #   IT average = 0.75 x 699,187.2 = 524,390.4 kW
-    #   conversion losses at the average load, each side of a row carrying half of it:
+    #   IT average = 0.75 x 668,467.2 (hosts) + 40,140.8 (switches, unscaled) = 541,491.2 kW
+    #   conversion losses at the average load of the racks the feeders serve, each side of a
+    #   row carrying half of it:
     #     1,024 rows x 0.75 x 326.4 kW x [(1/0.96 - 1) + (1/0.97 - 1)] = 18,197.6 kW
     #   pumps (design flow, running all year): 8 x V x 250 kPa / 0.70 = 4,466.0 kW
-    #   chillers on the average heat for 8,760 - 7,000 h: 524,390.4 / 6 x 1,760 / 8,760
-    #     = 17,559.5 kW
-    #   facility = 524,390.4 + 18,197.6 + 4,466.0 + 17,559.5 = 564,613.6 kW; PUE = 1.0767
-    it_avg = 0.75 * IT_KW
+    #   chillers on the average heat for 8,760 - 7,000 h: 541,491.2 / 6 x 1,760 / 8,760
+    #     = 18,132.1 kW
+    #   facility = 541,491.2 + 18,197.6 + 4,466.0 + 18,132.1 = 582,287.0 kW; PUE = 1.0753
+    it_avg = IT_AVG_KW
     losses = ROWS * 0.75 * ROW_KW / 2 * ((1 / 0.96 - 1) + (1 / 0.97 - 1))
     pumps = 8 * _pg25_flow_m3s() * 250_000 / 0.70 / 1000
     chiller = it_avg / 6 * (8760 - 7000) / 8760
@@ -686,7 +694,7 @@ def test_size_json_facility_power(size_json):
 
 
 def test_size_json_pue(size_json):
-    assert size_json["pue"] == pytest.approx(_astral_facility_kw() / (0.75 * IT_KW), abs=1e-4)
+    assert size_json["pue"] == pytest.approx(_astral_facility_kw() / IT_AVG_KW, abs=1e-4)
 
 
 def test_size_json_agrees_with_the_analysis(size_json, astral_eng):

@@ -10,6 +10,7 @@ formatting."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -67,8 +68,14 @@ class Session:
         self.versions: Dict[str, int] = {}
 
     async def __aenter__(self) -> "Session":
+        # the server runs this checkout, not whatever copy is installed
+        env = dict(os.environ)
+        checkout = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = checkout + (os.pathsep + env["PYTHONPATH"]
+                                        if env.get("PYTHONPATH") else "")
         await self.client.start_io(sys.executable, "-m", "astral_dsl.cli", "lsp",
-                                   "--debounce", str(self.debounce), cwd=str(self.root))
+                                   "--debounce", str(self.debounce), cwd=str(self.root),
+                                   env=env)
         await asyncio.wait_for(self.client.initialize_async(lsp.InitializeParams(
             capabilities=lsp.ClientCapabilities(), root_uri=self.root.as_uri(),
             process_id=None)), TIMEOUT)

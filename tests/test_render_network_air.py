@@ -10,7 +10,7 @@ def test_reference_switch_heat_goes_to_the_netroom():
     design = astral_dsl.load("examples/astral.astral")
     source = render(design, "cooling").source
     edges = [line for line in source.splitlines() if "-> network" in line]
-    assert len(edges) == 1 and "netroom" in edges[0] and "30.7 MW" in edges[0]
+    assert len(edges) == 1 and "netroom" in edges[0] and "40.1 MW" in edges[0]   # 20,480 x (1 kW + 64 x 15 W)
     assert "W647" not in source
 
 

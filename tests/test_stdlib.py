@@ -14,7 +14,7 @@ from astral_dsl.syntax.parser import parse
 from astral_dsl.syntax.source import decode
 
 STDLIB = Path(__file__).resolve().parent.parent / "stdlib"
-FILES = ["hardware", "models", "cooling", "power"]
+FILES = ["hardware", "models", "cooling", "power", "network"]
 
 # Names other code depends on (examples, golden tests): they must stay.
 REQUIRED = {
@@ -26,6 +26,8 @@ REQUIRED = {
     "cooling": ["Water", "PG25", "CDU", "CoolIT_CHx750"],
     "power": ["HVDC240", "HVDC336", "HVDC380", "HVDC800", "AC400", "AC415", "AC480",
               "Rectifier", "LeadAcid"],
+    "network": ["DAC_400G_CR4", "DAC_200G_CR2", "DAC_200G_CR4", "SR4_400G", "SR2_200G",
+                "DR4_400G", "FR4_400G"],
 }
 
 
@@ -209,6 +211,39 @@ def test_nics_and_switches():
         # capacity is one direction: ports x port_speed
         assert _get(d, name, "capacity") == pytest.approx(
             _get(d, name, "ports") * _get(d, name, "port_speed")), name
+
+
+def test_switch_power_and_cages():
+    # NVIDIA QM9700 data sheet: 64 NDR ports on 32 OSFP cages, typical power with passive cables
+    # (ATIS) 747 W; QM8700: 40 QSFP56, 253 W. The Tomahawk classes have no power (W606 asks the
+    # design for its vendor's figure) but their cages: 64 x 800G (TH5), 64 x 400G (TH4).
+    d = _probe("hardware", "Switch25T", "Switch51T", "QM8700_HDR", "QM9700_NDR", "CX7_2x200G",
+               "CX7_400G", "CX6_HDR")
+    assert _get(d, "QM9700_NDR", "power", "W") == 747
+    assert _get(d, "QM9700_NDR", "cages") == 32
+    assert d.instance("S.x_QM9700_NDR").field("form_factor").name == "osfp"
+    assert _get(d, "QM8700_HDR", "power", "W") == 253
+    assert _get(d, "QM8700_HDR", "cages") == 40
+    assert _get(d, "Switch51T", "cages") == 64 and _get(d, "Switch25T", "cages") == 64
+    for name in ("Switch25T", "Switch51T"):
+        assert d.instance(f"S.x_{name}").field("power") is None
+    forms = {"CX7_2x200G": "qsfp112", "CX7_400G": "osfp", "CX6_HDR": "qsfp56"}
+    for name, form in forms.items():
+        assert d.instance(f"S.x_{name}").field("form_factor").name == form
+
+
+def test_link_media_reach():
+    # IEEE 802.3ck (CR4/CR2 at 100 Gb/s per lane: 2 m), 802.3cd (200GBASE-CR4: 3 m), 802.3db
+    # (SR4/SR2 over OM4: 100 m), 802.3bs (DR4: 500 m), 802.3cu (FR4: 2 km)
+    d = _probe("network", *REQUIRED["network"])
+    reach = {"DAC_400G_CR4": 2, "DAC_200G_CR2": 2, "DAC_200G_CR4": 3, "SR4_400G": 100,
+             "SR2_200G": 100, "DR4_400G": 500, "FR4_400G": 2000}
+    for name, metres in reach.items():
+        assert _get(d, name, "reach", "m") == metres, name
+    for name in REQUIRED["network"]:
+        kind = d.instance(f"S.x_{name}").field("type").name
+        assert kind == ("dac" if name.startswith("DAC") else "optics"), name
+        assert _get(d, name, "speed", "Gb/s") == (400 if "400G" in name else 200), name
 
 
 def test_dgx_hosts():       # DGX A100 (2020), DGX H100 (2023), DGX B200 (2024) data sheets

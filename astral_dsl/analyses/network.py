@@ -1,15 +1,20 @@
 """The switch fabric derived from the declared hosts, rails, planes and tiers.
 
 Wiring rules (astral-paper.md, engineering.md):
-- Rail-optimised: NIC k of a host is on rail k mod R; port j of a NIC is on plane j mod P.
+- Rail-optimised: NIC k of a host is on rail k mod R; port j of a NIC is on plane j mod P. Rails
+  or planes that no NIC port reaches hold no switches (W610).
 - Tier 1 serves the NIC ports of the hosts in each group: one group per scope instance (pod,
   row, ...) and, for `per = [rail, plane]`, per rail and plane. Every higher tier serves the
-  uplinks of the tier below within its own groups.
-- Switches per group = ceil(links to serve / downlinks per switch): rounding is always up, per
-  group (DGX SuperPOD rows that list more spines than this are rounding differently).
+  uplinks of the tier below within its own groups; its groups hold whole groups of the tier
+  below (E607) and lie within the fabric's owner (E606).
+- Switches per group = ceil(links to serve / downlinks per switch), then rounded up so that
+  every lower switch's uplinks divide evenly across the upper switches it reaches
+  (formulas.even_upper_switches; the reason is kept for the size report).
 - Full reach: when a tier merges m lower groups into one of its groups, each of its switches must
   reach every lower group (m <= its downlinks); when it serves one lower group (m = 1), every
   lower switch must reach every upper switch (lower switches per group <= its downlinks).
+- Power: a switch draws its declared `power` whatever the job (no utilisation scaling), plus its
+  optics (network_links.py); undeclared power is W606/W607, never a silent zero.
 """
 from __future__ import annotations
 
@@ -18,11 +23,14 @@ from typing import Dict, List, Optional, Tuple
 
 import attrs
 
-from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.analyses import formulas
+from astral_dsl.analyses.network_checks import fabric_checks, tier_checks
+from astral_dsl.analyses.network_links import LinkLayer, link_layers
+from astral_dsl.diagnostics import Diagnostic, Span
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.model.values import Bundle, ListValue, Symbol
-from astral_dsl.units import Quantity, format_number
+from astral_dsl.units import Quantity
 
 _SCOPE_KINDS = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "block"),
                 "pod": ("pod",), "hall": ("hall",), "site": ("site",)}
@@ -48,6 +56,10 @@ class TierCount:
     oversubscription: Optional[float]
     power_w: float              # switches x (switch power + optics power)
     span: Optional[Span] = None
+    needed: int = 0             # switches per group before the even-uplink rule
+    rounding: Optional[str] = None   # why per_group is above `needed`
+    switch_w: Optional[float] = None  # declared power of one switch (None: not declared)
+    optics_w: float = 0.0       # optics power of the whole tier (declared or from the media)
 
 
 @attrs.frozen
@@ -63,6 +75,7 @@ class FabricCount:
     hops: Tuple[Tuple[str, int], ...]        # path -> switches traversed
     capacity_gpus: Optional[int]             # GPUs the tiers can reach (radix bound)
     diagnostics: Tuple[Diagnostic, ...] = ()
+    links: Tuple[LinkLayer, ...] = ()        # one layer per tier: its downlinks
 
     @property
     def routes(self) -> Tuple[Tuple[str, str], ...]:
@@ -82,6 +95,18 @@ class FabricCount:
     @property
     def power_w(self) -> float:
         return sum(t.power_w for t in self.tiers)
+
+
+@attrs.frozen
+class Hosts:
+    """The hosts a fabric serves (per owner): their NIC ports, as the tiers and links need them."""
+    count: int                  # hosts
+    ports: int                  # NIC ports
+    speed: Optional[Quantity]
+    ports_per_nic: int
+    gpus_per_host: int
+    kinds: Tuple[Tuple[int, int, int, int], ...]   # (hosts, NICs per host, ports per host, ports per NIC)
+    nics: Tuple[Instance, ...]  # the NIC models
 
 
 def _fabrics(inst: Instance):
@@ -123,15 +148,24 @@ def fabric_counts(design: Design, cache: Optional[Dict] = None,
             for inst, fabric, mult in sorted(owners.values(), key=lambda o: o[0].path)]
 
 
-def _nic_ports(host: Instance, cache) -> Tuple[int, Optional[Quantity], int]:
-    """(ports per host, port speed, ports per NIC)."""
-    total, speed, per_nic = 0, None, 1
-    for count, nic in group_of(host, ("nic",), cache).flat():
-        ports = _int(nic.field("ports"), 1)
-        total += count * ports
-        per_nic = ports
-        speed = nic.field("port_speed") or speed
-    return total, speed, per_nic
+def _hosts(owner: Instance, cache) -> Hosts:
+    kinds, nics = [], []
+    ports_total, speed, per_nic, gpus = 0, None, 1, 0
+    for count, host in group_of(owner, ("host",), cache).flat():
+        n_nics = ports = 0
+        for n, nic in group_of(host, ("nic",), cache).flat():
+            p = _int(nic.field("ports"), 1)
+            n_nics += n
+            ports += n * p
+            per_nic = p
+            speed = speed or nic.field("port_speed")
+            if nic not in nics:
+                nics.append(nic)
+        kinds.append((count, n_nics, ports, per_nic))
+        ports_total += count * ports
+        gpus = max(gpus, count_of(host, ("gpu",), cache))
+    hosts = sum(k[0] for k in kinds)
+    return Hosts(hosts, ports_total, speed, per_nic, gpus, tuple(kinds), tuple(nics))
 
 
 def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
@@ -140,17 +174,14 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
     rails = _int(fabric.field("rails"), 1)
     planes = _int(fabric.field("planes"), 1)
     limit = fabric.field("max_oversubscription")
-    hosts = group_of(owner, ("host",), cache)
-    host_ports, nic_speed, ports_per_nic = 0, None, 1
-    gpus_per_host = 0
-    for count, host in hosts.flat():
-        ports, speed, per_nic = _nic_ports(host, cache)
-        host_ports += count * ports
-        nic_speed = nic_speed or speed
-        ports_per_nic = per_nic
-        gpus_per_host = max(gpus_per_host, count_of(host, ("gpu",), cache))
+    hosts = _hosts(owner, cache)
+    # rails and planes that some NIC port reaches (W610 names the others)
+    nics_per_host = max((k[1] for k in hosts.kinds if k[0]), default=0)
+    rails_used = min(rails, nics_per_host) if nics_per_host else rails
+    planes_used = min(planes, hosts.ports_per_nic) if hosts.kinds else planes
     tiers: List[TierCount] = []
     tier_insts = _tiers(fabric)
+    switches: List[Optional[Instance]] = []
     prev: Optional[TierCount] = None
     prev_groups = 0
     for index, tier in enumerate(tier_insts):
@@ -158,25 +189,35 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
         scope_name = scope.name if isinstance(scope, Symbol) else owner.kind
         per = tier.field("per")
         per_names = tuple(s.name for s in per.items) if isinstance(per, ListValue) else ()
-        split = (rails if "rail" in per_names else 1) * (planes if "plane" in per_names else 1)
+        split = ((rails_used if "rail" in per_names else 1)
+                 * (planes_used if "plane" in per_names else 1))
         if _LEVEL.get(scope_name, 9) > _LEVEL.get(owner.kind, 9):
-            scope_name = owner.kind
-        scopes = 1 if scope_name == owner.kind else count_of(
-            owner, _SCOPE_KINDS.get(scope_name, (scope_name,)), cache) or 1
+            scope_name = owner.kind          # E606 (network_checks) says so
+        found = None if scope_name == owner.kind else count_of(
+            owner, _SCOPE_KINDS.get(scope_name, (scope_name,)), cache)
+        scopes = found or 1                  # none found: E606
         groups = scopes * split
-        demand = host_ports if prev is None else prev.up_links // mult
+        demand = hosts.ports if prev is None else prev.up_links // mult
         down, up = tier.field("down"), tier.field("up")
         down_n = down.count if isinstance(down, Bundle) else 0
         up_n = up.count if isinstance(up, Bundle) else 0
         down_speed = down.item if isinstance(down, Bundle) else None
         up_speed = up.item if isinstance(up, Bundle) else None
         per_group_demand = demand / groups if groups else 0
-        per_group = math.ceil(per_group_demand / down_n - 1e-9) if down_n else 0
-        switches = per_group * groups
+        needed = math.ceil(per_group_demand / down_n - 1e-9) if down_n else 0
+        per_group, rounding = needed, None
+        if prev is not None and groups and prev_groups % groups == 0:
+            merged = prev_groups // groups
+            per_group, plane = formulas.even_upper_switches(
+                needed, prev.per_group, prev.up_ports, merged, down_n)
+            if per_group > needed:
+                rounding = _rounding_reason(tier.template, prev, needed, per_group, plane,
+                                            merged, down_n)
+        count = per_group * groups
         switch_ref = tier.field("switch")
         switch = by_path.get(switch_ref.path) if isinstance(switch_ref, Ref) else None
-        sw_power = _q(switch, "power") + (tier.field("optics_power").si
-                                          if tier.field("optics_power") else 0.0)
+        switch_power = switch.field("power") if switch is not None else None
+        switch_w = switch_power.si if isinstance(switch_power, Quantity) else None
         over = None
         above = tier_insts[index + 1].template if index + 1 < len(tier_insts) else None
         alive = 1.0 - failed_tiers.get(above, 0.0)      # uplinks into a partly failed tier
@@ -184,102 +225,42 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
             over = (down_n * down_speed.si) / (up_n * up_speed.si * alive) if alive > 0 \
                 else float("inf")
         tc = TierCount(tier.template, switch.path if switch else "?", scope_name, per_names,
-                       groups * mult, per_group, switches * mult,
+                       groups * mult, per_group, count * mult,
                        per_group_demand / per_group if per_group else 0.0, down_n, up_n,
-                       down_speed, up_speed, int(demand) * mult, switches * up_n * mult, over,
-                       switches * sw_power * mult, tier.span)
-        diags.extend(_tier_checks(tier, tc, switch, prev, nic_speed, limit, index,
-                                  len(tier_insts), prev_groups, groups))
+                       down_speed, up_speed, int(demand) * mult, count * up_n * mult, over,
+                       0.0, tier.span, needed, rounding, switch_w)
+        diags.extend(tier_checks(owner, tier, tc, switch, prev, hosts.speed, limit, index,
+                                 len(tier_insts), prev_groups, groups, found))
         tiers.append(tc)
+        switches.append(switch)
         prev, prev_groups = tc, groups
-    diags.extend(_fabric_checks(fabric, tiers, tier_insts, rails, planes, ports_per_nic))
+    layers, optics, link_diags = link_layers(fabric, tier_insts, tiers, switches, hosts, mult,
+                                             by_path)
+    diags.extend(link_diags)
+    tiers = [attrs.evolve(t, power_w=t.switches * (t.switch_w or 0.0) + w, optics_w=w)
+             for t, w in zip(tiers, optics)]
+    diags.extend(fabric_checks(fabric, tiers, tier_insts, switches, rails, planes, hosts,
+                               rails_used, planes_used))
     hops = _hops(tiers)
-    capacity = _capacity(tiers, rails, planes, gpus_per_host, host_ports, hosts.count)
-    return FabricCount(owner.path, fabric.path, mult, rails, planes, host_ports * mult, nic_speed,
-                       tuple(tiers), hops, capacity, tuple(diags))
+    capacity = _capacity(tiers, rails_used, planes_used, hosts.gpus_per_host, hosts.ports,
+                         hosts.count)
+    return FabricCount(owner.path, fabric.path, mult, rails, planes, hosts.ports * mult,
+                       hosts.speed, tuple(tiers), hops, capacity, tuple(diags), tuple(layers))
 
 
-def _q(inst: Optional[Instance], name: str) -> float:
-    v = inst.field(name) if inst is not None else None
-    return v.si if isinstance(v, Quantity) else 0.0
-
-
-def _err(code: str, message: str, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, message, span, hint)
-
-
-def _tier_checks(tier: Instance, tc: TierCount, switch: Optional[Instance],
-                 prev: Optional[TierCount], nic_speed, limit, index, n_tiers, prev_groups,
-                 groups) -> List[Diagnostic]:
-    out = []
-    down_span = tier.span_of("down")
-    if switch is not None:
-        max_ports = switch.field("max_ports") or switch.field("ports")
-        used = tc.down_ports + tc.up_ports
-        if isinstance(max_ports, Quantity) and used > max_ports.si:
-            out.append(_err("E600", f"tier `{tc.name}` uses {used} ports per switch but "
-                                    f"`{switch.path}` has {format_number(max_ports.si)}",
-                            down_span, "reduce `down` or `up`, or choose a larger switch"))
-        capacity = switch.field("capacity")
-        bw = (tc.down_ports * (tc.down_speed.si if tc.down_speed else 0) +
-              tc.up_ports * (tc.up_speed.si if tc.up_speed else 0))
-        if isinstance(capacity, Quantity) and bw > capacity.si * (1 + 1e-9):
-            out.append(_err("E600", f"tier `{tc.name}` needs {format_number(bw / 1e12)} Tb/s "
-                                    f"per switch but `{switch.path}` switches "
-                                    f"{format_number(capacity.si / 1e12)} Tb/s", down_span))
-    below = nic_speed if prev is None else prev.up_speed
-    what = "the hosts' NIC ports" if prev is None else f"tier `{prev.name}`'s uplinks"
-    if below is not None and tc.down_speed is not None and below.si != tc.down_speed.si:
-        out.append(_err("E601", f"tier `{tc.name}` takes {tc.down_speed} downlinks but "
-                                f"{what} run at {below}", down_span,
-                        "both ends of a link must run at the same speed"))
-    if tc.oversubscription is not None and isinstance(limit, Quantity) \
-            and tc.oversubscription > limit.si * (1 + 1e-9):
-        out.append(_err("E602", f"tier `{tc.name}` is oversubscribed "
-                                f"{format_number(round(tc.oversubscription, 4))}:1, above the "
-                                f"declared limit {format_number(limit.si)}:1",
-                        tier.span_of("up"), "add uplinks or reduce downlinks"))
-    if index < n_tiers - 1 and not tc.up_ports:
-        out.append(_err("E603", f"tier `{tc.name}` has no uplinks, so the tiers above it are "
-                                f"unreachable", tier.span, "declare `up = N x SPEED`"))
-    if prev is not None and tc.down_ports:
-        merged = prev_groups // groups if groups else 0
-        lower_per_group = prev.per_group
-        if merged <= 1 and lower_per_group > tc.down_ports:
-            out.append(_err("E604", f"each `{tc.name}` switch must reach all {lower_per_group} "
-                                    f"`{prev.name}` switches of its group but has "
-                                    f"{tc.down_ports} downlinks: the radix cannot reach this "
-                                    f"size", down_span,
-                            f"at most {tc.down_ports} `{prev.name}` switches per group: "
-                            f"make the groups smaller or use a larger switch"))
-        elif merged > tc.down_ports:
-            out.append(_err("E604", f"each `{tc.name}` switch must reach {merged} groups of "
-                                    f"`{prev.name}` switches but has {tc.down_ports} downlinks: "
-                                    f"the radix cannot reach this size", down_span,
-                            f"at most {tc.down_ports} groups below each `{tc.name}`"))
-    return out
-
-
-def _fabric_checks(fabric: Instance, tiers: List[TierCount], tier_insts, rails, planes,
-                   ports_per_nic) -> List[Diagnostic]:
-    out = []
-    if rails > 1 and tiers and all("rail" in t.per for t in tiers):
-        out.append(_err("E603", f"every tier of `{fabric.template}` is per rail: rails never "
-                                f"meet, so a rail has no path to the core for cross-rail "
-                                f"traffic", tier_insts[-1].span,
-                        "declare a top tier without `rail` in `per`"))
-    dual = fabric.field("dual_homing")
-    if dual is True:
-        first = tiers[0] if tiers else None
-        if ports_per_nic < 2 or planes < 2 or (first is not None and "plane" not in first.per):
-            why = ("each NIC has one port" if ports_per_nic < 2 else
-                   "the fabric has one plane" if planes < 2 else
-                   f"tier `{first.name}` is not per plane")
-            out.append(_err("E605", f"dual-homing is declared but a NIC's two ports land on one "
-                                    f"ToR ({why})", fabric.span_of("dual_homing"),
-                            "use dual-port NICs, `planes = 2` and `per = [rail, plane]` on the "
-                            "first tier"))
-    return out
+def _rounding_reason(name: str, prev: TierCount, needed: int, per_group: int,
+                     plane: Optional[int], merged: int, down: int) -> str:
+    """Why a tier has more switches per group than its links need (for the size report)."""
+    u = prev.up_ports
+    if plane is not None and plane == per_group:
+        return (f"{needed} `{name}` switches per group would split each `{prev.name}` "
+                f"switch's {u} uplinks unevenly ({u} / {needed} = {u / needed:.3g}): rounded "
+                f"up to {per_group}, the next count that divides {u} ({u // per_group} "
+                f"uplinks to each)")
+    return (f"{needed} `{name}` switches per group would split each `{prev.name}` switch's {u} "
+            f"uplinks unevenly: each `{prev.name}` switch reaches a plane of {plane} `{name}` "
+            f"switches (the smallest divisor of {u} that is at least {merged} groups x {u} / "
+            f"{down} downlinks), so {prev.per_group} planes x {plane} = {per_group}")
 
 
 def _hops(tiers: List[TierCount]) -> Tuple[Tuple[str, int], ...]:

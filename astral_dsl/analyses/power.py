@@ -125,11 +125,15 @@ def analyse_power(design: Design, network_w: float = 0.0, cache: Optional[Dict] 
                               f"affects {replicas:,} {inst.kind}(s)" if replicas > 1 else None))
     reqs: List[Requirement] = []
     feeders = _feeders(design, mult, resolve, cache, failed, diags, reqs)
-    it_peak = sum(power_of(r, cache).si for r in design.roots) + network_w
-    it_avg = sum(l.average_w * l.replicas for l in levels if l.kind == "site") + \
-        network_w * utilization
-    # conversion losses over the year: at the average load, not the peak
-    average_ratio = it_avg / it_peak if it_peak else 1.0
+    compute_peak = sum(power_of(r, cache).si for r in design.roots)
+    compute_avg = sum(l.average_w * l.replicas for l in levels if l.kind == "site")
+    # switches draw near their rating whatever the job runs (their power follows the ports and
+    # optics powered, not the GPUs' utilisation): the network counts at full power on average too
+    it_peak = compute_peak + network_w
+    it_avg = compute_avg + network_w
+    # conversion losses over the year: at the average load of what the feeders serve (the
+    # racks), not the peak
+    average_ratio = compute_avg / compute_peak if compute_peak else 1.0
     loss = sum(f.replicas * f.count * f.normal_w * average_ratio * (1 / f.efficiency - 1)
                for f in feeders if f.efficiency)
     modules = sum(f.replicas * f.count * (f.rectifier_modules or f.rectifier_modules_needed or 0)

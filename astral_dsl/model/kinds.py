@@ -156,13 +156,20 @@ _register(_kind("gpu", "an accelerator", dict(
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     max_supply=q("temperature", "hottest coolant supply the cold plate accepts"),
 ), level=0))
+# pluggable form factors of network cages and modules (SFF-8665 QSFP28, QSFP56 and QSFP112; the
+# QSFP-DD MSA; the OSFP MSA)
+FORM_FACTORS = ("qsfp28", "qsfp56", "qsfp112", "qsfp_dd", "osfp")
 _register(_kind("nic", "a network adapter", dict(
     _PHYS, ports=q("count", "network ports", low=1), port_speed=q("bandwidth", "speed per port"),
-    protocol=enum("infiniband", "roce", "ethernet")), level=0))
+    protocol=enum("infiniband", "roce", "ethernet"),
+    form_factor=enum(*FORM_FACTORS, doc="the cage of each port")), level=0))
 _register(_kind("switch", "a network switch", dict(
     _PHYS, ports=q("count", "ports at `port_speed`", low=1), port_speed=q("bandwidth"),
     capacity=q("bandwidth", "switching capacity"), max_ports=q("count", "ports with breakout"),
-    protocol=enum("infiniband", "roce", "ethernet"), units=q("length")), level=0))
+    protocol=enum("infiniband", "roce", "ethernet"), units=q("length"),
+    form_factor=enum(*FORM_FACTORS, doc="the cage type of its ports"),
+    cages=q("count", "front-panel cages (a twin-port OSFP cage holds two ports)", low=1)),
+    level=0))
 _register(_kind("cpu", "a host processor", dict(_PHYS, cores=q("count")), level=0))
 _register(_kind("host", "a server", dict(
     _PHYS, units=q("length", "height in rack units"),
@@ -189,9 +196,32 @@ _register(_kind("tier", "a switch tier", dict(
     scope=enum("rack", "row", "block", "pod", "hall", "site",
                doc="the grouping level one set of these switches serves"),
     per=FieldSpec(ListType(EnumType(("rail", "plane"))), doc="replicated per rail and/or plane"),
-    down=FieldSpec(BundleType("bandwidth"), doc="downlinks per switch"),
+    down=FieldSpec(BundleType("bandwidth"), required=True, doc="downlinks per switch"),
     up=FieldSpec(BundleType("bandwidth"), doc="uplinks per switch"),
     optics_power=q("power", "power of the optics per switch"),
+    medium=FieldSpec(ListType(RefType(("medium",))),
+                     doc="what the downlinks are built with: a `medium`, or a list of them in "
+                         "order of preference (the first that reaches `length` is used)"),
+    length=q("length", "the longest of the downlinks (cable run), checked against the "
+                       "medium's reach", low=0),
+)))
+_register(_kind("medium", "a link medium: copper cable or optics", dict(
+    type=enum("dac", "acc", "aec", "aoc", "optics", required=True,
+              doc="passive copper, active copper, active electrical, active optical cable, or "
+                  "pluggable optics with fibre"),
+    reach=q("length", "the longest link the medium is specified for", required=True, low=0),
+    speed=q("bandwidth", "the speed of one link"),
+    form_factor=enum(*FORM_FACTORS, doc="module or connector at the upper end (the tier's "
+                                        "switch)"),
+    ports=q("count", "links one module or connector carries at the upper end: 2 for a "
+                     "twin-port module, 2 or 4 for a breakout", low=1),
+    power=q("power", "power of one module at the upper end"),
+    lower_form_factor=enum(*FORM_FACTORS, doc="at the lower end (NIC or lower switch); "
+                                              "default: `form_factor`"),
+    lower_ports=q("count", "links per module or connector at the lower end; default 1",
+                  low=1),
+    lower_power=q("power", "power of one module at the lower end; default: `power` when "
+                           "`lower_ports` equals `ports`"),
 )))
 _register(_kind("power", "the electrical system", {},
                 nested=("feeder", "rectifier", "battery", "standard", "cable"),

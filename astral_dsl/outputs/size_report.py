@@ -164,7 +164,8 @@ def render_report(design: Design, eng: Engineering, colour: bool = False, width:
         hops = "; ".join(f"{k}: {route} ({v} switch{'es' if v > 1 else ''})"
                          for (k, v), (_, route) in zip(f.hops, f.routes))
         console.print(f"  NIC ports: {f.host_ports:,}; paths between GPUs: {hops}")
-        console.print("  " + bom_line(f))
+        for line in bom_lines(f):
+            console.print("  " + line)
     return out.getvalue()
 
 
@@ -177,21 +178,46 @@ def _modules(f) -> str:
 
 
 def bom(fabric) -> List[Dict[str, Any]]:
-    """Bill of materials of one fabric: switches by model and tier, links (cables) by tier and
-    speed, and transceivers (one per link end)."""
+    """Bill of materials of one fabric: switches by model and tier (with the reason when the
+    count was rounded up for even uplinks), and each tier's links by medium: cables (copper and
+    AOC assemblies, a breakout counted once; fibres for optics) and transceivers (none for copper
+    within its reach; twin-port modules carry two links)."""
     rows: List[Dict[str, Any]] = []
-    for i, t in enumerate(fabric.tiers):
-        rows.append({"item": "switch", "model": t.switch, "tier": t.name, "count": t.switches})
-        speed = str(t.down_speed) if t.down_speed else "?"
-        below = "host" if i == 0 else fabric.tiers[i - 1].name
-        rows.append({"item": "link", "tier": f"{below}-{t.name}", "speed": speed,
-                     "count": t.down_links, "transceivers": 2 * t.down_links})
+    for t, layer in zip(fabric.tiers, fabric.links or [None] * len(fabric.tiers)):
+        row = {"item": "switch", "model": t.switch, "tier": t.name, "count": t.switches}
+        if t.rounding:
+            row.update(per_group=t.per_group, needed_per_group=t.needed, rounded=t.rounding)
+        rows.append(row)
+        if layer is None:
+            continue
+        rows.append({"item": "link", "tier": f"{layer.below}-{layer.tier}",
+                     "speed": str(layer.speed) if layer.speed else "?", "count": layer.links,
+                     "medium": layer.medium_name, "medium_type": layer.medium_type,
+                     "length_m": layer.length_m, "cables": layer.cables,
+                     "transceivers": layer.transceivers,
+                     "modules_upper": layer.upper_modules,
+                     "modules_lower": layer.lower_modules})
     return rows
 
 
-def bom_line(fabric) -> str:
-    parts = []
-    for row in bom(fabric):
-        if row["item"] == "link":
-            parts.append(f"{row['count']:,} x {row['speed']} {row['tier']} links")
-    return "cables: " + "; ".join(parts)
+def bom_lines(fabric) -> List[str]:
+    """The links of each tier, and why a tier's switch count was rounded up."""
+    out = []
+    for t in fabric.tiers:
+        if t.rounding:
+            out.append(f"{t.name}: {t.per_group:,} switches per group, not {t.needed:,}: "
+                       f"{t.rounding}")
+    for layer in fabric.links:
+        speed = str(layer.speed) if layer.speed else "?"
+        if layer.medium is None:
+            how = f"medium not declared: {layer.transceivers:,} transceivers assumed"
+        else:
+            name = layer.medium_name or layer.medium
+            length = f", {format_number(layer.length_m)} m" if layer.length_m is not None else ""
+            what = "fibres" if layer.medium_type == "optics" else "cables"
+            how = f"{name} ({layer.medium_type}{length}): {layer.cables:,} {what}"
+            how += (f", {layer.transceivers:,} transceivers ({layer.upper_modules:,} at "
+                    f"`{layer.tier}`, {layer.lower_modules:,} at the {layer.below} end)"
+                    if layer.transceivers else ", no transceivers")
+        out.append(f"{layer.below}-{layer.tier}: {layer.links:,} x {speed} links, {how}")
+    return out

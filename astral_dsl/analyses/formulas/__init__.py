@@ -11,9 +11,10 @@ Sources are cited per function; "engineering.md" is ``shared/reference/engineeri
 worked examples used by the tests), "astral-paper.md" the Astral reference topology.
 
 Split by domain: ``electrical`` (currents, redundancy, batteries, conductors), ``thermal``
-(liquid/air flow, pumps, PUE), ``network`` (fat-tree capacity, oversubscription) and ``_checks``
-(the input validators).  Every public name is re-exported here, so
-``from astral_dsl.analyses import formulas; formulas.dc_current(...)`` works as before.
+(liquid/air flow, pumps, PUE), ``network`` (fat-tree capacity, oversubscription, even switch
+counts, transceiver modules) and ``_checks`` (the input validators).  Every public name is
+re-exported here, so ``from astral_dsl.analyses import formulas; formulas.dc_current(...)``
+works as before.
 """
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ from astral_dsl.analyses.formulas.electrical import (COPPER_ALPHA_PER_K, COPPER_
                                                      dc_current, dc_voltage_drop, drop_fraction,
                                                      feed_available_power, modules_needed,
                                                      with_redundancy)
-from astral_dsl.analyses.formulas.network import (astral_pod_gpus, astral_pods, fat_tree_hosts,
-                                                  oversubscription)
+from astral_dsl.analyses.formulas.network import (astral_pod_gpus, astral_pods,
+                                                  even_upper_switches, fat_tree_hosts,
+                                                  modules_for, oversubscription,
+                                                  smallest_divisor_at_least)
 from astral_dsl.analyses.formulas.thermal import (AIR_CP_J_KG_K, AIR_DENSITY_KG_M3,
                                                   CFM_PER_M3_PER_H, HOURS_PER_YEAR, air_flow,
                                                   air_flow_cfm_rule_of_thumb, annual_pue,
@@ -46,4 +49,5 @@ __all__ = [
     "m3s_to_l_per_min", "m3s_to_m3_per_h", "m3s_to_cfm",
     "pump_power", "pue", "facility_power", "pue_over_modes", "annual_pue",
     "fat_tree_hosts", "astral_pod_gpus", "astral_pods", "oversubscription",
+    "smallest_divisor_at_least", "even_upper_switches", "modules_for",
 ]

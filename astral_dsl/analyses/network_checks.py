@@ -1,0 +1,251 @@
+"""The checks of a derived fabric (E600-E607, E611, W606, W610): ports and bandwidth of each
+switch, link speeds, oversubscription, paths to the core, the radix, dual-homing, how the tiers'
+groups nest, protocols, undeclared switch power, and rails or planes no NIC port reaches.
+
+Pure functions of the counts network.py derives; they only report."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.model.design import Instance
+from astral_dsl.model.values import Symbol
+from astral_dsl.units import Quantity, format_number
+
+_LEVEL = {"rack": 2, "row": 3, "block": 3, "pod": 4, "hall": 5, "site": 6}
+
+
+def _err(code: str, message: str, span, hint=None, notes=()) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, message, span, hint, notes=tuple(notes))
+
+
+def _warn(code: str, message: str, span, hint=None, notes=()) -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, message, span, hint, notes=tuple(notes))
+
+
+def _n(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else format_number(x)
+
+
+def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance], prev,
+                nic_speed, limit, index, n_tiers, prev_groups, groups,
+                scopes_found: Optional[int]) -> List[Diagnostic]:
+    """`scopes_found`: instances of the tier's declared scope inside the owner (None when the
+    scope is the owner itself or undeclared)."""
+    out = []
+    down_span = tier.span_of("down")
+    if switch is not None:
+        out.extend(_switch_limits(tier, tc, switch))
+    below = nic_speed if prev is None else prev.up_speed
+    what = "the hosts' NIC ports" if prev is None else f"tier `{prev.name}`'s uplinks"
+    if below is not None and tc.down_speed is not None and below.si != tc.down_speed.si:
+        out.append(_err("E601", f"tier `{tc.name}` takes {tc.down_speed} downlinks but "
+                                f"{what} run at {below}", down_span,
+                        "both ends of a link must run at the same speed"))
+    if tc.oversubscription is not None and isinstance(limit, Quantity) \
+            and tc.oversubscription > limit.si * (1 + 1e-9):
+        out.append(_err("E602", f"tier `{tc.name}` is oversubscribed "
+                                f"{format_number(round(tc.oversubscription, 4))}:1, above the "
+                                f"declared limit {format_number(limit.si)}:1",
+                        tier.span_of("up"), "add uplinks or reduce downlinks"))
+    if index < n_tiers - 1 and not tc.up_ports:
+        out.append(_err("E603", f"tier `{tc.name}` has no uplinks, so the tiers above it are "
+                                f"unreachable", tier.span, "declare `up = N x SPEED`"))
+    out.extend(_scope(owner, tier, tc, scopes_found))
+    if prev is not None:
+        out.extend(_nesting(tier, tc, prev))
+    if prev is not None and tc.down_ports and prev_groups % max(groups, 1) == 0:
+        merged = prev_groups // groups if groups else 0
+        lower_per_group = prev.per_group
+        if merged <= 1 and lower_per_group > tc.down_ports:
+            out.append(_err("E604", f"each `{tc.name}` switch must reach all {lower_per_group} "
+                                    f"`{prev.name}` switches of its group but has "
+                                    f"{tc.down_ports} downlinks: the radix cannot reach this "
+                                    f"size", down_span,
+                            f"at most {tc.down_ports} `{prev.name}` switches per group: "
+                            f"make the groups smaller or use a larger switch"))
+        elif merged > tc.down_ports:
+            out.append(_err("E604", f"each `{tc.name}` switch must reach {merged} groups of "
+                                    f"`{prev.name}` switches but has {tc.down_ports} downlinks: "
+                                    f"the radix cannot reach this size", down_span,
+                            f"at most {tc.down_ports} groups below each `{tc.name}`"))
+    return out
+
+
+def _switch_limits(tier: Instance, tc, switch: Instance) -> List[Diagnostic]:
+    """E600: ports, port speed and switching capacity of one switch."""
+    out = []
+    down_span = tier.span_of("down")
+    max_ports = switch.field("max_ports") or switch.field("ports")
+    used = tc.down_ports + tc.up_ports
+    if isinstance(max_ports, Quantity) and used > max_ports.si:
+        out.append(_err("E600", f"tier `{tc.name}` uses {used} ports per switch but "
+                                f"`{switch.path}` has {format_number(max_ports.si)}",
+                        down_span, "reduce `down` or `up`, or choose a larger switch"))
+    port_speed = switch.field("port_speed")
+    if isinstance(port_speed, Quantity):
+        for side, speed in (("down", tc.down_speed), ("up", tc.up_speed)):
+            if speed is not None and speed.si > port_speed.si * (1 + 1e-9):
+                out.append(_err("E600", f"tier `{tc.name}` runs {speed} {side}links but the "
+                                        f"ports of `{switch.path}` run at {port_speed}",
+                                tier.span_of(side), "use a faster switch or slower links"))
+    capacity = switch.field("capacity")
+    ports = switch.field("ports")
+    if not isinstance(capacity, Quantity) and isinstance(ports, Quantity) \
+            and isinstance(port_speed, Quantity):
+        capacity = Quantity(ports.si * port_speed.si, port_speed.dims, "Tb/s")
+    bw = (tc.down_ports * (tc.down_speed.si if tc.down_speed else 0) +
+          tc.up_ports * (tc.up_speed.si if tc.up_speed else 0))
+    if isinstance(capacity, Quantity) and bw > capacity.si * (1 + 1e-9):
+        out.append(_err("E600", f"tier `{tc.name}` needs {format_number(bw / 1e12)} Tb/s "
+                                f"per switch but `{switch.path}` switches "
+                                f"{format_number(capacity.si / 1e12)} Tb/s", down_span))
+    return out
+
+
+def _scope(owner: Instance, tier: Instance, tc, scopes_found) -> List[Diagnostic]:
+    """E606: a tier's scope lies within the instance its fabric is attached to."""
+    scope = tier.field("scope")
+    if not isinstance(scope, Symbol):
+        return []
+    name = scope.name
+    span = tier.span_of("scope")
+    if _LEVEL.get(name, 9) > _LEVEL.get(owner.kind, 9):
+        return [_err("E606", f"tier `{tc.name}` has `scope = {name}` but its fabric is attached "
+                             f"to `{owner.path}`, a {owner.kind}: a tier cannot reach beyond the "
+                             f"instance its fabric is attached to", span,
+                     f"attach the fabric to the {name}, or write `scope = {owner.kind}`")]
+    if scopes_found == 0:
+        return [_err("E606", f"tier `{tc.name}` has `scope = {name}` but `{owner.path}` holds "
+                             f"no {name}", span,
+                     f"use the level of a grouping `{owner.path}` holds, or `scope = "
+                     f"{owner.kind}`")]
+    return []
+
+
+def _nesting(tier: Instance, tc, prev) -> List[Diagnostic]:
+    """E607: each group of a tier holds whole groups of the tier below."""
+    if _LEVEL.get(tc.scope, 9) < _LEVEL.get(prev.scope, 9):
+        return [_err("E607", f"tier `{tc.name}` serves a {tc.scope} but the tier below, "
+                             f"`{prev.name}`, serves a whole {prev.scope}: a tier's groups must "
+                             f"hold whole groups of the tier below", tier.span_of("scope"),
+                     f"give `{tc.name}` a scope of {prev.scope} or wider")]
+    finer = [p for p in tc.per if p not in prev.per]
+    if finer:
+        return [_err("E607", f"tier `{tc.name}` is per {' and '.join(finer)} but the tier below, "
+                             f"`{prev.name}`, is not: its switches would serve parts of "
+                             f"`{prev.name}`'s groups", tier.span_of("per"),
+                     f"remove {', '.join(f'`{p}`' for p in finer)} from `per`, or add it to "
+                     f"`{prev.name}`")]
+    return []
+
+
+def fabric_checks(fabric: Instance, tiers, tier_insts, switches, rails, planes, hosts,
+                  rails_used, planes_used) -> List[Diagnostic]:
+    out = []
+    if rails > 1 and tiers and all("rail" in t.per for t in tiers):
+        out.append(_err("E603", f"every tier of `{fabric.template}` is per rail: rails never "
+                                f"meet, so a rail has no path to the core for cross-rail "
+                                f"traffic", tier_insts[-1].span,
+                        "declare a top tier without `rail` in `per`"))
+    dual = fabric.field("dual_homing")
+    if dual is True:
+        first = tiers[0] if tiers else None
+        if hosts.ports_per_nic < 2 or planes < 2 or (first is not None
+                                                     and "plane" not in first.per):
+            why = ("each NIC has one port" if hosts.ports_per_nic < 2 else
+                   "the fabric has one plane" if planes < 2 else
+                   f"tier `{first.name}` is not per plane")
+            out.append(_err("E605", f"dual-homing is declared but a NIC's two ports land on one "
+                                    f"ToR ({why})", fabric.span_of("dual_homing"),
+                            "use dual-port NICs, `planes = 2` and `per = [rail, plane]` on the "
+                            "first tier"))
+    out.extend(_protocols(tiers, tier_insts, switches, hosts))
+    out.extend(_switch_power(fabric, tiers, tier_insts))
+    out.extend(_unreached(fabric, rails, planes, hosts, rails_used, planes_used))
+    return out
+
+
+_FAMILY = {"infiniband": "InfiniBand", "ethernet": "Ethernet", "roce": "Ethernet"}
+
+
+def _protocol(inst: Optional[Instance]) -> Optional[str]:
+    p = inst.field("protocol") if inst is not None else None
+    return p.name if isinstance(p, Symbol) else None
+
+
+def _protocols(tiers, tier_insts, switches, hosts) -> List[Diagnostic]:
+    """E611: both ends of every link speak the same protocol family (RoCE runs on Ethernet)."""
+    out = []
+    for i, (tc, tier, switch) in enumerate(zip(tiers, tier_insts, switches)):
+        mine = _protocol(switch)
+        if mine is None:
+            continue
+        if i == 0:
+            below = [(n.path, _protocol(n)) for n in hosts.nics]
+            what = "the hosts' NICs"
+        else:
+            below = [(switches[i - 1].path if switches[i - 1] is not None else "?",
+                      _protocol(switches[i - 1]))]
+            what = f"tier `{tiers[i - 1].name}`"
+        for path, theirs in below:
+            if theirs is not None and _FAMILY[theirs] != _FAMILY[mine]:
+                out.append(_err("E611", f"tier `{tc.name}`'s switches `{switch.path}` speak "
+                                        f"{_FAMILY[mine]} but {what} (`{path}`) speak "
+                                        f"{_FAMILY[theirs]}", tier.span_of("switch"),
+                                "both ends of a link must run the same protocol: choose "
+                                "switches and NICs of one family (or set a VPI part's "
+                                "`protocol`)"))
+    return out
+
+
+def _switch_power(fabric: Instance, tiers, tier_insts) -> List[Diagnostic]:
+    """W606: switches whose power is not declared are counted as 0 W."""
+    missing = [(t, ti) for t, ti in zip(tiers, tier_insts) if t.switch_w is None and t.switches]
+    if not missing:
+        return []
+    total = sum(t.switches for t in tiers)
+    count = sum(t.switches for t, _ in missing)
+    if len(missing) == len([t for t in tiers if t.switches]):
+        what = f"the network's {count:,} switches are counted as 0 W"
+    else:
+        names = ", ".join(f"`{t.name}`" for t, _ in missing)
+        what = (f"{count:,} of the network's {total:,} switches (tier {names}) are counted "
+                f"as 0 W")
+    first, inst = missing[0]
+    models = sorted({t.switch for t, _ in missing})
+    return [_warn("W606", f"switch power not declared: {what}", inst.span_of("switch"),
+                  f"declare `power` from the data sheet of `{models[0]}`, e.g. "
+                  f"`switch = {models[0].rsplit('.', 1)[-1]}(power = ...)`, or use a stdlib "
+                  f"switch that has it",
+                  [f"tier `{t.name}`: {t.switches:,} x `{t.switch}`" for t, _ in missing])]
+
+
+def _unreached(fabric: Instance, rails, planes, hosts, rails_used,
+               planes_used) -> List[Diagnostic]:
+    """W610: rails or planes that no NIC port reaches, or NICs that split unevenly over the
+    rails."""
+    out = []
+    if not hosts.kinds:
+        return out
+    if planes_used < planes:
+        letters = ", ".join(chr(ord("A") + p) if p < 26 else str(p)
+                            for p in range(planes_used, planes))
+        out.append(_warn("W610", f"`planes = {planes}` but the NICs have {hosts.ports_per_nic} "
+                                 f"port{'s' if hosts.ports_per_nic > 1 else ''} each: no port "
+                                 f"lands on plane {letters}, so no switches are counted there",
+                         fabric.span_of("planes"),
+                         f"use NICs with {planes} ports, or write `planes = {planes_used}`"))
+    nics = sorted({k[1] for k in hosts.kinds if k[0]})
+    for n in nics:
+        if n and n < rails:
+            out.append(_warn("W610", f"`rails = {rails}` but hosts have {n} NICs: rails "
+                                     f"{n}..{rails - 1} have no ports, so no switches are "
+                                     f"counted there", fabric.span_of("rails"),
+                             f"write `rails = {n}`, or give the hosts {rails} NICs"))
+        elif n % rails:
+            out.append(_warn("W610", f"`rails = {rails}` but hosts have {n} NICs: the rails get "
+                                     f"{n // rails + 1} or {n // rails} NIC ports per host, and "
+                                     f"the counts assume an even split", fabric.span_of("rails"),
+                             f"make the NICs per host a multiple of `rails`"))
+    return out
