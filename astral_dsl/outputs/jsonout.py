@@ -38,3 +38,17 @@ def envelope(diagnostics: Iterable[Diagnostic], **fields: Any) -> Dict[str, Any]
 def dumps(doc: Dict[str, Any]) -> str:
     """Deterministic: sorted keys are not used (field order is meaningful); no NaN."""
     return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def scenario_json(name: str, applied) -> Dict[str, Any]:
+    """What a scenario did, for every command's JSON: the parts it failed (by path) and the
+    fields it changed (analyses.scenarios.Applied)."""
+    return {
+        "name": name,
+        "failed": sorted(applied.failed) + [f"{path} (one CDU)" for path, n in applied.failed_cdus
+                                            for _ in range(n)],
+        "fabric": [sel.display for sel in applied.fabric]
+        + [f"{fraction:.0%} of {path}.{tier}" for path, tier, fraction in applied.tier_failures],
+        "changed": [{"path": p, "field": f, "value": v} for p, f, v in applied.changed],
+        "notes": list(applied.notes),
+    }
