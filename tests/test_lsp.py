@@ -10,6 +10,7 @@ formatting."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -22,6 +23,14 @@ from pygls.lsp.client import LanguageClient
 from astral_dsl import resources
 
 TIMEOUT = 60
+REPO = Path(__file__).resolve().parents[1]
+
+
+def checkout_env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [
+        p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
 
 MAIN = textwrap.dedent("""\
     import stdlib.hardware { H800 }
@@ -67,8 +76,10 @@ class Session:
         self.versions: Dict[str, int] = {}
 
     async def __aenter__(self) -> "Session":
+        # the checkout's server, whatever is installed: PYTHONPATH names this checkout
         await self.client.start_io(sys.executable, "-m", "astral_dsl.cli", "lsp",
-                                   "--debounce", str(self.debounce), cwd=str(self.root))
+                                   "--debounce", str(self.debounce), cwd=str(self.root),
+                                   env=checkout_env())
         await asyncio.wait_for(self.client.initialize_async(lsp.InitializeParams(
             capabilities=lsp.ClientCapabilities(), root_uri=self.root.as_uri(),
             process_id=None)), TIMEOUT)
@@ -128,6 +139,16 @@ class Session:
 
 def run(coro):
     return asyncio.run(coro)
+
+
+def test_the_server_is_this_checkout(tmp_path):
+    """The server runs from a temporary folder: it must still be this checkout's code."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", "import astral_dsl.lsp.server as s; "
+                          "print(s.__file__)"], cwd=tmp_path, env=checkout_env(),
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    assert Path(out.stdout.strip()).resolve() == REPO / "astral_dsl" / "lsp" / "server.py", out
 
 
 @pytest.fixture
