@@ -49,7 +49,7 @@ def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
     # a failed user `check` does not stop the engineering checks: they are independent
     eng = analyse(design)
     diags.extend(eng.diagnostics)
-    from astral_dsl.analyses.seer.validate import validate_jobs
+    from astral_dsl.seer.validate import validate_jobs
 
     diags.extend(validate_jobs(design))     # parallel degrees, batch, placement, memory
     outcomes = []
