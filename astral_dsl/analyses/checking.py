@@ -46,7 +46,7 @@ def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
     diags: List[Diagnostic] = list(design.diagnostics)
     if front_end_errors(design):
         return Checked(design, None, (), sort_diagnostics(diags), sizing)
-    from astral_dsl.analyses.seer.validate import validate_jobs
+    from astral_dsl.seer.validate import validate_jobs
 
     # jobs are validated whether or not the entry file declares a site (it may import it)
     diags.extend(validate_jobs(design))     # parallel degrees, batch, placement, memory
