@@ -22,15 +22,17 @@ from pygls.lsp.client import LanguageClient
 
 from astral_dsl import resources
 
-TIMEOUT = 60
 REPO = Path(__file__).resolve().parents[1]
 
 
-def checkout_env() -> Dict[str, str]:
+def _env() -> Dict[str, str]:
+    """The server runs this checkout, not whatever copy is installed."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [
-        p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                     else "")
     return env
+
+TIMEOUT = 60
 
 MAIN = textwrap.dedent("""\
     import stdlib.hardware { H800 }
@@ -76,10 +78,9 @@ class Session:
         self.versions: Dict[str, int] = {}
 
     async def __aenter__(self) -> "Session":
-        # the checkout's server, whatever is installed: PYTHONPATH names this checkout
         await self.client.start_io(sys.executable, "-m", "astral_dsl.cli", "lsp",
                                    "--debounce", str(self.debounce), cwd=str(self.root),
-                                   env=checkout_env())
+                                   env=_env())
         await asyncio.wait_for(self.client.initialize_async(lsp.InitializeParams(
             capabilities=lsp.ClientCapabilities(), root_uri=self.root.as_uri(),
             process_id=None)), TIMEOUT)
@@ -146,7 +147,7 @@ def test_the_server_is_this_checkout(tmp_path):
     import subprocess
 
     out = subprocess.run([sys.executable, "-c", "import astral_dsl.lsp.server as s; "
-                          "print(s.__file__)"], cwd=tmp_path, env=checkout_env(),
+                          "print(s.__file__)"], cwd=tmp_path, env=_env(),
                          capture_output=True, text=True, timeout=TIMEOUT)
     assert Path(out.stdout.strip()).resolve() == REPO / "astral_dsl" / "lsp" / "server.py", out
 

@@ -95,7 +95,7 @@ CODES: dict[str, str] = {
     "E701": "Graphviz's dot program failed",
     "E702": "nothing to draw for this name or view",
     "E703": "the picture cannot be written",
-    # E75x/E76x: jobs and forecasting (`astral forecast`, analyses/seer)
+    # E75x/E76x: jobs and forecasting (`astral forecast`, seer)
     "E750": "tensor-parallel degree does not divide the attention heads",
     "E751": "pipeline stages do not divide the layers",
     "E752": "declared pipeline split does not match the layers",
