@@ -73,9 +73,9 @@ def compile_path(path: str | Path, overrides: Optional[Mapping[str, object]] = N
     try:
         data = read(path)
     except OSError as exc:
-        diagnostics.append(Diagnostic("E100", Severity.ERROR,
-                                      f"cannot read `{name}`: {exc.strerror or exc}", None,
-                                      file=name))
+        from astral_dsl.semantics.modules import unreadable
+
+        diagnostics.append(unreadable(f"`{name}`", exc, file=name))
         entry = LoadedModule(name, path, None, None)
     else:
         entry = loader.load_entry_text(name, data, path)

@@ -17,7 +17,7 @@ import attrs
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design
 from astral_dsl.semantics.instantiate import Evaluator
-from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
+from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, read_file
 from astral_dsl.semantics.scope import ModuleScope
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.source import Source
@@ -109,7 +109,7 @@ class Reader:
         text = self.overlay(path)
         if text is not None:
             return text.encode("utf-8")
-        return path.read_bytes()
+        return read_file(path)
 
 
 _LOCK = threading.Lock()      # the compiler keeps per-process caches; one compile at a time
