@@ -22,6 +22,16 @@ from pygls.lsp.client import LanguageClient
 
 from astral_dsl import resources
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _env() -> Dict[str, str]:
+    """The server runs this checkout, not whatever copy is installed."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                     else "")
+    return env
+
 TIMEOUT = 60
 
 MAIN = textwrap.dedent("""\
@@ -68,14 +78,9 @@ class Session:
         self.versions: Dict[str, int] = {}
 
     async def __aenter__(self) -> "Session":
-        # the server runs this checkout, not whatever copy is installed
-        env = dict(os.environ)
-        checkout = str(Path(__file__).resolve().parents[1])
-        env["PYTHONPATH"] = checkout + (os.pathsep + env["PYTHONPATH"]
-                                        if env.get("PYTHONPATH") else "")
         await self.client.start_io(sys.executable, "-m", "astral_dsl.cli", "lsp",
                                    "--debounce", str(self.debounce), cwd=str(self.root),
-                                   env=env)
+                                   env=_env())
         await asyncio.wait_for(self.client.initialize_async(lsp.InitializeParams(
             capabilities=lsp.ClientCapabilities(), root_uri=self.root.as_uri(),
             process_id=None)), TIMEOUT)
@@ -135,6 +140,16 @@ class Session:
 
 def run(coro):
     return asyncio.run(coro)
+
+
+def test_the_server_is_this_checkout(tmp_path):
+    """The server runs from a temporary folder: it must still be this checkout's code."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", "import astral_dsl.lsp.server as s; "
+                          "print(s.__file__)"], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    assert Path(out.stdout.strip()).resolve() == REPO / "astral_dsl" / "lsp" / "server.py", out
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -13,13 +12,14 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses import seer
-from astral_dsl.analyses.seer import timeline
-from astral_dsl.analyses.seer.comm import Network, Tier
-from astral_dsl.analyses.seer.costs import Costs, GpuSpec
-from astral_dsl.analyses.seer.lower import Lowering
-from astral_dsl.analyses.seer.schedule import order
-from astral_dsl.analyses.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl import seer
+from astral_dsl.outputs.forecast import trace
+from astral_dsl.seer.comm import Network, Tier
+from astral_dsl.seer.costs import Costs, GpuSpec
+from astral_dsl.seer.lower import Lowering
+from astral_dsl.seer.schedule import order
+from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.timeline import count
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples").glob("*.astral"))
@@ -182,17 +182,13 @@ def test_context_parallel_ring():
 
 
 def test_doubling_dp_does_not_double_forecast_time():
-    """The cost of a forecast grows with operators per rank, not with GPUs."""
-    def timed(dp):
-        job = gpt3_job(dp=dp, B=96 * dp)
-        t = time.perf_counter()
-        fc = run(job)
-        list(fc.timeline(level="layer"))
-        return time.perf_counter() - t
-    timed(16)
-    t1 = min(timed(16) for _ in range(3))
-    t2 = min(timed(32) for _ in range(3))
-    assert t2 < 1.5 * t1 + 0.02, (t1, t2)
+    """The cost of a forecast grows with operators per rank, not with GPUs: doubling DP (and
+    the batch, so each pipeline runs as many micro-batches) simulates the same stages and emits
+    the same events. Counted, not timed (benchmarks/bench_seer.py times it)."""
+    def work(dp):
+        fc = run(gpt3_job(dp=dp, B=96 * dp))
+        return len(fc.runs), len(list(fc.timeline(level="layer")))
+    assert work(16) == work(32)
 
 
 # ---- examples, traces, scenarios ------------------------------------------------------------------
@@ -220,7 +216,7 @@ def forecast_example(path, job):
 def test_trace_invariants_on_example_jobs(path, job, tmp_path):
     fc = forecast_example(path, job)
     out = tmp_path / "trace.json"
-    timeline.write_trace(fc, str(out))
+    trace.write_trace(fc, str(out))
     doc = json.loads(out.read_text())
     events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert events
@@ -253,9 +249,9 @@ def test_huge_trace_is_windowed():
     par = ParallelSpec(tp=8, pp=64, dp=1)
     m = ModelSpec("1T", 128, 25600, 160, 160, 102400, 51200, 2048, "gelu")
     fc = run(JobSpec("1t", m, par, 512, 1, 2048, "full", "bf16"))
-    level, window, note = timeline.choose(fc)
+    level, window, note = trace.choose(fc)
     assert note and (window is not None or level != "op")
-    assert timeline.count(fc, level, window) <= timeline.MAX_EVENTS
+    assert count(fc, level, window) <= trace.MAX_EVENTS
 
 
 SCENARIO_DESIGN = """

@@ -40,7 +40,9 @@ def sets(args) -> Dict[str, str]:
 
 
 def usage(message: str) -> int:
-    sys.stderr.write(f"astral: error: {message}\n")
+    from astral_dsl.outputs.terminal import printable
+
+    sys.stderr.write(f"astral: error: {printable(message)}\n")
     return EXIT_USAGE
 
 
@@ -58,24 +60,16 @@ def compile_path(path: str, overrides):
     return compile_file(path, overrides)
 
 
-def recompiler(path: str, overrides):
-    """compile_with(assignments): the same file with values for its unknowns (for sizing)."""
-    from astral_dsl.compiler import compile_file
-
-    return lambda assignments, sets=None, scenario=None: compile_file(
-        path, overrides, assignments=assignments, field_sets=sets, scenario=scenario)
-
-
 def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False):
     """Compile, size when the design has unknowns, check (engineering, scenarios)."""
     from astral_dsl.analyses.checking import check_design
 
-    design = compile_path(path, overrides)
-    return check_design(design, scenarios, all_scenarios, recompiler(path, overrides))
+    return check_design(compile_path(path, overrides), scenarios, all_scenarios)
 
 
 def unreadable(design) -> bool:
-    return any(d.code == "E100" for d in design.diagnostics)
+    return any(d.code == "E100" or (d.code == "E108" and d.span is None)
+               for d in design.diagnostics)
 
 
 def exit_code(design, diagnostics) -> int:

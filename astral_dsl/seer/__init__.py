@@ -1,7 +1,7 @@
 """Seer: operator-level forecast of one training iteration of a declared job on the declared
 infrastructure (docs/seer.md).
 
-    from astral_dsl.analyses import seer
+    from astral_dsl import seer
     result = seer.forecast(design, job="llama405b", scenario="plane_b_down")
     result.iteration_time, result.mfu, result.breakdown
     result.timeline(window=(0, 2))        # events as data: pid = stage, tid = stream
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from astral_dsl.analyses.seer.costs import OperatorTable
-from astral_dsl.analyses.seer.forecast import Forecast, hardware_flops, model_flops, run
-from astral_dsl.analyses.seer.spec import JobSpec, ModelSpec, ParallelSpec
-from astral_dsl.analyses.seer.validate import validate_job, validate_jobs
+from astral_dsl.seer.costs import OperatorTable
+from astral_dsl.seer.forecast import Forecast, hardware_flops, model_flops, run
+from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.validate import validate_job, validate_jobs
 
 
 class ForecastError(Exception):
@@ -47,9 +47,14 @@ def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
         found = [s for s in design.scenarios if s.template == scenario]
         if not found:
             raise ForecastError(f"--scenario {scenario}: no such scenario")
-        applied = scen.apply(design, found[0])
+        if design.compilation is None:
+            raise ForecastError("a scenario needs a design made by the compiler")
+        twin = design.compilation.under(found[0])
+        twin_scenario = next(s for s in twin.scenarios if s.template == scenario)
+        applied = scen.apply(twin, twin_scenario)
         design, failures = applied.design, applied.fabric
-        notes.append(f"scenario `{scenario}`")
+        inst = find_job(design, inst.template)
+        notes.append(f"scenario `{scenario}`: " + ("; ".join(applied.notes) or "no change"))
     diags, spec, cluster = validate_job(design, inst, failures, **options)
     errors = [d for d in diags if d.is_error]
     if errors or spec is None or cluster is None:
