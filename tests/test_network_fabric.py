@@ -501,8 +501,7 @@ def test_tier_without_downlinks_is_an_error():
 # =================================================================================================
 # The examples declare what the warnings ask for
 # =================================================================================================
-@pytest.mark.parametrize("name", ["astral.astral", "dgx_superpod.astral", "single_pod.astral",
-                                  "sizing.astral", "tutorial_rack.astral"])
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.astral")))
 def test_examples_have_no_network_warnings(name):
     checked = check_design(astral_dsl.load(EXAMPLES / name), all_scenarios=True)
     network = [d for d in checked.diagnostics
