@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from astral_dsl.analyses import seer  # noqa: E402
-from astral_dsl.analyses.seer.comm import Network, Tier  # noqa: E402
-from astral_dsl.analyses.seer.costs import GpuSpec  # noqa: E402
-from astral_dsl.analyses.seer.spec import JobSpec, ModelSpec, ParallelSpec  # noqa: E402
+from astral_dsl import seer  # noqa: E402
+from astral_dsl.seer.comm import Network, Tier  # noqa: E402
+from astral_dsl.seer.costs import GpuSpec  # noqa: E402
+from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 A100 = GpuSpec("A100_80GB", (("bf16", 312e12),), 80e9, 2039e9, 300e9)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses import seer
-from astral_dsl.analyses.seer import validate_jobs
+from astral_dsl import seer
+from astral_dsl.seer import validate_jobs
 from astral_dsl.diagnostics import CODES
 
 HERE = Path(__file__).resolve().parent

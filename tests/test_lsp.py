@@ -10,6 +10,7 @@ formatting."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -20,6 +21,16 @@ from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
 from astral_dsl import resources
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _env() -> Dict[str, str]:
+    """The server runs this checkout, not whatever copy is installed."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                     else "")
+    return env
 
 TIMEOUT = 60
 
@@ -68,7 +79,8 @@ class Session:
 
     async def __aenter__(self) -> "Session":
         await self.client.start_io(sys.executable, "-m", "astral_dsl.cli", "lsp",
-                                   "--debounce", str(self.debounce), cwd=str(self.root))
+                                   "--debounce", str(self.debounce), cwd=str(self.root),
+                                   env=_env())
         await asyncio.wait_for(self.client.initialize_async(lsp.InitializeParams(
             capabilities=lsp.ClientCapabilities(), root_uri=self.root.as_uri(),
             process_id=None)), TIMEOUT)
@@ -128,6 +140,16 @@ class Session:
 
 def run(coro):
     return asyncio.run(coro)
+
+
+def test_the_server_is_this_checkout(tmp_path):
+    """The server runs from a temporary folder: it must still be this checkout's code."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", "import astral_dsl.lsp.server as s; "
+                          "print(s.__file__)"], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    assert Path(out.stdout.strip()).resolve() == REPO / "astral_dsl" / "lsp" / "server.py", out
 
 
 @pytest.fixture

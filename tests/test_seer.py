@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses import seer
-from astral_dsl.analyses.seer import timeline
-from astral_dsl.analyses.seer.comm import Network, Tier
-from astral_dsl.analyses.seer.costs import Costs, GpuSpec
-from astral_dsl.analyses.seer.lower import Lowering
-from astral_dsl.analyses.seer.schedule import order
-from astral_dsl.analyses.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl import seer
+from astral_dsl.outputs.forecast import trace
+from astral_dsl.seer.comm import Network, Tier
+from astral_dsl.seer.costs import Costs, GpuSpec
+from astral_dsl.seer.lower import Lowering
+from astral_dsl.seer.schedule import order
+from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.timeline import count
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples").glob("*.astral"))
@@ -220,7 +221,7 @@ def forecast_example(path, job):
 def test_trace_invariants_on_example_jobs(path, job, tmp_path):
     fc = forecast_example(path, job)
     out = tmp_path / "trace.json"
-    timeline.write_trace(fc, str(out))
+    trace.write_trace(fc, str(out))
     doc = json.loads(out.read_text())
     events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert events
@@ -253,9 +254,9 @@ def test_huge_trace_is_windowed():
     par = ParallelSpec(tp=8, pp=64, dp=1)
     m = ModelSpec("1T", 128, 25600, 160, 160, 102400, 51200, 2048, "gelu")
     fc = run(JobSpec("1t", m, par, 512, 1, 2048, "full", "bf16"))
-    level, window, note = timeline.choose(fc)
+    level, window, note = trace.choose(fc)
     assert note and (window is not None or level != "op")
-    assert timeline.count(fc, level, window) <= timeline.MAX_EVENTS
+    assert count(fc, level, window) <= trace.MAX_EVENTS
 
 
 SCENARIO_DESIGN = """

@@ -1,1 +1,2 @@
-"""Analyses over the design model (network, power, cooling, sizing, Seer)."""
+"""Analyses over the design model (network, power, cooling, scenarios, sizing); Seer is
+astral_dsl/seer/, the layer above."""

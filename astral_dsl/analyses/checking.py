@@ -44,14 +44,17 @@ def check_design(design: Design, scenarios: Optional[Sequence[str]] = None,
                 + list(sizing.diagnostics)), sizing)
         design = sizing.design
     diags: List[Diagnostic] = list(design.diagnostics)
-    if front_end_errors(design) or not design.roots:
+    if front_end_errors(design):
+        return Checked(design, None, (), sort_diagnostics(diags), sizing)
+    from astral_dsl.seer.validate import validate_jobs
+
+    # jobs are validated whether or not the entry file declares a site (it may import it)
+    diags.extend(validate_jobs(design))     # parallel degrees, batch, placement, memory
+    if not design.roots:
         return Checked(design, None, (), sort_diagnostics(diags), sizing)
     # a failed user `check` does not stop the engineering checks: they are independent
     eng = analyse(design)
     diags.extend(eng.diagnostics)
-    from astral_dsl.analyses.seer.validate import validate_jobs
-
-    diags.extend(validate_jobs(design))     # parallel degrees, batch, placement, memory
     outcomes = []
     wanted = set(scenarios or ())
     known = {s.template: s for s in design.scenarios}

@@ -16,6 +16,8 @@ def register(sub) -> None:
     c.add_argument("--scenario", action="append", default=[], metavar="NAME",
                    help="also check the design under this scenario (repeatable)")
     c.add_argument("--all-scenarios", action="store_true", help="check every scenario")
+    c.add_argument("--strict", action="store_true",
+                   help="treat every warning as an error (for CI): exit 1 when there is one")
     add_common(c)
 
 
@@ -23,6 +25,7 @@ def run(args, overrides) -> int:
     from astral_dsl.analyses.checking import front_end_errors
     from astral_dsl.analyses.summary import one_line, summarize
     from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.outputs.terminal import printable_line
     from astral_dsl.outputs.size_report import chosen_json
 
     worst = EXIT_OK
@@ -30,32 +33,52 @@ def run(args, overrides) -> int:
     for path in args.files:
         result = checked(path, overrides, args.scenario, args.all_scenarios)
         design = result.design
+        diagnostics = strict(result.diagnostics) if args.strict else result.diagnostics
         # the counts hold whenever the design itself compiled (a failed `check` is still a design)
         summary = summarize(design, result.engineering) \
             if design.roots and not front_end_errors(design) else None
         if args.format == "json":
             scen = [{"name": o.name, "required": o.required, "broken": len(o.broken)}
                     for o in result.scenarios]
-            sys.stdout.write(dumps(envelope(result.diagnostics, file=design.file,
+            sys.stdout.write(dumps(envelope(diagnostics, file=design.file,
                                             summary=summary, scenarios=scen,
                                             chosen=chosen_json(design))) + "\n")
         else:
-            print_diagnostics(result.diagnostics, use_colour, sys.stdout)
+            print_diagnostics(diagnostics, use_colour, sys.stdout)
             errors = sum(d.is_error for d in result.diagnostics)
             warnings = sum(d.severity.value == "warning" for d in result.diagnostics)
-            for item in chosen_json(design):
-                sys.stdout.write(f"chosen by sizing: {item['file']}:{item['line']}:"
-                                 f"{item['column']} = {item['value']}\n")
+            out = [f"chosen by sizing: {item['file']}:{item['line']}:{item['column']} = "
+                   f"{item['value']}\n" for item in chosen_json(design)]
             for o in result.scenarios:
                 state = "holds" if not o.broken else f"breaks {len(o.broken)} constraint(s)"
-                sys.stdout.write(f"scenario {o.name}{' (required)' if o.required else ''}: "
-                                 f"{state}\n")
-            status = "ok" if not errors else f"{errors} error(s)"
-            if warnings:
-                status += f", {warnings} warning(s)"
+                out.append(f"scenario {o.name}{' (required)' if o.required else ''}: {state}\n")
+            status = summary_status(errors, warnings, args.strict)
             if summary is not None:
-                sys.stdout.write(one_line(design, summary) + f" [{status}]\n")
+                out.append(one_line(design, summary) + f" [{status}]\n")
             else:
-                sys.stdout.write(f"{design.file}: {status}\n")
-        worst = max(worst, exit_code(design, result.diagnostics))
+                out.append(f"{design.file}: {status}\n")
+            sys.stdout.writelines(printable_line(line) for line in out)
+        worst = max(worst, exit_code(design, diagnostics))
     return worst
+
+
+def strict(diagnostics):
+    """`--strict`: every warning becomes an error with the same code, message and span."""
+    import attrs
+
+    from astral_dsl.diagnostics import Severity
+
+    return tuple(attrs.evolve(d, severity=Severity.ERROR,
+                              notes=d.notes + ("a warning, made an error by --strict",))
+                 if d.severity is Severity.WARNING else d for d in diagnostics)
+
+
+def summary_status(errors: int, warnings: int, is_strict: bool) -> str:
+    """`ok`, `2 error(s)`, `ok, 3 warning(s)`; under --strict the warnings count as errors and
+    the status says how many of them were warnings."""
+    if is_strict and warnings:
+        return f"{errors + warnings} error(s) ({warnings} warning(s) under --strict)"
+    status = "ok" if not errors else f"{errors} error(s)"
+    if warnings:
+        status += f", {warnings} warning(s)"
+    return status

@@ -37,8 +37,8 @@ def _window(text):
 
 
 def run(args, overrides) -> int:
-    from astral_dsl.analyses import seer
-    from astral_dsl.analyses.seer import report, timeline
+    from astral_dsl import seer
+    from astral_dsl.outputs.forecast import report, trace
     from astral_dsl.outputs.jsonout import dumps, envelope
 
     try:
@@ -60,11 +60,13 @@ def run(args, overrides) -> int:
         return usage(f"--operator-table: {exc}")
     notes = []
     if args.trace:
-        note = timeline.write_trace(fc, args.trace, args.level, window)
+        note = trace.write_trace(fc, args.trace, args.level, window)
         notes.append(f"trace written to {args.trace}" + (f": {note}" if note else ""))
     if args.plot:
         try:
-            timeline.plot(fc, args.plot, window)
+            from astral_dsl.outputs.forecast.plot import plot
+
+            plot(fc, args.plot, window)
             notes.append(f"timeline drawn to {args.plot}")
         except ImportError:
             return usage("--plot needs matplotlib (pip install matplotlib)")
@@ -76,9 +78,11 @@ def run(args, overrides) -> int:
         sys.stdout.write(dumps(doc) + "\n")
     else:
         print_diagnostics(diags, colour(args), sys.stdout)
-        sys.stdout.write(report.render(fc))
+        from astral_dsl.outputs.terminal import printable, printable_text
+
+        sys.stdout.write(printable_text(report.render(fc)))
         for n in notes:
-            sys.stderr.write(f"note: {n}\n")
+            sys.stderr.write(f"note: {printable(n)}\n")
     return EXIT_OK
 
 

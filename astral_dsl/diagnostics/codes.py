@@ -13,6 +13,7 @@ CODES: dict[str, str] = {
     "E105": "syntax error: unexpected end of file",
     "E106": "invalid number literal",
     "E107": "invalid string literal",
+    "E108": "file too large",
     "W100": "file is empty",
     # E2xx: names, imports and declarations
     "E200": "unknown name",
@@ -83,6 +84,7 @@ CODES: dict[str, str] = {
     "E645": "facility water above its class",
     "E646": "fluid properties unavailable",
     "W647": "switch heat that no cooling unit removes",
+    "E649": "refused fluid backend",
     "E660": "no choice of the unknowns satisfies every constraint",
     "E661": "too many combinations of unknowns to size",
     "E662": "the sizing solver failed",
@@ -93,7 +95,7 @@ CODES: dict[str, str] = {
     "E701": "Graphviz's dot program failed",
     "E702": "nothing to draw for this name or view",
     "E703": "the picture cannot be written",
-    # E75x/E76x: jobs and forecasting (`astral forecast`, analyses/seer)
+    # E75x/E76x: jobs and forecasting (`astral forecast`, seer)
     "E750": "tensor-parallel degree does not divide the attention heads",
     "E751": "pipeline stages do not divide the layers",
     "E752": "declared pipeline split does not match the layers",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses import seer
+from astral_dsl import seer
 
 HERE = Path(__file__).resolve().parent
 # Both papers ran Megatron-LM's unfused attention (scores materialised, softmax and dropout as

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Tuple
 
-from astral_dsl.analyses.seer import comm
-from astral_dsl.analyses.seer.costs import Costs, OperatorTable
-from astral_dsl.analyses.seer.lower import Lowering
-from astral_dsl.analyses.seer.memory import MemoryEstimate, estimate
-from astral_dsl.analyses.seer.schedule import StageRun, simulate
-from astral_dsl.analyses.seer.spec import JobSpec, divisors, stage_layers
+from astral_dsl.seer import comm
+from astral_dsl.seer.costs import Costs, OperatorTable
+from astral_dsl.seer.lower import Lowering
+from astral_dsl.seer.memory import MemoryEstimate, estimate
+from astral_dsl.seer.schedule import StageRun, simulate
+from astral_dsl.seer.spec import JobSpec, divisors, stage_layers
 
 STREAMS = ("compute", "tp", "cp", "ep", "pp", "dp")
 
@@ -57,7 +57,7 @@ class Forecast:
         return hardware_flops(self.job) / self._peak()
 
     def timeline(self, window=None, level: str = "op"):
-        from astral_dsl.analyses.seer.timeline import events
+        from astral_dsl.seer.timeline import events
 
         return events(self, window=window, level=level)
 

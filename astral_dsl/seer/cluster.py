@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from astral_dsl.analyses.network import fabric_counts, _SCOPE_KINDS
-from astral_dsl.analyses.seer.comm import Network, Tier
-from astral_dsl.analyses.seer.costs import GpuSpec
+from astral_dsl.seer.comm import Network, Tier
+from astral_dsl.seer.costs import GpuSpec
 from astral_dsl.analyses.walk import Resolver
 from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.model.values import Group, plane_label

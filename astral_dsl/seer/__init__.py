@@ -1,7 +1,7 @@
 """Seer: operator-level forecast of one training iteration of a declared job on the declared
 infrastructure (docs/seer.md).
 
-    from astral_dsl.analyses import seer
+    from astral_dsl import seer
     result = seer.forecast(design, job="llama405b", scenario="plane_b_down")
     result.iteration_time, result.mfu, result.breakdown
     result.timeline(window=(0, 2))        # events as data: pid = stage, tid = stream
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from astral_dsl.analyses.seer.costs import OperatorTable
-from astral_dsl.analyses.seer.forecast import Forecast, hardware_flops, model_flops, run
-from astral_dsl.analyses.seer.spec import JobSpec, ModelSpec, ParallelSpec
-from astral_dsl.analyses.seer.validate import validate_job, validate_jobs
+from astral_dsl.seer.costs import OperatorTable
+from astral_dsl.seer.forecast import Forecast, hardware_flops, model_flops, run
+from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.validate import validate_job, validate_jobs
 
 
 class ForecastError(Exception):

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from astral_dsl.analyses.seer import comm
-from astral_dsl.analyses.seer import costs
-from astral_dsl.analyses.seer.costs import Costs
-from astral_dsl.analyses.seer.params import ParamsMixin
-from astral_dsl.analyses.seer.spec import JobSpec, chunk_layers
+from astral_dsl.seer import comm
+from astral_dsl.seer import costs
+from astral_dsl.seer.costs import Costs
+from astral_dsl.seer.params import ParamsMixin
+from astral_dsl.seer.spec import JobSpec, chunk_layers
 
 
 class Op:
@@ -100,32 +100,52 @@ class _Builder:
 
 
 class Lowering(ParamsMixin):
+    """The job's block templates and the quantities they are built from.
+
+    Attributes, per rank and per micro-batch:
+
+    | name          | meaning                                                                |
+    |---------------|------------------------------------------------------------------------|
+    | tp, cp, ep    | tensor-, context- and expert-parallel degrees                          |
+    | groups        | comm.Layout of each communication group (tp, cp, dp, pp, ep)           |
+    | elem          | bytes per activation / weight element (the job's dtype)                |
+    | tokens        | tokens a rank processes: micro-batch x sequence / cp                   |
+    | sp            | sequence parallelism is in effect (sp declared and tp > 1)             |
+    | sp_tokens     | tokens in the sequence-parallel region (norms, dropouts): tokens / tp  |
+    | heads         | attention heads per rank; kv_heads: key/value heads per rank           |
+    | head_dim      | hidden / heads                                                         |
+    | chunks        | [stage][chunk] -> (first layer, layer count)                           |
+
+    Local names in the operator builders: `h` hidden size, `q` and `kv` the query and key/value
+    widths per rank, `F` FFN width per rank, `V` vocabulary per rank, `S` attention-score
+    elements, `L` the layer index, `b` the _Builder."""
+
     def __init__(self, job: JobSpec, costs: Costs, net: comm.Network):
         self.job, self.c, self.net = job, costs, net
         par, m = job.parallel, job.model
-        self.t, self.cp, self.ep = par.tp, par.cp, par.ep
+        self.tp, self.cp, self.ep = par.tp, par.cp, par.ep
         g = net.gpus_per_host
-        self.lay = {
+        self.groups = {
             "tp": comm.layout(net, "tp", par.tp, 1),
             "cp": comm.layout(net, "cp", par.cp, par.tp),
             "dp": comm.layout(net, "dp", par.dp * par.cp, par.tp),
             "pp": comm.layout(net, "pp", 2, par.tp * par.cp * par.dp),
             "ep": comm.layout(net, "ep", par.ep, par.tp, cross_rail=par.tp < g),
         }
-        self.E = job.bytes
-        self.T = job.micro * job.seq / par.cp                      # tokens per rank
+        self.elem = job.bytes
+        self.tokens = job.micro * job.seq / par.cp
         self.sp = par.sp and par.tp > 1
-        self.Ts = self.T / par.tp if self.sp else self.T           # tokens in sequence region
-        self.a_t = max(1, m.heads // par.tp)
-        self.kv_t = max(1, m.kv_heads // par.tp)
-        self.d = m.head_dim
+        self.sp_tokens = self.tokens / par.tp if self.sp else self.tokens
+        self.heads = max(1, m.heads // par.tp)
+        self.kv_heads = max(1, m.kv_heads // par.tp)
+        self.head_dim = m.head_dim
         self.chunks = chunk_layers(job)
         self._cache: Dict[tuple, Template] = {}
 
     # ---- collectives -------------------------------------------------------------------------
     def _coll(self, b: _Builder, name, kind, group, nbytes, layer, chain=True):
         """A collective on the group's stream: blocking (chain) or a side op (chain=False)."""
-        lay = self.lay[group]
+        lay = self.groups[group]
         if lay.n <= 1 or nbytes <= 0:
             return None
         fn = {"ar": comm.all_reduce, "rs": comm.reduce_scatter, "ag": comm.all_gather,
@@ -136,11 +156,13 @@ class Lowering(ParamsMixin):
     def _tp_out(self, b, name, layer):
         """After a row-parallel layer: reduce-scatter (SP) or all-reduce."""
         self._coll(b, name + (" reduce-scatter" if self.sp else " all-reduce"),
-                   "rs" if self.sp else "ar", "tp", self.T * self.job.model.hidden * self.E, layer)
+                   "rs" if self.sp else "ar", "tp",
+                   self.tokens * self.job.model.hidden * self.elem, layer)
 
     def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=()):
         t, f, nb = self.c.gemm(name.split(" ")[0], m, n, k, batch)
-        return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=f"{int(m)}x{int(n)}x{int(k)}"),
+        shape = f"{int(m)}x{int(n)}x{int(k)}"
+        return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=shape),
                      join=join, extra=extra)
 
     def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1):
@@ -151,91 +173,100 @@ class Lowering(ParamsMixin):
 
     # ---- one transformer layer -----------------------------------------------------------------
     def _attention_fwd(self, b, L, pre=""):
-        m, E = self.job.model, self.E
-        s, T, bsz = self.job.seq, self.T, self.job.micro
+        m, elem = self.job.model, self.elem
+        s, tokens, bsz = self.job.seq, self.tokens, self.job.micro
         rows = s / self.cp
         if self.job.attention == "unfused":
-            S = bsz * self.a_t * rows * s
-            self._gemm(b, pre + "attn scores", rows, s, self.d, L, batch=bsz * self.a_t, cat="attention")
-            self._ew(b, pre + "softmax", 2 * S * E, L)
+            S = bsz * self.heads * rows * s
+            self._gemm(b, pre + "attn scores", rows, s, self.head_dim, L, batch=bsz * self.heads,
+                       cat="attention")
+            self._ew(b, pre + "softmax", 2 * S * elem, L)
             if m.gpt:
-                self._ew(b, pre + "attn dropout", (2 * E + 1) * S, L)
-            self._gemm(b, pre + "attn context", rows, self.d, s, L, batch=bsz * self.a_t, cat="attention")
+                self._ew(b, pre + "attn dropout", (2 * elem + 1) * S, L)
+            self._gemm(b, pre + "attn context", rows, self.head_dim, s, L, batch=bsz * self.heads,
+                       cat="attention")
             return
         if self.cp > 1:
-            kv = 2 * bsz * rows * self.kv_t * self.d * E
-            b.add(Op(pre + "cp ring", "comm", "cp", (self.cp - 1) * comm.p2p(self.net, self.lay["cp"], kv),
+            kv = 2 * bsz * rows * self.kv_heads * self.head_dim * elem
+            ring = (self.cp - 1) * comm.p2p(self.net, self.groups["cp"], kv)
+            b.add(Op(pre + "cp ring", "comm", "cp", ring,
                      0.0, kv * (self.cp - 1), "cp", L), chain=False)
-        flops = 4 * bsz * self.a_t * rows * s * self.d * 0.5
-        nb = E * T * (2 * self.a_t + 2 * self.kv_t) * self.d
+        flops = 4 * bsz * self.heads * rows * s * self.head_dim * 0.5
+        nb = elem * tokens * (2 * self.heads + 2 * self.kv_heads) * self.head_dim
         b.add(Op(pre + "flash attention", "attention", "compute",
-                 self.c.flash("flash_fwd", flops, nb, False, self.d), flops, nb, "", L))
+                 self.c.flash("flash_fwd", flops, nb, False, self.head_dim), flops, nb, "", L))
 
     def _moe_fwd(self, b, L, pre=""):  # noqa: C901 - one operator per line
-        m, E = self.job.model, self.E
-        Ts = self.T / self.t
-        routed = Ts * m.top_k
+        m, elem = self.job.model, self.elem
+        sp_tokens = self.tokens / self.tp
+        routed = sp_tokens * m.top_k
         local = max(1, m.experts // self.ep)
         mats = 1 if m.gpt else 2
-        self._gemm(b, pre + "router", Ts, m.experts, m.hidden, L)
-        self._ew(b, pre + "permute", 2 * routed * m.hidden * E, L)
-        self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * E, L)
-        self._gemm(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L, batch=local)
-        self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * E, L)
+        self._gemm(b, pre + "router", sp_tokens, m.experts, m.hidden, L)
+        self._ew(b, pre + "permute", 2 * routed * m.hidden * elem, L)
+        self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
+        self._gemm(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L,
+                   batch=local)
+        self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * elem, L)
         self._gemm(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local)
-        self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * E, L)
-        self._ew(b, pre + "unpermute", 2 * routed * m.hidden * E, L)
+        self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
+        self._ew(b, pre + "unpermute", 2 * routed * m.hidden * elem, L)
         if m.shared_experts:
             Fs = m.shared_experts * m.moe_ffn
-            self._gemm(b, pre + "shared fc1", Ts, Fs * mats, m.hidden, L)
-            self._gemm(b, pre + "shared fc2", Ts, m.hidden, Fs, L)
+            self._gemm(b, pre + "shared fc1", sp_tokens, Fs * mats, m.hidden, L)
+            self._gemm(b, pre + "shared fc2", sp_tokens, m.hidden, Fs, L)
 
     def _layer_fwd(self, b, L, pre=""):
-        m, E, T, Ts, h = self.job.model, self.E, self.T, self.Ts, self.job.model.hidden
-        q, kv = self.a_t * self.d, self.kv_t * self.d
-        self._ew(b, pre + "input norm", 2 * Ts * h * E, L, "norm")
+        m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
+        h = m.hidden
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        self._ew(b, pre + "input norm", 2 * sp_tokens * h * elem, L, "norm")
         if self.sp:
-            self._coll(b, pre + "attn all-gather", "ag", "tp", T * h * E, L)
-        self._gemm(b, pre + "qkv", T, q + 2 * kv, h, L)
+            self._coll(b, pre + "attn all-gather", "ag", "tp", tokens * h * elem, L)
+        self._gemm(b, pre + "qkv", tokens, q + 2 * kv, h, L)
         self._attention_fwd(b, L, pre)
-        self._gemm(b, pre + "out proj", T, h, q, L)
+        self._gemm(b, pre + "out proj", tokens, h, q, L)
         self._tp_out(b, pre + "attn", L)
-        self._ew(b, pre + "residual", (3 * E + (1 if m.gpt else 0)) * Ts * h, L)
-        self._ew(b, pre + "post-attn norm", 2 * Ts * h * E, L, "norm")
+        self._ew(b, pre + "residual", (3 * elem + (1 if m.gpt else 0)) * sp_tokens * h, L)
+        self._ew(b, pre + "post-attn norm", 2 * sp_tokens * h * elem, L, "norm")
         if m.is_moe(L):
             self._moe_fwd(b, L, pre)
         else:
             if self.sp:
-                self._coll(b, pre + "mlp all-gather", "ag", "tp", T * h * E, L)
-            self._gemm(b, pre + "fc1", T, m.ffn / self.t * (1 if m.gpt else 2), h, L)
-            F = m.ffn / self.t
-            self._ew(b, pre + ("gelu" if m.gpt else "swiglu"), (2 if m.gpt else 3) * T * F * E, L)
-            self._gemm(b, pre + "fc2", T, h, F, L)
+                self._coll(b, pre + "mlp all-gather", "ag", "tp", tokens * h * elem, L)
+            self._gemm(b, pre + "fc1", tokens, m.ffn / self.tp * (1 if m.gpt else 2), h, L)
+            F = m.ffn / self.tp
+            self._ew(b, pre + ("gelu" if m.gpt else "swiglu"),
+                     (2 if m.gpt else 3) * tokens * F * elem, L)
+            self._gemm(b, pre + "fc2", tokens, h, F, L)
             self._tp_out(b, pre + "mlp", L)
-        self._ew(b, pre + "residual", (3 * E + (1 if m.gpt else 0)) * Ts * h, L)
+        self._ew(b, pre + "residual", (3 * elem + (1 if m.gpt else 0)) * sp_tokens * h, L)
 
     def _linear_bwd(self, b, name, m_, n, k, L, column: bool):
         """Backward of y[m,n] = x[m,k] w[k,n]: dgrad and wgrad; for a column-parallel layer the
         input-gradient reduction (and, with SP, the input re-gather) overlap the GEMMs."""
-        h, E, T = self.job.model.hidden, self.E, self.T
-        tp = column and self.t > 1
+        h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
+        tp = column and self.tp > 1
         gather = None
         if tp and self.sp:
-            gather = self._coll(b, name + " input all-gather", "ag", "tp", T * h * E, L, chain=False)
+            gather = self._coll(b, name + " input all-gather", "ag", "tp", tokens * h * elem, L,
+                                chain=False)
             b.pending.remove(gather)
         self._gemm(b, name + " dgrad", m_, k, n, L, join=False)
         red = None
         if tp:
             red = self._coll(b, name + (" grad reduce-scatter" if self.sp else " grad all-reduce"),
-                             "rs" if self.sp else "ar", "tp", T * h * E, L, chain=False)
+                             "rs" if self.sp else "ar", "tp", tokens * h * elem, L, chain=False)
         w = self._gemm(b, name + " wgrad", k, n, m_, L, join=False,
                        extra=(gather,) if gather is not None else ())
-        if self.lay["tp"].hosts <= 1:   # NVLink collectives take SMs and HBM from the GEMMs
-            b.ops[w].dur += costs.INTERFERE * sum(b.ops[i].dur for i in (gather, red) if i is not None)
+        if self.groups["tp"].hosts <= 1:   # NVLink collectives take SMs and HBM from the GEMMs
+            overlapped = sum(b.ops[i].dur for i in (gather, red) if i is not None)
+            b.ops[w].dur += costs.INTERFERE * overlapped
 
     def _layer_bwd(self, b, L):
-        m, E, T, Ts, h = self.job.model, self.E, self.T, self.Ts, self.job.model.hidden
-        q, kv = self.a_t * self.d, self.kv_t * self.d
+        m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
+        h = m.hidden
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
         mask = 1 if m.gpt else 0
         rec = self.job.recompute
         mark = len(b.ops)
@@ -246,95 +277,98 @@ class Lowering(ParamsMixin):
         for op in b.ops[mark:]:
             if op.stream == "compute":
                 op.cat = "recompute"
-        self._ew(b, "residual bwd", (3 * E + mask) * Ts * h, L)
+        self._ew(b, "residual bwd", (3 * elem + mask) * sp_tokens * h, L)
         if m.is_moe(L):
             self._moe_bwd(b, L)
         else:
-            F = m.ffn / self.t
+            F = m.ffn / self.tp
             if self.sp:
-                self._coll(b, "mlp grad all-gather", "ag", "tp", T * h * E, L)
-            self._linear_bwd(b, "fc2", T, h, F, L, column=False)
-            self._ew(b, ("gelu" if m.gpt else "swiglu") + " bwd", (3 if m.gpt else 5) * T * F * E, L)
-            self._linear_bwd(b, "fc1", T, F * (1 if m.gpt else 2), h, L, column=True)
-        self._ew(b, "post-attn norm bwd", 3 * Ts * h * E, L, "norm")
-        self._ew(b, "residual bwd", (3 * E + mask) * Ts * h, L)
+                self._coll(b, "mlp grad all-gather", "ag", "tp", tokens * h * elem, L)
+            self._linear_bwd(b, "fc2", tokens, h, F, L, column=False)
+            self._ew(b, ("gelu" if m.gpt else "swiglu") + " bwd",
+                     (3 if m.gpt else 5) * tokens * F * elem, L)
+            self._linear_bwd(b, "fc1", tokens, F * (1 if m.gpt else 2), h, L, column=True)
+        self._ew(b, "post-attn norm bwd", 3 * sp_tokens * h * elem, L, "norm")
+        self._ew(b, "residual bwd", (3 * elem + mask) * sp_tokens * h, L)
         if self.sp:
-            self._coll(b, "attn grad all-gather", "ag", "tp", T * h * E, L)
-        self._linear_bwd(b, "out proj", T, h, q, L, column=False)
+            self._coll(b, "attn grad all-gather", "ag", "tp", tokens * h * elem, L)
+        self._linear_bwd(b, "out proj", tokens, h, q, L, column=False)
         self._attention_bwd(b, L)
-        self._linear_bwd(b, "qkv", T, q + 2 * kv, h, L, column=True)
-        self._ew(b, "input norm bwd", 3 * Ts * h * E, L, "norm")
+        self._linear_bwd(b, "qkv", tokens, q + 2 * kv, h, L, column=True)
+        self._ew(b, "input norm bwd", 3 * sp_tokens * h * elem, L, "norm")
 
     def _attention_bwd(self, b, L):
-        m, E, s, bsz = self.job.model, self.E, self.job.seq, self.job.micro
+        m, elem, s, bsz = self.job.model, self.elem, self.job.seq, self.job.micro
         rows = s / self.cp
         if self.job.attention == "unfused":
-            S, nb = bsz * self.a_t * rows * s, bsz * self.a_t
-            self._gemm(b, "attn context dgrad", rows, s, self.d, L, batch=nb, cat="attention")
-            self._gemm(b, "attn context wgrad", s, self.d, rows, L, batch=nb, cat="attention")
+            S, nb = bsz * self.heads * rows * s, bsz * self.heads
+            d = self.head_dim
+            self._gemm(b, "attn context dgrad", rows, s, d, L, batch=nb, cat="attention")
+            self._gemm(b, "attn context wgrad", s, d, rows, L, batch=nb, cat="attention")
             if m.gpt:
-                self._ew(b, "attn dropout bwd", (2 * E + 1) * S, L)
-            self._ew(b, "softmax bwd", 3 * S * E, L)
-            self._gemm(b, "attn scores dgrad", rows, self.d, s, L, batch=nb, cat="attention")
-            self._gemm(b, "attn scores wgrad", s, self.d, rows, L, batch=nb, cat="attention")
+                self._ew(b, "attn dropout bwd", (2 * elem + 1) * S, L)
+            self._ew(b, "softmax bwd", 3 * S * elem, L)
+            self._gemm(b, "attn scores dgrad", rows, d, s, L, batch=nb, cat="attention")
+            self._gemm(b, "attn scores wgrad", s, d, rows, L, batch=nb, cat="attention")
             return
         if self.cp > 1:
-            kv = 4 * bsz * rows * self.kv_t * self.d * E
-            b.add(Op("cp ring bwd", "comm", "cp", (self.cp - 1) * comm.p2p(self.net, self.lay["cp"], kv),
+            kv = 4 * bsz * rows * self.kv_heads * self.head_dim * elem
+            ring = (self.cp - 1) * comm.p2p(self.net, self.groups["cp"], kv)
+            b.add(Op("cp ring bwd", "comm", "cp", ring,
                      0.0, kv * (self.cp - 1), "cp", L), chain=False)
-        flops = 2.5 * 4 * bsz * self.a_t * rows * s * self.d * 0.5
-        nb = 2 * E * self.T * (2 * self.a_t + 2 * self.kv_t) * self.d
+        flops = 2.5 * 4 * bsz * self.heads * rows * s * self.head_dim * 0.5
+        nb = 2 * elem * self.tokens * (2 * self.heads + 2 * self.kv_heads) * self.head_dim
         b.add(Op("flash attention bwd", "attention", "compute",
-                 self.c.flash("flash_bwd", flops, nb, True, self.d), flops, nb, "", L))
+                 self.c.flash("flash_bwd", flops, nb, True, self.head_dim), flops, nb, "", L))
 
     def _moe_bwd(self, b, L):
-        m, E = self.job.model, self.E
-        Ts = self.T / self.t
-        routed, local, mats = Ts * m.top_k, max(1, m.experts // self.ep), (1 if m.gpt else 2)
+        m, elem = self.job.model, self.elem
+        sp_tokens = self.tokens / self.tp
+        routed, local, mats = sp_tokens * m.top_k, max(1, m.experts // self.ep), (1 if m.gpt else 2)
         if m.shared_experts:
             Fs = m.shared_experts * m.moe_ffn
-            self._linear_bwd(b, "shared fc2", Ts, m.hidden, Fs, L, column=False)
-            self._linear_bwd(b, "shared fc1", Ts, Fs * mats, m.hidden, L, column=False)
-        self._ew(b, "unpermute bwd", 2 * routed * m.hidden * E, L)
-        self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * E, L)
+            self._linear_bwd(b, "shared fc2", sp_tokens, m.hidden, Fs, L, column=False)
+            self._linear_bwd(b, "shared fc1", sp_tokens, Fs * mats, m.hidden, L, column=False)
+        self._ew(b, "unpermute bwd", 2 * routed * m.hidden * elem, L)
+        self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         for name, mm, n, k in (("expert fc2", routed / local, m.hidden, m.moe_ffn),
                                ("expert fc1", routed / local, m.moe_ffn * mats, m.hidden)):
             self._gemm(b, name + " dgrad", mm, k, n, L, batch=local)
             self._gemm(b, name + " wgrad", k, n, mm, L, batch=local)
             if name == "expert fc2":
-                self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * E, L)
-        self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * E, L)
-        self._ew(b, "permute bwd", 2 * routed * m.hidden * E, L)
-        self._gemm(b, "router dgrad", Ts, m.hidden, m.experts, L)
+                self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * elem, L)
+        self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
+        self._ew(b, "permute bwd", 2 * routed * m.hidden * elem, L)
+        self._gemm(b, "router dgrad", sp_tokens, m.hidden, m.experts, L)
 
     # ---- embedding and head --------------------------------------------------------------------
     def _embed_fwd(self, b):
-        h, E, T = self.job.model.hidden, self.E, self.T
-        self._ew(b, "embedding", 2 * T * h * E, -1)
+        h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
+        self._ew(b, "embedding", 2 * tokens * h * elem, -1)
         self._tp_out(b, "embedding", -1)
 
     def _embed_bwd(self, b):
-        h, E, T = self.job.model.hidden, self.E, self.T
+        h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
         if self.sp:
-            self._coll(b, "embedding grad all-gather", "ag", "tp", T * h * E, -1)
-        self._ew(b, "embedding bwd", 3 * T * h * E, -1)
+            self._coll(b, "embedding grad all-gather", "ag", "tp", tokens * h * elem, -1)
+        self._ew(b, "embedding bwd", 3 * tokens * h * elem, -1)
 
     def _head_fwd(self, b):
-        m, E, T = self.job.model, self.E, self.T
-        V = m.vocab / self.t
-        self._ew(b, "final norm", 2 * self.Ts * m.hidden * E, -1, "norm")
+        m, elem, tokens = self.job.model, self.elem, self.tokens
+        V = m.vocab / self.tp
+        self._ew(b, "final norm", 2 * self.sp_tokens * m.hidden * elem, -1, "norm")
         if self.sp:
-            self._coll(b, "head all-gather", "ag", "tp", T * m.hidden * E, -1)
-        self._gemm(b, "logits", T, V, m.hidden, -1)
-        self._ew(b, "cross entropy", T * V * (E + 8), -1, kernels=4)
-        self._coll(b, "loss all-reduce", "ar", "tp", 8 * T, -1)
+            self._coll(b, "head all-gather", "ag", "tp", tokens * m.hidden * elem, -1)
+        self._gemm(b, "logits", tokens, V, m.hidden, -1)
+        self._ew(b, "cross entropy", tokens * V * (elem + 8), -1, kernels=4)
+        self._coll(b, "loss all-reduce", "ar", "tp", 8 * tokens, -1)
 
     def _head_bwd(self, b):
-        m, E, T = self.job.model, self.E, self.T
-        V = m.vocab / self.t
-        self._ew(b, "cross entropy bwd", T * V * (E + 4), -1)
-        self._linear_bwd(b, "logits", T, V, m.hidden, -1, column=True)
-        self._ew(b, "final norm bwd", 3 * self.Ts * m.hidden * E, -1, "norm")
+        m, elem, tokens = self.job.model, self.elem, self.tokens
+        V = m.vocab / self.tp
+        self._ew(b, "cross entropy bwd", tokens * V * (elem + 4), -1)
+        self._linear_bwd(b, "logits", tokens, V, m.hidden, -1, column=True)
+        self._ew(b, "final norm bwd", 3 * self.sp_tokens * m.hidden * elem, -1, "norm")
 
     # ---- blocks --------------------------------------------------------------------------------
     def template(self, stage: int, chunk: int, phase: str) -> Template:
@@ -349,12 +383,12 @@ class Lowering(ParamsMixin):
             return hit
         b = _Builder()
         layers = range(first, first + n)
-        fsdp = self.job.parallel.zero >= 3 and self.lay["dp"].n > 1
+        fsdp = self.job.parallel.zero >= 3 and self.groups["dp"].n > 1
         gathers = {}
         if fsdp:   # ZeRO-3 / FSDP: every layer's weights are all-gathered ahead of use
             for L in (layers if phase == "F" else reversed(layers)):
                 gathers[L] = self._coll(b, "param all-gather", "ag", "dp",
-                                        self.layer_params(L) * self.E, L, chain=False)
+                                        self.layer_params(L) * self.elem, L, chain=False)
                 b.pending.remove(gathers[L])
         if phase == "F":
             if embed:
@@ -383,9 +417,9 @@ class Lowering(ParamsMixin):
     def p2p_time(self) -> float:
         """Activations (or their gradients) between neighbouring stages, per rank: each TP rank
         sends its 1/t share (Megatron's scatter-gather); without SP the receiver all-gathers."""
-        h, E = self.job.model.hidden, self.E
-        full = self.T * h * E
-        t = comm.p2p(self.net, self.lay["pp"], full / self.t)
-        if not self.sp and self.t > 1:
-            t += comm.all_gather(self.net, self.lay["tp"], full)
+        h, elem = self.job.model.hidden, self.elem
+        full = self.tokens * h * elem
+        t = comm.p2p(self.net, self.groups["pp"], full / self.tp)
+        if not self.sp and self.tp > 1:
+            t += comm.all_gather(self.net, self.groups["tp"], full)
         return t

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple
 
-from astral_dsl.analyses.seer.schedule import order
-from astral_dsl.analyses.seer.spec import JobSpec, chunk_layers
+from astral_dsl.seer.schedule import order
+from astral_dsl.seer.spec import JobSpec, chunk_layers
 
 RESERVED = 3e9     # CUDA context (~0.5 GB), NCCL buffers (~1 GB), workspace and fragmentation
 

@@ -2,7 +2,7 @@
 (a mixin of lower.Lowering: it reads the job, the layouts, the costs and the chunks)."""
 from __future__ import annotations
 
-from astral_dsl.analyses.seer import comm
+from astral_dsl.seer import comm
 
 
 class ParamsMixin:
@@ -11,12 +11,12 @@ class ParamsMixin:
         m = self.job.model
         h, q, kv = m.hidden, m.heads * m.head_dim, m.kv_dim
         mats = 2 if m.gpt else 3
-        attn = (h * (q + 2 * kv) + q * h) / self.t
+        attn = (h * (q + 2 * kv) + q * h) / self.tp
         if m.is_moe(L):
             mlp = m.experts * mats * h * m.moe_ffn / self.ep + h * m.experts
-            mlp += m.shared_experts * mats * h * m.moe_ffn / self.t
+            mlp += m.shared_experts * mats * h * m.moe_ffn / self.tp
         else:
-            mlp = mats * h * m.ffn / self.t
+            mlp = mats * h * m.ffn / self.tp
         return attn + mlp + 4 * h
 
     def stage_params(self, stage: int) -> float:
@@ -25,21 +25,21 @@ class ParamsMixin:
         for first, n in self.chunks[stage]:
             total += sum(self.layer_params(L) for L in range(first, first + n))
         if stage == 0:
-            total += m.vocab * m.hidden / self.t
+            total += m.vocab * m.hidden / self.tp
         if stage == par.pp - 1 and (not m.gpt or par.pp > 1):
-            total += m.vocab * m.hidden / self.t
+            total += m.vocab * m.hidden / self.tp
         return total
 
     def dp_reduce(self, params: float) -> float:
         """Gradient reduction of `params` over the data-parallel (x CP) group."""
-        lay = self.lay["dp"]
+        lay = self.groups["dp"]
         nbytes = params * self.job.grad_bytes
         if self.job.parallel.zero >= 1:
             return comm.reduce_scatter(self.net, lay, nbytes)
         return comm.all_reduce(self.net, lay, nbytes)
 
     def param_gather(self, params: float) -> float:
-        return comm.all_gather(self.net, self.lay["dp"], params * self.E)
+        return comm.all_gather(self.net, self.groups["dp"], params * self.elem)
 
     def optimizer_time(self, stage: int) -> float:
         """Mixed-precision Adam, multi-tensor fused: per parameter it reads the fp32 master,
@@ -47,5 +47,5 @@ class ParamsMixin:
         gradient-norm read and the gradient zeroing (8 bytes)."""
         params = self.stage_params(stage)
         if self.job.parallel.zero >= 1:
-            params /= self.lay["dp"].n
+            params /= self.groups["dp"].n
         return self.c.stream("optimizer", 38.0 * params, kernels=20)

@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
-from astral_dsl.analyses.seer import comm
+from astral_dsl.seer import comm
 
 BLOCKING_P2P = True     # Megatron-LM's schedules wait for each send/receive pair to complete
 BUCKET_PARAMS = 40e6     # Megatron-LM's default DDP bucket (max(40M, 1M x dp) parameters)
@@ -181,7 +181,7 @@ def _dest(i, ph, c, j, p, v):
 
 def _tail(low, runs: List[StageRun], orders) -> float:
     v = low.job.parallel.v
-    lay = low.lay["dp"]
+    lay = low.groups["dp"]
     for i, run in enumerate(runs):
         last = {}
         for blk in run.blocks:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from astral_dsl.analyses.seer.cluster import Cluster, cluster_of
-from astral_dsl.analyses.seer.spec import JobSpec, job_spec
+from astral_dsl.seer.cluster import Cluster, cluster_of
+from astral_dsl.seer.job import job_spec
+from astral_dsl.seer.spec import JobSpec
 from astral_dsl.analyses.walk import Resolver
 from astral_dsl.diagnostics import Diagnostic, Severity
 
@@ -108,9 +109,9 @@ def validate_job(design, job, fabric_failures=(), **options) -> Tuple[
 
 
 def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
-    from astral_dsl.analyses.seer.costs import Costs
-    from astral_dsl.analyses.seer.lower import Lowering
-    from astral_dsl.analyses.seer.memory import estimate
+    from astral_dsl.seer.costs import Costs
+    from astral_dsl.seer.lower import Lowering
+    from astral_dsl.seer.memory import estimate
 
     probe = spec if spec.micro else spec.with_(micro=1)
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
