@@ -48,8 +48,8 @@ def _ranges(ranks: List[int]) -> str:
 
 def job_and_forecast(design, job: Optional[str]):
     """(job instance, forecast or None, JobSpec, diagnostics)."""
-    from astral_dsl.analyses import seer
-    from astral_dsl.analyses.seer.spec import job_spec
+    from astral_dsl import seer
+    from astral_dsl.seer.job import job_spec
     from astral_dsl.analyses.walk import Resolver
 
     inst = seer.find_job(design, job)

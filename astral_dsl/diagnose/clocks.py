@@ -22,13 +22,30 @@ RESIDUAL_S = 1e-3        # 1 ms: NCCL members finish within microseconds of each
 
 def align(host: np.ndarray, instance: np.ndarray, end: np.ndarray, n_hosts: int
           ) -> Tuple[np.ndarray, np.ndarray, List[int], np.ndarray]:
+    """Fit, set aside the host that fits worst while it is above RESIDUAL_S (one bad clock
+    must not bend its peers'), fit again."""
+    bad: List[int] = []
+    keep = np.ones(end.size, dtype=bool)
+    for _ in range(max(1, min(64, n_hosts // 2 + 1))):
+        offsets, comp, rms, residual = _fit(host[keep], instance[keep], end[keep], n_hosts)
+        worst = int(np.argmax(rms))
+        if rms[worst] <= RESIDUAL_S:
+            break
+        bad.append(worst)
+        keep &= host != worst
+    full = np.zeros(end.size)
+    full[keep] = residual
+    return offsets, comp, sorted(bad), full
+
+
+def _fit(host: np.ndarray, instance: np.ndarray, end: np.ndarray, n_hosts: int):
     """(offset per host, component per host, hosts that cannot be aligned, per-record
     residual). `instance` holds the instance of each record (records of instances with one host
     are ignored)."""
     offsets = np.zeros(n_hosts)
     residual = np.zeros(end.size)
     if end.size == 0:
-        return offsets, np.arange(n_hosts), [], residual
+        return offsets, np.arange(n_hosts), np.zeros(n_hosts), residual
     ref = end.min()
     e = end - ref
     n_inst = int(instance.max()) + 1
@@ -62,8 +79,7 @@ def align(host: np.ndarray, instance: np.ndarray, end: np.ndarray, n_hosts: int
     counts = np.bincount(host, weights=multi[instance].astype(float), minlength=n_hosts)
     rms = np.sqrt(np.bincount(host, weights=residual ** 2, minlength=n_hosts) /
                   np.maximum(counts, 1))
-    bad = [int(h) for h in np.flatnonzero(rms > RESIDUAL_S)]
-    return offsets, comp, bad, residual
+    return offsets, comp, rms, residual
 
 
 __all__ = ["RESIDUAL_S", "align"]

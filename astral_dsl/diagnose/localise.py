@@ -11,13 +11,15 @@ there counts as found when it is localised to it).
 A unit is scored by how well "this unit is faulty" explains what was seen: recall (the share
 of the slow instances whose channel crosses it) times precision (the share of the instances
 crossing it that were slow), precision counting less for ECMP groups (only the flows hashed to a
-bad switch slow down: PRECISION_ECMP). The best unit is the first suspect; the slow instances
+bad switch slow down, but those all the time: the share of slow channels counts with the
+exponent PRECISION_ECMP, the share of slow instances within them fully). The best unit is the first suspect; the slow instances
 it explains are set aside and the next best explains the rest (several faults); the remaining
 candidates follow as alternatives."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
+import attrs
 import numpy as np
 
 from astral_dsl.analyses.fabric_names import link_name
@@ -94,7 +96,7 @@ def localise(rm: RankMap, inst: Instances, tm: Timing) -> List[Suspect]:
     picked = set()
     while remaining.sum() >= MIN_SLOW:
         best = _best(units, remaining, n_slow, total, picked)
-        if best is None or best[1] < MIN_SCORE:
+        if best is None or best[1] < MIN_SCORE or (suspects and best[1] < MIN_SCORE * 4):
             break
         u, score = best
         picked.add(u)
@@ -104,9 +106,15 @@ def localise(rm: RankMap, inst: Instances, tm: Timing) -> List[Suspect]:
     ranked = sorted(((s, u) for u in units if u not in picked
                      for s in [_score(u, units[u], n_slow, n_slow, total)] if s >= MIN_SCORE),
                     key=lambda x: (-x[0], x[1]))
+    runner_up = ranked[0][0] if ranked else 0.0
+    top = suspects[0].confidence if suspects else 1.0
+    # confidence: how clearly a suspect beats the best alternative (0.5: a tie)
+    suspects = [attrs.evolve(s, confidence=s.confidence / (s.confidence + runner_up))
+                for s in suspects]
     for score, u in ranked[:ALTERNATIVES]:
-        suspects.append(_suspect(u, parts_of[u], score * 0.5, units[u], n_slow, total,
-                                 chan_ranks, chan, slow, use, inst, tm, kind, alternative=True))
+        suspects.append(_suspect(u, parts_of[u], score / (score + top), units[u], n_slow,
+                                 total, chan_ranks, chan, slow, use, inst, tm, kind,
+                                 alternative=True))
     return suspects
 
 
@@ -116,9 +124,15 @@ def _score(u: Unit, chans: List[int], remaining, n_slow, total) -> float:
     if all_slow <= 0 or e <= 0:
         return 0.0
     recall = e / all_slow
-    precision = n_slow[chans].sum() / max(1, total[chans].sum())
-    gamma = PRECISION_ECMP if u[0] == "tier" else 1.0
-    return float(recall * precision ** gamma)
+    if u[0] != "tier":
+        return float(recall * n_slow[chans].sum() / max(1, total[chans].sum()))
+    # ECMP: a bad switch slows the channels whose flows hash to it, all the time; so the share
+    # of slow channels counts less, the share of slow instances within them fully
+    chans = np.asarray(chans)
+    hit = chans[n_slow[chans] > 0]
+    share = hit.size / max(1, chans.size)
+    within = n_slow[hit].sum() / max(1, total[hit].sum())
+    return float(recall * share ** PRECISION_ECMP * within)
 
 
 def _best(units, remaining, n_slow, total, picked):

@@ -105,6 +105,22 @@ CODES: dict[str, str] = {
     "E756": "batch not divisible by micro-batch times data-parallel degree",
     "E757": "job does not fit in GPU memory",
     "E758": "job cannot be forecast",
+    # E78x/W78x: observed data and diagnosis (`astral diagnose`, astral_dsl/observe, diagnose)
+    "E780": "observed file cannot be read",
+    "E781": "observed file is truncated, corrupt or not text",
+    "E782": "not a profiler trace or a rank log",
+    "W782": "a file of an observed directory is not a trace or a log",
+    "E783": "trace does not say which rank it is",
+    "W783": "rank taken from the trace's file name",
+    "E784": "rows of a rank log cannot be read",
+    "W784": "unknown phase in a rank log",
+    "E785": "trace from a job of another world size",
+    "E786": "rank read twice or outside the job",
+    "W787": "ranks of the job have no observed data",
+    "E788": "no usable iteration in an observed file",
+    "W788": "a rank lacks an iteration the others have",
+    "E789": "a host's clock cannot be aligned with its peers'",
+    "W791": "job cannot be forecast: ranks compared with their peers only",
 }
 
 

@@ -96,7 +96,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
         c = dict(info.coords)
         idx[c["pp"], c["dp"], c["tp"]] = info.rank
     low = fc.lowering
-    from astral_dsl.analyses.seer.schedule import order as schedule_order
+    from astral_dsl.seer.schedule import order as schedule_order
 
     m = fc.job.microbatches
     orders = [schedule_order(P, V, m, s, par.schedule) for s in range(P)]
@@ -107,7 +107,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     buckets = [[e - s for s, e, _ in run.dp] for run in fc.runs]
     gathers = [run.gather[1] - run.gather[0] for run in fc.runs]
     opt = [low.optimizer_time(s) for s in range(P)]
-    from astral_dsl.analyses.seer import comm
+    from astral_dsl.seer import comm
 
     sync = comm.all_reduce(low.net, comm.layout(low.net, "world", max(2, world), 1), 8.0)
     net = _Net(rank_map, faults, seed)
@@ -236,6 +236,16 @@ def _ring(out, it, free, ranks, dur, factor, net, noise, rng):
     return np.broadcast_to(end, free.shape).copy()
 
 
+def _mix(*values: int) -> int:
+    """A well-mixed 64-bit hash of small integers (splitmix64 steps): the ECMP choice."""
+    h = 0x9E3779B97F4A7C15
+    for v in values:
+        h = (h ^ (v & 0xFFFFFFFFFFFFFFFF)) * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF
+        h = (h ^ (h >> 27)) * 0x94D049BB133111EB & 0xFFFFFFFFFFFFFFFF
+        h ^= h >> 31
+    return h
+
+
 class _Net:
     """Rates of the parts the faults name, and flows over the wiring."""
 
@@ -270,9 +280,7 @@ class _Net:
             key = x.tiers[meet]
             n = max(1, self.tier_sizes.get(key.tier, 1))
             for ch in range(CHANNELS):
-                h = (min(a, b) * 1000003 + max(a, b) * 9176 + x.port * 131 + ch * 7
-                     + self.seed * 31337) % 2147483647
-                agg = key.switch(h % n)
+                agg = key.switch(_mix(min(a, b), max(a, b), x.port, ch, self.seed) % n)
                 out.append((min(ends + [self.rate.get(agg, 1.0)]), flap))
         return out
 
