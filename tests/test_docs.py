@@ -171,20 +171,15 @@ def compile_block(block: Block, tmp_path: Path):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
     overrides = _overrides(block.text) or None
-    design = astral_dsl.loads(entry, name="example.astral", root=root, overrides=overrides)
-
-    def recompile(assignments):
-        return compile_text(entry, "example.astral", root, overrides, assignments=assignments)
-
-    return design, recompile
+    return astral_dsl.loads(entry, name="example.astral", root=root, overrides=overrides)
 
 
 def check_block(block: Block, tmp_path: Path):
     """What `astral check` reports: the (sized) design and all its diagnostics (front end,
     sizing, engineering checks and the scenarios asked for)."""
-    design, recompile = compile_block(block, tmp_path)
+    design = compile_block(block, tmp_path)
     names, every = _scenarios(block.text)
-    checked = check_design(design, names, every, recompile)
+    checked = check_design(design, names, every)
     return checked.design, checked.diagnostics
 
 

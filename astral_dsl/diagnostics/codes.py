@@ -33,6 +33,8 @@ CODES: dict[str, str] = {
     "E214": "index out of range",
     "E215": "declaration refers to itself",
     "E216": "unknown --scenario name",
+    "E217": "a scenario cannot name this replica alone",
+    "E218": "failing this kind of part is not modelled",
     # E3xx: units, types and values
     "E300": "unknown unit",
     "E301": "incompatible units",
