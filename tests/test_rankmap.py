@@ -126,3 +126,12 @@ def test_forecast_ranks_cli(tmp_path):
     assert pp0["ranks"] == [0, 64]
     assert pp0["path"]["tiers"] == ["Small.fabric.rail[0].plane[A].agg",
                                     "Small.fabric.rail[0].plane[B].agg"]
+
+
+def test_declared_order_is_followed():
+    text = SMALL.read_text().replace("parallel { tp = 8, pp = 2, dp = 8 }",
+                                     'parallel { tp = 8, pp = 2, dp = 8, order = "tp-cp-ep-pp-dp" }')
+    rm = rank_map(astral_dsl.loads(text, name=str(SMALL)))
+    assert rm.order == ("tp", "cp", "ep", "pp", "dp")
+    assert rm.group("pp", 0).ranks == (0, 8)           # pp before dp: neighbours on two hosts
+    assert rm.group("dp", 0).ranks == tuple(range(0, 128, 16))

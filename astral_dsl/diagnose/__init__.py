@@ -72,7 +72,13 @@ def rank_map(design, job: Optional[str] = None, order: Optional[str] = None):
     inst, fc, spec, _ = job_and_forecast(design, job)
     p = spec.parallel
     return rankmap_mod.build(design, inst, {"tp": p.tp, "cp": p.cp, "ep": p.ep, "dp": p.dp,
-                                            "pp": p.pp}, order)
+                                            "pp": p.pp}, order or _order(p))
+
+
+def _order(parallel) -> Optional[str]:
+    """The job's declared rank order (Seer reads `parallel { order = ... }`)."""
+    order = getattr(parallel, "order", None)
+    return "-".join(order) if order else None
 
 
 def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] = None
@@ -81,7 +87,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     p = spec.parallel
     try:
         rm = rankmap_mod.build(design, inst, {"tp": p.tp, "cp": p.cp, "ep": p.ep, "dp": p.dp,
-                                              "pp": p.pp}, order)
+                                              "pp": p.pp}, order or _order(p))
     except rankmap_mod.RankMapError as exc:
         raise DiagnoseError(f"job `{inst.template}`: {exc}", diags) from None
     diags = list(observed.diagnostics) + diags
