@@ -96,10 +96,8 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
         c = dict(info.coords)
         idx[c["pp"], c["dp"], c["tp"]] = info.rank
     low = fc.lowering
-    from astral_dsl.seer.schedule import order as schedule_order
-
-    m = fc.job.microbatches
-    orders = [schedule_order(P, V, m, s, par.schedule) for s in range(P)]
+    # each stage runs its blocks in the order of Seer's timeline
+    orders = [[(b.phase, b.chunk, b.mb) for b in run.blocks] for run in fc.runs]
     base = {(s, ph, c): (low.template(s, c, ph).compute,
                          low.template(s, c, ph).duration - low.template(s, c, ph).compute)
             for s in range(P) for c in range(V) for ph in ("F", "B")}
