@@ -107,6 +107,9 @@ CODES: dict[str, str] = {
     "E756": "batch not divisible by micro-batch times data-parallel degree",
     "E757": "job does not fit in GPU memory",
     "E758": "job cannot be forecast",
+    # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
+    "E800": "a point was not evaluated: its worker failed",
+    "W800": "the cost counts only equipment with a declared price",
 }
 
 
