@@ -67,11 +67,12 @@ def evaluate_point(entry, overrides: Dict[str, str], options: PointOptions, fix=
 
 
 def _evaluate(entry: str, overrides, options: PointOptions):
-    from astral_dsl.analyses.checking import front_end_errors
-    from astral_dsl.cli.common import checked
+    from astral_dsl.analyses.checking import check_design, front_end_errors
+    from astral_dsl.compiler import compile_file
     from astral_dsl.outputs.size_report import size_summary
 
-    result = checked(entry, overrides, [options.scenario] if options.scenario else None)
+    result = check_design(compile_file(entry, overrides),
+                          [options.scenario] if options.scenario else None)
     design = result.design
     diags = list(result.diagnostics)
     metrics: Dict[str, Any] = {}
