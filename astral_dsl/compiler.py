@@ -14,7 +14,6 @@ from astral_dsl.model.kinds import KINDS
 from astral_dsl.semantics.checks import run_checks
 from astral_dsl.semantics.frames import Env
 from astral_dsl.semantics.freeze import Freezer
-from astral_dsl.semantics.evaluate import Expressions
 from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
 from astral_dsl.semantics.overrides import parse_overrides
@@ -63,8 +62,9 @@ class Compilation:
 
 
 def compile_path(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
-                 read=read_file, expressions=None) -> Compilation:
-    """Read, parse and compile a file; see Compilation."""
+                 read=read_file, expressions=None, instantiator=None) -> Compilation:
+    """Read, parse and compile a file; see Compilation. Tools that watch the evaluation (the
+    language server's hover, margins) pass their own `expressions` or `instantiator` class."""
     path = Path(path)
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(project_root(path), diagnostics, read)
@@ -81,17 +81,17 @@ def compile_path(path: str | Path, overrides: Optional[Mapping[str, object]] = N
     else:
         entry = loader.load_entry_text(name, data, path)
     return _evaluate(entry, loader, tuple(diagnostics), overrides, {}, None, None,
-                     expressions)
+                     expressions, instantiator)
 
 
 def compile_source(text: str, name: str = "<string>", root: str | Path | None = None,
                    overrides: Optional[Mapping[str, object]] = None, read=read_file,
-                   expressions=None) -> Compilation:
+                   expressions=None, instantiator=None) -> Compilation:
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
     entry = loader.load_entry_text(name, text.encode("utf-8"))
     return _evaluate(entry, loader, tuple(diagnostics), overrides, {}, None, None,
-                     expressions)
+                     expressions, instantiator)
 
 
 def compile_file(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
@@ -109,7 +109,8 @@ def _empty(name: str, diagnostics) -> Design:
 
 
 def _evaluate(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overrides,
-              assignments, scenario: Optional[str], plan, expressions=None) -> Compilation:
+              assignments, scenario: Optional[str], plan, expressions=None,
+              instantiator=None) -> Compilation:
     diagnostics: List[Diagnostic] = list(load_diagnostics)
     comp = Compilation(entry, loader, dict(overrides or {}), tuple(load_diagnostics),
                        _empty(entry.key, diagnostics))
@@ -118,8 +119,9 @@ def _evaluate(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overr
         return comp
     entry_scope = module_scope(entry, loader, comp.scopes, diagnostics)
     given = parse_overrides(overrides or {}, entry_scope, diagnostics)
-    ev = Instantiator(diagnostics, given, entry_scope, dict(assignments), scenario, plan,
-                      expressions or Expressions)
+    kw = {"expressions": expressions} if expressions is not None else {}
+    ev = (instantiator or Instantiator)(diagnostics, given, entry_scope, dict(assignments),
+                                        scenario, plan, **kw)
     comp.instantiator = ev
     try:
         design = evaluate_entry(ev, entry, entry_scope, comp.scopes, loader, diagnostics)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
-from astral_dsl.model.kinds import KINDS
+from astral_dsl.model.kinds import KINDS, StrType
 from astral_dsl.model.values import (POISON, FabricSelection, Group, Symbol, UnknownValue)
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.collections import unknown_options
@@ -40,7 +40,7 @@ class FrameView:
             if d.is_let or not constructs(self.it, d):
                 continue
             try:
-                value = field(self.it, frame, name)
+                value = self.it.field(frame, name)
             except Poisoned:      # already reported; an erroneous member holds nothing
                 continue
             if frame.owned.get(name) and isinstance(value, (Group, Frame)):
@@ -49,7 +49,7 @@ class FrameView:
 
     def declared(self, frame: Frame, name: str):
         if name in frame.defs and not frame.defs[name].is_let:
-            return field(self.it, frame, name)
+            return self.it.field(frame, name)
         return None
 
 
@@ -100,6 +100,14 @@ def _field(it, frame: Frame, name: str):
         return _sizable(it, frame, name, d)
     if field_spec is not None and _wants_symbols(field_spec.type):
         env = env.as_symbols()
+        if isinstance(d.value_expr, ast.QuantityLit):   # a keyword that reads as a quantity
+            value = Symbol(d.value_expr.text.replace(" ", ""))
+            return _typed(it, frame, name, value, d.value_expr.span)
+    elif field_spec is not None and isinstance(field_spec.type, StrType):
+        words = _dashed_words(d.value_expr) if isinstance(d.value_expr, ast.Binary) else ""
+        if words:                                        # `order = tp-cp-dp-pp` unquoted
+            fail("E303", f"`{name}` is a string: write it in double quotes",
+                 d.value_expr.span, f'`{name} = "{words}"`')
     value = it.eval(d.value_expr, env)
     # schema fields hold values and references; members are the other named instances
     frame.owned[name] = field_spec is None and constructs(it, d)
@@ -204,7 +212,7 @@ def complete(it, frame: Frame) -> None:
         return
     frame.completed = True
     for name, d in list(frame.defs.items()):
-        value = it.guarded(lambda: field(it, frame, name))
+        value = it.guarded(lambda: it.field(frame, name))
         if value is POISON or d.is_let:
             continue
         if it.guarded(lambda: _containment_ok(it, frame, name, value, d),
@@ -316,6 +324,14 @@ def _head(frame: Frame) -> Span:
     if decl is not None:
         return decl.name.span
     return frame.span
+
+
+def _dashed_words(e) -> str:
+    """`a-b-c` written without quotes (names joined by minus signs), else ''."""
+    if isinstance(e, ast.Binary) and e.op == "-":
+        left, right = _dashed_words(e.left), _dashed_words(e.right)
+        return f"{left}-{right}" if left and right else ""
+    return e.name if isinstance(e, ast.Name) else ""
 
 
 def _wants_symbols(t) -> bool:
