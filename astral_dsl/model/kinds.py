@@ -155,6 +155,8 @@ _register(_kind("gpu", "an accelerator", dict(
     flops_fp32=q("compute", "FP32 peak"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     max_supply=q("temperature", "hottest coolant supply the cold plate accepts"),
+    system_power=q("power", "peak draw of the vendor's 8-GPU server built on it (HGX/DGX)"),
+    system_units=q("length", "height of that server in rack units"),
 ), level=0))
 _register(_kind("nic", "a network adapter", dict(
     _PHYS, ports=q("count", "network ports", low=1), port_speed=q("bandwidth", "speed per port"),
@@ -238,6 +240,8 @@ _register(_kind("loop", "a liquid cooling loop", dict(
 _register(_kind("air", "air cooling", dict(
     supply=q("temperature", required=True), rise=q("temperature_delta", required=True),
     max_rack_heat=q("power"), fan_power_ratio=q("ratio"), serves=ANY,
+    ashrae_class=enum("A1", "A2", "A3", "A4",
+                      doc="ASHRAE air class the cooled equipment is rated for"),
     network=FieldSpec(BoolType(), doc="also removes the heat of the switch fabrics attached at "
                                       "or below its owner"))))
 _register(_kind("facility", "facility water", dict(
