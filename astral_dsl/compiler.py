@@ -38,9 +38,9 @@ def compile_file(path: str | Path, overrides: Optional[Mapping[str, str]] = None
     try:
         data = read(path)
     except OSError as exc:
-        diagnostics.append(Diagnostic("E100", Severity.ERROR,
-                                      f"cannot read `{name}`: {exc.strerror or exc}", None,
-                                      file=name))
+        from astral_dsl.semantics.modules import unreadable
+
+        diagnostics.append(unreadable(f"`{name}`", exc, file=name))
         return _empty(name, diagnostics)
     entry = loader.load_entry_text(name, data, path)
     return _compile(entry, loader, diagnostics, overrides, assignments, field_sets, scenario)

@@ -142,6 +142,16 @@ def run(coro):
     return asyncio.run(coro)
 
 
+def test_the_server_is_this_checkout(tmp_path):
+    """The server runs from a temporary folder: it must still be this checkout's code."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", "import astral_dsl.lsp.server as s; "
+                          "print(s.__file__)"], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    assert Path(out.stdout.strip()).resolve() == REPO / "astral_dsl" / "lsp" / "server.py", out
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "astral.toml").write_text("")

@@ -29,6 +29,9 @@ import math
 import re
 from typing import NamedTuple
 
+from astral_dsl.model.fluid_names import check_fluid_name
+from astral_dsl.stdio import library_output
+
 __all__ = [
     "ATMOSPHERIC_PA", "TEMP_RESOLUTION_C", "ZERO_CELSIUS_K",
     "FluidProperties", "resolve_name", "properties", "density", "specific_heat",
@@ -61,7 +64,8 @@ class FluidProperties(NamedTuple):
 def _coolprop():
     """Import CoolProp's PropsSI module on first use."""
     try:
-        import CoolProp.CoolProp as CP  # noqa: N813 - lazy on purpose (import cost, see docstring)
+        with library_output():
+            import CoolProp.CoolProp as CP  # noqa: N813 - lazy on purpose (import cost)
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise ImportError("fluid properties need CoolProp (pip install CoolProp==6.8.0)") from exc
     return CP
@@ -74,7 +78,9 @@ def coolprop_version() -> str:
 
 def resolve_name(fluid: str) -> str:
     """Map a fluid name to a CoolProp name: "water" -> "Water", "PG25" -> "INCOMP::MPG[0.25]",
-    "EG30" -> "INCOMP::MEG[0.30]"; any other string is passed to CoolProp unchanged."""
+    "EG30" -> "INCOMP::MEG[0.30]"; any other string is passed to CoolProp unchanged when it is
+    in the accepted domain (model/fluid_names.py: plain names, HEOS::, INCOMP::), and refused
+    with ValueError otherwise (REFPROP::, tabular backends, anything else)."""
     if not isinstance(fluid, str) or not fluid.strip():
         raise ValueError(f"fluid name must be a non-empty string, got {fluid!r}")
     name = fluid.strip()
@@ -84,6 +90,9 @@ def resolve_name(fluid: str) -> str:
     m = _GLYCOL.match(name)
     if m:
         return f"INCOMP::{_GLYCOL_CODES[m.group(1).upper()]}[{int(m.group(2)) / 100:.2f}]"
+    problem = check_fluid_name(name)        # never hand CoolProp a backend it must not use
+    if problem is not None:
+        raise ValueError(problem[1])
     return name
 
 
@@ -93,8 +102,9 @@ def _lookup(name: str, temp_c: float, pressure_pa: float, require_liquid: bool) 
     t_k = temp_c + ZERO_CELSIUS_K
     where = f"{temp_c:g} degC, {pressure_pa:g} Pa"
     try:
-        rho = CP.PropsSI("D", "T", t_k, "P", pressure_pa, name)
-        cp = CP.PropsSI("C", "T", t_k, "P", pressure_pa, name)
+        with library_output():         # whatever CoolProp prints goes to stderr, not stdout
+            rho = CP.PropsSI("D", "T", t_k, "P", pressure_pa, name)
+            cp = CP.PropsSI("C", "T", t_k, "P", pressure_pa, name)
     except ValueError as exc:
         msg = str(exc)
         if "Initialize failed" in msg or "was not found" in msg:
@@ -109,7 +119,8 @@ def _lookup(name: str, temp_c: float, pressure_pa: float, require_liquid: bool) 
         # Only equation-of-state fluids report a phase; the incompressible (INCOMP::) backend is
         # liquid by construction and has already checked its freezing point and range above.
         try:
-            phase = CP.PhaseSI("T", t_k, "P", pressure_pa, name)
+            with library_output():
+                phase = CP.PhaseSI("T", t_k, "P", pressure_pa, name)
         except ValueError:
             phase = "unknown"
         if not phase.startswith("unknown") and phase not in _LIQUID_PHASES:

@@ -44,8 +44,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
         import traceback
 
+        from astral_dsl.outputs.terminal import printable
+
         sys.stderr.write("error[E000]: internal compiler error: "
-                         f"{type(exc).__name__}: {exc}\n"
+                         f"{type(exc).__name__}: {printable(exc)}\n"
                          " = note: this is a bug in astral_dsl, not in your design; please report "
                          "it with the input file\n")
         if os.environ.get("ASTRAL_DEBUG"):

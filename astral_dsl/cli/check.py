@@ -25,6 +25,7 @@ def run(args, overrides) -> int:
     from astral_dsl.analyses.checking import front_end_errors
     from astral_dsl.analyses.summary import one_line, summarize
     from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.outputs.terminal import printable_line
     from astral_dsl.outputs.size_report import chosen_json
 
     worst = EXIT_OK
@@ -46,18 +47,17 @@ def run(args, overrides) -> int:
             print_diagnostics(diagnostics, use_colour, sys.stdout)
             errors = sum(d.is_error for d in result.diagnostics)
             warnings = sum(d.severity.value == "warning" for d in result.diagnostics)
-            for item in chosen_json(design):
-                sys.stdout.write(f"chosen by sizing: {item['file']}:{item['line']}:"
-                                 f"{item['column']} = {item['value']}\n")
+            out = [f"chosen by sizing: {item['file']}:{item['line']}:{item['column']} = "
+                   f"{item['value']}\n" for item in chosen_json(design)]
             for o in result.scenarios:
                 state = "holds" if not o.broken else f"breaks {len(o.broken)} constraint(s)"
-                sys.stdout.write(f"scenario {o.name}{' (required)' if o.required else ''}: "
-                                 f"{state}\n")
+                out.append(f"scenario {o.name}{' (required)' if o.required else ''}: {state}\n")
             status = summary_status(errors, warnings, args.strict)
             if summary is not None:
-                sys.stdout.write(one_line(design, summary) + f" [{status}]\n")
+                out.append(one_line(design, summary) + f" [{status}]\n")
             else:
-                sys.stdout.write(f"{design.file}: {status}\n")
+                out.append(f"{design.file}: {status}\n")
+            sys.stdout.writelines(printable_line(line) for line in out)
         worst = max(worst, exit_code(design, diagnostics))
     return worst
 

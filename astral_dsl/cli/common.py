@@ -40,7 +40,9 @@ def sets(args) -> Dict[str, str]:
 
 
 def usage(message: str) -> int:
-    sys.stderr.write(f"astral: error: {message}\n")
+    from astral_dsl.outputs.terminal import printable
+
+    sys.stderr.write(f"astral: error: {printable(message)}\n")
     return EXIT_USAGE
 
 
@@ -75,7 +77,8 @@ def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False):
 
 
 def unreadable(design) -> bool:
-    return any(d.code == "E100" for d in design.diagnostics)
+    return any(d.code == "E100" or (d.code == "E108" and d.span is None)
+               for d in design.diagnostics)
 
 
 def exit_code(design, diagnostics) -> int:

@@ -2,14 +2,23 @@
 
 `--check` writes nothing, lists the files that would change and exits 1 if there are any;
 `--diff` writes nothing and prints what would change as a unified diff. A folder stands for the
-.astral files below it; `-` reads standard input and writes the result to standard output. A file
-that does not parse is reported with the compiler's diagnostic and left as it is (exit 1)."""
+.astral regular files below it: symbolic links (to files or folders) are skipped, so nothing
+outside the folder is ever rewritten, and FIFOs, devices and sockets are skipped, so nothing
+blocks. A file named on the command line must be a regular file (a symbolic link to one is
+followed). `-` reads standard input and writes the result to standard output. A file that does
+not parse is reported with the compiler's diagnostic and left as it is (exit 1).
+
+Files are opened without blocking and re-checked after opening (a regular file, the same one
+that was read when it is written back), so swapping a file for a FIFO or a link between the
+walk and the write does not redirect the write."""
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Optional, Tuple
 
 from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, colour, print_diagnostics
 
@@ -28,30 +37,135 @@ def register(sub) -> None:
     f.add_argument("--color", choices=["auto", "always", "never"], default="auto")
 
 
-def _expand(names: List[str]) -> List[str]:
-    out: List[str] = []
+MAX_FILE_BYTES = 16 * 1024 * 1024
+
+
+class _File:
+    """A file to format: named on the command line, or found below a folder (`root`, `rel`)."""
+
+    def __init__(self, name: str, root: Optional[str] = None, rel: Tuple[str, ...] = ()):
+        self.name, self.root, self.rel = name, root, rel
+
+
+def _expand(names: List[str]) -> List[_File]:
+    out: List[_File] = []
     for name in names:
-        p = Path(name)
-        if name != "-" and p.is_dir():
-            out.extend(str(f) for f in sorted(p.rglob("*.astral")))
+        if name != "-" and os.path.isdir(name):
+            out.extend(_File(os.path.join(name, *rel), name, rel) for rel in _walk(name))
         else:
-            out.append(name)
+            out.append(_File(name))
     return out
+
+
+def _walk(folder: str) -> List[Tuple[str, ...]]:
+    """The regular .astral files below `folder` (as path components), never through a
+    symbolic link."""
+    found: List[Tuple[str, ...]] = []
+    for here, dirs, files, dirfd in os.fwalk(folder, follow_symlinks=False):
+        dirs.sort()
+        rel = Path(os.path.relpath(here, folder)).parts if here != folder else ()
+        rel = tuple(p for p in rel if p != ".")
+        for name in sorted(files):
+            if not name.endswith(".astral"):
+                continue
+            try:
+                st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):      # not a link, FIFO, device or socket
+                found.append(rel + (name,))
+    return found
+
+
+class _NotRegular(OSError):
+    pass
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_BASE_FLAGS = os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open(f: _File, flags: int) -> int:
+    """Open a named file (following a link the user named), or a found file component by
+    component below its folder without following any link, so that nothing outside the folder
+    can be reached even if a folder is swapped for a link meanwhile."""
+    if f.root is None:
+        return os.open(f.name, flags | _BASE_FLAGS)
+    fd = os.open(f.root, os.O_RDONLY | os.O_DIRECTORY | _BASE_FLAGS)
+    try:
+        for part in f.rel[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _BASE_FLAGS,
+                            dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return os.open(f.rel[-1], flags | _NOFOLLOW | _BASE_FLAGS, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _read(f: _File) -> Tuple[bytes, os.stat_result]:
+    """The bytes of a regular file (never blocking on a FIFO or a device)."""
+    fd = _open(f, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _NotRegular(0, "not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise _NotRegular(0, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)
+
+
+def _write(f: _File, text: str, read_st: os.stat_result) -> Optional[str]:
+    """Rewrite the file that was read (same device and inode); an error message or None."""
+    try:
+        fd = _open(f, os.O_WRONLY)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (read_st.st_dev,
+                                                                      read_st.st_ino):
+            return "the file was replaced while it was being formatted"
+        data = text.encode("utf-8")
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        os.close(fd)
 
 
 def run(args, overrides) -> int:
     from astral_dsl.diagnostics import DiagnosticError
     from astral_dsl.fmt import FormatError, format_text
+    from astral_dsl.outputs.terminal import printable, printable_line
     from astral_dsl.syntax.source import decode
 
     worst = EXIT_OK
     changed: List[str] = []
     use_colour = colour(args, sys.stderr)
-    for name in _expand(args.files):
+    for f in _expand(args.files):
+        name = f.name
+        read_st = None
         try:
-            data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+            if name == "-" and f.root is None:
+                data = sys.stdin.buffer.read()
+            else:
+                data, read_st = _read(f)
         except OSError as exc:
-            sys.stderr.write(f"error[E100]: cannot read `{name}`: {exc.strerror or exc}\n")
+            sys.stderr.write(f"error[E100]: cannot read `{printable(name)}`: "
+                             f"{exc.strerror or exc}\n")
             worst = max(worst, EXIT_USAGE)
             continue
         shown = "<stdin>" if name == "-" else name
@@ -63,7 +177,7 @@ def run(args, overrides) -> int:
             worst = max(worst, EXIT_ERRORS)
             continue
         except FormatError as exc:   # a bug: never write a file whose meaning would change
-            sys.stderr.write(f"error[E000]: internal formatter error: {exc}\n")
+            sys.stderr.write(f"error[E000]: internal formatter error: {printable(exc)}\n")
             worst = max(worst, EXIT_ERRORS)
             continue
         original = data.decode("utf-8", errors="replace")
@@ -73,15 +187,19 @@ def run(args, overrides) -> int:
         if result == original:
             continue
         changed.append(shown)
-        if args.diff:
-            sys.stdout.writelines(difflib.unified_diff(
+        if args.diff:      # shown on a terminal: control characters escaped
+            sys.stdout.writelines(printable_line(line) for line in difflib.unified_diff(
                 original.replace("\r\n", "\n").splitlines(True), result.splitlines(True),
                 f"{shown} (original)", f"{shown} (formatted)"))
         if args.check:
-            sys.stdout.write(f"{shown}\n") if not args.diff else None
+            sys.stdout.write(f"{printable(shown)}\n") if not args.diff else None
         elif not args.diff:
-            Path(name).write_text(result, encoding="utf-8", newline="\n")
-            sys.stderr.write(f"formatted {shown}\n")
+            problem = _write(f, result, read_st)
+            if problem is not None:
+                sys.stderr.write(f"error[E100]: cannot write `{printable(shown)}`: {problem}\n")
+                worst = max(worst, EXIT_USAGE)
+                continue
+            sys.stderr.write(f"formatted {printable(shown)}\n")
     if args.check and changed:
         sys.stderr.write(f"{len(changed)} file(s) would be reformatted\n")
         worst = max(worst, EXIT_ERRORS)

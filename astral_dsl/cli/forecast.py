@@ -78,9 +78,11 @@ def run(args, overrides) -> int:
         sys.stdout.write(dumps(doc) + "\n")
     else:
         print_diagnostics(diags, colour(args), sys.stdout)
-        sys.stdout.write(report.render(fc))
+        from astral_dsl.outputs.terminal import printable, printable_text
+
+        sys.stdout.write(printable_text(report.render(fc)))
         for n in notes:
-            sys.stderr.write(f"note: {n}\n")
+            sys.stderr.write(f"note: {printable(n)}\n")
     return EXIT_OK
 
 

@@ -80,9 +80,12 @@ def run(args, overrides) -> int:
     status = f"{errors} error(s) drawn in red" if errors else "no errors"
     if warnings:
         status += f", {warnings} warning(s)"
-    sys.stdout.write(f"wrote {args.output} ({args.view} view"
-                     + (f" of {args.name}" if args.name else "")
-                     + (f", scenario {args.scenario}" if args.scenario else "")
-                     + f": {drawing.node_count} parts, {drawing.edge_count} links, "
-                       f"{size:,} bytes; {status})\n")
+    from astral_dsl.outputs.terminal import printable_line
+
+    sys.stdout.write(printable_line(
+        f"wrote {args.output} ({args.view} view"
+        + (f" of {args.name}" if args.name else "")
+        + (f", scenario {args.scenario}" if args.scenario else "")
+        + f": {drawing.node_count} parts, {drawing.edge_count} links, "
+          f"{size:,} bytes; {status})\n"))
     return EXIT_ERRORS if errors else EXIT_OK

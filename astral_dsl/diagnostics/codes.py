@@ -13,6 +13,7 @@ CODES: dict[str, str] = {
     "E105": "syntax error: unexpected end of file",
     "E106": "invalid number literal",
     "E107": "invalid string literal",
+    "E108": "file too large",
     "W100": "file is empty",
     # E2xx: names, imports and declarations
     "E200": "unknown name",
@@ -83,6 +84,7 @@ CODES: dict[str, str] = {
     "E645": "facility water above its class",
     "E646": "fluid properties unavailable",
     "W647": "switch heat that no cooling unit removes",
+    "E649": "refused fluid backend",
     "E660": "no choice of the unknowns satisfies every constraint",
     "E661": "too many combinations of unknowns to size",
     "E662": "the sizing solver failed",

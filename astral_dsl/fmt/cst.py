@@ -7,10 +7,7 @@ exact token stream, and finds comments by scanning the gaps between tokens (a ga
 whitespace, statement separators and comments). The compiler's parser is left untouched."""
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import tempfile
 from functools import lru_cache
 from typing import List, Optional
 
@@ -18,7 +15,6 @@ import attrs
 import lark
 from lark import Token, Tree
 
-from astral_dsl import resources
 
 # Openers and closers of brackets.
 OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE"}
@@ -79,17 +75,13 @@ class Concrete:
     comments: List[Comment]
 
 
-def _cache_path() -> str:
-    digest = hashlib.sha256(b"cst" + resources.grammar_text().encode() +
-                            lark.__version__.encode()).hexdigest()
-    return os.path.join(tempfile.gettempdir(), f"astral_dsl_cst_{digest[:16]}.lark_cache")
-
-
 @lru_cache(maxsize=1)
 def _parser() -> lark.Lark:
-    return lark.Lark(resources.grammar_text(), parser="lalr", lexer="contextual",
-                     start=["start"], propagate_positions=False, maybe_placeholders=False,
-                     keep_all_tokens=True, cache=_cache_path())
+    from astral_dsl.syntax import tables
+
+    return tables.build("concrete", lexer="contextual", start=["start"],
+                        propagate_positions=False, maybe_placeholders=False,
+                        keep_all_tokens=True)
 
 
 def normalise_newlines(text: str) -> str:

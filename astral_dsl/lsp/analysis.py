@@ -17,7 +17,8 @@ import attrs
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
 from astral_dsl.model.design import Design
 from astral_dsl.semantics.instantiate import Evaluator
-from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, display_name, project_root
+from astral_dsl.semantics.modules import (LoadedModule, ModuleLoader, display_name,
+                                          project_root, read_file)
 from astral_dsl.semantics.scope import ModuleScope
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.source import Source
@@ -109,7 +110,7 @@ class Reader:
         text = self.overlay(path)
         if text is not None:
             return text.encode("utf-8")
-        return path.read_bytes()
+        return read_file(path)
 
 
 _LOCK = threading.Lock()      # the compiler keeps per-process caches; one compile at a time
@@ -170,7 +171,7 @@ def _engineering(design: Design, path, text, overlay, front) -> Tuple[Diagnostic
             if _same_path(p, path):
                 return text.encode("utf-8")
             t = overlay(p)
-            return t.encode("utf-8") if t is not None else p.read_bytes()
+            return t.encode("utf-8") if t is not None else read_file(p)
 
         def recompile(assignments, sets=None, scenario=None):
             return compile_file(path, None, read=read, assignments=assignments, field_sets=sets,

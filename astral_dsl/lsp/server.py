@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -390,5 +391,8 @@ def build(debounce: float = 0.3) -> AstralServer:
 
 
 def serve(debounce: float = 0.3) -> None:
+    from astral_dsl.stdio import detach_stdout
+
     logging.basicConfig(level=logging.WARNING)
-    build(debounce).start_io()
+    protocol = detach_stdout()     # nothing but the protocol ever reaches the client's stream
+    build(debounce).start_io(sys.stdin.buffer, protocol)

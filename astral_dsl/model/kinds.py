@@ -6,10 +6,11 @@ members under any field name, so `storage_racks = 4 x StorageRack` needs no sche
 other field must be one the kind knows, so that a misspelt field is an error with a hint."""
 from __future__ import annotations
 
-from typing import Mapping, Optional, Tuple
+from typing import Callable, Mapping, Optional, Tuple
 
 import attrs
 
+from astral_dsl.model.fluid_names import check_fluid_name
 from astral_dsl.units import DIMENSION_TYPES
 
 
@@ -34,6 +35,9 @@ class BoolType:
 
 @attrs.frozen
 class StrType:
+    # the domain of the string: a function returning None or (code, message, hint)
+    check: Optional[Callable[[str], Optional[Tuple[str, str, str]]]] = None
+
     def describe(self) -> str:
         return "a string"
 
@@ -229,7 +233,10 @@ _register(_kind("battery", "battery strings on a DC bus", dict(
     strings=q("count", "parallel strings", low=1))))
 _register(_kind("cooling", "the cooling system", {},
                 nested=("loop", "cdu", "air", "facility"), open_members=True))
-_register(_kind("fluid", "a coolant", dict(coolprop=STR, concentration=q("ratio", high=1))))
+_register(_kind("fluid", "a coolant", dict(
+    coolprop=FieldSpec(StrType(check_fluid_name),
+                       doc="CoolProp name: `Water`, `HEOS::NAME` or `INCOMP::NAME[fraction]`"),
+    concentration=q("ratio", high=1))))
 _register(_kind("cdu", "a coolant distribution unit", dict(
     capacity=q("power", required=True), max_flow=q("flow"), power=q("power"))))
 _register(_kind("loop", "a liquid cooling loop", dict(

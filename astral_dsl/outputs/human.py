@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.outputs.terminal import printable
 
 _COLOURS = {Severity.ERROR: "\x1b[1;31m", Severity.WARNING: "\x1b[1;33m",
             Severity.INFO: "\x1b[1;36m"}
@@ -15,15 +16,19 @@ def render(d: Diagnostic, line_of: Callable[[str, int], Optional[str]], colour: 
     def c(code: str, text: str) -> str:
         return f"{code}{text}{_RESET}" if colour else text
 
-    out = [f"{c(_COLOURS[d.severity], f'{d.severity.value}[{d.code}]')}: {c(_BOLD, d.message)}"]
+    # everything from the design (messages quote its strings) is printed with its control
+    # characters escaped: see outputs/terminal.py
+    out = [f"{c(_COLOURS[d.severity], f'{d.severity.value}[{d.code}]')}: "
+           f"{c(_BOLD, printable(d.message))}"]
     span = d.span
     if span is None:
         if d.filename:
-            out.append(f"  {c(_BLUE, '-->')} {d.filename}")
+            out.append(f"  {c(_BLUE, '-->')} {printable(d.filename)}")
     else:
         gutter = len(str(span.end.line))
         pad = " " * gutter
-        out.append(f"{pad}{c(_BLUE, '-->')} {span.file}:{span.start.line}:{span.start.column}")
+        out.append(f"{pad}{c(_BLUE, '-->')} {printable(span.file)}:{span.start.line}:"
+                   f"{span.start.column}")
         text = line_of(span.file, span.start.line)
         if text is None and span.start.line > 1 and line_of(span.file, span.start.line - 1) \
                 is not None:
@@ -36,15 +41,16 @@ def render(d: Diagnostic, line_of: Callable[[str, int], Optional[str]], colour: 
             else:
                 width = max(1, len(text) - start)
             text, start, width = _window(text, start, width)
+            text, start, width = _escaped(text, start, width)
             out.append(f"{pad} {c(_BLUE, '|')}")
             out.append(f"{c(_BLUE, str(span.start.line).rjust(gutter))} {c(_BLUE, '|')} {text}")
             marks = " " * start + "^" * width
             out.append(f"{pad} {c(_BLUE, '|')} {c(_COLOURS[d.severity], marks)}")
     lead = " " * (len(str(span.end.line)) if span else 1)
     for note in d.notes:
-        out.append(f"{lead} {c(_BLUE, '=')} note: {note}")
+        out.append(f"{lead} {c(_BLUE, '=')} note: {printable(note)}")
     if d.hint:
-        out.append(f"{lead} {c(_BLUE, '=')} hint: {d.hint}")
+        out.append(f"{lead} {c(_BLUE, '=')} hint: {printable(d.hint)}")
     return "\n".join(out)
 
 
@@ -64,3 +70,10 @@ def _window(text: str, start: int, width: int):
     if hi < len(text):
         shown += "..."
     return shown, start, width
+
+
+def _escaped(text: str, start: int, width: int):
+    """The shown line with control characters escaped, and the caret moved to match."""
+    head = printable(text[:start])
+    marked = printable(text[start:start + width])
+    return head + marked + printable(text[start + width:]), len(head), max(1, len(marked))

@@ -85,10 +85,17 @@ def render_report(design: Design, eng: Engineering, colour: bool = False, width:
     console = Console(file=out, width=width, force_terminal=colour, color_system="standard"
                       if colour else None, highlight=False)
     s = size_summary(design, eng)
+    from rich.markup import escape
+
+    from astral_dsl.outputs.terminal import printable
+
+    def shown(text) -> str:                 # design text: no terminal controls, no markup
+        return escape(printable(text))
+
     for item in chosen_json(design):
-        console.print(f"chosen by sizing: {item['file']}:{item['line']}:{item['column']} = "
-                      f"{item['value']}")
-    console.print(f"[bold]{design.file}[/bold]: {s['gpus']:,} GPUs, {s['hosts']:,} hosts, "
+        console.print(f"chosen by sizing: {shown(item['file'])}:{item['line']}:"
+                      f"{item['column']} = {shown(item['value'])}")
+    console.print(f"[bold]{shown(design.file)}[/bold]: {s['gpus']:,} GPUs, {s['hosts']:,} hosts, "
                   f"{s['racks']:,} racks; IT {s['it_power_kw']:,.1f} kW peak, "
                   f"{s['it_power_avg_kw']:,.1f} kW average; facility "
                   f"{s['facility_power_kw']:,.1f} kW; PUE {s['pue'] if s['pue'] else '-'}")
@@ -127,7 +134,7 @@ def render_report(design: Design, eng: Engineering, colour: bool = False, width:
             cdus = "-" if lp.cdus_needed is None else (
                 f"{lp.cdus} (needs {lp.cdus_needed})" if lp.cdus is not None else
                 f"{lp.cdus_needed}")
-            t.add_row(lp.path, f"{lp.replicas:,}", lp.fluid, _kw(lp.heat_w),
+            t.add_row(lp.path, f"{lp.replicas:,}", shown(lp.fluid), _kw(lp.heat_w),
                       f"{format_number(lp.supply_c)} degC", format_number(lp.rise_k),
                       f"{formulas.m3s_to_l_per_min(lp.flow_m3s):,.0f} L/min" if lp.flow_m3s
                       else "-", cdus, _kw(lp.pump_w))

@@ -37,6 +37,9 @@ def coerce(value: Any, type_: Any, span: Span, what: str) -> Any:
         _fail("E303", f"{what} must be `true` or `false`, not a {type_name(value)}", span)
     if isinstance(type_, StrType):
         if isinstance(value, str):
+            problem = type_.check(value) if type_.check is not None else None
+            if problem is not None:
+                _fail(problem[0], f"{what}: {problem[1]}", span, problem[2])
             return value
         _fail("E303", f"{what} must be a string, not a {type_name(value)}", span,
               'write it in double quotes: "..."')

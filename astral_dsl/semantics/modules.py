@@ -6,6 +6,9 @@ entry file's folder). Nothing outside the project and the stdlib can be imported
 included), and an import cycle is a diagnostic."""
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
@@ -20,8 +23,49 @@ from astral_dsl.syntax.source import Source, decode
 Reader = Callable[[Path], bytes]
 
 
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+
+
+class SourceTooLarge(OSError):
+    """A source file beyond MAX_SOURCE_BYTES (reported as E108)."""
+
+
 def read_file(path: Path) -> bytes:
-    return path.read_bytes()
+    """The bytes of a regular source file: a FIFO, device or socket is refused without blocking
+    on it, and a file larger than MAX_SOURCE_BYTES is refused before it is read into memory."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)",
+                          str(path))
+        if st.st_size > MAX_SOURCE_BYTES:
+            raise SourceTooLarge(errno.EFBIG, f"{st.st_size:,} bytes", str(path))
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            total += len(chunk)
+            if total > MAX_SOURCE_BYTES:     # it grew while being read
+                raise SourceTooLarge(errno.EFBIG, f"over {MAX_SOURCE_BYTES:,} bytes", str(path))
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def unreadable(what: str, exc: OSError, span: Optional[Span] = None,
+               file: Optional[str] = None) -> Diagnostic:
+    """The diagnostic for a source file that cannot be read (E100), or is too large (E108)."""
+    if isinstance(exc, SourceTooLarge):
+        return Diagnostic("E108", Severity.ERROR,
+                          f"{what} is too large to compile ({exc.strerror}; the limit is "
+                          f"{MAX_SOURCE_BYTES // (1024 * 1024)} MiB)", span,
+                          "split the design into modules that import each other", file=file)
+    return Diagnostic("E100", Severity.ERROR, f"cannot read {what}: {exc.strerror or exc}",
+                      span, file=file)
 
 
 @attrs.define
@@ -101,7 +145,7 @@ class ModuleLoader:
         try:
             data = self.read(path)
         except OSError as exc:
-            self._error("E100", f"cannot read module `{key}`: {exc.strerror or exc}", node.span)
+            self.diagnostics.append(unreadable(f"module `{key}`", exc, node.span))
             return None
         module = self._parse(key, path, data, is_stdlib=key.startswith("stdlib."))
         self.modules[pkey] = module
@@ -128,6 +172,11 @@ class ModuleLoader:
             self._error("E207", f"module `{node.dotted}` resolves outside the project "
                                 f"({display_name(resolved)})", node.span,
                         "imports resolve only inside the project and the stdlib")
+            return None
+        if resolved.exists() and not resolved.is_file():
+            self._error("E100", f"cannot read module `{node.dotted}`: "
+                                f"{display_name(resolved)} is not a regular file",
+                        Span(node.span.file, node.path[0].span.start, node.path[-1].span.end))
             return None
         if not resolved.is_file():
             where = "the stdlib" if parts[0] == "stdlib" else f"the project ({display_name(base)})"

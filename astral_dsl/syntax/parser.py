@@ -8,28 +8,17 @@ from typing import List, Optional, Tuple
 import lark
 from lark.exceptions import UnexpectedInput, VisitError
 
-from astral_dsl import resources
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError
-from astral_dsl.syntax import ast
+from astral_dsl.syntax import ast, tables
 from astral_dsl.syntax.build import Builder
 from astral_dsl.syntax.errors import syntax_diagnostic
 from astral_dsl.syntax.source import Source
 
 @lru_cache(maxsize=1)
 def _parser() -> lark.Lark:
-    grammar = resources.grammar_text()
-    return lark.Lark(grammar, parser="lalr", lexer="contextual", start=["start", "expr_only"],
-                     propagate_positions=True, maybe_placeholders=True, cache=_cache_path())
-
-
-def _cache_path():
-    import hashlib
-    import os
-    import tempfile
-
-    digest = hashlib.sha256(resources.grammar_text().encode() + lark.__version__.encode()).hexdigest()
-    path = os.path.join(tempfile.gettempdir(), f"astral_dsl_grammar_{digest[:16]}.lark_cache")
-    return path
+    # the tables come from the per-user cache (plain data, never a pickle): syntax/tables.py
+    return tables.build("compiler", lexer="contextual", start=["start", "expr_only"],
+                        propagate_positions=True, maybe_placeholders=True)
 
 
 def parse(source: Source) -> ast.Module:

@@ -1,0 +1,157 @@
+"""A per-user cache of derived data (the parser tables of the grammar), safe against other users.
+
+The old cache was a pickle at a predictable path in the shared temporary directory: any local
+user who created that file first ran code in every later `astral` process. This cache
+
+- lives in a directory of the current user only: `$ASTRAL_CACHE_DIR`, else
+  `$XDG_CACHE_HOME/astral_dsl`, else `~/.cache/astral_dsl`; it is created with mode 0700 and used
+  only when it is a real directory (not a symlink) owned by the effective user and writable by
+  nobody else; otherwise nothing is cached (`ASTRAL_CACHE_DIR=off` turns caching off);
+- holds plain data, never a pickle: an entry is JSON, so even a forged entry cannot run code;
+- is verified before it is read: the file is opened without following symlinks, must be a
+  regular file of the same owner writable by nobody else and of bounded size, and must carry the
+  key it was written for and the SHA-256 of its payload;
+- is written atomically (a private temporary file in the same directory, then a rename).
+
+Every failure (no home directory, a read-only disk, a forged or truncated entry) means "not
+cached": the caller computes the data again, and nothing is reported."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+MAGIC = b"astral-cache 1\n"
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
+
+
+def cache_dir(create: bool = True) -> Optional[Path]:
+    """The current user's cache directory, or None when there is no safe one."""
+    chosen = os.environ.get("ASTRAL_CACHE_DIR")
+    if chosen is not None:
+        if chosen.strip().lower() in ("", "off", "0", "none", "no"):
+            return None
+        folder = Path(chosen)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME")
+        if not base or not os.path.isabs(base):
+            try:
+                base = str(Path.home() / ".cache")
+            except (RuntimeError, KeyError, OSError):
+                return None
+        folder = Path(base) / "astral_dsl"
+    if not folder.is_absolute():
+        return None
+    if create:
+        try:
+            folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            folder.mkdir(exist_ok=True, mode=0o700)
+        except OSError:
+            return None
+    return folder if _private_dir(folder) else None
+
+
+def _private_dir(folder: Path) -> bool:
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        return False
+    return not st.st_mode & 0o022        # nobody else may create or replace entries
+
+
+def _entry_path(folder: Path, name: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return folder / f"{safe}.json"
+
+
+def key_digest(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        data = p.encode("utf-8") if isinstance(p, str) else p
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def read(name: str, key: str) -> Optional[Any]:
+    """The JSON value stored under `name` for `key`, or None (absent, foreign, forged, stale)."""
+    folder = cache_dir(create=False)
+    if folder is None:
+        return None
+    data = _read_verified(_entry_path(folder, name))
+    if data is None:
+        return None
+    head, sep, rest = data.partition(b"\n")
+    digest, sep2, payload = rest.partition(b"\n")
+    if not (sep and sep2) or head != key.encode("ascii", "replace"):
+        return None
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        return None
+    try:
+        return json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _read_verified(path: Path) -> Optional[bytes]:
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022 \
+                or st.st_size > MAX_ENTRY_BYTES:
+            return None
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_ENTRY_BYTES:
+                return None
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if not data.startswith(MAGIC):
+        return None
+    return data[len(MAGIC):]
+
+
+def write(name: str, key: str, value: Any) -> bool:
+    """Store a JSON-serialisable value under `name` for `key`; False when it cannot be cached."""
+    folder = cache_dir(create=True)
+    if folder is None:
+        return False
+    payload = json.dumps(value, separators=(",", ":")).encode("utf-8")
+    if len(payload) > MAX_ENTRY_BYTES - 200:
+        return False
+    data = MAGIC + key.encode("ascii", "replace") + b"\n" + \
+        hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)     # mode 0600
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, _entry_path(folder, name))
+        return True
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
