@@ -229,12 +229,15 @@ def _voltage_range(f: Instance, voltage: float, resolve, diags) -> None:
 
 
 def _material(f: Instance, table: Optional[Instance], diags) -> Tuple[float, float]:
-    name = _sym(table.field("material")) if table is not None else None
+    name = _sym(f.field("material"))
+    if name is None and table is not None:
+        name = _sym(table.field("material"))
     if name is None:
         diags.append(_warn("W621", f"the conductor material of `{f.path}` is not declared: "
                                    f"copper is assumed for its resistance",
                            f.span_of("conductor_area"),
-                           "reference a `cable` with `material = copper` (or `aluminium`)"))
+                           "declare `material = copper` (or `aluminium`) on the feeder or its "
+                           "`cable`"))
         name = "copper"
     return MATERIALS[name]
 
@@ -317,7 +320,8 @@ def _rectifier(f: Instance, load, resolve, diags, reqs, units: int):
     module = _si(rect.field("module"))
     if not module:
         diags.append(_warn("W625", f"rectifier `{rect.path}` of `{f.path}` declares no "
-                                   f"`module` rating: its modules are not counted", rect.span,
+                                   f"`module` rating: its modules are not counted",
+                           f.span_of("rectifier"),
                            "declare `module = ...` (one module's rated power)"))
         return None, None
     derate = _si(rect.field("derate")) or 1.0
@@ -355,7 +359,7 @@ def _battery(f: Instance, load, resolve, diags, reqs, units: int):
         missing = [n for n, v in (("cells", cells), ("end_voltage", end_v)) if not v]
         diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
                                    f"{' or '.join(f'`{m}`' for m in missing) or 'autonomy'}: "
-                                   f"its capacity is not sized", bat.span,
+                                   f"its capacity is not sized", f.span_of("battery"),
                            "declare `cells` and `end_voltage` (per cell, e.g. 1.75 V for "
                            "lead-acid)"))
         return None, None, None
@@ -367,7 +371,7 @@ def _battery(f: Instance, load, resolve, diags, reqs, units: int):
         diags.append(_warn("W625", f"battery `{bat.path}` declares no "
                                    f"{', '.join(f'`{n}`' for n, _ in assumed)}: the IEEE 485 "
                                    f"values {', '.join(f'{n} = {v}' for n, v in assumed)} are "
-                                   f"assumed{lead}", bat.span,
+                                   f"assumed{lead}", f.span_of("battery"),
                            "declare the sizing factors for the battery's chemistry"))
     factors = {name: _si(bat.field(name)) or value for name, value in _FACTORS}
     current, _, sized = formulas.battery_capacity_ah(
@@ -390,8 +394,9 @@ def _battery(f: Instance, load, resolve, diags, reqs, units: int):
         diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
                                    f"`string_capacity`: the {readable.grouped(sized, 1)} Ah "
                                    f"its autonomy needs are not checked against what it holds",
-                           bat.span, "declare `string_capacity` (at the autonomy's discharge "
-                                     "rate) and `strings`"))
+                           f.span_of("battery"),
+                           "declare `string_capacity` (at the autonomy's discharge rate) and "
+                           "`strings`"))
         return current, sized, None
     available = per_string / 3600.0 * (int(_si(bat.field("strings")) or 1))
     if available < sized * (1 - 1e-9):

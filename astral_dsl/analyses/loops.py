@@ -70,18 +70,18 @@ _BRACKET = re.compile(r"\[([0-9.]+)\]\s*$")
 
 
 def _fluid(loop: Instance, fluid: Optional[Instance], diags) -> Optional[str]:
-    """The CoolProp name, after checking it against the declared concentration (E649)."""
+    """The CoolProp name, after checking it against the declared concentration (E650)."""
     name = fluid.field("coolprop") if fluid is not None else None
     if not isinstance(name, str):
         return None
     conc = _si(fluid.field("concentration"))
-    if conc is not None:
+    if conc is not None and "&" not in name:       # a mixture of pure fluids names its own
         m = _BRACKET.search(name)
         said = float(m.group(1)) if m else 0.0
         if abs(said - conc) > 1e-9:
             what = f"`{name}` is {format_number(said * 100)} %" if m else \
                 f"`{name}` names a pure fluid"
-            diags.append(_err("E649", f"fluid `{fluid.path}` declares a concentration of "
+            diags.append(_err("E650", f"fluid `{fluid.path}` declares a concentration of "
                                       f"{format_number(round(conc * 100, 6))} % but its CoolProp "
                                       f"name {what}: the properties would be those of the name",
                               fluid.span_of("concentration"),

@@ -135,8 +135,9 @@ def _unfed(design: Design, mult, served: Served, feeders, cache) -> List[Diagnos
         return [_err("W626", f"{readable.grouped(missing)} rack(s) "
                              f"({readable.power(watts)}) have no feeder: their "
                              f"power path is not checked and their conversion losses count as "
-                             f"0 W", example.span, "declare a feeder that serves them (`serves`) or "
-                                                  "name it in the racks' `feeds`",
+                             f"0 W", example.span,
+                     "declare a feeder that serves them (`serves`) or name it in the racks' "
+                     "`feeds`",
                      Severity.WARNING)]
     if not any(r.kind == "rack" for _, r in mult.values()) and not feeders:
         it = sum(power_of(r, cache).si for r in design.roots)

@@ -57,10 +57,11 @@ class Served:
         hit = self._memo.get(id(unit))
         if hit is not None:
             return hit
+        has_serves = unit.field("serves") is not None       # `serves = []` serves nothing
         declared = self.resolve.group(unit.field("serves"))
         named = self._named(unit)
         field, code = _NAMING.get(unit.kind, (None, None))
-        if declared and named:
+        if has_serves and named:
             for _, rack in named:
                 if not any(self._holds(part, rack) for _, part in declared):
                     self.diagnostics.append(Diagnostic(
@@ -71,7 +72,7 @@ class Served:
                         f"add the rack to `serves` of `{unit.path}`, or drop `serves` there so "
                         f"that the racks naming it decide"))
             parts = declared
-        elif declared:
+        elif has_serves:
             parts = declared
         elif named:
             parts = named
