@@ -5,6 +5,8 @@ errors (E630-E632); and `feeds` / `loop` on racks decide what a feeder / loop su
 E648 when they contradict `serves`)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import astral_dsl
@@ -408,8 +410,8 @@ site S {{ hosts = 1 x Node }}
     assert host.field("units").si == pytest.approx(units * 0.04445)      # 1 U = 44.45 mm
 
 
-@pytest.mark.parametrize("name", ["astral.astral", "dgx_superpod.astral", "single_pod.astral",
-                                  "sizing.astral", "tutorial_rack.astral"])
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).resolve().parents[1]
+                                                        / "examples").glob("*.astral")))
 def test_every_example_passes_strict(name):
     """The reference design and every example declare what the analyses need (with a source or
     an `[assumed]` comment): `astral check --strict --all-scenarios` finds nothing."""
