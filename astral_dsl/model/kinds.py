@@ -270,13 +270,20 @@ _register(_kind("parallel", "parallel degrees", dict(
     tp=q("count", low=1), pp=q("count", low=1), dp=q("count", low=1), cp=q("count", low=1),
     ep=q("count", low=1), sp=BOOL, virtual_stages=q("count", low=1),
     schedule=enum("1f1b", "interleaved", "gpipe"),
-    stages=FieldSpec(ListType(QType("count", True, 0))), zero=q("count", high=3), fsdp=BOOL)))
+    stages=FieldSpec(ListType(QType("count", True, 0))), zero=q("count", high=3), fsdp=BOOL,
+    reshard_after_forward=FieldSpec(BoolType(), doc="ZeRO-3 / FSDP: free the gathered weights "
+                                    "after the forward and gather them again for the backward"),
+    order=FieldSpec(StrType(), doc='rank order of the parallel dimensions, fastest first, e.g. '
+                                   '"tp-cp-ep-dp-pp" (Megatron-Core\'s default)'))))
 _register(_kind("batch", "batch sizes", dict(
     global_batch=q("count", low=1), micro=q("count", low=1), seq=q("count", low=1))))
 _register(_kind("job", "an LLM training job", dict(
     model=ref("model", required=True), placement=ANY, gpus=q("count", low=1),
     recompute=enum("none", "selective", "full"), dtype=enum("bf16", "fp16", "fp8", "fp32"),
-    utilization=q("ratio", high=1)), records={"parallel": "parallel", "batch": "batch"},
+    utilization=q("ratio", high=1), attention=enum("flash", "unfused"),
+    grad_dtype=enum("fp32", "bf16", "fp16", doc="gradient buffer and reduction precision"),
+    overlap_grad_reduce=BOOL, overlap_param_gather=BOOL),
+    records={"parallel": "parallel", "batch": "batch"},
     root=True))
 _register(_kind("scenario", "a what-if: parts failed or degraded", dict(
     required=BOOL, description=STR), statements=("check", "let", "fail", "set"), root=True))
