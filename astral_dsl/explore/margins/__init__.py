@@ -48,11 +48,8 @@ def _recompile(base, overrides, cls):
     """The parsed source evaluated again with other parameter values (no re-parsing)."""
     from astral_dsl import compiler
 
-    try:
-        return compiler._evaluate(base.entry, base.loader, base.load_diagnostics, overrides, {},
-                                  None, None, cls)
-    except TypeError:          # the compiler's internals moved: compile afresh
-        return compiler.compile_path(base.entry.path, overrides, evaluator_class=cls)
+    return compiler._evaluate(base.entry, base.loader, base.load_diagnostics, overrides, {},
+                              None, None, instantiator=cls)
 
 
 def literal(q: Quantity, si: float) -> str:
@@ -70,9 +67,9 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
 
     overrides = dict(overrides or {})
     if read is None:
-        base = compile_path(path, overrides, evaluator_class=ShadowEvaluator)
+        base = compile_path(path, overrides, instantiator=ShadowEvaluator)
     else:
-        base = compile_path(path, overrides, read, ShadowEvaluator)
+        base = compile_path(path, overrides, read, instantiator=ShadowEvaluator)
     design = base.design
     checked = check_design(design)
     if front_end_errors(design) or not design.roots:
@@ -82,7 +79,7 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
         return Report(design.file, {}, [], checked.diagnostics,
                       "the design leaves values to sizing (`?`): margins are computed on "
                       "designs without unknowns")
-    ev: ShadowEvaluator = base.evaluator
+    ev: ShadowEvaluator = base.instantiator
     limits = collect(base, checked)
     values = {n: q for n, q in _numeric_params(design).items()
               if params is None or n in params}

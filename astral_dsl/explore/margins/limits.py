@@ -65,9 +65,9 @@ def _where(span):
 
 
 def collect(comp, checked) -> List[Limit]:
-    """The limits of a compiled design (`comp.evaluator` a ShadowEvaluator or NumericRecorder)
+    """The limits of a compiled design (`comp.instantiator` a ShadowEvaluator or NumericRecorder)
     and its check result (`checked.engineering`)."""
-    ev: ShadowEvaluator = comp.evaluator
+    ev: ShadowEvaluator = comp.instantiator
     out: List[Limit] = []
     sources = {m.source.name: m.source for m in comp.loader.modules.values()
                if m.source is not None}

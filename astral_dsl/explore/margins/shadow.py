@@ -24,8 +24,8 @@ import attrs
 import sympy
 
 from astral_dsl.model.values import Bundle, Group
-from astral_dsl.semantics.frames import Frame
-from astral_dsl.semantics.instantiate import Evaluator
+from astral_dsl.semantics.evaluate import Expressions
+from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.scope import ParamSymbol
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
@@ -63,8 +63,20 @@ class CheckRecord:
     passed: bool
 
 
-class ShadowEvaluator(Evaluator):
+class ShadowExpressions(Expressions):
+    """The compiler's expression evaluator, telling its host (a ShadowEvaluator) every value it
+    computes so that the host can keep the value's shadow."""
+
+    def eval(self, expr, env):
+        return self.host.evaluated(expr, env, super().eval(expr, env))
+
+    def derived(self, frame, name):
+        return self.host.derived_value(frame, name, super().derived(frame, name))
+
+
+class ShadowEvaluator(Instantiator):
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("expressions", ShadowExpressions)
         super().__init__(*args, **kwargs)
         self.shadows: Dict[int, Tuple[Any, Any]] = {}       # id(value) -> (value, shadow)
         self.params: Dict[str, Tuple[sympy.Symbol, Quantity]] = {}
@@ -137,8 +149,7 @@ class ShadowEvaluator(Evaluator):
             self._keep(value, sym if sym is not None else OPAQUE)
         return value
 
-    def derived(self, frame, name):
-        value = super().derived(frame, name)
+    def derived_value(self, frame, name, value):
         if not self.symbolic or value is None or id(value) in self.shadows:
             return value
         from astral_dsl.model.rollup import PLURALS
@@ -156,7 +167,7 @@ class ShadowEvaluator(Evaluator):
         seen = {} if seen is None else seen
         if id(node) in seen:
             return seen[id(node)]
-        declared = node.declared("power")
+        declared = self.view.declared(node, "power")
         if isinstance(declared, Quantity) and declared.dims == _W:
             out = self.shadow(declared)
         else:
@@ -191,7 +202,7 @@ class ShadowEvaluator(Evaluator):
     def containment(self, node):
         """(count shadow, child) for every physical child (rollup.containment's rule)."""
         out = []
-        for value in node.member_values():
+        for value in self.view.members(node):
             if isinstance(value, Group):
                 out.extend(self.group_runs(value))
             else:
@@ -215,8 +226,7 @@ class ShadowEvaluator(Evaluator):
         return out
 
     # -- expressions ----------------------------------------------------------------------------
-    def eval(self, expr, env):
-        value = super().eval(expr, env)
+    def evaluated(self, expr, env, value):
         sym = self._expr_shadow(expr, value)
         if sym is not None and id(value) not in self.shadows and \
                 isinstance(value, (Quantity, Group, Bundle)):
@@ -287,7 +297,7 @@ class ShadowEvaluator(Evaluator):
         sides of its comparison as numbers and shadows. Evaluating a condition again is free:
         every value it reads is memoised."""
         from astral_dsl.diagnostics import DiagnosticError
-        from astral_dsl.semantics.evaluate import Poisoned
+        from astral_dsl.semantics.errors import Poisoned
         from astral_dsl.semantics.frames import Env
 
         roots, paths, mult = self.layout()
@@ -313,8 +323,10 @@ class ShadowEvaluator(Evaluator):
                 if not isinstance(value, bool):
                     continue
                 if isinstance(cond, ast.Compare):
-                    left = self.numeric(self._last_value.get(id(cond.left)), cond.left.span)
-                    right = self.numeric(self._last_value.get(id(cond.right)), cond.right.span)
+                    left = self.expr.numeric(self._last_value.get(id(cond.left)),
+                                             cond.left.span)
+                    right = self.expr.numeric(self._last_value.get(id(cond.right)),
+                                              cond.right.span)
                     out.append(CheckRecord(check, path, count, cond.op, left, right,
                                            self._last.get(id(cond.left), OPAQUE),
                                            self._last.get(id(cond.right), OPAQUE), value))
