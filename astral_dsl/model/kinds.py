@@ -282,7 +282,9 @@ _register(_kind("job", "an LLM training job", dict(
     recompute=enum("none", "selective", "full"), dtype=enum("bf16", "fp16", "fp8", "fp32"),
     utilization=q("ratio", high=1), attention=enum("flash", "unfused"),
     grad_dtype=enum("fp32", "bf16", "fp16", doc="gradient buffer and reduction precision"),
-    overlap_grad_reduce=BOOL, overlap_param_gather=BOOL),
+    overlap_grad_reduce=BOOL, overlap_param_gather=BOOL,
+    tp_overlap=enum("backward", "none", doc="TP reductions overlapped with the weight-gradient "
+                    "GEMMs, or on the critical path (Megatron-LM before 2022)")),
     records={"parallel": "parallel", "batch": "batch"},
     root=True))
 _register(_kind("scenario", "a what-if: parts failed or degraded", dict(
