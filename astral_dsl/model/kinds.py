@@ -159,6 +159,8 @@ _register(_kind("gpu", "an accelerator", dict(
     flops_fp32=q("compute", "FP32 peak"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     max_supply=q("temperature", "hottest coolant supply the cold plate accepts"),
+    system_power=q("power", "peak draw of the vendor's 8-GPU server built on it (HGX/DGX)"),
+    system_units=q("length", "height of that server in rack units"),
 ), level=0))
 # pluggable form factors of network cages and modules (SFF-8665 QSFP28, QSFP56 and QSFP112; the
 # QSFP-DD MSA; the OSFP MSA)
@@ -178,10 +180,12 @@ _register(_kind("cpu", "a host processor", dict(_PHYS, cores=q("count")), level=
 _register(_kind("host", "a server", dict(
     _PHYS, units=q("length", "height in rack units"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
-    idle_power=q("power")), level=1, open_members=True))
+    idle_power=q("power", "not used by any analysis (an error, E630)")), level=1,
+    open_members=True))
 _register(_kind("rack", "a rack of hosts", dict(
-    _GROUPING_FIELDS, feeds=FieldSpec(ListType(RefType(("feeder",))), doc="power feeds (A/B)"),
-    loop=ref("loop", doc="the liquid loop serving the rack")), level=2, open_members=True))
+    _GROUPING_FIELDS, feeds=FieldSpec(ListType(RefType(("feeder",))),
+                                      doc="the feeders that supply it (A/B)"),
+    loop=ref("loop", doc="the liquid loop that cools it")), level=2, open_members=True))
 for _name, _level, _doc in (("row", 3, "a row (block) of racks"), ("block", 3, "a block of racks"),
                             ("pod", 4, "a pod"), ("hall", 5, "a data hall"),
                             ("site", 6, "a site: the design's root")):
@@ -241,6 +245,7 @@ _register(_kind("feeder", "a power feed (HVDC or AC)", dict(
     conductor_area=q("area"), length=q("length"), conductor_temperature=q("temperature"),
     max_voltage_drop=q("ratio", high=1), count=q("count", "how many such feeders", low=1),
     conductors=q("count", "parallel conductor sets", low=1), cable=ref("cable"),
+    material=enum("copper", "aluminium", doc="conductor material (else the `cable`'s)"),
     ampacity=q("current", "rated current of one conductor"),
     reactance=q("impedance_per_length", "AC reactance of one conductor, e.g. `0.08 ohm/km`"),
     rectifier=ref("rectifier"), battery=ref("battery"))))
@@ -257,7 +262,8 @@ _register(_kind("battery", "battery strings on a DC bus", dict(
     autonomy=q("time", required=True), chemistry=enum("lead_acid", "lithium_ion"),
     cells=q("count", low=1), end_voltage=q("voltage", "end-of-discharge voltage per cell"),
     aging_factor=q("number"), design_factor=q("number"), temperature_factor=q("number"),
-    efficiency=q("ratio", high=1), string_capacity=q("charge", "capacity of one string"),
+    efficiency=q("ratio", high=1),
+    string_capacity=q("charge", "capacity of one string at the autonomy's discharge rate"),
     strings=q("count", "parallel strings", low=1))))
 _register(_kind("cooling", "the cooling system", {},
                 nested=("loop", "cdu", "air", "facility"), open_members=True))
@@ -266,7 +272,8 @@ _register(_kind("fluid", "a coolant", dict(
                        doc="CoolProp name: `Water`, `HEOS::NAME` or `INCOMP::NAME[fraction]`"),
     concentration=q("ratio", high=1))))
 _register(_kind("cdu", "a coolant distribution unit", dict(
-    capacity=q("power", required=True), max_flow=q("flow"), power=q("power"))))
+    capacity=q("power", required=True), max_flow=q("flow"),
+    power=q("power", "one running CDU's own draw besides the loop's pumps"))))
 _register(_kind("loop", "a liquid cooling loop", dict(
     fluid=ref("fluid", required=True), supply=q("temperature", required=True),
     rise=q("temperature_delta", required=True), cdu=ref("cdu"), cdus=q("count"),
@@ -275,6 +282,8 @@ _register(_kind("loop", "a liquid cooling loop", dict(
 _register(_kind("air", "air cooling", dict(
     supply=q("temperature", required=True), rise=q("temperature_delta", required=True),
     max_rack_heat=q("power"), fan_power_ratio=q("ratio"), serves=ANY,
+    ashrae_class=enum("A1", "A2", "A3", "A4",
+                      doc="ASHRAE air class the cooled equipment is rated for"),
     network=FieldSpec(BoolType(), doc="also removes the heat of the switch fabrics attached at "
                                       "or below its owner"))))
 _register(_kind("facility", "facility water", dict(
