@@ -105,7 +105,8 @@ class Hosts:
     speed: Optional[Quantity]
     ports_per_nic: int
     gpus_per_host: int
-    kinds: Tuple[Tuple[int, int, int, int], ...]   # (hosts, NICs per host, ports per host, ports per NIC)
+    # per host model: (hosts, NICs per host, ports per host, ports per NIC)
+    kinds: Tuple[Tuple[int, int, int, int], ...]
     nics: Tuple[Instance, ...]  # the NIC models
 
 

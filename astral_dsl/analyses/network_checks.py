@@ -161,7 +161,7 @@ def fabric_checks(fabric: Instance, tiers, tier_insts, switches, rails, planes, 
                             "use dual-port NICs, `planes = 2` and `per = [rail, plane]` on the "
                             "first tier"))
     out.extend(_protocols(tiers, tier_insts, switches, hosts))
-    out.extend(_switch_power(fabric, tiers, tier_insts))
+    out.extend(_switch_power(tiers, tier_insts, switches))
     out.extend(_unreached(fabric, rails, planes, hosts, rails_used, planes_used))
     return out
 
@@ -199,26 +199,26 @@ def _protocols(tiers, tier_insts, switches, hosts) -> List[Diagnostic]:
     return out
 
 
-def _switch_power(fabric: Instance, tiers, tier_insts) -> List[Diagnostic]:
+def _switch_power(tiers, tier_insts, switches) -> List[Diagnostic]:
     """W606: switches whose power is not declared are counted as 0 W."""
-    missing = [(t, ti) for t, ti in zip(tiers, tier_insts) if t.switch_w is None and t.switches]
+    missing = [(t, ti, sw) for t, ti, sw in zip(tiers, tier_insts, switches)
+               if t.switch_w is None and t.switches]
     if not missing:
         return []
     total = sum(t.switches for t in tiers)
-    count = sum(t.switches for t, _ in missing)
+    count = sum(t.switches for t, _, _ in missing)
     if len(missing) == len([t for t in tiers if t.switches]):
         what = f"the network's {count:,} switches are counted as 0 W"
     else:
-        names = ", ".join(f"`{t.name}`" for t, _ in missing)
+        names = ", ".join(f"`{t.name}`" for t, _, _ in missing)
         what = (f"{count:,} of the network's {total:,} switches (tier {names}) are counted "
                 f"as 0 W")
-    first, inst = missing[0]
-    models = sorted({t.switch for t, _ in missing})
+    _, inst, switch = missing[0]
+    model = switch.template if switch is not None else missing[0][0].switch
     return [_warn("W606", f"switch power not declared: {what}", inst.span_of("switch"),
-                  f"declare `power` from the data sheet of `{models[0]}`, e.g. "
-                  f"`switch = {models[0].rsplit('.', 1)[-1]}(power = ...)`, or use a stdlib "
-                  f"switch that has it",
-                  [f"tier `{t.name}`: {t.switches:,} x `{t.switch}`" for t, _ in missing])]
+                  f"declare `power` from the data sheet of `{model}`, e.g. "
+                  f"`switch = {model}(power = ...)`, or use a stdlib switch that has it",
+                  [f"tier `{t.name}`: {t.switches:,} x `{t.switch}`" for t, _, _ in missing])]
 
 
 def _unreached(fabric: Instance, rails, planes, hosts, rails_used,
