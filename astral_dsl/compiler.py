@@ -18,6 +18,7 @@ from astral_dsl.semantics.overrides import parse_overrides
 from astral_dsl.semantics.paths import canonical_paths, multiplicities
 from astral_dsl.semantics.scope import ModuleScope, Template, build_scope
 from astral_dsl.syntax import ast
+from astral_dsl.syntax.source import encode
 
 MAX_GPUS = 10**9
 
@@ -53,7 +54,8 @@ def compile_text(text: str, name: str = "<string>", root: str | Path | None = No
                  scenario: Optional[str] = None) -> Design:
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
-    entry = loader.load_entry_text(name, text.encode("utf-8"))
+    data = bytes(text) if isinstance(text, (bytes, bytearray)) else encode(text)
+    entry = loader.load_entry_text(name, data)
     return _compile(entry, loader, diagnostics, overrides, assignments, field_sets, scenario)
 
 

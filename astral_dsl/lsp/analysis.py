@@ -21,7 +21,7 @@ from astral_dsl.semantics.modules import (LoadedModule, ModuleLoader, display_na
                                           project_root, read_file)
 from astral_dsl.semantics.scope import ModuleScope
 from astral_dsl.syntax import ast
-from astral_dsl.syntax.source import Source
+from astral_dsl.syntax.source import Source, encode
 
 MAX_VALUES = 6      # distinct values kept per expression (a template instantiated differently)
 
@@ -109,7 +109,7 @@ class Reader:
         self.read_paths.append(path)
         text = self.overlay(path)
         if text is not None:
-            return text.encode("utf-8")
+            return encode(text)
         return read_file(path)
 
 
@@ -132,7 +132,7 @@ def _analyse(uri, path, text, version, overlay, engineering) -> Analysis:
     root = project_root(path) if path is not None else Path.cwd()
     loader = ModuleLoader(root, diagnostics, reader)
     name = display_name(path) if path is not None else uri
-    entry_loaded = loader.load_entry_text(name, text.encode("utf-8"), path)
+    entry_loaded = loader.load_entry_text(name, encode(text), path)
     scopes: Dict[int, ModuleScope] = {}
     design: Optional[Design] = None
     evaluator: Optional[RecordingEvaluator] = None
@@ -169,9 +169,9 @@ def _engineering(design: Design, path, text, overlay, front) -> Tuple[Diagnostic
     if path is not None:
         def read(p: Path) -> bytes:
             if _same_path(p, path):
-                return text.encode("utf-8")
+                return encode(text)
             t = overlay(p)
-            return t.encode("utf-8") if t is not None else read_file(p)
+            return encode(t) if t is not None else read_file(p)
 
         def recompile(assignments, sets=None, scenario=None):
             return compile_file(path, None, read=read, assignments=assignments, field_sets=sets,

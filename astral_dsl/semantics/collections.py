@@ -7,11 +7,14 @@ from astral_dsl.model.values import (Bundle, Choice, Group,
                                      ListValue, RangeValue, Run, concat, type_name)
 from astral_dsl.semantics.frames import Frame
 from astral_dsl.syntax import ast
-from astral_dsl.units import Quantity
+from astral_dsl.units import Quantity, format_number
 from astral_dsl.semantics.errors import fail, unknown_key
 
 MAX_COUNT = 10**9           # one replication count
+MAX_GROUP = 10**12          # instances in one group value (nested replications multiply)
 MAX_ITERATIONS = 100_000    # one comprehension
+MAX_TOTAL_ITERATIONS = 200_000   # all comprehensions of one compile (nested ones multiply)
+MAX_RANGE_END = 2**53       # range ends: integers a float holds exactly
 
 
 class CollectionMixin:
@@ -75,6 +78,9 @@ class CollectionMixin:
         if isinstance(item, Frame):
             return Group((Run(n, item),))
         if isinstance(item, Group):
+            if item.count * n > MAX_GROUP:
+                fail("E401", f"{n:,} x a group of {item.count:,} makes {item.count * n:,} "
+                             f"instances, beyond the limit of {MAX_GROUP:,}", e.span)
             return item.repeat(n)
         if isinstance(item, Quantity):
             return Bundle(n, item)
@@ -84,6 +90,11 @@ class CollectionMixin:
     def _e_Range(self, e: ast.Range, env):
         start = self.whole(self.eval(e.start, env), e.start.span, "the start of a range")
         stop = self.whole(self.eval(e.stop, env), e.stop.span, "the end of a range")
+        for value, part in ((start, e.start), (stop, e.stop)):
+            if abs(value) > MAX_RANGE_END:
+                fail("E316", f"a range end of {format_number(value)} is beyond the plausible "
+                             f"range", part.span, f"range ends lie within ±2^53 "
+                                                  f"({MAX_RANGE_END:,})")
         if stop < start:
             fail("E309", f"a range ends before it starts ({start}..{stop})", e.span)
         return RangeValue(start, stop)
@@ -111,6 +122,11 @@ class CollectionMixin:
                  e.iterable.span)
         if items is None:
             fail("E401", f"a `for` over more than {MAX_ITERATIONS:,} items", e.iterable.span,
+                 "replicate with `N x Template` to keep the design symbolic")
+        self.iterations = getattr(self, "iterations", 0) + len(items)
+        if self.iterations > MAX_TOTAL_ITERATIONS:      # nested `for`s multiply
+            fail("E401", f"the `for`s of this design run more than "
+                         f"{MAX_TOTAL_ITERATIONS:,} iterations in all", e.iterable.span,
                  "replicate with `N x Template` to keep the design symbolic")
         return self.collection([self.eval(e.element, env.child(**{e.var.name: v}))
                                 for v in items])
