@@ -30,3 +30,4 @@ images: system-deps
 	$(PYTHON) -m astral_dsl.cli render examples/astral.astral -o docs/images/astral-cluster.png --view cluster --dpi $(IMAGES_DPI)
 	$(PYTHON) -m astral_dsl.cli render examples/astral.astral -o docs/images/astral-power.png --view power --dpi $(IMAGES_DPI)
 	$(PYTHON) -m astral_dsl.cli render examples/astral.astral -o docs/images/astral-cooling.png --view cooling --dpi $(IMAGES_DPI)
+	$(PYTHON) -m astral_dsl.cli sweep examples/explore.astral --grid job_gpus=256,512,1024,2048,4096 --grid tp=2,4,8 --grid pp=1,2,4,8 --job llama70b --plot docs/images/sweep-pareto.png --x min:job_gpus --y tokens_per_s >/dev/null; test $$? -le 1

@@ -23,6 +23,16 @@ def load(path: str | Path, overrides: Optional[Mapping[str, object]] = None):
     return compile_file(path, overrides)
 
 
+def compile(path: str | Path, overrides: Optional[Mapping[str, str]] = None):
+    """Compile a .astral file and return everything the compiler built: a Compilation with the
+    `design`, the parsed `modules`, their `scopes` and the `evaluator`. `recompile(assignments,
+    scenario)` evaluates the same parsed source again (sizing, what-if scenarios) and `under
+    (scenario)` gives the design as compiled under one of its scenarios."""
+    from astral_dsl.compiler import compile_path
+
+    return compile_path(path, overrides)
+
+
 def loads(text: str | bytes, name: str = "<string>", root: str | Path | None = None,
           overrides: Optional[Mapping[str, object]] = None):
     """Compile .astral source text (a str, or bytes as a file holds them); imports resolve
@@ -40,4 +50,4 @@ def summary(design) -> dict:
     return summarize(design)
 
 
-__all__ = ["__version__", "load", "loads", "summary"]
+__all__ = ["__version__", "compile", "load", "loads", "summary"]

@@ -4,10 +4,12 @@ module; this one only wires them together."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Tuple
+
+import attrs
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
-from astral_dsl.model.design import Design, UnknownSite
+from astral_dsl.model.design import Design, Instance, UnknownSite
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.semantics.checks import run_checks
 from astral_dsl.semantics.frames import Env
@@ -23,13 +25,46 @@ from astral_dsl.syntax.source import encode
 MAX_GPUS = 10**9
 
 
-def compile_file(path: str | Path, overrides: Optional[Mapping[str, str]] = None,
-                 read=read_file, assignments: Optional[Mapping[str, object]] = None,
-                 field_sets: Optional[Mapping[int, object]] = None,
-                 scenario: Optional[str] = None) -> Design:
-    """`assignments`: values for the design's unknowns (`?`), by UnknownSite.key.
-    `field_sets` and `scenario`: compile under a scenario, its `set`s in place by frame number
-    and its own checks run (analyses/checking.py)."""
+@attrs.define(eq=False)
+class Compilation:
+    """Everything one compile builds: the modules it read and parsed (with their imports
+    resolved), their scopes, the evaluator (frames and the value of every expression) and the
+    design. `recompile` evaluates the same parsed source again with values for the design's
+    unknowns (sizing) or under a scenario (its routes isolated), without reading or parsing
+    anything again."""
+    entry: LoadedModule
+    loader: ModuleLoader
+    overrides: Mapping[str, object]
+    load_diagnostics: Tuple[Diagnostic, ...]     # reading, parsing and imports
+    design: Design
+    scopes: Dict[int, ModuleScope] = attrs.field(factory=dict)
+    evaluator: Optional[Evaluator] = None
+
+    @property
+    def modules(self) -> Dict[str, LoadedModule]:
+        return self.loader.modules
+
+    def recompile(self, assignments: Optional[Mapping[str, object]] = None,
+                  scenario: Optional[Instance] = None) -> "Compilation":
+        """The same source with `assignments` for its unknowns, under `scenario` (a scenario
+        instance of this design, or None)."""
+        from astral_dsl.semantics.isolate import plan
+
+        return _evaluate(self.entry, self.loader, self.load_diagnostics, self.overrides,
+                         dict(assignments or {}),
+                         scenario.template if scenario is not None else None,
+                         plan(scenario.actions) if scenario is not None else None)
+
+    def under(self, scenario: Instance) -> Design:
+        """The design compiled under `scenario`, as sized: the parts its `fail`s and `set`s
+        name are isolated (their own instances, at their own paths), the `set`s in place, and
+        its own checks run."""
+        return self.recompile(dict(self.design.assignments), scenario).design
+
+
+def compile_path(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
+                 read=read_file, evaluator_class=None) -> Compilation:
+    """Read, parse and compile a file; see Compilation."""
     path = Path(path)
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(project_root(path), diagnostics, read)
@@ -42,45 +77,61 @@ def compile_file(path: str | Path, overrides: Optional[Mapping[str, str]] = None
         from astral_dsl.semantics.modules import unreadable
 
         diagnostics.append(unreadable(f"`{name}`", exc, file=name))
-        return _empty(name, diagnostics)
-    entry = loader.load_entry_text(name, data, path)
-    return _compile(entry, loader, diagnostics, overrides, assignments, field_sets, scenario)
+        entry = LoadedModule(name, path, None, None)
+    else:
+        entry = loader.load_entry_text(name, data, path)
+    return _evaluate(entry, loader, tuple(diagnostics), overrides, {}, None, None,
+                     evaluator_class)
 
 
-def compile_text(text: str, name: str = "<string>", root: str | Path | None = None,
-                 overrides: Optional[Mapping[str, str]] = None, read=read_file,
-                 assignments: Optional[Mapping[str, object]] = None,
-                 field_sets: Optional[Mapping[int, object]] = None,
-                 scenario: Optional[str] = None) -> Design:
+def compile_source(text: str, name: str = "<string>", root: str | Path | None = None,
+                   overrides: Optional[Mapping[str, object]] = None, read=read_file,
+                   evaluator_class=None) -> Compilation:
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
     data = bytes(text) if isinstance(text, (bytes, bytearray)) else encode(text)
     entry = loader.load_entry_text(name, data)
-    return _compile(entry, loader, diagnostics, overrides, assignments, field_sets, scenario)
+    return _evaluate(entry, loader, tuple(diagnostics), overrides, {}, None, None,
+                     evaluator_class)
+
+
+def compile_file(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
+                 read=read_file) -> Design:
+    return compile_path(path, overrides, read).design
+
+
+def compile_text(text: str, name: str = "<string>", root: str | Path | None = None,
+                 overrides: Optional[Mapping[str, object]] = None, read=read_file) -> Design:
+    return compile_source(text, name, root, overrides, read).design
 
 
 def _empty(name: str, diagnostics) -> Design:
     return Design(name, (), (), (), (), (), (), sort_diagnostics(diagnostics))
 
 
-def _compile(entry: LoadedModule, loader: ModuleLoader, diagnostics: List[Diagnostic],
-             overrides: Optional[Mapping[str, str]], assignments=None,
-             field_sets=None, scenario=None) -> Design:
+def _evaluate(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overrides,
+              assignments, scenario: Optional[str], plan, evaluator_class=None) -> Compilation:
+    diagnostics: List[Diagnostic] = list(load_diagnostics)
+    comp = Compilation(entry, loader, dict(overrides or {}), tuple(load_diagnostics),
+                       _empty(entry.key, diagnostics))
     if entry.tree is None:
-        return _empty(entry.key, diagnostics)
-    scopes: Dict[int, ModuleScope] = {}
-    entry_scope = module_scope(entry, loader, scopes, diagnostics)
+        comp.design = attrs.evolve(_empty(entry.key, diagnostics), compilation=comp)
+        return comp
+    entry_scope = module_scope(entry, loader, comp.scopes, diagnostics)
     given = parse_overrides(overrides or {}, entry_scope, diagnostics)
-    ev = Evaluator(diagnostics, given, entry_scope, dict(assignments or {}),
-                   dict(field_sets or {}), scenario)
+    ev = (evaluator_class or Evaluator)(diagnostics, given, entry_scope, dict(assignments),
+                                        scenario, plan)
+    comp.evaluator = ev
     try:
-        return evaluate_entry(ev, entry, entry_scope, scopes, loader, diagnostics)
+        design = evaluate_entry(ev, entry, entry_scope, comp.scopes, loader, diagnostics)
     except RecursionError:
         diagnostics.append(Diagnostic("E402", Severity.ERROR,
                                       "the design nests too deeply to compile",
                                       Span.at(entry.key, 1, 1),
                                       "reduce the nesting of expressions or templates"))
-        return _empty(entry.key, diagnostics)
+        design = _empty(entry.key, diagnostics)
+    comp.design = attrs.evolve(design, scenario=scenario, compilation=comp)
+    return comp
 
 
 def module_scope(module: LoadedModule, loader: ModuleLoader, scopes: Dict[int, ModuleScope],
@@ -153,7 +204,7 @@ def evaluate_entry(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scope
                                              key=lambda kv: _span_order(kv[1][0])))
     return Design(entry.key, frozen_roots, frozen_jobs, frozen_scen, params, instances,
                   tuple(results), sort_diagnostics(diagnostics), unknowns,
-                  sets_mismatch=ev.sets_mismatch)
+                  assignments=tuple(sorted(ev.assignments.items())))
 
 
 def lint_templates(ev: Evaluator, scope: ModuleScope, diagnostics) -> None:

@@ -760,7 +760,12 @@ def test_astral_hot_day_raises_supply(astral_checked, astral_eng):
     assert not o.required
     assert o.notes == ("Astral.pods[0].secondary.supply = 45 degC",)
     (base,) = astral_eng.cooling.loops
-    (hot,) = o.result.cooling.loops
+    # the scenario names pod 0's loop: that one runs at 45 degC, the 7 other pods' at 40 degC
+    hot, rest = sorted(o.result.cooling.loops, key=lambda lp: lp.replicas)
+    assert (hot.path, hot.replicas) == ("Astral.pods[0].secondary", 1)
+    assert (rest.path, rest.replicas) == ("Astral.pods[1].secondary", 7)
+    assert rest.supply_c == pytest.approx(40.0)
+    assert rest.flow_m3s == pytest.approx(base.flow_m3s, rel=1e-12)
     assert base.supply_c == pytest.approx(40.0)
     assert hot.supply_c == pytest.approx(45.0)
     # properties now at 45 + 5 = 50 degC; the flow is Q / (rho cp dT) there
@@ -799,7 +804,9 @@ def test_size_under_a_scenario():
     proc = _cli(["size", "examples/astral.astral", "--scenario", "hvdc_lost", "--format", "json"])
     assert proc.returncode == 0, proc.stderr.decode()
     doc = json.loads(proc.stdout)
-    assert doc["scenario"] == "hvdc_lost"
+    assert doc["scenario"]["name"] == "hvdc_lost"
+    assert doc["scenario"]["failed"] == ["Astral.pods[0].rows[0].hvdc"]
+    assert doc["scenario"]["notes"] == ["feeder Astral.pods[0].rows[0].hvdc failed"]
     assert doc["summary"]["feeders"] == 2048
     assert doc["summary"]["it_power_kw"] == pytest.approx(IT_KW, abs=1e-3)
 

@@ -56,6 +56,7 @@ site S {
   check all(racks.power <= 45 kW)
   check total to kW <= 300 kW
   check if spare > 1 then true else false
+  feeder hvdc { current = dc, voltage = 240 V, capacity = 400 kW, serves = racks }
 }
 
 model M { layers = 4, hidden = 512, heads = 8 }
@@ -68,7 +69,7 @@ job J {
 }
 
 scenario LoseRack {
-  fail S.racks[0]
+  fail S.hvdc
   set S.racks[1].utilization = 90 %
   check (40 degC - 30 degC) to K == 10 K
 }

@@ -39,13 +39,8 @@ needs_dot = _require_dot
 
 @functools.lru_cache(maxsize=None)
 def checked(path: str, scenario: str = "", sets: tuple = ()):
-    overrides = dict(sets)
-
-    def recompile(assignments):
-        return compile_file(path, overrides, assignments=assignments)
-
-    design = compile_file(path, overrides)
-    return check_design(design, [scenario] if scenario else None, False, recompile)
+    design = compile_file(path, dict(sets))
+    return check_design(design, [scenario] if scenario else None)
 
 
 class Picture:

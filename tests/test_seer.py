@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -183,17 +182,13 @@ def test_context_parallel_ring():
 
 
 def test_doubling_dp_does_not_double_forecast_time():
-    """The cost of a forecast grows with operators per rank, not with GPUs."""
-    def timed(dp):
-        job = gpt3_job(dp=dp, B=96 * dp)
-        t = time.perf_counter()
-        fc = run(job)
-        list(fc.timeline(level="layer"))
-        return time.perf_counter() - t
-    timed(16)
-    t1 = min(timed(16) for _ in range(3))
-    t2 = min(timed(32) for _ in range(3))
-    assert t2 < 1.5 * t1 + 0.02, (t1, t2)
+    """The cost of a forecast grows with operators per rank, not with GPUs: doubling DP (and
+    the batch, so each pipeline runs as many micro-batches) simulates the same stages and emits
+    the same events. Counted, not timed (benchmarks/bench_seer.py times it)."""
+    def work(dp):
+        fc = run(gpt3_job(dp=dp, B=96 * dp))
+        return len(fc.runs), len(list(fc.timeline(level="layer")))
+    assert work(16) == work(32)
 
 
 # ---- examples, traces, scenarios ------------------------------------------------------------------

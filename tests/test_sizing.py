@@ -10,7 +10,7 @@ import pytest
 from astral_dsl.analyses.checking import check_design
 from astral_dsl.analyses.cost import total_cost
 from astral_dsl.analyses.engineering import analyse
-from astral_dsl.compiler import compile_file
+from astral_dsl.compiler import compile_file, compile_path
 from astral_dsl.model.values import Choice
 from astral_dsl.outputs.export import export_design
 from astral_dsl.units import Quantity
@@ -44,10 +44,6 @@ site S {
 """
 
 
-def _compile(path):
-    return lambda assignments: compile_file(path, assignments=assignments)
-
-
 def _brute_force(path: Path, design):
     """Every assignment of every unknown, compiled and checked; the cheapest valid one."""
     structural = [u for u in design.unknowns if u.role == "structural"]
@@ -57,7 +53,7 @@ def _brute_force(path: Path, design):
         for values in itertools.product(*[range(u.low, u.high + 1) for u in counts]):
             assign = {u.key: Choice(i) for u, i in zip(structural, index)}
             assign.update({u.key: Quantity(float(v)) for u, v in zip(counts, values)})
-            d = compile_file(path, assignments=assign)
+            d = compile_path(path).recompile(assign).design
             if not d.valid:
                 continue
             eng = analyse(d)
@@ -75,7 +71,7 @@ def test_milp_optimum_matches_brute_force(tmp_path):
     design = compile_file(path)
     roles = sorted(u.role for u in design.unknowns)
     assert roles == ["count", "count", "count", "structural"]
-    checked = check_design(design, compile_with=_compile(path))
+    checked = check_design(design)
     assert checked.valid, checked.diagnostics
     sizing = checked.sizing
     best = _brute_force(path, design)
@@ -99,7 +95,7 @@ def test_milp_optimum_matches_brute_force(tmp_path):
 def test_chosen_values_flow_into_the_model_and_export(tmp_path):
     path = tmp_path / "small.astral"
     path.write_text(SMALL)
-    checked = check_design(compile_file(path), compile_with=_compile(path))
+    checked = check_design(compile_file(path))
     final = checked.design
     feeder = final.instance("S.rows[0].a")
     assert feeder.field("count").si == 3
@@ -114,7 +110,7 @@ def test_infeasible_names_the_conflicting_constraints(tmp_path):
     path = tmp_path / "tight.astral"
     # 8 racks at most 3 hosts (35 kW) hold 192 GPUs at most: 400 cannot be reached
     path.write_text(SMALL.replace("check gpus >= 96", "check gpus >= 400"))
-    checked = check_design(compile_file(path), compile_with=_compile(path))
+    checked = check_design(compile_file(path))
     assert not checked.valid
     e660 = [d for d in checked.diagnostics if d.code == "E660"]
     assert len(e660) == 1
@@ -130,7 +126,7 @@ def test_domain_conflict_names_both_lines(tmp_path):
     path = tmp_path / "narrow.astral"
     path.write_text(SMALL.replace("count = ? in 1..4", "count = ? in 1..3")
                     .replace("(? in 1..4) x H", "(? in 3..4) x H"))
-    checked = check_design(compile_file(path), compile_with=_compile(path))
+    checked = check_design(compile_file(path))
     e660 = [d for d in checked.diagnostics if d.code == "E660"]
     assert e660, checked.diagnostics
     text = "\n".join(e660[0].notes)
@@ -152,7 +148,7 @@ def test_design_without_unknowns_does_not_import_the_solver():
 def test_sizing_example(tmp_path):
     root = Path(__file__).resolve().parents[1]
     path = root / "examples" / "sizing.astral"
-    checked = check_design(compile_file(path), compile_with=_compile(path), all_scenarios=True)
+    checked = check_design(compile_file(path), all_scenarios=True)
     assert checked.valid, checked.diagnostics
     assert checked.sizing is not None and checked.sizing.feasible >= 1
     assert checked.design.chosen
@@ -161,7 +157,7 @@ def test_sizing_example(tmp_path):
 def test_infeasible_file_under_tests_names_every_conflict():
     root = Path(__file__).resolve().parents[1]
     path = root / "tests" / "sizing" / "infeasible.astral"
-    checked = check_design(compile_file(path), compile_with=_compile(path))
+    checked = check_design(compile_file(path))
     (d,) = [x for x in checked.diagnostics if x.code == "E660"]
     assert (d.span.start.line, d.span.start.column) == (21, 3)
     text = "\n".join(d.notes)

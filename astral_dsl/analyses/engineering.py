@@ -57,29 +57,34 @@ class ScenarioOutcome:
     notes: Tuple[str, ...]
     broken: Tuple[Diagnostic, ...]      # diagnostics that appear only under the scenario
     result: Engineering
+    applied: Optional[scen.Applied] = None   # the design under the scenario and what it failed
 
 
 def _key(d: Diagnostic):
     return (d.code, d.span, d.message)
 
 
-def run_scenario(design: Design, scenario: Instance, baseline: Engineering,
-                 recompiled: Optional[Design] = None) -> ScenarioOutcome:
-    """`recompiled`: the design compiled again with the scenario's `set`s in place, so that
-    everything computed from a changed value, user `check`s included, follows it."""
+def run_scenario(design: Design, scenario: Instance, baseline: Engineering) -> ScenarioOutcome:
+    """Compile the design again under the scenario (compiler.Compilation.under: the parts it
+    names isolated, its `set`s in place, its own checks run), apply its `fail`s, and check."""
     before = {(d.code, d.span) for d in baseline.diagnostics + design.diagnostics}
-    found: Tuple[Diagnostic, ...] = ()
-    if recompiled is not None:
-        twin = next((s for s in recompiled.scenarios if s.template == scenario.template),
-                    scenario)
-        design, scenario = recompiled, twin
-        found = tuple(d for d in recompiled.diagnostics if d.code not in ("E680", "W680"))
-    applied = scen.apply(design, scenario)
-    result = analyse(design, applied)
+    if design.compilation is None:
+        raise ValueError("a scenario needs a design made by the compiler (astral_dsl.load)")
+    twin = design.compilation.under(scenario)
+    found = tuple(d for d in twin.diagnostics if d.code not in ("E680", "W680"))
+    twin_scenario = next((s for s in twin.scenarios if s.template == scenario.template), None)
+    if twin_scenario is None or any(d.is_error and d.code != "E500" for d in found):
+        # the scenario itself does not compile: report what it breaks, analyse nothing more
+        applied = scen.Applied(twin, frozenset(), (), (), ())
+        broken = tuple(d for d in found if d.is_error and (d.code, d.span) not in before)
+        return ScenarioOutcome(scenario.template, scenario.field("required") is True, (),
+                               sort_diagnostics(broken), baseline, applied)
+    applied = scen.apply(twin, twin_scenario)
+    result = analyse(twin, applied)
     broken = tuple(d for d in found + result.diagnostics
                    if d.is_error and (d.code, d.span) not in before)
     return ScenarioOutcome(scenario.template, scenario.field("required") is True, applied.notes,
-                           sort_diagnostics(broken), result)
+                           sort_diagnostics(broken), result, applied)
 
 
 def scenario_diagnostics(outcome: ScenarioOutcome, scenario: Instance) -> List[Diagnostic]:

@@ -17,7 +17,7 @@ import contextlib
 import itertools
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import attrs
 
@@ -77,7 +77,14 @@ def _structure_value(design: Design, eng: Engineering, target) -> float:
     return 0.0
 
 
-def solve(compile_with: Callable[[Dict[str, Any]], Design], design: Design) -> Sizing:
+def solve(design: Design) -> Sizing:
+    """Choose the design's unknowns: compile each combination of its choices again
+    (design.compilation), derive the least equipment counts, and solve one MILP."""
+    compilation = design.compilation
+
+    def compile_with(assignments):
+        return compilation.recompile(assignments).design
+
     sense, name, target, span = _objective(design)
     structural = [u for u in design.unknowns if u.role == "structural"]
     counts = [u for u in design.unknowns if u.role == "count"]

@@ -60,20 +60,11 @@ def compile_path(path: str, overrides):
     return compile_file(path, overrides)
 
 
-def recompiler(path: str, overrides):
-    """compile_with(assignments): the same file with values for its unknowns (for sizing)."""
-    from astral_dsl.compiler import compile_file
-
-    return lambda assignments, sets=None, scenario=None: compile_file(
-        path, overrides, assignments=assignments, field_sets=sets, scenario=scenario)
-
-
 def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False):
     """Compile, size when the design has unknowns, check (engineering, scenarios)."""
     from astral_dsl.analyses.checking import check_design
 
-    design = compile_path(path, overrides)
-    return check_design(design, scenarios, all_scenarios, recompiler(path, overrides))
+    return check_design(compile_path(path, overrides), scenarios, all_scenarios)
 
 
 def unreadable(design) -> bool:

@@ -17,20 +17,26 @@ def register(sub) -> None:
 
 
 def run(args, overrides) -> int:
-    from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.outputs.jsonout import dumps, envelope, scenario_json
     from astral_dsl.outputs.size_report import chosen_json, render_report, size_summary
 
     result = checked(args.file, overrides, [args.scenario] if args.scenario else None)
     design, eng = result.design, result.engineering
-    if args.scenario and result.scenarios:
-        eng = result.scenarios[0].result
+    outcome = next((o for o in result.scenarios if o.name == args.scenario), None)
+    if outcome is not None:
+        # the design as compiled under the scenario, and its results
+        design, eng = outcome.applied.design, outcome.result
     if args.format == "json":
         summary = size_summary(design, eng) if eng is not None else None
+        scenario = None if outcome is None else scenario_json(outcome.name, outcome.applied)
         sys.stdout.write(dumps(envelope(result.diagnostics, file=design.file,
-                                        scenario=args.scenario, summary=summary,
+                                        scenario=scenario, summary=summary,
                                         chosen=chosen_json(design))) + "\n")
     else:
         print_diagnostics(result.diagnostics, colour(args), sys.stdout)
+        if outcome is not None:
+            sys.stdout.write(f"under scenario `{outcome.name}`: "
+                             + ("; ".join(outcome.notes) or "no change") + "\n")
         if eng is not None:
             sys.stdout.write(render_report(design, eng, colour(args)))
     return exit_code(design, result.diagnostics)

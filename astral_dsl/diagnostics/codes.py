@@ -33,6 +33,8 @@ CODES: dict[str, str] = {
     "E214": "index out of range",
     "E215": "declaration refers to itself",
     "E216": "unknown --scenario name",
+    "E217": "a scenario cannot name this replica alone",
+    "E218": "failing this kind of part is not modelled",
     # E3xx: units, types and values
     "E300": "unknown unit",
     "E301": "incompatible units",
@@ -110,6 +112,9 @@ CODES: dict[str, str] = {
     "E756": "batch not divisible by micro-batch times data-parallel degree",
     "E757": "job does not fit in GPU memory",
     "E758": "job cannot be forecast",
+    # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
+    "E800": "a point was not evaluated: its worker failed",
+    "W800": "the cost counts only equipment with a declared price",
 }
 
 

@@ -14,11 +14,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import attrs
 
-from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
+from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design
 from astral_dsl.semantics.instantiate import Evaluator
-from astral_dsl.semantics.modules import (LoadedModule, ModuleLoader, display_name,
-                                          project_root, read_file)
+from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, read_file
 from astral_dsl.semantics.scope import ModuleScope
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.source import Source, encode
@@ -128,58 +127,31 @@ def _analyse(uri, path, text, version, overlay, engineering) -> Analysis:
     from astral_dsl import compiler
 
     reader = Reader(lambda p: text if path is not None and _same_path(p, path) else overlay(p))
-    diagnostics: List[Diagnostic] = []
-    root = project_root(path) if path is not None else Path.cwd()
-    loader = ModuleLoader(root, diagnostics, reader)
-    name = display_name(path) if path is not None else uri
-    entry_loaded = loader.load_entry_text(name, encode(text), path)
-    scopes: Dict[int, ModuleScope] = {}
-    design: Optional[Design] = None
-    evaluator: Optional[RecordingEvaluator] = None
-    if entry_loaded.tree is not None:
-        try:
-            entry_scope = compiler.module_scope(entry_loaded, loader, scopes, diagnostics)
-            from astral_dsl.semantics.overrides import parse_overrides
-
-            given = parse_overrides({}, entry_scope, diagnostics)
-            evaluator = RecordingEvaluator(diagnostics, given, entry_scope, {})
-            design = compiler.evaluate_entry(evaluator, entry_loaded, entry_scope, scopes, loader,
-                                        diagnostics)
-        except RecursionError:
-            diagnostics.append(Diagnostic("E402", Severity.ERROR,
-                                          "the design nests too deeply to compile",
-                                          Span.at(name, 1, 1)))
-            design = None
-    modules = _modules(loader, scopes, entry_loaded)
-    all_diagnostics: Tuple[Diagnostic, ...] = sort_diagnostics(diagnostics)
+    if path is not None:
+        comp = compiler.compile_path(path, None, reader, RecordingEvaluator)
+    else:
+        comp = compiler.compile_source(text, uri, None, None, reader, RecordingEvaluator)
+    evaluator = comp.evaluator
+    design: Optional[Design] = comp.design if comp.entry.tree is not None else None
+    if design is not None and not design.roots and not design.jobs and not design.scenarios \
+            and any(d.code == "E402" for d in design.diagnostics):
+        design = None                 # nested too deeply to compile: nothing to show
+    modules = _modules(comp.loader, comp.scopes, comp.entry)
+    all_diagnostics: Tuple[Diagnostic, ...] = comp.design.diagnostics
     if design is not None and engineering:
-        all_diagnostics = _engineering(design, path, text, overlay, all_diagnostics)
-    return Analysis(uri, version, text, modules[_module_name(entry_loaded)], modules, design,
+        all_diagnostics = _engineering(design, all_diagnostics)
+    return Analysis(uri, version, text, modules[_module_name(comp.entry)], modules, design,
                     all_diagnostics, evaluator,
                     list(evaluator.frames) if evaluator is not None else [])
 
 
-def _engineering(design: Design, path, text, overlay, front) -> Tuple[Diagnostic, ...]:
+def _engineering(design: Design, front) -> Tuple[Diagnostic, ...]:
     """The constraint, physical and scenario checks of `astral check` (sizing first when the
-    design has unknowns)."""
+    design has unknowns), on the same compilation."""
     from astral_dsl.analyses.checking import check_design
-    from astral_dsl.compiler import compile_file
 
-    compile_with: Optional[Callable] = None
-    if path is not None:
-        def read(p: Path) -> bytes:
-            if _same_path(p, path):
-                return encode(text)
-            t = overlay(p)
-            return encode(t) if t is not None else read_file(p)
-
-        def recompile(assignments, sets=None, scenario=None):
-            return compile_file(path, None, read=read, assignments=assignments, field_sets=sets,
-                                scenario=scenario)
-
-        compile_with = recompile
     try:
-        checked = check_design(design, None, False, compile_with)
+        checked = check_design(design)
     except Exception as exc:  # noqa: BLE001 - an analysis bug must not take the editor down
         return front + (Diagnostic("E000", Severity.WARNING,
                                    f"the engineering checks failed: {type(exc).__name__}: {exc}",

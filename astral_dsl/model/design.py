@@ -31,6 +31,45 @@ class Member:
     span: Optional[Span] = None
 
 
+Index = Any   # None (the member itself), an int, a (start, stop) range, or "*" (every replica)
+
+
+@attrs.frozen
+class Step:
+    """One step of a route: a member by name, then optionally which replicas of it."""
+    name: str
+    index: Index = None
+
+    @property
+    def display(self) -> str:
+        if self.index is None:
+            return f".{self.name}"
+        if self.index == "*":
+            return f".{self.name}[*]"
+        if isinstance(self.index, tuple):
+            return f".{self.name}[{self.index[0]}..{self.index[1]}]"
+        return f".{self.name}[{self.index}]"
+
+
+@attrs.frozen
+class Route:
+    """A path as the user wrote it (`Astral.pods[0].rows[0].hvdc`), from a root site or from a
+    template (`Node`: every place the template is used bare). A scenario's `fail` and `set`
+    change exactly the replicas their route names: the compiler isolates them (see
+    semantics/isolate.py)."""
+    root: str
+    steps: Tuple[Step, ...] = ()
+    from_template: bool = False     # rooted at a template: the instance shared on purpose
+    module: str = ""                # the template's module (from_template)
+
+    @property
+    def display(self) -> str:
+        return self.root + "".join(s.display for s in self.steps)
+
+    def __str__(self) -> str:
+        return self.display
+
+
 @attrs.frozen
 class Action:
     """A scenario's `fail TARGET` / `set TARGET.field = value`, or a site's objective."""
@@ -39,7 +78,7 @@ class Action:
     field: Optional[str]
     value: Any
     span: Optional[Span] = None
-    frames: Tuple[Any, ...] = ()     # set: (frame number, signature) of each target (recompiling)
+    route: Optional[Route] = None    # fail/set: the part as written (None: not a path)
 
 
 @attrs.frozen(eq=False)
@@ -136,8 +175,10 @@ class Design:
     diagnostics: Tuple[Diagnostic, ...]
     unknowns: Tuple[UnknownSite, ...] = ()
     chosen: Tuple[Tuple[str, Any], ...] = ()   # unknown key -> value chosen by sizing
-    sets_mismatch: bool = False     # a scenario's `set`s could not be applied by recompiling
     assignments: Tuple[Tuple[str, Any], ...] = ()   # what sizing compiled it with (to recompile)
+    scenario: Optional[str] = None  # compiled under this scenario (its parts isolated)
+    # how to compile the same source again (sizing, scenarios): a compiler.Compilation
+    compilation: Any = attrs.field(default=None, repr=False)
 
     @property
     def valid(self) -> bool:

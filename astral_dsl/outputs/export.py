@@ -64,6 +64,7 @@ def instance_json(inst: Instance, cache: Dict) -> Dict[str, Any]:
     if inst.actions:
         out["actions"] = [{"verb": a.verb, "target": value_json(a.target), "field": a.field,
                            "value": value_json(a.value),
+                           "route": a.route.display if a.route is not None else None,
                            "line": a.span.start.line if a.span else None} for a in inst.actions]
     if inst.level is not None:
         roll: Dict[str, Any] = {}

@@ -46,3 +46,17 @@ def dumps(doc: Dict[str, Any]) -> str:
 
 _RAW_CONTROL = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
                           "\u2066-\u2069\ufff9-\ufffb]")
+
+
+def scenario_json(name: str, applied) -> Dict[str, Any]:
+    """What a scenario did, for every command's JSON: the parts it failed (by path) and the
+    fields it changed (analyses.scenarios.Applied)."""
+    return {
+        "name": name,
+        "failed": sorted(applied.failed) + [f"{path} (one CDU)" for path, n in applied.failed_cdus
+                                            for _ in range(n)],
+        "fabric": [sel.display for sel in applied.fabric]
+        + [f"{fraction:.0%} of {path}.{tier}" for path, tier, fraction in applied.tier_failures],
+        "changed": [{"path": p, "field": f, "value": v} for p, f, v in applied.changed],
+        "notes": list(applied.notes),
+    }

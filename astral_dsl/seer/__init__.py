@@ -47,9 +47,14 @@ def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
         found = [s for s in design.scenarios if s.template == scenario]
         if not found:
             raise ForecastError(f"--scenario {scenario}: no such scenario")
-        applied = scen.apply(design, found[0])
+        if design.compilation is None:
+            raise ForecastError("a scenario needs a design made by the compiler")
+        twin = design.compilation.under(found[0])
+        twin_scenario = next(s for s in twin.scenarios if s.template == scenario)
+        applied = scen.apply(twin, twin_scenario)
         design, failures = applied.design, applied.fabric
-        notes.append(f"scenario `{scenario}`")
+        inst = find_job(design, inst.template)
+        notes.append(f"scenario `{scenario}`: " + ("; ".join(applied.notes) or "no change"))
     diags, spec, cluster = validate_job(design, inst, failures, **options)
     errors = [d for d in diags if d.is_error]
     if errors or spec is None or cluster is None:

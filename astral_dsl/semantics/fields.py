@@ -10,9 +10,10 @@ from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import (POISON, FabricSelection, Group, Symbol, UnknownValue)
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.evaluate import fail, unknown_key
-from astral_dsl.semantics.frames import Env, FieldDef, Frame, frame_signature
+from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import Namespace, Template
 from astral_dsl.semantics.errors import check as _poison_check
+from astral_dsl.semantics.isolate import route_of
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
 
@@ -38,6 +39,8 @@ class FieldsMixin:
         frame.busy[name] = True
         try:
             value = self.guarded(lambda: self._field(frame, name))
+            if frame.pending is not None and value is not POISON:
+                value = self.guarded(lambda: self.isolator.field(frame, name, value))
         finally:
             frame.busy[name] = False
         frame.values[name] = value
@@ -62,7 +65,6 @@ class FieldsMixin:
             rec = Frame(rkind.name, rkind, name, stmt.span, None, frame.depth + 1, evaluator=self)
             self.frames.append(rec)
             self.lay_body(rec, stmt.body, Env(d.env.module, rec, {}, {}, d.env))
-            self.made(rec)
             return rec
         env = d.env
         field_spec = spec.fields.get(name) if not d.is_let else None
@@ -216,7 +218,10 @@ class FieldsMixin:
                         and target.rail is None and target.plane is None):
                     fail("E303", "a fraction can only fail of a whole switch tier, e.g. "
                                  "`fail 25 % of Site.fabric.core`", action.target.span)
-            frame.done_actions.append(("fail", target, None, fraction, action.span))
+            if not isinstance(target, FabricSelection):
+                _failable(target, action.target.span)
+            route = route_of(self, action.target, env)
+            frame.done_actions.append(("fail", target, None, fraction, action.span, route))
         elif isinstance(action, ast.SetStmt):
             if not isinstance(action.target, ast.Attr):
                 fail("E303", "`set` needs a field of a part, e.g. `set Site.cooling.supply = ...`",
@@ -234,10 +239,9 @@ class FieldsMixin:
                          did_you_mean(action.target.name.name, t.spec.fields))
                 value = coerce(value, fspec.type, action.value.span,
                                f"`{action.target.name.name}`")
-            frame.done_actions.append(("set", owner, action.target.name.name, value, action.span))
-            frame.set_targets.append((tuple((self.frames.index(t), frame_signature(t))
-                                            for t in targets if isinstance(t, Frame)),
-                                      action.target.name.name, value))
+            route = route_of(self, action.target.obj, env)
+            frame.done_actions.append(("set", owner, action.target.name.name, value, action.span,
+                                       route))
         elif isinstance(action, ast.Objective):
             expr = action.expr
             if isinstance(expr, ast.Name) and expr.name in OBJECTIVES and \
@@ -245,9 +249,24 @@ class FieldsMixin:
                 value = Symbol(expr.name)      # computed by the sizing step
             else:
                 value = self.eval(expr, env)
-            frame.done_actions.append((action.sense, value, None, None, action.span))
+            frame.done_actions.append((action.sense, value, None, None, action.span, None))
 
 
+
+
+# what `fail` can take besides fabric selections, and what failing it means to the analyses
+FAILABLE = {"feeder": "its partner side or the other feeders of its group carry the load",
+            "loop": "one of its CDUs fails"}
+
+
+def _failable(target, span: Span) -> None:
+    items = [i for _, i in target.flat()] if isinstance(target, Group) else [target]
+    for item in items:
+        if item.kind not in FAILABLE:
+            fail("E218", f"failing a {item.kind} is not modelled", span,
+                 "a scenario can fail a feeder, a loop (one CDU), a fabric part "
+                 "(`S.fabric.plane[B]`, `S.fabric.rail[2].tor`) or a fraction of a switch tier "
+                 "(`fail 25 % of S.fabric.core`)")
 
 
 class _Given:

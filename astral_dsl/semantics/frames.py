@@ -56,10 +56,12 @@ class Frame:
     values: Dict[str, Any] = attrs.field(factory=dict)
     busy: Dict[str, bool] = attrs.field(factory=dict)
     owned: Dict[str, bool] = attrs.field(factory=dict)   # field -> value constructed here
-    done_actions: List[Tuple[str, Any, Any, Any, Span]] = attrs.field(factory=list)
-    set_targets: List[Tuple[Any, str, Any]] = attrs.field(factory=list)  # scenario `set`s
+    done_actions: List[Tuple[str, Any, Any, Any, Span, Any]] = attrs.field(factory=list)
     completed: bool = False
     evaluator: Any = None
+    # how a template's instance was made (template, params, overrides): to copy it
+    recipe: Optional[Tuple[Any, Dict[str, Any], Dict[str, Any]]] = None
+    pending: Any = None            # a scenario's routes below this frame (semantics/isolate.py)
 
     @property
     def display(self) -> str:
@@ -95,8 +97,3 @@ class Frame:
             return self.evaluator.field(self, name)
         return None
 
-
-def frame_signature(frame: Frame):
-    """What identifies a frame across two compiles of one source."""
-    return (frame.kind, frame.name, frame.span.file, frame.span.start.line,
-            frame.span.start.column)

@@ -34,10 +34,9 @@ class Freezer:
                 members.append(Member(name, self.value(value, owned=True), d.name_span))
             else:
                 fields.append((name, self.value(value, owned=False)))
-        targets = iter(frame.set_targets)
         actions = tuple(Action(verb, self.value(target, False), fname, self.value(value, False),
-                               span, next(targets)[0] if verb == "set" else ())
-                        for verb, target, fname, value, span in frame.done_actions)
+                               span, route)
+                        for verb, target, fname, value, span, route in frame.done_actions)
         inst = Instance(frame.kind, frame.name, self.paths[id(frame)], tuple(fields),
                         tuple(members), frame.span, (), actions, tuple(spans))
         self.done[id(frame)] = inst

@@ -10,7 +10,7 @@ from astral_dsl.model.values import (POISON, Bundle, Group, ListValue,
                                      RangeValue, Symbol)
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics.evaluate import ExpressionEvaluator, Poisoned, fail, unknown_key
-from astral_dsl.semantics.frames import Env, FieldDef, Frame, frame_signature
+from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import LetSymbol, ModuleScope, ParamSymbol, Template
 from astral_dsl.semantics.fields import (OBJECTIVES, SIZABLE, FieldsMixin, _Given,  # noqa: F401
                                         _poison_check,
@@ -24,14 +24,14 @@ class Evaluator(FieldsMixin, ExpressionEvaluator):
     def __init__(self, diagnostics: List[Diagnostic], overrides: Dict[str, Any] | None = None,
                  entry: Optional[ModuleScope] = None,
                  assignments: Optional[Dict[str, Any]] = None,
-                 field_sets: Optional[Dict[int, Any]] = None, scenario: Optional[str] = None):
+                 scenario: Optional[str] = None, plan=None):
+        from astral_dsl.semantics.isolate import Isolator
+
         self.diagnostics = diagnostics
         self.scenario = scenario      # compiling under this scenario: its own checks run
         self.assignments = assignments or {}
-        # a scenario's `set`s: frame number -> (signature, {field: value}), applied when the
-        # frame is made (frames are made in the same order on every compile of one source)
-        self.field_sets = field_sets or {}
-        self.sets_mismatch = False
+        # the scenario's routes, isolated as the frames on them are made (semantics/isolate.py)
+        self.isolator = Isolator(self, plan) if plan is not None and not plan.empty else None
         self.lenient = False    # missing required arguments are POISON (see compiler.lint_templates)
         self.unknown_sites: Dict[str, Any] = {}
         self.rollups: Dict = {}
@@ -128,29 +128,35 @@ class Evaluator(FieldsMixin, ExpressionEvaluator):
         if depth > MAX_DEPTH:
             fail("E402", f"templates nest more than {MAX_DEPTH} deep (at `{template.name}`)", span,
                  "a template that instantiates itself with changing arguments never ends")
-        frame = Frame(template.kind, kind, template.name, template.decl.span, template, depth,
-                      args=params, evaluator=self)
+        frame = self._make(template, params, overrides, depth)
         self.memo[key] = frame
+        if self.isolator is not None:
+            self.isolator.made(frame, bare=not args)
+        return frame
+
+    def _make(self, template: Template, params, overrides, depth: int) -> Frame:
+        frame = Frame(template.kind, KINDS[template.kind], template.name, template.decl.span,
+                      template, depth, args=params, evaluator=self,
+                      recipe=(template, params, overrides))
         self.frames.append(frame)
         self._apply(frame, template, params, set())
         for name, (value, arg_span) in overrides.items():
             frame.defs[name] = _override(value, Env(template.module, frame), arg_span)
-        self.made(frame)
         return frame
 
-    def made(self, frame: Frame) -> None:
-        """Apply a scenario's `set`s to the frame just made (see field_sets)."""
-        index = len(self.frames) - 1
-        if index not in self.field_sets or self.frames[index] is not frame:
-            return
-        signature, values = self.field_sets[index]
-        if signature != frame_signature(frame):
-            self.sets_mismatch = True
-            return
-        for name, value in values.items():
-            span = frame.defs[name].name_span if name in frame.defs else frame.span
-            frame.defs[name] = FieldDef(_Given(value), Env(frame.template.module if frame.template
-                                                           else self.entry, frame), span, None)
+    def copy(self, frame: Frame) -> Frame:
+        """A private copy of a template's instance (to isolate replicas a scenario names)."""
+        if frame.recipe is None:
+            return frame
+        template, params, overrides = frame.recipe
+        return self._make(template, params, overrides, frame.depth)
+
+    def given(self, frame: Frame, name: str, value) -> None:
+        """Give field `name` of a frame not yet evaluated this value (a scenario's `set`)."""
+        span = frame.defs[name].name_span if name in frame.defs else frame.span
+        frame.defs[name] = FieldDef(_Given(value), Env(frame.template.module if frame.template
+                                                       else self.entry, frame), span, None)
+        frame.values.pop(name, None)
 
     def _bind(self, template: Template, args: List[ast.Arg], caller: Env, span: Span):
         decl = template.decl
@@ -301,7 +307,6 @@ class Evaluator(FieldsMixin, ExpressionEvaluator):
             for name, (value, span) in base_overrides.items():
                 frame.defs[name] = _override(value, env, span)
         self.lay_body(frame, decl.body or (), inner)
-        self.made(frame)
         return frame
 
 class _Deferred:

@@ -82,9 +82,14 @@ class Context:
                     if around:
                         best = min(_size(s) for s, _ in around)
                         found = [i for s, i in around if _size(s) == best]
+            named = [self.by_path[p] for p in _PATH_IN_MESSAGE.findall(d.message)
+                     if p in self.by_path]
             if not found:
-                found = [self.by_path[p] for p in _PATH_IN_MESSAGE.findall(d.message)
-                         if p in self.by_path]
+                found = named
+            elif len(found) > 1 and any(i in named for i in found):
+                # one source, several instances (a scenario isolates replicas of one
+                # declaration): the message names the one it is about
+                found = [i for i in found if i in named]
             owners[id(d)] = {id(i) for i in found}
         return owners
 
@@ -198,4 +203,8 @@ def build(design: Design, checked=None, scenario: Optional[str] = None) -> Conte
     baseline = {id(d) for d in eng.diagnostics}
     marks = [d for d in diagnostics if id(d) not in baseline and d.code not in ("E680", "W680")]
     marks += list(outcome.result.diagnostics) + scenario_diagnostics(outcome, inst)
-    return Context(design, outcome.result, marks, inst, outcome, outcome.notes)
+    # draw the design as compiled under the scenario: the parts it names are their own
+    # instances there, so only they are greyed or changed
+    twin = outcome.applied.design
+    twin_inst = next((s for s in twin.scenarios if s.template == scenario), inst)
+    return Context(twin, outcome.result, marks, twin_inst, outcome, outcome.notes)

@@ -1,0 +1,152 @@
+"""`astral sweep FILE --grid NAME=VALUES ...`: every point of a grid of parameters, one row each."""
+from __future__ import annotations
+
+import sys
+
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
+                                   print_diagnostics, usage)
+
+NAME = "sweep"
+HELP = "evaluate a design over a grid of parameter values"
+
+
+def register(sub) -> None:
+    s = sub.add_parser(NAME, help=HELP, description=(
+        "One row per point: validity, error codes, GPUs, IT and facility power, PUE, switches, "
+        "cost (when prices are declared) and, with --job, the forecast. --grid takes 2..6, "
+        "2..10:2 or a comma list such as 40kW,45kW; the first --grid varies slowest."))
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("--grid", action="append", default=[], metavar="NAME=VALUES",
+                   help="values of a top-level param: 2..6, 2..10:2, 40kW..50kW:5kW or a,b,c")
+    s.add_argument("--job", metavar="NAME", help="also forecast this job at every point")
+    s.add_argument("--scenario", metavar="NAME", help="evaluate every point under this scenario")
+    s.add_argument("-o", "--output", metavar="FILE.csv|FILE.jsonl",
+                   help="write the rows as CSV or JSON Lines (by the extension)")
+    s.add_argument("--plot", metavar="FILE.png",
+                   help="draw --x against --y with the Pareto front marked (needs matplotlib)")
+    s.add_argument("--x", metavar="[min:|max:]COLUMN", help="the plot's x column")
+    s.add_argument("--y", metavar="[min:|max:]COLUMN", help="the plot's y column")
+    add_engine_options(s)
+    add_common(s)
+
+
+def add_engine_options(p) -> None:
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="local worker processes (default: every core)")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="run on an existing Dask cluster, e.g. tcp://scheduler:8786")
+
+
+def terminal_width(default: int = 160) -> int:
+    import shutil
+
+    return shutil.get_terminal_size((default, 24)).columns if sys.stdout.isatty() else default
+
+
+def progress_bar(enabled: bool, label: str):
+    """(callback(done, total), stop()) drawing a bar on stderr when it is a terminal."""
+    if not enabled:
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    bar = Progress("[progress.description]{task.description}", BarColumn(),
+                   MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=Console(file=sys.stderr), transient=True)
+    state = {}
+
+    def update(done: int, total: int) -> None:
+        if "task" not in state:
+            bar.start()
+            state["task"] = bar.add_task(label, total=total)
+        bar.update(state["task"], completed=done)
+
+    def stop() -> None:
+        if "task" in state:
+            bar.stop()
+
+    return update, stop
+
+
+def run(args, overrides) -> int:
+    from astral_dsl.explore import sweep
+    from astral_dsl.explore.engines import EngineError
+    from astral_dsl.outputs import sweep as out
+
+    if not args.grid:
+        return usage("sweep needs at least one --grid NAME=VALUES (e.g. --grid "
+                     "hosts_per_rack=2..6)")
+    if args.output and not args.output.lower().endswith((".csv", ".jsonl")):
+        return usage(f"-o {args.output}: the extension chooses the format: .csv or .jsonl")
+    if args.plot and not (args.x and args.y):
+        return usage("--plot needs --x COLUMN and --y COLUMN")
+    if args.workers is not None and args.workers < 1:
+        return usage("--workers must be at least 1")
+    update, stop = progress_bar(sys.stderr.isatty(), "sweep")
+    try:
+        result = sweep.run(args.file, args.grid, overrides, job=args.job,
+                           scenario=args.scenario, cluster=args.cluster, workers=args.workers,
+                           progress=update)
+    except (sweep.SweepError, EngineError) as exc:
+        return usage(str(exc))
+    finally:
+        stop()
+    if not result.rows:            # the file cannot be read or parsed: no point can mend it
+        if args.format == "json":
+            from astral_dsl.outputs.jsonout import dumps, envelope
+
+            sys.stdout.write(dumps(envelope(result.base.diagnostics, file=result.file)) + "\n")
+        else:
+            print_diagnostics(result.base.diagnostics, colour(args), sys.stdout)
+        return EXIT_USAGE if any(d.code == "E100" for d in result.base.diagnostics) \
+            else EXIT_ERRORS
+    for note in result.notes:
+        sys.stderr.write(f"note: {note}\n")
+    if args.plot:
+        code = _plot(args, result)
+        if code:
+            return code
+    if args.output:
+        try:
+            out.write(result, args.output, args.scenario)
+        except OSError as exc:
+            return usage(f"-o {args.output}: {exc.strerror or exc}")
+    if args.format == "json":
+        sys.stdout.write(out.jsonl(result, args.scenario))
+    elif args.output:
+        valid = sum(r["valid"] for r in result.rows)
+        sys.stdout.write(f"{result.file}: {len(result.rows)} points ({valid} valid) written to "
+                         f"{args.output}\n")
+    else:
+        sys.stdout.write(out.table(result, args.scenario, colour(args), terminal_width()))
+    return EXIT_OK if all(r["valid"] for r in result.rows) else EXIT_ERRORS
+
+
+def _plot(args, result) -> int:
+    from astral_dsl.outputs import pareto
+    from astral_dsl.outputs import sweep as out
+
+    names = [g.name for g in result.grids]
+    pcols = out.param_columns(names, result.columns)
+    known = list(pcols.values()) + list(result.columns)
+    try:
+        x = pareto.axis(args.x, known)
+        y = pareto.axis(args.y, known)
+    except pareto.AxisError as exc:
+        return usage(f"--plot: {exc}")
+    cells = [out.flat(r, names, result.columns, args.scenario, True) for r in result.rows]
+    for cell, r in zip(cells, result.rows):      # parameters keep their unit for the axis label
+        for n in names:
+            cell[pcols[n]] = r["params"][n]
+    labels = [", ".join(f"{n}={r['params'][n]}" for n in names) for r in result.rows]
+    try:
+        drawn, on_front = pareto.plot(cells, [r["valid"] for r in result.rows], labels, x, y,
+                                      args.plot, f"{result.file}: sweep of {', '.join(names)}",
+                                      out.LABELS)
+    except ImportError:
+        return usage("--plot needs matplotlib (pip install matplotlib)")
+    except (OSError, ValueError) as exc:
+        return usage(f"--plot {args.plot}: {exc}")
+    sys.stderr.write(f"note: {drawn} points drawn to {args.plot}, {on_front} on the Pareto "
+                     "front\n")
+    return 0

@@ -1,0 +1,138 @@
+"""What a worker gets: the design's source text (the entry and the project files it imports),
+never a pickled model. A worker lays the files out in a private folder with the project's
+layout, compiles them as `astral check` would, and names every file in its results as the client
+does, so a row computed on a remote machine reads exactly like one computed here.
+
+The stdlib is the worker's own; `astral_dsl.__version__` must match (engines check it)."""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+import attrs
+
+from astral_dsl import __version__
+
+ROOT_MARKER = "astral.toml"
+
+
+@attrs.frozen
+class Bundle:
+    entry: str                                  # the entry's path relative to the project root
+    files: Tuple[Tuple[str, bytes], ...]        # (relative POSIX path, content), sorted
+    names: Tuple[Tuple[str, str], ...]          # (relative path, the client's display name)
+    marker: bool = False                        # the project root holds an astral.toml
+    version: str = __version__
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for rel, data in self.files:
+            h.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
+        h.update(self.entry.encode() + (b"\1" if self.marker else b"\0"))
+        return h.hexdigest()[:16]
+
+    @property
+    def entry_name(self) -> str:
+        return dict(self.names)[self.entry]
+
+
+def load_with_bundle(path: str, overrides=None):
+    """Compile `path` here (the base design) and bundle every project file it read."""
+    from astral_dsl.compiler import compile_file
+    from astral_dsl.semantics.modules import display_name, project_root, read_file
+
+    seen: Dict[Path, bytes] = {}
+
+    def recording(p: Path) -> bytes:
+        data = read_file(p)
+        seen[Path(p).resolve()] = data
+        return data
+
+    design = compile_file(path, overrides, read=recording)
+    root = project_root(Path(path))
+    files, names = [], []
+    for p, data in sorted(seen.items()):
+        try:
+            rel = p.relative_to(root).as_posix()
+        except ValueError:
+            continue                            # the stdlib: the worker has its own
+        files.append((rel, data))
+        names.append((rel, display_name(p)))
+    entry = Path(path).resolve().relative_to(root).as_posix()
+    if entry not in dict(files):               # unreadable entry: nothing to ship
+        files.append((entry, b""))
+        names.append((entry, display_name(Path(path))))
+    bundle = Bundle(entry, tuple(sorted(files)), tuple(sorted(names)),
+                    (root / ROOT_MARKER).is_file())
+    return design, bundle
+
+
+# ---- on the worker ------------------------------------------------------------------------------
+_LOCK = threading.Lock()
+_LAID_OUT: Dict[str, Tuple[Path, Dict[str, str]]] = {}
+_TMP: Optional[Path] = None
+
+
+def _cleanup() -> None:
+    if _TMP is not None:
+        shutil.rmtree(_TMP, ignore_errors=True)
+
+
+def lay_out(bundle: Bundle) -> Tuple[Path, Dict[str, str]]:
+    """The entry's path in this process's private copy of the project, and the map from this
+    process's display names to the client's."""
+    global _TMP
+    from astral_dsl.semantics.modules import display_name
+
+    with _LOCK:
+        hit = _LAID_OUT.get(bundle.digest)
+        if hit is not None:
+            return hit
+        if _TMP is None:
+            _TMP = Path(tempfile.mkdtemp(prefix="astral-explore-"))
+            atexit.register(_cleanup)
+        root = _TMP / bundle.digest
+        for rel, data in bundle.files:
+            target = root.joinpath(*rel.split("/"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        root.mkdir(parents=True, exist_ok=True)
+        if bundle.marker:
+            (root / ROOT_MARKER).touch()
+        client = dict(bundle.names)
+        rename = {display_name(root.joinpath(*rel.split("/"))): client[rel]
+                  for rel, _ in bundle.files}
+        hit = (root.joinpath(*bundle.entry.split("/")), rename)
+        _LAID_OUT[bundle.digest] = hit
+        return hit
+
+
+def renamer(rename: Dict[str, str]):
+    """Rewrite this process's file names to the client's in a diagnostic's JSON."""
+    order = sorted(rename, key=len, reverse=True)
+
+    def text(s):
+        if not isinstance(s, str):
+            return s
+        for k in order:
+            if k in s:
+                s = s.replace(k, rename[k])
+        return s
+
+    def fix(d: dict) -> dict:
+        d = dict(d)
+        if d.get("file") in rename:
+            d["file"] = rename[d["file"]]
+        d["message"] = text(d.get("message"))
+        d["hint"] = text(d.get("hint"))
+        if d.get("notes"):
+            d["notes"] = [text(n) for n in d["notes"]]
+        return d
+
+    return fix

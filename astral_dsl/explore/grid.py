@@ -1,0 +1,235 @@
+"""`--grid NAME=SPEC`: the values a sweep gives one top-level parameter.
+
+SPEC is an inclusive range `2..6`, a stepped range `2..10:2` (`40kW..50kW:2.5kW`, `10..2:-2`),
+or a comma list of literals `40kW,45kW,50kW` (`true,false`, `"a","b"`). Range arithmetic is exact
+(decimal fractions), so `0.1..0.3:0.1` gives 0.1, 0.2 and 0.3, never 0.30000000000000004. The
+points of several grids are their Cartesian product, the first `--grid` varying slowest."""
+from __future__ import annotations
+
+import itertools
+import re
+from fractions import Fraction
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import attrs
+
+MAX_POINTS = 100_000
+
+_NUMBER = re.compile(r"\s*(?P<num>[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*(?P<unit>.*?)\s*$")
+
+
+class GridError(ValueError):
+    """A malformed grid: the command line reports it as a usage error."""
+
+
+@attrs.frozen
+class Grid:
+    name: str
+    values: Tuple[str, ...]        # literals as `--set` takes them, in order
+    note: Optional[str] = None     # e.g. a stepped range that stops short of its end
+
+
+def _fraction(text: str, what: str) -> Tuple[Fraction, str]:
+    m = _NUMBER.fullmatch(text)
+    if not m:
+        raise GridError(f"{what} `{text.strip()}` is not a number (with an optional unit)")
+    try:
+        value = Fraction(m.group("num"))
+    except (ValueError, ZeroDivisionError):
+        raise GridError(f"{what} `{text.strip()}` is not a number") from None
+    unit = m.group("unit")
+    if unit:
+        from astral_dsl.units import parse_unit
+        from astral_dsl.units.table import UnitSpecError
+
+        try:
+            parse_unit(unit)
+        except UnitSpecError as exc:
+            raise GridError(f"{what} `{text.strip()}`: {exc}") from None
+    return value, unit
+
+
+def _show(value: Fraction, unit: str) -> str:
+    if value.denominator == 1:
+        text = str(value.numerator)
+    else:
+        text = _decimal(value)
+    return f"{text} {unit}" if unit else text
+
+
+def _decimal(value: Fraction) -> str:
+    """A terminating decimal exactly (1/8 -> 0.125); otherwise 12 significant digits."""
+    den, twos, fives = value.denominator, 0, 0
+    while den % 2 == 0:
+        den, twos = den // 2, twos + 1
+    while den % 5 == 0:
+        den, fives = den // 5, fives + 1
+    if den != 1:
+        return f"{float(value):.12g}"
+    k = max(twos, fives)
+    scaled = abs(value.numerator) * 10 ** k // value.denominator
+    digits = str(scaled).rjust(k + 1, "0")
+    text = (digits[:-k] + "." + digits[-k:]).rstrip("0").rstrip(".")
+    return ("-" if value < 0 else "") + text
+
+
+def _same_unit(a: str, b: str, spec: str) -> str:
+    """The unit of a range: both ends' (a bare end takes the other's)."""
+    if a and b and a != b:
+        from astral_dsl.units import parse_unit
+
+        ua, ub = parse_unit(a), parse_unit(b)
+        if ua.dims != ub.dims or ua.point != ub.point:
+            raise GridError(f"`{spec}`: the ends are in `{a}` and `{b}`, which measure "
+                            "different things")
+        raise GridError(f"`{spec}`: write both ends in the same unit (`{a}` and `{b}`)")
+    return a or b
+
+
+def parse_spec(name: str, spec: str) -> Grid:
+    try:
+        return _parse_spec(name, spec)
+    except GridError as exc:
+        message = str(exc)
+        if message.startswith("--grid"):
+            raise
+        raise GridError(f"--grid {name}={spec.strip()}: {message.lstrip('`').split('`: ', 1)[-1] if message.startswith('`') else message}") from None
+
+
+def _parse_spec(name: str, spec: str) -> Grid:
+    text = spec.strip()
+    if not text:
+        raise GridError(f"--grid {name}= has no values; write a range such as `2..6`, "
+                        "`2..10:2` or a list such as `40kW,45kW`")
+    if ".." in text and not text.startswith('"'):
+        return _range(name, text)
+    items = [t.strip() for t in _split_list(text)]
+    if any(not t for t in items):
+        raise GridError(f"--grid {name}={spec}: an empty value in the list")
+    values = []
+    for item in items:
+        if _NUMBER.fullmatch(item):
+            num, unit = _fraction(item, "value")
+            values.append(_show(num, unit))
+        else:
+            values.append(item)
+    return Grid(name, tuple(values))
+
+
+def _split_list(text: str) -> List[str]:
+    """Split on commas outside double quotes."""
+    out, cur, quoted = [], [], False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+        if ch == "," and not quoted:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if quoted:
+        raise GridError(f"`{text}`: an unterminated string")
+    out.append("".join(cur))
+    return out
+
+
+def _range(name: str, text: str) -> Grid:
+    body, _, step_text = text.partition(":")
+    if body.count("..") != 1:
+        raise GridError(f"--grid {name}={text}: a range is START..END or START..END:STEP")
+    start_text, end_text = body.split("..")
+    if not start_text.strip() or not end_text.strip():
+        raise GridError(f"--grid {name}={text}: a range needs both ends, e.g. `2..6`")
+    start, su = _fraction(start_text, "the start")
+    end, eu = _fraction(end_text, "the end")
+    unit = _same_unit(su, eu, text)
+    if step_text.strip():
+        step, tu = _fraction(step_text, "the step")
+        if tu and unit and tu != unit:
+            _same_unit(unit, tu, text)
+        unit = unit or tu
+    elif ":" in text:
+        raise GridError(f"--grid {name}={text}: the step after `:` is missing")
+    else:
+        step = Fraction(1)
+        if end < start:
+            raise GridError(f"--grid {name}={text}: the range is empty (the end is below the "
+                            f"start); write `{start_text.strip()}..{end_text.strip()}:-1` to "
+                            "count down")
+    if step == 0:
+        raise GridError(f"--grid {name}={text}: the step is zero")
+    if (end - start) * step < 0:
+        raise GridError(f"--grid {name}={text}: the step {step_text.strip()} goes away from the "
+                        "end, so the range is empty")
+    count = int((end - start) / step) + 1
+    if count > MAX_POINTS:
+        raise GridError(f"--grid {name}={text}: {count:,} values, more than a sweep takes "
+                        f"({MAX_POINTS:,})")
+    values = tuple(_show(start + i * step, unit) for i in range(count))
+    last = start + (count - 1) * step
+    note = None
+    if last != end:
+        note = f"--grid {name}={text} stops at {_show(last, unit)}, short of {_show(end, unit)}"
+    return Grid(name, values, note)
+
+
+def parse_grids(specs: Sequence[str], sets: Dict[str, str]) -> List[Grid]:
+    """`--grid` options in order; a parameter may appear once, and not in `--set` too."""
+    grids: List[Grid] = []
+    seen = set()
+    for item in specs:
+        if "=" not in item:
+            raise GridError(f"--grid expects NAME=VALUES, got `{item}` (e.g. "
+                            "`--grid hosts_per_rack=2..6`)")
+        name, spec = item.split("=", 1)
+        name = name.strip()
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise GridError(f"--grid {item}: `{name}` is not a parameter name")
+        if name in seen:
+            raise GridError(f"--grid {name} is given twice; list every value in one --grid")
+        if name in sets:
+            raise GridError(f"{name} is given both by --grid and by --set; a swept parameter "
+                            "takes its values from --grid alone")
+        seen.add(name)
+        grids.append(parse_spec(name, spec))
+    total = 1
+    for g in grids:
+        total *= len(g.values)
+    if total > MAX_POINTS:
+        raise GridError(f"the grids make {total:,} points, more than a sweep takes "
+                        f"({MAX_POINTS:,}); narrow a range or take a larger step")
+    return grids
+
+
+def points(grids: Sequence[Grid]) -> List[Dict[str, str]]:
+    """Every point of the grid, the first grid varying slowest."""
+    names = [g.name for g in grids]
+    return [dict(zip(names, combo)) for combo in itertools.product(*[g.values for g in grids])]
+
+
+def check_names(grids: Sequence[Grid], params: Dict[str, object]) -> None:
+    """Every swept name is a top-level `param` of the design, with values of its dimension."""
+    from astral_dsl.diagnostics import did_you_mean
+    from astral_dsl.units import Quantity
+
+    for g in grids:
+        if g.name not in params:
+            hint = did_you_mean(g.name, params) or (
+                "parameters: " + ", ".join(params) if params else "it declares no `param`")
+            raise GridError(f"--grid {g.name}: the design has no parameter `{g.name}` ({hint})")
+        current = params[g.name]
+        if not isinstance(current, Quantity):
+            continue
+        for value in g.values:
+            m = _NUMBER.fullmatch(value)
+            if not m:
+                raise GridError(f"--grid {g.name}: `{value}` is not a number, and `{g.name}` is "
+                                f"a quantity ({current})")
+            unit = m.group("unit")
+            if unit:
+                from astral_dsl.units import parse_unit
+
+                u = parse_unit(unit)
+                if u.dims != current.dims or u.point != current.point:
+                    raise GridError(f"--grid {g.name}: `{value}` is not a {current.dimension()} "
+                                    f"like `{g.name}` ({current})")

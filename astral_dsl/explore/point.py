@@ -1,0 +1,116 @@
+"""One point of a sweep, evaluated where a worker runs it: compile the design with the point's
+overrides, check it as `astral check` does (sizing, engineering, the scenario asked for), and,
+with a job, forecast it. The result is a plain dict (a row), so it travels between processes and
+machines as data; a point that fails is a row with its diagnostics, never an exception."""
+from __future__ import annotations
+
+import traceback
+from typing import Any, Dict, List, Optional, Sequence
+
+import attrs
+
+from astral_dsl.explore.bundle import Bundle, lay_out, renamer
+
+# the columns of `astral size --format json`'s summary a sweep shows
+SUMMARY = ("gpus", "hosts", "racks", "switches", "it_power_kw", "it_power_avg_kw",
+           "facility_power_kw", "pue")
+FORECAST = ("iteration_time_s", "tokens_per_s", "mfu")
+
+
+@attrs.frozen
+class PointOptions:
+    job: Optional[str] = None          # forecast this job (None: no forecast)
+    forecast: bool = False
+    scenario: Optional[str] = None
+
+
+def seer_module():
+    """Seer's public API, wherever this checkout keeps it."""
+    try:
+        from astral_dsl import seer  # type: ignore[attr-defined]
+        if hasattr(seer, "forecast"):
+            return seer
+    except ImportError:
+        pass
+    from astral_dsl.analyses import seer
+
+    return seer
+
+
+def evaluate_points(bundle: Bundle, points: Sequence[Dict[str, str]],
+                    options: PointOptions) -> List[Dict[str, Any]]:
+    """The rows of `points` (overrides by parameter name), in order."""
+    entry, rename = lay_out(bundle)
+    fix = renamer(rename)
+    return [evaluate_point(entry, p, options, fix, bundle.entry_name) for p in points]
+
+
+def evaluate_point(entry, overrides: Dict[str, str], options: PointOptions, fix=lambda d: d,
+                   name: str = "") -> Dict[str, Any]:
+    from astral_dsl.outputs.jsonout import diagnostic_json
+
+    row: Dict[str, Any] = {"valid": False, "metrics": {}, "diagnostics": []}
+    try:
+        diags, metrics = _evaluate(str(entry), overrides, options)
+    except Exception as exc:  # noqa: BLE001 - a bug must cost one row, not the sweep
+        row["diagnostics"] = [{
+            "code": "E000", "severity": "error",
+            "message": f"internal error while evaluating this point: {type(exc).__name__}: {exc}",
+            "file": name, "range": None,
+            "hint": "this is a bug in astral_dsl, not in your design; please report it",
+            "notes": traceback.format_exc().strip().splitlines()[-3:]}]
+        return row
+    row["diagnostics"] = [fix(diagnostic_json(d)) for d in diags]
+    row["valid"] = not any(d.is_error for d in diags)
+    row["metrics"] = metrics
+    return row
+
+
+def _evaluate(entry: str, overrides, options: PointOptions):
+    from astral_dsl.analyses.checking import front_end_errors
+    from astral_dsl.cli.common import checked
+    from astral_dsl.outputs.size_report import size_summary
+
+    result = checked(entry, overrides, [options.scenario] if options.scenario else None)
+    design = result.design
+    diags = list(result.diagnostics)
+    metrics: Dict[str, Any] = {}
+    if not design.roots or front_end_errors(design) or result.engineering is None:
+        return diags, metrics
+    eng = result.engineering
+    if options.scenario:
+        found = [o for o in result.scenarios if o.name == options.scenario]
+        if found:
+            eng = found[0].result
+            metrics["scenario_broken"] = sorted({d.code for d in found[0].broken})
+    summary = size_summary(design, eng)
+    for key in SUMMARY:
+        metrics[key] = summary[key]
+    from astral_dsl.explore.cost import priced_cost
+
+    cost, unpriced = priced_cost(design, eng)
+    if cost is not None:
+        metrics["cost_usd"] = round(cost, 2)
+        if unpriced:
+            diags.append(unpriced)
+    if options.forecast:
+        known = {(d.code, d.span, d.message) for d in diags}
+        diags.extend(d for d in _forecast(design, options, metrics)
+                     if (d.code, d.span, d.message) not in known)
+    return diags, metrics
+
+
+def _forecast(design, options: PointOptions, metrics: Dict[str, Any]):
+    seer = seer_module()
+    for key in FORECAST:
+        metrics[key] = None
+    if not design.jobs:
+        return []
+    try:
+        fc = seer.forecast(design, job=options.job, scenario=options.scenario)
+    except seer.ForecastError as exc:
+        return [d for d in exc.diagnostics if d.is_error] or []
+    metrics["iteration_time_s"] = round(fc.iteration_time, 6)
+    metrics["tokens_per_s"] = round(fc.tokens_per_s, 1)
+    metrics["mfu"] = round(fc.mfu, 4)
+    return []

@@ -1,0 +1,106 @@
+"""`astral sweep`: evaluate a design at every point of a grid of top-level parameters.
+
+    from astral_dsl.explore import sweep
+    result = sweep.run("examples/astral.astral", ["hosts_per_rack=2..6", "rack_limit=40kW,45kW"])
+    for row in result.rows: row["params"], row["valid"], row["metrics"]["it_power_kw"]
+
+Rows come back in grid order (the first grid varying slowest) whatever finished first; a point
+that fails is a row with its diagnostics."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import attrs
+
+from astral_dsl.explore.bundle import load_with_bundle
+from astral_dsl.explore.engines import chunks, engine as make_engine
+from astral_dsl.explore.grid import Grid, GridError, check_names, parse_grids, points
+from astral_dsl.explore.point import FORECAST, SUMMARY, PointOptions, evaluate_points
+
+
+class SweepError(Exception):
+    """The sweep cannot start: a bad grid, an unknown job or scenario (a usage error)."""
+
+
+@attrs.frozen
+class SweepResult:
+    file: str
+    grids: Sequence[Grid]
+    rows: List[Dict[str, Any]]
+    base: Any                         # the design compiled with --set only
+    columns: Sequence[str]            # the metric columns, in order
+    engine: str = ""
+
+    @property
+    def notes(self) -> List[str]:
+        return [g.note for g in self.grids if g.note]
+
+
+def front_end_fatal(design) -> bool:
+    """Errors no parameter value can mend: the file cannot be read or parsed."""
+    return any(d.is_error and d.code.startswith("E1") for d in design.diagnostics)
+
+
+def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = None,
+        job: Optional[str] = None, scenario: Optional[str] = None, cluster: Optional[str] = None,
+        workers: Optional[int] = None, progress: Optional[Callable[[int, int], None]] = None,
+        engine=None) -> SweepResult:
+    sets = dict(sets or {})
+    try:
+        grids = parse_grids(grid_specs, sets)
+    except GridError as exc:
+        raise SweepError(str(exc)) from None
+    if not grids:
+        raise SweepError("give at least one --grid NAME=VALUES, e.g. --grid hosts_per_rack=2..6")
+    base, bundle = load_with_bundle(path, sets)
+    if front_end_fatal(base):
+        return SweepResult(base.file, grids, [], base, ())
+    try:
+        check_names(grids, dict(base.params))
+    except GridError as exc:
+        raise SweepError(str(exc)) from None
+    if job is not None and job not in [j.template for j in base.jobs]:
+        known = ", ".join(j.template for j in base.jobs) or "the design declares no job"
+        raise SweepError(f"--job {job}: no such job ({known})")
+    if scenario is not None and scenario not in [s.template for s in base.scenarios]:
+        known = ", ".join(s.template for s in base.scenarios) or "the design declares none"
+        raise SweepError(f"--scenario {scenario}: no such scenario ({known})")
+    options = PointOptions(job=job, forecast=job is not None, scenario=scenario)
+    grid_points = points(grids)
+    eng = engine or make_engine(cluster, workers)
+    handle = eng.scatter(bundle) if hasattr(eng, "scatter") else bundle
+    parts = chunks(len(grid_points), getattr(eng, "workers", 1))
+    tasks = [(evaluate_points, (handle, [{**sets, **grid_points[i]} for i in part], options))
+             for part in parts]
+    finished = [0]
+
+    def done(k: int) -> None:
+        finished[0] += len(parts[k])
+        if progress is not None:
+            progress(finished[0], len(grid_points))
+
+    def lost(k: int, why: str):
+        return [_lost_row(why, bundle.entry_name) for _ in parts[k]]
+
+    try:
+        results = eng.run(tasks, done, lost)
+    finally:
+        if engine is None and hasattr(eng, "close"):
+            eng.close()
+    rows = []
+    for part, chunk_rows in zip(parts, results):
+        for i, row in zip(part, chunk_rows):
+            rows.append({"params": grid_points[i], **row})
+    columns = list(SUMMARY)
+    if any("cost_usd" in r["metrics"] for r in rows):
+        columns.append("cost_usd")
+    if options.forecast:
+        columns.extend(FORECAST)
+    return SweepResult(base.file, grids, rows, base, tuple(columns), eng.description)
+
+
+def _lost_row(why: str, file: str) -> Dict[str, Any]:
+    return {"valid": False, "metrics": {}, "diagnostics": [{
+        "code": "E800", "severity": "error", "message": f"this point was not evaluated: {why}",
+        "file": file, "range": None, "hint": "run the sweep again; if it recurs, run this point "
+                                             "alone with `astral check --set ...`"}]}

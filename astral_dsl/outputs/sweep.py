@@ -1,0 +1,167 @@
+"""The rows of a sweep as a table (rich), CSV or JSON Lines: the grid's parameters first, then
+validity, error and warning codes, the metrics, and the diagnostics."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any, Dict, List, Sequence
+
+from astral_dsl.outputs.jsonout import dumps
+
+LABELS = {
+    "gpus": "GPUs", "hosts": "hosts", "racks": "racks", "switches": "switches",
+    "it_power_kw": "IT kW peak", "it_power_avg_kw": "IT kW avg",
+    "facility_power_kw": "facility kW avg", "pue": "PUE",
+    "cost_usd": "cost USD", "iteration_time_s": "iteration s", "tokens_per_s": "tokens/s",
+    "mfu": "MFU",
+}
+_NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
+
+
+def param_columns(names: Sequence[str], columns: Sequence[str]) -> Dict[str, str]:
+    """Column name of each parameter: its own name, `param:NAME` if it is a metric's name."""
+    taken = set(columns) | {"valid", "errors", "warnings", "diagnostics", "scenario_broken"}
+    return {n: (f"param:{n}" if n in taken else n) for n in names}
+
+
+def literal_json(text: str) -> Any:
+    """A grid value in JSON: numbers as numbers, booleans as booleans, strings unquoted;
+    quantities keep their unit as text (`45 kW`)."""
+    if _NUMBER.fullmatch(text):
+        x = float(text)
+        return int(x) if x.is_integer() and "." not in text and "e" not in text.lower() else x
+    if text in ("true", "false"):
+        return text == "true"
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1]
+    return text
+
+
+def _codes(row, severity: str) -> List[str]:
+    return sorted({d["code"] for d in row["diagnostics"] if d["severity"] == severity})
+
+
+def _where(d) -> str:
+    if d.get("range"):
+        return f" ({d['file']}:{d['range']['start']['line']}:{d['range']['start']['column']})"
+    return f" ({d['file']})" if d.get("file") else ""
+
+
+def diagnostic_line(d) -> str:
+    return f"{d['code']} {d['message']}{_where(d)}"
+
+
+def flat(row, names: Sequence[str], columns: Sequence[str], scenario: bool,
+         for_json: bool) -> Dict[str, Any]:
+    cols = param_columns(names, columns)
+    out: Dict[str, Any] = {}
+    for n in names:
+        value = row["params"][n]
+        out[cols[n]] = literal_json(value) if for_json else value
+    out["valid"] = row["valid"]
+    errors, warnings = _codes(row, "error"), _codes(row, "warning")
+    out["errors"] = errors if for_json else " ".join(errors)
+    out["warnings"] = warnings if for_json else " ".join(warnings)
+    if scenario:
+        broken = row["metrics"].get("scenario_broken", [])
+        out["scenario_broken"] = broken if for_json else " ".join(broken)
+    for c in columns:
+        out[c] = row["metrics"].get(c)
+    if for_json:
+        out["diagnostics"] = row["diagnostics"]
+    else:
+        out["diagnostics"] = " | ".join(diagnostic_line(d) for d in row["diagnostics"])
+    return out
+
+
+def jsonl(result, scenario: bool) -> str:
+    names = [g.name for g in result.grids]
+    return "".join(dumps(flat(r, names, result.columns, scenario, True)) + "\n"
+                   for r in result.rows)
+
+
+def csv_text(result, scenario: bool) -> str:
+    names = [g.name for g in result.grids]
+    out = io.StringIO()
+    rows = [flat(r, names, result.columns, scenario, False) for r in result.rows]
+    header = list(rows[0]) if rows else list(param_columns(names, result.columns).values()) + [
+        "valid", "errors", "warnings"] + list(result.columns) + ["diagnostics"]
+    writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: _csv_value(v) for k, v in r.items()})
+    return out.getvalue()
+
+
+def _csv_value(v):
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return v
+
+
+def _show(column: str, v) -> str:
+    if v is None:
+        return "-"
+    if column in ("pue", "mfu"):
+        return f"{v:.3f}" if column == "pue" else f"{v * 100:.1f} %"
+    if column == "iteration_time_s":
+        return f"{v:.3f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:,.1f}"
+    return str(v)
+
+
+def table(result, scenario: bool, colour: bool = False, width: int = 160) -> str:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=colour,
+                      color_system="standard" if colour else None, highlight=False)
+    names = [g.name for g in result.grids]
+    t = Table(box=box.SIMPLE_HEAD, title=f"{result.file}: {len(result.rows)} points"
+                                         + (f" under scenario `{scenario}`" if scenario else ""))
+    for n in names:
+        t.add_column(n, justify="right", no_wrap=True, min_width=len(n))
+    t.add_column("status")
+    for c in result.columns:
+        t.add_column(LABELS.get(c, c), justify="right")
+    for r in result.rows:
+        errors = _codes(r, "error")
+        broken = r["metrics"].get("scenario_broken", []) if scenario else []
+        if errors:
+            status = Text(" ".join(errors), style="red")
+        elif broken:
+            status = Text("breaks " + " ".join(broken), style="yellow")
+        else:
+            status = Text("ok", style="green")
+        t.add_row(*[r["params"][n] for n in names], status,
+                  *[_show(c, r["metrics"].get(c)) for c in result.columns])
+    console.print(t)
+    failing = [r for r in result.rows if not r["valid"]]
+    for r in failing[:20]:
+        point = ", ".join(f"{n}={r['params'][n]}" for n in names)
+        first = [d for d in r["diagnostics"] if d["severity"] == "error"]
+        more = f" (and {len(first) - 1} more)" if len(first) > 1 else ""
+        console.print(f"{point}: {diagnostic_line(first[0])}{more}" if first else point)
+    if len(failing) > 20:
+        console.print(f"... and {len(failing) - 20} more failing points")
+    return out.getvalue()
+
+
+def write(result, path: str, scenario: bool) -> None:
+    text = csv_text(result, scenario) if path.lower().endswith(".csv") else jsonl(result, scenario)
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+
+
+def parse_jsonl(text: str) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -1,0 +1,53 @@
+"""What a what-if costs: a scenario on the reference design against a plain check (figures
+quoted in the README, never asserted in tests).
+
+In process, median of N runs after a warm-up: compiling the reference, its engineering checks,
+and each scenario alone (the design compiled again under it, with the replicas it names
+isolated, then checked), with the number of instances before and after isolation."""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RUNS = int(os.environ.get("BENCH_RUNS", "7"))
+
+import astral_dsl  # noqa: E402
+from astral_dsl.analyses.engineering import analyse, run_scenario  # noqa: E402
+
+
+def median_ms(fn) -> float:
+    fn()
+    times = []
+    for _ in range(RUNS):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def main() -> None:
+    path = ROOT / "examples" / "astral.astral"
+    comp = astral_dsl.compile(path)
+    design = comp.design
+    base = analyse(design)
+    compile_ms = median_ms(lambda: comp.recompile())
+    check_ms = median_ms(lambda: analyse(comp.recompile().design))
+    print(f"reference design, 524,288 GPUs, {len(design.instances)} distinct instances; "
+          f"in process, median of {RUNS}")
+    print(f"  compile (parsed modules reused)        {compile_ms:7.1f} ms")
+    print(f"  compile + engineering checks            {check_ms:7.1f} ms   (the plain check)")
+    for scenario in design.scenarios:
+        twin = comp.under(scenario)
+        ms = median_ms(lambda: run_scenario(design, scenario, base))
+        print(f"  scenario {scenario.template:<14} compile + check {ms:7.1f} ms   "
+              f"{ms / check_ms:4.2f}x the plain check; {len(twin.instances)} instances "
+              f"({len(twin.instances) - len(design.instances):+d} isolated)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""`--cluster`: the same work on a real Dask distributed cluster (its local cluster, 2 worker
+processes) gives every row of the local run, with file names as the client sees them although
+the workers compile their own copy of the project's source text."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from astral_dsl.explore import sweep
+from astral_dsl.explore.engines import LocalEngine
+
+distributed = pytest.importorskip("distributed")
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                 dashboard_address=None)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def test_workers_run_this_checkout(cluster):
+    with distributed.Client(cluster.scheduler_address) as client:
+        files = client.run(lambda: __import__("astral_dsl").__file__)
+    assert len(files) == 2
+    assert all(Path(f).resolve().is_relative_to(REPO) for f in files.values())
+
+
+def test_sweep_rows_equal_the_local_run(cluster, project):
+    grids = ["hosts_per_rack=1..6", "rack_limit=40kW,50kW"]
+    remote = sweep.run(str(project), grids, job="train", cluster=cluster.scheduler_address)
+    local = sweep.run(str(project), grids, job="train", engine=LocalEngine(1))
+    assert remote.engine.endswith("(2 workers)")
+    assert len(remote.rows) == 12
+    for a, b in zip(remote.rows, local.rows):
+        assert a == b
+    files = {d["file"] for r in remote.rows for d in r["diagnostics"]}
+    assert files == {str(project)}       # the client's name, not the worker's copy

@@ -1,0 +1,77 @@
+"""Grid syntax: ranges, stepped ranges, lists with units, exact decimal steps, grid order, and
+every malformed grid rejected with a message that says what is wrong."""
+from __future__ import annotations
+
+import pytest
+
+from astral_dsl.explore.grid import GridError, parse_grids, parse_spec, points
+
+
+@pytest.mark.parametrize("spec, values", [
+    ("2..6", ("2", "3", "4", "5", "6")),
+    ("2..10:2", ("2", "4", "6", "8", "10")),
+    ("10..2:-4", ("10", "6", "2")),
+    ("5", ("5",)),
+    ("40kW,45kW,50kW", ("40 kW", "45 kW", "50 kW")),
+    ("40 kW, 45 kW", ("40 kW", "45 kW")),
+    ("40kW..50kW:5kW", ("40 kW", "45 kW", "50 kW")),
+    ("40kW..50kW:5", ("40 kW", "45 kW", "50 kW")),       # a bare step takes the ends' unit
+    ("0.1..0.3:0.1", ("0.1", "0.2", "0.3")),               # exact: never 0.30000000000000004
+    ("-0.5..0.5:0.25", ("-0.5", "-0.25", "0", "0.25", "0.5")),
+    ("1e3..3e3:1e3", ("1000", "2000", "3000")),
+    ("30degC..40degC:5", ("30 degC", "35 degC", "40 degC")),
+    ("true,false", ("true", "false")),
+    ('"a","b,c"', ('"a"', '"b,c"')),
+])
+def test_good_specs(spec, values):
+    assert parse_spec("x", spec).values == values
+
+
+def test_a_step_that_misses_the_end_stops_short_and_says_so():
+    g = parse_spec("x", "2..10:3")
+    assert g.values == ("2", "5", "8")
+    assert g.note == "--grid x=2..10:3 stops at 8, short of 10"
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("", "has no values"),
+    ("6..2", "the range is empty (the end is below the start); write `6..2:-1` to count down"),
+    ("2..6:0", "the step is zero"),
+    ("2..6:-1", "goes away from the end"),
+    ("2..6:", "the step after `:` is missing"),
+    ("2..", "a range needs both ends"),
+    ("..3", "a range needs both ends"),
+    ("a..b", "the start `a` is not a number"),
+    ("2..b", "the end `b` is not a number"),
+    ("1..2..3", "a range is START..END or START..END:STEP"),
+    ("40kW..5GB", "the ends are in `kW` and `GB`, which measure different things"),
+    ("40kW..50MW", "write both ends in the same unit"),
+    ("1,,2", "an empty value in the list"),
+    ("2furlongs..3furlongs", "unknown unit"),
+    ('"a', "an unterminated string"),
+    ("1..1000000", "more than a sweep takes"),
+])
+def test_bad_specs(spec, message):
+    with pytest.raises(GridError) as err:
+        parse_spec("x", spec)
+    assert str(err.value).startswith(f"--grid x={spec.strip()}") or "--grid x=" in str(err.value)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("specs, sets, message", [
+    (["n"], {}, "--grid expects NAME=VALUES, got `n`"),
+    (["n=1..2", "n=3"], {}, "--grid n is given twice"),
+    (["n=1..2"], {"n": "3"}, "n is given both by --grid and by --set"),
+    (["2n=1"], {}, "is not a parameter name"),
+    (["a=1..400", "b=1..400", "c=1..400"], {}, "the grids make 64,000,000 points"),
+])
+def test_bad_grid_lists(specs, sets, message):
+    with pytest.raises(GridError) as err:
+        parse_grids(specs, sets)
+    assert message in str(err.value)
+
+
+def test_points_are_in_grid_order_first_grid_slowest():
+    grids = parse_grids(["a=1..2", "b=x,y,z"], {})
+    assert [(p["a"], p["b"]) for p in points(grids)] == [
+        ("1", "x"), ("1", "y"), ("1", "z"), ("2", "x"), ("2", "y"), ("2", "z")]

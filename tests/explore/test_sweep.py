@@ -1,0 +1,192 @@
+"""`astral sweep`: one row per point in grid order, each equal to checking that point alone; a
+failing point is a row with its diagnostics; CSV / JSON Lines / table outputs; the Pareto plot;
+usage errors for bad grids; the local pool gives the same rows as one process."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from astral_dsl.cli import main
+from astral_dsl.cli.common import checked as cli_checked
+from astral_dsl.explore import point, sweep
+from astral_dsl.explore.engines import LocalEngine
+from astral_dsl.outputs.pareto import front
+from astral_dsl.outputs.size_report import size_summary
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(project, *grids, **kw):
+    return sweep.run(str(project), list(grids), engine=LocalEngine(1), **kw)
+
+
+def test_rows_in_grid_order_equal_checking_each_point_alone(project):
+    result = _run(project, "hosts_per_rack=3..5", "rack_limit=40kW,50kW", job="train")
+    assert [tuple(r["params"].values()) for r in result.rows] == [
+        ("3", "40 kW"), ("3", "50 kW"), ("4", "40 kW"), ("4", "50 kW"), ("5", "40 kW"),
+        ("5", "50 kW")]
+    for row in result.rows:
+        checked = cli_checked(str(project), row["params"])
+        assert row["valid"] == checked.valid
+        assert [d["code"] for d in row["diagnostics"]] == [d.code for d in checked.diagnostics]
+        expected = size_summary(checked.design, checked.engineering)
+        for key in point.SUMMARY:
+            assert row["metrics"][key] == expected[key]
+        fc = point.seer_module().forecast(checked.design, job="train")
+        assert row["metrics"]["tokens_per_s"] == round(fc.tokens_per_s, 1)
+    # 4 x 10.2 kW = 40.8 kW: over 40 kW, under 50 kW; 5 x 10.2 kW = 51 kW is over both and
+    # 4 racks of 51 kW overload the 200 kW feeder
+    codes = [sorted({d["code"] for d in r["diagnostics"]}) for r in result.rows]
+    assert codes == [[], [], ["E500"], [], ["E500", "E620"], ["E500", "E620"]]
+    assert result.rows[2]["metrics"]["gpus"] == 4 * 4 * 2 * 8
+
+
+def test_a_failing_point_is_a_row_with_its_diagnostics(project, monkeypatch):
+    real = point._evaluate
+
+    def flaky(entry, overrides, options):
+        if overrides["hosts_per_rack"] == "4":
+            raise RuntimeError("boom")
+        return real(entry, overrides, options)
+
+    monkeypatch.setattr(point, "_evaluate", flaky)
+    result = _run(project, "hosts_per_rack=3..5")
+    assert [r["valid"] for r in result.rows] == [True, False, False]
+    crashed = result.rows[1]["diagnostics"]
+    assert crashed[0]["code"] == "E000" and "RuntimeError: boom" in crashed[0]["message"]
+    # a value the parameter cannot take is that point's error, not the sweep's
+    result = _run(project, "hosts_per_rack=2,2.5")
+    assert result.rows[0]["valid"] and not result.rows[1]["valid"]
+    assert result.rows[1]["metrics"] == {}
+
+
+def test_the_local_pool_gives_the_rows_of_one_process(project):
+    one = _run(project, "hosts_per_rack=1..6", job="train")
+    pool = sweep.run(str(project), ["hosts_per_rack=1..6"], job="train", engine=LocalEngine(2))
+    assert pool.rows == one.rows
+
+
+def test_a_dead_worker_costs_its_points_only():
+    engine = LocalEngine(2)
+    results = engine.run([(os._exit, (3,)), (sum, ([1, 2],))],
+                         lost=lambda i, why: f"lost: {why}")
+    assert results[1] == 3 or results[1].startswith("lost")
+    assert results[0].startswith("lost: the local worker process died")
+
+
+def test_scenario_columns_come_from_the_scenario(tmp_path):
+    design = tmp_path / "d.astral"
+    design.write_text(REPO.joinpath("examples/tutorial_rack.astral").read_text())
+    result = sweep.run(str(design), ["servers=3..5"], scenario="derated_busway",
+                       engine=LocalEngine(1))
+    # the scenario derates the busway to 42 kW: 5 x 10.2 kW breaks it (E624), 4 x 10.2 does not
+    assert [r["metrics"]["scenario_broken"] for r in result.rows] == [[], [], ["E624"]]
+    assert [r["metrics"]["it_power_kw"] for r in result.rows] == [30.6, 40.8, 51.0]
+
+
+def _cli(args, capsys):
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_outputs(project, tmp_path, capsys):
+    args = ["sweep", str(project), "--grid", "hosts_per_rack=3..5", "--grid",
+            "rack_limit=40kW,50kW", "--workers", "1"]
+    code, out, _ = _cli(args + ["--format", "json"], capsys)
+    assert code == 1                            # some points have errors
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert list(rows[0])[:3] == ["hosts_per_rack", "rack_limit", "valid"]
+    assert rows[0]["hosts_per_rack"] == 3 and rows[0]["rack_limit"] == "40 kW"
+    assert rows[2]["errors"] == ["E500"] and rows[2]["diagnostics"][0]["code"] == "E500"
+    code, out, _ = _cli(args + ["-o", str(tmp_path / "rows.csv")], capsys)
+    assert "6 points (3 valid) written to" in out
+    with open(tmp_path / "rows.csv", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert list(table[0])[:3] == ["hosts_per_rack", "rack_limit", "valid"]
+    assert [r["errors"] for r in table] == ["", "", "E500", "", "E500 E620", "E500 E620"]
+    assert "rack exceeds its busway rating" in table[2]["diagnostics"]
+    code, _, _ = _cli(args + ["-o", str(tmp_path / "rows.jsonl")], capsys)
+    jsonl = (tmp_path / "rows.jsonl").read_text()
+    code, again, _ = _cli(args + ["--format", "json"], capsys)
+    assert jsonl == again                       # same rows, byte for byte
+    code, out, _ = _cli(args, capsys)
+    assert "hosts_per_rack" in out and "E500 E620" in out and "rack exceeds" in out
+
+
+def test_cli_plot_marks_the_pareto_front(project, tmp_path, capsys):
+    png = tmp_path / "p.png"
+    code, _, err = _cli(["sweep", str(project), "--grid", "hosts_per_rack=1..4", "--workers",
+                         "1", "--plot", str(png), "--x", "it_power_kw", "--y", "gpus"], capsys)
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert "4 points drawn" in err and "4 on the Pareto front" in err
+
+
+def test_pareto_front():
+    pts = [(1, 1), (2, 3), (3, 2), (0.5, 0.5), (3, 3), (2, 3)]
+    assert front(pts, ("min", "max")) == [3, 0, 1, 5]          # ties stay on the front
+    assert front(pts, ("min", "min")) == [3]
+    assert front(pts, ("max", "max")) == [4]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--grid", "hosts_per_rack=6..2"], "the range is empty"),
+    (["--grid", "host_per_rack=1..2"], "the design has no parameter `host_per_rack`"),
+    (["--grid", "rack_limit=4kW..5GB"], "measure different things"),
+    (["--grid", "rack_limit=4GB,5GB"], "is not a power like `rack_limit`"),
+    (["--grid", "hosts_per_rack=1..2", "--set", "hosts_per_rack=3"], "both by --grid and by"),
+    (["--grid", "hosts_per_rack=1..2", "--job", "nope"], "--job nope: no such job (train)"),
+    (["--grid", "hosts_per_rack=1..2", "--scenario", "x"], "--scenario x: no such scenario"),
+    (["--grid", "hosts_per_rack=1..2", "-o", "rows.txt"], "the extension chooses the format"),
+    (["--grid", "hosts_per_rack=1..2", "--plot", "p.png"], "--plot needs --x COLUMN and --y"),
+    (["--grid", "hosts_per_rack=1..2", "--plot", "p.png", "--x", "gpus", "--y", "nope"],
+     "`nope` is not a column"),
+    (["--grid", "hosts_per_rack=1..2", "--plot", "p.png", "--x", "gpus", "--y",
+      "hosts_per_rack"], "say which way `hosts_per_rack` is better"),
+    (["--grid", "hosts_per_rack=1..2", "--cluster", "tcp://127.0.0.1:9"],
+     "cannot reach the Dask scheduler"),
+    ([], "sweep needs at least one --grid"),
+])
+def test_usage_errors(project, capsys, extra, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _cli(["sweep", str(project), "--workers", "1"] + extra, capsys)
+    assert code == 2, err
+    assert message in err
+
+
+def test_a_file_that_does_not_parse_is_reported_once(tmp_path, capsys):
+    bad = tmp_path / "bad.astral"
+    bad.write_text("param n = 1\nsite S { power = = 5 kW }\n")
+    code, out, _ = _cli(["sweep", str(bad), "--grid", "n=1..3", "--workers", "1"], capsys)
+    assert code == 1 and out.count("error[E103]") == 1
+
+
+def test_subprocess_run_with_the_default_pool(project):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "sweep", str(project),
+                           "--grid", "hosts_per_rack=2..5", "--format", "json"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["hosts_per_rack"] for r in rows] == [2, 3, 4, 5]
+    assert proc.stderr == ""              # no progress bar when stderr is not a terminal
+
+
+def test_cost_column_only_with_prices_and_w800_names_the_unpriced(project):
+    assert "cost_usd" not in _run(project, "hosts_per_rack=1..2").columns
+    parts = project.parent / "lib" / "parts.astral"
+    parts.write_text(parts.read_text().replace(
+        "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)",
+        "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G) { price = 300000 USD }"))
+    result = _run(project, "hosts_per_rack=1..2")
+    assert "cost_usd" in result.columns
+    # 4 racks per row x 2 rows x hosts_per_rack hosts at 300,000 USD; the feeders have no price
+    assert [r["metrics"]["cost_usd"] for r in result.rows] == [8 * 300000.0, 16 * 300000.0]
+    w800 = [d for d in result.rows[0]["diagnostics"] if d["code"] == "W800"]
+    assert w800 and w800[0]["notes"] == ["no price: feeder main"]
