@@ -102,7 +102,7 @@ CODES: dict[str, str] = {
     "E701": "Graphviz's dot program failed",
     "E702": "nothing to draw for this name or view",
     "E703": "the picture cannot be written",
-    # E75x/E76x: jobs and forecasting (`astral forecast`, seer)
+    # E750-E779, W750-W779: jobs and forecasting (`astral forecast`, seer)
     "E750": "tensor-parallel degree does not divide the attention heads",
     "E751": "pipeline stages do not divide the layers",
     "E752": "declared pipeline split does not match the layers",
@@ -112,6 +112,14 @@ CODES: dict[str, str] = {
     "E756": "batch not divisible by micro-batch times data-parallel degree",
     "E757": "job does not fit in GPU memory",
     "E758": "job cannot be forecast",
+    "E759": "rank order of the parallel dimensions is not valid",
+    "E760": "pipeline schedule and virtual stages disagree",
+    "E761": "sharding fields disagree",
+    "E762": "job exceeds Seer's work budget",
+    "E763": "model shape does not hold together",
+    "E764": "context parallelism needs fused attention",
+    "W750": "job may not fit in GPU memory",
+    "W751": "a job option has no effect",
     # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
     "E800": "a point was not evaluated: its worker failed",
     "W800": "the cost counts only equipment with a declared price",

@@ -98,11 +98,22 @@ def concrete(text: str) -> Concrete:
     return Concrete(text, [t for t in tokens if not t.sep], comments)
 
 
+def _is_unit(text: str) -> bool:
+    from astral_dsl.units.table import UnitSpecError, parse_unit
+
+    try:
+        parse_unit(text)
+    except UnitSpecError:
+        return False
+    return True
+
+
 def _tok(t: Token) -> Tok:
     text = str(t)
     if t.type == "QUANTITY":
         m = _QUANTITY.match(text)
-        text = f"{m.group('num')} {m.group('unit')}"
+        if _is_unit(m.group("unit")):       # `1f1b` is a keyword that reads as a quantity
+            text = f"{m.group('num')} {m.group('unit')}"
     return Tok(t.type, text, t.start_pos, t.end_pos, t.line, t.column)
 
 

@@ -8,7 +8,7 @@ The layout of `astral fmt`:
   area), comparisons, `=`, `x`, `to` and the keywords; none inside `( )` and `[ ]`, before `,` and
   `:`, around `.` and `..`, after a unary `-`, nor before the `(` of a call or parameter list and
   the `[` of an index; one inside each brace of `{ a = 1 }`; a quantity is its number, one space,
-  its unit (`45 kW`, `75 %`);
+  its unit (`45 kW`, `75 %`; a word that only reads as a quantity, `1f1b`, is kept);
 - every top-level item and every declaration or record block on its own line (a block holding a
   declaration among other statements is printed over several lines); other statements stay on
   the lines the author put them on, separated by the `,` or `;` written between them (`, ` where

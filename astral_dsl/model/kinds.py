@@ -324,7 +324,11 @@ _register(_kind("parallel", "parallel degrees", dict(
     schedule=enum("1f1b", "interleaved", "gpipe"),
     stages=FieldSpec(ListType(QType("count", True, 0, None, domain("count", limit=MAX_LAYERS,
                                                                    why=_LAYERS)))),
-    zero=q("count", high=3), fsdp=BOOL)))
+    zero=q("count", high=3), fsdp=BOOL,
+    reshard_after_forward=FieldSpec(BoolType(), doc="ZeRO-3 / FSDP: free the gathered weights "
+                                    "after the forward and gather them again for the backward"),
+    order=FieldSpec(StrType(), doc='rank order of the parallel dimensions, fastest first, e.g. '
+                                   '"tp-cp-ep-dp-pp" (Megatron-Core\'s default)'))))
 _register(_kind("batch", "batch sizes", dict(
     global_batch=_size(low=1, limit=MAX_BATCH, why=_BATCH),
     micro=_size(low=1, limit=MAX_BATCH, why=_BATCH),
@@ -333,7 +337,10 @@ _register(_kind("job", "an LLM training job", dict(
     model=ref("model", required=True), placement=ANY,
     gpus=_size(low=1, limit=1e9, why="the design limit of 10^9 GPUs"),
     recompute=enum("none", "selective", "full"), dtype=enum("bf16", "fp16", "fp8", "fp32"),
-    utilization=q("ratio", high=1)), records={"parallel": "parallel", "batch": "batch"},
+    utilization=q("ratio", high=1), attention=enum("flash", "unfused"),
+    grad_dtype=enum("fp32", "bf16", "fp16", doc="gradient buffer and reduction precision"),
+    overlap_grad_reduce=BOOL, overlap_param_gather=BOOL),
+    records={"parallel": "parallel", "batch": "batch"},
     root=True))
 _register(_kind("scenario", "a what-if: parts failed or degraded", dict(
     required=BOOL, description=STR), statements=("check", "let", "fail", "set"), root=True))

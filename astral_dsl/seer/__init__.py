@@ -13,6 +13,7 @@ from typing import Optional
 
 from astral_dsl.seer.costs import OperatorTable
 from astral_dsl.seer.forecast import Forecast, hardware_flops, model_flops, run
+from astral_dsl.seer.job import OPTIONS, check_options, unknown_options
 from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
 from astral_dsl.seer.validate import validate_job, validate_jobs
 
@@ -37,8 +38,16 @@ def find_job(design, name: Optional[str] = None):
 
 def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
              operator_table: Optional[str] = None, **options) -> Forecast:
-    """Forecast one job (default: the first declared). `options` override JobSpec fields
-    (micro, attention, overlap_grad_reduce, ...)."""
+    """Forecast one job (default: the first declared). `options` take the place of the job's
+    fields of the same names, for a what-if (`micro=2`, `attention="unfused"`, `zero=1`,
+    `order="tp-cp-ep-pp-dp"`, ...: job.OPTIONS lists them) and are checked as the fields are."""
+    unknown = unknown_options(options)
+    if unknown:
+        raise ForecastError(", ".join(f"`{k}`" for k in unknown) + " is not a job field "
+                            "(forecast options: " + ", ".join(sorted(OPTIONS)) + ")")
+    bad = check_options(options)
+    if bad:
+        raise ForecastError("bad forecast option", bad)
     inst = find_job(design, job)
     failures, notes = (), []
     if scenario is not None:

@@ -1,8 +1,8 @@
 """Collectives priced on the declared topology.
 
-A communication group (TP, CP, DP, PP, EP) is laid out on the job's GPUs in Megatron's rank order
-(TP fastest, then CP, then DP, then PP; EP groups take consecutive data-parallel ranks): its
-members sit `per_host` to a host over `hosts` hosts. Inside a host the group runs on NVLink;
+A communication group (TP, CP, DP, PP, EP) is laid out on the job's GPUs in the job's rank order
+(seer/ranks.py; Megatron-Core's default: TP fastest, then CP, EP, DP, PP): its members sit
+`per_host` to a host over `hosts` hosts. Inside a host the group runs on NVLink;
 across hosts every member uses the NIC of its rail (rail-optimised wiring: GPU i of each host is
 on rail i), so a ring or tree gets `per_host` NICs per host. Traffic between hosts climbs the
 fabric to the lowest tier whose reach holds all of them (cross-rail traffic to the first tier not
@@ -71,14 +71,17 @@ class Layout:
 
 
 def layout(net: Network, kind: str, n: int, stride: int, span_hosts: Optional[int] = None,
-           cross_rail: bool = False) -> Layout:
-    """Group of n ranks whose consecutive members are `stride` GPUs apart."""
+           cross_rail: bool = False, per_host: Optional[int] = None) -> Layout:
+    """Group of n ranks whose consecutive members are `stride` GPUs apart (or, for a group over
+    several dimensions of the rank order, `per_host` of them in each host over `span_hosts`
+    consecutive hosts: seer/ranks.py)."""
     g = max(1, net.gpus_per_host)
     if n <= 1:
         return Layout(kind, 1, 1, 1, 0, 0.0, 0.0)
-    if stride * n <= g:
+    if per_host is None:
+        per_host = n if stride * n <= g else max(1, g // stride) if stride < g else 1
+    if per_host >= n:
         return Layout(kind, n, n, 1, 0, 0.0, 0.0)
-    per_host = max(1, g // stride) if stride < g else 1
     hosts = max(1, n // per_host)
     span = span_hosts or max(hosts, math.ceil(n * stride / g))
     hops, factor = _climb(net, span, cross_rail)

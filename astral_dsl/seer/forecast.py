@@ -1,25 +1,16 @@
-"""One forecast: lower the job, simulate the schedule, account the time.
-
-The rule for runtime parameters a job does not declare (docs/seer.md): the micro-batch (when
-`batch.micro` is absent) and the number of virtual stages (when `schedule = interleaved` without
-`virtual_stages`) are the combination with the shortest forecast iteration among those whose
-per-GPU memory estimate fits the GPU: a tuned run, which is what published runs are. Candidates
-are the powers of two dividing B / DP (micro-batch) and the divisors of the smallest stage's
-layer count (chunks), interleaving only when the pipeline's micro-batches are a multiple of its
-stages (Megatron-LM's requirement)."""
+"""One forecast: lower the job, simulate the schedule, account the time; the FLOPs behind MFU
+and HFU."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from astral_dsl.seer import comm
+from astral_dsl.seer import comm, rule
 from astral_dsl.seer.costs import Costs, OperatorTable
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.memory import MemoryEstimate, estimate
+from astral_dsl.seer.memory import MemoryEstimate
 from astral_dsl.seer.schedule import StageRun, simulate
-from astral_dsl.seer.spec import JobSpec, divisors, stage_layers
-
-STREAMS = ("compute", "tp", "cp", "ep", "pp", "dp")
+from astral_dsl.seer.spec import JobSpec
 
 
 @dataclass
@@ -98,45 +89,23 @@ def hardware_flops(job: JobSpec) -> float:
 
 def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = None,
         notes=()) -> Forecast:
-    """Forecast `job`; undeclared micro-batch / virtual stages are chosen by the rule above."""
+    """Forecast `job`; an undeclared micro-batch or number of virtual stages is chosen by the
+    rule (rule.py)."""
     costs = Costs(gpu, job.dtype, table)
-    par = job.parallel
-    micros = [job.micro] if job.micro else [
-        d for d in divisors(max(1, job.global_batch // par.dp)) if d & (d - 1) == 0]
-    if par.schedule == "interleaved" and not par.v:
-        vs = [d for d in divisors(min(stage_layers(job.with_(parallel=replace(par, v=1)))))
-              if par.pp > 1] or [1]
-    else:
-        vs = [par.v or 1]
+    best = rule.choose(job, gpu, net, costs, lambda c: _forecast(c.job, gpu, net, c.lowering,
+                                                                 c.memory))
     chosen: List[Tuple[str, int]] = []
-    best = None
-    fallback = None
-    for b in micros:
-        for v in vs:
-            if v > 1 and len(vs) > 1 and (job.global_batch // (b * par.dp)) % par.pp:
-                continue      # Megatron-LM interleaves only when p divides the micro-batches
-            cand = job.with_(micro=b, parallel=replace(par, v=v))
-            fc = _forecast(cand, gpu, net, costs)
-            if fallback is None:
-                fallback = fc
-            if len(micros) * len(vs) > 1 and fc.memory.total > gpu.memory:
-                continue
-            if best is None or fc.iteration_time < best.iteration_time * (1 - 1e-9):
-                best = fc
-    best = best or fallback
     if not job.micro:
         chosen.append(("micro", best.job.micro))
-    if len(vs) > 1:
+    if job.parallel.schedule == "interleaved" and not job.parallel.v:
         chosen.append(("virtual_stages", best.job.parallel.v))
     best.chosen = tuple(chosen)
     best.notes = tuple(notes) + tuple(net.notes)
     return best
 
 
-def _forecast(job: JobSpec, gpu, net, costs) -> Forecast:
-    low = Lowering(job, costs, net)
+def _forecast(job: JobSpec, gpu, net, low: Lowering, mem: MemoryEstimate) -> Forecast:
     runs, total = simulate(low, job.microbatches)
-    mem = estimate(job, low.stage_params)
     fc = Forecast(job, gpu.name, net, low, runs, total, mem)
     fc.stage, fc.breakdown = _breakdown(fc)
     return fc
@@ -145,26 +114,29 @@ def _forecast(job: JobSpec, gpu, net, costs) -> Forecast:
 def _breakdown(fc: Forecast) -> Tuple[int, Dict[str, float]]:
     """Where the time of one representative rank goes: the stage with the most busy compute.
     The parts add up to the iteration time."""
-    low, runs = fc.lowering, fc.runs
-    best, best_busy = 0, -1.0
-    for i, run in enumerate(runs):
-        busy = sum(low.template(i, b.chunk, b.phase).compute for b in run.blocks)
-        if busy > best_busy:
-            best, best_busy = i, busy
+    low, runs, m = fc.lowering, fc.runs, fc.job.microbatches
+    v = fc.job.parallel.v
+    # every (chunk, phase) of a stage runs once per micro-batch
+    templates = [[low.template(i, c, ph) for c in range(v) for ph in ("F", "B")]
+                 for i in range(len(runs))]
+    best = max(range(len(runs)), key=lambda i: (sum(t.compute for t in templates[i]), -i))
     run = runs[best]
     out = {"compute": 0.0, "tp_comm": 0.0, "cp_comm": 0.0, "ep_comm": 0.0, "pp_comm": 0.0,
            "dp_comm": 0.0, "bubble": 0.0, "optimizer": 0.0}
-    for b in run.blocks:
-        tpl = low.template(best, b.chunk, b.phase)
-        out["compute"] += tpl.compute
+    for tpl in templates[best]:
+        out["compute"] += m * tpl.compute
         for stream, t in tpl.exposed.items():
-            out[f"{stream}_comm"] = out.get(f"{stream}_comm", 0.0) + t
-        out["pp_comm"] += b.wait_pp + b.blocked
-        out["bubble"] += b.wait - b.wait_pp
+            out[f"{stream}_comm"] = out.get(f"{stream}_comm", 0.0) + m * t
+    waits = run.waits()
+    wait_pp, wait_dp = sum(run.waits_pp(waits)), sum(w for w, _ in run.gated.values())
+    out["pp_comm"] += wait_pp + sum(run.blocked.values())
+    out["dp_comm"] += wait_dp + sum(s for _, s in run.gated.values())
+    out["bubble"] += sum(waits) - wait_pp - wait_dp
     dp_end = max([run.backward_end] + [e for _, e, _ in run.dp])
     out["dp_comm"] += dp_end - run.backward_end
     out["bubble"] += run.optimizer[0] - dp_end
     out["optimizer"] = run.optimizer[1] - run.optimizer[0]
-    out["dp_comm"] += run.gather[1] - run.gather[0]
-    out["bubble"] += fc.iteration_time - run.end
+    if run.gather[0] >= run.optimizer[1]:      # the parameter gather after the step
+        out["dp_comm"] += run.gather[1] - run.gather[0]
+    out["bubble"] += fc.iteration_time - run.finish
     return best, out

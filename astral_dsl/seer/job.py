@@ -1,35 +1,80 @@
-"""A compiled design's `job` (and its `model`) as Seer's JobSpec."""
+"""A compiled design's `job` (and its `model`) as Seer's JobSpec.
+
+Every option `seer.forecast(...)` accepts is a field a job can state (OPTIONS: the option name is
+the field name, with the record it lives in). Options go through the same path as the fields:
+they are checked against the field's type (the same diagnostics as in a .astral file) and take
+the field's place before any default is applied.
+
+Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
+- `dtype = bf16`: NOT Megatron-LM's default (fp32 without --bf16 / --fp16); every large run we
+  forecast trains in bf16 mixed precision, so bf16 is the useful default.
+- `grad_dtype`: fp32 with bf16 (and fp8, which runs on a bf16 base): Megatron-LM turns on
+  `accumulate_allreduce_grads_in_fp32` for bf16; fp16 keeps 16-bit gradient buffers
+  (megatron/training/arguments.py); fp32 training has fp32 gradients.
+- `attention = flash`: Megatron-Core's default attention backend is fused (Transformer
+  Engine / FlashAttention) when available.
+- `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
+  `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
+- `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
+- `schedule`: `1f1b`; `interleaved` when `virtual_stages` > 1 is declared.
+- `reshard_after_forward = true`: PyTorch FSDP's default (FULL_SHARD; FSDP2 `fully_shard`).
+- `dp` = gpus / (tp x pp x cp); `global_batch` = micro x dp; `seq` = the model's; `micro` and an
+  interleaved job's `virtual_stages`: chosen by the rule (seer/rule.py)."""
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Dict, List, Optional, Tuple
 
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError
+from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import ListValue, Symbol
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.spec import DEFAULT_ORDER, JobSpec, ModelSpec, ParallelSpec
 from astral_dsl.units import Quantity
 
+# option / field name -> the record that holds it ("" = the job itself)
+OPTIONS: Dict[str, str] = {
+    "recompute": "", "dtype": "", "attention": "", "grad_dtype": "", "overlap_grad_reduce": "",
+    "overlap_param_gather": "",
+    "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
+    "sp": "parallel", "order": "parallel", "schedule": "parallel", "virtual_stages": "parallel",
+    "stages": "parallel", "zero": "parallel", "fsdp": "parallel",
+    "reshard_after_forward": "parallel",
+    "global_batch": "batch", "micro": "batch", "seq": "batch",
+}
 
-def _num(v, default=None):
-    return v.si if isinstance(v, Quantity) else default
 
-
-def _int(v, default=None):
-    x = _num(v)
-    return int(round(x)) if x is not None else default
-
-
-def _sym(v, default=None):
+def _plain(v):
+    """A model value as plain Python: numbers, names, tuples, booleans."""
+    if isinstance(v, Quantity):
+        return v.si
     if isinstance(v, Symbol):
         return v.name
-    if isinstance(v, str):
+    if isinstance(v, ListValue):
+        return tuple(_plain(x) for x in v.items)
+    return v
+
+
+def _model_value(v):
+    """A Python option as the model value a .astral file would give."""
+    if isinstance(v, bool) or v is None:
         return v
-    return default
+    if isinstance(v, (int, float)):
+        return Quantity(float(v))
+    if isinstance(v, (list, tuple)):
+        return ListValue(tuple(_model_value(x) for x in v))
+    return v
+
+
+def _int(x, default=None):
+    return int(round(x)) if isinstance(x, (int, float)) and not isinstance(x, bool) else default
 
 
 def model_spec(inst) -> ModelSpec:
-    f = inst.field
+    def f(name):
+        return _plain(inst.field(name))
+
     heads = _int(f("heads"), 1)
     hidden = _int(f("hidden"), 1)
-    act = _sym(f("activation"), "gelu")
+    act = f("activation") or "gelu"
     ffn = _int(f("ffn")) or (4 * hidden if act == "gelu" else int(8 * hidden / 3))
     return ModelSpec(
         name=inst.template, layers=_int(f("layers"), 1), hidden=hidden, heads=heads,
@@ -37,41 +82,81 @@ def model_spec(inst) -> ModelSpec:
         seq=_int(f("seq"), 2048), activation=act, experts=_int(f("experts"), 0) or 0,
         top_k=_int(f("top_k"), 1) or 1, shared_experts=_int(f("shared_experts"), 0) or 0,
         moe_ffn=_int(f("moe_ffn"), 0) or ffn, dense_layers=_int(f("dense_layers"), 0) or 0,
-        params=_num(f("params")))
+        params=f("params"))
+
+
+def unknown_options(options) -> List[str]:
+    return sorted(set(options) - set(OPTIONS))
+
+
+def check_options(options) -> List[Diagnostic]:
+    """Diagnostics for forecast options with a bad value: the same type checks as the fields
+    in a .astral file (options that are not job fields: unknown_options)."""
+    from astral_dsl.semantics.coerce import coerce
+
+    out = []
+    for name, value in options.items():
+        if name not in OPTIONS or value is None:
+            continue
+        record = OPTIONS[name]
+        spec = KINDS[record or "job"].fields[name]
+        where = f"{record}." if record else ""
+        try:
+            coerce(_model_value(value), spec.type, None, f"`{where}{name}`")
+        except DiagnosticError as exc:
+            out.append(exc.diagnostic)
+    return out
+
+
+def declared(job, **options) -> Dict[str, object]:
+    """The job's fields (and its `parallel` and `batch` records) as plain values, with the
+    options in their place."""
+    out: Dict[str, object] = {}
+    for name, record in OPTIONS.items():
+        inst = job.member(record) if record else job
+        value = inst.field(name) if inst is not None else None
+        if value is not None:
+            out[name] = _plain(value)
+    for name, value in options.items():
+        if value is not None:
+            out[name] = _plain(_model_value(value))
+    return out
+
+
+def parse_order(text: Optional[str]) -> Tuple[str, ...]:
+    """`"tp-cp-ep-dp-pp"` -> ("tp", "cp", "ep", "dp", "pp"); checked by seer/validate.py."""
+    if not text:
+        return DEFAULT_ORDER
+    return tuple(w.strip().lower() for w in str(text).split("-"))
 
 
 def job_spec(job, model_inst, **options) -> JobSpec:
-    """The JobSpec of a `job` instance (its `parallel` and `batch` records are members)."""
+    """The JobSpec of a `job` instance with `options` in place of its fields."""
     model = model_spec(model_inst)
-    par = job.member("parallel")
-    bat = job.member("batch")
-    pf = par.field if par is not None else (lambda *_: None)
-    bf = bat.field if bat is not None else (lambda *_: None)
-    tp, pp, cp = _int(pf("tp"), 1), _int(pf("pp"), 1), _int(pf("cp"), 1)
-    gpus = _int(job.field("gpus"))
-    dp = _int(pf("dp"))
+    f = declared(job, **options)
+    gpus = _int(_plain(job.field("gpus")))
+    tp, pp, cp = _int(f.get("tp"), 1), _int(f.get("pp"), 1), _int(f.get("cp"), 1)
+    dp = _int(f.get("dp"))
     if dp is None:
-        dp = max(1, (gpus or tp * pp * cp) // (tp * pp * cp))
-    stages = pf("stages")
-    stages = tuple(_int(x, 0) for x in stages.items) if isinstance(stages, ListValue) else None
-    schedule = _sym(pf("schedule"), None)
-    v = _int(pf("virtual_stages"))
-    if schedule is None:
-        schedule = "interleaved" if (v or 1) > 1 else "1f1b"
-    zero = _int(pf("zero"), 0) or 0
-    if pf("fsdp") is True:
+        dp = max(1, (gpus or tp * pp * cp) // max(1, tp * pp * cp))
+    stages = f.get("stages")
+    stages = tuple(_int(x, 0) for x in stages) if isinstance(stages, tuple) else None
+    v = _int(f.get("virtual_stages"))
+    schedule = f.get("schedule") or ("interleaved" if (v or 1) > 1 else "1f1b")
+    zero = _int(f.get("zero"), 0) or 0
+    if f.get("fsdp") is True:
         zero = 3
-    parallel = ParallelSpec(tp=tp, pp=pp, dp=dp, cp=cp, ep=_int(pf("ep"), 1), sp=pf("sp") is True,
-                            v=v if v else (None if schedule == "interleaved" else 1),
-                            schedule=schedule, stages=stages, zero=zero)
-    seq = _int(bf("seq")) or model.seq
-    gb = _int(bf("global_batch")) or dp * (_int(bf("micro")) or 1)
-    spec = JobSpec(name=job.template, model=model, parallel=parallel, global_batch=gb,
-                   micro=_int(bf("micro")), seq=seq,
-                   recompute=_sym(job.field("recompute"), "none"),
-                   dtype=_sym(job.field("dtype"), "bf16"), gpus=gpus)
-    known = {k: v for k, v in options.items() if k in JobSpec.__dataclass_fields__ and v is not None}
-    spec = replace(spec, **known)
-    nested = {k: v for k, v in options.items() if k in ParallelSpec.__dataclass_fields__
-              and v is not None}
-    return replace(spec, parallel=replace(spec.parallel, **nested)) if nested else spec
+    parallel = ParallelSpec(
+        tp=tp, pp=pp, dp=dp, cp=cp, ep=_int(f.get("ep"), 1), sp=f.get("sp") is True,
+        v=v if v else (None if schedule == "interleaved" else 1), schedule=schedule,
+        stages=stages, zero=zero, reshard_after_forward=f.get("reshard_after_forward") is not False,
+        order=parse_order(f.get("order")))
+    micro = _int(f.get("micro"))
+    return JobSpec(
+        name=job.template, model=model, parallel=parallel,
+        global_batch=_int(f.get("global_batch")) or dp * (micro or 1), micro=micro,
+        seq=_int(f.get("seq")) or model.seq, recompute=f.get("recompute") or "none",
+        dtype=f.get("dtype") or "bf16", gpus=gpus, attention=f.get("attention") or "flash",
+        grad_dtype=f.get("grad_dtype"),
+        overlap_grad_reduce=f.get("overlap_grad_reduce") is True,
+        overlap_param_gather=f.get("overlap_param_gather") is True)

@@ -17,7 +17,11 @@ from astral_dsl.seer import comm
 from astral_dsl.seer import costs
 from astral_dsl.seer.costs import Costs
 from astral_dsl.seer.params import ParamsMixin
+from astral_dsl.seer.ranks import RankOrder
 from astral_dsl.seer.spec import JobSpec, chunk_layers
+
+
+EMBED, HEAD = -1, -2      # the `layer` of embedding and of head operators
 
 
 class Op:
@@ -33,7 +37,9 @@ class Op:
 
 
 class Template:
-    """Operators of one block with offsets from the block's start."""
+    """Operators of one block with offsets from the block's start. An operator's `layer` counts
+    from the chunk's first layer (EMBED, HEAD for the others), so that chunks of the same shape
+    share one template."""
 
     def __init__(self, ops: List[Op]):
         free: Dict[str, float] = {}
@@ -62,6 +68,7 @@ class Template:
                 self.exposed[s] = idle * weight[s] / total
 
     def layer_ends(self) -> Dict[int, float]:
+        """Layer (counted from the chunk's first) -> when its last operator ends."""
         out: Dict[int, float] = {}
         for o in self.ops:
             if o.layer >= 0:
@@ -99,6 +106,31 @@ class _Builder:
         return idx
 
 
+def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
+    """The layout of each communication group of a rank in the job's rank order. The gradient
+    group ("dp") is DP x CP (CP ranks hold the same weights); "pp" is a pair of neighbouring
+    stages; "ep" comes from the expert numbering. A group whose neighbours sit at different
+    GPU indices of their hosts crosses rails (p2p and all-to-all; NCCL's rings and trees are
+    built rail by rail)."""
+    par, g = job.parallel, max(1, net.gpus_per_host)
+    dense, expert = RankOrder(par), RankOrder(par, experts=True)
+
+    def lay(kind, order, dims, n=None, cross=False):
+        shape = order.shape(dims, g)
+        if n is not None and shape.n > 1:      # a pair of neighbours along the dimension
+            span = (shape.stride * (n - 1)) // g + 1
+            per_host = n if span == 1 else 1
+            return comm.layout(net, kind, n, shape.stride, span, cross and shape.stride % g != 0,
+                               per_host)
+        return comm.layout(net, kind, shape.n, shape.stride, shape.span_hosts,
+                           cross and shape.stride % g != 0, shape.per_host)
+
+    return {"tp": lay("tp", dense, ("tp",)), "cp": lay("cp", dense, ("cp",), cross=True),
+            "dp": lay("dp", dense, ("dp", "cp")),
+            "pp": lay("pp", dense, ("pp",), n=2, cross=True),
+            "ep": lay("ep", expert, ("ep",), cross=True)}
+
+
 class Lowering(ParamsMixin):
     """The job's block templates and the quantities they are built from.
 
@@ -124,14 +156,7 @@ class Lowering(ParamsMixin):
         self.job, self.c, self.net = job, costs, net
         par, m = job.parallel, job.model
         self.tp, self.cp, self.ep = par.tp, par.cp, par.ep
-        g = net.gpus_per_host
-        self.groups = {
-            "tp": comm.layout(net, "tp", par.tp, 1),
-            "cp": comm.layout(net, "cp", par.cp, par.tp),
-            "dp": comm.layout(net, "dp", par.dp * par.cp, par.tp),
-            "pp": comm.layout(net, "pp", 2, par.tp * par.cp * par.dp),
-            "ep": comm.layout(net, "ep", par.ep, par.tp, cross_rail=par.tp < g),
-        }
+        self.groups = groups(job, net)
         self.elem = job.bytes
         self.tokens = job.micro * job.seq / par.cp
         self.sp = par.sp and par.tp > 1
@@ -344,31 +369,31 @@ class Lowering(ParamsMixin):
     # ---- embedding and head --------------------------------------------------------------------
     def _embed_fwd(self, b):
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
-        self._ew(b, "embedding", 2 * tokens * h * elem, -1)
-        self._tp_out(b, "embedding", -1)
+        self._ew(b, "embedding", 2 * tokens * h * elem, EMBED)
+        self._tp_out(b, "embedding", EMBED)
 
     def _embed_bwd(self, b):
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
         if self.sp:
-            self._coll(b, "embedding grad all-gather", "ag", "tp", tokens * h * elem, -1)
-        self._ew(b, "embedding bwd", 3 * tokens * h * elem, -1)
+            self._coll(b, "embedding grad all-gather", "ag", "tp", tokens * h * elem, EMBED)
+        self._ew(b, "embedding bwd", 3 * tokens * h * elem, EMBED)
 
     def _head_fwd(self, b):
         m, elem, tokens = self.job.model, self.elem, self.tokens
         V = m.vocab / self.tp
-        self._ew(b, "final norm", 2 * self.sp_tokens * m.hidden * elem, -1, "norm")
+        self._ew(b, "final norm", 2 * self.sp_tokens * m.hidden * elem, HEAD, "norm")
         if self.sp:
-            self._coll(b, "head all-gather", "ag", "tp", tokens * m.hidden * elem, -1)
-        self._gemm(b, "logits", tokens, V, m.hidden, -1)
-        self._ew(b, "cross entropy", tokens * V * (elem + 8), -1, kernels=4)
-        self._coll(b, "loss all-reduce", "ar", "tp", 8 * tokens, -1)
+            self._coll(b, "head all-gather", "ag", "tp", tokens * m.hidden * elem, HEAD)
+        self._gemm(b, "logits", tokens, V, m.hidden, HEAD)
+        self._ew(b, "cross entropy", tokens * V * (elem + 8), HEAD, kernels=4)
+        self._coll(b, "loss all-reduce", "ar", "tp", 8 * tokens, HEAD)
 
     def _head_bwd(self, b):
         m, elem, tokens = self.job.model, self.elem, self.tokens
         V = m.vocab / self.tp
-        self._ew(b, "cross entropy bwd", tokens * V * (elem + 4), -1)
-        self._linear_bwd(b, "logits", tokens, V, m.hidden, -1, column=True)
-        self._ew(b, "final norm bwd", 3 * self.sp_tokens * m.hidden * elem, -1, "norm")
+        self._ew(b, "cross entropy bwd", tokens * V * (elem + 4), HEAD)
+        self._linear_bwd(b, "logits", tokens, V, m.hidden, HEAD, column=True)
+        self._ew(b, "final norm bwd", 3 * self.sp_tokens * m.hidden * elem, HEAD, "norm")
 
     # ---- blocks --------------------------------------------------------------------------------
     def template(self, stage: int, chunk: int, phase: str) -> Template:
@@ -377,7 +402,7 @@ class Lowering(ParamsMixin):
         embed = stage == 0 and chunk == 0
         head = stage == par.pp - 1 and chunk == par.v - 1
         kinds = tuple(self.job.model.is_moe(L) for L in range(first, first + n))
-        key = (phase, kinds, embed, head, first if phase == "B" else 0)
+        key = (phase, kinds, embed, head)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -385,7 +410,9 @@ class Lowering(ParamsMixin):
         layers = range(first, first + n)
         fsdp = self.job.parallel.zero >= 3 and self.groups["dp"].n > 1
         gathers = {}
-        if fsdp:   # ZeRO-3 / FSDP: every layer's weights are all-gathered ahead of use
+        # ZeRO-3 / FSDP: every layer's weights are all-gathered ahead of use, in the backward
+        # again unless they were kept after the forward (reshard_after_forward = false)
+        if fsdp and (phase == "F" or self.job.parallel.reshard_after_forward):
             for L in (layers if phase == "F" else reversed(layers)):
                 gathers[L] = self._coll(b, "param all-gather", "ag", "dp",
                                         self.layer_params(L) * self.elem, L, chain=False)
@@ -410,6 +437,9 @@ class Lowering(ParamsMixin):
                     b.pending.pop()
             if embed:
                 self._embed_bwd(b)
+        for op in b.ops:          # layers counted from the chunk's first: templates are shared
+            if op.layer >= 0:
+                op.layer -= first
         tpl = Template(b.ops)
         self._cache[key] = tpl
         return tpl

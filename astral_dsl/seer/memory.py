@@ -1,21 +1,44 @@
-"""Per-GPU memory estimate of a job: weights, gradients and optimizer states (with ZeRO
-sharding), the activations the pipeline schedule keeps in flight, the logits, and a fixed
-allowance for the CUDA context, NCCL buffers and allocator fragmentation.
+"""Per-GPU memory estimate of a job, term by term, and its uncertainty.
 
-Activations per layer and token follow Korthikanti et al. 2022 (section 4.1: 34 s b h + 5 a s^2 b
-bytes for a GPT layer in 16-bit), generalised to grouped-query attention, SwiGLU and MoE: the
-tensors each operator saves for its backward. Sequence parallelism shards the norm and dropout
-inputs over TP; selective recomputation drops the attention scores (as does a fused attention);
-full recomputation keeps only each layer's input."""
+- Model states per parameter (Rajbhandari et al. 2020, "ZeRO", section 3: 2 + 2 + K bytes with
+  K = 12 for mixed-precision Adam, the fp32 master weights, momentum and variance): weights
+  (the job's dtype), gradients (`grad_dtype`: Megatron-LM's fp32 main gradients with bf16, 16-bit
+  with fp16) and optimizer states, sharded over the N_d data-parallel (x CP) ranks by ZeRO stage:
+  1 shards the optimizer states, 2 also the gradients, 3 also the weights. Megatron-LM's
+  distributed optimizer with 16-bit gradients also keeps an fp32 copy of its gradient shard
+  (4/N_d bytes per parameter; Megatron-LM docs, "Distributed Optimizer": 4 + 16/d bytes for
+  fp16 parameters and gradients). ZeRO-3 / FSDP also holds gathered weights: the layer in use
+  and the one prefetched, or, without re-sharding after the forward, the whole stage's.
+- Activations per layer and micro-batch (Korthikanti et al. 2022, section 4 and Table 2: a GPT
+  layer keeps s b h (34 + 5 a s / h) bytes in 16-bit, of which 10 s b h outside the tensor-
+  parallel regions; TP shards the other 24 s b h and the 5 a s^2 b of the attention scores,
+  sequence parallelism the 10 too; selective recomputation drops the scores; full recomputation
+  keeps the layer's input, 2 s b h), generalised to grouped-query attention, SwiGLU, MoE and fused
+  attention (which keeps its output and the fp32 log-sum-exp instead of the scores); times the
+  micro-batches the schedule keeps in flight on the stage (Korthikanti section 4.2.3: p on the
+  first stage of 1F1B, L (1 + (p - 1)/(p v)) layers' worth with v virtual stages); full
+  recomputation adds one layer's full activations while it is rebuilt; the last stage adds the
+  logits and the fp32 softmax of the cross-entropy.
+- Reserved: RESERVED for the CUDA context, cuBLAS workspaces, NCCL's buffers and the caching
+  allocator's fragmentation (an assumption, not fitted).
+
+The uncertainty is stated, not hidden: the model states are exact for the framework; the
+activations may be off by ACTIVATION_TOLERANCE (tensors the per-tensor count omits: RNG
+states, workspaces, the allocator's rounding of blocks) and the reserved part by
+RESERVED_TOLERANCE. validate.py turns an estimate over the GPU's memory by less than this margin
+into a warning (W750), a clear excess into E757."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Tuple
 
-from astral_dsl.seer.schedule import order
 from astral_dsl.seer.spec import JobSpec, chunk_layers
 
-RESERVED = 3e9     # CUDA context (~0.5 GB), NCCL buffers (~1 GB), workspace and fragmentation
+GB = 1e9
+RESERVED = 3e9                 # CUDA context ~0.5 GB, NCCL ~1 GB, workspaces and fragmentation
+RESERVED_TOLERANCE = 1.5e9     # assumed: fragmentation alone varies by a GB or two between runs
+ACTIVATION_TOLERANCE = 0.10    # assumed: +/- 10 % on the counted activation tensors
+ADAM_BYTES = 12.0              # fp32 master weights, momentum, variance (ZeRO's K)
 
 
 @dataclass(frozen=True)
@@ -33,78 +56,102 @@ class MemoryEstimate:
         return (self.weights + self.gradients + self.optimizer + self.activations + self.logits
                 + self.reserved)
 
+    @property
+    def uncertainty(self) -> float:
+        """Bytes either way (module docstring)."""
+        return ACTIVATION_TOLERANCE * (self.activations + self.logits) + RESERVED_TOLERANCE
+
+    @property
+    def uncertainty_pct(self) -> float:
+        return 100.0 * self.uncertainty / self.total if self.total else 0.0
+
     def parts(self) -> Tuple[Tuple[str, float], ...]:
         return (("weights", self.weights), ("gradients", self.gradients),
                 ("optimizer", self.optimizer), ("activations", self.activations),
                 ("logits", self.logits), ("reserved", self.reserved))
 
 
+def state_bytes_per_param(job: JobSpec) -> Tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per parameter held by one GPU (ZeRO section 3)."""
+    par = job.parallel
+    n, z = max(1, par.dp * par.cp), par.zero
+    w_b, g_b = float(job.bytes), float(job.grad_bytes)
+    o_b = ADAM_BYTES
+    if job.dtype == "fp32":                  # no master copy: momentum and variance
+        w_b, o_b = 4.0, 8.0
+    elif z >= 1 and g_b < 4:                 # Megatron-LM: fp32 copy of the gradient shard
+        o_b += 4.0
+    return (w_b / (n if z >= 3 else 1), g_b / (n if z >= 2 else 1), o_b / (n if z >= 1 else 1))
+
+
 def layer_activation_bytes(job: JobSpec, layer: int) -> float:
-    """Bytes one rank keeps for one layer and one micro-batch."""
+    """Bytes one rank keeps for one layer and one micro-batch (module docstring)."""
     m, par, E = job.model, job.parallel, job.bytes
     t, tokens = par.tp, job.micro * job.seq / par.cp
     h, q, kv = m.hidden, m.heads * m.head_dim, m.kv_dim
     sp = par.sp and t > 1
     if job.recompute == "full":
         return tokens * h * E / (t if sp else 1)
-    mask = 1 if m.gpt else 0
-    seq = 2 * E * h + 2 * mask * h + 2 * E * h           # two norm inputs, dropout masks, GEMM inputs
+    mask = 1 if m.gpt else 0                 # dropout masks: one byte per element
+    # outside the TP regions: two norm inputs, two dropout masks, the QKV and fc1 inputs
+    replicated = 2 * E * h + 2 * mask * h + 2 * E * h
     mats = 1 if m.gpt else 2
     if m.is_moe(layer):
         routed = m.top_k * m.moe_ffn * (mats + 1) * E + 2 * m.top_k * h * E
         shared = m.shared_experts * m.moe_ffn * (mats + 1) * E
-        mlp_tp = 0.0
-        mlp_local = (routed + shared) * t / max(1, par.ep) / t
-    else:
-        mlp_tp = m.ffn * (mats + 1) * E
-        mlp_local = 0.0
-    attn_tp = E * (q + 2 * kv) + E * q + E * q            # Q, K, V, context (out-proj input)
+        mlp_tp, mlp_local = 0.0, (routed + shared) / max(1, par.ep)
+    else:                                     # fc1 output(s) and the fc2 input
+        mlp_tp, mlp_local = m.ffn * (mats + 1) * E, 0.0
+    attn_tp = E * (q + 2 * kv) + E * q        # Q, K, V and the context (out-proj input)
     scores = 0.0
-    if job.attention == "unfused" and job.recompute != "selective":
-        scores = (2 * E + mask) * m.heads * job.seq / par.cp
-    elif job.attention != "unfused":
-        attn_tp += 4 * m.heads                            # softmax statistics
-    per_token = seq / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t + mlp_local
+    if job.attention == "unfused":
+        if job.recompute != "selective":      # softmax output, its dropout mask and output
+            scores = (2 * E + mask) * m.heads * job.seq / par.cp
+    else:
+        attn_tp += 4 * m.heads                # fused attention: fp32 log-sum-exp per head
+    per_token = replicated / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t + mlp_local
     return tokens * per_token
 
 
+def in_flight(p: int, v: int, m: int, stage: int, schedule: str) -> int:
+    """Forward blocks (one chunk of one micro-batch) whose activations the stage holds at
+    once: 1F1B's warm-up plus one; the interleaved schedule's (p - i - 1) 2 + (v - 1) p warm-up
+    plus one; GPipe all of them (schedule.order has the orders)."""
+    total = m * v
+    if schedule == "gpipe":
+        return total
+    if v == 1:
+        return min(p - stage, m)
+    if m <= p:
+        return total
+    return min(total, (p - stage - 1) * 2 + (v - 1) * p + 1)
+
+
 def estimate(job: JobSpec, stage_params) -> MemoryEstimate:
-    """stage_params(i): parameters held by one rank of stage i (lower.Lowering.stage_params)."""
+    """stage_params(i): parameters held by one rank of stage i (lower.Lowering.stage_params).
+    The estimate of the fullest stage."""
     par = job.parallel
-    n = par.dp * par.cp
-    w_b, g_b, o_b = job.bytes, job.grad_bytes, 12.0
-    if job.dtype == "fp32":
-        w_b, g_b, o_b = 4.0, 4.0, 8.0
-    z = par.zero
+    w_b, g_b, o_b = state_bytes_per_param(job)
     chunks = chunk_layers(job)
-    m = job.microbatches
     best = None
     for i in range(par.pp):
         params = stage_params(i)
-        weights = params * w_b / (n if z >= 3 else 1)
-        grads = params * g_b / (n if z >= 2 else 1)
-        opt = params * o_b / (n if z >= 1 else 1)
-        per_chunk = [sum(layer_activation_bytes(job, L) for L in range(first, first + count))
-                     for first, count in chunks[i]]
-        acts = _peak_live(par.pp, par.v, m, i, par.schedule, per_chunk)
+        weights = params * w_b
+        if par.zero >= 3 and par.dp * par.cp > 1:
+            layers = [L for first, count in chunks[i] for L in range(first, first + count)]
+            full = job.bytes * params / max(1, len(layers))     # one layer, gathered
+            weights += job.bytes * params if not par.reshard_after_forward else 2 * full
+        per_chunk = max((sum(layer_activation_bytes(job, L) for L in range(first, first + count))
+                         for first, count in chunks[i]), default=0.0)
+        acts = per_chunk * in_flight(par.pp, par.v, job.microbatches, i, par.schedule)
         if job.recompute == "full" and chunks[i]:      # one layer's full activations, rebuilt
-            full = job.with_(recompute="none")
-            acts += max((layer_activation_bytes(full, L) for first, count in chunks[i]
+            rebuilt = job.with_(recompute="none")
+            acts += max((layer_activation_bytes(rebuilt, L) for first, count in chunks[i]
                          for L in range(first, first + count)), default=0.0)
         logits = 0.0
         if i == par.pp - 1:
             logits = job.micro * job.seq / par.cp * job.model.vocab / par.tp * (job.bytes + 4)
-        est = MemoryEstimate(i, weights, grads, opt, acts, logits, RESERVED)
+        est = MemoryEstimate(i, weights, params * g_b, params * o_b, acts, logits, RESERVED)
         if best is None or est.total > best.total:
             best = est
     return best
-
-
-def _peak_live(p, v, m, stage, schedule, per_chunk) -> float:
-    """Largest activation footprint while the schedule runs: a forward of chunk c adds its
-    activations, the matching backward frees them."""
-    live = peak = 0.0
-    for ph, c, _ in order(p, v, m, stage, schedule):
-        live += per_chunk[c] if ph == "F" else -per_chunk[c]
-        peak = max(peak, live)
-    return peak

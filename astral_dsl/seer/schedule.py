@@ -2,93 +2,114 @@
 
 Each pipeline stage is represented by one rank (the ranks of a TP, CP or DP group behave alike).
 Its compute stream runs the blocks (one stage's forward or backward of one micro-batch through
-one model chunk) in the order of the real schedule: Megatron's 1F1B (warm-up of p - i - 1
-forwards, steady one-forward-one-backward, cool-down), its interleaved variant with v chunks, or
-GPipe. A block starts when its stream is free and its input has arrived: the activation (or
-gradient) leaves the previous stage on that stage's PP stream (FIFO, one transfer at a time) and
-takes the p2p time. As in Megatron-LM's schedules, a send is synchronous: the sender's compute
-stream waits until its transfer has arrived. The bubble is not a formula: it is the idle time
-this produces.
+one model chunk) in the order of the real schedule (pipeline.py): Megatron's 1F1B (warm-up of
+p - i - 1 forwards, steady one-forward-one-backward, cool-down), its interleaved variant with v
+chunks, or GPipe. A block starts when its stream is free and its input has arrived: the
+activation (or gradient) leaves the previous stage on that stage's PP stream (FIFO, one transfer
+at a time) and takes the p2p time. As in Megatron-LM's schedules, a send is synchronous: the
+sender's compute stream waits until its transfer has arrived. The bubble is not a formula: it is
+the idle time this produces.
 
 After the last backward of each chunk, the gradients of its layers are final: they are reduced
 over the data-parallel group in buckets on the DP stream, each bucket as soon as its layers'
 weight gradients are done (overlapped with the rest of the backward), or all at once after the
 backward when the overlap is off. The optimizer step waits for the global gradient norm (an
 all-reduce over every rank, so the slowest stage sets the pace), then runs; with ZeRO the updated
-parameters are all-gathered. The iteration ends when the last stage's step ends."""
+parameters are all-gathered (after the step, or during the next forward with
+`overlap_param_gather`). The iteration ends when the last stage's step ends.
+
+A stage's blocks are kept as flat lists (the simulation touches each block a few times, and a
+1T-parameter run has tens of thousands of them); `StageRun.blocks` gives them as objects."""
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
 from astral_dsl.seer import comm
+from astral_dsl.seer.pipeline import codes, decode, deferred
 
-BLOCKING_P2P = True     # Megatron-LM's schedules wait for each send/receive pair to complete
 BUCKET_PARAMS = 40e6     # Megatron-LM's default DDP bucket (max(40M, 1M x dp) parameters)
 
 
-def order(p: int, v: int, m: int, stage: int, schedule: str) -> List[Tuple[str, int, int]]:
-    """(phase, chunk, micro-batch) in the order stage `stage` runs them."""
-    if schedule == "gpipe":
-        return [("F", c, j) for c in range(v) for j in range(m)] + \
-               [("B", c, j) for c in reversed(range(v)) for j in range(m)]
-    if v == 1:
-        warm = min(p - stage - 1, m)
-        out = [("F", 0, j) for j in range(warm)]
-        for k in range(m - warm):
-            out += [("F", 0, warm + k), ("B", 0, k)]
-        out += [("B", 0, j) for j in range(m - warm, m)]
-        return out
-    groups = math.ceil(m / p)
-    fwd, bwd = [], []
-    for k in range(groups * p * v):
-        c, j = (k // p) % v, (k // (p * v)) * p + k % p
-        if j < m:
-            fwd.append(("F", c, j))
-            bwd.append(("B", v - 1 - c, j))
-    total = len(fwd)
-    warm = total if m <= p else min(total, (p - stage - 1) * 2 + (v - 1) * p)
-    out = fwd[:warm]
-    for k in range(total - warm):
-        out += [fwd[warm + k], bwd[k]]
-    out += bwd[total - warm:]
-    return out
-
-
-def deferred(p: int, v: int, m: int, stage: int, schedule: str) -> set:
-    """Positions (in `order`) of the forwards whose output Megatron-LM's interleaved schedule
-    sends only after the backward that follows them: its steady state exchanges both in one
-    batched send/receive (send_forward_backward_recv_forward_backward)."""
-    if schedule == "gpipe" or v == 1 or m <= p:
-        return set()
-    total = m * v
-    warm = min(total, (p - stage - 1) * 2 + (v - 1) * p)
-    return {warm + 2 * k for k in range(total - warm)}
-
-
-@dataclass
 class Block:
-    phase: str
-    chunk: int
-    mb: int
-    start: float
-    end: float
-    wait: float = 0.0       # idle before it on the compute stream
-    wait_pp: float = 0.0    # of which: waiting for the p2p transfer itself
-    blocked: float = 0.0    # after it: held by its own synchronous send
+    """One block of a stage's run (a view of StageRun's lists)."""
+    __slots__ = ("phase", "chunk", "mb", "start", "end", "wait", "wait_pp", "wait_dp",
+                 "stretch", "blocked")
+
+    def __init__(self, phase, chunk, mb, start, end, wait=0.0, wait_pp=0.0, wait_dp=0.0,
+                 stretch=0.0, blocked=0.0):
+        self.phase, self.chunk, self.mb, self.start, self.end = phase, chunk, mb, start, end
+        self.wait = wait            # idle before it on the compute stream
+        self.wait_pp = wait_pp      # of which: waiting for the p2p transfer itself
+        self.wait_dp = wait_dp      # of which: waiting for its weights (overlapped gather)
+        self.stretch = stretch      # longer than its template: its last weights came late
+        self.blocked = blocked      # after it: held by its own synchronous send
 
 
 @dataclass
 class StageRun:
-    blocks: List[Block] = field(default_factory=list)
-    sends: List[Tuple[float, float, str, int, int]] = field(default_factory=list)  # PP stream
+    codes: List[int] = field(default_factory=list)      # its blocks in order (pipeline.codes)
+    start: List[float] = field(default_factory=list)
+    end: List[float] = field(default_factory=list)
+    remote: List[bool] = field(default_factory=list)      # its input crosses the PP link
+    blocked: Dict[int, float] = field(default_factory=dict)   # k -> held by its own send
+    gated: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # k -> (wait_dp, stretch)
+    sends: List[Tuple[float, float, int]] = field(default_factory=list)  # (start, end, to key)
     dp: List[Tuple[float, float, float]] = field(default_factory=list)  # (start, end, params)
     backward_end: float = 0.0
     optimizer: Tuple[float, float] = (0.0, 0.0)
     gather: Tuple[float, float] = (0.0, 0.0)
-    end: float = 0.0
+    finish: float = 0.0
+    v: int = 1                  # chunks and micro-batches: to read the keys of `sends`
+    m: int = 1
+    hop: float = 0.0            # one p2p transfer
+
+    def waits(self) -> List[float]:
+        """Idle time of the compute stream before each block."""
+        out, free, blocked = [], 0.0, self.blocked
+        for k, (s, e) in enumerate(zip(self.start, self.end)):
+            out.append(s - free)
+            free = e + blocked.get(k, 0.0)
+        return out
+
+    def waits_pp(self, waits: List[float]) -> List[float]:
+        """Of each wait, the time its input spent on the PP link."""
+        hop, gated = self.hop, self.gated
+        return [min(w - gated[k][0] if k in gated else w, hop) if r else 0.0
+                for k, (w, r) in enumerate(zip(waits, self.remote))]
+
+    @property
+    def order(self) -> List[Tuple[str, int, int]]:
+        """(phase, chunk, micro-batch) of each block."""
+        return [decode(x, self.v, self.m) for x in self.codes]
+
+    def transfers(self):
+        """(start, end, phase, chunk, micro-batch) of the block each send feeds."""
+        for s, e, key in self.sends:
+            yield (s, e) + decode(key % (2 * self.v * self.m), self.v, self.m)
+
+    @property
+    def blocks(self) -> List[Block]:
+        out, waits = [], self.waits()
+        for k, ((ph, c, j), w, w_pp) in enumerate(zip(self.order, waits, self.waits_pp(waits))):
+            dp, stretch = self.gated.get(k, (0.0, 0.0))
+            out.append(Block(ph, c, j, self.start[k], self.end[k], w, w_pp, dp, stretch,
+                             self.blocked.get(k, 0.0)))
+        return out
+
+    def last_backwards(self) -> Dict[int, Tuple[float, float]]:
+        """chunk -> (start, end) of its last backward."""
+        out = {}
+        vm = self.v * self.m
+        for k in range(len(self.codes) - 1, -1, -1):
+            x = self.codes[k]
+            c = (x - vm) // self.m
+            if x >= vm and c not in out:
+                out[c] = (self.start[k], self.end[k])
+                if len(out) == self.v:
+                    break
+        return out
 
 
 def simulate(low, m: int) -> Tuple[List[StageRun], float]:
@@ -101,137 +122,231 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
         return _simulate(low, m, batched=False)
 
 
-def _simulate(low, m: int, batched: bool) -> Tuple[List[StageRun], float]:
+def _plan(low, m: int, i: int, batched: bool):
+    """Stage i's blocks as parallel lists: codes, durations, the key of the input each waits
+    for (-1: none), whether that input crosses the PP link, the key of the block its output
+    goes to (-1: none), whether it goes there over the PP link, and the positions whose send is
+    deferred to the next batched exchange. A key is a block's code offset by its stage:
+    stage * 2 v m + code."""
     par = low.job.parallel
     p, v = par.pp, par.v
-    dur = {(i, ph, c): low.template(i, c, ph).duration
-           for i in range(p) for c in range(v) for ph in ("F", "B")}
+    vm = v * m
+    seq = codes(p, v, m, i, par.schedule)
+    table = [low.template(i, c, ph).duration for ph in ("F", "B") for c in range(v)]
+    durs = [table[x // m] for x in seq]
+    own, nxt, prv = 2 * i * vm, 2 * (i + 1) * vm, 2 * (i - 1) * vm
+    src = [own + x for x in seq]
+    remote = [True] * len(seq)
+    if i == 0:                     # micro-batches enter at stage 0, chunk 0
+        src = [-1 if x < m else y for x, y in zip(seq, src)]
+        remote = [x >= m for x in seq]
+    if i == p - 1:                 # the last chunk's backward follows its own forward
+        remote = [r and not (x >= vm + (v - 1) * m) for x, r in zip(seq, remote)]
+    if 0 < i < p - 1:
+        dst = [x + (nxt if x < vm else prv) for x in seq]
+        dst_remote = remote
+    else:
+        dst, dst_remote = [], []
+        last_stage = 2 * (p - 1) * vm
+        for x in seq:
+            if x < vm:             # forward
+                if i < p - 1:
+                    dst.append(nxt + x)
+                    dst_remote.append(True)
+                elif x < (v - 1) * m:                  # on to the next chunk on stage 0
+                    dst.append(x + m)
+                    dst_remote.append(True)
+                else:                                  # turns into its own backward
+                    dst.append(own + x + vm)
+                    dst_remote.append(False)
+            elif i > 0:
+                dst.append(prv + x)
+                dst_remote.append(True)
+            elif x >= vm + m:                          # back to the previous chunk
+                dst.append(last_stage + x - m)
+                dst_remote.append(True)
+            else:
+                dst.append(-1)
+                dst_remote.append(False)
+    late = deferred(p, v, m, i, par.schedule) if batched else set()
+    return seq, durs, src, remote, dst, dst_remote, late
+
+
+def _simulate(low, m: int, batched: bool) -> Tuple[List[StageRun], float]:  # noqa: C901
+    p = low.job.parallel.pp
     hop = low.p2p_time() if p > 1 else 0.0
-    orders = [order(p, v, m, i, par.schedule) for i in range(p)]
-    late = [deferred(p, v, m, i, par.schedule) if batched else set() for i in range(p)]
-    held = [None] * p         # a forward output waiting for the next batched exchange
-    # arrival time of each block's input: (stage, phase, chunk, mb) -> (ready, transfer time)
-    ready: Dict[Tuple[int, str, int, int], Tuple[float, float]] = {}
-    fdone: Dict[Tuple[int, int], float] = {}
-    runs = [StageRun() for _ in range(p)]
+    plans = [_plan(low, m, i, batched) for i in range(p)]
+    runs = [StageRun(codes=plan[0], remote=plan[3], v=low.job.parallel.v, m=m, hop=hop)
+            for plan in plans]
+    gates = [_gather_gates(low, i, runs[i]) for i in range(p)]
+    ready: Dict[int, float] = {}     # input key -> arrival time
+    waiting: Dict[int, int] = {}     # input key -> the stage waiting for it
+    held = [-1] * p                  # a forward output waiting for the next batched exchange
     ptr, free, pp_free = [0] * p, [0.0] * p, [0.0] * p
-    queue, waiting = deque(range(p)), {}
-
-    def deliver(i, dest, sent_at):
-        """Stage i's output goes to `dest` on i's PP stream (FIFO)."""
-        start = max(sent_at, pp_free[i])
-        pp_free[i] = arrive = start + hop
-        runs[i].sends.append((start, arrive, dest[1], dest[2], dest[3]))
-        ready[dest] = (arrive, hop)
-        if BLOCKING_P2P:
-            blk = runs[i].blocks[-1] if runs[i].blocks else None
-            if arrive > free[i] and blk is not None:
-                blk.blocked += arrive - max(free[i], blk.end)
-            free[i] = max(free[i], arrive)
-        if dest in waiting:
-            queue.append(waiting.pop(dest))
-
+    queue = deque(range(p))
     while queue:
         i = queue.popleft()
-        seq, run = orders[i], runs[i]
-        while ptr[i] < len(seq):
-            ph, c, j = seq[ptr[i]]
-            if ph == "F" and i == 0 and c == 0:
-                arrive, hop_t = 0.0, 0.0
-            elif ph == "B" and i == p - 1 and c == v - 1:
-                arrive, hop_t = fdone[(c, j)], 0.0
+        seq, durs, src, _, dst, dst_remote, late = plans[i]
+        run, gate = runs[i], gates[i]
+        starts, ends, send = run.start, run.end, run.sends.append
+        k, n, t_free, t_pp = ptr[i], len(seq), free[i], pp_free[i]
+        while k < n:
+            want = src[k]
+            if want < 0:
+                arrive = 0.0
             else:
-                got = ready.get((i, ph, c, j))
-                if got is None:
-                    waiting[(i, ph, c, j)] = i
+                arrive = ready.pop(want, None)
+                if arrive is None:
+                    waiting[want] = i
                     break
-                arrive, hop_t = got
-            start = max(free[i], arrive)
-            end = start + dur[(i, ph, c)]
-            wait = start - free[i]
-            run.blocks.append(Block(ph, c, j, start, end, wait, min(wait, hop_t)))
-            free[i] = end
-            if ph == "F" and i == p - 1:
-                fdone[(c, j)] = end
-            dest = _dest(i, ph, c, j, p, v)
-            if ptr[i] in late[i]:
-                held[i] = dest
-                dest = None
-            elif held[i] is not None:
-                deliver(i, held[i], end)
-                held[i] = None
-            ptr[i] += 1
-            if dest is not None:
-                deliver(i, dest, end)
-    if any(ptr[i] < len(orders[i]) for i in range(p)):
+            start = arrive if arrive > t_free else t_free
+            end = start + durs[k]
+            if gate and k in gate:      # the chunk's first forward waits for its weights
+                first, last, tail = gate.pop(k)
+                wait_dp = first - start if first > start else 0.0
+                start, end = start + wait_dp, end + wait_dp
+                stretch = last + tail - end if last + tail > end else 0.0
+                end += stretch
+                run.gated[k] = (wait_dp, stretch)
+            starts.append(start)
+            ends.append(end)
+            t_free = end
+            d = dst[k]
+            if d >= 0 and not dst_remote[k]:
+                ready[d] = end                  # the last stage turns to its own backward
+                if d in waiting:
+                    queue.append(waiting.pop(d))
+                k += 1
+                continue
+            if late and k in late:
+                held[i] = d
+                k += 1
+                continue
+            h = held[i]
+            if h >= 0:
+                outs = (h, d) if d >= 0 else (h,)
+                held[i] = -1
+            elif d >= 0:
+                outs = (d,)
+            else:
+                k += 1
+                continue
+            for d in outs:                      # synchronous sends on the PP stream (FIFO)
+                s = end if end > t_pp else t_pp
+                t_pp = arrive = s + hop
+                send((s, arrive, d))
+                ready[d] = arrive
+                if arrive > t_free:
+                    run.blocked[k] = run.blocked.get(k, 0.0) + arrive - t_free
+                    t_free = arrive
+                if d in waiting:
+                    queue.append(waiting.pop(d))
+            k += 1
+        ptr[i], free[i], pp_free[i] = k, t_free, t_pp
+    if any(ptr[i] < len(plans[i][0]) for i in range(p)):
         raise RuntimeError("pipeline schedule deadlocked")
     for i, run in enumerate(runs):
         run.backward_end = free[i]
-    return runs, _tail(low, runs, orders)
+    return runs, _tail(low, runs)
 
 
-def _dest(i, ph, c, j, p, v):
-    """The block that needs this block's output (activation forward, gradient backward)."""
-    if p == 1:
-        return None
-    if ph == "F":
-        return (i + 1, "F", c, j) if i < p - 1 else ((0, "F", c + 1, j) if c < v - 1 else None)
-    return (i - 1, "B", c, j) if i > 0 else ((p - 1, "B", c - 1, j) if c > 0 else None)
+def _buckets(items, size):
+    """(index of the last item, parameters) of each bucket of consecutive items."""
+    out, acc = [], 0.0
+    for k, params in enumerate(items):
+        acc += params
+        if acc >= size:
+            out.append((k, acc))
+            acc = 0.0
+    if acc > 0:
+        out.append((len(items) - 1, acc))
+    return out
 
 
-def _tail(low, runs: List[StageRun], orders) -> float:
+def _gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
+    """With ZeRO-1/2 and `overlap_param_gather` (Megatron-LM's --overlap-param-gather), the
+    weights the last step updated are all-gathered in buckets during this iteration's forward,
+    in forward order; a chunk's first forward waits for the bucket holding its first layer and
+    ends no earlier than one layer after the bucket holding its last. Returns the position of
+    each chunk's first forward -> (first ready, last ready, one layer's forward time) and records
+    the gather on the DP stream."""
+    job, lay = low.job, low.groups["dp"]
+    if not (job.overlap_param_gather and job.parallel.zero in (1, 2) and lay.n > 1):
+        return {}
+    items, owner = [], []            # forward order: embedding, chunk 0 layers, chunk 1 ...
+    own = 0.0
+    for c, (first, n) in enumerate(low.chunks[i]):
+        for L in range(first, first + n):
+            items.append(low.layer_params(L))
+            owner.append(c)
+            own += items[-1]
+    extra = low.stage_params(i) - own       # embedding / head
+    if extra > 0:
+        items.insert(0, extra)
+        owner.insert(0, 0)
+    t, done = 0.0, [0.0] * len(items)
+    prev = -1
+    for last, params in _buckets(items, max(BUCKET_PARAMS, 1e6 * lay.n)):
+        t += low.param_gather(params)
+        for k in range(prev + 1, last + 1):
+            done[k] = t
+        prev = last
+    run.gather = (0.0, t)
+    gates = {}
+    for c in range(len(low.chunks[i])):
+        ks = [k for k, o in enumerate(owner) if o == c]
+        if ks:
+            n = max(1, low.chunks[i][c][1])
+            gates[c] = (done[ks[0]], done[ks[-1]], low.template(i, c, "F").duration / n)
+    first_forward = {}              # chunk -> position of its first forward in the stage's order
+    for k, (ph, c, _) in enumerate(run.order):
+        if ph == "F" and c not in first_forward:
+            first_forward[c] = k
+    return {first_forward[c]: gate for c, gate in gates.items()}
+
+
+def _tail(low, runs: List[StageRun]) -> float:
     v = low.job.parallel.v
     lay = low.groups["dp"]
     for i, run in enumerate(runs):
-        last = {}
-        for blk in run.blocks:
-            if blk.phase == "B":
-                last[blk.chunk] = blk
+        last = run.last_backwards()
         dp_free = 0.0
         if lay.n > 1 and low.job.parallel.zero < 3:
             ready_list = []      # (time, params) per layer, when its gradient is final
             for c in range(v):
-                blk = last.get(c)
-                tpl = low.template(i, c, "B")
-                ends = tpl.layer_ends()
+                start, end = last[c]
+                ends = low.template(i, c, "B").layer_ends()
+                first = low.chunks[i][c][0]
                 for L, off in ends.items():
-                    ready_list.append((blk.start + off, low.layer_params(L)))
+                    ready_list.append((start + off, low.layer_params(first + L)))
                 if c == 0:   # embedding / head weights: final with chunk 0's last backward
                     own = sum(low.layer_params(L) for first, n in low.chunks[i]
                               for L in range(first, first + n))
                     if low.stage_params(i) > own:
-                        ready_list.append((blk.end, low.stage_params(i) - own))
+                        ready_list.append((end, low.stage_params(i) - own))
             ready_list.sort()
             if not low.job.overlap_grad_reduce:
                 ready_list = [(run.backward_end, sum(x for _, x in ready_list))]
-            size = max(BUCKET_PARAMS, 1e6 * lay.n)
-            acc, t_ready = 0.0, 0.0
-            buckets = []
-            for t, params in ready_list:
-                acc += params
-                t_ready = t
-                if acc >= size:
-                    buckets.append((t_ready, acc))
-                    acc = 0.0
-            if acc > 0:
-                buckets.append((t_ready, acc))
+            dp_free = run.gather[1]           # an overlapped parameter gather comes first
+            buckets = [(ready_list[k][0], params) for k, params in
+                       _buckets([x for _, x in ready_list], max(BUCKET_PARAMS, 1e6 * lay.n))]
             for t, params in buckets:
                 start = max(t, dp_free)
                 dp_free = start + low.dp_reduce(params)
                 run.dp.append((start, dp_free, params))
-        run.end = max(run.backward_end, dp_free)
+        run.finish = max(run.backward_end, dp_free)
     world = comm.layout(low.net, "world", max(2, low.job.parallel.gpus),
                         1) if low.job.parallel.gpus > 1 else None
-    sync = max(r.end for r in runs) + (comm.all_reduce(low.net, world, 8.0) if world else 0.0)
+    sync = max(r.finish for r in runs) + (comm.all_reduce(low.net, world, 8.0) if world else 0.0)
     finish = 0.0
     for i, run in enumerate(runs):
         opt = low.optimizer_time(i)
         run.optimizer = (sync, sync + opt)
         end = sync + opt
-        if low.job.parallel.zero in (1, 2) and lay.n > 1:
+        if low.job.parallel.zero in (1, 2) and lay.n > 1 and not low.job.overlap_param_gather:
             g = low.param_gather(low.stage_params(i))
             run.gather = (end, end + g)
             end += g
-        run.end = end
+        run.finish = end
         finish = max(finish, end)
     return finish

@@ -3,11 +3,13 @@ choices of one training job. seer/job.py reads them from a compiled design's `jo
 tests and benchmarks may build them directly."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Optional, Tuple
 
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
+DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
+DEFAULT_ORDER = DIMENSIONS        # Megatron-Core's default rank order, fastest first
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class ParallelSpec:
     schedule: str = "1f1b"                    # 1f1b | interleaved | gpipe
     stages: Optional[Tuple[int, ...]] = None  # layers per pipeline stage (uneven split)
     zero: int = 0                             # 0, 1, 2, 3 (3 = FSDP)
+    reshard_after_forward: bool = True        # ZeRO-3: gather the weights again for the backward
+    order: Tuple[str, ...] = DEFAULT_ORDER    # rank order of the dimensions, fastest first
 
     @property
     def gpus(self) -> int:
@@ -91,19 +95,25 @@ class JobSpec:
     dtype: str = "bf16"
     gpus: Optional[int] = None                # declared
     attention: str = "flash"                  # flash | unfused (materialised s x s scores)
+    grad_dtype: Optional[str] = None          # None: the framework's default for `dtype`
     overlap_grad_reduce: bool = False         # Megatron-LM default: reduce after the backward
-    grad_reduce_dtype: Optional[str] = None   # default fp32: Megatron-LM's fp32 main gradients
-    options: Tuple[Tuple[str, object], ...] = field(default=())
+    overlap_param_gather: bool = False        # ZeRO: gather the weights during the next forward
 
     @property
     def bytes(self) -> int:
         return DTYPE_BYTES.get(self.dtype, 2)
 
     @property
+    def gradient_dtype(self) -> str:
+        """The gradient buffer and reduction precision: declared, else fp32 (Megatron-LM's fp32
+        main gradients)."""
+        if self.grad_dtype:
+            return self.grad_dtype
+        return "fp32"
+
+    @property
     def grad_bytes(self) -> int:
-        if self.grad_reduce_dtype:
-            return DTYPE_BYTES[self.grad_reduce_dtype]
-        return 4
+        return DTYPE_BYTES[self.gradient_dtype]
 
     @property
     def microbatches(self) -> int:

@@ -44,7 +44,7 @@ def count(fc, level: str = "op", window=None) -> int:
                     1 for o in tpl.ops if o.stream != "compute" and o.dur > 0)
             else:
                 total += 1
-        total += sum(1 for x in run.sends if _in_window(x[4], window)) + len(run.dp) + 2
+        total += sum(1 for x in run.transfers() if _in_window(x[4], window)) + len(run.dp) + 2
     return total
 
 
@@ -55,6 +55,7 @@ def events(fc, window=None, level: str = "op") -> Iterator[Event]:
             if not _in_window(b.mb, window):
                 continue
             tpl = low.template(i, b.chunk, b.phase)
+            first = low.chunks[i][b.chunk][0]
             label = f"{'fwd' if b.phase == 'F' else 'bwd'} mb{b.mb}" + (
                 f" chunk{b.chunk}" if fc.job.parallel.v > 1 else "")
             if level == "block":
@@ -62,12 +63,12 @@ def events(fc, window=None, level: str = "op") -> Iterator[Event]:
                             b.start, b.end, (("micro_batch", b.mb), ("chunk", b.chunk)))
                 continue
             if level == "layer":
-                yield from _layers(i, b, tpl, label)
+                yield from _layers(i, b, tpl, label, first)
                 continue
             for o in tpl.ops:
                 if o.dur <= 0:
                     continue
-                args = [("micro_batch", b.mb), ("layer", o.layer)]
+                args = [("micro_batch", b.mb), ("layer", _absolute(o.layer, first))]
                 if o.flops:
                     args.append(("flops", o.flops))
                 if o.nbytes:
@@ -78,7 +79,7 @@ def events(fc, window=None, level: str = "op") -> Iterator[Event]:
                     args.append(("shape", o.shape))
                 yield Event(i, o.stream, o.name, o.cat, b.start + o.start, b.start + o.end,
                             tuple(args))
-        for s, e, ph, c, j in run.sends:
+        for s, e, ph, c, j in run.transfers():
             if _in_window(j, window):
                 yield Event(i, "pp", f"send {'act' if ph == 'F' else 'grad'} mb{j}", "p2p", s, e,
                             (("micro_batch", j), ("group", "pp")))
@@ -95,7 +96,11 @@ def events(fc, window=None, level: str = "op") -> Iterator[Event]:
             yield Event(i, "dp", "param all-gather", "comm", s, e, (("group", "dp"),))
 
 
-def _layers(i, b, tpl, label) -> Iterator[Event]:
+def _absolute(layer: int, first: int) -> int:
+    return layer + first if layer >= 0 else layer
+
+
+def _layers(i, b, tpl, label, first) -> Iterator[Event]:
     """Compute merged per layer; communication kept per operator (it does not overlap)."""
     spans: Dict[int, List[float]] = {}
     for o in tpl.ops:
@@ -103,12 +108,14 @@ def _layers(i, b, tpl, label) -> Iterator[Event]:
             continue
         if o.stream != "compute":
             yield Event(i, o.stream, o.name, o.cat, b.start + o.start, b.start + o.end,
-                        (("micro_batch", b.mb), ("layer", o.layer)))
+                        (("micro_batch", b.mb), ("layer", _absolute(o.layer, first))))
             continue
         lo_hi = spans.setdefault(o.layer, [o.start, o.end])
         lo_hi[0], lo_hi[1] = min(lo_hi[0], o.start), max(lo_hi[1], o.end)
     for layer, (lo, hi) in sorted(spans.items(), key=lambda kv: kv[1][0]):
-        name = (f"layer {layer}" if layer >= 0 else "embedding/head") + f" {label}"
+        layer = _absolute(layer, first)
+        name = (f"layer {layer}" if layer >= 0 else "embedding" if layer == -1 else "head") \
+            + f" {label}"
         yield Event(i, "compute", name, "forward" if b.phase == "F" else "backward",
                     b.start + lo, b.start + hi,
                     (("micro_batch", b.mb), ("layer", layer)))

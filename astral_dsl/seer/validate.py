@@ -1,15 +1,16 @@
-"""Diagnostics for jobs that cannot run as declared (E750-E758), with the span of the field at
-fault. `validate_jobs(design)` checks every job; `validate_job` one, and also returns what a
-forecast needs (the JobSpec and the cluster) when the job is sound enough to forecast."""
+"""Diagnostics for jobs that cannot run as declared (E750-E764, W750-W751), with the span of the
+field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and also returns
+what a forecast needs (the JobSpec and the cluster) when the job is sound enough to forecast."""
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from astral_dsl.seer.cluster import Cluster, cluster_of
-from astral_dsl.seer.job import job_spec
-from astral_dsl.seer.spec import JobSpec
 from astral_dsl.analyses.walk import Resolver
 from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.seer import budget
+from astral_dsl.seer.cluster import Cluster, cluster_of
+from astral_dsl.seer.job import declared, job_spec
+from astral_dsl.seer.spec import DIMENSIONS, JobSpec, stage_layers
 
 GB = 1e9
 
@@ -18,12 +19,29 @@ def _err(code, message, span, hint=None, notes=()) -> Diagnostic:
     return Diagnostic(code, Severity.ERROR, message, span, hint, notes=tuple(notes))
 
 
-def _span(rec, job, name):
-    if rec is not None:
-        for k, s in rec.field_spans:
-            if k == name:
-                return s
-    return job.span_of(name) if rec is None else (rec.span or job.span)
+def _warn(code, message, span, hint=None, notes=()) -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, message, span, hint, notes=tuple(notes))
+
+
+class _Where:
+    """Spans of a job's fields, in the job or in its `parallel` / `batch` record; a field the
+    job does not write points at the record, else at the job."""
+
+    def __init__(self, job, model_inst, options):
+        self.job, self.model = job, model_inst
+        self.fields = declared(job, **options)     # what the job (or an option) states
+
+    def __call__(self, name: str, record: str = "parallel"):
+        rec = self.job.member(record) if record else None
+        if rec is not None:
+            for k, s in rec.field_spans:
+                if k == name:
+                    return s
+            return rec.span or self.job.span
+        return self.job.span_of(name) or self.job.span
+
+    def model_field(self, name: str):
+        return self.model.span_of(name) or self.model.span or self.job.span_of("model")
 
 
 def validate_jobs(design) -> List[Diagnostic]:
@@ -35,100 +53,253 @@ def validate_jobs(design) -> List[Diagnostic]:
 
 def validate_job(design, job, fabric_failures=(), **options) -> Tuple[
         List[Diagnostic], Optional[JobSpec], Optional[Cluster]]:
-    diags: List[Diagnostic] = []
     model_inst = Resolver(design)(job.field("model"))
     if model_inst is None or model_inst.kind != "model":
-        diags.append(_err("E758", f"job `{job.template}` has no model to forecast", job.span,
-                          "set `model = ...`, e.g. a model of stdlib.models"))
-        return diags, None, None
+        return [_err("E758", f"job `{job.template}` has no model to forecast", job.span,
+                     "set `model = ...`, e.g. a model of stdlib.models")], None, None
+    where = _Where(job, model_inst, options)
     spec = job_spec(job, model_inst, **options)
-    par_rec, bat_rec = job.member("parallel"), job.member("batch")
-    m, par = spec.model, spec.parallel
-    name = f"job `{job.template}`"
-    if m.heads % par.tp:
-        diags.append(_err("E750", f"{name}: tp = {par.tp} does not divide the {m.heads} attention "
-                                  f"heads of `{m.name}`", _span(par_rec, job, "tp"),
-                          "choose a tensor-parallel degree that divides the heads"))
-    elif m.kv_heads % par.tp and par.tp % m.kv_heads:
-        diags.append(_err("E750", f"{name}: tp = {par.tp} and the {m.kv_heads} key/value heads of "
-                                  f"`{m.name}` do not divide one another",
-                          _span(par_rec, job, "tp")))
-    if par.stages:
-        if len(par.stages) != par.pp or sum(par.stages) != m.layers or min(par.stages) < 1:
-            diags.append(_err("E752", f"{name}: the declared split {list(par.stages)} has "
-                                      f"{len(par.stages)} stages and {sum(par.stages)} layers; "
-                                      f"pp = {par.pp} and `{m.name}` has {m.layers} layers",
-                              _span(par_rec, job, "stages"),
-                              f"list {par.pp} positive layer counts adding up to {m.layers}"))
-    elif m.layers % par.pp:
-        base = m.layers // par.pp
-        diags.append(_err("E751", f"{name}: pp = {par.pp} does not divide the {m.layers} layers of "
-                                  f"`{m.name}`", _span(par_rec, job, "pp"),
-                          f"declare an uneven split, e.g. `stages = [...]` with {par.pp} counts "
-                          f"adding up to {m.layers} (around {base} each), or change pp"))
-    elif par.v and par.v > 1 and (m.layers // par.pp) % par.v:
-        diags.append(_err("E751", f"{name}: {m.layers // par.pp} layers per stage do not split into "
-                                  f"{par.v} virtual stages", _span(par_rec, job, "virtual_stages")))
-    if m.experts:
-        if m.experts % par.ep:
-            diags.append(_err("E753", f"{name}: ep = {par.ep} does not divide the {m.experts} "
-                                      f"experts of `{m.name}`", _span(par_rec, job, "ep")))
-        elif (par.dp * par.tp * par.cp) % par.ep:
-            diags.append(_err("E753", f"{name}: ep = {par.ep} does not divide dp x tp x cp = "
-                                      f"{par.dp * par.tp * par.cp}: expert groups live inside them",
-                              _span(par_rec, job, "ep")))
-    elif par.ep > 1:
-        diags.append(_err("E753", f"{name}: ep = {par.ep} but `{m.name}` has no experts",
-                          _span(par_rec, job, "ep")))
-    if spec.gpus is not None and spec.gpus != par.gpus:
-        diags.append(_err("E754", f"{name}: declares {spec.gpus} GPUs but tp x pp x dp x cp = "
-                                  f"{par.tp} x {par.pp} x {par.dp} x {par.cp} = {par.gpus}",
-                          job.span_of("gpus"), "make `gpus` the product of the parallel degrees"))
-    micro = spec.micro or 1
-    if spec.global_batch % (micro * par.dp):
-        diags.append(_err("E756", f"{name}: global batch {spec.global_batch} is not divisible by "
-                                  f"micro-batch x dp = {micro} x {par.dp}",
-                          _span(bat_rec, job, "global_batch"),
-                          f"use a multiple of {micro * par.dp}"))
-    if m.seq and spec.seq % par.cp:
-        diags.append(_err("E756", f"{name}: sequence {spec.seq} is not divisible by cp = {par.cp}",
-                          _span(par_rec, job, "cp")))
+    diags = _model(spec, where) or _budget_layers(spec, where)
+    if diags:
+        return diags, spec, None
+    diags = _layout(spec, where) + _runtime(spec, where)
     cluster = cluster_of(design, job, fabric_failures)
+    name = f"job `{job.template}`"
     if cluster is None or cluster.gpus == 0:
         diags.append(_err("E758", f"{name}: its placement holds no GPU", job.span_of("placement"),
                           "place the job on a site, hall, pod or rows with GPUs"))
         return diags, spec, None
+    par = spec.parallel
     if cluster.gpus < par.gpus:
         diags.append(_err("E755", f"{name} needs {par.gpus} GPUs but its placement "
                                   f"`{cluster.placement}` holds {cluster.gpus}",
                           job.span_of("placement"), "place it on more GPUs or shrink a degree"))
     if any(d.is_error for d in diags):
         return diags, spec, cluster
-    diags.extend(memory_check(job, spec, cluster))
+    diags.extend(_budget_blocks(spec, where))
+    if not any(d.is_error for d in diags):
+        diags.extend(memory_check(job, spec, cluster))
     return diags, spec, cluster
 
 
+def _model(spec: JobSpec, where) -> List[Diagnostic]:
+    """The model's own shape: whole heads, key/value groups, experts (E763)."""
+    m, out = spec.model, []
+    name = f"`{m.name}`"
+    if m.hidden % m.heads:
+        out.append(_err("E763", f"{name}: hidden size {m.hidden} is not a multiple of its "
+                                f"{m.heads} attention heads", where.model_field("heads"),
+                        "each head has hidden / heads dimensions"))
+    elif m.kv_heads > m.heads or m.heads % m.kv_heads:
+        out.append(_err("E763", f"{name}: {m.kv_heads} key/value heads do not divide its "
+                                f"{m.heads} attention heads", where.model_field("kv_heads"),
+                        "grouped-query attention shares each key/value head among a whole "
+                        "number of query heads"))
+    if m.experts and m.top_k > m.experts:
+        out.append(_err("E763", f"{name}: top_k = {m.top_k} routes to more experts than its "
+                                f"{m.experts}", where.model_field("top_k")))
+    if m.dense_layers > m.layers:
+        out.append(_err("E763", f"{name}: {m.dense_layers} dense layers of {m.layers}",
+                        where.model_field("dense_layers")))
+    return out
+
+
+def _budget_layers(spec: JobSpec, where) -> List[Diagnostic]:
+    m = spec.model
+    if m.layers > budget.MAX_LAYERS:
+        return [_err("E762", f"`{m.name}` has {m.layers:,} layers: Seer lowers at most "
+                             f"{budget.MAX_LAYERS:,} (its work budget, docs/seer.md)",
+                     where.model_field("layers"))]
+    return []
+
+
+def _budget_blocks(spec: JobSpec, where) -> List[Diagnostic]:
+    """The pipeline blocks one simulation runs (E762): with a declared micro-batch, that
+    simulation's; else the fewest any candidate of the rule would run."""
+    par = spec.parallel
+    v = par.v or 1
+    micro = spec.micro or budget.largest_micro(spec)
+    blocks = budget.blocks(par.pp, v, spec.global_batch // max(1, micro * par.dp))
+    if blocks <= budget.MAX_BLOCKS:
+        return []
+    field, record = ("micro", "batch") if spec.micro else ("global_batch", "batch")
+    return [_err("E762", f"job `{spec.name}`: {blocks:,} pipeline blocks to simulate (2 x pp x "
+                         f"virtual stages x micro-batches = 2 x {par.pp} x {v} x "
+                         f"{spec.global_batch // max(1, micro * par.dp):,}), over Seer's work "
+                         f"budget of {budget.MAX_BLOCKS:,} (docs/seer.md)",
+                 where(field, record), "a larger micro-batch or a smaller global batch")]
+
+
+def _layout(spec: JobSpec, where) -> List[Diagnostic]:
+    m, par, out = spec.model, spec.parallel, []
+    name = f"job `{spec.name}`"
+    if m.heads % par.tp:
+        out.append(_err("E750", f"{name}: tp = {par.tp} does not divide the {m.heads} attention "
+                                f"heads of `{m.name}`", where("tp"),
+                        "choose a tensor-parallel degree that divides the heads"))
+    elif m.kv_heads % par.tp and par.tp % m.kv_heads:
+        out.append(_err("E750", f"{name}: tp = {par.tp} and the {m.kv_heads} key/value heads of "
+                                f"`{m.name}` do not divide one another", where("tp")))
+    if par.stages:
+        if len(par.stages) != par.pp or sum(par.stages) != m.layers or min(par.stages) < 1:
+            out.append(_err("E752", f"{name}: the declared split {_show(par.stages)} has "
+                                    f"{len(par.stages)} stages and {sum(par.stages)} layers; "
+                                    f"pp = {par.pp} and `{m.name}` has {m.layers} layers",
+                            where("stages"),
+                            f"list {par.pp} positive layer counts adding up to {m.layers}"))
+    elif m.layers % par.pp:
+        base = m.layers // par.pp
+        out.append(_err("E751", f"{name}: pp = {par.pp} does not divide the {m.layers} layers of "
+                                f"`{m.name}`", where("pp"),
+                        f"declare an uneven split, e.g. `stages = [...]` with {par.pp} counts "
+                        f"adding up to {m.layers} (around {base} each), or change pp"))
+    if not out and par.v and par.v > 1:
+        fewest = min(stage_layers(spec))
+        if par.v > fewest:
+            out.append(_err("E751", f"{name}: {par.v} virtual stages but a stage has "
+                                    f"{fewest} layers", where("virtual_stages"),
+                            "each virtual stage (model chunk) needs at least one layer"))
+        elif not par.stages and (m.layers // par.pp) % par.v:
+            out.append(_err("E751", f"{name}: {m.layers // par.pp} layers per stage do not split "
+                                    f"into {par.v} virtual stages", where("virtual_stages")))
+    if m.experts:
+        if m.experts % par.ep:
+            out.append(_err("E753", f"{name}: ep = {par.ep} does not divide the {m.experts} "
+                                    f"experts of `{m.name}`", where("ep")))
+        elif (par.dp * par.cp) % par.ep:
+            out.append(_err("E753", f"{name}: ep = {par.ep} does not divide dp x cp = "
+                                    f"{par.dp * par.cp}: expert groups are carved out of the "
+                                    f"data-parallel ranks", where("ep")))
+    elif par.ep > 1:
+        out.append(_err("E753", f"{name}: ep = {par.ep} but `{m.name}` has no experts",
+                        where("ep")))
+    if spec.gpus is not None and spec.gpus != par.gpus:
+        out.append(_err("E754", f"{name}: declares {spec.gpus} GPUs but tp x pp x dp x cp = "
+                                f"{par.tp} x {par.pp} x {par.dp} x {par.cp} = {par.gpus}",
+                        where("gpus", ""), "make `gpus` the product of the parallel degrees"))
+    micro = spec.micro or 1
+    if spec.global_batch % (micro * par.dp):
+        out.append(_err("E756", f"{name}: global batch {spec.global_batch} is not divisible by "
+                                f"micro-batch x dp = {micro} x {par.dp}",
+                        where("global_batch", "batch"), f"use a multiple of {micro * par.dp}"))
+    if spec.seq % par.cp:
+        out.append(_err("E756", f"{name}: sequence {spec.seq} is not divisible by cp = {par.cp}",
+                        where("cp")))
+    out.extend(_order(spec, where))
+    return out
+
+
+def _show(stages) -> str:
+    if len(stages) <= 8:
+        return "[" + ", ".join(map(str, stages)) + "]"
+    return f"[{stages[0]}, {stages[1]}, {stages[2]}, ..., {stages[-2]}, {stages[-1]}]"
+
+
+def _order(spec: JobSpec, where) -> List[Diagnostic]:
+    """E759: `order` names parallel dimensions, each once, and every dimension of size > 1
+    (Megatron-Core's RankGenerator; a dimension of size 1 may be left out)."""
+    par = spec.parallel
+    order = par.order
+    text = "-".join(order)
+    sizes = {"tp": par.tp, "cp": par.cp, "ep": par.ep, "dp": par.dp, "pp": par.pp}
+    unknown = [d for d in order if d not in DIMENSIONS]
+    twice = sorted({d for d in order if order.count(d) > 1})
+    missing = [d for d in DIMENSIONS if d not in order and sizes[d] > 1]
+    problem = None
+    if unknown:
+        problem = "does not know " + ", ".join(f"`{d}`" for d in unknown)
+    elif twice:
+        problem = "names " + ", ".join(f"`{d}`" for d in twice) + " more than once"
+    elif missing:
+        problem = "leaves out " + ", ".join(f"`{d}` ({d} = {sizes[d]})" for d in missing)
+    if problem is None:
+        return []
+    return [_err("E759", f"job `{spec.name}`: the rank order \"{text}\" {problem}",
+                 where("order"), 'name the parallel dimensions tp, cp, ep, dp and pp once each, '
+                                 'fastest first, e.g. "tp-cp-ep-dp-pp" (Megatron-Core\'s '
+                                 'default) or "tp-cp-ep-pp-dp"')]
+
+
+def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
+    """The schedule, sharding and overlap fields agree with one another (E760, E761, E764) and
+    have an effect (W751)."""
+    par, out = spec.parallel, []
+    name = f"job `{spec.name}`"
+    if par.v and par.v > 1 and par.schedule != "interleaved":
+        out.append(_err("E760", f"{name}: {par.v} virtual stages with schedule = {par.schedule}",
+                        where("virtual_stages"),
+                        "virtual stages are the interleaved 1F1B schedule: `schedule = "
+                        "interleaved`, or leave `virtual_stages` out"))
+    if par.schedule == "interleaved" and par.pp == 1:
+        out.append(_err("E760", f"{name}: an interleaved schedule needs pipeline stages (pp = 1)",
+                        where("schedule"), "raise pp, or use `schedule = 1f1b`"))
+    stated = where.fields
+    if stated.get("fsdp") is True and stated.get("zero") not in (None, 3):
+        out.append(_err("E761", f"{name}: fsdp = true shards weights, gradients and optimizer "
+                                f"states (ZeRO-3) but zero = {int(stated['zero'])}",
+                        where("fsdp"), "keep one of them: `fsdp = true` or `zero = 3`"))
+    if "reshard_after_forward" in stated and par.zero < 3:
+        out.append(_err("E761", f"{name}: reshard_after_forward applies to sharded weights "
+                                f"(ZeRO-3 / FSDP), not to zero = {par.zero}",
+                        where("reshard_after_forward"), "add `fsdp = true`, or leave it out"))
+    if par.cp > 1 and spec.attention == "unfused":
+        out.append(_err("E764", f"{name}: context parallelism (cp = {par.cp}) needs fused "
+                                f"attention", where("attention", ""),
+                        "Megatron-Core's context parallelism runs in Transformer Engine's fused "
+                        "attention: `attention = flash`"))
+    if spec.overlap_param_gather and par.zero not in (1, 2):
+        out.append(_warn("W751", f"{name}: overlap_param_gather has no effect without a sharded "
+                                 f"optimizer (zero = 1 or 2)", where("overlap_param_gather", ""),
+                         "Megatron-LM overlaps the distributed optimizer's parameter all-gather"))
+    if spec.overlap_grad_reduce and par.dp * par.cp == 1:
+        out.append(_warn("W751", f"{name}: overlap_grad_reduce has no effect with one "
+                                 f"data-parallel rank", where("overlap_grad_reduce", "")))
+    return out
+
+
 def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
+    """E757 when the estimate exceeds the GPU's memory by more than its uncertainty, W750 when
+    by less (memory.py states the uncertainty)."""
     from astral_dsl.seer.costs import Costs
     from astral_dsl.seer.lower import Lowering
     from astral_dsl.seer.memory import estimate
 
+    if not cluster.gpu.memory:          # the GPU declares no memory: nothing to check against
+        return []
     probe = spec if spec.micro else spec.with_(micro=1)
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
         from dataclasses import replace
         probe = probe.with_(parallel=replace(probe.parallel, v=1))
     low = Lowering(probe, Costs(cluster.gpu, probe.dtype), cluster.net)
-    if not cluster.gpu.memory:          # the GPU declares no memory: nothing to check against
-        return []
     est = estimate(probe, low.stage_params)
-    if est.total <= cluster.gpu.memory:
+    cap = cluster.gpu.memory
+    if est.total <= cap:
         return []
-    notes = [f"per-GPU estimate on pipeline stage {est.stage}: {est.total / GB:.1f} GB of "
-             f"{cluster.gpu.memory / GB:.0f} GB (`{cluster.gpu.name}`)"]
-    notes.append(", ".join(f"{k} {v / GB:.1f} GB" for k, v in est.parts()))
+    notes = [f"per-GPU estimate on pipeline stage {est.stage}: {est.total / GB:.1f} GB "
+             f"+/- {est.uncertainty_pct:.0f} % of {cap / GB:.0f} GB (`{cluster.gpu.name}`)",
+             ", ".join(f"{k} {v / GB:.1f} GB" for k, v in est.parts())]
+    span = job.span_of("recompute") if job.field("recompute") is not None else job.span
+    if est.total - est.uncertainty <= cap:
+        return [_warn("W750", f"job `{job.template}` may not fit in GPU memory: "
+                              f"{est.total / GB:.0f} GB estimated, {cap / GB:.0f} GB on the GPU, "
+                              f"estimate +/- {est.uncertainty_pct:.0f} %", span,
+                      "leave headroom: " + _memory_hint(spec), notes)]
     return [_err("E757", f"job `{job.template}` does not fit in GPU memory: about "
-                         f"{est.total / GB:.1f} GB per GPU, the GPU has "
-                         f"{cluster.gpu.memory / GB:.0f} GB", job.span_of("recompute")
-                 if job.field("recompute") is not None else job.span,
-                 "recompute activations (`recompute = full`), shard the optimizer "
-                 "(`zero = 1` in `parallel`), or raise tp / pp", notes)]
+                         f"{est.total / GB:.1f} GB per GPU, the GPU has {cap / GB:.0f} GB",
+                 span, _memory_hint(spec), notes)]
+
+
+def _memory_hint(spec: JobSpec) -> str:
+    """What would shrink the estimate, leaving out what the job already does."""
+    par, out = spec.parallel, []
+    if spec.recompute != "full":
+        out.append("recompute activations (`recompute = full`)")
+    if par.zero == 0:
+        out.append("shard the optimizer (`zero = 1` in `parallel`)")
+    elif par.zero < 3:
+        out.append(f"shard more (`zero = {par.zero + 1}`" + (", or `fsdp = true`)"
+                                                             if par.zero == 1 else ")"))
+    if spec.micro and spec.micro > 1:
+        out.append("a smaller micro-batch")
+    out.append("raise tp / pp")
+    return ", ".join(out[:-1]) + (", or " if len(out) > 1 else "") + out[-1]

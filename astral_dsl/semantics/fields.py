@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
-from astral_dsl.model.kinds import KINDS
+from astral_dsl.model.kinds import KINDS, StrType
 from astral_dsl.model.values import (POISON, FabricSelection, Group, Symbol, UnknownValue)
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.evaluate import fail, unknown_key
@@ -72,6 +72,14 @@ class FieldsMixin:
             return self._sizable(frame, name, d)
         if field_spec is not None and _wants_symbols(field_spec.type):
             env = env.as_symbols()
+            if isinstance(d.value_expr, ast.QuantityLit):   # a keyword that reads as a quantity
+                value = Symbol(d.value_expr.text.replace(" ", ""))
+                return self._typed(frame, name, value, d.value_expr.span)
+        elif field_spec is not None and isinstance(field_spec.type, StrType):
+            words = _dashed_words(d.value_expr) if isinstance(d.value_expr, ast.Binary) else ""
+            if words:                                        # `order = tp-cp-dp-pp` unquoted
+                fail("E303", f"`{name}` is a string: write it in double quotes",
+                     d.value_expr.span, f'`{name} = "{words}"`')
         value = self.eval(d.value_expr, env)
         # schema fields hold values and references; members are the other named instances
         frame.owned[name] = field_spec is None and self.constructs(d)
@@ -281,6 +289,14 @@ def _head(frame: Frame) -> Span:
     if decl is not None:
         return decl.name.span
     return frame.span
+
+
+def _dashed_words(e) -> str:
+    """`a-b-c` written without quotes (names joined by minus signs), else ''."""
+    if isinstance(e, ast.Binary) and e.op == "-":
+        left, right = _dashed_words(e.left), _dashed_words(e.right)
+        return f"{left}-{right}" if left and right else ""
+    return e.name if isinstance(e, ast.Name) else ""
 
 
 def _wants_symbols(t) -> bool:

@@ -10,10 +10,6 @@ import astral_dsl
 from astral_dsl import seer
 
 HERE = Path(__file__).resolve().parent
-# Both papers ran Megatron-LM's unfused attention (scores materialised, softmax and dropout as
-# separate kernels): Korthikanti et al. 2022 section 4.1 counts those tensors, and selective
-# recomputation exists because of them. Every other runtime parameter is Seer's default or rule.
-OPTIONS = {"attention": "unfused"}
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +28,7 @@ class Accuracy:
         lines = [f"{title}", f"  {'run':<34} {'measured s':>11} {'Seer s':>9} {'error':>8}  chosen"]
         errors = []
         for job, label, measured in rows:
-            fc = seer.forecast(self.design, job=job, **OPTIONS)
+            fc = seer.forecast(self.design, job=job)    # as `astral forecast` does
             err = (fc.iteration_time / measured - 1) * 100
             errors.append(abs(err))
             chosen = ", ".join(f"{k} {v}" for k, v in fc.chosen)

@@ -1,0 +1,99 @@
+"""The rule for runtime parameters a job does not state (docs/seer.md, "The rule").
+
+The micro-batch (when `batch.micro` is absent) and the number of virtual stages (when
+`schedule = interleaved` without `virtual_stages`) are those of a tuned run, which is what
+published runs are: the combination with the shortest forecast iteration among those that fit
+in memory with margin (estimate + its uncertainty within the GPU's memory); failing that, among
+those whose estimate fits; failing that, the one that needs the least memory.
+
+Candidates: the powers of two dividing B / DP (micro-batch); the divisors of the smallest
+stage's layer count (chunks), interleaving only when the pipeline's micro-batches are a multiple
+of its stages (Megatron-LM's requirement); none over the work budget (budget.py).
+
+Pruning: every candidate gets a lower bound of its iteration time from its block durations
+alone (no simulation): a stage's compute stream runs all its blocks one after another, cannot
+start before micro-batch 0 has gone forward through the stages before it, and stage 0 cannot
+finish before the last gradient has come back through them; the optimizer step follows. The
+candidates are simulated in the order of their bounds, and the search stops when the next bound
+is no shorter than the best iteration simulated: the choice is the one the exhaustive search
+makes, at a fraction of the simulations."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, List, Optional, Tuple
+
+from astral_dsl.seer import budget
+from astral_dsl.seer.lower import Lowering
+from astral_dsl.seer.memory import MemoryEstimate, estimate
+from astral_dsl.seer.spec import JobSpec, divisors, stage_layers
+
+
+@dataclass
+class Candidate:
+    job: JobSpec
+    lowering: Lowering
+    memory: MemoryEstimate
+    bound: float
+
+
+def candidates(job: JobSpec) -> List[JobSpec]:
+    par = job.parallel
+    micros = [job.micro] if job.micro else budget.micro_candidates(
+        max(1, job.global_batch // par.dp))
+    if par.schedule == "interleaved" and not par.v:
+        fewest = min(stage_layers(job.with_(parallel=replace(par, v=1))))
+        vs = divisors(fewest) if par.pp > 1 else [1]
+    else:
+        vs = [par.v or 1]
+    out = []
+    for b in sorted(micros):
+        m = job.global_batch // (b * par.dp)
+        for v in vs:
+            if v > 1 and len(vs) > 1 and m % par.pp:
+                continue      # Megatron-LM interleaves only when p divides the micro-batches
+            if len(micros) * len(vs) > 1 and budget.blocks(par.pp, v, m) > budget.MAX_BLOCKS:
+                continue
+            out.append(job.with_(micro=b, parallel=replace(par, v=v)))
+    return out
+
+
+def lower_bound(low: Lowering) -> float:
+    """A time the iteration cannot beat (module docstring)."""
+    par, m = low.job.parallel, low.job.microbatches
+    p, v = par.pp, par.v
+    fwd = [low.template(i, 0, "F").duration for i in range(p)]
+    bwd = [low.template(i, 0, "B").duration for i in range(p)]
+    best, fill, drain = 0.0, 0.0, 0.0
+    for i in range(p):
+        busy = m * sum(low.template(i, c, ph).duration for c in range(v) for ph in ("F", "B"))
+        best = max(best, fill + busy + drain)
+        fill += fwd[i]
+        drain += bwd[i]
+    return best + min(low.optimizer_time(i) for i in range(p))
+
+
+def choose(job: JobSpec, gpu, net, costs, simulate: Callable[[Candidate], object]):
+    """The forecast of the rule's choice (module docstring); `simulate(candidate)` returns a
+    Forecast with `iteration_time`."""
+    cands: List[Candidate] = []
+    for cand in candidates(job):
+        low = Lowering(cand, costs, net)
+        cands.append(Candidate(cand, low, estimate(cand, low.stage_params), 0.0))
+    if len(cands) == 1:
+        return simulate(cands[0])
+    cap = gpu.memory or float("inf")
+    pool = [c for c in cands if c.memory.total + c.memory.uncertainty <= cap] or \
+        [c for c in cands if c.memory.total <= cap]
+    if not pool:
+        return simulate(min(cands, key=lambda c: (c.memory.total, c.job.micro)))
+    for c in pool:
+        c.bound = lower_bound(c.lowering)
+    pool.sort(key=lambda c: (c.bound, c.job.micro, c.job.parallel.v))
+    best: Optional[Tuple[float, object]] = None
+    for c in pool:
+        if best is not None and c.bound >= best[0]:
+            break
+        fc = simulate(c)
+        if best is None or fc.iteration_time < best[0] * (1 - 1e-9):
+            best = (fc.iteration_time, fc)
+    return best[1]

@@ -1,0 +1,185 @@
+"""Everything a forecast can be told is a job field (issue: a .astral job states what a
+published run states), and the fields do what they say: the rank order, the schedule, the
+sharding and the overlaps (docs/seer.md)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl import seer
+from astral_dsl.model.kinds import KINDS
+from astral_dsl.seer.comm import Network, Tier
+from astral_dsl.seer.costs import Costs, GpuSpec
+from astral_dsl.seer.job import OPTIONS
+from astral_dsl.seer.lower import Lowering, groups
+from astral_dsl.seer.ranks import RankOrder
+from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+
+REPO = Path(__file__).resolve().parents[1]
+H100 = GpuSpec("H100", (("bf16", 989e12),), 80e9, 3350e9, 450e9)
+NET = Network(8, 450e9, (50e9,) * 8, (Tier("leaf", 32, True, 1.0), Tier("core", 10**6, False, 1.0)))
+LLAMA_70B = ModelSpec("Llama3_70B", 80, 8192, 64, 8, 28672, 128256, 8192, "swiglu")
+
+HEAD = """
+import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
+import stdlib.models { Llama3_70B }
+host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)
+rack R { hosts = 4 x Node }
+site S { racks = 32 x R }
+"""
+
+
+def design(job_body: str):
+    d = astral_dsl.loads(HEAD + job_body, name="job.astral", root=REPO)
+    assert d.valid, [(x.code, x.message) for x in d.diagnostics]
+    return d
+
+
+BASE = """
+job j {
+  model = Llama3_70B, placement = S, gpus = 1024, recompute = selective
+  %s
+  parallel { tp = 8, pp = 4, dp = 32, sp = true, zero = 1 %s }
+  batch { global_batch = 1024, micro = 1, seq = 8192 }
+}
+"""
+
+
+# ---- every option is a field ---------------------------------------------------------------------
+def test_every_forecast_option_is_a_job_field():
+    common = set.intersection(*(set(k.fields) for k in KINDS.values()))   # vendor, note, ...
+    fields = {name for kind in ("job", "parallel", "batch") for name in KINDS[kind].fields}
+    fields -= common
+    assert set(OPTIONS) <= fields
+    # what a job has beyond the options is what places it, not how it runs
+    assert fields - set(OPTIONS) == {"model", "placement", "gpus", "utilization"}
+    for name, record in OPTIONS.items():
+        assert name in KINDS[record or "job"].fields
+
+
+@pytest.mark.parametrize("field,record,text,option", [
+    ("attention", "", "unfused", "unfused"),
+    ("grad_dtype", "", "bf16", "bf16"),
+    ("overlap_grad_reduce", "", "true", True),
+    ("overlap_param_gather", "", "true", True),
+    ("order", "parallel", '"tp-cp-ep-pp-dp"', "tp-cp-ep-pp-dp"),
+    ("schedule", "parallel", "interleaved, virtual_stages = 2", None),
+    ("zero", "parallel", "2", 2),
+])
+def test_a_field_and_the_option_of_the_same_name_agree(field, record, text, option):
+    body = BASE % ((f"{field} = {text}", "") if not record else ("", f", {field} = {text}"))
+    from_field = seer.forecast(design(body))
+    if option is None:
+        from_option = seer.forecast(design(BASE % ("", "")), schedule="interleaved",
+                                    virtual_stages=2)
+    else:
+        from_option = seer.forecast(design(BASE % ("", "")), **{field: option})
+    assert from_field.job == from_option.job
+    assert from_field.iteration_time == from_option.iteration_time
+
+
+def test_bad_option_values_get_the_fields_diagnostics():
+    d = design(BASE % ("", ""))
+    with pytest.raises(seer.ForecastError) as exc:
+        seer.forecast(d, attention="sparse")
+    assert [x.code for x in exc.value.diagnostics] == ["E311"]
+    with pytest.raises(seer.ForecastError) as exc:
+        seer.forecast(d, zero=4)
+    assert [x.code for x in exc.value.diagnostics] == ["E309"]
+    with pytest.raises(seer.ForecastError) as exc:
+        seer.forecast(d, order="tp-dp")          # a value the front end accepts, validation not
+    assert [x.code for x in exc.value.diagnostics if x.is_error] == ["E759"]
+    with pytest.raises(seer.ForecastError, match="not a job field"):
+        seer.forecast(d, grad_reduce_dtype="fp32")
+
+
+def test_schedule_1f1b_bare_and_quoted():
+    bare = design(BASE % ("", ", schedule = 1f1b"))
+    quoted = design(BASE % ("", ', schedule = "1f1b"'))
+    assert seer.forecast(bare).iteration_time == seer.forecast(quoted).iteration_time
+
+
+# ---- the rank order ----------------------------------------------------------------------------------
+def test_rank_order_numbers_ranks_megatron_style():
+    par = ParallelSpec(tp=2, pp=2, dp=2, cp=2)
+    order = RankOrder(par)                                   # tp-cp-ep-dp-pp
+    assert order.rank(tp=1, cp=1, dp=1, pp=1) == 1 + 2 + 4 + 8
+    assert order.group("tp", 5) == [4, 5]
+    assert order.group("dp", 0) == [0, 4]
+    assert order.group(("dp", "cp"), 0) == [0, 2, 4, 6]
+    assert order.group("pp", 3) == [3, 11]
+    assert order.coords(13) == {"tp": 1, "cp": 0, "ep": 0, "dp": 1, "pp": 1}
+    pp_first = RankOrder(replace(par, order=("tp", "cp", "ep", "pp", "dp")))
+    assert pp_first.group("pp", 0) == [0, 4] and pp_first.group("dp", 0) == [0, 8]
+
+
+def test_rank_order_group_shapes_on_hosts():
+    par = ParallelSpec(tp=2, pp=4, dp=8)
+    order = RankOrder(par)                                   # dp stride 2, pp stride 16
+    dp = order.shape(("dp",), 8)
+    assert (dp.n, dp.per_host, dp.span_hosts, dp.stride) == (8, 4, 2, 2)
+    pp = order.shape(("pp",), 8)
+    assert (pp.n, pp.per_host, pp.span_hosts, pp.stride) == (4, 1, 7, 16)
+    swapped = RankOrder(replace(par, order=("tp", "cp", "ep", "pp", "dp")))
+    dp = swapped.shape(("dp",), 8)                          # dp stride 8: one per host
+    assert (dp.n, dp.per_host, dp.span_hosts) == (8, 1, 8)
+    experts = RankOrder(ParallelSpec(tp=2, pp=1, dp=4, cp=2, ep=4), experts=True)
+    assert experts.group("ep", 0) == [0, 2, 4, 6]       # CP folded into the data-parallel ranks
+
+
+def test_order_moves_data_parallel_traffic_off_nvlink():
+    """tp 2 x dp 4 in one 8-GPU host with the default order; pp before dp spreads the DP
+    group over hosts, and the gradient reduction slows down."""
+    par = ParallelSpec(tp=2, pp=4, dp=4, sp=True)
+    job = JobSpec("j", LLAMA_70B, par, 64, 1, 8192, "full", "bf16")
+    inside = groups(job, NET)["dp"]
+    outside = groups(replace(job, parallel=replace(par, order=("tp", "cp", "ep", "pp", "dp"))),
+                     NET)["dp"]
+    assert inside.hosts == 1 and outside.hosts == 4
+    a = seer.run(job, H100, NET)
+    b = seer.run(replace(job, parallel=replace(par, order=("tp", "cp", "ep", "pp", "dp"))),
+                 H100, NET)
+    assert b.breakdown["dp_comm"] > a.breakdown["dp_comm"]
+
+
+# ---- sharding, overlaps, gradient precision -------------------------------------------------------------
+def _job(**par):
+    p = ParallelSpec(tp=8, pp=4, dp=32, sp=True, **par)
+    return JobSpec("j", LLAMA_70B, p, 1024, 1, 8192, "selective", "bf16")
+
+
+def test_fsdp_without_resharding_gathers_weights_once_per_micro_batch():
+    keep = _job(zero=3, reshard_after_forward=False)
+    again = _job(zero=3)
+    names = lambda job, ph: [o.name for o in Lowering(job, Costs(H100, "bf16"), NET)  # noqa: E731
+                             .template(1, 0, ph).ops if o.stream == "dp"]
+    assert names(again, "F").count("param all-gather") == 20
+    assert names(again, "B").count("param all-gather") == 20
+    assert names(keep, "B").count("param all-gather") == 0
+    assert seer.run(keep, H100, NET).memory.weights > seer.run(again, H100, NET).memory.weights
+
+
+def test_overlap_param_gather_hides_the_gather_in_the_forward():
+    plain = seer.run(_job(zero=1), H100, NET)
+    hidden = seer.run(replace(_job(zero=1), overlap_param_gather=True), H100, NET)
+    assert plain.runs[0].gather[0] > plain.runs[0].optimizer[0]   # after the step
+    assert hidden.runs[0].gather[0] == 0.0                        # during the forward
+    assert hidden.iteration_time < plain.iteration_time
+    assert sum(hidden.breakdown.values()) == pytest.approx(hidden.iteration_time, rel=1e-9)
+
+
+def test_overlap_grad_reduce_shortens_the_tail():
+    plain = seer.run(_job(), H100, NET)
+    overlapped = seer.run(replace(_job(), overlap_grad_reduce=True), H100, NET)
+    assert overlapped.breakdown["dp_comm"] < plain.breakdown["dp_comm"]
+
+
+def test_grad_dtype_sets_gradient_memory_and_traffic():
+    fp32 = replace(_job(), grad_dtype="fp32")
+    bf16 = replace(_job(), grad_dtype="bf16")
+    a, b = seer.run(fp32, H100, NET), seer.run(bf16, H100, NET)
+    assert a.memory.gradients == pytest.approx(2 * b.memory.gradients)
+    assert sum(e - s for s, e, _ in b.runs[0].dp) < 0.6 * sum(e - s for s, e, _ in a.runs[0].dp)
