@@ -280,19 +280,20 @@ _register(_kind("facility", "facility water", dict(
     water_class=enum("W17", "W27", "W32", "W40", "W45", "Wplus"), supply=q("temperature"),
     free_cooling=q("time", "hours per year of free cooling", high=8760 * 3600),
     chiller_cop=q("number", sign=POSITIVE, limit=100))))
-# Bounds of a model, its parallelism and its batch: what Seer's lowering and schedule may be
-# asked to build. Each is 10-1,000x the largest published value: Llama 3 405B has 126 layers,
+# Plausible bounds of a model, its parallelism and its batch: each is 100-1,000,000x the largest
+# published value, far above anything real while keeping every product of counts finite (what a
+# forecast may cost is Seer's own work budget, E762, tighter). Llama 3 405B has 126 layers,
 # hidden 16,384, 128 heads, a 128,256-token vocabulary and 128K context (Dubey et al. 2024);
 # DeepSeek-V3 256 routed experts (DeepSeek-AI 2024); GPT-3 a batch of 1,536 sequences (Brown et
 # al. 2020).
-MAX_LAYERS, MAX_WIDTH, MAX_HEADS = 2048, 1 << 20, 65536
-MAX_TOKENS, MAX_EXPERTS, MAX_BATCH = 1 << 24, 65536, 1 << 20
-_LAYERS = "2,048 layers, 16x the largest published model"
+MAX_LAYERS, MAX_WIDTH, MAX_HEADS = 100_000, 1 << 20, 65536
+MAX_TOKENS, MAX_EXPERTS, MAX_BATCH = 1 << 24, 65536, 1 << 30
+_LAYERS = "100,000 layers, 800x the largest published model"
 _WIDTH = "a width of 2^20, 64x the largest published model"
 _HEADS = "65,536 heads, 512x the largest published model"
 _TOKENS = "2^24 tokens (16.7 M), 128x the longest published context"
 _EXPERTS = "65,536 experts, 256x the largest published mixture"
-_BATCH = "2^20 sequences per batch, 680x GPT-3's batch"
+_BATCH = "2^30 sequences per batch, 700,000x GPT-3's batch"
 
 
 def _size(low=None, limit=None, why=None, required=False) -> FieldSpec:
