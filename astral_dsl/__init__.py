@@ -25,7 +25,7 @@ def load(path: str | Path, overrides: Optional[Mapping[str, object]] = None):
 
 def compile(path: str | Path, overrides: Optional[Mapping[str, str]] = None):
     """Compile a .astral file and return everything the compiler built: a Compilation with the
-    `design`, the parsed `modules`, their `scopes` and the `evaluator`. `recompile(assignments,
+    `design`, the parsed `modules`, their `scopes` and the `instantiator`. `recompile(assignments,
     scenario)` evaluates the same parsed source again (sizing, what-if scenarios) and `under
     (scenario)` gives the design as compiled under one of its scenarios."""
     from astral_dsl.compiler import compile_path

@@ -14,7 +14,7 @@ from astral_dsl.model.kinds import KINDS
 from astral_dsl.semantics.checks import run_checks
 from astral_dsl.semantics.frames import Env
 from astral_dsl.semantics.freeze import Freezer
-from astral_dsl.semantics.instantiate import Evaluator
+from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
 from astral_dsl.semantics.overrides import parse_overrides
 from astral_dsl.semantics.paths import canonical_paths, multiplicities
@@ -28,7 +28,7 @@ MAX_GPUS = 10**9
 @attrs.define(eq=False)
 class Compilation:
     """Everything one compile builds: the modules it read and parsed (with their imports
-    resolved), their scopes, the evaluator (frames and the value of every expression) and the
+    resolved), their scopes, the instantiator (frames and the value of every expression) and the
     design. `recompile` evaluates the same parsed source again with values for the design's
     unknowns (sizing) or under a scenario (its routes isolated), without reading or parsing
     anything again."""
@@ -38,7 +38,7 @@ class Compilation:
     load_diagnostics: Tuple[Diagnostic, ...]     # reading, parsing and imports
     design: Design
     scopes: Dict[int, ModuleScope] = attrs.field(factory=dict)
-    evaluator: Optional[Evaluator] = None
+    instantiator: Optional[Instantiator] = None
 
     @property
     def modules(self) -> Dict[str, LoadedModule]:
@@ -63,8 +63,9 @@ class Compilation:
 
 
 def compile_path(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
-                 read=read_file, evaluator_class=None) -> Compilation:
-    """Read, parse and compile a file; see Compilation."""
+                 read=read_file, expressions=None, instantiator=None) -> Compilation:
+    """Read, parse and compile a file; see Compilation. Tools that watch the evaluation (the
+    language server's hover, margins) pass their own `expressions` or `instantiator` class."""
     path = Path(path)
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(project_root(path), diagnostics, read)
@@ -81,18 +82,18 @@ def compile_path(path: str | Path, overrides: Optional[Mapping[str, object]] = N
     else:
         entry = loader.load_entry_text(name, data, path)
     return _evaluate(entry, loader, tuple(diagnostics), overrides, {}, None, None,
-                     evaluator_class)
+                     expressions, instantiator)
 
 
 def compile_source(text: str, name: str = "<string>", root: str | Path | None = None,
                    overrides: Optional[Mapping[str, object]] = None, read=read_file,
-                   evaluator_class=None) -> Compilation:
+                   expressions=None, instantiator=None) -> Compilation:
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
     data = bytes(text) if isinstance(text, (bytes, bytearray)) else encode(text)
     entry = loader.load_entry_text(name, data)
     return _evaluate(entry, loader, tuple(diagnostics), overrides, {}, None, None,
-                     evaluator_class)
+                     expressions, instantiator)
 
 
 def compile_file(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
@@ -110,7 +111,8 @@ def _empty(name: str, diagnostics) -> Design:
 
 
 def _evaluate(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overrides,
-              assignments, scenario: Optional[str], plan, evaluator_class=None) -> Compilation:
+              assignments, scenario: Optional[str], plan, expressions=None,
+              instantiator=None) -> Compilation:
     diagnostics: List[Diagnostic] = list(load_diagnostics)
     comp = Compilation(entry, loader, dict(overrides or {}), tuple(load_diagnostics),
                        _empty(entry.key, diagnostics))
@@ -119,9 +121,10 @@ def _evaluate(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overr
         return comp
     entry_scope = module_scope(entry, loader, comp.scopes, diagnostics)
     given = parse_overrides(overrides or {}, entry_scope, diagnostics)
-    ev = (evaluator_class or Evaluator)(diagnostics, given, entry_scope, dict(assignments),
-                                        scenario, plan)
-    comp.evaluator = ev
+    kw = {"expressions": expressions} if expressions is not None else {}
+    ev = (instantiator or Instantiator)(diagnostics, given, entry_scope, dict(assignments),
+                                        scenario, plan, **kw)
+    comp.instantiator = ev
     try:
         design = evaluate_entry(ev, entry, entry_scope, comp.scopes, loader, diagnostics)
     except RecursionError:
@@ -152,7 +155,7 @@ def module_scope(module: LoadedModule, loader: ModuleLoader, scopes: Dict[int, M
     return build_scope(scope, module.tree, resolve, diagnostics)
 
 
-def evaluate_entry(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scopes, loader,
+def evaluate_entry(ev: Instantiator, entry: LoadedModule, scope: ModuleScope, scopes, loader,
               diagnostics) -> Design:
     roots, jobs, scenarios = [], [], []
     for name, symbol in scope.own.items():
@@ -207,7 +210,7 @@ def evaluate_entry(ev: Evaluator, entry: LoadedModule, scope: ModuleScope, scope
                   assignments=tuple(sorted(ev.assignments.items())))
 
 
-def lint_templates(ev: Evaluator, scope: ModuleScope, diagnostics) -> None:
+def lint_templates(ev: Instantiator, scope: ModuleScope, diagnostics) -> None:
     """Check the bodies of the entry's templates that nothing instantiated because they need
     arguments: bound to values already in error, the arguments silence what depends on them,
     and every other mistake in the body is reported."""
@@ -218,7 +221,7 @@ def lint_templates(ev: Evaluator, scope: ModuleScope, diagnostics) -> None:
     if not unused:
         return
     found: List[Diagnostic] = []
-    lint = Evaluator(found, ev.overrides, scope, {})
+    lint = Instantiator(found, ev.overrides, scope, {})
     lint.lenient = True
     for symbol in unused:
         lint.guarded(lambda: lint.instantiate(symbol, [], Env(scope), symbol.decl.name.span),
@@ -240,11 +243,11 @@ def _unknown_site(key, site, paths, freezer) -> UnknownSite:
                        paths.get(id(frame), "") if frame is not None else "", kw.get("field", ""))
 
 
-def _size_limits(ev: Evaluator, roots, diagnostics) -> None:
+def _size_limits(ev: Instantiator, roots, diagnostics) -> None:
     from astral_dsl.model.rollup import count_of
 
     for root in roots:
-        gpus = count_of(root, ("gpu",), ev.rollups)
+        gpus = count_of(root, ("gpu",), ev.rollups, ev.view)
         if gpus > MAX_GPUS:
             diagnostics.append(Diagnostic(
                 "E405", Severity.ERROR,

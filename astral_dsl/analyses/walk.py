@@ -48,10 +48,6 @@ def multiplicities(design: Design) -> Dict[int, Tuple[int, Instance]]:
     return {id(i): (mult[id(i)], i) for i in order}
 
 
-def of_kind(design: Design, kind: str) -> List[Tuple[int, Instance]]:
-    return [(m, i) for m, i in multiplicities(design).values() if i.kind == kind]
-
-
 class Resolver:
     def __init__(self, design: Design):
         self.by_path = {i.path: i for i in design.instances}

@@ -18,6 +18,9 @@ def register(sub) -> None:
     c.add_argument("--all-scenarios", action="store_true", help="check every scenario")
     c.add_argument("--strict", action="store_true",
                    help="treat every warning as an error (for CI): exit 1 when there is one")
+    c.add_argument("--margins", action="store_true",
+                   help="how far each check and engineering limit is from breaking, and for "
+                        "which values of each param it holds")
     add_common(c)
 
 
@@ -40,9 +43,10 @@ def run(args, overrides) -> int:
         if args.format == "json":
             scen = [{"name": o.name, "required": o.required, "broken": len(o.broken)}
                     for o in result.scenarios]
+            extra = {"margins": _margins(path, overrides, True)} if args.margins else {}
             sys.stdout.write(dumps(envelope(diagnostics, file=design.file,
                                             summary=summary, scenarios=scen,
-                                            chosen=chosen_json(design))) + "\n")
+                                            chosen=chosen_json(design), **extra)) + "\n")
         else:
             print_diagnostics(diagnostics, use_colour, sys.stdout)
             errors = sum(d.is_error for d in result.diagnostics)
@@ -58,8 +62,21 @@ def run(args, overrides) -> int:
             else:
                 out.append(f"{design.file}: {status}\n")
             sys.stdout.writelines(printable_line(line) for line in out)
+            if args.margins:
+                from astral_dsl.outputs.terminal import printable_text
+
+                sys.stdout.write(printable_text(_margins(path, overrides, False)))
         worst = max(worst, exit_code(design, diagnostics))
     return worst
+
+
+def _margins(path, overrides, as_json: bool):
+    """`--margins`: the margins document (astral_dsl/explore/margins)."""
+    from astral_dsl.explore import margins
+    from astral_dsl.outputs.margins import render, to_json
+
+    report = margins.analyse(path, overrides)
+    return to_json(report) if as_json else render(report)
 
 
 def strict(diagnostics):

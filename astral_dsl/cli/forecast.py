@@ -23,6 +23,9 @@ def register(sub) -> None:
                    help="trace detail: operators, layers or pipeline blocks")
     f.add_argument("--operator-table", metavar="CSV",
                    help="measured operator times: operator,shape,dtype,time")
+    f.add_argument("--ranks", metavar="OUT.json",
+                   help="write the rank map: rank -> parallel coordinates -> GPU -> host -> NIC "
+                        "ports -> switches, and the path of every collective group")
     add_common(f)
 
 
@@ -59,6 +62,11 @@ def run(args, overrides) -> int:
     except (OSError, ValueError) as exc:
         return usage(f"--operator-table: {exc}")
     notes = []
+    if args.ranks:
+        failed = _write_ranks(design, args)
+        if failed is not None:
+            return failed
+        notes.append(f"rank map written to {args.ranks}")
     if args.trace:
         note = trace.write_trace(fc, args.trace, args.level, window)
         notes.append(f"trace written to {args.trace}" + (f": {note}" if note else ""))
@@ -84,6 +92,24 @@ def run(args, overrides) -> int:
         for n in notes:
             sys.stderr.write(f"note: {printable(n)}\n")
     return EXIT_OK
+
+
+def _write_ranks(design, args):
+    """The rank map as JSON (docs/diagnose.md); an exit code when it cannot be written."""
+    from astral_dsl.analyses.rankmap import RankMapError
+    from astral_dsl.diagnose import rank_map
+    from astral_dsl.outputs.jsonout import dumps
+
+    try:
+        doc = rank_map(design, args.job).to_json()
+    except RankMapError as exc:
+        return usage(f"--ranks: {exc}")
+    try:
+        with open(args.ranks, "w", encoding="utf-8") as fh:
+            fh.write(dumps(doc) + "\n")
+    except OSError as exc:
+        return usage(f"--ranks: cannot write `{args.ranks}`: {exc.strerror or exc}")
+    return None
 
 
 def _fail(args, design, diags, code) -> int:

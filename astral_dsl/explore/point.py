@@ -66,12 +66,28 @@ def evaluate_point(entry, overrides: Dict[str, str], options: PointOptions, fix=
     return row
 
 
+_PARSED: Dict[str, Any] = {}
+
+
+def compiled(entry: str, overrides: Dict[str, str]):
+    """The design at one point: the source is read and parsed once per process, then evaluated
+    with the point's overrides (Compilation.recompile), as `astral check --set ...` would."""
+    import attrs as _attrs
+
+    from astral_dsl.compiler import compile_path
+
+    base = _PARSED.get(entry)
+    if base is None:
+        base = _PARSED[entry] = compile_path(entry, {})
+    return _attrs.evolve(base, overrides=dict(overrides)).recompile().design
+
+
 def _evaluate(entry: str, overrides, options: PointOptions):
-    from astral_dsl.analyses.checking import front_end_errors
-    from astral_dsl.cli.common import checked
+    from astral_dsl.analyses.checking import check_design, front_end_errors
     from astral_dsl.outputs.size_report import size_summary
 
-    result = checked(entry, overrides, [options.scenario] if options.scenario else None)
+    design = compiled(entry, overrides)
+    result = check_design(design, [options.scenario] if options.scenario else None)
     design = result.design
     diags = list(result.diagnostics)
     metrics: Dict[str, Any] = {}

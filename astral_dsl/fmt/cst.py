@@ -235,8 +235,3 @@ def _position(line_starts: List[int], offset: int):
 
     i = bisect.bisect_right(line_starts, offset) - 1
     return i + 1, offset - line_starts[i] + 1
-
-
-def scan_comments(text: str) -> List[Comment]:
-    """Every comment of a syntactically valid file, in order."""
-    return concrete(text).comments

@@ -16,7 +16,7 @@ import attrs
 
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design
-from astral_dsl.semantics.instantiate import Evaluator
+from astral_dsl.semantics.evaluate import Expressions
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, read_file
 from astral_dsl.semantics.scope import ModuleScope
 from astral_dsl.syntax import ast
@@ -25,11 +25,11 @@ from astral_dsl.syntax.source import Source, encode
 MAX_VALUES = 6      # distinct values kept per expression (a template instantiated differently)
 
 
-class RecordingEvaluator(Evaluator):
-    """The compiler's evaluator, remembering the values each expression node took."""
+class RecordingExpressions(Expressions):
+    """The compiler's expression evaluator, remembering the values each expression node took."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, host):
+        super().__init__(host)
         self.recorded: Dict[int, Tuple[Any, List[Any]]] = {}
 
     def eval(self, expr, env):
@@ -83,7 +83,7 @@ class Analysis:
     modules: Dict[str, Module]                # by file name (Span.file)
     design: Optional[Design]
     diagnostics: Tuple[Diagnostic, ...]
-    evaluator: Optional[RecordingEvaluator]
+    evaluator: Optional[RecordingExpressions]
     frames: List[Any] = attrs.field(factory=list)
 
     @property
@@ -128,10 +128,10 @@ def _analyse(uri, path, text, version, overlay, engineering) -> Analysis:
 
     reader = Reader(lambda p: text if path is not None and _same_path(p, path) else overlay(p))
     if path is not None:
-        comp = compiler.compile_path(path, None, reader, RecordingEvaluator)
+        comp = compiler.compile_path(path, None, reader, RecordingExpressions)
     else:
-        comp = compiler.compile_source(text, uri, None, None, reader, RecordingEvaluator)
-    evaluator = comp.evaluator
+        comp = compiler.compile_source(text, uri, None, None, reader, RecordingExpressions)
+    instantiator = comp.instantiator
     design: Optional[Design] = comp.design if comp.entry.tree is not None else None
     if design is not None and not design.roots and not design.jobs and not design.scenarios \
             and any(d.code == "E402" for d in design.diagnostics):
@@ -141,8 +141,8 @@ def _analyse(uri, path, text, version, overlay, engineering) -> Analysis:
     if design is not None and engineering:
         all_diagnostics = _engineering(design, all_diagnostics)
     return Analysis(uri, version, text, modules[_module_name(comp.entry)], modules, design,
-                    all_diagnostics, evaluator,
-                    list(evaluator.frames) if evaluator is not None else [])
+                    all_diagnostics, instantiator.expr if instantiator is not None else None,
+                    list(instantiator.frames) if instantiator is not None else [])
 
 
 def _engineering(design: Design, front) -> Tuple[Diagnostic, ...]:

@@ -345,10 +345,3 @@ _register(_kind("job", "an LLM training job", dict(
     root=True))
 _register(_kind("scenario", "a what-if: parts failed or degraded", dict(
     required=BOOL, description=STR), statements=("check", "let", "fail", "set"), root=True))
-
-
-def level_name(level: int) -> str:
-    for k in KINDS.values():
-        if k.level == level:
-            return k.name
-    return str(level)

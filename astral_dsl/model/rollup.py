@@ -1,6 +1,8 @@
 """Roll-ups over the containment DAG, shared by evaluation (on frames) and analyses (on the
-model): both expose `kind`, `level`, `member_values()` (owned members in order: instances or
-groups) and `declared(field)`.
+model). Nodes expose `kind` and `level`; a *view* gives a node's owned members in order
+(instances or groups) and its declared fields: the model's instances answer for themselves
+(`MODEL`), frames under construction through the instantiator that evaluates them
+(semantics/fields.py `FrameView`).
 
 Memoised per object identity, so a symbolic design costs one visit per distinct instance."""
 from __future__ import annotations
@@ -19,7 +21,22 @@ PLURALS: Dict[str, Tuple[str, ...]] = {
 _WATT_DIMS = Quantity.of(1, "W").dims
 
 
-def group_of(node: Any, kinds: Tuple[str, ...], cache: Dict) -> Group:
+class ModelView:
+    """How roll-ups see the frozen model: instances know their members and fields."""
+
+    @staticmethod
+    def members(node):
+        return node.member_values()
+
+    @staticmethod
+    def declared(node, name: str):
+        return node.declared(name)
+
+
+MODEL = ModelView()
+
+
+def group_of(node: Any, kinds: Tuple[str, ...], cache: Dict, view=MODEL) -> Group:
     """Every instance of `kinds` inside `node` (or node itself), as runs."""
     key = (id(node), kinds)
     hit = cache.get(key)
@@ -29,9 +46,9 @@ def group_of(node: Any, kinds: Tuple[str, ...], cache: Dict) -> Group:
         result = Group((Run(1, node),))
     else:
         parts = []
-        for value in node.member_values():
-            sub = _expand(value, kinds, cache) if isinstance(value, Group) else \
-                group_of(value, kinds, cache)
+        for value in view.members(node):
+            sub = _expand(value, kinds, cache, view) if isinstance(value, Group) else \
+                group_of(value, kinds, cache, view)
             if sub.runs:
                 parts.append(sub)
         result = concat(parts)
@@ -39,23 +56,23 @@ def group_of(node: Any, kinds: Tuple[str, ...], cache: Dict) -> Group:
     return result
 
 
-def _expand(group: Group, kinds, cache) -> Group:
+def _expand(group: Group, kinds, cache, view) -> Group:
     """The `kinds` inside each member of `group`, in order."""
     runs = []
     for run in group.runs:
         if isinstance(run.item, Group):
-            inner = _expand(run.item, kinds, cache)
+            inner = _expand(run.item, kinds, cache, view)
             if inner.runs:
                 runs.append(Run(run.count, inner))
         elif run.item.level is not None:
-            runs.extend(group_of(run.item, kinds, cache).repeat(run.count).runs)
+            runs.extend(group_of(run.item, kinds, cache, view).repeat(run.count).runs)
     return Group(merge_runs(runs))
 
 
-def containment(node: Any):
+def containment(node: Any, view=MODEL):
     """(count, child) for every physical child, merged per child (order does not matter)."""
     order: Dict[int, list] = {}
-    for value in node.member_values():
+    for value in view.members(node):
         pairs = value.flat() if isinstance(value, Group) else ((1, value),)
         for c, child in pairs:
             if child.level is None:
@@ -65,23 +82,23 @@ def containment(node: Any):
     return tuple((c, child) for c, child in order.values())
 
 
-def count_of(node: Any, kinds: Tuple[str, ...], cache: Dict) -> int:
-    return group_of(node, kinds, cache).count
+def count_of(node: Any, kinds: Tuple[str, ...], cache: Dict, view=MODEL) -> int:
+    return group_of(node, kinds, cache, view).count
 
 
-def power_of(node: Any, cache: Dict) -> Quantity:
+def power_of(node: Any, cache: Dict, view=MODEL) -> Quantity:
     """Peak electrical draw: the declared `power`, else the sum over contained parts."""
     key = (id(node), "power")
     hit = cache.get(key)
     if hit is not None:
         return hit[1]
-    declared = node.declared("power")
+    declared = view.declared(node, "power")
     if isinstance(declared, Quantity) and declared.dims == _WATT_DIMS:
         result = declared
     else:
         total = 0.0
-        for count, child in containment(node):
-            total += count * power_of(child, cache).si
+        for count, child in containment(node, view):
+            total += count * power_of(child, cache, view).si
         result = Quantity(total, _WATT_DIMS, "kW" if total >= 1000 else "W")
     cache[key] = (node, result)
     return result

@@ -1,5 +1,8 @@
 """Member access and indexing: `pod.racks`, `racks[16]`, `pods[0..4]`, `racks[*]`, attributes
-over groups (kept in order), and fabric selections (`fabric.rail[2].plane[B].tor`)."""
+over groups (kept in order), and fabric selections (`fabric.rail[2].plane[B].tor`).
+
+Plain functions over the expression evaluator `x` (semantics/evaluate.py), which dispatches
+`Attr` and `Index` nodes here; member fields come from its host, the instantiator."""
 from __future__ import annotations
 
 from astral_dsl.diagnostics import Span, did_you_mean
@@ -11,148 +14,153 @@ from astral_dsl.semantics.frames import Frame
 from astral_dsl.semantics.scope import Namespace
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
+from astral_dsl.semantics.collections import whole
 from astral_dsl.semantics.errors import fail
 
 
-class AccessMixin:
-    def _e_Attr(self, e: ast.Attr, env):
-        obj = self.eval(e.obj, env)
-        return self.attribute(obj, e.name.name, e.name.span, e.span)
+def eval_attr(x, e: ast.Attr, env):
+    obj = x.eval(e.obj, env)
+    return attribute(x, obj, e.name.name, e.name.span, e.span)
 
-    def attribute(self, obj, name: str, name_span: Span, span: Span):
-        if isinstance(obj, Frame) and obj.kind == "fabric" and name in ("rail", "plane") \
-                and name not in obj.defs:
-            return FabricAxis(FabricSelection(obj), name)
-        if isinstance(obj, FabricSelection):
-            return self._fabric_part(obj, name, name_span)
-        if isinstance(obj, Frame) and obj.kind == "fabric" and name in obj.defs and \
-                isinstance(obj.defs[name].stmt, ast.Decl) and obj.defs[name].stmt.kind.name == "tier":
-            return FabricSelection(obj, None, None, name)     # `fabric.core`: every core switch
-        if isinstance(obj, Frame):
-            if name in obj.defs and not obj.defs[name].is_let:
-                return self.field(obj, name, name_span)
-            derived = self.derived(obj, name)
-            if derived is not None:
-                return derived
-            known = [n for n, d in obj.defs.items() if not d.is_let]
-            if obj.spec.physical:
-                known += list(PLURALS) + ["power"]
-            hint = did_you_mean(name, known)
-            if hint is None and name in obj.spec.fields:
-                hint = f"`{obj.display}` does not set `{name}`; declare `{name} = ...` in it"
-            fail("E209", f"{obj.kind} `{obj.display}` has no member `{name}`", name_span, hint)
-        if isinstance(obj, Group):
-            return self._over_group(obj, lambda item: self.attribute(item, name, name_span, span))
-        if isinstance(obj, Values):
-            return self._collect([(c, self.attribute(v, name, name_span, span))
-                                  for c, v in obj.runs])
-        if isinstance(obj, Namespace):
-            symbol = obj.scope.own.get(name)
-            if symbol is None:
-                fail("E208", f"module `{obj.name}` has no declaration `{name}`", name_span,
-                     did_you_mean(name, obj.scope.own))
-            return self.symbol_value(symbol, name_span)
-        if isinstance(obj, Bundle):
-            if name == "count":
-                return Quantity(float(obj.count))
-            if name in ("each", "speed"):
-                return obj.item
-            if name == "total":
-                return obj.total
-            fail("E209", f"a bundle has `count`, `each` and `total`, not `{name}`", name_span)
-        if isinstance(obj, ListValue) and name == "count":
-            return Quantity(float(len(obj.items)))
-        fail("E209", f"a {type_name(obj)} has no member `{name}`", name_span)
 
-    def _over_group(self, group: Group, fn):
-        """An attribute of every member: a Group again (order kept) when the results are
-        instances or groups, else the values as runs."""
-        results = {}
-        for _, item in group.flat():
-            results[id(item)] = fn(item)
-        if all(isinstance(v, (Frame, Group)) for v in results.values()):
-            return _regroup(group, results)
-        return self._collect([(c, results[id(item)]) for c, item in group.flat()])
+def attribute(x, obj, name: str, name_span: Span, span: Span):
+    if isinstance(obj, Frame) and obj.kind == "fabric" and name in ("rail", "plane") \
+            and name not in obj.defs:
+        return FabricAxis(FabricSelection(obj), name)
+    if isinstance(obj, FabricSelection):
+        return _fabric_part(x, obj, name, name_span)
+    if isinstance(obj, Frame) and obj.kind == "fabric" and name in obj.defs and \
+            isinstance(obj.defs[name].stmt, ast.Decl) and obj.defs[name].stmt.kind.name == "tier":
+        return FabricSelection(obj, None, None, name)     # `fabric.core`: every core switch
+    if isinstance(obj, Frame):
+        if name in obj.defs and not obj.defs[name].is_let:
+            return x.host.field(obj, name, name_span)
+        derived = x.derived(obj, name)
+        if derived is not None:
+            return derived
+        known = [n for n, d in obj.defs.items() if not d.is_let]
+        if obj.spec.physical:
+            known += list(PLURALS) + ["power"]
+        hint = did_you_mean(name, known)
+        if hint is None and name in obj.spec.fields:
+            hint = f"`{obj.display}` does not set `{name}`; declare `{name} = ...` in it"
+        fail("E209", f"{obj.kind} `{obj.display}` has no member `{name}`", name_span, hint)
+    if isinstance(obj, Group):
+        return _over_group(x, obj, lambda item: attribute(x, item, name, name_span, span))
+    if isinstance(obj, Values):
+        return _collect([(c, attribute(x, v, name, name_span, span))
+                              for c, v in obj.runs])
+    if isinstance(obj, Namespace):
+        symbol = obj.scope.own.get(name)
+        if symbol is None:
+            fail("E208", f"module `{obj.name}` has no declaration `{name}`", name_span,
+                 did_you_mean(name, obj.scope.own))
+        return x.symbol_value(symbol, name_span)
+    if isinstance(obj, Bundle):
+        if name == "count":
+            return Quantity(float(obj.count))
+        if name in ("each", "speed"):
+            return obj.item
+        if name == "total":
+            return obj.total
+        fail("E209", f"a bundle has `count`, `each` and `total`, not `{name}`", name_span)
+    if isinstance(obj, ListValue) and name == "count":
+        return Quantity(float(len(obj.items)))
+    fail("E209", f"a {type_name(obj)} has no member `{name}`", name_span)
 
-    @staticmethod
-    def _collect(pairs):
-        merged = []
-        for c, v in pairs:
-            if isinstance(v, Values):
-                merged.extend((c * c2, v2) for c2, v2 in v.runs)
-            elif isinstance(v, Group):
-                merged.extend((c * c2, v2) for c2, v2 in v.flat())
-            else:
-                merged.append((c, v))
-        return Values(tuple(merged))
 
-    def _fabric_part(self, sel: FabricSelection, name: str, span: Span):
-        if sel.tier is not None and name not in ("rail", "plane"):
-            tier = self.field(sel.fabric, sel.tier, span)       # `fabric.core.down`
-            return self.attribute(tier, name, span, span)
-        if name in ("rail", "plane"):
-            if getattr(sel, name) is not None:
-                fail("E209", f"`{name}` is already selected in `{sel.display}`", span)
-            return FabricAxis(sel, name)
-        fabric = sel.fabric
-        tier = fabric.defs.get(name)
-        if tier is None or not isinstance(tier.stmt, ast.Decl) or tier.stmt.kind.name != "tier" \
-                or sel.tier is not None:
-            tiers = [n for n, d in fabric.defs.items()
-                     if isinstance(d.stmt, ast.Decl) and d.stmt.kind.name == "tier"]
-            fail("E209", f"`{sel.display}` has no tier `{name}`", span,
-                 did_you_mean(name, tiers + ["rail", "plane"]) or
-                 "select with `.rail[i]`, `.plane[A]` and a tier name")
-        return FabricSelection(fabric, sel.rail, sel.plane, name)
+def _over_group(x, group: Group, fn):
+    """An attribute of every member: a Group again (order kept) when the results are
+    instances or groups, else the values as runs."""
+    results = {}
+    for _, item in group.flat():
+        results[id(item)] = fn(item)
+    if all(isinstance(v, (Frame, Group)) for v in results.values()):
+        return _regroup(group, results)
+    return _collect([(c, results[id(item)]) for c, item in group.flat()])
 
-    def _fabric_index(self, axis: FabricAxis, e: ast.Index, env):
-        sel = axis.selection
-        limit_q = self.field(sel.fabric, axis.axis + "s") if axis.axis + "s" in sel.fabric.defs \
-            else Quantity(1.0)
-        limit = int(limit_q.si) if isinstance(limit_q, Quantity) else 1
-        value = self.eval(e.selector, env.as_symbols())
-        if isinstance(value, Symbol) and axis.axis == "plane" and len(value.name) == 1 \
-                and value.name.isupper():
-            i = ord(value.name) - ord("A")
+
+def _collect(pairs):
+    merged = []
+    for c, v in pairs:
+        if isinstance(v, Values):
+            merged.extend((c * c2, v2) for c2, v2 in v.runs)
+        elif isinstance(v, Group):
+            merged.extend((c * c2, v2) for c2, v2 in v.flat())
         else:
-            i = self.whole(value, e.selector.span, f"a {axis.axis} index")
-        if not 0 <= i < limit:
-            labels = f"A to {plane_label(limit - 1)}" if axis.axis == "plane" else \
-                f"0 to {limit - 1}"
-            fail("E214", f"{axis.axis} {i if axis.axis == 'rail' else plane_label(i)} is out of "
-                         f"range: the fabric has {limit} {axis.axis}s ({labels})",
-                 e.selector.span)
-        return FabricSelection(sel.fabric, i if axis.axis == "rail" else sel.rail,
-                               i if axis.axis == "plane" else sel.plane, sel.tier)
+            merged.append((c, v))
+    return Values(tuple(merged))
 
-    def _e_Index(self, e: ast.Index, env):
-        obj = self.eval(e.obj, env)
-        if isinstance(obj, FabricAxis) and not isinstance(e.selector, ast.Wildcard):
-            return self._fabric_index(obj, e, env)
-        if isinstance(e.selector, ast.Wildcard):
-            if isinstance(obj, (Group, ListValue)):
-                return obj
-            fail("E303", f"`[*]` selects from a group, not from a {type_name(obj)}", e.span)
-        sel = self.eval(e.selector, env)
-        if isinstance(obj, Group):
-            size = obj.count
-            if isinstance(sel, RangeValue):
-                if sel.start < 0 or sel.stop > size or sel.start >= sel.stop:
-                    fail("E214", f"range {sel} is outside 0..{size} for this group of {size}",
-                         e.selector.span)
-                return obj.slice(sel.start, sel.stop)
-            i = self.whole(sel, e.selector.span, "an index")
-            if not 0 <= i < size:
-                fail("E214", f"index {i} is out of range: the group has {size} "
-                             f"(indices 0 to {size - 1})", e.selector.span)
-            return obj.at(i)
-        if isinstance(obj, ListValue):
-            i = self.whole(sel, e.selector.span, "an index")
-            if not 0 <= i < len(obj.items):
-                fail("E214", f"index {i} is out of range: the list has {len(obj.items)} items",
+
+def _fabric_part(x, sel: FabricSelection, name: str, span: Span):
+    if sel.tier is not None and name not in ("rail", "plane"):
+        tier = x.host.field(sel.fabric, sel.tier, span)       # `fabric.core.down`
+        return attribute(x, tier, name, span, span)
+    if name in ("rail", "plane"):
+        if getattr(sel, name) is not None:
+            fail("E209", f"`{name}` is already selected in `{sel.display}`", span)
+        return FabricAxis(sel, name)
+    fabric = sel.fabric
+    tier = fabric.defs.get(name)
+    if tier is None or not isinstance(tier.stmt, ast.Decl) or tier.stmt.kind.name != "tier" \
+            or sel.tier is not None:
+        tiers = [n for n, d in fabric.defs.items()
+                 if isinstance(d.stmt, ast.Decl) and d.stmt.kind.name == "tier"]
+        fail("E209", f"`{sel.display}` has no tier `{name}`", span,
+             did_you_mean(name, tiers + ["rail", "plane"]) or
+             "select with `.rail[i]`, `.plane[A]` and a tier name")
+    return FabricSelection(fabric, sel.rail, sel.plane, name)
+
+
+def _fabric_index(x, axis: FabricAxis, e: ast.Index, env):
+    sel = axis.selection
+    limit_q = x.host.field(sel.fabric, axis.axis + "s") if axis.axis + "s" in sel.fabric.defs \
+        else Quantity(1.0)
+    limit = int(limit_q.si) if isinstance(limit_q, Quantity) else 1
+    value = x.eval(e.selector, env.as_symbols())
+    if isinstance(value, Symbol) and axis.axis == "plane" and len(value.name) == 1 \
+            and value.name.isupper():
+        i = ord(value.name) - ord("A")
+    else:
+        i = whole(x, value, e.selector.span, f"a {axis.axis} index")
+    if not 0 <= i < limit:
+        labels = f"A to {plane_label(limit - 1)}" if axis.axis == "plane" else \
+            f"0 to {limit - 1}"
+        fail("E214", f"{axis.axis} {i if axis.axis == 'rail' else plane_label(i)} is out of "
+                     f"range: the fabric has {limit} {axis.axis}s ({labels})",
+             e.selector.span)
+    return FabricSelection(sel.fabric, i if axis.axis == "rail" else sel.rail,
+                           i if axis.axis == "plane" else sel.plane, sel.tier)
+
+
+def eval_index(x, e: ast.Index, env):
+    obj = x.eval(e.obj, env)
+    if isinstance(obj, FabricAxis) and not isinstance(e.selector, ast.Wildcard):
+        return _fabric_index(x, obj, e, env)
+    if isinstance(e.selector, ast.Wildcard):
+        if isinstance(obj, (Group, ListValue)):
+            return obj
+        fail("E303", f"`[*]` selects from a group, not from a {type_name(obj)}", e.span)
+    sel = x.eval(e.selector, env)
+    if isinstance(obj, Group):
+        size = obj.count
+        if isinstance(sel, RangeValue):
+            if sel.start < 0 or sel.stop > size or sel.start >= sel.stop:
+                fail("E214", f"range {sel} is outside 0..{size} for this group of {size}",
                      e.selector.span)
-            return obj.items[i]
-        fail("E303", f"cannot index a {type_name(obj)}", e.span)
+            return obj.slice(sel.start, sel.stop)
+        i = whole(x, sel, e.selector.span, "an index")
+        if not 0 <= i < size:
+            fail("E214", f"index {i} is out of range: the group has {size} "
+                         f"(indices 0 to {size - 1})", e.selector.span)
+        return obj.at(i)
+    if isinstance(obj, ListValue):
+        i = whole(x, sel, e.selector.span, "an index")
+        if not 0 <= i < len(obj.items):
+            fail("E214", f"index {i} is out of range: the list has {len(obj.items)} items",
+                 e.selector.span)
+        return obj.items[i]
+    fail("E303", f"cannot index a {type_name(obj)}", e.span)
 
 
 def _regroup(group: Group, results) -> Group:

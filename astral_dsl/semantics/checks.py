@@ -9,7 +9,7 @@ from typing import Callable, Dict, List
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.model.design import CheckResult
 from astral_dsl.model.values import POISON, Values, show
-from astral_dsl.semantics.evaluate import Poisoned
+from astral_dsl.semantics.errors import Poisoned
 from astral_dsl.semantics.frames import Env
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, UnitError, parse_unit
@@ -96,8 +96,8 @@ def _operands(ev, cond, env) -> str | None:
     if not isinstance(cond, ast.Compare):
         return None
     try:
-        left = ev.numeric(ev.eval(cond.left, env), cond.left.span)
-        right = ev.numeric(ev.eval(cond.right, env), cond.right.span)
+        left = ev.expr.numeric(ev.eval(cond.left, env), cond.left.span)
+        right = ev.expr.numeric(ev.eval(cond.right, env), cond.right.span)
     except (DiagnosticError, Poisoned):
         return None
     if left is POISON or right is POISON:

@@ -1,5 +1,8 @@
 """Replication (`N x T`, bundles), ranges, lists, comprehensions, and the unknowns `?` that the
-sizing step chooses."""
+sizing step chooses.
+
+Plain functions over the expression evaluator `x` (semantics/evaluate.py), which dispatches the
+syntax nodes here: `eval_replicate(x, node, env)` and so on."""
 from __future__ import annotations
 
 from astral_dsl.diagnostics import Span
@@ -17,118 +20,119 @@ MAX_TOTAL_ITERATIONS = 200_000   # all comprehensions of one compile (nested one
 MAX_RANGE_END = 2**53       # range ends: integers a float holds exactly
 
 
-class CollectionMixin:
-    def _e_Unknown(self, e: ast.Unknown, env):
-        """A structural unknown: the value assigned by sizing, else the first option (so that the
-        front end can go on; the design is then provisional until `astral size` chooses)."""
-        key = unknown_key(e.span)
-        options = self.unknown_options(e, env)
-        if key in self.assignments:
-            chosen = self.assignments[key]
-            return options[chosen.index] if isinstance(chosen, Choice) else chosen
-        self.record_unknown(key, e.span, "structural", options)
-        return options[0]
+def eval_unknown(x, e: ast.Unknown, env):
+    """A structural unknown: the value assigned by sizing, else the first option (so that the
+    front end can go on; the design is then provisional until `astral size` chooses)."""
+    key = unknown_key(e.span)
+    options = unknown_options(x, e, env)
+    if key in x.host.assignments:
+        chosen = x.host.assignments[key]
+        return options[chosen.index] if isinstance(chosen, Choice) else chosen
+    x.host.record_unknown(key, e.span, "structural", options)
+    return options[0]
 
-    def unknown_options(self, e: ast.Unknown, env):
-        if e.domain is None:
-            fail("E312", "an unknown here needs its options: write `? in 1..16` or "
-                         "`? in [A, B]`", e.span,
-                 "only equipment counts (feeder `count`, loop `cdus`, rectifier `modules`, "
-                 "battery `strings`) may be a bare `?`")
-        domain = self.eval(e.domain, env)
-        if isinstance(domain, RangeValue):
-            if len(domain) == 0:
-                fail("E309", f"the range {domain} is empty", e.domain.span)
-            if len(domain) > 4096:
-                fail("E401", f"the range {domain} has more than 4,096 options", e.domain.span,
-                     "narrow it")
-            return tuple(Quantity(float(i)) for i in range(domain.start, domain.stop))
-        if isinstance(domain, ListValue) and domain.items:
-            return tuple(domain.items)
-        if isinstance(domain, Group) and domain.count:
-            return tuple(i for _, i in domain.flat())
-        fail("E303", f"the options of `?` must be a range or a non-empty list, not a "
-                     f"{type_name(domain)}", e.domain.span)
 
-    def record_unknown(self, key, span, role, options=(), **kw):
-        if key not in self.unknown_sites:
-            self.unknown_sites[key] = (span, role, options, kw)
+def unknown_options(x, e: ast.Unknown, env):
+    if e.domain is None:
+        fail("E312", "an unknown here needs its options: write `? in 1..16` or "
+                     "`? in [A, B]`", e.span,
+             "only equipment counts (feeder `count`, loop `cdus`, rectifier `modules`, "
+             "battery `strings`) may be a bare `?`")
+    domain = x.eval(e.domain, env)
+    if isinstance(domain, RangeValue):
+        if len(domain) == 0:
+            fail("E309", f"the range {domain} is empty", e.domain.span)
+        if len(domain) > 4096:
+            fail("E401", f"the range {domain} has more than 4,096 options", e.domain.span,
+                 "narrow it")
+        return tuple(Quantity(float(i)) for i in range(domain.start, domain.stop))
+    if isinstance(domain, ListValue) and domain.items:
+        return tuple(domain.items)
+    if isinstance(domain, Group) and domain.count:
+        return tuple(i for _, i in domain.flat())
+    fail("E303", f"the options of `?` must be a range or a non-empty list, not a "
+                 f"{type_name(domain)}", e.domain.span)
 
-    def whole(self, value, span: Span, what: str) -> int:
-        value = self.numeric(value, span)
-        if not isinstance(value, Quantity) or not value.dimensionless:
-            fail("E303", f"{what} must be a whole number, not a {type_name(value)}", span)
-        if not float(value.si).is_integer():
-            fail("E308", f"{what} must be a whole number, not {value}", span)
-        return int(value.si)
 
-    def _e_Replicate(self, e: ast.Replicate, env):
-        count_value = self.numeric(self.eval_or_probe(e.count, env, e.item), e.count.span)
-        if isinstance(count_value, Quantity) and count_value.dimensionless and \
-                not float(count_value.si).is_integer():
-            fail("E400", f"a replication count must be a positive whole number, not "
-                         f"{count_value}", e.count.span)
-        n = self.whole(count_value, e.count.span, "a replication count")
-        if n <= 0:
-            fail("E400", f"a replication count must be at least 1, not {n}", e.count.span)
-        if n > MAX_COUNT:
-            fail("E401", f"a replication count of {n:,} is beyond the limit of {MAX_COUNT:,}",
-                 e.count.span)
-        item = self.eval(e.item, env)
-        if isinstance(item, Frame):
-            return Group((Run(n, item),))
-        if isinstance(item, Group):
-            if item.count * n > MAX_GROUP:
-                fail("E401", f"{n:,} x a group of {item.count:,} makes {item.count * n:,} "
-                             f"instances, beyond the limit of {MAX_GROUP:,}", e.span)
-            return item.repeat(n)
-        if isinstance(item, Quantity):
-            return Bundle(n, item)
-        fail("E303", f"cannot replicate a {type_name(item)}", e.item.span,
-             "replicate a template (`4 x Node`) or a quantity (`64 x 400 Gb/s`)")
+def whole(x, value, span: Span, what: str) -> int:
+    value = x.numeric(value, span)
+    if not isinstance(value, Quantity) or not value.dimensionless:
+        fail("E303", f"{what} must be a whole number, not a {type_name(value)}", span)
+    if not float(value.si).is_integer():
+        fail("E308", f"{what} must be a whole number, not {value}", span)
+    return int(value.si)
 
-    def _e_Range(self, e: ast.Range, env):
-        start = self.whole(self.eval(e.start, env), e.start.span, "the start of a range")
-        stop = self.whole(self.eval(e.stop, env), e.stop.span, "the end of a range")
-        for value, part in ((start, e.start), (stop, e.stop)):
-            if abs(value) > MAX_RANGE_END:
-                fail("E316", f"a range end of {format_number(value)} is beyond the plausible "
-                             f"range", part.span, f"range ends lie within ±2^53 "
-                                                  f"({MAX_RANGE_END:,})")
-        if stop < start:
-            fail("E309", f"a range ends before it starts ({start}..{stop})", e.span)
-        return RangeValue(start, stop)
 
-    def _e_ListExpr(self, e: ast.ListExpr, env):
-        return self.collection([self.eval(i, env) for i in e.items])
+def eval_replicate(x, e: ast.Replicate, env):
+    count_value = x.numeric(x.eval_or_probe(e.count, env, e.item), e.count.span)
+    if isinstance(count_value, Quantity) and count_value.dimensionless and \
+            not float(count_value.si).is_integer():
+        fail("E400", f"a replication count must be a positive whole number, not "
+                     f"{count_value}", e.count.span)
+    n = whole(x, count_value, e.count.span, "a replication count")
+    if n <= 0:
+        fail("E400", f"a replication count must be at least 1, not {n}", e.count.span)
+    if n > MAX_COUNT:
+        fail("E401", f"a replication count of {n:,} is beyond the limit of {MAX_COUNT:,}",
+             e.count.span)
+    item = x.eval(e.item, env)
+    if isinstance(item, Frame):
+        return Group((Run(n, item),))
+    if isinstance(item, Group):
+        if item.count * n > MAX_GROUP:
+            fail("E401", f"{n:,} x a group of {item.count:,} makes {item.count * n:,} "
+                         f"instances, beyond the limit of {MAX_GROUP:,}", e.span)
+        return item.repeat(n)
+    if isinstance(item, Quantity):
+        return Bundle(n, item)
+    fail("E303", f"cannot replicate a {type_name(item)}", e.item.span,
+         "replicate a template (`4 x Node`) or a quantity (`64 x 400 Gb/s`)")
 
-    @staticmethod
-    def collection(items):
-        if items and all(isinstance(i, (Frame, Group)) for i in items):
-            return concat(items)
-        return ListValue(tuple(items))
 
-    def _e_Comprehension(self, e: ast.Comprehension, env):
-        source = self.eval(e.iterable, env)
-        if isinstance(source, RangeValue):
-            items = [Quantity(float(i)) for i in range(source.start, source.stop)] \
-                if len(source) <= MAX_ITERATIONS else None
-        elif isinstance(source, ListValue):
-            items = list(source.items)
-        elif isinstance(source, Group):
-            items = source.items(MAX_ITERATIONS)
-        else:
-            fail("E303", f"`for` needs a range, list or group, not a {type_name(source)}",
-                 e.iterable.span)
-        if items is None:
-            fail("E401", f"a `for` over more than {MAX_ITERATIONS:,} items", e.iterable.span,
-                 "replicate with `N x Template` to keep the design symbolic")
-        self.iterations = getattr(self, "iterations", 0) + len(items)
-        if self.iterations > MAX_TOTAL_ITERATIONS:      # nested `for`s multiply
-            fail("E401", f"the `for`s of this design run more than "
-                         f"{MAX_TOTAL_ITERATIONS:,} iterations in all", e.iterable.span,
-                 "replicate with `N x Template` to keep the design symbolic")
-        return self.collection([self.eval(e.element, env.child(**{e.var.name: v}))
-                                for v in items])
+def eval_range(x, e: ast.Range, env):
+    start = whole(x, x.eval(e.start, env), e.start.span, "the start of a range")
+    stop = whole(x, x.eval(e.stop, env), e.stop.span, "the end of a range")
+    for value, part in ((start, e.start), (stop, e.stop)):
+        if abs(value) > MAX_RANGE_END:
+            fail("E316", f"a range end of {format_number(value)} is beyond the plausible range",
+                 part.span, f"range ends lie within ±2^53 ({MAX_RANGE_END:,})")
+    if stop < start:
+        fail("E309", f"a range ends before it starts ({start}..{stop})", e.span)
+    return RangeValue(start, stop)
+
+
+def eval_list(x, e: ast.ListExpr, env):
+    return collection([x.eval(i, env) for i in e.items])
+
+
+def collection(items):
+    if items and all(isinstance(i, (Frame, Group)) for i in items):
+        return concat(items)
+    return ListValue(tuple(items))
+
+
+def eval_comprehension(x, e: ast.Comprehension, env):
+    source = x.eval(e.iterable, env)
+    if isinstance(source, RangeValue):
+        items = [Quantity(float(i)) for i in range(source.start, source.stop)] \
+            if len(source) <= MAX_ITERATIONS else None
+    elif isinstance(source, ListValue):
+        items = list(source.items)
+    elif isinstance(source, Group):
+        items = source.items(MAX_ITERATIONS)
+    else:
+        fail("E303", f"`for` needs a range, list or group, not a {type_name(source)}",
+             e.iterable.span)
+    if items is None:
+        fail("E401", f"a `for` over more than {MAX_ITERATIONS:,} items", e.iterable.span,
+             "replicate with `N x Template` to keep the design symbolic")
+    host = x.host                 # one count per compile: nested `for`s multiply
+    host.iterations = getattr(host, "iterations", 0) + len(items)
+    if host.iterations > MAX_TOTAL_ITERATIONS:
+        fail("E401", f"the `for`s of this design run more than {MAX_TOTAL_ITERATIONS:,} "
+                     f"iterations in all", e.iterable.span,
+             "replicate with `N x Template` to keep the design symbolic")
+    return collection([x.eval(e.element, env.child(**{e.var.name: v}))
+                            for v in items])
 
 

@@ -5,7 +5,6 @@ records it and becomes POISON, which silences every error that would only follow
 from __future__ import annotations
 
 import math
-from typing import Dict, List
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
@@ -14,9 +13,8 @@ from astral_dsl.model.values import (Bundle, Group,
 from astral_dsl.semantics.builtins import BUILTINS, BuiltinError, call_builtin
 from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template
-from astral_dsl.semantics.access import AccessMixin
-from astral_dsl.semantics.collections import CollectionMixin
-from astral_dsl.semantics.errors import Poisoned, check, fail, unknown_key  # noqa: F401
+from astral_dsl.semantics import access, collections
+from astral_dsl.semantics.errors import Poisoned, check, fail
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, UnitError, format_number, parse_unit
 from astral_dsl.units.table import UnitSpecError
@@ -33,16 +31,19 @@ def _shown(expr) -> str:
     return "the value"
 
 
-class ExpressionEvaluator(AccessMixin, CollectionMixin):
-    """The expression half of the evaluator; `semantics.instantiate.Evaluator` adds templates,
-    frames and fields (`field`, `instantiate`, `lookup_frame`, `param_value`)."""
+class Expressions:
+    """Evaluates expressions in an environment. Its `host` (semantics/instantiate.py, the
+    Instantiator) owns the frames: it gives a frame's fields (`field`), instantiates templates
+    (`instantiate`), evaluates module-level params and lets (`module_value`), records the
+    unknowns (`record_unknown`, `assignments`) and memoises roll-ups (`rollups`, `view`).
+    Member access and indexing live in access.py, replication, ranges, lists and unknowns in
+    collections.py: plain functions this class dispatches to."""
 
-    diagnostics: List[Diagnostic]
-    rollups: Dict
+    def __init__(self, host):
+        self.host = host
 
     def eval(self, expr, env: Env):
-        method = getattr(self, "_e_" + type(expr).__name__)
-        value = check(method(expr, env))
+        value = check(_HANDLERS[type(expr)](self, expr, env))
         if isinstance(value, Quantity) and not math.isfinite(value.si):
             # a literal such as `1e308 kW` (1e311 W) or a result beyond the range of a float:
             # no later step, and no analysis, ever sees inf or NaN
@@ -96,7 +97,7 @@ class ExpressionEvaluator(AccessMixin, CollectionMixin):
                     # `supply = supply`: a field naming itself means the outer `supply`
                     cycle = frame
                 elif name in frame.defs:
-                    return self.field(frame, name, span)
+                    return self.host.field(frame, name, span)
                 if name in scope.params:
                     return scope.params[name]
                 derived = self.derived(frame, name)
@@ -111,7 +112,7 @@ class ExpressionEvaluator(AccessMixin, CollectionMixin):
         if symbol is not None:
             return self.symbol_value(symbol, span)
         if cycle is not None:
-            self.field(cycle, name, span)     # reports the cycle
+            self.host.field(cycle, name, span)     # reports the cycle
         if name in BUILTINS:
             fail("E303", f"`{name}` is a function; call it, e.g. `{name}(racks.power)`", span)
         if env.symbols:
@@ -134,9 +135,9 @@ class ExpressionEvaluator(AccessMixin, CollectionMixin):
 
     def symbol_value(self, symbol, span: Span):
         if isinstance(symbol, Template):
-            return self.instantiate(symbol, [], Env(symbol.module), span)
+            return self.host.instantiate(symbol, [], Env(symbol.module), span)
         if isinstance(symbol, (ParamSymbol, LetSymbol)):
-            return self.module_value(symbol, span)
+            return self.host.module_value(symbol, span)
         if isinstance(symbol, Namespace):
             return symbol
         raise AssertionError(symbol)
@@ -146,9 +147,9 @@ class ExpressionEvaluator(AccessMixin, CollectionMixin):
         if not frame.spec.physical:
             return None
         if name in PLURALS:
-            return group_of(frame, PLURALS[name], self.rollups)
+            return group_of(frame, PLURALS[name], self.host.rollups, self.host.view)
         if name == "power":
-            return power_of(frame, self.rollups)
+            return power_of(frame, self.host.rollups, self.host.view)
         return None
 
     # -- calls ----------------------------------------------------------------------------------------
@@ -175,7 +176,7 @@ class ExpressionEvaluator(AccessMixin, CollectionMixin):
                     fail("E208", f"module `{ns.name}` has no declaration `{func.name.name}`",
                          func.name.span, did_you_mean(func.name.name, ns.scope.own))
         if isinstance(symbol, Template):
-            return self.instantiate(symbol, list(e.args), env, e.span)
+            return self.host.instantiate(symbol, list(e.args), env, e.span)
         target = self.eval(func, env)
         fail("E306", f"a {type_name(target)} cannot be called", func.span,
              "only templates and built-in functions take arguments")
@@ -340,3 +341,18 @@ class ExpressionEvaluator(AccessMixin, CollectionMixin):
         cond = self.truth(self.eval(e.cond, env), e.cond.span, "the condition of `if`")
         return self.eval(e.then if cond else e.other, env)
 
+
+
+_HANDLERS = {
+    ast.Number: Expressions._e_Number, ast.QuantityLit: Expressions._e_QuantityLit,
+    ast.String: Expressions._e_String, ast.Bool: Expressions._e_Bool,
+    ast.Wildcard: Expressions._e_Wildcard, ast.Name: Expressions._e_Name,
+    ast.Call: Expressions._e_Call, ast.Binary: Expressions._e_Binary,
+    ast.Neg: Expressions._e_Neg, ast.Convert: Expressions._e_Convert,
+    ast.Compare: Expressions._e_Compare, ast.Logic: Expressions._e_Logic,
+    ast.Not: Expressions._e_Not, ast.If: Expressions._e_If,
+    ast.Attr: access.eval_attr, ast.Index: access.eval_index,
+    ast.Unknown: collections.eval_unknown, ast.Replicate: collections.eval_replicate,
+    ast.Range: collections.eval_range, ast.ListExpr: collections.eval_list,
+    ast.Comprehension: collections.eval_comprehension,
+}

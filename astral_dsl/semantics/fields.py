@@ -1,15 +1,16 @@
 """Fields of a frame: lazy evaluation with cycle detection, type checking against the kind's
 schema, equipment counts left to sizing, and completing whole frames (required fields,
-containment, scenario actions)."""
+containment, scenario actions). Functions of the instantiator `it` (semantics/instantiate.py),
+which owns the frames."""
 from __future__ import annotations
-
 
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS, StrType
 from astral_dsl.model.values import (POISON, FabricSelection, Group, Symbol, UnknownValue)
 from astral_dsl.semantics.coerce import coerce
-from astral_dsl.semantics.evaluate import fail, unknown_key
+from astral_dsl.semantics.collections import unknown_options
+from astral_dsl.semantics.errors import Poisoned, fail, unknown_key
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import Namespace, Template
 from astral_dsl.semantics.errors import check as _poison_check
@@ -26,240 +27,274 @@ SIZABLE = {("feeder", "count"), ("loop", "cdus"), ("rectifier", "modules"),
            ("battery", "strings")}
 
 
+class FrameView:
+    """How roll-ups (model/rollup.py) see frames under construction: their owned members and
+    declared fields, evaluated on first use by the instantiator `it`."""
 
-class FieldsMixin:
-    # -- fields ------------------------------------------------------------------------------------------
-    def field(self, frame: Frame, name: str, span: Span | None = None):
-        if name in frame.values:
-            return _poison_check(frame.values[name])
-        if frame.busy.get(name):
-            fail("E404", f"`{name}` of {frame.kind} `{frame.display}` depends on itself",
-                 span or frame.defs[name].name_span,
-                 "break the cycle: one of the values must not refer back")
-        frame.busy[name] = True
-        try:
-            value = self.guarded(lambda: self._field(frame, name))
-            if frame.pending is not None and value is not POISON:
-                value = self.guarded(lambda: self.isolator.field(frame, name, value))
-        finally:
-            frame.busy[name] = False
-        frame.values[name] = value
-        return _poison_check(value)
+    def __init__(self, it):
+        self.it = it
 
-    def _field(self, frame: Frame, name: str):
-        d = frame.defs[name]
-        stmt = d.stmt
-        spec = frame.spec
-        if isinstance(stmt, _Given):
-            frame.owned[name] = False
-            return self._typed(frame, name, stmt.value, d.name_span)
-        if isinstance(stmt, ast.Decl):
-            frame.owned[name] = True
-            return self.nested(frame, stmt, d.env)
-        if isinstance(stmt, ast.Record):
-            frame.owned[name] = True
-            if name not in spec.records:
-                fail("E203", f"a {spec.name} has no block `{name}`", stmt.name.span,
-                     did_you_mean(name, list(spec.records) + list(spec.fields)))
-            rkind = KINDS[spec.records[name]]
-            rec = Frame(rkind.name, rkind, name, stmt.span, None, frame.depth + 1, evaluator=self)
-            self.frames.append(rec)
-            self.lay_body(rec, stmt.body, Env(d.env.module, rec, {}, {}, d.env))
-            return rec
-        env = d.env
-        field_spec = spec.fields.get(name) if not d.is_let else None
-        if (spec.name, name) in SIZABLE and isinstance(d.value_expr, ast.Unknown):
-            return self._sizable(frame, name, d)
-        if field_spec is not None and _wants_symbols(field_spec.type):
-            env = env.as_symbols()
-            if isinstance(d.value_expr, ast.QuantityLit):   # a keyword that reads as a quantity
-                value = Symbol(d.value_expr.text.replace(" ", ""))
-                return self._typed(frame, name, value, d.value_expr.span)
-        elif field_spec is not None and isinstance(field_spec.type, StrType):
-            words = _dashed_words(d.value_expr) if isinstance(d.value_expr, ast.Binary) else ""
-            if words:                                        # `order = tp-cp-dp-pp` unquoted
-                fail("E303", f"`{name}` is a string: write it in double quotes",
-                     d.value_expr.span, f'`{name} = "{words}"`')
-        value = self.eval(d.value_expr, env)
-        # schema fields hold values and references; members are the other named instances
-        frame.owned[name] = field_spec is None and self.constructs(d)
-        if d.is_let:
-            return value
-        return self._typed(frame, name, value, d.value_expr.span)
+    def members(self, frame: Frame):
+        out = []
+        for name, d in frame.defs.items():
+            if d.is_let or not constructs(self.it, d):
+                continue
+            try:
+                value = self.it.field(frame, name)
+            except Poisoned:      # already reported; an erroneous member holds nothing
+                continue
+            if frame.owned.get(name) and isinstance(value, (Group, Frame)):
+                out.append(value)
+        return tuple(out)
 
-    def _sizable(self, frame: Frame, name: str, d: FieldDef):
-        """An equipment count left to sizing: kept as an UnknownValue (or the chosen value)."""
-        e = d.value_expr
-        key = unknown_key(e.span)
+    def declared(self, frame: Frame, name: str):
+        if name in frame.defs and not frame.defs[name].is_let:
+            return self.it.field(frame, name)
+        return None
+
+
+# -- fields ------------------------------------------------------------------------------------------
+
+
+def field(it, frame: Frame, name: str, span: Span | None = None):
+    if name in frame.values:
+        return _poison_check(frame.values[name])
+    if frame.busy.get(name):
+        fail("E404", f"`{name}` of {frame.kind} `{frame.display}` depends on itself",
+             span or frame.defs[name].name_span,
+             "break the cycle: one of the values must not refer back")
+    frame.busy[name] = True
+    try:
+        value = it.guarded(lambda: _field(it, frame, name))
+        if frame.pending is not None and value is not POISON:
+            value = it.guarded(lambda: it.isolator.field(frame, name, value))
+    finally:
+        frame.busy[name] = False
+    frame.values[name] = value
+    return _poison_check(value)
+
+
+def _field(it, frame: Frame, name: str):
+    d = frame.defs[name]
+    stmt = d.stmt
+    spec = frame.spec
+    if isinstance(stmt, _Given):
         frame.owned[name] = False
-        if key in self.assignments:
-            return self._typed(frame, name, self.assignments[key], e.span)
-        low, high = 0, 10**6
-        if e.domain is not None:
-            options = self.unknown_options(e, d.env)
-            values = [o.si for o in options if isinstance(o, Quantity) and o.is_whole()]
-            if len(values) != len(options):
-                fail("E303", f"`{name}` is a count: its options must be whole numbers",
-                     e.domain.span)
-            low, high = int(min(values)), int(max(values))
-        self.record_unknown(key, e.span, "count", (), low=low, high=high, frame=frame,
-                            field=name)
-        return UnknownValue(None, e.span, key)
+        return _typed(it, frame, name, stmt.value, d.name_span)
+    if isinstance(stmt, ast.Decl):
+        frame.owned[name] = True
+        return it.nested(frame, stmt, d.env)
+    if isinstance(stmt, ast.Record):
+        frame.owned[name] = True
+        if name not in spec.records:
+            fail("E203", f"a {spec.name} has no block `{name}`", stmt.name.span,
+                 did_you_mean(name, list(spec.records) + list(spec.fields)))
+        rkind = KINDS[spec.records[name]]
+        rec = Frame(rkind.name, rkind, name, stmt.span, None, frame.depth + 1)
+        it.frames.append(rec)
+        it.lay_body(rec, stmt.body, Env(d.env.module, rec, {}, {}, d.env))
+        return rec
+    env = d.env
+    field_spec = spec.fields.get(name) if not d.is_let else None
+    if (spec.name, name) in SIZABLE and isinstance(d.value_expr, ast.Unknown):
+        return _sizable(it, frame, name, d)
+    if field_spec is not None and _wants_symbols(field_spec.type):
+        env = env.as_symbols()
+        if isinstance(d.value_expr, ast.QuantityLit):   # a keyword that reads as a quantity
+            value = Symbol(d.value_expr.text.replace(" ", ""))
+            return _typed(it, frame, name, value, d.value_expr.span)
+    elif field_spec is not None and isinstance(field_spec.type, StrType):
+        words = _dashed_words(d.value_expr) if isinstance(d.value_expr, ast.Binary) else ""
+        if words:                                        # `order = tp-cp-dp-pp` unquoted
+            fail("E303", f"`{name}` is a string: write it in double quotes",
+                 d.value_expr.span, f'`{name} = "{words}"`')
+    value = it.eval(d.value_expr, env)
+    # schema fields hold values and references; members are the other named instances
+    frame.owned[name] = field_spec is None and constructs(it, d)
+    if d.is_let:
+        return value
+    return _typed(it, frame, name, value, d.value_expr.span)
 
-    def _typed(self, frame: Frame, name: str, value, span: Span):
-        spec = frame.spec
-        field_spec = spec.fields.get(name)
-        if field_spec is not None:
-            return coerce(value, field_spec.type, span, f"`{name}`")
-        if name in spec.records:
-            fail("E303", f"`{name}` is a block: write `{name} {{ ... }}`", span)
-        if isinstance(value, (Frame, Group)) and (spec.open_members or not spec.physical):
-            return value
-        if isinstance(value, UnknownValue):
-            return coerce(value, None, span, f"`{name}`")
-        known = list(spec.fields) + list(spec.records)
-        hint = did_you_mean(name, known)
-        if hint is None and spec.open_members:
-            hint = f"a {spec.name} accepts its known fields and members (instances) under any name"
-        elif hint is None:
-            hint = f"a {spec.name} has: " + ", ".join(sorted(known))
-        fail("E203", f"a {spec.name} has no field `{name}`",
-             frame.defs[name].name_span, hint)
 
-    def constructs(self, d: FieldDef) -> bool:
-        """Does this field build its value (owned members) rather than refer to one elsewhere?"""
-        if isinstance(d.stmt, (ast.Decl, ast.Record)):
-            return True
-        if d.is_let or d.value_expr is None:
-            return False
-        return self._constructs(d.value_expr, d.env, d.stmt.name.name)
+def _sizable(it, frame: Frame, name: str, d: FieldDef):
+    """An equipment count left to sizing: kept as an UnknownValue (or the chosen value)."""
+    e = d.value_expr
+    key = unknown_key(e.span)
+    frame.owned[name] = False
+    if key in it.assignments:
+        return _typed(it, frame, name, it.assignments[key], e.span)
+    low, high = 0, 10**6
+    if e.domain is not None:
+        options = unknown_options(it.expr, e, d.env)
+        values = [o.si for o in options if isinstance(o, Quantity) and o.is_whole()]
+        if len(values) != len(options):
+            fail("E303", f"`{name}` is a count: its options must be whole numbers",
+                 e.domain.span)
+        low, high = int(min(values)), int(max(values))
+    it.record_unknown(key, e.span, "count", (), low=low, high=high, frame=frame,
+                        field=name)
+    return UnknownValue(None, e.span, key)
 
-    def _constructs(self, e, env: Env, own: str | None = None) -> bool:
-        """`own`: the field being defined, which its own expression does not see (a field
-        naming itself means the outer name)."""
-        if isinstance(e, ast.Replicate):
-            return True
-        if isinstance(e, (ast.ListExpr,)):
-            return bool(e.items) and all(self._constructs(i, env, own) for i in e.items)
-        if isinstance(e, ast.Comprehension):
-            return self._constructs(e.element, env.child(**{e.var.name: None}))
-        if isinstance(e, ast.If):
-            return self._constructs(e.then, env, own) or self._constructs(e.other, env, own)
-        if isinstance(e, ast.Call):
-            e = e.func
-            if isinstance(e, ast.Attr):
-                return True
-        if isinstance(e, ast.Attr) and isinstance(e.obj, ast.Name):   # `hw.H800`
-            ns = env.module.lookup(e.obj.name)
-            return isinstance(ns, Namespace) and isinstance(ns.scope.own.get(e.name.name),
-                                                            Template)
-        if isinstance(e, ast.Name):
-            scope = env
-            while scope is not None:
-                in_frame = scope.frame is not None and e.name in scope.frame.defs and not (
-                    scope is env and e.name == own)
-                if e.name in scope.locals or e.name in scope.params or in_frame:
-                    return False
-                scope = scope.outer
-            return isinstance(env.module.lookup(e.name), Template)
-        return False
 
-    # -- whole frames ------------------------------------------------------------------------------------
-    def complete_all(self) -> None:
-        """Evaluate and type-check every field of every frame (frames created on the way too)."""
-        i = 0
-        while i < len(self.frames):
-            self.complete(self.frames[i])
-            i += 1
+def _typed(it, frame: Frame, name: str, value, span: Span):
+    spec = frame.spec
+    field_spec = spec.fields.get(name)
+    if field_spec is not None:
+        return coerce(value, field_spec.type, span, f"`{name}`")
+    if name in spec.records:
+        fail("E303", f"`{name}` is a block: write `{name} {{ ... }}`", span)
+    if isinstance(value, (Frame, Group)) and (spec.open_members or not spec.physical):
+        return value
+    if isinstance(value, UnknownValue):
+        return coerce(value, None, span, f"`{name}`")
+    known = list(spec.fields) + list(spec.records)
+    hint = did_you_mean(name, known)
+    if hint is None and spec.open_members:
+        hint = f"a {spec.name} accepts its known fields and members (instances) under any name"
+    elif hint is None:
+        hint = f"a {spec.name} has: " + ", ".join(sorted(known))
+    fail("E203", f"a {spec.name} has no field `{name}`",
+         frame.defs[name].name_span, hint)
 
-    def complete(self, frame: Frame) -> None:
-        if frame.completed:
-            return
-        frame.completed = True
-        for name, d in list(frame.defs.items()):
-            value = self.guarded(lambda: self.field(frame, name))
-            if value is POISON or d.is_let:
-                continue
-            if self.guarded(lambda: self._containment_ok(frame, name, value, d),
-                            default=False) is False:
-                frame.owned[name] = False      # reported: it must not be rolled up
-        for fname, fspec in frame.spec.fields.items():
-            if fspec.required and fname not in frame.defs:
-                self.diagnostics.append(Diagnostic(
-                    "E204", Severity.ERROR,
-                    f"{frame.kind} `{frame.display}` is missing the required field `{fname}`",
-                    _head(frame), f"add `{fname} = ...` ({fspec.type.describe()})"))
-        for action, env in frame.actions:
-            self.guarded(lambda: self._action(frame, action, env))
 
-    def _containment_ok(self, frame: Frame, name: str, value, d: FieldDef):
-        if not frame.owned.get(name):
-            return
-        items = [i for _, i in value.flat()] if isinstance(value, Group) else \
-            [value] if isinstance(value, Frame) else []
-        for child in items:
-            if child.level is None:
-                continue
-            if frame.level is None or child.level >= frame.level:
-                where = f"a {frame.kind}"
-                fail("E403", f"{where} cannot contain a {child.kind} (`{name}`)", d.name_span,
-                     "containment goes down the hierarchy: site > hall > pod > row > rack > "
-                     "host > gpu/nic")
+def constructs(it, d: FieldDef) -> bool:
+    """Does this field build its value (owned members) rather than refer to one elsewhere?"""
+    if isinstance(d.stmt, (ast.Decl, ast.Record)):
         return True
-
-    def _action(self, frame: Frame, action, env: Env):
-        if isinstance(action, ast.Fail):
-            target = self.eval(action.target, env)
-            if not isinstance(target, (Frame, Group, FabricSelection)):
-                from astral_dsl.model.values import type_name
-
-                fail("E303", f"`fail` needs a part of the design, not a {type_name(target)}",
-                     action.target.span)
-            fraction = None
-            if action.fraction is not None:
-                fraction = self.eval(action.fraction, env)
-                if not (isinstance(fraction, Quantity) and fraction.dimensionless
-                        and 0 < fraction.si <= 1):
-                    fail("E309", "`fail F of PART` takes a fraction between 0 and 100 %",
-                         action.fraction.span)
-                if not (isinstance(target, FabricSelection) and target.tier is not None
-                        and target.rail is None and target.plane is None):
-                    fail("E303", "a fraction can only fail of a whole switch tier, e.g. "
-                                 "`fail 25 % of Site.fabric.core`", action.target.span)
-            if not isinstance(target, FabricSelection):
-                _failable(target, action.target.span)
-            route = route_of(self, action.target, env)
-            frame.done_actions.append(("fail", target, None, fraction, action.span, route))
-        elif isinstance(action, ast.SetStmt):
-            if not isinstance(action.target, ast.Attr):
-                fail("E303", "`set` needs a field of a part, e.g. `set Site.cooling.supply = ...`",
-                     action.target.span)
-            owner = self.eval(action.target.obj, env)
-            value = self.eval(action.value, env)
-            targets = [i for _, i in owner.flat()] if isinstance(owner, Group) else [owner]
-            for t in targets:
-                if not isinstance(t, Frame):
-                    fail("E303", "`set` needs a field of a part of the design", action.target.span)
-                fspec = t.spec.fields.get(action.target.name.name)
-                if fspec is None:
-                    fail("E209", f"a {t.kind} has no field `{action.target.name.name}`",
-                         action.target.name.span,
-                         did_you_mean(action.target.name.name, t.spec.fields))
-                value = coerce(value, fspec.type, action.value.span,
-                               f"`{action.target.name.name}`")
-            route = route_of(self, action.target.obj, env)
-            frame.done_actions.append(("set", owner, action.target.name.name, value, action.span,
-                                       route))
-        elif isinstance(action, ast.Objective):
-            expr = action.expr
-            if isinstance(expr, ast.Name) and expr.name in OBJECTIVES and \
-                    expr.name not in frame.defs:
-                value = Symbol(expr.name)      # computed by the sizing step
-            else:
-                value = self.eval(expr, env)
-            frame.done_actions.append((action.sense, value, None, None, action.span, None))
+    if d.is_let or d.value_expr is None:
+        return False
+    return _constructs(it, d.value_expr, d.env, d.stmt.name.name)
 
 
+def _constructs(it, e, env: Env, own: str | None = None) -> bool:
+    """`own`: the field being defined, which its own expression does not see (a field
+    naming itself means the outer name)."""
+    if isinstance(e, ast.Replicate):
+        return True
+    if isinstance(e, (ast.ListExpr,)):
+        return bool(e.items) and all(_constructs(it, i, env, own) for i in e.items)
+    if isinstance(e, ast.Comprehension):
+        return _constructs(it, e.element, env.child(**{e.var.name: None}))
+    if isinstance(e, ast.If):
+        return _constructs(it, e.then, env, own) or _constructs(it, e.other, env, own)
+    if isinstance(e, ast.Call):
+        e = e.func
+        if isinstance(e, ast.Attr):
+            return True
+    if isinstance(e, ast.Attr) and isinstance(e.obj, ast.Name):   # `hw.H800`
+        ns = env.module.lookup(e.obj.name)
+        return isinstance(ns, Namespace) and isinstance(ns.scope.own.get(e.name.name),
+                                                        Template)
+    if isinstance(e, ast.Name):
+        scope = env
+        while scope is not None:
+            in_frame = scope.frame is not None and e.name in scope.frame.defs and not (
+                scope is env and e.name == own)
+            if e.name in scope.locals or e.name in scope.params or in_frame:
+                return False
+            scope = scope.outer
+        return isinstance(env.module.lookup(e.name), Template)
+    return False
+
+# -- whole frames ------------------------------------------------------------------------------------
+
+
+def complete_all(it) -> None:
+    """Evaluate and type-check every field of every frame (frames created on the way too)."""
+    i = 0
+    while i < len(it.frames):
+        complete(it, it.frames[i])
+        i += 1
+
+
+def complete(it, frame: Frame) -> None:
+    if frame.completed:
+        return
+    frame.completed = True
+    for name, d in list(frame.defs.items()):
+        value = it.guarded(lambda: it.field(frame, name))
+        if value is POISON or d.is_let:
+            continue
+        if it.guarded(lambda: _containment_ok(it, frame, name, value, d),
+                        default=False) is False:
+            frame.owned[name] = False      # reported: it must not be rolled up
+    for fname, fspec in frame.spec.fields.items():
+        if fspec.required and fname not in frame.defs:
+            it.diagnostics.append(Diagnostic(
+                "E204", Severity.ERROR,
+                f"{frame.kind} `{frame.display}` is missing the required field `{fname}`",
+                _head(frame), f"add `{fname} = ...` ({fspec.type.describe()})"))
+    for action, env in frame.actions:
+        it.guarded(lambda: _action(it, frame, action, env))
+
+
+def _containment_ok(it, frame: Frame, name: str, value, d: FieldDef):
+    if not frame.owned.get(name):
+        return
+    items = [i for _, i in value.flat()] if isinstance(value, Group) else \
+        [value] if isinstance(value, Frame) else []
+    for child in items:
+        if child.level is None:
+            continue
+        if frame.level is None or child.level >= frame.level:
+            where = f"a {frame.kind}"
+            fail("E403", f"{where} cannot contain a {child.kind} (`{name}`)", d.name_span,
+                 "containment goes down the hierarchy: site > hall > pod > row > rack > "
+                 "host > gpu/nic")
+    return True
+
+
+def _action(it, frame: Frame, action, env: Env):
+    if isinstance(action, ast.Fail):
+        target = it.eval(action.target, env)
+        if not isinstance(target, (Frame, Group, FabricSelection)):
+            from astral_dsl.model.values import type_name
+
+            fail("E303", f"`fail` needs a part of the design, not a {type_name(target)}",
+                 action.target.span)
+        fraction = None
+        if action.fraction is not None:
+            fraction = it.eval(action.fraction, env)
+            if not (isinstance(fraction, Quantity) and fraction.dimensionless
+                    and 0 < fraction.si <= 1):
+                fail("E309", "`fail F of PART` takes a fraction between 0 and 100 %",
+                     action.fraction.span)
+            if not (isinstance(target, FabricSelection) and target.tier is not None
+                    and target.rail is None and target.plane is None):
+                fail("E303", "a fraction can only fail of a whole switch tier, e.g. "
+                             "`fail 25 % of Site.fabric.core`", action.target.span)
+        if not isinstance(target, FabricSelection):
+            _failable(target, action.target.span)
+        route = route_of(it, action.target, env)
+        frame.done_actions.append(("fail", target, None, fraction, action.span, route))
+    elif isinstance(action, ast.SetStmt):
+        if not isinstance(action.target, ast.Attr):
+            fail("E303", "`set` needs a field of a part, e.g. `set Site.cooling.supply = ...`",
+                 action.target.span)
+        owner = it.eval(action.target.obj, env)
+        value = it.eval(action.value, env)
+        targets = [i for _, i in owner.flat()] if isinstance(owner, Group) else [owner]
+        for t in targets:
+            if not isinstance(t, Frame):
+                fail("E303", "`set` needs a field of a part of the design", action.target.span)
+            fspec = t.spec.fields.get(action.target.name.name)
+            if fspec is None:
+                fail("E209", f"a {t.kind} has no field `{action.target.name.name}`",
+                     action.target.name.span,
+                     did_you_mean(action.target.name.name, t.spec.fields))
+            value = coerce(value, fspec.type, action.value.span,
+                           f"`{action.target.name.name}`")
+        route = route_of(it, action.target.obj, env)
+        frame.done_actions.append(("set", owner, action.target.name.name, value, action.span,
+                                   route))
+    elif isinstance(action, ast.Objective):
+        expr = action.expr
+        if isinstance(expr, ast.Name) and expr.name in OBJECTIVES and \
+                expr.name not in frame.defs:
+            value = Symbol(expr.name)      # computed by the sizing step
+        else:
+            value = it.eval(expr, env)
+        frame.done_actions.append((action.sense, value, None, None, action.span, None))
 
 
 # what `fail` can take besides fabric selections, and what failing it means to the analyses
@@ -303,7 +338,5 @@ def _wants_symbols(t) -> bool:
     from astral_dsl.model.kinds import EnumType, ListType
 
     return isinstance(t, EnumType) or (isinstance(t, ListType) and isinstance(t.item, EnumType))
-
-
 
 

@@ -11,7 +11,6 @@ import attrs
 
 from astral_dsl.diagnostics import Span
 from astral_dsl.model.kinds import KindSpec
-from astral_dsl.model.values import Group
 from astral_dsl.semantics.scope import ModuleScope, Template
 from astral_dsl.syntax import ast
 
@@ -58,7 +57,6 @@ class Frame:
     owned: Dict[str, bool] = attrs.field(factory=dict)   # field -> value constructed here
     done_actions: List[Tuple[str, Any, Any, Any, Span, Any]] = attrs.field(factory=list)
     completed: bool = False
-    evaluator: Any = None
     # how a template's instance was made (template, params, overrides): to copy it
     recipe: Optional[Tuple[Any, Dict[str, Any], Dict[str, Any]]] = None
     pending: Any = None            # a scenario's routes below this frame (semantics/isolate.py)
@@ -70,30 +68,3 @@ class Frame:
     @property
     def level(self):
         return self.spec.level
-
-    # -- the interface roll-ups use (shared with model.Instance) --------------------------------
-    def member_values(self):
-        from astral_dsl.semantics.evaluate import Poisoned
-
-        out = []
-        for name, d in self.defs.items():
-            if d.is_let or not self.evaluator.constructs(d):
-                continue
-            try:
-                value = self.evaluator.field(self, name)
-            except Poisoned:      # already reported; an erroneous member holds nothing
-                continue
-            if self.owned.get(name) and isinstance(value, (Group, Frame)):
-                out.append(value)
-        return tuple(out)
-
-    def containment(self):
-        from astral_dsl.model.rollup import containment
-
-        return containment(self)
-
-    def declared(self, name: str):
-        if name in self.defs and not self.defs[name].is_let:
-            return self.evaluator.field(self, name)
-        return None
-

@@ -1,5 +1,8 @@
-"""Templates -> frames: binding parameters, applying a base template and overrides, evaluating and
-type-checking fields, and memoising instantiations so replication stays symbolic."""
+"""The instantiator: templates -> frames. It binds parameters, applies a base template and
+overrides, memoises instantiations so replication stays symbolic, and owns what one compile
+builds: the frames, the memo, module-level values, the unknowns and the roll-up cache. It
+evaluates expressions with an `Expressions` (semantics/evaluate.py) whose host it is, and the
+fields of its frames with semantics/fields.py."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
@@ -9,24 +12,26 @@ from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import (POISON, Bundle, Group, ListValue,
                                      RangeValue, Symbol)
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
-from astral_dsl.semantics.evaluate import ExpressionEvaluator, Poisoned, fail, unknown_key
+from astral_dsl.semantics import fields
+from astral_dsl.semantics.errors import Poisoned, fail, unknown_key
+from astral_dsl.semantics.evaluate import Expressions
+from astral_dsl.semantics.fields import SIZABLE, _Given, _poison_check, _wants_symbols
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import LetSymbol, ModuleScope, ParamSymbol, Template
-from astral_dsl.semantics.fields import (OBJECTIVES, SIZABLE, FieldsMixin, _Given,  # noqa: F401
-                                        _poison_check,
-                                        _wants_symbols)
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
 
 MAX_DEPTH = 64
 
-class Evaluator(FieldsMixin, ExpressionEvaluator):
+
+class Instantiator:
     def __init__(self, diagnostics: List[Diagnostic], overrides: Dict[str, Any] | None = None,
                  entry: Optional[ModuleScope] = None,
                  assignments: Optional[Dict[str, Any]] = None,
-                 scenario: Optional[str] = None, plan=None):
+                 scenario: Optional[str] = None, plan=None, expressions=Expressions):
         from astral_dsl.semantics.isolate import Isolator
 
+        self.expr = expressions(self)
         self.diagnostics = diagnostics
         self.scenario = scenario      # compiling under this scenario: its own checks run
         self.assignments = assignments or {}
@@ -35,12 +40,33 @@ class Evaluator(FieldsMixin, ExpressionEvaluator):
         self.lenient = False    # missing required arguments are POISON (see compiler.lint_templates)
         self.unknown_sites: Dict[str, Any] = {}
         self.rollups: Dict = {}
+        self.view = fields.FrameView(self)    # how roll-ups see the frames (model/rollup.py)
         self.frames: List[Frame] = []
         self.memo: Dict = {}
         self.overrides = overrides or {}
         self.entry = entry
         self._module_busy: set = set()
-        self._depth = 0
+
+    # -- what the expressions and the rest of the compiler ask of the instantiator --------------
+    def eval(self, expr, env: Env):
+        return self.expr.eval(expr, env)
+
+    def field(self, frame: Frame, name: str, span: Span | None = None):
+        """The value of field `name` of `frame` (evaluated on first use)."""
+        return fields.field(self, frame, name, span)
+
+    def complete_all(self) -> None:
+        fields.complete_all(self)
+
+    def constructs(self, d: FieldDef) -> bool:
+        return fields.constructs(self, d)
+
+    def symbol_value(self, symbol, span: Span):
+        return self.expr.symbol_value(symbol, span)
+
+    def record_unknown(self, key, span, role, options=(), **kw):
+        if key not in self.unknown_sites:
+            self.unknown_sites[key] = (span, role, options, kw)
 
     # -- diagnostics ----------------------------------------------------------------------------------
     def guarded(self, fn, default=POISON):
@@ -116,7 +142,6 @@ class Evaluator(FieldsMixin, ExpressionEvaluator):
 
     # -- templates ---------------------------------------------------------------------------------------
     def instantiate(self, template: Template, args: List[ast.Arg], caller: Env, span: Span):
-        kind = KINDS[template.kind]
         params, overrides = self._bind(template, args, caller, span)
         key = (id(template), _key(params),
                _key({n: (unknown_key(v.arg.value.span) if isinstance(v, _Deferred) else v)
@@ -136,7 +161,7 @@ class Evaluator(FieldsMixin, ExpressionEvaluator):
 
     def _make(self, template: Template, params, overrides, depth: int) -> Frame:
         frame = Frame(template.kind, KINDS[template.kind], template.name, template.decl.span,
-                      template, depth, args=params, evaluator=self,
+                      template, depth, args=params,
                       recipe=(template, params, overrides))
         self.frames.append(frame)
         self._apply(frame, template, params, set())
@@ -296,8 +321,7 @@ class Evaluator(FieldsMixin, ExpressionEvaluator):
         if decl.params:
             fail("E210", "a declaration inside a body cannot take parameters",
                  decl.params[0].span, "declare it at the top of the file to make a template")
-        frame = Frame(kind, spec, decl.name.name, decl.name.span, None, parent.depth + 1,
-                      evaluator=self)
+        frame = Frame(kind, spec, decl.name.name, decl.name.span, None, parent.depth + 1)
         self.frames.append(frame)
         inner = Env(env.module, frame, {}, {}, env)
         if decl.base is not None:

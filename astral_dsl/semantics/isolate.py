@@ -25,6 +25,7 @@ from astral_dsl.model.design import Route, Step
 from astral_dsl.model.rollup import PLURALS, count_of
 from astral_dsl.model.values import (FabricAxis, FabricSelection, Group, RangeValue,
                                      merge_runs)
+from astral_dsl.semantics.collections import whole
 from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.frames import Frame
 from astral_dsl.semantics.scope import LetSymbol, Template
@@ -171,7 +172,7 @@ def _index(ev, node: ast.Index, env):
     sel = ev.eval(node.selector, env)
     if isinstance(sel, RangeValue):
         return (sel.start, sel.stop)
-    return ev.whole(sel, node.selector.span, "an index")
+    return whole(ev.expr, sel, node.selector.span, "an index")
 
 
 def _member_steps(ev, value, name: str, span) -> Tuple[Step, ...]:
@@ -212,7 +213,8 @@ def _derived_steps(ev, frame: Frame, kinds, name: str, span) -> Tuple[Step, ...]
             continue
         value = ev.field(frame, field)
         items = value.flat() if isinstance(value, Group) else ((1, value),)
-        if any(count_of(item, kinds, ev.rollups) for _, item in items if item.level is not None):
+        if any(count_of(item, kinds, ev.rollups, ev.view)
+               for _, item in items if item.level is not None):
             holders.append((field, value))
     if len(holders) == 1:
         field, value = holders[0]
@@ -240,7 +242,7 @@ def _example(ev, frame: Frame, kinds) -> str:
         here = f".{field}[0]" if isinstance(value, Group) else f".{field}"
         if item.kind in kinds:
             return here
-        if count_of(item, kinds, ev.rollups):
+        if count_of(item, kinds, ev.rollups, ev.view):
             return here + _example(ev, item, kinds)
     return ""
 

@@ -46,6 +46,7 @@ def hover(analysis: Analysis, module: Module, line: int, col: int) -> Optional[T
     leaf = chain[-1]
     parent = chain[-2]
     title: Optional[str] = None
+    feasible_lines: List[str] = []
     values: List = []
     typed: Optional[str] = None
     span = leaf.span
@@ -60,6 +61,10 @@ def hover(analysis: Analysis, module: Module, line: int, col: int) -> Optional[T
         elif isinstance(parent, ast.Param) and leaf is parent.name:
             title = f"parameter `{leaf.name}`" + (f": {parent.type.name}" if parent.type else "")
             values = _module_value(module, leaf.name)
+            if module.is_entry:
+                from astral_dsl.lsp.hover.margins import param_lines
+
+                feasible_lines = param_lines(analysis, leaf.name)
         elif isinstance(parent, ast.ParamDef) and leaf is parent.name:
             title = f"parameter `{leaf.name}`" + (f": {parent.type.name}" if parent.type else "")
             values = _param_values(analysis, chain, leaf.name)
@@ -122,6 +127,8 @@ def hover(analysis: Analysis, module: Module, line: int, col: int) -> Optional[T
                                          "with different arguments):")
     if typed:
         parts.append(typed)
+    if feasible_lines:
+        parts.append("  \n".join(feasible_lines))
     parts.extend(provenance(analysis, definition))
     if not parts:
         return None

@@ -288,10 +288,6 @@ def _edges(canvas: Canvas, ctx, tree: Tree, fabrics: List[Fabric], placed) -> No
                                     tooltip=f"{t.name} uplinks to {f.tiers[i + 1].name}: {text}")
 
 
-def _below(tree: Tree, key: str, inst) -> bool:
-    return any(d.inst is inst for d in tree.chain(key))
-
-
 def _nearest(tree: Tree, key: Optional[str], placements) -> Optional[Dict]:
     """The placement of the tier above that serves cluster `key`: in `key` or its ancestors,
     or outside the drawing."""

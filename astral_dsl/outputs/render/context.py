@@ -49,7 +49,6 @@ class Context:
         self.eng = engineering
         self.diagnostics = sort_diagnostics(diagnostics)
         self.scenario = scenario.template if scenario is not None else None
-        self.scenario_instance = scenario
         self.outcome = outcome
         self.notes = tuple(notes)
         self.by_path: Dict[str, Instance] = {i.path: i for i in design.instances}

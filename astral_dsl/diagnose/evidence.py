@@ -1,0 +1,136 @@
+"""Comparing each rank and each collective with its peers and with the forecast.
+
+- Compute: a rank's compute seconds per iteration (every compute kernel or phase) against the
+  median of its pipeline stage's ranks (they run the same layers) and against the forecast.
+  Slow: above the stage median by COMPUTE_SLOW in the median iteration.
+- Collectives and transfers: the effective time of an instance is the moment every member
+  finished (aligned clocks) minus the moment the last member arrived: the time the network took
+  once nobody was waited for (a late arrival is the late rank's compute, not the network). It
+  is compared with the median of the same collective at the same place of the schedule (same
+  kind, stage or stage pair, iteration and position) in the other groups; with fewer than
+  MIN_PEERS of them, with the forecast. Slow: above by NET_SLOW and by at least NET_FLOOR_S.
+
+Thresholds: GPUs of one model differ by a few percent (clocks, power capping); NCCL collectives
+of one size by a few percent run to run. COMPUTE_SLOW and NET_SLOW sit well above both and
+below the smallest fault worth finding (a 10 % slow GPU, a link at two thirds of its rate)."""
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+import attrs
+import numpy as np
+
+from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records, group_ids
+from astral_dsl.observe.records import COMPUTE_CODES
+
+COMPUTE_SLOW = 0.05
+NET_SLOW = 0.25
+NET_FLOOR_S = 20e-6
+MIN_PEERS = 3
+
+
+@attrs.frozen(eq=False)
+class Timing:
+    effective: np.ndarray       # per instance, seconds (NaN when not usable)
+    expected: np.ndarray        # peers' median or forecast
+    slow: np.ndarray            # bool
+    usable: np.ndarray          # bool: complete, all members aligned
+
+
+def compute_per_rank(traces, iterations) -> Dict[int, Dict[int, float]]:
+    """rank -> iteration -> compute seconds."""
+    out: Dict[int, Dict[int, float]] = {}
+    for rank, t in traces.items():
+        sel = np.isin(t.phase, COMPUTE_CODES)
+        if not sel.any():
+            continue
+        it = t.iteration[sel]
+        uniq, inv = np.unique(it, return_inverse=True)
+        sums = np.bincount(inv, weights=t.duration[sel])
+        out[rank] = {int(i): float(v) for i, v in zip(uniq, sums) if int(i) in iterations}
+    return out
+
+
+def timing(records: Records, inst: Instances, offsets: np.ndarray, bad_hosts,
+           stage_of_rank: np.ndarray, forecast: Dict[Tuple[int, int], float]) -> Timing:
+    n = len(inst)
+    ok = records.instance >= 0
+    r_inst = records.instance[ok]
+    off = offsets[records.host[ok]]
+    start = records.start[ok] - off
+    end = records.end[ok] - off
+    last_in = np.full(n, -np.inf)
+    np.maximum.at(last_in, r_inst, start)
+    end_sum = np.bincount(r_inst, weights=end, minlength=n)
+    cnt = np.bincount(r_inst, minlength=n)
+    finish = end_sum / np.maximum(cnt, 1)
+    bad = np.zeros(n, dtype=bool)
+    if bad_hosts:
+        hit = np.isin(records.host[ok], list(bad_hosts))
+        bad[np.unique(r_inst[hit])] = True
+    multi_host = np.zeros(n, dtype=bool)
+    hmin = np.full(n, np.iinfo(np.int64).max)
+    hmax = np.full(n, -1)
+    np.minimum.at(hmin, r_inst, records.host[ok])
+    np.maximum.at(hmax, r_inst, records.host[ok])
+    multi_host = hmax > hmin
+    usable = inst.complete & ~bad & multi_host & (inst.kind != KIND_CODES["world"])
+    eff = np.where(usable, finish - last_in, np.nan)
+    # the place in the schedule: kind, stage (of the group or of the sender and receiver),
+    # iteration, position
+    first_rank = _first_rank(records, inst)
+    stage_a = stage_of_rank[np.where(inst.kind == P2P, inst.group, first_rank)]
+    stage_b = np.where(inst.kind == P2P, stage_of_rank[np.maximum(inst.peer, 0)], -1)
+    slot, _ = group_ids(inst.kind, stage_a, stage_b, inst.iteration, inst.seq)
+    expected = _median_by(slot, eff, usable)
+    peers = np.bincount(slot, weights=usable.astype(float))[slot]
+    fc = np.array([forecast.get((int(k), int(s)), np.nan) for k, s in zip(inst.kind, stage_a)]) \
+        if forecast else np.full(n, np.nan)
+    expected = np.where(peers >= MIN_PEERS, expected, fc)
+    slow = usable & np.isfinite(expected) & (eff > expected * (1 + NET_SLOW)) & \
+        (eff - expected > NET_FLOOR_S)
+    return Timing(eff, expected, slow, usable)
+
+
+def _first_rank(records: Records, inst: Instances) -> np.ndarray:
+    ok = records.instance >= 0
+    out = np.full(len(inst), np.iinfo(np.int64).max)
+    np.minimum.at(out, records.instance[ok], records.rank[ok])
+    return np.where(out == np.iinfo(np.int64).max, 0, out)
+
+
+def _median_by(slot: np.ndarray, values: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """Median of the usable values of each slot, broadcast back to the instances."""
+    n_slots = int(slot.max()) + 1 if slot.size else 0
+    v = np.where(usable, values, np.inf)
+    order = np.lexsort((v, slot))
+    counts = np.bincount(slot[usable], minlength=n_slots)
+    starts = np.r_[0, np.cumsum(np.bincount(slot, minlength=n_slots))[:-1]]
+    med = np.full(n_slots, np.nan)
+    has = counts > 0
+    lo = starts[has] + (counts[has] - 1) // 2
+    hi = starts[has] + counts[has] // 2
+    sv = v[order]
+    med[has] = (sv[lo] + sv[hi]) / 2
+    return med[slot]
+
+
+def stage_medians(compute: Dict[int, Dict[int, float]], stage_of_rank: np.ndarray,
+                  iterations) -> Dict[Tuple[int, int], float]:
+    """(stage, iteration) -> median compute seconds of the stage's ranks."""
+    vals: Dict[Tuple[int, int], list] = {}
+    for rank, per in compute.items():
+        for it, v in per.items():
+            vals.setdefault((int(stage_of_rank[rank]), it), []).append(v)
+    return {k: float(np.median(v)) for k, v in vals.items()}
+
+
+def median_ratio(per: Dict[int, float], medians: Dict[Tuple[int, int], float], stage: int
+                 ) -> Optional[float]:
+    ratios = [v / medians[(stage, it)] for it, v in per.items()
+              if medians.get((stage, it), 0) > 0]
+    return float(np.median(ratios)) if ratios else None
+
+
+__all__ = ["COMPUTE_SLOW", "MIN_PEERS", "NET_FLOOR_S", "NET_SLOW", "Timing", "compute_per_rank",
+           "median_ratio", "stage_medians", "timing"]

@@ -1,0 +1,232 @@
+"""Margins: for each user check and engineering limit, how far the design is from breaking it
+now, and under which values of each top-level `param` it holds (`astral check --margins`).
+
+    from astral_dsl.explore import margins
+    report = margins.analyse("examples/astral.astral")
+    for m in report.margins: m.limit.label, m.limit.margin, [r.phrase() for r in m.ranges]
+
+shadow.py evaluates the design with sympy symbols beside the numbers, limits.py lists the limits
+with both sides, solve.py derives the ranges (sympy where the sides are algebraic in the
+parameters, verified against the compiler at a second point; a numeric bracket by bisection
+otherwise, marked as such)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import attrs
+import sympy
+
+from astral_dsl.explore.margins.limits import Limit, by_key, collect
+from astral_dsl.explore.margins.shadow import (OPAQUE, NumericRecorder, ShadowEvaluator,
+                                               exact)
+from astral_dsl.explore.margins.solve import (Range, depends, is_integer_param,
+                                              numeric_range, shadow_at, symbolic_range)
+from astral_dsl.units import Quantity
+
+
+@attrs.frozen
+class Margin:
+    limit: Limit
+    ranges: tuple                     # Range per parameter the limit depends on
+    symbolic: bool                    # both sides derived exactly (and verified)
+    condition: Optional[str] = None   # the symbolic condition, parameters in their units
+    notes: tuple = ()
+    depends_on: tuple = ()            # the parameters that move either side
+
+
+@attrs.frozen
+class Report:
+    file: str
+    params: Dict[str, Quantity]       # the numeric top-level params and their current values
+    margins: List[Margin]
+    diagnostics: tuple
+    note: Optional[str] = None
+    notes: tuple = ()                 # per parameter: why some could not be bracketed
+
+
+def _recompile(base, overrides, cls):
+    """The parsed source evaluated again with other parameter values (no re-parsing)."""
+    from astral_dsl import compiler
+
+    return compiler._evaluate(base.entry, base.loader, base.load_diagnostics, overrides, {},
+                              None, None, instantiator=cls)
+
+
+def literal(q: Quantity, si: float) -> str:
+    """A `--set` literal for `si` in the unit of `q`."""
+    v = Quantity(si, q.dims, q.unit, q.point)
+    return str(v) if q.unit else repr(float(si)) if not float(si).is_integer() else str(int(si))
+
+
+def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
+            numeric: bool = True, read=None) -> Report:
+    """`params`: only these parameters (default: every numeric top-level param); `numeric`:
+    bracket the non-algebraic limits by evaluating the design again (False: symbolic only)."""
+    from astral_dsl.analyses.checking import check_design, front_end_errors
+    from astral_dsl.compiler import compile_path
+
+    overrides = dict(overrides or {})
+    if read is None:
+        base = compile_path(path, overrides, instantiator=ShadowEvaluator)
+    else:
+        base = compile_path(path, overrides, read, instantiator=ShadowEvaluator)
+    design = base.design
+    checked = check_design(design)
+    if front_end_errors(design) or not design.roots:
+        return Report(design.file, {}, [], checked.diagnostics,
+                      "the design does not compile: no margins")
+    if design.unknowns:
+        return Report(design.file, {}, [], checked.diagnostics,
+                      "the design leaves values to sizing (`?`): margins are computed on "
+                      "designs without unknowns")
+    ev: ShadowEvaluator = base.instantiator
+    limits = collect(base, checked)
+    values = {n: q for n, q in _numeric_params(design).items()
+              if params is None or n in params}
+    symbols = {n: s for n, (s, _) in ev.params.items()}
+    current = ev.current()
+    cache: Dict[tuple, Optional[Dict[str, Limit]]] = {}
+
+    def probe(name: str, x: float) -> Optional[Dict[str, Limit]]:
+        key = (name, x)
+        if key not in cache:
+            over = {**overrides, name: literal(values[name], x)}
+            comp = _recompile(base, over, NumericRecorder)
+            if front_end_errors(comp.design):
+                cache[key] = None
+            else:
+                cache[key] = by_key(collect(comp, check_design(comp.design)))
+        return cache[key]
+
+    ranges: Dict[str, List[Range]] = {lim.key: [] for lim in limits}
+    demoted: Dict[str, List[str]] = {lim.key: [] for lim in limits}
+    dependent: Dict[str, List[str]] = {lim.key: [] for lim in limits}
+    report_notes: List[str] = []
+    for name, q in values.items():
+        integer = is_integer_param(q)
+        x0 = q.si
+        moved, x1 = None, None
+        for x in _neighbours(x0, integer, q.point):
+            moved = probe(name, x)
+            if moved is not None:
+                x1 = x
+                break
+        if moved is None:
+            report_notes.append(f"`{name}`: the design does not compile at the values next to "
+                                f"{q} ({', '.join(literal(q, x) for x in _neighbours(x0, integer, q.point))}), "
+                                "so its limits are not bracketed")
+            x1 = x0
+        at_x1 = dict(current)
+        if name in symbols:
+            at_x1[symbols[name]] = exact(x1)
+        for lim in limits:
+            other = moved.get(lim.key) if moved else None
+            dep = other is None or depends(lim, other)
+            sym = lim.symbolic and name in symbols and \
+                symbols[name] in (lim.lhs_shadow - lim.rhs_shadow).free_symbols
+            if lim.symbolic and name in symbols and moved is not None:
+                predicted = shadow_at(lim, at_x1)
+                if other is None or predicted is None or not _same(predicted,
+                                                                    (other.lhs, other.rhs)):
+                    if dep or sym:
+                        demoted[lim.key].append(name)
+                    sym = False
+            if dep or sym:
+                dependent[lim.key].append(name)
+            if sym and name not in demoted[lim.key]:
+                r = symbolic_range(lim, name, symbols[name], current, integer,
+                                   positive=not q.point)
+                if r is not None:
+                    ranges[lim.key].append(r)
+                    continue
+            if dep and numeric and moved is not None:
+                ranges[lim.key].append(numeric_range(
+                    lim.key, name, x0, integer, lambda x, n=name: probe(n, x), lim.holds,
+                    q.point))
+    out = []
+    for lim in limits:
+        symbolic = lim.symbolic and not demoted[lim.key]
+        notes = tuple(f"the symbolic form did not match the compiler when `{n}` moved: "
+                      f"bracketed numerically" for n in demoted[lim.key])
+        out.append(Margin(lim, tuple(ranges[lim.key]), symbolic,
+                          _condition(lim, ev, values) if symbolic else None, notes,
+                          tuple(dependent[lim.key])))
+    return Report(design.file, values, out, checked.diagnostics, None, tuple(report_notes))
+
+
+def feasible(report: Report, name: str):
+    """Where `name` keeps every limit that holds now (the others at their current values):
+    (low, high, binding limits, limits only a numeric bracket can follow)."""
+    low = high = None
+    binding_low: List[str] = []
+    binding_high: List[str] = []
+    numeric_only: List[str] = []
+    for m in report.margins:
+        if not m.limit.holds or name not in m.depends_on:
+            continue
+        r = next((r for r in m.ranges if r.param == name), None)
+        if r is None or r.method != "symbolic":
+            numeric_only.append(m.limit.label)
+            continue
+        if r.empty:
+            continue
+        if r.low is not None and (low is None or r.low >= low):
+            binding_low = [m.limit.label] if low is None or r.low > low else \
+                binding_low + [m.limit.label]
+            low = r.low
+        if r.high is not None and (high is None or r.high <= high):
+            binding_high = [m.limit.label] if high is None or r.high < high else \
+                binding_high + [m.limit.label]
+            high = r.high
+    return low, high, binding_low + binding_high, numeric_only
+
+
+def _neighbours(x0: float, integer: bool, point: bool):
+    if integer:
+        return [x0 + 1] + ([x0 - 1] if x0 > 1 else [])
+    if point:
+        return [x0 + 1.0, x0 - 1.0]
+    return [x0 * 1.01, x0 * 0.99] if x0 else [1.0, -1.0]
+
+
+def _same(a, b) -> bool:
+    return all(abs(x - y) <= 1e-9 * max(abs(x), abs(y), 1e-300) for x, y in zip(a, b))
+
+
+def _numeric_params(design) -> Dict[str, Quantity]:
+    return {n: v for n, v in design.params if isinstance(v, Quantity)}
+
+
+def _condition(lim: Limit, ev, values) -> Optional[str]:
+    """`lhs <= rhs` with each parameter in its own unit and both sides in the limit's unit."""
+    from astral_dsl.units import parse_unit
+
+    lhs, rhs = lim.lhs_shadow, lim.rhs_shadow
+    if not ((getattr(lhs, "free_symbols", set()) | getattr(rhs, "free_symbols", set()))):
+        return None
+    subs = {}
+    for name, (s, q) in ev.params.items():
+        if q.unit:
+            scale = parse_unit(q.unit).scale
+            subs[s] = s * sympy.Rational(scale.numerator, scale.denominator)
+    scale = sympy.Integer(1)
+    if lim.unit:
+        u = parse_unit(lim.unit).scale
+        scale = sympy.Rational(u.numerator, u.denominator)
+    a = sympy.nsimplify(sympy.expand(lhs.subs(subs) / scale))
+    b = sympy.nsimplify(sympy.expand(rhs.subs(subs) / scale))
+    op = "==" if lim.op == "==" else "<" if lim.strict else "<="
+    unit = f" (in {lim.unit})" if lim.unit else ""
+    return f"{_decimal(a)} {op} {_decimal(b)}{unit}"
+
+
+def _decimal(expr) -> str:
+    """sympy's text with its rational numbers as decimals (10 significant digits)."""
+    import re
+
+    text = sympy.sstr(sympy.nfloat(expr, 10))
+    text = re.sub(r"(\d+\.\d*?)0+\b", r"\1", text)
+    return re.sub(r"(\d+)\.(?!\d)", r"\1", text)
+
+
+__all__ = ["Margin", "Report", "analyse", "OPAQUE"]

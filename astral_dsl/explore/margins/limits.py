@@ -1,0 +1,256 @@
+"""The limits a design must respect, measured at one point: every user `check` that compares
+two quantities, and the engineering limits (rack and row power limits, feeder capacity in normal
+operation and with one feeder failed, CDU capacity with and without a failed CDU, fabric
+oversubscription, the memory of each job). Each limit is `lhs <= rhs` (or `lhs == rhs`) in SI
+units, with sympy shadows of both sides when the quantities are algebraic in the parameters."""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Dict, List, Optional
+
+import attrs
+import sympy
+
+from astral_dsl.explore.margins.shadow import OPAQUE, ShadowEvaluator
+from astral_dsl.units import Quantity
+
+BITS = 8.0        # information is counted in bits in SI (1 GB = 8e9)
+
+
+@attrs.frozen
+class Limit:
+    key: str                  # stable across points: what and where
+    kind: str                 # check | power_limit | feeder | feeder_failover | cdu | cdu_n1 |
+    #                           oversubscription | memory
+    label: str
+    lhs: float                # SI
+    rhs: float
+    op: str                   # "<=" (lhs <= rhs holds) or "=="
+    unit: str                 # display unit of both sides ("" for numbers)
+    file: str = ""
+    line: int = 0
+    column: int = 0
+    lhs_shadow: Any = OPAQUE
+    rhs_shadow: Any = OPAQUE
+    strict: bool = False      # `<` rather than `<=`
+    point: bool = False       # temperature points (the margin is a difference, in K)
+
+    @property
+    def holds(self) -> bool:
+        tol = 1e-9 * max(abs(self.lhs), abs(self.rhs), 1e-300)
+        if self.op == "==":
+            return abs(self.lhs - self.rhs) <= tol
+        return self.lhs < self.rhs - tol if self.strict else self.lhs <= self.rhs + tol
+
+    @property
+    def margin(self) -> float:
+        """How far from breaking, in SI: rhs - lhs (<= limits); -|lhs - rhs| (equalities)."""
+        return -abs(self.lhs - self.rhs) if self.op == "==" else self.rhs - self.lhs
+
+    @property
+    def symbolic(self) -> bool:
+        return self.lhs_shadow is not OPAQUE and self.rhs_shadow is not OPAQUE
+
+
+def _unit(q) -> str:
+    return q.unit if isinstance(q, Quantity) else ""
+
+
+def _si(v) -> Optional[float]:
+    return v.si if isinstance(v, Quantity) else None
+
+
+def _where(span):
+    return (span.file, span.start.line, span.start.column) if span is not None else ("", 0, 0)
+
+
+def collect(comp, checked) -> List[Limit]:
+    """The limits of a compiled design (`comp.instantiator` a ShadowEvaluator or NumericRecorder)
+    and its check result (`checked.engineering`)."""
+    ev: ShadowEvaluator = comp.instantiator
+    out: List[Limit] = []
+    sources = {m.source.name: m.source for m in comp.loader.modules.values()
+               if m.source is not None}
+    out.extend(_checks(ev, comp.scopes, sources))
+    roots, paths, mult = ev.layout()
+    frames = {paths[id(f)]: f for f in ev.frames if id(f) in paths and mult.get(id(f))}
+    out.extend(_power_limits(ev, frames))
+    eng = checked.engineering
+    if eng is not None:
+        out.extend(_feeders(ev, frames, eng))
+        out.extend(_loops(eng, frames))
+        out.extend(_fabrics(eng, checked.design))
+    out.extend(_memory(checked.design))
+    return out
+
+
+def _snippet(sources, span) -> str:
+    src = sources.get(span.file)
+    if src is None or span.start.line != span.end.line:
+        return "..."
+    return src.line(span.start.line)[span.start.column - 1:span.end.column - 1]
+
+
+def _checks(ev, scopes, sources) -> List[Limit]:
+    out = []
+    for r in ev.check_records(scopes):
+        if r.op not in ("<=", "<", ">=", ">", "==") or not isinstance(r.left, Quantity) or \
+                not isinstance(r.right, Quantity) or r.left.dims != r.right.dims or \
+                r.left.point != r.right.point:
+            continue
+        a, b, sa, sb = r.left, r.right, r.left_shadow, r.right_shadow
+        if r.op in (">=", ">"):
+            a, b, sa, sb = b, a, sb, sa
+        msg = r.check.message.value if r.check.message else None
+        label = f"check \"{msg}\"" if msg else f"check `{_snippet(sources, r.check.cond.span)}`"
+        file, line, col = _where(r.check.cond.span)
+        unit = r.right.unit or r.left.unit
+        out.append(Limit(f"check:{file}:{line}:{col}:{r.path}", "check", f"{label} in {r.path}",
+                         a.si, b.si, "==" if r.op == "==" else "<=", unit, file, line, col, sa,
+                         sb, r.op in ("<", ">"), r.left.point))
+    return out
+
+
+def _power_limits(ev, frames) -> List[Limit]:
+    from astral_dsl.model.rollup import power_of
+
+    out = []
+    for path, f in frames.items():
+        if not f.spec.physical or "power_limit" not in f.defs:
+            continue
+        limit = f.values.get("power_limit")
+        if not isinstance(limit, Quantity):
+            continue
+        peak = power_of(f, ev.rollups)
+        span = f.defs["power_limit"].name_span
+        file, line, col = _where(span)
+        lhs = ev.power_shadow(f) if ev.symbolic else OPAQUE
+        out.append(Limit(f"power_limit:{path}", "power_limit", f"{f.kind} power of {path}",
+                         peak.si, limit.si, "<=", "kW", file, line, col, lhs, ev.shadow(limit)))
+    return out
+
+
+def _feeders(ev, frames, eng) -> List[Limit]:
+    out = []
+    for fr in eng.power.feeders:
+        if fr.capacity_w is None:
+            continue
+        frame = frames.get(fr.path)
+        span = frame.defs["capacity"].name_span if frame is not None and \
+            "capacity" in frame.defs else None
+        file, line, col = _where(span)
+        cap_sym = ev.shadow(frame.values.get("capacity")) if frame is not None else OPAQUE
+        load_sym = _served_power(ev, frame) if frame is not None and ev.symbolic else OPAQUE
+        count = frame.values.get("count") if frame is not None else None
+        if count is not None and getattr(ev.shadow(count), "free_symbols", True):
+            load_sym = OPAQUE                        # the share depends on a parameter
+        if load_sym is not OPAQUE and not _close(ev, load_sym, fr.load_w):
+            load_sym = OPAQUE                        # the analysis counts something else
+        for kind, value, what in (("feeder", fr.normal_w, "normal operation"),
+                                  ("feeder_failover", fr.failover_w, "one feeder failed")):
+            if kind == "feeder_failover" and not value:
+                continue
+            ratio = value / fr.load_w if fr.load_w else 0.0
+            sym = OPAQUE if load_sym is OPAQUE else load_sym * sympy.nsimplify(ratio)
+            out.append(Limit(f"{kind}:{fr.path}", kind, f"feeder {fr.path} ({what})", value,
+                             fr.capacity_w, "<=", "kW", file, line, col, sym, cap_sym))
+    return out
+
+
+def _served_power(ev, frame):
+    from astral_dsl.model.values import Group
+
+    served = frame.values.get("serves")
+    if not isinstance(served, Group):
+        return OPAQUE
+    total = sympy.Integer(0)
+    for count, item in ev.group_runs(served):
+        sub = OPAQUE if count is OPAQUE else ev.power_shadow(item)
+        if sub is OPAQUE:
+            return OPAQUE
+        total += count * sub
+    return total
+
+
+def _close(ev, sym, number: float) -> bool:
+    try:
+        got = float(sym.subs(ev.current()))
+    except (TypeError, ValueError):
+        return False
+    return abs(got - number) <= 1e-9 * max(abs(number), 1e-300)
+
+
+def _loops(eng, frames) -> List[Limit]:
+    out = []
+    for lp in eng.cooling.loops:
+        if not lp.cdu_capacity_w or lp.cdus is None:
+            continue
+        frame = frames.get(lp.path)
+        span = frame.defs["cdus"].name_span if frame is not None and "cdus" in frame.defs \
+            else None
+        file, line, col = _where(span)
+        out.append(Limit(f"cdu:{lp.path}", "cdu", f"CDU capacity of loop {lp.path}", lp.heat_w,
+                         lp.cdus * lp.cdu_capacity_w, "<=", "kW", file, line, col))
+        if lp.cdus > 1:
+            out.append(Limit(f"cdu_n1:{lp.path}", "cdu_n1",
+                             f"CDU capacity of loop {lp.path} with one CDU failed", lp.heat_w,
+                             (lp.cdus - 1) * lp.cdu_capacity_w, "<=", "kW", file, line, col))
+    return out
+
+
+def _fabrics(eng, design) -> List[Limit]:
+    by_path = {i.path: i for i in design.instances}
+    out = []
+    for fc in eng.fabrics:
+        fabric = by_path.get(fc.fabric)
+        limit = fabric.field("max_oversubscription") if fabric is not None else None
+        if not isinstance(limit, Quantity):
+            continue
+        file, line, col = _where(fabric.span_of("max_oversubscription"))
+        for tc in fc.tiers:
+            if tc.oversubscription is None:
+                continue
+            out.append(Limit(f"oversubscription:{fc.owner}:{tc.name}", "oversubscription",
+                             f"oversubscription of tier {tc.name} of {fc.fabric}",
+                             tc.oversubscription, limit.si, "<=", "", file, line, col))
+    return out
+
+
+def _memory(design) -> List[Limit]:
+    from astral_dsl.explore.point import seer_module
+
+    seer = seer_module()
+    out = []
+    for job in design.jobs:
+        try:
+            diags, spec, cluster = seer.validate_job(design, job)
+        except Exception:  # noqa: BLE001 - a job Seer cannot read has no memory margin
+            continue
+        if spec is None or cluster is None or not cluster.gpu.memory or \
+                any(d.is_error and d.code != "E757" for d in diags):
+            continue
+        total = _memory_estimate(seer, spec, cluster)
+        file, line, col = _where(job.span_of("recompute") or job.span)
+        out.append(Limit(f"memory:{job.template}", "memory",
+                         f"memory per GPU of job {job.template}", total * BITS,
+                         cluster.gpu.memory * BITS, "<=", "GB", file, line, col))
+    return out
+
+
+def _memory_estimate(seer, spec, cluster) -> float:
+    """Seer's per-GPU estimate, as its memory check computes it (validate.memory_check)."""
+    from dataclasses import replace
+
+    base = seer.__name__
+    costs = importlib.import_module(f"{base}.costs")
+    lower = importlib.import_module(f"{base}.lower")
+    memory = importlib.import_module(f"{base}.memory")
+    probe = spec if spec.micro else spec.with_(micro=1)
+    if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
+        probe = probe.with_(parallel=replace(probe.parallel, v=1))
+    low = lower.Lowering(probe, costs.Costs(cluster.gpu, probe.dtype), cluster.net)
+    return memory.estimate(probe, low.stage_params).total          # bytes
+
+
+def by_key(limits: List[Limit]) -> Dict[str, Limit]:
+    return {lim.key: lim for lim in limits}

@@ -1,0 +1,62 @@
+"""Hover on a `param`: the values it may take while every check and engineering limit that holds
+now keeps holding (the other params at their current values), from the symbolic margins
+(astral_dsl/explore/margins). Limits that only a numeric bracket can follow are named, not
+evaluated: `astral check --margins` brackets them. Computed once per document version."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+_CACHE: Dict[Tuple[str, Optional[int]], object] = {}
+_KEEP = 8
+
+
+def _report(analysis):
+    key = (analysis.uri, analysis.version, len(analysis.text), hash(analysis.text))
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    from astral_dsl.explore import margins
+    from astral_dsl.lsp.analysis import Reader
+
+    path = analysis.entry.path
+    if path is None:
+        return None
+    text = analysis.text
+    reader = Reader(lambda p: text if p.resolve() == path.resolve() else None)
+    try:
+        report = margins.analyse(str(path), numeric=False, read=reader)
+    except Exception:  # noqa: BLE001 - a hover must never fail the editor
+        return None
+    if len(_CACHE) >= _KEEP:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = report
+    return report
+
+
+def param_lines(analysis, name: str) -> List[str]:
+    """Markdown lines for the hover of top-level param `name`."""
+    report = _report(analysis)
+    if report is None or name not in report.params:
+        return []
+    from astral_dsl.explore.margins import feasible
+    from astral_dsl.outputs.margins import _param
+
+    low, high, binding, numeric_only = feasible(report, name)
+    lines = []
+    if low is None and high is None and not binding:
+        if not numeric_only:
+            return ["**feasible range**: no check or engineering limit depends on it"]
+    else:
+        lo, hi = _param(report, name, low), _param(report, name, high)
+        span = (f"`{name} = {lo}` only" if lo is not None and lo == hi
+                else f"`{lo} <= {name} <= {hi}`" if lo is not None and hi is not None
+                else f"`{name} <= {hi}`" if hi is not None else f"`{name} >= {lo}`")
+        lines.append(f"**feasible range** (symbolic, other params as they are): {span}")
+        lines.append("limited by: " + "; ".join(binding[:3]) +
+                     (f" and {len(binding) - 3} more" if len(binding) > 3 else ""))
+    if numeric_only:
+        lines.append(f"also moves {len(numeric_only)} limit(s) that only a numeric bracket can "
+                     "follow (" + "; ".join(numeric_only[:2]) +
+                     ("; ..." if len(numeric_only) > 2 else "") +
+                     "): `astral check --margins`")
+    return lines

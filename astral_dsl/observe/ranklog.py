@@ -1,0 +1,259 @@
+"""Compact per-rank logs, for clusters that do not keep full profiler traces: CSV with a header
+row, or JSON Lines (one object per line), with the columns
+
+    rank, iteration, phase, start_s, duration_s [, peer] [, op]
+
+- `phase`: forward, backward, optimizer, compute, tp_comm, cp_comm, ep_comm, dp_comm, pp_comm,
+  comm, memory or other; Megatron-LM's timer names are understood too (forward-compute,
+  backward-compute, forward-send, forward-recv, backward-send, backward-recv, grads-all-reduce,
+  grads-reduce-scatter, params-all-gather, optimizer, ...).
+- `start_s`: seconds on the rank's clock (any epoch; hosts' clocks may differ), `duration_s`
+  seconds, both finite, the duration not negative.
+- `peer` (optional): the partner rank of a pipeline send or receive; `op` (optional): `send`,
+  `recv` or a collective's name. With them the diagnosis matches each transfer's two ends.
+One file may hold one rank or many. A bad row is skipped and reported (E784 with its line);
+the rest of the file is still read."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.observe.kineto import diag
+from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, RankTrace, make
+
+REQUIRED = ("rank", "iteration", "phase", "start_s", "duration_s")
+# Megatron-LM timer names -> (phase, op)
+ALIASES = {
+    "forward-compute": ("forward", ""), "backward-compute": ("backward", ""),
+    "forward-send": ("pp_comm", "send"), "forward-recv": ("pp_comm", "recv"),
+    "backward-send": ("pp_comm", "send"), "backward-recv": ("pp_comm", "recv"),
+    "forward-send-backward-recv": ("pp_comm", ""), "backward-send-forward-recv": ("pp_comm", ""),
+    "grads-all-reduce": ("dp_comm", "collective"), "grads-reduce-scatter": ("dp_comm", "collective"),
+    "params-all-gather": ("dp_comm", "collective"), "optimizer": ("optimizer", ""),
+    "optimizer-inner-step": ("optimizer", ""), "embedding-grads-all-reduce": ("pp_comm", ""),
+}
+
+
+def looks_like_csv(text: str) -> bool:
+    first = text.lstrip("\ufeff").split("\n", 1)[0].lower()
+    return all(c in [x.strip() for x in first.split(",")] for c in ("rank", "phase"))
+
+
+def read_csv(path: str, text: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    header = [h.strip().lower() for h in (rows[0] if rows else [])]
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        return [], [diag("E782", "the rank log's header lacks " + ", ".join(missing), path,
+                         "the header row names: " + ", ".join(REQUIRED) + " [, peer, op]")]
+    body = [(n + 2, r) for n, r in enumerate(rows[1:]) if r]
+    width = len(header)
+    cols: Dict[str, list] = {}
+    if all(len(r) == width for _, r in body):
+        transposed = list(zip(*(r for _, r in body))) if body else [()] * width
+        cols = {name: list(transposed[i]) for i, name in enumerate(header)}
+        fast = _columns(path, [n for n, _ in body], cols)
+        if fast is not None:
+            return fast
+    pos = {name: i for i, name in enumerate(header)}
+    return _build(path, ((n, {k: r[i] if i < len(r) else "" for k, i in pos.items()})
+                         for n, r in body))
+
+
+def read_jsonl(path: str, text: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    try:
+        objs = json.loads("[" + ",".join(line for _, line in lines) + "]")
+    except ValueError:
+        objs = None
+    if objs is not None and all(isinstance(o, dict) for o in objs):
+        keys = set(REQUIRED) | {"peer", "op"}
+        cols = {k: [o.get(k) for o in objs] for k in keys}
+        fast = _columns(path, [n for n, _ in lines], cols)
+        if fast is not None:
+            return fast
+
+    def rows():
+        for n, line in lines:
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                yield n, None
+                continue
+            yield n, obj if isinstance(obj, dict) else None
+    return _build(path, rows())
+
+
+def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diagnostic]] | None":
+    """All rows at once (numpy); None when any row is bad, so that the row-by-row reader can
+    say which."""
+    n = len(line_numbers)
+    try:
+        rank = _ints(cols["rank"])
+        it = _ints(cols["iteration"])
+        start = _floats(cols["start_s"])
+        dur = _floats(cols["duration_s"])
+        peers = cols.get("peer") or [None] * n
+        peer = np.asarray([-1 if v in (None, "") else v for v in peers], dtype=np.float64)
+    except (ValueError, TypeError):
+        return None
+    if not (np.isfinite(start).all() and np.isfinite(dur).all() and (dur >= 0).all()
+            and (rank >= 0).all() and np.isfinite(peer).all()
+            and (peer == np.round(peer)).all()):
+        return None
+    unknown: Dict[str, int] = {}
+    phase = np.empty(n, dtype=np.int8)
+    op = np.zeros(n, dtype=np.int8)
+    ops = cols.get("op") or [""] * n
+    cache: Dict[Tuple[str, str], Tuple[int, int]] = {}
+    for i, (name, o) in enumerate(zip(cols["phase"], ops)):
+        key = (name, o)
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = _phase_op(str(name or "").strip().lower(),
+                                         str(o or "").strip().lower(), unknown)
+        phase[i], op[i] = hit
+    if unknown:
+        for name in unknown:
+            unknown[name] = int(sum(1 for v in cols["phase"]
+                                    if str(v or "").strip().lower() == name))
+    order = np.lexsort((start, rank))
+    rank, it, phase, start, dur, peer, op = (a[order] for a in (rank, it, phase, start, dur,
+                                                                  peer.astype(np.int64), op))
+    bounds = np.flatnonzero(np.diff(rank)) + 1
+    traces = []
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n]):
+        if hi <= lo:
+            continue
+        traces.append(RankTrace(int(rank[lo]), None, path, "log", it[lo:hi], phase[lo:hi],
+                                start[lo:hi], dur[lo:hi], peer[lo:hi], op[lo:hi],
+                                np.full(hi - lo, -1, dtype=np.int64), (), "", "log"))
+    diags = [diag("W784", f"phase `{name}` is not known ({count} row(s)): counted as `other`, "
+                          f"neither compute nor communication", path,
+                  "phases: " + ", ".join(p for p in PHASE_INDEX))
+             for name, count in sorted(unknown.items())]
+    if not traces:
+        diags.append(diag("E788", "the rank log has no rows", path))
+    return traces, diags
+
+
+def _floats(values) -> np.ndarray:
+    """Strings or numbers -> float64; a missing value ("" fails, None becomes NaN and fails the
+    finiteness check) or a boolean is an error."""
+    if bool in set(map(type, values)):
+        raise ValueError("boolean")
+    return np.asarray(values, dtype=np.float64)
+
+
+def _ints(values) -> np.ndarray:
+    arr = _floats(values)
+    if not np.isfinite(arr).all() or (arr != np.round(arr)).any():
+        raise ValueError("not whole")
+    return arr.astype(np.int64)
+
+
+def _phase_op(name: str, op: str, unknown) -> Tuple[int, int]:
+    if name in ALIASES:
+        name, alias_op = ALIASES[name]
+        op = op or alias_op
+    phase = PHASE_INDEX.get(name)
+    if phase is None:
+        unknown[name] = unknown.get(name, 0) + 1
+        phase = PHASE_INDEX["other"]
+    return phase, OP_INDEX.get(op, OP_INDEX["collective"] if op else 0)
+
+
+def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
+    per_rank: Dict[int, list] = {}
+    bad: List[Tuple[int, str]] = []
+    unknown: Dict[str, int] = {}
+    for line, row in rows:
+        if row is None:
+            bad.append((line, "not a JSON object"))
+            continue
+        parsed = _row(row, unknown)
+        if isinstance(parsed, str):
+            bad.append((line, parsed))
+            continue
+        rank, rec = parsed
+        per_rank.setdefault(rank, []).append(rec)
+    diags: List[Diagnostic] = []
+    if bad:
+        line, why = bad[0]
+        diags.append(diag("E784", f"{len(bad)} row(s) of the rank log cannot be read and are "
+                                  f"skipped; the first, line {line}: {why}", path,
+                          "columns: rank, iteration, phase, start_s, duration_s [, peer, op]"))
+    for name, count in sorted(unknown.items()):
+        diags.append(diag("W784", f"phase `{name}` is not known ({count} row(s)): counted as "
+                                  f"`other`, neither compute nor communication", path,
+                          "phases: " + ", ".join(p for p in PHASE_INDEX)))
+    if not per_rank and not bad:
+        diags.append(diag("E788", "the rank log has no rows", path))
+    traces = [make(rank, None, path, "log", recs, iterations_from="log")
+              for rank, recs in sorted(per_rank.items())]
+    return traces, diags
+
+
+def _row(row, unknown) -> "Tuple[int, tuple] | str":
+    try:
+        rank = _whole(row.get("rank"), "rank")
+        it = _whole(row.get("iteration"), "iteration")
+        start = _finite(row.get("start_s"), "start_s")
+        dur = _finite(row.get("duration_s"), "duration_s")
+    except ValueError as exc:
+        return str(exc)
+    if rank < 0:
+        return f"rank {rank} is negative"
+    if dur < 0:
+        return f"duration_s {dur} is negative"
+    name = str(row.get("phase", "")).strip().lower()
+    op = str(row.get("op", "") or "").strip().lower()
+    if name in ALIASES:
+        name, alias_op = ALIASES[name]
+        op = op or alias_op
+    phase = PHASE_INDEX.get(name)
+    if phase is None:
+        unknown[name] = unknown.get(name, 0) + 1
+        phase = PHASE_INDEX["other"]
+    peer = row.get("peer")
+    peer_i = -1
+    if peer not in (None, ""):
+        try:
+            peer_i = _whole(peer, "peer")
+        except ValueError as exc:
+            return str(exc)
+    return rank, (it, phase, start, dur, peer_i,
+                  OP_INDEX.get(op, OP_INDEX["collective"] if op else 0), -1)
+
+
+def _whole(v, what) -> int:
+    if isinstance(v, bool) or v is None or v == "":
+        raise ValueError(f"`{what}` is missing")
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"`{what}` is not a number: {str(v)[:40]!r}") from None
+    if not math.isfinite(f) or not f.is_integer():
+        raise ValueError(f"`{what}` is not a whole number: {str(v)[:40]!r}")
+    return int(f)
+
+
+def _finite(v, what) -> float:
+    if isinstance(v, bool) or v is None or v == "":
+        raise ValueError(f"`{what}` is missing")
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"`{what}` is not a number: {str(v)[:40]!r}") from None
+    if not math.isfinite(f):
+        raise ValueError(f"`{what}` is not finite: {v!r}")
+    return f
+
+
+__all__ = ["ALIASES", "REQUIRED", "looks_like_csv", "read_csv", "read_jsonl"]

@@ -1,0 +1,114 @@
+"""What was observed on one rank, as plain columns: one row per GPU kernel (a profiler trace) or
+per logged phase (a compact rank log), with the iteration it belongs to.
+
+Columns (numpy arrays of equal length, in time order):
+- `iteration`: the training iteration (ProfilerStep number, the log's `iteration` column);
+- `phase`: an index into PHASES (compute phases, communication phases, memory copies);
+- `start`, `duration`: seconds on the rank's own clock (hosts' clocks differ: see the diagnosis);
+- `peer`: the partner rank of a point-to-point transfer, -1 when unknown or not one;
+- `op`: an index into OPS (send, recv, a collective, or nothing);
+- `group`: an index into the rank's `groups` (its process groups), -1 when unknown.
+
+Pure data: readers in kineto.py and ranklog.py build it, the diagnosis reads it."""
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+import attrs
+import numpy as np
+
+# Phases a rank log may name; profiler kernels map onto them (docs/diagnose.md).
+PHASES = ("forward", "backward", "optimizer", "compute", "tp_comm", "cp_comm", "ep_comm",
+          "dp_comm", "pp_comm", "comm", "memory", "other")
+PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
+COMPUTE_PHASES = frozenset(("forward", "backward", "optimizer", "compute"))
+COMM_PHASES = frozenset(("tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_comm", "comm"))
+COMPUTE_CODES = np.array(sorted(PHASE_INDEX[p] for p in COMPUTE_PHASES), dtype=np.int8)
+COMM_CODES = np.array(sorted(PHASE_INDEX[p] for p in COMM_PHASES), dtype=np.int8)
+# communication phase -> the parallel dimension whose group it runs in
+COMM_KIND = {"tp_comm": "tp", "cp_comm": "cp", "ep_comm": "ep", "dp_comm": "dp",
+             "pp_comm": "pp"}
+
+OPS = ("", "send", "recv", "collective")
+OP_INDEX = {o: i for i, o in enumerate(OPS)}
+
+
+@attrs.frozen
+class ProcessGroup:
+    """A communicator the rank belongs to, as the trace states it."""
+    name: str
+    desc: str
+    ranks: Tuple[int, ...]
+
+    def to_json(self) -> Dict:
+        return {"name": self.name, "description": self.desc, "ranks": list(self.ranks)}
+
+
+@attrs.frozen(eq=False)
+class RankTrace:
+    rank: int
+    world_size: Optional[int]
+    file: str
+    source: str                              # "kineto" or "log"
+    iteration: np.ndarray
+    phase: np.ndarray
+    start: np.ndarray
+    duration: np.ndarray
+    peer: np.ndarray
+    op: np.ndarray
+    group: np.ndarray
+    groups: Tuple[ProcessGroup, ...] = ()
+    device: str = ""
+    iterations_from: str = ""               # "ProfilerStep", "pattern", "log"
+
+    @property
+    def iterations(self) -> Tuple[int, ...]:
+        return tuple(int(i) for i in np.unique(self.iteration))
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+    def select(self, mask: np.ndarray) -> "RankTrace":
+        return attrs.evolve(self, iteration=self.iteration[mask], phase=self.phase[mask],
+                            start=self.start[mask], duration=self.duration[mask],
+                            peer=self.peer[mask], op=self.op[mask], group=self.group[mask])
+
+    def summary(self) -> Dict[int, Dict[str, float]]:
+        """Per iteration: compute and communication (NCCL) seconds, memory copies, and the
+        iteration's span on this rank's clock (first start to last end)."""
+        out: Dict[int, Dict[str, float]] = {}
+        compute = np.isin(self.phase, COMPUTE_CODES)
+        comm = np.isin(self.phase, COMM_CODES)
+        memory = self.phase == PHASE_INDEX["memory"]
+        for it in self.iterations:
+            sel = self.iteration == it
+            ends = self.start[sel] + self.duration[sel]
+            out[it] = {"compute_s": float(self.duration[sel & compute].sum()),
+                       "comm_s": float(self.duration[sel & comm].sum()),
+                       "memory_s": float(self.duration[sel & memory].sum()),
+                       "span_s": float(ends.max() - self.start[sel].min()) if sel.any() else 0.0,
+                       "events": int(sel.sum())}
+        return out
+
+
+def columns(rows, n_hint: int = 0):
+    """Arrays from (iteration, phase code, start, duration, peer, op code, group) tuples."""
+    if not rows:
+        empty_i = np.zeros(0, dtype=np.int64)
+        return (empty_i, np.zeros(0, dtype=np.int8), np.zeros(0), np.zeros(0),
+                np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8),
+                np.zeros(0, dtype=np.int64))
+    it, ph, st, du, pe, op, gr = zip(*rows)
+    start = np.asarray(st, dtype=np.float64)
+    order = np.argsort(start, kind="stable")
+    return (np.asarray(it, dtype=np.int64)[order], np.asarray(ph, dtype=np.int8)[order],
+            start[order], np.asarray(du, dtype=np.float64)[order],
+            np.asarray(pe, dtype=np.int64)[order], np.asarray(op, dtype=np.int8)[order],
+            np.asarray(gr, dtype=np.int64)[order])
+
+
+def make(rank: int, world_size, file: str, source: str, rows, groups=(), device: str = "",
+         iterations_from: str = "") -> RankTrace:
+    it, ph, st, du, pe, op, gr = columns(rows)
+    return RankTrace(rank, world_size, file, source, it, ph, st, du, pe, op, gr, tuple(groups),
+                     device, iterations_from)

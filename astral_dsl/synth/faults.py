@@ -1,0 +1,46 @@
+"""Faults the generator can inject, and how they slow the traffic that crosses them.
+
+Each fault names one part by its stable name (the rank map's names): a GPU (compute slower by a
+factor), a NIC port (its link runs at a fraction of its rate), a first-tier or upper-tier switch
+(every link through it at a fraction), or a link that is intermittently bad (flapping: bad
+windows in time at a fraction of its rate). The generator's own flow model decides what crosses
+what (generator.py); nothing here is shared with the diagnosis."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import attrs
+
+KINDS = ("gpu", "nic_port", "tor", "agg", "link_flap")
+
+
+@attrs.frozen
+class Fault:
+    kind: str                    # one of KINDS
+    part: str                    # the stable name of the part
+    severity: float              # gpu: compute x (1 + severity); others: rate x severity
+    rank: Optional[int] = None   # gpu, nic_port, link_flap: the rank behind the part
+    windows: Tuple[Tuple[float, float], ...] = ()   # link_flap: bad (start, end) seconds
+    #                                                 from the run's start (clock-free)
+
+    def to_json(self):
+        doc = {"kind": self.kind, "part": self.part, "severity": self.severity}
+        if self.rank is not None:
+            doc["rank"] = self.rank
+        if self.windows:
+            doc["bad_windows_s"] = [list(w) for w in self.windows]
+        return doc
+
+
+@attrs.frozen
+class Noise:
+    """Realistic variation (defaults: a few percent, as measured kernel-to-kernel on busy
+    clusters; clock offsets of NTP-synchronised hosts)."""
+    kernel: float = 0.02         # per-block compute jitter (relative, normal)
+    comm: float = 0.03           # per-transfer / collective jitter (relative, log-normal)
+    iteration: float = 0.01      # iteration-to-iteration variation of all compute
+    gpu_spread: float = 0.01     # per-GPU static speed spread
+    clock: float = 0.02          # per-host clock offset: uniform in +-clock seconds
+
+
+__all__ = ["Fault", "KINDS", "Noise"]

@@ -1,0 +1,322 @@
+"""Observed data of a job, made from Seer's own timeline: every rank replays its stage's blocks
+(compute, TP collectives, pipeline sends and receives, data-parallel gradient reductions, the
+optimizer step) with realistic noise, per-host clock offsets and injected faults, synchronised
+the way NCCL synchronises them: a collective ends for all its members when the last has arrived
+and the transfer is done; a pipeline transfer ends on both sides together.
+
+The network model is the generator's own: a transfer between two hosts runs on every port of
+the GPU's NIC (one per plane), each with a few flows (NCCL channels); two ports on one first-tier
+switch meet there, others climb to the lowest tier group that holds both and take one of its
+switches per flow (ECMP: a hash). A transfer lasts its forecast time divided by the slowest
+rate on any of its flows; a ring collective by the slowest rate on any of its ring edges. The
+rank map gives only the wiring (which port lands on which switch, and the names).
+
+The schedule follows the forecast's block order (Seer's 1F1B / interleaved order), sends go out
+as soon as a block ends (no batched exchange) and block until they arrive; the simulation runs
+on numpy arrays over the data-parallel replicas and TP ranks of each stage."""
+from __future__ import annotations
+
+from collections import deque
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import attrs
+import numpy as np
+
+from astral_dsl.analyses.rankmap import RankMap
+from astral_dsl.synth.faults import Fault, Noise
+
+EPOCH = 1.7e9           # the hosts' clocks read Unix time (seconds)
+CHANNELS = 4            # flows per port and transfer (NCCL channels per NIC port)
+PHASE_NAMES = ("forward", "backward", "tp_comm", "pp_comm", "dp_comm", "comm", "optimizer")
+PH = {p: i for i, p in enumerate(PHASE_NAMES)}
+OPS = ("", "send", "recv", "collective")
+OP = {o: i for i, o in enumerate(OPS)}
+
+
+class SynthError(Exception):
+    pass
+
+
+@attrs.frozen(eq=False)
+class Synthetic:
+    """Per-record columns over all ranks, in no particular order; start times on each rank's
+    own (offset) clock, in seconds."""
+    job: str
+    world: int
+    iterations: Tuple[int, ...]
+    rank: np.ndarray
+    iteration: np.ndarray
+    phase: np.ndarray           # index into PHASE_NAMES
+    start: np.ndarray
+    duration: np.ndarray
+    peer: np.ndarray            # -1: none
+    op: np.ndarray              # index into OPS
+    faults: Tuple[Fault, ...]
+    clock_offsets: np.ndarray   # per rank, seconds
+    groups: Dict[str, Tuple[Tuple[int, ...], ...]]   # kind -> groups (for the trace's PGs)
+    device: str = ""
+    forecast_iteration_s: float = 0.0
+
+
+class _Emit:
+    def __init__(self):
+        self.parts: List[Tuple] = []
+
+    def add(self, ranks, it, phase, start, dur, peer=None, op=0):
+        ranks = np.asarray(ranks)
+        shape = ranks.shape
+        n = ranks.size
+        # copies: the simulation updates its arrays in place afterwards
+        start = np.array(np.broadcast_to(np.asarray(start, dtype=float), shape)).ravel()
+        dur = np.array(np.broadcast_to(np.asarray(dur, dtype=float), shape)).ravel()
+        peer = np.full(n, -1) if peer is None else np.array(np.broadcast_to(peer, shape)).ravel()
+        self.parts.append((ranks.ravel(), np.full(n, it), np.full(n, PH[phase], dtype=np.int8),
+                           start, dur, peer, np.full(n, op, dtype=np.int8)))
+
+    def arrays(self):
+        cols = list(zip(*self.parts))
+        return [np.concatenate(c) for c in cols]
+
+
+def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise = Noise(),
+             iterations: int = 3, seed: int = 0, first_iteration: int = 100) -> Synthetic:
+    """Simulate `iterations` iterations of the forecast job `fc` on the ranks of `rank_map`."""
+    par = fc.job.parallel
+    if par.cp > 1 or par.ep > 1:
+        raise SynthError("the generator replays jobs without context or expert parallelism")
+    if par.zero >= 3:
+        raise SynthError("the generator does not replay ZeRO-3 / FSDP")
+    rng = np.random.default_rng(seed)
+    P, D, T, V = par.pp, par.dp, par.tp, par.v
+    world = P * D * T
+    if rank_map.world != world:
+        raise SynthError(f"the rank map has {rank_map.world} ranks, the job {world}")
+    idx = np.zeros((P, D, T), dtype=np.int64)
+    for info in rank_map.ranks:
+        c = dict(info.coords)
+        idx[c["pp"], c["dp"], c["tp"]] = info.rank
+    low = fc.lowering
+    # each stage runs its blocks in the order of Seer's timeline
+    orders = [[(b.phase, b.chunk, b.mb) for b in run.blocks] for run in fc.runs]
+    base = {(s, ph, c): (low.template(s, c, ph).compute,
+                         low.template(s, c, ph).duration - low.template(s, c, ph).compute)
+            for s in range(P) for c in range(V) for ph in ("F", "B")}
+    hop = low.p2p_time() if P > 1 else 0.0
+    buckets = [[e - s for s, e, _ in run.dp] for run in fc.runs]
+    gathers = [run.gather[1] - run.gather[0] for run in fc.runs]
+    opt = [low.optimizer_time(s) for s in range(P)]
+    from astral_dsl.seer import comm
+
+    sync = comm.all_reduce(low.net, comm.layout(low.net, "world", max(2, world), 1), 8.0)
+    net = _Net(rank_map, faults, seed)
+    gpu_factor = np.clip(1 + rng.normal(0, noise.gpu_spread, world), 0.97, 1.03)
+    for f in faults:
+        if f.kind == "gpu" and f.rank is not None:
+            gpu_factor[f.rank] *= 1 + f.severity
+    hosts = np.array([info.host_index for info in rank_map.ranks])
+    host_offset = rng.uniform(-noise.clock, noise.clock, hosts.max() + 1)
+    offsets = host_offset[hosts]
+    pair_factor = {}
+    for s in range(P):
+        for s2 in (s - 1, s + 1, 0, P - 1):
+            if 0 <= s2 < P and s2 != s and (s, s2) not in pair_factor:
+                pair_factor[(s, s2)] = net.pairs(idx[s], idx[s2])
+    dp_factor = [net.rings(idx[s]) for s in range(P)]
+    out = _Emit()
+    free = np.zeros((P, D, T))
+    for k in range(iterations):
+        it = first_iteration + k
+        it_factor = 1 + rng.normal(0, noise.iteration)
+        free = _pipeline(out, it, free, idx, orders, base, hop, gpu_factor, it_factor, noise,
+                         rng, pair_factor, net, P, V)
+        for s in range(P):
+            for b, dur in enumerate(buckets[s]):
+                free[s] = _ring(out, it, free[s], idx[s], dur, dp_factor[s], net, noise, rng)
+        end = free.max() + sync
+        out.add(idx.ravel(), it, "comm", free.ravel(), end - free.ravel(), op=OP["collective"])
+        free[:] = end
+        for s in range(P):
+            t_opt = opt[s] * gpu_factor[idx[s]] * it_factor * (1 + rng.normal(0, noise.kernel,
+                                                                                (D, T)))
+            out.add(idx[s], it, "optimizer", free[s], t_opt)
+            free[s] = free[s] + t_opt
+            if gathers[s] > 0:
+                free[s] = _ring(out, it, free[s], idx[s], gathers[s], dp_factor[s], net, noise,
+                                rng)
+    rank, iteration, phase, start, dur, peer, op = out.arrays()
+    start = start + EPOCH + offsets[rank]
+    groups = {kind: tuple(g.ranks for g in gs) for kind, gs in rank_map.groups.items()
+              if kind in ("tp", "dp", "pp")}
+    return Synthetic(fc.job.name, world, tuple(first_iteration + k for k in range(iterations)),
+                     rank, iteration, phase, start, dur, peer, op, tuple(faults), offsets,
+                     groups, fc.gpu, fc.iteration_time)
+
+
+def _dest(i, ph, c, j, p, v):
+    if p == 1:
+        return None
+    if ph == "F":
+        return (i + 1, "F", c, j) if i < p - 1 else ((0, "F", c + 1, j) if c < v - 1 else None)
+    return (i - 1, "B", c, j) if i > 0 else ((p - 1, "B", c - 1, j) if c > 0 else None)
+
+
+def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noise, rng,
+              pair_factor, net, P, V):
+    free = free0.copy()
+    pp_free = free0.copy()
+    ready: Dict[Tuple, Tuple[np.ndarray, np.ndarray, int]] = {}
+    fdone: Dict[Tuple[int, int], np.ndarray] = {}
+    ptr = [0] * P
+    queue, waiting = deque(range(P)), {}
+    D, T = idx.shape[1], idx.shape[2]
+    while queue:
+        i = queue.popleft()
+        seq = orders[i]
+        while ptr[i] < len(seq):
+            ph, c, j = seq[ptr[i]]
+            got = None
+            if ph == "F" and i == 0 and c == 0:
+                arrive = None
+            elif ph == "B" and i == P - 1 and c == V - 1:
+                arrive = fdone[(c, j)]
+            else:
+                got = ready.get((i, ph, c, j))
+                if got is None:
+                    waiting[(i, ph, c, j)] = i
+                    break
+                arrive = got[0]
+            start = free[i] if arrive is None else np.maximum(free[i], arrive)
+            if got is not None:
+                arrive_t, send_start, src = got
+                out.add(idx[i], it, "pp_comm", np.minimum(free[i], send_start),
+                        arrive_t - np.minimum(free[i], send_start), idx[src], OP["recv"])
+            comp_base, tp_base = base[(i, ph, c)]
+            comp = comp_base * gpu_factor[idx[i]] * it_factor * \
+                (1 + rng.normal(0, noise.kernel, (D, T)))
+            done = start + comp
+            tp = tp_base * np.exp(rng.normal(0, noise.comm, (D, 1)))
+            end = done.max(axis=1, keepdims=True) + tp
+            out.add(idx[i], it, "forward" if ph == "F" else "backward", start, comp)
+            if T > 1:
+                out.add(idx[i], it, "tp_comm", done, end - done, op=OP["collective"])
+            free[i] = np.broadcast_to(end, (D, T))
+            if ph == "F" and i == P - 1:
+                fdone[(c, j)] = free[i].copy()
+            dest = _dest(i, ph, c, j, P, V)
+            ptr[i] += 1
+            if dest is None:
+                continue
+            s2 = dest[0]
+            send_start = np.maximum(free[i], pp_free[i])
+            static, flap = pair_factor[(i, s2)]
+            factor = static * net.flap_factor(flap, send_start)
+            dur = hop * factor * np.exp(rng.normal(0, noise.comm, (D, T)))
+            arrive = send_start + dur
+            pp_free[i] = arrive
+            out.add(idx[i], it, "pp_comm", send_start, dur, idx[s2], OP["send"])
+            free[i] = np.maximum(free[i], arrive)
+            ready[dest] = (arrive, send_start, i)
+            if dest in waiting:
+                queue.append(waiting.pop(dest))
+    if any(ptr[i] < len(orders[i]) for i in range(P)):
+        raise SynthError("the pipeline schedule deadlocked")
+    return free
+
+
+def _ring(out, it, free, ranks, dur, factor, net, noise, rng):
+    """A collective over each data-parallel group of a stage (axis 0 of `ranks`)."""
+    static, flap = factor
+    begin = free.max(axis=0, keepdims=True)
+    f = static * net.flap_factor(flap, begin)
+    end = begin + dur * f * np.exp(rng.normal(0, noise.comm, begin.shape))
+    out.add(ranks, it, "dp_comm", free, np.broadcast_to(end, free.shape) - free,
+            op=OP["collective"])
+    return np.broadcast_to(end, free.shape).copy()
+
+
+def _mix(*values: int) -> int:
+    """A well-mixed 64-bit hash of small integers (splitmix64 steps): the ECMP choice."""
+    h = 0x9E3779B97F4A7C15
+    for v in values:
+        h = (h ^ (v & 0xFFFFFFFFFFFFFFFF)) * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF
+        h = (h ^ (h >> 27)) * 0x94D049BB133111EB & 0xFFFFFFFFFFFFFFFF
+        h ^= h >> 31
+    return h
+
+
+class _Net:
+    """Rates of the parts the faults name, and flows over the wiring."""
+
+    def __init__(self, rank_map: RankMap, faults: Sequence[Fault], seed: int):
+        self.rm = rank_map
+        self.seed = seed
+        self.rate: Dict[str, float] = {}
+        self.flap: Optional[Fault] = None
+        for f in faults:
+            if f.kind in ("nic_port", "tor", "agg"):
+                self.rate[f.part] = min(self.rate.get(f.part, 1.0), f.severity)
+            elif f.kind == "link_flap":
+                self.flap = f
+        self.flap_part = self.flap.part.split(" -- ")[0] if self.flap else None
+        self.tier_sizes = {t.name: t.per_group for t in rank_map._tiers}
+
+    def _flows(self, a: int, b: int):
+        """(rate, crosses the flapping cable) of each flow between ranks a and b."""
+        pa, pb = self.rm.ranks[a].ports, self.rm.ranks[b].ports
+        out = []
+        for x, y in zip(pa, pb):
+            ends = [self.rate.get(x.name, 1.0), self.rate.get(y.name, 1.0),
+                    self.rate.get(x.switch, 1.0), self.rate.get(y.switch, 1.0)]
+            flap = self.flap_part in (x.name, y.name)
+            if x.switch == y.switch:
+                out.append((min(ends), flap))
+                continue
+            meet = next((k for k in range(1, len(x.tiers)) if x.tiers[k] == y.tiers[k]), None)
+            if meet is None:
+                out.append((min(ends), flap))
+                continue
+            key = x.tiers[meet]
+            n = max(1, self.tier_sizes.get(key.tier, 1))
+            for ch in range(CHANNELS):
+                agg = key.switch(_mix(min(a, b), max(a, b), x.port, ch, self.seed) % n)
+                out.append((min(ends + [self.rate.get(agg, 1.0)]), flap))
+        return out
+
+    def _factor(self, pairs):
+        slow, flap = 1.0, False
+        for a, b in pairs:
+            for rate, f in self._flows(a, b):
+                slow = max(slow, 1.0 / rate)
+                flap = flap or f
+        return slow, flap
+
+    def pairs(self, src: np.ndarray, dst: np.ndarray):
+        """Static slow-down and flapping mask of the transfers src[d, t] -> dst[d, t]."""
+        static = np.ones(src.shape)
+        flap = np.zeros(src.shape, dtype=bool)
+        for pos in np.ndindex(src.shape):
+            static[pos], flap[pos] = self._factor([(int(src[pos]), int(dst[pos]))])
+        return static, flap
+
+    def rings(self, ranks: np.ndarray):
+        """Per TP index: the ring over the data-parallel replicas (axis 0)."""
+        D, T = ranks.shape
+        static = np.ones((1, T))
+        flap = np.zeros((1, T), dtype=bool)
+        if D < 2:
+            return static, flap
+        for t in range(T):
+            ring = [(int(ranks[d, t]), int(ranks[(d + 1) % D, t])) for d in range(D)]
+            static[0, t], flap[0, t] = self._factor(ring)
+        return static, flap
+
+    def flap_factor(self, mask: np.ndarray, when: np.ndarray) -> np.ndarray:
+        if self.flap is None or not mask.any():
+            return np.ones(np.shape(mask))
+        bad = np.zeros(np.shape(when), dtype=bool)
+        for lo, hi in self.flap.windows:
+            bad |= (when >= lo) & (when < hi)
+        return np.where(mask & bad, 1.0 / self.flap.severity, 1.0)
+
+
+__all__ = ["CHANNELS", "OPS", "PHASE_NAMES", "SynthError", "Synthetic", "generate"]

@@ -1,0 +1,166 @@
+"""Writing generated data in the two observed formats: a compact rank log (CSV or JSON Lines, one
+file for all ranks) and PyTorch-profiler-style Chrome traces (one file per rank, optionally
+gzip-compressed), laid out as PyTorch 2.x writes them: `distributedInfo` with the process
+groups, `deviceProperties`, CPU-side `ProfilerStep#N` annotations and `cudaLaunchKernel` runtime
+events linked to their GPU kernels by `correlation`, NCCL kernels with their collective and
+process-group arguments."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from typing import Dict, List
+
+import numpy as np
+
+from astral_dsl.synth.generator import OPS, PHASE_NAMES, Synthetic
+
+KERNELS = {   # representative kernel names (H100, cuBLAS / NCCL 2.2x)
+    "forward": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_cublas",
+    "backward": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x256x64_cublas",
+    "optimizer": "void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>>",
+    "tp_comm": "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+    "dp_comm": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+    "comm": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+    "pp_comm": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)",
+}
+PG_DESC = {"tp": "TENSOR_MODEL_PARALLEL_GROUP", "dp": "DATA_PARALLEL_GROUP",
+           "pp": "PIPELINE_MODEL_PARALLEL_GROUP", "world": "default_pg"}
+
+
+def _order(s: Synthetic):
+    return np.lexsort((s.start, s.rank))
+
+
+def log_rows(s: Synthetic):
+    """Columns (rank, iteration, phase name, start_s, duration_s, peer, op name) as lists, in
+    rank and time order. As Megatron-LM's timers do, forward and backward compute and the TP
+    collectives are one row per rank and iteration each (start: the first block, duration: the
+    sum); pipeline transfers, gradient reductions and the optimizer step are one row each."""
+    summed = [PHASE_NAMES.index(p) for p in ("forward", "backward", "tp_comm")]
+    keep = ~np.isin(s.phase, summed)
+    rank, it, ph = s.rank[keep], s.iteration[keep], s.phase[keep]
+    start, dur, peer, op = s.start[keep], s.duration[keep], s.peer[keep], s.op[keep]
+    for code in summed:
+        sel = s.phase == code
+        if not sel.any():
+            continue
+        key = s.rank[sel] * 100000 + s.iteration[sel]
+        uniq, inv = np.unique(key, return_inverse=True)
+        total = np.bincount(inv, weights=s.duration[sel])
+        first = np.full(uniq.size, np.inf)
+        np.minimum.at(first, inv, s.start[sel])
+        rank = np.r_[rank, uniq // 100000]
+        it = np.r_[it, uniq % 100000]
+        ph = np.r_[ph, np.full(uniq.size, code, dtype=ph.dtype)]
+        start, dur = np.r_[start, first], np.r_[dur, total]
+        peer = np.r_[peer, np.full(uniq.size, -1)]
+        op = np.r_[op, np.full(uniq.size, OPS.index("collective") if code == summed[2] else 0,
+                               dtype=op.dtype)]
+    order = np.lexsort((start, rank))
+    return (rank[order].tolist(), it[order].tolist(),
+            [PHASE_NAMES[p] for p in ph[order].tolist()], start[order].tolist(),
+            dur[order].tolist(), peer[order].tolist(), [OPS[o] for o in op[order].tolist()])
+
+
+def write_log(s: Synthetic, path: str, fmt: str = "csv") -> int:
+    """One file for every rank; returns the rows written."""
+    cols = log_rows(s)
+    with open(path, "w", encoding="utf-8") as fh:
+        if fmt == "csv":
+            fh.write("rank,iteration,phase,start_s,duration_s,peer,op\n")
+            fh.writelines(f"{r},{it},{ph},{st:.7f},{du:.7f},{'' if pe < 0 else pe},{op}\n"
+                          for r, it, ph, st, du, pe, op in zip(*cols))
+        elif fmt == "jsonl":
+            fh.writelines(
+                f'{{"rank":{r},"iteration":{it},"phase":"{ph}","start_s":{st:.7f},'
+                f'"duration_s":{du:.7f}' + (f',"peer":{pe}' if pe >= 0 else "")
+                + (f',"op":"{op}"' if op else "") + "}\n"
+                for r, it, ph, st, du, pe, op in zip(*cols))
+        else:
+            raise ValueError(f"unknown log format {fmt}")
+    return len(cols[0])
+
+
+def write_traces(s: Synthetic, directory: str, compress: bool = True) -> List[str]:
+    """One Kineto-style trace per rank: rank-N.json(.gz)."""
+    os.makedirs(directory, exist_ok=True)
+    order = _order(s)
+    bounds = np.searchsorted(s.rank[order], np.arange(s.world + 1))
+    member = _membership(s)
+    paths = []
+    for r in range(s.world):
+        sel = order[bounds[r]:bounds[r + 1]]
+        doc = _trace(s, r, sel, member[r])
+        name = os.path.join(directory, f"rank-{r}.json" + (".gz" if compress else ""))
+        data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+        with (gzip.open(name, "wb", compresslevel=1) if compress else open(name, "wb")) as fh:
+            fh.write(data)
+        paths.append(name)
+    return paths
+
+
+def _membership(s: Synthetic):
+    out: List[Dict[str, tuple]] = [{} for _ in range(s.world)]
+    for kind, groups in s.groups.items():
+        for i, ranks in enumerate(groups):
+            for r in ranks:
+                out[r][kind] = (f"{kind}-{i}", ranks)
+    for r in range(s.world):
+        out[r]["world"] = ("0", tuple(range(s.world)))
+    return out
+
+
+def _trace(s: Synthetic, rank: int, sel: np.ndarray, groups: Dict[str, tuple]) -> dict:
+    pid, tid = 1000 + rank, 1000 + rank
+    events: List[dict] = [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python"}},
+        {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}]
+    streams = {"forward": 7, "backward": 7, "optimizer": 7, "tp_comm": 20, "dp_comm": 24,
+               "comm": 24, "pp_comm": 28}
+    iters = s.iteration[sel]
+    starts_us = s.start[sel] * 1e6
+    for it in np.unique(iters).tolist():
+        m = iters == it
+        lo = float(starts_us[m].min()) - 50.0
+        hi = float((starts_us[m] + s.duration[sel][m] * 1e6).max())
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{it}",
+                       "pid": pid, "tid": tid, "ts": round(lo, 3), "dur": round(hi - lo, 3),
+                       "args": {}})
+    corr = rank * 10_000_000
+    for i in sel.tolist():
+        phase = PHASE_NAMES[s.phase[i]]
+        ts = s.start[i] * 1e6
+        dur = s.duration[i] * 1e6
+        corr += 1
+        args = {"device": 0, "stream": streams[phase], "correlation": corr}
+        if phase.endswith("comm"):
+            kind = phase[:2] if phase != "comm" else "world"
+            op = OPS[s.op[i]]
+            name, ranks = groups.get(kind, groups["world"])
+            args.update({"Collective name": op if op in ("send", "recv") else
+                         ("allreduce" if kind in ("dp", "world") else "reduce_scatter"),
+                         "Process Group Name": name, "Process Group Description": PG_DESC[kind],
+                         "Process Group Ranks": json.dumps(list(ranks)),
+                         "Group size": len(ranks), "dtype": "BFloat16"})
+            if op == "send":
+                args["Dst Rank"] = int(s.peer[i])
+            elif op == "recv":
+                args["Src Rank"] = int(s.peer[i])
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid,
+                       "tid": tid, "ts": round(ts - 5.0, 3), "dur": 4.0,
+                       "args": {"correlation": corr}})
+        events.append({"ph": "X", "cat": "kernel", "name": KERNELS[phase], "pid": 0,
+                       "tid": streams[phase], "ts": round(ts, 3), "dur": round(dur, 3),
+                       "args": args})
+    pgs = [{"pg_name": name, "pg_desc": PG_DESC[kind], "backend_config": "cuda:nccl",
+            "pg_size": len(ranks), "ranks": list(ranks)} for kind, (name, ranks) in
+           sorted(groups.items())]
+    return {"schemaVersion": 1,
+            "deviceProperties": [{"id": 0, "name": s.device}],
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": s.world,
+                                "pg_count": len(pgs), "pg_config": pgs},
+            "traceEvents": events, "displayTimeUnit": "ms"}
+
+
+__all__ = ["KERNELS", "log_rows", "write_log", "write_traces"]

@@ -1,0 +1,96 @@
+"""Data flows one way: source text -> syntax -> semantics -> model -> analyses (and Seer) ->
+outputs -> the command line and the language server. No module imports a later layer (also
+not inside a function), and the modules of one package import each other without cycles."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set
+
+PACKAGE = Path(__file__).resolve().parents[1] / "astral_dsl"
+
+# each layer may import itself and the layers listed before it
+ORDER = ["diagnostics", "units", "resources", "syntax", "model", "semantics", "compiler",
+         "analyses", "seer", "checking", "outputs", "fmt", "explore", "observe", "diagnose",
+         "lsp", "cli"]
+# `astral check` as a function runs the front end, the engineering analyses and Seer's job
+# validation: it sits above both, though it lives beside the analyses
+LAYER_OF = {"astral_dsl.analyses.checking": "checking"}
+
+
+def _layer(module: str) -> str:
+    for name, layer in LAYER_OF.items():
+        if module == name or module.startswith(name + "."):
+            return layer
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _modules() -> Dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        name = ".".join(rel.parts)
+        if name.endswith(".__init__"):
+            name = name[: -len(".__init__")]
+        out[name] = path
+    return out
+
+
+def _imports(path: Path, name: str, top_level_only: bool = False) -> List[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else ast.walk(tree)
+    found = []
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            found.append(mod)
+            found += [f"{mod}.{a.name}" for a in node.names]
+    return [m for m in found if m.startswith("astral_dsl")]
+
+
+def test_no_module_imports_a_later_layer():
+    bad = []
+    for name, path in _modules().items():
+        mine = _layer(name)
+        if mine not in ORDER:
+            continue
+        for target in _imports(path, name):
+            theirs = _layer(target)
+            if theirs in ORDER and ORDER.index(theirs) > ORDER.index(mine):
+                bad.append(f"{name} imports {target}")
+    assert not bad, "\n".join(sorted(set(bad)))
+
+
+def test_top_level_imports_have_no_cycles():
+    modules = _modules()
+    graph: Dict[str, Set[str]] = {}
+    for name, path in modules.items():
+        graph[name] = {t for t in _imports(path, name, top_level_only=True) if t in modules
+                       and t != name and not name.startswith(t + ".")}
+    state: Dict[str, int] = {}
+    cycles = []
+
+    def visit(node, stack):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    assert not cycles, "\n".join(cycles)

@@ -1,0 +1,192 @@
+"""Reading observed data: the three real PyTorch profiler traces (HolisticTraceAnalysis's test
+data, MIT licence, tests/fixtures/traces/), compact rank logs, and every kind of bad input."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from astral_dsl import observe
+from astral_dsl.observe import kineto
+from astral_dsl.observe.records import COMM_CODES, COMPUTE_CODES, PHASE_INDEX
+
+TRACES = Path(__file__).parent / "fixtures" / "traces"
+
+
+def codes(obs):
+    return [d.code for d in obs.diagnostics]
+
+
+def test_nccl_trace_two_rank_job():
+    obs = observe.load([str(TRACES / "nccl_data_rank-0.json.gz")])
+    assert codes(obs) == []
+    t = obs.ranks[0]
+    assert (t.rank, t.world_size, t.iterations_from) == (0, 2, "ProfilerStep")
+    assert t.device == "NVIDIA A100-PG509-200"
+    assert [g.to_json() for g in t.groups] == [
+        {"name": "0", "description": "default_pg", "ranks": [0, 1]}]
+    s = t.summary()
+    assert sorted(s) == [4, 5, 6]
+    # 900 GPU kernels per step (893 compute, 7 NCCL all-reduce/broadcast), as HTA 0.5.0 counts
+    # them; the kernel durations summed to the microsecond (HTA floors each to 1 us)
+    for it in (4, 5, 6):
+        sel = t.iteration == it
+        assert np.isin(t.phase[sel], COMPUTE_CODES).sum() == 893
+        assert np.isin(t.phase[sel], COMM_CODES).sum() == 7
+    assert s[4]["compute_s"] == pytest.approx(38506.406e-6, abs=1e-9)
+    assert s[4]["comm_s"] == pytest.approx(11989.021e-6, abs=1e-9)
+    assert s[5]["compute_s"] == pytest.approx(38429.422e-6, abs=1e-9)
+    assert s[5]["comm_s"] == pytest.approx(12300.029e-6, abs=1e-9)
+    assert s[6]["comm_s"] == pytest.approx(22587.443e-6, abs=1e-9)
+
+
+def test_sampled_traces_of_a_128_rank_job():
+    obs = observe.load([str(TRACES / "sampled_rank-0.json.gz"),
+                        str(TRACES / "sampled_rank-1.json.gz")])
+    assert codes(obs) == []
+    assert sorted(obs.ranks) == [0, 1]
+    assert obs.world_sizes == {128: [str(TRACES / "sampled_rank-0.json.gz"),
+                                     str(TRACES / "sampled_rank-1.json.gz")]}
+    t1 = obs.ranks[1]
+    assert t1.groups == ()              # this trace records no process groups
+    s = t1.summary()
+    assert sorted(s) == [551, 552]
+    # HTA 0.5.0 on iteration 551 of rank 1: 135,548 us of compute kernels, 168,027 us of NCCL
+    assert s[551]["compute_s"] == pytest.approx(0.135548, abs=1e-9)
+    assert s[551]["comm_s"] == pytest.approx(0.168027, abs=1e-9)
+    assert s[552]["compute_s"] == pytest.approx(0.136425, abs=1e-9)
+    assert s[552]["comm_s"] == pytest.approx(0.211026, abs=1e-9)
+    # its NCCL kernels (SendRecv implementing all-to-all) name no group: generic communication
+    assert set(t1.phase[np.isin(t1.phase, COMM_CODES)]) == {PHASE_INDEX["comm"]}
+
+
+def test_iterations_from_the_repeating_pattern():
+    doc = json.load(gzip.open(TRACES / "nccl_data_rank-0.json.gz"))
+    doc["traceEvents"] = [e for e in doc["traceEvents"]
+                          if not str(e.get("name", "")).startswith("ProfilerStep")]
+    t, diags = kineto.read("x.json", doc)
+    assert diags == [] and t.iterations_from == "pattern" and t.iterations == (0, 1, 2)
+    by_step = observe.load([str(TRACES / "nccl_data_rank-0.json.gz")]).ranks[0].summary()
+    for it, step in zip((0, 1, 2), (4, 5, 6)):
+        # cut at the largest idle gap instead of the step annotation: the same kernels but for
+        # a few at the edges
+        assert t.summary()[it]["compute_s"] == pytest.approx(by_step[step]["compute_s"],
+                                                             rel=0.01)
+
+
+def test_group_kinds_from_process_group_names():
+    assert kineto.group_kind("TENSOR_MODEL_PARALLEL_GROUP") == "tp"
+    assert kineto.group_kind("PIPELINE_MODEL_PARALLEL_GROUP") == "pp"
+    assert kineto.group_kind("DATA_PARALLEL_GROUP_WITH_CP") == "dp"
+    assert kineto.group_kind("EXPERT_MODEL_PARALLEL_GROUP") == "ep"
+    assert kineto.group_kind("default_pg") == ""
+
+
+LOG = """rank,iteration,phase,start_s,duration_s,peer,op
+0,1,forward,10.0,0.5,,
+0,1,pp_comm,10.5,0.01,1,send
+0,1,backward-compute,10.6,1.0,,
+1,1,forward-recv,10.4,0.11,0,
+1,1,forward,10.51,0.5,,
+"""
+
+
+def test_csv_log(tmp_path):
+    p = tmp_path / "job.csv"
+    p.write_text(LOG)
+    obs = observe.load([str(p)])
+    assert codes(obs) == [] and sorted(obs.ranks) == [0, 1]
+    t0, t1 = obs.ranks[0], obs.ranks[1]
+    assert t0.summary()[1]["compute_s"] == pytest.approx(1.5)
+    assert t0.summary()[1]["comm_s"] == pytest.approx(0.01)
+    assert list(t0.peer) == [-1, 1, -1]
+    # Megatron-LM's timer names: forward-recv is a pipeline receive
+    assert t1.phase[0] == PHASE_INDEX["pp_comm"] and t1.op[0] == 2
+
+
+def test_jsonl_log_reads_as_the_csv(tmp_path):
+    lines = [json.dumps({"rank": 0, "iteration": 1, "phase": "forward", "start_s": 1.0,
+                         "duration_s": 0.5}),
+             json.dumps({"rank": 0, "iteration": 1, "phase": "dp_comm", "start_s": 1.5,
+                         "duration_s": 0.25})]
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    obs = observe.load([str(p)])
+    assert codes(obs) == []
+    assert obs.ranks[0].summary()[1] == {"compute_s": 0.5, "comm_s": 0.25, "memory_s": 0.0,
+                                         "span_s": 0.75, "events": 2}
+
+
+def test_bad_rows_are_skipped_and_named(tmp_path):
+    p = tmp_path / "job.csv"
+    p.write_text(LOG + "2,1,forward,abc,0.5,,\n3,1,forward,1.0,-2,,\n4,1,warmup,1.0,1.0,,\n")
+    obs = observe.load([str(p)])
+    assert codes(obs) == ["E784", "W784"]
+    assert "2 row(s)" in obs.diagnostics[0].message and "line 7" in obs.diagnostics[0].message
+    assert sorted(obs.ranks) == [0, 1, 4]          # the good rows are kept
+
+
+@pytest.mark.parametrize("content,code", [
+    (b"", "E781"),
+    (b"\x1f\x8b\x08\x00garbage", "E781"),
+    (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1', "E781"),
+    (b"\xff\xfe\x00bin", "E781"),
+    (b"hello world\n", "E782"),
+    (b'{"schemaVersion": 1}', "E782"),
+    (b'{"traceEvents": []}', "E783"),
+    (b'{"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": []}', "E788"),
+    (b"rank,phase\n0,forward\n", "E782"),
+])
+def test_bad_files(tmp_path, content, code):
+    p = tmp_path / "bad.json"
+    p.write_bytes(content)
+    obs = observe.load([str(p)])
+    assert codes(obs) == [code]
+    assert obs.diagnostics[0].file == str(p)
+    assert obs.ranks == {}
+
+
+def test_truncated_gzip_trace(tmp_path):
+    data = (TRACES / "sampled_rank-1.json.gz").read_bytes()
+    p = tmp_path / "rank-1.json.gz"
+    p.write_bytes(data[: len(data) // 2])
+    obs = observe.load([str(p), str(TRACES / "sampled_rank-0.json.gz")])
+    assert codes(obs) == ["E781"] and sorted(obs.ranks) == [0]     # the other file still read
+
+
+def test_rank_from_file_name_and_duplicates(tmp_path):
+    doc = json.load(gzip.open(TRACES / "sampled_rank-1.json.gz"))
+    del doc["distributedInfo"]
+    p = tmp_path / "trainer_rank-7.json"
+    p.write_text(json.dumps(doc))
+    obs = observe.load([str(p)])
+    assert codes(obs) == ["W783"] and sorted(obs.ranks) == [7] and obs.ranks[7].world_size is None
+    obs = observe.load([str(TRACES / "sampled_rank-0.json.gz"),
+                        str(TRACES / "nccl_data_rank-0.json.gz")])
+    assert codes(obs) == ["E786"]
+
+
+def test_directories_and_missing_paths(tmp_path):
+    (tmp_path / "README.md").write_text("# traces of run 7\n")
+    (tmp_path / "job.csv").write_text(LOG)
+    obs = observe.load([str(tmp_path), str(tmp_path / "nope.json")])
+    assert sorted(codes(obs)) == ["E780", "W782"]
+    assert sorted(obs.ranks) == [0, 1]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert codes(observe.load([str(empty)])) == ["E780"]
+
+
+def test_empty_iteration_is_said(tmp_path):
+    doc = json.load(gzip.open(TRACES / "nccl_data_rank-0.json.gz"))
+    steps = [e for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep")]
+    last = max(e["ts"] + e["dur"] for e in doc["traceEvents"] if "ts" in e and "dur" in e)
+    doc["traceEvents"].append(dict(steps[-1], name="ProfilerStep#7", ts=last + 10.0, dur=50.0))
+    p = tmp_path / "rank-0.json"
+    p.write_text(json.dumps(doc))
+    obs = observe.load([str(p)])
+    assert codes(obs) == ["W788"] and "iteration 7" in obs.diagnostics[0].message
+    assert obs.ranks[0].iterations == (4, 5, 6)

@@ -1,0 +1,137 @@
+"""The rank map: hand-worked ranks on the reference design, the single-pod example and a small
+design; Megatron-Core's rank order; group paths; stable names; `astral forecast --ranks`."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.analyses import rankmap
+from astral_dsl.diagnose import rank_map
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
+
+
+@pytest.fixture(scope="module")
+def pod_map():
+    return rank_map(astral_dsl.load(str(REPO / "examples" / "single_pod.astral")))
+
+
+@pytest.fixture(scope="module")
+def reference_map():
+    return rank_map(astral_dsl.load(str(REPO / "examples" / "astral.astral")))
+
+
+def test_megatron_order():
+    sizes = {"tp": 8, "cp": 1, "ep": 1, "dp": 32, "pp": 4}
+    # tp-cp-ep-dp-pp: rank = tp + 8 (dp + 32 pp)
+    assert rankmap.coordinates(300, sizes, rankmap.parse_order(None)) == \
+        {"tp": 4, "cp": 0, "ep": 0, "dp": 5, "pp": 1}
+    # pp before dp: rank = tp + 8 (pp + 4 dp)
+    assert rankmap.coordinates(300, sizes, rankmap.parse_order("tp-cp-ep-pp-dp")) == \
+        {"tp": 4, "cp": 0, "ep": 0, "dp": 9, "pp": 1}
+    # expert parallelism splits dp: ep 4 -> dp = ep_i + 4 dp_o
+    sizes = {"tp": 2, "cp": 1, "ep": 4, "dp": 8, "pp": 1}
+    assert rankmap.coordinates(11, sizes, rankmap.parse_order(None)) == \
+        {"tp": 1, "cp": 0, "ep": 1, "dp": 5, "pp": 0}
+    with pytest.raises(rankmap.RankMapError):
+        rankmap.parse_order("tp-dp-pp")
+
+
+def test_single_pod_ranks(pod_map):
+    """32 hosts per row (8 racks of 4), 64 host ports per ToR: host h is on ToR h // 64."""
+    rm = pod_map
+    assert rm.world == 1024 and rm.fabric == "Lab.pods[0].fabric"
+    r = rm.ranks[300]          # tp 4, dp 5, pp 1 -> host 37 = rows[1].racks[1].hosts[1], GPU 4
+    assert dict(r.coords) == {"tp": 4, "cp": 0, "ep": 0, "dp": 5, "pp": 1}
+    assert r.gpu == "Lab.pods[0].rows[1].racks[1].hosts[1].gpus[4]"
+    assert [p.name for p in r.ports] == [
+        "Lab.pods[0].rows[1].racks[1].hosts[1].nics[4].port[a]",
+        "Lab.pods[0].rows[1].racks[1].hosts[1].nics[4].port[b]"]
+    assert [p.switch for p in r.ports] == ["Lab.pods[0].fabric.rail[4].plane[A].tor[0]",
+                                           "Lab.pods[0].fabric.rail[4].plane[B].tor[0]"]
+    last = rm.ranks[1023]      # host 127 -> rows[3].racks[7].hosts[3], ToR 1
+    assert last.gpu == "Lab.pods[0].rows[3].racks[7].hosts[3].gpus[7]"
+    assert last.ports[0].switch == "Lab.pods[0].fabric.rail[7].plane[A].tor[1]"
+    assert rm.group("tp", 300).ranks == tuple(range(296, 304))
+    assert rm.group("dp", 300).ranks == tuple(256 + 4 + 8 * d for d in range(32))
+    assert rm.group("pp", 300).ranks == (44, 300, 556, 812)
+
+
+def test_single_pod_paths(pod_map):
+    rm = pod_map
+    tp = rm.path(rm.group("tp", 0).ranks)                     # one host: NVLink
+    assert tp.hosts == ("Lab.pods[0].rows[0].racks[0].hosts[0]",) and not tp.switches
+    dp = rm.path(rm.group("dp", 300).ranks)                   # hosts 32-63: one ToR per plane
+    assert dp.switches == ("Lab.pods[0].fabric.rail[4].plane[A].tor[0]",
+                           "Lab.pods[0].fabric.rail[4].plane[B].tor[0]")
+    assert dp.tiers == () and len(dp.ports) == 64
+    pp = rm.path((300, 556))                                  # host 37 -> host 69: across ToRs
+    assert pp.tiers == ("Lab.pods[0].fabric.rail[4].plane[A].agg",
+                        "Lab.pods[0].fabric.rail[4].plane[B].agg")
+    assert ("Lab.pods[0].fabric.rail[4].plane[A].tor[1] -- "
+            "Lab.pods[0].fabric.rail[4].plane[A].agg") in pp.links
+    assert ("Lab.pods[0].rows[1].racks[1].hosts[1].nics[4].port[a] -- "
+            "Lab.pods[0].fabric.rail[4].plane[A].tor[0]") in pp.links
+
+
+def test_reference_ranks(reference_map):
+    """The fabric belongs to the site: ToR names carry the pod. 64 hosts per row, 128 host
+    ports per ToR: host h of pod 0 is on ToR h // 128."""
+    rm = reference_map
+    assert rm.world == 16384
+    r = rm.ranks[1024]                    # tp 0, dp 0, pp 1 -> host 128 = rows[2].racks[0]
+    assert r.gpu == "Astral.pods[0].rows[2].racks[0].hosts[0].gpus[0]"
+    assert r.ports[1].switch == "Astral.fabric.pod[0].rail[0].plane[B].tor[1]"
+    r = rm.ranks[16383]                   # host 2047 -> rows[31].racks[15].hosts[3], ToR 15
+    assert r.gpu == "Astral.pods[0].rows[31].racks[15].hosts[3].gpus[7]"
+    assert r.ports[0].switch == "Astral.fabric.pod[0].rail[7].plane[A].tor[15]"
+    assert rm.path(rm.group("pp", 0).ranks).tiers == (
+        "Astral.fabric.pod[0].rail[0].plane[A].agg", "Astral.fabric.pod[0].rail[0].plane[B].agg")
+
+
+def test_small_design_and_determinism():
+    design = astral_dsl.load(str(SMALL))
+    rm = rank_map(design)
+    assert rm.ranks[64].gpu == "Small.racks[2].hosts[0].gpus[0]"
+    assert rm.ranks[64].ports[0].switch == "Small.fabric.rail[0].plane[A].tor[1]"
+    assert rm.ranks[63].ports[1].switch == "Small.fabric.rail[7].plane[B].tor[0]"
+    a = json.dumps(rm.to_json())
+    b = json.dumps(rank_map(astral_dsl.load(str(SMALL))).to_json())
+    assert a == b
+
+
+def test_forecast_ranks_cli(tmp_path):
+    out = tmp_path / "ranks.json"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "forecast", str(SMALL),
+                           "--ranks", str(out), "--format", "json"], capture_output=True,
+                          text=True, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["world_size"] == 128 and doc["order"] == "tp-cp-ep-dp-pp"
+    r = doc["ranks"][127]
+    assert r["gpu"] == "Small.racks[3].hosts[3].gpus[7]" and r["stage"] == 1
+    assert r["nic_ports"][0] == {
+        "port": "Small.racks[3].hosts[3].nics[7].port[a]", "rail": 7, "plane": "A",
+        "switch": "Small.fabric.rail[7].plane[A].tor[1]",
+        "link": "Small.racks[3].hosts[3].nics[7].port[a] -- Small.fabric.rail[7].plane[A].tor[1]"}
+    pp0 = doc["groups"]["pp"][0]
+    assert pp0["ranks"] == [0, 64]
+    assert pp0["path"]["tiers"] == ["Small.fabric.rail[0].plane[A].agg",
+                                    "Small.fabric.rail[0].plane[B].agg"]
+
+
+def test_declared_order_is_followed():
+    text = SMALL.read_text().replace("parallel { tp = 8, pp = 2, dp = 8 }",
+                                     'parallel { tp = 8, pp = 2, dp = 8, order = "tp-cp-ep-pp-dp" }')
+    rm = rank_map(astral_dsl.loads(text, name=str(SMALL)))
+    assert rm.order == ("tp", "cp", "ep", "pp", "dp")
+    assert rm.group("pp", 0).ranks == (0, 8)           # pp before dp: neighbours on two hosts
+    assert rm.group("dp", 0).ranks == tuple(range(0, 128, 16))
