@@ -667,12 +667,16 @@ def _astral_facility_kw() -> float:
     #   pumps (design flow, running all year): 8 x V x 250 kPa / 0.70 = 4,466.0 kW
     #   chillers on the average heat for 8,760 - 7,000 h: 524,390.4 / 6 x 1,760 / 8,760
     #     = 17,559.5 kW
-    #   facility = 524,390.4 + 18,197.6 + 4,466.0 + 17,559.5 = 564,613.6 kW; PUE = 1.0767
+    #   fans: 3 % of the air heat (25 % of the hosts + the switches) = 0.03 x 197,836.8
+    #     = 5,935.1 kW
+    #   facility = 524,390.4 + 18,197.6 + 4,466.0 + 17,559.5 + 5,935.1 = 570,548.7 kW;
+    #   PUE = 1.0880
     it_avg = 0.75 * IT_KW
     losses = ROWS * 0.75 * ROW_KW / 2 * ((1 / 0.96 - 1) + (1 / 0.97 - 1))
     pumps = 8 * _pg25_flow_m3s() * 250_000 / 0.70 / 1000
     chiller = it_avg / 6 * (8760 - 7000) / 8760
-    return it_avg + losses + pumps + chiller
+    fans = 0.03 * (IT_KW - 0.75 * HOSTS_KW)
+    return it_avg + losses + pumps + chiller + fans
 
 
 def test_size_json_pump_power(size_json):

@@ -34,6 +34,7 @@ pod P { rows = 4 x Row }
 site S {
   pods = 2 x P
   utilization = 50 %
+  air room { supply = 25 degC, rise = 12 K }    // a design with no cooling has no PUE (W653)
 }
 scenario one_row { fail S.pods[1].rows[2].hvdc }
 scenario every_pod_row0 { fail S.pods[*].rows[0].hvdc }

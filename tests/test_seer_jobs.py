@@ -65,6 +65,7 @@ def test_every_forecast_option_is_a_job_field():
     ("grad_dtype", "", "bf16", "bf16"),
     ("overlap_grad_reduce", "", "true", True),
     ("overlap_param_gather", "", "true", True),
+    ("tp_overlap", "", "none", "none"),
     ("order", "parallel", '"tp-cp-ep-pp-dp"', "tp-cp-ep-pp-dp"),
     ("schedule", "parallel", "interleaved, virtual_stages = 2", None),
     ("zero", "parallel", "2", 2),
@@ -183,3 +184,17 @@ def test_grad_dtype_sets_gradient_memory_and_traffic():
     a, b = seer.run(fp32, H100, NET), seer.run(bf16, H100, NET)
     assert a.memory.gradients == pytest.approx(2 * b.memory.gradients)
     assert sum(e - s for s, e, _ in b.runs[0].dp) < 0.6 * sum(e - s for s, e, _ in a.runs[0].dp)
+
+
+def test_tp_reductions_on_the_critical_path_without_overlap():
+    """tp_overlap = none (Megatron-LM of 2021): a column-parallel layer's input-gradient
+    all-reduce follows its weight-gradient GEMM instead of running beside it."""
+    job = replace(_job(), parallel=replace(_job().parallel, sp=False))
+    low = Lowering(job, Costs(H100, "bf16"), NET)
+    ops = {o.name: o for o in low.template(1, 0, "B").ops}
+    assert ops["qkv grad all-reduce"].start < ops["qkv wgrad"].end           # overlapped
+    serial = Lowering(replace(job, tp_overlap="none"), Costs(H100, "bf16"), NET)
+    ops = {o.name: o for o in serial.template(1, 0, "B").ops}
+    assert ops["qkv grad all-reduce"].start >= ops["qkv wgrad"].end
+    assert seer.run(replace(job, tp_overlap="none"), H100, NET).iteration_time > \
+        seer.run(job, H100, NET).iteration_time

@@ -160,6 +160,24 @@ def gpus():
     return _probe("hardware", "A100_80GB", "H100_SXM", "H800", "H200", "B200")
 
 
+def test_gpu_systems_and_coolant_limits(gpus):
+    # the vendor's 8-GPU server on each GPU (DGX data sheets): peak power and height
+    for name, kw, units in (("A100_80GB", 6.5, 6), ("H100_SXM", 10.2, 8), ("H800", 10.2, 8),
+                            ("H200", 10.2, 8), ("B200", 14.3, 10)):
+        assert _get(gpus, name, "system_power", "kW") == pytest.approx(kw), name
+        assert _get(gpus, name, "system_units", "U") == pytest.approx(units), name
+        # the warm-water inlet limit of liquid-cooled SXM servers (Lenovo SD665-N V3, Supermicro
+        # DLC-2 product literature): 45 degC
+        assert _get(gpus, name, "max_supply", "degC") == pytest.approx(45), name
+
+
+def test_nic_power_is_the_pcie_cem_bound():
+    nics = _probe("hardware", "CX7_2x200G", "CX7_400G", "CX6_HDR")
+    for name in ("CX7_2x200G", "CX7_400G", "CX6_HDR"):
+        # PCI Express CEM: 25 W for a low-profile x16 add-in card
+        assert _get(nics, name, "power", "W") == pytest.approx(25), name
+
+
 def test_a100_80gb(gpus):   # NVIDIA A100 data sheet (2021)
     assert _get(gpus, "A100_80GB", "power", "W") == 400
     assert _get(gpus, "A100_80GB", "memory", "GB") == 80

@@ -7,10 +7,13 @@ from typing import Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl.analyses import declarations
 from astral_dsl.analyses import scenarios as scen
 from astral_dsl.analyses.cooling import CoolingResult, analyse_cooling
 from astral_dsl.analyses.network import FabricCount, fabric_counts
 from astral_dsl.analyses.power import PowerResult, analyse_power
+from astral_dsl.analyses.served import Served
+from astral_dsl.analyses.walk import Resolver, multiplicities
 from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
 
@@ -37,15 +40,22 @@ def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineeri
     d = applied.design if applied is not None else design
     fabrics = tuple(fabric_counts(d, cache, applied.tier_failures if applied else ()))
     network_w = sum(f.power_w for f in fabrics)
-    power = analyse_power(d, network_w, cache, applied.failed if applied else frozenset())
+    mult = multiplicities(d)
+    served = Served(d, mult, Resolver(d), cache)
+    power = analyse_power(d, network_w, cache, applied.failed if applied else frozenset(),
+                          served)
     overrides = {(path, "failed_cdus"): n for path, n in (applied.failed_cdus if applied else ())}
     cooling = analyse_cooling(d, power.it_average_w, power.conversion_loss_w, network_w, cache,
-                              overrides, fabrics)
+                              overrides, fabrics, served)
     diags: List[Diagnostic] = []
     for f in fabrics:
         diags.extend(f.diagnostics)
     diags.extend(power.diagnostics)
     diags.extend(cooling.diagnostics)
+    diags.extend(served.diagnostics)
+    diags.extend(declarations.undeclared_power(d))
+    diags.extend(declarations.undeclared_switch_power(d, fabrics))
+    diags.extend(declarations.unused_fields(d, mult))
     return Engineering(fabrics, power, cooling, sort_diagnostics(diags),
                        applied.notes if applied else ())
 

@@ -23,6 +23,9 @@ def register(sub) -> None:
                    help="trace detail: operators, layers or pipeline blocks")
     f.add_argument("--operator-table", metavar="CSV",
                    help="measured operator times: operator,shape,dtype,time")
+    f.add_argument("--calibration", metavar="FIT.json",
+                   help="fitted constants from `python -m astral_dsl.seer.calibrate --out` "
+                        "(default: the shipped fit)")
     f.add_argument("--ranks", metavar="OUT.json",
                    help="write the rank map: rank -> parallel coordinates -> GPU -> host -> NIC "
                         "ports -> switches, and the path of every collective group")
@@ -48,13 +51,21 @@ def run(args, overrides) -> int:
         window = _window(args.window)
     except ValueError:
         return usage(f"--window expects A:B micro-batches, got `{args.window}`")
+    calibration = None
+    if args.calibration:
+        from astral_dsl.seer.calibration import read_calibration
+
+        try:
+            calibration = read_calibration(args.calibration)
+        except (OSError, ValueError) as exc:
+            return usage(f"--calibration: {exc}")
     design = compile_path(args.file, overrides)
     diags = list(design.diagnostics)
     if not design.valid:
         return _fail(args, design, diags, EXIT_USAGE if unreadable(design) else EXIT_ERRORS)
     try:
         fc = seer.forecast(design, job=args.job, scenario=args.scenario,
-                           operator_table=args.operator_table)
+                           operator_table=args.operator_table, calibration=calibration)
     except seer.ForecastError as exc:
         if not exc.diagnostics:
             return usage(str(exc))

@@ -167,6 +167,8 @@ _register(_kind("gpu", "an accelerator", dict(
     flops_fp32=q("compute", "FP32 peak"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     max_supply=q("temperature", "hottest coolant supply the cold plate accepts"),
+    system_power=q("power", "peak draw of the vendor's 8-GPU server built on it (HGX/DGX)"),
+    system_units=q("length", "height of that server in rack units"),
 ), level=0))
 _register(_kind("nic", "a network adapter", dict(
     _PHYS, ports=q("count", "network ports", low=1, limit=64, why="64 ports on one adapter"),
@@ -183,10 +185,12 @@ _register(_kind("cpu", "a host processor", dict(_PHYS, cores=q("count", limit=1e
 _register(_kind("host", "a server", dict(
     _PHYS, units=q("length", "height in rack units"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
-    idle_power=q("power")), level=1, open_members=True))
+    idle_power=q("power", "not used by any analysis (an error, E630)")), level=1,
+    open_members=True))
 _register(_kind("rack", "a rack of hosts", dict(
-    _GROUPING_FIELDS, feeds=FieldSpec(ListType(RefType(("feeder",))), doc="power feeds (A/B)"),
-    loop=ref("loop", doc="the liquid loop serving the rack")), level=2, open_members=True))
+    _GROUPING_FIELDS, feeds=FieldSpec(ListType(RefType(("feeder",))),
+                                      doc="the feeders that supply it (A/B)"),
+    loop=ref("loop", doc="the liquid loop that cools it")), level=2, open_members=True))
 for _name, _level, _doc in (("row", 3, "a row (block) of racks"), ("block", 3, "a block of racks"),
                             ("pod", 4, "a pod"), ("hall", 5, "a data hall"),
                             ("site", 6, "a site: the design's root")):
@@ -230,6 +234,7 @@ _register(_kind("feeder", "a power feed (HVDC or AC)", dict(
     count=q("count", "how many such feeders", low=1, limit=1e6),
     conductors=q("count", "parallel conductor sets", low=1, limit=1e4),
     cable=ref("cable"),
+    material=enum("copper", "aluminium", doc="conductor material (else the `cable`'s)"),
     ampacity=q("current", "rated current of one conductor", sign=POSITIVE),
     reactance=q("impedance_per_length", "AC reactance of one conductor, e.g. `0.08 ohm/km`"),
     rectifier=ref("rectifier"), battery=ref("battery"))))
@@ -252,7 +257,7 @@ _register(_kind("battery", "battery strings on a DC bus", dict(
     design_factor=q("number", sign=POSITIVE, limit=100),
     temperature_factor=q("number", sign=POSITIVE, limit=100),
     efficiency=q("ratio", high=1, sign=POSITIVE),
-    string_capacity=q("charge", "capacity of one string"),
+    string_capacity=q("charge", "capacity of one string at the autonomy's discharge rate"),
     strings=q("count", "parallel strings", low=1, limit=1e6))))
 _register(_kind("cooling", "the cooling system", {},
                 nested=("loop", "cdu", "air", "facility"), open_members=True))
@@ -262,7 +267,7 @@ _register(_kind("fluid", "a coolant", dict(
     concentration=q("ratio", high=1))))
 _register(_kind("cdu", "a coolant distribution unit", dict(
     capacity=q("power", required=True, sign=POSITIVE), max_flow=q("flow", sign=POSITIVE),
-    power=q("power"))))
+    power=q("power", "one running CDU's own draw besides the loop's pumps"))))
 _register(_kind("loop", "a liquid cooling loop", dict(
     fluid=ref("fluid", required=True), supply=q("temperature", required=True),
     rise=q("temperature_delta", required=True, sign=POSITIVE, limit=200, why="200 K"),
@@ -274,6 +279,8 @@ _register(_kind("air", "air cooling", dict(
     supply=q("temperature", required=True),
     rise=q("temperature_delta", required=True, sign=POSITIVE, limit=200, why="200 K"),
     max_rack_heat=q("power", sign=POSITIVE), fan_power_ratio=q("ratio", high=1), serves=ANY,
+    ashrae_class=enum("A1", "A2", "A3", "A4",
+                      doc="ASHRAE air class the cooled equipment is rated for"),
     network=FieldSpec(BoolType(), doc="also removes the heat of the switch fabrics attached at "
                                       "or below its owner"))))
 _register(_kind("facility", "facility water", dict(
@@ -340,7 +347,9 @@ _register(_kind("job", "an LLM training job", dict(
     recompute=enum("none", "selective", "full"), dtype=enum("bf16", "fp16", "fp8", "fp32"),
     utilization=q("ratio", high=1), attention=enum("flash", "unfused"),
     grad_dtype=enum("fp32", "bf16", "fp16", doc="gradient buffer and reduction precision"),
-    overlap_grad_reduce=BOOL, overlap_param_gather=BOOL),
+    overlap_grad_reduce=BOOL, overlap_param_gather=BOOL,
+    tp_overlap=enum("backward", "none", doc="TP reductions overlapped with the weight-gradient "
+                    "GEMMs, or on the critical path (Megatron-LM before 2022)")),
     records={"parallel": "parallel", "batch": "batch"},
     root=True))
 _register(_kind("scenario", "a what-if: parts failed or degraded", dict(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from astral_dsl.seer.calibration import Calibration, read_calibration
 from astral_dsl.seer.costs import OperatorTable
 from astral_dsl.seer.forecast import Forecast, hardware_flops, model_flops, run
 from astral_dsl.seer.job import OPTIONS, check_options, unknown_options
@@ -37,10 +38,13 @@ def find_job(design, name: Optional[str] = None):
 
 
 def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
-             operator_table: Optional[str] = None, **options) -> Forecast:
+             operator_table: Optional[str] = None, calibration=None, **options) -> Forecast:
     """Forecast one job (default: the first declared). `options` take the place of the job's
     fields of the same names, for a what-if (`micro=2`, `attention="unfused"`, `zero=1`,
-    `order="tp-cp-ep-pp-dp"`, ...: job.OPTIONS lists them) and are checked as the fields are."""
+    `order="tp-cp-ep-pp-dp"`, ...: job.OPTIONS lists them) and are checked as the fields are.
+    `calibration`: a Calibration or the path of a fit file written by `python -m
+    astral_dsl.seer.calibrate --out` (`astral forecast --calibration`); default: the shipped
+    fit."""
     unknown = unknown_options(options)
     if unknown:
         raise ForecastError(", ".join(f"`{k}`" for k in unknown) + " is not a job field "
@@ -69,7 +73,9 @@ def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
     if errors or spec is None or cluster is None:
         raise ForecastError(f"job `{inst.template}` cannot be forecast", diags)
     table = OperatorTable.read(operator_table) if operator_table else None
-    result = run(spec, cluster.gpu, cluster.net, table, notes)
+    if calibration is not None and not isinstance(calibration, Calibration):
+        calibration = read_calibration(calibration)
+    result = run(spec, cluster.gpu, cluster.net, table, notes, calibration)
     result.placement = cluster.placement
     return result
 

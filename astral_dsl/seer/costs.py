@@ -1,19 +1,20 @@
 """Compute cost of one operator on one GPU: a roofline with size-dependent efficiency, or a time
 from a measured operator table the user supplies.
 
-Efficiency curves (docs/seer.md has the derivation and sources):
+Efficiency curves (docs/seer.md has the derivation and sources). The constants marked "fitted"
+come from the calibration table (seer/calibration: gemm_eff, f_half, interfere, softmax_eff);
+the others from data sheets and published measurements, as their comments say.
 
-- GEMM: t = F / (peak * GEMM_EFF * k(K)) + KERNEL_S, bounded below by the HBM time of its operands.
-  GEMM_EFF is the sustained fraction of the data-sheet peak that cuBLAS reaches on large
-  half-precision GEMMs (NVIDIA's "Matrix Multiplication Background" guide and Calculon's A100 system
-  file put large-GEMM efficiency at 0.8 to 0.95 of peak; sustained clocks under the board power
-  limit take the lower end). k(K) = K / (K + K_HALF): each output tile pays a fixed prologue and
-  epilogue that only a long inner dimension amortises (a 128-deep attention BMM runs ~15% slower
-  than a GEMM with K in the thousands). KERNEL_S is the launch and tail cost of one kernel.
+- GEMM: t = F / (peak * gemm_eff * k(K) * F / (F + f_half)) + KERNEL_S, bounded below by the HBM
+  time of its operands. gemm_eff (fitted) is the sustained fraction of the data-sheet peak that
+  cuBLAS reaches on large half-precision GEMMs; F / (F + f_half) (fitted) the loss of small ones;
+  k(K) = K / (K + K_HALF): each output tile pays a fixed prologue and epilogue that only a long
+  inner dimension amortises. KERNEL_S is the launch and tail cost of one kernel.
 - Fused attention (FlashAttention-2, Dao 2023): forward FA_FWD and backward FA_BWD of the GEMM
   efficiency, causal masking skips half the score blocks.
 - Element-wise, normalisation and optimizer kernels stream HBM: t = bytes / (HBM * HBM_EFF) +
-  KERNEL_S (STREAM-like kernels reach ~85-90% of the data-sheet bandwidth).
+  KERNEL_S (STREAM-like kernels reach ~85-90% of the data-sheet bandwidth); the unfused
+  attention's softmax and dropout at softmax_eff (fitted) of that.
 """
 from __future__ import annotations
 
@@ -21,16 +22,15 @@ import csv
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-GEMM_EFF = 0.76        # large-GEMM fraction of the dense data-sheet peak
-F_HALF = 2e10          # GEMM size (FLOPs) that runs at half of GEMM_EFF
-K_HALF = 24.0          # inner dimension at which a GEMM runs at half of GEMM_EFF
-INTERFERE = 0.5        # share of an overlapped in-host collective's time the compute loses
-KERNEL_S = 4e-6        # launch + tail per kernel
-HBM_EFF = 0.85         # streaming fraction of the HBM data-sheet bandwidth
-KERNEL_HBM = {         # kernels that do more than stream: row reductions, random numbers
-    "stream": 1.0, "norm": 0.85, "softmax": 0.70, "dropout": 0.65}
-FA_FWD = 0.85          # fused attention forward, relative to the GEMM efficiency
-FA_BWD = 0.70          # fused attention backward (5 GEMMs, recomputed scores)
+from astral_dsl.seer.calibration import Calibration, shipped
+
+K_HALF = 24.0          # inner dimension at which a tile's prologue/epilogue halves its rate:
+#                        ~one 32-deep K step of a 128 x 256 CUTLASS/cuBLAS tile (not fitted)
+KERNEL_S = 4e-6        # launch + tail per kernel (CUDA launch latency ~3-5 us, Nsight traces)
+HBM_EFF = 0.85         # streaming fraction of the HBM data-sheet bandwidth (STREAM-like kernels
+#                        reach 85-90 %; Calculon's A100 system file: ~0.9 for large transfers)
+FA_FWD = 0.85          # fused attention forward, relative to the GEMM efficiency (Dao 2023,
+FA_BWD = 0.70          # FlashAttention-2: ~70 % of peak forward, ~60 % backward vs ~0.8 GEMMs)
 
 
 @dataclass(frozen=True)
@@ -92,12 +92,15 @@ class OperatorTable:
 class Costs:
     """Prices compute operators for one GPU and dtype."""
 
-    def __init__(self, gpu: GpuSpec, dtype: str, table: Optional[OperatorTable] = None):
+    def __init__(self, gpu: GpuSpec, dtype: str, table: Optional[OperatorTable] = None,
+                 calibration: Optional[Calibration] = None):
         self.gpu = gpu
         self.dtype = dtype
         self.peak = gpu.peak(dtype)
         self.bw = gpu.hbm_bw * HBM_EFF
         self.table = table
+        self.cal = calibration or shipped()
+        self.kernel_hbm = {"softmax": self.cal.softmax_eff, "dropout": self.cal.softmax_eff}
         self.esize = 1 if dtype == "fp8" else 2 if dtype in ("bf16", "fp16") else 4
 
     def _measured(self, op: str, shape: str) -> Optional[float]:
@@ -112,7 +115,8 @@ class Costs:
         shape = f"{int(m)}x{int(n)}x{int(k)}" + (f"x{int(batch)}" if batch != 1 else "")
         t = self._measured(op, shape)
         if t is None:
-            eff = GEMM_EFF * k / (k + K_HALF) * flops / (flops + F_HALF)
+            cal = self.cal
+            eff = cal.gemm_eff * k / (k + K_HALF) * flops / (flops + cal.f_half)
             t = max(flops / (self.peak * eff), nbytes / self.bw) + KERNEL_S
         return t, flops, nbytes
 
@@ -121,7 +125,8 @@ class Costs:
         t = self._measured(op, shape)
         if t is not None:
             return t
-        eff = GEMM_EFF * head_dim / (head_dim + K_HALF) * (FA_BWD if backward else FA_FWD)
+        eff = (self.cal.gemm_eff * head_dim / (head_dim + K_HALF)
+               * (FA_BWD if backward else FA_FWD))
         return max(flops / (self.peak * eff), nbytes / self.bw) + KERNEL_S
 
     def stream(self, op: str, nbytes: float, kernels: int = 1, kind: str = "stream") -> float:
@@ -131,4 +136,4 @@ class Costs:
         t = self._measured(op, f"bytes{int(nbytes)}")
         if t is not None:
             return t
-        return nbytes / (self.bw * KERNEL_HBM.get(kind, 1.0)) + KERNEL_S * kernels
+        return nbytes / (self.bw * self.kernel_hbm.get(kind, 1.0)) + KERNEL_S * kernels

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.seer import comm, rule
+from astral_dsl.seer.calibration import Calibration
 from astral_dsl.seer.costs import Costs, OperatorTable
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import MemoryEstimate
@@ -88,10 +89,10 @@ def hardware_flops(job: JobSpec) -> float:
 
 
 def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = None,
-        notes=()) -> Forecast:
+        notes=(), calibration: Optional[Calibration] = None) -> Forecast:
     """Forecast `job`; an undeclared micro-batch or number of virtual stages is chosen by the
-    rule (rule.py)."""
-    costs = Costs(gpu, job.dtype, table)
+    rule (rule.py). `calibration`: the fitted constants (default: the shipped fit)."""
+    costs = Costs(gpu, job.dtype, table, calibration)
     best = rule.choose(job, gpu, net, costs, lambda c: _forecast(c.job, gpu, net, c.lowering,
                                                                  c.memory))
     chosen: List[Tuple[str, int]] = []

@@ -13,6 +13,9 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
   (megatron/training/arguments.py); fp32 training has fp32 gradients.
 - `attention = flash`: Megatron-Core's default attention backend is fused (Transformer
   Engine / FlashAttention) when available.
+- `tp_overlap = backward`: the input-gradient reduction of a column-parallel layer overlaps its
+  weight-gradient GEMM (Megatron-LM's asynchronous TP all-reduce, on by default since 2022;
+  `none` is the 2021 code, where it follows the layer's backward on the critical path).
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
   `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
 - `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
@@ -33,7 +36,7 @@ from astral_dsl.units import Quantity
 # option / field name -> the record that holds it ("" = the job itself)
 OPTIONS: Dict[str, str] = {
     "recompute": "", "dtype": "", "attention": "", "grad_dtype": "", "overlap_grad_reduce": "",
-    "overlap_param_gather": "",
+    "overlap_param_gather": "", "tp_overlap": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "sp": "parallel", "order": "parallel", "schedule": "parallel", "virtual_stages": "parallel",
     "stages": "parallel", "zero": "parallel", "fsdp": "parallel",
@@ -159,4 +162,5 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         dtype=f.get("dtype") or "bf16", gpus=gpus, attention=f.get("attention") or "flash",
         grad_dtype=f.get("grad_dtype"),
         overlap_grad_reduce=f.get("overlap_grad_reduce") is True,
-        overlap_param_gather=f.get("overlap_param_gather") is True)
+        overlap_param_gather=f.get("overlap_param_gather") is True,
+        tp_overlap=f.get("tp_overlap") or "backward")

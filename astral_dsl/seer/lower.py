@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from astral_dsl.seer import comm
-from astral_dsl.seer import costs
 from astral_dsl.seer.costs import Costs
 from astral_dsl.seer.params import ParamsMixin
 from astral_dsl.seer.ranks import RankOrder
@@ -269,9 +268,20 @@ class Lowering(ParamsMixin):
 
     def _linear_bwd(self, b, name, m_, n, k, L, column: bool):
         """Backward of y[m,n] = x[m,k] w[k,n]: dgrad and wgrad; for a column-parallel layer the
-        input-gradient reduction (and, with SP, the input re-gather) overlap the GEMMs."""
+        input-gradient reduction (and, with SP, the input re-gather) overlap the GEMMs
+        (`tp_overlap = backward`, Megatron-LM's asynchronous TP all-reduce), or follow them
+        on the critical path (`tp_overlap = none`: the reduction of the autograd function that
+        copies the input to the TP region, after the layer's whole backward)."""
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
         tp = column and self.tp > 1
+        if tp and self.job.tp_overlap == "none":
+            kind = ("rs", " grad reduce-scatter") if self.sp else ("ar", " grad all-reduce")
+            if self.sp:
+                self._coll(b, name + " input all-gather", "ag", "tp", tokens * h * elem, L)
+            self._gemm(b, name + " dgrad", m_, k, n, L)
+            self._gemm(b, name + " wgrad", k, n, m_, L)
+            self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L)
+            return
         gather = None
         if tp and self.sp:
             gather = self._coll(b, name + " input all-gather", "ag", "tp", tokens * h * elem, L,
@@ -286,7 +296,7 @@ class Lowering(ParamsMixin):
                        extra=(gather,) if gather is not None else ())
         if self.groups["tp"].hosts <= 1:   # NVLink collectives take SMs and HBM from the GEMMs
             overlapped = sum(b.ops[i].dur for i in (gather, red) if i is not None)
-            b.ops[w].dur += costs.INTERFERE * overlapped
+            b.ops[w].dur += self.c.cal.interfere * overlapped
 
     def _layer_bwd(self, b, L):
         m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens

@@ -5,9 +5,9 @@
   (the job's dtype), gradients (`grad_dtype`: Megatron-LM's fp32 main gradients with bf16, 16-bit
   with fp16) and optimizer states, sharded over the N_d data-parallel (x CP) ranks by ZeRO stage:
   1 shards the optimizer states, 2 also the gradients, 3 also the weights. Megatron-LM's
-  distributed optimizer with 16-bit gradients also keeps an fp32 copy of its gradient shard
-  (4/N_d bytes per parameter; Megatron-LM docs, "Distributed Optimizer": 4 + 16/d bytes for
-  fp16 parameters and gradients). ZeRO-3 / FSDP also holds gathered weights: the layer in use
+  distributed optimizer with 16-bit gradients also keeps an fp32 copy of its gradient shard,
+  a term of its own (4/N_d bytes per parameter; Megatron-LM docs, "Distributed Optimizer": 4 +
+  16/d bytes for fp16 parameters and gradients). ZeRO-3 / FSDP also holds gathered weights: the layer in use
   and the one prefetched, or, without re-sharding after the forward, the whole stage's.
 - Activations per layer and micro-batch (Korthikanti et al. 2022, section 4 and Table 2: a GPT
   layer keeps s b h (34 + 5 a s / h) bytes in 16-bit, of which 10 s b h outside the tensor-
@@ -50,11 +50,12 @@ class MemoryEstimate:
     activations: float
     logits: float
     reserved: float
+    master_grads: float = 0.0  # Megatron-LM's fp32 copy of a 16-bit gradient shard
 
     @property
     def total(self) -> float:
-        return (self.weights + self.gradients + self.optimizer + self.activations + self.logits
-                + self.reserved)
+        return (self.weights + self.gradients + self.optimizer + self.master_grads
+                + self.activations + self.logits + self.reserved)
 
     @property
     def uncertainty(self) -> float:
@@ -66,22 +67,25 @@ class MemoryEstimate:
         return 100.0 * self.uncertainty / self.total if self.total else 0.0
 
     def parts(self) -> Tuple[Tuple[str, float], ...]:
-        return (("weights", self.weights), ("gradients", self.gradients),
-                ("optimizer", self.optimizer), ("activations", self.activations),
-                ("logits", self.logits), ("reserved", self.reserved))
+        out = [("weights", self.weights), ("gradients", self.gradients),
+               ("optimizer", self.optimizer)]
+        if self.master_grads:
+            out.append(("fp32_grad_shard", self.master_grads))
+        return tuple(out) + (("activations", self.activations), ("logits", self.logits),
+                             ("reserved", self.reserved))
 
 
-def state_bytes_per_param(job: JobSpec) -> Tuple[float, float, float]:
-    """(weights, gradients, optimizer) bytes per parameter held by one GPU (ZeRO section 3)."""
+def state_bytes_per_param(job: JobSpec) -> Tuple[float, float, float, float]:
+    """(weights, gradients, optimizer, fp32 gradient shard) bytes per parameter held by one GPU:
+    the ZeRO paper's section 3 terms, and Megatron-LM's fp32 copy of a 16-bit gradient shard."""
     par = job.parallel
     n, z = max(1, par.dp * par.cp), par.zero
-    w_b, g_b = float(job.bytes), float(job.grad_bytes)
-    o_b = ADAM_BYTES
+    w_b, g_b, o_b = float(job.bytes), float(job.grad_bytes), ADAM_BYTES
     if job.dtype == "fp32":                  # no master copy: momentum and variance
         w_b, o_b = 4.0, 8.0
-    elif z >= 1 and g_b < 4:                 # Megatron-LM: fp32 copy of the gradient shard
-        o_b += 4.0
-    return (w_b / (n if z >= 3 else 1), g_b / (n if z >= 2 else 1), o_b / (n if z >= 1 else 1))
+    master = 4.0 / n if z >= 1 and g_b < 4 else 0.0
+    return (w_b / (n if z >= 3 else 1), g_b / (n if z >= 2 else 1),
+            o_b / (n if z >= 1 else 1), master)
 
 
 def layer_activation_bytes(job: JobSpec, layer: int) -> float:
@@ -131,7 +135,7 @@ def estimate(job: JobSpec, stage_params) -> MemoryEstimate:
     """stage_params(i): parameters held by one rank of stage i (lower.Lowering.stage_params).
     The estimate of the fullest stage."""
     par = job.parallel
-    w_b, g_b, o_b = state_bytes_per_param(job)
+    w_b, g_b, o_b, master_b = state_bytes_per_param(job)
     chunks = chunk_layers(job)
     best = None
     for i in range(par.pp):
@@ -151,7 +155,8 @@ def estimate(job: JobSpec, stage_params) -> MemoryEstimate:
         logits = 0.0
         if i == par.pp - 1:
             logits = job.micro * job.seq / par.cp * job.model.vocab / par.tp * (job.bytes + 4)
-        est = MemoryEstimate(i, weights, params * g_b, params * o_b, acts, logits, RESERVED)
+        est = MemoryEstimate(i, weights, params * g_b, params * o_b, acts, logits, RESERVED,
+                             params * master_b)
         if best is None or est.total > best.total:
             best = est
     return best

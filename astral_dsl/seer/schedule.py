@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import chain
 from typing import Dict, List, Tuple
 
 from astral_dsl.seer import comm
@@ -116,24 +118,39 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
     """Run the schedule with the lowering's block templates; returns per-stage runs and the
     iteration time. (Megatron-LM's interleaved schedule needs m to be a multiple of p; for other
     m its batched exchanges could wait on each other, and each send goes out on its own.)"""
-    try:
-        return _simulate(low, m, batched=True)
-    except RuntimeError:
-        return _simulate(low, m, batched=False)
-
-
-def _plan(low, m: int, i: int, batched: bool):
-    """Stage i's blocks as parallel lists: codes, durations, the key of the input each waits
-    for (-1: none), whether that input crosses the PP link, the key of the block its output
-    goes to (-1: none), whether it goes there over the PP link, and the positions whose send is
-    deferred to the next batched exchange. A key is a block's code offset by its stage:
-    stage * 2 v m + code."""
     par = low.job.parallel
-    p, v = par.pp, par.v
+    try:
+        plan = _structure(par.pp, par.v, m, par.schedule, True)
+    except RuntimeError:
+        plan = _structure(par.pp, par.v, m, par.schedule, False)
+    return _run(low, m, plan)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Who waits for whom, independent of any duration. Blocks are numbered g = base[stage] +
+    position; a key numbers (stage, phase, chunk, micro-batch) as stage * 2 v m + code
+    (pipeline.codes). Per block: its stage, the key of the input it waits for (-1: none) and
+    whether that input crosses the PP link, the key of the block its output goes to (-1: none)
+    and whether over the PP link, whether its send is deferred to the next batched exchange.
+    `sequence` is an order in which every block's input is ready when it comes: one run of the
+    dependencies alone, valid for any durations (the dependencies do not depend on them)."""
+    codes: Tuple[Tuple[int, ...], ...]
+    base: Tuple[int, ...]
+    stage: Tuple[int, ...]
+    src: Tuple[int, ...]
+    remote: Tuple[bool, ...]
+    dst: Tuple[int, ...]
+    dst_remote: Tuple[bool, ...]
+    late: Tuple[bool, ...]
+    sequence: Tuple[int, ...]
+
+
+def _links(p: int, v: int, m: int, i: int, schedule: str, batched: bool):
+    """Stage i's blocks: codes, input keys, remote inputs, output keys, remote outputs,
+    deferred sends (see _Plan)."""
     vm = v * m
-    seq = codes(p, v, m, i, par.schedule)
-    table = [low.template(i, c, ph).duration for ph in ("F", "B") for c in range(v)]
-    durs = [table[x // m] for x in seq]
+    seq = codes(p, v, m, i, schedule)
     own, nxt, prv = 2 * i * vm, 2 * (i + 1) * vm, 2 * (i - 1) * vm
     src = [own + x for x in seq]
     remote = [True] * len(seq)
@@ -168,85 +185,127 @@ def _plan(low, m: int, i: int, batched: bool):
             else:
                 dst.append(-1)
                 dst_remote.append(False)
-    late = deferred(p, v, m, i, par.schedule) if batched else set()
-    return seq, durs, src, remote, dst, dst_remote, late
+    deferred_at = deferred(p, v, m, i, schedule) if batched else set()
+    late = [k in deferred_at for k in range(len(seq))]
+    return seq, src, remote, dst, dst_remote, late
 
 
-def _simulate(low, m: int, batched: bool) -> Tuple[List[StageRun], float]:  # noqa: C901
-    p = low.job.parallel.pp
-    hop = low.p2p_time() if p > 1 else 0.0
-    plans = [_plan(low, m, i, batched) for i in range(p)]
-    runs = [StageRun(codes=plan[0], remote=plan[3], v=low.job.parallel.v, m=m, hop=hop)
-            for plan in plans]
-    gates = [_gather_gates(low, i, runs[i]) for i in range(p)]
-    ready: Dict[int, float] = {}     # input key -> arrival time
-    waiting: Dict[int, int] = {}     # input key -> the stage waiting for it
-    held = [-1] * p                  # a forward output waiting for the next batched exchange
-    ptr, free, pp_free = [0] * p, [0.0] * p, [0.0] * p
-    queue = deque(range(p))
+@lru_cache(maxsize=64)
+def _structure(p: int, v: int, m: int, schedule: str, batched: bool) -> _Plan:  # noqa: C901
+    links = [_links(p, v, m, i, schedule, batched) for i in range(p)]
+    base, stage = [], []
+    for i, (seq, *_) in enumerate(links):
+        base.append(len(stage))
+        stage.extend([i] * len(seq))
+    cat = [list(chain.from_iterable(x[f] for x in links)) for f in range(1, 6)]
+    src, remote, dst, dst_remote, late = cat
+    ready = bytearray(2 * p * v * m)
+    waiting: Dict[int, int] = {}
+    held, ptr = [-1] * p, list(base)
+    end = [b + len(x[0]) for b, x in zip(base, links)]
+    queue, sequence = deque(range(p)), []
     while queue:
         i = queue.popleft()
-        seq, durs, src, _, dst, dst_remote, late = plans[i]
-        run, gate = runs[i], gates[i]
-        starts, ends, send = run.start, run.end, run.sends.append
-        k, n, t_free, t_pp = ptr[i], len(seq), free[i], pp_free[i]
-        while k < n:
-            want = src[k]
-            if want < 0:
-                arrive = 0.0
-            else:
-                arrive = ready.pop(want, None)
-                if arrive is None:
-                    waiting[want] = i
-                    break
-            start = arrive if arrive > t_free else t_free
-            end = start + durs[k]
-            if gate and k in gate:      # the chunk's first forward waits for its weights
-                first, last, tail = gate.pop(k)
-                wait_dp = first - start if first > start else 0.0
-                start, end = start + wait_dp, end + wait_dp
-                stretch = last + tail - end if last + tail > end else 0.0
-                end += stretch
-                run.gated[k] = (wait_dp, stretch)
-            starts.append(start)
-            ends.append(end)
-            t_free = end
-            d = dst[k]
-            if d >= 0 and not dst_remote[k]:
-                ready[d] = end                  # the last stage turns to its own backward
-                if d in waiting:
-                    queue.append(waiting.pop(d))
-                k += 1
-                continue
-            if late and k in late:
-                held[i] = d
-                k += 1
-                continue
-            h = held[i]
-            if h >= 0:
-                outs = (h, d) if d >= 0 else (h,)
-                held[i] = -1
-            elif d >= 0:
+        g, stop = ptr[i], end[i]
+        while g < stop:
+            want = src[g]
+            if want >= 0 and not ready[want]:
+                waiting[want] = i
+                break
+            sequence.append(g)
+            d = dst[g]
+            outs = ()
+            if d >= 0 and not dst_remote[g]:
                 outs = (d,)
+            elif late[g]:
+                held[i] = d
             else:
-                k += 1
-                continue
-            for d in outs:                      # synchronous sends on the PP stream (FIFO)
-                s = end if end > t_pp else t_pp
-                t_pp = arrive = s + hop
-                send((s, arrive, d))
-                ready[d] = arrive
-                if arrive > t_free:
-                    run.blocked[k] = run.blocked.get(k, 0.0) + arrive - t_free
-                    t_free = arrive
-                if d in waiting:
-                    queue.append(waiting.pop(d))
-            k += 1
-        ptr[i], free[i], pp_free[i] = k, t_free, t_pp
-    if any(ptr[i] < len(plans[i][0]) for i in range(p)):
+                outs = (held[i], d) if held[i] >= 0 else (d,)
+                held[i] = -1
+            for d in outs:
+                if d >= 0:
+                    ready[d] = 1
+                    if d in waiting:
+                        queue.append(waiting.pop(d))
+            g += 1
+        ptr[i] = g
+    if ptr != end:
         raise RuntimeError("pipeline schedule deadlocked")
+    return _Plan(tuple(tuple(x[0]) for x in links), tuple(base), tuple(stage), tuple(src),
+                 tuple(remote), tuple(dst), tuple(dst_remote), tuple(late), tuple(sequence))
+
+
+def _run(low, m: int, plan: _Plan) -> Tuple[List[StageRun], float]:  # noqa: C901
+    """The times of every block, in the plan's order: a block starts when its stage is free and
+    its input has arrived; sends are synchronous and FIFO on the sender's PP stream."""
+    par = low.job.parallel
+    p, v = par.pp, par.v
+    hop = low.p2p_time() if p > 1 else 0.0
+    durs = []
+    for i, seq in enumerate(plan.codes):
+        table = [low.template(i, c, ph).duration for ph in ("F", "B") for c in range(v)]
+        durs.extend([table[x // m] for x in seq])
+    n = len(durs)
+    runs = [StageRun(codes=list(seq), remote=list(plan.remote[b:b + len(seq)]), v=v, m=m,
+                     hop=hop) for seq, b in zip(plan.codes, plan.base)]
+    gates = {}
     for i, run in enumerate(runs):
+        gates.update({plan.base[i] + k: gate for k, gate in _gather_gates(low, i, run).items()})
+    stage, src, dst, dst_remote, late = plan.stage, plan.src, plan.dst, plan.dst_remote, plan.late
+    starts, ends = [0.0] * n, [0.0] * n
+    arrive = [0.0] * (2 * p * v * m)
+    blocked: Dict[int, float] = {}
+    gated: Dict[int, Tuple[float, float]] = {}
+    sends: List[List[Tuple[float, float, int]]] = [[] for _ in range(p)]
+    held, free, pp_free = [-1] * p, [0.0] * p, [0.0] * p
+    for g in plan.sequence:
+        i = stage[g]
+        want = src[g]
+        t_free = free[i]
+        start = arrive[want] if want >= 0 else 0.0
+        if start < t_free:
+            start = t_free
+        end = start + durs[g]
+        if gates and g in gates:        # the chunk's first forward waits for its weights
+            first, last, tail = gates[g]
+            wait_dp = first - start if first > start else 0.0
+            start, end = start + wait_dp, end + wait_dp
+            stretch = last + tail - end if last + tail > end else 0.0
+            end += stretch
+            gated[g] = (wait_dp, stretch)
+        starts[g] = start
+        ends[g] = end
+        d = dst[g]
+        if d >= 0 and not dst_remote[g]:
+            arrive[d] = end                 # the last stage turns to its own backward
+            free[i] = end
+            continue
+        if late[g]:
+            held[i] = d
+            free[i] = end
+            continue
+        t_free, t_pp, h = end, pp_free[i], held[i]
+        if h >= 0:
+            outs = (h, d) if d >= 0 else (h,)
+            held[i] = -1
+        else:
+            outs = (d,) if d >= 0 else ()
+        for d in outs:                      # synchronous sends on the PP stream (FIFO)
+            s = end if end > t_pp else t_pp
+            t_pp = a = s + hop
+            sends[i].append((s, a, d))
+            arrive[d] = a
+            if a > t_free:
+                blocked[g] = blocked.get(g, 0.0) + a - t_free
+                t_free = a
+        free[i], pp_free[i] = t_free, t_pp
+    for i, run in enumerate(runs):
+        b, k = plan.base[i], len(plan.codes[i])
+        run.start, run.end, run.sends = starts[b:b + k], ends[b:b + k], sends[i]
         run.backward_end = free[i]
+    for where, per_stage in ((blocked, "blocked"), (gated, "gated")):
+        for g, x in where.items():
+            getattr(runs[stage[g]], per_stage)[g - plan.base[stage[g]]] = x
     return runs, _tail(low, runs)
 
 

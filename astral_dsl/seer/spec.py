@@ -98,6 +98,7 @@ class JobSpec:
     grad_dtype: Optional[str] = None          # None: the framework's default for `dtype`
     overlap_grad_reduce: bool = False         # Megatron-LM default: reduce after the backward
     overlap_param_gather: bool = False        # ZeRO: gather the weights during the next forward
+    tp_overlap: str = "backward"              # backward | none (TP reductions on the critical path)
 
     @property
     def bytes(self) -> int:
@@ -105,11 +106,13 @@ class JobSpec:
 
     @property
     def gradient_dtype(self) -> str:
-        """The gradient buffer and reduction precision: declared, else fp32 (Megatron-LM's fp32
-        main gradients)."""
+        """The gradient buffer and reduction precision: declared, else Megatron-LM's default
+        for the dtype: fp32 main gradients with bf16 (`accumulate_allreduce_grads_in_fp32` is
+        forced on) and fp8 (on a bf16 base), 16-bit buffers with fp16, fp32 with fp32
+        (megatron/training/arguments.py)."""
         if self.grad_dtype:
             return self.grad_dtype
-        return "fp32"
+        return "fp16" if self.dtype == "fp16" else "fp32"
 
     @property
     def grad_bytes(self) -> int:

@@ -10,6 +10,7 @@ temperature points are kept apart from temperature differences.
 from astral_dsl.units.dimension import DIMENSIONLESS, Dim, dimension_name, DIMENSION_TYPES
 from astral_dsl.units.quantity import Quantity, UnitError, format_number
 from astral_dsl.units.table import Unit, UNITS, parse_unit, unit_names
+from astral_dsl.units import readable
 
 __all__ = [
     "DIMENSIONLESS",
@@ -22,5 +23,6 @@ __all__ = [
     "dimension_name",
     "format_number",
     "parse_unit",
+    "readable",
     "unit_names",
 ]

@@ -1,0 +1,134 @@
+"""Air units: the heat of what they cool that cold plates do not take (and, with
+`network = true`, the switches' heat), air flow from Q = rho * V * cp * dT, the heat per rack, fan
+power, and the supply temperature against ASHRAE's envelopes.
+
+ASHRAE TC 9.9, Thermal Guidelines for Data Processing Environments (5th ed., 2021): the
+recommended inlet envelope is 18-27 degC dry bulb; the allowable ranges are A1 15-32, A2 10-35,
+A3 5-40 and A4 5-45 degC."""
+from __future__ import annotations
+
+from typing import Optional
+
+import attrs
+
+from astral_dsl.analyses import formulas
+from astral_dsl.analyses.loops import liquid_heat
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.model.design import Design, Instance
+from astral_dsl.model.rollup import group_of, power_of
+from astral_dsl.model.values import Symbol
+from astral_dsl.units import Quantity, format_number
+
+RECOMMENDED_C = (18.0, 27.0)
+ALLOWABLE_C = {"A1": (15.0, 32.0), "A2": (10.0, 35.0), "A3": (5.0, 40.0), "A4": (5.0, 45.0)}
+
+
+@attrs.frozen
+class AirResult:
+    path: str
+    replicas: int
+    heat_w: float
+    rise_k: float
+    flow_m3s: float
+    max_rack_heat_w: float
+    owner: str = ""
+    fan_power_ratio: Optional[float] = None
+    it_heat_w: float = 0.0      # the part of heat_w that comes from what it serves (not switches)
+
+
+def _si(v) -> Optional[float]:
+    return v.si if isinstance(v, Quantity) else None
+
+
+def _within(path: str, owner: str) -> bool:
+    return path == owner or path.startswith(owner + ".")
+
+
+def _network_heat(inst: Instance, owner, replicas: int, fabrics) -> float:
+    """Switch heat per replica of an air unit with `network = true`."""
+    if inst.field("network") is not True or owner is None:
+        return 0.0
+    return sum(f.power_w for f in fabrics if _within(f.owner, owner.path)) / max(replicas, 1)
+
+
+def uncooled_network(design: Design, air, fabrics, diags) -> None:
+    by_path = {i.path: i for i in design.instances}
+    covered = [a.owner for a in air if by_path.get(a.path) is not None
+               and by_path[a.path].field("network") is True]
+    for f in fabrics:
+        if f.power_w > 0 and not any(_within(f.owner, o) for o in covered if o):
+            fabric = by_path.get(f.fabric)
+            diags.append(Diagnostic(
+                "W647", Severity.WARNING,
+                f"the switches of `{f.fabric}` make {format_number(round(f.power_w / 1e6, 3))} MW "
+                f"of heat that no cooling unit removes", fabric.span if fabric else None,
+                "set `network = true` on an `air` unit of the fabric's owner (or above)"))
+
+
+def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
+                fabrics=()) -> AirResult:
+    network_only = inst.field("network") is True and inst.field("serves") is None
+    served = [] if network_only else served
+    it_heat = sum(c * (power_of(i, cache).si - liquid_heat(i, cache)) for c, i in served)
+    heat = it_heat + _network_heat(inst, owner, replicas, fabrics)
+    if heat <= 0 and inst.field("network") is not True:
+        diags.append(Diagnostic("W650", Severity.WARNING,
+                                f"air unit `{inst.path}` cools nothing: the parts it serves send "
+                                f"no heat to air", inst.span,
+                                "set `serves = ...`, or remove the unit"))
+    rise = _si(inst.field("rise")) or 0.0
+    flow = formulas.air_flow(heat, rise) if rise > 0 else 0.0
+    worst = 0.0
+    for c, part in served:
+        for _, rack in group_of(part, ("rack",), cache).flat():
+            worst = max(worst, power_of(rack, cache).si - liquid_heat(rack, cache))
+    limit = _si(inst.field("max_rack_heat"))
+    if limit is not None and worst > limit * (1 + 1e-9):
+        diags.append(Diagnostic("E644", Severity.ERROR,
+                                f"a rack sends {format_number(round(worst / 1e3, 2))} kW to "
+                                f"air, more than `{inst.path}` removes per rack "
+                                f"({format_number(limit / 1e3)} kW at a "
+                                f"{format_number(rise)} K rise)", inst.span_of("max_rack_heat"),
+                                "raise the liquid share or the air rise, or lower the rack's "
+                                "load"))
+    ratio = _si(inst.field("fan_power_ratio"))
+    if ratio is None and heat > 0:
+        diags.append(Diagnostic("W657", Severity.WARNING,
+                                f"air unit `{inst.path}` declares no `fan_power_ratio`: its fans "
+                                f"count as 0 W in the facility power and the PUE", inst.span,
+                                "declare `fan_power_ratio` (fan power per watt of heat, from the "
+                                "unit's data sheet)"))
+    _envelope(inst, diags)
+    return AirResult(inst.path, replicas, heat, rise, flow, worst,
+                     owner.path if owner is not None else "", ratio, it_heat)
+
+
+def _envelope(inst: Instance, diags) -> None:
+    """W655 outside the allowable range of the declared ASHRAE class; W654 outside the
+    recommended envelope when no class is declared."""
+    supply = inst.field("supply")
+    if not isinstance(supply, Quantity):
+        return
+    t = supply.value_in("degC")
+    cls = inst.field("ashrae_class")
+    cls = cls.name if isinstance(cls, Symbol) else None
+    if cls in ALLOWABLE_C:
+        lo, hi = ALLOWABLE_C[cls]
+        if not lo - 1e-9 <= t <= hi + 1e-9:
+            diags.append(Diagnostic("W655", Severity.WARNING,
+                                    f"air unit `{inst.path}` supplies {format_number(t)} degC, "
+                                    f"outside the allowable range of ASHRAE class {cls} "
+                                    f"({format_number(lo)}-{format_number(hi)} degC)",
+                                    inst.span_of("supply"),
+                                    "lower the supply, or declare the class the equipment is "
+                                    "rated for"))
+        return
+    lo, hi = RECOMMENDED_C
+    if not lo - 1e-9 <= t <= hi + 1e-9:
+        diags.append(Diagnostic("W654", Severity.WARNING,
+                                f"air unit `{inst.path}` supplies {format_number(t)} degC, "
+                                f"outside ASHRAE's recommended envelope "
+                                f"({format_number(lo)}-{format_number(hi)} degC)",
+                                inst.span_of("supply"),
+                                "keep the supply within 18-27 degC, or declare `ashrae_class` "
+                                "(A1-A4) if the equipment is rated for its allowable range"))

@@ -1,0 +1,157 @@
+"""Declared data the other analyses would otherwise ignore or silently take as zero.
+
+- W690: a part that declares no `power` and holds nothing that does counts as 0 W;
+- W691: a switch with no `power` makes its tier's switches count as 0 W;
+- E630: a field that no analysis uses where it is written (a host's `idle_power`, `units` above
+  a rack, AC-only fields on a DC feeder) is an error, not a silent no-op;
+- E631: a feeder whose `current` (dc/ac) differs from its standard's;
+- E632: a rack whose contents, in rack units, are taller than the rack's declared `units`."""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.model.design import Design, Instance
+from astral_dsl.model.values import Symbol
+from astral_dsl.units import Quantity, format_number, readable
+
+_WATTS = Quantity.of(1, "W").dims
+
+
+def _warn(code, msg, span, hint=None) -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, msg, span, hint)
+
+
+def _err(code, msg, span, hint=None) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, msg, span, hint)
+
+
+def _has_power(inst: Instance) -> bool:
+    p = inst.declared("power") if hasattr(inst, "declared") else inst.field("power")
+    return isinstance(p, Quantity) and p.dims == _WATTS
+
+
+def undeclared_power(design: Design) -> List[Diagnostic]:
+    """W690 for every part that declares no power and holds nothing with power, counted by its
+    replicas in the sites (through parents that declare no power either)."""
+    memo: Dict[int, Dict[int, Tuple[float, Instance]]] = {}
+
+    def zeros(inst: Instance) -> Dict[int, Tuple[float, Instance]]:
+        hit = memo.get(id(inst))
+        if hit is not None:
+            return hit
+        out: Dict[int, Tuple[float, Instance]] = {}
+        if not _has_power(inst):
+            children = inst.containment()
+            if not children:
+                out[id(inst)] = (1, inst)
+            for c, child in children:
+                for key, (n, leaf) in zeros(child).items():
+                    prev = out.get(key, (0, leaf))[0]
+                    out[key] = (prev + c * n, leaf)
+        memo[id(inst)] = out
+        return out
+
+    total: Dict[Tuple[str, str], List] = {}
+    for root in design.roots:
+        for n, leaf in zeros(root).values():
+            slot = total.setdefault((leaf.kind, leaf.template or leaf.path), [0, leaf])
+            slot[0] += n
+    out = []
+    for (kind, name), (n, leaf) in sorted(total.items()):
+        out.append(_warn("W690", f"{kind} `{name}` declares no `power`: its "
+                                 f"{readable.grouped(n)} replica(s) count as 0 W in the IT "
+                                 f"load", leaf.span,
+                         f"declare `power` on `{name}` (its data sheet figure), or on the part "
+                         f"that holds it"))
+    return out
+
+
+def undeclared_switch_power(design: Design, fabrics) -> List[Diagnostic]:
+    """W691: per fabric, the switches of tiers whose switch model declares no power."""
+    by_path = {i.path: i for i in design.instances}
+    out = []
+    for f in fabrics:
+        tiers = [t for t in f.tiers if t.switches and not _has_power_path(by_path, t.switch)]
+        if not tiers:
+            continue
+        n = sum(t.switches for t in tiers)
+        models = sorted({t.switch for t in tiers})
+        out.append(_warn("W691", f"switch power not declared: {readable.grouped(n)} switches of "
+                                 f"`{f.fabric}` (tier {', '.join(t.name for t in tiers)}: "
+                                 f"{', '.join(f'`{m}`' for m in models)}) are counted as 0 W",
+                         tiers[0].span,
+                         "declare the switch's `power` from its data sheet, e.g. "
+                         f"`switch = {models[0]}(power = ...)`"))
+    return out
+
+
+def _has_power_path(by_path, path: str) -> bool:
+    inst = by_path.get(path)
+    return inst is not None and isinstance(inst.field("power"), Quantity)
+
+
+_AC_ONLY = ("phases", "power_factor", "reactance")
+_ABOVE_RACK = ("row", "block", "pod", "hall", "site")
+
+
+def unused_fields(design: Design, mult) -> List[Diagnostic]:
+    """E630, E631 and E632 over every distinct instance the sites hold."""
+    out: List[Diagnostic] = []
+    by_path = {i.path: i for i in design.instances}
+    for _, inst in mult.values():
+        if inst.kind == "host" and inst.field("idle_power") is not None:
+            out.append(_err("E630", f"`idle_power` of `{inst.path}` is not used by any analysis: "
+                                    f"the average draw is `utilization` x the peak `power`",
+                            inst.span_of("idle_power"),
+                            "remove it, and declare `utilization` (average over peak) on the "
+                            "site or the part"))
+        elif inst.kind in _ABOVE_RACK and inst.field("units") is not None:
+            out.append(_err("E630", f"`units` of {inst.kind} `{inst.path}` is not used: only a "
+                                    f"rack's height (in rack units) is checked",
+                            inst.span_of("units"), "declare `units` on the racks instead"))
+        elif inst.kind == "feeder":
+            out.extend(_feeder_fields(inst, by_path))
+        elif inst.kind == "rack":
+            out.extend(_rack_space(inst))
+    return out
+
+
+def _feeder_fields(inst: Instance, by_path) -> List[Diagnostic]:
+    out = []
+    current = inst.field("current")
+    kind = current.name if isinstance(current, Symbol) else None
+    if kind == "dc":
+        for name in _AC_ONLY:
+            if inst.field(name) is not None:
+                out.append(_err("E630", f"`{name}` of DC feeder `{inst.path}` is not used: it "
+                                        f"applies to AC feeders only", inst.span_of(name),
+                                "remove it, or make the feeder `current = ac`"))
+    std_ref = inst.field("standard")
+    std = by_path.get(getattr(std_ref, "path", None)) if std_ref is not None else None
+    std_kind = std.field("current") if std is not None else None
+    std_kind = std_kind.name if isinstance(std_kind, Symbol) else None
+    if kind and std_kind and kind != std_kind:
+        out.append(_err("E631", f"feeder `{inst.path}` is `{kind}` but its standard "
+                                f"`{std.path}` is `{std_kind}`", inst.span_of("standard"),
+                        f"choose a {kind.upper()} standard, or make the feeder "
+                        f"`current = {std_kind}`"))
+    return out
+
+
+def _rack_space(rack: Instance) -> List[Diagnostic]:
+    height = rack.field("units")
+    if not isinstance(height, Quantity):
+        return []
+    used = 0.0
+    for c, child in rack.containment():
+        u = child.field("units")
+        if isinstance(u, Quantity):
+            used += c * u.si
+    if used > height.si * (1 + 1e-9):
+        ru = Quantity.of(1, "U").si
+        return [_err("E632", f"rack `{rack.path}` holds {format_number(round(used / ru, 2))} U "
+                             f"of equipment but is {format_number(round(height.si / ru, 2))} U "
+                             f"tall", rack.span_of("units"),
+                     "use fewer or shorter parts, or a taller rack")]
+    return []

@@ -1,0 +1,410 @@
+"""Feeders: the load each carries in normal operation and with one failed, its current,
+conductor, rectifier modules and batteries, each traced to the declaration that caused it.
+
+A feeder carries the peak load of what it supplies (analyses/served.py). Feeders declared side
+by side in one instance (A and B) supplying the same parts share that load in normal operation;
+when one fails the other side carries all of it (2N). A feeder declared with `count = N` is N
+identical feeders sharing the load (N-1 when one fails). Data a check needs and the design leaves
+out is reported (W620-W625), never taken as zero. Formulas: analyses/formulas/ (IEEE 485,
+IEC 60364-5-52, IEC 60028)."""
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Tuple
+
+import attrs
+
+from astral_dsl.analyses import formulas
+from astral_dsl.analyses.served import Served
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.model.design import Instance
+from astral_dsl.model.rollup import power_of
+from astral_dsl.model.values import ListValue, Symbol, UnknownValue
+from astral_dsl.units import Quantity, format_number, readable
+
+# Conductor temperature used for voltage drop when a feeder declares none: 90 degC, the maximum
+# continuous operating temperature of XLPE/EPR insulation (IEC 60502-1, Table 3), so the drop is
+# never underestimated.
+DEFAULT_CONDUCTOR_C = 90.0
+
+# Resistivity at 20 degC and its temperature coefficient per conductor material: annealed copper
+# 0.017241 ohm mm^2/m, 0.00393 /K (IEC 60028); hard-drawn aluminium 0.028264 ohm mm^2/m,
+# 0.00403 /K (IEC 60889).
+MATERIALS = {"copper": (formulas.COPPER_RHO20_OHM_M, formulas.COPPER_ALPHA_PER_K),
+             "aluminium": (0.028264e-6, 0.00403)}
+
+
+@attrs.frozen
+class Requirement:
+    """The least value an unknown equipment count (`?`) may take, and why; `units` is how many
+    of the counted things one unit of the count stands for in the whole design (for its cost)."""
+    key: str
+    minimum: int
+    units: int
+    price: float                # of one counted thing (0 when undeclared)
+    label: str
+    span: Optional[object]
+
+
+@attrs.frozen
+class FeederResult:
+    path: str
+    replicas: int
+    count: int                 # identical feeders this declaration stands for (per replica)
+    current_type: str
+    side: Optional[str]
+    voltage_v: float
+    load_w: float              # peak load of what it serves (all of it)
+    normal_w: float            # its share in normal operation
+    failover_w: float          # what it carries with one feeder failed (0: nothing backs it)
+    capacity_w: Optional[float]
+    current_a: float           # at the failover load (or normal when it has no backup)
+    conductor_current_a: Optional[float]
+    ampacity_a: Optional[float]
+    voltage_drop_v: Optional[float]
+    drop_ratio: Optional[float]
+    rectifier_modules_needed: Optional[int]
+    rectifier_modules: Optional[int]
+    battery_current_a: Optional[float]
+    battery_required_ah: Optional[float]
+    battery_available_ah: Optional[float]
+    efficiency: Optional[float]
+
+
+def _si(v) -> Optional[float]:
+    return v.si if isinstance(v, Quantity) else None
+
+
+def _sym(v) -> Optional[str]:
+    return v.name if isinstance(v, Symbol) else None
+
+
+def _err(code, msg, span, hint=None) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, msg, span, hint)
+
+
+def _warn(code, msg, span, hint=None) -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, msg, span, hint)
+
+
+def analyse_feeders(mult, resolve, served: Served, cache, failed, diags,
+                    reqs) -> List[FeederResult]:
+    """Every feeder the sites hold. `failed`: paths of feeders a scenario has failed."""
+    out: List[FeederResult] = []
+    for replicas, owner in mult.values():
+        feeders = [m.value for m in owner.members
+                   if isinstance(m.value, Instance) and m.value.kind == "feeder"]
+        if not feeders:
+            continue
+        parts = {id(f): served.of(f) for f in feeders}
+        for f in feeders:
+            key = _served_key(parts[id(f)])
+            partners = [g for g in feeders if g is not f and _served_key(parts[id(g)]) == key
+                        and _sym(g.field("side")) != _sym(f.field("side"))]
+            out.append(_one_feeder(f, replicas, parts[id(f)], partners, resolve, cache,
+                                   failed, diags, reqs))
+    return out
+
+
+def _served_key(items) -> Tuple:
+    return tuple(sorted((c, i.path) for c, i in items))
+
+
+def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
+                diags, reqs) -> FeederResult:
+    load = sum(c * power_of(i, cache).si for c, i in served)
+    if not served:
+        diags.append(_warn("W620", f"feeder `{f.path}` serves nothing: it carries 0 kW",
+                           f.span, "set `serves = ...`, or name it in the `feeds` of the racks "
+                                   "it supplies"))
+    sides = 1 + len(partners)
+    alive_partners = [p for p in partners if p.path not in failed]
+    capacity = _si(f.field("capacity"))
+    count_field = f.field("count")
+    if isinstance(count_field, UnknownValue):
+        count = _feeders_needed(load, capacity, sides, bool(alive_partners))
+        if f.path in failed:       # one of them is down: the others carry the normal share
+            alive = sides - len(partners) + len(alive_partners)
+            count = max(count, math.ceil(load / (capacity * alive) - 1e-9) + 1) \
+                if capacity else count + 1
+        reqs.append(Requirement(count_field.key, count, replicas, _si(f.field("price")) or 0.0,
+                                f"feeder `{f.path}` must carry its load normally and with one "
+                                f"feeder failed", f.span_of("capacity")))
+    else:
+        count = int(_si(count_field) or 1)
+    unknown = isinstance(count_field, UnknownValue)
+    # under a failure already (this feeder or its partner), only normal operation must hold
+    degraded = f.path in failed or len(alive_partners) < len(partners)
+    if f.path in failed and count > 1:
+        count -= 1                       # one of the N identical feeders is down
+        failed = failed - {f.path}
+    if f.path in failed:
+        normal = 0.0
+        if not alive_partners:
+            diags.append(_err("E628", f"feeder `{f.path}` is down and nothing backs it: "
+                                      f"{format_number(round(load / 1e3, 1))} kW lose power",
+                              f.span, "declare a partner feeder on the other side (A/B) or "
+                                      "`count = N` feeders sharing the load"))
+    elif partners and not alive_partners:
+        normal = load / count           # the other side is down: this one carries all
+    else:
+        normal = load / (count * sides)
+    if degraded:
+        failover = 0.0
+    elif alive_partners:
+        failover = load / count
+    elif count > 1:
+        failover = load / (count - 1)
+    else:
+        failover = 0.0
+    voltage = _si(f.field("voltage")) or 0.0
+    kind = _sym(f.field("current")) or "dc"
+    carried = max(normal, failover)
+    current = _current(kind, carried, voltage, f)
+    if capacity is None and served:
+        diags.append(_warn("W623", f"feeder `{f.path}` declares no `capacity`: the "
+                                   f"{readable.power(carried)} it carries are "
+                                   f"not checked against a rating", f.span,
+                           "declare `capacity = ...` (the feeder's rated power)"))
+    if capacity is not None and not unknown:     # an unknown count is sized to fit instead
+        if normal > capacity * (1 + 1e-9):
+            diags.append(_err("E620", f"feeder `{f.path}` carries "
+                                      f"{format_number(normal / 1e3)} kW in normal operation, "
+                                      f"above its capacity of {format_number(capacity / 1e3)} kW",
+                              f.span_of("capacity"), _replicas(replicas, "feeder")))
+        elif failover > capacity * (1 + 1e-9):
+            other = "the other side" if partners else "the remaining feeders"
+            diags.append(_err("E621", f"with one feeder failed, {other} of `{f.path}` must "
+                                      f"carry {format_number(failover / 1e3)} kW, above its "
+                                      f"capacity of {format_number(capacity / 1e3)} kW",
+                              f.span_of("capacity"),
+                              "each side of a 2N pair must carry the whole load"))
+    _voltage_range(f, voltage, resolve, diags)
+    cond_current, ampacity, drop, ratio = _conductor(f, current, voltage, kind, resolve, diags,
+                                                     bool(served))
+    needed, declared = _rectifier(f, carried, resolve, diags, reqs, replicas * count)
+    b_current, b_required, b_available = _battery(f, load / count, resolve, diags, reqs,
+                                                  replicas * count)
+    eff = _si(f.field("efficiency"))
+    rect = resolve(f.field("rectifier"))
+    if eff is None and rect is not None:
+        eff = _si(rect.field("efficiency"))
+    if eff is None and served:
+        diags.append(_warn("W624", f"feeder `{f.path}` declares no conversion `efficiency` "
+                                   f"(nor does a rectifier on it): its conversion losses count "
+                                   f"as 0 W in the facility power and the PUE", f.span,
+                           "declare `efficiency = ...` on the feeder or its rectifier, from the "
+                           "equipment's data sheet"))
+    return FeederResult(f.path, replicas, count, kind, _sym(f.field("side")), voltage, load, normal,
+                        failover, capacity, current, cond_current, ampacity, drop, ratio, needed,
+                        declared, b_current, b_required, b_available, eff)
+
+
+def _replicas(n: int, what: str) -> Optional[str]:
+    return f"the same holds for all {n:,} such {what}s" if n > 1 else None
+
+
+def _current(kind: str, power_w: float, voltage: float, f: Instance) -> float:
+    if not voltage:
+        return 0.0
+    if kind == "dc":
+        return formulas.dc_current(power_w, voltage)
+    pf = _si(f.field("power_factor")) or 1.0
+    phases = int(_si(f.field("phases")) or 3)
+    if phases == 3:
+        return formulas.ac3_current(power_w, voltage, pf)
+    return power_w / (voltage * pf)
+
+
+def _voltage_range(f: Instance, voltage: float, resolve, diags) -> None:
+    std = resolve(f.field("standard"))
+    if std is None or not voltage:
+        return
+    lo, hi = _si(std.field("min")), _si(std.field("max"))
+    if (lo is not None and voltage < lo) or (hi is not None and voltage > hi):
+        diags.append(_err("E626", f"feeder `{f.path}` runs at {format_number(voltage)} V, "
+                                  f"outside the normal range of `{std.path}` "
+                                  f"({format_number(lo)}-{format_number(hi)} V)",
+                          f.span_of("voltage"), "choose a voltage within the standard's range"))
+
+
+def _material(f: Instance, table: Optional[Instance], diags) -> Tuple[float, float]:
+    name = _sym(f.field("material"))
+    if name is None and table is not None:
+        name = _sym(table.field("material"))
+    if name is None:
+        diags.append(_warn("W621", f"the conductor material of `{f.path}` is not declared: "
+                                   f"copper is assumed for its resistance",
+                           f.span_of("conductor_area"),
+                           "declare `material = copper` (or `aluminium`) on the feeder or its "
+                           "`cable`"))
+        name = "copper"
+    return MATERIALS[name]
+
+
+def _conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool):
+    area = _si(f.field("conductor_area"))
+    if area is None:
+        if serves:
+            diags.append(_warn("W621", f"feeder `{f.path}` declares no conductor: its voltage "
+                                       f"drop and its conductors' ampacity are not checked",
+                               f.span, "declare `conductor_area`, `length` and `cable` (or "
+                                       "`ampacity`)"))
+        return None, None, None, None
+    sets = int(_si(f.field("conductors")) or 1)
+    per = current / sets
+    ampacity = _si(f.field("ampacity"))
+    table = resolve(f.field("cable"))
+    if ampacity is None and table is not None:
+        areas = [a.si for a in table.field("areas", ListValue(())).items]
+        amps = [a.si for a in table.field("ampacities", ListValue(())).items]
+        try:
+            ampacity = formulas.ampacity(list(zip(areas, amps)), area)
+        except ValueError as exc:
+            diags.append(_err("E625", f"feeder `{f.path}`: {exc}", f.span_of("conductor_area")))
+    elif ampacity is None:
+        diags.append(_warn("W621", f"feeder `{f.path}` declares no `ampacity` or `cable`: the "
+                                   f"{readable.current(per)} in each conductor set are "
+                                   f"not checked against a rating",
+                           f.span_of("conductor_area"),
+                           "declare `ampacity = ...` or a `cable` with its ampacity table"))
+    if ampacity is not None and per > ampacity * (1 + 1e-9):
+        diags.append(_err("E625", f"each of the {sets} conductor set(s) of `{f.path}` carries "
+                                  f"{format_number(round(per, 1))} A, above its ampacity of "
+                                  f"{format_number(round(ampacity, 1))} A",
+                          f.span_of("conductor_area"),
+                          "add parallel conductors (`conductors = N`) or a larger cross-section"))
+    length = _si(f.field("length"))
+    drop = ratio = None
+    if length is None:
+        diags.append(_warn("W621", f"feeder `{f.path}` declares no `length`: its voltage drop "
+                                   f"is not computed", f.span_of("conductor_area"),
+                           "declare `length = ...` (the one-way route length)"))
+        return per, ampacity, drop, ratio
+    rho20, alpha = _material(f, table, diags)
+    t = f.field("conductor_temperature")
+    temp_c = t.value_in("degC") if isinstance(t, Quantity) else DEFAULT_CONDUCTOR_C
+    if kind == "dc":
+        drop = formulas.dc_voltage_drop(per, length, area, temp_c, rho20, alpha)
+    else:
+        r = formulas.copper_resistivity(temp_c, rho20, alpha) / area
+        pf = _si(f.field("power_factor")) or 1.0
+        x = _si(f.field("reactance")) or 0.0     # declared per conductor; 0 when not given
+        drop = formulas.ac3_voltage_drop(per, length, r, x, pf)
+    ratio = drop / voltage if voltage else None
+    limit = _si(f.field("max_voltage_drop"))
+    if limit is not None and ratio is not None and ratio > limit * (1 + 1e-9):
+        diags.append(_err("E622", f"voltage drop on `{f.path}` is "
+                                  f"{format_number(round(drop, 2))} V "
+                                  f"({format_number(round(ratio * 100, 2))} %), above the "
+                                  f"declared {format_number(limit * 100)} %",
+                          f.span_of("max_voltage_drop"),
+                          "shorten the run or use a larger cross-section"))
+    return per, ampacity, drop, ratio
+
+
+def _feeders_needed(load: float, capacity: Optional[float], sides: int, backed: bool) -> int:
+    """Least number of identical feeders sharing `load`: normal share load/(n*sides) and, with
+    one failed, load/n (a live partner side) or load/(n-1) (no partner) within capacity."""
+    if not capacity:
+        return 1
+    normal = load / (capacity * sides)
+    failover = load / capacity if backed else load / capacity + 1
+    return max(1, math.ceil(max(normal, failover) - 1e-9))
+
+
+def _rectifier(f: Instance, load, resolve, diags, reqs, units: int):
+    rect = resolve(f.field("rectifier"))
+    if rect is None:
+        return None, None
+    module = _si(rect.field("module"))
+    if not module:
+        diags.append(_warn("W625", f"rectifier `{rect.path}` of `{f.path}` declares no "
+                                   f"`module` rating: its modules are not counted",
+                           f.span_of("rectifier"),
+                           "declare `module = ...` (one module's rated power)"))
+        return None, None
+    derate = _si(rect.field("derate")) or 1.0
+    scheme = _sym(rect.field("redundancy")) or "n_plus_1"
+    needed = formulas.with_redundancy(formulas.modules_needed(load, module, derate), scheme)
+    modules = rect.field("modules")
+    if isinstance(modules, UnknownValue):
+        reqs.append(Requirement(modules.key, needed, units, _si(rect.field("price")) or 0.0,
+                                f"`{f.path}` needs {needed} modules of "
+                                f"{format_number(module / 1e3)} kW ({scheme})",
+                                rect.span_of("module")))
+        return needed, None
+    declared_q = _si(modules)
+    declared = int(declared_q) if declared_q is not None else None
+    if declared is not None and declared < needed:
+        diags.append(_err("E627", f"`{f.path}` needs {needed} rectifier modules of "
+                                  f"{format_number(module / 1e3)} kW ({scheme}) but "
+                                  f"`{rect.path}` has {declared}", rect.span_of("modules")))
+    return needed, declared
+
+
+# IEEE Std 485 sizing factors taken when a battery declares none: aging 1.25 (replace at 80 %
+# of rated capacity), design margin 1.1, temperature 1.0 (electrolyte at 25 degC).
+_FACTORS = (("aging_factor", 1.25), ("design_factor", 1.1), ("temperature_factor", 1.0))
+
+
+def _battery(f: Instance, load, resolve, diags, reqs, units: int):
+    bat = resolve(f.field("battery"))
+    if bat is None:
+        return None, None, None
+    autonomy = _si(bat.field("autonomy"))
+    cells = _si(bat.field("cells"))
+    end_v = _si(bat.field("end_voltage"))
+    if not (autonomy and cells and end_v):
+        missing = [n for n, v in (("cells", cells), ("end_voltage", end_v)) if not v]
+        diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
+                                   f"{' or '.join(f'`{m}`' for m in missing) or 'autonomy'}: "
+                                   f"its capacity is not sized", f.span_of("battery"),
+                           "declare `cells` and `end_voltage` (per cell, e.g. 1.75 V for "
+                           "lead-acid)"))
+        return None, None, None
+    assumed = [(name, value) for name, value in _FACTORS if _si(bat.field(name)) is None]
+    if assumed:
+        chem = _sym(bat.field("chemistry")) or "lead_acid"
+        lead = "" if chem == "lead_acid" else \
+            f"; they are lead-acid figures and this battery is {chem.replace('_', '-')}"
+        diags.append(_warn("W625", f"battery `{bat.path}` declares no "
+                                   f"{', '.join(f'`{n}`' for n, _ in assumed)}: the IEEE 485 "
+                                   f"values {', '.join(f'{n} = {v}' for n, v in assumed)} are "
+                                   f"assumed{lead}", f.span_of("battery"),
+                           "declare the sizing factors for the battery's chemistry"))
+    factors = {name: _si(bat.field(name)) or value for name, value in _FACTORS}
+    current, _, sized = formulas.battery_capacity_ah(
+        load, autonomy, _si(bat.field("efficiency")) or 1.0, int(cells), end_v,
+        aging=factors["aging_factor"], design=factors["design_factor"],
+        temperature=factors["temperature_factor"])
+    per_string = _si(bat.field("string_capacity"))
+    available = None
+    strings = bat.field("strings")
+    if isinstance(strings, UnknownValue):
+        if per_string:
+            need = max(1, math.ceil(sized / (per_string / 3600.0) - 1e-9))
+            reqs.append(Requirement(strings.key, need, units, _si(bat.field("price")) or 0.0,
+                                    f"batteries of `{f.path}` must hold "
+                                    f"{format_number(round(sized))} Ah",
+                                    bat.span_of("string_capacity")))
+            available = need * per_string / 3600.0
+        return current, sized, available
+    if per_string is None:
+        diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
+                                   f"`string_capacity`: the {readable.grouped(sized, 1)} Ah "
+                                   f"its autonomy needs are not checked against what it holds",
+                           f.span_of("battery"),
+                           "declare `string_capacity` (at the autonomy's discharge rate) and "
+                           "`strings`"))
+        return current, sized, None
+    available = per_string / 3600.0 * (int(_si(bat.field("strings")) or 1))
+    if available < sized * (1 - 1e-9):
+        need = math.ceil(sized / (per_string / 3600.0) - 1e-9)
+        diags.append(_err("E623", f"batteries of `{f.path}` hold "
+                                  f"{format_number(round(available, 1))} Ah but "
+                                  f"{format_number(autonomy / 60)} min at "
+                                  f"{format_number(round(load / 1e3, 1))} kW needs "
+                                  f"{format_number(round(sized, 1))} Ah",
+                          bat.span_of("strings"), f"use at least {need} strings"))
+    return current, sized, available

@@ -1,0 +1,246 @@
+"""Liquid loops: the cold-plate heat of what a loop cools, its flow from Q = m_dot * cp * dT with
+fluid properties from CoolProp at the mean loop temperature, CDUs with N+1 on heat and flow,
+pump power, and the coolant limits of the GPUs it cools. Data a check needs and the design leaves
+out is reported (W648-W650, W658), never taken as zero."""
+from __future__ import annotations
+
+import math
+import re
+from typing import Dict, List, Optional, Tuple
+
+import attrs
+
+from astral_dsl.analyses import formulas
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.model.design import Instance
+from astral_dsl.model.rollup import group_of, power_of
+from astral_dsl.model.values import Symbol, UnknownValue
+from astral_dsl.units import Quantity, format_number, readable
+
+
+@attrs.frozen
+class LoopResult:
+    path: str
+    replicas: int
+    fluid: str
+    heat_w: float
+    supply_c: float
+    rise_k: float
+    density: Optional[float]
+    cp: Optional[float]
+    flow_m3s: Optional[float]
+    cdus_needed: Optional[int]
+    cdus: Optional[int]
+    cdu_capacity_w: Optional[float]
+    pump_w: float
+    parts: Tuple[Tuple[str, str, int, float, Optional[float]], ...] = ()
+    # (kind, path, replicas per loop, liquid heat, flow) for the rows and racks it serves
+    cdu_w: float = 0.0         # the running CDUs' own draw (their declared `power`)
+
+
+def _si(v) -> Optional[float]:
+    return v.si if isinstance(v, Quantity) else None
+
+
+def _err(code, msg, span, hint=None, severity=Severity.ERROR) -> Diagnostic:
+    return Diagnostic(code, severity, msg, span, hint)
+
+
+def _warn(code, msg, span, hint=None) -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, msg, span, hint)
+
+
+def liquid_heat(inst: Instance, cache: Dict) -> float:
+    """Heat taken by cold plates: the declared share of this instance's power, else the sum of
+    its parts' (a part with no share sends all its heat to air)."""
+    key = (id(inst), "liquid")
+    hit = cache.get(key)
+    if hit is not None:
+        return hit[1]
+    share = _si(inst.field("liquid_share"))
+    if share is not None:
+        value = power_of(inst, cache).si * share
+    else:
+        value = sum(c * liquid_heat(child, cache) for c, child in inst.containment())
+    cache[key] = (inst, value)
+    return value
+
+
+_BRACKET = re.compile(r"\[([0-9.]+)\]\s*$")
+
+
+def _fluid(loop: Instance, fluid: Optional[Instance], diags) -> Optional[str]:
+    """The CoolProp name, after checking it against the declared concentration (E650)."""
+    name = fluid.field("coolprop") if fluid is not None else None
+    if not isinstance(name, str):
+        return None
+    conc = _si(fluid.field("concentration"))
+    if conc is not None and "&" not in name:       # a mixture of pure fluids names its own
+        m = _BRACKET.search(name)
+        said = float(m.group(1)) if m else 0.0
+        if abs(said - conc) > 1e-9:
+            what = f"`{name}` is {format_number(said * 100)} %" if m else \
+                f"`{name}` names a pure fluid"
+            diags.append(_err("E650", f"fluid `{fluid.path}` declares a concentration of "
+                                      f"{format_number(round(conc * 100, 6))} % but its CoolProp "
+                                      f"name {what}: the properties would be those of the name",
+                              fluid.span_of("concentration"),
+                              "make the CoolProp mixture fraction, e.g. `INCOMP::MPG[0.25]`, "
+                              "match `concentration`"))
+    return name
+
+
+def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, overrides, diags,
+                 reqs) -> LoopResult:
+    from astral_dsl.analyses.feeders import Requirement
+
+    heat = sum(c * liquid_heat(i, cache) for c, i in served)
+    if not served or heat <= 0:
+        diags.append(_warn("W650", f"loop `{inst.path}` cools nothing: the parts it serves "
+                                   f"send no heat to cold plates", inst.span,
+                           "set `serves = ...`, a `liquid_share` on what it cools, or remove "
+                           "the loop"))
+    supply_q = overrides.get((inst.path, "supply"), inst.field("supply"))
+    supply_c = supply_q.value_in("degC") if isinstance(supply_q, Quantity) else 0.0
+    rise = _si(inst.field("rise")) or 0.0
+    fluid = resolve(inst.field("fluid"))
+    name = _fluid(inst, fluid, diags)
+    density = cp = flow = None
+    if name is not None and rise > 0:
+        from astral_dsl.analyses import fluids
+
+        try:
+            props = fluids.properties(name, supply_c + rise / 2)
+            density, cp = props.density, props.cp
+            flow = formulas.liquid_flow(heat, density, cp, rise)
+        except ValueError as exc:
+            diags.append(_err("E646", f"fluid properties of `{fluid.path}` at "
+                                      f"{format_number(supply_c + rise / 2)} degC: {exc}",
+                              inst.span_of("fluid")))
+    cdu = resolve(inst.field("cdu"))
+    cap = _si(cdu.field("capacity")) if cdu is not None else None
+    cdu_flow = _si(cdu.field("max_flow")) if cdu is not None else None
+    if cdu is None and heat > 0:
+        diags.append(_warn("W658", f"loop `{inst.path}` declares no `cdu`: its CDUs are not "
+                                   f"sized or checked against its "
+                                   f"{readable.power(heat)}", inst.span,
+                           "declare `cdu = ...` (a CDU model) and `cdus = ...` (or `?`)"))
+    scheme = inst.field("redundancy")
+    scheme = scheme.name if isinstance(scheme, Symbol) else "n_plus_1"
+    cdus_field = inst.field("cdus")
+    declared = _si(cdus_field)
+    failed = overrides.get((inst.path, "failed_cdus"), 0)
+    declared_n = int(declared) - failed if declared is not None else None
+    needed = None
+    if cap:
+        n = formulas.modules_needed(heat, cap)
+        if cdu_flow and flow:
+            n = max(n, math.ceil(flow / cdu_flow - 1e-9))
+        needed = formulas.with_redundancy(n, scheme)
+        if isinstance(cdus_field, UnknownValue):
+            reqs.append(Requirement(cdus_field.key, needed + failed, replicas,
+                                    _si(cdu.field("price")) or 0.0,
+                                    f"loop `{inst.path}` needs {needed} CDUs for "
+                                    f"{format_number(round(heat / 1e6, 3))} MW ({scheme})",
+                                    inst.span_of("cdu")))
+        if declared_n is not None:
+            _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags)
+    if flow is not None:
+        limit = _si(inst.field("max_flow"))
+        if limit is not None and flow > limit * (1 + 1e-9):
+            diags.append(_err("E643", f"loop `{inst.path}` needs "
+                                      f"{format_number(round(flow * 60000, 1))} L/min, above its "
+                                      f"limit of {format_number(round(limit * 60000, 1))} L/min",
+                              inst.span_of("max_flow")))
+        if cdu_flow and declared_n and flow > cdu_flow * declared_n * (1 + 1e-9):
+            diags.append(_err("E643", f"loop `{inst.path}` needs "
+                                      f"{format_number(round(flow * 60000, 1))} L/min, above what "
+                                      f"its {declared_n} CDUs pass "
+                                      f"({format_number(round(cdu_flow * declared_n * 60000, 1))}"
+                                      f" L/min)", inst.span_of("cdus")))
+    _gpu_limits(inst, served, supply_c, cache, diags)
+    pump, cdu_w = _pumping(inst, cdu, flow, heat, declared_n, needed, scheme, diags)
+    parts = []
+    if density and cp:
+        for kinds in (("row", "block"), ("rack",)):
+            for c, part in served:
+                for n, sub in group_of(part, kinds, cache).flat():
+                    q = liquid_heat(sub, cache)
+                    parts.append((sub.kind, sub.path, c * n, q,
+                                  formulas.liquid_flow(q, density, cp, rise)))
+    return LoopResult(inst.path, replicas, name if name is not None else "?", heat,
+                      supply_c, rise, density, cp, flow, needed, declared_n, cap, pump,
+                      tuple(parts), cdu_w)
+
+
+def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags) -> None:
+    if declared_n * cap < heat * (1 - 1e-9):
+        diags.append(_err("E640", f"loop `{inst.path}` carries "
+                                  f"{format_number(round(heat / 1e6, 3))} MW of liquid "
+                                  f"heat but its {declared_n} CDUs hold "
+                                  f"{format_number(round(declared_n * cap / 1e6, 3))} MW",
+                          inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
+    elif scheme != "n" and ((declared_n - 1) * cap < heat * (1 - 1e-9) or (
+            cdu_flow and flow and (declared_n - 1) * cdu_flow < flow * (1 - 1e-9))):
+        have = (f"{format_number(round((declared_n - 1) * cap / 1e6, 3))} MW for "
+                f"{format_number(round(heat / 1e6, 3))} MW")
+        if (declared_n - 1) * cap >= heat * (1 - 1e-9):
+            have = (f"flow for {format_number(round((declared_n - 1) * cdu_flow * 6e4))} "
+                    f"L/min of the {format_number(round(flow * 6e4))} L/min needed")
+        diags.append(_err("E641", f"with one CDU failed, loop `{inst.path}` has {have}",
+                          inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
+
+
+def _gpu_limits(inst, served, supply_c, cache, diags) -> None:
+    """E642 when the supply is hotter than a GPU's cold plate accepts; W649 for GPUs that
+    declare no limit (the supply is then not checked against them)."""
+    unchecked: Dict[str, Tuple[Instance, int]] = {}
+    reported = set()
+    for c, part in served:
+        hosts = group_of(part, ("host",), cache).flat() or [(1, part)]
+        for nh, host in hosts:
+            if liquid_heat(host, cache) <= 0:          # air-cooled: no cold plate on the loop
+                continue
+            for n, gpu in group_of(host, ("gpu",), cache).flat():
+                limit_t = gpu.field("max_supply")
+                if not isinstance(limit_t, Quantity):
+                    name = gpu.template or gpu.path
+                    seen = unchecked.get(name)
+                    unchecked[name] = (gpu, (seen[1] if seen else 0) + c * nh * n)
+                elif supply_c > limit_t.value_in("degC") + 1e-9 and id(gpu) not in reported:
+                    reported.add(id(gpu))
+                    diags.append(_err("E642", f"loop `{inst.path}` supplies "
+                                              f"{format_number(supply_c)} degC but `{gpu.path}` "
+                                              f"accepts at most {limit_t}",
+                                      inst.span_of("supply")))
+    for name, (gpu, n) in sorted(unchecked.items()):
+        diags.append(_warn("W649", f"GPU `{name}` declares no coolant limit (`max_supply`): the "
+                                   f"{format_number(supply_c)} degC supply of loop `{inst.path}` "
+                                   f"is not checked against its {readable.grouped(n)} cold plates "
+                                   f"per loop", inst.span_of("supply"),
+                           f"declare `max_supply` on `{name}` from the cold plate's data sheet "
+                           f"(or pass it, e.g. `{name}(max_supply = 45 degC)`)"))
+
+
+def _pumping(inst, cdu, flow, heat, declared_n, needed, scheme, diags) -> Tuple[float, float]:
+    """(pump power from the loop's flow, head and efficiency; the running CDUs' declared draw).
+    The running CDUs are the installed ones less the spare of N+1 (half of 2N)."""
+    head = _si(inst.field("pump_head"))
+    eff = _si(inst.field("pump_efficiency"))
+    pump = formulas.pump_power(flow, head, eff) if flow and head and eff else 0.0
+    per_cdu = _si(cdu.field("power")) if cdu is not None else None
+    installed = declared_n if declared_n is not None else needed
+    cdu_w = 0.0
+    if per_cdu and installed:
+        running = {"n": installed, "n_plus_1": max(installed - 1, 1),
+                   "two_n": max(installed // 2, 1)}.get(scheme, installed)
+        cdu_w = running * per_cdu
+    if heat > 0 and not (head and eff) and not per_cdu:
+        missing = " and ".join(f"`{n}`" for n, v in (("pump_head", head),
+                                                     ("pump_efficiency", eff)) if not v)
+        diags.append(_warn("W648", f"loop `{inst.path}` declares no {missing} and its CDU no "
+                                   f"`power`: its pumps count as 0 W in the facility power and "
+                                   f"the PUE", inst.span,
+                           "declare `pump_head` and `pump_efficiency` on the loop, or the CDU's "
+                           "`power` from its data sheet"))
+    return pump, cdu_w

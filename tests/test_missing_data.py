@@ -1,0 +1,426 @@
+"""No silent zeros: every datum an analysis needs and a design leaves out is reported (W620-W627,
+W648-W658, W690, W691), with the quantity that was taken as zero or left unchecked computed by
+hand below; a design that declares everything gets none of them; fields no analysis reads are
+errors (E630-E632); and `feeds` / `loop` on racks decide what a feeder / loop supplies (E629,
+E648 when they contradict `serves`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.analyses.checking import check_design
+
+# A small design that declares everything the analyses use: no warning at all.
+COMPLETE = """
+import stdlib.power { HVDC240, AC400, LeadAcid }
+fluid Water { coolprop = "Water" }
+cdu Cdu { capacity = 300 kW, max_flow = 500 L/min }
+gpu G { power = 700 W, max_supply = 45 degC }
+nic N { ports = 1, port_speed = 400 Gb/s, power = 25 W }
+switch Sw { ports = 64, port_speed = 400 Gb/s, power = 1 kW }
+host H { gpus = 8 x G, nics = 8 x N, power = 10 kW, liquid_share = 75 %, units = 8 U }
+rack R { hosts = 4 x H, units = 42 U }
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = site, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = Sw, scope = site, down = 64 x 400 Gb/s }
+}
+row Row {
+  racks = 4 x R                     // 160 kW: 120 kW to cold plates, 40 kW to air
+  feeder a {
+    current = dc, voltage = 240 V, standard = HVDC240, side = A, capacity = 200 kW
+    efficiency = 96 %, battery = LeadAcid(time = 10 min, string_capacity = 300 Ah, strings = 4)
+    conductors = 2, conductor_area = 240 mm^2, material = copper, length = 20 m, ampacity = 600 A
+    serves = racks
+  }
+  feeder b {
+    current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, standard = AC400, side = B
+    capacity = 200 kW, efficiency = 97 %
+    conductor_area = 240 mm^2, material = copper, length = 20 m, ampacity = 500 A
+    serves = racks
+  }
+  loop plates {
+    fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2
+    pump_head = 150 kPa, pump_efficiency = 60 %
+  }
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }
+}
+site S {
+  rows = 2 x Row
+  fabric = F
+  utilization = 75 %
+  air netroom { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %, network = true }
+  facility water { water_class = W32, supply = 30 degC, free_cooling = 6000 h, chiller_cop = 6 }
+}
+"""
+
+
+def check(text: str):
+    design = astral_dsl.loads(text, name="design.astral")
+    assert design.valid, design.diagnostics
+    return check_design(design)
+
+
+def found(text: str, code: str):
+    return [d for d in check(text).diagnostics if d.code == code]
+
+
+def only(text: str, code: str):
+    (d,) = found(text, code)
+    assert d.span is not None and d.span.file == "design.astral", d
+    assert d.hint, d
+    return d
+
+
+def test_a_complete_design_has_no_warning():
+    result = check(COMPLETE)
+    assert result.diagnostics == (), [f"{d.code} {d.message}" for d in result.diagnostics]
+
+
+# ---- power -------------------------------------------------------------------------------------------
+def test_w620_a_feeder_that_serves_nothing():
+    d = only(COMPLETE.replace("site S {", "site S {\n  feeder spare { current = dc, "
+                              "voltage = 48 V, capacity = 20 kW }"), "W620")
+    assert "`S.spare` serves nothing: it carries 0 kW" in d.message
+
+
+def test_w621_no_conductor():
+    text = COMPLETE.replace("    conductors = 2, conductor_area = 240 mm^2, material = copper, "
+                            "length = 20 m, ampacity = 600 A\n", "")
+    d = only(text, "W621")
+    assert "`S.rows[0].a` declares no conductor" in d.message
+
+
+def test_w621_no_length_no_ampacity_no_material():
+    text = COMPLETE.replace("conductors = 2, conductor_area = 240 mm^2, material = copper, "
+                            "length = 20 m, ampacity = 600 A",
+                            "conductors = 2, conductor_area = 240 mm^2")
+    msgs = sorted(d.message for d in found(text, "W621"))
+    assert any("declares no `ampacity` or `cable`" in m for m in msgs), msgs
+    assert any("declares no `length`: its voltage drop is not computed" in m for m in msgs), msgs
+
+
+def test_w621_material_assumed_copper():
+    text = COMPLETE.replace("conductor_area = 240 mm^2, material = copper, length = 20 m, "
+                            "ampacity = 500 A", "conductor_area = 240 mm^2, length = 20 m, "
+                                                "ampacity = 500 A")
+    d = only(text, "W621")
+    assert "conductor material of `S.rows[0].b` is not declared: copper is assumed" in d.message
+
+
+def test_w623_no_capacity():
+    text = COMPLETE.replace("capacity = 200 kW, efficiency = 97 %", "efficiency = 97 %")
+    d = only(text, "W623")
+    # with side A failed, B carries the whole row: 4 racks x 4 hosts x 10 kW = 160 kW
+    assert "`S.rows[0].b` declares no `capacity`: the 160 kW it carries" in d.message
+
+
+def test_w624_no_efficiency():
+    d = only(COMPLETE.replace("capacity = 200 kW, efficiency = 97 %", "capacity = 200 kW"),
+             "W624")
+    assert "`S.rows[0].b` declares no conversion `efficiency`" in d.message
+
+
+def test_w625_battery_without_string_capacity():
+    text = COMPLETE.replace("LeadAcid(time = 10 min, string_capacity = 300 Ah, strings = 4)",
+                            "LeadAcid(time = 10 min)")
+    d = only(text, "W625")
+    # IEEE 485: 160 kW / (120 x 1.75 V) = 761.9 A; x 1/6 h = 126.98 Ah; x 1.25 x 1.1 = 174.6 Ah
+    assert round(160_000 / 210 / 6 * 1.25 * 1.1, 1) == 174.6
+    assert d.message == ("battery `LeadAcid` of `S.rows[0].a` declares no `string_capacity`: the "
+                         "174.6 Ah its autonomy needs are not checked against what it holds")
+
+
+def test_w625_factors_assumed():
+    text = COMPLETE.replace("LeadAcid(time = 10 min, string_capacity = 300 Ah, strings = 4)",
+                            "Strings").replace(
+        "fluid Water", "battery Strings { autonomy = 10 min, cells = 120, end_voltage = 1.75 V,"
+                       " string_capacity = 300 Ah, strings = 4, chemistry = lithium_ion }\n"
+                       "fluid Water")
+    d = only(text, "W625")
+    assert "aging_factor = 1.25, design_factor = 1.1, temperature_factor = 1.0 are assumed" \
+        in d.message
+    assert "lead-acid figures and this battery is lithium-ion" in d.message
+
+
+def test_w626_racks_without_feeder():
+    text = COMPLETE.replace("site S {", "site S {\n  spare = 3 x R")
+    d = only(text, "W626")
+    # 3 racks x 4 hosts x 10 kW = 120 kW with no feeder
+    assert d.message.startswith("3 rack(s) (120 kW) have no feeder")
+
+
+def test_w627_no_utilization():
+    d = only(COMPLETE.replace("  utilization = 75 %\n", ""), "W627")
+    assert "site `S` declares no `utilization`" in d.message
+
+
+# ---- cooling -----------------------------------------------------------------------------------------
+def test_w648_no_pump_data():
+    d = only(COMPLETE.replace("    pump_head = 150 kPa, pump_efficiency = 60 %\n", ""), "W648")
+    assert "its pumps count as 0 W" in d.message
+
+
+def test_w649_gpu_without_coolant_limit():
+    d = only(COMPLETE.replace("gpu G { power = 700 W, max_supply = 45 degC }",
+                              "gpu G { power = 700 W }"), "W649")
+    # per loop (one per row): 4 racks x 4 hosts x 8 GPUs = 128 cold plates
+    assert "GPU `G` declares no coolant limit" in d.message
+    assert "35 degC supply of loop `S.rows[0].plates`" in d.message
+    assert "128 cold plates per loop" in d.message
+
+
+def test_w650_a_unit_that_cools_nothing():
+    d = only(COMPLETE.replace("  air netroom", "  air empty { supply = 25 degC, rise = 12 K, "
+                                              "fan_power_ratio = 3 %, serves = [] }\n"
+                                              "  air netroom"), "W650")
+    assert "`S.empty` cools nothing" in d.message
+
+
+def test_w651_cold_plate_heat_with_no_loop():
+    text = COMPLETE.replace("""  loop plates {
+    fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2
+    pump_head = 150 kPa, pump_efficiency = 60 %
+  }
+""", "")
+    d = only(text, "W651")
+    # 2 rows x 4 racks = 8 racks, 75 % x 40 kW = 30 kW each: 240 kW
+    assert d.message.startswith("240 kW of cold-plate heat (8 rack(s), e.g. `S.rows[0].racks[0]`)")
+
+
+def test_w652_air_heat_with_no_air_unit():
+    d = only(COMPLETE.replace("  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }\n",
+                              ""), "W652")
+    # 8 racks x 25 % x 40 kW = 80 kW
+    assert d.message.startswith("80 kW of air heat (8 rack(s)")
+
+
+def test_w653_no_cooling_at_all_and_no_pue():
+    text = """
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+site S { racks = 8 x R, utilization = 50 % }
+"""
+    d = only(text, "W653")
+    assert "320 kW of heat of `S` have no path out, and no PUE is computed" in d.message
+    assert check(text).engineering.cooling.pue is None          # not "1.0"
+
+
+@pytest.mark.parametrize("supply, cls, code", [
+    ("30 degC", None, "W654"),      # above the recommended 27 degC
+    ("16 degC", None, "W654"),      # below the recommended 18 degC
+    ("35 degC", "A1", "W655"),      # above A1's allowable 32 degC
+    ("35 degC", "A2", None),        # A2 allows 10-35 degC
+    ("41 degC", "A3", "W655"),      # above A3's 40 degC
+])
+def test_w654_w655_air_supply_envelopes(supply, cls, code):
+    unit = f"supply = {supply}, rise = 12 K, fan_power_ratio = 3 %" + \
+        (f", ashrae_class = {cls}" if cls else "")
+    text = COMPLETE.replace("air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }",
+                            f"air room {{ {unit} }}")
+    codes = {d.code for d in check(text).diagnostics}
+    assert codes == ({code} if code else set()), codes
+
+
+def test_w656_no_facility_and_no_chiller():
+    d = only(COMPLETE.replace("  facility water { water_class = W32, supply = 30 degC, "
+                              "free_cooling = 6000 h, chiller_cop = 6 }\n", ""), "W656")
+    assert "no `facility` is declared" in d.message
+    d = only(COMPLETE.replace(", chiller_cop = 6", ""), "W656")
+    # 8,760 - 6,000 = 2,760 h a year without free cooling
+    assert "its chillers count as 0 W for the 2,760 h a year" in d.message
+    assert not found(COMPLETE.replace("free_cooling = 6000 h, chiller_cop = 6",
+                                      "free_cooling = 8760 h"), "W656")
+
+
+def test_w657_no_fan_power():
+    d = only(COMPLETE.replace("air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }",
+                              "air room { supply = 25 degC, rise = 12 K }"), "W657")
+    assert "`S.rows[0].room` declares no `fan_power_ratio`" in d.message
+
+
+def test_w658_loop_without_cdu():
+    d = only(COMPLETE.replace(", cdu = Cdu, cdus = 2", ""), "W658")
+    # per row: 4 racks x 30 kW = 120 kW of cold-plate heat
+    assert "`S.rows[0].plates` declares no `cdu`" in d.message and "120 kW" in d.message
+
+
+# ---- general -----------------------------------------------------------------------------------------
+def test_w690_parts_without_power():
+    text = COMPLETE.replace("nic N { ports = 1, port_speed = 400 Gb/s, power = 25 W }",
+                            "nic N { ports = 1, port_speed = 400 Gb/s }").replace(
+        "power = 10 kW, liquid_share", "liquid_share")
+    d = only(text, "W690")
+    # the host no longer declares its power: its NICs count, 2 rows x 4 racks x 4 hosts x 8 = 256
+    assert d.message == "nic `N` declares no `power`: its 256 replica(s) count as 0 W in the IT load"
+    # and the host's power is then the sum of its GPUs: 8 x 700 W = 5.6 kW; IT peak =
+    # 32 hosts x 5.6 kW + 12 switches x 1 kW = 179.2 + 12 = 191.2 kW
+    assert check(text).engineering.power.it_peak_w == pytest.approx(32 * 5600 + 12 * 1000)
+
+
+def test_w691_switch_power_not_declared():
+    text = COMPLETE.replace("switch Sw { ports = 64, port_speed = 400 Gb/s, power = 1 kW }",
+                            "switch Sw { ports = 64, port_speed = 400 Gb/s }")
+    d = only(text, "W691")
+    # 32 hosts x 8 NIC ports = 256 ports over 8 rails: 32 per rail -> 1 leaf each = 8 leaves;
+    # 8 x 32 up = 256 links / 64 = 4 spines: 12 switches, all counted as 0 W
+    assert d.message == ("switch power not declared: 12 switches of `S.fabric` (tier leaf, "
+                         "spine: `Sw`) are counted as 0 W")
+    assert check(text).engineering.network_w == 0.0
+    assert check(COMPLETE).engineering.network_w == pytest.approx(12 * 1000)
+
+
+# ---- fields no analysis reads -----------------------------------------------------------------------
+@pytest.mark.parametrize("old, new, what", [
+    ("power = 10 kW, liquid_share", "power = 10 kW, idle_power = 3 kW, liquid_share",
+     "`idle_power`"),
+    ("  rows = 2 x Row\n", "  rows = 2 x Row\n  units = 42 U\n", "`units` of site"),
+    ("current = dc, voltage = 240 V, standard = HVDC240, side = A, capacity = 200 kW",
+     "current = dc, voltage = 240 V, standard = HVDC240, side = A, capacity = 200 kW, "
+     "power_factor = 95 %", "`power_factor` of DC feeder"),
+])
+def test_e630_fields_no_analysis_reads(old, new, what):
+    text = COMPLETE.replace(old, new)
+    assert text != COMPLETE
+    (d,) = [d for d in check(text).diagnostics if d.is_error]
+    assert d.code == "E630" and what in d.message
+
+
+def test_e631_feeder_and_standard_disagree():
+    text = COMPLETE.replace("current = dc, voltage = 240 V, standard = HVDC240",
+                            "current = dc, voltage = 240 V, standard = AC400")
+    errors = {d.code for d in check(text).diagnostics if d.is_error}
+    assert "E631" in errors
+
+
+def test_e632_rack_space():
+    # 5 x 8 U = 40 U fits 42 U; 6 x 8 U = 48 U does not
+    assert not found(COMPLETE.replace("hosts = 4 x H", "hosts = 5 x H"), "E632")
+    d = only(COMPLETE.replace("hosts = 4 x H", "hosts = 6 x H"), "E632")
+    assert d.message == "rack `S.rows[0].racks[0]` holds 48 U of equipment but is 42 U tall"
+
+
+# ---- feeds and loop on racks ---------------------------------------------------------------------------
+FEEDS = """
+host H { power = 10 kW }
+rack R(f: feeder, g: feeder) { hosts = 4 x H, feeds = [f, g] }
+row Row {
+  feeder a { current = dc, voltage = 400 V, side = A, capacity = 200 kW }
+  feeder b { current = dc, voltage = 400 V, side = B, capacity = 200 kW }
+  racks = 4 x R(f = a, g = b)
+}
+power Site {
+  feeder main { current = ac, voltage = 400 V, phases = 3, capacity = 2 MW }
+}
+rack Storage { power = 8 kW, feeds = [Site.main] }
+site S {
+  rows = 3 x Row
+  storage = 5 x Storage
+  electrical = Site
+}
+"""
+
+
+def test_feeds_decide_what_a_feeder_without_serves_supplies():
+    feeders = {f.path: f for f in check(FEEDS).engineering.power.feeders}
+    # each row's A and B feed its 4 racks (4 x 40 kW = 160 kW): a 2N pair, 80 kW each normally
+    a, b = feeders["S.rows[0].a"], feeders["S.rows[0].b"]
+    assert a.load_w == b.load_w == pytest.approx(160_000)
+    assert a.normal_w == pytest.approx(80_000) and a.failover_w == pytest.approx(160_000)
+    assert a.replicas == 3
+    # the site's feeder supplies the 5 storage racks that name it: 5 x 8 kW = 40 kW
+    assert feeders["S.electrical.main"].load_w == pytest.approx(40_000)
+    codes = {d.code for d in check(FEEDS).diagnostics}
+    assert not codes & {"W620", "W626", "E629"}
+
+
+def test_a_feeder_nobody_names_serves_nothing():
+    text = FEEDS.replace("feeds = [Site.main]", "")
+    feeders = {f.path: f for f in check(text).engineering.power.feeders}
+    assert feeders["S.electrical.main"].load_w == 0
+    codes = {d.code for d in check(text).diagnostics}
+    assert {"W620", "W626"} <= codes
+
+
+def test_e629_feeds_contradict_serves():
+    text = """
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+rack Storage(f: feeder) { power = 8 kW, feeds = [f] }
+row Row {
+  feeder a { current = ac, voltage = 400 V, phases = 3, capacity = 500 kW, serves = racks }
+  racks = 4 x R
+  storage = 1 x Storage(f = a)
+}
+site S { rows = 1 x Row }
+"""
+    (d,) = found(text, "E629")
+    assert d.message.startswith("rack `S.rows[0].storage[0]` names feeder `S.rows[0].a` in "
+                                "`feeds`, but `S.rows[0].a` serves `S.rows[0].racks[0]`")
+    assert (d.span.start.line, d.span.start.column) == (4, 49)     # the `feeds` value
+
+
+LOOPS = """
+fluid Water { coolprop = "Water" }
+cdu Cdu { capacity = 500 kW }
+host H { power = 10 kW, liquid_share = 75 % }
+rack R(l: loop) { hosts = 4 x H, loop = l }
+row Row {
+  loop plates { fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2 }
+  racks = 4 x R(l = plates)
+}
+site S { rows = 2 x Row }
+"""
+
+
+def test_loop_named_by_racks():
+    (loop,) = check(LOOPS).engineering.cooling.loops
+    # 4 racks x 40 kW x 75 % = 120 kW per row's loop
+    assert loop.heat_w == pytest.approx(120_000)
+    assert not found(LOOPS, "E648") and not found(LOOPS, "W651")
+
+
+def test_e648_loop_contradicts_serves():
+    text = LOOPS.replace("cdus = 2 }", "cdus = 2, serves = other }").replace(
+        "  racks = 4 x R(l = plates)\n", "  racks = 4 x R(l = plates)\n  other = 1 x Other\n").replace(
+        "row Row {", "rack Other { hosts = 1 x H }\nrow Row {")
+    (d,) = found(text, "E648")
+    assert "names loop `S.rows[0].plates` in `loop`" in d.message
+
+
+# ---- the stdlib fills what it can from data sheets ---------------------------------------------------
+@pytest.mark.parametrize("gpu, kw, units", [
+    ("A100_80GB", 6.5, 6),      # NVIDIA DGX A100 data sheet: 6.5 kW max, 6U
+    ("H100_SXM", 10.2, 8),      # DGX H100: ~10.2 kW max, 8U
+    ("H800", 10.2, 8),          # DGX H800: ~10.2 kW max, 8U
+    ("H200", 10.2, 8),          # DGX H200: ~10.2 kW max, 8U
+    ("B200", 14.3, 10),         # DGX B200: ~14.3 kW max, 10U
+])
+def test_hgx8_host_power_follows_the_gpu(gpu, kw, units):
+    design = astral_dsl.loads(f"""
+import stdlib.hardware {{ {gpu}, CX7_400G, HGX8 }}
+host Node = HGX8(gpu = {gpu}, nic = CX7_400G)
+site S {{ hosts = 1 x Node }}
+""", name="hgx.astral")
+    assert design.valid, design.diagnostics
+    host = design.instance("S.hosts[0]")
+    assert host.field("power").si == pytest.approx(kw * 1000)
+    assert host.field("units").si == pytest.approx(units * 0.04445)      # 1 U = 44.45 mm
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).resolve().parents[1]
+                                                        / "examples").glob("*.astral")))
+def test_every_example_passes_strict(name):
+    """The reference design and every example declare what the analyses need (with a source or
+    an `[assumed]` comment): `astral check --strict --all-scenarios` finds nothing."""
+    import json
+
+    from test_cli import REPO, run
+
+    proc = run(["check", f"examples/{name}", "--strict", "--all-scenarios", "--format", "json"],
+               REPO)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0, [f"{d['code']} {d['message']}" for d in doc["diagnostics"]]
+    assert doc["valid"] is True and doc["diagnostics"] == []
