@@ -333,21 +333,30 @@ def test_n_identical_feeders_share_and_lose_one(feeders):
 
 
 def test_dc_current(feeders):
-    # I = P / V at the load the feeder must carry (failover for a 2N side):
-    #   1 MW at 240 V = 1,000,000 / 240 = 4,166.67 A;  1 MW at 800 V = 1,250 A (engineering.md);
-    #   132 kW at 240 V = 550 A.
-    assert feeders["S.pair[0].hvdc"].current_a == pytest.approx(4166.6667, rel=1e-6)
+    # I = P / V at the load the feeder must carry (failover for a 2N side), at the lowest voltage
+    # the feeder runs at:
+    #   the 240 V HVDC side has lead-acid batteries on its bus: 120 cells x 1.75 V (IEEE 485 end
+    #   of discharge) = 210 V -> 1 MW / 210 V = 4,761.9 A (a seventh more than at 240 V);
+    #   1 MW at 800 V with no standard or battery: at its nominal 800 V = 1,250 A (W622 says so);
+    #   132 kW at 240 V, no standard or battery: 550 A (W622).
+    hvdc = feeders["S.pair[0].hvdc"]
+    assert (hvdc.low_voltage_v, hvdc.low_voltage_from) == (210.0, "battery end of discharge")
+    assert hvdc.current_a == pytest.approx(1_000_000 / 210, rel=1e-9)
+    assert round(hvdc.current_a) == 4762
     assert feeders["S.bus[0].dc800"].current_a == pytest.approx(1250.0)
+    assert feeders["S.bus[0].dc800"].low_voltage_from == "nominal"
     assert feeders["S.cabinet[0].hvdc"].current_a == pytest.approx(550.0)
 
 
 def test_three_phase_current(feeders):
-    # I = P / (sqrt(3) * V_LL * PF) = 1,000,000 / (1.7320508 x 415 x 0.95) = 1,000,000 / 682.85
-    #   = 1,464.4 A (engineering.md: 1 MW at 415 V, PF 0.95 = 1,464 A).
+    # I = P / (sqrt(3) * V_LL * PF) at the standard's minimum: AC415 (IEC 60038, -10 %) is
+    # 373.5 V: 1,000,000 / (1.7320508 x 373.5 x 0.95) = 1,627.1 A (1,464.4 A at 415 V nominal)
     f = feeders["S.pair[0].utility"]
     assert f.current_type == "ac"
-    assert f.current_a == pytest.approx(1_000_000 / (SQRT3 * 415 * 0.95), rel=1e-9)
-    assert round(f.current_a) == 1464
+    assert (f.low_voltage_v, f.low_voltage_from) == (373.5, "standard minimum")
+    assert f.current_a == pytest.approx(1_000_000 / (SQRT3 * 373.5 * 0.95), rel=1e-9)
+    assert round(f.current_a) == 1627
+    assert round(1_000_000 / (SQRT3 * 415 * 0.95)) == 1464       # the nominal figure
 
 
 def test_rectifier_modules_n_plus_1(feeders, power_checked):
@@ -403,7 +412,8 @@ def test_2n_scenario_partner_carries_everything(power_checked):
     # the failed side carries nothing; the utility side carries the whole 1,000 kW (<= 1.2 MW)
     assert by["S.pair[0].hvdc"].normal_w == 0.0
     assert by["S.pair[0].utility"].normal_w == pytest.approx(1_000_000)
-    assert by["S.pair[0].utility"].current_a == pytest.approx(1_000_000 / (SQRT3 * 415 * 0.95))
+    assert by["S.pair[0].utility"].current_a == pytest.approx(
+        1_000_000 / (SQRT3 * 373.5 * 0.95))
 
 
 # =================================================================================================
@@ -749,13 +759,16 @@ def test_astral_hvdc_lost_utility_carries_the_row(astral_checked):
     hvdc = feeders["Astral.pods[0].rows[0].hvdc"]
     utility = feeders["Astral.pods[0].rows[0].utility"]
     # the failed HVDC side carries nothing; the utility side carries the whole row:
-    # 16 racks x 4 hosts x 10.2 kW = 652.8 kW <= 800 kW, at 652,800 / (sqrt(3) x 400 x 0.95)
-    # = 991.8 A
+    # 16 racks x 4 hosts x 10.2 kW = 652.8 kW of load; at its 97 % efficiency its conductors
+    # carry 652.8 / 0.97 = 672.99 kW <= 800 kW, at AC400's minimum of 360 V (IEC 60038, -10 %):
+    # 672,990 / (sqrt(3) x 360 x 0.95) = 1,136.1 A
     assert hvdc.normal_w == 0.0
     assert utility.normal_w == pytest.approx(652_800)
     assert utility.normal_w == pytest.approx(utility.load_w)
-    assert utility.normal_w <= utility.capacity_w
-    assert utility.current_a == pytest.approx(652_800 / (SQRT3 * 400 * 0.95), rel=1e-9)
+    assert utility.carried_w == pytest.approx(652_800 / 0.97)
+    assert utility.carried_w <= utility.capacity_w
+    assert utility.current_a == pytest.approx(652_800 / 0.97 / (SQRT3 * 360 * 0.95), rel=1e-9)
+    assert round(utility.current_a, 1) == 1136.1
     assert not _errors(o.result.diagnostics)
 
 

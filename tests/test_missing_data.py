@@ -113,8 +113,9 @@ def test_w621_material_assumed_copper():
 def test_w623_no_capacity():
     text = COMPLETE.replace("capacity = 200 kW, efficiency = 97 %", "efficiency = 97 %")
     d = only(text, "W623")
-    # with side A failed, B carries the whole row: 4 racks x 4 hosts x 10 kW = 160 kW
-    assert "`S.rows[0].b` declares no `capacity`: the 160 kW it carries" in d.message
+    # with side A failed, B carries the whole row: 4 racks x 4 hosts x 10 kW = 160 kW, at its
+    # 97 % efficiency 160 / 0.97 = 164.9 kW through its conductors
+    assert "`S.rows[0].b` declares no `capacity`: the 164.9 kW it carries" in d.message
 
 
 def test_w624_no_efficiency():

@@ -344,3 +344,26 @@ def test_cli_plot(tmp_path):
     proc = _cli("forecast", "examples/single_pod.astral", "--plot", str(out), "--window", "0:2")
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_trace_has_no_empty_lanes(tmp_path):
+    fc = run(gpt3_job(pp=4, dp=1, B=8))
+    doc = trace.chrome_trace(fc)
+    threads = {(e["pid"], e["tid"]) for e in doc["traceEvents"] if e["name"] == "thread_name"}
+    used = {(e["pid"], e["tid"]) for e in doc["traceEvents"] if e["ph"] == "X"}
+    assert threads == used                         # no CP, EP or DP lane: nothing runs there
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
+    assert "CP comm" not in names and "EP comm" not in names and "DP comm" not in names
+
+
+def test_report_names_the_stage_of_every_figure():
+    from astral_dsl.outputs.forecast import report
+
+    fc = run(gpt3_job(pp=8, dp=2, B=32))
+    text = report.render(fc)
+    assert f"on stage {fc.memory.stage}, the fullest" in text
+    assert f"stage {fc.stage} (rank " in text and "the busiest" in text
+    if fc.stage != fc.memory.stage:
+        assert f"on stage {fc.stage}, the breakdown's" in text
+    doc = report.to_json(fc)
+    assert doc["breakdown_stage"] == fc.stage and doc["memory_stage"] == fc.memory.stage

@@ -13,7 +13,8 @@ from astral_dsl import seer
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
-from astral_dsl.seer.job import OPTIONS
+from astral_dsl.analyses.walk import Resolver
+from astral_dsl.seer.job import OPTIONS, job_spec
 from astral_dsl.seer.lower import Lowering, groups
 from astral_dsl.seer.ranks import RankOrder
 from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
@@ -58,6 +59,7 @@ def test_every_forecast_option_is_a_job_field():
     assert fields - set(OPTIONS) == {"model", "placement", "gpus", "utilization"}
     for name, record in OPTIONS.items():
         assert name in KINDS[record or "job"].fields
+    assert set(EVERY_OPTION) == set(OPTIONS)         # each is tested below
 
 
 @pytest.mark.parametrize("field,record,text,option", [
@@ -80,6 +82,38 @@ def test_a_field_and_the_option_of_the_same_name_agree(field, record, text, opti
         from_option = seer.forecast(design(BASE % ("", "")), **{field: option})
     assert from_field.job == from_option.job
     assert from_field.iteration_time == from_option.iteration_time
+
+
+EVERY_OPTION = {           # option -> (how the field is written, the Python value)
+    "recompute": ("full", "full"), "dtype": ("fp16", "fp16"), "attention": ("unfused", "unfused"),
+    "grad_dtype": ("bf16", "bf16"), "overlap_grad_reduce": ("true", True),
+    "overlap_param_gather": ("true", True), "tp_overlap": ("none", "none"),
+    "tp": ("4", 4), "pp": ("2", 2), "dp": ("16", 16), "cp": ("2", 2), "ep": ("1", 1),
+    "sp": ("true", True), "order": ('"tp-cp-ep-pp-dp"', "tp-cp-ep-pp-dp"),
+    "schedule": ("gpipe", "gpipe"), "virtual_stages": ("1", 1), "stages": ("[40, 40]", [40, 40]),
+    "zero": ("2", 2), "fsdp": ("true", True), "reshard_after_forward": ("false", False),
+    "global_batch": ("512", 512), "micro": ("2", 2), "seq": ("4096", 4096),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_every_option_reads_as_its_field(name):
+    """Each option gives the JobSpec the field of the same name gives (seer/job.py)."""
+    text, value = EVERY_OPTION[name]
+    record = OPTIONS[name]
+    body = {"": "", "parallel": "", "batch": ""}
+    body[record] = f"{name} = {text}"
+    d = design(f"""
+job j {{
+  model = Llama3_70B, placement = S
+  {body[""]}
+  parallel {{ {body["parallel"]} }}
+  batch {{ {body["batch"]} }}
+}}
+""")
+    plain = design("job j {\n  model = Llama3_70B, placement = S\n}\n")
+    model = Resolver(d)(d.jobs[0].field("model"))
+    assert job_spec(d.jobs[0], model) == job_spec(plain.jobs[0], model, **{name: value})
 
 
 def test_bad_option_values_get_the_fields_diagnostics():

@@ -69,6 +69,15 @@ class FeederResult:
     battery_required_ah: Optional[float]
     battery_available_ah: Optional[float]
     efficiency: Optional[float]
+    low_voltage_v: float = 0.0     # where the current is computed: the lowest it runs at
+    low_voltage_from: str = "nominal"   # battery end of discharge | standard minimum | nominal
+    input_ratio: float = 1.0       # 1 / the feeder's own efficiency: its conductors carry more
+
+    @property
+    def carried_w(self) -> float:
+        """What flows through the feeder where its current is worst: its larger share (normal
+        or failover), divided by its own efficiency."""
+        return max(self.normal_w, self.failover_w) * self.input_ratio
 
 
 def _si(v) -> Optional[float]:
@@ -122,10 +131,12 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
     capacity = _si(f.field("capacity"))
     count_field = f.field("count")
     if isinstance(count_field, UnknownValue):
-        count = _feeders_needed(load, capacity, sides, bool(alive_partners))
+        own = _si(f.field("efficiency"))
+        needs = load / own if own else load      # what the feeders' conductors carry
+        count = _feeders_needed(needs, capacity, sides, bool(alive_partners))
         if f.path in failed:       # one of them is down: the others carry the normal share
             alive = sides - len(partners) + len(alive_partners)
-            count = max(count, math.ceil(load / (capacity * alive) - 1e-9) + 1) \
+            count = max(count, math.ceil(needs / (capacity * alive) - 1e-9) + 1) \
                 if capacity else count + 1
         reqs.append(Requirement(count_field.key, count, replicas, _si(f.field("price")) or 0.0,
                                 f"feeder `{f.path}` must carry its load normally and with one "
@@ -159,23 +170,30 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
         failover = 0.0
     voltage = _si(f.field("voltage")) or 0.0
     kind = _sym(f.field("current")) or "dc"
+    # the feeder's own conversion (a utility-direct path's transformer and PSUs): its conductors
+    # carry the load divided by its efficiency; a rectifier's efficiency is upstream of a DC feeder
+    own = _si(f.field("efficiency"))
+    through = 1 / own if own else 1.0
     carried = max(normal, failover)
-    current = _current(kind, carried, voltage, f)
+    low, low_from = _lowest_voltage(f, kind, voltage, resolve, diags, bool(served))
+    current = _current(kind, carried * through, low, f)
     if capacity is None and served:
         diags.append(_warn("W623", f"feeder `{f.path}` declares no `capacity`: the "
-                                   f"{readable.power(carried)} it carries are "
+                                   f"{readable.power(carried * through)} it carries are "
                                    f"not checked against a rating", f.span,
                            "declare `capacity = ...` (the feeder's rated power)"))
     if capacity is not None and not unknown:     # an unknown count is sized to fit instead
-        if normal > capacity * (1 + 1e-9):
+        if normal * through > capacity * (1 + 1e-9):
             diags.append(_err("E620", f"feeder `{f.path}` carries "
-                                      f"{format_number(normal / 1e3)} kW in normal operation, "
-                                      f"above its capacity of {format_number(capacity / 1e3)} kW",
+                                      f"{format_number(round(normal * through / 1e3, 3))} kW in "
+                                      f"normal operation{_of_load(normal, own)}, above its "
+                                      f"capacity of {format_number(capacity / 1e3)} kW",
                               f.span_of("capacity"), _replicas(replicas, "feeder")))
-        elif failover > capacity * (1 + 1e-9):
+        elif failover * through > capacity * (1 + 1e-9):
             other = "the other side" if partners else "the remaining feeders"
             diags.append(_err("E621", f"with one feeder failed, {other} of `{f.path}` must "
-                                      f"carry {format_number(failover / 1e3)} kW, above its "
+                                      f"carry {format_number(round(failover * through / 1e3, 3))}"
+                                      f" kW{_of_load(failover, own)}, above its "
                                       f"capacity of {format_number(capacity / 1e3)} kW",
                               f.span_of("capacity"),
                               "each side of a 2N pair must carry the whole load"))
@@ -197,11 +215,46 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
                            "equipment's data sheet"))
     return FeederResult(f.path, replicas, count, kind, _sym(f.field("side")), voltage, load, normal,
                         failover, capacity, current, cond_current, ampacity, drop, ratio, needed,
-                        declared, b_current, b_required, b_available, eff)
+                        declared, b_current, b_required, b_available, eff, low, low_from,
+                        through)
 
 
 def _replicas(n: int, what: str) -> Optional[str]:
     return f"the same holds for all {n:,} such {what}s" if n > 1 else None
+
+
+def _of_load(load: float, own: Optional[float]) -> str:
+    if not own or own >= 1:
+        return ""
+    return f" ({format_number(round(load / 1e3, 3))} kW of load at " \
+           f"{format_number(round(own * 100, 4))} % efficiency)"
+
+
+def _lowest_voltage(f: Instance, kind: str, nominal: float, resolve, diags,
+                    serves: bool) -> Tuple[float, str]:
+    """The lowest voltage the feeder runs at, where its current is highest: the battery's end of
+    discharge (cells x end voltage) on a DC bus with batteries, else the standard's minimum,
+    else (with W622) the nominal voltage."""
+    bat = resolve(f.field("battery"))
+    if kind == "dc" and bat is not None:
+        cells, end_v = _si(bat.field("cells")), _si(bat.field("end_voltage"))
+        if cells and end_v:
+            return min(cells * end_v, nominal) if nominal else cells * end_v, \
+                "battery end of discharge"
+    std = resolve(f.field("standard"))
+    lo = _si(std.field("min")) if std is not None else None
+    if lo:
+        return min(lo, nominal) if nominal else lo, "standard minimum"
+    if serves and nominal:
+        why = f"its standard `{std.path}` gives no `min`" if std is not None else \
+            "it declares no `standard` (with a `min`)"
+        diags.append(_warn("W622", f"feeder `{f.path}`: {why} and no battery on its bus, so its "
+                                   f"current is computed at the nominal "
+                                   f"{format_number(nominal)} V, not at the lowest voltage it "
+                                   f"runs at", f.span_of("voltage"),
+                           "declare `standard = ...` (its range), or a `battery` with `cells` "
+                           "and `end_voltage` on a DC bus"))
+    return nominal, "nominal"
 
 
 def _current(kind: str, power_w: float, voltage: float, f: Instance) -> float:

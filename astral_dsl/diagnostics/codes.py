@@ -89,6 +89,7 @@ CODES: dict[str, str] = {
     "E632": "rack contents taller than the rack",
     "W620": "feeder serves nothing",
     "W621": "conductor data not declared",
+    "W622": "feeder current at its nominal voltage",
     "W623": "feeder capacity not declared",
     "W624": "conversion efficiency not declared",
     "W625": "rectifier or battery data not declared",

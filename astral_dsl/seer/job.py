@@ -78,7 +78,7 @@ def model_spec(inst) -> ModelSpec:
     heads = _int(f("heads"), 1)
     hidden = _int(f("hidden"), 1)
     act = f("activation") or "gelu"
-    ffn = _int(f("ffn")) or (4 * hidden if act == "gelu" else int(8 * hidden / 3))
+    ffn = _int(f("ffn")) or (4 * hidden if act == "gelu" else 8 * hidden // 3)
     return ModelSpec(
         name=inst.template, layers=_int(f("layers"), 1), hidden=hidden, heads=heads,
         kv_heads=_int(f("kv_heads"), heads), ffn=ffn, vocab=_int(f("vocab"), 0) or 32000,

@@ -134,29 +134,34 @@ def in_flight(p: int, v: int, m: int, stage: int, schedule: str) -> int:
 def estimate(job: JobSpec, stage_params) -> MemoryEstimate:
     """stage_params(i): parameters held by one rank of stage i (lower.Lowering.stage_params).
     The estimate of the fullest stage."""
-    par = job.parallel
-    w_b, g_b, o_b, master_b = state_bytes_per_param(job)
-    chunks = chunk_layers(job)
     best = None
-    for i in range(par.pp):
-        params = stage_params(i)
-        weights = params * w_b
-        if par.zero >= 3 and par.dp * par.cp > 1:
-            layers = [L for first, count in chunks[i] for L in range(first, first + count)]
-            full = job.bytes * params / max(1, len(layers))     # one layer, gathered
-            weights += job.bytes * params if not par.reshard_after_forward else 2 * full
-        per_chunk = max((sum(layer_activation_bytes(job, L) for L in range(first, first + count))
-                         for first, count in chunks[i]), default=0.0)
-        acts = per_chunk * in_flight(par.pp, par.v, job.microbatches, i, par.schedule)
-        if job.recompute == "full" and chunks[i]:      # one layer's full activations, rebuilt
-            rebuilt = job.with_(recompute="none")
-            acts += max((layer_activation_bytes(rebuilt, L) for first, count in chunks[i]
-                         for L in range(first, first + count)), default=0.0)
-        logits = 0.0
-        if i == par.pp - 1:
-            logits = job.micro * job.seq / par.cp * job.model.vocab / par.tp * (job.bytes + 4)
-        est = MemoryEstimate(i, weights, params * g_b, params * o_b, acts, logits, RESERVED,
-                             params * master_b)
+    for i in range(job.parallel.pp):
+        est = stage_estimate(job, stage_params, i)
         if best is None or est.total > best.total:
             best = est
     return best
+
+
+def stage_estimate(job: JobSpec, stage_params, i: int) -> MemoryEstimate:
+    """The estimate of one GPU of stage i."""
+    par = job.parallel
+    w_b, g_b, o_b, master_b = state_bytes_per_param(job)
+    chunks = chunk_layers(job)[i]
+    params = stage_params(i)
+    weights = params * w_b
+    if par.zero >= 3 and par.dp * par.cp > 1:
+        layers = [L for first, count in chunks for L in range(first, first + count)]
+        full = job.bytes * params / max(1, len(layers))     # one layer, gathered
+        weights += job.bytes * params if not par.reshard_after_forward else 2 * full
+    per_chunk = max((sum(layer_activation_bytes(job, L) for L in range(first, first + count))
+                     for first, count in chunks), default=0.0)
+    acts = per_chunk * in_flight(par.pp, par.v, job.microbatches, i, par.schedule)
+    if job.recompute == "full" and chunks:             # one layer's full activations, rebuilt
+        rebuilt = job.with_(recompute="none")
+        acts += max((layer_activation_bytes(rebuilt, L) for first, count in chunks
+                     for L in range(first, first + count)), default=0.0)
+    logits = 0.0
+    if i == par.pp - 1:
+        logits = job.micro * job.seq / par.cp * job.model.vocab / par.tp * (job.bytes + 4)
+    return MemoryEstimate(i, weights, params * g_b, params * o_b, acts, logits, RESERVED,
+                          params * master_b)

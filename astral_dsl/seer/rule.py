@@ -8,7 +8,8 @@ those whose estimate fits; failing that, the one that needs the least memory.
 
 Candidates: the powers of two dividing B / DP (micro-batch); the divisors of the smallest
 stage's layer count (chunks), interleaving only when the pipeline's micro-batches are a multiple
-of its stages (Megatron-LM's requirement); none over the work budget (budget.py).
+of its stages (Megatron-LM's requirement); none over the work budget (budget.py: blocks and
+tokens per micro-batch).
 
 Pruning: every candidate gets a lower bound of its iteration time from its block durations
 alone (no simulation): a stage's compute stream runs all its blocks one after another, cannot
@@ -51,7 +52,8 @@ def candidates(job: JobSpec) -> List[JobSpec]:
         for v in vs:
             if v > 1 and len(vs) > 1 and m % par.pp:
                 continue      # Megatron-LM interleaves only when p divides the micro-batches
-            if len(micros) * len(vs) > 1 and budget.blocks(par.pp, v, m) > budget.MAX_BLOCKS:
+            if len(micros) * len(vs) > 1 and (budget.blocks(par.pp, v, m) > budget.MAX_BLOCKS
+                                              or b * job.seq > budget.MAX_TOKENS):
                 continue
             out.append(job.with_(micro=b, parallel=replace(par, v=v)))
     return out

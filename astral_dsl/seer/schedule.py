@@ -22,9 +22,8 @@ A stage's blocks are kept as flat lists (the simulation touches each block a few
 1T-parameter run has tens of thousands of them); `StageRun.blocks` gives them as objects."""
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import chain
 from typing import Dict, List, Tuple
 
@@ -120,10 +119,31 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
     m its batched exchanges could wait on each other, and each send goes out on its own.)"""
     par = low.job.parallel
     try:
-        plan = _structure(par.pp, par.v, m, par.schedule, True)
+        plan = _cached_structure(par.pp, par.v, m, par.schedule, True)
     except RuntimeError:
-        plan = _structure(par.pp, par.v, m, par.schedule, False)
+        plan = _cached_structure(par.pp, par.v, m, par.schedule, False)
     return _run(low, m, plan)
+
+
+CACHE_BLOCKS = 400_000          # blocks of dependency orders kept for reuse (~40 MB)
+_CACHE: "OrderedDict[tuple, _Plan]" = OrderedDict()
+
+
+def _cached_structure(p: int, v: int, m: int, schedule: str, batched: bool) -> "_Plan":
+    """_structure, remembered for the most recent shapes up to CACHE_BLOCKS blocks in all (the
+    rule, a sweep, the calibration and an editor forecast the same shapes again)."""
+    key = (p, v, m, schedule, batched)
+    plan = _CACHE.get(key)
+    if plan is not None:
+        _CACHE.move_to_end(key)
+        return plan
+    plan = _structure(p, v, m, schedule, batched)
+    size = len(plan.stage)
+    if size <= CACHE_BLOCKS:
+        _CACHE[key] = plan
+        while sum(len(x.stage) for x in _CACHE.values()) > CACHE_BLOCKS:
+            _CACHE.popitem(last=False)
+    return plan
 
 
 @dataclass(frozen=True)
@@ -190,7 +210,6 @@ def _links(p: int, v: int, m: int, i: int, schedule: str, batched: bool):
     return seq, src, remote, dst, dst_remote, late
 
 
-@lru_cache(maxsize=64)
 def _structure(p: int, v: int, m: int, schedule: str, batched: bool) -> _Plan:  # noqa: C901
     links = [_links(p, v, m, i, schedule, batched) for i in range(p)]
     base, stage = [], []

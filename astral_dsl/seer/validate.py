@@ -59,7 +59,7 @@ def validate_job(design, job, fabric_failures=(), **options) -> Tuple[
                      "set `model = ...`, e.g. a model of stdlib.models")], None, None
     where = _Where(job, model_inst, options)
     spec = job_spec(job, model_inst, **options)
-    diags = _model(spec, where) or _budget_layers(spec, where)
+    diags = _budget_model(spec, where) or _model(spec, where)
     if diags:
         return diags, spec, None
     diags = _layout(spec, where) + _runtime(spec, where)
@@ -88,11 +88,11 @@ def _model(spec: JobSpec, where) -> List[Diagnostic]:
     name = f"`{m.name}`"
     if m.hidden % m.heads:
         out.append(_err("E763", f"{name}: hidden size {m.hidden} is not a multiple of its "
-                                f"{m.heads} attention heads", where.model_field("heads"),
+                                f"{_n(m.heads)} attention heads", where.model_field("heads"),
                         "each head has hidden / heads dimensions"))
     elif m.kv_heads > m.heads or m.heads % m.kv_heads:
-        out.append(_err("E763", f"{name}: {m.kv_heads} key/value heads do not divide its "
-                                f"{m.heads} attention heads", where.model_field("kv_heads"),
+        out.append(_err("E763", f"{name}: {_n(m.kv_heads)} key/value heads do not divide its "
+                                f"{_n(m.heads)} attention heads", where.model_field("kv_heads"),
                         "grouped-query attention shares each key/value head among a whole "
                         "number of query heads"))
     if m.experts and m.top_k > m.experts:
@@ -104,30 +104,56 @@ def _model(spec: JobSpec, where) -> List[Diagnostic]:
     return out
 
 
-def _budget_layers(spec: JobSpec, where) -> List[Diagnostic]:
-    m = spec.model
+def _n(x) -> str:
+    """A count for a message: with separators, or in scientific notation when absurd."""
+    if abs(x) < 10**15:
+        return f"{x:,}"
+    digits = str(abs(int(x)))                 # beyond a float's range too: no float()
+    return ("-" if x < 0 else "") + f"{digits[0]}.{digits[1:3]}e{len(digits) - 1}"
+
+
+def _budget_model(spec: JobSpec, where) -> List[Diagnostic]:
+    """E762 for a model or batch beyond Seer's work budget (budget.py)."""
+    m, out = spec.model, []
     if m.layers > budget.MAX_LAYERS:
-        return [_err("E762", f"`{m.name}` has {m.layers:,} layers: Seer lowers at most "
-                             f"{budget.MAX_LAYERS:,} (its work budget, docs/seer.md)",
-                     where.model_field("layers"))]
-    return []
+        out.append(_err("E762", f"`{m.name}` has {_n(m.layers)} layers: Seer lowers at most "
+                                f"{budget.MAX_LAYERS:,} (its work budget, docs/seer.md)",
+                        where.model_field("layers")))
+    for name in ("hidden", "ffn", "vocab", "heads", "kv_heads", "experts", "moe_ffn"):
+        value = getattr(m, name)
+        stated = where.model.field(name) is not None       # not a default derived from another
+        if value > budget.MAX_WIDTH and stated:
+            out.append(_err("E762", f"`{m.name}`: {name} = {_n(value)} is beyond Seer's budget "
+                                    f"of {budget.MAX_WIDTH:,} (docs/seer.md)",
+                            where.model_field(name)))
+    tokens = spec.seq * (spec.micro or 1)
+    if spec.seq > budget.MAX_TOKENS or tokens > budget.MAX_TOKENS:
+        out.append(_err("E762", f"job `{spec.name}`: {_n(tokens)} tokens per micro-batch is "
+                                f"beyond Seer's budget of {budget.MAX_TOKENS:,} (docs/seer.md)",
+                        where("seq", "batch") if where.fields.get("seq") else
+                        where.model_field("seq")))
+    return out
 
 
 def _budget_blocks(spec: JobSpec, where) -> List[Diagnostic]:
     """The pipeline blocks one simulation runs (E762): with a declared micro-batch, that
-    simulation's; else the fewest any candidate of the rule would run."""
+    simulation's; else the rule must have a candidate within the budget."""
+    from astral_dsl.seer.rule import candidates
+
     par = spec.parallel
     v = par.v or 1
+    if not spec.micro and candidates(spec):
+        return []
     micro = spec.micro or budget.largest_micro(spec)
-    blocks = budget.blocks(par.pp, v, spec.global_batch // max(1, micro * par.dp))
+    m = spec.global_batch // max(1, micro * par.dp)
+    blocks = budget.blocks(par.pp, v, m)
     if blocks <= budget.MAX_BLOCKS:
         return []
-    field, record = ("micro", "batch") if spec.micro else ("global_batch", "batch")
-    return [_err("E762", f"job `{spec.name}`: {blocks:,} pipeline blocks to simulate (2 x pp x "
-                         f"virtual stages x micro-batches = 2 x {par.pp} x {v} x "
-                         f"{spec.global_batch // max(1, micro * par.dp):,}), over Seer's work "
-                         f"budget of {budget.MAX_BLOCKS:,} (docs/seer.md)",
-                 where(field, record), "a larger micro-batch or a smaller global batch")]
+    field = "micro" if spec.micro else "global_batch"
+    return [_err("E762", f"job `{spec.name}`: {_n(blocks)} pipeline blocks to simulate (2 x pp "
+                         f"x virtual stages x micro-batches = 2 x {par.pp} x {v} x {_n(m)}), "
+                         f"over Seer's work budget of {budget.MAX_BLOCKS:,} (docs/seer.md)",
+                 where(field, "batch"), "a larger micro-batch or a smaller global batch")]
 
 
 def _layout(spec: JobSpec, where) -> List[Diagnostic]:
@@ -156,7 +182,7 @@ def _layout(spec: JobSpec, where) -> List[Diagnostic]:
     if not out and par.v and par.v > 1:
         fewest = min(stage_layers(spec))
         if par.v > fewest:
-            out.append(_err("E751", f"{name}: {par.v} virtual stages but a stage has "
+            out.append(_err("E751", f"{name}: {_n(par.v)} virtual stages but a stage has "
                                     f"{fewest} layers", where("virtual_stages"),
                             "each virtual stage (model chunk) needs at least one layer"))
         elif not par.stages and (m.layers // par.pp) % par.v:

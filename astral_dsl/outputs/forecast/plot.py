@@ -1,44 +1,119 @@
-"""A forecast's timeline as a Gantt chart (matplotlib)."""
+"""A forecast's timeline as a Gantt chart (matplotlib): one lane per pipeline stage (its compute
+stream), its communication streams as thin sub-lanes under it (only those with something in
+them), and the compute stream's idle time shaded (the pipeline bubble, and waits for
+communication), with the bubble's share of the iteration in the title. Bars closer than a pixel are merged, so that 64 stages of tens of thousands of operators
+stay readable; the detail (operators, layers or pipeline blocks) follows the event count."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from astral_dsl.seer.timeline import STREAM_NAMES, STREAM_ORDER, count, events
+from astral_dsl.seer.timeline import STREAM_ORDER, count, events
 
-COLOURS = {"gemm": "#4C72B0", "attention": "#8172B2", "elementwise": "#64B5CD",
-           "norm": "#8C8C8C", "recompute": "#CCB974", "comm": "#C44E52", "p2p": "#DD8452",
-           "optimizer": "#55A868", "forward": "#4C72B0", "backward": "#8172B2"}
+COMPUTE = {"gemm": "#4C72B0", "attention": "#8172B2", "elementwise": "#64B5CD",
+           "norm": "#8C8C8C", "recompute": "#CCB974", "forward": "#4C72B0",
+           "backward": "#8172B2", "optimizer": "#17BECF"}
+STREAM = {"tp": ("TP", "#C44E52"), "cp": ("CP", "#E17C05"), "ep": ("EP", "#937860"),
+          "pp": ("PP p2p", "#DD8452"), "dp": ("DP", "#2CA02C")}
+BUBBLE = "#E4E4E4"
+WIDTH_IN, DPI = 14.0, 110
+LANE, SUB, GAP = 1.0, 0.32, 0.45          # heights, in lane units
+MAX_EVENTS = 60_000
 
 
-def plot(fc, path: str, window=None) -> None:
-    """A Gantt chart of the iteration (needs matplotlib)."""
+def _merge(bars: List[Tuple[float, float]], tol: float) -> List[Tuple[float, float]]:
+    """(start, duration) bars, sorted and merged when less than `tol` apart."""
+    out: List[List[float]] = []
+    for s, d in sorted(bars):
+        if out and s <= out[-1][0] + out[-1][1] + tol:
+            out[-1][1] = max(out[-1][1], s + d - out[-1][0])
+        else:
+            out.append([s, d])
+    return [(s, d) for s, d in out]
+
+
+def _idle(busy: List[Tuple[float, float]], end: float, tol: float) -> List[Tuple[float, float]]:
+    out, t = [], 0.0
+    for s, d in _merge(busy, 0.0):
+        if s - t > tol:
+            out.append((t, s - t))
+        t = max(t, s + d)
+    if end - t > tol:
+        out.append((t, end - t))
+    return out
+
+
+def plot(fc, path: str, window=None) -> None:  # noqa: C901 - one figure, drawn in order
+    """Draw the iteration (needs matplotlib)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
-    level = "op" if count(fc, "op", window) <= 60_000 else "layer" \
-        if count(fc, "layer", window) <= 60_000 else "block"
-    rows: Dict[Tuple[int, str], List[Tuple[float, float, str]]] = {}
+    level = "op" if count(fc, "op", window) <= MAX_EVENTS else "layer" \
+        if count(fc, "layer", window) <= MAX_EVENTS else "block"
+    compute: Dict[int, Dict[str, list]] = {}
+    comm: Dict[Tuple[int, str], list] = {}
+    end = 0.0
     for ev in events(fc, window, level):
-        rows.setdefault((ev.stage, ev.stream), []).append((ev.start, ev.end - ev.start, ev.cat))
-    keys = sorted(rows, key=lambda k: (k[0], STREAM_ORDER.index(k[1])))
-    fig, ax = plt.subplots(figsize=(14, max(3.0, 0.28 * len(keys) + 1.5)))
-    for y, key in enumerate(keys):
-        by_cat: Dict[str, list] = {}
-        for s, d, cat in rows[key]:
-            by_cat.setdefault(cat, []).append((s, d))
-        for cat, bars in by_cat.items():
-            ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=COLOURS.get(cat, "#999999"))
-    ax.set_yticks(range(len(keys)))
-    ax.set_yticklabels([f"stage {s} {STREAM_NAMES[t]}" for s, t in keys], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel("seconds")
-    ax.set_title(f"{fc.job.name}: {fc.iteration_time:.3f} s per iteration, MFU {fc.mfu:.1%}")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
-    seen = {cat for rs in rows.values() for _, _, cat in rs}
-    ax.legend([h for h, c in zip(handles, COLOURS) if c in seen], [c for c in COLOURS if c in seen],
-              loc="upper right", fontsize=7, ncol=4)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
+        end = max(end, ev.end)
+        if ev.stream == "compute":
+            cat = "recompute" if ev.cat == "recompute" else ev.cat
+            compute.setdefault(ev.stage, {}).setdefault(cat, []).append(
+                (ev.start, ev.end - ev.start))
+        else:
+            comm.setdefault((ev.stage, ev.stream), []).append((ev.start, ev.end - ev.start))
+    stages = fc.job.parallel.pp
+    tol = end / (WIDTH_IN * DPI) if end else 0.0         # one pixel
+    subs = {i: [s for s in STREAM_ORDER if (i, s) in comm] for i in range(stages)}
+    units = sum(LANE + SUB * len(subs[i]) + GAP for i in range(stages))
+    height = min(20.0, max(3.5, 0.2 * units + 1.6))
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
+    y, ticks, labels, idle_total, busy_total = 0.0, [], [], 0.0, 0.0
+    small = stages <= 32
+    for i in range(stages):
+        cats = compute.get(i, {})
+        busy = [b for bars in cats.values() for b in bars]
+        idle = _idle(busy, end, tol)
+        idle_total += sum(d for _, d in idle)
+        busy_total += end
+        ax.broken_barh(idle, (y, LANE), facecolors=BUBBLE, edgecolors="none", hatch="////",
+                       linewidth=0)
+        for cat, bars in cats.items():
+            ax.broken_barh(_merge(bars, tol), (y, LANE), facecolors=COMPUTE.get(cat, "#999999"),
+                           edgecolors="none")
+        ticks.append(y + LANE / 2)
+        labels.append(f"stage {i}")
+        yy = y + LANE
+        for s in subs[i]:                   # thin sub-lanes, told apart by colour
+            ax.broken_barh(_merge(comm[(i, s)], tol), (yy + 0.04, SUB - 0.08),
+                           facecolors=STREAM[s][1], edgecolors="none")
+            yy += SUB
+        y = yy + GAP
+    ax.set_ylim(y, -GAP / 2)
+    ax.set_xlim(0, end * 1.001 if end else 1.0)
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(labels, fontsize=8 if small else 7)
+    if not small:                           # every other stage name: they stay legible
+        for k, lab in enumerate(ax.get_yticklabels()):
+            lab.set_visible(k % 2 == 0)
+    ax.set_xlabel("seconds into the iteration")
+    bubble = fc.breakdown.get("bubble", 0.0) / fc.iteration_time if fc.iteration_time else 0.0
+    ax.set_title(f"{fc.job.name}: {fc.iteration_time:.2f} s per iteration, MFU {fc.mfu:.1%}, "
+                 f"pipeline bubble {bubble:.0%} (stage {fc.stage}); shaded: compute idle, "
+                 f"{idle_total / busy_total if busy_total else 0.0:.0%} over all stages"
+                 + (f"; micro-batches {window[0]}-{window[1] - 1}" if window else ""),
+                 fontsize=10)
+    seen = {c for cats in compute.values() for c in cats}
+    handles = [Patch(facecolor=COMPUTE[c], label=c) for c in COMPUTE if c in seen]
+    handles += [Patch(facecolor=STREAM[s][1], label=STREAM[s][0])
+                for s in STREAM if any(s in v for v in subs.values())]
+    handles.append(Patch(facecolor=BUBBLE, hatch="////", label="compute idle (bubble, waits)"))
+    if level != "op":
+        handles.append(Patch(facecolor="white", edgecolor="white",
+                             label=f"({level}-level bars; --window A:B for operators)"))
+    fig.tight_layout(rect=(0, 0.35 / height, 1, 1))
+    fig.legend(handles=handles, loc="lower center", ncol=min(8, len(handles)), fontsize=8,
+               frameon=False)
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)

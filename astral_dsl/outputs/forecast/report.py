@@ -1,6 +1,9 @@
 """The forecast as a table or as JSON
-`{"job", "gpus", "parallelism", "iteration_time_s", "tokens_per_s", "mfu", "hfu", "breakdown_s"}`
-(inside the standard envelope of outputs/jsonout.py, added by the CLI)."""
+`{"job", "gpus", "parallelism", "iteration_time_s", "tokens_per_s", "mfu", "hfu", "breakdown_s",
+"breakdown_stage", "memory_stage", "memory_gb", ...}` (inside the standard envelope of
+outputs/jsonout.py, added by the CLI). Every figure says which pipeline stage it is for: the
+breakdown is the busiest stage's (most compute), the memory the fullest stage's, and the
+breakdown's stage's memory is shown too when they differ."""
 from __future__ import annotations
 
 from typing import Any, Dict
@@ -14,10 +17,21 @@ BREAKDOWN_LABELS = (("compute", "compute (incl. recompute)"), ("tp_comm", "expos
 def parallelism(fc) -> Dict[str, Any]:
     p, job = fc.job.parallel, fc.job
     return {"tp": p.tp, "pp": p.pp, "dp": p.dp, "cp": p.cp, "ep": p.ep, "sp": p.sp,
-            "virtual_stages": p.v, "schedule": p.schedule, "zero": p.zero,
+            "order": "-".join(p.order), "virtual_stages": p.v, "schedule": p.schedule,
+            "zero": p.zero, "reshard_after_forward": p.reshard_after_forward,
             "micro_batch": job.micro, "global_batch": job.global_batch,
             "micro_batches": job.microbatches, "seq": job.seq, "recompute": job.recompute,
-            "dtype": job.dtype, "attention": job.attention}
+            "dtype": job.dtype, "grad_dtype": job.gradient_dtype, "attention": job.attention,
+            "tp_overlap": job.tp_overlap, "overlap_grad_reduce": job.overlap_grad_reduce,
+            "overlap_param_gather": job.overlap_param_gather}
+
+
+def _stage_memory(fc, stage: int):
+    from astral_dsl.seer.memory import stage_estimate
+
+    if stage == fc.memory.stage:
+        return fc.memory
+    return stage_estimate(fc.job, fc.lowering.stage_params, stage)
 
 
 def to_json(fc) -> Dict[str, Any]:
@@ -27,8 +41,11 @@ def to_json(fc) -> Dict[str, Any]:
            "breakdown_s": {k: fc.breakdown.get(k, 0.0) for k, _ in BREAKDOWN_LABELS}}
     doc["gpu"] = fc.gpu
     doc["breakdown_stage"] = fc.stage
+    doc["memory_stage"] = fc.memory.stage
     doc["memory_gb"] = {k: v / 1e9 for k, v in fc.memory.parts()} | {
-        "total": fc.memory.total / 1e9}
+        "total": fc.memory.total / 1e9, "uncertainty": fc.memory.uncertainty / 1e9}
+    if fc.stage != fc.memory.stage:
+        doc["breakdown_stage_memory_gb"] = _stage_memory(fc, fc.stage).total / 1e9
     if fc.chosen:
         doc["chosen"] = dict(fc.chosen)
     if fc.notes:
@@ -36,30 +53,57 @@ def to_json(fc) -> Dict[str, Any]:
     return doc
 
 
+def _time(t: float) -> str:
+    if t >= 1.0 or t == 0.0:
+        return f"{t:.3f} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.1f} ms"
+    return f"{t * 1e6:.0f} us"
+
+
 def render(fc) -> str:
+    from astral_dsl.seer.ranks import RankOrder
+
     j, p = fc.job, fc.job.parallel
-    lines = [f"forecast: job `{j.name}` ({j.model.name}) on {fc.gpus} x {fc.gpu}"
-             + (f" in {getattr(fc, 'placement', '')}" if getattr(fc, "placement", "") else "")]
-    lines.append(f"  parallel   tp {p.tp}  pp {p.pp}  dp {p.dp}  cp {p.cp}  ep {p.ep}"
-                 f"{'  sp' if p.sp else ''}  {p.schedule}" + (f" v={p.v}" if p.v > 1 else "")
-                 + (f"  zero-{p.zero}" if p.zero else ""))
-    lines.append(f"  batch      global {j.global_batch}  micro {j.micro}  x {j.microbatches} "
-                 f"micro-batches  seq {j.seq}  recompute {j.recompute}  {j.dtype}")
+    lines = [f"forecast: job `{j.name}` ({j.model.name}) on {fc.gpus:,} x {fc.gpu}"
+             + (f" in {fc.placement}" if fc.placement else "")]
+    dims = [f"tp {p.tp}", f"pp {p.pp}", f"dp {p.dp}"] + [f"{k} {v}" for k, v in
+                                                          (("cp", p.cp), ("ep", p.ep)) if v > 1]
+    sched = p.schedule + (f", {p.v} virtual stages" if p.v > 1 else "")
+    extras = ["sp"] * p.sp + [sched] + ([f"zero-{p.zero}"] if p.zero else []) + \
+        ([f"no re-sharding after the forward"] if p.zero >= 3 and not p.reshard_after_forward
+         else []) + [f"order {'-'.join(p.order)}"]
+    lines.append("  parallel   " + "  ".join(dims + extras))
+    lines.append(f"  batch      global {j.global_batch:,}  micro {j.micro}  "
+                 f"{j.microbatches:,} micro-batches per pipeline  seq {j.seq:,}")
+    overlaps = [name for on, name in ((j.overlap_grad_reduce, "grad reduce"),
+                                      (j.overlap_param_gather, "param gather")) if on]
+    lines.append(f"  runtime    recompute {j.recompute}  {j.dtype} (gradients "
+                 f"{j.gradient_dtype})  attention {j.attention}")
+    lines.append(f"  overlap    TP reductions: {j.tp_overlap}  DP: "
+                 + (", ".join(overlaps) if overlaps else "none"))
     if fc.chosen:
         lines.append("  chosen     " + ", ".join(f"{k} = {v}" for k, v in fc.chosen)
-                     + " (fastest that fits in memory; docs/seer.md)")
+                     + " (the fastest that fits in memory; docs/seer.md)")
     for n in fc.notes:
         lines.append(f"  note       {n}")
+    mem = fc.memory
     lines.append("")
-    lines.append(f"  iteration time   {fc.iteration_time:10.3f} s")
-    lines.append(f"  tokens/s         {fc.tokens_per_s:10,.0f}")
-    lines.append(f"  MFU              {fc.mfu:10.1%}")
-    lines.append(f"  HFU              {fc.hfu:10.1%}")
-    lines.append(f"  memory per GPU   {fc.memory.total / 1e9:10.1f} GB (stage {fc.memory.stage})")
+    lines.append(f"  iteration time   {fc.iteration_time:12.3f} s")
+    lines.append(f"  tokens/s         {fc.tokens_per_s:12,.0f}")
+    lines.append(f"  MFU              {fc.mfu * 100:12.1f} %   model FLOPs / peak")
+    lines.append(f"  HFU              {fc.hfu * 100:12.1f} %   with the recomputed FLOPs")
+    lines.append(f"  memory per GPU   {mem.total / 1e9:12.1f} GB  +/- {mem.uncertainty_pct:.0f} %"
+                 f" on stage {mem.stage}, the fullest")
+    if fc.stage != mem.stage:
+        other = _stage_memory(fc, fc.stage)
+        lines.append(f"                   {other.total / 1e9:12.1f} GB  on stage {fc.stage}, "
+                     f"the breakdown's")
     lines.append("")
-    lines.append(f"  breakdown (stage {fc.stage})         seconds   share")
+    rank = RankOrder(p).rank(pp=fc.stage)
+    lines.append(f"  stage {fc.stage} (rank {rank}), the busiest: where its time goes")
     for key, label in BREAKDOWN_LABELS:
         v = fc.breakdown.get(key, 0.0)
         if v > 0 or key in ("compute", "bubble"):
-            lines.append(f"    {label:<28} {v:9.3f} {v / fc.iteration_time:7.1%}")
+            lines.append(f"    {label:<30} {_time(v):>10} {v / fc.iteration_time:7.1%}")
     return "\n".join(lines) + "\n"

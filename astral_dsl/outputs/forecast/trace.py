@@ -30,33 +30,40 @@ def choose(fc, level: Optional[str] = None, window=None, limit: int = MAX_EVENTS
     return "block", None, "one event per pipeline block (use --window for operators)"
 
 
-
 def chrome_trace(fc, level: str = "op", window=None, note: str = "") -> dict:
-    """The trace-event document (JSON object format, microseconds)."""
-    out: List[dict] = []
-    p = fc.job.parallel
-    for i in range(p.pp):
-        out.append({"ph": "M", "name": "process_name", "pid": i, "tid": 0,
-                    "args": {"name": f"stage {i} (rank {i * p.tp * p.cp * p.dp})"}})
-        out.append({"ph": "M", "name": "process_sort_index", "pid": i, "tid": 0,
-                    "args": {"sort_index": i}})
-        for k, s in enumerate(STREAM_ORDER):
-            out.append({"ph": "M", "name": "thread_name", "pid": i, "tid": k,
-                        "args": {"name": STREAM_NAMES[s]}})
-            out.append({"ph": "M", "name": "thread_sort_index", "pid": i, "tid": k,
-                        "args": {"sort_index": k}})
+    """The trace-event document (JSON object format, microseconds). A stream with no event on a
+    stage gets no thread there."""
+    from astral_dsl.seer.ranks import RankOrder
+
     tid = {s: k for k, s in enumerate(STREAM_ORDER)}
+    body: List[dict] = []
+    used = set()
     for ev in events(fc, window, level):
         ts = round(ev.start * 1e6, 3)
         end = round(ev.end * 1e6, 3)
-        out.append({"ph": "X", "name": ev.name, "cat": ev.cat, "pid": ev.stage,
-                    "tid": tid[ev.stream], "ts": ts, "dur": round(end - ts, 3),
-                    "args": {k: v for k, v in ev.args}})
+        used.add((ev.stage, ev.stream))
+        body.append({"ph": "X", "name": ev.name, "cat": ev.cat, "pid": ev.stage,
+                     "tid": tid[ev.stream], "ts": ts, "dur": round(end - ts, 3),
+                     "args": {k: v for k, v in ev.args}})
+    ranks = RankOrder(fc.job.parallel)
+    head: List[dict] = []
+    for i in range(fc.job.parallel.pp):
+        head.append({"ph": "M", "name": "process_name", "pid": i, "tid": 0,
+                     "args": {"name": f"stage {i} (rank {ranks.rank(pp=i)})"}})
+        head.append({"ph": "M", "name": "process_sort_index", "pid": i, "tid": 0,
+                     "args": {"sort_index": i}})
+        for s in STREAM_ORDER:
+            if (i, s) not in used:
+                continue
+            head.append({"ph": "M", "name": "thread_name", "pid": i, "tid": tid[s],
+                         "args": {"name": STREAM_NAMES[s]}})
+            head.append({"ph": "M", "name": "thread_sort_index", "pid": i, "tid": tid[s],
+                         "args": {"sort_index": tid[s]}})
     other = {"job": fc.job.name, "iteration_time_s": fc.iteration_time, "level": level,
              "window": list(window) if window else None}
     if note:
         other["note"] = note
-    return {"traceEvents": out, "displayTimeUnit": "ms", "otherData": other}
+    return {"traceEvents": head + body, "displayTimeUnit": "ms", "otherData": other}
 
 
 def write_trace(fc, path: str, level: Optional[str] = None, window=None) -> str:

@@ -1,0 +1,134 @@
+"""Feeder current at the lowest voltage the feeder runs at, and the feeder's own efficiency in
+its current and capacity (issue: a twin you can trust, section 4). Every expected value is
+computed by hand in the comments, from I = P / V (DC) and I = P / (sqrt(3) V_LL PF) (three-phase,
+IEC 60364-5-52 Annex G), the batteries' end of discharge (IEEE 485: cells x volts per cell) and
+the standards' ranges (YD/T 2378-2011: 240 V DC, 192-288 V; IEC 60038: 400 V -10 % = 360 V)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import astral_dsl
+from astral_dsl.analyses.checking import check_design
+
+ROW = """
+import stdlib.power { HVDC240, AC400, LeadAcid }
+host H { power = 10.2 kW }
+rack R { hosts = 4 x H }
+row Row {
+  racks = 16 x R                    // 652.8 kW, as a row of the Astral reference
+  feeder hvdc {
+    current = dc, voltage = 240 V, side = A, capacity = 800 kW, serves = racks
+    conductor_area = 630 mm^2, material = copper, length = 30 m, ampacity = AMPS
+    @BUS@
+  }
+  feeder utility {
+    current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, standard = AC400, side = B
+    capacity = CAP, efficiency = 97 %, serves = racks
+  }
+}
+site S { rows = 1 x Row }
+"""
+ROW_W = 16 * 4 * 10_200          # 652.8 kW
+
+
+def _check(hvdc: str = "standard = HVDC240", amps: str = "4000 A", cap: str = "800 kW"):
+    text = ROW.replace("@BUS@", hvdc).replace("AMPS", amps).replace("CAP", cap)
+    design = astral_dsl.loads(text, name="row.astral")
+    assert design.valid, design.diagnostics
+    result = check_design(design)
+    return result, {f.path.rsplit(".", 1)[1]: f for f in result.engineering.power.feeders}
+
+
+def _errors(result):
+    return sorted(d.code for d in result.diagnostics if d.is_error)
+
+
+def test_dc_at_the_standards_minimum_is_a_quarter_higher():
+    # no battery: HVDC240's minimum, 192 V. 652,800 / 192 = 3,400 A; at 240 V it would be
+    # 2,720 A: 240 / 192 = 1.25, a quarter higher.
+    _, f = _check()
+    assert (f["hvdc"].low_voltage_v, f["hvdc"].low_voltage_from) == (192.0, "standard minimum")
+    assert f["hvdc"].current_a == pytest.approx(ROW_W / 192) == 3400.0
+    assert f["hvdc"].current_a / (ROW_W / 240) == pytest.approx(1.25)
+
+
+def test_dc_with_batteries_at_their_end_of_discharge():
+    # 120 lead-acid cells x 1.75 V = 210 V (IEEE 485): 652,800 / 210 = 3,108.6 A, where the
+    # battery is on the bus (it takes precedence over the standard's 192 V)
+    _, f = _check("standard = HVDC240, battery = LeadAcid(time = 15 min, "
+                  "string_capacity = 200 Ah, strings = 6)")
+    assert (f["hvdc"].low_voltage_v, f["hvdc"].low_voltage_from) == \
+        (210.0, "battery end of discharge")
+    assert f["hvdc"].current_a == pytest.approx(ROW_W / 210)
+    assert round(f["hvdc"].current_a, 1) == 3108.6
+
+
+def test_a_cable_rated_for_the_nominal_current_now_fails():
+    # 3,000 A is enough for 2,720 A (652.8 kW at 240 V) but not for 3,400 A at 192 V: E625
+    result, f = _check(amps="3000 A")
+    assert f["hvdc"].conductor_current_a == pytest.approx(3400.0)
+    assert _errors(result) == ["E625"]
+    (e,) = [d for d in result.diagnostics if d.code == "E625"]
+    assert "carries 3400 A, above its ampacity of 3000 A" in e.message
+
+
+def test_voltage_drop_follows_the_current_at_the_lowest_voltage():
+    # dV = 2 I L rho_90 / A with rho_90 = 0.01724 x (1 + 0.00393 x 70) ohm mm^2/m (copper at the
+    # 90 degC default conductor temperature): 2 x 3,400 x 30 x 0.021983 / 630 = 7.118 V,
+    # as a fraction of the nominal 240 V: 2.97 %
+    _, f = _check()
+    rho90 = 0.01724 * (1 + 0.00393 * 70)
+    assert f["hvdc"].voltage_drop_v == pytest.approx(2 * 3400 * 30 * rho90 / 630, rel=1e-9)
+    assert f["hvdc"].drop_ratio == pytest.approx(f["hvdc"].voltage_drop_v / 240)
+
+
+def test_no_standard_no_battery_is_nominal_with_a_warning():
+    result, f = _check(hvdc="")
+    assert (f["hvdc"].low_voltage_v, f["hvdc"].low_voltage_from) == (240.0, "nominal")
+    assert f["hvdc"].current_a == pytest.approx(ROW_W / 240) == 2720.0
+    (w,) = [d for d in result.diagnostics if d.code == "W622"]
+    assert "computed at the nominal 240 V" in w.message
+
+
+def test_the_utility_feeders_efficiency_counts_in_its_current():
+    # with side A failed, the utility side carries the whole row through its 97 % path:
+    # 652.8 / 0.97 = 672.99 kW at AC400's minimum 360 V:
+    # I = 672,990 / (sqrt(3) x 360 x 0.95) = 1,136.1 A (991.8 A at 400 V without the losses)
+    _, f = _check()
+    u = f["utility"]
+    assert u.carried_w == pytest.approx(ROW_W / 0.97)
+    assert u.current_a == pytest.approx(ROW_W / 0.97 / (math.sqrt(3) * 360 * 0.95), rel=1e-12)
+    assert round(u.current_a, 1) == 1136.1
+    assert round(ROW_W / (math.sqrt(3) * 400 * 0.95), 1) == 991.8
+
+
+def test_the_utility_feeders_efficiency_counts_in_its_capacity():
+    # 660 kW of capacity holds the 652.8 kW of load but not the 672.99 kW through the feeder:
+    # E621 (with the B side alone); at 680 kW it holds
+    result, _ = _check(cap="660 kW")
+    assert _errors(result) == ["E621"]
+    (e,) = [d for d in result.diagnostics if d.code == "E621"]
+    assert "must carry 672.99 kW (652.8 kW of load at 97 % efficiency)" in e.message
+    result, _ = _check(cap="680 kW")
+    assert _errors(result) == []
+
+
+def test_an_unknown_feeder_count_is_sized_on_the_power_through_it():
+    # 4 feeders of 200 kW, count = ?: the load 600 kW / 0.95 = 631.6 kW; with one failed the
+    # others carry it: n - 1 >= 631.6 / 200 = 3.16 -> n = 5 (the load alone would give 4)
+    text = """
+host H { power = 10 kW }
+rack R { hosts = 6 x H }
+row Row {
+  racks = 10 x R
+  feeder bus {
+    current = ac, voltage = 400 V, phases = 3, power_factor = 100 %, capacity = 200 kW
+    efficiency = 95 %, count = ? in 1..9, price = 1000 USD, serves = racks
+  }
+}
+site S { rows = 1 x Row }
+"""
+    result = check_design(astral_dsl.loads(text, name="n.astral"))
+    assert [getattr(v, "si", v) for _, v in result.sizing.chosen] == [5]
