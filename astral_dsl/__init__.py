@@ -12,10 +12,12 @@ from typing import Mapping, Optional
 __version__ = "0.1.0"
 
 
-def load(path: str | Path, overrides: Optional[Mapping[str, str]] = None):
+def load(path: str | Path, overrides: Optional[Mapping[str, object]] = None):
     """Compile a .astral file; returns a Design (check `.valid` and `.diagnostics`).
 
-    `overrides` sets top-level parameters as `--set` does: {"hosts_per_rack": "8"}."""
+    `overrides` sets top-level parameters as `--set` does: {"hosts_per_rack": "8"}; a value may
+    also be a number (which, like a bare number on the command line, takes the unit of the
+    parameter's default), a bool or a Quantity. Anything else is reported as E310."""
     from astral_dsl.compiler import compile_file
 
     return compile_file(path, overrides)
@@ -31,10 +33,11 @@ def compile(path: str | Path, overrides: Optional[Mapping[str, str]] = None):
     return compile_path(path, overrides)
 
 
-def loads(text: str, name: str = "<string>", root: str | Path | None = None,
-          overrides: Optional[Mapping[str, str]] = None):
-    """Compile .astral source text; imports resolve against `root` (default: the current
-    directory) and the stdlib."""
+def loads(text: str | bytes, name: str = "<string>", root: str | Path | None = None,
+          overrides: Optional[Mapping[str, object]] = None):
+    """Compile .astral source text (a str, or bytes as a file holds them); imports resolve
+    against `root` (default: the current directory) and the stdlib. Text that is not Unicode
+    (a lone surrogate, invalid UTF-8 bytes) is reported as E101."""
     from astral_dsl.compiler import compile_text
 
     return compile_text(text, name, root, overrides)

@@ -20,6 +20,7 @@ from astral_dsl.semantics.overrides import parse_overrides
 from astral_dsl.semantics.paths import canonical_paths, multiplicities
 from astral_dsl.semantics.scope import ModuleScope, Template, build_scope
 from astral_dsl.syntax import ast
+from astral_dsl.syntax.source import encode
 
 MAX_GPUS = 10**9
 
@@ -89,7 +90,8 @@ def compile_source(text: str, name: str = "<string>", root: str | Path | None = 
                    expressions=None, instantiator=None) -> Compilation:
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
-    entry = loader.load_entry_text(name, text.encode("utf-8"))
+    data = bytes(text) if isinstance(text, (bytes, bytearray)) else encode(text)
+    entry = loader.load_entry_text(name, data)
     return _evaluate(entry, loader, tuple(diagnostics), overrides, {}, None, None,
                      expressions, instantiator)
 

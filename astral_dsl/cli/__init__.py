@@ -29,7 +29,32 @@ def build_parser() -> Parser:
     return p
 
 
+# Released when memory runs out, so that the report below can still be written; the report
+# itself is preformatted bytes written straight to the file descriptor.
+_RESERVE: Optional[bytearray] = None
+_OUT_OF_MEMORY = (b"error[E000]: out of memory: astral_dsl should have stopped this input with a "
+                  b"diagnostic before\n = note: this is a bug in astral_dsl, not in your design; "
+                  b"please report it with the input file\n")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    global _RESERVE
+    _RESERVE = bytearray(4 << 20)
+    try:
+        return _main(argv)
+    except MemoryError:
+        _RESERVE = None
+        sys.exc_info()[1].__traceback__ = None       # drop the frames holding the memory
+        try:
+            os.write(2, _OUT_OF_MEMORY)
+        except OSError:
+            pass
+        return EXIT_INTERNAL
+    finally:
+        _RESERVE = None
+
+
+def _main(argv: Optional[List[str]]) -> int:
     args = build_parser().parse_args(argv)
     try:
         overrides = sets(args)
@@ -42,18 +67,27 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except MemoryError:
+        raise
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
-        import traceback
+        _internal_error(exc)
+        return EXIT_INTERNAL
 
+
+def _internal_error(exc: Exception) -> None:
+    try:
         from astral_dsl.outputs.terminal import printable
 
-        sys.stderr.write("error[E000]: internal compiler error: "
-                         f"{type(exc).__name__}: {printable(exc)}\n"
-                         " = note: this is a bug in astral_dsl, not in your design; please report "
-                         "it with the input file\n")
-        if os.environ.get("ASTRAL_DEBUG"):
-            traceback.print_exc()
-        return EXIT_INTERNAL
+        text = (f"error[E000]: internal compiler error: {type(exc).__name__}: {printable(exc)}\n"
+                " = note: this is a bug in astral_dsl, not in your design; please report it "
+                "with the input file\n")
+    except BaseException:  # noqa: BLE001 - describing the error failed too: say it plainly
+        text = "error[E000]: internal compiler error\n"
+    sys.stderr.write(text)
+    if os.environ.get("ASTRAL_DEBUG"):
+        import traceback
+
+        traceback.print_exception(exc)
 
 
 __all__ = ["COMMANDS", "EXIT_USAGE", "build_parser", "main"]

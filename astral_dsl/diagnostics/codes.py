@@ -49,6 +49,10 @@ CODES: dict[str, str] = {
     "E310": "invalid --set value",
     "E311": "invalid enumeration value",
     "E312": "an unknown value is not allowed here",
+    "E313": "unit exponent out of range",
+    "E314": "value must not be negative",
+    "E315": "value must be greater than zero",
+    "E316": "value beyond its plausible bound",
     # E4xx: templates, replication and structure
     "E400": "count must be a positive whole number",
     "E401": "count too large",
@@ -56,6 +60,7 @@ CODES: dict[str, str] = {
     "E403": "invalid containment",
     "E404": "cycle between definitions",
     "E405": "design too large",
+    "E406": "imports nest too deeply",
     "W400": "no site declared",
     # E5xx / W5xx: user constraints
     "E500": "check failed",

@@ -25,7 +25,7 @@ _SEP_PARENTS = ("start", "body", "import_stmt", "param_stmt")
 _STMT_RULES = {"decl", "field", "record", "let_stmt", "check_stmt", "fail_stmt", "set_stmt",
                "objective", "import_stmt", "param_stmt"}
 
-_COMMENT = re.compile(r"//[^\n]*|/\*(?:.|\n)*?\*/")
+_COMMENT = re.compile(r"//[^\n]*|/\*[\s\S]*?\*/")   # no state per character (see the grammar)
 _QUANTITY = re.compile(r"^(?P<num>(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)[ \t]*"
                        r"(?P<unit>.*)$", re.S)
 

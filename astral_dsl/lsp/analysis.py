@@ -20,7 +20,7 @@ from astral_dsl.semantics.evaluate import Expressions
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, read_file
 from astral_dsl.semantics.scope import ModuleScope
 from astral_dsl.syntax import ast
-from astral_dsl.syntax.source import Source
+from astral_dsl.syntax.source import Source, encode
 
 MAX_VALUES = 6      # distinct values kept per expression (a template instantiated differently)
 
@@ -108,7 +108,7 @@ class Reader:
         self.read_paths.append(path)
         text = self.overlay(path)
         if text is not None:
-            return text.encode("utf-8")
+            return encode(text)
         return read_file(path)
 
 

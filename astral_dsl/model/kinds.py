@@ -10,6 +10,7 @@ from typing import Callable, Mapping, Optional, Tuple
 
 import attrs
 
+from astral_dsl.model.domains import POSITIVE, Domain, domain
 from astral_dsl.model.fluid_names import check_fluid_name
 from astral_dsl.units import DIMENSION_TYPES
 
@@ -19,8 +20,9 @@ from astral_dsl.units import DIMENSION_TYPES
 class QType:
     dim: str                      # a key of DIMENSION_TYPES
     whole: bool = False           # counts
-    low: Optional[float] = None   # inclusive bounds in SI units
+    low: Optional[float] = None   # declared inclusive bounds in SI units (E309)
     high: Optional[float] = None
+    domain: Optional[Domain] = None   # sign and plausible bounds (E314-E316; model/domains.py)
 
     def describe(self) -> str:
         return {"count": "a whole number", "ratio": "a ratio such as `75 %`",
@@ -70,6 +72,11 @@ class ListType:
 class BundleType:
     dim: str
 
+    @property
+    def item(self) -> "QType":
+        """Each item of the bundle (a link speed): in the dimension's default domain."""
+        return QType(self.dim, domain=domain(self.dim))
+
     def describe(self) -> str:
         return f"a bundle such as `64 x 400 Gb/s` ({self.dim})"
 
@@ -87,14 +94,15 @@ class FieldSpec:
     doc: str = ""
 
 
-def q(dim: str, doc: str = "", required: bool = False, low=None, high=None) -> FieldSpec:
+def q(dim: str, doc: str = "", required: bool = False, low=None, high=None, sign=None,
+      limit=None, why=None) -> FieldSpec:
+    """A quantity field: `low`/`high` are its declared range (E309), `sign` and `limit` narrow
+    the domain of its dimension (model/domains.py)."""
     assert dim in DIMENSION_TYPES, dim
     whole = dim == "count"
-    if dim in ("count",) and low is None:
-        low = 0
     if dim == "ratio" and low is None:
         low = 0
-    return FieldSpec(QType(dim, whole, low, high), required, doc)
+    return FieldSpec(QType(dim, whole, low, high, domain(dim, sign, limit, why)), required, doc)
 
 
 def enum(*values: str, doc: str = "", required: bool = False) -> FieldSpec:
@@ -151,7 +159,7 @@ def _register(spec: KindSpec) -> None:
 
 _register(_kind("gpu", "an accelerator", dict(
     _PHYS,
-    memory=q("information", "HBM capacity"),
+    memory=q("information", "HBM capacity", limit=8e15, why="1 PB of memory on one device"),
     memory_bandwidth=q("bandwidth", "HBM bandwidth"),
     flops_bf16=q("compute", "dense BF16 peak"),
     flops_fp16=q("compute", "dense FP16 peak"),
@@ -166,17 +174,21 @@ _register(_kind("gpu", "an accelerator", dict(
 # QSFP-DD MSA; the OSFP MSA)
 FORM_FACTORS = ("qsfp28", "qsfp56", "qsfp112", "qsfp_dd", "osfp")
 _register(_kind("nic", "a network adapter", dict(
-    _PHYS, ports=q("count", "network ports", low=1), port_speed=q("bandwidth", "speed per port"),
+    _PHYS, ports=q("count", "network ports", low=1, limit=64, why="64 ports on one adapter"),
+    port_speed=q("bandwidth", "speed per port"),
     protocol=enum("infiniband", "roce", "ethernet"),
     form_factor=enum(*FORM_FACTORS, doc="the cage of each port")), level=0))
 _register(_kind("switch", "a network switch", dict(
-    _PHYS, ports=q("count", "ports at `port_speed`", low=1), port_speed=q("bandwidth"),
-    capacity=q("bandwidth", "switching capacity"), max_ports=q("count", "ports with breakout"),
+    _PHYS, ports=q("count", "ports at `port_speed`", low=1, limit=65536,
+                   why="65,536 ports, far above any switch radix"),
+    port_speed=q("bandwidth"),
+    capacity=q("bandwidth", "switching capacity"),
+    max_ports=q("count", "ports with breakout", limit=65536, why="65,536 ports"),
     protocol=enum("infiniband", "roce", "ethernet"), units=q("length"),
     form_factor=enum(*FORM_FACTORS, doc="the cage type of its ports"),
-    cages=q("count", "front-panel cages (a twin-port OSFP cage holds two ports)", low=1)),
-    level=0))
-_register(_kind("cpu", "a host processor", dict(_PHYS, cores=q("count")), level=0))
+    cages=q("count", "front-panel cages (a twin-port OSFP cage holds two ports)", low=1,
+            limit=65536, why="65,536 cages")), level=0))
+_register(_kind("cpu", "a host processor", dict(_PHYS, cores=q("count", limit=1e6)), level=0))
 _register(_kind("host", "a server", dict(
     _PHYS, units=q("length", "height in rack units"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
@@ -194,10 +206,13 @@ for _name, _level, _doc in (("row", 3, "a row (block) of racks"), ("block", 3, "
                     nested=("fabric", "power", "cooling", "feeder", "loop", "air", "facility")))
 
 _register(_kind("fabric", "the network: rails, planes and switch tiers", dict(
-    rails=q("count", "rails (GPU i of each host -> rail i)", low=1),
-    planes=q("count", "planes (NIC port j -> plane j)", low=1),
+    rails=q("count", "rails (GPU i of each host -> rail i)", low=1, limit=1024,
+            why="1,024 rails: one per GPU of a host"),
+    planes=q("count", "planes (NIC port j -> plane j)", low=1, limit=64,
+             why="64 planes: one per port of a NIC"),
     dual_homing=BOOL,
-    max_oversubscription=q("number", "largest down/up ratio allowed at any tier"),
+    max_oversubscription=q("number", "largest down/up ratio allowed at any tier",
+                           sign=POSITIVE, limit=1e3),
 ), nested=("tier",)))
 _register(_kind("tier", "a switch tier", dict(
     switch=ref("switch", required=True),
@@ -217,19 +232,23 @@ _register(_kind("medium", "a link medium: copper cable or optics", dict(
     type=enum("dac", "acc", "aec", "aoc", "optics", required=True,
               doc="passive copper, active copper, active electrical, active optical cable, or "
                   "pluggable optics with fibre"),
-    reach=q("length", "the longest link the medium is specified for", required=True, low=0),
+    reach=q("length", "the longest link the medium is specified for", required=True,
+            sign=POSITIVE),
     speed=q("bandwidth", "the speed of one link"),
     form_factor=enum(*FORM_FACTORS, doc="module or connector at the upper end (the tier's "
                                         "switch)"),
     ports=q("count", "links one module or connector carries at the upper end: 2 for a "
-                     "twin-port module, 2 or 4 for a breakout", low=1),
-    power=q("power", "power of one module at the upper end"),
+                     "twin-port module, 2 or 4 for a breakout", low=1, limit=64,
+            why="64 links on one module"),
+    power=q("power", "power of one module at the upper end", limit=1e3,
+            why="1 kW, far above any pluggable module"),
     lower_form_factor=enum(*FORM_FACTORS, doc="at the lower end (NIC or lower switch); "
                                               "default: `form_factor`"),
     lower_ports=q("count", "links per module or connector at the lower end; default 1",
-                  low=1),
+                  low=1, limit=64, why="64 links on one module"),
     lower_power=q("power", "power of one module at the lower end; default: `power` when "
-                           "`lower_ports` equals `ports`"),
+                           "`lower_ports` equals `ports`", limit=1e3,
+                  why="1 kW, far above any pluggable module"),
 )))
 _register(_kind("power", "the electrical system", {},
                 nested=("feeder", "rectifier", "battery", "standard", "cable"),
@@ -239,32 +258,41 @@ _register(_kind("standard", "a voltage standard and its normal range", dict(
     current=enum("dc", "ac"))))
 _register(_kind("feeder", "a power feed (HVDC or AC)", dict(
     current=enum("dc", "ac", required=True), voltage=q("voltage", required=True),
-    capacity=q("power", "rated power"), phases=q("count", low=1, high=3),
-    power_factor=q("ratio", high=1), side=enum("A", "B"), serves=ANY,
-    standard=ref("standard"), efficiency=q("ratio", "conversion efficiency", high=1),
-    conductor_area=q("area"), length=q("length"), conductor_temperature=q("temperature"),
-    max_voltage_drop=q("ratio", high=1), count=q("count", "how many such feeders", low=1),
-    conductors=q("count", "parallel conductor sets", low=1), cable=ref("cable"),
+    capacity=q("power", "rated power", sign=POSITIVE), phases=q("count", low=1, high=3),
+    power_factor=q("ratio", high=1, sign=POSITIVE), side=enum("A", "B"), serves=ANY,
+    standard=ref("standard"),
+    efficiency=q("ratio", "conversion efficiency", high=1, sign=POSITIVE),
+    conductor_area=q("area", sign=POSITIVE, limit=1.0, why="1 m^2 of copper"),
+    length=q("length"), conductor_temperature=q("temperature"),
+    max_voltage_drop=q("ratio", high=1),
+    count=q("count", "how many such feeders", low=1, limit=1e6),
+    conductors=q("count", "parallel conductor sets", low=1, limit=1e4),
+    cable=ref("cable"),
     material=enum("copper", "aluminium", doc="conductor material (else the `cable`'s)"),
-    ampacity=q("current", "rated current of one conductor"),
+    ampacity=q("current", "rated current of one conductor", sign=POSITIVE),
     reactance=q("impedance_per_length", "AC reactance of one conductor, e.g. `0.08 ohm/km`"),
     rectifier=ref("rectifier"), battery=ref("battery"))))
 _register(_kind("cable", "an ampacity table for a conductor type", dict(
     material=enum("copper", "aluminium"),
-    areas=FieldSpec(ListType(QType("area")), required=True, doc="cross-sections"),
-    ampacities=FieldSpec(ListType(QType("current")), required=True,
-                         doc="rated current for each cross-section"))))
+    areas=FieldSpec(ListType(QType("area", domain=domain("area", POSITIVE, 1.0))), required=True,
+                    doc="cross-sections"),
+    ampacities=FieldSpec(ListType(QType("current", domain=domain("current", POSITIVE))),
+                         required=True, doc="rated current for each cross-section"))))
 _register(_kind("rectifier", "a rectifier cabinet", dict(
-    module=q("power", "module rating"), modules=q("count"),
-    redundancy=enum("n", "n_plus_1", "two_n"), efficiency=q("ratio", high=1),
-    derate=q("ratio", high=1))))
+    module=q("power", "module rating", sign=POSITIVE), modules=q("count", limit=1e6),
+    redundancy=enum("n", "n_plus_1", "two_n"), efficiency=q("ratio", high=1, sign=POSITIVE),
+    derate=q("ratio", high=1, sign=POSITIVE))))
 _register(_kind("battery", "battery strings on a DC bus", dict(
-    autonomy=q("time", required=True), chemistry=enum("lead_acid", "lithium_ion"),
-    cells=q("count", low=1), end_voltage=q("voltage", "end-of-discharge voltage per cell"),
-    aging_factor=q("number"), design_factor=q("number"), temperature_factor=q("number"),
-    efficiency=q("ratio", high=1),
+    autonomy=q("time", required=True, sign=POSITIVE, limit=604800, why="a week"),
+    chemistry=enum("lead_acid", "lithium_ion"),
+    cells=q("count", low=1, limit=1e4),
+    end_voltage=q("voltage", "end-of-discharge voltage per cell"),
+    aging_factor=q("number", sign=POSITIVE, limit=100),
+    design_factor=q("number", sign=POSITIVE, limit=100),
+    temperature_factor=q("number", sign=POSITIVE, limit=100),
+    efficiency=q("ratio", high=1, sign=POSITIVE),
     string_capacity=q("charge", "capacity of one string at the autonomy's discharge rate"),
-    strings=q("count", "parallel strings", low=1))))
+    strings=q("count", "parallel strings", low=1, limit=1e6))))
 _register(_kind("cooling", "the cooling system", {},
                 nested=("loop", "cdu", "air", "facility"), open_members=True))
 _register(_kind("fluid", "a coolant", dict(
@@ -272,43 +300,84 @@ _register(_kind("fluid", "a coolant", dict(
                        doc="CoolProp name: `Water`, `HEOS::NAME` or `INCOMP::NAME[fraction]`"),
     concentration=q("ratio", high=1))))
 _register(_kind("cdu", "a coolant distribution unit", dict(
-    capacity=q("power", required=True), max_flow=q("flow"),
+    capacity=q("power", required=True, sign=POSITIVE), max_flow=q("flow", sign=POSITIVE),
     power=q("power", "one running CDU's own draw besides the loop's pumps"))))
 _register(_kind("loop", "a liquid cooling loop", dict(
     fluid=ref("fluid", required=True), supply=q("temperature", required=True),
-    rise=q("temperature_delta", required=True), cdu=ref("cdu"), cdus=q("count"),
+    rise=q("temperature_delta", required=True, sign=POSITIVE, limit=200, why="200 K"),
+    cdu=ref("cdu"), cdus=q("count", limit=1e6),
     redundancy=enum("n", "n_plus_1", "two_n"), pump_head=q("pressure"),
-    pump_efficiency=q("ratio", high=1), max_flow=q("flow"), serves=ANY)))
+    pump_efficiency=q("ratio", high=1, sign=POSITIVE), max_flow=q("flow", sign=POSITIVE),
+    serves=ANY)))
 _register(_kind("air", "air cooling", dict(
-    supply=q("temperature", required=True), rise=q("temperature_delta", required=True),
-    max_rack_heat=q("power"), fan_power_ratio=q("ratio"), serves=ANY,
+    supply=q("temperature", required=True),
+    rise=q("temperature_delta", required=True, sign=POSITIVE, limit=200, why="200 K"),
+    max_rack_heat=q("power", sign=POSITIVE), fan_power_ratio=q("ratio", high=1), serves=ANY,
     ashrae_class=enum("A1", "A2", "A3", "A4",
                       doc="ASHRAE air class the cooled equipment is rated for"),
     network=FieldSpec(BoolType(), doc="also removes the heat of the switch fabrics attached at "
                                       "or below its owner"))))
 _register(_kind("facility", "facility water", dict(
     water_class=enum("W17", "W27", "W32", "W40", "W45", "Wplus"), supply=q("temperature"),
-    free_cooling=q("time", "hours per year of free cooling"), chiller_cop=q("number"))))
+    free_cooling=q("time", "hours per year of free cooling", high=8760 * 3600),
+    chiller_cop=q("number", sign=POSITIVE, limit=100))))
+# Plausible bounds of a model, its parallelism and its batch: each is 100-1,000,000x the largest
+# published value, far above anything real while keeping every product of counts finite (what a
+# forecast may cost is Seer's own work budget, E762, tighter). Llama 3 405B has 126 layers,
+# hidden 16,384, 128 heads, a 128,256-token vocabulary and 128K context (Dubey et al. 2024);
+# DeepSeek-V3 256 routed experts (DeepSeek-AI 2024); GPT-3 a batch of 1,536 sequences (Brown et
+# al. 2020).
+MAX_LAYERS, MAX_WIDTH, MAX_HEADS = 100_000, 1 << 20, 65536
+MAX_TOKENS, MAX_EXPERTS, MAX_BATCH = 1 << 24, 65536, 1 << 30
+_LAYERS = "100,000 layers, 800x the largest published model"
+_WIDTH = "a width of 2^20, 64x the largest published model"
+_HEADS = "65,536 heads, 512x the largest published model"
+_TOKENS = "2^24 tokens (16.7 M), 128x the longest published context"
+_EXPERTS = "65,536 experts, 256x the largest published mixture"
+_BATCH = "2^30 sequences per batch, 700,000x GPT-3's batch"
+
+
+def _size(low=None, limit=None, why=None, required=False) -> FieldSpec:
+    return q("count", required=required, low=low, limit=limit, why=why)
+
+
 _register(_kind("model", "an LLM architecture", dict(
-    layers=q("count", required=True, low=1), hidden=q("count", required=True, low=1),
-    heads=q("count", required=True, low=1), kv_heads=q("count", low=1), ffn=q("count", low=1),
-    vocab=q("count", low=1), seq=q("count", low=1), experts=q("count", low=1),
-    top_k=q("count", low=1), shared_experts=q("count"), moe_ffn=q("count", low=1),
-    dense_layers=q("count"), params=q("number", "total parameters"),
+    layers=_size(required=True, low=1, limit=MAX_LAYERS, why=_LAYERS),
+    hidden=_size(required=True, low=1, limit=MAX_WIDTH, why=_WIDTH),
+    heads=_size(required=True, low=1, limit=MAX_HEADS, why=_HEADS),
+    kv_heads=_size(low=1, limit=MAX_HEADS, why=_HEADS),
+    ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),
+    vocab=_size(low=1, limit=MAX_TOKENS, why=_TOKENS),
+    seq=_size(low=1, limit=MAX_TOKENS, why=_TOKENS),
+    experts=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
+    top_k=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
+    shared_experts=_size(limit=MAX_EXPERTS, why=_EXPERTS),
+    moe_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),
+    dense_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
+    params=q("number", "total parameters", limit=1e15, why="a quadrillion parameters"),
     activation=enum("gelu", "swiglu"))))
 _register(_kind("parallel", "parallel degrees", dict(
-    tp=q("count", low=1), pp=q("count", low=1), dp=q("count", low=1), cp=q("count", low=1),
-    ep=q("count", low=1), sp=BOOL, virtual_stages=q("count", low=1),
+    tp=_size(low=1, limit=MAX_HEADS, why=_HEADS),
+    pp=_size(low=1, limit=MAX_LAYERS, why=_LAYERS),
+    dp=_size(low=1, limit=1e9, why="the largest replication count"),
+    cp=_size(low=1, limit=MAX_TOKENS, why=_TOKENS),
+    ep=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS), sp=BOOL,
+    virtual_stages=_size(low=1, limit=MAX_LAYERS, why=_LAYERS),
     schedule=enum("1f1b", "interleaved", "gpipe"),
-    stages=FieldSpec(ListType(QType("count", True, 0))), zero=q("count", high=3), fsdp=BOOL,
+    stages=FieldSpec(ListType(QType("count", True, 0, None, domain("count", limit=MAX_LAYERS,
+                                                                   why=_LAYERS)))),
+    zero=q("count", high=3), fsdp=BOOL,
     reshard_after_forward=FieldSpec(BoolType(), doc="ZeRO-3 / FSDP: free the gathered weights "
                                     "after the forward and gather them again for the backward"),
     order=FieldSpec(StrType(), doc='rank order of the parallel dimensions, fastest first, e.g. '
                                    '"tp-cp-ep-dp-pp" (Megatron-Core\'s default)'))))
 _register(_kind("batch", "batch sizes", dict(
-    global_batch=q("count", low=1), micro=q("count", low=1), seq=q("count", low=1))))
+    global_batch=_size(low=1, limit=MAX_BATCH, why=_BATCH),
+    micro=_size(low=1, limit=MAX_BATCH, why=_BATCH),
+    seq=_size(low=1, limit=MAX_TOKENS, why=_TOKENS))))
 _register(_kind("job", "an LLM training job", dict(
-    model=ref("model", required=True), placement=ANY, gpus=q("count", low=1),
+    model=ref("model", required=True), placement=ANY,
+    gpus=_size(low=1, limit=1e9, why="the design limit of 10^9 GPUs"),
     recompute=enum("none", "selective", "full"), dtype=enum("bf16", "fp16", "fp8", "fp32"),
     utilization=q("ratio", high=1), attention=enum("flash", "unfused"),
     grad_dtype=enum("fp32", "bf16", "fp16", doc="gradient buffer and reduction precision"),

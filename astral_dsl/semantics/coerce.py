@@ -1,9 +1,11 @@
 """Checking a value against a field's or parameter's declared type."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
+from astral_dsl.model.domains import bound_violation, sign_violation
 from astral_dsl.model.kinds import (AnyType, BoolType, BundleType, EnumType, KINDS, ListType,
                                     QType, RefType, StrType)
 from astral_dsl.model.values import Bundle, Group, ListValue, Symbol, UnknownValue, type_name
@@ -77,7 +79,7 @@ def coerce(value: Any, type_: Any, span: Span, what: str) -> Any:
         if isinstance(value, Quantity):
             value = Bundle(1, value)
         if isinstance(value, Bundle):
-            _quantity(value.item, QType(type_.dim), span, f"each item of {what}")
+            _quantity(value.item, type_.item, span, f"each item of {what}")
             return value
         _fail("E303", f"{what} must be {type_.describe()}, not a {type_name(value)}", span)
     raise AssertionError(type_)
@@ -107,14 +109,49 @@ def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
         else:
             hint = f"expected a {expected} such as `{unit}`" if unit else None
         _fail("E304", f"{what} expects a {expected}, got {value.describe()}", span, hint)
+    if not math.isfinite(value.si):
+        _fail("E309", f"{what} is too large to represent", span)
     if t.whole and not float(value.si).is_integer():
         _fail("E308", f"{what} must be a whole number, not {value}", span)
+    dom = t.domain
+    bad = sign_violation(dom, value.si) if dom is not None else None
+    if bad is not None:
+        _fail(bad[0], f"{what} {bad[1]}, not {value}", span, _sign_hint(t, bad[0]))
     if t.low is not None and value.si < t.low:
         _fail("E309", f"{what} must be at least {format_number(t.low)}, not {value}", span)
     if t.high is not None and value.si > t.high:
-        limit = "100 %" if t.dim == "ratio" and t.high == 1 else format_number(t.high)
+        limit = "100 %" if t.dim == "ratio" and t.high == 1 else _shown(t.high, value)
         _fail("E309", f"{what} must be at most {limit}, not {value}", span)
+    bad = bound_violation(dom, value.si) if dom is not None else None
+    if bad is not None:
+        _fail(bad[0], f"{what} {bad[1]}: {value}", span, _bound_hint(dom, value))
     return value
+
+
+def _shown(si: float, like: Quantity) -> str:
+    """An SI value in the unit of `like` (the user's unit)."""
+    if like.unit:
+        try:
+            return str(Quantity(si, like.dims, like.unit, like.point))
+        except (ValueError, ArithmeticError):
+            pass
+    return format_number(si)
+
+
+def _sign_hint(t: QType, code: str) -> str:
+    name = t.dim.replace("_", " ")
+    if code == "E314":
+        return f"a {name} is zero or more here"
+    return f"a {name} of zero would be divided by: give the real, positive value"
+
+
+def _bound_hint(dom, value: Quantity) -> str:
+    if dom.floor is not None:
+        text = f"between {_shown(dom.floor, value)} and {_shown(dom.limit, value)}"
+    else:
+        text = f"at most {_shown(dom.limit, value)}"
+    why = f" ({dom.why})" if dom.why else ""
+    return f"the plausible range is {text}{why}; check the unit and the number"
 
 
 def type_from_annotation(name: str):

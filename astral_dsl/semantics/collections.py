@@ -10,11 +10,14 @@ from astral_dsl.model.values import (Bundle, Choice, Group,
                                      ListValue, RangeValue, Run, concat, type_name)
 from astral_dsl.semantics.frames import Frame
 from astral_dsl.syntax import ast
-from astral_dsl.units import Quantity
+from astral_dsl.units import Quantity, format_number
 from astral_dsl.semantics.errors import fail, unknown_key
 
 MAX_COUNT = 10**9           # one replication count
+MAX_GROUP = 10**12          # instances in one group value (nested replications multiply)
 MAX_ITERATIONS = 100_000    # one comprehension
+MAX_TOTAL_ITERATIONS = 200_000   # all comprehensions of one compile (nested ones multiply)
+MAX_RANGE_END = 2**53       # range ends: integers a float holds exactly
 
 
 def eval_unknown(x, e: ast.Unknown, env):
@@ -76,6 +79,9 @@ def eval_replicate(x, e: ast.Replicate, env):
     if isinstance(item, Frame):
         return Group((Run(n, item),))
     if isinstance(item, Group):
+        if item.count * n > MAX_GROUP:
+            fail("E401", f"{n:,} x a group of {item.count:,} makes {item.count * n:,} "
+                         f"instances, beyond the limit of {MAX_GROUP:,}", e.span)
         return item.repeat(n)
     if isinstance(item, Quantity):
         return Bundle(n, item)
@@ -86,6 +92,10 @@ def eval_replicate(x, e: ast.Replicate, env):
 def eval_range(x, e: ast.Range, env):
     start = whole(x, x.eval(e.start, env), e.start.span, "the start of a range")
     stop = whole(x, x.eval(e.stop, env), e.stop.span, "the end of a range")
+    for value, part in ((start, e.start), (stop, e.stop)):
+        if abs(value) > MAX_RANGE_END:
+            fail("E316", f"a range end of {format_number(value)} is beyond the plausible range",
+                 part.span, f"range ends lie within ±2^53 ({MAX_RANGE_END:,})")
     if stop < start:
         fail("E309", f"a range ends before it starts ({start}..{stop})", e.span)
     return RangeValue(start, stop)
@@ -115,6 +125,12 @@ def eval_comprehension(x, e: ast.Comprehension, env):
              e.iterable.span)
     if items is None:
         fail("E401", f"a `for` over more than {MAX_ITERATIONS:,} items", e.iterable.span,
+             "replicate with `N x Template` to keep the design symbolic")
+    host = x.host                 # one count per compile: nested `for`s multiply
+    host.iterations = getattr(host, "iterations", 0) + len(items)
+    if host.iterations > MAX_TOTAL_ITERATIONS:
+        fail("E401", f"the `for`s of this design run more than {MAX_TOTAL_ITERATIONS:,} "
+                     f"iterations in all", e.iterable.span,
              "replicate with `N x Template` to keep the design symbolic")
     return collection([x.eval(e.element, env.child(**{e.var.name: v}))
                             for v in items])

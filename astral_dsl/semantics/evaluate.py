@@ -4,6 +4,8 @@ Errors raise DiagnosticError with the span of the offending expression; the fiel
 records it and becomes POISON, which silences every error that would only follow from it."""
 from __future__ import annotations
 
+import math
+
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
 from astral_dsl.model.values import (Bundle, Group,
@@ -14,9 +16,19 @@ from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Templa
 from astral_dsl.semantics import access, collections
 from astral_dsl.semantics.errors import Poisoned, check, fail
 from astral_dsl.syntax import ast
-from astral_dsl.units import Quantity, UnitError, parse_unit
+from astral_dsl.units import Quantity, UnitError, format_number, parse_unit
 from astral_dsl.units.table import UnitSpecError
 
+
+
+MAX_STRING = 1 << 20        # characters in one string value (concatenation doubles it)
+
+
+def _shown(expr) -> str:
+    if isinstance(expr, (ast.Number, ast.QuantityLit)):
+        unit = f" {expr.unit}" if isinstance(expr, ast.QuantityLit) else ""
+        return f"`{format_number(expr.value)}{unit}`"
+    return "the value"
 
 
 class Expressions:
@@ -31,7 +43,16 @@ class Expressions:
         self.host = host
 
     def eval(self, expr, env: Env):
-        return check(_HANDLERS[type(expr)](self, expr, env))
+        value = check(_HANDLERS[type(expr)](self, expr, env))
+        if isinstance(value, Quantity) and not math.isfinite(value.si):
+            # a literal such as `1e308 kW` (1e311 W) or a result beyond the range of a float:
+            # no later step, and no analysis, ever sees inf or NaN
+            fail("E309", f"{_shown(expr)} is too large to represent (beyond 1.8e308 in SI "
+                         f"units)", expr.span, "write it in a larger unit or check the number")
+        if isinstance(value, str) and len(value) > MAX_STRING:
+            fail("E316", f"a string of {len(value):,} characters is beyond the limit of "
+                         f"{MAX_STRING:,}", expr.span)
+        return value
 
     # -- literals -----------------------------------------------------------------------------------
     def _e_Number(self, e: ast.Number, env):
@@ -45,11 +66,11 @@ class Expressions:
             return parse_unit(spec)
         except UnitSpecError as exc:
             hint = exc.hint
-            if "/" in spec or "*" in spec:
+            if exc.code == "E300" and ("/" in spec or "*" in spec):
                 op = "/" if "/" in spec else "*"
                 spaced = f"to divide or multiply by a name, put spaces around `{op}`"
                 hint = f"{spaced} ({hint})" if hint else spaced
-            fail("E300", str(exc), span, hint)
+            fail(exc.code, str(exc), span, hint)
 
     def _e_String(self, e, env):
         return e.value

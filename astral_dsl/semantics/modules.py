@@ -24,6 +24,7 @@ Reader = Callable[[Path], bytes]
 
 
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
+MAX_IMPORT_DEPTH = 64           # a chain of imports (each waits for the next to load)
 
 
 class SourceTooLarge(OSError):
@@ -142,6 +143,14 @@ class ModuleLoader:
             return None
         if pkey in self.modules:
             return self.modules[pkey]
+        if len(self._loading) >= MAX_IMPORT_DEPTH:
+            chain = " -> ".join([name for _, name in self._loading[:3]] + ["..."] +
+                                [name for _, name in self._loading[-2:]] + [key])
+            self._error("E406", f"imports nest more than {MAX_IMPORT_DEPTH} modules deep: "
+                                f"{chain}", node.span,
+                        "import the shared modules from the entry file instead of through a "
+                        "chain")
+            return None
         try:
             data = self.read(path)
         except OSError as exc:

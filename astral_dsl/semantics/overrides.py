@@ -4,6 +4,7 @@ The value is a literal (`8`, `50 kW`, `true`, `"x"`); a bare number takes the un
 parameter's default, so `--set rack_limit=50` means 50 kW when the default is `45 kW`."""
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Mapping
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, did_you_mean
@@ -17,10 +18,16 @@ from astral_dsl.units.table import UnitSpecError
 _LITERALS = (ast.Number, ast.QuantityLit, ast.String, ast.Bool)
 
 
-def parse_overrides(given: Mapping[str, str], scope: ModuleScope,
+def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
                     diagnostics: List[Diagnostic]) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for name, text in given.items():
+        if not isinstance(name, str):
+            diagnostics.append(Diagnostic("E213", Severity.ERROR,
+                                          f"an override is named by {type(name).__name__} "
+                                          f"{name!r}, not by a parameter name", None,
+                                          file=scope.file))
+            continue
         where = f"--set {name}"
         symbol = scope.own.get(name)
         if not isinstance(symbol, ParamSymbol):
@@ -32,12 +39,43 @@ def parse_overrides(given: Mapping[str, str], scope: ModuleScope,
                 file=scope.file))
             continue
         try:
-            out[name] = _literal(text, symbol, where)
+            out[name] = _value(text, symbol, where)
         except DiagnosticError as exc:
             d = exc.diagnostic
             diagnostics.append(Diagnostic("E310", Severity.ERROR, f"{where}: {d.message}", None,
                                           d.hint, file=scope.file))
     return out
+
+
+def _value(given: Any, symbol: ParamSymbol, where: str):
+    """A value given from outside: the text of a literal (`--set`, or a string from Python), or
+    from Python a number, a bool or a Quantity."""
+    if isinstance(given, str):
+        return _literal(given, symbol, where)
+    if isinstance(given, bool):
+        return given
+    if isinstance(given, (int, float)):
+        number = float(given) if abs(given) < 1e308 else math.inf
+        if not math.isfinite(number):
+            raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
+                                             f"{_short(repr(given))} is not a finite number",
+                                             None))
+        default = symbol.node.default
+        if isinstance(default, ast.QuantityLit):         # a bare number takes the default's unit
+            return _quantity(number, default.unit)
+        return Quantity(number)
+    if isinstance(given, Quantity):
+        if not math.isfinite(given.si):
+            raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
+                                             f"{given} is not a finite quantity", None))
+        return given
+    raise DiagnosticError(Diagnostic(
+        "E310", Severity.ERROR, f"a {type(given).__name__} is not a value", None,
+        "give a number, a Quantity, a bool or the text of a literal such as \"50 kW\""))
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:20] + "..." + text[-10:]
 
 
 def _literal(text: str, symbol: ParamSymbol, where: str):

@@ -17,6 +17,13 @@ class Source:
         return lines[n - 1].rstrip("\r") if 0 < n <= len(lines) else ""
 
 
+def encode(text: str) -> bytes:
+    """Source text given as a string (the Python API, an editor) as bytes for `decode`: a lone
+    surrogate, which no UTF-8 text can hold, is kept as its bytes so that `decode` reports it
+    with its position instead of the encoder raising."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def decode(name: str, data: bytes) -> Source:
     """Decode UTF-8 (a leading BOM is dropped); raise DiagnosticError for binary or bad bytes."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -33,10 +40,17 @@ def decode(name: str, data: bytes) -> Source:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line, col = _position(data, exc.start)
+        surrogate = data[exc.start:exc.start + 3]
+        if len(surrogate) == 3 and surrogate[0] == 0xED and 0xA0 <= surrogate[1] <= 0xBF:
+            point = surrogate.decode("utf-8", "surrogatepass")
+            message = (f"the text holds a lone surrogate (U+{ord(point):04X}), which is not a "
+                       f"character")
+        else:
+            message = (f"this file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
+                       f"{exc.start})")
         raise DiagnosticError(Diagnostic(
-            "E101", Severity.ERROR,
-            f"this file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
-            Span.at(name, line, col), "save the file as UTF-8")) from None
+            "E101", Severity.ERROR, message, Span.at(name, line, col),
+            "save the file as UTF-8")) from None
     return Source(name, text)
 
 

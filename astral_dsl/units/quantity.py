@@ -7,7 +7,7 @@ from fractions import Fraction
 import attrs
 
 from astral_dsl.units.dimension import DIMENSIONLESS, Dim, dimension_name, div, mul, power
-from astral_dsl.units.table import Unit, parse_unit
+from astral_dsl.units.table import MAX_DIMENSION_EXPONENT, MAX_UNIT_EXPONENT, Unit, parse_unit
 
 
 class UnitError(ValueError):
@@ -124,7 +124,7 @@ class Quantity:
         if self.point and other.point:
             return Quantity(self.si - other.si, self.dims, "K", False)
         unit = self.unit or other.unit
-        return Quantity(self.si - other.si, self.dims, unit, self.point)
+        return Quantity(_finite(self.si - other.si, "difference"), self.dims, unit, self.point)
 
     def _no_points(self, other: "Quantity", verb: str) -> None:
         for q in (self, other):
@@ -153,11 +153,16 @@ class Quantity:
         if not self.dimensionless:
             if not float(n).is_integer():
                 raise UnitError("E308", "a quantity with units can only be raised to a whole power")
-            unit = f"{self.unit}^{int(n)}" if self.unit else ""
             try:
-                value = _finite(float(self.si ** int(n)), "power")
+                value = _finite(float(self.si ** n), "power")
             except (OverflowError, ZeroDivisionError):
                 raise UnitError("E309", f"{self} ^ {exponent} is too large to compute") from None
+            if abs(n) > MAX_UNIT_EXPONENT or any(abs(e * n) > MAX_DIMENSION_EXPONENT
+                                                 for e in self.dims):
+                raise UnitError("E313", f"{self.describe()} raised to {format_number(n)} is "
+                                        f"beyond the exponents of any physical unit",
+                                f"units take exponents up to ±{MAX_UNIT_EXPONENT}")
+            unit = f"{self.unit}^{int(n)}" if self.unit else ""
             return Quantity(value, power(self.dims, int(n)), unit, False)
         try:
             return Quantity(_finite(float(self.si ** n), "power"))

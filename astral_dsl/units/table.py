@@ -113,10 +113,18 @@ def unit_names() -> list[str]:
 
 
 class UnitSpecError(ValueError):
-    def __init__(self, message: str, atom: str, hint: str | None = None):
+    def __init__(self, message: str, atom: str, hint: str | None = None, code: str = "E300"):
         super().__init__(message)
         self.atom = atom
         self.hint = hint
+        self.code = code
+
+
+# The largest exponent written on a unit (`m^3`, `s^-3`) and of a base dimension in a unit: far
+# above any physical unit (kg*m^2*s^-3*A^-2 is the ohm), while `kW^99999999` would ask for a
+# rational of 300 million digits.
+MAX_UNIT_EXPONENT = 12
+MAX_DIMENSION_EXPONENT = 24
 
 
 _ATOM = re.compile(r"^([^\^]+)(?:\^(-?\d+))?$")
@@ -140,7 +148,12 @@ def parse_unit(spec: str) -> Unit:
         m = _ATOM.match(atom)
         if not m:
             raise UnitSpecError(f"malformed unit `{spec}`", atom)
-        name, exp = m.group(1), int(m.group(2) or 1)
+        name, digits = m.group(1), m.group(2) or "1"
+        if len(digits.lstrip("-")) > 3 or abs(int(digits)) > MAX_UNIT_EXPONENT:
+            raise UnitSpecError(f"the exponent of `{atom[:40]}` is beyond "
+                                f"±{MAX_UNIT_EXPONENT}", atom, "no physical unit needs more; "
+                                "write the power of a quantity as `(x) ^ n`", code="E313")
+        exp = int(digits)
         unit = UNITS.get(name)
         if unit is None:
             raise UnitSpecError(f"unknown unit `{name}`", name, did_you_mean(name, UNITS))
@@ -153,4 +166,7 @@ def parse_unit(spec: str) -> Unit:
             scale, dims = scale * s, mul(dims, d)
         else:
             scale, dims = scale / s, div(dims, d)
+        if any(abs(e) > MAX_DIMENSION_EXPONENT for e in dims):
+            raise UnitSpecError(f"the unit `{spec[:60]}` has a dimension exponent beyond "
+                                f"±{MAX_DIMENSION_EXPONENT}", atom, code="E313")
     return Unit(spec, scale, dims)

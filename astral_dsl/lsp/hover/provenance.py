@@ -11,7 +11,7 @@ from astral_dsl.lsp.navigation import Definition
 from astral_dsl.syntax import ast
 
 # ---- provenance ----------------------------------------------------------------------------------
-_COMMENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|(//.*)$')
+_COMMENT = re.compile(r'"(?:[^"\\\n]++|\\.)*+"|(//.*)$')
 
 
 def line_comment(module: Module, line: int) -> Optional[str]:

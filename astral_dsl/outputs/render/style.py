@@ -12,6 +12,8 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 import graphviz
 
+from astral_dsl.outputs.terminal import printable
+
 FONT = "Helvetica"
 
 # theme -> (fill, border, font colour)
@@ -113,10 +115,43 @@ def plane_name(i: int) -> str:
     return chr(ord("A") + i) if 0 <= i < 26 else str(i)
 
 
-# ---- HTML-like labels ---------------------------------------------------------------------------
+# ---- user text in DOT: the one place it is escaped --------------------------------------------
+# Text from a design (names, messages, notes, strings) reaches a picture in two ways, and each
+# has its own escaping, applied here and nowhere else:
+# - in HTML-like labels (every node and cluster label, the legend): `esc` escapes the markup
+#   characters, and doubles backslashes, because Graphviz reads `\N`, `\G`, `\l` in HTML
+#   labels too (even when written `&#92;N`);
+# - in plain attributes: `dot_label` (edge labels) doubles backslashes and `dot_tooltip`
+#   quadruples them, because Graphviz expands escStrings (`\N`, `\G`, `\l`) in a label once and
+#   in a tooltip twice (measured with dot 2.43); either way no escString is interpreted and a
+#   trailing backslash cannot end the quoted string early. Both mark the text as not HTML, so
+#   that `<...>` in it is not taken for a label.
+# Control characters, which are not allowed in the SVG (XML) Graphviz writes, are shown escaped
+# (outputs/terminal.py); line breaks in tooltips stay line breaks.
 
 def esc(text) -> str:
-    return html.escape(str(text), quote=True)
+    """User or computed text inside an HTML-like label."""
+    return html.escape(printable(str(text)), quote=True).replace("\\", "\\\\")
+
+
+def _plain(text, backslash: str) -> str:
+    lines = [printable(line).replace("\\", backslash) for line in str(text).split("\n")]
+    return graphviz.nohtml("\\n".join(lines))
+
+
+def dot_label(text) -> str:
+    """User or computed text for a plain DOT label (an edge's)."""
+    return _plain(text, "\\\\")
+
+
+def dot_tooltip(text) -> str:
+    """User or computed text for a tooltip; its line breaks stay line breaks."""
+    return _plain(text, "\\" * 4)
+
+
+def _font(colour: str, body: str, size: str = "") -> str:
+    """A FONT element; Graphviz refuses an empty one (a host with NICs and no GPUs had one)."""
+    return f'<FONT COLOR="{colour}"{size}>{body or " "}</FONT>'
 
 
 def short(text: str, limit: int = 96) -> str:
@@ -132,14 +167,13 @@ class Line:
             text, bold, small, italic, colour
 
     def html(self, default_colour: str) -> str:
-        t = esc(self.text)
+        t = esc(self.text) or " "
         if self.bold:
             t = f"<B>{t}</B>"
         if self.italic:
             t = f"<I>{t}</I>"
         size = ' POINT-SIZE="9"' if self.small else ""
-        colour = self.colour or default_colour
-        return f'<FONT COLOR="{colour}"{size}>{t}</FONT>'
+        return _font(self.colour or default_colour, t, size)
 
 
 def label(lines: Sequence, colour: str) -> str:
@@ -171,8 +205,7 @@ def table(rows: List[List], colour: str, *, header: Optional[str] = None,
                 cell, attrs = cell[0], dict(cell[1])
             col = attrs.pop("colour", colour)
             align = attrs.pop("align", "LEFT")
-            text = cell.html(col) if isinstance(cell, Line) else \
-                f'<FONT COLOR="{col}">{esc(cell)}</FONT>'
+            text = cell.html(col) if isinstance(cell, Line) else _font(col, esc(cell))
             if j == len(r) - 1 and len(r) < width:
                 attrs["colspan"] = width - len(r) + 1
             extra = "".join(f' {k.upper()}="{v}"' for k, v in attrs.items())
@@ -202,7 +235,7 @@ class Canvas:
             graph_attr={"rankdir": rankdir, "fontname": FONT, "fontsize": "12",
                         "labelloc": "t", "labeljust": "c", "newrank": "true",
                         "compound": "true", "nodesep": "0.25", "ranksep": "0.55",
-                        "pad": "0.3", "bgcolor": "white", "tooltip": " ".join(title[:1]),
+                        "pad": "0.3", "bgcolor": "white", "tooltip": dot_tooltip(" ".join(title[:1])),
                         "class": f"astral {view}", "label": self._title(title)},
             node_attr={"shape": "box", "style": "rounded,filled", "fontname": FONT,
                        "fontsize": "11", "margin": "0.12,0.06", "penwidth": "1.3"},
@@ -238,7 +271,7 @@ class Canvas:
     def _tooltip(self, tooltip: str, problems) -> str:
         tips = [tooltip] if tooltip else []
         tips += [f"{d.code}: {d.message}" for d in problems]
-        return "\n".join(tips) or " "
+        return dot_tooltip("\n".join(tips) or " ")
 
     def _colours(self, theme: str, problems, failed: bool):
         fill, border, font = THEMES[theme]
@@ -292,8 +325,8 @@ class Canvas:
         if failed:
             opts["style"] = "dashed"
         if text:
-            opts["label"] = " " + text + " "
-        opts["tooltip"] = tooltip or text or " "
+            opts["label"] = dot_label(" " + text + " ")
+        opts["tooltip"] = dot_tooltip(tooltip or text or " ")
         opts.update(attrs)
         self.here.edge(a, b, **opts)
         self.edge_count += 1
@@ -389,7 +422,8 @@ class Canvas:
                 self.body.edge(a, b, style="invis")
         self.body.attr(label=text, labelloc="b", labeljust="l", peripheries="0", style="",
                        fontname=FONT, fontsize="11", margin="4",
-                       tooltip="\n".join(f"{d.code}: {d.message}" for d in problems) or "legend",
+                       tooltip=dot_tooltip("\n".join(f"{d.code}: {d.message}" for d in problems)
+                                        or "legend"),
                        **{"class": "legend" + (" problems" if problems else "")})
         self.g.subgraph(self.body)
 

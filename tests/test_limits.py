@@ -1,0 +1,221 @@
+"""Work and memory bounded by the description, and the edges of the API and of rendering.
+
+The domain violations of single fields are cases of the bad-input corpus (tests/bad/EXPECTED,
+`domain_*`); here: what needs more than one file or a process of its own (import depth, the
+command line's last-resort handler), memory in proportion to the input, the Python API's inputs,
+and user text in pictures."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.semantics.modules import MAX_IMPORT_DEPTH
+from astral_dsl.units import Quantity
+
+REPO = Path(__file__).resolve().parents[1]
+BAD = REPO / "tests" / "bad"
+
+
+def _astral(*args, cwd=REPO, timeout=120):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("NO_COLOR", None)
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _codes(design):
+    return [(d.code, d.span.start.line, d.span.start.column) if d.span else (d.code,)
+            for d in design.diagnostics]
+
+
+# ---- imports ------------------------------------------------------------------------------------
+def _chain(folder: Path, depth: int) -> Path:
+    (folder / "astral.toml").write_text("")
+    for i in range(depth):
+        (folder / f"m{i}.astral").write_text(f"import m{i + 1}\n")
+    (folder / f"m{depth}.astral").write_text("let end = 1\n")
+    main = folder / "main.astral"
+    main.write_text("import m0\nsite S { }\n")
+    return main
+
+
+def test_a_deep_import_chain_is_a_diagnostic(tmp_path):
+    design = astral_dsl.load(_chain(tmp_path, 350))
+    e406 = [d for d in design.diagnostics if d.code == "E406"]
+    assert len(e406) == 1 and not design.valid, _codes(design)
+    assert e406[0].span.file.endswith(f"m{MAX_IMPORT_DEPTH - 2}.astral")
+    assert "E402" not in {d.code for d in design.diagnostics}
+
+
+def test_an_import_chain_within_the_bound_compiles(tmp_path):
+    design = astral_dsl.load(_chain(tmp_path, MAX_IMPORT_DEPTH - 2))
+    assert design.valid, _codes(design)
+
+
+# ---- memory in proportion to the input -------------------------------------------------------------
+LONG = {
+    "string": 'let s = "' + "a" * 1_000_000 + '"\n',                 # was ~600 bytes a character
+    "escapes": 'let s = "' + "ab\\n" * 250_000 + '"\n',
+    "comment": "/*" + "a" * 1_000_000 + "*/\nlet s = 1\n",
+    "stars": "/*" + "* a " * 250_000 + "*/\nlet s = 1\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LONG))
+def test_long_strings_and_comments_cost_memory_in_proportion(kind):
+    body = LONG[kind]
+    from astral_dsl.fmt import format_text
+    from astral_dsl.syntax.parser import _parser, parse
+    from astral_dsl.syntax.source import Source
+
+    _parser()
+    for run in (lambda: parse(Source("long.astral", body)), lambda: format_text(body)):
+        tracemalloc.start()
+        try:
+            run()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 40 * len(body), f"{peak / len(body):.0f} bytes per character"
+
+
+def test_the_last_resort_handler_survives_memory_exhaustion(tmp_path):
+    """A MemoryError (here forced by a command that hoards memory under a 1.5 GB address-space
+    limit) is reported in one line and exit 3, not as a raw traceback."""
+    script = tmp_path / "hog.py"
+    script.write_text(
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))\n"
+        "import astral_dsl.cli as cli, astral_dsl.cli.check as check\n"
+        "def hog(args, overrides):\n"
+        "    held = []\n"
+        "    while True:\n"
+        "        held.append(bytearray(10 ** 7))\n"
+        "check.run = hog\n"
+        "raise SystemExit(cli.main(['check', 'x.astral']))\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 3, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr
+    assert out.stderr.startswith("error[E000]: out of memory")
+
+
+# ---- the Python API --------------------------------------------------------------------------------
+def test_loads_with_a_lone_surrogate_is_a_diagnostic():
+    design = astral_dsl.loads('site S { }\nlet a = "x\ud800y"\n', name="s.astral")
+    assert _codes(design) == [("E101", 2, 11)]
+    assert "surrogate" in design.diagnostics[0].message
+
+
+def test_loads_accepts_bytes():
+    design = astral_dsl.loads(b"site S { }\n\xff\n", name="b.astral")
+    assert _codes(design) == [("E101", 2, 1)]
+
+
+@pytest.mark.parametrize("value,valid", [
+    (4, True), ("4", True), (4.0, True), (5, False),        # 5 hosts overload the racks
+])
+def test_overrides_take_numbers(value, valid):
+    design = astral_dsl.load(REPO / "examples" / "astral.astral",
+                             overrides={"hosts_per_rack": value})
+    assert design.valid is valid, _codes(design)
+    if valid:
+        assert astral_dsl.summary(design)["gpus"] == 524288
+
+
+def test_overrides_take_quantities_and_bare_numbers_take_the_default_unit():
+    path = REPO / "examples" / "astral.astral"
+    as_number = astral_dsl.load(path, overrides={"rack_limit": 39})           # 39 kW
+    as_quantity = astral_dsl.load(path, overrides={"rack_limit": Quantity.of(39, "kW")})
+    as_text = astral_dsl.load(path, overrides={"rack_limit": "39 kW"})
+    assert _codes(as_number) == _codes(as_quantity) == _codes(as_text)
+    assert any(d.code == "E500" for d in as_number.diagnostics)     # 40.8 kW racks exceed 39 kW
+
+
+@pytest.mark.parametrize("value,code", [
+    ([1], "E310"), (None, "E310"), (float("nan"), "E310"), (10 ** 400, "E310"),
+    (Quantity.of(5, "m"), "E310"),
+])
+def test_other_override_values_are_diagnostics(value, code):
+    design = astral_dsl.load(REPO / "examples" / "astral.astral",
+                             overrides={"rack_limit": value})
+    assert code in {d.code for d in design.diagnostics} and not design.valid
+
+
+def test_an_override_named_by_a_non_string_is_a_diagnostic():
+    design = astral_dsl.load(REPO / "examples" / "astral.astral", overrides={4: "5"})
+    assert "E213" in {d.code for d in design.diagnostics}
+
+
+def test_an_overflowing_power_prints_no_inf_and_json_works():
+    proc = _astral("check", "--format", "json", "tests/bad/domain_power_literal_overflow.astral")
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [d["code"] for d in doc["diagnostics"]] == ["E309"]
+    human = _astral("check", "--color", "never", "tests/bad/domain_power_literal_overflow.astral")
+    assert "inf" not in human.stdout
+
+
+# ---- pictures ----------------------------------------------------------------------------------------
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is missing")
+
+TEXT_DESIGN = r"""
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 400 Gb/s }
+host H { gpus = 8 x G, nics = 8 x N }
+rack R {
+  hosts = 4 x H
+  check power <= 1 kW else error "ends in a backslash \\"
+  check power <= 2 kW else error "\\l \\N \\G <b>bold</b> & \"q\" \\"
+}
+site S { racks = 2 x R }
+"""
+
+
+@needs_dot
+@pytest.mark.parametrize("view", ["cluster", "pod", "rack", "power", "cooling"])
+def test_user_text_reaches_the_picture_literally(tmp_path, view):
+    import xml.dom.minidom
+
+    src = tmp_path / "text.astral"
+    src.write_text(TEXT_DESIGN)
+    out = tmp_path / f"{view}.svg"
+    proc = _astral("render", str(src), "-o", str(out), "--view", view, "--color", "never")
+    assert proc.returncode == 1, proc.stderr        # drawn, with the failed checks in red
+    svg = out.read_text(encoding="utf-8")
+    xml.dom.minidom.parseString(svg)                 # well-formed
+    text = svg.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"') \
+        .replace("&amp;", "&")
+    assert '\\l \\N \\G <b>bold</b> & "q" \\' in text       # shown as written
+    assert "\\l \\N cluster" not in text and "\\l \\N \\G" in text   # no escString expanded
+    assert "ends in a backslash \\" in text
+
+
+@needs_dot
+def test_a_host_with_nics_and_no_gpus_renders(tmp_path):
+    out = tmp_path / "rack.svg"
+    proc = _astral("render", "tests/bad/jobs/no_gpus.astral", "-o", str(out), "--view", "rack")
+    assert proc.returncode == 1, proc.stderr          # E758 drawn; `dot` succeeded
+    assert "E701" not in proc.stderr and out.stat().st_size > 0
+
+
+def test_dot_source_has_no_raw_user_markup():
+    from astral_dsl.analyses.checking import check_design
+    from astral_dsl.outputs.render import render
+
+    design = astral_dsl.loads(TEXT_DESIGN, name="text.astral")
+    checked = check_design(design)
+    source = render(design, "rack", None, None, checked).source
+    assert "&lt;b&gt;bold&lt;/b&gt;" in source          # escaped in the HTML labels
+    for line in source.splitlines():                      # raw only inside quoted tooltips
+        for at in [i for i in range(len(line)) if line.startswith("<b>bold", i)]:
+            assert line.rfind('tooltip="', 0, at) > line.rfind("label=<", 0, at), line[:200]
