@@ -327,12 +327,12 @@ _register(_kind("facility", "facility water", dict(
 # hidden 16,384, 128 heads, a 128,256-token vocabulary and 128K context (Dubey et al. 2024);
 # DeepSeek-V3 256 routed experts (DeepSeek-AI 2024); GPT-3 a batch of 1,536 sequences (Brown et
 # al. 2020).
-MAX_LAYERS, MAX_WIDTH, MAX_HEADS = 100_000, 1 << 20, 65536
-MAX_TOKENS, MAX_EXPERTS, MAX_BATCH = 1 << 24, 65536, 1 << 30
+MAX_LAYERS, MAX_WIDTH, MAX_HEADS = 100_000, 1 << 24, 65536
+MAX_TOKENS, MAX_EXPERTS, MAX_BATCH = 1 << 30, 65536, 1 << 30
 _LAYERS = "100,000 layers, 800x the largest published model"
-_WIDTH = "a width of 2^20, 64x the largest published model"
+_WIDTH = "a width of 2^24, 1,000x the largest published model"
 _HEADS = "65,536 heads, 512x the largest published model"
-_TOKENS = "2^24 tokens (16.7 M), 128x the longest published context"
+_TOKENS = "2^30 tokens, 8,000x the longest published context"
 _EXPERTS = "65,536 experts, 256x the largest published mixture"
 _BATCH = "2^30 sequences per batch, 700,000x GPT-3's batch"
 
