@@ -42,6 +42,14 @@ class Figure:
     scenario: Optional[float]
     unit: str = ""               # "kW", "%", "s", "" ...
     worse: str = "up"            # which direction is worse: up, down
+    digits: int = 1              # decimals shown
+
+    def text(self, v: Optional[float]) -> str:
+        if v is None:
+            return "n/a"
+        if isinstance(v, int):
+            return f"{v:,}"
+        return f"{v:,.{self.digits}f}"
 
 
 @attrs.frozen
@@ -50,6 +58,7 @@ class Cell:
     broken: Tuple[Diagnostic, ...] = ()        # errors that appear only under the scenario
     warned: Tuple[Diagnostic, ...] = ()        # warnings that appear only under it
     figures: Tuple[Figure, ...] = ()
+    notes: Tuple[str, ...] = ()                # what the scenario takes out of this family
 
     @property
     def state(self) -> str:
@@ -57,7 +66,7 @@ class Cell:
             return "breaks"
         if self.warned:
             return "warns"
-        if any(f.baseline != f.scenario for f in self.figures):
+        if self.notes or any(f.baseline != f.scenario for f in self.figures):
             return "changes"
         return "holds"
 
@@ -104,7 +113,7 @@ def _figures(eng_a, eng_b, sum_a: Dict, sum_b: Dict) -> Dict[str, List[Figure]]:
     return {
         "network": [Figure("switches", s(sum_a, "switches"), s(sum_b, "switches")),
                     Figure("worst oversubscription", _worst_oversub(eng_a),
-                           _worst_oversub(eng_b), ":1"),
+                           _worst_oversub(eng_b), ":1", digits=3),
                     Figure("network power", s(sum_a, "network_power_kw"),
                            s(sum_b, "network_power_kw"), "kW")],
         "power": [Figure("IT peak", s(sum_a, "it_power_kw"), s(sum_b, "it_power_kw"), "kW"),
@@ -114,7 +123,7 @@ def _figures(eng_a, eng_b, sum_a: Dict, sum_b: Dict) -> Dict[str, List[Figure]]:
                          _worst_feeder(eng_b, "failover_w"), "% of capacity")],
         "cooling": [Figure("facility power", s(sum_a, "facility_power_kw"),
                            s(sum_b, "facility_power_kw"), "kW"),
-                    Figure("PUE", s(sum_a, "pue"), s(sum_b, "pue")),
+                    Figure("PUE", s(sum_a, "pue"), s(sum_b, "pue"), digits=4),
                     Figure("CDUs the tightest loop needs", _cdu_share(eng_a), _cdu_share(eng_b),
                            "% of installed"),
                     Figure("liquid flow", s(sum_a, "liquid_flow_l_per_min"),
@@ -152,19 +161,25 @@ def matrix(review) -> Tuple[Row, ...]:
             base = job.forecast
             jobs_figs.append(Figure(f"{job.name} iteration time",
                                     base.iteration_time if base else None,
-                                    fc.iteration_time if fc else None, "s"))
+                                    fc.iteration_time if fc else None, "s", digits=3))
             jobs_figs.append(Figure(f"{job.name} MFU", base.mfu * 100 if base else None,
                                     fc.mfu * 100 if fc else None, "%", worse="down"))
         figures["jobs"] = jobs_figs
         figures["checks"] = [Figure("failed checks", _failed_checks(checked.design),
                                     _failed_checks(o.applied.design) if o.applied else None)]
+        out_of_service = ()
+        if o.applied is not None:
+            out_of_service = tuple(f"out of service: {sel.display}" for sel in o.applied.fabric) \
+                + tuple(f"out of service: {fraction:.0%} of {path}.{tier}"
+                        for path, tier, fraction in o.applied.tier_failures)
         families = list(FAMILIES) + (["other"] if by_family.get("other") else [])
         cells = []
         for fam in families:
             diags = by_family.get(fam, [])
             cells.append(Cell(fam, tuple(d for d in diags if d.is_error),
                               tuple(d for d in diags if not d.is_error),
-                              tuple(figures.get(fam, ()))))
+                              tuple(figures.get(fam, ())),
+                              out_of_service if fam == "network" else ()))
         rows.append(Row(o.name, o.required, tuple(o.notes), tuple(cells)))
     return tuple(rows)
 

@@ -8,7 +8,6 @@ from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.outputs.report import matrix as mx
 from astral_dsl.outputs.report.html import esc, number, tag
 from astral_dsl.outputs.report.svg import SvgError, embed
-from astral_dsl.outputs.report.tables import figure
 
 SNIPPET_CONTEXT = 1        # lines shown before and after a diagnostic's span
 SNIPPET_MAX = 8            # lines shown at most
@@ -139,16 +138,18 @@ def _delta(f: mx.Figure) -> str:
     unit = f" {f.unit}" if f.unit and not f.unit.startswith(":") else f.unit
     if b is None and a is None:
         return ""
-    if b is None:
-        return f"{esc(f.label)}: {figure(a)}{esc(unit)} &rarr; n/a"
-    if a is None or a == b:
-        return f"{esc(f.label)}: {figure(b)}{esc(unit)}"
+    if b is None or a is None or a == b:
+        shown = f.text(b) if a is None else f.text(a)
+        return f"{esc(f.label)}: {shown}{esc(unit)}" + (" &rarr; n/a" if b is None else "")
     change = b - a
     worse = (change > 0) == (f.worse == "up")
-    rel = f", {change / a:+.1%}" if a else ""
+    rel = ""
+    if a:
+        pct = change / abs(a) * 100
+        rel = f", {pct:+.1f} %" if abs(pct) >= 0.1 else f", {pct:+.2g} %"
     sign = "+" if change > 0 else "-"
-    return (f"{esc(f.label)}: {figure(a)} &rarr; {figure(b)}{esc(unit)} "
-            + tag("span", f"({sign}{figure(abs(change))}{esc(rel)})",
+    return (f"{esc(f.label)}: {f.text(a)} &rarr; {f.text(b)}{esc(unit)} "
+            + tag("span", f"({sign}{f.text(abs(change))}{esc(rel)})",
                   cls="delta-up" if worse else "delta-down"))
 
 
@@ -158,7 +159,8 @@ def _matrix_cell(c: mx.Cell) -> str:
     items = [tag("li", tag("b", esc(f"[{d.code}]")) + " " + esc(d.message)
                  + "".join(f"<br>{esc(n)}" for n in d.notes[:3]))
              for d in c.broken + c.warned]
-    figs = [tag("li", _delta(f), cls="fig") for f in c.figures if _delta(f)]
+    figs = [tag("li", esc(n), cls="fig") for n in c.notes]
+    figs += [tag("li", _delta(f), cls="fig") for f in c.figures if _delta(f)]
     if items:
         body.append(tag("ul", "".join(items)))
     if figs:

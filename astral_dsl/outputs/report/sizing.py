@@ -120,5 +120,5 @@ def bom_section(review) -> str:
         return section("bom", "Bill of materials", tag("p", "Nothing counted.", cls="note"))
     body = table([label(k) for k in ("item", "model", "where", "quantity", "unit")],
                  [[x["item"], x["model"] or None, x["where"], x["quantity"], x["unit"]]
-                  for x in lines], "Purchase lines", tid="bom")
+                  for x in lines], "Purchase lines", tid="bom-lines")
     return section("bom", "Bill of materials", body)
