@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install system-deps demo test bench images calibrate report
+.PHONY: install system-deps demo test bench images calibrate report report-screenshot
 
 system-deps:
 	@# Graphviz's `dot` comes from Debian's package (needed by `astral render` and `astral report`).
@@ -48,6 +48,11 @@ report: system-deps
 	$(PYTHON) -m astral_dsl.cli report examples/astral.astral -o $(REPORT)
 	@echo "open $(REPORT) in a browser"
 
+# The README's screenshot of it: the top of the page in headless Chromium.
 report-screenshot: report
 	@mkdir -p docs/images
-	$(PYTHON) benchmarks/screenshot_report.py $(REPORT) docs/images/astral-report.png
+	profile=$$(mktemp -d) && chromium --headless --no-sandbox --disable-gpu --no-first-run \
+	  --disable-background-networking --disable-component-update --disable-sync \
+	  --hide-scrollbars --user-data-dir=$$profile --window-size=1400,2000 \
+	  --screenshot=docs/images/astral-report.png file://$(CURDIR)/$(REPORT) 2>/dev/null; \
+	  status=$$?; rm -rf $$profile; exit $$status

@@ -146,7 +146,8 @@ def _delta(f: mx.Figure) -> str:
     rel = ""
     if a:
         pct = change / abs(a) * 100
-        rel = f", {pct:+.1f} %" if abs(pct) >= 0.1 else f", {pct:+.2g} %"
+        rel = (f", {pct:+.1f} %" if abs(pct) >= 0.1 else f", {pct:+.2f} %" if abs(pct) >= 0.01
+               else f", {'+' if pct > 0 else '-'}<0.01 %")
     sign = "+" if change > 0 else "-"
     return (f"{esc(f.label)}: {f.text(a)} &rarr; {f.text(b)}{esc(unit)} "
             + tag("span", f"({sign}{f.text(abs(change))}{esc(rel)})",
