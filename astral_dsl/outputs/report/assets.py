@@ -199,6 +199,10 @@ svg.timeline .s-pp{fill:#2e8b57}svg.timeline .s-dp{fill:#6a4fb3}
 .k-compute{background:#3b7dd8}.k-tp_comm{background:#e07b1a}.k-cp_comm{background:#c2185b}
 .k-ep_comm{background:#8e24aa}.k-pp_comm{background:#2e8b57}.k-dp_comm{background:#6a4fb3}
 .k-bubble{background:#c9d2dc}.k-optimizer{background:#7a7a7a}
+.t-forward{background:#3b7dd8}.t-backward{background:#1f4f96}.t-optimizer{background:#7a7a7a}
+.t-tp{background:#e07b1a}.t-cp{background:#c2185b}.t-ep{background:#8e24aa}.t-pp{background:#2e8b57}
+.t-dp{background:#6a4fb3}
+div.tw{overflow-x:auto;max-width:100%}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
 .kv td:first-child{color:var(--muted)}
 #script-errors{color:var(--err);background:var(--errbg);padding:8px}
@@ -215,6 +219,7 @@ footer{color:var(--muted);font-size:12px;padding:16px 32px;border-top:1px solid 
   section#summary{break-before:auto}
   h2,h3{break-after:avoid}
   table{break-inside:auto}tr{break-inside:avoid}thead{display:table-header-group}
+  div.tw{overflow:visible}th,td{padding:2px 5px 2px 3px}
   table.sortable th::after{content:""}
   figure.view,.diag,.timeline-box,.card{break-inside:avoid}
   .views.pair{grid-template-columns:1fr 1fr}

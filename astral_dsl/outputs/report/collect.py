@@ -103,14 +103,33 @@ def _plain(design: Design, message: str) -> Diagnostic:
     return Diagnostic("E758", Severity.ERROR, message, None, None, file=design.file)
 
 
-def draw(checked: Checked, view: str, scenario: Optional[str]) -> View:
+def draw(checked: Checked, wanted: Sequence[Tuple[str, Optional[str]]]) -> Tuple[View, ...]:
+    """The pictures (view, scenario) in that order; Graphviz lays them out in parallel (each
+    `dot` is a process of its own)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from astral_dsl.outputs.render import RenderError, canvas, layout
 
-    try:
-        drawing = canvas(checked.design, view, None, scenario, checked)
-        return View(view, scenario, layout(drawing.g, "svg"), parts=drawing.node_count)
-    except RenderError as exc:
-        return View(view, scenario, None, exc.diagnostic)
+    drawings = []
+    for view, scenario in wanted:
+        try:
+            drawings.append(canvas(checked.design, view, None, scenario, checked))
+        except RenderError as exc:
+            drawings.append(exc.diagnostic)
+
+    def lay(drawing):
+        if isinstance(drawing, Diagnostic):
+            return None, drawing
+        try:
+            return layout(drawing.g, "svg"), None
+        except RenderError as exc:
+            return None, exc.diagnostic
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        laid = list(pool.map(lay, drawings))
+    return tuple(View(view, scenario, svg, error,
+                      0 if isinstance(d, Diagnostic) else d.node_count)
+                 for (view, scenario), d, (svg, error) in zip(wanted, drawings, laid))
 
 
 def collect(design: Design, jobs: Optional[Sequence[str]] = None,
@@ -138,10 +157,7 @@ def collect(design: Design, jobs: Optional[Sequence[str]] = None,
                   for o in checked.scenarios)
     ok = eng is not None and not front_end_errors(d)
     results = forecast_jobs(d, jobs, [o.name for o in checked.scenarios]) if ok else ()
-    drawn = []
-    if ok:
-        for view in views:
-            drawn.append(draw(checked, view, None))
-            if scenario is not None:
-                drawn.append(draw(checked, view, scenario))
-    return Review(checked, summary, under, results, tuple(drawn), _sources(d), scenario)
+    wanted = [(view, s) for view in views for s in ((None,) if scenario is None else
+                                                     (None, scenario))]
+    drawn = draw(checked, wanted) if ok else ()
+    return Review(checked, summary, under, results, drawn, _sources(d), scenario)

@@ -30,7 +30,7 @@ def _figures(fc) -> str:
             "memory's stage (the fullest)": doc["memory_stage"]}
     if fc.chosen:
         head["chosen by Seer's rule"] = ", ".join(f"{k} = {v}" for k, v in fc.chosen)
-    out = table(["", "value"], [[k, v] for k, v in head.items()], "Forecast",
+    out = table(["what", "value"], [[k, v] for k, v in head.items()], "Forecast",
                 cls="kv", sortable=False, tid=f"fc-{_slug(fc.job.name)}")
     mem = {k: round(v, 3) for k, v in doc["memory_gb"].items()}
     out += key_values({f"{k}_gb": v for k, v in mem.items()},
@@ -61,6 +61,11 @@ def _breakdown(fc) -> str:
                     f"breakdown-{_slug(fc.job.name)}"))
 
 
+_LEGEND = (("t-forward", "forward"), ("t-backward", "backward (with recompute)"),
+           ("t-optimizer", "optimizer step"), ("t-tp", "TP comm"), ("t-cp", "CP comm"),
+           ("t-ep", "EP comm"), ("t-pp", "PP p2p"), ("t-dp", "DP comm"))
+
+
 def _timeline(fc) -> str:
     uid = f"tl-{_slug(fc.job.name)}"
     svg, note = timeline.svg(fc, uid)
@@ -69,8 +74,14 @@ def _timeline(fc) -> str:
                                                ("whole iteration", "reset")))
                    + tag("span", " wheel to zoom at the pointer, drag to pan", cls="note"),
                    cls="controls")
+    shown = {c for c, _ in _LEGEND if (f"c-{c[2:]}" if c[2:] in ("forward", "backward",
+                                                                 "optimizer") else
+                                        f"s-{c[2:]}") in svg}
+    legend = " ".join(tag("span", "", cls=f"swatch {c}") + esc(t) for c, t in _LEGEND
+                      if c in shown or (c == "t-forward" and "c-op-" in svg))
     return (tag("h3", "Timeline of one iteration")
-            + tag("div", controls + svg + tag("p", esc(note), cls="note"),
+            + tag("div", controls + svg + tag("div", legend, cls="note")
+                  + tag("p", esc(note), cls="note"),
                   cls="timeline-box"))
 
 

@@ -80,9 +80,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = 
     for r in rows:
         body.append("<tr>" + ("".join(r) if raw else "".join(cell(v) for v in r)) + "</tr>")
     classes = " ".join(c for c in (("sortable" if sortable else ""), cls) if c) or None
-    return tag("table", (tag("caption", esc(caption)) if caption else "")
+    return '<div class="tw">' + tag("table", (tag("caption", esc(caption)) if caption else "")
                + tag("thead", "<tr>" + head + "</tr>") + tag("tbody", "".join(body)),
-               {"class": classes, "id": tid})
+               {"class": classes, "id": tid}) + "</div>"
 
 
 def records(items: Sequence[Mapping[str, Any]], caption: str, tid: Optional[str] = None) -> str:
@@ -96,9 +96,12 @@ def records(items: Sequence[Mapping[str, Any]], caption: str, tid: Optional[str]
     return table([label(k) for k in keys], rows, caption, tid=tid)
 
 
-def key_values(items: Mapping[str, Any], caption: str, tid: Optional[str] = None) -> str:
-    return table(["", "value"], [[label(k), v] for k, v in items.items()], caption,
-                 cls="kv", tid=tid)
+def key_values(items: Mapping[str, Any], caption: str, tid: Optional[str] = None,
+               pretty: bool = True) -> str:
+    """Two columns: what (a summary key made readable, or as it is with `pretty=False`: the
+    names of a design's tiers are its own) and its value."""
+    return table(["what", "value"], [[label(k) if pretty else k, v] for k, v in items.items()],
+                 caption, cls="kv", tid=tid)
 
 
 def summary_tables(summary: Dict[str, Any], skip: Sequence[str] = (), prefix: str = "size"
@@ -116,7 +119,7 @@ def summary_tables(summary: Dict[str, Any], skip: Sequence[str] = (), prefix: st
                 out.append(records([{"name": name, **x} for name, x in v.items()], label(k),
                                    tid))
             elif v:
-                out.append(key_values(v, label(k), tid))
+                out.append(key_values(v, label(k), tid, pretty=False))
         elif isinstance(v, (list, tuple)) and v:
             if all(isinstance(x, Mapping) for x in v):
                 out.append(records(v, label(k), tid))
