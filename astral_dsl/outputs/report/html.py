@@ -51,11 +51,3 @@ def number(x: float, digits: int = 1) -> str:
     text = f"{x:,.{digits}f}"
     return text[1:] if text.startswith("-") and float(text.replace(",", "")) == 0 else text
 
-
-def duration(t: float) -> str:
-    """A time in the unit that reads best: `9.153 s`, `193.3 ms`, `412 us`."""
-    if t >= 1.0 or t == 0.0:
-        return f"{t:,.3f} s"
-    if t >= 1e-3:
-        return f"{t * 1e3:.1f} ms"
-    return f"{t * 1e6:.0f} us"
