@@ -318,3 +318,28 @@ def test_merge_and_ticks():
     assert tl.ticks(9.153) == [0, 2, 4, 6, 8]
     # 0.1 s / 8 = 12.5 ms -> every 20 ms
     assert tl.ticks(1.0, 0.2, 0.3) == pytest.approx([0.2, 0.22, 0.24, 0.26, 0.28, 0.3])
+
+
+def test_stamp_only_when_asked(small, tmp_path):
+    out = tmp_path / "r.html"
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report", str(small), "-o",
+                           str(out), "--stamp", "2026-12-01 <abc>", "--title", "Review <1>"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "· 2026-12-01 &lt;abc&gt;</footer>" in page
+    assert "<title>Review &lt;1&gt;</title>" in page
+
+
+def test_without_graphviz_the_page_says_so(small, tmp_path):
+    """No `dot` on PATH: the pictures are replaced by the reason (E700) and the rest stands."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    env = dict(__import__("os").environ, PATH=str(bin_dir))
+    out = tmp_path / "r.html"
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report", str(small), "-o",
+                           str(out)], capture_output=True, text=True, cwd=REPO, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("error[E700]") == 1
+    page = out.read_text(encoding="utf-8")
+    assert page.count("not drawn: [E700]") == 5 and 'id="size-levels"' in page
