@@ -2,14 +2,19 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install system-deps demo test bench images calibrate
+.PHONY: install system-deps demo test bench images calibrate report report-screenshot
 
 system-deps:
-	@# Graphviz's `dot` comes from Debian's package (needed by `astral render`).
+	@# Graphviz's `dot` comes from Debian's package (needed by `astral render` and `astral report`).
 	@command -v dot >/dev/null 2>&1 || { \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; \
 	  else echo "note: install Graphviz (apt-get install graphviz) for rendering"; fi; }
+	@# Debian's Chromium runs the browser tests of `astral report` (headless) and takes the screenshot.
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: install Chromium (apt-get install chromium) for the browser tests of astral report"; fi; }
 
 install: system-deps
 	$(PIP) install -q -e '.[test]'
@@ -36,3 +41,18 @@ images: system-deps
 	$(PYTHON) -m astral_dsl.cli render examples/astral.astral -o docs/images/astral-cooling.png --view cooling --dpi $(IMAGES_DPI)
 	$(PYTHON) -m astral_dsl.cli forecast examples/astral.astral --plot docs/images/seer_llama405b.png >/dev/null
 	$(PYTHON) -m astral_dsl.cli sweep examples/explore.astral --grid job_gpus=256,512,1024,2048,4096 --grid tp=2,4,8 --grid pp=1,2,4,8 --job llama70b --plot docs/images/sweep-pareto.png --x min:job_gpus --y tokens_per_s >/dev/null; test $$? -le 1
+
+# The review page of the reference design (`astral report`), and its screenshot for the README.
+REPORT ?= review.html
+report: system-deps
+	$(PYTHON) -m astral_dsl.cli report examples/astral.astral -o $(REPORT)
+	@echo "open $(REPORT) in a browser"
+
+# The README's screenshot of it: the top of the page in headless Chromium.
+report-screenshot: report
+	@mkdir -p docs/images
+	profile=$$(mktemp -d) && chromium --headless --no-sandbox --disable-gpu --no-first-run \
+	  --disable-background-networking --disable-component-update --disable-sync \
+	  --hide-scrollbars --user-data-dir=$$profile --window-size=1400,2000 \
+	  --screenshot=docs/images/astral-report.png file://$(CURDIR)/$(REPORT) 2>/dev/null; \
+	  status=$$?; rm -rf $$profile; exit $$status
