@@ -90,34 +90,45 @@ class OperatorTable:
 
 
 class Costs:
-    """Prices compute operators for one GPU and dtype."""
+    """Prices compute operators for one GPU and dtype. An fp8 job (Transformer Engine) runs its
+    transformer layers' linear GEMMs at the fp8 rate (`gemm(..., fp8=True)`: 1-byte operands,
+    16-bit output) and everything else on its bf16 base (`base_peak`); `peak` is the job's
+    dtype's rate (what its MFU is measured against)."""
 
     def __init__(self, gpu: GpuSpec, dtype: str, table: Optional[OperatorTable] = None,
                  calibration: Optional[Calibration] = None):
         self.gpu = gpu
         self.dtype = dtype
+        self.base = "bf16" if dtype == "fp8" else dtype
         self.peak = gpu.peak(dtype)
+        self.base_peak = gpu.peak(self.base)
         self.bw = gpu.hbm_bw * HBM_EFF
         self.table = table
         self.cal = calibration or shipped()
         self.kernel_hbm = {"softmax": self.cal.softmax_eff, "dropout": self.cal.softmax_eff}
-        self.esize = 1 if dtype == "fp8" else 2 if dtype in ("bf16", "fp16") else 4
+        self.esize = 2 if self.base in ("bf16", "fp16") else 4
 
-    def _measured(self, op: str, shape: str) -> Optional[float]:
-        return self.table.lookup(op, shape, self.dtype) if self.table is not None else None
+    def _measured(self, op: str, shape: str, dtype: Optional[str] = None) -> Optional[float]:
+        if self.table is None:
+            return None
+        return self.table.lookup(op, shape, dtype or self.base)
 
-    def gemm(self, op: str, m: float, n: float, k: float, batch: float = 1.0) -> Tuple[float, float, float]:
-        """(seconds, flops, bytes) of `batch` GEMMs [m, k] x [k, n]."""
+    def gemm(self, op: str, m: float, n: float, k: float, batch: float = 1.0,
+             fp8: bool = False) -> Tuple[float, float, float]:
+        """(seconds, flops, bytes) of `batch` GEMMs [m, k] x [k, n]; `fp8`: at the fp8 rate with
+        fp8 operands (Transformer Engine's linear layers)."""
         flops = 2.0 * m * n * k * batch
-        nbytes = self.esize * batch * (m * k + k * n + m * n)
+        operand = 1 if fp8 else self.esize
+        nbytes = batch * (operand * (m * k + k * n) + self.esize * m * n)
         if flops <= 0:
             return 0.0, 0.0, 0.0
         shape = f"{int(m)}x{int(n)}x{int(k)}" + (f"x{int(batch)}" if batch != 1 else "")
-        t = self._measured(op, shape)
+        t = self._measured(op, shape, "fp8" if fp8 else None)
         if t is None:
             cal = self.cal
             eff = cal.gemm_eff * k / (k + K_HALF) * flops / (flops + cal.f_half)
-            t = max(flops / (self.peak * eff), nbytes / self.bw) + KERNEL_S
+            peak = self.gpu.peak("fp8") if fp8 else self.base_peak
+            t = max(flops / (peak * eff), nbytes / self.bw) + KERNEL_S
         return t, flops, nbytes
 
     def flash(self, op: str, flops: float, nbytes: float, backward: bool, head_dim: float) -> float:
@@ -127,7 +138,7 @@ class Costs:
             return t
         eff = (self.cal.gemm_eff * head_dim / (head_dim + K_HALF)
                * (FA_BWD if backward else FA_FWD))
-        return max(flops / (self.peak * eff), nbytes / self.bw) + KERNEL_S
+        return max(flops / (self.base_peak * eff), nbytes / self.bw) + KERNEL_S
 
     def stream(self, op: str, nbytes: float, kernels: int = 1, kind: str = "stream") -> float:
         """A memory-bound kernel (or `kernels` fused ones) moving `nbytes`."""

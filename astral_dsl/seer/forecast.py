@@ -28,6 +28,7 @@ class Forecast:
     breakdown: Dict[str, float] = field(default_factory=dict)
     stage: int = 0                                      # the stage the breakdown describes
     placement: str = ""
+    diagnostics: List = field(default_factory=list)     # the job's warnings (seer.forecast)
 
     @property
     def gpus(self) -> int:

@@ -21,6 +21,7 @@ from astral_dsl.seer.spec import JobSpec, chunk_layers
 
 
 EMBED, HEAD = -1, -2      # the `layer` of embedding and of head operators
+FP8_CAST_BYTES = 4.0      # per element cast to fp8 with its transpose: read 2, write 1 + 1
 
 
 class Op:
@@ -84,6 +85,7 @@ class _Builder:
         self.ops: List[Op] = []
         self.tail: Optional[int] = None
         self.pending: List[int] = []
+        self.fp8_gemms = 0          # fp8 forward GEMMs added (their amaxes are reduced)
 
     gate: Optional[int] = None     # an op the next chained op must also wait for
 
@@ -127,7 +129,8 @@ def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
     return {"tp": lay("tp", dense, ("tp",)), "cp": lay("cp", dense, ("cp",), cross=True),
             "dp": lay("dp", dense, ("dp", "cp")),
             "pp": lay("pp", dense, ("pp",), n=2, cross=True),
-            "ep": lay("ep", expert, ("ep",), cross=True)}
+            "ep": lay("ep", expert, ("ep",), cross=True),
+            "amax": lay("amax", dense, ("tp", "cp", "dp"))}
 
 
 class Lowering(ParamsMixin):
@@ -157,6 +160,7 @@ class Lowering(ParamsMixin):
         self.tp, self.cp, self.ep = par.tp, par.cp, par.ep
         self.groups = groups(job, net)
         self.elem = job.bytes
+        self.fp8 = job.fp8
         self.tokens = job.micro * job.seq / par.cp
         self.sp = par.sp and par.tp > 1
         self.sp_tokens = self.tokens / par.tp if self.sp else self.tokens
@@ -183,11 +187,34 @@ class Lowering(ParamsMixin):
                    "rs" if self.sp else "ar", "tp",
                    self.tokens * self.job.model.hidden * self.elem, layer)
 
-    def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=()):
-        t, f, nb = self.c.gemm(name.split(" ")[0], m, n, k, batch)
+    def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=(),
+              fp8=False):
+        t, f, nb = self.c.gemm(name.split(" ")[0], m, n, k, batch, fp8)
         shape = f"{int(m)}x{int(n)}x{int(k)}"
         return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=shape),
                      join=join, extra=extra)
+
+    def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False):
+        """The forward GEMM of a transformer layer's linear layer: in fp8 for an fp8 job, after
+        the cast of its input to fp8 with the transpose its weight gradient needs
+        (FP8_CAST_BYTES per element), which Transformer Engine fuses into the norm for the
+        layers a norm feeds (`norm_fed`: TE's LayerNormLinear, QKV and fc1)."""
+        if self.fp8 and not norm_fed:
+            self._ew(b, name + " fp8 cast", FP8_CAST_BYTES * m * k * batch, layer)
+        b.fp8_gemms += 1 if self.fp8 else 0
+        return self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8)
+
+    def _amax_reduce(self, b, gemms: int, layer: int):
+        """fp8 delayed scaling: at the end of a chunk's forward Transformer Engine all-reduces
+        (max) the amaxes of its fp8 tensors (input and weight of each GEMM, 4 bytes each) over
+        the amax group, TP x CP x DP (Megatron-Core's amax reduction group), on the compute
+        stream's critical path; counted with the DP communication."""
+        lay = self.groups["amax"]
+        if not self.fp8 or gemms <= 0 or lay.n <= 1:
+            return
+        nbytes = 8.0 * gemms
+        b.add(Op("fp8 amax all-reduce", "comm", "dp", comm.all_reduce(self.net, lay, nbytes),
+                 0.0, nbytes, "amax", layer))
 
     def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1):
         kind = ("softmax" if "softmax" in name or "cross entropy" in name else
@@ -229,16 +256,16 @@ class Lowering(ParamsMixin):
         self._gemm(b, pre + "router", sp_tokens, m.experts, m.hidden, L)
         self._ew(b, pre + "permute", 2 * routed * m.hidden * elem, L)
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
-        self._gemm(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L,
-                   batch=local)
+        self._linear(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L,
+                     batch=local)
         self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * elem, L)
-        self._gemm(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local)
+        self._linear(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local)
         self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._ew(b, pre + "unpermute", 2 * routed * m.hidden * elem, L)
         if m.shared_experts:
-            Fs = m.shared_experts * m.moe_ffn
-            self._gemm(b, pre + "shared fc1", sp_tokens, Fs * mats, m.hidden, L)
-            self._gemm(b, pre + "shared fc2", sp_tokens, m.hidden, Fs, L)
+            shared_ffn = m.shared_experts * m.moe_ffn
+            self._linear(b, pre + "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L)
+            self._linear(b, pre + "shared fc2", sp_tokens, m.hidden, shared_ffn, L)
 
     def _layer_fwd(self, b, L, pre=""):
         m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
@@ -247,9 +274,9 @@ class Lowering(ParamsMixin):
         self._ew(b, pre + "input norm", 2 * sp_tokens * h * elem, L, "norm")
         if self.sp:
             self._coll(b, pre + "attn all-gather", "ag", "tp", tokens * h * elem, L)
-        self._gemm(b, pre + "qkv", tokens, q + 2 * kv, h, L)
+        self._linear(b, pre + "qkv", tokens, q + 2 * kv, h, L, norm_fed=True)
         self._attention_fwd(b, L, pre)
-        self._gemm(b, pre + "out proj", tokens, h, q, L)
+        self._linear(b, pre + "out proj", tokens, h, q, L)
         self._tp_out(b, pre + "attn", L)
         self._ew(b, pre + "residual", (3 * elem + (1 if m.gpt else 0)) * sp_tokens * h, L)
         self._ew(b, pre + "post-attn norm", 2 * sp_tokens * h * elem, L, "norm")
@@ -258,28 +285,35 @@ class Lowering(ParamsMixin):
         else:
             if self.sp:
                 self._coll(b, pre + "mlp all-gather", "ag", "tp", tokens * h * elem, L)
-            self._gemm(b, pre + "fc1", tokens, m.ffn / self.tp * (1 if m.gpt else 2), h, L)
+            self._linear(b, pre + "fc1", tokens, m.ffn / self.tp * (1 if m.gpt else 2), h, L,
+                         norm_fed=True)
             F = m.ffn / self.tp
             self._ew(b, pre + ("gelu" if m.gpt else "swiglu"),
                      (2 if m.gpt else 3) * tokens * F * elem, L)
-            self._gemm(b, pre + "fc2", tokens, h, F, L)
+            self._linear(b, pre + "fc2", tokens, h, F, L)
             self._tp_out(b, pre + "mlp", L)
         self._ew(b, pre + "residual", (3 * elem + (1 if m.gpt else 0)) * sp_tokens * h, L)
 
-    def _linear_bwd(self, b, name, m_, n, k, L, column: bool):
+    def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True):
         """Backward of y[m,n] = x[m,k] w[k,n]: dgrad and wgrad; for a column-parallel layer the
         input-gradient reduction (and, with SP, the input re-gather) overlap the GEMMs
         (`tp_overlap = backward`, Megatron-LM's asynchronous TP all-reduce), or follow them
         on the critical path (`tp_overlap = none`: the reduction of the autograd function that
-        copies the input to the TP region, after the layer's whole backward)."""
+        copies the input to the TP region, after the layer's whole backward). A transformer
+        layer's linear layer (`layer_linear`) of an fp8 job casts its output gradient to fp8
+        with its transpose and runs both GEMMs in fp8 (Transformer Engine's default recipe:
+        fp8 data and weight gradients); the logits layer stays in bf16."""
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
         tp = column and self.tp > 1
+        fp8 = self.fp8 and layer_linear
+        if fp8:
+            self._ew(b, name + " grad fp8 cast", FP8_CAST_BYTES * m_ * n, L)
         if tp and self.job.tp_overlap == "none":
             kind = ("rs", " grad reduce-scatter") if self.sp else ("ar", " grad all-reduce")
             if self.sp:
                 self._coll(b, name + " input all-gather", "ag", "tp", tokens * h * elem, L)
-            self._gemm(b, name + " dgrad", m_, k, n, L)
-            self._gemm(b, name + " wgrad", k, n, m_, L)
+            self._gemm(b, name + " dgrad", m_, k, n, L, fp8=fp8)
+            self._gemm(b, name + " wgrad", k, n, m_, L, fp8=fp8)
             self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L)
             return
         gather = None
@@ -287,13 +321,13 @@ class Lowering(ParamsMixin):
             gather = self._coll(b, name + " input all-gather", "ag", "tp", tokens * h * elem, L,
                                 chain=False)
             b.pending.remove(gather)
-        self._gemm(b, name + " dgrad", m_, k, n, L, join=False)
+        self._gemm(b, name + " dgrad", m_, k, n, L, join=False, fp8=fp8)
         red = None
         if tp:
             red = self._coll(b, name + (" grad reduce-scatter" if self.sp else " grad all-reduce"),
                              "rs" if self.sp else "ar", "tp", tokens * h * elem, L, chain=False)
         w = self._gemm(b, name + " wgrad", k, n, m_, L, join=False,
-                       extra=(gather,) if gather is not None else ())
+                       extra=(gather,) if gather is not None else (), fp8=fp8)
         if self.groups["tp"].hosts <= 1:   # NVLink collectives take SMs and HBM from the GEMMs
             overlapped = sum(b.ops[i].dur for i in (gather, red) if i is not None)
             b.ops[w].dur += self.c.cal.interfere * overlapped
@@ -361,15 +395,18 @@ class Lowering(ParamsMixin):
         sp_tokens = self.tokens / self.tp
         routed, local, mats = sp_tokens * m.top_k, max(1, m.experts // self.ep), (1 if m.gpt else 2)
         if m.shared_experts:
-            Fs = m.shared_experts * m.moe_ffn
-            self._linear_bwd(b, "shared fc2", sp_tokens, m.hidden, Fs, L, column=False)
-            self._linear_bwd(b, "shared fc1", sp_tokens, Fs * mats, m.hidden, L, column=False)
+            shared_ffn = m.shared_experts * m.moe_ffn
+            self._linear_bwd(b, "shared fc2", sp_tokens, m.hidden, shared_ffn, L, column=False)
+            self._linear_bwd(b, "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L,
+                             column=False)
         self._ew(b, "unpermute bwd", 2 * routed * m.hidden * elem, L)
         self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         for name, mm, n, k in (("expert fc2", routed / local, m.hidden, m.moe_ffn),
                                ("expert fc1", routed / local, m.moe_ffn * mats, m.hidden)):
-            self._gemm(b, name + " dgrad", mm, k, n, L, batch=local)
-            self._gemm(b, name + " wgrad", k, n, mm, L, batch=local)
+            if self.fp8:
+                self._ew(b, name + " grad fp8 cast", FP8_CAST_BYTES * mm * n * local, L)
+            self._gemm(b, name + " dgrad", mm, k, n, L, batch=local, fp8=self.fp8)
+            self._gemm(b, name + " wgrad", k, n, mm, L, batch=local, fp8=self.fp8)
             if name == "expert fc2":
                 self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * elem, L)
         self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
@@ -402,7 +439,7 @@ class Lowering(ParamsMixin):
         m, elem, tokens = self.job.model, self.elem, self.tokens
         V = m.vocab / self.tp
         self._ew(b, "cross entropy bwd", tokens * V * (elem + 4), HEAD)
-        self._linear_bwd(b, "logits", tokens, V, m.hidden, HEAD, column=True)
+        self._linear_bwd(b, "logits", tokens, V, m.hidden, HEAD, column=True, layer_linear=False)
         self._ew(b, "final norm bwd", 3 * self.sp_tokens * m.hidden * elem, HEAD, "norm")
 
     # ---- blocks --------------------------------------------------------------------------------
@@ -433,6 +470,8 @@ class Lowering(ParamsMixin):
             for L in layers:
                 b.gate = gathers.get(L)
                 self._layer_fwd(b, L)
+            if n:
+                self._amax_reduce(b, b.fp8_gemms, first + n - 1)
             if head:
                 self._head_fwd(b)
         else:

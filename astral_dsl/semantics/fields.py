@@ -105,15 +105,29 @@ def _field(it, frame: Frame, name: str):
             return _typed(it, frame, name, value, d.value_expr.span)
     elif field_spec is not None and isinstance(field_spec.type, StrType):
         words = _dashed_words(d.value_expr) if isinstance(d.value_expr, ast.Binary) else ""
+        if not words and isinstance(d.value_expr, ast.QuantityLit) and not _is_unit(
+                d.value_expr.unit):                      # `order = 1f1b`: not a quantity
+            words = d.value_expr.text.replace(" ", "")
         if words:                                        # `order = tp-cp-dp-pp` unquoted
+            doc = f" ({field_spec.doc})" if field_spec.doc else ""
             fail("E303", f"`{name}` is a string: write it in double quotes",
-                 d.value_expr.span, f'`{name} = "{words}"`')
+                 d.value_expr.span, f'`{name} = "{words}"`{doc}')
     value = it.eval(d.value_expr, env)
     # schema fields hold values and references; members are the other named instances
     frame.owned[name] = field_spec is None and constructs(it, d)
     if d.is_let:
         return value
     return _typed(it, frame, name, value, d.value_expr.span)
+
+
+def _is_unit(text: str) -> bool:
+    from astral_dsl.units.table import UnitSpecError, parse_unit
+
+    try:
+        parse_unit(text)
+    except UnitSpecError:
+        return False
+    return True
 
 
 def _sizable(it, frame: Frame, name: str, d: FieldDef):
