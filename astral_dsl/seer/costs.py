@@ -1,15 +1,18 @@
 """Compute cost of one operator on one GPU: a roofline with size-dependent efficiency, or a time
 from a measured operator table the user supplies.
 
-Efficiency curves (docs/seer.md has the derivation and sources). The constants marked "fitted"
-come from the calibration table (seer/calibration: gemm_eff, f_half, interfere, softmax_eff);
-the others from data sheets and published measurements, as their comments say.
+Efficiency curves (docs/seer.md has the derivation and sources). The constants in lower case
+are fitted (the calibration table, seer/calibration: gemm_eff, f_half, interfere, softmax_eff);
+the upper-case ones below are not: each says whether it comes from a data sheet, a published
+measurement or is an assumption, and on what basis.
 
 - GEMM: t = F / (peak * gemm_eff * k(K) * F / (F + f_half)) + KERNEL_S, bounded below by the HBM
   time of its operands. gemm_eff (fitted) is the sustained fraction of the data-sheet peak that
   cuBLAS reaches on large half-precision GEMMs; F / (F + f_half) (fitted) the loss of small ones;
   k(K) = K / (K + K_HALF): each output tile pays a fixed prologue and epilogue that only a long
   inner dimension amortises. KERNEL_S is the launch and tail cost of one kernel.
+- fp8 (Transformer Engine): the linear layers' GEMMs at the data-sheet fp8 rate with the same
+  efficiency curve, an assumption (no fp8 run is in the calibration set).
 - Fused attention (FlashAttention-2, Dao 2023): forward FA_FWD and backward FA_BWD of the GEMM
   efficiency, causal masking skips half the score blocks.
 - Element-wise, normalisation and optimizer kernels stream HBM: t = bytes / (HBM * HBM_EFF) +
@@ -24,13 +27,22 @@ from typing import Dict, Optional, Tuple
 
 from astral_dsl.seer.calibration import Calibration, shipped
 
-K_HALF = 24.0          # inner dimension at which a tile's prologue/epilogue halves its rate:
-#                        ~one 32-deep K step of a 128 x 256 CUTLASS/cuBLAS tile (not fitted)
-KERNEL_S = 4e-6        # launch + tail per kernel (CUDA launch latency ~3-5 us, Nsight traces)
-HBM_EFF = 0.85         # streaming fraction of the HBM data-sheet bandwidth (STREAM-like kernels
-#                        reach 85-90 %; Calculon's A100 system file: ~0.9 for large transfers)
-FA_FWD = 0.85          # fused attention forward, relative to the GEMM efficiency (Dao 2023,
-FA_BWD = 0.70          # FlashAttention-2: ~70 % of peak forward, ~60 % backward vs ~0.8 GEMMs)
+K_HALF = 24.0          # ASSUMED (not fitted, not measured): the inner dimension whose main loop
+#                        costs as much as a tile's fixed prologue (filling the shared-memory
+#                        pipeline) and epilogue (converting and storing the tile), taken to be of
+#                        the order of one 32-deep K step of a CUTLASS/cuBLAS tile; it matters for
+#                        short inner dimensions only (attention with head dim 128: k = 0.84)
+KERNEL_S = 4e-6        # measured: launch + tail per kernel (CUDA launch latency ~3-5 us, Nsight)
+HBM_EFF = 0.85         # published: streaming fraction of the HBM data-sheet bandwidth (STREAM-
+#                        like kernels reach 85-90 %; Calculon's A100 system file: ~0.9)
+# ASSUMED ratios of fused attention's efficiency to a large GEMM's, from FlashAttention-2's best
+# A100 rates (Dao 2023, arXiv 2307.08691, section 4.1: up to 73 % of peak forward, 63 %
+# backward) over the 80-90 % that large GEMMs reach (ibid., section 1); applied with gemm_eff and
+# k(head_dim), which stand in for the shorter sequences of real runs. Not fitted: no calibration
+# run uses fused attention.
+GEMM_PEAK_FRACTION = 0.85
+FA_FWD = 0.73 / GEMM_PEAK_FRACTION     # 0.86
+FA_BWD = 0.63 / GEMM_PEAK_FRACTION     # 0.74
 
 
 @dataclass(frozen=True)

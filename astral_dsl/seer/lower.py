@@ -8,103 +8,23 @@ per rank: TP shards heads and FFN columns, sequence parallelism shards norms and
 shards the sequence, EP the experts. Megatron-LM's operator order and overlaps are modelled:
 backward TP reduce-scatter / all-reduce of a column-parallel layer's input gradient runs on the
 TP stream while the weight gradient is computed; with sequence parallelism the input all-gather
-for the weight gradient overlaps the data gradient."""
+for the weight gradient overlaps the data gradient. With fp8 the linear layers' GEMMs run in fp8
+after their casts, and each chunk's forward ends with the amax all-reduce (docs/seer.md, "fp8").
+"""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict
 
 from astral_dsl.seer import comm
 from astral_dsl.seer.costs import Costs
 from astral_dsl.seer.params import ParamsMixin
 from astral_dsl.seer.ranks import RankOrder
 from astral_dsl.seer.spec import JobSpec, chunk_layers
+from astral_dsl.seer.template import Op, Template, Builder
 
 
 EMBED, HEAD = -1, -2      # the `layer` of embedding and of head operators
 FP8_CAST_BYTES = 4.0      # per element cast to fp8 with its transpose: read 2, write 1 + 1
-
-
-class Op:
-    __slots__ = ("name", "cat", "stream", "dur", "flops", "nbytes", "group", "layer", "deps",
-                 "start", "end", "shape")
-
-    def __init__(self, name, cat, stream, dur, flops=0.0, nbytes=0.0, group="", layer=-1,
-                 deps=(), shape=""):
-        self.name, self.cat, self.stream, self.dur = name, cat, stream, dur
-        self.flops, self.nbytes, self.group, self.layer = flops, nbytes, group, layer
-        self.deps, self.shape = deps, shape
-        self.start = self.end = 0.0
-
-
-class Template:
-    """Operators of one block with offsets from the block's start. An operator's `layer` counts
-    from the chunk's first layer (EMBED, HEAD for the others), so that chunks of the same shape
-    share one template."""
-
-    def __init__(self, ops: List[Op]):
-        free: Dict[str, float] = {}
-        for op in ops:
-            t = max([ops[d].end for d in op.deps] + [free.get(op.stream, 0.0)])
-            op.start, op.end = t, t + op.dur
-            free[op.stream] = op.end
-        self.ops = ops
-        self.duration = max((o.end for o in ops), default=0.0)
-        self.flops = sum(o.flops for o in ops)
-        self.compute = sum(o.dur for o in ops if o.stream == "compute")
-        self.exposed = {}   # stream -> time the compute stream waits for it
-        busy = sorted((o.start, o.end) for o in ops if o.stream == "compute")
-        idle, last = 0.0, 0.0
-        for s, e in busy:
-            idle += max(0.0, s - last)
-            last = max(last, e)
-        idle += self.duration - last
-        comm_ops = [o for o in ops if o.stream != "compute"]
-        for o in comm_ops:
-            self.exposed.setdefault(o.stream, 0.0)
-        if comm_ops and idle > 0:
-            weight = {s: sum(o.dur for o in comm_ops if o.stream == s) for s in self.exposed}
-            total = sum(weight.values()) or 1.0
-            for s in self.exposed:
-                self.exposed[s] = idle * weight[s] / total
-
-    def layer_ends(self) -> Dict[int, float]:
-        """Layer (counted from the chunk's first) -> when its last operator ends."""
-        out: Dict[int, float] = {}
-        for o in self.ops:
-            if o.layer >= 0:
-                out[o.layer] = max(out.get(o.layer, 0.0), o.end)
-        return out
-
-
-class _Builder:
-    """Ops in program order. A chained op follows the current tail (and joins the pending side
-    ops); a side op (chain=False) starts after the tail on its own stream and is joined by the
-    next chained op unless `join=False` is given to the ops in between."""
-
-    def __init__(self):
-        self.ops: List[Op] = []
-        self.tail: Optional[int] = None
-        self.pending: List[int] = []
-        self.fp8_gemms = 0          # fp8 forward GEMMs added (their amaxes are reduced)
-
-    gate: Optional[int] = None     # an op the next chained op must also wait for
-
-    def add(self, op: Op, chain: bool = True, join: bool = True, extra=()) -> int:
-        deps = ([self.tail] if self.tail is not None else []) + list(extra)
-        if chain and self.gate is not None:
-            deps.append(self.gate)
-            self.gate = None
-        if chain and join:
-            deps += self.pending
-            self.pending = []
-        op.deps = tuple(deps)
-        self.ops.append(op)
-        idx = len(self.ops) - 1
-        if chain:
-            self.tail = idx
-        else:
-            self.pending.append(idx)
-        return idx
 
 
 def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
@@ -142,7 +62,8 @@ class Lowering(ParamsMixin):
     |---------------|------------------------------------------------------------------------|
     | tp, cp, ep    | tensor-, context- and expert-parallel degrees                          |
     | groups        | comm.Layout of each communication group (tp, cp, dp, pp, ep)           |
-    | elem          | bytes per activation / weight element (the job's dtype)                |
+    | elem          | bytes per activation / weight element (the job's dtype; fp8: bf16, 2)  |
+    | fp8           | the linear layers' GEMMs run in fp8 (Transformer Engine, `dtype = fp8`)|
     | tokens        | tokens a rank processes: micro-batch x sequence / cp                   |
     | sp            | sequence parallelism is in effect (sp declared and tp > 1)             |
     | sp_tokens     | tokens in the sequence-parallel region (norms, dropouts): tokens / tp  |
@@ -151,8 +72,9 @@ class Lowering(ParamsMixin):
     | chunks        | [stage][chunk] -> (first layer, layer count)                           |
 
     Local names in the operator builders: `h` hidden size, `q` and `kv` the query and key/value
-    widths per rank, `F` FFN width per rank, `V` vocabulary per rank, `S` attention-score
-    elements, `L` the layer index, `b` the _Builder."""
+    widths per rank, `F` FFN width per rank, `shared_ffn` the shared experts' FFN width, `V`
+    vocabulary per rank, `S` attention-score elements, `m_, n, k` a GEMM's [m, k] x [k, n]
+    shape, `L` the layer index, `b` the Builder."""
 
     def __init__(self, job: JobSpec, costs: Costs, net: comm.Network):
         self.job, self.c, self.net = job, costs, net
@@ -171,7 +93,7 @@ class Lowering(ParamsMixin):
         self._cache: Dict[tuple, Template] = {}
 
     # ---- collectives -------------------------------------------------------------------------
-    def _coll(self, b: _Builder, name, kind, group, nbytes, layer, chain=True):
+    def _coll(self, b: Builder, name, kind, group, nbytes, layer, chain=True):
         """A collective on the group's stream: blocking (chain) or a side op (chain=False)."""
         lay = self.groups[group]
         if lay.n <= 1 or nbytes <= 0:
@@ -453,7 +375,7 @@ class Lowering(ParamsMixin):
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        b = _Builder()
+        b = Builder()
         layers = range(first, first + n)
         fsdp = self.job.parallel.zero >= 3 and self.groups["dp"].n > 1
         gathers = {}
