@@ -17,6 +17,7 @@ from astral_dsl.semantics.errors import check as _poison_check
 from astral_dsl.semantics.isolate import route_of
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
+from astral_dsl.units.table import is_unit
 
 
 # Objectives the sizing step computes itself (others are expressions of the site).
@@ -105,7 +106,7 @@ def _field(it, frame: Frame, name: str):
             return _typed(it, frame, name, value, d.value_expr.span)
     elif field_spec is not None and isinstance(field_spec.type, StrType):
         words = _dashed_words(d.value_expr) if isinstance(d.value_expr, ast.Binary) else ""
-        if not words and isinstance(d.value_expr, ast.QuantityLit) and not _is_unit(
+        if not words and isinstance(d.value_expr, ast.QuantityLit) and not is_unit(
                 d.value_expr.unit):                      # `order = 1f1b`: not a quantity
             words = d.value_expr.text.replace(" ", "")
         if words:                                        # `order = tp-cp-dp-pp` unquoted
@@ -118,16 +119,6 @@ def _field(it, frame: Frame, name: str):
     if d.is_let:
         return value
     return _typed(it, frame, name, value, d.value_expr.span)
-
-
-def _is_unit(text: str) -> bool:
-    from astral_dsl.units.table import UnitSpecError, parse_unit
-
-    try:
-        parse_unit(text)
-    except UnitSpecError:
-        return False
-    return True
 
 
 def _sizable(it, frame: Frame, name: str, d: FieldDef):
