@@ -49,7 +49,8 @@ from astral_dsl.seer.params import layer_linear_params
 from astral_dsl.seer.spec import JobSpec, chunk_layers
 
 GB = 1e9
-RESERVED = 3e9                 # CUDA context ~0.5 GB, NCCL ~1 GB, workspaces and fragmentation
+RESERVED = 3e9                 # ASSUMED: CUDA context ~0.5 GB, NCCL ~1 GB, workspaces and
+#                                fragmentation (orders of magnitude, not a measurement)
 RESERVED_TOLERANCE = 1.5e9     # assumed: fragmentation alone varies by a GB or two between runs
 ACTIVATION_TOLERANCE = 0.10    # assumed: +/- 10 % on the counted activation tensors
 ADAM_BYTES = 12.0              # fp32 master weights, momentum, variance (ZeRO's K)
