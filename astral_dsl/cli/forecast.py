@@ -72,6 +72,7 @@ def run(args, overrides) -> int:
         return _fail(args, design, diags + exc.diagnostics, EXIT_ERRORS)
     except (OSError, ValueError) as exc:
         return usage(f"--operator-table: {exc}")
+    diags = diags + list(fc.diagnostics)      # the job's warnings: W750 "may not fit", W751, ...
     notes = []
     if args.ranks:
         failed = _write_ranks(design, args)

@@ -158,8 +158,10 @@ CODES: dict[str, str] = {
     "E762": "job exceeds Seer's work budget",
     "E763": "model shape does not hold together",
     "E764": "context parallelism needs fused attention",
+    "E765": "the GPU declares no rate for the job's precision",
     "W750": "job may not fit in GPU memory",
     "W751": "a job option has no effect",
+    "W752": "a model field is left to a guessed default",
     # E78x/W78x: observed data and diagnosis (`astral diagnose`, astral_dsl/observe, diagnose)
     "E780": "observed file cannot be read",
     "E781": "observed file is truncated, corrupt or not text",

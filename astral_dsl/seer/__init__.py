@@ -6,7 +6,8 @@ infrastructure (docs/seer.md).
     result.iteration_time, result.mfu, result.breakdown
     result.timeline(window=(0, 2))        # events as data: pid = stage, tid = stream
 
-`forecast` raises ForecastError carrying the diagnostics when the job cannot be forecast."""
+`forecast` raises ForecastError carrying the diagnostics when the job cannot be forecast; the
+warnings of a job it forecasts (W750 "may not fit", W751, ...) are `result.diagnostics`."""
 from __future__ import annotations
 
 from typing import Optional
@@ -16,7 +17,7 @@ from astral_dsl.seer.costs import OperatorTable
 from astral_dsl.seer.forecast import Forecast, hardware_flops, model_flops, run
 from astral_dsl.seer.job import OPTIONS, check_options, unknown_options
 from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
-from astral_dsl.seer.validate import validate_job, validate_jobs
+from astral_dsl.seer.validate import forecast_diagnostics, validate_job, validate_jobs
 
 
 class ForecastError(Exception):
@@ -77,6 +78,9 @@ def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
         calibration = read_calibration(calibration)
     result = run(spec, cluster.gpu, cluster.net, table, notes, calibration)
     result.placement = cluster.placement
+    result.diagnostics = forecast_diagnostics(inst, diags, result, cluster)
+    if any(d.is_error for d in result.diagnostics):     # the rule's choice clearly over memory
+        raise ForecastError(f"job `{inst.template}` cannot be forecast", result.diagnostics)
     return result
 
 

@@ -17,6 +17,7 @@ from astral_dsl.semantics.errors import check as _poison_check
 from astral_dsl.semantics.isolate import route_of
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
+from astral_dsl.units.table import is_unit
 
 
 # Objectives the sizing step computes itself (others are expressions of the site).
@@ -105,9 +106,13 @@ def _field(it, frame: Frame, name: str):
             return _typed(it, frame, name, value, d.value_expr.span)
     elif field_spec is not None and isinstance(field_spec.type, StrType):
         words = _dashed_words(d.value_expr) if isinstance(d.value_expr, ast.Binary) else ""
+        if not words and isinstance(d.value_expr, ast.QuantityLit) and not is_unit(
+                d.value_expr.unit):                      # `order = 1f1b`: not a quantity
+            words = d.value_expr.text.replace(" ", "")
         if words:                                        # `order = tp-cp-dp-pp` unquoted
+            doc = f" ({field_spec.doc})" if field_spec.doc else ""
             fail("E303", f"`{name}` is a string: write it in double quotes",
-                 d.value_expr.span, f'`{name} = "{words}"`')
+                 d.value_expr.span, f'`{name} = "{words}"`{doc}')
     value = it.eval(d.value_expr, env)
     # schema fields hold values and references; members are the other named instances
     frame.owned[name] = field_spec is None and constructs(it, d)
