@@ -35,6 +35,7 @@ CODES: dict[str, str] = {
     "E216": "unknown --scenario name",
     "E217": "a scenario cannot name this replica alone",
     "E218": "failing this kind of part is not modelled",
+    "E219": "a fabric part a scenario names that is not one, or not of a fabric",
     # E3xx: units, types and values
     "E300": "unknown unit",
     "E301": "incompatible units",
@@ -82,6 +83,8 @@ CODES: dict[str, str] = {
     "E610": "more modules than the switch has cages",
     "E611": "link protocols do not match",
     "E612": "optics power declared twice",
+    "E616": "GPUs cut off from the network by a scenario's failures",
+    "E617": "GPUs that lose every path above a tier by a scenario's failures",
     "W606": "switch power not declared",
     "W607": "optics power not declared",
     "W608": "link medium not declared",
@@ -158,6 +161,8 @@ CODES: dict[str, str] = {
     "E762": "job exceeds Seer's work budget",
     "E763": "model shape does not hold together",
     "E764": "context parallelism needs fused attention",
+    "E775": "the job's ranks lose their network under the scenario",
+    "E776": "the job's placement loses power under the scenario",
     "W750": "job may not fit in GPU memory",
     "W751": "a job option has no effect",
     # E78x/W78x: observed data and diagnosis (`astral diagnose`, astral_dsl/observe, diagnose)

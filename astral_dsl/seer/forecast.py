@@ -28,6 +28,7 @@ class Forecast:
     breakdown: Dict[str, float] = field(default_factory=dict)
     stage: int = 0                                      # the stage the breakdown describes
     placement: str = ""
+    scenario: Optional[Tuple] = None     # (name, analyses.scenarios.Applied) under a scenario
 
     @property
     def gpus(self) -> int:
