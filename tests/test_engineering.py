@@ -762,8 +762,8 @@ def test_astral_scenarios(astral_checked, astral_eng):
     assert by["plane_b_down"].notes == (
         "Astral.fabric.plane[B] failed",
         "524,288 NICs run on 1 of 2 ports (`Astral.fabric.plane[B]` failed)",
-        "4,096 `agg` switches off: 8,028.2 kW less network power",
-        "4,096 `tor` switches off: 8,028.2 kW less network power")
+        "4,096 `tor` switches off: 8,028.2 kW less network power",
+        "4,096 `agg` switches off: 8,028.2 kW less network power")
     assert by["plane_b_down"].result.network_w == pytest.approx(
         astral_eng.network_w - 2 * 4096 * (1000 + 64 * 15))
 

@@ -150,11 +150,13 @@ class _Builder:
                                       power_w=t.power_w - off * t.switch_share_w) if off else t)
         limit = self.fc.max_oversubscription
         diags, notes = judge(damage, limit, self.pos.path_at)
-        for name, n in sorted(self.failed.items()):
-            n *= self.fc.instances
-            notes.append(f"{n:,.0f} `{name}` switch{'es' if n != 1 else ''} off: "
-                         f"{sum(t.switch_share_w for t in self.tiers if t.name == name) * n / 1e3:,.1f}"
-                         f" kW less network power")
+        for t in self.tiers:
+            n = self.failed.get(t.name, 0.0) * self.fc.instances
+            if not n:
+                continue
+            what = f"{n:,.0f} `{t.name}` switch{'es' if n != 1 else ''} off"
+            notes.append(what + (f": {t.switch_share_w * n / 1e3:,.1f} kW less network power"
+                                 if t.switch_w is not None else " (their power is not declared)"))
         return attrs.evolve(self.fc, tiers=tuple(tiers), damage=damage,
                             diagnostics=self.fc.diagnostics + tuple(self.diags) + tuple(diags),
                             notes=self.fc.notes + tuple(notes))

@@ -64,7 +64,7 @@ def apply(design: Design, scenario: Instance) -> Applied:
                 continue
             found = targets(target, by_path)
             kinds = {inst.kind for inst, _ in found}
-            count = sum(mult.get(inst.path, 1) * c for inst, c in found)
+            count = _replica_count(found, mult)
             kind = kinds.pop() if len(kinds) == 1 else "part"
             for inst, _ in found:
                 if inst.kind == "feeder":
@@ -80,7 +80,7 @@ def apply(design: Design, scenario: Instance) -> Applied:
         elif action.verb == "set":
             found = targets(action.target, by_path)
             value = show(action.value)
-            count = sum(mult.get(inst.path, 1) * c for inst, c in found)
+            count = _replica_count(found, mult)
             kinds = {inst.kind for inst, _ in found}
             kind = kinds.pop() if len(kinds) == 1 else "part"
             for inst, _ in found:
@@ -122,6 +122,14 @@ def _nic_ref(target):
     if isinstance(target, Group):
         return next((r for _, r in target.flat()), target)
     return target
+
+
+def _replica_count(found, mult) -> int:
+    """How many replicas the instances a target names stand for: under the scenario each named
+    replica set is its own instance (semantics/isolate.py), so its multiplicity is the count; a
+    template target counts every use of the instance it shares."""
+    seen = {inst.path: inst for inst, _ in found}
+    return sum(mult.get(path, 1) for path in seen)
 
 
 def _how_many(count: int, kind: str) -> str:
