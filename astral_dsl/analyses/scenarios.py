@@ -59,8 +59,11 @@ def apply(design: Design, scenario: Instance) -> Applied:
                 continue
             if isinstance(target, (FabricSelection, NicPort, FabricLink)):
                 fabric.append(Failure(target, written, action.span, action.route))
-                notes.append(f"{written} failed")
-                named.append(("fail", written, _fabric_kind(target), None, None, None))
+                # a NIC port stands for as many replicas as its (isolated) NIC; a fabric part's
+                # switches are counted by the fabric analysis (its notes)
+                count = mult.get(target.nic.path, 1) if isinstance(target, NicPort) else None
+                notes.append(f"{written} failed" + _how_many(count or 1, "nic port"))
+                named.append(("fail", written, _fabric_kind(target), count, None, None))
                 continue
             found = targets(target, by_path)
             kinds = {inst.kind for inst, _ in found}
@@ -136,7 +139,7 @@ def _how_many(count: int, kind: str) -> str:
     """` (8 feeders)`: how many replicas a group target names (nothing for one)."""
     if count <= 1:
         return ""
-    plural = {"switch": "switches", "part": "parts"}.get(kind, f"{kind}s")
+    plural = {"switch": "switches", "nic": "NICs", "nic port": "NIC ports"}.get(kind, f"{kind}s")
     return f" ({count:,} {plural})"
 
 
