@@ -33,7 +33,6 @@ from astral_dsl.analyses.network_damage import EPS, Damage, Piece, judge
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, Instance, Route
 from astral_dsl.model.values import FabricLink, FabricSelection, NicPort
-from astral_dsl.units import Quantity
 
 
 @attrs.frozen
