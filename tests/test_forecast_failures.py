@@ -217,6 +217,7 @@ def test_failed_switches_are_off(checked, design):
     # half the aggs: 64 of 128
     assert checked["half_agg"].result.network_w == pytest.approx(base - 64_000)
     assert "1 `core` switch off: 1.0 kW less network power" in checked["core5"].notes
+    assert "64 `agg` switches off: 64.0 kW less network power" in checked["half_agg"].notes
 
 
 def test_a_single_failure_stays_symbolic():

@@ -149,8 +149,8 @@ class _Builder:
                                       power_w=t.power_w - off * t.switch_share_w) if off else t)
         limit = self.fc.max_oversubscription
         diags, notes = judge(damage, limit, self.pos.path_at)
-        for t in self.tiers:
-            n = self.failed.get(t.name, 0.0) * self.fc.instances
+        for t in tiers:                 # named switches and failed fractions of tiers
+            n = t.failed
             if not n:
                 continue
             what = f"{n:,.0f} `{t.name}` switch{'es' if n != 1 else ''} off"
