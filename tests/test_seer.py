@@ -291,7 +291,7 @@ def test_plane_down_slows_dp_heavy_jobs():
     down = seer.forecast(design, job="dp_heavy", scenario="plane_b_down")
     assert down.iteration_time > base.iteration_time * 1.02
     assert down.breakdown["dp_comm"] > 1.5 * base.breakdown["dp_comm"]
-    assert any("plane B" in n for n in down.notes)
+    assert any("plane[B]" in n and n.startswith("dp: ") for n in down.notes)
     # a job inside one host does not notice
     a = seer.forecast(design, job="tp_only")
     b = seer.forecast(design, job="tp_only", scenario="plane_b_down")

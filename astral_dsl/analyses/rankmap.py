@@ -236,7 +236,11 @@ def _hosts(design: Design, job: Instance, fc, owner, needed: int, cache) -> Iter
     """The placement's hosts in order, with their replica paths and their positions in every
     scope instance of the fabric's owner."""
     target = job.field("placement")
-    if isinstance(target, Ref):
+    route = job.route("placement")     # the replicas as written: `pods[3]`, not the shared pod
+    if route is not None and not route.from_template and \
+            all(s.index is None or isinstance(s.index, int) for s in route.steps):
+        wanted = [route.display]
+    elif isinstance(target, Ref):
         wanted = [target.path]
     elif isinstance(target, Group):
         wanted = [r.path for _, r in target.flat() if isinstance(r, Ref)]

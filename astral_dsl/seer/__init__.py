@@ -54,7 +54,7 @@ def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
     if bad:
         raise ForecastError("bad forecast option", bad)
     inst = find_job(design, job)
-    failures, notes = (), []
+    failures, notes = None, []
     if scenario is not None:
         from astral_dsl.analyses import scenarios as scen
 
@@ -66,10 +66,15 @@ def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
         twin = design.compilation.under(found[0])
         twin_scenario = next(s for s in twin.scenarios if s.template == scenario)
         applied = scen.apply(twin, twin_scenario)
-        design, failures = applied.design, applied.fabric
+        design, failures = applied.design, applied
         inst = find_job(design, inst.template)
         notes.append(f"scenario `{scenario}`: " + ("; ".join(applied.notes) or "no change"))
     diags, spec, cluster = validate_job(design, inst, failures, **options)
+    if failures is not None and spec is not None and cluster is not None:
+        from astral_dsl.seer.scenario import blockers
+
+        diags = diags + blockers(design, failures, inst, spec.parallel.gpus,
+                                 cluster.net.gpus_per_host)
     errors = [d for d in diags if d.is_error]
     if errors or spec is None or cluster is None:
         raise ForecastError(f"job `{inst.template}` cannot be forecast", diags)
@@ -78,6 +83,7 @@ def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
         calibration = read_calibration(calibration)
     result = run(spec, cluster.gpu, cluster.net, table, notes, calibration)
     result.placement = cluster.placement
+    result.scenario = (scenario, failures) if failures is not None else None
     result.diagnostics = forecast_diagnostics(inst, diags, result, cluster)
     if any(d.is_error for d in result.diagnostics):     # the rule's choice clearly over memory
         raise ForecastError(f"job `{inst.template}` cannot be forecast", result.diagnostics)

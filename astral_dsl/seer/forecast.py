@@ -29,6 +29,7 @@ class Forecast:
     stage: int = 0                                      # the stage the breakdown describes
     placement: str = ""
     diagnostics: List = field(default_factory=list)     # the job's warnings (seer.forecast)
+    scenario: Optional[Tuple] = None     # (name, analyses.scenarios.Applied) under a scenario
 
     @property
     def gpus(self) -> int:

@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 from astral_dsl.analyses.walk import Resolver
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.seer import budget
-from astral_dsl.seer.cluster import Cluster, cluster_of
+from astral_dsl.seer.cluster import Cluster, cluster_of, under_failures
 from astral_dsl.seer.job import declared, job_spec
 from astral_dsl.seer.spec import (DEFAULT_SEQ, DEFAULT_VOCAB, DIMENSIONS, JobSpec, chunk_split,
                                stage_layers, virtual_stage_options)
@@ -52,7 +52,7 @@ def validate_jobs(design) -> List[Diagnostic]:
     return out
 
 
-def validate_job(design, job, fabric_failures=(), **options) -> Tuple[
+def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
         List[Diagnostic], Optional[JobSpec], Optional[Cluster]]:
     model_inst = Resolver(design)(job.field("model"))
     if model_inst is None or model_inst.kind != "model":
@@ -64,7 +64,7 @@ def validate_job(design, job, fabric_failures=(), **options) -> Tuple[
     if diags:
         return diags, spec, None
     diags = _model_defaults(spec, where) + _layout(spec, where) + _runtime(spec, where)
-    cluster = cluster_of(design, job, fabric_failures)
+    cluster = cluster_of(design, job, fabric_failures, spec.parallel.gpus)
     name = f"job `{job.template}`"
     if cluster is None or cluster.gpus == 0:
         diags.append(_err("E758", f"{name}: its placement holds no GPU", job.span_of("placement"),
@@ -81,6 +81,14 @@ def validate_job(design, job, fabric_failures=(), **options) -> Tuple[
                           "Transformer Engine's fp8 GEMMs need fp8 tensor cores (Hopper, Ada, "
                           "Blackwell): `dtype = bf16`, or declare the GPU's `flops_fp8`"))
     if any(d.is_error for d in diags):
+        return diags, spec, cluster
+    cluster, lost = under_failures(spec, cluster)      # a scenario's failed fabric parts
+    if lost:
+        diags.append(_err("E775", f"{name}: under the scenario its ranks lose their network, so "
+                                  f"it cannot run: {'; '.join(lost)}",
+                          job.span_of("placement"),
+                          "a collective needs every member on the network: keep a live port "
+                          "and a path above it for each GPU of the job"))
         return diags, spec, cluster
     diags.extend(_budget_blocks(spec, where))
     if not any(d.is_error for d in diags):

@@ -236,6 +236,9 @@ class Expressions:
         return value
 
     def _e_Binary(self, e: ast.Binary, env):
+        if e.op == "--":
+            fail("E303", "`A -- B` names the link between two parts of a fabric, as a `fail` "
+                         "target", e.span, "to subtract a negative number write `a - -b`")
         left = self.numeric(self.eval_or_probe(e.left, env, e.right), e.left.span)
         right = self.numeric(self.eval(e.right, env), e.right.span)
         return self.binary(e.op, left, right, e)
