@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 import numpy as np
+from scipy.stats import norm
 
 from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnose import clocks, evidence, localise, match
@@ -22,6 +23,7 @@ from astral_dsl.diagnose.model import Diagnosis, Evidence, RankComparison, Suspe
 from astral_dsl.diagnostics import Diagnostic, Severity
 
 SOFTWARE_SLOW = 0.15       # every stage this much slower than the forecast: not one part
+FALSE_ALARM = 0.05         # a GPU suspect in at most one healthy run in twenty
 
 
 class DiagnoseError(Exception):
@@ -122,7 +124,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     soft = _software(medians, fc_comp, iterations)
     if soft is not None:
         suspects.insert(0, soft)
-    suspects.sort(key=lambda s: (-round(s.confidence, 6), s.kind, s.path))
+    suspects.sort(key=lambda s: (s.alternative, -round(s.confidence, 6), s.kind, s.path))
     obs_iter = _observed_iteration(traces)
     counts = {}
     for code, name in match.KIND_NAMES.items():
@@ -195,17 +197,28 @@ def _forecast_compute(fc) -> Dict[int, float]:
 
 
 def _compute(rm, comp, medians, fc_comp, stage):
+    """GPU and host suspects: a rank whose compute is above its stage's median by
+    COMPUTE_SLOW, and by more than the ranks' own spread allows: ln(ratio) beyond z sigma, sigma
+    the ranks' robust spread (median absolute deviation) and z the one-sided normal quantile of
+    FALSE_ALARM / ranks (one false alarm in twenty runs, Bonferroni over the ranks)."""
     comparisons, suspects = [], []
     slow_by_host: Dict[str, List] = {}
+    ratios = {}
     for rank, per in sorted(comp.items()):
+        ratio = evidence.median_ratio(per, medians, int(stage[rank]))
+        if ratio is not None and ratio > 0:
+            ratios[rank] = ratio
+    logs = np.log(np.array(list(ratios.values()))) if ratios else np.zeros(0)
+    spread = 1.4826 * float(np.median(np.abs(logs - np.median(logs)))) if logs.size else 0.0
+    limit = max(np.log1p(evidence.COMPUTE_SLOW),
+                float(norm.isf(FALSE_ALARM / max(1, logs.size))) * spread)
+    for rank, ratio in ratios.items():
+        per = comp[rank]
         s = int(stage[rank])
-        ratio = evidence.median_ratio(per, medians, s)
-        if ratio is None:
-            continue
         own = float(np.median(list(per.values())))
         peers = own / ratio
         comparisons.append(RankComparison(rank, s, own, peers, fc_comp.get(s)))
-        if ratio >= 1 + evidence.COMPUTE_SLOW:
+        if np.log(ratio) >= limit:
             its = tuple(it for it, v in sorted(per.items())
                         if v >= medians[(s, it)] * (1 + evidence.COMPUTE_SLOW))
             slow_by_host.setdefault(rm.ranks[rank].host, []).append((rank, ratio, own, peers,
