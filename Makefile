@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install system-deps demo test bench images calibrate
+.PHONY: install system-deps demo test bench bench-diagnose images calibrate
 
 system-deps:
 	@# Graphviz's `dot` comes from Debian's package (needed by `astral render`).
@@ -21,7 +21,16 @@ test: install
 	$(PYTHON) -m pytest
 
 bench: install
-	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
+	for b in benchmarks/bench_*.py; do [ $$b = benchmarks/bench_diagnose.py ] && continue; \
+	  echo "== $$b"; $(PYTHON) $$b || exit 1; done
+	@echo "== benchmarks/bench_diagnose.py (a quick sample: make bench-diagnose runs the proof)"
+	$(PYTHON) benchmarks/bench_diagnose.py --per-kind 2 --none 4
+
+# The proof of `astral diagnose` (docs/diagnose.md): 200 random injections and 150 fault-free
+# runs on the single-pod example's job, then the speed of each input format (CPU-heavy: about
+# half an hour on two cores).
+bench-diagnose: install
+	$(PYTHON) benchmarks/bench_diagnose.py
 
 # Refit Seer's constants on the calibration runs and write the shipped fit (docs/seer.md).
 calibrate:

@@ -14,6 +14,7 @@ A unit's path names what it is in the rank map's names; where the planes (or por
 told apart the differing index lists them all (`plane[A|B]`). Its parts are the real names."""
 from __future__ import annotations
 
+import functools
 import re
 from typing import Dict, Iterable, Sequence, Tuple
 
@@ -29,7 +30,11 @@ _INDEX = re.compile(r"\[([^\]]*)\]")
 def merge_names(names: Iterable[str]) -> str:
     """One name for parts that differ only in some indices: `plane[A]` and `plane[B]` ->
     `plane[A|B]`. Names that differ otherwise: the first."""
-    names = sorted(set(names))
+    return _merge(tuple(sorted(set(names))))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _merge(names: Tuple[str, ...]) -> str:
     if len(names) <= 1:
         return names[0] if names else ""
     if len({_INDEX.sub("[]", n) for n in names}) != 1:

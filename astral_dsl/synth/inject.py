@@ -95,12 +95,17 @@ class Trial:
 
 def trial(design, fc, rank_map, kind: str, seed: int, fmt: str = "csv",
           noise: Noise = Noise(), iterations: int = 3) -> Trial:
+    """One trial; `fmt`: csv, jsonl or kineto (written to files and read back), or memory
+    (the rank log's rows handed to the log reader's column builder)."""
     from astral_dsl import diagnose, observe
     from astral_dsl.synth import write
 
     rng = np.random.default_rng(seed)
     fault = None if kind == "none" else random_fault(kind, rank_map, fc, rng, seed, iterations)
     data = generate(fc, rank_map, [fault] if fault else [], noise, iterations, seed)
+    if fmt == "memory":             # the log's rows as the reader takes them, no text
+        result = diagnose.diagnose(design, write.to_observed(data), job=fc.job.name)
+        return _outcome(kind, fault, fmt, result)
     with tempfile.TemporaryDirectory() as tmp:
         if fmt == "kineto":
             path = os.path.join(tmp, "traces")
@@ -109,6 +114,10 @@ def trial(design, fc, rank_map, kind: str, seed: int, fmt: str = "csv",
             path = os.path.join(tmp, f"log.{fmt}")
             write.write_log(data, path, fmt)
         result = diagnose.diagnose(design, observe.load([path]), job=fc.job.name)
+    return _outcome(kind, fault, fmt, result)
+
+
+def _outcome(kind, fault, fmt, result) -> Trial:
     position = None
     if fault is not None:
         for i, s in enumerate(result.suspects, start=1):
