@@ -92,7 +92,9 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     traces = checks.usable(observed, rm, diags)
     if not traces:
         raise DiagnoseError("no rank of the observed data can be used", diags)
-    wrong = checks.rank_order(traces, rm)
+    n_hosts = max(r.host_index for r in rm.ranks) + 1
+    wrong = checks.rank_order(traces, rm,
+                              tiebreak=lambda m: _aligned_share(traces, m, n_hosts))
     if wrong is not None:
         raise DiagnoseError("the observed data does not match the job's rank order",
                             diags + [wrong])
@@ -103,7 +105,6 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     traces = {r: t.select(np.isin(t.iteration, iterations)) for r, t in traces.items()}
     stage = np.array([r.stage for r in rm.ranks])
     records, inst_, offsets, bad_hosts = _aligned(traces, rm)
-    n_hosts = max(r.host_index for r in rm.ranks) + 1
     if len(bad_hosts) > max(1, n_hosts // 4) and checks.order_fit(traces, rm) is None:
         # collectives matched by the wrong groups cannot be aligned: is it the order?
         wrong = checks.rank_order(traces, rm, lambda m: _aligned_share(traces, m, n_hosts))

@@ -126,9 +126,11 @@ def order_fit(traces, rm) -> Optional[float]:
     return (a + b) / (n + m) if n + m else None
 
 
-def rank_order(traces, rm, fit_of=None) -> Optional[Diagnostic]:
+def rank_order(traces, rm, fit_of=None, tiebreak=None) -> Optional[Diagnostic]:
     """E792 when the order does not fit the data and another one does; `fit_of(rank_map)`
-    scores an order (default: pipeline peers and process groups)."""
+    scores an order (default: pipeline peers and process groups), `tiebreak(rank_map)` ranks
+    the orders that fit equally well (pipeline peers say nothing of how tp and dp nest: the
+    collectives' clocks do)."""
     fit_of = fit_of or (lambda m: order_fit(traces, m))
     own = fit_of(rm)
     if own is None or own >= ORDER_FIT:
@@ -143,7 +145,14 @@ def rank_order(traces, rm, fit_of=None) -> Optional[Diagnostic]:
             fits.append((score, order))
     if not fits:
         return None
-    fits.sort(key=lambda x: (-x[0], x[1]))
+    best = max(score for score, _ in fits)
+    fits = [(score, o) for score, o in fits if score >= best - 1e-9]
+    if tiebreak is not None and len(fits) > 1:
+        fits = [(tiebreak(rankmap_mod.reorder(rm, o)), o) for _, o in fits]
+        top = max(t for t, _ in fits)
+        fits = [(best, o) for t, o in fits if t >= top - 1e-9]
+    default = "-".join(rankmap_mod.parse_order(None))
+    fits.sort(key=lambda x: (-x[0], x[1] != default, x[1]))
     files = sorted({t.file for t in traces.values()})
     return diag("E792", f"the observed data does not match the rank order {here}: it explains "
                         f"{own:.0%} of the pipeline peers and process groups seen, while "
