@@ -182,7 +182,9 @@ CODES: dict[str, str] = {
     "E788": "no usable iteration in an observed file",
     "W788": "a rank lacks an iteration the others have",
     "E789": "a host's clock cannot be aligned with its peers'",
+    "E790": "observed rank does not look like a rank of the job",
     "W791": "job cannot be forecast: ranks compared with their peers only",
+    "E792": "observed data does not match the job's rank order",
     # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
     "E800": "a point was not evaluated: its worker failed",
     "W800": "the cost counts only equipment with a declared price",
