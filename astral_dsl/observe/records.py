@@ -60,10 +60,15 @@ class RankTrace:
     groups: Tuple[ProcessGroup, ...] = ()
     device: str = ""
     iterations_from: str = ""               # "ProfilerStep", "pattern", "log"
+    _iterations: Tuple[int, ...] = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self):
+        # asked for many times by the checks and the diagnosis: found once
+        object.__setattr__(self, "_iterations", tuple(np.unique(self.iteration).tolist()))
 
     @property
     def iterations(self) -> Tuple[int, ...]:
-        return tuple(int(i) for i in np.unique(self.iteration))
+        return self._iterations
 
     def __len__(self) -> int:
         return int(self.start.shape[0])
