@@ -3,7 +3,6 @@ natural width fits, and otherwise stacked, one block per row (`field: value` lin
 row's name), so that nothing is cut, wrapped inside a cell or printed wider than the terminal."""
 from __future__ import annotations
 
-import io
 from typing import List, Sequence
 
 import attrs
@@ -45,22 +44,34 @@ def print_table(console, table: Table, width: int, markup=lambda s: s) -> None:
         wide.add_section()
         for row in table.footer:
             wide.add_row(*[markup(cell) for cell in row], style="bold")
-    if natural_width(wide) <= width:
+    if natural_width(table) <= width:
         console.print(wide)
         return
-    stacked(console, table, markup)
+    stacked(console, table)
 
 
-def natural_width(renderable) -> int:
-    """The width `renderable` takes when nothing constrains it."""
-    from rich.console import Console
-
-    return Console(width=1_000_000, file=io.StringIO()).measure(renderable).maximum
+GAP = 2     # between columns (no edge padding, collapsed padding, a one-space rule)
+EDGE = 2    # the box's edges, a space on each side
 
 
-def stacked(console, table: Table, markup=lambda s: s) -> None:
+def natural_width(table: Table) -> int:
+    """The width `table` takes when nothing constrains it: its widest cell per column (in
+    terminal cells), and the gaps."""
+    from rich.cells import cell_len
+
+    widths = [cell_len(c.name) for c in table.columns]
+    for row in table.rows + table.footer:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], cell_len(cell))
+    return sum(widths) + GAP * (len(widths) - 1) + EDGE
+
+
+def stacked(console, table: Table) -> None:
     """One block per row: the first cell as a heading, then `field: value` for the others
     that hold something."""
+    from rich.markup import escape
+
+    markup = escape
     console.print(f"[bold]{markup(table.title)}[/bold]")
     # a second text column (the instance after its level) joins the heading
     lead = 2 if len(table.columns) > 1 and table.columns[1].left else 1
