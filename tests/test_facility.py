@@ -176,3 +176,42 @@ site S { racks = 8 x R, utilization = 50 % }
     assert eng.cooling.pue is None
     assert eng.cooling.facility_w == pytest.approx(160_000)
     assert eng.cooling.peak.total_w == pytest.approx(320_000)
+
+
+def test_utilization_stated_below_the_site_needs_no_site_figure():
+    # every rack states its own: nothing is taken at its peak, no W627
+    eng, diags = _eng(rack=", utilization = 50 %")
+    text = BASE.replace("@SWITCH@", "").replace("@RACK@", ", utilization = 50 %").replace(
+        "@SITE@", "").replace("  utilization = 75 %\n", "")
+    checked = check_design(astral_dsl.loads(text, name="facility.astral"))
+    assert not [d for d in checked.diagnostics if d.code == "W627"]
+    assert checked.engineering.power.it_average_w == pytest.approx(eng.power.it_average_w)
+
+
+def test_w627_says_how_much_load_is_taken_at_its_peak():
+    # one row states 40 %, the other nothing (and the site nothing): that row's 160 kW count at
+    # their peak, and the warning says so
+    text = BASE.replace("@SWITCH@", "").replace("@RACK@", "").replace("@SITE@", "").replace(
+        "row Row {", "row Slow = Row { utilization = 40 % }\nrow Row {", 1).replace(
+        "rows = 2 x Row", "rows = [Row, Slow]").replace("  utilization = 75 %\n", "")
+    checked = check_design(astral_dsl.loads(text, name="facility.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W627"]
+    assert w.message == ("site `S` declares no `utilization` for 160 kW of its IT load (nor do "
+                         "the parts inside it): the average IT load (facility power, PUE) is "
+                         "taken as the peak there")
+    assert checked.engineering.power.it_average_w == pytest.approx(160_000 + 64_000 + 12_000)
+
+
+def test_a_loop_for_the_switches_only_cools_no_rack():
+    # a `network = true` loop without `serves` takes the switches' share only: without the
+    # rows' loops the racks' 240 kW of cold-plate heat still has no path out (W651)
+    loop = ("loop netplates { fluid = Water, supply = 35 degC, rise = 10 K, network = true, "
+            "pump_head = 150 kPa, pump_efficiency = 60 %, cdu = Cdu, cdus = 2, "
+            "redundancy = n_plus_1 }")
+    text = BASE.replace("@SWITCH@", ", liquid_share = 50 %").replace("@RACK@", "").replace(
+        "@SITE@", loop).replace("""  loop plates { fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2,
+                redundancy = n_plus_1, pump_head = 150 kPa, pump_efficiency = 60 % }
+""", "")
+    checked = check_design(astral_dsl.loads(text, name="facility.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W651"]
+    assert w.message.startswith("240 kW of cold-plate heat (8 rack(s)")

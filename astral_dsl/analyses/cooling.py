@@ -136,7 +136,8 @@ def _heat_paths(design, mult, served: Served, loops, air, cache, diags) -> None:
     """W651 (W652): racks whose cold-plate (air) heat no loop (air unit) removes."""
     by_path = {i.path: i for _, i in mult.values()}
     for code, units, heat_of, what, unit in (
-            ("W651", loops, lambda r: liquid_heat(r, cache), "cold-plate", "loop"),
+            ("W651", [lp for lp in loops if not _network_only(by_path.get(lp.path))],
+             lambda r: liquid_heat(r, cache), "cold-plate", "loop"),
             ("W652", [a for a in air if not _network_only(by_path.get(a.path))],
              lambda r: power_of(r, cache).si - liquid_heat(r, cache), "air", "air unit")):
         covered: Dict[int, float] = {}

@@ -42,6 +42,21 @@ def power(watts: float, digits: int = 1) -> str:
     return _scaled(watts, ((1e3, "kW"), (1.0, "W")), digits)
 
 
+def _trim(text: str) -> str:
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def power_compact(watts: float) -> str:
+    """Three significant figures or so, for pictures: `708.6 MW`, `40.1 MW`, `2.88 MW`,
+    `652.8 kW`, `1.8 kW`, `25 W`; GW from 1 GW."""
+    a = abs(watts)
+    for factor, unit in ((1e9, "GW"), (1e6, "MW"), (1e3, "kW")):
+        if a >= factor:
+            digits = 2 if a < 10 * factor or unit == "GW" else 1
+            return _trim(f"{watts / factor:.{digits}f}") + f" {unit}"
+    return _trim(f"{watts:.1f}") + " W"
+
+
 def power_in(watts: float, unit: Tuple[float, str, int]) -> str:
     """`watts` in a given unit, with that unit's decimals kept (aligned in a column)."""
     factor, name, digits = unit
