@@ -215,3 +215,12 @@ def test_a_loop_for_the_switches_only_cools_no_rack():
     checked = check_design(astral_dsl.loads(text, name="facility.astral"))
     (w,) = [d for d in checked.diagnostics if d.code == "W651"]
     assert w.message.startswith("240 kW of cold-plate heat (8 rack(s)")
+
+
+def test_utilization_where_it_cannot_be_stated_says_where_it_can():
+    design = astral_dsl.loads("host H { power = 10 kW, utilization = 50 % }\n"
+                              "rack R { hosts = 4 x H }\nsite S { racks = 2 x R }\n",
+                              name="hostu.astral")
+    (e,) = [d for d in design.diagnostics if d.is_error]
+    assert (e.code, e.message) == ("E203", "a host has no field `utilization`")
+    assert e.hint == "`utilization` is stated on a rack, row, block, pod, hall or site"

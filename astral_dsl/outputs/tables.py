@@ -29,50 +29,63 @@ class Table:
         self.footer.append([str(c) for c in cells])
 
 
+GAP = 2     # spaces between columns
+EDGE = 1    # a space at each edge
+
+
 def print_table(console, table: Table, width: int, markup=lambda s: s) -> None:
-    """Print `table` on a rich console `width` columns wide. `markup` escapes design text."""
-    from rich import box
-    from rich.table import Table as Rich
-
-    wide = Rich(title=table.title, box=box.SIMPLE_HEAD, show_footer=False, pad_edge=False,
-                collapse_padding=True)
-    for c in table.columns:
-        wide.add_column(c.name, justify="left" if c.left else "right", no_wrap=True)
-    for row in table.rows:
-        wide.add_row(*[markup(cell) for cell in row])
-    if table.footer:
-        wide.add_section()
-        for row in table.footer:
-            wide.add_row(*[markup(cell) for cell in row], style="bold")
-    if natural_width(table) <= width:
-        console.print(wide)
+    """Print `table` on a rich console `width` columns wide. `markup` makes design text safe
+    to print (terminal controls escaped, rich markup quoted)."""
+    widths = _widths(table)
+    if sum(widths) + GAP * (len(widths) - 1) + 2 * EDGE > width:
+        stacked(console, table, markup)
         return
-    stacked(console, table)
+    console.print(f"[bold]{markup(table.title)}[/bold]", overflow="fold")
+    console.print()
+    console.print("[bold]" + markup(_line(table.columns, [c.name for c in table.columns],
+                                          widths)) + "[/bold]", soft_wrap=True)
+    console.print(" " + "─" * (sum(widths) + GAP * (len(widths) - 1)), soft_wrap=True)
+    for row in table.rows:
+        console.print(markup(_line(table.columns, row, widths)), soft_wrap=True)
+    if table.footer:
+        console.print()
+        for row in table.footer:
+            console.print("[bold]" + markup(_line(table.columns, row, widths)) + "[/bold]",
+                          soft_wrap=True)
+    console.print()
 
 
-GAP = 2     # between columns (no edge padding, collapsed padding, a one-space rule)
-EDGE = 2    # the box's edges, a space on each side
-
-
-def natural_width(table: Table) -> int:
-    """The width `table` takes when nothing constrains it: its widest cell per column (in
-    terminal cells), and the gaps."""
+def _widths(table: Table) -> List[int]:
+    """Each column's widest cell (in terminal cells), its name included."""
     from rich.cells import cell_len
 
     widths = [cell_len(c.name) for c in table.columns]
     for row in table.rows + table.footer:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], cell_len(cell))
-    return sum(widths) + GAP * (len(widths) - 1) + EDGE
+    return widths
 
 
-def stacked(console, table: Table) -> None:
+def _line(columns, cells, widths) -> str:
+    from rich.cells import cell_len
+
+    out = []
+    for c, cell, w in zip(columns, cells, widths):
+        pad = " " * (w - cell_len(cell))
+        out.append(cell + pad if c.left else pad + cell)
+    return (" " * EDGE + (" " * GAP).join(out)).rstrip()
+
+
+def natural_width(table: Table) -> int:
+    """The width `table` takes when nothing constrains it."""
+    widths = _widths(table)
+    return sum(widths) + GAP * (len(widths) - 1) + 2 * EDGE
+
+
+def stacked(console, table: Table, markup=lambda s: s) -> None:
     """One block per row: the first cell as a heading, then `field: value` for the others
     that hold something."""
-    from rich.markup import escape
-
-    markup = escape
-    console.print(f"[bold]{markup(table.title)}[/bold]")
+    console.print(f"[bold]{markup(table.title)}[/bold]", overflow="fold")
     # a second text column (the instance after its level) joins the heading
     lead = 2 if len(table.columns) > 1 and table.columns[1].left else 1
     for row in table.rows + table.footer:
