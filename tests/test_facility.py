@@ -167,11 +167,9 @@ def test_switches_on_their_feeder_get_its_checks():
 
 
 def test_no_cooling_no_pue():
-    text = """
-host H { power = 10 kW }
-rack R { hosts = 4 x H }
-site S { racks = 8 x R, utilization = 50 % }
-"""
+    # 8 racks x 40 kW = 320 kW peak, 160 kW at 50 %: no cooling, no losses declared
+    text = "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n" \
+        "site S { racks = 8 x R, utilization = 50 % }\n"
     eng = check_design(astral_dsl.loads(text, name="bare.astral")).engineering
     assert eng.cooling.pue is None
     assert eng.cooling.facility_w == pytest.approx(160_000)
