@@ -37,12 +37,6 @@ def add_engine_options(p) -> None:
                    help="run on an existing Dask cluster, e.g. tcp://scheduler:8786")
 
 
-def terminal_width(default: int = 160) -> int:
-    import shutil
-
-    return shutil.get_terminal_size((default, 24)).columns if sys.stdout.isatty() else default
-
-
 def progress_bar(enabled: bool, label: str):
     """(callback(done, total), stop()) drawing a bar on stderr when it is a terminal."""
     if not enabled:
@@ -118,7 +112,10 @@ def run(args, overrides) -> int:
         sys.stdout.write(f"{result.file}: {len(result.rows)} points ({valid} valid) written to "
                          f"{args.output}\n")
     else:
-        sys.stdout.write(out.table(result, args.scenario, colour(args), terminal_width()))
+        from astral_dsl.outputs.table import terminal_width
+
+        sys.stdout.write(out.table(result, args.scenario, colour(args),
+                                   terminal_width(sys.stdout)))
     return EXIT_OK if all(r["valid"] for r in result.rows) else EXIT_ERRORS
 
 

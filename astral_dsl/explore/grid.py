@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -16,6 +17,10 @@ import attrs
 MAX_POINTS = 100_000
 
 _NUMBER = re.compile(r"\s*(?P<num>[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*(?P<unit>.*?)\s*$")
+
+
+_FLOAT_MAX = Fraction(sys.float_info.max)
+_FLOAT_TINY = Fraction(sys.float_info.min)
 
 
 class GridError(ValueError):
@@ -37,6 +42,9 @@ def _fraction(text: str, what: str) -> Tuple[Fraction, str]:
         value = Fraction(m.group("num"))
     except (ValueError, ZeroDivisionError):
         raise GridError(f"{what} `{text.strip()}` is not a number") from None
+    if abs(value) > _FLOAT_MAX or (value and abs(value) < _FLOAT_TINY):
+        raise GridError(f"{what} `{text.strip()}` is beyond the range of a number "
+                        "(1e-308 to 1.8e308 in magnitude)")
     unit = m.group("unit")
     if unit:
         from astral_dsl.units import parse_unit
@@ -50,27 +58,54 @@ def _fraction(text: str, what: str) -> Tuple[Fraction, str]:
 
 
 def _show(value: Fraction, unit: str) -> str:
-    if value.denominator == 1:
-        text = str(value.numerator)
-    else:
-        text = _decimal(value)
+    text = _decimal(value)
     return f"{text} {unit}" if unit else text
 
 
+PLAIN_DIGITS = 15        # beyond this many digits before or after the point: 1.5e300
+
+
 def _decimal(value: Fraction) -> str:
-    """A terminating decimal exactly (1/8 -> 0.125); otherwise 12 significant digits."""
-    den, twos, fives = value.denominator, 0, 0
+    """A terminating decimal exactly (1/8 -> 0.125, 10^300 -> 1e300); otherwise 12 significant
+    digits. Never through float, whose range a literal may exceed."""
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    num, den = abs(value.numerator), value.denominator
+    twos = fives = 0
     while den % 2 == 0:
         den, twos = den // 2, twos + 1
     while den % 5 == 0:
         den, fives = den // 5, fives + 1
     if den != 1:
-        return f"{float(value):.12g}"
+        from decimal import Context
+
+        d = Context(prec=12).divide(num, value.denominator)
+        return sign + _compact(*_digits(d))
     k = max(twos, fives)
-    scaled = abs(value.numerator) * 10 ** k // value.denominator
-    digits = str(scaled).rjust(k + 1, "0")
-    text = (digits[:-k] + "." + digits[-k:]).rstrip("0").rstrip(".")
-    return ("-" if value < 0 else "") + text
+    scaled = num * 10 ** k // value.denominator       # exact: value = scaled / 10^k
+    return sign + _compact(str(scaled), -k)
+
+
+def _digits(d) -> Tuple[str, int]:
+    t = d.as_tuple()
+    return "".join(map(str, t.digits)), t.exponent
+
+
+def _compact(digits: str, exponent: int) -> str:
+    """digits x 10^exponent as a plain decimal, or in scientific notation when long."""
+    stripped = digits.rstrip("0") or "0"
+    exponent += len(digits) - len(stripped)
+    digits = stripped
+    lead = len(digits) + exponent                    # digits before the point
+    if -PLAIN_DIGITS < lead <= PLAIN_DIGITS + 1 and exponent > -PLAIN_DIGITS - 6:
+        if exponent >= 0:
+            return digits + "0" * exponent
+        if lead > 0:
+            return digits[:lead] + "." + digits[lead:]
+        return "0." + "0" * -lead + digits
+    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{mantissa}e{lead - 1}"
 
 
 def _same_unit(a: str, b: str, spec: str) -> str:
