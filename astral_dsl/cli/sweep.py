@@ -38,7 +38,8 @@ def add_engine_options(p) -> None:
 
 
 def progress_bar(enabled: bool, label: str):
-    """(callback(done, total), stop()) drawing a bar on stderr when it is a terminal."""
+    """(callback(done, total, label=None), stop()) drawing a bar on stderr when it is a
+    terminal; a new label starts a new bar, a total of None counts without one."""
     if not enabled:
         return None, lambda: None
     from rich.console import Console
@@ -49,11 +50,16 @@ def progress_bar(enabled: bool, label: str):
                    console=Console(file=sys.stderr), transient=True)
     state = {}
 
-    def update(done: int, total: int) -> None:
-        if "task" not in state:
-            bar.start()
-            state["task"] = bar.add_task(label, total=total)
-        bar.update(state["task"], completed=done)
+    def update(done: int, total, what=None) -> None:
+        what = what or label
+        if state.get("label") != what:
+            if "task" not in state:
+                bar.start()
+            else:
+                bar.update(state["task"], visible=False)
+            state["task"] = bar.add_task(what, total=total)
+            state["label"] = what
+        bar.update(state["task"], completed=done, total=total)
 
     def stop() -> None:
         if "task" in state:

@@ -57,6 +57,19 @@ def _fraction(text: str, what: str) -> Tuple[Fraction, str]:
     return value, unit
 
 
+def quantity_si(text: str, like: str, what: str) -> float:
+    """A quantity written on the command line (`4 yr`), in SI, of the dimension of unit
+    `like`."""
+    from astral_dsl.units import parse_unit
+
+    value, unit = _fraction(text, f"{what}")
+    want = parse_unit(like)
+    if not unit or parse_unit(unit).dims != want.dims:
+        raise GridError(f"{what} {text.strip()}: write a quantity in {like} or another unit of "
+                        "its kind (e.g. `4 yr`)")
+    return float(value * parse_unit(unit).scale)
+
+
 def _show(value: Fraction, unit: str) -> str:
     text = _decimal(value)
     return f"{text} {unit}" if unit else text
