@@ -177,7 +177,7 @@ CODES: dict[str, str] = {
     "E789": "a host's clock cannot be aligned with its peers'",
     "W791": "job cannot be forecast: ranks compared with their peers only",
     # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
-    "E800": "a point was not evaluated: its worker failed",
+    "E800": "a point or configuration was not evaluated: its worker failed",
     "W800": "the cost counts only equipment with a declared price",
 }
 

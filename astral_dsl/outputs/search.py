@@ -87,10 +87,10 @@ def summary(result) -> List[str]:
                      f"{rule['why']}")
     cap = f" of {result.gpu_memory_gb:.0f} GB" if result.gpu_memory_gb else ""
     lines.append(f"  {c.admitted:,} admitted, each bounded below from Seer's operator costs "
-                 "without simulating its schedule;")
+                 "without simulating its schedule")
     lines.append(f"  {result.memory_checked:,} of them could reach the top {result.top}: "
-                 f"{result.fit:,} fit in memory (Seer's estimate{cap}), "
-                 f"{result.forecast:,} forecast fully (the schedule simulated)")
+                 f"{result.fit:,} fit in memory (Seer's estimate{cap}) and were forecast "
+                 "fully (the schedule simulated)")
     if result.objective == "cost_per_token" or any("cost_per_token_usd" in r
                                                    for r in result.rows):
         years = result.life_s / (365 * 86400)

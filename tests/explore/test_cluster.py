@@ -53,4 +53,4 @@ def test_search_ranks_on_the_cluster_as_locally(cluster, project):
     assert remote.engine.endswith("(2 workers)")
     assert len(remote.rows) == 5
     assert remote.rows == local.rows                 # configurations, forecasts, breakdowns
-    assert (remote.memory_checked, remote.forecast) == (local.memory_checked, local.forecast)
+    assert (remote.memory_checked, remote.fit) == (local.memory_checked, local.fit)

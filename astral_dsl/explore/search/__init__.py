@@ -6,13 +6,13 @@ its placement.
     for row in result.rows: row["config"].label(), row["tokens_per_s"], row["breakdown_s"]
 
 Every configuration the job's placement admits (space.py) is enumerated, those a forecast
-would reject are counted by rule, the rest are screened: Seer's memory estimate
-(seer/memory.py) against the GPU's memory, and a lower bound of the iteration time from the
-compute of its blocks alone (bounds.py). Then, best bound first, a configuration gets the bound
-of its whole block templates and, if that still could beat the k-th best found so far, Seer's
-full forecast (the schedule simulated, no timeline kept). The search stops when no bound left
-can beat the k-th best: the top k are those an exhaustive forecast of every configuration
-ranks first (tests/explore/test_search.py checks it against brute force).
+would reject are counted by rule, the rest get a lower bound of the iteration time from Seer's
+operator costs of its blocks without simulating its schedule (bounds.py). Then, best bound first, a
+configuration gets Seer's memory estimate (seer/memory.py) and, if it fits in the GPU's
+memory, Seer's full forecast (the schedule simulated, no timeline kept). The search stops
+when no bound left can beat the k-th best forecast: the top k are those an exhaustive forecast
+of every configuration ranks first (tests/explore/test_search.py checks it against brute
+force).
 
 Objectives: `tokens_per_s` (the default) and `iteration_time` rank alike (the global batch is
 the job's for every configuration); `cost_per_token` is the purchase cost of the GPUs a
@@ -28,7 +28,7 @@ import attrs
 from astral_dsl.explore.bundle import load_with_bundle
 from astral_dsl.explore.engines import chunks, engine as make_engine
 from astral_dsl.explore.search.space import Config, Counts, Space, enumerate_space
-from astral_dsl.explore.search.work import Setup, SetupError, State, refine, screen
+from astral_dsl.explore.search.work import Setup, SetupError, State, forecast, screen
 
 OBJECTIVES = ("tokens_per_s", "iteration_time", "cost_per_token")
 LIFE_S = 4 * 365 * 86400          # [assumed] 4-year straight-line write-off; `life` to change
@@ -54,9 +54,7 @@ class SearchResult:
     counts: Counts
     screened: int                     # configurations with a screening bound
     memory_checked: int               # of which Seer's memory estimate was needed
-    fit: int                          # of which fit in the GPU's memory
-    refined: int                      # template bounds computed
-    forecast: int                     # full forecasts
+    fit: int                          # of which fit in the GPU's memory: forecast fully
     rows: List[Dict[str, Any]]        # the top k, ranked: config, forecast figures, cost
     declared: Optional[Dict[str, Any]]          # the job as declared: its forecast figures
     declared_errors: Tuple[str, ...]            # or the codes that stop its forecast
@@ -115,8 +113,7 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
     declared, declared_errors = _declared(state, weight)
     return SearchResult(
         base.file, state.job.template, objective, state.space, counts, len(screened),
-        tally.memory_checked, tally.fit, tally.refined, tally.forecasts, rows, declared,
-        declared_errors, tuple(diagnostics),
+        tally.memory_checked, tally.fit, rows, declared, declared_errors, tuple(diagnostics),
         state.cluster.gpu.name,
         state.cluster.gpu.memory / 1e9 if state.cluster.gpu.memory else None,
         state.cluster.placement, state.cluster.gpus, eng.description, life_s,
@@ -171,12 +168,13 @@ def _weights(objective: str, base, state, life_s: float, diagnostics) -> _Weight
 
 def _screen(eng, handle, setup, configs, progress, diagnostics, bundle) -> Dict[int, float]:
     """config index -> its screening bound (seconds); lost ones are left out (E800)."""
-    groups: Dict[Config, List[int]] = {}
+    families: Dict[Config, List[int]] = {}
     for i, c in enumerate(configs):
-        groups.setdefault(c.group(), []).append(i)
-    order = list(groups.items())
+        families.setdefault(c.family(), []).append(i)
+    order = list(families.items())
     parts = chunks(len(order), getattr(eng, "workers", 1), largest=64)
-    tasks = [(screen, (handle, setup, [(order[k][0], [configs[i].micro for i in order[k][1]])
+    tasks = [(screen, (handle, setup, [(order[k][0], [(configs[i].micro, configs[i].zero)
+                                                      for i in order[k][1]])
                                        for k in part])) for part in parts]
     finished = [0]
 
@@ -202,16 +200,15 @@ def _screen(eng, handle, setup, configs, progress, diagnostics, bundle) -> Dict[
 class _Tally:
     memory_checked: int = 0
     fit: int = 0
-    refined: int = 0
-    forecasts: int = 0
     lost: int = 0
     why: str = ""
 
 
 def _best_first(eng, handle, setup, configs, screened, weight, top, progress, diagnostics,
                 bundle):
-    """The top configurations by their full forecasts: (score, index, forecast row) sorted,
-    and the tally of the work done."""
+    """The top configurations by their full forecasts, (score, index, forecast row) sorted,
+    and the tally of the work done: best bound first, until no bound left can beat the k-th
+    best forecast."""
     heap = [(b * weight(configs[i]), i) for i, b in screened.items()]
     heapq.heapify(heap)
     found: List[Tuple[float, int, Dict[str, Any]]] = []
@@ -223,9 +220,8 @@ def _best_first(eng, handle, setup, configs, screened, weight, top, progress, di
             batch.append(heapq.heappop(heap)[1])
         if not batch:
             break
-        items = [(configs[i], threshold / weight(configs[i])) for i in batch]
-        parts = [range(k, min(len(items), k + PER_TASK)) for k in range(0, len(items), PER_TASK)]
-        tasks = [(refine, (handle, setup, [items[k] for k in part])) for part in parts]
+        parts = [batch[k:k + PER_TASK] for k in range(0, len(batch), PER_TASK)]
+        tasks = [(forecast, (handle, setup, [configs[i] for i in part])) for part in parts]
         gone: List[Tuple[int, str]] = []
         results = eng.run(tasks, lambda k: None, lambda k, why: gone.append((k, why)))
         for part, result in zip(parts, results):
@@ -233,20 +229,14 @@ def _best_first(eng, handle, setup, configs, screened, weight, top, progress, di
                 tally.lost += len(part)
                 tally.why = gone[0][1] if gone else tally.why
                 continue
-            for k, (fits, _, b, row) in zip(part, result):
+            for i, (fits, _, row) in zip(part, result):
                 tally.memory_checked += 1
-                if not fits:
-                    continue
-                tally.fit += 1
-                tally.refined += 1
-                if row is None:
-                    continue
-                tally.forecasts += 1
-                found.append((row["iteration_time_s"] * weight(configs[batch[k]]), batch[k],
-                              row))
+                if fits:
+                    tally.fit += 1
+                    found.append((row["iteration_time_s"] * weight(configs[i]), i, row))
         found.sort(key=lambda t: (t[0], configs[t[1]]))
         if progress is not None:
-            progress("forecasting", tally.forecasts, None)
+            progress("forecasting", tally.fit, None)
     if tally.lost:
         diagnostics.append(_lost(tally.lost, tally.why, bundle))
     return found, tally

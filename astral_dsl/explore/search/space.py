@@ -87,8 +87,12 @@ class Config:
         return " ".join(dims + [f"mb{self.micro}", self.recompute, f"zero{self.zero}"])
 
     def group(self) -> "Config":
-        """The configuration with the micro-batch left out (memory grows with it)."""
+        """The configuration with the micro-batch left out."""
         return attrs.evolve(self, micro=0)
+
+    def family(self) -> "Config":
+        """The configuration with the micro-batch and the ZeRO stage left out."""
+        return attrs.evolve(self, micro=0, zero=0)
 
 
 @attrs.frozen

@@ -1,8 +1,8 @@
 """The work of a search where a worker runs it: from the design's source text (bundle.py) and
-the `--set` overrides, the job as Seer reads it, then `screen` (the profile bound of every
-configuration of a group) and `refine` (Seer's memory estimate, the template bound, and the
-full forecast when that bound cannot rule it out). Results are plain data; a process keeps what it priced
-(templates, profiles) for the tasks that follow."""
+the `--set` overrides, the job as Seer reads it, then `screen` (the lower bound of every
+configuration of a family) and `forecast` (Seer's memory estimate, and Seer's full forecast
+of what fits). Results are plain data; a process keeps what it priced (profiles, the parameters
+a layout holds) for the tasks that follow."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -10,8 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl.explore.bundle import Bundle, lay_out
-from astral_dsl.explore.search.bounds import (Profile, Tail, refine_bound, screen_bound,
-                                              template_key)
+from astral_dsl.explore.search.bounds import Profile, Tail, finish, screen_ends
 from astral_dsl.explore.search.space import Config, Space
 
 
@@ -54,7 +53,6 @@ class State:
         self.costs = Costs(cluster.gpu, spec.dtype)
         self.profiles: Dict[tuple, Profile] = {}
         self.tails: Dict[Config, Tuple[Any, Tail]] = {}
-        self.templates: Dict[tuple, dict] = {}
         self.hops: Dict[Config, float] = {}
         self.splits: Dict[tuple, tuple] = {}
 
@@ -95,22 +93,26 @@ class State:
         return hit
 
     def profile(self, config: Config, tp_layout) -> Profile:
+        """The compute profile (bounds.Profile), without ZeRO-3's gathers."""
         key = (config.tp, config.cp, config.ep, config.micro, config.recompute)
         hit = self.profiles.get(key)
         if hit is None:
-            hit = self.profiles[key] = Profile(config.spec(self.space), self.costs,
-                                               self.cluster.net, tp_layout)
+            job = attrs.evolve(config, zero=0).spec(self.space)
+            hit = self.profiles[key] = Profile(job, self.costs, self.cluster.net, "tp",
+                                               tp_layout, "compute")
         return hit
 
-    def lowering(self, config: Config):
-        """A Lowering of the configuration whose templates are shared with every other one
-        of equal template key (bounds.template_key)."""
-        from astral_dsl.seer.lower import Lowering
-
-        low = Lowering(config.spec(self.space), self.costs, self.cluster.net)
-        low._cache = self.templates.setdefault(template_key(low), {})
-        return low
-
+    def dp_profile(self, config: Config, dp_layout) -> Optional[Profile]:
+        """ZeRO-3's data-parallel stream profile (bounds.Profile); None without ZeRO-3."""
+        if config.zero < 3 or dp_layout.n <= 1:
+            return None
+        key = (config.tp, config.cp, config.ep, dp_layout)
+        hit = self.profiles.get(key)
+        if hit is None:
+            job = attrs.evolve(config, micro=1, recompute="none").spec(self.space)
+            hit = self.profiles[key] = Profile(job, self.costs, self.cluster.net, "dp",
+                                               dp_layout, "dp")
+        return hit
 
 _STATES: Dict[tuple, State] = {}
 
@@ -135,45 +137,45 @@ def memory_fits(state: State, config: Config, low) -> Tuple[bool, float]:
     return (not cap or est.total <= cap), est.total
 
 
-def screen(bundle: Bundle, setup: Setup, groups: Sequence[Tuple[Config, Sequence[int]]]
+def screen(bundle: Bundle, setup: Setup, families: Sequence[Tuple[Config, Sequence[Tuple[int, int]]]]
            ) -> List[List[float]]:
-    """For each group (a configuration without its micro-batch, and the micro-batches to
-    try): the screening bound of each (bounds.screen_bound), in seconds."""
+    """For each family (a configuration without its micro-batch and ZeRO stage, and the
+    (micro-batch, ZeRO stage) pairs to try): the screening bound of each (bounds.screen_bound),
+    in seconds. The pipeline part is priced once per micro-batch: ZeRO changes the tail only."""
     state = state_of(bundle, setup)
     out = []
-    for group, micros in groups:
-        rows = []
-        for b in micros:
-            config = attrs.evolve(group, micro=b)
+    for family, members in families:
+        rows, ends = [], {}
+        for micro, zero in members:
+            config = attrs.evolve(family, micro=micro, zero=zero)
             low, tail = state.group(config)
-            spec = config.spec(state.space)
-            rows.append(screen_bound(spec, state.profile(config, low.groups["tp"]), tail,
-                                     state.hop(config), state.chunks(spec)))
+            dp = state.dp_profile(config, low.groups["dp"])
+            key = (micro, dp is not None)
+            if key not in ends:
+                spec = config.spec(state.space)
+                ends[key] = screen_ends(spec, state.profile(config, low.groups["tp"]),
+                                        state.hop(config), state.chunks(spec), dp)
+            rows.append(0.0 if ends[key] is None else finish(ends[key], tail))
         out.append(rows)
     return out
 
 
-def refine(bundle: Bundle, setup: Setup, items: Sequence[Tuple[Config, float]]
-           ) -> List[Tuple[bool, float, Optional[float], Optional[Dict[str, Any]]]]:
-    """For each (configuration, time threshold): (fits in memory, the estimate in bytes, the
-    template bound when it fits, its full forecast (forecast_row) when that bound is not
-    above the threshold)."""
+def forecast(bundle: Bundle, setup: Setup, configs: Sequence[Config]
+             ) -> List[Tuple[bool, float, Optional[Dict[str, Any]]]]:
+    """For each configuration: (fits in memory, Seer's estimate in bytes, its full forecast
+    (forecast_row) when it fits)."""
     from astral_dsl import seer
 
     state = state_of(bundle, setup)
     out = []
-    for config, threshold in items:
-        low, tail = state.group(config)
+    for config in configs:
+        low, _ = state.group(config)
         ok, total = memory_fits(state, config, low)
-        if not ok:
-            out.append((False, total, None, None))
-            continue
-        b = refine_bound(state.lowering(config), tail)
         row = None
-        if b <= threshold:
+        if ok:
             fc = seer.run(config.spec(state.space), state.cluster.gpu, state.cluster.net)
             row = forecast_row(fc)
-        out.append((True, total, b, row))
+        out.append((ok, total, row))
     return out
 
 
