@@ -19,7 +19,9 @@ cp, ep, micro-batch, recomputation) serve every pipeline split and ZeRO stage. E
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Optional, Tuple
+
+import numpy as np
 
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.spec import JobSpec, chunk_layers
@@ -36,7 +38,7 @@ class Tail:
         p = par.pp
         params = [low.stage_params(i) for i in range(p)]
         reduce_after = dp > 1 and par.zero < 3 and not job.overlap_grad_reduce
-        self.reduce = [low.dp_reduce(x) if reduce_after else 0.0 for x in params]
+        self.reduce = np.array([low.dp_reduce(x) if reduce_after else 0.0 for x in params])
         gather_after = par.zero in (1, 2) and dp > 1 and not job.overlap_param_gather
         self.step = [low.optimizer_time(i) + (low.param_gather(params[i]) if gather_after
                                               else 0.0) for i in range(p)]
@@ -80,11 +82,7 @@ class Profile:
                         sum(o.dur for o in tpl.ops if o.stream == "dp")
                 acc += seen[kind]
                 out.append(acc)
-            self.prefix[phase] = out
-
-    def chunk(self, first: int, n: int, phase: str) -> float:
-        p = self.prefix[phase]
-        return p[first + n] - p[first]
+            self.prefix[phase] = np.array(out)
 
 
 def _span(tpl, stream: str) -> float:
@@ -102,56 +100,67 @@ def sends(p: int, v: int, m: int, stage: int) -> int:
     return 2 * m * v - (m if stage == p - 1 else 0) - (m if stage == 0 else 0)
 
 
-def backward_ends(job: JobSpec, block: Callable[[int, int, str], float], hop: float
-                  ) -> List[float]:
-    """Per stage, a time its last backward cannot end before, with `block(stage, chunk,
-    phase)` the time a block holds its compute stream and `hop` one activation's transfer
-    to the next stage (a send is synchronous: the sender's compute stream waits until it has
-    arrived, schedule.py)."""
-    par, m = job.parallel, job.microbatches
-    p, v = par.pp, par.v
-    fill, own, bwd0 = 0.0, [], []
-    for i in range(p):
-        f0 = block(i, 0, "F")
-        b0 = block(i, 0, "B")
-        work = f0 + b0
-        for c in range(1, v):
-            work += block(i, c, "F") + block(i, c, "B")
-        own.append(fill + m * work + sends(p, v, m, i) * hop)
-        bwd0.append(b0 + (hop if i else 0.0))      # stage 0 sends nothing back
-        fill += f0 + hop
-    ends, later = [0.0] * p, 0.0
-    for i in range(p - 1, -1, -1):
-        later = own[i] if i == p - 1 else max(own[i], later + bwd0[i])
-        ends[i] = later
-    return ends
+class Split:
+    """The chunks of one pipeline split (spec.chunk_layers) as arrays: [stage, chunk] ->
+    first layer and the layer after its last."""
+
+    def __init__(self, chunks):
+        self.first = np.array([[f for f, _ in row] for row in chunks], dtype=np.int64)
+        self.stop = self.first + np.array([[n for _, n in row] for row in chunks],
+                                          dtype=np.int64)
 
 
-def finish(ends: Sequence[float], tail: Tail) -> float:
+def backward_ends(job: JobSpec, forward: np.ndarray, backward: np.ndarray, hop: float
+                  ) -> np.ndarray:
+    """Per stage, a time its last backward cannot end before; `forward[i, c]` and
+    `backward[i, c]` the time a block of stage i, chunk c holds its compute stream, and `hop`
+    one activation's transfer to the next stage (a send is synchronous: the sender's compute
+    stream waits until it has arrived, schedule.py).
+
+    A stage starts when micro-batch 0 has gone forward through the stages before it (and
+    across each link), then runs all its blocks and its sends; its last backward also waits
+    for the next stage's, plus its own backward and the link back:
+    end_i = max(own_i, end_(i+1) + back_i), i.e. max over j >= i of own_j + back_i + ... +
+    back_(j-1), a reversed running maximum."""
+    m = job.microbatches
+    p, v = forward.shape
+    work = forward.sum(axis=1) + backward.sum(axis=1)
+    sent = np.zeros(p) if p == 1 else np.full(p, 2.0 * m * v)
+    if p > 1:
+        sent[0] -= m                       # the first stage's first chunk sends no gradient
+        sent[-1] -= m                      # the last stage's last chunk turns to its backward
+    fill = np.concatenate(([0.0], np.cumsum(forward[:-1, 0] + hop)))
+    own = fill + m * work + sent * hop
+    back = backward[:, 0] + hop
+    back[0] -= hop                         # stage 0 sends nothing back
+    before = np.concatenate(([0.0], np.cumsum(back[:-1])))     # back_0 + ... + back_(i-1)
+    return np.maximum.accumulate((own + before)[::-1])[::-1] - before
+
+
+def finish(ends: np.ndarray, tail: Tail) -> float:
     """The bound of the iteration: the slowest stage's gradients, then the step."""
-    gradients = max(e + r for e, r in zip(ends, tail.reduce))
+    gradients = float(np.max(ends + tail.reduce))
     return (gradients + max(tail.step)) * (1 - SAFETY)
 
 
-def screen_ends(job: JobSpec, profile: Profile, hop: float, chunks=None,
-                dp: Optional[Profile] = None) -> Optional[List[float]]:
+def screen_ends(job: JobSpec, profile: Profile, hop: float, split: Split,
+                dp: Optional[Profile] = None) -> Optional[np.ndarray]:
     """backward_ends with each block priced by its layers' profiles (Profile): the compute
     one, or the data-parallel stream's (`dp`, ZeRO-3) where that is longer. None when the
-    compute profile does not apply; `chunks`: spec.chunk_layers(job), when known."""
+    compute profile does not apply."""
     if not profile.valid:
         return None
-    chunks = chunks or chunk_layers(job)
-    if dp is not None and dp.valid:
-        def block(i, c, ph):
-            first, n = chunks[i][c]
-            return max(profile.chunk(first, n, ph), dp.chunk(first, n, ph))
-    else:
-        def block(i, c, ph):
-            return profile.chunk(*chunks[i][c], ph)
-    return backward_ends(job, block, hop)
+    blocks = []
+    for phase in ("F", "B"):
+        pre = profile.prefix[phase]
+        t = pre[split.stop] - pre[split.first]
+        if dp is not None and dp.valid:
+            t = np.maximum(t, dp.prefix[phase][split.stop] - dp.prefix[phase][split.first])
+        blocks.append(t)
+    return backward_ends(job, blocks[0], blocks[1], hop)
 
 
-def screen_bound(job: JobSpec, profile: Profile, tail: Tail, hop: float, chunks=None,
-                 dp: Optional[Profile] = None) -> float:
-    ends = screen_ends(job, profile, hop, chunks, dp)
+def screen_bound(job: JobSpec, profile: Profile, tail: Tail, hop: float,
+                 split: Optional[Split] = None, dp: Optional[Profile] = None) -> float:
+    ends = screen_ends(job, profile, hop, split or Split(chunk_layers(job)), dp)
     return 0.0 if ends is None else finish(ends, tail)

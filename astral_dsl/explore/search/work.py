@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl.explore.bundle import Bundle, lay_out
-from astral_dsl.explore.search.bounds import Profile, Tail, finish, screen_ends
+from astral_dsl.explore.search.bounds import Profile, Split, Tail, finish, screen_ends
 from astral_dsl.explore.search.space import Config, Space
 
 
@@ -52,8 +52,8 @@ class State:
         self.space = Space.of(spec, gpus, declared(self.job))
         self.costs = Costs(cluster.gpu, spec.dtype)
         self.profiles: Dict[tuple, Profile] = {}
-        self.tails: Dict[Config, Tuple[Any, Tail]] = {}
-        self.hops: Dict[Config, float] = {}
+        self.tails: Dict[tuple, Tuple[Any, Tail]] = {}
+        self.hops: Dict[tuple, float] = {}
         self.splits: Dict[tuple, tuple] = {}
 
     def group(self, config: Config):
@@ -61,7 +61,8 @@ class State:
         parameters a rank holds and what follows the backward depend on nothing else."""
         from astral_dsl.seer.lower import Lowering
 
-        key = attrs.evolve(config.group(), recompute="none")
+        c = config
+        key = (c.gpus, c.tp, c.pp, c.dp, c.cp, c.ep, c.v, c.zero, c.stages)
         hit = self.tails.get(key)
         if hit is None:
             low = Lowering(config.spec(self.space), self.costs, self.cluster.net)
@@ -72,24 +73,26 @@ class State:
         """One activation's transfer between neighbouring stages (lower.p2p_time)."""
         from astral_dsl.seer.lower import Lowering
 
-        if config.pp == 1:
+        c = config
+        if c.pp == 1:
             return 0.0
-        key = attrs.evolve(config, v=1, recompute="none", zero=0)
+        key = (c.gpus, c.tp, c.pp, c.dp, c.cp, c.ep, c.micro, c.stages)
         hit = self.hops.get(key)
         if hit is None:
-            hit = self.hops[key] = Lowering(key.spec(self.space), self.costs,
+            one = attrs.evolve(config, v=1, recompute="none", zero=0)
+            hit = self.hops[key] = Lowering(one.spec(self.space), self.costs,
                                             self.cluster.net).p2p_time()
         return hit
 
-    def chunks(self, spec):
-        """spec.chunk_layers, once per split."""
+    def split(self, spec) -> Split:
+        """bounds.Split of spec.chunk_layers, once per split."""
         from astral_dsl.seer.spec import chunk_layers
 
         par = spec.parallel
         key = (par.pp, par.v, par.stages)
         hit = self.splits.get(key)
         if hit is None:
-            hit = self.splits[key] = chunk_layers(spec)
+            hit = self.splits[key] = Split(chunk_layers(spec))
         return hit
 
     def profile(self, config: Config, tp_layout) -> Profile:
@@ -146,15 +149,17 @@ def screen(bundle: Bundle, setup: Setup, families: Sequence[Tuple[Config, Sequen
     out = []
     for family, members in families:
         rows, ends = [], {}
+        f = family
         for micro, zero in members:
-            config = attrs.evolve(family, micro=micro, zero=zero)
+            config = Config(f.gpus, f.tp, f.pp, f.dp, f.cp, f.ep, f.v, micro, f.recompute, zero,
+                            f.stages)
             low, tail = state.group(config)
             dp = state.dp_profile(config, low.groups["dp"])
             key = (micro, dp is not None)
             if key not in ends:
                 spec = config.spec(state.space)
                 ends[key] = screen_ends(spec, state.profile(config, low.groups["tp"]),
-                                        state.hop(config), state.chunks(spec), dp)
+                                        state.hop(config), state.split(spec), dp)
             rows.append(0.0 if ends[key] is None else finish(ends[key], tail))
         out.append(rows)
     return out
