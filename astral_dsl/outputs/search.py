@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import textwrap
 from typing import Any, Dict, List
 
 from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS
@@ -110,7 +111,8 @@ def table(result, colour: bool = False, width: int = 100) -> str:
     from astral_dsl.outputs.table import Column, render
 
     rows = result.rows
-    text = "\n".join(summary(result)) + "\n"
+    text = "".join(textwrap.fill(line, width, subsequent_indent="      ",
+                                 break_on_hyphens=False) + "\n" for line in summary(result))
     if not rows:
         return text + "\nno configuration fits in memory\n"
 
@@ -140,7 +142,9 @@ def table(result, colour: bool = False, width: int = 100) -> str:
         shares = [r["breakdown_s"].get(key, 0.0) / r["iteration_time_s"] for r in rows]
         if key in ("compute", "bubble") or any(x > 0 for x in shares):
             parts.append(col(SHORT[key], [f"{x * 100:.1f} %" for x in shares]))
-    text += ("\nwhere the time goes: the busiest stage of each (compute incl. recompute; "
-             "exposed communication; bubble and waits), % of the iteration\n")
+    text += "\n" + textwrap.fill(
+        "where the time goes, on the busiest stage of each, in % of the iteration: compute "
+        "(with recomputation), exposed communication, pipeline bubble and waits, optimizer",
+        width, break_on_hyphens=False) + "\n"
     text += render(parts, width, colour)
     return text

@@ -231,6 +231,7 @@ def test_cli_table_json_and_files(small, tmp_path, capsys):
     base = ["search", str(small), "--job", "dense", "--top", "3", "--workers", "1"]
     code, out, _ = _cli(base, capsys)
     assert code == 0, out
+    out = " ".join(out.split())          # the summary is wrapped to the width
     assert "search: job `dense` (Tiny) on 16 x H100_SXM in Lab (32 GPUs)" in out
     assert "configurations enumerated" in out and "forecast fully" in out
     assert "where the time goes" in out and "as declared: tp4 pp2 dp2" in out
