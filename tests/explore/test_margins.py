@@ -333,6 +333,7 @@ def test_job_memory_moves_with_the_parallel_layout():
     memory = m["memory per GPU of job llama70b"]
     rs = _ranges(memory)
     assert set(memory.depends_on) == {"tp", "pp"}
+    assert "errs (E757) only beyond its uncertainty" in memory.notes[0]
     assert rs["tp"].low == 4 and rs["pp"].low == 2
     # by hand, from Seer's estimate: tp 4 (pp 4) fits in 80 GB, tp 2 does not; pp 2 (tp 8)
     # fits, pp 1 does not
@@ -341,7 +342,7 @@ def test_job_memory_moves_with_the_parallel_layout():
         design = checked(str(REPO / "examples/explore.astral"), sets).design
         _, spec, cluster = seer.validate_job(design, design.jobs[0])
         from astral_dsl.explore.margins.limits import _memory_estimate
-        return _memory_estimate(seer, spec, cluster)
+        return _memory_estimate(seer, spec, cluster)[0]
 
     assert estimate(tp="4") <= 80e9 < estimate(tp="2")
     assert estimate(pp="2") <= 80e9 < estimate(pp="1")
@@ -369,3 +370,23 @@ def test_no_spurious_lower_bound_at_zero(tmp_path):
     for m in report.margins:
         for r in m.ranges:
             assert r.low is None or r.low > 0, (m.limit.label, r)
+
+
+def test_oversubscription_edge_is_where_it_breaks_not_where_it_stops_compiling(tmp_path):
+    """examples/explore.astral with the ToR's uplinks and the fabric's limit as parameters."""
+    text = (REPO / "examples/explore.astral").read_text()
+    text = text.replace("param pp = 4\n", "param pp = 4\nparam up_ports = 32\nparam max_os = 1\n")
+    text = text.replace("max_oversubscription = 1", "max_oversubscription = max_os")
+    text = text.replace("down = 64 x 200 Gb/s, up = 32 x 400 Gb/s",
+                        "down = 64 x 200 Gb/s, up = up_ports x 400 Gb/s")
+    report = margins.analyse(str(_write(tmp_path, text)), params=["up_ports", "max_os"])
+    tor = _by_label(report)["oversubscription of tier tor of Lab.pods[0].fabric"]
+    rs = _ranges(tor)
+    # ToR: 64 x 200 Gb/s down over up_ports x 400 Gb/s up = 32 / up_ports <= max_os:
+    # up_ports >= 32 (a count), max_os >= 1 (any fraction: 0.5 gives E602). Above the
+    # plausible range of max_os the design stops compiling (E316): that is the parameter's
+    # edge, not a bound of the limit
+    assert tor.limit.lhs == pytest.approx(1.0) and tor.limit.margin == pytest.approx(0.0)
+    assert rs["up_ports"].low == 32 and rs["up_ports"].high is None
+    assert rs["max_os"].low == pytest.approx(1.0, abs=1e-3) and rs["max_os"].high is None
+    assert not rs["max_os"].integer

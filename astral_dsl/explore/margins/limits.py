@@ -319,16 +319,20 @@ def _memory(design) -> List[Limit]:
         if spec is None or cluster is None or not cluster.gpu.memory or \
                 any(d.is_error and d.code != "E757" for d in diags):
             continue
-        total = _memory_estimate(seer, spec, cluster)
+        total, unc = _memory_estimate(seer, spec, cluster)
         file, line, col = _where(job.span_of("recompute") or job.span)
         out.append(Limit(f"memory:{job.template}", "memory",
                          f"memory per GPU of job {job.template}", total * BITS,
-                         cluster.gpu.memory * BITS, "<=", "GB", file, line, col))
+                         cluster.gpu.memory * BITS, "<=", "GB", file, line, col,
+                         note=f"Seer's estimate (+/- {unc / 1e9:.1f} GB): `astral check` warns "
+                              "(W750) once it is over the GPU's memory and errs (E757) only "
+                              "beyond its uncertainty"))
     return out
 
 
-def _memory_estimate(seer, spec, cluster) -> float:
-    """Seer's per-GPU estimate, as its memory check computes it (validate.memory_check)."""
+def _memory_estimate(seer, spec, cluster) -> Tuple[float, float]:
+    """Seer's per-GPU estimate and its uncertainty, as its memory check computes them
+    (validate.memory_check)."""
     from dataclasses import replace
 
     base = seer.__name__
@@ -339,7 +343,8 @@ def _memory_estimate(seer, spec, cluster) -> float:
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
         probe = probe.with_(parallel=replace(probe.parallel, v=1))
     low = lower.Lowering(probe, costs.Costs(cluster.gpu, probe.dtype), cluster.net)
-    return memory.estimate(probe, low.stage_params).total          # bytes
+    est = memory.estimate(probe, low.stage_params)
+    return est.total, est.uncertainty          # bytes
 
 
 def by_key(limits: List[Limit]) -> Dict[str, Limit]:
