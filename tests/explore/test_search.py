@@ -289,3 +289,48 @@ def test_a_job_that_cannot_be_forecast_is_reported(small, tmp_path, capsys):
                                                                           "kv_heads = 4"))
     code, out, _ = _cli(["search", str(broken), "--workers", "1"], capsys)
     assert code == 1 and "E763" in out
+
+
+class _LosesOneTask(LocalEngine):
+    """One process; the first task of its `n`-th call is lost, as a dead worker's would be."""
+
+    def __init__(self, n):
+        super().__init__(1)
+        self.n, self.calls = n, 0
+
+    def run(self, tasks, done=lambda i: None, lost=None):
+        self.calls += 1
+        if self.calls != self.n:
+            return super().run(tasks, done, lost)
+        rest = super().run(tasks[1:], lambda i: done(i + 1), lost)
+        return [lost(0, "the worker died (test)")] + rest
+
+
+def test_lost_work_is_counted_and_the_rest_still_ranked(small):
+    full = search.run(str(small), job="dense", top=3, engine=LocalEngine(1))
+    # call 1 screens, call 2 is the first forecasting round: its first task holds the
+    # PER_TASK (3) configurations of best bound, so the three that win in `full` are lost
+    lossy = search.run(str(small), job="dense", top=3, engine=_LosesOneTask(2))
+    e800 = [d for d in lossy.diagnostics if d.code == "E800"]
+    assert len(e800) == 1
+    assert e800[0].message == "3 configurations were not evaluated: the worker died (test)"
+    assert "the ranking may miss them" in e800[0].hint
+    assert len(lossy.rows) == 3
+    assert not {r["config"] for r in full.rows} & {r["config"] for r in lossy.rows}
+    # what is ranked is still ranked right: each row is a forecast of the full run's
+    assert [r["iteration_time_s"] for r in lossy.rows] == \
+        sorted(r["iteration_time_s"] for r in lossy.rows)
+    # screening losses count every configuration of the lost families
+    screen_lossy = search.run(str(small), job="dense", top=3, engine=_LosesOneTask(1))
+    (lost_screen,) = [d for d in screen_lossy.diagnostics if d.code == "E800"]
+    # by hand: the admitted configurations grouped by family (all but micro-batch and ZeRO) in
+    # the order enumerated, one process: chunks of ceil(families / 8) families; the first is lost
+    configs, _ = enumerate_space(_state(small, "dense").space)
+    families = {}
+    for c in configs:
+        families.setdefault(c.family(), []).append(c)
+    size = -(-len(families) // 8)
+    expected = sum(len(m) for m in list(families.values())[:size])
+    assert lost_screen.message == \
+        f"{expected:,} configurations were not evaluated: the worker died (test)"
+    assert screen_lossy.counts.enumerated == full.counts.enumerated
