@@ -266,6 +266,9 @@ def check_names(grids: Sequence[Grid], params: Dict[str, object]) -> None:
                 "parameters: " + ", ".join(params) if params else "it declares no `param`")
             raise GridError(f"--grid {g.name}: the design has no parameter `{g.name}` ({hint})")
         current = params[g.name]
+        if isinstance(current, bool) or isinstance(current, str):
+            _check_literals(g, current)
+            continue
         if not isinstance(current, Quantity):
             continue
         for value in g.values:
@@ -281,3 +284,16 @@ def check_names(grids: Sequence[Grid], params: Dict[str, object]) -> None:
                 if u.dims != current.dims or u.point != current.point:
                     raise GridError(f"--grid {g.name}: `{value}` is not a {current.dimension()} "
                                     f"like `{g.name}` ({current})")
+
+
+def _check_literals(g: Grid, current) -> None:
+    """A yes/no parameter takes `true` or `false`, a text parameter quoted strings (as
+    `--set` does): anything else is a usage error, not an error on every row."""
+    for value in g.values:
+        if isinstance(current, bool) and value not in ("true", "false"):
+            raise GridError(f"--grid {g.name}: `{value}` is not `true` or `false`, and "
+                            f"`{g.name}` is a yes/no value ({str(current).lower()})")
+        if isinstance(current, str) and not (len(value) >= 2 and value[0] == value[-1] == '"'):
+            raise GridError(f"--grid {g.name}: `{value}` is not a quoted string, and "
+                            f"`{g.name}` is text (\"{current}\"); write --grid "
+                            f"'{g.name}=\"{value}\"'")

@@ -93,3 +93,18 @@ def test_a_number_beyond_floats_is_a_usage_error(spec):
     with pytest.raises(GridError) as err:
         parse_spec("x", spec)
     assert "is beyond the range of a number" in str(err.value)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("big=1,0", "--grid big: `1` is not `true` or `false`, and `big` is a yes/no value (true)"),
+    ("label=a,b", "--grid label: `a` is not a quoted string, and `label` is text (\"a\")"),
+])
+def test_yes_no_and_text_params_take_only_their_literals(spec, message):
+    from astral_dsl.explore.grid import check_names
+    from astral_dsl.units import Quantity
+
+    params = {"big": True, "label": "a", "n": Quantity(2)}
+    with pytest.raises(GridError) as err:
+        check_names(parse_grids([spec], {}), params)
+    assert message in str(err.value)
+    check_names(parse_grids(["big=true,false", 'label="x","y"'], {}), params)   # no error

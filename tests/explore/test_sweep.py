@@ -254,3 +254,33 @@ def test_stacked_parts_repeat_the_key_columns():
     # a cell wider than the width widens its part rather than being cut
     wide = render([Column("n", ("1" * 50,), key=True)], 20)
     assert "1" * 50 in wide
+
+
+CHOICES = """
+param big = true
+param label = "a"
+gpu G { power = 500 W }
+host H { gpus = 4 x G, power = 2 kW }
+rack R {
+  hosts = (if big then 4 else 2) x H
+  check power <= 6 kW else error "six"
+}
+site S { racks = 1 x R, note = label }
+"""
+
+
+def test_yes_no_and_text_grids(tmp_path, capsys):
+    design = tmp_path / "c.astral"
+    design.write_text(CHOICES)
+    # big: 4 hosts x 2 kW = 8 kW > 6 kW (E500); not big: 2 x 2 kW = 4 kW
+    rows = _run(design, "big=true,false", 'label="x","y"').rows
+    assert [(r["params"]["big"], r["params"]["label"], r["valid"]) for r in rows] == [
+        ("true", '"x"', False), ("true", '"y"', False),
+        ("false", '"x"', True), ("false", '"y"', True)]
+    assert rows[0]["metrics"]["it_power_kw"] == 8.0 and rows[0]["metrics"]["gpus"] == 16
+    assert rows[2]["metrics"]["it_power_kw"] == 4.0 and rows[2]["metrics"]["gpus"] == 8
+    assert {d["code"] for d in rows[0]["diagnostics"] if d["severity"] == "error"} == {"E500"}
+    for spec, message in (("big=1,0", "`1` is not `true` or `false`"),
+                          ("label=a,b", "`a` is not a quoted string")):
+        code, _, err = _cli(["sweep", str(design), "--grid", spec, "--workers", "1"], capsys)
+        assert code == 2 and message in err
