@@ -195,3 +195,84 @@ def test_empty_iteration_is_said(tmp_path):
     obs = observe.load([str(p)])
     assert codes(obs) == ["W788"] and "iteration 7" in obs.diagnostics[0].message
     assert obs.ranks[0].iterations == (4, 5, 6)
+
+
+# ---- the schema decode (tracedoc) against the full parse ---------------------------------------
+def _same(a, b):
+    assert (a.rank, a.world_size, a.groups, a.device, a.iterations_from) == \
+        (b.rank, b.world_size, b.groups, b.device, b.iterations_from)
+    for col in ("iteration", "phase", "start", "duration", "peer", "op", "group"):
+        assert np.array_equal(getattr(a, col), getattr(b, col)), col
+
+
+@pytest.mark.parametrize("name", ["nccl_data_rank-0.json.gz", "sampled_rank-0.json.gz",
+                                  "sampled_rank-1.json.gz"])
+def test_schema_decode_reads_the_real_traces_as_the_full_parse(name):
+    from astral_dsl.observe import tracedoc
+
+    body = gzip.decompress((TRACES / name).read_bytes())
+    fast = tracedoc.decode(body)
+    assert fast is not None                  # the real traces take the fast road
+    t_fast, d_fast = kineto.read(name, fast)
+    t_full, d_full = kineto.read(name, json.loads(body))     # every field parsed, as dicts
+    assert d_fast == d_full
+    _same(t_fast, t_full)
+    # and what observe.load reports is that
+    _same(observe.load([str(TRACES / name)]).traces[0], t_fast)
+
+
+def test_odd_fields_read_alike_on_both_roads(tmp_path):
+    """Kernels with a start that is a string, a negative or infinite duration, an event that is
+    not an object, a category that is a list, arguments of null, a duration past a float's range, group ranks as a list: the
+    schema decode gives up on what it cannot type (the file then takes the full parse), and
+    both roads keep the same kernels."""
+    from astral_dsl.observe import tracedoc
+
+    def k(ts, dur, name="gemm", **args):
+        return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur, "args": args}
+
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 0, "dur": 1000}
+    ranks = [0, 1]
+    events = [step, k(10, 10.0, correlation=1), k("20", 5.0), k(30, -1.0), k(40, 10 ** 400),
+              k(50, 20.0, name="ncclDevKernel_AllReduce", **{
+                  "Collective name": "allreduce", "Process Group Name": "dp-0",
+                  "Process Group Description": "DATA_PARALLEL_GROUP",
+                  "Process Group Ranks": ranks}),
+              dict(k(80, 30.0), args=None), {"ph": "X", "cat": ["kernel"], "ts": 90, "dur": 1},
+              7]
+    doc = {"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": events}
+    body = json.dumps(doc).encode()
+    assert tracedoc.decode(body) is None           # `args: null` and `7` do not fit the schema
+    p = tmp_path / "rank-1.json"
+    p.write_bytes(body)
+    obs = observe.load([str(p)])
+    assert codes(obs) == []
+    t = obs.ranks[1]
+    # kept: gemm at 10 us (10 us), the all-reduce at 50 us (20 us), gemm at 80 us (30 us);
+    # dropped: the string start, the negative and the 10^400 us duration, the list category
+    assert t.start.tolist() == pytest.approx([10e-6, 50e-6, 80e-6])
+    assert t.summary()[3]["compute_s"] == pytest.approx(40e-6)      # 10 + 30 us
+    assert t.summary()[3]["comm_s"] == pytest.approx(20e-6)
+    assert t.phase[1] == PHASE_INDEX["dp_comm"]
+    assert [g.to_json() for g in t.groups] == [
+        {"name": "dp-0", "description": "DATA_PARALLEL_GROUP", "ranks": [0, 1]}]
+    # the same document without the two events the schema cannot type: the fast road, the
+    # same kernels
+    doc["traceEvents"] = [e for e in events if e != 7 and not (isinstance(e, dict)
+                                                              and e.get("args", {}) is None)]
+    fast = tracedoc.decode(json.dumps(doc).encode())
+    assert fast is not None
+    t_fast, _ = kineto.read("rank-1.json", fast)
+    assert t_fast.start.tolist() == pytest.approx([10e-6, 50e-6])
+    _same(t_fast, kineto.read("rank-1.json", doc)[0])
+
+
+def test_multi_member_gzip_and_trailing_zeros(tmp_path):
+    """A gzip file of two members (as `cat a.gz b.gz` writes) reads as their concatenation,
+    as gzip itself reads it; zero padding after the last member is ignored."""
+    body = gzip.decompress((TRACES / "sampled_rank-1.json.gz").read_bytes())
+    p = tmp_path / "rank-1.json.gz"
+    p.write_bytes(gzip.compress(body[:1000]) + gzip.compress(body[1000:]) + b"\0" * 16)
+    obs = observe.load([str(p)])
+    assert codes(obs) == []
+    _same(obs.ranks[1], observe.load([str(TRACES / "sampled_rank-1.json.gz")]).ranks[1])

@@ -86,8 +86,13 @@ def timing(records: Records, inst: Instances, offsets: np.ndarray, bad_hosts,
     slot, _ = group_ids(inst.kind, stage_a, stage_b, inst.iteration, inst.seq)
     expected = _median_by(slot, eff, usable)
     peers = np.bincount(slot, weights=usable.astype(float))[slot]
-    fc = np.array([forecast.get((int(k), int(s)), np.nan) for k, s in zip(inst.kind, stage_a)]) \
-        if forecast else np.full(n, np.nan)
+    if forecast:                     # looked up once per distinct (kind, stage)
+        pairs, which = np.unique(np.stack([inst.kind, stage_a], axis=1), axis=0,
+                                 return_inverse=True)
+        fc = np.array([forecast.get((int(k), int(s)), np.nan) for k, s in pairs.tolist()],
+                      dtype=np.float64)[which.reshape(-1)]
+    else:
+        fc = np.full(n, np.nan)
     expected = np.where(peers >= MIN_PEERS, expected, fc)
     slow = usable & np.isfinite(expected) & (eff > expected * (1 + NET_SLOW)) & \
         (eff - expected > NET_FLOOR_S)

@@ -24,11 +24,14 @@ import json
 import math
 import os
 import re
+from operator import attrgetter
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.observe import tracedoc
+from astral_dsl.observe.tracedoc import PEER_ATTRS
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup, RankTrace
 
 US = 1e-6
@@ -40,8 +43,6 @@ _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 _KIND_WORDS = (("expert_model", "ep"), ("tensor", "tp"), ("pipeline", "pp"), ("context", "cp"),
                ("expert", "ep"), ("data", "dp"))
 _SHORT = {"tp": "tp", "pp": "pp", "dp": "dp", "cp": "cp", "ep": "ep"}
-_PEER_KEYS = {"send": ("Dst Rank", "dst_rank", "dst", "Peer", "peer"),
-              "recv": ("Src Rank", "src_rank", "src", "Peer", "peer")}
 
 
 def diag(code: str, message: str, file: str, hint: Optional[str] = None,
@@ -67,10 +68,13 @@ def looks_like_trace(doc) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list)
 
 
-def read(path: str, doc: dict) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
-    """A parsed trace document -> the rank's records."""
+def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
+    """A trace document (a `tracedoc.TraceDoc`, or a fully parsed dict) -> the rank's
+    records."""
+    if isinstance(doc, dict):
+        doc = tracedoc.from_dict(doc)
     diags: List[Diagnostic] = []
-    info = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+    info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else {}
     rank = _int(info.get("rank"))
     world = _int(info.get("world_size"))
     if rank is None:
@@ -85,13 +89,12 @@ def read(path: str, doc: dict) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
                                   f"the file name", path))
     groups = list(_groups(info.get("pg_config")))
     group_index: Dict[Tuple, int] = {(g.name, g.ranks): i for i, g in enumerate(groups)}
-    scan = _scan(doc["traceEvents"], groups, group_index)
-    steps, launches = scan.steps, scan.launches
-    if not scan.ts:
+    kernels, launches, steps = _split(doc.traceEvents)
+    scan = _Scan(kernels, groups, group_index)
+    if not len(scan.ts):
         return None, diags + [diag("E788", "the trace holds no GPU kernel: nothing to compare",
                                    path, "profile with ProfilerActivity.CUDA")]
-    ts = np.array(scan.ts)
-    dur = np.array(scan.dur)
+    ts, dur = scan.ts, scan.dur
     if steps:
         assigned = _by_steps(ts, scan.corr, steps, launches)
         source = "ProfilerStep"
@@ -103,21 +106,17 @@ def read(path: str, doc: dict) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
                 "E788", "the trace has no ProfilerStep annotations and its kernels do not "
                         "repeat: its iterations cannot be told apart", path,
                 "call prof.step() once per iteration (torch.profiler.schedule)")]
-    table = np.array(scan.table, dtype=np.int64).reshape(-1, 4)
-    code = table[np.array(scan.code, dtype=np.int64)]
-    rows_phase, rows_peer, rows_op, rows_group = code.T
-    device_ids = scan.devices
+    rows_phase, rows_peer, rows_op, rows_group = scan.table[scan.code].T
     keep = assigned >= 0
     if not keep.any():
         return None, diags + [diag("E788", "no GPU kernel of the trace falls in a profiled "
                                            "iteration", path)]
     order = np.argsort(ts[keep], kind="stable")
-    cols = [assigned[keep], np.asarray(rows_phase, dtype=np.int8)[keep],
-            ts[keep] * US, dur[keep] * US, np.asarray(rows_peer, dtype=np.int64)[keep],
-            np.asarray(rows_op, dtype=np.int8)[keep], np.asarray(rows_group, dtype=np.int64)[keep]]
+    cols = [assigned[keep], rows_phase.astype(np.int8)[keep], ts[keep] * US, dur[keep] * US,
+            rows_peer[keep], rows_op.astype(np.int8)[keep], rows_group[keep]]
     it, ph, st, du, pe, op, gr = (c[order] for c in cols)
     trace = RankTrace(rank, world, path, "kineto", it.astype(np.int64), ph, st, du, pe, op, gr,
-                      tuple(groups), _device(doc, device_ids), source)
+                      tuple(groups), _device(doc.deviceProperties, scan.devices), source)
     for n in _empty_steps(steps, trace):
         diags.append(diag("W788", f"iteration {n} of rank {rank} has no GPU kernel: it is left "
                                   f"out", path))
@@ -125,116 +124,153 @@ def read(path: str, doc: dict) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
 
 
 _KERNEL_CATS = frozenset(("kernel", "gpu_memcpy", "gpu_memset"))
+_STEP_CATS = frozenset(("user_annotation", "cpu_op"))
 _NUMBER = (int, float)
+_NUMBER_TYPES = frozenset(_NUMBER)
+_SCALAR = (int, float, str)
+
+
+def _split(events):
+    """The events read, by what they are: GPU kernels (complete events of a kernel category),
+    launches (correlation -> CPU time of complete `cuda_runtime` events; the last one of a
+    correlation counts) and ProfilerStep annotations (start, end, number), sorted."""
+    try:
+        kernels = [e for e in events if e.cat in _KERNEL_CATS and e.ph == "X"]
+    except TypeError:                       # a category that is no string (a list, an object)
+        events = [e for e in events if type(e.cat) is str]
+        kernels = [e for e in events if e.cat in _KERNEL_CATS and e.ph == "X"]
+    launches = {e.args.correlation: float(e.ts) for e in events
+                if e.cat == "cuda_runtime" and e.ph == "X" and e.args is not None
+                and type(e.args.correlation) is int and type(e.ts) in _NUMBER}
+    steps = []
+    for e in events:
+        if e.cat in _STEP_CATS and type(e.name) is str and \
+                e.name.startswith("ProfilerStep#") and e.ph == "X":
+            m = _STEP.match(e.name)
+            t, d = _num(e.ts), _num(e.dur)
+            if m and t is not None and d is not None:
+                steps.append((t, t + d, int(m.group(1))))
+    steps.sort()
+    return kernels, launches, steps
 
 
 class _Scan:
-    """What one pass over the events keeps: ProfilerStep annotations (start, end, number),
-    launches (correlation -> CPU time) and, per GPU kernel, its start, duration, correlation,
-    name and meaning (an index into `table`: phase, peer, op, process group)."""
+    """Per GPU kernel (those with a finite start and a finite, non-negative duration): its start,
+    duration, launch correlation, name and meaning (`code`, a row of `table`: phase, peer, op,
+    process group); the devices the kernels ran on. Columns are taken with C-level maps; a
+    column holding an unexpected type is filtered element by element."""
 
-    def __init__(self):
-        self.steps: List[Tuple[float, float, int]] = []
-        self.launches: Dict[int, float] = {}
-        self.ts: List[float] = []
-        self.dur: List[float] = []
-        self.corr: List = []
-        self.names: List[str] = []
-        self.code: List[int] = []
-        self.table: List[int] = [PHASE_INDEX["compute"], -1, 0, -1,
-                                 PHASE_INDEX["memory"], -1, 0, -1]
-        self.devices: set = set()
+    def __init__(self, kernels, groups, group_index):
+        ts, dur, names, cats, args = _fields(kernels)
+        if not set(map(type, ts)) | set(map(type, dur)) <= _NUMBER_TYPES:
+            kernels = [e for e in kernels if type(e.ts) in _NUMBER and type(e.dur) in _NUMBER
+                       and _finite(e.ts) and _finite(e.dur)]
+            ts, dur, names, cats, args = _fields(kernels)
+        self.ts = np.array(ts, dtype=np.float64)
+        self.dur = np.array(dur, dtype=np.float64)
+        ok = np.isfinite(self.ts) & np.isfinite(self.dur) & (self.dur >= 0)
+        if not ok.all():
+            kernels = [e for e, good in zip(kernels, ok.tolist()) if good]
+            ts, dur, names, cats, args = _fields(kernels)
+            self.ts, self.dur = self.ts[ok], self.dur[ok]
+        if not set(map(type, names)) <= {str}:
+            names = [n if type(n) is str else str(n or "") for n in names]
+        self.names = names
+        corr, dev = _ARG_FIELDS(args)
+        if not set(map(type, corr)) <= {int}:
+            corr = [c if type(c) in _SCALAR else None for c in corr]
+        self.corr = corr
+        self.devices = {d for d in dev if type(d) in _SCALAR}
+        self.code, self.table = _codes(names, cats, args, groups, group_index)
 
 
-def _scan(events, groups, group_index) -> _Scan:
-    out = _Scan()
-    meaning: Dict[Tuple, int] = {}
-    ts_a, dur_a, corr_a, names_a, code_a = out.ts.append, out.dur.append, out.corr.append, \
-        out.names.append, out.code.append
-    launches, devices, finite = out.launches, out.devices, math.isfinite
-    for e in events:
-        if type(e) is not dict:
-            continue
-        cat = e.get("cat")
-        if cat == "cuda_runtime":
-            args = e.get("args")
-            t = e.get("ts")
-            if type(args) is dict and type(t) in _NUMBER and e.get("ph") == "X":
-                corr = args.get("correlation")
-                if type(corr) is int:
-                    launches[corr] = float(t)
-        elif cat in _KERNEL_CATS:
-            t, d = e.get("ts"), e.get("dur")
-            if type(t) not in _NUMBER or type(d) not in _NUMBER or not d >= 0 or \
-                    not finite(t) or not finite(d) or e.get("ph") != "X":
-                continue
-            args = e.get("args")
-            name = e.get("name")
-            name = name if type(name) is str else str(name or "")
-            if type(args) is dict:
-                corr_a(args.get("correlation"))
-                dev = args.get("device")
-                if dev is not None:
-                    devices.add(dev)
-            else:
-                args = None
-                corr_a(None)
-            ts_a(t)
-            dur_a(d)
-            names_a(name)
-            if cat != "kernel":
-                code_a(1)
-            elif name[:4].lower() == "nccl":
-                key = _nccl_key(args)
-                c = meaning.get(key)
-                if c is None:
-                    c = meaning[key] = len(out.table) // 4
-                    out.table.extend(_nccl_meaning(args or {}, groups, group_index))
-                code_a(c)
-            else:
-                code_a(0)
-        elif cat == "user_annotation" or cat == "cpu_op":
-            name = e.get("name")
-            if type(name) is str and name.startswith("ProfilerStep#") and e.get("ph") == "X":
-                m = _STEP.match(name)
-                t, d = _num(e.get("ts")), _num(e.get("dur"))
-                if m and t is not None and d is not None:
-                    out.steps.append((t, t + d, int(m.group(1))))
-    out.steps.sort()
-    return out
+_GET = attrgetter("ts", "dur", "name", "cat", "args")
+_ARG_GET = attrgetter("correlation", "device")
+
+
+def _fields(kernels):
+    """(starts, durations, names, categories, arguments) of the kernels, as tuples."""
+    if not kernels:
+        return (), (), (), (), ()
+    return tuple(zip(*map(_GET, kernels)))
+
+
+def _ARG_FIELDS(args):
+    if not args:
+        return (), ()
+    return tuple(zip(*map(_ARG_GET, args)))
+
+
+def _codes(names, cats, args, groups, group_index) -> Tuple[np.ndarray, np.ndarray]:
+    """Per kernel its meaning: a row of the table (0 compute, 1 a memory copy, then one row per
+    distinct NCCL meaning, in order of first appearance); the table."""
+    table: List[Tuple[int, int, int, int]] = [(PHASE_INDEX["compute"], -1, 0, -1),
+                                              (PHASE_INDEX["memory"], -1, 0, -1)]
+    is_nccl = {n: n[:4].lower() == "nccl" for n in dict.fromkeys(names)}
+    kernel = np.fromiter(map("kernel".__eq__, cats), dtype=bool, count=len(cats))
+    nccl = kernel & np.fromiter(map(is_nccl.__getitem__, names), dtype=bool, count=len(names))
+    code = np.where(kernel, 0, 1).astype(np.int64)
+    which = np.flatnonzero(nccl)
+    if which.size:
+        nccl_args = [args[i] for i in which.tolist()]
+        keys = list(map(_nccl_key, nccl_args))
+        first: Dict[Tuple, int] = {}
+        for i, k in enumerate(keys):
+            if k not in first:
+                first[k] = len(table)
+                table.append(_nccl_meaning(nccl_args[i], groups, group_index))
+        code[which] = list(map(first.__getitem__, keys))
+    return code, np.array(table, dtype=np.int64)
+
+
+def _finite(v) -> bool:
+    try:
+        return math.isfinite(v)
+    except OverflowError:                   # an integer past the range of a float
+        return False
+
+
+_KEY_GET = attrgetter(*[attr for _, attr in tracedoc.ARG_KEYS
+                        if attr not in ("correlation", "device")])
 
 
 def _nccl_key(args) -> Tuple:
-    """What an NCCL kernel's meaning depends on (its correlation does not): its collective,
-    process group (by name: a trace names each group once; by members when unnamed) and
-    peer."""
-    if not args:
-        return ()
-    get = args.get
-    coll = get("Collective name")
-    name = get("Process Group Name")
-    peer = tuple(get(k) for k in _PEER_KEYS[coll.lower()]) \
-        if type(coll) is str and coll.lower() in _PEER_KEYS else None
-    if name is not None:
-        return coll, name, get("Process Group Description"), peer
-    ranks = get("Process Group Ranks")
-    return (coll, None, get("Process Group Description"),
-            tuple(ranks) if isinstance(ranks, list) else ranks, peer)
+    """What an NCCL kernel's meaning depends on (its correlation and device do not): its
+    collective, process group and peer arguments."""
+    key = _KEY_GET(args)
+    try:
+        hash(key)
+    except TypeError:                       # a list (the group's ranks), an object: as text
+        key = tuple(tuple(v) if isinstance(v, list) and all(_hashable(x) for x in v) else
+                    v if _hashable(v) else repr(v) for v in key)
+    return key
+
+
+def _hashable(v) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
+
+
+def _text(v) -> str:
+    return "" if v is None else str(v)
 
 
 def _nccl_meaning(args, groups, group_index) -> Tuple[int, int, int, int]:
     """(phase, peer, op, process group) of an NCCL kernel from its arguments."""
     peer, group = -1, -1
-    coll = str(args.get("Collective name", "")).lower()
+    coll = _text(args.collective).lower()
     op = OP_INDEX.get(coll, OP_INDEX["collective"])
-    if coll in _PEER_KEYS:
-        for key in _PEER_KEYS[coll]:
-            if _int(args.get(key)) is not None:
-                peer = _int(args[key])
-                break
-    pg_ranks = _ranks(args.get("Process Group Ranks"))
-    pg_name = str(args.get("Process Group Name", ""))
-    pg_desc = str(args.get("Process Group Description", ""))
+    for attr in PEER_ATTRS.get(coll, ()):
+        value = _int(getattr(args, attr))
+        if value is not None:
+            peer = value
+            break
+    pg_ranks = _ranks(args.pg_ranks)
+    pg_name = _text(args.pg_name)
+    pg_desc = _text(args.pg_desc)
     if pg_ranks or pg_name:
         key = (pg_name, pg_ranks)
         group = group_index.get(key, -1)
@@ -262,10 +298,9 @@ def _int(v) -> Optional[int]:
 
 
 def _num(v) -> Optional[float]:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
         return None
-    v = float(v)
-    return v if np.isfinite(v) else None
+    return float(v)
 
 
 def _ranks(v) -> Tuple[int, ...]:
@@ -294,8 +329,9 @@ def _groups(config) -> Tuple[ProcessGroup, ...]:
 def _by_steps(ts: np.ndarray, correlations, steps, launches) -> np.ndarray:
     """Per kernel: the ProfilerStep during which it was launched (its launch's CPU time, else
     its own start), -1 outside every step."""
-    launch = np.array([launches.get(c, t) if c is not None else t
-                       for c, t in zip(correlations, ts.tolist())])
+    get = launches.get
+    launch = np.array([get(c, t) if c is not None else t
+                       for c, t in zip(correlations, ts.tolist())], dtype=np.float64)
     starts = np.array([s for s, _, _ in steps])
     ends = np.array([e for _, e, _ in steps])
     numbers = np.array([n for _, _, n in steps])
@@ -336,8 +372,7 @@ def _empty_steps(steps, trace: RankTrace) -> List[int]:
     return [n for _, _, n in steps if n not in present]
 
 
-def _device(doc, ids) -> str:
-    props = doc.get("deviceProperties")
+def _device(props, ids) -> str:
     if isinstance(props, list):
         for p in props:
             if isinstance(p, dict) and (not ids or p.get("id") in ids):

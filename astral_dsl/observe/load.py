@@ -17,11 +17,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl.diagnostics import Diagnostic
-from astral_dsl.observe import kineto, ranklog
+from astral_dsl.observe import kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
 
-try:                         # orjson parses a profiler trace about twice as fast as json
+try:                         # orjson parses any JSON about twice as fast as json
     from orjson import loads as _fast_loads
 except ImportError:          # pragma: no cover - the standard library's parser serves
     _fast_loads = None
@@ -149,10 +149,9 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
         with open(path, "rb") as fh:
             head = fh.read(2)
             fh.seek(0)
-            if head == b"\x1f\x8b":
-                data = gzip.GzipFile(fileobj=fh).read(MAX_BYTES + 1)
-            else:
-                data = fh.read(MAX_BYTES + 1)
+            data = fh.read(MAX_BYTES + 1)
+        if head == b"\x1f\x8b" and len(data) <= MAX_BYTES:
+            data = _gunzip(data)
     except OSError as exc:
         return [], [diag("E780", f"cannot read the file: {exc.strerror or exc}", path)]
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
@@ -163,6 +162,11 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
                          path, "profile fewer steps per file")]
     body = data[3:] if data[:3] == b"\xef\xbb\xbf" else data
     head = body[:64].lstrip()
+    if head[:1] in (b"{", b"["):
+        doc = tracedoc.decode(body)   # a profiler trace: only the fields the reader uses
+        if doc is not None:
+            trace, diags = kineto.read(path, doc)
+            return ([trace] if trace is not None else []), diags
     if head[:1] in (b"{", b"[") and _fast_loads is not None:
         try:                      # a whole JSON document (a trace): the fast parser
             doc = _fast_loads(body)
@@ -184,6 +188,24 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     return [], [diag("E782", "not a profiler trace or a rank log: expected a JSON trace, JSON "
                              "Lines or CSV with a `rank,iteration,phase,start_s,duration_s` "
                              "header", path)]
+
+
+def _gunzip(raw: bytes) -> bytes:
+    """The content of a gzip file (one member or several, as gzip reads them), at most
+    MAX_BYTES + 1 bytes of it; EOFError when it is cut short, zlib.error when corrupt."""
+    out: List[bytes] = []
+    size = 0
+    while raw:
+        z = zlib.decompressobj(31)
+        chunk = z.decompress(raw, MAX_BYTES + 1 - size)
+        out.append(chunk)
+        size += len(chunk)
+        if size > MAX_BYTES:
+            break
+        if not z.eof:
+            raise EOFError("compressed file ended before the end-of-stream marker was reached")
+        raw = z.unused_data.lstrip(b"\x00")       # gzip ignores zero padding after a member
+    return b"".join(out)
 
 
 def _json(path: str, text: str, stripped: str):

@@ -60,10 +60,15 @@ class RankTrace:
     groups: Tuple[ProcessGroup, ...] = ()
     device: str = ""
     iterations_from: str = ""               # "ProfilerStep", "pattern", "log"
+    _iterations: Tuple[int, ...] = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self):
+        # asked for many times by the checks and the diagnosis: found once
+        object.__setattr__(self, "_iterations", tuple(np.unique(self.iteration).tolist()))
 
     @property
     def iterations(self) -> Tuple[int, ...]:
-        return tuple(int(i) for i in np.unique(self.iteration))
+        return self._iterations
 
     def __len__(self) -> int:
         return int(self.start.shape[0])
@@ -76,19 +81,25 @@ class RankTrace:
     def summary(self) -> Dict[int, Dict[str, float]]:
         """Per iteration: compute and communication (NCCL) seconds, memory copies, and the
         iteration's span on this rank's clock (first start to last end)."""
-        out: Dict[int, Dict[str, float]] = {}
-        compute = np.isin(self.phase, COMPUTE_CODES)
-        comm = np.isin(self.phase, COMM_CODES)
-        memory = self.phase == PHASE_INDEX["memory"]
-        for it in self.iterations:
-            sel = self.iteration == it
-            ends = self.start[sel] + self.duration[sel]
-            out[it] = {"compute_s": float(self.duration[sel & compute].sum()),
-                       "comm_s": float(self.duration[sel & comm].sum()),
-                       "memory_s": float(self.duration[sel & memory].sum()),
-                       "span_s": float(ends.max() - self.start[sel].min()) if sel.any() else 0.0,
-                       "events": int(sel.sum())}
-        return out
+        its, inv = np.unique(self.iteration, return_inverse=True)
+        m = its.size
+        dur = self.duration
+
+        def total(mask) -> np.ndarray:
+            return np.bincount(inv[mask], weights=dur[mask], minlength=m)
+
+        compute = total(np.isin(self.phase, COMPUTE_CODES))
+        comm = total(np.isin(self.phase, COMM_CODES))
+        memory = total(self.phase == PHASE_INDEX["memory"])
+        first = np.full(m, np.inf)
+        last = np.full(m, -np.inf)
+        np.minimum.at(first, inv, self.start)
+        np.maximum.at(last, inv, self.start + dur)
+        events = np.bincount(inv, minlength=m)
+        return {int(it): {"compute_s": float(compute[i]), "comm_s": float(comm[i]),
+                          "memory_s": float(memory[i]), "span_s": float(last[i] - first[i]),
+                          "events": int(events[i])}
+                for i, it in enumerate(its.tolist())}
 
 
 def columns(rows, n_hint: int = 0):
