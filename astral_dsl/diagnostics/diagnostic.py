@@ -95,6 +95,15 @@ def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...
     return tuple(out)
 
 
+def excerpt(text: str, width: int = 40) -> str:
+    """`text` for a message: whole when short, else its start and end around `...` (a 5 MB
+    literal is not echoed back whole)."""
+    if len(text) <= width:
+        return text
+    tail = width // 4
+    return text[:width - tail - 3] + "..." + text[-tail:]
+
+
 def did_you_mean(name: str, candidates: Sequence[str] | Iterable[str]) -> str | None:
     """A hint naming the closest candidate, or None when nothing is close."""
     pool = sorted(set(candidates))

@@ -95,14 +95,15 @@ class FieldSpec:
 
 
 def q(dim: str, doc: str = "", required: bool = False, low=None, high=None, sign=None,
-      limit=None, why=None) -> FieldSpec:
-    """A quantity field: `low`/`high` are its declared range (E309), `sign` and `limit` narrow
-    the domain of its dimension (model/domains.py)."""
+      limit=None, why=None, least=None, least_why=None) -> FieldSpec:
+    """A quantity field: `low`/`high` are its declared range (E309), `sign`, `limit` and `least`
+    narrow the domain of its dimension (model/domains.py)."""
     assert dim in DIMENSION_TYPES, dim
     whole = dim == "count"
     if dim == "ratio" and low is None:
         low = 0
-    return FieldSpec(QType(dim, whole, low, high, domain(dim, sign, limit, why)), required, doc)
+    return FieldSpec(QType(dim, whole, low, high, domain(dim, sign, limit, why, least, least_why)),
+                     required, doc)
 
 
 def enum(*values: str, doc: str = "", required: bool = False) -> FieldSpec:
@@ -320,7 +321,8 @@ _register(_kind("air", "air cooling", dict(
 _register(_kind("facility", "facility water", dict(
     water_class=enum("W17", "W27", "W32", "W40", "W45", "Wplus"), supply=q("temperature"),
     free_cooling=q("time", "hours per year of free cooling", high=8760 * 3600),
-    chiller_cop=q("number", sign=POSITIVE, limit=100))))
+    chiller_cop=q("number", sign=POSITIVE, limit=100, least=0.5,
+                  least_why="far below any chiller's, 3 to 7"))))
 # Plausible bounds of a model, its parallelism and its batch: each is 100-1,000,000x the largest
 # published value, far above anything real while keeping every product of counts finite (what a
 # forecast may cost is Seer's own work budget, E762, tighter). Llama 3 405B has 126 layers,

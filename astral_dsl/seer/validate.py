@@ -11,6 +11,7 @@ from astral_dsl.seer import budget
 from astral_dsl.seer.cluster import Cluster, cluster_of
 from astral_dsl.seer.job import declared, job_spec
 from astral_dsl.seer.spec import DIMENSIONS, JobSpec, stage_layers
+from astral_dsl.units.readable import count as _n
 
 GB = 1e9
 
@@ -74,12 +75,31 @@ def validate_job(design, job, fabric_failures=(), **options) -> Tuple[
         diags.append(_err("E755", f"{name} needs {par.gpus} GPUs but its placement "
                                   f"`{cluster.placement}` holds {cluster.gpus}",
                           job.span_of("placement"), "place it on more GPUs or shrink a degree"))
+    diags.extend(_gpu_data(design, job, cluster))
     if any(d.is_error for d in diags):
         return diags, spec, cluster
     diags.extend(_budget_blocks(spec, where))
     if not any(d.is_error for d in diags):
         diags.extend(memory_check(job, spec, cluster))
     return diags, spec, cluster
+
+
+def _gpu_data(design, job, cluster: Cluster) -> List[Diagnostic]:
+    """E758 for a GPU without the data sheet figures Seer's operator times need (a missing
+    figure must not count as zero, nor as an assumed value)."""
+    gpu = cluster.gpu
+    missing = [(what, field) for what, field, have in (
+        ("`memory_bandwidth`", "memory_bandwidth", gpu.hbm_bw > 0),
+        ("peak FLOP/s (`flops_bf16`, `flops_fp16`, `flops_fp8` or `flops_fp32`)", "flops_bf16",
+         bool(gpu.flops))) if not have]
+    if not missing:
+        return []
+    inst = next((i for i in design.instances if i.kind == "gpu" and i.template == gpu.name), None)
+    span = inst.span if inst is not None and inst.span is not None else job.span
+    return [_err("E758", f"job `{job.template}` cannot be forecast: GPU `{gpu.name}` declares no "
+                         f"{what}", span, f"declare `{field}` on `{gpu.name}` (its data sheet)",
+                 ("Seer times memory-bound operators by the memory bandwidth and GEMMs by the "
+                  "peak FLOP/s of the job's precision",)) for what, field in missing]
 
 
 def _model(spec: JobSpec, where) -> List[Diagnostic]:
@@ -102,14 +122,6 @@ def _model(spec: JobSpec, where) -> List[Diagnostic]:
         out.append(_err("E763", f"{name}: {m.dense_layers} dense layers of {m.layers}",
                         where.model_field("dense_layers")))
     return out
-
-
-def _n(x) -> str:
-    """A count for a message: with separators, or in scientific notation when absurd."""
-    if abs(x) < 10**15:
-        return f"{x:,}"
-    digits = str(abs(int(x)))                 # beyond a float's range too: no float()
-    return ("-" if x < 0 else "") + f"{digits[0]}.{digits[1:3]}e{len(digits) - 1}"
 
 
 def _budget_model(spec: JobSpec, where) -> List[Diagnostic]:
@@ -290,14 +302,20 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
     from astral_dsl.seer.lower import Lowering
     from astral_dsl.seer.memory import estimate
 
+    from astral_dsl.seer.rule import candidates
+
     if not cluster.gpu.memory:          # the GPU declares no memory: nothing to check against
         return []
-    probe = spec if spec.micro else spec.with_(micro=1)
-    if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
-        from dataclasses import replace
-        probe = probe.with_(parallel=replace(probe.parallel, v=1))
-    low = Lowering(probe, Costs(cluster.gpu, probe.dtype), cluster.net)
-    est = estimate(probe, low.stage_params)
+    # what the rule may choose (the job itself when it states its micro-batch and virtual
+    # stages): the least memory among them, so a job none of whose candidates fits is E757
+    est = None
+    for probe in candidates(spec):
+        low = Lowering(probe, Costs(cluster.gpu, probe.dtype), cluster.net)
+        e = estimate(probe, low.stage_params)
+        if est is None or e.total < est.total:
+            est = e
+    if est is None:
+        return []
     cap = cluster.gpu.memory
     if est.total <= cap:
         return []

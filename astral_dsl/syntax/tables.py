@@ -22,17 +22,22 @@ class _Corrupt(ValueError):
 
 def build(name: str, **options) -> lark.Lark:
     """A Lark LALR parser of the grammar with `options`, from the per-user cache when it holds
-    one for exactly this grammar, Lark version and options."""
+    one for exactly this grammar, Lark version and options. The tree class is not part of the
+    tables: it is given to the parser as it is loaded."""
+    tree_class = options.pop("tree_class", None)
+    runtime = {"tree_class": tree_class} if tree_class is not None else {}
     grammar = resources.grammar_text()
     key = usercache.key_digest(grammar, lark.__version__, repr(sorted(options.items())))
     cached = usercache.read(f"parser-{name}", key)
     if cached is not None:
         try:
-            return lark.Lark.load(_decode(cached))
+            data = _decode(cached)
+            return lark.Lark._load_from_dict(data["data"], data["memo"], **runtime)
         except Exception:  # noqa: BLE001 - a stale or damaged entry: build it again
             pass
-    parser = lark.Lark(grammar, parser="lalr", **options)
+    parser = lark.Lark(grammar, parser="lalr", **options, **runtime)
     data, memo = parser.memo_serialize([TerminalDef, Rule])
+    data["options"] = {k: v for k, v in data["options"].items() if k != "tree_class"}
     usercache.write(f"parser-{name}", key, _encode({"data": data, "memo": memo}))
     return parser
 
