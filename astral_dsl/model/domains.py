@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-import attrs
+from astral_dsl import records
 
 NONNEG, POSITIVE, ANY = "nonneg", "positive", "any"
 
 ZERO_CELSIUS = 273.15
 
 
-@attrs.frozen
+@records.frozen
 class Domain:
     sign: str = ANY                      # ANY, NONNEG (>= 0) or POSITIVE (> 0)
     limit: Optional[float] = None        # the largest plausible magnitude, in SI units

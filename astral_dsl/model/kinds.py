@@ -10,13 +10,15 @@ from typing import Callable, Mapping, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
+
 from astral_dsl.model.domains import POSITIVE, Domain, domain
 from astral_dsl.model.fluid_names import check_fluid_name
 from astral_dsl.units import DIMENSION_TYPES
 
 
 # ---- field types -----------------------------------------------------------------------------------
-@attrs.frozen
+@records.frozen
 class QType:
     dim: str                      # a key of DIMENSION_TYPES
     whole: bool = False           # counts
@@ -29,13 +31,13 @@ class QType:
                 "number": "a number"}.get(self.dim, f"a {self.dim.replace('_', ' ')} quantity")
 
 
-@attrs.frozen
+@records.frozen
 class BoolType:
     def describe(self) -> str:
         return "`true` or `false`"
 
 
-@attrs.frozen
+@records.frozen
 class StrType:
     # the domain of the string: a function returning None or (code, message, hint)
     check: Optional[Callable[[str], Optional[Tuple[str, str, str]]]] = None
@@ -44,7 +46,7 @@ class StrType:
         return "a string"
 
 
-@attrs.frozen
+@records.frozen
 class EnumType:
     values: Tuple[str, ...]
 
@@ -52,7 +54,7 @@ class EnumType:
         return "one of " + ", ".join(f"`{v}`" for v in self.values)
 
 
-@attrs.frozen
+@records.frozen
 class RefType:
     kinds: Tuple[str, ...]
 
@@ -60,7 +62,7 @@ class RefType:
         return " or ".join(f"a {k}" for k in self.kinds)
 
 
-@attrs.frozen
+@records.frozen
 class ListType:
     item: object
 
@@ -68,7 +70,7 @@ class ListType:
         return f"a list of {self.item.describe()}"
 
 
-@attrs.frozen
+@records.frozen
 class BundleType:
     dim: str
 
@@ -81,13 +83,13 @@ class BundleType:
         return f"a bundle such as `64 x 400 Gb/s` ({self.dim})"
 
 
-@attrs.frozen
+@records.frozen
 class AnyType:
     def describe(self) -> str:
         return "any value"
 
 
-@attrs.frozen
+@records.frozen
 class FieldSpec:
     type: object
     required: bool = False
@@ -119,7 +121,7 @@ BOOL = FieldSpec(BoolType())
 ANY = FieldSpec(AnyType())
 
 
-@attrs.frozen
+@records.frozen
 class KindSpec:
     name: str
     doc: str
