@@ -61,6 +61,7 @@ CODES: dict[str, str] = {
     "E404": "cycle between definitions",
     "E405": "design too large",
     "E406": "imports nest too deeply",
+    "E407": "analysis stopped at the language server's time limit",
     "W400": "no site declared",
     # E5xx / W5xx: user constraints
     "E500": "check failed",
