@@ -11,10 +11,6 @@ from astral_dsl.model.design import Design
 from astral_dsl.units import format_number
 
 
-def _r(x: float, digits: int = 3) -> float:
-    return float(f"{x:.{digits + 6}g}") if x else 0.0
-
-
 def chosen_json(design: Design):
     """The values sizing chose: where the `?` is, and the value."""
     out = []
