@@ -179,7 +179,7 @@ def project_files(root: Path, limit: int = 200, max_dirs: int = 2000) -> List[Pa
     import os
     import stat
 
-    from astral_dsl.semantics.modules import MAX_SOURCE_BYTES
+    from astral_dsl.semantics.modules import MAX_SOURCE_BYTES, inside
 
     root = root.resolve()
     out: List[Path] = []
@@ -193,7 +193,7 @@ def project_files(root: Path, limit: int = 200, max_dirs: int = 2000) -> List[Pa
                 continue
             path = Path(folder) / name
             try:
-                if path.is_symlink() and not _within(path.resolve(strict=True), root):
+                if path.is_symlink() and not inside(path.resolve(strict=True), root):
                     continue
                 st = path.stat()
             except (OSError, RuntimeError):
@@ -206,14 +206,6 @@ def project_files(root: Path, limit: int = 200, max_dirs: int = 2000) -> List[Pa
         if seen_dirs >= max_dirs:
             break
     return out
-
-
-def _within(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-        return True
-    except ValueError:
-        return False
 
 
 def _same_path(a: Path, b: Path) -> bool:

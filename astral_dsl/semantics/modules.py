@@ -175,7 +175,7 @@ class ModuleLoader:
             resolved = path.resolve()
         except (OSError, RuntimeError):
             resolved = path
-        if not (_inside(resolved, base)):
+        if not (inside(resolved, base)):
             self._error("E207", f"module `{node.dotted}` resolves outside the project "
                                 f"({display_name(resolved)})", node.span,
                         "imports resolve only inside the project and the stdlib")
@@ -246,7 +246,8 @@ def _parse_source(source, is_stdlib: bool):
     return parse_all(source)
 
 
-def _inside(path: Path, base: Path) -> bool:
+def inside(path: Path, base: Path) -> bool:
+    """Whether `path` lies in the folder `base` (both resolved)."""
     try:
         path.relative_to(base)
         return True
