@@ -2,14 +2,19 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install system-deps demo test bench images calibrate fuzz
+.PHONY: install system-deps demo test bench bench-diagnose images calibrate fuzz report report-screenshot
 
 system-deps:
-	@# Graphviz's `dot` comes from Debian's package (needed by `astral render`).
+	@# Graphviz's `dot` comes from Debian's package (needed by `astral render` and `astral report`).
 	@command -v dot >/dev/null 2>&1 || { \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; \
 	  else echo "note: install Graphviz (apt-get install graphviz) for rendering"; fi; }
+	@# Debian's Chromium runs the browser tests of `astral report` (headless) and takes the screenshot.
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: install Chromium (apt-get install chromium) for the browser tests of astral report"; fi; }
 
 install: system-deps
 	$(PIP) install -q -e '.[test]'
@@ -27,7 +32,16 @@ fuzz: install
 	$(PYTHON) tests/fuzzing.py --inputs $(FUZZ_INPUTS)
 
 bench: install
-	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
+	for b in benchmarks/bench_*.py; do [ $$b = benchmarks/bench_diagnose.py ] && continue; \
+	  echo "== $$b"; $(PYTHON) $$b || exit 1; done
+	@echo "== benchmarks/bench_diagnose.py (a quick sample: make bench-diagnose runs the proof)"
+	$(PYTHON) benchmarks/bench_diagnose.py --per-kind 2 --none 4
+
+# The proof of `astral diagnose` (docs/diagnose.md): 200 random injections and 150 fault-free
+# runs on the single-pod example's job, then the speed of each input format (CPU-heavy: about
+# half an hour on two cores).
+bench-diagnose: install
+	$(PYTHON) benchmarks/bench_diagnose.py
 
 # Refit Seer's constants on the calibration runs and write the shipped fit (docs/seer.md).
 calibrate:
@@ -35,10 +49,30 @@ calibrate:
 
 # The README's pictures of the reference design (PNG), drawn by `astral render`.
 IMAGES_DPI ?= 110
+TMPDIR_IMAGES ?= /tmp
 images: system-deps
 	@mkdir -p docs/images
 	$(PYTHON) -m astral_dsl.cli render examples/astral.astral -o docs/images/astral-cluster.png --view cluster --dpi $(IMAGES_DPI)
 	$(PYTHON) -m astral_dsl.cli render examples/astral.astral -o docs/images/astral-power.png --view power --dpi $(IMAGES_DPI)
 	$(PYTHON) -m astral_dsl.cli render examples/astral.astral -o docs/images/astral-cooling.png --view cooling --dpi $(IMAGES_DPI)
 	$(PYTHON) -m astral_dsl.cli forecast examples/astral.astral --plot docs/images/seer_llama405b.png >/dev/null
+	@# a diagnosed suspect: generated observed data of the single-pod job with a NIC port at half rate
+	$(PYTHON) -c "import astral_dsl; from astral_dsl import seer, diagnose; from astral_dsl.synth import Fault, generate, write; d = astral_dsl.load('examples/single_pod.astral'); fc = seer.forecast(d); rm = diagnose.rank_map(d); p = rm.ranks[812].ports[1]; write.write_log(generate(fc, rm, [Fault('nic_port', p.name, 0.5, 812)], seed=5), '$(TMPDIR_IMAGES)/run7.csv')"
+	$(PYTHON) -m astral_dsl.cli diagnose examples/single_pod.astral --observed $(TMPDIR_IMAGES)/run7.csv -o $(TMPDIR_IMAGES)/diagnosis.json >/dev/null; test $$? -le 1
+	$(PYTHON) -m astral_dsl.cli render examples/single_pod.astral --view rack --name 'Lab.pods[0].rows[3].racks[1]' --highlight $(TMPDIR_IMAGES)/diagnosis.json -o docs/images/diagnose-rack.png --dpi $(IMAGES_DPI)
 	$(PYTHON) -m astral_dsl.cli sweep examples/explore.astral --grid job_gpus=256,512,1024,2048,4096 --grid tp=2,4,8 --grid pp=1,2,4,8 --job llama70b --plot docs/images/sweep-pareto.png --x min:job_gpus --y tokens_per_s >/dev/null; test $$? -le 1
+
+# The review page of the reference design (`astral report`), and its screenshot for the README.
+REPORT ?= review.html
+report: system-deps
+	$(PYTHON) -m astral_dsl.cli report examples/astral.astral -o $(REPORT)
+	@echo "open $(REPORT) in a browser"
+
+# The README's screenshot of it: the top of the page in headless Chromium.
+report-screenshot: report
+	@mkdir -p docs/images
+	profile=$$(mktemp -d) && chromium --headless --no-sandbox --disable-gpu --no-first-run \
+	  --disable-background-networking --disable-component-update --disable-sync \
+	  --hide-scrollbars --user-data-dir=$$profile --window-size=1400,2000 \
+	  --screenshot=docs/images/astral-report.png file://$(CURDIR)/$(REPORT) 2>/dev/null; \
+	  status=$$?; rm -rf $$profile; exit $$status

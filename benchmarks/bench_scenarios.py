@@ -3,7 +3,8 @@ quoted in the README, never asserted in tests).
 
 In process, median of N runs after a warm-up: compiling the reference, its engineering checks,
 and each scenario alone (the design compiled again under it, with the replicas it names
-isolated, then checked), with the number of instances before and after isolation."""
+isolated, then checked), with the number of instances before and after isolation; then the
+forecast of its job, plainly and under a failed plane, NIC port and uplink."""
 from __future__ import annotations
 
 import os
@@ -16,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
 
-import astral_dsl  # noqa: E402
+from astral_dsl import seer  # noqa: E402
+from astral_dsl.compiler import compile_source  # noqa: E402
 from astral_dsl.analyses.engineering import analyse, run_scenario  # noqa: E402
 
 
@@ -30,9 +32,20 @@ def median_ms(fn) -> float:
     return statistics.median(times) * 1000
 
 
+# what-ifs beyond the example's own: one switch, one NIC port, one link of the 524,288-GPU
+# reference (isolating the route to a NIC, never the replicas)
+EXTRA = """
+scenario one_tor { fail Astral.fabric.pod[3].rail[4].plane[A].tor[17] }
+scenario one_port { fail Astral.pods[3].rows[5].racks[2].hosts[1].nics[4].port[b] }
+scenario one_uplink {
+  fail Astral.fabric.pod[0].rail[4].plane[A].tor[0] -- Astral.fabric.pod[0].rail[4].plane[A].agg[3]
+}
+"""
+
+
 def main() -> None:
     path = ROOT / "examples" / "astral.astral"
-    comp = astral_dsl.compile(path)
+    comp = compile_source(path.read_text() + EXTRA, name="astral.astral", root=path.parent)
     design = comp.design
     base = analyse(design)
     compile_ms = median_ms(lambda: comp.recompile())
@@ -47,6 +60,12 @@ def main() -> None:
         print(f"  scenario {scenario.template:<14} compile + check {ms:7.1f} ms   "
               f"{ms / check_ms:4.2f}x the plain check; {len(twin.instances)} instances "
               f"({len(twin.instances) - len(design.instances):+d} isolated)")
+    forecast_ms = median_ms(lambda: seer.forecast(design))
+    print(f"  forecast of `llama405b`                 {forecast_ms:7.1f} ms")
+    for name in ("plane_b_down", "one_port", "one_uplink"):
+        ms = median_ms(lambda: seer.forecast(design, scenario=name))
+        print(f"  forecast under {name:<14}          {ms:7.1f} ms   "
+              f"{ms / forecast_ms:4.2f}x the plain forecast")
 
 
 if __name__ == "__main__":

@@ -56,8 +56,33 @@ def test_bad_job(name, code, line, column):
         with pytest.raises(seer.ForecastError) as exc:
             seer.forecast(design)
         assert any(d.code == code for d in exc.value.diagnostics)
-    else:
-        assert seer.forecast(design).iteration_time > 0
+    else:                           # a warning: forecast, and the forecast carries it
+        fc = seer.forecast(design)
+        assert fc.iteration_time > 0
+        assert code in [d.code for d in fc.diagnostics], [d.code for d in fc.diagnostics]
+
+
+# a bad value (or a contradiction) of every forecast option, and the case that shows it
+OPTION_CASES = {
+    "recompute": "recompute_unknown", "dtype": "dtype_unknown", "attention": "attention_unknown",
+    "grad_dtype": "grad_dtype_unknown", "overlap_grad_reduce": "overlap_grad_reduce_not_bool",
+    "overlap_param_gather": "overlap_param_gather_not_bool", "tp_overlap": "tp_overlap_unknown",
+    "tp": "tp_heads", "pp": "pp_layers", "dp": "dp_zero", "cp": "seq_cp", "ep": "ep_experts",
+    "sp": "sp_not_bool", "order": "order_empty", "schedule": "schedule_typo",
+    "virtual_stages": "virtual_stages_too_many", "stages": "stages_mismatch",
+    "zero": "zero_out_of_range", "fsdp": "fsdp_false_zero3",
+    "reshard_after_forward": "reshard_without_fsdp", "global_batch": "batch_divisible",
+    "micro": "micro_zero", "seq": "seq_zero",
+}
+
+
+def test_every_forecast_option_has_a_bad_value_case():
+    assert set(OPTION_CASES) == set(seer.OPTIONS)
+    listed = {c[0] for c in CASES}
+    for option, case in OPTION_CASES.items():
+        assert f"{case}.astral" in listed, option
+        text = (BAD / f"{case}.astral").read_text(encoding="utf-8")
+        assert option in text, (option, case)
 
 
 def test_memory_diagnostic_reports_the_estimate():

@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 import astral_dsl
 from astral_dsl import diagnose, observe, seer
-from astral_dsl.synth import Fault, generate, inject, write
+from astral_dsl.synth import Fault, Noise, generate, inject, write
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
@@ -29,18 +30,76 @@ def small():
     return design, seer.forecast(design), diagnose.rank_map(design)
 
 
-@pytest.mark.parametrize("kind", ["none", "gpu", "nic_port", "tor", "agg", "link_flap"])
-@pytest.mark.parametrize("fmt", ["csv", "jsonl", "kineto"])
-def test_injected_part_is_the_first_suspect(small, kind, fmt):
+SAMPLE_SEEDS = (1, 2, 3, 4, 5)
+FLAP_ITERATIONS = 12      # the small job has few transfers: a link bad 15 % of the time needs 12
+TARGETS = {"first": 0.95, "top3": 0.99, "alarms": 0.02}
+
+
+def test_localisation_sample(small):
+    """The fixed-seed sample of the proof on the small design (compact log rows, through the
+    log reader's column path): every kind of fault five times, five fault-free runs. Prints
+    the targets and the rates measured on the sample; with these few trials every one must
+    hold (the statistics of the full proof: benchmarks/bench_diagnose.py)."""
     design, fc, rm = small
-    for seed in (1, 2):
-        t = inject.trial(design, fc, rm, kind, seed, fmt)
-        print(kind, fmt, seed, t.fault.part if t.fault else "-", "->", t.first)
+    rows = []
+    for kind in ("gpu", "nic_port", "tor", "agg", "link_flap", "none"):
+        for seed in SAMPLE_SEEDS:
+            its = FLAP_ITERATIONS if kind == "link_flap" else 3
+            t = inject.trial(design, fc, rm, kind, seed, "memory", iterations=its)
+            print(kind, seed, t.fault.part if t.fault else "-", "->", t.first)
+            assert t.diagnostics == ()
+            rows.append(t)
+    faults = [t for t in rows if t.kind != "none"]
+    first = sum(t.position == 1 for t in faults) / len(faults)
+    top3 = sum(t.position is not None and t.position <= 3 for t in faults) / len(faults)
+    alarms = sum(t.suspects > 0 for t in rows if t.kind == "none") / \
+        sum(t.kind == "none" for t in rows)
+    print(f"targets: first >= {TARGETS['first']:.0%}, top 3 >= {TARGETS['top3']:.0%}, "
+          f"fault-free alarms <= {TARGETS['alarms']:.0%}")
+    print(f"sample: first {first:.0%}, top 3 {top3:.0%} of {len(faults)} injections; alarms "
+          f"{alarms:.0%} of {len(rows) - len(faults)} fault-free runs")
+    missed = [(t.kind, t.fault.part, t.position, t.first) for t in faults if t.position != 1]
+    assert not missed, missed
+    assert alarms == 0
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "kineto"])
+def test_each_format_localises(small, fmt):
+    """The same faults written as CSV, JSON Lines and Kineto traces, read back and found."""
+    design, fc, rm = small
+    for kind in ("none", "gpu", "nic_port", "tor", "agg"):
+        t = inject.trial(design, fc, rm, kind, 1, fmt)
+        print(kind, fmt, t.fault.part if t.fault else "-", "->", t.first)
         assert t.diagnostics == ()
-        if kind == "none":
-            assert t.suspects == 0, "a fault-free run raised an alarm"
-        else:
-            assert t.position == 1, f"{t.fault} ranked {t.position}: first {t.first}"
+        assert (t.suspects == 0) if kind == "none" else (t.position == 1)
+
+
+def test_doubled_noise_raises_no_alarm(small):
+    """Twice the generator's noise (kernels 4 %, network 6 %, GPUs 2 %): the spreads are
+    measured from the data, so healthy runs stay quiet and faults are still found."""
+    design, fc, rm = small
+    noise = Noise(kernel=0.04, comm=0.06, iteration=0.02, gpu_spread=0.02)
+    for seed in (11, 12, 13):
+        assert inject.trial(design, fc, rm, "none", seed, "memory", noise).suspects == 0
+    for kind in ("nic_port", "tor", "agg"):
+        assert inject.trial(design, fc, rm, kind, 11, "memory", noise).position == 1
+
+
+def test_an_uplink_is_a_link_suspect():
+    """Four ToRs per rail and plane: the pipeline's transfers climb from every ToR, so one
+    ToR's uplinks (slow) are told apart from the ToR (its data-parallel traffic stays below),
+    the aggregation group and the other ToRs' uplinks (healthy): a `link` suspect named by its
+    ends, the upper end the group (ECMP decides the switch), every plane."""
+    text = SMALL.read_text().replace("gpus = 128", "gpus = 256").replace(
+        "parallel { tp = 8, pp = 2, dp = 8 }", "parallel { tp = 8, pp = 4, dp = 8 }").replace(
+        "global_batch = 32", "global_batch = 64")
+    design = astral_dsl.loads(text, name=str(SMALL))
+    fc, rm = seer.forecast(design), diagnose.rank_map(design)
+    t = inject.trial(design, fc, rm, "uplink", 41, "memory")
+    assert t.fault.part == "Small.fabric.rail[6].plane[A].tor[1] -- Small.fabric.rail[6].plane[A].agg[0]"
+    assert t.position == 1
+    assert t.first == ("link Small.fabric.rail[6].plane[A|B].tor[1] -- "
+                       "Small.fabric.rail[6].plane[A|B].agg")
 
 
 def test_single_pod_sample(tmp_path):
@@ -49,7 +108,7 @@ def test_single_pod_sample(tmp_path):
     fc = seer.forecast(design)
     rm = diagnose.rank_map(design)
     for kind, seed in (("nic_port", 11), ("none", 12)):
-        t = inject.trial(design, fc, rm, kind, seed, "csv")
+        t = inject.trial(design, fc, rm, kind, seed, "memory")
         print(kind, t.fault, "->", t.first)
         assert t.diagnostics == ()
         assert (t.position == 1) if kind != "none" else (t.suspects == 0)
@@ -105,6 +164,8 @@ def test_missing_ranks_and_empty_iterations(small, tmp_path):
     assert codes == ["W788", "W787"]
     assert "70-71" in result.diagnostics[1].message and "iteration(s) 101" in \
         result.diagnostics[0].message
+    assert f"(looked in {path})" in result.diagnostics[1].message and \
+        result.diagnostics[1].file == str(path)
     assert result.suspects[0].path == rm.ranks[5].gpu          # what can be read is analysed
 
 
@@ -162,3 +223,152 @@ def test_cli_exit_codes_and_json(small, tmp_path):
     bad.write_text("{ not json")
     proc = _cli("diagnose", str(SMALL), "--observed", str(bad))
     assert proc.returncode == 2 and "E781" in proc.stdout
+
+
+TINY = REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"
+
+
+def test_a_directory_mixing_two_jobs_keeps_this_jobs_trace(tmp_path):
+    """B1: rank 0 of a 128-rank job and rank 0 of the 2-rank job in one directory: the other
+    world size is set aside first (E785), so this job's trace is kept, not called a
+    duplicate."""
+    mix = tmp_path / "mix"
+    mix.mkdir()
+    shutil.copy(TRACES / "sampled_rank-0.json.gz", mix / "a_rank-0.json.gz")
+    shutil.copy(TRACES / "nccl_data_rank-0.json.gz", mix / "b_rank-0.json.gz")
+    result = diagnose.diagnose(astral_dsl.load(str(TINY)), observe.load([str(mix)]))
+    assert [d.code for d in result.diagnostics] == ["E785", "W787"]
+    assert result.diagnostics[0].file == str(mix / "a_rank-0.json.gz")
+    assert result.ranks_read == (0,)
+    # W787 names where it looked
+    assert f"looked in {mix}" in result.diagnostics[1].message
+    assert result.diagnostics[1].file == str(mix)
+
+
+def test_traces_of_another_job_with_the_same_world_size(small, tmp_path):
+    """The sampled real traces are of a 128-rank job too: placed as ranks 0 and 1 of the small
+    job they are not its ranks (their iterations are none of the others'): E790 naming each
+    file, and the other 126 ranks are still analysed."""
+    design, fc, rm = small
+    data = generate(fc, rm, [Fault("gpu", rm.ranks[5].gpu, 0.2, 5)], seed=3)
+    log = tmp_path / "obs" / "log.csv"
+    log.parent.mkdir()
+    write.write_log(data, str(log))
+    rows = _rows(log)
+    _write(log, [rows[0]] + [r for r in rows[1:] if r[0] not in ("0", "1")])
+    for r in (0, 1):
+        shutil.copy(TRACES / f"sampled_rank-{r}.json.gz", log.parent / f"rank-{r}.json.gz")
+    result = diagnose.diagnose(design, observe.load([str(log.parent)]))
+    e790 = [d for d in result.diagnostics if d.code == "E790"]
+    assert [d.file for d in e790] == [str(log.parent / "rank-0.json.gz"),
+                                      str(log.parent / "rank-1.json.gz")]
+    assert "iterations (551, 552) are none of the other ranks' (100-102)" in e790[0].message
+    assert [d.code for d in result.diagnostics] == ["E790", "E790", "W787"]
+    assert result.suspects[0].path == rm.ranks[5].gpu
+
+
+def test_a_schedule_unlike_the_stage_is_another_job(small, tmp_path):
+    """A rank whose log holds a tenth of its stage's communication records per iteration:
+    its schedule is not the stage's (E790)."""
+    design, fc, rm = small
+    path = tmp_path / "log.csv"
+    write.write_log(generate(fc, rm, [], seed=6), str(path))
+    rows = _rows(path)
+    comm = [r for r in rows[1:] if r[0] == "9" and r[2].endswith("_comm")]
+    drop = {id(r) for r in comm[: int(len(comm) * 0.9)]}
+    _write(path, [r for r in rows if id(r) not in drop])
+    result = diagnose.diagnose(design, observe.load([str(path)]))
+    assert [d.code for d in result.diagnostics] == ["E790", "W787"]
+    assert "rank 9" in result.diagnostics[0].message and "schedule" in \
+        result.diagnostics[0].message
+
+
+def test_a_wrong_rank_order_is_said_once(small, tmp_path):
+    """Data written in tp-cp-ep-dp-pp diagnosed as tp-cp-ep-pp-dp: the pipeline peers do not
+    fit, the default order does; one diagnostic (E792) suggesting it, exit 2, no clock errors
+    and no false GPU suspects."""
+    design, fc, rm = small
+    path = tmp_path / "log.csv"
+    write.write_log(generate(fc, rm, [], seed=4), str(path))
+    with pytest.raises(diagnose.DiagnoseError) as info:
+        diagnose.diagnose(design, observe.load([str(path)]), order="tp-cp-ep-pp-dp")
+    assert [d.code for d in info.value.diagnostics] == ["E792"]
+    d = info.value.diagnostics[0]
+    assert "does not match the rank order tp-cp-ep-pp-dp" in d.message
+    assert "tp-cp-ep-dp-pp" in d.message and d.hint == \
+        "pass --order tp-cp-ep-dp-pp (or declare `order` in the job's `parallel`)"
+    proc = _cli("diagnose", str(SMALL), "--observed", str(path), "--order", "tp-cp-ep-pp-dp")
+    assert proc.returncode == 2 and proc.stdout.count("E792") == 1 and "E789" not in proc.stdout
+
+
+def _suspect(kind, path, parts, confidence=0.9, alternative=False):
+    return {"kind": kind, "path": path, "parts": list(parts), "confidence": confidence,
+            **({"alternative": True} if alternative else {})}
+
+
+def test_highlight_rack_view(small):
+    """A NIC suspect of rank 100 (Small.racks[3].hosts[0], NIC 4) on its rack: both port cells
+    and both cables red, the other suspects named in a note (a GPU of another rack) or said to
+    be left out (an alternative)."""
+    from astral_dsl.outputs.render import render
+
+    design, fc, rm = small
+    r = rm.ranks[100]
+    nic = [p.name for p in r.ports] + [f"{p.name} -- {p.switch}" for p in r.ports]
+    other = rm.ranks[5].gpu
+    dot = render(design, "rack", "Small.racks[3]", highlight=[
+        _suspect("nic port", r.ports[0].name.replace("port[a]", "port[a|b]"), nic),
+        _suspect("gpu", other, [other], 0.6),
+        _suspect("switch", "Small.fabric.rail[0].plane[A|B].tor[0]", [], 0.01, True)]).source
+    assert r.gpu == "Small.racks[3].hosts[0].gpus[4]"
+    # host 0's NIC 4: its label and both port cells red (and two swatches of the legend)
+    assert dot.count('BGCOLOR="#ffebee"') == 5 and dot.count("NIC 4 · 200G ●") == 1
+    assert dot.count('class="network suspect"') == 2            # the two cables
+    assert "not in this picture: suspect 2: gpu Small.racks[0].hosts[0].gpus[5] (60%)" in dot
+    assert "1 alternative suspect(s) of the diagnosis are not drawn" in dot
+
+
+def test_highlight_pod_view(small):
+    """On the pod view (here the site, which holds the fabric): a first-tier switch suspect
+    marks its rail's ToR node of each plane, a tier suspect its groups, an uplink suspect the
+    edges between the two tiers of its rail and planes."""
+    from astral_dsl.outputs.render import render
+
+    design, fc, rm = small
+    f = "Small.fabric"
+    dot = render(design, "pod", highlight=[
+        _suspect("switch", f"{f}.rail[2].plane[A|B].tor[1]",
+                 [f"{f}.rail[2].plane[A].tor[1]", f"{f}.rail[2].plane[B].tor[1]"]),
+        _suspect("link", f"{f}.rail[5].plane[A|B].tor[0] -- {f}.rail[5].plane[A|B].agg",
+                 [f"{f}.rail[5].plane[A].tor[0] -- {f}.rail[5].plane[A].agg",
+                  f"{f}.rail[5].plane[B].tor[0] -- {f}.rail[5].plane[B].agg"])]).source
+    suspect_nodes = re.findall(r'(\w+) \[label=<[^\n]*class="node[^"]*suspect', dot)
+    marked = re.findall(r"^\s*(\w+) \[.*class=\"[^\"]*suspect", dot, re.M)
+    assert sorted(marked) == ["f0_t0_2_0", "f0_t0_2_1"], (suspect_nodes, marked)
+    edges = re.findall(r"^\s*(\w+) -> (\w+) \[.*class=\"network suspect\"", dot, re.M)
+    assert sorted(edges) == [("f0_t1_5_0", "f0_t0_5_0"), ("f0_t1_5_1", "f0_t0_5_1")]
+    assert "not in this picture" not in dot
+
+
+def test_render_highlight_cli(small, tmp_path):
+    design, fc, rm = small
+    port = rm.ranks[100].ports[0]
+    faulty = tmp_path / "faulty.csv"
+    write.write_log(generate(fc, rm, [Fault("nic_port", port.name, 0.5, 100)], seed=4),
+                    str(faulty))
+    out = tmp_path / "diagnosis.json"
+    proc = _cli("diagnose", str(SMALL), "--observed", str(faulty), "-o", str(out))
+    assert proc.returncode == 1, proc.stdout
+    dot = tmp_path / "rack.dot"
+    proc = _cli("render", str(SMALL), "--view", "rack", "--name", "Small.racks[3]",
+                "--highlight", str(out), "-o", str(dot))
+    assert proc.returncode == 0, proc.stderr
+    assert "1 of 1 suspect(s) drawn" in proc.stdout
+    assert 'class="network suspect"' in dot.read_text()
+    proc = _cli("render", str(SMALL), "--view", "power", "--highlight", str(out),
+                "-o", str(dot))
+    assert proc.returncode == 2 and "E702" in proc.stderr
+    bad = tmp_path / "x.json"
+    bad.write_text("[1, 2]")
+    proc = _cli("render", str(SMALL), "--view", "rack", "--highlight", str(bad), "-o", str(dot))
+    assert proc.returncode == 2 and "is not a diagnosis" in proc.stderr

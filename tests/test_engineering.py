@@ -755,8 +755,17 @@ def test_astral_scenarios(astral_checked, astral_eng):
     assert set(by) == {"plane_b_down", "hvdc_lost", "hot_day"}
     assert [n for n, o in by.items() if o.required] == ["hvdc_lost"]
     assert all(o.broken == () for o in by.values())
-    # plane B of every rail fails: named in the notes
-    assert by["plane_b_down"].notes == ("Astral.fabric.plane[B] failed",)
+    # plane B of every rail fails: named in the notes, with what it does: 65,536 hosts x 8
+    # dual-port NICs keep port a; plane B's ToRs and aggs (4,096 each: 8 pods x 8 rails x 64) are
+    # off, each 1 kW plus the modules in its 64 cages (tor: 32 breakout + 32 twin-port modules,
+    # agg: 32 + 32; 15 W each): 4,096 x (1,000 + 64 x 15) W = 8,028.2 kW per tier
+    assert by["plane_b_down"].notes == (
+        "Astral.fabric.plane[B] failed",
+        "524,288 NICs run on 1 of 2 ports (`Astral.fabric.plane[B]` failed)",
+        "4,096 `tor` switches off: 8,028.2 kW less network power",
+        "4,096 `agg` switches off: 8,028.2 kW less network power")
+    assert by["plane_b_down"].result.network_w == pytest.approx(
+        astral_eng.network_w - 2 * 4096 * (1000 + 64 * 15))
 
 
 def test_astral_hvdc_lost_utility_carries_the_row(astral_checked):
@@ -805,17 +814,26 @@ def test_single_pod_tor_failure_in_notes():
     checked = check_design(design, all_scenarios=True)
     (o,) = checked.scenarios
     assert o.name == "tor_plane_a_rail_3" and not o.required
-    assert o.notes == ("Lab.pods[0].fabric.rail[3].plane[A].tor failed",)
+    # 512 hosts: NIC 3 of each keeps port b; rail 3's plane-A ToRs: 512 ports / 64 down = 8
+    tor = checked.engineering.fabrics[0].tiers[0]
+    assert o.notes == ("Lab.pods[0].fabric.rail[3].plane[A].tor failed",
+                       "512 NICs run on 1 of 2 ports "
+                       "(`Lab.pods[0].fabric.rail[3].plane[A].tor` failed)",
+                       f"8 `tor` switches off: {8 * tor.switch_share_w / 1e3:,.1f} kW less "
+                       f"network power")
+    assert tor.switch_share_w == pytest.approx(600 + tor.optics_w / tor.switches)
+    assert o.result.network_w == pytest.approx(checked.engineering.network_w
+                                               - 8 * tor.switch_share_w)
     assert o.result.notes == o.notes
     assert o.broken == ()
 
 
-def test_dgx_leaf_failure_in_notes():
+def test_dgx_feed_failure_in_notes():
     design = astral_dsl.load(DGX)
     checked = check_design(design, all_scenarios=True)
     (o,) = checked.scenarios
-    assert o.name == "spine_rail_0_leaf_down"
-    assert o.notes == ("SuperPOD.fabric.rail[0].leaf failed",)
+    assert o.name == "feed_a_lost"
+    assert o.notes == ("feeder SuperPOD.sus[0].a failed",)
     assert o.broken == ()
 
 
@@ -830,7 +848,9 @@ def test_size_under_a_scenario():
     assert proc.returncode == 0, proc.stderr.decode()
     doc = json.loads(proc.stdout)
     assert doc["scenario"]["name"] == "hvdc_lost"
-    assert doc["scenario"]["failed"] == ["Astral.pods[0].rows[0].hvdc"]
+    assert doc["scenario"]["failed"] == [{"target": "Astral.pods[0].rows[0].hvdc",
+                                          "kind": "feeder", "replicas": 1}]
+    assert doc["scenario"]["changed"] == []
     assert doc["scenario"]["notes"] == ["feeder Astral.pods[0].rows[0].hvdc failed"]
     assert doc["summary"]["feeders"] == 2048
     assert doc["summary"]["it_power_kw"] == pytest.approx(IT_KW, abs=1e-3)

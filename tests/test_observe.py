@@ -164,9 +164,14 @@ def test_rank_from_file_name_and_duplicates(tmp_path):
     p.write_text(json.dumps(doc))
     obs = observe.load([str(p)])
     assert codes(obs) == ["W783"] and sorted(obs.ranks) == [7] and obs.ranks[7].world_size is None
+    # the same rank twice with one world size: the second is left out
+    obs = observe.load([str(TRACES / "sampled_rank-0.json.gz"),
+                        str(TRACES / "sampled_rank-0.json.gz")])
+    assert codes(obs) == ["E786"] and len(obs.traces) == 1
+    # two world sizes claiming rank 0 are two jobs: both kept, the diagnosis picks its own
     obs = observe.load([str(TRACES / "sampled_rank-0.json.gz"),
                         str(TRACES / "nccl_data_rank-0.json.gz")])
-    assert codes(obs) == ["E786"]
+    assert codes(obs) == [] and [t.world_size for t in obs.traces] == [128, 2]
 
 
 def test_directories_and_missing_paths(tmp_path):

@@ -135,3 +135,29 @@ def test_declared_order_is_followed():
     assert rm.order == ("tp", "cp", "ep", "pp", "dp")
     assert rm.group("pp", 0).ranks == (0, 8)           # pp before dp: neighbours on two hosts
     assert rm.group("dp", 0).ranks == tuple(range(0, 128, 16))
+
+
+def test_a_group_climbing_two_tiers_crosses_the_middle_one():
+    """B2: tp = 16 puts a TP group on two hosts, its GPUs on all 8 rails: they meet only at
+    the core, so the path climbs through each rail's aggregation group (per plane) first.
+    Tier sizes: 4 ToRs (8 hosts of 32 per ToR), 2 aggs (16 uplinks of 400G into 8-port aggs),
+    4 core switches: the uplinks end at groups (ECMP)."""
+    from astral_dsl.synth.generator import _Net
+
+    text = SMALL.read_text().replace("parallel { tp = 8, pp = 2, dp = 8 }",
+                                     "parallel { tp = 16, pp = 2, dp = 4 }")
+    rm = rank_map(astral_dsl.loads(text, name=str(SMALL)))
+    assert rm.tier_sizes == {"tor": 4, "agg": 2, "core": 4}
+    p = rm.path(rm.group("tp", 0).ranks)
+    assert p.tiers == ("Small.fabric.core",) + tuple(
+        f"Small.fabric.rail[{r}].plane[{x}].agg" for r in range(8) for x in "AB")
+    assert "Small.fabric.rail[3].plane[B].tor[0] -- Small.fabric.rail[3].plane[B].agg" in p.links
+    assert "Small.fabric.rail[3].plane[B].agg -- Small.fabric.core" in p.links
+    assert not any(link.endswith("tor[0] -- Small.fabric.core") for link in p.links)
+    # the generator's flows climb the same way: rank 0 (rail 0) to rank 9 (rail 1), port a:
+    # an agg of each side, then one core switch (listed for both sides)
+    flow = _Net(rm, (), 0).route(0, 9)[0]
+    tiers = [x for x in flow if " -- " not in x and (".agg[" in x or ".core[" in x)]
+    assert [t.split(".")[-1].split("[")[0] for t in tiers] == ["agg", "agg", "core", "core"]
+    assert "Small.fabric.rail[0].plane[A].agg[" in tiers[0] and \
+        "Small.fabric.rail[1].plane[A].agg[" in tiers[1]

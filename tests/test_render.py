@@ -352,8 +352,10 @@ def test_scenario_plane_b_down_greys_plane_b_only():
 
 
 @needs_dot
-def test_scenario_failing_one_rail_of_a_tier():
-    dgx = REPO / "examples" / "dgx_superpod.astral"
+def test_scenario_failing_one_rail_of_a_tier(tmp_path):
+    dgx = tmp_path / "dgx_superpod.astral"
+    dgx.write_text((REPO / "examples" / "dgx_superpod.astral").read_text()
+                   + "scenario spine_rail_0_leaf_down { fail SuperPOD.fabric.rail[0].leaf }\n")
     pic = picture(dgx, "cluster", scenario="spine_rail_0_leaf_down")
     failed = pic.nodes("failed")
     assert [pic.texts(g)[0] for g in failed] == ["leaf · rail 0"]

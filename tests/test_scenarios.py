@@ -48,7 +48,12 @@ def test_a_plane_down_is_reported_and_breaks_no_capacity_check():
     _, out = outcomes(FABRIC)
     p = out["plane_b"]
     assert not p.broken
-    assert p.notes == ("X.fabric.plane[B] failed",)
+    # 32 racks x 4 hosts x 8 NICs = 1,024 dual-port NICs keep port a; plane B's ToRs (one per
+    # rail and plane: 128 host ports / 128 downlinks) are off: 8 x 1 kW
+    assert p.notes == ("X.fabric.plane[B] failed",
+                       "1,024 NICs run on 1 of 2 ports (`X.fabric.plane[B]` failed)",
+                       "8 `tor` switches off: 8.0 kW less network power")
+    assert p.result.network_w == 24_000 - 8_000      # 24 switches of 1 kW, 8 of them off
 
 
 POWER = """\

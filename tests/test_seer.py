@@ -291,7 +291,7 @@ def test_plane_down_slows_dp_heavy_jobs():
     down = seer.forecast(design, job="dp_heavy", scenario="plane_b_down")
     assert down.iteration_time > base.iteration_time * 1.02
     assert down.breakdown["dp_comm"] > 1.5 * base.breakdown["dp_comm"]
-    assert any("plane B" in n for n in down.notes)
+    assert any("plane[B]" in n and n.startswith("dp: ") for n in down.notes)
     # a job inside one host does not notice
     a = seer.forecast(design, job="tp_only")
     b = seer.forecast(design, job="tp_only", scenario="plane_b_down")
@@ -367,3 +367,37 @@ def test_report_names_the_stage_of_every_figure():
         assert f"on stage {fc.stage}, the breakdown's" in text
     doc = report.to_json(fc)
     assert doc["breakdown_stage"] == fc.stage and doc["memory_stage"] == fc.memory.stage
+
+
+# ---- the plot, readable at 64 stages ---------------------------------------------------------------------------
+def test_plot_lane_keeps_forward_blocks_between_backward_ones():
+    from astral_dsl.outputs.forecast.plot import _runs
+
+    # blocks narrower than a pixel (tol = 1): pixel 0 holds 0.7 B + 0.3 F -> B, pixel 1 0.5 B +
+    # 0.3 F -> B; then a forward block of a whole pixel between idle time and a backward block:
+    # each pixel takes the category that fills most of it, so it is not hidden
+    bars = [(0.0, 0.6, "backward"), (0.6, 0.3, "forward"), (0.9, 0.6, "backward"),
+            (1.5, 0.3, "forward"), (3.0, 1.0, "forward"), (4.0, 2.0, "backward")]
+    runs = _runs(bars, 1.0)
+    assert runs["forward"] == [(3.0, 1.0)]
+    assert runs["backward"] == [(0.0, 2.0), (4.0, 2.0)]
+    # a lane less than half busy in a pixel leaves it empty (the idle shading shows)
+    assert _runs([(0.0, 0.4, "gemm")], 1.0) == {}
+
+
+def test_plot_names_every_stage_at_64_stages():
+    from astral_dsl.outputs.forecast.plot import figure
+    import matplotlib.pyplot as plt
+
+    m = ModelSpec("M", 64, 1024, 16, 16, 4096, 32000, 2048, "gelu")
+    job = JobSpec("m", m, ParallelSpec(tp=1, pp=64, dp=1), 64, 1, 2048, "full", "bf16")
+    fc = run(job)
+    fig = figure(fc)
+    try:
+        labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert len(labels) == 64 and all(t.get_visible() for t in fig.axes[0].get_yticklabels())
+        assert labels[fc.stage].startswith(f"stage {fc.stage} (breakdown")
+        assert "fullest memory" in labels[fc.memory.stage]
+        assert fig.axes[0].get_yticklabels()[0].get_fontsize() >= 4.0
+    finally:
+        plt.close(fig)

@@ -232,3 +232,126 @@ def test_tp_reductions_on_the_critical_path_without_overlap():
     assert ops["qkv grad all-reduce"].start >= ops["qkv wgrad"].end
     assert seer.run(replace(job, tp_overlap="none"), H100, NET).iteration_time > \
         seer.run(job, H100, NET).iteration_time
+
+
+# ---- the job's warnings reach the forecast (W750, W751, W752) ---------------------------------------------
+def _cli(*args):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_forecast_shows_the_may_not_fit_warning_in_text_and_json():
+    import json
+
+    proc = _cli("forecast", "tests/bad/jobs/memory_margin.astral", "--color", "never")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning[W750]: job `tight` may not fit in GPU memory: 81 GB estimated, 80 GB on " \
+           "the GPU, estimate +/- 7 %" in proc.stdout
+    assert "iteration time" in proc.stdout
+    proc = _cli("forecast", "tests/bad/jobs/memory_margin.astral", "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert doc["valid"] is True and [d["code"] for d in doc["diagnostics"]] == ["W750"]
+    assert doc["memory_gb"]["total"] > 80
+    proc = _cli("forecast", "tests/bad/jobs/overlap_param_gather_no_zero.astral", "--format",
+                "json")
+    assert [d["code"] for d in json.loads(proc.stdout)["diagnostics"]] == ["W751"]
+
+
+def test_api_forecast_carries_the_warnings():
+    fc = seer.forecast(astral_dsl.load(REPO / "tests/bad/jobs/memory_margin.astral"))
+    w = [d for d in fc.diagnostics if d.code == "W750"]
+    assert len(w) == 1 and not w[0].is_error and fc.memory.total > 80e9
+    assert "estimate +/- 7 %" in w[0].message
+    fc = seer.forecast(astral_dsl.load(REPO / "tests/bad/jobs/model_no_vocab.astral"))
+    assert [d.code for d in fc.diagnostics] == ["W752"] and fc.job.model.vocab == 32000
+    assert seer.forecast(design(BASE % ("", ""))).diagnostics == []
+
+
+def test_rule_fallback_over_memory_warns():
+    """The reference job with selective recomputation: no number of virtual stages fits the
+    H800's 80 GB; the rule takes the one needing the least memory (1) and the forecast says it
+    may not fit, naming the rule's choice."""
+    fc = seer.forecast(astral_dsl.load(REPO / "examples/astral.astral"), recompute="selective")
+    assert fc.memory.total > 80e9 and dict(fc.chosen) == {"virtual_stages": 1}
+    (w,) = [d for d in fc.diagnostics if d.code == "W750"]
+    assert "least memory (virtual_stages = 1)" in " ".join(w.notes)
+
+
+# ---- keywords that read as quantities, values accepted silently before --------------------------------------
+def _front_end(text):
+    d = astral_dsl.loads(HEAD + text, name="job.astral", root=REPO)
+    return [x for x in d.diagnostics if x.is_error]
+
+
+def test_keyword_outside_its_field_says_how_to_write_it():
+    (e,) = _front_end("let sch = 1f1b\n" + BASE % ("", ", schedule = sch"))
+    assert e.code == "E300" and "keyword, not a quantity" in e.message
+    assert "`schedule = 1f1b`" in e.hint and '"1f1b"' in e.hint
+    (e,) = _front_end(BASE % ("", ", order = 1f1b"))
+    assert e.code == "E303" and "double quotes" in e.message and '`order = "1f1b"`' in e.hint
+    quoted = design('let sch = "1f1b"\n' + BASE % ("", ", schedule = sch"))
+    assert seer.forecast(quoted).job.parallel.schedule == "1f1b"
+
+
+def test_empty_order_and_fsdp_false_with_zero_3_are_refused():
+    empty = BASE % ("", ', order = ""')
+    contradiction = (BASE % ("", ", fsdp = false")).replace("zero = 1", "zero = 3")
+    for body, code in ((empty, "E759"), (contradiction, "E761")):
+        with pytest.raises(seer.ForecastError) as exc:
+            seer.forecast(design(body))
+        assert code in [d.code for d in exc.value.diagnostics], body
+    with pytest.raises(seer.ForecastError) as exc:       # the option as the field
+        seer.forecast(design(BASE % ("", "")), order="")
+    assert "E759" in [d.code for d in exc.value.diagnostics]
+
+
+def test_model_defaults_that_are_guesses_warn():
+    body = """
+model Mine { layers = 8, hidden = 4096, heads = 32, activation = swiglu }
+job j {
+  model = Mine, placement = S, gpus = 8, recompute = selective
+  parallel { tp = 8, pp = 1, dp = 1, sp = true }
+  batch { global_batch = 8, micro = 1 }
+}
+"""
+    fc = seer.forecast(design(body))
+    msgs = [d.message for d in fc.diagnostics if d.code == "W752"]
+    assert len(msgs) == 3
+    assert any("`vocab`" in m and "32,000" in m for m in msgs)
+    assert any("`seq`" in m and "2,048" in m for m in msgs)
+    # 8h/3 = 8 x 4,096 / 3 = 10,922 (rounded down)
+    assert any("`ffn`" in m and "10,922" in m for m in msgs)
+    assert fc.job.seq == 2048 and fc.job.model.ffn == 10922
+
+
+# ---- virtual stages only as Megatron-LM lays them out ----------------------------------------------------
+def test_chunks_split_each_stage_evenly_or_count_embedding_and_loss():
+    from astral_dsl.seer.spec import chunk_split, virtual_stage_options
+
+    llama = (7,) + (8,) * 14 + (7,)            # Llama 3 405B: 126 layers on 16 stages
+    # no even split of 7 and 8; with the embedding and the loss as a layer: 8 units per stage
+    assert chunk_split(llama, 2) == ((3, 4),) + ((4, 4),) * 14 + ((4, 3),)
+    assert chunk_split(llama, 8)[0] == (0,) + (1,) * 7          # the embedding alone first
+    assert chunk_split(llama, 8)[-1] == (1,) * 7 + (0,)         # the loss alone last
+    assert chunk_split(llama, 7) is None                        # 8 layers in 7 chunks: no
+    assert chunk_split(llama, 3) is None
+    assert virtual_stage_options(llama) == [1, 2, 4, 8]
+    assert chunk_split((12,) * 8, 3) == ((4, 4, 4),) * 8
+    assert virtual_stage_options((12,) * 8) == [1, 2, 3, 4, 6, 12]
+    assert chunk_split((6, 12, 12, 6), 2) == ((3, 3), (6, 6), (6, 6), (3, 3))  # uneven first/last
+    assert chunk_split((5, 12, 12, 6), 2) is None
+
+
+def test_the_rule_picks_only_megatron_layouts():
+    fc = seer.forecast(astral_dsl.load(REPO / "examples/astral.astral"))
+    assert dict(fc.chosen)["virtual_stages"] in (2, 4, 8)
+    body = BASE % ("", ", stages = [19, 20, 20, 21], schedule = interleaved, virtual_stages = 3")
+    with pytest.raises(seer.ForecastError) as exc:
+        seer.forecast(design(body))
+    (e,) = [d for d in exc.value.diagnostics if d.code == "E751"]
+    assert "do not split into 3 virtual stages" in e.message

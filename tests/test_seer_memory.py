@@ -8,8 +8,10 @@
   worth, the interleaved schedule L (1 + (p - 1)/(p v)));
 - model states: Rajbhandari et al. 2020 ("ZeRO", arXiv 1910.02054), section 3 and Figure 1
   (Psi = 7.5 B parameters, N_d = 64, K = 12: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB), and Megatron-LM's
-  distributed optimizer table (bf16 parameters with fp32 gradients: 18 bytes per parameter, 6 +
-  12/d sharded; fp16 parameters and gradients: 16, 4 + 16/d);
+  table of bytes per parameter (docs/source/api-guide/dist_optimizer.md: fp16 parameters and
+  gradients 20 non-distributed, 4 + 16/d distributed; bf16 parameters with fp32 gradients 18,
+  6 + 12/d; fp32 16, 8 + 8/d), whose fp16 rows count the fp32 copy of the gradients that the
+  ZeRO paper's 2 + 2 + 12 leaves out;
 - the uncertainty, and the warning a few percent over capacity gets (W750, not E757)."""
 from __future__ import annotations
 
@@ -128,11 +130,28 @@ def test_zero_figure_1(zero, expected_gb):
 
 
 def test_megatron_distributed_optimizer_bytes_per_parameter():
+    """Megatron-LM's table row by row: fp16 = 2 (param) + 2 (grad) + 4 (fp32 main param) + 4
+    (fp32 main grad, `main_grad.float()`) + 4 + 4 (Adam m, v) = 20, of which the last 16 are
+    sharded by the distributed optimizer; bf16 with fp32 grads = 2 + 4 + 4 + 4 + 4 = 18 (the fp32
+    buffer is the main grad), 12 sharded; fp32 = 4 + 4 + 4 + 4 = 16 (no master copy), 8 sharded."""
     one = lambda **kw: sum(_states(**kw)) * 1e9 / PSI  # noqa: E731
+    assert one(zero=0, dtype="fp16", grad_dtype="fp16") == pytest.approx(20)
+    assert one(zero=1, dtype="fp16", grad_dtype="fp16") == pytest.approx(4 + 16 / ND)
     assert one(zero=0, dtype="bf16", grad_dtype="fp32") == pytest.approx(18)
     assert one(zero=1, dtype="bf16", grad_dtype="fp32") == pytest.approx(6 + 12 / ND)
-    assert one(zero=0, dtype="fp16", grad_dtype="fp16") == pytest.approx(16)
-    assert one(zero=1, dtype="fp16", grad_dtype="fp16") == pytest.approx(4 + 16 / ND)
+    assert one(zero=0, dtype="fp32", grad_dtype="fp32") == pytest.approx(16)
+    assert one(zero=1, dtype="fp32", grad_dtype="fp32") == pytest.approx(8 + 8 / ND)
+
+
+def test_fp16_gradient_copy_is_its_own_term():
+    """The 4 bytes of fp32 gradients fp16 adds are reported as a part (`fp32_grads`), and the
+    non-distributed optimizer's copy is not sharded."""
+    w, g, o, master = state_bytes_per_param(gpt3(tp=1, dp=ND, zero=0, dtype="fp16"))
+    assert (w, g, o, master) == (2.0, 2.0, 12.0, 4.0)
+    w, g, o, master = state_bytes_per_param(gpt3(tp=1, dp=ND, zero=2, dtype="fp16"))
+    assert (w, g, o, master) == pytest.approx((2.0, 2.0 / ND, 12.0 / ND, 4.0 / ND))
+    est = estimate(gpt3(tp=1, dp=ND, zero=0, dtype="fp16"), lambda i: PSI)
+    assert dict(est.parts())["fp32_grads"] == pytest.approx(4 * PSI)
 
 
 # ---- the uncertainty ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 import attrs
 
-from astral_dsl.analyses import declarations
+from astral_dsl.analyses import declarations, network_failures
 from astral_dsl.analyses import scenarios as scen
 from astral_dsl.analyses.cooling import CoolingResult, analyse_cooling
 from astral_dsl.analyses.network import FabricCount, fabric_counts
@@ -38,7 +38,8 @@ class Engineering:
 def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineering:
     cache: Dict = {}
     d = applied.design if applied is not None else design
-    fabrics = tuple(fabric_counts(d, cache, applied.tier_failures if applied else ()))
+    fabrics = tuple(network_failures.counts(d, cache, applied.tier_failures, applied.fabric)
+                    if applied is not None else fabric_counts(d, cache))
     network_w = sum(f.power_w for f in fabrics)
     mult = multiplicities(d)
     served = Served(d, mult, Resolver(d), cache)
@@ -55,8 +56,8 @@ def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineeri
     diags.extend(served.diagnostics)
     diags.extend(declarations.undeclared_power(d))
     diags.extend(declarations.unused_fields(d, mult))
-    return Engineering(fabrics, power, cooling, sort_diagnostics(diags),
-                       applied.notes if applied else ())
+    notes = (applied.notes + tuple(n for f in fabrics for n in f.notes)) if applied else ()
+    return Engineering(fabrics, power, cooling, sort_diagnostics(diags), notes)
 
 
 @attrs.frozen
@@ -92,18 +93,24 @@ def run_scenario(design: Design, scenario: Instance, baseline: Engineering) -> S
     result = analyse(twin, applied)
     broken = tuple(d for d in found + result.diagnostics
                    if d.is_error and (d.code, d.span) not in before)
-    return ScenarioOutcome(scenario.template, scenario.field("required") is True, applied.notes,
+    return ScenarioOutcome(scenario.template, scenario.field("required") is True, result.notes,
                            sort_diagnostics(broken), result, applied)
 
 
+# a scenario that names a part wrongly is itself in error, whether or not it is required
+NAMING = ("E214", "E219")
+
+
 def scenario_diagnostics(outcome: ScenarioOutcome, scenario: Instance) -> List[Diagnostic]:
-    if not outcome.broken:
-        return []
+    named = [d for d in outcome.broken if d.code in NAMING]
+    broken = [d for d in outcome.broken if d.code not in NAMING]
+    if not broken:
+        return named
     code, severity = ("E680", Severity.ERROR) if outcome.required else ("W680", Severity.WARNING)
     what = "required scenario" if outcome.required else "scenario"
     notes = tuple(f"breaks: [{d.code}] {d.message}" +
                   (f" ({d.span.file}:{d.span.start.line})" if d.span else "")
-                  for d in outcome.broken)
-    return [Diagnostic(code, severity, f"{what} `{outcome.name}` breaks {len(outcome.broken)} "
-                                       f"constraint(s)", scenario.span, None,
-                       notes=notes)]
+                  for d in broken)
+    return named + [Diagnostic(code, severity, f"{what} `{outcome.name}` breaks {len(broken)} "
+                                               f"constraint(s)", scenario.span, None,
+                               notes=notes)]

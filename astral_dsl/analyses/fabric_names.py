@@ -23,13 +23,9 @@ from typing import Optional, Tuple
 
 import attrs
 
-from astral_dsl.model.values import plane_label
+from astral_dsl.model.values import plane_label, port_label
 
 LINK = " -- "
-
-
-def port_label(j: int) -> str:
-    return chr(ord("a") + j) if 0 <= j < 26 else str(j)
 
 
 @attrs.frozen

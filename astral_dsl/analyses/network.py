@@ -19,7 +19,7 @@ Wiring rules (astral-paper.md, engineering.md):
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import attrs
 
@@ -60,6 +60,16 @@ class TierCount:
     rounding: Optional[str] = None   # why per_group is above `needed`
     switch_w: Optional[float] = None  # declared power of one switch (None: not declared)
     optics_w: float = 0.0       # optics power of the whole tier (declared or from the media)
+    # wiring from the tier below: each lower switch reaches `reach` switches of this tier's
+    # group, all of them (`mesh`) or plane p = switch p of every lower group (formulas)
+    reach: int = 0
+    mesh: bool = True
+    failed: float = 0.0         # switches a scenario has failed (off: no power), whole tier
+
+    @property
+    def switch_share_w(self) -> float:
+        """One switch with the modules in its cages (the tier's optics, per switch)."""
+        return (self.switch_w or 0.0) + (self.optics_w / self.switches if self.switches else 0.0)
 
 
 @attrs.frozen
@@ -76,6 +86,10 @@ class FabricCount:
     capacity_gpus: Optional[int]             # GPUs the tiers can reach (radix bound)
     diagnostics: Tuple[Diagnostic, ...] = ()
     links: Tuple[LinkLayer, ...] = ()        # one layer per tier: its downlinks
+    max_oversubscription: Optional[float] = None
+    # under a scenario's failed parts (network_failures.py): what they do, and what it slows
+    damage: Any = None
+    notes: Tuple[str, ...] = ()
 
     @property
     def routes(self) -> Tuple[Tuple[str, str], ...]:
@@ -206,7 +220,7 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
         up_speed = up.item if isinstance(up, Bundle) else None
         per_group_demand = demand / groups if groups else 0
         needed = math.ceil(per_group_demand / down_n - 1e-9) if down_n else 0
-        per_group, rounding = needed, None
+        per_group, rounding, plane = needed, None, None
         if prev is not None and groups and prev_groups % groups == 0:
             merged = prev_groups // groups
             per_group, plane = formulas.even_upper_switches(
@@ -214,6 +228,7 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
             if per_group > needed:
                 rounding = _rounding_reason(tier.template, prev, needed, per_group, plane,
                                             merged, down_n)
+        mesh = plane is None or plane == per_group
         count = per_group * groups
         switch_ref = tier.field("switch")
         switch = by_path.get(switch_ref.path) if isinstance(switch_ref, Ref) else None
@@ -229,7 +244,8 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
                        groups * mult, per_group, count * mult,
                        per_group_demand / per_group if per_group else 0.0, down_n, up_n,
                        down_speed, up_speed, int(demand) * mult, count * up_n * mult, over,
-                       0.0, tier.span, needed, rounding, switch_w)
+                       0.0, tier.span, needed, rounding, switch_w, reach=plane or per_group,
+                       mesh=mesh, failed=failed_tiers.get(tier.template, 0.0) * count * mult)
         diags.extend(tier_checks(owner, tier, tc, switch, prev, hosts.speed, limit, index,
                                  len(tier_insts), prev_groups, groups, found))
         tiers.append(tc)
@@ -238,7 +254,9 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
     layers, optics, link_diags = link_layers(fabric, tier_insts, tiers, switches, hosts, mult,
                                              by_path)
     diags.extend(link_diags)
-    tiers = [attrs.evolve(t, power_w=t.switches * (t.switch_w or 0.0) + w, optics_w=w)
+    # a failed switch is off: it and the modules in its cages leave the network's power
+    tiers = [attrs.evolve(t, power_w=(t.switches - t.failed) * (t.switch_w or 0.0)
+                          + w * (1 - t.failed / t.switches if t.switches else 1), optics_w=w)
              for t, w in zip(tiers, optics)]
     diags.extend(fabric_checks(fabric, tiers, tier_insts, switches, rails, planes, hosts,
                                rails_used, planes_used))
@@ -246,7 +264,8 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
     capacity = _capacity(tiers, rails_used, planes_used, hosts.gpus_per_host, hosts.ports,
                          hosts.count)
     return FabricCount(owner.path, fabric.path, mult, rails, planes, hosts.ports * mult,
-                       hosts.speed, tuple(tiers), hops, capacity, tuple(diags), tuple(layers))
+                       hosts.speed, tuple(tiers), hops, capacity, tuple(diags), tuple(layers),
+                       limit.si if isinstance(limit, Quantity) else None)
 
 
 def _rounding_reason(name: str, prev: TierCount, needed: int, per_group: int,

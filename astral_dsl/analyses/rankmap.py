@@ -11,8 +11,10 @@ GPUs in order: host by host in the order the design lists them, GPU i of a host 
 Paths: a group inside one host runs on NVLink (its path is the host). Across hosts each member
 uses the NIC of its GPU's rail, every port of it (ports of one NIC are on different planes and
 carry the same collective's traffic); members' ports meet at their first-tier switches; members
-on different first-tier switches meet at the lowest tier whose group holds them all (ECMP: any
-switch of that group, so the path names the tier group)."""
+on different first-tier switches climb through every tier up to the lowest tier whose group holds
+them all, each member through its own groups (ECMP: any switch of a group, so the path names the
+tier group; an uplink is named by its lower end and the group above, or that group's one switch
+when it has only one)."""
 from __future__ import annotations
 
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
@@ -78,7 +80,8 @@ class PathSet:
     """What a group's traffic can cross."""
     hosts: Tuple[str, ...]
     ports: Tuple[str, ...]
-    links: Tuple[str, ...]        # host links (port -- switch) and uplinks (switch -- tier group)
+    links: Tuple[str, ...]        # host links (port -- switch) and uplinks (switch -- the tier
+    #                               group above, or its one switch when it has one)
     switches: Tuple[str, ...]     # first-tier switches
     tiers: Tuple[str, ...]        # upper tier groups (ECMP: any switch of the group)
 
@@ -109,6 +112,11 @@ class RankMap:
     @property
     def world(self) -> int:
         return len(self.ranks)
+
+    @property
+    def tier_sizes(self) -> Dict[str, int]:
+        """Switches per group of every fabric tier."""
+        return {t.name: t.per_group for t in self._tiers}
 
     def group(self, kind: str, rank: int) -> CommGroup:
         return self.groups[kind][self.group_of_rank[kind][rank]]
@@ -206,6 +214,18 @@ def build(design: Design, job: Instance, sizes: Dict[str, int], order: Optional[
                    tuple(ranks), groups, of_rank, tuple(fc.tiers) if fc else ())
 
 
+def reorder(rm: RankMap, order: str) -> RankMap:
+    """The same placement with the ranks in another parallel order (coordinates, stages and
+    groups change; which GPU a rank runs on does not)."""
+    order_t = parse_order(order)
+    sizes = dict(rm.sizes)
+    coords_all = [coordinates(r, sizes, order_t) for r in range(rm.world)]
+    ranks = tuple(attrs.evolve(info, coords=tuple((k, c[k]) for k in KINDS), stage=c["pp"])
+                  for info, c in zip(rm.ranks, coords_all))
+    groups, of_rank = _groups(coords_all, sizes, rm.world)
+    return RankMap(rm.job, order_t, rm.sizes, rm.fabric, ranks, groups, of_rank, rm._tiers)
+
+
 def _declared_order(job: Instance) -> Optional[str]:
     par = job.member("parallel")
     v = par.field("order") if par is not None else None
@@ -236,7 +256,11 @@ def _hosts(design: Design, job: Instance, fc, owner, needed: int, cache) -> Iter
     """The placement's hosts in order, with their replica paths and their positions in every
     scope instance of the fabric's owner."""
     target = job.field("placement")
-    if isinstance(target, Ref):
+    route = job.route("placement")     # the replicas as written: `pods[3]`, not the shared pod
+    if route is not None and not route.from_template and \
+            all(s.index is None or isinstance(s.index, int) for s in route.steps):
+        wanted = [route.display]
+    elif isinstance(target, Ref):
         wanted = [target.path]
     elif isinstance(target, Group):
         wanted = [r.path for _, r in target.flat() if isinstance(r, Ref)]
@@ -427,20 +451,39 @@ def _path(rm: RankMap, ranks: Tuple[int, ...]) -> PathSet:
             links.add(link_name(p.name, p.switch))
             switches.add(p.switch)
             by_port.setdefault(p.port, []).append(p)
+    sizes = rm.tier_sizes
     for members in by_port.values():
-        if len({p.switch for p in members}) <= 1:
-            continue
-        for i in range(1, len(members[0].tiers)):
-            keys = {p.tiers[i] for p in members}
-            if len(keys) == 1:
-                key = keys.pop()
-                tiers.add(key.name)
-                for p in members:
-                    links.add(link_name(p.switch, key.name))
-                break
+        for below, above in climb(members, sizes):
+            tiers.add(above[1])
+            links.add(link_name(below, above[0]))
     return PathSet(tuple(hosts), tuple(sorted(ports)), tuple(sorted(links)),
                    tuple(sorted(switches)), tuple(sorted(tiers)))
 
 
+def upper_end(key: TierKey, sizes: Dict[str, int]) -> str:
+    """The upper end of an uplink into tier group `key`: its one switch when the group has a
+    single switch (the wiring decides), else the group (ECMP decides which switch)."""
+    return key.switch(0) if sizes.get(key.tier, 0) == 1 else key.name
+
+
+def climb(members: Sequence[Port], sizes: Dict[str, int]) -> List[Tuple[str, Tuple[str, str]]]:
+    """The uplinks the traffic among ports of one plane crosses: (lower end, (upper end, upper
+    tier group)) for every tier from the first-tier switches up to the lowest tier whose group
+    holds them all (every tier in between included: each member climbs its own groups)."""
+    if len({p.switch for p in members}) <= 1:
+        return []
+    out = []
+    levels = len(members[0].tiers)
+    for i in range(1, levels):
+        keys = {p.tiers[i] for p in members}
+        for p in members:
+            below = p.switch if i == 1 else upper_end(p.tiers[i - 1], sizes)
+            out.append((below, (upper_end(p.tiers[i], sizes), p.tiers[i].name)))
+        if len(keys) == 1:
+            break
+    return sorted(set(out))
+
+
 __all__ = ["CommGroup", "DEFAULT_ORDER", "HostSlot", "KINDS", "PathSet", "Port", "RankInfo",
-           "RankMap", "RankMapError", "build", "coordinates", "parse_order"]
+           "RankMap", "RankMapError", "build", "climb", "coordinates", "parse_order", "reorder",
+           "upper_end"]

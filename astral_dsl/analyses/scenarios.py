@@ -3,16 +3,22 @@
 The design comes compiled under the scenario (compiler.Compilation.under): the parts its routes
 name are isolated, so each is its own instance at its own path, and its `set`s are in place.
 This module reads the `fail`s of that design: a feeder (its partner side, or the other feeders of
-its group, carry the load), a loop (one of its CDUs fails), a fabric part (the NIC ports on it go
-dark: a plane halves each dual-port NIC's bandwidth) or a fraction of a switch tier."""
+its group, carry the load), a loop (one of its CDUs fails), a fabric part (a switch, a group of
+switches, a NIC, a NIC port or a link: network_failures.py says what it does) or a fraction of a
+switch tier. Notes and `named` say what each action named as written, and how many replicas:
+`fail Astral.pods[*].rows[0].hvdc` is 8 feeders, `set Node.power = 11 kW` every Node host."""
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl.analyses.network_failures import Failure
+from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design, Instance, Ref
-from astral_dsl.model.values import FabricSelection, Group, show
+from astral_dsl.model.values import (FabricLink, FabricSelection, Group, NicPort, port_label,
+                                     show)
+from astral_dsl.units import format_number
 
 
 @attrs.frozen
@@ -20,52 +26,121 @@ class Applied:
     design: Design                    # the design compiled under the scenario
     failed: frozenset                 # paths of failed feeders
     failed_cdus: Tuple[Tuple[str, int], ...]
-    fabric: Tuple[FabricSelection, ...]
+    fabric: Tuple[Failure, ...]       # failed fabric parts: switches, groups, NICs, ports, links
     notes: Tuple[str, ...]
     tier_failures: Tuple[Tuple[str, str, float], ...] = ()   # (fabric path, tier, fraction)
     changed: Tuple[Tuple[str, str, str], ...] = ()           # (path, field, value) of `set`s
+    # what each action named, as written: (verb, target as written, kind, replicas, field, value)
+    named: Tuple[Tuple[str, str, str, int, Optional[str], Optional[str]], ...] = ()
 
 
 def apply(design: Design, scenario: Instance) -> Applied:
     """`design` compiled under `scenario` (its `set`s already in place)."""
     failed = set()
     cdus: Dict[str, int] = {}
-    fabric: List[FabricSelection] = []
+    fabric: List[Failure] = []
     notes: List[str] = []
     tiers: List[Tuple[str, str, float]] = []
     changed: List[Tuple[str, str, str]] = []
+    named: List[Tuple[str, str, str, int, Optional[str], Optional[str]]] = []
     by_path = {i.path: i for i in design.instances}
+    mult = {i.path: n for n, i in multiplicities(design).values()}
     for action in scenario.actions:
+        written = _written(action)
         if action.verb == "fail":
-            if isinstance(action.target, FabricSelection):
-                sel = action.target
-                if action.value is not None and sel.tier is not None:
-                    fraction = action.value.si
-                    tiers.append((sel.fabric.path, sel.tier, fraction))
-                    notes.append(f"{fraction:.0%} of {sel.display} failed")
-                    continue
-                fabric.append(sel)
-                notes.append(f"{sel.display} failed")
+            target = action.target
+            if isinstance(target, FabricSelection) and action.value is not None:
+                fraction = action.value.si
+                tiers.append((target.fabric.path, target.tier, fraction))
+                fabric.append(Failure(target, written, action.span, action.route, fraction))
+                notes.append(f"{fraction:.0%} of {target.display} failed")
+                named.append(("fail", f"{format_number(round(fraction * 100, 6))} % of "
+                                      f"{target.display}", "tier", 1, None, None))
                 continue
-            for inst, count in targets(action.target, by_path):
-                where = _replicas(inst.path, count)
+            if isinstance(target, (FabricSelection, NicPort, FabricLink)):
+                fabric.append(Failure(target, written, action.span, action.route))
+                # a NIC port stands for as many replicas as its (isolated) NIC; a fabric part's
+                # switches are counted by the fabric analysis (its notes)
+                count = mult.get(target.nic.path, 1) if isinstance(target, NicPort) else None
+                notes.append(f"{written} failed" + _how_many(count or 1, "nic port"))
+                named.append(("fail", written, _fabric_kind(target), count, None, None))
+                continue
+            found = targets(target, by_path)
+            kinds = {inst.kind for inst, _ in found}
+            count = _replica_count(found, mult)
+            kind = kinds.pop() if len(kinds) == 1 else "part"
+            for inst, _ in found:
                 if inst.kind == "feeder":
                     failed.add(inst.path)
-                    notes.append(f"feeder {where} failed")
                 elif inst.kind == "loop":
                     cdus[inst.path] = cdus.get(inst.path, 0) + 1
-                    notes.append(f"one CDU of {where} failed")
+            if kind == "nic" or "nic" in {inst.kind for inst, _ in found}:
+                fabric.append(Failure(_nic_ref(target), written, action.span, action.route))
+            what = {"feeder": f"feeder {written} failed", "loop": f"one CDU of {written} failed",
+                    "nic": f"NIC {written} failed"}.get(kind, f"{written} failed")
+            notes.append(what + _how_many(count, kind))
+            named.append(("fail", written, kind, count, None, None))
         elif action.verb == "set":
-            for inst, count in targets(action.target, by_path):
-                value = show(action.value)
+            found = targets(action.target, by_path)
+            value = show(action.value)
+            count = _replica_count(found, mult)
+            kinds = {inst.kind for inst, _ in found}
+            kind = kinds.pop() if len(kinds) == 1 else "part"
+            for inst, _ in found:
                 changed.append((inst.path, action.field, value))
-                notes.append(f"{_replicas(inst.path, count)}.{action.field} = {value}")
+            notes.append(f"{written}.{action.field} = {value}" + _how_many(count, kind))
+            named.append(("set", written, kind, count, action.field, value))
     return Applied(design, frozenset(failed), tuple(sorted(cdus.items())), tuple(fabric),
-                   tuple(notes), tuple(tiers), tuple(changed))
+                   tuple(notes), tuple(tiers), tuple(changed), tuple(named))
 
 
-def _replicas(path: str, count: int) -> str:
-    return path if count == 1 else f"{path} (and {count - 1:,} replicas like it)"
+def _written(action) -> str:
+    """The target as the scenario wrote it: its route (`Astral.pods[*].rows[0].hvdc`, `Node`),
+    else what it evaluated to."""
+    if action.route is not None and not isinstance(action.target, FabricLink):
+        target = action.target
+        if isinstance(target, NicPort):
+            return f"{action.route.display}.port[{port_label(target.port)}]"
+        if isinstance(target, FabricSelection):
+            return target.display
+        return action.route.display
+    target = action.target
+    if isinstance(target, Group):
+        return ", ".join(getattr(r, "path", str(r)) for _, r in target.flat())
+    return getattr(target, "display", None) or getattr(target, "path", None) or str(target)
+
+
+def _fabric_kind(target) -> str:
+    if isinstance(target, NicPort):
+        return "nic port"
+    if isinstance(target, FabricLink):
+        return "link"
+    if target.switch is not None:
+        return "switch"
+    return "switches"
+
+
+def _nic_ref(target):
+    """A NIC target as the model holds it (a Ref, an instance or a group of them)."""
+    if isinstance(target, Group):
+        return next((r for _, r in target.flat()), target)
+    return target
+
+
+def _replica_count(found, mult) -> int:
+    """How many replicas the instances a target names stand for: under the scenario each named
+    replica set is its own instance (semantics/isolate.py), so its multiplicity is the count; a
+    template target counts every use of the instance it shares."""
+    seen = {inst.path: inst for inst, _ in found}
+    return sum(mult.get(path, 1) for path in seen)
+
+
+def _how_many(count: int, kind: str) -> str:
+    """` (8 feeders)`: how many replicas a group target names (nothing for one)."""
+    if count <= 1:
+        return ""
+    plural = {"switch": "switches", "nic": "NICs", "nic port": "NIC ports"}.get(kind, f"{kind}s")
+    return f" ({count:,} {plural})"
 
 
 def targets(target, by_path) -> List[Tuple[Instance, int]]:

@@ -27,7 +27,7 @@ def register(sub) -> None:
 def run(args, overrides) -> int:
     from astral_dsl.analyses.checking import front_end_errors
     from astral_dsl.analyses.summary import one_line, summarize
-    from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.outputs.jsonout import dumps, envelope, scenario_json
     from astral_dsl.outputs.terminal import printable_line
     from astral_dsl.outputs.size_report import chosen_json
 
@@ -41,7 +41,9 @@ def run(args, overrides) -> int:
         summary = summarize(design, result.engineering) \
             if design.roots and not front_end_errors(design) else None
         if args.format == "json":
-            scen = [{"name": o.name, "required": o.required, "broken": len(o.broken)}
+            scen = [{"name": o.name, "required": o.required, "broken": len(o.broken),
+                     **{k: v for k, v in scenario_json(o.name, o.applied).items()
+                        if k != "name"}, "notes": list(o.notes)}
                     for o in result.scenarios]
             extra = {"margins": _margins(path, overrides, True)} if args.margins else {}
             sys.stdout.write(dumps(envelope(diagnostics, file=design.file,
@@ -56,6 +58,7 @@ def run(args, overrides) -> int:
             for o in result.scenarios:
                 state = "holds" if not o.broken else f"breaks {len(o.broken)} constraint(s)"
                 out.append(f"scenario {o.name}{' (required)' if o.required else ''}: {state}\n")
+                out.extend(f"  note: {n}\n" for n in o.notes)
             status = summary_status(errors, warnings, args.strict)
             if summary is not None:
                 out.append(one_line(design, summary) + f" [{status}]\n")

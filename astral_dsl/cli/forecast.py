@@ -73,6 +73,7 @@ def run(args, overrides) -> int:
         return _fail(args, design, diags + exc.diagnostics, EXIT_ERRORS)
     except (OSError, ValueError) as exc:
         return usage(f"--operator-table: {exc}")
+    diags = diags + list(fc.diagnostics)      # the job's warnings: W750 "may not fit", W751, ...
     notes = []
     if args.ranks:
         failed = _write_ranks(design, args)
@@ -98,7 +99,7 @@ def run(args, overrides) -> int:
             return usage("--plot needs matplotlib (pip install matplotlib)")
     if args.format == "json":
         # the forecast's own fields sit beside the envelope's, as in every command's JSON
-        doc = envelope(diags, file=design.file, scenario=args.scenario, **report.to_json(fc))
+        doc = envelope(diags, file=design.file, **report.to_json(fc))
         if notes:
             doc["notes"] = notes
         sys.stdout.write(dumps(doc) + "\n")

@@ -34,6 +34,9 @@ def register(sub) -> None:
     r.add_argument("--scenario", metavar="NAME",
                    help="draw the design under this scenario: failed parts greyed out, what "
                         "breaks in red")
+    r.add_argument("--highlight", metavar="DIAGNOSIS.json",
+                   help="draw the suspects of `astral diagnose -o DIAGNOSIS.json` in red (rack "
+                        "and pod views)")
     r.add_argument("--dpi", type=int, default=None, help="resolution of a PNG (default 96)")
     r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override a top-level `param` (a bare number takes its unit)")
@@ -57,13 +60,18 @@ def run(args, overrides) -> int:
                                       "out the picture", None, INSTALL_HINT)],
                           use_colour, sys.stderr)
         return EXIT_USAGE
+    highlight = None
+    if args.highlight:
+        highlight = _suspects(args.highlight)
+        if isinstance(highlight, str):
+            return usage(highlight)
     result = checked(args.file, overrides, [args.scenario] if args.scenario else None)
     design = result.design
     if unreadable(design):
         print_diagnostics(result.diagnostics, use_colour, sys.stderr)
         return EXIT_USAGE
     try:
-        drawing = canvas(design, args.view, args.name, args.scenario, result)
+        drawing = canvas(design, args.view, args.name, args.scenario, result, highlight)
         size = write(drawing.g, args.output, args.dpi)
     except RenderError as exc:
         d = exc.diagnostic
@@ -86,6 +94,30 @@ def run(args, overrides) -> int:
         f"wrote {args.output} ({args.view} view"
         + (f" of {args.name}" if args.name else "")
         + (f", scenario {args.scenario}" if args.scenario else "")
+        + (_drawn(drawing.ctx.highlight) if highlight is not None else "")
         + f": {drawing.node_count} parts, {drawing.edge_count} links, "
           f"{size:,} bytes; {status})\n"))
     return EXIT_ERRORS if errors else EXIT_OK
+
+
+def _suspects(path: str):
+    """The suspects of a diagnosis file, or the reason it cannot be used."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        return f"--highlight: cannot read `{path}`: {exc.strerror or exc}"
+    except ValueError as exc:
+        return f"--highlight: `{path}` is not JSON ({exc})"
+    suspects = doc.get("suspects") if isinstance(doc, dict) else None
+    if not isinstance(suspects, list):
+        return (f"--highlight: `{path}` is not a diagnosis: write one with "
+                f"`astral diagnose FILE --observed ... -o {path}`")
+    return suspects
+
+
+def _drawn(hl) -> str:
+    drawn = len(hl.suspects) - len(hl.not_shown())
+    return f", {drawn} of {len(hl.suspects)} suspect(s) drawn"

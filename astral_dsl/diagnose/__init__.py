@@ -15,24 +15,22 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 import numpy as np
+from scipy.stats import norm
 
 from astral_dsl.analyses import rankmap as rankmap_mod
-from astral_dsl.diagnose import clocks, evidence, localise, match
+from astral_dsl.diagnose import checks, clocks, evidence, localise, match
+from astral_dsl.diagnose.checks import diag as _diag
 from astral_dsl.diagnose.model import Diagnosis, Evidence, RankComparison, Suspect
-from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.diagnostics import Diagnostic
 
 SOFTWARE_SLOW = 0.15       # every stage this much slower than the forecast: not one part
+FALSE_ALARM = 0.05         # a GPU suspect in at most one healthy run in twenty
 
 
 class DiagnoseError(Exception):
     def __init__(self, message: str, diagnostics=()):
         super().__init__(message)
         self.diagnostics = list(diagnostics)
-
-
-def _diag(code, message, file=None, hint=None) -> Diagnostic:
-    sev = Severity.ERROR if code.startswith("E") else Severity.WARNING
-    return Diagnostic(code, sev, message, None, hint, file=file)
 
 
 def _ranges(ranks: List[int]) -> str:
@@ -91,17 +89,28 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     except rankmap_mod.RankMapError as exc:
         raise DiagnoseError(f"job `{inst.template}`: {exc}", diags) from None
     diags = list(observed.diagnostics) + diags
-    traces = _usable(observed, rm, diags)
+    traces = checks.usable(observed, rm, diags)
     if not traces:
         raise DiagnoseError("no rank of the observed data can be used", diags)
-    iterations = _iterations(traces, diags)
+    n_hosts = max(r.host_index for r in rm.ranks) + 1
+    wrong = checks.rank_order(traces, rm,
+                              tiebreak=lambda m: _aligned_share(traces, m, n_hosts))
+    if wrong is not None:
+        raise DiagnoseError("the observed data does not match the job's rank order",
+                            diags + [wrong])
+    iterations = checks.iterations(traces, diags)
+    traces = checks.foreign(traces, rm, iterations, diags)
+    if not traces:
+        raise DiagnoseError("no rank of the observed data can be used", diags)
     traces = {r: t.select(np.isin(t.iteration, iterations)) for r, t in traces.items()}
     stage = np.array([r.stage for r in rm.ranks])
-    records, inst_ = match.collect(traces, rm)
-    n_hosts = max(r.host_index for r in rm.ranks) + 1
-    ok = records.instance >= 0
-    offsets, _, bad_hosts, _ = clocks.align(records.host[ok], records.instance[ok],
-                                            records.end[ok], n_hosts)
+    records, inst_, offsets, bad_hosts = _aligned(traces, rm)
+    if len(bad_hosts) > max(1, n_hosts // 4) and checks.order_fit(traces, rm) is None:
+        # collectives matched by the wrong groups cannot be aligned: is it the order?
+        wrong = checks.rank_order(traces, rm, lambda m: _aligned_share(traces, m, n_hosts))
+        if wrong is not None:
+            raise DiagnoseError("the observed data does not match the job's rank order",
+                                diags + [wrong])
     host_path = {r.host_index: r.host for r in rm.ranks}
     for h in bad_hosts:
         files = sorted({traces[r.rank].file for r in rm.ranks if r.host_index == h
@@ -122,7 +131,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     soft = _software(medians, fc_comp, iterations)
     if soft is not None:
         suspects.insert(0, soft)
-    suspects.sort(key=lambda s: (-round(s.confidence, 6), s.kind, s.path))
+    suspects.sort(key=lambda s: (s.alternative, -round(s.confidence, 6), s.kind, s.path))
     obs_iter = _observed_iteration(traces)
     counts = {}
     for code, name in match.KIND_NAMES.items():
@@ -134,8 +143,11 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
         counts["pp p2p"] = (int(sel.sum()), int((tm.slow & sel).sum()))
     missing = [r for r in range(rm.world) if r not in traces]
     if missing:
+        where = list(observed.sources) or list(observed.files)
+        shown = ", ".join(where[:4]) + (f" and {len(where) - 4} more" if len(where) > 4 else "")
         diags.append(_diag("W787", f"{len(missing)} of the job's {rm.world} ranks have no "
-                                   f"observed data: {_ranges(missing)}", None,
+                                   f"usable observed data: {_ranges(missing)} (looked in "
+                                   f"{shown or 'nothing'})", where[0] if where else None,
                            "their collectives are incomplete and left out; compute of the "
                            "ranks read is still compared"))
     return Diagnosis(inst.template, rm.world, tuple(sorted(traces)), tuple(iterations),
@@ -144,37 +156,19 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                                           sorted(host_path)}, counts)
 
 
-def _usable(observed, rm, diags) -> Dict[int, object]:
-    out = {}
-    for rank, t in observed.ranks.items():
-        if t.world_size is not None and t.world_size != rm.world:
-            diags.append(_diag("E785", f"the trace is from a job of {t.world_size} ranks, "
-                                       f"`{rm.job}` has {rm.world}: left out", t.file,
-                               "pass the traces of this job, or --job for the right one"))
-            continue
-        if rank >= rm.world:
-            diags.append(_diag("E786", f"rank {rank} is outside the job's {rm.world} ranks: "
-                                       f"left out", t.file))
-            continue
-        out[rank] = t
-    return out
+def _aligned(traces, rm):
+    """Records matched into instances, and the hosts' clock offsets fitted on them."""
+    records, inst = match.collect(traces, rm)
+    n_hosts = max(r.host_index for r in rm.ranks) + 1
+    ok = records.instance >= 0
+    offsets, _, bad_hosts, _ = clocks.align(records.host[ok], records.instance[ok],
+                                            records.end[ok], n_hosts)
+    return records, inst, offsets, bad_hosts
 
 
-def _iterations(traces, diags) -> List[int]:
-    """Iterations seen on most ranks; a rank missing one, or with an empty one, is said."""
-    count: Dict[int, int] = {}
-    for t in traces.values():
-        for it in t.iterations:
-            count[it] = count.get(it, 0) + 1
-    need = max(count.values()) if count else 0
-    keep = sorted(it for it, c in count.items() if c >= max(1, need // 2))
-    for rank, t in traces.items():
-        lacking = [it for it in keep if it not in set(t.iterations)]
-        if lacking:
-            diags.append(_diag("W788", f"rank {rank} has no record of iteration(s) "
-                                       f"{', '.join(map(str, lacking))}: compared on the others",
-                               t.file))
-    return keep
+def _aligned_share(traces, rm, n_hosts) -> float:
+    """Share of the hosts whose clocks align when collectives are matched by `rm`'s groups."""
+    return 1.0 - len(_aligned(traces, rm)[3]) / max(1, n_hosts)
 
 
 def _forecast_net(fc) -> Dict:
@@ -195,17 +189,28 @@ def _forecast_compute(fc) -> Dict[int, float]:
 
 
 def _compute(rm, comp, medians, fc_comp, stage):
+    """GPU and host suspects: a rank whose compute is above its stage's median by
+    COMPUTE_SLOW, and by more than the ranks' own spread allows: ln(ratio) beyond z sigma, sigma
+    the ranks' robust spread (median absolute deviation) and z the one-sided normal quantile of
+    FALSE_ALARM / ranks (one false alarm in twenty runs, Bonferroni over the ranks)."""
     comparisons, suspects = [], []
     slow_by_host: Dict[str, List] = {}
+    ratios = {}
     for rank, per in sorted(comp.items()):
+        ratio = evidence.median_ratio(per, medians, int(stage[rank]))
+        if ratio is not None and ratio > 0:
+            ratios[rank] = ratio
+    logs = np.log(np.array(list(ratios.values()))) if ratios else np.zeros(0)
+    spread = 1.4826 * float(np.median(np.abs(logs - np.median(logs)))) if logs.size else 0.0
+    limit = max(np.log1p(evidence.COMPUTE_SLOW),
+                float(norm.isf(FALSE_ALARM / max(1, logs.size))) * spread)
+    for rank, ratio in ratios.items():
+        per = comp[rank]
         s = int(stage[rank])
-        ratio = evidence.median_ratio(per, medians, s)
-        if ratio is None:
-            continue
         own = float(np.median(list(per.values())))
         peers = own / ratio
         comparisons.append(RankComparison(rank, s, own, peers, fc_comp.get(s)))
-        if ratio >= 1 + evidence.COMPUTE_SLOW:
+        if np.log(ratio) >= limit:
             its = tuple(it for it, v in sorted(per.items())
                         if v >= medians[(s, it)] * (1 + evidence.COMPUTE_SLOW))
             slow_by_host.setdefault(rm.ranks[rank].host, []).append((rank, ratio, own, peers,

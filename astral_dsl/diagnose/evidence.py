@@ -40,8 +40,10 @@ class Timing:
 def compute_per_rank(traces, iterations) -> Dict[int, Dict[int, float]]:
     """rank -> iteration -> compute seconds."""
     out: Dict[int, Dict[int, float]] = {}
+    lut = np.zeros(256, dtype=bool)
+    lut[COMPUTE_CODES] = True
     for rank, t in traces.items():
-        sel = np.isin(t.phase, COMPUTE_CODES)
+        sel = lut[t.phase.astype(np.uint8)]
         if not sel.any():
             continue
         it = t.iteration[sel]

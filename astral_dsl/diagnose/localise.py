@@ -1,185 +1,257 @@
-"""From slow collectives to the parts they share.
+"""From slow collectives to the parts they share, by the likelihood of what was seen.
 
 Every usable instance belongs to a channel: a collective group or a pair of pipeline ranks. A
-channel's traffic crosses units: the NIC of each member (its ports and their cables: timings
-cannot tell a port from its cable, nor one port of a dual-homed NIC from the other, as both
-carry every collective), each first-tier switch (the same switch index in every plane, for the
-same reason), and, between first-tier switches, the tier group they meet in (ECMP: the twin
-does not know which switch of the group a flow hashed to, so the group is the unit and a fault
-there counts as found when it is localised to it).
+channel's traffic crosses units (units.py): the NIC of each member, the first-tier switches, the
+uplinks and the tier groups it climbs through.
 
-A unit is scored by how well "this unit is faulty" explains what was seen: recall (the share
-of the slow instances whose channel crosses it) times precision (the share of the instances
-crossing it that were slow), precision counting less for ECMP groups (only the flows hashed to a
-bad switch slow down, but those all the time: the share of slow channels counts with the
-exponent PRECISION_ECMP, the share of slow instances within them fully). The best unit is the first suspect; the slow instances
-it explains are set aside and the next best explains the rest (several faults); the remaining
-candidates follow as alternatives."""
+The evidence of an instance is x = ln(effective / expected), its time against its peers'
+(evidence.py). A healthy instance has x ~ N(0, s^2), s the kind's spread (the median absolute
+deviation of every instance of that kind, robust to the slow ones, with an absolute floor for
+the clocks' alignment), or, now and then, an outlier of the slowed shape: NCCL collectives have
+a tail. The outliers' share e is the data's own share of instances that look slowed (x above
+ln SLOW_MIN by two spreads), kept within EPSILON: a fault's own instances raise it, which only
+makes the evidence more conservative. A slowed instance has x = ln F + noise, F log-uniform
+between SLOW_MIN and SLOW_MAX. So one instance's likelihood ratio, slowed against healthy, is at
+most 1/e: an isolated outlier says little, a coherent set of them says a lot.
+
+"Unit u is faulty" predicts how its channels slow:
+- a NIC, a first-tier switch, a host or an uplink to one switch: every channel crossing it,
+  each instance with probability q (q = 1: a static fault; q < 1: a flapping link);
+- a tier group or an uplink into one (ECMP): a share p of its channels (the flows hashed to the
+  bad switch or cable), each instance of those with probability q.
+Its Bayes factor against "all healthy" is the likelihood averaged over a grid of q (and p): a
+unit that needs more freedom to fit pays for it. The first suspect is the unit with the largest
+factor, reported when its posterior odds, with one fault a priori as likely as none spread
+evenly over the units, exceed ALARM_ODDS; the slow instances it explains are then set aside and
+the next is sought (several faults). Units that cross exactly the same channels cannot be told
+apart by any timing, nor can units that explain the same slow instances with Bayes factors
+within a factor e (TIE) of each other (the two ends of one slow transfer): they are one suspect
+listing every part. Confidence is the suspect's
+posterior probability among the units, given that one of them is faulty."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
 import attrs
 import numpy as np
+from scipy import sparse
+from scipy.special import log_ndtr, logsumexp
 
-from astral_dsl.analyses.fabric_names import link_name
 from astral_dsl.analyses.rankmap import RankMap
 from astral_dsl.diagnose.evidence import Timing
 from astral_dsl.diagnose.match import KIND_NAMES, P2P, Instances, group_ids
 from astral_dsl.diagnose.model import Evidence, Suspect
+from astral_dsl.diagnose.units import ECMP_KINDS, KIND_ORDER, Unit, channel_units, display
 
-PRECISION_ECMP = 0.25      # exponent on precision for tier groups
-MIN_SLOW = 2               # slow instances needed before a network part is suspected
-MIN_SCORE = 0.05
+EPSILON = (1e-3, 0.05)   # bounds of the share of healthy instances that are outliers
+SLOW_MIN, SLOW_MAX = 1.2, 20.0      # the slow-down a fault causes, log-uniform between
+SPREAD_FLOOR = 0.01      # relative spread never taken below 1 %
+ABS_FLOOR_S = 5e-6       # clocks are aligned to a few microseconds
+ALARM_ODDS = 19.0        # posterior odds (95 %) before a part is named
+TIE = 1.0                # ln Bayes factor below which two parts are not told apart (Jeffreys:
+#                          "not worth more than a bare mention")
+Q_GRID = np.array([0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0])
+P_GRID = np.array([1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 3 / 4, 1.0])
+MAX_SUSPECTS = 8
 ALTERNATIVES = 4
 
-Unit = Tuple[str, str]      # (kind, path)
+
+@attrs.frozen(eq=False)
+class Scores:
+    """Per instance used: its channel and log likelihood ratio (slowed against healthy)."""
+    index: np.ndarray        # instances used (indices into Instances)
+    channel: np.ndarray
+    log_ratio: np.ndarray
 
 
-def channel_units(rm: RankMap, ranks: Tuple[int, ...]) -> Dict[Unit, Tuple[str, ...]]:
-    """The units a channel among `ranks` crosses, with the parts of each."""
-    infos = [rm.ranks[r] for r in ranks]
-    hosts = {i.host for i in infos}
-    out: Dict[Unit, set] = {}
-    if len(hosts) <= 1:
-        host = next(iter(hosts))
-        return {("host", host): (host,)}
-    by_port: Dict[int, list] = {}
-    for info in infos:
-        if not info.ports:
-            continue
-        nic = info.ports[0].name.rsplit(".port[", 1)[0]
-        parts = out.setdefault(("nic port", nic), set())
-        for p in info.ports:
-            parts.update((p.name, link_name(p.name, p.switch)))
-            tor = p.tiers[0].other_planes().switch(int(p.switch.rsplit("[", 1)[1][:-1]))
-            out.setdefault(("switch", tor), set()).add(p.switch)
-            by_port.setdefault(p.port, []).append(p)
-    for members in by_port.values():
-        if len({p.switch for p in members}) <= 1:
-            continue
-        for i in range(1, len(members[0].tiers)):
-            keys = {p.tiers[i] for p in members}
-            if len(keys) == 1:
-                key = keys.pop()
-                out.setdefault(("tier", key.other_planes().name), set()).add(key.name)
-                break
-    return {u: tuple(sorted(parts)) for u, parts in out.items()}
+def instance_log_ratio(tm: Timing, inst: Instances) -> Tuple[np.ndarray, np.ndarray]:
+    """(instances used, ln g(x) / h(x) of each): the evidence of every usable instance."""
+    use = np.flatnonzero(tm.usable & np.isfinite(tm.expected) & (tm.expected > 0)
+                         & (tm.effective > 0))
+    if use.size == 0:
+        return use, np.zeros(0)
+    x = np.log(tm.effective[use] / tm.expected[use])
+    kind = inst.kind[use]
+    spread = np.empty(use.size)
+    for k in np.unique(kind):
+        sel = kind == k
+        dev = np.abs(x[sel] - np.median(x[sel]))
+        spread[sel] = max(SPREAD_FLOOR, 1.4826 * float(np.median(dev)))
+    s = np.sqrt(spread ** 2 + (ABS_FLOOR_S / tm.expected[use]) ** 2)
+    a, b = np.log(SLOW_MIN), np.log(SLOW_MAX)
+    hi, lo = log_ndtr((x - a) / s), log_ndtr((x - b) / s)
+    log_g = hi + np.log(-np.expm1(np.minimum(lo - hi, -1e-12))) - np.log(b - a)
+    log_phi = -0.5 * (x / s) ** 2 - np.log(s * np.sqrt(2 * np.pi))
+    eps = float(np.clip(np.mean(x > a + 2 * s), *EPSILON))
+    log_h = np.logaddexp(np.log1p(-eps) + log_phi, np.log(eps) + log_g)
+    return use, log_g - log_h
 
 
 def localise(rm: RankMap, inst: Instances, tm: Timing) -> List[Suspect]:
-    use = np.flatnonzero(tm.usable)
-    if not tm.slow.any() or int(tm.slow.sum()) < MIN_SLOW:
+    use, log_r = instance_log_ratio(tm, inst)
+    if use.size == 0 or not (log_r > 0).any():
         return []
     kind = inst.kind[use]
     a = np.where(kind == P2P, np.minimum(inst.group[use], inst.peer[use]), inst.group[use])
     b = np.where(kind == P2P, np.maximum(inst.group[use], inst.peer[use]), -1)
     chan, firsts = group_ids(kind, a, b)
     n_chan = firsts.size
-    slow = tm.slow[use]
-    total = np.bincount(chan, minlength=n_chan)
-    n_slow = np.bincount(chan, weights=slow.astype(float), minlength=n_chan)
-    units: Dict[Unit, List[int]] = {}
-    parts_of: Dict[Unit, Tuple[str, ...]] = {}
     chan_ranks: List[Tuple[int, ...]] = []
+    unit_index: Dict[Unit, int] = {}
+    parts_of: List[set] = []
+    rows, cols = [], []
     for c, f in enumerate(firsts):
         k = int(kind[f])
         ranks = (int(a[f]), int(b[f])) if k == P2P else rm.groups[KIND_NAMES[k]][int(a[f])].ranks
         chan_ranks.append(ranks)
-        if n_slow[c] == 0 and total[c] == 0:
-            continue
         for u, parts in channel_units(rm, ranks).items():
-            units.setdefault(u, []).append(c)
-            parts_of[u] = tuple(sorted(set(parts_of.get(u, ())) | set(parts)))
-    remaining = n_slow.copy()
+            i = unit_index.setdefault(u, len(unit_index))
+            if i == len(parts_of):
+                parts_of.append(set())
+            parts_of[i].update(parts)
+            rows.append(i)
+            cols.append(c)
+    units = sorted(unit_index, key=unit_index.get)
+    incidence = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)),
+                                  shape=(len(units), n_chan))
+    incidence.data[:] = 1.0
+    # units crossing the same channels are one suspect: timings cannot tell them apart
+    classes = [sorted(cl, key=lambda i: (KIND_ORDER.index(units[i][0]), i))
+               for cl in _classes(incidence)]
+    ecmp = np.array([u[0] in ECMP_KINDS for u in units])
+    threshold = np.log(ALARM_ODDS) + np.log(max(1, len(classes)))
+    log_r0, log_r = log_r, log_r.copy()
     suspects: List[Suspect] = []
-    picked = set()
-    while remaining.sum() >= MIN_SLOW:
-        best = _best(units, remaining, n_slow, total, picked)
-        if best is None or best[1] < MIN_SCORE or (suspects and best[1] < MIN_SCORE * 4):
+    first_round = None
+    while len(suspects) < MAX_SUSPECTS:
+        llr = _log_bayes(incidence, ecmp, chan, log_r, n_chan)
+        if first_round is None:
+            first_round = llr
+        best_cls = max(classes, key=lambda cl: (llr[cl[0]], -cl[0]))
+        lead = best_cls[0]
+        if llr[lead] < threshold:
             break
-        u, score = best
-        picked.add(u)
-        suspects.append(_suspect(u, parts_of[u], score, units[u], n_slow, total, chan_ranks,
-                                 chan, slow, use, inst, tm, kind))
-        remaining[units[u]] = 0
-    ranked = sorted(((s, u) for u in units if u not in picked
-                     for s in [_score(u, units[u], n_slow, n_slow, total)] if s >= MIN_SCORE),
-                    key=lambda x: (-x[0], x[1]))
-    runner_up = ranked[0][0] if ranked else 0.0
-    top = suspects[0].confidence if suspects else 1.0
-    # confidence: how clearly a suspect beats the best alternative (0.5: a tie)
-    suspects = [attrs.evolve(s, confidence=s.confidence / (s.confidence + runner_up))
-                for s in suspects]
-    for score, u in ranked[:ALTERNATIVES]:
-        suspects.append(_suspect(u, parts_of[u], score / (score + top), units[u], n_slow,
-                                 total, chan_ranks, chan, slow, use, inst, tm, kind,
-                                 alternative=True))
+        posterior = _posterior(llr, classes)
+        chans = np.flatnonzero(incidence[lead].toarray().ravel())
+        explained = np.isin(chan, chans) & (log_r > 0)
+        group = [best_cls]
+        for cl in classes:        # the same slow instances, nearly as likely: a tie
+            if cl is not best_cls and llr[cl[0]] >= llr[lead] - TIE:
+                other = np.flatnonzero(incidence[cl[0]].toarray().ravel())
+                if np.array_equal(np.isin(chan, other) & (log_r > 0), explained):
+                    group.append(cl)
+        members = [units[i] for cl in group for i in cl]
+        suspects.append(_suspect(members, [parts_of[i] for cl in group for i in cl],
+                                 sum(posterior[cl[0]] for cl in group), chans, explained, chan,
+                                 chan_ranks, use, inst, tm))
+        log_r[explained] = 0.0            # explained: neither for nor against the next
+        if not (log_r > 0).any():
+            break
+    if not suspects:
+        return []
+    posterior = _posterior(first_round, classes)
+    shown = {p for s in suspects for p in s.parts}
+    ranked = sorted((cl for cl in classes if not any(p in shown for i in cl
+                                                      for p in parts_of[i])),
+                    key=lambda cl: (-first_round[cl[0]], cl[0]))
+    for cl in ranked[:ALTERNATIVES]:
+        if first_round[cl[0]] <= 0:
+            break
+        chans = np.flatnonzero(incidence[cl[0]].toarray().ravel())
+        explained = np.isin(chan, chans) & (log_r0 > 0)
+        suspects.append(_suspect([units[i] for i in cl], [parts_of[i] for i in cl],
+                                 posterior[cl[0]], chans, explained, chan, chan_ranks, use,
+                                 inst, tm, alternative=True))
     return suspects
 
 
-def _score(u: Unit, chans: List[int], remaining, n_slow, total) -> float:
-    all_slow = remaining.sum()
-    e = remaining[chans].sum()
-    if all_slow <= 0 or e <= 0:
-        return 0.0
-    recall = e / all_slow
-    if u[0] != "tier":
-        return float(recall * n_slow[chans].sum() / max(1, total[chans].sum()))
-    # ECMP: a bad switch slows the channels whose flows hash to it, all the time; so the share
-    # of slow channels counts less, the share of slow instances within them fully
-    chans = np.asarray(chans)
-    hit = chans[n_slow[chans] > 0]
-    share = hit.size / max(1, chans.size)
-    within = n_slow[hit].sum() / max(1, total[hit].sum())
-    return float(recall * share ** PRECISION_ECMP * within)
+def _classes(incidence) -> List[List[int]]:
+    """Units with identical channel sets, each class in the order of KIND_ORDER's precedence
+    (the unit named first) and then by index."""
+    out: Dict[bytes, List[int]] = {}
+    for i in range(incidence.shape[0]):
+        row = incidence.indices[incidence.indptr[i]:incidence.indptr[i + 1]]
+        out.setdefault(np.sort(row).tobytes(), []).append(i)
+    return list(out.values())
 
 
-def _best(units, remaining, n_slow, total, picked):
-    best = None
-    for u, chans in sorted(units.items()):
-        if u in picked:
-            continue
-        s = _score(u, chans, remaining, n_slow, total)
-        if best is None or s > best[1] + 1e-12:
-            best = (u, s)
-    return best
+def _log_bayes(incidence, ecmp, chan, log_r, n_chan) -> np.ndarray:
+    """ln Bayes factor of every unit: its channels slowed as its kind predicts, against all
+    healthy; averaged over the grid of q (and p)."""
+    # per channel and q: sum over its instances of ln(1 - q + q r)
+    per_q = np.stack([np.bincount(chan, weights=np.logaddexp(np.log1p(-q) if q < 1 else
+                                                              -np.inf, np.log(q) + log_r),
+                                  minlength=n_chan) for q in Q_GRID], axis=1)
+    static = incidence @ per_q                                    # units x q
+    out = logsumexp(static, axis=1) - np.log(Q_GRID.size)
+    if ecmp.any():
+        sub = incidence[np.flatnonzero(ecmp)]
+        grids = []
+        for p in P_GRID:
+            mix = np.logaddexp(np.log1p(-p) if p < 1 else -np.inf, np.log(p) + per_q)
+            grids.append(sub @ mix)
+        stacked = np.concatenate(grids, axis=1)
+        out[np.flatnonzero(ecmp)] = logsumexp(stacked, axis=1) - np.log(stacked.shape[1])
+    return out
 
 
-def _suspect(u, parts, score, chans, n_slow, total, chan_ranks, chan, slow, use, inst, tm,
-             kind, alternative=False) -> Suspect:
-    in_unit = np.isin(chan, chans)
-    sel = use[in_unit & slow]
+def _posterior(llr, classes) -> np.ndarray:
+    """Per unit: the posterior probability of its class among all classes, one fault given
+    (classes counted once)."""
+    lead = np.array([cl[0] for cl in classes])
+    weights = llr[lead]
+    norm = logsumexp(np.r_[weights, 0.0])        # 0: "none of them" (ln 1), the null
+    out = np.zeros(llr.size)
+    for cl, w in zip(classes, weights):
+        out[cl] = np.exp(w - norm)
+    return out
+
+
+def _suspect(members: List[Unit], parts, confidence, chans, explained, chan, chan_ranks,
+             use, inst, tm, alternative=False) -> Suspect:
+    kind_name = members[0][0]
+    path = display(members[0])
+    all_parts = tuple(sorted(set().union(*parts)))
+    crossing = np.isin(chan, chans)
+    sel = use[explained]
     its = tuple(sorted({int(i) for i in inst.iteration[sel]}))
-    ranks = sorted({r for c in chans if n_slow[c] > 0 for r in chan_ranks[c]})
+    slow_chans = np.unique(chan[explained])
+    ranks = sorted({r for c in slow_chans.tolist() for r in chan_ranks[c]})
     what = sorted({"pipeline transfers" if k == P2P else f"{KIND_NAMES[int(k)].upper()} "
                    f"collectives" for k in inst.kind[sel]})
     obs = float(np.median(tm.effective[sel])) if sel.size else None
     exp = float(np.median(tm.expected[sel])) if sel.size else None
-    n_s, n_t = int(n_slow[chans].sum()), int(total[chans].sum())
+    n_s, n_t = int(explained.sum()), int(crossing.sum())
     ev = Evidence(", ".join(what) or "collectives", exp, obs, None, tuple(ranks[:64]), its,
                   n_s, n_t)
     factor = f"{obs / exp:.2f}x" if obs and exp else "slower than"
-    kind_name, path = u
     label = {"nic port": "NIC (either port or its cable)",
-             "switch": "first-tier switch (same index in every plane)",
-             "tier": "tier group (ECMP: any of its switches)", "host": "host"}[kind_name]
+             "switch": "first-tier switch",
+             "tier": "tier group (ECMP: any of its switches)",
+             "link": "uplink", "host": "host"}[kind_name]
     summary = (f"{label} {path}: {n_s} of the {n_t} collectives and transfers crossing it ran "
                f"{factor} their peers' time")
-    note = ""
-    if kind_name == "nic port":
-        note = "a NIC port, its cable and the other port of a dual-homed NIC carry the same " \
-               "collectives: timings cannot tell them apart"
-    elif kind_name == "tier":
-        note = "above the first tier the twin does not know the ECMP hash: check the switches " \
-               "of this group and the uplinks into it"
-    elif kind_name == "switch":
-        note = "the planes of a dual-homed fabric carry the same collectives: timings cannot " \
-               "tell the plane"
+    notes = []
+    if kind_name == "nic port" and len(all_parts) > 2:
+        notes.append("a NIC port, its cable and the other port of a dual-homed NIC carry the "
+                     "same collectives: timings cannot tell them apart")
+    if "[A|" in path or "|" in path.split(" -- ")[0].rsplit(".", 1)[0]:
+        if kind_name != "nic port":
+            notes.append("the planes of a dual-homed fabric carry the same collectives: "
+                         "timings cannot tell the plane")
+    if kind_name in ECMP_KINDS or any(m[0] in ECMP_KINDS for m in members):
+        notes.append("above the first tier the twin does not know the ECMP hash: check the "
+                     "switches of this group and the uplinks into it")
+    if len(members) > 1:
+        others = ", ".join(f"{m[0]} {display(m)}" for m in members[1:4])
+        notes.append(f"the same collectives cross {others}"
+                     + (f" and {len(members) - 4} more" if len(members) > 4 else "")
+                     + ": one suspect")
+    note = "; ".join(notes)
     if alternative:
         note = ("alternative: explains less of what was seen. " + note).strip()
-    return Suspect(kind_name, path, parts, min(1.0, score), summary, (ev,), note)
+    return Suspect(kind_name, path, all_parts, float(min(1.0, confidence)), summary, (ev,),
+                   note, alternative)
 
 
-__all__ = ["ALTERNATIVES", "MIN_SCORE", "MIN_SLOW", "PRECISION_ECMP", "channel_units",
-           "localise"]
+__all__ = ["ALARM_ODDS", "ALTERNATIVES", "EPSILON", "instance_log_ratio", "localise"]

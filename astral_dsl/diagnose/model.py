@@ -37,6 +37,7 @@ class Suspect:
     summary: str
     evidence: Tuple[Evidence, ...] = ()
     note: str = ""
+    alternative: bool = False          # explains less than the suspects before it
 
     def covers(self, part: str) -> bool:
         """Whether `part` (a switch, port, link or GPU name) is one of this suspect's parts, or
@@ -50,7 +51,8 @@ class Suspect:
         return {"kind": self.kind, "path": self.path, "parts": list(self.parts),
                 "confidence": round(self.confidence, 4), "summary": self.summary,
                 "evidence": [e.to_json() for e in self.evidence],
-                **({"note": self.note} if self.note else {})}
+                **({"note": self.note} if self.note else {}),
+                **({"alternative": True} if self.alternative else {})}
 
 
 @attrs.frozen

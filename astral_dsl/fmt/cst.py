@@ -102,13 +102,9 @@ def concrete(text: str) -> Concrete:
 
 
 def _is_unit(text: str) -> bool:
-    from astral_dsl.units.table import UnitSpecError, parse_unit
+    from astral_dsl.units.table import is_unit
 
-    try:
-        parse_unit(text)
-    except UnitSpecError:
-        return False
-    return True
+    return is_unit(text)
 
 
 def _tok(t: Token) -> Tok:

@@ -94,6 +94,15 @@ class Instance:
     chosen: Tuple[str, ...] = ()  # fields whose values the sizing step chose
     actions: Tuple[Action, ...] = ()
     field_spans: Tuple[Tuple[str, Span], ...] = ()   # where each field's value is written
+    # fields that name replicas, as written (a job's `placement = Astral.pods[3]`, whose Ref is
+    # the canonical path of the instance the eight pods share): field -> Route
+    routes: Tuple[Tuple[str, Any], ...] = ()
+
+    def route(self, name: str):
+        for k, r in self.routes:
+            if k == name:
+                return r
+        return None
 
     def span_of(self, name: str) -> Optional[Span]:
         """The source of field `name` (its value), else of the declaration."""

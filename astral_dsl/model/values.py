@@ -278,23 +278,32 @@ def type_name(value) -> str:
 
 @records.frozen(eq=False)
 class FabricSelection:
-    """Part of a fabric named by path: `fabric.rail[2].plane[B].tor` (rail 2, plane B's ToRs).
-    `fabric` is the fabric instance (or a Ref to it in the model); `tier` a tier's name."""
+    """Part of a fabric named by path: `fabric.rail[2].plane[B].tor` (rail 2, plane B's ToRs),
+    `fabric.pod[2].rail[3].plane[A].agg[17]` (one switch: the tier's scope instance, rail and
+    plane pick its group, the index the switch in it). `fabric` is the fabric instance (or a Ref
+    to it in the model); `tier` a tier's name; `scope` (kind, index) of the tier's scope instance
+    when the tier is replicated below the fabric's owner; `switch` one switch of the group."""
     fabric: Any
     rail: Optional[int] = None
     plane: Optional[int] = None
     tier: Optional[str] = None
+    scope: Optional[Tuple[str, int]] = None
+    switch: Optional[int] = None
 
     @property
     def display(self) -> str:
         base = getattr(self.fabric, "path", None) or getattr(self.fabric, "display", "fabric")
         out = base
+        if self.scope is not None:
+            out += f".{self.scope[0]}[{self.scope[1]}]"
         if self.rail is not None:
             out += f".rail[{self.rail}]"
         if self.plane is not None:
             out += f".plane[{plane_label(self.plane)}]"
         if self.tier is not None:
             out += f".{self.tier}"
+        if self.switch is not None:
+            out += f"[{self.switch}]"
         return out
 
     def __str__(self) -> str:
@@ -303,10 +312,51 @@ class FabricSelection:
 
 @records.frozen(eq=False)
 class FabricAxis:
-    """`fabric.rail` or `fabric.plane` waiting for its `[index]`."""
+    """`fabric.rail`, `fabric.plane` or `fabric.pod` (a tier's scope) waiting for its
+    `[index]`."""
     selection: FabricSelection
     axis: str
 
 
+@records.frozen(eq=False)
+class NicPort:
+    """One port of a NIC, `...hosts[0].nics[4].port[a]` (ports a, b, ...: port j of a NIC is on
+    plane j mod planes). `nic` is the NIC (a Frame while evaluating, a Ref in the model)."""
+    nic: Any
+    port: int
+
+    @property
+    def display(self) -> str:
+        base = getattr(self.nic, "path", None) or getattr(self.nic, "display", "nic")
+        return f"{base}.port[{port_label(self.port)}]"
+
+    def __str__(self) -> str:
+        return self.display
+
+
+@records.frozen(eq=False)
+class PortAxis:
+    """`nic.port` waiting for its `[a]`."""
+    nic: Any
+
+
+@records.frozen(eq=False)
+class FabricLink:
+    """`A -- B`: the link(s) between two ends, a NIC port and its first-tier switch, or a switch
+    and a switch (or a tier group) of the tier above it."""
+    ends: Tuple[Any, Any]
+
+    @property
+    def display(self) -> str:
+        return " -- ".join(getattr(e, "display", str(e)) for e in self.ends)
+
+    def __str__(self) -> str:
+        return self.display
+
+
 def plane_label(index: int) -> str:
     return chr(ord("A") + index) if 0 <= index < 26 else str(index)
+
+
+def port_label(index: int) -> str:
+    return chr(ord("a") + index) if 0 <= index < 26 else str(index)

@@ -7,9 +7,12 @@ from __future__ import annotations
 import gc
 import gzip
 import json
+import multiprocessing
 import os
+import re
+import threading
 import zlib
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import attrs
 
@@ -18,19 +21,34 @@ from astral_dsl.observe import kineto, ranklog
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
 
+try:                         # orjson parses a profiler trace about twice as fast as json
+    from orjson import loads as _fast_loads
+except ImportError:          # pragma: no cover - the standard library's parser serves
+    _fast_loads = None
+
 MAX_BYTES = 1 << 30          # one file, after decompression: more is not a trace of one rank
 
 
 @attrs.frozen(eq=False)
 class Observed:
-    ranks: Dict[int, RankTrace]
+    traces: Tuple[RankTrace, ...]          # every rank read, in file order (a rank read twice
+    #                                        with one world size is kept once)
     diagnostics: Tuple[Diagnostic, ...]
-    files: Tuple[str, ...]
+    files: Tuple[str, ...]                 # the files read
+    sources: Tuple[str, ...] = ()          # the paths given (files and directories)
+
+    @property
+    def ranks(self) -> Dict[int, RankTrace]:
+        """rank -> trace (the first read when traces of several world sizes claim it)."""
+        out: Dict[int, RankTrace] = {}
+        for t in self.traces:
+            out.setdefault(t.rank, t)
+        return dict(sorted(out.items()))
 
     @property
     def world_sizes(self) -> Dict[int, List[str]]:
         out: Dict[int, List[str]] = {}
-        for t in self.ranks.values():
+        for t in self.traces:
             if t.world_size is not None:
                 out.setdefault(t.world_size, []).append(t.file)
         return out
@@ -54,22 +72,64 @@ def files_of(paths: Sequence[str]) -> Tuple[List[Tuple[str, bool]], List[Diagnos
     return out, diags
 
 
-def load(paths: Sequence[str]) -> Observed:
+def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
+    """Every file of `paths`. Two traces claiming one rank with the same world size: the second
+    is left out (E786); with different world sizes both are kept, and the diagnosis keeps the
+    one of its job's world size. Many files are read by `workers` processes (default: one per
+    core from PARALLEL_FROM files on); the result does not depend on how many."""
     files, diags = files_of(paths)
-    ranks: Dict[int, RankTrace] = {}
-    for path, named in files:
-        traces, more = read_file(path)
-        if not named and not traces and [d.code for d in more] == ["E782"]:
+    traces: List[RankTrace] = []
+    seen: Dict[Tuple[int, object], RankTrace] = {}
+    for (path, named), (found, more) in zip(files, _read_all([f for f, _ in files], workers)):
+        if not named and not found and [d.code for d in more] == ["E782"] and \
+                not _looks_observed(path):
             # a directory's README or notes: said, not an error
             more = [diag("W782", "skipped: " + more[0].message, path)]
         diags.extend(more)
-        for t in traces:
-            if t.rank in ranks:
+        for t in found:
+            key = (t.rank, t.world_size)
+            if key in seen:
                 diags.append(diag("E786", f"rank {t.rank} appears twice: already read from "
-                                          f"{ranks[t.rank].file}; this one is left out", path))
+                                          f"{seen[key].file}; this one is left out", path))
                 continue
-            ranks[t.rank] = t
-    return Observed(dict(sorted(ranks.items())), tuple(diags), tuple(f for f, _ in files))
+            seen[key] = t
+            traces.append(t)
+    return Observed(tuple(traces), tuple(diags), tuple(f for f, _ in files), tuple(paths))
+
+
+PARALLEL_FROM = 64
+
+
+def _read_all(files: List[str], workers: Optional[int]):
+    """read_file of every file, in order: in worker processes when there are many (a process
+    per core: parsing is CPU-bound), else here."""
+    if workers is None:
+        workers = min(os.cpu_count() or 1, 8) if len(files) >= PARALLEL_FROM else 1
+    # forked workers need nothing re-imported (spawned ones would re-run a caller's unguarded
+    # script); a process running threads is not forked
+    if workers > 1 and len(files) > 1 and threading.active_count() == 1 and \
+            "fork" in multiprocessing.get_all_start_methods():
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            ctx = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                return list(pool.map(read_file, files,
+                                     chunksize=max(1, len(files) // (4 * workers))))
+        except (BrokenProcessPool, OSError, RuntimeError):
+            pass                      # no processes to be had here: read them in this one
+    return [read_file(f) for f in files]
+
+
+_OBSERVED_NAME = re.compile(r"(rank[-_]?\d+)|(\.(json|json\.gz|gz|csv|jsonl|ndjson)$)",
+                            re.IGNORECASE)
+
+
+def _looks_observed(path: str) -> bool:
+    """A file named like a trace or a log (rank-N, .json, .json.gz, .csv, .jsonl): one that is
+    neither is an error, not a note to skip."""
+    return _OBSERVED_NAME.search(os.path.basename(path)) is not None
 
 
 def read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
@@ -101,6 +161,15 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     if len(data) > MAX_BYTES:
         return [], [diag("E781", f"the file is larger than {MAX_BYTES >> 20} MiB: not read",
                          path, "profile fewer steps per file")]
+    body = data[3:] if data[:3] == b"\xef\xbb\xbf" else data
+    head = body[:64].lstrip()
+    if head[:1] in (b"{", b"[") and _fast_loads is not None:
+        try:                      # a whole JSON document (a trace): the fast parser
+            doc = _fast_loads(body)
+        except ValueError:
+            doc = None            # JSON Lines, or broken: the checks below say which
+        if doc is not None:
+            return _document(path, doc, None)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -132,12 +201,22 @@ def _json(path: str, text: str, stripped: str):
                                  f"{exc.lineno}, column {exc.colno})", path,
                          "a profiler trace is written when the profiler stops: copy it again "
                          "after the run")]
+    return _document(path, doc, stripped)
+
+
+def _document(path: str, doc, stripped):
+    """A parsed JSON document: a trace, or one JSON Lines record (the text read as a log)."""
     if isinstance(doc, list):
         doc = {"traceEvents": doc}
     if kineto.looks_like_trace(doc):
         trace, diags = kineto.read(path, doc)
         return ([trace] if trace is not None else []), diags
     if isinstance(doc, dict) and "rank" in doc and "phase" in doc:
+        if stripped is None:
+            with open(path, "rb") as fh:
+                raw = fh.read(MAX_BYTES + 1)
+            stripped = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode(
+                "utf-8-sig", "replace").lstrip()
         return ranklog.read_jsonl(path, stripped)
     return [], [diag("E782", "a JSON file without `traceEvents`: not a profiler trace", path)]
 

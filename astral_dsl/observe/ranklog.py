@@ -90,6 +90,15 @@ def read_jsonl(path: str, text: str) -> Tuple[List[RankTrace], List[Diagnostic]]
     return _build(path, rows())
 
 
+def columns_to_traces(path: str, cols) -> Tuple[List[RankTrace], List[Diagnostic]]:
+    """Rows given as columns (rank, iteration, phase, start_s, duration_s, peer, op) -> one
+    trace per rank, as reading them from a file would give (every row must be good)."""
+    out = _columns(path, list(range(2, len(cols["rank"]) + 2)), cols)
+    if out is None:
+        raise ValueError("a row of the columns cannot be read")
+    return out
+
+
 def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diagnostic]] | None":
     """All rows at once (numpy); None when any row is bad, so that the row-by-row reader can
     say which."""

@@ -67,7 +67,8 @@ def render(d) -> str:
         return "\n".join(lines) + "\n"
     lines.append("suspects (most likely first)")
     for i, s in enumerate(d.suspects, start=1):
-        lines.append(f"  {i}. {s.kind:<8} {s.path}   confidence {s.confidence:.0%}")
+        conf = "<1%" if 0 < s.confidence < 0.005 else f"{s.confidence:.0%}"
+        lines.append(f"  {i}. {s.kind:<8} {s.path}   confidence {conf}")
         lines.append(f"     {s.summary}")
         for e in s.evidence[:3]:
             fc = f", forecast {_s(e.forecast_s)}" if e.forecast_s is not None else ""

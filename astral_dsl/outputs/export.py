@@ -9,8 +9,8 @@ from typing import Any, Dict
 from astral_dsl import resources
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.rollup import PLURALS, count_of, power_of
-from astral_dsl.model.values import (Bundle, FabricSelection, Group, ListValue, RangeValue,
-                                     Symbol, Values)
+from astral_dsl.model.values import (Bundle, FabricLink, FabricSelection, Group, ListValue,
+                                     NicPort, RangeValue, Symbol, Values)
 from astral_dsl.units import Quantity
 
 EXPORT_VERSION = "1.0"
@@ -35,7 +35,7 @@ def value_json(v: Any) -> Any:
         return {"ref": v.path}
     if isinstance(v, Instance):
         return {"ref": v.path}
-    if isinstance(v, FabricSelection):
+    if isinstance(v, (FabricSelection, NicPort, FabricLink)):
         return {"ref": v.display}
     if isinstance(v, Group):
         return {"count": v.count, "runs": [_run_json(r) for r in v.runs]}

@@ -49,14 +49,14 @@ _RAW_CONTROL = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e
 
 
 def scenario_json(name: str, applied) -> Dict[str, Any]:
-    """What a scenario did, for every command's JSON: the parts it failed (by path) and the
-    fields it changed (analyses.scenarios.Applied)."""
-    return {
-        "name": name,
-        "failed": sorted(applied.failed) + [f"{path} (one CDU)" for path, n in applied.failed_cdus
-                                            for _ in range(n)],
-        "fabric": [sel.display for sel in applied.fabric]
-        + [f"{fraction:.0%} of {path}.{tier}" for path, tier, fraction in applied.tier_failures],
-        "changed": [{"path": p, "field": f, "value": v} for p, f, v in applied.changed],
-        "notes": list(applied.notes),
-    }
+    """What a scenario did, for every command's JSON (analyses.scenarios.Applied): each part it
+    failed and each field it changed, named as the scenario wrote them, with their kind and how
+    many replicas they stand for (`Astral.pods[*].rows[0].hvdc`: 8 feeders)."""
+    failed, changed = [], []
+    for verb, target, kind, replicas, field, value in applied.named:
+        if verb == "fail":
+            failed.append({"target": target, "kind": kind, "replicas": replicas})
+        else:
+            changed.append({"target": target, "field": field, "value": value, "kind": kind,
+                            "replicas": replicas})
+    return {"name": name, "failed": failed, "changed": changed, "notes": list(applied.notes)}

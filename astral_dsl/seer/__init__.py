@@ -6,7 +6,8 @@ infrastructure (docs/seer.md).
     result.iteration_time, result.mfu, result.breakdown
     result.timeline(window=(0, 2))        # events as data: pid = stage, tid = stream
 
-`forecast` raises ForecastError carrying the diagnostics when the job cannot be forecast."""
+`forecast` raises ForecastError carrying the diagnostics when the job cannot be forecast; the
+warnings of a job it forecasts (W750 "may not fit", W751, ...) are `result.diagnostics`."""
 from __future__ import annotations
 
 from typing import Optional
@@ -16,7 +17,7 @@ from astral_dsl.seer.costs import OperatorTable
 from astral_dsl.seer.forecast import Forecast, hardware_flops, model_flops, run
 from astral_dsl.seer.job import OPTIONS, check_options, unknown_options
 from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
-from astral_dsl.seer.validate import validate_job, validate_jobs
+from astral_dsl.seer.validate import forecast_diagnostics, validate_job, validate_jobs
 
 
 class ForecastError(Exception):
@@ -53,7 +54,7 @@ def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
     if bad:
         raise ForecastError("bad forecast option", bad)
     inst = find_job(design, job)
-    failures, notes = (), []
+    failures, notes = None, []
     if scenario is not None:
         from astral_dsl.analyses import scenarios as scen
 
@@ -65,10 +66,15 @@ def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
         twin = design.compilation.under(found[0])
         twin_scenario = next(s for s in twin.scenarios if s.template == scenario)
         applied = scen.apply(twin, twin_scenario)
-        design, failures = applied.design, applied.fabric
+        design, failures = applied.design, applied
         inst = find_job(design, inst.template)
         notes.append(f"scenario `{scenario}`: " + ("; ".join(applied.notes) or "no change"))
     diags, spec, cluster = validate_job(design, inst, failures, **options)
+    if failures is not None and spec is not None and cluster is not None:
+        from astral_dsl.seer.scenario import blockers
+
+        diags = diags + blockers(design, failures, inst, spec.parallel.gpus,
+                                 cluster.net.gpus_per_host)
     errors = [d for d in diags if d.is_error]
     if errors or spec is None or cluster is None:
         raise ForecastError(f"job `{inst.template}` cannot be forecast", diags)
@@ -77,6 +83,10 @@ def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
         calibration = read_calibration(calibration)
     result = run(spec, cluster.gpu, cluster.net, table, notes, calibration)
     result.placement = cluster.placement
+    result.scenario = (scenario, failures) if failures is not None else None
+    result.diagnostics = forecast_diagnostics(inst, diags, result, cluster)
+    if any(d.is_error for d in result.diagnostics):     # the rule's choice clearly over memory
+        raise ForecastError(f"job `{inst.template}` cannot be forecast", result.diagnostics)
     return result
 
 

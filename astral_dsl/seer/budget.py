@@ -5,13 +5,15 @@ blocks it simulates (2 x pp x virtual stages x micro-batches per candidate of th
 memory with both. The model's widths and the tokens of a micro-batch only scale numbers, but
 beyond MAX_WIDTH and MAX_TOKENS they stop being representable as the floats Seer prices with
 (10^308 heads, a 10^308-wide hidden layer), so they are bounded too. Everything else is closed-form or bounded by these (the rule tries
-O(log2(global batch)) micro-batches and the divisors of a stage's layers; the memory estimate
+O(log2(global batch)) micro-batches and the divisors of a stage's layer count, or of it plus
+one; the memory estimate
 is closed-form in the micro-batches). A job over a limit gets E762, which names the limit, from
 `astral check` and `astral forecast` alike, before any simulation runs.
 
 The limits hold every published run by a wide margin (Megatron-LM's 1T on 3,072 GPUs: 128
 layers, 2 x 64 x 1 x 512 = 65,536 blocks at micro-batch 1) and keep one simulation at the
-limit to about two seconds of CPU and ~0.5 GB (benchmarks/bench_seer.py prints the figures)."""
+limit to a few seconds of CPU and ~0.5 GB (benchmarks/bench_seer.py prints the figures;
+docs/seer.md, "Speed", quotes them)."""
 from __future__ import annotations
 
 MAX_LAYERS = 10_000          # transformer layers lowered

@@ -1,17 +1,26 @@
 """The hardware a job runs on, read from the design: the GPU of its placement, GPUs and NIC
 bandwidth per host, the fabric's tiers (reach, rails, oversubscription) and, under a scenario,
-the failed fabric parts (a failed plane darkens one port of every dual-port NIC on it)."""
+its failed fractions of tiers (the tier below is oversubscribed by 1 / (1 - fraction)) and its
+failed fabric parts (analyses/network_failures.py): Seer simulates one representative rank per
+stage, so each collective is priced for the worst-affected group of its kind (synchronous
+training waits for the slowest group), with the bandwidth of the slowest GPU of the job whose
+traffic climbs as high as that group's (Network.worst); only failures on the job's own hosts
+(the first GPUs of its placement) or on the paths above them count."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
+from astral_dsl.analyses import network_failures
+from astral_dsl.analyses.host_positions import (Interval, Positions, first, path_steps,
+                                                route_below)
 from astral_dsl.analyses.network import fabric_counts, _SCOPE_KINDS
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import GpuSpec
 from astral_dsl.analyses.walk import Resolver
+from astral_dsl.model.design import Ref
 from astral_dsl.model.rollup import count_of, group_of
-from astral_dsl.model.values import Group, plane_label
+from astral_dsl.model.values import Group
 from astral_dsl.units import Quantity
 
 BITS = 8.0
@@ -24,6 +33,7 @@ class Cluster:
     gpus: int               # GPUs in the placement
     hosts: int
     placement: str
+    healthy: Optional[Network] = None    # under a scenario: the network without its failures
 
 
 def _q(inst, name, default=0.0) -> float:
@@ -52,7 +62,10 @@ def placement_of(design, job) -> Tuple[list, str]:
     return pairs, name
 
 
-def cluster_of(design, job, fabric_failures=()) -> Optional[Cluster]:
+def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Optional[Cluster]:
+    """The hardware `job` runs on; under a scenario (`applied`: analyses.scenarios.Applied) its
+    failed fabric parts and failed fractions of tiers. `ranks`: the job's GPU count (the
+    failures that matter are those on its hosts, the first `ranks` GPUs of its placement)."""
     pairs, name = placement_of(design, job)
     if not pairs:
         return None
@@ -68,22 +81,28 @@ def cluster_of(design, job, fabric_failures=()) -> Optional[Cluster]:
     ports: List[Tuple[float, int]] = []      # per NIC: (port speed bytes/s, ports)
     for c, nic in nics:
         ports.extend([(_q(nic, "port_speed") / BITS, int(_q(nic, "ports", 1) or 1))] * c)
-    fabric = _fabric_for(design, pairs, cache)
-    rails = fabric.rails if fabric else max(1, len(ports))
-    planes = fabric.planes if fabric else 1
-    rail_bw, notes = _rail_bandwidth(ports, per_host, rails, planes, fabric_failures)
+    fabrics = network_failures.counts(design, cache, applied.tier_failures, applied.fabric) \
+        if applied else fabric_counts(design, cache)
+    fabric = _fabric_for(fabrics, pairs)
+    rail_bw = _rail_bandwidth(ports, per_host)
     tiers = _tiers(design, fabric, host, hosts, cache) if fabric else ()
+    worst = _worst(design, job, fabric, len(tiers), ports, per_host, ranks, cache) \
+        if fabric is not None and fabric.damage is not None else ()
     protocol = "infiniband"
     for _, nic in nics:
         p = nic.field("protocol")
         protocol = getattr(p, "name", protocol)
     net = Network(per_host, gpu_spec(gpu, host).nvlink_bw, tuple(rail_bw), tuple(tiers), protocol,
-                  tuple(notes))
-    return Cluster(gpu_spec(gpu, host), net, gpus, hosts, name)
+                  (), worst)
+    healthy = None
+    if applied:
+        plain = _fabric_for(fabric_counts(design, cache), pairs)
+        healthy = replace(net, worst=(), tiers=tuple(_tiers(design, plain, host, hosts, cache))
+                          if plain else ())
+    return Cluster(gpu_spec(gpu, host), net, gpus, hosts, name, healthy)
 
 
-def _fabric_for(design, pairs, cache):
-    counts = fabric_counts(design, cache)
+def _fabric_for(counts, pairs):
     paths = [inst.path for _, inst in pairs]
     best = None
     for f in counts:
@@ -93,6 +112,89 @@ def _fabric_for(design, pairs, cache):
                 if best is None or len(f.owner) > len(best.owner):
                     best = f
     return best or (counts[0] if len(counts) == 1 else None)
+
+
+def hosts_of_job(design, job, owner, positions: Positions, per_host: int,
+              ranks: Optional[int]) -> List[Interval]:
+    """The hosts of `job` (numbers in one replica of the fabric's `owner`): the first `ranks`
+    GPUs of its placement, host by host in the order the design lists them."""
+    n = -(-ranks // max(1, per_host)) if ranks else positions.total
+    route = job.route("placement")            # the replicas as written (`Astral.pods[3]`)
+    if route is not None and not route.from_template:
+        base = path_steps(owner.path, route.root)
+        below = route_below(route.steps, base) if base is not None else None
+        if below is not None:
+            return first(positions.named(below), n)
+        if base is not None and len(route.steps) < len(base) and \
+                route_below(route.steps, base[:len(route.steps)]) is not None:
+            return first([(0, positions.total)], n)   # the placement holds the fabric's owner
+    target = job.field("placement")
+    paths = [target.path] if isinstance(target, Ref) else \
+        [r.path for _, r in target.flat() if isinstance(r, Ref)] if isinstance(target, Group) \
+        else [owner.path]
+    out: List[Interval] = []
+    for p in paths:
+        steps = path_steps(p, owner.path)
+        if steps is not None:
+            out.extend(positions.named(steps))
+        elif owner.path.startswith(p + ".") or owner.path.startswith(p + "["):
+            out.append((0, positions.total))       # the placement holds the fabric's owner
+    return first(out, n)
+
+
+def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache):
+    """Network.worst: per tier a group's traffic climbs to, the slowest GPU of the job (bytes/s)
+    and what slows it."""
+    damage = fabric.damage
+    owner = design.instance(fabric.owner)
+    if owner is None or not ports:
+        return ()
+    hosts = hosts_of_job(design, job, owner, Positions(owner, cache), per_host, ranks)
+    speed = min(s for s, _ in ports)
+    shared = min(1.0, len(ports) / max(1, per_host))      # GPUs sharing a NIC split it
+    out = []
+    for top in range(max(1, n_tiers)):
+        lowest, causes, gpus = damage.worst(top, hosts)
+        if lowest is None:
+            continue
+        out.append((top, lowest * speed * shared,
+                    f"{damage.named(causes)} failed: {gpus:,} of the job's GPUs behind it"))
+    return tuple(out)
+
+
+def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str]]:
+    """The job's collectives under failed fabric parts: the cluster with a note per kind of
+    group they slow (priced for its worst-affected group), and the kinds whose slowest group
+    has no network left (the job cannot run)."""
+    from astral_dsl.seer import comm
+    from astral_dsl.seer.lower import groups
+
+    net, healthy = cluster.net, cluster.healthy
+    if healthy is None or (not net.worst and net.tiers == healthy.tiers):
+        return cluster, []
+    now, before = groups(spec, net), groups(spec, healthy)
+    if spec.parallel.gpus > 1:
+        now["world"] = comm.layout(net, "world", spec.parallel.gpus, 1)
+        before["world"] = comm.layout(healthy, "world", spec.parallel.gpus, 1)
+    why = {t: text for t, _, text in net.worst}
+    for i, (a, b) in enumerate(zip(net.tiers, healthy.tiers)):
+        if a.oversub != b.oversub:
+            for top in range(i + 1, len(net.tiers)):
+                why.setdefault(top, f"tier `{a.name}` oversubscribed {a.oversub:.4g}:1 instead "
+                                    f"of {b.oversub:.4g}:1")
+    notes, lost = [], []
+    for kind, lay in now.items():
+        if lay.hosts <= 1:
+            continue
+        top = (lay.hops - 1) // 2
+        if lay.net_bw <= 0:
+            what = "the job-wide reduction" if kind == "world" else f"the {kind} groups"
+            lost.append(f"{what} ({why.get(top, 'a failed part')})")
+        elif kind != "world" and lay.net_bw < before[kind].net_bw * (1 - 1e-9):
+            notes.append(f"{kind}: the slowest group runs at {lay.net_bw / 1e9:,.2f} GB/s per "
+                         f"GPU instead of {before[kind].net_bw / 1e9:,.2f} GB/s "
+                         f"({why.get(top, 'a failed part')})")
+    return replace(cluster, net=replace(net, notes=net.notes + tuple(notes))), lost
 
 
 def _tiers(design, fabric, host, job_hosts, cache) -> List[Tier]:
@@ -118,35 +220,11 @@ def _tiers(design, fabric, host, job_hosts, cache) -> List[Tier]:
     return out
 
 
-def _rail_bandwidth(ports, per_host, rails, planes, failures):
-    """Bytes/s per direction for GPU i of a host, after the scenario's fabric failures."""
-    notes = []
+def _rail_bandwidth(ports, per_host):
+    """Bytes/s per direction for GPU i of a host (GPU i uses NIC i; fewer NICs are shared)."""
     if not ports:
-        return [0.0] * max(1, per_host), notes
+        return [0.0] * max(1, per_host)
     if len(ports) >= per_host:
-        nic_of = [ports[i] for i in range(per_host)]
-        alive = [[True] * n for _, n in nic_of]
-        for sel in failures:
-            for i in range(per_host):
-                rail = i % max(1, rails)
-                if sel.rail is not None and sel.rail != rail:
-                    continue
-                for j in range(len(alive[i])):
-                    if sel.plane is None or j % max(1, planes) == sel.plane:
-                        alive[i][j] = False
-            notes.append(_describe(sel))
-        bw = [speed * sum(a) for (speed, _), a in zip(nic_of, alive)]
-        return bw, notes
+        return [speed * n for speed, n in ports[:per_host]]
     total = sum(speed * n for speed, n in ports)
-    return [total / per_host] * per_host, notes
-
-
-def _describe(sel) -> str:
-    out = "fabric"
-    if sel.rail is not None:
-        out += f" rail {sel.rail}"
-    if sel.plane is not None:
-        out += f" plane {plane_label(sel.plane)}"
-    if sel.tier:
-        out += f" tier {sel.tier}"
-    return out + " failed"
+    return [total / per_host] * per_host

@@ -17,6 +17,11 @@ Algorithms (seer.md; NCCL's ring, double-binary tree and hierarchical variants),
 The bus bandwidth of a group spanning hosts is min(NVLink, per_host x NIC) with each link at its
 achieved efficiency. The cheapest algorithm is taken, as NCCL's tuner does.
 
+Under failed fabric parts (a scenario), a group is priced for the worst-affected group of its
+kind: synchronous training waits for the slowest. Its NIC bandwidth is that of the slowest GPU of
+the job whose traffic climbs as high as the group's (Network.worst, seer/cluster.py): its live
+ports times the share of its slowest path (over / (1 - lost) for uplinks that lost a share).
+
 Latencies and efficiencies (docs/seer.md): NVLINK_EFF and NET_EFF are NCCL bus bandwidths over
 link bandwidth reported by nccl-tests on DGX A100/H100 (~0.78-0.85 NVLink, ~0.9-0.95 InfiniBand);
 step latencies follow NCCL's tuning model (src/graph/tuning.cc: ~0.6 us per NVLink hop, ~5 us per
@@ -52,11 +57,23 @@ class Network:
     tiers: Tuple[Tier, ...] = ()
     protocol: str = "infiniband"
     notes: Tuple[str, ...] = ()
+    # under failed fabric parts: per tier a group's traffic climbs to, the bandwidth (bytes/s
+    # per direction) of the slowest GPU of the job whose traffic climbs there, and why
+    # (seer/cluster.py): a group is priced for the worst-affected group of its kind
+    worst: Tuple[Tuple[int, float, str], ...] = ()
 
     @property
     def nic_bw(self) -> float:
         """The slowest rail: every DP group waits for the slowest at the optimizer step."""
         return min(self.rail_bw) if self.rail_bw else 0.0
+
+    def worst_at(self, top: int) -> Optional[float]:
+        """The slowest GPU's bandwidth for traffic that climbs to tier `top` (None: none is
+        slowed by a failure)."""
+        for t, bw, _ in self.worst:
+            if t == top:
+                return bw
+        return None
 
 
 @dataclass(frozen=True)
@@ -86,6 +103,9 @@ def layout(net: Network, kind: str, n: int, stride: int, span_hosts: Optional[in
     span = span_hosts or max(hosts, math.ceil(n * stride / g))
     hops, factor = _climb(net, span, cross_rail)
     bw = net.nic_bw * factor
+    slowest = net.worst_at((hops - 1) // 2)     # the worst-affected group of its kind
+    if slowest is not None:
+        bw = min(bw, slowest)
     lat = NET_STEP_S + hops * SWITCH_S.get(net.protocol, 0.6e-6)
     return Layout(kind, n, per_host, hosts, hops, bw, lat)
 

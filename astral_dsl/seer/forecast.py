@@ -28,6 +28,8 @@ class Forecast:
     breakdown: Dict[str, float] = field(default_factory=dict)
     stage: int = 0                                      # the stage the breakdown describes
     placement: str = ""
+    diagnostics: List = field(default_factory=list)     # the job's warnings (seer.forecast)
+    scenario: Optional[Tuple] = None     # (name, analyses.scenarios.Applied) under a scenario
 
     @property
     def gpus(self) -> int:
@@ -88,6 +90,10 @@ def hardware_flops(job: JobSpec) -> float:
     return model_flops(job) + job.global_batch * job.seq * extra
 
 
+FP8_NOTE = ("fp8: the linear layers' GEMMs at the fp8 rate with the efficiency fitted on 16-bit "
+            "runs, an assumption (no fp8 run is calibrated; docs/seer.md, \"fp8\")")
+
+
 def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = None,
         notes=(), calibration: Optional[Calibration] = None) -> Forecast:
     """Forecast `job`; an undeclared micro-batch or number of virtual stages is chosen by the
@@ -101,7 +107,7 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
     if job.parallel.schedule == "interleaved" and not job.parallel.v:
         chosen.append(("virtual_stages", best.job.parallel.v))
     best.chosen = tuple(chosen)
-    best.notes = tuple(notes) + tuple(net.notes)
+    best.notes = tuple(notes) + ((FP8_NOTE,) if job.fp8 else ()) + tuple(net.notes)
     return best
 
 

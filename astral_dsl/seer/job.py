@@ -30,7 +30,8 @@ from typing import Dict, List, Optional, Tuple
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import ListValue, Symbol
-from astral_dsl.seer.spec import DEFAULT_ORDER, JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.spec import (DEFAULT_ORDER, DEFAULT_SEQ, DEFAULT_VOCAB, JobSpec, ModelSpec,
+                                 ParallelSpec)
 from astral_dsl.units import Quantity
 
 # option / field name -> the record that holds it ("" = the job itself)
@@ -72,6 +73,10 @@ def _int(x, default=None):
 
 
 def model_spec(inst) -> ModelSpec:
+    """The model's fields; what it leaves out (docs/seer.md, "Defaults"): `kv_heads` = heads
+    (multi-head attention), `activation` = gelu (GPT), `ffn` = 4h with GeLU (Vaswani et al.
+    2017, GPT-3) or 8h/3 with SwiGLU (Shazeer 2020: the parameters of a 4h MLP), `vocab` =
+    DEFAULT_VOCAB and `seq` = DEFAULT_SEQ (guesses: W752), no experts, `top_k` = 1."""
     def f(name):
         return _plain(inst.field(name))
 
@@ -81,8 +86,8 @@ def model_spec(inst) -> ModelSpec:
     ffn = _int(f("ffn")) or (4 * hidden if act == "gelu" else 8 * hidden // 3)
     return ModelSpec(
         name=inst.template, layers=_int(f("layers"), 1), hidden=hidden, heads=heads,
-        kv_heads=_int(f("kv_heads"), heads), ffn=ffn, vocab=_int(f("vocab"), 0) or 32000,
-        seq=_int(f("seq"), 2048), activation=act, experts=_int(f("experts"), 0) or 0,
+        kv_heads=_int(f("kv_heads"), heads), ffn=ffn, vocab=_int(f("vocab"), 0) or DEFAULT_VOCAB,
+        seq=_int(f("seq"), DEFAULT_SEQ), activation=act, experts=_int(f("experts"), 0) or 0,
         top_k=_int(f("top_k"), 1) or 1, shared_experts=_int(f("shared_experts"), 0) or 0,
         moe_ffn=_int(f("moe_ffn"), 0) or ffn, dense_layers=_int(f("dense_layers"), 0) or 0,
         params=f("params"))
@@ -127,9 +132,12 @@ def declared(job, **options) -> Dict[str, object]:
 
 
 def parse_order(text: Optional[str]) -> Tuple[str, ...]:
-    """`"tp-cp-ep-dp-pp"` -> ("tp", "cp", "ep", "dp", "pp"); checked by seer/validate.py."""
-    if not text:
+    """`"tp-cp-ep-dp-pp"` -> ("tp", "cp", "ep", "dp", "pp"); not stated: the default; checked by
+    seer/validate.py (an empty string is an empty order, E759)."""
+    if text is None:
         return DEFAULT_ORDER
+    if not str(text).strip():
+        return ()
     return tuple(w.strip().lower() for w in str(text).split("-"))
 
 

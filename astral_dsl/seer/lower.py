@@ -8,101 +8,23 @@ per rank: TP shards heads and FFN columns, sequence parallelism shards norms and
 shards the sequence, EP the experts. Megatron-LM's operator order and overlaps are modelled:
 backward TP reduce-scatter / all-reduce of a column-parallel layer's input gradient runs on the
 TP stream while the weight gradient is computed; with sequence parallelism the input all-gather
-for the weight gradient overlaps the data gradient."""
+for the weight gradient overlaps the data gradient. With fp8 the linear layers' GEMMs run in fp8
+after their casts, and each chunk's forward ends with the amax all-reduce (docs/seer.md, "fp8").
+"""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict
 
 from astral_dsl.seer import comm
 from astral_dsl.seer.costs import Costs
 from astral_dsl.seer.params import ParamsMixin
 from astral_dsl.seer.ranks import RankOrder
 from astral_dsl.seer.spec import JobSpec, chunk_layers
+from astral_dsl.seer.template import Op, Template, Builder
 
 
 EMBED, HEAD = -1, -2      # the `layer` of embedding and of head operators
-
-
-class Op:
-    __slots__ = ("name", "cat", "stream", "dur", "flops", "nbytes", "group", "layer", "deps",
-                 "start", "end", "shape")
-
-    def __init__(self, name, cat, stream, dur, flops=0.0, nbytes=0.0, group="", layer=-1,
-                 deps=(), shape=""):
-        self.name, self.cat, self.stream, self.dur = name, cat, stream, dur
-        self.flops, self.nbytes, self.group, self.layer = flops, nbytes, group, layer
-        self.deps, self.shape = deps, shape
-        self.start = self.end = 0.0
-
-
-class Template:
-    """Operators of one block with offsets from the block's start. An operator's `layer` counts
-    from the chunk's first layer (EMBED, HEAD for the others), so that chunks of the same shape
-    share one template."""
-
-    def __init__(self, ops: List[Op]):
-        free: Dict[str, float] = {}
-        for op in ops:
-            t = max([ops[d].end for d in op.deps] + [free.get(op.stream, 0.0)])
-            op.start, op.end = t, t + op.dur
-            free[op.stream] = op.end
-        self.ops = ops
-        self.duration = max((o.end for o in ops), default=0.0)
-        self.flops = sum(o.flops for o in ops)
-        self.compute = sum(o.dur for o in ops if o.stream == "compute")
-        self.exposed = {}   # stream -> time the compute stream waits for it
-        busy = sorted((o.start, o.end) for o in ops if o.stream == "compute")
-        idle, last = 0.0, 0.0
-        for s, e in busy:
-            idle += max(0.0, s - last)
-            last = max(last, e)
-        idle += self.duration - last
-        comm_ops = [o for o in ops if o.stream != "compute"]
-        for o in comm_ops:
-            self.exposed.setdefault(o.stream, 0.0)
-        if comm_ops and idle > 0:
-            weight = {s: sum(o.dur for o in comm_ops if o.stream == s) for s in self.exposed}
-            total = sum(weight.values()) or 1.0
-            for s in self.exposed:
-                self.exposed[s] = idle * weight[s] / total
-
-    def layer_ends(self) -> Dict[int, float]:
-        """Layer (counted from the chunk's first) -> when its last operator ends."""
-        out: Dict[int, float] = {}
-        for o in self.ops:
-            if o.layer >= 0:
-                out[o.layer] = max(out.get(o.layer, 0.0), o.end)
-        return out
-
-
-class _Builder:
-    """Ops in program order. A chained op follows the current tail (and joins the pending side
-    ops); a side op (chain=False) starts after the tail on its own stream and is joined by the
-    next chained op unless `join=False` is given to the ops in between."""
-
-    def __init__(self):
-        self.ops: List[Op] = []
-        self.tail: Optional[int] = None
-        self.pending: List[int] = []
-
-    gate: Optional[int] = None     # an op the next chained op must also wait for
-
-    def add(self, op: Op, chain: bool = True, join: bool = True, extra=()) -> int:
-        deps = ([self.tail] if self.tail is not None else []) + list(extra)
-        if chain and self.gate is not None:
-            deps.append(self.gate)
-            self.gate = None
-        if chain and join:
-            deps += self.pending
-            self.pending = []
-        op.deps = tuple(deps)
-        self.ops.append(op)
-        idx = len(self.ops) - 1
-        if chain:
-            self.tail = idx
-        else:
-            self.pending.append(idx)
-        return idx
+FP8_CAST_BYTES = 4.0      # per element cast to fp8 with its transpose: read 2, write 1 + 1
 
 
 def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
@@ -127,7 +49,8 @@ def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
     return {"tp": lay("tp", dense, ("tp",)), "cp": lay("cp", dense, ("cp",), cross=True),
             "dp": lay("dp", dense, ("dp", "cp")),
             "pp": lay("pp", dense, ("pp",), n=2, cross=True),
-            "ep": lay("ep", expert, ("ep",), cross=True)}
+            "ep": lay("ep", expert, ("ep",), cross=True),
+            "amax": lay("amax", dense, ("tp", "cp", "dp"))}
 
 
 class Lowering(ParamsMixin):
@@ -139,7 +62,8 @@ class Lowering(ParamsMixin):
     |---------------|------------------------------------------------------------------------|
     | tp, cp, ep    | tensor-, context- and expert-parallel degrees                          |
     | groups        | comm.Layout of each communication group (tp, cp, dp, pp, ep)           |
-    | elem          | bytes per activation / weight element (the job's dtype)                |
+    | elem          | bytes per activation / weight element (the job's dtype; fp8: bf16, 2)  |
+    | fp8           | the linear layers' GEMMs run in fp8 (Transformer Engine, `dtype = fp8`)|
     | tokens        | tokens a rank processes: micro-batch x sequence / cp                   |
     | sp            | sequence parallelism is in effect (sp declared and tp > 1)             |
     | sp_tokens     | tokens in the sequence-parallel region (norms, dropouts): tokens / tp  |
@@ -148,8 +72,9 @@ class Lowering(ParamsMixin):
     | chunks        | [stage][chunk] -> (first layer, layer count)                           |
 
     Local names in the operator builders: `h` hidden size, `q` and `kv` the query and key/value
-    widths per rank, `F` FFN width per rank, `V` vocabulary per rank, `S` attention-score
-    elements, `L` the layer index, `b` the _Builder."""
+    widths per rank, `F` FFN width per rank, `shared_ffn` the shared experts' FFN width, `V`
+    vocabulary per rank, `S` attention-score elements, `m_, n, k` a GEMM's [m, k] x [k, n]
+    shape, `L` the layer index, `b` the Builder."""
 
     def __init__(self, job: JobSpec, costs: Costs, net: comm.Network):
         self.job, self.c, self.net = job, costs, net
@@ -157,6 +82,7 @@ class Lowering(ParamsMixin):
         self.tp, self.cp, self.ep = par.tp, par.cp, par.ep
         self.groups = groups(job, net)
         self.elem = job.bytes
+        self.fp8 = job.fp8
         self.tokens = job.micro * job.seq / par.cp
         self.sp = par.sp and par.tp > 1
         self.sp_tokens = self.tokens / par.tp if self.sp else self.tokens
@@ -167,7 +93,7 @@ class Lowering(ParamsMixin):
         self._cache: Dict[tuple, Template] = {}
 
     # ---- collectives -------------------------------------------------------------------------
-    def _coll(self, b: _Builder, name, kind, group, nbytes, layer, chain=True):
+    def _coll(self, b: Builder, name, kind, group, nbytes, layer, chain=True):
         """A collective on the group's stream: blocking (chain) or a side op (chain=False)."""
         lay = self.groups[group]
         if lay.n <= 1 or nbytes <= 0:
@@ -183,11 +109,34 @@ class Lowering(ParamsMixin):
                    "rs" if self.sp else "ar", "tp",
                    self.tokens * self.job.model.hidden * self.elem, layer)
 
-    def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=()):
-        t, f, nb = self.c.gemm(name.split(" ")[0], m, n, k, batch)
+    def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=(),
+              fp8=False):
+        t, f, nb = self.c.gemm(name.split(" ")[0], m, n, k, batch, fp8)
         shape = f"{int(m)}x{int(n)}x{int(k)}"
         return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=shape),
                      join=join, extra=extra)
+
+    def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False):
+        """The forward GEMM of a transformer layer's linear layer: in fp8 for an fp8 job, after
+        the cast of its input to fp8 with the transpose its weight gradient needs
+        (FP8_CAST_BYTES per element), which Transformer Engine fuses into the norm for the
+        layers a norm feeds (`norm_fed`: TE's LayerNormLinear, QKV and fc1)."""
+        if self.fp8 and not norm_fed:
+            self._ew(b, name + " fp8 cast", FP8_CAST_BYTES * m * k * batch, layer)
+        b.fp8_gemms += 1 if self.fp8 else 0
+        return self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8)
+
+    def _amax_reduce(self, b, gemms: int, layer: int):
+        """fp8 delayed scaling: at the end of a chunk's forward Transformer Engine all-reduces
+        (max) the amaxes of its fp8 tensors (input and weight of each GEMM, 4 bytes each) over
+        the amax group, TP x CP x DP (Megatron-Core's amax reduction group), on the compute
+        stream's critical path; counted with the DP communication."""
+        lay = self.groups["amax"]
+        if not self.fp8 or gemms <= 0 or lay.n <= 1:
+            return
+        nbytes = 8.0 * gemms
+        b.add(Op("fp8 amax all-reduce", "comm", "dp", comm.all_reduce(self.net, lay, nbytes),
+                 0.0, nbytes, "amax", layer))
 
     def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1):
         kind = ("softmax" if "softmax" in name or "cross entropy" in name else
@@ -229,16 +178,16 @@ class Lowering(ParamsMixin):
         self._gemm(b, pre + "router", sp_tokens, m.experts, m.hidden, L)
         self._ew(b, pre + "permute", 2 * routed * m.hidden * elem, L)
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
-        self._gemm(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L,
-                   batch=local)
+        self._linear(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L,
+                     batch=local)
         self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * elem, L)
-        self._gemm(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local)
+        self._linear(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local)
         self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._ew(b, pre + "unpermute", 2 * routed * m.hidden * elem, L)
         if m.shared_experts:
-            Fs = m.shared_experts * m.moe_ffn
-            self._gemm(b, pre + "shared fc1", sp_tokens, Fs * mats, m.hidden, L)
-            self._gemm(b, pre + "shared fc2", sp_tokens, m.hidden, Fs, L)
+            shared_ffn = m.shared_experts * m.moe_ffn
+            self._linear(b, pre + "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L)
+            self._linear(b, pre + "shared fc2", sp_tokens, m.hidden, shared_ffn, L)
 
     def _layer_fwd(self, b, L, pre=""):
         m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
@@ -247,9 +196,9 @@ class Lowering(ParamsMixin):
         self._ew(b, pre + "input norm", 2 * sp_tokens * h * elem, L, "norm")
         if self.sp:
             self._coll(b, pre + "attn all-gather", "ag", "tp", tokens * h * elem, L)
-        self._gemm(b, pre + "qkv", tokens, q + 2 * kv, h, L)
+        self._linear(b, pre + "qkv", tokens, q + 2 * kv, h, L, norm_fed=True)
         self._attention_fwd(b, L, pre)
-        self._gemm(b, pre + "out proj", tokens, h, q, L)
+        self._linear(b, pre + "out proj", tokens, h, q, L)
         self._tp_out(b, pre + "attn", L)
         self._ew(b, pre + "residual", (3 * elem + (1 if m.gpt else 0)) * sp_tokens * h, L)
         self._ew(b, pre + "post-attn norm", 2 * sp_tokens * h * elem, L, "norm")
@@ -258,28 +207,35 @@ class Lowering(ParamsMixin):
         else:
             if self.sp:
                 self._coll(b, pre + "mlp all-gather", "ag", "tp", tokens * h * elem, L)
-            self._gemm(b, pre + "fc1", tokens, m.ffn / self.tp * (1 if m.gpt else 2), h, L)
+            self._linear(b, pre + "fc1", tokens, m.ffn / self.tp * (1 if m.gpt else 2), h, L,
+                         norm_fed=True)
             F = m.ffn / self.tp
             self._ew(b, pre + ("gelu" if m.gpt else "swiglu"),
                      (2 if m.gpt else 3) * tokens * F * elem, L)
-            self._gemm(b, pre + "fc2", tokens, h, F, L)
+            self._linear(b, pre + "fc2", tokens, h, F, L)
             self._tp_out(b, pre + "mlp", L)
         self._ew(b, pre + "residual", (3 * elem + (1 if m.gpt else 0)) * sp_tokens * h, L)
 
-    def _linear_bwd(self, b, name, m_, n, k, L, column: bool):
+    def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True):
         """Backward of y[m,n] = x[m,k] w[k,n]: dgrad and wgrad; for a column-parallel layer the
         input-gradient reduction (and, with SP, the input re-gather) overlap the GEMMs
         (`tp_overlap = backward`, Megatron-LM's asynchronous TP all-reduce), or follow them
         on the critical path (`tp_overlap = none`: the reduction of the autograd function that
-        copies the input to the TP region, after the layer's whole backward)."""
+        copies the input to the TP region, after the layer's whole backward). A transformer
+        layer's linear layer (`layer_linear`) of an fp8 job casts its output gradient to fp8
+        with its transpose and runs both GEMMs in fp8 (Transformer Engine's default recipe:
+        fp8 data and weight gradients); the logits layer stays in bf16."""
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
         tp = column and self.tp > 1
+        fp8 = self.fp8 and layer_linear
+        if fp8:
+            self._ew(b, name + " grad fp8 cast", FP8_CAST_BYTES * m_ * n, L)
         if tp and self.job.tp_overlap == "none":
             kind = ("rs", " grad reduce-scatter") if self.sp else ("ar", " grad all-reduce")
             if self.sp:
                 self._coll(b, name + " input all-gather", "ag", "tp", tokens * h * elem, L)
-            self._gemm(b, name + " dgrad", m_, k, n, L)
-            self._gemm(b, name + " wgrad", k, n, m_, L)
+            self._gemm(b, name + " dgrad", m_, k, n, L, fp8=fp8)
+            self._gemm(b, name + " wgrad", k, n, m_, L, fp8=fp8)
             self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L)
             return
         gather = None
@@ -287,13 +243,13 @@ class Lowering(ParamsMixin):
             gather = self._coll(b, name + " input all-gather", "ag", "tp", tokens * h * elem, L,
                                 chain=False)
             b.pending.remove(gather)
-        self._gemm(b, name + " dgrad", m_, k, n, L, join=False)
+        self._gemm(b, name + " dgrad", m_, k, n, L, join=False, fp8=fp8)
         red = None
         if tp:
             red = self._coll(b, name + (" grad reduce-scatter" if self.sp else " grad all-reduce"),
                              "rs" if self.sp else "ar", "tp", tokens * h * elem, L, chain=False)
         w = self._gemm(b, name + " wgrad", k, n, m_, L, join=False,
-                       extra=(gather,) if gather is not None else ())
+                       extra=(gather,) if gather is not None else (), fp8=fp8)
         if self.groups["tp"].hosts <= 1:   # NVLink collectives take SMs and HBM from the GEMMs
             overlapped = sum(b.ops[i].dur for i in (gather, red) if i is not None)
             b.ops[w].dur += self.c.cal.interfere * overlapped
@@ -361,15 +317,18 @@ class Lowering(ParamsMixin):
         sp_tokens = self.tokens / self.tp
         routed, local, mats = sp_tokens * m.top_k, max(1, m.experts // self.ep), (1 if m.gpt else 2)
         if m.shared_experts:
-            Fs = m.shared_experts * m.moe_ffn
-            self._linear_bwd(b, "shared fc2", sp_tokens, m.hidden, Fs, L, column=False)
-            self._linear_bwd(b, "shared fc1", sp_tokens, Fs * mats, m.hidden, L, column=False)
+            shared_ffn = m.shared_experts * m.moe_ffn
+            self._linear_bwd(b, "shared fc2", sp_tokens, m.hidden, shared_ffn, L, column=False)
+            self._linear_bwd(b, "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L,
+                             column=False)
         self._ew(b, "unpermute bwd", 2 * routed * m.hidden * elem, L)
         self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         for name, mm, n, k in (("expert fc2", routed / local, m.hidden, m.moe_ffn),
                                ("expert fc1", routed / local, m.moe_ffn * mats, m.hidden)):
-            self._gemm(b, name + " dgrad", mm, k, n, L, batch=local)
-            self._gemm(b, name + " wgrad", k, n, mm, L, batch=local)
+            if self.fp8:
+                self._ew(b, name + " grad fp8 cast", FP8_CAST_BYTES * mm * n * local, L)
+            self._gemm(b, name + " dgrad", mm, k, n, L, batch=local, fp8=self.fp8)
+            self._gemm(b, name + " wgrad", k, n, mm, L, batch=local, fp8=self.fp8)
             if name == "expert fc2":
                 self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * elem, L)
         self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
@@ -402,7 +361,7 @@ class Lowering(ParamsMixin):
         m, elem, tokens = self.job.model, self.elem, self.tokens
         V = m.vocab / self.tp
         self._ew(b, "cross entropy bwd", tokens * V * (elem + 4), HEAD)
-        self._linear_bwd(b, "logits", tokens, V, m.hidden, HEAD, column=True)
+        self._linear_bwd(b, "logits", tokens, V, m.hidden, HEAD, column=True, layer_linear=False)
         self._ew(b, "final norm bwd", 3 * self.sp_tokens * m.hidden * elem, HEAD, "norm")
 
     # ---- blocks --------------------------------------------------------------------------------
@@ -416,7 +375,7 @@ class Lowering(ParamsMixin):
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        b = _Builder()
+        b = Builder()
         layers = range(first, first + n)
         fsdp = self.job.parallel.zero >= 3 and self.groups["dp"].n > 1
         gathers = {}
@@ -433,6 +392,8 @@ class Lowering(ParamsMixin):
             for L in layers:
                 b.gate = gathers.get(L)
                 self._layer_fwd(b, L)
+            if n:
+                self._amax_reduce(b, b.fp8_gemms, first + n - 1)
             if head:
                 self._head_fwd(b)
         else:

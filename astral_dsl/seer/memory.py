@@ -4,11 +4,24 @@
   K = 12 for mixed-precision Adam, the fp32 master weights, momentum and variance): weights
   (the job's dtype), gradients (`grad_dtype`: Megatron-LM's fp32 main gradients with bf16, 16-bit
   with fp16) and optimizer states, sharded over the N_d data-parallel (x CP) ranks by ZeRO stage:
-  1 shards the optimizer states, 2 also the gradients, 3 also the weights. Megatron-LM's
-  distributed optimizer with 16-bit gradients also keeps an fp32 copy of its gradient shard,
-  a term of its own (4/N_d bytes per parameter; Megatron-LM docs, "Distributed Optimizer": 4 +
-  16/d bytes for fp16 parameters and gradients). ZeRO-3 / FSDP also holds gathered weights: the layer in use
-  and the one prefetched, or, without re-sharding after the forward, the whole stage's.
+  1 shards the optimizer states, 2 also the gradients, 3 also the weights. With 16-bit gradients
+  Megatron-LM's optimizer also holds an fp32 copy of the gradients it steps on, a term of its own
+  (4 bytes per parameter, 4/N_d with the distributed optimizer): the float16 optimizer sets
+  `main_param.grad = model_param.main_grad.float()` (megatron/core/optimizer/optimizer.py,
+  Float16OptimizerWithFloat16Params._copy_model_grads_to_main_grads), which is a copy for fp16
+  gradients and the buffer itself for fp32 ones. This gives Megatron-LM's table of bytes per
+  parameter (docs/source/api-guide/dist_optimizer.md; d = data-parallel size):
+
+      | parameters, gradients | non-distributed | distributed |
+      | fp16, fp16            | 20              | 4 + 16/d    |
+      | bf16, fp32            | 18              | 6 + 12/d    |
+      | fp32, fp32            | 16              | 8 + 8/d     |
+
+  The ZeRO paper's 16 bytes (2 + 2 + 12) leave the fp32 gradient copy out. ZeRO-3 / FSDP also
+  holds gathered weights: the layer in use and the one prefetched, or, without re-sharding after
+  the forward, the whole stage's. fp8 (Transformer Engine) keeps the bf16 weights and adds an
+  fp8 copy of each linear layer's weight and its transpose (2 bytes per such parameter, cached
+  for the iteration's micro-batches), unsharded.
 - Activations per layer and micro-batch (Korthikanti et al. 2022, section 4 and Table 2: a GPT
   layer keeps s b h (34 + 5 a s / h) bytes in 16-bit, of which 10 s b h outside the tensor-
   parallel regions; TP shards the other 24 s b h and the 5 a s^2 b of the attention scores,
@@ -32,13 +45,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple
 
+from astral_dsl.seer.params import layer_linear_params
 from astral_dsl.seer.spec import JobSpec, chunk_layers
 
 GB = 1e9
-RESERVED = 3e9                 # CUDA context ~0.5 GB, NCCL ~1 GB, workspaces and fragmentation
+RESERVED = 3e9                 # ASSUMED: CUDA context ~0.5 GB, NCCL ~1 GB, workspaces and
+#                                fragmentation (orders of magnitude, not a measurement)
 RESERVED_TOLERANCE = 1.5e9     # assumed: fragmentation alone varies by a GB or two between runs
 ACTIVATION_TOLERANCE = 0.10    # assumed: +/- 10 % on the counted activation tensors
 ADAM_BYTES = 12.0              # fp32 master weights, momentum, variance (ZeRO's K)
+FP8_COPY_BYTES = 2.0           # fp8 copy of a linear weight and of its transpose (TE's cache)
 
 
 @dataclass(frozen=True)
@@ -50,12 +66,13 @@ class MemoryEstimate:
     activations: float
     logits: float
     reserved: float
-    master_grads: float = 0.0  # Megatron-LM's fp32 copy of a 16-bit gradient shard
+    master_grads: float = 0.0  # Megatron-LM's fp32 copy of 16-bit gradients
+    fp8_weights: float = 0.0   # Transformer Engine's fp8 copies of the linear weights
 
     @property
     def total(self) -> float:
-        return (self.weights + self.gradients + self.optimizer + self.master_grads
-                + self.activations + self.logits + self.reserved)
+        return (self.weights + self.fp8_weights + self.gradients + self.optimizer
+                + self.master_grads + self.activations + self.logits + self.reserved)
 
     @property
     def uncertainty(self) -> float:
@@ -67,50 +84,55 @@ class MemoryEstimate:
         return 100.0 * self.uncertainty / self.total if self.total else 0.0
 
     def parts(self) -> Tuple[Tuple[str, float], ...]:
-        out = [("weights", self.weights), ("gradients", self.gradients),
-               ("optimizer", self.optimizer)]
+        out = [("weights", self.weights)]
+        if self.fp8_weights:
+            out.append(("fp8_weights", self.fp8_weights))
+        out += [("gradients", self.gradients), ("optimizer", self.optimizer)]
         if self.master_grads:
-            out.append(("fp32_grad_shard", self.master_grads))
+            out.append(("fp32_grads", self.master_grads))
         return tuple(out) + (("activations", self.activations), ("logits", self.logits),
                              ("reserved", self.reserved))
 
 
 def state_bytes_per_param(job: JobSpec) -> Tuple[float, float, float, float]:
-    """(weights, gradients, optimizer, fp32 gradient shard) bytes per parameter held by one GPU:
-    the ZeRO paper's section 3 terms, and Megatron-LM's fp32 copy of a 16-bit gradient shard."""
+    """(weights, gradients, optimizer, fp32 gradient copy) bytes per parameter held by one GPU:
+    the ZeRO paper's section 3 terms, and Megatron-LM's fp32 copy of 16-bit gradients (module
+    docstring)."""
     par = job.parallel
     n, z = max(1, par.dp * par.cp), par.zero
     w_b, g_b, o_b = float(job.bytes), float(job.grad_bytes), ADAM_BYTES
     if job.dtype == "fp32":                  # no master copy: momentum and variance
         w_b, o_b = 4.0, 8.0
-    master = 4.0 / n if z >= 1 and g_b < 4 else 0.0
+    master = 4.0 / (n if z >= 1 else 1) if g_b < 4 else 0.0      # module docstring
     return (w_b / (n if z >= 3 else 1), g_b / (n if z >= 2 else 1),
             o_b / (n if z >= 1 else 1), master)
 
 
 def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     """Bytes one rank keeps for one layer and one micro-batch (module docstring)."""
-    m, par, E = job.model, job.parallel, job.bytes
+    m, par, elem = job.model, job.parallel, job.bytes
+    lin = 1 if job.fp8 else elem             # a linear layer's saved input (fp8: TE keeps it in fp8)
     t, tokens = par.tp, job.micro * job.seq / par.cp
     h, q, kv = m.hidden, m.heads * m.head_dim, m.kv_dim
     sp = par.sp and t > 1
     if job.recompute == "full":
-        return tokens * h * E / (t if sp else 1)
+        return tokens * h * elem / (t if sp else 1)
     mask = 1 if m.gpt else 0                 # dropout masks: one byte per element
     # outside the TP regions: two norm inputs, two dropout masks, the QKV and fc1 inputs
-    replicated = 2 * E * h + 2 * mask * h + 2 * E * h
+    replicated = 2 * elem * h + 2 * mask * h + 2 * lin * h
     mats = 1 if m.gpt else 2
     if m.is_moe(layer):
-        routed = m.top_k * m.moe_ffn * (mats + 1) * E + 2 * m.top_k * h * E
-        shared = m.shared_experts * m.moe_ffn * (mats + 1) * E
+        # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output
+        routed = m.top_k * m.moe_ffn * (mats * elem + lin) + m.top_k * h * (lin + elem)
+        shared = m.shared_experts * m.moe_ffn * (mats * elem + lin)
         mlp_tp, mlp_local = 0.0, (routed + shared) / max(1, par.ep)
     else:                                     # fc1 output(s) and the fc2 input
-        mlp_tp, mlp_local = m.ffn * (mats + 1) * E, 0.0
-    attn_tp = E * (q + 2 * kv) + E * q        # Q, K, V and the context (out-proj input)
+        mlp_tp, mlp_local = m.ffn * (mats * elem + lin), 0.0
+    attn_tp = elem * (q + 2 * kv) + lin * q   # Q, K, V and the context (out-proj input)
     scores = 0.0
     if job.attention == "unfused":
         if job.recompute != "selective":      # softmax output, its dropout mask and output
-            scores = (2 * E + mask) * m.heads * job.seq / par.cp
+            scores = (2 * elem + mask) * m.heads * job.seq / par.cp
     else:
         attn_tp += 4 * m.heads                # fused attention: fp32 log-sum-exp per head
     per_token = replicated / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t + mlp_local
@@ -164,5 +186,9 @@ def stage_estimate(job: JobSpec, stage_params, i: int) -> MemoryEstimate:
     logits = 0.0
     if i == par.pp - 1:
         logits = job.micro * job.seq / par.cp * job.model.vocab / par.tp * (job.bytes + 4)
+    fp8_copies = 0.0
+    if job.fp8:
+        fp8_copies = FP8_COPY_BYTES * sum(layer_linear_params(job, L) for first, count in chunks
+                                          for L in range(first, first + count))
     return MemoryEstimate(i, weights, params * g_b, params * o_b, acts, logits, RESERVED,
-                          params * master_b)
+                          params * master_b, fp8_copies)

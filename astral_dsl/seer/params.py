@@ -1,23 +1,40 @@
 """Parameters held per rank, the data-parallel gradient reduction and the optimizer step
-(a mixin of lower.Lowering: it reads the job, the layouts, the costs and the chunks)."""
+(a mixin of lower.Lowering: it reads the job, the layouts, the costs and the chunks); the
+per-layer counts are plain functions of the job, which memory.py shares."""
 from __future__ import annotations
 
 from astral_dsl.seer import comm
+
+FP8_WEIGHT_CAST_BYTES = 4.0    # read the bf16 weight (2), write it in fp8 and its transpose (1 + 1)
+
+
+def layer_linear_params(job, L: int) -> float:
+    """Parameters of layer L's linear layers (QKV, out-projection, MLP or experts) held by one
+    rank: the weights of the GEMMs that run in fp8 with Transformer Engine."""
+    m, par = job.model, job.parallel
+    h, q, kv = m.hidden, m.heads * m.head_dim, m.kv_dim
+    mats = 2 if m.gpt else 3
+    attn = (h * (q + 2 * kv) + q * h) / par.tp
+    if m.is_moe(L):
+        mlp = m.experts * mats * h * m.moe_ffn / par.ep
+        mlp += m.shared_experts * mats * h * m.moe_ffn / par.tp
+    else:
+        mlp = mats * h * m.ffn / par.tp
+    return attn + mlp
+
+
+def layer_params(job, L: int) -> float:
+    """Parameters of layer L held by one rank: its linear layers, the MoE router and the norms
+    (4 h)."""
+    m = job.model
+    router = m.hidden * m.experts if m.is_moe(L) else 0.0
+    return layer_linear_params(job, L) + router + 4 * m.hidden
 
 
 class ParamsMixin:
     def layer_params(self, L: int) -> float:
         """Parameters of layer L held by one rank."""
-        m = self.job.model
-        h, q, kv = m.hidden, m.heads * m.head_dim, m.kv_dim
-        mats = 2 if m.gpt else 3
-        attn = (h * (q + 2 * kv) + q * h) / self.tp
-        if m.is_moe(L):
-            mlp = m.experts * mats * h * m.moe_ffn / self.ep + h * m.experts
-            mlp += m.shared_experts * mats * h * m.moe_ffn / self.tp
-        else:
-            mlp = mats * h * m.ffn / self.tp
-        return attn + mlp + 4 * h
+        return layer_params(self.job, L)
 
     def stage_params(self, stage: int) -> float:
         par, m = self.job.parallel, self.job.model
@@ -44,8 +61,16 @@ class ParamsMixin:
     def optimizer_time(self, stage: int) -> float:
         """Mixed-precision Adam, multi-tensor fused: per parameter it reads the fp32 master,
         gradient, m and v and writes master, m, v and the low-precision copy (30 bytes), plus the
-        gradient-norm read and the gradient zeroing (8 bytes)."""
+        gradient-norm read and the gradient zeroing (8 bytes). With fp8, Transformer Engine casts
+        each linear weight to fp8 (and its transpose) once per iteration, in the first
+        micro-batch's forward (Megatron-Core's TE modules pass `is_first_microbatch`); its cost
+        is counted here, with the step that produced the weights."""
         params = self.stage_params(stage)
         if self.job.parallel.zero >= 1:
             params /= self.groups["dp"].n
-        return self.c.stream("optimizer", 38.0 * params, kernels=20)
+        nbytes = 38.0 * params
+        if self.job.fp8:     # the next iteration's fp8 weight casts (module docstring)
+            nbytes += FP8_WEIGHT_CAST_BYTES * sum(
+                layer_linear_params(self.job, L) for first, n in self.chunks[stage]
+                for L in range(first, first + n))
+        return self.c.stream("optimizer", nbytes, kernels=20)

@@ -6,10 +6,11 @@ published runs are: the combination with the shortest forecast iteration among t
 in memory with margin (estimate + its uncertainty within the GPU's memory); failing that, among
 those whose estimate fits; failing that, the one that needs the least memory.
 
-Candidates: the powers of two dividing B / DP (micro-batch); the divisors of the smallest
-stage's layer count (chunks), interleaving only when the pipeline's micro-batches are a multiple
-of its stages (Megatron-LM's requirement); none over the work budget (budget.py: blocks and
-tokens per micro-batch).
+Candidates: the powers of two dividing B / DP (micro-batch); the numbers of chunks that
+Megatron-LM's layer options lay out on the stages (spec.chunk_split: each stage's layers split
+evenly, the embedding and the loss counted as a layer where that evens them out), interleaving
+only when the pipeline's micro-batches are a multiple of its stages (Megatron-LM's
+requirement); none over the work budget (budget.py: blocks and tokens per micro-batch).
 
 Pruning: every candidate gets a lower bound of its iteration time from its block durations
 alone (no simulation): a stage's compute stream runs all its blocks one after another, cannot
@@ -26,7 +27,7 @@ from typing import Callable, List, Optional, Tuple
 from astral_dsl.seer import budget
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import MemoryEstimate, estimate
-from astral_dsl.seer.spec import JobSpec, divisors, stage_layers
+from astral_dsl.seer.spec import JobSpec, stage_layers, virtual_stage_options
 
 
 @dataclass
@@ -42,8 +43,8 @@ def candidates(job: JobSpec) -> List[JobSpec]:
     micros = [job.micro] if job.micro else budget.micro_candidates(
         max(1, job.global_batch // par.dp))
     if par.schedule == "interleaved" and not par.v:
-        fewest = min(stage_layers(job.with_(parallel=replace(par, v=1))))
-        vs = divisors(fewest) if par.pp > 1 else [1]
+        per_stage = stage_layers(job.with_(parallel=replace(par, v=1)))
+        vs = virtual_stage_options(per_stage) if par.pp > 1 else [1]
     else:
         vs = [par.v or 1]
     out = []

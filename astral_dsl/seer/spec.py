@@ -4,11 +4,19 @@ tests and benchmarks may build them directly."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional, Tuple
+import math
+from typing import List, Optional, Tuple
 
 
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+# fp8 training (Transformer Engine, Megatron-LM's --fp8-format) runs on a bf16 base: weights,
+# activations and communication stay 16-bit; only the linear layers' GEMMs (and the inputs they
+# save for the backward) are fp8 (seer/lower.py, seer/memory.py)
+BASE_DTYPE = {"fp8": "bf16"}
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
+# a model that states no vocabulary or sequence length (W752: docs/seer.md, "Defaults")
+DEFAULT_VOCAB = 32000        # Llama 2's SentencePiece vocabulary (Touvron et al. 2023)
+DEFAULT_SEQ = 2048           # GPT-3's context (Brown et al. 2020)
 DEFAULT_ORDER = DIMENSIONS        # Megatron-Core's default rank order, fastest first
 
 
@@ -107,7 +115,13 @@ class JobSpec:
 
     @property
     def bytes(self) -> int:
-        return DTYPE_BYTES.get(self.dtype, 2)
+        """Bytes per weight, activation and communicated element: the dtype's, or for fp8 its
+        bf16 base's (BASE_DTYPE)."""
+        return DTYPE_BYTES.get(BASE_DTYPE.get(self.dtype, self.dtype), 2)
+
+    @property
+    def fp8(self) -> bool:
+        return self.dtype == "fp8"
 
     @property
     def gradient_dtype(self) -> str:
@@ -141,21 +155,63 @@ def stage_layers(job: JobSpec) -> Tuple[int, ...]:
     return tuple(base + (1 if i < extra else 0) for i in range(par.pp))
 
 
+def chunk_split(per_stage: Tuple[int, ...], v: int) -> Optional[Tuple[Tuple[int, ...], ...]]:
+    """[stage][chunk] -> layers, for `v` virtual stages, as Megatron-LM's layer options lay them
+    out, or None when none of them gives `v` chunks. Megatron-LM splits each pipeline rank's
+    layers evenly over its model chunks (megatron/core/transformer/transformer_block.py,
+    get_num_layers_to_build: `num_layers_per_pipeline_rank % vp_size == 0`, also for the ranks of
+    --num-layers-in-first/last-pipeline-stage); with --account-for-embedding-in-pipeline-split
+    (--account-for-loss-in-pipeline-split) the embedding (the loss) counts as a layer, every rank
+    holding the same number of them, and the first chunk of stage 0 (the last chunk of the last
+    stage) builds one layer fewer, down to none. Uneven chunks such as 8 layers in 7 chunks need
+    an explicit --pipeline-model-parallel-layout, which a job does not state."""
+    p = len(per_stage)
+    if v == 1:
+        return tuple((n,) for n in per_stage)
+    if v < 1 or p < 2:
+        return None
+    if all(n % v == 0 and n >= v for n in per_stage):
+        return tuple((n // v,) * v for n in per_stage)
+    for embed, loss in ((1, 1), (1, 0), (0, 1)):
+        units = {n + (embed if i == 0 else 0) + (loss if i == p - 1 else 0)
+                 for i, n in enumerate(per_stage)}
+        if len(units) == 1 and next(iter(units)) % v == 0:
+            k = next(iter(units)) // v
+            rows = [[k] * v for _ in range(p)]
+            rows[0][0] -= embed
+            rows[-1][-1] -= loss
+            return tuple(tuple(r) for r in rows)
+    return None
+
+
+def virtual_stage_options(per_stage: Tuple[int, ...]) -> List[int]:
+    """The numbers of virtual stages chunk_split can lay out on these stages."""
+    opts = set(divisors(math.gcd(*per_stage))) if per_stage else {1}
+    p = len(per_stage)
+    for embed, loss in ((1, 1), (1, 0), (0, 1)):
+        units = {n + (embed if i == 0 else 0) + (loss if i == p - 1 else 0)
+                 for i, n in enumerate(per_stage)}
+        if len(units) == 1:
+            opts |= set(divisors(next(iter(units))))
+    return sorted(v for v in opts if chunk_split(per_stage, v) is not None)
+
+
 def chunk_layers(job: JobSpec) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
     """[stage][chunk] -> (first layer, layer count). With v virtual stages, stage i's chunk c
-    holds the model's (c * pp + i)-th slice, each stage's layers split evenly over its chunks."""
+    holds the model's (c * pp + i)-th slice, laid out by chunk_split (seer/validate.py rejects a
+    number of virtual stages it cannot lay out; here such a split falls back to chunks as even
+    as possible, for JobSpecs built by hand)."""
     par = job.parallel
     per_stage = stage_layers(job)
-    slices = []  # model order: chunk-major
-    for c in range(par.v):
-        for i in range(par.pp):
-            n = per_stage[i]
-            base, extra = divmod(n, par.v)
-            slices.append((i, c, base + (1 if c < extra else 0)))
+    split = chunk_split(per_stage, par.v)
+    if split is None:
+        split = tuple(tuple(n // par.v + (1 if c < n % par.v else 0) for c in range(par.v))
+                      for n in per_stage)
     first, out = 0, [[None] * par.v for _ in range(par.pp)]
-    for i, c, n in slices:
-        out[i][c] = (first, n)
-        first += n
+    for c in range(par.v):            # model order: chunk-major
+        for i in range(par.pp):
+            out[i][c] = (first, split[i][c])
+            first += split[i][c]
     return tuple(tuple(row) for row in out)
 
 
@@ -167,5 +223,5 @@ def ceil_div(a, b):
     return -(-a // b) if b else 0
 
 
-__all__ = ["ModelSpec", "ParallelSpec", "JobSpec", "stage_layers", "chunk_layers", "divisors",
-           "ceil_div"]
+__all__ = ["ModelSpec", "ParallelSpec", "JobSpec", "stage_layers", "chunk_layers", "chunk_split",
+           "virtual_stage_options", "divisors", "ceil_div"]

@@ -1,4 +1,4 @@
-"""Diagnostics for jobs that cannot run as declared (E750-E764, W750-W751), with the span of the
+"""Diagnostics for jobs that cannot run as declared (E750-E765, W750-W752), with the span of the
 field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and also returns
 what a forecast needs (the JobSpec and the cluster) when the job is sound enough to forecast."""
 from __future__ import annotations
@@ -8,9 +8,10 @@ from typing import List, Optional, Tuple
 from astral_dsl.analyses.walk import Resolver
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.seer import budget
-from astral_dsl.seer.cluster import Cluster, cluster_of
+from astral_dsl.seer.cluster import Cluster, cluster_of, under_failures
 from astral_dsl.seer.job import declared, job_spec
-from astral_dsl.seer.spec import DIMENSIONS, JobSpec, stage_layers
+from astral_dsl.seer.spec import (DEFAULT_SEQ, DEFAULT_VOCAB, DIMENSIONS, JobSpec, chunk_split,
+                               stage_layers, virtual_stage_options)
 from astral_dsl.units.readable import count as _n
 
 GB = 1e9
@@ -52,7 +53,7 @@ def validate_jobs(design) -> List[Diagnostic]:
     return out
 
 
-def validate_job(design, job, fabric_failures=(), **options) -> Tuple[
+def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
         List[Diagnostic], Optional[JobSpec], Optional[Cluster]]:
     model_inst = Resolver(design)(job.field("model"))
     if model_inst is None or model_inst.kind != "model":
@@ -63,8 +64,8 @@ def validate_job(design, job, fabric_failures=(), **options) -> Tuple[
     diags = _budget_model(spec, where) or _model(spec, where)
     if diags:
         return diags, spec, None
-    diags = _layout(spec, where) + _runtime(spec, where)
-    cluster = cluster_of(design, job, fabric_failures)
+    diags = _model_defaults(spec, where) + _layout(spec, where) + _runtime(spec, where)
+    cluster = cluster_of(design, job, fabric_failures, spec.parallel.gpus)
     name = f"job `{job.template}`"
     if cluster is None or cluster.gpus == 0:
         diags.append(_err("E758", f"{name}: its placement holds no GPU", job.span_of("placement"),
@@ -76,7 +77,20 @@ def validate_job(design, job, fabric_failures=(), **options) -> Tuple[
                                   f"`{cluster.placement}` holds {cluster.gpus}",
                           job.span_of("placement"), "place it on more GPUs or shrink a degree"))
     diags.extend(_gpu_data(design, job, cluster))
+    if spec.fp8 and not dict(cluster.gpu.flops).get("fp8"):
+        diags.append(_err("E765", f"{name}: dtype = fp8 but `{cluster.gpu.name}` declares no fp8 "
+                                  f"rate (`flops_fp8`)", where("dtype", ""),
+                          "Transformer Engine's fp8 GEMMs need fp8 tensor cores (Hopper, Ada, "
+                          "Blackwell): `dtype = bf16`, or declare the GPU's `flops_fp8`"))
     if any(d.is_error for d in diags):
+        return diags, spec, cluster
+    cluster, lost = under_failures(spec, cluster)      # a scenario's failed fabric parts
+    if lost:
+        diags.append(_err("E775", f"{name}: under the scenario its ranks lose their network, so "
+                                  f"it cannot run: {'; '.join(lost)}",
+                          job.span_of("placement"),
+                          "a collective needs every member on the network: keep a live port "
+                          "and a path above it for each GPU of the job"))
         return diags, spec, cluster
     diags.extend(_budget_blocks(spec, where))
     if not any(d.is_error for d in diags):
@@ -121,6 +135,29 @@ def _model(spec: JobSpec, where) -> List[Diagnostic]:
     if m.dense_layers > m.layers:
         out.append(_err("E763", f"{name}: {m.dense_layers} dense layers of {m.layers}",
                         where.model_field("dense_layers")))
+    return out
+
+
+def _model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
+    """W752 for a model field Seer has to guess (docs/seer.md, "Defaults"): the vocabulary, the
+    sequence length when the batch does not state it either, a SwiGLU model's FFN width."""
+    m, model, out = spec.model, where.model, []
+    span = model.span or where.job.span_of("model")
+    name = f"model `{m.name}`"
+    if model.field("vocab") is None:
+        out.append(_warn("W752", f"{name} declares no `vocab`: Seer takes {DEFAULT_VOCAB:,} "
+                                 f"tokens (Llama 2's), which sizes the embedding, the logits and "
+                                 f"their memory", span,
+                         "state the model's vocabulary, e.g. `vocab = 128256` (Llama 3)"))
+    if model.field("seq") is None and not where.fields.get("seq"):
+        out.append(_warn("W752", f"neither {name} nor job `{spec.name}`'s batch declares `seq`: "
+                                 f"Seer takes {DEFAULT_SEQ:,} tokens (GPT-3's context)", span,
+                         "state the training sequence length: `batch { seq = 8192 }`"))
+    if model.field("ffn") is None and m.activation == "swiglu":
+        out.append(_warn("W752", f"{name} declares no `ffn`: Seer takes 8h/3 = {m.ffn:,} (a "
+                                 f"SwiGLU MLP with the parameters of a 4h one, Shazeer 2020); "
+                                 f"Llama models round it up (Llama 3 8B: 14,336 = 3.5 h)", span,
+                         "state the FFN width: `ffn = ...`"))
     return out
 
 
@@ -191,15 +228,17 @@ def _layout(spec: JobSpec, where) -> List[Diagnostic]:
                                 f"`{m.name}`", where("pp"),
                         f"declare an uneven split, e.g. `stages = [...]` with {par.pp} counts "
                         f"adding up to {m.layers} (around {base} each), or change pp"))
-    if not out and par.v and par.v > 1:
-        fewest = min(stage_layers(spec))
-        if par.v > fewest:
-            out.append(_err("E751", f"{name}: {_n(par.v)} virtual stages but a stage has "
-                                    f"{fewest} layers", where("virtual_stages"),
-                            "each virtual stage (model chunk) needs at least one layer"))
-        elif not par.stages and (m.layers // par.pp) % par.v:
-            out.append(_err("E751", f"{name}: {m.layers // par.pp} layers per stage do not split "
-                                    f"into {par.v} virtual stages", where("virtual_stages")))
+    if not out and par.v and par.v > 1 and chunk_split(stage_layers(spec), par.v) is None:
+        per_stage = stage_layers(spec)
+        options = [v for v in virtual_stage_options(per_stage) if v > 1]
+        out.append(_err("E751", f"{name}: the layers per stage {_show(per_stage)} do not split "
+                                f"into {_n(par.v)} virtual stages of equal size",
+                        where("virtual_stages"),
+                        "Megatron-LM splits each stage's layers evenly over its model chunks "
+                        "(counting the embedding and the loss as a layer with "
+                        "--account-for-embedding/loss-in-pipeline-split): "
+                        + (f"virtual_stages = {' or '.join(map(str, options))}, or leave it to "
+                           f"the rule" if options else "these stages cannot be interleaved")))
     if m.experts:
         if m.experts % par.ep:
             out.append(_err("E753", f"{name}: ep = {par.ep} does not divide the {m.experts} "
@@ -244,7 +283,9 @@ def _order(spec: JobSpec, where) -> List[Diagnostic]:
     twice = sorted({d for d in order if order.count(d) > 1})
     missing = [d for d in DIMENSIONS if d not in order and sizes[d] > 1]
     problem = None
-    if unknown:
+    if not order:
+        problem = "names no dimension"
+    elif unknown:
         problem = "does not know " + ", ".join(f"`{d}`" for d in unknown)
     elif twice:
         problem = "names " + ", ".join(f"`{d}`" for d in twice) + " more than once"
@@ -276,6 +317,11 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
         out.append(_err("E761", f"{name}: fsdp = true shards weights, gradients and optimizer "
                                 f"states (ZeRO-3) but zero = {int(stated['zero'])}",
                         where("fsdp"), "keep one of them: `fsdp = true` or `zero = 3`"))
+    if stated.get("fsdp") is False and stated.get("zero") == 3:
+        out.append(_err("E761", f"{name}: fsdp = false but zero = 3 shards the weights too, which "
+                                f"is FSDP", where("fsdp"),
+                        "keep one of them: `zero = 3` (or `fsdp = true`), or `fsdp = false` with "
+                        "`zero = 1` or `2`"))
     if "reshard_after_forward" in stated and par.zero < 3:
         out.append(_err("E761", f"{name}: reshard_after_forward applies to sharded weights "
                                 f"(ZeRO-3 / FSDP), not to zero = {par.zero}",
@@ -297,31 +343,35 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
 
 def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
     """E757 when the estimate exceeds the GPU's memory by more than its uncertainty, W750 when
-    by less (memory.py states the uncertainty)."""
+    by less (memory.py states the uncertainty). A job that leaves its micro-batch (or virtual
+    stages) to the rule is checked at the smallest (micro-batch 1, no interleaving);
+    forecast_diagnostics checks the configuration the rule chose."""
     from astral_dsl.seer.costs import Costs
     from astral_dsl.seer.lower import Lowering
     from astral_dsl.seer.memory import estimate
 
-    from astral_dsl.seer.rule import candidates
-
     if not cluster.gpu.memory:          # the GPU declares no memory: nothing to check against
         return []
-    # what the rule may choose (the job itself when it states its micro-batch and virtual
-    # stages): the least memory among them, so a job none of whose candidates fits is E757
-    est = None
-    for probe in candidates(spec):
-        low = Lowering(probe, Costs(cluster.gpu, probe.dtype), cluster.net)
-        e = estimate(probe, low.stage_params)
-        if est is None or e.total < est.total:
-            est = e
-    if est is None:
-        return []
-    cap = cluster.gpu.memory
-    if est.total <= cap:
+    probe = spec if spec.micro else spec.with_(micro=1)
+    if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
+        from dataclasses import replace
+        probe = probe.with_(parallel=replace(probe.parallel, v=1))
+    low = Lowering(probe, Costs(cluster.gpu, probe.dtype), cluster.net)
+    return memory_diagnostics(job, probe, estimate(probe, low.stage_params), cluster.gpu)
+
+
+def memory_diagnostics(job, spec: JobSpec, est, gpu, chosen=()) -> List[Diagnostic]:
+    """W750 / E757 for the estimate `est` of `spec` on `gpu` (nothing when it fits); `chosen`:
+    the runtime parameters the rule picked for it, named in a note."""
+    cap = gpu.memory
+    if not cap or est.total <= cap:
         return []
     notes = [f"per-GPU estimate on pipeline stage {est.stage}: {est.total / GB:.1f} GB "
-             f"+/- {est.uncertainty_pct:.0f} % of {cap / GB:.0f} GB (`{cluster.gpu.name}`)",
+             f"+/- {est.uncertainty_pct:.0f} % of {cap / GB:.0f} GB (`{gpu.name}`)",
              ", ".join(f"{k} {v / GB:.1f} GB" for k, v in est.parts())]
+    if chosen:
+        notes.append("no configuration the rule tried fits: it took the one that needs the "
+                     "least memory (" + ", ".join(f"{k} = {v}" for k, v in chosen) + ")")
     span = job.span_of("recompute") if job.field("recompute") is not None else job.span
     if est.total - est.uncertainty <= cap:
         return [_warn("W750", f"job `{job.template}` may not fit in GPU memory: "
@@ -331,6 +381,15 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
     return [_err("E757", f"job `{job.template}` does not fit in GPU memory: about "
                          f"{est.total / GB:.1f} GB per GPU, the GPU has {cap / GB:.0f} GB",
                  span, _memory_hint(spec), notes)]
+
+
+def forecast_diagnostics(job, diags, fc, cluster) -> List[Diagnostic]:
+    """What a forecast reports beside its figures: the job's warnings (validate_job), with the
+    memory check made again on the configuration forecast (the rule's choice, which may need
+    more than the smallest configuration validate_job checks): W750, or E757 when even the
+    rule's least-memory choice clearly exceeds the GPU."""
+    kept = [d for d in diags if not d.is_error and d.code != "W750"]
+    return kept + memory_diagnostics(job, fc.job, fc.memory, cluster.gpu, fc.chosen)
 
 
 def _memory_hint(spec: JobSpec) -> str:

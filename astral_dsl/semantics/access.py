@@ -8,8 +8,8 @@ from __future__ import annotations
 from astral_dsl.diagnostics import Span, did_you_mean
 from astral_dsl.model.rollup import PLURALS
 from astral_dsl.model.values import (Bundle, FabricAxis, FabricSelection, Group,
-                                     ListValue, RangeValue, Run, Symbol, Values,
-                                     plane_label, type_name)
+                                     ListValue, NicPort, PortAxis, RangeValue, Run, Symbol,
+                                     Values, plane_label, port_label, type_name)
 from astral_dsl.semantics.frames import Frame
 from astral_dsl.semantics.scope import Namespace
 from astral_dsl.syntax import ast
@@ -24,11 +24,13 @@ def eval_attr(x, e: ast.Attr, env):
 
 
 def attribute(x, obj, name: str, name_span: Span, span: Span):
-    if isinstance(obj, Frame) and obj.kind == "fabric" and name in ("rail", "plane") \
-            and name not in obj.defs:
+    if isinstance(obj, Frame) and obj.kind == "fabric" and name not in obj.defs and \
+            (name in ("rail", "plane") or name in _scope_axes(x, obj)):
         return FabricAxis(FabricSelection(obj), name)
     if isinstance(obj, FabricSelection):
         return _fabric_part(x, obj, name, name_span)
+    if isinstance(obj, Frame) and obj.kind == "nic" and name == "port" and name not in obj.defs:
+        return PortAxis(obj)                # `nic.port[a]`: one port of the NIC
     if isinstance(obj, Frame) and obj.kind == "fabric" and name in obj.defs and \
             isinstance(obj.defs[name].stmt, ast.Decl) and obj.defs[name].stmt.kind.name == "tier":
         return FabricSelection(obj, None, None, name)     # `fabric.core`: every core switch
@@ -92,32 +94,81 @@ def _collect(pairs):
     return Values(tuple(merged))
 
 
+# a tier's scope -> the kinds of instance its groups are (a `row` tier's groups are rows or blocks)
+_SCOPE_AXES = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "block"),
+               "pod": ("pod",), "hall": ("hall",)}
+
+
+def _tiers(fabric: Frame):
+    return [n for n, d in fabric.defs.items()
+            if isinstance(d.stmt, ast.Decl) and d.stmt.kind.name == "tier"]
+
+
+def _scope_axes(x, fabric: Frame):
+    """The scope kinds of the fabric's tiers: `fabric.pod[2]` names the tiers' groups in pod 2."""
+    out = set()
+    for name in _tiers(fabric):
+        scope = _declared(x, x.host.field(fabric, name), "scope")
+        out.update(_SCOPE_AXES.get(getattr(scope, "name", None), ()))
+    return out
+
+
+def _declared(x, frame, name: str):
+    return x.host.field(frame, name) if isinstance(frame, Frame) and name in frame.defs \
+        else None
+
+
 def _fabric_part(x, sel: FabricSelection, name: str, span: Span):
     if sel.tier is not None and name not in ("rail", "plane"):
         tier = x.host.field(sel.fabric, sel.tier, span)       # `fabric.core.down`
         return attribute(x, tier, name, span, span)
-    if name in ("rail", "plane"):
-        if getattr(sel, name) is not None:
-            fail("E209", f"`{name}` is already selected in `{sel.display}`", span)
-        return FabricAxis(sel, name)
     fabric = sel.fabric
+    if name in ("rail", "plane") or (sel.tier is None and name in _scope_axes(x, fabric)):
+        taken = sel.scope is not None if name not in ("rail", "plane") else \
+            getattr(sel, name) is not None
+        if taken or sel.tier is not None:
+            fail("E209", f"`{name}` is already selected in `{sel.display}`" if taken else
+                 f"select `{name}` before the tier: `{sel.fabric.display}.{name}[...]...."
+                 f"{sel.tier}`", span)
+        return FabricAxis(sel, name)
     tier = fabric.defs.get(name)
     if tier is None or not isinstance(tier.stmt, ast.Decl) or tier.stmt.kind.name != "tier" \
             or sel.tier is not None:
-        tiers = [n for n, d in fabric.defs.items()
-                 if isinstance(d.stmt, ast.Decl) and d.stmt.kind.name == "tier"]
         fail("E209", f"`{sel.display}` has no tier `{name}`", span,
-             did_you_mean(name, tiers + ["rail", "plane"]) or
+             did_you_mean(name, _tiers(fabric) + ["rail", "plane"]) or
              "select with `.rail[i]`, `.plane[A]` and a tier name")
-    return FabricSelection(fabric, sel.rail, sel.plane, name)
+    _split_by(x, sel, name, span)
+    return FabricSelection(fabric, sel.rail, sel.plane, name, sel.scope)
+
+
+def _split_by(x, sel: FabricSelection, name: str, span: Span) -> None:
+    """E209: a tier selected by rail, plane or scope must be split by it."""
+    tier = x.host.field(sel.fabric, name, span)
+    per = _declared(x, tier, "per")
+    per_names = {getattr(p, "name", None) for p in per.items} if isinstance(per, ListValue) \
+        else set()
+    scope = getattr(_declared(x, tier, "scope"), "name", None)
+    for axis, chosen in (("rail", sel.rail), ("plane", sel.plane)):
+        if chosen is not None and axis not in per_names:
+            fail("E209", f"tier `{name}` is not split by {axis}: its switches serve every "
+                         f"{axis}", span, f"name them all: `{sel.fabric.display}.{name}`")
+    if sel.scope is not None and sel.scope[0] not in _SCOPE_AXES.get(scope, ()):
+        fail("E209", f"tier `{name}` has `scope = {scope or 'its owner'}`: its groups are not "
+                     f"one per {sel.scope[0]}", span,
+             f"write `{sel.fabric.display}.{name}` or select its groups by their {scope}")
 
 
 def _fabric_index(x, axis: FabricAxis, e: ast.Index, env):
     sel = axis.selection
+    value = _label(e, x, env) if axis.axis == "plane" else x.eval(e.selector, env.as_symbols())
+    if axis.axis not in ("rail", "plane"):            # a tier's scope instance: `pod[2]`
+        i = whole(x, value, e.selector.span, f"a {axis.axis} index")
+        if i < 0:
+            fail("E214", f"{axis.axis} index {i} is out of range", e.selector.span)
+        return FabricSelection(sel.fabric, sel.rail, sel.plane, sel.tier, (axis.axis, i))
     limit_q = x.host.field(sel.fabric, axis.axis + "s") if axis.axis + "s" in sel.fabric.defs \
         else Quantity(1.0)
     limit = int(limit_q.si) if isinstance(limit_q, Quantity) else 1
-    value = x.eval(e.selector, env.as_symbols())
     if isinstance(value, Symbol) and axis.axis == "plane" and len(value.name) == 1 \
             and value.name.isupper():
         i = ord(value.name) - ord("A")
@@ -130,13 +181,53 @@ def _fabric_index(x, axis: FabricAxis, e: ast.Index, env):
                      f"range: the fabric has {limit} {axis.axis}s ({labels})",
              e.selector.span)
     return FabricSelection(sel.fabric, i if axis.axis == "rail" else sel.rail,
-                           i if axis.axis == "plane" else sel.plane, sel.tier)
+                           i if axis.axis == "plane" else sel.plane, sel.tier, sel.scope)
+
+
+def _switch_index(x, sel: FabricSelection, e: ast.Index, env):
+    """`...tor[3]`: one switch of the tier group (its count is known to the fabric analysis,
+    which checks the index)."""
+    if sel.tier is None or sel.switch is not None:
+        fail("E303", f"cannot index `{sel.display}`", e.span,
+             "index a tier to name one switch: `S.fabric.rail[0].plane[A].tor[3]`")
+    i = whole(x, x.eval(e.selector, env), e.selector.span, "a switch index")
+    if i < 0:
+        fail("E214", f"switch index {i} is out of range", e.selector.span)
+    return FabricSelection(sel.fabric, sel.rail, sel.plane, sel.tier, sel.scope, i)
+
+
+def _label(e: ast.Index, x, env):
+    """`plane[A]`, `port[b]`: a bare letter is the label itself, whatever else has that name."""
+    sel = e.selector
+    if isinstance(sel, ast.Name) and len(sel.name) == 1 and sel.name.isalpha():
+        return Symbol(sel.name)
+    return x.eval(sel, env.as_symbols())
+
+
+def _port_index(x, axis: PortAxis, e: ast.Index, env):
+    value = _label(e, x, env)
+    if isinstance(value, Symbol) and len(value.name) == 1 and value.name.islower():
+        j = ord(value.name) - ord("a")
+    else:
+        j = whole(x, value, e.selector.span, "a port index")
+    ports_q = _declared(x, axis.nic, "ports")
+    ports = int(ports_q.si) if isinstance(ports_q, Quantity) else 1
+    if not 0 <= j < ports:
+        fail("E214", f"port {port_label(j) if j >= 0 else j} is out of range: "
+                     f"`{axis.nic.display}` has {ports} port{'s' if ports != 1 else ''} "
+                     f"({'a' if ports == 1 else 'a to ' + port_label(ports - 1)})",
+             e.selector.span)
+    return NicPort(axis.nic, j)
 
 
 def eval_index(x, e: ast.Index, env):
     obj = x.eval(e.obj, env)
     if isinstance(obj, FabricAxis) and not isinstance(e.selector, ast.Wildcard):
         return _fabric_index(x, obj, e, env)
+    if isinstance(obj, FabricSelection) and not isinstance(e.selector, ast.Wildcard):
+        return _switch_index(x, obj, e, env)
+    if isinstance(obj, PortAxis) and not isinstance(e.selector, ast.Wildcard):
+        return _port_index(x, obj, e, env)
     if isinstance(e.selector, ast.Wildcard):
         if isinstance(obj, (Group, ListValue)):
             return obj

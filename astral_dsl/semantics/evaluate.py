@@ -31,6 +31,17 @@ def _shown(expr) -> str:
     return "the value"
 
 
+def keyword_fields(word: str):
+    """[(kind, field)] of the enum fields that have `word` among their values, for a word that
+    starts with a digit (`1f1b`) and so reads as a quantity."""
+    if not word[:1].isdigit():
+        return []
+    from astral_dsl.model.kinds import KINDS, EnumType
+
+    return [(kind.name, name) for kind in KINDS.values() for name, spec in kind.fields.items()
+            if isinstance(spec.type, EnumType) and word in spec.type.values]
+
+
 class Expressions:
     """Evaluates expressions in an environment. Its `host` (semantics/instantiate.py, the
     Instantiator) owns the frames: it gives a frame's fields (`field`), instantiates templates
@@ -59,6 +70,18 @@ class Expressions:
         return Quantity(e.value)
 
     def _e_QuantityLit(self, e: ast.QuantityLit, env):
+        word = e.text.replace(" ", "")
+        fields = keyword_fields(word)
+        if fields:                    # `1f1b` outside its field: a keyword, not a quantity
+            try:
+                parse_unit(e.unit)
+            except UnitSpecError:
+                kind, name = fields[0]
+                fail("E300", f"`{word}` reads as the number {format_number(e.value)} with an "
+                             f"unknown unit `{e.unit}`: it is a keyword, not a quantity", e.span,
+                     f"`{word}` is a value of `{name}` (in `{kind}`): write it as that field's "
+                     f"value, bare or quoted (`{name} = {word}`); anywhere else it is a string: "
+                     f"`\"{word}\"`")
         return Quantity.from_unit(e.value, self.unit(e.unit, e.unit_span))
 
     def unit(self, spec: str, span: Span):
@@ -213,6 +236,9 @@ class Expressions:
         return value
 
     def _e_Binary(self, e: ast.Binary, env):
+        if e.op == "--":
+            fail("E303", "`A -- B` names the link between two parts of a fabric, as a `fail` "
+                         "target", e.span, "to subtract a negative number write `a - -b`")
         left = self.numeric(self.eval_or_probe(e.left, env, e.right), e.left.span)
         right = self.numeric(self.eval(e.right, env), e.right.span)
         return self.binary(e.op, left, right, e)

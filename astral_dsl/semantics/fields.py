@@ -5,9 +5,10 @@ which owns the frames."""
 from __future__ import annotations
 
 
-from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS, StrType
-from astral_dsl.model.values import (POISON, FabricSelection, Group, Symbol, UnknownValue)
+from astral_dsl.model.values import (POISON, FabricLink, FabricSelection, Group, NicPort, Symbol,
+                                     UnknownValue)
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.collections import unknown_options
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key
@@ -17,6 +18,7 @@ from astral_dsl.semantics.errors import check as _poison_check
 from astral_dsl.semantics.isolate import route_of
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
+from astral_dsl.units.table import is_unit
 
 
 # Objectives the sizing step computes itself (others are expressions of the site).
@@ -71,7 +73,24 @@ def field(it, frame: Frame, name: str, span: Span | None = None):
     finally:
         frame.busy[name] = False
     frame.values[name] = value
+    if name in WRITTEN.get(frame.kind, ()) and value is not POISON:
+        frame.routes[name] = _written(it, frame.defs[name])
     return _poison_check(value)
+
+
+# fields whose replicas matter as written: a job placed on `Astral.pods[3]` runs on pod 3, not on
+# the instance the pods share (whose canonical path is `Astral.pods[0]`)
+WRITTEN = {"job": ("placement",)}
+
+
+def _written(it, d: FieldDef):
+    """The route of a field's expression (None when it is not a plain path)."""
+    if d.value_expr is None:
+        return None
+    try:
+        return route_of(it, d.value_expr, d.env)
+    except (DiagnosticError, Poisoned):   # a path through a part declared elsewhere: none
+        return None
 
 
 def _field(it, frame: Frame, name: str):
@@ -105,9 +124,13 @@ def _field(it, frame: Frame, name: str):
             return _typed(it, frame, name, value, d.value_expr.span)
     elif field_spec is not None and isinstance(field_spec.type, StrType):
         words = _dashed_words(d.value_expr) if isinstance(d.value_expr, ast.Binary) else ""
+        if not words and isinstance(d.value_expr, ast.QuantityLit) and not is_unit(
+                d.value_expr.unit):                      # `order = 1f1b`: not a quantity
+            words = d.value_expr.text.replace(" ", "")
         if words:                                        # `order = tp-cp-dp-pp` unquoted
+            doc = f" ({field_spec.doc})" if field_spec.doc else ""
             fail("E303", f"`{name}` is a string: write it in double quotes",
-                 d.value_expr.span, f'`{name} = "{words}"`')
+                 d.value_expr.span, f'`{name} = "{words}"`{doc}')
     value = it.eval(d.value_expr, env)
     # schema fields hold values and references; members are the other named instances
     frame.owned[name] = field_spec is None and constructs(it, d)
@@ -246,12 +269,7 @@ def _containment_ok(it, frame: Frame, name: str, value, d: FieldDef):
 
 def _action(it, frame: Frame, action, env: Env):
     if isinstance(action, ast.Fail):
-        target = it.eval(action.target, env)
-        if not isinstance(target, (Frame, Group, FabricSelection)):
-            from astral_dsl.model.values import type_name
-
-            fail("E303", f"`fail` needs a part of the design, not a {type_name(target)}",
-                 action.target.span)
+        target = _fail_target(it, action.target, env)
         fraction = None
         if action.fraction is not None:
             fraction = it.eval(action.fraction, env)
@@ -260,12 +278,13 @@ def _action(it, frame: Frame, action, env: Env):
                 fail("E309", "`fail F of PART` takes a fraction between 0 and 100 %",
                      action.fraction.span)
             if not (isinstance(target, FabricSelection) and target.tier is not None
-                    and target.rail is None and target.plane is None):
+                    and target.rail is None and target.plane is None
+                    and target.scope is None and target.switch is None):
                 fail("E303", "a fraction can only fail of a whole switch tier, e.g. "
                              "`fail 25 % of Site.fabric.core`", action.target.span)
-        if not isinstance(target, FabricSelection):
+        if not isinstance(target, (FabricSelection, NicPort, FabricLink)):
             _failable(target, action.target.span)
-        route = route_of(it, action.target, env)
+        route = route_of(it, _route_end(action.target), env)
         frame.done_actions.append(("fail", target, None, fraction, action.span, route))
     elif isinstance(action, ast.SetStmt):
         if not isinstance(action.target, ast.Attr):
@@ -297,9 +316,43 @@ def _action(it, frame: Frame, action, env: Env):
         frame.done_actions.append((action.sense, value, None, None, action.span, None))
 
 
-# what `fail` can take besides fabric selections, and what failing it means to the analyses
+def _fail_target(it, expr, env):
+    """A part of the design, a fabric part (`S.fabric.rail[2].tor`, one switch, a NIC port) or
+    a link `A -- B` between a NIC port and its first-tier switch or between two switches (or a
+    switch and the tier group above it)."""
+    from astral_dsl.model.values import type_name
+
+    if isinstance(expr, ast.Binary) and expr.op == "--":
+        ends = (it.eval(expr.left, env), it.eval(expr.right, env))
+        for end, e in zip(ends, (expr.left, expr.right)):
+            if isinstance(end, NicPort) or (isinstance(end, FabricSelection)
+                                            and end.tier is not None):
+                continue
+            fail("E303", f"a link's ends are NIC ports and switches, not a {type_name(end)}",
+                 e.span, "e.g. `fail H.nics[0].port[a] -- S.fabric.rail[0].plane[A].tor[0]`")
+        return FabricLink(ends)
+    target = it.eval(expr, env)
+    if not isinstance(target, (Frame, Group, FabricSelection, NicPort)):
+        fail("E303", f"`fail` needs a part of the design, not a {type_name(target)}", expr.span)
+    return target
+
+
+def _route_end(expr):
+    """The part of a `fail` target that names instances (isolated under the scenario): a link's
+    NIC-port end, else its first end."""
+    if isinstance(expr, ast.Binary) and expr.op == "--":
+        for e in (expr.left, expr.right):
+            if isinstance(e, ast.Index) and isinstance(e.obj, ast.Attr) and \
+                    e.obj.name.name == "port":
+                return e
+        return expr.left
+    return expr
+
+
+# what `fail` can take besides fabric parts, and what failing it means to the analyses
 FAILABLE = {"feeder": "its partner side or the other feeders of its group carry the load",
-            "loop": "one of its CDUs fails"}
+            "loop": "one of its CDUs fails",
+            "nic": "every port of it goes dark (`nic.port[a]` names one)"}
 
 
 def _failable(target, span: Span) -> None:
@@ -307,9 +360,10 @@ def _failable(target, span: Span) -> None:
     for item in items:
         if item.kind not in FAILABLE:
             fail("E218", f"failing a {item.kind} is not modelled", span,
-                 "a scenario can fail a feeder, a loop (one CDU), a fabric part "
-                 "(`S.fabric.plane[B]`, `S.fabric.rail[2].tor`) or a fraction of a switch tier "
-                 "(`fail 25 % of S.fabric.core`)")
+                 "a scenario can fail a feeder, a loop (one CDU), a NIC or one of its ports "
+                 "(`H.nics[4].port[a]`), a fabric part (`S.fabric.plane[B]`, "
+                 "`S.fabric.rail[2].tor`, one switch `S.fabric.rail[2].plane[A].tor[0]`), a "
+                 "link (`A -- B`) or a fraction of a switch tier (`fail 25 % of S.fabric.core`)")
 
 
 class _Given:

@@ -62,6 +62,8 @@ class Frame:
     # how a template's instance was made (template, params, overrides): to copy it
     recipe: Optional[Tuple[Any, Dict[str, Any], Dict[str, Any]]] = None
     pending: Any = None            # a scenario's routes below this frame (semantics/isolate.py)
+    routes: Dict[str, Any] = attrs.field(factory=dict)   # field -> the path as written (a job's
+    #                                                      placement: which replicas it names)
 
     @property
     def display(self) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Dict, List
 
 from astral_dsl.model.design import Action, Instance, Member, Ref
-from astral_dsl.model.values import POISON, FabricSelection, Group, ListValue, Values
+from astral_dsl.model.values import (POISON, FabricLink, FabricSelection, Group, ListValue,
+                                     NicPort, Values)
 from astral_dsl.semantics.frames import Frame
 
 
@@ -38,7 +39,8 @@ class Freezer:
                                span, route)
                         for verb, target, fname, value, span, route in frame.done_actions)
         inst = Instance(frame.kind, frame.name, self.paths[id(frame)], tuple(fields),
-                        tuple(members), frame.span, (), actions, tuple(spans))
+                        tuple(members), frame.span, (), actions, tuple(spans),
+                        tuple(frame.routes.items()))
         self.done[id(frame)] = inst
         self.busy.discard(id(frame))
         self.order.append(inst)
@@ -54,7 +56,12 @@ class Freezer:
                 return v.map(self.instance)
             return v.map(lambda f: Ref(self.paths[id(f)]))
         if isinstance(v, FabricSelection):
-            return FabricSelection(Ref(self.paths[id(v.fabric)]), v.rail, v.plane, v.tier)
+            return FabricSelection(Ref(self.paths[id(v.fabric)]), v.rail, v.plane, v.tier,
+                                   v.scope, v.switch)
+        if isinstance(v, NicPort):
+            return NicPort(Ref(self.paths[id(v.nic)]), v.port)
+        if isinstance(v, FabricLink):
+            return FabricLink(tuple(self.value(e, False) for e in v.ends))
         if isinstance(v, ListValue):
             return ListValue(tuple(self.value(i, False) for i in v.items))
         if isinstance(v, Values):

@@ -23,8 +23,8 @@ import attrs
 
 from astral_dsl.model.design import Route, Step
 from astral_dsl.model.rollup import PLURALS, count_of
-from astral_dsl.model.values import (FabricAxis, FabricSelection, Group, RangeValue,
-                                     merge_runs)
+from astral_dsl.model.values import (FabricAxis, FabricSelection, Group, NicPort, PortAxis,
+                                     RangeValue, merge_runs)
 from astral_dsl.semantics.collections import whole
 from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.frames import Frame
@@ -115,6 +115,8 @@ def _route_of(ev, expr, env) -> Optional[Route]:
         after = ev.eval(node, env)
         if isinstance(after, (FabricAxis, FabricSelection)):
             return route          # a fabric selection: its fabric is the part isolated
+        if isinstance(after, (PortAxis, NicPort)):
+            return route          # a NIC's port: the NIC is the part isolated
         if isinstance(node, ast.Attr):
             steps = _member_steps(ev, value, node.name.name, node.name.span)
         else:

@@ -2,8 +2,9 @@
 
 Each fault names one part by its stable name (the rank map's names): a GPU (compute slower by a
 factor), a NIC port (its link runs at a fraction of its rate), a first-tier or upper-tier switch
-(every link through it at a fraction), or a link that is intermittently bad (flapping: bad
-windows in time at a fraction of its rate). The generator's own flow model decides what crosses
+(every link through it at a fraction), one uplink between tiers (`tor[i] -- agg[j]`, at a
+fraction), or a link that is intermittently bad (flapping: bad windows in time at a fraction of
+its rate). The generator's own flow model decides what crosses
 what (generator.py); nothing here is shared with the diagnosis."""
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Optional, Tuple
 
 import attrs
 
-KINDS = ("gpu", "nic_port", "tor", "agg", "link_flap")
+KINDS = ("gpu", "nic_port", "tor", "agg", "uplink", "link_flap")
 
 
 @attrs.frozen

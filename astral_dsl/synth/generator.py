@@ -253,34 +253,53 @@ class _Net:
         self.rate: Dict[str, float] = {}
         self.flap: Optional[Fault] = None
         for f in faults:
-            if f.kind in ("nic_port", "tor", "agg"):
+            if f.kind in ("nic_port", "tor", "agg", "uplink"):
                 self.rate[f.part] = min(self.rate.get(f.part, 1.0), f.severity)
             elif f.kind == "link_flap":
                 self.flap = f
-        self.flap_part = self.flap.part.split(" -- ")[0] if self.flap else None
         self.tier_sizes = {t.name: t.per_group for t in rank_map._tiers}
 
-    def _flows(self, a: int, b: int):
-        """(rate, crosses the flapping cable) of each flow between ranks a and b."""
+    def route(self, a: int, b: int) -> List[List[str]]:
+        """The parts (ports, host cables, switches, uplinks) each flow between ranks a and b
+        crosses: every port pair of one plane carries CHANNELS flows; between first-tier
+        switches each flow climbs one switch of every tier group on each side up to the group
+        both share (ECMP: a hash of the pair, the port, the channel and the tier)."""
         pa, pb = self.rm.ranks[a].ports, self.rm.ranks[b].ports
+        lo, hi = min(a, b), max(a, b)
         out = []
         for x, y in zip(pa, pb):
-            ends = [self.rate.get(x.name, 1.0), self.rate.get(y.name, 1.0),
-                    self.rate.get(x.switch, 1.0), self.rate.get(y.switch, 1.0)]
-            flap = self.flap_part in (x.name, y.name)
-            if x.switch == y.switch:
-                out.append((min(ends), flap))
-                continue
-            meet = next((k for k in range(1, len(x.tiers)) if x.tiers[k] == y.tiers[k]), None)
+            base = [x.name, y.name, x.switch, y.switch, f"{x.name} -- {x.switch}",
+                    f"{y.name} -- {y.switch}"]
+            meet = None if x.switch == y.switch else next(
+                (k for k in range(1, len(x.tiers)) if x.tiers[k] == y.tiers[k]), None)
             if meet is None:
-                out.append((min(ends), flap))
+                out.append(base)
                 continue
-            key = x.tiers[meet]
-            n = max(1, self.tier_sizes.get(key.tier, 1))
             for ch in range(CHANNELS):
-                agg = key.switch(_mix(min(a, b), max(a, b), x.port, ch, self.seed) % n)
-                out.append((min(ends + [self.rate.get(agg, 1.0)]), flap))
+                crossed = list(base)
+                below = [x.switch, y.switch]
+                for k in range(1, meet + 1):
+                    sides = (x, y) if k < meet else (x,)
+                    picks = []
+                    for side, p in enumerate(sides):
+                        key = p.tiers[k]
+                        n = max(1, self.tier_sizes.get(key.tier, 1))
+                        h = _mix(lo, hi, x.port, ch, self.seed) if k == meet else \
+                            _mix(lo, hi, x.port, ch, k, side, self.seed)
+                        picks.append(key.switch(h % n))
+                    if k == meet:
+                        picks.append(picks[0])
+                    for side in (0, 1):
+                        crossed += [picks[side], f"{below[side]} -- {picks[side]}"]
+                    below = picks
+                out.append(crossed)
         return out
+
+    def _flows(self, a: int, b: int):
+        """(rate, crosses the flapping link) of each flow between ranks a and b."""
+        flap = self.flap.part if self.flap else None
+        return [(min(self.rate.get(part, 1.0) for part in crossed), flap in crossed)
+                for crossed in self.route(a, b)]
 
     def _factor(self, pairs):
         slow, flap = 1.0, False

@@ -172,3 +172,12 @@ def parse_unit(spec: str) -> Unit:
             raise UnitSpecError(f"the unit `{spec[:60]}` has a dimension exponent beyond "
                                 f"±{MAX_DIMENSION_EXPONENT}", atom, code="E313")
     return Unit(spec, scale, dims)
+
+
+def is_unit(spec: str) -> bool:
+    """Whether `spec` names a unit (`1f1b` is a keyword that reads as a quantity: `f1b` is not)."""
+    try:
+        parse_unit(spec)
+    except UnitSpecError:
+        return False
+    return True

@@ -31,6 +31,35 @@ def test_refit_reproduces_the_shipped_constants(refit):
             shipped_errs = fits()[name]["errors"][set_name]
             assert errs["mean_pct"] == pytest.approx(shipped_errs["mean_pct"], abs=0.05)
             assert errs["max_pct"] == pytest.approx(shipped_errs["max_pct"], abs=0.05)
+        assert fit["outside_prior"] == fits()[name]["outside_prior"]
+        for const, sd in fit["spread"].items():
+            shipped_sd = fits()[name]["spread"][const]
+            assert (sd is None) == (shipped_sd is None), (name, const)
+            if sd is not None:
+                assert sd == pytest.approx(shipped_sd, rel=0.1), (name, const)
+
+
+def test_the_table_says_which_constants_leave_their_prior_and_which_are_not_determined():
+    both, alone = fits()[key(ALL)], fits()[key(("narayanan2021",))]
+    assert both["outside_prior"] == calibrate.outside_prior(both)
+    for name in both["outside_prior"]:
+        c = next(c for c in CONSTANTS if c.name == name)
+        assert not c.compare[0] <= both["constants"][name] <= c.compare[1]
+    # the 2021 runs reduce TP gradients on the critical path: nothing overlaps, so they say
+    # nothing about `interfere`, which stays at its prior's centre
+    assert alone["spread"]["interfere"] is None
+    assert alone["constants"]["interfere"] == pytest.approx(0.5)
+    assert "(not determined)" in calibrate.markdown_constants(fits())
+
+
+def test_docs_tables_are_the_scripts_output():
+    """docs/seer.md's calibration table and the README's accuracy table are what
+    `python -m astral_dsl.seer.calibrate --markdown` prints from the shipped fits."""
+    seer_md = (REPO / "docs" / "seer.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert calibrate.markdown_constants(fits()) in seer_md
+    assert calibrate.markdown_errors(fits()) in readme
+    assert calibrate.markdown_errors(fits()) in seer_md
 
 
 def test_every_constant_is_in_the_table_and_within_its_bounds():

@@ -1,12 +1,15 @@
 """The forecast as a table or as JSON
 `{"job", "gpus", "parallelism", "iteration_time_s", "tokens_per_s", "mfu", "hfu", "breakdown_s",
-"breakdown_stage", "memory_stage", "memory_gb", ...}` (inside the standard envelope of
+"breakdown_stage", "memory_stage", "memory_gb", ..., "scenario"}` (the scenario object of every
+command's JSON, outputs/jsonout.py scenario_json, or null; inside the standard envelope of
 outputs/jsonout.py, added by the CLI). Every figure says which pipeline stage it is for: the
 breakdown is the busiest stage's (most compute), the memory the fullest stage's, and the
 breakdown's stage's memory is shown too when they differ."""
 from __future__ import annotations
 
 from typing import Any, Dict
+
+from astral_dsl.outputs.jsonout import scenario_json
 
 BREAKDOWN_LABELS = (("compute", "compute (incl. recompute)"), ("tp_comm", "exposed TP comm"),
                     ("cp_comm", "exposed CP comm"), ("ep_comm", "exposed EP comm"),
@@ -50,6 +53,7 @@ def to_json(fc) -> Dict[str, Any]:
         doc["chosen"] = dict(fc.chosen)
     if fc.notes:
         doc["notes"] = list(fc.notes)
+    doc["scenario"] = None if fc.scenario is None else scenario_json(*fc.scenario)
     return doc
 
 

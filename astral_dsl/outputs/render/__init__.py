@@ -24,6 +24,7 @@ from astral_dsl.outputs.render.context import RenderError, build as build_contex
 from astral_dsl.outputs.render.names import locate
 
 VIEWS = ("cluster", "pod", "rack", "power", "cooling")
+HIGHLIGHT_VIEWS = ("rack", "pod")
 FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot"}
 INSTALL_HINT = ("install Graphviz, which provides `dot`: `apt-get install graphviz` "
                 "(Debian, Ubuntu), `dnf install graphviz`, `brew install graphviz`; or write "
@@ -40,20 +41,24 @@ _TARGETS = {
 
 
 def render(design, view: str = "cluster", name: Optional[str] = None,
-           scenario: Optional[str] = None, checked=None) -> graphviz.Digraph:
+           scenario: Optional[str] = None, checked=None, highlight=None) -> graphviz.Digraph:
     """The picture of one view as a graphviz.Digraph. `checked` (from
     analyses.checking.check_design, with the scenario among those run) avoids checking again and
-    is required for a design with unknowns (`?`), which must be sized first. Raises RenderError
-    (with a diagnostic) for an unknown view, name or scenario."""
-    return canvas(design, view, name, scenario, checked).g
+    is required for a design with unknowns (`?`), which must be sized first; `highlight`: the
+    suspects of a diagnosis (its JSON's `suspects`), drawn in red by the rack and pod views.
+    Raises RenderError (with a diagnostic) for an unknown view, name or scenario."""
+    return canvas(design, view, name, scenario, checked, highlight).g
 
 
 def canvas(design, view: str = "cluster", name: Optional[str] = None,
-           scenario: Optional[str] = None, checked=None):
+           scenario: Optional[str] = None, checked=None, highlight=None):
     """Like render(), returning the Canvas (the Digraph in `.g`, node and edge counts)."""
     if view not in VIEWS:
         raise render_error("E702", f"unknown view `{view}`", "views: " + ", ".join(VIEWS))
-    ctx = build_context(design, checked, scenario)
+    if highlight is not None and view not in HIGHLIGHT_VIEWS:
+        raise render_error("E702", f"--highlight draws on the {' and '.join(HIGHLIGHT_VIEWS)} "
+                                   f"views, not `{view}`", "add --view rack or --view pod")
+    ctx = build_context(design, checked, scenario, highlight)
     kinds, defaults = _TARGETS[view]
     located = locate(ctx.design, name, view, kinds, defaults)
     from importlib import import_module

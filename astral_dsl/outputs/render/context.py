@@ -42,7 +42,61 @@ def _size(span) -> Tuple[int, int]:
 _PATH_IN_MESSAGE = re.compile(r"`([A-Za-z_][\w.\[\]]*)`")
 
 
+class Highlight:
+    """The suspects of a diagnosis (`astral diagnose -o`), drawn in red where the picture holds
+    them; `shown` records which were drawn, so the others can be named in a note."""
+
+    def __init__(self, suspects: Iterable[dict]):
+        given = [s for s in suspects if isinstance(s, dict) and s.get("path")]
+        self.suspects = [s for s in given if not s.get("alternative")]
+        self.alternatives = len(given) - len(self.suspects)     # listed, not drawn
+        self.shown: set = set()
+
+    @staticmethod
+    def _same(part: str, name: str) -> bool:
+        """A part is the drawn thing, one switch of a drawn group, or the group of a drawn
+        switch."""
+        return part == name or part.startswith(name + "[") or name.startswith(part + "[")
+
+    def match(self, *names: str) -> Optional[str]:
+        """The label of the first suspect one of whose parts is one of `names`."""
+        for i, s in enumerate(self.suspects):
+            parts = [p for p in s.get("parts") or [s["path"]] if " -- " not in p] + [s["path"]]
+            if any(self._same(p, n) for p in parts for n in names if n):
+                self.shown.add(i)
+                return self.label(i)
+        return None
+
+    def match_link(self, lower: str, upper: str) -> Optional[str]:
+        """The label of the first suspect holding a link from `lower` to `upper`."""
+        for i, s in enumerate(self.suspects):
+            for p in s.get("parts") or ():
+                a, _, b = p.partition(" -- ")
+                if b and self._same(a, lower) and self._same(b, upper):
+                    self.shown.add(i)
+                    return self.label(i)
+        return None
+
+    def label(self, i: int) -> str:
+        s = self.suspects[i]
+        conf = s.get("confidence")
+        return (f"suspect {i + 1}: {s.get('kind', '')} {s['path']}"
+                + (f" ({conf:.0%})" if isinstance(conf, (int, float)) else ""))
+
+    def not_shown(self) -> List[str]:
+        return [self.label(i) for i in range(len(self.suspects)) if i not in self.shown]
+
+    def notes(self) -> List[str]:
+        out = [f"not in this picture: {x}" for x in self.not_shown()]
+        if self.alternatives:
+            out.append(f"{self.alternatives} alternative suspect(s) of the diagnosis are not "
+                       f"drawn")
+        return out
+
+
 class Context:
+    highlight: Optional[Highlight] = None
+
     def __init__(self, design: Design, engineering, diagnostics: Iterable[Diagnostic],
                  scenario: Optional[Instance] = None, outcome=None, notes: Iterable[str] = ()):
         self.design = design
@@ -162,9 +216,18 @@ class Context:
         return value if isinstance(value, Instance) else None
 
 
-def build(design: Design, checked=None, scenario: Optional[str] = None) -> Context:
+def build(design: Design, checked=None, scenario: Optional[str] = None,
+          highlight: Optional[Iterable[dict]] = None) -> Context:
     """The context of a picture: check the design unless `checked` is given (a design with
-    unknowns must come checked, i.e. sized), then apply the scenario."""
+    unknowns must come checked, i.e. sized), then apply the scenario; `highlight`: the
+    suspects of a diagnosis to draw in red."""
+    ctx = _build(design, checked, scenario)
+    if highlight is not None:
+        ctx.highlight = Highlight(highlight)
+    return ctx
+
+
+def _build(design: Design, checked=None, scenario: Optional[str] = None) -> Context:
     from astral_dsl.analyses.checking import check_design
     from astral_dsl.analyses.engineering import analyse, run_scenario, scenario_diagnostics
     from astral_dsl.diagnostics import did_you_mean

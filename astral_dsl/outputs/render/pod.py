@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from astral_dsl.analyses.fabric_names import TierKey
 from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.outputs.render.cluster import Fabric, fabrics_of, tier_table
 from astral_dsl.outputs.render.style import Canvas, Line, links, n, plane_name, speed
-from astral_dsl.outputs.render.tree import counted, level, nic_ports, power_line, summary
+from astral_dsl.outputs.render.tree import SCOPE_KINDS, counted, level, nic_ports, \
+    power_line, summary
 
 MAX_COLUMNS = 32           # rail x plane columns drawn one by one; more are drawn per tier only
 
@@ -59,10 +61,15 @@ def build(ctx, located) -> Canvas:
         for i in range(len(f.tiers)):
             (inside if f.place_level(i) <= level(pod.kind) else outside).append((fi, i))
 
+    hl = ctx.highlight
+    group_names: Dict[str, str] = {}
+
     def tier_node(fi: int, i: int, key: Key, gid: str, count: int, where: str) -> str:
         f = fabrics[fi]
         t = f.tiers[i]
         rail, plane = key
+        group_names[gid] = _group_name(f, i, key, pod, located)
+        mark = hl.match(group_names[gid]) if hl else None
         head = t.name + (f" {plane_name(plane)}" if plane is not None else "")
         if rail is not None and plane is None:
             head += f" · rail {rail}"
@@ -79,7 +86,7 @@ def build(ctx, located) -> Canvas:
         theme = "core" if where == "outside" or "rail" not in t.per else "network"
         counts[gid] = count
         return canvas.node(gid, lines, theme=theme, parts=[f.tier_insts[i]], tooltip=tip,
-                           failed=failed or None)
+                           failed=failed or None, suspect=mark)
 
     # the tiers above the pod
     if outside:
@@ -135,18 +142,20 @@ def build(ctx, located) -> Canvas:
             gid = f"hosts{j}"
             ports, spd, per_nic = nic_ports(host, ctx.cache)
             where = _host_path(ctx, pod, host)
+            mark = _host_suspect(hl, located.text) if hl and j == 0 else None
             canvas.node(gid, [counted(count, "host", host.template),
                               Line(where, small=True) if where else None,
                               Line(_host_contents(ctx, host), small=True),
                               Line(f"{ports} NIC ports of {speed(spd)} per host" if ports
                                    else "no NIC ports", small=True)],
-                        theme="compute", parts=[host], tooltip=f"host {host.path}")
+                        theme="compute", parts=[host], tooltip=f"host {host.path}",
+                        suspect=mark)
             host_nodes.append((gid, count, host))
         if not fabrics:
             canvas.node("nofabric", ["no fabric reaches this part",
                                      Line("attach one with `fabric = ...`", small=True)],
                         theme="note")
-    _edges(canvas, ctx, fabrics, nodes, host_nodes, counts)
+    _edges(canvas, ctx, fabrics, nodes, host_nodes, counts, group_names)
     table = tier_table(canvas, fabrics)
     notes = ["NIC k of every host is on rail k; port a on plane A, port b on plane B",
              f"counts are for this {pod.kind}; edge labels: links per rail and plane"] \
@@ -179,7 +188,31 @@ def _host_contents(ctx, host) -> str:
     return "each: " + " · ".join(parts) if parts else ""
 
 
-def _edges(canvas: Canvas, ctx, fabrics: List[Fabric], nodes, host_nodes, counts) -> None:
+def _group_name(f: Fabric, i: int, key: Key, pod, located) -> str:
+    """The stable name of the tier group a node draws (fabric_names.py): the pod is an axis of
+    it when the fabric belongs to a wider part and the tier's scope is the pod."""
+    t = f.tiers[i]
+    axis = None
+    if f.owner is not pod and pod.kind in SCOPE_KINDS.get(t.scope, (t.scope,)) and \
+            located.steps:
+        axis = (pod.kind, located.steps[-1].index or 0)
+    return TierKey(f.fc.fabric, t.name, axis, key[0], key[1]).name
+
+
+def _host_suspect(hl, pod_path: str) -> Optional[str]:
+    """A suspect inside the pod's hosts (a GPU, host or NIC), drawn on its hosts' node."""
+    for i, s in enumerate(hl.suspects):
+        if s.get("kind") in ("gpu", "host", "nic port") and \
+                str(s.get("path", "")).startswith(pod_path + "."):
+            hl.shown.add(i)
+            return hl.label(i)
+    return None
+
+
+def _edges(canvas: Canvas, ctx, fabrics: List[Fabric], nodes, host_nodes, counts,
+           group_names=None) -> None:
+    group_names = group_names or {}
+    hl = ctx.highlight
     for fi, f in enumerate(fabrics):
         first = nodes.get((fi, 0), {})
         t0 = f.tiers[0] if f.tiers else None
@@ -216,9 +249,11 @@ def _edges(canvas: Canvas, ctx, fabrics: List[Fabric], nodes, host_nodes, counts
                 failed = ctx.fabric_failed(f.fc.fabric, t.name, key[0], key[1])
                 for uid in goals:
                     text = links(each, t.up_speed)
+                    mark = hl.match_link(group_names.get(lid, ""), group_names.get(uid, "")) \
+                        if hl else None
                     canvas.edge(uid, lid, text + (" each" if len(lower) > 1 else "")
                                 if first_label else "",
                                 theme="core" if len(goals) == 1 and len(upper) == 1
-                                else "network", failed=failed, dir="none",
+                                else "network", failed=failed, dir="none", suspect=mark,
                                 tooltip=f"{t.name} to {f.tiers[i + 1].name}: {text}")
                     first_label = False

@@ -10,8 +10,9 @@ from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import count_of, group_of, power_of
 from astral_dsl.model.values import Group
 from astral_dsl.outputs.render.cluster import Fabric, fabrics_of
-from astral_dsl.outputs.render.style import PLANE_EDGE, Canvas, Line, links, n, plane_name, \
-    speed, watts
+from astral_dsl.analyses.fabric_names import TierKey, port_name
+from astral_dsl.outputs.render.style import PLANE_EDGE, RED, RED_FILL, Canvas, Line, links, n, \
+    plane_name, speed, watts
 from astral_dsl.outputs.render.tree import SCOPE_KINDS
 
 MAX_HOSTS = 16
@@ -59,6 +60,11 @@ def build(ctx, located) -> Canvas:
     cache = ctx.cache
     hosts: List[Instance] = [part] if part.kind == "host" else (
         group_of(part, ("host",), cache).items(10**6) or [])
+    # replica paths, as the rank map and a diagnosis name them
+    member = _member(part, "host") if part.kind != "host" else None
+    host_paths = [located.text] if part.kind == "host" else [
+        f"{located.text}.{member}[{h}]" if any(m.name == member for m in part.members)
+        else hosts[h].path for h in range(len(hosts))]
     fabric = next((f for f in fabrics_of(ctx) if f.owner is not None and f.tiers and
                    any(f.owner is c for c in located.chain())), None)
     gpus = sum(count_of(h, ("gpu",), cache) for h in hosts)
@@ -73,12 +79,17 @@ def build(ctx, located) -> Canvas:
     canvas = Canvas(ctx, "rack", "LR", title)
     canvas.g.graph_attr.update(ranksep="2.2", nodesep="0.12")
     scope_at, scope = _scope(fabric, located) if fabric else (0, None)
+    hl = ctx.highlight
+    axis = (scope.kind, located.steps[scope_at - 1].index or 0) \
+        if scope is not None and fabric is not None and scope is not fabric.owner and \
+        scope_at > 0 else None
     before = _position(ctx, located, scope_at) if scope is not None else 0
     t0 = fabric.tiers[0] if fabric else None
     per_rail, per_plane = fabric.split(0) if fabric else (False, False)
     rails = fabric.rails if fabric and per_rail else 1
     planes = fabric.planes if fabric and per_plane else 1
     switches: Dict[Tuple, str] = {}
+    names: Dict[Tuple, str] = {}           # switch key -> stable name (fabric_names.py)
     host_ids: List[str] = []
     wanted: List[Tuple[str, Tuple, int, int]] = []     # (tail port, switch key, nic, port)
     with canvas.cluster("part", [f"{part.kind} {located.text}",
@@ -88,7 +99,7 @@ def build(ctx, located) -> Canvas:
         for h, host in enumerate(hosts[:MAX_HOSTS]):
             gid = f"host{h}"
             host_ids.append(gid)
-            rows, port_list = _host_rows(ctx, host, h, rails, planes)
+            rows, port_list = _host_rows(ctx, host, host_paths[h], rails, planes, hl)
             index = before + h
             ports_here = sum(len(p) for p in port_list)
             per_group = ports_here / (rails * planes) if ports_here else 1
@@ -98,11 +109,13 @@ def build(ctx, located) -> Canvas:
                     plane = j % planes if per_plane else None
                     number = int(index * per_group // t0.down_ports) if t0 and t0.down_ports \
                         else 0
-                    wanted.append((f"{gid}:{cell}", (rail, plane, number), k, j))
+                    wanted.append((f"{gid}:{cell}", (rail, plane, number), k, j,
+                                   port_name(host_paths[h], _member(host, "nic"), k, j)))
             canvas.node(gid, (), theme="compute", parts=[host], table_rows=rows,
                         header=f"host {h} · {host.template} · "
                                f"{watts(power_of(host, cache).si)}",
-                        tooltip=f"host {host.path}", shape="plain")
+                        tooltip=f"host {host.path}", shape="plain",
+                        suspect=hl.match(host_paths[h]) if hl else None)
         if len(hosts) > MAX_HOSTS:
             canvas.node("more_hosts", [f"{n(len(hosts) - MAX_HOSTS)} more hosts",
                                        Line("name one with --name to see it", small=True)],
@@ -119,7 +132,7 @@ def build(ctx, located) -> Canvas:
                                           small=True)],
                             theme="rail", parts=[fabric.tier_insts[0]],
                             tooltip=f"tier {t0.name} of {fabric.fc.fabric} ({scope_text})"):
-            for tail, key, k, j in sorted(wanted, key=lambda w: (w[1], w[0])):
+            for tail, key, k, j, _ in sorted(wanted, key=lambda w: (w[1], w[0])):
                 if key in switches:
                     continue
                 rail, plane, number = key
@@ -137,15 +150,18 @@ def build(ctx, located) -> Canvas:
                                       f"{fabric.tiers[1].name if len(fabric.tiers) > 1 else 'up'}",
                                       small=True))
                 failed = ctx.fabric_failed(fabric.fc.fabric, t0.name, rail, plane)
+                names[key] = TierKey(fabric.fc.fabric, t0.name, axis, rail, plane).switch(number)
                 switches[key] = canvas.node(gid, lines, theme="network",
                                             parts=[fabric.tier_insts[0]], failed=failed or None,
-                                            tooltip=f"{t0.name} {' '.join(where)} #{number}")
-        for tail, key, k, j in wanted:
+                                            tooltip=f"{t0.name} {' '.join(where)} #{number}",
+                                            suspect=hl.match(names[key]) if hl else None)
+        for tail, key, k, j, port in wanted:
             rail, plane, number = key
             failed = ctx.fabric_failed(fabric.fc.fabric, t0.name, rail, plane)
             colour = PLANE_EDGE[(plane or 0) % len(PLANE_EDGE)]
+            mark = (hl.match(port) or hl.match_link(port, names[key])) if hl else None
             canvas.edge(tail + ":e", switches[key] + ":w", "", theme="network", colour=colour,
-                        failed=failed, dir="none",
+                        failed=failed, dir="none", suspect=mark,
                         tooltip=f"{tail.split(':')[0].replace('host', 'host ')} NIC {k} port "
                                 f"{chr(ord('a') + j)} -> {t0.name}"
                                 + (f" rail {rail}" if rail is not None else "")
@@ -177,9 +193,21 @@ def _scope_text(located, scope_at: int) -> str:
     return out
 
 
-def _host_rows(ctx, host: Instance, h: int, rails: int, planes: int):
-    """Table rows: GPU i | NIC i | a | b ..., and the port cells of each NIC."""
+def _member(host: Instance, kind: str) -> str:
+    """The member of a host that holds its GPUs or NICs (the rank map's names use it)."""
+    for m in host.members:
+        kinds = {i.kind for _, i in m.value.flat()} if isinstance(m.value, Group) else \
+            {m.value.kind} if isinstance(m.value, Instance) else set()
+        if kind in kinds:
+            return m.name
+    return kind + "s"
+
+
+def _host_rows(ctx, host: Instance, path: str, rails: int, planes: int, hl=None):
+    """Table rows: GPU i | NIC i | a | b ..., and the port cells of each NIC (a suspect of the
+    diagnosis in red)."""
     gpus = group_of(host, ("gpu",), ctx.cache).items(10**6) or []
+    gpu_member, nic_member = _member(host, "gpu"), _member(host, "nic")
     nics = group_of(host, ("nic",), ctx.cache).items(10**6) or []
     rows, ports = [], []
     width = 1
@@ -188,20 +216,29 @@ def _host_rows(ctx, host: Instance, h: int, rails: int, planes: int):
         width = max(width, int(q.si) if hasattr(q, "si") else 1)
     for i in range(min(MAX_ROWS, max(len(gpus), len(nics)))):
         row = []
-        row.append((f"GPU {i} · {gpus[i].template}" if i < len(gpus) else "",
-                    {"bgcolor": "#ffffff", "align": "LEFT"}))
+        mark = hl.match(f"{path}.{gpu_member}[{i}]") if hl and i < len(gpus) else None
+        row.append((f"GPU {i} · {gpus[i].template}" + (" ● suspect" if mark else "")
+                    if i < len(gpus) else "",
+                    {"bgcolor": RED_FILL if mark else "#ffffff", "align": "LEFT",
+                     **({"colour": RED} if mark else {})}))
         if i < len(nics):
             nic = nics[i]
             q = nic.field("ports")
             count = int(q.si) if hasattr(q, "si") else 1
-            row.append((f"NIC {i} · {speed(nic.field('port_speed'))}", {"align": "LEFT"}))
+            hit = hl is not None and any(hl.match(port_name(path, nic_member, i, j))
+                                         for j in range(count))
+            row.append((f"NIC {i} · {speed(nic.field('port_speed'))}" + (" ●" if hit else ""),
+                        {"align": "LEFT", **({"colour": RED, "bgcolor": RED_FILL}
+                                             if hit else {})}))
             cells = []
             for j in range(count):
                 port = f"n{i}p{j}"
                 cells.append(port)
                 colour = PLANE_EDGE[(j % planes) % len(PLANE_EDGE)] if planes > 1 else "#1565c0"
-                row.append((chr(ord("a") + j), {"port": port, "bgcolor": "#ffffff",
-                                                "border": "1", "colour": colour,
+                mark = hl.match(port_name(path, nic_member, i, j)) if hl else None
+                row.append((chr(ord("a") + j), {"port": port,
+                                                "bgcolor": RED_FILL if mark else "#ffffff",
+                                                "border": "1", "colour": RED if mark else colour,
                                                 "align": "CENTER"}))
             ports.append(cells)
         rows.append(row)

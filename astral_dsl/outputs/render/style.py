@@ -297,9 +297,16 @@ class Canvas:
     def node(self, gid: str, lines, *, theme: str, parts: Iterable = (), tooltip: str = "",
              failed: Optional[bool] = None, shape: str = "box", table_rows=None,
              header: Optional[str] = None, extra_class: str = "", padding: int = 2,
-             **attrs) -> str:
+             suspect: Optional[str] = None, **attrs) -> str:
+        """`suspect`: the label of a diagnosis's suspect the node stands for (drawn red)."""
         problems, is_failed = self._marks(parts, failed)
         fill, border, font, pen, style, classes = self._colours(theme, problems, is_failed)
+        if suspect:
+            fill, border, pen = RED_FILL, RED, "3.2"
+            classes.append("suspect")
+            tooltip = f"{suspect}\n{tooltip}" if tooltip else suspect
+            if table_rows is None:
+                lines = list(lines) + [Line("● " + suspect, small=True, bold=True, colour=RED)]
         codes = ", ".join(sorted({d.code for d in problems}))
         mark = Line("▲ " + codes, bold=True, colour=border) if problems else None
         if table_rows is not None:
@@ -318,9 +325,13 @@ class Canvas:
 
     def edge(self, a: str, b: str, text: str = "", *, theme: str = "network",
              failed: bool = False, tooltip: str = "", colour: Optional[str] = None,
-             **attrs) -> None:
+             suspect: Optional[str] = None, **attrs) -> None:
         col = GREY if failed else (colour or EDGE[theme])
         cls = "failed" if failed else theme
+        if suspect:
+            col, cls = RED, cls + " suspect"
+            tooltip = f"{suspect}\n{tooltip}" if tooltip else suspect
+            attrs.setdefault("penwidth", "3.2")
         opts = {"color": col, "fontcolor": col if not failed else GREY, "class": cls}
         if failed:
             opts["style"] = "dashed"
@@ -382,6 +393,10 @@ class Canvas:
         if self.ctx.scenario is not None:
             rows.append(_swatch(GREY_FILL, GREY, f"failed in scenario `{self.ctx.scenario}`",
                                 dashed=True))
+        highlight = getattr(self.ctx, "highlight", None)
+        if highlight is not None:
+            rows.append(_swatch(RED_FILL, RED, "suspect of the diagnosis (red edge: its link)"))
+            notes = list(notes) + highlight.notes()
         for note in notes:
             rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10" '
                         f'COLOR="#455a64">{esc(note)}</FONT></TD></TR>')

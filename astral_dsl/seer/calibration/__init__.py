@@ -1,11 +1,15 @@
 """Seer's fitted constants: one table, the runs they are fitted on, and the fits.
 
-Every constant of Seer's cost model that no data sheet or published measurement gives is fitted
-here, and only here; the shipped values are the output of `python -m astral_dsl.seer.calibrate`
-(written to fit.json), never hand edits. Each constant has a meaning, a unit, bounds and the
-range the literature gives for it (`compare`), which also serves as a weak prior of the fit
-(calibrate.py). Everything else in costs.py and comm.py comes from data sheets and published
-measurements and says so where it is defined.
+Four constants of Seer's cost model are fitted here, and only here; the shipped values are the
+output of `python -m astral_dsl.seer.calibrate` (written to fit.json), never hand edits. Each
+constant has a meaning, a unit, bounds and a prior range (`compare`), which serves as a weak
+prior of the fit (calibrate.py) and is compared with the fitted value: from the literature where
+a source gives one (gemm_eff, f_half), an assumption where none does (interfere, softmax_eff),
+as `source` says. fit.json also holds how well the runs determine each constant (`spread`) and
+which fitted values fall outside their prior range (`outside_prior`). The other constants of
+costs.py, comm.py and memory.py are not fitted: each says whether it is a data-sheet value, a
+published measurement or an assumption (K_HALF, FA_FWD / FA_BWD, RESERVED and the memory
+tolerances are assumptions), where it is defined.
 
 The calibration runs are published Megatron-LM iteration times on Selene (selene.astral declares
 the cluster and the runs as jobs, forecast as `astral forecast` forecasts them):
@@ -38,7 +42,7 @@ class Constant:
     meaning: str
     unit: str
     bounds: Tuple[float, float]
-    compare: Tuple[float, float]      # the range the literature gives (the prior's +/- 1 sigma)
+    compare: Tuple[float, float]      # the prior range (+/- 1 sigma of the prior), see `source`
     source: str
     log: bool = False                 # fitted on a log scale
 

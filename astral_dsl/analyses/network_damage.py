@@ -1,0 +1,345 @@
+"""The damage failed fabric parts do, on one replica of a fabric's owner (hosts are intervals
+of host numbers, host_positions.py), and what it breaks.
+
+- ports: per (NIC, port), the hosts on which that port is dark;
+- uplinks: per (tier t, rail, plane), the hosts whose traffic into tier t loses a share of its
+  links (1: every link) once it climbs to tier `top` or above.
+
+A NIC runs on its live ports; the traffic of a collective is split evenly over them and waits
+for the slowest, so its rate is (live ports) x (the bandwidth share of the slowest path), where
+a path into tier t that lost `lost` of its links has the share 1 / max(1, over / (1 - lost)),
+`over` being the oversubscription of the tier below it. A port whose path to the tier the
+traffic needs is cut counts as dark for that traffic.
+
+`judge` says what that breaks (engineering checks under a scenario): GPUs whose NICs have no
+live port are cut off (E616), GPUs that lose every path above a tier reach only the hosts under
+one switch (E617), and a share of uplinks lost that pushes a tier above the declared
+`max_oversubscription` is E602 for the flows that cross it; NICs left on part of their ports
+are in the notes."""
+from __future__ import annotations
+
+import bisect
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import attrs
+
+from astral_dsl.analyses.host_positions import Interval, merge
+from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.units import format_number
+
+EPS = 1e-9
+
+
+@attrs.frozen
+class Piece:
+    """Hosts [start, stop) whose traffic on a key loses `lost` of its links (1: none left)
+    once it climbs to tier `top` or above (0: any traffic leaving the host)."""
+    start: int
+    stop: int
+    lost: float
+    top: int
+    cause: int                       # index into Damage.causes
+
+
+class _Map:
+    """Disjoint segments of summed losses over pieces, with the causes in each."""
+
+    def __init__(self, pieces: Sequence[Piece]):
+        events: Dict[int, List[Tuple[float, int, int]]] = {}
+        for p in pieces:
+            events.setdefault(p.start, []).append((p.lost, p.cause, 1))
+            events.setdefault(p.stop, []).append((-p.lost, p.cause, -1))
+        self.starts: List[int] = []
+        self.values: List[Tuple[float, Tuple[int, ...]]] = []
+        lost, active = 0.0, {}
+        for x in sorted(events):
+            for d, c, n in events[x]:
+                lost += d
+                active[c] = active.get(c, 0) + n
+            causes = tuple(sorted(k for k, n in active.items() if n > 0))
+            self.starts.append(x)
+            self.values.append((max(0.0, lost) if causes else 0.0, causes))
+
+    def at(self, x: int) -> Tuple[float, Tuple[int, ...]]:
+        i = bisect.bisect_right(self.starts, x) - 1
+        return self.values[i] if i >= 0 else (0.0, ())
+
+
+@attrs.frozen
+class Segment:
+    """Hosts [start, stop) where NIC `nic` runs at `ports` port speeds (live ports times the
+    bandwidth share of their slowest path), below its healthy `healthy`."""
+    start: int
+    stop: int
+    nic: int
+    ports: float
+    healthy: float
+    live: int                        # ports left alive (0: cut off)
+    causes: Tuple[int, ...]
+
+
+@attrs.frozen(eq=False)
+class Damage:
+    """The failed fabric parts of one fabric, resolved on one replica of its owner."""
+    owner: str
+    replicas: int                               # owner replicas it stands for
+    total_hosts: int
+    rails: int
+    planes: int
+    nics: int                                   # NICs per host
+    ports_per_nic: int
+    gpus_per_host: int
+    per: Tuple[Tuple[bool, bool], ...]          # per tier: split by rail, by plane
+    oversub: Tuple[float, ...]                  # per tier: down / up (failed fractions in)
+    tier_names: Tuple[str, ...]
+    ports: Dict[Tuple[int, int], List[Piece]]   # (nic, port) -> hosts where it is dark
+    uplinks: Dict[Tuple[int, Optional[int], Optional[int]], List[Piece]]  # (tier, rail, plane)
+    causes: Tuple[str, ...]                     # the failed parts, as written
+    spans: Tuple[Optional[Span], ...] = ()
+    failed: Tuple[Tuple[str, float], ...] = ()  # tier -> switches off (one owner replica)
+    _maps: Dict = attrs.field(factory=dict)
+
+    def gpus_on(self, nic: int) -> int:
+        """GPUs of a host that use NIC `nic` (GPU i uses NIC i mod NICs)."""
+        return len(range(nic, self.gpus_per_host, self.nics)) if self.nics else 0
+
+    def _map(self, key) -> _Map:
+        hit = self._maps.get(key)
+        if hit is None:
+            if key[0] == "port":
+                pieces = self.ports.get(key[1:], ())
+            else:
+                t, rail, plane, top = key[1:]
+                pieces = [p for p in self.uplinks.get((t, rail, plane), ()) if p.top <= top]
+            hit = self._maps[key] = _Map(pieces)
+        return hit
+
+    def key(self, t: int, nic: int, port: int) -> Tuple[int, Optional[int], Optional[int]]:
+        """The uplink key of the traffic of NIC `nic`'s port `port` into tier t."""
+        by_rail, by_plane = self.per[t - 1]
+        return (t, nic % self.rails if by_rail else None,
+                port % self.planes if by_plane else None)
+
+    def healthy(self, top: int) -> float:
+        return self.ports_per_nic * min((1.0 / max(1.0, self.oversub[t - 1])
+                                         for t in range(1, top + 1)), default=1.0)
+
+    def segments(self, nic: int, top: int, hosts: Sequence[Interval]) -> List[Segment]:
+        """Where, among `hosts`, NIC `nic` runs below its healthy rate for traffic that climbs
+        to tier `top`."""
+        maps, bounds = [], set()
+        for j in range(self.ports_per_nic):
+            dark = self._map(("port", nic, j)) if (nic, j) in self.ports else None
+            ups = []
+            for t in range(1, top + 1):
+                k = self.key(t, nic, j)
+                m = self._map(("up",) + k + (top,)) if k in self.uplinks else None
+                ups.append((t, m))
+                if m is not None:
+                    bounds.update(m.starts)
+            if dark is not None:
+                bounds.update(dark.starts)
+            maps.append((dark, ups))
+        if not bounds:
+            return []
+        healthy = self.healthy(top)
+        out: List[Segment] = []
+        ordered = sorted(bounds)
+        for a, b in merge(hosts):
+            lo, hi = bisect.bisect_right(ordered, a), bisect.bisect_left(ordered, b)
+            cuts = [a] + ordered[lo:hi] + [b]
+            for x, y in zip(cuts, cuts[1:]):
+                live, share, causes = self._rate(maps, x)
+                rate = live * share if live else 0.0
+                if rate >= healthy - EPS:
+                    continue
+                causes = tuple(sorted(causes))
+                last = out[-1] if out else None
+                if last is not None and last.stop == x and last.ports == rate and \
+                        last.causes == causes and last.live == live:
+                    out[-1] = attrs.evolve(last, stop=y)
+                else:
+                    out.append(Segment(x, y, nic, rate, healthy, live, causes))
+        return out
+
+    def _rate(self, maps, x: int):
+        live, share, causes = 0, 1.0, set()
+        for dark, ups in maps:
+            if dark is not None:
+                lost, c = dark.at(x)
+                if lost >= 1 - EPS:
+                    causes.update(c)
+                    continue
+            port_share = 1.0
+            for t, m in ups:
+                lost, c = m.at(x) if m is not None else (0.0, ())
+                over = self.oversub[t - 1]
+                if lost >= 1 - EPS:
+                    port_share = 0.0
+                else:
+                    port_share = min(port_share, 1.0 / max(1.0, over / (1 - lost)))
+                if lost > EPS:
+                    causes.update(c)
+            if port_share > 0:
+                live += 1
+                share = min(share, port_share)
+        return live, share, causes
+
+    def worst(self, top: int, hosts: Sequence[Interval]):
+        """(the lowest rate among the GPUs of `hosts` in port speeds, None when none is below
+        healthy; its causes; how many GPUs are below healthy) for traffic that climbs to tier
+        `top`."""
+        lowest, causes, gpus = None, (), 0
+        for k in range(self.nics):
+            for s in self.segments(k, top, hosts):
+                gpus += (s.stop - s.start) * self.gpus_on(k)
+                if lowest is None or s.ports < lowest:
+                    lowest, causes = s.ports, s.causes
+        return lowest, causes, gpus
+
+    def named(self, causes: Iterable[int]) -> str:
+        return ", ".join(f"`{self.causes[c]}`" for c in causes)
+
+
+# ---- what it breaks ---------------------------------------------------------------------------
+def _err(code: str, message: str, span, hint=None, notes=()) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, message, span, hint, notes=tuple(notes))
+
+
+def _n(x: float) -> str:
+    return f"{int(round(x)):,}"
+
+
+def _plural(n: float, one: str, many: str) -> str:
+    return f"{_n(n)} {one if round(n) == 1 else many}"
+
+
+def judge(damage: Damage, limit: Optional[float], where) -> Tuple[List[Diagnostic], List[str]]:
+    """The diagnostics and notes of a fabric's damage. `where(position)`: a host's path."""
+    diags: List[Diagnostic] = []
+    notes: List[str] = []
+    everything = [(0, damage.total_hosts)]
+    top = len(damage.tier_names) - 1
+    cut_by: Dict[Tuple[int, ...], List[Segment]] = {}
+    part_by: Dict[Tuple[int, Tuple[int, ...]], List[Segment]] = {}
+    slow_by: Dict[Tuple[Tuple[int, ...], Tuple[int, ...]], List[Segment]] = {}
+    above_by: Dict[Tuple[float, Tuple[int, ...]], List[Segment]] = {}
+    for k in range(damage.nics):
+        base = damage.segments(k, 0, everything)
+        for s in base:
+            if s.live == 0:
+                cut_by.setdefault(s.causes, []).append(s)
+            else:
+                slow_by.setdefault((s.causes, (s.live,)), []).append(s)
+        reached = _minus(everything, [(s.start, s.stop) for s in base if s.live == 0])
+        for t in range(1, top + 1):
+            lost = [s for s in damage.segments(k, t, reached) if s.live == 0]
+            for s in lost:
+                part_by.setdefault((t, s.causes), []).append(s)
+            reached = _minus(reached, [(s.start, s.stop) for s in lost])
+        if top >= 1:            # slowed above the first tier beyond what dark ports explain
+            starts = [s.start for s in base]
+            for s in damage.segments(k, top, reached):
+                i = bisect.bisect_right(starts, s.start) - 1
+                live0 = base[i].live if i >= 0 and base[i].start <= s.start < base[i].stop \
+                    else damage.ports_per_nic
+                if s.ports < live0 * damage.healthy(top) / damage.ports_per_nic - EPS:
+                    share = round(s.ports / damage.healthy(top), 6)
+                    above_by.setdefault((share, s.causes), []).append(s)
+    spans = damage.spans
+    for causes, segs in cut_by.items():
+        gpus = sum((s.stop - s.start) * damage.gpus_on(s.nic) for s in segs) * damage.replicas
+        diags.append(_err("E616", f"{_plural(gpus, 'GPU loses', 'GPUs lose')} every NIC port: "
+                                  f"cut off from the network ({damage.named(causes)} failed)",
+                          _span(spans, causes),
+                          "a GPU needs a live port: dual-home its NIC (two ports on two planes) "
+                          "or keep the part in service", _examples(damage, segs, where)))
+    for (t, causes), segs in part_by.items():
+        gpus = sum((s.stop - s.start) * damage.gpus_on(s.nic) for s in segs) * damage.replicas
+        below = damage.tier_names[t - 1]
+        diags.append(_err("E617", f"{_plural(gpus, 'GPU loses', 'GPUs lose')} every path into "
+                                  f"tier `{damage.tier_names[t]}` ({damage.named(causes)} "
+                                  f"failed): they reach only the hosts under their own "
+                                  f"`{below}` switches", _span(spans, causes),
+                          "keep a path above each switch: fail a share of a tier, not all of "
+                          "what a group climbs through", _examples(damage, segs, where)))
+    for (causes, live), segs in slow_by.items():
+        nics = sum(s.stop - s.start for s in segs) * damage.replicas
+        notes.append(f"{_plural(nics, 'NIC runs', 'NICs run')} on {live[0]} of "
+                     f"{damage.ports_per_nic} ports ({damage.named(causes)} failed)")
+    for (share, causes), segs in above_by.items():
+        nics = sum(s.stop - s.start for s in segs) * damage.replicas
+        notes.append(f"{_plural(nics, 'NIC runs', 'NICs run')} at "
+                     f"{format_number(round(share * 100, 2))} % of "
+                     f"{'its' if round(nics) == 1 else 'their'} bandwidth for traffic "
+                     f"into tier `{damage.tier_names[top]}` ({damage.named(causes)} failed)")
+    diags.extend(_oversubscribed(damage, limit, notes))
+    return diags, notes
+
+
+def _oversubscribed(damage: Damage, limit: Optional[float], notes: List[str]):
+    """E602 (or a note within the limit) for uplinks that lost a share of their links."""
+    out = []
+    seen = set()
+    for (t, rail, plane), pieces in sorted(damage.uplinks.items(), key=lambda kv: str(kv[0])):
+        m = _Map(pieces)
+        for (x, (lost, causes)), nxt in zip(zip(m.starts, m.values), m.starts[1:] + [None]):
+            if not causes or not EPS < lost < 1 - EPS:
+                continue
+            over = damage.oversub[t - 1] / (1 - lost)
+            key = (t, causes, round(over, 9))
+            if key in seen:
+                continue
+            seen.add(key)
+            below = damage.tier_names[t - 1]
+            what = (f"tier `{below}` runs {format_number(round(over, 4))}:1 into "
+                    f"`{damage.tier_names[t]}` for the traffic of the hosts behind the switches "
+                    f"that lost {format_number(round(lost * 100, 3))} % of their uplinks "
+                    f"({damage.named(causes)} failed)")
+            if limit is not None and over > limit * (1 + EPS):
+                out.append(_err("E602", what + f", above the declared limit "
+                                               f"{format_number(limit)}:1",
+                                _span(damage.spans, causes),
+                                "the tier needs spare uplinks to keep its limit with a switch "
+                                "or link down, or a looser `max_oversubscription`"))
+            else:
+                notes.append(what)
+    return out
+
+
+def _span(spans, causes) -> Optional[Span]:
+    for c in causes:
+        if c < len(spans) and spans[c] is not None:
+            return spans[c]
+    return None
+
+
+def _examples(damage: Damage, segs: List[Segment], where) -> List[str]:
+    out = []
+    for s in segs[:3]:
+        host = where(s.start)
+        n = s.stop - s.start
+        out.append(f"NIC {s.nic} of {n:,} host{'s' if n != 1 else ''}"
+                   + (f" from `{host}`" if host else ""))
+    if len(segs) > 3:
+        out.append(f"... and {len(segs) - 3:,} more runs of hosts")
+    return out
+
+
+def _minus(xs: Sequence[Interval], ys: Sequence[Interval]) -> List[Interval]:
+    out = []
+    ys = merge(ys)
+    for a, b in merge(xs):
+        cur = a
+        for c, d in ys:
+            if d <= cur or c >= b:
+                continue
+            if c > cur:
+                out.append((cur, c))
+            cur = max(cur, d)
+        if cur < b:
+            out.append((cur, b))
+    return out
+
+
+__all__ = ["Damage", "Piece", "Segment", "judge"]

@@ -1,0 +1,206 @@
+"""`astral diff A B`: what changes from design A to design B, like `terraform plan`.
+
+A and B are files, or `REV:path` read from git (`HEAD~1:examples/astral.astral`; the path is
+relative to the repository's top, or to the working directory when it starts with `./` or
+`../`, as git reads it). A revision's `.astral` files and `astral.toml` files are written from
+git (`git ls-tree`, `git archive`) into a private temporary directory, so its imports resolve
+in that same revision; the work tree is never touched.
+
+`--set` overrides a parameter on both sides, `--set-a` on A only, `--set-b` on B only (so
+`astral diff X X --set-b hosts_per_rack=5` is what a fifth host per rack does).
+
+Exit codes: 0 both sides compile without errors, 1 either side has errors, 2 usage error or
+unreadable input; with `--exit-code`, 1 when anything differs and 0 when nothing does (2 still
+for a usage error)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError, colour,
+                                   unreadable, usage)
+
+NAME = "diff"
+HELP = "what changes between two designs (files or git REV:path)"
+
+
+def register(sub) -> None:
+    d = sub.add_parser(NAME, help=HELP)
+    d.add_argument("a", metavar="A", help="a design: FILE or REV:path")
+    d.add_argument("b", metavar="B", help="the other design: FILE or REV:path")
+    d.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a top-level `param` on both sides")
+    d.add_argument("--set-a", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a top-level `param` on A only")
+    d.add_argument("--set-b", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a top-level `param` on B only")
+    d.add_argument("--exit-code", action="store_true",
+                   help="exit 1 when anything differs, 0 when nothing does (as git diff)")
+    d.add_argument("--format", choices=["human", "json"], default="human")
+    d.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+
+
+class GitError(Exception):
+    pass
+
+
+def _git(args: List[str], cwd: Optional[str] = None, binary: bool = False):
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=120)
+    except FileNotFoundError:
+        raise GitError("git is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"`git {args[0]}` did not answer in 120 s") from None
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(err[-1] if err else f"`git {args[0]}` failed")
+    return proc.stdout if binary else proc.stdout.decode("utf-8", "replace")
+
+
+def split_revision(arg: str) -> Optional[Tuple[str, str]]:
+    """(REV, path) when `arg` names a revision's file rather than an existing file."""
+    if os.path.exists(arg) or ":" not in arg:
+        return None
+    rev, path = arg.split(":", 1)
+    if not rev or not path:
+        return None
+    return rev, path
+
+
+def materialise(rev: str, path: str) -> Tuple[Path, Path]:
+    """Write the revision's design files into a new private directory; returns (directory,
+    the entry file in it)."""
+    top = _git(["rev-parse", "--show-toplevel"]).strip()
+    if path.startswith(("./", "../")):
+        prefix = _git(["rev-parse", "--show-prefix"]).strip()
+        rel = os.path.normpath(os.path.join(prefix, path))
+    else:
+        rel = os.path.normpath(path)
+    if rel.startswith("..") or os.path.isabs(rel):
+        raise GitError(f"`{path}` is outside the repository")
+    rel = rel.replace(os.sep, "/")
+    kind = _git(["cat-file", "-t", f"{rev}:{rel}"], cwd=top).strip()
+    if kind != "blob":
+        raise GitError(f"`{rev}:{rel}` is a {kind}, not a file")
+    names = [n for n in _git(["ls-tree", "-r", "-z", "--name-only", rev], cwd=top).split("\0")
+             if n.endswith(".astral") or n.split("/")[-1] == "astral.toml"]
+    if rel not in names:
+        names.append(rel)
+    folder = Path(tempfile.mkdtemp(prefix="astral-diff-"))
+    try:
+        data = _git(["archive", "--format=tar", rev, "--", *names], cwd=top, binary=True)
+        import io
+        import tarfile
+
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(folder, filter="data")
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder, folder / rel
+
+
+def _overrides(items: List[str]) -> Dict[str, str]:
+    from astral_dsl.cli.common import sets
+
+    class _A:
+        set = items
+
+    return sets(_A)
+
+
+def _load(arg: str, overrides, folders: List[Path]):
+    """(label, checked design, relative-path function) of one side."""
+    from astral_dsl.cli.common import checked
+
+    rev = split_revision(arg)
+    if rev is None:
+        result = checked(arg, overrides, all_scenarios=False)
+        root = _root(result.design)
+        return arg, result, lambda f: _relative(f, root)
+    folder, entry = materialise(*rev)
+    folders.append(folder)
+    result = checked(str(entry), overrides, all_scenarios=False)
+    result = _renamed(result, folder, rev[0])
+    root = _root(result.design)
+    return arg, result, lambda f: _relative(f, root, f"{rev[0]}:")
+
+
+def _root(design) -> Optional[Path]:
+    comp = design.compilation
+    return comp.loader.root if comp is not None else None
+
+
+def _relative(file: str, root: Optional[Path], strip: str = "") -> str:
+    if strip and file.startswith(strip):
+        return file[len(strip):]
+    try:
+        return str(Path(file).resolve().relative_to(root)) if root else file
+    except ValueError:
+        return file
+
+
+def _renamed(result, folder: Path, rev: str):
+    """Diagnostics name the revision's files as `REV:path`, not the temporary directory."""
+    import attrs
+
+    base = str(folder.resolve())
+
+    def name(file):
+        if file is None:
+            return None
+        try:
+            return f"{rev}:" + str(Path(file).resolve().relative_to(base)).replace(os.sep, "/")
+        except (ValueError, OSError):
+            return file
+
+    def fix(d):
+        span = attrs.evolve(d.span, file=name(d.span.file)) if d.span is not None else None
+        return attrs.evolve(d, span=span, file=name(d.file) if d.file else d.file)
+
+    design = result.design
+    return attrs.evolve(result, diagnostics=tuple(fix(d) for d in result.diagnostics),
+                        design=attrs.evolve(design, file=name(design.file)))
+
+
+def run(args, overrides) -> int:
+    from astral_dsl.outputs.diff import compare, render, side, to_json
+    from astral_dsl.outputs.jsonout import dumps
+
+    try:
+        over_a = {**overrides, **_overrides(args.set_a)}
+        over_b = {**overrides, **_overrides(args.set_b)}
+    except UsageError as exc:
+        return usage(str(exc))
+    folders: List[Path] = []
+    try:
+        sides = []
+        for arg, over in ((args.a, over_a), (args.b, over_b)):
+            try:
+                label, result, relative = _load(arg, over, folders)
+            except GitError as exc:
+                return usage(f"cannot read `{arg}` from git: {exc}")
+            if unreadable(result.design):
+                from astral_dsl.cli.common import print_diagnostics
+
+                print_diagnostics(result.diagnostics, colour(args, sys.stderr), sys.stderr)
+                return EXIT_USAGE
+            sides.append(side(label + "".join(f" --set {k}={v}" for k, v in over.items()),
+                              result, relative))
+    finally:
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+    a, b = sides
+    changes = compare(a, b)
+    if args.format == "json":
+        sys.stdout.write(dumps(to_json(a, b, changes)) + "\n")
+    else:
+        sys.stdout.write(render(a, b, changes, colour(args)))
+    if args.exit_code:
+        return EXIT_ERRORS if changes else EXIT_OK
+    return EXIT_ERRORS if not (a.valid and b.valid) else EXIT_OK

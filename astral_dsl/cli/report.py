@@ -1,0 +1,74 @@
+"""`astral report FILE -o review.html`: the design review as one self-contained HTML page
+(summary, every diagnostic with its source, the pictures, the size tables, the bill of
+materials, PUE components, the scenario matrix and each job's forecast with its timeline).
+
+Exit codes: 0 page written, design without errors; 1 page written, the design has errors (they
+are on the page); 2 usage error (unknown --job or --scenario, unreadable input, unwritable
+output)."""
+from __future__ import annotations
+
+import os
+import sys
+
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, colour, compile_path,
+                                   print_diagnostics, unreadable, usage)
+
+NAME = "report"
+HELP = "the design review as one self-contained HTML page"
+
+
+def register(sub) -> None:
+    r = sub.add_parser(NAME, help=HELP)
+    r.add_argument("file", metavar="FILE")
+    r.add_argument("-o", "--output", required=True, metavar="OUT.html",
+                   help="the page to write")
+    r.add_argument("--scenario", metavar="NAME",
+                   help="draw this scenario's pictures beside the baseline's (the scenario "
+                        "matrix always covers every scenario)")
+    r.add_argument("--job", action="append", default=None, metavar="NAME",
+                   help="the job to forecast (repeatable; default: every job)")
+    r.add_argument("--title", metavar="TEXT", help="the page's title")
+    r.add_argument("--stamp", metavar="TEXT",
+                   help="a line for the footer (a date, a commit); none by default, so the "
+                        "same design gives the same bytes")
+    r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a top-level `param` (a bare number takes its unit)")
+    r.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+
+
+def run(args, overrides) -> int:
+    from astral_dsl.outputs.report import ReviewError, build, collect
+    from astral_dsl.outputs.terminal import printable_line
+
+    use_colour = colour(args, sys.stderr)
+    design = compile_path(args.file, overrides)
+    if unreadable(design):
+        print_diagnostics(design.diagnostics, use_colour, sys.stderr)
+        return EXIT_USAGE
+    try:
+        review = collect(design, jobs=args.job, scenario=args.scenario)
+    except ReviewError as exc:
+        return usage(str(exc))
+    import attrs
+
+    review = attrs.evolve(review, overrides=tuple(sorted(overrides.items())))
+    page = build(review, title=args.title, stamp=args.stamp).encode("utf-8")
+    try:
+        tmp = args.output + ".tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(page)
+        os.replace(tmp, args.output)
+    except OSError as exc:
+        return usage(f"cannot write `{args.output}`: {exc.strerror or exc}")
+    diags = review.checked.diagnostics
+    problems = [v.error for v in review.views if v.error is not None]
+    if problems:
+        print_diagnostics(problems[:1], use_colour, sys.stderr)
+    errors = sum(d.is_error for d in diags)
+    warnings = sum(d.severity.value == "warning" for d in diags)
+    jobs = sum(j.forecast is not None for j in review.jobs)
+    sys.stdout.write(printable_line(
+        f"wrote {args.output} ({len(page):,} bytes): {len(review.checked.scenarios)} "
+        f"scenario(s), {sum(v.svg is not None for v in review.views)} picture(s), {jobs} "
+        f"job forecast(s); {errors} error(s), {warnings} warning(s)\n"))
+    return EXIT_ERRORS if errors else EXIT_OK

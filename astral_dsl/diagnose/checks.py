@@ -1,0 +1,236 @@
+"""Checking the observed data against the job before any comparison (docs/diagnose.md, "Input
+checks"): each problem is a diagnostic naming its file, and what remains is still analysed.
+
+- world size and ranks (E785, E786): a trace of another world size is set aside before
+  duplicates are resolved, so that a directory mixing two jobs keeps this job's trace;
+- the rank order (E792): pipeline transfers name their peer and profiler traces their process
+  groups; when they do not fit the job's parallel order but another order fits, the data is
+  not this rank order's and nothing else can be compared;
+- another job of the same world size (E790): a rank whose process groups are not its groups in
+  any order, whose iterations are none of the others', or whose schedule (communication records
+  per iteration) is not its pipeline stage's;
+- iterations (W788): the iterations most ranks have; a rank lacking one is said."""
+from __future__ import annotations
+
+import itertools
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from astral_dsl.analyses import rankmap as rankmap_mod
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.observe.kineto import group_kind
+from astral_dsl.observe.records import COMM_CODES, OP_INDEX
+
+ORDER_FIT = 0.9          # share of the structural evidence an order must explain
+SCHEDULE_OFF = 0.5       # communication records per iteration this far from the stage's median
+
+
+def diag(code, message, file=None, hint=None) -> Diagnostic:
+    sev = Severity.ERROR if code.startswith("E") else Severity.WARNING
+    return Diagnostic(code, sev, message, None, hint, file=file)
+
+
+def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
+    """rank -> trace: other world sizes set aside first (E785), then ranks outside the job and
+    ranks read twice (E786, the first file kept)."""
+    out: Dict[int, object] = {}
+    for t in observed.traces:
+        if t.world_size is not None and t.world_size != rm.world:
+            diags.append(diag("E785", f"the trace is from a job of {t.world_size} ranks, "
+                                      f"`{rm.job}` has {rm.world}: left out", t.file,
+                              "pass the traces of this job, or --job for the right one"))
+            continue
+        if t.rank >= rm.world:
+            diags.append(diag("E786", f"rank {t.rank} is outside the job's {rm.world} ranks: "
+                                      f"left out", t.file))
+            continue
+        if t.rank in out:
+            diags.append(diag("E786", f"rank {t.rank} appears twice: already read from "
+                                      f"{out[t.rank].file}; this one is left out", t.file))
+            continue
+        out[t.rank] = t
+    return out
+
+
+def iterations(traces, diags: List[Diagnostic]) -> List[int]:
+    """Iterations seen on at least half as many ranks as the most common one; a rank missing
+    one is said (W788), unless it has none of them (another job: `foreign`)."""
+    count: Dict[int, int] = {}
+    for t in traces.values():
+        for it in t.iterations:
+            count[it] = count.get(it, 0) + 1
+    need = max(count.values()) if count else 0
+    keep = sorted(it for it, c in count.items() if c >= max(1, need // 2))
+    for rank, t in traces.items():
+        have = set(t.iterations)
+        lacking = [it for it in keep if it not in have]
+        if lacking and len(lacking) < len(keep):
+            diags.append(diag("W788", f"rank {rank} has no record of iteration(s) "
+                                      f"{', '.join(map(str, lacking))}: compared on the others",
+                              t.file))
+    return keep
+
+
+# ---- the rank order ---------------------------------------------------------------------------
+def candidate_orders(sizes: Dict[str, int]) -> List[str]:
+    """Every order that differs in how the dimensions of size above one nest (dimensions of
+    size one do not change the ranks), the default's placement of the others kept."""
+    real = [k for k in rankmap_mod.KINDS if sizes.get(k, 1) > 1]
+    base = list(rankmap_mod.parse_order(None))
+    out = []
+    for perm in itertools.permutations(real):
+        it = iter(perm)
+        out.append("-".join(next(it) if k in real else k for k in base))
+    return out
+
+
+def _peers_fit(traces, rm) -> Tuple[int, int]:
+    """(pipeline records whose peer is a pipeline neighbour of the rank, pipeline records
+    naming a peer)."""
+    pp_of = rm.group_of_rank["pp"]
+    fit = total = 0
+    for rank, t in traces.items():
+        p2p = ((t.op == OP_INDEX["send"]) | (t.op == OP_INDEX["recv"])) & (t.peer >= 0) & \
+            (t.peer < rm.world)
+        if not p2p.any():
+            continue
+        peers = np.unique(t.peer[p2p])
+        mine = pp_of[rank]
+        fit += int(sum(1 for p in peers.tolist() if pp_of[p] == mine and p != rank))
+        total += int(peers.size)
+    return fit, total
+
+
+def _groups_fit(traces, rm) -> Tuple[int, int]:
+    """(process groups used by NCCL kernels that are the rank's group of their kind, groups
+    whose kind the trace names)."""
+    fit = total = 0
+    for rank, t in traces.items():
+        used = set(np.unique(t.group[t.group >= 0]).tolist()) if t.groups else set()
+        for gi in used:
+            g = t.groups[gi]
+            kind = group_kind(g.desc, g.name)
+            if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
+                continue
+            total += 1
+            fit += int(tuple(sorted(g.ranks)) == rm.group(kind, rank).ranks)
+    return fit, total
+
+
+def order_fit(traces, rm) -> Optional[float]:
+    """Share of the structural evidence (pipeline peers, process groups) the rank map's order
+    explains; None when the data holds none."""
+    a, n = _peers_fit(traces, rm)
+    b, m = _groups_fit(traces, rm)
+    return (a + b) / (n + m) if n + m else None
+
+
+def rank_order(traces, rm, fit_of=None, tiebreak=None) -> Optional[Diagnostic]:
+    """E792 when the order does not fit the data and another one does; `fit_of(rank_map)`
+    scores an order (default: pipeline peers and process groups), `tiebreak(rank_map)` ranks
+    the orders that fit equally well (pipeline peers say nothing of how tp and dp nest: the
+    collectives' clocks do)."""
+    fit_of = fit_of or (lambda m: order_fit(traces, m))
+    own = fit_of(rm)
+    if own is None or own >= ORDER_FIT:
+        return None
+    here = "-".join(rm.order)
+    fits = []
+    for order in candidate_orders(dict(rm.sizes)):
+        if order == here:
+            continue
+        score = fit_of(rankmap_mod.reorder(rm, order))
+        if score is not None and score >= ORDER_FIT:
+            fits.append((score, order))
+    if not fits:
+        return None
+    best = max(score for score, _ in fits)
+    fits = [(score, o) for score, o in fits if score >= best - 1e-9]
+    if tiebreak is not None and len(fits) > 1:
+        fits = [(tiebreak(rankmap_mod.reorder(rm, o)), o) for _, o in fits]
+        top = max(t for t, _ in fits)
+        fits = [(best, o) for t, o in fits if t >= top - 1e-9]
+    default = "-".join(rankmap_mod.parse_order(None))
+    fits.sort(key=lambda x: (-x[0], x[1] != default, x[1]))
+    files = sorted({t.file for t in traces.values()})
+    return diag("E792", f"the observed data does not match the rank order {here}: it explains "
+                        f"{own:.0%} of the pipeline peers and process groups seen, while "
+                        f"{' and '.join(o for _, o in fits[:3])} explain{'s' if len(fits) == 1 else ''} "
+                        f"{fits[0][0]:.0%}", files[0] if files else None,
+                f"pass --order {fits[0][1]} (or declare `order` in the job's `parallel`)")
+
+
+# ---- another job of the same world size -------------------------------------------------------
+def foreign(traces, rm, keep_iterations: Sequence[int], diags: List[Diagnostic]):
+    """The ranks whose records are this job's; the others said (E790) and left out."""
+    keep = set(keep_iterations)
+    counts = {}
+    for rank, t in traces.items():
+        comm = np.isin(t.phase, COMM_CODES) & np.isin(t.iteration, list(keep))
+        its = [it for it in t.iterations if it in keep]
+        if its:
+            counts[rank] = float(comm.sum()) / len(its)
+    stage = {r.rank: r.stage for r in rm.ranks}
+    by_stage: Dict[int, List[float]] = {}
+    for rank, c in counts.items():
+        by_stage.setdefault(stage[rank], []).append(c)
+    median = {s: float(np.median(v)) for s, v in by_stage.items()}
+    out = {}
+    for rank, t in traces.items():
+        why = None
+        if not any(it in keep for it in t.iterations):
+            why = (f"its iterations ({_its(t.iterations)}) are none of the other ranks' "
+                   f"({_its(keep_iterations)})")
+        else:
+            groups = _foreign_groups(t, rm)
+            m = median.get(stage[rank], 0.0)
+            if groups:
+                why = groups
+            elif m > 0 and len(by_stage[stage[rank]]) >= 3 and \
+                    abs(counts[rank] - m) > SCHEDULE_OFF * m:
+                why = (f"its schedule is not stage {stage[rank]}'s: {counts[rank]:.0f} "
+                       f"communication records per iteration, the stage's ranks {m:.0f}")
+        if why:
+            diags.append(diag("E790", f"rank {rank} does not look like a rank of `{rm.job}`: "
+                                      f"{why}; left out", t.file,
+                              "traces of another job or run with the same world size"))
+            continue
+        out[rank] = t
+    return out
+
+
+def _foreign_groups(t, rm) -> Optional[str]:
+    """A process group of the trace whose members are not the rank's group of that kind in any
+    rank order (a wrong order is E792's)."""
+    if not t.groups:
+        return None
+    used = set(np.unique(t.group[t.group >= 0]).tolist())
+    for gi in sorted(used):
+        g = t.groups[gi]
+        kind = group_kind(g.desc, g.name)
+        if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
+            continue
+        if t.rank not in g.ranks or len(g.ranks) != len(rm.group(kind, t.rank).ranks):
+            return (f"its {kind.upper()} group `{g.name or g.desc}` holds ranks "
+                    f"{_short(g.ranks)}, the job's {kind.upper()} groups have "
+                    f"{len(rm.group(kind, t.rank).ranks)} ranks and this one is "
+                    f"{_short(rm.group(kind, t.rank).ranks)}")
+    return None
+
+
+def _its(its) -> str:
+    its = sorted(its)
+    if not its:
+        return "none"
+    return f"{its[0]}-{its[-1]}" if len(its) > 2 and its == list(range(its[0], its[-1] + 1)) \
+        else ", ".join(map(str, its))
+
+
+def _short(ranks) -> str:
+    ranks = list(ranks)
+    return "[" + ", ".join(map(str, ranks[:6])) + (", ..." if len(ranks) > 6 else "") + "]"
+
+
+__all__ = ["ORDER_FIT", "candidate_orders", "foreign", "iterations", "order_fit", "rank_order",
+           "usable"]

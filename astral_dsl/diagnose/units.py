@@ -1,0 +1,98 @@
+"""The units a channel's traffic crosses: what the diagnosis can name.
+
+- `nic port`: the NIC of a member with its ports and their cables. Timings cannot tell a port
+  from its cable, nor one port of a dual-homed NIC from the other (both carry every
+  collective): one unit, `...nics[4].port[a|b]`.
+- `switch`: a member's first-tier switch, the same index in every plane (a transfer runs over
+  every port of the NIC, so every plane carries it): `...rail[4].plane[A|B].tor[1]`.
+- `link`: an uplink between tiers that the channel climbs through, from a first-tier switch (or
+  a tier group) to the group above, or to its one switch when the group has one; every plane.
+- `tier`: a tier group the channel climbs into (ECMP: any of its switches), every plane.
+- `host`: a channel inside one host (NVLink).
+
+A unit's path names what it is in the rank map's names; where the planes (or ports) cannot be
+told apart the differing index lists them all (`plane[A|B]`). Its parts are the real names."""
+from __future__ import annotations
+
+import functools
+import re
+from typing import Dict, Iterable, Sequence, Tuple
+
+from astral_dsl.analyses.fabric_names import link_name
+from astral_dsl.analyses.rankmap import RankMap, climb
+
+Unit = Tuple[str, str]      # (kind, path)
+KIND_ORDER = ("nic port", "switch", "tier", "link", "host")   # named first in a class
+ECMP_KINDS = ("tier", "link")
+_INDEX = re.compile(r"\[([^\]]*)\]")
+
+
+def merge_names(names: Iterable[str]) -> str:
+    """One name for parts that differ only in some indices: `plane[A]` and `plane[B]` ->
+    `plane[A|B]`. Names that differ otherwise: the first."""
+    return _merge(tuple(sorted(set(names))))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _merge(names: Tuple[str, ...]) -> str:
+    if len(names) <= 1:
+        return names[0] if names else ""
+    if len({_INDEX.sub("[]", n) for n in names}) != 1:
+        return names[0]
+    columns = list(zip(*(_INDEX.findall(n) for n in names)))
+    merged = iter(["|".join(sorted(set(c), key=lambda v: (len(v), v))) for c in columns])
+    return _INDEX.sub(lambda m: f"[{next(merged)}]", names[0])
+
+
+def plane_free(name: str) -> str:
+    return re.sub(r"\.plane\[[^\]]*\]", ".plane[]", name)
+
+
+def display(u: Unit) -> str:
+    return u[1]
+
+
+def channel_units(rm: RankMap, ranks: Sequence[int]) -> Dict[Unit, Tuple[str, ...]]:
+    """The units a channel among `ranks` crosses, with the parts of each."""
+    key = ("units", tuple(ranks))
+    hit = rm._paths.get(key)
+    if hit is None:
+        hit = rm._paths[key] = _units(rm, ranks)
+    return hit
+
+
+def _units(rm: RankMap, ranks: Sequence[int]) -> Dict[Unit, Tuple[str, ...]]:
+    infos = [rm.ranks[r] for r in ranks]
+    hosts = {i.host for i in infos}
+    if len(hosts) <= 1:
+        host = next(iter(hosts))
+        return {("host", host): (host,)}
+    out: Dict[Unit, Tuple[str, ...]] = {}
+    by_port: Dict[int, list] = {}
+    for info in infos:
+        if not info.ports:
+            continue
+        names = [p.name for p in info.ports]
+        out[("nic port", merge_names(names))] = tuple(names) + tuple(
+            link_name(p.name, p.switch) for p in info.ports)
+        switches = tuple(sorted({p.switch for p in info.ports}))
+        out[("switch", merge_names(switches))] = switches
+        for p in info.ports:
+            by_port.setdefault(p.port, []).append(p)
+    sizes = rm.tier_sizes
+    tiers: Dict[str, set] = {}
+    links: Dict[str, set] = {}
+    for members in by_port.values():
+        for below, (above, group) in climb(members, sizes):
+            tiers.setdefault(plane_free(group), set()).add(group)
+            name = link_name(below, above)
+            links.setdefault(plane_free(name), set()).add(name)
+    for names in tiers.values():
+        out[("tier", merge_names(names))] = tuple(sorted(names))
+    for names in links.values():
+        out[("link", merge_names(names))] = tuple(sorted(names))
+    return out
+
+
+__all__ = ["ECMP_KINDS", "KIND_ORDER", "Unit", "channel_units", "display", "merge_names",
+           "plane_free"]

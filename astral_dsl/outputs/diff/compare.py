@@ -1,0 +1,59 @@
+"""Two designs' facts (facts.Side) compared section by section: what was added, removed or
+changed, in the order of the first side's keys, then the second's new ones. Pure."""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
+import attrs
+
+from astral_dsl.outputs.diff.facts import SECTIONS, Side
+
+
+@attrs.frozen
+class Change:
+    section: str
+    key: str
+    kind: str                  # added | removed | changed
+    before: Any = None
+    after: Any = None
+
+    @property
+    def delta(self) -> Optional[float]:
+        a, b = self.before, self.after
+        if _number(a) and _number(b):
+            return b - a
+        return None
+
+    @property
+    def relative(self) -> Optional[float]:
+        d = self.delta
+        return d / abs(self.before) if d is not None and self.before else None
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _keys(a, b) -> List[str]:
+    return list(a) + [k for k in b if k not in a]
+
+
+def compare(a: Side, b: Side) -> Tuple[Change, ...]:
+    out: List[Change] = []
+    for section in SECTIONS:
+        fa, fb = a.facts.get(section, {}), b.facts.get(section, {})
+        for key in _keys(fa, fb):
+            if key not in fb:
+                out.append(Change(section, key, "removed", fa[key], None))
+            elif key not in fa:
+                out.append(Change(section, key, "added", None, fb[key]))
+            elif section == "jobs":
+                for field in _keys(fa[key], fb[key]):
+                    x, y = fa[key].get(field), fb[key].get(field)
+                    if x != y:
+                        out.append(Change(section, f"{key}.{field}",
+                                          "changed" if x is not None and y is not None else
+                                          "added" if x is None else "removed", x, y))
+            elif section != "diagnostics" and fa[key] != fb[key]:
+                out.append(Change(section, key, "changed", fa[key], fb[key]))
+    return tuple(out)

@@ -1,0 +1,154 @@
+"""What `astral diff` compares of one design: plain data (strings and numbers in ordered
+dicts) read from the existing analyses, so that two sides compare key by key.
+
+- params: the top-level `param`s as written (`4`, `45 kW`);
+- values: every field and member of every instance (`Astral.pods[0].secondary.supply`);
+- counts and power/cooling: the scalars of the size summary (outputs.size_report.size_summary,
+  whatever keys it has; switches per tier as `switches_by_tier.tor`), split by what they count;
+- bom: the purchase lines of outputs.report.bom, by (item, model, where);
+- diagnostics: severity, code, message and where (the file relative to the project, the line);
+- jobs: Seer's forecast of each job (iteration time, tokens/s, MFU), or the codes that stop it."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import attrs
+
+from astral_dsl.model.design import Instance
+from astral_dsl.model.values import Group, show
+
+# size-summary scalars that count equipment; every other scalar is power or cooling
+COUNT_KEYS = ("gpus", "hosts", "racks", "switches", "cdus", "feeders", "rectifier_modules")
+SECTIONS = ("params", "values", "counts", "power", "bom", "diagnostics", "jobs")
+SECTION_TITLES = {"params": "parameters", "values": "source-level values", "counts": "counts",
+                  "power": "power and cooling", "bom": "bill of materials",
+                  "diagnostics": "diagnostics", "jobs": "job forecasts"}
+
+
+@attrs.frozen
+class Side:
+    """One design's facts, and how to name it."""
+    label: str                                   # `examples/a.astral`, `HEAD~1:examples/a.astral`
+    valid: bool
+    errors: int
+    warnings: int
+    facts: Mapping[str, Mapping[str, Any]]       # section -> key -> value
+    unreadable: bool = False
+
+
+def _flat(summary: Mapping[str, Any]) -> Dict[str, Any]:
+    """The summary's scalars, and its mappings of scalars as `key.subkey`."""
+    out: Dict[str, Any] = {}
+    for k, v in summary.items():
+        if isinstance(v, Mapping):
+            for sub, x in v.items():
+                if not isinstance(x, (Mapping, list, tuple)):
+                    out[f"{k}.{sub}"] = x
+        elif not isinstance(v, (list, tuple)):
+            out[k] = v
+    return out
+
+
+def _is_count(key: str) -> bool:
+    return key in COUNT_KEYS or key.startswith("switches_by_tier.") or key == "battery_ah"
+
+
+def shown(v) -> str:
+    """A value as the source states it: a replication by its templates (`4 x Node`), an
+    instance by its template, everything else as the model shows it."""
+    if isinstance(v, Group):
+        return " + ".join(f"{r.count:,} x " + (f"[{shown(r.item)}]" if isinstance(r.item, Group)
+                                               else _template(r.item)) for r in v.runs)
+    if isinstance(v, Instance):
+        return _template(v)
+    return show(v)
+
+
+def _template(inst) -> str:
+    return getattr(inst, "template", None) or show(inst)
+
+
+def values(design) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for inst in design.instances:
+        for name, v in inst.fields:
+            out[f"{inst.path}.{name}"] = shown(v)
+        for m in inst.members:
+            out.setdefault(f"{inst.path}.{m.name}", shown(m.value))
+    return dict(sorted(out.items()))
+
+
+def where(d, entry: str, relative) -> Tuple[str, Optional[int]]:
+    """(file, line) of a diagnostic: the entry file as `""`, another file relative to its
+    project root (`relative`), so that the same problem on both sides compares equal."""
+    file = d.span.file if d.span is not None else d.filename
+    if file is None:
+        return "", None
+    line = d.span.start.line if d.span is not None else None
+    return ("" if file == entry else relative(file)), line
+
+
+def diagnostics(diags, entry: str, relative) -> Dict[str, Dict[str, Any]]:
+    """Each diagnostic under a key of its severity, code, message and file (not its line: a
+    line added above it does not make it another problem); repeats are numbered."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for d in diags:
+        file, line = where(d, entry, relative)
+        key = f"{d.severity.value}[{d.code}] {d.message}" + (f" ({file})" if file else "")
+        n, k = 1, key
+        while k in out:
+            n += 1
+            k = f"{key} #{n}"
+        out[k] = {"severity": d.severity.value, "code": d.code, "message": d.message,
+                  "file": file, "line": line}
+    return out
+
+
+def forecasts(design, names) -> Dict[str, Dict[str, Any]]:
+    from astral_dsl import seer
+
+    out: Dict[str, Dict[str, Any]] = {}
+    for name in names:
+        try:
+            fc = seer.forecast(design, job=name)
+        except seer.ForecastError as exc:
+            out[name] = {"forecast": "not possible: " + (", ".join(sorted(
+                {d.code for d in exc.diagnostics})) or str(exc))}
+            continue
+        out[name] = {"iteration_time_s": round(fc.iteration_time, 6),
+                     "tokens_per_s": round(fc.tokens_per_s, 1),
+                     "mfu_pct": round(fc.mfu * 100, 3),
+                     "memory_gb": round(fc.memory.total / 1e9, 3)}
+    return out
+
+
+def side(label: str, checked, relative) -> Side:
+    """The facts of a checked design (analyses.checking.check_design)."""
+    from astral_dsl.analyses.checking import front_end_errors
+    from astral_dsl.outputs.report.bom import bom_lines, line_key
+    from astral_dsl.outputs.size_report import size_summary
+
+    design, eng = checked.design, checked.engineering
+    diags = checked.diagnostics
+    facts: Dict[str, Dict[str, Any]] = {s: {} for s in SECTIONS}
+    facts["params"] = {k: shown(v) for k, v in design.params}
+    if not front_end_errors(design):
+        facts["values"] = values(design)
+    if eng is not None:
+        summary = size_summary(design, eng)
+        for k, v in _flat(summary).items():
+            facts["counts" if _is_count(k) else "power"][k] = v
+        for line in bom_lines(summary):
+            item, model, place = line_key(line)
+            facts["bom"][" ".join(x for x in (item, model, f"({place})" if place else "")
+                                  if x)] = line["quantity"]
+    facts["diagnostics"] = diagnostics(diags, design.file, relative)
+    if not front_end_errors(design):
+        facts["jobs"] = forecasts(design, [j.template for j in design.jobs])
+    errors = sum(d.is_error for d in diags)
+    return Side(label, errors == 0, errors, sum(d.severity.value == "warning" for d in diags),
+                facts)
+
+
+def jobs_present(a: Side, b: Side) -> List[str]:
+    return [k for k in a.facts["jobs"] if k in b.facts["jobs"]]

@@ -1,0 +1,43 @@
+"""The bill of materials as purchase lines, from a size summary (outputs.size_report): switches
+by model and tier, each tier's cables (or fibres) and transceivers by medium, and the power and
+cooling equipment the summary counts (CDUs, feeders, rectifier modules, battery capacity). One
+line is (item, model, where, quantity, unit); `astral diff` compares these lines too."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping
+
+# summary keys of equipment counted as a whole, and how a line names them
+_EQUIPMENT = (("cdus", "CDU", "cooling loops", "units"),
+              ("feeders", "feeder", "power distribution", "feeders"),
+              ("rectifier_modules", "rectifier module", "HVDC feeders", "modules"),
+              ("battery_ah", "battery capacity", "HVDC feeders", "Ah"))
+
+
+def bom_lines(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
+    for row in summary.get("network_bom") or ():
+        if row.get("item") == "switch":
+            out.append({"item": "switch", "model": row.get("model"), "where": row.get("tier"),
+                        "quantity": row.get("count"), "unit": "switches"})
+            continue
+        medium = row.get("medium") or "medium not declared"
+        what = "fibre" if row.get("medium_type") == "optics" else "cable"
+        where = f"{row.get('tier')} links, {row.get('speed')}" + (
+            f", {row['length_m']:g} m" if row.get("length_m") is not None else "")
+        if row.get("cables"):
+            out.append({"item": what, "model": medium, "where": where,
+                        "quantity": row["cables"], "unit": f"{what}s"})
+        if row.get("transceivers"):
+            out.append({"item": "transceiver", "model": medium, "where": where,
+                        "quantity": row["transceivers"], "unit": "modules"})
+    for key, item, where, unit in _EQUIPMENT:
+        value = summary.get(key)
+        if value:
+            out.append({"item": item, "model": "", "where": where, "quantity": value,
+                        "unit": unit})
+    return out
+
+
+def line_key(line: Mapping[str, Any]):
+    """What identifies a line across two designs: everything but the quantity."""
+    return (line["item"], line["model"] or "", line["where"] or "")

@@ -1,0 +1,124 @@
+"""The sizing sections: the engineering tables (power per level, feeders, loops and air, switch
+tiers), every table of the size summary (tables.summary_tables, generic over its keys), the
+PUE's components and the bill of materials."""
+from __future__ import annotations
+
+from typing import List
+
+from astral_dsl.analyses import formulas
+from astral_dsl.outputs.report.bom import bom_lines
+from astral_dsl.outputs.report.html import esc, tag
+from astral_dsl.outputs.report.sections import section
+from astral_dsl.outputs.report.tables import figure, label, summary_tables, table
+
+# summary keys shown in their own sections rather than among the size tables
+_ELSEWHERE = ("network_bom",)
+
+
+def _kw(w):
+    return None if w is None else round(w / 1e3, 3)
+
+
+def engineering_tables(eng) -> str:
+    """Per-instance tables of the engineering results."""
+    out: List[str] = []
+    p, c = eng.power, eng.cooling
+    out.append(table(["level", "instance", "replicas", "peak kW each", "average kW each",
+                      "peak kW total", "average kW total"],
+                     [[lv.kind, lv.path, lv.replicas, _kw(lv.peak_w), _kw(lv.average_w),
+                       _kw(lv.peak_w * lv.replicas), _kw(lv.average_w * lv.replicas)]
+                      for lv in p.levels], "Power by level (IT load)", tid="size-levels"))
+    if p.feeders:
+        out.append(table(
+            ["feeder", "feeders", "type", "side", "V", "load kW", "normal kW", "one failed kW",
+             "capacity kW", "normal % of capacity", "current A", "at V", "voltage drop %",
+             "rectifier modules", "needed", "battery Ah needed", "battery Ah installed"],
+            [[f.path, f.replicas * f.count, f.current_type, f.side, f.voltage_v, _kw(f.load_w),
+              _kw(f.normal_w), _kw(f.failover_w), _kw(f.capacity_w),
+              round(f.normal_w * f.input_ratio / f.capacity_w * 100, 2) if f.capacity_w
+              else None, round(f.current_a, 1), f.low_voltage_v or None,
+              round(f.drop_ratio * 100, 3) if f.drop_ratio is not None else None,
+              f.rectifier_modules, f.rectifier_modules_needed,
+              round(f.battery_required_ah, 1) if f.battery_required_ah else None,
+              round(f.battery_available_ah, 1) if f.battery_available_ah else None]
+             for f in p.feeders], "Feeders (normal operation and with one feeder failed)",
+            tid="size-feeders"))
+    if c.loops:
+        out.append(table(
+            ["loop", "loops", "fluid", "heat kW", "supply degC", "rise K", "flow L/min",
+             "CDUs", "CDUs needed", "CDU rating kW", "pump kW"],
+            [[lp.path, lp.replicas, lp.fluid, _kw(lp.heat_w), lp.supply_c, lp.rise_k,
+              round(formulas.m3s_to_l_per_min(lp.flow_m3s), 1) if lp.flow_m3s else None,
+              lp.cdus, lp.cdus_needed, _kw(lp.cdu_capacity_w), _kw(lp.pump_w)]
+             for lp in c.loops], "Liquid loops (each)", tid="size-loops"))
+    if c.air:
+        out.append(table(
+            ["air unit", "units", "heat kW", "rise K", "flow m³/h", "flow CFM",
+             "max rack heat kW"],
+            [[a.path, a.replicas, _kw(a.heat_w), a.rise_k,
+              round(formulas.m3s_to_m3_per_h(a.flow_m3s), 1),
+              round(formulas.m3s_to_cfm(a.flow_m3s), 1), _kw(a.max_rack_heat_w) or None]
+             for a in c.air], "Air cooling (each unit)", tid="size-air"))
+    for k, f in enumerate(eng.fabrics):
+        caption = f"Network: {f.fabric} on {f.owner}" + (
+            f" (x{f.instances:,})" if f.instances > 1 else "") + (
+            f"; capacity {f.capacity_gpus:,} GPUs" if f.capacity_gpus else "")
+        out.append(table(
+            ["tier", "switch", "scope", "groups", "per group", "switches", "down used",
+             "down ports", "down speed", "up ports", "up speed", "links below",
+             "oversubscription", "kW"],
+            [[t.name, t.switch, t.scope + ("/" + "/".join(t.per) if t.per else ""), t.groups,
+              t.per_group, t.switches, round(t.down_used, 2), t.down_ports,
+              str(t.down_speed) if t.down_speed else None, t.up_ports,
+              str(t.up_speed) if t.up_speed else None, t.down_links, t.oversubscription,
+              _kw(t.power_w)] for t in f.tiers], caption, tid=f"size-fabric-{k}"))
+    return "".join(out)
+
+
+def pue_components(eng):
+    """(component, W) adding up to the facility power (analyses.cooling: IT average + losses +
+    pumps + CDUs + fans + chillers), and the PUE they give."""
+    c, p = eng.cooling, eng.power
+    parts = [("IT load (average, network included)", p.it_average_w),
+             ("power conversion losses", p.conversion_loss_w),
+             ("pumps", c.pump_w), ("CDUs' own draw", c.cdu_w), ("fans", c.fan_w),
+             ("chillers (yearly average)", c.chiller_w)]
+    return parts, c.facility_w, c.pue
+
+
+def pue_section(review) -> str:
+    eng = review.checked.engineering
+    parts, facility, pue = pue_components(eng)
+    it = parts[0][1]
+    rows = [[name, round(w / 1e3, 3), round(w / it, 5) if it else None,
+             round(w / facility * 100, 3) if facility else None] for name, w in parts]
+    rows.append(["facility (average)", round(facility / 1e3, 3),
+                 round(facility / it, 5) if it else None, 100.0])
+    body = table(["component", "kW", "share of PUE", "% of facility"], rows,
+                 "PUE components", tid="pue-components", sortable=False)
+    body += tag("p", esc(f"PUE = facility / IT = {figure(round(facility / 1e3, 3))} kW / "
+                         f"{figure(round(it / 1e3, 3))} kW = "
+                         + (f"{pue:.4f}" if pue else "-")
+                         + " (annualised: the chillers run the hours free cooling does "
+                           "not cover)"), cls="note", id="pue-formula")
+    return section("pue", "PUE components", body)
+
+
+def sizing_section(review) -> str:
+    eng = review.checked.engineering
+    body = tag("p", "Click a column's header to sort by it (again to reverse).", cls="note")
+    body += engineering_tables(eng)
+    if review.summary is not None:
+        body += tag("h3", "The size summary (astral size --format json)")
+        body += summary_tables(review.summary, skip=_ELSEWHERE)
+    return section("sizing", "Sizing", body)
+
+
+def bom_section(review) -> str:
+    lines = bom_lines(review.summary or {})
+    if not lines:
+        return section("bom", "Bill of materials", tag("p", "Nothing counted.", cls="note"))
+    body = table([label(k) for k in ("item", "model", "where", "quantity", "unit")],
+                 [[x["item"], x["model"] or None, x["where"], x["quantity"], x["unit"]]
+                  for x in lines], "Purchase lines", tid="bom-lines")
+    return section("bom", "Bill of materials", body)

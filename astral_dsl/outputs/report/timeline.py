@@ -1,0 +1,157 @@
+"""A forecast's iteration as an SVG timeline for the page: one lane per pipeline stage and
+stream (compute, TP, PP, DP, ...), time to the right. The page's script zooms and pans it
+(assets.JS); without a script it is the whole iteration at once.
+
+A long timeline is aggregated so that the page stays small: operators when they are few, else
+one bar per layer, else one bar per pipeline block; beyond that, neighbouring bars of one lane
+closer than a fraction of the iteration are merged (the title of a merged bar says how many it
+holds). The note under the timeline says which detail it shows."""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import attrs
+
+from astral_dsl.outputs.forecast.report import _time as duration
+from astral_dsl.outputs.report.html import esc
+from astral_dsl.seer.timeline import STREAM_NAMES, STREAM_ORDER, count
+
+LIMIT = 12_000           # bars drawn per timeline: about 1 MB of SVG
+PLOT_W = 1000.0          # width of the plot at zoom 1 (SVG user units)
+LABEL_W = 150.0
+LANE_H = 12.0
+AXIS_H = 22.0
+LEVEL_TEXT = {"op": "one bar per operator", "layer": "one bar per layer (communication per "
+              "operator)", "block": "one bar per pipeline block (forward or backward of a "
+              "micro-batch's chunk)"}
+
+
+@attrs.frozen
+class Bar:
+    start: float
+    end: float
+    name: str
+    cat: str
+    merged: int = 1
+
+
+def choose_level(fc, limit: int = LIMIT) -> str:
+    for level in ("op", "layer"):
+        if count(fc, level) <= limit:
+            return level
+    return "block"
+
+
+def lanes(fc, level: str) -> Dict[Tuple[int, str], List[Bar]]:
+    """(stage, stream) -> its bars in time order."""
+    out: Dict[Tuple[int, str], List[Bar]] = {}
+    for ev in fc.timeline(level=level):
+        if ev.end <= ev.start:
+            continue
+        out.setdefault((ev.stage, ev.stream), []).append(Bar(ev.start, ev.end, ev.name, ev.cat))
+    for bars in out.values():
+        bars.sort(key=lambda b: (b.start, b.end, b.name))
+    return dict(sorted(out.items(), key=lambda kv: (kv[0][0], STREAM_ORDER.index(kv[0][1]))))
+
+
+def merge(bars: List[Bar], gap: float) -> List[Bar]:
+    """Neighbouring bars of one category closer than `gap` seconds as one bar."""
+    out: List[Bar] = []
+    for b in bars:
+        last = out[-1] if out else None
+        if last is not None and last.cat == b.cat and b.start - last.end <= gap:
+            out[-1] = Bar(last.start, max(last.end, b.end), last.name, last.cat,
+                          last.merged + b.merged)
+        else:
+            out.append(b)
+    return out
+
+
+def aggregate(by_lane: Dict[Tuple[int, str], List[Bar]], total: float, limit: int = LIMIT):
+    """The bars within `limit`, merging ever wider gaps; returns (lanes, gap merged or 0)."""
+    gap = 0.0
+    while sum(len(b) for b in by_lane.values()) > limit:
+        gap = total / 20_000 if not gap else gap * 2
+        by_lane = {k: merge(v, gap) for k, v in by_lane.items()}
+        if gap > total:
+            break
+    return by_lane, gap
+
+
+def _cls(stream: str, cat: str) -> str:
+    if stream != "compute":
+        return f"s-{stream}"
+    return f"s-compute c-{cat}" if cat in ("forward", "backward", "optimizer") else \
+        f"s-compute c-op-{cat}"
+
+
+def ticks(total: float, lo: float = 0.0, hi: float = None, want: int = 8) -> List[float]:
+    """Round tick times (1, 2 or 5 x 10^n apart) between lo and hi (the script's axis does the
+    same after a zoom)."""
+    hi = total if hi is None else hi
+    span = hi - lo
+    if span <= 0:
+        return [lo]
+    import math
+
+    raw = span / want
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step - 1e-9) * step
+    out, t = [], first
+    while t <= hi + step * 1e-9:
+        out.append(round(t, 12))
+        t += step
+    return out
+
+
+def svg(fc, uid: str, limit: int = LIMIT) -> Tuple[str, str]:
+    """(the timeline's SVG, the note saying what it shows)."""
+    level = choose_level(fc, limit)
+    total = fc.iteration_time
+    by_lane, gap = aggregate(lanes(fc, level), total, limit)
+    scale = PLOT_W / total if total > 0 else 1.0
+    n = len(by_lane)
+    height = AXIS_H + n * LANE_H + 4
+    width = LABEL_W + PLOT_W + 10
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" id="{uid}" '
+           f'viewBox="0 0 {width:g} {height:g}" data-t="{total!r}" data-plotw="{PLOT_W:g}" '
+           f'data-left="{LABEL_W:g}" data-axis="{AXIS_H:g}" role="img" '
+           f'aria-label="timeline of one iteration of {esc(fc.job.name)}">',
+           f'<defs><clipPath id="{uid}-clip"><rect x="{LABEL_W:g}" y="0" width="{PLOT_W:g}" '
+           f'height="{height:g}"/></clipPath></defs>']
+    # lane labels and stripes
+    for k, (stage, stream) in enumerate(by_lane):
+        y = AXIS_H + k * LANE_H
+        if k % 2 == 0:
+            out.append(f'<rect class="stripe" x="{LABEL_W:g}" y="{y:g}" width="{PLOT_W:g}" '
+                       f'height="{LANE_H:g}"/>')
+        out.append(f'<text class="lane" x="{LABEL_W - 6:g}" y="{y + LANE_H - 3:g}">stage '
+                   f'{stage} {esc(STREAM_NAMES[stream])}</text>')
+    out.append(f'<g class="tl-axis">{_axis(total, 0.0, total, scale)}</g>')
+    out.append(f'<g clip-path="url(#{uid}-clip)"><g class="tl-data" '
+               f'transform="translate({LABEL_W:g} 0) scale(1 1)">')
+    for k, ((stage, stream), bars) in enumerate(by_lane.items()):
+        y = AXIS_H + k * LANE_H + 1
+        for b in bars:
+            x, w = b.start * scale, max((b.end - b.start) * scale, 0.05)
+            what = esc(b.name) if b.merged == 1 else f"{b.merged:,} bars from {esc(b.name)}"
+            out.append(f'<rect class="{_cls(stream, b.cat)}" x="{x:.3f}" y="{y:g}" '
+                       f'width="{w:.3f}" height="{LANE_H - 2:g}"><title>stage {stage} '
+                       f'{esc(STREAM_NAMES[stream])}: {what}, {duration(b.start)} to '
+                       f'{duration(b.end)} ({duration(b.end - b.start)})</title></rect>')
+    out.append("</g></g></svg>")
+    bars = sum(len(v) for v in by_lane.values())
+    note = f"{LEVEL_TEXT[level]}; {bars:,} bars on {n} lanes"
+    if gap:
+        note += f"; bars of one lane closer than {duration(gap)} merged"
+    return "".join(out), note
+
+
+def _axis(total: float, lo: float, hi: float, scale: float) -> str:
+    out = []
+    for t in ticks(total, lo, hi):
+        x = LABEL_W + (t - lo) * scale
+        out.append(f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{AXIS_H - 4:g}" y2="{AXIS_H:g}"/>'
+                   f'<text x="{x:.2f}" y="{AXIS_H - 7:g}">{duration(t)}</text>')
+    return "".join(out)

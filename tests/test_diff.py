@@ -1,0 +1,241 @@
+"""`astral diff A B`: hand-made pairs, one per kind of change, against their expected output
+(tests/fixtures/diff/CASE: a.astral, b.astral, `args` when the case needs its own arguments,
+`expected` the output, `exit` the exit code; `ASTRAL_UPDATE_FIXTURES=1` rewrites `expected` and
+`exit` after a deliberate change, to be reviewed in the diff), git revisions in a temporary
+repository (imports resolved in the same revision), exit codes and colours."""
+from __future__ import annotations
+
+import json
+import os
+import pty
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CASES = REPO / "tests" / "fixtures" / "diff"
+UPDATE = os.environ.get("ASTRAL_UPDATE_FIXTURES") == "1"
+
+
+def astral(*args, cwd=REPO, env=None):
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, env=env, timeout=300)
+
+
+def _args(case: Path):
+    f = case / "args"
+    return f.read_text(encoding="utf-8").split("\n")[:-1] if f.exists() else ["a.astral",
+                                                                             "b.astral"]
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in CASES.iterdir() if p.is_dir()))
+def test_case(case):
+    folder = CASES / case
+    proc = astral("diff", *_args(folder), "--color", "never", cwd=folder)
+    assert not proc.stderr, proc.stderr
+    if UPDATE:
+        (folder / "expected").write_text(proc.stdout, encoding="utf-8")
+        (folder / "exit").write_text(f"{proc.returncode}\n", encoding="utf-8")
+    assert proc.stdout == (folder / "expected").read_text(encoding="utf-8")
+    assert proc.returncode == int((folder / "exit").read_text())
+
+
+def test_the_cases_cover_every_section():
+    """One pair per kind of change: every section of the output is some case's."""
+    from astral_dsl.outputs.diff.facts import SECTION_TITLES
+
+    seen = {line for case in CASES.iterdir() if case.is_dir()
+            for line in (case / "expected").read_text(encoding="utf-8").splitlines()}
+    for title in SECTION_TITLES.values():
+        assert title in seen, title
+    texts = "\n".join((c / "expected").read_text(encoding="utf-8") for c in CASES.iterdir())
+    assert "\n  + " in texts and "\n  - " in texts and "\n  ~ " in texts
+
+
+def test_hand_computed_figures():
+    counts = (CASES / "counts" / "expected").read_text(encoding="utf-8")
+    # two racks of 4 servers x 8 GPUs; 8 x 10.2 kW = 81.6 kW peak, 75 % of it on average
+    assert "~ gpus: 32 -> 64 (+32, +100.0 %)" in counts
+    assert "~ it_power_kw: 40.8 -> 81.6 (+40.8, +100.0 %)" in counts
+    assert "~ it_power_avg_kw: 30.6 -> 61.2 (+30.6, +100.0 %)" in counts
+    power = (CASES / "power" / "expected").read_text(encoding="utf-8")
+    # 4 x 10.2 kW x 60 % = 24.48 kW
+    assert "~ it_power_avg_kw: 30.6 -> 24.48 (-6.12, -20.0 %)" in power
+    bom = (CASES / "bom" / "expected").read_text(encoding="utf-8")
+    # ToR-Agg links of the pod: 8 rails x 2 planes x 8 ToRs x 32 uplinks = 4,096, now on
+    # single-mode optics: the same number of fibres and modules, of another kind
+    assert "- fibre SR4_400G (tor-agg links, 400 Gb/s, 60 m): 4,096" in bom
+    assert "+ fibre DR4_400G (tor-agg links, 400 Gb/s, 60 m): 4,096" in bom
+
+
+def test_json_agrees_with_the_comparison():
+    doc = json.loads((CASES / "json" / "expected").read_text(encoding="utf-8"))
+    assert doc["identical"] is False and doc["a"]["valid"] and doc["b"]["valid"]
+    assert doc["changes"] == {"values": [{"key": "S.busway.capacity", "kind": "changed",
+                                          "before": "45 kW", "after": "50 kW"}]}
+
+
+def test_fifth_host_per_rack_is_one_command():
+    proc = astral("diff", "examples/astral.astral", "examples/astral.astral", "--set-b",
+                  "hosts_per_rack=5", "--format", "json")
+    assert proc.returncode == 1                      # B has errors
+    doc = json.loads(proc.stdout)
+    counts = {c["key"]: c for c in doc["changes"]["counts"]}
+    # 8 pods x 128 rows x 16 racks x 5 hosts x 8 GPUs
+    assert counts["gpus"]["before"] == 524288 and counts["gpus"]["after"] == 655360
+    appeared = {c["after"]["code"] for c in doc["changes"]["diagnostics"] if c["kind"] == "added"}
+    assert {"E500", "E621", "E640", "E604"} <= appeared
+    assert doc["b"]["label"] == "examples/astral.astral --set hosts_per_rack=5"
+
+
+def test_exit_codes(tmp_path):
+    a = CASES / "param" / "a.astral"
+    assert astral("diff", str(a), str(a)).returncode == 0
+    assert astral("diff", str(a), str(a), "--exit-code").returncode == 0
+    assert astral("diff", str(a), str(CASES / "param" / "b.astral"),
+                  "--exit-code").returncode == 1
+    assert astral("diff", str(a), str(CASES / "errors" / "b.astral")).returncode == 1
+    missing = astral("diff", str(a), str(tmp_path / "nope.astral"))
+    assert missing.returncode == 2 and "E100" in missing.stderr
+    bad = astral("diff", str(a), str(a), "--set-b", "servers")
+    assert bad.returncode == 2 and "NAME=VALUE" in bad.stderr
+    assert astral("diff", str(a)).returncode == 2
+
+
+def _on_a_terminal(args, env):
+    """The command's output with its standard output on a pseudo-terminal."""
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "astral_dsl.cli", *args], stdout=slave,
+                                stderr=subprocess.PIPE, cwd=REPO, env=env)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=300)
+    finally:
+        os.close(master)
+    return b"".join(chunks).decode("utf-8")
+
+
+def test_colours_on_a_terminal_and_no_color():
+    args = ["diff", str(CASES / "diagnostics" / "a.astral"),
+            str(CASES / "diagnostics" / "b.astral")]
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    shown = _on_a_terminal(args, env)
+    assert "\x1b[32m+ warning[W500]" in shown and "\x1b[31m- warning[W500]" in shown
+    assert "\x1b[" not in _on_a_terminal(args, dict(env, NO_COLOR="1"))
+    assert "\x1b[" not in _on_a_terminal(args + ["--color", "never"], env)
+    assert "\x1b[32m" in astral(*args, "--color", "always").stdout
+
+
+def test_design_text_cannot_drive_the_terminal(tmp_path):
+    a = (CASES / "param" / "a.astral").read_text(encoding="utf-8")
+    b = a.replace("  facility water", '  check gpus == 64 else warning "\x1b]52;c;AAAA\x07 hi"\n'
+                  "  facility water")
+    (tmp_path / "a.astral").write_text(a, encoding="utf-8")
+    (tmp_path / "b.astral").write_text(b, encoding="utf-8")
+    out = astral("diff", "a.astral", "b.astral", cwd=tmp_path).stdout
+    assert "\x1b" not in out and "\x07" not in out and "\\x1b]52;c;AAAA\\x07 hi" in out
+
+
+# -- git revisions -------------------------------------------------------------------------------
+
+def _git(repo: Path, *args):
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com",
+               GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, env=env)
+
+
+MAIN = """\
+import lib.parts { Server }
+param servers = 4
+rack Rack { hosts = servers x Server }
+site S { racks = 2 x Rack, utilization = 75 % }
+"""
+PARTS = """\
+gpu G { power = 700 W, memory = 80 GB, flops_bf16 = 989 TFLOP/s }
+host Server { gpus = 8 x G, power = POWER }
+"""
+
+
+@pytest.fixture
+def repo(tmp_path):
+    if shutil.which("git") is None:
+        pytest.fail("git is needed for `astral diff REV:path`", pytrace=False)
+    r = tmp_path / "proj"
+    (r / "designs" / "lib").mkdir(parents=True)
+    (r / "designs" / "astral.toml").write_text("", encoding="utf-8")
+    (r / "designs" / "main.astral").write_text(MAIN, encoding="utf-8")
+    (r / "designs" / "lib" / "parts.astral").write_text(PARTS.replace("POWER", "10.2 kW"),
+                                                        encoding="utf-8")
+    _git(r, "init", "-q", "-b", "main")
+    _git(r, "add", "-A")
+    _git(r, "commit", "-q", "-m", "one")
+    # the import changes between the revisions; the entry file does not
+    (r / "designs" / "lib" / "parts.astral").write_text(PARTS.replace("POWER", "12 kW"),
+                                                        encoding="utf-8")
+    _git(r, "commit", "-q", "-am", "two")
+    # and the work tree differs from both: the revisions must not read it
+    (r / "designs" / "lib" / "parts.astral").write_text(PARTS.replace("POWER", "99 kW"),
+                                                        encoding="utf-8")
+    return r
+
+
+def test_revisions_resolve_their_own_imports(repo):
+    before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    proc = astral("diff", "HEAD~1:designs/main.astral", "HEAD:designs/main.astral", "--format",
+                  "json", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    power = {c["key"]: c for c in doc["changes"]["power"]}
+    # 2 racks x 4 servers: 8 x 10.2 kW = 81.6 kW, then 8 x 12 kW = 96 kW (not the work tree's 99)
+    assert (power["it_power_kw"]["before"], power["it_power_kw"]["after"]) == (81.6, 96.0)
+    assert doc["changes"]["values"] == [{"key": "S.racks[0].hosts[0].power",
+                                         "kind": "changed", "before": "10.2 kW",
+                                         "after": "12 kW"}]
+    # the work tree against its last commit: 99 kW per server
+    proc = astral("diff", "HEAD:designs/main.astral", "designs/main.astral", "--format", "json",
+                  cwd=repo)
+    power = {c["key"]: c for c in json.loads(proc.stdout)["changes"]["power"]}
+    assert power["it_power_kw"]["after"] == 792.0             # 8 x 99 kW
+    # nothing in the work tree changed, and no temporary directory is left
+    after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before
+
+
+def test_revision_paths_from_a_subdirectory_and_in_diagnostics(repo):
+    (repo / "designs" / "main.astral").write_text(
+        MAIN.replace("servers = 4", "servers = 5").replace(
+            "utilization = 75 % }", 'utilization = 75 %\n  check gpus == 64 else error "64 GPUs"\n}'),
+        encoding="utf-8")
+    _git(repo, "commit", "-q", "-am", "three")
+    sub = repo / "designs"
+    proc = astral("diff", "HEAD~1:./main.astral", "HEAD:./main.astral", "--color", "never",
+                  cwd=sub)
+    assert proc.returncode == 1, proc.stderr                  # B's check fails
+    assert "--- a: HEAD~1:./main.astral [ok, " in proc.stdout       # its warnings: no cooling
+    assert "+++ b: HEAD:./main.astral [1 error(s), " in proc.stdout
+    # 2 racks x 5 servers x 8 GPUs = 80
+    assert "+ error[E500] 64 GPUs (line 5)" in proc.stdout
+    assert "~ gpus: 64 -> 80 (+16, +25.0 %)" in proc.stdout
+
+
+def test_revision_errors_are_usage_errors(repo):
+    proc = astral("diff", "nosuchrev:designs/main.astral", "designs/main.astral", cwd=repo)
+    assert proc.returncode == 2 and "cannot read `nosuchrev:designs/main.astral` from git" \
+        in proc.stderr
+    proc = astral("diff", "HEAD:designs/missing.astral", "designs/main.astral", cwd=repo)
+    assert proc.returncode == 2 and "from git" in proc.stderr
+    proc = astral("diff", "HEAD:designs", "designs/main.astral", cwd=repo)
+    assert proc.returncode == 2 and "is a tree, not a file" in proc.stderr

@@ -1,0 +1,234 @@
+"""What a `fail` can name in the fabric, and what the checks and the forecast say about it
+(issue 9): switches, tier groups, NIC ports and links by the stable names of the rank map;
+fabric failures reported by `astral check` (no more "holds" for a rail that is gone) and by the
+forecast (a diagnostic, never E000); power failures in the forecast; group targets counted."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl import seer
+from astral_dsl.analyses.checking import check_design
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).parent))
+from test_forecast_failures import DESIGN  # noqa: E402
+
+
+def _cli(*args, cwd=REPO):
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=cwd,
+                          capture_output=True, timeout=600)
+
+
+def _check(text, *scenarios):
+    design = astral_dsl.loads(text, name="t.astral", root=REPO)
+    return design, check_design(design, list(scenarios))
+
+
+# ---- the rank map's names are fail targets ----------------------------------------------------
+def test_names_from_the_rank_map_can_be_failed(tmp_path):
+    """docs/diagnose.md: the stable names of `astral forecast --ranks` can be written as a
+    scenario's `fail` target. Take a port, its link, its ToR, the ToR's uplinks and the tier
+    group above from the rank map of pod 1's job, fail each, and check what it does."""
+    path = tmp_path / "f.astral"
+    path.write_text(DESIGN)
+    out = tmp_path / "ranks.json"
+    proc = _cli("forecast", str(path), "--job", "pod_dp", "--ranks", str(out))
+    assert proc.returncode == 0, proc.stderr.decode()
+    ranks = json.loads(out.read_text())
+    port = ranks["ranks"][0]["nic_ports"][0]
+    assert port["port"] == "S.pods[1].racks[0].hosts[0].nics[0].port[a]"
+    dp = ranks["groups"]["dp"][0]["path"]
+    uplink = next(l for l in dp["links"] if l.startswith(port["switch"] + " -- "))
+    names = {"port": port["port"], "host link": port["link"], "switch": port["switch"],
+             "uplinks": uplink, "tier group": dp["tiers"][0]}
+    assert names["tier group"] == "S.fabric.pod[1].rail[0].plane[A].agg"
+    text = DESIGN + "".join(f"scenario s{i} {{ fail {name} }}\n"
+                            for i, name in enumerate(names.values()))
+    design, checked = _check(text, *[f"s{i}" for i in range(len(names))])
+    assert design.valid, [d.message for d in design.diagnostics if d.is_error]
+    by = {o.name: o for o in checked.scenarios}
+    notes = {what: " | ".join(by[f"s{i}"].notes) for i, what in enumerate(names)}
+    # a port or its link: that NIC runs on port b
+    assert "1 NIC runs on 1 of 2 ports" in notes["port"]
+    assert "1 NIC runs on 1 of 2 ports" in notes["host link"]
+    # its ToR: the ToR's 32 hosts keep port b of NIC 0
+    assert "32 NICs run on 1 of 2 ports" in notes["switch"] and "1 `tor` switch off" in \
+        notes["switch"]
+    # the ToR's uplinks: its 32 hosts' traffic above it runs on port b alone
+    assert "32 NICs run at 50 % of their bandwidth" in notes["uplinks"]
+    # the agg group: the hosts of (pod 1, rail 0, plane A) climb through plane B only
+    assert "64 NICs run at 50 % of their bandwidth" in notes["tier group"]
+    assert "4 `agg` switches off" in notes["tier group"]
+    # no naming error anywhere
+    assert not [d for d in checked.diagnostics if d.code in ("E214", "E219", "E303")]
+
+
+@pytest.mark.parametrize("target, code, message", [
+    ("S.fabric.tor[0]", "E219", "`S.fabric.tor[0]` names a switch of every `tor` group: name its "
+                                "pod, rail, plane too"),
+    ("S.fabric.pod[0].rail[0].plane[A].tor[7]", "E214", "switch 7 is out of range: each `tor` "
+                                                        "group has 2 switches (0 to 1)"),
+    ("S.fabric.pod[5].rail[0].plane[A].tor[0]", "E214", "pod 5 is out of range: `S` holds 2 "
+                                                        "pods (0 to 1)"),
+    ("S.pods[0].racks[0].hosts[0].nics[0].port[a] -- S.fabric.pod[0].rail[0].plane[A].tor[1]",
+     "E219", "is not wired to `S.fabric.pod[0].rail[0].plane[A].tor[1]`"),
+    ("S.fabric.pod[0].rail[0].plane[A].tor[0] -- S.fabric.pod[1].rail[0].plane[A].agg",
+     "E219", "has no link to `S.fabric.pod[1].rail[0].plane[A].agg`"),
+    ("25 % of S.fabric.tor", "E219", "a share of the first tier does not say which hosts lose "
+                                     "their ports"),
+])
+def test_a_wrong_name_is_an_error_of_its_own(target, code, message):
+    """Not a warning folded into W680: the scenario itself is wrong."""
+    _, checked = _check(DESIGN + f"scenario bad {{ fail {target} }}\n", "bad")
+    errors = [d for d in checked.diagnostics if d.is_error]
+    assert [d.code for d in errors] == [code], [d.message for d in errors]
+    assert message in errors[0].message
+    assert errors[0].span is not None and errors[0].span.start.line == DESIGN.count("\n") + 1
+    assert not [d for d in checked.diagnostics if d.code == "W680"]
+
+
+@pytest.mark.parametrize("target, code, message", [
+    ("S.pods[0].racks[0].hosts[0].nics[0].port[c]", "E214", "port c is out of range: "),
+    ("S.fabric.rail[2].core", "E209", "tier `core` is not split by rail"),
+    ("S.fabric.pod[1].core", "E209", "tier `core` has `scope = site`"),
+    ("S.pods[0].racks[0].hosts[0]", "E218", "failing a host is not modelled"),
+])
+def test_what_the_front_end_rejects(target, code, message):
+    design = astral_dsl.loads(DESIGN + f"scenario bad {{ fail {target} }}\n", name="t.astral",
+                              root=REPO)
+    errors = [d for d in design.diagnostics if d.is_error]
+    assert [d.code for d in errors] == [code], [d.message for d in errors]
+    assert message in errors[0].message
+
+
+def test_a_port_label_is_a_label_whatever_else_is_named_so():
+    # a scenario called `b` does not stand for port b
+    design, checked = _check(DESIGN + "scenario b { fail S.pods[0].racks[0].hosts[0].nics[3]"
+                                      ".port[b] }\n", "b")
+    assert design.valid
+    (o,) = [o for o in checked.scenarios if o.name == "b"]
+    assert "1 NIC runs on 1 of 2 ports (`S.pods[0].racks[0].hosts[0].nics[3].port[b]` failed)" \
+        in o.notes
+
+
+def test_double_minus_is_a_link_only_in_a_fail():
+    design = astral_dsl.loads("param a = 2\nparam b = 1\nparam c = a--b\n", name="t.astral")
+    (err,) = [d for d in design.diagnostics if d.is_error]
+    assert err.code == "E303" and "names the link between two parts of a fabric" in err.message
+    assert "a - -b" in err.hint
+    assert astral_dsl.loads("param a = 2\nparam b = 1\nparam c = a - -b\n",
+                            name="t.astral").valid
+    from astral_dsl.fmt import format_text
+
+    text = "scenario s { fail S.pods[0].racks[0].hosts[0].nics[0].port[a] -- " \
+           "S.fabric.pod[0].rail[0].plane[A].tor[0] }\n"
+    assert format_text(text) == text
+
+
+# ---- B1: `astral check` reports fabric failures; the forecast does not crash -------------------
+REPRO = """\
+import stdlib.hardware { H100_SXM, CX7_2x200G, Switch51T, HGX8 }
+import stdlib.models { Llama3_8B }
+host Node = HGX8(gpu = H100_SXM, nic = CX7_2x200G)
+rack R { hosts = 4 x Node }
+pod P { racks = 16 x R }
+fabric F {
+  rails = 8, planes = 2
+  tier tor { switch = Switch51T(power = 1 kW), scope = pod, per = [rail, plane], down = 128 x 200 Gb/s, up = 64 x 400 Gb/s }
+  tier core { switch = Switch51T(power = 1 kW), scope = site, down = 128 x 400 Gb/s }
+}
+site S { pods = 2 x P, fabric = F }
+job dp {
+  model = Llama3_8B, placement = S, gpus = 1024, recompute = full
+  parallel { tp = 1, pp = 1, dp = 1024, zero = 2 }
+  batch { global_batch = 1024, micro = 1, seq = 8192 }
+}
+scenario rail2 { fail S.fabric.rail[2] }
+scenario rail2_tors { fail S.fabric.rail[2].tor }
+scenario tors { fail S.fabric.tor }
+scenario both_planes { fail S.fabric.plane[A]
+  fail S.fabric.plane[B] }
+"""
+
+
+@pytest.mark.parametrize("scenario, gpus", [
+    # 2 pods x 16 racks x 4 hosts = 128 hosts: rail 2 is NIC 2, GPU 2, of each
+    ("rail2", 128), ("rail2_tors", 128),
+    # every ToR, or both planes: all 1,024 GPUs
+    ("tors", 1024), ("both_planes", 1024),
+])
+def test_fabric_failures_are_reported_by_check(tmp_path, scenario, gpus):
+    path = tmp_path / "repro.astral"
+    path.write_text(REPRO)
+    proc = _cli("check", str(path), "--scenario", scenario, "--color", "never")
+    out = proc.stdout.decode()
+    assert f"scenario {scenario}: breaks 1 constraint(s)" in out
+    assert f"breaks: [E616] {gpus:,} GPUs lose every NIC port: cut off from the network" in out
+    doc = json.loads(_cli("check", str(path), "--scenario", scenario, "--format",
+                          "json").stdout)
+    (w680,) = [d for d in doc["diagnostics"] if d["code"] == "W680"]
+    assert any("E616" in n for n in w680["notes"])
+    proc = _cli("forecast", str(path), "--scenario", scenario)
+    out = proc.stdout.decode()
+    assert proc.returncode == 1 and "E000" not in out and "Traceback" not in out
+    assert "error[E775]: job `dp`: under the scenario its ranks lose their network" in out
+
+
+def test_a_required_scenario_that_cuts_gpus_off_is_e680():
+    text = REPRO.replace("scenario rail2 { fail", "scenario rail2 { required = true\n  fail")
+    _, checked = _check(text)
+    (e680,) = [d for d in checked.diagnostics if d.code == "E680"]
+    assert "required scenario `rail2` breaks 1 constraint(s)" in e680.message
+    assert "breaks: [E616] 128 GPUs lose every NIC port" in e680.notes[0]
+
+
+# ---- B5: the forecast sees power failures -----------------------------------------------------
+def test_the_forecast_says_when_the_jobs_hosts_lose_power():
+    text = (REPO / "examples" / "astral.astral").read_text() + """
+scenario both_feeds { fail Astral.pods[0].rows[0].hvdc
+  fail Astral.pods[0].rows[0].utility }
+scenario far_row { fail Astral.pods[0].rows[100].hvdc
+  fail Astral.pods[0].rows[100].utility }
+"""
+    design = astral_dsl.loads(text, name="astral.astral", root=REPO / "examples")
+    with pytest.raises(seer.ForecastError) as exc:
+        seer.forecast(design, scenario="both_feeds")
+    (d,) = [d for d in exc.value.diagnostics if d.is_error]
+    # row 0 of pod 0: 16 racks x 4 hosts, all among the job's first 2,048 hosts
+    assert d.code == "E776"
+    assert d.message.startswith("job `llama405b`: under the scenario 64 of its hosts lose power "
+                                "(`Astral.pods[0].rows[0].hvdc`, "
+                                "`Astral.pods[0].rows[0].utility` down")
+    # row 100 is past the job's 2,048 hosts (rows 0 to 31): the forecast runs, unchanged
+    base = seer.forecast(design)
+    far = seer.forecast(design, scenario="far_row")
+    assert far.iteration_time == base.iteration_time
+
+
+# ---- B8: a group target is counted and named as written ----------------------------------------
+def test_group_targets_say_how_many_replicas():
+    text = (REPO / "examples" / "astral.astral").read_text() + """
+scenario all_row0 { fail Astral.pods[*].rows[0].hvdc }
+scenario three { fail Astral.pods[0..3].rows[0].hvdc }
+scenario hosts { set Node.power = 11 kW }
+"""
+    design = astral_dsl.loads(text, name="astral.astral", root=REPO / "examples")
+    checked = check_design(design, ["all_row0", "three", "hosts"])
+    by = {o.name: o for o in checked.scenarios}
+    assert by["all_row0"].notes[0] == "feeder Astral.pods[*].rows[0].hvdc failed (8 feeders)"
+    assert by["three"].notes[0] == "feeder Astral.pods[0..3].rows[0].hvdc failed (3 feeders)"
+    # 8 pods x 128 rows x 16 racks x 4 hosts
+    assert by["hosts"].notes[0] == "Node.power = 11 kW (65,536 hosts)"
+    from astral_dsl.outputs.jsonout import scenario_json
+
+    assert scenario_json("all_row0", by["all_row0"].applied)["failed"] == [
+        {"target": "Astral.pods[*].rows[0].hvdc", "kind": "feeder", "replicas": 8}]
+    assert scenario_json("hosts", by["hosts"].applied)["changed"] == [
+        {"target": "Node", "field": "power", "value": "11 kW", "kind": "host",
+         "replicas": 65_536}]

@@ -1,0 +1,365 @@
+"""`astral report`: the page's content, its numbers, escaping of design text, determinism and the
+parts it is built of (the browser tests are in test_report_browser.py)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from astral_dsl.compiler import compile_file
+from astral_dsl.outputs.report import build, collect
+from astral_dsl.outputs.report import matrix as mx
+from astral_dsl.outputs.report import timeline as tl
+from astral_dsl.outputs.report.html import esc
+from astral_dsl.outputs.report.svg import embed
+from astral_dsl.outputs.report.tables import label, summary_tables
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO / "examples" / "astral.astral"
+
+# A rack with its own feeder and loop, and scenarios that break power, cooling and a user check,
+# and one that changes nothing; the rack's failing warning carries markup and terminal controls
+# (design text is untrusted).
+SMALL = """\
+import stdlib.cooling { Water, CDU }
+import stdlib.power { AC415 }
+gpu G { power = 700 W, memory = 80 GB, flops_bf16 = 989 TFLOP/s, max_supply = 45 degC }
+nic N { ports = 1, port_speed = 400 Gb/s, power = 25 W }
+host Server { gpus = 8 x G, nics = 8 x N, power = 10.2 kW, liquid_share = 75 % }
+param servers = 4
+rack Rack {
+  hosts = servers x Server
+  check power <= 40 kW else warning "<script>alert(1)</script>\x1b]52;c;AAAA\x07 \u202eevil"
+}
+site S {
+  racks = 1 x Rack
+  utilization = 75 %
+  feeder busway {
+    current = ac, voltage = 415 V, phases = 3, power_factor = 95 %, standard = AC415
+    capacity = 45 kW, efficiency = 97 %, serves = racks
+    conductor_area = 25 mm^2, material = copper, length = 20 m, ampacity = 100 A
+  }
+  loop plates {
+    fluid = Water, supply = 35 degC, rise = 10 K, cdu = CDU(rated = 20 kW), cdus = 3
+    pump_head = 150 kPa, pump_efficiency = 60 %
+  }
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }
+  facility water { water_class = W32, supply = 30 degC, free_cooling = 6000 h, chiller_cop = 6 }
+  check room.supply <= 25 degC else error "the room must stay at 25 degC"
+}
+scenario derated { set S.racks[0].power_limit = 38 kW }
+scenario cdu_lost { fail S.plates }
+scenario warm { set S.room.supply = 26 degC }
+scenario same { set S.room.rise = 12 K }
+"""
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    path = tmp_path_factory.mktemp("small") / "small.astral"
+    path.write_text(SMALL, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_review(small):
+    return collect(compile_file(small))
+
+
+@pytest.fixture(scope="module")
+def reference_review():
+    return collect(compile_file(REFERENCE))
+
+
+@pytest.fixture(scope="module")
+def reference_page(reference_review):
+    return build(reference_review)
+
+
+def _by_id(page: str, ident: str) -> str:
+    m = re.search(rf'id="{re.escape(ident)}"', page)
+    assert m, f"no element with id {ident}"
+    return page[m.start():]
+
+
+def _card(page: str, ident: str) -> str:
+    m = re.search(rf'id="{re.escape(ident)}"><div class="v">([^<]*)</div>', page)
+    assert m, f"no card {ident}"
+    return m.group(1)
+
+
+def test_reference_headline_numbers(reference_page):
+    # 8 pods x 128 rows x 16 racks x 4 hosts x 8 GPUs
+    assert _card(reference_page, "k-gpus") == "524,288"
+    assert _card(reference_page, "k-hosts") == "65,536"
+    assert _card(reference_page, "k-racks") == "16,384"
+    # ToR and Agg: 64 per (pod, rail, plane) = 8 x 8 x 2 x 64 = 8,192 each; core 4,096
+    assert _card(reference_page, "k-switches") == "20,480"
+    # IT peak: 65,536 hosts x 10.2 kW + network (20,480 switches x 1 kW + 1,310,720 switch-side
+    # modules x 15 W = 40,140.8 kW) = 668,467.2 + 40,140.8
+    assert _card(reference_page, "k-it-power") == "708,608.0 kW"
+    # average: hosts at 75 % utilisation (501,350.4 kW) + the network at full power
+    assert _card(reference_page, "k-it-power-avg") == "541,491.2 kW"
+    # PUE and the forecast as the analyses compute them (hand-checked in test_engineering.py and
+    # tests/accuracy): the page shows those numbers, formatted as `astral size` and `forecast` do
+    assert _card(reference_page, "k-pue") == f"{_reference_pue():.4f}"
+    assert _card(reference_page, "k-job-llama405b") == f"{_reference_seconds():.3f} s"
+
+
+def _reference_pue() -> float:
+    from astral_dsl.analyses.checking import check_design
+    from astral_dsl.outputs.size_report import size_summary
+
+    checked = check_design(compile_file(REFERENCE))
+    return size_summary(checked.design, checked.engineering)["pue"]
+
+
+def _reference_forecast():
+    from astral_dsl import seer
+
+    return seer.forecast(compile_file(REFERENCE), job="llama405b")
+
+
+def _reference_seconds() -> float:
+    return _reference_forecast().iteration_time
+
+
+def test_every_section_is_there(reference_page):
+    for sid in ("summary", "diagnostics", "scenarios", "views", "sizing", "pue", "bom", "jobs"):
+        assert f'<section id="{sid}">' in reference_page
+    for view in ("cluster", "power", "cooling", "pod", "rack"):
+        fig = _by_id(reference_page, f"view-{view}")
+        assert fig.split("</figure>")[0].count("<svg") == 1
+    assert 'id="tl-llama405b"' in reference_page
+    assert 'id="breakdown-llama405b"' in reference_page
+
+
+def test_views_keep_their_tooltips(reference_page):
+    cluster = _by_id(reference_page, "view-cluster").split("</figure>")[0]
+    # the core tier's node: Graphviz's tooltip became an SVG <title>
+    assert ("<title>tier core of Astral.fabric: 4,096 x Switch51T per group (site), 4,096 in "
+            "all</title>") in cluster
+    assert "xlink" not in reference_page
+
+
+def test_pue_components_add_up(reference_review, reference_page):
+    from astral_dsl.outputs.report.sizing import pue_components
+
+    parts, facility, pue = pue_components(reference_review.checked.engineering)
+    assert sum(w for _, w in parts) == pytest.approx(facility, rel=1e-12)
+    assert facility / parts[0][1] == pytest.approx(pue)
+    assert facility / parts[0][1] == pytest.approx(_reference_pue(), abs=5e-5)   # 4 decimals
+    assert f"= {_reference_pue():.4f}" in _by_id(reference_page, "pue-formula").split("</p>")[0]
+
+
+def test_size_summary_rendered_from_its_keys(reference_review, reference_page):
+    s = reference_review.summary
+    headline = _by_id(reference_page, "size-headline").split("</table>")[0]
+    for key, value in s.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            assert f'data-v="{value!r}"' in headline, key
+    # a key the summary gains appears without a change to the report
+    extra = dict(s, per_feeder_current_a=[{"feeder": "A", "current_a": 1234.5}],
+                 pue_parts={"fans_kw": 12.0})
+    html = summary_tables(extra)
+    assert 'id="size-per-feeder-current-a"' in html and "Per feeder current (A)" in html
+    # the keys of a nested mapping are data (a design's tier names), shown as they are
+    assert 'id="size-pue-parts"' in html and "<td>fans_kw</td>" in html
+    assert label("it_power_avg_kw") == "IT power average (kW)"
+    assert label("liquid_flow_l_per_min") == "Liquid flow (L/min)"
+
+
+def test_bill_of_materials(reference_page):
+    bom = _by_id(reference_page, "bom-lines").split("</table>")[0]
+    # ToR-to-host: 1,048,576 NIC ports on SR2 200G fibres; 262,144 800G modules broken out 4 x
+    # 200G at the ToR plus 1,048,576 at the NICs
+    assert 'data-v="1048576"' in bom and 'data-v="1310720"' in bom
+    assert "SR2_200G" in bom and "Switch51T" in bom
+    assert 'data-v="272"' in bom             # CDUs: 8 pods x 34
+
+
+def test_scenario_matrix_covers_every_scenario_and_says_how_much(small_review):
+    assert [d.code for d in small_review.checked.diagnostics if d.is_error] == []
+    rows = {r.name: r for r in mx.matrix(small_review)}
+    assert set(rows) == {"derated", "cdu_lost", "warm", "same"}
+    power = rows["derated"].cell("power")
+    assert power.state == "breaks" and {d.code for d in power.broken} == {"E624"}
+    # liquid heat 4 x 10.2 kW x 75 % = 30.6 kW: with one of three 20 kW CDUs failed, 40 kW run,
+    # and one more failure would leave 20 kW
+    cooling = rows["cdu_lost"].cell("cooling")
+    assert cooling.state == "breaks" and {d.code for d in cooling.broken} == {"E641"}
+    checks = rows["warm"].cell("checks")
+    assert checks.state == "breaks" and [d.message for d in checks.broken] == [
+        "the room must stay at 25 degC"]
+    figure = checks.figures[0]
+    assert (figure.baseline, figure.scenario) == (1, 2)   # the rack's warning, then the room
+    assert all(c.state == "holds" for c in rows["same"].cells)
+    feeder = next(f for f in power.figures if f.label == "most loaded feeder")
+    # the feeder carries 40.8 kW / 0.97 efficiency = 42.06 kW of its 45 kW: 93.47 %
+    assert feeder.baseline == pytest.approx(40.8 / 0.97 / 45 * 100, abs=0.01)
+    assert feeder.scenario == feeder.baseline
+
+
+def test_scenario_matrix_on_the_page(small_review):
+    page = build(small_review)
+    table = _by_id(page, "scenario-matrix").split("</table>")[0]
+    for name in ("derated", "cdu_lost", "warm", "same"):
+        assert f'data-scenario="{name}"' in table
+    row = table.split('data-scenario="derated"')[1].split("</tr>")[0]
+    assert 'data-family="power" ' in row or 'data-family="power"' in row
+    assert 'data-state="breaks" data-family="power"' in row
+    assert "E624" in row
+
+
+def test_design_text_is_escaped(small_review):
+    page = build(small_review)
+    assert "<script>alert(1)" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    for raw in ("\x1b", "\x07", "\u202e"):
+        assert raw not in page
+    assert "\\x1b]52;c;AAAA\\x07" in page and "\\u202eevil" in page
+    # the page's own scripts: the error hook in the head and the main script at the end
+    assert page.count("<script>") == 2
+
+
+def test_esc():
+    assert esc('<a href="x">&</a>') == "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;"
+    assert esc("a\x1b[2Jb\u2028") == "a\\x1b[2Jb\\u2028"
+    assert esc("it's") == "it&#x27;s"
+
+
+def test_svg_is_sanitised():
+    hostile = (b'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/'
+               b'xlink" width="10pt" height="10pt" viewBox="0 0 10 10" onload="alert(1)">'
+               b'<script>alert(2)</script><g id="node1" class="node"><title>n1</title>'
+               b'<a xlink:href="javascript:alert(3)" xlink:title="&lt;b&gt;tip&lt;/b&gt;">'
+               b'<polygon points="0,0 1,1" fill="url(http://evil/x)" onclick="x()"/>'
+               b'<text x="1" y="2">A &amp; B</text></a></g>'
+               b'<foreignObject><div>hi</div></foreignObject></svg>')
+    out = embed(hostile, "test")
+    assert "script" not in out and "onload" not in out and "onclick" not in out
+    assert "javascript" not in out and "url(" not in out and "foreignObject" not in out
+    assert "<title>&lt;b&gt;tip&lt;/b&gt;</title>" in out and "<title>n1</title>" not in out
+    assert "A &amp; B" in out and 'style="max-width:10pt"' in out
+
+
+def test_same_input_same_bytes(small, tmp_path):
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"r{k}.html"
+        proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report", str(small),
+                               "-o", str(out)], capture_output=True, text=True, cwd=REPO)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    assert b"<footer>astral report" in outs[0]
+
+
+def test_page_loads_nothing(reference_page):
+    assert not re.search(r'(src|href)="(https?:)?//', reference_page)
+    assert "@import" not in reference_page and "url(http" not in reference_page
+    assert "default-src 'none'" in reference_page
+
+
+def test_scenario_views_beside_the_baseline(tmp_path):
+    review = collect(compile_file(REFERENCE), scenario="hvdc_lost")
+    page = build(review)
+    pair = page.split('<div class="views pair">')
+    assert len(pair) == 1 + 5                 # every view, baseline and scenario side by side
+    power = _by_id(page, "view-power-hvdc-lost").split("</figure>")[0]
+    assert "under scenario `hvdc_lost`" in power
+
+
+def test_jobs_option_and_unknown_names(tmp_path):
+    out = tmp_path / "r.html"
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report",
+                               str(REPO / "examples" / "single_pod.astral"), "-o", str(out),
+                               *extra], capture_output=True, text=True, cwd=REPO)
+
+    proc = run("--job", "nope")
+    assert proc.returncode == 2 and "--job nope: no such job (jobs: llama70b)" in proc.stderr
+    proc = run("--scenario", "nope")
+    assert proc.returncode == 2 and "no such scenario" in proc.stderr
+    proc = run("--job", "llama70b")
+    assert proc.returncode == 0, proc.stderr
+    assert 'id="job-llama70b"' in out.read_text(encoding="utf-8")
+
+
+def test_report_of_a_design_with_errors(tmp_path):
+    bad = tmp_path / "bad.astral"
+    bad.write_text(REFERENCE.read_text(encoding="utf-8"), encoding="utf-8")
+    out = tmp_path / "r.html"
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report", str(bad), "-o",
+                           str(out), "--set", "hosts_per_rack=5"], capture_output=True, text=True,
+                          cwd=REPO)
+    assert proc.returncode == 1, proc.stderr
+    page = out.read_text(encoding="utf-8")
+    diag = _by_id(page, "diagnostics").split("</section>")[0]
+    # the failed rack check, with its source line and the span marked
+    assert 'data-code="E500"' in diag
+    assert "<mark>power &lt;= rack_limit</mark>" in diag
+    assert "left side: 51 kW; right side: 45 kW" in diag
+
+
+def test_unreadable_input(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report",
+                           str(tmp_path / "missing.astral"), "-o", str(tmp_path / "r.html")],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 2 and "E100" in proc.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_timeline_aggregates_long_iterations():
+    from astral_dsl import seer
+
+    fc = seer.forecast(compile_file(REFERENCE))
+    # 100,720 operator events and 43,232 layer events: above the limit; 7,296 blocks below it
+    assert tl.choose_level(fc) == "block"
+    svg, note = tl.svg(fc, "t")
+    assert svg.count("<rect class=\"s-") <= tl.LIMIT
+    assert note.startswith("one bar per pipeline block")
+    # a tighter limit merges neighbouring bars, and the note says so
+    svg, note = tl.svg(fc, "t", limit=2000)
+    assert svg.count("<rect class=\"s-") <= 2000 and "merged" in note
+
+
+def test_merge_and_ticks():
+    bars = [tl.Bar(0.0, 1.0, "a", "forward"), tl.Bar(1.05, 2.0, "b", "forward"),
+            tl.Bar(2.5, 3.0, "c", "forward"), tl.Bar(3.0, 3.5, "d", "backward")]
+    merged = tl.merge(bars, 0.1)
+    assert [(b.start, b.end, b.merged) for b in merged] == [(0.0, 2.0, 2), (2.5, 3.0, 1),
+                                                             (3.0, 3.5, 1)]
+    # at most about 8 ticks, 1, 2 or 5 x 10^n apart: 9.153 s / 8 = 1.14 s -> every 2 s
+    assert tl.ticks(9.153) == [0, 2, 4, 6, 8]
+    # 0.1 s / 8 = 12.5 ms -> every 20 ms
+    assert tl.ticks(1.0, 0.2, 0.3) == pytest.approx([0.2, 0.22, 0.24, 0.26, 0.28, 0.3])
+
+
+def test_stamp_only_when_asked(small, tmp_path):
+    out = tmp_path / "r.html"
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report", str(small), "-o",
+                           str(out), "--stamp", "2026-12-01 <abc>", "--title", "Review <1>"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "· 2026-12-01 &lt;abc&gt;</footer>" in page
+    assert "<title>Review &lt;1&gt;</title>" in page
+
+
+def test_without_graphviz_the_page_says_so(small, tmp_path):
+    """No `dot` on PATH: the pictures are replaced by the reason (E700) and the rest stands."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    env = dict(__import__("os").environ, PATH=str(bin_dir))
+    out = tmp_path / "r.html"
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report", str(small), "-o",
+                           str(out)], capture_output=True, text=True, cwd=REPO, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("error[E700]") == 1
+    page = out.read_text(encoding="utf-8")
+    assert page.count("not drawn: [E700]") == 5 and 'id="size-levels"' in page
