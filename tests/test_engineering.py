@@ -528,19 +528,25 @@ def test_pue_with_chiller_and_free_cooling(cooling):
     # Utilization 100 %: average = peak = 400 kW IT.
     #   conversion losses = 400 x (1 / 0.97 - 1)            = 12.371 kW
     #   pump  = 2.063 kW (above);  fans = 5 % x 100 kW air   =  5.000 kW
-    #   chiller = IT / COP x (8,760 - 6,000 h free) / 8,760 = 400 / 5 x 2,760 / 8,760 = 25.205 kW
-    #   facility = 400 + 12.371 + 2.063 + 5 + 25.205 = 444.640 kW;  PUE = 444.640 / 400 = 1.1116
+    #   every watt drawn in the building ends in the facility water:
+    #     400 + 12.371 + 2.063 + 5 = 419.434 kW
+    #   chiller = water heat / COP x (8,760 - 6,000 h free) / 8,760
+    #           = 419.434 / 5 x 2,760 / 8,760 = 26.430 kW
+    #   heat rejection fans: no `rejection_fan_ratio` (W656): 0 W
+    #   facility = 419.434 + 26.430 = 445.864 kW;  PUE = 445.864 / 400 = 1.1147
     c = cooling.cooling
     (loop,) = c.loops
     losses = 400_000 * (1 / 0.97 - 1)
-    chiller = 400_000 / 5 * (8760 - 6000) / 8760
+    water = 400_000 + losses + loop.pump_w + 5_000
+    chiller = water / 5 * (8760 - 6000) / 8760
     assert cooling.power.conversion_loss_w == pytest.approx(losses, rel=1e-9)
     assert c.fan_w == pytest.approx(5_000)
     assert c.chiller_w == pytest.approx(chiller, rel=1e-9)
-    facility = 400_000 + losses + loop.pump_w + 5_000 + chiller
+    assert round(chiller) == 26_430
+    facility = water + chiller
     assert c.facility_w == pytest.approx(facility, rel=1e-9)
     assert c.pue == pytest.approx(facility / 400_000, rel=1e-9)
-    assert round(c.pue, 4) == 1.1116
+    assert round(c.pue, 4) == 1.1147
     assert c.water_class == "W32"
 
 
@@ -550,11 +556,18 @@ def cooling_half():
 
 
 def test_pue_chiller_follows_the_average_heat(cooling_half):
-    # PUE is an annual energy ratio (The Green Grid): at 50 % utilization the IT emits on average
-    # 200 kW, so the chillers remove 200 kW during the mechanical hours:
-    #   chiller = 200 / 5 x 2,760 / 8,760 = 12.603 kW (not 25.205 kW, the peak heat).
+    # PUE is an annual energy ratio (The Green Grid): at 50 % utilization, on average, the IT
+    # emits 200 kW, the feeder loses 200 x (1 / 0.97 - 1) = 6.186 kW, the pumps (design flow) draw
+    # 2.063 kW and the fans 5 % of the average air heat (50 % x 100 kW) = 2.5 kW: the water takes
+    # 210.749 kW, and the chillers remove it during the mechanical hours:
+    #   chiller = 210.749 / 5 x 2,760 / 8,760 = 13.280 kW (on one basis: the annual average)
+    c = cooling_half.cooling
+    (loop,) = c.loops
     assert cooling_half.power.it_average_w == pytest.approx(200_000)
-    assert cooling_half.cooling.chiller_w == pytest.approx(200_000 / 5 * 2760 / 8760, rel=1e-9)
+    assert c.fan_w == pytest.approx(0.05 * 0.5 * 100_000)
+    water = 200_000 + 200_000 * (1 / 0.97 - 1) + loop.pump_w + 2_500
+    assert c.chiller_w == pytest.approx(water / 5 * 2760 / 8760, rel=1e-9)
+    assert round(c.chiller_w) == 13_280
 
 
 def test_pue_conversion_losses_follow_the_average_load(cooling_half):
@@ -597,11 +610,17 @@ ROWS = 8 * 128                              # 1,024 rows, each with an HVDC and 
 POD_LIQUID_KW = 0.75 * HOSTS_KW / 8         # 62,668.8 kW per pod loop
 
 
-def _battery_ah_per_row() -> float:
-    # IEEE 485: 652.8 kW on the 240 V bus, 120 cells x 1.75 V = 210 V end, eta 1, 15 min:
-    #   I = 652,800 / 210 = 3,108.57 A; raw = 3,108.57 x 0.25 h = 777.14 Ah;
-    #   sized = 777.14 x 1.0 x 1.25 x 1.1 = 1,068.57 Ah per row.
-    return ROW_KW * 1000 / (120 * 1.75) * 0.25 * 1.0 * 1.25 * 1.1
+NET_FEEDERS = 56                            # the network's HVDC (A) and utility (B) feeders
+NET_FEEDER_KW = SWITCHES * SWITCH_KW / NET_FEEDERS   # 40,140.8 / 56 = 716.8 kW each side alone
+
+
+def _battery_ah(kw: float) -> float:
+    # IEEE 485 on the 240 V bus discharged to 120 cells x 1.60 V = 192 V (YD/T 2378's 192 V
+    # low end), eta 1, 15 min; for a row's 652.8 kW:
+    #   I = 652,800 / 192 = 3,400 A; raw = 3,400 x 0.25 h = 850 Ah;
+    #   sized = 850 x 1.0 x 1.25 x 1.1 = 1,168.75 Ah per row (6 strings of 200 Ah hold 1,200);
+    # for a network feeder's 716.8 kW: 3,733.3 A, 1,283.33 Ah (7 strings hold 1,400).
+    return kw * 1000 / (120 * 1.60) * 0.25 * 1.0 * 1.25 * 1.1
 
 
 def _pg25_flow_m3s(supply_c: float = 40.0) -> float:
@@ -665,36 +684,61 @@ def test_size_json_cdus(size_json):
 
 
 def test_size_json_feeders_rectifiers_batteries(size_json):
-    # feeders: 2 per row x 1,024 rows = 2,048
-    assert size_json["feeders"] == 2 * ROWS == 2048
+    # feeders: 2 per row x 1,024 rows = 2,048, and the network's 56 per side = 112: 2,160
+    assert size_json["feeders"] == 2 * ROWS + 2 * NET_FEEDERS == 2160
     # rectifiers: the HVDC side must carry the whole row (2N): ceil(652.8 / 50) = 14, N+1 = 15;
-    #   1,024 rows x 15 = 15,360
+    #   1,024 rows x 15 = 15,360; each network HVDC feeder 716.8 kW: ceil(716.8 / 50) = 15,
+    #   N+1 = 16; 56 x 16 = 896 -> 16,256
     assert math.ceil(ROW_KW / 50) == 14
-    assert size_json["rectifier_modules"] == ROWS * 15 == 15_360
-    # batteries: 1,024 x 1,068.57 Ah = 1,094,217.1 Ah
-    assert size_json["battery_ah"] == pytest.approx(ROWS * _battery_ah_per_row(), abs=0.06)
-    assert size_json["battery_ah"] == pytest.approx(1_094_217.1, abs=0.06)
+    assert math.ceil(NET_FEEDER_KW / 50) == 15
+    assert size_json["rectifier_modules"] == ROWS * 15 + NET_FEEDERS * 16 == 16_256
+    # batteries: 1,024 x 1,168.75 Ah + 56 x 1,283.33 Ah = 1,196,800 + 71,866.7 = 1,268,666.7 Ah
+    assert size_json["battery_ah"] == pytest.approx(
+        ROWS * _battery_ah(ROW_KW) + NET_FEEDERS * _battery_ah(NET_FEEDER_KW), abs=0.06)
+    assert size_json["battery_ah"] == pytest.approx(1_268_666.7, abs=0.06)
 
 
 def _astral_facility_kw() -> float:
-    # Annual average facility power with utilization u = 75 % (PUE is an energy ratio):
+    # Annual average facility power with utilization u = 75 % (PUE is an energy ratio), every
+    # component on that one basis:
     #   IT average = 0.75 x 668,467.2 (hosts) + 40,140.8 (switches, unscaled) = 541,491.2 kW
-    #   conversion losses at the average load of the racks the feeders serve, each side of a
-    #   row carrying half of it:
+    #   conversion losses at the average load each feeder carries, each side of a row carrying
+    #   half of it, and the network's feeders at full power:
     #     1,024 rows x 0.75 x 326.4 kW x [(1/0.96 - 1) + (1/0.97 - 1)] = 18,197.6 kW
+    #     56 x 358.4 kW x [(1/0.96 - 1) + (1/0.97 - 1)]               =  1,457.0 kW
     #   pumps (design flow, running all year): 8 x V x 250 kPa / 0.70 = 4,466.0 kW
-    #   chillers on the average heat for 8,760 - 7,000 h: 541,491.2 / 6 x 1,760 / 8,760
-    #     = 18,132.1 kW
-    #   fans: 3 % of the air heat (25 % of the hosts + the switches) = 0.03 x 207,257.6
-    #     = 6,217.7 kW
-    #   facility = 541,491.2 + 18,197.6 + 4,466.0 + 18,132.1 + 6,217.7 = 588,504.7 kW;
-    #   PUE = 1.0868
+    #   fans: 3 % of the average air heat (25 % of the hosts at 75 %, plus the switches)
+    #     = 0.03 x (0.25 x 0.75 x 668,467.2 + 40,140.8) = 0.03 x 165,478.4 = 4,964.4 kW
+    #   the facility water takes all of it: 541,491.2 + 19,654.6 + 4,466.0 + 4,964.4
+    #     = 570,576.2 kW
+    #   chillers on that heat for 8,760 - 7,000 h: 570,576.2 / 6 x 1,760 / 8,760 = 19,106.1 kW
+    #   dry coolers' fans: 2 % of what they reject, the water's heat and the chillers' work:
+    #     0.02 x (570,576.2 + 19,106.1) = 11,793.6 kW
+    #   facility = 570,576.2 + 19,106.1 + 11,793.6 = 601,475.9 kW;  PUE = 1.1108
     it_avg = IT_AVG_KW
-    losses = ROWS * 0.75 * ROW_KW / 2 * ((1 / 0.96 - 1) + (1 / 0.97 - 1))
+    each_side = (1 / 0.96 - 1) + (1 / 0.97 - 1)
+    losses = ROWS * 0.75 * ROW_KW / 2 * each_side + NET_FEEDERS * NET_FEEDER_KW / 2 * each_side
     pumps = 8 * _pg25_flow_m3s() * 250_000 / 0.70 / 1000
-    chiller = it_avg / 6 * (8760 - 7000) / 8760
-    fans = 0.03 * (IT_KW - 0.75 * HOSTS_KW)
-    return it_avg + losses + pumps + chiller + fans
+    fans = 0.03 * (0.25 * 0.75 * HOSTS_KW + SWITCHES * SWITCH_KW)
+    water = it_avg + losses + pumps + fans
+    chiller = water / 6 * (8760 - 7000) / 8760
+    return water + chiller + 0.02 * (water + chiller)
+
+
+def _astral_facility_peak_kw() -> float:
+    # At the peak (full load, the hottest hour: no free cooling), what the utility connection
+    # supplies:
+    #   IT 708,608.0 kW; losses at the peak shares: 1,024 x 326.4 x 0.0725945 + 56 x 358.4 x
+    #   0.0725945 = 24,263.5 + 1,457.0 = 25,720.5 kW; pumps 4,466.0 kW; fans 3 % of the peak air
+    #   heat 207,257.6 kW = 6,217.7 kW; water 745,012.2 kW; chillers on all of it: / 6 =
+    #   124,168.7 kW; dry coolers' fans 2 % x (745,012.2 + 124,168.7) = 17,383.6 kW
+    #   facility peak = 745,012.2 + 124,168.7 + 17,383.6 = 886,564.6 kW (unrounded sum)
+    each_side = (1 / 0.96 - 1) + (1 / 0.97 - 1)
+    losses = ROWS * ROW_KW / 2 * each_side + NET_FEEDERS * NET_FEEDER_KW / 2 * each_side
+    pumps = 8 * _pg25_flow_m3s() * 250_000 / 0.70 / 1000
+    water = IT_KW + losses + pumps + 0.03 * (IT_KW - 0.75 * HOSTS_KW)
+    chiller = water / 6
+    return water + chiller + 0.02 * (water + chiller)
 
 
 def test_size_json_pump_power(size_json):
@@ -705,6 +749,10 @@ def test_size_json_pump_power(size_json):
 
 def test_size_json_facility_power(size_json):
     assert size_json["facility_power_kw"] == pytest.approx(_astral_facility_kw(), abs=0.01)
+    assert round(size_json["facility_power_kw"], 1) == 601_475.9
+    assert size_json["facility_power_peak_kw"] == pytest.approx(_astral_facility_peak_kw(),
+                                                                abs=0.01)
+    assert round(size_json["facility_power_peak_kw"], 1) == 886_564.6
 
 
 def test_size_json_pue(size_json):
@@ -852,7 +900,7 @@ def test_size_under_a_scenario():
                                           "kind": "feeder", "replicas": 1}]
     assert doc["scenario"]["changed"] == []
     assert doc["scenario"]["notes"] == ["feeder Astral.pods[0].rows[0].hvdc failed"]
-    assert doc["summary"]["feeders"] == 2048
+    assert doc["summary"]["feeders"] == 2160         # installed: a failure removes none
     assert doc["summary"]["it_power_kw"] == pytest.approx(IT_KW, abs=1e-3)
 
 

@@ -6,6 +6,7 @@ the standards' ranges (YD/T 2378-2011: 240 V DC, 192-288 V; IEC 60038: 400 V -10
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -71,7 +72,7 @@ def test_a_cable_rated_for_the_nominal_current_now_fails():
     assert f["hvdc"].conductor_current_a == pytest.approx(3400.0)
     assert _errors(result) == ["E625"]
     (e,) = [d for d in result.diagnostics if d.code == "E625"]
-    assert "carries 3400 A, above its ampacity of 3000 A" in e.message
+    assert "carries 3,400 A, above its ampacity of 3,000 A" in e.message
 
 
 def test_voltage_drop_follows_the_current_at_the_lowest_voltage():
@@ -132,3 +133,20 @@ site S { rows = 1 x Row }
 """
     result = check_design(astral_dsl.loads(text, name="n.astral"))
     assert [getattr(v, "si", v) for _, v in result.sizing.chosen] == [5]
+
+
+def test_the_reference_hvdc_runs_to_a_192_v_end_of_discharge():
+    # examples/astral.astral: 120 lead-acid cells discharged to 1.60 V per cell = 192 V, the low
+    # end of YD/T 2378-2011's 192-288 V range for the 240 V DC system. A row's 652.8 kW then
+    # draws 652,800 / 192 = 3,400 A, a quarter above the 2,720 A it draws at the nominal 240 V
+    # (240 / 192 = 1.25); on 4 conductor sets that is 850 A each, within their 1,000 A.
+    design = astral_dsl.load(Path(__file__).resolve().parents[1] / "examples" / "astral.astral")
+    result = check_design(design)
+    f = {x.path: x for x in result.engineering.power.feeders}["Astral.pods[0].rows[0].hvdc"]
+    assert (f.low_voltage_v, f.low_voltage_from) == (192.0, "battery end of discharge")
+    assert f.current_a == pytest.approx(652_800 / 192) == 3400.0
+    assert f.current_a / (652_800 / 240) == pytest.approx(1.25)
+    assert f.conductor_current_a == pytest.approx(850.0)
+    # IEEE 485 at that end voltage: 3,400 A x 0.25 h x 1.25 x 1.1 = 1,168.75 Ah (6 x 200 Ah)
+    assert f.battery_required_ah == pytest.approx(3400 * 0.25 * 1.25 * 1.1)
+    assert f.battery_available_ah == pytest.approx(1200.0)

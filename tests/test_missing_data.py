@@ -37,16 +37,18 @@ row Row {
     current = dc, voltage = 240 V, standard = HVDC240, side = A, capacity = 200 kW
     efficiency = 96 %, battery = LeadAcid(time = 10 min, string_capacity = 300 Ah, strings = 4)
     conductors = 2, conductor_area = 240 mm^2, material = copper, length = 20 m, ampacity = 600 A
+    conductor_temperature = 90 degC
     serves = racks
   }
   feeder b {
     current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, standard = AC400, side = B
     capacity = 200 kW, efficiency = 97 %
     conductor_area = 240 mm^2, material = copper, length = 20 m, ampacity = 500 A
+    conductor_temperature = 90 degC
     serves = racks
   }
   loop plates {
-    fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2
+    fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2, redundancy = n_plus_1
     pump_head = 150 kPa, pump_efficiency = 60 %
   }
   air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }
@@ -56,7 +58,12 @@ site S {
   fabric = F
   utilization = 75 %
   air netroom { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %, network = true }
-  facility water { water_class = W32, supply = 30 degC, free_cooling = 6000 h, chiller_cop = 6 }
+  feeder net { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, standard = AC400,
+               capacity = 20 kW, count = 2, efficiency = 97 %, network = true
+               conductor_area = 16 mm^2, material = copper, length = 20 m, ampacity = 60 A
+               conductor_temperature = 90 degC }
+  facility water { water_class = W32, supply = 30 degC, free_cooling = 6000 h, chiller_cop = 6,
+                   rejection_fan_ratio = 2 % }
 }
 """
 
@@ -186,7 +193,7 @@ def test_w650_a_unit_that_cools_nothing():
 
 def test_w651_cold_plate_heat_with_no_loop():
     text = COMPLETE.replace("""  loop plates {
-    fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2
+    fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2, redundancy = n_plus_1
     pump_head = 150 kPa, pump_efficiency = 60 %
   }
 """, "")
@@ -231,13 +238,84 @@ def test_w654_w655_air_supply_envelopes(supply, cls, code):
 
 def test_w656_no_facility_and_no_chiller():
     d = only(COMPLETE.replace("  facility water { water_class = W32, supply = 30 degC, "
-                              "free_cooling = 6000 h, chiller_cop = 6 }\n", ""), "W656")
+                              "free_cooling = 6000 h, chiller_cop = 6,\n"
+                              "                   rejection_fan_ratio = 2 % }\n", ""), "W656")
     assert "no `facility` is declared" in d.message
-    d = only(COMPLETE.replace(", chiller_cop = 6", ""), "W656")
+    d = only(COMPLETE.replace(", chiller_cop = 6,", ","), "W656")
     # 8,760 - 6,000 = 2,760 h a year without free cooling
     assert "its chillers count as 0 W for the 2,760 h a year" in d.message
-    assert not found(COMPLETE.replace("free_cooling = 6000 h, chiller_cop = 6",
-                                      "free_cooling = 8760 h"), "W656")
+    assert not found(COMPLETE.replace("free_cooling = 6000 h, chiller_cop = 6,",
+                                      "free_cooling = 8760 h,"), "W656")
+
+
+def test_w656_free_cooling_without_its_fans():
+    # 6,000 h of dry coolers declared, and no fan power for them: a warning, not a silent 0 W
+    d = only(COMPLETE.replace(",\n                   rejection_fan_ratio = 2 %", ""), "W656")
+    assert d.message == ("facility `S.water` declares 6,000 h of free cooling but no "
+                         "`rejection_fan_ratio`: the fans of its dry coolers (or cooling towers) "
+                         "count as 0 W in the facility power and the PUE")
+    assert d.span.start.line == COMPLETE[:COMPLETE.index("free_cooling")].count("\n") + 1
+    # chillers all year (no free cooling): their COP covers their heat rejection, no warning
+    assert not found(COMPLETE.replace("free_cooling = 6000 h, ", "").replace(
+        ",\n                   rejection_fan_ratio = 2 %", ""), "W656")
+
+
+def test_w659_loop_redundancy_assumed():
+    d = only(COMPLETE.replace(", redundancy = n_plus_1", ""), "W659")
+    assert d.message == ("loop `S.rows[0].plates` declares no `redundancy`: its CDUs are sized "
+                         "N+1 (one spare)")
+
+
+def test_w625_rectifier_redundancy_assumed():
+    text = COMPLETE.replace("rack R {", "rectifier Rect { module = 50 kW, efficiency = 96 % }\n"
+                                        "rack R {").replace(
+        "efficiency = 96 %, battery = LeadAcid", "rectifier = Rect, battery = LeadAcid")
+    d = only(text, "W625")
+    assert d.message == ("rectifier `Rect` of `S.rows[0].a` declares no `redundancy`: N+1 (one "
+                         "spare module) is assumed")
+    # 160 kW (side A alone) / 50 kW = 4 modules, + 1 spare
+    f = {x.path: x for x in check(text).engineering.power.feeders}["S.rows[0].a"]
+    assert f.rectifier_modules_needed == 5
+    assert not found(text.replace("module = 50 kW,", "module = 50 kW, redundancy = n_plus_1,"),
+                     "W625")
+
+
+def test_w621_conductor_temperature_assumed():
+    text = COMPLETE.replace("ampacity = 600 A\n    conductor_temperature = 90 degC\n",
+                            "ampacity = 600 A\n")
+    d = only(text, "W621")
+    assert d.message == ("feeder `S.rows[0].a` declares no `conductor_temperature`: its "
+                         "resistance, and so its voltage drop, is taken at 90 degC, the "
+                         "continuous limit of XLPE/EPR insulation (IEC 60502-1)")
+    # the drop is the same as at a declared 90 degC: the assumption is the stated worst case
+    a = {x.path: x for x in check(text).engineering.power.feeders}["S.rows[0].a"]
+    b = {x.path: x for x in check(COMPLETE).engineering.power.feeders}["S.rows[0].a"]
+    assert a.voltage_drop_v == pytest.approx(b.voltage_drop_v)
+    cooler = {x.path: x for x in check(COMPLETE.replace(
+        "ampacity = 600 A\n    conductor_temperature = 90 degC",
+        "ampacity = 600 A\n    conductor_temperature = 20 degC")).engineering.power.feeders}
+    # R scales with 1 + 0.00393 (T - 20): at 20 degC the drop is 1 / 1.2751 of the 90 degC one
+    assert cooler["S.rows[0].a"].voltage_drop_v == pytest.approx(
+        b.voltage_drop_v / (1 + 0.00393 * 70), rel=1e-9)
+
+
+def test_w628_network_power_on_no_feeder():
+    text = COMPLETE.replace(", network = true\n               conductor_area", "\n"
+                            "               conductor_area")
+    d = only(text, "W628")
+    # 8 leaves + 4 spines at 1 kW (copper links: no optics) = 12 kW, counted with no losses
+    assert d.message == ("the network's 12 kW (12 switches of `S.fabric`) are on no declared "
+                         "feeder: their power path is not checked and they count without "
+                         "conversion losses")
+    eng = check(text).engineering
+    assert eng.power.network_unfed_w == pytest.approx(12_000)
+    net = {x.path: x for x in check(COMPLETE).engineering.power.feeders}["S.net"]
+    # on the feeder: 12 kW shared by 2 feeders, 6 kW each, 12 kW on one with the other failed;
+    # its losses at 97 %: 12 x (1 / 0.97 - 1) = 0.371 kW on top of the rows' (unchanged)
+    assert (net.load_w, net.network_w, net.normal_w, net.failover_w) == (12_000, 12_000,
+                                                                         6_000, 12_000)
+    with_net = check(COMPLETE).engineering.power.conversion_loss_w
+    assert with_net - eng.power.conversion_loss_w == pytest.approx(12_000 * (1 / 0.97 - 1))
 
 
 def test_w657_no_fan_power():

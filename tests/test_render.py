@@ -237,26 +237,33 @@ def test_reference_rack_view_ports_reach_their_rail_and_plane():
 def test_reference_power_view():
     cv = context(REFERENCE, "power")
     power = cv.ctx.eng.power
-    hvdc = next(f for f in power.feeders if f.path.endswith("hvdc"))
+    hvdc = next(f for f in power.feeders if f.path == "Astral.pods[0].rows[0].hvdc")
     pic = Picture(layout(cv.g, "svg"))
-    feeders = {pic.texts(g)[0]: g for g in pic.with_text(r"^feeder ")}
-    assert set(feeders) == {"feeder hvdc · side A", "feeder utility · side B"}
+    feeders = {pic.texts(g)[0]: g for g in pic.with_text(r"^(56 x )?feeder ")}
+    assert set(feeders) == {"feeder hvdc · side A", "feeder utility · side B",
+                            "56 x feeder net_hvdc · side A", "56 x feeder net_utility · side B"}
+    # the switches are on the network feeders: 40,140.8 kW / 56 / 2 = 358.4 kW each normally
+    net = pic.with_text(r"^network switches")
+    assert net and "on the feeders with network = true" in pic.text(net[0])
+    assert "normal 358.4 kW" in pic.text(feeders["56 x feeder net_hvdc · side A"])
     a, b = pic.text(feeders["feeder hvdc · side A"]), pic.text(feeders["feeder utility · side B"])
     assert "240 V DC · HVDC240" in a and "400 V AC 3-phase" in b
     assert "capacity 800 kW" in a and "capacity 800 kW" in b
     assert f"normal {hvdc.normal_w / 1e3:g} kW (40.8 %)" in a                # 652.8 kW / 2
     assert "other side down: 652.8 kW (81.6 %)" in a
     assert "dc" in pic.node(pic.title(feeders["feeder hvdc · side A"])).get("class")
-    rect = pic.with_text(r"^rectifier Rectifier")
-    assert rect and f"{hvdc.rectifier_modules_needed} x 50 kW modules" in pic.text(rect[0])
-    bat = pic.with_text(r"^battery LeadAcid")
-    assert bat and f"needs {round(hvdc.battery_required_ah):,} Ah" in pic.text(bat[0])
+    rect = [pic.text(g) for g in pic.with_text(r"^rectifier Rectifier")]
+    assert f"{hvdc.rectifier_modules_needed} x 50 kW modules" in " ".join(rect)
+    bat = [pic.text(g) for g in pic.with_text(r"^battery Battery240")]
+    assert f"needs {round(hvdc.battery_required_ah):,} Ah" in " ".join(bat)
     supplies = pic.with_text(r"^side [AB] supply")
     assert len(supplies) == 2
-    assert all("1,024 feeders" in pic.text(g) for g in supplies)
+    # each side: 1,024 rows' feeders and 56 network feeders
+    assert all("1,080 feeders" in pic.text(g) for g in supplies)
     assert pic.with_text(r"^16 x rack GpuRack \|.*40.8 kW peak each", cls="compute")
-    # supply -> rectifier / feeder, rectifier -> bus, battery -> bus, feeders -> racks
-    assert cv.edge_count == 6
+    # supply -> rectifier / feeder, rectifier -> bus, battery -> bus, feeders -> racks (or the
+    # network switches), for the rows' and the network's feeders
+    assert cv.edge_count == 12
     assert pic.all_text().count("326.4 kW") >= 2
     assert "2N: A + B" in pic.all_text()
 
@@ -362,6 +369,31 @@ def test_scenario_failing_one_rail_of_a_tier(tmp_path):
     single = REPO / "examples" / "single_pod.astral"
     pic = picture(single, "pod", scenario="tor_plane_a_rail_3")
     assert [pic.texts(g)[0] for g in pic.nodes("failed")] == ["tor A"]
+
+
+@needs_dot
+def test_one_switch_or_one_pods_tier_greys_only_what_it_names(tmp_path):
+    ref = tmp_path / "ref.astral"
+    ref.write_text(REFERENCE.read_text()
+                   + "scenario one_tor { fail Astral.fabric.pod[3].rail[4].plane[A].tor[17] }\n"
+                   + "scenario pod3_agg { fail Astral.fabric.pod[3].agg }\n")
+    named = "scenario: Astral.fabric.pod[3].rail[4].plane[A].tor[17] failed"
+    # one ToR of the 16 x 512 the pod view's tor nodes draw: nothing greys, its node names it
+    pod3 = picture(ref, "pod", "Astral.pods[3]", scenario="one_tor")
+    assert pod3.nodes("failed") == []
+    marked = pod3.with_text(re.escape(named))
+    assert [pod3.texts(g) for g in marked] == [["tor A", "64 x Switch51T", named]]
+    assert pod3.tooltip(marked[0]).startswith("tier tor rail 4 plane A:")
+    # another pod's view shows nothing of it; the cluster view names it on its tier only
+    assert picture(ref, "pod", "Astral.pods[2]", scenario="one_tor").with_text("scenario:") == []
+    cluster = picture(ref, "cluster", scenario="one_tor")
+    assert cluster.nodes("failed") == [] and len(cluster.with_text(re.escape(named))) == 1
+    # all of pod 3's aggs: its 16 agg nodes grey (8 rails x 2 planes), pod 2's stay as they are
+    pic = picture(ref, "pod", "Astral.pods[3]", scenario="pod3_agg")
+    assert len(pic.nodes("failed")) == 16
+    assert all(pic.texts(g)[0].startswith("agg") for g in pic.nodes("failed"))
+    other = picture(ref, "pod", "Astral.pods[2]", scenario="pod3_agg")
+    assert other.nodes("failed") == [] and other.with_text("scenario:") == []
 
 
 @needs_dot

@@ -148,8 +148,10 @@ def test_views_keep_their_tooltips(reference_page):
 def test_pue_components_add_up(reference_review, reference_page):
     from astral_dsl.outputs.report.sizing import pue_components
 
-    parts, facility, pue = pue_components(reference_review.checked.engineering)
-    assert sum(w for _, w in parts) == pytest.approx(facility, rel=1e-12)
+    parts, facility, peak, pue = pue_components(reference_review.checked.engineering)
+    assert sum(w for _, w, _ in parts) == pytest.approx(facility, rel=1e-12)
+    assert sum(pk for _, _, pk in parts) == pytest.approx(peak, rel=1e-12)
+    assert [name for name, _, _ in parts][-1] == "heat rejection fans"
     assert facility / parts[0][1] == pytest.approx(pue)
     assert facility / parts[0][1] == pytest.approx(_reference_pue(), abs=5e-5)   # 4 decimals
     assert f"= {_reference_pue():.4f}" in _by_id(reference_page, "pue-formula").split("</p>")[0]

@@ -1,6 +1,7 @@
 """Air units: the heat of what they cool that cold plates do not take (and, with
-`network = true`, the switches' heat), air flow from Q = rho * V * cp * dT, the heat per rack, fan
-power, and the supply temperature against ASHRAE's envelopes.
+`network = true`, the switches' heat less what their cold plates take), air flow from
+Q = rho * V * cp * dT, the heat per rack, fan power (on the average heat over the year, on the
+peak heat at the peak), and the supply temperature against ASHRAE's envelopes.
 
 ASHRAE TC 9.9, Thermal Guidelines for Data Processing Environments (5th ed., 2021): the
 recommended inlet envelope is 18-27 degC dry bulb; the allowable ranges are A1 15-32, A2 10-35,
@@ -14,10 +15,10 @@ import attrs
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.loops import liquid_heat
 from astral_dsl.diagnostics import Diagnostic, Severity
-from astral_dsl.model.design import Design, Instance
+from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import group_of, power_of
 from astral_dsl.model.values import Symbol
-from astral_dsl.units import Quantity, format_number
+from astral_dsl.units import Quantity, format_number, readable
 
 RECOMMENDED_C = (18.0, 27.0)
 ALLOWABLE_C = {"A1": (15.0, 32.0), "A2": (10.0, 35.0), "A3": (5.0, 40.0), "A4": (5.0, 45.0)}
@@ -34,43 +35,45 @@ class AirResult:
     owner: str = ""
     fan_power_ratio: Optional[float] = None
     it_heat_w: float = 0.0      # the part of heat_w that comes from what it serves (not switches)
+    average_heat_w: float = 0.0  # heat_w over the year: what it serves at its utilization
 
 
 def _si(v) -> Optional[float]:
     return v.si if isinstance(v, Quantity) else None
 
 
-def _within(path: str, owner: str) -> bool:
-    return path == owner or path.startswith(owner + ".")
-
-
-def _network_heat(inst: Instance, owner, replicas: int, fabrics) -> float:
-    """Switch heat per replica of an air unit with `network = true`."""
-    if inst.field("network") is not True or owner is None:
-        return 0.0
-    return sum(f.power_w for f in fabrics if _within(f.owner, owner.path)) / max(replicas, 1)
-
-
-def uncooled_network(design: Design, air, fabrics, diags) -> None:
-    by_path = {i.path: i for i in design.instances}
-    covered = [a.owner for a in air if by_path.get(a.path) is not None
-               and by_path[a.path].field("network") is True]
-    for f in fabrics:
-        if f.power_w > 0 and not any(_within(f.owner, o) for o in covered if o):
-            fabric = by_path.get(f.fabric)
+def uncooled_network(mult, served, diags) -> None:
+    """W647: the switches' heat to air (cold plates) that no air unit (loop) with
+    `network = true` removes."""
+    for kind, index, what, unit in (("air", 0, "heat", "air unit"),
+                                    ("loop", 1, "cold-plate heat", "loop")):
+        units = [(m, i) for m, i in mult.values() if i.kind == kind]
+        for fabric, share in served.uncovered(units):
+            power, liquid = served.fabric_split(fabric)
+            heat = (power - liquid if index == 0 else liquid) * max(fabric.instances, 1) * share
+            if heat <= 1e-9:
+                continue
+            owner = served.resolve.by_path.get(fabric.fabric)
             diags.append(Diagnostic(
                 "W647", Severity.WARNING,
-                f"the switches of `{f.fabric}` make {format_number(round(f.power_w / 1e6, 3))} MW "
-                f"of heat that no cooling unit removes", fabric.span if fabric else None,
-                "set `network = true` on an `air` unit of the fabric's owner (or above)"))
+                f"the switches of `{fabric.fabric}` make {readable.power(heat)} of {what} that "
+                f"no {unit} removes", owner.span if owner is not None else None,
+                f"set `network = true` on {'an' if unit[0] == 'a' else 'a'} `{kind}` of the "
+                f"fabric's owner (or above)"))
 
 
 def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
-                fabrics=()) -> AirResult:
+                units=None, averages=None) -> AirResult:
+    """`units` (analyses/served.py) gives the switches' heat of a `network = true` unit;
+    `averages` (analyses/utilization.py) the average heat of what it serves."""
     network_only = inst.field("network") is True and inst.field("serves") is None
     served = [] if network_only else served
     it_heat = sum(c * (power_of(i, cache).si - liquid_heat(i, cache)) for c, i in served)
-    heat = it_heat + _network_heat(inst, owner, replicas, fabrics)
+    power, liquid = units.network(inst) if units is not None else (0.0, 0.0)
+    switch_heat = power - liquid
+    heat = it_heat + switch_heat
+    average = switch_heat + (sum(c * averages.air_per_replica(i) for c, i in served)
+                             if averages is not None else it_heat)
     if heat <= 0 and inst.field("network") is not True:
         diags.append(Diagnostic("W650", Severity.WARNING,
                                 f"air unit `{inst.path}` cools nothing: the parts it serves send "
@@ -85,9 +88,9 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
     limit = _si(inst.field("max_rack_heat"))
     if limit is not None and worst > limit * (1 + 1e-9):
         diags.append(Diagnostic("E644", Severity.ERROR,
-                                f"a rack sends {format_number(round(worst / 1e3, 2))} kW to "
+                                f"a rack sends {readable.power(worst, 2)} to "
                                 f"air, more than `{inst.path}` removes per rack "
-                                f"({format_number(limit / 1e3)} kW at a "
+                                f"({readable.power(limit, 2)} at a "
                                 f"{format_number(rise)} K rise)", inst.span_of("max_rack_heat"),
                                 "raise the liquid share or the air rise, or lower the rack's "
                                 "load"))
@@ -100,7 +103,7 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
                                 "unit's data sheet)"))
     _envelope(inst, diags)
     return AirResult(inst.path, replicas, heat, rise, flow, worst,
-                     owner.path if owner is not None else "", ratio, it_heat)
+                     owner.path if owner is not None else "", ratio, it_heat, average)
 
 
 def _envelope(inst: Instance, diags) -> None:

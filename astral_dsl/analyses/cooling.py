@@ -1,7 +1,8 @@
 """Cooling: heat split into liquid (cold plates, analyses/loops.py) and air (analyses/air.py),
-loop flows, CDUs, pumps, air flow, and the annualised PUE. Every electrical watt ends as heat;
-heat that no loop or air unit removes, and a design with no cooling at all, are reported
-(W651-W653) rather than counted as removed."""
+loop flows, CDUs, pumps, air flow, and the facility's draw by component with the annualised PUE
+(analyses/facility.py). Every electrical watt ends as heat; heat that no loop or air unit
+removes, and a design with no cooling at all, are reported (W647, W651-W653) rather than
+counted as removed."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -9,18 +10,18 @@ from typing import Dict, List, Optional, Tuple
 import attrs
 
 from astral_dsl.analyses.air import AirResult, analyse_air, uncooled_network
+from astral_dsl.analyses.facility import Demand, Rejection, annual_and_peak, rejection_of
 from astral_dsl.analyses.loops import LoopResult, analyse_loop, liquid_heat
 from astral_dsl.analyses.served import Served
+from astral_dsl.analyses.utilization import Averages
 from astral_dsl.analyses.walk import Resolver, multiplicities
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.rollup import group_of, power_of
-from astral_dsl.model.values import Symbol
-from astral_dsl.units import Quantity, format_number, readable
+from astral_dsl.units import Quantity, readable
 
-__all__ = ["AirResult", "CoolingResult", "LoopResult", "analyse_cooling", "liquid_heat"]
-
-HOURS_PER_YEAR = 8760.0   # a 365-day year
+__all__ = ["AirResult", "CoolingResult", "Demand", "LoopResult", "analyse_cooling",
+           "liquid_heat"]
 
 
 @attrs.frozen
@@ -30,7 +31,7 @@ class CoolingResult:
     loops: Tuple[LoopResult, ...]
     air: Tuple[AirResult, ...]
     pump_w: float
-    fan_w: float
+    fan_w: float              # air units' fans, average over the year
     chiller_w: float          # average over the year
     facility_w: float         # IT (average) + losses + cooling, average over the year
     pue: Optional[float]
@@ -38,6 +39,9 @@ class CoolingResult:
     diagnostics: Tuple[Diagnostic, ...]
     requirements: Tuple = ()
     cdu_w: float = 0.0
+    average: Optional[Demand] = None     # the facility's draw by component, annual average
+    peak: Optional[Demand] = None        # and at the peak (the utility connection)
+    rejection: Rejection = Rejection()
 
 
 def _si(v) -> Optional[float]:
@@ -52,29 +56,38 @@ def _warn(code, msg, span, hint=None) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, msg, span, hint)
 
 
-def analyse_cooling(design: Design, it_average_w: float, losses_w: float, network_w: float,
-                    cache: Optional[Dict] = None, overrides: Optional[Dict] = None,
-                    fabrics=(), served: Optional[Served] = None) -> CoolingResult:
-    """`overrides`: {(path, field): value} from a scenario (a hotter supply, a failed CDU).
-    `fabrics`: the network's switch counts: an air unit with `network = true` removes the heat
-    of the fabrics attached at or below its owner; heat no unit removes is a warning."""
+def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
+                    overrides: Optional[Dict] = None, fabrics=(),
+                    served: Optional[Served] = None,
+                    averages: Optional[Averages] = None) -> CoolingResult:
+    """`power`: the PowerResult (IT load and conversion losses, average and peak).
+    `overrides`: {(path, field): value} from a scenario (a failed CDU).
+    `fabrics`: the network's switch counts: an air unit (a loop) with `network = true` removes
+    the air (cold-plate) heat of the fabrics attached at or below its owner; heat no unit
+    removes is a warning."""
     cache = {} if cache is None else cache
     overrides = overrides or {}
     resolve = Resolver(design)
     mult = multiplicities(design)
-    served = served if served is not None else Served(design, mult, resolve, cache)
+    served = served if served is not None else Served(design, mult, resolve, cache, fabrics)
+    averages = averages if averages is not None else Averages(design, mult, cache)
     diags: List[Diagnostic] = []
     total_power = sum(power_of(r, cache).si for r in design.roots)
-    total_liquid = sum(liquid_heat(r, cache) for r in design.roots)
+    network_w = sum(f.power_w for f in fabrics)
+    network_liquid = sum(served.fabric_split(f)[1] * max(f.instances, 1) for f in fabrics)
+    total_liquid = sum(liquid_heat(r, cache) for r in design.roots) + network_liquid
     loops, air, reqs = [], [], []
     for replicas, inst in mult.values():
         if inst.kind == "loop":
             loops.append(analyse_loop(inst, replicas, served.of(inst), resolve, cache, overrides,
-                                      diags, reqs))
+                                      diags, reqs, served.network(inst)[1],
+                                      served.physical_owner(inst)))
         elif inst.kind == "air":
-            air.append(analyse_air(inst, replicas, _physical_owner(served, inst),
-                                   served.of(inst), cache, diags, fabrics))
-    uncooled_network(design, air, fabrics, diags)
+            air.append(analyse_air(inst, replicas, served.physical_owner(inst),
+                                   served.of(inst), cache, diags, served, averages))
+    loops.sort(key=lambda lp: lp.path)
+    air.sort(key=lambda a: a.path)
+    uncooled_network(mult, served, diags)
     facility = None
     for root in design.roots:
         for m in root.members:
@@ -91,58 +104,40 @@ def analyse_cooling(design: Design, it_average_w: float, losses_w: float, networ
                            "`facility` that rejects it"))
     elif cooled:
         _heat_paths(design, mult, served, loops, air, cache, diags)
-    pump = sum(l.replicas * l.pump_w for l in loops)
-    cdu_w = sum(l.replicas * l.cdu_w for l in loops)
-    fan = sum(a.replicas * a.heat_w * (a.fan_power_ratio or 0.0) for a in air)
-    chiller = 0.0
-    water_class = None
+    rejection = rejection_of(facility, diags, design.roots[0] if design.roots else None,
+                             cooled)
     if facility is not None:
-        cls = facility.field("water_class")
-        water_class = cls.name if isinstance(cls, Symbol) else None
-        cop = _si(facility.field("chiller_cop"))
-        free = _si(facility.field("free_cooling"))
-        free_h = free / 3600.0 if free is not None else 0.0
-        if cop:
-            # PUE is a ratio of yearly energies: the chillers reject the average IT heat
-            chiller = it_average_w / cop * max(0.0, HOURS_PER_YEAR - free_h) / HOURS_PER_YEAR
-        elif free_h < HOURS_PER_YEAR:
-            diags.append(_warn("W656", f"facility `{facility.path}` declares no `chiller_cop`: "
-                                       f"its chillers count as 0 W for the "
-                                       f"{readable.grouped(HOURS_PER_YEAR - free_h)} h a year "
-                                       f"without free cooling", facility.span,
-                               "declare `chiller_cop`, or `free_cooling = 8760 h` if no "
-                               "chiller runs"))
-        supply = facility.field("supply")
-        if cls is not None and isinstance(supply, Quantity) and water_class and \
-                water_class[1:].isdigit() and supply.value_in("degC") > int(water_class[1:]):
-            diags.append(_err("E645", f"facility water at {supply} exceeds class {water_class} "
-                                      f"(supply at most {water_class[1:]} degC, ASHRAE)",
-                              facility.span_of("supply")))
-    elif cooled and design.roots:
-        root = design.roots[0]
-        diags.append(_warn("W656", f"no `facility` is declared: heat rejection (chillers, dry "
-                                   f"coolers) counts as 0 W in the facility power and the PUE",
-                           root.span, "declare `facility { ... }` in the site with its "
-                                      "`chiller_cop` and `free_cooling` hours"))
-    facility_w = it_average_w + losses_w + pump + cdu_w + fan + chiller
-    pue = facility_w / it_average_w if it_average_w and cooled else None
+        _water_class(facility, rejection, diags)
+    pump = sum(lp.replicas * lp.pump_w for lp in loops)
+    cdu_w = sum(lp.replicas * lp.cdu_w for lp in loops)
+    fans = (sum(a.replicas * a.average_heat_w * (a.fan_power_ratio or 0.0) for a in air),
+            sum(a.replicas * a.heat_w * (a.fan_power_ratio or 0.0) for a in air))
+    average, peak = annual_and_peak(
+        rejection, (power.it_average_w, power.it_peak_w),
+        (power.conversion_loss_w, power.conversion_loss_peak_w), cdu_w, pump, fans)
+    pue = average.total_w / power.it_average_w if power.it_average_w and cooled else None
     return CoolingResult(total_liquid, total_power + network_w - total_liquid, tuple(loops),
-                         tuple(air), pump, fan, chiller, facility_w, pue, water_class,
-                         tuple(diags), tuple(reqs), cdu_w)
+                         tuple(air), pump, average.fans_w, average.chillers_w, average.total_w,
+                         pue, rejection.water_class, tuple(diags), tuple(reqs), cdu_w, average,
+                         peak, rejection)
 
 
-def _physical_owner(served: Served, inst: Instance) -> Optional[Instance]:
-    owner = served.owner_of(inst)
-    while owner is not None and owner.level is None:
-        owner = served.owner_of(owner)
-    return owner
+def _water_class(facility: Instance, rejection: Rejection, diags) -> None:
+    supply = facility.field("supply")
+    cls = rejection.water_class
+    if isinstance(supply, Quantity) and cls and cls[1:].isdigit() and \
+            supply.value_in("degC") > int(cls[1:]):
+        diags.append(_err("E645", f"facility water at {supply} exceeds class {cls} "
+                                  f"(supply at most {cls[1:]} degC, ASHRAE)",
+                          facility.span_of("supply")))
 
 
 def _heat_paths(design, mult, served: Served, loops, air, cache, diags) -> None:
     """W651 (W652): racks whose cold-plate (air) heat no loop (air unit) removes."""
     by_path = {i.path: i for _, i in mult.values()}
     for code, units, heat_of, what, unit in (
-            ("W651", loops, lambda r: liquid_heat(r, cache), "cold-plate", "loop"),
+            ("W651", [lp for lp in loops if not _network_only(by_path.get(lp.path))],
+             lambda r: liquid_heat(r, cache), "cold-plate", "loop"),
             ("W652", [a for a in air if not _network_only(by_path.get(a.path))],
              lambda r: power_of(r, cache).si - liquid_heat(r, cache), "air", "air unit")):
         covered: Dict[int, float] = {}

@@ -13,6 +13,7 @@ from astral_dsl.analyses.cooling import CoolingResult, analyse_cooling
 from astral_dsl.analyses.network import FabricCount, fabric_counts
 from astral_dsl.analyses.power import PowerResult, analyse_power
 from astral_dsl.analyses.served import Served
+from astral_dsl.analyses.utilization import Averages
 from astral_dsl.analyses.walk import Resolver, multiplicities
 from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
@@ -40,14 +41,13 @@ def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineeri
     d = applied.design if applied is not None else design
     fabrics = tuple(network_failures.counts(d, cache, applied.tier_failures, applied.fabric)
                     if applied is not None else fabric_counts(d, cache))
-    network_w = sum(f.power_w for f in fabrics)
     mult = multiplicities(d)
-    served = Served(d, mult, Resolver(d), cache)
-    power = analyse_power(d, network_w, cache, applied.failed if applied else frozenset(),
-                          served)
+    served = Served(d, mult, Resolver(d), cache, fabrics)
+    averages = Averages(d, mult, cache)
+    power = analyse_power(d, fabrics, cache, applied.failed if applied else frozenset(),
+                          served, averages)
     overrides = {(path, "failed_cdus"): n for path, n in (applied.failed_cdus if applied else ())}
-    cooling = analyse_cooling(d, power.it_average_w, power.conversion_loss_w, network_w, cache,
-                              overrides, fabrics, served)
+    cooling = analyse_cooling(d, power, cache, overrides, fabrics, served, averages)
     diags: List[Diagnostic] = []
     for f in fabrics:
         diags.extend(f.diagnostics)

@@ -5,8 +5,9 @@ A feeder carries the peak load of what it supplies (analyses/served.py). Feeders
 by side in one instance (A and B) supplying the same parts share that load in normal operation;
 when one fails the other side carries all of it (2N). A feeder declared with `count = N` is N
 identical feeders sharing the load (N-1 when one fails). Data a check needs and the design leaves
-out is reported (W620-W625), never taken as zero. Formulas: analyses/formulas/ (IEEE 485,
-IEC 60364-5-52, IEC 60028)."""
+out is reported (W620-W625), never taken as zero. Rectifier modules and batteries:
+analyses/feeder_equipment.py. Formulas: analyses/formulas/ (IEEE 485, IEC 60364-5-52,
+IEC 60028)."""
 from __future__ import annotations
 
 import math
@@ -15,11 +16,12 @@ from typing import List, Optional, Tuple
 import attrs
 
 from astral_dsl.analyses import formulas
+from astral_dsl.analyses.feeder_equipment import (Requirement, _err, _si, _sym, _warn,
+                                                  battery, rectifier)
 from astral_dsl.analyses.served import Served
-from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import power_of
-from astral_dsl.model.values import ListValue, Symbol, UnknownValue
+from astral_dsl.model.values import ListValue, UnknownValue
 from astral_dsl.units import Quantity, format_number, readable
 
 # Conductor temperature used for voltage drop when a feeder declares none: 90 degC, the maximum
@@ -35,26 +37,15 @@ MATERIALS = {"copper": (formulas.COPPER_RHO20_OHM_M, formulas.COPPER_ALPHA_PER_K
 
 
 @attrs.frozen
-class Requirement:
-    """The least value an unknown equipment count (`?`) may take, and why; `units` is how many
-    of the counted things one unit of the count stands for in the whole design (for its cost)."""
-    key: str
-    minimum: int
-    units: int
-    price: float                # of one counted thing (0 when undeclared)
-    label: str
-    span: Optional[object]
-
-
-@attrs.frozen
 class FeederResult:
     path: str
     replicas: int
-    count: int                 # identical feeders this declaration stands for (per replica)
+    count: int                 # identical feeders this declaration stands for (per replica),
+    #                            installed: a scenario that fails one leaves the count alone
     current_type: str
     side: Optional[str]
     voltage_v: float
-    load_w: float              # peak load of what it serves (all of it)
+    load_w: float              # peak load of what it serves (all of it), per replica
     normal_w: float            # its share in normal operation
     failover_w: float          # what it carries with one feeder failed (0: nothing backs it)
     capacity_w: Optional[float]
@@ -72,6 +63,10 @@ class FeederResult:
     low_voltage_v: float = 0.0     # where the current is computed: the lowest it runs at
     low_voltage_from: str = "nominal"   # battery end of discharge | standard minimum | nominal
     input_ratio: float = 1.0       # 1 / the feeder's own efficiency: its conductors carry more
+    network_w: float = 0.0         # of load_w: the fabrics' switches (`network = true`)
+    average_w: float = 0.0         # its normal share at the average draw of what it serves
+    running: int = 1               # of `count`, the feeders in service (a scenario fails one)
+    dark: bool = False             # down with nothing backing it (E628): what it serves is off
 
     @property
     def carried_w(self) -> float:
@@ -80,25 +75,10 @@ class FeederResult:
         return max(self.normal_w, self.failover_w) * self.input_ratio
 
 
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
-
-
-def _sym(v) -> Optional[str]:
-    return v.name if isinstance(v, Symbol) else None
-
-
-def _err(code, msg, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, msg, span, hint)
-
-
-def _warn(code, msg, span, hint=None) -> Diagnostic:
-    return Diagnostic(code, Severity.WARNING, msg, span, hint)
-
-
-def analyse_feeders(mult, resolve, served: Served, cache, failed, diags,
-                    reqs) -> List[FeederResult]:
-    """Every feeder the sites hold. `failed`: paths of feeders a scenario has failed."""
+def analyse_feeders(mult, resolve, served: Served, cache, failed, diags, reqs,
+                    averages=None) -> List[FeederResult]:
+    """Every feeder the sites hold. `failed`: paths of feeders a scenario has failed;
+    `averages` (analyses/utilization.py): the average draw of what they serve, for losses."""
     out: List[FeederResult] = []
     for replicas, owner in mult.values():
         feeders = [m.value for m in owner.members
@@ -107,25 +87,50 @@ def analyse_feeders(mult, resolve, served: Served, cache, failed, diags,
             continue
         parts = {id(f): served.of(f) for f in feeders}
         for f in feeders:
-            key = _served_key(parts[id(f)])
-            partners = [g for g in feeders if g is not f and _served_key(parts[id(g)]) == key
+            key = _served_key(f, parts[id(f)])
+            partners = [g for g in feeders if g is not f and _served_key(g, parts[id(g)]) == key
                         and _sym(g.field("side")) != _sym(f.field("side"))]
-            out.append(_one_feeder(f, replicas, parts[id(f)], partners, resolve, cache,
-                                   failed, diags, reqs))
+            out.append(_one_feeder(f, replicas, parts[id(f)], served.network(f)[0], partners,
+                                   resolve, cache, failed, diags, reqs, averages))
     return out
 
 
-def _served_key(items) -> Tuple:
-    return tuple(sorted((c, i.path) for c, i in items))
+def _served_key(f: Instance, items) -> Tuple:
+    return tuple(sorted((c, i.path) for c, i in items)) + ((f.field("network") is True),)
 
 
-def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
-                diags, reqs) -> FeederResult:
-    load = sum(c * power_of(i, cache).si for c, i in served)
-    if not served:
-        diags.append(_warn("W620", f"feeder `{f.path}` serves nothing: it carries 0 kW",
+def _shares(load: float, count: int, sides: int, partners: int, alive_partners: int,
+            down: bool) -> Tuple[float, float]:
+    """(normal share, share with one more feeder failed) of one of `count` identical feeders on
+    one of `sides` sides, `partners` of the other sides (`alive_partners` in service); `down`:
+    one of its own `count` has failed already (a scenario)."""
+    running = count - 1 if down else count
+    if running <= 0:
+        return 0.0, 0.0
+    if partners and not alive_partners:
+        normal = load / running               # the other side is down: this one carries all
+    elif down:
+        normal = load / (running * (1 + alive_partners)) if alive_partners else load / running
+    else:
+        normal = load / (running * sides)
+    if down or alive_partners < partners:
+        return normal, normal                 # degraded already: what it carries now
+    if alive_partners:
+        return normal, load / running
+    return normal, load / (running - 1) if running > 1 else 0.0
+
+
+def _one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cache, failed,
+                diags, reqs, averages=None) -> FeederResult:
+    load = sum(c * power_of(i, cache).si for c, i in served) + network_w
+    average = (sum(c * averages.per_replica(i) for c, i in served) if averages is not None
+               else load - network_w) + network_w
+    if not served and not network_w:
+        what = " and no fabric's switches under it draw power" \
+            if f.field("network") is True else ""
+        diags.append(_warn("W620", f"feeder `{f.path}` serves nothing{what}: it carries 0 kW",
                            f.span, "set `serves = ...`, or name it in the `feeds` of the racks "
-                                   "it supplies"))
+                                   "it supplies (`network = true` for the switches)"))
     sides = 1 + len(partners)
     alive_partners = [p for p in partners if p.path not in failed]
     capacity = _si(f.field("capacity"))
@@ -144,30 +149,18 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
     else:
         count = int(_si(count_field) or 1)
     unknown = isinstance(count_field, UnknownValue)
-    # under a failure already (this feeder or its partner), only normal operation must hold
-    degraded = f.path in failed or len(alive_partners) < len(partners)
-    if f.path in failed and count > 1:
-        count -= 1                       # one of the N identical feeders is down
-        failed = failed - {f.path}
-    if f.path in failed:
-        normal = 0.0
-        if not alive_partners:
-            diags.append(_err("E628", f"feeder `{f.path}` is down and nothing backs it: "
-                                      f"{format_number(round(load / 1e3, 1))} kW lose power",
-                              f.span, "declare a partner feeder on the other side (A/B) or "
-                                      "`count = N` feeders sharing the load"))
-    elif partners and not alive_partners:
-        normal = load / count           # the other side is down: this one carries all
-    else:
-        normal = load / (count * sides)
-    if degraded:
-        failover = 0.0
-    elif alive_partners:
-        failover = load / count
-    elif count > 1:
-        failover = load / (count - 1)
-    else:
-        failover = 0.0
+    down = f.path in failed
+    running = count - 1 if down else count
+    normal, failover = _shares(load, count, sides, len(partners), len(alive_partners), down)
+    # what the installed equipment is sized for: the design load, whatever a scenario failed
+    # (a failure changes what flows, never how many modules or strings are installed)
+    design = max(_shares(load, count, sides, len(partners), len(partners), False))
+    dark = down and running == 0 and not alive_partners
+    if dark:
+        diags.append(_err("E628", f"feeder `{f.path}` is down and nothing backs it: "
+                                  f"{readable.power(load)} lose power",
+                          f.span, "declare a partner feeder on the other side (A/B) or "
+                                  "`count = N` feeders sharing the load"))
     voltage = _si(f.field("voltage")) or 0.0
     kind = _sym(f.field("current")) or "dc"
     # the feeder's own conversion (a utility-direct path's transformer and PSUs): its conductors
@@ -175,39 +168,43 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
     own = _si(f.field("efficiency"))
     through = 1 / own if own else 1.0
     carried = max(normal, failover)
-    low, low_from = _lowest_voltage(f, kind, voltage, resolve, diags, bool(served))
+    low, low_from = _lowest_voltage(f, kind, voltage, resolve, diags, load > 0)
     current = _current(kind, carried * through, low, f)
-    if capacity is None and served:
+    if capacity is None and load > 0:
         diags.append(_warn("W623", f"feeder `{f.path}` declares no `capacity`: the "
                                    f"{readable.power(carried * through)} it carries are "
                                    f"not checked against a rating", f.span,
                            "declare `capacity = ...` (the feeder's rated power)"))
+    degraded = down or len(alive_partners) < len(partners)
     if capacity is not None and not unknown:     # an unknown count is sized to fit instead
         if normal * through > capacity * (1 + 1e-9):
             diags.append(_err("E620", f"feeder `{f.path}` carries "
-                                      f"{format_number(round(normal * through / 1e3, 3))} kW in "
+                                      f"{readable.power(normal * through, 3)} in "
                                       f"normal operation{_of_load(normal, own)}, above its "
-                                      f"capacity of {format_number(capacity / 1e3)} kW",
+                                      f"capacity of {readable.power(capacity, 3)}",
                               f.span_of("capacity"), _replicas(replicas, "feeder")))
-        elif failover * through > capacity * (1 + 1e-9):
+        elif not degraded and failover * through > capacity * (1 + 1e-9):
             other = "the other side" if partners else "the remaining feeders"
             diags.append(_err("E621", f"with one feeder failed, {other} of `{f.path}` must "
-                                      f"carry {format_number(round(failover * through / 1e3, 3))}"
-                                      f" kW{_of_load(failover, own)}, above its "
-                                      f"capacity of {format_number(capacity / 1e3)} kW",
+                                      f"carry {readable.power(failover * through, 3)}"
+                                      f"{_of_load(failover, own)}, above its "
+                                      f"capacity of {readable.power(capacity, 3)}",
                               f.span_of("capacity"),
                               "each side of a 2N pair must carry the whole load"))
     _voltage_range(f, voltage, resolve, diags)
     cond_current, ampacity, drop, ratio = _conductor(f, current, voltage, kind, resolve, diags,
-                                                     bool(served))
-    needed, declared = _rectifier(f, carried, resolve, diags, reqs, replicas * count)
-    b_current, b_required, b_available = _battery(f, load / count, resolve, diags, reqs,
-                                                  replicas * count)
+                                                     load > 0)
+    # the modules must carry the design load, and more if a scenario loads the feeder beyond it;
+    # the batteries the share each feeder in service carries (a failed one keeps its own)
+    needed, declared = rectifier(f, max(design, carried), resolve, diags, reqs,
+                                  replicas * count)
+    b_current, b_required, b_available = battery(f, load / max(running, 1), resolve, diags,
+                                                  reqs, replicas * count)
     eff = _si(f.field("efficiency"))
     rect = resolve(f.field("rectifier"))
     if eff is None and rect is not None:
         eff = _si(rect.field("efficiency"))
-    if eff is None and served:
+    if eff is None and load > 0:
         diags.append(_warn("W624", f"feeder `{f.path}` declares no conversion `efficiency` "
                                    f"(nor does a rectifier on it): its conversion losses count "
                                    f"as 0 W in the facility power and the PUE", f.span,
@@ -216,7 +213,8 @@ def _one_feeder(f: Instance, replicas, served, partners, resolve, cache, failed,
     return FeederResult(f.path, replicas, count, kind, _sym(f.field("side")), voltage, load, normal,
                         failover, capacity, current, cond_current, ampacity, drop, ratio, needed,
                         declared, b_current, b_required, b_available, eff, low, low_from,
-                        through)
+                        through, network_w, normal * average / load if load else 0.0, running,
+                        dark=dark)
 
 
 def _replicas(n: int, what: str) -> Optional[str]:
@@ -226,7 +224,7 @@ def _replicas(n: int, what: str) -> Optional[str]:
 def _of_load(load: float, own: Optional[float]) -> str:
     if not own or own >= 1:
         return ""
-    return f" ({format_number(round(load / 1e3, 3))} kW of load at " \
+    return f" ({readable.power(load, 3)} of load at " \
            f"{format_number(round(own * 100, 4))} % efficiency)"
 
 
@@ -323,8 +321,8 @@ def _conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool
                            "declare `ampacity = ...` or a `cable` with its ampacity table"))
     if ampacity is not None and per > ampacity * (1 + 1e-9):
         diags.append(_err("E625", f"each of the {sets} conductor set(s) of `{f.path}` carries "
-                                  f"{format_number(round(per, 1))} A, above its ampacity of "
-                                  f"{format_number(round(ampacity, 1))} A",
+                                  f"{readable.current(per)}, above its ampacity of "
+                                  f"{readable.current(ampacity)}",
                           f.span_of("conductor_area"),
                           "add parallel conductors (`conductors = N`) or a larger cross-section"))
     length = _si(f.field("length"))
@@ -336,7 +334,17 @@ def _conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool
         return per, ampacity, drop, ratio
     rho20, alpha = _material(f, table, diags)
     t = f.field("conductor_temperature")
-    temp_c = t.value_in("degC") if isinstance(t, Quantity) else DEFAULT_CONDUCTOR_C
+    if isinstance(t, Quantity):
+        temp_c = t.value_in("degC")
+    else:
+        temp_c = DEFAULT_CONDUCTOR_C
+        diags.append(_warn("W621", f"feeder `{f.path}` declares no `conductor_temperature`: its "
+                                   f"resistance, and so its voltage drop, is taken at "
+                                   f"{format_number(DEFAULT_CONDUCTOR_C)} degC, the continuous "
+                                   f"limit of XLPE/EPR insulation (IEC 60502-1)",
+                           f.span_of("length"),
+                           "declare `conductor_temperature = ...` (the conductor's operating "
+                           "temperature at this load, e.g. from the cable's data sheet)"))
     if kind == "dc":
         drop = formulas.dc_voltage_drop(per, length, area, temp_c, rho20, alpha)
     else:
@@ -364,100 +372,3 @@ def _feeders_needed(load: float, capacity: Optional[float], sides: int, backed: 
     normal = load / (capacity * sides)
     failover = load / capacity if backed else load / capacity + 1
     return max(1, math.ceil(max(normal, failover) - 1e-9))
-
-
-def _rectifier(f: Instance, load, resolve, diags, reqs, units: int):
-    rect = resolve(f.field("rectifier"))
-    if rect is None:
-        return None, None
-    module = _si(rect.field("module"))
-    if not module:
-        diags.append(_warn("W625", f"rectifier `{rect.path}` of `{f.path}` declares no "
-                                   f"`module` rating: its modules are not counted",
-                           f.span_of("rectifier"),
-                           "declare `module = ...` (one module's rated power)"))
-        return None, None
-    derate = _si(rect.field("derate")) or 1.0
-    scheme = _sym(rect.field("redundancy")) or "n_plus_1"
-    needed = formulas.with_redundancy(formulas.modules_needed(load, module, derate), scheme)
-    modules = rect.field("modules")
-    if isinstance(modules, UnknownValue):
-        reqs.append(Requirement(modules.key, needed, units, _si(rect.field("price")) or 0.0,
-                                f"`{f.path}` needs {needed} modules of "
-                                f"{format_number(module / 1e3)} kW ({scheme})",
-                                rect.span_of("module")))
-        return needed, None
-    declared_q = _si(modules)
-    declared = int(declared_q) if declared_q is not None else None
-    if declared is not None and declared < needed:
-        diags.append(_err("E627", f"`{f.path}` needs {needed} rectifier modules of "
-                                  f"{format_number(module / 1e3)} kW ({scheme}) but "
-                                  f"`{rect.path}` has {declared}", rect.span_of("modules")))
-    return needed, declared
-
-
-# IEEE Std 485 sizing factors taken when a battery declares none: aging 1.25 (replace at 80 %
-# of rated capacity), design margin 1.1, temperature 1.0 (electrolyte at 25 degC).
-_FACTORS = (("aging_factor", 1.25), ("design_factor", 1.1), ("temperature_factor", 1.0))
-
-
-def _battery(f: Instance, load, resolve, diags, reqs, units: int):
-    bat = resolve(f.field("battery"))
-    if bat is None:
-        return None, None, None
-    autonomy = _si(bat.field("autonomy"))
-    cells = _si(bat.field("cells"))
-    end_v = _si(bat.field("end_voltage"))
-    if not (autonomy and cells and end_v):
-        missing = [n for n, v in (("cells", cells), ("end_voltage", end_v)) if not v]
-        diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
-                                   f"{' or '.join(f'`{m}`' for m in missing) or 'autonomy'}: "
-                                   f"its capacity is not sized", f.span_of("battery"),
-                           "declare `cells` and `end_voltage` (per cell, e.g. 1.75 V for "
-                           "lead-acid)"))
-        return None, None, None
-    assumed = [(name, value) for name, value in _FACTORS if _si(bat.field(name)) is None]
-    if assumed:
-        chem = _sym(bat.field("chemistry")) or "lead_acid"
-        lead = "" if chem == "lead_acid" else \
-            f"; they are lead-acid figures and this battery is {chem.replace('_', '-')}"
-        diags.append(_warn("W625", f"battery `{bat.path}` declares no "
-                                   f"{', '.join(f'`{n}`' for n, _ in assumed)}: the IEEE 485 "
-                                   f"values {', '.join(f'{n} = {v}' for n, v in assumed)} are "
-                                   f"assumed{lead}", f.span_of("battery"),
-                           "declare the sizing factors for the battery's chemistry"))
-    factors = {name: _si(bat.field(name)) or value for name, value in _FACTORS}
-    current, _, sized = formulas.battery_capacity_ah(
-        load, autonomy, _si(bat.field("efficiency")) or 1.0, int(cells), end_v,
-        aging=factors["aging_factor"], design=factors["design_factor"],
-        temperature=factors["temperature_factor"])
-    per_string = _si(bat.field("string_capacity"))
-    available = None
-    strings = bat.field("strings")
-    if isinstance(strings, UnknownValue):
-        if per_string:
-            need = max(1, math.ceil(sized / (per_string / 3600.0) - 1e-9))
-            reqs.append(Requirement(strings.key, need, units, _si(bat.field("price")) or 0.0,
-                                    f"batteries of `{f.path}` must hold "
-                                    f"{format_number(round(sized))} Ah",
-                                    bat.span_of("string_capacity")))
-            available = need * per_string / 3600.0
-        return current, sized, available
-    if per_string is None:
-        diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
-                                   f"`string_capacity`: the {readable.grouped(sized, 1)} Ah "
-                                   f"its autonomy needs are not checked against what it holds",
-                           f.span_of("battery"),
-                           "declare `string_capacity` (at the autonomy's discharge rate) and "
-                           "`strings`"))
-        return current, sized, None
-    available = per_string / 3600.0 * (int(_si(bat.field("strings")) or 1))
-    if available < sized * (1 - 1e-9):
-        need = math.ceil(sized / (per_string / 3600.0) - 1e-9)
-        diags.append(_err("E623", f"batteries of `{f.path}` hold "
-                                  f"{format_number(round(available, 1))} Ah but "
-                                  f"{format_number(autonomy / 60)} min at "
-                                  f"{format_number(round(load / 1e3, 1))} kW needs "
-                                  f"{format_number(round(sized, 1))} Ah",
-                          bat.span_of("strings"), f"use at least {need} strings"))
-    return current, sized, available

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Tuple
 import attrs
 
 from astral_dsl.analyses import formulas
+from astral_dsl.analyses.walk import path_within
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import group_of, power_of
@@ -36,6 +37,8 @@ class LoopResult:
     parts: Tuple[Tuple[str, str, int, float, Optional[float]], ...] = ()
     # (kind, path, replicas per loop, liquid heat, flow) for the rows and racks it serves
     cdu_w: float = 0.0         # the running CDUs' own draw (their declared `power`)
+    network_heat_w: float = 0.0   # of heat_w: the switches' cold plates (`network = true`)
+    fluid_name: str = ""          # the fluid as the design names it (`PG25`)
 
 
 def _si(v) -> Optional[float]:
@@ -91,16 +94,20 @@ def _fluid(loop: Instance, fluid: Optional[Instance], diags) -> Optional[str]:
 
 
 def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, overrides, diags,
-                 reqs) -> LoopResult:
+                 reqs, network_w: float = 0.0, owner: Optional[Instance] = None) -> LoopResult:
+    """`network_w`: the switches' cold-plate heat a `network = true` loop also removes (per
+    replica); `owner`: the part it is declared in, whose replica its results name."""
     from astral_dsl.analyses.feeders import Requirement
 
-    heat = sum(c * liquid_heat(i, cache) for c, i in served)
-    if not served or heat <= 0:
+    network_only = inst.field("network") is True and inst.field("serves") is None
+    served = [] if network_only else served
+    heat = sum(c * liquid_heat(i, cache) for c, i in served) + network_w
+    if heat <= 0:
         diags.append(_warn("W650", f"loop `{inst.path}` cools nothing: the parts it serves "
                                    f"send no heat to cold plates", inst.span,
                            "set `serves = ...`, a `liquid_share` on what it cools, or remove "
                            "the loop"))
-    supply_q = overrides.get((inst.path, "supply"), inst.field("supply"))
+    supply_q = inst.field("supply")
     supply_c = supply_q.value_in("degC") if isinstance(supply_q, Quantity) else 0.0
     rise = _si(inst.field("rise")) or 0.0
     fluid = resolve(inst.field("fluid"))
@@ -126,7 +133,13 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
                                    f"{readable.power(heat)}", inst.span,
                            "declare `cdu = ...` (a CDU model) and `cdus = ...` (or `?`)"))
     scheme = inst.field("redundancy")
-    scheme = scheme.name if isinstance(scheme, Symbol) else "n_plus_1"
+    scheme = scheme.name if isinstance(scheme, Symbol) else None
+    if scheme is None:
+        scheme = "n_plus_1"
+        if cdu is not None:
+            diags.append(_warn("W659", f"loop `{inst.path}` declares no `redundancy`: its CDUs "
+                                       f"are sized N+1 (one spare)", inst.span_of("cdus"),
+                               "declare `redundancy = n_plus_1` (or `n`, `two_n`) on the loop"))
     cdus_field = inst.field("cdus")
     declared = _si(cdus_field)
     failed = overrides.get((inst.path, "failed_cdus"), 0)
@@ -141,7 +154,7 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
             reqs.append(Requirement(cdus_field.key, needed + failed, replicas,
                                     _si(cdu.field("price")) or 0.0,
                                     f"loop `{inst.path}` needs {needed} CDUs for "
-                                    f"{format_number(round(heat / 1e6, 3))} MW ({scheme})",
+                                    f"{readable.power(heat, 3)} ({scheme})",
                                     inst.span_of("cdu")))
         if declared_n is not None:
             _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags)
@@ -158,32 +171,42 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
                                       f"its {declared_n} CDUs pass "
                                       f"({format_number(round(cdu_flow * declared_n * 60000, 1))}"
                                       f" L/min)", inst.span_of("cdus")))
-    _gpu_limits(inst, served, supply_c, cache, diags)
+    names: Dict = {}
+
+    def named(part: Instance) -> str:       # in this loop's replica, not the first one
+        return path_within(owner, part, names) if owner is not None else part.path
+
+    _gpu_limits(inst, served, supply_c, cache, diags, named)
     pump, cdu_w = _pumping(inst, cdu, flow, heat, declared_n, needed, scheme, diags)
     parts = []
     if density and cp:
         for kinds in (("row", "block"), ("rack",)):
+            merged: Dict[int, List] = {}          # one line per distinct part
             for c, part in served:
                 for n, sub in group_of(part, kinds, cache).flat():
-                    q = liquid_heat(sub, cache)
-                    parts.append((sub.kind, sub.path, c * n, q,
-                                  formulas.liquid_flow(q, density, cp, rise)))
+                    slot = merged.setdefault(id(sub), [0, sub])
+                    slot[0] += c * n
+            for n, sub in merged.values():
+                q = liquid_heat(sub, cache)
+                parts.append((sub.kind, named(sub), n, q,
+                              formulas.liquid_flow(q, density, cp, rise)))
     return LoopResult(inst.path, replicas, name if name is not None else "?", heat,
                       supply_c, rise, density, cp, flow, needed, declared_n, cap, pump,
-                      tuple(parts), cdu_w)
+                      tuple(parts), cdu_w, network_w,
+                      (fluid.template or fluid.path) if fluid is not None else "?")
 
 
 def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags) -> None:
     if declared_n * cap < heat * (1 - 1e-9):
         diags.append(_err("E640", f"loop `{inst.path}` carries "
-                                  f"{format_number(round(heat / 1e6, 3))} MW of liquid "
+                                  f"{readable.power(heat, 3)} of liquid "
                                   f"heat but its {declared_n} CDUs hold "
-                                  f"{format_number(round(declared_n * cap / 1e6, 3))} MW",
+                                  f"{readable.power(declared_n * cap, 3)}",
                           inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
     elif scheme != "n" and ((declared_n - 1) * cap < heat * (1 - 1e-9) or (
             cdu_flow and flow and (declared_n - 1) * cdu_flow < flow * (1 - 1e-9))):
-        have = (f"{format_number(round((declared_n - 1) * cap / 1e6, 3))} MW for "
-                f"{format_number(round(heat / 1e6, 3))} MW")
+        have = (f"{readable.power((declared_n - 1) * cap, 3)} for "
+                f"{readable.power(heat, 3)}")
         if (declared_n - 1) * cap >= heat * (1 - 1e-9):
             have = (f"flow for {format_number(round((declared_n - 1) * cdu_flow * 6e4))} "
                     f"L/min of the {format_number(round(flow * 6e4))} L/min needed")
@@ -191,7 +214,7 @@ def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, dia
                           inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
 
 
-def _gpu_limits(inst, served, supply_c, cache, diags) -> None:
+def _gpu_limits(inst, served, supply_c, cache, diags, named=lambda i: i.path) -> None:
     """E642 when the supply is hotter than a GPU's cold plate accepts; W649 for GPUs that
     declare no limit (the supply is then not checked against them)."""
     unchecked: Dict[str, Tuple[Instance, int]] = {}
@@ -210,7 +233,8 @@ def _gpu_limits(inst, served, supply_c, cache, diags) -> None:
                 elif supply_c > limit_t.value_in("degC") + 1e-9 and id(gpu) not in reported:
                     reported.add(id(gpu))
                     diags.append(_err("E642", f"loop `{inst.path}` supplies "
-                                              f"{format_number(supply_c)} degC but `{gpu.path}` "
+                                              f"{format_number(supply_c)} degC but "
+                                              f"`{named(gpu)}` "
                                               f"accepts at most {limit_t}",
                                       inst.span_of("supply")))
     for name, (gpu, n) in sorted(unchecked.items()):

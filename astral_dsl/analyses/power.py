@@ -1,9 +1,12 @@
 """Power: IT load per level and in total, the feeders (analyses/feeders.py), conversion losses,
 rectifier modules and batteries, each result traced to the declaration that caused it.
 
-Parts a feeder supplies come from its `serves` and the racks' `feeds` (analyses/served.py); IT
-load that no feeder supplies, and an average load taken as the peak for want of a declared
-`utilization`, are reported (W626, W627)."""
+Parts a feeder supplies come from its `serves` and the racks' `feeds` (analyses/served.py), and
+the fabrics' switches from the feeders declared with `network = true`; IT load that no feeder
+supplies (racks W626, switches W628), and an average load taken as the peak for want of a
+declared `utilization` (W627; analyses/utilization.py), are reported. The level table has one
+row per distinct part and one per fabric, so that the site and network rows add up to the IT
+load."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -12,6 +15,7 @@ import attrs
 
 from astral_dsl.analyses.feeders import FeederResult, Requirement, analyse_feeders
 from astral_dsl.analyses.served import Served
+from astral_dsl.analyses.utilization import Averages
 from astral_dsl.analyses.walk import Resolver, multiplicities
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design
@@ -36,11 +40,14 @@ class PowerResult:
     feeders: Tuple[FeederResult, ...]
     it_peak_w: float
     it_average_w: float
-    conversion_loss_w: float
+    conversion_loss_w: float          # over the year: at the average load of each feeder
     rectifier_modules: int
     battery_ah: float
     diagnostics: Tuple[Diagnostic, ...]
     requirements: Tuple[Requirement, ...] = ()
+    conversion_loss_peak_w: float = 0.0   # at the peak: what the utility connection supplies
+    network_w: float = 0.0            # the fabrics' switches (in it_peak_w and it_average_w)
+    network_unfed_w: float = 0.0      # of network_w: on no feeder (W628), without losses
 
 
 def _si(v) -> Optional[float]:
@@ -51,61 +58,91 @@ def _err(code, msg, span, hint=None, severity=Severity.ERROR) -> Diagnostic:
     return Diagnostic(code, severity, msg, span, hint)
 
 
-def analyse_power(design: Design, network_w: float = 0.0, cache: Optional[Dict] = None,
-                  failed: frozenset = frozenset(), served: Optional[Served] = None) -> PowerResult:
-    """`failed`: paths of feeders a scenario has failed."""
+def analyse_power(design: Design, fabrics=(), cache: Optional[Dict] = None,
+                  failed: frozenset = frozenset(), served: Optional[Served] = None,
+                  averages: Optional[Averages] = None) -> PowerResult:
+    """`fabrics`: the network's switch counts (analyses/network.py), whose power counts in the
+    IT load at full power and goes through the feeders declared with `network = true`;
+    `failed`: paths of feeders a scenario has failed."""
     cache = {} if cache is None else cache
     resolve = Resolver(design)
     mult = multiplicities(design)
-    served = served if served is not None else Served(design, mult, resolve, cache)
+    served = served if served is not None else Served(design, mult, resolve, cache, fabrics)
+    averages = averages if averages is not None else Averages(design, mult, cache)
     diags: List[Diagnostic] = []
     levels: List[LevelLoad] = []
-    utilization = None
-    for root in design.roots:
-        u = _si(root.field("utilization"))
-        utilization = u if u is not None else utilization
-    if utilization is None and design.roots:
+    if averages.unstated_w > 0 and design.roots:
         root = design.roots[0]
-        diags.append(_err("W627", f"site `{root.path}` declares no `utilization`: the average IT "
-                                  f"load (facility power, PUE) is taken as the peak",
+        some = "" if averages.unstated_w >= averages.site_average_w - 1e-6 else \
+            f" for {readable.power(averages.unstated_w)} of its IT load"
+        diags.append(_err("W627", f"site `{root.path}` declares no `utilization`{some} (nor do "
+                                  f"the parts inside it): the average IT load (facility power, "
+                                  f"PUE) is taken as the peak there",
                           root.span, "declare `utilization = ...`, the average over the peak "
-                                     "load (e.g. from the operator's metering)",
+                                     "load (e.g. from the operator's metering), on the site or "
+                                     "the racks, rows or pods it differs for",
                           Severity.WARNING))
-    utilization = 1.0 if utilization is None else utilization
     for replicas, inst in mult.values():
         if inst.level is None or inst.kind in ("gpu", "nic", "cpu", "switch"):
             continue
         peak = power_of(inst, cache).si
-        u = _si(inst.field("utilization"))
         levels.append(LevelLoad(inst.kind, inst.path, replicas, peak,
-                                peak * (u if u is not None else utilization)))
+                                averages.per_replica(inst)))
         limit = _si(inst.field("power_limit"))
         if limit is not None and peak > limit * (1 + 1e-9):
             diags.append(_err("E624", f"{inst.kind} `{inst.path}` draws "
-                                      f"{format_number(peak / 1000)} kW, above its power limit of "
-                                      f"{format_number(limit / 1000)} kW",
+                                      f"{readable.power(peak, 3)}, above its power limit of "
+                                      f"{readable.power(limit, 3)}",
                               inst.span_of("power_limit"),
                               f"affects {replicas:,} {inst.kind}(s)" if replicas > 1 else None))
+    network_w = sum(f.power_w for f in fabrics)
+    for f in fabrics:
+        n = max(f.instances, 1)
+        levels.append(LevelLoad("network", f.fabric, n, f.power_w / n, f.power_w / n))
     reqs: List[Requirement] = []
-    feeders = analyse_feeders(mult, resolve, served, cache, failed, diags, reqs)
+    feeders = analyse_feeders(mult, resolve, served, cache, failed, diags, reqs, averages)
     diags.extend(_unfed(design, mult, served, feeders, cache))
+    unfed = _unfed_network(mult, served, diags)
     compute_peak = sum(power_of(r, cache).si for r in design.roots)
-    compute_avg = sum(l.average_w * l.replicas for l in levels if l.kind == "site")
     # switches draw near their rating whatever the job runs (their power follows the ports and
     # optics powered, not the GPUs' utilisation): the network counts at full power on average too
     it_peak = compute_peak + network_w
-    it_avg = compute_avg + network_w
-    # conversion losses over the year: at the average load of what the feeders serve (the
-    # racks), not the peak
-    average_ratio = compute_avg / compute_peak if compute_peak else 1.0
-    loss = sum(f.replicas * f.count * f.normal_w * average_ratio * (1 / f.efficiency - 1)
+    it_avg = averages.site_average_w + network_w
+    # conversion losses over the year: at the average load of what each feeder serves; at the
+    # peak, at what it carries then
+    loss = sum(f.replicas * f.running * f.average_w * (1 / f.efficiency - 1)
                for f in feeders if f.efficiency)
+    loss_peak = sum(f.replicas * f.running * f.normal_w * (1 / f.efficiency - 1)
+                    for f in feeders if f.efficiency)
     modules = sum(f.replicas * f.count * (f.rectifier_modules or f.rectifier_modules_needed or 0)
                   for f in feeders)
     battery = sum(f.replicas * f.count * (f.battery_required_ah or 0.0) for f in feeders)
     levels.sort(key=lambda l: (-_order(l.kind), l.path))
+    feeders.sort(key=lambda f: f.path)
     return PowerResult(tuple(levels), tuple(feeders), it_peak, it_avg, loss, modules, battery,
-                       tuple(diags), tuple(reqs))
+                       tuple(diags), tuple(reqs), loss_peak, network_w, unfed)
+
+
+def _unfed_network(mult, served: Served, diags) -> float:
+    """W628: the fabrics' power that no feeder with `network = true` supplies."""
+    feeders = [(m, i) for m, i in mult.values() if i.kind == "feeder"]
+    missing = [(f, share) for f, share in served.uncovered(feeders) if f.power_w > 0]
+    if not missing:
+        return 0.0
+    watts = sum(share * f.power_w for f, share in missing)
+    switches = sum(round(share * f.switches) for f, share in missing)
+    first = missing[0][0]
+    others = f" and {len(missing) - 1} other fabric(s)" if len(missing) > 1 else ""
+    fabric = served.resolve.by_path.get(first.fabric)
+    diags.append(_err("W628", f"the network's {readable.power(watts)} "
+                              f"({readable.grouped(switches)} switches of `{first.fabric}`"
+                              f"{others}) are on no declared feeder: their power path is not "
+                              f"checked and they count without conversion losses",
+                      fabric.span if fabric is not None else None,
+                      "declare a feeder with `network = true` in the fabric's owner (or above): "
+                      "it supplies the switches of the fabrics attached there",
+                      Severity.WARNING))
+    return watts
 
 
 def _order(kind: str) -> int:

@@ -6,8 +6,15 @@ or an air unit cools the instance it is declared in. A rack that names a unit wh
 does not hold the rack is an error (E629 for `feeds`, E648 for `loop`): the two declarations
 contradict each other and neither may silently win.
 
+A unit declared with `network = true` (a feeder, a loop or an air unit) also supplies or cools
+the switches of the fabrics attached at or below its physical owner (`network(unit)`): a feeder
+their whole draw, a loop the share their switches' cold plates take (the switch model's
+`liquid_share` of its own power; optics stay on air), an air unit the rest. Fabric power that no
+such unit covers is reported by the analyses (`uncovered`: W628 for feeders, W647 for cooling).
+
 Replication stays symbolic: a rack instance shared by R_r replicas that names a unit shared by
-R_u replicas puts R_r / R_u racks on each replica of the unit."""
+R_u replicas puts R_r / R_u racks on each replica of the unit; a fabric attached to an instance
+held N times inside a unit's owner counts N times there."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -29,8 +36,10 @@ def _count(n: float) -> float:
 class Served:
     """`of(unit)` -> [(count per replica of the unit, part)]; `diagnostics` the contradictions."""
 
-    def __init__(self, design: Design, mult, resolve, cache: Dict):
+    def __init__(self, design: Design, mult, resolve, cache: Dict, fabrics=()):
         self.resolve = resolve
+        self.fabrics = tuple(fabrics)
+        self._occurs: Dict[Tuple[int, int], float] = {}
         self.cache = cache
         self.owner: Dict[int, Instance] = {}
         self.replicas: Dict[int, int] = {}
@@ -52,6 +61,77 @@ class Served:
 
     def owner_of(self, unit: Instance) -> Optional[Instance]:
         return self.owner.get(id(unit))
+
+    def physical_owner(self, unit: Instance) -> Optional[Instance]:
+        """The part a unit is declared in, through `power` and `cooling` systems."""
+        owner = self.owner_of(unit)
+        while owner is not None and owner.level is None:
+            owner = self.owner_of(owner)
+        return owner
+
+    # -- the fabrics' switches as a load ----------------------------------------------------------
+    def _occurrences(self, node: Instance, target: Instance) -> float:
+        """How many replicas of `target` one replica of `node` holds (itself: 1)."""
+        if node is target:
+            return 1.0
+        key = (id(node), id(target))
+        hit = self._occurs.get(key)
+        if hit is None:
+            hit = sum(c * self._occurrences(child, target) for c, child in node.containment())
+            self._occurs[key] = hit
+        return hit
+
+    def fabric_split(self, fabric) -> Tuple[float, float]:
+        """(whole draw, cold-plate share) of one replica of a fabric (analyses.network's
+        FabricCount): the liquid share of each tier's switch model applies to the switches'
+        own power, not to their optics."""
+        liquid = 0.0
+        for t in fabric.tiers:
+            switch = self.resolve.by_path.get(t.switch)
+            share = switch.field("liquid_share") if switch is not None else None
+            if hasattr(share, "si") and t.switch_w:
+                liquid += t.switches * t.switch_w * share.si
+        n = max(fabric.instances, 1)
+        return fabric.power_w / n, liquid / n
+
+    def network(self, unit: Instance) -> Tuple[float, float]:
+        """(switch power, their cold-plate heat) that one replica of `unit` (with
+        `network = true`) supplies or cools: the fabrics attached at or below its owner."""
+        if unit.field("network") is not True:
+            return 0.0, 0.0
+        owner = self.physical_owner(unit)
+        power = liquid = 0.0
+        for f in self.fabrics:
+            inside = self._fabric_owner(f)
+            n = self._occurrences(owner, inside) if owner is not None and inside is not None \
+                else 0.0
+            if n:
+                w, q = self.fabric_split(f)
+                power, liquid = power + n * w, liquid + n * q
+        return power, liquid
+
+    def _fabric_owner(self, fabric) -> Optional[Instance]:
+        return self.resolve.by_path.get(fabric.owner)
+
+    def uncovered(self, units) -> List[Tuple[object, float]]:
+        """[(fabric, share of its replicas no unit covers)] for `units`, the
+        [(replicas, unit)] with `network = true` of one kind: per side (A/B), the best side
+        counts, as for racks and their feeders."""
+        out = []
+        for f in self.fabrics:
+            inside = self._fabric_owner(f)
+            sides: Dict[Optional[str], float] = {}
+            for replicas, unit in units:
+                owner = self.physical_owner(unit)
+                if owner is None or inside is None or unit.field("network") is not True:
+                    continue
+                side = getattr(unit.field("side"), "name", None)
+                sides[side] = sides.get(side, 0.0) + replicas * self._occurrences(owner, inside)
+            covered = max(sides.values(), default=0.0)
+            n = max(f.instances, 1)
+            if covered < n - 1e-9:
+                out.append((f, (n - covered) / n))
+        return out
 
     def of(self, unit: Instance) -> Parts:
         hit = self._memo.get(id(unit))

@@ -2,7 +2,8 @@
 resolving references."""
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Tuple
+from collections import deque
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.values import Group
@@ -69,3 +70,46 @@ class Resolver:
             return out
         inst = self(value)
         return [(1, inst)] if inst is not None else []
+
+
+def path_within(owner: Instance, target: Instance, memo: Optional[Dict] = None) -> str:
+    """The path of the first replica of `target` inside `owner` (breadth first, members in
+    declaration order), written from the owner's path: under `Astral.pods[3]`, the GPU whose
+    canonical path (its first place in the whole design) is `Astral.pods[0]...gpus[0]` is
+    `Astral.pods[3]...gpus[0]`. A part shared by several replicas is named in the replica a
+    result is about, not in the first. `target.path` when `owner` does not hold it."""
+    if target is owner:
+        return owner.path
+    key = (id(owner), id(target))
+    if memo is not None and key in memo:
+        return memo[key][1]
+    found = target.path
+    queue = deque([(owner, owner.path)])
+    seen = {id(owner)}
+    while queue:
+        inst, path = queue.popleft()
+        hit = None
+        for m in inst.members:
+            value = m.value
+            if isinstance(value, Group):
+                children = [(f"{path}.{m.name}[{start}]", item)
+                            for start, _, item in value.positions()]
+            elif isinstance(value, Instance):
+                children = [(f"{path}.{m.name}", value)]
+            else:
+                continue
+            for child_path, child in children:
+                if child is target:
+                    hit = child_path
+                    break
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    queue.append((child, child_path))
+            if hit:
+                break
+        if hit:
+            found = hit
+            break
+    if memo is not None:
+        memo[key] = (target, found)
+    return found

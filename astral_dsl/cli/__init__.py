@@ -10,7 +10,7 @@ from typing import List, Optional
 from astral_dsl.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Parser, UsageError, \
     sets, usage
 
-COMMANDS = ["check", "size", "export", "fmt", "lsp", "render", "forecast", "sweep",
+COMMANDS = ["check", "size", "export", "fmt", "lsp", "render", "forecast", "sweep", "search",
             "diagnose", "report", "diff"]
 
 

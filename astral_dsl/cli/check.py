@@ -29,7 +29,7 @@ def run(args, overrides) -> int:
     from astral_dsl.analyses.summary import one_line, summarize
     from astral_dsl.outputs.jsonout import dumps, envelope, scenario_json
     from astral_dsl.outputs.terminal import printable_line
-    from astral_dsl.outputs.size_report import chosen_json
+    from astral_dsl.outputs.size_report import chosen_json, chosen_lines, objective_line
 
     worst = EXIT_OK
     use_colour = colour(args)
@@ -53,8 +53,10 @@ def run(args, overrides) -> int:
             print_diagnostics(diagnostics, use_colour, sys.stdout)
             errors = sum(d.is_error for d in result.diagnostics)
             warnings = sum(d.severity.value == "warning" for d in result.diagnostics)
-            out = [f"chosen by sizing: {item['file']}:{item['line']}:{item['column']} = "
-                   f"{item['value']}\n" for item in chosen_json(design)]
+            out = [line + "\n" for line in chosen_lines(design)]
+            objective = objective_line(result.sizing)
+            if objective is not None:
+                out.append(objective + "\n")
             for o in result.scenarios:
                 state = "holds" if not o.broken else f"breaks {len(o.broken)} constraint(s)"
                 out.append(f"scenario {o.name}{' (required)' if o.required else ''}: {state}\n")

@@ -1,6 +1,7 @@
 """`astral size FILE`: power, cooling and network tables (or the JSON summary)."""
 from __future__ import annotations
 
+import os
 import sys
 
 from astral_dsl.cli.common import add_common, checked, colour, exit_code, print_diagnostics
@@ -16,6 +17,20 @@ def register(sub) -> None:
     add_common(z)
 
 
+def terminal_width(stream, environ) -> int:
+    """$COLUMNS when set to a width, else the width of the terminal `stream` writes to, else 100
+    (a pipe or a file: no terminal to fit)."""
+    text = environ.get("COLUMNS", "")
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    try:
+        if stream.isatty():
+            return os.get_terminal_size(stream.fileno()).columns or 100
+    except (AttributeError, OSError, ValueError):
+        pass
+    return 100
+
+
 def run(args, overrides) -> int:
     from astral_dsl.outputs.jsonout import dumps, envelope, scenario_json
     from astral_dsl.outputs.size_report import chosen_json, render_report, size_summary
@@ -27,7 +42,7 @@ def run(args, overrides) -> int:
         # the design as compiled under the scenario, and its results
         design, eng = outcome.applied.design, outcome.result
     if args.format == "json":
-        summary = size_summary(design, eng) if eng is not None else None
+        summary = size_summary(design, eng, result.sizing) if eng is not None else None
         scenario = None if outcome is None else scenario_json(outcome.name, outcome.applied)
         sys.stdout.write(dumps(envelope(result.diagnostics, file=design.file,
                                         scenario=scenario, summary=summary,
@@ -38,5 +53,7 @@ def run(args, overrides) -> int:
             sys.stdout.write(f"under scenario `{outcome.name}`: "
                              + ("; ".join(outcome.notes) or "no change") + "\n")
         if eng is not None:
-            sys.stdout.write(render_report(design, eng, colour(args)))
+            sys.stdout.write(render_report(design, eng, colour(args),
+                                           terminal_width(sys.stdout, os.environ),
+                                           result.sizing))
     return exit_code(design, result.diagnostics)

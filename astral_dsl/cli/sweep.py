@@ -37,14 +37,9 @@ def add_engine_options(p) -> None:
                    help="run on an existing Dask cluster, e.g. tcp://scheduler:8786")
 
 
-def terminal_width(default: int = 160) -> int:
-    import shutil
-
-    return shutil.get_terminal_size((default, 24)).columns if sys.stdout.isatty() else default
-
-
 def progress_bar(enabled: bool, label: str):
-    """(callback(done, total), stop()) drawing a bar on stderr when it is a terminal."""
+    """(callback(done, total, label=None), stop()) drawing a bar on stderr when it is a
+    terminal; a new label starts a new bar, a total of None counts without one."""
     if not enabled:
         return None, lambda: None
     from rich.console import Console
@@ -55,11 +50,16 @@ def progress_bar(enabled: bool, label: str):
                    console=Console(file=sys.stderr), transient=True)
     state = {}
 
-    def update(done: int, total: int) -> None:
-        if "task" not in state:
-            bar.start()
-            state["task"] = bar.add_task(label, total=total)
-        bar.update(state["task"], completed=done)
+    def update(done: int, total, what=None) -> None:
+        what = what or label
+        if state.get("label") != what:
+            if "task" not in state:
+                bar.start()
+            else:
+                bar.update(state["task"], visible=False)
+            state["task"] = bar.add_task(what, total=total)
+            state["label"] = what
+        bar.update(state["task"], completed=done, total=total)
 
     def stop() -> None:
         if "task" in state:
@@ -118,7 +118,10 @@ def run(args, overrides) -> int:
         sys.stdout.write(f"{result.file}: {len(result.rows)} points ({valid} valid) written to "
                          f"{args.output}\n")
     else:
-        sys.stdout.write(out.table(result, args.scenario, colour(args), terminal_width()))
+        from astral_dsl.outputs.table import terminal_width
+
+        sys.stdout.write(out.table(result, args.scenario, colour(args),
+                                   terminal_width(sys.stdout)))
     return EXIT_OK if all(r["valid"] for r in result.rows) else EXIT_ERRORS
 
 

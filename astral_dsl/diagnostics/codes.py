@@ -112,6 +112,7 @@ CODES: dict[str, str] = {
     "W625": "rectifier or battery data not declared",
     "W626": "IT load that no feeder supplies",
     "W627": "utilization not declared",
+    "W628": "network power on no feeder",
     "E640": "cooling loop capacity exceeded",
     "E641": "cooling capacity exceeded with one CDU failed",
     "E642": "supply temperature above what the hardware accepts",
@@ -134,6 +135,7 @@ CODES: dict[str, str] = {
     "W656": "heat rejection not declared",
     "W657": "fan power not declared",
     "W658": "loop without a CDU",
+    "W659": "CDU redundancy not declared",
     "E660": "no choice of the unknowns satisfies every constraint",
     "E661": "too many combinations of unknowns to size",
     "E662": "the sizing solver failed",
@@ -188,7 +190,7 @@ CODES: dict[str, str] = {
     "W791": "job cannot be forecast: ranks compared with their peers only",
     "E792": "observed data does not match the job's rank order",
     # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
-    "E800": "a point was not evaluated: its worker failed",
+    "E800": "a point or configuration was not evaluated: its worker failed",
     "W800": "the cost counts only equipment with a declared price",
 }
 

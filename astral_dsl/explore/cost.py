@@ -58,12 +58,17 @@ def unpriced_parts(design, eng) -> List[str]:
     return missing
 
 
+def priced(design) -> bool:
+    """The design declares a price somewhere."""
+    return any(_priced(i) for i in design.instances)
+
+
 def priced_cost(design, eng) -> Tuple[Optional[float], Optional[Diagnostic]]:
     """(cost in USD, W800 when some equipment has no price); (None, None) when the design
     declares no price at all."""
     from astral_dsl.analyses.cost import total_cost
 
-    if not any(_priced(i) for i in design.instances):
+    if not priced(design):
         return None, None
     cost = total_cost(design, eng)
     missing = unpriced_parts(design, eng)

@@ -30,14 +30,26 @@ def chunks(n: int, workers: int, largest: int = 16) -> List[range]:
 
 
 class LocalEngine:
-    """A process pool on this machine; one worker runs in this process."""
+    """A process pool on this machine; one worker runs in this process. The pool lives until
+    close(), so that a search's rounds find the workers' caches warm."""
 
     def __init__(self, workers: Optional[int] = None):
         self.workers = max(1, workers or os.cpu_count() or 1)
+        self._pool = None
 
     @property
     def description(self) -> str:
         return f"{self.workers} local process{'es' if self.workers > 1 else ''}"
+
+    def _executor(self):
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            self._pool = ProcessPoolExecutor(self.workers,
+                                             mp_context=multiprocessing.get_context(method))
+        return self._pool
 
     def run(self, tasks: Sequence[Task], done: Callable[[int], None] = lambda i: None,
             lost: Callable[[int, str], Any] = None) -> List[Any]:
@@ -47,24 +59,31 @@ class LocalEngine:
                 results[i] = fn(*args)
                 done(i)
             return results
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        with ProcessPoolExecutor(min(self.workers, len(tasks)),
-                                 mp_context=multiprocessing.get_context(method)) as pool:
-            futures = {pool.submit(fn, *args): i for i, (fn, args) in enumerate(tasks)}
-            for future in as_completed(futures):
-                i = futures[future]
-                try:
-                    results[i] = future.result()
-                except BrokenProcessPool as exc:
-                    if lost is None:
-                        raise
-                    results[i] = lost(i, f"the local worker process died ({exc})")
-                done(i)
+        pool = self._executor()
+        futures = {pool.submit(fn, *args): i for i, (fn, args) in enumerate(tasks)}
+        broken = False
+        for future in as_completed(futures):
+            i = futures[future]
+            try:
+                results[i] = future.result()
+            except BrokenProcessPool as exc:
+                broken = True
+                if lost is None:
+                    self.close()
+                    raise
+                results[i] = lost(i, f"the local worker process died ({exc})")
+            done(i)
+        if broken:                   # a new pool for the next run
+            self.close()
         return results
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
 
 class DaskEngine:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -16,6 +17,10 @@ import attrs
 MAX_POINTS = 100_000
 
 _NUMBER = re.compile(r"\s*(?P<num>[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*(?P<unit>.*?)\s*$")
+
+
+_FLOAT_MAX = Fraction(sys.float_info.max)
+_FLOAT_TINY = Fraction(sys.float_info.min)
 
 
 class GridError(ValueError):
@@ -37,6 +42,9 @@ def _fraction(text: str, what: str) -> Tuple[Fraction, str]:
         value = Fraction(m.group("num"))
     except (ValueError, ZeroDivisionError):
         raise GridError(f"{what} `{text.strip()}` is not a number") from None
+    if abs(value) > _FLOAT_MAX or (value and abs(value) < _FLOAT_TINY):
+        raise GridError(f"{what} `{text.strip()}` is beyond the range of a number "
+                        "(1e-308 to 1.8e308 in magnitude)")
     unit = m.group("unit")
     if unit:
         from astral_dsl.units import parse_unit
@@ -49,28 +57,68 @@ def _fraction(text: str, what: str) -> Tuple[Fraction, str]:
     return value, unit
 
 
+def quantity_si(text: str, like: str, what: str) -> float:
+    """A quantity written on the command line (`4 yr`), in SI, of the dimension of unit
+    `like`."""
+    from astral_dsl.units import parse_unit
+
+    value, unit = _fraction(text, f"{what}")
+    want = parse_unit(like)
+    if not unit or parse_unit(unit).dims != want.dims:
+        raise GridError(f"{what} {text.strip()}: write a quantity in {like} or another unit of "
+                        "its kind (e.g. `4 yr`)")
+    return float(value * parse_unit(unit).scale)
+
+
 def _show(value: Fraction, unit: str) -> str:
-    if value.denominator == 1:
-        text = str(value.numerator)
-    else:
-        text = _decimal(value)
+    text = _decimal(value)
     return f"{text} {unit}" if unit else text
 
 
+PLAIN_DIGITS = 15        # beyond this many digits before or after the point: 1.5e300
+
+
 def _decimal(value: Fraction) -> str:
-    """A terminating decimal exactly (1/8 -> 0.125); otherwise 12 significant digits."""
-    den, twos, fives = value.denominator, 0, 0
+    """A terminating decimal exactly (1/8 -> 0.125, 10^300 -> 1e300); otherwise 12 significant
+    digits. Never through float, whose range a literal may exceed."""
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    num, den = abs(value.numerator), value.denominator
+    twos = fives = 0
     while den % 2 == 0:
         den, twos = den // 2, twos + 1
     while den % 5 == 0:
         den, fives = den // 5, fives + 1
     if den != 1:
-        return f"{float(value):.12g}"
+        from decimal import Context
+
+        d = Context(prec=12).divide(num, value.denominator)
+        return sign + _compact(*_digits(d))
     k = max(twos, fives)
-    scaled = abs(value.numerator) * 10 ** k // value.denominator
-    digits = str(scaled).rjust(k + 1, "0")
-    text = (digits[:-k] + "." + digits[-k:]).rstrip("0").rstrip(".")
-    return ("-" if value < 0 else "") + text
+    scaled = num * 10 ** k // value.denominator       # exact: value = scaled / 10^k
+    return sign + _compact(str(scaled), -k)
+
+
+def _digits(d) -> Tuple[str, int]:
+    t = d.as_tuple()
+    return "".join(map(str, t.digits)), t.exponent
+
+
+def _compact(digits: str, exponent: int) -> str:
+    """digits x 10^exponent as a plain decimal, or in scientific notation when long."""
+    stripped = digits.rstrip("0") or "0"
+    exponent += len(digits) - len(stripped)
+    digits = stripped
+    lead = len(digits) + exponent                    # digits before the point
+    if -PLAIN_DIGITS < lead <= PLAIN_DIGITS + 1 and exponent > -PLAIN_DIGITS - 6:
+        if exponent >= 0:
+            return digits + "0" * exponent
+        if lead > 0:
+            return digits[:lead] + "." + digits[lead:]
+        return "0." + "0" * -lead + digits
+    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{mantissa}e{lead - 1}"
 
 
 def _same_unit(a: str, b: str, spec: str) -> str:
@@ -218,6 +266,9 @@ def check_names(grids: Sequence[Grid], params: Dict[str, object]) -> None:
                 "parameters: " + ", ".join(params) if params else "it declares no `param`")
             raise GridError(f"--grid {g.name}: the design has no parameter `{g.name}` ({hint})")
         current = params[g.name]
+        if isinstance(current, bool) or isinstance(current, str):
+            _check_literals(g, current)
+            continue
         if not isinstance(current, Quantity):
             continue
         for value in g.values:
@@ -233,3 +284,16 @@ def check_names(grids: Sequence[Grid], params: Dict[str, object]) -> None:
                 if u.dims != current.dims or u.point != current.point:
                     raise GridError(f"--grid {g.name}: `{value}` is not a {current.dimension()} "
                                     f"like `{g.name}` ({current})")
+
+
+def _check_literals(g: Grid, current) -> None:
+    """A yes/no parameter takes `true` or `false`, a text parameter quoted strings (as
+    `--set` does): anything else is a usage error, not an error on every row."""
+    for value in g.values:
+        if isinstance(current, bool) and value not in ("true", "false"):
+            raise GridError(f"--grid {g.name}: `{value}` is not `true` or `false`, and "
+                            f"`{g.name}` is a yes/no value ({str(current).lower()})")
+        if isinstance(current, str) and not (len(value) >= 2 and value[0] == value[-1] == '"'):
+            raise GridError(f"--grid {g.name}: `{value}` is not a quoted string, and "
+                            f"`{g.name}` is text (\"{current}\"); write --grid "
+                            f"'{g.name}=\"{value}\"'")

@@ -274,7 +274,9 @@ _register(_kind("feeder", "a power feed (HVDC or AC)", dict(
     material=enum("copper", "aluminium", doc="conductor material (else the `cable`'s)"),
     ampacity=q("current", "rated current of one conductor", sign=POSITIVE),
     reactance=q("impedance_per_length", "AC reactance of one conductor, e.g. `0.08 ohm/km`"),
-    rectifier=ref("rectifier"), battery=ref("battery"))))
+    rectifier=ref("rectifier"), battery=ref("battery"),
+    network=FieldSpec(BoolType(), doc="also supplies the switches of the fabrics attached at or "
+                                      "below its owner"))))
 _register(_kind("cable", "an ampacity table for a conductor type", dict(
     material=enum("copper", "aluminium"),
     areas=FieldSpec(ListType(QType("area", domain=domain("area", POSITIVE, 1.0))), required=True,
@@ -311,7 +313,9 @@ _register(_kind("loop", "a liquid cooling loop", dict(
     cdu=ref("cdu"), cdus=q("count", limit=1e6),
     redundancy=enum("n", "n_plus_1", "two_n"), pump_head=q("pressure"),
     pump_efficiency=q("ratio", high=1, sign=POSITIVE), max_flow=q("flow", sign=POSITIVE),
-    serves=ANY)))
+    serves=ANY,
+    network=FieldSpec(BoolType(), doc="also removes the cold-plate heat of the switches of the "
+                                      "fabrics attached at or below its owner"))))
 _register(_kind("air", "air cooling", dict(
     supply=q("temperature", required=True),
     rise=q("temperature_delta", required=True, sign=POSITIVE, limit=200, why="200 K"),
@@ -324,7 +328,9 @@ _register(_kind("facility", "facility water", dict(
     water_class=enum("W17", "W27", "W32", "W40", "W45", "Wplus"), supply=q("temperature"),
     free_cooling=q("time", "hours per year of free cooling", high=8760 * 3600),
     chiller_cop=q("number", sign=POSITIVE, limit=100, least=0.5,
-                  least_why="far below any chiller's, 3 to 7"))))
+                  least_why="far below any chiller's, 3 to 7"),
+    rejection_fan_ratio=q("ratio", "fan power of the dry coolers or cooling towers per watt of "
+                                   "heat they reject", high=1))))
 # Plausible bounds of a model, its parallelism and its batch: each is 100-1,000,000x the largest
 # published value, far above anything real while keeping every product of counts finite (what a
 # forecast may cost is Seer's own work budget, E762, tighter). Llama 3 405B has 126 layers,

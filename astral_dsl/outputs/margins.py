@@ -54,13 +54,41 @@ def phrase(report, r) -> str:
         text = f"while {p} <= {high}"
     elif low is not None:
         text = f"while {p} >= {low}"
+    elif r.method == "symbolic":
+        text = f"for every {p}"
     else:
-        text = f"for every {p}" if r.method == "symbolic" else \
-            f"for every {p} searched ({_param(report, p, r.searched[0])} .. " \
-            f"{_param(report, p, r.searched[1])})"
+        lo = r.compiles_low if r.compiles_low is not None else r.searched[0]
+        hi = r.compiles_high if r.compiles_high is not None else r.searched[1]
+        text = f"for every {p} searched ({_param(report, p, lo)} .. {_param(report, p, hi)})"
     if r.note:
         text += f" ({r.note})"
-    return f"{text} [{tag}]"
+    return f"{text} [{tag}]" + compiles(report, r)
+
+
+def compiles(report, r) -> str:
+    """Where the search met the edge of the values the parameter may take, which is not the
+    limit breaking: `; the design compiles only while max_os <= 1000 (E316)`; with values in
+    between that do not compile (a degree that no longer divides): `; among the values of tp
+    that compile (up to 64; E316 from 65537)`."""
+    p = r.param
+    codes = ", ".join(r.edge_codes)
+    ends = []
+    for edge, beyond, word, op in ((r.compiles_low, r.fails_below, "down to", ">="),
+                                   (r.compiles_high, r.fails_above, "up to", "<=")):
+        if edge is None:
+            continue
+        if r.gaps:
+            tail = f"; {codes} from {_param(report, p, beyond)}" if beyond is not None else ""
+            ends.append(f"{word} {_param(report, p, edge)}{tail}")
+        else:
+            ends.append(f"{p} {op} {_param(report, p, edge)}")
+    subject = "the limit is evaluated" if r.absent else "the design compiles"
+    if r.gaps:
+        where = "where the limit is evaluated" if r.absent else "that compile"
+        return f"; among the values of {p} {where}" + (f" ({', '.join(ends)})" if ends else "")
+    if ends:
+        return f"; {subject} only while {' and '.join(ends)}" + (f" ({codes})" if codes else "")
+    return ""
 
 
 def render(report) -> str:
@@ -69,24 +97,34 @@ def render(report) -> str:
         return lines[0] + f" {report.note}\n"
     for m in report.margins:
         lim = m.limit
-        op = "==" if lim.op == "==" else "<" if lim.strict else "<="
         state = "holds" if lim.holds else "BROKEN"
-        head = (f"  {lim.label}: {_show(lim.lhs, lim.unit, lim.point)} {op} "
-                f"{_show(lim.rhs, lim.unit, lim.point)}")
-        if lim.op == "==":
-            head += f" ({state})"
+        if lim.truth:
+            head = f"  {lim.label}: {state}"
         else:
-            pct = f", {lim.margin / lim.rhs * 100:.1f} %" if lim.rhs and not lim.point else ""
-            head += f" (margin {_show(lim.margin, lim.unit)}{pct}; {state})"
+            op = "==" if lim.op == "==" else "<" if lim.strict else "<="
+            head = (f"  {lim.label}: {_show(lim.lhs, lim.unit, lim.point)} {op} "
+                    f"{_show(lim.rhs, lim.unit, lim.point)}")
+            if lim.op == "==":
+                head += f" ({state})"
+            else:
+                pct = f", {lim.margin / lim.rhs * 100:.1f} %" if lim.rhs and not lim.point \
+                    else ""
+                head += f" (margin {_show(lim.margin, lim.unit)}{pct}; {state})"
         if lim.file:
             head += f"  [{lim.file}:{lim.line}]"
         lines.append(head)
         if m.ranges:
-            lines.append("    holds " + "; or ".join(phrase(report, r) for r in m.ranges))
+            lines.append("    holds " + phrase(report, m.ranges[0]))
+            lines.extend("       or " + phrase(report, r) for r in m.ranges[1:])
+        elif m.depends_on:
+            lines.append("    depends on " + ", ".join(m.depends_on) +
+                         " (bracketed by `astral check --margins`)")
         elif m.symbolic:
             lines.append("    depends on no parameter [symbolic]")
+        elif lim.truth and not lim.operands:
+            lines.append("    a truth value: no numeric parameter moves it")
         else:
-            lines.append("    depends on no parameter the margins could move")
+            lines.append("    depends on no parameter: none of the values tried moved it")
         if m.condition:
             lines.append(f"    condition: {m.condition}")
         lines.extend(f"    note: {n}" for n in m.notes)
@@ -121,11 +159,12 @@ def to_json(report) -> List[Dict[str, Any]]:
                            "exact": r.exact, "text": phrase(report, r)})
         out.append({"limit": lim.label, "kind": lim.kind, "key": lim.key, "file": lim.file,
                     "line": lim.line, "column": lim.column, "op": lim.op,
-                    "lhs": _quantity_json(lim.lhs, lim.unit, lim.point),
-                    "rhs": _quantity_json(lim.rhs, lim.unit, lim.point), "holds": lim.holds,
-                    "margin": _quantity_json(lim.margin, lim.unit),
-                    "margin_ratio": round(lim.margin / lim.rhs, 6) if lim.rhs and not lim.point
-                    else None,
+                    "lhs": None if lim.truth else _quantity_json(lim.lhs, lim.unit, lim.point),
+                    "rhs": None if lim.truth else _quantity_json(lim.rhs, lim.unit, lim.point),
+                    "holds": lim.holds,
+                    "margin": None if lim.truth else _quantity_json(lim.margin, lim.unit),
+                    "margin_ratio": round(lim.margin / lim.rhs, 6)
+                    if not lim.truth and lim.rhs and not lim.point else None,
                     "symbolic": m.symbolic, "condition": m.condition, "ranges": ranges,
                     "notes": list(m.notes)})
     return out

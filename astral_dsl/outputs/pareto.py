@@ -1,5 +1,5 @@
-"""Two columns of a sweep (or a search) against each other, with the Pareto front marked: the
-valid points no other valid point beats on both columns at once."""
+"""Two columns of a sweep against each other, with the Pareto front marked: the valid points no
+other valid point beats on both columns at once."""
 from __future__ import annotations
 
 import re
@@ -11,7 +11,6 @@ SENSES: Dict[str, str] = {
     "it_power_kw": "min", "it_power_avg_kw": "min", "facility_power_kw": "min", "pue": "min",
     "cost_usd": "min",
     "iteration_time_s": "min", "tokens_per_s": "max", "mfu": "max",
-    "cost_per_token": "min", "memory_gb": "min",
 }
 _NUMBER = re.compile(r"\s*([-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*(.*)$")
 

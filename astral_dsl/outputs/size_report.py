@@ -1,175 +1,237 @@
-"""`astral size`: the sizing report as tables (rich) and as the JSON summary."""
+"""`astral size`: the sizing report as tables that fit the terminal (outputs/tables.py), each
+number in a readable unit (units/readable.py); the JSON summary is outputs/size_json.py."""
 from __future__ import annotations
 
 import io
-from typing import Any, Dict, List
+import textwrap
+from typing import List
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.engineering import Engineering
-from astral_dsl.analyses.summary import summarize
+from astral_dsl.analyses.facility import COMPONENTS
 from astral_dsl.model.design import Design
-from astral_dsl.units import format_number
+from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
+                                          size_summary, value_text)
+from astral_dsl.outputs.tables import Column, Table, print_table
+from astral_dsl.units import format_number, readable
+
+__all__ = ["bom", "bom_lines", "chosen_json", "chosen_lines", "objective_line", "render_report",
+           "size_summary", "value_text"]
 
 
-def chosen_json(design: Design):
-    """The values sizing chose: where the `?` is, and the value."""
-    out = []
-    for key, value in design.chosen:
-        file, line, col = key.rsplit(":", 2)
-        shown = value.path if hasattr(value, "path") else value_text(value)
-        out.append({"file": file, "line": int(line), "column": int(col), "value": shown})
-    return out
-
-
-def value_text(value) -> str:
-    return format_number(value.si) if hasattr(value, "si") and not value.unit else str(value)
-
-
-def size_summary(design: Design, eng: Engineering) -> Dict[str, Any]:
-    base = summarize(design, eng)
-    p, c = eng.power, eng.cooling
-    by_tier: Dict[str, int] = {}
-    over: Dict[str, Any] = {}
-    for f in eng.fabrics:
-        for t in f.tiers:
-            by_tier[t.name] = by_tier.get(t.name, 0) + t.switches
-            if t.oversubscription is not None:
-                over[t.name] = round(max(over.get(t.name, 0.0), t.oversubscription), 6)
-    flow = sum(l.replicas * (l.flow_m3s or 0.0) for l in c.loops)
-    air = sum(a.replicas * a.flow_m3s for a in c.air)
-    return {
-        "gpus": base["gpus"], "hosts": base["hosts"], "racks": base["racks"],
-        "it_power_kw": round(p.it_peak_w / 1e3, 3),
-        "it_power_avg_kw": round(p.it_average_w / 1e3, 3),
-        "facility_power_kw": round(c.facility_w / 1e3, 3),
-        "pue": round(c.pue, 4) if c.pue else None,
-        "liquid_heat_kw": round(c.liquid_heat_w / 1e3, 3),
-        "air_heat_kw": round(c.air_heat_w / 1e3, 3),
-        "liquid_flow_l_per_min": round(formulas.m3s_to_l_per_min(flow), 1),
-        "air_flow_m3_per_h": round(formulas.m3s_to_m3_per_h(air), 1),
-        "cdus": sum(l.replicas * (l.cdus if l.cdus is not None else (l.cdus_needed or 0))
-                    for l in c.loops),
-        "feeders": sum(f.replicas * f.count for f in p.feeders),
-        "rectifier_modules": p.rectifier_modules,
-        "battery_ah": round(p.battery_ah, 1),
-        "switches": base["switches"],
-        "switches_by_tier": by_tier,
-        "oversubscription": over,
-        "network_power_kw": round(eng.network_w / 1e3, 3),
-        "network_bom": [row for f in eng.fabrics for row in bom(f)],
-        "network_paths": [{"fabric": f.fabric, "between": k, "switches": v, "route": r}
-                          for f in eng.fabrics for (k, v), (_, r) in zip(f.hops, f.routes)],
-        "liquid_flow_per_part": [
-            {"loop": lp.path, "kind": kind, "path": path, "per_loop": n,
-             "heat_kw": round(q / 1e3, 3),
-             "flow_l_per_min": round(formulas.m3s_to_l_per_min(flow), 2) if flow else None}
-            for lp in c.loops for kind, path, n, q, flow in lp.parts],
-        "pump_power_kw": round(c.pump_w / 1e3, 3),
-    }
-
-
-def _kw(w: float) -> str:
-    return f"{w / 1e3:,.1f}"
-
-
-def render_report(design: Design, eng: Engineering, colour: bool = False, width: int = 160) -> str:
-    from rich import box
+def render_report(design: Design, eng: Engineering, colour: bool = False, width: int = 100,
+                  sizing=None) -> str:
+    """The report, `width` columns wide: tables wider than that are stacked."""
     from rich.console import Console
-    from rich.table import Table
-
-    out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=colour, color_system="standard"
-                      if colour else None, highlight=False)
-    s = size_summary(design, eng)
     from rich.markup import escape
 
     from astral_dsl.outputs.terminal import printable
 
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=colour, color_system="standard"
+                      if colour else None, highlight=False, soft_wrap=False)
+
     def shown(text) -> str:                 # design text: no terminal controls, no markup
         return escape(printable(text))
 
-    for item in chosen_json(design):
-        console.print(f"chosen by sizing: {shown(item['file'])}:{item['line']}:"
-                      f"{item['column']} = {shown(item['value'])}")
+    def table(t: Table) -> None:
+        print_table(console, t, width, shown)
+
+    for line in chosen_lines(design):
+        console.print(shown(line))
+    objective = objective_line(sizing)
+    if objective is not None:
+        console.print(shown(objective))
+    _headline(console, design, eng, shown)
+    for t in _tables(eng):
+        table(t)
+        for line in t.lines:
+            for part in textwrap.wrap(printable(line), width, initial_indent="  ",
+                                      subsequent_indent="      ", break_on_hyphens=False):
+                console.print(escape(part), overflow="fold")
+        if t.lines:
+            console.print()
+    return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
+
+
+def _headline(console, design, eng, shown) -> None:
+    from astral_dsl.analyses.summary import summarize
+
+    s = summarize(design, eng)
+    p, c = eng.power, eng.cooling
     console.print(f"[bold]{shown(design.file)}[/bold]: {s['gpus']:,} GPUs, {s['hosts']:,} hosts, "
-                  f"{s['racks']:,} racks; IT {s['it_power_kw']:,.1f} kW peak, "
-                  f"{s['it_power_avg_kw']:,.1f} kW average; facility "
-                  f"{s['facility_power_kw']:,.1f} kW; PUE {s['pue'] if s['pue'] else '-'}")
+                  f"{s['racks']:,} racks, {s['switches']:,} switches", overflow="fold")
+    facility = f"facility {readable.power(c.facility_w)} average"
+    if c.peak is not None:
+        facility += f", {readable.power(c.peak.total_w)} peak"
+    console.print(f"IT {readable.power(p.it_peak_w)} peak, {readable.power(p.it_average_w)} "
+                  f"average; {facility}; PUE {format_number(round(c.pue, 4)) if c.pue else '-'}",
+                  overflow="fold")
 
-    t = Table(title="Power by level (peak and average IT load)", box=box.SIMPLE_HEAD)
-    for col in ("level", "instance", "replicas", "peak kW each", "avg kW each", "peak kW total"):
-        t.add_column(col, justify="left" if col in ("level", "instance") else "right")
-    for lv in eng.power.levels:
-        t.add_row(lv.kind, lv.path, f"{lv.replicas:,}", _kw(lv.peak_w), _kw(lv.average_w),
-                  _kw(lv.peak_w * lv.replicas))
-    console.print(t)
 
-    if eng.power.feeders:
-        t = Table(title="Feeders (normal / one failed)", box=box.SIMPLE_HEAD)
-        for col in ("feeder", "x", "type", "V", "load kW", "normal kW", "failover kW",
-                    "capacity kW", "A", "drop %", "rectifiers", "battery Ah"):
-            t.add_column(col, justify="left" if col in ("feeder", "type") else "right")
-        for f in eng.power.feeders:
-            t.add_row(f.path, f"{f.replicas * f.count:,}", f"{f.current_type}{' ' + f.side if f.side else ''}",
-                      format_number(f.voltage_v), _kw(f.load_w), _kw(f.normal_w),
-                      _kw(f.failover_w), _kw(f.capacity_w) if f.capacity_w else "-",
-                      f"{f.current_a:,.0f}",
-                      f"{f.drop_ratio * 100:.2f}" if f.drop_ratio is not None else "-",
-                      _modules(f), f"{f.battery_required_ah:,.0f}" if f.battery_required_ah
-                      else "-")
-        console.print(t)
-
+def _tables(eng: Engineering) -> List[Table]:
     c = eng.cooling
-    if c.loops or c.air:
-        t = Table(title=f"Cooling (liquid {c.liquid_heat_w / 1e3:,.1f} kW, air "
-                        f"{c.air_heat_w / 1e3:,.1f} kW)", box=box.SIMPLE_HEAD)
-        for col in ("loop / air", "x", "fluid", "heat kW", "supply", "rise K", "flow",
-                    "CDUs", "pump kW"):
-            t.add_column(col, justify="left" if col in ("loop / air", "fluid") else "right")
-        for lp in c.loops:
-            cdus = "-" if lp.cdus_needed is None else (
-                f"{lp.cdus} (needs {lp.cdus_needed})" if lp.cdus is not None else
-                f"{lp.cdus_needed}")
-            t.add_row(lp.path, f"{lp.replicas:,}", shown(lp.fluid), _kw(lp.heat_w),
-                      f"{format_number(lp.supply_c)} degC", format_number(lp.rise_k),
-                      f"{formulas.m3s_to_l_per_min(lp.flow_m3s):,.0f} L/min" if lp.flow_m3s
-                      else "-", cdus, _kw(lp.pump_w))
-        for lp in c.loops:
-            for kind, path, n, q, flow in lp.parts:
-                t.add_row(f"  {kind} {path}", f"{n:,}", "", _kw(q), "", "",
-                          f"{formulas.m3s_to_l_per_min(flow):,.1f} L/min each" if flow else "-",
-                          "", "")
-        for a in c.air:
-            t.add_row(a.path, f"{a.replicas:,}", "air", _kw(a.heat_w), "-",
-                      format_number(a.rise_k),
-                      f"{formulas.m3s_to_m3_per_h(a.flow_m3s):,.0f} m^3/h "
-                      f"({formulas.m3s_to_cfm(a.flow_m3s):,.0f} CFM)", "-", "-")
-        console.print(t)
-
+    out = [_levels(eng)]
+    if eng.power.feeders:
+        out += _feeders(eng)
+    if c.loops:
+        out += _loops(eng)
+    if c.air:
+        out.append(_air(eng))
+    if c.average is not None:
+        out.append(_facility(eng))
     for f in eng.fabrics:
-        t = Table(title=f"Network: {f.fabric} on {f.owner}"
-                        + (f" (x{f.instances:,})" if f.instances > 1 else "")
-                        + f"; capacity {f.capacity_gpus:,} GPUs" if f.capacity_gpus else "",
-                  box=box.SIMPLE_HEAD)
-        for col in ("tier", "switch", "scope", "groups", "per group", "switches", "down used",
-                    "down x speed", "up x speed", "links below", "oversub.", "kW"):
-            t.add_column(col, justify="left" if col in ("tier", "switch", "scope") else "right")
-        for tier in f.tiers:
-            t.add_row(tier.name, tier.switch, tier.scope + ("/" + "/".join(tier.per)
-                                                            if tier.per else ""),
-                      f"{tier.groups:,}", f"{tier.per_group:,}", f"{tier.switches:,}",
-                      f"{tier.down_used:.1f}", f"{tier.down_ports} x {tier.down_speed}"
-                      if tier.down_speed else "-",
-                      f"{tier.up_ports} x {tier.up_speed}" if tier.up_speed else "-",
-                      f"{tier.down_links:,}", f"{tier.oversubscription:g}:1"
-                      if tier.oversubscription is not None else "-", _kw(tier.power_w))
-        console.print(t)
-        hops = "; ".join(f"{k}: {route} ({v} switch{'es' if v > 1 else ''})"
-                         for (k, v), (_, route) in zip(f.hops, f.routes))
-        console.print(f"  NIC ports: {f.host_ports:,}; paths between GPUs: {hops}")
-        for line in bom_lines(f):
-            console.print("  " + line)
-    return out.getvalue()
+        out += _network(f)
+    return out
+
+
+def _levels(eng: Engineering) -> Table:
+    levels = eng.power.levels
+    t = Table("Power by level (IT load; the site and network rows add up to the total)",
+              [Column("level", True), Column("instance", True), Column("replicas"),
+               Column("peak each"), Column("avg each"), Column("peak total")])
+    each = readable.powers([lv.peak_w for lv in levels])
+    avg = readable.powers([lv.average_w for lv in levels] + [eng.power.it_average_w])
+    total = readable.powers([lv.peak_w * lv.replicas for lv in levels] + [eng.power.it_peak_w])
+    for i, lv in enumerate(levels):
+        t.add(lv.kind, lv.path, f"{lv.replicas:,}", each[i], avg[i], total[i])
+    t.total("IT total", "", "", "", avg[-1], total[-1])
+    return t
+
+
+def _feeders(eng: Engineering) -> List[Table]:
+    fs = eng.power.feeders
+    load = Table("Feeders: peak load, in normal operation and with one feeder failed",
+                 [Column("feeder", True), Column("x"), Column("type", True), Column("V"),
+                  Column("load"), Column("normal"), Column("failover"), Column("capacity")])
+    loads = [readable.powers([getattr(f, name) for f in fs])
+             for name in ("load_w", "normal_w", "failover_w", "capacity_w")]
+    for i, f in enumerate(fs):
+        x = f"{f.replicas * f.count:,}"
+        if f.running < f.count:
+            x += " (down)" if f.running == 0 else f" ({f.replicas * f.running:,} up)"
+        kind = f"{f.current_type}{' ' + f.side if f.side else ''}" + (" net" if f.network_w
+                                                                     else "")
+        load.add(f.path, x, kind, format_number(f.voltage_v), *[col[i] for col in loads])
+    wires = Table("Feeders: current at the lowest voltage they run at, conductors, equipment",
+                  [Column("feeder", True), Column("current"), Column("at"),
+                   Column("voltage drop"), Column("rectifiers"), Column("battery")])
+    current = readable.currents([f.current_a for f in fs])
+    for i, f in enumerate(fs):
+        wires.add(f.path, current[i],
+                  f"{format_number(round(f.low_voltage_v, 1))} V" if f.low_voltage_v else "-",
+                  f"{f.drop_ratio * 100:.2f} %" if f.drop_ratio is not None else "-",
+                  _modules(f), f"{readable.grouped(f.battery_required_ah)} Ah"
+                  if f.battery_required_ah else "-")
+    return [load, wires]
+
+
+def _loops(eng: Engineering) -> List[Table]:
+    c = eng.cooling
+    loops = Table(f"Liquid loops (peak heat {readable.power(c.liquid_heat_w)})",
+                  [Column("loop", True), Column("x"), Column("fluid", True), Column("heat"),
+                   Column("supply"), Column("rise"), Column("flow"), Column("CDUs"),
+                   Column("pumps")])
+    parts = Table("Liquid flow per row and rack (each, in each loop)",
+                  [Column("loop / part", True), Column("x per loop"), Column("heat"),
+                   Column("flow")])
+    heat = readable.powers([lp.heat_w for lp in c.loops])
+    pumps = readable.powers([lp.pump_w for lp in c.loops])
+    for i, lp in enumerate(c.loops):
+        cdus = "-" if lp.cdus_needed is None else (
+            f"{lp.cdus} (needs {lp.cdus_needed})" if lp.cdus is not None else
+            f"{lp.cdus_needed}")
+        loops.add(lp.path, f"{lp.replicas:,}", lp.fluid_name or lp.fluid, heat[i],
+                  f"{format_number(lp.supply_c)} degC", f"{format_number(lp.rise_k)} K",
+                  f"{formulas.m3s_to_l_per_min(lp.flow_m3s):,.0f} L/min" if lp.flow_m3s else "-",
+                  cdus, pumps[i])
+        if lp.parts:
+            parts.add(lp.path, "", "", "")
+        for kind, path, n, q, flow in lp.parts:
+            parts.add(f"  {kind} {path}", f"{n:,}", readable.power(q),
+                      f"{formulas.m3s_to_l_per_min(flow):,.1f} L/min" if flow else "-")
+    loops.lines.extend([f"{lp.path}: fluid {lp.fluid} (CoolProp) at "
+                   f"{format_number(round(lp.supply_c + lp.rise_k / 2, 2))} degC"
+                   + (f", CDUs draw {readable.power(lp.cdu_w)}" if lp.cdu_w else "")
+                   + (f", of which {readable.power(lp.network_heat_w)} from the switches"
+                      if lp.network_heat_w else "") for lp in c.loops])
+    return [loops] + ([parts] if parts.rows else [])
+
+
+def _air(eng: Engineering) -> Table:
+    c = eng.cooling
+    t = Table(f"Air (peak heat {readable.power(c.air_heat_w)})",
+              [Column("air unit", True), Column("x"), Column("heat"), Column("average"),
+               Column("rise"), Column("flow"), Column("flow CFM"), Column("fans avg")])
+    heat = readable.powers([a.heat_w for a in c.air])
+    average = readable.powers([a.average_heat_w for a in c.air])
+    fans = readable.powers([a.replicas * a.average_heat_w * a.fan_power_ratio
+                            if a.fan_power_ratio is not None else None for a in c.air])
+    for i, a in enumerate(c.air):
+        t.add(a.path, f"{a.replicas:,}", heat[i], average[i], f"{format_number(a.rise_k)} K",
+              f"{formulas.m3s_to_m3_per_h(a.flow_m3s):,.0f} m^3/h",
+              f"{formulas.m3s_to_cfm(a.flow_m3s):,.0f}", fans[i])
+    return t
+
+
+def _facility(eng: Engineering) -> Table:
+    c = eng.cooling
+    r = c.rejection
+    notes = {
+        "it_w": "hosts at their utilization, switches at full power",
+        "losses_w": "each feeder's load over its efficiency",
+        "cdus_w": "the running CDUs' declared power",
+        "pumps_w": "at the loops' design flow, all year",
+        "fans_w": "air units: fan power ratio x heat removed",
+        "chillers_w": (f"COP {format_number(r.chiller_cop)}, "
+                       f"{readable.grouped(max(0.0, 8760 - r.free_cooling_h))} h a year; "
+                       f"all the heat at the peak") if r.chiller_cop else "no chiller_cop",
+        "rejection_w": (f"{format_number(round(r.fan_ratio * 100, 4))} % of the heat "
+                        f"rejected") if r.fan_ratio is not None else "no rejection_fan_ratio",
+    }
+    t = Table("Facility: what it draws over the year, and at the peak (the utility connection)",
+              [Column("component", True), Column("average"), Column("peak"),
+               Column("basis", True)])
+    avg = readable.powers([getattr(c.average, n) for n, _ in COMPONENTS] + [c.average.total_w])
+    peak = readable.powers([getattr(c.peak, n) for n, _ in COMPONENTS] + [c.peak.total_w])
+    for i, (name, label) in enumerate(COMPONENTS):
+        t.add(label, avg[i], peak[i], notes[name])
+    t.total("facility", avg[-1], peak[-1], "")
+    t.total("PUE", format_number(round(c.pue, 4)) if c.pue else "-", "",
+            "average facility / average IT")
+    return t
+
+
+def _network(f) -> List[Table]:
+    title = f"Network: {f.fabric} on {f.owner}" + (f" (x{f.instances:,})" if f.instances > 1
+                                                     else "")
+    if f.capacity_gpus:
+        title += f"; capacity {f.capacity_gpus:,} GPUs"
+    switches = Table(title, [Column("tier", True), Column("switch", True),
+                             Column("scope", True), Column("groups"), Column("per group"),
+                             Column("switches"), Column("power")])
+    power = readable.powers([tier.power_w for tier in f.tiers] + [f.power_w])
+    ports = Table(f"Network: {f.fabric}, ports and links per tier",
+                  [Column("tier", True), Column("down used"), Column("down x speed"),
+                   Column("up x speed"), Column("links below"), Column("oversub.")])
+    for i, tier in enumerate(f.tiers):
+        switches.add(tier.name, tier.switch,
+                     tier.scope + ("/" + "/".join(tier.per) if tier.per else ""),
+                     f"{tier.groups:,}", f"{tier.per_group:,}", f"{tier.switches:,}", power[i])
+        ports.add(tier.name, f"{tier.down_used:.1f}", f"{tier.down_ports} x {tier.down_speed}"
+                  if tier.down_speed else "-",
+                  f"{tier.up_ports} x {tier.up_speed}" if tier.up_speed else "-",
+                  f"{tier.down_links:,}", f"{tier.oversubscription:g}:1"
+                  if tier.oversubscription is not None else "-")
+    switches.total("total", "", "", "", "", f"{f.switches:,}", power[-1])
+    ports.lines.extend(_network_lines(f))
+    return [switches, ports]
+
+
+def _network_lines(f) -> List[str]:
+    hops = "; ".join(f"{k}: {route} ({v} switch{'es' if v > 1 else ''})"
+                     for (k, v), (_, route) in zip(f.hops, f.routes))
+    return [f"NIC ports: {f.host_ports:,}; paths between GPUs: {hops}"] + bom_lines(f)
 
 
 def _modules(f) -> str:
@@ -178,29 +240,6 @@ def _modules(f) -> str:
     if f.rectifier_modules is None:
         return str(f.rectifier_modules_needed)
     return f"{f.rectifier_modules} (needs {f.rectifier_modules_needed})"
-
-
-def bom(fabric) -> List[Dict[str, Any]]:
-    """Bill of materials of one fabric: switches by model and tier (with the reason when the
-    count was rounded up for even uplinks), and each tier's links by medium: cables (copper and
-    AOC assemblies, a breakout counted once; fibres for optics) and transceivers (none for copper
-    within its reach; twin-port modules carry two links)."""
-    rows: List[Dict[str, Any]] = []
-    for t, layer in zip(fabric.tiers, fabric.links or [None] * len(fabric.tiers)):
-        row = {"item": "switch", "model": t.switch, "tier": t.name, "count": t.switches}
-        if t.rounding:
-            row.update(per_group=t.per_group, needed_per_group=t.needed, rounded=t.rounding)
-        rows.append(row)
-        if layer is None:
-            continue
-        rows.append({"item": "link", "tier": f"{layer.below}-{layer.tier}",
-                     "speed": str(layer.speed) if layer.speed else "?", "count": layer.links,
-                     "medium": layer.medium_name, "medium_type": layer.medium_type,
-                     "length_m": layer.length_m, "cables": layer.cables,
-                     "transceivers": layer.transceivers,
-                     "modules_upper": layer.upper_modules,
-                     "modules_lower": layer.lower_modules})
-    return rows
 
 
 def bom_lines(fabric) -> List[str]:

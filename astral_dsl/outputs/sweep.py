@@ -1,10 +1,11 @@
-"""The rows of a sweep as a table (rich), CSV or JSON Lines: the grid's parameters first, then
+"""The rows of a sweep as a table (outputs/table.py), CSV or JSON Lines: the grid's parameters first, then
 validity, error and warning codes, the metrics, and the diagnostics."""
 from __future__ import annotations
 
 import csv
 import io
 import json
+import math
 import re
 from typing import Any, Dict, List, Sequence
 
@@ -30,8 +31,10 @@ def literal_json(text: str) -> Any:
     """A grid value in JSON: numbers as numbers, booleans as booleans, strings unquoted;
     quantities keep their unit as text (`45 kW`)."""
     if _NUMBER.fullmatch(text):
+        if "." not in text and "e" not in text.lower():
+            return int(text)
         x = float(text)
-        return int(x) if x.is_integer() and "." not in text and "e" not in text.lower() else x
+        return x if math.isfinite(x) else text      # JSON has no infinity: keep the text
     if text in ("true", "false"):
         return text == "true"
     if len(text) >= 2 and text[0] == text[-1] == '"':
@@ -117,44 +120,45 @@ def _show(column: str, v) -> str:
     return str(v)
 
 
-def table(result, scenario: bool, colour: bool = False, width: int = 160) -> str:
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
+def table(result, scenario: bool, colour: bool = False, width: int = 100) -> str:
+    """The rows on a terminal (outputs/table.py: stacked to the width, no value cut short),
+    then the first error of each failing point."""
+    from astral_dsl.outputs.table import Column, render
+    from astral_dsl.outputs.terminal import printable
 
-    out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=colour,
-                      color_system="standard" if colour else None, highlight=False)
     names = [g.name for g in result.grids]
-    t = Table(box=box.SIMPLE_HEAD, title=f"{result.file}: {len(result.rows)} points"
-                                         + (f" under scenario `{scenario}`" if scenario else ""))
-    for n in names:
-        t.add_column(n, justify="right", no_wrap=True, min_width=len(n))
-    t.add_column("status")
-    for c in result.columns:
-        t.add_column(LABELS.get(c, c), justify="right")
+    columns = [Column(n, tuple(printable(r["params"][n]) for r in result.rows), key=True)
+               for n in names]
+    status, styles = [], []
     for r in result.rows:
         errors = _codes(r, "error")
         broken = r["metrics"].get("scenario_broken", []) if scenario else []
         if errors:
-            status = Text(" ".join(errors), style="red")
+            status.append(" ".join(errors))
+            styles.append("red")
         elif broken:
-            status = Text("breaks " + " ".join(broken), style="yellow")
+            status.append("breaks " + " ".join(broken))
+            styles.append("yellow")
         else:
-            status = Text("ok", style="green")
-        t.add_row(*[r["params"][n] for n in names], status,
-                  *[_show(c, r["metrics"].get(c)) for c in result.columns])
-    console.print(t)
+            status.append("ok")
+            styles.append("green")
+    columns.append(Column("status", tuple(status), right=False, styles=tuple(styles)))
+    for c in result.columns:
+        columns.append(Column(LABELS.get(c, c),
+                              tuple(_show(c, r["metrics"].get(c)) for r in result.rows)))
+    title = f"{result.file}: {len(result.rows)} points" + (
+        f" under scenario `{scenario}`" if scenario else "")
+    lines = [render(columns, width, colour, printable(title))]
     failing = [r for r in result.rows if not r["valid"]]
     for r in failing[:20]:
         point = ", ".join(f"{n}={r['params'][n]}" for n in names)
         first = [d for d in r["diagnostics"] if d["severity"] == "error"]
         more = f" (and {len(first) - 1} more)" if len(first) > 1 else ""
-        console.print(f"{point}: {diagnostic_line(first[0])}{more}" if first else point)
+        lines.append(printable(f"{point}: {diagnostic_line(first[0])}{more}" if first
+                               else point) + "\n")
     if len(failing) > 20:
-        console.print(f"... and {len(failing) - 20} more failing points")
-    return out.getvalue()
+        lines.append(f"... and {len(failing) - 20} more failing points\n")
+    return "".join(lines)
 
 
 def write(result, path: str, scenario: bool) -> None:

@@ -4,7 +4,6 @@ the job that lose power (E776): a failed feeder nothing backs (the engineering c
 whose row, pod or hall holds hosts of the job."""
 from __future__ import annotations
 
-import re
 from typing import List, Optional
 
 from astral_dsl.analyses.engineering import NAMING, analyse
@@ -12,16 +11,12 @@ from astral_dsl.analyses.host_positions import Positions, intersect, length, pat
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.seer.cluster import hosts_of_job
 
-_FEEDER = re.compile(r"feeder `([^`]+)`")
-
-
 def blockers(design, applied, job, ranks: int, per_host: int) -> List[Diagnostic]:
     """The diagnostics that stop `job` (its first `ranks` GPUs, `per_host` to a host) under
     `applied` (analyses.scenarios.Applied, on `design` compiled under the scenario)."""
     eng = analyse(design, applied)
     out = [d for d in eng.diagnostics if d.code in NAMING]
-    unpowered = [m.group(1) for d in eng.diagnostics if d.code == "E628"
-                 for m in [_FEEDER.search(d.message)] if m]
+    unpowered = [f.path for f in eng.power.feeders if f.dark]
     if not unpowered:
         return out
     root = _root_of(design, job)

@@ -172,6 +172,13 @@ def _typed(it, frame: Frame, name: str, value, span: Span):
         return coerce(value, None, span, f"`{name}`")
     known = list(spec.fields) + list(spec.records)
     hint = did_you_mean(name, known)
+    # a field of other kinds (a host's `utilization`): say where it may be stated
+    elsewhere = [k for k, other in KINDS.items() if name in other.fields and
+                 other.physical == spec.physical]
+    if hint is None and elsewhere:
+        where = elsewhere[0] if len(elsewhere) == 1 else \
+            ", ".join(elsewhere[:-1]) + f" or {elsewhere[-1]}"
+        hint = f"`{name}` is stated on a {where}"
     if hint is None and spec.open_members:
         hint = f"a {spec.name} accepts its known fields and members (instances) under any name"
     elif hint is None:

@@ -1,6 +1,13 @@
 """Numbers for people: thousands separators and the unit that suits the magnitude (MW for a
-site, kW for a rack, W for a NIC), deterministic so that reports are byte-identical."""
+site, kW for a rack, W for a NIC), deterministic so that reports are byte-identical. Messages,
+reports and pictures all write quantities through these functions."""
 from __future__ import annotations
+
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+# (factor, unit, decimals): MW from 1 MW up with two decimals (668.47 MW), kW from 1 kW with one
+# (652.8 kW), W below (25 W)
+POWER_UNITS: Tuple[Tuple[float, str, int], ...] = ((1e6, "MW", 2), (1e3, "kW", 1), (1.0, "W", 1))
 
 
 def grouped(x: float, digits: int = 0) -> str:
@@ -29,6 +36,14 @@ def _scaled(x: float, units, digits: int) -> str:
     return f"{grouped(x / factor, digits)} {unit}"
 
 
+def power_unit(watts: float) -> Tuple[float, str, int]:
+    """The (factor, unit, decimals) that suits `watts`."""
+    for unit in POWER_UNITS:
+        if abs(watts) >= unit[0]:
+            return unit
+    return POWER_UNITS[-1]
+
+
 def power(watts: float, digits: int = 1) -> str:
     """`699.19 MW`, `40.8 kW`, `25 W`: MW from 1 MW up (two decimals), kW from 1 kW."""
     if abs(watts) >= 1e6:
@@ -36,8 +51,53 @@ def power(watts: float, digits: int = 1) -> str:
     return _scaled(watts, ((1e3, "kW"), (1.0, "W")), digits)
 
 
+def _trim(text: str) -> str:
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def power_compact(watts: float) -> str:
+    """Three significant figures or so, for pictures: `708.6 MW`, `40.1 MW`, `2.88 MW`,
+    `652.8 kW`, `1.8 kW`, `25 W`; GW from 1 GW."""
+    a = abs(watts)
+    for factor, unit in ((1e9, "GW"), (1e6, "MW"), (1e3, "kW")):
+        if a >= factor:
+            digits = 2 if a < 10 * factor or unit == "GW" else 1
+            return _trim(f"{watts / factor:.{digits}f}") + f" {unit}"
+    return _trim(f"{watts:.1f}") + " W"
+
+
+def power_in(watts: float, unit: Tuple[float, str, int]) -> str:
+    """`watts` in a given unit, with that unit's decimals kept (aligned in a column)."""
+    factor, name, digits = unit
+    text = f"{watts / factor:,.{digits}f}"
+    return f"{'0' if text.strip('-0.,') == '' else text} {name}"
+
+
+def powers(values: Sequence[Optional[float]], missing: str = "-") -> List[str]:
+    """A column of powers written in one unit, the one that suits its largest value (so a
+    column reads down at a glance), unless some value would read below 1 in it (`0.04 MW`):
+    then each value takes its own unit (the power-by-level table: MW for the site, kW for a
+    rack). `None` is `missing`."""
+    present = [abs(v) for v in values if v is not None]
+    if not present:
+        return [missing for _ in values]
+    unit = power_unit(max(present))
+    shared = all(v == 0 or v >= unit[0] for v in present)
+    return [missing if v is None else power_in(v, unit if shared else power_unit(v))
+            for v in values]
+
+
 def current(amps: float) -> str:
     """`3,108.6 A`; `31.09 kA` from 10 kA up."""
     if abs(amps) >= 1e4:
         return f"{grouped(amps / 1e3, 2)} kA"
     return f"{grouped(amps, 1)} A"
+
+
+def currents(values: Iterable[Optional[float]], missing: str = "-") -> List[str]:
+    """A column of currents: whole amperes, or kA (two decimals) for the whole column when
+    its largest is 10 kA or more."""
+    values = list(values)
+    big = any(v is not None and abs(v) >= 1e4 for v in values)
+    return [missing if v is None else (f"{v / 1e3:,.2f} kA" if big else f"{v:,.0f} A")
+            for v in values]

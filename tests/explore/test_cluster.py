@@ -43,3 +43,14 @@ def test_sweep_rows_equal_the_local_run(cluster, project):
         assert a == b
     files = {d["file"] for r in remote.rows for d in r["diagnostics"]}
     assert files == {str(project)}       # the client's name, not the worker's copy
+
+
+def test_search_ranks_on_the_cluster_as_locally(cluster, project):
+    from astral_dsl.explore import search
+
+    remote = search.run(str(project), top=5, cluster=cluster.scheduler_address)
+    local = search.run(str(project), top=5, engine=LocalEngine(1))
+    assert remote.engine.endswith("(2 workers)")
+    assert len(remote.rows) == 5
+    assert remote.rows == local.rows                 # configurations, forecasts, breakdowns
+    assert (remote.memory_checked, remote.fit) == (local.memory_checked, local.fit)

@@ -75,3 +75,36 @@ def test_points_are_in_grid_order_first_grid_slowest():
     grids = parse_grids(["a=1..2", "b=x,y,z"], {})
     assert [(p["a"], p["b"]) for p in points(grids)] == [
         ("1", "x"), ("1", "y"), ("1", "z"), ("2", "x"), ("2", "y"), ("2", "z")]
+
+
+@pytest.mark.parametrize("spec, values", [
+    ("1e300,1e-5", ("1e300", "0.00001")),           # never 301 digits, never through float
+    ("1.5e300", ("1.5e300",)),
+    ("1e15,1e16", ("1000000000000000", "1e16")),
+    ("1e-20", ("1e-20",)),
+    ("1..2:0.125", ("1", "1.125", "1.25", "1.375", "1.5", "1.625", "1.75", "1.875", "2")),
+])
+def test_long_numbers_are_written_compactly_and_exactly(spec, values):
+    assert parse_spec("x", spec).values == values
+
+
+@pytest.mark.parametrize("spec", ["1e400", "1..1e400", "1e-400", "2..6:1e400"])
+def test_a_number_beyond_floats_is_a_usage_error(spec):
+    with pytest.raises(GridError) as err:
+        parse_spec("x", spec)
+    assert "is beyond the range of a number" in str(err.value)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("big=1,0", "--grid big: `1` is not `true` or `false`, and `big` is a yes/no value (true)"),
+    ("label=a,b", "--grid label: `a` is not a quoted string, and `label` is text (\"a\")"),
+])
+def test_yes_no_and_text_params_take_only_their_literals(spec, message):
+    from astral_dsl.explore.grid import check_names
+    from astral_dsl.units import Quantity
+
+    params = {"big": True, "label": "a", "n": Quantity(2)}
+    with pytest.raises(GridError) as err:
+        check_names(parse_grids([spec], {}), params)
+    assert message in str(err.value)
+    check_names(parse_grids(["big=true,false", 'label="x","y"'], {}), params)   # no error

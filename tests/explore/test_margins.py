@@ -117,7 +117,8 @@ def test_a_broken_limit_says_where_it_holds_again(design):
 def test_check_margins_cli(design, capsys):
     assert main(["check", str(design), "--margins"]) == 0
     out = capsys.readouterr().out
-    assert "holds while hosts_per_rack <= 4 [symbolic]; or while derate >= 81.6 % [symbolic]" in out
+    assert ("    holds while hosts_per_rack <= 4 [symbolic]\n"
+            "       or while derate >= 81.6 % [symbolic]\n") in out
     assert main(["check", str(design), "--margins", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     first = doc["margins"][0]
@@ -165,3 +166,227 @@ def test_hover_on_a_param_shows_its_feasible_range(design):
     shown, _ = hover(a, a.entry, line, 8)
     assert "`hosts_per_rack <= 4`" in shown
     assert "only a numeric bracket can follow" in shown           # the ceil() check
+
+
+FEEDER = """
+param n = 3
+param cap = 150 kW
+param host_power = 10 kW
+param eff = 80 %
+host H { power = host_power }
+rack R { hosts = n x H }
+row Row {
+  racks = 4 x R
+  feeder main { current = ac, voltage = 415 V, phases = 3, capacity = cap, serves = racks,
+                efficiency = eff }
+  feeder other { current = ac, voltage = 415 V, phases = 3, capacity = 200 kW, serves = racks,
+                 efficiency = if n > 2 then 80 % else 90 % }
+}
+site S { rows = 1 x Row }
+"""
+
+
+def _write(tmp_path, text, name="d.astral"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_a_feeder_margin_includes_its_own_efficiency(tmp_path):
+    report = margins.analyse(str(_write(tmp_path, FEEDER)))
+    m = _by_label(report)
+    main = m["feeder S.rows[0].main (normal operation)"]
+    # 4 racks x 3 hosts x 10 kW = 120 kW of load through 80 %: 150 kW on the conductors, as
+    # E620 counts it (analyses/feeders.py)
+    assert main.limit.lhs == pytest.approx(150e3) and main.symbolic
+    rs = _ranges(main)
+    # 40 n host_power / eff <= cap: n <= 3; cap >= 150 kW; host_power <= 10 kW; eff >= 80 %
+    assert rs["n"].high == 3 and rs["cap"].low == pytest.approx(150e3)
+    assert rs["host_power"].high == pytest.approx(10e3) and rs["host_power"].low is None
+    assert rs["eff"].low == pytest.approx(0.8) and rs["eff"].method == "symbolic"
+    assert "80 % efficiency" in main.notes[0]
+    # a choice of efficiency is not algebraic: numeric, not called symbolic
+    other = m["feeder S.rows[0].other (normal operation)"]
+    assert other.limit.lhs == pytest.approx(150e3) and not other.symbolic
+    # 40 kW x n / 80 % <= 200 kW up to n = 4 (200 kW); n = 5 gives 250 kW
+    assert _ranges(other)["n"].method == "numeric" and _ranges(other)["n"].high == 4
+
+
+def test_the_reference_utility_feeder_counts_its_efficiency():
+    report = margins.analyse(str(REPO / "examples/astral.astral"), params=["hosts_per_rack"])
+    failover = _by_label(report)["feeder Astral.pods[0].rows[0].utility (one feeder failed)"]
+    # 16 racks x 4 x 10.2 kW = 652.8 kW through 97 %: 672.99 kW of the 800 kW capacity
+    assert failover.limit.lhs == pytest.approx(652.8e3 / 0.97)
+    assert failover.limit.margin == pytest.approx(800e3 - 652.8e3 / 0.97)
+    # 163.2 h / 0.97 <= 800  <=>  h <= 4.75
+    assert failover.symbolic and _ranges(failover)["hosts_per_rack"].high == 4
+
+
+EDGES = """
+import stdlib.cooling { Water, CDU }
+param n = 1
+param share = 80 %
+param k = 1.5
+param m = 1
+host H { power = 10 kW, liquid_share = share }
+rack R { hosts = n x H }
+site S {
+  racks = m * 2 x R
+  check power <= k * 20 kW else error "k x 20 kW"
+  loop plates {
+    fluid = Water, supply = 35 degC, rise = 10 K, cdu = CDU(rated = 200 kW), cdus = 1
+    pump_head = 150 kPa, pump_efficiency = 60 %
+  }
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }
+}
+"""
+
+
+def test_a_value_that_does_not_compile_is_not_the_limit_breaking(tmp_path):
+    report = margins.analyse(str(_write(tmp_path, EDGES)))
+    cdu = _by_label(report)["CDU capacity of loop S.plates"]
+    r = _ranges(cdu)["share"]
+    # 2 racks x 10 kW x share <= 200 kW for every share a liquid_share may take: above 100 %
+    # the design does not compile (E309), which is the edge of `share`, not of the CDU
+    assert r.method == "numeric" and r.high is None and r.low is None
+    assert r.compiles_high == pytest.approx(1.0, rel=1e-3) and r.edge_codes == ("E309",)
+    text = phrase(report, r)
+    assert "the design compiles only while share <= 100 % (E309)" in text
+    assert "for every share searched" in text
+
+
+def test_only_counts_are_whole_numbers(tmp_path):
+    report = margins.analyse(str(_write(tmp_path, EDGES)))
+    check = _by_label(report)['check "k x 20 kW" in S']
+    rs = _ranges(check)
+    # 2 m racks x n hosts x 10 kW <= k x 20 kW, i.e. m n <= k: k is a plain number (not a
+    # count): k >= 1, any fraction; n is a replication count: n <= 1.5, so n <= 1; m only
+    # appears in a product (2 m racks must be whole, m need not be): m <= 1.5
+    assert rs["k"].low == pytest.approx(1.0) and not rs["k"].integer
+    assert rs["n"].high == 1 and rs["n"].integer
+    assert rs["m"].high == pytest.approx(1.5) and not rs["m"].integer
+
+
+COMPOUND = """
+param n = 4
+param big = true
+gpu G { power = 500 W }
+host H { gpus = 4 x G, power = 10 kW }
+rack R {
+  hosts = n x H
+  check power <= 45 kW and power >= 20 kW else error "window"
+  check big else warning "big"
+  check not (power > 45 kW) else error "negated"
+  check power <= 15 kW or power >= 35 kW else error "either"
+}
+site S { racks = 1 x R }
+"""
+
+
+def test_compound_and_negated_checks_have_margins(tmp_path):
+    report = margins.analyse(str(_write(tmp_path, COMPOUND)))
+    m = _by_label(report)
+    # 10 kW per host: power = 10 n kW
+    upper = m['check "window" (part 1 of 2: `power <= 45 kW`) in S.racks[0]']
+    lower = m['check "window" (part 2 of 2: `power >= 20 kW`) in S.racks[0]']
+    assert _ranges(upper)["n"].high == 4 and upper.symbolic          # 10 n <= 45
+    assert _ranges(lower)["n"].low == 2 and lower.symbolic            # 10 n >= 20
+    negated = m['check "negated" (negated: not `power > 45 kW`) in S.racks[0]']
+    assert _ranges(negated)["n"].high == 4 and negated.limit.margin == pytest.approx(5e3)
+    # `a or b` is not a conjunction: its truth is bracketed. At n = 4 (40 kW) it holds, at 3
+    # (30 kW) and 2 (20 kW) it does not, at 1 (10 kW) again: the nearest boundary is n >= 4
+    either = m['check "either" in S.racks[0]']
+    assert either.limit.truth and either.limit.holds and not either.symbolic
+    r = _ranges(either)["n"]
+    assert (r.method, r.low, r.high) == ("numeric", 4, None)
+    big = m['check "big" in S.racks[0]']
+    assert big.limit.truth and big.ranges == () and big.depends_on == ()
+    text = render(report)
+    assert "check \"big\" in S.racks[0]: holds" in text
+    assert "a truth value: no numeric parameter moves it" in text
+    # broken: with 5 hosts the window's upper part and the negated check fail
+    broken = _by_label(margins.analyse(str(_write(tmp_path, COMPOUND)), {"n": "5"}))
+    assert not broken['check "window" (part 1 of 2: `power <= 45 kW`) in S.racks[0]'].limit.holds
+    assert broken['check "window" (part 2 of 2: `power >= 20 kW`) in S.racks[0]'].limit.holds
+
+
+def test_the_coolant_limit_of_the_reference():
+    report = margins.analyse(str(REPO / "examples/astral.astral"), params=["supply"])
+    coolant = _by_label(report)[
+        "coolant supply of loop Astral.pods[0].secondary (the GPUs' cold plates accept at "
+        "most 45 degC)"]
+    # the loop supplies `supply` = 40 degC; the H800's cold plate accepts 45 degC (stdlib):
+    # E642 beyond it
+    assert coolant.limit.margin == pytest.approx(5.0)
+    r = _ranges(coolant)["supply"]
+    assert r.method == "numeric" and r.high == pytest.approx(273.15 + 45, abs=0.01)
+
+
+def test_job_memory_moves_with_the_parallel_layout():
+    """explore.astral's tp and pp do not compile at tp +- 1 (the batch no longer divides):
+    their admissible values are searched instead, and only the limits they move are named."""
+    from astral_dsl import seer
+    from astral_dsl.cli.common import checked
+
+    report = margins.analyse(str(REPO / "examples/explore.astral"), params=["tp", "pp"])
+    m = _by_label(report)
+    memory = m["memory per GPU of job llama70b"]
+    rs = _ranges(memory)
+    assert set(memory.depends_on) == {"tp", "pp"}
+    assert "errs (E757) only beyond its uncertainty" in memory.notes[0]
+    assert rs["tp"].low == 4 and rs["pp"].low == 2
+    # by hand, from Seer's estimate: tp 4 (pp 4) fits in 80 GB, tp 2 does not; pp 2 (tp 8)
+    # fits, pp 1 does not
+
+    def estimate(**sets):
+        design = checked(str(REPO / "examples/explore.astral"), sets).design
+        _, spec, cluster = seer.validate_job(design, design.jobs[0])
+        from astral_dsl.explore.margins.limits import _memory_estimate
+        return _memory_estimate(seer, spec, cluster)[0]
+
+    assert estimate(tp="4") <= 80e9 < estimate(tp="2")
+    assert estimate(pp="2") <= 80e9 < estimate(pp="1")
+    # tp moves nothing else: not the busway, not the feeders
+    busway = m['check "rack exceeds its busway rating" in Lab.pods[0].rows[0].racks[0]']
+    assert "tp" not in busway.depends_on and "pp" not in busway.depends_on
+
+
+def test_hover_names_only_what_a_parameter_moves():
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.hover import hover
+
+    path = (REPO / "examples/explore.astral").resolve()
+    text = path.read_text()
+    a = analyse(path.as_uri(), path, text, 1)
+    line = text.splitlines().index("param tp = 8") + 1
+    shown, _ = hover(a, a.entry, line, 8)
+    assert "also moves 1 limit(s) that only a numeric bracket can follow (memory per GPU of " \
+           "job llama70b)" in shown
+    assert "busway" not in shown and "no check or engineering limit" not in shown
+
+
+def test_no_spurious_lower_bound_at_zero(tmp_path):
+    report = margins.analyse(str(_write(tmp_path, FEEDER)), params=["host_power"])
+    for m in report.margins:
+        for r in m.ranges:
+            assert r.low is None or r.low > 0, (m.limit.label, r)
+
+
+def test_oversubscription_edge_is_where_it_breaks_not_where_it_stops_compiling(tmp_path):
+    """examples/explore.astral with the ToR's uplinks and the fabric's limit as parameters."""
+    text = (REPO / "examples/explore.astral").read_text()
+    text = text.replace("param pp = 4\n", "param pp = 4\nparam up_ports = 32\nparam max_os = 1\n")
+    text = text.replace("max_oversubscription = 1", "max_oversubscription = max_os")
+    text = text.replace("down = 64 x 200 Gb/s, up = 32 x 400 Gb/s",
+                        "down = 64 x 200 Gb/s, up = up_ports x 400 Gb/s")
+    report = margins.analyse(str(_write(tmp_path, text)), params=["up_ports", "max_os"])
+    tor = _by_label(report)["oversubscription of tier tor of Lab.pods[0].fabric"]
+    rs = _ranges(tor)
+    # ToR: 64 x 200 Gb/s down over up_ports x 400 Gb/s up = 32 / up_ports <= max_os:
+    # up_ports >= 32 (a count), max_os >= 1 (any fraction: 0.5 gives E602). Above the
+    # plausible range of max_os the design stops compiling (E316): that is the parameter's
+    # edge, not a bound of the limit
+    assert tor.limit.lhs == pytest.approx(1.0) and tor.limit.margin == pytest.approx(0.0)
+    assert rs["up_ports"].low == 32 and rs["up_ports"].high is None
+    assert rs["max_os"].low == pytest.approx(1.0, abs=1e-3) and rs["max_os"].high is None
+    assert not rs["max_os"].integer

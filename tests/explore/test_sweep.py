@@ -191,3 +191,96 @@ def test_cost_column_only_with_prices_and_w800_names_the_unpriced(project):
     assert [r["metrics"]["cost_usd"] for r in result.rows] == [8 * 300000.0, 16 * 300000.0]
     w800 = [d for d in result.rows[0]["diagnostics"] if d["code"] == "W800"]
     assert w800 and w800[0]["notes"] == ["no price: feeder main"]
+
+
+def test_huge_grid_values_are_usage_errors_or_rows_never_a_crash(project, tmp_path, capsys):
+    base = ["sweep", str(project), "--workers", "1"]
+    for extra in (["--format", "json"], ["-o", str(tmp_path / "x.jsonl")], []):
+        code, _, err = _cli(base + ["--grid", "hosts_per_rack=1e400"] + extra, capsys)
+        assert code == 2 and "`1e400` is beyond the range of a number" in err, err
+    # 1e300 is a number: the point is a row with the compiler's diagnostic (E401), in valid JSON
+    code, out, err = _cli(base + ["--grid", "hosts_per_rack=1e300,2", "--format", "json"],
+                          capsys)
+    assert code == 1 and "E000" not in err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows[0]["hosts_per_rack"] == 1e300 and "E401" in rows[0]["errors"]
+    assert rows[1]["hosts_per_rack"] == 2 and rows[1]["valid"]
+    code, _, _ = _cli(base + ["--grid", "hosts_per_rack=1e300", "-o", str(tmp_path / "y.jsonl")],
+                      capsys)
+    assert json.loads((tmp_path / "y.jsonl").read_text())["hosts_per_rack"] == 1e300
+
+
+def test_the_table_never_cuts_a_number_and_fits_the_width(project, capsys, monkeypatch):
+    args = ["sweep", str(project), "--grid", "hosts_per_rack=2..3", "--job", "train",
+            "--workers", "1"]
+    _, out, _ = _cli(args + ["--format", "json"], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    for width in ("100", "60"):
+        monkeypatch.setenv("COLUMNS", width)
+        _, table, _ = _cli(args, capsys)
+        assert "…" not in table
+        # (the title line names the file, whatever its length)
+        assert max(len(line) for line in table.splitlines()[1:]) <= int(width), table
+        for r in rows:                       # every figure is there whole
+            assert f"{r['tokens_per_s']:,.1f}" in table
+            assert f"{r['it_power_kw']:,.1f}" in table and f"{r['gpus']:,}" in table
+        # stacked: each part begins with the parameter
+        parts = [line for line in table.splitlines() if line.startswith("hosts_per_rack")]
+        assert len(parts) >= (2 if width == "60" else 1)
+
+
+def test_table_width_comes_from_columns_then_the_terminal_then_100(monkeypatch):
+    import io
+
+    from astral_dsl.outputs.table import terminal_width
+
+    monkeypatch.setenv("COLUMNS", "123")
+    assert terminal_width(io.StringIO()) == 123
+    monkeypatch.delenv("COLUMNS")
+    assert terminal_width(io.StringIO()) == 100          # not a terminal: 100
+
+
+def test_stacked_parts_repeat_the_key_columns():
+    from astral_dsl.outputs.table import Column, parts, render
+
+    cols = [Column("n", ("1", "2"), key=True)] + [
+        Column(f"metric {i}", (f"{10 ** 6 * i:,}", "7")) for i in range(1, 6)]
+    stacked = parts(cols, 30)
+    assert all(p[0][0].label == "n" for p in stacked) and len(stacked) > 1
+    assert [c.label for p in stacked for c in p[0][1:]] == [f"metric {i}" for i in range(1, 6)]
+    text = render(cols, 30)
+    assert all(f"{10 ** 6 * i:,}" in text for i in range(1, 6))
+    assert max(len(line) for line in text.splitlines()) <= 30
+    # a cell wider than the width widens its part rather than being cut
+    wide = render([Column("n", ("1" * 50,), key=True)], 20)
+    assert "1" * 50 in wide
+
+
+CHOICES = """
+param big = true
+param label = "a"
+gpu G { power = 500 W }
+host H { gpus = 4 x G, power = 2 kW }
+rack R {
+  hosts = (if big then 4 else 2) x H
+  check power <= 6 kW else error "six"
+}
+site S { racks = 1 x R, note = label }
+"""
+
+
+def test_yes_no_and_text_grids(tmp_path, capsys):
+    design = tmp_path / "c.astral"
+    design.write_text(CHOICES)
+    # big: 4 hosts x 2 kW = 8 kW > 6 kW (E500); not big: 2 x 2 kW = 4 kW
+    rows = _run(design, "big=true,false", 'label="x","y"').rows
+    assert [(r["params"]["big"], r["params"]["label"], r["valid"]) for r in rows] == [
+        ("true", '"x"', False), ("true", '"y"', False),
+        ("false", '"x"', True), ("false", '"y"', True)]
+    assert rows[0]["metrics"]["it_power_kw"] == 8.0 and rows[0]["metrics"]["gpus"] == 16
+    assert rows[2]["metrics"]["it_power_kw"] == 4.0 and rows[2]["metrics"]["gpus"] == 8
+    assert {d["code"] for d in rows[0]["diagnostics"] if d["severity"] == "error"} == {"E500"}
+    for spec, message in (("big=1,0", "`1` is not `true` or `false`"),
+                          ("label=a,b", "`a` is not a quoted string")):
+        code, _, err = _cli(["sweep", str(design), "--grid", spec, "--workers", "1"], capsys)
+        assert code == 2 and message in err

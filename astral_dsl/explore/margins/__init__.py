@@ -19,7 +19,7 @@ import sympy
 from astral_dsl.explore.margins.limits import Limit, by_key, collect
 from astral_dsl.explore.margins.shadow import (OPAQUE, NumericRecorder, ShadowEvaluator,
                                                exact)
-from astral_dsl.explore.margins.solve import (Range, depends, is_integer_param,
+from astral_dsl.explore.margins.solve import (Probed, Range, Uncompiled, candidates, depends,
                                               numeric_range, shadow_at, symbolic_range)
 from astral_dsl.units import Quantity
 
@@ -85,17 +85,21 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
               if params is None or n in params}
     symbols = {n: s for n, (s, _) in ev.params.items()}
     current = ev.current()
-    cache: Dict[tuple, Optional[Dict[str, Limit]]] = {}
+    cache: Dict[tuple, object] = {}
 
-    def probe(name: str, x: float) -> Optional[Dict[str, Limit]]:
+    def probe(name: str, x: float):
         key = (name, x)
         if key not in cache:
             over = {**overrides, name: literal(values[name], x)}
             comp = _recompile(base, over, NumericRecorder)
             if front_end_errors(comp.design):
-                cache[key] = None
+                cache[key] = Uncompiled(tuple(sorted({d.code for d in comp.design.diagnostics
+                                                      if d.is_error})))
             else:
-                cache[key] = by_key(collect(comp, check_design(comp.design)))
+                checked_x = check_design(comp.design)
+                cache[key] = Probed(by_key(collect(comp, checked_x)),
+                                    sorted({d.code for d in checked_x.diagnostics
+                                            if d.is_error}))
         return cache[key]
 
     ranges: Dict[str, List[Range]] = {lim.key: [] for lim in limits}
@@ -103,28 +107,25 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
     dependent: Dict[str, List[str]] = {lim.key: [] for lim in limits}
     report_notes: List[str] = []
     for name, q in values.items():
-        integer = is_integer_param(q)
+        integer = name in ev.counts
         x0 = q.si
-        moved, x1 = None, None
-        for x in _neighbours(x0, integer, q.point):
-            moved = probe(name, x)
-            if moved is not None:
-                x1 = x
-                break
+        moved, x1, failed = _moved(name, x0, integer, q.point, probe)
         if moved is None:
-            report_notes.append(f"`{name}`: the design does not compile at the values next to "
-                                f"{q} ({', '.join(literal(q, x) for x in _neighbours(x0, integer, q.point))}), "
-                                "so its limits are not bracketed")
-            x1 = x0
+            shown = ", ".join(f"{literal(q, x)} ({', '.join(f.codes) or 'no limits'})"
+                              for x, f in failed[:4])
+            report_notes.append(f"`{name}`: the design compiles at no other value tried "
+                                f"({shown}{', ...' if len(failed) > 4 else ''}): its limits "
+                                "are not bracketed")
+            continue
         at_x1 = dict(current)
         if name in symbols:
             at_x1[symbols[name]] = exact(x1)
         for lim in limits:
-            other = moved.get(lim.key) if moved else None
+            other = moved.get(lim.key)
             dep = other is None or depends(lim, other)
             sym = lim.symbolic and name in symbols and \
                 symbols[name] in (lim.lhs_shadow - lim.rhs_shadow).free_symbols
-            if lim.symbolic and name in symbols and moved is not None:
+            if lim.symbolic and name in symbols:
                 predicted = shadow_at(lim, at_x1)
                 if other is None or predicted is None or not _same(predicted,
                                                                     (other.lhs, other.rhs)):
@@ -139,7 +140,7 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
                 if r is not None:
                     ranges[lim.key].append(r)
                     continue
-            if dep and numeric and moved is not None:
+            if dep and numeric:
                 ranges[lim.key].append(numeric_range(
                     lim.key, name, x0, integer, lambda x, n=name: probe(n, x), lim.holds,
                     q.point))
@@ -148,10 +149,30 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
         symbolic = lim.symbolic and not demoted[lim.key]
         notes = tuple(f"the symbolic form did not match the compiler when `{n}` moved: "
                       f"bracketed numerically" for n in demoted[lim.key])
+        if lim.note:
+            notes = (lim.note,) + notes
         out.append(Margin(lim, tuple(ranges[lim.key]), symbolic,
                           _condition(lim, ev, values) if symbolic else None, notes,
                           tuple(dependent[lim.key])))
     return Report(design.file, values, out, checked.diagnostics, None, tuple(report_notes))
+
+
+MOVE_TRIES = 12          # values tried, nearest first, for one where the design compiles
+
+
+def _moved(name, x0, integer, point, probe):
+    """(the limits at the nearest other value where the design compiles, that value, the
+    values tried before it with why they did not compile)."""
+    tried = sorted(set(candidates(x0, integer, point, 1)[:MOVE_TRIES])
+                   | set(candidates(x0, integer, point, -1)[:MOVE_TRIES]),
+                   key=lambda x: (abs(x - x0), -x))
+    failed = []
+    for x in tried[:MOVE_TRIES]:
+        got = probe(name, x)
+        if not isinstance(got, Uncompiled):
+            return got, x, failed
+        failed.append((x, got))
+    return None, x0, failed
 
 
 def feasible(report: Report, name: str):
@@ -179,14 +200,6 @@ def feasible(report: Report, name: str):
                 binding_high + [m.limit.label]
             high = r.high
     return low, high, binding_low + binding_high, numeric_only
-
-
-def _neighbours(x0: float, integer: bool, point: bool):
-    if integer:
-        return [x0 + 1] + ([x0 - 1] if x0 > 1 else [])
-    if point:
-        return [x0 + 1.0, x0 - 1.0]
-    return [x0 * 1.01, x0 * 0.99] if x0 else [1.0, -1.0]
 
 
 def _same(a, b) -> bool:

@@ -1,18 +1,19 @@
 """The limits a design must respect, measured at one point: every user `check` that compares
-two quantities, and the engineering limits (rack and row power limits, feeder capacity in normal
-operation and with one feeder failed, CDU capacity with and without a failed CDU, fabric
-oversubscription, the memory of each job). Each limit is `lhs <= rhs` (or `lhs == rhs`) in SI
+two quantities (each comparison of a conjunction; a truth value as such), and the engineering
+limits (rack and row power limits, feeder capacity in normal operation and with one feeder
+failed, CDU capacity with and without a failed CDU, the coolant supply against the GPUs' cold
+plates, fabric oversubscription, the memory of each job). Each limit is `lhs <= rhs` (or `lhs == rhs`) in SI
 units, with sympy shadows of both sides when the quantities are algebraic in the parameters."""
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import attrs
 import sympy
 
 from astral_dsl.explore.margins.shadow import OPAQUE, ShadowEvaluator
-from astral_dsl.units import Quantity
+from astral_dsl.units import Quantity, format_number
 
 BITS = 8.0        # information is counted in bits in SI (1 GB = 8e9)
 
@@ -21,7 +22,7 @@ BITS = 8.0        # information is counted in bits in SI (1 GB = 8e9)
 class Limit:
     key: str                  # stable across points: what and where
     kind: str                 # check | power_limit | feeder | feeder_failover | cdu | cdu_n1 |
-    #                           oversubscription | memory
+    #                           coolant | oversubscription | memory
     label: str
     lhs: float                # SI
     rhs: float
@@ -34,17 +35,30 @@ class Limit:
     rhs_shadow: Any = OPAQUE
     strict: bool = False      # `<` rather than `<=`
     point: bool = False       # temperature points (the margin is a difference, in K)
+    operands: Tuple[float, ...] = ()    # "bool" limits: the numbers their truth depends on
+    note: Optional[str] = None
+
+    @property
+    def truth(self) -> bool:
+        """A condition that is not one comparison (`a or b`, a truth value): op "bool", its
+        truth as lhs (1 or 0) against rhs 1."""
+        return self.op == "bool"
 
     @property
     def holds(self) -> bool:
+        if self.truth:
+            return self.lhs == 1.0
         tol = 1e-9 * max(abs(self.lhs), abs(self.rhs), 1e-300)
         if self.op == "==":
             return abs(self.lhs - self.rhs) <= tol
         return self.lhs < self.rhs - tol if self.strict else self.lhs <= self.rhs + tol
 
     @property
-    def margin(self) -> float:
-        """How far from breaking, in SI: rhs - lhs (<= limits); -|lhs - rhs| (equalities)."""
+    def margin(self) -> Optional[float]:
+        """How far from breaking, in SI: rhs - lhs (<= limits); -|lhs - rhs| (equalities);
+        None for a truth value."""
+        if self.truth:
+            return None
         return -abs(self.lhs - self.rhs) if self.op == "==" else self.rhs - self.lhs
 
     @property
@@ -79,6 +93,7 @@ def collect(comp, checked) -> List[Limit]:
     if eng is not None:
         out.extend(_feeders(ev, frames, eng))
         out.extend(_loops(eng, frames))
+        out.extend(_coolant(eng, checked.design))
         out.extend(_fabrics(eng, checked.design))
     out.extend(_memory(checked.design))
     return out
@@ -94,20 +109,33 @@ def _snippet(sources, span) -> str:
 def _checks(ev, scopes, sources) -> List[Limit]:
     out = []
     for r in ev.check_records(scopes):
-        if r.op not in ("<=", "<", ">=", ">", "==") or not isinstance(r.left, Quantity) or \
-                not isinstance(r.right, Quantity) or r.left.dims != r.right.dims or \
-                r.left.point != r.right.point:
-            continue
-        a, b, sa, sb = r.left, r.right, r.left_shadow, r.right_shadow
-        if r.op in (">=", ">"):
-            a, b, sa, sb = b, a, sb, sa
         msg = r.check.message.value if r.check.message else None
         label = f"check \"{msg}\"" if msg else f"check `{_snippet(sources, r.check.cond.span)}`"
         file, line, col = _where(r.check.cond.span)
+        key = f"check:{file}:{line}:{col}:{r.path}"
+        if r.op == "":
+            out.append(Limit(key, "check", f"{label} in {r.path}", 1.0 if r.passed else 0.0,
+                             1.0, "bool", "", file, line, col,
+                             operands=tuple(q.si for q in r.operands),
+                             note="not a conjunction of comparisons: bracketed on its truth"
+                             if r.operands else "a truth value: no quantity to measure"))
+            continue
+        a, b, sa, sb = r.left, r.right, r.left_shadow, r.right_shadow
+        if a.dims != b.dims or a.point != b.point:
+            continue                      # the compiler reports it (E3xx): no margin to take
+        if r.op in (">=", ">"):
+            a, b, sa, sb = b, a, sb, sa
+        negated = r.op != r.expr.op
+        if r.parts > 1:
+            key += f":{r.part}"
+            label += f" (part {r.part + 1} of {r.parts}: " + \
+                ("not " if negated else "") + f"`{_snippet(sources, r.expr.span)}`)"
+        elif negated:
+            label += f" (negated: not `{_snippet(sources, r.expr.span)}`)"
         unit = r.right.unit or r.left.unit
-        out.append(Limit(f"check:{file}:{line}:{col}:{r.path}", "check", f"{label} in {r.path}",
-                         a.si, b.si, "==" if r.op == "==" else "<=", unit, file, line, col, sa,
-                         sb, r.op in ("<", ">"), r.left.point))
+        out.append(Limit(key, "check", f"{label} in {r.path}", a.si, b.si,
+                         "==" if r.op == "==" else "<=", unit, file, line, col, sa, sb,
+                         r.op in ("<", ">"), r.left.point))
     return out
 
 
@@ -131,6 +159,8 @@ def _power_limits(ev, frames) -> List[Limit]:
 
 
 def _feeders(ev, frames, eng) -> List[Limit]:
+    """A feeder's conductors carry its share of the load divided by its own efficiency
+    (analyses/feeders.py: E620, E621 compare that with the capacity)."""
     out = []
     for fr in eng.power.feeders:
         if fr.capacity_w is None:
@@ -146,15 +176,37 @@ def _feeders(ev, frames, eng) -> List[Limit]:
             load_sym = OPAQUE                        # the share depends on a parameter
         if load_sym is not OPAQUE and not _close(ev, load_sym, fr.load_w):
             load_sym = OPAQUE                        # the analysis counts something else
+        through = _through(ev, frame, fr.input_ratio)
+        note = None
+        if fr.input_ratio != 1.0:
+            note = (f"through its own {format_number(round(100 / fr.input_ratio, 4))} % "
+                    "efficiency: the conductors carry the load divided by it")
         for kind, value, what in (("feeder", fr.normal_w, "normal operation"),
                                   ("feeder_failover", fr.failover_w, "one feeder failed")):
             if kind == "feeder_failover" and not value:
                 continue
-            ratio = value / fr.load_w if fr.load_w else 0.0
-            sym = OPAQUE if load_sym is OPAQUE else load_sym * sympy.nsimplify(ratio)
-            out.append(Limit(f"{kind}:{fr.path}", kind, f"feeder {fr.path} ({what})", value,
-                             fr.capacity_w, "<=", "kW", file, line, col, sym, cap_sym))
+            carried = value * fr.input_ratio
+            sym = OPAQUE
+            if load_sym is not OPAQUE and through is not OPAQUE and fr.load_w:
+                sym = load_sym * sympy.nsimplify(value / fr.load_w) * through
+                if not _close(ev, sym, carried):
+                    sym = OPAQUE                     # the share is not an exact ratio
+            out.append(Limit(f"{kind}:{fr.path}", kind, f"feeder {fr.path} ({what})", carried,
+                             fr.capacity_w, "<=", "kW", file, line, col, sym, cap_sym,
+                             note=note))
     return out
+
+
+def _through(ev, frame, ratio: float):
+    """1 / the feeder's efficiency as a shadow: exact when the efficiency is (a constant or
+    algebraic in the parameters), OPAQUE otherwise; 1 without one."""
+    eff = frame.values.get("efficiency") if frame is not None else None
+    if not isinstance(eff, Quantity):
+        return sympy.Integer(1) if ratio == 1.0 else OPAQUE
+    sym = ev.shadow(eff) if ev.symbolic else OPAQUE
+    if sym is OPAQUE or sym == 0:
+        return OPAQUE
+    return 1 / sym
 
 
 def _served_power(ev, frame):
@@ -198,6 +250,44 @@ def _loops(eng, frames) -> List[Limit]:
     return out
 
 
+def _coolant(eng, design) -> List[Limit]:
+    """A loop's supply against the coldest limit (`max_supply`) of the GPUs on the cold
+    plates it cools (analyses/loops.py: E642)."""
+    from astral_dsl.analyses.loops import liquid_heat
+    from astral_dsl.analyses.served import Served
+    from astral_dsl.analyses.walk import Resolver, multiplicities
+    from astral_dsl.model.rollup import group_of
+
+    mult = multiplicities(design)
+    cache: dict = {}
+    served = Served(design, mult, Resolver(design), cache)
+    by_path = {inst.path: inst for _, inst in mult.values() if inst.kind == "loop"}
+    out = []
+    for lp in eng.cooling.loops:
+        inst = by_path.get(lp.path)
+        if inst is None:
+            continue
+        limit = None
+        for _, part in served.of(inst):
+            for _, host in group_of(part, ("host",), cache).flat() or [(1, part)]:
+                if liquid_heat(host, cache) <= 0:
+                    continue
+                for _, gpu in group_of(host, ("gpu",), cache).flat():
+                    t = gpu.field("max_supply")
+                    if isinstance(t, Quantity) and (limit is None or t.si < limit.si):
+                        limit = t
+        if limit is None:
+            continue
+        supply = inst.field("supply")
+        file, line, col = _where(inst.span_of("supply"))
+        out.append(Limit(f"coolant:{lp.path}", "coolant",
+                         f"coolant supply of loop {lp.path} (the GPUs' cold plates accept at "
+                         f"most {limit})", supply.si if isinstance(supply, Quantity) else
+                         lp.supply_c + 273.15, limit.si, "<=", "degC", file, line, col,
+                         point=True))
+    return out
+
+
 def _fabrics(eng, design) -> List[Limit]:
     by_path = {i.path: i for i in design.instances}
     out = []
@@ -229,16 +319,20 @@ def _memory(design) -> List[Limit]:
         if spec is None or cluster is None or not cluster.gpu.memory or \
                 any(d.is_error and d.code != "E757" for d in diags):
             continue
-        total = _memory_estimate(seer, spec, cluster)
+        total, unc = _memory_estimate(seer, spec, cluster)
         file, line, col = _where(job.span_of("recompute") or job.span)
         out.append(Limit(f"memory:{job.template}", "memory",
                          f"memory per GPU of job {job.template}", total * BITS,
-                         cluster.gpu.memory * BITS, "<=", "GB", file, line, col))
+                         cluster.gpu.memory * BITS, "<=", "GB", file, line, col,
+                         note=f"Seer's estimate (+/- {unc / 1e9:.1f} GB): `astral check` warns "
+                              "(W750) once it is over the GPU's memory and errs (E757) only "
+                              "beyond its uncertainty"))
     return out
 
 
-def _memory_estimate(seer, spec, cluster) -> float:
-    """Seer's per-GPU estimate, as its memory check computes it (validate.memory_check)."""
+def _memory_estimate(seer, spec, cluster) -> Tuple[float, float]:
+    """Seer's per-GPU estimate and its uncertainty, as its memory check computes them
+    (validate.memory_check)."""
     from dataclasses import replace
 
     base = seer.__name__
@@ -249,7 +343,8 @@ def _memory_estimate(seer, spec, cluster) -> float:
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
         probe = probe.with_(parallel=replace(probe.parallel, v=1))
     low = lower.Lowering(probe, costs.Costs(cluster.gpu, probe.dtype), cluster.net)
-    return memory.estimate(probe, low.stage_params).total          # bytes
+    est = memory.estimate(probe, low.stage_params)
+    return est.total, est.uncertainty          # bytes
 
 
 def by_key(limits: List[Limit]) -> Dict[str, Limit]:

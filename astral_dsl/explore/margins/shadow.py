@@ -51,16 +51,51 @@ def param_symbol(name: str) -> sympy.Symbol:
 
 @attrs.frozen
 class CheckRecord:
-    """One user `check` of one distinct instance, with its two sides."""
+    """One comparison of a user `check` of one distinct instance, with its two sides; a check
+    `a and b` (or `not (a or b)`, `not (x > y)`) gives one record per comparison it needs to
+    hold. A check that is not such a conjunction (`a or b`, a truth value) gives one record
+    with `op` "" and the operands of every comparison inside."""
     check: Any                    # ast.Check
     path: str                     # the instance (or module) it belongs to
     count: int                    # replicas it stands for
-    op: str
+    op: str                       # <= < >= > == (after negations), or "" (a truth value)
     left: Any                     # numbers (Quantity), or None when not a comparison
     right: Any
     left_shadow: Any
     right_shadow: Any
     passed: bool
+    part: int = 0                 # this comparison's place among the check's (0-based)
+    parts: int = 1
+    expr: Any = None              # the comparison (ast.Compare) this record is
+    operands: Tuple[Any, ...] = ()   # "" records: every comparison's operands, as numbers
+
+
+_NEGATED = {"<=": ">", "<": ">=", ">=": "<", ">": "<=", "==": "!=", "!=": "=="}
+
+
+def conjuncts(cond, negated: bool = False) -> Optional[List[Tuple[Any, str]]]:
+    """The comparisons that must all hold for `cond` to hold, each with its operator after the
+    negations around it; None when `cond` is not such a conjunction."""
+    if isinstance(cond, ast.Compare):
+        op = _NEGATED[cond.op] if negated else cond.op
+        return None if op == "!=" else [(cond, op)]
+    if isinstance(cond, ast.Not):
+        return conjuncts(cond.operand, not negated)
+    if isinstance(cond, ast.Logic) and (cond.op == "and") != negated:
+        left, right = conjuncts(cond.left, negated), conjuncts(cond.right, negated)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def comparisons(cond) -> List[Any]:
+    """Every comparison inside a condition, in order."""
+    if isinstance(cond, ast.Compare):
+        return [cond]
+    if isinstance(cond, ast.Not):
+        return comparisons(cond.operand)
+    if isinstance(cond, ast.Logic):
+        return comparisons(cond.left) + comparisons(cond.right)
+    return []
 
 
 class ShadowExpressions(Expressions):
@@ -83,6 +118,7 @@ class ShadowEvaluator(Instantiator):
         self._by_expr: Dict[Tuple[int, int], Any] = {}
         self._last: Dict[int, Any] = {}                     # id(expr) -> shadow of its number
         self._last_value: Dict[int, Any] = {}
+        self.counts: set = set()                            # params used as counts
 
     symbolic = True          # False: record the operands of checks only (numeric probes)
 
@@ -142,12 +178,27 @@ class ShadowEvaluator(Instantiator):
 
     def field(self, frame, name, span=None):
         value = super().field(frame, name, span)
-        if self.symbolic and isinstance(value, Quantity) and id(value) not in self.shadows:
+        if self.symbolic and isinstance(value, Quantity):
             d = frame.defs.get(name)
             expr = getattr(d, "value_expr", None) if d is not None else None
             sym = self._by_expr.get((id(expr), id(frame))) if expr is not None else None
-            self._keep(value, sym if sym is not None else OPAQUE)
+            if id(value) not in self.shadows:
+                self._keep(value, sym if sym is not None else OPAQUE)
+            elif sym is OPAQUE:
+                # the value of a branch (`if ... then 80 % else 90 %`): the same number, but
+                # which one depends on the condition
+                self.shadows[id(value)] = (value, OPAQUE)
+        if self.symbolic and isinstance(value, Quantity):
+            spec = frame.spec.fields.get(name) if frame.spec is not None else None
+            if spec is not None and getattr(spec.type, "whole", False):
+                self._count(self.shadow(value))
         return value
+
+    def _count(self, sym) -> None:
+        """A parameter used as it is where a whole number is needed (a count field, a
+        replication): only whole values of it compile."""
+        if isinstance(sym, sympy.Symbol) and sym.name in self.params:
+            self.counts.add(sym.name)
 
     def derived_value(self, frame, name, value):
         if not self.symbolic or value is None or id(value) in self.shadows:
@@ -231,7 +282,9 @@ class ShadowEvaluator(Instantiator):
         if sym is not None and id(value) not in self.shadows and \
                 isinstance(value, (Quantity, Group, Bundle)):
             self._keep(value, sym)
-        number = self.shadow(value)
+        # an expression whose own rule is OPAQUE (an `if`, a call) is, whatever its value's
+        # shadow from elsewhere says
+        number = OPAQUE if sym is OPAQUE else self.shadow(value)
         self._last[id(expr)] = number
         self._last_value[id(expr)] = value
         if env.frame is not None and isinstance(value, Quantity):
@@ -264,6 +317,7 @@ class ShadowEvaluator(Instantiator):
             return self._last.get(id(expr.operand), OPAQUE)
         if t is ast.Replicate:
             c = self._last.get(id(expr.count), OPAQUE)
+            self._count(c)
             if isinstance(value, Group):
                 item = self._last_value.get(id(expr.item))
                 if isinstance(item, Group):          # n x [A, B]: each run n times
@@ -315,27 +369,45 @@ class ShadowEvaluator(Instantiator):
         out: List[CheckRecord] = []
         try:
             for check, env, path, count in todo:
-                cond = check.cond
                 try:
-                    value = self.eval(cond, env)
+                    value = self.eval(check.cond, env)
                 except (DiagnosticError, Poisoned):
                     continue
-                if not isinstance(value, bool):
-                    continue
-                if isinstance(cond, ast.Compare):
-                    left = self.expr.numeric(self._last_value.get(id(cond.left)),
-                                             cond.left.span)
-                    right = self.expr.numeric(self._last_value.get(id(cond.right)),
-                                              cond.right.span)
-                    out.append(CheckRecord(check, path, count, cond.op, left, right,
-                                           self._last.get(id(cond.left), OPAQUE),
-                                           self._last.get(id(cond.right), OPAQUE), value))
-                else:
-                    out.append(CheckRecord(check, path, count, "", None, None, OPAQUE, OPAQUE,
-                                           value))
+                if isinstance(value, bool):
+                    out.extend(self._records(check, env, path, count, value))
         finally:
             self.diagnostics = saved
         return out
+
+    def _sides(self, cmp, env):
+        """(left, right, left shadow, right shadow) of a comparison; None when a side cannot
+        be evaluated (a short-circuited operand in error)."""
+        from astral_dsl.diagnostics import DiagnosticError
+        from astral_dsl.semantics.errors import Poisoned
+
+        try:
+            left = self.expr.numeric(self.eval(cmp.left, env), cmp.left.span)
+            right = self.expr.numeric(self.eval(cmp.right, env), cmp.right.span)
+        except (DiagnosticError, Poisoned):
+            return None
+        return (left, right, self._last.get(id(cmp.left), OPAQUE),
+                self._last.get(id(cmp.right), OPAQUE))
+
+    def _records(self, check, env, path, count, passed) -> List[CheckRecord]:
+        parts = conjuncts(check.cond)
+        if parts:
+            sides = [self._sides(cmp, env) for cmp, _ in parts]
+            if all(s is not None and isinstance(s[0], Quantity) and isinstance(s[1], Quantity)
+                   for s in sides):
+                return [CheckRecord(check, path, count, op, *side, passed, k, len(parts), cmp)
+                        for k, ((cmp, op), side) in enumerate(zip(parts, sides))]
+        operands = []
+        for cmp in comparisons(check.cond):
+            side = self._sides(cmp, env)
+            if side is not None:
+                operands.extend(x for x in side[:2] if isinstance(x, Quantity))
+        return [CheckRecord(check, path, count, "", None, None, OPAQUE, OPAQUE, passed,
+                            operands=tuple(operands))]
 
 
 class NumericRecorder(ShadowEvaluator):

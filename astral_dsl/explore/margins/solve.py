@@ -2,16 +2,22 @@
 current values).
 
 Symbolic: when both sides of a limit are algebraic in the parameters (shadow.py), sympy solves
-`lhs <= rhs` (or `lhs == rhs`) for the parameter exactly (`solve_univariate_inequality`); a
-parameter used as a count (a whole number, no unit) keeps the whole values of that set. The
-shadows are checked against the compiler at a second point (the parameter moved) before they are
-trusted; a mismatch demotes the limit to numeric.
+`lhs <= rhs` (or `lhs == rhs`) for the parameter exactly (`solveset`); a parameter used as a
+count (written where a whole number is needed: a count field, a replication) keeps the whole
+values of that set, any other may take fractions. The shadows are checked against the compiler
+at a second point (the parameter moved) before they are trusted; a mismatch demotes the limit
+to numeric.
 
 Numeric: otherwise (fluid properties, rounding up to whole units, choices, the memory of a job)
 the design is evaluated again at other values of the parameter: outward from the current value
-(doubling the step) until the limit changes state, then by bisection to a relative width of
-1e-4 (or to adjacent whole numbers). That is a bracket of the nearest boundary on each side
-within the search range, not a proof that the limit holds everywhere inside it."""
+(doubling the step; a count also tries its multiples and halves, the values a divisor takes)
+until the limit changes state, then by bisection to a relative width of 1e-4 (or to adjacent
+whole numbers). A value where the design does not compile is not the limit breaking: past an
+edge of what the parameter may take (its plausible or declared range, its sign) the search
+stops and that edge is reported as the parameter's compilable range; a value that does not
+compile for another reason (a count no longer whole) is skipped. The result brackets the
+nearest boundary on each side within the search range, not a proof that the limit holds
+everywhere inside it."""
 from __future__ import annotations
 
 import math
@@ -44,6 +50,14 @@ class Range:
     # broken now (numeric): the nearest values where it holds again, below and above
     again_below: Optional[float] = None
     again_above: Optional[float] = None
+    # numeric: where the design stops compiling (not the limit breaking), and why
+    compiles_low: Optional[float] = None
+    compiles_high: Optional[float] = None
+    edge_codes: Tuple[str, ...] = ()
+    gaps: Tuple[float, ...] = ()          # values between that do not compile (skipped)
+    absent: bool = False                  # an edge is where the limit stops applying
+    fails_below: Optional[float] = None   # the values past the edges where that was seen
+    fails_above: Optional[float] = None
 
     def contains(self, x: float) -> bool:
         return not self.empty and (self.low is None or x >= self.low - 1e-12 * abs(x)) and \
@@ -76,10 +90,10 @@ def symbolic_range(limit: Limit, param: str, symbol, current: Dict, integer: boo
         return None
     if integer:
         sol = sympy.Intersection(sol, sympy.Range(1, sympy.oo) if positive else sympy.Integers)
-    return _range_of(param, sol, integer)
+    return _range_of(param, sol, integer, positive)
 
 
-def _range_of(param: str, sol, integer: bool) -> Optional[Range]:
+def _range_of(param: str, sol, integer: bool, positive: bool = False) -> Optional[Range]:
     text = sympy.sstr(sol)
     if sol is sympy.S.EmptySet or sol == sympy.S.EmptySet:
         return Range(param, None, None, "symbolic", integer, True, text)
@@ -93,6 +107,8 @@ def _range_of(param: str, sol, integer: bool) -> Optional[Range]:
         note = f"holds on {text}, not one interval"
     low = None if inf in (-sympy.oo, sympy.S.NegativeInfinity) else float(inf)
     high = None if sup in (sympy.oo, sympy.S.Infinity) else float(sup)
+    if positive and low == 0.0:
+        low = None                # the domain's edge (no negative quantity), not the limit's
     if integer:
         low = None if low is None or low <= 1 else math.ceil(low - 1e-9)
         high = None if high is None else math.floor(high + 1e-9)
@@ -102,49 +118,196 @@ def _range_of(param: str, sol, integer: bool) -> Optional[Range]:
 
 
 # ---- numeric ---------------------------------------------------------------------------------
-Probe = Callable[[float], Optional[Dict[str, Limit]]]
+@attrs.frozen
+class Uncompiled:
+    """A probe where the design does not compile (or compiles without the limit: `absent`,
+    e.g. a job its layout no longer lets Seer read), with the codes of its errors."""
+    codes: Tuple[str, ...]
+    absent: bool = False
+
+    @property
+    def edge(self) -> bool:
+        """Beyond the values the parameter may take (its declared or plausible range, its
+        sign, a count's limit; a job larger than its placement): nothing further that way
+        compiles. Other errors (a count that is no longer whole, a degree that no longer
+        divides) leave gaps between values that do compile."""
+        return any(c in (ABSENT_EDGE_CODES if self.absent else EDGE_CODES)
+                   for c in self.codes)
+
+
+class Probed(dict):
+    """The limits at a probe (by key), with the codes of the errors the design has there."""
+
+    def __init__(self, limits, codes=()):
+        super().__init__(limits)
+        self.codes = tuple(codes)
+
+
+EDGE_CODES = ("E309", "E314", "E315", "E316", "E400", "E401", "E405")
+ABSENT_EDGE_CODES = EDGE_CODES + ("E755",)     # the job needs more GPUs than it is placed on
+Probe = Callable[[float], "Dict[str, Limit] | Uncompiled"]
+
+
+def candidates(x0: float, integer: bool, point: bool, direction: int) -> List[float]:
+    """The values tried outward from x0, nearest first: doubling steps (x 2^(1/4) for a
+    quantity, +-0.5 K .. 1024 K for a temperature); for a count also its multiples and
+    whole fractions by powers of two (the values a divisor may take)."""
+    out = []
+    steps = INT_STEPS if integer else REAL_STEPS
+    for k in range(steps):
+        x = _step(x0, direction, k, integer, point)
+        if x is not None:
+            out.append(x)
+    if integer:
+        for k in range(1, INT_STEPS):
+            x = x0 * 2 ** k if direction > 0 else x0 / 2 ** k
+            if x >= 1 and float(x).is_integer():
+                out.append(float(x))
+    uniq = sorted(set(out), key=lambda x: (abs(x - x0), x))
+    return [x for x in uniq if x != x0]
+
+
+@attrs.frozen
+class _Side:
+    bound: Optional[float] = None      # the last value in the current state (or, broken now,
+    #                                    the first where it holds again)
+    edge: Optional[float] = None       # the last value that compiles, when the design stops
+    codes: Tuple[str, ...] = ()        # compiling before the limit changes state
+    searched: Optional[float] = None
+    gaps: Tuple[float, ...] = ()       # values skipped because the design does not compile
+    absent: bool = False               # the edge is where the limit stops applying
+    beyond: Optional[float] = None     # the first value past the edge that was tried
 
 
 def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
                   holds_now: bool, point: bool = False) -> Range:
     """Bracket the boundaries of limit `key` around x0 by evaluating the design (`probe(x)`:
-    the limits at that value, None when the design does not compile there)."""
+    the limits at that value, or Uncompiled). A value where the design does not compile is
+    not the limit breaking: beyond an edge (Uncompiled.edge) the search stops and the
+    parameter's compilable range is reported apart; a gap is skipped."""
 
-    def state(x: float) -> Optional[bool]:
+    def state(x: float):
         limits = probe(x)
-        if limits is None or key not in limits:
-            return None
+        if isinstance(limits, Uncompiled):
+            return limits
+        if key not in limits:
+            return Uncompiled(getattr(limits, "codes", ()), absent=True)
         return limits[key].holds
 
-    bounds: List[Optional[float]] = []
-    searched = [x0, x0]
-    for direction in (-1, 1):
-        inside, outside = x0, None
-        for k in range(INT_STEPS if integer else REAL_STEPS):
-            x = _step(x0, direction, k, integer, point)
-            if x is None:
-                break
-            searched[0 if direction < 0 else 1] = x
-            if state(x) != holds_now:
-                outside = x
-                break
-            inside = x
-        if outside is None:
-            bounds.append(None)
-            continue
-        while not _close_enough(inside, outside, integer):
-            mid = _mid(inside, outside, integer)
-            if state(mid) == holds_now:
-                inside = mid
-            else:
-                outside = mid
-        bounds.append(inside if holds_now else outside)
-    low, high = bounds
+    sides = [_search(x0, direction, integer, point, state, holds_now)
+             for direction in (-1, 1)]
+    low, high = sides
+    searched = (low.searched if low.searched is not None else x0,
+                high.searched if high.searched is not None else x0)
+    extra = dict(compiles_low=low.edge, compiles_high=high.edge,
+                 fails_below=low.beyond, fails_above=high.beyond,
+                 edge_codes=tuple(sorted(set(low.codes) | set(high.codes))),
+                 gaps=tuple(sorted(set(low.gaps) | set(high.gaps))),
+                 absent=low.absent or high.absent)
     if holds_now:
-        return Range(param, low, high, "numeric", integer, searched=tuple(searched))
-    # broken now: the nearest values where it holds, on either side
-    return Range(param, None, None, "numeric", integer, low is None and high is None,
-                 searched=tuple(searched), again_below=low, again_above=high)
+        return Range(param, low.bound, high.bound, "numeric", integer, searched=searched,
+                     **extra)
+    return Range(param, None, None, "numeric", integer, low.bound is None and high.bound is None,
+                 searched=searched, again_below=low.bound, again_above=high.bound, **extra)
+
+
+def _search(x0, direction, integer, point, state, holds_now) -> _Side:
+    inside, gaps, searched = x0, [], None
+    for x in candidates(x0, integer, point, direction):
+        if (x - inside) * direction <= 0:
+            continue                            # nearer than what is already known
+        st = state(x)
+        if isinstance(st, Uncompiled):
+            if st.edge:
+                found = _edge(inside, x, integer, state, holds_now)
+                if isinstance(found[1], tuple):  # the limit changes before the edge
+                    a, b = found[1]
+                    return _limit(a, b, integer, state, holds_now, gaps, b)
+                edge, beyond = found
+                edge = _round_edge(edge, beyond, integer, state)
+                codes = tuple(c for c in st.codes
+                              if c in (ABSENT_EDGE_CODES if st.absent else EDGE_CODES))
+                return _Side(None, edge, codes, edge, tuple(gaps), st.absent, beyond)
+            gaps.append(x)
+            continue
+        searched = x
+        if st != holds_now:
+            return _limit(inside, x, integer, state, holds_now, gaps, x)
+        inside = x
+    return _Side(None, None, (), searched, tuple(gaps))
+
+
+def _limit(inside, outside, integer, state, holds_now, gaps, searched) -> _Side:
+    """Bisect between a value in the current state and one in the other."""
+    tried = set()
+    while not _close_enough(inside, outside, integer):
+        mid = _mid(inside, outside, integer)
+        st = state(mid)
+        if isinstance(st, Uncompiled):
+            alt = _around(mid, inside, outside, integer, tried, state)
+            if alt is None:
+                gaps.append(mid)
+                break                             # no value between compiles: as close as it gets
+            mid, st = alt
+        if st == holds_now:
+            inside = mid
+        else:
+            outside = mid
+    return _Side(inside if holds_now else outside, None, (), searched, tuple(gaps))
+
+
+def _around(mid, inside, outside, integer, tried, state):
+    """A value near `mid`, strictly between the two, where the design compiles."""
+    lo, hi = sorted((inside, outside))
+    if integer:
+        near = sorted((x for x in range(int(lo) + 1, int(hi)) if x not in tried),
+                      key=lambda x: (abs(x - mid), x))[:16]
+    else:
+        near = [lo + (hi - lo) * f for f in (0.25, 0.75, 0.125, 0.875)]
+    for x in near:
+        tried.add(x)
+        st = state(float(x))
+        if not isinstance(st, Uncompiled):
+            return float(x), st
+    return None
+
+
+def _edge(inside, outside, integer, state, holds_now):
+    """The last value before `outside` (beyond an edge) where the design compiles with the
+    limit; or, when the limit changes state on the way, (a value in the current state, one
+    in the other)."""
+    last = inside
+    while not _close_enough(inside, outside, integer):
+        mid = _mid(inside, outside, integer)
+        st = state(mid)
+        if isinstance(st, Uncompiled):
+            if st.edge:
+                outside = mid
+            else:
+                inside = mid                    # a gap: the edge is further out
+            continue
+        if st != holds_now:
+            return last, (last, mid)
+        inside = last = mid
+    return last, outside
+
+
+def _round_edge(last: float, beyond: float, integer: bool, state) -> float:
+    """The roundest value between the last that compiles and the first beyond the edge, when
+    it compiles too (a declared bound of 100 % rather than the bisection's 99.997 %)."""
+    if integer:
+        return last
+    lo, hi = sorted((last, beyond))
+    for digits in range(0, 13):
+        scale = 10.0 ** (digits - math.floor(math.log10(max(abs(lo), 1e-300))))
+        x = math.ceil(lo * scale) / scale
+        if x > hi:
+            continue
+        if x == last:
+            return last
+        st = state(x)
+        return last if isinstance(st, Uncompiled) else x
+    return last
 
 
 def _step(x0: float, direction: int, k: int, integer: bool, point: bool = False
@@ -172,13 +335,15 @@ def _mid(a: float, b: float, integer: bool) -> float:
     return float(math.floor((a + b) / 2)) if integer else (a + b) / 2
 
 
-def is_integer_param(value) -> bool:
-    return value.dimensionless and float(value.si).is_integer() and value.unit in ("", None)
-
-
 def depends(limit: Limit, other: Limit) -> bool:
-    return abs(limit.lhs - other.lhs) > 1e-12 * max(abs(limit.lhs), 1e-300) or \
-        abs(limit.rhs - other.rhs) > 1e-12 * max(abs(limit.rhs), 1e-300)
+    """The limit moved: either side, or (a truth value) its truth or any operand inside."""
+    def moved(a: float, b: float) -> bool:
+        return abs(a - b) > 1e-12 * max(abs(a), 1e-300)
+
+    if limit.truth:
+        return limit.holds != other.holds or len(limit.operands) != len(other.operands) or \
+            any(moved(a, b) for a, b in zip(limit.operands, other.operands))
+    return moved(limit.lhs, other.lhs) or moved(limit.rhs, other.rhs)
 
 
 def shadow_at(limit: Limit, values: Dict) -> Optional[Tuple[float, float]]:

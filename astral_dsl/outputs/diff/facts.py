@@ -36,16 +36,33 @@ class Side:
     unreadable: bool = False
 
 
+# the summary's mappings compared key by key (`switches_by_tier.tor`); the facility's power by
+# component at the average and the peak (`facility.average.fans_kw`), without the entries that
+# restate a headline scalar (it_power_*_kw, facility_power_*_kw, conversion_loss_*_kw,
+# pump_power_kw, cdu_power_kw); the
+# rest of the summary's mappings restate the headline (power_by_level adds up to it) or the
+# source (the facility's declared fields are among the source-level values)
+_MAPPINGS = ("switches_by_tier", "oversubscription")
+_COMPONENTS = ("facility", ("average", "peak"),
+               ("it_kw", "total_kw", "losses_kw", "pumps_kw", "cdus_kw"))
+
+
 def _flat(summary: Mapping[str, Any]) -> Dict[str, Any]:
-    """The summary's scalars, and its mappings of scalars as `key.subkey`."""
+    """The summary's scalars, its mappings of scalars as `key.subkey`, and the facility's
+    power components as `facility.average.fans_kw`."""
     out: Dict[str, Any] = {}
     for k, v in summary.items():
         if isinstance(v, Mapping):
-            for sub, x in v.items():
-                if not isinstance(x, (Mapping, list, tuple)):
-                    out[f"{k}.{sub}"] = x
+            if k in _MAPPINGS:
+                out.update((f"{k}.{sub}", x) for sub, x in v.items()
+                           if not isinstance(x, (Mapping, list, tuple)))
         elif not isinstance(v, (list, tuple)):
             out[k] = v
+    name, bases, restated = _COMPONENTS
+    for basis in bases:
+        for sub, x in ((summary.get(name) or {}).get(basis) or {}).items():
+            if sub not in restated and not isinstance(x, (Mapping, list, tuple)):
+                out[f"{name}.{basis}.{sub}"] = x
     return out
 
 

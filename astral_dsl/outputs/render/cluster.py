@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.model.rollup import count_of
-from astral_dsl.outputs.render.style import Canvas, Line, n, plane_name, speed, links, watts, \
-    GREY_FILL
+from astral_dsl.outputs.render.style import AMBER, Canvas, Line, n, plane_name, speed, links, \
+    watts, GREY_FILL
 from astral_dsl.outputs.render.tree import GROUPING, SCOPE_KINDS, Tree, counted, level, \
     nic_ports, power_line, summary
 
@@ -82,6 +82,16 @@ def tier_table(canvas: Canvas, fabrics: List[Fabric], gid: str = "tiers") -> Opt
                        padding=4)
 
 
+def scenario_lines(partly: List[str]) -> List[Line]:
+    """A node's lines for the scenario's failures that take out part of it only (one switch,
+    or one scope instance's switches): named as the scenario names them."""
+    shown = [Line(f"scenario: {name} failed", small=True, bold=True, colour=AMBER)
+             for name in partly[:2]]
+    if len(partly) > 2:
+        shown.append(Line(f"and {len(partly) - 2} more failed", small=True, colour=AMBER))
+    return shown
+
+
 def _tier_node(canvas: Canvas, ctx, f: Fabric, i: int, gid: str, inst, rail: Optional[int]):
     """A tier's switches in one cluster replica (one rail, or all of them): a cell per plane."""
     t = f.tiers[i]
@@ -108,6 +118,11 @@ def _tier_node(canvas: Canvas, ctx, f: Fabric, i: int, gid: str, inst, rail: Opt
                                + (f" · {links(t.up_ports, t.up_speed)} up" if t.up_ports else ""),
                                small=True), {"align": "CENTER"})])
         all_failed = ctx.fabric_failed(f.fc.fabric, t.name, rail, None)
+    # what fails part of a cell only (a plane's cell greys when all of it fails)
+    partly = list(dict.fromkeys(
+        name for p in (range(f.planes) if per_plane else [None])
+        for name in ctx.fabric_partly_failed(f.fc.fabric, t.name, rail, p)))
+    rows.extend([(line, {"align": "CENTER"})] for line in scenario_lines(partly))
     theme = "core" if not per_rail and f.rails > 1 else "network"
     tip = (f"tier {t.name} of {f.fc.fabric}: {n(t.per_group)} x {t.switch} per group "
            f"({t.scope}{', ' + ', '.join(t.per) if t.per else ''}), {n(t.switches)} in all")

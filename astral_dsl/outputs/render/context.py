@@ -190,22 +190,40 @@ class Context:
         return any(getattr(p, "path", None) in self.failed_paths for p in parts
                    if isinstance(p, Instance))
 
-    def fabric_failed(self, fabric_path: str, tier: Optional[str], rail: Optional[int],
-                      plane: Optional[int]) -> bool:
-        """Whether a scenario fails this part of a fabric (a tier of one rail and plane; None
-        for an axis the node spans entirely)."""
+    def _fabric_hits(self, fabric_path: str, axes, scope):
+        """The scenario's fabric failures that reach a node drawing part of a fabric: `axes`
+        (tier, rail, plane) of the node, None for an axis it spans entirely, in `scope` (None:
+        every scope instance); with whether each takes out all of it."""
         for sel in self.failed_fabric:
-            path = getattr(sel.fabric, "path", None)
-            if path != fabric_path:
+            if getattr(sel.fabric, "path", None) != fabric_path:
                 continue
-            if sel.tier is not None and sel.tier != tier:
+            if sel.scope is not None and scope is not None and sel.scope != scope:
                 continue
-            if sel.rail is not None and sel.rail != rail:
+            pairs = tuple(zip((sel.tier, sel.rail, sel.plane), axes))
+            if any(want is not None and have is not None and want != have
+                   for want, have in pairs):
                 continue
-            if sel.plane is not None and sel.plane != plane:
-                continue
-            return True
-        return False
+            yield sel, all(want is None or want == have for want, have in pairs)
+
+    def fabric_failed(self, fabric_path: str, tier: Optional[str], rail: Optional[int],
+                      plane: Optional[int], scope=None) -> bool:
+        """Whether a scenario fails all of a node drawing a fabric's tier of one rail and plane
+        (None for an axis the node spans) for one scope instance (kind, index), or for every
+        one (None): not a failure of one switch, nor of one scope instance when it stands for
+        more."""
+        return any(whole and self._whole(sel, scope)
+                   for sel, whole in self._fabric_hits(fabric_path, (tier, rail, plane), scope))
+
+    def fabric_partly_failed(self, fabric_path: str, tier: Optional[str], rail: Optional[int],
+                             plane: Optional[int], scope=None) -> List[str]:
+        """The failures (as the scenario names them) that take out part of such a node only."""
+        hits = self._fabric_hits(fabric_path, (tier, rail, plane), scope)
+        return [sel.display for sel, whole in hits
+                if not (whole and self._whole(sel, scope))]
+
+    @staticmethod
+    def _whole(sel, scope) -> bool:
+        return sel.switch is None and (sel.scope is None or sel.scope == scope)
 
     def changed_notes(self, inst: Optional[Instance]) -> List[str]:
         return self.changed.get(inst.path, []) if inst is not None else []

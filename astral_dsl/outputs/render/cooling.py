@@ -44,13 +44,18 @@ def build(ctx, located) -> Canvas:
         title.append(f"heat: liquid {watts(c.liquid_heat_w)} · air {watts(c.air_heat_w)}"
                      + (f" (with {watts(eng.network_w)} of switches)" if eng.network_w else ""))
         bits = [f"pumps {watts(c.pump_w)}"]
+        if c.cdu_w:
+            bits.append(f"CDUs {watts(c.cdu_w)}")
         if c.fan_w:
             bits.append(f"fans {watts(c.fan_w)}")
         if c.chiller_w:
-            bits.append(f"chillers {watts(c.chiller_w)} average")
-        if c.pue:
-            bits.append(f"PUE {c.pue:.3f}")
-        title.append(" · ".join(bits))
+            bits.append(f"chillers {watts(c.chiller_w)}")
+        if c.average is not None and c.average.rejection_w:
+            bits.append(f"dry coolers' fans {watts(c.average.rejection_w)}")
+        title.append(" · ".join(bits) + " (annual average)")
+        if c.peak is not None:
+            title.append(f"facility {watts(c.facility_w)} average, {watts(c.peak.total_w)} peak"
+                         + (f" · PUE {c.pue:.3f}" if c.pue else ""))
     else:
         title.append(summary(ctx, top) + f" · {power_line(ctx, top, 1)}")
     canvas = Canvas(ctx, "cooling", "LR", title)
@@ -175,6 +180,9 @@ def _facility(canvas: Canvas, ctx, fac: Instance, key: str) -> str:
     free, cop = _si(fac.field("free_cooling")), _si(fac.field("chiller_cop"))
     if free is not None:
         lines.append(Line(f"dry coolers alone {n(round(free / 3600))} h a year", small=True))
+    if ctx.eng and ctx.eng.cooling.average is not None and ctx.eng.cooling.average.rejection_w:
+        lines.append(Line(f"their fans: {watts(ctx.eng.cooling.average.rejection_w)} average",
+                          small=True))
     if cop:
         lines.append(Line(f"chillers COP {cop:g}" + (
             f": {watts(ctx.eng.cooling.chiller_w)} average" if ctx.eng else ""), small=True))

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.analyses.fabric_names import TierKey
 from astral_dsl.model.rollup import count_of, group_of
-from astral_dsl.outputs.render.cluster import Fabric, fabrics_of, tier_table
+from astral_dsl.outputs.render.cluster import Fabric, fabrics_of, scenario_lines, tier_table
 from astral_dsl.outputs.render.style import Canvas, Line, links, n, plane_name, speed
 from astral_dsl.outputs.render.tree import SCOPE_KINDS, counted, level, nic_ports, \
     power_line, summary
@@ -73,8 +73,11 @@ def build(ctx, located) -> Canvas:
         head = t.name + (f" {plane_name(plane)}" if plane is not None else "")
         if rail is not None and plane is None:
             head += f" · rail {rail}"
-        failed = ctx.fabric_failed(f.fc.fabric, t.name, rail, plane)
+        axis = _axis(f, i, pod, located)
+        failed = ctx.fabric_failed(f.fc.fabric, t.name, rail, plane, axis)
+        partly = ctx.fabric_partly_failed(f.fc.fabric, t.name, rail, plane, axis)
         lines = [head, Line(f"{n(count)} x {t.switch}", small=True)]
+        lines.extend(scenario_lines(partly))
         if where == "outside" and t.switches != count:
             lines.append(Line(f"per {t.scope}; {n(t.switches)} in all", small=True))
         elif where == "outside":
@@ -188,15 +191,19 @@ def _host_contents(ctx, host) -> str:
     return "each: " + " · ".join(parts) if parts else ""
 
 
-def _group_name(f: Fabric, i: int, key: Key, pod, located) -> str:
-    """The stable name of the tier group a node draws (fabric_names.py): the pod is an axis of
-    it when the fabric belongs to a wider part and the tier's scope is the pod."""
+def _axis(f: Fabric, i: int, pod, located) -> Optional[Tuple[str, int]]:
+    """The pod as an axis of a tier group (kind, index): when the fabric belongs to a wider
+    part and the tier's scope is the pod; None otherwise."""
     t = f.tiers[i]
-    axis = None
     if f.owner is not pod and pod.kind in SCOPE_KINDS.get(t.scope, (t.scope,)) and \
             located.steps:
-        axis = (pod.kind, located.steps[-1].index or 0)
-    return TierKey(f.fc.fabric, t.name, axis, key[0], key[1]).name
+        return (pod.kind, located.steps[-1].index or 0)
+    return None
+
+
+def _group_name(f: Fabric, i: int, key: Key, pod, located) -> str:
+    """The stable name of the tier group a node draws (fabric_names.py)."""
+    return TierKey(f.fc.fabric, f.tiers[i].name, _axis(f, i, pod, located), key[0], key[1]).name
 
 
 def _host_suspect(hl, pod_path: str) -> Optional[str]:

@@ -71,16 +71,21 @@ def build(ctx, located) -> Canvas:
     canvas.g.graph_attr.update(ranksep="0.7", nodesep="0.3")
     tree = Tree(canvas, ctx)
     drawn: List[Tuple[str, Instance, str, str]] = []   # (cluster key, feeder, entry, node)
+    network: List[str] = []                            # the network switches' node
 
     def on_cluster(key, inst, count):
         if inst is top:
             _supplies(canvas, ctx, top)
         if inst is top and eng is not None and eng.network_w and top is ctx.design.roots[0]:
             switches = sum(f.switches for f in eng.fabrics)
-            canvas.node("network", ["network switches", Line(
+            unfed = eng.power.network_unfed_w
+            where = "not on a declared feeder" if unfed >= eng.network_w - 1e-6 else (
+                f"{watts(unfed)} not on a declared feeder" if unfed else
+                "on the feeders with network = true")
+            network.append(canvas.node("network", ["network switches", Line(
                 f"{n(switches)} switches · {watts(eng.network_w)} peak", small=True),
-                Line("not on a declared feeder", small=True)], theme="note",
-                tooltip="the switches' power counts in the IT load")
+                Line(where, small=True)], theme="note" if unfed else "compute",
+                tooltip="the switches' power counts in the IT load, at full power"))
         feeders = [m.value for m in inst.members
                    if isinstance(m.value, Instance) and m.value.kind == "feeder"]
         anchor = None
@@ -114,7 +119,7 @@ def build(ctx, located) -> Canvas:
     tree.draw(top, title=title_of, on_cluster=on_cluster, leaf=leaf,
               theme=lambda i: "site" if i is top else "group")
     _sources(canvas, ctx, tree, drawn)
-    _served_edges(canvas, ctx, tree, drawn)
+    _served_edges(canvas, ctx, tree, drawn, network[0] if network else None)
     if not drawn:
         canvas.node("nofeeder", ["no feeders declared",
                                  Line("declare `feeder` blocks with `serves = ...` to draw the "
@@ -280,12 +285,19 @@ def _sources(canvas: Canvas, ctx, tree: Tree, drawn) -> None:
                     tooltip=f"{n(reps)} feeder(s) {f.template}")
 
 
-def _served_edges(canvas: Canvas, ctx, tree: Tree, drawn) -> None:
+def _served_edges(canvas: Canvas, ctx, tree: Tree, drawn, network: Optional[str]) -> None:
     for key, f, entry, node in drawn:
         r = ctx.feeders.get(f.path)
         current = _sym(f.field("current")) or "dc"
         failed = f.path in ctx.failed_paths
-        served = _served(ctx, f) or [(1, tree.drawn[key].inst)]
+        served = _served(ctx, f)
+        if f.field("network") is True and network is not None:
+            canvas.edge(node, network, (watts(r.normal_w) if not failed else "0 kW")
+                        if r is not None else "", theme="dc" if current == "dc" else "ac",
+                        failed=failed, tooltip=f"{f.template} supplies the network switches")
+            if not served:
+                continue
+        served = served or [(1, tree.drawn[key].inst)]
         for c, inst in served:
             targets = [k for k in tree.by_inst.get(id(inst), [])
                        if key in [d.key for d in tree.chain(k)]]

@@ -13,6 +13,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import graphviz
 
 from astral_dsl.outputs.terminal import printable
+from astral_dsl.units import readable
 
 FONT = "Helvetica"
 
@@ -60,16 +61,7 @@ def _trim(text: str) -> str:
 
 
 def watts(w: Optional[float]) -> str:
-    if w is None:
-        return "?"
-    a = abs(w)
-    if a >= 1e9:
-        return _trim(f"{w / 1e9:.2f}") + " GW"
-    if a >= 1e6:
-        return _trim(f"{w / 1e6:.{2 if a < 1e7 else 1}f}") + " MW"
-    if a >= 1e3:
-        return _trim(f"{w / 1e3:.{2 if a < 1e4 else 1}f}") + " kW"
-    return _trim(f"{w:.1f}") + " W"
+    return "?" if w is None else readable.power_compact(w)
 
 
 def speed(q) -> str:

@@ -6,13 +6,15 @@ from __future__ import annotations
 from typing import List
 
 from astral_dsl.analyses import formulas
+from astral_dsl.analyses.facility import COMPONENTS
 from astral_dsl.outputs.report.bom import bom_lines
 from astral_dsl.outputs.report.html import esc, tag
 from astral_dsl.outputs.report.sections import section
 from astral_dsl.outputs.report.tables import figure, label, summary_tables, table
 
-# summary keys shown in their own sections rather than among the size tables
-_ELSEWHERE = ("network_bom",)
+# summary keys shown in their own sections or as the engineering tables above (per level, per
+# feeder, per loop, per air unit, per fabric tier) rather than again among the size tables
+_ELSEWHERE = ("network_bom", "power_by_level", "feeder_list", "loops", "air_units", "network")
 
 
 def _kw(w):
@@ -76,26 +78,32 @@ def engineering_tables(eng) -> str:
 
 
 def pue_components(eng):
-    """(component, W) adding up to the facility power (analyses.cooling: IT average + losses +
-    pumps + CDUs + fans + chillers), and the PUE they give."""
-    c, p = eng.cooling, eng.power
-    parts = [("IT load (average, network included)", p.it_average_w),
-             ("power conversion losses", p.conversion_loss_w),
-             ("pumps", c.pump_w), ("CDUs' own draw", c.cdu_w), ("fans", c.fan_w),
-             ("chillers (yearly average)", c.chiller_w)]
-    return parts, c.facility_w, c.pue
+    """(component, average W, peak W) from analyses/facility.py, adding up to the facility
+    power on each basis; the averages' total; the peaks' total; the PUE (of the averages)."""
+    c = eng.cooling
+    avg, peak = c.average, c.peak
+    parts = [(label, getattr(avg, name) if avg is not None else None,
+              getattr(peak, name) if peak is not None else None) for name, label in COMPONENTS]
+    return (parts, avg.total_w if avg is not None else None,
+            peak.total_w if peak is not None else None, c.pue)
 
 
 def pue_section(review) -> str:
     eng = review.checked.engineering
-    parts, facility, pue = pue_components(eng)
+    parts, facility, peak, pue = pue_components(eng)
+    if facility is None:
+        return section("pue", "PUE components",
+                       tag("p", "No cooling is declared: no PUE (W653).", cls="note"))
     it = parts[0][1]
     rows = [[name, round(w / 1e3, 3), round(w / it, 5) if it else None,
-             round(w / facility * 100, 3) if facility else None] for name, w in parts]
-    rows.append(["facility (average)", round(facility / 1e3, 3),
-                 round(facility / it, 5) if it else None, 100.0])
-    body = table(["component", "kW", "share of PUE", "% of facility"], rows,
-                 "PUE components", tid="pue-components", sortable=False)
+             round(w / facility * 100, 3) if facility else None,
+             round(pk / 1e3, 3) if pk is not None else None] for name, w, pk in parts]
+    rows.append(["facility", round(facility / 1e3, 3), round(facility / it, 5) if it else None,
+                 100.0, round(peak / 1e3, 3) if peak is not None else None])
+    body = table(["component", "average kW", "share of PUE", "% of facility", "peak kW"], rows,
+                 "PUE components (annual average; the peak is what the utility connection "
+                 "supplies at full load on the hottest hour)", tid="pue-components",
+                 sortable=False)
     body += tag("p", esc(f"PUE = facility / IT = {figure(round(facility / 1e3, 3))} kW / "
                          f"{figure(round(it / 1e3, 3))} kW = "
                          + (f"{pue:.4f}" if pue else "-")

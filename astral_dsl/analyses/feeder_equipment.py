@@ -1,0 +1,146 @@
+"""A DC feeder's equipment: its rectifier modules (N+1 by default, with W625 when the rectifier
+does not say so) and its battery strings (IEEE 485, at the batteries' end of discharge), each
+checked against what the feeder carries, or sized when the count is unknown (`?`)."""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import attrs
+
+from astral_dsl.analyses import formulas
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.model.design import Instance
+from astral_dsl.model.values import Symbol, UnknownValue
+from astral_dsl.units import Quantity, format_number, readable
+
+
+@attrs.frozen
+class Requirement:
+    """The least value an unknown equipment count (`?`) may take, and why; `units` is how many
+    of the counted things one unit of the count stands for in the whole design (for its cost)."""
+    key: str
+    minimum: int
+    units: int
+    price: float                # of one counted thing (0 when undeclared)
+    label: str
+    span: Optional[object]
+
+
+def _si(v) -> Optional[float]:
+    return v.si if isinstance(v, Quantity) else None
+
+
+def _sym(v) -> Optional[str]:
+    return v.name if isinstance(v, Symbol) else None
+
+
+def _err(code, msg, span, hint=None) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, msg, span, hint)
+
+
+def _warn(code, msg, span, hint=None) -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, msg, span, hint)
+
+
+def rectifier(f: Instance, load, resolve, diags, reqs, units: int):
+    rect = resolve(f.field("rectifier"))
+    if rect is None:
+        return None, None
+    module = _si(rect.field("module"))
+    if not module:
+        diags.append(_warn("W625", f"rectifier `{rect.path}` of `{f.path}` declares no "
+                                   f"`module` rating: its modules are not counted",
+                           f.span_of("rectifier"),
+                           "declare `module = ...` (one module's rated power)"))
+        return None, None
+    derate = _si(rect.field("derate")) or 1.0
+    scheme = _sym(rect.field("redundancy"))
+    if scheme is None:
+        scheme = "n_plus_1"
+        diags.append(_warn("W625", f"rectifier `{rect.path}` of `{f.path}` declares no "
+                                   f"`redundancy`: N+1 (one spare module) is assumed",
+                           f.span_of("rectifier"),
+                           "declare `redundancy = n_plus_1` (or `n`, `two_n`) on the rectifier"))
+    needed = formulas.with_redundancy(formulas.modules_needed(load, module, derate), scheme)
+    modules = rect.field("modules")
+    if isinstance(modules, UnknownValue):
+        reqs.append(Requirement(modules.key, needed, units, _si(rect.field("price")) or 0.0,
+                                f"`{f.path}` needs {needed} modules of "
+                                f"{format_number(module / 1e3)} kW ({scheme})",
+                                rect.span_of("module")))
+        return needed, None
+    declared_q = _si(modules)
+    declared = int(declared_q) if declared_q is not None else None
+    if declared is not None and declared < needed:
+        diags.append(_err("E627", f"`{f.path}` needs {needed} rectifier modules of "
+                                  f"{format_number(module / 1e3)} kW ({scheme}) but "
+                                  f"`{rect.path}` has {declared}", rect.span_of("modules")))
+    return needed, declared
+
+
+# IEEE Std 485 sizing factors taken when a battery declares none: aging 1.25 (replace at 80 %
+# of rated capacity), design margin 1.1, temperature 1.0 (electrolyte at 25 degC).
+_FACTORS = (("aging_factor", 1.25), ("design_factor", 1.1), ("temperature_factor", 1.0))
+
+
+def battery(f: Instance, load, resolve, diags, reqs, units: int):
+    bat = resolve(f.field("battery"))
+    if bat is None:
+        return None, None, None
+    autonomy = _si(bat.field("autonomy"))
+    cells = _si(bat.field("cells"))
+    end_v = _si(bat.field("end_voltage"))
+    if not (autonomy and cells and end_v):
+        missing = [n for n, v in (("cells", cells), ("end_voltage", end_v)) if not v]
+        diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
+                                   f"{' or '.join(f'`{m}`' for m in missing) or 'autonomy'}: "
+                                   f"its capacity is not sized", f.span_of("battery"),
+                           "declare `cells` and `end_voltage` (per cell, e.g. 1.75 V for "
+                           "lead-acid)"))
+        return None, None, None
+    assumed = [(name, value) for name, value in _FACTORS if _si(bat.field(name)) is None]
+    if assumed:
+        chem = _sym(bat.field("chemistry")) or "lead_acid"
+        lead = "" if chem == "lead_acid" else \
+            f"; they are lead-acid figures and this battery is {chem.replace('_', '-')}"
+        diags.append(_warn("W625", f"battery `{bat.path}` declares no "
+                                   f"{', '.join(f'`{n}`' for n, _ in assumed)}: the IEEE 485 "
+                                   f"values {', '.join(f'{n} = {v}' for n, v in assumed)} are "
+                                   f"assumed{lead}", f.span_of("battery"),
+                           "declare the sizing factors for the battery's chemistry"))
+    factors = {name: _si(bat.field(name)) or value for name, value in _FACTORS}
+    current, _, sized = formulas.battery_capacity_ah(
+        load, autonomy, _si(bat.field("efficiency")) or 1.0, int(cells), end_v,
+        aging=factors["aging_factor"], design=factors["design_factor"],
+        temperature=factors["temperature_factor"])
+    per_string = _si(bat.field("string_capacity"))
+    available = None
+    strings = bat.field("strings")
+    if isinstance(strings, UnknownValue):
+        if per_string:
+            need = max(1, math.ceil(sized / (per_string / 3600.0) - 1e-9))
+            reqs.append(Requirement(strings.key, need, units, _si(bat.field("price")) or 0.0,
+                                    f"batteries of `{f.path}` must hold "
+                                    f"{format_number(round(sized))} Ah",
+                                    bat.span_of("string_capacity")))
+            available = need * per_string / 3600.0
+        return current, sized, available
+    if per_string is None:
+        diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
+                                   f"`string_capacity`: the {readable.grouped(sized, 1)} Ah "
+                                   f"its autonomy needs are not checked against what it holds",
+                           f.span_of("battery"),
+                           "declare `string_capacity` (at the autonomy's discharge rate) and "
+                           "`strings`"))
+        return current, sized, None
+    available = per_string / 3600.0 * (int(_si(bat.field("strings")) or 1))
+    if available < sized * (1 - 1e-9):
+        need = math.ceil(sized / (per_string / 3600.0) - 1e-9)
+        diags.append(_err("E623", f"batteries of `{f.path}` hold "
+                                  f"{format_number(round(available, 1))} Ah but "
+                                  f"{format_number(autonomy / 60)} min at "
+                                  f"{readable.power(load)} needs "
+                                  f"{format_number(round(sized, 1))} Ah",
+                          bat.span_of("strings"), f"use at least {need} strings"))
+    return current, sized, available

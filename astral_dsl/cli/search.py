@@ -1,0 +1,139 @@
+"""`astral search FILE [--job J]`: the parallel configurations of a job ranked by forecast."""
+from __future__ import annotations
+
+import sys
+
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
+                                   print_diagnostics, usage)
+
+NAME = "search"
+HELP = "rank the parallel configurations of a job by its forecast"
+
+
+def register(sub) -> None:
+    from astral_dsl.cli.sweep import add_engine_options
+
+    s = sub.add_parser(NAME, help=HELP, description=(
+        "Every parallel configuration the job's placement admits (tp, cp, pp, dp, ep, virtual "
+        "stages, micro-batch, recomputation, ZeRO), pruned by the rules a forecast applies "
+        "and by Seer's memory estimate, ranked by Seer's forecast: the top ones are those an "
+        "exhaustive forecast would rank first, with where their time goes."))
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("--job", metavar="NAME", help="the job (default: the first)")
+    s.add_argument("--objective", default="tokens_per_s",
+                   choices=["tokens_per_s", "iteration_time", "cost_per_token"],
+                   help="what ranks first (default: tokens_per_s); cost_per_token needs prices")
+    s.add_argument("--top", type=int, default=10, metavar="K",
+                   help="how many configurations to rank (default: 10)")
+    s.add_argument("--gpus", metavar="COUNTS",
+                   help="GPU counts to split, e.g. 512,1024 or 256..1024:256 (default: the "
+                        "job's `gpus`, else its placement's)")
+    s.add_argument("--life", metavar="DURATION",
+                   help="the write-off period of the cost per token (default: 4 yr, assumed)")
+    s.add_argument("-o", "--output", metavar="FILE.csv|FILE.jsonl",
+                   help="write the ranked rows as CSV or JSON Lines (by the extension)")
+    add_engine_options(s)
+    add_common(s)
+
+
+def _counts(text: str):
+    from astral_dsl.explore.grid import GridError, parse_spec
+
+    try:
+        values = parse_spec("gpus", text).values
+    except GridError as exc:
+        raise ValueError(str(exc).replace("--grid gpus=", "--gpus ")) from None
+    out = []
+    for v in values:
+        if not v.isdigit() or int(v) < 1:
+            raise ValueError(f"--gpus {text}: `{v}` is not a whole number of GPUs")
+        out.append(int(v))
+    return out
+
+
+def _life(text: str) -> float:
+    from astral_dsl.explore.grid import GridError, quantity_si
+
+    try:
+        seconds = quantity_si(text, "s", "--life")
+    except GridError as exc:
+        raise ValueError(str(exc)) from None
+    if seconds <= 0:
+        raise ValueError(f"--life {text}: a write-off period is positive")
+    return seconds
+
+
+def run(args, overrides) -> int:
+    from astral_dsl.explore import search
+    from astral_dsl.explore.engines import EngineError
+    from astral_dsl.outputs import search as out
+
+    if args.output and not args.output.lower().endswith((".csv", ".jsonl")):
+        return usage(f"-o {args.output}: the extension chooses the format: .csv or .jsonl")
+    if args.workers is not None and args.workers < 1:
+        return usage("--workers must be at least 1")
+    try:
+        gpus = _counts(args.gpus) if args.gpus else ()
+        life = _life(args.life) if args.life else search.LIFE_S
+    except ValueError as exc:
+        return usage(str(exc))
+    from astral_dsl.cli.sweep import progress_bar
+
+    update, stop = progress_bar(sys.stderr.isatty(), "search")
+    labels = {"screening": "screening", "forecasting": "forecasting"}
+
+    def progress(stage, done, total):
+        if update is not None:
+            update(done, total, labels[stage])
+    try:
+        result = search.run(args.file, job=args.job, objective=args.objective, top=args.top,
+                            gpus=gpus, sets=overrides, cluster=args.cluster,
+                            workers=args.workers, progress=progress, life_s=life)
+    except search.SearchError as exc:
+        if not exc.diagnostics:
+            return usage(str(exc))
+        return _fail(args, exc.diagnostics)
+    except EngineError as exc:
+        return usage(str(exc))
+    finally:
+        stop()
+    from astral_dsl.outputs.terminal import printable
+
+    if args.output:
+        try:
+            out.write(result, args.output)
+        except OSError as exc:
+            return usage(f"-o {args.output}: {exc.strerror or exc}")
+    if args.format == "json" or args.output:
+        for line in out.summary(result):
+            sys.stderr.write(f"note: {printable(line.strip())}\n")
+        print_diagnostics(list(result.diagnostics), False, sys.stderr)
+    if args.format == "json":
+        sys.stdout.write(out.jsonl(result))
+    elif args.output:
+        sys.stdout.write(f"{result.file}: {len(result.rows)} configurations written to "
+                         f"{args.output}\n")
+    else:
+        from astral_dsl.outputs.table import terminal_width
+
+        print_diagnostics(list(result.diagnostics), colour(args), sys.stdout)
+        sys.stdout.write(printable_text(out.table(result, colour(args),
+                                                  terminal_width(sys.stdout))))
+    return EXIT_OK if result.rows and not any(d.is_error for d in result.diagnostics) \
+        else EXIT_ERRORS
+
+
+def printable_text(text: str) -> str:
+    from astral_dsl.outputs.terminal import printable_text as p
+
+    return p(text)
+
+
+def _fail(args, diagnostics) -> int:
+    from astral_dsl.outputs.jsonout import dumps, envelope
+
+    if args.format == "json":
+        sys.stdout.write(dumps(envelope(diagnostics, file=args.file)) + "\n")
+    else:
+        print_diagnostics(diagnostics, colour(args), sys.stdout)
+    return EXIT_USAGE if any(d.code == "E100" for d in diagnostics) else EXIT_ERRORS

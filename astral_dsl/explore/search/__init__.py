@@ -1,0 +1,271 @@
+"""`astral search`: the parallel configuration of a job that trains fastest (or cheapest) on
+its placement.
+
+    from astral_dsl.explore import search
+    result = search.run("examples/explore.astral", job="llama70b", top=5)
+    for row in result.rows: row["config"].label(), row["tokens_per_s"], row["breakdown_s"]
+
+Every configuration the job's placement admits (space.py) is enumerated, those a forecast
+would reject are counted by rule, the rest get a lower bound of the iteration time from Seer's
+operator costs of its blocks without simulating its schedule (bounds.py). Then, best bound first, a
+configuration gets Seer's memory estimate (seer/memory.py) and, if it fits in the GPU's
+memory, Seer's full forecast (the schedule simulated, no timeline kept). The search stops
+when no bound left can beat the k-th best forecast: the top k are those an exhaustive forecast
+of every configuration ranks first (tests/explore/test_search.py checks it against brute
+force).
+
+Objectives: `tokens_per_s` (the default) and `iteration_time` rank alike (the global batch is
+the job's for every configuration); `cost_per_token` is the purchase cost of the GPUs a
+configuration uses, with their share of everything else the design prices, written off over
+`life`, per token trained: it ranks layouts on different GPU counts (`gpus`)."""
+from __future__ import annotations
+
+import heapq
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import attrs
+
+from astral_dsl.explore.bundle import load_with_bundle
+from astral_dsl.explore.engines import chunks, engine as make_engine
+from astral_dsl.explore.search.space import Config, Counts, Space, enumerate_space
+from astral_dsl.explore.search.work import Setup, SetupError, State, forecast, screen
+
+OBJECTIVES = ("tokens_per_s", "iteration_time", "cost_per_token")
+LIFE_S = 4 * 365 * 86400          # [assumed] 4-year straight-line write-off; `life` to change
+ROUND = 24                        # configurations refined per round (any engine, any workers)
+PER_TASK = 3
+
+
+class SearchError(Exception):
+    """The search cannot start (a usage error), or the job cannot be searched
+    (`diagnostics`)."""
+
+    def __init__(self, message: str, diagnostics=()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
+
+
+@attrs.frozen
+class SearchResult:
+    file: str
+    job: str
+    objective: str
+    space: Space
+    counts: Counts
+    screened: int                     # configurations with a screening bound
+    memory_checked: int               # of which Seer's memory estimate was needed
+    fit: int                          # of which fit in the GPU's memory: forecast fully
+    rows: List[Dict[str, Any]]        # the top k, ranked: config, forecast figures, cost
+    declared: Optional[Dict[str, Any]]          # the job as declared: its forecast figures
+    declared_errors: Tuple[str, ...]            # or the codes that stop its forecast
+    diagnostics: tuple                # W800 (cost of unpriced equipment), E800 (lost work)
+    gpu: str
+    gpu_memory_gb: Optional[float]
+    placement: str
+    placement_gpus: int
+    engine: str = ""
+    life_s: float = LIFE_S
+    life_default: bool = True         # the life is LIFE_S, not the user's
+    top: int = 10
+
+
+def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", top: int = 10,
+        gpus: Sequence[int] = (), sets: Optional[Dict[str, str]] = None,
+        cluster: Optional[str] = None, workers: Optional[int] = None,
+        progress: Optional[Callable[[str, int, Optional[int]], None]] = None, engine=None,
+        life_s: float = LIFE_S) -> SearchResult:
+    if objective not in OBJECTIVES:
+        raise SearchError(f"--objective {objective}: one of {', '.join(OBJECTIVES)}")
+    if top < 1:
+        raise SearchError("--top must be at least 1")
+    sets = dict(sets or {})
+    base, bundle = load_with_bundle(path, sets)
+    if not base.valid:
+        raise SearchError("the design has errors", [d for d in base.diagnostics if d.is_error])
+    setup = Setup(tuple(sorted(sets.items())), job, tuple(sorted(set(gpus))))
+    try:
+        state = State(base, setup)
+    except SetupError as exc:
+        raise SearchError(str(exc), exc.diagnostics) from None
+    too_many = [n for n in setup.gpus if n > state.cluster.gpus or n < 1]
+    if too_many:
+        raise SearchError(f"--gpus {too_many[0]}: the placement `{state.cluster.placement}` "
+                          f"holds {state.cluster.gpus:,} GPUs")
+    diagnostics: List[Any] = []
+    weight = _weights(objective, base, state, life_s, diagnostics)
+    configs, counts = enumerate_space(state.space)
+    eng = engine or make_engine(cluster, workers)
+    try:
+        handle = eng.scatter(bundle) if hasattr(eng, "scatter") else bundle
+        screened = _screen(eng, handle, setup, configs, progress, diagnostics, bundle)
+        found, tally = _best_first(eng, handle, setup, configs, screened, weight, top,
+                                   progress, diagnostics, bundle)
+    finally:
+        if engine is None and hasattr(eng, "close"):
+            eng.close()
+    rows = []
+    for rank, (score, i, row) in enumerate(found[:top], 1):
+        c = configs[i]
+        out = {"rank": rank, "config": c, **row}
+        if objective == "cost_per_token" or weight.priced:
+            out["cost_per_token_usd"] = weight.cost_per_token(c.gpus, row["iteration_time_s"])
+        rows.append(out)
+    declared, declared_errors = _declared(state, weight)
+    return SearchResult(
+        base.file, state.job.template, objective, state.space, counts, len(screened),
+        tally.memory_checked, tally.fit, rows, declared, declared_errors, tuple(diagnostics),
+        state.cluster.gpu.name,
+        state.cluster.gpu.memory / 1e9 if state.cluster.gpu.memory else None,
+        state.cluster.placement, state.cluster.gpus, eng.description, life_s,
+        life_s == LIFE_S, top)
+
+
+@attrs.frozen
+class _Weight:
+    """score = weight(config) x iteration time; lower is better."""
+    per_gpu_usd: Optional[float] = None     # cost_per_token: the design's cost per GPU
+    tokens: float = 1.0                     # per iteration
+    life_s: float = LIFE_S
+    by_cost: bool = False
+
+    @property
+    def priced(self) -> bool:
+        return self.per_gpu_usd is not None
+
+    def __call__(self, c: Config) -> float:
+        return c.gpus * self.per_gpu_usd if self.by_cost else 1.0
+
+    def cost_per_token(self, gpus: int, seconds: float) -> Optional[float]:
+        """USD per token: the GPUs' share of the priced equipment over its life."""
+        if self.per_gpu_usd is None:
+            return None
+        return gpus * self.per_gpu_usd * seconds / self.life_s / self.tokens
+
+
+def _weights(objective: str, base, state, life_s: float, diagnostics) -> _Weight:
+    """Prices, when the design declares any (W800 names what has none)."""
+    from astral_dsl.analyses.checking import check_design
+    from astral_dsl.explore.cost import priced, priced_cost
+    from astral_dsl.model.rollup import count_of
+
+    tokens = float(state.space.batch * state.spec.seq)
+    cost, unpriced = (None, None)
+    if priced(base):
+        checked = check_design(base)
+        if checked.engineering is not None:
+            cost, unpriced = priced_cost(checked.design, checked.engineering)
+    if cost is None:
+        if objective == "cost_per_token":
+            raise SearchError("--objective cost_per_token needs prices: declare a `price` on "
+                              "the hosts (or the GPUs) and the other equipment")
+        return _Weight(tokens=tokens, life_s=life_s)
+    if unpriced is not None:
+        diagnostics.append(unpriced)
+    cache: dict = {}
+    design_gpus = sum(count_of(r, ("gpu",), cache) for r in base.roots) or 1
+    return _Weight(cost / design_gpus, tokens, life_s, objective == "cost_per_token")
+
+
+def _screen(eng, handle, setup, configs, progress, diagnostics, bundle) -> Dict[int, float]:
+    """config index -> its screening bound (seconds); lost ones are left out (E800)."""
+    families: Dict[Config, List[int]] = {}
+    for i, c in enumerate(configs):
+        families.setdefault(c.family(), []).append(i)
+    order = list(families.items())
+    parts = chunks(len(order), getattr(eng, "workers", 1), largest=64)
+    tasks = [(screen, (handle, setup, [(order[k][0], [(configs[i].micro, configs[i].zero)
+                                                      for i in order[k][1]])
+                                       for k in part])) for part in parts]
+    finished = [0]
+
+    def done(k: int) -> None:
+        finished[0] += len(parts[k])
+        if progress is not None:
+            progress("screening", finished[0], len(order))
+
+    gone: List[Tuple[int, str]] = []
+    results = eng.run(tasks, done, lambda k, why: gone.append((k, why)))
+    out: Dict[int, float] = {}
+    for part, result in zip(parts, results):
+        if not isinstance(result, list):
+            continue
+        for k, bounds in zip(part, result):
+            out.update(zip(order[k][1], bounds))
+    if gone:
+        diagnostics.append(_lost(len(configs) - len(out), gone[0][1], bundle))
+    return out
+
+
+@attrs.define
+class _Tally:
+    memory_checked: int = 0
+    fit: int = 0
+    lost: int = 0
+    why: str = ""
+
+
+def _best_first(eng, handle, setup, configs, screened, weight, top, progress, diagnostics,
+                bundle):
+    """The top configurations by their full forecasts, (score, index, forecast row) sorted,
+    and the tally of the work done: best bound first, until no bound left can beat the k-th
+    best forecast."""
+    heap = [(b * weight(configs[i]), i) for i, b in screened.items()]
+    heapq.heapify(heap)
+    found: List[Tuple[float, int, Dict[str, Any]]] = []
+    tally = _Tally()
+    while heap:
+        threshold = found[top - 1][0] if len(found) >= top else float("inf")
+        batch = []
+        while heap and len(batch) < ROUND and heap[0][0] <= threshold:
+            batch.append(heapq.heappop(heap)[1])
+        if not batch:
+            break
+        parts = [batch[k:k + PER_TASK] for k in range(0, len(batch), PER_TASK)]
+        tasks = [(forecast, (handle, setup, [configs[i] for i in part])) for part in parts]
+        gone: List[Tuple[int, str]] = []
+        results = eng.run(tasks, lambda k: None, lambda k, why: gone.append((k, why)))
+        for part, result in zip(parts, results):
+            if not isinstance(result, list):
+                tally.lost += len(part)
+                tally.why = gone[0][1] if gone else tally.why
+                continue
+            for i, (fits, _, row) in zip(part, result):
+                tally.memory_checked += 1
+                if fits:
+                    tally.fit += 1
+                    found.append((row["iteration_time_s"] * weight(configs[i]), i, row))
+        found.sort(key=lambda t: (t[0], configs[t[1]]))
+        if progress is not None:
+            progress("forecasting", tally.fit, None)
+    if tally.lost:
+        diagnostics.append(_lost(tally.lost, tally.why, bundle))
+    return found, tally
+
+
+def _lost(n: int, why: str, bundle):
+    from astral_dsl.diagnostics import Diagnostic, Severity
+
+    return Diagnostic("E800", Severity.ERROR, f"{n:,} configurations were not evaluated: {why}",
+                      None, "run the search again: the ranking may miss them",
+                      file=bundle.entry_name)
+
+
+def _declared(state, weight):
+    """The job as declared: its forecast figures, or the codes of what stops it."""
+    from astral_dsl import seer
+    from astral_dsl.explore.search.work import forecast_row
+
+    try:
+        fc = seer.forecast(state.design, job=state.job.template)
+    except seer.ForecastError as exc:
+        codes = sorted({d.code for d in exc.diagnostics if d.is_error}) or ["E758"]
+        return None, tuple(codes)
+    row = forecast_row(fc)
+    p = fc.job.parallel
+    row["label"] = Config(p.gpus, p.tp, p.pp, p.dp, p.cp, p.ep, p.v, fc.job.micro,
+                          fc.job.recompute, p.zero, p.stages).label()
+    row["cost_per_token_usd"] = weight.cost_per_token(p.gpus, fc.iteration_time)
+    return row, ()
+
+
+__all__ = ["OBJECTIVES", "SearchError", "SearchResult", "run"]

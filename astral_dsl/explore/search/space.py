@@ -1,0 +1,224 @@
+"""The parallel configurations a job admits (`astral search`), and the rules that reject some.
+
+For each GPU count (the job's `gpus`, else its placement's; `--gpus` for others), every
+combination of
+
+- tp, cp, pp among the divisors of the GPU count, dp = GPUs / (tp x cp x pp);
+- ep among the divisors of dp x cp (mixture-of-experts models only);
+- the micro-batch among the divisors of the global batch;
+- the virtual stages (model chunks) of the interleaved schedule: 1, or for pp > 1 a divisor of
+  the layers every stage holds;
+- recomputation: none, full, and selective only with unfused attention (with fused attention it
+  keeps what `none` keeps: seer/memory.py, seer/lower.py);
+- ZeRO stage 0 to 3, sharded stages only where there are data-parallel ranks (dp x cp > 1) to
+  shard over,
+
+is enumerated; the rules below reject what a forecast (seer/validate.py, each with its code) or
+Megatron-LM would. A pp that does not divide the layers gets the most even split, its extra
+layers on the middle stages (the first and last also hold the embedding and the head), as
+`stages` would declare it. Everything else (sp, dtype, attention, overlaps, rank order, the
+global batch and the sequence) stays as the job declares it."""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import attrs
+
+from astral_dsl.seer import budget
+from astral_dsl.seer.spec import JobSpec, divisors
+
+ZERO = (0, 1, 2, 3)
+
+# why a configuration is rejected: (code, text)
+RULES: Dict[str, Tuple[str, str]] = {
+    "tp_heads": ("E750", "tp does not divide the attention heads (or the key/value heads)"),
+    "pp_layers": ("E751", "more pipeline stages than layers"),
+    "ep": ("E753", "ep does not divide the experts, or dp x cp"),
+    "batch": ("E756", "the global batch is not divisible by micro-batch x dp"),
+    "seq_cp": ("E756", "cp does not divide the sequence"),
+    "order": ("E759", "the declared rank order leaves out a dimension larger than 1"),
+    "reshard": ("E761", "reshard_after_forward is declared: only ZeRO-3 applies"),
+    "budget": ("E762", "beyond Seer's work budget (pipeline blocks or tokens per micro-batch)"),
+    "cp_attention": ("E764", "context parallelism needs fused attention"),
+    "interleave": ("", "interleaving needs micro-batches divisible by pp (Megatron-LM)"),
+}
+
+
+@attrs.frozen(order=True)
+class Config:
+    """One parallel configuration. Ordered (for ties) by its fields in this order."""
+    gpus: int
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    ep: int
+    v: int                                    # virtual stages (model chunks) per device
+    micro: int
+    recompute: str
+    zero: int
+    stages: Optional[Tuple[int, ...]] = None  # an uneven split of the layers over pp
+
+    def options(self, space: "Space") -> Dict[str, object]:
+        """The job fields of this configuration (seer.forecast's options)."""
+        schedule = "interleaved" if self.v > 1 else (
+            space.schedule if space.schedule != "interleaved" else "1f1b")
+        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "cp": self.cp, "ep": self.ep,
+                "virtual_stages": self.v, "schedule": schedule, "micro": self.micro,
+                "recompute": self.recompute, "zero": self.zero,
+                "fsdp": self.zero == 3 if space.fsdp_declared else None,
+                "stages": self.stages, "global_batch": space.batch}
+
+    def spec(self, space: "Space") -> JobSpec:
+        """The JobSpec Seer forecasts for this configuration."""
+        o = self.options(space)
+        par = replace(space.base.parallel, tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp,
+                      ep=self.ep, v=self.v, schedule=o["schedule"], zero=self.zero,
+                      stages=self.stages)
+        return space.base.with_(parallel=par, micro=self.micro, recompute=self.recompute,
+                                global_batch=space.batch, gpus=self.gpus)
+
+    def label(self) -> str:
+        dims = [f"tp{self.tp}", f"pp{self.pp}", f"dp{self.dp}"] + \
+            [f"{k}{v}" for k, v in (("cp", self.cp), ("ep", self.ep)) if v > 1] + \
+            ([f"v{self.v}"] if self.v > 1 else [])
+        return " ".join(dims + [f"mb{self.micro}", self.recompute, f"zero{self.zero}"])
+
+    def group(self) -> "Config":
+        """The configuration with the micro-batch left out."""
+        return attrs.evolve(self, micro=0)
+
+    def family(self) -> "Config":
+        """The configuration with the micro-batch and the ZeRO stage left out."""
+        return attrs.evolve(self, micro=0, zero=0)
+
+
+@attrs.frozen
+class Space:
+    base: JobSpec                   # the job as declared (its model, batch, runtime fields)
+    gpus: Tuple[int, ...]           # the GPU counts to split
+    batch: int                      # the global batch every configuration keeps
+    recompute: Tuple[str, ...]
+    schedule: str                   # the declared schedule (1f1b, interleaved or gpipe)
+    fsdp_declared: bool = False
+    reshard_declared: bool = False
+    order_declared: Tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, spec: JobSpec, gpus: Sequence[int], declared: Dict[str, object]) -> "Space":
+        """`declared`: the job's stated fields (seer.job.declared)."""
+        rec = ("none", "selective", "full") if spec.attention == "unfused" else ("none", "full")
+        order = tuple(spec.parallel.order) if declared.get("order") else ()
+        return cls(spec, tuple(gpus), spec.global_batch, rec, spec.parallel.schedule,
+                   "fsdp" in declared, "reshard_after_forward" in declared, order)
+
+
+@attrs.frozen
+class Counts:
+    """How many configurations were enumerated, and why those rejected were."""
+    enumerated: int
+    rejected: Tuple[Tuple[str, int], ...]     # (rule, count), in RULES order
+    admitted: int
+
+    def to_json(self) -> Dict[str, object]:
+        return {"enumerated": self.enumerated, "admitted": self.admitted,
+                "rejected": [{"rule": r, "code": RULES[r][0] or None, "why": RULES[r][1],
+                              "count": n} for r, n in self.rejected]}
+
+
+def split(layers: int, pp: int) -> Optional[Tuple[int, ...]]:
+    """None for an even split; else the most even one, extra layers on the middle stages."""
+    if layers % pp == 0:
+        return None
+    base, extra = divmod(layers, pp)
+    stages = [base] * pp
+    middle = list(range(1, pp - 1)) + [0, pp - 1]
+    for i in middle[:extra]:
+        stages[i] += 1
+    return tuple(stages)
+
+
+def _chunk_options(layers: int, pp: int, stages: Optional[Tuple[int, ...]]) -> List[int]:
+    """Virtual stages a stage split admits: 1, or for pp > 1 a divisor of every stage's
+    layers (and of the few layers of the smallest)."""
+    if pp == 1:
+        return [1]
+    if stages is None:
+        return divisors(layers // pp)
+    return divisors(math.gcd(*stages))
+
+
+def enumerate_space(space: Space) -> Tuple[List[Config], Counts]:
+    """The admitted configurations (in a fixed order) and the counts of the rest."""
+    m = space.base.model
+    rejected = {r: 0 for r in RULES}
+    out: List[Config] = []
+    micros_all = divisors(space.batch)
+    enumerated = 0
+    for n in space.gpus:
+        for tp, cp, pp, dp, ep in _layouts(n, m.experts):
+            stages = split(m.layers, pp) if pp <= m.layers else None
+            vs = _chunk_options(m.layers, pp, stages) if pp <= m.layers else [1]
+            zeros = ZERO if dp * cp > 1 else (0,)
+            per_layout = len(micros_all) * len(vs) * len(space.recompute) * len(zeros)
+            enumerated += per_layout
+            why = _layout_rule(space, tp, cp, pp, dp, ep)
+            if why is not None:
+                rejected[why] += per_layout
+                continue
+            for micro in micros_all:
+                per_micro = len(vs) * len(space.recompute) * len(zeros)
+                if space.batch % (micro * dp):
+                    rejected["batch"] += per_micro
+                    continue
+                if micro * space.base.seq > budget.MAX_TOKENS:
+                    rejected["budget"] += per_micro
+                    continue
+                mb = space.batch // (micro * dp)
+                for v in vs:
+                    per_v = len(space.recompute) * len(zeros)
+                    if v > 1 and mb % pp:
+                        rejected["interleave"] += per_v
+                        continue
+                    if budget.blocks(pp, v, mb) > budget.MAX_BLOCKS:
+                        rejected["budget"] += per_v
+                        continue
+                    for rec in space.recompute:
+                        for z in zeros:
+                            if space.reshard_declared and z < 3:
+                                rejected["reshard"] += 1
+                                continue
+                            out.append(Config(n, tp, pp, dp, cp, ep, v, micro, rec, z, stages))
+    counts = Counts(enumerated, tuple((r, k) for r, k in rejected.items() if k), len(out))
+    return out, counts
+
+
+def _layouts(n: int, experts: int) -> Iterator[Tuple[int, int, int, int, int]]:
+    for tp in divisors(n):
+        for cp in divisors(n // tp):
+            for pp in divisors(n // (tp * cp)):
+                dp = n // (tp * cp * pp)
+                for ep in (divisors(dp * cp) if experts else [1]):
+                    yield tp, cp, pp, dp, ep
+
+
+def _layout_rule(space: Space, tp: int, cp: int, pp: int, dp: int, ep: int) -> Optional[str]:
+    """The first rule a layout breaks (seer/validate.py's checks of the layout), or None."""
+    base, m = space.base, space.base.model
+    if m.heads % tp or (m.kv_heads % tp and tp % m.kv_heads):
+        return "tp_heads"
+    if pp > m.layers:
+        return "pp_layers"
+    if m.experts and (m.experts % ep or (dp * cp) % ep):
+        return "ep"
+    if base.seq % cp:
+        return "seq_cp"
+    if cp > 1 and base.attention == "unfused":
+        return "cp_attention"
+    if space.order_declared:
+        sizes = {"tp": tp, "cp": cp, "ep": ep, "dp": dp, "pp": pp}
+        if any(s > 1 and d not in space.order_declared for d, s in sizes.items()):
+            return "order"
+    return None

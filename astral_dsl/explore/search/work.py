@@ -1,0 +1,195 @@
+"""The work of a search where a worker runs it: from the design's source text (bundle.py) and
+the `--set` overrides, the job as Seer reads it, then `screen` (the lower bound of every
+configuration of a family) and `forecast` (Seer's memory estimate, and Seer's full forecast
+of what fits). Results are plain data; a process keeps what it priced (profiles, the parameters
+a layout holds) for the tasks that follow."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import attrs
+
+from astral_dsl.explore.bundle import Bundle, lay_out
+from astral_dsl.explore.search.bounds import Profile, Split, Tail, finish, screen_ends
+from astral_dsl.explore.search.space import Config, Space
+
+
+class SetupError(Exception):
+    """The job cannot be searched: its diagnostics (or a message)."""
+
+    def __init__(self, message: str, diagnostics=()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
+
+
+@attrs.frozen
+class Setup:
+    overrides: Tuple[Tuple[str, str], ...]
+    job: Optional[str]
+    gpus: Tuple[int, ...] = ()          # () : the job's GPU count
+
+
+class State:
+    """The job of one design, as Seer reads it, and what has been priced for it."""
+
+    def __init__(self, design, setup: Setup):
+        from astral_dsl import seer
+        from astral_dsl.seer.costs import Costs
+        from astral_dsl.seer.job import declared
+
+        self.design = design
+        try:
+            self.job = seer.find_job(design, setup.job)
+        except seer.ForecastError as exc:
+            raise SetupError(str(exc)) from None
+        diags, spec, cluster = seer.validate_job(design, self.job)
+        self.declared_diagnostics = diags
+        if spec is None or cluster is None:
+            raise SetupError(f"job `{self.job.template}` cannot be forecast",
+                             [d for d in diags if d.is_error])
+        self.spec, self.cluster = spec, cluster
+        gpus = setup.gpus or (spec.gpus or cluster.gpus,)
+        self.space = Space.of(spec, gpus, declared(self.job))
+        self.costs = Costs(cluster.gpu, spec.dtype)
+        self.profiles: Dict[tuple, Profile] = {}
+        self.tails: Dict[tuple, Tuple[Any, Tail]] = {}
+        self.hops: Dict[tuple, float] = {}
+        self.splits: Dict[tuple, tuple] = {}
+
+    def group(self, config: Config):
+        """(a Lowering of the configuration's layout, split and ZeRO stage, its Tail): the
+        parameters a rank holds and what follows the backward depend on nothing else."""
+        from astral_dsl.seer.lower import Lowering
+
+        c = config
+        key = (c.gpus, c.tp, c.pp, c.dp, c.cp, c.ep, c.v, c.zero, c.stages)
+        hit = self.tails.get(key)
+        if hit is None:
+            low = Lowering(config.spec(self.space), self.costs, self.cluster.net)
+            hit = self.tails[key] = (low, Tail(low))
+        return hit
+
+    def hop(self, config: Config) -> float:
+        """One activation's transfer between neighbouring stages (lower.p2p_time)."""
+        from astral_dsl.seer.lower import Lowering
+
+        c = config
+        if c.pp == 1:
+            return 0.0
+        key = (c.gpus, c.tp, c.pp, c.dp, c.cp, c.ep, c.micro, c.stages)
+        hit = self.hops.get(key)
+        if hit is None:
+            one = attrs.evolve(config, v=1, recompute="none", zero=0)
+            hit = self.hops[key] = Lowering(one.spec(self.space), self.costs,
+                                            self.cluster.net).p2p_time()
+        return hit
+
+    def split(self, spec) -> Split:
+        """bounds.Split of spec.chunk_layers, once per split."""
+        from astral_dsl.seer.spec import chunk_layers
+
+        par = spec.parallel
+        key = (par.pp, par.v, par.stages)
+        hit = self.splits.get(key)
+        if hit is None:
+            hit = self.splits[key] = Split(chunk_layers(spec))
+        return hit
+
+    def profile(self, config: Config, tp_layout) -> Profile:
+        """The compute profile (bounds.Profile), without ZeRO-3's gathers."""
+        key = (config.tp, config.cp, config.ep, config.micro, config.recompute)
+        hit = self.profiles.get(key)
+        if hit is None:
+            job = attrs.evolve(config, zero=0).spec(self.space)
+            hit = self.profiles[key] = Profile(job, self.costs, self.cluster.net, "tp",
+                                               tp_layout, "compute")
+        return hit
+
+    def dp_profile(self, config: Config, dp_layout) -> Optional[Profile]:
+        """ZeRO-3's data-parallel stream profile (bounds.Profile); None without ZeRO-3."""
+        if config.zero < 3 or dp_layout.n <= 1:
+            return None
+        key = (config.tp, config.cp, config.ep, dp_layout)
+        hit = self.profiles.get(key)
+        if hit is None:
+            job = attrs.evolve(config, micro=1, recompute="none").spec(self.space)
+            hit = self.profiles[key] = Profile(job, self.costs, self.cluster.net, "dp",
+                                               dp_layout, "dp")
+        return hit
+
+_STATES: Dict[tuple, State] = {}
+
+
+def state_of(bundle: Bundle, setup: Setup) -> State:
+    from astral_dsl.explore.point import compiled
+
+    key = (bundle.digest, setup)
+    hit = _STATES.get(key)
+    if hit is None:
+        entry, _ = lay_out(bundle)
+        hit = _STATES[key] = State(compiled(str(entry), dict(setup.overrides)), setup)
+    return hit
+
+
+def memory_fits(state: State, config: Config, low) -> Tuple[bool, float]:
+    """Seer's per-GPU estimate (memory.py) against the GPU's memory."""
+    from astral_dsl.seer.memory import estimate
+
+    est = estimate(config.spec(state.space), low.stage_params)
+    cap = state.cluster.gpu.memory
+    return (not cap or est.total <= cap), est.total
+
+
+def screen(bundle: Bundle, setup: Setup, families: Sequence[Tuple[Config, Sequence[Tuple[int, int]]]]
+           ) -> List[List[float]]:
+    """For each family (a configuration without its micro-batch and ZeRO stage, and the
+    (micro-batch, ZeRO stage) pairs to try): the screening bound of each (bounds.screen_bound),
+    in seconds. The pipeline part is priced once per micro-batch: ZeRO changes the tail only."""
+    state = state_of(bundle, setup)
+    out = []
+    for family, members in families:
+        rows, ends = [], {}
+        f = family
+        for micro, zero in members:
+            config = Config(f.gpus, f.tp, f.pp, f.dp, f.cp, f.ep, f.v, micro, f.recompute, zero,
+                            f.stages)
+            low, tail = state.group(config)
+            dp = state.dp_profile(config, low.groups["dp"])
+            key = (micro, dp is not None)
+            if key not in ends:
+                spec = config.spec(state.space)
+                ends[key] = screen_ends(spec, state.profile(config, low.groups["tp"]),
+                                        state.hop(config), state.split(spec), dp)
+            rows.append(0.0 if ends[key] is None else finish(ends[key], tail))
+        out.append(rows)
+    return out
+
+
+def forecast(bundle: Bundle, setup: Setup, configs: Sequence[Config]
+             ) -> List[Tuple[bool, float, Optional[Dict[str, Any]]]]:
+    """For each configuration: (fits in memory, Seer's estimate in bytes, its full forecast
+    (forecast_row) when it fits)."""
+    from astral_dsl import seer
+
+    state = state_of(bundle, setup)
+    out = []
+    for config in configs:
+        low, _ = state.group(config)
+        ok, total = memory_fits(state, config, low)
+        row = None
+        if ok:
+            fc = seer.run(config.spec(state.space), state.cluster.gpu, state.cluster.net)
+            row = forecast_row(fc)
+        out.append((ok, total, row))
+    return out
+
+
+def forecast_row(fc) -> Dict[str, Any]:
+    """The figures of a full forecast a search reports."""
+    from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS
+
+    return {"iteration_time_s": fc.iteration_time, "tokens_per_s": fc.tokens_per_s,
+            "mfu": fc.mfu, "hfu": fc.hfu, "memory_gb": fc.memory.total / 1e9,
+            "memory_uncertainty_gb": fc.memory.uncertainty / 1e9,
+            "memory_stage": fc.memory.stage, "breakdown_stage": fc.stage,
+            "breakdown_s": {k: fc.breakdown.get(k, 0.0) for k, _ in BREAKDOWN_LABELS}}

@@ -1,0 +1,150 @@
+"""The ranking of `astral search` as a table (outputs/table.py), JSON Lines or CSV: one row per
+ranked configuration, the layout first, then the forecast and where its time goes."""
+from __future__ import annotations
+
+import csv
+import io
+import textwrap
+from typing import Any, Dict, List
+
+from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS
+from astral_dsl.outputs.jsonout import dumps
+
+LAYOUT = ("gpus", "tp", "pp", "dp", "cp", "ep", "virtual_stages", "micro_batch", "recompute",
+          "zero")
+FIGURES = ("iteration_time_s", "tokens_per_s", "mfu", "hfu", "memory_gb",
+           "memory_uncertainty_gb", "memory_stage", "cost_per_token_usd")
+SHORT = {"compute": "compute", "tp_comm": "TP", "cp_comm": "CP", "ep_comm": "EP",
+         "pp_comm": "PP", "dp_comm": "DP", "bubble": "bubble", "optimizer": "optimizer"}
+OBJECTIVE_LABELS = {"tokens_per_s": "tokens/s (highest first)",
+                    "iteration_time": "iteration time (shortest first)",
+                    "cost_per_token": "cost per token (lowest first)"}
+
+
+def row_json(row: Dict[str, Any]) -> Dict[str, Any]:
+    c = row["config"]
+    out: Dict[str, Any] = {"rank": row["rank"], "gpus": c.gpus, "tp": c.tp, "pp": c.pp,
+                           "dp": c.dp, "cp": c.cp, "ep": c.ep, "virtual_stages": c.v,
+                           "micro_batch": c.micro, "recompute": c.recompute, "zero": c.zero,
+                           "stages": list(c.stages) if c.stages else None}
+    for k in FIGURES:
+        if k in row:
+            out[k] = row[k]
+    out["breakdown_stage"] = row["breakdown_stage"]
+    out["breakdown_s"] = dict(row["breakdown_s"])
+    return out
+
+
+def jsonl(result) -> str:
+    return "".join(dumps(row_json(r)) + "\n" for r in result.rows)
+
+
+def csv_text(result) -> str:
+    out = io.StringIO()
+    flat = []
+    for r in result.rows:
+        doc = row_json(r)
+        parts = doc.pop("breakdown_s")
+        doc["stages"] = " ".join(map(str, doc["stages"])) if doc["stages"] else ""
+        doc.update({f"breakdown_{k}_s": parts.get(k, 0.0) for k, _ in BREAKDOWN_LABELS})
+        flat.append(doc)
+    header = list(flat[0]) if flat else ["rank", *LAYOUT]
+    writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
+    writer.writeheader()
+    for doc in flat:
+        writer.writerow({k: "" if v is None else v for k, v in doc.items()})
+    return out.getvalue()
+
+
+def write(result, path: str) -> None:
+    text = csv_text(result) if path.lower().endswith(".csv") else jsonl(result)
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+
+
+def _seconds(t: float) -> str:
+    return f"{t:.3f}" if t >= 1 else f"{t * 1e3:.1f} ms"
+
+
+def _usd_per_mtok(x) -> str:
+    return "-" if x is None else f"{x * 1e6:.4g}"
+
+
+def summary(result) -> List[str]:
+    """What was searched and how much of it each stage looked at."""
+    s, c = result.space, result.counts
+    gpus = ", ".join(f"{n:,}" for n in s.gpus)
+    lines = [f"search: job `{result.job}` ({s.base.model.name}) on {gpus} x {result.gpu} in "
+             f"{result.placement} ({result.placement_gpus:,} GPUs), by "
+             f"{OBJECTIVE_LABELS[result.objective]}",
+             f"  kept as declared: global batch {s.batch:,}, sequence {s.base.seq:,}, "
+             f"{s.base.dtype}, attention {s.base.attention}, sp {str(s.base.parallel.sp).lower()}"
+             f", order {'-'.join(s.base.parallel.order)}",
+             f"  {c.enumerated:,} configurations enumerated (tp, cp, pp, dp, ep, virtual stages, "
+             f"micro-batch, recomputation {'/'.join(s.recompute)}, ZeRO 0-3)"]
+    for rule in c.to_json()["rejected"]:
+        code = f"{rule['code']} " if rule["code"] else ""
+        lines.append(f"  {rule['count']:>{len(f'{c.enumerated:,}')},} rejected: {code}"
+                     f"{rule['why']}")
+    cap = f" of {result.gpu_memory_gb:.0f} GB" if result.gpu_memory_gb else ""
+    lines.append(f"  {c.admitted:,} admitted, each bounded below from Seer's operator costs "
+                 "without simulating its schedule")
+    lines.append(f"  {result.memory_checked:,} of them could reach the top {result.top}: "
+                 f"{result.fit:,} fit in memory (Seer's estimate{cap}) and were forecast "
+                 "fully (the schedule simulated)")
+    if result.objective == "cost_per_token" or any("cost_per_token_usd" in r
+                                                   for r in result.rows):
+        years = result.life_s / (365 * 86400)
+        lines.append(f"  cost per token: the purchase cost of the GPUs used and their share of "
+                     f"the priced equipment, over a {years:g}-year life"
+                     + (" [assumed; --life to change]" if result.life_default else ""))
+    if result.declared is not None:
+        d = result.declared
+        lines.append(f"  as declared: {d['label']}: {_seconds(d['iteration_time_s'])} s, "
+                     f"{d['tokens_per_s']:,.0f} tokens/s, MFU {d['mfu'] * 100:.1f} %")
+    elif result.declared_errors:
+        lines.append(f"  as declared: not forecast ({', '.join(result.declared_errors)})")
+    return lines
+
+
+def table(result, colour: bool = False, width: int = 100) -> str:
+    from astral_dsl.outputs.table import Column, render
+
+    rows = result.rows
+    text = "".join(textwrap.fill(line, width, subsequent_indent="      ",
+                                 break_on_hyphens=False) + "\n" for line in summary(result))
+    if not rows:
+        return text + "\nno configuration fits in memory\n"
+
+    def col(label, cells, key=False, right=True):
+        return Column(label, tuple(cells), right, key)
+
+    cfg = [r["config"] for r in rows]
+    layout = [col("rank", [str(r["rank"]) for r in rows], True)]
+    if len(result.space.gpus) > 1:
+        layout.append(col("GPUs", [f"{c.gpus:,}" for c in cfg], True))
+    layout += [col(k, [str(getattr(c, a)) for c in cfg], True) for k, a in
+               (("tp", "tp"), ("pp", "pp"), ("dp", "dp"), ("cp", "cp"), ("ep", "ep"),
+                ("v", "v"), ("micro", "micro"))]
+    layout += [col("recompute", [c.recompute for c in cfg], True, False),
+               col("zero", [str(c.zero) for c in cfg], True)]
+    figures = [col("iteration s", [_seconds(r["iteration_time_s"]) for r in rows]),
+               col("tokens/s", [f"{r['tokens_per_s']:,.0f}" for r in rows]),
+               col("MFU", [f"{r['mfu'] * 100:.1f} %" for r in rows]),
+               col("memory GB", [f"{r['memory_gb']:.1f}" for r in rows])]
+    if any("cost_per_token_usd" in r for r in rows):
+        figures.append(col("USD per M tokens",
+                           [_usd_per_mtok(r.get("cost_per_token_usd")) for r in rows]))
+    text += "\n" + render(layout + figures, width, colour)
+    parts = [col("rank", [str(r["rank"]) for r in rows], True),
+             col("stage", [str(r["breakdown_stage"]) for r in rows], True)]
+    for key, _ in BREAKDOWN_LABELS:
+        shares = [r["breakdown_s"].get(key, 0.0) / r["iteration_time_s"] for r in rows]
+        if key in ("compute", "bubble") or any(x > 0 for x in shares):
+            parts.append(col(SHORT[key], [f"{x * 100:.1f} %" for x in shares]))
+    text += "\n" + textwrap.fill(
+        "where the time goes, on the busiest stage of each, in % of the iteration: compute "
+        "(with recomputation), exposed communication, pipeline bubble and waits, optimizer",
+        width, break_on_hyphens=False) + "\n"
+    text += render(parts, width, colour)
+    return text

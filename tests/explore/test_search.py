@@ -1,0 +1,336 @@
+"""`astral search`: its top k equal an exhaustive forecast of every configuration (brute force),
+its bound never exceeds the forecast it bounds, its rules agree with Seer's validation, the
+cost per token is the hand-computed one, and the CLI's outputs and usage errors."""
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from astral_dsl import seer
+from astral_dsl.cli import main
+from astral_dsl.compiler import compile_file
+from astral_dsl.explore import search
+from astral_dsl.explore.engines import LocalEngine
+from astral_dsl.explore.search.bounds import screen_bound
+from astral_dsl.explore.search.space import RULES, enumerate_space, split
+from astral_dsl.explore.search.work import Setup, State, memory_fits
+from astral_dsl.seer.job import job_spec
+from astral_dsl.seer.spec import divisors
+
+# two DGX-like hosts per rack, two racks: 32 H100s; a small dense model (6 layers: pp = 4
+# splits them unevenly) and a small mixture of experts with unfused attention (selective
+# recomputation is a choice there; context parallelism is not)
+SMALL = """
+import stdlib.hardware { H100_SXM, CX7_400G, HGX8, QM9700_NDR }
+
+host Node = HGX8(gpu = H100_SXM, nic = CX7_400G) { price = 300000 USD }
+
+model Tiny {
+  layers = 6, hidden = 1024, heads = 8, kv_heads = 4, ffn = 4096, vocab = 32000, seq = 2048
+  activation = swiglu
+}
+model TinyMoE {
+  layers = 4, hidden = 1024, heads = 8, kv_heads = 8, ffn = 2048, vocab = 32000, seq = 2048
+  experts = 4, top_k = 2, moe_ffn = 2048, dense_layers = 1, activation = swiglu
+}
+
+rack R { hosts = 2 x Node }
+fabric F {
+  rails = 8, planes = 1, max_oversubscription = 1
+  tier leaf { switch = QM9700_NDR, scope = site, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier core { switch = QM9700_NDR, scope = site, down = 64 x 400 Gb/s }
+}
+site Lab { racks = 2 x R, fabric = F }
+
+job dense {
+  model = Tiny, placement = Lab, gpus = 16
+  parallel { tp = 4, pp = 2, dp = 2, sp = true }
+  batch { global_batch = 16, micro = 1, seq = 2048 }
+}
+job moe {
+  model = TinyMoE, placement = Lab, gpus = 16, attention = unfused
+  parallel { tp = 2, pp = 2, dp = 4, ep = 2 }
+  batch { global_batch = 8, micro = 1, seq = 2048 }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("search") / "small.astral"
+    path.write_text(textwrap.dedent(SMALL), encoding="utf-8")
+    return path
+
+
+def _state(path, job, gpus=()):
+    return State(compile_file(str(path)), Setup((), job, tuple(gpus)))
+
+
+_BRUTE = {}
+
+
+def _brute_force(state, score=None):
+    """Every admitted configuration that fits in memory, forecast fully, ranked (by iteration
+    time unless `score(config, seconds)` says otherwise)."""
+    key = (state.job.template, state.space.gpus)
+    if score is None and key in _BRUTE:
+        return _BRUTE[key]
+    configs, _ = enumerate_space(state.space)
+    out = []
+    for c in configs:
+        fits, _ = memory_fits(state, c, state.group(c)[0])
+        if fits:
+            fc = seer.run(c.spec(state.space), state.cluster.gpu, state.cluster.net)
+            out.append((score(c, fc.iteration_time) if score else fc.iteration_time, c, fc))
+    out.sort(key=lambda t: (t[0], t[1]))
+    if score is None:
+        _BRUTE[key] = out
+    return out
+
+
+@pytest.mark.parametrize("job, top", [("dense", 10), ("moe", 10), ("dense", 1)])
+def test_the_top_k_equals_brute_force(small, job, top):
+    state = _state(small, job)
+    brute = _brute_force(state)
+    assert len(brute) > 100              # a real space: hundreds of configurations fit
+    result = search.run(str(small), job=job, top=top, engine=LocalEngine(1))
+    assert [r["config"] for r in result.rows] == [c for _, c, _ in brute[:top]]
+    assert [r["iteration_time_s"] for r in result.rows] == [fc.iteration_time
+                                                            for _, _, fc in brute[:top]]
+    assert [r["tokens_per_s"] for r in result.rows] == [fc.tokens_per_s
+                                                        for _, _, fc in brute[:top]]
+    # the search forecast fully only a fraction of what brute force forecasts
+    assert result.fit < len(brute) / 3
+    # and the breakdown of each winner is the forecast's own
+    assert result.rows[0]["breakdown_s"] == brute[0][2].breakdown
+
+
+def test_cost_per_token_ranks_across_gpu_counts_like_brute_force(small):
+    state = _state(small, "dense", (8, 16))
+    # 300,000 USD per host of 8 GPUs, nothing else priced: 37,500 USD per GPU, written off
+    # over 4 years; per token of a 16 x 2,048-token iteration
+    life = 4 * 365 * 86400
+    brute = _brute_force(state, lambda c, t: c.gpus * 37500.0 * t / life / (16 * 2048))
+    result = search.run(str(small), job="dense", objective="cost_per_token", gpus=(8, 16),
+                        top=5, engine=LocalEngine(1))
+    assert [r["config"] for r in result.rows] == [c for _, c, _ in brute[:5]]
+    for r, (score, _, _) in zip(result.rows, brute):
+        assert r["cost_per_token_usd"] == pytest.approx(score, rel=1e-12)
+    assert {c.gpus for _, c, _ in brute} == {8, 16}
+    # the feeders, switches and the rest have no price: W800 says so
+    assert [d.code for d in result.diagnostics] == ["W800"]
+
+
+@pytest.mark.parametrize("job", ["dense", "moe"])
+def test_every_bound_is_at_most_the_forecast(small, job):
+    state = _state(small, job)
+    configs, _ = enumerate_space(state.space)
+    checked = 0
+    for c in configs:
+        if not memory_fits(state, c, state.group(c)[0])[0]:
+            continue
+        low, tail = state.group(c)
+        spec = c.spec(state.space)
+        b1 = screen_bound(spec, state.profile(c, low.groups["tp"]), tail, state.hop(c),
+                          dp=state.dp_profile(c, low.groups["dp"]))
+        t = seer.run(spec, state.cluster.gpu, state.cluster.net).iteration_time
+        assert 0 < b1 <= t, (c.label(), b1, t)
+        checked += 1
+    assert checked > 100
+
+
+def _product(state, n):
+    """Every combination of the dimensions' candidate values, as seer.forecast options."""
+    m, batch = state.space.base.model, state.space.batch
+    for tp, cp, pp in itertools.product(divisors(n), repeat=3):
+        if n % (tp * cp * pp):
+            continue
+        dp = n // (tp * cp * pp)
+        for ep in (divisors(dp * cp) if m.experts else [1]):
+            for micro, v in itertools.product(divisors(batch), [1, 2, 3]):
+                for rec in state.space.recompute:
+                    yield dict(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro=micro,
+                               virtual_stages=v, schedule="interleaved" if v > 1 else "1f1b",
+                               recompute=rec, global_batch=batch)
+
+
+@pytest.mark.parametrize("job", ["dense", "moe"])
+def test_the_rules_agree_with_seers_validation(small, job):
+    """A configuration is admitted exactly when Seer's validation finds no error in it other
+    than memory (the search's own check) and the interleaving requirement (Megatron-LM's,
+    which Seer's rule applies when it chooses)."""
+    state = _state(small, job)
+    design, inst = state.design, state.job
+    configs, _ = enumerate_space(state.space)
+    admitted = {(c.tp, c.cp, c.pp, c.dp, c.ep, c.micro, c.v, c.recompute)
+                for c in configs if c.zero == 0}
+    agreed = 0
+    for opt in _product(state, 16):
+        key = (opt["tp"], opt["cp"], opt["pp"], opt["dp"], opt["ep"], opt["micro"],
+               opt["virtual_stages"], opt["recompute"])
+        stages = split(state.space.base.model.layers, opt["pp"]) \
+            if opt["pp"] <= state.space.base.model.layers else None
+        if stages:
+            opt["stages"] = stages
+        diags, _, _ = seer.validate_job(design, inst, **opt)
+        errors = {d.code for d in diags if d.is_error} - {"E757"}
+        m = state.space.batch // (opt["micro"] * opt["dp"]) if not errors else 0
+        interleave_ok = opt["virtual_stages"] == 1 or (m and m % opt["pp"] == 0)
+        v_listed = opt["virtual_stages"] == 1 or (
+            opt["pp"] > 1 and stages is None
+            and (state.space.base.model.layers // opt["pp"]) % opt["virtual_stages"] == 0)
+        if not v_listed:
+            continue                      # not a candidate: the virtual stages must divide
+        assert (not errors and interleave_ok) == (key in admitted), (opt, errors)
+        agreed += 1
+    assert agreed > 300
+
+
+def test_a_configuration_forecasts_as_the_job_would_with_its_fields(small):
+    """Config.spec is the JobSpec seer.forecast makes of the job with these fields."""
+    state = _state(small, "dense")
+    configs, _ = enumerate_space(state.space)
+    model = seer.find_job(state.design, "dense").field("model")
+    from astral_dsl.analyses.walk import Resolver
+
+    model_inst = Resolver(state.design)(model)
+    for c in configs[::37]:
+        spec = job_spec(state.job, model_inst, **{k: v for k, v in c.options(state.space).items()
+                                                  if v is not None})
+        assert spec == c.spec(state.space)
+
+
+def test_the_space_counts_each_rejection_once(small):
+    state = _state(small, "dense")
+    configs, counts = enumerate_space(state.space)
+    assert counts.admitted == len(configs) == len(set(configs))
+    assert counts.enumerated == counts.admitted + sum(n for _, n in counts.rejected)
+    # 8 heads: tp = 16 divides none (E750); 6 layers: pp = 8 and 16 are more stages than
+    # layers (E751); pp = 4 splits them 1, 2, 2, 1 (the extra layers in the middle)
+    rules = dict(counts.rejected)
+    assert rules["tp_heads"] > 0 and rules["pp_layers"] > 0
+    assert all(c.tp <= 8 and c.pp <= 4 for c in configs)
+    assert {c.stages for c in configs if c.pp == 4} == {(1, 2, 2, 1)}
+    # with fused attention selective recomputation keeps what `none` keeps: not a choice
+    assert {c.recompute for c in configs} == {"none", "full"}
+    assert RULES["tp_heads"][0] == "E750"
+
+
+def _cli(args, capsys):
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_table_json_and_files(small, tmp_path, capsys):
+    base = ["search", str(small), "--job", "dense", "--top", "3", "--workers", "1"]
+    code, out, _ = _cli(base, capsys)
+    assert code == 0, out
+    out = " ".join(out.split())          # the summary is wrapped to the width
+    assert "search: job `dense` (Tiny) on 16 x H100_SXM in Lab (32 GPUs)" in out
+    assert "configurations enumerated" in out and "forecast fully" in out
+    assert "where the time goes" in out and "as declared: tp4 pp2 dp2" in out
+    code, out, err = _cli(base + ["--format", "json"], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    assert list(rows[0])[:11] == ["rank", "gpus", "tp", "pp", "dp", "cp", "ep",
+                                  "virtual_stages", "micro_batch", "recompute", "zero"]
+    assert rows[0]["tokens_per_s"] >= rows[1]["tokens_per_s"] >= rows[2]["tokens_per_s"]
+    assert sum(rows[0]["breakdown_s"].values()) == pytest.approx(rows[0]["iteration_time_s"])
+    assert "note: search: job `dense`" in err
+    _cli(base + ["-o", str(tmp_path / "r.jsonl")], capsys)
+    assert (tmp_path / "r.jsonl").read_text() == out          # byte for byte
+    code, out, _ = _cli(base + ["-o", str(tmp_path / "r.csv")], capsys)
+    assert "3 configurations written to" in out
+    with open(tmp_path / "r.csv", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert [int(r["tp"]) for r in table] == [r["tp"] for r in rows]
+    assert float(table[0]["breakdown_compute_s"]) == rows[0]["breakdown_s"]["compute"]
+
+
+def test_cli_default_job_is_the_first(small, capsys):
+    _, out, _ = _cli(["search", str(small), "--top", "1", "--workers", "1"], capsys)
+    assert "job `dense`" in out
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--job", "nope"], "--job nope: no such job"),
+    (["--top", "0"], "--top must be at least 1"),
+    (["--gpus", "64"], "--gpus 64: the placement `Lab` holds 32 GPUs"),
+    (["--gpus", "1.5"], "`1.5` is not a whole number of GPUs"),
+    (["--gpus", "8..4"], "the range is empty"),
+    (["--life", "4"], "--life 4: write a quantity"),
+    (["--life", "-1 yr"], "a write-off period is positive"),
+    (["-o", "r.txt"], "the extension chooses the format"),
+])
+def test_usage_errors(small, capsys, extra, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _cli(["search", str(small), "--workers", "1"] + extra, capsys)
+    assert code == 2, err
+    assert message in err
+
+
+def test_cost_per_token_needs_prices(small, tmp_path, capsys):
+    unpriced = tmp_path / "u.astral"
+    unpriced.write_text(small.read_text().replace(" { price = 300000 USD }", ""))
+    code, _, err = _cli(["search", str(unpriced), "--objective", "cost_per_token",
+                         "--workers", "1"], capsys)
+    assert code == 2 and "--objective cost_per_token needs prices" in err
+
+
+def test_a_job_that_cannot_be_forecast_is_reported(small, tmp_path, capsys):
+    broken = tmp_path / "b.astral"
+    broken.write_text(small.read_text().replace("heads = 8, kv_heads = 4", "heads = 7, "
+                                                                          "kv_heads = 4"))
+    code, out, _ = _cli(["search", str(broken), "--workers", "1"], capsys)
+    assert code == 1 and "E763" in out
+
+
+class _LosesOneTask(LocalEngine):
+    """One process; the first task of its `n`-th call is lost, as a dead worker's would be."""
+
+    def __init__(self, n):
+        super().__init__(1)
+        self.n, self.calls = n, 0
+
+    def run(self, tasks, done=lambda i: None, lost=None):
+        self.calls += 1
+        if self.calls != self.n:
+            return super().run(tasks, done, lost)
+        rest = super().run(tasks[1:], lambda i: done(i + 1), lost)
+        return [lost(0, "the worker died (test)")] + rest
+
+
+def test_lost_work_is_counted_and_the_rest_still_ranked(small):
+    full = search.run(str(small), job="dense", top=3, engine=LocalEngine(1))
+    # call 1 screens, call 2 is the first forecasting round: its first task holds the
+    # PER_TASK (3) configurations of best bound, so the three that win in `full` are lost
+    lossy = search.run(str(small), job="dense", top=3, engine=_LosesOneTask(2))
+    e800 = [d for d in lossy.diagnostics if d.code == "E800"]
+    assert len(e800) == 1
+    assert e800[0].message == "3 configurations were not evaluated: the worker died (test)"
+    assert "the ranking may miss them" in e800[0].hint
+    assert len(lossy.rows) == 3
+    assert not {r["config"] for r in full.rows} & {r["config"] for r in lossy.rows}
+    # what is ranked is still ranked right: each row is a forecast of the full run's
+    assert [r["iteration_time_s"] for r in lossy.rows] == \
+        sorted(r["iteration_time_s"] for r in lossy.rows)
+    # screening losses count every configuration of the lost families
+    screen_lossy = search.run(str(small), job="dense", top=3, engine=_LosesOneTask(1))
+    (lost_screen,) = [d for d in screen_lossy.diagnostics if d.code == "E800"]
+    # by hand: the admitted configurations grouped by family (all but micro-batch and ZeRO) in
+    # the order enumerated, one process: chunks of ceil(families / 8) families; the first is lost
+    configs, _ = enumerate_space(_state(small, "dense").space)
+    families = {}
+    for c in configs:
+        families.setdefault(c.family(), []).append(c)
+    size = -(-len(families) // 8)
+    expected = sum(len(m) for m in list(families.values())[:size])
+    assert lost_screen.message == \
+        f"{expected:,} configurations were not evaluated: the worker died (test)"
+    assert screen_lossy.counts.enumerated == full.counts.enumerated

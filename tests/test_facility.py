@@ -1,0 +1,224 @@
+"""What a facility pays for, on one basis (issue: a twin you can trust, sections 3 and 4): the IT
+at each part's `utilization`, conversion losses, CDUs, pumps, fans, chillers on all the heat that
+ends in the water, and the dry coolers' fans, as an annual average and at the peak; switches on
+their own feeders (`network = true`) with their liquid share on a loop. Every expected value is
+computed by hand in the comments."""
+from __future__ import annotations
+
+import pytest
+
+import astral_dsl
+from astral_dsl.analyses.checking import check_design
+
+# 2 rows x 4 racks x 4 hosts x 10 kW = 320 kW; 8 leaves + 4 spines of 1 kW (copper: no optics)
+BASE = """
+import stdlib.network { DAC_400G_CR4 }
+fluid Water { coolprop = "Water" }
+cdu Cdu { capacity = 300 kW, max_flow = 500 L/min, power = 2 kW }
+gpu G { power = 700 W, max_supply = 45 degC }
+nic N { ports = 1, port_speed = 400 Gb/s, power = 25 W }
+switch Sw { ports = 64, port_speed = 400 Gb/s, power = 1 kW @SWITCH@ }
+host H { gpus = 8 x G, nics = 8 x N, power = 10 kW, liquid_share = 75 % }
+rack R { hosts = 4 x H @RACK@ }
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = site, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s,
+              medium = DAC_400G_CR4, length = 2 m }
+  tier spine { switch = Sw, scope = site, down = 64 x 400 Gb/s, medium = DAC_400G_CR4,
+               length = 2 m }
+}
+row Row {
+  racks = 4 x R
+  feeder a { current = dc, voltage = 400 V, side = A, capacity = 200 kW, efficiency = 96 %,
+             serves = racks }
+  feeder b { current = dc, voltage = 400 V, side = B, capacity = 200 kW, efficiency = 98 %,
+             serves = racks }
+  loop plates { fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2,
+                redundancy = n_plus_1, pump_head = 150 kPa, pump_efficiency = 60 % }
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }
+}
+site S {
+  rows = 2 x Row
+  fabric = F
+  utilization = 75 %
+  feeder net { current = dc, voltage = 400 V, capacity = 20 kW, efficiency = 95 %,
+               network = true }
+  air netroom { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %, network = true }
+  @SITE@
+  facility water { free_cooling = 6000 h, chiller_cop = 5, rejection_fan_ratio = 2 % }
+}
+"""
+
+
+def _eng(switch="", rack="", site=""):
+    text = BASE.replace("@SWITCH@", switch).replace("@RACK@", rack).replace("@SITE@", site)
+    design = astral_dsl.loads(text, name="facility.astral")
+    assert design.valid, design.diagnostics
+    checked = check_design(design)
+    assert checked.valid, [(d.code, d.message) for d in checked.diagnostics if d.is_error]
+    return checked.engineering, checked.diagnostics
+
+
+@pytest.fixture(scope="module")
+def base():
+    return _eng()[0]
+
+
+def test_every_component_on_the_annual_average(base):
+    # IT: 320 kW x 75 % + 12 kW switches (full power) = 252 kW
+    # losses: each row's feeders share 160 kW (80 kW each), at 75 %: 60 kW each;
+    #   2 x 60 x (1/0.96 - 1) + 2 x 60 x (1/0.98 - 1) = 5.0 + 2.449 = 7.449 kW;
+    #   the switches' feeder: 12 x (1/0.95 - 1) = 0.632 kW -> 8.081 kW
+    # CDUs: 2 per row, N+1: 1 running x 2 kW x 2 rows = 4 kW
+    # pumps: V = 120 kW / (rho cp 10 K) per row, x 150 kPa / 0.6, all year
+    # fans: 3 % of the average air heat: rows 25 % x 240 kW = 60 kW, switches 12 kW -> 2.16 kW
+    # water: 252 + 8.081 + 4 + pumps + 2.16; chillers: water / 5 x 2,760 / 8,760;
+    # dry coolers: 2 % x (water + chillers)
+    c = base.cooling
+    avg = c.average
+    assert avg.it_w == pytest.approx(252_000)
+    losses = 2 * 60_000 * (1 / 0.96 - 1) + 2 * 60_000 * (1 / 0.98 - 1) + 12_000 * (1 / 0.95 - 1)
+    assert avg.losses_w == pytest.approx(losses)
+    assert avg.cdus_w == pytest.approx(4_000)
+    (loop,) = c.loops
+    assert avg.pumps_w == pytest.approx(2 * loop.flow_m3s * 150_000 / 0.6)
+    assert avg.fans_w == pytest.approx(0.03 * (0.25 * 240_000 + 12_000))
+    water = 252_000 + losses + 4_000 + avg.pumps_w + avg.fans_w
+    assert avg.chillers_w == pytest.approx(water / 5 * 2760 / 8760)
+    assert avg.rejection_w == pytest.approx(0.02 * (water + avg.chillers_w))
+    assert c.facility_w == pytest.approx(water + avg.chillers_w + avg.rejection_w)
+    assert c.pue == pytest.approx(c.facility_w / 252_000)
+
+
+def test_the_peak_the_utility_connection_supplies(base):
+    # at full load on the hottest hour: IT 332 kW; losses at the peak shares (80 kW per row
+    # feeder): 2 x 80 x (1/0.96 - 1) + 2 x 80 x (1/0.98 - 1) + 12 x (1/0.95 - 1) = 10.564 kW;
+    # fans on the peak air heat 80 + 12 kW: 2.76 kW; chillers on all the water's heat / 5;
+    # dry coolers 2 % of water + chillers
+    peak = base.cooling.peak
+    losses = 2 * 80_000 * (1 / 0.96 - 1) + 2 * 80_000 * (1 / 0.98 - 1) + 12_000 * (1 / 0.95 - 1)
+    assert peak.it_w == pytest.approx(332_000)
+    assert peak.losses_w == pytest.approx(losses)
+    assert peak.fans_w == pytest.approx(0.03 * 92_000)
+    water = 332_000 + losses + 4_000 + peak.pumps_w + 0.03 * 92_000
+    assert peak.chillers_w == pytest.approx(water / 5)
+    assert peak.total_w == pytest.approx(water * 1.2 * 1.02)
+
+
+def test_utilization_on_a_rack_reaches_the_site_and_the_pue():
+    # every rack at 50 % inside the 75 % site: hosts 320 kW x 50 % = 160 kW, + 12 kW switches
+    eng, _ = _eng(rack=", utilization = 50 %")
+    assert eng.power.it_average_w == pytest.approx(172_000)
+    levels = {(lv.kind, lv.path): lv for lv in eng.power.levels}
+    assert levels[("rack", "S.rows[0].racks[0]")].average_w == pytest.approx(20_000)
+    assert levels[("host", "S.rows[0].racks[0].hosts[0]")].average_w == pytest.approx(5_000)
+    assert levels[("site", "S")].average_w == pytest.approx(160_000)
+    # losses at the racks' 50 %: 2 x 40 x (1/0.96 - 1) + 2 x 40 x (1/0.98 - 1) + 0.632 kW
+    assert eng.power.conversion_loss_w == pytest.approx(
+        2 * 40_000 * (1 / 0.96 - 1) + 2 * 40_000 * (1 / 0.98 - 1) + 12_000 * (1 / 0.95 - 1))
+    # the rooms' fans on 25 % x 160 kW = 40 kW, the switches' room on 12 kW
+    assert eng.cooling.average.fans_w == pytest.approx(0.03 * (40_000 + 12_000))
+    assert eng.cooling.pue == pytest.approx(eng.cooling.facility_w / 172_000)
+
+
+def test_utilization_on_some_parts_only():
+    # one of the two row templates at 40 %, the other at the site's 75 %:
+    #   160 x 75 % + 160 x 40 % = 184 kW of hosts + 12 kW
+    text = BASE.replace("@SWITCH@", "").replace("@RACK@", "").replace("@SITE@", "").replace(
+        "row Row {", "row Slow = Row { utilization = 40 % }\nrow Row {", 1).replace(
+        "rows = 2 x Row", "rows = [Row, Slow]")
+    design = astral_dsl.loads(text, name="facility.astral")
+    eng = check_design(design).engineering
+    assert eng.power.it_average_w == pytest.approx(184_000 + 12_000)
+
+
+def test_liquid_cooled_switches_send_their_share_to_a_loop():
+    # 50 % of each switch's own 1 kW on cold plates: 6 kW of the 12 kW to a loop with
+    # `network = true`, 6 kW to the switch room's air
+    loop = ("loop netplates { fluid = Water, supply = 35 degC, rise = 10 K, network = true, "
+            "pump_head = 150 kPa, pump_efficiency = 60 %, cdu = Cdu, cdus = 2, "
+            "redundancy = n_plus_1 }")
+    eng, diags = _eng(switch=", liquid_share = 50 %", site=loop)
+    assert not [d for d in diags if d.code == "W647"]
+    loops = {lp.path: lp for lp in eng.cooling.loops}
+    assert loops["S.netplates"].heat_w == pytest.approx(6_000)
+    assert loops["S.netplates"].network_heat_w == pytest.approx(6_000)
+    air = {a.path: a for a in eng.cooling.air}
+    assert air["S.netroom"].heat_w == pytest.approx(6_000)
+    # liquid: 75 % of 320 kW + 6 kW; air: the rest of 332 kW
+    assert eng.cooling.liquid_heat_w == pytest.approx(246_000)
+    assert eng.cooling.air_heat_w == pytest.approx(86_000)
+
+
+def test_liquid_cooled_switches_with_no_loop_are_a_warning():
+    _, diags = _eng(switch=", liquid_share = 50 %")
+    (w,) = [d for d in diags if d.code == "W647"]
+    assert w.message == ("the switches of `S.fabric` make 6 kW of cold-plate heat that no loop "
+                         "removes")
+
+
+def test_switches_on_their_feeder_get_its_checks():
+    # 12 kW on a 10 kW feeder: E620 (it carries 12 / 0.95 = 12.632 kW through its efficiency)
+    text = BASE.replace("@SWITCH@", "").replace("@RACK@", "").replace("@SITE@", "").replace(
+        "capacity = 20 kW, efficiency = 95 %", "capacity = 10 kW, efficiency = 95 %")
+    design = astral_dsl.loads(text, name="facility.astral")
+    (e,) = [d for d in check_design(design).diagnostics if d.code == "E620"]
+    assert e.message.startswith("feeder `S.net` carries 12.632 kW in normal operation")
+
+
+def test_no_cooling_no_pue():
+    # 8 racks x 40 kW = 320 kW peak, 160 kW at 50 %: no cooling, no losses declared
+    text = "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n" \
+        "site S { racks = 8 x R, utilization = 50 % }\n"
+    eng = check_design(astral_dsl.loads(text, name="bare.astral")).engineering
+    assert eng.cooling.pue is None
+    assert eng.cooling.facility_w == pytest.approx(160_000)
+    assert eng.cooling.peak.total_w == pytest.approx(320_000)
+
+
+def test_utilization_stated_below_the_site_needs_no_site_figure():
+    # every rack states its own: nothing is taken at its peak, no W627
+    eng, diags = _eng(rack=", utilization = 50 %")
+    text = BASE.replace("@SWITCH@", "").replace("@RACK@", ", utilization = 50 %").replace(
+        "@SITE@", "").replace("  utilization = 75 %\n", "")
+    checked = check_design(astral_dsl.loads(text, name="facility.astral"))
+    assert not [d for d in checked.diagnostics if d.code == "W627"]
+    assert checked.engineering.power.it_average_w == pytest.approx(eng.power.it_average_w)
+
+
+def test_w627_says_how_much_load_is_taken_at_its_peak():
+    # one row states 40 %, the other nothing (and the site nothing): that row's 160 kW count at
+    # their peak, and the warning says so
+    text = BASE.replace("@SWITCH@", "").replace("@RACK@", "").replace("@SITE@", "").replace(
+        "row Row {", "row Slow = Row { utilization = 40 % }\nrow Row {", 1).replace(
+        "rows = 2 x Row", "rows = [Row, Slow]").replace("  utilization = 75 %\n", "")
+    checked = check_design(astral_dsl.loads(text, name="facility.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W627"]
+    assert w.message == ("site `S` declares no `utilization` for 160 kW of its IT load (nor do "
+                         "the parts inside it): the average IT load (facility power, PUE) is "
+                         "taken as the peak there")
+    assert checked.engineering.power.it_average_w == pytest.approx(160_000 + 64_000 + 12_000)
+
+
+def test_a_loop_for_the_switches_only_cools_no_rack():
+    # a `network = true` loop without `serves` takes the switches' share only: without the
+    # rows' loops the racks' 240 kW of cold-plate heat still has no path out (W651)
+    loop = ("loop netplates { fluid = Water, supply = 35 degC, rise = 10 K, network = true, "
+            "pump_head = 150 kPa, pump_efficiency = 60 %, cdu = Cdu, cdus = 2, "
+            "redundancy = n_plus_1 }")
+    text = BASE.replace("@SWITCH@", ", liquid_share = 50 %").replace("@RACK@", "").replace(
+        "@SITE@", loop).replace("""  loop plates { fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2,
+                redundancy = n_plus_1, pump_head = 150 kPa, pump_efficiency = 60 % }
+""", "")
+    checked = check_design(astral_dsl.loads(text, name="facility.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W651"]
+    assert w.message.startswith("240 kW of cold-plate heat (8 rack(s)")
+
+
+def test_utilization_where_it_cannot_be_stated_says_where_it_can():
+    design = astral_dsl.loads("host H { power = 10 kW, utilization = 50 % }\n"
+                              "rack R { hosts = 4 x H }\nsite S { racks = 2 x R }\n",
+                              name="hostu.astral")
+    (e,) = [d for d in design.diagnostics if d.is_error]
+    assert (e.code, e.message) == ("E203", "a host has no field `utilization`")
+    assert e.hint == "`utilization` is stated on a rack, row, block, pod, hall or site"

@@ -1,0 +1,294 @@
+"""`astral size`: a report an engineer reads (issue: a twin you can trust, section 5).
+
+It fits the terminal (stacked tables when narrow), writes numbers in readable units, its
+power-by-level rows add up to the headline, sizing's choices are named by their field with the
+objective's value, the JSON carries everything the tables show, and a what-if changes what flows,
+never the installed equipment, with each result named in its own replica. Expected values are
+computed by hand in the comments."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.analyses.checking import check_design
+from astral_dsl.cli.size import terminal_width
+from astral_dsl.outputs.size_report import render_report
+from astral_dsl.units import readable
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _cli(args, columns=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("COLUMNS", None)
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO, env=env,
+                          capture_output=True, timeout=300, text=True)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    design = astral_dsl.load(REPO / "examples" / "astral.astral")
+    return check_design(design, scenarios=["hvdc_lost"])
+
+
+@pytest.fixture(scope="module")
+def summary():
+    proc = _cli(["size", "examples/astral.astral", "--format", "json"])
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["summary"]
+
+
+# ---- fits the terminal ---------------------------------------------------------------------------
+@pytest.mark.parametrize("columns", [60, 80, 100, 132])
+def test_every_line_fits_the_width(reference, columns):
+    text = render_report(reference.design, reference.engineering, width=columns)
+    assert max(len(line) for line in text.splitlines()) <= columns
+
+
+def test_a_narrow_terminal_gets_stacked_tables(reference):
+    # at 60 columns the power-by-level table (about 100 wide) is one block per row
+    text = render_report(reference.design, reference.engineering, width=60)
+    block = text[text.index("Power by level"):]
+    assert " site Astral\n  replicas: 1\n  peak each: 668.47 MW\n" in block
+    assert " network Astral.fabric\n" in block
+    assert "─" not in block.split("\n\n")[0]                 # no table rule: stacked
+
+
+def test_a_wide_terminal_gets_tables(reference):
+    text = render_report(reference.design, reference.engineering, width=132)
+    assert "level     instance" in text and "────" in text
+    assert " site Astral\n" not in text
+
+
+def test_the_width_is_columns_else_the_terminal_else_100():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+        def fileno(self):
+            raise OSError("no terminal here")
+
+    assert terminal_width(io.StringIO(), {"COLUMNS": "80"}) == 80
+    assert terminal_width(io.StringIO(), {}) == 100            # a pipe: not a terminal
+    assert terminal_width(io.StringIO(), {"COLUMNS": "wide"}) == 100
+    assert terminal_width(Tty(), {}) == 100                    # a terminal of unknown size
+
+
+def test_the_cli_follows_columns():
+    narrow = _cli(["size", "examples/astral.astral"], columns=80).stdout
+    piped = _cli(["size", "examples/astral.astral"]).stdout
+    assert max(map(len, narrow.splitlines())) <= 80
+    assert max(map(len, piped.splitlines())) <= 100
+    assert "level     instance" in piped and "level     instance" not in narrow
+
+
+# ---- readable units -----------------------------------------------------------------------------
+def test_readable_units_per_magnitude_and_per_column():
+    assert readable.power(708_608_000) == "708.61 MW"
+    assert readable.power(40_800) == "40.8 kW"
+    assert readable.power(25) == "25 W"
+    # one unit per column when every value reads at least 1 in it...
+    assert readable.powers([16_056_320, 8_028_160, None]) == ["16.06 MW", "8.03 MW", "-"]
+    # ...else each value in its own (the site in MW, a rack in kW)
+    assert readable.powers([668_467_200, 40_800]) == ["668.47 MW", "40.8 kW"]
+    assert readable.powers([358_400, 0]) == ["358.4 kW", "0 kW"]
+    assert readable.currents([3400, 1136.1]) == ["3,400 A", "1,136 A"]
+    assert readable.currents([31_090, 400]) == ["31.09 kA", "0.40 kA"]
+
+
+def test_the_headline_is_in_mw(reference):
+    text = render_report(reference.design, reference.engineering, width=132)
+    # IT 708,608 kW peak, 541,491.2 kW average; facility 601,475.9 kW average, 886,564.6 peak
+    assert "IT 708.61 MW peak, 541.49 MW average; facility 601.48 MW average, 886.56 MW peak; " \
+           "PUE 1.1108" in text
+    assert " 40.8 kW " in text and " 668.47 MW " in text
+
+
+# ---- the rows add up ----------------------------------------------------------------------------
+def test_power_by_level_adds_up_to_the_headline(summary):
+    # site 65,536 hosts x 10.2 kW = 668,467.2 kW + network 20,480 x 1.96 kW = 40,140.8 kW
+    #   = 708,608.0 kW, the headline; average 501,350.4 + 40,140.8 = 541,491.2 kW
+    levels = summary["power_by_level"]
+    rows = {r["kind"]: r for r in levels["rows"] if r["kind"] in levels["sums"]}
+    assert rows["site"]["peak_kw_total"] == pytest.approx(668_467.2)
+    assert rows["network"]["peak_kw_total"] == pytest.approx(40_140.8)
+    assert rows["network"]["path"] == "Astral.fabric"
+    total = sum(r["peak_kw_total"] for r in levels["rows"] if r["kind"] in levels["sums"])
+    assert total == pytest.approx(summary["it_power_kw"]) == pytest.approx(708_608.0)
+    avg = sum(r["average_kw_total"] for r in levels["rows"] if r["kind"] in levels["sums"])
+    assert avg == pytest.approx(summary["it_power_avg_kw"]) == pytest.approx(541_491.2)
+
+
+def test_the_level_table_has_the_network_row_and_the_total(reference):
+    text = render_report(reference.design, reference.engineering, width=132)
+    assert "network   Astral.fabric                                    1   40.14 MW" in text
+    assert "IT total" in text and "541.49 MW   708.61 MW" in text
+
+
+# ---- the JSON carries everything ---------------------------------------------------------------
+def test_json_per_feeder(summary):
+    f = {x["path"]: x for x in summary["feeder_list"]}
+    hvdc = f["Astral.pods[0].rows[0].hvdc"]
+    # 652.8 kW at the batteries' 192 V end: 3,400 A, 850 A in each of 4 conductor sets;
+    # drop = 2 x 850 A x 30 m x rho_90 / 630 mm^2, rho_90 = 0.01724 x (1 + 0.00393 x 70)
+    #   = 0.021983 ohm mm^2/m -> 1.7792 V, 0.741 % of 240 V
+    rho90 = 0.01724 * (1 + 0.00393 * 70)
+    assert (hvdc["replicas"], hvdc["count"], hvdc["running"]) == (1024, 1, 1)
+    assert (hvdc["low_voltage_v"], hvdc["low_voltage_from"]) == (192, "battery end of discharge")
+    assert hvdc["current_a"] == pytest.approx(3400) and hvdc["conductor_current_a"] == 850
+    assert hvdc["voltage_drop_v"] == pytest.approx(2 * 850 * 30 * rho90 / 630, abs=1e-4)
+    assert hvdc["voltage_drop_ratio"] == pytest.approx(2 * 850 * 30 * rho90 / 630 / 240,
+                                                       abs=1e-6)
+    assert (hvdc["normal_kw"], hvdc["failover_kw"], hvdc["capacity_kw"]) == (326.4, 652.8, 800)
+    assert hvdc["average_kw"] == pytest.approx(0.75 * 326.4)
+    assert (hvdc["rectifier_modules_needed"], hvdc["battery_required_ah"]) == (15, 1168.75)
+    net = f["Astral.net_utility"]
+    # the network: 40,140.8 kW on 56 utility feeders, 716.8 kW each alone, 738.97 kW through
+    # their 97 %, at AC400's 360 V and pf 0.95: 738,969 / (sqrt(3) x 360 x 0.95) = 1,247.5 A
+    assert (net["count"], net["network_kw"], net["failover_kw"]) == (56, 40_140.8, 716.8)
+    assert net["current_a"] == pytest.approx(716_800 / 0.97 / (3 ** 0.5 * 360 * 0.95) / 1,
+                                             abs=1e-3)
+
+
+def test_json_per_loop_and_air_unit(summary):
+    (loop,) = summary["loops"]
+    assert (loop["path"], loop["replicas"], loop["cdus"], loop["cdus_needed"]) == \
+        ("Astral.pods[0].secondary", 8, 34, 34)
+    assert loop["heat_kw"] == pytest.approx(62_668.8)          # 75 % of a pod's 83,558.4 kW
+    assert loop["flow_l_per_min"] == pytest.approx(summary["liquid_flow_l_per_min"] / 8,
+                                                   abs=0.01)
+    air = {a["path"]: a for a in summary["air_units"]}
+    room = air["Astral.pods[0].room"]
+    # 25 % of a pod's 83,558.4 kW = 20,889.6 kW peak, 15,667.2 kW at 75 %; fans 3 %
+    assert (room["heat_kw"], room["average_heat_kw"]) == (20_889.6, 15_667.2)
+    assert room["fan_kw_average"] == pytest.approx(0.03 * 15_667.2)
+    assert air["Astral.netroom"]["network_heat_kw"] == pytest.approx(40_140.8)
+
+
+def test_json_facility_components(summary):
+    fac = summary["facility"]
+    avg, peak = fac["average"], fac["peak"]
+    assert sum(v for k, v in avg.items() if k != "total_kw") == pytest.approx(avg["total_kw"],
+                                                                              abs=0.01)
+    assert avg["total_kw"] == pytest.approx(summary["facility_power_kw"])
+    assert peak["total_kw"] == pytest.approx(summary["facility_power_peak_kw"])
+    # fans: 3 % of the average air heat 165,478.4 kW = 4,964.4 kW; at the peak of 207,257.6 kW
+    assert avg["fans_kw"] == pytest.approx(4_964.352) and peak["fans_kw"] == pytest.approx(
+        6_217.728)
+    assert (fac["free_cooling_h"], fac["chiller_cop"], fac["rejection_fan_ratio"]) == \
+        (7000, 6, 0.02)
+    assert fac["pue"] == pytest.approx(avg["total_kw"] / avg["it_kw"], abs=1e-6)
+
+
+def test_json_network_per_tier_with_its_bill_of_materials(summary):
+    (net,) = summary["network"]
+    tiers = {t["name"]: t for t in net["tiers"]}
+    # 8,192 ToRs x (1 kW + 64 x 15 W) = 16,056.3 kW
+    assert tiers["tor"]["switches"] == 8192
+    assert tiers["tor"]["power_kw"] == pytest.approx(8192 * 1.96)
+    assert tiers["tor"]["oversubscription"] == 1.0
+    assert net["power_kw"] == pytest.approx(40_140.8)
+    assert [r["tier"] for r in net["bom"] if r["item"] == "switch"] == ["tor", "agg", "core"]
+
+
+# ---- sizing: the field and the objective --------------------------------------------------------
+def test_chosen_values_are_named_by_their_field_in_size_and_check():
+    expected = ["chosen by sizing: Cluster.rows[0].racks[0].hosts = 3 (in all 48 racks)",
+                "chosen by sizing: Cluster.rows[0].hvdc.count = 3 (in all 4 feeders)",
+                "chosen by sizing: Cluster.rows[0].hvdc.rectifier.modules = 9 (in all 4 "
+                "feeders)",
+                "chosen by sizing: Cluster.rows[0].hvdc.battery.strings = 2 (in all 4 feeders)",
+                "chosen by sizing: Cluster.rows[0].secondary.cdu = SmallCDU (in all 4 loops)",
+                "chosen by sizing: Cluster.rows[0].secondary.cdus = 2 (in all 4 loops)"]
+    # the cost at the chosen design (prices of examples/sizing.astral):
+    #   144 hosts x 300,000 = 43,200,000; 12 feeders x 15,000 = 180,000; 12 x 9 rectifier
+    #   modules x 1,500 = 162,000; 12 x 2 battery strings x 8,000 = 192,000; 4 loops x 2 CDUs x
+    #   60,000 = 480,000 -> 44,214,000 USD
+    objective = "objective: minimize cost = 44,214,000 USD"
+    for command in ("size", "check"):
+        out = _cli([command, "examples/sizing.astral"]).stdout.splitlines()
+        assert [line for line in out if line.startswith("chosen by sizing")] == expected
+        assert any(line.startswith(objective) for line in out), out
+    doc = json.loads(_cli(["size", "examples/sizing.astral", "--format", "json"]).stdout)
+    assert doc["summary"]["objective"]["value"] == pytest.approx(44_214_000)
+    assert doc["summary"]["objective"]["unit"] == "USD"
+    cdus = doc["chosen"][-1]
+    assert (cdus["path"], cdus["field"], cdus["value"], cdus["replicas"]) == \
+        ("Cluster.rows[0].secondary", "cdus", "2", 4)
+    assert (cdus["file"], cdus["line"]) == ("examples/sizing.astral", 36)
+
+
+# ---- under a scenario ---------------------------------------------------------------------------
+def test_a_failure_leaves_the_installed_equipment_alone(reference, summary):
+    outcome = next(o for o in reference.scenarios if o.name == "hvdc_lost")
+    base, under = reference.engineering.power, outcome.result.power
+    # 1,024 x 15 + 56 x 16 modules, and 2,160 feeders, with or without the failure
+    assert under.rectifier_modules == base.rectifier_modules == 16_256
+    assert sum(f.replicas * f.count for f in under.feeders) == summary["feeders"] == 2160
+    f = {x.path: x for x in under.feeders}
+    down, other = f["Astral.pods[0].rows[0].hvdc"], f["Astral.pods[0].rows[0].utility"]
+    assert (down.count, down.running, down.normal_w) == (1, 0, 0.0)
+    assert down.rectifier_modules_needed == 15 and down.battery_required_ah == \
+        pytest.approx(1168.75)
+    # the surviving side carries the whole row, and that is its failover load too
+    assert other.normal_w == other.failover_w == pytest.approx(652_800)
+
+
+def test_under_a_scenario_each_part_is_named_in_its_own_replica(reference):
+    outcome = next(o for o in reference.scenarios if o.name == "hvdc_lost")
+    loops = {lp.path: lp for lp in outcome.result.cooling.loops}
+    assert set(loops) == {"Astral.pods[0].secondary", "Astral.pods[1].secondary"}
+    rest = [(k, p, n) for k, p, n, _, _ in loops["Astral.pods[1].secondary"].parts]
+    assert rest == [("row", "Astral.pods[1].rows[0]", 128),
+                    ("rack", "Astral.pods[1].rows[0].racks[0]", 2048)]
+    pod0 = [(k, p, n) for k, p, n, _, _ in loops["Astral.pods[0].secondary"].parts]
+    # the failed row's feeder splits the rows (1 + 127), not the racks: one line of 2,048
+    assert pod0 == [("row", "Astral.pods[0].rows[0]", 1), ("row", "Astral.pods[0].rows[1]", 127),
+                    ("rack", "Astral.pods[0].rows[0].racks[0]", 2048)]
+    text = render_report(outcome.applied.design, outcome.result, width=132)
+    table = text[text.index("Liquid flow per row and rack"):]
+    assert table.index("Astral.pods[0].secondary") < table.index("row Astral.pods[0].rows[0]") \
+        < table.index("Astral.pods[1].secondary") < table.index("row Astral.pods[1].rows[0]")
+    assert "1 (down)" in text
+
+
+def test_e642_names_the_gpu_of_the_loop_it_is_about(tmp_path):
+    text = (REPO / "examples" / "astral.astral").read_text()
+    text += "\nscenario hot3 { set Astral.pods[3].secondary.supply = 46 degC }\n"
+    path = tmp_path / "hot3.astral"
+    path.write_text(text)
+    design = astral_dsl.load(path)
+    (outcome,) = [o for o in check_design(design, scenarios=["hot3"]).scenarios
+                  if o.name == "hot3"]
+    (e,) = [d for d in outcome.broken if d.code == "E642"]
+    assert e.message == ("loop `Astral.pods[3].secondary` supplies 46 degC but "
+                         "`Astral.pods[3].rows[0].racks[0].hosts[0].gpus[0]` accepts at most "
+                         "45 degC")
+
+
+def test_messages_write_readable_quantities():
+    # 8 leaves + 4 spines of 1 kW with no cooling unit: 12 kW, not "0.012 MW"
+    text = """
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 400 Gb/s }
+switch S { ports = 64, port_speed = 400 Gb/s, power = 1 kW }
+host H { gpus = 8 x G, nics = 8 x N }
+fabric F {
+  rails = 8
+  tier leaf { switch = S, scope = site, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = S, scope = site, down = 64 x 400 Gb/s }
+}
+site S0 { hosts = 32 x H, fabric = F, air room { supply = 25 degC, rise = 12 K } }
+"""
+    design = astral_dsl.loads(text, name="net.astral")
+    (w,) = [d for d in check_design(design).diagnostics if d.code == "W647"]
+    assert w.message == "the switches of `S0.fabric` make 12 kW of heat that no air unit removes"
