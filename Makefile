@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install system-deps demo test bench bench-diagnose images calibrate report report-screenshot
+.PHONY: install system-deps demo test bench bench-diagnose images calibrate fuzz report report-screenshot
 
 system-deps:
 	@# Graphviz's `dot` comes from Debian's package (needed by `astral render` and `astral report`).
@@ -24,6 +24,12 @@ demo: install
 
 test: install
 	$(PYTHON) -m pytest
+
+# The long fuzz campaign: 100,000 inputs across the entry points, a report of the classes of
+# failure found (their shortest inputs in fuzz-findings/); `make test` runs 280 of them.
+FUZZ_INPUTS ?= 100000
+fuzz: install
+	$(PYTHON) tests/fuzzing.py --inputs $(FUZZ_INPUTS)
 
 bench: install
 	for b in benchmarks/bench_*.py; do [ $$b = benchmarks/bench_diagnose.py ] && continue; \

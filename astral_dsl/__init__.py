@@ -17,7 +17,8 @@ def load(path: str | Path, overrides: Optional[Mapping[str, object]] = None):
 
     `overrides` sets top-level parameters as `--set` does: {"hosts_per_rack": "8"}; a value may
     also be a number (which, like a bare number on the command line, takes the unit of the
-    parameter's default), a bool or a Quantity. Anything else is reported as E310."""
+    parameter's default), a bool or a Quantity. Anything else is reported as E310. A path that
+    is not a str or path, or overrides that are not a mapping, raise TypeError."""
     from astral_dsl.compiler import compile_file
 
     return compile_file(path, overrides)
@@ -37,7 +38,8 @@ def loads(text: str | bytes, name: str = "<string>", root: str | Path | None = N
           overrides: Optional[Mapping[str, object]] = None):
     """Compile .astral source text (a str, or bytes as a file holds them); imports resolve
     against `root` (default: the current directory) and the stdlib. Text that is not Unicode
-    (a lone surrogate, invalid UTF-8 bytes) is reported as E101."""
+    (a lone surrogate, invalid UTF-8 bytes) is reported as E101. Text that is neither str nor
+    bytes (None, a number) and overrides that are not a mapping raise TypeError."""
     from astral_dsl.compiler import compile_text
 
     return compile_text(text, name, root, overrides)

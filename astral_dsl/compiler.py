@@ -3,6 +3,7 @@ evaluate and unit-check -> design model -> constraint checks. Each step is a fun
 module; this one only wires them together."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
@@ -66,6 +67,10 @@ def compile_path(path: str | Path, overrides: Optional[Mapping[str, object]] = N
                  read=read_file, expressions=None, instantiator=None) -> Compilation:
     """Read, parse and compile a file; see Compilation. Tools that watch the evaluation (the
     language server's hover, margins) pass their own `expressions` or `instantiator` class."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"the path of a design must be a str or a path, not "
+                        f"{type(path).__name__}")
+    _check_overrides(overrides)
     path = Path(path)
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(project_root(path), diagnostics, read)
@@ -88,9 +93,14 @@ def compile_path(path: str | Path, overrides: Optional[Mapping[str, object]] = N
 def compile_source(text: str, name: str = "<string>", root: str | Path | None = None,
                    overrides: Optional[Mapping[str, object]] = None, read=read_file,
                    expressions=None, instantiator=None) -> Compilation:
+    if not isinstance(text, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"the source of a design must be str or bytes, not {type(text).__name__}")
+    if not isinstance(name, str):
+        raise TypeError(f"the name of a design must be a str, not {type(name).__name__}")
+    _check_overrides(overrides)
     diagnostics: List[Diagnostic] = []
     loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
-    data = bytes(text) if isinstance(text, (bytes, bytearray)) else encode(text)
+    data = bytes(text) if not isinstance(text, str) else encode(text)
     entry = loader.load_entry_text(name, data)
     return _evaluate(entry, loader, tuple(diagnostics), overrides, {}, None, None,
                      expressions, instantiator)
@@ -104,6 +114,14 @@ def compile_file(path: str | Path, overrides: Optional[Mapping[str, object]] = N
 def compile_text(text: str, name: str = "<string>", root: str | Path | None = None,
                  overrides: Optional[Mapping[str, object]] = None, read=read_file) -> Design:
     return compile_source(text, name, root, overrides, read).design
+
+
+def _check_overrides(overrides) -> None:
+    """Overrides are a mapping of parameter names to values (a wrong name or value is a
+    diagnostic; a wrong kind of argument is the caller's mistake: a TypeError)."""
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides must be a mapping of parameter names to values, e.g. "
+                        f"{{\"hosts_per_rack\": 8}}, not {type(overrides).__name__}")
 
 
 def _empty(name: str, diagnostics) -> Design:
@@ -193,6 +211,10 @@ def evaluate_entry(ev: Instantiator, entry: LoadedModule, scope: ModuleScope, sc
         return src.line(span.start.line)[span.start.column - 1:span.end.column - 1]
 
     results = run_checks(ev, ev.frames, mult, paths, module_checks, snippet, ev.scenario)
+    if any(id(f) not in paths for f in ev.frames):
+        # a check may instantiate a template (`check H(racks) == 0`): name its frames too (the
+        # frames named before keep their paths: new ones come last)
+        paths = canonical_paths(everything, ev.frames)
     freezer = Freezer(paths)
     frozen_roots = tuple(freezer.instance(f) for f in roots)
     frozen_jobs = tuple(freezer.instance(f) for f in jobs)

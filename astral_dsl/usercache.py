@@ -79,8 +79,10 @@ def key_digest(*parts: bytes | str) -> str:
     return h.hexdigest()
 
 
-def read(name: str, key: str) -> Optional[Any]:
-    """The JSON value stored under `name` for `key`, or None (absent, foreign, forged, stale)."""
+def read(name: str, key: str, object_hook=None) -> Optional[Any]:
+    """The JSON value stored under `name` for `key`, or None (absent, foreign, forged, stale,
+    or refused by `object_hook`, which json.loads calls on each object: it may raise
+    ValueError, KeyError or TypeError)."""
     folder = cache_dir(create=False)
     if folder is None:
         return None
@@ -94,8 +96,8 @@ def read(name: str, key: str) -> Optional[Any]:
     if hashlib.sha256(payload).hexdigest().encode() != digest:
         return None
     try:
-        return json.loads(payload)
-    except (ValueError, RecursionError):
+        return json.loads(payload, object_hook=object_hook)
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
 
@@ -128,6 +130,25 @@ def _read_verified(path: Path) -> Optional[bytes]:
     if not data.startswith(MAGIC):
         return None
     return data[len(MAGIC):]
+
+
+def prune(prefix: str, keep: int = 4) -> None:
+    """Remove all but the `keep` newest entries whose names start with `prefix` (the parser
+    tables of grammars no checkout uses any more)."""
+    folder = cache_dir(create=False)
+    if folder is None:
+        return
+    safe = _entry_path(folder, prefix).name[:-len(".json")]
+    try:
+        found = []
+        for entry in os.scandir(folder):
+            if entry.name.startswith(safe) and entry.name.endswith(".json") and \
+                    entry.is_file(follow_symlinks=False):
+                found.append((entry.stat(follow_symlinks=False).st_mtime, entry.path))
+        for _, path in sorted(found, reverse=True)[keep:]:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def write(name: str, key: str, value: Any) -> bool:

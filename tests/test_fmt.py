@@ -400,8 +400,16 @@ def test_crlf_and_bom():
 
 # ---- the command line ----------------------------------------------------------------------------
 def astral(*args, stdin=None, cwd=None):
+    """`python -m astral_dsl.cli ...` of this checkout (conftest.py puts it first on the
+    subprocess's PYTHONPATH, whatever its working directory)."""
     return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
                           text=True, input=stdin, cwd=cwd)
+
+
+def test_the_command_line_is_this_checkout(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", "import astral_dsl; print(astral_dsl.__file__)"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert Path(proc.stdout.strip()).resolve() == REPO / "astral_dsl" / "__init__.py"
 
 
 def test_cli_check_diff_and_rewrite(tmp_path):

@@ -10,7 +10,7 @@ from typing import Dict, List, Set
 PACKAGE = Path(__file__).resolve().parents[1] / "astral_dsl"
 
 # each layer may import itself and the layers listed before it
-ORDER = ["diagnostics", "units", "resources", "syntax", "model", "semantics", "compiler",
+ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "semantics", "compiler",
          "analyses", "seer", "checking", "outputs", "fmt", "explore", "observe", "diagnose",
          "lsp", "cli"]
 # `astral check` as a function runs the front end, the engineering analyses and Seer's job

@@ -219,3 +219,20 @@ def test_dot_source_has_no_raw_user_markup():
     for line in source.splitlines():                      # raw only inside quoted tooltips
         for at in [i for i in range(len(line)) if line.startswith("<b>bold", i)]:
             assert line.rfind('tooltip="', 0, at) > line.rfind("label=<", 0, at), line[:200]
+
+
+# ---- sizing's work ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("options, combinations", [("(? in 1..2000)", 1999),
+                                                    ("(? in 1..258)", 257)])
+def test_sizing_compiles_at_most_256_combinations(tmp_path, options, combinations):
+    """One `?` of 2,000 options in the reference cost 86 s of CPU (a compile and check per
+    option); beyond 256 combinations sizing refuses at once with E661."""
+    text = (REPO / "examples" / "astral.astral").read_text(encoding="utf-8")
+    assert "conductors = 4," in text
+    design = tmp_path / "astral.astral"         # the first feeder's conductors
+    design.write_text(text.replace("conductors = 4,", f"conductors = {options},", 1))
+    proc = _astral("check", "--format", "json", str(design))
+    assert proc.returncode == 1, proc.stderr
+    found = [d for d in json.loads(proc.stdout)["diagnostics"] if d["code"] == "E661"]
+    assert len(found) == 1, proc.stdout[:2000]
+    assert f"{combinations:,} combinations, more than the 256" in found[0]["message"]

@@ -90,6 +90,12 @@ def test_a_poisoned_cache_at_the_old_path_changes_nothing(sandbox, tmp_path):
                                                            _old_cache_paths(tmp))
 
 
+# what a check of the reference caches: the parser's tables and the syntax trees of the stdlib
+# modules it imports (syntax/astcache.py)
+CACHED_BY_CHECK = ["ast-cooling", "ast-hardware", "ast-models", "ast-network", "ast-power",
+                   "parser-compiler"]
+
+
 def test_the_cache_is_private_plain_data(sandbox):
     home, tmp = sandbox
     proc = _astral("check", str(REFERENCE), env=_env(home, tmp))
@@ -97,7 +103,7 @@ def test_the_cache_is_private_plain_data(sandbox):
     folder = home / ".cache" / "astral_dsl"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     entries = sorted(folder.iterdir())
-    assert [e.name for e in entries] == ["parser-compiler.json"]
+    assert sorted(e.name.rsplit("-", 1)[0] for e in entries) == CACHED_BY_CHECK
     for e in entries:
         assert stat.S_IMODE(e.stat().st_mode) == 0o600
         data = e.read_bytes()
@@ -115,7 +121,8 @@ def test_xdg_cache_home_is_honoured(sandbox, tmp_path):
     xdg = tmp_path / "xdg"
     proc = _astral("check", str(REFERENCE), env=_env(home, tmp, XDG_CACHE_HOME=str(xdg)))
     assert proc.returncode == 0
-    assert (xdg / "astral_dsl" / "parser-compiler.json").is_file()
+    assert sorted(e.name.rsplit("-", 1)[0] for e in (xdg / "astral_dsl").iterdir()) == \
+        CACHED_BY_CHECK
     assert not (home / ".cache").exists()
 
 
@@ -149,7 +156,7 @@ def test_a_damaged_parser_entry_is_rebuilt(cache):
     from astral_dsl.syntax import tables
 
     tables.build("probe", lexer="contextual", start=["start"])
-    path = cache / "parser-probe.json"
+    path, = cache.glob("parser-probe-*.json")
     data = path.read_bytes()
     head, digest, payload = data[len(usercache.MAGIC):].split(b"\n", 2)
     bogus = json.dumps({"d": [["data", {"d": []}], ["memo", {"d": []}]]}).encode()
@@ -157,6 +164,23 @@ def test_a_damaged_parser_entry_is_rebuilt(cache):
                      + b"\n" + bogus)
     parser = tables.build("probe", lexer="contextual", start=["start"])
     assert parser.parse("site S { }") is not None
+
+
+def test_entries_of_other_grammars_are_kept_and_pruned(cache):
+    """Checkouts of different grammars keep an entry each (none rebuilds another's); only the
+    four newest entries of a parser stay."""
+    from astral_dsl.syntax import tables
+
+    tables.build("probe", lexer="contextual", start=["start"])
+    first, = cache.glob("parser-probe-*.json")
+    for i in range(5):                       # five other "grammars": other keys, other entries
+        assert usercache.write(f"parser-probe-other{i}", f"k{i}", {"v": i})
+        os.utime(cache / f"parser-probe-other{i}.json", (1e9 + i, 1e9 + i))
+    os.utime(first, (2e9, 2e9))              # the newest
+    usercache.prune("parser-probe-")
+    kept = sorted(p.name for p in cache.glob("parser-probe-*.json"))
+    assert kept == sorted([first.name] + [f"parser-probe-other{i}.json" for i in (2, 3, 4)])
+    assert usercache.read(first.name[:-len(".json")], "wrong key") is None
 
 
 def test_a_shared_cache_directory_is_not_used(cache):
@@ -423,3 +447,52 @@ def test_a_huge_file_is_refused_before_it_is_read(sandbox, tmp_path):
         fh.truncate(MAX_SOURCE_BYTES + 1)                # sparse: costs no disk
     proc = _astral("check", "--color", "never", str(big), env=_env(home, tmp), timeout=60)
     assert proc.returncode == 2 and b"[E108]" in proc.stdout, proc.stdout
+
+
+# ---- the stdlib's syntax trees ---------------------------------------------------------------------
+def _stdlib_source(module: str = "cooling"):
+    from astral_dsl import resources
+    from astral_dsl.syntax.source import Source
+
+    path = resources.stdlib_dir() / f"{module}.astral"
+    return Source(str(path), path.read_text(encoding="utf-8"))
+
+
+def test_a_cached_stdlib_tree_is_the_parsed_tree(cache):
+    from astral_dsl.syntax import astcache
+    from astral_dsl.syntax.parser import parse
+
+    source = _stdlib_source()
+    fresh = astcache.parse_cached(source, parse)              # parsed, then stored
+    entry, = cache.glob("ast-cooling-*.json")
+    calls = []
+    again = astcache.parse_cached(source, lambda s: calls.append(s) or parse(s))
+    assert calls == []                                         # read back, not parsed
+    assert astcache._encode(again) == astcache._encode(fresh)  # every node, field and span
+    assert entry.is_file()
+
+
+@pytest.mark.parametrize("forged", [
+    {"n": "Path", "f": ["/etc/passwd"]},                       # not a node class of the AST
+    {"n": "__class__", "f": []},
+    {"x": 1},
+    [1, 2, 3],                                                 # not a tree at all
+])
+def test_a_forged_stdlib_tree_is_parsed_again(cache, forged):
+    """An entry is data: it can only name the AST's node classes; anything else is refused and
+    the module parsed afresh."""
+    from astral_dsl.syntax import astcache
+    from astral_dsl.syntax.parser import parse
+
+    source = _stdlib_source()
+    astcache.parse_cached(source, parse)
+    entry, = cache.glob("ast-cooling-*.json")
+    data = entry.read_bytes()
+    head, digest, payload = data[len(usercache.MAGIC):].split(b"\n", 2)
+    bogus = json.dumps(forged).encode()
+    entry.write_bytes(usercache.MAGIC + head + b"\n" +
+                      hashlib.sha256(bogus).hexdigest().encode() + b"\n" + bogus)
+    calls = []
+    tree = astcache.parse_cached(source, lambda s: calls.append(s) or parse(s))
+    assert calls == [source]
+    assert astcache._encode(tree) == astcache._encode(parse(source))

@@ -5,9 +5,13 @@ silently hard-coded numbers; CoolProp (Bell et al., Ind. Eng. Chem. Res. 53 (201
 Water uses the IAPWS-95 equation of state (HEOS backend); glycol mixtures use CoolProp's
 incompressible library, e.g. "INCOMP::MPG[0.25]" = propylene glycol 25 % by mass (PG25).
 
-CoolProp is imported lazily, inside the first call, never when this module is imported: a design
-with no liquid cooling must not pay for it.  Results are cached (functools.lru_cache) by
-(CoolProp name, temperature rounded to TEMP_RESOLUTION_C, pressure rounded to 1 Pa).
+The stdlib's coolants at atmospheric pressure (water from 1 to 99 degC, PG25 from -9 to 100 degC)
+come from a table of CoolProp's own values shipped with the package (fluid_table.py: within 1e-6
+of CoolProp), so the common path never imports CoolProp (~0.3 s of a `check`). Anything else
+goes to CoolProp, imported lazily, inside the first call that needs it, never when this module is
+imported.  Results are cached (functools.lru_cache) by (CoolProp name, temperature rounded to
+TEMP_RESOLUTION_C, pressure rounded to 1 Pa). CoolProp's high-level calls are not thread-safe:
+they run one at a time (the language server analyses in several threads).
 
 Version choice (measured on this project's machine, Python 3.11.7, 2 cores, warm file cache,
 ``import CoolProp.CoolProp`` in a fresh interpreter, 5 runs each in a clean venv):
@@ -27,6 +31,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import threading
 from typing import NamedTuple
 
 from astral_dsl.model.fluid_names import check_fluid_name
@@ -51,6 +56,7 @@ _GLYCOL = re.compile(r"^(PG|EG)\s*(\d{1,2})$", re.IGNORECASE)
 _GLYCOL_CODES = {"PG": "MPG", "EG": "MEG"}
 
 _LIQUID_PHASES = ("liquid", "supercritical_liquid")
+_COOLPROP_LOCK = threading.Lock()
 
 
 class FluidProperties(NamedTuple):
@@ -73,7 +79,8 @@ def _coolprop():
 
 def coolprop_version() -> str:
     """The CoolProp version in use (imports CoolProp)."""
-    return _coolprop().get_global_param_string("version")
+    with _COOLPROP_LOCK:
+        return _coolprop().get_global_param_string("version")
 
 
 def resolve_name(fluid: str) -> str:
@@ -98,6 +105,17 @@ def resolve_name(fluid: str) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _lookup(name: str, temp_c: float, pressure_pa: float, require_liquid: bool) -> FluidProperties:
+    from astral_dsl.analyses import fluid_table
+
+    shipped = fluid_table.lookup(name, temp_c, pressure_pa)
+    if shipped is not None:             # liquid over the whole table: no phase to check
+        return FluidProperties(name, temp_c, pressure_pa, shipped[0], shipped[1])
+    with _COOLPROP_LOCK:
+        return _coolprop_lookup(name, temp_c, pressure_pa, require_liquid)
+
+
+def _coolprop_lookup(name: str, temp_c: float, pressure_pa: float,
+                     require_liquid: bool) -> FluidProperties:
     CP = _coolprop()
     t_k = temp_c + ZERO_CELSIUS_K
     where = f"{temp_c:g} degC, {pressure_pa:g} Pa"

@@ -1,3 +1,3 @@
-from astral_dsl.cli import main
+from astral_dsl.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -44,6 +44,7 @@ def _window(text):
 
 def run(args, overrides) -> int:
     from astral_dsl import seer
+    from astral_dsl.diagnostics import Diagnostic, Severity
     from astral_dsl.outputs.forecast import report, trace
     from astral_dsl.outputs.jsonout import dumps, envelope
 
@@ -80,7 +81,13 @@ def run(args, overrides) -> int:
             return failed
         notes.append(f"rank map written to {args.ranks}")
     if args.trace:
-        note = trace.write_trace(fc, args.trace, args.level, window)
+        try:
+            note = trace.write_trace(fc, args.trace, args.level, window)
+        except trace.TraceTooLarge as exc:
+            return _fail(args, design, diags + [Diagnostic(
+                "E704", Severity.ERROR, f"--trace: {exc}", None, file=design.file)], EXIT_USAGE)
+        except OSError as exc:
+            return usage(f"--trace: cannot write `{args.trace}`: {exc.strerror or exc}")
         notes.append(f"trace written to {args.trace}" + (f": {note}" if note else ""))
     if args.plot:
         try:

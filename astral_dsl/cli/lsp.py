@@ -11,10 +11,12 @@ def register(sub) -> None:
                    help="talk LSP over standard input/output (the default and only transport)")
     p.add_argument("--debounce", type=float, default=0.3, metavar="SECONDS",
                    help="wait this long after the last change before checking (default 0.3)")
+    p.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS",
+                   help="stop an analysis or a request that takes longer (default 20)")
 
 
 def run(args, overrides) -> int:
     from astral_dsl.lsp.server import serve
 
-    serve(debounce=args.debounce)
+    serve(debounce=args.debounce, timeout=args.timeout)
     return 0

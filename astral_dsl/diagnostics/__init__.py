@@ -6,6 +6,7 @@ from astral_dsl.diagnostics.diagnostic import (
     Severity,
     Span,
     did_you_mean,
+    excerpt,
     has_errors,
     sort_diagnostics,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "Span",
     "describe",
     "did_you_mean",
+    "excerpt",
     "has_errors",
     "sort_diagnostics",
 ]

@@ -62,6 +62,7 @@ CODES: dict[str, str] = {
     "E404": "cycle between definitions",
     "E405": "design too large",
     "E406": "imports nest too deeply",
+    "E407": "analysis stopped at the language server's time limit",
     "W400": "no site declared",
     # E5xx / W5xx: user constraints
     "E500": "check failed",
@@ -142,11 +143,12 @@ CODES: dict[str, str] = {
     "W680": "a scenario breaks the design",
     # W69x: data an analysis needs that the design does not declare
     "W690": "power not declared",
-    # E7xx: rendering (`astral render`)
+    # E700-E749: rendering (`astral render`) and traces (`astral forecast --trace`)
     "E700": "Graphviz's dot program not found",
     "E701": "Graphviz's dot program failed",
     "E702": "nothing to draw for this name or view",
     "E703": "the picture cannot be written",
+    "E704": "the trace asked for is too large",
     # E750-E779, W750-W779: jobs and forecasting (`astral forecast`, seer)
     "E750": "tensor-parallel degree does not divide the attention heads",
     "E751": "pipeline stages do not divide the layers",

@@ -5,11 +5,10 @@ A diagnostic without a span (for example an unreadable file) still names its fil
 """
 from __future__ import annotations
 
-import difflib
 import enum
 from typing import Iterable, Sequence
 
-import attrs
+from astral_dsl import records
 
 
 class Severity(str, enum.Enum):
@@ -18,13 +17,13 @@ class Severity(str, enum.Enum):
     INFO = "info"
 
 
-@attrs.frozen(order=True)
+@records.frozen(order=True)
 class Position:
     line: int
     column: int
 
 
-@attrs.frozen
+@records.frozen
 class Span:
     file: str
     start: Position
@@ -45,7 +44,7 @@ class Span:
         return f"{self.file}:{self.start.line}:{self.start.column}"
 
 
-@attrs.frozen
+@records.frozen
 class Diagnostic:
     code: str
     severity: Severity
@@ -95,8 +94,19 @@ def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...
     return tuple(out)
 
 
+def excerpt(text: str, width: int = 40) -> str:
+    """`text` for a message: whole when short, else its start and end around `...` (a 5 MB
+    literal is not echoed back whole)."""
+    if len(text) <= width:
+        return text
+    tail = width // 4
+    return text[:width - tail - 3] + "..." + text[-tail:]
+
+
 def did_you_mean(name: str, candidates: Sequence[str] | Iterable[str]) -> str | None:
     """A hint naming the closest candidate, or None when nothing is close."""
+    import difflib
+
     pool = sorted(set(candidates))
     same_letters = [c for c in pool if c.lower() == name.lower() and c != name]
     matches = same_letters[:1] or difflib.get_close_matches(name, pool, n=1, cutoff=0.6)

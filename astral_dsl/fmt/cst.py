@@ -52,7 +52,10 @@ class Tok:
     unary: bool = False          # unary minus
     crowded: bool = False        # `{` of a body holding a declaration among other statements
     sep_text: str = ","          # the separator written before this statement, if any
-    partner: Optional["Tok"] = None  # matching bracket
+    partner: Optional["Tok"] = None  # of a closing bracket: its opening one
+    close_start: int = -1            # of an opening bracket: where its closing one starts
+    # (no reference back from an opener: the tokens hold no cycles, so they go as soon as the
+    # formatter drops them)
 
 
 @attrs.frozen
@@ -144,11 +147,16 @@ def _walk(tree: Tree, out: List[Tok], text: str) -> None:
         prev_block = None
         first = True
         heads = []
-        for child in node.children:
+        brace = None
+        children = node.children
+        for k, child in enumerate(children):
+            if top:
+                children[k] = None     # each item's subtree goes once its tokens are made
             if isinstance(child, Token):
                 tok = visit(child, node)
                 if child.type == "LBRACE":
                     tok.body_open = True
+                    brace = brace or tok
                 elif child.type == "RBRACE":
                     tok.body_close = True
                 continue
@@ -166,11 +174,11 @@ def _walk(tree: Tree, out: List[Tok], text: str) -> None:
                 prev_block = head.block_stmt
                 first = False
                 heads.append(head)
-        if not top and len(heads) > 1 and any(h.block_stmt for h in heads):
-            brace = next(t for t in out if t.start == node.children[0].start_pos)
+        if not top and brace is not None and len(heads) > 1 and any(h.block_stmt for h in heads):
             brace.crowded = True
 
     visit(tree, None)
+    del visit, _visit_block      # the two closures refer to each other: no cycle holds `out`
     # the separator written between two statements sharing a line: `,` or `;`
     pending = None
     for t in out:
@@ -188,7 +196,7 @@ def _walk(tree: Tree, out: List[Tok], text: str) -> None:
             opened.append(t)
         elif t.type in CLOSERS:
             o = opened.pop()
-            o.partner, t.partner = t, o
+            o.close_start, t.partner = t.start, o
 
 
 def _mark_tight(node: Tree, out: List[Tok], first_index: int) -> None:
@@ -219,11 +227,7 @@ def _comments(text: str, tokens: List[Tok]) -> List[Comment]:
 
 
 def _line_starts(text: str) -> List[int]:
-    starts = [0]
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            starts.append(i + 1)
-    return starts
+    return [0] + [m.end() for m in re.finditer("\n", text)]
 
 
 def _position(line_starts: List[int], offset: int):

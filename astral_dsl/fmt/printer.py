@@ -99,7 +99,7 @@ class Printer:
         """A block written over several lines (and not empty) is printed over several lines."""
         if open_tok.crowded:
             return True                    # a declaration shares the block with others
-        inner = self.text[open_tok.end:open_tok.partner.start]
+        inner = self.text[open_tok.end:open_tok.close_start]
         return "\n" in inner and bool(inner.strip(" \t\n,;"))
 
     def forced(self, prev: Optional[Tok], tok: Optional[Tok]) -> Optional[str]:

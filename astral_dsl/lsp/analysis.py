@@ -8,7 +8,6 @@ evaluator subclass that only records values. The text of open documents replaces
 disk through the loader's `read` hook."""
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -112,18 +111,15 @@ class Reader:
         return read_file(path)
 
 
-_LOCK = threading.Lock()      # the compiler keeps per-process caches; one compile at a time
-
-
 def analyse(uri: str, path: Optional[Path], text: str, version: Optional[int] = None,
             overlay: Callable[[Path], Optional[str]] = lambda p: None,
             engineering: bool = True) -> Analysis:
-    """Compile `text` as the file `path` (None for an unsaved document) and check it."""
-    with _LOCK:
-        return _analyse(uri, path, text, version, overlay, engineering)
+    """Compile `text` as the file `path` (None for an unsaved document) and check it.
 
-
-def _analyse(uri, path, text, version, overlay, engineering) -> Analysis:
+    Analyses may run at once in several threads (the server's jobs, workers.py), and one may be
+    abandoned half-way: they share no lock. What a compile shares is thread-safe: functools'
+    caches (the parsers, units, fluid properties) and per-compile objects; CoolProp, which is
+    not, is called under its own lock (analyses/fluids.py)."""
     from astral_dsl import compiler
 
     reader = Reader(lambda p: text if path is not None and _same_path(p, path) else overlay(p))
@@ -176,9 +172,16 @@ def _modules(loader: ModuleLoader, scopes: Dict[int, ModuleScope],
 def project_files(root: Path, limit: int = 200, max_dirs: int = 2000) -> List[Path]:
     """The .astral files below a project root, bounded (a file opened outside any project makes
     its folder the root, which may be a home directory): hidden folders and node_modules are
-    skipped, and the walk stops after `max_dirs` folders or `limit` files."""
+    skipped, and the walk stops after `max_dirs` folders or `limit` files. Only what the
+    compiler would read is listed: regular files of at most MAX_SOURCE_BYTES, no FIFO, device
+    or socket (reading one would block or never end), no link that leads out of the project,
+    no folder reached through a link (os.walk does not follow them)."""
     import os
+    import stat
 
+    from astral_dsl.semantics.modules import MAX_SOURCE_BYTES, inside
+
+    root = root.resolve()
     out: List[Path] = []
     seen_dirs = 0
     for folder, dirs, files in os.walk(root):
@@ -186,10 +189,20 @@ def project_files(root: Path, limit: int = 200, max_dirs: int = 2000) -> List[Pa
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in (
             "node_modules", "__pycache__", "build", "dist"))
         for name in sorted(files):
-            if name.endswith(".astral"):
-                out.append(Path(folder) / name)
-                if len(out) >= limit:
-                    return out
+            if not name.endswith(".astral"):
+                continue
+            path = Path(folder) / name
+            try:
+                if path.is_symlink() and not inside(path.resolve(strict=True), root):
+                    continue
+                st = path.stat()
+            except (OSError, RuntimeError):
+                continue
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SOURCE_BYTES:
+                continue
+            out.append(path)
+            if len(out) >= limit:
+                return out
         if seen_dirs >= max_dirs:
             break
     return out

@@ -10,22 +10,33 @@
 - document symbols and formatting (`astral fmt`).
 
 Positions are converted between the compiler's 1-based code-point columns and the LSP's
-0-based UTF-16 (or negotiated) columns in positions.py."""
+0-based UTF-16 (or negotiated) columns in positions.py.
+
+Responsiveness: the event loop only dispatches. Every analysis, hover, lookup, outline,
+formatting and project scan runs as a job of its own thread with a deadline (workers.py): a
+newer version of a document cancels the analysis of the older one, an analysis past its
+deadline is stopped (E407 says so) and the next edit is analysed afresh, and a request that runs
+out of time gets an error (RequestFailed). Requests with invalid params get InvalidParams
+(-32602), a document that is not open an InvalidParams error too, and no error carries a Python
+traceback (they go to the server's log on standard error)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from astral_dsl import __version__
 from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.lsp import workers
 from astral_dsl.lsp.analysis import Analysis, analyse
 from astral_dsl.lsp.positions import Lines
 
@@ -35,6 +46,63 @@ _SEVERITY = {Severity.ERROR: lsp.DiagnosticSeverity.Error,
              Severity.WARNING: lsp.DiagnosticSeverity.Warning,
              Severity.INFO: lsp.DiagnosticSeverity.Information}
 MAX_PROJECT_FILES = 200
+TIMEOUT = 20.0            # seconds an analysis or a request may take (`astral lsp --timeout`)
+
+
+class RequestFailed(JsonRpcException):
+    """LSP's RequestFailed: the request was valid but could not be answered (it ran out of time)."""
+    CODE = -32803
+    MESSAGE = "Request Failed"
+
+
+class NotOpen(JsonRpcInvalidParams):
+    """A request about a document the client has not opened."""
+
+
+class _Dropped:
+    """A request whose params did not validate: answered with InvalidParams, not handled."""
+    jsonrpc = None
+
+
+class AstralProtocol(LanguageServerProtocol):
+    """pygls's protocol, but a request whose params do not validate (a negative position, a
+    string for a number, missing or null params) is answered with InvalidParams instead of
+    being dropped (which leaves the client waiting for good), and no error response carries a
+    traceback."""
+
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if not (isinstance(data, dict) and "id" in data and "method" in data):
+                raise                                     # a notification: nobody to answer
+            detail = _validation_detail(exc.__cause__)
+            self._send_response(data["id"], error=JsonRpcInvalidParams(
+                message=f"invalid params for {data.get('method')}"
+                        + (f": {detail}" if detail else "")).to_response_error())
+            return _Dropped()
+
+    def handle_message(self, message):
+        if isinstance(message, _Dropped):
+            return
+        super().handle_message(message)
+
+    def _send_response(self, msg_id, result=None, error=None):
+        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
+            error = lsp.ResponseError(code=error.code, message=error.message)
+        super()._send_response(msg_id, result, error)
+
+
+def _validation_detail(cause: Optional[BaseException]) -> str:
+    """What failed to validate, as cattrs says it ("invalid value @ $.params.position")."""
+    if cause is None:
+        return ""
+    try:
+        import cattrs
+
+        return "; ".join(cattrs.transform_error(cause))[:300]
+    except Exception:  # noqa: BLE001 - not a cattrs error: its first line
+        return (str(cause).splitlines() or [""])[0][:300]
 
 
 def uri_path(uri: str) -> Optional[Path]:
@@ -49,15 +117,28 @@ def path_uri(path: Path) -> str:
 
 
 class AstralServer(LanguageServer):
-    def __init__(self, debounce: float = 0.3):
-        super().__init__("astral", __version__)
+    def __init__(self, debounce: float = 0.3, timeout: float = TIMEOUT):
+        super().__init__("astral", __version__, protocol_cls=AstralProtocol)
         self.debounce = debounce
+        self.timeout = timeout
         self.latest: Dict[str, Analysis] = {}          # uri -> analysis of its latest text
         self.good: Dict[str, Analysis] = {}            # uri -> latest analysis that parsed
         self.pending: Dict[str, asyncio.Task] = {}     # debounced analyses
-        self.inflight: Dict[str, Tuple[int, asyncio.Future]] = {}
+        self.inflight: Dict[str, Tuple[int, workers.Job]] = {}
         self.project: Dict[str, Tuple[float, Analysis]] = {}   # other files, for references
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="astral-analysis")
+
+    def document(self, uri: str):
+        """The open document `uri` (never a file read from disk for an unknown URI)."""
+        if uri not in self.workspace.text_documents:
+            raise NotOpen(message=f"`{uri}` is not an open document")
+        return self.workspace.get_text_document(uri)
+
+    async def job(self, what: str, fn, *args):
+        """`fn(*args)` off the event loop within the deadline (RequestFailed after it)."""
+        try:
+            return await workers.run(what, self.timeout, fn, *args)
+        except workers.TimedOut as exc:
+            raise RequestFailed(message=str(exc)) from None
 
     # -- documents ---------------------------------------------------------------------------------
     @property
@@ -91,29 +172,37 @@ class AstralServer(LanguageServer):
         await self.refresh(uri)
 
     async def refresh(self, uri: str) -> Optional[Analysis]:
-        """Analyse the document's current text (once per version) and publish diagnostics."""
+        """Analyse the document's current text (once per version) and publish diagnostics. A
+        newer version cancels the analysis of an older one (its waiters get None)."""
         if uri not in self.workspace.text_documents:
             return None
         doc = self.workspace.get_text_document(uri)
-        version = doc.version or 0
+        version, text = doc.version or 0, doc.source
         hit = self.latest.get(uri)
-        if hit is not None and hit.version == version and hit.text == doc.source:
+        if hit is not None and hit.version == version and hit.text == text:
             return hit
         flight = self.inflight.get(uri)
-        if flight is not None and flight[0] == version:
-            return await asyncio.shield(flight[1])
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.executor, self._analyse, uri, doc.source, version)
-        self.inflight[uri] = (version, future)
+        if flight is not None and flight[0] == version and flight[1].running:
+            job = flight[1]
+        else:
+            if flight is not None:
+                flight[1].cancel()                    # a stale analysis never blocks this one
+            job = workers.Job(asyncio.get_running_loop(), "the analysis", self.timeout,
+                              self._analyse, uri, text, version)
+            self.inflight[uri] = (version, job)
         try:
-            result = await asyncio.shield(future)
+            result = await asyncio.shield(job.future)
+        except workers.Superseded:
+            return None
+        except workers.TimedOut as exc:
+            result = stopped_analysis(uri, uri_path(uri), text, version, exc)
         finally:
-            if self.inflight.get(uri, (None, None))[1] is future:
+            if self.inflight.get(uri, (None, None))[1] is job and job.future.done():
                 self.inflight.pop(uri, None)
         if uri not in self.workspace.text_documents:
             return result
         current = self.workspace.get_text_document(uri)
-        if (current.version or 0) == version:
+        if (current.version or 0) == version and self.latest.get(uri) is not result:
             self.latest[uri] = result
             if result.parsed:
                 self.good[uri] = result
@@ -128,11 +217,17 @@ class AstralServer(LanguageServer):
             return failed_analysis(uri, uri_path(uri), text, version, exc)
 
     async def current(self, uri: str) -> Optional[Analysis]:
-        """An analysis of exactly the text the editor has now (waiting for it if needed)."""
-        task = self.pending.pop(uri, None)
-        if task is not None:
-            task.cancel()
-        return await self.refresh(uri)
+        """An analysis of exactly the text the editor has now (waiting for it if needed; an
+        edit meanwhile restarts the wait on the newer text)."""
+        self.document(uri)
+        for _ in range(100):
+            task = self.pending.pop(uri, None)
+            if task is not None:
+                task.cancel()
+            result = await self.refresh(uri)
+            if result is not None or uri not in self.workspace.text_documents:
+                return result
+        return None
 
     def dependents(self, uri: str) -> List[str]:
         """Open documents whose last analysis read the file of `uri`."""
@@ -183,7 +278,7 @@ class AstralServer(LanguageServer):
         if a.entry.path is None:
             return out
         from astral_dsl.lsp.analysis import project_files
-        from astral_dsl.semantics.modules import project_root
+        from astral_dsl.semantics.modules import project_root, read_file
 
         root = project_root(a.entry.path)
         for path in project_files(root, MAX_PROJECT_FILES):
@@ -196,8 +291,8 @@ class AstralServer(LanguageServer):
                 continue
             hit = self.project.get(key)
             if hit is None or hit[0] != mtime:
-                try:
-                    text = path.read_text(encoding="utf-8")
+                try:               # the compiler's reading: regular files of at most 8 MiB
+                    text = read_file(path).decode("utf-8")
                 except (OSError, UnicodeDecodeError):
                     continue
                 analysis = analyse(path_uri(path), path, text, None, self.overlay,
@@ -221,14 +316,29 @@ class AstralServer(LanguageServer):
 def failed_analysis(uri: str, path: Optional[Path], text: str, version: int,
                     exc: Exception) -> Analysis:
     """What the editor sees when the compiler itself failed: one diagnostic saying so."""
+    return _unanalysed(uri, path, text, version, Diagnostic(
+        "E000", Severity.ERROR, f"internal compiler error: {type(exc).__name__}: {exc}", None,
+        "this is a bug in astral_dsl, not in your design; please report it"))
+
+
+def stopped_analysis(uri: str, path: Optional[Path], text: str, version: int,
+                     exc: workers.TimedOut) -> Analysis:
+    """What the editor sees when the analysis ran past its deadline (E407)."""
+    return _unanalysed(uri, path, text, version, Diagnostic(
+        "E407", Severity.ERROR, f"{exc} (the language server's limit): the next edit is "
+        f"analysed afresh", None, "run `astral check` on the file for the full report; a "
+        "design this slow usually has a huge `for` or replication count, or a very long file"))
+
+
+def _unanalysed(uri, path, text, version, d: Diagnostic) -> Analysis:
+    import attrs
+
     from astral_dsl.lsp.analysis import Module
     from astral_dsl.diagnostics import Span
 
     name = str(path) if path is not None else uri
     entry = Module(name, name, path, None, None, None, False, True)
-    d = Diagnostic("E000", Severity.ERROR,
-                   f"internal compiler error: {type(exc).__name__}: {exc}", Span.at(name, 1, 1),
-                   "this is a bug in astral_dsl, not in your design; please report it")
+    d = attrs.evolve(d, span=Span.at(name, 1, 1))
     return Analysis(uri, version, text, entry, {name: entry}, None, (d,), None)
 
 
@@ -256,8 +366,28 @@ def _same(a: Path, b: Path) -> bool:
 
 
 # ---- features ------------------------------------------------------------------------------------
-def build(debounce: float = 0.3) -> AstralServer:
-    server = AstralServer(debounce)
+def _answered(handler):
+    """A request handler whose failures are error responses without a traceback: an unknown
+    document and bad params are InvalidParams, running out of time RequestFailed, a bug an
+    InternalError whose message names it (the traceback goes to the log)."""
+    @functools.wraps(handler)
+    async def wrapper(ls: "AstralServer", params):
+        try:
+            return await handler(ls, params)
+        except (JsonRpcException, asyncio.CancelledError):
+            raise
+        except workers.Superseded:
+            raise RequestFailed(message="the document changed while the request ran") from None
+        except Exception as exc:  # noqa: BLE001 - a bug answers with an error, not silence
+            log.exception("%s failed", handler.__name__)
+            raise JsonRpcInternalError(
+                message=f"internal error in {handler.__name__}: {type(exc).__name__}: {exc}",
+                data=None) from None
+    return wrapper
+
+
+def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
+    server = AstralServer(debounce, timeout)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: AstralServer, params: lsp.DidOpenTextDocumentParams):
@@ -283,116 +413,154 @@ def build(debounce: float = 0.3) -> AstralServer:
         task = ls.pending.pop(uri, None)
         if task is not None:
             task.cancel()
+        flight = ls.inflight.pop(uri, None)
+        if flight is not None:
+            flight[1].cancel()
         ls.latest.pop(uri, None)
         ls.good.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri,
                                                                           diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    @_answered
     async def hover(ls: AstralServer, params: lsp.HoverParams):
-        from astral_dsl.lsp.hover import hover as hover_at
-
         a = await ls.current(params.text_document.uri)
         if a is None or not a.parsed:
             return None
-        lines = ls.lines(a.text)
-        line, col = lines.from_lsp(params.position)
-        found = hover_at(a, a.entry, line, col)
-        if found is None:
-            return None
-        text, span = found
-        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
-                         range=lines.range(span))
+        return await ls.job("hover", _hover, a, ls.encoding, params.position)
 
     async def declaration_at(ls: AstralServer, params):
         """The analysis of the document and the declaration under the cursor (or None)."""
-        from astral_dsl.lsp.navigation import Resolver
-
         a = await ls.current(params.text_document.uri)
         if a is None or not a.parsed:
             return a, None
-        line, col = ls.lines(a.text).from_lsp(params.position)
-        return a, Resolver(a, a.entry).at(line, col)[1]
+        return a, await ls.job("the lookup", _declaration, a, ls.encoding, params.position)
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    @_answered
     async def definition(ls: AstralServer, params: lsp.DefinitionParams):
         a, d = await declaration_at(ls, params)
         return None if d is None else ls.location(a, d.span)
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+    @_answered
     async def references(ls: AstralServer, params: lsp.ReferenceParams):
-        from astral_dsl.lsp.navigation import references as find
-
         a, d = await declaration_at(ls, params)
         if a is None or not a.parsed:
             return None
         if d is None:
             return []
-        loop = asyncio.get_running_loop()
-        analyses = await loop.run_in_executor(ls.executor, ls.project_analyses, a)
-        spans = find(analyses, d, params.context.include_declaration)
-        out = []
-        for span in spans:
-            for candidate in analyses:
-                loc = ls.location(candidate, span)
-                if loc is not None:
-                    out.append(loc)
-                    break
-        return out
+        return await ls.job("references", _references, ls, a, d,
+                            params.context.include_declaration)
 
     @server.feature(lsp.TEXT_DOCUMENT_COMPLETION,
                     lsp.CompletionOptions(trigger_characters=["."]))
+    @_answered
     async def completion(ls: AstralServer, params: lsp.CompletionParams):
-        from astral_dsl.lsp.completion import complete
-
         uri = params.text_document.uri
-        doc = ls.workspace.get_text_document(uri)
+        text = ls.document(uri).source
         a = ls.good.get(uri)
         if a is None:
             a = await ls.current(uri)
             if a is not None and not a.parsed:
                 a = None
-        text = doc.source
-        lines = ls.lines(text)
-        line, col = lines.from_lsp(params.position)
-        items = complete(a, text, line - 1, col - 1, ls.encoding)
+        items = await ls.job("completion", _completion, a, text, ls.encoding, params.position)
         return lsp.CompletionList(is_incomplete=False, items=items)
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    @_answered
     async def symbols(ls: AstralServer, params: lsp.DocumentSymbolParams):
-        from astral_dsl.lsp.symbols import document_symbols
-
-        a = await ls.current(params.text_document.uri)
-        if a is None:
-            return []
-        if not a.parsed:
-            a = ls.good.get(params.text_document.uri)
-            if a is None:
-                return []
-        return document_symbols(a.entry.tree, ls.lines(a.text))
+        uri = params.text_document.uri
+        text = ls.document(uri).source
+        a = await ls.current(uri)
+        tree = a.entry.tree if a is not None and a.parsed and a.text == text else None
+        return await ls.job("the outline", _symbols, tree, text, ls.encoding)
 
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+    @_answered
     async def formatting(ls: AstralServer, params: lsp.DocumentFormattingParams):
-        from astral_dsl.diagnostics import DiagnosticError
-        from astral_dsl.fmt import FormatError, format_text
-
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        try:
-            result = format_text(doc.source, params.text_document.uri)
-        except (DiagnosticError, FormatError):
-            return None          # the diagnostics already say why
-        if result == doc.source:
-            return []
-        lines = ls.lines(doc.source)
-        return [lsp.TextEdit(range=lsp.Range(start=lsp.Position(line=0, character=0),
-                                             end=lines.end()), new_text=result)]
+        uri = params.text_document.uri
+        text = ls.document(uri).source
+        return await ls.job("formatting", _formatting, text, uri, ls.encoding)
 
     return server
 
 
-def serve(debounce: float = 0.3) -> None:
+def _hover(a: Analysis, encoding: str, position: lsp.Position) -> Optional[lsp.Hover]:
+    from astral_dsl.lsp.hover import hover as hover_at
+
+    lines = Lines(a.text, encoding)
+    line, col = lines.from_lsp(position)
+    found = hover_at(a, a.entry, line, col)
+    if found is None:
+        return None
+    text, span = found
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
+                     range=lines.range(span))
+
+
+def _declaration(a: Analysis, encoding: str, position: lsp.Position):
+    from astral_dsl.lsp.navigation import Resolver
+
+    line, col = Lines(a.text, encoding).from_lsp(position)
+    return Resolver(a, a.entry).at(line, col)[1]
+
+
+def _completion(a: Optional[Analysis], text: str, encoding: str, position: lsp.Position):
+    from astral_dsl.lsp.completion import complete
+
+    line, col = Lines(text, encoding).from_lsp(position)
+    return complete(a, text, line - 1, col - 1, encoding)
+
+
+def _references(ls: AstralServer, a: Analysis, d, include_declaration: bool):
+    from astral_dsl.lsp.navigation import references as find
+
+    analyses = ls.project_analyses(a)
+    out = []
+    for span in find(analyses, d, include_declaration):
+        for candidate in analyses:
+            loc = ls.location(candidate, span)
+            if loc is not None:
+                out.append(loc)
+                break
+    return out
+
+
+def _symbols(tree, text: str, encoding: str):
+    """The outline of the analysed tree, else of the text parsed afresh (an analysis that was
+    stopped or has not run: the outline needs only the syntax)."""
+    from astral_dsl.diagnostics import DiagnosticError
+    from astral_dsl.lsp.symbols import document_symbols
+    from astral_dsl.syntax.parser import parse
+    from astral_dsl.syntax.source import Source
+
+    if tree is None:
+        try:
+            tree = parse(Source("<outline>", text))
+        except DiagnosticError:
+            return []
+    return document_symbols(tree, Lines(text, encoding))
+
+
+def _formatting(text: str, uri: str, encoding: str):
+    from astral_dsl.diagnostics import DiagnosticError
+    from astral_dsl.fmt import FormatError, format_text
+
+    try:
+        result = format_text(text, uri)
+    except (DiagnosticError, FormatError):
+        return None          # the diagnostics already say why
+    if result == text:
+        return []
+    lines = Lines(text, encoding)
+    return [lsp.TextEdit(range=lsp.Range(start=lsp.Position(line=0, character=0),
+                                         end=lines.end()), new_text=result)]
+
+
+def serve(debounce: float = 0.3, timeout: float = TIMEOUT) -> None:
     from astral_dsl.stdio import detach_stdout
 
     logging.basicConfig(level=logging.WARNING)
     protocol = detach_stdout()     # nothing but the protocol ever reaches the client's stream
-    build(debounce).start_io(sys.stdin.buffer, protocol)
+    build(debounce, timeout).start_io(sys.stdin.buffer, protocol)

@@ -9,11 +9,13 @@ from typing import Any, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
+
 from astral_dsl.diagnostics import Diagnostic, Span, has_errors
 from astral_dsl.model.values import Group
 
 
-@attrs.frozen
+@records.frozen
 class Ref:
     """A reference to an instance that lives elsewhere in the model, by its canonical path."""
     path: str
@@ -23,7 +25,7 @@ class Ref:
         return self.path
 
 
-@attrs.frozen
+@records.frozen
 class Member:
     """A structural member: a group (or single instance) owned by its parent."""
     name: str
@@ -34,7 +36,7 @@ class Member:
 Index = Any   # None (the member itself), an int, a (start, stop) range, or "*" (every replica)
 
 
-@attrs.frozen
+@records.frozen
 class Step:
     """One step of a route: a member by name, then optionally which replicas of it."""
     name: str
@@ -51,7 +53,7 @@ class Step:
         return f".{self.name}[{self.index}]"
 
 
-@attrs.frozen
+@records.frozen
 class Route:
     """A path as the user wrote it (`Astral.pods[0].rows[0].hvdc`), from a root site or from a
     template (`Node`: every place the template is used bare). A scenario's `fail` and `set`
@@ -70,7 +72,7 @@ class Route:
         return self.display
 
 
-@attrs.frozen
+@records.frozen
 class Action:
     """A scenario's `fail TARGET` / `set TARGET.field = value`, or a site's objective."""
     verb: str                # fail, set, minimize, maximize
@@ -81,7 +83,7 @@ class Action:
     route: Optional[Route] = None    # fail/set: the part as written (None: not a path)
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Instance:
     kind: str
     template: str                 # the template it instantiates (or the member's name)
@@ -145,7 +147,7 @@ class Instance:
         return self.field(name)
 
 
-@attrs.frozen
+@records.frozen
 class CheckResult:
     span: Span
     severity: str
@@ -155,7 +157,7 @@ class CheckResult:
     example: str                 # one instance path
 
 
-@attrs.frozen
+@records.frozen
 class UnknownSite:
     """A `?` in the source. `structural` unknowns (replication counts, catalog choices, any `?`
     used in an expression) are enumerated over their options; `count` unknowns (an equipment
@@ -171,7 +173,7 @@ class UnknownSite:
     field: str = ""
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Design:
     """What the front end produces for one entry file."""
     file: str

@@ -10,13 +10,15 @@ from typing import Callable, Mapping, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
+
 from astral_dsl.model.domains import POSITIVE, Domain, domain
 from astral_dsl.model.fluid_names import check_fluid_name
 from astral_dsl.units import DIMENSION_TYPES
 
 
 # ---- field types -----------------------------------------------------------------------------------
-@attrs.frozen
+@records.frozen
 class QType:
     dim: str                      # a key of DIMENSION_TYPES
     whole: bool = False           # counts
@@ -29,13 +31,13 @@ class QType:
                 "number": "a number"}.get(self.dim, f"a {self.dim.replace('_', ' ')} quantity")
 
 
-@attrs.frozen
+@records.frozen
 class BoolType:
     def describe(self) -> str:
         return "`true` or `false`"
 
 
-@attrs.frozen
+@records.frozen
 class StrType:
     # the domain of the string: a function returning None or (code, message, hint)
     check: Optional[Callable[[str], Optional[Tuple[str, str, str]]]] = None
@@ -44,7 +46,7 @@ class StrType:
         return "a string"
 
 
-@attrs.frozen
+@records.frozen
 class EnumType:
     values: Tuple[str, ...]
 
@@ -52,7 +54,7 @@ class EnumType:
         return "one of " + ", ".join(f"`{v}`" for v in self.values)
 
 
-@attrs.frozen
+@records.frozen
 class RefType:
     kinds: Tuple[str, ...]
 
@@ -60,7 +62,7 @@ class RefType:
         return " or ".join(f"a {k}" for k in self.kinds)
 
 
-@attrs.frozen
+@records.frozen
 class ListType:
     item: object
 
@@ -68,7 +70,7 @@ class ListType:
         return f"a list of {self.item.describe()}"
 
 
-@attrs.frozen
+@records.frozen
 class BundleType:
     dim: str
 
@@ -81,13 +83,13 @@ class BundleType:
         return f"a bundle such as `64 x 400 Gb/s` ({self.dim})"
 
 
-@attrs.frozen
+@records.frozen
 class AnyType:
     def describe(self) -> str:
         return "any value"
 
 
-@attrs.frozen
+@records.frozen
 class FieldSpec:
     type: object
     required: bool = False
@@ -95,14 +97,15 @@ class FieldSpec:
 
 
 def q(dim: str, doc: str = "", required: bool = False, low=None, high=None, sign=None,
-      limit=None, why=None) -> FieldSpec:
-    """A quantity field: `low`/`high` are its declared range (E309), `sign` and `limit` narrow
-    the domain of its dimension (model/domains.py)."""
+      limit=None, why=None, least=None, least_why=None) -> FieldSpec:
+    """A quantity field: `low`/`high` are its declared range (E309), `sign`, `limit` and `least`
+    narrow the domain of its dimension (model/domains.py)."""
     assert dim in DIMENSION_TYPES, dim
     whole = dim == "count"
     if dim == "ratio" and low is None:
         low = 0
-    return FieldSpec(QType(dim, whole, low, high, domain(dim, sign, limit, why)), required, doc)
+    return FieldSpec(QType(dim, whole, low, high, domain(dim, sign, limit, why, least, least_why)),
+                     required, doc)
 
 
 def enum(*values: str, doc: str = "", required: bool = False) -> FieldSpec:
@@ -118,7 +121,7 @@ BOOL = FieldSpec(BoolType())
 ANY = FieldSpec(AnyType())
 
 
-@attrs.frozen
+@records.frozen
 class KindSpec:
     name: str
     doc: str
@@ -324,7 +327,8 @@ _register(_kind("air", "air cooling", dict(
 _register(_kind("facility", "facility water", dict(
     water_class=enum("W17", "W27", "W32", "W40", "W45", "Wplus"), supply=q("temperature"),
     free_cooling=q("time", "hours per year of free cooling", high=8760 * 3600),
-    chiller_cop=q("number", sign=POSITIVE, limit=100),
+    chiller_cop=q("number", sign=POSITIVE, limit=100, least=0.5,
+                  least_why="far below any chiller's, 3 to 7"),
     rejection_fan_ratio=q("ratio", "fan power of the dry coolers or cooling towers per watt of "
                                    "heat they reject", high=1))))
 # Plausible bounds of a model, its parallelism and its batch: each is 100-1,000,000x the largest

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-import attrs
+from astral_dsl import records
 
 from astral_dsl.units import Quantity, format_number
 
 
-@attrs.frozen
+@records.frozen
 class Symbol:
     """An enumeration value written as a bare name (`selective`, `hvdc`)."""
     name: str
@@ -20,7 +20,7 @@ class Symbol:
         return self.name
 
 
-@attrs.frozen
+@records.frozen
 class ListValue:
     items: Tuple[Any, ...]
 
@@ -28,7 +28,7 @@ class ListValue:
         return "[" + ", ".join(show(i) for i in self.items) + "]"
 
 
-@attrs.frozen
+@records.frozen
 class RangeValue:
     start: int
     stop: int   # exclusive
@@ -40,7 +40,7 @@ class RangeValue:
         return f"{self.start}..{self.stop}"
 
 
-@attrs.frozen
+@records.frozen
 class Bundle:
     """`128 x 200 Gb/s`: a count of equal quantities (ports, links, modules)."""
     count: int
@@ -54,7 +54,7 @@ class Bundle:
         return f"{self.count} x {self.item}"
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Run:
     count: int
     item: Any          # an instance (Frame while evaluating, Instance in the model) or a pattern
@@ -65,7 +65,7 @@ def _size(item) -> int:
     return item.count if isinstance(item, Group) else 1
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Group:
     """An ordered multiset of instances as runs. Index i is the i-th replica in order."""
     runs: Tuple[Run, ...]
@@ -187,7 +187,7 @@ def concat(parts) -> "Group":
     return Group(merge_runs(runs))
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Values:
     """The values of one attribute over a group: runs of (count, value)."""
     runs: Tuple[Tuple[int, Any], ...]
@@ -200,7 +200,7 @@ class Values:
         return "{" + ", ".join(f"{c} x {show(v)}" for c, v in self.runs) + "}"
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class UnknownValue:
     """`?`: a value the sizing step chooses (an equipment count left in the model)."""
     domain: Any
@@ -211,7 +211,7 @@ class UnknownValue:
         return "?" if self.domain is None else f"? in {show(self.domain)}"
 
 
-@attrs.frozen
+@records.frozen
 class Choice:
     """A sizing assignment for a structural unknown: the index of the chosen option."""
     index: int
@@ -276,7 +276,7 @@ def type_name(value) -> str:
     return type(value).__name__
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class FabricSelection:
     """Part of a fabric named by path: `fabric.rail[2].plane[B].tor` (rail 2, plane B's ToRs),
     `fabric.pod[2].rail[3].plane[A].agg[17]` (one switch: the tier's scope instance, rail and
@@ -310,7 +310,7 @@ class FabricSelection:
         return self.display
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class FabricAxis:
     """`fabric.rail`, `fabric.plane` or `fabric.pod` (a tier's scope) waiting for its
     `[index]`."""
@@ -318,7 +318,7 @@ class FabricAxis:
     axis: str
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class NicPort:
     """One port of a NIC, `...hosts[0].nics[4].port[a]` (ports a, b, ...: port j of a NIC is on
     plane j mod planes). `nic` is the NIC (a Frame while evaluating, a Ref in the model)."""
@@ -334,13 +334,13 @@ class NicPort:
         return self.display
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class PortAxis:
     """`nic.port` waiting for its `[a]`."""
     nic: Any
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class FabricLink:
     """`A -- B`: the link(s) between two ends, a NIC port and its first-tier switch, or a switch
     and a switch (or a tier group) of the tier above it."""

@@ -172,16 +172,17 @@ def stage_estimate(job: JobSpec, stage_params, i: int) -> MemoryEstimate:
     params = stage_params(i)
     weights = params * w_b
     if par.zero >= 3 and par.dp * par.cp > 1:
-        layers = [L for first, count in chunks for L in range(first, first + count)]
-        full = job.bytes * params / max(1, len(layers))     # one layer, gathered
+        layers = sum(count for _, count in chunks)
+        full = job.bytes * params / max(1, layers)     # one layer, gathered
         weights += job.bytes * params if not par.reshard_after_forward else 2 * full
-    per_chunk = max((sum(layer_activation_bytes(job, L) for L in range(first, first + count))
-                     for first, count in chunks), default=0.0)
+    kinds = [job.model.kinds(first, count) for first, count in chunks]
+    per_chunk = max((sum(c * layer_activation_bytes(job, L) for L, c in chunk)
+                     for chunk in kinds), default=0.0)
     acts = per_chunk * in_flight(par.pp, par.v, job.microbatches, i, par.schedule)
     if job.recompute == "full" and chunks:             # one layer's full activations, rebuilt
         rebuilt = job.with_(recompute="none")
-        acts += max((layer_activation_bytes(rebuilt, L) for first, count in chunks
-                     for L in range(first, first + count)), default=0.0)
+        acts += max((layer_activation_bytes(rebuilt, L) for chunk in kinds for L, _ in chunk),
+                    default=0.0)
     logits = 0.0
     if i == par.pp - 1:
         logits = job.micro * job.seq / par.cp * job.model.vocab / par.tp * (job.bytes + 4)

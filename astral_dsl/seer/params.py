@@ -40,7 +40,7 @@ class ParamsMixin:
         par, m = self.job.parallel, self.job.model
         total = 0.0
         for first, n in self.chunks[stage]:
-            total += sum(self.layer_params(L) for L in range(first, first + n))
+            total += sum(c * self.layer_params(L) for L, c in m.kinds(first, n))
         if stage == 0:
             total += m.vocab * m.hidden / self.tp
         if stage == par.pp - 1 and (not m.gpt or par.pp > 1):

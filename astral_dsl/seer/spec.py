@@ -54,6 +54,17 @@ class ModelSpec:
     def is_moe(self, layer: int) -> bool:
         return self.experts > 0 and layer >= self.dense_layers
 
+    def kinds(self, first: int, n: int) -> Tuple[Tuple[int, int], ...]:
+        """The layers first .. first + n - 1 as (a layer, how many are like it): a layer's
+        shape depends only on whether it is a mixture-of-experts layer (the first
+        `dense_layers` are dense), so a per-layer sum over a stage costs two terms, not one per
+        layer (a 5,040-layer model, hundreds of rule candidates)."""
+        if not self.experts:
+            return ((first, n),) if n > 0 else ()
+        split = min(max(self.dense_layers, first), first + n)      # its first MoE layer
+        return tuple((L, c) for L, c in ((first, split - first), (split, first + n - split))
+                     if c > 0)
+
     def layer_params(self, layer: int) -> float:
         h = self.hidden
         attn = h * (h + 2 * self.kv_dim) + h * h
@@ -63,12 +74,6 @@ class ModelSpec:
         else:
             mlp = mats * h * self.ffn
         return attn + mlp + 4 * h
-
-    def total_params(self) -> float:
-        if self.params:
-            return self.params
-        emb = self.vocab * self.hidden * (1 if self.gpt else 2)
-        return emb + sum(self.layer_params(i) for i in range(self.layers))
 
 
 @dataclass(frozen=True)

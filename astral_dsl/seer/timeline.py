@@ -30,37 +30,64 @@ def _in_window(mb: int, window) -> bool:
 
 
 def count(fc, level: str = "op", window=None) -> int:
-    """Events the timeline would hold."""
+    """Events the timeline would hold: per stage, the events of each block template (chunk,
+    phase) times the micro-batches of the window (every stage runs each (phase, chunk,
+    micro-batch) once), without visiting the blocks: a budget-sized run has a million."""
     low, total = fc.lowering, 0
     for i, run in enumerate(fc.runs):
-        for b in run.blocks:
-            if not _in_window(b.mb, window):
-                continue
-            if level == "op":
-                total += sum(1 for o in low.template(i, b.chunk, b.phase).ops if o.dur > 0)
-            elif level == "layer":
-                tpl = low.template(i, b.chunk, b.phase)
-                total += low.chunks[i][b.chunk][1] + 2 + sum(
-                    1 for o in tpl.ops if o.stream != "compute" and o.dur > 0)
-            else:
-                total += 1
-        total += sum(1 for x in run.transfers() if _in_window(x[4], window)) + len(run.dp) + 2
+        m = run.m
+        lo, hi = (0, m) if window is None else (max(0, window[0]), min(m, window[1]))
+        mbs = max(0, hi - lo)
+        if level == "block":
+            per = 2 * run.v
+        else:
+            per = sum(_per_block(low, i, c, ph, level) for c in range(run.v) for ph in "FB")
+        if len(run.codes) == 2 * run.v * m:
+            total += per * mbs
+        else:                                     # (not a full schedule: count block by block)
+            total += sum(_per_block(low, i, (x // m) % run.v, "B" if x >= run.v * m else "F",
+                                    level) for x in run.codes if lo <= x % m < hi)
+        if window is None:
+            total += len(run.sends)
+        else:
+            total += sum(1 for _, _, key in run.sends if lo <= key % m < hi)
+        total += len(run.dp) + 2
     return total
+
+
+def _per_block(low, i: int, chunk: int, phase: str, level: str) -> int:
+    if level == "block":
+        return 1
+    tpl = low.template(i, chunk, phase)
+    comm = sum(1 for o in tpl.ops if o.stream != "compute" and o.dur > 0)
+    if level == "layer":
+        return low.chunks[i][chunk][1] + 2 + comm
+    return comm + sum(1 for o in tpl.ops if o.stream == "compute" and o.dur > 0)
+
+
+def _blocks(run, window) -> Iterator[Tuple[int, str, int, int]]:
+    """(index, phase, chunk, micro-batch) of the stage's blocks in the window, in order (no
+    Block objects: only the window's blocks are decoded)."""
+    m, vm = run.m, run.v * run.m
+    lo, hi = (0, m) if window is None else window
+    for k, x in enumerate(run.codes):
+        j = x % m
+        if lo <= j < hi:
+            yield k, ("B" if x >= vm else "F"), (x % vm) // m, j
 
 
 def events(fc, window=None, level: str = "op") -> Iterator[Event]:
     low = fc.lowering
     for i, run in enumerate(fc.runs):
-        for b in run.blocks:
-            if not _in_window(b.mb, window):
-                continue
-            tpl = low.template(i, b.chunk, b.phase)
-            first = low.chunks[i][b.chunk][0]
-            label = f"{'fwd' if b.phase == 'F' else 'bwd'} mb{b.mb}" + (
-                f" chunk{b.chunk}" if fc.job.parallel.v > 1 else "")
+        for k, phase, chunk, mb in _blocks(run, window):
+            b = _Span(phase, chunk, mb, run.start[k], run.end[k])
+            tpl = low.template(i, chunk, phase)
+            first = low.chunks[i][chunk][0]
+            label = f"{'fwd' if phase == 'F' else 'bwd'} mb{mb}" + (
+                f" chunk{chunk}" if fc.job.parallel.v > 1 else "")
             if level == "block":
-                yield Event(i, "compute", label, "forward" if b.phase == "F" else "backward",
-                            b.start, b.end, (("micro_batch", b.mb), ("chunk", b.chunk)))
+                yield Event(i, "compute", label, "forward" if phase == "F" else "backward",
+                            b.start, b.end, (("micro_batch", mb), ("chunk", chunk)))
                 continue
             if level == "layer":
                 yield from _layers(i, b, tpl, label, first)
@@ -68,7 +95,7 @@ def events(fc, window=None, level: str = "op") -> Iterator[Event]:
             for o in tpl.ops:
                 if o.dur <= 0:
                     continue
-                args = [("micro_batch", b.mb), ("layer", _absolute(o.layer, first))]
+                args = [("micro_batch", mb), ("layer", _absolute(o.layer, first))]
                 if o.flops:
                     args.append(("flops", o.flops))
                 if o.nbytes:
@@ -94,6 +121,15 @@ def events(fc, window=None, level: str = "op") -> Iterator[Event]:
         s, e = run.gather
         if e > s:
             yield Event(i, "dp", "param all-gather", "comm", s, e, (("group", "dp"),))
+
+
+@dataclass(frozen=True)
+class _Span:
+    phase: str
+    chunk: int
+    mb: int
+    start: float
+    end: float
 
 
 def _absolute(layer: int, first: int) -> int:

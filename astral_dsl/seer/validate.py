@@ -12,6 +12,7 @@ from astral_dsl.seer.cluster import Cluster, cluster_of, under_failures
 from astral_dsl.seer.job import declared, job_spec
 from astral_dsl.seer.spec import (DEFAULT_SEQ, DEFAULT_VOCAB, DIMENSIONS, JobSpec, chunk_split,
                                stage_layers, virtual_stage_options)
+from astral_dsl.units.readable import count as _n
 
 GB = 1e9
 
@@ -75,6 +76,7 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
         diags.append(_err("E755", f"{name} needs {par.gpus} GPUs but its placement "
                                   f"`{cluster.placement}` holds {cluster.gpus}",
                           job.span_of("placement"), "place it on more GPUs or shrink a degree"))
+    diags.extend(_gpu_data(design, job, cluster))
     if spec.fp8 and not dict(cluster.gpu.flops).get("fp8"):
         diags.append(_err("E765", f"{name}: dtype = fp8 but `{cluster.gpu.name}` declares no fp8 "
                                   f"rate (`flops_fp8`)", where("dtype", ""),
@@ -94,6 +96,24 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
     if not any(d.is_error for d in diags):
         diags.extend(memory_check(job, spec, cluster))
     return diags, spec, cluster
+
+
+def _gpu_data(design, job, cluster: Cluster) -> List[Diagnostic]:
+    """E758 for a GPU without the data sheet figures Seer's operator times need (a missing
+    figure must not count as zero, nor as an assumed value)."""
+    gpu = cluster.gpu
+    missing = [(what, field) for what, field, have in (
+        ("`memory_bandwidth`", "memory_bandwidth", gpu.hbm_bw > 0),
+        ("peak FLOP/s (`flops_bf16`, `flops_fp16`, `flops_fp8` or `flops_fp32`)", "flops_bf16",
+         bool(gpu.flops))) if not have]
+    if not missing:
+        return []
+    inst = next((i for i in design.instances if i.kind == "gpu" and i.template == gpu.name), None)
+    span = inst.span if inst is not None and inst.span is not None else job.span
+    return [_err("E758", f"job `{job.template}` cannot be forecast: GPU `{gpu.name}` declares no "
+                         f"{what}", span, f"declare `{field}` on `{gpu.name}` (its data sheet)",
+                 ("Seer times memory-bound operators by the memory bandwidth and GEMMs by the "
+                  "peak FLOP/s of the job's precision",)) for what, field in missing]
 
 
 def _model(spec: JobSpec, where) -> List[Diagnostic]:
@@ -139,14 +159,6 @@ def _model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"Llama models round it up (Llama 3 8B: 14,336 = 3.5 h)", span,
                          "state the FFN width: `ffn = ...`"))
     return out
-
-
-def _n(x) -> str:
-    """A count for a message: with separators, or in scientific notation when absurd."""
-    if abs(x) < 10**15:
-        return f"{x:,}"
-    digits = str(abs(int(x)))                 # beyond a float's range too: no float()
-    return ("-" if x < 0 else "") + f"{digits[0]}.{digits[1:3]}e{len(digits) - 1}"
 
 
 def _budget_model(spec: JobSpec, where) -> List[Diagnostic]:

@@ -146,6 +146,10 @@ def _sign_hint(t: QType, code: str) -> str:
 
 
 def _bound_hint(dom, value: Quantity) -> str:
+    if dom.least is not None and 0 < abs(value.si) < dom.least:
+        why = f" ({dom.least_why})" if dom.least_why else ""
+        return (f"the plausible range starts at {_shown(dom.least, value)}{why}; check the unit "
+                f"and the number")
     if dom.floor is not None:
         text = f"between {_shown(dom.floor, value)} and {_shown(dom.limit, value)}"
     else:

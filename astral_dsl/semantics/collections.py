@@ -11,6 +11,7 @@ from astral_dsl.model.values import (Bundle, Choice, Group,
 from astral_dsl.semantics.frames import Frame
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, format_number
+from astral_dsl.units.readable import count
 from astral_dsl.semantics.errors import fail, unknown_key
 
 MAX_COUNT = 10**9           # one replication count
@@ -73,14 +74,14 @@ def eval_replicate(x, e: ast.Replicate, env):
     if n <= 0:
         fail("E400", f"a replication count must be at least 1, not {n}", e.count.span)
     if n > MAX_COUNT:
-        fail("E401", f"a replication count of {n:,} is beyond the limit of {MAX_COUNT:,}",
+        fail("E401", f"a replication count of {count(n)} is beyond the limit of {MAX_COUNT:,}",
              e.count.span)
     item = x.eval(e.item, env)
     if isinstance(item, Frame):
         return Group((Run(n, item),))
     if isinstance(item, Group):
         if item.count * n > MAX_GROUP:
-            fail("E401", f"{n:,} x a group of {item.count:,} makes {item.count * n:,} "
+            fail("E401", f"{count(n)} x a group of {item.count:,} makes {count(item.count * n)} "
                          f"instances, beyond the limit of {MAX_GROUP:,}", e.span)
         return item.repeat(n)
     if isinstance(item, Quantity):

@@ -286,6 +286,11 @@ class Expressions:
 
     def _e_Neg(self, e: ast.Neg, env):
         v = self.numeric(self.eval(e.operand, env), e.span)
+        lit = e.operand
+        if isinstance(lit, ast.QuantityLit) and isinstance(v, Quantity) and v.point:
+            # a negative literal: `-99 degC` is the temperature point -99 degC (a point cannot be
+            # negated, but a literal can be negative)
+            return Quantity.from_unit(-lit.value, self.unit(lit.unit, lit.unit_span))
         if not isinstance(v, Quantity):
             fail("E303", f"cannot negate a {type_name(v)}", e.span)
         try:

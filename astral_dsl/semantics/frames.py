@@ -9,13 +9,15 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
+
 from astral_dsl.diagnostics import Span
 from astral_dsl.model.kinds import KindSpec
 from astral_dsl.semantics.scope import ModuleScope, Template
 from astral_dsl.syntax import ast
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class Env:
     module: ModuleScope
     frame: Optional["Frame"] = None
@@ -31,7 +33,7 @@ class Env:
         return attrs.evolve(self, symbols=True)
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class FieldDef:
     stmt: Any            # ast.Field | ast.Let | ast.Decl | ast.Record, or an override
     env: Env
@@ -40,7 +42,7 @@ class FieldDef:
     is_let: bool = False
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class Frame:
     kind: str
     spec: KindSpec

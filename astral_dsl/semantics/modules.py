@@ -12,9 +12,7 @@ import stat
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-import attrs
-
-from astral_dsl import resources
+from astral_dsl import records, resources
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse_all
@@ -69,7 +67,7 @@ def unreadable(what: str, exc: OSError, span: Optional[Span] = None,
                       span, file=file)
 
 
-@attrs.define
+@records.define
 class LoadedModule:
     key: str                      # "stdlib.hardware", "lib.common" or the entry's display name
     path: Optional[Path]
@@ -177,7 +175,7 @@ class ModuleLoader:
             resolved = path.resolve()
         except (OSError, RuntimeError):
             resolved = path
-        if not (_inside(resolved, base)):
+        if not (inside(resolved, base)):
             self._error("E207", f"module `{node.dotted}` resolves outside the project "
                                 f"({display_name(resolved)})", node.span,
                         "imports resolve only inside the project and the stdlib")
@@ -216,7 +214,7 @@ class ModuleLoader:
             self.diagnostics.append(exc.diagnostic)
             return LoadedModule(key, path, None, None, is_stdlib)
         try:
-            tree, errors = parse_all(source)
+            tree, errors = _parse_source(source, is_stdlib)
             if errors:
                 self.diagnostics.extend(errors)
                 return LoadedModule(key, path, source, None, is_stdlib)
@@ -234,7 +232,22 @@ class ModuleLoader:
         self.diagnostics.append(Diagnostic(code, Severity.ERROR, message, span, hint))
 
 
-def _inside(path: Path, base: Path) -> bool:
+def _parse_source(source, is_stdlib: bool):
+    """(tree, syntax errors): a stdlib module's tree from the per-user cache (it is shipped and
+    does not change: syntax/astcache.py), every other file parsed."""
+    if is_stdlib:
+        from astral_dsl.syntax.astcache import parse_cached
+        from astral_dsl.syntax.parser import parse
+
+        try:
+            return parse_cached(source, parse), []
+        except DiagnosticError:
+            pass                       # its errors, all of them, from parse_all
+    return parse_all(source)
+
+
+def inside(path: Path, base: Path) -> bool:
+    """Whether `path` lies in the folder `base` (both resolved)."""
     try:
         path.relative_to(base)
         return True

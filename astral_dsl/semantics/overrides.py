@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Mapping
 
-from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, did_you_mean
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, did_you_mean, excerpt
 from astral_dsl.semantics.scope import ModuleScope, ParamSymbol
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse_expression
@@ -58,7 +58,7 @@ def _value(given: Any, symbol: ParamSymbol, where: str):
         number = float(given) if abs(given) < 1e308 else math.inf
         if not math.isfinite(number):
             raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
-                                             f"{_short(repr(given))} is not a finite number",
+                                             f"{excerpt(repr(given))} is not a finite number",
                                              None))
         default = symbol.node.default
         if isinstance(default, ast.QuantityLit):         # a bare number takes the default's unit
@@ -72,10 +72,6 @@ def _value(given: Any, symbol: ParamSymbol, where: str):
     raise DiagnosticError(Diagnostic(
         "E310", Severity.ERROR, f"a {type(given).__name__} is not a value", None,
         "give a number, a Quantity, a bool or the text of a literal such as \"50 kW\""))
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= 40 else text[:20] + "..." + text[-10:]
 
 
 def _literal(text: str, symbol: ParamSymbol, where: str):

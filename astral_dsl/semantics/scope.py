@@ -5,12 +5,14 @@ from typing import Dict, List, Optional, Union
 
 import attrs
 
+from astral_dsl import records
+
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.syntax import ast
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class Template:
     decl: ast.Decl
     module: "ModuleScope"
@@ -24,19 +26,19 @@ class Template:
         return self.decl.kind.name
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class ParamSymbol:
     node: ast.Param
     module: "ModuleScope"
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class LetSymbol:
     node: ast.Let
     module: "ModuleScope"
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class Namespace:
     scope: "ModuleScope"
     name: str
@@ -49,7 +51,7 @@ class Namespace:
 Symbol = Union[Template, ParamSymbol, LetSymbol, Namespace]
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class ModuleScope:
     key: str
     file: str

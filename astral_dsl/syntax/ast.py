@@ -5,9 +5,12 @@ from typing import Optional, Tuple, Union
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Span
 
-_node = attrs.frozen(eq=False)
+# no weak references or match arguments, which nothing uses: the ~40 node classes are built at
+# every start of `astral` (records.py: their repr is shared too)
+_node = records.frozen(eq=False, weakref_slot=False, match_args=False)
 
 
 @_node

@@ -6,7 +6,7 @@ import re
 
 from lark import Token, Transformer, v_args
 
-from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, excerpt
 from astral_dsl.syntax import ast
 
 
@@ -218,8 +218,8 @@ class Builder(Transformer):
         try:
             value = _number(m.group("num"))
         except (ValueError, AttributeError):
-            raise DiagnosticError(Diagnostic("E106", Severity.ERROR, f"invalid number `{text}`",
-                                             span)) from None
+            raise DiagnosticError(Diagnostic("E106", Severity.ERROR,
+                                             f"invalid number `{excerpt(text)}`", span)) from None
         unit = m.group("unit")
         ustart = tok.column + m.start("unit")
         unit_span = Span.at(self.f, tok.line, ustart, tok.line, ustart + len(unit))
@@ -230,7 +230,8 @@ class Builder(Transformer):
         try:
             value = _number(str(tok))
         except ValueError:
-            raise DiagnosticError(Diagnostic("E106", Severity.ERROR, f"invalid number `{tok}`",
+            raise DiagnosticError(Diagnostic("E106", Severity.ERROR,
+                                             f"invalid number `{excerpt(str(tok))}`",
                                              _span(self.f, tok))) from None
         return ast.Number(value, str(tok), _span(self.f, tok))
 
@@ -254,6 +255,9 @@ class Builder(Transformer):
     @v_args(meta=True)
     def false(self, meta, items):
         return ast.Bool(False, self._s(meta))
+
+    def paren(self, items):
+        return items[0]             # `(e)` is `e` (a node of the tree only to count its depth)
 
     def name(self, items):
         tok = items[0]

@@ -1,12 +1,12 @@
 """Source files: bytes -> text, with diagnostics for binary and non-UTF-8 input."""
 from __future__ import annotations
 
-import attrs
+from astral_dsl import records
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 
 
-@attrs.frozen
+@records.frozen
 class Source:
     name: str      # the file name shown in diagnostics
     text: str

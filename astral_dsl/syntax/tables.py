@@ -4,7 +4,8 @@ Building the LALR tables from grammar/astral.lark takes ~80 ms of CPU; loading t
 cache a fraction of that. Lark serialises a parser into dicts, tuples, lists, strings, numbers
 and booleans (the data its standalone generator writes as Python literals); it is stored as
 tagged JSON and turned back into a parser with `Lark.load`, so a cache entry never runs code.
-The key covers the grammar text, the Lark version and the options: any change builds afresh."""
+The key covers the grammar text, the Lark version and the options: any change builds afresh, in
+an entry of its own (the four newest per parser are kept)."""
 from __future__ import annotations
 
 from typing import Any
@@ -20,26 +21,37 @@ class _Corrupt(ValueError):
     pass
 
 
+_FORMAT = "tables 2"     # the encoding below (part of the key: an older entry is rebuilt)
+
+
 def build(name: str, **options) -> lark.Lark:
     """A Lark LALR parser of the grammar with `options`, from the per-user cache when it holds
-    one for exactly this grammar, Lark version and options."""
+    one for exactly this grammar, Lark version and options. The tree class is not part of the
+    tables: it is given to the parser as it is loaded."""
+    tree_class = options.pop("tree_class", None)
+    runtime = {"tree_class": tree_class} if tree_class is not None else {}
     grammar = resources.grammar_text()
-    key = usercache.key_digest(grammar, lark.__version__, repr(sorted(options.items())))
-    cached = usercache.read(f"parser-{name}", key)
+    key = usercache.key_digest(_FORMAT, grammar, lark.__version__, repr(sorted(options.items())))
+    # the entry's name carries its key: checkouts of different grammars (or Lark versions) keep
+    # an entry each instead of rebuilding and overwriting one another's
+    entry = f"parser-{name}-{key[:16]}"
+    cached = usercache.read(entry, key, _hook)
     if cached is not None:
         try:
-            return lark.Lark.load(_decode(cached))
+            return lark.Lark._load_from_dict(cached["data"], cached["memo"], **runtime)
         except Exception:  # noqa: BLE001 - a stale or damaged entry: build it again
             pass
-    parser = lark.Lark(grammar, parser="lalr", **options)
+    parser = lark.Lark(grammar, parser="lalr", **options, **runtime)
     data, memo = parser.memo_serialize([TerminalDef, Rule])
-    usercache.write(f"parser-{name}", key, _encode({"data": data, "memo": memo}))
+    data["options"] = {k: v for k, v in data["options"].items() if k != "tree_class"}
+    if usercache.write(entry, key, _encode({"data": data, "memo": memo})):
+        usercache.prune(f"parser-{name}-")
     return parser
 
 
 def _encode(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {"d": [[_encode(k), _encode(v)] for k, v in x.items()]}
+    if isinstance(x, dict):        # keys, then values: rebuilt with dict(zip(...)), in C
+        return {"d": [[_encode(k) for k in x], [_encode(v) for v in x.values()]]}
     if isinstance(x, tuple):
         return {"t": [_encode(v) for v in x]}
     if isinstance(x, list):
@@ -49,28 +61,19 @@ def _encode(x: Any) -> Any:
     raise TypeError(f"cannot cache a {type(x).__name__}")
 
 
-def _decode(x: Any) -> Any:
-    if isinstance(x, list):
-        return [_decode(v) for v in x]
-    if isinstance(x, dict):
-        if len(x) != 1:
-            raise _Corrupt("bad tag")
-        (tag, items), = x.items()
-        if not isinstance(items, list):
-            raise _Corrupt("bad items")
-        if tag == "t":
-            return tuple(_decode(v) for v in items)
-        if tag == "d":
-            out = {}
-            for pair in items:
-                if not (isinstance(pair, list) and len(pair) == 2):
-                    raise _Corrupt("bad pair")
-                k = _decode(pair[0])
-                if isinstance(k, (list, dict)):
-                    raise _Corrupt("bad key")
-                out[k] = _decode(pair[1])
-            return out
-        raise _Corrupt("unknown tag")
-    if x is None or isinstance(x, (str, bool, int, float)):
-        return x
-    raise _Corrupt("bad value")
+def _hook(x: dict) -> Any:
+    """json.loads' object hook for an entry: each tagged object, innermost first, becomes the
+    tuple or dict it stands for (in C-driven callbacks: no walk of the whole document)."""
+    if len(x) != 1:
+        raise _Corrupt("bad tag")
+    (tag, items), = x.items()
+    if not isinstance(items, list):
+        raise _Corrupt("bad items")
+    if tag == "t":
+        return tuple(items)
+    if tag == "d":
+        if len(items) != 2 or not isinstance(items[0], list) or \
+                not isinstance(items[1], list) or len(items[0]) != len(items[1]):
+            raise _Corrupt("bad mapping")
+        return dict(zip(items[0], items[1]))        # an unhashable key: TypeError, rebuilt
+    raise _Corrupt("unknown tag")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import attrs
+from astral_dsl import records
 
 from astral_dsl.units.dimension import DIMENSIONLESS, Dim, dimension_name, div, mul, power
 from astral_dsl.units.table import MAX_DIMENSION_EXPONENT, MAX_UNIT_EXPONENT, Unit, parse_unit
@@ -34,7 +34,7 @@ def format_number(x: float) -> str:
     return text
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Quantity:
     si: float                  # value in SI base units (points: absolute kelvin)
     dims: Dim = DIMENSIONLESS

@@ -19,6 +19,15 @@ def grouped(x: float, digits: int = 0) -> str:
     return "0" if text in ("-0", "") else text
 
 
+def count(n) -> str:
+    """A count for a message: `1,048,576`, or `1.00e308` when absurd (an int beyond a float's
+    range too: its digits, never float())."""
+    if abs(n) < 10**15:
+        return f"{n:,}"
+    digits = str(abs(int(n)))
+    return ("-" if n < 0 else "") + f"{digits[0]}.{digits[1:3]}e{len(digits) - 1}"
+
+
 def _scaled(x: float, units, digits: int) -> str:
     for factor, unit in units:
         if abs(x) >= factor:

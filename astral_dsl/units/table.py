@@ -17,10 +17,12 @@ from functools import lru_cache
 
 import attrs
 
+from astral_dsl import records
+
 from astral_dsl.units.dimension import DIMENSIONLESS, Dim, dim, div, mul, power
 
 
-@attrs.frozen
+@records.frozen
 class Unit:
     name: str
     scale: F            # SI value of one unit (for points: size of one degree)

@@ -2,20 +2,35 @@
 ui.perfetto.dev and chrome://tracing: one process per pipeline stage (its representative rank),
 one thread per stream that has events. A full operator trace of a large run (a 1T model on 64
 stages has millions of operators) is cut to a window of micro-batches or to layer-level events,
-and the trace says so in `otherData.note`."""
+and the trace says so in `otherData.note`. A window or level asked for explicitly may hold up to
+MAX_ASKED_EVENTS; beyond, TraceTooLarge says how many events it would hold. The file is written
+event by event: its size, not the process's memory, grows with the trace."""
 from __future__ import annotations
 
 import json
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
 from astral_dsl.seer.timeline import STREAM_NAMES, STREAM_ORDER, count, events
 
-MAX_EVENTS = 300_000     # ~50 MB of JSON: more is a file nobody can open
+MAX_EVENTS = 300_000          # ~50 MB of JSON: more is a file nobody can open
+MAX_ASKED_EVENTS = 3_000_000  # ~500 MB of JSON, about what Perfetto's UI loads
+
+
+class TraceTooLarge(ValueError):
+    """The trace asked for would exceed MAX_ASKED_EVENTS."""
 
 
 def choose(fc, level: Optional[str] = None, window=None, limit: int = MAX_EVENTS):
-    """(level, window, note): the detail that keeps the trace under `limit` events."""
+    """(level, window, note): the detail that keeps the trace under `limit` events; the level
+    and window asked for, when they stay within MAX_ASKED_EVENTS."""
     if level is not None or window is not None:
+        n = count(fc, level or "op", window)
+        if n > MAX_ASKED_EVENTS:
+            raise TraceTooLarge(
+                f"the trace of {'--window ' + ':'.join(map(str, window)) if window else 'all'}"
+                f" at --level {level or 'op'} would hold {n:,} events (about {n * 165 / 1e9:.1f}"
+                f" GB of JSON), beyond the limit of {MAX_ASKED_EVENTS:,}: choose a smaller "
+                f"--window or a coarser --level (layer, block)")
         return level or "op", window, ""
     if count(fc, "op") <= limit:
         return "op", None, ""
@@ -31,20 +46,29 @@ def choose(fc, level: Optional[str] = None, window=None, limit: int = MAX_EVENTS
 
 
 def chrome_trace(fc, level: str = "op", window=None, note: str = "") -> dict:
-    """The trace-event document (JSON object format, microseconds). A stream with no event on a
-    stage gets no thread there."""
-    from astral_dsl.seer.ranks import RankOrder
+    """The trace-event document (JSON object format, microseconds) that write_trace writes. A
+    stream with no event on a stage gets no thread there."""
+    used: set = set()
+    body = list(_body(fc, level, window, used))
+    return {"traceEvents": body + _head(fc, used), "displayTimeUnit": "ms",
+            "otherData": _other(fc, level, window, note)}
 
+
+def _body(fc, level, window, used: set) -> Iterator[dict]:
     tid = {s: k for k, s in enumerate(STREAM_ORDER)}
-    body: List[dict] = []
-    used = set()
     for ev in events(fc, window, level):
         ts = round(ev.start * 1e6, 3)
         end = round(ev.end * 1e6, 3)
         used.add((ev.stage, ev.stream))
-        body.append({"ph": "X", "name": ev.name, "cat": ev.cat, "pid": ev.stage,
-                     "tid": tid[ev.stream], "ts": ts, "dur": round(end - ts, 3),
-                     "args": {k: v for k, v in ev.args}})
+        yield {"ph": "X", "name": ev.name, "cat": ev.cat, "pid": ev.stage,
+               "tid": tid[ev.stream], "ts": ts, "dur": round(end - ts, 3),
+               "args": {k: v for k, v in ev.args}}
+
+
+def _head(fc, used: set) -> List[dict]:
+    from astral_dsl.seer.ranks import RankOrder
+
+    tid = {s: k for k, s in enumerate(STREAM_ORDER)}
     ranks = RankOrder(fc.job.parallel)
     head: List[dict] = []
     for i in range(fc.job.parallel.pp):
@@ -59,19 +83,34 @@ def chrome_trace(fc, level: str = "op", window=None, note: str = "") -> dict:
                          "args": {"name": STREAM_NAMES[s]}})
             head.append({"ph": "M", "name": "thread_sort_index", "pid": i, "tid": tid[s],
                          "args": {"sort_index": tid[s]}})
+    return head
+
+
+def _other(fc, level, window, note) -> dict:
     other = {"job": fc.job.name, "iteration_time_s": fc.iteration_time, "level": level,
              "window": list(window) if window else None}
     if note:
         other["note"] = note
-    return {"traceEvents": head + body, "displayTimeUnit": "ms", "otherData": other}
+    return other
 
 
 def write_trace(fc, path: str, level: Optional[str] = None, window=None) -> str:
-    """Write the trace; returns a note when it had to be windowed or coarsened."""
+    """Write the trace; returns a note when it had to be windowed or coarsened. Raises
+    TraceTooLarge (nothing written) and OSError. The events are written as they are made; the
+    metadata events that name the threads (which need every event seen) follow them: a trace's
+    events may come in any order."""
     level, window, note = choose(fc, level, window)
-    doc = chrome_trace(fc, level, window, note)
+    dump = json.JSONEncoder(separators=(",", ":")).encode
+    used: set = set()
     with open(path, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, separators=(",", ":"))
+        fh.write('{"traceEvents":[')
+        first = True
+        for ev in _body(fc, level, window, used):
+            fh.write(("" if first else ",") + dump(ev))
+            first = False
+        for ev in _head(fc, used):
+            fh.write(("" if first else ",") + dump(ev))
+            first = False
+        fh.write('],"displayTimeUnit":"ms","otherData":' + dump(_other(fc, level, window, note))
+                 + "}")
     return note
-
-

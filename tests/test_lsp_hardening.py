@@ -1,0 +1,249 @@
+"""The language server against a hostile client, over raw JSON-RPC (no LSP library on the client
+side, so that malformed requests can be sent): invalid params get an error response, an unknown
+document gets an error (never a traceback, never a file read from disk), a project scan skips
+FIFOs, devices and links out of the project, an analysis past its deadline is stopped (E407)
+without blocking later requests, and formatting or the outline of a large document runs off the
+event loop. The server is this checkout (`python -m astral_dsl.cli lsp`, conftest.py's
+PYTHONPATH)."""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+# a guard against a hang, not a speed assertion: every request below is answered in well under a
+# second on an idle machine
+WAIT = 90
+
+SMALL = "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nsite S { hosts = 2 x H }\n"
+
+
+class Client:
+    """A JSON-RPC client over the server's stdin/stdout."""
+
+    def __init__(self, cwd: Path, *args: str):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "astral_dsl.cli", "lsp", "--debounce", "0.05", *args],
+            cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.responses: "queue.Queue" = queue.Queue()
+        self.notes: list = []
+        self.next_id = 1
+        self.pending: dict = {}
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            headers = {}
+            while True:
+                line = out.readline()
+                if not line:
+                    self.responses.put(None)
+                    return
+                if not line.strip():
+                    break
+                key, value = line.decode().split(":", 1)
+                headers[key.strip().lower()] = value.strip()
+            msg = json.loads(out.read(int(headers["content-length"])))
+            if "id" in msg and ("result" in msg or "error" in msg):
+                self.responses.put(msg)
+            else:
+                self.notes.append(msg)
+
+    def send(self, obj) -> None:
+        data = json.dumps(obj).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+        self.proc.stdin.flush()
+
+    def start(self, method: str, params) -> int:
+        i, self.next_id = self.next_id, self.next_id + 1
+        self.send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+        return i
+
+    def wait(self, i: int, timeout: float = WAIT) -> dict:
+        end = time.monotonic() + timeout
+        while i not in self.pending:
+            msg = self.responses.get(timeout=max(0.01, end - time.monotonic()))
+            assert msg is not None, "the server died"
+            self.pending[msg["id"]] = msg
+        return self.pending.pop(i)
+
+    def request(self, method: str, params, timeout: float = WAIT) -> dict:
+        return self.wait(self.start(method, params), timeout)
+
+    def notify(self, method: str, params) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def open(self, uri: str, text: str, version: int = 1) -> None:
+        self.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "astral", "version": version, "text": text}})
+
+    def published(self, uri: str, timeout: float = WAIT) -> list:
+        """The diagnostics of the latest publication for `uri` with a version (waits for one)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for note in reversed(self.notes):
+                p = note.get("params") or {}
+                if note.get("method") == "textDocument/publishDiagnostics" and \
+                        p.get("uri") == uri and p.get("version") is not None:
+                    return p["diagnostics"]
+            time.sleep(0.05)
+        raise AssertionError(f"no diagnostics for {uri}")
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def server(tmp_path):
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "main.astral").write_text(SMALL)
+    client = Client(tmp_path)
+    r = client.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
+                                      "capabilities": {}})
+    assert "result" in r
+    client.notify("initialized", {})
+    yield client, tmp_path
+    client.close()
+
+
+def _hover(uri: str, line: int = 0, character: int = 4) -> dict:
+    return {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
+
+
+def _no_traceback(response: dict) -> None:
+    assert "Traceback" not in json.dumps(response)
+
+
+BAD_POSITIONS = [{"line": -1, "character": 0}, {"line": 0, "character": -1},
+                 {"line": 2 ** 31, "character": 0}, {"line": 10 ** 30, "character": 0},
+                 {"line": "a", "character": 0}, {"line": 0}]
+
+
+def test_invalid_params_get_an_error_response(server):
+    client, root = server
+    uri = (root / "main.astral").as_uri()
+    client.open(uri, SMALL)
+    client.published(uri)
+    for method in ("textDocument/hover", "textDocument/definition", "textDocument/completion",
+                   "textDocument/references"):
+        for pos in BAD_POSITIONS:
+            params = {"textDocument": {"uri": uri}, "position": pos,
+                      "context": {"includeDeclaration": True}}
+            r = client.request(method, params)
+            assert r["error"]["code"] == -32602, (method, pos, r)       # InvalidParams
+            assert "$.params.position" in r["error"]["message"], r
+            _no_traceback(r)
+    for params in (None, [1, 2], {"textDocument": "x", "position": {"line": 0, "character": 0}},
+                   {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 4}}):
+        r = client.request("textDocument/references", params)    # the last: no `context`
+        assert r["error"]["code"] == -32602, (params, r)
+    # the server still answers a good request: `G` of `gpu G` at line 0, column 4
+    r = client.request("textDocument/hover", _hover(uri))
+    assert "G" in r["result"]["contents"]["value"]
+
+
+def test_an_unknown_document_is_an_error_not_a_file_read(server):
+    client, root = server
+    (root / "closed.astral").write_text(SMALL)       # on disk, but not open in the editor
+    for uri in ((root / "closed.astral").as_uri(), (root / "nothere.astral").as_uri(),
+                "untitled:Untitled-1", "http://evil/x.astral"):
+        for method, params in (
+                ("textDocument/hover", _hover(uri)),
+                ("textDocument/definition", _hover(uri)),
+                ("textDocument/completion", _hover(uri)),
+                ("textDocument/references", dict(_hover(uri),
+                                                 context={"includeDeclaration": True})),
+                ("textDocument/documentSymbol", {"textDocument": {"uri": uri}}),
+                ("textDocument/formatting", {"textDocument": {"uri": uri},
+                                             "options": {"tabSize": 2, "insertSpaces": True}})):
+            r = client.request(method, params)
+            assert r["error"]["code"] == -32602, (uri, method, r)
+            assert "not an open document" in r["error"]["message"]
+            _no_traceback(r)
+
+
+@pytest.mark.parametrize("hostile", ["fifo", "device", "outside"])
+def test_the_project_scan_skips_fifos_devices_and_links_out(server, tmp_path_factory, hostile):
+    client, root = server
+    outside = tmp_path_factory.mktemp("outside") / "secret.astral"
+    outside.write_text("import main { G }\nhost Secret { gpus = 1 x G }\n")
+    if hostile == "fifo":
+        os.mkfifo(root / "pipe.astral")              # reading it would block for good
+    elif hostile == "device":
+        os.symlink("/dev/zero", root / "zero.astral")   # reading it would never end
+    else:
+        os.symlink(outside, root / "link.astral")    # a file outside the project
+    (root / "other.astral").write_text("import main { G }\nhost Other { gpus = 2 x G }\n")
+    uri = (root / "main.astral").as_uri()
+    client.open(uri, SMALL)
+    r = client.request("textDocument/references",
+                       dict(_hover(uri), context={"includeDeclaration": True}))
+    files = sorted({Path(loc["uri"][len("file://"):]).name for loc in r["result"]})
+    assert files == ["main.astral", "other.astral"], r          # the link out is not read
+    # and the server answers afterwards (the scan blocked nothing)
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [{"text": SMALL + "\n"}]})
+    assert "result" in client.request("textDocument/hover", _hover(uri))
+
+
+def _slow_design(n: int) -> str:
+    """A design whose analysis takes seconds: n `let`s, each used by the next."""
+    return "".join(f"let a{i} = {i} W\n" if i == 0 else f"let a{i} = a{i - 1} + 1 W\n"
+                   for i in range(n)) + SMALL
+
+
+def test_a_slow_analysis_is_stopped_and_blocks_nothing(tmp_path):
+    (tmp_path / "astral.toml").write_text("")
+    client = Client(tmp_path, "--timeout", "1")
+    try:
+        client.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
+                                      "capabilities": {}})
+        client.notify("initialized", {})
+        slow, fast = (tmp_path / "slow.astral").as_uri(), (tmp_path / "fast.astral").as_uri()
+        client.open(slow, _slow_design(40000))
+        client.open(fast, SMALL)
+        # the other document is analysed and answered meanwhile
+        assert "result" in client.request("textDocument/hover", _hover(fast))
+        diagnostics = client.published(slow)
+        assert [d["code"] for d in diagnostics] == ["E407"], diagnostics
+        assert "longer than 1 s" in diagnostics[0]["message"]
+        # the fixed text is analysed afresh
+        client.notify("textDocument/didChange", {"textDocument": {"uri": slow, "version": 2},
+                                                 "contentChanges": [{"text": SMALL}]})
+        r = client.request("textDocument/hover", _hover(slow))
+        assert "G" in r["result"]["contents"]["value"]
+        assert all(d.get("code") != "E407" for d in client.published(slow))
+    finally:
+        client.close()
+
+
+def test_formatting_and_outline_of_a_large_document_run_off_the_event_loop(server):
+    client, root = server
+    big = (root / "big.astral").as_uri()
+    small = (root / "main.astral").as_uri()
+    client.open(small, SMALL)
+    client.published(small)
+    # ~2 MB: formatting it or outlining it takes seconds of CPU
+    client.open(big, "".join(f"gpu G{i} {{ power = {i} W }}\n" for i in range(80000)))
+    fmt = client.start("textDocument/formatting", {"textDocument": {"uri": big},
+                                                   "options": {"tabSize": 2,
+                                                               "insertSpaces": True}})
+    outline = client.start("textDocument/documentSymbol", {"textDocument": {"uri": big}})
+    hover = client.start("textDocument/hover", _hover(small))
+    first = client.responses.get(timeout=WAIT)
+    assert first is not None and first["id"] == hover, first      # answered while they run
+    assert "G" in first["result"]["contents"]["value"]
+    for i in (fmt, outline):
+        r = client.wait(i, timeout=300)
+        # either done, or stopped at the deadline with RequestFailed (-32803): never silence
+        assert "result" in r or r["error"]["code"] == -32803, r
+        _no_traceback(r)
