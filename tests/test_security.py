@@ -496,3 +496,42 @@ def test_a_forged_stdlib_tree_is_parsed_again(cache, forged):
     tree = astcache.parse_cached(source, lambda s: calls.append(s) or parse(s))
     assert calls == [source]
     assert astcache._encode(tree) == astcache._encode(parse(source))
+
+
+# ---- the user's own files' syntax trees -------------------------------------------------------------
+def test_a_users_clean_file_is_read_back_and_a_broken_one_never_cached(cache, tmp_path):
+    from astral_dsl.semantics import modules
+    from astral_dsl.syntax import parser
+    from astral_dsl.syntax.source import Source
+
+    ref = REPO / "examples" / "astral.astral"
+    source = Source(str(ref), ref.read_text(encoding="utf-8"))
+    fresh, errors = modules._parse_source(source, False)          # parsed, then stored
+    assert errors == [] and len(list(cache.glob("astu-*.json"))) == 1
+    calls = []
+    real = parser.parse
+    try:
+        parser.parse = lambda s: calls.append(s) or real(s)
+        again, errors = modules._parse_source(source, False)
+        # the same text under another name: read back with its spans in that file
+        moved, _ = modules._parse_source(Source(str(tmp_path / "x.astral"), source.text), False)
+    finally:
+        parser.parse = real
+    assert calls == [] and errors == []                            # read back, not parsed
+    from astral_dsl.syntax import astcache
+    assert astcache._encode(again) == astcache._encode(fresh)      # every node, field and span
+    assert moved.items[0].span.file == str(tmp_path / "x.astral")
+    broken = Source(str(tmp_path / "b.astral"), "rack R {\n  hosts = \n}\n")
+    tree, errors = modules._parse_source(broken, False)
+    assert errors and len(list(cache.glob("astu-*.json"))) == 1    # its errors, not cached
+
+
+def test_the_users_cached_trees_are_bounded(cache, monkeypatch):
+    from astral_dsl.semantics import modules
+    from astral_dsl.syntax import astcache
+    from astral_dsl.syntax.source import Source
+
+    monkeypatch.setattr(astcache, "USER_ENTRIES", 3)
+    for i in range(8):
+        modules._parse_source(Source(f"f{i}.astral", f"param p{i} = {i}\n"), False)
+    assert len(list(cache.glob("astu-*.json"))) == 3

@@ -234,16 +234,25 @@ class ModuleLoader:
 
 def _parse_source(source, is_stdlib: bool):
     """(tree, syntax errors): a stdlib module's tree from the per-user cache (it is shipped and
-    does not change: syntax/astcache.py), every other file parsed."""
+    does not change: syntax/astcache.py); a user's file from the same cache when this text
+    parsed cleanly before, else parsed with error recovery (and cached when it has no error)."""
+    from astral_dsl.syntax import astcache
+
     if is_stdlib:
-        from astral_dsl.syntax.astcache import parse_cached
         from astral_dsl.syntax.parser import parse
 
         try:
-            return parse_cached(source, parse), []
+            return astcache.parse_cached(source, parse), []
         except DiagnosticError:
             pass                       # its errors, all of them, from parse_all
-    return parse_all(source)
+        return parse_all(source)
+    tree = astcache.cached(source)
+    if tree is not None:
+        return tree, []
+    tree, errors = parse_all(source)
+    if not errors and tree is not None:
+        astcache.store(source, tree)
+    return tree, errors
 
 
 def inside(path: Path, base: Path) -> bool:
