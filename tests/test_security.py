@@ -90,10 +90,10 @@ def test_a_poisoned_cache_at_the_old_path_changes_nothing(sandbox, tmp_path):
                                                            _old_cache_paths(tmp))
 
 
-# what a check of the reference caches: the parser's tables and the syntax trees of the stdlib
-# modules it imports (syntax/astcache.py)
+# what a check of the reference caches (syntax/astcache.py): the syntax trees of the stdlib
+# modules it imports and of the reference itself (it parses without an error), the parser's tables
 CACHED_BY_CHECK = ["ast-cooling", "ast-hardware", "ast-models", "ast-network", "ast-power",
-                   "parser-compiler"]
+                   "astu", "parser-compiler"]
 
 
 def test_the_cache_is_private_plain_data(sandbox):
