@@ -246,12 +246,12 @@ def _parse_source(source, is_stdlib: bool):
         except DiagnosticError:
             pass                       # its errors, all of them, from parse_all
         return parse_all(source)
-    tree = astcache.cached(source)
+    tree, entry = astcache.cached(source)
     if tree is not None:
         return tree, []
     tree, errors = parse_all(source)
     if not errors and tree is not None:
-        astcache.store(source, tree)
+        astcache.store(entry, tree)
     return tree, errors
 
 

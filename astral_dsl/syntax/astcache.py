@@ -56,26 +56,22 @@ USER_ENTRIES = 64
 _USER = "astu-"
 
 
-def _user_entry(source: Source):
-    key = usercache.key_digest(_version(), source.text)
-    return f"{_USER}{key[:32]}", key
-
-
 def cached(source: Source):
-    """The tree of a user's file from the cache when it holds this text's (else None)."""
-    name, key = _user_entry(source)
-    hit = usercache.read(name, key, _hook(source.name))
-    return hit if isinstance(hit, ast.Module) else None
+    """(the tree of a user's file from the cache when it holds this text's, else None; the
+    entry to `store` it under)."""
+    key = usercache.key_digest(_version(), source.text)
+    entry = (f"{_USER}{key[:32]}", key)
+    hit = usercache.read(*entry, _hook(source.name))
+    return (hit if isinstance(hit, ast.Module) else None), entry
 
 
-def store(source: Source, tree: ast.Module) -> None:
-    """Keep the tree of a user's file that parsed without errors."""
-    name, key = _user_entry(source)
+def store(entry, tree: ast.Module) -> None:
+    """Keep the tree of a user's file that parsed without errors under its `cached` entry."""
     try:
         value = _encode(tree)
     except TypeError:
         return
-    if usercache.write(name, key, value):
+    if usercache.write(*entry, value):
         usercache.prune(_USER, keep=USER_ENTRIES)
 
 

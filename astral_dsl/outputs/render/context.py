@@ -192,8 +192,9 @@ class Context:
 
     def _fabric_hits(self, fabric_path: str, axes, scope):
         """The scenario's fabric failures that reach a node drawing part of a fabric: `axes`
-        (tier, rail, plane) of the node, None for an axis it spans entirely, in `scope` (None:
-        every scope instance); with whether each takes out all of it."""
+        (tier, rail, plane) of the node, None for an axis it spans entirely, in `scope` ((kind,
+        index) of one scope instance; None: every one); with whether each takes out all of it
+        (not a failure of one switch, nor of one scope instance of a node standing for more)."""
         for sel in self.failed_fabric:
             if getattr(sel.fabric, "path", None) != fabric_path:
                 continue
@@ -203,27 +204,20 @@ class Context:
             if any(want is not None and have is not None and want != have
                    for want, have in pairs):
                 continue
-            yield sel, all(want is None or want == have for want, have in pairs)
+            yield sel, (sel.switch is None and sel.scope in (None, scope) and
+                        all(want is None or want == have for want, have in pairs))
 
     def fabric_failed(self, fabric_path: str, tier: Optional[str], rail: Optional[int],
                       plane: Optional[int], scope=None) -> bool:
         """Whether a scenario fails all of a node drawing a fabric's tier of one rail and plane
-        (None for an axis the node spans) for one scope instance (kind, index), or for every
-        one (None): not a failure of one switch, nor of one scope instance when it stands for
-        more."""
-        return any(whole and self._whole(sel, scope)
-                   for sel, whole in self._fabric_hits(fabric_path, (tier, rail, plane), scope))
+        (None for an axis the node spans) in one scope instance, or in every one (None)."""
+        return any(whole for _, whole in self._fabric_hits(fabric_path, (tier, rail, plane), scope))
 
     def fabric_partly_failed(self, fabric_path: str, tier: Optional[str], rail: Optional[int],
                              plane: Optional[int], scope=None) -> List[str]:
         """The failures (as the scenario names them) that take out part of such a node only."""
-        hits = self._fabric_hits(fabric_path, (tier, rail, plane), scope)
-        return [sel.display for sel, whole in hits
-                if not (whole and self._whole(sel, scope))]
-
-    @staticmethod
-    def _whole(sel, scope) -> bool:
-        return sel.switch is None and (sel.scope is None or sel.scope == scope)
+        return [sel.display for sel, whole in
+                self._fabric_hits(fabric_path, (tier, rail, plane), scope) if not whole]
 
     def changed_notes(self, inst: Optional[Instance]) -> List[str]:
         return self.changed.get(inst.path, []) if inst is not None else []
