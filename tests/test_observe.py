@@ -157,6 +157,22 @@ def test_truncated_gzip_trace(tmp_path):
     assert codes(obs) == ["E781"] and sorted(obs.ranks) == [0]     # the other file still read
 
 
+def test_corrupt_gzip_trace(tmp_path):
+    """A flipped bit in the compressed data, or in the gzip trailer's CRC-32: E781, whichever
+    inflate implementation reads it (ISA-L's when installed, else zlib's)."""
+    data = bytearray((TRACES / "sampled_rank-1.json.gz").read_bytes())
+    crc = bytearray(data)
+    crc[-6] ^= 0xFF                          # the trailer: CRC-32, then the length mod 2^32
+    block = bytearray(data)
+    block[len(block) // 2] ^= 0xFF
+    for i, body in enumerate((crc, block)):
+        p = tmp_path / f"rank-{i}.json.gz"
+        p.write_bytes(bytes(body))
+        obs = observe.load([str(p)])
+        assert codes(obs) == ["E781"] and "corrupt" in obs.diagnostics[0].message
+        assert not obs.traces
+
+
 def test_rank_from_file_name_and_duplicates(tmp_path):
     doc = json.load(gzip.open(TRACES / "sampled_rank-1.json.gz"))
     del doc["distributedInfo"]

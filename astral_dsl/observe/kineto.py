@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+from itertools import compress
 from operator import attrgetter
 from typing import Dict, List, Optional, Tuple
 
@@ -31,6 +32,7 @@ import numpy as np
 
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe import tracedoc
+from astral_dsl.observe.period import find as find_period
 from astral_dsl.observe.tracedoc import PEER_ATTRS
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup, RankTrace
 
@@ -133,19 +135,32 @@ _SCALAR = (int, float, str)
 def _split(events):
     """The events read, by what they are: GPU kernels (complete events of a kernel category),
     launches (correlation -> CPU time of complete `cuda_runtime` events; the last one of a
-    correlation counts) and ProfilerStep annotations (start, end, number), sorted."""
-    try:
-        kernels = [e for e in events if e.cat in _KERNEL_CATS and e.ph == "X"]
-    except TypeError:                       # a category that is no string (a list, an object)
-        events = [e for e in events if type(e.cat) is str]
-        kernels = [e for e in events if e.cat in _KERNEL_CATS and e.ph == "X"]
-    launches = {e.args.correlation: float(e.ts) for e in events
-                if e.cat == "cuda_runtime" and e.ph == "X" and e.args is not None
-                and type(e.args.correlation) is int and type(e.ts) in _NUMBER}
+    correlation counts) and ProfilerStep annotations (start, end, number), sorted.
+
+    Thousands of events per trace: one pass sorts them by category (a category of another type
+    than a string matches none), list comprehensions (the cheapest loop CPython has) take the
+    fields."""
+    kernels, runtime, annotations = [], [], []
+    add_kernel, add_launch, add_annotation = kernels.append, runtime.append, annotations.append
+    for e in events:            # compared, not hashed: the strings are new, hashing costs more
+        c = e.cat
+        if c == "kernel" or c == "gpu_memcpy" or c == "gpu_memset":
+            add_kernel(e)
+        elif c == "cuda_runtime":
+            add_launch(e)
+        elif c == "cpu_op" or c == "user_annotation":
+            add_annotation(e)
+    kernels = [e for e in kernels if e.ph == "X"]
+    runtime = [e for e in runtime if e.ph == "X"]
+    corr = [e.args.correlation for e in runtime]
+    ts = [e.ts for e in runtime]
+    if not (set(map(type, corr)) <= {int} and set(map(type, ts)) <= _NUMBER_TYPES):
+        keep = [type(c) is int and type(t) in _NUMBER for c, t in zip(corr, ts)]
+        corr, ts = list(compress(corr, keep)), list(compress(ts, keep))
+    launches = dict(zip(corr, map(float, ts)))
     steps = []
-    for e in events:
-        if e.cat in _STEP_CATS and type(e.name) is str and \
-                e.name.startswith("ProfilerStep#") and e.ph == "X":
+    for e in annotations:
+        if e.ph == "X" and type(e.name) is str and e.name.startswith("ProfilerStep#"):
             m = _STEP.match(e.name)
             t, d = _num(e.ts), _num(e.dur)
             if m and t is not None and d is not None:
@@ -157,48 +172,34 @@ def _split(events):
 class _Scan:
     """Per GPU kernel (those with a finite start and a finite, non-negative duration): its start,
     duration, launch correlation, name and meaning (`code`, a row of `table`: phase, peer, op,
-    process group); the devices the kernels ran on. Columns are taken with C-level maps; a
-    column holding an unexpected type is filtered element by element."""
+    process group); the devices the kernels ran on. A column holding an unexpected type is
+    filtered element by element."""
 
     def __init__(self, kernels, groups, group_index):
-        ts, dur, names, cats, args = _fields(kernels)
+        ts, dur = [e.ts for e in kernels], [e.dur for e in kernels]
         if not set(map(type, ts)) | set(map(type, dur)) <= _NUMBER_TYPES:
-            kernels = [e for e in kernels if type(e.ts) in _NUMBER and type(e.dur) in _NUMBER
-                       and _finite(e.ts) and _finite(e.dur)]
-            ts, dur, names, cats, args = _fields(kernels)
+            keep = [type(t) in _NUMBER and type(d) in _NUMBER and _finite(t) and _finite(d)
+                    for t, d in zip(ts, dur)]
+            kernels = list(compress(kernels, keep))
+            ts, dur = list(compress(ts, keep)), list(compress(dur, keep))
         self.ts = np.array(ts, dtype=np.float64)
         self.dur = np.array(dur, dtype=np.float64)
         ok = np.isfinite(self.ts) & np.isfinite(self.dur) & (self.dur >= 0)
         if not ok.all():
-            kernels = [e for e, good in zip(kernels, ok.tolist()) if good]
-            ts, dur, names, cats, args = _fields(kernels)
+            kernels = list(compress(kernels, ok.tolist()))
             self.ts, self.dur = self.ts[ok], self.dur[ok]
+        names = [e.name for e in kernels]
         if not set(map(type, names)) <= {str}:
             names = [n if type(n) is str else str(n or "") for n in names]
         self.names = names
-        corr, dev = _ARG_FIELDS(args)
+        args = [e.args for e in kernels]
+        corr = [a.correlation for a in args]
         if not set(map(type, corr)) <= {int}:
             corr = [c if type(c) in _SCALAR else None for c in corr]
         self.corr = corr
-        self.devices = {d for d in dev if type(d) in _SCALAR}
-        self.code, self.table = _codes(names, cats, args, groups, group_index)
-
-
-_GET = attrgetter("ts", "dur", "name", "cat", "args")
-_ARG_GET = attrgetter("correlation", "device")
-
-
-def _fields(kernels):
-    """(starts, durations, names, categories, arguments) of the kernels, as tuples."""
-    if not kernels:
-        return (), (), (), (), ()
-    return tuple(zip(*map(_GET, kernels)))
-
-
-def _ARG_FIELDS(args):
-    if not args:
-        return (), ()
-    return tuple(zip(*map(_ARG_GET, args)))
+        self.devices = {d for d in {a.device for a in args} if type(d) in _SCALAR}
+        self.code, self.table = _codes(names, [e.cat for e in kernels], args, groups,
+                                       group_index)
 
 
 def _codes(names, cats, args, groups, group_index) -> Tuple[np.ndarray, np.ndarray]:
@@ -207,19 +208,24 @@ def _codes(names, cats, args, groups, group_index) -> Tuple[np.ndarray, np.ndarr
     table: List[Tuple[int, int, int, int]] = [(PHASE_INDEX["compute"], -1, 0, -1),
                                               (PHASE_INDEX["memory"], -1, 0, -1)]
     is_nccl = {n: n[:4].lower() == "nccl" for n in dict.fromkeys(names)}
-    kernel = np.fromiter(map("kernel".__eq__, cats), dtype=bool, count=len(cats))
+    kernel = np.array([c == "kernel" for c in cats], dtype=bool)
     nccl = kernel & np.fromiter(map(is_nccl.__getitem__, names), dtype=bool, count=len(names))
     code = np.where(kernel, 0, 1).astype(np.int64)
     which = np.flatnonzero(nccl)
     if which.size:
         nccl_args = [args[i] for i in which.tolist()]
-        keys = list(map(_nccl_key, nccl_args))
-        first: Dict[Tuple, int] = {}
-        for i, k in enumerate(keys):
-            if k not in first:
-                first[k] = len(table)
-                table.append(_nccl_meaning(nccl_args[i], groups, group_index))
-        code[which] = list(map(first.__getitem__, keys))
+        keys = list(map(_KEY_GET, nccl_args))
+        seen: Dict[Tuple, int] = {}
+        try:                                # each distinct key numbered as it first appears
+            number = [seen.setdefault(k, len(seen)) for k in keys]
+        except TypeError:                   # a list (the group's ranks), an object: as text
+            seen = {}
+            number = [seen.setdefault(k, len(seen)) for k in map(_hashable_key, keys)]
+        number = np.array(number, dtype=np.int64)
+        _, first = np.unique(number, return_index=True)   # in the keys' order of appearance
+        for i in first.tolist():            # its meaning depends on the key alone
+            table.append(_nccl_meaning(nccl_args[i], groups, group_index))
+        code[which] = number + 2
     return code, np.array(table, dtype=np.int64)
 
 
@@ -234,13 +240,12 @@ _KEY_GET = attrgetter(*[attr for _, attr in tracedoc.ARG_KEYS
                         if attr not in ("correlation", "device")])
 
 
-def _nccl_key(args) -> Tuple:
-    """What an NCCL kernel's meaning depends on (its correlation and device do not): its
-    collective, process group and peer arguments."""
-    key = _KEY_GET(args)
+def _hashable_key(key: Tuple) -> Tuple:
+    """An NCCL kernel's key (its collective, process group and peer arguments: what its meaning
+    depends on; its correlation and device do not) with unhashable values made hashable."""
     try:
         hash(key)
-    except TypeError:                       # a list (the group's ranks), an object: as text
+    except TypeError:
         key = tuple(tuple(v) if isinstance(v, list) and all(_hashable(x) for x in v) else
                     v if _hashable(v) else repr(v) for v in key)
     return key
@@ -305,7 +310,7 @@ def _num(v) -> Optional[float]:
 
 def _ranks(v) -> Tuple[int, ...]:
     if isinstance(v, list):
-        if all(type(x) is int for x in v):
+        if set(map(type, v)) <= {int}:
             return tuple(v)
         return tuple(x for x in (_int(r) for r in v) if x is not None)
     if isinstance(v, str):
@@ -329,9 +334,8 @@ def _groups(config) -> Tuple[ProcessGroup, ...]:
 def _by_steps(ts: np.ndarray, correlations, steps, launches) -> np.ndarray:
     """Per kernel: the ProfilerStep during which it was launched (its launch's CPU time, else
     its own start), -1 outside every step."""
-    get = launches.get
-    launch = np.array([get(c, t) if c is not None else t
-                       for c, t in zip(correlations, ts.tolist())], dtype=np.float64)
+    launch = np.fromiter(map(launches.get, correlations, ts.tolist()), dtype=np.float64,
+                         count=len(correlations))
     starts = np.array([s for s, _, _ in steps])
     ends = np.array([e for _, e, _ in steps])
     numbers = np.array([n for _, _, n in steps])
@@ -342,18 +346,15 @@ def _by_steps(ts: np.ndarray, correlations, steps, launches) -> np.ndarray:
 
 def _by_pattern(names, ts: np.ndarray, dur: np.ndarray) -> Optional[np.ndarray]:
     """Iterations as the repeating pattern of kernel names: the shortest period p under which
-    at least 90 % of the names repeat, with two or more repetitions; cut where the idle gap
-    before a kernel is largest (the step boundary: optimizer, then data loading)."""
+    at least 90 % of the names repeat, with two or more repetitions (period.py finds it); cut
+    where the idle gap before a kernel is largest (the step boundary: optimizer, then data
+    loading)."""
     ids: Dict[str, int] = {}
     order = np.argsort(ts, kind="stable")
     seq = np.array([ids.setdefault(names[i], len(ids)) for i in order.tolist()],
                    dtype=np.int64)
     n = len(seq)
-    period = None
-    for p in range(1, n // 2 + 1):
-        if np.count_nonzero(seq[:-p] == seq[p:]) >= 0.9 * (n - p):
-            period = p
-            break
+    period = find_period(seq)
     if period is None:
         return None
     t, d = ts[order], dur[order]
