@@ -535,3 +535,18 @@ def test_the_users_cached_trees_are_bounded(cache, monkeypatch):
     for i in range(8):
         modules._parse_source(Source(f"f{i}.astral", f"param p{i} = {i}\n"), False)
     assert len(list(cache.glob("astu-*.json"))) == 3
+
+
+def test_the_language_servers_buffers_are_not_cached(cache, tmp_path):
+    """An editor's text reaches the compiler through the language server's own reader: a clean
+    analysis parses it without writing a syntax-tree entry (one per keystroke, never read back).
+    The stdlib's trees are still cached."""
+    from astral_dsl.lsp import analysis
+
+    path = tmp_path / "d.astral"
+    text = (REPO / "examples" / "single_pod.astral").read_text(encoding="utf-8")
+    for edit in range(3):
+        result = analysis.analyse(path.as_uri(), path, text + f"\nparam edit{edit} = {edit}\n")
+        assert result.design is not None
+    assert list(cache.glob("astu-*.json")) == []
+    assert list(cache.glob("ast-*.json"))

@@ -214,7 +214,7 @@ class ModuleLoader:
             self.diagnostics.append(exc.diagnostic)
             return LoadedModule(key, path, None, None, is_stdlib)
         try:
-            tree, errors = _parse_source(source, is_stdlib)
+            tree, errors = _parse_source(source, is_stdlib, self.read is read_file)
             if errors:
                 self.diagnostics.extend(errors)
                 return LoadedModule(key, path, source, None, is_stdlib)
@@ -232,10 +232,12 @@ class ModuleLoader:
         self.diagnostics.append(Diagnostic(code, Severity.ERROR, message, span, hint))
 
 
-def _parse_source(source, is_stdlib: bool):
+def _parse_source(source, is_stdlib: bool, from_disk: bool = True):
     """(tree, syntax errors): a stdlib module's tree from the per-user cache (it is shipped and
     does not change: syntax/astcache.py); a user's file from the same cache when this text
-    parsed cleanly before, else parsed with error recovery (and cached when it has no error)."""
+    parsed cleanly before, else parsed with error recovery (and cached when it has no error
+    and was read from disk: an editor's unsaved buffers, read through the language server's
+    own reader, would fill the cache with texts never seen again)."""
     from astral_dsl.syntax import astcache
 
     if is_stdlib:
@@ -245,6 +247,8 @@ def _parse_source(source, is_stdlib: bool):
             return astcache.parse_cached(source, parse), []
         except DiagnosticError:
             pass                       # its errors, all of them, from parse_all
+        return parse_all(source)
+    if not from_disk:
         return parse_all(source)
     tree, entry = astcache.cached(source)
     if tree is not None:
