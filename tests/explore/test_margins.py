@@ -166,6 +166,12 @@ def test_hover_on_a_param_shows_its_feasible_range(design):
     shown, _ = hover(a, a.entry, line, 8)
     assert "`hosts_per_rack <= 4`" in shown
     assert "only a numeric bracket can follow" in shown           # the ceil() check
+    # a use of the param, in an expression: the same range as on its declaration
+    lines = text.splitlines()
+    use = next(i for i, l in enumerate(lines) if "derate" in l and "param derate" not in l)
+    shown_use, _ = hover(a, a.entry, use + 1, lines[use].index("derate") + 2)
+    assert "**feasible range** (symbolic, other params as they are): `derate >= 81.6 %`" \
+        in shown_use
 
 
 FEEDER = """

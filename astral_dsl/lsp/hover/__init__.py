@@ -38,6 +38,14 @@ def _field_type(chain, name: str) -> Optional[str]:
     return None
 
 
+def _in_entry(analysis: Analysis, definition: Definition) -> bool:
+    """Whether the definition is in the file being edited (whose params `--set` and the margins
+    vary), not in a module it imports."""
+    entry = analysis.entry
+    return entry is not None and entry.tree is not None and \
+        any(item is definition.node for item in entry.tree.items)
+
+
 def hover(analysis: Analysis, module: Module, line: int, col: int) -> Optional[Tuple[str, Span]]:
     resolver = Resolver(analysis, module)
     chain, definition = resolver.at(line, col)
@@ -114,6 +122,12 @@ def hover(analysis: Analysis, module: Module, line: int, col: int) -> Optional[T
             values = _definition_values(analysis, definition)
         if title is None and isinstance(definition, Definition):
             title = f"{definition.what} `{definition.name}`"
+        if isinstance(definition, Definition) and isinstance(definition.node, ast.Param) and \
+                _in_entry(analysis, definition):
+            # a use of one of the file's own params: its feasible range, as on its declaration
+            from astral_dsl.lsp.hover.margins import param_lines
+
+            feasible_lines = param_lines(analysis, definition.name)
     parts: List[str] = []
     if title:
         parts.append(title + (f" · {definition.what}" if definition is not None and
