@@ -208,7 +208,7 @@ def _codes(names, cats, args, groups, group_index) -> Tuple[np.ndarray, np.ndarr
     table: List[Tuple[int, int, int, int]] = [(PHASE_INDEX["compute"], -1, 0, -1),
                                               (PHASE_INDEX["memory"], -1, 0, -1)]
     is_nccl = {n: n[:4].lower() == "nccl" for n in dict.fromkeys(names)}
-    kernel = np.array([c == "kernel" for c in cats], dtype=bool)
+    kernel = np.fromiter(map("kernel".__eq__, cats), dtype=bool, count=len(cats))
     nccl = kernel & np.fromiter(map(is_nccl.__getitem__, names), dtype=bool, count=len(names))
     code = np.where(kernel, 0, 1).astype(np.int64)
     which = np.flatnonzero(nccl)
