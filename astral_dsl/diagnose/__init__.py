@@ -102,7 +102,9 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     traces = checks.foreign(traces, rm, iterations, diags)
     if not traces:
         raise DiagnoseError("no rank of the observed data can be used", diags)
-    traces = {r: t.select(np.isin(t.iteration, iterations)) for r, t in traces.items()}
+    kept = set(iterations)
+    traces = {r: t if kept.issuperset(t.iterations) else
+              t.select(np.isin(t.iteration, iterations)) for r, t in traces.items()}
     stage = np.array([r.stage for r in rm.ranks])
     records, inst_, offsets, bad_hosts = _aligned(traces, rm)
     if len(bad_hosts) > max(1, n_hosts // 4) and checks.order_fit(traces, rm) is None:

@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 
 from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records, group_ids
-from astral_dsl.observe.records import COMPUTE_CODES
+from astral_dsl.observe.records import compute_mask
 
 COMPUTE_SLOW = 0.05
 NET_SLOW = 0.25
@@ -40,16 +40,16 @@ class Timing:
 def compute_per_rank(traces, iterations) -> Dict[int, Dict[int, float]]:
     """rank -> iteration -> compute seconds."""
     out: Dict[int, Dict[int, float]] = {}
-    lut = np.zeros(256, dtype=bool)
-    lut[COMPUTE_CODES] = True
     for rank, t in traces.items():
-        sel = lut[t.phase.astype(np.uint8)]
+        sel = compute_mask(t.phase)
         if not sel.any():
             continue
-        it = t.iteration[sel]
-        uniq, inv = np.unique(it, return_inverse=True)
-        sums = np.bincount(inv, weights=t.duration[sel])
-        out[rank] = {int(i): float(v) for i, v in zip(uniq, sums) if int(i) in iterations}
+        its, inv = t.iteration_index()
+        inv = inv[sel]
+        sums = np.bincount(inv, weights=t.duration[sel], minlength=its.size)
+        seen = np.bincount(inv, minlength=its.size) > 0       # iterations with compute
+        out[rank] = {i: float(v) for i, v, s in zip(its.tolist(), sums.tolist(), seen.tolist())
+                     if s and i in iterations}
     return out
 
 
@@ -87,10 +87,10 @@ def timing(records: Records, inst: Instances, offsets: np.ndarray, bad_hosts,
     expected = _median_by(slot, eff, usable)
     peers = np.bincount(slot, weights=usable.astype(float))[slot]
     if forecast:                     # looked up once per distinct (kind, stage)
-        pairs, which = np.unique(np.stack([inst.kind, stage_a], axis=1), axis=0,
-                                 return_inverse=True)
-        fc = np.array([forecast.get((int(k), int(s)), np.nan) for k, s in pairs.tolist()],
-                      dtype=np.float64)[which.reshape(-1)]
+        which, firsts = group_ids(inst.kind, stage_a)
+        fc = np.array([forecast.get((int(k), int(s)), np.nan) for k, s in
+                       zip(inst.kind[firsts].tolist(), stage_a[firsts].tolist())],
+                      dtype=np.float64)[which]
     else:
         fc = np.full(n, np.nan)
     expected = np.where(peers >= MIN_PEERS, expected, fc)

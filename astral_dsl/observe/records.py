@@ -64,7 +64,7 @@ class RankTrace:
 
     def __attrs_post_init__(self):
         # asked for many times by the checks and the diagnosis: found once
-        object.__setattr__(self, "_iterations", tuple(np.unique(self.iteration).tolist()))
+        object.__setattr__(self, "_iterations", tuple(distinct(self.iteration).tolist()))
 
     @property
     def iterations(self) -> Tuple[int, ...]:
@@ -78,28 +78,72 @@ class RankTrace:
                             start=self.start[mask], duration=self.duration[mask],
                             peer=self.peer[mask], op=self.op[mask], group=self.group[mask])
 
+    def iteration_index(self) -> Tuple[np.ndarray, np.ndarray]:
+        """(the iterations, ascending; for each record the index of its iteration in them)."""
+        its = np.asarray(self._iterations, dtype=self.iteration.dtype)
+        return its, np.searchsorted(its, self.iteration)
+
     def summary(self) -> Dict[int, Dict[str, float]]:
         """Per iteration: compute and communication (NCCL) seconds, memory copies, and the
         iteration's span on this rank's clock (first start to last end)."""
-        its, inv = np.unique(self.iteration, return_inverse=True)
+        its, inv = self.iteration_index()
         m = its.size
         dur = self.duration
-
-        def total(mask) -> np.ndarray:
-            return np.bincount(inv[mask], weights=dur[mask], minlength=m)
-
-        compute = total(np.isin(self.phase, COMPUTE_CODES))
-        comm = total(np.isin(self.phase, COMM_CODES))
-        memory = total(self.phase == PHASE_INDEX["memory"])
-        first = np.full(m, np.inf)
-        last = np.full(m, -np.inf)
-        np.minimum.at(first, inv, self.start)
-        np.maximum.at(last, inv, self.start + dur)
-        events = np.bincount(inv, minlength=m)
+        # one weighted count per (iteration, category): each bin sums its records in record
+        # order, as one count per category would
+        cell = inv * _N_CATEGORIES + _CATEGORY[self.phase.astype(np.uint8)]
+        sums = np.bincount(cell, weights=dur, minlength=m * _N_CATEGORIES).reshape(m, _N_CATEGORIES)
+        compute, comm, memory = sums[:, 0], sums[:, 1], sums[:, 2]
+        start = self.start.astype(np.float64, copy=False)
+        end = (self.start + dur).astype(np.float64, copy=False)
+        if m and _ascending(self.iteration):          # iterations in runs: one reduce each
+            bounds = np.concatenate(([0], np.flatnonzero(np.diff(inv)) + 1))
+            first = np.minimum.reduceat(start, bounds)
+            last = np.maximum.reduceat(end, bounds)
+            events = np.diff(np.append(bounds, inv.size))
+        else:
+            first = np.full(m, np.inf)
+            last = np.full(m, -np.inf)
+            np.minimum.at(first, inv, self.start)
+            np.maximum.at(last, inv, end)
+            events = np.bincount(inv, minlength=m)
         return {int(it): {"compute_s": float(compute[i]), "comm_s": float(comm[i]),
                           "memory_s": float(memory[i]), "span_s": float(last[i] - first[i]),
                           "events": int(events[i])}
                 for i, it in enumerate(its.tolist())}
+
+
+# phase code -> what summary() counts it as: compute, communication, memory copies, the rest
+_N_CATEGORIES = 4
+_CATEGORY = np.full(256, 3, dtype=np.int64)
+_CATEGORY[COMPUTE_CODES] = 0
+_CATEGORY[COMM_CODES] = 1
+_CATEGORY[PHASE_INDEX["memory"]] = 2
+
+
+def _ascending(a: np.ndarray) -> bool:
+    return a.size < 2 or bool((a[1:] >= a[:-1]).all())
+
+
+def distinct(a: np.ndarray) -> np.ndarray:
+    """np.unique of an integer array, without its overhead (a few microseconds on the short
+    arrays of one rank); in one pass when `a` is already in order (records are in time
+    order)."""
+    s = a if _ascending(a) else np.sort(a)
+    keep = np.empty(s.size, dtype=bool)
+    keep[:1] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
+def compute_mask(phase: np.ndarray) -> np.ndarray:
+    """Which records are compute (COMPUTE_CODES), by table look-up."""
+    return _CATEGORY[phase.astype(np.uint8)] == 0
+
+
+def comm_mask(phase: np.ndarray) -> np.ndarray:
+    """Which records are communication (COMM_CODES), by table look-up."""
+    return _CATEGORY[phase.astype(np.uint8)] == 1
 
 
 def columns(rows, n_hint: int = 0):
