@@ -209,7 +209,7 @@ def _compute(rm, comp, medians, fc_comp, stage):
     for rank, ratio in ratios.items():
         per = comp[rank]
         s = int(stage[rank])
-        own = float(np.median(list(per.values())))
+        own = evidence.median(per.values())
         peers = own / ratio
         comparisons.append(RankComparison(rank, s, own, peers, fc_comp.get(s)))
         if np.log(ratio) >= limit:

@@ -53,13 +53,15 @@ class Instances:
         return int(self.kind.shape[0])
 
 
-def _kind_of_groups(trace: RankTrace, rm: RankMap) -> Dict[int, int]:
+def _kind_of_groups(trace: RankTrace, rm: RankMap, sets: Optional[Dict] = None
+                    ) -> Dict[int, int]:
     """Process-group index of a profiler trace -> kind code, by comparing its ranks with the rank
-    map's groups of this rank."""
+    map's groups of this rank. `sets`: the rank sets already made (one dict per rank map)."""
+    sets = {} if sets is None else sets
     out: Dict[int, int] = {}
     inside = trace.rank < rm.world
     for i, g in enumerate(trace.groups):
-        ranks = set(g.ranks)
+        ranks = _set_of(sets, g.ranks)
         if not ranks:
             continue
         if len(ranks) == rm.world and inside:
@@ -69,16 +71,26 @@ def _kind_of_groups(trace: RankTrace, rm: RankMap) -> Dict[int, int]:
             continue
         for kind in ("tp", "dp", "pp", "cp", "ep"):
             mine = rm.group(kind, trace.rank).ranks
-            if len(mine) >= len(ranks) and set(mine) == ranks:    # sizes first: cheap
+            if len(mine) >= len(ranks) and _set_of(sets, mine) == ranks:   # sizes first
                 out[i] = KIND_CODES[kind]
                 break
     return out
 
 
-def _group_kinds(trace: RankTrace, rm: RankMap) -> Optional[np.ndarray]:
+def _set_of(sets: Dict, ranks: Tuple[int, ...]) -> frozenset:
+    try:
+        hit = sets.get(ranks)
+    except TypeError:                      # not a tuple: not kept
+        return frozenset(ranks)
+    if hit is None:
+        hit = sets[ranks] = frozenset(ranks)
+    return hit
+
+
+def _group_kinds(trace: RankTrace, rm: RankMap, sets: Dict) -> Optional[np.ndarray]:
     """Kind code of each process group of the trace (-1: none), or None when no group has
     one."""
-    by_group = _kind_of_groups(trace, rm) if trace.groups else None
+    by_group = _kind_of_groups(trace, rm, sets) if trace.groups else None
     if not by_group:
         return None
     return np.array([by_group.get(g, -1) for g in range(len(trace.groups))], dtype=np.int64)
@@ -104,9 +116,9 @@ def collect(traces: Dict[int, RankTrace], rm: RankMap) -> Tuple[Records, Instanc
     # a profiler trace names the process group of each kernel: its kind, where known, is the
     # record's; the traces' tables one after the other, each record's looked up at its own
     tables, base = [], np.full(len(ts), -1, dtype=np.int64)
-    offset = 0
+    offset, sets = 0, {}
     for i, t in enumerate(ts):
-        gk = _group_kinds(t, rm)
+        gk = _group_kinds(t, rm, sets)
         if gk is None:
             continue
         if int(t.group.max()) >= gk.size:
@@ -162,7 +174,7 @@ def group_ids(*cols: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         firsts = np.full(int(dense[-1]) + 1, n, dtype=np.int64)
         np.minimum.at(firsts, inv, np.arange(n))
         return inv, firsts
-    order, new = _sort_rows(cols, key)
+    order, new = _sort_rows(cols, key, total)
     inv = np.empty(n, dtype=np.int64)
     inv[order] = np.cumsum(new) - 1
     return inv, order[new]
@@ -171,15 +183,32 @@ def group_ids(*cols: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 COUNTED = 4           # group_ids counts rather than sorts up to this many possible rows a row
 
 
-def _sort_rows(cols, key: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+def stable_order(key: np.ndarray, total: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(np.argsort(key, kind="stable"), key sorted) of non-negative integers below `total`.
+
+    With the position in the low bits each key is distinct, and a plain sort of the values
+    (numpy's vectorised quicksort, several times faster than a stable argsort) sorts by key
+    and then by position: the stable order."""
+    n = key.size
+    bits = max(1, (n - 1).bit_length())
+    if total >= 1 << (63 - bits):
+        order = np.argsort(key, kind="stable")
+        return order, key[order]
+    packed = key << bits
+    packed |= np.arange(n, dtype=np.int64)
+    packed.sort()
+    return packed & ((1 << bits) - 1), packed >> bits
+
+
+def _sort_rows(cols, key: Optional[np.ndarray], total: int
+               ) -> Tuple[np.ndarray, np.ndarray]:
     """(the rows' order sorted by cols[0], cols[1], ..., then by position; whether each sorted
-    row starts a group). `key`: the rows as one integer (_one_key), or None."""
+    row starts a group). `key`: the rows as one integer below `total` (_one_key), or None."""
     n = cols[0].size
     new = np.empty(n, dtype=bool)
     new[0] = True
     if key is not None:                  # one sort of one integer: the same order, faster
-        order = np.argsort(key, kind="stable")
-        sk = key[order]
+        order, sk = stable_order(key, total)
         np.not_equal(sk[1:], sk[:-1], out=new[1:])
     else:
         order = np.lexsort(cols[::-1])
@@ -234,14 +263,12 @@ def _occurrence_on_rank(rank, local_cols, when) -> np.ndarray:
 
     Sorted by the local columns alone (stable), each group is a run of one rank's records in
     their order; when `when` already ascends in every run (records are in time order) that is
-    the order by `when`. A sort of one small integer: numpy sorts 16-bit integers by radix."""
+    the order by `when`."""
     local, total = _one_key(local_cols)
     if local is None:
         return occurrence(group_ids(rank, *local_cols)[0], when)
-    if total <= 1 << 16:
-        local = local.astype(np.uint16)
-    order = np.argsort(local, kind="stable")
-    ls, rs = local[order], rank[order]
+    order, ls = stable_order(local, total)
+    rs = rank[order]
     new = np.empty(order.size, dtype=bool)
     new[0] = True
     new[1:] = (ls[1:] != ls[:-1]) | (rs[1:] != rs[:-1])
@@ -299,7 +326,7 @@ def _match(rm: RankMap, rank, host, it, kind, start, end, peer, op):
     key_b = np.where(coll, group, sender)
     key_c = np.where(coll, -1, receiver)
     cols = (key_a, key_b, key_c, it, occ, np.where(valid, 0, np.arange(n) + 1))
-    order, new = _sort_rows(cols, _one_key(cols)[0])
+    order, new = _sort_rows(cols, *_one_key(cols))
     ids = np.cumsum(new) - 1                          # instance of each sorted record
     inv = np.empty(n, dtype=np.int64)
     inv[order] = ids

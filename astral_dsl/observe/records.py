@@ -91,26 +91,26 @@ class RankTrace:
         dur = self.duration
         # one weighted count per (iteration, category): each bin sums its records in record
         # order, as one count per category would
-        cell = inv * _N_CATEGORIES + _CATEGORY[self.phase.astype(np.uint8)]
-        sums = np.bincount(cell, weights=dur, minlength=m * _N_CATEGORIES).reshape(m, _N_CATEGORIES)
-        compute, comm, memory = sums[:, 0], sums[:, 1], sums[:, 2]
+        cell = inv * _N_CATEGORIES + _category(self.phase)
+        sums = np.bincount(cell, weights=dur, minlength=m * _N_CATEGORIES)
+        sums = sums.reshape(m, _N_CATEGORIES).tolist()
         start = self.start.astype(np.float64, copy=False)
         end = (self.start + dur).astype(np.float64, copy=False)
         if m and _ascending(self.iteration):          # iterations in runs: one reduce each
-            bounds = np.concatenate(([0], np.flatnonzero(np.diff(inv)) + 1))
-            first = np.minimum.reduceat(start, bounds)
-            last = np.maximum.reduceat(end, bounds)
-            events = np.diff(np.append(bounds, inv.size))
+            lo = np.searchsorted(self.iteration, its)
+            first = np.minimum.reduceat(start, lo)
+            last = np.maximum.reduceat(end, lo)
+            events = np.searchsorted(self.iteration, its, "right") - lo
         else:
             first = np.full(m, np.inf)
             last = np.full(m, -np.inf)
             np.minimum.at(first, inv, self.start)
             np.maximum.at(last, inv, end)
             events = np.bincount(inv, minlength=m)
-        return {int(it): {"compute_s": float(compute[i]), "comm_s": float(comm[i]),
-                          "memory_s": float(memory[i]), "span_s": float(last[i] - first[i]),
-                          "events": int(events[i])}
-                for i, it in enumerate(its.tolist())}
+        spans = (last - first).tolist()
+        return {it: {"compute_s": s[0], "comm_s": s[1], "memory_s": s[2], "span_s": span,
+                     "events": n}
+                for it, s, span, n in zip(self._iterations, sums, spans, events.tolist())}
 
 
 # phase code -> what summary() counts it as: compute, communication, memory copies, the rest
@@ -136,14 +136,23 @@ def distinct(a: np.ndarray) -> np.ndarray:
     return s[keep]
 
 
+def _category(phase: np.ndarray) -> np.ndarray:
+    """The _CATEGORY of each phase code: by table look-up for one-byte codes (the readers'),
+    by comparison for wider ones."""
+    if phase.dtype.itemsize == 1:
+        return _CATEGORY[phase.view(np.uint8)]
+    return np.where(np.isin(phase, COMPUTE_CODES), 0, np.where(
+        np.isin(phase, COMM_CODES), 1, np.where(phase == PHASE_INDEX["memory"], 2, 3)))
+
+
 def compute_mask(phase: np.ndarray) -> np.ndarray:
-    """Which records are compute (COMPUTE_CODES), by table look-up."""
-    return _CATEGORY[phase.astype(np.uint8)] == 0
+    """Which records are compute (COMPUTE_CODES)."""
+    return _category(phase) == 0
 
 
 def comm_mask(phase: np.ndarray) -> np.ndarray:
-    """Which records are communication (COMM_CODES), by table look-up."""
-    return _CATEGORY[phase.astype(np.uint8)] == 1
+    """Which records are communication (COMM_CODES)."""
+    return _category(phase) == 1
 
 
 def columns(rows, n_hint: int = 0):
