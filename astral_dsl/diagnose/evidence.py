@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 
 from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records, group_ids
-from astral_dsl.observe.records import compute_mask
+from astral_dsl.observe.records import Totals, totals
 
 COMPUTE_SLOW = 0.05
 NET_SLOW = 0.25
@@ -37,19 +37,21 @@ class Timing:
     usable: np.ndarray          # bool: complete, all members aligned
 
 
-def compute_per_rank(traces, iterations) -> Dict[int, Dict[int, float]]:
-    """rank -> iteration -> compute seconds."""
+def compute_per_rank(traces, iterations, tot: Optional[Totals] = None
+                     ) -> Dict[int, Dict[int, float]]:
+    """rank -> iteration -> compute seconds (ranks with compute records; `tot`: the traces'
+    totals when already counted)."""
+    tot = tot if tot is not None else totals(list(traces.values()))
+    seconds = tot.seconds[:, 0].tolist()
+    records = tot.records[:, 0].tolist()
     out: Dict[int, Dict[int, float]] = {}
-    for rank, t in traces.items():
-        sel = compute_mask(t.phase)
-        if not sel.any():
+    for i, rank in enumerate(traces):
+        rows = tot.rows(i)
+        n = records[rows.start:rows.stop]
+        if not any(n):
             continue
-        its, inv = t.iteration_index()
-        inv = inv[sel]
-        sums = np.bincount(inv, weights=t.duration[sel], minlength=its.size)
-        seen = np.bincount(inv, minlength=its.size) > 0       # iterations with compute
-        out[rank] = {i: float(v) for i, v, s in zip(its.tolist(), sums.tolist(), seen.tolist())
-                     if s and i in iterations}
+        out[rank] = {it: v for it, v, c in zip(tot.iterations[i], seconds[rows.start:rows.stop],
+                                                n) if c and it in iterations}
     return out
 
 

@@ -12,7 +12,7 @@ Columns (numpy arrays of equal length, in time order):
 Pure data: readers in kineto.py and ranklog.py build it, the diagnosis reads it."""
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import attrs
 import numpy as np
@@ -86,35 +86,66 @@ class RankTrace:
     def summary(self) -> Dict[int, Dict[str, float]]:
         """Per iteration: compute and communication (NCCL) seconds, memory copies, and the
         iteration's span on this rank's clock (first start to last end)."""
-        its, inv = self.iteration_index()
-        m = its.size
-        dur = self.duration
-        # one weighted count per (iteration, category): each bin sums its records in record
-        # order, as one count per category would
-        cell = inv * _N_CATEGORIES + _category(self.phase)
-        sums = np.bincount(cell, weights=dur, minlength=m * _N_CATEGORIES)
-        sums = sums.reshape(m, _N_CATEGORIES).tolist()
-        start = self.start.astype(np.float64, copy=False)
-        end = (self.start + dur).astype(np.float64, copy=False)
-        if m and _ascending(self.iteration):          # iterations in runs: one reduce each
-            lo = np.searchsorted(self.iteration, its)
-            first = np.minimum.reduceat(start, lo)
-            last = np.maximum.reduceat(end, lo)
-            events = np.searchsorted(self.iteration, its, "right") - lo
-        else:
-            first = np.full(m, np.inf)
-            last = np.full(m, -np.inf)
-            np.minimum.at(first, inv, self.start)
-            np.maximum.at(last, inv, end)
-            events = np.bincount(inv, minlength=m)
-        spans = (last - first).tolist()
+        return totals((self,)).summary(0)
+
+
+@attrs.frozen(eq=False)
+class Totals:
+    """Per iteration of each of several traces (rows: the traces' iterations one after the
+    other, ascending within each): seconds and records of each category (compute,
+    communication, memory copies, the rest: CATEGORIES), first start and last end."""
+    iterations: Tuple[Tuple[int, ...], ...]      # per trace
+    offsets: np.ndarray                          # per trace: its first row
+    seconds: np.ndarray                          # rows x categories
+    records: np.ndarray                          # rows x categories
+    first: np.ndarray
+    last: np.ndarray
+
+    def rows(self, i: int) -> range:
+        return range(int(self.offsets[i]), int(self.offsets[i]) + len(self.iterations[i]))
+
+    def summary(self, i: int) -> Dict[int, Dict[str, float]]:
+        """RankTrace.summary() of trace i."""
+        rows = self.rows(i)
+        sums = self.seconds[rows.start:rows.stop].tolist()
+        events = self.records[rows.start:rows.stop].sum(axis=1).tolist()
+        spans = (self.last[rows.start:rows.stop] - self.first[rows.start:rows.stop]).tolist()
         return {it: {"compute_s": s[0], "comm_s": s[1], "memory_s": s[2], "span_s": span,
                      "events": n}
-                for it, s, span, n in zip(self._iterations, sums, spans, events.tolist())}
+                for it, s, span, n in zip(self.iterations[i], sums, spans, events)}
+
+
+def totals(traces: Sequence[RankTrace]) -> Totals:
+    """The Totals of `traces`, in one pass over all their records: every bin of a weighted
+    count sums its records in record order, as a count per trace would."""
+    its = tuple(t.iterations for t in traces)
+    offsets = np.cumsum([0] + [len(x) for x in its])
+    n_rows = int(offsets[-1])
+    cat = len(CATEGORIES)
+    if not traces:
+        z = np.zeros((0, cat))
+        return Totals(its, offsets, z, z.astype(np.int64), np.zeros(0), np.zeros(0))
+    row = np.concatenate([o + t.iteration_index()[1] for o, t in zip(offsets.tolist(), traces)])
+    cell = row * cat + np.concatenate([_category(t.phase) for t in traces])
+    weights = np.concatenate([t.duration for t in traces]).astype(np.float64, copy=False)
+    seconds = np.bincount(cell, weights=weights, minlength=n_rows * cat).reshape(n_rows, cat)
+    records = np.bincount(cell, minlength=n_rows * cat).reshape(n_rows, cat)
+    start = np.concatenate([t.start for t in traces]).astype(np.float64, copy=False)
+    end = np.concatenate([t.start + t.duration for t in traces]).astype(np.float64, copy=False)
+    first = np.full(n_rows, np.inf)
+    last = np.full(n_rows, -np.inf)
+    if row.size and _ascending(row):     # records in iteration order: one reduce per row
+        lo = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))
+        first[row[lo]] = np.minimum.reduceat(start, lo)
+        last[row[lo]] = np.maximum.reduceat(end, lo)
+    else:
+        np.minimum.at(first, row, start)
+        np.maximum.at(last, row, end)
+    return Totals(its, offsets, seconds, records, first, last)
 
 
 # phase code -> what summary() counts it as: compute, communication, memory copies, the rest
-_N_CATEGORIES = 4
+CATEGORIES = ("compute", "comm", "memory", "other")
 _CATEGORY = np.full(256, 3, dtype=np.int64)
 _CATEGORY[COMPUTE_CODES] = 0
 _CATEGORY[COMM_CODES] = 1
@@ -143,11 +174,6 @@ def _category(phase: np.ndarray) -> np.ndarray:
         return _CATEGORY[phase.view(np.uint8)]
     return np.where(np.isin(phase, COMPUTE_CODES), 0, np.where(
         np.isin(phase, COMM_CODES), 1, np.where(phase == PHASE_INDEX["memory"], 2, 3)))
-
-
-def compute_mask(phase: np.ndarray) -> np.ndarray:
-    """Which records are compute (COMPUTE_CODES)."""
-    return _category(phase) == 0
 
 
 def comm_mask(phase: np.ndarray) -> np.ndarray:
