@@ -337,10 +337,10 @@ def _enter(child, cpath, want, scope_kinds, counters, chain, cache):
 
 
 def _members(host: Instance, cache) -> Tuple[str, str, List[Instance]]:
-    key = ("rank map members", id(host))      # replicated hosts share one instance: once
+    key = (id(host), "rank map members")      # replicated hosts share one instance: once
     hit = cache.get(key)
-    if hit is None or hit[0] is not host:
-        hit = cache[key] = (host, _find_members(host, cache))
+    if hit is None:
+        hit = cache[key] = (host, _find_members(host, cache))   # host kept: its id unique
     return hit[1]
 
 

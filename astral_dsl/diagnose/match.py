@@ -138,12 +138,12 @@ def collect(traces: Dict[int, RankTrace], rm: RankMap) -> Tuple[Records, Instanc
     keep = np.flatnonzero(kind >= 0)
     if keep.size == 0:
         return _no_records()
-    start = np.concatenate([t.start for t in ts])
-    end = start + np.concatenate([t.duration for t in ts])
+    start = np.concatenate([t.start for t in ts])[keep]
+    end = np.concatenate([t.start + t.duration for t in ts])[keep]
     it = np.concatenate([t.iteration for t in ts])
     rank = rank[keep]
-    return _match(rm, rank, host_of[rank], it[keep], kind[keep], start[keep], end[keep],
-                  peer[keep], op[keep])
+    return _match(rm, rank, host_of[rank], it[keep], kind[keep], start, end, peer[keep],
+                  op[keep])
 
 
 def _no_records() -> Tuple[Records, Instances]:
@@ -223,17 +223,33 @@ def _one_key(cols) -> Tuple[Optional[np.ndarray], int]:
     """(the rows of `cols` as one int64 each, ordered as the rows (mixed radix, cols[0] the
     most significant digit), the number of possible keys); None when their ranges do not fit
     62 bits."""
-    lows, spans = [], []
+    digits = []
     total = 1
     for c in cols:
         lo, hi = int(c.min()), int(c.max())
-        lows.append(lo)
-        spans.append(hi - lo + 1)
-        total *= hi - lo + 1
+        if hi > lo:                      # a constant column adds nothing to the order
+            digits.append((c, lo, hi - lo + 1, max(abs(lo), abs(hi))))
+            total *= hi - lo + 1
     if total >= 1 << 62:
         return None, total
+    if not digits:
+        return np.zeros(cols[0].size, dtype=np.int64), 1
+    # sum of (c - lo) * weight as sum of c * weight - offset (no shifted copy of each column),
+    # when no partial sum can leave 62 bits
+    offset = bound = 0
+    for _, lo, span, size in digits:
+        offset = offset * span + lo
+        bound = bound * span + size
+    if bound < 1 << 62:
+        key = digits[0][0].astype(np.int64)
+        for c, _, span, _ in digits[1:]:
+            key *= span
+            key += c
+        if offset:
+            key -= offset
+        return key, total
     key = np.zeros(cols[0].size, dtype=np.int64)
-    for c, lo, span in zip(cols, lows, spans):
+    for c, lo, span, _ in digits:
         key *= span
         key += c - lo
     return key, total
