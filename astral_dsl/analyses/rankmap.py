@@ -337,6 +337,14 @@ def _enter(child, cpath, want, scope_kinds, counters, chain, cache):
 
 
 def _members(host: Instance, cache) -> Tuple[str, str, List[Instance]]:
+    key = (id(host), "rank map members")      # replicated hosts share one instance: once
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = (host, _find_members(host, cache))   # host kept: its id unique
+    return hit[1]
+
+
+def _find_members(host: Instance, cache) -> Tuple[str, str, List[Instance]]:
     gpu_member, nic_member = "gpus", "nics"
     for m in host.members:
         kinds = {i.kind for _, i in m.value.flat()} if isinstance(m.value, Group) else \

@@ -22,6 +22,7 @@ from astral_dsl.diagnose import checks, clocks, evidence, localise, match
 from astral_dsl.diagnose.checks import diag as _diag
 from astral_dsl.diagnose.model import Diagnosis, Evidence, RankComparison, Suspect
 from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.observe.records import totals
 
 SOFTWARE_SLOW = 0.15       # every stage this much slower than the forecast: not one part
 FALSE_ALARM = 0.05         # a GPU suspect in at most one healthy run in twenty
@@ -102,7 +103,9 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     traces = checks.foreign(traces, rm, iterations, diags)
     if not traces:
         raise DiagnoseError("no rank of the observed data can be used", diags)
-    traces = {r: t.select(np.isin(t.iteration, iterations)) for r, t in traces.items()}
+    kept = set(iterations)
+    traces = {r: t if kept.issuperset(t.iterations) else
+              t.select(np.isin(t.iteration, iterations)) for r, t in traces.items()}
     stage = np.array([r.stage for r in rm.ranks])
     records, inst_, offsets, bad_hosts = _aligned(traces, rm)
     if len(bad_hosts) > max(1, n_hosts // 4) and checks.order_fit(traces, rm) is None:
@@ -123,7 +126,8 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     fc_net = _forecast_net(fc) if fc is not None else {}
     tm = evidence.timing(records, inst_, offsets, bad_hosts, stage, fc_net)
     suspects = localise.localise(rm, inst_, tm)
-    comp = evidence.compute_per_rank(traces, set(iterations))
+    tot = totals(list(traces.values()))          # per rank and iteration, counted once
+    comp = evidence.compute_per_rank(traces, set(iterations), tot)
     medians = evidence.stage_medians(comp, stage, iterations)
     fc_comp = _forecast_compute(fc) if fc is not None else {}
     comparisons, compute_suspects = _compute(rm, comp, medians, fc_comp, stage)
@@ -132,7 +136,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     if soft is not None:
         suspects.insert(0, soft)
     suspects.sort(key=lambda s: (s.alternative, -round(s.confidence, 6), s.kind, s.path))
-    obs_iter = _observed_iteration(traces)
+    obs_iter = _observed_iteration(tot)
     counts = {}
     for code, name in match.KIND_NAMES.items():
         sel = tm.usable & (inst_.kind == code)
@@ -207,7 +211,7 @@ def _compute(rm, comp, medians, fc_comp, stage):
     for rank, ratio in ratios.items():
         per = comp[rank]
         s = int(stage[rank])
-        own = float(np.median(list(per.values())))
+        own = evidence.median(per.values())
         peers = own / ratio
         comparisons.append(RankComparison(rank, s, own, peers, fc_comp.get(s)))
         if np.log(ratio) >= limit:
@@ -268,8 +272,9 @@ def _software(medians, fc_comp, iterations) -> Optional[Suspect]:
                    "assumptions before suspecting hardware")
 
 
-def _observed_iteration(traces) -> Optional[float]:
-    spans = [s["span_s"] for t in traces.values() for s in t.summary().values()]
+def _observed_iteration(tot) -> Optional[float]:
+    """Median over ranks and iterations of the iteration's span (summary()'s span_s)."""
+    spans = (tot.last - tot.first).tolist()
     return float(np.median(spans)) if spans else None
 
 

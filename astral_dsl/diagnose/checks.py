@@ -20,7 +20,7 @@ import numpy as np
 from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.kineto import group_kind
-from astral_dsl.observe.records import COMM_CODES, OP_INDEX
+from astral_dsl.observe.records import OP_INDEX, comm_mask, distinct
 
 ORDER_FIT = 0.9          # share of the structural evidence an order must explain
 SCHEDULE_OFF = 0.5       # communication records per iteration this far from the stage's median
@@ -88,16 +88,15 @@ def candidate_orders(sizes: Dict[str, int]) -> List[str]:
 def _peers_fit(traces, rm) -> Tuple[int, int]:
     """(pipeline records whose peer is a pipeline neighbour of the rank, pipeline records
     naming a peer)."""
-    pp_of = rm.group_of_rank["pp"]
+    pp_of = np.asarray(rm.group_of_rank["pp"])
     fit = total = 0
     for rank, t in traces.items():
         p2p = ((t.op == OP_INDEX["send"]) | (t.op == OP_INDEX["recv"])) & (t.peer >= 0) & \
             (t.peer < rm.world)
         if not p2p.any():
             continue
-        peers = np.unique(t.peer[p2p])
-        mine = pp_of[rank]
-        fit += int(sum(1 for p in peers.tolist() if pp_of[p] == mine and p != rank))
+        peers = distinct(t.peer[p2p])
+        fit += int(np.count_nonzero((pp_of[peers] == pp_of[rank]) & (peers != rank)))
         total += int(peers.size)
     return fit, total
 
@@ -107,8 +106,7 @@ def _groups_fit(traces, rm) -> Tuple[int, int]:
     whose kind the trace names)."""
     fit = total = 0
     for rank, t in traces.items():
-        used = set(np.unique(t.group[t.group >= 0]).tolist()) if t.groups else set()
-        for gi in used:
+        for gi in (_used_groups(t) if t.groups else ()):
             g = t.groups[gi]
             kind = group_kind(g.desc, g.name)
             if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
@@ -167,10 +165,12 @@ def foreign(traces, rm, keep_iterations: Sequence[int], diags: List[Diagnostic])
     keep = set(keep_iterations)
     counts = {}
     for rank, t in traces.items():
-        comm = np.isin(t.phase, COMM_CODES) & np.isin(t.iteration, list(keep))
         its = [it for it in t.iterations if it in keep]
         if its:
-            counts[rank] = float(comm.sum()) / len(its)
+            comm = comm_mask(t.phase)
+            if len(its) < len(t.iterations):
+                comm &= np.isin(t.iteration, list(keep))
+            counts[rank] = float(np.count_nonzero(comm)) / len(its)
     stage = {r.rank: r.stage for r in rm.ranks}
     by_stage: Dict[int, List[float]] = {}
     for rank, c in counts.items():
@@ -205,8 +205,7 @@ def _foreign_groups(t, rm) -> Optional[str]:
     rank order (a wrong order is E792's)."""
     if not t.groups:
         return None
-    used = set(np.unique(t.group[t.group >= 0]).tolist())
-    for gi in sorted(used):
+    for gi in _used_groups(t):
         g = t.groups[gi]
         kind = group_kind(g.desc, g.name)
         if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
@@ -217,6 +216,11 @@ def _foreign_groups(t, rm) -> Optional[str]:
                     f"{len(rm.group(kind, t.rank).ranks)} ranks and this one is "
                     f"{_short(rm.group(kind, t.rank).ranks)}")
     return None
+
+
+def _used_groups(t) -> List[int]:
+    """The process-group indices the trace's records name, ascending."""
+    return distinct(t.group[t.group >= 0]).tolist()
 
 
 def _its(its) -> str:

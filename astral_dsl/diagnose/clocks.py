@@ -51,18 +51,19 @@ def _fit(host: np.ndarray, instance: np.ndarray, end: np.ndarray, n_hosts: int):
     n_inst = int(instance.max()) + 1
     A = sparse.coo_matrix((np.ones(end.size), (instance, host)),
                           shape=(n_inst, n_hosts)).tocsr()          # counts c_i per host
-    n_i = np.asarray(A.sum(axis=1)).ravel()
+    # counts are whole numbers: summed in any order they are the same floats
+    n_i = np.bincount(instance, minlength=n_inst).astype(np.float64)
     S_i = np.bincount(instance, weights=e, minlength=n_inst)
-    hosts_per = np.asarray((A > 0).sum(axis=1)).ravel()
+    hosts_per = np.diff(A.indptr)             # canonical CSR (duplicates summed, no zeros)
     multi = hosts_per > 1
     W = sparse.diags(np.where(multi, 1.0 / np.maximum(n_i, 1), 0.0))
     Am = sparse.diags(multi.astype(float)) @ A
-    L = sparse.diags(np.asarray(Am.sum(axis=0)).ravel()) - Am.T @ W @ Am
+    weight = np.bincount(host, weights=multi[instance].astype(np.float64), minlength=n_hosts)
+    L = sparse.diags(weight) - Am.T @ W @ Am
     E_h = np.bincount(host, weights=np.where(multi[instance], e, 0.0), minlength=n_hosts)
     b = E_h - Am.T @ (np.where(multi, S_i / np.maximum(n_i, 1), 0.0))
     adjacency = (Am.T @ Am).tocsr()
     n_comp, comp = connected_components(adjacency, directed=False)
-    weight = np.asarray(Am.sum(axis=0)).ravel()
     pinned = []
     for c in range(n_comp):
         members = np.flatnonzero(comp == c)
@@ -76,9 +77,8 @@ def _fit(host: np.ndarray, instance: np.ndarray, end: np.ndarray, n_hosts: int):
     t_i = (S_i - np.bincount(instance, weights=offsets[host], minlength=n_inst)) / \
         np.maximum(n_i, 1)
     residual = np.where(multi[instance], e - t_i[instance] - offsets[host], 0.0)
-    counts = np.bincount(host, weights=multi[instance].astype(float), minlength=n_hosts)
     rms = np.sqrt(np.bincount(host, weights=residual ** 2, minlength=n_hosts) /
-                  np.maximum(counts, 1))
+                  np.maximum(weight, 1))
     return offsets, comp, rms, residual
 
 

@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 
 from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records, group_ids
-from astral_dsl.observe.records import COMPUTE_CODES
+from astral_dsl.observe.records import Totals, totals
 
 COMPUTE_SLOW = 0.05
 NET_SLOW = 0.25
@@ -37,19 +37,21 @@ class Timing:
     usable: np.ndarray          # bool: complete, all members aligned
 
 
-def compute_per_rank(traces, iterations) -> Dict[int, Dict[int, float]]:
-    """rank -> iteration -> compute seconds."""
+def compute_per_rank(traces, iterations, tot: Optional[Totals] = None
+                     ) -> Dict[int, Dict[int, float]]:
+    """rank -> iteration -> compute seconds (ranks with compute records; `tot`: the traces'
+    totals when already counted)."""
+    tot = tot if tot is not None else totals(list(traces.values()))
+    seconds = tot.seconds[:, 0].tolist()
+    records = tot.records[:, 0].tolist()
     out: Dict[int, Dict[int, float]] = {}
-    lut = np.zeros(256, dtype=bool)
-    lut[COMPUTE_CODES] = True
-    for rank, t in traces.items():
-        sel = lut[t.phase.astype(np.uint8)]
-        if not sel.any():
+    for i, rank in enumerate(traces):
+        rows = tot.rows(i)
+        n = records[rows.start:rows.stop]
+        if not any(n):
             continue
-        it = t.iteration[sel]
-        uniq, inv = np.unique(it, return_inverse=True)
-        sums = np.bincount(inv, weights=t.duration[sel])
-        out[rank] = {int(i): float(v) for i, v in zip(uniq, sums) if int(i) in iterations}
+        out[rank] = {it: v for it, v, c in zip(tot.iterations[i], seconds[rows.start:rows.stop],
+                                                n) if c and it in iterations}
     return out
 
 
@@ -87,10 +89,10 @@ def timing(records: Records, inst: Instances, offsets: np.ndarray, bad_hosts,
     expected = _median_by(slot, eff, usable)
     peers = np.bincount(slot, weights=usable.astype(float))[slot]
     if forecast:                     # looked up once per distinct (kind, stage)
-        pairs, which = np.unique(np.stack([inst.kind, stage_a], axis=1), axis=0,
-                                 return_inverse=True)
-        fc = np.array([forecast.get((int(k), int(s)), np.nan) for k, s in pairs.tolist()],
-                      dtype=np.float64)[which.reshape(-1)]
+        which, firsts = group_ids(inst.kind, stage_a)
+        fc = np.array([forecast.get((int(k), int(s)), np.nan) for k, s in
+                       zip(inst.kind[firsts].tolist(), stage_a[firsts].tolist())],
+                      dtype=np.float64)[which]
     else:
         fc = np.full(n, np.nan)
     expected = np.where(peers >= MIN_PEERS, expected, fc)
@@ -136,8 +138,20 @@ def median_ratio(per: Dict[int, float], medians: Dict[Tuple[int, int], float], s
                  ) -> Optional[float]:
     ratios = [v / medians[(stage, it)] for it, v in per.items()
               if medians.get((stage, it), 0) > 0]
-    return float(np.median(ratios)) if ratios else None
+    return median(ratios) if ratios else None
+
+
+def median(values) -> float:
+    """float(np.median(values)) of a short list of numbers, without numpy's overhead (tens of
+    microseconds a call, once per rank): the same number, the middle value or the mean of the
+    two middle ones ((a + b) / 2, as np.mean computes it); NaN and no value: numpy's answer."""
+    v = sorted(values)
+    n = len(v)
+    if n == 0 or any(x != x for x in v):
+        return float(np.median(values))
+    h = n // 2
+    return float(v[h]) if n % 2 else float((v[h - 1] + v[h]) / 2)
 
 
 __all__ = ["COMPUTE_SLOW", "MIN_PEERS", "NET_FLOOR_S", "NET_SLOW", "Timing", "compute_per_rank",
-           "median_ratio", "stage_medians", "timing"]
+           "median", "median_ratio", "stage_medians", "timing"]

@@ -121,10 +121,11 @@ def localise(rm: RankMap, inst: Instances, tm: Timing) -> List[Suspect]:
     ecmp = np.array([u[0] in ECMP_KINDS for u in units])
     threshold = np.log(ALARM_ODDS) + np.log(max(1, len(classes)))
     log_r0, log_r = log_r, log_r.copy()
+    terms = _Terms(log_r)
     suspects: List[Suspect] = []
     first_round = None
     while len(suspects) < MAX_SUSPECTS:
-        llr = _log_bayes(incidence, ecmp, chan, log_r, n_chan)
+        llr = _log_bayes(incidence, ecmp, chan, terms, n_chan)
         if first_round is None:
             first_round = llr
         best_cls = max(classes, key=lambda cl: (llr[cl[0]], -cl[0]))
@@ -145,6 +146,7 @@ def localise(rm: RankMap, inst: Instances, tm: Timing) -> List[Suspect]:
                                  sum(posterior[cl[0]] for cl in group), chans, explained, chan,
                                  chan_ranks, use, inst, tm))
         log_r[explained] = 0.0            # explained: neither for nor against the next
+        terms.update(np.flatnonzero(explained), log_r)
         if not (log_r > 0).any():
             break
     if not suspects:
@@ -175,13 +177,25 @@ def _classes(incidence) -> List[List[int]]:
     return list(out.values())
 
 
-def _log_bayes(incidence, ecmp, chan, log_r, n_chan) -> np.ndarray:
+class _Terms:
+    """ln(1 - q + q r) of every instance for every q of Q_GRID, kept up to date as instances
+    are explained (only theirs computed again: the same numbers as computing all)."""
+
+    def __init__(self, log_r: np.ndarray):
+        self.consts = [(np.log1p(-q) if q < 1 else -np.inf, np.log(q)) for q in Q_GRID]
+        self.by_q = [np.logaddexp(a, lq + log_r) for a, lq in self.consts]
+
+    def update(self, idx: np.ndarray, log_r: np.ndarray) -> None:
+        for term, (a, lq) in zip(self.by_q, self.consts):
+            term[idx] = np.logaddexp(a, lq + log_r[idx])
+
+
+def _log_bayes(incidence, ecmp, chan, terms: _Terms, n_chan) -> np.ndarray:
     """ln Bayes factor of every unit: its channels slowed as its kind predicts, against all
     healthy; averaged over the grid of q (and p)."""
     # per channel and q: sum over its instances of ln(1 - q + q r)
-    per_q = np.stack([np.bincount(chan, weights=np.logaddexp(np.log1p(-q) if q < 1 else
-                                                              -np.inf, np.log(q) + log_r),
-                                  minlength=n_chan) for q in Q_GRID], axis=1)
+    per_q = np.stack([np.bincount(chan, weights=term, minlength=n_chan) for term in terms.by_q],
+                     axis=1)
     static = incidence @ per_q                                    # units x q
     out = logsumexp(static, axis=1) - np.log(Q_GRID.size)
     if ecmp.any():

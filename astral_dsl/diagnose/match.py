@@ -53,56 +53,102 @@ class Instances:
         return int(self.kind.shape[0])
 
 
-def _kind_of_groups(trace: RankTrace, rm: RankMap) -> Dict[int, int]:
+def _kind_of_groups(trace: RankTrace, rm: RankMap, sets: Optional[Dict] = None
+                    ) -> Dict[int, int]:
     """Process-group index of a profiler trace -> kind code, by comparing its ranks with the rank
-    map's groups of this rank."""
+    map's groups of this rank. `sets`: the rank sets already made (one dict per rank map)."""
+    sets = {} if sets is None else sets
     out: Dict[int, int] = {}
+    inside = trace.rank < rm.world
     for i, g in enumerate(trace.groups):
-        ranks = set(g.ranks)
+        ranks = _set_of(sets, g.ranks)
         if not ranks:
             continue
-        if len(ranks) == rm.world and trace.rank < rm.world:
+        if len(ranks) == rm.world and inside:
             out[i] = KIND_CODES["world"]
             continue
+        if not inside or len(ranks) < 2:
+            continue
         for kind in ("tp", "dp", "pp", "cp", "ep"):
-            if trace.rank < rm.world and set(rm.group(kind, trace.rank).ranks) == ranks \
-                    and len(ranks) > 1:
+            mine = rm.group(kind, trace.rank).ranks
+            if len(mine) >= len(ranks) and _set_of(sets, mine) == ranks:   # sizes first
                 out[i] = KIND_CODES[kind]
                 break
     return out
+
+
+def _set_of(sets: Dict, ranks: Tuple[int, ...]) -> frozenset:
+    try:
+        hit = sets.get(ranks)
+    except TypeError:                      # not a tuple: not kept
+        return frozenset(ranks)
+    if hit is None:
+        hit = sets[ranks] = frozenset(ranks)
+    return hit
+
+
+def _group_kinds(trace: RankTrace, rm: RankMap, sets: Dict) -> Optional[np.ndarray]:
+    """Kind code of each process group of the trace (-1: none), or None when no group has
+    one."""
+    by_group = _kind_of_groups(trace, rm, sets) if trace.groups else None
+    if not by_group:
+        return None
+    return np.array([by_group.get(g, -1) for g in range(len(trace.groups))], dtype=np.int64)
 
 
 def collect(traces: Dict[int, RankTrace], rm: RankMap) -> Tuple[Records, Instances]:
     phase_kind = np.full(len(PHASES), -1, dtype=np.int64)
     for name, kind in COMM_KIND.items():
         phase_kind[PHASES.index(name)] = KIND_CODES[kind]
-    parts: List[Tuple] = []
     host_of = np.array([r.host_index for r in rm.ranks], dtype=np.int64)
-    for rank, t in traces.items():
-        if rank >= rm.world or len(t) == 0:
+    used = [(rank, t) for rank, t in traces.items() if rank < rm.world and len(t) > 0]
+    if not used:
+        return _no_records()
+    # every rank's records one after the other (each rank's contiguous: _match counts on it)
+    ts = [t for _, t in used]
+    lengths = np.array([len(t) for t in ts], dtype=np.int64)
+    rank = np.repeat(np.array([r for r, _ in used], dtype=np.int64), lengths)
+    phase = np.concatenate([t.phase for t in ts])
+    group = np.concatenate([t.group for t in ts])
+    peer = np.concatenate([t.peer for t in ts])
+    op = np.concatenate([t.op for t in ts])
+    kind = phase_kind[phase]
+    # a profiler trace names the process group of each kernel: its kind, where known, is the
+    # record's; the traces' tables one after the other, each record's looked up at its own
+    tables, base = [], np.full(len(ts), -1, dtype=np.int64)
+    offset, sets = 0, {}
+    for i, t in enumerate(ts):
+        gk = _group_kinds(t, rm, sets)
+        if gk is None:
             continue
-        kind = phase_kind[t.phase]
-        if t.groups:
-            by_group = _kind_of_groups(t, rm)
-            if by_group:
-                gk = np.array([by_group.get(int(g), -1) for g in range(len(t.groups))])
-                has = t.group >= 0
-                refined = np.where(has, gk[np.where(has, t.group, 0)], -1)
-                kind = np.where(refined >= 0, refined, kind)
-        p2p = (t.op == OP_INDEX["send"]) | (t.op == OP_INDEX["recv"])
-        kind = np.where(p2p & (t.peer >= 0), P2P, np.where(p2p, -1, kind))
-        keep = kind >= 0
-        if not keep.any():
-            continue
-        n = int(keep.sum())
-        parts.append((np.full(n, rank), np.full(n, host_of[rank]), t.iteration[keep],
-                      kind[keep], t.start[keep], (t.start + t.duration)[keep], t.peer[keep],
-                      t.op[keep]))
-    if not parts:
-        z = np.zeros(0, dtype=np.int64)
-        return Records(z, z, z, z, np.zeros(0), np.zeros(0), z), _empty_instances()
-    rank, host, it, kind, start, end, peer, op = (np.concatenate(c) for c in zip(*parts))
-    return _match(rm, rank, host, it, kind, start, end, peer, op)
+        if int(t.group.max()) >= gk.size:
+            gk[t.group[t.group >= 0]]          # a group the trace does not list: IndexError
+        tables.append(gk)
+        base[i] = offset
+        offset += gk.size
+    if tables:
+        table = np.concatenate(tables)
+        rec_base = np.repeat(base, lengths)
+        has = (group >= 0) & (rec_base >= 0)
+        refined = np.full(kind.size, -1, dtype=np.int64)
+        refined[has] = table[rec_base[has] + group[has]]
+        kind = np.where(refined >= 0, refined, kind)
+    p2p = (op == OP_INDEX["send"]) | (op == OP_INDEX["recv"])
+    kind = np.where(p2p & (peer >= 0), P2P, np.where(p2p, -1, kind))
+    keep = np.flatnonzero(kind >= 0)
+    if keep.size == 0:
+        return _no_records()
+    start = np.concatenate([t.start for t in ts])[keep]
+    end = np.concatenate([t.start + t.duration for t in ts])[keep]
+    it = np.concatenate([t.iteration for t in ts])
+    rank = rank[keep]
+    return _match(rm, rank, host_of[rank], it[keep], kind[keep], start, end, peer[keep],
+                  op[keep])
+
+
+def _no_records() -> Tuple[Records, Instances]:
+    z = np.zeros(0, dtype=np.int64)
+    return Records(z, z, z, z, np.zeros(0), np.zeros(0), z), _empty_instances()
 
 
 def _empty_instances() -> Instances:
@@ -117,43 +163,96 @@ def group_ids(*cols: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     n = cols[0].size
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    key = _one_key(cols)
-    if key is not None:                  # one sort of one integer: the same order, faster
-        order = np.argsort(key, kind="stable")
-        sk = key[order]
-        new = np.empty(n, dtype=bool)
-        new[0] = True
-        np.not_equal(sk[1:], sk[:-1], out=new[1:])
-    else:
-        order = np.lexsort(cols[::-1])
-        new = np.zeros(n, dtype=bool)
-        new[0] = True
-        for c in cols:
-            sc = c[order]
-            new[1:] |= sc[1:] != sc[:-1]
-    ids_sorted = np.cumsum(new) - 1
+    key, total = _one_key(cols)
+    if key is not None and total <= COUNTED * n + (1 << 16):
+        # few possible rows: ids by counting which occur, no sort (the same ids: ascending
+        # rows; the same firsts: the lowest position of each)
+        present = np.zeros(total, dtype=bool)
+        present[key] = True
+        dense = np.cumsum(present) - 1
+        inv = dense[key]
+        firsts = np.full(int(dense[-1]) + 1, n, dtype=np.int64)
+        np.minimum.at(firsts, inv, np.arange(n))
+        return inv, firsts
+    order, new = _sort_rows(cols, key, total)
     inv = np.empty(n, dtype=np.int64)
-    inv[order] = ids_sorted
+    inv[order] = np.cumsum(new) - 1
     return inv, order[new]
 
 
-def _one_key(cols) -> Optional[np.ndarray]:
-    """The rows of `cols` as one int64 each, ordered as the rows (mixed radix, cols[0] the most
-    significant digit); None when their ranges do not fit 63 bits."""
-    lows, spans = [], []
+COUNTED = 4           # group_ids counts rather than sorts up to this many possible rows a row
+
+
+def stable_order(key: np.ndarray, total: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(np.argsort(key, kind="stable"), key sorted) of non-negative integers below `total`.
+
+    With the position in the low bits each key is distinct, and a plain sort of the values
+    (numpy's vectorised quicksort, several times faster than a stable argsort) sorts by key
+    and then by position: the stable order."""
+    n = key.size
+    bits = max(1, (n - 1).bit_length())
+    if total >= 1 << (63 - bits):
+        order = np.argsort(key, kind="stable")
+        return order, key[order]
+    packed = key << bits
+    packed |= np.arange(n, dtype=np.int64)
+    packed.sort()
+    return packed & ((1 << bits) - 1), packed >> bits
+
+
+def _sort_rows(cols, key: Optional[np.ndarray], total: int
+               ) -> Tuple[np.ndarray, np.ndarray]:
+    """(the rows' order sorted by cols[0], cols[1], ..., then by position; whether each sorted
+    row starts a group). `key`: the rows as one integer below `total` (_one_key), or None."""
+    n = cols[0].size
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    if key is not None:                  # one sort of one integer: the same order, faster
+        order, sk = stable_order(key, total)
+        np.not_equal(sk[1:], sk[:-1], out=new[1:])
+    else:
+        order = np.lexsort(cols[::-1])
+        new[1:] = False
+        for c in cols:
+            sc = c[order]
+            new[1:] |= sc[1:] != sc[:-1]
+    return order, new
+
+
+def _one_key(cols) -> Tuple[Optional[np.ndarray], int]:
+    """(the rows of `cols` as one int64 each, ordered as the rows (mixed radix, cols[0] the
+    most significant digit), the number of possible keys); None when their ranges do not fit
+    62 bits."""
+    digits = []
     total = 1
     for c in cols:
         lo, hi = int(c.min()), int(c.max())
-        lows.append(lo)
-        spans.append(hi - lo + 1)
-        total *= hi - lo + 1
+        if hi > lo:                      # a constant column adds nothing to the order
+            digits.append((c, lo, hi - lo + 1, max(abs(lo), abs(hi))))
+            total *= hi - lo + 1
     if total >= 1 << 62:
-        return None
+        return None, total
+    if not digits:
+        return np.zeros(cols[0].size, dtype=np.int64), 1
+    # sum of (c - lo) * weight as sum of c * weight - offset (no shifted copy of each column),
+    # when no partial sum can leave 62 bits
+    offset = bound = 0
+    for _, lo, span, size in digits:
+        offset = offset * span + lo
+        bound = bound * span + size
+    if bound < 1 << 62:
+        key = digits[0][0].astype(np.int64)
+        for c, _, span, _ in digits[1:]:
+            key *= span
+            key += c
+        if offset:
+            key -= offset
+        return key, total
     key = np.zeros(cols[0].size, dtype=np.int64)
-    for c, lo, span in zip(cols, lows, spans):
+    for c, lo, span, _ in digits:
         key *= span
         key += c - lo
-    return key
+    return key, total
 
 
 def occurrence(ids: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -161,47 +260,100 @@ def occurrence(ids: np.ndarray, start: np.ndarray) -> np.ndarray:
     order = np.lexsort((start, ids))
     sk = ids[order]
     first = np.r_[True, sk[1:] != sk[:-1]]
-    idx = np.arange(sk.size)
+    return _rank_in_runs(order, first)
+
+
+def _rank_in_runs(order: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """For rows sorted by `order` into runs (`first`: the row starts one), each row's place in
+    its run, in the rows' own order."""
+    idx = np.arange(order.size)
     run_start = np.maximum.accumulate(np.where(first, idx, 0))
-    occ = np.empty(sk.size, dtype=np.int64)
+    occ = np.empty(order.size, dtype=np.int64)
     occ[order] = idx - run_start
     return occ
 
 
-def _match(rm: RankMap, rank, host, it, kind, start, end, peer, op):
+def _occurrence_on_rank(rank, local_cols, when) -> np.ndarray:
+    """occurrence() of the records grouped by (rank, *local_cols) in the order of `when`, for
+    records whose ranks are contiguous (collect appends them rank by rank).
+
+    Sorted by the local columns alone (stable), each group is a run of one rank's records in
+    their order; when `when` already ascends in every run (records are in time order) that is
+    the order by `when`."""
+    local, total = _one_key(local_cols)
+    if local is None:
+        return occurrence(group_ids(rank, *local_cols)[0], when)
+    order, ls = stable_order(local, total)
+    rs = rank[order]
+    new = np.empty(order.size, dtype=bool)
+    new[0] = True
+    new[1:] = (ls[1:] != ls[:-1]) | (rs[1:] != rs[:-1])
+    w = when[order]
+    if (new[1:] | (w[1:] >= w[:-1])).all():
+        return _rank_in_runs(order, new)
+    ids = np.empty(order.size, dtype=np.int64)       # out of order somewhere: sort by `when`
+    ids[order] = np.cumsum(new) - 1
+    return occurrence(ids, when)
+
+
+def _group_and_size(rm: RankMap, rank, kind, coll) -> Tuple[np.ndarray, np.ndarray]:
+    """Per collective record: the index of its rank's group of its kind, and the group's size
+    (-1 and 1 for the others, and for kinds without groups)."""
     n = rank.size
-    coll = kind != P2P
     group = np.full(n, -1, dtype=np.int64)
     size = np.ones(n, dtype=np.int64)
+    c = np.flatnonzero(coll)
+    if c.size == 0:
+        return group, size
+    groups = np.full((max(KIND_CODES.values()) + 1, rm.world), -1, dtype=np.int64)
+    sizes = np.ones(groups.shape, dtype=np.int64)
     for name, code in KIND_CODES.items():
-        sel = coll & (kind == code)
-        if not sel.any():
-            continue
         if name == "world":
-            group[sel] = 0
-            size[sel] = rm.world
+            groups[code] = 0
+            sizes[code] = rm.world
             continue
-        of_rank = np.asarray(rm.group_of_rank[name])
-        sizes = np.array([len(g.ranks) for g in rm.groups[name]])
-        group[sel] = of_rank[rank[sel]]
-        size[sel] = sizes[group[sel]]
+        of_rank = np.asarray(rm.group_of_rank[name], dtype=np.int64)
+        groups[code] = of_rank
+        sizes[code] = np.array([len(g.ranks) for g in rm.groups[name]], dtype=np.int64)[of_rank]
+    k = kind[c]
+    known = (k >= 0) & (k < groups.shape[0])
+    c, k = c[known], k[known]
+    group[c] = groups[k, rank[c]]
+    size[c] = sizes[k, rank[c]]
+    return group, size
+
+
+def _match(rm: RankMap, rank, host, it, kind, start, end, peer, op):
+    """Records (each rank's contiguous) into instances."""
+    n = rank.size
+    coll = kind != P2P
+    group, size = _group_and_size(rm, rank, kind, coll)
     send = (~coll) & (op == OP_INDEX["send"])
     sender = np.where(coll, -1, np.where(send, rank, peer))
     receiver = np.where(coll, -1, np.where(send, peer, rank))
     # occurrence on the rank: collectives per (rank, kind, iteration); transfers per (sender,
-    # receiver, direction of the record, iteration)
-    per_rank, _ = group_ids(np.where(coll, rank, sender), np.where(coll, kind, receiver),
-                            it, np.where(coll, -1, send.astype(np.int64)))
-    occ = occurrence(per_rank, np.where(coll, start, end))   # transfers: FIFO, ends in order
+    # receiver, direction of the record, iteration): on the record's rank, per (the other
+    # end, iteration, direction)
+    occ = _occurrence_on_rank(rank, (np.where(coll, kind, peer), it,
+                                     np.where(coll, 0, np.where(send, 2, 1))),
+                              np.where(coll, start, end))   # transfers: FIFO, ends in order
     valid = (~coll) | (group >= 0)
     key_a = np.where(coll, kind, P2P)
     key_b = np.where(coll, group, sender)
     key_c = np.where(coll, -1, receiver)
-    inv, firsts = group_ids(key_a, key_b, key_c, it, occ, np.where(valid, 0, np.arange(n) + 1))
+    cols = (key_a, key_b, key_c, it, occ, np.where(valid, 0, np.arange(n) + 1))
+    order, new = _sort_rows(cols, *_one_key(cols))
+    ids = np.cumsum(new) - 1                          # instance of each sorted record
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = ids
+    firsts = order[new]
     m = firsts.size
     members = np.bincount(inv, minlength=m)
-    rk, _ = group_ids(inv, rank)
-    distinct = np.bincount(inv[np.unique(rk, return_index=True)[1]], minlength=m)
+    # distinct ranks: an instance's records are sorted by position, so one rank's are adjacent
+    rs = rank[order]
+    pair = new.copy()
+    pair[1:] |= rs[1:] != rs[:-1]
+    distinct = np.bincount(ids[pair], minlength=m)
     i_coll = coll[firsts]
     instances = Instances(
         kind=kind[firsts], group=key_b[firsts], peer=np.where(i_coll, -1, receiver[firsts]),

@@ -44,6 +44,7 @@ def _merge(names: Tuple[str, ...]) -> str:
     return _INDEX.sub(lambda m: f"[{next(merged)}]", names[0])
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def plane_free(name: str) -> str:
     return re.sub(r"\.plane\[[^\]]*\]", ".plane[]", name)
 
@@ -61,6 +62,16 @@ def channel_units(rm: RankMap, ranks: Sequence[int]) -> Dict[Unit, Tuple[str, ..
     return hit
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _rank_units(ports: Tuple[Tuple[str, str], ...]) -> Tuple[Tuple[Unit, Tuple[str, ...]], ...]:
+    """The NIC and first-tier switch units of one rank, from its ports' (name, switch)."""
+    names = [name for name, _ in ports]
+    switches = tuple(sorted({switch for _, switch in ports}))
+    return ((("nic port", merge_names(names)), tuple(names) + tuple(
+                link_name(name, switch) for name, switch in ports)),
+            (("switch", merge_names(switches)), switches))
+
+
 def _units(rm: RankMap, ranks: Sequence[int]) -> Dict[Unit, Tuple[str, ...]]:
     infos = [rm.ranks[r] for r in ranks]
     hosts = {i.host for i in infos}
@@ -72,11 +83,10 @@ def _units(rm: RankMap, ranks: Sequence[int]) -> Dict[Unit, Tuple[str, ...]]:
     for info in infos:
         if not info.ports:
             continue
-        names = [p.name for p in info.ports]
-        out[("nic port", merge_names(names))] = tuple(names) + tuple(
-            link_name(p.name, p.switch) for p in info.ports)
-        switches = tuple(sorted({p.switch for p in info.ports}))
-        out[("switch", merge_names(switches))] = switches
+        (nic, nic_parts), (switch, switches) = _rank_units(tuple((p.name, p.switch)
+                                                                 for p in info.ports))
+        out[nic] = nic_parts
+        out[switch] = switches
         for p in info.ports:
             by_port.setdefault(p.port, []).append(p)
     sizes = rm.tier_sizes

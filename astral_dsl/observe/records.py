@@ -12,7 +12,7 @@ Columns (numpy arrays of equal length, in time order):
 Pure data: readers in kineto.py and ranklog.py build it, the diagnosis reads it."""
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import attrs
 import numpy as np
@@ -64,7 +64,7 @@ class RankTrace:
 
     def __attrs_post_init__(self):
         # asked for many times by the checks and the diagnosis: found once
-        object.__setattr__(self, "_iterations", tuple(np.unique(self.iteration).tolist()))
+        object.__setattr__(self, "_iterations", tuple(distinct(self.iteration).tolist()))
 
     @property
     def iterations(self) -> Tuple[int, ...]:
@@ -78,28 +78,107 @@ class RankTrace:
                             start=self.start[mask], duration=self.duration[mask],
                             peer=self.peer[mask], op=self.op[mask], group=self.group[mask])
 
+    def iteration_index(self) -> Tuple[np.ndarray, np.ndarray]:
+        """(the iterations, ascending; for each record the index of its iteration in them)."""
+        its = np.asarray(self._iterations, dtype=self.iteration.dtype)
+        return its, np.searchsorted(its, self.iteration)
+
     def summary(self) -> Dict[int, Dict[str, float]]:
         """Per iteration: compute and communication (NCCL) seconds, memory copies, and the
         iteration's span on this rank's clock (first start to last end)."""
-        its, inv = np.unique(self.iteration, return_inverse=True)
-        m = its.size
-        dur = self.duration
+        return totals((self,)).summary(0)
 
-        def total(mask) -> np.ndarray:
-            return np.bincount(inv[mask], weights=dur[mask], minlength=m)
 
-        compute = total(np.isin(self.phase, COMPUTE_CODES))
-        comm = total(np.isin(self.phase, COMM_CODES))
-        memory = total(self.phase == PHASE_INDEX["memory"])
-        first = np.full(m, np.inf)
-        last = np.full(m, -np.inf)
-        np.minimum.at(first, inv, self.start)
-        np.maximum.at(last, inv, self.start + dur)
-        events = np.bincount(inv, minlength=m)
-        return {int(it): {"compute_s": float(compute[i]), "comm_s": float(comm[i]),
-                          "memory_s": float(memory[i]), "span_s": float(last[i] - first[i]),
-                          "events": int(events[i])}
-                for i, it in enumerate(its.tolist())}
+@attrs.frozen(eq=False)
+class Totals:
+    """Per iteration of each of several traces (rows: the traces' iterations one after the
+    other, ascending within each): seconds and records of each category (compute,
+    communication, memory copies, the rest: CATEGORIES), first start and last end."""
+    iterations: Tuple[Tuple[int, ...], ...]      # per trace
+    offsets: np.ndarray                          # per trace: its first row
+    seconds: np.ndarray                          # rows x categories
+    records: np.ndarray                          # rows x categories
+    first: np.ndarray
+    last: np.ndarray
+
+    def rows(self, i: int) -> range:
+        return range(int(self.offsets[i]), int(self.offsets[i]) + len(self.iterations[i]))
+
+    def summary(self, i: int) -> Dict[int, Dict[str, float]]:
+        """RankTrace.summary() of trace i."""
+        rows = self.rows(i)
+        sums = self.seconds[rows.start:rows.stop].tolist()
+        events = self.records[rows.start:rows.stop].sum(axis=1).tolist()
+        spans = (self.last[rows.start:rows.stop] - self.first[rows.start:rows.stop]).tolist()
+        return {it: {"compute_s": s[0], "comm_s": s[1], "memory_s": s[2], "span_s": span,
+                     "events": n}
+                for it, s, span, n in zip(self.iterations[i], sums, spans, events)}
+
+
+def totals(traces: Sequence[RankTrace]) -> Totals:
+    """The Totals of `traces`, in one pass over all their records: every bin of a weighted
+    count sums its records in record order, as a count per trace would."""
+    its = tuple(t.iterations for t in traces)
+    offsets = np.cumsum([0] + [len(x) for x in its])
+    n_rows = int(offsets[-1])
+    cat = len(CATEGORIES)
+    if not traces:
+        z = np.zeros((0, cat))
+        return Totals(its, offsets, z, z.astype(np.int64), np.zeros(0), np.zeros(0))
+    row = np.concatenate([o + t.iteration_index()[1] for o, t in zip(offsets.tolist(), traces)])
+    cell = row * cat + np.concatenate([_category(t.phase) for t in traces])
+    weights = np.concatenate([t.duration for t in traces]).astype(np.float64, copy=False)
+    seconds = np.bincount(cell, weights=weights, minlength=n_rows * cat).reshape(n_rows, cat)
+    records = np.bincount(cell, minlength=n_rows * cat).reshape(n_rows, cat)
+    start = np.concatenate([t.start for t in traces]).astype(np.float64, copy=False)
+    end = np.concatenate([t.start + t.duration for t in traces]).astype(np.float64, copy=False)
+    first = np.full(n_rows, np.inf)
+    last = np.full(n_rows, -np.inf)
+    if row.size and _ascending(row):     # records in iteration order: one reduce per row
+        lo = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))
+        first[row[lo]] = np.minimum.reduceat(start, lo)
+        last[row[lo]] = np.maximum.reduceat(end, lo)
+    else:
+        np.minimum.at(first, row, start)
+        np.maximum.at(last, row, end)
+    return Totals(its, offsets, seconds, records, first, last)
+
+
+# phase code -> what summary() counts it as: compute, communication, memory copies, the rest
+CATEGORIES = ("compute", "comm", "memory", "other")
+_CATEGORY = np.full(256, 3, dtype=np.int64)
+_CATEGORY[COMPUTE_CODES] = 0
+_CATEGORY[COMM_CODES] = 1
+_CATEGORY[PHASE_INDEX["memory"]] = 2
+
+
+def _ascending(a: np.ndarray) -> bool:
+    return a.size < 2 or bool((a[1:] >= a[:-1]).all())
+
+
+def distinct(a: np.ndarray) -> np.ndarray:
+    """np.unique of an integer array, without its overhead (a few microseconds on the short
+    arrays of one rank); in one pass when `a` is already in order (records are in time
+    order)."""
+    s = a if _ascending(a) else np.sort(a)
+    keep = np.empty(s.size, dtype=bool)
+    keep[:1] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
+def _category(phase: np.ndarray) -> np.ndarray:
+    """The _CATEGORY of each phase code: by table look-up for one-byte codes (the readers'),
+    by comparison for wider ones."""
+    if phase.dtype.itemsize == 1:
+        return _CATEGORY[phase.view(np.uint8)]
+    return np.where(np.isin(phase, COMPUTE_CODES), 0, np.where(
+        np.isin(phase, COMM_CODES), 1, np.where(phase == PHASE_INDEX["memory"], 2, 3)))
+
+
+def comm_mask(phase: np.ndarray) -> np.ndarray:
+    """Which records are communication (COMM_CODES)."""
+    return _category(phase) == 1
 
 
 def columns(rows, n_hint: int = 0):
