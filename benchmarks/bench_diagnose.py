@@ -133,6 +133,8 @@ def speed() -> None:
         write.write_log(data, inputs["csv"])
         write.write_log(data, inputs["jsonl"], "jsonl")
         write.write_traces(data, inputs["kineto"])
+        os.sync()        # the files written back first: a job's traces are on disk before
+        #                  anyone diagnoses them, and writeback would take CPU from the reading
         for fmt, path in inputs.items():
             c0, t0 = os.times(), time.time()
             obs = observe.load([path])
