@@ -292,3 +292,26 @@ def test_multi_member_gzip_and_trailing_zeros(tmp_path):
     obs = observe.load([str(p)])
     assert codes(obs) == []
     _same(obs.ranks[1], observe.load([str(TRACES / "sampled_rank-1.json.gz")]).ranks[1])
+
+
+def test_a_launch_time_past_a_floats_range_is_not_a_time(tmp_path):
+    """A `cudaLaunchKernel` whose start is an integer of 400 digits: that launch is not used (its
+    kernel falls back on its own start), no OverflowError; the other launch still counts."""
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 1000},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 10 ** 400, "dur": 1,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 5, "dur": 1,
+         "args": {"correlation": 2}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": 5,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 2000, "dur": 5,
+         "args": {"correlation": 2}}]
+    p = tmp_path / "rank-0.json"
+    p.write_text(json.dumps({"distributedInfo": {"rank": 0, "world_size": 1},
+                             "traceEvents": events}))
+    obs = observe.load([str(p)])
+    assert codes(obs) == []
+    # the second kernel runs after the step ended (2,000 us) but was launched in it (5 us)
+    assert obs.ranks[0].iteration.tolist() == [1, 1]
+    assert obs.ranks[0].start.tolist() == pytest.approx([10e-6, 2000e-6])

@@ -157,7 +157,11 @@ def _split(events):
     if not (set(map(type, corr)) <= {int} and set(map(type, ts)) <= _NUMBER_TYPES):
         keep = [type(c) is int and type(t) in _NUMBER for c, t in zip(corr, ts)]
         corr, ts = list(compress(corr, keep)), list(compress(ts, keep))
-    launches = dict(zip(corr, map(float, ts)))
+    try:
+        launches = dict(zip(corr, map(float, ts)))
+    except OverflowError:                   # an integer past a float's range: not a time
+        keep = [_finite(t) for t in ts]
+        launches = dict(zip(compress(corr, keep), map(float, compress(ts, keep))))
     steps = []
     for e in annotations:
         if e.ph == "X" and type(e.name) is str and e.name.startswith("ProfilerStep#"):
