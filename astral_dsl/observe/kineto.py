@@ -125,8 +125,6 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
     return trace, diags
 
 
-_KERNEL_CATS = frozenset(("kernel", "gpu_memcpy", "gpu_memset"))
-_STEP_CATS = frozenset(("user_annotation", "cpu_op"))
 _NUMBER = (int, float)
 _NUMBER_TYPES = frozenset(_NUMBER)
 _SCALAR = (int, float, str)
