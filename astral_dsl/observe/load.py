@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl.diagnostics import Diagnostic
-from astral_dsl.observe import kineto, ranklog, tracedoc
+from astral_dsl.observe import kineto, native as compiled, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
 
@@ -139,19 +139,23 @@ def _looks_observed(path: str) -> bool:
     return _OBSERVED_NAME.search(os.path.basename(path)) is not None
 
 
-def read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
-    """Millions of short-lived rows: the cyclic garbage collector would rescan them many times
+def read_file(path: str, native: bool = True) -> Tuple[List[RankTrace], List[Diagnostic]]:
+    """One file's ranks and diagnostics. A profiler trace is read on the compiled road
+    (native.py) when it is built and takes the document, else on the Python road: the same
+    result either way; `native=False` takes the Python road.
+
+    Millions of short-lived rows: the cyclic garbage collector would rescan them many times
     over (none of them forms a cycle), so it pauses while a file is read."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read_file(path)
+        return _read_file(path, native)
     finally:
         if enabled:
             gc.enable()
 
 
-def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
+def _read_file(path: str, native: bool) -> Tuple[List[RankTrace], List[Diagnostic]]:
     try:
         with open(path, "rb") as fh:
             head = fh.read(2)
@@ -169,6 +173,11 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
                          path, "profile fewer steps per file")]
     body = data[3:] if data[:3] == b"\xef\xbb\xbf" else data
     head = body[:64].lstrip()
+    if head[:1] in (b"{", b"[") and native:
+        scanned = compiled.scan(body)
+        if scanned is not None:
+            trace, diags = kineto.read_scanned(path, scanned)
+            return ([trace] if trace is not None else []), diags
     if head[:1] in (b"{", b"["):
         doc = tracedoc.decode(body)   # a profiler trace: only the fields the reader uses
         if doc is not None:
@@ -218,11 +227,14 @@ def _gunzip(raw: bytes) -> bytes:
 def _json(path: str, text: str, stripped: str):
     try:
         doc = json.loads(text)
+    except RecursionError:
+        return [], [diag("E781", "the JSON is nested deeper than a trace or a log is: not "
+                                 "read", path)]
     except ValueError as exc:
         first = stripped.split("\n", 1)[0]
         try:
             obj = json.loads(first)
-        except ValueError:
+        except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict) and "rank" in obj and "phase" in obj:
             return ranklog.read_jsonl(path, stripped)

@@ -70,7 +70,7 @@ def read_jsonl(path: str, text: str) -> Tuple[List[RankTrace], List[Diagnostic]]
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     try:
         objs = json.loads("[" + ",".join(line for _, line in lines) + "]")
-    except ValueError:
+    except (ValueError, RecursionError):    # a bad line; one nested past the parser's depth
         objs = None
     if objs is not None and all(isinstance(o, dict) for o in objs):
         keys = set(REQUIRED) | {"peer", "op"}
@@ -83,7 +83,7 @@ def read_jsonl(path: str, text: str) -> Tuple[List[RankTrace], List[Diagnostic]]
         for n, line in lines:
             try:
                 obj = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 yield n, None
                 continue
             yield n, obj if isinstance(obj, dict) else None

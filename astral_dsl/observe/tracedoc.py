@@ -60,8 +60,8 @@ def decode(body: bytes) -> Optional[TraceDoc]:
         if body.lstrip()[:1] == b"[":
             return TraceDoc(_EVENTS.decode(body))
         return _DOC.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None             # RecursionError: nested past msgspec's depth (the full parse says)
 
 
 def from_dict(doc: dict) -> TraceDoc:

@@ -1,0 +1,283 @@
+"""A profiler trace's events as the reader's columns, on either of its two roads:
+- the Python road (`from_events`): the events decoded by tracedoc.py (msgspec, or a full parse
+  brought to the same shape);
+- the compiled road (`from_scan`): the columns of _tracescan.c (native.py), which walks the
+  parsed JSON without a Python object per event.
+
+Both give a `Columns`: per GPU kernel (a complete event of a kernel category with a number start
+and a non-negative number duration) its start, duration, launch correlation, name and meaning
+(`code`, a row of `table`: phase, peer, op, process group); the devices the kernels ran on; the
+launches (correlation -> CPU start of the complete `cuda_runtime` events, the last one of a
+correlation counts); the ProfilerStep annotations (start, end, number), sorted. The two roads
+give identical columns (tests/test_tracescan.py)."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from itertools import compress
+from operator import attrgetter
+from typing import Dict, List, Optional, Tuple
+
+import attrs
+import numpy as np
+
+from astral_dsl.observe import tracedoc
+from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup
+from astral_dsl.observe.tracedoc import PEER_ATTRS
+
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+# words in a process group's description or name -> the parallel dimension (Megatron-Core's
+# group names: TENSOR_MODEL_PARALLEL_GROUP, PIPELINE_MODEL_PARALLEL_GROUP, DATA_PARALLEL_GROUP,
+# CONTEXT_PARALLEL_GROUP, EXPERT_MODEL_PARALLEL_GROUP, ...)
+_KIND_WORDS = (("expert_model", "ep"), ("tensor", "tp"), ("pipeline", "pp"), ("context", "cp"),
+               ("expert", "ep"), ("data", "dp"))
+_SHORT = {"tp": "tp", "pp": "pp", "dp": "dp", "cp": "cp", "ep": "ep"}
+_NUMBER = (int, float)
+_NUMBER_TYPES = frozenset(_NUMBER)
+_SCALAR = (int, float, str)
+
+
+@attrs.frozen(eq=False)
+class Columns:
+    ts: np.ndarray                  # float64, microseconds, per kernel in file order
+    dur: np.ndarray
+    corr: List                      # per kernel: its correlation (an int to match a launch)
+    names: List[str]
+    devices: set
+    code: np.ndarray                # per kernel: its row of table
+    table: np.ndarray               # (phase, peer, op, group) rows
+    launches: Dict                  # correlation -> CPU start of its launch
+    steps: List[Tuple[float, float, int]]
+
+
+def group_kind(desc: str, name: str = "") -> str:
+    """The parallel dimension a process group serves, from its description or name ('' when
+    the words do not say)."""
+    for text in (desc, name):
+        low = (text or "").lower()
+        if low in _SHORT:
+            return _SHORT[low]
+        for word, kind in _KIND_WORDS:
+            if word in low:
+                return kind
+    return ""
+
+
+# ---- the Python road ----------------------------------------------------------------------
+
+def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Columns:
+    """The columns of decoded events (tracedoc.Event). Thousands of events per trace: one pass
+    sorts them by category (a category of another type than a string matches none), list
+    comprehensions (the cheapest loop CPython has) take the fields; a column holding an
+    unexpected type is filtered element by element."""
+    kernels, runtime, annotations = [], [], []
+    add_kernel, add_launch, add_annotation = kernels.append, runtime.append, annotations.append
+    for e in events:            # compared, not hashed: the strings are new, hashing costs more
+        c = e.cat
+        if c == "kernel" or c == "gpu_memcpy" or c == "gpu_memset":
+            add_kernel(e)
+        elif c == "cuda_runtime":
+            add_launch(e)
+        elif c == "cpu_op" or c == "user_annotation":
+            add_annotation(e)
+    kernels = [e for e in kernels if e.ph == "X"]
+    launches = _launches([e for e in runtime if e.ph == "X"])
+    steps = steps_of([(e.name, e.ts, e.dur) for e in annotations
+                      if e.ph == "X" and type(e.name) is str and
+                      e.name.startswith("ProfilerStep#")])
+    ts, dur = [e.ts for e in kernels], [e.dur for e in kernels]
+    if not set(map(type, ts)) | set(map(type, dur)) <= _NUMBER_TYPES:
+        keep = [type(t) in _NUMBER and type(d) in _NUMBER and finite(t) and finite(d)
+                for t, d in zip(ts, dur)]
+        kernels = list(compress(kernels, keep))
+        ts, dur = list(compress(ts, keep)), list(compress(dur, keep))
+    ts = np.array(ts, dtype=np.float64)
+    dur = np.array(dur, dtype=np.float64)
+    ok = np.isfinite(ts) & np.isfinite(dur) & (dur >= 0)
+    if not ok.all():
+        kernels = list(compress(kernels, ok.tolist()))
+        ts, dur = ts[ok], dur[ok]
+    names = [e.name for e in kernels]
+    if not set(map(type, names)) <= {str}:
+        names = [n if type(n) is str else str(n or "") for n in names]
+    args = [e.args for e in kernels]
+    corr = [a.correlation for a in args]
+    if not set(map(type, corr)) <= {int}:
+        corr = [c if type(c) in _SCALAR else None for c in corr]
+    devices = {d for d in {a.device for a in args} if type(d) in _SCALAR}
+    kernel = np.fromiter(map("kernel".__eq__, [e.cat for e in kernels]), dtype=bool,
+                         count=len(kernels))
+    is_nccl = {n: n[:4].lower() == "nccl" for n in dict.fromkeys(names)}
+    nccl = kernel & np.fromiter(map(is_nccl.__getitem__, names), dtype=bool, count=len(names))
+    which = np.flatnonzero(nccl)
+    number, first = np.zeros(0, dtype=np.int64), []
+    if which.size:
+        nccl_args = [args[i] for i in which.tolist()]
+        keys = list(map(_KEY_GET, nccl_args))
+        seen: Dict[Tuple, int] = {}
+        try:                                # each distinct key numbered as it first appears
+            numbers = [seen.setdefault(k, len(seen)) for k in keys]
+        except TypeError:                   # a list (the group's ranks), an object: as text
+            seen = {}
+            numbers = [seen.setdefault(k, len(seen)) for k in map(_hashable_key, keys)]
+        number = np.array(numbers, dtype=np.int64)
+        _, at = np.unique(number, return_index=True)   # in the keys' order of appearance
+        first = [nccl_args[i] for i in at.tolist()]
+    code, table = _code_table(kernel, which, number, first, groups, group_index)
+    return Columns(ts, dur, corr, names, devices, code, table, launches, steps)
+
+
+def _launches(runtime) -> Dict:
+    corr = [e.args.correlation for e in runtime]
+    ts = [e.ts for e in runtime]
+    if not (set(map(type, corr)) <= {int} and set(map(type, ts)) <= _NUMBER_TYPES):
+        keep = [type(c) is int and type(t) in _NUMBER for c, t in zip(corr, ts)]
+        corr, ts = list(compress(corr, keep)), list(compress(ts, keep))
+    try:
+        return dict(zip(corr, map(float, ts)))
+    except OverflowError:                   # an integer past a float's range: not a time
+        keep = [finite(t) for t in ts]
+        return dict(zip(compress(corr, keep), map(float, compress(ts, keep))))
+
+
+_KEY_GET = attrgetter(*[attr for _, attr in tracedoc.ARG_KEYS
+                        if attr not in ("correlation", "device")])
+
+
+def _hashable_key(key: Tuple) -> Tuple:
+    """An NCCL kernel's key (its collective, process group and peer arguments: what its meaning
+    depends on; its correlation and device do not) with unhashable values made hashable."""
+    try:
+        hash(key)
+    except TypeError:
+        key = tuple(tuple(v) if isinstance(v, list) and all(_hashable(x) for x in v) else
+                    v if _hashable(v) else repr(v) for v in key)
+    return key
+
+
+def _hashable(v) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
+
+
+# ---- the compiled road ------------------------------------------------------------------
+
+def from_scan(parts, groups: List[ProcessGroup], group_index: Dict) -> Columns:
+    """The columns of _tracescan.scan's result (its items 2 to 11: see _tracescan.c)."""
+    ts, dur, memory, names, corr, devices, nccl_number, nccl_values, launches, steps = parts
+    ts = np.frombuffer(ts, dtype=np.float64)
+    dur = np.frombuffer(dur, dtype=np.float64)
+    kernel = np.frombuffer(memory, dtype=np.uint8) == 0
+    number = np.frombuffer(nccl_number, dtype=np.int32)
+    which = np.flatnonzero(number >= 0)
+    first = [tracedoc.Args(None, None, *values) for values in nccl_values]
+    code, table = _code_table(kernel, which, number[which].astype(np.int64), first, groups,
+                              group_index)
+    return Columns(ts, dur, corr, names, devices, code, table, launches, steps_of(steps))
+
+
+# ---- shared by both roads -----------------------------------------------------------------
+
+def steps_of(rows) -> List[Tuple[float, float, int]]:
+    """(start, end, number) of the ProfilerStep annotations among (name, ts, dur) rows of
+    complete annotation events named ProfilerStep#..., sorted."""
+    steps = []
+    for name, ts, dur in rows:
+        m = _STEP.match(name)
+        t, d = as_num(ts), as_num(dur)
+        if m and t is not None and d is not None:
+            steps.append((t, t + d, int(m.group(1))))
+    steps.sort()
+    return steps
+
+
+def _code_table(kernel: np.ndarray, which: np.ndarray, number: np.ndarray, first, groups,
+                group_index) -> Tuple[np.ndarray, np.ndarray]:
+    """Per kernel its meaning: a row of the table (0 compute, 1 a memory copy, then one row per
+    distinct NCCL key, numbered in order of first appearance: `number` per NCCL kernel
+    `which`, `first` the arguments of each key's first kernel); the table."""
+    table: List[Tuple[int, int, int, int]] = [(PHASE_INDEX["compute"], -1, 0, -1),
+                                              (PHASE_INDEX["memory"], -1, 0, -1)]
+    code = np.where(kernel, 0, 1).astype(np.int64)
+    for args in first:                      # its meaning depends on the key alone
+        table.append(_nccl_meaning(args, groups, group_index))
+    if which.size:
+        code[which] = number + 2
+    return code, np.array(table, dtype=np.int64)
+
+
+def _nccl_meaning(args, groups, group_index) -> Tuple[int, int, int, int]:
+    """(phase, peer, op, process group) of an NCCL kernel from its arguments."""
+    peer, group = -1, -1
+    coll = _text(args.collective).lower()
+    op = OP_INDEX.get(coll, OP_INDEX["collective"])
+    for attr in PEER_ATTRS.get(coll, ()):
+        value = as_int(getattr(args, attr))
+        if value is not None:
+            peer = value
+            break
+    pg_ranks = as_ranks(args.pg_ranks)
+    pg_name = _text(args.pg_name)
+    pg_desc = _text(args.pg_desc)
+    if pg_ranks or pg_name:
+        key = (pg_name, pg_ranks)
+        group = group_index.get(key, -1)
+        if group < 0:
+            groups.append(ProcessGroup(pg_name, pg_desc, pg_ranks))
+            group = group_index[key] = len(groups) - 1
+        pg_desc = pg_desc or groups[group].desc
+    kind = group_kind(pg_desc, pg_name)
+    if not kind and coll in ("send", "recv"):
+        kind = "pp"
+    phase = PHASE_INDEX[f"{kind}_comm"] if kind else PHASE_INDEX["comm"]
+    return phase, peer, op, group
+
+
+def _text(v) -> str:
+    return "" if v is None else str(v)
+
+
+def finite(v) -> bool:
+    try:
+        return math.isfinite(v)
+    except OverflowError:                   # an integer past the range of a float
+        return False
+
+
+def as_int(v) -> Optional[int]:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    return None
+
+
+def as_num(v) -> Optional[float]:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not finite(v):
+        return None
+    return float(v)
+
+
+def as_ranks(v) -> Tuple[int, ...]:
+    if isinstance(v, list):
+        if set(map(type, v)) <= {int}:
+            return tuple(v)
+        return tuple(x for x in (as_int(r) for r in v) if x is not None)
+    if isinstance(v, str):
+        try:
+            return as_ranks(json.loads(v))
+        except (ValueError, RecursionError):    # not JSON; nested past the parser's depth
+            return ()
+    return ()
+
+
+__all__ = ["Columns", "as_int", "as_num", "as_ranks", "finite", "from_events", "from_scan",
+           "group_kind", "steps_of"]
