@@ -315,3 +315,43 @@ def test_a_launch_time_past_a_floats_range_is_not_a_time(tmp_path):
     # the second kernel runs after the step ended (2,000 us) but was launched in it (5 us)
     assert obs.ranks[0].iteration.tolist() == [1, 1]
     assert obs.ranks[0].start.tolist() == pytest.approx([10e-6, 2000e-6])
+
+
+DEEP = 1_000_000
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("where", ["info", "args", "top"])
+def test_json_nested_a_million_deep_is_a_diagnostic(tmp_path, where, native):
+    """JSON nested a million deep: no crash (orjson 3.8 took the process down with a
+    segmentation fault), no RecursionError (msgspec and json raise it); on both roads. Nested
+    in `distributedInfo` or at the top the file cannot be read (E781); nested in an argument the
+    reader does not use, the compiled road reads the trace as without it, and the Python road,
+    whose parsers all stop at about 1,000 levels, cannot read it (E781): the one place the two
+    roads differ (docs/diagnose.md)."""
+    deep = "[" * DEEP + "]" * DEEP
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 100}
+    kernel = '{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": 5, "args": {%s}}'
+    info = '{"rank": 0, "world_size": 1%s}' % (', "x": ' + deep if where == "info" else "")
+    text = {"top": deep,
+            "info": '{"distributedInfo": %s, "traceEvents": [%s, %s]}'
+                    % (info, json.dumps(step), kernel % ""),
+            "args": '{"distributedInfo": %s, "traceEvents": [%s, %s]}'
+                    % (info, json.dumps(step), kernel % ('"Input Dims": ' + deep))}[where]
+    p = tmp_path / "rank-0.json"
+    p.write_text(text)
+    traces, diags = observe.read_file(str(p), native=native)
+    if where == "args" and native:
+        assert [d.code for d in diags] == [] and traces[0].iteration.tolist() == [1]
+    else:
+        assert [d.code for d in diags] == ["E781"] and traces == []
+
+
+def test_a_log_line_nested_a_million_deep_is_a_bad_row(tmp_path):
+    rows = ['{"rank": 0, "iteration": 1, "phase": "forward", "start_s": 0, "duration_s": 1}',
+            '{"rank": 0, "iteration": 1, "phase": "backward", "start_s": 1, "duration_s": 1}',
+            "[" * DEEP + "]" * DEEP]
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(rows) + "\n")
+    obs = observe.load([str(p)])
+    assert len(obs.ranks[0]) == 2 and [d.file for d in obs.diagnostics] == [str(p)]
