@@ -240,7 +240,8 @@ def number(c, value: float, clean: bool):
 
 
 def odd(c, clean: bool, usual):
-    return usual if clean or not c.flag(0.12) else c.pick(ODD)
+    """`usual`, or (at the document's rate of oddity) a value of another type or range."""
+    return usual if clean or not c.flag(c.odd_rate) else c.pick(ODD)
 
 
 def nccl_args(c, clean: bool) -> List[Tuple]:
@@ -292,8 +293,7 @@ def event(c, clean: bool, cat, ph, name, ts, dur, args=None, extra=()):
         key = c.pick(("cat", "ts", "name", "ph", "dur"))
         decoy = {"cat": "cpu_op", "ts": 0, "name": "decoy", "ph": "B", "dur": -1}[key]
         pairs.insert(0, (key, odd(c, clean, decoy)))
-    c_order = c.int(0, 2)
-    if c_order == 1:
+    if c.flag(0.33):                      # the fields in another order
         pairs.reverse()
     return Obj(tuple(pairs))
 
@@ -396,6 +396,7 @@ def document(c, clean: bool = False) -> Tuple[bytes, str]:
     """(the file's bytes before compression, its name). `clean`: only what PyTorch writes, spelt
     in any valid JSON (escapes, whitespace, keys repeated, 16-19 digit numbers): the compiled
     reader has no reason to decline it."""
+    c.odd_rate = c.pick((0.12, 0.0, 0.01, 0.04))   # so that some odd documents are served
     evs = events(c, clean)
     writer = Writer(c.int(0, 2 ** 16), c.int(0, 2), c.int(0, 2))
     if not clean and c.flag(0.1):
@@ -539,9 +540,11 @@ def scan(body: bytes):
 
 # ---- 5. the compiled reader is built -----------------------------------------------------------
 def test_the_compiled_reader_is_built():
+    """The build hook (hatch_build.py) compiled the reader when this checkout was installed."""
     assert native().available(), (
-        "astral_dsl.observe.native is not compiled in this checkout: install a C compiler "
-        "(apt-get install gcc) and reinstall (pip install -e .), whose build hook compiles it")
+        f"{native().why_not or 'the compiled trace reader is not available'}: install a C "
+        "compiler (apt-get install gcc) and reinstall (pip install -e .), whose build hook "
+        "compiles it")
 
 
 # ---- 1, 2. generated documents -----------------------------------------------------------------
@@ -574,7 +577,10 @@ def test_seeded_documents_read_alike(folder):
     served = 0
     for seed in range(SEEDED):
         body, name = document(Seeded(seed))
-        served += scan(body) is not None
+        try:
+            served += scan(body) is not None
+        except Exception:                           # noqa: BLE001 - read_file's outcome says
+            pass
         diff = mismatches(folder, name, body)
         if diff:
             found.append((len(body), seed, name, diff, body))
@@ -646,7 +652,11 @@ def test_real_traces_are_served_and_read_alike(generated):
     for path in REAL + generated:
         fast, slow = outcome(path, True), outcome(path, False)
         assert not differences(fast, slow), (path.name, differences(fast, slow))
-        assert not isinstance(slow, Raised) and (slow[0] or path.name == "rank-2.json.gz")
+        traces, diags = slow
+        if path.name == "rank-2.json.gz":         # its process groups and no kernel
+            assert not traces and [d.code for d in diags] == ["E788"]
+        else:
+            assert len(traces) == 1 and len(traces[0]) > 1000 and diags == (), path.name
         assert scan(gzip.decompress(path.read_bytes())) is not None, f"declined: {path}"
 
 
@@ -1049,6 +1059,71 @@ def test_targeted_documents_read_alike(label, tmp_path):
     assert_alike(tmp_path, "rank-0.json", TARGETED[label])
 
 
+def _spelt_number(r: random.Random) -> str:
+    """A number as JSON may spell it: an integer from 2^53 to 2^64 or below 2^63, a decimal of
+    2 to 26 digits, with an exponent from -340 (past the least subnormal) to 280, a fraction
+    with up to 30 leading zeros."""
+    kind = r.randrange(6)
+    if kind < 2:
+        return str(r.randrange(2 ** 53, 2 ** 64) if kind == 0 else r.randrange(0, 2 ** 63))
+    digits = "".join(r.choice("0123456789") for _ in range(r.randint(1, 25))).lstrip("0") + "1"
+    cut = r.randint(1, len(digits) - 1) if len(digits) > 1 else 1
+    if kind == 2:
+        return digits[:cut] + "." + (digits[cut:] or "0")
+    if kind == 3:
+        return digits + "e" + str(r.randint(-340, 280))
+    if kind == 4:
+        return "0." + "0" * r.randint(0, 30) + digits
+    return (digits[0] + "." + (digits[1:] or "0") + r.choice("eE") + r.choice(("+", "-", "")) +
+            str(r.randint(0, 280)))
+
+
+def test_numbers_read_alike(tmp_path):
+    """4,000 kernel starts and durations in every spelling of a number, in one trace (one step
+    long enough to hold them): the compiled road serves it and converts each to the same
+    double, bit for bit (correct rounding of 16-26 digit decimals, subnormals, integers past
+    2^53 and 2^63)."""
+    r = random.Random(8)
+    long = _step('"dur":1000', '"dur":1e308')
+    body = _trace([long] + [_k(f"k{i % 7}", _spelt_number(r), _spelt_number(r))
+                            for i in range(4000)])
+    assert scan(body) is not None
+    assert_alike(tmp_path, "rank-0.json", body)
+    got = outcome(write_both(tmp_path / "again", "rank-0.json", body, False)[0], False)
+    assert len(got[0][0]) == 4000           # every one finite, non-negative, in the step
+
+
+def _text(r: random.Random) -> str:
+    """A string of any code points but lone surrogates: ASCII, controls, NUL, the BMP's edges,
+    past it (surrogate pairs when escaped)."""
+    pools = ((0x20, 0x7E), (0, 0x1F), (0x80, 0x7FF), (0x800, 0xD7FF), (0xE000, 0xFFFF),
+             (0x10000, 0x10FFFF))
+    out = []
+    for _ in range(r.randint(0, 12)):
+        lo, hi = r.choice(pools)
+        out.append(chr(r.randint(lo, hi)))
+    return "".join(out)
+
+
+def test_strings_read_alike(tmp_path):
+    """500 NCCL kernels whose process group names and descriptions, collectives and kernel
+    names hold any code point, each character escaped or not: the compiled road serves the
+    trace and gives the same groups (names, descriptions, in order), phases and patterns."""
+    r = random.Random(9)
+    evs = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 10 ** 6}]
+    for i in range(500):
+        evs.append({"ph": "X", "cat": "kernel", "name": r.choice(("nccl", "NCCL")) + _text(r),
+                    "ts": 10 + i, "dur": 1, "args": {
+                        "Collective name": r.choice(("send", "recv", _text(r))),
+                        "Process Group Name": _text(r), "Process Group Description":
+                            r.choice(("tensor", "DATA", "")) + _text(r),
+                        "Process Group Ranks": [i % 3, 5], "Dst Rank": i % 4}})
+    body = Writer(3, 2, 2).write({"distributedInfo": {"rank": 0, "pg_config": [
+        {"pg_name": _text(r), "pg_desc": _text(r), "ranks": [0, 5]}]}, "traceEvents": evs})
+    assert scan(body) is not None
+    assert_alike(tmp_path, "rank-0.json", body)
+
+
 # ---- the mismatches found (shortest documents; /tmp/audit reports them) -----------------------
 _DEEP_SKIPPED = ('{"distributedInfo":{"rank":0},"traceEvents":[%s,%s]}' % (
     _STEP, _k(args='{"x":%s}' % ("[" * 1021 + "]" * 1021)))).encode()
@@ -1065,6 +1140,12 @@ MISMATCHES = {
     # the compiled road reads the trace
     "device-a-list": _trace([_STEP, _k(args='{"device":[]}')]),
     "device-an-object": _trace([_STEP, _k(args='{"device":{}}')]),
+    # kernels on device `true`, then on device 1: the Python road's set of devices keeps True
+    # (1 == True is not added), then drops it (not an integer): no device, so the first GPU of
+    # deviceProperties ("A"); the compiled road's devices are {1}: "B"
+    "device-true-then-1": _trace([_STEP, _k(args='{"device":true}'),
+                                  _k(ts="20", args='{"device":1}')],
+                                 props='[{"id":0,"name":"A"},{"id":1,"name":"B"}]'),
     # an integer past 64 bits in distributedInfo / deviceProperties of a document the schema
     # decode rejects (here `args: null`): the Python road's orjson fallback makes it a float
     # (rank 10^30 read as 1000000000000000019884624838656), the compiled road keeps it exact
