@@ -538,6 +538,34 @@ def scan(body: bytes):
     return native().scan(body[3:] if body[:3] == b"\xef\xbb\xbf" else body)
 
 
+def test_the_comparison_sees_every_difference():
+    """The comparison is not a stub that passes anything: a sign of zero, a dtype, a bool for an
+    int, a group's description, a diagnostic's hint, an exception's message each differ."""
+    from astral_dsl.observe.kineto import diag
+    from astral_dsl.observe.records import ProcessGroup, make
+
+    base = make(0, 2, "f", "kineto", [(1, 3, 0.0, 1e-6, -1, 0, 0)],
+                (ProcessGroup("a", "b", (0, 1)),), "H100", "ProfilerStep")
+    d = diag("W783", "message", "f", "hint")
+    ok = ((base,), (d,))
+    assert differences(ok, ok) == []
+    changed = {
+        "start": attrs.evolve(base, start=np.array([-0.0])),
+        "phase": attrs.evolve(base, phase=base.phase.astype(np.int64)),
+        "rank": attrs.evolve(base, rank=False),
+        "world_size": attrs.evolve(base, world_size=2.0),
+        "groups": attrs.evolve(base, groups=(ProcessGroup("a", "c", (0, 1)),)),
+        "device": attrs.evolve(base, device="H200"),
+    }
+    for field, trace in changed.items():
+        found = differences(((trace,), (d,)), ok)
+        assert len(found) == 1 and f".{field}" in found[0], (field, found)
+    assert differences(((base,), (attrs.evolve(d, hint=None),)), ok)
+    assert differences(((), (d,)), ok) == ["traces: 0 vs 1"]
+    assert differences(Raised("TypeError", "a"), Raised("TypeError", "b"))
+    assert differences(Raised("TypeError", "a"), ok)
+
+
 # ---- 5. the compiled reader is built -----------------------------------------------------------
 def test_the_compiled_reader_is_built():
     """The build hook (hatch_build.py) compiled the reader when this checkout was installed."""
@@ -795,7 +823,8 @@ def malformed() -> List[Tuple[str, bytes, bool]]:
             ("deep-events", small.replace(b'"traceEvents": [', b'"traceEvents": [' + nest + b",")),
             ("deep-unclosed", small.replace(b'"device": 0', b'"device": 0, "x": ' + b"[" * DEEP))]
     out += [("empty", b""), ("spaces", b"  \n\t\r "), ("space-70", b" " * 70),
-            ("vertical-tab", b"\x0b\x0c"), ("bom", b"\xef\xbb\xbf"), ("bom-space", b"\xef\xbb\xbf \n"),
+            ("vertical-tab", b"\x0b\x0c"), ("bom", b"\xef\xbb\xbf"),
+            ("bom-space", b"\xef\xbb\xbf \n"),
             ("two-boms", b"\xef\xbb\xbf" * 2 + small), ("nul", b"\x00"), ("nuls", b"\x00" * 64),
             ("trailing-garbage", small + b" x"), ("trailing-brace", small + b"}"),
             ("trailing-nul", small + b"\x00"), ("two-documents", small + small),
@@ -915,6 +944,7 @@ def _step(old: str, new: str) -> str:
 
 _LONG = _step('"dur":1000', '"dur":1e20')      # a step long enough for times past 2^53
 _DEV = _k(args='{"device":0}')
+_HALF = "1.00000000000000011102230246251565404236316680908203125"     # 1 + 2^-53 exactly
 TARGETED = {
     # numbers: exact conversions, rounding at the edges, -0, exponents, integers past 2^53
     "ts-minus-zero-int": _trace([_STEP, _k(ts="-0")]),
@@ -924,9 +954,8 @@ TARGETED = {
     "ts-2^63": _trace([_LONG, _k(ts=str(2 ** 63))]),
     "ts-2^64-1": _trace([_LONG, _k(ts=str(2 ** 64 - 1))]),
     "ts-halfway-2^53": _trace([_LONG, _k(ts="9007199254740993.0")]),
-    "ts-halfway-one": _trace([_STEP, _k(ts="1.00000000000000011102230246251565404236316680908203125")]),
-    "ts-past-halfway": _trace([_STEP, _k(ts="1.00000000000000011102230246251565404236316680908203125"
-                                            "00000001")]),
+    "ts-halfway-one": _trace([_STEP, _k(ts=_HALF)]),           # 1 + 2^-53: to even, 1
+    "ts-past-halfway": _trace([_STEP, _k(ts=_HALF + "00000001")]),      # up, 1 + 2^-52
     "ts-800-digits": _trace([_STEP, _k(ts="10." + "3" * 800)]),
     "dur-max": _trace([_STEP, _k(dur="1.7976931348623157e308")]),
     "dur-rounds-to-max": _trace([_STEP, _k(dur="1.7976931348623158e308")]),
@@ -941,7 +970,8 @@ TARGETED = {
                                                                            '"dur":1e308'),
                                    _k(ts="1e308")]),
     # correlations: only integers link a launch; a float or True equals an integer key
-    "corr-2^63": _trace([_STEP, _launch(2 ** 63), _k(ts="2000", args='{"correlation":%d}' % 2 ** 63)]),
+    "corr-2^63": _trace([_STEP, _launch(2 ** 63),
+                         _k(ts="2000", args='{"correlation":%d}' % 2 ** 63)]),
     "corr-2^64-1": _trace([_STEP, _launch(2 ** 64 - 1),
                            _k(ts="2000", args='{"correlation":%d}' % (2 ** 64 - 1))]),
     "corr--2^63": _trace([_STEP, _launch(-2 ** 63),
@@ -1006,7 +1036,8 @@ TARGETED = {
     "nccl-1-then-1.0": _trace([_STEP, _nccl('{"Collective name":"send","Dst Rank":1}'),
                                _nccl('{"Collective name":"send","Dst Rank":1.0}', "20")]),
     "nccl-peer-text": _trace([_STEP, _nccl('{"Collective name":"send","Dst Rank":" 7 "}')]),
-    "nccl-peer-arabic-digit": _trace([_STEP, _nccl('{"Collective name":"send","Dst Rank":"\\u0663"}')]),
+    "nccl-peer-arabic-digit": _trace([_STEP, _nccl('{"Collective name":"send",'
+                                                   '"Dst Rank":"\\u0663"}')]),
     "nccl-peer-minus-zero": _trace([_STEP, _nccl('{"Collective name":"send","Dst Rank":-0}')]),
     "nccl-peer-int64-max": _trace([_STEP, _nccl('{"Collective name":"send","Dst Rank":%d}'
                                                 % (2 ** 63 - 1))]),
