@@ -166,11 +166,20 @@ def _empty_steps(steps, trace: RankTrace) -> List[int]:
 
 
 def _device(props, ids) -> str:
+    """The name of the first device the kernels ran on (an `id` that is a list or an object
+    names none)."""
     if isinstance(props, list):
         for p in props:
-            if isinstance(p, dict) and (not ids or p.get("id") in ids):
+            if isinstance(p, dict) and (not ids or _among(p.get("id"), ids)):
                 return str(p.get("name", ""))
     return ""
+
+
+def _among(value, ids) -> bool:
+    try:
+        return value in ids
+    except TypeError:                       # unhashable
+        return False
 
 
 __all__ = ["diag", "group_kind", "looks_like_trace", "read", "read_scanned"]
