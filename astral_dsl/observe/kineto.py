@@ -17,7 +17,9 @@ What is read (the documented trace format: `traceEvents` of complete events, `ph
   pattern of kernels (the shortest period under which the kernel names repeat), cut at the
   largest idle gap.
 
-Errors never raise past `read`: it returns (trace or None, diagnostics)."""
+The events become columns on one of two roads (kernels.py): decoded by msgspec (`read`), or
+taken by the compiled reader (`read_scanned`, native.py); from the columns on, one code serves
+both. Errors never raise past either: it returns (trace or None, diagnostics)."""
 from __future__ import annotations
 
 import os
