@@ -10,6 +10,11 @@ system-deps:
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; \
 	  else echo "note: install Graphviz (apt-get install graphviz) for rendering"; fi; }
+	@# A C compiler builds the trace reader's C road at install (hatch_build.py).
+	@command -v cc >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null; \
+	  else echo "note: install a C compiler (apt-get install gcc) for the fast trace reader"; fi; }
 	@# Debian's Chromium runs the browser tests of `astral report` (headless) and takes the screenshot.
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \

@@ -355,3 +355,16 @@ def test_a_log_line_nested_a_million_deep_is_a_bad_row(tmp_path):
     p.write_text("\n".join(rows) + "\n")
     obs = observe.load([str(p)])
     assert len(obs.ranks[0]) == 2 and [d.file for d in obs.diagnostics] == [str(p)]
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_an_integer_past_64_bits_in_distributed_info(tmp_path, native):
+    """msgspec refuses an integer past 64 bits where it decodes any JSON: the compiled road
+    then declines, and both roads read the trace, with the rank and world size it states."""
+    p = tmp_path / "trace.json"
+    p.write_text('{"distributedInfo": {"rank": 3, "world_size": 4, "seed": 18446744073709551616}'
+                 ', "traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1",'
+                 ' "ts": 0, "dur": 100}, {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10,'
+                 ' "dur": 5}]}')
+    traces, diags = observe.read_file(str(p), native=native)
+    assert diags == [] and (traces[0].rank, traces[0].world_size) == (3, 4)

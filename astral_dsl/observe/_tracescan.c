@@ -91,13 +91,14 @@ typedef struct {
     Buf keys;
 } Interner;
 
-static uint64_t fnv1a(const char *p, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
+/* Python's own hash of bytes (SipHash, keyed per process): a trace crafted to collide cannot
+ * make the table quadratic, and the numbering never depends on it (it is insertion order). */
+static uint64_t hash_bytes(const char *p, size_t n) {
+#if PY_VERSION_HEX >= 0x030E0000
+    return (uint64_t)Py_HashBuffer(p, (Py_ssize_t)n);
+#else
+    return (uint64_t)_Py_HashBytes(p, (Py_ssize_t)n);
+#endif
 }
 
 static int interner_grow(Interner *t) {
@@ -121,7 +122,7 @@ static int interner_grow(Interner *t) {
 static int32_t interner_number(Interner *t, const char *p, size_t n, int *fresh) {
     *fresh = 0;
     if ((t->count + 1) * 2 > t->cap && interner_grow(t)) return -1;
-    uint64_t h = fnv1a(p, n);
+    uint64_t h = hash_bytes(p, n);
     size_t j = h & (t->cap - 1);
     while (t->slots[j].number >= 0) {
         Slot *s = &t->slots[j];
@@ -394,7 +395,7 @@ static int add_kernel(Scan *s, const Event *e, int memory) {
             s->name_objects = p;
             s->name_objects_cap = cap;
         }
-        s->name_objects[id] = py_str(e->name);
+        s->name_objects[id] = py_str(e->name);      /* NULL (and counted) if it fails */
         if (!s->name_objects[id]) { Py_DECREF(corr); return FAIL; }
     }
     unsigned char mem = (unsigned char)memory;
@@ -487,8 +488,10 @@ static PyObject *bytes_of(Buf *b) {
 static void scan_free(Scan *s) {
     free(s->ts.data); free(s->dur.data); free(s->memory.data); free(s->nccl_number.data);
     free(s->scratch.data);
-    if (s->name_objects)
-        for (size_t i = 0; i < s->name_ids.count; i++) Py_XDECREF(s->name_objects[i]);
+    /* a name is numbered before its string is made: the last may be missing (no memory) */
+    size_t made = s->name_ids.count < s->name_objects_cap ? s->name_ids.count
+                                                           : s->name_objects_cap;
+    for (size_t i = 0; i < made; i++) Py_XDECREF(s->name_objects[i]);
     free(s->name_objects);
     interner_free(&s->name_ids);
     interner_free(&s->nccl_ids);
@@ -552,10 +555,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *info_json = written(info, &fail);
     PyObject *props_json = fail ? NULL : written(props, &fail);
     if (fail) { Py_XDECREF(info_json); goto done; }
-    result = Py_BuildValue("(NNNNNOOOOOOO)", info_json, props_json, bytes_of(&s.ts),
+    /* `N` passes a new reference on, `O` takes one of its own (the lists, set and dict are
+     * released with the scan) */
+    result = Py_BuildValue("(NNNNNOOONOOO)", info_json, props_json, bytes_of(&s.ts),
                            bytes_of(&s.dur), bytes_of(&s.memory), s.names, s.corr, s.devices,
                            bytes_of(&s.nccl_number), s.nccl_values, s.launches, s.steps);
-    /* the `O` items are borrowed by Py_BuildValue (it takes its own references) */
     goto done;
 decline:
     PyErr_Clear();

@@ -27,6 +27,8 @@ from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup
 from astral_dsl.observe.tracedoc import PEER_ATTRS
 
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_INT_TEXT = re.compile(r"-?[0-9]+")          # an integer as text (not "²", "--5", "٣")
+_INT64 = 1 << 63                             # the columns are int64
 # words in a process group's description or name -> the parallel dimension (Megatron-Core's
 # group names: TENSOR_MODEL_PARALLEL_GROUP, PIPELINE_MODEL_PARALLEL_GROUP, DATA_PARALLEL_GROUP,
 # CONTEXT_PARALLEL_GROUP, EXPERT_MODEL_PARALLEL_GROUP, ...)
@@ -87,7 +89,8 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
                       if e.ph == "X" and type(e.name) is str and
                       e.name.startswith("ProfilerStep#")])
     ts, dur = [e.ts for e in kernels], [e.dur for e in kernels]
-    if not set(map(type, ts)) | set(map(type, dur)) <= _NUMBER_TYPES:
+    if not set(map(type, ts)) | set(map(type, dur)) <= _NUMBER_TYPES or \
+            not (_floats_fit(ts) and _floats_fit(dur)):
         keep = [type(t) in _NUMBER and type(d) in _NUMBER and finite(t) and finite(d)
                 for t, d in zip(ts, dur)]
         kernels = list(compress(kernels, keep))
@@ -105,7 +108,7 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
     corr = [a.correlation for a in args]
     if not set(map(type, corr)) <= {int}:
         corr = [c if type(c) in _SCALAR else None for c in corr]
-    devices = {d for d in {a.device for a in args} if type(d) in _SCALAR}
+    devices = {d for d in (a.device for a in args) if type(d) in _SCALAR}
     kernel = np.fromiter(map("kernel".__eq__, [e.cat for e in kernels]), dtype=bool,
                          count=len(kernels))
     is_nccl = {n: n[:4].lower() == "nccl" for n in dict.fromkeys(names)}
@@ -126,6 +129,15 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
         first = [nccl_args[i] for i in at.tolist()]
     code, table = _code_table(kernel, which, number, first, groups, group_index)
     return Columns(ts, dur, corr, names, devices, code, table, launches, steps)
+
+
+def _floats_fit(values) -> bool:
+    """Every integer among the numbers within a float's range (a 400-digit integer is not)."""
+    try:
+        sum(map(float, values))
+    except OverflowError:
+        return False
+    return True
 
 
 def _launches(runtime) -> Dict:
@@ -189,7 +201,7 @@ def steps_of(rows) -> List[Tuple[float, float, int]]:
     for name, ts, dur in rows:
         m = _STEP.match(name)
         t, d = as_num(ts), as_num(dur)
-        if m and t is not None and d is not None:
+        if m and t is not None and d is not None and int(m.group(1)) < _INT64:
             steps.append((t, t + d, int(m.group(1))))
     steps.sort()
     return steps
@@ -218,7 +230,7 @@ def _nccl_meaning(args, groups, group_index) -> Tuple[int, int, int, int]:
     for attr in PEER_ATTRS.get(coll, ()):
         value = as_int(getattr(args, attr))
         if value is not None:
-            peer = value
+            peer = value if 0 <= value < _INT64 else -1     # no rank: unknown
             break
     pg_ranks = as_ranks(args.pg_ranks)
     pg_name = _text(args.pg_name)
@@ -255,7 +267,7 @@ def as_int(v) -> Optional[int]:
         return v
     if isinstance(v, float) and v.is_integer():
         return int(v)
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+    if isinstance(v, str) and _INT_TEXT.fullmatch(v.strip()):
         return int(v)
     return None
 

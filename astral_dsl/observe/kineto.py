@@ -17,7 +17,9 @@ What is read (the documented trace format: `traceEvents` of complete events, `ph
   pattern of kernels (the shortest period under which the kernel names repeat), cut at the
   largest idle gap.
 
-Errors never raise past `read`: it returns (trace or None, diagnostics)."""
+The events become columns on one of two roads (kernels.py): decoded by msgspec (`read`), or
+taken by the compiled reader (`read_scanned`, native.py); from the columns on, one code serves
+both. Errors never raise past either: it returns (trace or None, diagnostics)."""
 from __future__ import annotations
 
 import os
@@ -166,11 +168,20 @@ def _empty_steps(steps, trace: RankTrace) -> List[int]:
 
 
 def _device(props, ids) -> str:
+    """The name of the first device the kernels ran on (an `id` that is a list or an object
+    names none)."""
     if isinstance(props, list):
         for p in props:
-            if isinstance(p, dict) and (not ids or p.get("id") in ids):
+            if isinstance(p, dict) and (not ids or _among(p.get("id"), ids)):
                 return str(p.get("name", ""))
     return ""
+
+
+def _among(value, ids) -> bool:
+    try:
+        return value in ids
+    except TypeError:                       # unhashable
+        return False
 
 
 __all__ = ["diag", "group_kind", "looks_like_trace", "read", "read_scanned"]

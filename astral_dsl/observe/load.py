@@ -21,11 +21,6 @@ from astral_dsl.observe import kineto, native as compiled, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
 
-try:                         # orjson parses any JSON about twice as fast as json
-    from orjson import loads as _fast_loads
-except ImportError:          # pragma: no cover - the standard library's parser serves
-    _fast_loads = None
-
 try:                         # ISA-L's inflate (python-isal): gzip read 2-3 times faster than zlib
     from isal import isal_zlib as _inflate
     _CORRUPT = (EOFError, zlib.error, gzip.BadGzipFile, _inflate.error)
@@ -183,13 +178,6 @@ def _read_file(path: str, native: bool) -> Tuple[List[RankTrace], List[Diagnosti
         if doc is not None:
             trace, diags = kineto.read(path, doc)
             return ([trace] if trace is not None else []), diags
-    if head[:1] in (b"{", b"[") and _fast_loads is not None:
-        try:                      # a whole JSON document (a trace): the fast parser
-            doc = _fast_loads(body)
-        except ValueError:
-            doc = None            # JSON Lines, or broken: the checks below say which
-        if doc is not None:
-            return _document(path, doc, None)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:

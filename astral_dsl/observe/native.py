@@ -66,8 +66,9 @@ def scan(body: bytes):
         return None
     try:
         meta = tuple(None if text is None else _ANY.decode(text) for text in out[:2])
-    except RecursionError:          # nested past msgspec's depth: the Python road says what
-        return None
+    except (RecursionError, msgspec.ValidationError, msgspec.DecodeError):
+        return None                 # nested past msgspec's depth, an integer past 64 bits:
+        #                             the Python road decides what they mean
     return meta + out[2:]
 
 
