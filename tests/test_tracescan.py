@@ -10,7 +10,10 @@ the compiled reader declines and the Python road runs.
   alike, and served by the compiled reader (it is not declining its way through the tests);
 - malformed bytes (cut, flipped, invalid UTF-8, lone surrogates, 1e400, 100,000 nested arrays,
   empty, trailing garbage): read alike, no exception, no crash (a crash is looked for in a
-  child process first, so it fails a test instead of killing the run).
+  child process first, so it fails a test instead of killing the run);
+- targeted documents, one rule of the Python road each (rounding, -0, integers past 2^53 and
+  2^63, keys given twice, True == 1 in a set, ...), 4,000 numbers and 500 strings in bulk, and
+  the shortest documents of the mismatches found.
 
 A document is a tree of Python values plus `Obj` (an object whose keys may repeat) and `Lit`
 (a token written as given: a number's exact text, NaN, raw bytes); `Writer` spells it."""
