@@ -139,15 +139,31 @@ def read_file(path: str, native: bool = True) -> Tuple[List[RankTrace], List[Dia
     (native.py) when it is built and takes the document, else on the Python road: the same
     result either way; `native=False` takes the Python road.
 
-    Millions of short-lived rows: the cyclic garbage collector would rescan them many times
-    over (none of them forms a cycle), so it pauses while a file is read."""
+    The file is read on a thread of its own: Python's JSON parsers (msgspec, json) give up at
+    a nesting depth that counts the caller's frames too, so on a fresh stack the answer is the
+    file's alone, wherever in a program this is called. Millions of short-lived rows: the
+    cyclic garbage collector would rescan them many times over (none of them forms a cycle),
+    so it pauses while a file is read."""
+    box: Dict[str, object] = {}
+
+    def run():
+        try:
+            box["out"] = _read_file(path, native)
+        except BaseException as exc:          # re-raised in the caller's thread
+            box["exc"] = exc
+
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _read_file(path, native)
+        reader = threading.Thread(target=run, name="astral-read", daemon=True)
+        reader.start()
+        reader.join()
     finally:
         if enabled:
             gc.enable()
+    if "exc" in box:
+        raise box["exc"]                      # type: ignore[misc]
+    return box["out"]                         # type: ignore[return-value]
 
 
 def _read_file(path: str, native: bool) -> Tuple[List[RankTrace], List[Diagnostic]]:
