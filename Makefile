@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install system-deps demo test bench bench-diagnose images calibrate fuzz report report-screenshot
+.PHONY: install system-deps demo test bench bench-diagnose images calibrate fuzz fuzz-traces report report-screenshot
 
 system-deps:
 	@# Graphviz's `dot` comes from Debian's package (needed by `astral render` and `astral report`).
@@ -35,6 +35,12 @@ test: install
 FUZZ_INPUTS ?= 100000
 fuzz: install
 	$(PYTHON) tests/fuzzing.py --inputs $(FUZZ_INPUTS)
+
+# Mutated profiler traces on both roads of the trace reader, then again with the C road built
+# under AddressSanitizer and UndefinedBehaviorSanitizer (tests/fuzz_traces.py).
+fuzz-traces: install
+	$(PYTHON) tests/fuzz_traces.py --inputs 5000
+	$(PYTHON) tests/fuzz_traces.py --inputs 3000 --seed 2 --asan
 
 bench: install
 	for b in benchmarks/bench_*.py; do [ $$b = benchmarks/bench_diagnose.py ] && continue; \
