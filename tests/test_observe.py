@@ -368,3 +368,30 @@ def test_an_integer_past_64_bits_in_distributed_info(tmp_path, native):
                  ' "dur": 5}]}')
     traces, diags = observe.read_file(str(p), native=native)
     assert diags == [] and (traces[0].rank, traces[0].world_size) == (3, 4)
+
+
+BIG = "1" * 23_000      # past Python's 4,300-digit limit on converting an integer's text
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("where, codes_seen, rows", [
+    ("skipped", [], 1), ("ts", ["E781"], 0), ("info", ["E781"], 0), ("jsonl", ["E784"], 1)])
+def test_an_integer_of_23000_digits(tmp_path, native, where, codes_seen, rows):
+    """json.loads raises a ValueError that is no JSONDecodeError on it (found by
+    tests/fuzz_traces.py: it was an AttributeError traceback): in a field the reader skips the
+    trace reads; where it reads, the file is E781; in a JSON Lines log, its row is E784."""
+    step = '{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","ts":0,"dur":1000}'
+    kernel = '{"ph":"X","cat":"kernel","name":"gemm","ts":%s,"dur":5,"args":{"x":%s}}'
+    text = {
+        "skipped": '{"distributedInfo":{"rank":0},"traceEvents":[%s,%s]}' % (step,
+                                                                            kernel % (10, BIG)),
+        "ts": '{"distributedInfo":{"rank":0},"traceEvents":[%s,%s]}' % (step, kernel % (BIG, 1)),
+        "info": '{"distributedInfo":{"rank":0,"y":%s},"traceEvents":[%s,%s]}'
+                % (BIG, step, kernel % (10, 1)),
+        "jsonl": '{"rank":0,"iteration":1,"phase":"forward","start_s":0,"duration_s":%s}\n'
+                 '{"rank":0,"iteration":1,"phase":"forward","start_s":0,"duration_s":1}\n'
+                 % BIG}[where]
+    p = tmp_path / "rank-0.json"
+    p.write_text(text)
+    traces, diags = observe.read_file(str(p), native=native)
+    assert [d.code for d in diags] == codes_seen and len(traces) == rows

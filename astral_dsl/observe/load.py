@@ -10,6 +10,7 @@ import json
 import multiprocessing
 import os
 import re
+import sys
 import threading
 import zlib
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -234,19 +235,30 @@ def _json(path: str, text: str, stripped: str):
     except RecursionError:
         return [], [diag("E781", "the JSON is nested deeper than a trace or a log is: not "
                                  "read", path)]
-    except ValueError as exc:
-        first = stripped.split("\n", 1)[0]
-        try:
-            obj = json.loads(first)
-        except (ValueError, RecursionError):
-            obj = None
-        if isinstance(obj, dict) and "rank" in obj and "phase" in obj:
+    except ValueError as exc:       # not one JSON document, or an integer past Python's digits
+        if _looks_like_log(stripped):
             return ranklog.read_jsonl(path, stripped)
+        if not isinstance(exc, json.JSONDecodeError):
+            return [], [diag("E781", f"the JSON holds an integer of more than "
+                                     f"{sys.get_int_max_str_digits():,} digits: not read",
+                             path)]
         return [], [diag("E781", f"the file is truncated or not JSON ({exc.msg} at line "
                                  f"{exc.lineno}, column {exc.colno})", path,
                          "a profiler trace is written when the profiler stops: copy it again "
                          "after the run")]
     return _document(path, doc, stripped)
+
+
+def _looks_like_log(stripped: str) -> bool:
+    """JSON Lines of a rank log: the first of its first 8 lines that parses is an object with
+    `rank` and `phase` (a bad first row is the log reader's to report)."""
+    for line in stripped.split("\n", 8)[:8]:
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        return isinstance(obj, dict) and "rank" in obj and "phase" in obj
+    return False
 
 
 def _document(path: str, doc, stripped):
