@@ -395,3 +395,16 @@ def test_an_integer_of_23000_digits(tmp_path, native, where, codes_seen, rows):
     p.write_text(text)
     traces, diags = observe.read_file(str(p), native=native)
     assert [d.code for d in diags] == codes_seen and len(traces) == rows
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_step_number_of_23000_digits_is_no_step(tmp_path, native):
+    """ProfilerStep#<23,000 digits>: not a step (int() refused it with a ValueError traceback,
+    found by tests/fuzz_traces.py); the other step still counts."""
+    p = tmp_path / "rank-0.json"
+    p.write_text('{"distributedInfo":{"rank":0},"traceEvents":['
+                 '{"ph":"X","cat":"user_annotation","name":"ProfilerStep#%s","ts":0,"dur":10},'
+                 '{"ph":"X","cat":"user_annotation","name":"ProfilerStep#2","ts":20,"dur":10},'
+                 '{"ph":"X","cat":"kernel","name":"gemm","ts":22,"dur":1}]}' % BIG)
+    traces, diags = observe.read_file(str(p), native=native)
+    assert diags == [] and traces[0].iterations == (2,)

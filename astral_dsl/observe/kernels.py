@@ -201,7 +201,9 @@ def steps_of(rows) -> List[Tuple[float, float, int]]:
     for name, ts, dur in rows:
         m = _STEP.match(name)
         t, d = as_num(ts), as_num(dur)
-        if m and t is not None and d is not None and int(m.group(1)) < _INT64:
+        # a number of more than 19 digits is past int64 (and int() refuses 4,300 digits)
+        if m and t is not None and d is not None and len(m.group(1).lstrip("0")) <= 19 \
+                and int(m.group(1)) < _INT64:
             steps.append((t, t + d, int(m.group(1))))
     steps.sort()
     return steps
