@@ -215,7 +215,16 @@ def _layout(spec: JobSpec, where) -> List[Diagnostic]:
     elif m.kv_heads % par.tp and par.tp % m.kv_heads:
         out.append(_err("E750", f"{name}: tp = {par.tp} and the {m.kv_heads} key/value heads of "
                                 f"`{m.name}` do not divide one another", where("tp")))
-    if par.stages:
+    if par.layout:
+        v = par.v or 1
+        if len(par.layout) != par.pp * v or sum(par.layout) != m.layers:
+            out.append(_err("E752", f"{name}: the declared layout {_show(par.layout)} has "
+                                    f"{len(par.layout)} virtual stages and {sum(par.layout)} "
+                                    f"layers; pp x virtual_stages = {par.pp} x {v} and "
+                                    f"`{m.name}` has {m.layers} layers", where("layout"),
+                            f"list {par.pp * v} layer counts, in model order, adding up to "
+                            f"{m.layers}"))
+    elif par.stages:
         if len(par.stages) != par.pp or sum(par.stages) != m.layers or min(par.stages) < 1:
             out.append(_err("E752", f"{name}: the declared split {_show(par.stages)} has "
                                     f"{len(par.stages)} stages and {sum(par.stages)} layers; "
@@ -228,7 +237,8 @@ def _layout(spec: JobSpec, where) -> List[Diagnostic]:
                                 f"`{m.name}`", where("pp"),
                         f"declare an uneven split, e.g. `stages = [...]` with {par.pp} counts "
                         f"adding up to {m.layers} (around {base} each), or change pp"))
-    if not out and par.v and par.v > 1 and chunk_split(stage_layers(spec), par.v) is None:
+    if not out and par.v and par.v > 1 and not par.layout and \
+            chunk_split(stage_layers(spec), par.v) is None:
         per_stage = stage_layers(spec)
         options = [v for v in virtual_stage_options(per_stage) if v > 1]
         out.append(_err("E751", f"{name}: the layers per stage {_show(per_stage)} do not split "
@@ -243,10 +253,11 @@ def _layout(spec: JobSpec, where) -> List[Diagnostic]:
         if m.experts % par.ep:
             out.append(_err("E753", f"{name}: ep = {par.ep} does not divide the {m.experts} "
                                     f"experts of `{m.name}`", where("ep")))
-        elif (par.dp * par.cp) % par.ep:
-            out.append(_err("E753", f"{name}: ep = {par.ep} does not divide dp x cp = "
-                                    f"{par.dp * par.cp}: expert groups are carved out of the "
-                                    f"data-parallel ranks", where("ep")))
+        elif (par.tp * par.dp * par.cp) % par.ep:
+            out.append(_err("E753", f"{name}: ep = {par.ep} does not divide tp x dp x cp = "
+                                    f"{par.tp * par.dp * par.cp}: expert groups are carved out "
+                                    f"of the tensor- and data-parallel ranks (expert tensor "
+                                    f"parallelism 1)", where("ep")))
     elif par.ep > 1:
         out.append(_err("E753", f"{name}: ep = {par.ep} but `{m.name}` has no experts",
                         where("ep")))
@@ -353,10 +364,12 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
     if not cluster.gpu.memory:          # the GPU declares no memory: nothing to check against
         return []
     probe = spec if spec.micro else spec.with_(micro=1)
+    if probe.recompute == "auto":
+        probe = probe.with_(recompute="full")
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
         from dataclasses import replace
         probe = probe.with_(parallel=replace(probe.parallel, v=1))
-    low = Lowering(probe, Costs(cluster.gpu, probe.dtype), cluster.net)
+    low = Lowering(probe, Costs.of(probe, cluster.gpu), cluster.net)
     return memory_diagnostics(job, probe, estimate(probe, low.stage_params), cluster.gpu)
 
 
