@@ -10,7 +10,7 @@ from typing import List, Optional, Tuple
 from astral_dsl import records
 from astral_dsl.runs import score
 from astral_dsl.runs.express import Expressed, NotExpressible, express
-from astral_dsl.runs.families import regime
+from astral_dsl.seer.regime import regime
 
 
 @records.frozen

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from astral_dsl import records
 from astral_dsl.runs import score
 from astral_dsl.runs.evaluate import Prepared, prepare
-from astral_dsl.runs.families import family, regime_key
+from astral_dsl.seer.regime import family, regime_key
 from astral_dsl.runs.table import RunsTable
 from astral_dsl.seer.calibration import (BY_NAME, CONSTANTS, FIT_FORMAT, Calibration, Constant,
                                          centre, priors)
@@ -350,3 +350,41 @@ def document(cal: Calibration, prob: Problem, J, r, rows: List[FitRow], logo: Di
             "families": summary(rows, logo),
             "families_in_fit": summary(rows, in_fit),
             "bands": band, "rows": per_row}
+
+
+def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] = (),
+              free: Sequence[Constant] = CONSTANTS, max_nfev: int = 60):
+    """Fit on every usable row of `tables` ((name, table) pairs) and measure: leave one group
+    out for every row, and leave one source out (the rows of one `source_version`, e.g. one
+    paper) for the tables named in `by_source`. Returns (document, Calibration, rows, every
+    prepared row)."""
+    rows, every = rows_of(tables)
+    if not rows:
+        raise ValueError("no row of the runs tables can be forecast and scored")
+    cal, prob, J, r = fit(rows, free, max_nfev=max_nfev)
+    logo = leave_out(prob, cal, J, r, [row.group for row in rows])
+    by_set: Dict[str, Dict[int, float]] = {}
+    if by_source:
+        keys = [(row.table, row.prepared.row.source_version) if row.table in by_source
+                else ("kept", i) for i, row in enumerate(rows)]
+        lso = leave_out(prob, cal, J, r, keys)
+        for i, row in enumerate(rows):
+            if row.table in by_source:
+                by_set.setdefault(row.table + ": " + row.prepared.row.source_version, {})[i] = \
+                    lso[i]
+    sets = {name: digest("\n".join(f"{run.line}:{run.id}" for run in table.runs))
+            for name, table in tables}
+    sources = {}
+    for key, errs in by_set.items():
+        sources[key] = {"rows": len(errs),
+                        "left_out_mean_pct": round(100 * sum(abs(e) for e in errs.values())
+                                                   / len(errs), 2),
+                        "left_out_max_pct": round(100 * max(abs(e) for e in errs.values()), 2),
+                        "in_fit_mean_pct": round(100 * sum(abs(math.exp(r[i]) - 1)
+                                                           for i in errs) / len(errs), 2),
+                        "in_fit_max_pct": round(100 * max(abs(math.exp(r[i]) - 1)
+                                                          for i in errs), 2)}
+    doc = document(cal, prob, J, r, rows, logo, sets, {})
+    doc["sources"] = sources
+    return doc, Calibration(doc["constants"], tuple(sorted(sets)), doc["bands"], "fit"), rows, \
+        every

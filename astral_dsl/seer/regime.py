@@ -1,4 +1,4 @@
-"""The families and regimes runs are summarised and calibrated by.
+"""The families and regimes forecasts are calibrated, checked and summarised by.
 
 - family: GPU x precision family (16-bit, FP8 with any scaling, MXFP8, NVFP4), the rows the
   accuracy targets are stated over; a row is also dense or MoE.
@@ -32,3 +32,10 @@ def family(reg: Dict[str, str]) -> Tuple[str, str]:
 
 def regime_key(reg: Dict[str, str]) -> str:
     return "/".join(reg[k] for k in ("gpu", "precision", "attention", "moe", "framework"))
+
+
+REGIME_PARTS = ("gpu", "precision", "attention", "moe", "framework")
+
+
+def parse_key(key: str) -> Dict[str, str]:
+    return dict(zip(REGIME_PARTS, key.split("/")))
