@@ -380,7 +380,16 @@ _register(_kind("model", "an LLM architecture", dict(
     v_head_dim=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
     window=_size(low=1, limit=MAX_TOKENS, why=_TOKENS),
     window_share=q("ratio", "share of the layers with sliding-window attention", high=1),
-    shared_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH))))
+    shared_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),
+    mamba_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
+    attention_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
+    pattern=FieldSpec(StrType(), doc="a hybrid model's layers in order, one of M (Mamba-2), * "
+                      "(attention), E (MoE) or - (MLP) each (Megatron's hybrid_override_pattern)"),
+    mamba_state=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
+    mamba_head_dim=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
+    mamba_groups=_size(low=1, limit=MAX_HEADS, why=_HEADS),
+    mamba_expand=q("number", "Mamba-2 inner width over hidden", sign=POSITIVE, limit=64),
+    mamba_chunk=_size(low=1, limit=MAX_TOKENS, why=_TOKENS))))
 _register(_kind("parallel", "parallel degrees", dict(
     tp=_size(low=1, limit=MAX_HEADS, why=_HEADS),
     pp=_size(low=1, limit=MAX_LAYERS, why=_LAYERS),

@@ -21,7 +21,8 @@ from astral_dsl.runs.table import Run
 MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts",
                 "top_k", "shared_experts", "moe_ffn", "dense_layers", "activation", "head_dim",
                 "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim", "window",
-                "window_share", "shared_ffn")
+                "window_share", "shared_ffn", "mamba_layers", "attention_layers", "pattern",
+                "mamba_state", "mamba_head_dim", "mamba_groups", "mamba_expand", "mamba_chunk")
 
 
 @records.frozen
@@ -230,7 +231,8 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     src = [f"import stdlib.systems {{ {system.su}, {system.fabric} }}",
            f"site Cluster {{ sus = {nsu} x {system.su}, fabric = {system.fabric} }}",
            "model M {"]
-    src += [f"  {k} = {_value(v)}" for k, v in fields.items()]
+    src += [f'  {k} = "{v}"' if k == "pattern" else f"  {k} = {_value(v)}"
+            for k, v in fields.items()]
     src.append("}")
     name = "run_" + re.sub(r"[^A-Za-z0-9_]", "_", row.id)
     src.append(f"job {name} {{")

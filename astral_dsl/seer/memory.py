@@ -148,6 +148,16 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     sp = par.sp and t > 1
     if job.recompute == "full":
         return tokens * h * elem / (t if sp else 1)
+    kind = m.layer_kind(layer)
+    if kind == "M":       # Mamba-2: its norm input, in-projection input and output, the
+        #                   convolution's output, the scan's output and state inputs, the gated
+        #                   norm's input and the out-projection's input (Dao and Gu 2024)
+        d = m.mamba_inner / t
+        groups = max(1.0, m.mamba_groups / t)
+        width = 2 * d + 2 * groups * m.mamba_state + m.mamba_heads / t
+        conv = d + 2 * groups * m.mamba_state
+        per = elem * h / (t if sp else 1) + lin * h + elem * (width + conv + 2 * d) + lin * d
+        return tokens * per
     mask = 1 if m.gpt else 0                 # dropout masks: one byte per element
     # selective recomputation with fused attention (no score matrix to drop): the cheap
     # operators are recomputed, as PyTorch's operator-level selective checkpointing does
@@ -171,6 +181,10 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
             scores = (2 * elem + mask) * m.heads * job.seq / par.cp
     else:
         attn_tp += 4 * m.heads                # fused attention: fp32 log-sum-exp per head
+    if kind == "*":             # attention only: one norm, no MLP
+        replicated, mlp_tp, mlp_local = replicated / 2, 0.0, 0.0
+    elif kind in ("E", "-"):    # MLP only: one norm, no attention
+        replicated, attn_tp, scores = replicated / 2, 0.0, 0.0
     per_token = replicated / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t + mlp_local
     return tokens * per_token
 
