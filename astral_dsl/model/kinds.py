@@ -171,6 +171,11 @@ _register(_kind("gpu", "an accelerator", dict(
     flops_fp32=q("compute", "FP32 peak"),
     flops_power=q("power", "board power at which the peak FLOP/s are quoted: a lower `power` "
                            "caps the clocks (default: `power`)", sign=POSITIVE),
+    sms=q("count", "streaming multiprocessors (the units a GEMM's tiles are spread over)", low=1,
+          limit=65536, why="65,536 SMs, far above any GPU"),
+    architecture=enum("ampere", "hopper", "blackwell", "other",
+                      doc="the GPU generation: how far its sustained clocks fall below the "
+                          "quoted peak's (a fitted factor per generation)"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     max_supply=q("temperature", "hottest coolant supply the cold plate accepts"),
     system_power=q("power", "peak draw of the vendor's 8-GPU server built on it (HGX/DGX)"),

@@ -24,6 +24,7 @@ from typing import Dict
 
 from astral_dsl.seer import comm
 from astral_dsl.seer.costs import Costs
+from astral_dsl.seer.memory import OP_SAC_FRAMEWORKS
 from astral_dsl.seer.params import ParamsMixin
 from astral_dsl.seer.ranks import RankOrder
 from astral_dsl.seer.spec import JobSpec, chunk_layers
@@ -108,8 +109,7 @@ class Lowering(ParamsMixin):
         self.cast = CAST_BYTES[job.dtype if job.dtype in CAST_BYTES else job.fp8_recipe]
         cal = costs.cal
         self.host_op_s = 0.0 if job.cuda_graphs else cal.host_kernel_s
-        self.moe_sync_s = cal.moe_sync_s if (job.moe_dispatcher == "alltoall"
-                                             and not job.cuda_graphs) else 0.0
+        self.moe_sync_s = 0.0 if job.cuda_graphs else cal.moe_sync_s
         self._cache: Dict[tuple, Template] = {}
 
     # ---- collectives -------------------------------------------------------------------------
@@ -119,7 +119,11 @@ class Lowering(ParamsMixin):
         if lay.n <= 1 or nbytes <= 0:
             return None
         if kind == "a2a":
-            t = comm.all_to_all(self.net, lay, nbytes, self.a2a_eff)
+            if self.job.moe_dispatcher == "alltoall":
+                t = comm.all_to_all(self.net, lay, nbytes, self.a2a_eff)
+            else:           # nbytes: the top-k copies of the rank's tokens
+                k = max(1, self.job.model.top_k)
+                t = comm.dispatch(self.net, lay, nbytes / k, k, self.a2a_eff)
             hidden = self.c.cal.ep_hidden * t if self.job.ep_overlap else 0.0
             if hidden > 0:     # the share another micro-batch's computation hides
                 side = b.add(Op(name + " (overlapped)", "comm", group, hidden, 0.0, 0.0, group,
@@ -504,7 +508,8 @@ class Lowering(ParamsMixin):
             self._layer_fwd(b, L, pre="recompute ")
         elif rec == "selective" and self.job.attention == "unfused" and kind in ("T", "*"):
             self._attention_fwd(b, L, pre="recompute ")
-        elif rec == "selective":       # operator-level: the norms and the activation function
+        elif rec == "selective" and self.job.framework in OP_SAC_FRAMEWORKS:
+            # operator-level (PyTorch's): the norms and the activation function
             for name in ("input norm", "post-attn norm")[:2 if kind == "T" else 1]:
                 self._norm_fwd(b, "recompute " + name, L)
             if kind in ("T", "-") and not m.is_moe(L):

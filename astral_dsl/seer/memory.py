@@ -62,6 +62,7 @@ RESERVED_TOLERANCE = 1.5e9     # assumed: fragmentation alone varies by a GB or 
 ACTIVATION_TOLERANCE = 0.10    # assumed: +/- 10 % on the counted activation tensors
 ADAM_BYTES = 12.0              # fp32 master weights, momentum, variance (ZeRO's K)
 FP8_COPY_BYTES = 2.0           # fp8 copy of a linear weight and of its transpose (TE's cache)
+OP_SAC_FRAMEWORKS = ("torchtitan", "automodel")
 
 
 @dataclass(frozen=True)
@@ -159,11 +160,12 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         per = elem * h / (t if sp else 1) + lin * h + elem * (width + conv + 2 * d) + lin * d
         return tokens * per
     mask = 1 if m.gpt else 0                 # dropout masks: one byte per element
-    # selective recomputation with fused attention (no score matrix to drop): the cheap
-    # operators are recomputed, as PyTorch's operator-level selective checkpointing does
-    # (torchtitan's "selective op"): the norms' outputs (the QKV and fc1 inputs) and the
-    # activation function's output (the fc2 input) are not kept
-    op_sac = job.recompute == "selective" and job.attention != "unfused"
+    # selective recomputation in a PyTorch framework (torchtitan's "selective op", PyTorch's
+    # operator-level selective checkpointing): the cheap operators are recomputed, so the
+    # norms' outputs (the QKV and fc1 inputs) and the activation function's output (the fc2
+    # input) are not kept. Megatron-LM's selective recomputation is the core attention's, which
+    # with fused attention keeps what it would have kept anyway.
+    op_sac = job.recompute == "selective" and job.framework in OP_SAC_FRAMEWORKS
     # outside the TP regions: two norm inputs, two dropout masks, the QKV and fc1 inputs
     replicated = 2 * elem * h + 2 * mask * h + (0 if op_sac else 2 * lin * h)
     mats = m.mats - 1
