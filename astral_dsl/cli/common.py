@@ -54,17 +54,18 @@ def colour(args, stream=None) -> bool:
     return (stream or sys.stdout).isatty()
 
 
-def compile_path(path: str, overrides):
-    from astral_dsl.compiler import compile_file
+def open_path(path: str, overrides):
+    """The workspace of a file (api.compile): its design is `.design`."""
+    from astral_dsl import api
 
-    return compile_file(path, overrides)
+    return api.compile(path, overrides)
 
 
 def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False):
     """Compile, size when the design has unknowns, check (engineering, scenarios)."""
-    from astral_dsl.analyses.checking import check_design
+    from astral_dsl import api
 
-    return check_design(compile_path(path, overrides), scenarios, all_scenarios)
+    return api.check_file(path, overrides, scenarios, all_scenarios)
 
 
 def unreadable(design) -> bool:

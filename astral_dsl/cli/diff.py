@@ -116,24 +116,18 @@ def _overrides(items: List[str]) -> Dict[str, str]:
 
 def _load(arg: str, overrides, folders: List[Path]):
     """(label, checked design, relative-path function) of one side."""
-    from astral_dsl.cli.common import checked
+    from astral_dsl import api
 
     rev = split_revision(arg)
     if rev is None:
-        result = checked(arg, overrides, all_scenarios=False)
-        root = _root(result.design)
-        return arg, result, lambda f: _relative(f, root)
+        ws = api.compile(arg, overrides)
+        result = api.check(ws)
+        return arg, result, lambda f: _relative(f, ws.root)
     folder, entry = materialise(*rev)
     folders.append(folder)
-    result = checked(str(entry), overrides, all_scenarios=False)
-    result = _renamed(result, folder, rev[0])
-    root = _root(result.design)
-    return arg, result, lambda f: _relative(f, root, f"{rev[0]}:")
-
-
-def _root(design) -> Optional[Path]:
-    comp = design.compilation
-    return comp.loader.root if comp is not None else None
+    ws = api.compile(str(entry), overrides)
+    result = _renamed(api.check(ws), folder, rev[0])
+    return arg, result, lambda f: _relative(f, ws.root, f"{rev[0]}:")
 
 
 def _relative(file: str, root: Optional[Path], strip: str = "") -> str:
@@ -169,7 +163,8 @@ def _renamed(result, folder: Path, rev: str):
 
 
 def run(args, overrides) -> int:
-    from astral_dsl.outputs.diff import compare, render, side, to_json
+    from astral_dsl.api.diff import side
+    from astral_dsl.outputs.diff import compare, render, to_json
     from astral_dsl.outputs.jsonout import dumps
 
     try:

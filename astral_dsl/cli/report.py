@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, colour, compile_path,
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, colour, open_path,
                                    print_diagnostics, unreadable, usage)
 
 NAME = "report"
@@ -37,16 +37,18 @@ def register(sub) -> None:
 
 
 def run(args, overrides) -> int:
-    from astral_dsl.outputs.report import ReviewError, build, collect
+    from astral_dsl.api.review import collect
+    from astral_dsl.outputs.report import ReviewError, build
     from astral_dsl.outputs.terminal import printable_line
 
     use_colour = colour(args, sys.stderr)
-    design = compile_path(args.file, overrides)
+    ws = open_path(args.file, overrides)
+    design = ws.design
     if unreadable(design):
         print_diagnostics(design.diagnostics, use_colour, sys.stderr)
         return EXIT_USAGE
     try:
-        review = collect(design, jobs=args.job, scenario=args.scenario)
+        review = collect(ws, jobs=args.job, scenario=args.scenario)
     except ReviewError as exc:
         return usage(str(exc))
     import attrs

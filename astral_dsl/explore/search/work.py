@@ -121,13 +121,14 @@ _STATES: Dict[tuple, State] = {}
 
 
 def state_of(bundle: Bundle, setup: Setup) -> State:
-    from astral_dsl.explore.point import compiled
+    from astral_dsl.explore.point import workspace
 
     key = (bundle.digest, setup)
     hit = _STATES.get(key)
     if hit is None:
         entry, _ = lay_out(bundle)
-        hit = _STATES[key] = State(compiled(str(entry), dict(setup.overrides)), setup)
+        hit = _STATES[key] = State(workspace(str(entry)).compile(
+            overrides=dict(setup.overrides)), setup)
     return hit
 
 

@@ -1,5 +1,5 @@
 """The scenario matrix: each scenario against each family of checks (network, power, cooling,
-jobs, user checks), with what breaks and by how much. Pure: it reads a collect.Review.
+jobs, user checks), with what breaks and by how much. Pure: it reads a review.Review.
 
 A cell holds the diagnostics that appear only under the scenario (errors break, warnings warn)
 and the family's headline figures, baseline against scenario: the fabric's switches and its
