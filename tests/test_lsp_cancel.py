@@ -1,0 +1,66 @@
+"""Cancelling analyses never poisons the language server (issue #23, item 2): edits that land at
+random points of the analysis of examples/sizing.astral (its front end, the import of cvxpy,
+the sizing solves) end that analysis's worker process; no publication ever says E000, and the
+last text is analysed as `astral check` analyses it."""
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import astral_dsl
+from test_lsp_hardening import Client
+
+REPO = Path(__file__).resolve().parents[1]
+SIZING = REPO / "examples" / "sizing.astral"
+CANCELS = 50
+
+
+def _publications(client: Client, uri: str):
+    return [n["params"] for n in list(client.notes)
+            if n.get("method") == "textDocument/publishDiagnostics"
+            and n["params"].get("uri") == uri]
+
+
+def test_random_cancels_never_leave_an_internal_error():
+    text = SIZING.read_text()
+    uri = SIZING.as_uri()
+    # one seeded set of times, within the first analysis (~2-6 s: a worker's imports, the
+    # front end, `import cvxpy`, the solves)
+    times = [random.Random(23 + i).uniform(0.05, 2.5) for i in range(CANCELS)]
+    client = Client(REPO)
+    try:
+        client.request("initialize", {"processId": None, "rootUri": REPO.as_uri(),
+                                      "capabilities": {}})
+        client.notify("initialized", {})
+        client.open(uri, text)
+        version = 1
+        for i, wait in enumerate(times):
+            time.sleep(wait)
+            version += 1
+            # a new version (the same design, a comment more or less) cancels the analysis
+            client.notify("textDocument/didChange", {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"text": text + ("// edit\n" if i % 2 == 0 else "")}]})
+        final = text + ("// edit\n" if (CANCELS - 1) % 2 == 0 else "")
+        end = time.monotonic() + 180
+        while time.monotonic() < end:
+            last = [p for p in _publications(client, uri) if p.get("version") == version]
+            if last:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the last version was never analysed")
+        published = _publications(client, uri)
+        codes = [d.get("code") for p in published for d in p["diagnostics"]]
+        assert "E000" not in codes and "E407" not in codes, codes
+        expected = astral_dsl.check(astral_dsl.compiles(final, name=str(SIZING),
+                                                        root=SIZING.parent))
+        assert sorted(d.get("code") for d in last[-1]["diagnostics"]) == \
+            sorted(d.code for d in expected.diagnostics)
+        # and the server still answers: hover on the last text
+        r = client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                  "position": {"line": 0, "character": 0}})
+        assert "error" not in r, r
+    finally:
+        client.close()
