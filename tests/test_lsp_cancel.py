@@ -64,3 +64,37 @@ def test_random_cancels_never_leave_an_internal_error():
         assert "error" not in r, r
     finally:
         client.close()
+
+
+def test_an_ended_worker_is_replaced_and_the_next_analysis_runs():
+    """The machinery under the server: a stopper ends the worker mid-analysis (the caller gets
+    Stopped), a worker that dies by itself does too, and the next analysis runs in a fresh
+    worker and answers as `astral check` does."""
+    import threading
+
+    from astral_dsl.lsp import workers
+
+    checker = workers.Checker()
+    request = (SIZING.as_uri(), str(SIZING), SIZING.read_text(), {})
+    try:
+        stopper = workers.Stopper()
+        threading.Timer(1.0, stopper.stop).start()
+        try:
+            checker.check(stopper, request)
+            raise AssertionError("the stopped analysis answered")
+        except workers.Stopped:
+            pass
+        dying = workers.Stopper()
+        threading.Timer(1.0, lambda: dying._worker.process.kill()).start()
+        try:
+            checker.check(dying, request)
+            raise AssertionError("the killed worker answered")
+        except workers.Stopped:
+            assert not dying.stopped          # the server reports E000 for this one, once
+        status, found = checker.check(workers.Stopper(), request)
+        assert status == "ok"
+        expected = astral_dsl.check(astral_dsl.compile(SIZING))
+        assert sorted(d.code for d in found) == sorted(d.code for d in expected.diagnostics)
+        assert "E000" not in {d.code for d in found}
+    finally:
+        checker.close()

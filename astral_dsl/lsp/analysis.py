@@ -106,22 +106,22 @@ def workspace(uri: str, path: Optional[Path], text: str,
               overlay: Callable[[Path], Optional[str]] = lambda p: None):
     """The workspace of a document: `text` as the file `path` (None for an unsaved one),
     other open documents through `overlay`, the rest from the disk."""
-    from astral_dsl.workspace import Workspace
+    from astral_dsl import api
 
     reader = Reader(lambda p: text if path is not None and _same_path(p, path) else overlay(p))
     if path is not None:
-        return Workspace.open(path, None, reader)
-    return Workspace.of_text(text, uri, None, None, reader)
+        return api.compile(path, None, reader)
+    return api.compiles(text, uri, None, None, reader)
 
 
 def engineering_diagnostics(ws, design: Design) -> Tuple[Diagnostic, ...]:
     """The constraint, physical and scenario checks of `astral check` (sizing first when the
     design has unknowns), in the same workspace."""
-    from astral_dsl.pipeline import check
+    from astral_dsl import api
 
     front = design.diagnostics
     try:
-        checked = check(ws, design)
+        checked = api.check(ws, design=design)
     except Exception as exc:  # noqa: BLE001 - an analysis bug must not take the editor down
         return front + (Diagnostic("E000", Severity.WARNING,
                                    f"the engineering checks failed: {type(exc).__name__}: {exc}",

@@ -596,6 +596,12 @@ def serve(debounce: float = 0.3, timeout: float = TIMEOUT) -> None:
 
     logging.basicConfig(level=logging.WARNING)
     protocol = detach_stdout()     # nothing but the protocol ever reaches the client's stream
+    # the compiler's modules are imported here, at start: what a thread imports lazily later
+    # is never cut short (nothing is raised into threads), and the checks' heavy ones (cvxpy,
+    # CoolProp, Seer) are imported in the worker processes
+    import astral_dsl.api  # noqa: F401
+    import astral_dsl.lsp.hover  # noqa: F401
+
     server = build(debounce, timeout)
     server.checker.warm()          # after the detach: the workers' standard output is stderr
     try:
