@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, colour, open_path,
-                                   print_diagnostics, unreadable, usage)
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
+                                   open_path, print_diagnostics, unreadable, usage)
 
 NAME = "report"
 HELP = "the design review as one self-contained HTML page"
@@ -31,9 +31,7 @@ def register(sub) -> None:
     r.add_argument("--stamp", metavar="TEXT",
                    help="a line for the footer (a date, a commit); none by default, so the "
                         "same design gives the same bytes")
-    r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="override a top-level `param` (a bare number takes its unit)")
-    r.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    add_common(r, formats=())
 
 
 def run(args, overrides) -> int:

@@ -65,14 +65,6 @@ class Limit:
         return self.lhs_shadow is not OPAQUE and self.rhs_shadow is not OPAQUE
 
 
-def _unit(q) -> str:
-    return q.unit if isinstance(q, Quantity) else ""
-
-
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
-
-
 def _where(span):
     return (span.file, span.start.line, span.start.column) if span is not None else ("", 0, 0)
 

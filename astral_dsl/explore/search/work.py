@@ -43,7 +43,6 @@ class State:
         except seer.ForecastError as exc:
             raise SetupError(str(exc)) from None
         diags, spec, cluster = seer.validate_job(design, self.job)
-        self.declared_diagnostics = diags
         if spec is None or cluster is None:
             raise SetupError(f"job `{self.job.template}` cannot be forecast",
                              [d for d in diags if d.is_error])

@@ -11,7 +11,7 @@ results with the shaping functions here:
 - jobs: Seer's forecast of each job (iteration time, tokens/s, MFU), or the codes that stop it."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import attrs
 
