@@ -37,7 +37,7 @@ class Instantiator:
         self.assignments = assignments or {}
         # the scenario's routes, isolated as the frames on them are made (semantics/isolate.py)
         self.isolator = Isolator(self, plan) if plan is not None and not plan.empty else None
-        self.lenient = False    # missing required arguments are POISON (see compiler.lint_templates)
+        self.lenient = False    # missing required arguments are POISON (entry.lint_templates)
         self.unknown_sites: Dict[str, Any] = {}
         self.rollups: Dict = {}
         self.view = fields.FrameView(self)    # how roll-ups see the frames (model/rollup.py)

@@ -132,7 +132,7 @@ def _figures(eng_a, eng_b, sum_a: Dict, sum_b: Dict) -> Dict[str, List[Figure]]:
 
 
 def matrix(review) -> Tuple[Row, ...]:
-    """One row per scenario the design declares (check_design ran them all)."""
+    """One row per scenario the design declares (pipeline.check ran them all)."""
     checked = review.checked
     base_eng = checked.engineering
     if base_eng is None:
