@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "astral_dsl"
 
 # each layer may import itself and the layers listed before it
 ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "semantics",
-         "analyses", "seer", "pipeline", "outputs", "fmt", "explore", "observe", "diagnose",
+         "analyses", "seer", "pipeline", "runs", "outputs", "fmt", "explore", "observe", "diagnose",
          "api", "lsp", "cli"]
 # the workspace is the pipeline's (the only place that compiles): `astral check` as a function
 # (pipeline.check) runs the front end, the engineering analyses and Seer's job validation, so

@@ -46,7 +46,7 @@ class NotExpressible:
 def stdlib_models() -> Dict[str, Dict[str, object]]:
     """name -> fields of every model in stdlib/models.astral, read by the compiler."""
     from astral_dsl import resources
-    from astral_dsl.compiler import compile_text
+    from astral_dsl.workspace import Workspace
     from astral_dsl.analyses.walk import Resolver
     from astral_dsl.seer.job import _plain
 
@@ -54,7 +54,7 @@ def stdlib_models() -> Dict[str, Dict[str, object]]:
     names = re.findall(r"^model\s+([A-Za-z_][A-Za-z0-9_]*)", text, re.M)
     src = "import stdlib.models { " + ", ".join(names) + " }\n" + "\n".join(
         f"job probe_{n} {{ model = {n} }}" for n in names)
-    design = compile_text(src, "<stdlib models>")
+    design = Workspace.of_text(src, "<stdlib models>").design
     res = Resolver(design)
     out: Dict[str, Dict[str, object]] = {}
     for job in design.jobs:
