@@ -421,8 +421,11 @@ _register(_kind("batch", "batch sizes", dict(
 _register(_kind("job", "an LLM training job", dict(
     model=ref("model", required=True), placement=ANY,
     gpus=_size(low=1, limit=1e9, why="the design limit of 10^9 GPUs"),
-    recompute=enum("none", "selective", "full", "auto",
-                   doc="activation recomputation; `auto`: the least that fits (Seer's rule)"),
+    recompute=enum("none", "selective", "modules", "full", "auto",
+                   doc="activation recomputation: the attention core (selective), the norms and "
+                       "activation functions (modules: Megatron-Core's --recompute-modules "
+                       "layernorm moe_act mlp-act, PyTorch's operator-level checkpointing), "
+                       "whole layers (full); `auto`: the least that fits (Seer's rule)"),
     dtype=enum("bf16", "fp16", "fp8", "fp32", "mxfp8", "nvfp4"),
     fp8_recipe=enum("delayed", "current", "rowwise", "blockwise",
                     doc="how fp8 tensors are scaled: Transformer Engine's delayed or current "

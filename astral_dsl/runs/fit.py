@@ -161,24 +161,30 @@ def uses(name: str, spec, gpu) -> bool:
     m, par = spec.model, spec.parallel
     moe = m.experts > 0
     fused = spec.attention != "unfused"
-    if name in ("gemm_eff", "gemm_waves"):
+    if name == "gemm_waves":
         return True
-    if name.startswith("clock_"):
-        return gpu.arch == name[len("clock_"):]
-    if name.startswith("gemm_eff_"):
-        return spec.gemm_precision == name[len("gemm_eff_"):]
+    if name.startswith("gemm_eff"):
+        from astral_dsl.seer.costs import eff_name
+
+        base = "bf16" if spec.fp8 else spec.gemm_precision
+        return name in (eff_name(base, gpu.arch), eff_name(spec.gemm_precision, gpu.arch))
     if name == "interfere":
         return par.tp > 1 or par.zero >= 3
     if name == "softmax_eff":
         return not fused
     if name == "attn_eff":
-        return (fused and spec.framework != "torchtitan") or m.hybrid
+        return (fused and spec.framework != "torchtitan" and gpu.arch != "blackwell") or (
+            m.hybrid and gpu.arch != "blackwell")
+    if name == "attn_eff_blackwell":
+        return (fused and spec.framework != "torchtitan" or m.hybrid) and gpu.arch == "blackwell"
     if name == "attn_seq_half":
         return fused or m.hybrid
     if name == "attn_eff_sdpa":
         return fused and spec.framework == "torchtitan"
-    if name == "host_kernel_s":
+    if name == "host_layer_s":
         return not spec.cuda_graphs
+    if name == "moe_layer_s":
+        return moe
     if name == "moe_sync_s":
         return moe and not spec.cuda_graphs
     if name == "ep_hidden":
@@ -298,9 +304,10 @@ def spread(J, r: Dict[int, float], free: Sequence[Constant]) -> Dict[str, Option
 
 def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys) -> Dict[int, float]:
     """row -> its error (forecast / published - 1) with the constants refitted without the rows
-    that share its key (`keys[i]`: a group or a set), by one Gauss-Newton step (module
-    docstring)."""
+    that share its key (`keys[i]`: a group or a set), by one Gauss-Newton step within the
+    constants' bounds (module docstring)."""
     import numpy as np
+    from scipy.optimize import lsq_linear
 
     n = len(prob.rows)
     x = np.array(prob.x(cal))
@@ -319,7 +326,7 @@ def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys) -> 
         keep[idx] = False
         A = np.vstack([Jr[keep], Jp])
         b = np.concatenate([res[keep], pri])
-        step, *_ = np.linalg.lstsq(A, -b, rcond=None)
+        step = lsq_linear(A, -b, bounds=(lo - x, hi - x), method="bvls").x
         xg = np.clip(x + step, lo, hi)
         cg = prob.calibration(list(xg))
         for i, v in prob.residuals(cg, idx).items():

@@ -165,7 +165,8 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     # norms' outputs (the QKV and fc1 inputs) and the activation function's output (the fc2
     # input) are not kept. Megatron-LM's selective recomputation is the core attention's, which
     # with fused attention keeps what it would have kept anyway.
-    op_sac = job.recompute == "selective" and job.framework in OP_SAC_FRAMEWORKS
+    op_sac = job.recompute == "modules" or (job.recompute == "selective"
+                                             and job.framework in OP_SAC_FRAMEWORKS)
     # outside the TP regions: two norm inputs, two dropout masks, the QKV and fc1 inputs
     replicated = 2 * elem * h + 2 * mask * h + (0 if op_sac else 2 * lin * h)
     mats = m.mats - 1
