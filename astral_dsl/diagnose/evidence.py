@@ -55,14 +55,16 @@ def compute_per_rank(traces, iterations, tot: Optional[Totals] = None
     return out
 
 
-def timing(records: Records, inst: Instances, offsets: np.ndarray, bad_hosts,
-           stage_of_rank: np.ndarray, forecast: Dict[Tuple[int, int], float]) -> Timing:
+def timing(records: Records, inst: Instances, clocks, stage_of_rank: np.ndarray,
+           forecast: Dict[Tuple[int, int], float]) -> Timing:
+    """`clocks`: the hosts' fitted clocks (clocks.Clocks); their bad hosts' instances are not
+    usable."""
     n = len(inst)
     ok = records.instance >= 0
     r_inst = records.instance[ok]
-    off = offsets[records.host[ok]]
-    start = records.start[ok] - off
-    end = records.end[ok] - off
+    bad_hosts = clocks.bad
+    start = clocks.correct(records.host[ok], records.start[ok])
+    end = clocks.correct(records.host[ok], records.end[ok])
     last_in = np.full(n, -np.inf)
     np.maximum.at(last_in, r_inst, start)
     end_sum = np.bincount(r_inst, weights=end, minlength=n)
