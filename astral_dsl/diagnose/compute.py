@@ -24,17 +24,18 @@ import attrs
 import numpy as np
 
 from astral_dsl.diagnose import evidence
-from astral_dsl.diagnose.likelihood import log_bayes, log_ratio, log_slowed, outliers, \
-    robust_spread
+from astral_dsl.diagnose.likelihood import log_bayes, log_ratio, log_slowed, robust_spread
 from astral_dsl.diagnose.model import Evidence, RankComparison, Suspect
 from astral_dsl.diagnose.units import merge_names
 
 SPREAD_FLOOR = 0.005     # GPUs of one model differ by a percent or so (clocks, power capping)
 SLOW_MIN, SLOW_MAX = 1.05, 4.0     # the slow-down a faulty GPU causes, log-uniform between
 ALARM_ODDS = 19.0
-OUTLIER_MAX = 0.01       # healthy GPUs that look slowed: at most 1 % (the data's own share
-#                          counts the faulty ones too: with several slow GPUs of one host it
-#                          would hide them)
+OUTLIERS_GPU = 1e-3      # a healthy unit looks slowed in one iteration in a thousand (not the
+#                          data's own share, as for collectives: a few iterations of a few
+#                          slow GPUs, of one host or for part of the run, would hide them)
+Q_COMPUTE = np.array([0.25, 0.5, 0.75, 1.0])   # a faulty GPU slows a quarter of the iterations
+#                          read or more (one that starts late in the run: fewer than all)
 
 
 @attrs.frozen(eq=False)
@@ -83,9 +84,8 @@ def find(rm, comp: Dict[int, Dict[int, float]], iterations: Sequence[int],
                        if v > 0 and medians.get((u.stage, it), 0) > 0]) for u in units}
     allx = np.concatenate([x for x in xs.values()]) if xs else np.zeros(0)
     spread = robust_spread(allx, SPREAD_FLOOR)
-    eps = min(OUTLIER_MAX, outliers(allx, spread, SLOW_MIN))
-    log_bf = {u: log_bayes(log_ratio(xs[u], spread, SLOW_MIN, SLOW_MAX, eps)) if xs[u].size
-              else 0.0 for u in units}
+    log_bf = {u: log_bayes(log_ratio(xs[u], spread, SLOW_MIN, SLOW_MAX, OUTLIERS_GPU),
+                           Q_COMPUTE) if xs[u].size else 0.0 for u in units}
     threshold = np.log(ALARM_ODDS) + np.log(max(1, len(units))) - np.log(prior_odds)
     comparisons = []
     rank_medians = evidence.stage_medians(comp, stage_of, iterations)

@@ -40,12 +40,12 @@ def log_ratio(x: np.ndarray, s, lo: float, hi: float, eps: float) -> np.ndarray:
     return log_g - log_h
 
 
-def log_bayes(log_r: np.ndarray) -> float:
+def log_bayes(log_r: np.ndarray, grid: np.ndarray = Q_GRID) -> float:
     """ln Bayes factor of a unit whose measurements have log ratios `log_r`, each slowed with
-    probability q, averaged over Q_GRID."""
+    probability q, averaged over `grid`."""
     per_q = [float(np.logaddexp(np.log1p(-q) if q < 1 else -np.inf, np.log(q) + log_r).sum())
-             for q in Q_GRID]
-    return float(logsumexp(per_q) - np.log(Q_GRID.size))
+             for q in grid]
+    return float(logsumexp(per_q) - np.log(len(grid)))
 
 
 def robust_spread(x: np.ndarray, floor: float) -> float:

@@ -108,9 +108,10 @@ def render(d) -> str:
         lines.append(f"     {s.summary}")
         for e in s.evidence[:3]:
             fc = f", forecast {_s(e.forecast_s)}" if e.forecast_s is not None else ""
+            who = (f"; ranks {_ranks(e.ranks)}; iterations {_its(e.iterations)}" if e.ranks
+                   else "")
             lines.append(f"     evidence: {e.what}: expected {_s(e.expected_s)}, observed "
-                         f"{_s(e.observed_s)}{fc}; ranks {_ranks(e.ranks)}; iterations "
-                         f"{_its(e.iterations)}")
+                         f"{_s(e.observed_s)}{fc}{who}")
         if s.supports:
             lines.append(f"     supports: {s.supports}")
         if s.contradicts:
