@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 
+import attrs
+
 from astral_dsl.cli.common import EXIT_OK, add_common, colour, compile_path, \
     print_diagnostics, unreadable, usage
 
@@ -32,6 +34,10 @@ def register(sub) -> None:
                         "kernels, a log's forward/backward rows), or Megatron-LM's "
                         "forward-compute/backward-compute wall time (TP collectives and waits "
                         "included; NeMo logs the same); default: read from the data")
+    d.add_argument("--hta", action="store_true",
+                   help="profiler traces: add HolisticTraceAnalysis's idle time by cause (host "
+                        "wait, kernel wait, other) to the per-rank breakdown (pip install "
+                        "'astral-dsl[hta]'; about a second or two a trace)")
     d.add_argument("-o", "--output", metavar="DIAGNOSIS.json",
                    help="also write the diagnosis as JSON (for `astral render --highlight`)")
     d.add_argument("--schema", action="store_true",
@@ -56,9 +62,25 @@ def run(args, overrides) -> int:
     if not design.valid:
         return _fail(args, design, diags, "unusable" if unreadable(design) else "design-errors")
     observed = observe.load(args.observed)
+    streams_idle = None
+    if args.hta:
+        from astral_dsl.observe import hta
+
+        traces = {t.rank: t for t in observed.traces if t.source == "kineto"}
+        try:
+            streams_idle = hta.idle_by_cause({r: t.file for r, t in traces.items()},
+                                             {r: t.iterations for r, t in traces.items()})
+        except hta.HtaMissing as exc:
+            return usage(f"--hta: {exc}")
+        except hta.HtaFailed as exc:
+            from astral_dsl.observe.kineto import diag
+
+            observed = attrs.evolve(observed, diagnostics=observed.diagnostics + (diag(
+                "W793", f"HolisticTraceAnalysis could not read the traces ({exc}): no idle "
+                        f"time by cause", next(iter(traces.values())).file),))
     try:
         result = diagnose.diagnose(design, observed, job=args.job, order=args.order,
-                                   timers=args.timers)
+                                   timers=args.timers, streams_idle=streams_idle)
     except ForecastError as exc:
         if not exc.diagnostics:
             return usage(str(exc))

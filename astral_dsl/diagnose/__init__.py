@@ -83,9 +83,10 @@ TIMERS = ("auto", "compute", "megatron")
 
 
 def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] = None,
-             timers: str = "auto") -> Diagnosis:
+             timers: str = "auto", streams_idle: Optional[Dict] = None) -> Diagnosis:
     """`timers`: what the compute columns measure (compute.py): `auto` reads it from the data
-    (Megatron-LM's timer names), `compute` or `megatron` says it."""
+    (Megatron-LM's timer names), `compute` or `megatron` says it. `streams_idle`: per rank,
+    HolisticTraceAnalysis's idle time by cause (observe.hta), for the breakdown."""
     inst, fc, spec, diags = job_and_forecast(design, job)
     p = spec.parallel
     try:
@@ -179,7 +180,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                    {host_path[h]: float(clk.offsets[h]) for h in clk.aligned},
                    {host_path[h]: float(clk.drifts[h]) for h in clk.aligned},
                    tuple(host_path[h] for h in clk.bad))
-    per_rank = breakdown.of_traces(traces, rm, gpu.comparisons)
+    per_rank = breakdown.of_traces(traces, rm, gpu.comparisons, streams_idle)
     return Diagnosis(inst.template, rm.world, tuple(sorted(traces)), tuple(iterations),
                      tuple(suspects), tuple(diags), fc.iteration_time if fc else None, obs_iter,
                      gpu.comparisons, fit, counts, probability=p_job, timers=timers,

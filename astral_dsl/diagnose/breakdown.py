@@ -47,6 +47,8 @@ class RankBreakdown:
     idle_s: float
     idle_between_iterations_s: float
     overlap: Optional[float]           # compute during communication / communication
+    streams_idle_s: Optional[Dict[str, float]] = None   # HTA's idle time by cause, summed
+    #                                                     over the rank's streams (--hta)
 
     def to_json(self) -> Dict:
         return {"rank": self.rank, "stage": self.stage, "iterations": self.iterations,
@@ -56,7 +58,8 @@ class RankBreakdown:
                     "between_iterations": self.idle_between_iterations_s,
                     "within_iterations": max(0.0, self.idle_s -
                                              self.idle_between_iterations_s)},
-                "overlap": self.overlap}
+                "overlap": self.overlap,
+                "streams_idle_by_cause_s": self.streams_idle_s}
 
 
 @attrs.frozen
@@ -212,14 +215,18 @@ def spread(traces: Sequence[RankTrace]) -> Tuple[Spread, ...]:
     return tuple(out)
 
 
-def of_traces(traces: Dict[int, RankTrace], rm, comparisons=()) -> Optional[Breakdown]:
+def of_traces(traces: Dict[int, RankTrace], rm, comparisons=(),
+              streams_idle: Optional[Dict[int, Dict[str, float]]] = None
+              ) -> Optional[Breakdown]:
     """The breakdown of every rank read; `comparisons`: the ranks' compute against their
-    stage's (compute.Found.comparisons), for the slowest ranks."""
+    stage's (compute.Found.comparisons), for the slowest ranks; `streams_idle`: per rank, HTA's
+    idle time by cause (observe.hta)."""
     if not traces:
         return None
     stage = {r.rank: r.stage for r in rm.ranks}
-    rows = [b for b in (of_trace(t, stage.get(r, 0)) for r, t in sorted(traces.items()))
-            if b is not None]
+    streams_idle = streams_idle or {}
+    rows = [attrs.evolve(b, streams_idle_s=streams_idle.get(b.rank)) for b in
+            (of_trace(t, stage.get(r, 0)) for r, t in sorted(traces.items())) if b is not None]
     source = "kineto" if all(t.source == "kineto" for t in traces.values()) else "log"
     slow = sorted(comparisons, key=lambda c: (-c.ratio, c.rank))[:SLOWEST]
     return Breakdown(source, tuple(rows), spread(list(traces.values())),

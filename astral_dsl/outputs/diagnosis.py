@@ -157,6 +157,11 @@ def _breakdown(b) -> List[str]:
                + f", memory {_s(b.median('memory_s'))}, idle {_s(b.median('idle_s'))}; "
                + (f"overlap {overlap:.0%} of communication" if overlap is not None
                   else "overlap unknown (a rank log has no kernel intervals)"))
+    causes = [r.streams_idle_s for r in b.ranks if r.streams_idle_s]
+    if causes:
+        med = {c: sorted(x[c] for x in causes)[len(causes) // 2] for c in causes[0]}
+        out.append("  idle by cause (HolisticTraceAnalysis, summed over streams): "
+                   + ", ".join(f"{c.replace('_', ' ')} {_s(v)}" for c, v in med.items()))
     for s in b.spread[:3]:
         out.append(f"  spread     {s.name[:60]}: {_s(s.min_s)} to {_s(s.max_s)} across "
                    f"{s.ranks:,} ranks (median {_s(s.median_s)}; slowest rank "
