@@ -217,6 +217,10 @@ def test_cli_exit_codes_and_json(small, tmp_path):
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc == json.loads(out.read_text())
+    import jsonschema
+
+    jsonschema.validate(doc, json.loads((REPO / "schema" / "diagnosis.schema.json").read_text()))
+    assert doc["verdict"] == "suspects" and doc["exit_code"] == 1
     first = doc["suspects"][0]
     assert first["kind"] == "nic port" and port.name in first["parts"]
     assert first["evidence"][0]["ranks"][:1] and doc["world_size"] == 128

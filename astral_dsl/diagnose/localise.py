@@ -298,7 +298,8 @@ def _slowest(sel, chans, chan_ranks, inst, tm) -> Tuple[Observation, ...]:
         ranks = (int(inst.group[i]), int(inst.peer[i])) if k == P2P else \
             tuple(chan_ranks[int(chans[j])])
         out.append(Observation(what, ranks, int(inst.iteration[i]),
-                               float(tm.expected[i]), float(tm.effective[i])))
+                               float(tm.expected[i]), float(tm.effective[i]),
+                               int(inst.seq[i])))
     return tuple(out)
 
 

@@ -37,10 +37,12 @@ class Observation:
     iteration: int
     expected_s: float
     observed_s: float
+    occurrence: int = 0                # the k-th of its kind between these ranks in the iteration
 
     def to_json(self) -> Dict:
         return {"what": self.what, "ranks": list(self.ranks), "iteration": self.iteration,
-                "expected_s": self.expected_s, "observed_s": self.observed_s}
+                "occurrence": self.occurrence, "expected_s": self.expected_s,
+                "observed_s": self.observed_s}
 
 
 @attrs.frozen

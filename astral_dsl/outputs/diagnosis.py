@@ -117,8 +117,10 @@ def render(d) -> str:
         if s.contradicts:
             lines.append(f"     contradicts: {s.contradicts}")
         for o in s.slow[:4 if not s.alternative else 0]:
-            lines.append(f"     slow: {o.what} ranks {_ranks(o.ranks)}, iteration "
-                         f"{o.iteration}: {_s(o.observed_s)} against {_s(o.expected_s)}")
+            who = (f"{o.ranks[0]} -> {o.ranks[1]}" if o.what == "pipeline transfer" else
+                   f"ranks {_ranks(o.ranks)}")
+            lines.append(f"     slow: {o.what} {who}, iteration {o.iteration} #{o.occurrence}: "
+                         f"{_s(o.observed_s)} against {_s(o.expected_s)}")
         if len(s.parts) > 1:
             lines.append(f"     parts: {_ranks(s.parts)}")
         if s.note:
@@ -137,7 +139,10 @@ def _clocks(c) -> List[str]:
     if c.unaligned:
         lines += f"; {len(c.unaligned):,} cannot be"
     out.append(lines)
-    if c.drifts:
+    if c.drifts and max(abs(v) for v in c.drifts.values()) < 0.005e-6:
+        out.append(f"  drift      fitted per host: every host within 0.01 ppm of "
+                   f"{min(c.drifts, key=lambda h: (abs(c.drifts[h]), h))}'s clock")
+    elif c.drifts:
         ranked = sorted(c.drifts.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
         shown = ", ".join(f"{h} {v * 1e6:+.2f} ppm" for h, v in ranked[:DRIFTS_LISTED])
         more = f" and {len(ranked) - DRIFTS_LISTED} more" if len(ranked) > DRIFTS_LISTED else ""

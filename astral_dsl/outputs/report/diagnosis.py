@@ -51,11 +51,12 @@ def _suspects(suspects: List[Dict]) -> str:
     out = table(["#", "kind", "part", "probability", "summary", "supports", "contradicts", ""],
                 rows, "Suspects (their probabilities compete)", tid="dx-suspects")
     slow = [[i, o["what"], ", ".join(map(str, o["ranks"])), o["iteration"],
-             _ms(o["expected_s"]), _ms(o["observed_s"])]
+             o.get("occurrence"), _ms(o["expected_s"]), _ms(o["observed_s"])]
             for i, s in enumerate(suspects, start=1) if not s.get("alternative")
             for o in s.get("slow") or []]
     if slow:
-        out += table(["suspect", "what", "ranks", "iteration", "expected (ms)", "observed (ms)"],
+        out += table(["suspect", "what", "ranks", "iteration", "#", "expected (ms)",
+                      "observed (ms)"],
                      slow, "The slowest transfers and collectives each suspect explains",
                      tid="dx-slow")
     for i, s in enumerate(suspects, start=1):
