@@ -281,3 +281,38 @@ def test_a_network_suspect_lists_its_slow_pairs(small):
     assert {o.what for o in first.slow} <= {"pipeline transfer", "DP collective"}
     n = first.evidence[0].slow
     assert first.supports.startswith(f"{n} of the {first.evidence[0].total}")
+
+
+def test_the_band_comes_from_the_forecast_when_it_states_one():
+    from types import SimpleNamespace
+
+    from astral_dsl.diagnose.verdict import DEFAULT_BAND, band_of
+
+    assert band_of(None) == (DEFAULT_BAND, "the default band, +-15 %")
+    assert DEFAULT_BAND == (1 / 1.15, 1.15)
+    fc = SimpleNamespace(calibration={"regime": "in fit", "inside": True, "band": [-0.05, 0.08]})
+    assert band_of(fc) == ((0.95, 1.08), "the forecast's calibration band")
+    fc = SimpleNamespace(calibration=SimpleNamespace(band=(0.9, 1.2)))
+    assert band_of(fc)[0] == (0.9, 1.2)
+    assert band_of(SimpleNamespace(calibration={"band": "wide"}))[0] == DEFAULT_BAND
+
+
+def test_a_drill(tmp_path):
+    """`astral synth`: a healthy drill is healthy, a drilled NIC port is named, and the answer
+    printed names what was injected; a bad severity is a usage error."""
+    healthy = tmp_path / "healthy.csv"
+    proc = _cli("synth", str(SMALL), "-o", str(healthy), "--seed", "7", "--drift", "10",
+                "--timers", "megatron", "--format", "json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["fault"] is None
+    assert _cli("diagnose", str(SMALL), "--observed", str(healthy)).returncode == 0
+    traces = tmp_path / "traces"
+    proc = _cli("synth", str(SMALL), "-o", str(traces), "--fault", "nic_port", "--seed", "7",
+                "--quiet-answer", "--format", "json")
+    assert proc.returncode == 0 and proc.stdout == ""
+    answer = json.loads(proc.stderr)["fault"]
+    assert answer["kind"] == "nic_port" and len(list(traces.iterdir())) == 128
+    proc = _cli("diagnose", str(SMALL), "--observed", str(traces), "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and answer["part"] in doc["suspects"][0]["parts"]
+    proc = _cli("synth", str(SMALL), "-o", str(healthy), "--fault", "tor", "--severity", "2")
+    assert proc.returncode == 2 and "at most 1" in proc.stderr

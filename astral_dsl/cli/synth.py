@@ -56,10 +56,13 @@ def run(args, overrides) -> int:
     from astral_dsl.synth import Fault, Noise, SynthError, generate, write
     from astral_dsl.synth.inject import random_fault
 
-    if not 1 <= args.iterations <= 1000:
-        return usage("--iterations must be between 1 and 1000")
+    if not 1 <= args.iterations <= MAX_ITERATIONS:
+        return usage(f"--iterations must be between 1 and {MAX_ITERATIONS}")
     if not 0 <= args.drift <= 500:
         return usage("--drift must be between 0 and 500 ppm")
+    why = _bad_severity(args.fault, args.severity)
+    if why:
+        return usage(f"--severity: {why}")
     design = compile_path(args.file, overrides)
     if not design.valid:
         print_diagnostics(design.diagnostics, colour(args), sys.stderr)
@@ -70,6 +73,11 @@ def run(args, overrides) -> int:
     except (seer.ForecastError, diagnose.DiagnoseError) as exc:
         print_diagnostics(getattr(exc, "diagnostics", []), colour(args), sys.stderr)
         return usage(str(exc))
+    records = _records(fc, rm, args.iterations)
+    if records > MAX_RECORDS:
+        return usage(f"the drill would make about {records:,} records ({rm.world:,} ranks x "
+                     f"{args.iterations} iterations); at most {MAX_RECORDS:,}: fewer "
+                     f"--iterations, or a smaller job")
     fault = None
     if args.fault != "none":
         rng = np.random.default_rng(args.seed)
@@ -89,10 +97,13 @@ def run(args, overrides) -> int:
     except SynthError as exc:
         return usage(str(exc))
     out = args.output
-    if out.endswith((".csv", ".jsonl")):
-        write.write_log(data, out, "csv" if out.endswith(".csv") else "jsonl", args.timers)
-    else:
-        write.write_traces(data, out)
+    try:
+        if out.endswith((".csv", ".jsonl")):
+            write.write_log(data, out, "csv" if out.endswith(".csv") else "jsonl", args.timers)
+        else:
+            write.write_traces(data, out)
+    except OSError as exc:
+        return usage(f"cannot write `{out}`: {exc.strerror or exc}")
     answer = {"job": data.job, "ranks": data.world, "iterations": list(data.iterations),
               "written": out, "fault": fault.to_json() if fault else None}
     stream = sys.stderr if args.quiet_answer else sys.stdout
@@ -104,6 +115,34 @@ def run(args, overrides) -> int:
         stream.write(f"synth: job `{data.job}`, {data.world:,} ranks x {len(data.iterations)} "
                      f"iterations written to {out}; injected: {what}\n")
     return EXIT_OK
+
+
+MAX_ITERATIONS = 100
+MAX_RECORDS = 20_000_000     # about 2 GB of columns while generating; the proof's job makes 1.4M
+RATES = ("nic_port", "tor", "agg", "uplink", "link_flap")
+
+
+def _records(fc, rm, iterations: int) -> int:
+    """About how many records the generator makes: per rank and iteration, its stage's blocks
+    (compute, TP collective, a transfer each way) and a few collectives and steps."""
+    blocks = max((len(run.blocks) for run in fc.runs), default=0)
+    return rm.world * iterations * (4 * blocks + 16)
+
+
+def _bad_severity(kind: str, severity) -> str:
+    import math
+
+    if severity is None:
+        return ""
+    if not math.isfinite(severity) or severity <= 0:
+        return "must be a positive number"
+    if kind in RATES and severity > 1:
+        return f"{kind}: the part's rate is multiplied by it: at most 1"
+    if kind == "fast" and not 1 < severity <= 1000:
+        return "fast: the job runs this many times faster: above 1, at most 1000"
+    if kind in ("gpu", "partial") and severity > 100:
+        return f"{kind}: compute x (1 + X): at most 100"
+    return ""
 
 
 def _on_part(fault, part: str, rm):

@@ -31,13 +31,18 @@ DEFAULT_BAND = (1 / 1.15, 1.15)
 
 def band_of(fc) -> Tuple[Tuple[float, float], str]:
     """(low, high) ratio of observed to forecast time a healthy run keeps, and where it comes
-    from: the forecast's own error band when it states one (`calibration.band`, as relative
-    errors [low, high]), else DEFAULT_BAND."""
+    from: the forecast's own error band when it states one (`calibration.band`: relative
+    errors [low, high] around 0, or ratios around 1), else DEFAULT_BAND."""
     cal = getattr(fc, "calibration", None) if fc is not None else None
-    band = getattr(cal, "band", None) if cal is not None and not isinstance(cal, dict) else \
-        (cal or {}).get("band") if isinstance(cal, dict) else None
-    if band is not None and len(band) == 2 and -1 < band[0] < 0 < band[1]:
-        return (1 + float(band[0]), 1 + float(band[1])), "the forecast's calibration band"
+    band = cal.get("band") if isinstance(cal, dict) else getattr(cal, "band", None)
+    try:
+        low, high = (float(x) for x in band)
+    except (TypeError, ValueError):
+        return DEFAULT_BAND, "the default band, +-15 %"
+    if -1 < low < 0 < high:
+        return (1 + low, 1 + high), "the forecast's calibration band"
+    if 0 < low < 1 < high:
+        return (low, high), "the forecast's calibration band"
     return DEFAULT_BAND, "the default band, +-15 %"
 
 
