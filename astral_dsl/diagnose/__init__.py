@@ -4,12 +4,16 @@ rank's peers, mapped onto the topology to name the suspect GPU, host, NIC port, 
 
     from astral_dsl import diagnose, observe
     result = diagnose.diagnose(design, observe.load(["traces/"]), job="llama70b")
-    result.suspects[0].kind, result.suspects[0].path, result.suspects[0].confidence
+    result.verdict, result.probability          # "suspects", 0.9999...
+    result.suspects[0].kind, result.suspects[0].path, result.suspects[0].probability
 
 Steps: check the input against the job (world size, ranks, iterations); match the records of
-one collective or transfer across ranks (match.py); align the hosts' clocks on collective ends
-(clocks.py); compare compute per rank and collective times per instance with peers and the
-forecast (evidence.py); intersect the paths of the slow collectives (localise.py)."""
+one collective or transfer across ranks (match.py); fit the hosts' clocks, an offset and a
+drift each, on collective ends (clocks.py); time each collective and transfer against its peers
+and the forecast (evidence.py); weigh the slow ones against the units they cross (localise.py),
+each rank's compute against its stage's (compute.py) and every stage against the forecast's
+band, by one likelihood model (likelihood.py); one verdict from all of them (verdict.py); the
+per-rank breakdown (breakdown.py)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional

@@ -19,7 +19,7 @@ less their sum, and no overlap (null: it needs intervals).
 Every figure is per iteration (the totals over the window divided by the iterations read)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import attrs
 import numpy as np

@@ -18,7 +18,7 @@ slowed: SLOW_MIN to SLOW_MAX): its Bayes factor averages over the share q of ite
 slow in (a GPU that slows part of the run). Half or more of a host's GPUs named: the host."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import attrs
 import numpy as np

@@ -9,7 +9,6 @@ import attrs
 from astral_dsl.diagnostics import Diagnostic
 
 SUSPECT_KINDS = ("gpu", "host", "nic port", "link", "switch", "tier", "software", "forecast")
-VERDICTS = ("healthy", "suspects", "unusable", "design-errors")
 
 
 @attrs.frozen
@@ -129,10 +128,6 @@ class Diagnosis:
     @property
     def verdict(self) -> str:
         return "suspects" if any(not s.alternative for s in self.suspects) else "healthy"
-
-    @property
-    def clock_offsets_s(self) -> Dict[str, float]:
-        return dict(self.clocks.offsets_s) if self.clocks else {}
 
     @property
     def missing_ranks(self) -> List[int]:
