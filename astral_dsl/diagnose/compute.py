@@ -162,7 +162,8 @@ def _suspects(rm, named, values, medians, xs, log_bf, fc_comp, timers):
 def _support(us, xs) -> Tuple[str, str]:
     x = np.concatenate([xs[u] for u in us])
     slow = int(np.count_nonzero(x > np.log(SLOW_MIN)))
-    return (f"{slow} of {x.size} unit-iterations computed {SLOW_MIN - 1:.0%} or more above "
+    what = "iterations" if len(us) == 1 else f"iterations of its {len(us)} GPUs"
+    return (f"{slow} of {x.size} {what} computed {SLOW_MIN - 1:.0%} or more above "
             f"their stage's median",
             f"{x.size - slow} within {SLOW_MIN - 1:.0%} of it" if x.size - slow else
             "none: every iteration was slow")
