@@ -32,6 +32,10 @@ _COMPUTE = np.array(sorted(PHASE_INDEX[p] for p in ("forward", "backward", "opti
                                                     "compute")))
 _KINDS = {PHASE_INDEX[p]: k for p, k in COMM_KIND.items()}
 _KINDS[PHASE_INDEX["comm"]] = "other"
+_KIND_NAMES = tuple(sorted(set(_KINDS.values())))
+_KIND_CODE = np.full(256, -1, dtype=np.int64)        # phase code -> index into _KIND_NAMES
+for _p, _k in _KINDS.items():
+    _KIND_CODE[_p] = _KIND_NAMES.index(_k)
 
 
 @attrs.frozen
@@ -144,25 +148,25 @@ def of_trace(t: RankTrace, stage: int) -> Optional[RankBreakdown]:
     window = float(end.max() - start.min())
     comp = np.isin(t.phase, _COMPUTE)
     mem = t.phase == PHASE_INDEX["memory"]
-    comm = np.isin(t.phase, list(_KINDS))
-    kind_of = np.array([_KINDS.get(int(p), "") for p in range(len(PHASES))], dtype=object)
+    code = _KIND_CODE[t.phase.astype(np.int64) & 255]
+    comm = code >= 0
+    present = np.flatnonzero(np.bincount(code[comm], minlength=len(_KIND_NAMES)))
     between = _between(t)
     if t.source == "kineto":
         c = covered(start[comp], end[comp])
         m = covered(start[comm], end[comm])
         busy = covered(start, end)
         both = c + m - covered(start[comp | comm], end[comp | comm])
-        kinds = {k: covered(start[comm & (kind_of[t.phase] == k)],
-                            end[comm & (kind_of[t.phase] == k)])
-                 for k in sorted(set(kind_of[t.phase[comm]]))}
+        kinds = {_KIND_NAMES[k]: covered(start[code == k], end[code == k])
+                 for k in present.tolist()}
         memory = covered(start[mem], end[mem])
         idle = window - busy
         overlap = both / m if m > 0 else None
     else:
         c = float(t.duration[comp].sum())
         m = float(t.duration[comm].sum())
-        kinds = {k: float(t.duration[comm & (kind_of[t.phase] == k)].sum())
-                 for k in sorted(set(kind_of[t.phase[comm]]))}
+        sums = np.bincount(code[comm], weights=t.duration[comm], minlength=len(_KIND_NAMES))
+        kinds = {_KIND_NAMES[k]: float(sums[k]) for k in present.tolist()}
         memory = float(t.duration[mem].sum())
         idle = max(0.0, window - float(t.duration.sum()))
         overlap = None

@@ -24,7 +24,8 @@ import attrs
 import numpy as np
 
 from astral_dsl.diagnose import evidence
-from astral_dsl.diagnose.likelihood import log_bayes, log_ratio, log_slowed, robust_spread
+from astral_dsl.diagnose.likelihood import log_bayes_rows, log_ratio, log_slowed, \
+    robust_spread
 from astral_dsl.diagnose.model import Evidence, RankComparison, Suspect
 from astral_dsl.diagnose.units import merge_names
 
@@ -84,8 +85,12 @@ def find(rm, comp: Dict[int, Dict[int, float]], iterations: Sequence[int],
                        if v > 0 and medians.get((u.stage, it), 0) > 0]) for u in units}
     allx = np.concatenate([x for x in xs.values()]) if xs else np.zeros(0)
     spread = robust_spread(allx, SPREAD_FLOOR)
-    log_bf = {u: log_bayes(log_ratio(xs[u], spread, SLOW_MIN, SLOW_MAX, OUTLIERS_GPU),
-                           Q_COMPUTE) if xs[u].size else 0.0 for u in units}
+    width = max((x.size for x in xs.values()), default=0)
+    rows = np.zeros((len(units), width))           # a unit lacking an iteration: 0, neutral
+    for i, u in enumerate(units):
+        rows[i, :xs[u].size] = log_ratio(xs[u], spread, SLOW_MIN, SLOW_MAX, OUTLIERS_GPU)
+    log_bf = dict(zip(units, log_bayes_rows(rows, Q_COMPUTE).tolist())) if width else \
+        {u: 0.0 for u in units}
     threshold = np.log(ALARM_ODDS) + np.log(max(1, len(units))) - np.log(prior_odds)
     comparisons = []
     rank_medians = evidence.stage_medians(comp, stage_of, iterations)

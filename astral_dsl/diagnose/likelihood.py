@@ -40,12 +40,15 @@ def log_ratio(x: np.ndarray, s, lo: float, hi: float, eps: float) -> np.ndarray:
     return log_g - log_h
 
 
-def log_bayes(log_r: np.ndarray, grid: np.ndarray = Q_GRID) -> float:
-    """ln Bayes factor of a unit whose measurements have log ratios `log_r`, each slowed with
-    probability q, averaged over `grid`."""
-    per_q = [float(np.logaddexp(np.log1p(-q) if q < 1 else -np.inf, np.log(q) + log_r).sum())
-             for q in grid]
-    return float(logsumexp(per_q) - np.log(len(grid)))
+def log_bayes_rows(log_r: np.ndarray, grid: np.ndarray = Q_GRID) -> np.ndarray:
+    """ln Bayes factor of each unit (a row of `log_r`: its measurements' log ratios; one a
+    unit lacks is 0, neither for nor against): each measurement slowed with probability q,
+    averaged over `grid`."""
+    if log_r.size == 0:
+        return np.zeros(log_r.shape[0])
+    per_q = np.stack([np.logaddexp(np.log1p(-q) if q < 1 else -np.inf, np.log(q) + log_r)
+                      .sum(axis=1) for q in grid], axis=1)
+    return logsumexp(per_q, axis=1) - np.log(len(grid))
 
 
 def robust_spread(x: np.ndarray, floor: float) -> float:
@@ -56,5 +59,5 @@ def robust_spread(x: np.ndarray, floor: float) -> float:
     return max(floor, 1.4826 * float(np.median(np.abs(x - np.median(x)))))
 
 
-__all__ = ["EPSILON", "Q_GRID", "log_bayes", "log_healthy", "log_ratio", "log_slowed",
+__all__ = ["EPSILON", "Q_GRID", "log_bayes_rows", "log_healthy", "log_ratio", "log_slowed",
            "outliers", "robust_spread"]
