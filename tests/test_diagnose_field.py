@@ -316,3 +316,23 @@ def test_a_drill(tmp_path):
     assert proc.returncode == 1 and answer["part"] in doc["suspects"][0]["parts"]
     proc = _cli("synth", str(SMALL), "-o", str(healthy), "--fault", "tor", "--severity", "2")
     assert proc.returncode == 2 and "at most 1" in proc.stderr
+
+
+def test_missing_ranks_give_no_all_clear(small, schema, tmp_path):
+    """A healthy run with two ranks' logs missing: nothing suspect in what was read, but no
+    all-clear for what was not (exit 2, W787); with a suspect in the rest, exit 1."""
+    design, fc, rm = small
+    path = tmp_path / "some.csv"
+    _log(small, path, seed=28)
+    rows = path.read_text().splitlines()
+    path.write_text("\n".join([rows[0]] + [r for r in rows[1:]
+                                          if r.split(",")[0] not in ("3", "4")]) + "\n")
+    code, doc = _json(schema, str(SMALL), "--observed", str(path))
+    assert code == 2 and doc["verdict"] == "unusable" and doc["missing_ranks"] == [3, 4]
+    assert [d["code"] for d in doc["diagnostics"]] == ["W787"] and doc["suspects"] == []
+    faulty = tmp_path / "faulty.csv"
+    _log(small, faulty, [Fault("gpu", rm.ranks[9].gpu, 0.3, 9)], seed=28)
+    rows = faulty.read_text().splitlines()
+    faulty.write_text("\n".join([rows[0]] + [r for r in rows[1:]
+                                            if r.split(",")[0] not in ("3", "4")]) + "\n")
+    assert _json(schema, str(SMALL), "--observed", str(faulty))[0] == 1

@@ -4,8 +4,9 @@ and name the suspect parts (docs/diagnose.md). `--schema` prints the JSON Schema
 diagnosis document.
 
 Exit codes (the verdict; `--format json` says it as `verdict` and `exit_code`):
-0 healthy; 1 suspects found; 2 the observed data (or part of it) cannot be used, or a usage
-error; 3 the design has errors."""
+0 healthy (every rank read, nothing suspect); 1 suspects found; 2 the observed data cannot be
+used, or part of it could not (or ranks are missing) and nothing is suspect in the rest, or a
+usage error; 3 the design has errors."""
 from __future__ import annotations
 
 import sys
@@ -91,8 +92,8 @@ def run(args, overrides) -> int:
         return _fail(args, design, diags + exc.diagnostics, "unusable", str(exc))
     diags += list(result.diagnostics)
     verdict = result.verdict
-    if verdict == "healthy" and any(d.is_error for d in diags):
-        verdict = "unusable"          # part of the input could not be used: no all-clear
+    if verdict == "healthy" and (any(d.is_error for d in diags) or result.missing_ranks):
+        verdict = "unusable"          # part of the job was not seen: no all-clear for it
     doc = envelope(diags, file=design.file, **out.to_json(result, verdict))
     if args.output:
         try:

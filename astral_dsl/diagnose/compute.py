@@ -202,7 +202,7 @@ def forecast_ratio(medians: Dict[Tuple[int, int], float], fc_comp: Dict[int, flo
     out = {}
     for s, f in fc_comp.items():
         vals = [medians[(s, it)] for it in iterations if (s, it) in medians]
-        if vals and f > 0:
+        if vals and f > 0 and float(np.median(vals)) > 0:   # no compute logged: no ratio
             out[s] = float(np.median(vals)) / f
     return out
 
