@@ -19,7 +19,7 @@ less their sum, and no overlap (null: it needs intervals).
 Every figure is per iteration (the totals over the window divided by the iterations read)."""
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import attrs
 import numpy as np
@@ -28,8 +28,8 @@ from astral_dsl.observe.records import COMM_KIND, PHASE_INDEX, PHASES, RankTrace
 
 KERNELS_LISTED = 8           # kernels (or phases) whose spread across ranks is reported
 SLOWEST = 5                  # ranks listed as the slowest
-_COMPUTE = np.array(sorted(PHASE_INDEX[p] for p in ("forward", "backward", "optimizer",
-                                                    "compute")))
+_IS_COMPUTE = np.zeros(256, dtype=bool)              # phase code -> a compute phase
+_IS_COMPUTE[[PHASE_INDEX[p] for p in ("forward", "backward", "optimizer", "compute")]] = True
 _KINDS = {PHASE_INDEX[p]: k for p, k in COMM_KIND.items()}
 _KINDS[PHASE_INDEX["comm"]] = "other"
 _KIND_NAMES = tuple(sorted(set(_KINDS.values())))
@@ -122,17 +122,29 @@ class Breakdown:
                 "slowest": [s.to_json() for s in self.slowest]}
 
 
+def _merge(start: np.ndarray, end: np.ndarray):
+    """(start, end sorted by start; the index of each merged interval's first; each merged
+    interval's end), merged as HTA's merge_kernel_intervals merges them (an interval starting
+    where the last ended joins it). Records come in time order: sorted only when they are
+    not. Also returns the order applied (None: none)."""
+    order = None
+    if start.size > 1 and not (start[1:] >= start[:-1]).all():
+        order = np.argsort(start, kind="stable")
+        start, end = start[order], end[order]
+    reach = np.maximum.accumulate(end)
+    new = np.empty(start.size, dtype=bool)
+    new[0] = True
+    np.greater(start[1:], reach[:-1], out=new[1:])
+    idx = np.flatnonzero(new)
+    return start, idx, np.maximum.reduceat(end, idx), order
+
+
 def union(start: np.ndarray, end: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """The merged intervals of [start, end) (sorted, disjoint), as HTA's merge_kernel_intervals
-    merges them (an interval starting where the last ended joins it)."""
+    """The merged intervals of [start, end), sorted and disjoint."""
     if start.size == 0:
         return start, end
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    reach = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > reach[:-1]]
-    idx = np.flatnonzero(new)
-    return s[idx], np.maximum.reduceat(e, idx)
+    s, idx, e, _ = _merge(start, end)
+    return s[idx], e
 
 
 def covered(start: np.ndarray, end: np.ndarray) -> float:
@@ -140,54 +152,111 @@ def covered(start: np.ndarray, end: np.ndarray) -> float:
     return float((e - s).sum())
 
 
+def _covered_per(x0: np.ndarray, x1: np.ndarray, seg: np.ndarray, n: int) -> np.ndarray:
+    """covered() of each segment's intervals (segments apart in time: none merges with
+    another's)."""
+    if x0.size == 0:
+        return np.zeros(n)
+    s, idx, e, order = _merge(x0, x1)
+    first_seg = (seg if order is None else seg[order])[idx]
+    return np.bincount(first_seg, weights=e - s[idx], minlength=n)
+
+
 def of_trace(t: RankTrace, stage: int) -> Optional[RankBreakdown]:
-    n_it = len(t.iterations)
-    if len(t) == 0 or n_it == 0:
-        return None
-    start, end = t.start, t.start + t.duration
-    window = float(end.max() - start.min())
-    comp = np.isin(t.phase, _COMPUTE)
-    mem = t.phase == PHASE_INDEX["memory"]
-    code = _KIND_CODE[t.phase.astype(np.int64) & 255]
+    rows = _rows([t], [stage])
+    return rows[0] if rows else None
+
+
+def _rows(traces: Sequence[RankTrace], stages: Sequence[int]) -> List[RankBreakdown]:
+    """The breakdown of each trace with records and iterations, all at once: each rank's
+    times from its first start, the ranks one after the other a second apart, so that one pass
+    over every record finds every rank's unions."""
+    keep = [i for i, t in enumerate(traces) if len(t) and t.iterations]
+    ts = [traces[i] for i in keep]
+    if not ts:
+        return []
+    n = len(ts)
+    sizes = np.array([len(t) for t in ts])
+    seg = np.repeat(np.arange(n), sizes)
+    lo = np.r_[0, np.cumsum(sizes)[:-1]]
+    start = np.concatenate([t.start for t in ts])
+    dur = np.concatenate([t.duration for t in ts])
+    end = start + dur
+    phase = np.concatenate([t.phase for t in ts]).astype(np.int64) & 255
+    first, last = np.minimum.reduceat(start, lo), np.maximum.reduceat(end, lo)
+    window = last - first
+    shift = (np.r_[0.0, np.cumsum(window + 1.0)[:-1]] - first)[seg]
+    x0, x1 = start + shift, end + shift
+    comp, mem = _IS_COMPUTE[phase], phase == PHASE_INDEX["memory"]
+    code = _KIND_CODE[phase]
     comm = code >= 0
-    present = np.flatnonzero(np.bincount(code[comm], minlength=len(_KIND_NAMES)))
-    between = _between(t)
-    if t.source == "kineto":
-        c = covered(start[comp], end[comp])
-        m = covered(start[comm], end[comm])
-        busy = covered(start, end)
-        both = c + m - covered(start[comp | comm], end[comp | comm])
-        kinds = {_KIND_NAMES[k]: covered(start[code == k], end[code == k])
-                 for k in present.tolist()}
-        memory = covered(start[mem], end[mem])
-        idle = window - busy
-        overlap = both / m if m > 0 else None
+    kinds = np.flatnonzero(np.bincount(code[comm], minlength=len(_KIND_NAMES))).tolist()
+
+    def per(mask):
+        return _covered_per(x0[mask], x1[mask], seg[mask], n)
+
+    def summed(mask):
+        return np.bincount(seg[mask], weights=dur[mask], minlength=n)
+
+    kineto = np.array([t.source == "kineto" for t in ts])
+    by_kind = {}
+    if kineto.any():
+        c, m = per(comp), per(comm)
+        both = c + m - per(comp | comm)
+        busy = per(np.ones(seg.size, dtype=bool))
+        memory = per(mem)
+        cx0, cx1, cseg, ccode = x0[comm], x1[comm], seg[comm], code[comm]
+        by_kind = {k: _covered_per(cx0[ccode == k], cx1[ccode == k], cseg[ccode == k], n)
+                   for k in kinds}
     else:
-        c = float(t.duration[comp].sum())
-        m = float(t.duration[comm].sum())
-        sums = np.bincount(code[comm], weights=t.duration[comm], minlength=len(_KIND_NAMES))
-        kinds = {_KIND_NAMES[k]: float(sums[k]) for k in present.tolist()}
-        memory = float(t.duration[mem].sum())
-        idle = max(0.0, window - float(t.duration.sum()))
-        overlap = None
-    f = 1.0 / n_it
-    return RankBreakdown(t.rank, stage, n_it, window * f, c * f, m * f,
-                         {k: v * f for k, v in kinds.items()}, memory * f, idle * f,
-                         min(between, idle) * f, overlap)
+        c = m = both = busy = memory = np.zeros(n)
+    if not kineto.all():              # rank logs: durations, not intervals
+        c = np.where(kineto, c, summed(comp))
+        m = np.where(kineto, m, summed(comm))
+        memory = np.where(kineto, memory, summed(mem))
+        busy = np.where(kineto, busy, np.minimum(window, summed(np.ones(seg.size, bool))))
+        for k in kinds:
+            by_kind[k] = np.where(kineto, by_kind.get(k, np.zeros(n)), summed(code == k))
+    idle = np.maximum(0.0, window - busy)
+    between = _between(ts, start, end, lo)
+    out = []
+    for i, t in enumerate(ts):
+        f = 1.0 / len(t.iterations)
+        mine = code[lo[i]:lo[i] + sizes[i]]
+        kinds_i = {_KIND_NAMES[k]: float(by_kind[k][i]) * f for k in kinds
+                   if (mine == k).any()}
+        out.append(RankBreakdown(
+            t.rank, stages[keep[i]], len(t.iterations), float(window[i]) * f,
+            float(c[i]) * f, float(m[i]) * f, kinds_i, float(memory[i]) * f,
+            float(idle[i]) * f, min(float(between[i]), float(idle[i])) * f,
+            float(both[i] / m[i]) if kineto[i] and m[i] > 0 else None))
+    return out
 
 
-def _between(t: RankTrace) -> float:
-    """Idle time between consecutive iterations: the next one's first start after this one's
-    last end."""
-    its, index = t.iteration_index()
-    if its.size < 2:
-        return 0.0
-    end = t.start + t.duration
-    first = np.full(its.size, np.inf)
-    last = np.full(its.size, -np.inf)
-    np.minimum.at(first, index, t.start)
-    np.maximum.at(last, index, end)
-    return float(np.clip(first[1:] - last[:-1], 0.0, None).sum())
+def _between(ts: Sequence[RankTrace], start, end, lo) -> np.ndarray:
+    """Per trace: idle time between its consecutive iterations (the next one's first start
+    after this one's last end)."""
+    index = [t.iteration_index() for t in ts]
+    counts = np.array([its.size for its, _ in index])
+    base = np.r_[0, np.cumsum(counts)[:-1]]
+    row = np.concatenate([b + ix for b, (_, ix) in zip(base.tolist(), index)])
+    n_rows = int(counts.sum())
+    if (row[1:] >= row[:-1]).all():           # records in iteration order: one reduce each
+        cut = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+        first = np.full(n_rows, np.inf)
+        last = np.full(n_rows, -np.inf)
+        first[row[cut]] = np.minimum.reduceat(start, cut)
+        last[row[cut]] = np.maximum.reduceat(end, cut)
+    else:
+        first = np.full(n_rows, np.inf)
+        last = np.full(n_rows, -np.inf)
+        np.minimum.at(first, row, start)
+        np.maximum.at(last, row, end)
+    gap = np.clip(first[1:] - last[:-1], 0.0, None)
+    same = np.ones(max(0, n_rows - 1), dtype=bool)
+    same[(base[1:] - 1)[base[1:] > 0]] = False     # the last row of a trace and the next's first
+    owner = np.repeat(np.arange(len(ts)), counts)[:-1]
+    return np.bincount(owner[same], weights=gap[same], minlength=len(ts))
 
 
 def spread(traces: Sequence[RankTrace]) -> Tuple[Spread, ...]:
@@ -229,8 +298,9 @@ def of_traces(traces: Dict[int, RankTrace], rm, comparisons=(),
         return None
     stage = {r.rank: r.stage for r in rm.ranks}
     streams_idle = streams_idle or {}
-    rows = [attrs.evolve(b, streams_idle_s=streams_idle.get(b.rank)) for b in
-            (of_trace(t, stage.get(r, 0)) for r, t in sorted(traces.items())) if b is not None]
+    ordered = [t for _, t in sorted(traces.items())]
+    rows = [attrs.evolve(b, streams_idle_s=streams_idle.get(b.rank))
+            for b in _rows(ordered, [stage.get(t.rank, 0) for t in ordered])]
     source = "kineto" if all(t.source == "kineto" for t in traces.values()) else "log"
     slow = sorted(comparisons, key=lambda c: (-c.ratio, c.rank))[:SLOWEST]
     return Breakdown(source, tuple(rows), spread(list(traces.values())),
