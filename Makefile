@@ -51,7 +51,7 @@ bench: install
 # The proof of `astral diagnose` (docs/diagnose.md): 140 random injections of 7 kinds and 150
 # fault-free runs on the single-pod example's job, clocks drifting up to 10 ppm, every other run
 # logged with Megatron-LM's timers, then the speed of each input format (CPU-heavy: about
-# three quarters of an hour on two busy cores).
+# half an hour on two busy cores).
 bench-diagnose: install
 	$(PYTHON) benchmarks/bench_diagnose.py
 
