@@ -1,15 +1,20 @@
 """`astral diagnose FILE --observed PATH...`: compare a running job's observed per-rank
 timelines (profiler traces or rank logs, files or directories) with its forecast and its peers,
-and name the suspect parts (docs/diagnose.md).
+and name the suspect parts (docs/diagnose.md). `--schema` prints the JSON Schema of the
+diagnosis document.
 
-Exit codes: 0 nothing suspect; 1 suspects reported, or some input could not be used; 2 the
-design or the observed data cannot be used at all."""
+Exit codes (the verdict; `--format json` says it as `verdict` and `exit_code`):
+0 healthy (every rank read, nothing suspect); 1 suspects found; 2 the observed data cannot be
+used, or part of it could not (or ranks are missing) and nothing is suspect in the rest, or a
+usage error; 3 the design has errors."""
 from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   open_path, print_diagnostics, usage)
+import attrs
+
+from astral_dsl.cli.common import (EXIT_OK, add_common, colour, open_path, print_diagnostics,
+                                   unreadable, usage)
 
 NAME = "diagnose"
 HELP = "diagnose a running job: observed timelines against the forecast, down to the suspect part"
@@ -17,16 +22,27 @@ HELP = "diagnose a running job: observed timelines against the forecast, down to
 
 def register(sub) -> None:
     d = sub.add_parser(NAME, help=HELP)
-    d.add_argument("file", metavar="FILE")
-    d.add_argument("--observed", nargs="+", required=True, metavar="PATH",
+    d.add_argument("file", nargs="?", metavar="FILE")
+    d.add_argument("--observed", nargs="+", metavar="PATH",
                    help="profiler traces (.json, .json.gz; one per rank), rank logs (CSV or "
                         "JSON Lines) or directories of them")
     d.add_argument("--job", metavar="NAME", help="the job observed (default: the first)")
     d.add_argument("--order", metavar="ORDER",
                    help="rank order of the parallel dimensions (default: the job's, else "
                         "tp-cp-ep-dp-pp)")
+    d.add_argument("--timers", choices=("auto", "compute", "megatron"), default="auto",
+                   help="what the compute columns measure: the GPU's compute alone (profiler "
+                        "kernels, a log's forward/backward rows), or Megatron-LM's "
+                        "forward-compute/backward-compute wall time (TP collectives and waits "
+                        "included; NeMo logs the same); default: read from the data")
+    d.add_argument("--hta", action="store_true",
+                   help="profiler traces: add HolisticTraceAnalysis's idle time by cause (host "
+                        "wait, kernel wait, other) to the per-rank breakdown (pip install "
+                        "'astral-dsl[hta]'; about a second or two a trace)")
     d.add_argument("-o", "--output", metavar="DIAGNOSIS.json",
                    help="also write the diagnosis as JSON (for `astral render --highlight`)")
+    d.add_argument("--schema", action="store_true",
+                   help="print the JSON Schema of the diagnosis document")
     add_common(d)
 
 
@@ -37,23 +53,48 @@ def run(args, overrides) -> int:
     from astral_dsl.outputs.jsonout import dumps, envelope
     from astral_dsl.seer import ForecastError
 
+    if args.schema:
+        sys.stdout.write(out.schema_text())
+        return EXIT_OK
+    if not args.file or not args.observed:
+        return usage("diagnose needs FILE and --observed PATH... (or --schema)")
     design = open_path(args.file, overrides).design
     diags = list(design.diagnostics)
     if not design.valid:
-        return _fail(args, design, diags, EXIT_USAGE)
+        return _fail(args, design, diags, "unusable" if unreadable(design) else "design-errors")
     observed = observe.load(args.observed)
+    streams_idle = None
+    if args.hta:
+        from astral_dsl.observe import hta
+
+        traces = {t.rank: t for t in observed.traces if t.source == "kineto"}
+        try:
+            streams_idle = hta.idle_by_cause({r: t.file for r, t in traces.items()},
+                                             {r: t.iterations for r, t in traces.items()})
+        except hta.HtaMissing as exc:
+            return usage(f"--hta: {exc}")
+        except hta.HtaFailed as exc:
+            from astral_dsl.observe.kineto import diag
+
+            observed = attrs.evolve(observed, diagnostics=observed.diagnostics + (diag(
+                "W793", f"HolisticTraceAnalysis could not read the traces ({exc}): no idle "
+                        f"time by cause", next(iter(traces.values())).file),))
     try:
-        result = diagnose.diagnose(design, observed, job=args.job, order=args.order)
+        result = diagnose.diagnose(design, observed, job=args.job, order=args.order,
+                                   timers=args.timers, streams_idle=streams_idle)
     except ForecastError as exc:
         if not exc.diagnostics:
             return usage(str(exc))
-        return _fail(args, design, diags + exc.diagnostics, EXIT_USAGE)
+        return _fail(args, design, diags + exc.diagnostics, "design-errors")
     except RankMapError as exc:
         return usage(f"--order: {exc}")
     except diagnose.DiagnoseError as exc:
-        return _fail(args, design, diags + exc.diagnostics, EXIT_USAGE, str(exc))
+        return _fail(args, design, diags + exc.diagnostics, "unusable", str(exc))
     diags += list(result.diagnostics)
-    doc = envelope(diags, file=design.file, **out.to_json(result))
+    verdict = result.verdict
+    if verdict == "healthy" and (any(d.is_error for d in diags) or result.missing_ranks):
+        verdict = "unusable"          # part of the job was not seen: no all-clear for it
+    doc = envelope(diags, file=design.file, **out.to_json(result, verdict))
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as fh:
@@ -67,20 +108,21 @@ def run(args, overrides) -> int:
         sys.stdout.write(out.render(result))
         if args.output:
             sys.stderr.write(f"note: diagnosis written to {args.output}\n")
-    errors = any(d.is_error for d in diags)
-    return EXIT_ERRORS if result.suspects or errors else EXIT_OK
+    return out.EXIT_CODES[verdict]
 
 
-def _fail(args, design, diags, code, message=None) -> int:
+def _fail(args, design, diags, verdict, message=None) -> int:
+    from astral_dsl.outputs import diagnosis as out
     from astral_dsl.outputs.jsonout import dumps, envelope
 
     if args.format == "json":
-        sys.stdout.write(dumps(envelope(diags, file=design.file, error=message)) + "\n")
+        sys.stdout.write(dumps(envelope(diags, file=design.file, error=message,
+                                        **out.verdict_json(verdict))) + "\n")
     else:
         print_diagnostics(diags, colour(args), sys.stdout)
         if message:
             sys.stdout.write(f"astral diagnose: {message}\n")
-    return code
+    return out.EXIT_CODES[verdict]
 
 
 __all__ = ["NAME", "HELP", "register", "run"]

@@ -189,6 +189,7 @@ CODES: dict[str, str] = {
     "E790": "observed rank does not look like a rank of the job",
     "W791": "job cannot be forecast: ranks compared with their peers only",
     "E792": "observed data does not match the job's rank order",
+    "W793": "HolisticTraceAnalysis could not read the traces",
     # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
     "E800": "a point or configuration was not evaluated: its worker failed",
     "W800": "the cost counts only equipment with a declared price",

@@ -107,8 +107,13 @@ def _read(path: str, info, props, columns) -> Tuple[Optional[RankTrace], List[Di
     cols = [assigned[keep], rows_phase.astype(np.int8)[keep], ts[keep] * US, dur[keep] * US,
             rows_peer[keep], rows_op.astype(np.int8)[keep], rows_group[keep]]
     it, ph, st, du, pe, op, gr = (c[order] for c in cols)
+    ids: Dict[str, int] = {}
+    names = scan.names
+    kernel = np.array([ids.setdefault(names[i], len(ids))
+                       for i in np.flatnonzero(keep)[order].tolist()], dtype=np.int32)
     trace = RankTrace(rank, world, path, "kineto", it.astype(np.int64), ph, st, du, pe, op, gr,
-                      tuple(groups), _device(props, scan.devices), source)
+                      tuple(groups), _device(props, scan.devices), source, kernel=kernel,
+                      kernel_names=tuple(ids))
     for n in _empty_steps(steps, trace):
         diags.append(diag("W788", f"iteration {n} of rank {rank} has no GPU kernel: it is left "
                                   f"out", path))

@@ -21,6 +21,7 @@ import json
 import math
 from typing import Dict, List, Tuple
 
+import attrs
 import numpy as np
 
 from astral_dsl.diagnostics import Diagnostic
@@ -38,6 +39,18 @@ ALIASES = {
     "params-all-gather": ("dp_comm", "collective"), "optimizer": ("optimizer", ""),
     "optimizer-inner-step": ("optimizer", ""), "embedding-grads-all-reduce": ("pp_comm", ""),
 }
+# Megatron-LM's compute timers (megatron/core/pipeline_parallel/schedules.py, `forward-compute`
+# around forward_step, `backward-compute` around backward_step; NeMo, built on Megatron-Core,
+# logs the same timers): wall time of the step on the rank, so the tensor-parallel collectives
+# inside the layers and the wait for the slowest TP peer are in it. A log naming them measures
+# "megatron" timers (RankTrace.timers).
+WALL_TIMERS = frozenset(("forward-compute", "backward-compute"))
+
+
+def timers_of(names) -> str:
+    """What a log's compute rows measure, from its phase names (RankTrace.timers)."""
+    return "megatron" if any(str(n or "").strip().lower() in WALL_TIMERS
+                             for n in set(names)) else "compute"
 
 
 def looks_like_csv(text: str) -> bool:
@@ -136,13 +149,14 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     rank, it, phase, start, dur, peer, op = (a[order] for a in (rank, it, phase, start, dur,
                                                                   peer.astype(np.int64), op))
     bounds = np.flatnonzero(np.diff(rank)) + 1
+    timers = timers_of(cols["phase"])
     traces = []
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n]):
         if hi <= lo:
             continue
         traces.append(RankTrace(int(rank[lo]), None, path, "log", it[lo:hi], phase[lo:hi],
                                 start[lo:hi], dur[lo:hi], peer[lo:hi], op[lo:hi],
-                                np.full(hi - lo, -1, dtype=np.int64), (), "", "log"))
+                                np.full(hi - lo, -1, dtype=np.int64), (), "", "log", timers))
     diags = [diag("W784", f"phase `{name}` is not known ({count} row(s)): counted as `other`, "
                           f"neither compute nor communication", path,
                   "phases: " + ", ".join(p for p in PHASE_INDEX))
@@ -182,10 +196,12 @@ def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
     per_rank: Dict[int, list] = {}
     bad: List[Tuple[int, str]] = []
     unknown: Dict[str, int] = {}
+    names = set()
     for line, row in rows:
         if row is None:
             bad.append((line, "not a JSON object"))
             continue
+        names.add(str(row.get("phase", "")))
         parsed = _row(row, unknown)
         if isinstance(parsed, str):
             bad.append((line, parsed))
@@ -204,8 +220,9 @@ def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
                           "phases: " + ", ".join(p for p in PHASE_INDEX)))
     if not per_rank and not bad:
         diags.append(diag("E788", "the rank log has no rows", path))
-    traces = [make(rank, None, path, "log", recs, iterations_from="log")
-              for rank, recs in sorted(per_rank.items())]
+    timers = timers_of(names)
+    traces = [attrs.evolve(make(rank, None, path, "log", recs, iterations_from="log"),
+                           timers=timers) for rank, recs in sorted(per_rank.items())]
     return traces, diags
 
 
@@ -265,4 +282,4 @@ def _finite(v, what) -> float:
     return f
 
 
-__all__ = ["ALIASES", "REQUIRED", "looks_like_csv", "read_csv", "read_jsonl"]
+__all__ = ["ALIASES", "REQUIRED", "WALL_TIMERS", "timers_of", "looks_like_csv", "read_csv", "read_jsonl"]

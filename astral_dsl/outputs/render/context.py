@@ -79,7 +79,7 @@ class Highlight:
 
     def label(self, i: int) -> str:
         s = self.suspects[i]
-        conf = s.get("confidence")
+        conf = s.get("probability", s.get("confidence"))     # "confidence": before version 1
         return (f"suspect {i + 1}: {s.get('kind', '')} {s['path']}"
                 + (f" ({conf:.0%})" if isinstance(conf, (int, float)) else ""))
 
