@@ -11,8 +11,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "astral_dsl"
 
 # each layer may import itself and the layers listed before it
 ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "semantics", "compiler",
-         "analyses", "seer", "checking", "outputs", "fmt", "explore", "observe", "diagnose",
-         "lsp", "cli"]
+         "analyses", "seer", "checking", "runs", "outputs", "fmt", "explore", "observe",
+         "diagnose", "lsp", "cli"]
 # `astral check` as a function runs the front end, the engineering analyses and Seer's job
 # validation: it sits above both, though it lives beside the analyses
 LAYER_OF = {"astral_dsl.analyses.checking": "checking"}

@@ -59,7 +59,7 @@ def prepare_row(row, systems=None) -> Prepared:
     if isinstance(e, NotExpressible):
         status = "rejected" if row.problems else "not_expressible"
         return Prepared(row, status, e.reason, e.field)
-    design = compile_text(e.source, f"<runs row {row.id}>")
+    design = compile_text(e.source, f"<runs row {row.id}>", e.root or None)
     errors = [d for d in design.diagnostics if d.is_error]
     if errors:
         return Prepared(row, "not_expressible", f"{errors[0].code}: {errors[0].message}",

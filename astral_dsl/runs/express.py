@@ -32,6 +32,8 @@ class Expressed:
     system: str
     model: str                       # the stdlib model lending its extras, or ""
     assumed: Tuple[str, ...]
+    root: str = ""                   # where its imports resolve (a --gpu-file's project)
+    file: str = ""                   # the --gpu-file its system comes from, or ""
 
 
 @records.frozen
@@ -157,11 +159,23 @@ def _value(v) -> str:
 
 
 def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
-    """The row as .astral source (Expressed) or why it cannot be (NotExpressible)."""
+    """The row as .astral source (Expressed) or why it cannot be (NotExpressible). `systems`:
+    a user's own (runs/systems.py, `--gpu-file`), tried before the stdlib's."""
     if row.problems:
         field, why = row.problems[0]
         return NotExpressible(row, field, why)
-    system, how = system_of(row.system, row.gpu)
+    system, how = (None, "")
+    if systems:                       # a user's --gpu-file first (runs/systems.py)
+        from astral_dsl.runs.systems import match
+
+        system, how = match(row, list(systems.values()))
+        if how:
+            return NotExpressible(row, "system", how)
+        if system is not None and system.problem:
+            return NotExpressible(row, "system", f"block `{system.key}` of {system.file}: "
+                                                 f"{system.problem}")
+    if system is None:
+        system, how = system_of(row.system, row.gpu)
     if system is None:
         return NotExpressible(row, "gpu", how)
     prec, prec_how = precision_of(row.precision, row.gpu)
@@ -227,12 +241,15 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     else:
         assumed.append("micro-batch chosen by Seer's rule (not published)")
     nsu = -(-gpus // system.gpus_per_su)
-    src = [f"import stdlib.systems {{ {system.su}, {system.fabric} }}",
-           f"site Cluster {{ sus = {nsu} x {system.su}, fabric = {system.fabric} }}",
-           "model M {"]
+    taken = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", system.prelude))
+    site, model = _fresh("Cluster", taken), _fresh("M", taken)
+    job["model"], job["placement"] = model, site
+    src = [system.header(),
+           f"site {site} {{ sus = {nsu} x {system.su}, fabric = {system.fabric} }}",
+           f"model {model} {{"]
     src += [f"  {k} = {_value(v)}" for k, v in fields.items()]
     src.append("}")
-    name = "run_" + re.sub(r"[^A-Za-z0-9_]", "_", row.id)
+    name = _fresh("run_" + re.sub(r"[^A-Za-z0-9_]", "_", row.id), taken)
     src.append(f"job {name} {{")
     src += [f"  {k} = {_value(v)}" for k, v in job.items()]
     src.append("  parallel {")
@@ -246,7 +263,15 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     src += [f"    {k} = {_value(v)}" for k, v in batch.items()]
     src.append("  }")
     src.append("}")
-    return Expressed(row, "\n".join(src) + "\n", name, system.key, lent, tuple(assumed))
+    return Expressed(row, "\n".join(src) + "\n", name, system.key, lent, tuple(assumed),
+                     system.root, system.file)
+
+
+def _fresh(name: str, taken) -> str:
+    """`name`, or with underscores added until the prelude does not use it."""
+    while name in taken:
+        name += "_"
+    return name
 
 
 def _layout(layers: int, pp: int, v: int) -> Optional[Tuple[int, ...]]:
