@@ -101,9 +101,9 @@ TABLES: Dict[str, Callable[[dict], str]] = {"accuracy": markdown_accuracy,
 def rewrite(markdown: str, doc: dict) -> str:
     """`markdown` with every marked table generated from `doc` (module docstring)."""
     for name, make in TABLES.items():
-        pattern = re.compile(rf"(<!-- calibration:{name} -->\n).*?(\n<!-- /calibration:{name} -->)",
-                             re.S)
-        markdown = pattern.sub(lambda m: m.group(1) + make(doc) + m.group(2), markdown)
+        pattern = re.compile(rf"(<!-- calibration:{name} -->\n)(?:.*?\n)?"
+                             rf"(<!-- /calibration:{name} -->)", re.S)
+        markdown = pattern.sub(lambda m: m.group(1) + make(doc) + "\n" + m.group(2), markdown)
     return markdown
 
 
