@@ -267,6 +267,27 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
                      system.root, system.file)
 
 
+# the row's column each field the expression writes comes from (for a diagnostic about it)
+COLUMN_OF = {"layers": "layers", "hidden": "hidden", "ffn": "ffn_hidden", "moe_ffn": "ffn_hidden",
+             "heads": "heads", "kv_heads": "kv_heads", "vocab": "vocab", "experts": "moe_experts",
+             "top_k": "moe_topk", "gpus": "gpus", "dtype": "precision",
+             "fp8_recipe": "precision", "recompute": "recompute", "tp": "tp", "pp": "pp",
+             "dp": "gpus", "cp": "cp", "ep": "ep", "virtual_stages": "vp", "stages": "pp",
+             "layout": "pp", "global_batch": "gbs", "micro": "mbs", "seq": "seq_len"}
+
+
+def column_of(e: Expressed, diagnostic, default: str) -> str:
+    """The row's column behind what `diagnostic` (about the compiled expression `e`) points
+    at: the field on its line, else `default`."""
+    span = diagnostic.span
+    if span is None or not span.file.startswith("<runs row"):     # the stdlib's, say
+        return default
+    lines = e.source.split("\n")
+    n = span.start.line
+    m = re.match(r"\s*([A-Za-z_]\w*)\s*=", lines[n - 1]) if 0 < n <= len(lines) else None
+    return COLUMN_OF.get(m.group(1), default) if m else default
+
+
 def _fresh(name: str, taken) -> str:
     """`name`, or with underscores added until the prelude does not use it."""
     while name in taken:
