@@ -33,7 +33,7 @@ def register(sub) -> None:
                    help="rewrite the calibration tables between FILE.md's markers from the fit "
                         "(make calibrate: docs/seer.md)")
     add_runs_options(c, "a fit to compare with (exit 1 when the refit differs from it)")
-    add_common(c)
+    add_common(c, params=False)
 
 
 def _unused(every, names) -> list:
@@ -58,8 +58,6 @@ def run(args, overrides) -> int:
     from astral_dsl.outputs import calibration as out
     from astral_dsl.outputs.jsonout import dumps, envelope
 
-    if overrides:
-        return usage("--set: a runs table has no parameters")
     if args.max_evaluations < 1:
         return usage("--max-evaluations must be at least 1")
     names = [Path(t).stem for t in args.tables]

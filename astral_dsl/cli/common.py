@@ -21,10 +21,13 @@ class UsageError(Exception):
     pass
 
 
-def add_common(sp: argparse.ArgumentParser, formats=("human", "json")) -> None:
-    """`--set`, `--format` and `--color`: on every command that compiles a design."""
-    sp.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="override a top-level `param` (a bare number takes its unit)")
+def add_common(sp: argparse.ArgumentParser, formats=("human", "json"), params: bool = True
+               ) -> None:
+    """`--set`, `--format` and `--color`: on every command that compiles a design (`--set`
+    only where there are parameters to set: `params`)."""
+    if params:
+        sp.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a top-level `param` (a bare number takes its unit)")
     sp.add_argument("--format", choices=list(formats), default=formats[0])
     sp.add_argument("--color", choices=["auto", "always", "never"], default="auto")
 

@@ -19,7 +19,7 @@ def register(sub) -> None:
         "state is listed with the field and why (docs/runs.md)."))
     r.add_argument("table", metavar="RUNS.csv")
     add_runs_options(r)
-    add_common(r)
+    add_common(r, params=False)
 
 
 def add_runs_options(p, calibration_help: str = "fitted constants written by `astral "
@@ -89,8 +89,6 @@ def run(args, overrides) -> int:
     from astral_dsl.runs.evaluate import evaluate, prepare
     from astral_dsl.seer.calibration import shipped
 
-    if overrides:
-        return usage("--set: a runs table has no parameters")
     json_out = args.format == "json"
     calibration, failed = read_calibration(args)
     if failed is not None:
