@@ -247,7 +247,8 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     src = [system.header(),
            f"site {site} {{ sus = {nsu} x {system.su}, fabric = {system.fabric} }}",
            f"model {model} {{"]
-    src += [f"  {k} = {_value(v)}" for k, v in fields.items()]
+    src += [f'  {k} = "{v}"' if k == "pattern" else f"  {k} = {_value(v)}"
+            for k, v in fields.items()]
     src.append("}")
     name = _fresh("run_" + re.sub(r"[^A-Za-z0-9_]", "_", row.id), taken)
     src.append(f"job {name} {{")
