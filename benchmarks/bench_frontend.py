@@ -34,7 +34,7 @@ def small_variant(text: str) -> str:
 
 def compile_times(path: Path):
     from astral_dsl.analyses.summary import summarize
-    from astral_dsl.compiler import compile_file
+    from astral_dsl.api import load as compile_file
 
     compile_file(path)  # warm: Python imports and the cached grammar
     times = []

@@ -37,13 +37,15 @@ def _command(out: str, *extra: str):
 
 
 def _phases():
-    from astral_dsl.compiler import compile_file
-    from astral_dsl.outputs.report import build, collect
+    from astral_dsl.api import compile
+    from astral_dsl.api.review import collect
+    from astral_dsl.outputs.report import build
 
     t = time.perf_counter()
-    design = compile_file(REFERENCE)
+    ws = compile(REFERENCE)
+    ws.design
     t1 = time.perf_counter()
-    review = collect(design)
+    review = collect(ws)
     t2 = time.perf_counter()
     build(review)
     t3 = time.perf_counter()

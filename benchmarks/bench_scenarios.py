@@ -17,8 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
 
-from astral_dsl import seer  # noqa: E402
-from astral_dsl.compiler import compile_source  # noqa: E402
+from astral_dsl import api, seer  # noqa: E402
 from astral_dsl.analyses.engineering import analyse, run_scenario  # noqa: E402
 
 
@@ -45,25 +44,25 @@ scenario one_uplink {
 
 def main() -> None:
     path = ROOT / "examples" / "astral.astral"
-    comp = compile_source(path.read_text() + EXTRA, name="astral.astral", root=path.parent)
-    design = comp.design
+    ws = api.compiles(path.read_text() + EXTRA, name="astral.astral", root=path.parent)
+    design = ws.design
     base = analyse(design)
-    compile_ms = median_ms(lambda: comp.recompile())
-    check_ms = median_ms(lambda: analyse(comp.recompile().design))
+    compile_ms = median_ms(lambda: ws.compile())
+    check_ms = median_ms(lambda: analyse(ws.compile()))
     print(f"reference design, 524,288 GPUs, {len(design.instances)} distinct instances; "
           f"in process, median of {RUNS}")
     print(f"  compile (parsed modules reused)        {compile_ms:7.1f} ms")
     print(f"  compile + engineering checks            {check_ms:7.1f} ms   (the plain check)")
     for scenario in design.scenarios:
-        twin = comp.under(scenario)
-        ms = median_ms(lambda: run_scenario(design, scenario, base))
+        twin = ws.under(scenario)
+        ms = median_ms(lambda: run_scenario(design, scenario, base, ws.under(scenario)))
         print(f"  scenario {scenario.template:<14} compile + check {ms:7.1f} ms   "
               f"{ms / check_ms:4.2f}x the plain check; {len(twin.instances)} instances "
               f"({len(twin.instances) - len(design.instances):+d} isolated)")
     forecast_ms = median_ms(lambda: seer.forecast(design))
     print(f"  forecast of `llama405b`                 {forecast_ms:7.1f} ms")
     for name in ("plane_b_down", "one_port", "one_uplink"):
-        ms = median_ms(lambda: seer.forecast(design, scenario=name))
+        ms = median_ms(lambda: api.forecast(ws, scenario=name))
         print(f"  forecast under {name:<14}          {ms:7.1f} ms   "
               f"{ms / forecast_ms:4.2f}x the plain forecast")
 

@@ -3,7 +3,7 @@ engineering rule (network E60x, power E62x, cooling E64x, scenarios E680/W680).
 
 For every line `<file> <CODE> <line>:<column>` of tests/bad/physical/EXPECTED:
 - the front end reports no error (the violation is physical, not a language error);
-- `check_design(design, all_scenarios=True)` reports a diagnostic with exactly CODE starting at
+- `astral_dsl.check(workspace, all_scenarios=True)` reports a diagnostic with exactly CODE starting at
   exactly line:column, and no error with another code (one rule per case);
 - `astral check --all-scenarios FILE` exits 1 for an E-code (0 for a W-code) and prints no
   traceback."""
@@ -19,7 +19,6 @@ from typing import List, NamedTuple
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses.checking import check_design
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = Path(__file__).resolve().parent / "bad" / "physical"
@@ -98,8 +97,10 @@ def checked():
 
     def get(name: str):
         if name not in cache:
-            design = astral_dsl.load(CASES / name)
-            cache[name] = (design, check_design(design, all_scenarios=True))
+            ws = astral_dsl.compile(CASES / name)
+            design = ws.design
+            design = ws.design
+            cache[name] = (design, astral_dsl.check(ws, all_scenarios=True))
         return cache[name]
     return get
 

@@ -1,4 +1,4 @@
-"""`astral calibrate` on a tiny table (three runs, two evaluations: the suite never runs the full
+"""`astral calibrate` on a tiny table (three runs, two iterations: the suite never runs the full
 refit, `make calibrate`): what it reports, the fit it writes, that a refit reproduces it byte for
 byte, the docs' tables it rewrites, its usage errors; and the round trip of its fit through
 `astral runs --calibration`."""
@@ -17,7 +17,7 @@ from test_runs import _row, _write
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    """Three of Narayanan et al.'s runs, fitted with two evaluations (seconds of CPU)."""
+    """Three of Narayanan et al.'s runs, fitted with two iterations (seconds of CPU)."""
     d = tmp_path_factory.mktemp("calibrate")
     path = _write(d, [_row("n1_7b"), _row("n7_5b"), _row("n39_1b"),
                       _row("k22b_full", id="int3", precision="INT3")], "tiny.csv")
@@ -26,7 +26,7 @@ def tiny(tmp_path_factory):
     md.write_text("# Fit\n\n<!-- calibration:accuracy -->\nold\n<!-- /calibration:accuracy -->\n"
                   "text\n<!-- calibration:constants -->\n<!-- /calibration:constants -->\n",
                   encoding="utf-8")
-    code = cli.main(["calibrate", str(path), "--max-evaluations", "2", "-o", str(fit),
+    code = cli.main(["calibrate", str(path), "--max-iterations", "2", "-o", str(fit),
                      "--docs", str(md), "--format", "json"])
     assert code == 0
     return path, fit
@@ -55,7 +55,7 @@ def test_calibrate_writes_a_fit_that_runs_reads(tiny, capsys):
 
 def test_calibrate_reports_rows_families_constants_and_reproduces_its_fit(tiny, capsys):
     path, fit = tiny
-    code, out, _ = call(["calibrate", str(path), "--max-evaluations", "2", "--calibration",
+    code, out, _ = call(["calibrate", str(path), "--max-iterations", "2", "--calibration",
                          str(fit), "--color", "never"], capsys)
     assert code == 0, out
     assert "3 rows of tiny" in out
@@ -69,7 +69,7 @@ def test_calibrate_reports_rows_families_constants_and_reproduces_its_fit(tiny, 
     doc = json.loads(fit.read_text(encoding="utf-8"))
     doc["constants"]["gemm_eff"] = 0.5
     changed.write_text(json.dumps(doc), encoding="utf-8")
-    code, out, _ = call(["calibrate", str(path), "--max-evaluations", "2", "--calibration",
+    code, out, _ = call(["calibrate", str(path), "--max-iterations", "2", "--calibration",
                          str(changed), "--format", "json"], capsys)
     compared = json.loads(out)["compared"]
     assert code == 1 and compared["differences"][0].startswith("gemm_eff = ")
@@ -90,7 +90,7 @@ def test_calibrate_rewrites_the_marked_docs_tables(tiny):
 @pytest.mark.parametrize("argv, message", [
     (["a.csv", "b/a.csv"], "two tables are named `a`"),
     (["a.csv", "--by-source", "b"], "--by-source b: no table of that name"),
-    (["a.csv", "--max-evaluations", "0"], "--max-evaluations must be at least 1"),
+    (["a.csv", "--max-iterations", "0"], "--max-iterations must be at least 1"),
     (["a.csv", "--docs", "nope.md"], "--docs: cannot read nope.md"),
 ])
 def test_calibrate_usage_errors(argv, message, tmp_path, capsys, monkeypatch):

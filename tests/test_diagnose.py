@@ -30,6 +30,11 @@ def small():
     return design, seer.forecast(design), diagnose.rank_map(design)
 
 
+@pytest.fixture(scope="module")
+def small_checked():
+    return astral_dsl.check(astral_dsl.compile(str(SMALL)))
+
+
 SAMPLE_SEEDS = (1, 2, 3, 4, 5)
 FLAP_ITERATIONS = 12      # the small job has few transfers: a link bad 15 % of the time needs 12
 TARGETS = {"first": 0.95, "top3": 0.99, "alarms": 0.02}
@@ -306,7 +311,7 @@ def _suspect(kind, path, parts, confidence=0.9, alternative=False):
             **({"alternative": True} if alternative else {})}
 
 
-def test_highlight_rack_view(small):
+def test_highlight_rack_view(small, small_checked):
     """A NIC suspect of rank 100 (Small.racks[3].hosts[0], NIC 4) on its rack: both port cells
     and both cables red, the other suspects named in a note (a GPU of another rack) or said to
     be left out (an alternative)."""
@@ -316,7 +321,7 @@ def test_highlight_rack_view(small):
     r = rm.ranks[100]
     nic = [p.name for p in r.ports] + [f"{p.name} -- {p.switch}" for p in r.ports]
     other = rm.ranks[5].gpu
-    dot = render(design, "rack", "Small.racks[3]", highlight=[
+    dot = render(design, "rack", "Small.racks[3]", checked=small_checked, highlight=[
         _suspect("nic port", r.ports[0].name.replace("port[a]", "port[a|b]"), nic),
         _suspect("gpu", other, [other], 0.6),
         _suspect("switch", "Small.fabric.rail[0].plane[A|B].tor[0]", [], 0.01, True)]).source
@@ -328,7 +333,7 @@ def test_highlight_rack_view(small):
     assert "1 alternative suspect(s) of the diagnosis are not drawn" in dot
 
 
-def test_highlight_pod_view(small):
+def test_highlight_pod_view(small, small_checked):
     """On the pod view (here the site, which holds the fabric): a first-tier switch suspect
     marks its rail's ToR node of each plane, a tier suspect its groups, an uplink suspect the
     edges between the two tiers of its rail and planes."""
@@ -336,7 +341,7 @@ def test_highlight_pod_view(small):
 
     design, fc, rm = small
     f = "Small.fabric"
-    dot = render(design, "pod", highlight=[
+    dot = render(design, "pod", checked=small_checked, highlight=[
         _suspect("switch", f"{f}.rail[2].plane[A|B].tor[1]",
                  [f"{f}.rail[2].plane[A].tor[1]", f"{f}.rail[2].plane[B].tor[1]"]),
         _suspect("link", f"{f}.rail[5].plane[A|B].tor[0] -- {f}.rail[5].plane[A|B].agg",

@@ -42,8 +42,6 @@ from typing import Dict, List, NamedTuple, Optional
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses.checking import check_design
-from astral_dsl.compiler import compile_text
 from astral_dsl.diagnostics.codes import CODES
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.outputs.export import export_design
@@ -171,15 +169,15 @@ def compile_block(block: Block, tmp_path: Path):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
     overrides = _overrides(block.text) or None
-    return astral_dsl.loads(entry, name="example.astral", root=root, overrides=overrides)
+    return astral_dsl.compiles(entry, name="example.astral", root=root, overrides=overrides)
 
 
 def check_block(block: Block, tmp_path: Path):
     """What `astral check` reports: the (sized) design and all its diagnostics (front end,
     sizing, engineering checks and the scenarios asked for)."""
-    design = compile_block(block, tmp_path)
+    ws = compile_block(block, tmp_path)
     names, every = _scenarios(block.text)
-    checked = check_design(design, names, every)
+    checked = astral_dsl.check(ws, names, every)
     return checked.design, checked.diagnostics
 
 

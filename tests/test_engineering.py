@@ -22,7 +22,6 @@ import pytest
 
 import astral_dsl
 from astral_dsl.analyses import fluids, formulas
-from astral_dsl.analyses.checking import check_design
 from astral_dsl.analyses.engineering import analyse
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,8 +106,13 @@ def test_dgx_superpod_radix_limit():
 
 # ---- the Astral reference (examples/astral.astral) -----------------------------------------------
 @pytest.fixture(scope="module")
-def astral_design():
-    design = astral_dsl.load(ASTRAL)
+def astral_ws():
+    return astral_dsl.compile(ASTRAL)
+
+
+@pytest.fixture(scope="module")
+def astral_design(astral_ws):
+    design = astral_ws.design
     assert design.valid, design.diagnostics
     return design
 
@@ -119,8 +123,8 @@ def astral_eng(astral_design):
 
 
 @pytest.fixture(scope="module")
-def astral_checked(astral_design):
-    return check_design(astral_design, all_scenarios=True)
+def astral_checked(astral_ws):
+    return astral_dsl.check(astral_ws, all_scenarios=True)
 
 
 K = 128          # Switch51T: 128 x 400G ports (256 x 200G with breakout)
@@ -298,9 +302,10 @@ scenario hvdc_down {
 
 @pytest.fixture(scope="module")
 def power_checked():
-    design = astral_dsl.loads(POWER_SRC, name="power_design.astral")
+    ws = astral_dsl.compiles(POWER_SRC, name="power_design.astral")
+    design = ws.design
     assert design.valid, design.diagnostics
-    return check_design(design, all_scenarios=True)
+    return astral_dsl.check(ws, all_scenarios=True)
 
 
 @pytest.fixture(scope="module")
@@ -451,10 +456,11 @@ site S {
 
 
 def _cooling(utilization: str):
-    design = astral_dsl.loads(COOLING_SRC.replace("UTILIZATION", utilization),
+    ws = astral_dsl.compiles(COOLING_SRC.replace("UTILIZATION", utilization),
                               name="cooling_design.astral")
+    design = ws.design
     assert design.valid, design.diagnostics
-    checked = check_design(design, all_scenarios=True)
+    checked = astral_dsl.check(ws, all_scenarios=True)
     assert not _errors(checked.diagnostics)
     return checked.engineering
 
@@ -777,8 +783,9 @@ def test_every_example_has_a_scenario(name):
 
 @pytest.mark.parametrize("name", ALL_EXAMPLES)
 def test_every_example_holds_under_all_scenarios(name):
-    design = astral_dsl.load(EXAMPLES / name)
-    checked = check_design(design, all_scenarios=True)
+    ws = astral_dsl.compile(EXAMPLES / name)
+    design = ws.design
+    checked = astral_dsl.check(ws, all_scenarios=True)
     assert checked.valid, _errors(checked.diagnostics)
     assert not [d for d in checked.diagnostics if d.code in ("E680", "W680")]
     assert [o.name for o in checked.scenarios] == [s.template for s in design.scenarios]
@@ -858,8 +865,9 @@ def test_astral_hot_day_raises_supply(astral_checked, astral_eng):
 
 
 def test_single_pod_tor_failure_in_notes():
-    design = astral_dsl.load(SINGLE_POD)
-    checked = check_design(design, all_scenarios=True)
+    ws = astral_dsl.compile(SINGLE_POD)
+    design = ws.design
+    checked = astral_dsl.check(ws, all_scenarios=True)
     (o,) = checked.scenarios
     assert o.name == "tor_plane_a_rail_3" and not o.required
     # 512 hosts: NIC 3 of each keeps port b; rail 3's plane-A ToRs: 512 ports / 64 down = 8
@@ -877,16 +885,17 @@ def test_single_pod_tor_failure_in_notes():
 
 
 def test_dgx_feed_failure_in_notes():
-    design = astral_dsl.load(DGX)
-    checked = check_design(design, all_scenarios=True)
+    ws = astral_dsl.compile(DGX)
+    design = ws.design
+    checked = astral_dsl.check(ws, all_scenarios=True)
     (o,) = checked.scenarios
     assert o.name == "feed_a_lost"
     assert o.notes == ("feeder SuperPOD.sus[0].a failed",)
     assert o.broken == ()
 
 
-def test_required_scenarios_run_without_being_asked(astral_design):
-    checked = check_design(astral_design)
+def test_required_scenarios_run_without_being_asked(astral_ws):
+    checked = astral_dsl.check(astral_ws)
     assert [o.name for o in checked.scenarios] == ["hvdc_lost"]
     assert checked.valid
 

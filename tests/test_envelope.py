@@ -227,7 +227,7 @@ def test_sweep_rows_carry_their_envelope(lab):
     result = sweep.run(str(path), ["n=1,2"], job="train", engine=LocalEngine(1),
                        calibration=read_calibration(fit))
     assert [r["metrics"]["calibration"]["band"] for r in result.rows] == [[-0.04, 0.07]] * 2
-    rows = sweep_out.parse_jsonl(sweep_out.jsonl(result, False))
+    rows = [json.loads(line) for line in sweep_out.jsonl(result, False).splitlines()]
     assert all(r["calibration"]["inside"] is True for r in rows)
     table = list(csv.DictReader(io.StringIO(sweep_out.csv_text(result, False))))
     assert [r["calibration"] for r in table] == ["-4/+7 %", "-4/+7 %"]

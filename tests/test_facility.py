@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses.checking import check_design
 
 # 2 rows x 4 racks x 4 hosts x 10 kW = 320 kW; 8 leaves + 4 spines of 1 kW (copper: no optics)
 BASE = """
@@ -52,9 +51,10 @@ site S {
 
 def _eng(switch="", rack="", site=""):
     text = BASE.replace("@SWITCH@", switch).replace("@RACK@", rack).replace("@SITE@", site)
-    design = astral_dsl.loads(text, name="facility.astral")
+    ws = astral_dsl.compiles(text, name="facility.astral")
+    design = ws.design
     assert design.valid, design.diagnostics
-    checked = check_design(design)
+    checked = astral_dsl.check(ws)
     assert checked.valid, [(d.code, d.message) for d in checked.diagnostics if d.is_error]
     return checked.engineering, checked.diagnostics
 
@@ -127,8 +127,9 @@ def test_utilization_on_some_parts_only():
     text = BASE.replace("@SWITCH@", "").replace("@RACK@", "").replace("@SITE@", "").replace(
         "row Row {", "row Slow = Row { utilization = 40 % }\nrow Row {", 1).replace(
         "rows = 2 x Row", "rows = [Row, Slow]")
-    design = astral_dsl.loads(text, name="facility.astral")
-    eng = check_design(design).engineering
+    ws = astral_dsl.compiles(text, name="facility.astral")
+    design = ws.design
+    eng = astral_dsl.check(ws).engineering
     assert eng.power.it_average_w == pytest.approx(184_000 + 12_000)
 
 
@@ -161,8 +162,9 @@ def test_switches_on_their_feeder_get_its_checks():
     # 12 kW on a 10 kW feeder: E620 (it carries 12 / 0.95 = 12.632 kW through its efficiency)
     text = BASE.replace("@SWITCH@", "").replace("@RACK@", "").replace("@SITE@", "").replace(
         "capacity = 20 kW, efficiency = 95 %", "capacity = 10 kW, efficiency = 95 %")
-    design = astral_dsl.loads(text, name="facility.astral")
-    (e,) = [d for d in check_design(design).diagnostics if d.code == "E620"]
+    ws = astral_dsl.compiles(text, name="facility.astral")
+    design = ws.design
+    (e,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "E620"]
     assert e.message.startswith("feeder `S.net` carries 12.632 kW in normal operation")
 
 
@@ -170,7 +172,7 @@ def test_no_cooling_no_pue():
     # 8 racks x 40 kW = 320 kW peak, 160 kW at 50 %: no cooling, no losses declared
     text = "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n" \
         "site S { racks = 8 x R, utilization = 50 % }\n"
-    eng = check_design(astral_dsl.loads(text, name="bare.astral")).engineering
+    eng = astral_dsl.check(astral_dsl.compiles(text, name="bare.astral")).engineering
     assert eng.cooling.pue is None
     assert eng.cooling.facility_w == pytest.approx(160_000)
     assert eng.cooling.peak.total_w == pytest.approx(320_000)
@@ -181,7 +183,7 @@ def test_utilization_stated_below_the_site_needs_no_site_figure():
     eng, diags = _eng(rack=", utilization = 50 %")
     text = BASE.replace("@SWITCH@", "").replace("@RACK@", ", utilization = 50 %").replace(
         "@SITE@", "").replace("  utilization = 75 %\n", "")
-    checked = check_design(astral_dsl.loads(text, name="facility.astral"))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="facility.astral"))
     assert not [d for d in checked.diagnostics if d.code == "W627"]
     assert checked.engineering.power.it_average_w == pytest.approx(eng.power.it_average_w)
 
@@ -192,7 +194,7 @@ def test_w627_says_how_much_load_is_taken_at_its_peak():
     text = BASE.replace("@SWITCH@", "").replace("@RACK@", "").replace("@SITE@", "").replace(
         "row Row {", "row Slow = Row { utilization = 40 % }\nrow Row {", 1).replace(
         "rows = 2 x Row", "rows = [Row, Slow]").replace("  utilization = 75 %\n", "")
-    checked = check_design(astral_dsl.loads(text, name="facility.astral"))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="facility.astral"))
     (w,) = [d for d in checked.diagnostics if d.code == "W627"]
     assert w.message == ("site `S` declares no `utilization` for 160 kW of its IT load (nor do "
                          "the parts inside it): the average IT load (facility power, PUE) is "
@@ -210,7 +212,7 @@ def test_a_loop_for_the_switches_only_cools_no_rack():
         "@SITE@", loop).replace("""  loop plates { fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2,
                 redundancy = n_plus_1, pump_head = 150 kPa, pump_efficiency = 60 % }
 """, "")
-    checked = check_design(astral_dsl.loads(text, name="facility.astral"))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="facility.astral"))
     (w,) = [d for d in checked.diagnostics if d.code == "W651"]
     assert w.message.startswith("240 kW of cold-plate heat (8 rack(s)")
 

@@ -13,7 +13,6 @@ import pytest
 
 import astral_dsl
 from astral_dsl import seer
-from astral_dsl.analyses.checking import check_design
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
@@ -26,8 +25,9 @@ def _cli(*args, cwd=REPO):
 
 
 def _check(text, *scenarios):
-    design = astral_dsl.loads(text, name="t.astral", root=REPO)
-    return design, check_design(design, list(scenarios))
+    ws = astral_dsl.compiles(text, name="t.astral", root=REPO)
+    design = ws.design
+    return design, astral_dsl.check(ws, list(scenarios))
 
 
 # ---- the rank map's names are fail targets ----------------------------------------------------
@@ -196,9 +196,10 @@ scenario both_feeds { fail Astral.pods[0].rows[0].hvdc
 scenario far_row { fail Astral.pods[0].rows[100].hvdc
   fail Astral.pods[0].rows[100].utility }
 """
-    design = astral_dsl.loads(text, name="astral.astral", root=REPO / "examples")
+    ws = astral_dsl.compiles(text, name="astral.astral", root=REPO / "examples")
+    design = ws.design
     with pytest.raises(seer.ForecastError) as exc:
-        seer.forecast(design, scenario="both_feeds")
+        astral_dsl.forecast(ws, scenario="both_feeds")
     (d,) = [d for d in exc.value.diagnostics if d.is_error]
     # row 0 of pod 0: 16 racks x 4 hosts, all among the job's first 2,048 hosts
     assert d.code == "E776"
@@ -207,7 +208,7 @@ scenario far_row { fail Astral.pods[0].rows[100].hvdc
                                 "`Astral.pods[0].rows[0].utility` down")
     # row 100 is past the job's 2,048 hosts (rows 0 to 31): the forecast runs, unchanged
     base = seer.forecast(design)
-    far = seer.forecast(design, scenario="far_row")
+    far = astral_dsl.forecast(ws, scenario="far_row")
     assert far.iteration_time == base.iteration_time
 
 
@@ -218,8 +219,9 @@ scenario all_row0 { fail Astral.pods[*].rows[0].hvdc }
 scenario three { fail Astral.pods[0..3].rows[0].hvdc }
 scenario hosts { set Node.power = 11 kW }
 """
-    design = astral_dsl.loads(text, name="astral.astral", root=REPO / "examples")
-    checked = check_design(design, ["all_row0", "three", "hosts"])
+    ws = astral_dsl.compiles(text, name="astral.astral", root=REPO / "examples")
+    design = ws.design
+    checked = astral_dsl.check(ws, ["all_row0", "three", "hosts"])
     by = {o.name: o for o in checked.scenarios}
     assert by["all_row0"].notes[0] == "feeder Astral.pods[*].rows[0].hvdc failed (8 feeders)"
     assert by["three"].notes[0] == "feeder Astral.pods[0..3].rows[0].hvdc failed (3 feeders)"

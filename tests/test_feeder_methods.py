@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses.checking import check_design
 
 ROW = """
 import stdlib.power { HVDC240, AC400, LeadAcid }
@@ -36,9 +35,10 @@ ROW_W = 16 * 4 * 10_200          # 652.8 kW
 
 def _check(hvdc: str = "standard = HVDC240", amps: str = "4000 A", cap: str = "800 kW"):
     text = ROW.replace("@BUS@", hvdc).replace("AMPS", amps).replace("CAP", cap)
-    design = astral_dsl.loads(text, name="row.astral")
+    ws = astral_dsl.compiles(text, name="row.astral")
+    design = ws.design
     assert design.valid, design.diagnostics
-    result = check_design(design)
+    result = astral_dsl.check(ws)
     return result, {f.path.rsplit(".", 1)[1]: f for f in result.engineering.power.feeders}
 
 
@@ -131,7 +131,7 @@ row Row {
 }
 site S { rows = 1 x Row }
 """
-    result = check_design(astral_dsl.loads(text, name="n.astral"))
+    result = astral_dsl.check(astral_dsl.compiles(text, name="n.astral"))
     assert [getattr(v, "si", v) for _, v in result.sizing.chosen] == [5]
 
 
@@ -140,8 +140,9 @@ def test_the_reference_hvdc_runs_to_a_192_v_end_of_discharge():
     # end of YD/T 2378-2011's 192-288 V range for the 240 V DC system. A row's 652.8 kW then
     # draws 652,800 / 192 = 3,400 A, a quarter above the 2,720 A it draws at the nominal 240 V
     # (240 / 192 = 1.25); on 4 conductor sets that is 850 A each, within their 1,000 A.
-    design = astral_dsl.load(Path(__file__).resolve().parents[1] / "examples" / "astral.astral")
-    result = check_design(design)
+    ws = astral_dsl.compile(Path(__file__).resolve().parents[1] / "examples" / "astral.astral")
+    design = ws.design
+    result = astral_dsl.check(ws)
     f = {x.path: x for x in result.engineering.power.feeders}["Astral.pods[0].rows[0].hvdc"]
     assert (f.low_voltage_v, f.low_voltage_from) == (192.0, "battery end of discharge")
     assert f.current_a == pytest.approx(652_800 / 192) == 3400.0

@@ -142,8 +142,9 @@ def test_coolprop_imported_lazily():
 
 
 def test_the_reference_is_checked_without_coolprop():
-    code = ("import sys, astral_dsl; from astral_dsl.analyses.checking import check_design; "
-            "d = astral_dsl.load('examples/astral.astral'); c = check_design(d); "
+    code = ("import sys, astral_dsl; "
+            "ws = astral_dsl.compile('examples/astral.astral'); d = ws.design; "
+            "c = astral_dsl.check(ws); "
             "assert d.valid and 'CoolProp' not in sys.modules, sorted(sys.modules); print('ok')")
     out = _python(code)
     assert out.returncode == 0, out.stderr

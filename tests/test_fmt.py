@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from astral_dsl.compiler import compile_text
+from astral_dsl.api import loads
 from astral_dsl.diagnostics import DiagnosticError
 from astral_dsl.fmt import format_text
 from astral_dsl.fmt.cst import concrete
@@ -86,7 +86,7 @@ def fingerprint(design) -> str:
 
 
 def compile_(text: str):
-    return compile_text(text, "generated.astral", REPO)
+    return loads(text, "generated.astral", REPO)
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -24,7 +24,6 @@ import pytest
 
 import astral_dsl
 from astral_dsl import seer
-from astral_dsl.analyses.checking import check_design
 from astral_dsl.seer import comm
 from astral_dsl.seer.lower import groups
 
@@ -90,14 +89,19 @@ def ring(n: int, bw: float, hops: int) -> float:
 
 
 @pytest.fixture(scope="module")
-def design():
-    d = astral_dsl.loads(DESIGN, name="failures.astral", root=REPO)
+def ws():
+    return astral_dsl.compiles(DESIGN, name="failures.astral", root=REPO)
+
+
+@pytest.fixture(scope="module")
+def design(ws):
+    d = ws.design
     assert d.valid, [x.message for x in d.diagnostics if x.is_error]
     return d
 
 
-def dp_time(design, job, scenario=None):
-    fc = seer.forecast(design, job=job, scenario=scenario)
+def dp_time(ws, job, scenario=None):
+    fc = astral_dsl.forecast(ws, job=job, scenario=scenario)
     lays = groups(fc.job, fc.net)
     return fc, lays, comm.all_reduce(fc.net, lays["dp"], S)
 
@@ -121,8 +125,8 @@ def dp_time(design, job, scenario=None):
     # core 5 (plane 1): agg 1 of every group keeps 6 of its 8 uplinks, 4:3 into the core
     ("core5", 2 * PORT * 3 / 4),
 ])
-def test_site_dp_all_reduce_under_failures(design, scenario, bw):
-    fc, lays, t = dp_time(design, "site_dp", scenario)
+def test_site_dp_all_reduce_under_failures(ws, design, scenario, bw):
+    fc, lays, t = dp_time(ws, "site_dp", scenario)
     dp = lays["dp"]
     assert (dp.n, dp.per_host, dp.hosts, dp.hops) == (128, 1, 128, 5)
     assert dp.net_bw == pytest.approx(bw, rel=1e-12)
@@ -139,19 +143,19 @@ def test_site_dp_all_reduce_under_failures(design, scenario, bw):
     ("core5", 2 * PORT),              # its traffic never reaches the core
     ("other_pod_port", 2 * PORT),     # a port of pod 0: none of its ranks is behind it
 ])
-def test_pod_dp_all_reduce_only_crosses_its_own_parts(design, scenario, bw):
-    _, lays, t = dp_time(design, "pod_dp", scenario)
+def test_pod_dp_all_reduce_only_crosses_its_own_parts(ws, scenario, bw):
+    _, lays, t = dp_time(ws, "pod_dp", scenario)
     assert (lays["dp"].n, lays["dp"].hops) == (64, 3)
     assert lays["dp"].net_bw == pytest.approx(bw, rel=1e-12)
     assert t == pytest.approx(ring(64, bw, 3), rel=1e-12)
 
 
-def test_the_iteration_follows_the_collective(design):
+def test_the_iteration_follows_the_collective(ws, design):
     base = seer.forecast(design, job="pod_dp")
-    same = seer.forecast(design, job="pod_dp", scenario="other_pod_port")
+    same = astral_dsl.forecast(ws, job="pod_dp", scenario="other_pod_port")
     assert same.iteration_time == base.iteration_time           # not one of its ranks
-    agg = seer.forecast(design, job="pod_dp", scenario="agg2")
-    port = seer.forecast(design, job="pod_dp", scenario="port")
+    agg = astral_dsl.forecast(ws, job="pod_dp", scenario="agg2")
+    port = astral_dsl.forecast(ws, job="pod_dp", scenario="port")
     assert base.iteration_time < agg.iteration_time < port.iteration_time
     # the forecast says which part slows which group, and how many of the job's GPUs
     assert "dp: the slowest group runs at 25.00 GB/s per GPU instead of 50.00 GB/s " \
@@ -159,14 +163,14 @@ def test_the_iteration_follows_the_collective(design):
            "behind it)" in port.notes
     assert any(n.startswith("dp: the slowest group runs at 37.50 GB/s") and
                "64 of the job's GPUs" in n for n in agg.notes)
-    half = seer.forecast(design, job="pod_dp", scenario="half_agg")
+    half = astral_dsl.forecast(ws, job="pod_dp", scenario="half_agg")
     assert any("tier `tor` oversubscribed 2:1 instead of 1:1" in n for n in half.notes)
 
 
 @pytest.mark.parametrize("scenario", ["rail0_tors", "both_tor1", "aggs", "cores"])
-def test_a_job_whose_ranks_lose_their_network_is_a_diagnostic(design, scenario):
+def test_a_job_whose_ranks_lose_their_network_is_a_diagnostic(ws, scenario):
     with pytest.raises(seer.ForecastError) as exc:
-        seer.forecast(design, job="site_dp", scenario=scenario)
+        astral_dsl.forecast(ws, job="site_dp", scenario=scenario)
     codes = [d.code for d in exc.value.diagnostics if d.is_error]
     assert codes == ["E775"], codes
     assert "lose their network" in exc.value.diagnostics[-1].message
@@ -174,8 +178,8 @@ def test_a_job_whose_ranks_lose_their_network_is_a_diagnostic(design, scenario):
 
 # ---- the engineering checks see the same failures ----------------------------------------------
 @pytest.fixture(scope="module")
-def checked(design):
-    return {o.name: o for o in check_design(design, all_scenarios=True).scenarios}
+def checked(ws):
+    return {o.name: o for o in astral_dsl.check(ws, all_scenarios=True).scenarios}
 
 
 @pytest.mark.parametrize("scenario, code, message", [
@@ -205,8 +209,8 @@ def test_a_dual_homed_nic_on_one_port_is_in_the_notes(checked):
         in checked["tor1"].notes
 
 
-def test_failed_switches_are_off(checked, design):
-    base = check_design(design).engineering.network_w
+def test_failed_switches_are_off(checked, ws):
+    base = astral_dsl.check(ws).engineering.network_w
     # 8 rails x 2 planes x 2 pods x (2 tors + 4 aggs) + 16 cores = 208 switches of 1 kW (no
     # optics declared); a failed switch draws nothing
     assert base == pytest.approx(208_000)
@@ -229,12 +233,13 @@ def test_a_single_failure_stays_symbolic():
     text = (REPO / "examples" / "astral.astral").read_text() + (
         "scenario tor { fail Astral.fabric.pod[3].rail[4].plane[A].tor[17] }\n"
         "scenario port { fail Astral.pods[3].rows[5].racks[2].hosts[1].nics[4].port[b] }\n")
-    design = astral_dsl.loads(text, name="astral.astral", root=REPO / "examples")
+    ws = astral_dsl.compiles(text, name="astral.astral", root=REPO / "examples")
+    design = ws.design
     # the ToR: the fabric and its 3 tiers are copied; the port: the pod, row, rack, host and
     # NIC on its route, with what the pod and the row own (loop, air unit, 2 feeders)
     for name, extra in (("tor", 4), ("port", 9)):
         scenario = next(s for s in design.scenarios if s.template == name)
-        twin = design.compilation.under(scenario)
+        twin = ws.under(scenario)
         assert len(twin.instances) - len(design.instances) <= extra
         applied = scen.apply(twin, next(s for s in twin.scenarios if s.template == name))
         eng = analyse(twin, applied)

@@ -16,7 +16,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import astral_dsl
-from astral_dsl.compiler import compile_file
 from astral_dsl.diagnostics import CODES, Diagnostic, Severity
 
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None,
@@ -270,7 +269,7 @@ def test_random_bytes_give_diagnostics(data):
     with tempfile.TemporaryDirectory(prefix="astral_fuzz_") as folder:
         path = Path(folder) / "fuzz.astral"
         path.write_bytes(data)
-        design = compile_file(path)
+        design = astral_dsl.load(path)
         _check_design(design)
         for d in design.diagnostics:
             if d.code in ("E101", "E102"):

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses.checking import check_design
 from astral_dsl.analyses.engineering import analyse
 from astral_dsl.outputs.export import export_design
 
@@ -46,9 +45,10 @@ scenario all_utilities_weaker { set Row.utility.capacity = 45 kW }
 
 @pytest.fixture(scope="module")
 def rows():
-    design = astral_dsl.loads(ROWS, name="rows.astral")
+    ws = astral_dsl.compiles(ROWS, name="rows.astral")
+    design = ws.design
     assert design.valid, design.diagnostics
-    return design, check_design(design, all_scenarios=True)
+    return design, astral_dsl.check(ws, all_scenarios=True)
 
 
 def _outcome(checked, name):
@@ -161,8 +161,9 @@ def test_a_template_root_means_the_instance_shared_on_purpose(rows):
 
 
 def test_the_reference_hvdc_lost_fails_one_of_1024_feeders():
-    design = astral_dsl.load(REPO / "examples" / "astral.astral")
-    checked = check_design(design)
+    ws = astral_dsl.compile(REPO / "examples" / "astral.astral")
+    design = ws.design
+    checked = astral_dsl.check(ws)
     (o,) = checked.scenarios
     under = _feeders(o.result)
     failed = [f for f in under.values() if f.path.endswith("hvdc") and f.normal_w == 0.0]
@@ -173,11 +174,11 @@ def test_the_reference_hvdc_lost_fails_one_of_1024_feeders():
 
 
 def test_the_python_api_and_a_recompile_agree():
-    """No fallback that changes only what the analyses read: check_design on a loaded design
+    """No fallback that changes only what the analyses read: checking a design of a workspace
     compiles it again under the scenario, as the command line does."""
-    design = astral_dsl.loads(ROWS, name="rows.astral")
-    direct = check_design(design, ["derated"])
-    again = check_design(design.compilation.recompile().design, ["derated"])
+    ws = astral_dsl.compiles(ROWS, name="rows.astral")
+    direct = astral_dsl.check(ws, ["derated"])
+    again = astral_dsl.check(ws, ["derated"], design=ws.compile())
     assert [d.code for d in direct.diagnostics] == [d.code for d in again.diagnostics]
 
 
@@ -192,25 +193,28 @@ def test_unisolable_routes_and_unmodelled_failures_are_errors():
 
 def test_a_derived_group_is_named_through_its_members():
     text = ROWS + "scenario via_racks { set S.pods[0].racks[5].power_limit = 30 kW }\n"
-    design = astral_dsl.loads(text, name="rows.astral")
+    ws = astral_dsl.compiles(text, name="rows.astral")
+    design = ws.design
     assert any(d.code == "E217" and "rows[0]" in (d.hint or "") for d in design.diagnostics)
     single = ROWS[:ROWS.index("scenario")].replace("pod P { rows = 4 x Row }",
                                                    "pod P { rows = 1 x Row }") + \
         "scenario via_racks { set S.pods[0].racks[1].power_limit = 25 kW }\n"
-    design = astral_dsl.loads(single, name="rows.astral")
+    ws = astral_dsl.compiles(single, name="rows.astral")
+    design = ws.design
     assert design.valid, design.diagnostics
     (action,) = [s for s in design.scenarios if s.template == "via_racks"][0].actions
     assert action.route.display == "S.pods[0].rows[0].racks[1]"
-    o = next(o for o in check_design(design, ["via_racks"]).scenarios if o.name == "via_racks")
+    o = next(o for o in astral_dsl.check(ws, ["via_racks"]).scenarios if o.name == "via_racks")
     limits = {(i.path, i.field("power_limit").si) for i in o.applied.design.instances
               if i.kind == "rack" and i.field("power_limit") is not None}
     assert limits == {("S.pods[0].rows[0].racks[1]", 25e3)}
 
 
 def test_isolation_keeps_the_design_symbolic_at_scale():
-    design = astral_dsl.load(REPO / "examples" / "astral.astral")
+    ws = astral_dsl.compile(REPO / "examples" / "astral.astral")
+    design = ws.design
     scenario = next(s for s in design.scenarios if s.template == "hvdc_lost")
-    twin = design.compilation.under(scenario)
+    twin = ws.under(scenario)
     # pod, row, its two feeders, and the pod's own loop and air unit: 6 copies of 524,288 GPUs'
     assert len(twin.instances) == len(design.instances) + 6
     assert astral_dsl.summary(twin)["gpus"] == astral_dsl.summary(design)["gpus"] == 524288

@@ -209,11 +209,11 @@ def test_a_host_with_nics_and_no_gpus_renders(tmp_path):
 
 
 def test_dot_source_has_no_raw_user_markup():
-    from astral_dsl.analyses.checking import check_design
     from astral_dsl.outputs.render import render
 
-    design = astral_dsl.loads(TEXT_DESIGN, name="text.astral")
-    checked = check_design(design)
+    ws = astral_dsl.compiles(TEXT_DESIGN, name="text.astral")
+    design = ws.design
+    checked = astral_dsl.check(ws)
     source = render(design, "rack", None, None, checked).source
     assert "&lt;b&gt;bold&lt;/b&gt;" in source          # escaped in the HTML labels
     for line in source.splitlines():                      # raw only inside quoted tooltips

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses.checking import check_design
 
 # A small design that declares everything the analyses use: no warning at all.
 COMPLETE = """
@@ -69,9 +68,10 @@ site S {
 
 
 def check(text: str):
-    design = astral_dsl.loads(text, name="design.astral")
+    ws = astral_dsl.compiles(text, name="design.astral")
+    design = ws.design
     assert design.valid, design.diagnostics
-    return check_design(design)
+    return astral_dsl.check(ws)
 
 
 def found(text: str, code: str):

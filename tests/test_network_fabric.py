@@ -23,7 +23,6 @@ import pytest
 
 import astral_dsl
 from astral_dsl.analyses import formulas
-from astral_dsl.analyses.checking import check_design
 from astral_dsl.analyses.engineering import analyse
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,9 +41,10 @@ def _cli(args) -> subprocess.CompletedProcess:
 
 
 def _check(text: str, name: str = "fabric.astral", root=None):
-    design = astral_dsl.loads(text, name=name, root=root)
+    ws = astral_dsl.compiles(text, name=name, root=root)
+    design = ws.design
     assert design.valid, [(d.code, d.message) for d in design.diagnostics]
-    return check_design(design)
+    return astral_dsl.check(ws)
 
 
 def _codes(checked):
@@ -508,7 +508,7 @@ def test_tier_without_downlinks_is_an_error():
 # =================================================================================================
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.astral")))
 def test_examples_have_no_network_warnings(name):
-    checked = check_design(astral_dsl.load(EXAMPLES / name), all_scenarios=True)
+    checked = astral_dsl.check(astral_dsl.compile(EXAMPLES / name), all_scenarios=True)
     network = [d for d in checked.diagnostics
                if d.code[1:3] == "60" or d.code[1:3] == "61"]
     assert network == [], [(d.code, d.message) for d in network]

@@ -18,9 +18,8 @@ from pathlib import Path
 import graphviz
 import pytest
 
-from astral_dsl.analyses.checking import check_design
+import astral_dsl
 from astral_dsl.cli import main
-from astral_dsl.compiler import compile_file
 from astral_dsl.outputs.render import VIEWS, RenderError, canvas, layout, render, write
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,8 +38,7 @@ needs_dot = _require_dot
 
 @functools.lru_cache(maxsize=None)
 def checked(path: str, scenario: str = "", sets: tuple = ()):
-    design = compile_file(path, dict(sets))
-    return check_design(design, [scenario] if scenario else None)
+    return astral_dsl.check(astral_dsl.compile(path, dict(sets)), [scenario] if scenario else None)
 
 
 class Picture:
@@ -441,10 +439,12 @@ def test_name_resolution_and_its_diagnostics():
     assert err.value.diagnostic.code == "E216" and "hvdc_lost" in err.value.diagnostic.hint
 
 
-def test_render_checks_the_design_itself():
-    design = compile_file(REFERENCE)
-    g = render(design, "power")
+def test_render_draws_the_checked_design():
+    ws = astral_dsl.compile(REFERENCE)
+    g = render(ws.design, "power", checked=astral_dsl.check(ws))
     assert "feeder hvdc" in g.source and "326.4 kW" in g.source
+    with pytest.raises(TypeError, match="checked"):       # a picture only presents
+        render(ws.design, "power")
 
 
 # ---- the command line -----------------------------------------------------------------------------

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from astral_dsl.compiler import compile_file
-from astral_dsl.outputs.report import build, collect
+import astral_dsl
+
+from astral_dsl.api.review import collect
+from astral_dsl.outputs.report import build
 from astral_dsl.outputs.report import matrix as mx
 from astral_dsl.outputs.report import timeline as tl
 from astral_dsl.outputs.report.html import esc
@@ -66,12 +68,12 @@ def small(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def small_review(small):
-    return collect(compile_file(small))
+    return collect(astral_dsl.compile(small))
 
 
 @pytest.fixture(scope="module")
 def reference_review():
-    return collect(compile_file(REFERENCE))
+    return collect(astral_dsl.compile(REFERENCE))
 
 
 @pytest.fixture(scope="module")
@@ -110,17 +112,16 @@ def test_reference_headline_numbers(reference_page):
 
 
 def _reference_pue() -> float:
-    from astral_dsl.analyses.checking import check_design
     from astral_dsl.outputs.size_report import size_summary
 
-    checked = check_design(compile_file(REFERENCE))
+    checked = astral_dsl.check(astral_dsl.compile(REFERENCE))
     return size_summary(checked.design, checked.engineering)["pue"]
 
 
 def _reference_forecast():
     from astral_dsl import seer
 
-    return seer.forecast(compile_file(REFERENCE), job="llama405b")
+    return seer.forecast(astral_dsl.load(REFERENCE), job="llama405b")
 
 
 def _reference_seconds() -> float:
@@ -267,7 +268,7 @@ def test_page_loads_nothing(reference_page):
 
 
 def test_scenario_views_beside_the_baseline(tmp_path):
-    review = collect(compile_file(REFERENCE), scenario="hvdc_lost")
+    review = collect(astral_dsl.compile(REFERENCE), scenario="hvdc_lost")
     page = build(review)
     pair = page.split('<div class="views pair">')
     assert len(pair) == 1 + 5                 # every view, baseline and scenario side by side
@@ -319,7 +320,7 @@ def test_unreadable_input(tmp_path):
 def test_timeline_aggregates_long_iterations():
     from astral_dsl import seer
 
-    fc = seer.forecast(compile_file(REFERENCE))
+    fc = seer.forecast(astral_dsl.load(REFERENCE))
     # 100,720 operator events and 43,232 layer events: above the limit; 7,296 blocks below it
     assert tl.choose_level(fc) == "block"
     svg, note = tl.svg(fc, "t")

@@ -158,7 +158,7 @@ NOT_EXPRESSIBLE = {
     "noseq": ("seq_len", "the row gives no `seq_len`"),
     # Seer's own checks of the job stated, blamed on the column behind the field they name
     "deep": ("layers", "E762: `M` has 100,000 layers: Seer lowers at most 10,000"),
-    "pp100": ("pp", "E751: job `run_pp100`: pp = 100 does not divide the 48 layers"),
+    "pp100": ("pp", "E751: job `run_pp100`: pp = 100 stages for the 48 layers of `M`"),
 }
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses.checking import check_design
 
 FABRIC = """\
 gpu G { power = 700 W }
@@ -25,9 +24,10 @@ scenario plane_b { fail X.fabric.plane[B] }
 
 
 def outcomes(text, **kw):
-    design = astral_dsl.loads(text, name="s.astral")
+    ws = astral_dsl.compiles(text, name="s.astral")
+    design = ws.design
     assert design.valid, design.diagnostics
-    checked = check_design(design, all_scenarios=True, **kw)
+    checked = astral_dsl.check(ws, all_scenarios=True, **kw)
     return checked, {o.name: o for o in checked.scenarios}
 
 
@@ -135,9 +135,10 @@ scenario derated { set S.racks[0].power_limit = 41 kW }
 def test_a_set_is_followed_by_what_depends_on_it_user_checks_included(tmp_path):
     path = tmp_path / "derated.astral"
     path.write_text(DERIVED)
-    design = astral_dsl.load(path)
+    ws = astral_dsl.compile(path)
+    design = ws.design
     assert design.valid, design.diagnostics
-    checked = check_design(design, all_scenarios=True)
+    checked = astral_dsl.check(ws, all_scenarios=True)
     (outcome,) = checked.scenarios
     # headroom = 41 kW - 40 kW = 1 kW: the user's check breaks, computed from the new limit
     assert [d.code for d in outcome.broken] == ["E500"]
@@ -148,8 +149,9 @@ def test_a_set_is_followed_by_what_depends_on_it_user_checks_included(tmp_path):
 
 def test_the_python_api_applies_a_set_as_the_command_line_does():
     # no recompiler to pass: the design knows how to compile itself again under a scenario
-    design = astral_dsl.loads(DERIVED.replace("41 kW", "39 kW"), name="d.astral")
-    checked = check_design(design, all_scenarios=True)
+    ws = astral_dsl.compiles(DERIVED.replace("41 kW", "39 kW"), name="d.astral")
+    design = ws.design
+    checked = astral_dsl.check(ws, all_scenarios=True)
     (outcome,) = checked.scenarios
     # 40 kW on a 39 kW limit, and the user's headroom check (-1 kW) follows the new limit
     assert sorted(d.code for d in outcome.broken) == ["E500", "E624"]

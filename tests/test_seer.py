@@ -285,16 +285,17 @@ scenario plane_b_down { fail S.fabric.plane[B] }
 
 
 def test_plane_down_slows_dp_heavy_jobs():
-    design = astral_dsl.loads(SCENARIO_DESIGN, name="scen.astral", root=REPO)
+    ws = astral_dsl.compiles(SCENARIO_DESIGN, name="scen.astral", root=REPO)
+    design = ws.design
     assert design.valid, [d.message for d in design.diagnostics]
     base = seer.forecast(design, job="dp_heavy")
-    down = seer.forecast(design, job="dp_heavy", scenario="plane_b_down")
+    down = astral_dsl.forecast(ws, job="dp_heavy", scenario="plane_b_down")
     assert down.iteration_time > base.iteration_time * 1.02
     assert down.breakdown["dp_comm"] > 1.5 * base.breakdown["dp_comm"]
     assert any("plane[B]" in n and n.startswith("dp: ") for n in down.notes)
     # a job inside one host does not notice
     a = seer.forecast(design, job="tp_only")
-    b = seer.forecast(design, job="tp_only", scenario="plane_b_down")
+    b = astral_dsl.forecast(ws, job="tp_only", scenario="plane_b_down")
     assert b.iteration_time == pytest.approx(a.iteration_time)
 
 

@@ -93,6 +93,10 @@ EVERY_OPTION = {           # option -> (how the field is written, the Python val
     "schedule": ("gpipe", "gpipe"), "virtual_stages": ("1", 1), "stages": ("[40, 40]", [40, 40]),
     "zero": ("2", 2), "fsdp": ("true", True), "reshard_after_forward": ("false", False),
     "global_batch": ("512", 512), "micro": ("2", 2), "seq": ("4096", 4096),
+    "fp8_recipe": ("current", "current"), "framework": ("torchtitan", "torchtitan"),
+    "cuda_graphs": ("true", True), "moe_dispatcher": ("deepep", "deepep"),
+    "ep_overlap": ("true", True), "torch_compile": ("true", True),
+    "layout": ("[40, 40]", [40, 40]),
 }
 
 
@@ -162,7 +166,10 @@ def test_rank_order_group_shapes_on_hosts():
     dp = swapped.shape(("dp",), 8)                          # dp stride 8: one per host
     assert (dp.n, dp.per_host, dp.span_hosts) == (8, 1, 8)
     experts = RankOrder(ParallelSpec(tp=2, pp=1, dp=4, cp=2, ep=4), experts=True)
-    assert experts.group("ep", 0) == [0, 2, 4, 6]       # CP folded into the data-parallel ranks
+    # expert tensor parallelism 1 (the MoE recipes'): TP and CP fold into the expert ranks, so
+    # an EP group takes consecutive ranks (Megatron-Core's expert rank generator, etp = 1)
+    assert experts.group("ep", 0) == [0, 1, 2, 3]
+    assert experts.sizes["dp"] == 2 * 4 * 2 // 4        # expert data parallelism: tp dp cp / ep
 
 
 def test_order_moves_data_parallel_traffic_off_nvlink():

@@ -159,3 +159,53 @@ def test_uncertainty_is_the_stated_tolerances():
     est = MemoryEstimate(0, 10e9, 20e9, 5e9, 40e9, 1e9, memory.RESERVED)
     assert est.uncertainty == pytest.approx(0.10 * 41e9 + 1.5e9)
     assert est.uncertainty_pct == pytest.approx(100 * est.uncertainty / est.total)
+
+
+# ---- the two peaks -----------------------------------------------------------------------------------
+def test_forward_backward_and_optimizer_step_peaks_by_hand():
+    """Llama 3.1 405B in fp8 (current scaling) on H100 80 GB as NVIDIA's recipe runs it: TP 8,
+    PP 8 with 8 virtual stages, CP 2, DP 8, micro-batch 1 of 8,192 tokens, bf16 gradients, the
+    distributed optimizer, no recomputation. By hand, for a middle stage (stage 1: 8 chunks of 2
+    layers; 126 + embedding + loss = 128 units on 64 virtual stages):
+    - parameters per layer and rank: attention (16,384 x 18,432 + 16,384^2) / 8 = 71,303,168,
+      MLP 3 x 16,384 x 53,248 / 8 = 327,155,712, norms 4 x 16,384 = 65,536: 398,524,416; 16
+      layers: 6,376,390,656 = P;
+    - weights 2 P = 12.75 GB; fp8 copies and transposes 2 x 16 x 398,458,880 = 12.75 GB; bf16
+      gradients 2 P = 12.75 GB; Adam 12 P / 16 (DP x CP) = 4.78 GB; reserved 3 GB;
+    - activations per layer and micro-batch: 8,192 / 2 = 4,096 tokens x (6 h / 8 + (2 (q + kv)
+      + q + 4 a + 53,248 x 5) / 8) with h = q = 16,384, kv = 2 x 8 x 128 = 2,048 (both K and V),
+      a = 128: 4,096 x (12,288 + 40,000) = 214,171,648 bytes; a chunk of 2 layers: 428,343,296;
+      the interleaved schedule keeps (8 - 1 - 1) x 2 + 7 x 8 + 1 = 69 chunks in flight on
+      stage 1: 29.56 GB;
+    - forward/backward peak: 12.75 x 3 + 4.78 + 3 + 29.56 = 75.59 GB, under 80;
+    - optimizer step: 12.75 x 2 + 4.78 + 3 + the fp32 copy of the bf16 gradient shard, 4 P / 16
+      = 1.59 GB: 34.88 GB. The activations are freed by then: the peaks do not add."""
+    llama = ModelSpec("Llama3_405B", 126, 16384, 128, 8, 53248, 128256, 8192, "swiglu")
+    par = ParallelSpec(tp=8, pp=8, dp=8, cp=2, sp=True, v=8, schedule="interleaved", zero=1)
+    job = JobSpec("j", llama, par, 1536, 1, 8192, "none", "fp8", grad_dtype="bf16",
+                  fp8_recipe="current")
+    P = 16 * (71_303_168 + 327_155_712 + 65_536)
+    from astral_dsl.seer.params import layer_params
+    est = memory.stage_estimate(job, lambda i: 16 * layer_params(job, 10), 1)
+    assert est.weights == pytest.approx(2 * P) and est.gradients == pytest.approx(2 * P)
+    assert est.fp8_weights == pytest.approx(2 * 16 * 398_458_880)
+    assert est.optimizer == pytest.approx(12 * P / 16)
+    assert est.master_grads == pytest.approx(4 * P / 16)
+    assert layer_activation_bytes(job, 10) == pytest.approx(214_171_648)
+    assert est.activations == pytest.approx(69 * 2 * 214_171_648)
+    fwd = 2 * P + 2 * 16 * 398_458_880 + 2 * P + 12 * P / 16 + 3e9 + 69 * 2 * 214_171_648
+    step = 2 * P + 2 * P + 12 * P / 16 + 3e9 + 4 * P / 16
+    assert est.activation_peak == pytest.approx(fwd) and fwd / 1e9 == pytest.approx(75.59, abs=0.01)
+    assert est.step_peak == pytest.approx(step) and step / 1e9 == pytest.approx(34.88, abs=0.01)
+    assert est.total == est.activation_peak and est.peak_phase == "forward/backward"
+    assert est.total < 80e9                       # it ran in 80 GB: no E757
+
+
+def test_the_step_peak_rules_when_activations_are_small():
+    """With full recomputation and fp16 gradients the optimizer step's fp32 copy can make the
+    step the peak: the estimate is then the step's, with the reserved memory's tolerance only."""
+    est = MemoryEstimate(0, 10e9, 10e9, 20e9, 1e9, 0.0, memory.RESERVED, master_grads=20e9)
+    assert est.step_peak == pytest.approx(10e9 + 10e9 + 20e9 + memory.RESERVED + 20e9)
+    assert est.activation_peak == pytest.approx(10e9 + 10e9 + 20e9 + memory.RESERVED + 1e9)
+    assert est.total == est.step_peak and est.peak_phase == "optimizer step"
+    assert est.uncertainty == pytest.approx(memory.RESERVED_TOLERANCE)

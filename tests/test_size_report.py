@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses.checking import check_design
 from astral_dsl.cli.size import terminal_width
 from astral_dsl.outputs.size_report import render_report
 from astral_dsl.units import readable
@@ -36,8 +35,9 @@ def _cli(args, columns=None) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def reference():
-    design = astral_dsl.load(REPO / "examples" / "astral.astral")
-    return check_design(design, scenarios=["hvdc_lost"])
+    ws = astral_dsl.compile(REPO / "examples" / "astral.astral")
+    design = ws.design
+    return astral_dsl.check(ws, scenarios=["hvdc_lost"])
 
 
 @pytest.fixture(scope="module")
@@ -266,8 +266,9 @@ def test_e642_names_the_gpu_of_the_loop_it_is_about(tmp_path):
     text += "\nscenario hot3 { set Astral.pods[3].secondary.supply = 46 degC }\n"
     path = tmp_path / "hot3.astral"
     path.write_text(text)
-    design = astral_dsl.load(path)
-    (outcome,) = [o for o in check_design(design, scenarios=["hot3"]).scenarios
+    ws = astral_dsl.compile(path)
+    design = ws.design
+    (outcome,) = [o for o in astral_dsl.check(ws, scenarios=["hot3"]).scenarios
                   if o.name == "hot3"]
     (e,) = [d for d in outcome.broken if d.code == "E642"]
     assert e.message == ("loop `Astral.pods[3].secondary` supplies 46 degC but "
@@ -289,6 +290,7 @@ fabric F {
 }
 site S0 { hosts = 32 x H, fabric = F, air room { supply = 25 degC, rise = 12 K } }
 """
-    design = astral_dsl.loads(text, name="net.astral")
-    (w,) = [d for d in check_design(design).diagnostics if d.code == "W647"]
+    ws = astral_dsl.compiles(text, name="net.astral")
+    design = ws.design
+    (w,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "W647"]
     assert w.message == "the switches of `S0.fabric` make 12 kW of heat that no air unit removes"

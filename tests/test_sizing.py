@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from astral_dsl.analyses.checking import check_design
+import astral_dsl
 from astral_dsl.analyses.cost import total_cost
 from astral_dsl.analyses.engineering import analyse
-from astral_dsl.compiler import compile_file, compile_path
 from astral_dsl.model.values import Choice
 from astral_dsl.outputs.export import export_design
 from astral_dsl.units import Quantity
@@ -53,7 +52,7 @@ def _brute_force(path: Path, design):
         for values in itertools.product(*[range(u.low, u.high + 1) for u in counts]):
             assign = {u.key: Choice(i) for u, i in zip(structural, index)}
             assign.update({u.key: Quantity(float(v)) for u, v in zip(counts, values)})
-            d = compile_path(path).recompile(assign).design
+            d = astral_dsl.compile(path).compile(assignments=assign)
             if not d.valid:
                 continue
             eng = analyse(d)
@@ -68,10 +67,11 @@ def _brute_force(path: Path, design):
 def test_milp_optimum_matches_brute_force(tmp_path):
     path = tmp_path / "small.astral"
     path.write_text(SMALL)
-    design = compile_file(path)
+    ws = astral_dsl.compile(path)
+    design = ws.design
     roles = sorted(u.role for u in design.unknowns)
     assert roles == ["count", "count", "count", "structural"]
-    checked = check_design(design)
+    checked = astral_dsl.check(ws)
     assert checked.valid, checked.diagnostics
     sizing = checked.sizing
     best = _brute_force(path, design)
@@ -95,7 +95,7 @@ def test_milp_optimum_matches_brute_force(tmp_path):
 def test_chosen_values_flow_into_the_model_and_export(tmp_path):
     path = tmp_path / "small.astral"
     path.write_text(SMALL)
-    checked = check_design(compile_file(path))
+    checked = astral_dsl.check(astral_dsl.compile(path))
     final = checked.design
     feeder = final.instance("S.rows[0].a")
     assert feeder.field("count").si == 3
@@ -110,7 +110,7 @@ def test_infeasible_names_the_conflicting_constraints(tmp_path):
     path = tmp_path / "tight.astral"
     # 8 racks at most 3 hosts (35 kW) hold 192 GPUs at most: 400 cannot be reached
     path.write_text(SMALL.replace("check gpus >= 96", "check gpus >= 400"))
-    checked = check_design(compile_file(path))
+    checked = astral_dsl.check(astral_dsl.compile(path))
     assert not checked.valid
     e660 = [d for d in checked.diagnostics if d.code == "E660"]
     assert len(e660) == 1
@@ -126,7 +126,7 @@ def test_domain_conflict_names_both_lines(tmp_path):
     path = tmp_path / "narrow.astral"
     path.write_text(SMALL.replace("count = ? in 1..4", "count = ? in 1..3")
                     .replace("(? in 1..4) x H", "(? in 3..4) x H"))
-    checked = check_design(compile_file(path))
+    checked = astral_dsl.check(astral_dsl.compile(path))
     e660 = [d for d in checked.diagnostics if d.code == "E660"]
     assert e660, checked.diagnostics
     text = "\n".join(e660[0].notes)
@@ -137,8 +137,8 @@ def test_design_without_unknowns_does_not_import_the_solver():
     import subprocess
     import sys
 
-    code = ("import sys, astral_dsl; from astral_dsl.analyses.checking import check_design;"
-            "d = astral_dsl.load('examples/single_pod.astral'); check_design(d);"
+    code = ("import sys, astral_dsl;"
+            "ws = astral_dsl.compile('examples/single_pod.astral'); astral_dsl.check(ws);"
             "print('cvxpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1])
@@ -148,7 +148,7 @@ def test_design_without_unknowns_does_not_import_the_solver():
 def test_sizing_example(tmp_path):
     root = Path(__file__).resolve().parents[1]
     path = root / "examples" / "sizing.astral"
-    checked = check_design(compile_file(path), all_scenarios=True)
+    checked = astral_dsl.check(astral_dsl.compile(path), all_scenarios=True)
     assert checked.valid, checked.diagnostics
     assert checked.sizing is not None and checked.sizing.feasible >= 1
     assert checked.design.chosen
@@ -157,7 +157,7 @@ def test_sizing_example(tmp_path):
 def test_infeasible_file_under_tests_names_every_conflict():
     root = Path(__file__).resolve().parents[1]
     path = root / "tests" / "sizing" / "infeasible.astral"
-    checked = check_design(compile_file(path))
+    checked = astral_dsl.check(astral_dsl.compile(path))
     (d,) = [x for x in checked.diagnostics if x.code == "E660"]
     assert (d.span.start.line, d.span.start.column) == (21, 3)
     text = "\n".join(d.notes)

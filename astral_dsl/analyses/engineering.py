@@ -74,13 +74,12 @@ def _key(d: Diagnostic):
     return (d.code, d.span, d.message)
 
 
-def run_scenario(design: Design, scenario: Instance, baseline: Engineering) -> ScenarioOutcome:
-    """Compile the design again under the scenario (compiler.Compilation.under: the parts it
-    names isolated, its `set`s in place, its own checks run), apply its `fail`s, and check."""
+def run_scenario(design: Design, scenario: Instance, baseline: Engineering,
+                 twin: Design) -> ScenarioOutcome:
+    """A scenario checked: `twin` is `design` compiled under it (Workspace.under: the parts it
+    names isolated, its `set`s in place, its own checks run); its `fail`s are applied and the
+    result checked against the `baseline`. A pure function of the four."""
     before = {(d.code, d.span) for d in baseline.diagnostics + design.diagnostics}
-    if design.compilation is None:
-        raise ValueError("a scenario needs a design made by the compiler (astral_dsl.load)")
-    twin = design.compilation.under(scenario)
     found = tuple(d for d in twin.diagnostics if d.code not in ("E680", "W680"))
     twin_scenario = next((s for s in twin.scenarios if s.template == scenario.template), None)
     if twin_scenario is None or any(d.is_error and d.code != "E500" for d in found):

@@ -23,7 +23,7 @@ from typing import Optional, Tuple
 
 import attrs
 
-from astral_dsl.model.values import plane_label, port_label
+from astral_dsl.model.values import fabric_path, port_label
 
 LINK = " -- "
 
@@ -40,20 +40,10 @@ class TierKey:
 
     @property
     def name(self) -> str:
-        out = self.fabric
-        if self.scope is not None:
-            out += f".{self.scope[0]}[{self.scope[1]}]"
-        if self.rail is not None:
-            out += f".rail[{self.rail}]"
-        if self.plane is not None:
-            out += f".plane[{plane_label(self.plane)}]"
-        return out + f".{self.tier}"
+        return fabric_path(self.fabric, self.scope, self.rail, self.plane, self.tier)
 
     def switch(self, index: int) -> str:
-        return f"{self.name}[{index}]"
-
-    def other_planes(self) -> "TierKey":
-        return attrs.evolve(self, plane=None)
+        return fabric_path(self.fabric, self.scope, self.rail, self.plane, self.tier, index)
 
 
 def port_name(host_path: str, nic_member: str, nic: int, port: int) -> str:

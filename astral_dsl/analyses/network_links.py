@@ -35,8 +35,6 @@ from astral_dsl.model.design import Instance, Ref
 from astral_dsl.model.values import ListValue, Symbol
 from astral_dsl.units import Quantity, format_number
 
-COPPER = ("dac", "acc", "aec")
-
 
 @attrs.frozen
 class LinkLayer:

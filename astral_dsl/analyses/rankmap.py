@@ -71,9 +71,6 @@ class RankInfo:
     local: int
     ports: Tuple[Port, ...]
 
-    def coord(self, kind: str) -> int:
-        return dict(self.coords)[kind]
-
 
 @attrs.frozen
 class PathSet:

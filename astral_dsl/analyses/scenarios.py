@@ -1,6 +1,6 @@
 """What-if scenarios on the model: the parts a scenario's `fail`s name.
 
-The design comes compiled under the scenario (compiler.Compilation.under): the parts its routes
+The design comes compiled under the scenario (workspace.Workspace.under): the parts its routes
 name are isolated, so each is its own instance at its own path, and its `set`s are in place.
 This module reads the `fail`s of that design: a feeder (its partner side, or the other feeders of
 its group, carry the load), a loop (one of its CDUs fails), a fabric part (a switch, a group of

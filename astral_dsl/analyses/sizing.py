@@ -2,8 +2,9 @@
 constraint of the design.
 
 Structural unknowns (replication counts such as `(? in 1..9) x Host`, catalog choices such as
-`? in [Switch25T, Switch51T]`) change the design itself: each combination is compiled and checked
-(front end, user checks, engineering checks). Equipment counts (`cdus = ?`, feeder `count`,
+`? in [Switch25T, Switch51T]`) change the design itself: `combinations` lists them, the
+workspace compiles each (pipeline.size) and `choose` checks each (front end, user checks,
+engineering checks, required scenarios on their twins). Equipment counts (`cdus = ?`, feeder `count`,
 rectifier `modules`, battery `strings`) are integer variables whose least feasible values the
 engineering checks derive for each combination. One mixed-integer program then picks the
 combination and the counts together: a binary y_s per feasible combination (sum = 1) and, per
@@ -56,6 +57,7 @@ class Sizing:
     combinations: int
     feasible: int
     diagnostics: Tuple[Diagnostic, ...]
+    assigned: Tuple[Tuple[str, Any], ...] = ()   # what the chosen design is compiled with
 
 
 def _objective(design: Design) -> Tuple[str, str, Any, Optional[Span]]:
@@ -81,32 +83,68 @@ def _structure_value(design: Design, eng: Engineering, target) -> float:
     return 0.0
 
 
-def solve(design: Design) -> Sizing:
-    """Choose the design's unknowns: compile each combination of its choices again
-    (design.compilation), derive the least equipment counts, and solve one MILP."""
-    compilation = design.compilation
+@attrs.frozen
+class Plan:
+    """What sizing needs compiled: each combination of the structural unknowns (its index in
+    their options, and the assignments to compile it with), or why it refuses (E661)."""
+    items: Tuple[Tuple[Tuple[int, ...], Dict[str, Any]], ...] = ()
+    refused: Optional[Sizing] = None
 
-    def compile_with(assignments):
-        return compilation.recompile(assignments).design
 
-    sense, name, target, span = _objective(design)
+@attrs.frozen
+class Candidate:
+    """One combination compiled: the design, its engineering checks (None when the design is
+    in error) and the twins of its required scenarios (when it passed)."""
+    index: Tuple[int, ...]
+    assignments: Dict[str, Any]
+    design: Design
+    engineering: Optional[Engineering]
+    twins: Tuple[Design, ...] = ()
+
+
+def combinations(design: Design) -> Plan:
+    """The combinations of the design's structural unknowns to compile, in order."""
+    sense, name, _, span = _objective(design)
     structural = [u for u in design.unknowns if u.role == "structural"]
-    counts = [u for u in design.unknowns if u.role == "count"]
     sizes = [len(u.options) for u in structural]
     total = 1
     for n in sizes:
         total *= n
-    anchor = span or (design.unknowns[0].span if design.unknowns else None)
     if total > MAX_COMBINATIONS:
-        return _failed(design, sense, name, total, 0, [Diagnostic(
+        return Plan(refused=_failed(design, sense, name, total, 0, [Diagnostic(
             "E661", Severity.ERROR, f"the unknowns have {total:,} combinations, more than the "
-                                    f"{MAX_COMBINATIONS:,} sizing explores", anchor,
+                                    f"{MAX_COMBINATIONS:,} sizing explores", _anchor(design, span),
             "narrow the options of `? in ...` (each combination is a full compile and check); "
-            "leave an equipment count as a bare `?`")])
-    combos: List[Combination] = []
-    for index in itertools.product(*[range(n) for n in sizes]):
-        assign = {u.key: Choice(i) for u, i in zip(structural, index)}
-        combos.append(_evaluate(compile_with, assign, index, counts, target, sense))
+            "leave an equipment count as a bare `?`")]))
+    return Plan(tuple((index, {u.key: Choice(i) for u, i in zip(structural, index)})
+                      for index in itertools.product(*[range(n) for n in sizes])))
+
+
+def baseline(design: Design) -> Tuple[Optional[Engineering], Tuple[Any, ...]]:
+    """The engineering checks of one compiled combination (None when it is not a design at
+    all) and the required scenarios whose twins it needs (none when it already fails)."""
+    if any(x.is_error and x.code != "E500" for x in design.diagnostics):
+        return None, ()
+    eng = analyse(design)                             # user checks and engineering together
+    if any(x.is_error for x in design.diagnostics + eng.diagnostics):
+        return eng, ()
+    return eng, tuple(s for s in design.scenarios if s.field("required") is True)
+
+
+def _anchor(design: Design, span):
+    return span or (design.unknowns[0].span if design.unknowns else None)
+
+
+def choose(design: Design, compiled) -> Sizing:
+    """The choice among the compiled combinations (Candidates, in the order of `combinations`)
+    and of the equipment counts: one MILP. The Sizing's `assigned` are what to compile the
+    chosen design with (sized() then completes it)."""
+    sense, name, target, span = _objective(design)
+    structural = [u for u in design.unknowns if u.role == "structural"]
+    counts = [u for u in design.unknowns if u.role == "count"]
+    total = len(compiled)
+    anchor = _anchor(design, span)
+    combos = [_assess(c, counts, target, sense) for c in compiled]
     feasible = [c for c in combos if c.feasible]
     if not feasible:
         return _failed(design, sense, name, total, 0, [_infeasible(combos, structural, anchor)])
@@ -118,35 +156,43 @@ def solve(design: Design) -> Sizing:
     assign = dict(pick.assignments)
     for u in counts:
         assign[u.key] = Quantity(float(xs[u.key]))
-    final = compile_with(assign)
     chosen = {u.key: u.options[i] for u, i in zip(structural, pick.index)}
     chosen.update({u.key: assign[u.key] for u in counts})
-    final = attrs.evolve(final, chosen=_in_source_order(chosen, design.unknowns),
-                         instances=_mark(final, counts), assignments=tuple(assign.items()))
     value = pick.value + (sum(pick.prices.get(u.key, 0.0) * xs[u.key] for u in counts)
                           if name == "cost" else 0.0)
     if sense == "maximize":
         value = -value
-    return Sizing(_in_source_order(chosen, design.unknowns), name, sense, value, final, total,
-                  len(feasible), ())
+    return Sizing(_in_source_order(chosen, design.unknowns), name, sense, value, design, total,
+                  len(feasible), (), tuple(assign.items()))
+
+
+def sized(choice: Sizing, final: Design) -> Sizing:
+    """The choice with its design: `final`, compiled with `choice.assigned`, the chosen count
+    fields marked."""
+    counts = [u for u in choice.design.unknowns if u.role == "count"]
+    final = attrs.evolve(final, chosen=choice.chosen, instances=_mark(final, counts),
+                         assignments=choice.assigned)
+    return attrs.evolve(choice, design=final)
 
 
 def _in_source_order(chosen: Dict[str, Any], unknowns) -> Tuple[Tuple[str, Any], ...]:
     return tuple((u.key, chosen[u.key]) for u in unknowns if u.key in chosen)
 
 
-def _evaluate(compile_with, assign, index, counts, target, sense) -> Combination:
-    d = compile_with(assign)
+def _assess(candidate: Candidate, counts, target, sense) -> Combination:
+    index, assign, d, eng = (candidate.index, candidate.assignments, candidate.design,
+                             candidate.engineering)
     errors = [x for x in d.diagnostics if x.is_error]
-    if any(x.code != "E500" for x in errors):       # not a design at all: report as is
+    if eng is None:                                   # not a design at all: report as is
         return Combination(index, assign, False, conflicts=tuple(_describe(x) for x in errors))
-    eng = analyse(d)                                  # user checks and engineering together
     errors += [x for x in eng.diagnostics if x.is_error]
     requirements = list(eng.requirements)
+    twins = dict(zip((s.template for s in d.scenarios if s.field("required") is True),
+                     candidate.twins))
     for scenario in d.scenarios if not errors else ():   # required scenarios (N-1) too
         if scenario.field("required") is not True:
             continue
-        outcome = run_scenario(d, scenario, eng)
+        outcome = run_scenario(d, scenario, eng, twins[scenario.template])
         if outcome.broken:
             return Combination(index, assign, False, conflicts=tuple(
                 f"under required scenario `{outcome.name}`: {_describe(x)}"

@@ -9,7 +9,7 @@ from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, add_common, colour, usag
 
 NAME = "calibrate"
 HELP = "refit Seer's constants on runs tables and report the leave-one-group-out error"
-EVALUATIONS = 60          # runs.fit.calibrate's default
+ITERATIONS = 40           # runs.fit.calibrate's default
 
 
 def register(sub) -> None:
@@ -27,8 +27,8 @@ def register(sub) -> None:
     c.add_argument("--by-source", action="append", default=[], metavar="TABLE",
                    help="also leave out each source (`source_version`) of this table in turn, "
                         "e.g. the papers of the A100 runs")
-    c.add_argument("--max-evaluations", type=int, default=EVALUATIONS, metavar="N",
-                   help=f"at most N evaluations of the least-squares fit (default {EVALUATIONS})")
+    c.add_argument("--max-iterations", type=int, default=ITERATIONS, metavar="N",
+                   help=f"at most N iterations of the least-squares fit (default {ITERATIONS})")
     c.add_argument("--docs", metavar="FILE.md",
                    help="rewrite the calibration tables between FILE.md's markers from the fit "
                         "(make calibrate: docs/seer.md)")
@@ -58,8 +58,8 @@ def run(args, overrides) -> int:
     from astral_dsl.outputs import calibration as out
     from astral_dsl.outputs.jsonout import dumps, envelope
 
-    if args.max_evaluations < 1:
-        return usage("--max-evaluations must be at least 1")
+    if args.max_iterations < 1:
+        return usage("--max-iterations must be at least 1")
     names = [Path(t).stem for t in args.tables]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -92,7 +92,7 @@ def run(args, overrides) -> int:
 
     try:
         doc, _, _, every = calibrate(tables, by_source=tuple(args.by_source),
-                                     max_nfev=args.max_evaluations, systems=systems)
+                                     max_iter=args.max_iterations, systems=systems)
     except ValueError as exc:            # no usable row
         return usage(f"{exc} ({', '.join(args.tables)})")
     owner = {id(run): name for name, table in tables for run in table.runs}

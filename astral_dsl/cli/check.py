@@ -25,7 +25,7 @@ def register(sub) -> None:
 
 
 def run(args, overrides) -> int:
-    from astral_dsl.analyses.checking import front_end_errors
+    from astral_dsl.api import front_end_errors
     from astral_dsl.analyses.summary import one_line, summarize
     from astral_dsl.outputs.jsonout import dumps, envelope, scenario_json
     from astral_dsl.outputs.terminal import printable_line

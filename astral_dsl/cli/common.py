@@ -23,18 +23,32 @@ class UsageError(Exception):
 
 def add_common(sp: argparse.ArgumentParser, formats=("human", "json"), params: bool = True
                ) -> None:
-    """`--set`, `--format` and `--color`: on every command that compiles a design (`--set`
-    only where there are parameters to set: `params`)."""
+    """`--set` (where there are parameters to set: `params`), `--format` (unless `formats` is
+    empty) and `--color`: on every command that compiles a design or reads runs tables."""
     if params:
-        sp.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a top-level `param` (a bare number takes its unit)")
-    sp.add_argument("--format", choices=list(formats), default=formats[0])
+        add_set(sp)
+    if formats:
+        sp.add_argument("--format", choices=list(formats), default=formats[0])
+    add_color(sp)
+
+
+def add_set(sp: argparse.ArgumentParser, flag: str = "--set",
+            help: str = "override a top-level `param` (a bare number takes its unit)") -> None:
+    sp.add_argument(flag, action="append", default=[], metavar="NAME=VALUE", help=help)
+
+
+def add_color(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--color", choices=["auto", "always", "never"], default="auto")
 
 
 def sets(args) -> Dict[str, str]:
+    """The `--set NAME=VALUE` overrides of a command's arguments."""
+    return parse_sets(getattr(args, "set", None) or [])
+
+
+def parse_sets(items) -> Dict[str, str]:
     out: Dict[str, str] = {}
-    for item in getattr(args, "set", None) or []:
+    for item in items:
         if "=" not in item:
             raise UsageError(f"--set expects NAME=VALUE, got `{item}`")
         name, value = item.split("=", 1)
@@ -57,17 +71,18 @@ def colour(args, stream=None) -> bool:
     return (stream or sys.stdout).isatty()
 
 
-def compile_path(path: str, overrides):
-    from astral_dsl.compiler import compile_file
+def open_path(path: str, overrides):
+    """The workspace of a file (api.compile): its design is `.design`."""
+    from astral_dsl import api
 
-    return compile_file(path, overrides)
+    return api.compile(path, overrides)
 
 
 def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False):
     """Compile, size when the design has unknowns, check (engineering, scenarios)."""
-    from astral_dsl.analyses.checking import check_design
+    from astral_dsl import api
 
-    return check_design(compile_path(path, overrides), scenarios, all_scenarios)
+    return api.check_file(path, overrides, scenarios, all_scenarios)
 
 
 def unreadable(design) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   compile_path, print_diagnostics, unreadable, usage)
+                                   open_path, print_diagnostics, usage)
 
 NAME = "diagnose"
 HELP = "diagnose a running job: observed timelines against the forecast, down to the suspect part"
@@ -37,7 +37,7 @@ def run(args, overrides) -> int:
     from astral_dsl.outputs.jsonout import dumps, envelope
     from astral_dsl.seer import ForecastError
 
-    design = compile_path(args.file, overrides)
+    design = open_path(args.file, overrides).design
     diags = list(design.diagnostics)
     if not design.valid:
         return _fail(args, design, diags, EXIT_USAGE)

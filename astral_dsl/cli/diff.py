@@ -20,10 +20,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError, colour,
-                                   unreadable, usage)
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError, add_color,
+                                   add_set, colour, parse_sets, unreadable, usage)
 
 NAME = "diff"
 HELP = "what changes between two designs (files or git REV:path)"
@@ -33,16 +33,13 @@ def register(sub) -> None:
     d = sub.add_parser(NAME, help=HELP)
     d.add_argument("a", metavar="A", help="a design: FILE or REV:path")
     d.add_argument("b", metavar="B", help="the other design: FILE or REV:path")
-    d.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="override a top-level `param` on both sides")
-    d.add_argument("--set-a", action="append", default=[], metavar="NAME=VALUE",
-                   help="override a top-level `param` on A only")
-    d.add_argument("--set-b", action="append", default=[], metavar="NAME=VALUE",
-                   help="override a top-level `param` on B only")
+    add_set(d, help="override a top-level `param` on both sides")
+    add_set(d, "--set-a", "override a top-level `param` on A only")
+    add_set(d, "--set-b", "override a top-level `param` on B only")
     d.add_argument("--exit-code", action="store_true",
                    help="exit 1 when anything differs, 0 when nothing does (as git diff)")
     d.add_argument("--format", choices=["human", "json"], default="human")
-    d.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    add_color(d)
 
 
 class GitError(Exception):
@@ -105,35 +102,20 @@ def materialise(rev: str, path: str) -> Tuple[Path, Path]:
     return folder, folder / rel
 
 
-def _overrides(items: List[str]) -> Dict[str, str]:
-    from astral_dsl.cli.common import sets
-
-    class _A:
-        set = items
-
-    return sets(_A)
-
-
 def _load(arg: str, overrides, folders: List[Path]):
     """(label, checked design, relative-path function) of one side."""
-    from astral_dsl.cli.common import checked
+    from astral_dsl import api
 
     rev = split_revision(arg)
     if rev is None:
-        result = checked(arg, overrides, all_scenarios=False)
-        root = _root(result.design)
-        return arg, result, lambda f: _relative(f, root)
+        ws = api.compile(arg, overrides)
+        result = api.check(ws)
+        return arg, result, lambda f: _relative(f, ws.root)
     folder, entry = materialise(*rev)
     folders.append(folder)
-    result = checked(str(entry), overrides, all_scenarios=False)
-    result = _renamed(result, folder, rev[0])
-    root = _root(result.design)
-    return arg, result, lambda f: _relative(f, root, f"{rev[0]}:")
-
-
-def _root(design) -> Optional[Path]:
-    comp = design.compilation
-    return comp.loader.root if comp is not None else None
+    ws = api.compile(str(entry), overrides)
+    result = _renamed(api.check(ws), folder, rev[0])
+    return arg, result, lambda f: _relative(f, ws.root, f"{rev[0]}:")
 
 
 def _relative(file: str, root: Optional[Path], strip: str = "") -> str:
@@ -169,12 +151,13 @@ def _renamed(result, folder: Path, rev: str):
 
 
 def run(args, overrides) -> int:
-    from astral_dsl.outputs.diff import compare, render, side, to_json
+    from astral_dsl.api.diff import side
+    from astral_dsl.outputs.diff import compare, render, to_json
     from astral_dsl.outputs.jsonout import dumps
 
     try:
-        over_a = {**overrides, **_overrides(args.set_a)}
-        over_b = {**overrides, **_overrides(args.set_b)}
+        over_a = {**overrides, **parse_sets(args.set_a)}
+        over_b = {**overrides, **parse_sets(args.set_b)}
     except UsageError as exc:
         return usage(str(exc))
     folders: List[Path] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   compile_path, print_diagnostics, unreadable, usage)
+                                   open_path, print_diagnostics, unreadable, usage)
 
 NAME = "forecast"
 HELP = "forecast one training iteration of a job, operator by operator"
@@ -43,7 +43,7 @@ def _window(text):
 
 
 def run(args, overrides) -> int:
-    from astral_dsl import seer
+    from astral_dsl import api, seer
     from astral_dsl.diagnostics import Diagnostic, Severity
     from astral_dsl.outputs.forecast import report, trace
     from astral_dsl.outputs.jsonout import dumps, envelope
@@ -60,13 +60,14 @@ def run(args, overrides) -> int:
             calibration = read_calibration(args.calibration)
         except (OSError, ValueError) as exc:
             return usage(f"--calibration: {exc}")
-    design = compile_path(args.file, overrides)
+    ws = open_path(args.file, overrides)
+    design = ws.design
     diags = list(design.diagnostics)
     if not design.valid:
         return _fail(args, design, diags, EXIT_USAGE if unreadable(design) else EXIT_ERRORS)
     try:
-        fc = seer.forecast(design, job=args.job, scenario=args.scenario,
-                           operator_table=args.operator_table, calibration=calibration)
+        fc = api.forecast(ws, job=args.job, scenario=args.scenario,
+                          operator_table=args.operator_table, calibration=calibration)
     except seer.ForecastError as exc:
         if not exc.diagnostics:
             return usage(str(exc))

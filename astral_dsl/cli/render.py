@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, checked, \
-    colour, print_diagnostics, unreadable, usage
+from astral_dsl.cli.common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, add_common, \
+    checked, colour, print_diagnostics, unreadable, usage
 
 NAME = "render"
 HELP = "draw the design: network, power one-line or cooling diagram (SVG, PNG, PDF, DOT)"
@@ -38,9 +38,7 @@ def register(sub) -> None:
                    help="draw the suspects of `astral diagnose -o DIAGNOSIS.json` in red (rack "
                         "and pod views)")
     r.add_argument("--dpi", type=int, default=None, help="resolution of a PNG (default 96)")
-    r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="override a top-level `param` (a bare number takes its unit)")
-    r.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    add_common(r, formats=())
 
 
 def run(args, overrides) -> int:

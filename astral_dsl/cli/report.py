@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, colour, compile_path,
-                                   print_diagnostics, unreadable, usage)
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
+                                   open_path, print_diagnostics, unreadable, usage)
 
 NAME = "report"
 HELP = "the design review as one self-contained HTML page"
@@ -31,22 +31,22 @@ def register(sub) -> None:
     r.add_argument("--stamp", metavar="TEXT",
                    help="a line for the footer (a date, a commit); none by default, so the "
                         "same design gives the same bytes")
-    r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="override a top-level `param` (a bare number takes its unit)")
-    r.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    add_common(r, formats=())
 
 
 def run(args, overrides) -> int:
-    from astral_dsl.outputs.report import ReviewError, build, collect
+    from astral_dsl.api.review import collect
+    from astral_dsl.outputs.report import ReviewError, build
     from astral_dsl.outputs.terminal import printable_line
 
     use_colour = colour(args, sys.stderr)
-    design = compile_path(args.file, overrides)
+    ws = open_path(args.file, overrides)
+    design = ws.design
     if unreadable(design):
         print_diagnostics(design.diagnostics, use_colour, sys.stderr)
         return EXIT_USAGE
     try:
-        review = collect(design, jobs=args.job, scenario=args.scenario)
+        review = collect(ws, jobs=args.job, scenario=args.scenario)
     except ReviewError as exc:
         return usage(str(exc))
     import attrs

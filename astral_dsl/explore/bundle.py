@@ -43,8 +43,9 @@ class Bundle:
 
 
 def load_with_bundle(path: str, overrides=None):
-    """Compile `path` here (the base design) and bundle every project file it read."""
-    from astral_dsl.compiler import compile_file
+    """Compile `path` here (the base design, in its workspace) and bundle every project file
+    it read: (workspace, bundle)."""
+    from astral_dsl.workspace import Workspace
     from astral_dsl.semantics.modules import display_name, project_root, read_file
 
     seen: Dict[Path, bytes] = {}
@@ -54,7 +55,8 @@ def load_with_bundle(path: str, overrides=None):
         seen[Path(p).resolve()] = data
         return data
 
-    design = compile_file(path, overrides, read=recording)
+    ws = Workspace.open(path, overrides, read=recording)
+    ws.design
     root = project_root(Path(path))
     files, names = [], []
     for p, data in sorted(seen.items()):
@@ -70,7 +72,7 @@ def load_with_bundle(path: str, overrides=None):
         names.append((entry, display_name(Path(path))))
     bundle = Bundle(entry, tuple(sorted(files)), tuple(sorted(names)),
                     (root / ROOT_MARKER).is_file())
-    return design, bundle
+    return ws, bundle
 
 
 # ---- on the worker ------------------------------------------------------------------------------

@@ -25,19 +25,6 @@ class PointOptions:
     calibration: Any = None            # Seer's constants (None: the shipped fit)
 
 
-def seer_module():
-    """Seer's public API, wherever this checkout keeps it."""
-    try:
-        from astral_dsl import seer  # type: ignore[attr-defined]
-        if hasattr(seer, "forecast"):
-            return seer
-    except ImportError:
-        pass
-    from astral_dsl.analyses import seer
-
-    return seer
-
-
 def evaluate_points(bundle: Bundle, points: Sequence[Dict[str, str]],
                     options: PointOptions) -> List[Dict[str, Any]]:
     """The rows of `points` (overrides by parameter name), in order."""
@@ -70,25 +57,24 @@ def evaluate_point(entry, overrides: Dict[str, str], options: PointOptions, fix=
 _PARSED: Dict[str, Any] = {}
 
 
-def compiled(entry: str, overrides: Dict[str, str]):
-    """The design at one point: the source is read and parsed once per process, then evaluated
-    with the point's overrides (Compilation.recompile), as `astral check --set ...` would."""
-    import attrs as _attrs
+def workspace(entry: str):
+    """The workspace of `entry`: its source is read and parsed once per process, then
+    evaluated with each point's overrides, as `astral check --set ...` would."""
+    from astral_dsl.workspace import Workspace
 
-    from astral_dsl.compiler import compile_path
-
-    base = _PARSED.get(entry)
-    if base is None:
-        base = _PARSED[entry] = compile_path(entry, {})
-    return _attrs.evolve(base, overrides=dict(overrides)).recompile().design
+    ws = _PARSED.get(entry)
+    if ws is None:
+        ws = _PARSED[entry] = Workspace.open(entry, {})
+    return ws
 
 
 def _evaluate(entry: str, overrides, options: PointOptions):
-    from astral_dsl.analyses.checking import check_design, front_end_errors
     from astral_dsl.outputs.size_report import size_summary
+    from astral_dsl.pipeline import check, front_end_errors
 
-    design = compiled(entry, overrides)
-    result = check_design(design, [options.scenario] if options.scenario else None)
+    ws = workspace(entry)
+    design = ws.compile(overrides=dict(overrides))
+    result = check(ws, design, [options.scenario] if options.scenario else None)
     design = result.design
     diags = list(result.diagnostics)
     metrics: Dict[str, Any] = {}
@@ -112,20 +98,22 @@ def _evaluate(entry: str, overrides, options: PointOptions):
             diags.append(unpriced)
     if options.forecast:
         known = {(d.code, d.span, d.message) for d in diags}
-        diags.extend(d for d in _forecast(design, options, metrics)
+        diags.extend(d for d in _forecast(ws, design, options, metrics)
                      if (d.code, d.span, d.message) not in known)
     return diags, metrics
 
 
-def _forecast(design, options: PointOptions, metrics: Dict[str, Any]):
-    seer = seer_module()
+def _forecast(ws, design, options: PointOptions, metrics: Dict[str, Any]):
+    from astral_dsl import seer
+    from astral_dsl.pipeline import forecast
+
     for key in FORECAST:
         metrics[key] = None
     if not design.jobs:
         return []
     try:
-        fc = seer.forecast(design, job=options.job, scenario=options.scenario,
-                           calibration=options.calibration)
+        fc = forecast(ws, design, options.job, options.scenario,
+                      calibration=options.calibration)
     except seer.ForecastError as exc:
         return [d for d in exc.diagnostics if d.is_error] or []
     metrics["iteration_time_s"] = round(fc.iteration_time, 6)

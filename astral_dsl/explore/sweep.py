@@ -54,7 +54,8 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
         raise SweepError(str(exc)) from None
     if not grids:
         raise SweepError("give at least one --grid NAME=VALUES, e.g. --grid hosts_per_rack=2..6")
-    base, bundle = load_with_bundle(path, sets)
+    ws, bundle = load_with_bundle(path, sets)
+    base = ws.design
     if front_end_fatal(base):
         return SweepResult(base.file, grids, [], base, ())
     try:

@@ -3,9 +3,9 @@ engineering checks, as `astral check` reports them), the modules it loaded (with
 trees and scopes, for navigation) and the value of every expression the compiler evaluated (for
 hover).
 
-The compiler's pipeline is reused as it is: its module loader, scopes and evaluator, with an
-evaluator subclass that only records values. The text of open documents replaces the files on
-disk through the loader's `read` hook."""
+The compiler's pipeline is reused as it is: a Workspace (workspace.py) compiles the document
+with a Trace (semantics/trace.py) that records the values for hover. The text of open documents
+replaces the files on disk through the loader's `read` hook."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,46 +15,11 @@ import attrs
 
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design
-from astral_dsl.semantics.evaluate import Expressions
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, read_file
 from astral_dsl.semantics.scope import ModuleScope
 from astral_dsl.syntax import ast
+from astral_dsl.semantics.trace import Trace
 from astral_dsl.syntax.source import Source, encode
-
-MAX_VALUES = 6      # distinct values kept per expression (a template instantiated differently)
-
-
-class RecordingExpressions(Expressions):
-    """The compiler's expression evaluator, remembering the values each expression node took."""
-
-    def __init__(self, host):
-        super().__init__(host)
-        self.recorded: Dict[int, Tuple[Any, List[Any]]] = {}
-
-    def eval(self, expr, env):
-        value = super().eval(expr, env)
-        slot = self.recorded.get(id(expr))
-        if slot is None:
-            self.recorded[id(expr)] = (expr, [value])
-        else:
-            values = slot[1]
-            if len(values) < MAX_VALUES and not any(_same(value, v) for v in values):
-                values.append(value)
-        return value
-
-    def values_of(self, node) -> List[Any]:
-        slot = self.recorded.get(id(node))
-        return list(slot[1]) if slot is not None and slot[0] is node else []
-
-
-def _same(a, b) -> bool:
-    if a is b:
-        return True
-    try:
-        return type(a) is type(b) and bool(a == b)
-    except Exception:  # noqa: BLE001 - values without a usable equality
-        return False
-
 
 @attrs.define(eq=False)
 class Module:
@@ -82,7 +47,7 @@ class Analysis:
     modules: Dict[str, Module]                # by file name (Span.file)
     design: Optional[Design]
     diagnostics: Tuple[Diagnostic, ...]
-    evaluator: Optional[RecordingExpressions]
+    trace: Optional[Trace]
     frames: List[Any] = attrs.field(factory=list)
 
     @property
@@ -93,7 +58,7 @@ class Analysis:
         return self.modules.get(file)
 
     def values_of(self, node) -> List[Any]:
-        return self.evaluator.values_of(node) if self.evaluator is not None else []
+        return self.trace.values_of(node) if self.trace is not None else []
 
 
 class Reader:
@@ -120,34 +85,43 @@ def analyse(uri: str, path: Optional[Path], text: str, version: Optional[int] = 
     abandoned half-way: they share no lock. What a compile shares is thread-safe: functools'
     caches (the parsers, units, fluid properties) and per-compile objects; CoolProp, which is
     not, is called under its own lock (analyses/fluids.py)."""
-    from astral_dsl import compiler
-
-    reader = Reader(lambda p: text if path is not None and _same_path(p, path) else overlay(p))
-    if path is not None:
-        comp = compiler.compile_path(path, None, reader, RecordingExpressions)
-    else:
-        comp = compiler.compile_source(text, uri, None, None, reader, RecordingExpressions)
-    instantiator = comp.instantiator
-    design: Optional[Design] = comp.design if comp.entry.tree is not None else None
+    ws = workspace(uri, path, text, overlay)
+    trace = Trace()
+    compiled = ws.compile(trace=trace)
+    instantiator = trace.evaluator
+    design: Optional[Design] = compiled if ws.parsed else None
     if design is not None and not design.roots and not design.jobs and not design.scenarios \
             and any(d.code == "E402" for d in design.diagnostics):
         design = None                 # nested too deeply to compile: nothing to show
-    modules = _modules(comp.loader, comp.scopes, comp.entry)
-    all_diagnostics: Tuple[Diagnostic, ...] = comp.design.diagnostics
+    modules = _modules(ws.loader, trace.scopes, ws.entry)
+    all_diagnostics: Tuple[Diagnostic, ...] = compiled.diagnostics
     if design is not None and engineering:
-        all_diagnostics = _engineering(design, all_diagnostics)
-    return Analysis(uri, version, text, modules[_module_name(comp.entry)], modules, design,
-                    all_diagnostics, instantiator.expr if instantiator is not None else None,
+        all_diagnostics = engineering_diagnostics(ws, design)
+    return Analysis(uri, version, text, modules[_module_name(ws.entry)], modules, design,
+                    all_diagnostics, trace if instantiator is not None else None,
                     list(instantiator.frames) if instantiator is not None else [])
 
 
-def _engineering(design: Design, front) -> Tuple[Diagnostic, ...]:
-    """The constraint, physical and scenario checks of `astral check` (sizing first when the
-    design has unknowns), on the same compilation."""
-    from astral_dsl.analyses.checking import check_design
+def workspace(uri: str, path: Optional[Path], text: str,
+              overlay: Callable[[Path], Optional[str]] = lambda p: None):
+    """The workspace of a document: `text` as the file `path` (None for an unsaved one),
+    other open documents through `overlay`, the rest from the disk."""
+    from astral_dsl import api
 
+    reader = Reader(lambda p: text if path is not None and _same_path(p, path) else overlay(p))
+    if path is not None:
+        return api.compile(path, None, reader)
+    return api.compiles(text, uri, None, None, reader)
+
+
+def engineering_diagnostics(ws, design: Design) -> Tuple[Diagnostic, ...]:
+    """The constraint, physical and scenario checks of `astral check` (sizing first when the
+    design has unknowns), in the same workspace."""
+    from astral_dsl import api
+
+    front = design.diagnostics
     try:
-        checked = check_design(design)
+        checked = api.check(ws, design=design)
     except Exception as exc:  # noqa: BLE001 - an analysis bug must not take the editor down
         return front + (Diagnostic("E000", Severity.WARNING,
                                    f"the engineering checks failed: {type(exc).__name__}: {exc}",

@@ -12,11 +12,13 @@
 Positions are converted between the compiler's 1-based code-point columns and the LSP's
 0-based UTF-16 (or negotiated) columns in positions.py.
 
-Responsiveness: the event loop only dispatches. Every analysis, hover, lookup, outline,
-formatting and project scan runs as a job of its own thread with a deadline (workers.py): a
-newer version of a document cancels the analysis of the older one, an analysis past its
-deadline is stopped (E407 says so) and the next edit is analysed afresh, and a request that runs
-out of time gets an error (RequestFailed). Requests with invalid params get InvalidParams
+Responsiveness: the event loop only dispatches. An analysis runs in a worker process
+(workers.py, checker.py) that a newer version of the document or the deadline ends (E407 says
+so; the next edit is analysed afresh), then the document is compiled in the server for hover and
+navigation; hover, lookups, the outline, formatting and the project scan run as jobs of their
+own threads, and a request that runs out of time gets an error (RequestFailed). Nothing is ever
+raised into a running thread, so a cancelled analysis leaves nothing half-imported, and an
+internal error (E000) lasts until the next edit. Requests with invalid params get InvalidParams
 (-32602), a document that is not open an InvalidParams error too, and no error carries a Python
 traceback (they go to the server's log on standard error)."""
 from __future__ import annotations
@@ -126,6 +128,7 @@ class AstralServer(LanguageServer):
         self.pending: Dict[str, asyncio.Task] = {}     # debounced analyses
         self.inflight: Dict[str, Tuple[int, workers.Job]] = {}
         self.project: Dict[str, Tuple[float, Analysis]] = {}   # other files, for references
+        self.checker = workers.Checker()                # the worker processes of analyses
 
     def document(self, uri: str):
         """The open document `uri` (never a file read from disk for an unknown URI)."""
@@ -187,8 +190,10 @@ class AstralServer(LanguageServer):
         else:
             if flight is not None:
                 flight[1].cancel()                    # a stale analysis never blocks this one
-            job = workers.Job(asyncio.get_running_loop(), "the analysis", self.timeout,
-                              self._analyse, uri, text, version)
+            stopper = workers.Stopper()
+            # the deadline counts the worker's work (workers.Checker), not its start-up
+            job = workers.Job(asyncio.get_running_loop(), "the analysis", None,
+                              self._analyse, uri, text, version, stopper, on_stop=stopper.stop)
             self.inflight[uri] = (version, job)
         try:
             result = await asyncio.shield(job.future)
@@ -209,12 +214,40 @@ class AstralServer(LanguageServer):
             self.publish(result)
         return result
 
-    def _analyse(self, uri: str, text: str, version: int) -> Analysis:
+    def _analyse(self, uri: str, text: str, version: int, stopper: workers.Stopper) -> Analysis:
+        """The checks in a worker process (ended by `stopper`), then, when they finished, the
+        compile in this process that hover and navigation read."""
+        path = uri_path(uri)
         try:
-            return analyse(uri, uri_path(uri), text, version, self.overlay)
+            status, found = self.checker.check(stopper, (uri, str(path) if path else None, text,
+                                                         self.open_texts(uri)), self.timeout)
+        except workers.TimedOut as exc:
+            return stopped_analysis(uri, path, text, version, exc)
+        except workers.Stopped as exc:
+            if stopper.stopped:
+                raise
+            status, found = "error", f"the analysis worker ended: {exc}"   # then respawned
+        if stopper.stopped:
+            raise workers.Stopped("the analysis was cancelled")
+        if status != "ok":
+            log.error("analysis of %s failed: %s", uri, found)
+            return failed_analysis(uri, path, text, version, RuntimeError(found))
+        try:
+            a = analyse(uri, path, text, version, self.overlay, engineering=False)
         except Exception as exc:  # noqa: BLE001 - a compiler bug must not stop the server
             log.exception("analysis of %s failed", uri)
-            return failed_analysis(uri, uri_path(uri), text, version, exc)
+            return failed_analysis(uri, path, text, version, exc)
+        a.diagnostics = found
+        return a
+
+    def open_texts(self, uri: str) -> Dict[str, str]:
+        """The editor's text of the open documents other than `uri`, by path."""
+        out = {}
+        for other, doc in list(self.workspace.text_documents.items()):
+            p = uri_path(other)
+            if other != uri and p is not None:
+                out[str(p)] = doc.source
+        return out
 
     async def current(self, uri: str) -> Optional[Analysis]:
         """An analysis of exactly the text the editor has now (waiting for it if needed; an
@@ -563,4 +596,15 @@ def serve(debounce: float = 0.3, timeout: float = TIMEOUT) -> None:
 
     logging.basicConfig(level=logging.WARNING)
     protocol = detach_stdout()     # nothing but the protocol ever reaches the client's stream
-    build(debounce, timeout).start_io(sys.stdin.buffer, protocol)
+    # the compiler's modules are imported here, at start: what a thread imports lazily later
+    # is never cut short (nothing is raised into threads), and the checks' heavy ones (cvxpy,
+    # CoolProp, Seer) are imported in the worker processes
+    import astral_dsl.api  # noqa: F401
+    import astral_dsl.lsp.hover  # noqa: F401
+
+    server = build(debounce, timeout)
+    server.checker.warm()          # after the detach: the workers' standard output is stderr
+    try:
+        server.start_io(sys.stdin.buffer, protocol)
+    finally:
+        server.checker.close()

@@ -1,24 +1,24 @@
-"""Work off the language server's event loop, each call in a thread of its own with a deadline:
-an analysis, a hover, formatting, the outline, the scan of the project for references.
+"""Work off the language server's event loop, with a deadline and cancellation that poisons
+nothing.
 
-A Python thread cannot be killed, but it can be stopped: `Job.cancel()` raises Cancelled in it
-at its next Python instruction (CPython's asynchronous exceptions, PyThreadState_SetAsyncExc),
-and its `finally` blocks and `with` statements unwind as for any exception. A job still running
-at its deadline is cancelled, and its future fails with TimedOut at once, so whoever waits for it
-goes on; a thread that does not stop (blocked inside C code: the compiler's file reads never
-block, so this is a last resort) is abandoned. Jobs share no lock, so an abandoned one holds
-nothing another job needs."""
+An analysis (the compile and every check `astral check` runs: sizing, scenarios, Seer's job
+validation) runs in a worker process (`Checker`): a newer version of the document, or the
+deadline, ends that process, and a fresh one takes its place. Nothing is ever raised inside a
+running thread, so no import is left half-done and no lock half-held (issue: an exception
+injected into a thread during `import cvxpy` once broke the server for good). Heavy modules are
+imported in the workers, where ending the process ends them too.
+
+The rest (the in-process compile that hover and navigation read, hover, lookups, completion,
+formatting, the outline, the project scan) runs as a `Job` in a daemon thread: bounded work
+whose result a cancelled or late request no longer waits for; the thread finishes on its own."""
 from __future__ import annotations
 
 import asyncio
-import ctypes
+import multiprocessing
 import threading
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
-
-class Cancelled(BaseException):
-    """Raised inside a job that was cancelled (a BaseException: the compiler's `except
-    Exception` handlers, which turn a bug into a diagnostic, let it through)."""
+IDLE = 2     # warm worker processes kept ready
 
 
 class TimedOut(Exception):
@@ -33,51 +33,60 @@ class Superseded(Exception):
     """The job was cancelled because newer work replaced it (a newer version of a document)."""
 
 
-def _raise_in(thread: threading.Thread, exc_type: Optional[type]) -> None:
-    """Raise `exc_type` in `thread` at its next instruction (None clears a pending one)."""
-    if thread.ident is not None:
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-            ctypes.c_ulong(thread.ident), ctypes.py_object(exc_type) if exc_type else None)
+class Stopped(Exception):
+    """Raised in a job's own thread when its worker process was ended (cancel or deadline)."""
+
+
+class Stopper:
+    """What ends a job's work: the worker process it runs in, once it has one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.stopped = False
+        self._worker: Optional["_Worker"] = None
+
+    def attach(self, worker: "_Worker") -> None:
+        with self._lock:
+            self._worker = worker
+            stopped = self.stopped
+        if stopped:
+            worker.kill()
+
+    def stop(self) -> None:
+        with self._lock:
+            self.stopped = True
+            worker = self._worker
+        if worker is not None:
+            worker.kill()
 
 
 class Job:
     """`fn(*args)` in a daemon thread; `future` (of the event loop `loop`) gets its result,
-    its exception, Superseded when cancelled, or TimedOut after `timeout` seconds."""
+    its exception, Superseded when cancelled, or TimedOut after `timeout` seconds. `on_stop`
+    is called when the job is cancelled or runs out of time (it ends the job's worker)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, what: str, timeout: Optional[float],
-                 fn: Callable[..., Any], *args: Any):
+                 fn: Callable[..., Any], *args: Any, on_stop: Optional[Callable[[], None]] = None):
         self.loop, self.what, self.timeout = loop, what, timeout
         self.future: asyncio.Future = loop.create_future()
-        self._fn, self._args = fn, args
-        self._state = threading.Lock()
+        self._fn, self._args, self._on_stop = fn, args, on_stop
         self._finished = False
         self.thread = threading.Thread(target=self._run, name=f"astral-{what}", daemon=True)
         self._timer = loop.call_later(timeout, self._expire) if timeout else None
         self.thread.start()
 
-    # -- in the worker thread ----------------------------------------------------------------------
     def _run(self) -> None:
-        outcome: Optional[Tuple[bool, Any]] = None
         try:
-            try:
-                outcome = (True, self._fn(*self._args))
-            except Cancelled:
-                outcome = (False, Superseded(self.what))
-            except BaseException as exc:  # noqa: BLE001 - delivered to the waiting request
-                outcome = (False, exc)
-            with self._state:
-                self._finished = True
-                _raise_in(self.thread, None)          # a cancel that came too late: dropped
-        except Cancelled:                             # ... or delivered just before
-            self._finished = True
-            outcome = outcome or (False, Superseded(self.what))
+            outcome: Tuple[bool, Any] = (True, self._fn(*self._args))
+        except BaseException as exc:  # noqa: BLE001 - delivered to the waiting request
+            outcome = (False, exc)
+        self._finished = True
         self._fn = self._args = None                  # nothing kept alive by an ended job
         try:
             self.loop.call_soon_threadsafe(self._deliver, outcome)
         except RuntimeError:                          # the loop is closed: nobody waits
             pass
 
-    # -- on the event loop -------------------------------------------------------------------------
     def _deliver(self, outcome: Tuple[bool, Any]) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -86,26 +95,24 @@ class Job:
         ok, value = outcome
         if ok:
             self.future.set_result(value)
+        elif isinstance(value, Stopped):
+            self.future.set_exception(Superseded(self.what))
         else:
             self.future.set_exception(value)
 
-    def _stop(self) -> None:
-        with self._state:
-            if not self._finished:
-                _raise_in(self.thread, Cancelled)
+    def _end(self, exc: Exception) -> None:
+        if self._on_stop is not None:
+            self._on_stop()
+        if not self.future.done():
+            self.future.set_exception(exc)
+            self.future.exception()                   # retrieved: no "never retrieved" log
 
     def cancel(self) -> None:
         """Stop the job; its future fails with Superseded."""
-        self._stop()
-        if not self.future.done():
-            self.future.set_exception(Superseded(self.what))
-            self.future.exception()                   # retrieved: no "never retrieved" log
+        self._end(Superseded(self.what))
 
     def _expire(self) -> None:
-        self._stop()
-        if not self.future.done():
-            self.future.set_exception(TimedOut(self.what, self.timeout))
-            self.future.exception()
+        self._end(TimedOut(self.what, self.timeout))
 
     @property
     def running(self) -> bool:
@@ -120,3 +127,87 @@ async def run(what: str, timeout: Optional[float], fn: Callable[..., Any], *args
     except asyncio.CancelledError:
         job.cancel()
         raise
+
+
+# -- worker processes ------------------------------------------------------------------------------
+
+class _Worker:
+    """One worker process (lsp/checker.py `serve`) and our end of its pipe."""
+
+    def __init__(self, ctx) -> None:
+        from astral_dsl.lsp import checker
+
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=checker.serve, args=(child,), daemon=True,
+                                   name="astral-analysis")
+        self.process.start()
+        child.close()
+        self.ready = False
+
+    def call(self, request, timeout: Optional[float]) -> Any:
+        """Send `request` once the worker is ready (its imports done: not counted in the
+        deadline), wait for the answer; Stopped when the process ends first, TimedOut (the
+        process ended) after `timeout` seconds of work."""
+        try:
+            if not self.ready:
+                self.conn.recv()                      # "ready"
+                self.ready = True
+            self.conn.send(request)
+            if timeout is not None and not self.conn.poll(timeout):
+                self.kill()
+                raise TimedOut("the analysis", timeout)
+            return self.conn.recv()
+        except (EOFError, OSError) as exc:
+            raise Stopped(str(exc)) from None
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.conn.close()
+
+    @property
+    def alive(self) -> bool:
+        return self.process.is_alive() and not self.conn.closed
+
+
+class Checker:
+    """Analyses in worker processes the server can end: `check(stopper, request)` runs one in a
+    warm worker (lsp/checker.py), which `stopper.stop()` ends at any point."""
+
+    def __init__(self) -> None:
+        self._ctx = multiprocessing.get_context("spawn")    # no fork of a threaded server
+        self._lock = threading.Lock()
+        self._idle: List[_Worker] = []
+
+    def warm(self) -> None:
+        """Start the idle workers (their imports run while the editor opens the file)."""
+        with self._lock:
+            while len(self._idle) < IDLE:
+                self._idle.append(_Worker(self._ctx))
+
+    def check(self, stopper: Stopper, request, timeout: Optional[float] = None) -> Any:
+        with self._lock:
+            while self._idle and not self._idle[0].alive:
+                self._idle.pop(0)
+            worker = self._idle.pop(0) if self._idle else None
+        if worker is None:
+            worker = _Worker(self._ctx)
+        threading.Thread(target=self.warm, daemon=True).start()     # the next one, ready
+        stopper.attach(worker)
+        try:
+            answer = worker.call(request, timeout)
+        except (Stopped, TimedOut):
+            worker.kill()
+            raise
+        with self._lock:
+            if len(self._idle) < IDLE and not stopper.stopped:
+                self._idle.append(worker)
+            else:
+                worker.kill()
+        return answer
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.kill()

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-import attrs
-
 from astral_dsl import records
-
 from astral_dsl.diagnostics import Diagnostic, Span, has_errors
 from astral_dsl.model.values import Group
 
@@ -186,10 +183,12 @@ class Design:
     diagnostics: Tuple[Diagnostic, ...]
     unknowns: Tuple[UnknownSite, ...] = ()
     chosen: Tuple[Tuple[str, Any], ...] = ()   # unknown key -> value chosen by sizing
-    assignments: Tuple[Tuple[str, Any], ...] = ()   # what sizing compiled it with (to recompile)
-    scenario: Optional[str] = None  # compiled under this scenario (its parts isolated)
-    # how to compile the same source again (sizing, scenarios): a compiler.Compilation
-    compilation: Any = attrs.field(default=None, repr=False)
+    # what it was compiled with, so that a workspace (workspace.py) can compile the same source
+    # again the same way (sizing, scenarios): the `--set` overrides as given, the values of
+    # the unknowns, and the scenario (its parts isolated)
+    assignments: Tuple[Tuple[str, Any], ...] = ()
+    scenario: Optional[str] = None
+    overrides: Tuple[Tuple[str, Any], ...] = ()
 
     @property
     def valid(self) -> bool:

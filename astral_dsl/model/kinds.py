@@ -171,6 +171,11 @@ _register(_kind("gpu", "an accelerator", dict(
     flops_fp32=q("compute", "FP32 peak"),
     flops_power=q("power", "board power at which the peak FLOP/s are quoted: a lower `power` "
                            "caps the clocks (default: `power`)", sign=POSITIVE),
+    sms=q("count", "streaming multiprocessors (the units a GEMM's tiles are spread over)", low=1,
+          limit=65536, why="65,536 SMs, far above any GPU"),
+    architecture=enum("ampere", "hopper", "blackwell", "other",
+                      doc="the GPU generation: how far its sustained clocks fall below the "
+                          "quoted peak's (a fitted factor per generation)"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     max_supply=q("temperature", "hottest coolant supply the cold plate accepts"),
     system_power=q("power", "peak draw of the vendor's 8-GPU server built on it (HGX/DGX)"),
@@ -380,7 +385,16 @@ _register(_kind("model", "an LLM architecture", dict(
     v_head_dim=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
     window=_size(low=1, limit=MAX_TOKENS, why=_TOKENS),
     window_share=q("ratio", "share of the layers with sliding-window attention", high=1),
-    shared_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH))))
+    shared_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),
+    mamba_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
+    attention_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
+    pattern=FieldSpec(StrType(), doc="a hybrid model's layers in order, one of M (Mamba-2), * "
+                      "(attention), E (MoE) or - (MLP) each (Megatron's hybrid_override_pattern)"),
+    mamba_state=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
+    mamba_head_dim=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
+    mamba_groups=_size(low=1, limit=MAX_HEADS, why=_HEADS),
+    mamba_expand=q("number", "Mamba-2 inner width over hidden", sign=POSITIVE, limit=64),
+    mamba_chunk=_size(low=1, limit=MAX_TOKENS, why=_TOKENS))))
 _register(_kind("parallel", "parallel degrees", dict(
     tp=_size(low=1, limit=MAX_HEADS, why=_HEADS),
     pp=_size(low=1, limit=MAX_LAYERS, why=_LAYERS),

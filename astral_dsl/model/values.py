@@ -276,6 +276,25 @@ def type_name(value) -> str:
     return type(value).__name__
 
 
+def fabric_path(fabric: str, scope: Optional[Tuple[str, int]] = None, rail: Optional[int] = None,
+                plane: Optional[int] = None, tier: Optional[str] = None,
+                switch: Optional[int] = None) -> str:
+    """The path of a part of a fabric as the language writes it (`F.pod[2].rail[3].plane[A]
+    .agg[17]`): the one naming rule of selections, tier groups and switches."""
+    out = fabric
+    if scope is not None:
+        out += f".{scope[0]}[{scope[1]}]"
+    if rail is not None:
+        out += f".rail[{rail}]"
+    if plane is not None:
+        out += f".plane[{plane_label(plane)}]"
+    if tier is not None:
+        out += f".{tier}"
+    if switch is not None:
+        out += f"[{switch}]"
+    return out
+
+
 @records.frozen(eq=False)
 class FabricSelection:
     """Part of a fabric named by path: `fabric.rail[2].plane[B].tor` (rail 2, plane B's ToRs),
@@ -293,18 +312,7 @@ class FabricSelection:
     @property
     def display(self) -> str:
         base = getattr(self.fabric, "path", None) or getattr(self.fabric, "display", "fabric")
-        out = base
-        if self.scope is not None:
-            out += f".{self.scope[0]}[{self.scope[1]}]"
-        if self.rail is not None:
-            out += f".rail[{self.rail}]"
-        if self.plane is not None:
-            out += f".plane[{plane_label(self.plane)}]"
-        if self.tier is not None:
-            out += f".{self.tier}"
-        if self.switch is not None:
-            out += f"[{self.switch}]"
-        return out
+        return fabric_path(base, self.scope, self.rail, self.plane, self.tier, self.switch)
 
     def __str__(self) -> str:
         return self.display

@@ -53,13 +53,13 @@ class Result:
 
 def prepare_row(row, systems=None) -> Prepared:
     from astral_dsl import seer
-    from astral_dsl.compiler import compile_text
+    from astral_dsl.workspace import Workspace
 
     e = express(row, systems)
     if isinstance(e, NotExpressible):
         status = "rejected" if row.problems else "not_expressible"
         return Prepared(row, status, e.reason, e.field)
-    design = compile_text(e.source, f"<runs row {row.id}>", e.root or None)
+    design = Workspace.of_text(e.source, f"<runs row {row.id}>", e.root or None).design
     errors = [d for d in design.diagnostics if d.is_error]
     if errors:
         return Prepared(row, "not_expressible", f"{errors[0].code}: {errors[0].message}",

@@ -21,7 +21,8 @@ from astral_dsl.runs.table import Run
 MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts",
                 "top_k", "shared_experts", "moe_ffn", "dense_layers", "activation", "head_dim",
                 "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim", "window",
-                "window_share", "shared_ffn")
+                "window_share", "shared_ffn", "mamba_layers", "attention_layers", "pattern",
+                "mamba_state", "mamba_head_dim", "mamba_groups", "mamba_expand", "mamba_chunk")
 
 
 @records.frozen
@@ -47,7 +48,7 @@ class NotExpressible:
 def stdlib_models() -> Dict[str, Dict[str, object]]:
     """name -> fields of every model in stdlib/models.astral, read by the compiler."""
     from astral_dsl import resources
-    from astral_dsl.compiler import compile_text
+    from astral_dsl.workspace import Workspace
     from astral_dsl.analyses.walk import Resolver
     from astral_dsl.seer.job import _plain
 
@@ -55,7 +56,7 @@ def stdlib_models() -> Dict[str, Dict[str, object]]:
     names = re.findall(r"^model\s+([A-Za-z_][A-Za-z0-9_]*)", text, re.M)
     src = "import stdlib.models { " + ", ".join(names) + " }\n" + "\n".join(
         f"job probe_{n} {{ model = {n} }}" for n in names)
-    design = compile_text(src, "<stdlib models>")
+    design = Workspace.of_text(src, "<stdlib models>").design
     res = Resolver(design)
     out: Dict[str, Dict[str, object]] = {}
     for job in design.jobs:

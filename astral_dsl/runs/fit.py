@@ -5,8 +5,9 @@ The fit minimises the squared log errors log(forecast / published) of the runs (
 metric, score.py) plus a weak prior per constant: PRIOR_WEIGHT x (value - centre) / half-width
 of its prior range, so that a constant the runs say little about stays near the centre of that
 range. It starts from the prior centres (never from a shipped fit, so that a refit does not
-depend on the last one) and runs scipy's bounded trust-region least squares with a Jacobian by
-forward differences, re-forecasting for each constant only the rows it moves (`depends`). The
+depend on the last one) and runs a bounded Levenberg-Marquardt with a Jacobian by
+forward differences, re-forecasting for each constant only the rows it moves (`depends`),
+refreshed every few steps and updated by Broyden's rule in between (_solve). The
 runtime choices Seer's rule makes for a row (micro-batch, virtual stages, recomputation) are
 made once with the starting constants and held during the fit, then made again with the
 fitted ones; if any changes, the fit runs once more from where it stopped.
@@ -98,6 +99,7 @@ class Problem:
         new = [self._choose(r, cal) for r in self.rows]
         changed = new != self.specs
         self.specs = new
+        self.find_depends()
         return changed
 
     def calibration(self, x) -> Calibration:
@@ -123,23 +125,17 @@ class Problem:
         return {i: self.residual(i, cal) for i in (range(len(self.rows)) if idx is None
                                                    else idx)}
 
-    def find_depends(self, x) -> None:
-        """For each free constant, the rows whose forecast it moves."""
-        r0 = self.residuals(self.calibration(x))
-        self.depends = []
-        for j, c in enumerate(self.free):
-            xx = list(x)
-            lo, hi = _x(c, c.bounds[0]), _x(c, c.bounds[1])
-            step = 0.1 * (hi - lo)
-            xx[j] = xx[j] + step if xx[j] + step <= hi else xx[j] - step
-            r1 = self.residuals(self.calibration(xx))
-            self.depends.append([i for i in r0 if abs(r1[i] - r0[i]) > 1e-12])
+    def find_depends(self, x=None) -> None:
+        """For each free constant, the rows whose forecast it can move (uses(): a superset;
+        tests/accuracy checks that the other rows do not move)."""
+        self.depends = [[i for i, spec in enumerate(self.specs)
+                         if uses(c.name, spec, self.rows[i].prepared.gpu)] for c in self.free]
 
     def priors(self, x) -> List[float]:
         out = []
         for c, v in zip(self.free, x):
             ctr, hw = _prior(c)
-            out.append(PRIOR_WEIGHT * (v - ctr) / hw)
+            out.append(PRIOR_WEIGHT * c.weight * (v - ctr) / hw)
         return out
 
     def jacobian(self, x, r0: Dict[int, float]):
@@ -157,8 +153,47 @@ class Problem:
             r1 = self.residuals(self.calibration(xx), self.depends[j])
             for i in self.depends[j]:
                 J[i, j] = (r1[i] - r0[i]) / h
-            J[n + j, j] = PRIOR_WEIGHT / _prior(c)[1]
+            J[n + j, j] = PRIOR_WEIGHT * c.weight / _prior(c)[1]
         return J
+
+
+def uses(name: str, spec, gpu) -> bool:
+    """Whether the forecast of `spec` on `gpu` can depend on constant `name` (a superset of
+    the rows it moves, from what each constant prices: seer/costs.py, lower.py)."""
+    m, par = spec.model, spec.parallel
+    moe = m.experts > 0
+    fused = spec.attention != "unfused"
+    if name in ("gemm_eff", "gemm_waves"):
+        return True
+    if name.startswith("clock_"):
+        return gpu.arch == name[len("clock_"):]
+    if name.startswith("gemm_eff_"):
+        return spec.gemm_precision == name[len("gemm_eff_"):]
+    if name == "interfere":
+        return par.tp > 1 or par.zero >= 3
+    if name == "softmax_eff":
+        return not fused
+    if name == "attn_eff":
+        return (fused and spec.framework != "torchtitan") or m.hybrid
+    if name == "attn_seq_half":
+        return fused or m.hybrid
+    if name == "attn_eff_sdpa":
+        return fused and spec.framework == "torchtitan"
+    if name == "host_kernel_s":
+        return not spec.cuda_graphs
+    if name == "moe_sync_s":
+        return moe and not spec.cuda_graphs
+    if name == "ep_hidden":
+        return moe and spec.ep_overlap and par.ep > 1
+    if name == "a2a_eff":
+        return moe and par.ep > 1 and spec.moe_dispatcher == "alltoall"
+    if name == "a2a_eff_fused":
+        return moe and par.ep > 1 and spec.moe_dispatcher != "alltoall"
+    if name == "permute_eff":
+        return moe
+    if name == "power_exponent":
+        return gpu.capped
+    return True
 
 
 def _round(cal: Calibration, free) -> Calibration:
@@ -168,40 +203,69 @@ def _round(cal: Calibration, free) -> Calibration:
     return Calibration(values)
 
 
-def fit(rows: List[FitRow], free: Sequence[Constant] = CONSTANTS,
-        base: Optional[Calibration] = None, max_nfev: int = 60):
-    """(the fitted Calibration, the Problem, the Jacobian of the rows at the fit)."""
+def _solve(prob: Problem, x0, max_iter: int, refresh: int):
+    """Bounded Levenberg-Marquardt on the rows' log errors and the priors, with the rows'
+    Jacobian by forward differences at the start and every `refresh` iterations, and Broyden's
+    rank-one updates from each step in between (a forecast per step instead of one per constant);
+    deterministic. Returns (x, row residuals at x)."""
     import numpy as np
-    from scipy.optimize import least_squares
 
+    n = len(prob.rows)
+    lo = np.array([_x(c, c.bounds[0]) for c in prob.free])
+    hi = np.array([_x(c, c.bounds[1]) for c in prob.free])
+    x = np.clip(np.array(x0, dtype=float), lo, hi)
+
+    def evaluate(x):
+        r = prob.residuals(prob.calibration(list(x)))
+        return r, np.array([r[i] for i in range(n)] + prob.priors(list(x)))
+
+    r, f = evaluate(x)
+    J = prob.jacobian(list(x), r)
+    lam, since = 1e-3, 0
+    cost = float(f @ f)
+    for _ in range(max_iter):
+        H, g = J.T @ J, J.T @ f
+        d = np.diag(H).copy()
+        d[d <= 0] = 1e-12
+        step = np.linalg.solve(H + lam * np.diag(d), -g)
+        xn = np.clip(x + step, lo, hi)
+        dx = xn - x
+        if float(dx @ dx) < 1e-16:
+            break
+        rn, fn = evaluate(xn)
+        # Broyden's update of the rows' part (the priors' part is exact)
+        Jr = J[:n]
+        J[:n] = Jr + np.outer((fn[:n] - f[:n]) - Jr @ dx, dx) / float(dx @ dx)
+        new = float(fn @ fn)
+        if new < cost:
+            gain = (cost - new) / max(cost, 1e-300)
+            x, r, f, cost = xn, rn, fn, new
+            lam = max(lam / 3, 1e-9)
+            if gain < 1e-6:
+                break
+        else:
+            lam *= 4
+        since += 1
+        if since >= refresh:
+            J = prob.jacobian(list(x), r)
+            since = 0
+    return x, r
+
+
+def fit(rows: List[FitRow], free: Sequence[Constant] = CONSTANTS,
+        base: Optional[Calibration] = None, max_iter: int = 40, refresh: int = 8):
+    """(the fitted Calibration, the Problem, the Jacobian of the rows at the fit, the rows'
+    log errors there)."""
     base = base or priors()
     prob = Problem(rows, free, base)
     x0 = prob.x(base)
-    prob.find_depends(x0)
-    lo = [_x(c, c.bounds[0]) for c in prob.free]
-    hi = [_x(c, c.bounds[1]) for c in prob.free]
-    memo: Dict[Tuple, Dict[int, float]] = {}
-
-    def resid(x):
-        key = tuple(float(v) for v in x)
-        if key not in memo:
-            memo.clear()
-            memo[key] = prob.residuals(prob.calibration(x))
-        r = memo[key]
-        return np.array([r[i] for i in range(len(rows))] + prob.priors(x))
-
-    def jac(x):
-        resid(x)
-        return prob.jacobian(list(x), memo[tuple(float(v) for v in x)])
-
+    prob.find_depends()
     for _ in range(2):
-        res = least_squares(resid, x0, jac=jac, bounds=(lo, hi), method="trf", xtol=1e-5,
-                            ftol=1e-7, max_nfev=max_nfev)
-        cal = _round(prob.calibration(res.x), prob.free)
+        x, _r = _solve(prob, x0, max_iter, refresh)
+        cal = _round(prob.calibration(list(x)), prob.free)
         if not prob.rechoose(cal):
             break
         x0 = prob.x(cal)
-        memo.clear()
     x = prob.x(cal)
     r = prob.residuals(cal)
     J = prob.jacobian(x, r)
@@ -343,7 +407,7 @@ def document(cal: Calibration, prob: Problem, J, r, rows: List[FitRow], logo: Di
 
 
 def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] = (),
-              free: Sequence[Constant] = CONSTANTS, max_nfev: int = 60, systems=None):
+              free: Sequence[Constant] = CONSTANTS, max_iter: int = 40, systems=None):
     """Fit on every usable row of `tables` ((name, table) pairs) and measure: leave one group
     out for every row, and leave one source out (the rows of one `source_version`, e.g. one
     paper) for the tables named in `by_source`. Returns (document, Calibration, rows, every
@@ -351,7 +415,7 @@ def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] 
     rows, every = rows_of(tables, systems)
     if not rows:
         raise ValueError("no row of the runs tables can be forecast and scored")
-    cal, prob, J, r = fit(rows, free, max_nfev=max_nfev)
+    cal, prob, J, r = fit(rows, free, max_iter=max_iter)
     logo = leave_out(prob, cal, J, r, [row.group for row in rows])
     by_set: Dict[str, Dict[int, float]] = {}
     if by_source:

@@ -121,6 +121,11 @@ def release_of(row) -> Optional[Tuple[int, int]]:
 # launches around it cost a small-expert model. An assumption read off the published tables,
 # stated here and in docs/runs.md: the tables do not publish CUDA graph settings.
 MOE_GRAPHS_FROM = (26, 6)
+# From NeMo 25.09 (Megatron-Core 0.14) the MoE performance recipes dispatch tokens with the
+# "flex" dispatcher: DeepEP's kernels across nodes, HybridEP's on GB200 NVL72 (Megatron-Core's
+# moe_token_dispatcher_type = flex); before, with NCCL's all-to-all. An assumption: the tables
+# do not name the dispatcher.
+FLEX_FROM = (25, 9)
 
 
 def framework_of(row) -> str:
@@ -176,6 +181,12 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int) -> Stack:
                 assumed.append("expert-parallel all-to-all overlapped across micro-batches "
                                "(the MoE recipes' setting)")
                 release = release_of(row)
+                if release is not None and release >= FLEX_FROM:
+                    gb = "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu)
+                    fields["moe_dispatcher"] = "hybridep" if gb else "deepep"
+                    assumed.append(f"the flex token dispatcher ("
+                                   f"{'HybridEP' if gb else 'DeepEP'}), the MoE recipes' from "
+                                   f"NeMo 25.09")
                 if release is not None and release >= MOE_GRAPHS_FROM:
                     fields["cuda_graphs"] = True
                     assumed.append("the step replayed from CUDA graphs with sync-free token "
@@ -193,7 +204,7 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int) -> Stack:
         fields["overlap_grad_reduce"] = dp > 1
         if "deepep" in notes and moe:
             fields["moe_dispatcher"] = "deepep"
-    if moe and fw == "megatron":
+    if moe and fw == "megatron" and "moe_dispatcher" not in fields:
         assumed.append("MoE tokens dispatched by NCCL all-to-all (alltoall dispatcher)")
     return Stack(tuple(sorted(fields.items())), tuple(sorted(par.items())),
                  tuple(a for a in assumed if a), fw)

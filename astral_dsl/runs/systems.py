@@ -16,7 +16,6 @@ systems with the file's diagnostics (E767 when it declares no block with GPUs)."
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from astral_dsl import records
@@ -61,33 +60,31 @@ def _fabric_for(block: str, fabrics: Sequence[str]) -> Tuple[Optional[str], str]
 
 def read_systems(path) -> GpuFile:
     """The systems of the .astral file `path` (module docstring)."""
-    from astral_dsl.compiler import compile_path, project_root
     from astral_dsl.model.rollup import count_of, group_of
     from astral_dsl.syntax import ast
+    from astral_dsl.workspace import Workspace
 
-    comp = compile_path(path)
-    design = comp.design
+    ws = Workspace.open(path)
+    design = ws.design
     name = design.file
     # a systems file declares parts, not a site: W400 ("nothing is built") does not apply
     diags = [d for d in design.diagnostics if d.code != "W400"]
     if not design.valid:
         return GpuFile(name, (), tuple(diags))
-    tree = comp.entry.tree
+    tree = ws.entry.tree
     decls = [item for item in (tree.items if tree is not None else ())
              if isinstance(item, ast.Decl)]
     blocks = [d for d in decls if d.kind.name == "block"]
     fabrics = [d.name.name for d in decls if d.kind.name == "fabric"]
-    text = comp.entry.source.text if comp.entry.source is not None else ""
+    text = ws.entry.source.text if ws.entry.source is not None else ""
+    root = str(ws.root)
     systems: List[System] = []
     empty: List[str] = []
     if blocks:
         # one probe site per block: its GPUs, and the GPU they are
         probe = "\n".join(f"site RunsProbe{i} {{ su = 1 x {b.name.name} }}"
                           for i, b in enumerate(blocks))
-        from astral_dsl.compiler import compile_text
-
-        probed = compile_text(text + "\n" + probe + "\n", name,
-                              project_root(Path(path)))
+        probed = Workspace.of_text(text + "\n" + probe + "\n", name, root).design
         sites = {r.template: r for r in probed.roots}
         cache: dict = {}
         for i, b in enumerate(blocks):
@@ -99,7 +96,7 @@ def read_systems(path) -> GpuFile:
             gpu = next(g for _, g in group_of(site, ("gpu",), cache).flat())
             fabric, why = _fabric_for(b.name.name, fabrics)
             systems.append(System(b.name.name, b.name.name, fabric or "", gpus, gpu.template,
-                                  prelude=text, root=str(project_root(Path(path))), file=name,
+                                  prelude=text, root=root, file=name,
                                   problem=why))
     if not systems:
         first = blocks[0].span if blocks else Span.at(name, 1, 1, 1, 2)

@@ -2,13 +2,16 @@
 infrastructure (docs/seer.md).
 
     from astral_dsl import seer
-    result = seer.forecast(design, job="llama405b", scenario="plane_b_down")
+    result = seer.forecast(design, job="llama405b")
+    result = seer.forecast(applied.design, job="llama405b", failures=applied)   # under a scenario
     result.iteration_time, result.mfu, result.breakdown
     result.timeline(window=(0, 2))        # events as data: pid = stage, tid = stream
 
-`forecast` raises ForecastError carrying the diagnostics when the job cannot be forecast; the
-warnings of a job it forecasts (W750 "may not fit", W751, ..., W753 outside the calibrated
-envelope) are `result.diagnostics`; `result.envelope()` says how far to trust it
+Under a scenario, Seer is given the design compiled under it and its failures applied
+(analyses.scenarios.Applied: `api.forecast(workspace, scenario=...)` makes both); it compiles
+nothing itself. `forecast` raises ForecastError carrying the diagnostics when the job cannot be
+forecast; the warnings of a job it forecasts (W750 "may not fit", W751, ..., W753 outside the
+calibrated envelope) are `result.diagnostics`; `result.envelope()` says how far to trust it
 (seer/envelope.py)."""
 from __future__ import annotations
 
@@ -41,9 +44,11 @@ def find_job(design, name: Optional[str] = None):
                         + ", ".join(j.template for j in design.jobs) + ")")
 
 
-def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
+def forecast(design, job: Optional[str] = None, failures=None,
              operator_table: Optional[str] = None, calibration=None, **options) -> Forecast:
-    """Forecast one job (default: the first declared). `options` take the place of the job's
+    """Forecast one job (default: the first declared). `failures`: a scenario's failures
+    applied to `design`, the design compiled under it (analyses.scenarios.Applied, whose
+    `design` it is). `options` take the place of the job's
     fields of the same names, for a what-if (`micro=2`, `attention="unfused"`, `zero=1`,
     `order="tp-cp-ep-pp-dp"`, ...: job.OPTIONS lists them) and are checked as the fields are.
     `calibration`: a Calibration or the path of a fit file written by `astral calibrate -o`
@@ -56,21 +61,10 @@ def forecast(design, job: Optional[str] = None, scenario: Optional[str] = None,
     if bad:
         raise ForecastError("bad forecast option", bad)
     inst = find_job(design, job)
-    failures, notes = None, []
-    if scenario is not None:
-        from astral_dsl.analyses import scenarios as scen
-
-        found = [s for s in design.scenarios if s.template == scenario]
-        if not found:
-            raise ForecastError(f"--scenario {scenario}: no such scenario")
-        if design.compilation is None:
-            raise ForecastError("a scenario needs a design made by the compiler")
-        twin = design.compilation.under(found[0])
-        twin_scenario = next(s for s in twin.scenarios if s.template == scenario)
-        applied = scen.apply(twin, twin_scenario)
-        design, failures = applied.design, applied
-        inst = find_job(design, inst.template)
-        notes.append(f"scenario `{scenario}`: " + ("; ".join(applied.notes) or "no change"))
+    notes = []
+    scenario = design.scenario if failures is not None else None
+    if failures is not None:
+        notes.append(f"scenario `{scenario}`: " + ("; ".join(failures.notes) or "no change"))
     diags, spec, cluster = validate_job(design, inst, failures, **options)
     if failures is not None and spec is not None and cluster is not None:
         from astral_dsl.seer.scenario import blockers

@@ -46,9 +46,11 @@ def gpu_spec(gpu, host=None) -> GpuSpec:
                   if _q(gpu, f"flops_{dt}") > 0)
     nv = _q(gpu, "nvlink_bandwidth") or _q(host, "nvlink_bandwidth")
     power = _q(gpu, "power")
+    arch = gpu.field("architecture")
     return GpuSpec(gpu.template, flops, _q(gpu, "memory") / BITS,
                    _q(gpu, "memory_bandwidth") / BITS, nv / BITS, power,
-                   _q(gpu, "flops_power") or power)
+                   _q(gpu, "flops_power") or power, int(_q(gpu, "sms")),
+                   getattr(arch, "name", arch) or "")
 
 
 def placement_of(design, job) -> Tuple[list, str]:

@@ -182,6 +182,26 @@ def all_to_all(net: Network, lay: Layout, nbytes: float, eff: float = NVLINK_EFF
     return BASE_S + max(inside, outside) + lay.alpha_net * math.log2(lay.hosts)
 
 
+def dispatch(net: Network, lay: Layout, copy: float, k: int, eff: float) -> float:
+    """A fused expert-parallel dispatch or combine (DeepEP, HybridEP): each rank's tokens, `copy`
+    bytes, go to k experts spread evenly over the group's ranks. Across NVLink domains a token
+    crosses the network once per remote domain that holds one of its experts (the dispatcher
+    sends it once and forwards it over NVLink there: DeepEP's internode kernels), each of the
+    hosts - 1 other domains holding one with probability 1 - (1 - 1/hosts)^k; inside the
+    domain it goes to its experts' GPUs over NVLink."""
+    n = lay.n
+    if n <= 1 or copy <= 0:
+        return 0.0
+    inside = k * copy * (lay.per_host - 1) / n / (net.nvlink_bw * eff)
+    if lay.hosts <= 1:
+        return BASE_S + inside + (n - 1) * NVLINK_STEP_S / 4
+    hosts = lay.hosts
+    remote = (hosts - 1) * (1.0 - (1.0 - 1.0 / hosts) ** k)
+    outside = copy * remote / (lay.net_bw * eff)
+    forward = k * copy / (net.nvlink_bw * eff) * (lay.per_host - 1) / lay.per_host
+    return BASE_S + max(inside + forward, outside) + lay.alpha_net * math.log2(hosts)
+
+
 def p2p(net: Network, lay: Layout, nbytes: float) -> float:
     """One point-to-point transfer between neighbouring pipeline stages (per rank)."""
     if nbytes <= 0:

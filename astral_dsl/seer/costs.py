@@ -2,19 +2,22 @@
 from a measured operator table the user supplies.
 
 Efficiency curves (docs/seer.md has the derivation and sources). The constants in lower case
-are fitted (seer/calibration: the GEMM efficiency per precision, gemm_tau, attn_eff,
+are fitted (seer/calibration: the GEMM efficiency per precision, gemm_waves, the clocks, attn_eff,
 attn_seq_half, softmax_eff, permute_eff, power_exponent); the upper-case ones below are not:
 each says whether it comes from a data sheet, a published measurement or is an assumption.
 
-- GEMM: t = F / (peak_p x clock x eff_p x k(K) x F / (F + gemm_tau x peak_p)) + KERNEL_S,
+- GEMM: t = F / (peak_p x clock x eff_p x k(K) x T / (T + gemm_waves x SMs)) + KERNEL_S,
   bounded below by the HBM time of its operands. peak_p is the data-sheet dense peak of the
   GEMM's precision p (bf16, fp8, the block-scaled MXFP8 and NVFP4), eff_p (fitted, one per
-  precision family) the sustained fraction of it that large GEMMs reach; F / (F + gemm_tau x
-  peak_p) the loss of small GEMMs, which reach half of it when they last gemm_tau;
+  precision family) the sustained fraction of it that large GEMMs reach; T / (T + gemm_waves x
+  SMs) the loss of small GEMMs, T their output tiles (TILE) over the GPU's SMs: a grouped GEMM
+  of small experts, or a GEMM of one wave, reaches half of it at gemm_waves waves (fitted);
   k(K) = K / (K + K_HALF): each output tile pays a fixed prologue and epilogue that only a long
   inner dimension amortises. KERNEL_S is the launch and tail cost of one kernel on the device.
-- clock: 1 at the board power the data sheet quotes its peaks at (`flops_power`), (P / P0) ^
-  (1 / power_exponent) for a GPU capped at P below it (fitted exponent).
+- clock: the sustained clock of the GPU's generation against the boost clock its peaks are
+  quoted at (clock_hopper, clock_blackwell: fitted; Ampere's runs are the reference, 1), times
+  (P / P0) ^ (1 / power_exponent) for a GPU capped at P below the board power the data sheet
+  quotes its peaks at (`flops_power`; fitted exponent).
 - Fused attention (FlashAttention-3 on Hopper, cuDNN's fused attention on Blackwell): forward
   at attn_eff x keys / (keys + attn_seq_half) of the 16-bit peak (both fitted, with a prior from
   the FlashAttention-3 measurements), keys the positions each query attends to (the sequence, or
@@ -45,6 +48,11 @@ HBM_EFF = 0.85         # published: streaming fraction of the HBM data-sheet ban
 # 73 % of peak forward, 63 % backward; the backward's efficiency relative to the forward's
 FA_BWD_RATIO = 0.63 / 0.73
 FA_HEAD = 128.0        # the head width of the attention measurements attn_eff is fitted with
+# ASSUMED output tile of a large GEMM (M x N elements), by generation: CUTLASS/cuBLAS's common
+# 128 x 128 on Ampere, 128 x 256 on Hopper and Blackwell (warp-group MMA); the size of a GEMM is
+# counted in these tiles against the SMs (gemm_waves)
+TILE = {"ampere": (128, 128), "hopper": (128, 256), "blackwell": (128, 256)}
+DEFAULT_SMS = 132      # a GPU that declares no `sms`: an H100's (validate.py warns, W752)
 # An eager PyTorch step's memory passes over a fused kernel's, by operator (counted from the
 # eager code torchtitan runs): RMSNorm as x.float(), pow(2).mean(), rsqrt, two multiplies and
 # the cast back (~3 passes of reads and writes against 1); SwiGLU as silu then a multiply (5
@@ -66,6 +74,8 @@ class GpuSpec:
     nvlink_bw: float                         # bytes/s per GPU, each direction
     power: float = 0.0                       # W: the board's power limit as configured
     flops_power: float = 0.0                 # W: the board power the peaks are quoted at
+    sms: int = 0                             # streaming multiprocessors (0: not declared)
+    arch: str = ""                           # ampere | hopper | blackwell | other
 
     def peak(self, dtype: str) -> float:
         table = dict(self.flops)
@@ -139,6 +149,10 @@ class Costs:
         self.cal = cal = calibration or shipped()
         self.clock = (gpu.power / gpu.flops_power) ** (1.0 / cal.power_exponent) \
             if gpu.capped else 1.0
+        if gpu.arch in ("hopper", "blackwell"):         # sustained against quoted clocks
+            self.clock *= getattr(cal, f"clock_{gpu.arch}")
+        self.sms = gpu.sms or DEFAULT_SMS
+        self.tile = TILE.get(gpu.arch, TILE["hopper"])
         self.peak = gpu.peak(dtype)
         self.base_peak = gpu.peak(self.base)
         self.bw = gpu.hbm_bw * HBM_EFF
@@ -190,8 +204,10 @@ class Costs:
         if t is None:
             prec = self.dtype if fp8 else self.base
             peak = (self.peak if fp8 else self.base_peak) * self.clock
+            tm, tn = self.tile
+            tiles = -(-m // tm) * -(-n // tn) * batch
             eff = (self.eff[prec] * k / (k + K_HALF)
-                   * flops / (flops + self.cal.gemm_tau * peak))
+                   * tiles / (tiles + self.cal.gemm_waves * self.sms))
             t = max(flops / (peak * eff), nbytes / self.bw) + KERNEL_S
         return t, flops, nbytes
 

@@ -73,13 +73,22 @@ def layer_flops_per_token(job: JobSpec, layer: int) -> Tuple[float, float]:
     full s x s scores (Megatron's and PaLM's convention), or the window's."""
     m = job.model
     h, mats = m.hidden, m.mats
-    lin = 2 * m.attention_params()
+    kind = m.layer_kind(layer)
+    if kind == "M":          # Mamba-2: its projections, and the scan as its "attention"
+        Q, N, P = m.mamba_chunk, m.mamba_state, m.mamba_head
+        scan = 2 * (m.mamba_heads * (Q * P + 2 * N * P) + m.mamba_groups * Q * N)
+        return 2 * m.mamba_params(), scan
+    lin = 2 * m.attention_params() if kind in ("T", "*") else 0.0
+    attn = 2 * m.attended(job.seq) * m.heads * (m.qk_dim + m.v_dim) if kind in ("T", "*") \
+        else 0.0
+    if kind == "*":
+        return lin, attn
     if m.is_moe(layer):
         lin += (2 * mats * h * (m.moe_ffn * m.top_k + m.shared_width * m.shared_experts)
                 + 2 * h * m.experts)
     else:
         lin += 2 * mats * h * m.ffn
-    return lin, 2 * m.attended(job.seq) * m.heads * (m.qk_dim + m.v_dim)
+    return lin, attn
 
 
 def model_flops(job: JobSpec) -> float:

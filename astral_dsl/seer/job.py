@@ -98,7 +98,15 @@ def model_spec(inst) -> ModelSpec:
         q_lora=_int(f("q_lora_rank"), 0) or 0, rope_dim=_int(f("rope_head_dim"), 0) or 0,
         v_head=_int(f("v_head_dim"), 0) or 0, window=_int(f("window"), 0) or 0,
         window_share=float(share) if isinstance(share, (int, float)) and f("window") else 0.0,
-        shared_ffn=_int(f("shared_ffn"), 0) or 0)
+        shared_ffn=_int(f("shared_ffn"), 0) or 0,
+        mamba_layers=_int(f("mamba_layers"), 0) or 0,
+        attention_layers=_int(f("attention_layers"), 0) or 0,
+        pattern=str(f("pattern") or ""),
+        mamba_state=_int(f("mamba_state"), 128) or 128,
+        mamba_head=_int(f("mamba_head_dim"), 64) or 64,
+        mamba_groups=_int(f("mamba_groups"), 8) or 8,
+        mamba_expand=float(f("mamba_expand") or 2.0),
+        mamba_chunk=_int(f("mamba_chunk"), 256) or 256)
 
 
 def unknown_options(options) -> List[str]:

@@ -24,6 +24,7 @@ from typing import Dict
 
 from astral_dsl.seer import comm
 from astral_dsl.seer.costs import Costs
+from astral_dsl.seer.memory import OP_SAC_FRAMEWORKS
 from astral_dsl.seer.params import ParamsMixin
 from astral_dsl.seer.ranks import RankOrder
 from astral_dsl.seer.spec import JobSpec, chunk_layers
@@ -31,6 +32,7 @@ from astral_dsl.seer.template import Op, Template, Builder
 
 
 EMBED, HEAD = -1, -2      # the `layer` of embedding and of head operators
+ACTIVATION_NAME = {"gelu": "gelu", "swiglu": "swiglu", "relu2": "squared relu"}
 FP8_CAST_BYTES = 4.0      # per element cast to fp8 with its transpose: read 2, write 1 + 1
 # HBM bytes per element of quantising a 16-bit tensor for a GEMM and for its transpose (the
 # weight gradient's operand), (fed by a norm, otherwise): delayed scaling and the block-scaled
@@ -107,8 +109,7 @@ class Lowering(ParamsMixin):
         self.cast = CAST_BYTES[job.dtype if job.dtype in CAST_BYTES else job.fp8_recipe]
         cal = costs.cal
         self.host_op_s = 0.0 if job.cuda_graphs else cal.host_kernel_s
-        self.moe_sync_s = cal.moe_sync_s if (job.moe_dispatcher == "alltoall"
-                                             and not job.cuda_graphs) else 0.0
+        self.moe_sync_s = 0.0 if job.cuda_graphs else cal.moe_sync_s
         self._cache: Dict[tuple, Template] = {}
 
     # ---- collectives -------------------------------------------------------------------------
@@ -118,7 +119,11 @@ class Lowering(ParamsMixin):
         if lay.n <= 1 or nbytes <= 0:
             return None
         if kind == "a2a":
-            t = comm.all_to_all(self.net, lay, nbytes, self.a2a_eff)
+            if self.job.moe_dispatcher == "alltoall":
+                t = comm.all_to_all(self.net, lay, nbytes, self.a2a_eff)
+            else:           # nbytes: the top-k copies of the rank's tokens
+                k = max(1, self.job.model.top_k)
+                t = comm.dispatch(self.net, lay, nbytes / k, k, self.a2a_eff)
             hidden = self.c.cal.ep_hidden * t if self.job.ep_overlap else 0.0
             if hidden > 0:     # the share another micro-batch's computation hides
                 side = b.add(Op(name + " (overlapped)", "comm", group, hidden, 0.0, 0.0, group,
@@ -334,18 +339,40 @@ class Lowering(ParamsMixin):
             self._linear(b, pre + "shared fc2", sp_tokens, m.hidden, shared_ffn, L)
 
     def _layer_fwd(self, b, L, pre=""):
-        m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
-        h = m.hidden
-        self._ew(b, pre + "input norm", 2 * sp_tokens * h * elem, L, "norm")
+        """One layer's forward: attention and MLP (or MoE) sub-blocks, or, in a hybrid model,
+        the one its kind says (spec.ModelSpec.layer_kind: Mamba-2, attention, MoE or MLP)."""
+        kind = self.job.model.layer_kind(L)
+        if kind == "M":
+            self._mamba_fwd(b, L, pre)
+            return
+        if kind in ("T", "*"):
+            self._attn_block_fwd(b, L, pre)
+        if kind != "*":
+            self._mlp_block_fwd(b, L, pre)
+
+    def _norm_fwd(self, b, name, L):
+        self._ew(b, name, 2 * self.sp_tokens * self.job.model.hidden * self.elem, L, "norm")
+
+    def _residual(self, b, name, L):
+        m = self.job.model
+        self._ew(b, name, (3 * self.elem + (1 if m.gpt else 0)) * self.sp_tokens * m.hidden, L)
+
+    def _attn_block_fwd(self, b, L, pre):
+        m, tokens = self.job.model, self.tokens
+        self._norm_fwd(b, pre + "input norm", L)
         gather = self._tp_gather(b, pre + "attn all-gather", L)
         self._qkv_fwd(b, L, pre, gather)
         if not m.gpt:
             self._rope(b, L, pre)
         self._attention_fwd(b, L, pre)
-        self._linear(b, pre + "out proj", tokens, h, self.heads * m.v_dim, L)
+        self._linear(b, pre + "out proj", tokens, m.hidden, self.heads * m.v_dim, L)
         self._tp_out(b, pre + "attn", L)
-        self._ew(b, pre + "residual", (3 * elem + (1 if m.gpt else 0)) * sp_tokens * h, L)
-        self._ew(b, pre + "post-attn norm", 2 * sp_tokens * h * elem, L, "norm")
+        self._residual(b, pre + "residual", L)
+
+    def _mlp_block_fwd(self, b, L, pre):
+        m, elem, tokens = self.job.model, self.elem, self.tokens
+        h = m.hidden
+        self._norm_fwd(b, pre + ("post-attn norm" if m.layer_kind(L) == "T" else "input norm"), L)
         if m.is_moe(L):
             self._moe_fwd(b, L, pre)
         else:
@@ -353,11 +380,67 @@ class Lowering(ParamsMixin):
             F = m.ffn / self.tp
             self._linear(b, pre + "fc1", tokens, F * (m.mats - 1), h, L, norm_fed=True,
                          gather=gather)
-            self._ew(b, pre + {"gelu": "gelu", "swiglu": "swiglu", "relu2": "squared relu"}[
-                m.activation], m.mats * tokens * F * elem, L, kind=m.activation)
+            self._ew(b, pre + ACTIVATION_NAME[m.activation], m.mats * tokens * F * elem, L,
+                     kind=m.activation)
             self._linear(b, pre + "fc2", tokens, h, F, L)
             self._tp_out(b, pre + "mlp", L)
-        self._ew(b, pre + "residual", (3 * elem + (1 if m.gpt else 0)) * sp_tokens * h, L)
+        self._residual(b, pre + "residual", L)
+
+    def _mamba_dims(self):
+        """Per rank: (d_inner, heads, groups, in_proj width, conv channels) of a Mamba-2 layer
+        (Dao and Gu 2024, "Transformers are SSMs", section 7: the in-projection makes z, x, B, C
+        and dt; a depthwise convolution runs over x, B and C); TP shards heads and groups."""
+        m, tp = self.job.model, self.tp
+        d_inner = m.mamba_inner / tp
+        heads = max(1.0, m.mamba_heads / tp)
+        groups = max(1.0, m.mamba_groups / tp)
+        conv = d_inner + 2 * groups * m.mamba_state
+        return d_inner, heads, groups, 2 * d_inner + 2 * groups * m.mamba_state + heads, conv
+
+    def _ssd_flops(self, backward: bool) -> float:
+        """The chunked state-space scan (SSD, Dao and Gu 2024, section 6) of a rank's tokens:
+        per token and head, the intra-chunk products over the chunk (Q x (N + P) multiply-adds
+        per head and group) and the state updates and reads (2 N P)."""
+        m = self.job.model
+        d_inner, heads, groups, _, _ = self._mamba_dims()
+        Q, N, P = m.mamba_chunk, m.mamba_state, m.mamba_head
+        per_token = 2 * (heads * (Q * P + 2 * N * P) + groups * Q * N)
+        return self.tokens * per_token * (2.0 if backward else 1.0)
+
+    def _mamba_fwd(self, b, L, pre):
+        m, elem, tokens = self.job.model, self.elem, self.tokens
+        d_inner, heads, groups, width, conv = self._mamba_dims()
+        self._norm_fwd(b, pre + "input norm", L)
+        gather = self._tp_gather(b, pre + "mamba all-gather", L)
+        self._linear(b, pre + "mamba in proj", tokens, width, m.hidden, L, norm_fed=True,
+                     gather=gather)
+        self._ew(b, pre + "mamba conv1d", 2 * tokens * conv * elem, L)
+        flops = self._ssd_flops(False)
+        nb = elem * tokens * (conv + d_inner + heads)
+        b.add(Op(pre + "ssd scan", "attention", "compute",
+                 self.c.flash("ssd_fwd", flops, nb, False, m.mamba_head, m.mamba_chunk),
+                 flops, nb, "", L))
+        self._ew(b, pre + "mamba gated norm", 3 * tokens * d_inner * elem, L, "norm")
+        self._linear(b, pre + "mamba out proj", tokens, m.hidden, d_inner, L)
+        self._tp_out(b, pre + "mamba", L)
+        self._residual(b, pre + "residual", L)
+
+    def _mamba_bwd(self, b, L):
+        m, elem, tokens = self.job.model, self.elem, self.tokens
+        d_inner, heads, groups, width, conv = self._mamba_dims()
+        self._residual(b, "residual bwd", L)
+        gg = self._row_grad_gather(b, "mamba grad all-gather", L)
+        self._linear_bwd(b, "mamba out proj", tokens, m.hidden, d_inner, L, column=False,
+                         grad_gather=gg)
+        self._ew(b, "mamba gated norm bwd", 5 * tokens * d_inner * elem, L, "norm")
+        flops = self._ssd_flops(True)
+        nb = 2 * elem * tokens * (conv + d_inner + heads)
+        b.add(Op("ssd scan bwd", "attention", "compute",
+                 self.c.flash("ssd_bwd", flops, nb, True, m.mamba_head, m.mamba_chunk),
+                 flops, nb, "", L))
+        self._ew(b, "mamba conv1d bwd", 3 * tokens * conv * elem, L)
+        self._linear_bwd(b, "mamba in proj", tokens, width, m.hidden, L, column=True)
+        self._ew(b, "input norm bwd", 3 * self.sp_tokens * m.hidden * elem, L, "norm")
 
     def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True,
                     grad_gather=None):
@@ -418,34 +501,51 @@ class Lowering(ParamsMixin):
     def _layer_bwd(self, b, L):
         m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
         h = m.hidden
-        mask = 1 if m.gpt else 0
+        kind = m.layer_kind(L)
         rec = self.job.recompute
         mark = len(b.ops)
         if rec == "full":
             self._layer_fwd(b, L, pre="recompute ")
-        elif rec == "selective" and self.job.attention == "unfused":
+        elif rec == "selective" and self.job.attention == "unfused" and kind in ("T", "*"):
             self._attention_fwd(b, L, pre="recompute ")
-        elif rec == "selective":       # operator-level: the norms and the activation function
-            self._ew(b, "recompute input norm", 2 * sp_tokens * h * elem, L, "norm")
-            self._ew(b, "recompute post-attn norm", 2 * sp_tokens * h * elem, L, "norm")
-            if not m.is_moe(L):
+        elif rec == "selective" and self.job.framework in OP_SAC_FRAMEWORKS:
+            # operator-level (PyTorch's): the norms and the activation function
+            for name in ("input norm", "post-attn norm")[:2 if kind == "T" else 1]:
+                self._norm_fwd(b, "recompute " + name, L)
+            if kind in ("T", "-") and not m.is_moe(L):
                 self._ew(b, "recompute activation", m.mats * tokens * (m.ffn / self.tp) * elem,
                          L)
         for op in b.ops[mark:]:
             if op.stream == "compute":
                 op.cat = "recompute" if op.cat != "overhead" else op.cat
-        self._ew(b, "residual bwd", (3 * elem + mask) * sp_tokens * h, L)
+        if kind == "M":
+            self._mamba_bwd(b, L)
+            return
+        if kind != "*":
+            self._mlp_block_bwd(b, L)
+        if kind in ("T", "*"):
+            self._attn_block_bwd(b, L)
+
+    def _mlp_block_bwd(self, b, L):
+        m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
+        h = m.hidden
+        self._residual(b, "residual bwd", L)
         if m.is_moe(L):
             self._moe_bwd(b, L)
         else:
             F = m.ffn / self.tp
             gg = self._row_grad_gather(b, "mlp grad all-gather", L)
             self._linear_bwd(b, "fc2", tokens, h, F, L, column=False, grad_gather=gg)
-            self._ew(b, {"gelu": "gelu", "swiglu": "swiglu", "relu2": "squared relu"}[
-                m.activation] + " bwd", (m.mats + 2) * tokens * F * elem, L, kind=m.activation)
+            self._ew(b, ACTIVATION_NAME[m.activation] + " bwd", (m.mats + 2) * tokens * F * elem,
+                     L, kind=m.activation)
             self._linear_bwd(b, "fc1", tokens, F * (m.mats - 1), h, L, column=True)
-        self._ew(b, "post-attn norm bwd", 3 * sp_tokens * h * elem, L, "norm")
-        self._ew(b, "residual bwd", (3 * elem + mask) * sp_tokens * h, L)
+        self._ew(b, ("post-attn norm bwd" if m.layer_kind(L) == "T" else "input norm bwd"),
+                 3 * sp_tokens * h * elem, L, "norm")
+
+    def _attn_block_bwd(self, b, L):
+        m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
+        h = m.hidden
+        self._residual(b, "residual bwd", L)
         gg = self._row_grad_gather(b, "attn grad all-gather", L)
         self._linear_bwd(b, "out proj", tokens, h, self.heads * m.v_dim, L, column=False,
                          grad_gather=gg)
@@ -535,7 +635,7 @@ class Lowering(ParamsMixin):
         par = self.job.parallel
         embed = stage == 0 and chunk == 0
         head = stage == par.pp - 1 and chunk == par.v - 1
-        kinds = tuple(self.job.model.is_moe(L) for L in range(first, first + n))
+        kinds = tuple(self.job.model.shape_key(L) for L in range(first, first + n))
         key = (phase, kinds, embed, head)
         hit = self._cache.get(key)
         if hit is not None:

@@ -62,6 +62,7 @@ RESERVED_TOLERANCE = 1.5e9     # assumed: fragmentation alone varies by a GB or 
 ACTIVATION_TOLERANCE = 0.10    # assumed: +/- 10 % on the counted activation tensors
 ADAM_BYTES = 12.0              # fp32 master weights, momentum, variance (ZeRO's K)
 FP8_COPY_BYTES = 2.0           # fp8 copy of a linear weight and of its transpose (TE's cache)
+OP_SAC_FRAMEWORKS = ("torchtitan", "automodel")
 
 
 @dataclass(frozen=True)
@@ -148,12 +149,23 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     sp = par.sp and t > 1
     if job.recompute == "full":
         return tokens * h * elem / (t if sp else 1)
+    kind = m.layer_kind(layer)
+    if kind == "M":       # Mamba-2: its norm input, in-projection input and output, the
+        #                   convolution's output, the scan's output and state inputs, the gated
+        #                   norm's input and the out-projection's input (Dao and Gu 2024)
+        d = m.mamba_inner / t
+        groups = max(1.0, m.mamba_groups / t)
+        width = 2 * d + 2 * groups * m.mamba_state + m.mamba_heads / t
+        conv = d + 2 * groups * m.mamba_state
+        per = elem * h / (t if sp else 1) + lin * h + elem * (width + conv + 2 * d) + lin * d
+        return tokens * per
     mask = 1 if m.gpt else 0                 # dropout masks: one byte per element
-    # selective recomputation with fused attention (no score matrix to drop): the cheap
-    # operators are recomputed, as PyTorch's operator-level selective checkpointing does
-    # (torchtitan's "selective op"): the norms' outputs (the QKV and fc1 inputs) and the
-    # activation function's output (the fc2 input) are not kept
-    op_sac = job.recompute == "selective" and job.attention != "unfused"
+    # selective recomputation in a PyTorch framework (torchtitan's "selective op", PyTorch's
+    # operator-level selective checkpointing): the cheap operators are recomputed, so the
+    # norms' outputs (the QKV and fc1 inputs) and the activation function's output (the fc2
+    # input) are not kept. Megatron-LM's selective recomputation is the core attention's, which
+    # with fused attention keeps what it would have kept anyway.
+    op_sac = job.recompute == "selective" and job.framework in OP_SAC_FRAMEWORKS
     # outside the TP regions: two norm inputs, two dropout masks, the QKV and fc1 inputs
     replicated = 2 * elem * h + 2 * mask * h + (0 if op_sac else 2 * lin * h)
     mats = m.mats - 1
@@ -171,6 +183,10 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
             scores = (2 * elem + mask) * m.heads * job.seq / par.cp
     else:
         attn_tp += 4 * m.heads                # fused attention: fp32 log-sum-exp per head
+    if kind == "*":             # attention only: one norm, no MLP
+        replicated, mlp_tp, mlp_local = replicated / 2, 0.0, 0.0
+    elif kind in ("E", "-"):    # MLP only: one norm, no attention
+        replicated, attn_tp, scores = replicated / 2, 0.0, 0.0
     per_token = replicated / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t + mlp_local
     return tokens * per_token
 

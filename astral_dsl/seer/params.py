@@ -13,7 +13,12 @@ def layer_linear_params(job, L: int) -> float:
     rank: the weights of the GEMMs that run in fp8 with Transformer Engine."""
     m, par = job.model, job.parallel
     h, mats = m.hidden, m.mats
-    attn = m.attention_params() / par.tp
+    kind = m.layer_kind(L)
+    if kind == "M":
+        return m.mamba_params() / par.tp
+    attn = m.attention_params() / par.tp if kind in ("T", "*") else 0.0
+    if kind == "*":
+        return attn
     if m.is_moe(L):
         mlp = m.experts * mats * h * m.moe_ffn / par.ep
         mlp += m.shared_experts * mats * h * m.shared_width / par.tp
@@ -27,7 +32,8 @@ def layer_params(job, L: int) -> float:
     (4 h)."""
     m = job.model
     router = m.hidden * m.experts if m.is_moe(L) else 0.0
-    return layer_linear_params(job, L) + router + 4 * m.hidden
+    norms = 4 * m.hidden if m.layer_kind(L) == "T" else 2 * m.hidden
+    return layer_linear_params(job, L) + router + norms
 
 
 class ParamsMixin:

@@ -4,6 +4,7 @@ tests and benchmarks may build them directly."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 import math
 from typing import List, Optional, Tuple
 
@@ -53,6 +54,17 @@ class ModelSpec:
     window: int = 0                   # sliding-window attention: tokens each query sees ...
     window_share: float = 0.0         # ... in this share of the layers (GPT-OSS: 128, 50 %)
     shared_ffn: int = 0               # a shared expert's FFN width (0: moe_ffn)
+    # a hybrid model (Nemotron-H): Mamba-2 layers, attention-only layers, and the rest MLP (or
+    # MoE) layers, in `pattern`'s order (Megatron's hybrid_override_pattern: M, *, - or E per
+    # layer) or evenly interleaved; and the Mamba-2 layers' dimensions
+    mamba_layers: int = 0
+    attention_layers: int = 0
+    pattern: str = ""
+    mamba_state: int = 128
+    mamba_head: int = 64
+    mamba_groups: int = 8
+    mamba_expand: float = 2.0
+    mamba_chunk: int = 256
 
     @property
     def head_dim(self) -> int:
@@ -117,28 +129,95 @@ class ModelSpec:
             return self.window_share * self.window + (1 - self.window_share) * seq
         return float(seq)
 
+    @property
+    def hybrid(self) -> bool:
+        return bool(self.pattern) or self.mamba_layers > 0
+
+    @property
+    def mamba_inner(self) -> float:
+        return self.mamba_expand * self.hidden
+
+    @property
+    def mamba_heads(self) -> float:
+        return self.mamba_inner / self.mamba_head
+
+    def layer_kind(self, layer: int) -> str:
+        """T: a transformer layer (attention, then MLP or MoE); in a hybrid model M (Mamba-2),
+        * (attention), E (MoE) or - (MLP)."""
+        if not self.hybrid:
+            return "T"
+        return hybrid_pattern(self)[layer] if 0 <= layer < self.layers else "-"
+
     def is_moe(self, layer: int) -> bool:
+        if self.hybrid:
+            return self.layer_kind(layer) == "E"
         return self.experts > 0 and layer >= self.dense_layers
+
+    def shape_key(self, layer: int) -> Tuple[str, bool]:
+        return self.layer_kind(layer), self.is_moe(layer)
 
     def kinds(self, first: int, n: int) -> Tuple[Tuple[int, int], ...]:
         """The layers first .. first + n - 1 as (a layer, how many are like it): a layer's
-        shape depends only on whether it is a mixture-of-experts layer (the first
-        `dense_layers` are dense), so a per-layer sum over a stage costs two terms, not one per
-        layer (a 5,040-layer model, hundreds of rule candidates)."""
+        shape depends only on its kind and whether it is a mixture-of-experts layer (the first
+        `dense_layers` are dense), so a per-layer sum over a stage costs a few terms, not one
+        per layer (a 5,040-layer model, hundreds of rule candidates)."""
+        if self.hybrid:
+            found: dict = {}
+            for L in range(first, first + n):
+                key = self.shape_key(L)
+                if key in found:
+                    found[key][1] += 1
+                else:
+                    found[key] = [L, 1]
+            return tuple((L, c) for L, c in found.values())
         if not self.experts:
             return ((first, n),) if n > 0 else ()
         split = min(max(self.dense_layers, first), first + n)      # its first MoE layer
         return tuple((L, c) for L, c in ((first, split - first), (split, first + n - split))
                      if c > 0)
 
+    def mamba_params(self) -> float:
+        """Weights of one Mamba-2 layer: in- and out-projections, the convolution, A, D, dt bias
+        and the gated norm (Dao and Gu 2024)."""
+        h, d = self.hidden, self.mamba_inner
+        g, n, heads = self.mamba_groups, self.mamba_state, self.mamba_heads
+        in_proj = h * (2 * d + 2 * g * n + heads)
+        return in_proj + 4 * (d + 2 * g * n) + d * h + 3 * heads + d
+
     def layer_params(self, layer: int) -> float:
         h, mats = self.hidden, self.mats
+        kind = self.layer_kind(layer)
+        if kind == "M":
+            return self.mamba_params() + h
         if self.is_moe(layer):
             mlp = (self.experts * mats * h * self.moe_ffn + h * self.experts
                    + self.shared_experts * mats * h * self.shared_width)
         else:
             mlp = mats * h * self.ffn
+        if kind == "*":
+            return self.attention_params() + 2 * h
+        if kind in ("E", "-"):
+            return mlp + 2 * h
         return self.attention_params() + mlp + 4 * h
+
+
+@lru_cache(maxsize=64)
+def _interleave(layers: int, mamba: int, attention: int, mlp: str) -> str:
+    """A hybrid model's layers evenly interleaved when no pattern is given: the attention layers
+    spread evenly, Mamba-2 and MLP (MoE) layers alternating around them, Mamba-2 first."""
+    out = [""] * layers
+    for k in range(attention):
+        out[min(layers - 1, int((k + 0.5) * layers / attention))] = "*"
+    rest = [i for i in range(layers) if not out[i]]
+    for j, i in enumerate(rest):       # `mamba` of the len(rest) slots are M, evenly
+        out[i] = "M" if (j * mamba) % len(rest) < mamba else mlp
+    return "".join(out)
+
+
+def hybrid_pattern(m: "ModelSpec") -> str:
+    if m.pattern:
+        return m.pattern
+    return _interleave(m.layers, m.mamba_layers, m.attention_layers, "E" if m.experts else "-")
 
 
 @dataclass(frozen=True)
@@ -232,13 +311,41 @@ class JobSpec:
         return replace(self, **kw)
 
 
-def stage_layers(job: JobSpec) -> Tuple[int, ...]:
-    """Layers on each pipeline stage: the declared layout's or split, else as even as
-    possible."""
-    par, layers = job.parallel, job.model.layers
+def derived_layout(layers: int, pp: int, v: int = 1) -> Optional[Tuple[int, ...]]:
+    """Layers of each virtual stage (model order; per stage when v = 1) as the frameworks lay
+    out a model that pp x v does not divide: the embedding and the loss counted as a layer each
+    on the first and the last (Megatron-Core's --account-for-embedding/loss-in-pipeline-split,
+    the layout an explicit --pipeline-model-parallel-layout gives, torchtitan's split), what is
+    left over spread over the first virtual stages: Llama 3's 126 layers on 16 stages are 7, 8,
+    ..., 8, 7. None when pp x v divides the layers (an even split) or the layers are too few."""
+    n = pp * max(1, v)
+    if pp <= 1 or layers % n == 0:
+        return None
+    base, extra = divmod(layers + 2, n)
+    per = [base + (1 if i < extra else 0) for i in range(n)]
+    per[0] -= 1
+    per[-1] -= 1
+    return tuple(per) if min(per) >= 0 and sum(per) == layers else None
+
+
+def _layout(par: "ParallelSpec", layers: int) -> Optional[Tuple[int, ...]]:
+    """The per-virtual-stage layout: declared, or derived when nothing is declared."""
     v = par.v or 1
     if par.layout and len(par.layout) == par.pp * v:
-        return tuple(sum(par.layout[c * par.pp + i] for c in range(v)) for i in range(par.pp))
+        return par.layout
+    if not par.stages:
+        return derived_layout(layers, par.pp, v)
+    return None
+
+
+def stage_layers(job: JobSpec) -> Tuple[int, ...]:
+    """Layers on each pipeline stage: the declared layout's or split, else the frameworks'
+    (derived_layout), else even."""
+    par, layers = job.parallel, job.model.layers
+    v = par.v or 1
+    layout = _layout(par, layers)
+    if layout:
+        return tuple(sum(layout[c * par.pp + i] for c in range(v)) for i in range(par.pp))
     if par.stages and len(par.stages) == par.pp:
         return tuple(par.stages)
     base, extra = divmod(layers, par.pp)
@@ -292,8 +399,9 @@ def chunk_layers(job: JobSpec) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
     number of virtual stages it cannot lay out; here such a split falls back to chunks as even
     as possible, for JobSpecs built by hand)."""
     par = job.parallel
-    if par.layout and len(par.layout) == par.pp * par.v:     # Megatron-Core's explicit layout
-        split = tuple(tuple(par.layout[c * par.pp + i] for c in range(par.v))
+    layout = _layout(par, job.model.layers)
+    if layout:                              # declared (Megatron-Core's explicit layout) or derived
+        split = tuple(tuple(layout[c * par.pp + i] for c in range(par.v))
                       for i in range(par.pp))
     else:
         split = chunk_split(stage_layers(job), par.v)

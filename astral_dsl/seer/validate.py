@@ -120,7 +120,7 @@ def _model(spec: JobSpec, where) -> List[Diagnostic]:
     """The model's own shape: whole heads, key/value groups, experts (E763)."""
     m, out = spec.model, []
     name = f"`{m.name}`"
-    if m.hidden % m.heads:
+    if not m.head_size and m.hidden % m.heads:
         out.append(_err("E763", f"{name}: hidden size {m.hidden} is not a multiple of its "
                                 f"{_n(m.heads)} attention heads", where.model_field("heads"),
                         "each head has hidden / heads dimensions"))
@@ -132,6 +132,22 @@ def _model(spec: JobSpec, where) -> List[Diagnostic]:
     if m.experts and m.top_k > m.experts:
         out.append(_err("E763", f"{name}: top_k = {m.top_k} routes to more experts than its "
                                 f"{m.experts}", where.model_field("top_k")))
+    if m.pattern and (len(m.pattern) != m.layers or set(m.pattern) - set("M*E-")):
+        out.append(_err("E763", f"{name}: the pattern has {len(m.pattern)} layers, "
+                                f"{m.layers} declared, and may only hold M, *, E and -",
+                        where.model_field("pattern"),
+                        "one character per layer: M Mamba-2, * attention, E MoE, - MLP"))
+    elif m.pattern and "E" in m.pattern and not m.experts:
+        out.append(_err("E763", f"{name}: the pattern has MoE layers (E) but no `experts`",
+                        where.model_field("pattern")))
+    if not m.pattern and m.mamba_layers + m.attention_layers > m.layers:
+        out.append(_err("E763", f"{name}: {m.mamba_layers} Mamba-2 and {m.attention_layers} "
+                                f"attention layers of {m.layers}",
+                        where.model_field("mamba_layers")))
+    if m.hybrid and m.mamba_inner % m.mamba_head:
+        out.append(_err("E763", f"{name}: the Mamba-2 width {m.mamba_inner:g} (mamba_expand x "
+                                f"hidden) is not a whole number of {m.mamba_head}-wide heads",
+                        where.model_field("mamba_head_dim")))
     if m.dense_layers > m.layers:
         out.append(_err("E763", f"{name}: {m.dense_layers} dense layers of {m.layers}",
                         where.model_field("dense_layers")))
@@ -231,13 +247,10 @@ def _layout(spec: JobSpec, where) -> List[Diagnostic]:
                                     f"pp = {par.pp} and `{m.name}` has {m.layers} layers",
                             where("stages"),
                             f"list {par.pp} positive layer counts adding up to {m.layers}"))
-    elif m.layers % par.pp:
-        base = m.layers // par.pp
-        out.append(_err("E751", f"{name}: pp = {par.pp} does not divide the {m.layers} layers of "
-                                f"`{m.name}`", where("pp"),
-                        f"declare an uneven split, e.g. `stages = [...]` with {par.pp} counts "
-                        f"adding up to {m.layers} (around {base} each), or change pp"))
-    if not out and par.v and par.v > 1 and not par.layout and \
+    elif par.pp > m.layers:
+        out.append(_err("E751", f"{name}: pp = {par.pp} stages for the {m.layers} layers of "
+                                f"`{m.name}`", where("pp"), "at most one stage per layer"))
+    if not out and par.v and par.v > 1 and par.stages and not par.layout and \
             chunk_split(stage_layers(spec), par.v) is None:
         per_stage = stage_layers(spec)
         options = [v for v in virtual_stage_options(per_stage) if v > 1]

@@ -28,16 +28,16 @@ class Instantiator:
     def __init__(self, diagnostics: List[Diagnostic], overrides: Dict[str, Any] | None = None,
                  entry: Optional[ModuleScope] = None,
                  assignments: Optional[Dict[str, Any]] = None,
-                 scenario: Optional[str] = None, plan=None, expressions=Expressions):
+                 scenario: Optional[str] = None, plan=None, trace=None):
         from astral_dsl.semantics.isolate import Isolator
 
-        self.expr = expressions(self)
+        self.expr = Expressions(self)
         self.diagnostics = diagnostics
         self.scenario = scenario      # compiling under this scenario: its own checks run
         self.assignments = assignments or {}
         # the scenario's routes, isolated as the frames on them are made (semantics/isolate.py)
         self.isolator = Isolator(self, plan) if plan is not None and not plan.empty else None
-        self.lenient = False    # missing required arguments are POISON (see compiler.lint_templates)
+        self.lenient = False    # missing required arguments are POISON (entry.lint_templates)
         self.unknown_sites: Dict[str, Any] = {}
         self.rollups: Dict = {}
         self.view = fields.FrameView(self)    # how roll-ups see the frames (model/rollup.py)
@@ -46,6 +46,32 @@ class Instantiator:
         self.overrides = overrides or {}
         self.entry = entry
         self._module_busy: set = set()
+        # value provenance (semantics/trace.py), told as values are made; without a trace the
+        # evaluation runs unwrapped
+        self.trace = trace
+        if trace is not None:
+            self._trace_hooks(trace)
+
+    def _trace_hooks(self, trace) -> None:
+        expr, plain_eval, plain_derived = self.expr, self.expr.eval, self.expr.derived
+        plain_field = self.field
+
+        def eval_(e, env):
+            value = plain_eval(e, env)
+            trace.evaluated(e, env, value)
+            return value
+
+        def derived(frame, name):
+            value = plain_derived(frame, name)
+            trace.derived(frame, name, value)
+            return value
+
+        def field(frame, name, span=None):
+            value = plain_field(frame, name, span)
+            trace.field(frame, name, value)
+            return value
+
+        expr.eval, expr.derived, self.field = eval_, derived, field
 
     # -- what the expressions and the rest of the compiler ask of the instantiator --------------
     def eval(self, expr, env: Env):
@@ -127,6 +153,8 @@ class Instantiator:
                     raise
                 d = exc.diagnostic
                 fail("E310", f"--set {node.name.name}: {d.message}", span, d.hint)
+        if self.trace is not None:
+            self.trace.module_value(symbol, value)
         return value
 
     def _annotated(self, type_ident, value, span, what):
@@ -138,7 +166,10 @@ class Instantiator:
                  did_you_mean(type_ident.name, ANNOTATIONS) or
                  "types: a dimension (power, bandwidth, ...), count, ratio, bool, string, "
                  "or a kind")
-        return coerce(value, t, span, what)
+        out = coerce(value, t, span, what)
+        if self.trace is not None:
+            self.trace.converted(value, out)
+        return out
 
     # -- templates ---------------------------------------------------------------------------------------
     def instantiate(self, template: Template, args: List[ast.Arg], caller: Env, span: Span):

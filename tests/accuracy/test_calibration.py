@@ -68,11 +68,11 @@ def test_every_constant_is_in_the_table_and_within_its_bounds():
 def test_a_constant_no_run_moves_is_not_determined():
     """Narayanan et al.'s 2021 code reduced TP gradients on the critical path: nothing
     overlaps, so its runs say nothing about `interfere`, which a fit on them alone leaves at
-    its prior's centre and reports not determined (a few evaluations: the test's CPU)."""
+    its prior's centre and reports not determined (a few iterations: the test's CPU)."""
     table = read_table(RUN_FILES["a100"])
     narayanan = type(table)(table.file, tuple(r for r in table.runs
                                               if "Narayanan" in r.source_version))
-    doc, cal, rows, _ = fit.calibrate([("narayanan2021", narayanan)], max_nfev=2)
+    doc, cal, rows, _ = fit.calibrate([("narayanan2021", narayanan)], max_iter=2)
     assert len(rows) == 6
     assert doc["spread"]["interfere"] is None
     assert cal.interfere == pytest.approx(0.5)

@@ -348,7 +348,7 @@ def test_job_memory_moves_with_the_parallel_layout():
         design = checked(str(REPO / "examples/explore.astral"), sets).design
         _, spec, cluster = seer.validate_job(design, design.jobs[0])
         from astral_dsl.explore.margins.limits import _memory_estimate
-        return _memory_estimate(seer, spec, cluster)[0]
+        return _memory_estimate(spec, cluster)[0]
 
     assert estimate(tp="4") <= 80e9 < estimate(tp="2")
     assert estimate(pp="2") <= 80e9 < estimate(pp="1")

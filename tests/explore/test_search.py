@@ -13,7 +13,7 @@ import pytest
 
 from astral_dsl import seer
 from astral_dsl.cli import main
-from astral_dsl.compiler import compile_file
+import astral_dsl
 from astral_dsl.explore import search
 from astral_dsl.explore.engines import LocalEngine
 from astral_dsl.explore.search.bounds import screen_bound
@@ -68,7 +68,7 @@ def small(tmp_path_factory) -> Path:
 
 
 def _state(path, job, gpus=()):
-    return State(compile_file(str(path)), Setup((), job, tuple(gpus)))
+    return State(astral_dsl.load(str(path)), Setup((), job, tuple(gpus)))
 
 
 _BRUTE = {}

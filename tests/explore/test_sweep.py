@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from astral_dsl import seer
+
 from astral_dsl.cli import main
 from astral_dsl.cli.common import checked as cli_checked
 from astral_dsl.explore import point, sweep
@@ -38,7 +40,7 @@ def test_rows_in_grid_order_equal_checking_each_point_alone(project):
         expected = size_summary(checked.design, checked.engineering)
         for key in point.SUMMARY:
             assert row["metrics"][key] == expected[key]
-        fc = point.seer_module().forecast(checked.design, job="train")
+        fc = seer.forecast(checked.design, job="train")
         assert row["metrics"]["tokens_per_s"] == round(fc.tokens_per_s, 1)
     # 4 x 10.2 kW = 40.8 kW: over 40 kW, under 50 kW; 5 x 10.2 kW = 51 kW is over both and
     # 4 racks of 51 kW overload the 200 kW feeder

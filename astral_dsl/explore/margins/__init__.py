@@ -17,8 +17,7 @@ import attrs
 import sympy
 
 from astral_dsl.explore.margins.limits import Limit, by_key, collect
-from astral_dsl.explore.margins.shadow import (OPAQUE, NumericRecorder, ShadowEvaluator,
-                                               exact)
+from astral_dsl.explore.margins.shadow import OPAQUE, NumericRecorder, Shadows, exact
 from astral_dsl.explore.margins.solve import (Probed, Range, Uncompiled, candidates, depends,
                                               numeric_range, shadow_at, symbolic_range)
 from astral_dsl.units import Quantity
@@ -44,14 +43,6 @@ class Report:
     notes: tuple = ()                 # per parameter: why some could not be bracketed
 
 
-def _recompile(base, overrides, cls):
-    """The parsed source evaluated again with other parameter values (no re-parsing)."""
-    from astral_dsl import compiler
-
-    return compiler._evaluate(base.entry, base.loader, base.load_diagnostics, overrides, {},
-                              None, None, instantiator=cls)
-
-
 def literal(q: Quantity, si: float) -> str:
     """A `--set` literal for `si` in the unit of `q`."""
     v = Quantity(si, q.dims, q.unit, q.point)
@@ -62,16 +53,15 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
             numeric: bool = True, read=None) -> Report:
     """`params`: only these parameters (default: every numeric top-level param); `numeric`:
     bracket the non-algebraic limits by evaluating the design again (False: symbolic only)."""
-    from astral_dsl.analyses.checking import check_design, front_end_errors
-    from astral_dsl.compiler import compile_path
+    from astral_dsl.pipeline import check, front_end_errors
+    from astral_dsl.workspace import Workspace
 
     overrides = dict(overrides or {})
-    if read is None:
-        base = compile_path(path, overrides, instantiator=ShadowEvaluator)
-    else:
-        base = compile_path(path, overrides, read, instantiator=ShadowEvaluator)
-    design = base.design
-    checked = check_design(design)
+    ws = Workspace.open(path, overrides) if read is None else \
+        Workspace.open(path, overrides, read)
+    ev = Shadows()
+    design = ws.compile(trace=ev)
+    checked = check(ws, design)
     if front_end_errors(design) or not design.roots:
         return Report(design.file, {}, [], checked.diagnostics,
                       "the design does not compile: no margins")
@@ -79,8 +69,7 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
         return Report(design.file, {}, [], checked.diagnostics,
                       "the design leaves values to sizing (`?`): margins are computed on "
                       "designs without unknowns")
-    ev: ShadowEvaluator = base.instantiator
-    limits = collect(base, checked)
+    limits = collect(ws, ev, checked)
     values = {n: q for n, q in _numeric_params(design).items()
               if params is None or n in params}
     symbols = {n: s for n, (s, _) in ev.params.items()}
@@ -91,13 +80,14 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
         key = (name, x)
         if key not in cache:
             over = {**overrides, name: literal(values[name], x)}
-            comp = _recompile(base, over, NumericRecorder)
-            if front_end_errors(comp.design):
-                cache[key] = Uncompiled(tuple(sorted({d.code for d in comp.design.diagnostics
+            numbers = NumericRecorder()
+            at_x = ws.compile(overrides=over, trace=numbers)
+            if front_end_errors(at_x):
+                cache[key] = Uncompiled(tuple(sorted({d.code for d in at_x.diagnostics
                                                       if d.is_error})))
             else:
-                checked_x = check_design(comp.design)
-                cache[key] = Probed(by_key(collect(comp, checked_x)),
+                checked_x = check(ws, at_x)
+                cache[key] = Probed(by_key(collect(ws, numbers, checked_x)),
                                     sorted({d.code for d in checked_x.diagnostics
                                             if d.is_error}))
         return cache[key]

@@ -6,13 +6,12 @@ plates, fabric oversubscription, the memory of each job). Each limit is `lhs <= 
 units, with sympy shadows of both sides when the quantities are algebraic in the parameters."""
 from __future__ import annotations
 
-import importlib
 from typing import Any, Dict, List, Optional, Tuple
 
 import attrs
 import sympy
 
-from astral_dsl.explore.margins.shadow import OPAQUE, ShadowEvaluator
+from astral_dsl.explore.margins.shadow import OPAQUE, Shadows
 from astral_dsl.units import Quantity, format_number
 
 BITS = 8.0        # information is counted in bits in SI (1 GB = 8e9)
@@ -66,26 +65,16 @@ class Limit:
         return self.lhs_shadow is not OPAQUE and self.rhs_shadow is not OPAQUE
 
 
-def _unit(q) -> str:
-    return q.unit if isinstance(q, Quantity) else ""
-
-
-def _si(v) -> Optional[float]:
-    return v.si if isinstance(v, Quantity) else None
-
-
 def _where(span):
     return (span.file, span.start.line, span.start.column) if span is not None else ("", 0, 0)
 
 
-def collect(comp, checked) -> List[Limit]:
-    """The limits of a compiled design (`comp.instantiator` a ShadowEvaluator or NumericRecorder)
-    and its check result (`checked.engineering`)."""
-    ev: ShadowEvaluator = comp.instantiator
+def collect(ws, ev: Shadows, checked) -> List[Limit]:
+    """The limits of a design compiled in workspace `ws` with the trace `ev` (Shadows or
+    NumericRecorder) and its check result (`checked.engineering`)."""
     out: List[Limit] = []
-    sources = {m.source.name: m.source for m in comp.loader.modules.values()
-               if m.source is not None}
-    out.extend(_checks(ev, comp.scopes, sources))
+    sources = {m.source.name: m.source for m in ws.modules.values() if m.source is not None}
+    out.extend(_checks(ev, ev.scopes, sources))
     roots, paths, mult = ev.layout()
     frames = {paths[id(f)]: f for f in ev.frames if id(f) in paths and mult.get(id(f))}
     out.extend(_power_limits(ev, frames))
@@ -307,9 +296,8 @@ def _fabrics(eng, design) -> List[Limit]:
 
 
 def _memory(design) -> List[Limit]:
-    from astral_dsl.explore.point import seer_module
+    from astral_dsl import seer
 
-    seer = seer_module()
     out = []
     for job in design.jobs:
         try:
@@ -319,7 +307,7 @@ def _memory(design) -> List[Limit]:
         if spec is None or cluster is None or not cluster.gpu.memory or \
                 any(d.is_error and d.code != "E757" for d in diags):
             continue
-        total, unc = _memory_estimate(seer, spec, cluster)
+        total, unc = _memory_estimate(spec, cluster)
         file, line, col = _where(job.span_of("recompute") or job.span)
         out.append(Limit(f"memory:{job.template}", "memory",
                          f"memory per GPU of job {job.template}", total * BITS,
@@ -330,15 +318,13 @@ def _memory(design) -> List[Limit]:
     return out
 
 
-def _memory_estimate(seer, spec, cluster) -> Tuple[float, float]:
+def _memory_estimate(spec, cluster) -> Tuple[float, float]:
     """Seer's per-GPU estimate and its uncertainty, as its memory check computes them
     (validate.memory_check)."""
     from dataclasses import replace
 
-    base = seer.__name__
-    costs = importlib.import_module(f"{base}.costs")
-    lower = importlib.import_module(f"{base}.lower")
-    memory = importlib.import_module(f"{base}.memory")
+    from astral_dsl.seer import costs, lower, memory
+
     probe = spec if spec.micro else spec.with_(micro=1)
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
         probe = probe.with_(parallel=replace(probe.parallel, v=1))

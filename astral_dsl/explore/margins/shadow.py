@@ -1,8 +1,8 @@
 """Evaluating the design with sympy symbols beside the numbers.
 
-`ShadowEvaluator` is the compiler's own evaluator (the numbers, the diagnostics and the model are
-exactly the compiler's); beside every quantity it computes it keeps a sympy expression of that
-quantity in SI units in terms of the entry file's top-level `param`s (its *shadow*). Shadows
+`Shadows` is a Trace (semantics/trace.py) of the compiler's own evaluation (the numbers, the
+diagnostics and the model are exactly the compiler's): told every value the evaluator makes, it
+keeps beside every quantity a sympy expression of that quantity in SI units in terms of the entry file's top-level `param`s (its *shadow*). Shadows
 follow the exact rules of the operations the design writes: sums, differences, products,
 quotients and powers of quantities, unit conversions (which do not change the SI value),
 negation, replication counts (`n x Node` has n Nodes) and the roll-ups a physical part answers
@@ -24,9 +24,8 @@ import attrs
 import sympy
 
 from astral_dsl.model.values import Bundle, Group
-from astral_dsl.semantics.evaluate import Expressions
-from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.scope import ParamSymbol
+from astral_dsl.semantics.trace import Trace
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
 
@@ -98,21 +97,12 @@ def comparisons(cond) -> List[Any]:
     return []
 
 
-class ShadowExpressions(Expressions):
-    """The compiler's expression evaluator, telling its host (a ShadowEvaluator) every value it
-    computes so that the host can keep the value's shadow."""
+class Shadows(Trace):
+    """The shadows of one compile (`Workspace.compile(trace=Shadows())`); after it, the
+    evaluation's frames and memoised roll-ups are the instantiator's (`evaluator`)."""
 
-    def eval(self, expr, env):
-        return self.host.evaluated(expr, env, super().eval(expr, env))
-
-    def derived(self, frame, name):
-        return self.host.derived_value(frame, name, super().derived(frame, name))
-
-
-class ShadowEvaluator(Instantiator):
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("expressions", ShadowExpressions)
-        super().__init__(*args, **kwargs)
+    def __init__(self) -> None:
+        super().__init__()
         self.shadows: Dict[int, Tuple[Any, Any]] = {}       # id(value) -> (value, shadow)
         self.params: Dict[str, Tuple[sympy.Symbol, Quantity]] = {}
         self._by_expr: Dict[Tuple[int, int], Any] = {}
@@ -121,6 +111,18 @@ class ShadowEvaluator(Instantiator):
         self.counts: set = set()                            # params used as counts
 
     symbolic = True          # False: record the operands of checks only (numeric probes)
+
+    @property
+    def frames(self):
+        return self.evaluator.frames
+
+    @property
+    def rollups(self):
+        return self.evaluator.rollups
+
+    @property
+    def entry(self):
+        return self.evaluator.entry
 
     # -- bookkeeping ----------------------------------------------------------------------------
     def shadow(self, value) -> Any:
@@ -155,10 +157,9 @@ class ShadowEvaluator(Instantiator):
         return abs(got - value.si) <= 1e-9 * max(abs(value.si), abs(got), 1e-300)
 
     # -- parameters -----------------------------------------------------------------------------
-    def _module_value(self, symbol):
-        value = super()._module_value(symbol)
+    def module_value(self, symbol, value) -> None:
         if not self.symbolic:
-            return value
+            return
         if isinstance(symbol, ParamSymbol) and symbol.module is self.entry and \
                 isinstance(value, Quantity):
             if value.point:
@@ -168,16 +169,12 @@ class ShadowEvaluator(Instantiator):
                 s = param_symbol(symbol.node.name.name)
                 self.params[symbol.node.name.name] = (s, value)
                 self.shadows[id(value)] = (value, s)
-        return value
 
-    def _annotated(self, type_ident, value, span, what):
-        out = super()._annotated(type_ident, value, span, what)
+    def converted(self, value, out) -> None:
         if out is not value and isinstance(out, Quantity) and isinstance(value, Quantity):
             self._keep(out, self.shadow(value))
-        return out
 
-    def field(self, frame, name, span=None):
-        value = super().field(frame, name, span)
+    def field(self, frame, name, value) -> None:
         if self.symbolic and isinstance(value, Quantity):
             d = frame.defs.get(name)
             expr = getattr(d, "value_expr", None) if d is not None else None
@@ -192,7 +189,6 @@ class ShadowEvaluator(Instantiator):
             spec = frame.spec.fields.get(name) if frame.spec is not None else None
             if spec is not None and getattr(spec.type, "whole", False):
                 self._count(self.shadow(value))
-        return value
 
     def _count(self, sym) -> None:
         """A parameter used as it is where a whole number is needed (a count field, a
@@ -200,9 +196,9 @@ class ShadowEvaluator(Instantiator):
         if isinstance(sym, sympy.Symbol) and sym.name in self.params:
             self.counts.add(sym.name)
 
-    def derived_value(self, frame, name, value):
+    def derived(self, frame, name, value) -> None:
         if not self.symbolic or value is None or id(value) in self.shadows:
-            return value
+            return
         from astral_dsl.model.rollup import PLURALS
 
         if name == "power":
@@ -210,7 +206,6 @@ class ShadowEvaluator(Instantiator):
         elif name in PLURALS:
             # the total only: which runs make it up is not tracked
             self.shadows[id(value)] = (value, self.count_shadow(frame, PLURALS[name]))
-        return value
 
     # -- roll-ups -------------------------------------------------------------------------------
     def power_shadow(self, node, seen=None) -> Any:
@@ -218,7 +213,7 @@ class ShadowEvaluator(Instantiator):
         seen = {} if seen is None else seen
         if id(node) in seen:
             return seen[id(node)]
-        declared = self.view.declared(node, "power")
+        declared = self.evaluator.view.declared(node, "power")
         if isinstance(declared, Quantity) and declared.dims == _W:
             out = self.shadow(declared)
         else:
@@ -253,7 +248,7 @@ class ShadowEvaluator(Instantiator):
     def containment(self, node):
         """(count shadow, child) for every physical child (rollup.containment's rule)."""
         out = []
-        for value in self.view.members(node):
+        for value in self.evaluator.view.members(node):
             if isinstance(value, Group):
                 out.extend(self.group_runs(value))
             else:
@@ -277,7 +272,7 @@ class ShadowEvaluator(Instantiator):
         return out
 
     # -- expressions ----------------------------------------------------------------------------
-    def evaluated(self, expr, env, value):
+    def evaluated(self, expr, env, value) -> None:
         sym = self._expr_shadow(expr, value)
         if sym is not None and id(value) not in self.shadows and \
                 isinstance(value, (Quantity, Group, Bundle)):
@@ -289,7 +284,6 @@ class ShadowEvaluator(Instantiator):
         self._last_value[id(expr)] = value
         if env.frame is not None and isinstance(value, Quantity):
             self._by_expr[(id(expr), id(env.frame))] = number
-        return value
 
     def _expr_shadow(self, expr, value):
         if not self.symbolic:
@@ -365,18 +359,19 @@ class ShadowEvaluator(Instantiator):
         for scope in scopes.values():
             if scope is self.entry:
                 todo.extend((c, Env(scope), scope.key, 1) for c in scope.checks)
-        saved, self.diagnostics = self.diagnostics, []
+        ev = self.evaluator
+        saved, ev.diagnostics = ev.diagnostics, []
         out: List[CheckRecord] = []
         try:
             for check, env, path, count in todo:
                 try:
-                    value = self.eval(check.cond, env)
+                    value = ev.eval(check.cond, env)
                 except (DiagnosticError, Poisoned):
                     continue
                 if isinstance(value, bool):
                     out.extend(self._records(check, env, path, count, value))
         finally:
-            self.diagnostics = saved
+            ev.diagnostics = saved
         return out
 
     def _sides(self, cmp, env):
@@ -386,8 +381,9 @@ class ShadowEvaluator(Instantiator):
         from astral_dsl.semantics.errors import Poisoned
 
         try:
-            left = self.expr.numeric(self.eval(cmp.left, env), cmp.left.span)
-            right = self.expr.numeric(self.eval(cmp.right, env), cmp.right.span)
+            ev = self.evaluator
+            left = ev.expr.numeric(ev.eval(cmp.left, env), cmp.left.span)
+            right = ev.expr.numeric(ev.eval(cmp.right, env), cmp.right.span)
         except (DiagnosticError, Poisoned):
             return None
         return (left, right, self._last.get(id(cmp.left), OPAQUE),
@@ -410,6 +406,6 @@ class ShadowEvaluator(Instantiator):
                             operands=tuple(operands))]
 
 
-class NumericRecorder(ShadowEvaluator):
+class NumericRecorder(Shadows):
     """The operands of checks without any sympy: for evaluating the design at probe points."""
     symbolic = False

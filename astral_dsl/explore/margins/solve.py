@@ -59,10 +59,6 @@ class Range:
     fails_below: Optional[float] = None   # the values past the edges where that was seen
     fails_above: Optional[float] = None
 
-    def contains(self, x: float) -> bool:
-        return not self.empty and (self.low is None or x >= self.low - 1e-12 * abs(x)) and \
-            (self.high is None or x <= self.high + 1e-12 * abs(x))
-
 
 # ---- symbolic --------------------------------------------------------------------------------
 def symbolic_range(limit: Limit, param: str, symbol, current: Dict, integer: bool,

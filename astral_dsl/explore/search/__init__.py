@@ -82,7 +82,8 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
     if top < 1:
         raise SearchError("--top must be at least 1")
     sets = dict(sets or {})
-    base, bundle = load_with_bundle(path, sets)
+    ws, bundle = load_with_bundle(path, sets)
+    base = ws.design
     if not base.valid:
         raise SearchError("the design has errors", [d for d in base.diagnostics if d.is_error])
     setup = Setup(tuple(sorted(sets.items())), job, tuple(sorted(set(gpus))), calibration)
@@ -95,7 +96,7 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         raise SearchError(f"--gpus {too_many[0]}: the placement `{state.cluster.placement}` "
                           f"holds {state.cluster.gpus:,} GPUs")
     diagnostics: List[Any] = []
-    weight = _weights(objective, base, state, life_s, diagnostics)
+    weight = _weights(objective, ws, state, life_s, diagnostics)
     configs, counts = enumerate_space(state.space)
     eng = engine or make_engine(cluster, workers)
     try:
@@ -147,16 +148,17 @@ class _Weight:
         return gpus * self.per_gpu_usd * seconds / self.life_s / self.tokens
 
 
-def _weights(objective: str, base, state, life_s: float, diagnostics) -> _Weight:
+def _weights(objective: str, ws, state, life_s: float, diagnostics) -> _Weight:
     """Prices, when the design declares any (W800 names what has none)."""
-    from astral_dsl.analyses.checking import check_design
+    from astral_dsl.pipeline import check
     from astral_dsl.explore.cost import priced, priced_cost
     from astral_dsl.model.rollup import count_of
 
     tokens = float(state.space.batch * state.spec.seq)
     cost, unpriced = (None, None)
+    base = ws.design
     if priced(base):
-        checked = check_design(base)
+        checked = check(ws)
         if checked.engineering is not None:
             cost, unpriced = priced_cost(checked.design, checked.engineering)
     if cost is None:

@@ -44,7 +44,6 @@ class State:
         except seer.ForecastError as exc:
             raise SetupError(str(exc)) from None
         diags, spec, cluster = seer.validate_job(design, self.job)
-        self.declared_diagnostics = diags
         if spec is None or cluster is None:
             raise SetupError(f"job `{self.job.template}` cannot be forecast",
                              [d for d in diags if d.is_error])
@@ -123,13 +122,14 @@ _STATES: Dict[tuple, State] = {}
 
 
 def state_of(bundle: Bundle, setup: Setup) -> State:
-    from astral_dsl.explore.point import compiled
+    from astral_dsl.explore.point import workspace
 
     key = (bundle.digest, setup)
     hit = _STATES.get(key)
     if hit is None:
         entry, _ = lay_out(bundle)
-        hit = _STATES[key] = State(compiled(str(entry), dict(setup.overrides)), setup)
+        hit = _STATES[key] = State(workspace(str(entry)).compile(
+            overrides=dict(setup.overrides)), setup)
     return hit
 
 

@@ -7,6 +7,7 @@ from typing import List
 
 from astral_dsl.lsp.analysis import Analysis, Module
 from astral_dsl.lsp.navigation import Definition
+from astral_dsl.semantics.trace import same
 from astral_dsl.syntax import ast
 
 
@@ -50,17 +51,10 @@ def _param_values(analysis: Analysis, chain, name: str) -> List:
     for node in reversed(chain):
         if isinstance(node, ast.Decl):
             for f in _decl_frames(analysis, node):
-                if name in f.args and not any(_same(f.args[name], o) for o in out):
+                if name in f.args and not any(same(f.args[name], o) for o in out):
                     out.append(f.args[name])
             break
     return out
-
-
-def _same(a, b) -> bool:
-    try:
-        return a is b or (type(a) is type(b) and bool(a == b))
-    except Exception:  # noqa: BLE001
-        return False
 
 
 def _definition_values(analysis: Analysis, d: Definition) -> List:

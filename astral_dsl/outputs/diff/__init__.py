@@ -1,9 +1,10 @@
 """`astral diff A B`: what changed between two checked designs, as `terraform plan` shows a
 change: parameters and source-level values, counts, power and cooling, bill of materials,
-diagnostics that appear or disappear, and each job's forecast. facts.py reads one side,
-compare.py compares two, render.py prints the result for people or as JSON."""
+diagnostics that appear or disappear, and each job's forecast. api/diff.py gathers one side,
+facts.py shapes it, compare.py compares two, render.py prints the result for people or as
+JSON."""
 from astral_dsl.outputs.diff.compare import Change, compare
-from astral_dsl.outputs.diff.facts import SECTIONS, Side, side
+from astral_dsl.outputs.diff.facts import SECTIONS, Side
 from astral_dsl.outputs.diff.render import render, to_json
 
-__all__ = ["Change", "SECTIONS", "Side", "compare", "render", "side", "to_json"]
+__all__ = ["Change", "SECTIONS", "Side", "compare", "render", "to_json"]

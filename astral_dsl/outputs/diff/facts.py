@@ -1,5 +1,6 @@
 """What `astral diff` compares of one design: plain data (strings and numbers in ordered
-dicts) read from the existing analyses, so that two sides compare key by key.
+dicts), so that two sides compare key by key. api/diff.py gathers a Side from the pipeline's
+results with the shaping functions here:
 
 - params: the top-level `param`s as written (`4`, `45 kW`);
 - values: every field and member of every instance (`Astral.pods[0].secondary.supply`);
@@ -10,7 +11,7 @@ dicts) read from the existing analyses, so that two sides compare key by key.
 - jobs: Seer's forecast of each job (iteration time, tokens/s, MFU), or the codes that stop it."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import attrs
 
@@ -47,7 +48,7 @@ _COMPONENTS = ("facility", ("average", "peak"),
                ("it_kw", "total_kw", "losses_kw", "pumps_kw", "cdus_kw"))
 
 
-def _flat(summary: Mapping[str, Any]) -> Dict[str, Any]:
+def flat(summary: Mapping[str, Any]) -> Dict[str, Any]:
     """The summary's scalars, its mappings of scalars as `key.subkey`, and the facility's
     power components as `facility.average.fans_kw`."""
     out: Dict[str, Any] = {}
@@ -66,7 +67,7 @@ def _flat(summary: Mapping[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def _is_count(key: str) -> bool:
+def is_count(key: str) -> bool:
     return key in COUNT_KEYS or key.startswith("switches_by_tier.") or key == "battery_ah"
 
 
@@ -119,53 +120,3 @@ def diagnostics(diags, entry: str, relative) -> Dict[str, Dict[str, Any]]:
         out[k] = {"severity": d.severity.value, "code": d.code, "message": d.message,
                   "file": file, "line": line}
     return out
-
-
-def forecasts(design, names) -> Dict[str, Dict[str, Any]]:
-    from astral_dsl import seer
-
-    out: Dict[str, Dict[str, Any]] = {}
-    for name in names:
-        try:
-            fc = seer.forecast(design, job=name)
-        except seer.ForecastError as exc:
-            out[name] = {"forecast": "not possible: " + (", ".join(sorted(
-                {d.code for d in exc.diagnostics})) or str(exc))}
-            continue
-        out[name] = {"iteration_time_s": round(fc.iteration_time, 6),
-                     "tokens_per_s": round(fc.tokens_per_s, 1),
-                     "mfu_pct": round(fc.mfu * 100, 3),
-                     "memory_gb": round(fc.memory.total / 1e9, 3)}
-    return out
-
-
-def side(label: str, checked, relative) -> Side:
-    """The facts of a checked design (analyses.checking.check_design)."""
-    from astral_dsl.analyses.checking import front_end_errors
-    from astral_dsl.outputs.report.bom import bom_lines, line_key
-    from astral_dsl.outputs.size_report import size_summary
-
-    design, eng = checked.design, checked.engineering
-    diags = checked.diagnostics
-    facts: Dict[str, Dict[str, Any]] = {s: {} for s in SECTIONS}
-    facts["params"] = {k: shown(v) for k, v in design.params}
-    if not front_end_errors(design):
-        facts["values"] = values(design)
-    if eng is not None:
-        summary = size_summary(design, eng)
-        for k, v in _flat(summary).items():
-            facts["counts" if _is_count(k) else "power"][k] = v
-        for line in bom_lines(summary):
-            item, model, place = line_key(line)
-            facts["bom"][" ".join(x for x in (item, model, f"({place})" if place else "")
-                                  if x)] = line["quantity"]
-    facts["diagnostics"] = diagnostics(diags, design.file, relative)
-    if not front_end_errors(design):
-        facts["jobs"] = forecasts(design, [j.template for j in design.jobs])
-    errors = sum(d.is_error for d in diags)
-    return Side(label, errors == 0, errors, sum(d.severity.value == "warning" for d in diags),
-                facts)
-
-
-def jobs_present(a: Side, b: Side) -> List[str]:
-    return [k for k in a.facts["jobs"] if k in b.facts["jobs"]]

@@ -42,10 +42,10 @@ _TARGETS = {
 
 def render(design, view: str = "cluster", name: Optional[str] = None,
            scenario: Optional[str] = None, checked=None, highlight=None) -> graphviz.Digraph:
-    """The picture of one view as a graphviz.Digraph. `checked` (from
-    analyses.checking.check_design, with the scenario among those run) avoids checking again and
-    is required for a design with unknowns (`?`), which must be sized first; `highlight`: the
-    suspects of a diagnosis (its JSON's `suspects`), drawn in red by the rack and pod views.
+    """The picture of one view as a graphviz.Digraph. `checked` (from pipeline.check, with the
+    scenario among those run; a design with unknowns comes sized) is required: a picture only
+    presents; `highlight`: the suspects of a diagnosis (its JSON's `suspects`), drawn in red
+    by the rack and pod views.
     Raises RenderError (with a diagnostic) for an unknown view, name or scenario."""
     return canvas(design, view, name, scenario, checked, highlight).g
 

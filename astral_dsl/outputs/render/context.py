@@ -228,24 +228,24 @@ class Context:
         return value if isinstance(value, Instance) else None
 
 
-def build(design: Design, checked=None, scenario: Optional[str] = None,
+def build(design: Design, checked, scenario: Optional[str] = None,
           highlight: Optional[Iterable[dict]] = None) -> Context:
-    """The context of a picture: check the design unless `checked` is given (a design with
-    unknowns must come checked, i.e. sized), then apply the scenario; `highlight`: the
-    suspects of a diagnosis to draw in red."""
+    """The context of a picture: the design as `checked` (pipeline.check, with `scenario` among
+    the scenarios it ran: the picture only presents), under the scenario when one is named;
+    `highlight`: the suspects of a diagnosis to draw in red."""
     ctx = _build(design, checked, scenario)
     if highlight is not None:
         ctx.highlight = Highlight(highlight)
     return ctx
 
 
-def _build(design: Design, checked=None, scenario: Optional[str] = None) -> Context:
-    from astral_dsl.analyses.checking import check_design
-    from astral_dsl.analyses.engineering import analyse, run_scenario, scenario_diagnostics
+def _build(design: Design, checked, scenario: Optional[str] = None) -> Context:
+    from astral_dsl.analyses.engineering import analyse, scenario_diagnostics
     from astral_dsl.diagnostics import did_you_mean
 
     if checked is None:
-        checked = check_design(design, [scenario] if scenario else None)
+        raise TypeError("a picture presents a checked design: pass `checked` "
+                        "(astral_dsl.check(workspace, [scenario]))")
     design = checked.design
     diagnostics = list(checked.diagnostics)
     eng = checked.engineering
@@ -273,7 +273,8 @@ def _build(design: Design, checked=None, scenario: Optional[str] = None) -> Cont
             file=design.file))
     outcome = next((o for o in checked.scenarios if o.name == scenario), None)
     if outcome is None:
-        outcome = run_scenario(design, inst, eng)
+        raise TypeError(f"`checked` did not run scenario `{scenario}`: check with it "
+                        f"(astral_dsl.check(workspace, [\"{scenario}\"]))")
     baseline = {id(d) for d in eng.diagnostics}
     marks = [d for d in diagnostics if id(d) not in baseline and d.code not in ("E680", "W680")]
     marks += list(outcome.result.diagnostics) + scenario_diagnostics(outcome, inst)

@@ -252,25 +252,24 @@ def _supplies(canvas: Canvas, ctx, top: Instance) -> None:
 
 
 def _supply(canvas: Canvas, ctx, side: str, items) -> None:
-    if True:
-        total_feeders, normal, alone = 0, 0.0, 0.0
-        kinds = set()
-        for reps, f in items:
-            r = ctx.feeders.get(f.path)
-            count = r.count if r else 1
-            total_feeders += reps * count
-            if r is not None:
-                normal += reps * count * r.normal_w
-                alone += reps * count * max(r.failover_w, r.normal_w)
-            kinds.add("DC" if (_sym(f.field("current")) or "dc") == "dc" else "AC")
-        head = f"side {side} supply" if side else "supply"
-        canvas.node(f"supply_{side or 'x'}", [
-            head, Line(f"{n(total_feeders)} feeder{'s' if total_feeders != 1 else ''} "
-                       f"({', '.join(sorted(kinds))})", small=True),
-            Line(f"{'carries' if ctx.scenario else 'normal'} {watts(normal)}", bold=True),
-            Line(f"at most {watts(alone)}", small=True) if alone > normal * 1.0001 else None],
-            theme="power", tooltip="the upstream supply of this side (not modelled)",
-            failed=all(f.path in ctx.failed_paths for _, f in items) or None)
+    total_feeders, normal, alone = 0, 0.0, 0.0
+    kinds = set()
+    for reps, f in items:
+        r = ctx.feeders.get(f.path)
+        count = r.count if r else 1
+        total_feeders += reps * count
+        if r is not None:
+            normal += reps * count * r.normal_w
+            alone += reps * count * max(r.failover_w, r.normal_w)
+        kinds.add("DC" if (_sym(f.field("current")) or "dc") == "dc" else "AC")
+    head = f"side {side} supply" if side else "supply"
+    canvas.node(f"supply_{side or 'x'}", [
+        head, Line(f"{n(total_feeders)} feeder{'s' if total_feeders != 1 else ''} "
+                   f"({', '.join(sorted(kinds))})", small=True),
+        Line(f"{'carries' if ctx.scenario else 'normal'} {watts(normal)}", bold=True),
+        Line(f"at most {watts(alone)}", small=True) if alone > normal * 1.0001 else None],
+        theme="power", tooltip="the upstream supply of this side (not modelled)",
+        failed=all(f.path in ctx.failed_paths for _, f in items) or None)
 
 
 def _sources(canvas: Canvas, ctx, tree: Tree, drawn) -> None:

@@ -1,5 +1,5 @@
 """The scenario matrix: each scenario against each family of checks (network, power, cooling,
-jobs, user checks), with what breaks and by how much. Pure: it reads a collect.Review.
+jobs, user checks), with what breaks and by how much. Pure: it reads a review.Review.
 
 A cell holds the diagnostics that appear only under the scenario (errors break, warnings warn)
 and the family's headline figures, baseline against scenario: the fabric's switches and its
@@ -132,7 +132,7 @@ def _figures(eng_a, eng_b, sum_a: Dict, sum_b: Dict) -> Dict[str, List[Figure]]:
 
 
 def matrix(review) -> Tuple[Row, ...]:
-    """One row per scenario the design declares (check_design ran them all)."""
+    """One row per scenario the design declares (pipeline.check ran them all)."""
     checked = review.checked
     base_eng = checked.engineering
     if base_eng is None:

@@ -15,7 +15,7 @@ TOC = (("summary", "Summary"), ("diagnostics", "Diagnostics"), ("scenarios", "Sc
 
 
 def build(review, title: Optional[str] = None, stamp: Optional[str] = None) -> str:
-    """The page for a collect.Review. `stamp`: a line for the footer (a date, a commit), only
+    """The page for a review.Review. `stamp`: a line for the footer (a date, a commit), only
     when the caller asks for one."""
     from astral_dsl import __version__
 

@@ -213,7 +213,7 @@ def _figure(v, title: str, uid: str) -> str:
 
 
 def views(review) -> str:
-    from astral_dsl.outputs.report.collect import VIEW_TITLES
+    from astral_dsl.outputs.report.review import VIEW_TITLES
 
     if not review.views:
         return section("views", "Pictures", tag("p", "Nothing to draw: the design has errors "

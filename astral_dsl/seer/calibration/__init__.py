@@ -45,6 +45,7 @@ class Constant:
     source: str
     log: bool = False                 # fitted on a log scale
     start: Optional[float] = None     # the fit's starting point (default: the prior's centre)
+    weight: float = 1.0               # the prior's strength: x3 for a range a measurement gives
 
 
 _NVIDIA_GEMM = ("NVIDIA, Matrix Multiplication Background User's Guide (large GEMMs at 80-90 % of "
@@ -67,11 +68,20 @@ CONSTANTS: Tuple[Constant, ...] = (
              "", (0.2, 1.0), (0.55, 0.85), _QUANT),
     Constant("gemm_eff_nvfp4", "the same for NVFP4 GEMMs (fp4 with a scale per 16 elements, "
              "Blackwell)", "", (0.1, 1.0), (0.40, 0.80), _QUANT),
-    Constant("gemm_tau", "time a GEMM takes at which it reaches half of its large-GEMM efficiency "
-             "(wave quantisation, fill and drain that a large GEMM amortises): a GEMM of F FLOPs "
-             "runs at F / (F + gemm_tau x peak) of it", "s", (1e-7, 1e-3), (1e-5, 1e-4),
-             "Calculon's A100 system file: matrix efficiency by size, ~0.9 for large GEMMs to "
-             "~0.1 for tiny ones (half at 3e9 - 3e10 FLOP on a 312 TFLOP/s A100)", log=True),
+    Constant("gemm_waves", "output tiles per SM at which a GEMM reaches half of its large-GEMM "
+             "efficiency: a GEMM (or a grouped GEMM) of T output tiles on S SMs runs at T / (T + "
+             "gemm_waves x S) of it (wave quantisation, fill and drain that many waves of tiles "
+             "amortise)", "waves", (0.01, 10.0), (0.2, 1.0),
+             "NVIDIA, Matrix Multiplication Background User's Guide (wave quantisation: a GEMM "
+             "of about one wave of tiles loses a large share to the partial last wave); an "
+             "assumed range", log=True),
+    Constant("clock_hopper", "Hopper's sustained tensor-core clock under a training load as a "
+             "share of the boost clock its data-sheet peaks are quoted at (1.83 GHz for the "
+             "H100 SXM's 989 TFLOP/s)", "", (0.5, 1.1), (0.85, 1.0),
+             "NVIDIA H100 data sheet (peaks at 1.83 GHz boost; up to 700 W, configurable); an "
+             "assumed range: a board at its power limit runs below its boost clock"),
+    Constant("clock_blackwell", "the same for Blackwell (B200, GB200, B300)", "", (0.5, 1.1),
+             (0.85, 1.0), "an assumed range, as clock_hopper"),
     Constant("interfere", "share of an overlapped in-host (NVLink) collective's time that the "
              "GEMM it overlaps loses (NCCL kernels take SMs and HBM bandwidth)", "",
              (0.0, 1.0), (0.25, 0.75),
@@ -87,17 +97,17 @@ CONSTANTS: Tuple[Constant, ...] = (
              "reaches on long sequences (FlashAttention-3 on Hopper, cuDNN on Blackwell)", "",
              (0.2, 1.0), (0.55, 0.75),
              "Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608): up to 740 TFLOP/s, 75 % of "
-             "an H100's 989, in FP16; pytorch/benchmark ff65cb6: 63 % at 16K tokens"),
+             "an H100's 989, in FP16; pytorch/benchmark ff65cb6: 63 % at 16K tokens", weight=3.0),
     Constant("attn_seq_half", "keys per query at which fused attention reaches half of "
              "attn_eff (short sequences leave the tiles part empty)", "tokens", (8.0, 8192.0),
              (150.0, 400.0), "pytorch/benchmark ff65cb6 (H100, head dim 128): FA3 at 43 % of "
              "peak with 512 tokens, 57 % with 2K, 63 % with 16K: a half point of ~250 tokens",
-             log=True),
+             log=True, weight=3.0),
     Constant("attn_eff_sdpa", "the same for PyTorch's scaled-dot-product attention kernels as "
              "torchtitan ran them (FlashAttention-2's kernels on Hopper)", "", (0.1, 1.0),
              (0.30, 0.50),
              "Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608): FlashAttention-2 reaches "
-             "about 35 % of an H100's peak"),
+             "about 35 % of an H100's peak", weight=3.0),
     Constant("host_kernel_s", "host time to launch one kernel from an eager framework (Python, "
              "the dispatcher, the CUDA launch): a block without CUDA graphs takes at least its "
              "kernels times this", "s", (1e-7, 1e-4), (4e-6, 2e-5),

@@ -1,0 +1,95 @@
+"""The public face of astral_dsl: what the command line and the language server call, and what
+`import astral_dsl` offers (re-exported by astral_dsl/__init__.py).
+
+    import astral_dsl
+    design = astral_dsl.load("examples/astral.astral")           # a Design
+    ws = astral_dsl.compile("examples/astral.astral")             # a Workspace (ws.design)
+    checked = astral_dsl.check(ws, all_scenarios=True)           # `astral check`
+    fc = astral_dsl.forecast(ws, job="llama405b", scenario="plane_b_down")
+
+A Workspace (workspace.py) holds the parsed source and compiles it again when sizing, a
+scenario or an override needs it; the check's steps are pipeline.py's."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+from astral_dsl.model.design import Design
+from astral_dsl.pipeline import Checked, front_end_errors
+from astral_dsl.pipeline import check as _check
+from astral_dsl.semantics.modules import read_file
+from astral_dsl.workspace import Workspace
+
+
+def load(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
+         read=read_file) -> Design:
+    """Compile a .astral file; returns a Design (check `.valid` and `.diagnostics`).
+
+    `overrides` sets top-level parameters as `--set` does: {"hosts_per_rack": "8"}; a value may
+    also be a number (which, like a bare number on the command line, takes the unit of the
+    parameter's default), a bool or a Quantity. Anything else is reported as E310. A path that
+    is not a str or path, or overrides that are not a mapping, raise TypeError."""
+    return Workspace.open(path, overrides, read).design
+
+
+def loads(text: str | bytes, name: str = "<string>", root: str | Path | None = None,
+          overrides: Optional[Mapping[str, object]] = None, read=read_file) -> Design:
+    """Compile .astral source text (a str, or bytes as a file holds them); imports resolve
+    against `root` (default: the current directory) and the stdlib. Text that is not Unicode
+    (a lone surrogate, invalid UTF-8 bytes) is reported as E101. Text that is neither str nor
+    bytes (None, a number) and overrides that are not a mapping raise TypeError."""
+    return Workspace.of_text(text, name, root, overrides, read).design
+
+
+def compile(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
+            read=read_file) -> Workspace:
+    """Read and parse a .astral file and everything it imports: a Workspace, whose `design`
+    is the file compiled (on first use) and which compiles the same parsed source again:
+    `compile(overrides=, assignments=, scenario=)`, `recompile(design, ...)` and `under
+    (scenario)`, the design under one of its scenarios."""
+    return Workspace.open(path, overrides, read)
+
+
+def compiles(text: str | bytes, name: str = "<string>", root: str | Path | None = None,
+             overrides: Optional[Mapping[str, object]] = None, read=read_file) -> Workspace:
+    """`compile` for source text (see `loads`)."""
+    return Workspace.of_text(text, name, root, overrides, read)
+
+
+def check(workspace: Workspace, scenarios: Optional[Sequence[str]] = None,
+          all_scenarios: bool = False, design: Optional[Design] = None) -> Checked:
+    """`astral check` as a function: the front end's diagnostics, sizing when the design has
+    unknowns, the jobs validated, the engineering checks, then its scenarios (`scenarios` by
+    name, the required ones always, every one with `all_scenarios`). `design`: a design of the
+    workspace (default: its own)."""
+    return _check(workspace, design, scenarios, all_scenarios)
+
+
+def check_file(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
+               scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
+               read=read_file) -> Checked:
+    """Open, compile and check a file (the command line's `astral check`)."""
+    return check(compile(path, overrides, read), scenarios, all_scenarios)
+
+
+def forecast(workspace: Workspace, job: Optional[str] = None, scenario: Optional[str] = None,
+             design: Optional[Design] = None, **options):
+    """Seer's forecast of `job` (default: the first declared) of `design` (default: the
+    workspace's), under `scenario` when named: the design compiled under it and its failures
+    applied. Raises seer.ForecastError (with diagnostics) when the job cannot be forecast;
+    `options` are seer.forecast's."""
+    from astral_dsl.pipeline import forecast as _forecast
+
+    return _forecast(workspace, workspace.design if design is None else design, job, scenario,
+                     **options)
+
+
+def summary(design: Design) -> dict:
+    """GPUs, hosts, racks, switches and IT power of a compiled design."""
+    from astral_dsl.analyses.summary import summarize
+
+    return summarize(design)
+
+
+__all__ = ["Checked", "Design", "Workspace", "check", "check_file", "compile", "compiles",
+           "forecast", "front_end_errors", "load", "loads", "summary"]

@@ -1,0 +1,60 @@
+"""`astral diff`'s facts of one side, gathered from the pipeline's results: the check (with its
+size summary and bill of materials) and Seer's forecast of each job. outputs/diff shapes them
+(facts.py), compares two sides (compare.py) and prints the result (render.py)."""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from astral_dsl.outputs.diff.facts import (SECTIONS, Side, diagnostics, flat, is_count, shown,
+                                           values)
+from astral_dsl.pipeline import Checked, front_end_errors
+
+
+def forecasts(design, names) -> Dict[str, Dict[str, Any]]:
+    """Each job's forecast (iteration time, tokens/s, MFU, memory), or the codes that stop it."""
+    from astral_dsl import seer
+
+    out: Dict[str, Dict[str, Any]] = {}
+    for name in names:
+        try:
+            fc = seer.forecast(design, job=name)
+        except seer.ForecastError as exc:
+            out[name] = {"forecast": "not possible: " + (", ".join(sorted(
+                {d.code for d in exc.diagnostics})) or str(exc))}
+            continue
+        out[name] = {"iteration_time_s": round(fc.iteration_time, 6),
+                     "tokens_per_s": round(fc.tokens_per_s, 1),
+                     "mfu_pct": round(fc.mfu * 100, 3),
+                     "memory_gb": round(fc.memory.total / 1e9, 3)}
+    return out
+
+
+def side(label: str, checked: Checked, relative) -> Side:
+    """The facts of a checked design (pipeline.check); `relative` names a file relative to
+    its project."""
+    from astral_dsl.outputs.report.bom import bom_lines, line_key
+    from astral_dsl.outputs.size_report import size_summary
+
+    design, eng = checked.design, checked.engineering
+    diags = checked.diagnostics
+    facts: Dict[str, Dict[str, Any]] = {s: {} for s in SECTIONS}
+    facts["params"] = {k: shown(v) for k, v in design.params}
+    if not front_end_errors(design):
+        facts["values"] = values(design)
+    if eng is not None:
+        summary = size_summary(design, eng)
+        for k, v in flat(summary).items():
+            facts["counts" if is_count(k) else "power"][k] = v
+        for line in bom_lines(summary):
+            item, model, place = line_key(line)
+            facts["bom"][" ".join(x for x in (item, model, f"({place})" if place else "")
+                                  if x)] = line["quantity"]
+    facts["diagnostics"] = diagnostics(diags, design.file, relative)
+    if not front_end_errors(design):
+        facts["jobs"] = forecasts(design, [j.template for j in design.jobs])
+    errors = sum(d.is_error for d in diags)
+    return Side(label, errors == 0, errors, sum(d.severity.value == "warning" for d in diags),
+                facts)
+
+
+__all__ = ["forecasts", "side"]

@@ -1,0 +1,68 @@
+"""`astral report`'s numbers, gathered once from the pipeline: the design checked with every
+scenario (pipeline.check), its size summary baseline and under each scenario, Seer's forecast
+of each job baseline and under each scenario, and the pictures (outputs/report/review.py draws
+them). The page (outputs/report/page.py) only formats the Review."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple
+
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.model.design import Design
+from astral_dsl.outputs.report.review import VIEWS, JobResult, Review, ReviewError, draw
+from astral_dsl.pipeline import check, front_end_errors
+from astral_dsl.workspace import Workspace
+
+
+def forecast_jobs(ws: Workspace, design: Design, names: Optional[Sequence[str]],
+                  scenarios: Sequence[str]) -> Tuple[JobResult, ...]:
+    """Seer's forecast of each named job (default: every job), and under each scenario."""
+    from astral_dsl import seer
+    from astral_dsl.pipeline import forecast
+
+    def one(name, scenario=None):
+        try:
+            return forecast(ws, design, name, scenario), ()
+        except seer.ForecastError as exc:
+            return None, tuple(exc.diagnostics) or (Diagnostic(
+                "E758", Severity.ERROR, str(exc), None, None, file=design.file),)
+
+    out = []
+    for name in names if names is not None else [j.template for j in design.jobs]:
+        fc, diags = one(name)
+        under = tuple((s,) + one(name, s) for s in scenarios)
+        out.append(JobResult(name, fc, diags, under))
+    return tuple(out)
+
+
+def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
+            scenario: Optional[str] = None, views: Sequence[str] = VIEWS) -> Review:
+    """The review of a workspace's design. `jobs`: the jobs to forecast (None: all);
+    `scenario`: a scenario whose views are drawn beside the baseline's. Raises ReviewError for
+    a job or a scenario the design does not declare."""
+    from astral_dsl.outputs.size_report import size_summary
+
+    design = ws.design
+    known_jobs = [j.template for j in design.jobs]
+    for name in jobs or ():
+        if name not in known_jobs:
+            raise ReviewError(f"--job {name}: no such job (jobs: "
+                              + (", ".join(known_jobs) or "none") + ")")
+    known = [s.template for s in design.scenarios]
+    if scenario is not None and scenario not in known:
+        raise ReviewError(f"--scenario {scenario}: no such scenario (scenarios: "
+                          + (", ".join(known) or "none") + ")")
+    checked = check(ws, design, all_scenarios=True)
+    d, eng = checked.design, checked.engineering
+    summary = size_summary(d, eng) if eng is not None else None
+    under = tuple((o.name, size_summary(o.applied.design, o.result)
+                   if o.applied is not None and o.result is not None else None)
+                  for o in checked.scenarios)
+    ok = eng is not None and not front_end_errors(d)
+    results = forecast_jobs(ws, d, jobs, [o.name for o in checked.scenarios]) if ok else ()
+    wanted = [(view, s) for view in views for s in ((None,) if scenario is None else
+                                                     (None, scenario))]
+    drawn = draw(checked, wanted) if ok else ()
+    return Review(checked, summary, under, results, drawn, ws.sources(), scenario)
+
+
+__all__ = ["Review", "ReviewError", "collect", "forecast_jobs"]

@@ -1,0 +1,45 @@
+"""The language server's worker process: it runs the analysis of one document at a time, as
+`astral check` would (lsp/analysis.py), and answers with its diagnostics. The server ends the
+process to cancel an analysis (workers.py): whatever it was doing, importing a module included,
+ends with it."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+
+def check(uri: str, path: Optional[str], text: str, open_texts: Dict[str, str]):
+    """("ok", diagnostics) of the document, or ("error", "Type: message") when the compiler
+    itself failed. `open_texts`: the editor's text of the other open documents, by path."""
+    from astral_dsl.lsp.analysis import analyse
+
+    documents = {str(Path(p).resolve()): t for p, t in open_texts.items()}
+
+    def overlay(p: Path) -> Optional[str]:
+        try:
+            return documents.get(str(p.resolve()))
+        except OSError:
+            return None
+
+    try:
+        a = analyse(uri, Path(path) if path is not None else None, text, None, overlay)
+    except Exception as exc:  # noqa: BLE001 - a compiler bug is the server's E000, not a crash
+        return "error", f"{type(exc).__name__}: {exc}"
+    return "ok", a.diagnostics
+
+
+# checked once at start: the modules every analysis needs (the compiler, the engineering checks,
+# Seer's job validation) are imported before the first deadline starts
+WARM = "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nsite S { hosts = 2 x H }\n"
+
+
+def serve(conn) -> None:
+    """Answer requests (check's arguments) until the server closes the pipe."""
+    check("warm.astral", None, WARM, {})
+    conn.send("ready")
+    while True:
+        try:
+            request: Tuple = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        conn.send(check(*request))

@@ -1,0 +1,242 @@
+"""The compiler in one place: its passes and the steps of `astral check`, in order.
+
+A ten-minute tour. A design is a `.astral` file; `api.py` is the public face, `workspace.py`
+holds the modules read and parsed for one entry file and is the only caller of `front_end`
+below (sizing, scenarios, sweeps and margins evaluate the same parsed source again through it).
+Every pass is a plain function of its own module; this one only calls them in order.
+
+Read and parse (once per workspace, `workspace.Workspace.open`):
+
+ 1. read        semantics/modules.py `read_file`: a regular file of at most 8 MiB (E100, E108)
+ 2. decode      syntax/source.py: UTF-8 (a BOM allowed), lines and columns for spans (E101)
+ 3. parse       syntax/parser.py: Lark's LALR parser over grammar/astral.lark, then
+                syntax/build.py: the AST with a span on every node (E1xx)
+ 4. imports     semantics/modules.py `ModuleLoader`: each import read and parsed in turn,
+                never leaving the project or the stdlib (E2xx)
+
+Evaluate (every compile, `front_end`):
+
+ 5. scopes      semantics/entry.py `module_scope` (scope.py): the names of each module, its
+                templates, params, lets and imports bound (E21x)
+ 6. overrides   semantics/overrides.py: `--set NAME=VALUE` parsed against the params (E310)
+ 7. instantiate semantics/entry.py `instantiate_roots`: the sites, jobs and scenarios
+                instantiated by semantics/instantiate.py, whose `Expressions` (evaluate.py)
+                evaluate with units (units/) and types (coerce.py); a scenario's routes are
+                isolated as their frames are made (isolate.py); each `?` is recorded
+ 8. evaluate    semantics/fields.py `complete_all`: every field of every frame, lazily
+ 9. lint        semantics/entry.py `lint_templates`: the bodies of templates nothing used
+10. no site     semantics/entry.py `warn_no_site` (W400)
+11. paths       semantics/paths.py: canonical paths and multiplicities of the frames
+12. limits      semantics/entry.py `size_limits`: at most 10^9 GPUs in a site (E405)
+13. checks      semantics/entry.py `user_checks` (checks.py): every user `check` (E500)
+14. freeze      semantics/entry.py `freeze` (freeze.py): the frozen `model.Design`
+
+Check (`check`, what `astral check` runs on a Design):
+
+15. size        analyses/sizing.py: the `?`s' `combinations`, each compiled again by the
+                workspace and checked, then `choose` solves one MILP (E66x)
+16. jobs        seer/validate.py `validate_jobs`: parallel degrees, batch, placement, memory
+17. engineering analyses/engineering.py `analyse`: network, power, cooling (E6xx)
+18. scenarios   each scenario's twin compiled by the workspace (its parts isolated, its
+                `set`s in place), then analyses/engineering.py `run_scenario` on the baseline
+                and the twin (E680, W680)
+
+Seer (seer/) forecasts a job of a checked design, on a scenario's twin with its failures applied;
+outputs/ presents results; explore/ varies the design (sweeps, search, margins); cli/ and lsp/
+call api.py. `Trace` (semantics/trace.py) records value provenance for hover and margins."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+
+import attrs
+
+from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean, sort_diagnostics
+from astral_dsl.model.design import Design, Instance
+from astral_dsl.semantics import entry as passes
+from astral_dsl.semantics.instantiate import Instantiator
+from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
+from astral_dsl.semantics.overrides import parse_overrides
+from astral_dsl.semantics.paths import canonical_paths, multiplicities
+
+if TYPE_CHECKING:
+    from astral_dsl.analyses.engineering import Engineering, ScenarioOutcome
+    from astral_dsl.workspace import Workspace
+
+
+# -- the front end ---------------------------------------------------------------------------------
+
+def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overrides,
+              assignments, scenario: Optional[Instance], trace=None) -> Design:
+    """Passes 5-14 over a parsed entry: the Design, with the values of `assignments` for its
+    unknowns and compiled under `scenario` (its parts isolated, its `set`s in place, its own
+    checks run). `trace` (semantics/trace.py) is told every value as it is made."""
+    diagnostics: List[Diagnostic] = list(load_diagnostics)
+    recorded = dict(overrides or {})
+    if entry.tree is None:
+        return attrs.evolve(passes.empty(entry.key, diagnostics),
+                            overrides=tuple(recorded.items()))
+    scopes: dict = {}
+    scope = passes.module_scope(entry, loader, scopes, diagnostics)               # 5
+    given = parse_overrides(recorded, scope, diagnostics)                         # 6
+    ev = _instantiator(diagnostics, given, scope, assignments, scenario, trace)
+    if trace is not None:
+        trace.attach(ev, scopes)
+    try:
+        found = passes.instantiate_roots(ev, scope)                               # 7
+        ev.complete_all()                                                         # 8
+        passes.lint_templates(ev, scope, diagnostics)                             # 9
+        passes.warn_no_site(entry, scope, found[0], diagnostics)                  # 10
+        everything = found[0] + found[1] + found[2]
+        paths = canonical_paths(everything, ev.frames)                            # 11
+        mult = multiplicities(everything)
+        passes.size_limits(ev, found[0], diagnostics)                             # 12
+        results, paths = passes.user_checks(ev, everything, paths, mult, scopes,  # 13
+                                            loader)
+        design = passes.freeze(ev, entry, scope, found, paths, results,           # 14
+                               diagnostics)
+    except RecursionError:
+        diagnostics.append(Diagnostic("E402", Severity.ERROR,
+                                      "the design nests too deeply to compile",
+                                      Span.at(entry.key, 1, 1),
+                                      "reduce the nesting of expressions or templates"))
+        design = passes.empty(entry.key, diagnostics)
+    return attrs.evolve(design, scenario=ev.scenario, overrides=tuple(recorded.items()))
+
+
+def _instantiator(diagnostics, given, scope, assignments, scenario: Optional[Instance],
+                  trace) -> Instantiator:
+    from astral_dsl.semantics.isolate import plan
+
+    return Instantiator(diagnostics, given, scope, dict(assignments or {}),
+                        scenario.template if scenario is not None else None,
+                        plan(scenario.actions) if scenario is not None else None, trace)
+
+
+# -- the check -------------------------------------------------------------------------------------
+
+@attrs.frozen
+class Checked:
+    design: Design
+    engineering: Optional["Engineering"]
+    scenarios: Tuple["ScenarioOutcome", ...]
+    diagnostics: Tuple[Diagnostic, ...]
+    sizing: Optional[object] = None
+
+    @property
+    def valid(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+
+def front_end_errors(design: Design) -> bool:
+    """Errors that no choice of the unknowns can mend (user checks may: sizing decides)."""
+    return any(d.is_error and d.code not in ("E500",) for d in design.diagnostics)
+
+
+def check(workspace: "Workspace", design: Optional[Design] = None,
+          scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False) -> Checked:
+    """Steps 15-18 on `design` (default: the workspace's own): `scenarios` are names to run;
+    required scenarios always run; `all_scenarios` runs every one. A design with unknowns is
+    sized first, then checked as sized."""
+    from astral_dsl.analyses.engineering import analyse, scenario_diagnostics
+
+    design = workspace.design if design is None else design
+    sizing = None
+    if design.unknowns and not front_end_errors(design):
+        sizing = size(workspace, design)                                          # 15
+        if sizing.diagnostics:
+            return Checked(design, None, (), sort_diagnostics(
+                [d for d in design.diagnostics if not d.is_error and d.code != "E500"]
+                + list(sizing.diagnostics)), sizing)
+        design = sizing.design
+    diags: List[Diagnostic] = list(design.diagnostics)
+    if front_end_errors(design):
+        return Checked(design, None, (), sort_diagnostics(diags), sizing)
+    from astral_dsl.seer.validate import validate_jobs
+
+    # jobs are validated whether or not the entry file declares a site (it may import it)
+    diags.extend(validate_jobs(design))                                           # 16
+    if not design.roots:
+        return Checked(design, None, (), sort_diagnostics(diags), sizing)
+    # a failed user `check` does not stop the engineering checks: they are independent
+    eng = analyse(design)                                                         # 17
+    diags.extend(eng.diagnostics)
+    wanted = set(scenarios or ())
+    diags.extend(_unknown_scenarios(design, wanted))
+    outcomes = tuple(run_scenarios(workspace, design, eng, wanted, all_scenarios))  # 18
+    for outcome, scenario in outcomes:
+        diags.extend(scenario_diagnostics(outcome, scenario))
+    return Checked(design, eng, tuple(o for o, _ in outcomes), sort_diagnostics(diags), sizing)
+
+
+def _unknown_scenarios(design: Design, wanted) -> List[Diagnostic]:
+    known = {s.template: s for s in design.scenarios}
+    return [Diagnostic("E216", Severity.ERROR, f"--scenario {name}: no such scenario", None,
+                       did_you_mean(name, known) or (
+                           "scenarios: " + ", ".join(sorted(known)) if known
+                           else "the design declares no scenario"), file=design.file)
+            for name in sorted(wanted - set(known))]
+
+
+def run_scenarios(workspace: "Workspace", design: Design, eng: "Engineering", wanted,
+                  every: bool = False):
+    """(outcome, scenario) of each scenario to run: named in `wanted`, required, or all of
+    them (`every`), each on its twin compiled by the workspace."""
+    from astral_dsl.analyses.engineering import run_scenario
+
+    for scenario in design.scenarios:
+        if every or scenario.template in wanted or scenario.field("required") is True:
+            twin = workspace.recompile(design, scenario=scenario)
+            yield run_scenario(design, scenario, eng, twin), scenario
+
+
+def size(workspace: "Workspace", design: Design):
+    """Step 15: each combination of the structural `?`s compiled and checked (with the twins of
+    its required scenarios), then the choice and its counts compiled once more."""
+    from astral_dsl.analyses import sizing
+
+    plan = sizing.combinations(design)
+    if plan.refused is not None:
+        return plan.refused
+    candidates = []
+    for index, assign in plan.items:
+        compiled = workspace.recompile(design, assignments=assign)
+        eng, required = sizing.baseline(compiled)
+        twins = tuple(workspace.recompile(compiled, scenario=s) for s in required)
+        candidates.append(sizing.Candidate(index, assign, compiled, eng, twins))
+    choice = sizing.choose(design, candidates)
+    if choice.diagnostics:
+        return choice
+    return sizing.sized(choice, workspace.recompile(design, assignments=dict(choice.assigned)))
+
+
+def scenario_twin(workspace: "Workspace", design: Design, name: str):
+    """The design compiled under scenario `name` with its failures applied
+    (analyses.scenarios.Applied), or None when the design declares no such scenario."""
+    from astral_dsl.analyses import scenarios as scen
+
+    found = [s for s in design.scenarios if s.template == name]
+    if not found:
+        return None
+    twin = workspace.recompile(design, scenario=found[0])
+    twin_scenario = next(s for s in twin.scenarios if s.template == name)
+    return scen.apply(twin, twin_scenario)
+
+
+def forecast(workspace: "Workspace", design: Design, job: Optional[str] = None,
+             scenario: Optional[str] = None, **options):
+    """Seer's forecast of `job` of `design`; under `scenario`, of the design compiled under it
+    with its failures applied (seer.forecast compiles nothing itself)."""
+    from astral_dsl import seer
+
+    if scenario is None:
+        return seer.forecast(design, job, **options)
+    inst = seer.find_job(design, job)               # a missing job is named before the scenario
+    applied = scenario_twin(workspace, design, scenario)
+    if applied is None:
+        raise seer.ForecastError(f"--scenario {scenario}: no such scenario")
+    return seer.forecast(applied.design, inst.template, applied, **options)
+
+
+__all__ = ["Checked", "check", "forecast", "front_end", "front_end_errors", "run_scenarios",
+           "scenario_twin", "size"]
+

@@ -1,0 +1,169 @@
+"""The front end's passes over the entry module, after parsing: its scopes, its roots
+instantiated, unused templates linted, canonical paths, size limits, user checks and the frozen
+model. pipeline.py calls them in order; each is a plain function of the evaluation so far."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
+from astral_dsl.model.design import Design, UnknownSite
+from astral_dsl.model.kinds import KINDS
+from astral_dsl.semantics.checks import run_checks
+from astral_dsl.semantics.frames import Env, Frame
+from astral_dsl.semantics.freeze import Freezer
+from astral_dsl.semantics.instantiate import Instantiator
+from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
+from astral_dsl.semantics.scope import ModuleScope, Template, build_scope
+from astral_dsl.syntax import ast
+
+MAX_GPUS = 10**9
+
+
+def empty(name: str, diagnostics) -> Design:
+    """The design of an entry that cannot be evaluated (unreadable, or nothing parsed)."""
+    return Design(name, (), (), (), (), (), (), sort_diagnostics(diagnostics))
+
+
+def module_scope(module: LoadedModule, loader: ModuleLoader, scopes: Dict[int, ModuleScope],
+                 diagnostics) -> ModuleScope:
+    """The scope of `module` and, through its imports, of every module it reaches (kept in
+    `scopes` by id(module): each is built once per compile)."""
+    hit = scopes.get(id(module))
+    if hit is not None:
+        return hit
+    scope = ModuleScope(module.key, module.source.name if module.source else module.key,
+                        module.is_stdlib)
+    scopes[id(module)] = scope
+
+    def resolve(node: ast.Import) -> Optional[ModuleScope]:
+        target = loader.resolved.get(id(node))
+        if target is None or target.tree is None:
+            return None
+        return module_scope(target, loader, scopes, diagnostics)
+
+    return build_scope(scope, module.tree, resolve, diagnostics)
+
+
+Roots = Tuple[List[Frame], List[Frame], List[Frame]]
+
+
+def instantiate_roots(ev: Instantiator, scope: ModuleScope) -> Roots:
+    """The entry's sites, jobs and scenarios instantiated (templates of other kinds that need
+    no argument too, so that their errors show), and its module-level values evaluated."""
+    roots: List[Frame] = []
+    jobs: List[Frame] = []
+    scenarios: List[Frame] = []
+    for name, symbol in scope.own.items():
+        if isinstance(symbol, Template):
+            spec = KINDS[symbol.kind]
+            frame = ev.guarded(lambda: ev.instantiate(symbol, [], Env(scope), symbol.decl.name.span)
+                               if spec.root or not symbol.decl.params or
+                               all(p.default is not None for p in symbol.decl.params) else None,
+                               default=None)
+            if frame is None or not spec.root:
+                continue
+            {"site": roots, "job": jobs, "scenario": scenarios}[symbol.kind].append(frame)
+        else:
+            ev.guarded(lambda: ev.symbol_value(symbol, scope.spans[name]), default=None)
+    return roots, jobs, scenarios
+
+
+def lint_templates(ev: Instantiator, scope: ModuleScope, diagnostics) -> None:
+    """Check the bodies of the entry's templates that nothing instantiated because they need
+    arguments: bound to values already in error, the arguments silence what depends on them,
+    and every other mistake in the body is reported."""
+    used = {id(f.template) for f in ev.frames if f.template is not None}
+    unused = [s for s in scope.own.values() if isinstance(s, Template) and id(s) not in used
+              and s.module is scope and s.decl.params
+              and any(p.default is None for p in s.decl.params)]
+    if not unused:
+        return
+    found: List[Diagnostic] = []
+    lint = Instantiator(found, ev.overrides, scope, {})
+    lint.lenient = True
+    for symbol in unused:
+        lint.guarded(lambda: lint.instantiate(symbol, [], Env(scope), symbol.decl.name.span),
+                     default=None)
+    lint.complete_all()
+    seen = {(d.code, d.span, d.message) for d in diagnostics}
+    diagnostics.extend(d for d in found if (d.code, d.span, d.message) not in seen)
+
+
+def warn_no_site(entry: LoadedModule, scope: ModuleScope, roots, diagnostics) -> None:
+    """W400: the entry declares parts but no site to hold them."""
+    if not roots and scope.own and not entry.is_stdlib and any(
+            isinstance(s, Template) and s.module is scope and s.kind in ("rack", "row", "block",
+                                                                          "pod", "hall")
+            for s in scope.own.values()):
+        diagnostics.append(Diagnostic(
+            "W400", Severity.WARNING, "no `site` is declared, so nothing is built",
+            Span.at(entry.key, 1, 1), "declare `site Name { ... }` holding the design's parts"))
+
+
+def size_limits(ev: Instantiator, roots, diagnostics) -> None:
+    """E405: a site beyond MAX_GPUS GPUs."""
+    from astral_dsl.model.rollup import count_of
+
+    for root in roots:
+        gpus = count_of(root, ("gpu",), ev.rollups, ev.view)
+        if gpus > MAX_GPUS:
+            diagnostics.append(Diagnostic(
+                "E405", Severity.ERROR,
+                f"site `{root.name}` holds {gpus:,} GPUs, beyond the limit of {MAX_GPUS:,}",
+                root.template.decl.name.span if root.template else root.span,
+                "check the replication counts"))
+
+
+def user_checks(ev: Instantiator, everything, paths, mult, scopes, loader: ModuleLoader):
+    """Every user `check` of every distinct instance and module (semantics/checks.py), and the
+    canonical paths again when a check instantiated a template (`check H(racks) == 0`: its
+    frames are named too; the frames named before keep their paths, new ones come last)."""
+    from astral_dsl.semantics.paths import canonical_paths
+
+    module_checks = [(c, Env(s)) for s in scopes.values() for c in s.checks]
+    sources = {m.source.name: m.source for m in loader.modules.values() if m.source is not None}
+
+    def snippet(span: Span) -> str:
+        src = sources.get(span.file)
+        if src is None or span.start.line != span.end.line:
+            return "..."
+        return src.line(span.start.line)[span.start.column - 1:span.end.column - 1]
+
+    results = run_checks(ev, ev.frames, mult, paths, module_checks, snippet, ev.scenario)
+    if any(id(f) not in paths for f in ev.frames):
+        paths = canonical_paths(everything, ev.frames)
+    return results, paths
+
+
+def freeze(ev: Instantiator, entry: LoadedModule, scope: ModuleScope, found: Roots, paths,
+           results, diagnostics) -> Design:
+    """The frozen model: every frame as an Instance at its canonical path, the params, the
+    unknowns in source order, and the diagnostics sorted."""
+    roots, jobs, scenarios = found
+    freezer = Freezer(paths)
+    frozen_roots = tuple(freezer.instance(f) for f in roots)
+    frozen_jobs = tuple(freezer.instance(f) for f in jobs)
+    frozen_scen = tuple(freezer.instance(f) for f in scenarios)
+    for f in ev.frames:
+        freezer.instance(f)
+    params = tuple((n, freezer.value(scope.values[n], False)) for n, s in scope.own.items()
+                   if n in scope.values and type(s).__name__ == "ParamSymbol")
+    instances = tuple(sorted(freezer.order, key=lambda i: i.path))
+    unknowns = tuple(_unknown_site(key, site, paths, freezer)
+                     for key, site in sorted(ev.unknown_sites.items(),
+                                             key=lambda kv: _span_order(kv[1][0])))
+    return Design(entry.key, frozen_roots, frozen_jobs, frozen_scen, params, instances,
+                  tuple(results), sort_diagnostics(diagnostics), unknowns,
+                  assignments=tuple(sorted(ev.assignments.items())))
+
+
+def _span_order(span: Span):
+    return (span.file, span.start.line, span.start.column)
+
+
+def _unknown_site(key, site, paths, freezer) -> UnknownSite:
+    span, role, options, kw = site
+    frame = kw.get("frame")
+    return UnknownSite(key, span, role, tuple(freezer.value(o, False) for o in options),
+                       kw.get("low", 0), kw.get("high", 10**6),
+                       paths.get(id(frame), "") if frame is not None else "", kw.get("field", ""))

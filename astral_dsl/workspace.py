@@ -1,0 +1,138 @@
+"""The modules of one entry file, read and parsed once, and the one place that compiles them.
+
+    ws = Workspace.open("examples/astral.astral", {"hosts_per_rack": "4"})
+    ws.design                                   # the design as written (compiled once, kept)
+    ws.compile(overrides={...})                 # the same parsed source with other `--set`s
+    ws.recompile(design, assignments={...})     # as `design` was compiled, other values of `?`
+    ws.under(scenario)                          # compiled under a scenario, as sized
+
+Reading, parsing and resolving imports happen in `open` (pipeline.py passes 1-4); every compile
+runs passes 5-14 (`pipeline.front_end`) on the same syntax trees. A Design records what it was
+compiled with (overrides, assignments, scenario) and nothing more: it holds no pointer back."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, List, Mapping, Optional, Tuple
+
+import attrs
+
+from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.model.design import Design, Instance
+from astral_dsl.pipeline import front_end
+from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
+from astral_dsl.syntax.source import encode
+
+
+@attrs.define(eq=False)
+class Workspace:
+    entry: LoadedModule
+    loader: ModuleLoader
+    overrides: Mapping[str, object]
+    load_diagnostics: Tuple[Diagnostic, ...]     # reading, parsing and imports
+    _design: Optional[Design] = None
+
+    # -- opening ---------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path, overrides: Optional[Mapping[str, object]] = None,
+             read=read_file) -> "Workspace":
+        """Read and parse the file at `path` and everything it imports (`read`: how a file is
+        read, e.g. the language server's open documents first)."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"the path of a design must be a str or a path, not "
+                            f"{type(path).__name__}")
+        _check_overrides(overrides)
+        from astral_dsl.semantics.modules import display_name, unreadable
+
+        path = Path(path)
+        diagnostics: List[Diagnostic] = []
+        loader = ModuleLoader(project_root(path), diagnostics, read)
+        name = display_name(path)
+        try:
+            data = read(path)
+        except OSError as exc:
+            diagnostics.append(unreadable(f"`{name}`", exc, file=name))
+            entry = LoadedModule(name, path, None, None)
+        else:
+            entry = loader.load_entry_text(name, data, path)
+        return cls(entry, loader, dict(overrides or {}), tuple(diagnostics))
+
+    @classmethod
+    def of_text(cls, text, name: str = "<string>", root=None,
+                overrides: Optional[Mapping[str, object]] = None,
+                read=read_file) -> "Workspace":
+        """Parse source text (str, or bytes as a file holds them); imports resolve against
+        `root` (default: the current directory) and the stdlib."""
+        if not isinstance(text, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"the source of a design must be str or bytes, not "
+                            f"{type(text).__name__}")
+        if not isinstance(name, str):
+            raise TypeError(f"the name of a design must be a str, not {type(name).__name__}")
+        _check_overrides(overrides)
+        diagnostics: List[Diagnostic] = []
+        loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)
+        data = bytes(text) if not isinstance(text, str) else encode(text)
+        entry = loader.load_entry_text(name, data)
+        return cls(entry, loader, dict(overrides or {}), tuple(diagnostics))
+
+    # -- what was read ---------------------------------------------------------------------------
+    @property
+    def modules(self):
+        """The modules read, by path key: LoadedModule (source, syntax tree, imports)."""
+        return self.loader.modules
+
+    @property
+    def root(self) -> Path:
+        """The project root: imports resolve against it."""
+        return self.loader.root
+
+    @property
+    def parsed(self) -> bool:
+        return self.entry.tree is not None
+
+    def sources(self) -> Tuple[Tuple[str, str], ...]:
+        """(file name, text) of every module read, sorted by name."""
+        return tuple(sorted({m.source.name: m.source.text for m in self.modules.values()
+                             if m.source is not None}.items()))
+
+    # -- compiling -------------------------------------------------------------------------------
+    @property
+    def design(self) -> Design:
+        """The design with the workspace's overrides, compiled on first use and kept."""
+        if self._design is None:
+            self._design = self.compile()
+        return self._design
+
+    def compile(self, overrides: Optional[Mapping[str, object]] = None,
+                assignments: Optional[Mapping[str, Any]] = None,
+                scenario: Optional[Instance] = None, trace=None) -> Design:
+        """The parsed source evaluated again: with `overrides` (default: the workspace's),
+        `assignments` for its unknowns (sizing), under `scenario` (a scenario instance of a
+        design of this workspace), telling `trace` every value (semantics/trace.py)."""
+        if overrides is not None:
+            _check_overrides(overrides)
+        return front_end(self.entry, self.loader, self.load_diagnostics,
+                         self.overrides if overrides is None else overrides,
+                         assignments or {}, scenario, trace)
+
+    def recompile(self, design: Design, assignments: Optional[Mapping[str, Any]] = None,
+                  scenario: Optional[Instance] = None) -> Design:
+        """`design` (of this workspace) compiled again as it was, with other `assignments`
+        (default: its own) and under `scenario`."""
+        return self.compile(dict(design.overrides),
+                            dict(design.assignments) if assignments is None else assignments,
+                            scenario)
+
+    def under(self, scenario: Instance, design: Optional[Design] = None) -> Design:
+        """`design` (default: the workspace's) compiled under `scenario`, as sized: the parts
+        its `fail`s and `set`s name are isolated (their own instances, at their own paths),
+        the `set`s in place, and its own checks run."""
+        return self.recompile(self.design if design is None else design, scenario=scenario)
+
+
+def _check_overrides(overrides) -> None:
+    """Overrides are a mapping of parameter names to values (a wrong name or value is a
+    diagnostic; a wrong kind of argument is the caller's mistake: a TypeError)."""
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise TypeError(f"overrides must be a mapping of parameter names to values, e.g. "
+                        f"{{\"hosts_per_rack\": 8}}, not {type(overrides).__name__}")
