@@ -55,9 +55,12 @@ bench: install
 bench-diagnose: install
 	$(PYTHON) benchmarks/bench_diagnose.py
 
-# Refit Seer's constants on the calibration runs and write the shipped fit (docs/seer.md).
+# Refit Seer's constants on the calibration runs tables and write the shipped fit, then the
+# docs' tables generated from it (docs/seer.md, "Calibration"; docs/runs.md).
+CALIBRATION = astral_dsl/seer/calibration
 calibrate:
-	$(PYTHON) -m astral_dsl.seer.calibrate --write
+	$(PYTHON) -m astral_dsl.cli calibrate $(CALIBRATION)/a100.csv $(CALIBRATION)/modern.csv \
+	  --by-source a100 -o $(CALIBRATION)/fit.json --docs docs/seer.md
 
 # The README's pictures of the reference design (PNG), drawn by `astral render`.
 IMAGES_DPI ?= 110

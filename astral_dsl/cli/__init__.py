@@ -11,7 +11,7 @@ from astral_dsl.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Parser, Us
     sets, usage
 
 COMMANDS = ["check", "size", "export", "fmt", "lsp", "render", "forecast", "sweep", "search",
-            "diagnose", "synth", "report", "diff"]
+            "diagnose", "synth", "report", "diff", "runs", "calibrate"]
 
 
 def _modules():

@@ -21,10 +21,12 @@ class UsageError(Exception):
     pass
 
 
-def add_common(sp: argparse.ArgumentParser, formats=("human", "json")) -> None:
-    """`--set`, `--format` (unless `formats` is empty) and `--color`: on every command that
-    compiles a design."""
-    add_set(sp)
+def add_common(sp: argparse.ArgumentParser, formats=("human", "json"), params: bool = True
+               ) -> None:
+    """`--set` (where there are parameters to set: `params`), `--format` (unless `formats` is
+    empty) and `--color`: on every command that compiles a design or reads runs tables."""
+    if params:
+        add_set(sp)
     if formats:
         sp.add_argument("--format", choices=list(formats), default=formats[0])
     add_color(sp)

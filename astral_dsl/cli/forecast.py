@@ -24,8 +24,8 @@ def register(sub) -> None:
     f.add_argument("--operator-table", metavar="CSV",
                    help="measured operator times: operator,shape,dtype,time")
     f.add_argument("--calibration", metavar="FIT.json",
-                   help="fitted constants from `python -m astral_dsl.seer.calibrate --out` "
-                        "(default: the shipped fit)")
+                   help="fitted constants written by `astral calibrate -o` (default: the "
+                        "shipped fit)")
     f.add_argument("--ranks", metavar="OUT.json",
                    help="write the rank map: rank -> parallel coordinates -> GPU -> host -> NIC "
                         "ports -> switches, and the path of every collective group")

@@ -26,6 +26,9 @@ def register(sub) -> None:
                    help="draw --x against --y with the Pareto front marked (needs matplotlib)")
     s.add_argument("--x", metavar="[min:|max:]COLUMN", help="the plot's x column")
     s.add_argument("--y", metavar="[min:|max:]COLUMN", help="the plot's y column")
+    s.add_argument("--calibration", metavar="FIT.json",
+                   help="with --job: fitted constants written by `astral calibrate -o` "
+                        "(default: the shipped fit)")
     add_engine_options(s)
     add_common(s)
 
@@ -82,11 +85,18 @@ def run(args, overrides) -> int:
         return usage("--plot needs --x COLUMN and --y COLUMN")
     if args.workers is not None and args.workers < 1:
         return usage("--workers must be at least 1")
+    if args.calibration and not args.job:
+        return usage("--calibration prices the forecasts of --job: give the job too")
+    from astral_dsl.cli.runs import read_calibration
+
+    calibration, failed = read_calibration(args)
+    if failed is not None:
+        return failed
     update, stop = progress_bar(sys.stderr.isatty(), "sweep")
     try:
         result = sweep.run(args.file, args.grid, overrides, job=args.job,
                            scenario=args.scenario, cluster=args.cluster, workers=args.workers,
-                           progress=update)
+                           progress=update, calibration=calibration)
     except (sweep.SweepError, EngineError) as exc:
         return usage(str(exc))
     finally:
@@ -131,7 +141,7 @@ def _plot(args, result) -> int:
 
     names = [g.name for g in result.grids]
     pcols = out.param_columns(names, result.columns)
-    known = list(pcols.values()) + list(result.columns)
+    known = list(pcols.values()) + [c for c in result.columns if c not in out.TEXT_COLUMNS]
     try:
         x = pareto.axis(args.x, known)
         y = pareto.axis(args.y, known)

@@ -149,7 +149,7 @@ CODES: dict[str, str] = {
     "E702": "nothing to draw for this name or view",
     "E703": "the picture cannot be written",
     "E704": "the trace asked for is too large",
-    # E750-E779, W750-W779: jobs and forecasting (`astral forecast`, seer)
+    # E750-E779, W750-W779: jobs and forecasting (`astral forecast`, seer; runs tables)
     "E750": "tensor-parallel degree does not divide the attention heads",
     "E751": "pipeline stages do not divide the layers",
     "E752": "declared pipeline split does not match the layers",
@@ -166,11 +166,14 @@ CODES: dict[str, str] = {
     "E763": "model shape does not hold together",
     "E764": "context parallelism needs fused attention",
     "E765": "the GPU declares no rate for the job's precision",
+    "E766": "a runs table cannot be read",
+    "E767": "a --gpu-file declares no system to run on",
     "E775": "the job's ranks lose their network under the scenario",
     "E776": "the job's placement loses power under the scenario",
     "W750": "job may not fit in GPU memory",
     "W751": "a job option has no effect",
     "W752": "a model field is left to a guessed default",
+    "W753": "forecast outside the calibrated envelope",
     # E78x/W78x: observed data and diagnosis (`astral diagnose`, astral_dsl/observe, diagnose)
     "E780": "observed file cannot be read",
     "E781": "observed file is truncated, corrupt or not text",

@@ -50,6 +50,18 @@ class Forecast:
     def hfu(self) -> float:
         return hardware_flops(self.job) / self._peak()
 
+    @property
+    def calibration(self) -> Calibration:
+        """The constants this forecast was priced with."""
+        return self.lowering.c.cal
+
+    def envelope(self):
+        """How far to trust this forecast: its regime, whether a calibration run of that regime
+        was checked, and the error band (seer/envelope.py)."""
+        from astral_dsl.seer.envelope import envelope
+
+        return envelope(self.job, self.gpu, self.calibration)
+
     def timeline(self, window=None, level: str = "op"):
         from astral_dsl.seer.timeline import events
 

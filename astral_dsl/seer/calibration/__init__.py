@@ -196,6 +196,11 @@ class Calibration:
     def __hash__(self) -> int:
         return hash(tuple(self._values.items()))
 
+    def __reduce__(self):
+        # pickled by its arguments (the default would set the slots through __setattr__): a
+        # search or a sweep sends it to its worker processes
+        return (Calibration, (self._values, self.fitted_on, self.bands, self.source))
+
     def values(self) -> Dict[str, float]:
         return dict(self._values)
 
