@@ -9,6 +9,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 import attrs
 
+from astral_dsl import gcpause
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
 from astral_dsl.model.design import Design, Instance, UnknownSite
 from astral_dsl.model.kinds import KINDS
@@ -128,6 +129,7 @@ def _empty(name: str, diagnostics) -> Design:
     return Design(name, (), (), (), (), (), (), sort_diagnostics(diagnostics))
 
 
+@gcpause.pausing                # frames, values and the frozen design: long-lived
 def _evaluate(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overrides,
               assignments, scenario: Optional[str], plan, expressions=None,
               instantiator=None) -> Compilation:
