@@ -75,17 +75,23 @@ def store(entry, tree: ast.Module) -> None:
         usercache.prune(_USER, keep=USER_ENTRIES)
 
 
+# the field names of each node class, in order (asked once per class, not once per node)
+_FIELDS = {cls: tuple(f.name for f in attrs.fields(cls)) for cls in _CLASSES.values()}
+_PLAIN = (str, bool, int, float, type(None))
+
+
 def _encode(node) -> Any:
-    if isinstance(node, Span):
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is not None:
+        return {"n": kind.__name__, "f": [_encode(getattr(node, f)) for f in fields]}
+    if kind is Span:
         return {"s": [node.start.line, node.start.column, node.end.line, node.end.column]}
-    if isinstance(node, tuple):
+    if kind is tuple:
         return {"t": [_encode(n) for n in node]}
-    if attrs.has(type(node)):
-        return {"n": type(node).__name__,
-                "f": [_encode(getattr(node, f.name)) for f in attrs.fields(type(node))]}
-    if node is None or isinstance(node, (str, bool, int, float)):
+    if kind in _PLAIN:
         return node
-    raise TypeError(f"cannot cache a {type(node).__name__} in a syntax tree")
+    raise TypeError(f"cannot cache a {kind.__name__} in a syntax tree")
 
 
 def _hook(file: str):

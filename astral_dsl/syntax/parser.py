@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import lark
 from lark import Tree
 from lark.exceptions import UnexpectedInput, VisitError
 
+from astral_dsl import gcpause
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
-from astral_dsl.syntax import ast, tables
+from astral_dsl.syntax import ast, reduce, tables
 from astral_dsl.syntax.build import Builder
 from astral_dsl.syntax.errors import syntax_diagnostic
 from astral_dsl.syntax.source import Source
@@ -34,16 +36,75 @@ class _Tree(Tree):
         return self._meta
 
 
+_OPTIONS = dict(lexer="contextual", start=["start", "expr_only"], propagate_positions=True,
+                maybe_placeholders=True)
+
+
 @lru_cache(maxsize=1)
 def _parser() -> lark.Lark:
+    """Lark's own road: a parse tree, then Builder (for the texts reduce.py leaves to it)."""
     # the tables come from the per-user cache (plain data, never a pickle): syntax/tables.py
-    return tables.build("compiler", lexer="contextual", start=["start", "expr_only"],
-                        propagate_positions=True, maybe_placeholders=True, tree_class=_Tree)
+    return tables.build("compiler", **_OPTIONS, tree_class=_Tree)
+
+
+@lru_cache(maxsize=1)
+def _concrete_parser() -> lark.Lark:
+    """Every token, for the formatter, on Lark's own road (fmt/cst.py reads its tree)."""
+    return tables.build("concrete", lexer="contextual", start=["start"],
+                        propagate_positions=False, maybe_placeholders=False,
+                        keep_all_tokens=True)
+
+
+# Parsers whose callbacks build the AST as they reduce (reduce.py), each with its Builder: one
+# parse at a time uses a pair, so threads (the language server's jobs) take a pair each.
+_free: Dict[bool, List] = {False: [], True: []}
+_free_lock = threading.Lock()
+_UNAVAILABLE = object()
+
+
+def _reduced(source: Source, start: str, concrete: bool):
+    """The root Node of `source` built in the parser's reductions (reduce.py), or None when
+    the text leaves that road (a diagnostic, deep nesting): the caller parses it on Lark's."""
+    with _free_lock:
+        pair = _free[concrete].pop() if _free[concrete] else None
+    if pair is None:
+        builder = Builder("")
+        parser = reduce.install(tables.build("compiler", **_OPTIONS), builder, concrete,
+                                MAX_NESTING)
+        pair = (parser, builder) if parser is not None else _UNAVAILABLE
+    if pair is _UNAVAILABLE:
+        return None
+    parser, builder = pair
+    builder.f = source.name
+    try:
+        return parser.parse(source.text, start=start)
+    except UnexpectedInput as exc:
+        raise DiagnosticError(syntax_diagnostic(source, exc)) from None
+    except reduce.Fallback:
+        return None
+    finally:
+        with _free_lock:
+            _free[concrete].append(pair)
 
 
 def parse(source: Source) -> ast.Module:
     """Parse a whole file. Raises DiagnosticError on a syntax error."""
-    return _build(source.name, _run(source, "start"))
+    with gcpause.paused():             # a syntax tree is long-lived: none of it is garbage
+        node = _reduced(source, "start", False)
+        if node is not None:
+            return node.value
+        return _build(source.name, _run(source, "start"))
+
+
+def parse_concrete(source: Source) -> Tuple[ast.Module, Tree]:
+    """A whole file's AST and the tree of all its tokens that the formatter reads (the tree of
+    Lark's `keep_all_tokens`), from one parse. Raises DiagnosticError on a syntax error."""
+    with gcpause.paused():
+        node = _reduced(source, "start", True)
+        if node is not None:
+            return node.value, node.concrete
+        module = _build(source.name, _run(source, "start"))
+        return module, _concrete_parser().parse(source.text)
 
 
 _TOP_LEVEL = re.compile(r"^(?:(?:import|param|let|check)\b|[A-Za-z_]\w*[ \t]+[A-Za-z_]\w*[ \t]*[({=])")
@@ -83,6 +144,9 @@ def _line_of(d: Diagnostic) -> int:
 
 
 def parse_expression(source: Source) -> ast.Expr:
+    node = _reduced(source, "expr_only", False)
+    if node is not None:
+        return node.value
     return _build(source.name, _run(source, "expr_only"))
 
 
