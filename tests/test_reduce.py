@@ -10,7 +10,7 @@ import pytest
 from lark import Token, Tree
 
 from astral_dsl.diagnostics import DiagnosticError
-from astral_dsl.syntax import parser
+from astral_dsl.syntax import larkroad, parser
 from astral_dsl.syntax.source import Source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,14 +19,14 @@ FILES = sorted(p for p in ROOT.rglob("*.astral") if ".git" not in p.parts)
 
 def lark_road(source: Source, start: str = "start"):
     try:
-        return "tree", repr(parser._build(source.name, parser._run(source, start)))
+        return "tree", repr(larkroad.build(source.name, larkroad.run(source, start)))
     except DiagnosticError as exc:
         return "error", exc.diagnostic
 
 
 def fast_road(source: Source, start: str = "start"):
     try:
-        node = parser._reduced(source, start, False)
+        node = larkroad.reduced(source, start, False)
     except DiagnosticError as exc:
         return "error", exc.diagnostic
     return ("tree", repr(node.value)) if node is not None else None
@@ -50,7 +50,7 @@ def shape(tree):
 
 def test_the_fast_road_is_taken():
     source = Source("x.astral", (ROOT / "examples" / "astral.astral").read_text())
-    assert parser._reduced(source, "start", False) is not None
+    assert larkroad.reduced(source, "start", False) is not None
 
 
 def test_every_file_of_the_repository_alike():
@@ -118,7 +118,7 @@ def test_the_concrete_tree_is_lark_keep_all_tokens_tree():
         except DiagnosticError:
             continue
         assert repr(module) == lark_road(source)[1], path
-        assert shape(concrete) == shape(parser._concrete_parser().parse(source.text)), path
+        assert shape(concrete) == shape(larkroad.concrete_parser().parse(source.text)), path
         assert isinstance(concrete, Tree)
         compared += 1
     assert compared > 40

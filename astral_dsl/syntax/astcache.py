@@ -14,16 +14,18 @@ reference). Their entries are bounded: the newest USER_ENTRIES are kept, whateve
 names, so a test suite or a fuzzer that writes thousands of files leaves no more than that."""
 from __future__ import annotations
 
+import importlib.util
+import re
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import attrs
-import lark
 
 from astral_dsl import resources, usercache
 from astral_dsl.diagnostics import Span
-from astral_dsl.syntax import ast, build
+from astral_dsl.syntax import ast
 from astral_dsl.syntax.source import Source
 
 _CLASSES = {name: cls for name, cls in vars(ast).items()
@@ -32,11 +34,35 @@ _CLASSES = {name: cls for name, cls in vars(ast).items()
 
 @lru_cache(maxsize=1)
 def _version() -> str:
-    """What a cached tree depends on besides the module's text."""
-    parts = [resources.grammar_text(), lark.__version__]
-    for module in (ast, build):
-        parts.append(Path(module.__file__).read_text(encoding="utf-8"))
+    """What a cached tree depends on besides the module's text: the grammar, Lark's version
+    and the source of the AST and of what builds it (read as text: a tree from the cache needs
+    neither Lark nor the builders imported)."""
+    here = Path(__file__).parent
+    parts = [resources.grammar_text(), lark_version()]
+    for name in ("ast.py", "build.py", "reduce.py"):
+        parts.append((here / name).read_text(encoding="utf-8"))
     return usercache.key_digest(*parts)
+
+
+_VERSION = re.compile(r"""^__version__\b[^=]*=\s*["']([^"']+)["']""", re.M)
+
+
+def lark_version() -> str:
+    """Lark's version, read from its package without importing it (start-up: `import lark`
+    costs as much as the rest of a cached `astral check`)."""
+    module = sys.modules.get("lark")
+    if module is not None:
+        return module.__version__
+    spec = importlib.util.find_spec("lark")
+    try:
+        found = _VERSION.search(Path(spec.origin).read_text(encoding="utf-8"))
+    except (AttributeError, TypeError, OSError, ValueError):
+        found = None
+    if found is None:
+        import lark          # here: only when its version cannot be read from its source
+
+        return lark.__version__
+    return found.group(1)
 
 
 def parse_cached(source: Source, parse) -> ast.Module:
