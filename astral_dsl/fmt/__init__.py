@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import List
 
+from astral_dsl import gcpause
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.fmt.cst import Comment, concrete, normalise_newlines
 from astral_dsl.fmt.printer import print_concrete
@@ -24,6 +25,7 @@ class FormatError(Exception):
     """The formatter would have changed the meaning or the comments of a file (a bug)."""
 
 
+@gcpause.pausing          # the trees and tokens of a file: long-lived while it is formatted
 def format_text(text: str, name: str = "<string>", verify: bool = True) -> str:
     """The canonical layout of `text`. Raises DiagnosticError (the compiler's own syntax
     diagnostic) when `text` does not parse.
