@@ -44,7 +44,7 @@ class _Tree(Tree):
         return self._meta
 
 
-_OPTIONS = dict(lexer="contextual", start=["start", "expr_only"], propagate_positions=True,
+OPTIONS = dict(lexer="contextual", start=["start", "expr_only"], propagate_positions=True,
                 maybe_placeholders=True)
 
 
@@ -52,7 +52,7 @@ _OPTIONS = dict(lexer="contextual", start=["start", "expr_only"], propagate_posi
 def lark_parser() -> lark.Lark:
     """Lark's own road: a parse tree, then Builder (for the texts reduce.py leaves to it)."""
     # the tables come from the per-user cache (plain data, never a pickle): syntax/tables.py
-    return tables.build("compiler", **_OPTIONS, tree_class=_Tree)
+    return tables.build("compiler", **OPTIONS, tree_class=_Tree)
 
 
 @lru_cache(maxsize=1)
@@ -77,7 +77,7 @@ def reduced(source: Source, start: str, concrete: bool):
         pair = _free[concrete].pop() if _free[concrete] else None
     if pair is None:
         builder = Builder("")
-        parser = reduce.install(tables.build("compiler", **_OPTIONS), builder, concrete,
+        parser = reduce.install(tables.build("compiler", **OPTIONS), builder, concrete,
                                 MAX_NESTING)
         pair = (parser, builder) if parser is not None else _UNAVAILABLE
     if pair is _UNAVAILABLE:
