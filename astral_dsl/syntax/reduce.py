@@ -194,6 +194,19 @@ class _Rule(Rule):
     __hash__ = object.__hash__
 
 
+def _table_holds(inner, ids) -> bool:
+    """Whether every rule the parse table reduces by is one of `ids` (the very objects: rules
+    equal only to themselves must be the ones the table holds)."""
+    states = getattr(getattr(inner, "parse_table", None), "states", None)
+    if not isinstance(states, dict):
+        return False
+    for actions in states.values():
+        for _, arg in actions.values():
+            if isinstance(arg, Rule) and id(arg) not in ids:
+                return False
+    return True
+
+
 def install(parser, builder, concrete: bool, limit: int) -> Optional[Any]:
     """`parser` (a Lark LALR parser of its own, not shared) with callbacks that build with
     `builder`, or None when this Lark's internals are not the ones known here."""
@@ -202,7 +215,8 @@ def install(parser, builder, concrete: bool, limit: int) -> Optional[Any]:
     if not isinstance(table, dict) or getattr(inner, "callbacks", None) is not table:
         return None
     keys = list(table)
-    if any(not isinstance(k, Rule) for k in keys) or len(keys) != len(parser.rules):
+    if any(not isinstance(k, Rule) for k in keys) or len(keys) != len(parser.rules) or \
+            not _table_holds(inner, {id(r) for r in parser.rules}):
         return None
     try:
         for rule in parser.rules:        # the objects of the parse table (keys of `table`)
