@@ -79,3 +79,44 @@ def test_shipped_tables_parse_as_tables_built_from_the_grammar(tmp_path, monkeyp
                 errors.append((type(exc).__name__, exc.line, exc.column,
                                sorted(getattr(exc, "expected", ()) or ())))
         assert len(errors) == 2 and errors[0] == errors[1], bad
+
+
+# ---- the stdlib's syntax trees ship too (syntax/stdlib_trees.txt) -------------------------------
+def test_the_shipped_stdlib_trees_are_those_of_the_stdlib_as_it_is():
+    from astral_dsl.syntax import astcache
+    from astral_dsl.syntax.parser import parse
+    from astral_dsl.syntax.source import Source
+
+    head = astcache.SHIPPED.read_text(encoding="utf-8").split("\n", 1)[0].split()
+    assert head[0] == f"lark-{lark.__version__}", \
+        "made with another Lark: run python -m astral_dsl.syntax.astcache"
+    modules = sorted(resources.stdlib_dir().glob("*.astral"))
+    assert len(modules) >= 5
+    for path in modules:
+        source = Source(str(path), path.read_text(encoding="utf-8"))
+        tree = astcache.shipped(source)
+        assert tree is not None, f"{path.name} changed (or the grammar, or the AST's sources): " \
+                                 "run python -m astral_dsl.syntax.astcache"
+        assert astcache._encode(tree) == astcache._encode(parse(source))
+        assert tree.file == str(path) and tree.items[0].span.file == str(path)
+
+
+def test_a_first_check_parses_no_stdlib_module(tmp_path, monkeypatch):
+    from astral_dsl.compiler import compile_file
+    from astral_dsl.syntax import parser
+
+    monkeypatch.setenv("ASTRAL_CACHE_DIR", str(tmp_path / "empty"))
+    parsed = []
+    real = parser.parse
+    monkeypatch.setattr(parser, "parse", lambda s: parsed.append(s.name) or real(s))
+    design = compile_file(ROOT / "examples" / "astral.astral")
+    assert design.valid and len(design.instances) > 30
+    assert not any("stdlib" in name for name in parsed), parsed
+
+
+def test_a_stdlib_text_not_shipped_is_parsed(tmp_path):
+    from astral_dsl.syntax import astcache
+    from astral_dsl.syntax.source import Source
+
+    text = (resources.stdlib_dir() / "cooling.astral").read_text(encoding="utf-8")
+    assert astcache.shipped(Source("cooling.astral", text + "\n// edited\n")) is None

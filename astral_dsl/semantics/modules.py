@@ -244,6 +244,9 @@ def _parse_source(source, is_stdlib: bool, from_disk: bool = True):
     if is_stdlib:
         from astral_dsl.syntax.parser import parse
 
+        tree = astcache.shipped(source)        # shipped with the package: nothing to parse
+        if tree is not None:
+            return tree, []
         try:
             return astcache.parse_cached(source, parse), []
         except DiagnosticError:

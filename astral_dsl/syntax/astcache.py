@@ -15,6 +15,7 @@ names, so a test suite or a fuzzer that writes thousands of files leaves no more
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import sys
 from functools import lru_cache
@@ -63,6 +64,42 @@ def lark_version() -> str:
 
         return lark.__version__
     return found.group(1)
+
+
+# The stdlib's trees ship with the package (made by `python -m astral_dsl.syntax.astcache`): a
+# first run, with an empty user cache, reads them instead of parsing the stdlib modules it
+# imports. A line per module: its key (as the user cache's: the module's text, the grammar,
+# Lark's version and the AST's sources) and its tree; a key that is not there is parsed.
+SHIPPED = Path(__file__).with_name("stdlib_trees.txt")
+
+
+def shipped(source: Source):
+    """The tree of a stdlib module shipped with the package for exactly this text, grammar,
+    Lark and AST, or None."""
+    key = usercache.key_digest(_version(), source.text)
+    try:
+        with open(SHIPPED, encoding="utf-8") as fh:
+            for line in fh:
+                head, _, rest = line.partition(" ")
+                if head == key:
+                    tree = json.loads(rest, object_hook=_hook(source.name))
+                    return tree if isinstance(tree, ast.Module) else None
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+    return None
+
+
+def write_shipped() -> int:
+    """Write the trees of the stdlib's modules beside this module; how many."""
+    from astral_dsl.syntax.parser import parse
+
+    lines = [f"lark-{lark_version()} {_version()}"]
+    for path in sorted(resources.stdlib_dir().glob("*.astral")):
+        source = Source(path.name, path.read_text(encoding="utf-8"))
+        key = usercache.key_digest(_version(), source.text)
+        lines.append(key + " " + json.dumps(_encode(parse(source)), separators=(",", ":")))
+    SHIPPED.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(lines) - 1
 
 
 def parse_cached(source: Source, parse) -> ast.Module:
@@ -135,3 +172,7 @@ def _hook(file: str):
             return _CLASSES[d["n"]](*d["f"])
         raise ValueError("not a cached syntax tree")
     return hook
+
+
+if __name__ == "__main__":         # python -m astral_dsl.syntax.astcache: the shipped trees
+    print(f"{SHIPPED}: {write_shipped()} modules")
