@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl import gcpause
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.semantics import entry as passes
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
 
 # -- the front end ---------------------------------------------------------------------------------
 
+@gcpause.pausing                # frames, values and the frozen design: long-lived
 def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overrides,
               assignments, scenario: Optional[Instance], trace=None) -> Design:
     """Passes 5-14 over a parsed entry: the Design, with the values of `assignments` for its

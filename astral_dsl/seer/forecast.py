@@ -63,9 +63,11 @@ class Forecast:
         return envelope(self.job, self.gpu, self.calibration)
 
     def timeline(self, window=None, level: str = "op"):
-        from astral_dsl.seer.timeline import events
+        """The iteration's events: a seer.timeline.Timeline (columns; iterating it gives the
+        Events)."""
+        from astral_dsl.seer.timeline import timeline      # numpy: not on `check`'s path
 
-        return events(self, window=window, level=level)
+        return timeline(self, window=window, level=level)
 
 
 def layer_flops_per_token(job: JobSpec, layer: int) -> Tuple[float, float]:

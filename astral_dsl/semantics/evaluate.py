@@ -5,6 +5,7 @@ records it and becomes POISON, which silences every error that would only follow
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
@@ -36,10 +37,23 @@ def keyword_fields(word: str):
     starts with a digit (`1f1b`) and so reads as a quantity."""
     if not word[:1].isdigit():
         return []
+    return list(_digit_keywords().get(word, ()))
+
+
+@lru_cache(maxsize=1)
+def _digit_keywords():
+    """word -> ((kind, field), ...) for the enum values that start with a digit: every quantity
+    literal asks, so the kinds are searched once, not once per literal."""
     from astral_dsl.model.kinds import KINDS, EnumType
 
-    return [(kind.name, name) for kind in KINDS.values() for name, spec in kind.fields.items()
-            if isinstance(spec.type, EnumType) and word in spec.type.values]
+    out = {}
+    for kind in KINDS.values():
+        for name, spec in kind.fields.items():
+            if isinstance(spec.type, EnumType):
+                for value in spec.type.values:
+                    if value[:1].isdigit():
+                        out.setdefault(value, []).append((kind.name, name))
+    return {word: tuple(fields) for word, fields in out.items()}
 
 
 class Expressions:
