@@ -239,9 +239,15 @@ def test_reference_power_view():
     power = cv.ctx.eng.power
     hvdc = next(f for f in power.feeders if f.path == "Astral.pods[0].rows[0].hvdc")
     pic = Picture(layout(cv.g, "svg"))
-    feeders = {pic.texts(g)[0]: g for g in pic.with_text(r"^(56 x )?feeder ")}
+    feeders = {pic.texts(g)[0]: g for g in pic.with_text(r"^((56|72) x )?feeder ")}
     assert set(feeders) == {"feeder hvdc · side A", "feeder utility · side B",
-                            "56 x feeder net_hvdc · side A", "56 x feeder net_utility · side B"}
+                            "56 x feeder net_hvdc · side A", "56 x feeder net_utility · side B",
+                            "72 x feeder mech_a · side A", "72 x feeder mech_b · side B"}
+    # the facility's own consumers on the mechanical feeders: 108.56 MW at the peak hour,
+    # 753.9 kW on each of the 144 normally
+    mech = pic.with_text(r"^facility consumers")
+    assert mech and "108.6 MW at the peak hour" in pic.text(mech[0])
+    assert "normal 753.9 kW" in pic.text(feeders["72 x feeder mech_a · side A"])
     # the switches are on the network feeders: 40,140.8 kW / 56 / 2 = 358.4 kW each normally
     net = pic.with_text(r"^network switches")
     assert net and "on the feeders with network = true" in pic.text(net[0])
@@ -258,12 +264,13 @@ def test_reference_power_view():
     assert f"needs {round(hvdc.battery_required_ah):,} Ah" in " ".join(bat)
     supplies = pic.with_text(r"^side [AB] supply")
     assert len(supplies) == 2
-    # each side: 1,024 rows' feeders and 56 network feeders
-    assert all("1,080 feeders" in pic.text(g) for g in supplies)
+    # each side: 1,024 rows' feeders, 56 network feeders and 72 mechanical feeders
+    assert all("1,152 feeders" in pic.text(g) for g in supplies)
     assert pic.with_text(r"^16 x rack GpuRack \|.*40.8 kW peak each", cls="compute")
     # supply -> rectifier / feeder, rectifier -> bus, battery -> bus, feeders -> racks (or the
-    # network switches), for the rows' and the network's feeders
-    assert cv.edge_count == 12
+    # network switches, or the facility's consumers), for the rows', the network's and the
+    # mechanical feeders
+    assert cv.edge_count == 16
     assert pic.all_text().count("326.4 kW") >= 2
     assert "2N: A + B" in pic.all_text()
 
@@ -279,9 +286,14 @@ def test_reference_cooling_view():
     assert lp
     flow = f"{round(loop.flow_m3s * 60000):,} L/min"
     assert "40 °C supply → 50 °C return" in pic.text(lp[0]) and flow in pic.text(lp[0])
-    assert pic.with_text(r"^facility water · W32")
-    assert pic.with_text(r"^air room \|.*1,442 m³/s")
-    assert "8 x 62.7 MW" in pic.all_text()          # facility water to the 8 pods' CDUs
+    warm, chilled = pic.with_text(r"^facility Warm · W32"), pic.with_text(r"^facility Chilled")
+    assert warm and chilled
+    assert "dry coolers alone 7,716 h a year, sharing 1,044 h" in pic.text(warm[0])
+    assert "cooling towers alone" in pic.text(chilled[0])
+    room = cv.ctx.air["Astral.pods[0].room"]
+    assert pic.with_text(rf"^air room \|.*{round(room.flow_m3s):,} m³/s")
+    assert "8 x 62.7 MW" in pic.all_text()          # warm water to the 8 pods' CDUs
+    assert "8 x 20.9 MW" in pic.all_text()          # chilled water to the 8 pods' rooms
     assert f"PUE {cv.ctx.eng.cooling.pue:.3f}" in pic.all_text()
     rack = pic.with_text(r"^16 x rack GpuRack", cls="compute")
     assert "30.6 kW to liquid (75 %) · 10.2 kW to air each" in pic.text(rack[0])

@@ -72,6 +72,7 @@ def build(ctx, located) -> Canvas:
     tree = Tree(canvas, ctx)
     drawn: List[Tuple[str, Instance, str, str]] = []   # (cluster key, feeder, entry, node)
     network: List[str] = []                            # the network switches' node
+    facility: List[str] = []                           # the facility's consumers' node
 
     def on_cluster(key, inst, count):
         if inst is top:
@@ -86,6 +87,15 @@ def build(ctx, located) -> Canvas:
                 f"{n(switches)} switches · {watts(eng.network_w)} peak", small=True),
                 Line(where, small=True)], theme="note" if unfed else "compute",
                 tooltip="the switches' power counts in the IT load, at full power"))
+        if inst is top and eng is not None and top is ctx.design.roots[0] and \
+                eng.cooling.facility is not None and eng.cooling.facility.feeders:
+            peak = eng.cooling.peak
+            mech = peak.total_w - peak.it_w - peak.losses_w - peak.transformers_w
+            facility.append(canvas.node("facility", ["facility consumers", Line(
+                f"{watts(mech)} at the peak hour", small=True), Line(
+                "CDUs, pumps, fans, chillers, heat rejection, lighting", small=True)],
+                theme="compute", tooltip="the facility's own consumers, on the feeders "
+                                         "with mechanical = true"))
         feeders = [m.value for m in inst.members
                    if isinstance(m.value, Instance) and m.value.kind == "feeder"]
         anchor = None
@@ -119,7 +129,8 @@ def build(ctx, located) -> Canvas:
     tree.draw(top, title=title_of, on_cluster=on_cluster, leaf=leaf,
               theme=lambda i: "site" if i is top else "group")
     _sources(canvas, ctx, tree, drawn)
-    _served_edges(canvas, ctx, tree, drawn, network[0] if network else None)
+    _served_edges(canvas, ctx, tree, drawn, network[0] if network else None,
+                  facility[0] if facility else None)
     if not drawn:
         canvas.node("nofeeder", ["no feeders declared",
                                  Line("declare `feeder` blocks with `serves = ...` to draw the "
@@ -285,11 +296,19 @@ def _sources(canvas: Canvas, ctx, tree: Tree, drawn) -> None:
                     tooltip=f"{n(reps)} feeder(s) {f.template}")
 
 
-def _served_edges(canvas: Canvas, ctx, tree: Tree, drawn, network: Optional[str]) -> None:
+def _served_edges(canvas: Canvas, ctx, tree: Tree, drawn, network: Optional[str],
+                  facility: Optional[str] = None) -> None:
     for key, f, entry, node in drawn:
         r = ctx.feeders.get(f.path)
         current = _sym(f.field("current")) or "dc"
         failed = f.path in ctx.failed_paths
+        if f.field("mechanical") is True:
+            if facility is not None:
+                canvas.edge(node, facility, (watts(r.normal_w) if not failed else "0 kW")
+                            if r is not None else "", theme="dc" if current == "dc" else "ac",
+                            failed=failed,
+                            tooltip=f"{f.template} supplies the facility's consumers")
+            continue
         served = _served(ctx, f)
         if f.field("network") is True and network is not None:
             canvas.edge(node, network, (watts(r.normal_w) if not failed else "0 kW")

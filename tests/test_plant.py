@@ -1,0 +1,492 @@
+"""The facility side (issue 26): facility water and its heat rejection over a climate file, the
+approach of every heat exchanger, the power chain above the feeders (transformers, the
+facility's own consumers on their feeders, lighting), the DC bus's end voltage against its
+equipment's minimum, rectifiers sized for the batteries' recharge, and humid air. Every expected
+value is computed by hand in the comments (CoolProp gives the air's and water's properties, as
+it does to the analyses)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from CoolProp.HumidAirProp import HAPropsSI
+
+import astral_dsl
+from astral_dsl.analyses import climate as climates
+from astral_dsl.analyses import formulas, fluids, humid_air, wetbulb_table
+from astral_dsl.analyses.checking import check_design
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "climate"
+
+# One rack of 100 kW: 50 kW to cold plates (a loop whose CDU hands it to facility water through a
+# 3 K approach), 50 kW to air (a coil 7 K above the water). Nothing else draws: no fans, pumps,
+# losses or lighting, and an ideal transformer, so the circuit's heat is the rack's 100 kW.
+PLANT = """
+host H { power = 10 kW, liquid_share = 50 % }
+rack R { hosts = 10 x H }
+fluid W { coolprop = "Water" }
+cdu C { capacity = 200 kW, approach = 3 K }
+site S {
+  racks = 1 x R
+  utilization = 100 %
+  climate = "@CLIMATE@"
+  altitude = 500 m
+  auxiliary = 0 W
+  transformer mv { capacity = 1 MW, no_load_loss = 0 W, load_loss = 0 W }
+  loop plates {
+    fluid = W, supply = @LOOP@, rise = 10 K, cdu = C, cdus = 1, redundancy = n
+    pump_head = 0 Pa, pump_efficiency = 100 %, facility = warm
+  }
+  air room {
+    supply = @AIR@, rise = 12 K, approach = 7 K, dew_point = 12 degC, fan_power_ratio = 0 %
+    facility = warm
+  }
+  facility warm {
+    supply = 20 degC, rise = 10 K, pump_head = 0 Pa, pump_efficiency = 100 %
+    rejection = @REJECTION@, rejection_approach = 5 K, economiser = @ECONOMISER@
+    @CHILLER@, rejection_fan_ratio = 0 %
+  }
+}
+"""
+
+
+def _plant(loop="25 degC", air="27 degC", rejection="dry_cooler", economiser="integrated",
+           chiller="chiller_cop = 5", climate="sample.epw", extra=""):
+    text = (PLANT.replace("@CLIMATE@", climate).replace("@LOOP@", loop).replace("@AIR@", air)
+            .replace("@REJECTION@", rejection).replace("@ECONOMISER@", economiser)
+            .replace("@CHILLER@", chiller)) + extra
+    design = astral_dsl.loads(text, name="plant.astral", root=FIXTURES)
+    assert design.valid, [(d.code, d.message) for d in design.diagnostics]
+    return check_design(design)
+
+
+def _errors(checked):
+    return [(d.code, d.message) for d in checked.diagnostics if d.is_error]
+
+
+def _circuit(checked):
+    (cy,) = checked.engineering.cooling.facility.circuits
+    return cy
+
+
+# ---- the climate files ---------------------------------------------------------------------------
+DRY = [5, 10, 15, 16, 20, 24.9, 25, 30, 10, 12, 14, 15]
+DEW = [2, 5, 10, 12, 14, 16, 18, 22, 4, 6, 8, 9]
+
+
+def test_both_formats_read_the_same_hours():
+    epw = climates.parse((FIXTURES / "sample.epw").read_bytes(), "sample.epw")
+    tmy = climates.parse((FIXTURES / "sample_tmy3.csv").read_bytes(), "sample_tmy3.csv")
+    for c in (epw, tmy):
+        assert list(c.dry_bulb) == DRY and list(c.dew_point) == DEW
+        assert list(c.pressure) == [95000.0] * 12           # 950 mbar in the TMY3 file
+        assert c.elevation_m == 500.0
+        assert c.stamps[0] == "07-01 01:00" and c.stamps[-1] == "07-01 12:00"
+    assert (epw.format, tmy.format) == ("EPW", "TMY3")
+    assert tmy.place == "SAMPLE STATION, XX"
+
+
+def test_the_shipped_climate_is_a_typical_year():
+    c = climates.load("stdlib/climate/723170TYA.CSV", Path.cwd())
+    assert c.hours == 8760 and c.format == "TMY3" and c.elevation_m == 273.0
+    assert max(c.dry_bulb) == 35.6 and min(c.dry_bulb) == -16.7
+    assert c.stamps[c.dry_bulb.index(35.6)] == "07-09 14:00"
+
+
+@pytest.mark.parametrize("text, message", [
+    (b"", "is empty"),
+    (b"LOCATION,a,b,c\n", "LOCATION line has 4 fields"),
+    (b"just,some\ncsv\n1,2\n", "neither an EPW file"),
+    (b"LOCATION,S,-,X,t,0,45,8,1,500\n" + b"H\n" * 7 + b"2024,7,1,1,0,?,hot,2,50,95000\n",
+     "line 9: the dry bulb `hot` is not a number"),
+    (b"LOCATION,S,-,X,t,0,45,8,1,500\n" + b"H\n" * 7 + b"2024,7,1,1,0,?,99.9,2,50,95000\n",
+     "line 9: the dry bulb is missing"),
+    (b"LOCATION,S,-,X,t,0,45,8,1,500\n" + b"H\n" * 7 + b"2024,13,1,1,0,?,20,2,50,95000\n",
+     "line 9: its date and hour are not"),
+    (b"LOCATION,S,-,X,t,0,45,8,1,500\n" + b"H\n" * 7 + b"2024,7,1,1,0,?,20,2,50,9500\n",
+     "line 9: a station pressure of 9500 is beyond"),
+    (b"LOCATION,S,-,X,t,0,45,8,1,500\n" + b"H\n" * 7 + b"2024,7,1,1,0,?,20\n",
+     "line 9: 7 fields"),
+])
+def test_a_malformed_climate_file_says_where(text, message):
+    with pytest.raises(climates.ClimateError) as err:
+        climates.parse(text, "bad.epw")
+    assert message in str(err.value)
+
+
+def test_a_climate_file_that_is_not_there_or_outside_is_e652(tmp_path):
+    (tmp_path / "bad.epw").write_text("LOCATION,a\n")
+    text = "host H { power = 1 kW }\nsite S { hosts = 1 x H, climate = \"@\" }\n"
+    for name, code, words in (("nowhere.epw", "E652", "not found"),
+                              ("../outside.epw", "E652", "outside the project"),
+                              ("/etc/passwd", "E652", "inside the project"),
+                              ("bad.epw", "E653", "LOCATION line has 2 fields")):
+        design = astral_dsl.loads(text.replace("@", name), name="c.astral", root=tmp_path)
+        found = [d for d in check_design(design).diagnostics if d.code == code]
+        assert found and words in found[0].message, (name, found)
+
+
+def test_a_sample_shorter_than_a_year_is_w643():
+    checked = _plant()
+    (w,) = [d for d in checked.diagnostics if d.code == "W643"]
+    assert "holds 12 hours, not a year's 8,760" in w.message
+    assert "each for 730 h" in w.message
+
+
+# ---- chiller and free-cooling hours from the climate ------------------------------------------------
+def test_dry_coolers_hours_by_hand():
+    # supply 20 degC, return 30 degC; the water leaves the dry coolers 5 K above the dry bulb:
+    #   10 15 20 21 25 29.9 30 35 15 17 19 20 degC
+    # free (<= 20): 7 hours; integrated: 21 -> 0.1, 25 -> 0.5, 29.9 -> 0.99 of the heat on the
+    # chillers (partial: 3 hours); 30 and 35 (>= the return): all of it (2 hours). Each of the 12
+    # rows stands for 8,760 / 12 = 730 h: free 5,110 h, partial 2,190 h, chillers all 1,460 h.
+    # The circuit carries 100 kW; COP 5: chillers = 100 kW x (0.1 + 0.5 + 0.99 + 1 + 1) / 12 / 5
+    #   = 5.9833 kW on average; at the peak hour (the first of the two at 100 %) 20 kW.
+    checked = _plant()
+    assert not _errors(checked)
+    cy = _circuit(checked)
+    assert cy.circuit.average_w == pytest.approx(100_000)
+    assert (cy.free_h, cy.partial_h, cy.mechanical_h) == pytest.approx((5110, 2190, 1460))
+    assert cy.chillers_w == pytest.approx(100_000 * 3.59 / 12 / 5)
+    assert cy.chillers_peak_w == pytest.approx(20_000)
+    f = checked.engineering.cooling.facility
+    assert f.peak_hour == "07-01 07:00"
+    assert checked.engineering.cooling.average.chillers_w == pytest.approx(cy.chillers_w)
+
+
+def test_a_switchover_economiser_has_no_partial_hours():
+    # all or nothing: the 3 partial hours run the chillers fully: 5 hours x 100 kW / 5
+    cy = _circuit(_plant(economiser="switchover"))
+    assert (cy.free_h, cy.partial_h, cy.mechanical_h) == pytest.approx((5110, 0, 3650))
+    assert cy.chillers_w == pytest.approx(100_000 * 5 / 12 / 5)
+
+
+def test_no_economiser_runs_the_chillers_all_year():
+    cy = _circuit(_plant(economiser="none"))
+    assert (cy.free_h, cy.mechanical_h) == pytest.approx((0, 8760))
+    assert cy.chillers_w == pytest.approx(100_000 / 5)
+
+
+def test_the_tmy3_sample_gives_the_same_hours():
+    a, b = _circuit(_plant()), _circuit(_plant(climate="sample_tmy3.csv"))
+    assert (a.free_h, a.partial_h, a.chillers_w) == (b.free_h, b.partial_h, b.chillers_w)
+
+
+def test_chiller_cop_follows_the_lift():
+    # stdlib.cooling.Centrifugal: COP 6.28 at 6.7 degC chilled water / 29.4 degC condenser water,
+    # at most 10; at 20 degC supply and condenser water x: 6.28 x (293.15 / (x - 20)) / (279.85 /
+    # 22.7) = 149.33 / (x - 20): 21 -> 149.3, 25 -> 29.9, 29.9 -> 15.1, 30 -> 14.9 (all capped at
+    # 10), 35 -> 9.955. Chillers: 100 kW x (0.1 / 10 + 0.5 / 10 + 0.99 / 10 + 1 / 10 + 1 / 9.955)
+    # / 12 hours.
+    checked = _plant(chiller="chiller = Centrifugal",
+                     extra="import stdlib.cooling { Centrifugal }\n")
+    cy = _circuit(checked)
+    carnot = 149.33
+    assert 6.28 * 293.15 / (279.85 / 22.7) == pytest.approx(carnot, abs=0.01)
+    cop35 = 6.28 * (293.15 / 15) / (279.85 / 22.7)
+    assert cop35 == pytest.approx(9.955, abs=1e-3)
+    expected = 100_000 * ((0.1 + 0.5 + 0.99 + 1) / 10 + 1 / cop35) / 12
+    assert cy.chillers_w == pytest.approx(expected, rel=1e-9)
+    assert cy.chillers_peak_w == pytest.approx(100_000 / cop35)      # the hottest hour: 35 degC
+
+
+def test_cooling_towers_follow_the_wet_bulb():
+    # the towers leave the water 5 K above the wet bulb (CoolProp at 95,000 Pa, each hour's dry
+    # bulb and dew point): the same rules on those temperatures
+    checked = _plant(rejection="cooling_tower")
+    assert not _errors(checked)
+    wet = [HAPropsSI("Twb", "T", t + 273.15, "P", 95000, "Tdp", d + 273.15) - 273.15
+           for t, d in zip(DRY, DEW)]
+    shares = [formulas.chiller_share(w + 5, 20, 30) for w in wet]
+    assert min(abs(w + 5 - edge) for w in wet for edge in (20, 30)) > 0.05   # no hour on an edge
+    cy = _circuit(checked)
+    assert cy.free_h == pytest.approx(730 * sum(1 for s in shares if s == 0))
+    assert cy.mechanical_h == pytest.approx(730 * sum(1 for s in shares if s == 1))
+    assert cy.chillers_w == pytest.approx(100_000 * sum(shares) / 12 / 5, rel=1e-3)
+    assert cy.rejection == "cooling_tower"
+
+
+def test_the_wet_bulb_table_is_coolprops():
+    # the shipped table against HAPropsSI at states across its range (within 0.005 K)
+    for t, d, p in ((-35.5, -40.2, 66000.0), (-3.3, -9.9, 81234.0), (12.7, 3.1, 99999.0),
+                    (24.2, 18.8, 101325.0), (33.3, 12.0, 97500.0), (45.6, 30.1, 104000.0),
+                    (38.0, 38.0, 90000.0), (20.0, -19.5, 70000.0)):
+        ref = HAPropsSI("Twb", "T", t + 273.15, "P", p, "Tdp", d + 273.15) - 273.15
+        assert wetbulb_table.lookup(t, d, p) == pytest.approx(ref, abs=0.005)
+    assert wetbulb_table.lookup(60.0, 20.0, 101325.0) is None        # outside: CoolProp
+    assert humid_air.wet_bulb(60.0, 20.0, 101325.0) == pytest.approx(
+        HAPropsSI("Twb", "T", 333.15, "P", 101325, "Tdp", 293.15) - 273.15, abs=1e-6)
+
+
+def test_the_hourly_arithmetic_is_the_formulas():
+    # heat_rejection.series (8,760 hours at a time, no checks) against formulas.chiller_share and
+    # chiller_cop hour by hour
+    from astral_dsl.analyses import heat_rejection as hr
+
+    plan = hr.Plan(18.0, 26.0, "dry_cooler", 6.0, "integrated",
+                   hr.Chiller(6.28, 6.7, 29.4, 10.0), 0.02)
+    temps = [x / 4 for x in range(-40, 160)]
+    shares, chillers, fans = hr.series(plan, temps, 1e6)
+    for t, share, w, fan in zip(temps, shares, chillers, fans):
+        s = formulas.chiller_share(t + 6, 18, 26)
+        cop = formulas.chiller_cop(6.28, 6.7, 29.4, 18, t + 6, 10)
+        assert share == pytest.approx(s, abs=1e-12)
+        assert w == pytest.approx(s * 1e6 / cop if s else 0.0, rel=1e-12)
+        assert fan == pytest.approx(0.02 * (1e6 + w), rel=1e-12)
+
+
+def test_free_cooling_declared_with_a_climate_is_e654():
+    checked = _plant(chiller="chiller_cop = 5, free_cooling = 7000 h")
+    assert [c for c, _ in _errors(checked)] == ["E654"]
+
+
+# ---- approaches ------------------------------------------------------------------------------------
+def test_a_loop_colder_than_its_cdu_reaches_is_e651():
+    # facility water at 20 degC, CDU approach 3 K: the loop's supply is at least 23 degC
+    checked = _plant(loop="22 degC")
+    (e,) = [d for d in checked.diagnostics if d.code == "E651"]
+    assert e.message == ("loop `S.plates` supplies 22 degC, but its CDU on facility water "
+                         "`S.warm` at 20 degC with a 3 K approach reaches 23 degC at best")
+    assert not [d for d in _plant(loop="23 degC").diagnostics if d.code == "E651"]
+
+
+def test_an_air_unit_colder_than_its_coil_reaches_is_e651():
+    # coil approach 7 K above 20 degC water: 27 degC air at best
+    checked = _plant(air="26.5 degC")
+    (e,) = [d for d in checked.diagnostics if d.code == "E651"]
+    assert e.message.startswith("air unit `S.room` supplies 26.5 degC, but its coil on facility "
+                                "water `S.warm` at 20 degC with a 7 K approach reaches 27 degC")
+    assert e.span.start.line == 18
+    assert not [d for d in _plant(air="27 degC").diagnostics if d.code == "E651"]
+
+
+def test_an_approach_not_declared_is_a_default_with_w641():
+    text = PLANT.replace("cdu C { capacity = 200 kW, approach = 3 K }",
+                         "cdu C { capacity = 200 kW }").replace(
+        "approach = 7 K, ", "").replace("@CLIMATE@", "sample.epw").replace(
+        "@LOOP@", "25 degC").replace("@AIR@", "30 degC").replace("@REJECTION@", "dry_cooler") \
+        .replace("@ECONOMISER@", "integrated").replace("@CHILLER@", "chiller_cop = 5")
+    checked = check_design(astral_dsl.loads(text, name="plant.astral", root=FIXTURES))
+    found = sorted(d.message.split(":")[0] for d in checked.diagnostics if d.code == "W641")
+    assert found == ["CDU `C` declares no `approach`", "air unit `S.room` declares no `approach`"]
+    # the defaults, 3 K and 10 K: 30 degC air on 20 degC water holds, 29 would not
+    assert not _errors(checked)
+
+
+def test_two_circuits_and_a_unit_that_names_none_is_e655():
+    text = ("host H { power = 10 kW }\nrack R { hosts = 2 x H }\n"
+            "site S { racks = 1 x R\n"
+            "  air room { supply = 27 degC, rise = 12 K }\n"
+            "  facility a { supply = 15 degC }\n  facility b { supply = 30 degC }\n}\n")
+    checked = check_design(astral_dsl.loads(text, name="two.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E655"]
+    assert "declares 2 circuits (`a`, `b`)" in e.message
+
+
+# ---- the power chain and every component of the PUE --------------------------------------------------
+CHAIN = """
+import stdlib.power { HVDC240, AC400, Rectifier, LeadAcid }
+host H { power = 10 kW, liquid_share = 50 % }
+rack R { hosts = 10 x H }
+fluid W { coolprop = "Water" }
+cdu C { capacity = 200 kW, approach = 3 K, power = 1 kW }
+battery B = LeadAcid(time = 15 min, string_capacity = 200 Ah, strings = 6) { end_voltage = @END@ }
+site S {
+  racks = 3 x R
+  utilization = 100 %
+  altitude = 0 m
+  auxiliary = 5 kW
+  transformer mv {
+    capacity = 500 kVA, count = 2, redundancy = two_n, no_load_loss = 1 kW, load_loss = 4 kW
+  }
+  feeder hvdc {
+    current = dc, voltage = 240 V, standard = HVDC240, capacity = 400 kW, serves = racks
+    rectifier = Rectifier(rating = 50 kW)
+    battery = B
+    conductors = 2, conductor_area = 240 mm^2, material = copper, length = 20 m
+    ampacity = 1000 A, conductor_temperature = 70 degC
+  }
+  feeder mech {
+    current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, standard = AC400
+    capacity = 200 kW, efficiency = 100 %, mechanical = true
+    conductor_area = 95 mm^2, material = copper, length = 20 m, ampacity = 400 A
+    conductor_temperature = 70 degC
+  }
+  loop plates {
+    fluid = W, supply = 35 degC, rise = 10 K, cdu = C, cdus = 2, redundancy = n_plus_1
+    pump_head = 200 kPa, pump_efficiency = 70 %
+  }
+  air room {
+    supply = 27 degC, rise = 12 K, approach = 10 K, dew_point = 12 degC, fan_power_ratio = 3 %
+  }
+  facility water {
+    supply = 15 degC, rise = 10 K, fluid = W, pump_head = 200 kPa, pump_efficiency = 75 %
+    free_cooling = 6000 h, chiller_cop = 5, rejection_fan_ratio = 2 %
+  }
+}
+"""
+
+
+def _chain(end="1.63 V"):
+    design = astral_dsl.loads(CHAIN.replace("@END@", end), name="chain.astral")
+    assert design.valid, [(d.code, d.message) for d in design.diagnostics]
+    return check_design(design)
+
+
+RHO70 = formulas.COPPER_RHO20_OHM_M * (1 + formulas.COPPER_ALPHA_PER_K * 50)
+LOOP_R = 2 * 20 * RHO70 / (240e-6 * 2)        # out and back, 2 conductor sets of 240 mm^2
+
+
+def test_end_of_discharge_below_the_bus_minimum_is_e633():
+    # 120 cells x 1.60 V = 192 V: 300 kW draw 1,562.5 A there, 781.25 A per conductor set;
+    # drop = 2 x 781.25 A x 20 m x rho_70 / 240 mm^2 = 2.686 V: the equipment sees 189.31 V,
+    # below HVDC240's 192 V. The end voltage that holds: V - R P / V >= 192 with R = 1.719 mohm:
+    # V = (192 + sqrt(192^2 + 4 x 0.0017190 x 300,000)) / 2 = 194.65 V = 1.6221 V per cell: 1.63
+    checked = _chain("1.60 V")
+    (e,) = [d for d in checked.diagnostics if d.code == "E633"]
+    drop = 300_000 / 192 * LOOP_R
+    assert drop == pytest.approx(2.686, abs=1e-3)
+    v = (192 + math.sqrt(192 ** 2 + 4 * LOOP_R * 300_000)) / 2
+    assert v == pytest.approx(194.65, abs=0.01)
+    assert math.ceil(v / 120 * 100) / 100 == 1.63
+    assert e.message == (f"feeder `S.hvdc`: its batteries end their discharge at 120 x 1.6 V = "
+                         f"192 V, and after the {round(drop, 2)} V drop the equipment sees "
+                         f"{round(192 - drop, 2)} V, below the 192 V it accepts (`HVDC240`'s "
+                         f"minimum)")
+    assert e.hint.startswith("end the discharge at 1.63 V per cell or above (120 x 1.63 V = "
+                             "195.6 V)")
+    (f,) = [x for x in checked.engineering.power.feeders if x.path == "S.hvdc"]
+    assert f.equipment_v == pytest.approx(192 - drop)
+    # the drop is a share of the voltage its current is computed at (192 V), not of 240 V
+    assert f.drop_ratio == pytest.approx(drop / 192)
+
+
+def test_the_end_voltage_it_names_holds():
+    # 1.63 V per cell: 195.6 V, 1,533.7 A, a 2.637 V drop: 192.96 V at the equipment
+    checked = _chain("1.63 V")
+    assert not [d for d in checked.diagnostics if d.code == "E633"]
+    (f,) = [x for x in checked.engineering.power.feeders if x.path == "S.hvdc"]
+    assert f.equipment_v == pytest.approx(195.6 - 300_000 / 195.6 * LOOP_R)
+    assert f.equipment_v > 192
+
+
+def test_rectifiers_carry_the_load_and_the_recharge():
+    # 6 strings x 200 Ah = 1,200 Ah recharged at 0.1 C (stdlib LeadAcid): 120 A at 240 V =
+    # 28.8 kW; modules of 50 kW: ceil((300 + 28.8) / 50) = 7, N+1 = 8 (7 without the recharge)
+    checked = _chain()
+    (f,) = [x for x in checked.engineering.power.feeders if x.path == "S.hvdc"]
+    assert f.recharge_w == pytest.approx(0.1 * 1200 * 240)
+    assert math.ceil(300 / 50) + 1 == 7
+    assert f.rectifier_modules_needed == math.ceil((300 + 28.8) / 50) + 1 == 8
+    # and the modules' no-load draw, 0.5 % of 50 kW each: 8 x 250 W = 2 kW
+    assert f.no_load_w == pytest.approx(2000)
+
+
+def test_every_component_of_the_pue_by_hand():
+    checked = _chain()
+    assert not _errors(checked)
+    assert not [d for d in checked.diagnostics if d.code in ("W629", "W630", "W644", "W648")]
+    eng = checked.engineering
+    avg, peak = eng.cooling.average, eng.cooling.peak
+    it = 300_000                                    # 30 hosts at 100 %
+    losses = it * (1 / 0.96 - 1) + 2000             # the rectifier (96 %) and its no-load draw
+    cdus = 1000                                     # N+1 of 2: one running, 1 kW
+    w40 = fluids.properties("Water", 40.0)          # the loop at 35-45 degC
+    pumps = 150_000 / (w40.density * w40.cp * 10) * 200_000 / 0.7
+    fans = 0.03 * 150_000
+    aux = 5000
+    # one circuit takes the loop's heat with its pumps and CDU, the air's with its fans, and the
+    # losses and lighting: its flow at 10 K (water at 20 degC) moved at 200 kPa / 75 %
+    water = 150_000 + pumps + cdus + 150_000 + fans + losses + aux
+    w20 = fluids.properties("Water", 20.0)
+    fpumps = water / (w20.density * w20.cp * 10) * 200_000 / 0.75
+    # chillers (COP 5) the 2,760 h a year without free cooling, all the heat at the peak; the
+    # dry coolers' fans 2 % of what they reject (the heat and the chillers' work)
+    chillers = water / 5 * 2760 / 8760
+    reject = 0.02 * (water + chillers)
+    reject_peak = 0.02 * (water + water / 5)
+    # 2 transformers of 500 kVA share the site's load L: 2 x (1 kW + 4 kW x (L / 1 MW)^2)
+    site = it + losses + cdus + pumps + fans + fpumps + chillers + reject + aux
+    trafo = 2 * (1000 + 4000 * (site / 1e6) ** 2)
+    site_peak = it + losses + cdus + pumps + fans + fpumps + water / 5 + reject_peak + aux
+    trafo_peak = 2 * (1000 + 4000 * (site_peak / 1e6) ** 2)
+    expected = {"it_w": it, "losses_w": losses, "cdus_w": cdus, "pumps_w": pumps,
+                "facility_pumps_w": fpumps, "fans_w": fans, "chillers_w": chillers,
+                "rejection_w": reject, "auxiliary_w": aux, "transformers_w": trafo}
+    for name, value in expected.items():
+        assert getattr(avg, name) == pytest.approx(value, rel=1e-9), name
+    assert eng.cooling.facility_w == pytest.approx(site + trafo, rel=1e-9)
+    assert eng.cooling.pue == pytest.approx((site + trafo) / it, rel=1e-9)
+    assert peak.chillers_w == pytest.approx(water / 5, rel=1e-9)
+    assert peak.transformers_w == pytest.approx(trafo_peak, rel=1e-9)
+    assert peak.total_w == pytest.approx(site_peak + trafo_peak, rel=1e-9)
+    # the mechanical feeder carries the facility's consumers at the peak
+    (mech,) = eng.cooling.facility.feeders
+    assert mech.load_w == pytest.approx(site_peak - it - losses, rel=1e-9)
+    (tr,) = eng.cooling.facility.transformers
+    assert tr.peak_load_w == pytest.approx(site_peak, rel=1e-9)
+
+
+def test_transformers_short_of_the_peak_with_one_side_lost_are_e634():
+    # 2N of 2 x 300 kVA: one side holds 300 kW, the site draws about 420 kW at the peak
+    text = CHAIN.replace("@END@", "1.63 V").replace("capacity = 500 kVA", "capacity = 300 kVA")
+    checked = check_design(astral_dsl.loads(text, name="chain.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E634"]
+    assert "their 1 unit(s) left in service (two_n) hold 300 kW" in e.message
+    assert e.hint == "4 transformers of 300 kW are needed (two_n)"
+
+
+def test_without_a_transformer_the_sourced_default_with_w630():
+    text = CHAIN.replace("@END@", "1.63 V")
+    text = text[:text.index("  transformer mv")] + text[text.index("  feeder hvdc"):]
+    checked = check_design(astral_dsl.loads(text, name="chain.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W630"]
+    avg = checked.engineering.cooling.average
+    site = avg.total_w - avg.transformers_w
+    assert avg.transformers_w == pytest.approx(site * (1 / 0.9953 - 1), rel=1e-9)
+
+
+def test_the_facilitys_consumers_on_no_feeder_are_w629():
+    text = CHAIN.replace("@END@", "1.63 V")
+    text = text[:text.index("  feeder mech")] + text[text.index("  loop plates"):]
+    checked = check_design(astral_dsl.loads(text, name="chain.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W629"]
+    assert "are on no declared feeder" in w.message
+
+
+# ---- humid air --------------------------------------------------------------------------------------
+def test_air_flow_is_humid_air_at_the_sites_altitude():
+    # 50 kW of air heat at 27 degC, 12 K rise, dew point 12 degC, 500 m: p = 101,325 x (1 -
+    # 2.25577e-5 x 500)^5.2559 = 95,461 Pa (ASHRAE Fundamentals ch. 1). V = Q x v_da / (h(39 degC)
+    # - h(27 degC)), v and h per kg of dry air from HAPropsSI at that pressure and dew point.
+    checked = _plant()
+    (air,) = checked.engineering.cooling.air
+    p = 101325 * (1 - 2.25577e-5 * 500) ** 5.2559
+    assert p == pytest.approx(95461, abs=1)
+    assert air.pressure_pa == pytest.approx(p)
+    v = HAPropsSI("Vda", "T", 300.15, "P", p, "Tdp", 285.15)
+    dh = (HAPropsSI("H", "T", 312.15, "P", p, "Tdp", 285.15)
+          - HAPropsSI("H", "T", 300.15, "P", p, "Tdp", 285.15))
+    assert air.flow_m3s == pytest.approx(50_000 * v / dh, rel=1e-6)
+    w = HAPropsSI("W", "T", 300.15, "P", p, "Tdp", 285.15)
+    assert air.density == pytest.approx((1 + w) / v, rel=1e-6)
+    # thinner air than engineering.md's 1.2 kg/m^3 and 1,006 J/kg/K: 7.95 % more flow than that
+    # rule here: 1.7 % of it at sea level (moist air at 27 degC), the rest the altitude's
+    rule = formulas.air_flow(50_000, 12)
+    assert air.flow_m3s / rule == pytest.approx(1.0795, abs=1e-3)
+    v0 = HAPropsSI("Vda", "T", 300.15, "P", 101325, "Tdp", 285.15)
+    dh0 = (HAPropsSI("H", "T", 312.15, "P", 101325, "Tdp", 285.15)
+           - HAPropsSI("H", "T", 300.15, "P", 101325, "Tdp", 285.15))
+    assert 50_000 * v0 / dh0 / rule == pytest.approx(1.017, abs=1e-3)
+
+
+def test_air_at_sea_level_without_an_altitude_is_w642():
+    text = CHAIN.replace("@END@", "1.63 V").replace("  altitude = 0 m\n", "").replace(
+        "dew_point = 12 degC, ", "")
+    checked = check_design(astral_dsl.loads(text, name="chain.astral"))
+    found = sorted(d.message.split(":")[0] for d in checked.diagnostics if d.code == "W642")
+    assert found == ["air unit `S.room` declares no `dew_point`",
+                     "site `S` declares no `altitude` (nor a `climate` file with an elevation)"]
+    (air,) = checked.engineering.cooling.air
+    assert (air.pressure_pa, air.dew_point_c) == (101325.0, 15.0)
