@@ -30,8 +30,11 @@ _register(make_kind("gpu", "an accelerator", dict(
     memory_bandwidth=q("bandwidth", "HBM bandwidth"),
     flops_bf16=q("compute", "dense BF16 peak"),
     flops_fp16=q("compute", "dense FP16 peak"),
-    flops_fp8=q("compute", "dense FP8 peak"),
+    flops_fp8=q("compute", "dense FP8 peak (also MXFP8's)"),
+    flops_fp4=q("compute", "dense FP4 peak (NVFP4 / MXFP4)"),
     flops_fp32=q("compute", "FP32 peak"),
+    flops_power=q("power", "board power at which the peak FLOP/s are quoted: a lower `power` "
+                           "caps the clocks (default: `power`)", sign=POSITIVE),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     max_supply=q("temperature", "hottest coolant supply the cold plate accepts"),
     system_power=q("power", "peak draw of the vendor's 8-GPU server built on it (HGX/DGX)"),
@@ -59,6 +62,8 @@ _register(make_kind("cpu", "a host processor", dict(PHYS, cores=q("count", limit
 _register(make_kind("host", "a server", dict(
     PHYS, units=q("length", "height in rack units"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
+    nvlink_domain=enum("host", "rack", doc="the GPUs one NVLink domain joins: the host's own, or "
+                       "every GPU of its rack (NVLink switch trays: GB200 NVL72)"),
     idle_power=q("power", "not used by any analysis (an error, E630)")), level=1,
     open_members=True))
 _register(make_kind("rack", "a rack of hosts", dict(
@@ -155,7 +160,26 @@ _register(make_kind("model", "an LLM architecture", dict(
     moe_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),
     dense_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
     params=q("number", "total parameters", limit=1e15, why="a quadrillion parameters"),
-    activation=enum("gelu", "swiglu"))))
+    activation=enum("gelu", "swiglu", "relu2",
+                    doc="gelu: GPT (2 matrices, biases); swiglu: gated (3 matrices); relu2: "
+                        "squared ReLU (2 matrices, Nemotron-4)"),
+    head_dim=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
+    kv_lora_rank=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
+    q_lora_rank=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
+    rope_head_dim=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
+    v_head_dim=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
+    window=_size(low=1, limit=MAX_TOKENS, why=_TOKENS),
+    window_share=q("ratio", "share of the layers with sliding-window attention", high=1),
+    shared_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),
+    mamba_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
+    attention_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
+    pattern=FieldSpec(StrType(), doc="a hybrid model's layers in order, one of M (Mamba-2), * "
+                      "(attention), E (MoE) or - (MLP) each (Megatron's hybrid_override_pattern)"),
+    mamba_state=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
+    mamba_head_dim=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
+    mamba_groups=_size(low=1, limit=MAX_HEADS, why=_HEADS),
+    mamba_expand=q("number", "Mamba-2 inner width over hidden", sign=POSITIVE, limit=64),
+    mamba_chunk=_size(low=1, limit=MAX_TOKENS, why=_TOKENS))))
 _register(make_kind("parallel", "parallel degrees", dict(
     tp=_size(low=1, limit=MAX_HEADS, why=_HEADS),
     pp=_size(low=1, limit=MAX_LAYERS, why=_LAYERS),
@@ -166,6 +190,10 @@ _register(make_kind("parallel", "parallel degrees", dict(
     schedule=enum("1f1b", "interleaved", "gpipe"),
     stages=FieldSpec(ListType(QType("count", True, 0, None, domain("count", limit=MAX_LAYERS,
                                                                    why=_LAYERS)))),
+    layout=FieldSpec(ListType(QType("count", True, 0, None, domain("count", limit=MAX_LAYERS,
+                                                                   why=_LAYERS))),
+                     doc="layers of each virtual stage in model order (pp x virtual_stages "
+                         "counts): Megatron-Core's --pipeline-model-parallel-layout"),
     zero=q("count", high=3), fsdp=BOOL,
     reshard_after_forward=FieldSpec(BoolType(), doc="ZeRO-3 / FSDP: free the gathered weights "
                                     "after the forward and gather them again for the backward"),
@@ -178,12 +206,30 @@ _register(make_kind("batch", "batch sizes", dict(
 _register(make_kind("job", "an LLM training job", dict(
     model=ref("model", required=True), placement=ANY,
     gpus=_size(low=1, limit=1e9, why="the design limit of 10^9 GPUs"),
-    recompute=enum("none", "selective", "full"), dtype=enum("bf16", "fp16", "fp8", "fp32"),
+    recompute=enum("none", "selective", "full", "auto",
+                   doc="activation recomputation; `auto`: the least that fits (Seer's rule)"),
+    dtype=enum("bf16", "fp16", "fp8", "fp32", "mxfp8", "nvfp4"),
+    fp8_recipe=enum("delayed", "current", "rowwise", "blockwise",
+                    doc="how fp8 tensors are scaled: Transformer Engine's delayed or current "
+                        "per-tensor scaling, torchao's rowwise, or 128-blocks"),
+    framework=enum("megatron", "torchtitan", "automodel",
+                   doc="the training framework: its defaults and fusions (docs/seer.md)"),
+    cuda_graphs=FieldSpec(BoolType(), doc="the step's kernels are replayed from CUDA graphs"),
+    ep_overlap=FieldSpec(BoolType(), doc="the expert-parallel all-to-all of one micro-batch "
+                         "overlapped with another's computation (Megatron-Core's "
+                         "--overlap-moe-expert-parallel-comm)"),
+    torch_compile=FieldSpec(BoolType(), doc="a PyTorch framework's step compiled by "
+                            "torch.compile (its element-wise kernels fused)"),
+    moe_dispatcher=enum("alltoall", "deepep", "hybridep",
+                        doc="how MoE tokens reach their experts: NCCL all-to-all, or a fused "
+                            "dispatcher (DeepEP, HybridEP)"),
     utilization=q("ratio", high=1), attention=enum("flash", "unfused"),
     grad_dtype=enum("fp32", "bf16", "fp16", doc="gradient buffer and reduction precision"),
     overlap_grad_reduce=BOOL, overlap_param_gather=BOOL,
-    tp_overlap=enum("backward", "none", doc="TP reductions overlapped with the weight-gradient "
-                    "GEMMs, or on the critical path (Megatron-LM before 2022)")),
+    tp_overlap=enum("backward", "none", "full",
+                    doc="TP reductions overlapped with the weight-gradient GEMMs, on the critical "
+                        "path (Megatron-LM before 2022), or every TP collective split with the "
+                        "GEMM beside it (--tp-comm-overlap, async TP)")),
     records={"parallel": "parallel", "batch": "batch"},
     root=True))
 _register(make_kind("scenario", "a what-if: parts failed or degraded", dict(

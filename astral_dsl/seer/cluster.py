@@ -42,11 +42,13 @@ def _q(inst, name, default=0.0) -> float:
 
 
 def gpu_spec(gpu, host=None) -> GpuSpec:
-    flops = tuple((dt, _q(gpu, f"flops_{dt}")) for dt in ("bf16", "fp16", "fp8", "fp32")
+    flops = tuple((dt, _q(gpu, f"flops_{dt}")) for dt in ("bf16", "fp16", "fp8", "fp4", "fp32")
                   if _q(gpu, f"flops_{dt}") > 0)
     nv = _q(gpu, "nvlink_bandwidth") or _q(host, "nvlink_bandwidth")
+    power = _q(gpu, "power")
     return GpuSpec(gpu.template, flops, _q(gpu, "memory") / BITS,
-                   _q(gpu, "memory_bandwidth") / BITS, nv / BITS)
+                   _q(gpu, "memory_bandwidth") / BITS, nv / BITS, power,
+                   _q(gpu, "flops_power") or power)
 
 
 def placement_of(design, job) -> Tuple[list, str]:
@@ -86,6 +88,10 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     fabric = _fabric_for(fabrics, pairs)
     rail_bw = _rail_bandwidth(ports, per_host)
     tiers = _tiers(design, fabric, host, hosts, cache) if fabric else ()
+    domain = _domain_hosts(host, pairs, cache)
+    if domain > 1:           # an NVLink domain of whole racks: Seer's "host" is the domain
+        per_host, rail_bw = per_host * domain, rail_bw * domain
+        tiers = [replace(t, reach_hosts=max(1, t.reach_hosts // domain)) for t in tiers]
     worst = _worst(design, job, fabric, len(tiers), ports, per_host, ranks, cache) \
         if fabric is not None and fabric.damage is not None else ()
     protocol = "infiniband"
@@ -100,6 +106,16 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
         healthy = replace(net, worst=(), tiers=tuple(_tiers(design, plain, host, hosts, cache))
                           if plain else ())
     return Cluster(gpu_spec(gpu, host), net, gpus, hosts, name, healthy)
+
+
+def _domain_hosts(host, pairs, cache) -> int:
+    """Hosts per NVLink domain: 1, or with `nvlink_domain = rack` the hosts of its rack."""
+    field = host.field("nvlink_domain") if host is not None else None
+    if getattr(field, "name", field) != "rack":
+        return 1
+    rack = next((r for _, inst in pairs for _, r in group_of(inst, ("rack",), cache).flat()),
+                None)
+    return max(1, count_of(rack, ("host",), cache)) if rack is not None else 1
 
 
 def _fabric_for(counts, pairs):

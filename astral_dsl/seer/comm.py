@@ -169,15 +169,16 @@ def reduce_scatter(net: Network, lay: Layout, nbytes: float) -> float:
 all_gather = reduce_scatter
 
 
-def all_to_all(net: Network, lay: Layout, nbytes: float) -> float:
-    """Each rank holds nbytes and sends (n-1)/n of it, a share to every other rank."""
+def all_to_all(net: Network, lay: Layout, nbytes: float, eff: float = NVLINK_EFF) -> float:
+    """Each rank holds nbytes and sends (n-1)/n of it, a share to every other rank, at `eff` of
+    each link's bandwidth (the expert-parallel dispatcher's: seer/calibration `a2a_eff`)."""
     n = lay.n
     if n <= 1 or nbytes <= 0:
         return 0.0
-    inside = (lay.per_host - 1) / n * nbytes / (net.nvlink_bw * NVLINK_EFF)
+    inside = (lay.per_host - 1) / n * nbytes / (net.nvlink_bw * eff)
     if lay.hosts <= 1:
         return BASE_S + inside + (n - 1) * NVLINK_STEP_S / 4
-    outside = (n - lay.per_host) / n * nbytes / (lay.net_bw * NET_EFF)
+    outside = (n - lay.per_host) / n * nbytes / (lay.net_bw * eff)
     return BASE_S + max(inside, outside) + lay.alpha_net * math.log2(lay.hosts)
 
 

@@ -2,22 +2,28 @@
 from a measured operator table the user supplies.
 
 Efficiency curves (docs/seer.md has the derivation and sources). The constants in lower case
-are fitted (the calibration table, seer/calibration: gemm_eff, f_half, interfere, softmax_eff);
-the upper-case ones below are not: each says whether it comes from a data sheet, a published
-measurement or is an assumption, and on what basis.
+are fitted (seer/calibration: the GEMM efficiency per precision, gemm_tau, attn_eff,
+attn_seq_half, softmax_eff, permute_eff, power_exponent); the upper-case ones below are not:
+each says whether it comes from a data sheet, a published measurement or is an assumption.
 
-- GEMM: t = F / (peak * gemm_eff * k(K) * F / (F + f_half)) + KERNEL_S, bounded below by the HBM
-  time of its operands. gemm_eff (fitted) is the sustained fraction of the data-sheet peak that
-  cuBLAS reaches on large half-precision GEMMs; F / (F + f_half) (fitted) the loss of small ones;
+- GEMM: t = F / (peak_p x clock x eff_p x k(K) x F / (F + gemm_tau x peak_p)) + KERNEL_S,
+  bounded below by the HBM time of its operands. peak_p is the data-sheet dense peak of the
+  GEMM's precision p (bf16, fp8, the block-scaled MXFP8 and NVFP4), eff_p (fitted, one per
+  precision family) the sustained fraction of it that large GEMMs reach; F / (F + gemm_tau x
+  peak_p) the loss of small GEMMs, which reach half of it when they last gemm_tau;
   k(K) = K / (K + K_HALF): each output tile pays a fixed prologue and epilogue that only a long
-  inner dimension amortises. KERNEL_S is the launch and tail cost of one kernel.
-- fp8 (Transformer Engine): the linear layers' GEMMs at the data-sheet fp8 rate with the same
-  efficiency curve, an assumption (no fp8 run is in the calibration set).
-- Fused attention (FlashAttention-2, Dao 2023): forward FA_FWD and backward FA_BWD of the GEMM
-  efficiency, causal masking skips half the score blocks.
+  inner dimension amortises. KERNEL_S is the launch and tail cost of one kernel on the device.
+- clock: 1 at the board power the data sheet quotes its peaks at (`flops_power`), (P / P0) ^
+  (1 / power_exponent) for a GPU capped at P below it (fitted exponent).
+- Fused attention (FlashAttention-3 on Hopper, cuDNN's fused attention on Blackwell): forward
+  at attn_eff x keys / (keys + attn_seq_half) of the 16-bit peak (both fitted, with a prior from
+  the FlashAttention-3 measurements), keys the positions each query attends to (the sequence, or
+  a sliding window); the backward at FA_BWD_RATIO of the forward's efficiency; a head narrower
+  than 128 loses k(head) / k(128). Causal masking skips half the score blocks.
 - Element-wise, normalisation and optimizer kernels stream HBM: t = bytes / (HBM * HBM_EFF) +
   KERNEL_S (STREAM-like kernels reach ~85-90% of the data-sheet bandwidth); the unfused
-  attention's softmax and dropout at softmax_eff (fitted) of that.
+  attention's softmax and dropout at softmax_eff (fitted) of that, MoE token permutation at
+  permute_eff (fitted).
 """
 from __future__ import annotations
 
@@ -35,14 +41,20 @@ K_HALF = 24.0          # ASSUMED (not fitted, not measured): the inner dimension
 KERNEL_S = 4e-6        # measured: launch + tail per kernel (CUDA launch latency ~3-5 us, Nsight)
 HBM_EFF = 0.85         # published: streaming fraction of the HBM data-sheet bandwidth (STREAM-
 #                        like kernels reach 85-90 %; Calculon's A100 system file: ~0.9)
-# ASSUMED ratios of fused attention's efficiency to a large GEMM's, from FlashAttention-2's best
-# A100 rates (Dao 2023, arXiv 2307.08691, section 4.1: up to 73 % of peak forward, 63 %
-# backward) over the 80-90 % that large GEMMs reach (ibid., section 1); applied with gemm_eff and
-# k(head_dim), which stand in for the shorter sequences of real runs. Not fitted: no calibration
-# run uses fused attention.
-GEMM_PEAK_FRACTION = 0.85
-FA_FWD = 0.73 / GEMM_PEAK_FRACTION     # 0.86
-FA_BWD = 0.63 / GEMM_PEAK_FRACTION     # 0.74
+# published: FlashAttention-2's best A100 rates (Dao 2023, arXiv 2307.08691, section 4.1): up to
+# 73 % of peak forward, 63 % backward; the backward's efficiency relative to the forward's
+FA_BWD_RATIO = 0.63 / 0.73
+FA_HEAD = 128.0        # the head width of the attention measurements attn_eff is fitted with
+# An eager PyTorch step's memory passes over a fused kernel's, by operator (counted from the
+# eager code torchtitan runs): RMSNorm as x.float(), pow(2).mean(), rsqrt, two multiplies and
+# the cast back (~3 passes of reads and writes against 1); SwiGLU as silu then a multiply (5
+# tensors read or written against 3); rotary embeddings as a cast to complex, a multiply and
+# the cast back (~3 against 1)
+EAGER_PASSES = {"norm": 3.0, "swiglu": 5 / 3, "rope": 3.0}
+# GEMM precision families -> the data-sheet peak they run at (spec.JobSpec.gemm_precision)
+PEAK_OF = {"fp8": "fp8", "fp8_block": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
+EFF_OF = {"fp8": "gemm_eff_fp8", "fp8_block": "gemm_eff_fp8_block", "mxfp8": "gemm_eff_mxfp8",
+          "nvfp4": "gemm_eff_nvfp4"}
 
 
 @dataclass(frozen=True)
@@ -52,15 +64,25 @@ class GpuSpec:
     memory: float                            # bytes
     hbm_bw: float                            # bytes/s
     nvlink_bw: float                         # bytes/s per GPU, each direction
+    power: float = 0.0                       # W: the board's power limit as configured
+    flops_power: float = 0.0                 # W: the board power the peaks are quoted at
 
     def peak(self, dtype: str) -> float:
         table = dict(self.flops)
+        dtype = PEAK_OF.get(dtype, dtype)
         if dtype in table:
             return table[dtype]
         for alt in ("bf16", "fp16"):
             if alt in table:
                 return table[alt]
         return max(table.values()) if table else 1e14
+
+    def has_peak(self, dtype: str) -> bool:
+        return PEAK_OF.get(dtype, dtype) in dict(self.flops)
+
+    @property
+    def capped(self) -> bool:
+        return 0 < self.power < self.flops_power
 
 
 class OperatorTable:
@@ -102,23 +124,51 @@ class OperatorTable:
 
 
 class Costs:
-    """Prices compute operators for one GPU and dtype. An fp8 job (Transformer Engine) runs its
-    transformer layers' linear GEMMs at the fp8 rate (`gemm(..., fp8=True)`: 1-byte operands,
-    16-bit output) and everything else on its bf16 base (`base_peak`); `peak` is the job's
-    dtype's rate (what its MFU is measured against)."""
+    """Prices compute operators for one GPU and GEMM precision (spec.JobSpec.gemm_precision). A
+    quantised job (fp8, MXFP8, NVFP4) runs its transformer layers' linear GEMMs at its
+    precision's rate (`gemm(..., fp8=True)`: quantised operands, 16-bit output) and everything
+    else on its bf16 base (`base_peak`); `peak` is the job's precision's rate (what its MFU is
+    measured against)."""
 
     def __init__(self, gpu: GpuSpec, dtype: str, table: Optional[OperatorTable] = None,
-                 calibration: Optional[Calibration] = None):
+                 calibration: Optional[Calibration] = None, quant_bytes: float = 1.0):
         self.gpu = gpu
         self.dtype = dtype
-        self.base = "bf16" if dtype == "fp8" else dtype
+        self.quantised = dtype in PEAK_OF
+        self.base = "bf16" if self.quantised else dtype
+        self.cal = cal = calibration or shipped()
+        self.clock = (gpu.power / gpu.flops_power) ** (1.0 / cal.power_exponent) \
+            if gpu.capped else 1.0
         self.peak = gpu.peak(dtype)
         self.base_peak = gpu.peak(self.base)
         self.bw = gpu.hbm_bw * HBM_EFF
         self.table = table
-        self.cal = calibration or shipped()
-        self.kernel_hbm = {"softmax": self.cal.softmax_eff, "dropout": self.cal.softmax_eff}
+        self.kernel_hbm = {"softmax": cal.softmax_eff, "dropout": cal.softmax_eff,
+                           "permute": cal.permute_eff}
         self.esize = 2 if self.base in ("bf16", "fp16") else 4
+        self.qsize = quant_bytes
+        self.eff = {self.base: cal.gemm_eff}
+        if self.quantised:
+            self.eff[dtype] = getattr(cal, EFF_OF[dtype])
+        self.head_ref = FA_HEAD / (FA_HEAD + K_HALF)
+        self.attn_eff = cal.attn_eff             # set_framework: the framework's kernels
+        self.eager = False
+
+    def set_framework(self, framework: str, compiled: bool) -> "Costs":
+        """The framework's kernels: PyTorch's scaled-dot-product attention for torchtitan
+        (attn_eff_sdpa), Transformer Engine's fused attention otherwise; an eager PyTorch step
+        (torchtitan without torch.compile) runs its norms, activation functions and rotary
+        embeddings as several unfused kernels (EAGER_PASSES)."""
+        self.attn_eff = self.cal.attn_eff_sdpa if framework == "torchtitan" else self.cal.attn_eff
+        self.eager = framework == "torchtitan" and not compiled
+        return self
+
+    @classmethod
+    def of(cls, job, gpu: GpuSpec, table: Optional[OperatorTable] = None,
+           calibration: Optional[Calibration] = None) -> "Costs":
+        """The costs of `job` (a spec.JobSpec) on `gpu`."""
+        return cls(gpu, job.gemm_precision, table, calibration, job.quant_bytes).set_framework(
+            job.framework, job.torch_compile)
 
     def _measured(self, op: str, shape: str, dtype: Optional[str] = None) -> Optional[float]:
         if self.table is None:
@@ -130,27 +180,33 @@ class Costs:
         """(seconds, flops, bytes) of `batch` GEMMs [m, k] x [k, n]; `fp8`: at the fp8 rate with
         fp8 operands (Transformer Engine's linear layers)."""
         flops = 2.0 * m * n * k * batch
-        operand = 1 if fp8 else self.esize
+        fp8 = fp8 and self.quantised
+        operand = self.qsize if fp8 else self.esize
         nbytes = batch * (operand * (m * k + k * n) + self.esize * m * n)
         if flops <= 0:
             return 0.0, 0.0, 0.0
         shape = f"{int(m)}x{int(n)}x{int(k)}" + (f"x{int(batch)}" if batch != 1 else "")
-        t = self._measured(op, shape, "fp8" if fp8 else None)
+        t = self._measured(op, shape, self.dtype if fp8 else None)
         if t is None:
-            cal = self.cal
-            eff = cal.gemm_eff * k / (k + K_HALF) * flops / (flops + cal.f_half)
-            peak = self.gpu.peak("fp8") if fp8 else self.base_peak
+            prec = self.dtype if fp8 else self.base
+            peak = (self.peak if fp8 else self.base_peak) * self.clock
+            eff = (self.eff[prec] * k / (k + K_HALF)
+                   * flops / (flops + self.cal.gemm_tau * peak))
             t = max(flops / (peak * eff), nbytes / self.bw) + KERNEL_S
         return t, flops, nbytes
 
-    def flash(self, op: str, flops: float, nbytes: float, backward: bool, head_dim: float) -> float:
+    def flash(self, op: str, flops: float, nbytes: float, backward: bool, head_dim: float,
+              keys: float) -> float:
+        """Fused attention of `flops` FLOPs whose queries each see `keys` positions."""
         shape = f"flops{int(flops)}"
         t = self._measured(op, shape)
         if t is not None:
             return t
-        eff = (self.cal.gemm_eff * head_dim / (head_dim + K_HALF)
-               * (FA_BWD if backward else FA_FWD))
-        return max(flops / (self.base_peak * eff), nbytes / self.bw) + KERNEL_S
+        cal = self.cal
+        eff = (self.attn_eff * (head_dim / (head_dim + K_HALF)) / self.head_ref
+               * keys / (keys + cal.attn_seq_half) * (FA_BWD_RATIO if backward else 1.0))
+        return max(flops / (self.base_peak * self.clock * min(eff, 1.0)),
+                   nbytes / self.bw) + KERNEL_S
 
     def stream(self, op: str, nbytes: float, kernels: int = 1, kind: str = "stream") -> float:
         """A memory-bound kernel (or `kernels` fused ones) moving `nbytes`."""
@@ -159,4 +215,7 @@ class Costs:
         t = self._measured(op, f"bytes{int(nbytes)}")
         if t is not None:
             return t
+        if self.eager and kind in EAGER_PASSES:
+            passes = EAGER_PASSES[kind]
+            nbytes, kernels = nbytes * passes, kernels * int(round(passes))
         return nbytes / (self.bw * self.kernel_hbm.get(kind, 1.0)) + KERNEL_S * kernels

@@ -58,16 +58,25 @@ class Forecast:
 
 def layer_flops_per_token(job: JobSpec, layer: int) -> Tuple[float, float]:
     """(matmul FLOPs, attention FLOPs) of one layer's forward per token; attention counts the
-    full s x s scores (Megatron's and PaLM's convention)."""
+    full s x s scores (Megatron's and PaLM's convention), or the window's."""
     m = job.model
-    h, q, kv = m.hidden, m.heads * m.head_dim, m.kv_dim
-    mats = 2 if m.gpt else 3
-    lin = 2 * (h * (q + 2 * kv) + q * h)
+    h, mats = m.hidden, m.mats
+    kind = m.layer_kind(layer)
+    if kind == "M":          # Mamba-2: its projections, and the scan as its "attention"
+        Q, N, P = m.mamba_chunk, m.mamba_state, m.mamba_head
+        scan = 2 * (m.mamba_heads * (Q * P + 2 * N * P) + m.mamba_groups * Q * N)
+        return 2 * m.mamba_params(), scan
+    lin = 2 * m.attention_params() if kind in ("T", "*") else 0.0
+    attn = 2 * m.attended(job.seq) * m.heads * (m.qk_dim + m.v_dim) if kind in ("T", "*") \
+        else 0.0
+    if kind == "*":
+        return lin, attn
     if m.is_moe(layer):
-        lin += 2 * mats * h * m.moe_ffn * (m.top_k + m.shared_experts) + 2 * h * m.experts
+        lin += (2 * mats * h * (m.moe_ffn * m.top_k + m.shared_width * m.shared_experts)
+                + 2 * h * m.experts)
     else:
         lin += 2 * mats * h * m.ffn
-    return lin, 4 * job.seq * q
+    return lin, attn
 
 
 def model_flops(job: JobSpec) -> float:
@@ -90,15 +99,13 @@ def hardware_flops(job: JobSpec) -> float:
     return model_flops(job) + job.global_batch * job.seq * extra
 
 
-FP8_NOTE = ("fp8: the linear layers' GEMMs at the fp8 rate with the efficiency fitted on 16-bit "
-            "runs, an assumption (no fp8 run is calibrated; docs/seer.md, \"fp8\")")
 
 
 def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = None,
         notes=(), calibration: Optional[Calibration] = None) -> Forecast:
     """Forecast `job`; an undeclared micro-batch or number of virtual stages is chosen by the
     rule (rule.py). `calibration`: the fitted constants (default: the shipped fit)."""
-    costs = Costs(gpu, job.dtype, table, calibration)
+    costs = Costs.of(job, gpu, table, calibration)
     best = rule.choose(job, gpu, net, costs, lambda c: _forecast(c.job, gpu, net, c.lowering,
                                                                  c.memory))
     chosen: List[Tuple[str, int]] = []
@@ -106,8 +113,10 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
         chosen.append(("micro", best.job.micro))
     if job.parallel.schedule == "interleaved" and not job.parallel.v:
         chosen.append(("virtual_stages", best.job.parallel.v))
+    if job.recompute == "auto":
+        chosen.append(("recompute", best.job.recompute))
     best.chosen = tuple(chosen)
-    best.notes = tuple(notes) + ((FP8_NOTE,) if job.fp8 else ()) + tuple(net.notes)
+    best.notes = tuple(notes) + tuple(net.notes)
     return best
 
 
@@ -129,9 +138,10 @@ def _breakdown(fc: Forecast) -> Tuple[int, Dict[str, float]]:
     best = max(range(len(runs)), key=lambda i: (sum(t.compute for t in templates[i]), -i))
     run = runs[best]
     out = {"compute": 0.0, "tp_comm": 0.0, "cp_comm": 0.0, "ep_comm": 0.0, "pp_comm": 0.0,
-           "dp_comm": 0.0, "bubble": 0.0, "optimizer": 0.0}
+           "dp_comm": 0.0, "host": 0.0, "bubble": 0.0, "optimizer": 0.0}
     for tpl in templates[best]:
         out["compute"] += m * tpl.compute
+        out["host"] += m * tpl.host
         for stream, t in tpl.exposed.items():
             out[f"{stream}_comm"] = out.get(f"{stream}_comm", 0.0) + m * t
     waits = run.waits()

@@ -37,10 +37,11 @@ from astral_dsl.units import Quantity
 # option / field name -> the record that holds it ("" = the job itself)
 OPTIONS: Dict[str, str] = {
     "recompute": "", "dtype": "", "attention": "", "grad_dtype": "", "overlap_grad_reduce": "",
-    "overlap_param_gather": "", "tp_overlap": "",
+    "overlap_param_gather": "", "tp_overlap": "", "fp8_recipe": "", "framework": "",
+    "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "torch_compile": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "sp": "parallel", "order": "parallel", "schedule": "parallel", "virtual_stages": "parallel",
-    "stages": "parallel", "zero": "parallel", "fsdp": "parallel",
+    "stages": "parallel", "layout": "parallel", "zero": "parallel", "fsdp": "parallel",
     "reshard_after_forward": "parallel",
     "global_batch": "batch", "micro": "batch", "seq": "batch",
 }
@@ -83,14 +84,29 @@ def model_spec(inst) -> ModelSpec:
     heads = _int(f("heads"), 1)
     hidden = _int(f("hidden"), 1)
     act = f("activation") or "gelu"
-    ffn = _int(f("ffn")) or (4 * hidden if act == "gelu" else 8 * hidden // 3)
+    ffn = _int(f("ffn")) or (8 * hidden // 3 if act == "swiglu" else 4 * hidden)
+    kv_lora = _int(f("kv_lora_rank"), 0) or 0
+    share = f("window_share")
     return ModelSpec(
         name=inst.template, layers=_int(f("layers"), 1), hidden=hidden, heads=heads,
-        kv_heads=_int(f("kv_heads"), heads), ffn=ffn, vocab=_int(f("vocab"), 0) or DEFAULT_VOCAB,
+        kv_heads=heads if kv_lora else _int(f("kv_heads"), heads), ffn=ffn,
+        vocab=_int(f("vocab"), 0) or DEFAULT_VOCAB,
         seq=_int(f("seq"), DEFAULT_SEQ), activation=act, experts=_int(f("experts"), 0) or 0,
         top_k=_int(f("top_k"), 1) or 1, shared_experts=_int(f("shared_experts"), 0) or 0,
         moe_ffn=_int(f("moe_ffn"), 0) or ffn, dense_layers=_int(f("dense_layers"), 0) or 0,
-        params=f("params"))
+        params=f("params"), head_size=_int(f("head_dim"), 0) or 0, kv_lora=kv_lora,
+        q_lora=_int(f("q_lora_rank"), 0) or 0, rope_dim=_int(f("rope_head_dim"), 0) or 0,
+        v_head=_int(f("v_head_dim"), 0) or 0, window=_int(f("window"), 0) or 0,
+        window_share=float(share) if isinstance(share, (int, float)) and f("window") else 0.0,
+        shared_ffn=_int(f("shared_ffn"), 0) or 0,
+        mamba_layers=_int(f("mamba_layers"), 0) or 0,
+        attention_layers=_int(f("attention_layers"), 0) or 0,
+        pattern=str(f("pattern") or ""),
+        mamba_state=_int(f("mamba_state"), 128) or 128,
+        mamba_head=_int(f("mamba_head_dim"), 64) or 64,
+        mamba_groups=_int(f("mamba_groups"), 8) or 8,
+        mamba_expand=float(f("mamba_expand") or 2.0),
+        mamba_chunk=_int(f("mamba_chunk"), 256) or 256)
 
 
 def unknown_options(options) -> List[str]:
@@ -152,6 +168,8 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         dp = max(1, (gpus or tp * pp * cp) // max(1, tp * pp * cp))
     stages = f.get("stages")
     stages = tuple(_int(x, 0) for x in stages) if isinstance(stages, tuple) else None
+    layout = f.get("layout")
+    layout = tuple(_int(x, 0) for x in layout) if isinstance(layout, tuple) else None
     v = _int(f.get("virtual_stages"))
     schedule = f.get("schedule") or ("interleaved" if (v or 1) > 1 else "1f1b")
     zero = _int(f.get("zero"), 0) or 0
@@ -160,7 +178,8 @@ def job_spec(job, model_inst, **options) -> JobSpec:
     parallel = ParallelSpec(
         tp=tp, pp=pp, dp=dp, cp=cp, ep=_int(f.get("ep"), 1), sp=f.get("sp") is True,
         v=v if v else (None if schedule == "interleaved" else 1), schedule=schedule,
-        stages=stages, zero=zero, reshard_after_forward=f.get("reshard_after_forward") is not False,
+        stages=stages, layout=layout, zero=zero,
+        reshard_after_forward=f.get("reshard_after_forward") is not False,
         order=parse_order(f.get("order")))
     micro = _int(f.get("micro"))
     return JobSpec(
@@ -171,4 +190,8 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         grad_dtype=f.get("grad_dtype"),
         overlap_grad_reduce=f.get("overlap_grad_reduce") is True,
         overlap_param_gather=f.get("overlap_param_gather") is True,
-        tp_overlap=f.get("tp_overlap") or "backward")
+        tp_overlap=f.get("tp_overlap") or "backward",
+        fp8_recipe=f.get("fp8_recipe") or "delayed", framework=f.get("framework") or "megatron",
+        cuda_graphs=f.get("cuda_graphs") is True,
+        moe_dispatcher=f.get("moe_dispatcher") or "alltoall",
+        ep_overlap=f.get("ep_overlap") is True, torch_compile=f.get("torch_compile") is True)

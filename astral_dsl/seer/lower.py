@@ -8,8 +8,15 @@ per rank: TP shards heads and FFN columns, sequence parallelism shards norms and
 shards the sequence, EP the experts. Megatron-LM's operator order and overlaps are modelled:
 backward TP reduce-scatter / all-reduce of a column-parallel layer's input gradient runs on the
 TP stream while the weight gradient is computed; with sequence parallelism the input all-gather
-for the weight gradient overlaps the data gradient. With fp8 the linear layers' GEMMs run in fp8
-after their casts, and each chunk's forward ends with the amax all-reduce (docs/seer.md, "fp8").
+for the weight gradient overlaps the data gradient; with `tp_overlap = full` (Megatron-LM's
+--tp-comm-overlap, PyTorch's async TP) every TP collective is split with the GEMM beside it and
+overlaps it. With a quantised dtype (fp8, MXFP8, NVFP4) the linear layers' GEMMs run quantised
+after their casts (CAST_BYTES per recipe), and with delayed scaling each chunk's forward ends
+with the amax all-reduce (docs/seer.md, "Low precision"). Multi-head latent attention
+(DeepSeek-V3) projects queries and keys through their latent ranks; sliding-window layers attend
+to their window. Without CUDA graphs a dropless MoE layer synchronises with the host once per
+pass to size its expert GEMMs (moe_sync_s, fitted), and every block takes at least its operators'
+host launch time (template.py).
 """
 from __future__ import annotations
 
@@ -24,7 +31,15 @@ from astral_dsl.seer.template import Op, Template, Builder
 
 
 EMBED, HEAD = -1, -2      # the `layer` of embedding and of head operators
+ACTIVATION_NAME = {"gelu": "gelu", "swiglu": "swiglu", "relu2": "squared relu"}
 FP8_CAST_BYTES = 4.0      # per element cast to fp8 with its transpose: read 2, write 1 + 1
+# HBM bytes per element of quantising a 16-bit tensor for a GEMM and for its transpose (the
+# weight gradient's operand), (fed by a norm, otherwise): delayed scaling and the block-scaled
+# formats fuse the cast into the norm that feeds QKV and fc1 (Transformer Engine's
+# LayerNormLinear) and otherwise read 2 and write both copies; current per-tensor scaling and
+# row / 128-block scaling need the tensor's amax first: one more read, and no fusion.
+CAST_BYTES = {"delayed": (0.0, 4.0), "current": (6.0, 6.0), "rowwise": (6.0, 6.0),
+              "blockwise": (6.0, 6.0), "mxfp8": (0.1, 4.1), "nvfp4": (0.2, 3.2)}
 
 
 def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
@@ -90,6 +105,11 @@ class Lowering(ParamsMixin):
         self.kv_heads = max(1, m.kv_heads // par.tp)
         self.head_dim = m.head_dim
         self.chunks = chunk_layers(job)
+        self.cast = CAST_BYTES[job.dtype if job.dtype in CAST_BYTES else job.fp8_recipe]
+        cal = costs.cal
+        self.host_op_s = 0.0 if job.cuda_graphs else cal.host_kernel_s
+        self.moe_sync_s = cal.moe_sync_s if (job.moe_dispatcher == "alltoall"
+                                             and not job.cuda_graphs) else 0.0
         self._cache: Dict[tuple, Template] = {}
 
     # ---- collectives -------------------------------------------------------------------------
@@ -98,16 +118,46 @@ class Lowering(ParamsMixin):
         lay = self.groups[group]
         if lay.n <= 1 or nbytes <= 0:
             return None
-        fn = {"ar": comm.all_reduce, "rs": comm.reduce_scatter, "ag": comm.all_gather,
-              "a2a": comm.all_to_all}[kind]
-        return b.add(Op(name, "comm", group, fn(self.net, lay, nbytes), 0.0, nbytes, group, layer),
-                     chain)
+        if kind == "a2a":
+            t = comm.all_to_all(self.net, lay, nbytes, self.a2a_eff)
+            hidden = self.c.cal.ep_hidden * t if self.job.ep_overlap else 0.0
+            if hidden > 0:     # the share another micro-batch's computation hides
+                side = b.add(Op(name + " (overlapped)", "comm", group, hidden, 0.0, 0.0, group,
+                                layer, kernels=0), chain=False)
+                b.pending.remove(side)
+                t -= hidden
+        else:
+            t = {"ar": comm.all_reduce, "rs": comm.reduce_scatter,
+                 "ag": comm.all_gather}[kind](self.net, lay, nbytes)
+        return b.add(Op(name, "comm", group, t, 0.0, nbytes, group, layer), chain)
+
+    @property
+    def a2a_eff(self) -> float:
+        cal = self.c.cal
+        return cal.a2a_eff if self.job.moe_dispatcher == "alltoall" else cal.a2a_eff_fused
+
+    @property
+    def tp_full(self) -> bool:
+        return self.job.tp_overlap == "full" and self.tp > 1
 
     def _tp_out(self, b, name, layer):
-        """After a row-parallel layer: reduce-scatter (SP) or all-reduce."""
-        self._coll(b, name + (" reduce-scatter" if self.sp else " all-reduce"),
-                   "rs" if self.sp else "ar", "tp",
-                   self.tokens * self.job.model.hidden * self.elem, layer)
+        """After a row-parallel layer: reduce-scatter (SP) or all-reduce; with `tp_overlap =
+        full` split with the GEMM before it and overlapping it (_overlap)."""
+        op = self._coll(b, name + (" reduce-scatter" if self.sp else " all-reduce"),
+                        "rs" if self.sp else "ar", "tp",
+                        self.tokens * self.job.model.hidden * self.elem, layer,
+                        chain=not self.tp_full)
+        if op is not None and self.tp_full:
+            self._overlap(b, op, b.tail)
+
+    def _overlap(self, b, comm_op: int, gemm: int):
+        """A TP collective split with GEMM `gemm` (userbuffers / async TP): it starts with the
+        GEMM, the next operator waits for both, and the GEMM loses `interfere` of its time to
+        it when it runs on NVLink."""
+        ops = b.ops
+        ops[comm_op].deps = ops[gemm].deps
+        if self.groups["tp"].hosts <= 1:
+            ops[gemm].dur += self.c.cal.interfere * ops[comm_op].dur
 
     def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=(),
               fp8=False):
@@ -116,15 +166,34 @@ class Lowering(ParamsMixin):
         return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=shape),
                      join=join, extra=extra)
 
-    def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False):
-        """The forward GEMM of a transformer layer's linear layer: in fp8 for an fp8 job, after
-        the cast of its input to fp8 with the transpose its weight gradient needs
-        (FP8_CAST_BYTES per element), which Transformer Engine fuses into the norm for the
-        layers a norm feeds (`norm_fed`: TE's LayerNormLinear, QKV and fc1)."""
-        if self.fp8 and not norm_fed:
-            self._ew(b, name + " fp8 cast", FP8_CAST_BYTES * m * k * batch, layer)
+    def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False, gather=None):
+        """The forward GEMM of a transformer layer's linear layer: quantised for a quantised
+        job, after the cast of its input with the transpose its weight gradient needs
+        (CAST_BYTES per element, by recipe: fused into the norm for the layers a norm feeds,
+        `norm_fed`: TE's LayerNormLinear, QKV and fc1). `gather`: the TP all-gather of its input
+        that `tp_overlap = full` splits with it."""
+        if self.fp8:
+            extra = self.cast[0 if norm_fed else 1]
+            if extra:
+                self._ew(b, name + " quantise", extra * m * k * batch, layer)
         b.fp8_gemms += 1 if self.fp8 else 0
-        return self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8)
+        g = self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8)
+        if gather is not None:
+            self._overlap(b, gather, g)
+            b.pending.append(gather)
+        return g
+
+    def _tp_gather(self, b, name, layer):
+        """With SP, the TP all-gather of a layer's input: blocking, or (tp_overlap = full) a side
+        operator the next linear layer overlaps."""
+        if not self.sp:
+            return None
+        op = self._coll(b, name, "ag", "tp", self.tokens * self.job.model.hidden * self.elem,
+                        layer, chain=not self.tp_full)
+        if op is None or not self.tp_full:
+            return None
+        b.pending.remove(op)          # joined after the GEMM it overlaps (_linear)
+        return op
 
     def _amax_reduce(self, b, gemms: int, layer: int):
         """fp8 delayed scaling: at the end of a chunk's forward Transformer Engine all-reduces
@@ -132,104 +201,260 @@ class Lowering(ParamsMixin):
         the amax group, TP x CP x DP (Megatron-Core's amax reduction group), on the compute
         stream's critical path; counted with the DP communication."""
         lay = self.groups["amax"]
-        if not self.fp8 or gemms <= 0 or lay.n <= 1:
+        if not self.fp8 or gemms <= 0 or lay.n <= 1 or self.job.dtype != "fp8" \
+                or self.job.fp8_recipe != "delayed":
             return
         nbytes = 8.0 * gemms
         b.add(Op("fp8 amax all-reduce", "comm", "dp", comm.all_reduce(self.net, lay, nbytes),
                  0.0, nbytes, "amax", layer))
 
-    def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1):
-        kind = ("softmax" if "softmax" in name or "cross entropy" in name else
-                "dropout" if "dropout" in name else "norm" if cat == "norm" else "stream")
+    def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1, kind=None):
+        kind = kind or ("softmax" if "softmax" in name or "cross entropy" in name else
+                        "dropout" if "dropout" in name else "norm" if cat == "norm" else "stream")
         b.add(Op(name, cat, "compute", self.c.stream(name, nbytes, kernels, kind), 0.0, nbytes, "",
-                 layer))
+                 layer, kernels=kernels))
+
+    def _moe_sync(self, b, name, layer):
+        """The host waits for the dropless token counts of an MoE layer (lower's docstring)."""
+        if self.moe_sync_s > 0:
+            b.add(Op(name, "overhead", "compute", self.moe_sync_s, 0.0, 0.0, "", layer,
+                     kernels=0))
 
     # ---- one transformer layer -----------------------------------------------------------------
+    def _flash(self, b, name, L, backward: bool):
+        """Fused attention of a rank's heads: the FLOPs of the score and context products over
+        the keys each query sees (causal: half the sequence on average; a window: the window),
+        priced by part, full and windowed, at the efficiency of its key length."""
+        m, elem, bsz = self.job.model, self.elem, self.job.micro
+        s, rows = self.job.seq, self.job.seq / self.cp
+        per_key = 2 * bsz * self.heads * rows * (m.qk_dim + m.v_dim) * (2.5 if backward else 1)
+        parts = [(1.0, s / 2, s)]
+        if m.window and m.window < s:
+            parts = [(1 - m.window_share, s / 2, s), (m.window_share, m.window, m.window)]
+        heads_io = 2 * self.heads * m.qk_dim + self.kv_heads * (m.qk_dim + m.v_dim)
+        nb = (2 if backward else 1) * elem * self.tokens * heads_io
+        flops = t = 0.0
+        for share, mean_keys, keys in parts:
+            if share <= 0:
+                continue
+            f = share * per_key * mean_keys
+            flops += f
+            t += self.c.flash("flash_bwd" if backward else "flash_fwd", f, share * nb, backward,
+                              m.head_dim, keys)
+        b.add(Op(name, "attention", "compute", t, flops, nb, "", L))
+
+    def _rope(self, b, L, pre, backward=False):
+        """Rotary position embeddings on the queries and keys (their rotary part with MLA):
+        read and write once (Transformer Engine's fused RoPE; EAGER_PASSES when eager)."""
+        m = self.job.model
+        width = ((self.heads + 1) * m.rope_dim if m.mla
+                 else (self.heads + self.kv_heads) * m.head_dim)
+        self._ew(b, pre + ("rope bwd" if backward else "rope"), 2 * self.tokens * width * self.elem,
+                 L, kind="rope")
+
     def _attention_fwd(self, b, L, pre=""):
         m, elem = self.job.model, self.elem
         s, tokens, bsz = self.job.seq, self.tokens, self.job.micro
         rows = s / self.cp
         if self.job.attention == "unfused":
             S = bsz * self.heads * rows * s
-            self._gemm(b, pre + "attn scores", rows, s, self.head_dim, L, batch=bsz * self.heads,
+            self._gemm(b, pre + "attn scores", rows, s, m.qk_dim, L, batch=bsz * self.heads,
                        cat="attention")
             self._ew(b, pre + "softmax", 2 * S * elem, L)
             if m.gpt:
                 self._ew(b, pre + "attn dropout", (2 * elem + 1) * S, L)
-            self._gemm(b, pre + "attn context", rows, self.head_dim, s, L, batch=bsz * self.heads,
+            self._gemm(b, pre + "attn context", rows, m.v_dim, s, L, batch=bsz * self.heads,
                        cat="attention")
             return
         if self.cp > 1:
-            kv = 2 * bsz * rows * self.kv_heads * self.head_dim * elem
+            kv = bsz * rows * self.kv_heads * (m.qk_dim + m.v_dim) * elem
             ring = (self.cp - 1) * comm.p2p(self.net, self.groups["cp"], kv)
             b.add(Op(pre + "cp ring", "comm", "cp", ring,
                      0.0, kv * (self.cp - 1), "cp", L), chain=False)
-        flops = 4 * bsz * self.heads * rows * s * self.head_dim * 0.5
-        nb = elem * tokens * (2 * self.heads + 2 * self.kv_heads) * self.head_dim
-        b.add(Op(pre + "flash attention", "attention", "compute",
-                 self.c.flash("flash_fwd", flops, nb, False, self.head_dim), flops, nb, "", L))
+        self._flash(b, pre + "flash attention", L, backward=False)
+
+    def _qkv_fwd(self, b, L, pre, gather):
+        """The query, key and value projections: one QKV GEMM, or MLA's down-projections (fed by
+        the norm, replicated over TP), latent norms and up-projections (DeepSeek-V3 technical
+        report, section 2.1.1)."""
+        m, tokens, h = self.job.model, self.tokens, self.job.model.hidden
+        if not m.mla:
+            q, kv = self.heads * m.qk_dim, self.kv_heads * m.head_dim
+            self._linear(b, pre + "qkv", tokens, q + 2 * kv, h, L, norm_fed=True, gather=gather)
+            return
+        if m.q_lora:
+            self._linear(b, pre + "q down", tokens, m.q_lora, h, L, norm_fed=True, gather=gather)
+            gather = None
+            self._ew(b, pre + "q norm", 2 * tokens * m.q_lora * self.elem, L, "norm")
+            self._linear(b, pre + "q up", tokens, self.heads * m.qk_dim, m.q_lora, L)
+        else:
+            self._linear(b, pre + "q", tokens, self.heads * m.qk_dim, h, L, norm_fed=True,
+                         gather=gather)
+            gather = None
+        self._linear(b, pre + "kv down", tokens, m.kv_lora + m.rope_dim, h, L, norm_fed=True,
+                     gather=gather)
+        self._ew(b, pre + "kv norm", 2 * tokens * m.kv_lora * self.elem, L, "norm")
+        self._linear(b, pre + "kv up", tokens, self.heads * (m.head_dim + m.v_dim), m.kv_lora, L)
+
+    def _qkv_bwd(self, b, L):
+        m, tokens, h = self.job.model, self.tokens, self.job.model.hidden
+        if not m.mla:
+            q, kv = self.heads * m.qk_dim, self.kv_heads * m.head_dim
+            self._linear_bwd(b, "qkv", tokens, q + 2 * kv, h, L, column=True)
+            return
+        self._linear_bwd(b, "kv up", tokens, self.heads * (m.head_dim + m.v_dim), m.kv_lora, L,
+                         column=False)
+        self._ew(b, "kv norm bwd", 3 * tokens * m.kv_lora * self.elem, L, "norm")
+        self._linear_bwd(b, "kv down", tokens, m.kv_lora + m.rope_dim, h, L, column=False)
+        if m.q_lora:
+            self._linear_bwd(b, "q up", tokens, self.heads * m.qk_dim, m.q_lora, L, column=False)
+            self._ew(b, "q norm bwd", 3 * tokens * m.q_lora * self.elem, L, "norm")
+            self._linear_bwd(b, "q down", tokens, m.q_lora, h, L, column=True)
+        else:
+            self._linear_bwd(b, "q", tokens, self.heads * m.qk_dim, h, L, column=True)
 
     def _moe_fwd(self, b, L, pre=""):  # noqa: C901 - one operator per line
         m, elem = self.job.model, self.elem
         sp_tokens = self.tokens / self.tp
         routed = sp_tokens * m.top_k
         local = max(1, m.experts // self.ep)
-        mats = 1 if m.gpt else 2
+        mats = m.mats - 1
         self._gemm(b, pre + "router", sp_tokens, m.experts, m.hidden, L)
-        self._ew(b, pre + "permute", 2 * routed * m.hidden * elem, L)
+        self._moe_sync(b, pre + "moe token-count sync", L)
+        self._ew(b, pre + "permute", 2 * routed * m.hidden * elem, L, kind="permute")
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._linear(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L,
                      batch=local)
         self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * elem, L)
         self._linear(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local)
         self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
-        self._ew(b, pre + "unpermute", 2 * routed * m.hidden * elem, L)
+        self._ew(b, pre + "unpermute", 2 * routed * m.hidden * elem, L, kind="permute")
         if m.shared_experts:
-            shared_ffn = m.shared_experts * m.moe_ffn
+            shared_ffn = m.shared_experts * m.shared_width
             self._linear(b, pre + "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L)
             self._linear(b, pre + "shared fc2", sp_tokens, m.hidden, shared_ffn, L)
 
     def _layer_fwd(self, b, L, pre=""):
-        m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
-        h = m.hidden
-        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
-        self._ew(b, pre + "input norm", 2 * sp_tokens * h * elem, L, "norm")
-        if self.sp:
-            self._coll(b, pre + "attn all-gather", "ag", "tp", tokens * h * elem, L)
-        self._linear(b, pre + "qkv", tokens, q + 2 * kv, h, L, norm_fed=True)
+        """One layer's forward: attention and MLP (or MoE) sub-blocks, or, in a hybrid model,
+        the one its kind says (spec.ModelSpec.layer_kind: Mamba-2, attention, MoE or MLP)."""
+        kind = self.job.model.layer_kind(L)
+        if kind == "M":
+            self._mamba_fwd(b, L, pre)
+            return
+        if kind in ("T", "*"):
+            self._attn_block_fwd(b, L, pre)
+        if kind != "*":
+            self._mlp_block_fwd(b, L, pre)
+
+    def _norm_fwd(self, b, name, L):
+        self._ew(b, name, 2 * self.sp_tokens * self.job.model.hidden * self.elem, L, "norm")
+
+    def _residual(self, b, name, L):
+        m = self.job.model
+        self._ew(b, name, (3 * self.elem + (1 if m.gpt else 0)) * self.sp_tokens * m.hidden, L)
+
+    def _attn_block_fwd(self, b, L, pre):
+        m, tokens = self.job.model, self.tokens
+        self._norm_fwd(b, pre + "input norm", L)
+        gather = self._tp_gather(b, pre + "attn all-gather", L)
+        self._qkv_fwd(b, L, pre, gather)
+        if not m.gpt:
+            self._rope(b, L, pre)
         self._attention_fwd(b, L, pre)
-        self._linear(b, pre + "out proj", tokens, h, q, L)
+        self._linear(b, pre + "out proj", tokens, m.hidden, self.heads * m.v_dim, L)
         self._tp_out(b, pre + "attn", L)
-        self._ew(b, pre + "residual", (3 * elem + (1 if m.gpt else 0)) * sp_tokens * h, L)
-        self._ew(b, pre + "post-attn norm", 2 * sp_tokens * h * elem, L, "norm")
+        self._residual(b, pre + "residual", L)
+
+    def _mlp_block_fwd(self, b, L, pre):
+        m, elem, tokens = self.job.model, self.elem, self.tokens
+        h = m.hidden
+        self._norm_fwd(b, pre + ("post-attn norm" if m.layer_kind(L) == "T" else "input norm"), L)
         if m.is_moe(L):
             self._moe_fwd(b, L, pre)
         else:
-            if self.sp:
-                self._coll(b, pre + "mlp all-gather", "ag", "tp", tokens * h * elem, L)
-            self._linear(b, pre + "fc1", tokens, m.ffn / self.tp * (1 if m.gpt else 2), h, L,
-                         norm_fed=True)
+            gather = self._tp_gather(b, pre + "mlp all-gather", L)
             F = m.ffn / self.tp
-            self._ew(b, pre + ("gelu" if m.gpt else "swiglu"),
-                     (2 if m.gpt else 3) * tokens * F * elem, L)
+            self._linear(b, pre + "fc1", tokens, F * (m.mats - 1), h, L, norm_fed=True,
+                         gather=gather)
+            self._ew(b, pre + ACTIVATION_NAME[m.activation], m.mats * tokens * F * elem, L,
+                     kind=m.activation)
             self._linear(b, pre + "fc2", tokens, h, F, L)
             self._tp_out(b, pre + "mlp", L)
-        self._ew(b, pre + "residual", (3 * elem + (1 if m.gpt else 0)) * sp_tokens * h, L)
+        self._residual(b, pre + "residual", L)
 
-    def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True):
+    def _mamba_dims(self):
+        """Per rank: (d_inner, heads, groups, in_proj width, conv channels) of a Mamba-2 layer
+        (Dao and Gu 2024, "Transformers are SSMs", section 7: the in-projection makes z, x, B, C
+        and dt; a depthwise convolution runs over x, B and C); TP shards heads and groups."""
+        m, tp = self.job.model, self.tp
+        d_inner = m.mamba_inner / tp
+        heads = max(1.0, m.mamba_heads / tp)
+        groups = max(1.0, m.mamba_groups / tp)
+        conv = d_inner + 2 * groups * m.mamba_state
+        return d_inner, heads, groups, 2 * d_inner + 2 * groups * m.mamba_state + heads, conv
+
+    def _ssd_flops(self, backward: bool) -> float:
+        """The chunked state-space scan (SSD, Dao and Gu 2024, section 6) of a rank's tokens:
+        per token and head, the intra-chunk products over the chunk (Q x (N + P) multiply-adds
+        per head and group) and the state updates and reads (2 N P)."""
+        m = self.job.model
+        d_inner, heads, groups, _, _ = self._mamba_dims()
+        Q, N, P = m.mamba_chunk, m.mamba_state, m.mamba_head
+        per_token = 2 * (heads * (Q * P + 2 * N * P) + groups * Q * N)
+        return self.tokens * per_token * (2.0 if backward else 1.0)
+
+    def _mamba_fwd(self, b, L, pre):
+        m, elem, tokens = self.job.model, self.elem, self.tokens
+        d_inner, heads, groups, width, conv = self._mamba_dims()
+        self._norm_fwd(b, pre + "input norm", L)
+        gather = self._tp_gather(b, pre + "mamba all-gather", L)
+        self._linear(b, pre + "mamba in proj", tokens, width, m.hidden, L, norm_fed=True,
+                     gather=gather)
+        self._ew(b, pre + "mamba conv1d", 2 * tokens * conv * elem, L)
+        flops = self._ssd_flops(False)
+        nb = elem * tokens * (conv + d_inner + heads)
+        b.add(Op(pre + "ssd scan", "attention", "compute",
+                 self.c.flash("ssd_fwd", flops, nb, False, m.mamba_head, m.mamba_chunk),
+                 flops, nb, "", L))
+        self._ew(b, pre + "mamba gated norm", 3 * tokens * d_inner * elem, L, "norm")
+        self._linear(b, pre + "mamba out proj", tokens, m.hidden, d_inner, L)
+        self._tp_out(b, pre + "mamba", L)
+        self._residual(b, pre + "residual", L)
+
+    def _mamba_bwd(self, b, L):
+        m, elem, tokens = self.job.model, self.elem, self.tokens
+        d_inner, heads, groups, width, conv = self._mamba_dims()
+        self._residual(b, "residual bwd", L)
+        gg = self._row_grad_gather(b, "mamba grad all-gather", L)
+        self._linear_bwd(b, "mamba out proj", tokens, m.hidden, d_inner, L, column=False,
+                         grad_gather=gg)
+        self._ew(b, "mamba gated norm bwd", 5 * tokens * d_inner * elem, L, "norm")
+        flops = self._ssd_flops(True)
+        nb = 2 * elem * tokens * (conv + d_inner + heads)
+        b.add(Op("ssd scan bwd", "attention", "compute",
+                 self.c.flash("ssd_bwd", flops, nb, True, m.mamba_head, m.mamba_chunk),
+                 flops, nb, "", L))
+        self._ew(b, "mamba conv1d bwd", 3 * tokens * conv * elem, L)
+        self._linear_bwd(b, "mamba in proj", tokens, width, m.hidden, L, column=True)
+        self._ew(b, "input norm bwd", 3 * self.sp_tokens * m.hidden * elem, L, "norm")
+
+    def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True,
+                    grad_gather=None):
         """Backward of y[m,n] = x[m,k] w[k,n]: dgrad and wgrad; for a column-parallel layer the
         input-gradient reduction (and, with SP, the input re-gather) overlap the GEMMs
-        (`tp_overlap = backward`, Megatron-LM's asynchronous TP all-reduce), or follow them
-        on the critical path (`tp_overlap = none`: the reduction of the autograd function that
-        copies the input to the TP region, after the layer's whole backward). A transformer
-        layer's linear layer (`layer_linear`) of an fp8 job casts its output gradient to fp8
-        with its transpose and runs both GEMMs in fp8 (Transformer Engine's default recipe:
-        fp8 data and weight gradients); the logits layer stays in bf16."""
+        (`tp_overlap = backward` or `full`: Megatron-LM's asynchronous TP all-reduce), or follow
+        them on the critical path (`tp_overlap = none`: the reduction of the autograd function
+        that copies the input to the TP region, after the layer's whole backward). A transformer
+        layer's linear layer (`layer_linear`) of a quantised job casts its output gradient with
+        its transpose (the recipe's unfused cast) and runs both GEMMs quantised (Transformer
+        Engine's default recipes: quantised data and weight gradients); the logits layer stays
+        in bf16. `grad_gather`: the all-gather of its output gradient that `tp_overlap = full`
+        splits with its data-gradient GEMM."""
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
         tp = column and self.tp > 1
         fp8 = self.fp8 and layer_linear
         if fp8:
-            self._ew(b, name + " grad fp8 cast", FP8_CAST_BYTES * m_ * n, L)
+            self._ew(b, name + " grad quantise", self.cast[1] * m_ * n, L)
         if tp and self.job.tp_overlap == "none":
             kind = ("rs", " grad reduce-scatter") if self.sp else ("ar", " grad all-reduce")
             if self.sp:
@@ -243,7 +468,10 @@ class Lowering(ParamsMixin):
             gather = self._coll(b, name + " input all-gather", "ag", "tp", tokens * h * elem, L,
                                 chain=False)
             b.pending.remove(gather)
-        self._gemm(b, name + " dgrad", m_, k, n, L, join=False, fp8=fp8)
+        d = self._gemm(b, name + " dgrad", m_, k, n, L, join=False, fp8=fp8)
+        if grad_gather is not None:
+            self._overlap(b, grad_gather, d)
+            b.pending.append(grad_gather)
         red = None
         if tp:
             red = self._coll(b, name + (" grad reduce-scatter" if self.sp else " grad all-reduce"),
@@ -254,38 +482,72 @@ class Lowering(ParamsMixin):
             overlapped = sum(b.ops[i].dur for i in (gather, red) if i is not None)
             b.ops[w].dur += self.c.cal.interfere * overlapped
 
+    def _row_grad_gather(self, b, name, L):
+        """With SP, the all-gather of a row-parallel layer's output gradient before its
+        backward: blocking, or overlapped with its data-gradient GEMM (`tp_overlap = full`)."""
+        if not self.sp:
+            return None
+        op = self._coll(b, name, "ag", "tp", self.tokens * self.job.model.hidden * self.elem, L,
+                        chain=not self.tp_full)
+        if op is None or not self.tp_full:
+            return None
+        b.pending.remove(op)          # joined after the GEMM it overlaps (_linear_bwd)
+        return op
+
     def _layer_bwd(self, b, L):
         m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
         h = m.hidden
-        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
-        mask = 1 if m.gpt else 0
+        kind = m.layer_kind(L)
         rec = self.job.recompute
         mark = len(b.ops)
         if rec == "full":
             self._layer_fwd(b, L, pre="recompute ")
-        elif rec == "selective" and self.job.attention == "unfused":
+        elif rec == "selective" and self.job.attention == "unfused" and kind in ("T", "*"):
             self._attention_fwd(b, L, pre="recompute ")
+        elif rec == "selective":       # operator-level: the norms and the activation function
+            for name in ("input norm", "post-attn norm")[:2 if kind == "T" else 1]:
+                self._norm_fwd(b, "recompute " + name, L)
+            if kind in ("T", "-") and not m.is_moe(L):
+                self._ew(b, "recompute activation", m.mats * tokens * (m.ffn / self.tp) * elem,
+                         L)
         for op in b.ops[mark:]:
             if op.stream == "compute":
-                op.cat = "recompute"
-        self._ew(b, "residual bwd", (3 * elem + mask) * sp_tokens * h, L)
+                op.cat = "recompute" if op.cat != "overhead" else op.cat
+        if kind == "M":
+            self._mamba_bwd(b, L)
+            return
+        if kind != "*":
+            self._mlp_block_bwd(b, L)
+        if kind in ("T", "*"):
+            self._attn_block_bwd(b, L)
+
+    def _mlp_block_bwd(self, b, L):
+        m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
+        h = m.hidden
+        self._residual(b, "residual bwd", L)
         if m.is_moe(L):
             self._moe_bwd(b, L)
         else:
             F = m.ffn / self.tp
-            if self.sp:
-                self._coll(b, "mlp grad all-gather", "ag", "tp", tokens * h * elem, L)
-            self._linear_bwd(b, "fc2", tokens, h, F, L, column=False)
-            self._ew(b, ("gelu" if m.gpt else "swiglu") + " bwd",
-                     (3 if m.gpt else 5) * tokens * F * elem, L)
-            self._linear_bwd(b, "fc1", tokens, F * (1 if m.gpt else 2), h, L, column=True)
-        self._ew(b, "post-attn norm bwd", 3 * sp_tokens * h * elem, L, "norm")
-        self._ew(b, "residual bwd", (3 * elem + mask) * sp_tokens * h, L)
-        if self.sp:
-            self._coll(b, "attn grad all-gather", "ag", "tp", tokens * h * elem, L)
-        self._linear_bwd(b, "out proj", tokens, h, q, L, column=False)
+            gg = self._row_grad_gather(b, "mlp grad all-gather", L)
+            self._linear_bwd(b, "fc2", tokens, h, F, L, column=False, grad_gather=gg)
+            self._ew(b, ACTIVATION_NAME[m.activation] + " bwd", (m.mats + 2) * tokens * F * elem,
+                     L, kind=m.activation)
+            self._linear_bwd(b, "fc1", tokens, F * (m.mats - 1), h, L, column=True)
+        self._ew(b, ("post-attn norm bwd" if m.layer_kind(L) == "T" else "input norm bwd"),
+                 3 * sp_tokens * h * elem, L, "norm")
+
+    def _attn_block_bwd(self, b, L):
+        m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
+        h = m.hidden
+        self._residual(b, "residual bwd", L)
+        gg = self._row_grad_gather(b, "attn grad all-gather", L)
+        self._linear_bwd(b, "out proj", tokens, h, self.heads * m.v_dim, L, column=False,
+                         grad_gather=gg)
         self._attention_bwd(b, L)
-        self._linear_bwd(b, "qkv", tokens, q + 2 * kv, h, L, column=True)
+        if not m.gpt:
+            self._rope(b, L, "", backward=True)
+        self._qkv_bwd(b, L)
         self._ew(b, "input norm bwd", 3 * sp_tokens * h * elem, L, "norm")
 
     def _attention_bwd(self, b, L):
@@ -293,46 +555,44 @@ class Lowering(ParamsMixin):
         rows = s / self.cp
         if self.job.attention == "unfused":
             S, nb = bsz * self.heads * rows * s, bsz * self.heads
-            d = self.head_dim
-            self._gemm(b, "attn context dgrad", rows, s, d, L, batch=nb, cat="attention")
-            self._gemm(b, "attn context wgrad", s, d, rows, L, batch=nb, cat="attention")
+            dq, dv = m.qk_dim, m.v_dim
+            self._gemm(b, "attn context dgrad", rows, s, dv, L, batch=nb, cat="attention")
+            self._gemm(b, "attn context wgrad", s, dv, rows, L, batch=nb, cat="attention")
             if m.gpt:
                 self._ew(b, "attn dropout bwd", (2 * elem + 1) * S, L)
             self._ew(b, "softmax bwd", 3 * S * elem, L)
-            self._gemm(b, "attn scores dgrad", rows, d, s, L, batch=nb, cat="attention")
-            self._gemm(b, "attn scores wgrad", s, d, rows, L, batch=nb, cat="attention")
+            self._gemm(b, "attn scores dgrad", rows, dq, s, L, batch=nb, cat="attention")
+            self._gemm(b, "attn scores wgrad", s, dq, rows, L, batch=nb, cat="attention")
             return
         if self.cp > 1:
-            kv = 4 * bsz * rows * self.kv_heads * self.head_dim * elem
+            kv = 2 * bsz * rows * self.kv_heads * (m.qk_dim + m.v_dim) * elem
             ring = (self.cp - 1) * comm.p2p(self.net, self.groups["cp"], kv)
             b.add(Op("cp ring bwd", "comm", "cp", ring,
                      0.0, kv * (self.cp - 1), "cp", L), chain=False)
-        flops = 2.5 * 4 * bsz * self.heads * rows * s * self.head_dim * 0.5
-        nb = 2 * elem * self.tokens * (2 * self.heads + 2 * self.kv_heads) * self.head_dim
-        b.add(Op("flash attention bwd", "attention", "compute",
-                 self.c.flash("flash_bwd", flops, nb, True, self.head_dim), flops, nb, "", L))
+        self._flash(b, "flash attention bwd", L, backward=True)
 
     def _moe_bwd(self, b, L):
         m, elem = self.job.model, self.elem
         sp_tokens = self.tokens / self.tp
-        routed, local, mats = sp_tokens * m.top_k, max(1, m.experts // self.ep), (1 if m.gpt else 2)
+        routed, local, mats = sp_tokens * m.top_k, max(1, m.experts // self.ep), m.mats - 1
         if m.shared_experts:
-            shared_ffn = m.shared_experts * m.moe_ffn
+            shared_ffn = m.shared_experts * m.shared_width
             self._linear_bwd(b, "shared fc2", sp_tokens, m.hidden, shared_ffn, L, column=False)
             self._linear_bwd(b, "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L,
                              column=False)
-        self._ew(b, "unpermute bwd", 2 * routed * m.hidden * elem, L)
+        self._moe_sync(b, "moe token-count sync bwd", L)
+        self._ew(b, "unpermute bwd", 2 * routed * m.hidden * elem, L, kind="permute")
         self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         for name, mm, n, k in (("expert fc2", routed / local, m.hidden, m.moe_ffn),
                                ("expert fc1", routed / local, m.moe_ffn * mats, m.hidden)):
             if self.fp8:
-                self._ew(b, name + " grad fp8 cast", FP8_CAST_BYTES * mm * n * local, L)
+                self._ew(b, name + " grad quantise", self.cast[1] * mm * n * local, L)
             self._gemm(b, name + " dgrad", mm, k, n, L, batch=local, fp8=self.fp8)
             self._gemm(b, name + " wgrad", k, n, mm, L, batch=local, fp8=self.fp8)
             if name == "expert fc2":
                 self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * elem, L)
         self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
-        self._ew(b, "permute bwd", 2 * routed * m.hidden * elem, L)
+        self._ew(b, "permute bwd", 2 * routed * m.hidden * elem, L, kind="permute")
         self._gemm(b, "router dgrad", sp_tokens, m.hidden, m.experts, L)
 
     # ---- embedding and head --------------------------------------------------------------------
@@ -370,7 +630,7 @@ class Lowering(ParamsMixin):
         par = self.job.parallel
         embed = stage == 0 and chunk == 0
         head = stage == par.pp - 1 and chunk == par.v - 1
-        kinds = tuple(self.job.model.is_moe(L) for L in range(first, first + n))
+        kinds = tuple(self.job.model.shape_key(L) for L in range(first, first + n))
         key = (phase, kinds, embed, head)
         hit = self._cache.get(key)
         if hit is not None:
@@ -411,7 +671,7 @@ class Lowering(ParamsMixin):
         for op in b.ops:          # layers counted from the chunk's first: templates are shared
             if op.layer >= 0:
                 op.layer -= first
-        tpl = Template(b.ops)
+        tpl = Template(b.ops, self.host_op_s)
         self._cache[key] = tpl
         return tpl
 

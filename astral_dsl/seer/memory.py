@@ -35,6 +35,13 @@
 - Reserved: RESERVED for the CUDA context, cuBLAS workspaces, NCCL's buffers and the caching
   allocator's fragmentation (an assumption, not fitted).
 
+Two peaks, which do not coincide: the forward/backward peak (the resident states, the
+activations in flight, the logits, the quantised weight copies) and the optimizer step's (the
+resident states and the fp32 gradient copy of 16-bit gradients the step works on: with the
+distributed optimizer Megatron-Core casts each rank's bf16 gradient shard to fp32 for the step,
+megatron/core/optimizer/distrib_optimizer.py, `_copy_model_grads_to_main_grads`); the estimate
+is the larger (`total`, `peak_phase`).
+
 The uncertainty is stated, not hidden: the model states are exact for the framework; the
 activations may be off by ACTIVATION_TOLERANCE (tensors the per-tensor count omits: RNG
 states, workspaces, the allocator's rounding of blocks) and the reserved part by
@@ -70,13 +77,37 @@ class MemoryEstimate:
     fp8_weights: float = 0.0   # Transformer Engine's fp8 copies of the linear weights
 
     @property
+    def resident(self) -> float:
+        """What is held through the whole iteration: weights, gradient buffers, optimizer
+        states and the reserved memory."""
+        return self.weights + self.gradients + self.optimizer + self.reserved
+
+    @property
+    def activation_peak(self) -> float:
+        """The forward/backward peak: the resident states, the activations in flight, the
+        logits and the quantised weight copies (module docstring)."""
+        return self.resident + self.fp8_weights + self.activations + self.logits
+
+    @property
+    def step_peak(self) -> float:
+        """The optimizer step's peak: the resident states and the fp32 copy of 16-bit
+        gradients the step works on; the activations are freed by then."""
+        return self.resident + self.master_grads
+
+    @property
+    def peak_phase(self) -> str:
+        return "forward/backward" if self.activation_peak >= self.step_peak else "optimizer step"
+
+    @property
     def total(self) -> float:
-        return (self.weights + self.fp8_weights + self.gradients + self.optimizer
-                + self.master_grads + self.activations + self.logits + self.reserved)
+        """The peak: the larger of the two phases' (they do not coincide)."""
+        return max(self.activation_peak, self.step_peak)
 
     @property
     def uncertainty(self) -> float:
         """Bytes either way (module docstring)."""
+        if self.activation_peak < self.step_peak:
+            return RESERVED_TOLERANCE
         return ACTIVATION_TOLERANCE * (self.activations + self.logits) + RESERVED_TOLERANCE
 
     @property
@@ -111,30 +142,49 @@ def state_bytes_per_param(job: JobSpec) -> Tuple[float, float, float, float]:
 def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     """Bytes one rank keeps for one layer and one micro-batch (module docstring)."""
     m, par, elem = job.model, job.parallel, job.bytes
-    lin = 1 if job.fp8 else elem             # a linear layer's saved input (fp8: TE keeps it in fp8)
+    lin = job.quant_bytes if job.fp8 else elem   # a linear layer's saved input (TE keeps it quantised)
     t, tokens = par.tp, job.micro * job.seq / par.cp
-    h, q, kv = m.hidden, m.heads * m.head_dim, m.kv_dim
+    h, q, kv = m.hidden, m.q_width, m.kv_heads * m.qk_dim + m.kv_heads * m.v_dim
     sp = par.sp and t > 1
     if job.recompute == "full":
         return tokens * h * elem / (t if sp else 1)
+    kind = m.layer_kind(layer)
+    if kind == "M":       # Mamba-2: its norm input, in-projection input and output, the
+        #                   convolution's output, the scan's output and state inputs, the gated
+        #                   norm's input and the out-projection's input (Dao and Gu 2024)
+        d = m.mamba_inner / t
+        groups = max(1.0, m.mamba_groups / t)
+        width = 2 * d + 2 * groups * m.mamba_state + m.mamba_heads / t
+        conv = d + 2 * groups * m.mamba_state
+        per = elem * h / (t if sp else 1) + lin * h + elem * (width + conv + 2 * d) + lin * d
+        return tokens * per
     mask = 1 if m.gpt else 0                 # dropout masks: one byte per element
+    # selective recomputation with fused attention (no score matrix to drop): the cheap
+    # operators are recomputed, as PyTorch's operator-level selective checkpointing does
+    # (torchtitan's "selective op"): the norms' outputs (the QKV and fc1 inputs) and the
+    # activation function's output (the fc2 input) are not kept
+    op_sac = job.recompute == "selective" and job.attention != "unfused"
     # outside the TP regions: two norm inputs, two dropout masks, the QKV and fc1 inputs
-    replicated = 2 * elem * h + 2 * mask * h + 2 * lin * h
-    mats = 1 if m.gpt else 2
+    replicated = 2 * elem * h + 2 * mask * h + (0 if op_sac else 2 * lin * h)
+    mats = m.mats - 1
     if m.is_moe(layer):
         # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output
         routed = m.top_k * m.moe_ffn * (mats * elem + lin) + m.top_k * h * (lin + elem)
-        shared = m.shared_experts * m.moe_ffn * (mats * elem + lin)
+        shared = m.shared_experts * m.shared_width * (mats * elem + lin)
         mlp_tp, mlp_local = 0.0, (routed + shared) / max(1, par.ep)
     else:                                     # fc1 output(s) and the fc2 input
-        mlp_tp, mlp_local = m.ffn * (mats * elem + lin), 0.0
-    attn_tp = elem * (q + 2 * kv) + lin * q   # Q, K, V and the context (out-proj input)
+        mlp_tp, mlp_local = m.ffn * (mats * elem + (0 if op_sac else lin)), 0.0
+    attn_tp = elem * (q + kv) + lin * m.context_width   # Q, K, V and the context
     scores = 0.0
     if job.attention == "unfused":
         if job.recompute != "selective":      # softmax output, its dropout mask and output
             scores = (2 * elem + mask) * m.heads * job.seq / par.cp
     else:
         attn_tp += 4 * m.heads                # fused attention: fp32 log-sum-exp per head
+    if kind == "*":             # attention only: one norm, no MLP
+        replicated, mlp_tp, mlp_local = replicated / 2, 0.0, 0.0
+    elif kind in ("E", "-"):    # MLP only: one norm, no attention
+        replicated, attn_tp, scores = replicated / 2, 0.0, 0.0
     per_token = replicated / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t + mlp_local
     return tokens * per_token
 
@@ -188,7 +238,10 @@ def stage_estimate(job: JobSpec, stage_params, i: int) -> MemoryEstimate:
         logits = job.micro * job.seq / par.cp * job.model.vocab / par.tp * (job.bytes + 4)
     fp8_copies = 0.0
     if job.fp8:
-        fp8_copies = FP8_COPY_BYTES * sum(layer_linear_params(job, L) for first, count in chunks
-                                          for L in range(first, first + count))
+        linear = [layer_linear_params(job, L) for first, count in chunks
+                  for L in range(first, first + count)]
+        if par.zero >= 3 and par.dp * par.cp > 1:      # gathered a layer at a time
+            linear = sorted(linear)[-2:]
+        fp8_copies = FP8_COPY_BYTES * sum(linear)
     return MemoryEstimate(i, weights, params * g_b, params * o_b, acts, logits, RESERVED,
                           params * master_b, fp8_copies)

@@ -12,12 +12,16 @@ def layer_linear_params(job, L: int) -> float:
     """Parameters of layer L's linear layers (QKV, out-projection, MLP or experts) held by one
     rank: the weights of the GEMMs that run in fp8 with Transformer Engine."""
     m, par = job.model, job.parallel
-    h, q, kv = m.hidden, m.heads * m.head_dim, m.kv_dim
-    mats = 2 if m.gpt else 3
-    attn = (h * (q + 2 * kv) + q * h) / par.tp
+    h, mats = m.hidden, m.mats
+    kind = m.layer_kind(L)
+    if kind == "M":
+        return m.mamba_params() / par.tp
+    attn = m.attention_params() / par.tp if kind in ("T", "*") else 0.0
+    if kind == "*":
+        return attn
     if m.is_moe(L):
         mlp = m.experts * mats * h * m.moe_ffn / par.ep
-        mlp += m.shared_experts * mats * h * m.moe_ffn / par.tp
+        mlp += m.shared_experts * mats * h * m.shared_width / par.tp
     else:
         mlp = mats * h * m.ffn / par.tp
     return attn + mlp
@@ -28,7 +32,8 @@ def layer_params(job, L: int) -> float:
     (4 h)."""
     m = job.model
     router = m.hidden * m.experts if m.is_moe(L) else 0.0
-    return layer_linear_params(job, L) + router + 4 * m.hidden
+    norms = 4 * m.hidden if m.layer_kind(L) == "T" else 2 * m.hidden
+    return layer_linear_params(job, L) + router + norms
 
 
 class ParamsMixin:
@@ -69,7 +74,7 @@ class ParamsMixin:
         if self.job.parallel.zero >= 1:
             params /= self.groups["dp"].n
         nbytes = 38.0 * params
-        if self.job.fp8:     # the next iteration's fp8 weight casts (module docstring)
+        if self.job.fp8:     # the next iteration's weight casts (module docstring)
             nbytes += FP8_WEIGHT_CAST_BYTES * sum(
                 layer_linear_params(self.job, L) for first, n in self.chunks[stage]
                 for L in range(first, first + n))

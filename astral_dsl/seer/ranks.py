@@ -4,8 +4,10 @@ Megatron-Core numbers ranks in a mixed radix over the parallel dimensions, faste
 the job's `order` (default "tp-cp-ep-dp-pp", parallel_state.RankGenerator): with the default,
 rank = tp_i + tp (cp_i + cp (dp_i + dp pp_i)). Dense groups (TP, CP, DP, the DP x CP gradient
 group, PP) come from that numbering with EP left out; expert groups from a second numbering of
-the same order with CP left out and the data-parallel ranks split into EP x (DP x CP / EP)
-(Megatron-Core's expert rank generator, expert TP = TP). Ranks fill hosts in order: ranks
+the same order whose tensor-, context- and data-parallel ranks are split into EP x (TP x DP x
+CP / EP) (Megatron-Core's expert rank generator with expert tensor parallelism 1, as the
+published MoE recipes run: each rank's experts process its sequence-parallel share of the
+tokens whole). Ranks fill hosts in order: ranks
 g k .. g k + g - 1 are the GPUs of host k (g GPUs per host).
 
     order = RankOrder(parallel)
@@ -38,9 +40,9 @@ class RankOrder:
         known = ("tp", "cp", "ep", "dp", "pp")
         named = tuple(d for d in par.order if d in known)
         self.order = named + tuple(d for d in known if d not in named)   # size-1 ones, last
-        if experts:      # expert numbering: CP folded into the data-parallel ranks
+        if experts:      # expert numbering: TP and CP folded into the expert ranks
             ep = max(1, par.ep)
-            sizes = {"tp": par.tp, "cp": 1, "ep": ep, "dp": max(1, par.dp * par.cp // ep),
+            sizes = {"tp": 1, "cp": 1, "ep": ep, "dp": max(1, par.tp * par.dp * par.cp // ep),
                      "pp": par.pp}
         else:
             sizes = {"tp": par.tp, "cp": par.cp, "ep": 1, "dp": par.dp, "pp": par.pp}

@@ -1,7 +1,8 @@
 """The rule for runtime parameters a job does not state (docs/seer.md, "The rule").
 
-The micro-batch (when `batch.micro` is absent) and the number of virtual stages (when
-`schedule = interleaved` without `virtual_stages`) are those of a tuned run, which is what
+The micro-batch (when `batch.micro` is absent), the number of virtual stages (when
+`schedule = interleaved` without `virtual_stages`) and the activation recomputation (when
+`recompute = auto`: none, selective with unfused attention, or full) are those of a tuned run, which is what
 published runs are: the combination with the shortest forecast iteration among those that fit
 in memory with margin (estimate + its uncertainty within the GPU's memory); failing that, among
 those whose estimate fits; failing that, the one that needs the least memory.
@@ -47,6 +48,9 @@ def candidates(job: JobSpec) -> List[JobSpec]:
         vs = virtual_stage_options(per_stage) if par.pp > 1 else [1]
     else:
         vs = [par.v or 1]
+    recs = [job.recompute]
+    if job.recompute == "auto":
+        recs = ["none", "selective", "full"] if job.attention == "unfused" else ["none", "full"]
     out = []
     for b in sorted(micros):
         m = job.global_batch // (b * par.dp)
@@ -56,7 +60,8 @@ def candidates(job: JobSpec) -> List[JobSpec]:
             if len(micros) * len(vs) > 1 and (budget.blocks(par.pp, v, m) > budget.MAX_BLOCKS
                                               or b * job.seq > budget.MAX_TOKENS):
                 continue
-            out.append(job.with_(micro=b, parallel=replace(par, v=v)))
+            for rec in recs:
+                out.append(job.with_(micro=b, parallel=replace(par, v=v), recompute=rec))
     return out
 
 
@@ -91,7 +96,7 @@ def choose(job: JobSpec, gpu, net, costs, simulate: Callable[[Candidate], object
         return simulate(min(cands, key=lambda c: (c.memory.total, c.job.micro)))
     for c in pool:
         c.bound = lower_bound(c.lowering)
-    pool.sort(key=lambda c: (c.bound, c.job.micro, c.job.parallel.v))
+    pool.sort(key=lambda c: (c.bound, c.job.micro, c.job.parallel.v, c.job.recompute))
     best: Optional[Tuple[float, object]] = None
     for c in pool:
         if best is not None and c.bound >= best[0]:

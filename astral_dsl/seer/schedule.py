@@ -377,9 +377,12 @@ def _gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
             n = max(1, low.chunks[i][c][1])
             gates[c] = (done[ks[0]], done[ks[-1]], low.template(i, c, "F").duration / n)
     first_forward = {}              # chunk -> position of its first forward in the stage's order
-    for k, (ph, c, _) in enumerate(run.order):
-        if ph == "F" and c not in first_forward:
-            first_forward[c] = k
+    vm, m = run.v * run.m, run.m
+    for k, x in enumerate(run.codes):
+        if x < vm and x // m not in first_forward:
+            first_forward[x // m] = k
+            if len(first_forward) == run.v:
+                break
     return {first_forward[c]: gate for c, gate in gates.items()}
 
 

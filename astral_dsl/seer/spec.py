@@ -4,15 +4,24 @@ tests and benchmarks may build them directly."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 import math
 from typing import List, Optional, Tuple
 
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
-# fp8 training (Transformer Engine, Megatron-LM's --fp8-format) runs on a bf16 base: weights,
-# activations and communication stay 16-bit; only the linear layers' GEMMs (and the inputs they
-# save for the backward) are fp8 (seer/lower.py, seer/memory.py)
-BASE_DTYPE = {"fp8": "bf16"}
+# Low-precision training (Transformer Engine, torchao) runs on a bf16 base: weights, activations
+# and communication stay 16-bit; only the linear layers' GEMMs (and the inputs they save for the
+# backward) are quantised (seer/lower.py, seer/memory.py): fp8 with per-tensor scales (delayed or
+# current scaling) or with row / 128-block scales, MXFP8 (fp8 E4M3 with a shared exponent per
+# 32 elements) and NVFP4 (fp4 E2M1 with an fp8 scale per 16 elements), the block-scaled formats
+# of Blackwell's tensor cores (Transformer Engine's MXFP8BlockScaling, NVFP4BlockScaling).
+QUANTISED = ("fp8", "mxfp8", "nvfp4")
+BASE_DTYPE = {q: "bf16" for q in QUANTISED}
+# bytes per element of a quantised operand, scales included (MXFP8: one 8-bit scale per 32
+# elements; NVFP4: one fp8 scale per 16 elements, 4-bit data)
+QUANT_BYTES = {"fp8": 1.0, "mxfp8": 1.0 + 1 / 32, "nvfp4": 0.5 + 1 / 16}
+FP8_RECIPES = ("delayed", "current", "rowwise", "blockwise")
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 # a model that states no vocabulary or sequence length (W752: docs/seer.md, "Defaults")
 DEFAULT_VOCAB = 32000        # Llama 2's SentencePiece vocabulary (Touvron et al. 2023)
@@ -30,50 +39,185 @@ class ModelSpec:
     ffn: int
     vocab: int
     seq: int
-    activation: str = "gelu"          # gelu (2 matrices, biases, dropout) | swiglu (3, none)
+    activation: str = "gelu"          # gelu (2 matrices, biases, dropout) | swiglu (3) | relu2 (2)
     experts: int = 0
     top_k: int = 1
     shared_experts: int = 0
     moe_ffn: int = 0
     dense_layers: int = 0
     params: Optional[float] = None
+    head_size: int = 0                # a head's width when it is not hidden / heads (Qwen3: 128)
+    kv_lora: int = 0                  # multi-head latent attention (DeepSeek-V2/V3): the key/value
+    q_lora: int = 0                   # and query latent ranks, the rotary part of each query/key
+    rope_dim: int = 0                 # head and the value head width (0: as the head)
+    v_head: int = 0
+    window: int = 0                   # sliding-window attention: tokens each query sees ...
+    window_share: float = 0.0         # ... in this share of the layers (GPT-OSS: 128, 50 %)
+    shared_ffn: int = 0               # a shared expert's FFN width (0: moe_ffn)
+    # a hybrid model (Nemotron-H): Mamba-2 layers, attention-only layers, and the rest MLP (or
+    # MoE) layers, in `pattern`'s order (Megatron's hybrid_override_pattern: M, *, - or E per
+    # layer) or evenly interleaved; and the Mamba-2 layers' dimensions
+    mamba_layers: int = 0
+    attention_layers: int = 0
+    pattern: str = ""
+    mamba_state: int = 128
+    mamba_head: int = 64
+    mamba_groups: int = 8
+    mamba_expand: float = 2.0
+    mamba_chunk: int = 256
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.head_size or self.hidden // self.heads
+
+    @property
+    def mla(self) -> bool:
+        return self.kv_lora > 0
+
+    @property
+    def qk_dim(self) -> int:
+        """Width of one query / key head: with MLA its non-rotary and rotary parts."""
+        return self.head_dim + (self.rope_dim if self.mla else 0)
+
+    @property
+    def v_dim(self) -> int:
+        return (self.v_head or self.head_dim) if self.mla else self.head_dim
 
     @property
     def kv_dim(self) -> int:
         return self.kv_heads * self.head_dim
 
     @property
+    def q_width(self) -> int:
+        """Query width: heads x query head."""
+        return self.heads * self.qk_dim
+
+    @property
+    def context_width(self) -> int:
+        """The attention output (the out-projection's input): heads x value head."""
+        return self.heads * self.v_dim
+
+    @property
     def gpt(self) -> bool:
         """GPT-style blocks (biases, dropout, GeLU, tied embeddings) vs Llama-style."""
         return self.activation == "gelu"
 
+    @property
+    def mats(self) -> int:
+        """Weight matrices of an MLP: 3 for a gated unit (SwiGLU), else 2."""
+        return 3 if self.activation == "swiglu" else 2
+
+    @property
+    def shared_width(self) -> int:
+        return self.shared_ffn or self.moe_ffn
+
+    def attention_params(self) -> float:
+        """Weights of one attention block: QKV and the out-projection, or MLA's down- and
+        up-projections (DeepSeek-V3 technical report, section 2.1.1)."""
+        h = self.hidden
+        if not self.mla:
+            return h * (self.q_width + 2 * self.kv_dim) + self.context_width * h
+        q = h * self.q_lora + self.q_lora * self.q_width if self.q_lora else h * self.q_width
+        kv = h * (self.kv_lora + self.rope_dim) + self.kv_lora * self.heads * (
+            self.head_dim + self.v_dim)
+        return q + kv + self.context_width * h
+
+    def attended(self, seq: int) -> float:
+        """Keys each query attends to on average over the layers, causal masking aside: the
+        sequence, or the window in the windowed share of the layers."""
+        if self.window and self.window < seq:
+            return self.window_share * self.window + (1 - self.window_share) * seq
+        return float(seq)
+
+    @property
+    def hybrid(self) -> bool:
+        return bool(self.pattern) or self.mamba_layers > 0
+
+    @property
+    def mamba_inner(self) -> float:
+        return self.mamba_expand * self.hidden
+
+    @property
+    def mamba_heads(self) -> float:
+        return self.mamba_inner / self.mamba_head
+
+    def layer_kind(self, layer: int) -> str:
+        """T: a transformer layer (attention, then MLP or MoE); in a hybrid model M (Mamba-2),
+        * (attention), E (MoE) or - (MLP)."""
+        if not self.hybrid:
+            return "T"
+        return hybrid_pattern(self)[layer] if 0 <= layer < self.layers else "-"
+
     def is_moe(self, layer: int) -> bool:
+        if self.hybrid:
+            return self.layer_kind(layer) == "E"
         return self.experts > 0 and layer >= self.dense_layers
+
+    def shape_key(self, layer: int) -> Tuple[str, bool]:
+        return self.layer_kind(layer), self.is_moe(layer)
 
     def kinds(self, first: int, n: int) -> Tuple[Tuple[int, int], ...]:
         """The layers first .. first + n - 1 as (a layer, how many are like it): a layer's
-        shape depends only on whether it is a mixture-of-experts layer (the first
-        `dense_layers` are dense), so a per-layer sum over a stage costs two terms, not one per
-        layer (a 5,040-layer model, hundreds of rule candidates)."""
+        shape depends only on its kind and whether it is a mixture-of-experts layer (the first
+        `dense_layers` are dense), so a per-layer sum over a stage costs a few terms, not one
+        per layer (a 5,040-layer model, hundreds of rule candidates)."""
+        if self.hybrid:
+            found: dict = {}
+            for L in range(first, first + n):
+                key = self.shape_key(L)
+                if key in found:
+                    found[key][1] += 1
+                else:
+                    found[key] = [L, 1]
+            return tuple((L, c) for L, c in found.values())
         if not self.experts:
             return ((first, n),) if n > 0 else ()
         split = min(max(self.dense_layers, first), first + n)      # its first MoE layer
         return tuple((L, c) for L, c in ((first, split - first), (split, first + n - split))
                      if c > 0)
 
+    def mamba_params(self) -> float:
+        """Weights of one Mamba-2 layer: in- and out-projections, the convolution, A, D, dt bias
+        and the gated norm (Dao and Gu 2024)."""
+        h, d = self.hidden, self.mamba_inner
+        g, n, heads = self.mamba_groups, self.mamba_state, self.mamba_heads
+        in_proj = h * (2 * d + 2 * g * n + heads)
+        return in_proj + 4 * (d + 2 * g * n) + d * h + 3 * heads + d
+
     def layer_params(self, layer: int) -> float:
-        h = self.hidden
-        attn = h * (h + 2 * self.kv_dim) + h * h
-        mats = 2 if self.gpt else 3
+        h, mats = self.hidden, self.mats
+        kind = self.layer_kind(layer)
+        if kind == "M":
+            return self.mamba_params() + h
         if self.is_moe(layer):
-            mlp = (self.experts + self.shared_experts) * mats * h * self.moe_ffn + h * self.experts
+            mlp = (self.experts * mats * h * self.moe_ffn + h * self.experts
+                   + self.shared_experts * mats * h * self.shared_width)
         else:
             mlp = mats * h * self.ffn
-        return attn + mlp + 4 * h
+        if kind == "*":
+            return self.attention_params() + 2 * h
+        if kind in ("E", "-"):
+            return mlp + 2 * h
+        return self.attention_params() + mlp + 4 * h
+
+
+@lru_cache(maxsize=64)
+def _interleave(layers: int, mamba: int, attention: int, mlp: str) -> str:
+    """A hybrid model's layers evenly interleaved when no pattern is given: the attention layers
+    spread evenly, Mamba-2 and MLP (MoE) layers alternating around them, Mamba-2 first."""
+    out = [""] * layers
+    for k in range(attention):
+        out[min(layers - 1, int((k + 0.5) * layers / attention))] = "*"
+    rest = [i for i in range(layers) if not out[i]]
+    for j, i in enumerate(rest):       # `mamba` of the len(rest) slots are M, evenly
+        out[i] = "M" if (j * mamba) % len(rest) < mamba else mlp
+    return "".join(out)
+
+
+def hybrid_pattern(m: "ModelSpec") -> str:
+    if m.pattern:
+        return m.pattern
+    return _interleave(m.layers, m.mamba_layers, m.attention_layers, "E" if m.experts else "-")
 
 
 @dataclass(frozen=True)
@@ -87,6 +231,7 @@ class ParallelSpec:
     v: int = 1                                # virtual stages (model chunks) per device
     schedule: str = "1f1b"                    # 1f1b | interleaved | gpipe
     stages: Optional[Tuple[int, ...]] = None  # layers per pipeline stage (uneven split)
+    layout: Optional[Tuple[int, ...]] = None  # layers per virtual stage, in model order
     zero: int = 0                             # 0, 1, 2, 3 (3 = FSDP)
     reshard_after_forward: bool = True        # ZeRO-3: gather the weights again for the backward
     order: Tuple[str, ...] = DEFAULT_ORDER    # rank order of the dimensions, fastest first
@@ -104,24 +249,44 @@ class JobSpec:
     global_batch: int
     micro: Optional[int]                      # None: chosen by the runtime rule (runtime.py)
     seq: int
-    recompute: str = "none"                   # none | selective | full
+    recompute: str = "none"                   # none | selective | full | auto (the rule's)
     dtype: str = "bf16"
     gpus: Optional[int] = None                # declared
     attention: str = "flash"                  # flash | unfused (materialised s x s scores)
     grad_dtype: Optional[str] = None          # None: the framework's default for `dtype`
     overlap_grad_reduce: bool = False         # Megatron-LM default: reduce after the backward
     overlap_param_gather: bool = False        # ZeRO: gather the weights during the next forward
-    tp_overlap: str = "backward"              # backward | none (TP reductions on the critical path)
+    tp_overlap: str = "backward"              # backward | none | full (docs/seer.md)
+    fp8_recipe: str = "delayed"               # FP8_RECIPES: how an fp8 job scales its tensors
+    framework: str = "megatron"               # megatron | torchtitan | automodel
+    cuda_graphs: bool = False                 # the step's kernels replayed from CUDA graphs
+    moe_dispatcher: str = "alltoall"          # alltoall | deepep | hybridep
+    ep_overlap: bool = False                  # EP all-to-all overlapped across micro-batches
+    torch_compile: bool = False               # a PyTorch framework's step compiled (fused)
 
     @property
     def bytes(self) -> int:
-        """Bytes per weight, activation and communicated element: the dtype's, or for fp8 its
-        bf16 base's (BASE_DTYPE)."""
+        """Bytes per weight, activation and communicated element: the dtype's, or for a
+        quantised dtype its bf16 base's (BASE_DTYPE)."""
         return DTYPE_BYTES.get(BASE_DTYPE.get(self.dtype, self.dtype), 2)
 
     @property
     def fp8(self) -> bool:
-        return self.dtype == "fp8"
+        """The linear layers' GEMMs run quantised (fp8, MXFP8 or NVFP4)."""
+        return self.dtype in QUANTISED
+
+    @property
+    def gemm_precision(self) -> str:
+        """The precision family of the linear layers' GEMMs, each with its own fitted
+        efficiency (seer/calibration): bf16 (or fp16 / fp32 as declared), fp8 with per-tensor
+        scales, fp8 with row or block scales, mxfp8, nvfp4."""
+        if self.dtype == "fp8":
+            return "fp8_block" if self.fp8_recipe in ("rowwise", "blockwise") else "fp8"
+        return self.dtype
+
+    @property
+    def quant_bytes(self) -> float:
+        return QUANT_BYTES.get(self.dtype, float(self.bytes))
 
     @property
     def gradient_dtype(self) -> str:
@@ -146,9 +311,41 @@ class JobSpec:
         return replace(self, **kw)
 
 
+def derived_layout(layers: int, pp: int, v: int = 1) -> Optional[Tuple[int, ...]]:
+    """Layers of each virtual stage (model order; per stage when v = 1) as the frameworks lay
+    out a model that pp x v does not divide: the embedding and the loss counted as a layer each
+    on the first and the last (Megatron-Core's --account-for-embedding/loss-in-pipeline-split,
+    the layout an explicit --pipeline-model-parallel-layout gives, torchtitan's split), what is
+    left over spread over the first virtual stages: Llama 3's 126 layers on 16 stages are 7, 8,
+    ..., 8, 7. None when pp x v divides the layers (an even split) or the layers are too few."""
+    n = pp * max(1, v)
+    if pp <= 1 or layers % n == 0:
+        return None
+    base, extra = divmod(layers + 2, n)
+    per = [base + (1 if i < extra else 0) for i in range(n)]
+    per[0] -= 1
+    per[-1] -= 1
+    return tuple(per) if min(per) >= 0 and sum(per) == layers else None
+
+
+def _layout(par: "ParallelSpec", layers: int) -> Optional[Tuple[int, ...]]:
+    """The per-virtual-stage layout: declared, or derived when nothing is declared."""
+    v = par.v or 1
+    if par.layout and len(par.layout) == par.pp * v:
+        return par.layout
+    if not par.stages:
+        return derived_layout(layers, par.pp, v)
+    return None
+
+
 def stage_layers(job: JobSpec) -> Tuple[int, ...]:
-    """Layers on each pipeline stage: the declared split, else as even as possible."""
+    """Layers on each pipeline stage: the declared layout's or split, else the frameworks'
+    (derived_layout), else even."""
     par, layers = job.parallel, job.model.layers
+    v = par.v or 1
+    layout = _layout(par, layers)
+    if layout:
+        return tuple(sum(layout[c * par.pp + i] for c in range(v)) for i in range(par.pp))
     if par.stages and len(par.stages) == par.pp:
         return tuple(par.stages)
     base, extra = divmod(layers, par.pp)
@@ -202,9 +399,14 @@ def chunk_layers(job: JobSpec) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
     number of virtual stages it cannot lay out; here such a split falls back to chunks as even
     as possible, for JobSpecs built by hand)."""
     par = job.parallel
-    per_stage = stage_layers(job)
-    split = chunk_split(per_stage, par.v)
+    layout = _layout(par, job.model.layers)
+    if layout:                              # declared (Megatron-Core's explicit layout) or derived
+        split = tuple(tuple(layout[c * par.pp + i] for c in range(par.v))
+                      for i in range(par.pp))
+    else:
+        split = chunk_split(stage_layers(job), par.v)
     if split is None:
+        per_stage = stage_layers(job)
         split = tuple(tuple(n // par.v + (1 if c < n % par.v else 0) for c in range(par.v))
                       for n in per_stage)
     first, out = 0, [[None] * par.v for _ in range(par.pp)]

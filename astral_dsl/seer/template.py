@@ -8,29 +8,35 @@ from typing import Dict, List, Optional
 
 class Op:
     __slots__ = ("name", "cat", "stream", "dur", "flops", "nbytes", "group", "layer", "deps",
-                 "start", "end", "shape")
+                 "start", "end", "shape", "kernels")
 
     def __init__(self, name, cat, stream, dur, flops=0.0, nbytes=0.0, group="", layer=-1,
-                 deps=(), shape=""):
+                 deps=(), shape="", kernels=1):
         self.name, self.cat, self.stream, self.dur = name, cat, stream, dur
         self.flops, self.nbytes, self.group, self.layer = flops, nbytes, group, layer
-        self.deps, self.shape = deps, shape
+        self.deps, self.shape, self.kernels = deps, shape, kernels
         self.start = self.end = 0.0
 
 
 class Template:
     """Operators of one block with offsets from the block's start. An operator's `layer` counts
     from the chunk's first layer (EMBED, HEAD for the others), so that chunks of the same shape
-    share one template."""
+    share one template.
 
-    def __init__(self, ops: List[Op]):
+    `host_op_s`: without CUDA graphs the host launches every kernel of the block, so the block
+    takes at least its kernels x host_op_s however fast the GPU runs them (`host` is the time the
+    GPU waits for the host, 0 when it does not)."""
+
+    def __init__(self, ops: List[Op], host_op_s: float = 0.0):
         free: Dict[str, float] = {}
         for op in ops:
             t = max([ops[d].end for d in op.deps] + [free.get(op.stream, 0.0)])
             op.start, op.end = t, t + op.dur
             free[op.stream] = op.end
         self.ops = ops
-        self.duration = max((o.end for o in ops), default=0.0)
+        device = max((o.end for o in ops), default=0.0)
+        self.host = max(0.0, sum(o.kernels for o in ops) * host_op_s - device)
+        self.duration = device + self.host
         self.flops = sum(o.flops for o in ops)
         self.compute = sum(o.dur for o in ops if o.stream == "compute")
         self.exposed = {}   # stream -> time the compute stream waits for it
@@ -39,7 +45,7 @@ class Template:
         for s, e in busy:
             idle += max(0.0, s - last)
             last = max(last, e)
-        idle += self.duration - last
+        idle += device - last
         comm_ops = [o for o in ops if o.stream != "compute"]
         for o in comm_ops:
             self.exposed.setdefault(o.stream, 0.0)

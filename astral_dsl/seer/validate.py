@@ -120,7 +120,7 @@ def _model(spec: JobSpec, where) -> List[Diagnostic]:
     """The model's own shape: whole heads, key/value groups, experts (E763)."""
     m, out = spec.model, []
     name = f"`{m.name}`"
-    if m.hidden % m.heads:
+    if not m.head_size and m.hidden % m.heads:
         out.append(_err("E763", f"{name}: hidden size {m.hidden} is not a multiple of its "
                                 f"{_n(m.heads)} attention heads", where.model_field("heads"),
                         "each head has hidden / heads dimensions"))
@@ -132,6 +132,22 @@ def _model(spec: JobSpec, where) -> List[Diagnostic]:
     if m.experts and m.top_k > m.experts:
         out.append(_err("E763", f"{name}: top_k = {m.top_k} routes to more experts than its "
                                 f"{m.experts}", where.model_field("top_k")))
+    if m.pattern and (len(m.pattern) != m.layers or set(m.pattern) - set("M*E-")):
+        out.append(_err("E763", f"{name}: the pattern has {len(m.pattern)} layers, "
+                                f"{m.layers} declared, and may only hold M, *, E and -",
+                        where.model_field("pattern"),
+                        "one character per layer: M Mamba-2, * attention, E MoE, - MLP"))
+    elif m.pattern and "E" in m.pattern and not m.experts:
+        out.append(_err("E763", f"{name}: the pattern has MoE layers (E) but no `experts`",
+                        where.model_field("pattern")))
+    if not m.pattern and m.mamba_layers + m.attention_layers > m.layers:
+        out.append(_err("E763", f"{name}: {m.mamba_layers} Mamba-2 and {m.attention_layers} "
+                                f"attention layers of {m.layers}",
+                        where.model_field("mamba_layers")))
+    if m.hybrid and m.mamba_inner % m.mamba_head:
+        out.append(_err("E763", f"{name}: the Mamba-2 width {m.mamba_inner:g} (mamba_expand x "
+                                f"hidden) is not a whole number of {m.mamba_head}-wide heads",
+                        where.model_field("mamba_head_dim")))
     if m.dense_layers > m.layers:
         out.append(_err("E763", f"{name}: {m.dense_layers} dense layers of {m.layers}",
                         where.model_field("dense_layers")))
@@ -215,20 +231,27 @@ def _layout(spec: JobSpec, where) -> List[Diagnostic]:
     elif m.kv_heads % par.tp and par.tp % m.kv_heads:
         out.append(_err("E750", f"{name}: tp = {par.tp} and the {m.kv_heads} key/value heads of "
                                 f"`{m.name}` do not divide one another", where("tp")))
-    if par.stages:
+    if par.layout:
+        v = par.v or 1
+        if len(par.layout) != par.pp * v or sum(par.layout) != m.layers:
+            out.append(_err("E752", f"{name}: the declared layout {_show(par.layout)} has "
+                                    f"{len(par.layout)} virtual stages and {sum(par.layout)} "
+                                    f"layers; pp x virtual_stages = {par.pp} x {v} and "
+                                    f"`{m.name}` has {m.layers} layers", where("layout"),
+                            f"list {par.pp * v} layer counts, in model order, adding up to "
+                            f"{m.layers}"))
+    elif par.stages:
         if len(par.stages) != par.pp or sum(par.stages) != m.layers or min(par.stages) < 1:
             out.append(_err("E752", f"{name}: the declared split {_show(par.stages)} has "
                                     f"{len(par.stages)} stages and {sum(par.stages)} layers; "
                                     f"pp = {par.pp} and `{m.name}` has {m.layers} layers",
                             where("stages"),
                             f"list {par.pp} positive layer counts adding up to {m.layers}"))
-    elif m.layers % par.pp:
-        base = m.layers // par.pp
-        out.append(_err("E751", f"{name}: pp = {par.pp} does not divide the {m.layers} layers of "
-                                f"`{m.name}`", where("pp"),
-                        f"declare an uneven split, e.g. `stages = [...]` with {par.pp} counts "
-                        f"adding up to {m.layers} (around {base} each), or change pp"))
-    if not out and par.v and par.v > 1 and chunk_split(stage_layers(spec), par.v) is None:
+    elif par.pp > m.layers:
+        out.append(_err("E751", f"{name}: pp = {par.pp} stages for the {m.layers} layers of "
+                                f"`{m.name}`", where("pp"), "at most one stage per layer"))
+    if not out and par.v and par.v > 1 and par.stages and not par.layout and \
+            chunk_split(stage_layers(spec), par.v) is None:
         per_stage = stage_layers(spec)
         options = [v for v in virtual_stage_options(per_stage) if v > 1]
         out.append(_err("E751", f"{name}: the layers per stage {_show(per_stage)} do not split "
@@ -243,10 +266,11 @@ def _layout(spec: JobSpec, where) -> List[Diagnostic]:
         if m.experts % par.ep:
             out.append(_err("E753", f"{name}: ep = {par.ep} does not divide the {m.experts} "
                                     f"experts of `{m.name}`", where("ep")))
-        elif (par.dp * par.cp) % par.ep:
-            out.append(_err("E753", f"{name}: ep = {par.ep} does not divide dp x cp = "
-                                    f"{par.dp * par.cp}: expert groups are carved out of the "
-                                    f"data-parallel ranks", where("ep")))
+        elif (par.tp * par.dp * par.cp) % par.ep:
+            out.append(_err("E753", f"{name}: ep = {par.ep} does not divide tp x dp x cp = "
+                                    f"{par.tp * par.dp * par.cp}: expert groups are carved out "
+                                    f"of the tensor- and data-parallel ranks (expert tensor "
+                                    f"parallelism 1)", where("ep")))
     elif par.ep > 1:
         out.append(_err("E753", f"{name}: ep = {par.ep} but `{m.name}` has no experts",
                         where("ep")))
@@ -353,10 +377,12 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
     if not cluster.gpu.memory:          # the GPU declares no memory: nothing to check against
         return []
     probe = spec if spec.micro else spec.with_(micro=1)
+    if probe.recompute == "auto":
+        probe = probe.with_(recompute="full")
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
         from dataclasses import replace
         probe = probe.with_(parallel=replace(probe.parallel, v=1))
-    low = Lowering(probe, Costs(cluster.gpu, probe.dtype), cluster.net)
+    low = Lowering(probe, Costs.of(probe, cluster.gpu), cluster.net)
     return memory_diagnostics(job, probe, estimate(probe, low.stage_params), cluster.gpu)
 
 

@@ -342,7 +342,7 @@ def _memory_estimate(seer, spec, cluster) -> Tuple[float, float]:
     probe = spec if spec.micro else spec.with_(micro=1)
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
         probe = probe.with_(parallel=replace(probe.parallel, v=1))
-    low = lower.Lowering(probe, costs.Costs(cluster.gpu, probe.dtype), cluster.net)
+    low = lower.Lowering(probe, costs.Costs.of(probe, cluster.gpu), cluster.net)
     est = memory.estimate(probe, low.stage_params)
     return est.total, est.uncertainty          # bytes
 

@@ -50,7 +50,7 @@ class State:
         self.spec, self.cluster = spec, cluster
         gpus = setup.gpus or (spec.gpus or cluster.gpus,)
         self.space = Space.of(spec, gpus, declared(self.job))
-        self.costs = Costs(cluster.gpu, spec.dtype)
+        self.costs = Costs.of(spec, cluster.gpu)
         self.profiles: Dict[tuple, Profile] = {}
         self.tails: Dict[tuple, Tuple[Any, Tail]] = {}
         self.hops: Dict[tuple, float] = {}

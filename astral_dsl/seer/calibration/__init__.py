@@ -1,39 +1,38 @@
-"""Seer's fitted constants: one table, the runs they are fitted on, and the fits.
+"""Seer's fitted constants: one table, the runs they are fitted on, and the shipped fit.
 
-Four constants of Seer's cost model are fitted here, and only here; the shipped values are the
-output of `python -m astral_dsl.seer.calibrate` (written to fit.json), never hand edits. Each
-constant has a meaning, a unit, bounds and a prior range (`compare`), which serves as a weak
-prior of the fit (calibrate.py) and is compared with the fitted value: from the literature where
-a source gives one (gemm_eff, f_half), an assumption where none does (interfere, softmax_eff),
-as `source` says. fit.json also holds how well the runs determine each constant (`spread`) and
-which fitted values fall outside their prior range (`outside_prior`). The other constants of
-costs.py, comm.py and memory.py are not fitted: each says whether it is a data-sheet value, a
-published measurement or an assumption (K_HALF, FA_FWD / FA_BWD, RESERVED and the memory
-tolerances are assumptions), where it is defined.
+The constants below are the only fitted numbers of Seer's cost model; their shipped values are
+the output of `astral calibrate` (`make calibrate`: astral_dsl/runs/fit.py) written to fit.json,
+never hand edits. Each has a meaning, a unit, bounds and a prior range (`prior`), which serves
+as a weak prior of the fit and is compared with the fitted value: from the literature where a
+source gives one, an assumption where none does, as `source` says. fit.json also holds how well
+the runs determine each constant (`spread`), the fitted values outside their prior range, the
+leave-one-group-out error of every run, and per regime the error band every forecast carries.
+The other constants of costs.py, comm.py and memory.py are not fitted: each says whether it is a
+data-sheet value, a published measurement or an assumption, where it is defined.
 
-The calibration runs are published Megatron-LM iteration times on Selene (selene.astral declares
-the cluster and the runs as jobs, forecast as `astral forecast` forecasts them):
+The calibration runs are runs tables with the columns of astral_dsl/runs/table.py, forecast as
+`astral runs` forecasts them:
 
-- "korthikanti2022": Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
-  Transformer Models" (arXiv 2205.05198), Table 5: measured seconds per iteration, DP = 1;
-- "narayanan2021": Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
-  Clusters Using Megatron-LM" (arXiv 2104.04473), Table 1 rows with DP = 32: achieved TFLOP/s per
-  GPU, turned into seconds as F / (GPUs x TFLOP/s) with F the FLOPs of an iteration with full
-  recomputation, 96 B s l h^2 (1 + s / (6 h) + V / (16 l h)).
-
-fit.json holds three fits: on both sets (shipped: what every forecast uses), and on each set
-alone (to measure each set's error when it is left out of the fit)."""
+- a100.csv: published Megatron-LM iteration times on Selene (DGX A100), the sets
+  "korthikanti2022" (Korthikanti et al. 2022, arXiv 2205.05198, Table 5: measured seconds, DP =
+  1) and "narayanan2021" (Narayanan et al. 2021, arXiv 2104.04473, Table 1 rows with DP = 32:
+  achieved TFLOP/s per GPU, turned into seconds with the paper's own FLOP count);
+- modern.csv: 125 published pre-training rows on H100, H200, B200 and GB200 (NVIDIA
+  Megatron-Bridge / NeMo performance summaries, NeMo AutoModel, torchtitan), each row citing its
+  page and release in `source_url` / `source_version`."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+import math
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
-DESIGN = HERE / "selene.astral"
 FIT_FILE = HERE / "fit.json"
+RUN_FILES = {"a100": HERE / "a100.csv", "modern": HERE / "modern.csv"}
+FIT_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -42,21 +41,37 @@ class Constant:
     meaning: str
     unit: str
     bounds: Tuple[float, float]
-    compare: Tuple[float, float]      # the prior range (+/- 1 sigma of the prior), see `source`
+    prior: Tuple[float, float]        # the prior range (+/- 1 sigma of the prior), see `source`
     source: str
     log: bool = False                 # fitted on a log scale
+    start: Optional[float] = None     # the fit's starting point (default: the prior's centre)
 
+
+_NVIDIA_GEMM = ("NVIDIA, Matrix Multiplication Background User's Guide (large GEMMs at 80-90 % of "
+                "peak at base clocks); Calculon's A100 system file (matrix efficiency up to 0.95)")
+_QUANT = ("an assumed range: block-scaled and low-precision GEMMs reach a lower share of their "
+          "data-sheet peak than 16-bit ones (scale loads and conversions in the main loop); no "
+          "publication measures it per format")
 
 CONSTANTS: Tuple[Constant, ...] = (
-    Constant("gemm_eff", "sustained fraction of the dense data-sheet peak that large "
-             "half-precision GEMMs reach (cuBLAS, at the clocks the board's power limit allows)",
-             "", (0.5, 1.0), (0.70, 0.90),
-             "NVIDIA, Matrix Multiplication Background User's Guide (large GEMMs at 80-90 % of "
-             "peak at base clocks); Calculon's A100 system file (matrix efficiency up to 0.95)"),
-    Constant("f_half", "GEMM size at which a GEMM reaches half of gemm_eff (wave quantisation, "
-             "fill and drain that a large GEMM amortises)", "FLOP", (1e8, 1e12), (3e9, 3e10),
+    Constant("gemm_eff", "sustained fraction of the dense data-sheet peak that large 16-bit "
+             "GEMMs reach (cuBLAS, at the clocks the board's power limit allows)", "",
+             (0.3, 1.0), (0.70, 0.90), _NVIDIA_GEMM),
+    Constant("gemm_eff_fp8", "the same for fp8 GEMMs with per-tensor scales (Transformer "
+             "Engine's delayed and current scaling, torchao's tensorwise)", "", (0.2, 1.0),
+             (0.55, 0.85), _QUANT),
+    Constant("gemm_eff_fp8_block", "the same for fp8 GEMMs with row or 128-block scales "
+             "(torchao rowwise, DeepSeek-style 1x128 / 128x128 blocks on Hopper)", "",
+             (0.1, 1.0), (0.40, 0.80), _QUANT),
+    Constant("gemm_eff_mxfp8", "the same for MXFP8 GEMMs (one scale per 32 elements, Blackwell)",
+             "", (0.2, 1.0), (0.55, 0.85), _QUANT),
+    Constant("gemm_eff_nvfp4", "the same for NVFP4 GEMMs (fp4 with a scale per 16 elements, "
+             "Blackwell)", "", (0.1, 1.0), (0.40, 0.80), _QUANT),
+    Constant("gemm_tau", "time a GEMM takes at which it reaches half of its large-GEMM efficiency "
+             "(wave quantisation, fill and drain that a large GEMM amortises): a GEMM of F FLOPs "
+             "runs at F / (F + gemm_tau x peak) of it", "s", (1e-7, 1e-3), (1e-5, 1e-4),
              "Calculon's A100 system file: matrix efficiency by size, ~0.9 for large GEMMs to "
-             "~0.1 for tiny ones", log=True),
+             "~0.1 for tiny ones (half at 3e9 - 3e10 FLOP on a 312 TFLOP/s A100)", log=True),
     Constant("interfere", "share of an overlapped in-host (NVLink) collective's time that the "
              "GEMM it overlaps loses (NCCL kernels take SMs and HBM bandwidth)", "",
              (0.0, 1.0), (0.25, 0.75),
@@ -68,92 +83,163 @@ CONSTANTS: Tuple[Constant, ...] = (
              "", (0.3, 1.0), (0.6, 0.9),
              "an assumed range: memory-bound kernels that reduce rows or draw random numbers "
              "run below the bandwidth of plain streaming kernels"),
+    Constant("attn_eff", "fraction of the 16-bit dense peak that fused attention's forward "
+             "reaches on long sequences (FlashAttention-3 on Hopper, cuDNN on Blackwell)", "",
+             (0.2, 1.0), (0.55, 0.75),
+             "Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608): up to 740 TFLOP/s, 75 % of "
+             "an H100's 989, in FP16; pytorch/benchmark ff65cb6: 63 % at 16K tokens"),
+    Constant("attn_seq_half", "keys per query at which fused attention reaches half of "
+             "attn_eff (short sequences leave the tiles part empty)", "tokens", (8.0, 8192.0),
+             (150.0, 400.0), "pytorch/benchmark ff65cb6 (H100, head dim 128): FA3 at 43 % of "
+             "peak with 512 tokens, 57 % with 2K, 63 % with 16K: a half point of ~250 tokens",
+             log=True),
+    Constant("attn_eff_sdpa", "the same for PyTorch's scaled-dot-product attention kernels as "
+             "torchtitan ran them (FlashAttention-2's kernels on Hopper)", "", (0.1, 1.0),
+             (0.30, 0.50),
+             "Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608): FlashAttention-2 reaches "
+             "about 35 % of an H100's peak"),
+    Constant("host_kernel_s", "host time to launch one kernel from an eager framework (Python, "
+             "the dispatcher, the CUDA launch): a block without CUDA graphs takes at least its "
+             "kernels times this", "s", (1e-7, 1e-4), (4e-6, 2e-5),
+             "an assumed range: PyTorch eager dispatch costs ~5-20 us per operator (PyTorch "
+             "dev-discuss 'Overheads in PyTorch', 2021; CUDA launch ~3-5 us alone)", log=True),
+    Constant("moe_sync_s", "time an MoE layer's pass loses to the device-to-host "
+             "synchronisation of its dropless token counts (the host waits for the GPU, then "
+             "the GPU waits for the host's next launches)", "s", (1e-7, 5e-3), (2e-5, 1e-3),
+             "an assumed range: one synchronisation drains the launch queue, costing a few "
+             "kernels' launch latency (Megatron-Core's alltoall dispatcher synchronises on "
+             "tokens_per_expert; its sync-free modes exist to remove it)", log=True),
+    Constant("ep_hidden", "share of the expert-parallel all-to-all time the MoE recipes hide "
+             "behind computation (Megatron-Core's overlap of one micro-batch's dispatch and "
+             "combine with another's computation; DeepEP's overlap)", "", (0.0, 1.0),
+             (0.0, 0.8), "an assumed range: from none to most of it (DeepSeek-V3 technical "
+             "report, section 3.2.1: DualPipe hides nearly all of it)"),
+    Constant("a2a_eff", "fraction of the link bandwidth an expert-parallel all-to-all reaches "
+             "with NCCL's all-to-all (many small messages, no in-network reduction)", "",
+             (0.05, 1.0), (0.4, 0.8),
+             "an assumed range: nccl-tests alltoall reaches about half to three quarters of the "
+             "bus bandwidth of all-reduce on DGX H100 (NVIDIA nccl-tests performance notes)"),
+    Constant("a2a_eff_fused", "the same with a fused expert-parallel dispatcher (DeepEP, "
+             "HybridEP: TMA/NVSHMEM kernels that send tokens straight to their experts)", "",
+             (0.05, 1.0), (0.6, 0.95),
+             "DeepSeek's DeepEP README: intranode dispatch at ~150 of NVLink's 160 GB/s, "
+             "internode at ~40-46 of 50 GB/s RDMA"),
+    Constant("permute_eff", "fraction of the streaming HBM bandwidth that MoE token "
+             "permutation and unpermutation reach (gathers and scatters of rows)", "",
+             (0.05, 1.0), (0.3, 0.8),
+             "an assumed range: row gathers and scatters run below contiguous streaming"),
+    Constant("power_exponent", "exponent of a GPU's power against its clock under a power "
+             "cap: at a cap P below the board power P0 the clocks, and the compute rates, scale "
+             "by (P / P0)^(1 / power_exponent)", "", (1.0, 5.0), (2.0, 3.0),
+             "dynamic power ~ f V^2 with the voltage falling with the clock: power ~ f^2 - f^3 "
+             "near the top of the voltage-frequency curve (an assumed range)"),
 )
+NAMES = tuple(c.name for c in CONSTANTS)
+BY_NAME = {c.name: c for c in CONSTANTS}
 
 
-@dataclass(frozen=True)
+def centre(c: Constant) -> float:
+    lo, hi = c.prior
+    return math.sqrt(lo * hi) if c.log else (lo + hi) / 2
+
+
 class Calibration:
-    gemm_eff: float
-    f_half: float
-    interfere: float
-    softmax_eff: float
-    fitted_on: Tuple[str, ...] = ()
+    """The fitted constants (attribute access: `cal.gemm_eff`), the runs they were fitted on,
+    and per regime the error band of the forecasts (bands(): see `band_for`)."""
+
+    __slots__ = ("_values", "fitted_on", "bands", "source")
+
+    def __init__(self, values: Mapping[str, float], fitted_on: Tuple[str, ...] = (),
+                 bands: Optional[Mapping[str, dict]] = None, source: str = "shipped"):
+        missing = [n for n in NAMES if n not in values]
+        if missing:
+            raise ValueError("a calibration needs " + ", ".join(missing))
+        object.__setattr__(self, "_values", {n: float(values[n]) for n in NAMES})
+        object.__setattr__(self, "fitted_on", tuple(fitted_on))
+        object.__setattr__(self, "bands", dict(bands or {}))
+        object.__setattr__(self, "source", source)
+
+    def __getattr__(self, name: str) -> float:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("a Calibration is immutable")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Calibration) and self._values == other._values \
+            and self.fitted_on == other.fitted_on
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._values.items()))
 
     def values(self) -> Dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "fitted_on"}
+        return dict(self._values)
+
+    def with_(self, **values: float) -> "Calibration":
+        merged = dict(self._values)
+        merged.update(values)
+        return Calibration(merged, self.fitted_on, self.bands, self.source)
 
 
-@dataclass(frozen=True)
-class Run:
-    job: str                # the job in selene.astral
-    label: str
-    measured_s: float
+def _check_values(values: Mapping[str, float], where: str) -> Dict[str, float]:
+    out = {}
+    for c in CONSTANTS:
+        if c.name not in values:
+            raise ValueError(f"{where}: no value for `{c.name}`")
+        v = values[c.name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"{where}: `{c.name}` is not a number")
+        lo, hi = c.bounds
+        if not lo <= float(v) <= hi:          # also NaN
+            raise ValueError(f"{where}: {c.name} = {v} is outside [{lo:g}, {hi:g}]")
+        out[c.name] = float(v)
+    return out
 
 
-def _narayanan(job, label, batch, layers, hidden, gpus, tflops, s=2048, vocab=51200) -> Run:
-    flops = 96 * batch * s * layers * hidden ** 2 * (1 + s / (6 * hidden)
-                                                    + vocab / (16 * layers * hidden))
-    return Run(job, label, flops / (gpus * tflops * 1e12))
-
-
-SETS: Dict[str, Tuple[str, Tuple[Run, ...]]] = {
-    "korthikanti2022": ("Korthikanti et al. 2022, Table 5 (A100, DP = 1)", (
-        Run("k22b_full", "22B  TP8 PP1  full recompute", 1.42),
-        Run("k22b_sel", "22B  TP8 PP1  SP + selective", 1.10),
-        Run("k175b_full", "175B TP8 PP8 v3  full recompute", 18.13),
-        Run("k175b_sel", "175B TP8 PP8 v3  SP + selective", 13.75),
-        Run("k530b_full", "530B TP8 PP35 v3  full recompute", 49.05),
-        Run("k530b_sel", "530B TP8 PP35 v3  SP + selective", 37.83),
-        Run("k1t_full", "1T   TP8 PP64  full recompute", 94.42),
-        Run("k1t_sel", "1T   TP8 PP64  SP + selective", 71.49),
-    )),
-    "narayanan2021": ("Narayanan et al. 2021, Table 1 (A100, DP = 32)", (
-        _narayanan("n1_7b", "1.7B  TP1 PP1 DP32", 512, 24, 2304, 32, 137),
-        _narayanan("n3_6b", "3.6B  TP2 PP1 DP32", 512, 30, 3072, 64, 138),
-        _narayanan("n7_5b", "7.5B  TP4 PP1 DP32", 512, 36, 4096, 128, 142),
-        _narayanan("n18_4b", "18.4B TP8 PP1 DP32", 1024, 40, 6144, 256, 135),
-        _narayanan("n39_1b", "39.1B TP8 PP2 DP32", 1536, 48, 8192, 512, 138),
-        _narayanan("n76_1b", "76.1B TP8 PP4 DP32", 1792, 60, 10240, 1024, 140),
-    )),
-}
-ALL = tuple(SETS)
-
-
-def fits() -> Dict[str, dict]:
-    """fit.json's fits: key "+".join(sets) -> {"sets", "constants", "errors"}."""
-    return json.loads(FIT_FILE.read_text(encoding="utf-8"))["fits"]
-
-
-def key(sets) -> str:
-    return "+".join(sets)
-
-
-def calibration(sets=ALL) -> Calibration:
-    """The constants fitted on `sets` (default: every set, the shipped values)."""
-    return _load(key(tuple(sets)))
-
-
-@lru_cache(maxsize=8)
-def _load(name: str) -> Calibration:
-    fit = fits()[name]
-    return Calibration(**fit["constants"], fitted_on=tuple(fit["sets"]))
-
-
-def shipped() -> Calibration:
-    return calibration(ALL)
+def from_document(doc, where: str) -> Calibration:
+    """The calibration of a fit document (fit.json's form, FIT_FORMAT); ValueError if not one."""
+    try:
+        if doc.get("format") != FIT_FORMAT:
+            raise ValueError(f"format {doc.get('format')!r}, expected {FIT_FORMAT}")
+        values = _check_values(doc["constants"], where)
+        sets = tuple(str(x) for x in doc.get("fitted_on", ()))
+        bands = doc.get("bands", {})
+        if not isinstance(bands, dict):
+            raise ValueError("`bands` is not an object")
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{where}: not a calibration fit ({exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"{where}: not a calibration fit ({exc})") from None
+    return Calibration(values, sets, bands, where)
 
 
 def read_calibration(path) -> Calibration:
-    """The fit on every set in a fit file written by calibrate.py --out (ValueError if not)."""
+    """A fit file written by `astral calibrate -o FILE` (ValueError if it is not one)."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        fit = doc["fits"][key(ALL)]
-        values = {c.name: float(fit["constants"][c.name]) for c in CONSTANTS}
-        sets = tuple(str(x) for x in fit["sets"])
-    except (KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a calibration fit ({exc})") from None
-    for c in CONSTANTS:
-        lo, hi = c.bounds
-        if not lo <= values[c.name] <= hi:     # also NaN
-            raise ValueError(f"{path}: {c.name} = {values[c.name]} is outside [{lo:g}, {hi:g}]")
-    return Calibration(**values, fitted_on=sets)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read a calibration fit ({exc})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: not a calibration fit (not a JSON object)")
+    return from_document(doc, str(path))
+
+
+@lru_cache(maxsize=1)
+def shipped() -> Calibration:
+    """The shipped fit (fit.json); before any fit exists, the prior centres (never in a
+    release: tests/accuracy checks fit.json)."""
+    if FIT_FILE.exists():
+        return from_document(json.loads(FIT_FILE.read_text(encoding="utf-8")), "shipped")
+    return priors()
+
+
+def priors() -> Calibration:
+    return Calibration({c.name: (c.start if c.start is not None else centre(c))
+                        for c in CONSTANTS}, (), {}, "priors")
+
+
+def shipped_document() -> dict:
+    return json.loads(FIT_FILE.read_text(encoding="utf-8"))

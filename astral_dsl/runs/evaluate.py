@@ -1,0 +1,98 @@
+"""Forecast every row of a runs table: express it (express.py), compile it, validate its job as
+`astral check` does, forecast it as `astral forecast` does, score it (score.py).
+
+`prepare(table)` does the first three once per row (the calibration forecasts each row many
+times with other constants); `evaluate(prepared, calibration)` forecasts and scores."""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from astral_dsl import records
+from astral_dsl.runs import score
+from astral_dsl.runs.express import Expressed, NotExpressible, express
+from astral_dsl.seer.regime import regime
+
+
+@records.frozen
+class Prepared:
+    row: object
+    status: str                      # ok | not_expressible | rejected
+    reason: str = ""
+    field: str = ""
+    spec: object = None
+    gpu: object = None
+    net: object = None
+    expressed: Optional[Expressed] = None
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def regime(self):
+        return regime(self.spec, self.gpu.name) if self.spec is not None else None
+
+
+@records.frozen
+class Result:
+    prepared: Prepared
+    metric: Optional[str]
+    published: Optional[float]
+    forecast: Optional[float] = None
+    error: Optional[float] = None
+    iteration_time: Optional[float] = None
+    chosen: Tuple = ()
+    memory: Optional[float] = None
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def row(self):
+        return self.prepared.row
+
+    @property
+    def status(self) -> str:
+        return self.prepared.status
+
+
+def prepare_row(row, systems=None) -> Prepared:
+    from astral_dsl import seer
+    from astral_dsl.compiler import compile_text
+
+    e = express(row, systems)
+    if isinstance(e, NotExpressible):
+        status = "rejected" if row.problems else "not_expressible"
+        return Prepared(row, status, e.reason, e.field)
+    design = compile_text(e.source, f"<runs row {row.id}>")
+    errors = [d for d in design.diagnostics if d.is_error]
+    if errors:
+        return Prepared(row, "not_expressible", f"{errors[0].code}: {errors[0].message}",
+                        "model", expressed=e)
+    job = seer.find_job(design, e.job)
+    diags, spec, cluster = seer.validate_job(design, job)
+    hard = [d for d in diags if d.is_error and d.code != "E757"]
+    if hard or spec is None or cluster is None:
+        d = hard[0] if hard else None
+        return Prepared(row, "not_expressible",
+                        f"{d.code}: {d.message}" if d else "the job cannot be forecast",
+                        "layout", expressed=e)
+    notes = tuple(d.message for d in diags if d.code == "E757")
+    return Prepared(row, "ok", spec=spec, gpu=cluster.gpu, net=cluster.net, expressed=e,
+                    notes=notes)
+
+
+def prepare(table, systems=None) -> List[Prepared]:
+    return [prepare_row(row, systems) for row in table.runs]
+
+
+def evaluate_one(p: Prepared, calibration=None) -> Result:
+    from astral_dsl.seer.forecast import run
+
+    metric, value = score.published(p.row)
+    if p.status != "ok":
+        return Result(p, metric, value)
+    fc = run(p.spec, p.gpu, p.net, calibration=calibration)
+    t = fc.iteration_time
+    f = score.forecast_metric(metric, p.row, fc.job, t) if metric else None
+    err = score.signed_error(metric, f, value) if metric else None
+    return Result(p, metric, value, f, err, t, fc.chosen, fc.memory.total, p.notes)
+
+
+def evaluate(prepared: List[Prepared], calibration=None) -> List[Result]:
+    return [evaluate_one(p, calibration) for p in prepared]

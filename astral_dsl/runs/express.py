@@ -1,0 +1,269 @@
+"""A run (a row of a runs table) as .astral source: a cluster of the row's system, its model and a
+job with its layout, batch and software stack, compiled by the same compiler as any design and
+forecast as `astral forecast` forecasts a job. Whatever the language cannot state about a row
+makes it "not expressible", with the field and why: a row is never silently dropped.
+
+The model: a stdlib model whose architecture is the row's (layers, hidden, heads, key/value
+heads, experts and top-k equal where the row states them; stdlib/models.astral) lends what a
+row has no column for (a head width other than hidden / heads, multi-head latent attention,
+shared experts, leading dense layers, sliding windows, the activation); otherwise the model is
+the row's fields alone, SwiGLU (GeLU for a GPT), and the row says so (`assumed`)."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Dict, List, Optional, Tuple
+
+from astral_dsl import records
+from astral_dsl.runs.stacks import System, precision_of, stack_of, system_of
+from astral_dsl.runs.table import Run
+
+MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts",
+                "top_k", "shared_experts", "moe_ffn", "dense_layers", "activation", "head_dim",
+                "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim", "window",
+                "window_share", "shared_ffn", "mamba_layers", "attention_layers", "pattern",
+                "mamba_state", "mamba_head_dim", "mamba_groups", "mamba_expand", "mamba_chunk")
+
+
+@records.frozen
+class Expressed:
+    run: Run
+    source: str                      # the .astral text
+    job: str                         # its job's name
+    system: str
+    model: str                       # the stdlib model lending its extras, or ""
+    assumed: Tuple[str, ...]
+
+
+@records.frozen
+class NotExpressible:
+    run: Run
+    field: str
+    reason: str
+
+
+@lru_cache(maxsize=1)
+def stdlib_models() -> Dict[str, Dict[str, object]]:
+    """name -> fields of every model in stdlib/models.astral, read by the compiler."""
+    from astral_dsl import resources
+    from astral_dsl.compiler import compile_text
+    from astral_dsl.analyses.walk import Resolver
+    from astral_dsl.seer.job import _plain
+
+    text = (resources.stdlib_dir() / "models.astral").read_text(encoding="utf-8")
+    names = re.findall(r"^model\s+([A-Za-z_][A-Za-z0-9_]*)", text, re.M)
+    src = "import stdlib.models { " + ", ".join(names) + " }\n" + "\n".join(
+        f"job probe_{n} {{ model = {n} }}" for n in names)
+    design = compile_text(src, "<stdlib models>")
+    res = Resolver(design)
+    out: Dict[str, Dict[str, object]] = {}
+    for job in design.jobs:
+        inst = res(job.field("model"))
+        if inst is None:
+            continue
+        fields = {}
+        for f in MODEL_FIELDS:
+            v = inst.field(f)
+            if v is not None:
+                fields[f] = _plain(v)
+        out[inst.template] = fields
+    return out
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", re.sub(r"\(.*?\)", "", text.lower()))
+
+
+ROW_FIELDS = (("layers", "layers"), ("hidden", "hidden"), ("heads", "heads"),
+              ("kv_heads", "kv_heads"), ("moe_experts", "experts"), ("moe_topk", "top_k"))
+
+
+def match_model(row: Run) -> Optional[str]:
+    """The stdlib model with the row's architecture (module docstring), or None."""
+    models = stdlib_models()
+    stated = [(r, m, row.count(r)) for r, m in ROW_FIELDS if row.count(r) is not None]
+    if len([s for s in stated if s[0] in ("layers", "hidden", "heads")]) < 3:
+        # no architecture in the row: a stdlib model of exactly its name
+        n = _norm(row.model)
+        exact = [k for k in models if _norm(k) == n]
+        return exact[0] if len(exact) == 1 else None
+    found = []
+    for name, f in models.items():
+        ok = all(int(f.get(m, 0) or (1 if m == "top_k" and f.get("experts") else 0)) == v
+                 or (m == "kv_heads" and f.get("kv_lora_rank") and v == f.get("heads"))
+                 for r, m, v in stated if not (m == "top_k" and not f.get("experts")))
+        if ok and bool(f.get("experts")) == bool(row.count("moe_experts")):
+            found.append(name)
+    if len(found) > 1:          # equal architectures: the closest name
+        n = _norm(row.model)
+        found.sort(key=lambda k: (-_common(_norm(k), n), k))
+    return found[0] if found else None
+
+
+def _common(a: str, b: str) -> int:
+    return sum(1 for x, y in zip(a, b) if x == y)
+
+
+def _hybrid(row: Run) -> Optional[str]:
+    text = (row.notes + " " + row.model).lower()
+    for word in ("mamba", "hybrid"):
+        if word in text:
+            return word
+    return None
+
+
+def _model_fields(row: Run) -> Tuple[Optional[Dict[str, object]], str, List[str], str]:
+    """(fields, stdlib model lending extras, assumptions, why not) of the row's model."""
+    name = match_model(row)
+    base = dict(stdlib_models().get(name, {})) if name else {}
+    assumed: List[str] = []
+    f: Dict[str, object] = dict(base)
+    for r, m in (("layers", "layers"), ("hidden", "hidden"), ("ffn_hidden", "ffn"),
+                 ("heads", "heads"), ("kv_heads", "kv_heads"), ("vocab", "vocab"),
+                 ("moe_experts", "experts"), ("moe_topk", "top_k")):
+        v = row.count(r)
+        if v is not None and not (m == "kv_heads" and base.get("kv_lora_rank")):
+            f[m] = v
+    if row.count("moe_experts") and row.count("ffn_hidden"):
+        f["moe_ffn"] = row.count("ffn_hidden")          # the tables' ffn is the expert's
+        if base.get("ffn") and base.get("dense_layers"):
+            f["ffn"] = base["ffn"]                        # the dense layers' width
+    for need in ("layers", "hidden", "heads"):
+        if need not in f:
+            return None, "", [], need
+    if not name:
+        hybrid = _hybrid(row)
+        if hybrid:
+            return None, "", [], "model"
+        gpt = _norm(row.model).startswith("gpt") and not _norm(row.model).startswith("gptoss")
+        f["activation"] = "gelu" if gpt else "swiglu"
+        assumed.append(f"no stdlib model has this architecture: {f['activation']} MLPs, heads "
+                       f"of hidden / heads, no shared experts assumed")
+        if "vocab" not in f:
+            f["vocab"] = 50304 if gpt else 32000
+            assumed.append(f"vocabulary {f['vocab']:,} (the row gives none)")
+    elif "vocab" not in f:
+        assumed.append(f"vocabulary {f.get('vocab', 0):,} from stdlib.models {name}")
+    return f, name or "", assumed, ""
+
+
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and not v.is_integer():
+        return f"{v * 100:g} %" if v <= 1 else f"{v:g}"
+    if isinstance(v, (int, float)):
+        return str(int(v))
+    return str(v)
+
+
+def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
+    """The row as .astral source (Expressed) or why it cannot be (NotExpressible)."""
+    if row.problems:
+        field, why = row.problems[0]
+        return NotExpressible(row, field, why)
+    system, how = system_of(row.system, row.gpu)
+    if system is None:
+        return NotExpressible(row, "gpu", how)
+    prec, prec_how = precision_of(row.precision, row.gpu)
+    if prec is None:
+        return NotExpressible(row, "precision", prec_how)
+    fields, lent, assumed, missing = _model_fields(row)
+    if fields is None:
+        if missing == "model":
+            return NotExpressible(row, "model", f"`{row.model}` is a hybrid Mamba/attention model "
+                                  "(notes); Seer lowers transformer layers only")
+        return NotExpressible(row, missing, f"the row gives no `{missing}` and no stdlib model "
+                              f"is named `{row.model}`")
+    gpus = row.count("gpus")
+    seq = row.count("seq_len")
+    gbs = row.count("gbs")
+    for need, v in (("gpus", gpus), ("seq_len", seq), ("gbs", gbs)):
+        if v is None:
+            return NotExpressible(row, need, f"the row gives no `{need}`")
+    tp, pp, cp = row.count("tp", 1), row.count("pp", 1), row.count("cp", 1)
+    ep = row.count("ep", 1) if row.used("ep") else 1
+    if gpus % (tp * pp * cp):
+        return NotExpressible(row, "gpus", f"{gpus} GPUs are not a multiple of tp x pp x cp = "
+                                           f"{tp * pp * cp}")
+    dp = gpus // (tp * pp * cp)
+    moe = bool(fields.get("experts"))
+    stack = stack_of(row, moe, tp, pp, dp)
+    assumed = list(assumed) + list(stack.assumed)
+    job: Dict[str, object] = {"model": "M", "placement": "Cluster", "gpus": gpus,
+                              "dtype": prec[0]}
+    if prec[0] == "fp8":
+        job["fp8_recipe"] = prec[1]
+    rec = row.recompute.lower()
+    job["recompute"] = ("full" if "full" in rec else "selective" if "selective" in rec
+                        else "none" if rec in ("none", "no", "off") else "auto")
+    if job["recompute"] == "auto":
+        assumed.append("activation recomputation chosen by Seer's rule: the least that fits "
+                       "(the row does not say)")
+    job.update(dict(stack.fields))
+    par: Dict[str, object] = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep}
+    par.update(dict(stack.parallel))
+    par.setdefault("sp", tp > 1)
+    vp = row.count("vp") if row.used("vp") else None
+    interleaved = "interleaved" in row.notes.lower() and pp > 1
+    if vp and vp > 1:
+        par["schedule"] = "interleaved"
+        par["virtual_stages"] = vp
+    elif interleaved:
+        par["schedule"] = "interleaved"
+        assumed.append("virtual stages chosen by Seer's rule (interleaved, count not published)")
+    v = par.get("virtual_stages", 1)
+    layout = _layout(fields["layers"], pp, v)
+    if layout and v > 1:
+        par["layout"] = layout
+    elif layout:
+        par["stages"] = layout
+    batch: Dict[str, object] = {"global_batch": gbs, "seq": seq}
+    mbs = row.count("mbs")
+    if stack.framework == "torchtitan" and pp > 1:
+        batch["micro"] = 1
+        assumed.append("pipeline micro-batches of 1 sequence (torchtitan's default)")
+    elif mbs:
+        batch["micro"] = mbs
+    else:
+        assumed.append("micro-batch chosen by Seer's rule (not published)")
+    nsu = -(-gpus // system.gpus_per_su)
+    src = [f"import stdlib.systems {{ {system.su}, {system.fabric} }}",
+           f"site Cluster {{ sus = {nsu} x {system.su}, fabric = {system.fabric} }}",
+           "model M {"]
+    src += [f'  {k} = "{v}"' if k == "pattern" else f"  {k} = {_value(v)}"
+            for k, v in fields.items()]
+    src.append("}")
+    name = "run_" + re.sub(r"[^A-Za-z0-9_]", "_", row.id)
+    src.append(f"job {name} {{")
+    src += [f"  {k} = {_value(v)}" for k, v in job.items()]
+    src.append("  parallel {")
+    for k, v in par.items():
+        if k in ("stages", "layout"):
+            src.append(f"    {k} = [" + ", ".join(map(str, v)) + "]")
+        else:
+            src.append(f"    {k} = {_value(v)}")
+    src.append("  }")
+    src.append("  batch {")
+    src += [f"    {k} = {_value(v)}" for k, v in batch.items()]
+    src.append("  }")
+    src.append("}")
+    return Expressed(row, "\n".join(src) + "\n", name, system.key, lent, tuple(assumed))
+
+
+def _layout(layers: int, pp: int, v: int) -> Optional[Tuple[int, ...]]:
+    """Layers per virtual stage (model order; per stage when v = 1) as the frameworks lay out a
+    model whose layers the virtual stages do not divide: the embedding and the loss counted as a
+    layer each on the first and the last (Megatron-Core's account-for-embedding/loss-in-
+    pipeline-split and --pipeline-model-parallel-layout, torchtitan's split), what is left over
+    spread over the first; None when pp x v divides the layers."""
+    n = pp * max(1, v)
+    if pp <= 1 or layers % n == 0:
+        return None
+    base, extra = divmod(layers + 2, n)
+    per = [base + (1 if i < extra else 0) for i in range(n)]
+    per[0] -= 1
+    per[-1] -= 1
+    if min(per) < 0:
+        return None
+    return tuple(per)

@@ -1,0 +1,68 @@
+"""What a run published and what Seer forecasts for it, on the same metric.
+
+The metric is the row's tokens per second per GPU when it publishes one, else its step time,
+else its model TFLOP/s per GPU, recomputed with one FLOP formula and the release's attention
+accounting (the column is not comparable across releases: NeMo up to 25.07 counts attention as
+non-causal, 12 L h s FLOPs per token, Megatron-Bridge from 25.09 as causal, half of it). The
+error is forecast / published - 1 on that metric: on tokens/s and TFLOP/s a positive error is an
+optimistic forecast, on a step time a pessimistic one."""
+from __future__ import annotations
+
+import re
+from typing import Optional, Tuple
+
+TOKENS, STEP, TFLOPS = "tokens_per_s_per_gpu", "step_time_s", "model_tflops_per_gpu"
+
+
+def published(row) -> Tuple[Optional[str], Optional[float]]:
+    for metric in (TOKENS, STEP, TFLOPS):
+        v = getattr(row, metric)
+        if v is not None:
+            return metric, float(v)
+    return None, None
+
+
+def causal_accounting(row) -> bool:
+    """Whether the row's release counts attention FLOPs as causal (module docstring)."""
+    m = re.search(r"(\d\d)\.(\d\d)", row.source_version)
+    if "megatron-bridge" in row.source_version.lower():
+        return True
+    if m and "nemo" in row.source_version.lower():
+        return (int(m.group(1)), int(m.group(2))) >= (25, 9)
+    return False
+
+
+def model_flops_per_token(spec, causal: bool) -> float:
+    """Training FLOPs per token: 3 x (2 x the linear layers' active weights + the logits) plus
+    the attention's 3 x 2 x 2 s h_attn per layer (half of it counted causal)."""
+    from astral_dsl.seer.forecast import layer_flops_per_token
+
+    m = spec.model
+    total = 0.0
+    for L, count in m.kinds(0, m.layers):
+        lin, attn = layer_flops_per_token(spec, L)
+        total += count * (lin + (attn / 2 if causal else attn))
+    total += 2 * m.hidden * m.vocab
+    return 3 * total
+
+
+def forecast_metric(metric: str, row, spec, iteration_time: float) -> float:
+    gpus = spec.parallel.gpus
+    tokens = spec.global_batch * spec.seq
+    if metric == TOKENS:
+        return tokens / (iteration_time * gpus)
+    if metric == STEP:
+        return iteration_time
+    return model_flops_per_token(spec, causal_accounting(row)) * tokens / (
+        iteration_time * gpus) / 1e12
+
+
+def signed_error(metric: str, forecast: float, value: float) -> float:
+    return forecast / value - 1.0
+
+
+def time_error(metric: str, error: float) -> float:
+    """The error as forecast time / true time - 1 (negative: the forecast is too fast)."""
+    if metric == STEP:
+        return error
+    return 1.0 / (1.0 + error) - 1.0

@@ -1,0 +1,190 @@
+"""What a published run ran on, read from its row: the system, the precision recipe and the
+software stack (framework, overlaps, CUDA graphs, MoE dispatcher) as job fields.
+
+The published tables give the layout and the batch but not the runtime settings: NVIDIA's say
+"the recipes default to overlapped TP/DP/PP communication and the distributed optimizer" and
+publish neither recompute, CUDA graphs, communication-overlap flags nor the MoE dispatcher;
+torchtitan's and AutoModel's name some of theirs in the table's caption (carried in `notes`).
+Every setting below is one documented rule on the row's text, with the reason beside it
+(docs/runs.md, "What a row is taken to have run"); `Stack.assumed` lists the ones the row did
+not state, and `astral runs` prints them with the row."""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+from astral_dsl import records
+
+
+@records.frozen
+class System:
+    """A stdlib system (stdlib/systems.astral): its scalable unit, fabric and GPUs per SU."""
+    key: str
+    su: str
+    fabric: str
+    gpus_per_su: int
+    gpu: str                         # the GPU's stdlib name
+
+
+SYSTEMS: Dict[str, System] = {s.key: s for s in (
+    System("DGX-A100", "DGX_A100_SU", "DGX_A100_Fabric", 160, "A100_80GB"),
+    System("DGX-H100", "DGX_H100_SU", "NDR_Fabric", 256, "H100_SXM"),
+    System("DGX-H200", "DGX_H200_SU", "NDR_Fabric", 256, "H200"),
+    System("HGX-H800", "HGX_H800_SU", "NDR_Fabric", 256, "H800"),
+    System("DGX-B200", "DGX_B200_SU", "NDR_Fabric", 256, "B200"),
+    System("DGX-GB200", "DGX_GB200_SU", "GB200_Fabric", 576, "GB200"),
+    System("GrandTeton-H100-500W", "GrandTeton_SU", "RoCE_Fabric", 256, "H100_SXM_96GB_500W"),
+)}
+
+
+def _n(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+def system_of(system: str, gpu: str) -> Tuple[Optional[System], str]:
+    """(the stdlib system a row's `system` and `gpu` name, or None; why)."""
+    s, g = _n(system), _n(gpu)
+    both = s + " " + g
+    if "gb300" in both or "b300" in both:
+        return None, ("no stdlib system of B300 / GB300 GPUs has published runs to check it "
+                      "against: name one with --gpu-file")
+    if "gb200" in both:
+        return SYSTEMS["DGX-GB200"], "GB200 NVL72 racks (DGX GB200)"
+    if "b200" in both:
+        return SYSTEMS["DGX-B200"], "DGX B200"
+    if "h200" in both:
+        return SYSTEMS["DGX-H200"], "DGX H200 class (8 x H200 SXM, 400G per GPU)"
+    if "h800" in both:
+        return SYSTEMS["HGX-H800"], "HGX H800"
+    if "h100" in both:
+        if "96gb" in g or "500w" in g or "grandteton" in both:
+            return SYSTEMS["GrandTeton-H100-500W"], "Grand Teton H100 96 GB HBM2e capped at 500 W"
+        return SYSTEMS["DGX-H100"], "DGX H100"
+    if "a100" in both:
+        return SYSTEMS["DGX-A100"], "DGX A100 (Selene)"
+    return None, f"no stdlib system matches system `{system}` / gpu `{gpu}` (name one with " \
+                 "--gpu-file)"
+
+
+@records.frozen
+class Stack:
+    fields: Tuple[Tuple[str, object], ...]            # job fields
+    parallel: Tuple[Tuple[str, object], ...]          # parallel-record fields
+    assumed: Tuple[str, ...]                          # what the row did not state
+    framework: str
+
+
+def precision_of(precision: str, gpu: str) -> Tuple[Optional[Tuple[str, str]], str]:
+    """((dtype, fp8 recipe), how it was read) of the `precision` cell, or (None, why)."""
+    p, g = precision.lower(), _n(gpu)
+    blackwell = "b200" in g or "b300" in g
+    if "nvfp4" in p:
+        return ("nvfp4", "delayed"), "NVFP4"
+    if "mxfp8" in p or "fp8-mx" in p or "fp8 mx" in p:
+        return ("mxfp8", "delayed"), "MXFP8"
+    if "alt" in p and "fp8" in p:
+        # 25.09/25.07 footnotes: the alternative granularity is 32x32 blocks on Blackwell
+        # (MXFP8), 128x128 weights / 1x128 activations on H100 (fp8 with 128-blocks)
+        return (("mxfp8", "delayed"), "FP8 alt granularity on Blackwell: MXFP8") if blackwell \
+            else (("fp8", "blockwise"), "FP8 alt granularity on Hopper: 128-block scales")
+    if "rowwise" in p:
+        return ("fp8", "rowwise"), "fp8 with row-wise scales (torchao)"
+    if "fp8" in p:
+        return ("fp8", "current"), "fp8 with per-tensor current scaling (the tables' FP8 / FP8-CS)"
+    if "bf16" in p or "bfloat16" in p:
+        return ("bf16", "delayed"), "BF16"
+    if "fp16" in p:
+        return ("fp16", "delayed"), "FP16"
+    return None, f"unknown precision `{precision}`"
+
+
+def release_of(row) -> Optional[Tuple[int, int]]:
+    """(year, month) of a NeMo / Megatron-Bridge container release ("NeMo 26.06 container"), or
+    None."""
+    m = re.search(r"nemo\s+(\d\d)\.(\d\d)", row.source_version.lower())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+# From this Megatron-Bridge release on, the MoE recipes are taken to replay the step from CUDA
+# graphs with sync-free (dropless) token dispatch: every MoE recipe on GB200 steps up at an
+# unchanged layout between 26.04.01 and 26.06 (Qwen3-30B-A3B +55 %, DeepSeek-V3 +17 %, the dense
+# recipes unchanged), the size of what the host synchronisation of the token counts and the
+# launches around it cost a small-expert model. An assumption read off the published tables,
+# stated here and in docs/runs.md: the tables do not publish CUDA graph settings.
+MOE_GRAPHS_FROM = (26, 6)
+
+
+def framework_of(row) -> str:
+    text = " ".join((row.system, row.source_url, row.source_version, row.notes)).lower()
+    if "torchtitan" in text:
+        return "torchtitan"
+    if "automodel" in text:
+        return "automodel"
+    return "megatron"
+
+
+def stack_of(row, moe: bool, tp: int, pp: int, dp: int) -> Stack:
+    """The job fields the row's software ran with (module docstring)."""
+    fw = framework_of(row)
+    notes = row.notes.lower()
+    version = row.source_version.lower()
+    fields: Dict[str, object] = {"framework": fw}
+    par: Dict[str, object] = {}
+    assumed: List[str] = []
+    if fw == "megatron":
+        paper = "narayanan" in version or "korthikanti" in version
+        if paper:
+            # the papers' own Megatron-LM: unfused attention (FlashAttention came in mid-2022),
+            # plain data parallelism with the gradient all-reduce after the backward; the 2021
+            # code reduced TP input gradients on the critical path
+            fields["attention"] = "unfused"
+            if "narayanan" in version:
+                fields["tp_overlap"] = "none"
+            if "no sequence parallelism" in notes or tp <= 1:
+                par["sp"] = False
+        else:
+            fields["tp_overlap"] = "full" if tp > 1 else "backward"
+            assumed.append("TP communication overlapped with the GEMMs (the recipes' default)"
+                           if tp > 1 else "")
+            # NeMo's performance scripts (scripts/performance) reduce gradients in bf16
+            # (grad_reduce_in_fp32 = False) for throughput
+            fields["grad_dtype"] = "bf16"
+            assumed.append("gradients reduced in bf16 (the performance recipes' setting)")
+        fsdp = row.count("fsdp")
+        if not paper:
+            fields["overlap_grad_reduce"] = dp > 1
+            fields["overlap_param_gather"] = dp > 1 and (fsdp or 0) < 1
+            if dp > 1:
+                assumed.append("the distributed optimizer with overlapped gradient reduction "
+                               "and parameter gathering (the recipes' default)")
+            if fsdp is not None and fsdp >= 1:
+                par["fsdp"] = True
+                fields["overlap_param_gather"] = False
+            elif dp > 1:
+                par["zero"] = 1
+            if moe:
+                fields["ep_overlap"] = True
+                assumed.append("expert-parallel all-to-all overlapped across micro-batches "
+                               "(the MoE recipes' setting)")
+                release = release_of(row)
+                if release is not None and release >= MOE_GRAPHS_FROM:
+                    fields["cuda_graphs"] = True
+                    assumed.append("the step replayed from CUDA graphs with sync-free token "
+                                   "dispatch (MoE recipes from Megatron-Bridge 26.06)")
+    elif fw == "torchtitan":
+        par["fsdp"] = dp > 1
+        fields["torch_compile"] = "torch.compile" in notes
+        fields["tp_overlap"] = "full" if "asynctp" in notes.replace(" ", "") else "none"
+        if pp > 1:
+            par["reshard_after_forward"] = False
+        fields["overlap_grad_reduce"] = dp > 1
+    else:                                                 # NeMo AutoModel: PyTorch FSDP2
+        par["fsdp"] = dp > 1
+        fields["tp_overlap"] = "none" if tp > 1 else "backward"
+        fields["overlap_grad_reduce"] = dp > 1
+        if "deepep" in notes and moe:
+            fields["moe_dispatcher"] = "deepep"
+    if moe and fw == "megatron":
+        assumed.append("MoE tokens dispatched by NCCL all-to-all (alltoall dispatcher)")
+    return Stack(tuple(sorted(fields.items())), tuple(sorted(par.items())),
+                 tuple(a for a in assumed if a), fw)

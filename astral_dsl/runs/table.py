@@ -1,0 +1,216 @@
+"""A runs table: published (or measured) training runs, one per row, in the columns of NVIDIA's and
+torchtitan's published performance tables as docs/runs.md defines them.
+
+`read_table(path)` reads a CSV with exactly the columns of COLUMNS (in any order; an unknown or
+missing column is E766 with the header's position) and returns a RunsTable of Run records. A
+cell that cannot be read (a count that is not a whole number, a negative size, a rate that is
+not finite) does not stop the table: its row carries the problem (`Run.problems`, the field and
+why) and `astral runs` reports it as "rejected" with the field. Nothing is guessed here: a cell
+left empty is None, "n/a" (a dimension the run does not use) is NOT_USED.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Dict, List, Optional, Tuple
+
+from astral_dsl import records
+from astral_dsl.diagnostics import Diagnostic, Severity, Span
+
+COLUMNS: Tuple[str, ...] = (
+    "id", "source_url", "source_version", "system", "gpu", "precision", "model", "params_b",
+    "layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "moe_experts", "moe_topk",
+    "seq_len", "gpus", "gbs", "mbs", "tp", "pp", "cp", "vp", "ep", "fsdp", "recompute",
+    "tokens_per_s_per_gpu", "model_tflops_per_gpu", "step_time_s", "notes")
+TEXT = ("id", "source_url", "source_version", "system", "gpu", "precision", "model", "recompute",
+        "notes")
+# whole numbers, with the largest plausible value (model/kinds.py's bounds)
+COUNTS: Dict[str, float] = {
+    "layers": 1e5, "hidden": 2 ** 24, "ffn_hidden": 2 ** 27, "heads": 65536, "kv_heads": 65536,
+    "vocab": 2 ** 30, "moe_experts": 65536, "moe_topk": 65536, "seq_len": 2 ** 30, "gpus": 1e9,
+    "gbs": 2 ** 30, "mbs": 2 ** 30, "tp": 65536, "pp": 1e5, "cp": 2 ** 30, "vp": 1e5,
+    "ep": 65536, "fsdp": 1e9}
+# positive reals
+RATES: Dict[str, float] = {"params_b": 1e6, "tokens_per_s_per_gpu": 1e12,
+                           "model_tflops_per_gpu": 1e9, "step_time_s": 1e9}
+NOT_USED = -1            # "n/a": the dimension is not used (VP, EP)
+MAX_ROWS = 100_000       # a runs table is a few hundred rows; this bounds the work
+
+
+@records.frozen
+class Run:
+    """One row. Counts are ints (NOT_USED for "n/a"), rates floats, absent cells None."""
+    line: int
+    id: str
+    text: Tuple[Tuple[str, str], ...]
+    values: Tuple[Tuple[str, Optional[float]], ...]
+    problems: Tuple[Tuple[str, str], ...] = ()
+
+    def __getattr__(self, name):
+        if name in COUNTS or name in RATES:
+            return dict(self.values).get(name)
+        if name in TEXT:
+            return dict(self.text).get(name, "")
+        raise AttributeError(name)
+
+    def count(self, name: str, default: Optional[int] = None) -> Optional[int]:
+        v = dict(self.values).get(name)
+        return default if v is None or v == NOT_USED else int(v)
+
+    def used(self, name: str) -> bool:
+        """The cell is not "n/a"."""
+        return dict(self.values).get(name) != NOT_USED
+
+    @property
+    def key(self) -> Tuple:
+        """One configuration across releases (a group of the leave-one-group-out check): every
+        column but the id, the source, the published figures and the notes."""
+        skip = {"id", "source_url", "source_version", "tokens_per_s_per_gpu",
+                "model_tflops_per_gpu", "step_time_s", "notes"}
+        text = tuple((k, _norm(v)) for k, v in self.text if k not in skip)
+        return text + tuple((k, v) for k, v in self.values if k not in skip)
+
+
+def _norm(text: str) -> str:
+    """A model or system name for comparison: lower case, letters and digits only, tags such as
+    "(tokendrop)" kept."""
+    return "".join(ch for ch in text.lower() if ch.isalnum() or ch == "(" or ch == ")")
+
+
+@records.frozen
+class RunsTable:
+    file: str
+    runs: Tuple[Run, ...]
+    diagnostics: Tuple[Diagnostic, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+
+def _cell(name: str, raw: str) -> Tuple[Optional[float], Optional[str]]:
+    """(value, problem) of a numeric cell."""
+    text = raw.strip().replace(",", "")
+    if text == "" or text == "-":
+        return None, None
+    if text.lower() == "n/a":
+        return float(NOT_USED), None
+    try:
+        value = float(text)
+    except ValueError:
+        return None, f"`{raw.strip()[:40]}` is not a number"
+    if not math.isfinite(value):
+        return None, f"{raw.strip()[:40]} is not a finite number"
+    if name in COUNTS:
+        if value != int(value):
+            return None, f"{raw.strip()} is not a whole number"
+        if name == "fsdp":
+            if value < 0 or value > COUNTS[name]:
+                return None, f"{value:g} is outside 0 - {COUNTS[name]:g}"
+        elif value < 1 or value > COUNTS[name]:
+            return None, f"{value:g} is outside 1 - {COUNTS[name]:g}"
+        return float(int(value)), None
+    if value <= 0 or value > RATES[name]:
+        return None, f"{value:g} is outside (0, {RATES[name]:g}]"
+    return value, None
+
+
+def _err(code: str, message: str, file: str, line: int, column: int = 1, end: int = 2,
+         hint: Optional[str] = None) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, message, Span.at(file, line, column, line, end), hint)
+
+
+def parse_table(text: str, file: str) -> RunsTable:
+    """The runs of a table's text (read_table reads the file)."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        return RunsTable(file, (), (_err("E766", "the runs table is empty: it has no header",
+                                         file, 1, hint="the first line names the columns: "
+                                         + ",".join(COLUMNS)),))
+    except csv.Error as exc:
+        return RunsTable(file, (), (_err("E766", f"the runs table is not CSV: {exc}", file, 1),))
+    names = [h.strip().lower() for h in header]
+    diags: List[Diagnostic] = []
+    col = 1
+    for h, raw in zip(names, header):
+        if h not in COLUMNS:
+            diags.append(_err("E766", f"unknown column `{raw.strip()[:60]}` in the runs table",
+                              file, 1, col, col + max(1, len(raw)),
+                              "a runs table has the columns of docs/runs.md: "
+                              + ", ".join(COLUMNS)))
+        col += len(raw) + 1
+    missing = [c for c in COLUMNS if c not in names]
+    if missing:
+        diags.append(_err("E766", "the runs table lacks the column(s) " + ", ".join(missing),
+                          file, 1, 1, max(2, len(",".join(header)) + 1),
+                          "add them (a cell may be empty): docs/runs.md defines every column"))
+    dup = sorted({n for n in names if names.count(n) > 1 and n in COLUMNS})
+    if dup:
+        diags.append(_err("E766", "the runs table names the column(s) " + ", ".join(dup)
+                          + " twice", file, 1))
+    if diags:
+        return RunsTable(file, (), tuple(diags))
+    runs: List[Run] = []
+    seen: Dict[str, int] = {}
+    try:
+        for cells in reader:
+            line = reader.line_num
+            if not any(c.strip() for c in cells):
+                continue
+            if len(runs) >= MAX_ROWS:
+                diags.append(_err("E766", f"the runs table has more than {MAX_ROWS:,} rows",
+                                  file, line))
+                break
+            runs.append(_row(names, cells, line, seen))
+    except csv.Error as exc:
+        diags.append(_err("E766", f"the runs table is not CSV: {exc}", file, reader.line_num))
+    return RunsTable(file, tuple(runs), tuple(diags))
+
+
+def _row(names: List[str], cells: List[str], line: int, seen: Dict[str, int]) -> Run:
+    problems: List[Tuple[str, str]] = []
+    if len(cells) != len(names):
+        problems.append(("row", f"{len(cells)} cells for {len(names)} columns"))
+    raw = dict(zip(names, cells + [""] * (len(names) - len(cells))))
+    text = tuple((k, raw[k].strip()) for k in TEXT)
+    values = []
+    for k in COLUMNS:
+        if k in TEXT:
+            continue
+        v, why = _cell(k, raw[k])
+        if why:
+            problems.append((k, why))
+        values.append((k, v))
+    rid = raw["id"].strip() or f"line {line}"
+    if rid in seen:
+        problems.append(("id", f"`{rid}` is also the id of line {seen[rid]}"))
+    else:
+        seen[rid] = line
+    return Run(line, rid, text, tuple(values), tuple(problems))
+
+
+def read_table(path) -> RunsTable:
+    """The runs table in `path` (E766 when it cannot be read or is not one)."""
+    name = str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(64 * 1024 * 1024 + 1)
+    except OSError as exc:
+        return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR,
+                                               f"cannot read the runs table: {exc.strerror}",
+                                               file=name),))
+    if len(data) > 64 * 1024 * 1024:
+        return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR,
+                                               "the runs table is over 64 MiB", file=name),))
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR,
+                                               "the runs table is not UTF-8 text", file=name),))
+    if "\x00" in text:
+        return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR,
+                                               "the runs table is binary", file=name),))
+    return parse_table(text, name)

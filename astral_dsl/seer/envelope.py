@@ -1,0 +1,77 @@
+"""How far to trust a forecast: its regime, whether the calibration ever checked it, and the error
+band measured on runs of that regime left out of the fit.
+
+The band comes from the calibration's `bands` (fit.json, written by `astral calibrate`): for each
+regime ({gpu, precision, attention, moe, framework}; seer/regime.py) the 5th and 95th
+percentiles of the leave-one-group-out errors of its runs, as true time / forecast - 1. A regime
+with fewer than MIN_ROWS runs takes the band of the coarser key it falls in (GPU x precision,
+then precision, then every run). A forecast is `inside` the calibrated envelope when runs of
+its exact regime were checked; otherwise `outside` names each part no run had (a GPU, a
+precision, a framework...), or the combination when each part was seen but never together, and
+the band is the widest checked one (every run's) widened OUTSIDE_WIDEN times: a documented
+default, not a measurement."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+from astral_dsl.seer.regime import REGIME_PARTS, parse_key, regime, regime_key
+
+MIN_ROWS = 8
+OUTSIDE_WIDEN = 2.0
+DEFAULT_BAND = (-0.25, 0.25)     # no calibration with bands at all (a fit without runs)
+
+
+@dataclass(frozen=True)
+class Envelope:
+    regime: Dict[str, str]
+    inside: bool
+    band: Tuple[float, float]        # true time / forecast - 1: low, high
+    basis: str                       # the bands key the band comes from, or "default"
+    rows: int                        # checked runs behind the band
+    outside: Tuple[str, ...] = ()    # what was never checked
+
+    def as_json(self) -> dict:
+        return {"regime": dict(self.regime), "inside": self.inside,
+                "band": [round(self.band[0], 4), round(self.band[1], 4)], "basis": self.basis,
+                "rows": self.rows, "outside": list(self.outside)}
+
+    def text(self) -> str:
+        """"-4/+7 %": how much shorter and longer the true time may be."""
+        lo, hi = self.band
+        return f"{100 * lo:+.0f}/{100 * hi:+.0f} %".replace("+-", "-")
+
+
+def _band(entry) -> Optional[Tuple[float, float, int]]:
+    try:
+        return float(entry["low"]), float(entry["high"]), int(entry["rows"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def envelope(spec, gpu_name: str, calibration) -> Envelope:
+    """The envelope of a forecast of `spec` on a GPU named `gpu_name` (module docstring)."""
+    reg = regime(spec, gpu_name)
+    bands = getattr(calibration, "bands", None) or {}
+    key = regime_key(reg)
+    seen: Dict[str, set] = {p: set() for p in REGIME_PARTS}
+    for k in bands:
+        if k.count("/") == len(REGIME_PARTS) - 1:
+            for part, value in parse_key(k).items():
+                seen[part].add(value)
+    if not bands:
+        return Envelope(reg, False, DEFAULT_BAND, "default", 0,
+                        ("the calibration has no error bands",))
+    exact = _band(bands.get(key))
+    if exact is not None:
+        for k in (key, f"{reg['gpu']}/{reg['precision']}", reg["precision"], "*"):
+            b = _band(bands.get(k))
+            if b is not None and b[2] >= MIN_ROWS:
+                return Envelope(reg, True, (b[0], b[1]), k, b[2])
+        return Envelope(reg, True, (exact[0], exact[1]), key, exact[2])
+    outside = tuple(f"{part} {reg[part]}" for part in REGIME_PARTS if reg[part] not in seen[part])
+    if not outside:
+        outside = (f"the combination {key}",)
+    widest = _band(bands.get("*")) or (DEFAULT_BAND[0], DEFAULT_BAND[1], 0)
+    return Envelope(reg, False, (OUTSIDE_WIDEN * widest[0], OUTSIDE_WIDEN * widest[1]),
+                    "outside", widest[2], outside)
