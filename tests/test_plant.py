@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import attrs
 import pytest
 from CoolProp.HumidAirProp import HAPropsSI
 
@@ -227,13 +228,18 @@ def test_the_hourly_arithmetic_is_the_formulas():
     plan = hr.Plan(18.0, 26.0, "dry_cooler", 6.0, "integrated",
                    hr.Chiller(6.28, 6.7, 29.4, 10.0), 0.02)
     temps = [x / 4 for x in range(-40, 160)]
-    shares, chillers, fans = hr.series(plan, temps, 1e6)
-    for t, share, w, fan in zip(temps, shares, chillers, fans):
+    chillers, fans = hr.series(plan, temps, 1e6)
+    for t, w, fan in zip(temps, chillers, fans):
         s = formulas.chiller_share(t + 6, 18, 26)
         cop = formulas.chiller_cop(6.28, 6.7, 29.4, 18, t + 6, 10)
-        assert share == pytest.approx(s, abs=1e-12)
         assert w == pytest.approx(s * 1e6 / cop if s else 0.0, rel=1e-12)
         assert fan == pytest.approx(0.02 * (1e6 + w), rel=1e-12)
+    # and the hours it counts by mode
+    p = hr.profile(plan, temps)
+    shares = [formulas.chiller_share(t + 6, 18, 26) for t in temps]
+    per_hour = 8760 / len(temps)
+    assert p.free_h == pytest.approx(per_hour * sum(1 for x in shares if x == 0))
+    assert p.mechanical_h == pytest.approx(per_hour * sum(1 for x in shares if x == 1))
 
 
 def test_free_cooling_declared_with_a_climate_is_e654():
@@ -490,3 +496,36 @@ def test_air_at_sea_level_without_an_altitude_is_w642():
                      "site `S` declares no `altitude` (nor a `climate` file with an elevation)"]
     (air,) = checked.engineering.cooling.air
     assert (air.pressure_pa, air.dew_point_c) == (101325.0, 15.0)
+
+
+def test_the_cached_climate_is_the_parsed_one(tmp_path, monkeypatch):
+    # the per-user cache keeps a climate's hours as the bytes of their doubles: read back, they
+    # are the very numbers parsed (and the wet bulbs computed) without it
+    monkeypatch.setenv("ASTRAL_CACHE_DIR", str(tmp_path / "cache"))
+    climates._parsed.clear()
+    first = climates.load("stdlib/climate/723170TYA.CSV", Path.cwd())
+    assert list((tmp_path / "cache").glob("climate-*.json"))
+    climates._parsed.clear()
+    again = climates.load("stdlib/climate/723170TYA.CSV", Path.cwd())
+    assert again is not first and again == first
+    parsed = climates.with_wet_bulbs(climates.parse(
+        (Path(__file__).resolve().parents[1] / "stdlib" / "climate" / "723170TYA.CSV")
+        .read_bytes(), "stdlib/climate/723170TYA.CSV"))
+    assert parsed == attrs.evolve(first, digest="")
+    climates._parsed.clear()
+
+
+def test_the_cached_profile_is_the_computed_one(tmp_path, monkeypatch):
+    # a circuit's hours per watt, kept in the per-user cache when its hours are named: read back
+    # in a fresh process they are the very numbers computed
+    from astral_dsl.analyses import heat_rejection as hr
+
+    monkeypatch.setenv("ASTRAL_CACHE_DIR", str(tmp_path / "cache"))
+    plan = hr.Plan(18.0, 26.0, "cooling_tower", 5.6, "integrated",
+                   hr.Chiller(6.28, 6.7, 29.4, 10.0), 0.01)
+    temps = tuple(x / 10 for x in range(-100, 300))
+    computed = hr.profile(plan, temps, "test-hours")
+    hr._PROFILES.clear()
+    stored = hr.profile(plan, list(temps), "test-hours")
+    assert stored == computed and stored is not computed
+    assert list((tmp_path / "cache").glob("rejection-*.json"))

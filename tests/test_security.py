@@ -93,9 +93,10 @@ def test_a_poisoned_cache_at_the_old_path_changes_nothing(sandbox, tmp_path):
 # what a check of the reference caches (syntax/astcache.py): the syntax trees of the stdlib
 # modules it imports and of the reference itself (it parses without an error), the parser's tables
 # the stdlib's syntax trees, the user's file's, the parser's tables, the climate file's hours
-# (analyses/climate.py) and the humid-air states CoolProp gave (analyses/humid_air.py)
+# (analyses/climate.py), the humid-air states CoolProp gave (analyses/humid_air.py) and the
+# two facility-water circuits' hours per watt (analyses/heat_rejection.py)
 CACHED_BY_CHECK = ["ast-cooling", "ast-hardware", "ast-models", "ast-network", "ast-power",
-                   "astu", "climate", "humid-air", "parser-compiler"]
+                   "astu", "climate", "humid-air", "parser-compiler", "rejection", "rejection"]
 
 
 def test_the_cache_is_private_plain_data(sandbox):

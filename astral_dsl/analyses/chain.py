@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.feeders import FeederResult, one_feeder
 from astral_dsl.diagnostics import Diagnostic, Severity
@@ -33,7 +34,7 @@ from astral_dsl.units import Quantity, readable
 DEFAULT_EFFICIENCY = 0.9953
 
 
-@attrs.frozen
+@records.frozen
 class TransformerResult:
     """A transformer declaration as the chain uses it (a stage), and what it carries."""
     path: str
@@ -117,11 +118,19 @@ def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, fl
                 "E634", Severity.ERROR,
                 f"transformers `{s.inst.path}` carry {said} at the peak, but their "
                 f"{left} unit(s) left in service ({s.redundancy}) hold {rating}",
-                s.inst.span_of("count"), f"{total} transformers of "
+                _where(s.inst, "count"), f"{total} transformers of "
                 f"{readable.power(s.capacity_w)} are needed ({s.redundancy})"))
         out.append(attrs.evolve(s, peak_load_w=per, average_loss_w=average_w.get(id(s), 0.0),
                                 peak_loss_w=s.losses(peak_w)))
     return out
+
+
+def _where(inst: Instance, field: str):
+    """The field's source when the design itself writes it, else the declaration (a stdlib
+    template's field is not where the user can change it)."""
+    span = inst.span_of(field)
+    return span if span is not None and inst.span is not None and \
+        span.file == inst.span.file else inst.span
 
 
 def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[float, float],

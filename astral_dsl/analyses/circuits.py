@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-import attrs
-
+from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.walk import owned
 from astral_dsl.diagnostics import Diagnostic, Severity
@@ -31,7 +30,7 @@ LIQUID_APPROACH_K = 3.0
 AIR_APPROACH_K = 10.0
 
 
-@attrs.frozen
+@records.frozen
 class Draw:
     """What one loop or air unit hands its circuit (all its replicas), W."""
     path: str
@@ -41,7 +40,7 @@ class Draw:
     air_w: float = 0.0        # of peak_w: heat from air (where the rooms' losses go)
 
 
-@attrs.frozen
+@records.frozen
 class CircuitResult:
     path: str
     replicas: int

@@ -20,17 +20,20 @@ with fewer rows stands for the year in proportion (W643 says so). Parsed files a
 process, keyed by their path, size and modification time."""
 from __future__ import annotations
 
+import base64
 import csv
 import gc
 import hashlib
 import io
 import os
+import sys
+from array import array
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import attrs
 
-from astral_dsl import resources, usercache
+from astral_dsl import records, resources, usercache
 from astral_dsl.semantics.modules import inside, read_file
 
 MAX_HOURS = 8784
@@ -38,7 +41,7 @@ DRY_BULB_C = (-90.0, 65.0)        # beyond the records (-89.2 degC Vostok, 56.7 
 PRESSURE_PA = (30000.0, 120000.0)
 
 
-@attrs.frozen
+@records.frozen
 class Climate:
     name: str                          # as the design names it
     format: str                        # "EPW" or "TMY3"
@@ -49,6 +52,7 @@ class Climate:
     dew_point: Tuple[float, ...]       # degC (at most the dry bulb)
     pressure: Tuple[float, ...]        # Pa
     wet_bulb: Tuple[float, ...] = ()   # degC (CoolProp's, analyses/humid_air.py)
+    digest: str = ""                   # the file's SHA-256 (what derived values are keyed by)
 
     @property
     def hours(self) -> int:
@@ -123,34 +127,37 @@ def load(name: str, root: Path) -> Climate:
     return climate
 
 
-_FIELDS = ("stamps", "dry_bulb", "dew_point", "pressure", "wet_bulb")
+_NUMBERS = ("dry_bulb", "dew_point", "pressure", "wet_bulb")
 
 
 def _cached(data: bytes, name: str) -> Climate:
     """The parsed hours of a file, with their wet bulbs, from the per-user cache (keyed by the
-    file's SHA-256 and the wet-bulb table's source), else parsed and stored there: JSON of the
-    very values `parse` and `with_wet_bulbs` return, so the result is the same either way."""
+    file's SHA-256 and the wet-bulb table's source), else parsed and stored there. The columns
+    are stored as the bytes of their doubles (base64), so that reading them back costs a
+    millisecond and gives the very numbers `parse` and `with_wet_bulbs` return."""
     from astral_dsl.analyses import wetbulb_table
 
     digest = hashlib.sha256(data).hexdigest()
-    key = f"climate 2 {digest} {wetbulb_table.source()}"
+    key = f"climate 3 {sys.byteorder} {digest} {wetbulb_table.source()}"
     entry = f"climate-{digest[:16]}"
     stored = usercache.read(entry, key)
     if isinstance(stored, dict):
         try:
-            cols = {f: tuple(stored[f]) for f in _FIELDS}
-            if len({len(c) for c in cols.values()}) == 1 and \
-                    0 < len(cols["dry_bulb"]) <= MAX_HOURS and \
-                    all(isinstance(v, float) for f in _FIELDS[1:] for v in cols[f]) and \
-                    all(isinstance(v, str) for v in cols["stamps"]):
+            cols = {f: tuple(array("d", base64.b64decode(stored[f], validate=True)))
+                    for f in _NUMBERS}
+            stamps = tuple(str(stored["stamps"]).split(","))
+            if len({len(c) for c in cols.values()} | {len(stamps)}) == 1 and \
+                    0 < len(stamps) <= MAX_HOURS:
                 return Climate(name, str(stored["format"]), str(stored["place"]),
-                               float(stored["elevation_m"]), **cols)
+                               float(stored["elevation_m"]), stamps, **cols, digest=digest)
         except (KeyError, TypeError, ValueError):
             pass
-    climate = with_wet_bulbs(parse(data, name))
-    usercache.write(entry, key, {"format": climate.format, "place": climate.place,
-                                 "elevation_m": climate.elevation_m,
-                                 **{f: list(getattr(climate, f)) for f in _FIELDS}})
+    climate = attrs.evolve(with_wet_bulbs(parse(data, name)), digest=digest)
+    usercache.write(entry, key, {
+        "format": climate.format, "place": climate.place, "elevation_m": climate.elevation_m,
+        "stamps": ",".join(climate.stamps),
+        **{f: base64.b64encode(array("d", getattr(climate, f)).tobytes()).decode("ascii")
+           for f in _NUMBERS}})
     usercache.prune("climate-", keep=16)
     return climate
 

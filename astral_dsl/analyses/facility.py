@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses import chain, circuits, heat_rejection
 from astral_dsl.analyses.circuits import CircuitResult, Draw
 from astral_dsl.analyses.feeders import FeederResult
@@ -47,7 +48,7 @@ COMPONENTS = (("it_w", "IT"), ("transformers_w", "transformer losses"),
 REJECTION_APPROACH_K = {"cooling_tower": 50.0 / 9.0, "dry_cooler": 8.0}
 
 
-@attrs.frozen
+@records.frozen
 class Demand:
     """The facility's draw by component (W), on one basis (average or peak)."""
     it_w: float
@@ -66,7 +67,7 @@ class Demand:
         return sum(getattr(self, name) for name, _ in COMPONENTS)
 
 
-@attrs.frozen
+@records.frozen
 class CircuitYear:
     """A facility-water circuit: its heat, flow and pumps, and its heat rejection over the year."""
     circuit: CircuitResult
@@ -86,7 +87,7 @@ class CircuitYear:
     cop: Optional[float] = None   # declared (fixed, or at the chiller's rating point)
 
 
-@attrs.frozen
+@records.frozen
 class FacilityResult:
     average: Demand
     peak: Demand
@@ -226,12 +227,14 @@ def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_reject
                            "rejected, from the dry coolers' data sheet)"))
 
 
-def ambient(climate, rejection: str) -> Optional[Sequence[float]]:
+def ambient(climate, rejection: str) -> Tuple[Optional[Sequence[float]], str]:
     """The hours' outdoor temperature the heat rejection follows: dry bulb for dry coolers, wet
-    bulb (analyses/climate.py, from CoolProp) for cooling towers."""
+    bulb (analyses/climate.py, from CoolProp) for cooling towers; and what names them (the
+    file's digest and the column) for the per-user cache."""
     if climate is None:
-        return None
-    return climate.wet_bulb if rejection == "cooling_tower" else climate.dry_bulb
+        return None, ""
+    column = "wet_bulb" if rejection == "cooling_tower" else "dry_bulb"
+    return getattr(climate, column), f"{climate.digest} {column}" if climate.digest else ""
 
 
 def allocate(per: Dict[int, List[Draw]], extra: Tuple[float, float]) -> Dict[int, Tuple]:
@@ -252,13 +255,14 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     the circuits they draw on (`per`), the power analysis and the site's climate."""
     extra = (power.conversion_loss_w + aux_w, power.conversion_loss_peak_w + aux_w)
     shares = allocate(per, extra)
-    years: List[Tuple[CircuitYear, Tuple[float, ...], Tuple[List[float], List[float]]]] = []
+    years: List[Tuple[CircuitYear, heat_rejection.Profile]] = []
     for inst, replicas in circuit_list:
         result = circuits.size(inst, replicas, per.get(id(inst), []),
                                shares.get(id(inst), (0.0, 0.0)), resolve, diags)
         p, rejection, how = plan(inst, climate, resolve, diags)
-        outdoor = ambient(climate, rejection) if isinstance(inst.field("supply"), Quantity) \
-            else None
+        outdoor, hours = ambient(climate, rejection) \
+            if isinstance(inst.field("supply"), Quantity) else (None, "")
+        prof = heat_rejection.profile(p, outdoor, hours)
         y = heat_rejection.year(p, outdoor, result.average_w)
         missing_chiller(inst, y, p, diags)
         years.append((CircuitYear(result, _sym(inst.field("water_class")), rejection,
@@ -267,16 +271,18 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                                   y.partial_h, y.mechanical_h, y.chillers_w, y.fans_w,
                                   fan_ratio=p.fan_ratio,
                                   cop=p.chiller.cop if p.chiller is not None else None),
-                      y.load, heat_rejection.peak(p, outdoor, result.peak_w)))
+                      prof))
     cdus = sum(lp.replicas * lp.cdu_w for lp in loops)
     pumps = sum(lp.replicas * lp.pump_w for lp in loops)
-    fpumps = sum(cy.circuit.pump_w for cy, _, _ in years)
+    fpumps = sum(cy.circuit.pump_w for cy, _ in years)
     fans = (sum(a.replicas * a.average_heat_w * (a.fan_power_ratio or 0.0) for a in air),
             sum(a.replicas * a.heat_w * (a.fan_power_ratio or 0.0) for a in air))
     base = (cdus + pumps + fpumps + fans[0] + aux_w, cdus + pumps + fpumps + fans[1] + aux_w)
-    avg_hours = _hourly(base[0], [load for _, load, _ in years])
-    peak_hours = _hourly(base[1], [[c + f for c, f in zip(*pk)] for _, _, pk in years])
-    hot = max(range(len(peak_hours)), key=lambda i: (peak_hours[i], -i))
+    # hour by hour, the circuits' chillers and fans: heat x k (1 + ratio) + ratio x heat
+    avg_hours = _hourly(base[0], [(cy.circuit.average_w, pr.average, pr.ratio)
+                                  for cy, pr in years])
+    peak_hours = _hourly(base[1], [(cy.circuit.peak_w, pr.peak, pr.ratio) for cy, pr in years])
+    hot = max(range(len(peak_hours)), key=peak_hours.__getitem__)   # the first of equals
     n = len(avg_hours)
     mech_avg = sum(avg_hours) / n
     any_feeders = bool(power.feeders)
@@ -311,16 +317,17 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                                    f"as 0 W in the facility power and the PUE", root.span,
                            "declare `auxiliary = ...` on the site (from the building's "
                            "electrical design)"))
-    chill_avg = sum(cy.chillers_w for cy, _, _ in years)
-    reject_avg = sum(cy.fans_w for cy, _, _ in years)
+    chill_avg = sum(cy.chillers_w for cy, _ in years)
+    reject_avg = sum(cy.fans_w for cy, _ in years)
+    done = tuple(attrs.evolve(cy, chillers_peak_w=cy.circuit.peak_w * _at(pr.peak, hot),
+                              fans_peak_w=pr.ratio * cy.circuit.peak_w
+                              * (1 + _at(pr.peak, hot))) for cy, pr in years)
     average = Demand(power.it_average_w, power.conversion_loss_w + mech_loss[0], cdus, pumps,
                      fans[0], chill_avg, reject_avg, transformer_avg, fpumps, aux_w)
     peak = Demand(power.it_peak_w, power.conversion_loss_peak_w + mech_loss[1], cdus, pumps,
-                  fans[1], sum(_at(pk[0], hot) for _, _, pk in years),
-                  sum(_at(pk[1], hot) for _, _, pk in years),
+                  fans[1], sum(cy.chillers_peak_w for cy in done),
+                  sum(cy.fans_peak_w for cy in done),
                   chain.losses(stages, site_peak, default), fpumps, aux_w)
-    done = tuple(attrs.evolve(cy, chillers_peak_w=_at(pk[0], hot), fans_peak_w=_at(pk[1], hot))
-                 for cy, _, pk in years)
     stamp = climate.stamps[hot] if climate is not None and len(peak_hours) > 1 else None
     return FacilityResult(average, peak, done, tuple(transformers), tuple(mech),
                           climate.name if climate is not None else None,
@@ -329,16 +336,18 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                           pressure[0], pressure[1], default)
 
 
-def _hourly(base: float, loads: List[Sequence[float]]) -> List[float]:
-    """`base` plus every circuit's load, hour by hour (a circuit without a climate holds one
-    value for every hour)."""
-    n = max((len(x) for x in loads), default=1)
-    out = [base] * n
-    for x in loads:
-        if len(x) == n:
-            out = [a + b for a, b in zip(out, x)]
+def _hourly(base: float, circuits_: List[Tuple[float, Sequence[float], float]]) -> List[float]:
+    """`base` plus every circuit's chillers and fans, hour by hour: heat x (k (1 + ratio) +
+    ratio) for (heat, k per hour, fan ratio); a circuit without a climate holds one k for every
+    hour."""
+    n = max((len(k) for _, k, _ in circuits_), default=1)
+    out = [base + sum(q * r for q, _, r in circuits_)] * n
+    for q, k, r in circuits_:
+        w = q * (1 + r)
+        if len(k) == n:
+            out = [a + w * x for a, x in zip(out, k)]
         else:
-            out = [a + x[-1] for a in out]
+            out = [a + w * k[-1] for a in out]
     return out
 
 

@@ -15,16 +15,18 @@ in the other hours, at the chiller's rated COP). The annual figures are averages
 peak load."""
 from __future__ import annotations
 
+import base64
 import math
+import sys
+from array import array
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import attrs
-
+from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.formulas import HOURS_PER_YEAR
 
 
-@attrs.frozen
+@records.frozen
 class Chiller:
     """A chiller model: a constant COP (`rated_supply` None), or its COP at a rating point."""
     cop: float
@@ -40,7 +42,7 @@ class Chiller:
                                     self.max_cop if self.max_cop else math.inf)
 
 
-@attrs.frozen
+@records.frozen
 class Plan:
     """What a circuit declares for its heat rejection."""
     supply_c: float
@@ -53,7 +55,7 @@ class Plan:
     free_cooling_h: Optional[float] = None    # declared hours (no climate)
 
 
-@attrs.frozen
+@records.frozen
 class Hour:
     """One hour of a circuit at a heat load."""
     share: float          # of the heat on the chillers
@@ -61,15 +63,33 @@ class Hour:
     fans_w: float         # the heat rejection's
 
 
-@attrs.frozen
+@records.frozen
+class Profile:
+    """A circuit's heat rejection per watt of heat, hour by hour: in hour h its chillers draw
+    heat x k[h] (k: the chillers' share over their COP) and its fans `ratio` x (heat +
+    chillers). `average` holds the hours of the annual basis, `peak` those the peak is the
+    hottest of (the same hours with a climate; one value each without: the average over the
+    declared free-cooling hours, and the chillers carrying it all)."""
+    average: Tuple[float, ...]
+    peak: Tuple[float, ...]
+    free_h: float           # hours a year with the chillers off
+    partial_h: float        # chillers taking part of the heat
+    mechanical_h: float     # chillers taking all of it
+    ratio: float = 0.0
+
+    @property
+    def mean(self) -> float:
+        return sum(self.average) / len(self.average)
+
+
+@records.frozen
 class Year:
     """A circuit over the year at its average heat, and the hours by mode."""
     chillers_w: float     # average
     fans_w: float         # average
-    free_h: float         # hours a year with the chillers off
-    partial_h: float      # chillers taking part of the heat
-    mechanical_h: float   # chillers taking all of it
-    load: Tuple[float, ...] = ()   # chillers and fans, hour by hour
+    free_h: float
+    partial_h: float
+    mechanical_h: float
 
 
 def leaving(plan: Plan, ambient_c: float) -> float:
@@ -94,19 +114,69 @@ def hour(plan: Plan, ambient_c: Optional[float], heat_w: float) -> Hour:
     return Hour(share, chillers, plan.fan_ratio * (heat_w + chillers))
 
 
-_FACTORS: Dict[Tuple[int, Plan], Tuple[object, Tuple[float, ...], Tuple[float, ...]]] = {}
+_PROFILES: Dict[Tuple[int, Plan], Tuple[object, Profile]] = {}
 
 
-def factors(plan: Plan, ambient: Sequence[float]) -> Tuple[Tuple[float, ...],
-                                                          Tuple[float, ...]]:
-    """(chiller share, chiller share / COP) of every hour of `ambient`: the arithmetic of
-    `hour` (and of formulas.chiller_share and chiller_cop, which tests hold it to) without
-    their checks, for 8,760 hours at a time. The chillers draw heat x the second, at any heat;
-    kept per (hours, plan) for this process (a scenario's second analysis)."""
-    key = (id(ambient), plan)
-    hit = _FACTORS.get(key)
+def profile(plan: Plan, ambient: Optional[Sequence[float]], key: str = "") -> Profile:
+    """The circuit's heat rejection per watt over the hours of `ambient` (a typical year, or a
+    sample of one), or over its declared free-cooling hours without a climate: the arithmetic of
+    `hour` (and of formulas.chiller_share and chiller_cop, which tests hold it to) without their
+    checks, 8,760 hours at a time, kept per (hours, plan) for this process (a scenario's second
+    analysis) and, when `key` names the hours (a climate file's digest and column), in the
+    per-user cache as the bytes of its doubles: the very numbers computed without it."""
+    if ambient is None:
+        free = min(plan.free_cooling_h or 0.0, HOURS_PER_YEAR)
+        mech = HOURS_PER_YEAR - free
+        cop = plan.chiller.at(plan.supply_c, None) if plan.chiller is not None else None
+        k = 1.0 / cop if cop else 0.0
+        return Profile((k * mech / HOURS_PER_YEAR,), (k if mech else 0.0,), free, 0.0, mech,
+                       plan.fan_ratio)
+    memo = (id(ambient), plan)
+    hit = _PROFILES.get(memo)
     if hit is not None and hit[0] is ambient:
-        return hit[1], hit[2]
+        return hit[1]
+    out = _stored(plan, key, len(ambient)) if key else None
+    if out is None:
+        out = _compute(plan, ambient)
+        if key:
+            _store(plan, key, out)
+    if len(_PROFILES) > 32:
+        _PROFILES.clear()
+    _PROFILES[memo] = (ambient, out)
+    return out
+
+
+def _cache_key(plan: Plan, key: str) -> Tuple[str, str]:
+    import hashlib
+
+    text = f"rejection 1 {sys.byteorder} {key} {plan!r}"
+    return f"rejection-{hashlib.sha256(text.encode()).hexdigest()[:16]}", text
+
+
+def _stored(plan: Plan, key: str, n: int) -> Optional[Profile]:
+    from astral_dsl import usercache
+
+    name, text = _cache_key(plan, key)
+    got = usercache.read(name, text)
+    try:
+        k = tuple(array("d", base64.b64decode(got["k"], validate=True)))
+        hours = [float(got[f]) for f in ("free_h", "partial_h", "mechanical_h")]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return Profile(k, k, *hours, plan.fan_ratio) if len(k) == n else None
+
+
+def _store(plan: Plan, key: str, p: Profile) -> None:
+    from astral_dsl import usercache
+
+    name, text = _cache_key(plan, key)
+    usercache.write(name, text, {"k": base64.b64encode(array("d", p.average).tobytes())
+                                 .decode("ascii"), "free_h": p.free_h,
+                                 "partial_h": p.partial_h, "mechanical_h": p.mechanical_h})
+    usercache.prune("rejection-", keep=32)
+
+
+def _compute(plan: Plan, ambient: Sequence[float]) -> Profile:
     s = plan.supply_c
     r = plan.return_c
     econ = plan.economiser if r is not None or plan.economiser == "none" else "switchover"
@@ -119,8 +189,17 @@ def factors(plan: Plan, ambient: Sequence[float]) -> Tuple[Tuple[float, ...],
         rated = (ch.rated_supply_c + 273.15) / (ch.rated_condenser_c - ch.rated_supply_c)
         scale = ch.cop / rated * (s + 273.15)
         top = ch.max_cop if ch.max_cop else math.inf
-    shares, per_watt = [], []
+    per_watt = []
+    free = mech = 0
+    seen: Dict[float, Tuple[float, float]] = {}       # weather repeats its 0.1 K values
     for t in ambient:
+        hit = seen.get(t)
+        if hit is not None:
+            share, k = hit
+            free += share <= 0.0
+            mech += share >= 1.0
+            per_watt.append(k)
+            continue
         x = t + plan.approach_k
         if econ == "none":
             share = 1.0
@@ -130,6 +209,8 @@ def factors(plan: Plan, ambient: Sequence[float]) -> Tuple[Tuple[float, ...],
             share = (x - s) / span
         else:
             share = 1.0
+        free += share <= 0.0
+        mech += share >= 1.0
         k = 0.0
         if share > 0.0 and ch is not None:
             if lift_model:
@@ -137,54 +218,24 @@ def factors(plan: Plan, ambient: Sequence[float]) -> Tuple[Tuple[float, ...],
                 k = share / (cop if cop < top else top)
             else:
                 k = share / ch.cop
-        shares.append(share)
+        seen[t] = (share, k)
         per_watt.append(k)
-    if len(_FACTORS) > 32:
-        _FACTORS.clear()
-    out = (tuple(shares), tuple(per_watt))
-    _FACTORS[key] = (ambient, *out)
-    return out
+    n = len(per_watt)
+    hours = HOURS_PER_YEAR / n
+    k = tuple(per_watt)
+    return Profile(k, k, free * hours, HOURS_PER_YEAR - (free + mech) * hours, mech * hours,
+                   plan.fan_ratio)
 
 
 def series(plan: Plan, ambient: Sequence[float], heat_w: float
-           ) -> Tuple[Tuple[float, ...], List[float], List[float]]:
-    """(chiller share, chillers W, heat rejection fans W) of every hour of `ambient` at
-    `heat_w`."""
-    shares, per_watt = factors(plan, ambient)
-    chillers = [heat_w * k for k in per_watt]
-    ratio = plan.fan_ratio
-    return shares, chillers, [ratio * (heat_w + w) for w in chillers]
+           ) -> Tuple[List[float], List[float]]:
+    """(chillers W, heat rejection fans W) of every hour of `ambient` at `heat_w`."""
+    chillers = [heat_w * k for k in profile(plan, ambient).average]
+    return chillers, [plan.fan_ratio * (heat_w + w) for w in chillers]
 
 
 def year(plan: Plan, ambient: Optional[Sequence[float]], heat_w: float) -> Year:
-    """The circuit at `heat_w` over the hours of `ambient` (a typical year, or a sample of one),
-    or over the declared free-cooling hours without a climate; `load` holds each hour's
-    chillers and fans together (one value, the average, without a climate)."""
-    if ambient is None:
-        free = min(plan.free_cooling_h or 0.0, HOURS_PER_YEAR)
-        mech = HOURS_PER_YEAR - free
-        on = hour(plan, None, heat_w)
-        off = hour(plan, plan.supply_c - plan.approach_k - 1.0, heat_w) if free else on
-        w = mech / HOURS_PER_YEAR
-        chillers, fans = on.chillers_w * w, on.fans_w * w + off.fans_w * (1 - w)
-        return Year(chillers, fans, free, 0.0, mech, (chillers + fans,))
-    shares, chillers, fans = series(plan, ambient, heat_w)
-    n = len(shares)
-    scale = HOURS_PER_YEAR / n
-    free = sum(1 for x in shares if x <= 0.0) * scale
-    mech = sum(1 for x in shares if x >= 1.0) * scale
-    return Year(sum(chillers) / n, sum(fans) / n, free, HOURS_PER_YEAR - free - mech, mech,
-                tuple(c + f for c, f in zip(chillers, fans)))
-
-
-def peak(plan: Plan, ambient: Optional[Sequence[float]],
-         heat_w: float) -> Tuple[List[float], List[float]]:
-    """(chillers, fans) of every hour at the peak heat; one hour without a climate: the
-    chillers carrying all of it when any hour needs them."""
-    if ambient is None:
-        needs = (plan.free_cooling_h or 0.0) < HOURS_PER_YEAR
-        h = hour(plan, None, heat_w) if needs else \
-            hour(plan, plan.supply_c - plan.approach_k - 1.0, heat_w)
-        return [h.chillers_w], [h.fans_w]
-    _, chillers, fans = series(plan, ambient, heat_w)
-    return chillers, fans
+    """The circuit at `heat_w` on the annual basis: the chillers draw heat x mean(k)."""
+    p = profile(plan, ambient)
+    chillers = heat_w * p.mean
+    return Year(chillers, p.ratio * (heat_w + chillers), p.free_h, p.partial_h, p.mechanical_h)

@@ -12,6 +12,7 @@ interface is not thread-safe; the language server analyses in threads)."""
 from __future__ import annotations
 
 import math
+import os
 import threading
 from typing import Dict, NamedTuple, Optional, Tuple
 
@@ -34,11 +35,17 @@ class AirState(NamedTuple):
 
 
 def _key() -> str:
+    """What the cached states were computed by: the CoolProp installation (its package's path
+    and modification time; finding it imports nothing), else "" (nothing is cached)."""
     try:
-        from importlib.metadata import version
+        from importlib.util import find_spec
 
-        return f"humid-air 1 CoolProp {version('CoolProp')}"
-    except Exception:        # pragma: no cover - no metadata: nothing is cached
+        spec = find_spec("CoolProp")
+        origin = spec.origin if spec is not None else None
+        if not origin:
+            return ""
+        return f"humid-air 1 {origin} {os.stat(origin).st_mtime_ns}"
+    except (ImportError, ValueError, OSError):      # pragma: no cover - depends on the system
         return ""
 
 

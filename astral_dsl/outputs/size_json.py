@@ -12,7 +12,6 @@ from astral_dsl.analyses.engineering import Engineering
 from astral_dsl.analyses.summary import summarize
 from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design
-from astral_dsl.outputs.size_facility import facility_json
 from astral_dsl.units import Quantity, format_number
 
 
@@ -127,6 +126,8 @@ def objective_line(sizing) -> Optional[str]:
 
 # ---- the report ------------------------------------------------------------------------------
 def size_summary(design: Design, eng: Engineering, sizing=None) -> Dict[str, Any]:
+    from astral_dsl.outputs.size_facility import facility_json
+
     base = summarize(design, eng)
     p, c = eng.power, eng.cooling
     by_tier: Dict[str, int] = {}

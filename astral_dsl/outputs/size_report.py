@@ -9,7 +9,6 @@ from typing import List
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.engineering import Engineering
 from astral_dsl.model.design import Design
-from astral_dsl.outputs.size_facility import facility_tables
 from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
                                           size_summary, value_text)
 from astral_dsl.outputs.tables import Column, Table, print_table
@@ -79,6 +78,8 @@ def _tables(eng: Engineering) -> List[Table]:
     if c.air:
         out.append(_air(eng))
     if c.average is not None:
+        from astral_dsl.outputs.size_facility import facility_tables
+
         out += facility_tables(eng)
     for f in eng.fabrics:
         out += _network(f)

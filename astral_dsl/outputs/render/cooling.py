@@ -51,7 +51,7 @@ def build(ctx, located) -> Canvas:
         if c.chiller_w:
             bits.append(f"chillers {watts(c.chiller_w)}")
         if c.average is not None and c.average.rejection_w:
-            bits.append(f"dry coolers' fans {watts(c.average.rejection_w)}")
+            bits.append(f"heat rejection fans {watts(c.average.rejection_w)}")
         title.append(" · ".join(bits) + " (annual average)")
         if c.peak is not None:
             title.append(f"facility {watts(c.facility_w)} average, {watts(c.peak.total_w)} peak"
