@@ -529,3 +529,25 @@ def test_the_cached_profile_is_the_computed_one(tmp_path, monkeypatch):
     stored = hr.profile(plan, list(temps), "test-hours")
     assert stored == computed and stored is not computed
     assert list((tmp_path / "cache").glob("rejection-*.json"))
+
+
+def test_a_limit_and_what_exceeds_it_never_print_equal():
+    # issue 26: E622 printed a 0.6446 % drop as "0.64 %, above the declared 0.64 %"
+    from astral_dsl.units import readable
+
+    assert readable.percents_apart(0.006446, 0.0064) == ("0.645 %", "0.64 %")
+    assert readable.percents_apart(0.0064001, 0.0064) == ("0.64001 %", "0.64 %")
+    assert readable.percents_apart(0.0125, 0.01) == ("1.25 %", "1 %")
+    assert readable.powers_apart(800_000.4, 800_000) == ("800.0004 kW", "800 kW")
+    # 40 kW at 400 V: 100 A; 2 x 100 A x 7.478 m x 0.01724 ohm mm^2/m / 10 mm^2 = 2.5784 V,
+    # 0.6446 % of 400 V
+    design = astral_dsl.loads(
+        "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n"
+        "row Row {\n  racks = 1 x R\n  feeder f {\n"
+        "    current = dc, voltage = 400 V, capacity = 50 kW, serves = racks\n"
+        "    conductor_area = 10 mm^2, material = copper, length = 7.478 m\n"
+        "    conductor_temperature = 20 degC, max_voltage_drop = 0.64 %\n  }\n}\n"
+        "site S { rows = 1 x Row }\n", name="drop.astral")
+    (e,) = [d for d in check_design(design).diagnostics if d.code == "E622"]
+    assert e.message.endswith("is 2.58 V (0.645 % of the 400 V it carries its current at), "
+                              "above the declared 0.64 %")
