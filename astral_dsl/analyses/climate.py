@@ -166,9 +166,12 @@ def with_wet_bulbs(climate: Climate) -> Climate:
     """The climate with each hour's wet bulb (what a cooling tower follows)."""
     from astral_dsl.analyses import humid_air
 
-    return attrs.evolve(climate, wet_bulb=tuple(
-        humid_air.wet_bulb(t, d, p) for t, d, p in
-        zip(climate.dry_bulb, climate.dew_point, climate.pressure)))
+    try:
+        return attrs.evolve(climate, wet_bulb=tuple(
+            humid_air.wet_bulb(t, d, p) for t, d, p in
+            zip(climate.dry_bulb, climate.dew_point, climate.pressure)))
+    except ValueError as exc:          # a state CoolProp has no humid air for
+        raise ClimateError(f"climate file `{climate.name}`: {exc}") from None
 
 
 def parse(data: bytes, name: str) -> Climate:
