@@ -267,10 +267,24 @@ def test_reference_power_view():
     # each side: 1,024 rows' feeders, 56 network feeders and 72 mechanical feeders
     assert all("1,152 feeders" in pic.text(g) for g in supplies)
     assert pic.with_text(r"^16 x rack GpuRack \|.*40.8 kW peak each", cls="compute")
-    # supply -> rectifier / feeder, rectifier -> bus, battery -> bus, feeders -> racks (or the
-    # network switches, or the facility's consumers), for the rows', the network's and the
-    # mechanical feeders
-    assert cv.edge_count == 16
+    # the 720 2N transformers of 2,500 kVA (stdlib.power.Transformer: P0 = 2,951 W and
+    # Pk = 11,806 W each) carry the site's load at the peak hour, L: P0 + Pk (L / 720 / rating)^2
+    # each
+    (stage,) = cv.ctx.eng.cooling.facility.transformers
+    site = stage.peak_load_w
+    assert site == pytest.approx(cv.ctx.eng.cooling.peak.total_w
+                                 - cv.ctx.eng.cooling.peak.transformers_w)
+    p0 = 2.5e6 * 0.5 * (1 / 0.9953 - 1) / 2
+    peak_loss = 720 * (p0 + 4 * p0 * (site / 720 / 2.5e6) ** 2)
+    assert stage.peak_loss_w == pytest.approx(peak_loss)
+    tx = pic.with_text(r"^transformers mv")
+    assert tx and "720 x 2.5 MVA · two_n" in pic.text(tx[0])
+    assert f"carries {site / 1e6:.0f} MW at the peak hour" in pic.text(tx[0])
+    assert f"{peak_loss / 1e6:.2f} MW at the peak" in pic.text(tx[0])
+    # transformers -> each side's supply, supply -> rectifier / feeder, rectifier -> bus,
+    # battery -> bus, feeders -> racks (or the network switches, or the facility's consumers),
+    # for the rows', the network's and the mechanical feeders
+    assert cv.edge_count == 18
     assert pic.all_text().count("326.4 kW") >= 2
     assert "2N: A + B" in pic.all_text()
 
@@ -329,6 +343,17 @@ def test_violations_are_red_with_their_code_in_the_tooltip():
     assert "problems" in pic.all_text() and "E621" in pic.all_text()
     # the same design without the override has none
     assert not picture(REFERENCE, "power").nodes("violation")
+
+
+@needs_dot
+def test_transformers_too_few_are_red_with_e634(tmp_path):
+    path = tmp_path / "few.astral"
+    text = REFERENCE.read_text()
+    assert "Transformer(units = 720)" in text
+    path.write_text(text.replace("Transformer(units = 720)", "Transformer(units = 600)"))
+    pic = picture(path, "power")
+    tx = pic.with_text(r"^transformers mv")
+    assert tx and "E634" in pic.tooltip(tx[0]) and RED_FILL in pic.fills(tx[0])
 
 
 @needs_dot

@@ -1,5 +1,5 @@
-"""`--view power`: the one-line diagram, left to right: the supply of each side (A, B), the
-rectifier modules and batteries of the DC feeders, each feeder with its voltage, capacity and
+"""`--view power`: the one-line diagram, left to right: the site's transformers (when it declares
+them), the supply of each side (A, B), the rectifier modules and batteries of the DC feeders, each feeder with its voltage, capacity and
 load (normal, and with its partner or one of its N failed), and the racks it serves inside the
 collapsed rows and pods, with their loads."""
 from __future__ import annotations
@@ -76,7 +76,10 @@ def build(ctx, located) -> Canvas:
 
     def on_cluster(key, inst, count):
         if inst is top:
-            _supplies(canvas, ctx, top)
+            supplies = _supplies(canvas, ctx, top)
+            if eng is not None and top is ctx.design.roots[0] and \
+                    eng.cooling.facility is not None:
+                _transformers(canvas, eng.cooling.facility.transformers, supplies)
         if inst is top and eng is not None and eng.network_w and top is ctx.design.roots[0]:
             switches = sum(f.switches for f in eng.fabrics)
             unfed = eng.power.network_unfed_w
@@ -252,14 +255,41 @@ def _feeders_below(ctx, top: Instance) -> List[Tuple[int, Instance]]:
     return out
 
 
-def _supplies(canvas: Canvas, ctx, top: Instance) -> None:
-    """One supply per side: how many feeders it feeds and what they carry."""
+def _supplies(canvas: Canvas, ctx, top: Instance) -> List[str]:
+    """One supply per side: how many feeders it feeds and what they carry; their nodes."""
     sides: Dict[str, List] = {}
     for reps, f in _feeders_below(ctx, top):
         sides.setdefault(_sym(f.field("side")) or "", []).append((reps, f))
     with canvas.same_rank("same"):
         for side, items in sorted(sides.items()):
             _supply(canvas, ctx, side, items)
+    return [f"supply_{side or 'x'}" for side in sorted(sides)]
+
+
+def _transformers(canvas: Canvas, stages, supplies: List[str]) -> None:
+    """The transformer stages in the order declared, each carrying the site's whole load (as
+    the facility model counts them), the last one feeding every side's supply."""
+    previous = None
+    for i, s in enumerate(stages):
+        units = s.replicas * s.count
+        name = s.path.rsplit(".", 1)[-1]
+        template = s.inst.template if s.inst is not None else ""
+        gid = canvas.node(f"transformer_{i}", [
+            f"transformers {name}" + (f" · {template}" if template not in ("", name) else ""),
+            Line(f"{n(units)} x {watts(s.capacity_w).replace('W', 'VA')} · {s.redundancy}",
+                 small=True),
+            Line(f"carries {watts(s.peak_load_w * s.replicas)} at the peak hour", bold=True),
+            Line(f"losses {watts(s.average_loss_w)} average, {watts(s.peak_loss_w)} at the "
+                 f"peak", small=True)],
+            theme="power", parts=[s.inst] if s.inst is not None else (),
+            tooltip=f"transformer {s.path}: no-load loss {watts(s.no_load_w)} and load loss "
+                    f"{watts(s.load_loss_w)} at the rating, per unit")
+        if previous is not None:
+            canvas.edge(previous, gid, watts(s.peak_load_w * s.replicas), theme="power")
+        previous = gid
+    if previous is not None:
+        for sup in supplies:
+            canvas.edge(previous, sup, "", theme="power", tooltip="the site's low-voltage supply")
 
 
 def _supply(canvas: Canvas, ctx, side: str, items) -> None:
