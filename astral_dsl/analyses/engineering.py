@@ -47,7 +47,8 @@ def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineeri
     power = analyse_power(d, fabrics, cache, applied.failed if applied else frozenset(),
                           served, averages)
     overrides = {(path, "failed_cdus"): n for path, n in (applied.failed_cdus if applied else ())}
-    cooling = analyse_cooling(d, power, cache, overrides, fabrics, served, averages)
+    cooling = analyse_cooling(d, power, cache, overrides, fabrics, served, averages,
+                              applied.failed if applied else frozenset())
     diags: List[Diagnostic] = []
     for f in fabrics:
         diags.extend(f.diagnostics)

@@ -8,7 +8,6 @@ from typing import List
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.engineering import Engineering
-from astral_dsl.analyses.facility import COMPONENTS
 from astral_dsl.model.design import Design
 from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
                                           size_summary, value_text)
@@ -72,14 +71,16 @@ def _headline(console, design, eng, shown) -> None:
 def _tables(eng: Engineering) -> List[Table]:
     c = eng.cooling
     out = [_levels(eng)]
-    if eng.power.feeders:
+    if all_feeders(eng):
         out += _feeders(eng)
     if c.loops:
         out += _loops(eng)
     if c.air:
         out.append(_air(eng))
     if c.average is not None:
-        out.append(_facility(eng))
+        from astral_dsl.outputs.size_facility import facility_tables
+
+        out += facility_tables(eng)
     for f in eng.fabrics:
         out += _network(f)
     return out
@@ -100,7 +101,7 @@ def _levels(eng: Engineering) -> Table:
 
 
 def _feeders(eng: Engineering) -> List[Table]:
-    fs = eng.power.feeders
+    fs = all_feeders(eng)
     load = Table("Feeders: peak load, in normal operation and with one feeder failed",
                  [Column("feeder", True), Column("x"), Column("type", True), Column("V"),
                   Column("load"), Column("normal"), Column("failover"), Column("capacity")])
@@ -110,8 +111,8 @@ def _feeders(eng: Engineering) -> List[Table]:
         x = f"{f.replicas * f.count:,}"
         if f.running < f.count:
             x += " (down)" if f.running == 0 else f" ({f.replicas * f.running:,} up)"
-        kind = f"{f.current_type}{' ' + f.side if f.side else ''}" + (" net" if f.network_w
-                                                                     else "")
+        kind = f"{f.current_type}{' ' + f.side if f.side else ''}" + (
+            " net" if f.network_w else " mech" if f.mechanical_w else "")
         load.add(f.path, x, kind, format_number(f.voltage_v), *[col[i] for col in loads])
     wires = Table("Feeders: current at the lowest voltage they run at, conductors, equipment",
                   [Column("feeder", True), Column("current"), Column("at"),
@@ -123,7 +124,32 @@ def _feeders(eng: Engineering) -> List[Table]:
                   f"{f.drop_ratio * 100:.2f} %" if f.drop_ratio is not None else "-",
                   _modules(f), f"{readable.grouped(f.battery_required_ah)} Ah"
                   if f.battery_required_ah else "-")
+    wires.lines.extend(_feeder_lines(fs))
     return [load, wires]
+
+
+def all_feeders(eng: Engineering):
+    """The IT feeders and those of the facility's own consumers (`mechanical = true`)."""
+    facility = eng.cooling.facility
+    return tuple(eng.power.feeders) + (tuple(facility.feeders) if facility is not None else ())
+
+
+def _feeder_lines(fs) -> List[str]:
+    out = []
+    for f in fs:
+        bits = []
+        if f.equipment_v is not None:
+            bits.append(f"the equipment sees {format_number(round(f.equipment_v, 2))} V at the "
+                        f"batteries' end of discharge ({format_number(round(f.low_voltage_v, 2))}"
+                        f" V less the {format_number(round(f.voltage_drop_v, 2))} V drop)")
+        if f.recharge_w:
+            bits.append(f"rectifiers sized for the load and {readable.power(f.recharge_w)} of "
+                        f"battery recharge")
+        if f.no_load_w:
+            bits.append(f"{readable.power(f.no_load_w)} at no load")
+        if bits:
+            out.append(f"{f.path}: " + "; ".join(bits))
+    return out
 
 
 def _loops(eng: Engineering) -> List[Table]:
@@ -171,34 +197,11 @@ def _air(eng: Engineering) -> Table:
         t.add(a.path, f"{a.replicas:,}", heat[i], average[i], f"{format_number(a.rise_k)} K",
               f"{formulas.m3s_to_m3_per_h(a.flow_m3s):,.0f} m^3/h",
               f"{formulas.m3s_to_cfm(a.flow_m3s):,.0f}", fans[i])
-    return t
-
-
-def _facility(eng: Engineering) -> Table:
-    c = eng.cooling
-    r = c.rejection
-    notes = {
-        "it_w": "hosts at their utilization, switches at full power",
-        "losses_w": "each feeder's load over its efficiency",
-        "cdus_w": "the running CDUs' declared power",
-        "pumps_w": "at the loops' design flow, all year",
-        "fans_w": "air units: fan power ratio x heat removed",
-        "chillers_w": (f"COP {format_number(r.chiller_cop)}, "
-                       f"{readable.grouped(max(0.0, 8760 - r.free_cooling_h))} h a year; "
-                       f"all the heat at the peak") if r.chiller_cop else "no chiller_cop",
-        "rejection_w": (f"{format_number(round(r.fan_ratio * 100, 4))} % of the heat "
-                        f"rejected") if r.fan_ratio is not None else "no rejection_fan_ratio",
-    }
-    t = Table("Facility: what it draws over the year, and at the peak (the utility connection)",
-              [Column("component", True), Column("average"), Column("peak"),
-               Column("basis", True)])
-    avg = readable.powers([getattr(c.average, n) for n, _ in COMPONENTS] + [c.average.total_w])
-    peak = readable.powers([getattr(c.peak, n) for n, _ in COMPONENTS] + [c.peak.total_w])
-    for i, (name, label) in enumerate(COMPONENTS):
-        t.add(label, avg[i], peak[i], notes[name])
-    t.total("facility", avg[-1], peak[-1], "")
-    t.total("PUE", format_number(round(c.pue, 4)) if c.pue else "-", "",
-            "average facility / average IT")
+    t.lines.extend(f"{a.path}: humid air (CoolProp) of {format_number(round(a.density, 4))} "
+                   f"kg/m^3 at its supply, dew point "
+                   f"{format_number(round(a.dew_point_c, 2))} degC, "
+                   f"{readable.grouped(a.pressure_pa / 1e3, 2)} kPa"
+                   for a in c.air if a.density is not None)
     return t
 
 

@@ -109,6 +109,8 @@ class Context:
         self.cache: Dict = {}
         self.fabrics = {f.fabric: f for f in engineering.fabrics} if engineering else {}
         self.feeders = {f.path: f for f in engineering.power.feeders} if engineering else {}
+        if engineering is not None and engineering.cooling.facility is not None:
+            self.feeders.update((f.path, f) for f in engineering.cooling.facility.feeders)
         self.levels = {lv.path: lv for lv in engineering.power.levels} if engineering else {}
         self.loops = {lp.path: lp for lp in engineering.cooling.loops} if engineering else {}
         self.air = {a.path: a for a in engineering.cooling.air} if engineering else {}
