@@ -102,7 +102,8 @@ def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overr
                                       Span.at(entry.key, 1, 1),
                                       "reduce the nesting of expressions or templates"))
         design = passes.empty(entry.key, diagnostics)
-    return attrs.evolve(design, scenario=ev.scenario, overrides=tuple(recorded.items()))
+    return attrs.evolve(design, scenario=ev.scenario, overrides=tuple(recorded.items()),
+                        root=str(getattr(loader, "root", "") or ""))
 
 
 def _instantiator(diagnostics, given, scope, assignments, scenario: Optional[Instance],

@@ -77,9 +77,7 @@ def site_air(design: Design, climate, diags) -> Tuple[float, str]:
 
 
 def _project_root(design: Design) -> Path:
-    comp = design.compilation
-    loader = getattr(comp, "loader", None)
-    return Path(loader.root) if loader is not None else Path.cwd()
+    return Path(design.root) if design.root else Path.cwd()
 
 
 def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,

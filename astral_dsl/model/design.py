@@ -189,6 +189,7 @@ class Design:
     assignments: Tuple[Tuple[str, Any], ...] = ()
     scenario: Optional[str] = None
     overrides: Tuple[Tuple[str, Any], ...] = ()
+    root: str = ""               # the project folder its imports (and data files) resolve in
 
     @property
     def valid(self) -> bool:
