@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
-from astral_dsl.analyses.checking import check_design
 from astral_dsl.model.rollup import power_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +28,7 @@ def _cli(*args):
 
 @pytest.fixture(scope="module")
 def hall():
-    checked = check_design(astral_dsl.load(HALL))
+    checked = astral_dsl.check(astral_dsl.compile(HALL))
     assert checked.valid, [(d.code, d.message) for d in checked.diagnostics if d.is_error]
     return checked
 
@@ -119,8 +118,9 @@ def test_the_gb300_rack_against_its_reference_architecture():
     # GB300 NVL72: up to 142 kW per rack on 8 power shelves of 33 kW (6 x 5.5 kW supplies)
     # (NVIDIA Enterprise RA, NVL72 AI Factory); the trays and switch trays: 18 x (4 x 1,400 W +
     # 2 x 300 W + 4 x 25 W) + 9 x 0.8 kW = 120.6 kW
-    design = astral_dsl.loads("import stdlib.hardware { GB300_NVL72 }\n"
+    ws = astral_dsl.compiles("import stdlib.hardware { GB300_NVL72 }\n"
                               "site S { racks = 1 x GB300_NVL72 }\n", name="gb300.astral")
+    design = ws.design
     assert not [d for d in design.diagnostics if d.is_error]
     (rack,) = [i for i in design.instances if i.kind == "rack"]
     kw = power_of(rack, {}).si / 1e3

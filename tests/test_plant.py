@@ -15,7 +15,6 @@ from CoolProp.HumidAirProp import HAPropsSI
 import astral_dsl
 from astral_dsl.analyses import climate as climates
 from astral_dsl.analyses import formulas, humid_air, wetbulb_table
-from astral_dsl.analyses.checking import check_design
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "climate"
 
@@ -56,9 +55,10 @@ def _plant(loop="25 degC", air="27 degC", rejection="dry_cooler", economiser="in
     text = (PLANT.replace("@CLIMATE@", climate).replace("@LOOP@", loop).replace("@AIR@", air)
             .replace("@REJECTION@", rejection).replace("@ECONOMISER@", economiser)
             .replace("@CHILLER@", chiller)) + extra
-    design = astral_dsl.loads(text, name="plant.astral", root=FIXTURES)
+    ws = astral_dsl.compiles(text, name="plant.astral", root=FIXTURES)
+    design = ws.design
     assert design.valid, [(d.code, d.message) for d in design.diagnostics]
-    return check_design(design)
+    return astral_dsl.check(ws)
 
 
 def _errors(checked):
@@ -122,8 +122,9 @@ def test_a_climate_file_that_is_not_there_or_outside_is_e652(tmp_path):
                               ("../outside.epw", "E652", "outside the project"),
                               ("/etc/passwd", "E652", "inside the project"),
                               ("bad.epw", "E653", "LOCATION line has 2 fields")):
-        design = astral_dsl.loads(text.replace("@", name), name="c.astral", root=tmp_path)
-        found = [d for d in check_design(design).diagnostics if d.code == code]
+        ws = astral_dsl.compiles(text.replace("@", name), name="c.astral", root=tmp_path)
+        design = ws.design
+        found = [d for d in astral_dsl.check(ws).diagnostics if d.code == code]
         assert found and words in found[0].message, (name, found)
 
 
@@ -272,7 +273,7 @@ def test_an_approach_not_declared_is_a_default_with_w641():
         "approach = 7 K, ", "").replace("@CLIMATE@", "sample.epw").replace(
         "@LOOP@", "25 degC").replace("@AIR@", "30 degC").replace("@REJECTION@", "dry_cooler") \
         .replace("@ECONOMISER@", "integrated").replace("@CHILLER@", "chiller_cop = 5")
-    checked = check_design(astral_dsl.loads(text, name="plant.astral", root=FIXTURES))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="plant.astral", root=FIXTURES))
     found = sorted(d.message.split(":")[0] for d in checked.diagnostics if d.code == "W641")
     assert found == ["CDU `C` declares no `approach`", "air unit `S.room` declares no `approach`"]
     # the defaults, 3 K and 10 K: 30 degC air on 20 degC water holds, 29 would not
@@ -284,7 +285,7 @@ def test_two_circuits_and_a_unit_that_names_none_is_e655():
             "site S { racks = 1 x R\n"
             "  air room { supply = 27 degC, rise = 12 K }\n"
             "  facility a { supply = 15 degC }\n  facility b { supply = 30 degC }\n}\n")
-    checked = check_design(astral_dsl.loads(text, name="two.astral"))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="two.astral"))
     (e,) = [d for d in checked.diagnostics if d.code == "E655"]
     assert "declares 2 circuits (`a`, `b`)" in e.message
 

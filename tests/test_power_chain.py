@@ -12,7 +12,6 @@ import pytest
 
 import astral_dsl
 from astral_dsl.analyses import fluids, formulas
-from astral_dsl.analyses.checking import check_design
 
 def _errors(checked):
     return [(d.code, d.message) for d in checked.diagnostics if d.is_error]
@@ -63,9 +62,10 @@ site S {
 
 
 def _chain(end="1.63 V"):
-    design = astral_dsl.loads(CHAIN.replace("@END@", end), name="chain.astral")
+    ws = astral_dsl.compiles(CHAIN.replace("@END@", end), name="chain.astral")
+    design = ws.design
     assert design.valid, [(d.code, d.message) for d in design.diagnostics]
-    return check_design(design)
+    return astral_dsl.check(ws)
 
 
 RHO70 = formulas.COPPER_RHO20_OHM_M * (1 + formulas.COPPER_ALPHA_PER_K * 50)
@@ -165,7 +165,7 @@ def test_every_component_of_the_pue_by_hand():
 def test_transformers_short_of_the_peak_with_one_side_lost_are_e634():
     # 2N of 2 x 300 kVA: one side holds 300 kW, the site draws about 420 kW at the peak
     text = CHAIN.replace("@END@", "1.63 V").replace("capacity = 500 kVA", "capacity = 300 kVA")
-    checked = check_design(astral_dsl.loads(text, name="chain.astral"))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
     (e,) = [d for d in checked.diagnostics if d.code == "E634"]
     assert "their 1 unit(s) left in service (two_n) hold 300 kW" in e.message
     assert e.hint == "4 transformers of 300 kW are needed (two_n)"
@@ -174,7 +174,7 @@ def test_transformers_short_of_the_peak_with_one_side_lost_are_e634():
 def test_without_a_transformer_the_sourced_default_with_w630():
     text = CHAIN.replace("@END@", "1.63 V")
     text = text[:text.index("  transformer mv")] + text[text.index("  feeder hvdc"):]
-    checked = check_design(astral_dsl.loads(text, name="chain.astral"))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
     (w,) = [d for d in checked.diagnostics if d.code == "W630"]
     avg = checked.engineering.cooling.average
     site = avg.total_w - avg.transformers_w
@@ -184,7 +184,7 @@ def test_without_a_transformer_the_sourced_default_with_w630():
 def test_the_facilitys_consumers_on_no_feeder_are_w629():
     text = CHAIN.replace("@END@", "1.63 V")
     text = text[:text.index("  feeder mech")] + text[text.index("  loop plates"):]
-    checked = check_design(astral_dsl.loads(text, name="chain.astral"))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
     (w,) = [d for d in checked.diagnostics if d.code == "W629"]
     assert "are on no declared feeder" in w.message
 
@@ -193,7 +193,7 @@ def test_the_facilitys_consumers_on_no_feeder_are_w629():
 def test_air_at_sea_level_without_an_altitude_is_w642():
     text = CHAIN.replace("@END@", "1.63 V").replace("  altitude = 0 m\n", "").replace(
         "dew_point = 12 degC, ", "")
-    checked = check_design(astral_dsl.loads(text, name="chain.astral"))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
     found = sorted(d.message.split(":")[0] for d in checked.diagnostics if d.code == "W642")
     assert found == ["air unit `S.room` declares no `dew_point`",
                      "site `S` declares no `altitude` (nor a `climate` file with an elevation)"]
@@ -211,13 +211,14 @@ def test_a_limit_and_what_exceeds_it_never_print_equal():
     assert readable.powers_apart(800_000.4, 800_000) == ("800.0004 kW", "800 kW")
     # 40 kW at 400 V: 100 A; 2 x 100 A x 7.478 m x 0.01724 ohm mm^2/m / 10 mm^2 = 2.5784 V,
     # 0.6446 % of 400 V
-    design = astral_dsl.loads(
+    ws = astral_dsl.compiles(
         "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n"
         "row Row {\n  racks = 1 x R\n  feeder f {\n"
         "    current = dc, voltage = 400 V, capacity = 50 kW, serves = racks\n"
         "    conductor_area = 10 mm^2, material = copper, length = 7.478 m\n"
         "    conductor_temperature = 20 degC, max_voltage_drop = 0.64 %\n  }\n}\n"
         "site S { rows = 1 x Row }\n", name="drop.astral")
-    (e,) = [d for d in check_design(design).diagnostics if d.code == "E622"]
+    design = ws.design
+    (e,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "E622"]
     assert e.message.endswith("is 2.58 V (0.645 % of the 400 V it carries its current at), "
                               "above the declared 0.64 %")
