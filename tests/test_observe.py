@@ -48,8 +48,8 @@ def test_sampled_traces_of_a_128_rank_job():
                         str(TRACES / "sampled_rank-1.json.gz")])
     assert codes(obs) == []
     assert sorted(obs.ranks) == [0, 1]
-    assert obs.world_sizes == {128: [str(TRACES / "sampled_rank-0.json.gz"),
-                                     str(TRACES / "sampled_rank-1.json.gz")]}
+    assert [(t.world_size, t.file) for t in obs.traces] == [
+        (128, str(TRACES / "sampled_rank-0.json.gz")), (128, str(TRACES / "sampled_rank-1.json.gz"))]
     t1 = obs.ranks[1]
     assert t1.groups == ()              # this trace records no process groups
     s = t1.summary()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   compile_path, print_diagnostics, unreadable, usage)
+                                   compile_path, print_diagnostics, usage)
 
 NAME = "diagnose"
 HELP = "diagnose a running job: observed timelines against the forecast, down to the suspect part"

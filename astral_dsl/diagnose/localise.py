@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-import attrs
 import numpy as np
 from scipy import sparse
 from scipy.special import log_ndtr, logsumexp
@@ -54,14 +53,6 @@ Q_GRID = np.array([0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0])
 P_GRID = np.array([1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 3 / 4, 1.0])
 MAX_SUSPECTS = 8
 ALTERNATIVES = 4
-
-
-@attrs.frozen(eq=False)
-class Scores:
-    """Per instance used: its channel and log likelihood ratio (slowed against healthy)."""
-    index: np.ndarray        # instances used (indices into Instances)
-    channel: np.ndarray
-    log_ratio: np.ndarray
 
 
 def instance_log_ratio(tm: Timing, inst: Instances) -> Tuple[np.ndarray, np.ndarray]:

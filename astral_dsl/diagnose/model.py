@@ -8,9 +8,6 @@ import attrs
 
 from astral_dsl.diagnostics import Diagnostic
 
-SUSPECT_KINDS = ("gpu", "host", "nic port", "link", "switch", "tier", "software")
-
-
 @attrs.frozen
 class Evidence:
     what: str                          # e.g. "compute per iteration", "DP all-reduce"
@@ -30,7 +27,7 @@ class Evidence:
 
 @attrs.frozen
 class Suspect:
-    kind: str                          # one of SUSPECT_KINDS
+    kind: str                          # gpu, host, nic port, link, switch, tier, software
     path: str                          # the stable name of the part (or the first of several)
     parts: Tuple[str, ...]             # every part the evidence cannot tell apart
     confidence: float                  # 0..1

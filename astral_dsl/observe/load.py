@@ -43,14 +43,6 @@ class Observed:
             out.setdefault(t.rank, t)
         return dict(sorted(out.items()))
 
-    @property
-    def world_sizes(self) -> Dict[int, List[str]]:
-        out: Dict[int, List[str]] = {}
-        for t in self.traces:
-            if t.world_size is not None:
-                out.setdefault(t.world_size, []).append(t.file)
-        return out
-
 
 def files_of(paths: Sequence[str]) -> Tuple[List[Tuple[str, bool]], List[Diagnostic]]:
     """(file, named on the command line) for every file to read."""
@@ -267,11 +259,6 @@ def _document(path: str, doc, stripped):
         trace, diags = kineto.read(path, doc)
         return ([trace] if trace is not None else []), diags
     if isinstance(doc, dict) and "rank" in doc and "phase" in doc:
-        if stripped is None:
-            with open(path, "rb") as fh:
-                raw = fh.read(MAX_BYTES + 1)
-            stripped = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode(
-                "utf-8-sig", "replace").lstrip()
         return ranklog.read_jsonl(path, stripped)
     return [], [diag("E782", "a JSON file without `traceEvents`: not a profiler trace", path)]
 

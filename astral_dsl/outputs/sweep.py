@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from typing import Any, Dict, List, Sequence
@@ -167,5 +166,3 @@ def write(result, path: str, scenario: bool) -> None:
         fh.write(text)
 
 
-def parse_jsonl(text: str) -> List[Dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
