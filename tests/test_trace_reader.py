@@ -843,3 +843,13 @@ def test_reader_bugs_stay_mended(label, tmp_path):
     got = outcome(tmp_path / "rank-0.json")
     stated = {int(n) for n in re.findall(rb"ProfilerStep#(\d+)", PYTHON_BUGS[label][0])}
     assert all(set(t.iterations) <= stated for t in got[0]), [t.iterations for t in got[0]]
+
+
+def test_an_nccl_kernels_key_is_its_arguments_after_correlation_and_device():
+    """kernels.py keys an NCCL kernel by tracedoc.Args' fields after its first two: those two
+    are the correlation and the device (which its meaning does not depend on)."""
+    from astral_dsl.observe import kernels, tracedoc
+
+    fields = tracedoc.Args.__struct_fields__
+    assert fields[:kernels._KEY_FROM] == ("correlation", "device")
+    assert "collective" in fields[kernels._KEY_FROM:] and "pg_ranks" in fields

@@ -13,13 +13,12 @@ import json
 import math
 import re
 from itertools import compress
-from operator import attrgetter
 from typing import Dict, List, Optional, Tuple
 
 import attrs
 import numpy as np
+from msgspec.structs import astuple
 
-from astral_dsl.observe import tracedoc
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup
 from astral_dsl.observe.tracedoc import PEER_ATTRS
 
@@ -107,15 +106,14 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
     found = [a.device for a in args]
     devices = set(found) if set(map(type, found)) <= {int} else \
         {d for d in found if type(d) in _SCALAR}
-    kernel = np.fromiter(map("kernel".__eq__, [e.cat for e in kernels]), dtype=bool,
-                         count=len(kernels))
-    is_nccl = {n: n[:4].lower() == "nccl" for n in dict.fromkeys(names)}
+    kernel = np.array([e.cat == "kernel" for e in kernels], dtype=bool)
+    is_nccl = {n: n[:4].lower() == "nccl" for n in dict.fromkeys(names)}   # a few dozen names
     nccl = kernel & np.fromiter(map(is_nccl.__getitem__, names), dtype=bool, count=len(names))
     which = np.flatnonzero(nccl)
     number, first = np.zeros(0, dtype=np.int64), []
     if which.size:
         nccl_args = [args[i] for i in which.tolist()]
-        keys = list(map(_KEY_GET, nccl_args))
+        keys = [t[_KEY_FROM:] for t in map(astuple, nccl_args)]
         seen: Dict[Tuple, int] = {}
         try:                                # each distinct key numbered as it first appears
             numbers = [seen.setdefault(k, len(seen)) for k in keys]
@@ -151,8 +149,9 @@ def _launches(runtime) -> Dict:
         return dict(zip(compress(corr, keep), map(float, compress(ts, keep))))
 
 
-_KEY_GET = attrgetter(*[attr for _, attr in tracedoc.ARG_KEYS
-                        if attr not in ("correlation", "device")])
+# an NCCL kernel's key: its arguments after the correlation and the device (the first two fields
+# of tracedoc.Args), taken as one tuple by msgspec
+_KEY_FROM = 2
 
 
 def _hashable_key(key: Tuple) -> Tuple:

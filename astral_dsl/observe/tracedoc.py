@@ -16,7 +16,8 @@ from typing import Any, List, Optional
 import msgspec
 
 # the arguments read, JSON key -> attribute: a kernel's launch correlation and device, and what
-# PyTorch records on an NCCL kernel (its collective, process group and point-to-point peer)
+# PyTorch records on an NCCL kernel (its collective, process group and point-to-point peer); the
+# correlation and the device come first (kernels.py keys an NCCL kernel by the fields after them)
 ARG_KEYS = (("correlation", "correlation"), ("device", "device"),
             ("Collective name", "collective"), ("Process Group Name", "pg_name"),
             ("Process Group Description", "pg_desc"), ("Process Group Ranks", "pg_ranks"),
