@@ -22,8 +22,9 @@
    >= 99 %, <= 2 %), and the distribution of the job-level probability that something is
    wrong over the fault-free and the faulty runs.
 2. Speed: diagnosing 1,024 ranks x 3 iterations from each input format (CSV, JSON Lines,
-   1,024 gzipped Kineto traces): reading and diagnosing, wall and CPU seconds (target: under
-   10 s). The machine's load average is printed with it: it is shared.
+   1,024 gzipped Kineto traces): reading and diagnosing in process, wall and CPU seconds;
+   then three whole `astral diagnose` processes on the traces (target: at most 10 s of wall
+   on two idle cores). The machine's load average is printed with it: it is shared.
 
 Trials run in --workers processes (default 2, the machine's cores); each trial's outcome does
 not depend on how many."""
@@ -200,6 +201,30 @@ def speed() -> None:
             print(f"  {fmt:<7} read {t1 - t0:6.2f} s + diagnose {t2 - t1:5.2f} s = "
                   f"{t2 - t0:6.2f} s wall ({cpu:6.2f} s CPU); first suspect: "
                   f"{first.kind + ' ' + first.path if first else 'none'}")
+        for run in range(3):
+            command(inputs["kineto"], run)
+
+
+def command(traces: str, run: int) -> None:
+    """The whole `astral diagnose` process on the traces (start-up, compile, the forecast, the
+    reading in its default pool, the diagnosis, the output): wall and CPU (its children's
+    included), with the load average before it."""
+    import resource
+    import subprocess
+
+    load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.time()
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "diagnose", str(DESIGN),
+                           "--observed", traces], capture_output=True, text=True, cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    wall = time.time() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    head = proc.stdout.splitlines()[0] if proc.stdout else proc.stderr.strip()[-200:]
+    print(f"  astral diagnose --observed traces/ (run {run + 1}): {wall:5.2f} s wall "
+          f"({cpu:5.2f} s CPU), exit {proc.returncode}, load average before "
+          f"{load:.1f} (target: 10 s on two idle cores); {head}")
 
 
 def main() -> int:
@@ -212,7 +237,11 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", help="also write every trial as JSON Lines")
     ap.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
+    ap.add_argument("--speed-only", action="store_true", help="only the speed measurement")
     args = ap.parse_args()
+    if args.speed_only:
+        speed()
+        return 0
     timers = ("kernels", "megatron")          # every other trial of each kind
     jobs = [(k, args.seed + 1000 * i + j, args.drift, timers[i % 2])
             for i in range(args.per_kind) for j, k in enumerate(KINDS)]

@@ -235,6 +235,27 @@ def test_cli_exit_codes_and_json(small, tmp_path):
     assert proc.returncode == 2 and "E781" in proc.stdout
 
 
+def test_the_diagnosis_does_not_depend_on_the_reading_processes(small, tmp_path):
+    """128 Kineto traces (a NIC port at half rate) read by one process, by two, and by the
+    default (one per core): the same output and the same diagnosis file, byte for byte."""
+    design, fc, rm = small
+    port = rm.ranks[100].ports[0]
+    traces = tmp_path / "traces"
+    write.write_traces(generate(fc, rm, [Fault("nic_port", port.name, 0.5, 100)], seed=4),
+                       str(traces))
+    outputs = []
+    for jobs in (["--jobs", "1"], ["--jobs", "2"], []):
+        out = tmp_path / f"diagnosis{len(outputs)}.json"
+        proc = _cli("diagnose", str(SMALL), "--observed", str(traces), "--format", "json",
+                    "-o", str(out), *jobs)
+        assert proc.returncode == 1, proc.stderr
+        outputs.append((proc.stdout, out.read_bytes()))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert port.name in json.loads(outputs[0][0])["suspects"][0]["parts"]
+    proc = _cli("diagnose", str(SMALL), "--observed", str(traces), "--jobs", "0")
+    assert proc.returncode == 2 and "--jobs 0" in proc.stderr and not proc.stdout
+
+
 TINY = REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"
 
 

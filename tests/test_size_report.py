@@ -307,3 +307,13 @@ site S0 { hosts = 32 x H, fabric = F, air room { supply = 25 degC, rise = 12 K }
     design = ws.design
     (w,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "W647"]
     assert w.message == "the switches of `S0.fabric` make 12 kW of heat that no air unit removes"
+
+
+def test_cell_widths_count_terminal_cells():
+    """Wide (CJK, fullwidth) characters take two cells, combining marks none: the tables'
+    columns line up on a terminal (UAX #11)."""
+    from astral_dsl.outputs.table import cell_width
+
+    assert cell_width("rack-12") == 7
+    assert cell_width("机架") == 4 and cell_width("ＡＢ") == 4
+    assert cell_width("e\u0301") == 1 and cell_width("\u200b") == 0

@@ -88,8 +88,8 @@ def _props(output: str, temp_c: float, pressure_pa: float, dew_point_c: float) -
                                   round(pressure_pa, 2), "Tdp",
                                   round(dew_point_c, 6) + ZERO_CELSIUS_K)
         except ImportError as exc:    # pragma: no cover - depends on the installation
-            raise ValueError("humid-air properties need CoolProp (pip install "
-                             "CoolProp==6.8.0)") from exc
+            raise ValueError("humid-air properties need CoolProp, a dependency missing "
+                             "from this installation (pip install \"CoolProp>=6.8\")") from exc
         except ValueError as exc:
             raise ValueError(f"no humid-air properties at {temp_c:g} degC, dew point "
                              f"{dew_point_c:g} degC, {pressure_pa:g} Pa: "

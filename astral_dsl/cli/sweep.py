@@ -42,33 +42,39 @@ def add_engine_options(p) -> None:
 
 def progress_bar(enabled: bool, label: str):
     """(callback(done, total, label=None), stop()) drawing a bar on stderr when it is a
-    terminal; a new label starts a new bar, a total of None counts without one."""
+    terminal, erased when the work ends; a new label starts a new bar, a total of None counts
+    without one."""
     if not enabled:
         return None, lambda: None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    import time
 
-    bar = Progress("[progress.description]{task.description}", BarColumn(),
-                   MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=Console(file=sys.stderr), transient=True)
-    state = {}
+    state = {"label": None, "start": 0.0, "shown": 0}
 
     def update(done: int, total, what=None) -> None:
         what = what or label
-        if state.get("label") != what:
-            if "task" not in state:
-                bar.start()
-            else:
-                bar.update(state["task"], visible=False)
-            state["task"] = bar.add_task(what, total=total)
-            state["label"] = what
-        bar.update(state["task"], completed=done, total=total)
+        now = time.monotonic()
+        if state["label"] != what:
+            state.update(label=what, start=now)
+        text = f"{what} {done:,}"
+        if total:
+            filled = int(BAR * min(done, total) / total)
+            text += f"/{total:,} [{'#' * filled}{'.' * (BAR - filled)}]"
+            if 0 < done < total:
+                left = (now - state["start"]) / done * (total - done)
+                text += f" ~{left:,.0f} s left"
+        sys.stderr.write("\r" + text + " " * max(0, state["shown"] - len(text)))
+        sys.stderr.flush()
+        state["shown"] = len(text)
 
     def stop() -> None:
-        if "task" in state:
-            bar.stop()
+        if state["shown"]:
+            sys.stderr.write("\r" + " " * state["shown"] + "\r")
+            sys.stderr.flush()
 
     return update, stop
+
+
+BAR = 30        # characters of the progress bar
 
 
 def run(args, overrides) -> int:

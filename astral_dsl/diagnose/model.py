@@ -8,8 +8,6 @@ import attrs
 
 from astral_dsl.diagnostics import Diagnostic
 
-SUSPECT_KINDS = ("gpu", "host", "nic port", "link", "switch", "tier", "software", "forecast")
-
 
 @attrs.frozen
 class Evidence:
@@ -46,7 +44,8 @@ class Observation:
 
 @attrs.frozen
 class Suspect:
-    kind: str                          # one of SUSPECT_KINDS
+    kind: str                          # gpu, host, nic port, link, switch, tier, software,
+    #                                    forecast
     path: str                          # the stable name of the part (or the first of several)
     parts: Tuple[str, ...]             # every part the evidence cannot tell apart
     probability: float                 # 0..1, posterior; suspects compete (verdict.py)

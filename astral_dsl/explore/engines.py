@@ -93,8 +93,8 @@ class DaskEngine:
         try:
             from distributed import Client
         except ImportError:
-            raise EngineError("--cluster needs Dask distributed (pip install distributed)") \
-                from None
+            raise EngineError("--cluster needs Dask distributed, an optional dependency: "
+                              "pip install astral-dsl[cluster]") from None
         self.address = address
         try:
             self.client = Client(address, timeout=timeout, set_as_default=False)

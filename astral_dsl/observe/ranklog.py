@@ -157,10 +157,7 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
         traces.append(RankTrace(int(rank[lo]), None, path, "log", it[lo:hi], phase[lo:hi],
                                 start[lo:hi], dur[lo:hi], peer[lo:hi], op[lo:hi],
                                 np.full(hi - lo, -1, dtype=np.int64), (), "", "log", timers))
-    diags = [diag("W784", f"phase `{name}` is not known ({count} row(s)): counted as `other`, "
-                          f"neither compute nor communication", path,
-                  "phases: " + ", ".join(p for p in PHASE_INDEX))
-             for name, count in sorted(unknown.items())]
+    diags = _unknown_phases(path, unknown)
     if not traces:
         diags.append(diag("E788", "the rank log has no rows", path))
     return traces, diags
@@ -192,6 +189,14 @@ def _phase_op(name: str, op: str, unknown) -> Tuple[int, int]:
     return phase, OP_INDEX.get(op, OP_INDEX["collective"] if op else 0)
 
 
+def _unknown_phases(path: str, unknown: Dict[str, int]) -> List[Diagnostic]:
+    """W784 for each phase name not known, with its count of rows."""
+    return [diag("W784", f"phase `{name}` is not known ({count} row(s)): counted as `other`, "
+                         f"neither compute nor communication", path,
+                 "phases: " + ", ".join(PHASE_INDEX))
+            for name, count in sorted(unknown.items())]
+
+
 def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
     per_rank: Dict[int, list] = {}
     bad: List[Tuple[int, str]] = []
@@ -214,10 +219,7 @@ def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
         diags.append(diag("E784", f"{len(bad)} row(s) of the rank log cannot be read and are "
                                   f"skipped; the first, line {line}: {why}", path,
                           "columns: rank, iteration, phase, start_s, duration_s [, peer, op]"))
-    for name, count in sorted(unknown.items()):
-        diags.append(diag("W784", f"phase `{name}` is not known ({count} row(s)): counted as "
-                                  f"`other`, neither compute nor communication", path,
-                          "phases: " + ", ".join(p for p in PHASE_INDEX)))
+    diags += _unknown_phases(path, unknown)
     if not per_rank and not bad:
         diags.append(diag("E788", "the rank log has no rows", path))
     timers = timers_of(names)
@@ -238,15 +240,8 @@ def _row(row, unknown) -> "Tuple[int, tuple] | str":
         return f"rank {rank} is negative"
     if dur < 0:
         return f"duration_s {dur} is negative"
-    name = str(row.get("phase", "")).strip().lower()
-    op = str(row.get("op", "") or "").strip().lower()
-    if name in ALIASES:
-        name, alias_op = ALIASES[name]
-        op = op or alias_op
-    phase = PHASE_INDEX.get(name)
-    if phase is None:
-        unknown[name] = unknown.get(name, 0) + 1
-        phase = PHASE_INDEX["other"]
+    phase, op = _phase_op(str(row.get("phase", "")).strip().lower(),
+                          str(row.get("op", "") or "").strip().lower(), unknown)
     peer = row.get("peer")
     peer_i = -1
     if peer not in (None, ""):
@@ -254,8 +249,7 @@ def _row(row, unknown) -> "Tuple[int, tuple] | str":
             peer_i = _whole(peer, "peer")
         except ValueError as exc:
             return str(exc)
-    return rank, (it, phase, start, dur, peer_i,
-                  OP_INDEX.get(op, OP_INDEX["collective"] if op else 0), -1)
+    return rank, (it, phase, start, dur, peer_i, op, -1)
 
 
 def _whole(v, what) -> int:

@@ -189,7 +189,7 @@ def comm_mask(phase: np.ndarray) -> np.ndarray:
     return _category(phase) == 1
 
 
-def columns(rows, n_hint: int = 0):
+def columns(rows):
     """Arrays from (iteration, phase code, start, duration, peer, op code, group) tuples."""
     if not rows:
         empty_i = np.zeros(0, dtype=np.int64)

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.engineering import Engineering
 from astral_dsl.analyses.facility import COMPONENTS
-from astral_dsl.outputs.tables import Column, Table
+from astral_dsl.outputs.table import Field, Table
 from astral_dsl.units import format_number, readable
 
 
@@ -51,8 +51,8 @@ def facility_tables(eng: Engineering) -> List[Table]:
         out.append(_transformers(f))
     notes = _basis(eng)
     t = Table("Facility: what it draws over the year, and at the peak hour (the utility point)",
-              [Column("component", True), Column("average"), Column("peak"),
-               Column("basis", True)])
+              [Field("component", True), Field("average"), Field("peak"),
+               Field("basis", True)])
     avg = readable.powers([getattr(c.average, n) for n, _ in COMPONENTS] + [c.average.total_w])
     peak = readable.powers([getattr(c.peak, n) for n, _ in COMPONENTS] + [c.peak.total_w])
     for i, (name, label) in enumerate(COMPONENTS):
@@ -76,8 +76,8 @@ def _peak_line(eng: Engineering) -> str:
 def _circuits(f) -> List[Table]:
     water = Table("Facility water: the circuits, their heat (loops, air units, their share of the "
                   "losses) and pumps",
-                  [Column("circuit", True), Column("supply/return"), Column("heat avg"),
-                   Column("heat peak"), Column("flow"), Column("pumps")])
+                  [Field("circuit", True), Field("supply/return"), Field("heat avg"),
+                   Field("heat peak"), Field("flow"), Field("pumps")])
     heat = readable.powers([cy.circuit.average_w for cy in f.circuits])
     peak = readable.powers([cy.circuit.peak_w for cy in f.circuits])
     pumps = readable.powers([cy.circuit.pump_w for cy in f.circuits])
@@ -92,9 +92,9 @@ def _circuits(f) -> List[Table]:
                   else "-", pumps[i])
     hours = Table("Heat rejection over the year: hours with the chillers off, sharing the heat, "
                   "and on",
-                  [Column("circuit", True), Column("rejection", True), Column("free h"),
-                   Column("partial h"), Column("chiller h"), Column("chillers avg"),
-                   Column("at peak"), Column("fans avg")])
+                  [Field("circuit", True), Field("rejection", True), Field("free h"),
+                   Field("partial h"), Field("chiller h"), Field("chillers avg"),
+                   Field("at peak"), Field("fans avg")])
     chill = readable.powers([cy.chillers_w for cy in f.circuits])
     chill_peak = readable.powers([cy.chillers_peak_w for cy in f.circuits])
     fans = readable.powers([cy.fans_w for cy in f.circuits])
@@ -118,9 +118,9 @@ def _circuits(f) -> List[Table]:
 
 def _transformers(f) -> Table:
     t = Table("Transformers at the utility point (each stage carries the whole site)",
-              [Column("transformers", True), Column("x"), Column("rating"),
-               Column("redundancy", True), Column("peak load"), Column("losses avg"),
-               Column("losses peak")])
+              [Field("transformers", True), Field("x"), Field("rating"),
+               Field("redundancy", True), Field("peak load"), Field("losses avg"),
+               Field("losses peak")])
     for tr in f.transformers:
         t.add(tr.path, f"{tr.replicas * tr.count:,}", readable.power(tr.capacity_w),
               tr.redundancy, readable.power(tr.peak_load_w * tr.replicas),
