@@ -16,7 +16,7 @@ LAYOUT = ("gpus", "tp", "pp", "dp", "cp", "ep", "virtual_stages", "micro_batch",
 FIGURES = ("iteration_time_s", "tokens_per_s", "mfu", "hfu", "memory_gb",
            "memory_uncertainty_gb", "memory_stage", "cost_per_token_usd")
 SHORT = {"compute": "compute", "tp_comm": "TP", "cp_comm": "CP", "ep_comm": "EP",
-         "pp_comm": "PP", "dp_comm": "DP", "bubble": "bubble", "optimizer": "optimizer"}
+         "pp_comm": "PP", "dp_comm": "DP", "host": "host", "bubble": "bubble", "optimizer": "optimizer"}
 OBJECTIVE_LABELS = {"tokens_per_s": "tokens/s (highest first)",
                     "iteration_time": "iteration time (shortest first)",
                     "cost_per_token": "cost per token (lowest first)"}

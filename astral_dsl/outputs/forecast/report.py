@@ -15,7 +15,7 @@ from astral_dsl.outputs.jsonout import scenario_json
 BREAKDOWN_LABELS = (("compute", "compute (incl. recompute)"), ("tp_comm", "exposed TP comm"),
                     ("cp_comm", "exposed CP comm"), ("ep_comm", "exposed EP comm"),
                     ("pp_comm", "exposed PP p2p"), ("dp_comm", "exposed DP comm"),
-                    ("bubble", "pipeline bubble / wait"), ("optimizer", "optimizer step"))
+                    ("host", "host-bound (CPU launch)"), ("bubble", "pipeline bubble / wait"), ("optimizer", "optimizer step"))
 
 
 def parallelism(fc) -> Dict[str, Any]:
