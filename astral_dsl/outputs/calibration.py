@@ -21,7 +21,8 @@ def _g(x: float) -> str:
 
 
 def value_text(doc: dict, c: Constant) -> str:
-    """`0.7697 +/- 0.012`, `1.9e-05 x/ 1.3` (fitted on a log scale), `0.5 (not determined)`,
+    """`0.7697 +/- 0.012`, `1.9e-05 x/ 1.3` (fitted on a log scale; `(barely determined: x/
+    >100)` past a factor of 100), `0.5 (not determined)`,
     `0.5 (held)` when not fitted, with `*` outside the prior range."""
     v = doc["constants"][c.name]
     flag = "*" if c.name in doc.get("outside_prior", ()) else ""
@@ -30,6 +31,8 @@ def value_text(doc: dict, c: Constant) -> str:
     sd = doc.get("spread", {}).get(c.name)
     if sd is None:
         return f"{_g(v)}{flag} (not determined)"
+    if c.log and sd > 100:     # a factor past 100: the runs barely bound it
+        return f"{_g(v)}{flag} (barely determined: x/ >100)"
     return f"{_g(v)}{flag} " + (f"x/ {sd:.2g}" if c.log else f"+/- {sd:.2g}")
 
 

@@ -98,7 +98,8 @@ def render(fc) -> str:
                  + (", ".join(overlaps) if overlaps else "none"))
     if fc.chosen:
         lines.append("  chosen     " + ", ".join(f"{k} = {v}" for k, v in fc.chosen)
-                     + " (the fastest that fits in memory; docs/seer.md)")
+                     + " (Seer's rule: the fastest that fits in memory,"
+                     " else the one that needs the least; docs/seer.md)")
     for n in fc.notes:
         lines.append(f"  note       {n}")
     mem = fc.memory
