@@ -148,7 +148,7 @@ def check(workspace: "Workspace", design: Optional[Design] = None,
                 [d for d in design.diagnostics if not d.is_error and d.code != "E500"]
                 + list(sizing.diagnostics)), sizing)
         design = sizing.design
-    diags: List[Diagnostic] = list(design.diagnostics)
+    diags: List[Diagnostic] = list(design.diagnostics) + list(getattr(sizing, "warnings", ()))
     if front_end_errors(design):
         return Checked(design, None, (), sort_diagnostics(diags), sizing)
     from astral_dsl.seer.validate import validate_jobs

@@ -126,7 +126,7 @@ row Row {
   racks = 10 x R
   feeder bus {
     current = ac, voltage = 400 V, phases = 3, power_factor = 100 %, capacity = 200 kW
-    efficiency = 95 %, count = ? in 1..9, price = 1000 USD, serves = racks
+    efficiency = 95 %, count = ? in 1..8, price = 1000 USD, serves = racks
   }
 }
 site S { rows = 1 x Row }

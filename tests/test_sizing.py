@@ -18,21 +18,21 @@ SMALL = """\
 gpu G { power = 700 W, price = 20000 USD }
 host H { gpus = 8 x G, power = 10 kW, liquid_share = 80 %, price = 40000 USD }
 rack R {
-  hosts = (? in 1..4) x H
+  hosts = (? in 1..3) x H
   power_limit = 35 kW
 }
 fluid F { coolprop = "Water" }
 cdu C { capacity = 100 kW, price = 30000 USD }
-rectifier Rect { module = 25 kW, redundancy = n_plus_1, price = 1500 USD, modules = ? in 3..9 }
+rectifier Rect { module = 25 kW, redundancy = n_plus_1, price = 1500 USD, modules = ? in 3..8 }
 row Row {
   racks = 4 x R
   feeder a {
     current = dc, voltage = 240 V, side = A, capacity = 50 kW
-    count = ? in 1..4, price = 5000 USD
+    count = ? in 1..<4, price = 5000 USD
     rectifier = Rect
     serves = racks
   }
-  loop l { fluid = F, supply = 35 degC, rise = 10 K, cdu = C, cdus = ? in 1..5,
+  loop l { fluid = F, supply = 35 degC, rise = 10 K, cdu = C, cdus = ? in 1..4,
            redundancy = n_plus_1, serves = racks }
 }
 site S {
@@ -124,8 +124,8 @@ def test_infeasible_names_the_conflicting_constraints(tmp_path):
 
 def test_domain_conflict_names_both_lines(tmp_path):
     path = tmp_path / "narrow.astral"
-    path.write_text(SMALL.replace("count = ? in 1..4", "count = ? in 1..3")
-                    .replace("(? in 1..4) x H", "(? in 3..4) x H"))
+    path.write_text(SMALL.replace("count = ? in 1..<4", "count = ? in 1..2")
+                    .replace("(? in 1..3) x H", "(? in 3..<4) x H"))
     checked = astral_dsl.check(astral_dsl.compile(path))
     e660 = [d for d in checked.diagnostics if d.code == "E660"]
     assert e660, checked.diagnostics

@@ -17,8 +17,9 @@ def register(sub) -> None:
     f.add_argument("--scenario", metavar="NAME", help="forecast under this scenario")
     f.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (ui.perfetto.dev)")
     f.add_argument("--plot", metavar="OUT.png", help="draw a Gantt chart (needs matplotlib)")
-    f.add_argument("--window", metavar="A:B",
-                   help="micro-batches A..B-1 only in --trace/--plot (default: all when small)")
+    f.add_argument("--window", metavar="A..B",
+                   help="micro-batches A to B only in --trace/--plot (`A..<B` or `A:B` stop "
+                        "before B; default: all when small)")
     f.add_argument("--level", choices=["op", "layer", "block"],
                    help="trace detail: operators, layers or pipeline blocks")
     f.add_argument("--operator-table", metavar="CSV",
@@ -33,10 +34,19 @@ def register(sub) -> None:
 
 
 def _window(text):
+    """`A..B` (micro-batches A to B, as the language reads a range), `A..<B` or `A:B` (A to
+    B-1), `A` (one): (first, last + 1)."""
     if not text:
         return None
-    a, _, b = text.partition(":")
-    lo, hi = int(a or 0), int(b) if b else int(a or 0) + 1
+    if "..<" in text:
+        a, _, b = text.partition("..<")
+        lo, hi = int(a), int(b)
+    elif ".." in text:
+        a, _, b = text.partition("..")
+        lo, hi = int(a), int(b) + 1
+    else:
+        a, _, b = text.partition(":")
+        lo, hi = int(a or 0), int(b) if b else int(a or 0) + 1
     if lo < 0 or hi <= lo:
         raise ValueError(text)
     return lo, hi
@@ -51,7 +61,7 @@ def run(args, overrides) -> int:
     try:
         window = _window(args.window)
     except ValueError:
-        return usage(f"--window expects A:B micro-batches, got `{args.window}`")
+        return usage(f"--window expects micro-batches A..B (or A..<B), got `{args.window}`")
     calibration = None
     if args.calibration:
         from astral_dsl.seer.calibration import read_calibration

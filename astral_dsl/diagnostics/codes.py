@@ -54,6 +54,7 @@ CODES: dict[str, str] = {
     "E314": "value must not be negative",
     "E315": "value must be greater than zero",
     "E316": "value beyond its plausible bound",
+    "W317": "sizing chose the end of an `a..b` range (which `..` once excluded)",
     # E4xx: templates, replication and structure
     "E400": "count must be a positive whole number",
     "E401": "count too large",

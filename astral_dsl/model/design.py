@@ -30,7 +30,8 @@ class Member:
     span: Optional[Span] = None
 
 
-Index = Any   # None (the member itself), an int, a (start, stop) range, or "*" (every replica)
+Index = Any   # None (the member itself), an int, a (start, stop) range (stop excluded), or "*"
+#               (every replica)
 
 
 @records.frozen
@@ -46,7 +47,7 @@ class Step:
         if self.index == "*":
             return f".{self.name}[*]"
         if isinstance(self.index, tuple):
-            return f".{self.name}[{self.index[0]}..{self.index[1]}]"
+            return f".{self.name}[{self.index[0]}..{self.index[1] - 1}]"     # `a..b` holds b
         return f".{self.name}[{self.index}]"
 
 
@@ -168,6 +169,7 @@ class UnknownSite:
     high: int = 10**6
     owner: str = ""               # count: path of the instance, and the field
     field: str = ""
+    inclusive_end: bool = False   # the options are a range `a..b` (its end included)
 
 
 @records.frozen(eq=False)

@@ -10,7 +10,7 @@ from astral_dsl.model.kinds import KINDS, StrType
 from astral_dsl.model.values import (POISON, FabricLink, FabricSelection, Group, NicPort, Symbol,
                                      UnknownValue)
 from astral_dsl.semantics.coerce import coerce
-from astral_dsl.semantics.collections import unknown_options
+from astral_dsl.semantics.collections import inclusive_range, unknown_options
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import Namespace, Template
@@ -155,7 +155,7 @@ def _sizable(it, frame: Frame, name: str, d: FieldDef):
                  e.domain.span)
         low, high = int(min(values)), int(max(values))
     it.record_unknown(key, e.span, "count", (), low=low, high=high, frame=frame,
-                        field=name)
+                      field=name, inclusive_end=inclusive_range(e))
     return UnknownValue(None, e.span, key)
 
 

@@ -143,6 +143,7 @@ class Range:
     start: "Expr"
     stop: "Expr"
     span: Span
+    inclusive: bool = True      # `a..b` holds b; `a..<b` stops before it
 
 
 @_node

@@ -174,6 +174,10 @@ class Builder(Transformer):
         return ast.Range(items[0], items[1], self._s(meta))
 
     @v_args(meta=True)
+    def range_open(self, meta, items):
+        return ast.Range(items[0], items[1], self._s(meta), False)
+
+    @v_args(meta=True)
     def binary(self, meta, items):
         return ast.Binary(str(items[1]), items[0], items[2], self._s(meta))
 
