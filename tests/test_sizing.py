@@ -165,3 +165,21 @@ def test_infeasible_file_under_tests_names_every_conflict():
     assert "[E624]" in text and "infeasible.astral:8)" in text                  # the rack limit
     assert "allows at most 2" in text and "infeasible.astral:14" in text        # the capped count
     assert "all 4 combinations" in text
+
+
+def test_minimize_cost_with_nothing_priced_warns_w800(tmp_path):
+    """Without a price anywhere every combination costs 0 USD: said, not reported as a cost."""
+    import re
+
+    path = tmp_path / "unpriced.astral"
+    path.write_text(re.sub(r",\s*price = \d+ USD", "", SMALL))
+    assert "price" not in path.read_text()
+    checked = astral_dsl.check(astral_dsl.compile(path))
+    assert checked.valid, checked.diagnostics
+    (w,) = [d for d in checked.diagnostics if d.code == "W800"]
+    assert (w.span.start.line, w.span.start.column) == (24, 3)          # `minimize cost`
+    assert "nothing declares one" in w.message
+    priced = tmp_path / "small.astral"
+    priced.write_text(SMALL)
+    checked = astral_dsl.check(astral_dsl.compile(priced))
+    assert not [d for d in checked.diagnostics if d.code == "W800"]
