@@ -115,6 +115,9 @@ def _field(it, frame: Frame, name: str):
         return rec
     env = d.env
     field_spec = spec.fields.get(name) if not d.is_let else None
+    if isinstance(stmt, ast.Field) and stmt.body is not None:     # `x = Base(...) { ... }`
+        frame.owned[name] = field_spec is None
+        return _typed(it, frame, name, it.derived_value(frame, stmt, env), d.value_expr.span)
     if (spec.name, name) in SIZABLE and isinstance(d.value_expr, ast.Unknown):
         return _sizable(it, frame, name, d)
     if field_spec is not None and _wants_symbols(field_spec.type):

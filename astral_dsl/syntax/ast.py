@@ -188,6 +188,15 @@ class ParamDef:
 
 
 @_node
+class Renamed:
+    """`rating -> module` in a template's parameters: `rating` is the old name of `module`,
+    still accepted as a keyword argument, with a warning (W211)."""
+    old: Ident
+    new: Ident
+    span: Span
+
+
+@_node
 class Decl:
     kind: Ident
     name: Ident
@@ -195,6 +204,7 @@ class Decl:
     base: Optional[Expr]
     body: Optional[Tuple["Stmt", ...]]
     span: Span
+    renamed: Tuple[Renamed, ...] = ()
 
 
 @_node
@@ -202,6 +212,7 @@ class Field:
     name: Ident
     value: Expr
     span: Span
+    body: Optional[Tuple["Stmt", ...]] = None   # `x = Base(...) { ... }`: derived in place
 
 
 @_node
