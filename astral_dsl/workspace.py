@@ -7,7 +7,7 @@
     ws.under(scenario)                          # compiled under a scenario, as sized
 
 Reading, parsing and resolving imports happen in `open` (pipeline.py passes 1-4); every compile
-runs passes 5-14 (`pipeline.front_end`) on the same syntax trees. A Design records what it was
+runs passes 5-15 (`pipeline.front_end`) on the same syntax trees. A Design records what it was
 compiled with (overrides, assignments, scenario) and nothing more: it holds no pointer back."""
 from __future__ import annotations
 

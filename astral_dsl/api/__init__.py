@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from astral_dsl.model.allows import Baseline
 from astral_dsl.model.design import Design
 from astral_dsl.pipeline import Checked, front_end_errors
 from astral_dsl.pipeline import check as _check
@@ -57,19 +58,21 @@ def compiles(text: str | bytes, name: str = "<string>", root: str | Path | None 
 
 
 def check(workspace: Workspace, scenarios: Optional[Sequence[str]] = None,
-          all_scenarios: bool = False, design: Optional[Design] = None) -> Checked:
+          all_scenarios: bool = False, design: Optional[Design] = None,
+          baseline: Optional[Baseline] = None) -> Checked:
     """`astral check` as a function: the front end's diagnostics, sizing when the design has
     unknowns, the jobs validated, the engineering checks, then its scenarios (`scenarios` by
     name, the required ones always, every one with `all_scenarios`). `design`: a design of the
-    workspace (default: its own)."""
-    return _check(workspace, design, scenarios, all_scenarios)
+    workspace (default: its own). The warnings the design's `allow`s and `baseline` (read with
+    `read_baseline`) accept are in `.accepted`, apart from `.diagnostics`."""
+    return _check(workspace, design, scenarios, all_scenarios, baseline)
 
 
 def check_file(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
                scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
-               read=read_file) -> Checked:
+               read=read_file, baseline: Optional[Baseline] = None) -> Checked:
     """Open, compile and check a file (the command line's `astral check`)."""
-    return check(compile(path, overrides, read), scenarios, all_scenarios)
+    return check(compile(path, overrides, read), scenarios, all_scenarios, baseline=baseline)
 
 
 def forecast(workspace: Workspace, job: Optional[str] = None, scenario: Optional[str] = None,

@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 def run(args, overrides) -> int:
     from astral_dsl.outputs.export import export_design, schema_text
-    from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.outputs.jsonout import accepted_json, dumps, envelope
 
     if args.schema:
         sys.stdout.write(schema_text())
@@ -31,6 +31,7 @@ def run(args, overrides) -> int:
     valid = not any(d.is_error for d in diagnostics)
     if args.format == "human":
         print_diagnostics(diagnostics, colour(args, sys.stderr), sys.stderr)
-    doc = envelope(diagnostics, design=export_design(design) if valid else None)
+    doc = envelope(diagnostics, design=export_design(design) if valid else None,
+                   accepted=accepted_json(result.accepted))
     sys.stdout.write(dumps(doc) + "\n")
     return exit_code(design, diagnostics)

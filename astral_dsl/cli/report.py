@@ -70,5 +70,7 @@ def run(args, overrides) -> int:
     sys.stdout.write(printable_line(
         f"wrote {args.output} ({len(page):,} bytes): {len(review.checked.scenarios)} "
         f"scenario(s), {sum(v.svg is not None for v in review.views)} picture(s), {jobs} "
-        f"job forecast(s); {errors} error(s), {warnings} warning(s)\n"))
+        f"job forecast(s); {errors} error(s), {warnings} warning(s)"
+        + (f", {len(review.checked.accepted)} accepted" if review.checked.accepted else "")
+        + "\n"))
     return EXIT_ERRORS if errors else EXIT_OK

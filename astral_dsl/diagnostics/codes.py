@@ -38,6 +38,8 @@ CODES: dict[str, str] = {
     "E217": "a scenario cannot name this replica alone",
     "E218": "failing this kind of part is not modelled",
     "E219": "a fabric part a scenario names that is not one, or not of a fabric",
+    "E220": "an `allow` that cannot accept anything: an error's code, no such warning, no reason",
+    "W220": "an `allow` or a baseline entry that accepts nothing",
     # E3xx: units, types and values
     "E300": "unknown unit",
     "E301": "incompatible units",

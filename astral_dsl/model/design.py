@@ -191,6 +191,7 @@ class Design:
     assignments: Tuple[Tuple[str, Any], ...] = ()
     scenario: Optional[str] = None
     overrides: Tuple[Tuple[str, Any], ...] = ()
+    allows: Tuple[Any, ...] = ()       # the `allow` statements (model/allows.py Allow)
 
     @property
     def valid(self) -> bool:

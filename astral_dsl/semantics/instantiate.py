@@ -277,6 +277,8 @@ class Instantiator:
                 frame.defs[stmt.name.name] = FieldDef(stmt, env, stmt.name.span, None)
             elif isinstance(stmt, ast.Check):
                 frame.checks.append((stmt, env))
+            elif isinstance(stmt, ast.Allow):
+                continue                   # collected by semantics/allows.py
             else:
                 form = {ast.Fail: "fail", ast.SetStmt: "set", ast.Objective: "objective"}[type(stmt)]
                 allowed = spec.statements + (("objective",) if spec.name == "site" else ())

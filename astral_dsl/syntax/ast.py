@@ -259,6 +259,15 @@ class Objective:
 
 
 @_node
+class Allow:
+    """`allow W621 "reason"`: that warning accepted where the statement stands (its file, the
+    template or the instance whose body holds it)."""
+    code: Ident
+    reason: Optional[String]
+    span: Span
+
+
+@_node
 class Import:
     path: Tuple[Ident, ...]
     names: Optional[Tuple[Ident, ...]]
@@ -278,7 +287,7 @@ class Param:
     span: Span
 
 
-Stmt = Union[Decl, Field, Record, Let, Check, Fail, SetStmt, Objective]
+Stmt = Union[Decl, Field, Record, Let, Check, Fail, SetStmt, Objective, Allow]
 
 
 @_node

@@ -143,6 +143,12 @@ class Builder(Transformer):
         return ast.SetStmt(items[0], items[1], self._s(meta))
 
     @v_args(meta=True)
+    def allow_stmt(self, meta, items):
+        code, reason = items
+        return ast.Allow(self._id(code), self.string_tok(reason) if reason is not None else None,
+                         self._s(meta))
+
+    @v_args(meta=True)
     def objective(self, meta, items):
         return ast.Objective(str(items[0]), items[-1], self._s(meta))
 

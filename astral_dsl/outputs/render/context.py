@@ -278,6 +278,8 @@ def _build(design: Design, checked, scenario: Optional[str] = None) -> Context:
     baseline = {id(d) for d in eng.diagnostics}
     marks = [d for d in diagnostics if id(d) not in baseline and d.code not in ("E680", "W680")]
     marks += list(outcome.result.diagnostics) + scenario_diagnostics(outcome, inst)
+    # what the design's `allow`s (or the baseline) accept is not drawn as a problem
+    marks = [d for d in marks if not checked.accepts(d)]
     # draw the design as compiled under the scenario: the parts it names are their own
     # instances there, so only they are greyed or changed
     twin = outcome.applied.design
