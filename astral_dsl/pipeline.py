@@ -162,7 +162,7 @@ def check(workspace: "Workspace", design: Optional[Design] = None,
     kept apart (step 20)."""
     checked = _check(workspace, design, scenarios, all_scenarios)
     complete = checked.engineering is not None or not (
-        checked.design.roots or front_end_errors(checked.design) or checked.design.unknowns)
+        checked.design.roots or front_end_errors(checked.design) or checked.design.needs_sizing)
     split = accept(checked.diagnostics, checked.design.allows, baseline,    # 20
                    [o.name for o in checked.scenarios], complete)
     return attrs.evolve(checked, diagnostics=split.reported, accepted=split.accepted,
@@ -174,8 +174,8 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
 
     design = workspace.design if design is None else design
     sizing = None
-    if design.unknowns and not front_end_errors(design):
-        sizing = size(workspace, design)                                          # 16
+    if design.needs_sizing and not front_end_errors(design):
+        sizing = workspace.sizing(design)                                         # 16
         if sizing.diagnostics:
             return Checked(design, None, (), sort_diagnostics(
                 [d for d in design.diagnostics if not d.is_error and d.code != "E500"]
@@ -224,7 +224,43 @@ def run_scenarios(workspace: "Workspace", design: Design, eng: "Engineering", wa
 
 def size(workspace: "Workspace", design: Design):
     """Step 16: each combination of the structural `?`s compiled and checked (with the twins of
-    its required scenarios), then the choice and its counts compiled once more."""
+    its required scenarios), then the choice and its counts compiled once more. What it
+    decides is kept per user (analyses/sizing_cache.py): the same text with the same overrides
+    is then compiled once, with the values chosen, instead of sized again."""
+    from astral_dsl.analyses import sizing_cache
+
+    digest = sizing_cache.key(workspace.sources(), design.overrides)
+    kept = _kept(workspace, design, digest)
+    if kept is not None:
+        return kept
+    result = _size(workspace, design)
+    sizing_cache.write(digest, result)
+    return result
+
+
+def _kept(workspace: "Workspace", design: Design, digest: str):
+    """The sizing the cache holds for `digest`, its chosen design compiled again; None when it
+    holds none (or a damaged one)."""
+    from astral_dsl.analyses import sizing, sizing_cache
+
+    doc = sizing_cache.read(digest)
+    if doc is None:
+        return None
+    try:
+        assigned = sizing_cache.assigned_of(doc)
+        failed = tuple(sizing_cache.diagnostic_of(d) for d in doc["diagnostics"])
+        warnings = tuple(sizing_cache.diagnostic_of(d) for d in doc["warnings"])
+        choice = sizing.rebuilt(design, assigned, doc["objective"], doc["sense"], doc["value"],
+                                int(doc["combinations"]), int(doc["feasible"]), failed,
+                                warnings)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return None
+    if choice.diagnostics:
+        return choice
+    return sizing.sized(choice, workspace.recompile(design, assignments=assigned))
+
+
+def _size(workspace: "Workspace", design: Design):
     from astral_dsl.analyses import sizing
 
     plan = sizing.combinations(design)

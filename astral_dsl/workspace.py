@@ -2,6 +2,7 @@
 
     ws = Workspace.open("examples/astral.astral", {"hosts_per_rack": "4"})
     ws.design                                   # the design as written (compiled once, kept)
+    ws.sized                                    # with the values sizing chose for its `?`s
     ws.compile(overrides={...})                 # the same parsed source with other `--set`s
     ws.recompile(design, assignments={...})     # as `design` was compiled, other values of `?`
     ws.under(scenario)                          # compiled under a scenario, as sized
@@ -17,9 +18,9 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 import attrs
 
-from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.diagnostics import Diagnostic, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
-from astral_dsl.pipeline import front_end
+from astral_dsl.pipeline import front_end, front_end_errors, size
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
 from astral_dsl.syntax.source import encode
 
@@ -31,6 +32,7 @@ class Workspace:
     overrides: Mapping[str, object]
     load_diagnostics: Tuple[Diagnostic, ...]     # reading, parsing and imports
     _design: Optional[Design] = None
+    _sizing: Optional[Any] = None
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
@@ -102,6 +104,32 @@ class Workspace:
         if self._design is None:
             self._design = self.compile()
         return self._design
+
+    def sizing(self, design: Optional[Design] = None):
+        """`design` (default: the workspace's own) sized (pipeline.size: every `?` chosen), the
+        workspace's own design once per workspace (and once per user: sizing_cache.py)."""
+        if design is not None and design is not self.design:
+            return size(self, design)
+        if self._sizing is None:
+            self._sizing = size(self, self.design)
+        return self._sizing
+
+    @property
+    def sized(self) -> Design:
+        """The design as every command uses it: with the values sizing chose for its `?`s
+        (marked in `chosen`); the design as compiled when it has none, or errors no choice can
+        mend; with sizing's diagnostics (E660, ...) when no choice satisfies it."""
+        return self.sized_of(self.design)
+
+    def sized_of(self, design: Design) -> Design:
+        """`design` (of this workspace) as `sized` gives the workspace's own."""
+        if not design.needs_sizing or front_end_errors(design):
+            return design
+        result = self.sizing(design)
+        if result.diagnostics:
+            return attrs.evolve(design, diagnostics=sort_diagnostics(
+                design.diagnostics + tuple(result.diagnostics)))
+        return result.design
 
     def compile(self, overrides: Optional[Mapping[str, object]] = None,
                 assignments: Optional[Mapping[str, Any]] = None,

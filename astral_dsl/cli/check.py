@@ -66,7 +66,7 @@ def run(args, overrides) -> int:
                      **{k: v for k, v in scenario_json(o.name, o.applied).items()
                         if k != "name"}, "notes": list(o.notes)}
                     for o in result.scenarios]
-            extra = {"margins": _margins(path, overrides, True)} if args.margins else {}
+            extra = _margins(path, overrides, True) if args.margins else {}
             sys.stdout.write(dumps(envelope(diagnostics, file=design.file,
                                             summary=summary, scenarios=scen,
                                             chosen=chosen_json(design),
@@ -100,12 +100,17 @@ def run(args, overrides) -> int:
 
 
 def _margins(path, overrides, as_json: bool):
-    """`--margins`: the margins document (astral_dsl/explore/margins)."""
+    """`--margins`: the margins text, or for JSON `margins` (one object per limit) and
+    `margins_notes` (what holds for them all: around the values sizing chose, why a parameter
+    could not be bracketed, why there are none) (astral_dsl/explore/margins)."""
     from astral_dsl.explore import margins
     from astral_dsl.outputs.margins import render, to_json
 
     report = margins.analyse(path, overrides)
-    return to_json(report) if as_json else render(report)
+    if not as_json:
+        return render(report)
+    return {"margins": to_json(report),
+            "margins_notes": ([report.note] if report.note else []) + list(report.notes)}
 
 
 def strict(diagnostics):

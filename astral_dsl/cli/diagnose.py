@@ -37,7 +37,7 @@ def run(args, overrides) -> int:
     from astral_dsl.outputs.jsonout import dumps, envelope
     from astral_dsl.seer import ForecastError
 
-    design = open_path(args.file, overrides).design
+    design = open_path(args.file, overrides).sized   # the values sizing chose for its `?`s
     diags = list(design.diagnostics)
     if not design.valid:
         return _fail(args, design, diags, EXIT_USAGE)

@@ -71,7 +71,7 @@ def run(args, overrides) -> int:
         except (OSError, ValueError) as exc:
             return usage(f"--calibration: {exc}")
     ws = open_path(args.file, overrides)
-    design = ws.design
+    design = ws.sized                   # with the values sizing chose for its `?`s
     diags = list(design.diagnostics)
     if not design.valid:
         return _fail(args, design, diags, EXIT_USAGE if unreadable(design) else EXIT_ERRORS)
@@ -108,16 +108,28 @@ def run(args, overrides) -> int:
             notes.append(f"timeline drawn to {args.plot}")
         except ImportError:
             return usage("--plot needs matplotlib (pip install matplotlib)")
+    from astral_dsl.model.allows import accept, once
+    from astral_dsl.outputs.size_report import chosen_json, chosen_lines
+
+    split = accept(once(diags), design.allows, complete=False)   # what the design accepts
+    diags = list(split.reported)
     if args.format == "json":
+        from astral_dsl.outputs.jsonout import accepted_json
+
         # the forecast's own fields sit beside the envelope's, as in every command's JSON
-        doc = envelope(diags, file=design.file, **report.to_json(fc))
+        doc = envelope(diags, file=design.file, chosen=chosen_json(design),
+                       accepted=accepted_json(split.accepted), **report.to_json(fc))
         if notes:
             doc["notes"] = notes
         sys.stdout.write(dumps(doc) + "\n")
     else:
-        print_diagnostics(diags, colour(args), sys.stdout)
-        from astral_dsl.outputs.terminal import printable, printable_text
+        from astral_dsl.outputs.human import accepted_lines
+        from astral_dsl.outputs.terminal import printable, printable_line, printable_text
 
+        print_diagnostics(diags, colour(args), sys.stdout)
+        # on the values sizing chose, said as `astral check` says them
+        sys.stdout.writelines(printable_line(line + "\n") for line in
+                              accepted_lines(split.accepted) + chosen_lines(design))
         sys.stdout.write(printable_text(report.render(fc)))
         for n in notes:
             sys.stderr.write(f"note: {printable(n)}\n")

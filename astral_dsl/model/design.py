@@ -197,6 +197,13 @@ class Design:
     def valid(self) -> bool:
         return not has_errors(self.diagnostics)
 
+    @property
+    def needs_sizing(self) -> bool:
+        """It leaves values to sizing (`?`) and they are not chosen yet: compiled with the
+        first option of each, provisionally. A sized design keeps its `unknowns` (their
+        options) beside `chosen`."""
+        return bool(self.unknowns) and not self.chosen
+
     def instance(self, path: str) -> Optional[Instance]:
         for inst in self.instances:
             if inst.path == path:

@@ -252,7 +252,7 @@ def _build(design: Design, checked, scenario: Optional[str] = None) -> Context:
     if eng is None:
         errors = [d for d in diagnostics if d.is_error]
         # a failed user `check` leaves a complete model: draw it with the check in red
-        if design.roots and not design.unknowns and errors and \
+        if design.roots and not design.needs_sizing and errors and \
                 all(d.code == "E500" for d in errors):
             eng = analyse(design)
             diagnostics.extend(eng.diagnostics)
