@@ -103,10 +103,13 @@ def _margins(path, overrides, as_json: bool):
     """`--margins`: the margins text, or for JSON `margins` (one object per limit) and
     `margins_notes` (what holds for them all: around the values sizing chose, why a parameter
     could not be bracketed, why there are none) (astral_dsl/explore/margins)."""
+    from astral_dsl.outputs.progress import Progress
     from astral_dsl.explore import margins
     from astral_dsl.outputs.margins import render, to_json
 
-    report = margins.analyse(path, overrides)
+    with Progress("astral check --margins") as progress:
+        progress.step("the design's limits")
+        report = margins.analyse(path, overrides, step=progress.step)
     if not as_json:
         return render(report)
     return {"margins": to_json(report),

@@ -31,28 +31,50 @@ def register(sub) -> None:
 
 
 def run(args, overrides) -> int:
-    from astral_dsl import diagnose, observe
-    from astral_dsl.analyses.rankmap import RankMapError
-    from astral_dsl.outputs import diagnosis as out
-    from astral_dsl.outputs.jsonout import dumps, envelope
-    from astral_dsl.seer import ForecastError
+    from astral_dsl import observe
+    from astral_dsl.outputs.progress import Progress
 
-    design = open_path(args.file, overrides).sized   # the values sizing chose for its `?`s
-    diags = list(design.diagnostics)
+    # the work under a progress line (a terminal only), the output once it is erased
+    with Progress("astral diagnose") as progress:
+        progress.step("compiling the design")
+        design = open_path(args.file, overrides).sized  # the values sizing chose for its `?`s
+        diags = list(design.diagnostics)
+        if design.valid:
+            progress.step("reading the observed data")
+            observed = observe.load(args.observed)
+            progress.step("forecasting the job and comparing the ranks")
+            done = _diagnose(args, design, observed)
     if not design.valid:
         return _fail(args, design, diags, EXIT_USAGE)
-    observed = observe.load(args.observed)
+    return done(diags)
+
+
+def _diagnose(args, design, observed):
+    """The diagnosis, as what prints it and returns the exit code given the design's
+    diagnostics."""
+    from astral_dsl import diagnose
+    from astral_dsl.analyses.rankmap import RankMapError
+    from astral_dsl.seer import ForecastError
+
     try:
         result = diagnose.diagnose(design, observed, job=args.job, order=args.order)
     except ForecastError as exc:
         if not exc.diagnostics:
-            return usage(str(exc))
-        return _fail(args, design, diags + exc.diagnostics, EXIT_USAGE)
+            return lambda diags, text=str(exc): usage(text)
+        return lambda diags, more=list(exc.diagnostics): _fail(args, design, diags + more,
+                                                                EXIT_USAGE)
     except RankMapError as exc:
-        return usage(f"--order: {exc}")
+        return lambda diags, text=f"--order: {exc}": usage(text)
     except diagnose.DiagnoseError as exc:
-        return _fail(args, design, diags + exc.diagnostics, EXIT_USAGE, str(exc))
-    diags += list(result.diagnostics)
+        return lambda diags, more=list(exc.diagnostics), text=str(exc): _fail(
+            args, design, diags + more, EXIT_USAGE, text)
+    return lambda diags: _show(args, design, diags + list(result.diagnostics), result)
+
+
+def _show(args, design, diags, result) -> int:
+    from astral_dsl.outputs import diagnosis as out
+    from astral_dsl.outputs.jsonout import dumps, envelope
+
     doc = envelope(diags, file=design.file, **out.to_json(result))
     if args.output:
         try:

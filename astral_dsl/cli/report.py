@@ -45,14 +45,18 @@ def run(args, overrides) -> int:
     if unreadable(design):
         print_diagnostics(design.diagnostics, use_colour, sys.stderr)
         return EXIT_USAGE
-    try:
-        review = collect(ws, jobs=args.job, scenario=args.scenario)
-    except ReviewError as exc:
-        return usage(str(exc))
     import attrs
 
-    review = attrs.evolve(review, overrides=tuple(sorted(overrides.items())))
-    page = build(review, title=args.title, stamp=args.stamp).encode("utf-8")
+    from astral_dsl.outputs.progress import Progress
+
+    try:
+        with Progress("astral report") as progress:
+            review = collect(ws, jobs=args.job, scenario=args.scenario, step=progress.step)
+            review = attrs.evolve(review, overrides=tuple(sorted(overrides.items())))
+            progress.step("writing the page")
+            page = build(review, title=args.title, stamp=args.stamp).encode("utf-8")
+    except ReviewError as exc:
+        return usage(str(exc))
     try:
         tmp = args.output + ".tmp"
         with open(tmp, "wb") as fh:

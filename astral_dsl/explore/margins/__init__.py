@@ -50,9 +50,11 @@ def literal(q: Quantity, si: float) -> str:
 
 
 def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
-            numeric: bool = True, read=None) -> Report:
+            numeric: bool = True, read=None, step=None) -> Report:
     """`params`: only these parameters (default: every numeric top-level param); `numeric`:
-    bracket the non-algebraic limits by evaluating the design again (False: symbolic only)."""
+    bracket the non-algebraic limits by evaluating the design again (False: symbolic only);
+    `step(what)`: told what is being done (a progress line)."""
+    step = step or (lambda what: None)
     from astral_dsl.pipeline import check, front_end_errors
     from astral_dsl.workspace import Workspace
 
@@ -99,6 +101,7 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
     dependent: Dict[str, List[str]] = {lim.key: [] for lim in limits}
     report_notes: List[str] = []
     for name, q in values.items():
+        step(f"the limits as `{name}` moves")
         integer = name in ev.counts
         x0 = q.si
         moved, x1, failed = _moved(name, x0, integer, q.point, probe)
