@@ -41,7 +41,10 @@ Check (`check`, what `astral check` runs on a Design):
 19. scenarios   each scenario's twin compiled by the workspace (its parts isolated, its
                 `set`s in place), then analyses/engineering.py `run_scenario` on the baseline
                 and the twin (E680, W680)
-20. accepted    model/allows.py `accept`: the warnings the design's `allow`s and the baseline
+20. devices     analyses/inventory.py and fleet.py: the devices the design names (its `name`
+                patterns) and its `inventory` files bind, their names then beside their paths
+                in every diagnostic (W231, E230, E232-E235)
+21. accepted    model/allows.py `accept`: the warnings the design's `allow`s and the baseline
                 accept, kept apart; an `allow` that accepts nothing (W220)
 
 Seer (seer/) forecasts a job of a checked design, on a scenario's twin with its failures applied;
@@ -130,6 +133,7 @@ class Checked:
     sizing: Optional[object] = None
     accepted: Tuple[Accepted, ...] = ()          # warnings an `allow` or the baseline accepts
     baseline: Optional[Baseline] = None
+    devices: Optional[object] = None             # analyses.fleet.Devices: the named parts
 
     @property
     def valid(self) -> bool:
@@ -160,13 +164,53 @@ def check(workspace: "Workspace", design: Optional[Design] = None,
     required scenarios always run; `all_scenarios` runs every one. A design with unknowns is
     sized first, then checked as sized. The warnings its `allow`s and `baseline` accept are
     kept apart (step 20)."""
+    from astral_dsl.analyses.fleet import annotated
+
     checked = _check(workspace, design, scenarios, all_scenarios)
     complete = checked.engineering is not None or not (
         checked.design.roots or front_end_errors(checked.design) or checked.design.needs_sizing)
-    split = accept(checked.diagnostics, checked.design.allows, baseline,    # 20
+    diags = checked.diagnostics
+    found = None
+    if complete and checked.design.roots:
+        found, named = devices(workspace, checked.design)                   # 20
+        diags = sort_diagnostics(annotated(tuple(diags) + tuple(named), found))
+    split = accept(diags, checked.design.allows, baseline,                   # 21
                    [o.name for o in checked.scenarios], complete)
     return attrs.evolve(checked, diagnostics=split.reported, accepted=split.accepted,
-                        baseline=baseline)
+                        baseline=baseline, devices=found)
+
+
+def devices(workspace: "Workspace", design: Design):
+    """Step 20: the parts the design names (a `name` pattern on a host, a rack, a tier...) and
+    the rows of its `inventory` files bound to them (analyses.fleet.Devices), with the
+    diagnostics of the binding. Nothing is walked for a design that names nothing."""
+    from astral_dsl.analyses import fleet, inventory
+
+    inventories = [i for i in design.instances if i.kind == "inventory"]
+    if not inventories and not inventory.names_anything(design):
+        return fleet.Devices(), ()
+    found = inventory.named_parts(design)
+    diags: List[Diagnostic] = list(found.diagnostics)
+    by_path = {p: fleet.Device(p, kind, name) for p, (kind, name) in found.named.items()
+               if name != p}
+    for inv in inventories:
+        relative = inv.field("file")
+        where = dict(inv.field_spans).get("file", inv.span)
+        name, data, why = workspace.read_beside(relative)
+        rows, bad, lines = fleet.rows_of(data, name) if data is not None else ([], why, True)
+        if bad is not None:
+            diags.append(Diagnostic("E230", Severity.ERROR, f"the inventory `{relative}` cannot "
+                                                            f"be read: {bad}", where,
+                                    "a CSV with a header row, or the JSON of NetBox's "
+                                    "/api/dcim/devices/, beside the design"))
+            continue
+        columns = inventory.columns_of(inv)
+        required = [str(k) for k in getattr(inv.field("required"), "items", ())]
+        binding = fleet.bind(rows, name, lines, columns, found.named, found.by_name, required,
+                             where)
+        diags.extend(binding.diagnostics)
+        by_path.update((d.path, d) for d in binding.devices)
+    return fleet.Devices(by_path), tuple(diags)
 
 
 def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scenarios) -> Checked:

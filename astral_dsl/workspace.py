@@ -92,6 +92,26 @@ class Workspace:
     def parsed(self) -> bool:
         return self.entry.tree is not None
 
+    def read_beside(self, relative: str) -> Tuple[str, Optional[bytes], Optional[str]]:
+        """A data file a design names (an inventory), relative to the entry file's folder, read
+        as imports are (a regular file of at most 8 MiB, inside the project): (its name as
+        diagnostics show it, its bytes or None, why it could not be read)."""
+        from astral_dsl.semantics.modules import display_name, inside
+
+        folder = self.entry.path.parent if self.entry.path is not None else self.root
+        path = Path(folder) / relative
+        name = display_name(path)
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError) as exc:
+            return name, None, str(exc)
+        if not inside(real, self.root.resolve()):
+            return name, None, "it is outside the project (data files, as imports, stay inside it)"
+        try:
+            return name, self.loader.read(real), None
+        except OSError as exc:
+            return name, None, exc.strerror or str(exc)
+
     def sources(self) -> Tuple[Tuple[str, str], ...]:
         """(file name, text) of every module read, sorted by name."""
         return tuple(sorted({m.source.name: m.source.text for m in self.modules.values()

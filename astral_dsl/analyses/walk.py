@@ -113,3 +113,20 @@ def path_within(owner: Instance, target: Instance, memo: Optional[Dict] = None) 
     if memo is not None:
         memo[key] = (target, found)
     return found
+
+
+def replicas(inst: Instance, path: str):
+    """Each member of `inst`, replica by replica, in order: (its path, its index in its group,
+    None for a single member, the instance). Expands the runs: one step per replica."""
+    for m in inst.members:
+        v = m.value
+        if isinstance(v, Instance):
+            yield f"{path}.{m.name}", None, v
+        elif isinstance(v, Group):
+            i = 0
+            for run in v.runs:
+                items = run.item.items(1 << 20) if isinstance(run.item, Group) else [run.item]
+                for _ in range(run.count):
+                    for child in items or []:
+                        yield f"{path}.{m.name}[{i}]", i, child
+                        i += 1

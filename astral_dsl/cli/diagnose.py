@@ -37,19 +37,27 @@ def run(args, overrides) -> int:
     # the work under a progress line (a terminal only), the output once it is erased
     with Progress("astral diagnose") as progress:
         progress.step("compiling the design")
-        design = open_path(args.file, overrides).sized  # the values sizing chose for its `?`s
+        ws = open_path(args.file, overrides)
+        design = ws.sized                         # the values sizing chose for its `?`s
         diags = list(design.diagnostics)
         if design.valid:
+            from astral_dsl.pipeline import devices
+
+            progress.step("naming the devices")
+            from astral_dsl.analyses.fleet import annotated
+
+            found, named = devices(ws, design)    # names beside the suspects' paths
+            diags = list(annotated(tuple(diags) + tuple(named), found))
             progress.step("reading the observed data")
             observed = observe.load(args.observed)
             progress.step("forecasting the job and comparing the ranks")
-            done = _diagnose(args, design, observed)
+            done = _diagnose(args, design, observed, found)
     if not design.valid:
         return _fail(args, design, diags, EXIT_USAGE)
     return done(diags)
 
 
-def _diagnose(args, design, observed):
+def _diagnose(args, design, observed, found=None):
     """The diagnosis, as what prints it and returns the exit code given the design's
     diagnostics."""
     from astral_dsl import diagnose
@@ -68,14 +76,14 @@ def _diagnose(args, design, observed):
     except diagnose.DiagnoseError as exc:
         return lambda diags, more=list(exc.diagnostics), text=str(exc): _fail(
             args, design, diags + more, EXIT_USAGE, text)
-    return lambda diags: _show(args, design, diags + list(result.diagnostics), result)
+    return lambda diags: _show(args, design, diags + list(result.diagnostics), result, found)
 
 
-def _show(args, design, diags, result) -> int:
+def _show(args, design, diags, result, found=None) -> int:
     from astral_dsl.outputs import diagnosis as out
     from astral_dsl.outputs.jsonout import dumps, envelope
 
-    doc = envelope(diags, file=design.file, **out.to_json(result))
+    doc = envelope(diags, file=design.file, **out.to_json(result, found))
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as fh:
@@ -86,7 +94,7 @@ def _show(args, design, diags, result) -> int:
         sys.stdout.write(dumps(doc) + "\n")
     else:
         print_diagnostics(diags, colour(args), sys.stdout)
-        sys.stdout.write(out.render(result))
+        sys.stdout.write(out.render(result, found))
         if args.output:
             sys.stderr.write(f"note: diagnosis written to {args.output}\n")
     errors = any(d.is_error for d in diags)

@@ -39,6 +39,12 @@ CODES: dict[str, str] = {
     "E218": "failing this kind of part is not modelled",
     "E219": "a fabric part a scenario names that is not one, or not of a fabric",
     "E220": "an `allow` that cannot accept anything: an error's code, no such warning, no reason",
+    "E230": "inventory file cannot be read",
+    "W231": "inventory row that names no part of the design",
+    "E232": "part of a required kind without an inventory row",
+    "E233": "two inventory rows for one part",
+    "E234": "inventory column missing",
+    "E235": "name pattern with a placeholder its part does not have",
     "W220": "an `allow` or a baseline entry that accepts nothing",
     # E3xx: units, types and values
     "E300": "unknown unit",

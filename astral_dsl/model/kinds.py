@@ -14,6 +14,7 @@ from astral_dsl import records
 
 from astral_dsl.model.domains import POSITIVE, Domain, domain
 from astral_dsl.model.fluid_names import check_fluid_name
+from astral_dsl.model.names import check_pattern
 from astral_dsl.units import DIMENSION_TYPES
 
 
@@ -149,9 +150,13 @@ def _kind(name, doc, fields, **kw) -> KindSpec:
 
 _PHYS = {"power": q("power", "peak electrical draw"),
          "liquid_share": q("ratio", "share of heat removed by cold plates", high=1)}
+# a device's name, or the pattern that names each replica: `"gpu-{pod}-{rack:03}-{host}"`
+# (model/names.py)
+NAME = FieldSpec(StrType(check_pattern), doc="its name, or a pattern naming each replica, e.g. "
+                                             "`\"gpu-{pod}-{rack:03}-{host}\"`")
 _GROUPING_FIELDS = dict(_PHYS, power_limit=q("power", "maximum allowed draw"),
                         utilization=q("ratio", "average over peak load", high=1),
-                        units=q("length", "height in rack units, e.g. `48 U`"))
+                        units=q("length", "height in rack units, e.g. `48 U`"), name=NAME)
 
 KINDS: dict[str, KindSpec] = {}
 
@@ -188,7 +193,10 @@ _register(_kind("nic", "a network adapter", dict(
     _PHYS, ports=q("count", "network ports", low=1, limit=64, why="64 ports on one adapter"),
     port_speed=q("bandwidth", "speed per port"),
     protocol=enum("infiniband", "roce", "ethernet"),
-    form_factor=enum(*FORM_FACTORS, doc="the cage of each port")), level=0))
+    form_factor=enum(*FORM_FACTORS, doc="the cage of each port"),
+    name=FieldSpec(StrType(check_pattern), doc="the interface name of each port, e.g. "
+                                               "`\"eth{nic}\"` or `\"ib{nic}p{port}\"`")),
+    level=0))
 _register(_kind("switch", "a network switch", dict(
     _PHYS, ports=q("count", "ports at `port_speed`", low=1, limit=65536,
                    why="65,536 ports, far above any switch radix"),
@@ -205,7 +213,7 @@ _register(_kind("host", "a server", dict(
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     nvlink_domain=enum("host", "rack", doc="the GPUs one NVLink domain joins: the host's own, or "
                        "every GPU of its rack (NVLink switch trays: GB200 NVL72)"),
-    idle_power=q("power", "not used by any analysis (an error, E630)")), level=1,
+    idle_power=q("power", "not used by any analysis (an error, E630)"), name=NAME), level=1,
     open_members=True))
 _register(_kind("rack", "a rack of hosts", dict(
     _GROUPING_FIELDS, feeds=FieldSpec(ListType(RefType(("feeder",))),
@@ -240,6 +248,8 @@ _register(_kind("tier", "a switch tier", dict(
                          "order of preference (the first that reaches `length` is used)"),
     length=q("length", "the longest of the downlinks (cable run), checked against the "
                        "medium's reach", low=0),
+    name=FieldSpec(StrType(check_pattern), doc="a pattern naming each switch, e.g. "
+                                               "`\"leaf-{rail}{plane}-{index:02}\"`"),
 )))
 _register(_kind("medium", "a link medium: copper cable or optics", dict(
     type=enum("dac", "acc", "aec", "aoc", "optics", required=True,
@@ -449,3 +459,20 @@ _register(_kind("job", "an LLM training job", dict(
     root=True))
 _register(_kind("scenario", "a what-if: parts failed or degraded", dict(
     required=BOOL, description=STR), statements=("check", "let", "fail", "set"), root=True))
+
+
+# ---- inventory: real names, serials and asset tags (analyses/inventory.py) ----------------------
+_register(_kind("columns", "the columns of an inventory file", dict(
+    name=FieldSpec(StrType(), doc="the device's name (default `name`)"),
+    serial=FieldSpec(StrType(), doc="its serial number (default `serial`)"),
+    asset_tag=FieldSpec(StrType(), doc="its asset tag (default `asset_tag`)"),
+    path=FieldSpec(StrType(), doc="the model path of the part it is (without it, a row is the "
+                                  "part whose name the design's pattern gives)"))))
+_register(_kind("inventory", "real devices: a CSV or NetBox JSON file bound to the design's "
+                "parts", dict(
+    file=FieldSpec(StrType(), required=True,
+                   doc="the file, relative to the design's: a CSV with a header row, or the "
+                       "JSON of NetBox's `/api/dcim/devices/`"),
+    required=FieldSpec(ListType(EnumType(("host", "rack", "switch"))),
+                       doc="the kinds of part that must each have a row"),
+), records={"columns": "columns"}))

@@ -27,7 +27,22 @@ def _s(v) -> str:
     return f"{v * 1e3:.3f} ms" if v < 1 else f"{v:.3f} s"
 
 
-def to_json(d) -> Dict[str, Any]:
+def _named(path: str, devices) -> Dict[str, Any]:
+    """A suspect's device (analyses.fleet.Devices): its name beside the path, serial, asset tag."""
+    from astral_dsl.analyses.fleet import _longest
+
+    if not devices:
+        return {}
+    at = _longest(path, devices.by_path)
+    if at is None:
+        return {}
+    d = devices.by_path[at]
+    return {"device": {"name": d.name, "path": at, "serial": d.serial,
+                       "asset_tag": d.asset_tag}, "label": devices.label(path)}
+
+
+def to_json(d, devices=None) -> Dict[str, Any]:
+    """`devices`: the names of the design's devices (pipeline.devices), beside each suspect."""
     flagged = {r for s in d.suspects for e in s.evidence for r in e.ranks}
     return {
         "job": d.job, "world_size": d.world, "ranks_read": len(d.ranks_read),
@@ -35,7 +50,7 @@ def to_json(d) -> Dict[str, Any]:
         "forecast_iteration_s": d.forecast_iteration_s,
         "observed_iteration_s": d.observed_iteration_s,
         "instances": {k: {"matched": t, "slow": s} for k, (t, s) in d.instances.items()},
-        "suspects": [s.to_json() for s in d.suspects],
+        "suspects": [{**s.to_json(), **_named(s.path, devices)} for s in d.suspects],
         "compute": [{"rank": c.rank, "stage": c.stage, "compute_s": c.compute_s,
                      "peers_s": c.peers_s, "forecast_s": c.forecast_s,
                      "ratio_to_peers": round(c.ratio, 5)}
@@ -44,7 +59,7 @@ def to_json(d) -> Dict[str, Any]:
     }
 
 
-def render(d) -> str:
+def render(d, devices=None) -> str:
     lines: List[str] = []
     read = len(d.ranks_read)
     lines.append(f"diagnosis: job `{d.job}`, {read:,} of {d.world:,} ranks read, iterations "
@@ -68,8 +83,9 @@ def render(d) -> str:
     lines.append("suspects (most likely first)")
     for i, s in enumerate(d.suspects, start=1):
         conf = "<1%" if 0 < s.confidence < 0.005 else f"{s.confidence:.0%}"
-        lines.append(f"  {i}. {s.kind:<8} {s.path}   confidence {conf}")
-        lines.append(f"     {s.summary}")
+        named = devices.label if devices else (lambda text: text)
+        lines.append(f"  {i}. {s.kind:<8} {named(s.path)}   confidence {conf}")
+        lines.append(f"     {named(s.summary)}")
         for e in s.evidence[:3]:
             fc = f", forecast {_s(e.forecast_s)}" if e.forecast_s is not None else ""
             lines.append(f"     evidence: {e.what}: expected {_s(e.expected_s)}, observed "
@@ -78,7 +94,7 @@ def render(d) -> str:
         if len(s.parts) > 1:
             lines.append(f"     parts: {_ranks(s.parts)}")
         if s.note:
-            lines.append(f"     note: {s.note}")
+            lines.append(f"     note: {named(s.note)}")
     return "\n".join(lines) + "\n"
 
 

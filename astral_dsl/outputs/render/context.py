@@ -96,6 +96,11 @@ class Highlight:
 
 class Context:
     highlight: Optional[Highlight] = None
+    devices = None                    # analyses.fleet.Devices: the names of the devices
+
+    def device_name(self, path: str) -> Optional[str]:
+        """The real (or pattern) name of the device at replica `path`, if it has one."""
+        return self.devices.name_of(path) if self.devices else None
 
     def __init__(self, design: Design, engineering, diagnostics: Iterable[Diagnostic],
                  scenario: Optional[Instance] = None, outcome=None, notes: Iterable[str] = ()):
@@ -234,6 +239,7 @@ def build(design: Design, checked, scenario: Optional[str] = None,
     the scenarios it ran: the picture only presents), under the scenario when one is named;
     `highlight`: the suspects of a diagnosis to draw in red."""
     ctx = _build(design, checked, scenario)
+    ctx.devices = getattr(checked, "devices", None)
     if highlight is not None:
         ctx.highlight = Highlight(highlight)
     return ctx
