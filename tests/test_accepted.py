@@ -209,3 +209,13 @@ def test_size_export_and_the_review_page_keep_them_apart(design, capsys):
     page = build(collect(astral_dsl.compile(design), views=()))
     assert "Accepted warnings (6)" in page
     assert "pump data from the CDU vendor pending" in page
+
+
+def test_allow_statements_format_as_statements():
+    from astral_dsl.fmt import format_text
+
+    text = 'site S {\n  allow   W621   "x"  , allow W690 "y"\n}\nallow W627"z"\n'
+    assert format_text(text, "a.astral") == \
+        'site S {\n  allow W621 "x", allow W690 "y"\n}\nallow W627 "z"\n'
+    assert format_text(FIXTURE.read_text(encoding="utf-8"), "f.astral") == \
+        FIXTURE.read_text(encoding="utf-8")
