@@ -253,7 +253,7 @@ row Pair {                          // a 2N pair: HVDC side A, utility AC side B
   racks = 10 x R                    // 1 MW
   feeder hvdc {
     current = dc, voltage = 240 V, standard = HVDC240, side = A, capacity = 1.2 MW
-    battery = LeadAcid(time = 15 min)
+    battery = LeadAcid(autonomy = 15 min)
     serves = racks
   }
   feeder utility {
@@ -674,7 +674,7 @@ def test_size_json_flows(size_json):
 
 
 def test_size_json_cdus(size_json):
-    # CDU(rated = 2 MW): max_flow = 2,000,000 / (995.7 x 4,178 x 10) = 0.048076 m^3/s
+    # CDU(capacity = 2 MW): max_flow = 2,000,000 / (995.7 x 4,178 x 10) = 0.048076 m^3/s
     #   = 2,884.6 L/min; heat: ceil(62,668.8 / 2,000) = 32; flow: ceil(93,786.6 / 2,884.6)
     #   = ceil(32.51) = 33; N = 33, N+1 = 34 per pod (declared 34); 8 pods -> 272.
     cdu_flow = 2_000_000 / (995.7 * 4178 * 10)

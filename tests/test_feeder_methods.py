@@ -58,7 +58,7 @@ def test_dc_at_the_standards_minimum_is_a_quarter_higher():
 def test_dc_with_batteries_at_their_end_of_discharge():
     # 120 lead-acid cells x 1.75 V = 210 V (IEEE 485): 652,800 / 210 = 3,108.6 A, where the
     # battery is on the bus (it takes precedence over the standard's 192 V)
-    _, f = _check("standard = HVDC240, battery = LeadAcid(time = 15 min, "
+    _, f = _check("standard = HVDC240, battery = LeadAcid(autonomy = 15 min, "
                   "string_capacity = 200 Ah, strings = 6)")
     assert (f["hvdc"].low_voltage_v, f["hvdc"].low_voltage_from) == \
         (210.0, "battery end of discharge")
@@ -128,7 +128,7 @@ row Row {
   racks = 10 x R
   feeder bus {
     current = ac, voltage = 400 V, phases = 3, power_factor = 100 %, capacity = 200 kW
-    efficiency = 95 %, count = ? in 1..9, price = 1000 USD, serves = racks
+    efficiency = 95 %, count = ? in 1..8, price = 1000 USD, serves = racks
   }
 }
 site S { rows = 1 x Row }

@@ -37,7 +37,7 @@ site S {
 }
 scenario one_row { fail S.pods[1].rows[2].hvdc }
 scenario every_pod_row0 { fail S.pods[*].rows[0].hvdc }
-scenario first_two_rows { fail S.pods[0].rows[0..2].hvdc }
+scenario first_two_rows { fail S.pods[0].rows[0..1].hvdc }
 scenario derated { set S.pods[1].rows[3].utility.capacity = 30 kW }
 scenario all_utilities_weaker { set Row.utility.capacity = 45 kW }
 """

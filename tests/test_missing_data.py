@@ -34,7 +34,7 @@ row Row {
   racks = 4 x R                     // 160 kW: 120 kW to cold plates, 40 kW to air
   feeder a {
     current = dc, voltage = 240 V, standard = HVDC240, side = A, capacity = 200 kW
-    efficiency = 96 %, battery = LeadAcid(time = 10 min, string_capacity = 300 Ah, strings = 4)
+    efficiency = 96 %, battery = LeadAcid(autonomy = 10 min, string_capacity = 300 Ah, strings = 4)
     conductors = 2, conductor_area = 240 mm^2, material = copper, length = 20 m, ampacity = 600 A
     conductor_temperature = 90 degC
     serves = racks
@@ -146,8 +146,8 @@ def test_w624_no_efficiency():
 
 
 def test_w625_battery_without_string_capacity():
-    text = COMPLETE.replace("LeadAcid(time = 10 min, string_capacity = 300 Ah, strings = 4)",
-                            "LeadAcid(time = 10 min)")
+    text = COMPLETE.replace("LeadAcid(autonomy = 10 min, string_capacity = 300 Ah, strings = 4)",
+                            "LeadAcid(autonomy = 10 min)")
     d = only(text, "W625")
     # IEEE 485: 160 kW / (120 x 1.75 V) = 761.9 A; x 1/6 h = 126.98 Ah; x 1.25 x 1.1 = 174.6 Ah
     assert round(160_000 / 210 / 6 * 1.25 * 1.1, 1) == 174.6
@@ -156,7 +156,7 @@ def test_w625_battery_without_string_capacity():
 
 
 def test_w625_factors_assumed():
-    text = COMPLETE.replace("LeadAcid(time = 10 min, string_capacity = 300 Ah, strings = 4)",
+    text = COMPLETE.replace("LeadAcid(autonomy = 10 min, string_capacity = 300 Ah, strings = 4)",
                             "Strings").replace(
         "fluid Water", "battery Strings { autonomy = 10 min, cells = 120, end_voltage = 1.75 V,"
                        " string_capacity = 300 Ah, strings = 4, chemistry = lithium_ion }\n"

@@ -45,7 +45,7 @@ site S {
     conductor_area = 25 mm^2, material = copper, length = 20 m, ampacity = 100 A
   }
   loop plates {
-    fluid = Water, supply = 35 degC, rise = 10 K, cdu = CDU(rated = 20 kW), cdus = 3
+    fluid = Water, supply = 35 degC, rise = 10 K, cdu = CDU(capacity = 20 kW), cdus = 3
     pump_head = 150 kPa, pump_efficiency = 60 %
   }
   air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }

@@ -115,3 +115,20 @@ def first_places(owner: Instance, stop: Optional[Instance] = None) -> Dict[int, 
                         return places
                     queue.append((child, child_path))
     return places
+
+
+def replicas(inst: Instance, path: str):
+    """Each member of `inst`, replica by replica, in order: (its path, its index in its group,
+    None for a single member, the instance). Expands the runs: one step per replica."""
+    for m in inst.members:
+        v = m.value
+        if isinstance(v, Instance):
+            yield f"{path}.{m.name}", None, v
+        elif isinstance(v, Group):
+            i = 0
+            for run in v.runs:
+                items = run.item.items(1 << 20) if isinstance(run.item, Group) else [run.item]
+                for _ in range(run.count):
+                    for child in items or []:
+                        yield f"{path}.{m.name}[{i}]", i, child
+                        i += 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from astral_dsl.model.allows import Baseline
 from astral_dsl.model.design import Design
 from astral_dsl.pipeline import Checked, front_end_errors
 from astral_dsl.pipeline import check as _check
@@ -23,13 +24,15 @@ from astral_dsl.workspace import Workspace
 
 def load(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
          read=read_file) -> Design:
-    """Compile a .astral file; returns a Design (check `.valid` and `.diagnostics`).
+    """Compile a .astral file; returns a Design (check `.valid` and `.diagnostics`). A design
+    with `?` is sized (as `astral check` sizes it, once per user: the result is cached) and
+    compiled with the values chosen, marked in `.chosen`.
 
     `overrides` sets top-level parameters as `--set` does: {"hosts_per_rack": "8"}; a value may
     also be a number (which, like a bare number on the command line, takes the unit of the
     parameter's default), a bool or a Quantity. Anything else is reported as E310. A path that
     is not a str or path, or overrides that are not a mapping, raise TypeError."""
-    return Workspace.open(path, overrides, read).design
+    return Workspace.open(path, overrides, read).sized
 
 
 def loads(text: str | bytes, name: str = "<string>", root: str | Path | None = None,
@@ -37,8 +40,9 @@ def loads(text: str | bytes, name: str = "<string>", root: str | Path | None = N
     """Compile .astral source text (a str, or bytes as a file holds them); imports resolve
     against `root` (default: the current directory) and the stdlib. Text that is not Unicode
     (a lone surrogate, invalid UTF-8 bytes) is reported as E101. Text that is neither str nor
-    bytes (None, a number) and overrides that are not a mapping raise TypeError."""
-    return Workspace.of_text(text, name, root, overrides, read).design
+    bytes (None, a number) and overrides that are not a mapping raise TypeError. A design with
+    `?` is sized, as `load` sizes it."""
+    return Workspace.of_text(text, name, root, overrides, read).sized
 
 
 def compile(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
@@ -57,30 +61,32 @@ def compiles(text: str | bytes, name: str = "<string>", root: str | Path | None 
 
 
 def check(workspace: Workspace, scenarios: Optional[Sequence[str]] = None,
-          all_scenarios: bool = False, design: Optional[Design] = None) -> Checked:
+          all_scenarios: bool = False, design: Optional[Design] = None,
+          baseline: Optional[Baseline] = None) -> Checked:
     """`astral check` as a function: the front end's diagnostics, sizing when the design has
     unknowns, the jobs validated, the engineering checks, then its scenarios (`scenarios` by
     name, the required ones always, every one with `all_scenarios`). `design`: a design of the
-    workspace (default: its own)."""
-    return _check(workspace, design, scenarios, all_scenarios)
+    workspace (default: its own). The warnings the design's `allow`s and `baseline` (read with
+    `read_baseline`) accept are in `.accepted`, apart from `.diagnostics`."""
+    return _check(workspace, design, scenarios, all_scenarios, baseline)
 
 
 def check_file(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
                scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
-               read=read_file) -> Checked:
+               read=read_file, baseline: Optional[Baseline] = None) -> Checked:
     """Open, compile and check a file (the command line's `astral check`)."""
-    return check(compile(path, overrides, read), scenarios, all_scenarios)
+    return check(compile(path, overrides, read), scenarios, all_scenarios, baseline=baseline)
 
 
 def forecast(workspace: Workspace, job: Optional[str] = None, scenario: Optional[str] = None,
              design: Optional[Design] = None, **options):
     """Seer's forecast of `job` (default: the first declared) of `design` (default: the
-    workspace's), under `scenario` when named: the design compiled under it and its failures
+    workspace's, with the values sizing chose for its `?`s), under `scenario` when named: the design compiled under it and its failures
     applied. Raises seer.ForecastError (with diagnostics) when the job cannot be forecast;
     `options` are seer.forecast's."""
     from astral_dsl.pipeline import forecast as _forecast
 
-    return _forecast(workspace, workspace.design if design is None else design, job, scenario,
+    return _forecast(workspace, workspace.sized if design is None else design, job, scenario,
                      **options)
 
 

@@ -78,11 +78,12 @@ def open_path(path: str, overrides):
     return api.compile(path, overrides)
 
 
-def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False):
-    """Compile, size when the design has unknowns, check (engineering, scenarios)."""
+def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, baseline=None):
+    """Compile, size when the design has unknowns, check (engineering, scenarios); the
+    warnings the design's `allow`s (and `baseline`) accept are apart."""
     from astral_dsl import api
 
-    return api.check_file(path, overrides, scenarios, all_scenarios)
+    return api.check_file(path, overrides, scenarios, all_scenarios, baseline=baseline)
 
 
 def unreadable(design) -> bool:

@@ -50,11 +50,9 @@ def register(sub) -> None:
 
 
 def run(args, overrides) -> int:
-    from astral_dsl import diagnose, observe
-    from astral_dsl.analyses.rankmap import RankMapError
+    from astral_dsl import observe
     from astral_dsl.outputs import diagnosis as out
-    from astral_dsl.outputs.jsonout import dumps, envelope
-    from astral_dsl.seer import ForecastError
+    from astral_dsl.outputs.progress import Progress
 
     if args.schema:
         sys.stdout.write(out.schema_text())
@@ -63,43 +61,83 @@ def run(args, overrides) -> int:
         return usage("diagnose needs FILE and --observed PATH... (or --schema)")
     if args.jobs is not None and args.jobs < 1:
         return usage(f"--jobs {args.jobs}: at least one process reads the files")
-    design = open_path(args.file, overrides).design
-    diags = list(design.diagnostics)
+    # the work under a progress line (a terminal only), the output once it is erased
+    done = None
+    with Progress("astral diagnose") as progress:
+        progress.step("compiling the design")
+        ws = open_path(args.file, overrides)
+        design = ws.sized                         # the values sizing chose for its `?`s
+        diags = list(design.diagnostics)
+        if design.valid:
+            from astral_dsl.analyses.fleet import annotated
+            from astral_dsl.pipeline import devices
+
+            progress.step("naming the devices")
+            found, named = devices(ws, design)    # names beside the suspects' paths
+            diags = list(annotated(tuple(diags) + tuple(named), found))
+            progress.step("reading the observed data")
+            observed = observe.load(args.observed, workers=args.jobs)
+            observed, streams_idle, done = _idle_by_cause(args, observed)
+            if done is None:
+                progress.step("forecasting the job and comparing the ranks")
+                done = _diagnose(args, design, observed, streams_idle, found)
     if not design.valid:
         return _fail(args, design, diags, "unusable" if unreadable(design) else "design-errors")
-    observed = observe.load(args.observed, workers=args.jobs)
-    streams_idle = None
-    if args.hta:
-        from astral_dsl.observe import hta
+    return done(diags)
 
-        traces = {t.rank: t for t in observed.traces if t.source == "kineto"}
-        try:
-            streams_idle = hta.idle_by_cause({r: t.file for r, t in traces.items()},
-                                             {r: t.iterations for r, t in traces.items()})
-        except hta.HtaMissing as exc:
-            return usage(f"--hta: {exc}")
-        except hta.HtaFailed as exc:
-            from astral_dsl.observe.kineto import diag
 
-            observed = attrs.evolve(observed, diagnostics=observed.diagnostics + (diag(
-                "W793", f"HolisticTraceAnalysis could not read the traces ({exc}): no idle "
-                        f"time by cause", next(iter(traces.values())).file),))
+def _idle_by_cause(args, observed):
+    """(observed, HolisticTraceAnalysis's idle time by cause or None, None) with `--hta`, or
+    (.., .., what reports the usage error)."""
+    if not args.hta:
+        return observed, None, None
+    from astral_dsl.observe import hta
+
+    traces = {t.rank: t for t in observed.traces if t.source == "kineto"}
+    try:
+        return observed, hta.idle_by_cause({r: t.file for r, t in traces.items()},
+                                           {r: t.iterations for r, t in traces.items()}), None
+    except hta.HtaMissing as exc:
+        return observed, None, lambda diags, text=f"--hta: {exc}": usage(text)
+    except hta.HtaFailed as exc:
+        from astral_dsl.observe.kineto import diag
+
+        return attrs.evolve(observed, diagnostics=observed.diagnostics + (diag(
+            "W793", f"HolisticTraceAnalysis could not read the traces ({exc}): no idle "
+                    f"time by cause", next(iter(traces.values())).file),)), None, None
+
+
+def _diagnose(args, design, observed, streams_idle, found=None):
+    """The diagnosis, as what prints it and returns the exit code given the design's
+    diagnostics (printed once the progress line is gone)."""
+    from astral_dsl import diagnose
+    from astral_dsl.analyses.rankmap import RankMapError
+    from astral_dsl.seer import ForecastError
+
     try:
         result = diagnose.diagnose(design, observed, job=args.job, order=args.order,
                                    timers=args.timers, streams_idle=streams_idle)
     except ForecastError as exc:
         if not exc.diagnostics:
-            return usage(str(exc))
-        return _fail(args, design, diags + exc.diagnostics, "design-errors")
+            return lambda diags, text=str(exc): usage(text)
+        return lambda diags, more=list(exc.diagnostics): _fail(args, design, diags + more,
+                                                                "design-errors")
     except RankMapError as exc:
-        return usage(f"--order: {exc}")
+        return lambda diags, text=f"--order: {exc}": usage(text)
     except diagnose.DiagnoseError as exc:
-        return _fail(args, design, diags + exc.diagnostics, "unusable", str(exc))
-    diags += list(result.diagnostics)
+        return lambda diags, more=list(exc.diagnostics), text=str(exc): _fail(
+            args, design, diags + more, "unusable", text)
+    return lambda diags: _show(args, design, diags + list(result.diagnostics), result, found)
+
+
+def _show(args, design, diags, result, found=None) -> int:
+    from astral_dsl.outputs import diagnosis as out
+    from astral_dsl.outputs.jsonout import dumps, envelope
+
     verdict = result.verdict
     if verdict == "healthy" and (any(d.is_error for d in diags) or result.missing_ranks):
         verdict = "unusable"          # part of the job was not seen: no all-clear for it
-    doc = envelope(diags, file=design.file, **out.to_json(result, verdict))
+    doc = envelope(diags, file=design.file, **out.to_json(result, verdict, found))
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as fh:
@@ -110,7 +148,7 @@ def run(args, overrides) -> int:
         sys.stdout.write(dumps(doc) + "\n")
     else:
         print_diagnostics(diags, colour(args), sys.stdout)
-        sys.stdout.write(out.render(result))
+        sys.stdout.write(out.render(result, found))
         if args.output:
             sys.stderr.write(f"note: diagnosis written to {args.output}\n")
     return out.EXIT_CODES[verdict]

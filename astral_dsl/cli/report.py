@@ -48,10 +48,6 @@ def run(args, overrides) -> int:
     if unreadable(design):
         print_diagnostics(design.diagnostics, use_colour, sys.stderr)
         return EXIT_USAGE
-    try:
-        review = collect(ws, jobs=args.job, scenario=args.scenario)
-    except ReviewError as exc:
-        return usage(str(exc))
     import attrs
 
     diagnosis = None
@@ -59,9 +55,17 @@ def run(args, overrides) -> int:
         diagnosis = _diagnosis(args.diagnosis)
         if isinstance(diagnosis, str):
             return usage(diagnosis)
-    review = attrs.evolve(review, overrides=tuple(sorted(overrides.items())),
-                          diagnosis=diagnosis)
-    page = build(review, title=args.title, stamp=args.stamp).encode("utf-8")
+    from astral_dsl.outputs.progress import Progress
+
+    try:
+        with Progress("astral report") as progress:
+            review = collect(ws, jobs=args.job, scenario=args.scenario, step=progress.step)
+            review = attrs.evolve(review, overrides=tuple(sorted(overrides.items())),
+                                  diagnosis=diagnosis)
+            progress.step("writing the page")
+            page = build(review, title=args.title, stamp=args.stamp).encode("utf-8")
+    except ReviewError as exc:
+        return usage(str(exc))
     try:
         tmp = args.output + ".tmp"
         with open(tmp, "wb") as fh:
@@ -79,7 +83,9 @@ def run(args, overrides) -> int:
     sys.stdout.write(printable_line(
         f"wrote {args.output} ({len(page):,} bytes): {len(review.checked.scenarios)} "
         f"scenario(s), {sum(v.svg is not None for v in review.views)} picture(s), {jobs} "
-        f"job forecast(s); {errors} error(s), {warnings} warning(s)\n"))
+        f"job forecast(s); {errors} error(s), {warnings} warning(s)"
+        + (f", {len(review.checked.accepted)} accepted" if review.checked.accepted else "")
+        + "\n"))
     return EXIT_ERRORS if errors else EXIT_OK
 
 

@@ -22,7 +22,7 @@ CLOSERS = {v: k for k, v in OPENERS.items()}
 # Rules whose direct COMMA/SEMICOLON children are statement separators.
 _SEP_PARENTS = ("start", "body", "import_stmt", "param_stmt")
 _STMT_RULES = {"decl", "field", "record", "let_stmt", "check_stmt", "fail_stmt", "set_stmt",
-               "objective", "import_stmt", "param_stmt"}
+               "objective", "allow_stmt", "import_stmt", "param_stmt"}
 
 _COMMENT = re.compile(r"//[^\n]*|/\*[\s\S]*?\*/")   # no state per character (see the grammar)
 _QUANTITY = re.compile(r"^(?P<num>(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)[ \t]*"

@@ -30,7 +30,8 @@ class Member:
     span: Optional[Span] = None
 
 
-Index = Any   # None (the member itself), an int, a (start, stop) range, or "*" (every replica)
+Index = Any   # None (the member itself), an int, a (start, stop) range (stop excluded), or "*"
+#               (every replica)
 
 
 @records.frozen
@@ -46,7 +47,7 @@ class Step:
         if self.index == "*":
             return f".{self.name}[*]"
         if isinstance(self.index, tuple):
-            return f".{self.name}[{self.index[0]}..{self.index[1]}]"
+            return f".{self.name}[{self.index[0]}..{self.index[1] - 1}]"     # `a..b` holds b
         return f".{self.name}[{self.index}]"
 
 
@@ -168,6 +169,7 @@ class UnknownSite:
     high: int = 10**6
     owner: str = ""               # count: path of the instance, and the field
     field: str = ""
+    inclusive_end: bool = False   # the options are a range `a..b` (its end included)
 
 
 @records.frozen(eq=False)
@@ -190,10 +192,18 @@ class Design:
     scenario: Optional[str] = None
     overrides: Tuple[Tuple[str, Any], ...] = ()
     root: str = ""               # the project folder its imports (and data files) resolve in
+    allows: Tuple[Any, ...] = ()       # the `allow` statements (model/allows.py Allow)
 
     @property
     def valid(self) -> bool:
         return not has_errors(self.diagnostics)
+
+    @property
+    def needs_sizing(self) -> bool:
+        """It leaves values to sizing (`?`) and they are not chosen yet: compiled with the
+        first option of each, provisionally. A sized design keeps its `unknowns` (their
+        options) beside `chosen`."""
+        return bool(self.unknowns) and not self.chosen
 
     def instance(self, path: str) -> Optional[Instance]:
         for inst in self.instances:

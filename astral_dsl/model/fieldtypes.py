@@ -10,6 +10,7 @@ import attrs
 from astral_dsl import records
 
 from astral_dsl.model.domains import Domain, domain
+from astral_dsl.model.names import check_pattern
 from astral_dsl.units import DIMENSION_TYPES
 
 
@@ -146,6 +147,10 @@ def make_kind(name, doc, fields, **kw) -> KindSpec:
 
 PHYS = {"power": q("power", "peak electrical draw"),
         "liquid_share": q("ratio", "share of heat removed by cold plates", high=1)}
+# a device's name, or the pattern that names each replica: `"gpu-{pod}-{rack:03}-{host}"`
+# (model/names.py)
+NAME = FieldSpec(StrType(check_pattern), doc="its name, or a pattern naming each replica, e.g. "
+                                             "`\"gpu-{pod}-{rack:03}-{host}\"`")
 GROUPING_FIELDS = dict(PHYS, power_limit=q("power", "maximum allowed draw"),
                        utilization=q("ratio", "average over peak load", high=1),
-                       units=q("length", "height in rack units, e.g. `48 U`"))
+                       units=q("length", "height in rack units, e.g. `48 U`"), name=NAME)

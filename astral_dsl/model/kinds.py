@@ -7,10 +7,11 @@ other field must be one the kind knows, so that a misspelt field is an error wit
 from __future__ import annotations
 
 from astral_dsl.model.domains import POSITIVE, domain
-from astral_dsl.model.fieldtypes import (ANY, BOOL, GROUPING_FIELDS, PHYS, STR, AnyType,
+from astral_dsl.model.fieldtypes import (ANY, BOOL, GROUPING_FIELDS, NAME, PHYS, STR, AnyType,
                                          BoolType, BundleType, EnumType, FieldSpec, KindSpec,
                                          ListType, QType, RefType, StrType, enum, make_kind, q,
                                          ref)
+from astral_dsl.model.names import check_pattern
 from astral_dsl.model.plant_kinds import SITE_FIELDS, plant_kinds
 
 __all__ = ["ANY", "BOOL", "STR", "AnyType", "BoolType", "BundleType", "EnumType", "FieldSpec",
@@ -52,7 +53,10 @@ _register(make_kind("nic", "a network adapter", dict(
     PHYS, ports=q("count", "network ports", low=1, limit=64, why="64 ports on one adapter"),
     port_speed=q("bandwidth", "speed per port"),
     protocol=enum("infiniband", "roce", "ethernet"),
-    form_factor=enum(*FORM_FACTORS, doc="the cage of each port")), level=0))
+    form_factor=enum(*FORM_FACTORS, doc="the cage of each port"),
+    name=FieldSpec(StrType(check_pattern), doc="the interface name of each port, e.g. "
+                                               "`\"eth{nic}\"` or `\"ib{nic}p{port}\"`")),
+    level=0))
 _register(make_kind("switch", "a network switch", dict(
     PHYS, ports=q("count", "ports at `port_speed`", low=1, limit=65536,
                    why="65,536 ports, far above any switch radix"),
@@ -69,7 +73,7 @@ _register(make_kind("host", "a server", dict(
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     nvlink_domain=enum("host", "rack", doc="the GPUs one NVLink domain joins: the host's own, or "
                        "every GPU of its rack (NVLink switch trays: GB200 NVL72)"),
-    idle_power=q("power", "not used by any analysis (an error, E630)")), level=1,
+    idle_power=q("power", "not used by any analysis (an error, E630)"), name=NAME), level=1,
     open_members=True))
 _register(make_kind("rack", "a rack of hosts", dict(
     GROUPING_FIELDS, feeds=FieldSpec(ListType(RefType(("feeder",))),
@@ -106,6 +110,8 @@ _register(make_kind("tier", "a switch tier", dict(
                          "order of preference (the first that reaches `length` is used)"),
     length=q("length", "the longest of the downlinks (cable run), checked against the "
                        "medium's reach", low=0),
+    name=FieldSpec(StrType(check_pattern), doc="a pattern naming each switch, e.g. "
+                                               "`\"leaf-{rail}{plane}-{index:02}\"`"),
 )))
 _register(make_kind("medium", "a link medium: copper cable or optics", dict(
     type=enum("dac", "acc", "aec", "aoc", "optics", required=True,
@@ -242,3 +248,20 @@ _register(make_kind("job", "an LLM training job", dict(
     root=True))
 _register(make_kind("scenario", "a what-if: parts failed or degraded", dict(
     required=BOOL, description=STR), statements=("check", "let", "fail", "set"), root=True))
+
+
+# ---- inventory: real names, serials and asset tags (analyses/inventory.py) ----------------------
+_register(make_kind("columns", "the columns of an inventory file", dict(
+    name=FieldSpec(StrType(), doc="the device's name (default `name`)"),
+    serial=FieldSpec(StrType(), doc="its serial number (default `serial`)"),
+    asset_tag=FieldSpec(StrType(), doc="its asset tag (default `asset_tag`)"),
+    path=FieldSpec(StrType(), doc="the model path of the part it is (without it, a row is the "
+                                  "part whose name the design's pattern gives)"))))
+_register(make_kind("inventory", "real devices: a CSV or NetBox JSON file bound to the design's "
+                    "parts", dict(
+    file=FieldSpec(StrType(), required=True,
+                   doc="the file, relative to the design's: a CSV with a header row, or the "
+                       "JSON of NetBox's `/api/dcim/devices/`"),
+    required=FieldSpec(ListType(EnumType(("host", "rack", "switch"))),
+                       doc="the kinds of part that must each have a row"),
+), records={"columns": "columns"}))

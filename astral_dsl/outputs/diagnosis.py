@@ -52,7 +52,22 @@ def verdict_json(verdict: str) -> Dict[str, Any]:
             "exit_code": EXIT_CODES[verdict]}
 
 
-def to_json(d, verdict: Optional[str] = None) -> Dict[str, Any]:
+def _named(path: str, devices) -> Dict[str, Any]:
+    """A suspect's device (analyses.fleet.Devices): its name beside the path, serial, asset tag."""
+    from astral_dsl.analyses.fleet import _longest
+
+    if not devices:
+        return {}
+    at = _longest(path, devices.by_path)
+    if at is None:
+        return {}
+    d = devices.by_path[at]
+    return {"device": {"name": d.name, "path": at, "serial": d.serial,
+                       "asset_tag": d.asset_tag}, "label": devices.label(path)}
+
+
+def to_json(d, verdict: Optional[str] = None, devices=None) -> Dict[str, Any]:
+    """`devices`: the names of the design's devices (pipeline.devices), beside each suspect."""
     flagged = {r for s in d.suspects for e in s.evidence for r in e.ranks}
     return {
         **verdict_json(verdict or d.verdict),
@@ -65,7 +80,7 @@ def to_json(d, verdict: Optional[str] = None) -> Dict[str, Any]:
         "forecast_band": {"low": d.band[0], "high": d.band[1], "source": d.band_source,
                           "compute_ratio": d.compute_ratio},
         "instances": {k: {"matched": t, "slow": s} for k, (t, s) in d.instances.items()},
-        "suspects": [s.to_json() for s in d.suspects],
+        "suspects": [{**s.to_json(), **_named(s.path, devices)} for s in d.suspects],
         "compute": [{"rank": c.rank, "stage": c.stage, "compute_s": c.compute_s,
                      "peers_s": c.peers_s, "forecast_s": c.forecast_s,
                      "ratio_to_peers": round(c.ratio, 5)}
@@ -75,7 +90,7 @@ def to_json(d, verdict: Optional[str] = None) -> Dict[str, Any]:
     }
 
 
-def render(d) -> str:
+def render(d, devices=None) -> str:
     lines: List[str] = []
     read = len(d.ranks_read)
     lines.append(f"diagnosis: job `{d.job}`, {read:,} of {d.world:,} ranks read, iterations "
@@ -104,8 +119,9 @@ def render(d) -> str:
         return "\n".join(lines) + "\n"
     lines.append("suspects (most likely first; their probabilities compete)")
     for i, s in enumerate(d.suspects, start=1):
-        lines.append(f"  {i}. {s.kind:<8} {s.path}   probability {_p(s.probability)}")
-        lines.append(f"     {s.summary}")
+        named = devices.label if devices else (lambda text: text)
+        lines.append(f"  {i}. {s.kind:<8} {named(s.path)}   probability {_p(s.probability)}")
+        lines.append(f"     {named(s.summary)}")
         for e in s.evidence[:3]:
             fc = f", forecast {_s(e.forecast_s)}" if e.forecast_s is not None else ""
             who = (f"; ranks {_ranks(e.ranks)}; iterations {_its(e.iterations)}" if e.ranks
@@ -124,7 +140,7 @@ def render(d) -> str:
         if len(s.parts) > 1:
             lines.append(f"     parts: {_ranks(s.parts)}")
         if s.note:
-            lines.append(f"     note: {s.note}")
+            lines.append(f"     note: {named(s.note)}")
     return "\n".join(lines) + "\n"
 
 

@@ -177,4 +177,5 @@ def _unknown_site(key, site, paths, freezer) -> UnknownSite:
     frame = kw.get("frame")
     return UnknownSite(key, span, role, tuple(freezer.value(o, False) for o in options),
                        kw.get("low", 0), kw.get("high", 10**6),
-                       paths.get(id(frame), "") if frame is not None else "", kw.get("field", ""))
+                       paths.get(id(frame), "") if frame is not None else "", kw.get("field", ""),
+                       kw.get("inclusive_end", False))

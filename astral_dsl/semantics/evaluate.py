@@ -12,13 +12,14 @@ from astral_dsl.model.rollup import PLURALS, group_of, power_of
 from astral_dsl.model.values import (Bundle, Group,
                                      Symbol, Values, type_name)
 from astral_dsl.semantics.builtins import BUILTINS, BuiltinError, call_builtin
+from astral_dsl.semantics.defaults import FORMS
 from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template
 from astral_dsl.semantics import access, collections
 from astral_dsl.semantics.errors import Poisoned, check, fail
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, UnitError, format_number, parse_unit
-from astral_dsl.units.table import UnitSpecError
+from astral_dsl.units.table import UnitSpecError, is_unit
 
 
 
@@ -96,6 +97,11 @@ class Expressions:
                      f"`{word}` is a value of `{name}` (in `{kind}`): write it as that field's "
                      f"value, bare or quoted (`{name} = {word}`); anywhere else it is a string: "
                      f"`\"{word}\"`")
+        if e.unit[:1] == "x" and e.unit[1:2].isalpha() and not is_unit(e.unit):
+            number = e.text[:len(e.text) - len(e.unit)].rstrip()     # `8xG`: a replication
+            fail("E300", f"unknown unit `{e.unit}`", e.unit_span,
+                 f"`{e.text}` reads `{e.unit}` as the unit of {number}: to replicate, put spaces "
+                 f"around `x`, as in `{number} x {e.unit[1:]}`")
         return Quantity.from_unit(e.value, self.unit(e.unit, e.unit_span))
 
     def unit(self, spec: str, span: Span):
@@ -150,7 +156,7 @@ class Expressions:
             return self.symbol_value(symbol, span)
         if cycle is not None:
             self.host.field(cycle, name, span)     # reports the cycle
-        if name in BUILTINS:
+        if name in BUILTINS or name in FORMS:
             fail("E303", f"`{name}` is a function; call it, e.g. `{name}(racks.power)`", span)
         if env.symbols:
             return Symbol(name)
@@ -194,6 +200,8 @@ class Expressions:
         func = e.func
         symbol = None
         if isinstance(func, ast.Name):
+            if func.name in FORMS and not self._shadowed(func.name, env):
+                return FORMS[func.name](self, e, env)
             if func.name in BUILTINS and not self._shadowed(func.name, env):
                 args = []
                 for a in e.args:
@@ -237,7 +245,7 @@ class Expressions:
         symbol = env.module.lookup(func.name)
         if symbol is None:
             fail("E200", f"unknown name `{func.name}`", func.span,
-                 did_you_mean(func.name, self.visible(env) | set(BUILTINS)))
+                 did_you_mean(func.name, self.visible(env) | set(BUILTINS) | set(FORMS)))
         return symbol
 
     # -- arithmetic -----------------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         raise SearchError("--top must be at least 1")
     sets = dict(sets or {})
     ws, bundle = load_with_bundle(path, sets)
-    base = ws.design
+    base = ws.sized
     if not base.valid:
         raise SearchError("the design has errors", [d for d in base.diagnostics if d.is_error])
     setup = Setup(tuple(sorted(sets.items())), job, tuple(sorted(set(gpus))), calibration)
@@ -156,7 +156,7 @@ def _weights(objective: str, ws, state, life_s: float, diagnostics) -> _Weight:
 
     tokens = float(state.space.batch * state.spec.seq)
     cost, unpriced = (None, None)
-    base = ws.design
+    base = ws.sized
     if priced(base):
         checked = check(ws)
         if checked.engineering is not None:

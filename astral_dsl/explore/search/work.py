@@ -128,8 +128,9 @@ def state_of(bundle: Bundle, setup: Setup) -> State:
     hit = _STATES.get(key)
     if hit is None:
         entry, _ = lay_out(bundle)
-        hit = _STATES[key] = State(workspace(str(entry)).compile(
-            overrides=dict(setup.overrides)), setup)
+        ws = workspace(str(entry))
+        hit = _STATES[key] = State(ws.sized_of(ws.compile(overrides=dict(setup.overrides))),
+                                   setup)
     return hit
 
 

@@ -96,6 +96,11 @@ class Highlight:
 
 class Context:
     highlight: Optional[Highlight] = None
+    devices = None                    # analyses.fleet.Devices: the names of the devices
+
+    def device_name(self, path: str) -> Optional[str]:
+        """The real (or pattern) name of the device at replica `path`, if it has one."""
+        return self.devices.name_of(path) if self.devices else None
 
     def __init__(self, design: Design, engineering, diagnostics: Iterable[Diagnostic],
                  scenario: Optional[Instance] = None, outcome=None, notes: Iterable[str] = ()):
@@ -236,6 +241,7 @@ def build(design: Design, checked, scenario: Optional[str] = None,
     the scenarios it ran: the picture only presents), under the scenario when one is named;
     `highlight`: the suspects of a diagnosis to draw in red."""
     ctx = _build(design, checked, scenario)
+    ctx.devices = getattr(checked, "devices", None)
     if highlight is not None:
         ctx.highlight = Highlight(highlight)
     return ctx
@@ -254,7 +260,7 @@ def _build(design: Design, checked, scenario: Optional[str] = None) -> Context:
     if eng is None:
         errors = [d for d in diagnostics if d.is_error]
         # a failed user `check` leaves a complete model: draw it with the check in red
-        if design.roots and not design.unknowns and errors and \
+        if design.roots and not design.needs_sizing and errors and \
                 all(d.code == "E500" for d in errors):
             eng = analyse(design)
             diagnostics.extend(eng.diagnostics)
@@ -280,6 +286,8 @@ def _build(design: Design, checked, scenario: Optional[str] = None) -> Context:
     baseline = {id(d) for d in eng.diagnostics}
     marks = [d for d in diagnostics if id(d) not in baseline and d.code not in ("E680", "W680")]
     marks += list(outcome.result.diagnostics) + scenario_diagnostics(outcome, inst)
+    # what the design's `allow`s (or the baseline) accept is not drawn as a problem
+    marks = [d for d in marks if not checked.accepts(d)]
     # draw the design as compiled under the scenario: the parts it names are their own
     # instances there, so only they are greyed or changed
     twin = outcome.applied.design
