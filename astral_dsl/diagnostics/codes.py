@@ -175,7 +175,7 @@ CODES: dict[str, str] = {
     "E704": "the trace asked for is too large",
     # E750-E779, W750-W779: jobs and forecasting (`astral forecast`, seer; runs tables)
     "E750": "tensor-parallel degree does not divide the attention heads",
-    "E751": "pipeline stages do not divide the layers",
+    "E751": "pipeline stages cannot hold the layers",
     "E752": "declared pipeline split does not match the layers",
     "E753": "expert-parallel degree does not divide the experts",
     "E754": "declared GPU count differs from the product of the parallel degrees",
