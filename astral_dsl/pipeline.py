@@ -61,6 +61,7 @@ from astral_dsl.semantics.paths import canonical_paths, multiplicities
 
 if TYPE_CHECKING:
     from astral_dsl.analyses.engineering import Engineering, ScenarioOutcome
+    from astral_dsl.analyses.summary import Totals
     from astral_dsl.workspace import Workspace
 
 
@@ -127,7 +128,19 @@ class Checked:
 
     @property
     def valid(self) -> bool:
+        """`astral check`'s verdict: no error (exit status 0)."""
         return not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def totals(self) -> Optional["Totals"]:
+        """GPUs, hosts, racks, switches and IT power (a Quantity) of the checked design, the
+        figures of `astral check`'s summary line; None when the design declares no site or
+        does not compile."""
+        if not self.design.roots or front_end_errors(self.design):
+            return None
+        from astral_dsl.analyses.summary import totals
+
+        return totals(self.design, self.engineering)
 
 
 def front_end_errors(design: Design) -> bool:

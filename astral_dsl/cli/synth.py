@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
-from astral_dsl.cli.common import EXIT_OK, EXIT_USAGE, add_common, colour, compile_path, \
+from astral_dsl.cli.common import EXIT_OK, EXIT_USAGE, add_common, colour, open_path, \
     print_diagnostics, usage
 
 NAME = "synth"
@@ -63,7 +63,7 @@ def run(args, overrides) -> int:
     why = _bad_severity(args.fault, args.severity)
     if why:
         return usage(f"--severity: {why}")
-    design = compile_path(args.file, overrides)
+    design = open_path(args.file, overrides).design
     if not design.valid:
         print_diagnostics(design.diagnostics, colour(args), sys.stderr)
         return EXIT_USAGE
