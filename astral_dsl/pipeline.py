@@ -69,6 +69,7 @@ from astral_dsl.semantics.paths import canonical_paths, multiplicities
 
 if TYPE_CHECKING:
     from astral_dsl.analyses.engineering import Engineering, ScenarioOutcome
+    from astral_dsl.analyses.summary import Totals
     from astral_dsl.workspace import Workspace
 
 
@@ -140,6 +141,7 @@ class Checked:
 
     @property
     def valid(self) -> bool:
+        """`astral check`'s verdict: no error (exit status 0)."""
         return not any(d.is_error for d in self.diagnostics)
 
     def accepts(self, d: Diagnostic) -> bool:
@@ -153,6 +155,17 @@ class Checked:
         check already said which allows are stale)."""
         split = accept(once(diagnostics), self.design.allows, self.baseline)
         return (tuple(d for d in split.reported if d.code != "W220"), split.accepted)
+
+    @property
+    def totals(self) -> Optional["Totals"]:
+        """GPUs, hosts, racks, switches and IT power (a Quantity) of the checked design, the
+        figures of `astral check`'s summary line; None when the design declares no site or
+        does not compile."""
+        if not self.design.roots or front_end_errors(self.design):
+            return None
+        from astral_dsl.analyses.summary import totals
+
+        return totals(self.design, self.engineering)
 
 
 def front_end_errors(design: Design) -> bool:

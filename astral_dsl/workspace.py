@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
 
 import attrs
 
@@ -23,6 +23,12 @@ from astral_dsl.model.design import Design, Instance
 from astral_dsl.pipeline import front_end, front_end_errors, size
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
 from astral_dsl.syntax.source import encode
+
+if TYPE_CHECKING:
+    from astral_dsl.units import Quantity
+
+# what a parameter may be set to from Python (`Workspace.with_params`, `astral_dsl.load`)
+ParamValue = Union[bool, int, float, str, "Quantity"]
 
 
 @attrs.define(eq=False)
@@ -116,6 +122,22 @@ class Workspace:
         """(file name, text) of every module read, sorted by name."""
         return tuple(sorted({m.source.name: m.source.text for m in self.modules.values()
                              if m.source is not None}.items()))
+
+    def with_params(self, **params: "ParamValue") -> "Workspace":
+        """The same parsed source with these parameters set, by name and as Python values:
+        `ws.with_params(hosts_per_rack=5, rack_limit=Quantity.of(50, "kW"))` (a number takes
+        the unit of the parameter's default, as `--set` does; a str is read as `--set` reads
+        its text). They add to the workspace's own overrides; nothing is read or parsed again.
+        A value of another Python type raises TypeError; a name the design does not declare,
+        or a value of the wrong dimension, is a diagnostic of the new design (E213, E310)."""
+        from astral_dsl.units import Quantity
+
+        for name, value in params.items():
+            if not isinstance(value, (bool, int, float, str, Quantity)):
+                raise TypeError(f"parameter `{name}`: a value is an int, float, bool, str or "
+                                f"Quantity, not {type(value).__name__}")
+        return Workspace(self.entry, self.loader, {**self.overrides, **params},
+                         self.load_diagnostics)
 
     # -- compiling -------------------------------------------------------------------------------
     @property

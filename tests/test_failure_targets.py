@@ -208,7 +208,7 @@ scenario far_row { fail Astral.pods[0].rows[100].hvdc
                                 "`Astral.pods[0].rows[0].utility` down")
     # row 100 is past the job's 2,048 hosts (rows 0 to 31): the forecast runs, unchanged
     base = seer.forecast(design)
-    far = astral_dsl.forecast(ws, scenario="far_row")
+    far = astral_dsl.forecast(ws, scenario="far_row").detail
     assert far.iteration_time == base.iteration_time
 
 

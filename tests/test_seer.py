@@ -326,13 +326,13 @@ def test_plane_down_slows_dp_heavy_jobs():
     design = ws.design
     assert design.valid, [d.message for d in design.diagnostics]
     base = seer.forecast(design, job="dp_heavy")
-    down = astral_dsl.forecast(ws, job="dp_heavy", scenario="plane_b_down")
+    down = astral_dsl.forecast(ws, job="dp_heavy", scenario="plane_b_down").detail
     assert down.iteration_time > base.iteration_time * 1.02
     assert down.breakdown["dp_comm"] > 1.5 * base.breakdown["dp_comm"]
     assert any("plane[B]" in n and n.startswith("dp: ") for n in down.notes)
     # a job inside one host does not notice
     a = seer.forecast(design, job="tp_only")
-    b = astral_dsl.forecast(ws, job="tp_only", scenario="plane_b_down")
+    b = astral_dsl.forecast(ws, job="tp_only", scenario="plane_b_down").detail
     assert b.iteration_time == pytest.approx(a.iteration_time)
 
 

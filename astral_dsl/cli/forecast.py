@@ -77,7 +77,7 @@ def run(args, overrides) -> int:
         return _fail(args, design, diags, EXIT_USAGE if unreadable(design) else EXIT_ERRORS)
     try:
         fc = api.forecast(ws, job=args.job, scenario=args.scenario,
-                          operator_table=args.operator_table, calibration=calibration)
+                          operator_table=args.operator_table, calibration=calibration).detail
     except seer.ForecastError as exc:
         if not exc.diagnostics:
             return usage(str(exc))

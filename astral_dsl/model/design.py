@@ -5,11 +5,14 @@ replicated with the same arguments): a 524,288-GPU site holds one Pod, one Rack,
 GPU instance, linked by runs of counts."""
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Span, has_errors
 from astral_dsl.model.values import Group
+
+if TYPE_CHECKING:
+    from astral_dsl.units import Quantity
 
 
 @records.frozen
@@ -143,6 +146,25 @@ class Instance:
 
     def declared(self, name: str):
         return self.field(name)
+
+    # -- roll-ups, as the language's `rack.power` and `rack.gpus` read them (model/rollup.py) --
+    @property
+    def power(self) -> "Quantity":
+        """Peak electrical draw: the declared `power`, else the sum over its parts (a rack's
+        hosts, a host's GPUs, NICs and CPUs, ...), as a Quantity: `rack.power.to("kW")`."""
+        from astral_dsl.model.rollup import power_of
+
+        return power_of(self, {})
+
+    def count(self, what: str) -> int:
+        """How many `what` it holds, itself included: "gpus", "nics", "cpus", "hosts",
+        "racks", "rows", "blocks", "pods" or "halls" (model/rollup.py PLURALS)."""
+        from astral_dsl.model.rollup import PLURALS, count_of
+
+        kinds = PLURALS.get(what)
+        if kinds is None:
+            raise ValueError(f"cannot count `{what}`: one of " + ", ".join(PLURALS))
+        return count_of(self, kinds, {})
 
 
 @records.frozen

@@ -88,16 +88,19 @@ def chosen_json(design: Design) -> List[Dict[str, Any]]:
 def chosen_lines(design: Design) -> List[str]:
     """`chosen by sizing: Cluster.rows[0].secondary.cdus = 2 (in all 4 loops)`, or the file
     position when the `?` is in no field (a `param`)."""
-    out = []
-    for item in chosen_fields(design):
-        if item["path"]:
-            where = f"{item['path']}.{item['field']}"
-            each = f" (in all {item['replicas']:,} {item['kind']}s)" \
-                if (item["replicas"] or 1) > 1 else ""
-        else:
-            where, each = f"{item['file']}:{item['line']}:{item['column']}", ""
-        out.append(f"chosen by sizing: {where} = {item['value']}{each}")
-    return out
+    return [f"chosen by sizing: {chosen_text(item)}" for item in chosen_fields(design)]
+
+
+def chosen_text(item: Dict[str, Any]) -> str:
+    """One value sizing chose, named by its field's path: `Cluster.rows[0].secondary.cdus = 2
+    (in all 4 loops)`; the file position only when the `?` is in no field (a `param`)."""
+    if item["path"]:
+        where = f"{item['path']}.{item['field']}"
+        each = f" (in all {item['replicas']:,} {item['kind']}s)" \
+            if (item["replicas"] or 1) > 1 else ""
+    else:
+        where, each = f"{item['file']}:{item['line']}:{item['column']}", ""
+    return f"{where} = {item['value']}{each}"
 
 
 def objective_json(sizing) -> Optional[Dict[str, Any]]:

@@ -27,9 +27,18 @@ from astral_dsl.seer.validate import forecast_diagnostics, validate_job, validat
 
 
 class ForecastError(Exception):
+    """Why a job cannot be forecast. The message states the reason: when `diagnostics` hold
+    errors, the first of them (code and message) follows the summary, e.g. "job `llama` cannot
+    be forecast: E740 tp 3 does not divide the 64 attention heads"; `diagnostics` holds them
+    all, with their spans."""
+
     def __init__(self, message: str, diagnostics=()):
-        super().__init__(message)
         self.diagnostics = list(diagnostics)
+        errors = [d for d in self.diagnostics if d.is_error]
+        if errors:
+            message += f": {errors[0].code} {errors[0].message}" + (
+                f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else "")
+        super().__init__(message)
 
 
 def find_job(design, name: Optional[str] = None):

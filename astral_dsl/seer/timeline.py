@@ -233,6 +233,71 @@ def timeline(fc, window=None, level: str = "op") -> Timeline:
     return Timeline(kinds=kinds, v=fc.job.parallel.v, **arrays)
 
 
+def occupancy(fc, stream: str, lo: float, hi: float, bins: int, window=None) -> np.ndarray:
+    """How busy `stream` is, per stage, in each of `bins` equal slices of [lo, hi): an array
+    (stages x bins) of the busy share of each slice (0 to 1), from the block templates'
+    operators of that stream shifted to their blocks' starts, without making an event: the
+    communication lanes of a picture whose events are whole blocks (a forward block's TP
+    all-reduces are inside it), and of any picture where an operator is narrower than a slice
+    (outputs/forecast/plot.py, outputs/report/timeline.py). `window`: the micro-batches
+    (lo, hi) counted, as `timeline`'s; the p2p sends and DP communication ("pp", "dp")
+    are counted as they are timed."""
+    low = fc.lowering
+    out = np.zeros((len(fc.runs), bins), dtype=np.float64)
+    width = (hi - lo) / bins if bins and hi > lo else 0.0
+    if not width:
+        return out
+    for i, run in enumerate(fc.runs):
+        starts: List[np.ndarray] = []
+        ends: List[np.ndarray] = []
+        m, vm = run.m, run.v * run.m
+        codes = np.asarray(run.codes, dtype=np.int64)
+        begin = np.asarray(run.start, dtype=np.float64)
+        keep = np.ones(len(codes), dtype=bool) if window is None else \
+            (codes % m >= window[0]) & (codes % m < window[1])
+        for c in range(run.v):
+            for p, phase in enumerate("FB"):
+                picked = keep & ((codes % vm) // m == c) & ((codes >= vm) == bool(p))
+                if not picked.any():
+                    continue
+                ops = [(o.start, o.end) for o in low.template(i, c, phase).ops
+                       if o.stream == stream and o.dur > 0]
+                if ops:
+                    rel = np.asarray(ops, dtype=np.float64)
+                    b = begin[picked][:, None]
+                    starts.append((b + rel[:, 0]).ravel())
+                    ends.append((b + rel[:, 1]).ravel())
+        fixed: List[Tuple[float, float]] = []
+        if stream == "pp":
+            fixed = [(s, e) for s, e, _, _, j in run.transfers() if _in_window(j, window)]
+        elif stream == "dp":
+            fixed = [(s, e) for s, e, _ in run.dp] + (
+                [run.gather] if run.gather[1] > run.gather[0] else [])
+        if fixed:
+            starts.append(np.asarray([s for s, _ in fixed], dtype=np.float64))
+            ends.append(np.asarray([e for _, e in fixed], dtype=np.float64))
+        if starts:
+            _cover(out[i], np.concatenate(starts), np.concatenate(ends), lo, width)
+    return np.clip(out, 0.0, 1.0)
+
+
+def _cover(row: np.ndarray, start: np.ndarray, end: np.ndarray, lo: float, width: float):
+    """Add to each slice of `row` the share of it the intervals [start, end) cover."""
+    n = len(row)
+    a = np.clip((start - lo) / width, 0.0, n)
+    b = np.clip((end - lo) / width, 0.0, n)
+    i, j = np.minimum(a.astype(np.int64), n - 1), np.minimum(b.astype(np.int64), n - 1)
+    same = i == j
+    np.add.at(row, i[same], (b - a)[same])
+    d = ~same
+    np.add.at(row, i[d], (i[d] + 1) - a[d])
+    np.add.at(row, j[d], b[d] - j[d])
+    full = np.zeros(n + 1)
+    np.add.at(full, i[d] + 1, 1.0)
+    np.add.at(full, j[d], -1.0)
+    row += np.cumsum(full)[:n]
+
+
 def _rows(tpl, phase: str, level: str, groups) -> List[Tuple[Kind, float, float]]:
     """(kind, start, end) of a block template's rows, times from the block's start."""
     cat = "forward" if phase == "F" else "backward"
@@ -279,4 +344,4 @@ def _layer_rows(tpl, cat: str) -> List[Tuple[Kind, float, float]]:
 
 
 __all__ = ["Event", "Kind", "STREAM_NAMES", "STREAM_ORDER", "Timeline", "count", "describe",
-           "events", "timeline"]
+           "events", "occupancy", "timeline"]

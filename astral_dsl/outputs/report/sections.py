@@ -65,10 +65,10 @@ def summary(review) -> str:
 
 
 def _chosen(design) -> str:
-    from astral_dsl.outputs.size_report import chosen_json
+    """What sizing chose, named by the fields' paths as `astral check` prints them."""
+    from astral_dsl.outputs.size_json import chosen_fields, chosen_text
 
-    return "; ".join(f"{c['file']}:{c['line']}:{c['column']} = {c['value']}"
-                     for c in chosen_json(design))
+    return "; ".join(chosen_text(c) for c in chosen_fields(design))
 
 
 def _slug(text: str) -> str:
