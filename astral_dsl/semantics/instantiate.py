@@ -46,6 +46,7 @@ class Instantiator:
         self.overrides = overrides or {}
         self.entry = entry
         self._module_busy: set = set()
+        self._duplicates: set = set()     # spans of fields set twice in a block, said once
         # value provenance (semantics/trace.py), told as values are made; without a trace the
         # evaluation runs unwrapped
         self.trace = trace
@@ -268,7 +269,10 @@ class Instantiator:
 
     def lay_body(self, frame: Frame, body, env: Env):
         spec = frame.spec
+        named: Dict[str, Any] = {}
         for stmt in body:
+            if isinstance(stmt, (ast.Field, ast.Let, ast.Decl, ast.Record)):
+                self._once_in_block(named, stmt.name)
             if isinstance(stmt, ast.Field):
                 frame.defs[stmt.name.name] = FieldDef(stmt, env, stmt.name.span, stmt.value)
             elif isinstance(stmt, ast.Let):
@@ -289,6 +293,19 @@ class Instantiator:
                         "`fail` and `set` belong in a scenario; objectives in a site"))
                     continue
                 frame.actions.append((stmt, env))
+
+    def _once_in_block(self, named: Dict[str, Any], name) -> None:
+        """E202 for a name set twice in one block: `recompute = full` after `recompute =
+        selective` would silently win."""
+        first = named.setdefault(name.name, name.span)
+        if first is name.span or name.span in self._duplicates:
+            return
+        self._duplicates.add(name.span)
+        self.diagnostics.append(Diagnostic(
+            "E202", Severity.ERROR, f"`{name.name}` is already set in this block (at "
+                                    f"{first.start.line}:{first.start.column})", name.span,
+            "remove one of them: a block sets each field once (a derived template or an "
+            "argument overrides it)"))
 
     def nested(self, parent: Frame, decl: ast.Decl, env: Env) -> Frame:
         kind = decl.kind.name
