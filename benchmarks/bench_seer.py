@@ -93,7 +93,10 @@ def main() -> None:
              lambda: seer.run(megatron_1t(), A100, SELENE), 0.3),
             ("GPT-3 175B, 64 A100 (TP8 PP8 v3)", lambda: seer.run(gpt3_64(), A100, SELENE), 0.03),
             ("reference: Llama 3 405B, 16,384 H800 (v by the rule)",
-             lambda: seer.forecast(reference, job="llama405b"), None)]
+             lambda: seer.forecast(reference, job="llama405b"), None),
+            # a plain forecast: the rule's choice stated, no search, no timeline
+            ("reference, virtual_stages = 8 stated (no rule)",
+             lambda: seer.forecast(reference, job="llama405b", virtual_stages=8), 0.01)]
     for label, fn, target in rows:
         cold, warm, fc = timed(fn)
         goal = f"  (target < {target * 1e3:g} ms)" if target else ""

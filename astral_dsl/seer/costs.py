@@ -15,7 +15,9 @@ each says whether it comes from a data sheet, a published measurement or is an a
   k(K) = K / (K + K_HALF): each output tile pays a fixed prologue and epilogue that only a long
   inner dimension amortises. KERNEL_S is the launch and tail cost of one kernel on the device.
   eff_p is fitted per GPU generation too (Ampere, Hopper, Blackwell: eff_name), whose boards
-  hold their quoted clocks differently at their power limits.
+  hold their quoted clocks differently at their power limits; a low-precision family's eff_p is
+  the 16-bit one's times a fitted ratio of at most 1 (gemm_efficiency), so a GEMM at twice the
+  peak never takes less than half its 16-bit time.
 - clock: (P / P0) ^ (1 / power_exponent) for a GPU capped at P below the board power the data
   sheet quotes its peaks at (`flops_power`; fitted exponent), else 1.
 - Fused attention (FlashAttention-3 on Hopper, cuDNN's fused attention on Blackwell): forward
@@ -66,13 +68,23 @@ EFF_OF = {"fp8": "gemm_eff_fp8", "fp8_block": "gemm_eff_fp8_block", "mxfp8": "ge
 
 
 def eff_name(prec: str, arch: str) -> str:
-    """The fitted GEMM efficiency of a precision family on a GPU generation."""
+    """The fitted GEMM efficiency of a 16-bit GEMM on a GPU generation, or of a low-precision
+    family: its ratio to the 16-bit one (gemm_efficiency)."""
     if prec in ("bf16", "fp16", "fp32"):
         return {"hopper": "gemm_eff_hopper", "blackwell": "gemm_eff_blackwell"}.get(arch,
                                                                                    "gemm_eff")
     if prec == "fp8" and arch == "blackwell":
         return "gemm_eff_fp8_blackwell"
     return EFF_OF[prec]
+
+
+def gemm_efficiency(cal, prec: str, arch: str) -> float:
+    """The large-GEMM efficiency of precision family `prec` on generation `arch`: the 16-bit
+    one's, times the family's ratio to it (at most 1) for fp8, MXFP8 and NVFP4."""
+    base = getattr(cal, eff_name("bf16", arch))
+    if prec in ("bf16", "fp16", "fp32"):
+        return base
+    return base * getattr(cal, eff_name(prec, arch))
 
 
 @dataclass(frozen=True)
@@ -169,9 +181,9 @@ class Costs:
                            "permute": cal.permute_eff}
         self.esize = 2 if self.base in ("bf16", "fp16") else 4
         self.qsize = quant_bytes
-        self.eff = {self.base: getattr(cal, eff_name(self.base, gpu.arch))}
+        self.eff = {self.base: gemm_efficiency(cal, self.base, gpu.arch)}
         if self.quantised:
-            self.eff[dtype] = getattr(cal, eff_name(dtype, gpu.arch))
+            self.eff[dtype] = gemm_efficiency(cal, dtype, gpu.arch)
         self.head_ref = FA_HEAD / (FA_HEAD + K_HALF)
         self.attn_eff = cal.attn_eff             # set_framework: the framework's kernels
         self.eager = False

@@ -50,9 +50,10 @@ class Constant:
 
 _NVIDIA_GEMM = ("NVIDIA, Matrix Multiplication Background User's Guide (large GEMMs at 80-90 % of "
                 "peak at base clocks); Calculon's A100 system file (matrix efficiency up to 0.95)")
-_QUANT = ("an assumed range: block-scaled and low-precision GEMMs reach a lower share of their "
-          "data-sheet peak than 16-bit ones (scale loads and conversions in the main loop); no "
-          "publication measures it per format")
+_QUANT = ("an assumed range: low-precision and block-scaled GEMMs reach at most the share of "
+          "their (two or four times higher) data-sheet peak that 16-bit ones reach (scale loads "
+          "and conversions in the main loop), so the ratio is at most 1; no publication "
+          "measures it per format")
 
 CONSTANTS: Tuple[Constant, ...] = (
     Constant("gemm_eff", "sustained fraction of the dense data-sheet peak that large 16-bit "
@@ -64,18 +65,20 @@ CONSTANTS: Tuple[Constant, ...] = (
              (0.60, 0.85), _NVIDIA_GEMM + "; NVIDIA H100 data sheet (peaks at the boost clock)"),
     Constant("gemm_eff_blackwell", "the same on Blackwell (B200, GB200, B300)", "", (0.3, 1.0),
              (0.60, 0.85), _NVIDIA_GEMM),
-    Constant("gemm_eff_fp8", "the same for fp8 GEMMs with per-tensor scales (Transformer "
-             "Engine's delayed and current scaling, torchao's tensorwise) on Hopper", "",
-             (0.2, 1.0), (0.55, 0.85), _QUANT),
-    Constant("gemm_eff_fp8_blackwell", "the same on Blackwell", "", (0.2, 1.0), (0.55, 0.85),
+    # the low-precision GEMMs: a ratio to the 16-bit GEMMs' efficiency on the same generation,
+    # at most 1 (a GEMM at twice the peak saves at most half its 16-bit time)
+    Constant("gemm_eff_fp8", "ratio of the fp8 GEMMs' efficiency (per-tensor scales: Transformer "
+             "Engine's delayed and current scaling, torchao's tensorwise) to the 16-bit GEMMs' "
+             "on Hopper", "", (0.3, 1.0), (0.80, 1.0), _QUANT),
+    Constant("gemm_eff_fp8_blackwell", "the same on Blackwell", "", (0.3, 1.0), (0.80, 1.0),
              _QUANT),
     Constant("gemm_eff_fp8_block", "the same for fp8 GEMMs with row or 128-block scales "
              "(torchao rowwise, DeepSeek-style 1x128 / 128x128 blocks on Hopper)", "",
-             (0.1, 1.0), (0.40, 0.80), _QUANT),
+             (0.2, 1.0), (0.60, 0.95), _QUANT),
     Constant("gemm_eff_mxfp8", "the same for MXFP8 GEMMs (one scale per 32 elements, Blackwell)",
-             "", (0.2, 1.0), (0.55, 0.85), _QUANT),
+             "", (0.3, 1.0), (0.80, 1.0), _QUANT),
     Constant("gemm_eff_nvfp4", "the same for NVFP4 GEMMs (fp4 with a scale per 16 elements, "
-             "Blackwell)", "", (0.1, 1.0), (0.40, 0.80), _QUANT),
+             "Blackwell)", "", (0.2, 1.0), (0.60, 0.95), _QUANT),
     Constant("gemm_waves", "output tiles per SM at which a GEMM reaches half of its large-GEMM "
              "efficiency: a GEMM (or a grouped GEMM) of T output tiles on S SMs runs at T / (T + "
              "gemm_waves x S) of it (wave quantisation, fill and drain that many waves of tiles "
