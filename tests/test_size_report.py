@@ -237,7 +237,7 @@ def test_chosen_values_are_named_by_their_field_in_size_and_check():
     cdus = doc["chosen"][-1]
     assert (cdus["path"], cdus["field"], cdus["value"], cdus["replicas"]) == \
         ("Cluster.rows[0].secondary", "cdus", "2", 4)
-    assert (cdus["file"], cdus["line"]) == ("examples/sizing.astral", 43)
+    assert (cdus["file"], cdus["line"]) == ("examples/sizing.astral", 46)
 
 
 # ---- under a scenario ---------------------------------------------------------------------------
