@@ -128,3 +128,13 @@ def test_the_gb300_rack_against_its_reference_architecture():
     assert kw <= 142 and kw <= 8 * 33 / 2          # within N+N of its shelves
     assert sum(c for c, h in rack.containment() if h.kind == "host") == 18
     assert astral_dsl.summary(design)["gpus"] == 72
+
+
+def test_a_forecast_names_the_placement_as_written(hall):
+    """The second scalable unit shares its instance with the first (replication is kept
+    symbolic), but the job placed on it is forecast "in Hall.sus[1]", as written."""
+    from astral_dsl import seer
+
+    fc = seer.forecast(hall.design, job="llama405b")
+    assert fc.placement == "Hall.sus[1]"
+    assert seer.forecast(hall.design, job="deepseek_v3").placement == "Hall.sus[0]"

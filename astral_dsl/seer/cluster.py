@@ -63,6 +63,9 @@ def placement_of(design, job) -> Tuple[list, str]:
     name = getattr(target, "display", None) or (pairs[0][1].path if pairs else "?")
     if isinstance(target, Group):
         name = str(target)
+    route = job.route("placement")    # as written: `Hall.sus[1]`, whose instance is sus[0]'s
+    if route is not None and not route.from_template:
+        name = route.display
     return pairs, name
 
 
