@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Tuple
 
 from astral_dsl import usercache
 from astral_dsl.analyses import wetbulb_table
@@ -129,7 +129,3 @@ def wet_bulb(dry_bulb_c: float, dew_point_c: float, pressure_pa: float) -> float
         return shipped
     return _props("Twb", dry_bulb_c, pressure_pa, dew_point_c) - ZERO_CELSIUS_K
 
-
-def cached_states() -> Optional[int]:
-    """How many states this process knows (for tests)."""
-    return len(_memo)

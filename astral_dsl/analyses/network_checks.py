@@ -247,5 +247,5 @@ def _unreached(fabric: Instance, rails, planes, hosts, rails_used,
             out.append(_warn("W610", f"`rails = {rails}` but hosts have {n} NICs: the rails get "
                                      f"{n // rails + 1} or {n // rails} NIC ports per host, and "
                                      f"the counts assume an even split", fabric.span_of("rails"),
-                             f"make the NICs per host a multiple of `rails`"))
+                             "make the NICs per host a multiple of `rails`"))
     return out

@@ -42,7 +42,6 @@ class Tok:
     tight_before: bool = False   # `(` of a call or parameter list, `[` of an index
     body_open: bool = False      # `{` of a declaration or record body
     body_close: bool = False
-    import_brace: bool = False
     stmt_start: bool = False     # first token of a statement or top-level item
     top_level: bool = False      # ... at the top of the file
     first_in_block: bool = False
@@ -130,10 +129,6 @@ def _walk(tree: Tree, out: List[Tok], text: str) -> None:
             visit(child, node)
         if data in ("call", "params", "index"):
             _mark_tight(node, out, first_index)
-        if data == "import_names":
-            for t in out[first_index:]:
-                if t.type in ("LBRACE", "RBRACE"):
-                    t.import_brace = True
         if data == "neg":
             out[first_index].unary = True
         return None

@@ -64,6 +64,3 @@ def render(pattern: str, values: Dict[str, Value]) -> Tuple[str, Tuple[str, ...]
         return str(v)
     return PLACEHOLDER.sub(one, pattern), tuple(missing)
 
-
-def is_pattern(text: object) -> bool:
-    return isinstance(text, str) and bool(PLACEHOLDER.search(text))

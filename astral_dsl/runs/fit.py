@@ -29,12 +29,10 @@ from astral_dsl.runs import score
 from astral_dsl.runs.evaluate import Prepared, prepare
 from astral_dsl.seer.regime import regime_key
 from astral_dsl.runs.table import RunsTable
-from astral_dsl.seer.calibration import (BY_NAME, CONSTANTS, FIT_FORMAT, Calibration, Constant,
-                                         centre, priors)
+from astral_dsl.seer.calibration import (CONSTANTS, FIT_FORMAT, Calibration, Constant, priors)
 
 PRIOR_WEIGHT = 0.01      # one half-width off the prior's centre costs as much as a 1 % error
 DIGITS = 4               # fitted values are rounded to this many significant digits
-MIN_BAND_ROWS = 8        # rows a regime needs for a band of its own
 OUTSIDE_WIDEN = 2.0      # outside every checked regime: the overall band, twice as wide
 
 
@@ -145,7 +143,7 @@ class Problem:
         J = np.zeros((n + len(self.free), len(self.free)))
         for j, c in enumerate(self.free):
             h = 1e-3 * max(abs(x[j]), 0.1)
-            lo, hi = _x(c, c.bounds[0]), _x(c, c.bounds[1])
+            hi = _x(c, c.bounds[1])
             if x[j] + h > hi:
                 h = -h
             xx = list(x)

@@ -19,7 +19,7 @@ cp, ep, micro-batch, recomputation) serve every pipeline split and ZeRO stage. E
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Tuple
+from typing import Optional
 
 import numpy as np
 

@@ -85,7 +85,7 @@ def render(fc) -> str:
                                                           (("cp", p.cp), ("ep", p.ep)) if v > 1]
     sched = p.schedule + (f", {p.v} virtual stages" if p.v > 1 else "")
     extras = ["sp"] * p.sp + [sched] + ([f"zero-{p.zero}"] if p.zero else []) + \
-        ([f"no re-sharding after the forward"] if p.zero >= 3 and not p.reshard_after_forward
+        (["no re-sharding after the forward"] if p.zero >= 3 and not p.reshard_after_forward
          else []) + [f"order {'-'.join(p.order)}"]
     lines.append("  parallel   " + "  ".join(dims + extras))
     lines.append(f"  batch      global {j.global_batch:,}  micro {j.micro}  "
