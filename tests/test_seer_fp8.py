@@ -12,7 +12,7 @@ import pytest
 from astral_dsl import seer
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import K_HALF, KERNEL_S, Costs, GpuSpec
-from astral_dsl.seer.lower import CAST_BYTES, FP8_CAST_BYTES, Lowering
+from astral_dsl.seer.lower import CAST_BYTES, Lowering
 from astral_dsl.seer.memory import layer_activation_bytes, stage_estimate
 from astral_dsl.seer.params import layer_linear_params
 from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
@@ -74,7 +74,8 @@ def test_casts_and_amax_reduction():
     _, b = ops(job("fp8"), "B")
     # the out-projection's input (8,192 tokens x 4,096 / 2 per rank) is cast with its transpose:
     # 4 bytes per element (read 2, write 1 + 1); QKV's and fc1's casts are fused into the norm
-    assert f["out proj quantise"].nbytes == FP8_CAST_BYTES * 8192 * 2048 == 4 * 8192 * 2048
+    assert f["out proj quantise"].nbytes == CAST_BYTES["delayed"][1] * 8192 * 2048 \
+        == 4 * 8192 * 2048
     assert CAST_BYTES["delayed"] == (0.0, 4.0)
     assert "qkv quantise" not in f and "fc1 quantise" not in f
     # backward: each linear layer casts its output gradient (QKV: 8,192 x 3,072)

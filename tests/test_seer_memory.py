@@ -71,6 +71,36 @@ def test_grouped_query_swiglu_layer():
     assert layer_activation_bytes(job, 0) == pytest.approx(8192 * per_token, rel=1e-12)
 
 
+def _moe(ep, recompute="none"):
+    m = ModelSpec("M", 4, 4096, 32, 8, 14336, 32000, 4096, "swiglu", experts=64, top_k=4,
+                  shared_experts=1, moe_ffn=1024)
+    return JobSpec("j", m, ParallelSpec(tp=1, dp=ep, ep=ep), ep, 1, 4096, recompute, "bf16")
+
+
+@pytest.mark.parametrize("ep", [1, 8, 64])
+def test_moe_layer_keeps_its_routed_tokens_whatever_ep(ep):
+    """A mixture-of-experts layer at TP 1 (bf16, fused attention, no dropout), by hand: the
+    rank's experts take top_k = 4 expert-token pairs for each of its 4,096 tokens whatever EP is
+    (balanced routing: the all-to-all brings back as many as it sends), so EP does not divide
+    them. Per token: two norm inputs, the QKV and fc1 inputs (4 x 2 h); Q, K, V and the context
+    (2 (q + 2 kv) + 2 q); the log-sum-exp (4 a); per routed pair the fc1's two outputs and the
+    fc2 input (3 x 2 moe_ffn), the permuted input and the output (2 x 2 h); the shared expert's
+    (3 x 2 moe_ffn)."""
+    h, q, kv, a, f, k = 4096, 4096, 8 * 128, 32, 1024, 4
+    per_token = 4 * 2 * h + 2 * (q + 2 * kv) + 2 * q + 4 * a + k * (6 * f + 4 * h) + 6 * f
+    assert layer_activation_bytes(_moe(ep), 0) == pytest.approx(4096 * per_token, rel=1e-12)
+
+
+def test_operator_level_recompute_drops_the_experts_activation_outputs():
+    """`recompute = modules` re-runs the norms and the activation functions (Megatron-Core's
+    `layernorm` and `moe_act` modules): the norms' outputs (the QKV and fc1 inputs) and every
+    expert's fc2 input (its activation's output), routed and shared, are not kept."""
+    h, f, k = 4096, 1024, 4
+    dropped = 2 * 2 * h + k * 2 * f + 2 * f
+    assert layer_activation_bytes(_moe(8), 0) - layer_activation_bytes(_moe(8, "modules"), 0) \
+        == pytest.approx(4096 * dropped, rel=1e-12)
+
+
 # ---- what the pipeline keeps in flight (section 4.2.3) ---------------------------------------------
 def _walked(p, v, m, stage, schedule):
     live = peak = 0

@@ -196,7 +196,7 @@ CODES: dict[str, str] = {
     "E776": "the job's placement loses power under the scenario",
     "W750": "job may not fit in GPU memory",
     "W751": "a job option has no effect",
-    "W752": "a model field is left to a guessed default",
+    "W752": "a model or GPU field is left to a guessed default",
     "W753": "forecast outside the calibrated envelope",
     # E78x/W78x: observed data and diagnosis (`astral diagnose`, astral_dsl/observe, diagnose)
     "E780": "observed file cannot be read",

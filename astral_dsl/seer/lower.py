@@ -34,7 +34,6 @@ from astral_dsl.seer.template import Op, Template, Builder
 
 EMBED, HEAD = -1, -2      # the `layer` of embedding and of head operators
 ACTIVATION_NAME = {"gelu": "gelu", "swiglu": "swiglu", "relu2": "squared relu"}
-FP8_CAST_BYTES = 4.0      # per element cast to fp8 with its transpose: read 2, write 1 + 1
 # HBM bytes per element of quantising a 16-bit tensor for a GEMM and for its transpose (the
 # weight gradient's operand), (fed by a norm, otherwise): delayed scaling and the block-scaled
 # formats fuse the cast into the norm that feeds QKV and fc1 (Transformer Engine's
@@ -262,7 +261,7 @@ class Lowering(ParamsMixin):
 
     def _attention_fwd(self, b, L, pre=""):
         m, elem = self.job.model, self.elem
-        s, tokens, bsz = self.job.seq, self.tokens, self.job.micro
+        s, bsz = self.job.seq, self.job.micro
         rows = s / self.cp
         if self.job.attention == "unfused":
             S = bsz * self.heads * rows * s
@@ -340,6 +339,7 @@ class Lowering(ParamsMixin):
         if m.shared_experts:
             shared_ffn = m.shared_experts * m.shared_width
             self._linear(b, pre + "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L)
+            self._ew(b, pre + "shared act", (2 + mats - 1) * sp_tokens * shared_ffn * elem, L)
             self._linear(b, pre + "shared fc2", sp_tokens, m.hidden, shared_ffn, L)
 
     def _layer_fwd(self, b, L, pre=""):
@@ -503,8 +503,7 @@ class Lowering(ParamsMixin):
         return op
 
     def _layer_bwd(self, b, L):
-        m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
-        h = m.hidden
+        m, elem, tokens = self.job.model, self.elem, self.tokens
         kind = m.layer_kind(L)
         rec = self.job.recompute
         mark = len(b.ops)
@@ -514,13 +513,18 @@ class Lowering(ParamsMixin):
             self._attention_fwd(b, L, pre="recompute ")
         elif rec == "modules" or (rec == "selective"
                                   and self.job.framework in OP_SAC_FRAMEWORKS):
-            # operator-level (PyTorch's; Megatron-Core's recompute modules): the norms and the
-            # activation function
+            # operator-level (PyTorch's; Megatron-Core's recompute modules `layernorm`, `mlp`'s
+            # activation and `moe_act`): the norms and the activation functions, the experts'
+            # included (their outputs, the fc2 inputs, are not kept: memory.py)
             for name in ("input norm", "post-attn norm")[:2 if kind == "T" else 1]:
                 self._norm_fwd(b, "recompute " + name, L)
             if kind in ("T", "-") and not m.is_moe(L):
                 self._ew(b, "recompute activation", m.mats * tokens * (m.ffn / self.tp) * elem,
                          L)
+            elif kind in ("T", "E") and m.is_moe(L):
+                width = m.top_k * m.moe_ffn + m.shared_experts * m.shared_width
+                self._ew(b, "recompute expert activation",
+                         m.mats * (tokens / self.tp) * width * elem, L)
         for op in b.ops[mark:]:
             if op.stream == "compute":
                 op.cat = "recompute" if op.cat != "overhead" else op.cat
@@ -589,6 +593,8 @@ class Lowering(ParamsMixin):
         if m.shared_experts:
             shared_ffn = m.shared_experts * m.shared_width
             self._linear_bwd(b, "shared fc2", sp_tokens, m.hidden, shared_ffn, L, column=False)
+            self._ew(b, "shared act bwd", (3 + 2 * (mats - 1)) * sp_tokens * shared_ffn * elem,
+                     L)
             self._linear_bwd(b, "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L,
                              column=False)
         self._moe_sync(b, "moe token-count sync bwd", L)

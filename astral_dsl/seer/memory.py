@@ -171,12 +171,18 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     replicated = 2 * elem * h + 2 * mask * h + (0 if op_sac else 2 * lin * h)
     mats = m.mats - 1
     if m.is_moe(layer):
-        # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output
-        routed = m.top_k * m.moe_ffn * (mats * elem + lin) + m.top_k * h * (lin + elem)
-        shared = m.shared_experts * m.shared_width * (mats * elem + lin)
-        mlp_tp, mlp_local = 0.0, (routed + shared) / max(1, par.ep)
+        # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output.
+        # A rank's experts take top_k tokens for each of the tokens/TP it routes (balanced
+        # routing: the all-to-all brings back as many as it sends out, whatever EP is), and
+        # the shared experts run on its tokens/TP: lower.py `_moe_fwd` prices the same tokens.
+        # Operator-level recomputation re-runs the experts' activation (Megatron-Core's
+        # `moe_act` module), so the fc2 inputs are not kept, as in a dense MLP.
+        act = 0 if op_sac else lin
+        routed = m.top_k * m.moe_ffn * (mats * elem + act) + m.top_k * h * (lin + elem)
+        shared = m.shared_experts * m.shared_width * (mats * elem + act)
+        mlp_tp = routed + shared
     else:                                     # fc1 output(s) and the fc2 input
-        mlp_tp, mlp_local = m.ffn * (mats * elem + (0 if op_sac else lin)), 0.0
+        mlp_tp = m.ffn * (mats * elem + (0 if op_sac else lin))
     attn_tp = elem * (q + kv) + lin * m.context_width   # Q, K, V and the context
     scores = 0.0
     if job.attention == "unfused":
@@ -185,10 +191,10 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     else:
         attn_tp += 4 * m.heads                # fused attention: fp32 log-sum-exp per head
     if kind == "*":             # attention only: one norm, no MLP
-        replicated, mlp_tp, mlp_local = replicated / 2, 0.0, 0.0
+        replicated, mlp_tp = replicated / 2, 0.0
     elif kind in ("E", "-"):    # MLP only: one norm, no attention
         replicated, attn_tp, scores = replicated / 2, 0.0, 0.0
-    per_token = replicated / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t + mlp_local
+    per_token = replicated / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t
     return tokens * per_token
 
 

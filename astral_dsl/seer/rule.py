@@ -4,9 +4,14 @@ The micro-batch (when `batch.micro` is absent), the number of virtual stages (wh
 `schedule = interleaved` without `virtual_stages`) and the activation recomputation (when
 `recompute = auto`: none, the norms and activation functions (modules), selective with unfused
 attention, or full) are those of a tuned run, which is what
-published runs are: the combination with the shortest forecast iteration among those that fit
-in memory with margin (estimate + its uncertainty within the GPU's memory); failing that, among
-those whose estimate fits; failing that, the one that needs the least memory.
+published runs are: the combination with the shortest forecast iteration among those whose
+memory estimate fits in the GPU's memory; failing that, the one that needs the least memory.
+The estimate, not the estimate plus its uncertainty: a tuned run stops at what really fits, and
+the estimate is the best guess of that (its +/- 10 % on activations goes either way); with the
+margin added, the rule recomputed more than the published MoE recipes do (examples/
+gb200_nvl72.astral's DeepSeek-V3: full recomputation at 54 GB instead of the norms and
+activation functions at 180 GB of 186). A choice inside the margin is what `astral search`
+flags as "may not fit".
 
 Candidates: the powers of two dividing B / DP (micro-batch); the numbers of chunks that
 Megatron-LM's layer options lay out on the stages (spec.chunk_split: each stage's layers split
@@ -92,8 +97,7 @@ def choose(job: JobSpec, gpu, net, costs, simulate: Callable[[Candidate], object
     if len(cands) == 1:
         return simulate(cands[0])
     cap = gpu.memory or float("inf")
-    pool = [c for c in cands if c.memory.total + c.memory.uncertainty <= cap] or \
-        [c for c in cands if c.memory.total <= cap]
+    pool = [c for c in cands if c.memory.total <= cap]
     if not pool:
         return simulate(min(cands, key=lambda c: (c.memory.total, c.job.micro)))
     for c in pool:

@@ -21,7 +21,6 @@ BASE_DTYPE = {q: "bf16" for q in QUANTISED}
 # bytes per element of a quantised operand, scales included (MXFP8: one 8-bit scale per 32
 # elements; NVFP4: one fp8 scale per 16 elements, 4-bit data)
 QUANT_BYTES = {"fp8": 1.0, "mxfp8": 1.0 + 1 / 32, "nvfp4": 0.5 + 1 / 16}
-FP8_RECIPES = ("delayed", "current", "rowwise", "blockwise")
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 # a model that states no vocabulary or sequence length (W752: docs/seer.md, "Defaults")
 DEFAULT_VOCAB = 32000        # Llama 2's SentencePiece vocabulary (Touvron et al. 2023)
@@ -257,7 +256,7 @@ class JobSpec:
     overlap_grad_reduce: bool = False         # Megatron-LM default: reduce after the backward
     overlap_param_gather: bool = False        # ZeRO: gather the weights during the next forward
     tp_overlap: str = "backward"              # backward | none | full (docs/seer.md)
-    fp8_recipe: str = "delayed"               # FP8_RECIPES: how an fp8 job scales its tensors
+    fp8_recipe: str = "delayed"               # delayed | current | rowwise | blockwise
     framework: str = "megatron"               # megatron | torchtitan | automodel
     cuda_graphs: bool = False                 # the step's kernels replayed from CUDA graphs
     moe_dispatcher: str = "alltoall"          # alltoall | deepep | hybridep

@@ -9,6 +9,7 @@ from astral_dsl.analyses.walk import Resolver
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.seer import budget
 from astral_dsl.seer.cluster import Cluster, cluster_of, under_failures
+from astral_dsl.seer.costs import DEFAULT_SMS
 from astral_dsl.seer.job import declared, job_spec
 from astral_dsl.seer.spec import (DEFAULT_SEQ, DEFAULT_VOCAB, DIMENSIONS, JobSpec, chunk_split,
                                stage_layers, virtual_stage_options)
@@ -77,11 +78,8 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
                                   f"`{cluster.placement}` holds {cluster.gpus}",
                           job.span_of("placement"), "place it on more GPUs or shrink a degree"))
     diags.extend(_gpu_data(design, job, cluster))
-    if spec.fp8 and not dict(cluster.gpu.flops).get("fp8"):
-        diags.append(_err("E765", f"{name}: dtype = fp8 but `{cluster.gpu.name}` declares no fp8 "
-                                  f"rate (`flops_fp8`)", where("dtype", ""),
-                          "Transformer Engine's fp8 GEMMs need fp8 tensor cores (Hopper, Ada, "
-                          "Blackwell): `dtype = bf16`, or declare the GPU's `flops_fp8`"))
+    diags.extend(_gpu_guesses(design, job, cluster))
+    diags.extend(_precision(spec, cluster, name, where))
     if any(d.is_error for d in diags):
         return diags, spec, cluster
     cluster, lost = under_failures(spec, cluster)      # a scenario's failed fabric parts
@@ -108,12 +106,28 @@ def _gpu_data(design, job, cluster: Cluster) -> List[Diagnostic]:
          bool(gpu.flops))) if not have]
     if not missing:
         return []
-    inst = next((i for i in design.instances if i.kind == "gpu" and i.template == gpu.name), None)
-    span = inst.span if inst is not None and inst.span is not None else job.span
+    span = _gpu_span(design, job, gpu)
     return [_err("E758", f"job `{job.template}` cannot be forecast: GPU `{gpu.name}` declares no "
                          f"{what}", span, f"declare `{field}` on `{gpu.name}` (its data sheet)",
                  ("Seer times memory-bound operators by the memory bandwidth and GEMMs by the "
                   "peak FLOP/s of the job's precision",)) for what, field in missing]
+
+
+def _gpu_span(design, job, gpu):
+    """The GPU's declaration, else the job's."""
+    inst = next((i for i in design.instances if i.kind == "gpu" and i.template == gpu.name), None)
+    return inst.span if inst is not None and inst.span is not None else job.span
+
+
+def _gpu_guesses(design, job, cluster: Cluster) -> List[Diagnostic]:
+    """W752 for a GPU figure Seer has to guess: the SMs a GEMM's tiles spread over."""
+    gpu = cluster.gpu
+    if gpu.sms > 0:
+        return []
+    return [_warn("W752", f"GPU `{gpu.name}` declares no `sms`: Seer takes {DEFAULT_SMS} (an "
+                          f"H100 SXM's), which sets how well small GEMMs fill the GPU",
+                  _gpu_span(design, job, gpu),
+                  "state its streaming multiprocessors from its data sheet: `sms = ...`")]
 
 
 def _model(spec: JobSpec, where) -> List[Diagnostic]:
@@ -154,9 +168,45 @@ def _model(spec: JobSpec, where) -> List[Diagnostic]:
     return out
 
 
+# the tensor cores a quantised dtype's GEMMs need: (the GPU's rate field, the generations that
+# have them). MXFP8 and NVFP4 are block-scaled formats (OCP Microscaling Formats (MX) v1.0, 2023;
+# NVIDIA's NVFP4: fp4 values, one fp8 scale per 16) that Blackwell's fifth-generation tensor cores
+# run natively (NVIDIA Blackwell architecture technical brief); Hopper has per-tensor fp8 only
+# (Transformer Engine's MXFP8 and NVFP4 recipes require compute capability 10.0), Ampere no fp8.
+NEEDS = {"fp8": ("fp8", ("hopper", "blackwell")), "mxfp8": ("fp8", ("blackwell",)),
+         "nvfp4": ("fp4", ("blackwell",))}
+KNOWN = ("ampere", "hopper", "blackwell")     # generations whose tensor cores are known here
+
+
+def _precision(spec: JobSpec, cluster, name: str, where) -> List[Diagnostic]:
+    """E765 for a quantised dtype the job's GPU cannot run: no rate for it declared, or a GPU of
+    a declared generation without the tensor cores its format needs. (Seer never prices a GEMM
+    at another precision's rate.)"""
+    if spec.dtype not in NEEDS:
+        return []
+    field, generations = NEEDS[spec.dtype]
+    gpu = cluster.gpu
+    if not gpu.has_peak(spec.dtype):
+        return [_err("E765", f"{name}: dtype = {spec.dtype} but `{gpu.name}` declares no "
+                             f"{field} rate (`flops_{field}`)", where("dtype", ""),
+                     f"{spec.dtype} GEMMs need {field} tensor cores ("
+                     f"{', '.join(g.capitalize() for g in generations)}): `dtype = bf16`, or "
+                     f"declare the GPU's `flops_{field}`")]
+    if gpu.arch in KNOWN and gpu.arch not in generations:
+        return [_err("E765", f"{name}: dtype = {spec.dtype} but `{gpu.name}` is a "
+                             f"{gpu.arch.capitalize()} GPU: its tensor cores do not run "
+                             f"{spec.dtype} GEMMs (only "
+                             f"{', '.join(g.capitalize() for g in generations)} do)",
+                     where("dtype", ""),
+                     "on Hopper, `dtype = fp8` (per-tensor scales, or `fp8_recipe = blockwise` "
+                     "for DeepSeek-style block scales); on Ampere, `dtype = bf16`")]
+    return []
+
+
 def _model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
     """W752 for a model field Seer has to guess (docs/seer.md, "Defaults"): the vocabulary, the
-    sequence length when the batch does not state it either, a SwiGLU model's FFN width."""
+    sequence length when the batch does not state it either, a SwiGLU model's FFN width, a
+    hybrid model's Mamba-2 dimensions."""
     m, model, out = spec.model, where.model, []
     span = model.span or where.job.span_of("model")
     name = f"model `{m.name}`"
@@ -174,7 +224,20 @@ def _model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"SwiGLU MLP with the parameters of a 4h one, Shazeer 2020); "
                                  f"Llama models round it up (Llama 3 8B: 14,336 = 3.5 h)", span,
                          "state the FFN width: `ffn = ...`"))
+    unstated = [f"{k} = {v}" for k, v in MAMBA_DEFAULTS if model.field(k) is None]
+    if m.mamba_layers and unstated:
+        out.append(_warn("W752", f"{name} has Mamba-2 layers but does not state "
+                                 f"{', '.join(k.split(' = ')[0] for k in unstated)}: Seer takes "
+                                 f"{', '.join(unstated)} (Mamba-2's reference configuration, Dao "
+                                 f"and Gu 2024; 8 groups as Nemotron-H), which size the scan's "
+                                 f"work and memory", span,
+                         "state the Mamba-2 layers' dimensions from the model's configuration"))
     return out
+
+
+# a hybrid model's Mamba-2 dimensions when it does not state them (seer/job.py `model_spec`)
+MAMBA_DEFAULTS = (("mamba_state", 128), ("mamba_head_dim", 64), ("mamba_groups", 8),
+                  ("mamba_expand", 2), ("mamba_chunk", 256))
 
 
 def _budget_model(spec: JobSpec, where) -> List[Diagnostic]:
