@@ -342,8 +342,26 @@ def test_operator_table_overrides_a_gemm(tmp_path):
     qkv = next(o for o in low.template(1, 0, "F").ops if o.name == "qkv")
     csv = tmp_path / "ops.csv"
     csv.write_text(f"operator,shape,dtype,time_ms\nqkv,{qkv.shape},bf16,50\n")
-    slow = seer.run(job, A100, NET, seer.OperatorTable.read(str(csv)))
+    table = seer.OperatorTable.read(str(csv))
+    slow = seer.run(job, A100, NET, table)
     assert slow.iteration_time > run(job).iteration_time + 8 * 12 * 0.04
+    assert table.matched == {("qkv", qkv.shape, "bf16")}
+
+
+def test_an_operator_table_says_what_it_priced(tmp_path):
+    """The forecast notes how many of the table's rows priced an operator; a table none of
+    whose rows matches (a misspelt operator, a shape of another job) is W751, not silence."""
+    design = astral_dsl.load(REPO / "examples/single_pod.astral")
+    csv = tmp_path / "ops.csv"
+    csv.write_text("operator,shape,dtype,time_ms\nfc1,8192x7168x8192,bf16,2\nfc_1,1x1x1,bf16,1\n")
+    fc = seer.forecast(design, operator_table=str(csv))
+    assert f"operator table {csv}: 1 of its 2 rows priced an operator of the forecast" in fc.notes
+    assert "W751" not in [d.code for d in fc.diagnostics]
+    csv.write_text("operator,shape,dtype,time_ms\nfc_1,8192x7168x8192,bf16,2\n")
+    fc = seer.forecast(design, operator_table=str(csv))
+    w = [d for d in fc.diagnostics if d.code == "W751"]
+    assert len(w) == 1 and "no row of the operator table" in w[0].message
+    assert fc.iteration_time == pytest.approx(seer.forecast(design).iteration_time)
 
 
 # ---- the command line --------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ from astral_dsl.seer.envelope import Envelope, envelope, outside_warning
 from astral_dsl.seer.forecast import Forecast, hardware_flops, model_flops, run
 from astral_dsl.seer.job import OPTIONS, check_options, unknown_options
 from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
-from astral_dsl.seer.validate import forecast_diagnostics, validate_job, validate_jobs
+from astral_dsl.seer.validate import (forecast_diagnostics, unmatched_table_warning, validate_job,
+                                      validate_jobs)
 
 
 class ForecastError(Exception):
@@ -91,6 +92,11 @@ def forecast(design, job: Optional[str] = None, failures=None,
     result.scenario = (scenario, failures) if failures is not None else None
     result.diagnostics = forecast_diagnostics(inst, diags, result, cluster) + \
         outside_warning(inst, result.envelope())
+    if table is not None:
+        result.notes += (f"operator table {operator_table}: {len(table.matched)} of its "
+                         f"{len(table.rows)} rows priced an operator of the forecast",)
+        if not table.matched:
+            result.diagnostics.append(unmatched_table_warning(inst, operator_table))
     if any(d.is_error for d in result.diagnostics):     # the rule's choice clearly over memory
         raise ForecastError(f"job `{inst.template}` cannot be forecast", result.diagnostics)
     return result

@@ -125,7 +125,7 @@ class OperatorTable:
 
     def __init__(self, rows: Dict[Tuple[str, str, str], float]):
         self.rows = rows
-        self.hits = 0
+        self.matched: set = set()     # the rows some operator of a forecast took its time from
 
     @classmethod
     def read(cls, path: str) -> "OperatorTable":
@@ -150,7 +150,7 @@ class OperatorTable:
         for key in ((op, shape, dtype), ("gemm", shape, dtype)):
             t = self.rows.get(key)
             if t is not None:
-                self.hits += 1
+                self.matched.add(key)
                 return t
         return None
 

@@ -481,6 +481,16 @@ def forecast_diagnostics(job, diags, fc, cluster) -> List[Diagnostic]:
     return kept + memory_diagnostics(job, fc.job, fc.memory, cluster.gpu, fc.chosen)
 
 
+def unmatched_table_warning(job, path: str) -> Diagnostic:
+    """W751: a measured operator table none of whose rows names an operator of the forecast
+    (every operator was priced by the roofline, as without it)."""
+    return _warn("W751", f"job `{job.template}`: no row of the operator table {path} names an "
+                         f"operator of its forecast (operator, shape and dtype as the trace "
+                         f"shows them): every operator was priced by the roofline", job.span,
+                 "name operators as `astral forecast --trace` writes them (`qkv`, `fc1`, or "
+                 "`gemm` for any GEMM) with the shape `MxNxK` of the trace's args.shape")
+
+
 def _memory_hint(spec: JobSpec) -> str:
     """What would shrink the estimate, leaving out what the job already does."""
     par, out = spec.parallel, []
