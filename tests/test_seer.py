@@ -457,3 +457,25 @@ def test_plot_names_every_stage_at_64_stages():
         assert fig.axes[0].get_yticklabels()[0].get_fontsize() >= 4.0
     finally:
         plt.close(fig)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("operator,shape,dtype,time_ms\nfc1,1x1x1,bf16,abc\n", "line 2: time_ms `abc` is not a number"),
+    ("operator,shape,dtype,time_ms\nfc1,1x1x1,bf16,inf\n", "line 2: time_ms `inf` is not a finite"),
+    ("operator,shape,dtype,time\nfc1,1x1x1,bf16,1\nfc2,1x1x1,bf16,-1\n",
+     "line 3: time `-1` is not a finite time >= 0"),
+    ("operator,shape\nfc1,1x1x1\n", "line 2: the row has no time, time_ms or time_us"),
+    (b"\xff\xfe\x00", "not a UTF-8 CSV table"),
+    ("fifo", "not a regular file"),
+])
+def test_a_bad_operator_table_is_a_usage_error_with_its_line(tmp_path, text, message):
+    path = tmp_path / "ops.csv"
+    if text == "fifo":
+        os.mkfifo(path)
+    elif isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    proc = _cli("forecast", "examples/single_pod.astral", "--operator-table", str(path))
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, \
+        proc.stderr

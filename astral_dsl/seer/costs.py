@@ -33,6 +33,7 @@ each says whether it comes from a data sheet, a published measurement or is an a
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
@@ -127,23 +128,32 @@ class OperatorTable:
         self.rows = rows
         self.matched: set = set()     # the rows some operator of a forecast took its time from
 
+    MAX_BYTES = 64 * 1024 * 1024          # a table of every operator of a model is far smaller
+
     @classmethod
     def read(cls, path: str) -> "OperatorTable":
+        """The table of a CSV file; ValueError naming the file and line of a row that has no
+        time, a time that is not a finite number of seconds >= 0, or a file that is not a
+        UTF-8 CSV of at most MAX_BYTES."""
+        import os
+
+        if os.path.exists(path) and not os.path.isfile(path):     # a FIFO would never end
+            raise ValueError(f"{path}: not a regular file")
+        if os.path.getsize(path) > cls.MAX_BYTES:
+            raise ValueError(f"{path}: larger than {cls.MAX_BYTES >> 20} MiB")
         rows = {}
-        with open(path, newline="", encoding="utf-8") as fh:
-            for rec in csv.DictReader(fh):
-                rec = {(k or "").strip().lower(): (v or "").strip() for k, v in rec.items()}
-                if "time" in rec and rec["time"]:
-                    t = float(rec["time"])
-                elif rec.get("time_ms"):
-                    t = float(rec["time_ms"]) * 1e-3
-                elif rec.get("time_us"):
-                    t = float(rec["time_us"]) * 1e-6
-                else:
-                    raise ValueError(f"{path}: a row has no time, time_ms or time_us")
-                key = (rec.get("operator", ""), rec.get("shape", "").replace(" ", ""),
-                       rec.get("dtype", "bf16") or "bf16")
-                rows[key] = t
+        try:
+            with open(path, newline="", encoding="utf-8") as fh:
+                reader = csv.DictReader(fh)
+                for rec in reader:
+                    where = f"{path}, line {reader.line_num}"
+                    rec = {(k or "").strip().lower(): (v or "").strip()
+                           for k, v in rec.items() if isinstance(v, str) or v is None}
+                    key = (rec.get("operator", ""), rec.get("shape", "").replace(" ", ""),
+                           rec.get("dtype", "bf16") or "bf16")
+                    rows[key] = _seconds(rec, where)
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise ValueError(f"{path}: not a UTF-8 CSV table ({exc})") from None
         return cls(rows)
 
     def lookup(self, op: str, shape: str, dtype: str) -> Optional[float]:
@@ -153,6 +163,21 @@ class OperatorTable:
                 self.matched.add(key)
                 return t
         return None
+
+
+def _seconds(rec: Dict[str, str], where: str) -> float:
+    """A row's time in seconds, from `time`, `time_ms` or `time_us`."""
+    for column, scale in (("time", 1.0), ("time_ms", 1e-3), ("time_us", 1e-6)):
+        text = rec.get(column)
+        if text:
+            try:
+                t = float(text) * scale
+            except ValueError:
+                raise ValueError(f"{where}: {column} `{text}` is not a number") from None
+            if not math.isfinite(t) or t < 0:
+                raise ValueError(f"{where}: {column} `{text}` is not a finite time >= 0")
+            return t
+    raise ValueError(f"{where}: the row has no time, time_ms or time_us")
 
 
 class Costs:
