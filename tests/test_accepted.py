@@ -219,3 +219,16 @@ def test_allow_statements_format_as_statements():
         'site S {\n  allow W621 "x", allow W690 "y"\n}\nallow W627 "z"\n'
     assert format_text(FIXTURE.read_text(encoding="utf-8"), "f.astral") == \
         FIXTURE.read_text(encoding="utf-8")
+
+
+def test_the_editor_shows_the_accepted_as_information(design):
+    """The language server publishes the accepted warnings as information saying what accepted
+    them, as `astral check` lists them apart: never dropped, never a warning."""
+    from astral_dsl.diagnostics import Severity
+    from astral_dsl.lsp.analysis import analyse
+
+    a = analyse(design.as_uri(), design, design.read_text(encoding="utf-8"), None, lambda p: None)
+    accepted = [d for d in a.diagnostics if "(accepted by `allow` at line " in d.message]
+    assert sorted(d.code for d in accepted) == sorted(SIX)
+    assert all(d.severity is Severity.INFO for d in accepted)
+    assert not [d for d in a.diagnostics if d.severity is Severity.WARNING]

@@ -116,7 +116,8 @@ def workspace(uri: str, path: Optional[Path], text: str,
 
 def engineering_diagnostics(ws, design: Design) -> Tuple[Diagnostic, ...]:
     """The constraint, physical and scenario checks of `astral check` (sizing first when the
-    design has unknowns), in the same workspace."""
+    design has unknowns), in the same workspace; the warnings an `allow` accepts are kept, as
+    information saying what accepted them (as `astral check` lists them apart), not dropped."""
     from astral_dsl import api
 
     front = design.diagnostics
@@ -126,7 +127,14 @@ def engineering_diagnostics(ws, design: Design) -> Tuple[Diagnostic, ...]:
         return front + (Diagnostic("E000", Severity.WARNING,
                                    f"the engineering checks failed: {type(exc).__name__}: {exc}",
                                    None, file=design.file),)
-    return checked.diagnostics
+    return checked.diagnostics + tuple(_as_accepted(a) for a in checked.accepted)
+
+
+def _as_accepted(a) -> Diagnostic:
+    """An accepted warning, for the editor: information, its message saying what accepted it."""
+    by = f"`allow` at line {a.by.start.line}" if a.by is not None else f"baseline {a.baseline}"
+    return attrs.evolve(a.diagnostic, severity=Severity.INFO,
+                        message=f"{a.diagnostic.message} (accepted by {by}: {a.reason})")
 
 
 def _module_name(m: LoadedModule) -> str:
