@@ -113,6 +113,12 @@ def test_fp8_memory_keeps_bf16_weights_adds_fp8_copies_and_saves_fp8_inputs():
     # per rank: attention (4,096 x 6,144 + 4,096^2) / 2 + MLP 3 x 4,096 x 14,336 / 2 per layer
     assert linear == pytest.approx(32 * ((4096 * 6144 + 4096 ** 2) / 2 + 3 * 4096 * 14336 / 2))
     assert e8.fp8_weights == pytest.approx(2 * linear)  # fp8 copy + transpose
+    # the block-scaled formats' copies at their own bytes, scales included: MXFP8 one byte and
+    # a one-byte scale per 32, NVFP4 half a byte and a one-byte scale per 16
+    for dtype, per_param in (("mxfp8", 1 + 1 / 32), ("nvfp4", 0.5 + 1 / 16)):
+        jq = job(dtype, recompute="none")
+        eq = stage_estimate(jq, Lowering(jq, Costs.of(jq, H100), NET).stage_params, 0)
+        assert eq.fp8_weights == pytest.approx(2 * per_param * linear), dtype
     assert dict(e8.parts())["fp8_weights"] == e8.fp8_weights
     # per token and layer, SP with t = 2: the QKV and fc1 inputs (2 h), the context (q) and fc2's
     # input (FFN) are saved in 1 byte instead of 2; the rest (norm inputs 4 h, Q K V 2 (q + 2 kv),

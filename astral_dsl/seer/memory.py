@@ -61,7 +61,8 @@ RESERVED = 3e9                 # ASSUMED: CUDA context ~0.5 GB, NCCL ~1 GB, work
 RESERVED_TOLERANCE = 1.5e9     # assumed: fragmentation alone varies by a GB or two between runs
 ACTIVATION_TOLERANCE = 0.10    # assumed: +/- 10 % on the counted activation tensors
 ADAM_BYTES = 12.0              # fp32 master weights, momentum, variance (ZeRO's K)
-FP8_COPY_BYTES = 2.0           # fp8 copy of a linear weight and of its transpose (TE's cache)
+COPIES = 2.0                   # quantised copies of a linear weight: for the GEMM and for its
+#                                transpose (Transformer Engine keeps both, rowwise and columnwise)
 OP_SAC_FRAMEWORKS = ("torchtitan", "automodel")
 
 
@@ -262,6 +263,6 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
                   for L in range(first, first + count)]
         if par.zero >= 3 and par.dp * par.cp > 1:      # gathered a layer at a time
             linear = sorted(linear)[-2:]
-        fp8_copies = FP8_COPY_BYTES * sum(linear)
+        fp8_copies = COPIES * job.quant_bytes * sum(linear)   # the format's bytes, scales included
     return MemoryEstimate(i, weights, params * g_b, params * o_b, acts, logits, RESERVED,
                           params * master_b, fp8_copies)
