@@ -2,7 +2,7 @@
 from a measured operator table the user supplies.
 
 Efficiency curves (docs/seer.md has the derivation and sources). The constants in lower case
-are fitted (seer/calibration: the GEMM efficiency per precision, gemm_waves, the clocks, attn_eff,
+are fitted (seer/calibration: the GEMM efficiency per precision, gemm_waves, attn_eff,
 attn_seq_half, softmax_eff, permute_eff, power_exponent); the upper-case ones below are not:
 each says whether it comes from a data sheet, a published measurement or is an assumption.
 
