@@ -79,16 +79,27 @@ def test_an_ended_worker_is_replaced_and_the_next_analysis_runs(monkeypatch):
 
     checker = workers.Checker()
     request = (SIZING.as_uri(), str(SIZING), SIZING.read_text(), {})
+
+    def once_busy(stopper, then):
+        """`then()` 0.1 s after the stopper's worker took the request: mid-analysis (a fresh
+        worker's first analysis of the sizing example imports the solver: about a second)."""
+        def wait():
+            while getattr(stopper, "_worker", None) is None or not stopper._worker.ready:
+                time.sleep(0.005)
+            time.sleep(0.1)
+            then()
+        threading.Thread(target=wait, daemon=True).start()
+
     try:
         stopper = workers.Stopper()
-        threading.Timer(1.0, stopper.stop).start()
+        once_busy(stopper, stopper.stop)
         try:
             checker.check(stopper, request)
             raise AssertionError("the stopped analysis answered")
         except workers.Stopped:
             pass
         dying = workers.Stopper()
-        threading.Timer(1.0, lambda: dying._worker.process.kill()).start()
+        once_busy(dying, lambda: dying._worker.process.kill())
         try:
             checker.check(dying, request)
             raise AssertionError("the killed worker answered")

@@ -24,7 +24,7 @@ def _figures(fc) -> str:
             "batch": f"global {p['global_batch']:,}, micro {p['micro_batch']}, "
                      f"{p['micro_batches']:,} micro-batches, seq {p['seq']:,}",
             "recompute": p["recompute"],
-            "iteration time (s)": round(doc["iteration_time_s"], 6),
+            "iteration time (s)": doc["iteration_time_s"],      # shown to 6 digits (tables.cell)
             "how far to trust it": band_text(fc.envelope()),
             "tokens/s": round(doc["tokens_per_s"]),
             "MFU (%)": round(doc["mfu"] * 100, 2), "HFU (%)": round(doc["hfu"] * 100, 2),
