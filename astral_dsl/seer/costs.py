@@ -142,7 +142,7 @@ class OperatorTable:
             raise ValueError(f"{path}: larger than {cls.MAX_BYTES >> 20} MiB")
         rows = {}
         try:
-            with open(path, newline="", encoding="utf-8") as fh:
+            with open(path, newline="", encoding="utf-8-sig") as fh:   # a BOM, as Excel writes
                 reader = csv.DictReader(fh)
                 for rec in reader:
                     where = f"{path}, line {reader.line_num}"
