@@ -347,6 +347,55 @@ def test_json_nested_a_million_deep_is_a_diagnostic(tmp_path, where, native):
         assert [d.code for d in diags] == ["E781"] and traces == []
 
 
+GOOD_ROW = {"rank": 0, "iteration": 1, "phase": "forward", "start_s": 0.0, "duration_s": 1.0,
+            "peer": 1, "op": "send"}
+
+
+@pytest.mark.parametrize("field", ["rank", "iteration", "peer"])
+@pytest.mark.parametrize("value, why", [(2 ** 63, "beyond 2^53"), (2 ** 64 + 1, "beyond 2^53"),
+                                        (-2 ** 63, "beyond 2^53"), (2 ** 53 + 2, "beyond 2^53"),
+                                        (1e300, "beyond 2^53")])
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_whole_number_past_2_53_is_a_bad_row(tmp_path, field, value, why, fmt):
+    """Past 2^53 a float64 no longer holds every whole number, and from 2^63 an int64 holds
+    none: such a rank, iteration or peer is a bad row (E784), on the column road and the
+    row-by-row road alike, never an OverflowError nor a wrapped-around number."""
+    rows = [dict(GOOD_ROW), dict(GOOD_ROW, start_s=1.0), dict(GOOD_ROW, **{field: value})]
+    p = tmp_path / f"log.{fmt}"
+    if fmt == "jsonl":
+        p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        p.write_text(",".join(GOOD_ROW) + "\n" +
+                     "".join(",".join(str(v) for v in r.values()) + "\n" for r in rows))
+    obs = observe.load([str(p)])
+    assert codes(obs) == ["E784"], obs.diagnostics
+    assert "1 row(s)" in obs.diagnostics[0].message and why in obs.diagnostics[0].message
+    assert f"line {3 if fmt == 'jsonl' else 4}" in obs.diagnostics[0].message   # csv: a header
+    assert len(obs.ranks[0]) == 2 and obs.ranks[0].iteration.tolist() == [1, 1]
+
+
+def test_whole_numbers_up_to_2_53_are_read_exactly(tmp_path):
+    p = tmp_path / "log.jsonl"
+    p.write_text(json.dumps(dict(GOOD_ROW, iteration=2 ** 53)) + "\n")
+    obs = observe.load([str(p)])
+    assert codes(obs) == [] and obs.ranks[0].iteration.tolist() == [2 ** 53]
+
+
+@pytest.mark.parametrize("field", list(GOOD_ROW))
+@pytest.mark.parametrize("value, kind", [([1], "list"), ({"a": 1}, "object"), ([], "list")])
+def test_a_list_or_object_in_any_field_is_a_bad_row(tmp_path, field, value, kind):
+    rows = [dict(GOOD_ROW), dict(GOOD_ROW, **{field: value}), dict(GOOD_ROW, start_s=2.0),
+            dict(GOOD_ROW, **{field: value})]
+    p = tmp_path / "log.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    obs = observe.load([str(p)])
+    assert codes(obs) == ["E784"], obs.diagnostics
+    message = obs.diagnostics[0].message
+    assert "2 row(s)" in message and "line 2" in message
+    assert f"`{field}` is not a single value: a JSON {kind}" in message
+    assert len(obs.ranks[0]) == 2
+
+
 def test_a_log_line_nested_a_million_deep_is_a_bad_row(tmp_path):
     rows = ['{"rank": 0, "iteration": 1, "phase": "forward", "start_s": 0, "duration_s": 1}',
             '{"rank": 0, "iteration": 1, "phase": "backward", "start_s": 1, "duration_s": 1}',
