@@ -102,9 +102,10 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
 
 def gpu_data(design, job, cluster: Cluster, ranks: int = 1) -> List[Diagnostic]:
     """E758 for a GPU without the data sheet figures Seer's operator times need (a missing
-    figure must not count as zero, nor as an assumed value), and without the NVLink bandwidth
+    figure must not count as zero, nor as an assumed value), without the NVLink bandwidth
     its transfers between the GPUs of a host (or NVLink domain) are priced on, when the job
-    has such transfers (several GPUs per host and more than one rank)."""
+    has such transfers (several GPUs per host and more than one rank), and for hosts without a
+    network bandwidth when the job spans several of them (comm divided by both)."""
     gpu = cluster.gpu
     nvlink = ranks <= 1 or cluster.net.gpus_per_host <= 1 or gpu.nvlink_bw > 0
     missing = [(what, field, note) for what, field, have, note in (
@@ -116,13 +117,20 @@ def gpu_data(design, job, cluster: Cluster, ranks: int = 1) -> List[Diagnostic]:
          "over NVLink, which Seer prices by that bandwidth (per GPU and direction: half of "
          "NVIDIA's bidirectional total, e.g. 450 GB/s for NVLink 4); a GPU without NVLink "
          "(PCIe only) is not modelled")) if not have]
-    if not missing:
-        return []
     inst = next((i for i in design.instances if i.kind == "gpu" and i.template == gpu.name), None)
     span = inst.span if inst is not None and inst.span is not None else job.span
-    return [_err("E758", f"job `{job.template}` cannot be forecast: GPU `{gpu.name}` declares no "
-                         f"{what}", span, f"declare `{field}` on `{gpu.name}` (its data sheet)",
-                 (note,)) for what, field, note in missing]
+    out = [_err("E758", f"job `{job.template}` cannot be forecast: GPU `{gpu.name}` declares no "
+                        f"{what}", span, f"declare `{field}` on `{gpu.name}` (its data sheet)",
+                (note,)) for what, field, note in missing]
+    if ranks > cluster.net.gpus_per_host and cluster.net.nic_bw <= 0:
+        out.append(_err("E758", f"job `{job.template}` cannot be forecast: its {_n(ranks)} GPUs "
+                                f"span hosts of {_n(cluster.net.gpus_per_host)}, which declare "
+                                f"no network bandwidth", job.span_of("placement") or job.span,
+                        "declare the hosts' `nics`, each with its `ports` and `port_speed` "
+                        "(its data sheet), or place the job on one host",
+                        ("Seer prices the traffic between hosts (pipeline transfers, "
+                         "data-parallel reductions) on the NICs of each GPU's rail",)))
+    return out
 
 
 _TIMES = ("Seer times memory-bound operators by the memory bandwidth and GEMMs by the peak "
