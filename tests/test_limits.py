@@ -236,3 +236,45 @@ def test_sizing_compiles_at_most_256_combinations(tmp_path, options, combination
     found = [d for d in json.loads(proc.stdout)["diagnostics"] if d["code"] == "E661"]
     assert len(found) == 1, proc.stdout[:2000]
     assert f"{combinations:,} combinations, more than the 256" in found[0]["message"]
+
+
+def _required(n: int) -> str:
+    return "".join(f"scenario r{i} {{ required = true }}\n" for i in range(n))
+
+
+def test_one_check_runs_at_most_64_scenarios():
+    """Each scenario is a whole compile: one check runs the first 64 of those it should, and
+    E408 names the first one left out (an 8 MiB file holds 100,000 of them)."""
+    from astral_dsl.pipeline import MAX_SCENARIOS
+
+    base = "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nsite S { hosts = 1 x H }\n"
+    ws = astral_dsl.compiles(base + _required(70), name="many.astral")
+    checked = astral_dsl.check(ws)
+    assert len(checked.scenarios) == MAX_SCENARIOS == 64
+    e408 = [d for d in checked.diagnostics if d.code == "E408"]
+    assert len(e408) == 1 and "70 scenarios to check" in e408[0].message
+    assert "`r64` and the 5 after it are not checked" in e408[0].message
+    assert e408[0].span.start.line == 3 + 65
+    assert not [d for d in astral_dsl.check(astral_dsl.compiles(
+        base + _required(64), name="ok.astral")).diagnostics if d.code == "E408"]
+    everything = astral_dsl.check(astral_dsl.compiles(
+        base + _required(1) + "".join(f"scenario w{i} {{ }}\n" for i in range(64)),
+        name="all.astral"), all_scenarios=True)
+    assert [d.code for d in everything.diagnostics if d.code == "E408"] == ["E408"]
+
+
+def test_sizing_compiles_at_most_1024_designs_with_its_required_scenarios():
+    """Each combination that holds is compiled again under every required scenario: 99
+    combinations with 10 required scenarios (1,089 compiles) are refused at once with E661;
+    with 9 (990 compiles) they are planned."""
+    from astral_dsl.analyses import sizing
+
+    text = ("gpu G { power = 700 W }\nhost H { gpus = 8 x G }\n"
+            "rack R { hosts = (? in 1..100) x H }\nsite S { racks = 1 x R }\n" + _required(10))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="sized.astral"))
+    e661 = [d for d in checked.diagnostics if d.code == "E661"]
+    assert len(e661) == 1 and "99 combinations, each compiled with its 10 required " \
+        "scenario(s): 1,089 compiles, more than the 1,024 sizing runs" in e661[0].message
+    fewer = astral_dsl.compiles(text.replace(_required(10), _required(9)), name="s.astral")
+    plan = sizing.combinations(fewer.design)
+    assert plan.refused is None and len(plan.items) == 99
