@@ -194,6 +194,9 @@ def main(argv=None) -> int:
     p.add_argument("--targets", default=",".join(TARGETS),
                    help="comma-separated targets, or `deep` for " + ",".join(DEEP))
     p.add_argument("--out", type=Path, default=Path("fuzz-findings"))
+    p.add_argument("--first", type=int, default=0,
+                   help="start at this input of the campaign (a multiple of 1,000: run a long "
+                        "campaign in pieces, each the inputs the whole run would try)")
     args = p.parse_args(argv)
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, resource.getrlimit(resource.RLIMIT_AS)[1]))
     names = [t for t in args.targets.split(",") if t]
@@ -206,10 +209,14 @@ def main(argv=None) -> int:
     found: Dict[str, List[str]] = {}
     stats: Dict[str, List[float]] = {}
     per_chunk = 1000            # progress on standard error every 1,000 inputs
-    for first in range(0, args.inputs, per_chunk):
-        n = min(per_chunk, args.inputs - first)
+    if args.first % per_chunk:
+        p.error("--first must be a multiple of 1,000")
+    for first in range(args.first, args.first + args.inputs, per_chunk):
+        n = min(per_chunk, args.first + args.inputs - first)
         for cls, texts in campaign(n, args.seed * 1_000_003 + first, names,
                                    stats=stats).items():
+            if cls not in found:
+                print(f"new class: {cls}", file=sys.stderr)
             found.setdefault(cls, []).extend(texts)
         print(f"{first + n:,} inputs, {len(found)} class(es)", file=sys.stderr)
     print(report(found, args.inputs, time.monotonic() - start, args.out, stats))

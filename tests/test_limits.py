@@ -6,6 +6,7 @@ command line's last-resort handler), memory in proportion to the input, the Pyth
 and user text in pictures."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -278,3 +279,55 @@ def test_sizing_compiles_at_most_1024_designs_with_its_required_scenarios():
     fewer = astral_dsl.compiles(text.replace(_required(10), _required(9)), name="s.astral")
     plan = sizing.combinations(fewer.design)
     assert plan.refused is None and len(plan.items) == 99
+
+
+@contextlib.contextmanager
+def _instantiators():
+    """The Instantiators (one per compile) made inside the block: their step counts."""
+    from astral_dsl.semantics import instantiate
+
+    made = []
+    original = instantiate.Instantiator.__init__
+
+    def remember(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    instantiate.Instantiator.__init__ = remember
+    try:
+        yield made
+    finally:
+        instantiate.Instantiator.__init__ = original
+
+
+@pytest.mark.parametrize("text", [
+    # 10,000 distinct instantiations of a 200-line template: 2,000,000 fields and more
+    "host Big(k: count = 0) {\n" + "".join(f"  let v{j} = k * {j} W\n" for j in range(200))
+    + "  power = v199\n}\nsite S { hosts = [Big(k = i) for i in 0..10000] }\n",
+    # a list aggregated inside a `for`: 3,000 sums of 3,000 numbers
+    "site S {\n  let xs = [i for i in 0..3000]\n  let ys = [sum(xs) for i in 0..3000]\n"
+    "  check sum(ys) >= 0\n}\n",
+], ids=["distinct-instances", "aggregate-in-a-for"])
+def test_a_compile_evaluates_at_most_two_million_steps(text):
+    """A few kilobytes of text can ask for billions of evaluations; one compile stops at
+    MAX_STEPS with one E409, and nothing more is reported about what was left."""
+    from astral_dsl.semantics import evaluate
+
+    with _instantiators() as made:
+        design = astral_dsl.loads(text, name="costly.astral")
+    e409 = [d for d in design.diagnostics if d.code == "E409"]
+    assert len(e409) == 1 and "more than 2,000,000 steps" in e409[0].message
+    assert [d.code for d in design.diagnostics if d.is_error] == ["E409"]
+    assert evaluate.MAX_STEPS == 2_000_000
+    # past the limit each evaluation still counts as it is abandoned, at most once for each
+    # expression of what was made before: bounded by the limit itself
+    assert max(m.steps for m in made) <= 2 * evaluate.MAX_STEPS
+
+
+def test_the_reference_is_far_below_the_step_limit():
+    from astral_dsl.semantics import evaluate
+
+    with _instantiators() as made:
+        astral_dsl.check(astral_dsl.compile(REPO / "examples" / "astral.astral"),
+                         all_scenarios=True)
+    assert made and max(m.steps for m in made) < evaluate.MAX_STEPS / 1000

@@ -43,6 +43,7 @@ class Instantiator:
         self.view = fields.FrameView(self)    # how roll-ups see the frames (model/rollup.py)
         self.frames: List[Frame] = []
         self.memo: Dict = {}
+        self.steps = 0                # evaluation steps of this compile (evaluate.MAX_STEPS)
         self.overrides = overrides or {}
         self.entry = entry
         self._module_busy: set = set()
@@ -312,6 +313,7 @@ class Instantiator:
 
     def lay_body(self, frame: Frame, body, env: Env):
         spec = frame.spec
+        self.steps += len(body)       # a step each (evaluate.MAX_STEPS): the next eval stops
         for stmt in body:
             if isinstance(stmt, ast.Field):
                 frame.defs[stmt.name.name] = FieldDef(stmt, env, stmt.name.span, stmt.value)
