@@ -1,26 +1,41 @@
 """astral_dsl: a declarative digital-twin language for AI-training datacenters.
 
     >>> import astral_dsl
-    >>> design = astral_dsl.load("examples/astral.astral")
-    >>> design.valid, astral_dsl.summary(design)["gpus"]
+    >>> result = astral_dsl.check("examples/astral.astral")      # `astral check`'s verdict
+    >>> result.valid, result.totals.it_power.to("MW")
 
-The functions are those of astral_dsl/api.py (`load`, `loads`, `compile`, `compiles`, `check`,
-`check_file`, `forecast`, `summary`, `Workspace`), imported on first use: `import astral_dsl`
+The functions and types are those of astral_dsl/api/ (docs/api.md): `load`, `loads`,
+`compile`, `compiles`, `check`, `size`, `forecast`, `diagnosis`, `sweep`, `report`, `diff`,
+`score_runs`, `summary`, and the results they return, imported on first use: `import astral_dsl`
 alone (as `astral --help` does) imports nothing else."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
 
-_API = ("Checked", "Design", "Workspace", "check", "check_file", "compile", "compiles",
-        "forecast", "front_end_errors", "load", "loads", "summary")
+# the API's names (a literal list, so that type checkers read what is exported)
+__all__ = ["__version__", "Checked", "Chosen", "Design", "Diagnostic", "DiffResult",
+           "ForecastError", "ForecastResult", "Instance", "ParamValue", "Quantity", "RunsResult",
+           "Severity", "Sized", "Span", "Target", "Totals", "UnitError", "Workspace", "check",
+           "check_file", "compile", "compiles", "diagnosis", "diff", "forecast",
+           "front_end_errors", "load", "loads", "report", "score_runs", "size", "summary",
+           "sweep"]
+_API = frozenset(__all__[1:])
+
+if TYPE_CHECKING:          # what a type checker sees: the API's own names and types
+    from astral_dsl.api import (Checked, Chosen, Design, Diagnostic, DiffResult, ForecastError,
+                                ForecastResult, Instance, ParamValue, Quantity, RunsResult,
+                                Severity, Sized, Span, Target, Totals, UnitError, Workspace,
+                                check, check_file, compile, compiles, diagnosis, diff, forecast,
+                                front_end_errors, load, loads, report, score_runs, size, summary,
+                                sweep)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _API:
         from astral_dsl import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'astral_dsl' has no attribute {name!r}")
 
-
-__all__ = ["__version__", *_API]

@@ -29,17 +29,23 @@ Evaluate (every compile, `front_end`):
 11. paths       semantics/paths.py: canonical paths and multiplicities of the frames
 12. limits      semantics/entry.py `size_limits`: at most 10^9 GPUs in a site (E405)
 13. checks      semantics/entry.py `user_checks` (checks.py): every user `check` (E500)
-14. freeze      semantics/entry.py `freeze` (freeze.py): the frozen `model.Design`
+14. allows      semantics/allows.py `collect`: the `allow` statements of the project's files (E220)
+15. freeze      semantics/entry.py `freeze` (freeze.py): the frozen `model.Design`
 
 Check (`check`, what `astral check` runs on a Design):
 
-15. size        analyses/sizing.py: the `?`s' `combinations`, each compiled again by the
+16. size        analyses/sizing.py: the `?`s' `combinations`, each compiled again by the
                 workspace and checked, then `choose` solves one MILP (E66x)
-16. jobs        seer/validate.py `validate_jobs`: parallel degrees, batch, placement, memory
-17. engineering analyses/engineering.py `analyse`: network, power, cooling (E6xx)
-18. scenarios   each scenario's twin compiled by the workspace (its parts isolated, its
+17. jobs        seer/validate.py `validate_jobs`: parallel degrees, batch, placement, memory
+18. engineering analyses/engineering.py `analyse`: network, power, cooling (E6xx)
+19. scenarios   each scenario's twin compiled by the workspace (its parts isolated, its
                 `set`s in place), then analyses/engineering.py `run_scenario` on the baseline
                 and the twin (E680, W680)
+20. devices     analyses/inventory.py and fleet.py: the devices the design names (its `name`
+                patterns) and its `inventory` files bind, their names then beside their paths
+                in every diagnostic (W231, E230, E232-E235)
+21. accepted    model/allows.py `accept`: the warnings the design's `allow`s and the baseline
+                accept, kept apart; an `allow` that accepts nothing (W220)
 
 Seer (seer/) forecasts a job of a checked design, on a scenario's twin with its failures applied;
 outputs/ presents results; explore/ varies the design (sweeps, search, margins); cli/ and lsp/
@@ -50,9 +56,12 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl import gcpause
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean, sort_diagnostics
+from astral_dsl.model.allows import Accepted, Baseline, accept, once
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.semantics import entry as passes
+from astral_dsl.semantics.allows import collect as collect_allows
 from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
 from astral_dsl.semantics.overrides import parse_overrides
@@ -60,14 +69,16 @@ from astral_dsl.semantics.paths import canonical_paths, multiplicities
 
 if TYPE_CHECKING:
     from astral_dsl.analyses.engineering import Engineering, ScenarioOutcome
+    from astral_dsl.analyses.summary import Totals
     from astral_dsl.workspace import Workspace
 
 
 # -- the front end ---------------------------------------------------------------------------------
 
+@gcpause.pausing                # frames, values and the frozen design: long-lived
 def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overrides,
               assignments, scenario: Optional[Instance], trace=None) -> Design:
-    """Passes 5-14 over a parsed entry: the Design, with the values of `assignments` for its
+    """Passes 5-15 over a parsed entry: the Design, with the values of `assignments` for its
     unknowns and compiled under `scenario` (its parts isolated, its `set`s in place, its own
     checks run). `trace` (semantics/trace.py) is told every value as it is made."""
     diagnostics: List[Diagnostic] = list(load_diagnostics)
@@ -92,15 +103,18 @@ def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overr
         passes.size_limits(ev, found[0], diagnostics)                             # 12
         results, paths = passes.user_checks(ev, everything, paths, mult, scopes,  # 13
                                             loader)
-        design = passes.freeze(ev, entry, scope, found, paths, results,           # 14
+        allows = collect_allows(loader.modules.values(), entry.key, diagnostics)  # 14
+        design = passes.freeze(ev, entry, scope, found, paths, results,           # 15
                                diagnostics)
+        design = attrs.evolve(design, allows=allows)
     except RecursionError:
         diagnostics.append(Diagnostic("E402", Severity.ERROR,
                                       "the design nests too deeply to compile",
                                       Span.at(entry.key, 1, 1),
                                       "reduce the nesting of expressions or templates"))
         design = passes.empty(entry.key, diagnostics)
-    return attrs.evolve(design, scenario=ev.scenario, overrides=tuple(recorded.items()))
+    return attrs.evolve(design, scenario=ev.scenario, overrides=tuple(recorded.items()),
+                        root=str(getattr(loader, "root", "") or ""))
 
 
 def _instantiator(diagnostics, given, scope, assignments, scenario: Optional[Instance],
@@ -119,12 +133,39 @@ class Checked:
     design: Design
     engineering: Optional["Engineering"]
     scenarios: Tuple["ScenarioOutcome", ...]
-    diagnostics: Tuple[Diagnostic, ...]
+    diagnostics: Tuple[Diagnostic, ...]          # reported: the accepted warnings are apart
     sizing: Optional[object] = None
+    accepted: Tuple[Accepted, ...] = ()          # warnings an `allow` or the baseline accepts
+    baseline: Optional[Baseline] = None
+    devices: Optional[object] = None             # analyses.fleet.Devices: the named parts
 
     @property
     def valid(self) -> bool:
+        """`astral check`'s verdict: no error (exit status 0)."""
         return not any(d.is_error for d in self.diagnostics)
+
+    def accepts(self, d: Diagnostic) -> bool:
+        """Whether the design's allows or the baseline accept `d` (a warning another step
+        found, e.g. on a scenario's twin or in a forecast)."""
+        return bool(accept((d,), self.design.allows, self.baseline).accepted)
+
+    def present(self, diagnostics) -> Tuple[Tuple[Diagnostic, ...], Tuple[Accepted, ...]]:
+        """Other diagnostics of the same design (a forecast's, a picture's under a scenario):
+        each warning once, what the allows and the baseline accept apart (no W220: this
+        check already said which allows are stale)."""
+        split = accept(once(diagnostics), self.design.allows, self.baseline)
+        return (tuple(d for d in split.reported if d.code != "W220"), split.accepted)
+
+    @property
+    def totals(self) -> Optional["Totals"]:
+        """GPUs, hosts, racks, switches and IT power (a Quantity) of the checked design, the
+        figures of `astral check`'s summary line; None when the design declares no site or
+        does not compile."""
+        if not self.design.roots or front_end_errors(self.design):
+            return None
+        from astral_dsl.analyses.summary import totals
+
+        return totals(self.design, self.engineering)
 
 
 def front_end_errors(design: Design) -> bool:
@@ -133,37 +174,89 @@ def front_end_errors(design: Design) -> bool:
 
 
 def check(workspace: "Workspace", design: Optional[Design] = None,
-          scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False) -> Checked:
-    """Steps 15-18 on `design` (default: the workspace's own): `scenarios` are names to run;
+          scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
+          baseline: Optional[Baseline] = None) -> Checked:
+    """Steps 16-20 on `design` (default: the workspace's own): `scenarios` are names to run;
     required scenarios always run; `all_scenarios` runs every one. A design with unknowns is
-    sized first, then checked as sized."""
+    sized first, then checked as sized. The warnings its `allow`s and `baseline` accept are
+    kept apart (step 20)."""
+    from astral_dsl.analyses.fleet import annotated
+
+    checked = _check(workspace, design, scenarios, all_scenarios)
+    complete = checked.engineering is not None or not (
+        checked.design.roots or front_end_errors(checked.design) or checked.design.needs_sizing)
+    diags = checked.diagnostics
+    found = None
+    if complete and checked.design.roots:
+        found, named = devices(workspace, checked.design)                   # 20
+        diags = sort_diagnostics(annotated(tuple(diags) + tuple(named), found))
+    split = accept(diags, checked.design.allows, baseline,                   # 21
+                   [o.name for o in checked.scenarios], complete)
+    return attrs.evolve(checked, diagnostics=split.reported, accepted=split.accepted,
+                        baseline=baseline, devices=found)
+
+
+def devices(workspace: "Workspace", design: Design):
+    """Step 20: the parts the design names (a `name` pattern on a host, a rack, a tier...) and
+    the rows of its `inventory` files bound to them (analyses.fleet.Devices), with the
+    diagnostics of the binding. Nothing is walked for a design that names nothing."""
+    from astral_dsl.analyses import fleet, inventory
+
+    inventories = [i for i in design.instances if i.kind == "inventory"]
+    if not inventories and not inventory.names_anything(design):
+        return fleet.Devices(), ()
+    found = inventory.named_parts(design)
+    diags: List[Diagnostic] = list(found.diagnostics)
+    by_path = {p: fleet.Device(p, kind, name) for p, (kind, name) in found.named.items()
+               if name != p}
+    for inv in inventories:
+        relative = inv.field("file")
+        where = dict(inv.field_spans).get("file", inv.span)
+        name, data, why = workspace.read_beside(relative)
+        rows, bad, lines = fleet.rows_of(data, name) if data is not None else ([], why, True)
+        if bad is not None:
+            diags.append(Diagnostic("E230", Severity.ERROR, f"the inventory `{relative}` cannot "
+                                                            f"be read: {bad}", where,
+                                    "a CSV with a header row, or the JSON of NetBox's "
+                                    "/api/dcim/devices/, beside the design"))
+            continue
+        columns = inventory.columns_of(inv)
+        required = [str(k) for k in getattr(inv.field("required"), "items", ())]
+        binding = fleet.bind(rows, name, lines, columns, found.named, found.by_name, required,
+                             where)
+        diags.extend(binding.diagnostics)
+        by_path.update((d.path, d) for d in binding.devices)
+    return fleet.Devices(by_path), tuple(diags)
+
+
+def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scenarios) -> Checked:
     from astral_dsl.analyses.engineering import analyse, scenario_diagnostics
 
     design = workspace.design if design is None else design
     sizing = None
-    if design.unknowns and not front_end_errors(design):
-        sizing = size(workspace, design)                                          # 15
+    if design.needs_sizing and not front_end_errors(design):
+        sizing = workspace.sizing(design)                                         # 16
         if sizing.diagnostics:
             return Checked(design, None, (), sort_diagnostics(
                 [d for d in design.diagnostics if not d.is_error and d.code != "E500"]
                 + list(sizing.diagnostics)), sizing)
         design = sizing.design
-    diags: List[Diagnostic] = list(design.diagnostics)
+    diags: List[Diagnostic] = list(design.diagnostics) + list(getattr(sizing, "warnings", ()))
     if front_end_errors(design):
         return Checked(design, None, (), sort_diagnostics(diags), sizing)
     from astral_dsl.seer.validate import validate_jobs
 
     # jobs are validated whether or not the entry file declares a site (it may import it)
-    diags.extend(validate_jobs(design))                                           # 16
+    diags.extend(validate_jobs(design))                                           # 17
     if not design.roots:
         return Checked(design, None, (), sort_diagnostics(diags), sizing)
     # a failed user `check` does not stop the engineering checks: they are independent
-    eng = analyse(design)                                                         # 17
+    eng = analyse(design)                                                         # 18
     diags.extend(eng.diagnostics)
     wanted = set(scenarios or ())
     diags.extend(_unknown_scenarios(design, wanted))
     diags.extend(_too_many_scenarios(design, wanted, all_scenarios))
-    outcomes = tuple(run_scenarios(workspace, design, eng, wanted, all_scenarios))  # 18
+    outcomes = tuple(run_scenarios(workspace, design, eng, wanted, all_scenarios))  # 19
     for outcome, scenario in outcomes:
         diags.extend(scenario_diagnostics(outcome, scenario))
     return Checked(design, eng, tuple(o for o, _ in outcomes), sort_diagnostics(diags), sizing)
@@ -215,8 +308,44 @@ def run_scenarios(workspace: "Workspace", design: Design, eng: "Engineering", wa
 
 
 def size(workspace: "Workspace", design: Design):
-    """Step 15: each combination of the structural `?`s compiled and checked (with the twins of
-    its required scenarios), then the choice and its counts compiled once more."""
+    """Step 16: each combination of the structural `?`s compiled and checked (with the twins of
+    its required scenarios), then the choice and its counts compiled once more. What it
+    decides is kept per user (analyses/sizing_cache.py): the same text with the same overrides
+    is then compiled once, with the values chosen, instead of sized again."""
+    from astral_dsl.analyses import sizing_cache
+
+    digest = sizing_cache.key(workspace.sources(), design.overrides)
+    kept = _kept(workspace, design, digest)
+    if kept is not None:
+        return kept
+    result = _size(workspace, design)
+    sizing_cache.write(digest, result)
+    return result
+
+
+def _kept(workspace: "Workspace", design: Design, digest: str):
+    """The sizing the cache holds for `digest`, its chosen design compiled again; None when it
+    holds none (or a damaged one)."""
+    from astral_dsl.analyses import sizing, sizing_cache
+
+    doc = sizing_cache.read(digest)
+    if doc is None:
+        return None
+    try:
+        assigned = sizing_cache.assigned_of(doc)
+        failed = tuple(sizing_cache.diagnostic_of(d) for d in doc["diagnostics"])
+        warnings = tuple(sizing_cache.diagnostic_of(d) for d in doc["warnings"])
+        choice = sizing.rebuilt(design, assigned, doc["objective"], doc["sense"], doc["value"],
+                                int(doc["combinations"]), int(doc["feasible"]), failed,
+                                warnings)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return None
+    if choice.diagnostics:
+        return choice
+    return sizing.sized(choice, workspace.recompile(design, assignments=assigned))
+
+
+def _size(workspace: "Workspace", design: Design):
     from astral_dsl.analyses import sizing
 
     plan = sizing.combinations(design)

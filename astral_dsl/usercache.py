@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -203,6 +202,8 @@ def write(name: str, key: str, value: Any) -> bool:
         return False
     data = MAGIC + key.encode("ascii", "replace") + b"\n" + \
         hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    import tempfile          # here: only a write needs it, and `astral check` starts faster
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)     # mode 0600
     except OSError:

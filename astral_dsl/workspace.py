@@ -2,26 +2,33 @@
 
     ws = Workspace.open("examples/astral.astral", {"hosts_per_rack": "4"})
     ws.design                                   # the design as written (compiled once, kept)
+    ws.sized                                    # with the values sizing chose for its `?`s
     ws.compile(overrides={...})                 # the same parsed source with other `--set`s
     ws.recompile(design, assignments={...})     # as `design` was compiled, other values of `?`
     ws.under(scenario)                          # compiled under a scenario, as sized
 
 Reading, parsing and resolving imports happen in `open` (pipeline.py passes 1-4); every compile
-runs passes 5-14 (`pipeline.front_end`) on the same syntax trees. A Design records what it was
+runs passes 5-15 (`pipeline.front_end`) on the same syntax trees. A Design records what it was
 compiled with (overrides, assignments, scenario) and nothing more: it holds no pointer back."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
 
 import attrs
 
-from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.diagnostics import Diagnostic, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
-from astral_dsl.pipeline import front_end
+from astral_dsl.pipeline import front_end, front_end_errors, size
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, project_root, read_file
 from astral_dsl.syntax.source import encode
+
+if TYPE_CHECKING:
+    from astral_dsl.units import Quantity
+
+# what a parameter may be set to from Python (`Workspace.with_params`, `astral_dsl.load`)
+ParamValue = Union[bool, int, float, str, "Quantity"]
 
 
 @attrs.define(eq=False)
@@ -31,6 +38,7 @@ class Workspace:
     overrides: Mapping[str, object]
     load_diagnostics: Tuple[Diagnostic, ...]     # reading, parsing and imports
     _design: Optional[Design] = None
+    _sizing: Optional[Any] = None
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
@@ -90,10 +98,46 @@ class Workspace:
     def parsed(self) -> bool:
         return self.entry.tree is not None
 
+    def read_beside(self, relative: str) -> Tuple[str, Optional[bytes], Optional[str]]:
+        """A data file a design names (an inventory), relative to the entry file's folder, read
+        as imports are (a regular file of at most 8 MiB, inside the project): (its name as
+        diagnostics show it, its bytes or None, why it could not be read)."""
+        from astral_dsl.semantics.modules import display_name, inside
+
+        folder = self.entry.path.parent if self.entry.path is not None else self.root
+        path = Path(folder) / relative
+        name = display_name(path)
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError) as exc:
+            return name, None, str(exc)
+        if not inside(real, self.root.resolve()):
+            return name, None, "it is outside the project (data files, as imports, stay inside it)"
+        try:
+            return name, self.loader.read(real), None
+        except OSError as exc:
+            return name, None, exc.strerror or str(exc)
+
     def sources(self) -> Tuple[Tuple[str, str], ...]:
         """(file name, text) of every module read, sorted by name."""
         return tuple(sorted({m.source.name: m.source.text for m in self.modules.values()
                              if m.source is not None}.items()))
+
+    def with_params(self, **params: "ParamValue") -> "Workspace":
+        """The same parsed source with these parameters set, by name and as Python values:
+        `ws.with_params(hosts_per_rack=5, rack_limit=Quantity.of(50, "kW"))` (a number takes
+        the unit of the parameter's default, as `--set` does; a str is read as `--set` reads
+        its text). They add to the workspace's own overrides; nothing is read or parsed again.
+        A value of another Python type raises TypeError; a name the design does not declare,
+        or a value of the wrong dimension, is a diagnostic of the new design (E213, E310)."""
+        from astral_dsl.units import Quantity
+
+        for name, value in params.items():
+            if not isinstance(value, (bool, int, float, str, Quantity)):
+                raise TypeError(f"parameter `{name}`: a value is an int, float, bool, str or "
+                                f"Quantity, not {type(value).__name__}")
+        return Workspace(self.entry, self.loader, {**self.overrides, **params},
+                         self.load_diagnostics)
 
     # -- compiling -------------------------------------------------------------------------------
     @property
@@ -102,6 +146,32 @@ class Workspace:
         if self._design is None:
             self._design = self.compile()
         return self._design
+
+    def sizing(self, design: Optional[Design] = None):
+        """`design` (default: the workspace's own) sized (pipeline.size: every `?` chosen), the
+        workspace's own design once per workspace (and once per user: sizing_cache.py)."""
+        if design is not None and design is not self.design:
+            return size(self, design)
+        if self._sizing is None:
+            self._sizing = size(self, self.design)
+        return self._sizing
+
+    @property
+    def sized(self) -> Design:
+        """The design as every command uses it: with the values sizing chose for its `?`s
+        (marked in `chosen`); the design as compiled when it has none, or errors no choice can
+        mend; with sizing's diagnostics (E660, ...) when no choice satisfies it."""
+        return self.sized_of(self.design)
+
+    def sized_of(self, design: Design) -> Design:
+        """`design` (of this workspace) as `sized` gives the workspace's own."""
+        if not design.needs_sizing or front_end_errors(design):
+            return design
+        result = self.sizing(design)
+        if result.diagnostics:
+            return attrs.evolve(design, diagnostics=sort_diagnostics(
+                design.diagnostics + tuple(result.diagnostics)))
+        return result.design
 
     def compile(self, overrides: Optional[Mapping[str, object]] = None,
                 assignments: Optional[Mapping[str, Any]] = None,

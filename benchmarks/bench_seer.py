@@ -11,10 +11,11 @@ Forecasts (the rule included):
 - GPT-3 175B on 64 A100s (TP8 PP8 v3, SP + selective, Korthikanti et al. 2022): < 30 ms;
 - the reference job, Llama 3 405B on 16,384 H800s (interleaved, virtual stages by the rule).
 
-Forecast plus timeline (every operator event of the iteration as data, what `--trace`
-serialises): GPT-3 175B on 1,024 A100s (target < 1 s) and Llama 3 405B on 16,384 H100s
-(target < 3 s), each also with DP doubled: the cost grows with the operators per rank, not with
-the GPU count.
+Forecast plus timeline (every operator event of the iteration as data, seer/timeline.py's
+columns, what `--trace` serialises): GPT-3 175B on 1,024 A100s (target < 60 ms) and Llama 3
+405B on 16,384 H100s (target < 3 s), each also with DP doubled: the cost grows with the
+operators per rank, not with the GPU count. Then the Chrome trace of the first written from
+its timeline (outputs/forecast/trace.py), and its size.
 
 The work budget: one simulation of 1,000,000 pipeline blocks (seer/budget.py), its time and the
 process's peak resident memory."""
@@ -23,6 +24,7 @@ from __future__ import annotations
 import os
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import astral_dsl  # noqa: E402
 from astral_dsl import seer  # noqa: E402
+from astral_dsl.outputs.forecast import trace  # noqa: E402  (numpy: imports are not the work)
 from astral_dsl.seer.comm import Network, Tier  # noqa: E402
 from astral_dsl.seer.costs import GpuSpec  # noqa: E402
 from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec  # noqa: E402
@@ -90,7 +93,10 @@ def main() -> None:
              lambda: seer.run(megatron_1t(), A100, SELENE), 0.3),
             ("GPT-3 175B, 64 A100 (TP8 PP8 v3)", lambda: seer.run(gpt3_64(), A100, SELENE), 0.03),
             ("reference: Llama 3 405B, 16,384 H800 (v by the rule)",
-             lambda: seer.forecast(reference, job="llama405b"), None)]
+             lambda: seer.forecast(reference, job="llama405b"), None),
+            # a plain forecast: the rule's choice stated, no search, no timeline
+            ("reference, virtual_stages = 8 stated (no rule)",
+             lambda: seer.forecast(reference, job="llama405b", virtual_stages=8), 0.01)]
     for label, fn, target in rows:
         cold, warm, fc = timed(fn)
         goal = f"  (target < {target * 1e3:g} ms)" if target else ""
@@ -99,17 +105,26 @@ def main() -> None:
               f"{chosen}{goal}")
     print()
     print(f"{'forecast + timeline, CPU time':<52} {'cold':>9} {'warm':>9} {'events':>10} {'MFU':>6}")
-    rows = [("GPT-3 175B, 1,024 A100 (TP8 PP8 DP16)", gpt3(16), A100, SELENE, 1.0),
+    rows = [("GPT-3 175B, 1,024 A100 (TP8 PP8 DP16)", gpt3(16), A100, SELENE, 0.06),
             ("GPT-3 175B, 2,048 A100 (DP32)", gpt3(32), A100, SELENE, None),
             ("Llama 3 405B, 16,384 H100 (TP8 PP16 DP128)", llama405(128), H100, ASTRAL, 3.0),
             ("Llama 3 405B, 32,768 H100 (DP256)", llama405(256), H100, ASTRAL, None)]
     for label, job, gpu, net, target in rows:
         def with_timeline(job=job, gpu=gpu, net=net):
             fc = seer.run(job, gpu, net)
-            return fc, sum(1 for _ in fc.timeline())
+            return fc, len(fc.timeline())
         cold, warm, (fc, n) = timed(with_timeline)
-        goal = f"  (target < {target:g} s)" if target else ""
+        goal = f"  (target < {target * 1e3:g} ms)" if target else ""
         print(f"{label:<52} {cold * 1e3:7.0f}ms {warm * 1e3:7.0f}ms {n:10,} {fc.mfu:6.1%}{goal}")
+    fc = seer.run(gpt3(16), A100, SELENE)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        t = time.process_time()
+        trace.write_trace(fc, path)
+        dt = time.process_time() - t
+        size = os.path.getsize(path)
+    print(f"the Chrome trace of GPT-3 175B on 1,024 A100 (all {len(fc.timeline()):,} events): "
+          f"written in {dt:.2f} s of CPU, {size / 1e6:.0f} MB")
     print()
     m = ModelSpec("Llama_64L", 64, 4096, 32, 8, 14336, 128256, 8192, "swiglu")
     budget = JobSpec("budget", m, ParallelSpec(tp=8, pp=8, dp=1), 62500, 1, 8192, "full", "bf16")

@@ -302,7 +302,7 @@ def _trace(rng: random.Random, path: Path) -> Path:
     if rng.random() < 0.5:
         body, name = trace_documents.document(trace_documents.Seeded(rng.randrange(2 ** 32)))
     else:
-        from test_tracescan import _small
+        from test_trace_reader import _small
 
         body, name = fuzz_traces.mutate(rng, _small()), "rank-0.json"
     target = path.parent / "traces" / ("rank-%d.json" % rng.randrange(16))

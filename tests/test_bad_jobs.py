@@ -36,7 +36,12 @@ CASES = _cases()
 def test_corpus_is_complete():
     listed = {c[0] for c in CASES}
     assert listed == {p.name for p in BAD.glob("*.astral")}
-    assert {c[1] for c in CASES} >= {code for code in CODES if code[1:3] in ("75", "76")}
+    # not about a job's source: a runs table and its --gpu-file (E766, E767: tests/test_runs.py)
+    # and a forecast outside the calibrated envelope (W753, `astral forecast` only:
+    # tests/test_envelope.py)
+    elsewhere = {"E766", "E767", "W753"}
+    assert {c[1] for c in CASES} >= {code for code in CODES if code[1:3] in ("75", "76")
+                                     and code not in elsewhere}
     for _, code, _, _ in CASES:
         assert code in CODES
 
@@ -72,7 +77,10 @@ OPTION_CASES = {
     "virtual_stages": "virtual_stages_too_many", "stages": "stages_mismatch",
     "zero": "zero_out_of_range", "fsdp": "fsdp_false_zero3",
     "reshard_after_forward": "reshard_without_fsdp", "global_batch": "batch_divisible",
-    "micro": "micro_zero", "seq": "seq_zero",
+    "micro": "micro_zero", "seq": "seq_zero", "cuda_graphs": "cuda_graphs_not_bool",
+    "torch_compile": "torch_compile_not_bool", "ep_overlap": "ep_overlap_not_bool",
+    "fp8_recipe": "fp8_recipe_unknown", "framework": "framework_unknown",
+    "moe_dispatcher": "moe_dispatcher_unknown", "layout": "layout_mismatch",
 }
 
 

@@ -17,7 +17,8 @@ import pytest
 
 import astral_dsl
 from astral_dsl import diagnose, observe, seer
-from astral_dsl.synth import Fault, Noise, generate, inject, write
+from astral_dsl.synth import Fault, Noise, generate, write
+from benchmarks.proof import trial
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
@@ -50,7 +51,7 @@ def test_localisation_sample(small):
     for kind in ("gpu", "nic_port", "tor", "agg", "link_flap", "none"):
         for seed in SAMPLE_SEEDS:
             its = FLAP_ITERATIONS if kind == "link_flap" else 3
-            t = inject.trial(design, fc, rm, kind, seed, "memory", iterations=its)
+            t = trial(design, fc, rm, kind, seed, "memory", iterations=its)
             print(kind, seed, t.fault.part if t.fault else "-", "->", t.first)
             assert t.diagnostics == ()
             rows.append(t)
@@ -73,7 +74,7 @@ def test_each_format_localises(small, fmt):
     """The same faults written as CSV, JSON Lines and Kineto traces, read back and found."""
     design, fc, rm = small
     for kind in ("none", "gpu", "nic_port", "tor", "agg"):
-        t = inject.trial(design, fc, rm, kind, 1, fmt)
+        t = trial(design, fc, rm, kind, 1, fmt)
         print(kind, fmt, t.fault.part if t.fault else "-", "->", t.first)
         assert t.diagnostics == ()
         assert (t.suspects == 0) if kind == "none" else (t.position == 1)
@@ -85,9 +86,9 @@ def test_doubled_noise_raises_no_alarm(small):
     design, fc, rm = small
     noise = Noise(kernel=0.04, comm=0.06, iteration=0.02, gpu_spread=0.02)
     for seed in (11, 12, 13):
-        assert inject.trial(design, fc, rm, "none", seed, "memory", noise).suspects == 0
+        assert trial(design, fc, rm, "none", seed, "memory", noise).suspects == 0
     for kind in ("nic_port", "tor", "agg"):
-        assert inject.trial(design, fc, rm, kind, 11, "memory", noise).position == 1
+        assert trial(design, fc, rm, kind, 11, "memory", noise).position == 1
 
 
 def test_an_uplink_is_a_link_suspect():
@@ -100,7 +101,7 @@ def test_an_uplink_is_a_link_suspect():
         "global_batch = 32", "global_batch = 64")
     design = astral_dsl.loads(text, name=str(SMALL))
     fc, rm = seer.forecast(design), diagnose.rank_map(design)
-    t = inject.trial(design, fc, rm, "uplink", 41, "memory")
+    t = trial(design, fc, rm, "uplink", 41, "memory")
     assert t.fault.part == "Small.fabric.rail[6].plane[A].tor[1] -- Small.fabric.rail[6].plane[A].agg[0]"
     assert t.position == 1
     assert t.first == ("link Small.fabric.rail[6].plane[A|B].tor[1] -- "
@@ -113,7 +114,7 @@ def test_single_pod_sample(tmp_path):
     fc = seer.forecast(design)
     rm = diagnose.rank_map(design)
     for kind, seed in (("nic_port", 11), ("none", 12)):
-        t = inject.trial(design, fc, rm, kind, seed, "memory")
+        t = trial(design, fc, rm, kind, seed, "memory")
         print(kind, t.fault, "->", t.first)
         assert t.diagnostics == ()
         assert (t.position == 1) if kind != "none" else (t.suspects == 0)
@@ -240,6 +241,10 @@ def test_cli_exit_codes_and_json(small, tmp_path):
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc == json.loads(out.read_text())
+    import jsonschema
+
+    jsonschema.validate(doc, json.loads((REPO / "schema" / "diagnosis.schema.json").read_text()))
+    assert doc["verdict"] == "suspects" and doc["exit_code"] == 1
     first = doc["suspects"][0]
     assert first["kind"] == "nic port" and port.name in first["parts"]
     assert first["evidence"][0]["ranks"][:1] and doc["world_size"] == 128
@@ -247,6 +252,27 @@ def test_cli_exit_codes_and_json(small, tmp_path):
     bad.write_text("{ not json")
     proc = _cli("diagnose", str(SMALL), "--observed", str(bad))
     assert proc.returncode == 2 and "E781" in proc.stdout
+
+
+def test_the_diagnosis_does_not_depend_on_the_reading_processes(small, tmp_path):
+    """128 Kineto traces (a NIC port at half rate) read by one process, by two, and by the
+    default (one per core): the same output and the same diagnosis file, byte for byte."""
+    design, fc, rm = small
+    port = rm.ranks[100].ports[0]
+    traces = tmp_path / "traces"
+    write.write_traces(generate(fc, rm, [Fault("nic_port", port.name, 0.5, 100)], seed=4),
+                       str(traces))
+    outputs = []
+    for jobs in (["--jobs", "1"], ["--jobs", "2"], []):
+        out = tmp_path / f"diagnosis{len(outputs)}.json"
+        proc = _cli("diagnose", str(SMALL), "--observed", str(traces), "--format", "json",
+                    "-o", str(out), *jobs)
+        assert proc.returncode == 1, proc.stderr
+        outputs.append((proc.stdout, out.read_bytes()))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert port.name in json.loads(outputs[0][0])["suspects"][0]["parts"]
+    proc = _cli("diagnose", str(SMALL), "--observed", str(traces), "--jobs", "0")
+    assert proc.returncode == 2 and "--jobs 0" in proc.stderr and not proc.stdout
 
 
 TINY = REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from CoolProp.HumidAirProp import HAPropsSI
 
 import astral_dsl
 from astral_dsl.analyses import fluids, formulas
@@ -252,7 +253,7 @@ row Pair {                          // a 2N pair: HVDC side A, utility AC side B
   racks = 10 x R                    // 1 MW
   feeder hvdc {
     current = dc, voltage = 240 V, standard = HVDC240, side = A, capacity = 1.2 MW
-    battery = LeadAcid(time = 15 min)
+    battery = LeadAcid(autonomy = 15 min)
     serves = racks
   }
   feeder utility {
@@ -372,8 +373,11 @@ def test_rectifier_modules_n_plus_1(feeders, power_checked):
     assert f.rectifier_modules_needed == 25
     assert f.rectifier_modules is None               # the cabinet declares no module count
     assert power_checked.engineering.power.rectifier_modules == 25
-    # its losses: 132 kW x (1 / 0.96 - 1) = 5.5 kW (the only feeder with an efficiency)
-    assert power_checked.engineering.power.conversion_loss_w == pytest.approx(5500.0)
+    # its losses: 132 kW x (1 / 0.96 - 1) = 5.5 kW (the only feeder with an efficiency), and its
+    # 25 installed modules at no load, 0.5 % of 5.5 kW each (stdlib.power.Rectifier):
+    # 25 x 27.5 W = 687.5 W -> 6,187.5 W
+    assert f.no_load_w == pytest.approx(687.5)
+    assert power_checked.engineering.power.conversion_loss_w == pytest.approx(5500.0 + 687.5)
 
 
 def test_battery_ieee485(feeders, power_checked):
@@ -450,7 +454,11 @@ row Row {
 site S {
   rows = 1 x Row
   utilization = UTILIZATION
-  facility water { water_class = W32, supply = 30 degC, free_cooling = 6000 h, chiller_cop = 5 }
+  // cold enough for the air unit's coil (10 K approach by default) and the CDUs' (3 K)
+  facility water { water_class = W32, supply = 15 degC, free_cooling = 6000 h, chiller_cop = 5 }
+  // an ideal transformer: the losses below stop at the feeder (tests/test_facility.py and
+  // test_plant.py count transformer losses)
+  transformer mv { capacity = 1 MW, no_load_loss = 0 W, load_loss = 0 W }
 }
 """
 
@@ -515,19 +523,26 @@ def test_pump_power(cooling):
 
 
 def test_air_flow_m3h_and_cfm(cooling):
-    # rise 20 F = 11.111 K; V = Q / (rho cp dT) = 100,000 / (1.2 x 1,006 x 11.111)
-    #   = 7.4553 m^3/s = 26,839 m^3/h = 15,797 CFM (engineering.md: 268.4 m^3/h = 158.0 CFM
-    #   per kW at 20 F).
+    # rise 20 F = 11.111 K; humid air (CoolProp) at the 25 degC supply, the default 15 degC dew
+    # point and sea level (W642: no altitude): V = Q x v_da / (h(36.11 degC) - h(25 degC)) per kg
+    # of dry air = 7.5288 m^3/s = 27,104 m^3/h = 15,953 CFM, 1 % above engineering.md's rule
+    # (1.2 kg/m^3, 1,006 J/kg/K: 268.4 m^3/h = 158.0 CFM per kW at 20 F)
     (air,) = cooling.cooling.air
     assert air.rise_k == pytest.approx(100 / 9)
-    flow = 100_000 / (AIR_RHO * AIR_CP * (100 / 9))
-    assert air.flow_m3s == pytest.approx(flow, rel=1e-9)
+    v = HAPropsSI("Vda", "T", 298.15, "P", 101325, "Tdp", 288.15)
+    dh = (HAPropsSI("H", "T", 298.15 + 100 / 9, "P", 101325, "Tdp", 288.15)
+          - HAPropsSI("H", "T", 298.15, "P", 101325, "Tdp", 288.15))
+    flow = 100_000 * v / dh
+    assert air.flow_m3s == pytest.approx(flow, rel=1e-6)
     m3h = formulas.m3s_to_m3_per_h(air.flow_m3s)
-    assert m3h == pytest.approx(flow * 3600, rel=1e-9)
-    assert m3h / 100 == pytest.approx(268.4, abs=0.05)
+    assert m3h == pytest.approx(flow * 3600, rel=1e-6)
+    rule = 100_000 / (AIR_RHO * AIR_CP * (100 / 9))
+    assert rule * 3600 / 100 == pytest.approx(268.4, abs=0.05)
+    assert m3h / 100 == pytest.approx(rule * 3600 / 100 * flow / rule, rel=1e-6)
+    assert flow / rule == pytest.approx(1.01, abs=0.005)
     cfm = formulas.m3s_to_cfm(air.flow_m3s)
-    assert cfm == pytest.approx(flow * 3600 * CFM_PER_M3H, rel=1e-9)
-    assert cfm / 100 == pytest.approx(158.0, abs=0.05)
+    assert cfm == pytest.approx(flow * 3600 * CFM_PER_M3H, rel=1e-6)
+    assert rule * 3600 * CFM_PER_M3H / 100 == pytest.approx(158.0, abs=0.05)
 
 
 def test_pue_with_chiller_and_free_cooling(cooling):
@@ -611,22 +626,7 @@ IT_KW = HOSTS_KW + SWITCHES * SWITCH_KW     # 668,467.2 + 40,140.8 = 708,608.0 k
 # annual average: the hosts at the site's 75 % utilisation, the switches at full power (they
 # draw near their rating whatever the job): 501,350.4 + 40,140.8 = 541,491.2 kW
 IT_AVG_KW = 0.75 * HOSTS_KW + SWITCHES * SWITCH_KW
-ROW_KW = 16 * 4 * HOST_KW                   # 652.8 kW per row
-ROWS = 8 * 128                              # 1,024 rows, each with an HVDC and a utility feeder
 POD_LIQUID_KW = 0.75 * HOSTS_KW / 8         # 62,668.8 kW per pod loop
-
-
-NET_FEEDERS = 56                            # the network's HVDC (A) and utility (B) feeders
-NET_FEEDER_KW = SWITCHES * SWITCH_KW / NET_FEEDERS   # 40,140.8 / 56 = 716.8 kW each side alone
-
-
-def _battery_ah(kw: float) -> float:
-    # IEEE 485 on the 240 V bus discharged to 120 cells x 1.60 V = 192 V (YD/T 2378's 192 V
-    # low end), eta 1, 15 min; for a row's 652.8 kW:
-    #   I = 652,800 / 192 = 3,400 A; raw = 3,400 x 0.25 h = 850 Ah;
-    #   sized = 850 x 1.0 x 1.25 x 1.1 = 1,168.75 Ah per row (6 strings of 200 Ah hold 1,200);
-    # for a network feeder's 716.8 kW: 3,733.3 A, 1,283.33 Ah (7 strings hold 1,400).
-    return kw * 1000 / (120 * 1.60) * 0.25 * 1.0 * 1.25 * 1.1
 
 
 def _pg25_flow_m3s(supply_c: float = 40.0) -> float:
@@ -668,19 +668,13 @@ def test_size_json_heat_split(size_json):
 def test_size_json_flows(size_json):
     # liquid: 8 pod loops x 62,668.8 kW / (rho cp 10 K) with PG25 at 45 degC
     #   = 8 x 93,786.6 L/min = 750,292.4 L/min
+    # (air flows, humid air at the site's elevation: tests/test_reference_facility.py)
     assert size_json["liquid_flow_l_per_min"] == pytest.approx(
         8 * _pg25_flow_m3s() * 60_000, abs=0.06)
-    # air: each pod's `air room` serves its rows: 25 % x 83,558.4 kW = 20,889.6 kW per pod;
-    #   8 x 20,889,600 / (1.2 x 1,006 x 12) m^3/s x 3,600 = 41,530,019.9 m^3/h
-    # plus the site's `air netroom` (network = true): 20,480 switches x 1.96 kW = 40,140.8 kW;
-    #   40,140,800 / (1.2 x 1,006 x 12) x 3,600 = 9,975,347.9 m^3/h -> 51,505,367.8 m^3/h
-    rows_air = 8 * 0.25 * HOSTS_KW / 8 * 1000 / (AIR_RHO * AIR_CP * 12) * 3600
-    switch_air = 20480 * 1.96 * 1000 / (AIR_RHO * AIR_CP * 12) * 3600
-    assert size_json["air_flow_m3_per_h"] == pytest.approx(rows_air + switch_air, abs=0.06)
 
 
 def test_size_json_cdus(size_json):
-    # CDU(rated = 2 MW): max_flow = 2,000,000 / (995.7 x 4,178 x 10) = 0.048076 m^3/s
+    # CDU(capacity = 2 MW): max_flow = 2,000,000 / (995.7 x 4,178 x 10) = 0.048076 m^3/s
     #   = 2,884.6 L/min; heat: ceil(62,668.8 / 2,000) = 32; flow: ceil(93,786.6 / 2,884.6)
     #   = ceil(32.51) = 33; N = 33, N+1 = 34 per pod (declared 34); 8 pods -> 272.
     cdu_flow = 2_000_000 / (995.7 * 4178 * 10)
@@ -689,80 +683,8 @@ def test_size_json_cdus(size_json):
     assert size_json["cdus"] == 8 * 34 == 272
 
 
-def test_size_json_feeders_rectifiers_batteries(size_json):
-    # feeders: 2 per row x 1,024 rows = 2,048, and the network's 56 per side = 112: 2,160
-    assert size_json["feeders"] == 2 * ROWS + 2 * NET_FEEDERS == 2160
-    # rectifiers: the HVDC side must carry the whole row (2N): ceil(652.8 / 50) = 14, N+1 = 15;
-    #   1,024 rows x 15 = 15,360; each network HVDC feeder 716.8 kW: ceil(716.8 / 50) = 15,
-    #   N+1 = 16; 56 x 16 = 896 -> 16,256
-    assert math.ceil(ROW_KW / 50) == 14
-    assert math.ceil(NET_FEEDER_KW / 50) == 15
-    assert size_json["rectifier_modules"] == ROWS * 15 + NET_FEEDERS * 16 == 16_256
-    # batteries: 1,024 x 1,168.75 Ah + 56 x 1,283.33 Ah = 1,196,800 + 71,866.7 = 1,268,666.7 Ah
-    assert size_json["battery_ah"] == pytest.approx(
-        ROWS * _battery_ah(ROW_KW) + NET_FEEDERS * _battery_ah(NET_FEEDER_KW), abs=0.06)
-    assert size_json["battery_ah"] == pytest.approx(1_268_666.7, abs=0.06)
-
-
-def _astral_facility_kw() -> float:
-    # Annual average facility power with utilization u = 75 % (PUE is an energy ratio), every
-    # component on that one basis:
-    #   IT average = 0.75 x 668,467.2 (hosts) + 40,140.8 (switches, unscaled) = 541,491.2 kW
-    #   conversion losses at the average load each feeder carries, each side of a row carrying
-    #   half of it, and the network's feeders at full power:
-    #     1,024 rows x 0.75 x 326.4 kW x [(1/0.96 - 1) + (1/0.97 - 1)] = 18,197.6 kW
-    #     56 x 358.4 kW x [(1/0.96 - 1) + (1/0.97 - 1)]               =  1,457.0 kW
-    #   pumps (design flow, running all year): 8 x V x 250 kPa / 0.70 = 4,466.0 kW
-    #   fans: 3 % of the average air heat (25 % of the hosts at 75 %, plus the switches)
-    #     = 0.03 x (0.25 x 0.75 x 668,467.2 + 40,140.8) = 0.03 x 165,478.4 = 4,964.4 kW
-    #   the facility water takes all of it: 541,491.2 + 19,654.6 + 4,466.0 + 4,964.4
-    #     = 570,576.2 kW
-    #   chillers on that heat for 8,760 - 7,000 h: 570,576.2 / 6 x 1,760 / 8,760 = 19,106.1 kW
-    #   dry coolers' fans: 2 % of what they reject, the water's heat and the chillers' work:
-    #     0.02 x (570,576.2 + 19,106.1) = 11,793.6 kW
-    #   facility = 570,576.2 + 19,106.1 + 11,793.6 = 601,475.9 kW;  PUE = 1.1108
-    it_avg = IT_AVG_KW
-    each_side = (1 / 0.96 - 1) + (1 / 0.97 - 1)
-    losses = ROWS * 0.75 * ROW_KW / 2 * each_side + NET_FEEDERS * NET_FEEDER_KW / 2 * each_side
-    pumps = 8 * _pg25_flow_m3s() * 250_000 / 0.70 / 1000
-    fans = 0.03 * (0.25 * 0.75 * HOSTS_KW + SWITCHES * SWITCH_KW)
-    water = it_avg + losses + pumps + fans
-    chiller = water / 6 * (8760 - 7000) / 8760
-    return water + chiller + 0.02 * (water + chiller)
-
-
-def _astral_facility_peak_kw() -> float:
-    # At the peak (full load, the hottest hour: no free cooling), what the utility connection
-    # supplies:
-    #   IT 708,608.0 kW; losses at the peak shares: 1,024 x 326.4 x 0.0725945 + 56 x 358.4 x
-    #   0.0725945 = 24,263.5 + 1,457.0 = 25,720.5 kW; pumps 4,466.0 kW; fans 3 % of the peak air
-    #   heat 207,257.6 kW = 6,217.7 kW; water 745,012.2 kW; chillers on all of it: / 6 =
-    #   124,168.7 kW; dry coolers' fans 2 % x (745,012.2 + 124,168.7) = 17,383.6 kW
-    #   facility peak = 745,012.2 + 124,168.7 + 17,383.6 = 886,564.6 kW (unrounded sum)
-    each_side = (1 / 0.96 - 1) + (1 / 0.97 - 1)
-    losses = ROWS * ROW_KW / 2 * each_side + NET_FEEDERS * NET_FEEDER_KW / 2 * each_side
-    pumps = 8 * _pg25_flow_m3s() * 250_000 / 0.70 / 1000
-    water = IT_KW + losses + pumps + 0.03 * (IT_KW - 0.75 * HOSTS_KW)
-    chiller = water / 6
-    return water + chiller + 0.02 * (water + chiller)
-
-
-def test_size_json_pump_power(size_json):
-    # 8 x 1.56311 m^3/s x 250,000 Pa / 0.70 = 4,466.0 kW
-    assert size_json["pump_power_kw"] == pytest.approx(
-        8 * _pg25_flow_m3s() * 250_000 / 0.70 / 1000, abs=1e-3)
-
-
-def test_size_json_facility_power(size_json):
-    assert size_json["facility_power_kw"] == pytest.approx(_astral_facility_kw(), abs=0.01)
-    assert round(size_json["facility_power_kw"], 1) == 601_475.9
-    assert size_json["facility_power_peak_kw"] == pytest.approx(_astral_facility_peak_kw(),
-                                                                abs=0.01)
-    assert round(size_json["facility_power_peak_kw"], 1) == 886_564.6
-
-
-def test_size_json_pue(size_json):
-    assert size_json["pue"] == pytest.approx(_astral_facility_kw() / IT_AVG_KW, abs=1e-4)
+# the feeders, rectifiers and batteries, the pumps, every component of the facility power, the
+# PUE and the peak at the utility point by hand: tests/test_reference_facility.py
 
 
 def test_size_json_agrees_with_the_analysis(size_json, astral_eng):

@@ -208,7 +208,7 @@ scenario far_row { fail Astral.pods[0].rows[100].hvdc
                                 "`Astral.pods[0].rows[0].utility` down")
     # row 100 is past the job's 2,048 hosts (rows 0 to 31): the forecast runs, unchanged
     base = seer.forecast(design)
-    far = astral_dsl.forecast(ws, scenario="far_row")
+    far = astral_dsl.forecast(ws, scenario="far_row").detail
     assert far.iteration_time == base.iteration_time
 
 
@@ -216,7 +216,7 @@ scenario far_row { fail Astral.pods[0].rows[100].hvdc
 def test_group_targets_say_how_many_replicas():
     text = (REPO / "examples" / "astral.astral").read_text() + """
 scenario all_row0 { fail Astral.pods[*].rows[0].hvdc }
-scenario three { fail Astral.pods[0..3].rows[0].hvdc }
+scenario three { fail Astral.pods[0..<3].rows[0].hvdc }
 scenario hosts { set Node.power = 11 kW }
 """
     ws = astral_dsl.compiles(text, name="astral.astral", root=REPO / "examples")
@@ -224,7 +224,7 @@ scenario hosts { set Node.power = 11 kW }
     checked = astral_dsl.check(ws, ["all_row0", "three", "hosts"])
     by = {o.name: o for o in checked.scenarios}
     assert by["all_row0"].notes[0] == "feeder Astral.pods[*].rows[0].hvdc failed (8 feeders)"
-    assert by["three"].notes[0] == "feeder Astral.pods[0..3].rows[0].hvdc failed (3 feeders)"
+    assert by["three"].notes[0] == "feeder Astral.pods[0..2].rows[0].hvdc failed (3 feeders)"
     # 8 pods x 128 rows x 16 racks x 4 hosts
     assert by["hosts"].notes[0] == "Node.power = 11 kW (65,536 hosts)"
     from astral_dsl.outputs.jsonout import scenario_json

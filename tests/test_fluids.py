@@ -185,3 +185,47 @@ def test_outside_the_table_coolprop_answers():
 
 def test_coolprop_version_reported():
     assert fluids.coolprop_version().count(".") >= 1
+
+
+_NO_COOLPROP = """
+import sys
+sys.modules["CoolProp"] = None              # `import CoolProp` fails: not installed
+from astral_dsl.analyses import fluids
+from astral_dsl.cli import main
+print("PG25", fluids.properties("PG25", 35.0).cp == {pg25})
+try:
+    fluids.properties("Ethanol", 40.0)
+except fluids.CoolPropMissing as exc:
+    print("Ethanol:", exc)
+sys.exit(main(["check", sys.argv[1]]))
+"""
+_ETHANOL_LOOP = """
+gpu G { power = 700 W }
+host H { gpus = 8 x G, power = 10 kW, liquid_share = 80 % }
+rack R { hosts = 4 x H }
+fluid Spirit { coolprop = "Ethanol" }
+pod P {
+  racks = 4 x R
+  loop secondary { fluid = Spirit, supply = 35 degC, rise = 10 K }
+}
+site S { pods = 2 x P }
+"""
+
+
+def test_without_coolprop_the_table_serves_and_other_fluids_say_how_to_install(tmp_path):
+    """Should CoolProp be missing from an installation (a dependency): the stdlib's
+    coolants still come from the shipped table, and a loop of another fluid is E646 at its
+    `fluid`, saying how to install it (no traceback, no internal error)."""
+    design = tmp_path / "ethanol.astral"
+    design.write_text(_ETHANOL_LOOP)
+    pg25 = fluids.properties("PG25", 35.0).cp
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", _NO_COOLPROP.format(pg25=repr(pg25)),
+                           str(design)], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "PG25 True" in proc.stdout
+    assert "Ethanol: not in the shipped table" in proc.stdout
+    assert '= hint: pip install "CoolProp>=6.8"' in proc.stdout
+    assert "error[E646]" in proc.stdout and "ethanol.astral:8:28" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr and "E000" not in proc.stdout

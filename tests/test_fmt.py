@@ -61,7 +61,7 @@ def test_docs_snippets_are_formatted(block):
 
 
 # ---- model comparison ----------------------------------------------------------------------------
-_POSITION_KEYS = {"source", "line", "column", "file"}
+_POSITION_KEYS = {"source", "line", "column", "file", "at"}   # `at`: where a chosen `?` is
 
 
 def _strip(o):

@@ -101,7 +101,7 @@ def design(ws):
 
 
 def dp_time(ws, job, scenario=None):
-    fc = astral_dsl.forecast(ws, job=job, scenario=scenario)
+    fc = astral_dsl.forecast(ws, job=job, scenario=scenario).detail
     lays = groups(fc.job, fc.net)
     return fc, lays, comm.all_reduce(fc.net, lays["dp"], S)
 
@@ -152,10 +152,10 @@ def test_pod_dp_all_reduce_only_crosses_its_own_parts(ws, scenario, bw):
 
 def test_the_iteration_follows_the_collective(ws, design):
     base = seer.forecast(design, job="pod_dp")
-    same = astral_dsl.forecast(ws, job="pod_dp", scenario="other_pod_port")
+    same = astral_dsl.forecast(ws, job="pod_dp", scenario="other_pod_port").detail
     assert same.iteration_time == base.iteration_time           # not one of its ranks
-    agg = astral_dsl.forecast(ws, job="pod_dp", scenario="agg2")
-    port = astral_dsl.forecast(ws, job="pod_dp", scenario="port")
+    agg = astral_dsl.forecast(ws, job="pod_dp", scenario="agg2").detail
+    port = astral_dsl.forecast(ws, job="pod_dp", scenario="port").detail
     assert base.iteration_time < agg.iteration_time < port.iteration_time
     # the forecast says which part slows which group, and how many of the job's GPUs
     assert "dp: the slowest group runs at 25.00 GB/s per GPU instead of 50.00 GB/s " \
@@ -163,7 +163,7 @@ def test_the_iteration_follows_the_collective(ws, design):
            "behind it)" in port.notes
     assert any(n.startswith("dp: the slowest group runs at 37.50 GB/s") and
                "64 of the job's GPUs" in n for n in agg.notes)
-    half = astral_dsl.forecast(ws, job="pod_dp", scenario="half_agg")
+    half = astral_dsl.forecast(ws, job="pod_dp", scenario="half_agg").detail
     assert any("tier `tor` oversubscribed 2:1 instead of 1:1" in n for n in half.notes)
 
 

@@ -17,7 +17,8 @@ ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "sem
 # the workspace is the pipeline's (the only place that compiles): `astral check` as a function
 # (pipeline.check) runs the front end, the engineering analyses and Seer's job validation, so
 # it sits above both
-LAYER_OF = {"astral_dsl.workspace": "pipeline"}
+# the collector's pause (gcpause) serves the parser and the module loader: it imports nothing
+LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records"}
 
 
 def _layer(module: str) -> str:

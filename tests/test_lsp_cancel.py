@@ -66,13 +66,16 @@ def test_random_cancels_never_leave_an_internal_error():
         client.close()
 
 
-def test_an_ended_worker_is_replaced_and_the_next_analysis_runs():
+def test_an_ended_worker_is_replaced_and_the_next_analysis_runs(monkeypatch):
     """The machinery under the server: a stopper ends the worker mid-analysis (the caller gets
     Stopped), a worker that dies by itself does too, and the next analysis runs in a fresh
-    worker and answers as `astral check` does."""
+    worker and answers as `astral check` does. (Sizing's result is not kept here, so that each
+    analysis sizes the design again and runs long enough to be stopped mid-way.)"""
     import threading
 
     from astral_dsl.lsp import workers
+
+    monkeypatch.setenv("ASTRAL_CACHE_DIR", "off")
 
     checker = workers.Checker()
     request = (SIZING.as_uri(), str(SIZING), SIZING.read_text(), {})

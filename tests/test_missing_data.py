@@ -1,5 +1,5 @@
-"""No silent zeros: every datum an analysis needs and a design leaves out is reported (W620-W627,
-W648-W658, W690, and the switch power W606; the network's other warnings are in
+"""No silent zeros: every datum an analysis needs and a design leaves out is reported (W620-W630,
+W641-W644, W648-W658, W690, and the switch power W606; the network's other warnings are in
 test_network_fabric.py), with the quantity that was taken as zero or left unchecked computed by
 hand below; a design that declares everything gets none of them; fields no analysis reads are
 errors (E630-E632); and `feeds` / `loop` on racks decide what a feeder / loop supplies (E629,
@@ -14,10 +14,10 @@ import astral_dsl
 
 # A small design that declares everything the analyses use: no warning at all.
 COMPLETE = """
-import stdlib.power { HVDC240, AC400, LeadAcid }
+import stdlib.power { HVDC240, AC400, LeadAcid, Transformer }
 import stdlib.network { DAC_400G_CR4 }
 fluid Water { coolprop = "Water" }
-cdu Cdu { capacity = 300 kW, max_flow = 500 L/min }
+cdu Cdu { capacity = 300 kW, max_flow = 500 L/min, approach = 3 K }
 gpu G { power = 700 W, max_supply = 45 degC }
 nic N { ports = 1, port_speed = 400 Gb/s, power = 25 W }
 switch Sw { ports = 64, port_speed = 400 Gb/s, power = 1 kW }
@@ -34,7 +34,7 @@ row Row {
   racks = 4 x R                     // 160 kW: 120 kW to cold plates, 40 kW to air
   feeder a {
     current = dc, voltage = 240 V, standard = HVDC240, side = A, capacity = 200 kW
-    efficiency = 96 %, battery = LeadAcid(time = 10 min, string_capacity = 300 Ah, strings = 4)
+    efficiency = 96 %, battery = LeadAcid(autonomy = 10 min, string_capacity = 300 Ah, strings = 4)
     conductors = 2, conductor_area = 240 mm^2, material = copper, length = 20 m, ampacity = 600 A
     conductor_temperature = 90 degC
     serves = racks
@@ -50,21 +50,31 @@ row Row {
     fluid = Water, supply = 35 degC, rise = 10 K, cdu = Cdu, cdus = 2, redundancy = n_plus_1
     pump_head = 150 kPa, pump_efficiency = 60 %
   }
-  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %@COIL@ }
 }
 site S {
   rows = 2 x Row
   fabric = F
   utilization = 75 %
-  air netroom { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %, network = true }
+  altitude = 100 m
+  auxiliary = 5 kW
+  transformer mv = Transformer(rating = 500 kVA, units = 2)
+  air netroom { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %, network = true@COIL@ }
   feeder net { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, standard = AC400,
                capacity = 20 kW, count = 2, efficiency = 97 %, network = true
                conductor_area = 16 mm^2, material = copper, length = 20 m, ampacity = 60 A
                conductor_temperature = 90 degC }
-  facility water { water_class = W32, supply = 30 degC, free_cooling = 6000 h, chiller_cop = 6,
-                   rejection_fan_ratio = 2 % }
+  facility water { water_class = W17, supply = 14 degC, free_cooling = 6000 h, chiller_cop = 6,
+                   rejection_fan_ratio = 2 % @WATER@}
+  feeder mech { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, standard = AC400,
+                capacity = 100 kW, efficiency = 100 %, mechanical = true
+                conductor_area = 70 mm^2, material = copper, length = 20 m, ampacity = 200 A
+                conductor_temperature = 90 degC }
 }
-"""
+""".replace("@COIL@", ", approach = 10 K, dew_point = 10 degC").replace(
+    "@WATER@", "\n                   rise = 6 K, pump_head = 200 kPa, pump_efficiency = 75 % ")
+ROOM = "air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %, approach = 10 K, " \
+    "dew_point = 10 degC }"
 
 
 def check(text: str):
@@ -136,8 +146,8 @@ def test_w624_no_efficiency():
 
 
 def test_w625_battery_without_string_capacity():
-    text = COMPLETE.replace("LeadAcid(time = 10 min, string_capacity = 300 Ah, strings = 4)",
-                            "LeadAcid(time = 10 min)")
+    text = COMPLETE.replace("LeadAcid(autonomy = 10 min, string_capacity = 300 Ah, strings = 4)",
+                            "LeadAcid(autonomy = 10 min)")
     d = only(text, "W625")
     # IEEE 485: 160 kW / (120 x 1.75 V) = 761.9 A; x 1/6 h = 126.98 Ah; x 1.25 x 1.1 = 174.6 Ah
     assert round(160_000 / 210 / 6 * 1.25 * 1.1, 1) == 174.6
@@ -146,7 +156,7 @@ def test_w625_battery_without_string_capacity():
 
 
 def test_w625_factors_assumed():
-    text = COMPLETE.replace("LeadAcid(time = 10 min, string_capacity = 300 Ah, strings = 4)",
+    text = COMPLETE.replace("LeadAcid(autonomy = 10 min, string_capacity = 300 Ah, strings = 4)",
                             "Strings").replace(
         "fluid Water", "battery Strings { autonomy = 10 min, cells = 120, end_voltage = 1.75 V,"
                        " string_capacity = 300 Ah, strings = 4, chemistry = lithium_ion }\n"
@@ -173,6 +183,28 @@ def test_w627_no_utilization():
 def test_w648_no_pump_data():
     d = only(COMPLETE.replace("    pump_head = 150 kPa, pump_efficiency = 60 %\n", ""), "W648")
     assert "its pumps count as 0 W" in d.message
+
+
+def test_w648_no_facility_pump_data():
+    # the circuit's heat: 2 rows x 160 kW, 24 kW of switches, their fans and losses, all moved
+    # by pumps whose power is not declared
+    d = only(COMPLETE.replace("pump_head = 200 kPa, pump_efficiency = 75 % ", ""), "W648")
+    assert d.message.startswith("facility water `S.water` declares no `pump_head`, "
+                                "`pump_efficiency`: its pumps, which move ")
+
+
+def test_w644_no_auxiliary_power():
+    d = only(COMPLETE.replace("  auxiliary = 5 kW\n", ""), "W644")
+    assert "lighting, offices, security and building services count as 0 W" in d.message
+
+
+def test_w629_w630_the_power_chain_not_declared():
+    d = only(COMPLETE.replace("  transformer mv = Transformer(rating = 500 kVA, units = 2)\n",
+                              ""), "W630")
+    assert "taken as 0.47 % of the load" in d.message
+    a, b = COMPLETE.index("  feeder mech {"), COMPLETE.index("conductor_temperature = 90 degC }\n}")
+    d = only(COMPLETE[:a] + COMPLETE[b + len("conductor_temperature = 90 degC }\n"):], "W629")
+    assert "are on no declared feeder" in d.message
 
 
 def test_w649_gpu_without_coolant_limit():
@@ -203,8 +235,7 @@ def test_w651_cold_plate_heat_with_no_loop():
 
 
 def test_w652_air_heat_with_no_air_unit():
-    d = only(COMPLETE.replace("  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }\n",
-                              ""), "W652")
+    d = only(COMPLETE.replace(f"  {ROOM}\n", ""), "W652")
     # 8 racks x 25 % x 40 kW = 80 kW
     assert d.message.startswith("80 kW of air heat (8 rack(s)")
 
@@ -228,18 +259,19 @@ site S { racks = 8 x R, utilization = 50 % }
     ("41 degC", "A3", "W655"),      # above A3's 40 degC
 ])
 def test_w654_w655_air_supply_envelopes(supply, cls, code):
-    unit = f"supply = {supply}, rise = 12 K, fan_power_ratio = 3 %" + \
-        (f", ashrae_class = {cls}" if cls else "")
-    text = COMPLETE.replace("air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }",
-                            f"air room {{ {unit} }}")
+    # (a coil 2 K above the 14 degC water reaches 16 degC air)
+    unit = f"supply = {supply}, rise = 12 K, fan_power_ratio = 3 %, approach = 2 K, " \
+        f"dew_point = 10 degC" + (f", ashrae_class = {cls}" if cls else "")
+    text = COMPLETE.replace(ROOM, f"air room {{ {unit} }}")
+    assert text != COMPLETE
     codes = {d.code for d in check(text).diagnostics}
     assert codes == ({code} if code else set()), codes
 
 
 def test_w656_no_facility_and_no_chiller():
-    d = only(COMPLETE.replace("  facility water { water_class = W32, supply = 30 degC, "
-                              "free_cooling = 6000 h, chiller_cop = 6,\n"
-                              "                   rejection_fan_ratio = 2 % }\n", ""), "W656")
+    a = COMPLETE.index("  facility water {")
+    b = COMPLETE.index("  feeder mech {")
+    d = only(COMPLETE[:a] + COMPLETE[b:], "W656")
     assert "no `facility` is declared" in d.message
     d = only(COMPLETE.replace(", chiller_cop = 6,", ","), "W656")
     # 8,760 - 6,000 = 2,760 h a year without free cooling
@@ -251,7 +283,7 @@ def test_w656_no_facility_and_no_chiller():
 def test_w656_free_cooling_without_its_fans():
     # 6,000 h of dry coolers declared, and no fan power for them: a warning, not a silent 0 W
     d = only(COMPLETE.replace(",\n                   rejection_fan_ratio = 2 %", ""), "W656")
-    assert d.message == ("facility `S.water` declares 6,000 h of free cooling but no "
+    assert d.message == ("facility water `S.water` declares 6,000 h of free cooling but no "
                          "`rejection_fan_ratio`: the fans of its dry coolers (or cooling towers) "
                          "count as 0 W in the facility power and the PUE")
     assert d.span.start.line == COMPLETE[:COMPLETE.index("free_cooling")].count("\n") + 1
@@ -319,8 +351,7 @@ def test_w628_network_power_on_no_feeder():
 
 
 def test_w657_no_fan_power():
-    d = only(COMPLETE.replace("air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }",
-                              "air room { supply = 25 degC, rise = 12 K }"), "W657")
+    d = only(COMPLETE.replace(ROOM, ROOM.replace("fan_power_ratio = 3 %, ", "")), "W657")
     assert "`S.rows[0].room` declares no `fan_power_ratio`" in d.message
 
 

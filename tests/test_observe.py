@@ -48,8 +48,8 @@ def test_sampled_traces_of_a_128_rank_job():
                         str(TRACES / "sampled_rank-1.json.gz")])
     assert codes(obs) == []
     assert sorted(obs.ranks) == [0, 1]
-    assert obs.world_sizes == {128: [str(TRACES / "sampled_rank-0.json.gz"),
-                                     str(TRACES / "sampled_rank-1.json.gz")]}
+    assert [(t.world_size, t.file) for t in obs.traces] == [
+        (128, str(TRACES / "sampled_rank-0.json.gz")), (128, str(TRACES / "sampled_rank-1.json.gz"))]
     t1 = obs.ranks[1]
     assert t1.groups == ()              # this trace records no process groups
     s = t1.summary()
@@ -241,7 +241,7 @@ def test_odd_fields_read_alike_on_both_roads(tmp_path):
     """Kernels with a start that is a string, a negative or infinite duration, an event that is
     not an object, a category that is a list, arguments of null, a duration past a float's range, group ranks as a list: the
     schema decode gives up on what it cannot type (the file then takes the full parse), and
-    both roads keep the same kernels."""
+    both ways keep the same kernels."""
     from astral_dsl.observe import tracedoc
 
     def k(ts, dur, name="gemm", **args):
@@ -320,15 +320,12 @@ def test_a_launch_time_past_a_floats_range_is_not_a_time(tmp_path):
 DEEP = 1_000_000
 
 
-@pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("where", ["info", "args", "top"])
-def test_json_nested_a_million_deep_is_a_diagnostic(tmp_path, where, native):
+def test_json_nested_a_million_deep_is_a_diagnostic(tmp_path, where):
     """JSON nested a million deep: no crash (orjson 3.8 took the process down with a
-    segmentation fault), no RecursionError (msgspec and json raise it); on both roads. Nested
-    in `distributedInfo` or at the top the file cannot be read (E781); nested in an argument the
-    reader does not use, the compiled road reads the trace as without it, and the Python road,
-    whose parsers all stop at about 1,000 levels, cannot read it (E781): the one place the two
-    roads differ (docs/diagnose.md)."""
+    segmentation fault), no RecursionError (msgspec and json raise it). Nested in
+    `distributedInfo`, at the top, or in an argument the reader does not use, the file cannot
+    be read (E781): Python's JSON parsers all stop at about 1,000 levels (docs/diagnose.md)."""
     deep = "[" * DEEP + "]" * DEEP
     step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 100}
     kernel = '{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": 5, "args": {%s}}'
@@ -340,11 +337,8 @@ def test_json_nested_a_million_deep_is_a_diagnostic(tmp_path, where, native):
                     % (info, json.dumps(step), kernel % ('"Input Dims": ' + deep))}[where]
     p = tmp_path / "rank-0.json"
     p.write_text(text)
-    traces, diags = observe.read_file(str(p), native=native)
-    if where == "args" and native:
-        assert [d.code for d in diags] == [] and traces[0].iteration.tolist() == [1]
-    else:
-        assert [d.code for d in diags] == ["E781"] and traces == []
+    traces, diags = observe.read_file(str(p))
+    assert [d.code for d in diags] == ["E781"] and traces == []
 
 
 GOOD_ROW = {"rank": 0, "iteration": 1, "phase": "forward", "start_s": 0.0, "duration_s": 1.0,
@@ -406,26 +400,24 @@ def test_a_log_line_nested_a_million_deep_is_a_bad_row(tmp_path):
     assert len(obs.ranks[0]) == 2 and [d.file for d in obs.diagnostics] == [str(p)]
 
 
-@pytest.mark.parametrize("native", [True, False])
-def test_an_integer_past_64_bits_in_distributed_info(tmp_path, native):
-    """msgspec refuses an integer past 64 bits where it decodes any JSON: the compiled road
-    then declines, and both roads read the trace, with the rank and world size it states."""
+def test_an_integer_past_64_bits_in_distributed_info(tmp_path):
+    """msgspec refuses an integer past 64 bits where it decodes any JSON: the trace is then
+    parsed in full, with the rank and world size it states."""
     p = tmp_path / "trace.json"
     p.write_text('{"distributedInfo": {"rank": 3, "world_size": 4, "seed": 18446744073709551616}'
                  ', "traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1",'
                  ' "ts": 0, "dur": 100}, {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10,'
                  ' "dur": 5}]}')
-    traces, diags = observe.read_file(str(p), native=native)
+    traces, diags = observe.read_file(str(p))
     assert diags == [] and (traces[0].rank, traces[0].world_size) == (3, 4)
 
 
 BIG = "1" * 23_000      # past Python's 4,300-digit limit on converting an integer's text
 
 
-@pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("where, codes_seen, rows", [
     ("skipped", [], 1), ("ts", ["E781"], 0), ("info", ["E781"], 0), ("jsonl", ["E784"], 1)])
-def test_an_integer_of_23000_digits(tmp_path, native, where, codes_seen, rows):
+def test_an_integer_of_23000_digits(tmp_path, where, codes_seen, rows):
     """json.loads raises a ValueError that is no JSONDecodeError on it (found by
     tests/fuzz_traces.py: it was an AttributeError traceback): in a field the reader skips the
     trace reads; where it reads, the file is E781; in a JSON Lines log, its row is E784."""
@@ -442,12 +434,11 @@ def test_an_integer_of_23000_digits(tmp_path, native, where, codes_seen, rows):
                  % BIG}[where]
     p = tmp_path / "rank-0.json"
     p.write_text(text)
-    traces, diags = observe.read_file(str(p), native=native)
+    traces, diags = observe.read_file(str(p))
     assert [d.code for d in diags] == codes_seen and len(traces) == rows
 
 
-@pytest.mark.parametrize("native", [True, False])
-def test_a_step_number_of_23000_digits_is_no_step(tmp_path, native):
+def test_a_step_number_of_23000_digits_is_no_step(tmp_path):
     """ProfilerStep#<23,000 digits>: not a step (int() refused it with a ValueError traceback,
     found by tests/fuzz_traces.py); the other step still counts."""
     p = tmp_path / "rank-0.json"
@@ -455,5 +446,5 @@ def test_a_step_number_of_23000_digits_is_no_step(tmp_path, native):
                  '{"ph":"X","cat":"user_annotation","name":"ProfilerStep#%s","ts":0,"dur":10},'
                  '{"ph":"X","cat":"user_annotation","name":"ProfilerStep#2","ts":20,"dur":10},'
                  '{"ph":"X","cat":"kernel","name":"gemm","ts":22,"dur":1}]}' % BIG)
-    traces, diags = observe.read_file(str(p), native=native)
+    traces, diags = observe.read_file(str(p))
     assert diags == [] and traces[0].iterations == (2,)

@@ -485,13 +485,28 @@ def test_e104_column_counts_code_points():
 
 
 def test_e105_unexpected_end_of_file():
+    # a bracket left open is reported where it opens, not at the end of the file
     d = syntax_error("site S {\n  power = 5 kW\n")
     assert d.code == "E105"
-    assert start(d) == (3, 1)
+    assert start(d) == (1, 8)
+    assert d.message == "this `{` is never closed: the file ends at line 3 before its `}`"
     d = syntax_error("site S { a = 1 ")
-    assert d.code == "E105" and start(d) == (1, 16)
+    assert d.code == "E105" and start(d) == (1, 8)
     d = syntax_error("site S (")
-    assert d.code == "E105" and start(d) == (1, 9)
+    assert d.code == "E105" and start(d) == (1, 8)
+    # nothing left open: the end of the file
+    d = syntax_error("param limit =\n")
+    assert d.code == "E105" and start(d) == (2, 1)
+
+
+def test_e105_names_the_brace_the_indentation_says_is_open():
+    """The `}` at column 1 closes `site S {` by its indentation: `rack R {` is the one left
+    open, although bracket counting alone would blame the site."""
+    d = syntax_error("site S {\n  rack R {\n  power = 3 kW\n}\n\ngpu G { power = 1 W }\n")
+    assert d.code == "E105" and start(d) == (2, 10)
+    # brackets in strings and comments do not count
+    d = syntax_error('site S {\n  note = "a { b"  // {\n  y = 1\n  /* { */\n')
+    assert d.code == "E105" and start(d) == (1, 8)
 
 
 def test_e107_unterminated_string():

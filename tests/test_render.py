@@ -237,9 +237,15 @@ def test_reference_power_view():
     power = cv.ctx.eng.power
     hvdc = next(f for f in power.feeders if f.path == "Astral.pods[0].rows[0].hvdc")
     pic = Picture(layout(cv.g, "svg"))
-    feeders = {pic.texts(g)[0]: g for g in pic.with_text(r"^(56 x )?feeder ")}
+    feeders = {pic.texts(g)[0]: g for g in pic.with_text(r"^((56|72) x )?feeder ")}
     assert set(feeders) == {"feeder hvdc · side A", "feeder utility · side B",
-                            "56 x feeder net_hvdc · side A", "56 x feeder net_utility · side B"}
+                            "56 x feeder net_hvdc · side A", "56 x feeder net_utility · side B",
+                            "72 x feeder mech_a · side A", "72 x feeder mech_b · side B"}
+    # the facility's own consumers on the mechanical feeders: 108.56 MW at the peak hour,
+    # 753.9 kW on each of the 144 normally
+    mech = pic.with_text(r"^facility consumers")
+    assert mech and "108.6 MW at the peak hour" in pic.text(mech[0])
+    assert "normal 753.9 kW" in pic.text(feeders["72 x feeder mech_a · side A"])
     # the switches are on the network feeders: 40,140.8 kW / 56 / 2 = 358.4 kW each normally
     net = pic.with_text(r"^network switches")
     assert net and "on the feeders with network = true" in pic.text(net[0])
@@ -256,12 +262,27 @@ def test_reference_power_view():
     assert f"needs {round(hvdc.battery_required_ah):,} Ah" in " ".join(bat)
     supplies = pic.with_text(r"^side [AB] supply")
     assert len(supplies) == 2
-    # each side: 1,024 rows' feeders and 56 network feeders
-    assert all("1,080 feeders" in pic.text(g) for g in supplies)
+    # each side: 1,024 rows' feeders, 56 network feeders and 72 mechanical feeders
+    assert all("1,152 feeders" in pic.text(g) for g in supplies)
     assert pic.with_text(r"^16 x rack GpuRack \|.*40.8 kW peak each", cls="compute")
-    # supply -> rectifier / feeder, rectifier -> bus, battery -> bus, feeders -> racks (or the
-    # network switches), for the rows' and the network's feeders
-    assert cv.edge_count == 12
+    # the 720 2N transformers of 2,500 kVA (stdlib.power.Transformer: P0 = 2,951 W and
+    # Pk = 11,806 W each) carry the site's load at the peak hour, L: P0 + Pk (L / 720 / rating)^2
+    # each
+    (stage,) = cv.ctx.eng.cooling.facility.transformers
+    site = stage.peak_load_w
+    assert site == pytest.approx(cv.ctx.eng.cooling.peak.total_w
+                                 - cv.ctx.eng.cooling.peak.transformers_w)
+    p0 = 2.5e6 * 0.5 * (1 / 0.9953 - 1) / 2
+    peak_loss = 720 * (p0 + 4 * p0 * (site / 720 / 2.5e6) ** 2)
+    assert stage.peak_loss_w == pytest.approx(peak_loss)
+    tx = pic.with_text(r"^transformers mv")
+    assert tx and "720 x 2.5 MVA · two_n" in pic.text(tx[0])
+    assert f"carries {site / 1e6:.0f} MW at the peak hour" in pic.text(tx[0])
+    assert f"{peak_loss / 1e6:.2f} MW at the peak" in pic.text(tx[0])
+    # transformers -> each side's supply, supply -> rectifier / feeder, rectifier -> bus,
+    # battery -> bus, feeders -> racks (or the network switches, or the facility's consumers),
+    # for the rows', the network's and the mechanical feeders
+    assert cv.edge_count == 18
     assert pic.all_text().count("326.4 kW") >= 2
     assert "2N: A + B" in pic.all_text()
 
@@ -277,9 +298,14 @@ def test_reference_cooling_view():
     assert lp
     flow = f"{round(loop.flow_m3s * 60000):,} L/min"
     assert "40 °C supply → 50 °C return" in pic.text(lp[0]) and flow in pic.text(lp[0])
-    assert pic.with_text(r"^facility water · W32")
-    assert pic.with_text(r"^air room \|.*1,442 m³/s")
-    assert "8 x 62.7 MW" in pic.all_text()          # facility water to the 8 pods' CDUs
+    warm, chilled = pic.with_text(r"^facility Warm · W32"), pic.with_text(r"^facility Chilled")
+    assert warm and chilled
+    assert "dry coolers alone 7,716 h a year, sharing 1,044 h" in pic.text(warm[0])
+    assert "cooling towers alone" in pic.text(chilled[0])
+    room = cv.ctx.air["Astral.pods[0].room"]
+    assert pic.with_text(rf"^air room \|.*{round(room.flow_m3s):,} m³/s")
+    assert "8 x 62.7 MW" in pic.all_text()          # warm water to the 8 pods' CDUs
+    assert "8 x 20.9 MW" in pic.all_text()          # chilled water to the 8 pods' rooms
     assert f"PUE {cv.ctx.eng.cooling.pue:.3f}" in pic.all_text()
     rack = pic.with_text(r"^16 x rack GpuRack", cls="compute")
     assert "30.6 kW to liquid (75 %) · 10.2 kW to air each" in pic.text(rack[0])
@@ -315,6 +341,17 @@ def test_violations_are_red_with_their_code_in_the_tooltip():
     assert "problems" in pic.all_text() and "E621" in pic.all_text()
     # the same design without the override has none
     assert not picture(REFERENCE, "power").nodes("violation")
+
+
+@needs_dot
+def test_transformers_too_few_are_red_with_e634(tmp_path):
+    path = tmp_path / "few.astral"
+    text = REFERENCE.read_text()
+    assert "Transformer(units = 720)" in text
+    path.write_text(text.replace("Transformer(units = 720)", "Transformer(units = 600)"))
+    pic = picture(path, "power")
+    tx = pic.with_text(r"^transformers mv")
+    assert tx and "E634" in pic.tooltip(tx[0]) and RED_FILL in pic.fills(tx[0])
 
 
 @needs_dot

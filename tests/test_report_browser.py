@@ -272,3 +272,16 @@ def test_screenshot_and_pdf(reference, tmp_path):
     pages = len(re.findall(rb"/Type\s*/Page(?!s)", pdf.read_bytes()))
     # the print stylesheet starts each section on a page of its own: at least 8 pages
     assert pages >= 8
+
+
+def test_timeline_lanes_and_matrix_figures_in_the_browser(reference_dom):
+    """#25's pictures as the browser shows them: the reference's timeline (drawn a block at a
+    time) has a TP lane under every stage, shaded by the share of the time it is busy; the
+    scenario matrix's oversubscription is printed as its notes print it (four decimals)."""
+    svg = re.search(r'<svg[^>]*class="timeline".*?</svg>', reference_dom, re.S).group(0)
+    labels = re.findall(r'<text class="lane"[^>]*>([^<]*)</text>', svg)
+    for stage in range(16):
+        assert f"stage {stage} TP comm" in labels
+    assert re.search(r'<rect class="s-tp"[^>]*fill-opacity="0\.[2468]"', svg)
+    assert "worst oversubscription: 1.0000:1" in _text(reference_dom, "scenarios")
+    assert "1.000:1" not in _text(reference_dom, "scenarios")

@@ -249,6 +249,43 @@ def test_timeline_as_data_window_and_levels():
     assert max(e.end for e in ops) == pytest.approx(fc.iteration_time)
 
 
+@pytest.mark.parametrize("level,window", [(None, None), ("op", (1, 3)), ("layer", None),
+                                          ("block", None), ("block", (0, 2))])
+def test_trace_file_is_the_trace_document_as_json(level, window, tmp_path):
+    """write_trace makes each event's text from the timeline's columns: the file must be the
+    bytes of chrome_trace's document (one dict per Event) dumped as compact JSON."""
+    fc = run(gpt3_job(pp=4, dp=2, B=16, v=3, sp=True, rec="selective"))
+    out = tmp_path / "trace.json"
+    note = trace.write_trace(fc, str(out), level, window)
+    level, window, _ = trace.choose(fc, level, window)
+    doc = trace.chrome_trace(fc, level, window, note)
+    assert out.read_text(encoding="utf-8") == json.dumps(doc, separators=(",", ":"))
+    tl = fc.timeline(window=window, level=level)
+    assert len(tl) == sum(1 for e in doc["traceEvents"] if e["ph"] == "X")
+    assert len(tl) <= count(fc, level, window)         # (count: a bound, not visiting blocks)
+
+
+def test_timeline_rows_are_their_templates_shifted_to_each_block():
+    fc = run(gpt3_job(pp=4, dp=1, B=8, v=2))
+    tl = fc.timeline()
+    events = list(tl)
+    run0 = fc.runs[1]
+    k = 3                                      # stage 1's fourth block
+    x = run0.codes[k]
+    vm = run0.v * run0.m
+    phase, chunk, mb = ("B" if x >= vm else "F"), (x % vm) // run0.m, x % run0.m
+    ops = [o for o in fc.lowering.template(1, chunk, phase).ops if o.dur > 0]
+    stage1 = [e for e in events if e.stage == 1]
+    per_block = len(ops)
+    block = stage1[k * per_block:(k + 1) * per_block]
+    first = fc.lowering.chunks[1][chunk][0]
+    for e, o in zip(block, ops):
+        assert (e.name, e.stream, e.cat) == (o.name, o.stream, o.cat)
+        assert (e.start, e.end) == (run0.start[k] + o.start, run0.start[k] + o.end)
+        assert dict(e.args)["micro_batch"] == mb
+        assert dict(e.args)["layer"] == (o.layer + first if o.layer >= 0 else o.layer)
+
+
 def test_huge_trace_is_windowed():
     par = ParallelSpec(tp=8, pp=64, dp=1)
     m = ModelSpec("1T", 128, 25600, 160, 160, 102400, 51200, 2048, "gelu")
@@ -289,13 +326,13 @@ def test_plane_down_slows_dp_heavy_jobs():
     design = ws.design
     assert design.valid, [d.message for d in design.diagnostics]
     base = seer.forecast(design, job="dp_heavy")
-    down = astral_dsl.forecast(ws, job="dp_heavy", scenario="plane_b_down")
+    down = astral_dsl.forecast(ws, job="dp_heavy", scenario="plane_b_down").detail
     assert down.iteration_time > base.iteration_time * 1.02
     assert down.breakdown["dp_comm"] > 1.5 * base.breakdown["dp_comm"]
     assert any("plane[B]" in n and n.startswith("dp: ") for n in down.notes)
     # a job inside one host does not notice
     a = seer.forecast(design, job="tp_only")
-    b = astral_dsl.forecast(ws, job="tp_only", scenario="plane_b_down")
+    b = astral_dsl.forecast(ws, job="tp_only", scenario="plane_b_down").detail
     assert b.iteration_time == pytest.approx(a.iteration_time)
 
 

@@ -506,7 +506,7 @@ def test_comprehension(tmp_path):
     d = build("""
         gpu A { power = 1 W }
         host H(slot: count = 0) { gpus = 2 x A }
-        rack R { hosts = [H(slot = i) for i in 0..8] }
+        rack R { hosts = [H(slot = i) for i in 0..<8] }
         site S { racks = 1 x R }
     """, tmp_path)
     assert d.valid, d.diagnostics
@@ -532,8 +532,8 @@ def test_paths_into_groups(tmp_path):
     d = astral(tmp_path, """
       check count(pods[3].racks) == 64
       check pods[3].racks[16].power == 40 kW
-      check count(pods[0..4]) == 4
-      check count(pods[0..4].racks) == 256
+      check count(pods[0..3]) == 4
+      check count(pods[0..<4].racks) == 256
       check count(pods[*].racks) == 16384
       check count(pods[*]) == 256
     """)
@@ -598,7 +598,7 @@ def test_aggregates_over_mixed_groups(tmp_path):
           check min(racks.power) == 32 kW
           check count(gpus) == 64 + 96
           check racks[0].power == 44.8 kW
-          check racks[1..4].power == 32 kW
+          check racks[1..3].power == 32 kW
           check all(racks.power > 40 kW) else warning "not all racks are dense"
         }
     """, tmp_path)

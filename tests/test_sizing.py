@@ -18,21 +18,21 @@ SMALL = """\
 gpu G { power = 700 W, price = 20000 USD }
 host H { gpus = 8 x G, power = 10 kW, liquid_share = 80 %, price = 40000 USD }
 rack R {
-  hosts = (? in 1..4) x H
+  hosts = (? in 1..3) x H
   power_limit = 35 kW
 }
 fluid F { coolprop = "Water" }
 cdu C { capacity = 100 kW, price = 30000 USD }
-rectifier Rect { module = 25 kW, redundancy = n_plus_1, price = 1500 USD, modules = ? in 3..9 }
+rectifier Rect { module = 25 kW, redundancy = n_plus_1, price = 1500 USD, modules = ? in 3..8 }
 row Row {
   racks = 4 x R
   feeder a {
     current = dc, voltage = 240 V, side = A, capacity = 50 kW
-    count = ? in 1..4, price = 5000 USD
+    count = ? in 1..<4, price = 5000 USD
     rectifier = Rect
     serves = racks
   }
-  loop l { fluid = F, supply = 35 degC, rise = 10 K, cdu = C, cdus = ? in 1..5,
+  loop l { fluid = F, supply = 35 degC, rise = 10 K, cdu = C, cdus = ? in 1..4,
            redundancy = n_plus_1, serves = racks }
 }
 site S {
@@ -124,8 +124,8 @@ def test_infeasible_names_the_conflicting_constraints(tmp_path):
 
 def test_domain_conflict_names_both_lines(tmp_path):
     path = tmp_path / "narrow.astral"
-    path.write_text(SMALL.replace("count = ? in 1..4", "count = ? in 1..3")
-                    .replace("(? in 1..4) x H", "(? in 3..4) x H"))
+    path.write_text(SMALL.replace("count = ? in 1..<4", "count = ? in 1..2")
+                    .replace("(? in 1..3) x H", "(? in 3..<4) x H"))
     checked = astral_dsl.check(astral_dsl.compile(path))
     e660 = [d for d in checked.diagnostics if d.code == "E660"]
     assert e660, checked.diagnostics
@@ -165,3 +165,21 @@ def test_infeasible_file_under_tests_names_every_conflict():
     assert "[E624]" in text and "infeasible.astral:8)" in text                  # the rack limit
     assert "allows at most 2" in text and "infeasible.astral:14" in text        # the capped count
     assert "all 4 combinations" in text
+
+
+def test_minimize_cost_with_nothing_priced_warns_w800(tmp_path):
+    """Without a price anywhere every combination costs 0 USD: said, not reported as a cost."""
+    import re
+
+    path = tmp_path / "unpriced.astral"
+    path.write_text(re.sub(r",\s*price = \d+ USD", "", SMALL))
+    assert "price" not in path.read_text()
+    checked = astral_dsl.check(astral_dsl.compile(path))
+    assert checked.valid, checked.diagnostics
+    (w,) = [d for d in checked.diagnostics if d.code == "W800"]
+    assert (w.span.start.line, w.span.start.column) == (24, 3)          # `minimize cost`
+    assert "nothing declares one" in w.message
+    priced = tmp_path / "small.astral"
+    priced.write_text(SMALL)
+    checked = astral_dsl.check(astral_dsl.compile(priced))
+    assert not [d for d in checked.diagnostics if d.code == "W800"]

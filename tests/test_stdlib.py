@@ -18,11 +18,12 @@ FILES = ["hardware", "models", "cooling", "power", "network"]
 
 # Names other code depends on (examples, golden tests): they must stay.
 REQUIRED = {
-    "hardware": ["A100_80GB", "H100_SXM", "H800", "H200", "B200", "CX7_2x200G", "CX6_HDR",
+    "hardware": ["A100_80GB", "H100_SXM", "H100", "H800", "H200", "B200", "CX7_2x200G", "CX6_HDR",
                  "CX7_400G", "Switch25T", "Switch51T", "QM8700_HDR", "QM9700_NDR", "HGX8",
                  "DGX_A100", "DGX_H100", "DGX_B200"],
     "models": ["GPT3_175B", "Megatron_1T", "Llama3_8B", "Llama3_70B", "Llama3_405B",
-               "Mixtral_8x7B", "DeepSeek_V3", "GPT_22B", "GPT_530B"],
+               "Mixtral_8x7B", "DeepSeek_V3", "GPT_22B", "GPT_530B", "Llama2_7B", "Llama2_13B",
+               "Llama2_70B"],
     "cooling": ["Water", "PG25", "CDU", "CoolIT_CHx750"],
     "power": ["HVDC240", "HVDC336", "HVDC380", "HVDC800", "AC400", "AC415", "AC480",
               "Rectifier", "LeadAcid"],
@@ -139,7 +140,7 @@ import stdlib.hardware as hw
 import stdlib.power { HVDC240, AC400, Rectifier, LeadAcid }
 import stdlib.cooling { PG25, CDU }
 import stdlib.models { Llama3_405B }
-rack R { hosts = 4 x hw.HGX8(gpu = hw.H800, nic = hw.CX7_2x200G, peak = 10 kW) }
+rack R { hosts = 4 x hw.HGX8(gpu = hw.H800, nic = hw.CX7_2x200G, power = 10 kW) }
 site S {
   racks = 2 x R
   power P {
@@ -147,7 +148,7 @@ site S {
     feeder utility { current = ac, voltage = 400 V, standard = AC400, phases = 3 }
   }
   cooling C {
-    loop secondary { fluid = PG25, supply = 40 degC, rise = 10 K, cdu = CDU(rated = 2 MW), cdus = 2 }
+    loop secondary { fluid = PG25, supply = 40 degC, rise = 10 K, cdu = CDU(capacity = 2 MW), cdus = 2 }
   }
 }
 job J { model = Llama3_405B, parallel { tp = 8, pp = 16, dp = 1 } }
@@ -299,6 +300,16 @@ def test_llama3_405b(models):   # Llama 3 Herd of Models, Table 3
                    "vocab": 128256, "seq": 8192}
 
 
+def test_llama2(models):   # Touvron et al., Llama 2 (2023), Table 1; the models' config.json
+    table = {"Llama2_7B": (32, 4096, 32, 32, 11008), "Llama2_13B": (40, 5120, 40, 40, 13824),
+             "Llama2_70B": (80, 8192, 64, 8, 28672)}
+    for name, shape in table.items():
+        assert tuple(_get(models, name, f) for f in
+                     ("layers", "hidden", "heads", "kv_heads", "ffn")) == shape, name
+        assert (_get(models, name, "vocab"), _get(models, name, "seq")) == (32000, 4096), name
+        assert str(models.instance(f"S.x_{name}").field("activation")) == "swiglu", name
+
+
 def test_mixtral_and_deepseek(models):
     assert [_get(models, "Mixtral_8x7B", f) for f in ("layers", "hidden", "experts", "top_k")] \
         == [32, 4096, 8, 2]
@@ -332,7 +343,8 @@ def test_swiglu_params_follow_the_architecture(models):
     """Untied embeddings, GQA attention, 3-matrix SwiGLU experts, a router per MoE layer, two norms
     per layer and a final norm; matches 8.03B / 70.6B / 405.9B / 46.7B."""
     for name, billions in (("Llama3_8B", 8.03), ("Llama3_70B", 70.55), ("Llama3_405B", 405.85),
-                           ("Mixtral_8x7B", 46.70)):
+                           ("Mixtral_8x7B", 46.70), ("Llama2_7B", 6.74), ("Llama2_13B", 13.02),
+                           ("Llama2_70B", 68.98)):
         g = {f: _get(models, name, f) for f in ("layers", "hidden", "heads", "kv_heads", "ffn",
                                                   "vocab")}
         experts = models.instance(f"S.x_{name}").field("experts")
@@ -358,8 +370,8 @@ def test_fluids_and_cdu():
 
 
 def test_cdu_flow_scales_with_rating_and_rise():
-    d = _design("import stdlib.cooling { CDU }\nsite S { c = CDU(rated = 120 kW, rise = 10 K), "
-                "d = CDU(rated = 1 MW, rise = 5 K) }\n")
+    d = _design("import stdlib.cooling { CDU }\nsite S { c = CDU(capacity = 120 kW, rise = 10 K), "
+                "d = CDU(capacity = 1 MW, rise = 5 K) }\n")
     assert d.instance("S.c").field("max_flow").value_in("L/min") == pytest.approx(173, rel=5e-3)
     assert d.instance("S.d").field("max_flow").value_in("L/min") == pytest.approx(2890, rel=5e-3)
 
@@ -403,9 +415,60 @@ def test_battery_ieee485_engineering_example():
 
 def test_template_parameters_override():
     d = _design("import stdlib.power { LeadAcid, Rectifier }\n"
-                "site S { b = LeadAcid(time = 10 min, n_cells = 240), "
-                "r = Rectifier(rating = 15 kW, redundancy = \"two_n\") }\n")
+                "site S { b = LeadAcid(autonomy = 10 min, cells = 240), "
+                "r = Rectifier(module = 15 kW, redundancy = \"two_n\") }\n")
     assert d.instance("S.b").field("autonomy").value_in("min") == 10
     assert d.instance("S.b").field("cells").si == 240
     assert d.instance("S.r").field("module").value_in("kW") == 15
     assert str(d.instance("S.r").field("redundancy")) == "two_n"
+
+
+# ---- parameters named as the fields they set; the old names still work, with W211 ---------------
+@pytest.mark.parametrize("module, call, field, value", [
+    ("power", "Rectifier(rating = 15 kW)", "module", ("kW", 15)),
+    ("power", "Rectifier(eff = 97 %)", "efficiency", (None, 0.97)),
+    ("power", "LeadAcid(time = 10 min)", "autonomy", ("min", 10)),
+    ("power", "LeadAcid(n_cells = 240)", "cells", (None, 240)),
+    ("power", "LeadAcid(eff = 95 %)", "efficiency", (None, 0.95)),
+    ("cooling", "CDU(rated = 2 MW)", "capacity", ("MW", 2)),
+])
+def test_old_parameter_names_are_accepted_with_w211(module, call, field, value):
+    name = call.split("(")[0]
+    old = call.split("(")[1].split(" =")[0]
+    text = f"import stdlib.{module} {{ {name} }}\nsite S {{ x = {call} }}\n"
+    design = astral_dsl.loads(text, name="old.astral")
+    (w,) = design.diagnostics
+    assert (w.code, w.severity.value) == ("W211", "warning")
+    assert w.message == f"`{old}` is the old name of `{name}`'s parameter `{field}`"
+    assert (w.span.start.line, w.span.start.column) == (2, 15 + len(name))
+    unit, expected = value
+    got = design.instance("S.x").field(field)
+    assert (got.value_in(unit) if unit else got.si) == pytest.approx(expected)
+    # the new name means the same, without a word
+    new = _design(text.replace(f"{old} =", f"{field} ="))
+    assert new.instance("S.x").field(field) == got
+
+
+def test_hgx8_parameters_are_the_host_fields():
+    d = _design("import stdlib.hardware { HGX8, H100_SXM, CX7_400G }\n"
+                "site S { x = HGX8(gpu = H100_SXM, nic = CX7_400G, power = 11 kW, units = 9 U, "
+                "liquid_share = 0 %) }\n")
+    host = d.instance("S.x")
+    assert host.field("power").value_in("kW") == 11 and host.field("units").value_in("U") == 9
+    assert host.field("liquid_share").si == 0
+    old = astral_dsl.loads("import stdlib.hardware { HGX8, H100_SXM, CX7_400G }\n"
+                           "site S { x = HGX8(gpu = H100_SXM, nic = CX7_400G, peak = 11 kW, "
+                           "height = 9 U, liquid = 0 %) }\n", name="old.astral")
+    assert [d.code for d in old.diagnostics] == ["W211"] * 3
+    assert old.instance("S.x").field("power") == host.field("power")
+
+
+def test_h100_is_the_sxm_part():
+    d = _probe("hardware", "H100", "H100_SXM")
+    for field in ("power", "memory", "memory_bandwidth", "flops_bf16", "flops_fp8",
+                  "nvlink_bandwidth", "system_power", "system_units", "sms"):
+        assert _get(d, "H100", field) == _get(d, "H100_SXM", field), field
+    design = astral_dsl.loads("import stdlib.hardware { H100, CX7_400G, HGX8 }\n"
+                              "host Node = HGX8(gpu = H100, nic = CX7_400G)\n"
+                              "site S { h = 2 x Node }\n", name="h100.astral")
+    assert design.valid and not design.diagnostics, design.diagnostics

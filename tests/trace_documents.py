@@ -1,4 +1,4 @@
-"""Trace documents for tests/test_tracescan.py, written as JSON text (so that keys may repeat,
+"""Trace documents for tests/test_trace_reader.py, written as JSON text (so that keys may repeat,
 whitespace and escapes vary, and numbers are spelt exactly as chosen).
 
 A document is a tree of Python values plus `Obj` (an object whose keys may repeat) and `Lit`

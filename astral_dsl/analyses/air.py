@@ -1,7 +1,15 @@
 """Air units: the heat of what they cool that cold plates do not take (and, with
-`network = true`, the switches' heat less what their cold plates take), air flow from
-Q = rho * V * cp * dT, the heat per rack, fan power (on the average heat over the year, on the
-peak heat at the peak), and the supply temperature against ASHRAE's envelopes.
+`network = true`, the switches' heat less what their cold plates take), air flow, the heat per
+rack, fan power (on the average heat over the year, on the peak heat at the peak), and the
+supply temperature against ASHRAE's envelopes.
+
+The flow is that of humid air (analyses/humid_air.py, CoolProp's HAPropsSI): Q over the
+enthalpy rise per kilogram of dry air, times the specific volume of the supply air
+(formulas.humid_air_flow), at the supply temperature, the unit's `dew_point` and the site's
+pressure (its `altitude`, else its climate file's elevation: formulas.pressure_at_altitude).
+A unit that declares no dew point is taken at [assumed] 15 degC (or its supply, if colder),
+the upper dew point of ASHRAE's recommended envelope: the moistest air it allows, the least
+dense, so the flow is not underestimated (W642).
 
 ASHRAE TC 9.9, Thermal Guidelines for Data Processing Environments (5th ed., 2021): the
 recommended inlet envelope is 18-27 degC dry bulb; the allowable ranges are A1 15-32, A2 10-35,
@@ -12,7 +20,7 @@ from typing import Optional
 
 import attrs
 
-from astral_dsl.analyses import formulas
+from astral_dsl.analyses import formulas, humid_air
 from astral_dsl.analyses.loops import liquid_heat
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
@@ -21,6 +29,7 @@ from astral_dsl.model.values import Symbol
 from astral_dsl.units import Quantity, format_number, readable
 
 RECOMMENDED_C = (18.0, 27.0)
+DEFAULT_DEW_POINT_C = 15.0
 ALLOWABLE_C = {"A1": (15.0, 32.0), "A2": (10.0, 35.0), "A3": (5.0, 40.0), "A4": (5.0, 45.0)}
 
 
@@ -36,6 +45,9 @@ class AirResult:
     fan_power_ratio: Optional[float] = None
     it_heat_w: float = 0.0      # the part of heat_w that comes from what it serves (not switches)
     average_heat_w: float = 0.0  # heat_w over the year: what it serves at its utilization
+    density: Optional[float] = None      # of the supply air, kg of humid air per m^3
+    dew_point_c: Optional[float] = None
+    pressure_pa: Optional[float] = None
 
 
 def _si(v) -> Optional[float]:
@@ -63,9 +75,11 @@ def uncooled_network(mult, served, diags) -> None:
 
 
 def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
-                units=None, averages=None) -> AirResult:
+                units=None, averages=None, pressure_pa: float = formulas.SEA_LEVEL_PA
+                ) -> AirResult:
     """`units` (analyses/served.py) gives the switches' heat of a `network = true` unit;
-    `averages` (analyses/utilization.py) the average heat of what it serves."""
+    `averages` (analyses/utilization.py) the average heat of what it serves; `pressure_pa` the
+    site's air pressure."""
     network_only = inst.field("network") is True and inst.field("serves") is None
     served = [] if network_only else served
     it_heat = sum(c * (power_of(i, cache).si - liquid_heat(i, cache)) for c, i in served)
@@ -80,17 +94,17 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
                                 f"no heat to air", inst.span,
                                 "set `serves = ...`, or remove the unit"))
     rise = _si(inst.field("rise")) or 0.0
-    flow = formulas.air_flow(heat, rise) if rise > 0 else 0.0
+    flow, density, dew = _flow(inst, heat, rise, pressure_pa, diags)
     worst = 0.0
     for c, part in served:
         for _, rack in group_of(part, ("rack",), cache).flat():
             worst = max(worst, power_of(rack, cache).si - liquid_heat(rack, cache))
     limit = _si(inst.field("max_rack_heat"))
     if limit is not None and worst > limit * (1 + 1e-9):
+        sent, removed = readable.powers_apart(worst, limit, 2)
         diags.append(Diagnostic("E644", Severity.ERROR,
-                                f"a rack sends {readable.power(worst, 2)} to "
-                                f"air, more than `{inst.path}` removes per rack "
-                                f"({readable.power(limit, 2)} at a "
+                                f"a rack sends {sent} to air, more than `{inst.path}` removes "
+                                f"per rack ({removed} at a "
                                 f"{format_number(rise)} K rise)", inst.span_of("max_rack_heat"),
                                 "raise the liquid share or the air rise, or lower the rack's "
                                 "load"))
@@ -103,7 +117,43 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
                                 "unit's data sheet)"))
     _envelope(inst, diags)
     return AirResult(inst.path, replicas, heat, rise, flow, worst,
-                     owner.path if owner is not None else "", ratio, it_heat, average)
+                     owner.path if owner is not None else "", ratio, it_heat, average, density,
+                     dew, pressure_pa)
+
+
+def _flow(inst: Instance, heat: float, rise: float, pressure_pa: float, diags):
+    """(flow m^3/s, density of the supply air, its dew point) of humid air."""
+    supply = inst.field("supply")
+    if rise <= 0 or not isinstance(supply, Quantity):
+        return 0.0, None, None
+    t = supply.value_in("degC")
+    dew_q = inst.field("dew_point")
+    if isinstance(dew_q, Quantity):
+        dew = dew_q.value_in("degC")
+        if dew > t + 1e-9:
+            diags.append(Diagnostic("E646", Severity.ERROR,
+                                    f"air unit `{inst.path}` declares a dew point of "
+                                    f"{format_number(dew)} degC, above its "
+                                    f"{format_number(t)} degC supply: air cannot hold that "
+                                    f"much water", inst.span_of("dew_point"),
+                                    "a dew point is at most the dry bulb"))
+            return 0.0, None, None
+    else:
+        dew = min(DEFAULT_DEW_POINT_C, t)
+        diags.append(Diagnostic("W642", Severity.WARNING,
+                                f"air unit `{inst.path}` declares no `dew_point`: its air is "
+                                f"taken at a {format_number(dew)} degC dew point (the upper "
+                                f"limit of ASHRAE's recommended envelope, the least dense air)",
+                                inst.span, "declare `dew_point = ...`, the supply air's moisture"))
+    try:
+        state, dh = humid_air.heating(t, rise, dew, pressure_pa)
+    except ValueError as exc:
+        diags.append(Diagnostic("E646", Severity.ERROR,
+                                f"humid-air properties of `{inst.path}`: {exc}",
+                                inst.span_of("supply")))
+        return 0.0, None, dew
+    density = (1 + state.humidity_ratio) / state.specific_volume
+    return formulas.humid_air_flow(heat, state.specific_volume, dh), density, dew
 
 
 def _envelope(inst: Instance, diags) -> None:

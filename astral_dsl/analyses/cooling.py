@@ -1,16 +1,23 @@
-"""Cooling: heat split into liquid (cold plates, analyses/loops.py) and air (analyses/air.py),
-loop flows, CDUs, pumps, air flow, and the facility's draw by component with the annualised PUE
-(analyses/facility.py). Every electrical watt ends as heat; heat that no loop or air unit
-removes, and a design with no cooling at all, are reported (W647, W651-W653) rather than
-counted as removed."""
+"""Cooling: heat split into liquid (cold plates, analyses/loops.py) and air (analyses/air.py,
+humid air at the site's pressure), loop flows, CDUs, pumps, air flow, the facility-water circuits
+each loop and air unit draws on (analyses/circuits.py: approaches, flows, pumps), and the
+facility's draw by component with the annual PUE (analyses/facility.py: the heat rejection over
+the site's climate, the power chain). Every electrical watt ends as heat; heat that no loop or
+air unit removes, and a design with no cooling at all, are reported (W647, W651-W653) rather
+than counted as removed."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl.analyses import climate as climates
+from astral_dsl.analyses import facility as plant
+from astral_dsl.analyses import formulas, humid_air
 from astral_dsl.analyses.air import AirResult, analyse_air, uncooled_network
-from astral_dsl.analyses.facility import Demand, Rejection, annual_and_peak, rejection_of
+from astral_dsl.analyses.circuits import Circuits, approach
+from astral_dsl.analyses.facility import Demand, FacilityResult
 from astral_dsl.analyses.loops import LoopResult, analyse_loop, liquid_heat
 from astral_dsl.analyses.served import Served
 from astral_dsl.analyses.utilization import Averages
@@ -30,18 +37,18 @@ class CoolingResult:
     air_heat_w: float
     loops: Tuple[LoopResult, ...]
     air: Tuple[AirResult, ...]
-    pump_w: float
+    pump_w: float             # the loops' (secondary) pumps
     fan_w: float              # air units' fans, average over the year
     chiller_w: float          # average over the year
-    facility_w: float         # IT (average) + losses + cooling, average over the year
+    facility_w: float         # everything the facility draws, average over the year
     pue: Optional[float]
     water_class: Optional[str]
     diagnostics: Tuple[Diagnostic, ...]
     requirements: Tuple = ()
     cdu_w: float = 0.0
     average: Optional[Demand] = None     # the facility's draw by component, annual average
-    peak: Optional[Demand] = None        # and at the peak (the utility connection)
-    rejection: Rejection = Rejection()
+    peak: Optional[Demand] = None        # and at the peak hour (the utility point)
+    facility: Optional[FacilityResult] = None
 
 
 def _si(v) -> Optional[float]:
@@ -56,12 +63,30 @@ def _warn(code, msg, span, hint=None) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, msg, span, hint)
 
 
+def site_air(design: Design, climate, diags) -> Tuple[float, str]:
+    """(the site's air pressure, where it comes from): its `altitude`, else its climate
+    file's elevation, else sea level (W642 when air units need it)."""
+    root = design.roots[0] if design.roots else None
+    alt = _si(root.field("altitude")) if root is not None else None
+    if alt is not None:
+        return formulas.pressure_at_altitude(alt), f"altitude {readable.grouped(alt, 1)} m"
+    if climate is not None and climate.elevation_m is not None:
+        return (formulas.pressure_at_altitude(climate.elevation_m),
+                f"elevation {readable.grouped(climate.elevation_m, 1)} m of `{climate.name}`")
+    return formulas.SEA_LEVEL_PA, "sea level"
+
+
+def _project_root(design: Design) -> Path:
+    return Path(design.root) if design.root else Path.cwd()
+
+
 def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
                     overrides: Optional[Dict] = None, fabrics=(),
                     served: Optional[Served] = None,
-                    averages: Optional[Averages] = None) -> CoolingResult:
+                    averages: Optional[Averages] = None, failed: frozenset = frozenset()) -> CoolingResult:
     """`power`: the PowerResult (IT load and conversion losses, average and peak).
-    `overrides`: {(path, field): value} from a scenario (a failed CDU).
+    `overrides`: {(path, field): value} from a scenario (a failed CDU); `failed`: the feeders
+    a scenario has failed (the mechanical ones among them).
     `fabrics`: the network's switch counts: an air unit (a loop) with `network = true` removes
     the air (cold-plate) heat of the fabrics attached at or below its owner; heat no unit
     removes is a warning."""
@@ -72,6 +97,10 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
     served = served if served is not None else Served(design, mult, resolve, cache, fabrics)
     averages = averages if averages is not None else Averages(design, mult, cache)
     diags: List[Diagnostic] = []
+    root = design.roots[0] if design.roots else None
+    climate = climates.of_site(root, _project_root(design), diags) if root is not None \
+        else None
+    pressure = site_air(design, climate, diags)
     total_power = sum(power_of(r, cache).si for r in design.roots)
     network_w = sum(f.power_w for f in fabrics)
     network_liquid = sum(served.fabric_split(f)[1] * max(f.instances, 1) for f in fabrics)
@@ -81,21 +110,22 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
         if inst.kind == "loop":
             loops.append(analyse_loop(inst, replicas, served.of(inst), resolve, cache, overrides,
                                       diags, reqs, served.network(inst)[1],
-                                      served.physical_owner(inst)))
+                                      served.physical_owner(inst), averages))
         elif inst.kind == "air":
             air.append(analyse_air(inst, replicas, served.physical_owner(inst),
-                                   served.of(inst), cache, diags, served, averages))
+                                   served.of(inst), cache, diags, served, averages,
+                                   pressure[0]))
     loops.sort(key=lambda lp: lp.path)
     air.sort(key=lambda a: a.path)
+    if air and pressure[1] == "sea level" and root is not None:
+        diags.append(_warn("W642", f"site `{root.path}` declares no `altitude` (nor a "
+                                   f"`climate` file with an elevation): its air units' air is "
+                                   f"taken at sea level (101,325 Pa)", root.span,
+                           "declare `altitude = ...` on the site"))
     uncooled_network(mult, served, diags)
-    facility = None
-    for root in design.roots:
-        for m in root.members:
-            if isinstance(m.value, Instance) and m.value.kind == "facility":
-                facility = m.value
-    cooled = bool(loops or air or facility)
+    assign = Circuits(mult, served, resolve, diags)
+    cooled = bool(loops or air or assign.all)
     if not cooled and total_power + network_w > 0 and design.roots:
-        root = design.roots[0]
         diags.append(_warn("W653", f"no cooling is declared: the "
                                    f"{readable.power(total_power + network_w)} "
                                    f"of heat of `{root.path}` have no path out, and no PUE is "
@@ -104,27 +134,54 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
                            "`facility` that rejects it"))
     elif cooled:
         _heat_paths(design, mult, served, loops, air, cache, diags)
-    rejection = rejection_of(facility, diags, design.roots[0] if design.roots else None,
-                             cooled)
-    if facility is not None:
-        _water_class(facility, rejection, diags)
-    pump = sum(lp.replicas * lp.pump_w for lp in loops)
-    cdu_w = sum(lp.replicas * lp.cdu_w for lp in loops)
-    fans = (sum(a.replicas * a.average_heat_w * (a.fan_power_ratio or 0.0) for a in air),
-            sum(a.replicas * a.heat_w * (a.fan_power_ratio or 0.0) for a in air))
-    average, peak = annual_and_peak(
-        rejection, (power.it_average_w, power.it_peak_w),
-        (power.conversion_loss_w, power.conversion_loss_peak_w), cdu_w, pump, fans)
+    by_path = {i.path: i for _, i in mult.values()}
+    for unit in loops + air:
+        inst = by_path.get(unit.path)
+        circuit = assign.of(inst) if inst is not None else None
+        if circuit is not None:
+            cdu = resolve(inst.field("cdu")) if inst.kind == "loop" else None
+            approach(inst, cdu, circuit, diags)
+    per, lost = plant.draws(loops, air, by_path, assign.of, diags)
+    if cooled and root is not None:
+        _unrejected(assign, lost, root, diags)
+    for inst in assign.all:
+        _water_class(inst, diags)
+    aux = _si(root.field("auxiliary")) if root is not None else None
+    result = plant.model([(i, assign.replicas[id(i)]) for i in assign.all], per, power, loops,
+                         air, climate, aux or 0.0, mult, resolve, served, cache, failed, reqs,
+                         diags, cooled, pressure)
+    humid_air.flush()          # the states CoolProp gave, kept for the next run
+    average, peak = result.average, result.peak
     pue = average.total_w / power.it_average_w if power.it_average_w and cooled else None
+    classes = [c.water_class for c in result.circuits if c.water_class]
     return CoolingResult(total_liquid, total_power + network_w - total_liquid, tuple(loops),
-                         tuple(air), pump, average.fans_w, average.chillers_w, average.total_w,
-                         pue, rejection.water_class, tuple(diags), tuple(reqs), cdu_w, average,
-                         peak, rejection)
+                         tuple(air), average.pumps_w, average.fans_w, average.chillers_w,
+                         average.total_w, pue, classes[0] if classes else None, tuple(diags),
+                         tuple(reqs), average.cdus_w, average, peak, result)
 
 
-def _water_class(facility: Instance, rejection: Rejection, diags) -> None:
+def _unrejected(assign: Circuits, lost: float, root: Instance, diags) -> None:
+    """W656: heat that reaches no facility-water circuit (none is declared, or none above
+    the unit): its heat rejection counts as 0 W."""
+    if not assign.all:
+        diags.append(_warn("W656", "no `facility` is declared: heat rejection (chillers, "
+                                   "dry coolers, facility-water pumps) counts as 0 W in the "
+                                   "facility power and the PUE", root.span,
+                           "declare `facility { ... }` in the site: its water's `supply` and "
+                           "`rise`, its pumps, `rejection` and `chiller`, and the site's "
+                           "`climate`"))
+    elif lost > 0:
+        diags.append(_warn("W656", f"{readable.power(lost)} of heat from loops and air units "
+                                   f"reach no facility-water circuit (none is declared above "
+                                   f"them, and they name none): their heat rejection counts as "
+                                   f"0 W", root.span,
+                           "name the circuit (`facility = ...`) on the loops and air units"))
+
+
+def _water_class(facility: Instance, diags) -> None:
     supply = facility.field("supply")
-    cls = rejection.water_class
+    cls = facility.field("water_class")
+    cls = getattr(cls, "name", None)
     if isinstance(supply, Quantity) and cls and cls[1:].isdigit() and \
             supply.value_in("degC") > int(cls[1:]):
         diags.append(_err("E645", f"facility water at {supply} exceeds class {cls} "

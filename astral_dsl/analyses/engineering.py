@@ -47,7 +47,8 @@ def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineeri
     power = analyse_power(d, fabrics, cache, applied.failed if applied else frozenset(),
                           served, averages)
     overrides = {(path, "failed_cdus"): n for path, n in (applied.failed_cdus if applied else ())}
-    cooling = analyse_cooling(d, power, cache, overrides, fabrics, served, averages)
+    cooling = analyse_cooling(d, power, cache, overrides, fabrics, served, averages,
+                              applied.failed if applied else frozenset())
     diags: List[Diagnostic] = []
     for f in fabrics:
         diags.extend(f.diagnostics)
@@ -74,24 +75,36 @@ def _key(d: Diagnostic):
     return (d.code, d.span, d.message)
 
 
+def known(baseline: Engineering, design: Design) -> frozenset:
+    """What the baseline already reports, for telling what a scenario changes: a diagnostic of
+    the same code at the same source is the same problem under a scenario, even when its
+    message names another replica (the twin isolates the parts the scenario names, so the
+    rest may be renumbered). `is_new` asks it; the scenario check and the review's scenario
+    matrix share both."""
+    return frozenset((d.code, d.span) for d in baseline.diagnostics + design.diagnostics)
+
+
+def is_new(d: Diagnostic, before: frozenset) -> bool:
+    return (d.code, d.span) not in before
+
+
 def run_scenario(design: Design, scenario: Instance, baseline: Engineering,
                  twin: Design) -> ScenarioOutcome:
     """A scenario checked: `twin` is `design` compiled under it (Workspace.under: the parts it
     names isolated, its `set`s in place, its own checks run); its `fail`s are applied and the
     result checked against the `baseline`. A pure function of the four."""
-    before = {(d.code, d.span) for d in baseline.diagnostics + design.diagnostics}
+    before = known(baseline, design)
     found = tuple(d for d in twin.diagnostics if d.code not in ("E680", "W680"))
     twin_scenario = next((s for s in twin.scenarios if s.template == scenario.template), None)
     if twin_scenario is None or any(d.is_error and d.code != "E500" for d in found):
         # the scenario itself does not compile: report what it breaks, analyse nothing more
         applied = scen.Applied(twin, frozenset(), (), (), ())
-        broken = tuple(d for d in found if d.is_error and (d.code, d.span) not in before)
+        broken = tuple(d for d in found if d.is_error and is_new(d, before))
         return ScenarioOutcome(scenario.template, scenario.field("required") is True, (),
                                sort_diagnostics(broken), baseline, applied)
     applied = scen.apply(twin, twin_scenario)
     result = analyse(twin, applied)
-    broken = tuple(d for d in found + result.diagnostics
-                   if d.is_error and (d.code, d.span) not in before)
+    broken = tuple(d for d in found + result.diagnostics if d.is_error and is_new(d, before))
     return ScenarioOutcome(scenario.template, scenario.field("required") is True, result.notes,
                            sort_diagnostics(broken), result, applied)
 

@@ -1,39 +1,54 @@
-"""What the facility draws, component by component, on one basis each: the annual average (the
-PUE is a ratio of yearly energies, The Green Grid, PUE: A Comprehensive Examination of the Metric,
-2012) and the peak (what the utility connection must supply on the hottest hour at full load).
+"""What the facility draws, component by component, as an annual average (the PUE of ISO/IEC
+30134-2 is a ratio of yearly energies, the IT energy measured at the IT equipment's input) and
+at the peak (what the utility point supplies at full load in the hottest hour of the year):
 
 - IT: the hosts at their utilization, the switches at full power (analyses/utilization.py);
-- conversion losses: each feeder's load over its efficiency (analyses/feeders.py);
-- CDUs and pumps: the running CDUs' declared draw and the pumps at the loops' design flow, all
-  year (constant-flow loops: the average is the design figure);
+- transformer losses: the stages at the utility point (analyses/chain.py), hour by hour;
+- conversion losses: each feeder's load over its efficiency, and its rectifier modules at no
+  load (analyses/power.py), the mechanical feeders' included;
+- CDUs and secondary pumps: the running CDUs' declared draw and the loops' pumps at their design
+  flow, all year (constant-flow loops);
+- facility-water pumps: each circuit's pumps at its design flow, all year (analyses/circuits.py);
 - fans: each air unit's `fan_power_ratio` times the heat it removes (average or peak);
-- chillers: during the hours without free cooling, the heat that ends in the facility water
-  over their COP. Every watt drawn inside the building ends as heat in that water (the IT,
-  the conversion losses, the CDUs, the pumps and the air units' fans: conservatively, all of
-  them are taken to be inside the cooled space). At the peak there is no free cooling;
-- heat rejection: the dry coolers' or cooling towers' fans (the facility's
-  `rejection_fan_ratio`) times the heat they reject, all year: the water's heat plus the
-  chillers' own work when they run.
+- chillers and heat rejection fans: each circuit hour by hour over its site's climate
+  (analyses/heat_rejection.py), or over its declared free-cooling hours;
+- lighting and auxiliaries: the site's `auxiliary`, all year.
 
-Data the design leaves out counts as 0 W with a warning (W656), never silently."""
+Heat into each circuit: its loops' heat with their pumps and CDUs, its air units' heat with
+their fans, and a share of the conversion losses and the auxiliaries (the electrical rooms and
+the building are air-cooled: the share of the circuits' air heat; with no air unit, of their
+heat). The transformers stand outdoors and the circuits' own pumps' heat (under 1 % of what they
+move) is left out. Data the design leaves out counts as 0 W with a warning, never silently."""
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl import records
+from astral_dsl.analyses import chain, circuits, heat_rejection
+from astral_dsl.analyses.circuits import CircuitResult, Draw
+from astral_dsl.analyses.feeders import FeederResult
 from astral_dsl.analyses.formulas import HOURS_PER_YEAR
+from astral_dsl.analyses.power import feeder_loss
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Symbol
-from astral_dsl.units import Quantity, readable
+from astral_dsl.units import Quantity, format_number, readable
 
-COMPONENTS = (("it_w", "IT"), ("losses_w", "conversion losses"), ("cdus_w", "CDUs"),
-              ("pumps_w", "pumps"), ("fans_w", "fans (air units)"),
-              ("chillers_w", "chillers"), ("rejection_w", "heat rejection fans"))
+COMPONENTS = (("it_w", "IT"), ("transformers_w", "transformer losses"),
+              ("losses_w", "conversion losses"), ("cdus_w", "CDUs"),
+              ("pumps_w", "secondary pumps"), ("facility_pumps_w", "facility-water pumps"),
+              ("fans_w", "fans (air units)"), ("chillers_w", "chillers"),
+              ("rejection_w", "heat rejection fans"), ("auxiliary_w", "lighting and auxiliaries"))
+
+# default approaches of the heat rejection when a circuit declares none (W641): a cooling
+# tower's rating point, 85 degF water at 75 degF wet bulb, 10 degF (ASHRAE 90.1-2019, Table
+# 6.8.1-7: open-circuit cooling towers); [assumed] 8 K for a dry cooler (selected at 5-10 K)
+REJECTION_APPROACH_K = {"cooling_tower": 50.0 / 9.0, "dry_cooler": 8.0}
 
 
-@attrs.frozen
+@records.frozen
 class Demand:
     """The facility's draw by component (W), on one basis (average or peak)."""
     it_w: float
@@ -43,87 +58,302 @@ class Demand:
     fans_w: float = 0.0
     chillers_w: float = 0.0
     rejection_w: float = 0.0
+    transformers_w: float = 0.0
+    facility_pumps_w: float = 0.0
+    auxiliary_w: float = 0.0
 
     @property
     def total_w(self) -> float:
         return sum(getattr(self, name) for name, _ in COMPONENTS)
 
-    @property
-    def water_heat_w(self) -> float:
-        """The heat that ends in the facility water: everything but the chillers and the
-        heat rejection's own fans."""
-        return self.total_w - self.chillers_w - self.rejection_w
+
+@records.frozen
+class CircuitYear:
+    """A facility-water circuit: its heat, flow and pumps, and its heat rejection over the year."""
+    circuit: CircuitResult
+    water_class: Optional[str]
+    rejection: str
+    approach_k: float
+    economiser: str
+    chiller: str                  # how its COP is known, for the report
+    free_h: float
+    partial_h: float
+    mechanical_h: float
+    chillers_w: float             # average
+    fans_w: float                 # the heat rejection's, average
+    chillers_peak_w: float = 0.0  # at the facility's peak hour
+    fans_peak_w: float = 0.0
+    fan_ratio: float = 0.0        # of the heat rejected
+    cop: Optional[float] = None   # declared (fixed, or at the chiller's rating point)
 
 
-@attrs.frozen
-class Rejection:
-    """How the facility rejects its heat."""
-    free_cooling_h: float = 0.0
-    chiller_cop: Optional[float] = None
-    fan_ratio: Optional[float] = None
-    water_class: Optional[str] = None
+@records.frozen
+class FacilityResult:
+    average: Demand
+    peak: Demand
+    circuits: Tuple[CircuitYear, ...] = ()
+    transformers: Tuple[chain.TransformerResult, ...] = ()
+    feeders: Tuple[FeederResult, ...] = ()        # `mechanical = true`
+    climate: Optional[str] = None
+    climate_place: str = ""
+    climate_hours: int = 0
+    peak_hour: Optional[str] = None               # the hottest hour (MM-DD HH:00)
+    pressure_pa: Optional[float] = None
+    pressure_from: str = ""
+    default_transformer: bool = False             # losses at the sourced default (W630)
 
 
 def _si(v) -> Optional[float]:
     return v.si if isinstance(v, Quantity) else None
 
 
+def _sym(v) -> Optional[str]:
+    return v.name if isinstance(v, Symbol) else None
+
+
 def _warn(code, msg, span, hint=None) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, msg, span, hint)
 
 
-def rejection_of(facility: Optional[Instance], diags: List[Diagnostic], root=None,
-                 cooled: bool = True) -> Rejection:
-    """The facility block's data; W656 for what it leaves out (or for no facility at all)."""
-    if facility is None:
-        if cooled and root is not None:
-            diags.append(_warn("W656", "no `facility` is declared: heat rejection (chillers, "
-                                       "dry coolers) counts as 0 W in the facility power and "
-                                       "the PUE", root.span,
-                               "declare `facility { ... }` in the site with its `chiller_cop`, "
-                               "`free_cooling` hours and `rejection_fan_ratio`"))
-        return Rejection()
-    cls = facility.field("water_class")
-    free = _si(facility.field("free_cooling"))
-    free_h = free / 3600.0 if free is not None else 0.0
-    cop = _si(facility.field("chiller_cop"))
-    ratio = _si(facility.field("rejection_fan_ratio"))
-    if not cop and free_h < HOURS_PER_YEAR:
-        diags.append(_warn("W656", f"facility `{facility.path}` declares no `chiller_cop`: its "
-                                   f"chillers count as 0 W for the "
-                                   f"{readable.grouped(HOURS_PER_YEAR - free_h)} h a year "
-                                   f"without free cooling", facility.span,
-                           "declare `chiller_cop`, or `free_cooling = 8760 h` if no chiller "
-                           "runs"))
-    if ratio is None and free_h > 0:
-        diags.append(_warn("W656", f"facility `{facility.path}` declares "
-                                   f"{readable.grouped(free_h)} h of free cooling but no "
-                                   f"`rejection_fan_ratio`: the fans of its dry coolers (or "
-                                   f"cooling towers) count as 0 W in the facility power and the "
-                                   f"PUE", facility.span_of("free_cooling"),
+def draws(loops, air, by_path, assign, diags) -> Tuple[Dict[int, List[Draw]], float]:
+    """The loops' and air units' heat per circuit (by id of the facility instance), and the
+    peak heat that reaches no circuit."""
+    out: Dict[int, List[Draw]] = {}
+    lost = 0.0
+    for lp in loops:
+        inst = by_path.get(lp.path)
+        q = (lp.replicas * (lp.average_heat_w + lp.pump_w + lp.cdu_w),
+             lp.replicas * (lp.heat_w + lp.pump_w + lp.cdu_w), 0.0)
+        lost += _assign(inst, Draw(lp.path, "loop", *q), assign, out)
+    for a in air:
+        inst = by_path.get(a.path)
+        ratio = a.fan_power_ratio or 0.0
+        q = (a.replicas * a.average_heat_w * (1 + ratio), a.replicas * a.heat_w * (1 + ratio))
+        lost += _assign(inst, Draw(a.path, "air", q[0], q[1], q[1]), assign, out)
+    return out, lost
+
+
+def _assign(inst, draw: Draw, assign, out) -> float:
+    circuit = assign(inst) if inst is not None else None
+    if circuit is None:
+        return draw.peak_w
+    out.setdefault(id(circuit), []).append(draw)
+    return 0.0
+
+
+def plan(circuit: Instance, climate, resolve, diags) -> Tuple[heat_rejection.Plan, str, str]:
+    """The circuit's heat rejection as declared, defaults with their warnings: (plan, what
+    rejects, how the chillers' COP is known)."""
+    supply_q = circuit.field("supply")
+    # a point in degC, as written (kelvin and back again are 1e-14 off: 20 degC is 19.99999...)
+    supply = round(supply_q.value_in("degC"), 9) if isinstance(supply_q, Quantity) else None
+    rise = _si(circuit.field("rise"))
+    rejection = _sym(circuit.field("rejection"))
+    if rejection is None:
+        rejection = "dry_cooler"
+        if climate is not None:
+            diags.append(_warn("W656", f"facility water `{circuit.path}` declares no "
+                                       f"`rejection`: dry coolers are assumed (the outdoor dry "
+                                       f"bulb decides its free-cooling hours)", circuit.span,
+                               "declare `rejection = dry_cooler` or `cooling_tower`"))
+    approach = _si(circuit.field("rejection_approach"))
+    if approach is None:
+        approach = REJECTION_APPROACH_K[rejection]
+        if climate is not None:
+            diags.append(_warn("W641", f"facility water `{circuit.path}` declares no "
+                                       f"`rejection_approach`: its "
+                                       f"{rejection.replace('_', ' ')}s are taken to leave the "
+                                       f"water {format_number(round(approach, 2))} K above the "
+                                       f"outdoor {'wet' if rejection == 'cooling_tower' else 'dry'}"
+                                       f" bulb", circuit.span,
+                               "declare `rejection_approach = ...` from their data sheet"))
+    economiser = _sym(circuit.field("economiser")) or "integrated"
+    free = _si(circuit.field("free_cooling"))
+    if climate is not None and free is not None:
+        diags.append(Diagnostic("E654", Severity.ERROR,
+                                f"facility water `{circuit.path}` declares "
+                                f"{readable.grouped(free / 3600)} h of free cooling, but the "
+                                f"site's climate `{climate.name}` gives its hours",
+                                circuit.span_of("free_cooling"),
+                                "remove `free_cooling` (or the site's `climate`)"))
+    chiller, how = _chiller(circuit, resolve)
+    ratio = _si(circuit.field("rejection_fan_ratio"))
+    return (heat_rejection.Plan(supply if supply is not None else 0.0,
+                                supply + rise if supply is not None and rise else None,
+                                rejection, approach if climate is not None else 0.0, economiser,
+                                chiller, ratio or 0.0,
+                                free / 3600 if free is not None else None),
+            rejection, how)
+
+
+def _chiller(circuit: Instance, resolve) -> Tuple[Optional[heat_rejection.Chiller], str]:
+    model = resolve(circuit.field("chiller"))
+    fixed = _si(circuit.field("chiller_cop"))
+    if isinstance(model, Instance):
+        cop = _si(model.field("cop"))
+        s, c = model.field("rated_supply"), model.field("rated_condenser")
+        if cop and isinstance(s, Quantity) and isinstance(c, Quantity):
+            top = _si(model.field("max_cop"))
+            return (heat_rejection.Chiller(cop, s.value_in("degC"), c.value_in("degC"), top),
+                    f"`{model.template or model.path}`: COP {format_number(cop)} at "
+                    f"{format_number(s.value_in('degC'))}/{format_number(c.value_in('degC'))} "
+                    f"degC, with the lift" + (f", at most {format_number(top)}" if top else ""))
+        if cop:
+            return heat_rejection.Chiller(cop), f"`{model.template or model.path}`: COP " \
+                                                f"{format_number(cop)}"
+    if fixed:
+        return heat_rejection.Chiller(fixed), f"COP {format_number(fixed)}"
+    return None, "no chiller"
+
+
+def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_rejection.Plan,
+                    diags) -> None:
+    if p.chiller is None and year.free_h < HOURS_PER_YEAR - 1e-6:
+        diags.append(_warn("W656", f"facility water `{circuit.path}` declares no `chiller` (or "
+                                   f"`chiller_cop`): its chillers count as 0 W for the "
+                                   f"{readable.grouped(HOURS_PER_YEAR - year.free_h)} h a year "
+                                   f"without free cooling", circuit.span,
+                           "declare `chiller = ...` (a chiller model) or `chiller_cop`, or "
+                           "make the water warm enough that no chiller runs"))
+    if p.fan_ratio == 0 and _si(circuit.field("rejection_fan_ratio")) is None and \
+            year.free_h + year.partial_h > 0:
+        said = "declares" if _si(circuit.field("free_cooling")) is not None else "has"
+        diags.append(_warn("W656", f"facility water `{circuit.path}` {said} "
+                                   f"{readable.grouped(year.free_h + year.partial_h)} h of free "
+                                   f"cooling but no `rejection_fan_ratio`: the fans of its dry "
+                                   f"coolers (or cooling towers) count as 0 W in the facility "
+                                   f"power and the PUE", circuit.span_of("free_cooling"),
                            "declare `rejection_fan_ratio` (fan power per watt of heat "
                            "rejected, from the dry coolers' data sheet)"))
-    return Rejection(free_h, cop, ratio, cls.name if isinstance(cls, Symbol) else None)
 
 
-def demand(rejection: Rejection, it_w: float, losses_w: float, cdus_w: float, pumps_w: float,
-           fans_w: float, peak: bool) -> Demand:
-    """The facility's draw on one basis: `peak` is the hottest hour (chillers on, if any)."""
-    inside = Demand(it_w, losses_w, cdus_w, pumps_w, fans_w)
-    water = inside.water_heat_w
-    chillers = 0.0
-    if rejection.chiller_cop:
-        mechanical = max(0.0, HOURS_PER_YEAR - rejection.free_cooling_h) / HOURS_PER_YEAR
-        if peak:
-            mechanical = 1.0 if mechanical > 0 else 0.0
-        chillers = water / rejection.chiller_cop * mechanical
-    rejected = (rejection.fan_ratio or 0.0) * (water + chillers)
-    return attrs.evolve(inside, chillers_w=chillers, rejection_w=rejected)
+def ambient(climate, rejection: str) -> Tuple[Optional[Sequence[float]], str]:
+    """The hours' outdoor temperature the heat rejection follows: dry bulb for dry coolers, wet
+    bulb (analyses/climate.py, from CoolProp) for cooling towers; and what names them (the
+    file's digest and the column) for the per-user cache."""
+    if climate is None:
+        return None, ""
+    column = "wet_bulb" if rejection == "cooling_tower" else "dry_bulb"
+    return getattr(climate, column), f"{climate.digest} {column}" if climate.digest else ""
 
 
-def annual_and_peak(rejection: Rejection, it: Tuple[float, float], losses: Tuple[float, float],
-                    cdus_w: float, pumps_w: float,
-                    fans: Tuple[float, float]) -> Tuple[Demand, Demand]:
-    """(annual average, peak); each pair is (average, peak)."""
-    return (demand(rejection, it[0], losses[0], cdus_w, pumps_w, fans[0], False),
-            demand(rejection, it[1], losses[1], cdus_w, pumps_w, fans[1], True))
+def allocate(per: Dict[int, List[Draw]], extra: Tuple[float, float]) -> Dict[int, Tuple]:
+    """The conversion losses and auxiliaries (average, peak) shared by the circuits in
+    proportion to their air heat (else their heat)."""
+    air = {k: sum(d.air_w for d in v) for k, v in per.items()}
+    weights = air if sum(air.values()) > 0 else \
+        {k: sum(d.peak_w for d in v) for k, v in per.items()}
+    total = sum(weights.values())
+    return {k: ((extra[0] * w / total, extra[1] * w / total) if total else (0.0, 0.0))
+            for k, w in weights.items()}
+
+
+def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], power,
+          loops, air, climate, aux_w: float, mult, resolve, served, cache, failed, reqs,
+          diags, cooled: bool, pressure: Tuple[Optional[float], str]) -> FacilityResult:
+    """The facility's draw (average and peak) from the cooling analysis' loops and air units,
+    the circuits they draw on (`per`), the power analysis and the site's climate."""
+    extra = (power.conversion_loss_w + aux_w, power.conversion_loss_peak_w + aux_w)
+    shares = allocate(per, extra)
+    years: List[Tuple[CircuitYear, heat_rejection.Profile]] = []
+    for inst, replicas in circuit_list:
+        result = circuits.size(inst, replicas, per.get(id(inst), []),
+                               shares.get(id(inst), (0.0, 0.0)), resolve, diags)
+        p, rejection, how = plan(inst, climate, resolve, diags)
+        outdoor, hours = ambient(climate, rejection) \
+            if isinstance(inst.field("supply"), Quantity) else (None, "")
+        prof = heat_rejection.profile(p, outdoor, hours)
+        y = heat_rejection.year(p, outdoor, result.average_w)
+        missing_chiller(inst, y, p, diags)
+        years.append((CircuitYear(result, _sym(inst.field("water_class")), rejection,
+                                  p.approach_k, p.economiser if p.return_c is not None or
+                                  p.economiser == "none" else "switchover", how, y.free_h,
+                                  y.partial_h, y.mechanical_h, y.chillers_w, y.fans_w,
+                                  fan_ratio=p.fan_ratio,
+                                  cop=p.chiller.cop if p.chiller is not None else None),
+                      prof))
+    cdus = sum(lp.replicas * lp.cdu_w for lp in loops)
+    pumps = sum(lp.replicas * lp.pump_w for lp in loops)
+    fpumps = sum(cy.circuit.pump_w for cy, _ in years)
+    fans = (sum(a.replicas * a.average_heat_w * (a.fan_power_ratio or 0.0) for a in air),
+            sum(a.replicas * a.heat_w * (a.fan_power_ratio or 0.0) for a in air))
+    base = (cdus + pumps + fpumps + fans[0] + aux_w, cdus + pumps + fpumps + fans[1] + aux_w)
+    # hour by hour, the circuits' chillers and fans: heat x k (1 + ratio) + ratio x heat
+    avg_hours = _hourly(base[0], [(cy.circuit.average_w, pr.average, pr.ratio)
+                                  for cy, pr in years])
+    peak_hours = _hourly(base[1], [(cy.circuit.peak_w, pr.peak, pr.ratio) for cy, pr in years])
+    hot = max(range(len(peak_hours)), key=peak_hours.__getitem__)   # the first of equals
+    n = len(avg_hours)
+    mech_avg = sum(avg_hours) / n
+    any_feeders = bool(power.feeders)
+    mech = chain.mechanical(mult, resolve, served, cache, failed, diags, reqs,
+                            (peak_hours[hot], mech_avg), any_feeders)
+    mech_loss = (sum(f.replicas * f.running * feeder_loss(f, f.average_w) for f in mech),
+                 sum(f.replicas * f.running * feeder_loss(f, f.normal_w) for f in mech))
+    stages = chain.stages(mult, diags)
+    default = not stages and any_feeders
+    if default:
+        root = next(iter(mult.values()))[1]
+        diags.append(_warn("W630", "no `transformer` is declared: the losses between the "
+                                   "utility and the feeders are taken as 0.47 % of the load "
+                                   "(99.53 %, the US DOE minimum for a 2,500 kVA "
+                                   "liquid-immersed distribution transformer at 50 % load)",
+                           root.span, "declare the site's `transformer`s (their count, rating "
+                                      "and losses), e.g. `stdlib.power.Transformer`"))
+    it_in = (power.it_average_w + power.conversion_loss_w + mech_loss[0],
+             power.it_peak_w + power.conversion_loss_peak_w + mech_loss[1])
+    # the losses' average over the hours: no-load plus load losses at the mean square load
+    mean = it_in[0] + mech_avg
+    square = sum((it_in[0] + h) ** 2 for h in avg_hours) / n
+    per_stage: Dict[int, float] = {id(s): s.mean_losses(square) for s in stages}
+    transformer_avg = sum(per_stage.values()) if stages else \
+        chain.losses(stages, mean, default)
+    site_peak = it_in[1] + peak_hours[hot]
+    transformers = chain.check(stages, site_peak, per_stage, diags)
+    if aux_w == 0 and cooled and mult and not _declares_aux(mult):
+        root = next(iter(mult.values()))[1]
+        diags.append(_warn("W644", f"site `{root.path}` declares no `auxiliary` power: "
+                                   f"lighting, offices, security and building services count "
+                                   f"as 0 W in the facility power and the PUE", root.span,
+                           "declare `auxiliary = ...` on the site (from the building's "
+                           "electrical design)"))
+    chill_avg = sum(cy.chillers_w for cy, _ in years)
+    reject_avg = sum(cy.fans_w for cy, _ in years)
+    done = tuple(attrs.evolve(cy, chillers_peak_w=cy.circuit.peak_w * _at(pr.peak, hot),
+                              fans_peak_w=pr.ratio * cy.circuit.peak_w
+                              * (1 + _at(pr.peak, hot))) for cy, pr in years)
+    average = Demand(power.it_average_w, power.conversion_loss_w + mech_loss[0], cdus, pumps,
+                     fans[0], chill_avg, reject_avg, transformer_avg, fpumps, aux_w)
+    peak = Demand(power.it_peak_w, power.conversion_loss_peak_w + mech_loss[1], cdus, pumps,
+                  fans[1], sum(cy.chillers_peak_w for cy in done),
+                  sum(cy.fans_peak_w for cy in done),
+                  chain.losses(stages, site_peak, default), fpumps, aux_w)
+    stamp = climate.stamps[hot] if climate is not None and len(peak_hours) > 1 else None
+    return FacilityResult(average, peak, done, tuple(transformers), tuple(mech),
+                          climate.name if climate is not None else None,
+                          climate.place if climate is not None else "",
+                          climate.hours if climate is not None else 0, stamp,
+                          pressure[0], pressure[1], default)
+
+
+def _hourly(base: float, circuits_: List[Tuple[float, Sequence[float], float]]) -> List[float]:
+    """`base` plus every circuit's chillers and fans, hour by hour: heat x (k (1 + ratio) +
+    ratio) for (heat, k per hour, fan ratio); a circuit without a climate holds one k for every
+    hour."""
+    n = max((len(k) for _, k, _ in circuits_), default=1)
+    out = [base + sum(q * r for q, _, r in circuits_)] * n
+    for q, k, r in circuits_:
+        w = q * (1 + r)
+        if len(k) == n:
+            out = [a + w * x for a, x in zip(out, k)]
+        else:
+            out = [a + w * k[-1] for a in out]
+    return out
+
+
+def _at(values: Sequence[float], i: int) -> float:
+    return values[i] if i < len(values) else values[-1]
+
+
+def _declares_aux(mult) -> bool:
+    return any(i.kind == "site" and i.field("auxiliary") is not None for _, i in mult.values())

@@ -1,6 +1,13 @@
 """A DC feeder's equipment: its rectifier modules (N+1 by default, with W625 when the rectifier
-does not say so) and its battery strings (IEEE 485, at the batteries' end of discharge), each
-checked against what the feeder carries, or sized when the count is unknown (`?`)."""
+does not say so), sized for the load and the batteries' recharge, and its battery strings
+(IEEE 485, at the batteries' end of discharge), each checked against what the feeder carries, or
+sized when the count is unknown (`?`).
+
+The recharge takes `recharge_rate` C of the strings' capacity (0.1 C: a tenth of the Ah per
+hour, in amperes) at the bus's nominal voltage; a battery that declares no rate is recharged at
+[assumed] 0.1 C, with W625 (the usual limit on a VRLA cell's charging current: data sheets give
+0.1-0.3 C10). A rectifier's `no_load_loss` (a share of each installed module's rating) is drawn
+whatever the load (Schneider Electric White Paper 113: no-load losses)."""
 from __future__ import annotations
 
 import math
@@ -43,17 +50,38 @@ def _warn(code, msg, span, hint=None) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, msg, span, hint)
 
 
+DEFAULT_RECHARGE_RATE = 0.1
+
+
+def recharge(f: Instance, capacity_ah: Optional[float], voltage: float, resolve, diags) -> float:
+    """The power (W) the batteries of one feeder take while they recharge, on top of its load."""
+    bat = resolve(f.field("battery"))
+    if bat is None or not capacity_ah or not voltage or resolve(f.field("rectifier")) is None:
+        return 0.0
+    rate = _si(bat.field("recharge_rate"))
+    if rate is None:
+        rate = DEFAULT_RECHARGE_RATE
+        diags.append(_warn("W625", f"battery `{bat.path}` of `{f.path}` declares no "
+                                   f"`recharge_rate`: its rectifier modules are sized for a "
+                                   f"{format_number(rate)} C recharge on top of the load",
+                           f.span_of("battery"),
+                           "declare `recharge_rate` (C per hour, from the charger's setting or "
+                           "the cells' data sheet)"))
+    return formulas.recharge_power(rate, capacity_ah, voltage)
+
+
 def rectifier(f: Instance, load, resolve, diags, reqs, units: int):
+    """(modules needed, modules declared, no-load draw of the installed modules in W)."""
     rect = resolve(f.field("rectifier"))
     if rect is None:
-        return None, None
+        return None, None, 0.0
     module = _si(rect.field("module"))
     if not module:
         diags.append(_warn("W625", f"rectifier `{rect.path}` of `{f.path}` declares no "
                                    f"`module` rating: its modules are not counted",
                            f.span_of("rectifier"),
                            "declare `module = ...` (one module's rated power)"))
-        return None, None
+        return None, None, 0.0
     derate = _si(rect.field("derate")) or 1.0
     scheme = _sym(rect.field("redundancy"))
     if scheme is None:
@@ -69,14 +97,15 @@ def rectifier(f: Instance, load, resolve, diags, reqs, units: int):
                                 f"`{f.path}` needs {needed} modules of "
                                 f"{format_number(module / 1e3)} kW ({scheme})",
                                 rect.span_of("module")))
-        return needed, None
+        return needed, None, needed * module * (_si(rect.field("no_load_loss")) or 0.0)
     declared_q = _si(modules)
     declared = int(declared_q) if declared_q is not None else None
     if declared is not None and declared < needed:
         diags.append(_err("E627", f"`{f.path}` needs {needed} rectifier modules of "
                                   f"{format_number(module / 1e3)} kW ({scheme}) but "
                                   f"`{rect.path}` has {declared}", rect.span_of("modules")))
-    return needed, declared
+    installed = declared if declared is not None else needed
+    return needed, declared, installed * module * (_si(rect.field("no_load_loss")) or 0.0)
 
 
 # IEEE Std 485 sizing factors taken when a battery declares none: aging 1.25 (replace at 80 %

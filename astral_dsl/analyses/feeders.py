@@ -15,25 +15,14 @@ from typing import List, Optional, Tuple
 
 import attrs
 
-from astral_dsl.analyses import formulas
+from astral_dsl.analyses import conductors, feeder_voltage
 from astral_dsl.analyses.feeder_equipment import (Requirement, _err, _si, _sym, _warn,
-                                                  battery, rectifier)
+                                                  battery, recharge, rectifier)
 from astral_dsl.analyses.served import Served
 from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import power_of
-from astral_dsl.model.values import ListValue, UnknownValue
-from astral_dsl.units import Quantity, format_number, readable
-
-# Conductor temperature used for voltage drop when a feeder declares none: 90 degC, the maximum
-# continuous operating temperature of XLPE/EPR insulation (IEC 60502-1, Table 3), so the drop is
-# never underestimated.
-DEFAULT_CONDUCTOR_C = 90.0
-
-# Resistivity at 20 degC and its temperature coefficient per conductor material: annealed copper
-# 0.017241 ohm mm^2/m, 0.00393 /K (IEC 60028); hard-drawn aluminium 0.028264 ohm mm^2/m,
-# 0.00403 /K (IEC 60889).
-MATERIALS = {"copper": (formulas.COPPER_RHO20_OHM_M, formulas.COPPER_ALPHA_PER_K),
-             "aluminium": (0.028264e-6, 0.00403)}
+from astral_dsl.model.values import UnknownValue
+from astral_dsl.units import format_number, readable
 
 
 @attrs.frozen
@@ -67,6 +56,10 @@ class FeederResult:
     average_w: float = 0.0         # its normal share at the average draw of what it serves
     running: int = 1               # of `count`, the feeders in service (a scenario fails one)
     dark: bool = False             # down with nothing backing it (E628): what it serves is off
+    no_load_w: float = 0.0         # its rectifier's installed modules at no load (per feeder)
+    recharge_w: float = 0.0        # its batteries' recharge, on top of the load (per feeder)
+    mechanical_w: float = 0.0      # of load_w: the facility's own consumers (`mechanical`)
+    equipment_v: Optional[float] = None   # at the equipment at the batteries' end of discharge
 
     @property
     def carried_w(self) -> float:
@@ -82,7 +75,8 @@ def analyse_feeders(mult, resolve, served: Served, cache, failed, diags, reqs,
     out: List[FeederResult] = []
     for replicas, owner in mult.values():
         feeders = [m.value for m in owner.members
-                   if isinstance(m.value, Instance) and m.value.kind == "feeder"]
+                   if isinstance(m.value, Instance) and m.value.kind == "feeder"
+                   and m.value.field("mechanical") is not True]
         if not feeders:
             continue
         parts = {id(f): served.of(f) for f in feeders}
@@ -90,7 +84,7 @@ def analyse_feeders(mult, resolve, served: Served, cache, failed, diags, reqs,
             key = _served_key(f, parts[id(f)])
             partners = [g for g in feeders if g is not f and _served_key(g, parts[id(g)]) == key
                         and _sym(g.field("side")) != _sym(f.field("side"))]
-            out.append(_one_feeder(f, replicas, parts[id(f)], served.network(f)[0], partners,
+            out.append(one_feeder(f, replicas, parts[id(f)], served.network(f)[0], partners,
                                    resolve, cache, failed, diags, reqs, averages))
     return out
 
@@ -120,12 +114,15 @@ def _shares(load: float, count: int, sides: int, partners: int, alive_partners: 
     return normal, load / (running - 1) if running > 1 else 0.0
 
 
-def _one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cache, failed,
-                diags, reqs, averages=None) -> FeederResult:
-    load = sum(c * power_of(i, cache).si for c, i in served) + network_w
+def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cache, failed,
+               diags, reqs, averages=None, mechanical: Tuple[float, float] = (0.0, 0.0)
+               ) -> FeederResult:
+    """One feeder declaration; `mechanical`: the facility's consumers it supplies (peak,
+    average), per replica, for a feeder with `mechanical = true` (analyses/chain.py)."""
+    load = sum(c * power_of(i, cache).si for c, i in served) + network_w + mechanical[0]
     average = (sum(c * averages.per_replica(i) for c, i in served) if averages is not None
-               else load - network_w) + network_w
-    if not served and not network_w:
+               else load - network_w - mechanical[0]) + network_w + mechanical[1]
+    if not served and not network_w and not mechanical[0]:
         what = " and no fabric's switches under it draw power" \
             if f.field("network") is True else ""
         diags.append(_warn("W620", f"feeder `{f.path}` serves nothing{what}: it carries 0 kW",
@@ -168,8 +165,8 @@ def _one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cac
     own = _si(f.field("efficiency"))
     through = 1 / own if own else 1.0
     carried = max(normal, failover)
-    low, low_from = _lowest_voltage(f, kind, voltage, resolve, diags, load > 0)
-    current = _current(kind, carried * through, low, f)
+    low, low_from = feeder_voltage.lowest(f, kind, voltage, resolve, diags, load > 0)
+    current = conductors.current(kind, carried * through, low, f)
     if capacity is None and load > 0:
         diags.append(_warn("W623", f"feeder `{f.path}` declares no `capacity`: the "
                                    f"{readable.power(carried * through)} it carries are "
@@ -178,32 +175,37 @@ def _one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cac
     degraded = down or len(alive_partners) < len(partners)
     if capacity is not None and not unknown:     # an unknown count is sized to fit instead
         if normal * through > capacity * (1 + 1e-9):
-            diags.append(_err("E620", f"feeder `{f.path}` carries "
-                                      f"{readable.power(normal * through, 3)} in "
+            said, rating = readable.powers_apart(normal * through, capacity)
+            diags.append(_err("E620", f"feeder `{f.path}` carries {said} in "
                                       f"normal operation{_of_load(normal, own)}, above its "
-                                      f"capacity of {readable.power(capacity, 3)}",
+                                      f"capacity of {rating}",
                               f.span_of("capacity"), _replicas(replicas, "feeder")))
         elif not degraded and failover * through > capacity * (1 + 1e-9):
             other = "the other side" if partners else "the remaining feeders"
+            said, rating = readable.powers_apart(failover * through, capacity)
             diags.append(_err("E621", f"with one feeder failed, {other} of `{f.path}` must "
-                                      f"carry {readable.power(failover * through, 3)}"
-                                      f"{_of_load(failover, own)}, above its "
-                                      f"capacity of {readable.power(capacity, 3)}",
+                                      f"carry {said}{_of_load(failover, own)}, above its "
+                                      f"capacity of {rating}",
                               f.span_of("capacity"),
                               "each side of a 2N pair must carry the whole load"))
-    _voltage_range(f, voltage, resolve, diags)
-    cond_current, ampacity, drop, ratio = _conductor(f, current, voltage, kind, resolve, diags,
-                                                     load > 0)
-    # the modules must carry the design load, and more if a scenario loads the feeder beyond it;
-    # the batteries the share each feeder in service carries (a failed one keeps its own)
-    needed, declared = rectifier(f, max(design, carried), resolve, diags, reqs,
-                                  replicas * count)
+    feeder_voltage.in_range(f, voltage, resolve, diags)
+    cond_current, ampacity, drop, ratio = conductors.conductor(f, current, low, kind, resolve,
+                                                               diags, load > 0)
+    at_equipment = feeder_voltage.end_of_discharge(f, resolve, low, low_from, current, drop,
+                                                   carried * through, diags)
+    # the batteries hold the share each feeder in service carries (a failed one keeps its own);
+    # the modules carry the design load (more if a scenario loads the feeder beyond it, through
+    # the feeder's own conversion) and the batteries' recharge at the same time
     b_current, b_required, b_available = battery(f, load / max(running, 1), resolve, diags,
                                                   reqs, replicas * count)
+    refill = recharge(f, b_available or b_required, voltage, resolve, diags)
+    needed, declared, no_load = rectifier(f, max(design, carried) * through + refill, resolve,
+                                          diags, reqs, replicas * count)
     eff = _si(f.field("efficiency"))
     rect = resolve(f.field("rectifier"))
-    if eff is None and rect is not None:
-        eff = _si(rect.field("efficiency"))
+    rect_eff = _si(rect.field("efficiency")) if rect is not None else None
+    if rect_eff is not None:        # the rectifier upstream of the feeder's own conversion
+        eff = rect_eff * eff if eff is not None else rect_eff
     if eff is None and load > 0:
         diags.append(_warn("W624", f"feeder `{f.path}` declares no conversion `efficiency` "
                                    f"(nor does a rectifier on it): its conversion losses count "
@@ -214,7 +216,8 @@ def _one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cac
                         failover, capacity, current, cond_current, ampacity, drop, ratio, needed,
                         declared, b_current, b_required, b_available, eff, low, low_from,
                         through, network_w, normal * average / load if load else 0.0, running,
-                        dark=dark)
+                        dark=dark, no_load_w=no_load, recharge_w=refill,
+                        mechanical_w=mechanical[0], equipment_v=at_equipment)
 
 
 def _replicas(n: int, what: str) -> Optional[str]:
@@ -226,142 +229,6 @@ def _of_load(load: float, own: Optional[float]) -> str:
         return ""
     return f" ({readable.power(load, 3)} of load at " \
            f"{format_number(round(own * 100, 4))} % efficiency)"
-
-
-def _lowest_voltage(f: Instance, kind: str, nominal: float, resolve, diags,
-                    serves: bool) -> Tuple[float, str]:
-    """The lowest voltage the feeder runs at, where its current is highest: the battery's end of
-    discharge (cells x end voltage) on a DC bus with batteries, else the standard's minimum,
-    else (with W622) the nominal voltage."""
-    bat = resolve(f.field("battery"))
-    if kind == "dc" and bat is not None:
-        cells, end_v = _si(bat.field("cells")), _si(bat.field("end_voltage"))
-        if cells and end_v:
-            return min(cells * end_v, nominal) if nominal else cells * end_v, \
-                "battery end of discharge"
-    std = resolve(f.field("standard"))
-    lo = _si(std.field("min")) if std is not None else None
-    if lo:
-        return min(lo, nominal) if nominal else lo, "standard minimum"
-    if serves and nominal:
-        why = f"its standard `{std.path}` gives no `min`" if std is not None else \
-            "it declares no `standard` (with a `min`)"
-        diags.append(_warn("W622", f"feeder `{f.path}`: {why} and no battery on its bus, so its "
-                                   f"current is computed at the nominal "
-                                   f"{format_number(nominal)} V, not at the lowest voltage it "
-                                   f"runs at", f.span_of("voltage"),
-                           "declare `standard = ...` (its range), or a `battery` with `cells` "
-                           "and `end_voltage` on a DC bus"))
-    return nominal, "nominal"
-
-
-def _current(kind: str, power_w: float, voltage: float, f: Instance) -> float:
-    if not voltage:
-        return 0.0
-    if kind == "dc":
-        return formulas.dc_current(power_w, voltage)
-    pf = _si(f.field("power_factor")) or 1.0
-    phases = int(_si(f.field("phases")) or 3)
-    if phases == 3:
-        return formulas.ac3_current(power_w, voltage, pf)
-    return power_w / (voltage * pf)
-
-
-def _voltage_range(f: Instance, voltage: float, resolve, diags) -> None:
-    std = resolve(f.field("standard"))
-    if std is None or not voltage:
-        return
-    lo, hi = _si(std.field("min")), _si(std.field("max"))
-    if (lo is not None and voltage < lo) or (hi is not None and voltage > hi):
-        diags.append(_err("E626", f"feeder `{f.path}` runs at {format_number(voltage)} V, "
-                                  f"outside the normal range of `{std.path}` "
-                                  f"({format_number(lo)}-{format_number(hi)} V)",
-                          f.span_of("voltage"), "choose a voltage within the standard's range"))
-
-
-def _material(f: Instance, table: Optional[Instance], diags) -> Tuple[float, float]:
-    name = _sym(f.field("material"))
-    if name is None and table is not None:
-        name = _sym(table.field("material"))
-    if name is None:
-        diags.append(_warn("W621", f"the conductor material of `{f.path}` is not declared: "
-                                   f"copper is assumed for its resistance",
-                           f.span_of("conductor_area"),
-                           "declare `material = copper` (or `aluminium`) on the feeder or its "
-                           "`cable`"))
-        name = "copper"
-    return MATERIALS[name]
-
-
-def _conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool):
-    area = _si(f.field("conductor_area"))
-    if area is None:
-        if serves:
-            diags.append(_warn("W621", f"feeder `{f.path}` declares no conductor: its voltage "
-                                       f"drop and its conductors' ampacity are not checked",
-                               f.span, "declare `conductor_area`, `length` and `cable` (or "
-                                       "`ampacity`)"))
-        return None, None, None, None
-    sets = int(_si(f.field("conductors")) or 1)
-    per = current / sets
-    ampacity = _si(f.field("ampacity"))
-    table = resolve(f.field("cable"))
-    if ampacity is None and table is not None:
-        areas = [a.si for a in table.field("areas", ListValue(())).items]
-        amps = [a.si for a in table.field("ampacities", ListValue(())).items]
-        try:
-            ampacity = formulas.ampacity(list(zip(areas, amps)), area)
-        except ValueError as exc:
-            diags.append(_err("E625", f"feeder `{f.path}`: {exc}", f.span_of("conductor_area")))
-    elif ampacity is None:
-        diags.append(_warn("W621", f"feeder `{f.path}` declares no `ampacity` or `cable`: the "
-                                   f"{readable.current(per)} in each conductor set are "
-                                   f"not checked against a rating",
-                           f.span_of("conductor_area"),
-                           "declare `ampacity = ...` or a `cable` with its ampacity table"))
-    if ampacity is not None and per > ampacity * (1 + 1e-9):
-        diags.append(_err("E625", f"each of the {sets} conductor set(s) of `{f.path}` carries "
-                                  f"{readable.current(per)}, above its ampacity of "
-                                  f"{readable.current(ampacity)}",
-                          f.span_of("conductor_area"),
-                          "add parallel conductors (`conductors = N`) or a larger cross-section"))
-    length = _si(f.field("length"))
-    drop = ratio = None
-    if length is None:
-        diags.append(_warn("W621", f"feeder `{f.path}` declares no `length`: its voltage drop "
-                                   f"is not computed", f.span_of("conductor_area"),
-                           "declare `length = ...` (the one-way route length)"))
-        return per, ampacity, drop, ratio
-    rho20, alpha = _material(f, table, diags)
-    t = f.field("conductor_temperature")
-    if isinstance(t, Quantity):
-        temp_c = t.value_in("degC")
-    else:
-        temp_c = DEFAULT_CONDUCTOR_C
-        diags.append(_warn("W621", f"feeder `{f.path}` declares no `conductor_temperature`: its "
-                                   f"resistance, and so its voltage drop, is taken at "
-                                   f"{format_number(DEFAULT_CONDUCTOR_C)} degC, the continuous "
-                                   f"limit of XLPE/EPR insulation (IEC 60502-1)",
-                           f.span_of("length"),
-                           "declare `conductor_temperature = ...` (the conductor's operating "
-                           "temperature at this load, e.g. from the cable's data sheet)"))
-    if kind == "dc":
-        drop = formulas.dc_voltage_drop(per, length, area, temp_c, rho20, alpha)
-    else:
-        r = formulas.copper_resistivity(temp_c, rho20, alpha) / area
-        pf = _si(f.field("power_factor")) or 1.0
-        x = _si(f.field("reactance")) or 0.0     # declared per conductor; 0 when not given
-        drop = formulas.ac3_voltage_drop(per, length, r, x, pf)
-    ratio = drop / voltage if voltage else None
-    limit = _si(f.field("max_voltage_drop"))
-    if limit is not None and ratio is not None and ratio > limit * (1 + 1e-9):
-        diags.append(_err("E622", f"voltage drop on `{f.path}` is "
-                                  f"{format_number(round(drop, 2))} V "
-                                  f"({format_number(round(ratio * 100, 2))} %), above the "
-                                  f"declared {format_number(limit * 100)} %",
-                          f.span_of("max_voltage_drop"),
-                          "shorten the run or use a larger cross-section"))
-    return per, ampacity, drop, ratio
 
 
 def _feeders_needed(load: float, capacity: Optional[float], sides: int, backed: bool) -> int:

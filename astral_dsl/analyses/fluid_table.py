@@ -77,17 +77,24 @@ def generate() -> dict:
 
 
 def main(argv=None) -> int:
+    return compare_or_write(argv, "python -m astral_dsl.analyses.fluid_table", generate, PATH,
+                            lambda table: json.dumps(table, indent=1))
+
+
+def compare_or_write(argv, prog: str, generate, path: Path, dumps) -> int:
+    """The command line of a table of CoolProp's values shipped with the package: compare it
+    with CoolProp (exit 1 when they differ), or regenerate it with `--write`."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m astral_dsl.analyses.fluid_table")
+    parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--write", action="store_true", help="regenerate the shipped table")
     args = parser.parse_args(argv)
     fresh = generate()
     if args.write:
-        PATH.write_text(json.dumps(fresh, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {PATH}")
+        path.write_text(dumps(fresh) + "\n", encoding="utf-8")
+        print(f"wrote {path}")
         return 0
-    same = fresh == json.loads(PATH.read_text(encoding="utf-8"))
+    same = fresh == json.loads(path.read_text(encoding="utf-8"))
     print("the shipped table is CoolProp's" if same else "the shipped table differs from CoolProp")
     return 0 if same else 1
 

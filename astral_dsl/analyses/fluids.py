@@ -13,18 +13,18 @@ imported.  Results are cached (functools.lru_cache) by (CoolProp name, temperatu
 TEMP_RESOLUTION_C, pressure rounded to 1 Pa). CoolProp's high-level calls are not thread-safe:
 they run one at a time (the language server analyses in several threads).
 
-Version choice (measured on this project's machine, Python 3.11.7, 2 cores, warm file cache,
-``import CoolProp.CoolProp`` in a fresh interpreter, 5 runs each in a clean venv):
-
-    CoolProp 6.8.0: 0.13-0.20 s (median 0.15 s)
-    CoolProp 8.0.0: 1.82-1.97 s (median 1.86 s)
-
-Both return identical values to all printed digits for the cases used here (water at 30 degC:
-rho 995.6495 kg/m^3, cp 4179.82 J/kg/K; PG25 at 35 degC: rho 1012.479 kg/m^3, cp 3956.67 J/kg/K).
-We therefore use CoolProp 6.8.0 (pin ``CoolProp==6.8.0``): same numbers, about 12x faster import.
+CoolProp is a dependency (any release from 6.8); should it be missing from an installation,
+the shipped table still serves the stdlib's coolants, and any other fluid or state is a
+ValueError (CoolPropMissing) saying how to install it, which the loop analysis reports
+(E646). Import times (this project's machine, Python 3.11.7, 2 cores, warm file cache,
+``import CoolProp.CoolProp`` in a fresh interpreter): 6.8.0 0.13-0.25 s, 7.2.0 0.83-0.87 s,
+8.0.0 1.8-2.8 s; they return identical values to all printed digits for the cases used here
+(water at 30 degC: rho 995.6495 kg/m^3, cp 4179.82 J/kg/K; PG25 at 35 degC: rho 1012.479
+kg/m^3, cp 3956.67 J/kg/K). The tests install 6.8.0 (the `test` extra), the fastest to import.
 
 Every failure (unknown fluid, temperature outside the fluid's range, not liquid at that
-temperature and pressure) is raised as ValueError with a message fit for a diagnostic.
+temperature and pressure, CoolProp not installed) is raised as ValueError with a message fit
+for a diagnostic.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ from astral_dsl.stdio import library_output
 
 __all__ = [
     "ATMOSPHERIC_PA", "TEMP_RESOLUTION_C", "ZERO_CELSIUS_K",
-    "FluidProperties", "resolve_name", "properties", "density", "specific_heat",
+    "CoolPropMissing", "FluidProperties", "resolve_name", "properties", "density", "specific_heat",
     "cache_info", "cache_clear", "coolprop_version",
 ]
 
@@ -67,13 +67,20 @@ class FluidProperties(NamedTuple):
     cp: float             # specific heat at constant pressure, J/(kg K)
 
 
+class CoolPropMissing(ValueError):
+    """The fluid or state is not in the shipped table, and CoolProp is not installed."""
+
+
 def _coolprop():
     """Import CoolProp's PropsSI module on first use."""
     try:
         with library_output():
             import CoolProp.CoolProp as CP  # noqa: N813 - lazy on purpose (import cost)
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ImportError("fluid properties need CoolProp (pip install CoolProp==6.8.0)") from exc
+    except ImportError:
+        raise CoolPropMissing(
+            "not in the shipped table (water 1-99 degC, PG25 -9-100 degC, at 1 atm): its "
+            "properties need CoolProp, a dependency missing from this installation "
+            "(pip install \"CoolProp>=6.8\")") from None
     return CP
 
 

@@ -39,6 +39,7 @@ class LoopResult:
     cdu_w: float = 0.0         # the running CDUs' own draw (their declared `power`)
     network_heat_w: float = 0.0   # of heat_w: the switches' cold plates (`network = true`)
     fluid_name: str = ""          # the fluid as the design names it (`PG25`)
+    average_heat_w: float = 0.0   # heat_w over the year: what it cools at its utilization
 
 
 def _si(v) -> Optional[float]:
@@ -94,14 +95,18 @@ def _fluid(loop: Instance, fluid: Optional[Instance], diags) -> Optional[str]:
 
 
 def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, overrides, diags,
-                 reqs, network_w: float = 0.0, owner: Optional[Instance] = None) -> LoopResult:
+                 reqs, network_w: float = 0.0, owner: Optional[Instance] = None,
+                 averages=None) -> LoopResult:
     """`network_w`: the switches' cold-plate heat a `network = true` loop also removes (per
-    replica); `owner`: the part it is declared in, whose replica its results name."""
+    replica); `owner`: the part it is declared in, whose replica its results name; `averages`
+    (analyses/utilization.py): the average heat of what it cools."""
     from astral_dsl.analyses.feeders import Requirement
 
     network_only = inst.field("network") is True and inst.field("serves") is None
     served = [] if network_only else served
     heat = sum(c * liquid_heat(i, cache) for c, i in served) + network_w
+    average = (sum(c * averages.liquid_per_replica(i) for c, i in served) + network_w
+               if averages is not None else heat)
     if heat <= 0:
         diags.append(_warn("W650", f"loop `{inst.path}` cools nothing: the parts it serves "
                                    f"send no heat to cold plates", inst.span,
@@ -123,7 +128,9 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
         except ValueError as exc:
             diags.append(_err("E646", f"fluid properties of `{fluid.path}` at "
                                       f"{format_number(supply_c + rise / 2)} degC: {exc}",
-                              inst.span_of("fluid")))
+                              inst.span_of("fluid"),
+                              'pip install "CoolProp>=6.8"'
+                              if isinstance(exc, fluids.CoolPropMissing) else None))
     cdu = resolve(inst.field("cdu"))
     cap = _si(cdu.field("capacity")) if cdu is not None else None
     cdu_flow = _si(cdu.field("max_flow")) if cdu is not None else None
@@ -193,20 +200,19 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
     return LoopResult(inst.path, replicas, name if name is not None else "?", heat,
                       supply_c, rise, density, cp, flow, needed, declared_n, cap, pump,
                       tuple(parts), cdu_w, network_w,
-                      (fluid.template or fluid.path) if fluid is not None else "?")
+                      (fluid.template or fluid.path) if fluid is not None else "?", average)
 
 
 def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags) -> None:
     if declared_n * cap < heat * (1 - 1e-9):
-        diags.append(_err("E640", f"loop `{inst.path}` carries "
-                                  f"{readable.power(heat, 3)} of liquid "
-                                  f"heat but its {declared_n} CDUs hold "
-                                  f"{readable.power(declared_n * cap, 3)}",
+        carried, held = readable.powers_apart(heat, declared_n * cap)
+        diags.append(_err("E640", f"loop `{inst.path}` carries {carried} of liquid heat but "
+                                  f"its {declared_n} CDUs hold {held}",
                           inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
     elif scheme != "n" and ((declared_n - 1) * cap < heat * (1 - 1e-9) or (
             cdu_flow and flow and (declared_n - 1) * cdu_flow < flow * (1 - 1e-9))):
-        have = (f"{readable.power((declared_n - 1) * cap, 3)} for "
-                f"{readable.power(heat, 3)}")
+        held, carried = readable.powers_apart((declared_n - 1) * cap, heat)
+        have = f"{held} for {carried}"
         if (declared_n - 1) * cap >= heat * (1 - 1e-9):
             have = (f"flow for {format_number(round((declared_n - 1) * cdu_flow * 6e4))} "
                     f"L/min of the {format_number(round(flow * 6e4))} L/min needed")

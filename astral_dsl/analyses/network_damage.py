@@ -19,7 +19,7 @@ are in the notes."""
 from __future__ import annotations
 
 import bisect
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import attrs
 
@@ -277,33 +277,48 @@ def judge(damage: Damage, limit: Optional[float], where) -> Tuple[List[Diagnosti
     return diags, notes
 
 
+def degraded(damage: Damage) -> Iterator[Tuple[int, float, Tuple[int, ...], float]]:
+    """(tier t, share of its links lost, causes, the oversubscription of the tier below into
+    t) of every run of hosts whose uplinks into t lost part (not all) of their links: the one
+    computation of the oversubscription a scenario leaves (E602 and its notes here, the
+    review's scenario figures through `worst_oversubscription`)."""
+    for (t, rail, plane), pieces in sorted(damage.uplinks.items(), key=lambda kv: str(kv[0])):
+        m = _Map(pieces)
+        for _, (lost, causes) in zip(m.starts, m.values):
+            if causes and EPS < lost < 1 - EPS:
+                yield t, lost, causes, damage.oversub[t - 1] / (1 - lost)
+
+
+def worst_oversubscription(damage: Optional[Damage]) -> Optional[float]:
+    """The highest oversubscription a tier runs at under the failures (None: no uplinks lost
+    a share of their links)."""
+    if damage is None:
+        return None
+    return max((over for _, _, _, over in degraded(damage)), default=None)
+
+
 def _oversubscribed(damage: Damage, limit: Optional[float], notes: List[str]):
     """E602 (or a note within the limit) for uplinks that lost a share of their links."""
     out = []
     seen = set()
-    for (t, rail, plane), pieces in sorted(damage.uplinks.items(), key=lambda kv: str(kv[0])):
-        m = _Map(pieces)
-        for (x, (lost, causes)), nxt in zip(zip(m.starts, m.values), m.starts[1:] + [None]):
-            if not causes or not EPS < lost < 1 - EPS:
-                continue
-            over = damage.oversub[t - 1] / (1 - lost)
-            key = (t, causes, round(over, 9))
-            if key in seen:
-                continue
-            seen.add(key)
-            below = damage.tier_names[t - 1]
-            what = (f"tier `{below}` runs {format_number(round(over, 4))}:1 into "
-                    f"`{damage.tier_names[t]}` for the traffic of the hosts behind the switches "
-                    f"that lost {format_number(round(lost * 100, 3))} % of their uplinks "
-                    f"({damage.named(causes)} failed)")
-            if limit is not None and over > limit * (1 + EPS):
-                out.append(_err("E602", what + f", above the declared limit "
-                                               f"{format_number(limit)}:1",
-                                _span(damage.spans, causes),
-                                "the tier needs spare uplinks to keep its limit with a switch "
-                                "or link down, or a looser `max_oversubscription`"))
-            else:
-                notes.append(what)
+    for t, lost, causes, over in degraded(damage):
+        key = (t, causes, round(over, 9))
+        if key in seen:
+            continue
+        seen.add(key)
+        below = damage.tier_names[t - 1]
+        what = (f"tier `{below}` runs {format_number(round(over, 4))}:1 into "
+                f"`{damage.tier_names[t]}` for the traffic of the hosts behind the switches "
+                f"that lost {format_number(round(lost * 100, 3))} % of their uplinks "
+                f"({damage.named(causes)} failed)")
+        if limit is not None and over > limit * (1 + EPS):
+            out.append(_err("E602", what + f", above the declared limit "
+                                           f"{format_number(limit)}:1",
+                            _span(damage.spans, causes),
+                            "the tier needs spare uplinks to keep its limit with a switch "
+                            "or link down, or a looser `max_oversubscription`"))
+        else:
+            notes.append(what)
     return out
 
 
@@ -342,4 +357,4 @@ def _minus(xs: Sequence[Interval], ys: Sequence[Interval]) -> List[Interval]:
     return out
 
 
-__all__ = ["Damage", "Piece", "Segment", "judge"]
+__all__ = ["Damage", "Piece", "Segment", "degraded", "judge", "worst_oversubscription"]

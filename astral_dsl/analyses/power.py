@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl.analyses import formulas
 from astral_dsl.analyses.feeders import FeederResult, Requirement, analyse_feeders
 from astral_dsl.analyses.served import Served
 from astral_dsl.analyses.utilization import Averages
@@ -20,7 +21,7 @@ from astral_dsl.analyses.walk import Resolver, multiplicities
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design
 from astral_dsl.model.rollup import group_of, power_of
-from astral_dsl.units import Quantity, format_number, readable
+from astral_dsl.units import Quantity, readable
 
 __all__ = ["FeederResult", "LevelLoad", "PowerResult", "Requirement", "analyse_power"]
 
@@ -90,9 +91,9 @@ def analyse_power(design: Design, fabrics=(), cache: Optional[Dict] = None,
                                 averages.per_replica(inst)))
         limit = _si(inst.field("power_limit"))
         if limit is not None and peak > limit * (1 + 1e-9):
-            diags.append(_err("E624", f"{inst.kind} `{inst.path}` draws "
-                                      f"{readable.power(peak, 3)}, above its power limit of "
-                                      f"{readable.power(limit, 3)}",
+            said, allowed = readable.powers_apart(peak, limit)
+            diags.append(_err("E624", f"{inst.kind} `{inst.path}` draws {said}, above its "
+                                      f"power limit of {allowed}",
                               inst.span_of("power_limit"),
                               f"affects {replicas:,} {inst.kind}(s)" if replicas > 1 else None))
     network_w = sum(f.power_w for f in fabrics)
@@ -109,11 +110,9 @@ def analyse_power(design: Design, fabrics=(), cache: Optional[Dict] = None,
     it_peak = compute_peak + network_w
     it_avg = averages.site_average_w + network_w
     # conversion losses over the year: at the average load of what each feeder serves; at the
-    # peak, at what it carries then
-    loss = sum(f.replicas * f.running * f.average_w * (1 / f.efficiency - 1)
-               for f in feeders if f.efficiency)
-    loss_peak = sum(f.replicas * f.running * f.normal_w * (1 / f.efficiency - 1)
-                    for f in feeders if f.efficiency)
+    # peak, at what it carries then; and its rectifier's modules at no load, all year
+    loss = sum(f.replicas * f.running * feeder_loss(f, f.average_w) for f in feeders)
+    loss_peak = sum(f.replicas * f.running * feeder_loss(f, f.normal_w) for f in feeders)
     modules = sum(f.replicas * f.count * (f.rectifier_modules or f.rectifier_modules_needed or 0)
                   for f in feeders)
     battery = sum(f.replicas * f.count * (f.battery_required_ah or 0.0) for f in feeders)
@@ -121,6 +120,14 @@ def analyse_power(design: Design, fabrics=(), cache: Optional[Dict] = None,
     feeders.sort(key=lambda f: f.path)
     return PowerResult(tuple(levels), tuple(feeders), it_peak, it_avg, loss, modules, battery,
                        tuple(diags), tuple(reqs), loss_peak, network_w, unfed)
+
+
+def feeder_loss(f: FeederResult, load_w: float) -> float:
+    """What one feeder in service loses carrying `load_w`: its conversion (rectifier and own)
+    and its rectifier's no-load draw (formulas.rectifier_losses)."""
+    if not f.efficiency:
+        return f.no_load_w
+    return formulas.rectifier_losses(load_w, f.efficiency, f.no_load_w)
 
 
 def _unfed_network(mult, served: Served, diags) -> float:

@@ -23,6 +23,7 @@ import attrs
 
 from astral_dsl.analyses.fabric_names import TierKey, first_switch, link_name, port_name
 from astral_dsl.analyses.network import FabricCount, _SCOPE_KINDS, fabric_counts
+from astral_dsl.analyses.walk import replicas
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.model.values import Group
@@ -300,21 +301,9 @@ def _walk(inst: Instance, path: str, want: str, scope_kinds, counters, chain, ca
         idx = counters.get(inst.kind, 0)
         counters[inst.kind] = idx + 1
         chain = chain + [(inst.kind, idx, [0])]
-    for m in inst.members:
-        v = m.value
-        if isinstance(v, Instance):
-            if v.level is not None:
-                yield from _enter(v, f"{path}.{m.name}", want, scope_kinds, counters, chain, cache)
-        elif isinstance(v, Group):
-            i = 0
-            for run in v.runs:
-                items = run.item.items(1 << 20) if isinstance(run.item, Group) else [run.item]
-                for _ in range(run.count):
-                    for child in items or []:
-                        if child.level is not None:
-                            yield from _enter(child, f"{path}.{m.name}[{i}]", want, scope_kinds,
-                                              counters, chain, cache)
-                        i += 1
+    for cpath, _, child in replicas(inst, path):
+        if child.level is not None:
+            yield from _enter(child, cpath, want, scope_kinds, counters, chain, cache)
 
 
 def _enter(child, cpath, want, scope_kinds, counters, chain, cache):
@@ -492,3 +481,4 @@ def climb(members: Sequence[Port], sizes: Dict[str, int]) -> List[Tuple[str, Tup
 __all__ = ["CommGroup", "DEFAULT_ORDER", "HostSlot", "KINDS", "PathSet", "Port", "RankInfo",
            "RankMap", "RankMapError", "build", "climb", "coordinates", "parse_order", "reorder",
            "upper_end"]
+

@@ -10,7 +10,8 @@ engineering checks derive for each combination. One mixed-integer program then p
 combination and the counts together: a binary y_s per feasible combination (sum = 1) and, per
 combination and count, an integer x_su with max(min_su, low_u) * y_s <= x_su <= high_u * y_s;
 the objective is sum_s value_s * y_s plus, for cost, sum price_su * x_su. cvxpy solves it with
-HiGHS. Every combination that fails is remembered with the constraints that failed it, so an
+HiGHS; without an equipment count the program is the choice of the best combination, taken
+directly (no solver to import). Every combination that fails is remembered with the constraints that failed it, so an
 infeasible design is reported with those constraints and their source lines."""
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ class Sizing:
     feasible: int
     diagnostics: Tuple[Diagnostic, ...]
     assigned: Tuple[Tuple[str, Any], ...] = ()   # what the chosen design is compiled with
+    warnings: Tuple[Diagnostic, ...] = ()        # about a choice that stands (W317, W800)
 
 
 def _objective(design: Design) -> Tuple[str, str, Any, Optional[Span]]:
@@ -171,7 +173,69 @@ def choose(design: Design, compiled) -> Sizing:
     if sense == "maximize":
         value = -value
     return Sizing(_in_source_order(chosen, design.unknowns), name, sense, value, design, total,
-                  len(feasible), (), tuple(assign.items()))
+                  len(feasible), (), tuple(assign.items()),
+                  tuple(_range_ends(design, chosen)) + _unpriced(design, name, span))
+
+
+def rebuilt(design: Design, assigned: Dict[str, Any], objective: str, sense: str,
+            value: Optional[float], combinations: int, feasible: int,
+            diagnostics: Tuple[Diagnostic, ...], warnings: Tuple[Diagnostic, ...]) -> Sizing:
+    """A choice sizing made before (analyses/sizing_cache.py), for the provisional `design`:
+    the chosen values taken from its options again, as `choose` takes them."""
+    if diagnostics:
+        return _failed(design, sense, objective, combinations, feasible, diagnostics)
+    chosen = {}
+    for u in design.unknowns:
+        v = assigned[u.key]
+        chosen[u.key] = u.options[v.index] if u.role == "structural" else v
+    if set(chosen) != set(assigned):
+        raise ValueError("the entry is not of this design")
+    return Sizing(_in_source_order(chosen, design.unknowns), objective, sense, value, design,
+                  combinations, feasible, (), tuple(assigned.items()), warnings)
+
+
+def _range_ends(design: Design, chosen: Dict[str, Any]):
+    """W317 for each `? in a..b` sized to its end b: the value `..` did not include before it
+    became inclusive (astral_dsl 0.2), so a design written then is sized differently now."""
+    for u in design.unknowns:
+        value = chosen.get(u.key)
+        if not u.inclusive_end or value is None:
+            continue
+        if u.role == "structural":
+            end = u.options[-1] if len(u.options) > 1 else None
+            hit = end is not None and value == end
+            low = u.options[0] if u.options else None
+        else:
+            end, low = Quantity(float(u.high)), Quantity(float(u.low))
+            hit = u.high > u.low and isinstance(value, Quantity) and value.si == u.high
+        if not hit:
+            continue
+        what = f"{u.owner}.{u.field}" if u.owner else "this `?`"
+        yield Diagnostic(
+            "W317", Severity.WARNING,
+            f"sizing chose {_show(end)} for {what}, the end of its range `{_show(low)}.."
+            f"{_show(end)}`, which `..` includes",
+            u.span, f"if the range was written for the old `..` (which stopped before its end), "
+                    f"write `{_show(low)}..<{_show(end)}`; to keep this choice, state the end "
+                    f"as intended or accept it with `allow W317`",
+            notes=("`a..b` includes b; `a..<b` stops before it",))
+
+
+def _unpriced(design: Design, name: str, span) -> Tuple[Diagnostic, ...]:
+    """W800 (as a sweep's cost): `minimize cost` where nothing declares a price counts every
+    combination as 0 USD, and the choice falls to the fewest units."""
+    if name != "cost" or any(isinstance(i.field("price"), Quantity) for i in design.instances):
+        return ()
+    stated = span is not None
+    return (Diagnostic(
+        "W800", Severity.WARNING,
+        "the cost counts only the equipment with a declared price, and nothing declares one"
+        + ("" if stated else " (a design without an objective is sized for the least cost)"),
+        span if stated else _anchor(design, span),
+        "declare a `price` on the equipment (prices are data, never built in), or state "
+        "another objective (`maximize gpus`, `minimize power`)",
+        notes=("every combination costs 0 USD: of those that hold, the one needing the fewest "
+               "units of equipment is chosen, not the cheapest",)),)
 
 
 def sized(choice: Sizing, final: Design) -> Sizing:
@@ -179,7 +243,7 @@ def sized(choice: Sizing, final: Design) -> Sizing:
     fields marked."""
     counts = [u for u in choice.design.unknowns if u.role == "count"]
     final = attrs.evolve(final, chosen=choice.chosen, instances=_mark(final, counts),
-                         assignments=choice.assigned)
+                         assignments=choice.assigned, unknowns=choice.design.unknowns)
     return attrs.evolve(choice, design=final)
 
 
@@ -232,6 +296,11 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
 
 
 def _milp(feasible: List[Combination], counts: List[UnknownSite], price_counts: bool):
+    if not counts:
+        # no equipment count: the program is min sum_s value_s y_s with one y_s = 1, whose
+        # optimum is the best combination (the first of equals): no solver to import
+        best = min(range(len(feasible)), key=lambda k: (feasible[k].value, k))
+        return feasible[best], {}
     import cvxpy as cp
     import numpy as np
 

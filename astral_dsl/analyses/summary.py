@@ -1,33 +1,50 @@
 """The one-line summary of a design: GPUs, hosts, racks, switches, IT power."""
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Tuple
 
+from astral_dsl import records
 from astral_dsl.model.design import Design
 from astral_dsl.model.rollup import count_of, power_of
+from astral_dsl.units import Quantity
 
 
-def summarize(design: Design, eng=None) -> Dict[str, object]:
-    """The check summary; pass the Engineering result when it has been computed already."""
+@records.frozen
+class Totals:
+    """The counts and IT power of a checked design (`astral check`'s summary line, typed):
+    the IT power (the compute's roll-up and the network's switches) is a Quantity."""
+    sites: Tuple[str, ...]
+    gpus: int
+    hosts: int
+    racks: int
+    switches: int
+    it_power: Quantity
+
+
+def totals(design: Design, eng=None) -> Totals:
+    """The counts and the IT power of `design`; pass the Engineering result when it has been
+    computed already."""
     cache: Dict = {}
     if eng is None and design.roots:
         from astral_dsl.analyses.engineering import analyse
 
         eng = analyse(design)
-    gpus = sum(count_of(r, ("gpu",), cache) for r in design.roots)
-    hosts = sum(count_of(r, ("host",), cache) for r in design.roots)
-    racks = sum(count_of(r, ("rack",), cache) for r in design.roots)
-    switches = sum(f.switches for f in eng.fabrics) if eng else 0
     compute_w = sum(power_of(r, cache).si for r in design.roots)
     network_w = eng.network_w if eng else 0.0
-    return {
-        "sites": [r.path for r in design.roots],
-        "gpus": gpus,
-        "hosts": hosts,
-        "racks": racks,
-        "switches": switches,
-        "it_power_kw": round((compute_w + network_w) / 1000.0, 3),
-    }
+    return Totals(tuple(r.path for r in design.roots),
+                  sum(count_of(r, ("gpu",), cache) for r in design.roots),
+                  sum(count_of(r, ("host",), cache) for r in design.roots),
+                  sum(count_of(r, ("rack",), cache) for r in design.roots),
+                  sum(f.switches for f in eng.fabrics) if eng else 0,
+                  Quantity.of(compute_w + network_w, "W").to("kW"))
+
+
+def summarize(design: Design, eng=None) -> Dict[str, object]:
+    """The check summary (the JSON's `summary`, power in kW rounded to the watt); pass the
+    Engineering result when it has been computed already."""
+    t = totals(design, eng)
+    return {"sites": list(t.sites), "gpus": t.gpus, "hosts": t.hosts, "racks": t.racks,
+            "switches": t.switches, "it_power_kw": round(t.it_power.si / 1000.0, 3)}
 
 
 def _n(count: int, word: str) -> str:

@@ -80,6 +80,10 @@ class Averages:
     def per_replica(self, inst: Instance) -> float:
         return self._total(inst, 0) / max(self.replicas.get(id(inst), 1), 1)
 
+    def liquid_per_replica(self, inst: Instance) -> float:
+        """The average heat one replica of `inst` sends to cold plates."""
+        return self._total(inst, 1) / max(self.replicas.get(id(inst), 1), 1)
+
     def air_per_replica(self, inst: Instance) -> float:
         return (self._total(inst, 0) - self._total(inst, 1)) / max(self.replicas.get(id(inst), 1),
                                                                    1)

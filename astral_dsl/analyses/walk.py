@@ -77,18 +77,28 @@ def path_within(owner: Instance, target: Instance, memo: Optional[Dict] = None) 
     declaration order), written from the owner's path: under `Astral.pods[3]`, the GPU whose
     canonical path (its first place in the whole design) is `Astral.pods[0]...gpus[0]` is
     `Astral.pods[3]...gpus[0]`. A part shared by several replicas is named in the replica a
-    result is about, not in the first. `target.path` when `owner` does not hold it."""
+    result is about, not in the first. `target.path` when `owner` does not hold it.
+
+    With a `memo` (a dict kept by the caller), the owner's parts are walked once, every first
+    place recorded, and each later question about the same owner is a look-up: a loop that
+    names its many parts costs one walk, not one per part."""
     if target is owner:
         return owner.path
-    key = (id(owner), id(target))
-    if memo is not None and key in memo:
-        return memo[key][1]
-    found = target.path
+    if memo is None:
+        return first_places(owner, target).get(id(target), (None, target.path))[1]
+    places = memo.get(id(owner))
+    if places is None or places[0] is not owner:
+        places = memo[id(owner)] = (owner, first_places(owner))
+    return places[1].get(id(target), (None, target.path))[1]
+
+
+def first_places(owner: Instance, stop: Optional[Instance] = None) -> Dict[int, Tuple[Instance, str]]:
+    """id(part) -> (part, the path of its first replica inside `owner`) for every part `owner`
+    holds, breadth first with members in declaration order; the walk ends early at `stop`."""
+    places: Dict[int, Tuple[Instance, str]] = {id(owner): (owner, owner.path)}
     queue = deque([(owner, owner.path)])
-    seen = {id(owner)}
     while queue:
         inst, path = queue.popleft()
-        hit = None
         for m in inst.members:
             value = m.value
             if isinstance(value, Group):
@@ -99,17 +109,26 @@ def path_within(owner: Instance, target: Instance, memo: Optional[Dict] = None) 
             else:
                 continue
             for child_path, child in children:
-                if child is target:
-                    hit = child_path
-                    break
-                if id(child) not in seen:
-                    seen.add(id(child))
+                if id(child) not in places:
+                    places[id(child)] = (child, child_path)
+                    if child is stop:
+                        return places
                     queue.append((child, child_path))
-            if hit:
-                break
-        if hit:
-            found = hit
-            break
-    if memo is not None:
-        memo[key] = (target, found)
-    return found
+    return places
+
+
+def replicas(inst: Instance, path: str):
+    """Each member of `inst`, replica by replica, in order: (its path, its index in its group,
+    None for a single member, the instance). Expands the runs: one step per replica."""
+    for m in inst.members:
+        v = m.value
+        if isinstance(v, Instance):
+            yield f"{path}.{m.name}", None, v
+        elif isinstance(v, Group):
+            i = 0
+            for run in v.runs:
+                items = run.item.items(1 << 20) if isinstance(run.item, Group) else [run.item]
+                for _ in range(run.count):
+                    for child in items or []:
+                        yield f"{path}.{m.name}[{i}]", i, child
+                        i += 1

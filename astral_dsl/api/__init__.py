@@ -12,24 +12,47 @@ scenario or an override needs it; the check's steps are pipeline.py's."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
-from astral_dsl.model.design import Design
+from astral_dsl.analyses.summary import Totals
+from astral_dsl.api.commands import Target, diagnosis, diff, report, score_runs, size, sweep, \
+    workspace_of
+from astral_dsl.api.results import Chosen, DiffResult, ForecastResult, RunsResult, Sized
+from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.model.allows import Baseline
+from astral_dsl.model.design import Design, Instance
 from astral_dsl.pipeline import Checked, front_end_errors
 from astral_dsl.pipeline import check as _check
 from astral_dsl.semantics.modules import read_file
-from astral_dsl.workspace import Workspace
+from astral_dsl.units import Quantity
+from astral_dsl.units.quantity import UnitError
+from astral_dsl.workspace import ParamValue, Workspace
+
+if TYPE_CHECKING:
+    from astral_dsl.seer import ForecastError
+
+
+def __getattr__(name: str) -> object:
+    """ForecastError is imported on first use: Seer is not on `astral check`'s start-up."""
+    if name == "ForecastError":
+        from astral_dsl.seer import ForecastError
+
+        return ForecastError
+    raise AttributeError(f"module 'astral_dsl.api' has no attribute {name!r}")
 
 
 def load(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
          read=read_file) -> Design:
-    """Compile a .astral file; returns a Design (check `.valid` and `.diagnostics`).
+    """Compile a .astral file; returns a Design: the front end (`.valid`: it compiles;
+    `check` runs the engineering checks and is `astral check`'s verdict). A design with `?` is
+    sized (as `astral check` sizes it, once per user: the result is cached) and compiled with
+    the values chosen, marked in `.chosen`.
 
     `overrides` sets top-level parameters as `--set` does: {"hosts_per_rack": "8"}; a value may
     also be a number (which, like a bare number on the command line, takes the unit of the
     parameter's default), a bool or a Quantity. Anything else is reported as E310. A path that
     is not a str or path, or overrides that are not a mapping, raise TypeError."""
-    return Workspace.open(path, overrides, read).design
+    return Workspace.open(path, overrides, read).sized
 
 
 def loads(text: str | bytes, name: str = "<string>", root: str | Path | None = None,
@@ -37,8 +60,9 @@ def loads(text: str | bytes, name: str = "<string>", root: str | Path | None = N
     """Compile .astral source text (a str, or bytes as a file holds them); imports resolve
     against `root` (default: the current directory) and the stdlib. Text that is not Unicode
     (a lone surrogate, invalid UTF-8 bytes) is reported as E101. Text that is neither str nor
-    bytes (None, a number) and overrides that are not a mapping raise TypeError."""
-    return Workspace.of_text(text, name, root, overrides, read).design
+    bytes (None, a number) and overrides that are not a mapping raise TypeError. A design with
+    `?` is sized, as `load` sizes it."""
+    return Workspace.of_text(text, name, root, overrides, read).sized
 
 
 def compile(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
@@ -56,32 +80,42 @@ def compiles(text: str | bytes, name: str = "<string>", root: str | Path | None 
     return Workspace.of_text(text, name, root, overrides, read)
 
 
-def check(workspace: Workspace, scenarios: Optional[Sequence[str]] = None,
-          all_scenarios: bool = False, design: Optional[Design] = None) -> Checked:
-    """`astral check` as a function: the front end's diagnostics, sizing when the design has
-    unknowns, the jobs validated, the engineering checks, then its scenarios (`scenarios` by
-    name, the required ones always, every one with `all_scenarios`). `design`: a design of the
-    workspace (default: its own)."""
-    return _check(workspace, design, scenarios, all_scenarios)
+def check(target: Target, scenarios: Optional[Sequence[str]] = None,
+          all_scenarios: bool = False, design: Optional[Design] = None,
+          overrides: Optional[Mapping[str, ParamValue]] = None,
+          baseline: Optional[Baseline] = None) -> Checked:
+    """`astral check` as a function, of a file (a path) or a Workspace: the front end's
+    diagnostics, sizing when the design has unknowns, the jobs validated, the engineering
+    checks, then its scenarios (`scenarios` by name, the required ones always, every one with
+    `all_scenarios`). `.valid` is the command's verdict (exit status 0); `.totals` its summary
+    line. `design`: a design of the workspace (default: its own). The warnings the design's
+    `allow`s and `baseline` (read with `read_baseline`) accept are in `.accepted`, apart from
+    `.diagnostics`."""
+    return _check(workspace_of(target, overrides), design, scenarios, all_scenarios, baseline)
 
 
 def check_file(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
                scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
-               read=read_file) -> Checked:
+               read=read_file, baseline: Optional[Baseline] = None) -> Checked:
     """Open, compile and check a file (the command line's `astral check`)."""
-    return check(compile(path, overrides, read), scenarios, all_scenarios)
+    return _check(compile(path, overrides, read), None, scenarios, all_scenarios, baseline)
 
 
-def forecast(workspace: Workspace, job: Optional[str] = None, scenario: Optional[str] = None,
-             design: Optional[Design] = None, **options):
-    """Seer's forecast of `job` (default: the first declared) of `design` (default: the
-    workspace's), under `scenario` when named: the design compiled under it and its failures
-    applied. Raises seer.ForecastError (with diagnostics) when the job cannot be forecast;
-    `options` are seer.forecast's."""
+def forecast(target: Target, job: Optional[str] = None, scenario: Optional[str] = None,
+             design: Optional[Design] = None,
+             overrides: Optional[Mapping[str, ParamValue]] = None,
+             **options: object) -> ForecastResult:
+    """Seer's forecast of `job` (default: the first declared) of a file or a workspace's
+    design (or `design`; default: the workspace's, with the values sizing chose for its `?`s),
+    under `scenario` when named: the design compiled under it and its failures applied. Raises
+    ForecastError when the job cannot be forecast (its message states why; `.diagnostics`
+    holds the diagnostics); `options` are seer.forecast's (a what-if of the job's fields,
+    `calibration=`)."""
     from astral_dsl.pipeline import forecast as _forecast
 
-    return _forecast(workspace, workspace.design if design is None else design, job, scenario,
-                     **options)
+    ws = workspace_of(target, overrides)
+    fc = _forecast(ws, ws.sized if design is None else design, job, scenario, **options)
+    return ForecastResult.of(fc)
 
 
 def summary(design: Design) -> dict:
@@ -91,5 +125,8 @@ def summary(design: Design) -> dict:
     return summarize(design)
 
 
-__all__ = ["Checked", "Design", "Workspace", "check", "check_file", "compile", "compiles",
-           "forecast", "front_end_errors", "load", "loads", "summary"]
+__all__ = ["Checked", "Chosen", "Design", "Diagnostic", "DiffResult", "ForecastError",
+           "ForecastResult", "Instance", "ParamValue", "Quantity", "RunsResult", "Severity",
+           "Sized", "Span", "Target", "Totals", "UnitError", "Workspace", "check", "check_file",
+           "compile", "compiles", "diagnosis", "diff", "forecast", "front_end_errors", "load",
+           "loads", "report", "score_runs", "size", "summary", "sweep"]

@@ -14,8 +14,9 @@ from astral_dsl.workspace import Workspace
 
 
 def forecast_jobs(ws: Workspace, design: Design, names: Optional[Sequence[str]],
-                  scenarios: Sequence[str]) -> Tuple[JobResult, ...]:
-    """Seer's forecast of each named job (default: every job), and under each scenario."""
+                  scenarios: Sequence[str], step=None) -> Tuple[JobResult, ...]:
+    """Seer's forecast of each named job (default: every job), and under each scenario;
+    `step(what)` is told each one (a progress line)."""
     from astral_dsl import seer
     from astral_dsl.pipeline import forecast
 
@@ -28,6 +29,8 @@ def forecast_jobs(ws: Workspace, design: Design, names: Optional[Sequence[str]],
 
     out = []
     for name in names if names is not None else [j.template for j in design.jobs]:
+        if step is not None:
+            step(f"forecasting job {name}")
         fc, diags = one(name)
         under = tuple((s,) + one(name, s) for s in scenarios)
         out.append(JobResult(name, fc, diags, under))
@@ -35,10 +38,12 @@ def forecast_jobs(ws: Workspace, design: Design, names: Optional[Sequence[str]],
 
 
 def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
-            scenario: Optional[str] = None, views: Sequence[str] = VIEWS) -> Review:
+            scenario: Optional[str] = None, views: Sequence[str] = VIEWS, step=None) -> Review:
     """The review of a workspace's design. `jobs`: the jobs to forecast (None: all);
-    `scenario`: a scenario whose views are drawn beside the baseline's. Raises ReviewError for
-    a job or a scenario the design does not declare."""
+    `scenario`: a scenario whose views are drawn beside the baseline's; `step(what)`: told what
+    is being done (a progress line). Raises ReviewError for a job or a scenario the design does
+    not declare."""
+    step = step or (lambda what: None)
     from astral_dsl.outputs.size_report import size_summary
 
     design = ws.design
@@ -51,6 +56,7 @@ def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
     if scenario is not None and scenario not in known:
         raise ReviewError(f"--scenario {scenario}: no such scenario (scenarios: "
                           + (", ".join(known) or "none") + ")")
+    step("checking the design and every scenario")
     checked = check(ws, design, all_scenarios=True)
     d, eng = checked.design, checked.engineering
     summary = size_summary(d, eng) if eng is not None else None
@@ -58,7 +64,9 @@ def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
                    if o.applied is not None and o.result is not None else None)
                   for o in checked.scenarios)
     ok = eng is not None and not front_end_errors(d)
-    results = forecast_jobs(ws, d, jobs, [o.name for o in checked.scenarios]) if ok else ()
+    results = forecast_jobs(ws, d, jobs, [o.name for o in checked.scenarios], step) if ok \
+        else ()
+    step("drawing the pictures")
     wanted = [(view, s) for view in views for s in ((None,) if scenario is None else
                                                      (None, scenario))]
     drawn = draw(checked, wanted) if ok else ()

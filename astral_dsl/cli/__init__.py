@@ -11,7 +11,7 @@ from astral_dsl.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Parser, Us
     sets, usage
 
 COMMANDS = ["check", "size", "export", "fmt", "lsp", "render", "forecast", "sweep", "search",
-            "diagnose", "report", "diff"]
+            "diagnose", "synth", "report", "diff", "runs", "calibrate"]
 
 
 def _modules():
@@ -24,12 +24,22 @@ def build_parser(argv: Optional[List[str]] = None) -> Parser:
     graphviz); the others are listed by name and help, which is all `astral --help` shows."""
     from astral_dsl import __version__
 
+    # without arguments, every command registers (the whole parser, for tools); with them, at
+    # most the one they name, and only its module is imported: the others are listed by name
+    # (their help shows only in `astral --help`, which names no command: nothing registers)
     chosen = _command_in(argv) if argv is not None else None
     p = Parser(prog="astral", description="Compile and check .astral datacenter designs.")
     p.add_argument("--version", action="version", version=f"astral {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    if argv is not None and chosen is not None:
+        for name in COMMANDS:
+            if name == chosen:
+                importlib.import_module(f"astral_dsl.cli.{name}").register(sub)
+            else:
+                sub.add_parser(name)
+        return p
     for module in _modules():
-        if chosen is None or module.NAME == chosen:
+        if argv is None:
             module.register(sub)
         else:
             sub.add_parser(module.NAME, help=module.HELP)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from astral_dsl.cli.common import EXIT_OK, add_common, checked, colour, exit_code, \
-    print_diagnostics
+    print_diagnostics, usage
 
 NAME = "check"
 HELP = "compile designs and report diagnostics and a summary"
@@ -17,7 +17,14 @@ def register(sub) -> None:
                    help="also check the design under this scenario (repeatable)")
     c.add_argument("--all-scenarios", action="store_true", help="check every scenario")
     c.add_argument("--strict", action="store_true",
-                   help="treat every warning as an error (for CI): exit 1 when there is one")
+                   help="treat every warning as an error (for CI): exit 1 when there is one "
+                        "(the warnings `allow` or --baseline accept are not)")
+    c.add_argument("--baseline", metavar="ACCEPTED.json",
+                   help="accept the warnings this file lists (by code, file and message), "
+                        "as `allow` does; they are listed apart")
+    c.add_argument("--write-baseline", metavar="ACCEPTED.json",
+                   help="write every warning reported to this file (accepting them from now "
+                        "on with --baseline)")
     c.add_argument("--margins", action="store_true",
                    help="how far each check and engineering limit is from breaking, and for "
                         "which values of each param it holds")
@@ -27,14 +34,28 @@ def register(sub) -> None:
 def run(args, overrides) -> int:
     from astral_dsl.api import front_end_errors
     from astral_dsl.analyses.summary import one_line, summarize
-    from astral_dsl.outputs.jsonout import dumps, envelope, scenario_json
+    from astral_dsl.outputs.human import accepted_lines
+    from astral_dsl.outputs.jsonout import accepted_json, dumps, envelope, scenario_json
     from astral_dsl.outputs.terminal import printable_line
     from astral_dsl.outputs.size_report import chosen_json, chosen_lines, objective_line
 
+    if args.baseline and args.write_baseline:
+        return usage("--baseline and --write-baseline: give one (writing a baseline accepts "
+                     "every warning reported)")
+    baseline = None
+    if args.baseline:
+        baseline = read_baseline(args.baseline)
+        if isinstance(baseline, str):
+            return usage(baseline)
+    results = [checked(path, overrides, args.scenario, args.all_scenarios, baseline)
+               for path in args.files]
+    if args.write_baseline:
+        results, failed = write_baseline(args.write_baseline, results)
+        if failed is not None:
+            return usage(failed)
     worst = EXIT_OK
     use_colour = colour(args)
-    for path in args.files:
-        result = checked(path, overrides, args.scenario, args.all_scenarios)
+    for path, result in zip(args.files, results):
         design = result.design
         diagnostics = strict(result.diagnostics) if args.strict else result.diagnostics
         # the counts hold whenever the design itself compiled (a failed `check` is still a design)
@@ -45,15 +66,18 @@ def run(args, overrides) -> int:
                      **{k: v for k, v in scenario_json(o.name, o.applied).items()
                         if k != "name"}, "notes": list(o.notes)}
                     for o in result.scenarios]
-            extra = {"margins": _margins(path, overrides, True)} if args.margins else {}
+            extra = _margins(path, overrides, True) if args.margins else {}
             sys.stdout.write(dumps(envelope(diagnostics, file=design.file,
                                             summary=summary, scenarios=scen,
-                                            chosen=chosen_json(design), **extra)) + "\n")
+                                            chosen=chosen_json(design),
+                                            accepted=accepted_json(result.accepted),
+                                            **extra)) + "\n")
         else:
             print_diagnostics(diagnostics, use_colour, sys.stdout)
             errors = sum(d.is_error for d in result.diagnostics)
             warnings = sum(d.severity.value == "warning" for d in result.diagnostics)
-            out = [line + "\n" for line in chosen_lines(design)]
+            out = [line + "\n" for line in accepted_lines(result.accepted)]
+            out += [line + "\n" for line in chosen_lines(design)]
             objective = objective_line(result.sizing)
             if objective is not None:
                 out.append(objective + "\n")
@@ -61,7 +85,7 @@ def run(args, overrides) -> int:
                 state = "holds" if not o.broken else f"breaks {len(o.broken)} constraint(s)"
                 out.append(f"scenario {o.name}{' (required)' if o.required else ''}: {state}\n")
                 out.extend(f"  note: {n}\n" for n in o.notes)
-            status = summary_status(errors, warnings, args.strict)
+            status = summary_status(errors, warnings, args.strict, len(result.accepted))
             if summary is not None:
                 out.append(one_line(design, summary) + f" [{status}]\n")
             else:
@@ -76,12 +100,20 @@ def run(args, overrides) -> int:
 
 
 def _margins(path, overrides, as_json: bool):
-    """`--margins`: the margins document (astral_dsl/explore/margins)."""
+    """`--margins`: the margins text, or for JSON `margins` (one object per limit) and
+    `margins_notes` (what holds for them all: around the values sizing chose, why a parameter
+    could not be bracketed, why there are none) (astral_dsl/explore/margins)."""
+    from astral_dsl.outputs.progress import Progress
     from astral_dsl.explore import margins
     from astral_dsl.outputs.margins import render, to_json
 
-    report = margins.analyse(path, overrides)
-    return to_json(report) if as_json else render(report)
+    with Progress("astral check --margins") as progress:
+        progress.step("the design's limits")
+        report = margins.analyse(path, overrides, step=progress.step)
+    if not as_json:
+        return render(report)
+    return {"margins": to_json(report),
+            "margins_notes": ([report.note] if report.note else []) + list(report.notes)}
 
 
 def strict(diagnostics):
@@ -95,12 +127,66 @@ def strict(diagnostics):
                  if d.severity is Severity.WARNING else d for d in diagnostics)
 
 
-def summary_status(errors: int, warnings: int, is_strict: bool) -> str:
-    """`ok`, `2 error(s)`, `ok, 3 warning(s)`; under --strict the warnings count as errors and
-    the status says how many of them were warnings."""
+def summary_status(errors: int, warnings: int, is_strict: bool, accepted: int = 0) -> str:
+    """`ok`, `2 error(s)`, `ok, 3 warning(s)`, `ok, 6 accepted`; under --strict the warnings
+    count as errors and the status says how many of them were warnings (accepted ones stay
+    accepted)."""
+    more = f", {accepted} accepted" if accepted else ""
     if is_strict and warnings:
-        return f"{errors + warnings} error(s) ({warnings} warning(s) under --strict)"
+        return f"{errors + warnings} error(s) ({warnings} warning(s) under --strict){more}"
     status = "ok" if not errors else f"{errors} error(s)"
     if warnings:
         status += f", {warnings} warning(s)"
-    return status
+    return status + more
+
+
+def read_baseline(path: str):
+    """The baseline file at `path` (its files are written relative to its folder), or why it
+    cannot be used."""
+    import json
+    import os
+
+    import attrs
+
+    from astral_dsl.model.allows import Baseline, absolute
+    from astral_dsl.outputs.jsonout import baseline_entries_of
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            entries = baseline_entries_of(json.load(fh), path)
+    except OSError as exc:
+        return f"--baseline: cannot read `{path}`: {exc.strerror or exc}"
+    except ValueError as exc:
+        return f"--baseline: {exc}"
+    folder = os.path.dirname(os.path.abspath(path))
+    return Baseline(path, tuple(attrs.evolve(e, file=absolute(os.path.join(folder, e.file)))
+                                if e.file else e for e in entries))
+
+
+def write_baseline(path: str, results):
+    """Write the warnings of `results` to the baseline file `path` (files relative to its
+    folder) and accept them: the results as if checked with it, or why it cannot be written."""
+    import os
+
+    import attrs
+
+    from astral_dsl.model.allows import Baseline, absolute, accept, baseline_entries
+    from astral_dsl.outputs.jsonout import baseline_json, dumps
+
+    entries = tuple(attrs.evolve(e, file=absolute(e.file)) if e.file else e
+                    for e in baseline_entries(d for r in results for d in r.diagnostics))
+    folder = os.path.dirname(os.path.abspath(path))
+    written = [attrs.evolve(e, file=os.path.relpath(e.file, folder).replace(os.sep, "/"))
+               if e.file else e for e in entries]
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(dumps(baseline_json(written)) + "\n")
+    except OSError as exc:
+        return results, f"--write-baseline: cannot write `{path}`: {exc.strerror or exc}"
+    baseline = Baseline(path, entries)
+    out = []
+    for r in results:
+        split = accept(r.diagnostics, (), baseline)
+        out.append(attrs.evolve(r, diagnostics=split.reported,
+                                accepted=r.accepted + split.accepted, baseline=baseline))
+    return out, None

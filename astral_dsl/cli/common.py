@@ -21,10 +21,12 @@ class UsageError(Exception):
     pass
 
 
-def add_common(sp: argparse.ArgumentParser, formats=("human", "json")) -> None:
-    """`--set`, `--format` (unless `formats` is empty) and `--color`: on every command that
-    compiles a design."""
-    add_set(sp)
+def add_common(sp: argparse.ArgumentParser, formats=("human", "json"), params: bool = True
+               ) -> None:
+    """`--set` (where there are parameters to set: `params`), `--format` (unless `formats` is
+    empty) and `--color`: on every command that compiles a design or reads runs tables."""
+    if params:
+        add_set(sp)
     if formats:
         sp.add_argument("--format", choices=list(formats), default=formats[0])
     add_color(sp)
@@ -76,11 +78,12 @@ def open_path(path: str, overrides):
     return api.compile(path, overrides)
 
 
-def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False):
-    """Compile, size when the design has unknowns, check (engineering, scenarios)."""
+def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, baseline=None):
+    """Compile, size when the design has unknowns, check (engineering, scenarios); the
+    warnings the design's `allow`s (and `baseline`) accept are apart."""
     from astral_dsl import api
 
-    return api.check_file(path, overrides, scenarios, all_scenarios)
+    return api.check_file(path, overrides, scenarios, all_scenarios, baseline=baseline)
 
 
 def unreadable(design) -> bool:

@@ -1,15 +1,20 @@
 """`astral diagnose FILE --observed PATH...`: compare a running job's observed per-rank
 timelines (profiler traces or rank logs, files or directories) with its forecast and its peers,
-and name the suspect parts (docs/diagnose.md).
+and name the suspect parts (docs/diagnose.md). `--schema` prints the JSON Schema of the
+diagnosis document.
 
-Exit codes: 0 nothing suspect; 1 suspects reported, or some input could not be used; 2 the
-design or the observed data cannot be used at all."""
+Exit codes (the verdict; `--format json` says it as `verdict` and `exit_code`):
+0 healthy (every rank read, nothing suspect); 1 suspects found; 2 the observed data cannot be
+used, or part of it could not (or ranks are missing) and nothing is suspect in the rest, or a
+usage error; 3 the design has errors."""
 from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   open_path, print_diagnostics, usage)
+import attrs
+
+from astral_dsl.cli.common import (EXIT_OK, add_common, colour, open_path, print_diagnostics,
+                                   unreadable, usage)
 
 NAME = "diagnose"
 HELP = "diagnose a running job: observed timelines against the forecast, down to the suspect part"
@@ -17,43 +22,122 @@ HELP = "diagnose a running job: observed timelines against the forecast, down to
 
 def register(sub) -> None:
     d = sub.add_parser(NAME, help=HELP)
-    d.add_argument("file", metavar="FILE")
-    d.add_argument("--observed", nargs="+", required=True, metavar="PATH",
+    d.add_argument("file", nargs="?", metavar="FILE")
+    d.add_argument("--observed", nargs="+", metavar="PATH",
                    help="profiler traces (.json, .json.gz; one per rank), rank logs (CSV or "
                         "JSON Lines) or directories of them")
     d.add_argument("--job", metavar="NAME", help="the job observed (default: the first)")
     d.add_argument("--order", metavar="ORDER",
                    help="rank order of the parallel dimensions (default: the job's, else "
                         "tp-cp-ep-dp-pp)")
+    d.add_argument("--timers", choices=("auto", "compute", "megatron"), default="auto",
+                   help="what the compute columns measure: the GPU's compute alone (profiler "
+                        "kernels, a log's forward/backward rows), or Megatron-LM's "
+                        "forward-compute/backward-compute wall time (TP collectives and waits "
+                        "included; NeMo logs the same); default: read from the data")
+    d.add_argument("--hta", action="store_true",
+                   help="profiler traces: add HolisticTraceAnalysis's idle time by cause (host "
+                        "wait, kernel wait, other) to the per-rank breakdown (pip install "
+                        "'astral-dsl[hta]'; about a second or two a trace)")
     d.add_argument("-o", "--output", metavar="DIAGNOSIS.json",
                    help="also write the diagnosis as JSON (for `astral render --highlight`)")
+    d.add_argument("--jobs", type=int, metavar="N",
+                   help="processes reading the observed files (default: one per core, from "
+                        "64 files on); the diagnosis is the same whatever N")
+    d.add_argument("--schema", action="store_true",
+                   help="print the JSON Schema of the diagnosis document")
     add_common(d)
 
 
 def run(args, overrides) -> int:
-    from astral_dsl import diagnose, observe
-    from astral_dsl.analyses.rankmap import RankMapError
+    from astral_dsl import observe
     from astral_dsl.outputs import diagnosis as out
-    from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.outputs.progress import Progress
+
+    if args.schema:
+        sys.stdout.write(out.schema_text())
+        return EXIT_OK
+    if not args.file or not args.observed:
+        return usage("diagnose needs FILE and --observed PATH... (or --schema)")
+    if args.jobs is not None and args.jobs < 1:
+        return usage(f"--jobs {args.jobs}: at least one process reads the files")
+    # the work under a progress line (a terminal only), the output once it is erased
+    done = None
+    with Progress("astral diagnose") as progress:
+        progress.step("compiling the design")
+        ws = open_path(args.file, overrides)
+        design = ws.sized                         # the values sizing chose for its `?`s
+        diags = list(design.diagnostics)
+        if design.valid:
+            from astral_dsl.analyses.fleet import annotated
+            from astral_dsl.pipeline import devices
+
+            progress.step("naming the devices")
+            found, named = devices(ws, design)    # names beside the suspects' paths
+            diags = list(annotated(tuple(diags) + tuple(named), found))
+            progress.step("reading the observed data")
+            observed = observe.load(args.observed, workers=args.jobs)
+            observed, streams_idle, done = _idle_by_cause(args, observed)
+            if done is None:
+                progress.step("forecasting the job and comparing the ranks")
+                done = _diagnose(args, design, observed, streams_idle, found)
+    if not design.valid:
+        return _fail(args, design, diags, "unusable" if unreadable(design) else "design-errors")
+    return done(diags)
+
+
+def _idle_by_cause(args, observed):
+    """(observed, HolisticTraceAnalysis's idle time by cause or None, None) with `--hta`, or
+    (.., .., what reports the usage error)."""
+    if not args.hta:
+        return observed, None, None
+    from astral_dsl.observe import hta
+
+    traces = {t.rank: t for t in observed.traces if t.source == "kineto"}
+    try:
+        return observed, hta.idle_by_cause({r: t.file for r, t in traces.items()},
+                                           {r: t.iterations for r, t in traces.items()}), None
+    except hta.HtaMissing as exc:
+        return observed, None, lambda diags, text=f"--hta: {exc}": usage(text)
+    except hta.HtaFailed as exc:
+        from astral_dsl.observe.kineto import diag
+
+        return attrs.evolve(observed, diagnostics=observed.diagnostics + (diag(
+            "W793", f"HolisticTraceAnalysis could not read the traces ({exc}): no idle "
+                    f"time by cause", next(iter(traces.values())).file),)), None, None
+
+
+def _diagnose(args, design, observed, streams_idle, found=None):
+    """The diagnosis, as what prints it and returns the exit code given the design's
+    diagnostics (printed once the progress line is gone)."""
+    from astral_dsl import diagnose
+    from astral_dsl.analyses.rankmap import RankMapError
     from astral_dsl.seer import ForecastError
 
-    design = open_path(args.file, overrides).design
-    diags = list(design.diagnostics)
-    if not design.valid:
-        return _fail(args, design, diags, EXIT_USAGE)
-    observed = observe.load(args.observed)
     try:
-        result = diagnose.diagnose(design, observed, job=args.job, order=args.order)
+        result = diagnose.diagnose(design, observed, job=args.job, order=args.order,
+                                   timers=args.timers, streams_idle=streams_idle)
     except ForecastError as exc:
         if not exc.diagnostics:
-            return usage(str(exc))
-        return _fail(args, design, diags + exc.diagnostics, EXIT_USAGE)
+            return lambda diags, text=str(exc): usage(text)
+        return lambda diags, more=list(exc.diagnostics): _fail(args, design, diags + more,
+                                                                "design-errors")
     except RankMapError as exc:
-        return usage(f"--order: {exc}")
+        return lambda diags, text=f"--order: {exc}": usage(text)
     except diagnose.DiagnoseError as exc:
-        return _fail(args, design, diags + exc.diagnostics, EXIT_USAGE, str(exc))
-    diags += list(result.diagnostics)
-    doc = envelope(diags, file=design.file, **out.to_json(result))
+        return lambda diags, more=list(exc.diagnostics), text=str(exc): _fail(
+            args, design, diags + more, "unusable", text)
+    return lambda diags: _show(args, design, diags + list(result.diagnostics), result, found)
+
+
+def _show(args, design, diags, result, found=None) -> int:
+    from astral_dsl.outputs import diagnosis as out
+    from astral_dsl.outputs.jsonout import dumps, envelope
+
+    verdict = result.verdict
+    if verdict == "healthy" and (any(d.is_error for d in diags) or result.missing_ranks):
+        verdict = "unusable"          # part of the job was not seen: no all-clear for it
+    doc = envelope(diags, file=design.file, **out.to_json(result, verdict, found))
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as fh:
@@ -64,23 +148,24 @@ def run(args, overrides) -> int:
         sys.stdout.write(dumps(doc) + "\n")
     else:
         print_diagnostics(diags, colour(args), sys.stdout)
-        sys.stdout.write(out.render(result))
+        sys.stdout.write(out.render(result, found))
         if args.output:
             sys.stderr.write(f"note: diagnosis written to {args.output}\n")
-    errors = any(d.is_error for d in diags)
-    return EXIT_ERRORS if result.suspects or errors else EXIT_OK
+    return out.EXIT_CODES[verdict]
 
 
-def _fail(args, design, diags, code, message=None) -> int:
+def _fail(args, design, diags, verdict, message=None) -> int:
+    from astral_dsl.outputs import diagnosis as out
     from astral_dsl.outputs.jsonout import dumps, envelope
 
     if args.format == "json":
-        sys.stdout.write(dumps(envelope(diags, file=design.file, error=message)) + "\n")
+        sys.stdout.write(dumps(envelope(diags, file=design.file, error=message,
+                                        **out.verdict_json(verdict))) + "\n")
     else:
         print_diagnostics(diags, colour(args), sys.stdout)
         if message:
             sys.stdout.write(f"astral diagnose: {message}\n")
-    return code
+    return out.EXIT_CODES[verdict]
 
 
 __all__ = ["NAME", "HELP", "register", "run"]

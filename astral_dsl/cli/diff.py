@@ -242,7 +242,7 @@ def _renamed(result, folder: Path, rev: str):
 
 
 def run(args, overrides) -> int:
-    from astral_dsl.api.diff import side
+    from astral_dsl.api.sides import side
     from astral_dsl.outputs.diff import compare, render, to_json
     from astral_dsl.outputs.jsonout import dumps
 

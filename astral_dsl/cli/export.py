@@ -14,12 +14,16 @@ def register(sub) -> None:
     e = sub.add_parser(NAME, help=HELP)
     e.add_argument("file", nargs="?", metavar="FILE")
     e.add_argument("--schema", action="store_true", help="print the JSON Schema of the export")
+    e.add_argument("--netbox", metavar="DIR",
+                   help="write what NetBox's bulk import takes into DIR: sites, locations, "
+                        "racks, device types (CSV and devicetype-library YAML), devices named "
+                        "by the design's patterns or inventory, cables, power panels and feeds")
     add_common(e, formats=("json", "human"))
 
 
 def run(args, overrides) -> int:
     from astral_dsl.outputs.export import export_design, schema_text
-    from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.outputs.jsonout import accepted_json, dumps, envelope
 
     if args.schema:
         sys.stdout.write(schema_text())
@@ -29,8 +33,32 @@ def run(args, overrides) -> int:
     result = checked(args.file, overrides)
     design, diagnostics = result.design, result.diagnostics
     valid = not any(d.is_error for d in diagnostics)
+    if args.netbox:
+        return _netbox(args, result, valid)
     if args.format == "human":
         print_diagnostics(diagnostics, colour(args, sys.stderr), sys.stderr)
-    doc = envelope(diagnostics, design=export_design(design) if valid else None)
+    doc = envelope(diagnostics, design=export_design(design) if valid else None,
+                   accepted=accepted_json(result.accepted))
     sys.stdout.write(dumps(doc) + "\n")
     return exit_code(design, diagnostics)
+
+
+def _netbox(args, result, valid: bool) -> int:
+    """`--netbox DIR`: the files, then a line per file and what NetBox will default."""
+    from astral_dsl.outputs import netbox
+    from astral_dsl.outputs.terminal import printable_line
+
+    print_diagnostics(result.diagnostics, colour(args, sys.stderr), sys.stderr)
+    if not valid:
+        sys.stderr.write("astral: the design has errors: nothing written to "
+                         f"`{args.netbox}`\n")
+        return exit_code(result.design, result.diagnostics)
+    try:
+        written = netbox.write(result.design, args.netbox, result.devices)
+    except OSError as exc:
+        return usage(f"--netbox: cannot write `{args.netbox}`: {exc.strerror or exc}")
+    lines = [f"wrote {len(written.files)} file(s) to {args.netbox} for NetBox's bulk import:"]
+    lines += [f"  {name}: {rows:,} row(s)" for name, rows in written.files]
+    lines += [f"  note: {n}" for n in written.notes]
+    sys.stdout.writelines(printable_line(line + "\n") for line in lines)
+    return exit_code(result.design, result.diagnostics)

@@ -17,15 +17,16 @@ def register(sub) -> None:
     f.add_argument("--scenario", metavar="NAME", help="forecast under this scenario")
     f.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (ui.perfetto.dev)")
     f.add_argument("--plot", metavar="OUT.png", help="draw a Gantt chart (needs matplotlib)")
-    f.add_argument("--window", metavar="A:B",
-                   help="micro-batches A..B-1 only in --trace/--plot (default: all when small)")
+    f.add_argument("--window", metavar="A..B",
+                   help="micro-batches A to B only in --trace/--plot (`A..<B` or `A:B` stop "
+                        "before B; default: all when small)")
     f.add_argument("--level", choices=["op", "layer", "block"],
                    help="trace detail: operators, layers or pipeline blocks")
     f.add_argument("--operator-table", metavar="CSV",
                    help="measured operator times: operator,shape,dtype,time")
     f.add_argument("--calibration", metavar="FIT.json",
-                   help="fitted constants from `python -m astral_dsl.seer.calibrate --out` "
-                        "(default: the shipped fit)")
+                   help="fitted constants written by `astral calibrate -o` (default: the "
+                        "shipped fit)")
     f.add_argument("--ranks", metavar="OUT.json",
                    help="write the rank map: rank -> parallel coordinates -> GPU -> host -> NIC "
                         "ports -> switches, and the path of every collective group")
@@ -33,10 +34,19 @@ def register(sub) -> None:
 
 
 def _window(text):
+    """`A..B` (micro-batches A to B, as the language reads a range), `A..<B` or `A:B` (A to
+    B-1), `A` (one): (first, last + 1)."""
     if not text:
         return None
-    a, _, b = text.partition(":")
-    lo, hi = int(a or 0), int(b) if b else int(a or 0) + 1
+    if "..<" in text:
+        a, _, b = text.partition("..<")
+        lo, hi = int(a), int(b)
+    elif ".." in text:
+        a, _, b = text.partition("..")
+        lo, hi = int(a), int(b) + 1
+    else:
+        a, _, b = text.partition(":")
+        lo, hi = int(a or 0), int(b) if b else int(a or 0) + 1
     if lo < 0 or hi <= lo:
         raise ValueError(text)
     return lo, hi
@@ -51,7 +61,7 @@ def run(args, overrides) -> int:
     try:
         window = _window(args.window)
     except ValueError:
-        return usage(f"--window expects A:B micro-batches, got `{args.window}`")
+        return usage(f"--window expects micro-batches A..B (or A..<B), got `{args.window}`")
     calibration = None
     if args.calibration:
         from astral_dsl.seer.calibration import read_calibration
@@ -61,13 +71,13 @@ def run(args, overrides) -> int:
         except (OSError, ValueError) as exc:
             return usage(f"--calibration: {exc}")
     ws = open_path(args.file, overrides)
-    design = ws.design
+    design = ws.sized                   # with the values sizing chose for its `?`s
     diags = list(design.diagnostics)
     if not design.valid:
         return _fail(args, design, diags, EXIT_USAGE if unreadable(design) else EXIT_ERRORS)
     try:
         fc = api.forecast(ws, job=args.job, scenario=args.scenario,
-                          operator_table=args.operator_table, calibration=calibration)
+                          operator_table=args.operator_table, calibration=calibration).detail
     except seer.ForecastError as exc:
         if not exc.diagnostics:
             return usage(str(exc))
@@ -98,16 +108,28 @@ def run(args, overrides) -> int:
             notes.append(f"timeline drawn to {args.plot}")
         except ImportError:
             return usage("--plot needs matplotlib (pip install matplotlib)")
+    from astral_dsl.model.allows import accept, once
+    from astral_dsl.outputs.size_report import chosen_json, chosen_lines
+
+    split = accept(once(diags), design.allows, complete=False)   # what the design accepts
+    diags = list(split.reported)
     if args.format == "json":
+        from astral_dsl.outputs.jsonout import accepted_json
+
         # the forecast's own fields sit beside the envelope's, as in every command's JSON
-        doc = envelope(diags, file=design.file, **report.to_json(fc))
+        doc = envelope(diags, file=design.file, chosen=chosen_json(design),
+                       accepted=accepted_json(split.accepted), **report.to_json(fc))
         if notes:
             doc["notes"] = notes
         sys.stdout.write(dumps(doc) + "\n")
     else:
-        print_diagnostics(diags, colour(args), sys.stdout)
-        from astral_dsl.outputs.terminal import printable, printable_text
+        from astral_dsl.outputs.human import accepted_lines
+        from astral_dsl.outputs.terminal import printable, printable_line, printable_text
 
+        print_diagnostics(diags, colour(args), sys.stdout)
+        # on the values sizing chose, said as `astral check` says them
+        sys.stdout.writelines(printable_line(line + "\n") for line in
+                              accepted_lines(split.accepted) + chosen_lines(design))
         sys.stdout.write(printable_text(report.render(fc)))
         for n in notes:
             sys.stderr.write(f"note: {printable(n)}\n")

@@ -78,7 +78,9 @@ def run(args, overrides) -> int:
             return EXIT_ERRORS
         print_diagnostics([d], use_colour, sys.stderr)
         return EXIT_INTERNAL if d.code == "E701" else EXIT_USAGE
-    problems = drawing.ctx.shown_problems()
+    # each warning once (a scenario's split makes one finding per copy); the accepted ones
+    # (the design's `allow`s) are not drawn, and counted
+    problems, _ = result.present(drawing.ctx.shown_problems())
     if problems:
         print_diagnostics(problems, use_colour, sys.stderr)
     errors = sum(d.is_error for d in problems)
@@ -86,6 +88,8 @@ def run(args, overrides) -> int:
     status = f"{errors} error(s) drawn in red" if errors else "no errors"
     if warnings:
         status += f", {warnings} warning(s)"
+    if result.accepted:
+        status += f", {len(result.accepted)} accepted"
     from astral_dsl.outputs.terminal import printable_line
 
     sys.stdout.write(printable_line(

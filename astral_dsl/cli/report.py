@@ -27,6 +27,9 @@ def register(sub) -> None:
                         "matrix always covers every scenario)")
     r.add_argument("--job", action="append", default=None, metavar="NAME",
                    help="the job to forecast (repeatable; default: every job)")
+    r.add_argument("--diagnosis", metavar="DIAGNOSIS.json",
+                   help="add a running job's diagnosis (`astral diagnose -o`): its verdict, "
+                        "suspects, clocks and per-rank breakdown")
     r.add_argument("--title", metavar="TEXT", help="the page's title")
     r.add_argument("--stamp", metavar="TEXT",
                    help="a line for the footer (a date, a commit); none by default, so the "
@@ -45,14 +48,24 @@ def run(args, overrides) -> int:
     if unreadable(design):
         print_diagnostics(design.diagnostics, use_colour, sys.stderr)
         return EXIT_USAGE
-    try:
-        review = collect(ws, jobs=args.job, scenario=args.scenario)
-    except ReviewError as exc:
-        return usage(str(exc))
     import attrs
 
-    review = attrs.evolve(review, overrides=tuple(sorted(overrides.items())))
-    page = build(review, title=args.title, stamp=args.stamp).encode("utf-8")
+    diagnosis = None
+    if args.diagnosis:
+        diagnosis = _diagnosis(args.diagnosis)
+        if isinstance(diagnosis, str):
+            return usage(diagnosis)
+    from astral_dsl.outputs.progress import Progress
+
+    try:
+        with Progress("astral report") as progress:
+            review = collect(ws, jobs=args.job, scenario=args.scenario, step=progress.step)
+            review = attrs.evolve(review, overrides=tuple(sorted(overrides.items())),
+                                  diagnosis=diagnosis)
+            progress.step("writing the page")
+            page = build(review, title=args.title, stamp=args.stamp).encode("utf-8")
+    except ReviewError as exc:
+        return usage(str(exc))
     try:
         tmp = args.output + ".tmp"
         with open(tmp, "wb") as fh:
@@ -70,5 +83,29 @@ def run(args, overrides) -> int:
     sys.stdout.write(printable_line(
         f"wrote {args.output} ({len(page):,} bytes): {len(review.checked.scenarios)} "
         f"scenario(s), {sum(v.svg is not None for v in review.views)} picture(s), {jobs} "
-        f"job forecast(s); {errors} error(s), {warnings} warning(s)\n"))
+        f"job forecast(s); {errors} error(s), {warnings} warning(s)"
+        + (f", {len(review.checked.accepted)} accepted" if review.checked.accepted else "")
+        + "\n"))
     return EXIT_ERRORS if errors else EXIT_OK
+
+
+def _diagnosis(path: str):
+    """The diagnosis document at `path`, or why it cannot be used."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError, RecursionError) as exc:
+        return f"--diagnosis: cannot read `{path}`: {getattr(exc, 'strerror', None) or exc}"
+    if not isinstance(doc, dict) or doc.get("diagnosis_version") != 1 or \
+            not isinstance(doc.get("suspects"), list):
+        return f"--diagnosis: `{path}` is not a diagnosis (astral diagnose -o, version 1)"
+    from astral_dsl.outputs.report.diagnosis import diagnosis_section
+
+    try:                     # a document edited by hand: its fields as the section reads them
+        diagnosis_section(doc)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        return f"--diagnosis: `{path}` is not a diagnosis of version 1 ({type(exc).__name__}: " \
+               f"{exc})"
+    return doc

@@ -32,6 +32,9 @@ def register(sub) -> None:
                    help="the write-off period of the cost per token (default: 4 yr, assumed)")
     s.add_argument("-o", "--output", metavar="FILE.csv|FILE.jsonl",
                    help="write the ranked rows as CSV or JSON Lines (by the extension)")
+    s.add_argument("--calibration", metavar="FIT.json",
+                   help="fitted constants written by `astral calibrate -o` (default: the "
+                        "shipped fit)")
     add_engine_options(s)
     add_common(s)
 
@@ -80,6 +83,11 @@ def run(args, overrides) -> int:
         cluster = cluster_spec(args)
     except ValueError as exc:
         return usage(str(exc))
+    from astral_dsl.cli.runs import read_calibration
+
+    calibration, failed = read_calibration(args)
+    if failed is not None:
+        return failed
 
     update, stop = progress_bar(sys.stderr.isatty(), "search")
     labels = {"screening": "screening", "forecasting": "forecasting"}
@@ -90,7 +98,8 @@ def run(args, overrides) -> int:
     try:
         result = search.run(args.file, job=args.job, objective=args.objective, top=args.top,
                             gpus=gpus, sets=overrides, cluster=cluster,
-                            workers=args.workers, progress=progress, life_s=life)
+                            workers=args.workers, progress=progress, life_s=life,
+                            calibration=calibration)
     except search.SearchError as exc:
         if not exc.diagnostics:
             return usage(str(exc))

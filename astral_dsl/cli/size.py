@@ -32,7 +32,8 @@ def terminal_width(stream, environ) -> int:
 
 
 def run(args, overrides) -> int:
-    from astral_dsl.outputs.jsonout import dumps, envelope, scenario_json
+    from astral_dsl.outputs.human import accepted_lines
+    from astral_dsl.outputs.jsonout import accepted_json, dumps, envelope, scenario_json
     from astral_dsl.outputs.size_report import chosen_json, render_report, size_summary
 
     result = checked(args.file, overrides, [args.scenario] if args.scenario else None)
@@ -46,9 +47,11 @@ def run(args, overrides) -> int:
         scenario = None if outcome is None else scenario_json(outcome.name, outcome.applied)
         sys.stdout.write(dumps(envelope(result.diagnostics, file=design.file,
                                         scenario=scenario, summary=summary,
-                                        chosen=chosen_json(design))) + "\n")
+                                        chosen=chosen_json(design),
+                                        accepted=accepted_json(result.accepted))) + "\n")
     else:
         print_diagnostics(result.diagnostics, colour(args), sys.stdout)
+        sys.stdout.writelines(line + "\n" for line in accepted_lines(result.accepted))
         if outcome is not None:
             sys.stdout.write(f"under scenario `{outcome.name}`: "
                              + ("; ".join(outcome.notes) or "no change") + "\n")

@@ -26,6 +26,9 @@ def register(sub) -> None:
                    help="draw --x against --y with the Pareto front marked (needs matplotlib)")
     s.add_argument("--x", metavar="[min:|max:]COLUMN", help="the plot's x column")
     s.add_argument("--y", metavar="[min:|max:]COLUMN", help="the plot's y column")
+    s.add_argument("--calibration", metavar="FIT.json",
+                   help="with --job: fitted constants written by `astral calibrate -o` "
+                        "(default: the shipped fit)")
     add_engine_options(s)
     add_common(s)
 
@@ -74,33 +77,39 @@ def cluster_spec(args):
 
 def progress_bar(enabled: bool, label: str):
     """(callback(done, total, label=None), stop()) drawing a bar on stderr when it is a
-    terminal; a new label starts a new bar, a total of None counts without one."""
+    terminal, erased when the work ends; a new label starts a new bar, a total of None counts
+    without one."""
     if not enabled:
         return None, lambda: None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    import time
 
-    bar = Progress("[progress.description]{task.description}", BarColumn(),
-                   MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=Console(file=sys.stderr), transient=True)
-    state = {}
+    state = {"label": None, "start": 0.0, "shown": 0}
 
     def update(done: int, total, what=None) -> None:
         what = what or label
-        if state.get("label") != what:
-            if "task" not in state:
-                bar.start()
-            else:
-                bar.update(state["task"], visible=False)
-            state["task"] = bar.add_task(what, total=total)
-            state["label"] = what
-        bar.update(state["task"], completed=done, total=total)
+        now = time.monotonic()
+        if state["label"] != what:
+            state.update(label=what, start=now)
+        text = f"{what} {done:,}"
+        if total:
+            filled = int(BAR * min(done, total) / total)
+            text += f"/{total:,} [{'#' * filled}{'.' * (BAR - filled)}]"
+            if 0 < done < total:
+                left = (now - state["start"]) / done * (total - done)
+                text += f" ~{left:,.0f} s left"
+        sys.stderr.write("\r" + text + " " * max(0, state["shown"] - len(text)))
+        sys.stderr.flush()
+        state["shown"] = len(text)
 
     def stop() -> None:
-        if "task" in state:
-            bar.stop()
+        if state["shown"]:
+            sys.stderr.write("\r" + " " * state["shown"] + "\r")
+            sys.stderr.flush()
 
     return update, stop
+
+
+BAR = 30        # characters of the progress bar
 
 
 def run(args, overrides) -> int:
@@ -121,11 +130,18 @@ def run(args, overrides) -> int:
         cluster = cluster_spec(args)
     except ValueError as exc:
         return usage(str(exc))
+    if args.calibration and not args.job:
+        return usage("--calibration prices the forecasts of --job: give the job too")
+    from astral_dsl.cli.runs import read_calibration
+
+    calibration, failed = read_calibration(args)
+    if failed is not None:
+        return failed
     update, stop = progress_bar(sys.stderr.isatty(), "sweep")
     try:
         result = sweep.run(args.file, args.grid, overrides, job=args.job,
                            scenario=args.scenario, cluster=cluster, workers=args.workers,
-                           progress=update)
+                           progress=update, calibration=calibration)
     except (sweep.SweepError, EngineError) as exc:
         return usage(str(exc))
     finally:
@@ -170,7 +186,7 @@ def _plot(args, result) -> int:
 
     names = [g.name for g in result.grids]
     pcols = out.param_columns(names, result.columns)
-    known = list(pcols.values()) + list(result.columns)
+    known = list(pcols.values()) + [c for c in result.columns if c not in out.TEXT_COLUMNS]
     try:
         x = pareto.axis(args.x, known)
         y = pareto.axis(args.y, known)

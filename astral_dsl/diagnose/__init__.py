@@ -4,28 +4,31 @@ rank's peers, mapped onto the topology to name the suspect GPU, host, NIC port, 
 
     from astral_dsl import diagnose, observe
     result = diagnose.diagnose(design, observe.load(["traces/"]), job="llama70b")
-    result.suspects[0].kind, result.suspects[0].path, result.suspects[0].confidence
+    result.verdict, result.probability          # "suspects", 0.9999...
+    result.suspects[0].kind, result.suspects[0].path, result.suspects[0].probability
 
 Steps: check the input against the job (world size, ranks, iterations); match the records of
-one collective or transfer across ranks (match.py); align the hosts' clocks on collective ends
-(clocks.py); compare compute per rank and collective times per instance with peers and the
-forecast (evidence.py); intersect the paths of the slow collectives (localise.py)."""
+one collective or transfer across ranks (match.py); fit the hosts' clocks, an offset and a
+drift each, on collective ends (clocks.py); time each collective and transfer against its peers
+and the forecast (evidence.py); weigh the slow ones against the units they cross (localise.py),
+each rank's compute against its stage's (compute.py) and every stage against the forecast's
+band, by one likelihood model (likelihood.py); one verdict from all of them (verdict.py); the
+per-rank breakdown (breakdown.py)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+import attrs
 import numpy as np
-from scipy.stats import norm
 
 from astral_dsl.analyses import rankmap as rankmap_mod
-from astral_dsl.diagnose import checks, clocks, evidence, localise, match
+from astral_dsl.diagnose import breakdown, checks, clocks, compute, evidence, localise, match, \
+    verdict
 from astral_dsl.diagnose.checks import diag as _diag
-from astral_dsl.diagnose.model import Diagnosis, Evidence, RankComparison, Suspect
+from astral_dsl.diagnose.model import ClockFit, Diagnosis, Suspect
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.observe.records import totals
 
-SOFTWARE_SLOW = 0.15       # every stage this much slower than the forecast: not one part
-FALSE_ALARM = 0.05         # a GPU suspect in at most one healthy run in twenty
 
 
 class DiagnoseError(Exception):
@@ -80,8 +83,14 @@ def _order(parallel) -> Optional[str]:
     return "-".join(order) if order else None
 
 
-def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] = None
-             ) -> Diagnosis:
+TIMERS = ("auto", "compute", "megatron")
+
+
+def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] = None,
+             timers: str = "auto", streams_idle: Optional[Dict] = None) -> Diagnosis:
+    """`timers`: what the compute columns measure (compute.py): `auto` reads it from the data
+    (Megatron-LM's timer names), `compute` or `megatron` says it. `streams_idle`: per rank,
+    HolisticTraceAnalysis's idle time by cause (observe.hta), for the breakdown."""
     inst, fc, spec, diags = job_and_forecast(design, job)
     p = spec.parallel
     try:
@@ -107,35 +116,52 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     traces = {r: t if kept.issuperset(t.iterations) else
               t.select(np.isin(t.iteration, iterations)) for r, t in traces.items()}
     stage = np.array([r.stage for r in rm.ranks])
-    records, inst_, offsets, bad_hosts = _aligned(traces, rm)
-    if len(bad_hosts) > max(1, n_hosts // 4) and checks.order_fit(traces, rm) is None:
+    records, inst_, clk = _aligned(traces, rm)
+    if len(clk.bad) > max(1, n_hosts // 4) and checks.order_fit(traces, rm) is None:
         # collectives matched by the wrong groups cannot be aligned: is it the order?
         wrong = checks.rank_order(traces, rm, lambda m: _aligned_share(traces, m, n_hosts))
         if wrong is not None:
             raise DiagnoseError("the observed data does not match the job's rank order",
                                 diags + [wrong])
     host_path = {r.host_index: r.host for r in rm.ranks}
-    for h in bad_hosts:
+    for h in clk.bad:
         files = sorted({traces[r.rank].file for r in rm.ranks if r.host_index == h
                         and r.rank in traces})
         diags.append(_diag("E789", f"the clock of host {host_path[h]} cannot be aligned with "
                                    f"its peers' (collective ends disagree by more than "
-                                   f"{clocks.RESIDUAL_S * 1e3:g} ms): its collectives are left "
+                                   f"{clocks.RESIDUAL_S * 1e3:g} ms after fitting its offset "
+                                   f"and drift, or it drifts beyond "
+                                   f"{clocks.MAX_DRIFT * 1e6:g} ppm): its collectives are left "
                                    f"out", files[0] if files else None,
-                           "a drifting clock, or records from another run"))
+                           "a clock that jumped, or records from another run"))
+    timers = _timers(timers, traces)
     fc_net = _forecast_net(fc) if fc is not None else {}
-    tm = evidence.timing(records, inst_, offsets, bad_hosts, stage, fc_net)
-    suspects = localise.localise(rm, inst_, tm)
+    tm = evidence.timing(records, inst_, clk, stage, fc_net)
+    net = localise.localise(rm, inst_, tm, verdict.PRIOR_ODDS)
     tot = totals(list(traces.values()))          # per rank and iteration, counted once
     comp = evidence.compute_per_rank(traces, set(iterations), tot)
-    medians = evidence.stage_medians(comp, stage, iterations)
-    fc_comp = _forecast_compute(fc) if fc is not None else {}
-    comparisons, compute_suspects = _compute(rm, comp, medians, fc_comp, stage)
-    suspects = compute_suspects + suspects
-    soft = _software(medians, fc_comp, iterations)
-    if soft is not None:
-        suspects.insert(0, soft)
-    suspects.sort(key=lambda s: (s.alternative, -round(s.confidence, 6), s.kind, s.path))
+    fc_comp = _forecast_compute(fc, timers) if fc is not None else {}
+    gpu = compute.find(rm, comp, iterations, fc_comp, timers, verdict.PRIOR_ODDS)
+    band, band_source = verdict.band_of(fc)
+    ratios = compute.forecast_ratio(evidence.stage_medians(comp, stage, iterations), fc_comp,
+                                    iterations)
+    slow_bf, fast_bf = compute.forecast_evidence(ratios, band)
+    fc_named, fc_bf, fc_rest = [], [], []
+    limit = np.log(localise.ALARM_ODDS) + np.log(2) - np.log(verdict.PRIOR_ODDS)
+    for bf, faster in ((slow_bf, False), (fast_bf, True)):
+        if bf >= limit:
+            fc_named.append(compute.forecast_suspect(ratios, fc_comp, band, band_source,
+                                                     faster, timers))
+            fc_bf.append(bf)
+        else:
+            fc_rest.append(bf)
+    p_job, post = verdict.weigh([(list(net.log_bf), net.rest, max(1, net.classes)),
+                                 (list(gpu.log_bf), gpu.rest, gpu.units),
+                                 (fc_bf, np.array(fc_rest), 2)])
+    suspects = [attrs.evolve(s, probability=p) for s, p in
+                zip(list(net.suspects) + list(gpu.suspects) + fc_named,
+                    post[0] + post[1] + post[2])]
+    suspects.sort(key=lambda s: (s.alternative, -round(s.probability, 6), s.kind, s.path))
     obs_iter = _observed_iteration(tot)
     counts = {}
     for code, name in match.KIND_NAMES.items():
@@ -154,25 +180,40 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                                    f"{shown or 'nothing'})", where[0] if where else None,
                            "their collectives are incomplete and left out; compute of the "
                            "ranks read is still compared"))
+    fit = ClockFit(n_hosts, tuple(host_path[h] for h in clk.aligned),
+                   {host_path[h]: float(clk.offsets[h]) for h in clk.aligned},
+                   {host_path[h]: float(clk.drifts[h]) for h in clk.aligned},
+                   tuple(host_path[h] for h in clk.bad))
+    per_rank = breakdown.of_traces(traces, rm, gpu.comparisons, streams_idle)
     return Diagnosis(inst.template, rm.world, tuple(sorted(traces)), tuple(iterations),
                      tuple(suspects), tuple(diags), fc.iteration_time if fc else None, obs_iter,
-                     tuple(comparisons), {host_path[h]: float(offsets[h]) for h in
-                                          sorted(host_path)}, counts)
+                     gpu.comparisons, fit, counts, probability=p_job, timers=timers,
+                     band=band, band_source=band_source,
+                     compute_ratio=float(np.median(list(ratios.values()))) if ratios else None,
+                     breakdown=per_rank)
+
+
+def _timers(timers: str, traces) -> str:
+    if timers not in TIMERS:
+        raise DiagnoseError(f"--timers: `{timers}` is none of {', '.join(TIMERS)}")
+    if timers != "auto":
+        return timers
+    seen = {t.timers for t in traces.values()}
+    return "megatron" if "megatron" in seen else "compute"
 
 
 def _aligned(traces, rm):
-    """Records matched into instances, and the hosts' clock offsets fitted on them."""
+    """Records matched into instances, and the hosts' clocks fitted on them."""
     records, inst = match.collect(traces, rm)
     n_hosts = max(r.host_index for r in rm.ranks) + 1
     ok = records.instance >= 0
-    offsets, _, bad_hosts, _ = clocks.align(records.host[ok], records.instance[ok],
-                                            records.end[ok], n_hosts)
-    return records, inst, offsets, bad_hosts
+    clk = clocks.align(records.host[ok], records.instance[ok], records.end[ok], n_hosts)
+    return records, inst, clk
 
 
 def _aligned_share(traces, rm, n_hosts) -> float:
     """Share of the hosts whose clocks align when collectives are matched by `rm`'s groups."""
-    return 1.0 - len(_aligned(traces, rm)[3]) / max(1, n_hosts)
+    return 1.0 - len(_aligned(traces, rm)[2].bad) / max(1, n_hosts)
 
 
 def _forecast_net(fc) -> Dict:
@@ -186,90 +227,15 @@ def _forecast_net(fc) -> Dict:
     return out
 
 
-def _forecast_compute(fc) -> Dict[int, float]:
+def _forecast_compute(fc, timers: str = "compute") -> Dict[int, float]:
+    """Per stage: the forecast's compute per iteration (its blocks' compute operators and the
+    optimizer step); with wall-time timers (`megatron`) each block's whole duration, its exposed
+    TP collectives included."""
     low = fc.lowering
-    return {s: sum(low.template(s, b.chunk, b.phase).compute for b in run.blocks)
+    wall = timers == "megatron"
+    return {s: sum((low.template(s, b.chunk, b.phase).duration if wall else
+                    low.template(s, b.chunk, b.phase).compute) for b in run.blocks)
             + low.optimizer_time(s) for s, run in enumerate(fc.runs)}
-
-
-def _compute(rm, comp, medians, fc_comp, stage):
-    """GPU and host suspects: a rank whose compute is above its stage's median by
-    COMPUTE_SLOW, and by more than the ranks' own spread allows: ln(ratio) beyond z sigma, sigma
-    the ranks' robust spread (median absolute deviation) and z the one-sided normal quantile of
-    FALSE_ALARM / ranks (one false alarm in twenty runs, Bonferroni over the ranks)."""
-    comparisons, suspects = [], []
-    slow_by_host: Dict[str, List] = {}
-    ratios = {}
-    for rank, per in sorted(comp.items()):
-        ratio = evidence.median_ratio(per, medians, int(stage[rank]))
-        if ratio is not None and ratio > 0:
-            ratios[rank] = ratio
-    logs = np.log(np.array(list(ratios.values()))) if ratios else np.zeros(0)
-    spread = 1.4826 * float(np.median(np.abs(logs - np.median(logs)))) if logs.size else 0.0
-    limit = max(np.log1p(evidence.COMPUTE_SLOW),
-                float(norm.isf(FALSE_ALARM / max(1, logs.size))) * spread)
-    for rank, ratio in ratios.items():
-        per = comp[rank]
-        s = int(stage[rank])
-        own = evidence.median(per.values())
-        peers = own / ratio
-        comparisons.append(RankComparison(rank, s, own, peers, fc_comp.get(s)))
-        if np.log(ratio) >= limit:
-            its = tuple(it for it, v in sorted(per.items())
-                        if v >= medians[(s, it)] * (1 + evidence.COMPUTE_SLOW))
-            slow_by_host.setdefault(rm.ranks[rank].host, []).append((rank, ratio, own, peers,
-                                                                     its))
-    for host, items in sorted(slow_by_host.items()):
-        gpus = [r for r in rm.ranks if r.host == host]
-        if len(items) >= max(2, (len(gpus) + 1) // 2):
-            ratio = float(np.median([x[1] for x in items]))
-            suspects.append(Suspect(
-                "host", host, (host,) + tuple(rm.ranks[x[0]].gpu for x in items),
-                _conf(ratio), f"host {host}: {len(items)} of its {len(gpus)} GPUs compute "
-                              f"{ratio - 1:.0%} slower than their stage's other ranks",
-                tuple(_ev(rm, x, fc_comp) for x in items),
-                "several GPUs of one host: power or cooling of the host, its CPU or PCIe, "
-                "before the GPUs themselves"))
-            continue
-        for x in items:
-            rank, ratio = x[0], x[1]
-            gpu = rm.ranks[rank].gpu
-            suspects.append(Suspect("gpu", gpu, (gpu,), _conf(ratio),
-                                    f"GPU {gpu} (rank {rank}) computes {ratio - 1:.0%} slower "
-                                    f"than the other ranks of stage {int(stage[rank])}",
-                                    (_ev(rm, x, fc_comp),)))
-    return comparisons, suspects
-
-
-def _ev(rm, x, fc_comp) -> Evidence:
-    rank, ratio, own, peers, its = x
-    return Evidence("compute per iteration", peers, own, fc_comp.get(rm.ranks[rank].stage),
-                    (rank,), its)
-
-
-def _conf(ratio: float) -> float:
-    return float(min(1.0, (ratio - 1) / (2 * evidence.COMPUTE_SLOW)))
-
-
-def _software(medians, fc_comp, iterations) -> Optional[Suspect]:
-    if not fc_comp or not medians:
-        return None
-    ratios = {}
-    for s, f in fc_comp.items():
-        vals = [medians[(s, it)] for it in iterations if (s, it) in medians]
-        if vals and f > 0:
-            ratios[s] = float(np.median(vals)) / f
-    if not ratios or min(ratios.values()) < 1 + SOFTWARE_SLOW:
-        return None
-    ratio = float(np.median(list(ratios.values())))
-    return Suspect("software", "forecast or software", (), min(1.0, (ratio - 1) / 0.3),
-                   f"every stage computes {ratio - 1:.0%} slower than the forecast: the forecast "
-                   f"or the software (kernels, clocks, versions), not one part",
-                   tuple(Evidence(f"compute per iteration, stage {s}",
-                                  fc_comp[s], fc_comp[s] * r, fc_comp[s])
-                         for s, r in sorted(ratios.items())),
-                   "compare the framework, kernels and GPU clocks with the forecast's "
-                   "assumptions before suspecting hardware")
 
 
 def _observed_iteration(tot) -> Optional[float]:

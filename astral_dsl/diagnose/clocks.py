@@ -1,85 +1,128 @@
-"""Aligning the hosts' clocks on collective boundaries.
+"""Aligning the hosts' clocks on collective boundaries: an offset and a drift rate per host.
 
 Every member of a collective (and both ends of a transfer) finishes it at the same moment, give
-or take microseconds; each host reads that moment on its own clock. With end_r = t_i + o_h(r)
-for record r of instance i on host h, the offsets o minimise sum (end_r - t_i - o_h)^2; with the
-instance times eliminated this is L o = b, L = sum_i (diag(c_i) - c_i c_i^T / n_i) over the
-host counts c_i of each instance (a graph Laplacian). Offsets are relative within each set of
-hosts that share collectives (a connected component); the host with the most records of each
-component reads 0. A host whose ends still disagree with its peers' after the fit (residual
-(root mean square) above RESIDUAL_S: a drifting clock, or records that are not what they claim) cannot be aligned."""
+or take microseconds; each host reads that moment on its own clock. A free-running or poorly
+disciplined clock also runs at its own rate: a host drifting 8 ppm is 0.2 ms off after 25 s,
+as long as a pipeline transfer lasts, so one constant offset per host is not enough. The model:
+host h reads t + o_h + d_h (t - t0) for the true moment t (o_h its offset at t0, d_h its drift,
+dimensionless: 1e-6 is 1 ppm). With end_r = t_i + o_h + d_h tau_r for record r of instance i on
+host h (tau_r = end_r - t0), the least-squares fit eliminates the instance times t_i: the
+normal equations are (X'X - S' W S) beta = X'e - S' W (sum of e per instance), X the records'
+design (a 1 in host h's offset column, tau_r in its drift column), S the same summed per
+instance, W = diag(1 / members). It is the graph Laplacian of the offset-only fit with a
+drift block beside it: sparse, 2 unknowns per host. Offsets and drifts are relative within
+each set of hosts that share collectives (a connected component); the host with the most
+records of each reads 0 and 0. A drift is held towards 0 by a ridge (DRIFT_RIDGE) so that a host
+seen at one moment only still has a fit (drift 0).
+
+Robustly: the host that fits worst is set aside while its residual (root mean square) is above
+RESIDUAL_S, or its drift beyond MAX_DRIFT, and the rest fitted again, so one bad clock (a jump,
+records of another run) cannot bend its peers'. Those hosts cannot be aligned."""
 from __future__ import annotations
 
 from typing import List, Tuple
 
+import attrs
 import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import spsolve
 
 RESIDUAL_S = 1e-3        # 1 ms: NCCL members finish within microseconds of each other
+# RFC 5905 (NTPv4), section 7.2: a clock's frequency tolerance is at most 500 ppm (PHI's
+# MAXFREQ); a host "drifting" faster than NTP could ever discipline is not a drifting clock
+MAX_DRIFT = 500e-6
+DRIFT_RIDGE = 1e-9       # relative weight holding a drift towards 0 (s^2 of tau per record)
 
 
-def align(host: np.ndarray, instance: np.ndarray, end: np.ndarray, n_hosts: int
-          ) -> Tuple[np.ndarray, np.ndarray, List[int], np.ndarray]:
-    """Fit, set aside the host that fits worst while it is above RESIDUAL_S (one bad clock
-    must not bend its peers'), fit again."""
+@attrs.frozen(eq=False)
+class Clocks:
+    """The fitted clocks: host h reads t + offsets[h] + drifts[h] (t - t0)."""
+    offsets: np.ndarray      # seconds, per host, at t0
+    drifts: np.ndarray       # dimensionless, per host (1e-6: 1 ppm)
+    t0: float                # the moment the offsets hold (seconds, the reference host's clock)
+    bad: Tuple[int, ...]     # hosts that cannot be aligned
+    aligned: Tuple[int, ...]  # hosts whose clocks the collectives fitted (not bad)
+    residual: np.ndarray     # per record given, seconds
+
+    def correct(self, host: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """The true moments of readings `t` taken on `host`."""
+        return t - self.offsets[host] - self.drifts[host] * (t - self.t0)
+
+
+def align(host: np.ndarray, instance: np.ndarray, end: np.ndarray, n_hosts: int) -> Clocks:
+    """Fit, set aside the host that fits worst while it is beyond RESIDUAL_S or MAX_DRIFT (one
+    bad clock must not bend its peers'), fit again."""
     bad: List[int] = []
     keep = np.ones(end.size, dtype=bool)
-    for _ in range(max(1, min(64, n_hosts // 2 + 1))):
-        offsets, comp, rms, residual = _fit(host[keep], instance[keep], end[keep], n_hosts)
-        worst = int(np.argmax(rms))
-        if rms[worst] <= RESIDUAL_S:
+    t0 = float(0.5 * (end.min() + end.max())) if end.size else 0.0
+    rounds = max(1, min(64, n_hosts // 2 + 1))
+    for n in range(rounds + 1):
+        offsets, drifts, rms, residual, seen = _fit(host[keep], instance[keep], end[keep] - t0,
+                                                    n_hosts)
+        worse = np.maximum(rms / RESIDUAL_S, np.abs(drifts) / MAX_DRIFT)
+        worst = int(np.argmax(worse))
+        if worse[worst] <= 1.0 or n == rounds:
             break
         bad.append(worst)
         keep &= host != worst
     full = np.zeros(end.size)
     full[keep] = residual
-    return offsets, comp, sorted(bad), full
+    aligned = tuple(int(h) for h in np.flatnonzero(seen) if int(h) not in bad)
+    return Clocks(offsets, drifts, t0, tuple(sorted(bad)), aligned, full)
 
 
-def _fit(host: np.ndarray, instance: np.ndarray, end: np.ndarray, n_hosts: int):
-    """(offset per host, component per host, hosts that cannot be aligned, per-record
-    residual). `instance` holds the instance of each record (records of instances with one host
-    are ignored)."""
-    offsets = np.zeros(n_hosts)
-    residual = np.zeros(end.size)
-    if end.size == 0:
-        return offsets, np.arange(n_hosts), np.zeros(n_hosts), residual
-    ref = end.min()
-    e = end - ref
+def _fit(host: np.ndarray, instance: np.ndarray, tau: np.ndarray, n_hosts: int):
+    """(offset per host, drift per host, residual rms per host, per-record residual, hosts
+    seen in an instance with another host). `tau`: each record's end, seconds from t0;
+    `instance` the instance of each record (records of instances with one host are
+    ignored)."""
+    offsets, drifts = np.zeros(n_hosts), np.zeros(n_hosts)
+    residual = np.zeros(tau.size)
+    if tau.size == 0:
+        return offsets, drifts, np.zeros(n_hosts), residual, np.zeros(n_hosts, dtype=bool)
+    H = n_hosts
     n_inst = int(instance.max()) + 1
-    A = sparse.coo_matrix((np.ones(end.size), (instance, host)),
-                          shape=(n_inst, n_hosts)).tocsr()          # counts c_i per host
-    # counts are whole numbers: summed in any order they are the same floats
-    n_i = np.bincount(instance, minlength=n_inst).astype(np.float64)
-    S_i = np.bincount(instance, weights=e, minlength=n_inst)
-    hosts_per = np.diff(A.indptr)             # canonical CSR (duplicates summed, no zeros)
-    multi = hosts_per > 1
-    W = sparse.diags(np.where(multi, 1.0 / np.maximum(n_i, 1), 0.0))
-    Am = sparse.diags(multi.astype(float)) @ A
-    weight = np.bincount(host, weights=multi[instance].astype(np.float64), minlength=n_hosts)
-    L = sparse.diags(weight) - Am.T @ W @ Am
-    E_h = np.bincount(host, weights=np.where(multi[instance], e, 0.0), minlength=n_hosts)
-    b = E_h - Am.T @ (np.where(multi, S_i / np.maximum(n_i, 1), 0.0))
-    adjacency = (Am.T @ Am).tocsr()
+    count = sparse.coo_matrix((np.ones(tau.size), (instance, host)), shape=(n_inst, H)).tocsr()
+    multi = np.diff(count.indptr) > 1            # canonical CSR: hosts per instance
+    m = multi[instance]
+    w_r = m.astype(np.float64)
+    n_i = np.bincount(instance, weights=w_r, minlength=n_inst)
+    inv_n = np.where(multi, 1.0 / np.maximum(n_i, 1), 0.0)
+    # S: per instance, the sums of the records' design rows (offset columns, drift columns)
+    rows = np.r_[instance[m], instance[m]]
+    cols = np.r_[host[m], H + host[m]]
+    vals = np.r_[np.ones(int(m.sum())), tau[m]]
+    S = sparse.coo_matrix((vals, (rows, cols)), shape=(n_inst, 2 * H)).tocsr()
+    weight = np.bincount(host, weights=w_r, minlength=H)
+    s_tau = np.bincount(host, weights=w_r * tau, minlength=H)
+    s_tau2 = np.bincount(host, weights=w_r * tau * tau, minlength=H)
+    idx = np.arange(H)
+    XtX = sparse.coo_matrix((np.r_[weight, s_tau, s_tau, s_tau2],
+                             (np.r_[idx, idx, H + idx, H + idx],
+                              np.r_[idx, H + idx, idx, H + idx])), shape=(2 * H, 2 * H))
+    M = (XtX - S.T @ sparse.diags(inv_n) @ S).tocsr()
+    e_sum = np.bincount(instance, weights=w_r * tau, minlength=n_inst)
+    b = np.r_[s_tau, s_tau2] - S.T @ (inv_n * e_sum)      # X'e: e is tau itself
+    ridge = DRIFT_RIDGE * max(1.0, float(s_tau2.sum()))
+    M = M + sparse.diags(np.r_[np.zeros(H), np.full(H, ridge)])
+    adjacency = (count[multi].T @ count[multi]).tocsr()
     n_comp, comp = connected_components(adjacency, directed=False)
-    pinned = []
-    for c in range(n_comp):
-        members = np.flatnonzero(comp == c)
-        pinned.append(members[np.argmax(weight[members])])
-    free = np.ones(n_hosts, dtype=bool)
+    pinned = [int(np.flatnonzero(comp == c)[np.argmax(weight[comp == c])]) for c in range(n_comp)]
+    free = (weight > 0)
     free[pinned] = False
-    idx = np.flatnonzero(free & (weight > 0))
-    if idx.size:
-        sub = L[idx][:, idx].tocsc()
-        offsets[idx] = spsolve(sub, b[idx]) if idx.size > 1 else b[idx] / sub[0, 0]
-    t_i = (S_i - np.bincount(instance, weights=offsets[host], minlength=n_inst)) / \
-        np.maximum(n_i, 1)
-    residual = np.where(multi[instance], e - t_i[instance] - offsets[host], 0.0)
-    rms = np.sqrt(np.bincount(host, weights=residual ** 2, minlength=n_hosts) /
-                  np.maximum(weight, 1))
-    return offsets, comp, rms, residual
+    f = np.flatnonzero(np.r_[free, free])
+    if f.size:
+        sub = M[f][:, f].tocsc()
+        sol = spsolve(sub, b[f]) if f.size > 1 else np.array([b[f][0] / sub[0, 0]])
+        beta = np.zeros(2 * H)
+        beta[f] = sol
+        offsets, drifts = beta[:H], beta[H:]
+    model = offsets[host] + drifts[host] * tau
+    t_i = np.bincount(instance, weights=w_r * (tau - model), minlength=n_inst) * inv_n
+    residual = np.where(m, tau - t_i[instance] - model, 0.0)
+    rms = np.sqrt(np.bincount(host, weights=residual ** 2, minlength=H) / np.maximum(weight, 1))
+    return offsets, drifts, rms, residual, weight > 0
 
 
-__all__ = ["RESIDUAL_S", "align"]
+__all__ = ["Clocks", "MAX_DRIFT", "RESIDUAL_S", "align"]

@@ -1,8 +1,7 @@
 """Comparing each rank and each collective with its peers and with the forecast.
 
-- Compute: a rank's compute seconds per iteration (every compute kernel or phase) against the
-  median of its pipeline stage's ranks (they run the same layers) and against the forecast.
-  Slow: above the stage median by COMPUTE_SLOW in the median iteration.
+- Compute: a rank's compute seconds per iteration (every compute kernel or phase), and the
+  median of its pipeline stage's ranks (they run the same layers): compute.py weighs them.
 - Collectives and transfers: the effective time of an instance is the moment every member
   finished (aligned clocks) minus the moment the last member arrived: the time the network took
   once nobody was waited for (a late arrival is the late rank's compute, not the network). It
@@ -11,8 +10,9 @@
   MIN_PEERS of them, with the forecast. Slow: above by NET_SLOW and by at least NET_FLOOR_S.
 
 Thresholds: GPUs of one model differ by a few percent (clocks, power capping); NCCL collectives
-of one size by a few percent run to run. COMPUTE_SLOW and NET_SLOW sit well above both and
-below the smallest fault worth finding (a 10 % slow GPU, a link at two thirds of its rate)."""
+of one size by a few percent run to run. NET_SLOW sits well above that and below the smallest
+fault worth finding (a link at two thirds of its rate): it counts the instances shown as slow;
+localise.py weighs every instance by likelihood."""
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
@@ -23,7 +23,6 @@ import numpy as np
 from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records, group_ids
 from astral_dsl.observe.records import Totals, totals
 
-COMPUTE_SLOW = 0.05
 NET_SLOW = 0.25
 NET_FLOOR_S = 20e-6
 MIN_PEERS = 3
@@ -55,14 +54,16 @@ def compute_per_rank(traces, iterations, tot: Optional[Totals] = None
     return out
 
 
-def timing(records: Records, inst: Instances, offsets: np.ndarray, bad_hosts,
-           stage_of_rank: np.ndarray, forecast: Dict[Tuple[int, int], float]) -> Timing:
+def timing(records: Records, inst: Instances, clocks, stage_of_rank: np.ndarray,
+           forecast: Dict[Tuple[int, int], float]) -> Timing:
+    """`clocks`: the hosts' fitted clocks (clocks.Clocks); their bad hosts' instances are not
+    usable."""
     n = len(inst)
     ok = records.instance >= 0
     r_inst = records.instance[ok]
-    off = offsets[records.host[ok]]
-    start = records.start[ok] - off
-    end = records.end[ok] - off
+    bad_hosts = clocks.bad
+    start = clocks.correct(records.host[ok], records.start[ok])
+    end = clocks.correct(records.host[ok], records.end[ok])
     last_in = np.full(n, -np.inf)
     np.maximum.at(last_in, r_inst, start)
     end_sum = np.bincount(r_inst, weights=end, minlength=n)
@@ -153,5 +154,5 @@ def median(values) -> float:
     return float(v[h]) if n % 2 else float((v[h - 1] + v[h]) / 2)
 
 
-__all__ = ["COMPUTE_SLOW", "MIN_PEERS", "NET_FLOOR_S", "NET_SLOW", "Timing", "compute_per_rank",
+__all__ = ["MIN_PEERS", "NET_FLOOR_S", "NET_SLOW", "Timing", "compute_per_rank",
            "median", "median_ratio", "stage_medians", "timing"]

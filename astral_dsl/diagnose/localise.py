@@ -35,33 +35,24 @@ from typing import Dict, List, Tuple
 import attrs
 import numpy as np
 from scipy import sparse
-from scipy.special import log_ndtr, logsumexp
+from scipy.special import logsumexp
 
 from astral_dsl.analyses.rankmap import RankMap
 from astral_dsl.diagnose.evidence import Timing
+from astral_dsl.diagnose.likelihood import EPSILON, Q_GRID, log_ratio, outliers, robust_spread
 from astral_dsl.diagnose.match import KIND_NAMES, P2P, Instances, group_ids
-from astral_dsl.diagnose.model import Evidence, Suspect
+from astral_dsl.diagnose.model import Evidence, Observation, Suspect
 from astral_dsl.diagnose.units import ECMP_KINDS, KIND_ORDER, Unit, channel_units, display
 
-EPSILON = (1e-3, 0.05)   # bounds of the share of healthy instances that are outliers
 SLOW_MIN, SLOW_MAX = 1.2, 20.0      # the slow-down a fault causes, log-uniform between
 SPREAD_FLOOR = 0.01      # relative spread never taken below 1 %
 ABS_FLOOR_S = 5e-6       # clocks are aligned to a few microseconds
 ALARM_ODDS = 19.0        # posterior odds (95 %) before a part is named
 TIE = 1.0                # ln Bayes factor below which two parts are not told apart (Jeffreys:
 #                          "not worth more than a bare mention")
-Q_GRID = np.array([0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0])
 P_GRID = np.array([1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 3 / 4, 1.0])
 MAX_SUSPECTS = 8
 ALTERNATIVES = 4
-
-
-@attrs.frozen(eq=False)
-class Scores:
-    """Per instance used: its channel and log likelihood ratio (slowed against healthy)."""
-    index: np.ndarray        # instances used (indices into Instances)
-    channel: np.ndarray
-    log_ratio: np.ndarray
 
 
 def instance_log_ratio(tm: Timing, inst: Instances) -> Tuple[np.ndarray, np.ndarray]:
@@ -75,22 +66,30 @@ def instance_log_ratio(tm: Timing, inst: Instances) -> Tuple[np.ndarray, np.ndar
     spread = np.empty(use.size)
     for k in np.unique(kind):
         sel = kind == k
-        dev = np.abs(x[sel] - np.median(x[sel]))
-        spread[sel] = max(SPREAD_FLOOR, 1.4826 * float(np.median(dev)))
+        spread[sel] = robust_spread(x[sel], SPREAD_FLOOR)
     s = np.sqrt(spread ** 2 + (ABS_FLOOR_S / tm.expected[use]) ** 2)
-    a, b = np.log(SLOW_MIN), np.log(SLOW_MAX)
-    hi, lo = log_ndtr((x - a) / s), log_ndtr((x - b) / s)
-    log_g = hi + np.log(-np.expm1(np.minimum(lo - hi, -1e-12))) - np.log(b - a)
-    log_phi = -0.5 * (x / s) ** 2 - np.log(s * np.sqrt(2 * np.pi))
-    eps = float(np.clip(np.mean(x > a + 2 * s), *EPSILON))
-    log_h = np.logaddexp(np.log1p(-eps) + log_phi, np.log(eps) + log_g)
-    return use, log_g - log_h
+    eps = outliers(x, s, SLOW_MIN)
+    return use, log_ratio(x, s, SLOW_MIN, SLOW_MAX, eps)
 
 
-def localise(rm: RankMap, inst: Instances, tm: Timing) -> List[Suspect]:
+@attrs.frozen(eq=False)
+class Found:
+    """The network's suspects, each with the ln Bayes factor of its hypothesis (a tie of
+    several classes: the ln of their factors' sum), and the ln Bayes factors of every other
+    class (verdict.py weighs them all against "all healthy")."""
+    suspects: Tuple[Suspect, ...] = ()
+    log_bf: Tuple[float, ...] = ()
+    rest: np.ndarray = attrs.field(factory=lambda: np.zeros(0))
+    classes: int = 0                   # hypotheses the prior is spread over
+
+
+def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) -> Found:
+    """The suspects of the slow collectives and transfers. `prior_odds`: the odds, a priori, of
+    a fault of the network against none (spread evenly over the classes of units); a class is
+    named when its posterior odds against none exceed ALARM_ODDS."""
     use, log_r = instance_log_ratio(tm, inst)
     if use.size == 0 or not (log_r > 0).any():
-        return []
+        return Found()
     kind = inst.kind[use]
     a = np.where(kind == P2P, np.minimum(inst.group[use], inst.peer[use]), inst.group[use])
     b = np.where(kind == P2P, np.maximum(inst.group[use], inst.peer[use]), -1)
@@ -119,10 +118,11 @@ def localise(rm: RankMap, inst: Instances, tm: Timing) -> List[Suspect]:
     classes = [sorted(cl, key=lambda i: (KIND_ORDER.index(units[i][0]), i))
                for cl in _classes(incidence)]
     ecmp = np.array([u[0] in ECMP_KINDS for u in units])
-    threshold = np.log(ALARM_ODDS) + np.log(max(1, len(classes)))
+    threshold = np.log(ALARM_ODDS) + np.log(max(1, len(classes))) - np.log(prior_odds)
     log_r0, log_r = log_r, log_r.copy()
     terms = _Terms(log_r)
     suspects: List[Suspect] = []
+    taken: List[List[List[int]]] = []
     first_round = None
     while len(suspects) < MAX_SUSPECTS:
         llr = _log_bayes(incidence, ecmp, chan, terms, n_chan)
@@ -142,6 +142,7 @@ def localise(rm: RankMap, inst: Instances, tm: Timing) -> List[Suspect]:
                 if np.array_equal(np.isin(chan, other) & (log_r > 0), explained):
                     group.append(cl)
         members = [units[i] for cl in group for i in cl]
+        taken.append(group)
         suspects.append(_suspect(members, [parts_of[i] for cl in group for i in cl],
                                  sum(posterior[cl[0]] for cl in group), chans, explained, chan,
                                  chan_ranks, use, inst, tm))
@@ -150,7 +151,8 @@ def localise(rm: RankMap, inst: Instances, tm: Timing) -> List[Suspect]:
         if not (log_r > 0).any():
             break
     if not suspects:
-        return []
+        return Found(rest=np.array([first_round[cl[0]] for cl in classes]),
+                     classes=len(classes))
     posterior = _posterior(first_round, classes)
     shown = {p for s in suspects for p in s.parts}
     ranked = sorted((cl for cl in classes if not any(p in shown for i in cl
@@ -161,10 +163,15 @@ def localise(rm: RankMap, inst: Instances, tm: Timing) -> List[Suspect]:
             break
         chans = np.flatnonzero(incidence[cl[0]].toarray().ravel())
         explained = np.isin(chan, chans) & (log_r0 > 0)
+        taken.append([cl])
         suspects.append(_suspect([units[i] for i in cl], [parts_of[i] for i in cl],
                                  posterior[cl[0]], chans, explained, chan, chan_ranks, use,
                                  inst, tm, alternative=True))
-    return suspects
+    used = {cl[0] for group in taken for cl in group}
+    return Found(tuple(suspects),
+                 tuple(float(logsumexp([first_round[cl[0]] for cl in group])) for group in taken),
+                 np.array([first_round[cl[0]] for cl in classes if cl[0] not in used]),
+                 len(classes))
 
 
 def _classes(incidence) -> List[List[int]]:
@@ -238,6 +245,12 @@ def _suspect(members: List[Unit], parts, confidence, chans, explained, chan, cha
     n_s, n_t = int(explained.sum()), int(crossing.sum())
     ev = Evidence(", ".join(what) or "collectives", exp, obs, None, tuple(ranks[:64]), its,
                   n_s, n_t)
+    supports = (f"{n_s} of the {n_t} collectives and transfers crossing it ran slow "
+                f"({', '.join(what) or 'none'})")
+    fast = crossing & ~explained
+    contradicts = (f"{int(fast.sum())} crossing it ran at their peers' time" if fast.any()
+                   else "none: every collective and transfer crossing it ran slow")
+    slow = _slowest(sel, chan[explained], chan_ranks, inst, tm)
     factor = f"{obs / exp:.2f}x" if obs and exp else "slower than"
     label = {"nic port": "NIC (either port or its cable)",
              "switch": "first-tier switch",
@@ -265,7 +278,29 @@ def _suspect(members: List[Unit], parts, confidence, chans, explained, chan, cha
     if alternative:
         note = ("alternative: explains less of what was seen. " + note).strip()
     return Suspect(kind_name, path, all_parts, float(min(1.0, confidence)), summary, (ev,),
-                   note, alternative)
+                   note, alternative, supports, contradicts, slow)
 
 
-__all__ = ["ALARM_ODDS", "ALTERNATIVES", "EPSILON", "instance_log_ratio", "localise"]
+SLOWEST = 12          # slow instances listed per network suspect
+
+
+def _slowest(sel, chans, chan_ranks, inst, tm) -> Tuple[Observation, ...]:
+    """The slowest instances (by observed / expected) among `sel`, `chans` their channels."""
+    if sel.size == 0:
+        return ()
+    ratio = tm.effective[sel] / tm.expected[sel]
+    order = np.lexsort((sel, -ratio))[:SLOWEST]
+    out = []
+    for j in order.tolist():
+        i = int(sel[j])
+        k = int(inst.kind[i])
+        what = "pipeline transfer" if k == P2P else f"{KIND_NAMES[k].upper()} collective"
+        ranks = (int(inst.group[i]), int(inst.peer[i])) if k == P2P else \
+            tuple(chan_ranks[int(chans[j])])
+        out.append(Observation(what, ranks, int(inst.iteration[i]),
+                               float(tm.expected[i]), float(tm.effective[i]),
+                               int(inst.seq[i])))
+    return tuple(out)
+
+
+__all__ = ["ALARM_ODDS", "ALTERNATIVES", "EPSILON", "Found", "instance_log_ratio", "localise"]

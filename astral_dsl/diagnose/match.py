@@ -9,7 +9,7 @@ two ranks are first in, first out). The group of a collective comes from the ran
 kernel ran in (its ranks compared with the rank map's groups)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import attrs
 import numpy as np

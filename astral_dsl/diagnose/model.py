@@ -8,8 +8,6 @@ import attrs
 
 from astral_dsl.diagnostics import Diagnostic
 
-SUSPECT_KINDS = ("gpu", "host", "nic port", "link", "switch", "tier", "software")
-
 
 @attrs.frozen
 class Evidence:
@@ -29,15 +27,35 @@ class Evidence:
 
 
 @attrs.frozen
+class Observation:
+    """One slow collective or transfer a suspect explains: who took part, when, how long."""
+    what: str                          # "pipeline transfer", "DP collective", ...
+    ranks: Tuple[int, ...]             # a transfer: (sender, receiver); a collective: members
+    iteration: int
+    expected_s: float
+    observed_s: float
+    occurrence: int = 0                # the k-th of its kind between these ranks in the iteration
+
+    def to_json(self) -> Dict:
+        return {"what": self.what, "ranks": list(self.ranks), "iteration": self.iteration,
+                "occurrence": self.occurrence, "expected_s": self.expected_s,
+                "observed_s": self.observed_s}
+
+
+@attrs.frozen
 class Suspect:
-    kind: str                          # one of SUSPECT_KINDS
+    kind: str                          # gpu, host, nic port, link, switch, tier, software,
+    #                                    forecast
     path: str                          # the stable name of the part (or the first of several)
     parts: Tuple[str, ...]             # every part the evidence cannot tell apart
-    confidence: float                  # 0..1
+    probability: float                 # 0..1, posterior; suspects compete (verdict.py)
     summary: str
     evidence: Tuple[Evidence, ...] = ()
     note: str = ""
     alternative: bool = False          # explains less than the suspects before it
+    supports: str = ""                 # the observations that support it
+    contradicts: str = ""              # ... and those that speak against it
+    slow: Tuple[Observation, ...] = ()  # a network suspect: the slowest instances it explains
 
     def covers(self, part: str) -> bool:
         """Whether `part` (a switch, port, link or GPU name) is one of this suspect's parts, or
@@ -49,8 +67,10 @@ class Suspect:
 
     def to_json(self) -> Dict:
         return {"kind": self.kind, "path": self.path, "parts": list(self.parts),
-                "confidence": round(self.confidence, 4), "summary": self.summary,
+                "probability": round(self.probability, 4), "summary": self.summary,
                 "evidence": [e.to_json() for e in self.evidence],
+                "supports": self.supports, "contradicts": self.contradicts,
+                "slow": [o.to_json() for o in self.slow],
                 **({"note": self.note} if self.note else {}),
                 **({"alternative": True} if self.alternative else {})}
 
@@ -69,6 +89,21 @@ class RankComparison:
 
 
 @attrs.frozen(eq=False)
+class ClockFit:
+    """The hosts' fitted clocks, by name: offset (seconds) and drift (1e-6: 1 ppm)."""
+    hosts: int                         # hosts of the job
+    aligned: Tuple[str, ...]           # hosts whose clocks the collectives fitted
+    offsets_s: Dict[str, float] = attrs.field(factory=dict)
+    drifts: Dict[str, float] = attrs.field(factory=dict)
+    unaligned: Tuple[str, ...] = ()    # hosts that cannot be aligned (E789)
+
+    def to_json(self) -> Dict:
+        return {"hosts": self.hosts, "aligned": len(self.aligned),
+                "unaligned": list(self.unaligned), "offsets_s": self.offsets_s,
+                "drift_ppm": {h: round(d * 1e6, 4) for h, d in self.drifts.items()}}
+
+
+@attrs.frozen(eq=False)
 class Diagnosis:
     job: str
     world: int
@@ -79,9 +114,19 @@ class Diagnosis:
     forecast_iteration_s: Optional[float]
     observed_iteration_s: Optional[float]
     compute: Tuple[RankComparison, ...] = ()
-    clock_offsets_s: Dict[str, float] = attrs.field(factory=dict)
+    clocks: Optional[ClockFit] = None
     instances: Dict[str, Tuple[int, int]] = attrs.field(factory=dict)   # kind -> (total, slow)
     notes: Tuple[str, ...] = ()
+    probability: float = 0.0           # that something is wrong with the job (verdict.py)
+    timers: str = "compute"            # what the compute columns measured (RankTrace.timers)
+    band: Tuple[float, float] = (1.0, 1.0)   # observed / forecast ratios a healthy run keeps
+    band_source: str = ""
+    compute_ratio: Optional[float] = None    # median over stages of compute / forecast
+    breakdown: Optional[object] = None       # per-rank breakdown (breakdown.Breakdown)
+
+    @property
+    def verdict(self) -> str:
+        return "suspects" if any(not s.alternative for s in self.suspects) else "healthy"
 
     @property
     def missing_ranks(self) -> List[int]:

@@ -103,8 +103,8 @@ class DaskEngine:
         try:
             import distributed  # noqa: F401
         except ImportError:
-            raise EngineError("--cluster needs Dask distributed (pip install distributed)") \
-                from None
+            raise EngineError("--cluster needs Dask distributed, an optional dependency: "
+                              "pip install astral-dsl[cluster]") from None
         try:
             address, security = connection(spec)
         except ClusterError as exc:

@@ -1,12 +1,14 @@
 """`--grid NAME=SPEC`: the values a sweep gives one top-level parameter.
 
-SPEC is an inclusive range `2..6`, a stepped range `2..10:2` (`40kW..50kW:2.5kW`, `10..2:-2`),
-or a comma list of literals `40kW,45kW,50kW` (`true,false`, `"a","b"`). Range arithmetic is exact
+SPEC is a range as the language reads it: `2..6` holds both ends, `2..<6` stops before 6; a
+stepped range `2..10:2` (`40kW..50kW:2.5kW`, `10..2:-2`, `0..<10:2`), or a comma list of
+literals `40kW,45kW,50kW` (`true,false`, `"a","b"`). Range arithmetic is exact
 (decimal fractions), so `0.1..0.3:0.1` gives 0.1, 0.2 and 0.3, never 0.30000000000000004. The
 points of several grids are their Cartesian product, the first `--grid` varying slowest."""
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import sys
 from fractions import Fraction
@@ -184,8 +186,12 @@ def _split_list(text: str) -> List[str]:
 def _range(name: str, text: str) -> Grid:
     body, _, step_text = text.partition(":")
     if body.count("..") != 1:
-        raise GridError(f"--grid {name}={text}: a range is START..END or START..END:STEP")
+        raise GridError(f"--grid {name}={text}: a range is START..END or START..END:STEP "
+                        "(START..<END stops before END)")
     start_text, end_text = body.split("..")
+    open_end = end_text.startswith("<")          # `2..<6`: 6 is not a value
+    if open_end:
+        end_text = end_text[1:]
     if not start_text.strip() or not end_text.strip():
         raise GridError(f"--grid {name}={text}: a range needs both ends, e.g. `2..6`")
     start, su = _fraction(start_text, "the start")
@@ -200,23 +206,30 @@ def _range(name: str, text: str) -> Grid:
         raise GridError(f"--grid {name}={text}: the step after `:` is missing")
     else:
         step = Fraction(1)
+        if open_end and end == start:
+            raise GridError(f"--grid {name}={text}: the range is empty (`..<` stops before its "
+                            f"end, which is its start); write `{start_text.strip()}.."
+                            f"{end_text.strip()}` for the one value")
         if end < start:
+            op = "..<" if open_end else ".."
             raise GridError(f"--grid {name}={text}: the range is empty (the end is below the "
-                            f"start); write `{start_text.strip()}..{end_text.strip()}:-1` to "
+                            f"start); write `{start_text.strip()}{op}{end_text.strip()}:-1` to "
                             "count down")
     if step == 0:
         raise GridError(f"--grid {name}={text}: the step is zero")
-    if (end - start) * step < 0:
+    if (end - start) * step < 0 or (open_end and end == start):
         raise GridError(f"--grid {name}={text}: the step {step_text.strip()} goes away from the "
                         "end, so the range is empty")
-    count = int((end - start) / step) + 1
+    span = (end - start) / step
+    # inclusive: every step up to the end; `..<`: every step before it
+    count = (math.ceil(span) if open_end else int(span) + 1)
     if count > MAX_POINTS:
         raise GridError(f"--grid {name}={text}: {count:,} values, more than a sweep takes "
                         f"({MAX_POINTS:,})")
     values = tuple(_show(start + i * step, unit) for i in range(count))
     last = start + (count - 1) * step
     note = None
-    if last != end:
+    if last != end and not open_end:
         note = f"--grid {name}={text} stops at {_show(last, unit)}, short of {_show(end, unit)}"
     return Grid(name, values, note)
 

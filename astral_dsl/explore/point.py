@@ -14,7 +14,7 @@ from astral_dsl.explore.bundle import Bundle, lay_out, renamer
 # the columns of `astral size --format json`'s summary a sweep shows
 SUMMARY = ("gpus", "hosts", "racks", "switches", "it_power_kw", "it_power_avg_kw",
            "facility_power_kw", "pue")
-FORECAST = ("iteration_time_s", "tokens_per_s", "mfu")
+FORECAST = ("iteration_time_s", "tokens_per_s", "mfu", "calibration")
 
 
 @attrs.frozen
@@ -22,6 +22,7 @@ class PointOptions:
     job: Optional[str] = None          # forecast this job (None: no forecast)
     forecast: bool = False
     scenario: Optional[str] = None
+    calibration: Any = None            # Seer's constants (None: the shipped fit)
 
 
 def evaluate_points(bundle: Bundle, points: Sequence[Dict[str, str]],
@@ -111,10 +112,12 @@ def _forecast(ws, design, options: PointOptions, metrics: Dict[str, Any]):
     if not design.jobs:
         return []
     try:
-        fc = forecast(ws, design, options.job, options.scenario)
+        fc = forecast(ws, design, options.job, options.scenario,
+                      calibration=options.calibration)
     except seer.ForecastError as exc:
         return [d for d in exc.diagnostics if d.is_error] or []
     metrics["iteration_time_s"] = round(fc.iteration_time, 6)
     metrics["tokens_per_s"] = round(fc.tokens_per_s, 1)
     metrics["mfu"] = round(fc.mfu, 4)
+    metrics["calibration"] = fc.envelope().as_json()       # how far to trust it
     return []

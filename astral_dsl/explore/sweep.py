@@ -44,7 +44,9 @@ def front_end_fatal(design) -> bool:
 def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = None,
         job: Optional[str] = None, scenario: Optional[str] = None, cluster=None,
         workers: Optional[int] = None, progress: Optional[Callable[[int, int], None]] = None,
-        engine=None) -> SweepResult:
+        engine=None, calibration=None) -> SweepResult:
+    """Every point of the grids (module docstring). `calibration`: Seer's constants for the
+    forecasts with `job` (a seer.calibration.Calibration; default: the shipped fit)."""
     sets = dict(sets or {})
     try:
         grids = parse_grids(grid_specs, sets)
@@ -66,7 +68,8 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
     if scenario is not None and scenario not in [s.template for s in base.scenarios]:
         known = ", ".join(s.template for s in base.scenarios) or "the design declares none"
         raise SweepError(f"--scenario {scenario}: no such scenario ({known})")
-    options = PointOptions(job=job, forecast=job is not None, scenario=scenario)
+    options = PointOptions(job=job, forecast=job is not None, scenario=scenario,
+                           calibration=calibration)
     grid_points = points(grids)
     eng = engine or make_engine(cluster, workers)
     handle = eng.scatter(bundle) if hasattr(eng, "scatter") else bundle

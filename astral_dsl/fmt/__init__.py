@@ -4,19 +4,20 @@
     >>> format_text("host   A{power=700W}")
     'host A { power = 700 W }\\n'
 
-Formatting never changes meaning: the result is parsed again and its syntax tree compared with
-the input's (positions and the spelling of whitespace aside, by a digest: `meaning`), and its
+Formatting never changes meaning: a result that differs from the input is parsed again and
+its syntax tree compared with the input's (positions and the spelling of whitespace aside, by a digest: `meaning`), and its
 comments with the input's;
 a difference is an internal error (FormatError), never a silently changed file."""
 from __future__ import annotations
 
 from typing import List
 
+from astral_dsl import gcpause
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.fmt.cst import Comment, concrete, normalise_newlines
 from astral_dsl.fmt.printer import print_concrete
 from astral_dsl.syntax import ast
-from astral_dsl.syntax.parser import parse
+from astral_dsl.syntax.parser import parse_concrete
 from astral_dsl.syntax.source import Source
 
 
@@ -24,6 +25,7 @@ class FormatError(Exception):
     """The formatter would have changed the meaning or the comments of a file (a bug)."""
 
 
+@gcpause.pausing          # the trees and tokens of a file: long-lived while it is formatted
 def format_text(text: str, name: str = "<string>", verify: bool = True) -> str:
     """The canonical layout of `text`. Raises DiagnosticError (the compiler's own syntax
     diagnostic) when `text` does not parse.
@@ -35,8 +37,12 @@ def format_text(text: str, name: str = "<string>", verify: bool = True) -> str:
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
-        before = meaning(parse(Source(name, text)))    # the compiler's syntax diagnostics
-        cst = concrete(text)
+        # one parse: the compiler's syntax diagnostics, its tree and the tree of every token
+        tree, tokens = parse_concrete(Source(name, text))
+        before = meaning(tree)
+        del tree
+        cst = concrete(text, tokens)
+        del tokens
         out = print_concrete(cst)
         comments = [comment_text(c.text) for c in cst.comments]
         del cst
@@ -44,15 +50,17 @@ def format_text(text: str, name: str = "<string>", verify: bool = True) -> str:
         raise DiagnosticError(Diagnostic(
             "E402", Severity.ERROR, "expressions are nested too deeply to format",
             Span.at(name, 1, 1), "split the expression with `let` names")) from None
-    if verify:
+    if verify and out != text:         # the same text means the same: nothing to parse again
         _verify(name, before, comments, out)
     return out
 
 
 def _verify(name: str, before: bytes, comments: List[str], out: str) -> None:
     try:
-        after = meaning(parse(Source(name, out)))
-        after_comments = [comment_text(c.text) for c in concrete(out).comments]
+        tree, tokens = parse_concrete(Source(name, out))
+        after = meaning(tree)
+        del tree
+        after_comments = [comment_text(c.text) for c in concrete(out, tokens).comments]
     except DiagnosticError as exc:
         raise FormatError(f"{name}: the formatted text does not parse: "
                           f"{exc.diagnostic.message}") from None

@@ -1,18 +1,17 @@
 """The concrete syntax of a .astral file for the formatter: every token (punctuation included)
 with its role, and every comment with its position.
 
-The compiler's parser (syntax/parser.py) drops punctuation and comments. This module runs a
-second Lark parser on the same grammar with `keep_all_tokens=True`, so the formatter sees the
-exact token stream, and finds comments by scanning the gaps between tokens (a gap holds only
-whitespace, statement separators and comments). The compiler's parser is left untouched."""
+The compiler's syntax tree drops punctuation and comments. The formatter reads the tree of
+every token that the compiler's parse builds beside it (syntax.parser.parse_concrete: the tree
+Lark builds with `keep_all_tokens=True`), so it sees the exact token stream, and finds comments
+by scanning the gaps between tokens (a gap holds only whitespace, statement separators and
+comments)."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import List, Optional
 
 import attrs
-import lark
 from lark import Token, Tree
 
 
@@ -23,7 +22,7 @@ CLOSERS = {v: k for k, v in OPENERS.items()}
 # Rules whose direct COMMA/SEMICOLON children are statement separators.
 _SEP_PARENTS = ("start", "body", "import_stmt", "param_stmt")
 _STMT_RULES = {"decl", "field", "record", "let_stmt", "check_stmt", "fail_stmt", "set_stmt",
-               "objective", "import_stmt", "param_stmt"}
+               "objective", "allow_stmt", "import_stmt", "param_stmt"}
 
 _COMMENT = re.compile(r"//[^\n]*|/\*[\s\S]*?\*/")   # no state per character (see the grammar)
 _QUANTITY = re.compile(r"^(?P<num>(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)[ \t]*"
@@ -78,23 +77,19 @@ class Concrete:
     comments: List[Comment]
 
 
-@lru_cache(maxsize=1)
-def _parser() -> lark.Lark:
-    from astral_dsl.syntax import tables
-
-    return tables.build("concrete", lexer="contextual", start=["start"],
-                        propagate_positions=False, maybe_placeholders=False,
-                        keep_all_tokens=True)
-
-
 def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n")
 
 
-def concrete(text: str) -> Concrete:
-    """Parse `text` (already known to be syntactically valid: run the compiler's parser first
-    for its diagnostics) into tokens with roles and comments."""
-    tree = _parser().parse(text)
+def concrete(text: str, tree: Optional[Tree] = None) -> Concrete:
+    """The tokens of `text` with their roles, and its comments, from its tree of all tokens
+    (`tree`, from syntax.parser.parse_concrete with the AST: one parse for both), or parsed
+    here (`text` already known to be syntactically valid)."""
+    if tree is None:
+        from astral_dsl.syntax.parser import parse_concrete
+        from astral_dsl.syntax.source import Source
+
+        tree = parse_concrete(Source("<formatted>", text))[1]
     tokens: List[Tok] = []
     _walk(tree, tokens, text)
     comments = _comments(text, tokens)

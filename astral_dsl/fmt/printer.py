@@ -195,7 +195,8 @@ class Printer:
             return tok.type != "RBRACE"
         if tok.type in ("RPAR", "RSQB", "COMMA", "COLON"):
             return False
-        if tok.type == "DOT" or prev.type == "DOT" or tok.text == ".." or prev.text == "..":
+        if tok.type == "DOT" or prev.type == "DOT" or tok.text in ("..", "..<") \
+                or prev.text in ("..", "..<"):
             return False
         if prev.unary or tok.tight_before:
             return False

@@ -131,6 +131,7 @@ class AstralServer(LanguageServer):
         self.inflight: Dict[str, Tuple[int, workers.Job]] = {}
         self.project: Dict[str, Tuple[float, Analysis]] = {}   # other files, for references
         self.checker = workers.Checker()                # the worker processes of analyses
+        self.analysed = False                           # the first analysis has finished
 
     def document(self, uri: str):
         """The open document `uri` (never a file read from disk for an unknown URI)."""
@@ -198,7 +199,7 @@ class AstralServer(LanguageServer):
                               self._analyse, uri, text, version, stopper, on_stop=stopper.stop)
             self.inflight[uri] = (version, job)
         try:
-            result = await asyncio.shield(job.future)
+            result = await self._announced(uri, job.future)
         except workers.Superseded:
             return None
         except workers.TimedOut as exc:
@@ -208,6 +209,7 @@ class AstralServer(LanguageServer):
                 self.inflight.pop(uri, None)
         if uri not in self.workspace.text_documents:
             return result
+        self.analysed = True
         current = self.workspace.get_text_document(uri)
         if (current.version or 0) == version and self.latest.get(uri) is not result:
             self.latest[uri] = result
@@ -215,6 +217,28 @@ class AstralServer(LanguageServer):
                 self.good[uri] = result
             self.publish(result)
         return result
+
+    async def _announced(self, uri: str, future) -> Analysis:
+        """The analysis's result. The first analysis of the session (the checker's imports,
+        CoolProp, sizing's solver...) may take seconds: past PROGRESS_AFTER of them, a client
+        that takes work-done progress shows "astral: checking NAME" until it ends."""
+        if self.analysed or not _takes_progress(self):
+            return await asyncio.shield(future)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), progress_after())
+        except asyncio.TimeoutError:
+            pass
+        token = f"astral-first-analysis-{id(future)}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), 5)
+            self.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
+                title="astral", message=f"checking {Path(uri).name} (the first analysis)"))
+        except Exception:  # noqa: BLE001 - a client that refuses the progress: no progress
+            return await asyncio.shield(future)
+        try:
+            return await asyncio.shield(future)
+        finally:
+            self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="checked"))
 
     def _analyse(self, uri: str, text: str, version: int, stopper: workers.Stopper) -> Analysis:
         """The checks in a worker process (ended by `stopper`), then, when they finished, the
@@ -346,6 +370,20 @@ class AstralServer(LanguageServer):
             return None
         text = a.text if module.is_entry else (module.source.text if module.source else "")
         return lsp.Location(uri=uri, range=self.lines(text).range(span))
+
+
+def progress_after() -> float:
+    """Seconds of a first analysis before it shows progress ($ASTRAL_PROGRESS_DELAY, else 2)."""
+    from astral_dsl.outputs.progress import delay
+
+    return delay()
+
+
+def _takes_progress(ls) -> bool:
+    """The client said it shows server-initiated work-done progress."""
+    caps = getattr(ls, "client_capabilities", None)
+    window = getattr(caps, "window", None)
+    return bool(getattr(window, "work_done_progress", False))
 
 
 def failed_analysis(uri: str, path: Optional[Path], text: str, version: int,

@@ -5,11 +5,14 @@ replicated with the same arguments): a 524,288-GPU site holds one Pod, one Rack,
 GPU instance, linked by runs of counts."""
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Span, has_errors
 from astral_dsl.model.values import Group
+
+if TYPE_CHECKING:
+    from astral_dsl.units import Quantity
 
 
 @records.frozen
@@ -30,7 +33,8 @@ class Member:
     span: Optional[Span] = None
 
 
-Index = Any   # None (the member itself), an int, a (start, stop) range, or "*" (every replica)
+Index = Any   # None (the member itself), an int, a (start, stop) range (stop excluded), or "*"
+#               (every replica)
 
 
 @records.frozen
@@ -46,7 +50,7 @@ class Step:
         if self.index == "*":
             return f".{self.name}[*]"
         if isinstance(self.index, tuple):
-            return f".{self.name}[{self.index[0]}..{self.index[1]}]"
+            return f".{self.name}[{self.index[0]}..{self.index[1] - 1}]"     # `a..b` holds b
         return f".{self.name}[{self.index}]"
 
 
@@ -143,6 +147,25 @@ class Instance:
     def declared(self, name: str):
         return self.field(name)
 
+    # -- roll-ups, as the language's `rack.power` and `rack.gpus` read them (model/rollup.py) --
+    @property
+    def power(self) -> "Quantity":
+        """Peak electrical draw: the declared `power`, else the sum over its parts (a rack's
+        hosts, a host's GPUs, NICs and CPUs, ...), as a Quantity: `rack.power.to("kW")`."""
+        from astral_dsl.model.rollup import power_of
+
+        return power_of(self, {})
+
+    def count(self, what: str) -> int:
+        """How many `what` it holds, itself included: "gpus", "nics", "cpus", "hosts",
+        "racks", "rows", "blocks", "pods" or "halls" (model/rollup.py PLURALS)."""
+        from astral_dsl.model.rollup import PLURALS, count_of
+
+        kinds = PLURALS.get(what)
+        if kinds is None:
+            raise ValueError(f"cannot count `{what}`: one of " + ", ".join(PLURALS))
+        return count_of(self, kinds, {})
+
 
 @records.frozen
 class CheckResult:
@@ -168,6 +191,7 @@ class UnknownSite:
     high: int = 10**6
     owner: str = ""               # count: path of the instance, and the field
     field: str = ""
+    inclusive_end: bool = False   # the options are a range `a..b` (its end included)
 
 
 @records.frozen(eq=False)
@@ -189,10 +213,19 @@ class Design:
     assignments: Tuple[Tuple[str, Any], ...] = ()
     scenario: Optional[str] = None
     overrides: Tuple[Tuple[str, Any], ...] = ()
+    root: str = ""               # the project folder its imports (and data files) resolve in
+    allows: Tuple[Any, ...] = ()       # the `allow` statements (model/allows.py Allow)
 
     @property
     def valid(self) -> bool:
         return not has_errors(self.diagnostics)
+
+    @property
+    def needs_sizing(self) -> bool:
+        """It leaves values to sizing (`?`) and they are not chosen yet: compiled with the
+        first option of each, provisionally. A sized design keeps its `unknowns` (their
+        options) beside `chosen`."""
+        return bool(self.unknowns) and not self.chosen
 
     def instance(self, path: str) -> Optional[Instance]:
         for inst in self.instances:

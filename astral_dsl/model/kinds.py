@@ -6,152 +6,17 @@ members under any field name, so `storage_racks = 4 x StorageRack` needs no sche
 other field must be one the kind knows, so that a misspelt field is an error with a hint."""
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional, Tuple
+from astral_dsl.model.domains import POSITIVE, domain
+from astral_dsl.model.fieldtypes import (ANY, BOOL, GROUPING_FIELDS, NAME, PHYS, STR, AnyType,
+                                         BoolType, BundleType, EnumType, FieldSpec, KindSpec,
+                                         ListType, QType, RefType, StrType, enum, make_kind, q,
+                                         ref)
+from astral_dsl.model.names import check_pattern
+from astral_dsl.model.plant_kinds import SITE_FIELDS, plant_kinds
 
-import attrs
+__all__ = ["ANY", "BOOL", "STR", "AnyType", "BoolType", "BundleType", "EnumType", "FieldSpec",
+           "KINDS", "KindSpec", "ListType", "QType", "RefType", "StrType", "enum", "q", "ref"]
 
-from astral_dsl import records
-
-from astral_dsl.model.domains import POSITIVE, Domain, domain
-from astral_dsl.model.fluid_names import check_fluid_name
-from astral_dsl.units import DIMENSION_TYPES
-
-
-# ---- field types -----------------------------------------------------------------------------------
-@records.frozen
-class QType:
-    dim: str                      # a key of DIMENSION_TYPES
-    whole: bool = False           # counts
-    low: Optional[float] = None   # declared inclusive bounds in SI units (E309)
-    high: Optional[float] = None
-    domain: Optional[Domain] = None   # sign and plausible bounds (E314-E316; model/domains.py)
-
-    def describe(self) -> str:
-        return {"count": "a whole number", "ratio": "a ratio such as `75 %`",
-                "number": "a number"}.get(self.dim, f"a {self.dim.replace('_', ' ')} quantity")
-
-
-@records.frozen
-class BoolType:
-    def describe(self) -> str:
-        return "`true` or `false`"
-
-
-@records.frozen
-class StrType:
-    # the domain of the string: a function returning None or (code, message, hint)
-    check: Optional[Callable[[str], Optional[Tuple[str, str, str]]]] = None
-
-    def describe(self) -> str:
-        return "a string"
-
-
-@records.frozen
-class EnumType:
-    values: Tuple[str, ...]
-
-    def describe(self) -> str:
-        return "one of " + ", ".join(f"`{v}`" for v in self.values)
-
-
-@records.frozen
-class RefType:
-    kinds: Tuple[str, ...]
-
-    def describe(self) -> str:
-        return " or ".join(f"a {k}" for k in self.kinds)
-
-
-@records.frozen
-class ListType:
-    item: object
-
-    def describe(self) -> str:
-        return f"a list of {self.item.describe()}"
-
-
-@records.frozen
-class BundleType:
-    dim: str
-
-    @property
-    def item(self) -> "QType":
-        """Each item of the bundle (a link speed): in the dimension's default domain."""
-        return QType(self.dim, domain=domain(self.dim))
-
-    def describe(self) -> str:
-        return f"a bundle such as `64 x 400 Gb/s` ({self.dim})"
-
-
-@records.frozen
-class AnyType:
-    def describe(self) -> str:
-        return "any value"
-
-
-@records.frozen
-class FieldSpec:
-    type: object
-    required: bool = False
-    doc: str = ""
-
-
-def q(dim: str, doc: str = "", required: bool = False, low=None, high=None, sign=None,
-      limit=None, why=None, least=None, least_why=None) -> FieldSpec:
-    """A quantity field: `low`/`high` are its declared range (E309), `sign`, `limit` and `least`
-    narrow the domain of its dimension (model/domains.py)."""
-    assert dim in DIMENSION_TYPES, dim
-    whole = dim == "count"
-    if dim == "ratio" and low is None:
-        low = 0
-    return FieldSpec(QType(dim, whole, low, high, domain(dim, sign, limit, why, least, least_why)),
-                     required, doc)
-
-
-def enum(*values: str, doc: str = "", required: bool = False) -> FieldSpec:
-    return FieldSpec(EnumType(tuple(values)), required, doc)
-
-
-def ref(*kinds: str, doc: str = "", required: bool = False) -> FieldSpec:
-    return FieldSpec(RefType(tuple(kinds)), required, doc)
-
-
-STR = FieldSpec(StrType())
-BOOL = FieldSpec(BoolType())
-ANY = FieldSpec(AnyType())
-
-
-@records.frozen
-class KindSpec:
-    name: str
-    doc: str
-    fields: Mapping[str, FieldSpec]
-    level: Optional[int] = None                 # physical hierarchy level
-    records: Mapping[str, str] = attrs.field(factory=dict)   # record field -> record kind
-    nested: Tuple[str, ...] = ()                # kinds that may be declared inside
-    open_members: bool = False                  # accepts instance members under any name
-    statements: Tuple[str, ...] = ("check", "let")  # statement forms allowed in the body
-    root: bool = False                          # top-level declarations are instantiated
-
-    @property
-    def physical(self) -> bool:
-        return self.level is not None
-
-
-_COMMON = {"source": STR, "vendor": STR, "note": STR, "price": q("money", "purchase price")}
-
-
-def _kind(name, doc, fields, **kw) -> KindSpec:
-    merged = dict(_COMMON)
-    merged.update(fields)
-    return KindSpec(name, doc, merged, **kw)
-
-
-_PHYS = {"power": q("power", "peak electrical draw"),
-         "liquid_share": q("ratio", "share of heat removed by cold plates", high=1)}
-_GROUPING_FIELDS = dict(_PHYS, power_limit=q("power", "maximum allowed draw"),
-                        utilization=q("ratio", "average over peak load", high=1),
-                        units=q("length", "height in rack units, e.g. `48 U`"))
 
 KINDS: dict[str, KindSpec] = {}
 
@@ -160,8 +25,8 @@ def _register(spec: KindSpec) -> None:
     KINDS[spec.name] = spec
 
 
-_register(_kind("gpu", "an accelerator", dict(
-    _PHYS,
+_register(make_kind("gpu", "an accelerator", dict(
+    PHYS,
     memory=q("information", "HBM capacity", limit=8e15, why="1 PB of memory on one device"),
     memory_bandwidth=q("bandwidth", "HBM bandwidth"),
     flops_bf16=q("compute", "dense BF16 peak"),
@@ -184,13 +49,16 @@ _register(_kind("gpu", "an accelerator", dict(
 # pluggable form factors of network cages and modules (SFF-8665 QSFP28, QSFP56 and QSFP112; the
 # QSFP-DD MSA; the OSFP MSA)
 FORM_FACTORS = ("qsfp28", "qsfp56", "qsfp112", "qsfp_dd", "osfp")
-_register(_kind("nic", "a network adapter", dict(
-    _PHYS, ports=q("count", "network ports", low=1, limit=64, why="64 ports on one adapter"),
+_register(make_kind("nic", "a network adapter", dict(
+    PHYS, ports=q("count", "network ports", low=1, limit=64, why="64 ports on one adapter"),
     port_speed=q("bandwidth", "speed per port"),
     protocol=enum("infiniband", "roce", "ethernet"),
-    form_factor=enum(*FORM_FACTORS, doc="the cage of each port")), level=0))
-_register(_kind("switch", "a network switch", dict(
-    _PHYS, ports=q("count", "ports at `port_speed`", low=1, limit=65536,
+    form_factor=enum(*FORM_FACTORS, doc="the cage of each port"),
+    name=FieldSpec(StrType(check_pattern), doc="the interface name of each port, e.g. "
+                                               "`\"eth{nic}\"` or `\"ib{nic}p{port}\"`")),
+    level=0))
+_register(make_kind("switch", "a network switch", dict(
+    PHYS, ports=q("count", "ports at `port_speed`", low=1, limit=65536,
                    why="65,536 ports, far above any switch radix"),
     port_speed=q("bandwidth"),
     capacity=q("bandwidth", "switching capacity"),
@@ -199,26 +67,28 @@ _register(_kind("switch", "a network switch", dict(
     form_factor=enum(*FORM_FACTORS, doc="the cage type of its ports"),
     cages=q("count", "front-panel cages (a twin-port OSFP cage holds two ports)", low=1,
             limit=65536, why="65,536 cages")), level=0))
-_register(_kind("cpu", "a host processor", dict(_PHYS, cores=q("count", limit=1e6)), level=0))
-_register(_kind("host", "a server", dict(
-    _PHYS, units=q("length", "height in rack units"),
+_register(make_kind("cpu", "a host processor", dict(PHYS, cores=q("count", limit=1e6)), level=0))
+_register(make_kind("host", "a server", dict(
+    PHYS, units=q("length", "height in rack units"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     nvlink_domain=enum("host", "rack", doc="the GPUs one NVLink domain joins: the host's own, or "
                        "every GPU of its rack (NVLink switch trays: GB200 NVL72)"),
-    idle_power=q("power", "not used by any analysis (an error, E630)")), level=1,
+    idle_power=q("power", "not used by any analysis (an error, E630)"), name=NAME), level=1,
     open_members=True))
-_register(_kind("rack", "a rack of hosts", dict(
-    _GROUPING_FIELDS, feeds=FieldSpec(ListType(RefType(("feeder",))),
+_register(make_kind("rack", "a rack of hosts", dict(
+    GROUPING_FIELDS, feeds=FieldSpec(ListType(RefType(("feeder",))),
                                       doc="the feeders that supply it (A/B)"),
     loop=ref("loop", doc="the liquid loop that cools it")), level=2, open_members=True))
 for _name, _level, _doc in (("row", 3, "a row (block) of racks"), ("block", 3, "a block of racks"),
                             ("pod", 4, "a pod"), ("hall", 5, "a data hall"),
                             ("site", 6, "a site: the design's root")):
-    _register(_kind(_name, _doc, dict(_GROUPING_FIELDS), level=_level, open_members=True,
-                    root=_name == "site",
-                    nested=("fabric", "power", "cooling", "feeder", "loop", "air", "facility")))
+    _fields = dict(GROUPING_FIELDS, **(SITE_FIELDS if _name == "site" else {}))
+    _register(make_kind(_name, _doc, _fields, level=_level, open_members=True,
+                        root=_name == "site",
+                        nested=("fabric", "power", "cooling", "feeder", "loop", "air",
+                                "facility", "transformer")))
 
-_register(_kind("fabric", "the network: rails, planes and switch tiers", dict(
+_register(make_kind("fabric", "the network: rails, planes and switch tiers", dict(
     rails=q("count", "rails (GPU i of each host -> rail i)", low=1, limit=1024,
             why="1,024 rails: one per GPU of a host"),
     planes=q("count", "planes (NIC port j -> plane j)", low=1, limit=64,
@@ -227,7 +97,7 @@ _register(_kind("fabric", "the network: rails, planes and switch tiers", dict(
     max_oversubscription=q("number", "largest down/up ratio allowed at any tier",
                            sign=POSITIVE, limit=1e3),
 ), nested=("tier",)))
-_register(_kind("tier", "a switch tier", dict(
+_register(make_kind("tier", "a switch tier", dict(
     switch=ref("switch", required=True),
     scope=enum("rack", "row", "block", "pod", "hall", "site",
                doc="the grouping level one set of these switches serves"),
@@ -240,8 +110,10 @@ _register(_kind("tier", "a switch tier", dict(
                          "order of preference (the first that reaches `length` is used)"),
     length=q("length", "the longest of the downlinks (cable run), checked against the "
                        "medium's reach", low=0),
+    name=FieldSpec(StrType(check_pattern), doc="a pattern naming each switch, e.g. "
+                                               "`\"leaf-{rail}{plane}-{index:02}\"`"),
 )))
-_register(_kind("medium", "a link medium: copper cable or optics", dict(
+_register(make_kind("medium", "a link medium: copper cable or optics", dict(
     type=enum("dac", "acc", "aec", "aoc", "optics", required=True,
               doc="passive copper, active copper, active electrical, active optical cable, or "
                   "pluggable optics with fibre"),
@@ -263,84 +135,8 @@ _register(_kind("medium", "a link medium: copper cable or optics", dict(
                            "`lower_ports` equals `ports`", limit=1e3,
                   why="1 kW, far above any pluggable module"),
 )))
-_register(_kind("power", "the electrical system", {},
-                nested=("feeder", "rectifier", "battery", "standard", "cable"),
-                open_members=True))
-_register(_kind("standard", "a voltage standard and its normal range", dict(
-    nominal=q("voltage", required=True), min=q("voltage"), max=q("voltage"),
-    current=enum("dc", "ac"))))
-_register(_kind("feeder", "a power feed (HVDC or AC)", dict(
-    current=enum("dc", "ac", required=True), voltage=q("voltage", required=True),
-    capacity=q("power", "rated power", sign=POSITIVE), phases=q("count", low=1, high=3),
-    power_factor=q("ratio", high=1, sign=POSITIVE), side=enum("A", "B"), serves=ANY,
-    standard=ref("standard"),
-    efficiency=q("ratio", "conversion efficiency", high=1, sign=POSITIVE),
-    conductor_area=q("area", sign=POSITIVE, limit=1.0, why="1 m^2 of copper"),
-    length=q("length"), conductor_temperature=q("temperature"),
-    max_voltage_drop=q("ratio", high=1),
-    count=q("count", "how many such feeders", low=1, limit=1e6),
-    conductors=q("count", "parallel conductor sets", low=1, limit=1e4),
-    cable=ref("cable"),
-    material=enum("copper", "aluminium", doc="conductor material (else the `cable`'s)"),
-    ampacity=q("current", "rated current of one conductor", sign=POSITIVE),
-    reactance=q("impedance_per_length", "AC reactance of one conductor, e.g. `0.08 ohm/km`"),
-    rectifier=ref("rectifier"), battery=ref("battery"),
-    network=FieldSpec(BoolType(), doc="also supplies the switches of the fabrics attached at or "
-                                      "below its owner"))))
-_register(_kind("cable", "an ampacity table for a conductor type", dict(
-    material=enum("copper", "aluminium"),
-    areas=FieldSpec(ListType(QType("area", domain=domain("area", POSITIVE, 1.0))), required=True,
-                    doc="cross-sections"),
-    ampacities=FieldSpec(ListType(QType("current", domain=domain("current", POSITIVE))),
-                         required=True, doc="rated current for each cross-section"))))
-_register(_kind("rectifier", "a rectifier cabinet", dict(
-    module=q("power", "module rating", sign=POSITIVE), modules=q("count", limit=1e6),
-    redundancy=enum("n", "n_plus_1", "two_n"), efficiency=q("ratio", high=1, sign=POSITIVE),
-    derate=q("ratio", high=1, sign=POSITIVE))))
-_register(_kind("battery", "battery strings on a DC bus", dict(
-    autonomy=q("time", required=True, sign=POSITIVE, limit=604800, why="a week"),
-    chemistry=enum("lead_acid", "lithium_ion"),
-    cells=q("count", low=1, limit=1e4),
-    end_voltage=q("voltage", "end-of-discharge voltage per cell"),
-    aging_factor=q("number", sign=POSITIVE, limit=100),
-    design_factor=q("number", sign=POSITIVE, limit=100),
-    temperature_factor=q("number", sign=POSITIVE, limit=100),
-    efficiency=q("ratio", high=1, sign=POSITIVE),
-    string_capacity=q("charge", "capacity of one string at the autonomy's discharge rate"),
-    strings=q("count", "parallel strings", low=1, limit=1e6))))
-_register(_kind("cooling", "the cooling system", {},
-                nested=("loop", "cdu", "air", "facility"), open_members=True))
-_register(_kind("fluid", "a coolant", dict(
-    coolprop=FieldSpec(StrType(check_fluid_name),
-                       doc="CoolProp name: `Water`, `HEOS::NAME` or `INCOMP::NAME[fraction]`"),
-    concentration=q("ratio", high=1))))
-_register(_kind("cdu", "a coolant distribution unit", dict(
-    capacity=q("power", required=True, sign=POSITIVE), max_flow=q("flow", sign=POSITIVE),
-    power=q("power", "one running CDU's own draw besides the loop's pumps"))))
-_register(_kind("loop", "a liquid cooling loop", dict(
-    fluid=ref("fluid", required=True), supply=q("temperature", required=True),
-    rise=q("temperature_delta", required=True, sign=POSITIVE, limit=200, why="200 K"),
-    cdu=ref("cdu"), cdus=q("count", limit=1e6),
-    redundancy=enum("n", "n_plus_1", "two_n"), pump_head=q("pressure"),
-    pump_efficiency=q("ratio", high=1, sign=POSITIVE), max_flow=q("flow", sign=POSITIVE),
-    serves=ANY,
-    network=FieldSpec(BoolType(), doc="also removes the cold-plate heat of the switches of the "
-                                      "fabrics attached at or below its owner"))))
-_register(_kind("air", "air cooling", dict(
-    supply=q("temperature", required=True),
-    rise=q("temperature_delta", required=True, sign=POSITIVE, limit=200, why="200 K"),
-    max_rack_heat=q("power", sign=POSITIVE), fan_power_ratio=q("ratio", high=1), serves=ANY,
-    ashrae_class=enum("A1", "A2", "A3", "A4",
-                      doc="ASHRAE air class the cooled equipment is rated for"),
-    network=FieldSpec(BoolType(), doc="also removes the heat of the switch fabrics attached at "
-                                      "or below its owner"))))
-_register(_kind("facility", "facility water", dict(
-    water_class=enum("W17", "W27", "W32", "W40", "W45", "Wplus"), supply=q("temperature"),
-    free_cooling=q("time", "hours per year of free cooling", high=8760 * 3600),
-    chiller_cop=q("number", sign=POSITIVE, limit=100, least=0.5,
-                  least_why="far below any chiller's, 3 to 7"),
-    rejection_fan_ratio=q("ratio", "fan power of the dry coolers or cooling towers per watt of "
-                                   "heat they reject", high=1))))
+for _spec in plant_kinds():
+    _register(_spec)
 # Plausible bounds of a model, its parallelism and its batch: each is 100-1,000,000x the largest
 # published value, far above anything real while keeping every product of counts finite (what a
 # forecast may cost is Seer's own work budget, E762, tighter). Llama 3 405B has 126 layers,
@@ -361,7 +157,7 @@ def _size(low=None, limit=None, why=None, required=False) -> FieldSpec:
     return q("count", required=required, low=low, limit=limit, why=why)
 
 
-_register(_kind("model", "an LLM architecture", dict(
+_register(make_kind("model", "an LLM architecture", dict(
     layers=_size(required=True, low=1, limit=MAX_LAYERS, why=_LAYERS),
     hidden=_size(required=True, low=1, limit=MAX_WIDTH, why=_WIDTH),
     heads=_size(required=True, low=1, limit=MAX_HEADS, why=_HEADS),
@@ -395,7 +191,7 @@ _register(_kind("model", "an LLM architecture", dict(
     mamba_groups=_size(low=1, limit=MAX_HEADS, why=_HEADS),
     mamba_expand=q("number", "Mamba-2 inner width over hidden", sign=POSITIVE, limit=64),
     mamba_chunk=_size(low=1, limit=MAX_TOKENS, why=_TOKENS))))
-_register(_kind("parallel", "parallel degrees", dict(
+_register(make_kind("parallel", "parallel degrees", dict(
     tp=_size(low=1, limit=MAX_HEADS, why=_HEADS),
     pp=_size(low=1, limit=MAX_LAYERS, why=_LAYERS),
     dp=_size(low=1, limit=1e9, why="the largest replication count"),
@@ -414,15 +210,18 @@ _register(_kind("parallel", "parallel degrees", dict(
                                     "after the forward and gather them again for the backward"),
     order=FieldSpec(StrType(), doc='rank order of the parallel dimensions, fastest first, e.g. '
                                    '"tp-cp-ep-dp-pp" (Megatron-Core\'s default)'))))
-_register(_kind("batch", "batch sizes", dict(
+_register(make_kind("batch", "batch sizes", dict(
     global_batch=_size(low=1, limit=MAX_BATCH, why=_BATCH),
     micro=_size(low=1, limit=MAX_BATCH, why=_BATCH),
     seq=_size(low=1, limit=MAX_TOKENS, why=_TOKENS))))
-_register(_kind("job", "an LLM training job", dict(
+_register(make_kind("job", "an LLM training job", dict(
     model=ref("model", required=True), placement=ANY,
     gpus=_size(low=1, limit=1e9, why="the design limit of 10^9 GPUs"),
-    recompute=enum("none", "selective", "full", "auto",
-                   doc="activation recomputation; `auto`: the least that fits (Seer's rule)"),
+    recompute=enum("none", "selective", "modules", "full", "auto",
+                   doc="activation recomputation: the attention core (selective), the norms and "
+                       "activation functions (modules: Megatron-Core's --recompute-modules "
+                       "layernorm moe_act mlp-act, PyTorch's operator-level checkpointing), "
+                       "whole layers (full); `auto`: the least that fits (Seer's rule)"),
     dtype=enum("bf16", "fp16", "fp8", "fp32", "mxfp8", "nvfp4"),
     fp8_recipe=enum("delayed", "current", "rowwise", "blockwise",
                     doc="how fp8 tensors are scaled: Transformer Engine's delayed or current "
@@ -447,5 +246,22 @@ _register(_kind("job", "an LLM training job", dict(
                         "GEMM beside it (--tp-comm-overlap, async TP)")),
     records={"parallel": "parallel", "batch": "batch"},
     root=True))
-_register(_kind("scenario", "a what-if: parts failed or degraded", dict(
+_register(make_kind("scenario", "a what-if: parts failed or degraded", dict(
     required=BOOL, description=STR), statements=("check", "let", "fail", "set"), root=True))
+
+
+# ---- inventory: real names, serials and asset tags (analyses/inventory.py) ----------------------
+_register(make_kind("columns", "the columns of an inventory file", dict(
+    name=FieldSpec(StrType(), doc="the device's name (default `name`)"),
+    serial=FieldSpec(StrType(), doc="its serial number (default `serial`)"),
+    asset_tag=FieldSpec(StrType(), doc="its asset tag (default `asset_tag`)"),
+    path=FieldSpec(StrType(), doc="the model path of the part it is (without it, a row is the "
+                                  "part whose name the design's pattern gives)"))))
+_register(make_kind("inventory", "real devices: a CSV or NetBox JSON file bound to the design's "
+                    "parts", dict(
+    file=FieldSpec(StrType(), required=True,
+                   doc="the file, relative to the design's: a CSV with a header row, or the "
+                       "JSON of NetBox's `/api/dcim/devices/`"),
+    required=FieldSpec(ListType(EnumType(("host", "rack", "switch"))),
+                       doc="the kinds of part that must each have a row"),
+), records={"columns": "columns"}))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
+import attrs
+
 from astral_dsl import records
 
 from astral_dsl.units import Quantity, format_number
@@ -30,14 +32,23 @@ class ListValue:
 
 @records.frozen
 class RangeValue:
+    """Whole numbers from `start` up to `stop` (exclusive), written `start..stop-1` (`a..b`
+    holds b) or `start..<stop`."""
     start: int
     stop: int   # exclusive
+    inclusive: bool = attrs.field(default=True, eq=False)   # as written: `a..b` or `a..<b`
 
     def __len__(self) -> int:
         return max(0, self.stop - self.start)
 
+    @property
+    def last(self) -> int:
+        return self.stop - 1
+
     def __str__(self) -> str:
-        return f"{self.start}..{self.stop}"
+        if self.inclusive and self.stop > self.start:
+            return f"{self.start}..{self.stop - 1}"
+        return f"{self.start}..<{self.stop}"
 
 
 @records.frozen

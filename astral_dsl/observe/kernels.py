@@ -1,28 +1,24 @@
-"""A profiler trace's events as the reader's columns, on either of its two roads:
-- the Python road (`from_events`): the events decoded by tracedoc.py (msgspec, or a full parse
-  brought to the same shape);
-- the compiled road (`from_scan`): the columns of _tracescan.c (native.py), which walks the
-  parsed JSON without a Python object per event.
+"""A profiler trace's events as the reader's columns (`from_events`): the events decoded by
+tracedoc.py (msgspec against a schema of the fields read, or a full parse brought to the same
+shape).
 
-Both give a `Columns`: per GPU kernel (a complete event of a kernel category with a number start
-and a non-negative number duration) its start, duration, launch correlation, name and meaning
+A `Columns` holds, per GPU kernel (a complete event of a kernel category with a number start
+and a non-negative number duration), its start, duration, launch correlation, name and meaning
 (`code`, a row of `table`: phase, peer, op, process group); the devices the kernels ran on; the
 launches (correlation -> CPU start of the complete `cuda_runtime` events, the last one of a
-correlation counts); the ProfilerStep annotations (start, end, number), sorted. The two roads
-give identical columns (tests/test_tracescan.py)."""
+correlation counts); the ProfilerStep annotations (start, end, number), sorted."""
 from __future__ import annotations
 
 import json
 import math
 import re
 from itertools import compress
-from operator import attrgetter
 from typing import Dict, List, Optional, Tuple
 
 import attrs
 import numpy as np
+from msgspec.structs import astuple
 
-from astral_dsl.observe import tracedoc
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup
 from astral_dsl.observe.tracedoc import PEER_ATTRS
 
@@ -66,8 +62,6 @@ def group_kind(desc: str, name: str = "") -> str:
     return ""
 
 
-# ---- the Python road ----------------------------------------------------------------------
-
 def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Columns:
     """The columns of decoded events (tracedoc.Event). Thousands of events per trace: one pass
     sorts them by category (a category of another type than a string matches none), list
@@ -89,8 +83,9 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
                       if e.ph == "X" and type(e.name) is str and
                       e.name.startswith("ProfilerStep#")])
     ts, dur = [e.ts for e in kernels], [e.dur for e in kernels]
-    if not set(map(type, ts)) | set(map(type, dur)) <= _NUMBER_TYPES or \
-            not (_floats_fit(ts) and _floats_fit(dur)):
+    types = set(map(type, ts)) | set(map(type, dur))
+    if not types <= _NUMBER_TYPES or \
+            (int in types and not (_floats_fit(ts) and _floats_fit(dur))):
         keep = [type(t) in _NUMBER and type(d) in _NUMBER and finite(t) and finite(d)
                 for t, d in zip(ts, dur)]
         kernels = list(compress(kernels, keep))
@@ -108,16 +103,17 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
     corr = [a.correlation for a in args]
     if not set(map(type, corr)) <= {int}:
         corr = [c if type(c) in _SCALAR else None for c in corr]
-    devices = {d for d in (a.device for a in args) if type(d) in _SCALAR}
-    kernel = np.fromiter(map("kernel".__eq__, [e.cat for e in kernels]), dtype=bool,
-                         count=len(kernels))
-    is_nccl = {n: n[:4].lower() == "nccl" for n in dict.fromkeys(names)}
+    found = [a.device for a in args]
+    devices = set(found) if set(map(type, found)) <= {int} else \
+        {d for d in found if type(d) in _SCALAR}
+    kernel = np.array([e.cat == "kernel" for e in kernels], dtype=bool)
+    is_nccl = {n: n[:4].lower() == "nccl" for n in dict.fromkeys(names)}   # a few dozen names
     nccl = kernel & np.fromiter(map(is_nccl.__getitem__, names), dtype=bool, count=len(names))
     which = np.flatnonzero(nccl)
     number, first = np.zeros(0, dtype=np.int64), []
     if which.size:
         nccl_args = [args[i] for i in which.tolist()]
-        keys = list(map(_KEY_GET, nccl_args))
+        keys = [t[_KEY_FROM:] for t in map(astuple, nccl_args)]
         seen: Dict[Tuple, int] = {}
         try:                                # each distinct key numbered as it first appears
             numbers = [seen.setdefault(k, len(seen)) for k in keys]
@@ -153,8 +149,9 @@ def _launches(runtime) -> Dict:
         return dict(zip(compress(corr, keep), map(float, compress(ts, keep))))
 
 
-_KEY_GET = attrgetter(*[attr for _, attr in tracedoc.ARG_KEYS
-                        if attr not in ("correlation", "device")])
+# an NCCL kernel's key: its arguments after the correlation and the device (the first two fields
+# of tracedoc.Args), taken as one tuple by msgspec
+_KEY_FROM = 2
 
 
 def _hashable_key(key: Tuple) -> Tuple:
@@ -175,24 +172,6 @@ def _hashable(v) -> bool:
         return False
     return True
 
-
-# ---- the compiled road ------------------------------------------------------------------
-
-def from_scan(parts, groups: List[ProcessGroup], group_index: Dict) -> Columns:
-    """The columns of _tracescan.scan's result (its items 2 to 11: see _tracescan.c)."""
-    ts, dur, memory, names, corr, devices, nccl_number, nccl_values, launches, steps = parts
-    ts = np.frombuffer(ts, dtype=np.float64)
-    dur = np.frombuffer(dur, dtype=np.float64)
-    kernel = np.frombuffer(memory, dtype=np.uint8) == 0
-    number = np.frombuffer(nccl_number, dtype=np.int32)
-    which = np.flatnonzero(number >= 0)
-    first = [tracedoc.Args(None, None, *values) for values in nccl_values]
-    code, table = _code_table(kernel, which, number[which].astype(np.int64), first, groups,
-                              group_index)
-    return Columns(ts, dur, corr, names, devices, code, table, launches, steps_of(steps))
-
-
-# ---- shared by both roads -----------------------------------------------------------------
 
 def steps_of(rows) -> List[Tuple[float, float, int]]:
     """(start, end, number) of the ProfilerStep annotations among (name, ts, dur) rows of
@@ -293,5 +272,5 @@ def as_ranks(v) -> Tuple[int, ...]:
     return ()
 
 
-__all__ = ["Columns", "as_int", "as_num", "as_ranks", "finite", "from_events", "from_scan",
+__all__ = ["Columns", "as_int", "as_num", "as_ranks", "finite", "from_events",
            "group_kind", "steps_of"]

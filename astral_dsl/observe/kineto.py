@@ -17,9 +17,9 @@ What is read (the documented trace format: `traceEvents` of complete events, `ph
   pattern of kernels (the shortest period under which the kernel names repeat), cut at the
   largest idle gap.
 
-The events become columns on one of two roads (kernels.py): decoded by msgspec (`read`), or
-taken by the compiled reader (`read_scanned`, native.py); from the columns on, one code serves
-both. Errors never raise past either: it returns (trace or None, diagnostics)."""
+The events, decoded by msgspec against a schema of the fields read (tracedoc.py), become
+columns (kernels.py) without a Python object per kernel past that decode. Errors never raise:
+`read` returns (trace or None, diagnostics)."""
 from __future__ import annotations
 
 import os
@@ -50,24 +50,11 @@ def looks_like_trace(doc) -> bool:
 
 def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
     """A trace document (a `tracedoc.TraceDoc`, or a fully parsed dict) -> the rank's
-    records (the Python road)."""
+    records."""
     if isinstance(doc, dict):
         doc = tracedoc.from_dict(doc)
-    return _read(path, doc.distributedInfo, doc.deviceProperties,
-                 lambda groups, index: kernels.from_events(doc.traceEvents, groups, index))
-
-
-def read_scanned(path: str, scanned) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
-    """The compiled road's columns of a trace (native.scan) -> the rank's records, the same
-    as `read` gives for the document."""
-    info, props = scanned[:2]
-    return _read(path, info, props,
-                 lambda groups, index: kernels.from_scan(scanned[2:], groups, index))
-
-
-def _read(path: str, info, props, columns) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
     diags: List[Diagnostic] = []
-    info = info if isinstance(info, dict) else {}
+    info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else {}
     rank = as_int(info.get("rank"))
     world = as_int(info.get("world_size"))
     if rank is None:
@@ -82,7 +69,7 @@ def _read(path: str, info, props, columns) -> Tuple[Optional[RankTrace], List[Di
                                   f"the file name", path))
     groups = list(_groups(info.get("pg_config")))
     group_index: Dict[Tuple, int] = {(g.name, g.ranks): i for i, g in enumerate(groups)}
-    scan = columns(groups, group_index)
+    scan = kernels.from_events(doc.traceEvents, groups, group_index)
     if not len(scan.ts):
         return None, diags + [diag("E788", "the trace holds no GPU kernel: nothing to compare",
                                    path, "profile with ProfilerActivity.CUDA")]
@@ -107,8 +94,13 @@ def _read(path: str, info, props, columns) -> Tuple[Optional[RankTrace], List[Di
     cols = [assigned[keep], rows_phase.astype(np.int8)[keep], ts[keep] * US, dur[keep] * US,
             rows_peer[keep], rows_op.astype(np.int8)[keep], rows_group[keep]]
     it, ph, st, du, pe, op, gr = (c[order] for c in cols)
+    ids: Dict[str, int] = {}
+    names = scan.names
+    kernel = np.array([ids.setdefault(names[i], len(ids))
+                       for i in np.flatnonzero(keep)[order].tolist()], dtype=np.int32)
     trace = RankTrace(rank, world, path, "kineto", it.astype(np.int64), ph, st, du, pe, op, gr,
-                      tuple(groups), _device(props, scan.devices), source)
+                      tuple(groups), _device(doc.deviceProperties, scan.devices), source,
+                      kernel=kernel, kernel_names=tuple(ids))
     for n in _empty_steps(steps, trace):
         diags.append(diag("W788", f"iteration {n} of rank {rank} has no GPU kernel: it is left "
                                   f"out", path))
@@ -184,4 +176,4 @@ def _among(value, ids) -> bool:
         return False
 
 
-__all__ = ["diag", "group_kind", "looks_like_trace", "read", "read_scanned"]
+__all__ = ["diag", "group_kind", "looks_like_trace", "read"]

@@ -18,16 +18,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl.diagnostics import Diagnostic
-from astral_dsl.observe import kineto, native as compiled, ranklog, tracedoc
+from astral_dsl.observe import kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import RankTrace
 
-try:                         # ISA-L's inflate (python-isal): gzip read 2-3 times faster than zlib
-    from isal import isal_zlib as _inflate
-    _CORRUPT = (EOFError, zlib.error, gzip.BadGzipFile, _inflate.error)
-except ImportError:          # pragma: no cover - zlib serves
-    _inflate = zlib
-    _CORRUPT = (EOFError, zlib.error, gzip.BadGzipFile)
+_CORRUPT = (EOFError, zlib.error, gzip.BadGzipFile)
 
 MAX_BYTES = 1 << 30          # one file, after decompression: more is not a trace of one rank
 
@@ -47,14 +42,6 @@ class Observed:
         for t in self.traces:
             out.setdefault(t.rank, t)
         return dict(sorted(out.items()))
-
-    @property
-    def world_sizes(self) -> Dict[int, List[str]]:
-        out: Dict[int, List[str]] = {}
-        for t in self.traces:
-            if t.world_size is not None:
-                out.setdefault(t.world_size, []).append(t.file)
-        return out
 
 
 def files_of(paths: Sequence[str]) -> Tuple[List[Tuple[str, bool]], List[Diagnostic]]:
@@ -78,8 +65,10 @@ def files_of(paths: Sequence[str]) -> Tuple[List[Tuple[str, bool]], List[Diagnos
 def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
     """Every file of `paths`. Two traces claiming one rank with the same world size: the second
     is left out (E786); with different world sizes both are kept, and the diagnosis keeps the
-    one of its job's world size. Many files are read by `workers` processes (default: one per
-    core from PARALLEL_FROM files on); the result does not depend on how many."""
+    one of its job's world size. The files are read by `workers` processes (`astral diagnose
+    --jobs`); by default one per core, from PARALLEL_FROM files on (fewer are read faster than
+    processes start). The result is the same whatever the number, byte for byte: each file is
+    read alone, and the results are taken in file order."""
     files, diags = files_of(paths)
     traces: List[RankTrace] = []
     seen: Dict[Tuple[int, object], RankTrace] = {}
@@ -104,13 +93,14 @@ PARALLEL_FROM = 64
 
 
 def _read_all(files: List[str], workers: Optional[int]):
-    """read_file of every file, in order: in worker processes when there are many (a process
-    per core: parsing is CPU-bound), else here."""
+    """read_file of every file, in order: in worker processes (parsing is CPU-bound), else
+    here."""
     if workers is None:
-        workers = min(os.cpu_count() or 1, 8) if len(files) >= PARALLEL_FROM else 1
+        workers = cpu_count() if len(files) >= PARALLEL_FROM else 1
+    workers = min(workers, len(files))
     # forked workers need nothing re-imported (spawned ones would re-run a caller's unguarded
     # script); a process running threads is not forked
-    if workers > 1 and len(files) > 1 and threading.active_count() == 1 and \
+    if workers > 1 and threading.active_count() == 1 and \
             "fork" in multiprocessing.get_all_start_methods():
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
@@ -125,6 +115,14 @@ def _read_all(files: List[str], workers: Optional[int]):
     return [read_file(f) for f in files]
 
 
+def cpu_count() -> int:
+    """The cores this process may run on (its affinity where the platform says it)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 _OBSERVED_NAME = re.compile(r"(rank[-_]?\d+)|(\.(json|json\.gz|gz|csv|jsonl|ndjson)$)",
                             re.IGNORECASE)
 
@@ -135,10 +133,8 @@ def _looks_observed(path: str) -> bool:
     return _OBSERVED_NAME.search(os.path.basename(path)) is not None
 
 
-def read_file(path: str, native: bool = True) -> Tuple[List[RankTrace], List[Diagnostic]]:
-    """One file's ranks and diagnostics. A profiler trace is read on the compiled road
-    (native.py) when it is built and takes the document, else on the Python road: the same
-    result either way; `native=False` takes the Python road.
+def read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
+    """One file's ranks and diagnostics.
 
     The file is read on a thread of its own: Python's JSON parsers (msgspec, json) give up at
     a nesting depth that counts the caller's frames too, so on a fresh stack the answer is the
@@ -149,7 +145,7 @@ def read_file(path: str, native: bool = True) -> Tuple[List[RankTrace], List[Dia
 
     def run():
         try:
-            box["out"] = _read_file(path, native)
+            box["out"] = _read_file(path)
         except BaseException as exc:          # re-raised in the caller's thread
             box["exc"] = exc
 
@@ -167,7 +163,7 @@ def read_file(path: str, native: bool = True) -> Tuple[List[RankTrace], List[Dia
     return box["out"]                         # type: ignore[return-value]
 
 
-def _read_file(path: str, native: bool) -> Tuple[List[RankTrace], List[Diagnostic]]:
+def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     try:
         with open(path, "rb") as fh:
             head = fh.read(2)
@@ -184,13 +180,7 @@ def _read_file(path: str, native: bool) -> Tuple[List[RankTrace], List[Diagnosti
         return [], [diag("E781", f"the file is larger than {MAX_BYTES >> 20} MiB: not read",
                          path, "profile fewer steps per file")]
     body = data[3:] if data[:3] == b"\xef\xbb\xbf" else data
-    head = body[:64].lstrip()
-    if head[:1] in (b"{", b"[") and native:
-        scanned = compiled.scan(body)
-        if scanned is not None:
-            trace, diags = kineto.read_scanned(path, scanned)
-            return ([trace] if trace is not None else []), diags
-    if head[:1] in (b"{", b"["):
+    if body[:64].lstrip()[:1] in (b"{", b"["):
         doc = tracedoc.decode(body)   # a profiler trace: only the fields the reader uses
         if doc is not None:
             trace, diags = kineto.read(path, doc)
@@ -217,7 +207,7 @@ def _gunzip(raw: bytes) -> bytes:
     out: List[bytes] = []
     size = 0
     while raw:
-        z = _inflate.decompressobj(31)
+        z = zlib.decompressobj(31)
         chunk = z.decompress(raw, MAX_BYTES + 1 - size)
         out.append(chunk)
         size += len(chunk)
@@ -269,11 +259,6 @@ def _document(path: str, doc, stripped):
         trace, diags = kineto.read(path, doc)
         return ([trace] if trace is not None else []), diags
     if isinstance(doc, dict) and "rank" in doc and "phase" in doc:
-        if stripped is None:
-            with open(path, "rb") as fh:
-                raw = fh.read(MAX_BYTES + 1)
-            stripped = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode(
-                "utf-8-sig", "replace").lstrip()
         return ranklog.read_jsonl(path, stripped)
     return [], [diag("E782", "a JSON file without `traceEvents`: not a profiler trace", path)]
 

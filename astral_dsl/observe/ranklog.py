@@ -25,6 +25,7 @@ import json
 import math
 from typing import Dict, List, Tuple
 
+import attrs
 import numpy as np
 
 from astral_dsl.diagnostics import Diagnostic
@@ -45,6 +46,18 @@ ALIASES = {
     "params-all-gather": ("dp_comm", "collective"), "optimizer": ("optimizer", ""),
     "optimizer-inner-step": ("optimizer", ""), "embedding-grads-all-reduce": ("pp_comm", ""),
 }
+# Megatron-LM's compute timers (megatron/core/pipeline_parallel/schedules.py, `forward-compute`
+# around forward_step, `backward-compute` around backward_step; NeMo, built on Megatron-Core,
+# logs the same timers): wall time of the step on the rank, so the tensor-parallel collectives
+# inside the layers and the wait for the slowest TP peer are in it. A log naming them measures
+# "megatron" timers (RankTrace.timers).
+WALL_TIMERS = frozenset(("forward-compute", "backward-compute"))
+
+
+def timers_of(names) -> str:
+    """What a log's compute rows measure, from its phase names (RankTrace.timers)."""
+    return "megatron" if any(str(n or "").strip().lower() in WALL_TIMERS
+                             for n in set(names)) else "compute"
 
 
 def looks_like_csv(text: str) -> bool:
@@ -145,17 +158,15 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     rank, it, phase, start, dur, peer, op = (a[order] for a in (rank, it, phase, start, dur,
                                                                   peer.astype(np.int64), op))
     bounds = np.flatnonzero(np.diff(rank)) + 1
+    timers = timers_of(cols["phase"])
     traces = []
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n]):
         if hi <= lo:
             continue
         traces.append(RankTrace(int(rank[lo]), None, path, "log", it[lo:hi], phase[lo:hi],
                                 start[lo:hi], dur[lo:hi], peer[lo:hi], op[lo:hi],
-                                np.full(hi - lo, -1, dtype=np.int64), (), "", "log"))
-    diags = [diag("W784", f"phase `{name}` is not known ({count} row(s)): counted as `other`, "
-                          f"neither compute nor communication", path,
-                  "phases: " + ", ".join(p for p in PHASE_INDEX))
-             for name, count in sorted(unknown.items())]
+                                np.full(hi - lo, -1, dtype=np.int64), (), "", "log", timers))
+    diags = _unknown_phases(path, unknown)
     if not traces:
         diags.append(diag("E788", "the rank log has no rows", path))
     return traces, diags
@@ -188,14 +199,24 @@ def _phase_op(name: str, op: str, unknown) -> Tuple[int, int]:
     return phase, OP_INDEX.get(op, OP_INDEX["collective"] if op else 0)
 
 
+def _unknown_phases(path: str, unknown: Dict[str, int]) -> List[Diagnostic]:
+    """W784 for each phase name not known, with its count of rows."""
+    return [diag("W784", f"phase `{name}` is not known ({count} row(s)): counted as `other`, "
+                         f"neither compute nor communication", path,
+                 "phases: " + ", ".join(PHASE_INDEX))
+            for name, count in sorted(unknown.items())]
+
+
 def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
     per_rank: Dict[int, list] = {}
     bad: List[Tuple[int, str]] = []
     unknown: Dict[str, int] = {}
+    names = set()
     for line, row in rows:
         if row is None:
             bad.append((line, "not a JSON object"))
             continue
+        names.add(str(row.get("phase", "")))
         parsed = _row(row, unknown)
         if isinstance(parsed, str):
             bad.append((line, parsed))
@@ -208,14 +229,12 @@ def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
         diags.append(diag("E784", f"{len(bad)} row(s) of the rank log cannot be read and are "
                                   f"skipped; the first, line {line}: {why}", path,
                           "columns: rank, iteration, phase, start_s, duration_s [, peer, op]"))
-    for name, count in sorted(unknown.items()):
-        diags.append(diag("W784", f"phase `{name}` is not known ({count} row(s)): counted as "
-                                  f"`other`, neither compute nor communication", path,
-                          "phases: " + ", ".join(p for p in PHASE_INDEX)))
+    diags += _unknown_phases(path, unknown)
     if not per_rank and not bad:
         diags.append(diag("E788", "the rank log has no rows", path))
-    traces = [make(rank, None, path, "log", recs, iterations_from="log")
-              for rank, recs in sorted(per_rank.items())]
+    timers = timers_of(names)
+    traces = [attrs.evolve(make(rank, None, path, "log", recs, iterations_from="log"),
+                           timers=timers) for rank, recs in sorted(per_rank.items())]
     return traces, diags
 
 
@@ -235,15 +254,8 @@ def _row(row, unknown) -> "Tuple[int, tuple] | str":
                 and type(v) not in SCALARS), None)
     if odd is not None:
         return f"`{odd}` is not a single value: a JSON {_json_kind(row[odd])}"
-    name = str(row.get("phase", "")).strip().lower()
-    op = str(row.get("op", "") or "").strip().lower()
-    if name in ALIASES:
-        name, alias_op = ALIASES[name]
-        op = op or alias_op
-    phase = PHASE_INDEX.get(name)
-    if phase is None:
-        unknown[name] = unknown.get(name, 0) + 1
-        phase = PHASE_INDEX["other"]
+    phase, op = _phase_op(str(row.get("phase", "")).strip().lower(),
+                          str(row.get("op", "") or "").strip().lower(), unknown)
     peer = row.get("peer")
     peer_i = -1
     if peer not in (None, ""):
@@ -251,8 +263,7 @@ def _row(row, unknown) -> "Tuple[int, tuple] | str":
             peer_i = _whole(peer, "peer")
         except ValueError as exc:
             return str(exc)
-    return rank, (it, phase, start, dur, peer_i,
-                  OP_INDEX.get(op, OP_INDEX["collective"] if op else 0), -1)
+    return rank, (it, phase, start, dur, peer_i, op, -1)
 
 
 def _whole(v, what) -> int:
@@ -287,4 +298,4 @@ def _json_kind(v) -> str:
         type(v).__name__
 
 
-__all__ = ["ALIASES", "REQUIRED", "looks_like_csv", "read_csv", "read_jsonl"]
+__all__ = ["ALIASES", "REQUIRED", "WALL_TIMERS", "timers_of", "looks_like_csv", "read_csv", "read_jsonl"]

@@ -60,6 +60,13 @@ class RankTrace:
     groups: Tuple[ProcessGroup, ...] = ()
     device: str = ""
     iterations_from: str = ""               # "ProfilerStep", "pattern", "log"
+    timers: str = "compute"                 # what the compute phases measure: "compute" (the
+    #                                         GPU's compute alone: kernels, or a log's forward,
+    #                                         backward, compute rows) or "megatron" (Megatron-LM's
+    #                                         forward-compute / backward-compute: wall time of a
+    #                                         block, its TP collectives and TP waits included)
+    kernel: Optional[np.ndarray] = None     # a profiler trace: per record, its kernel's name
+    kernel_names: Tuple[str, ...] = ()      # (an index into kernel_names)
     _iterations: Tuple[int, ...] = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self):
@@ -76,7 +83,8 @@ class RankTrace:
     def select(self, mask: np.ndarray) -> "RankTrace":
         return attrs.evolve(self, iteration=self.iteration[mask], phase=self.phase[mask],
                             start=self.start[mask], duration=self.duration[mask],
-                            peer=self.peer[mask], op=self.op[mask], group=self.group[mask])
+                            peer=self.peer[mask], op=self.op[mask], group=self.group[mask],
+                            kernel=None if self.kernel is None else self.kernel[mask])
 
     def iteration_index(self) -> Tuple[np.ndarray, np.ndarray]:
         """(the iterations, ascending; for each record the index of its iteration in them)."""
@@ -181,7 +189,7 @@ def comm_mask(phase: np.ndarray) -> np.ndarray:
     return _category(phase) == 1
 
 
-def columns(rows, n_hint: int = 0):
+def columns(rows):
     """Arrays from (iteration, phase code, start, duration, peer, op code, group) tuples."""
     if not rows:
         empty_i = np.zeros(0, dtype=np.int64)

@@ -7,8 +7,8 @@ two to four times faster than a full parse of the three real traces of tests/fix
 Every field is typed `Any`, so a value of an unexpected type is kept and judged by the reader
 (kineto.py), as a full parse would give it. A document the schema does not fit (an event that
 is not an object, arguments that are not an object, no `traceEvents`) decodes to None: the
-caller parses it in full and `from_dict` brings it to the same shape, so both roads meet at one
-reader. A field given as `null` counts as absent on both roads."""
+caller parses it in full and `from_dict` brings it to the same shape, so the schema decode and
+the full parse meet at one reader. A field given as `null` counts as absent either way."""
 from __future__ import annotations
 
 from typing import Any, List, Optional
@@ -16,7 +16,8 @@ from typing import Any, List, Optional
 import msgspec
 
 # the arguments read, JSON key -> attribute: a kernel's launch correlation and device, and what
-# PyTorch records on an NCCL kernel (its collective, process group and point-to-point peer)
+# PyTorch records on an NCCL kernel (its collective, process group and point-to-point peer); the
+# correlation and the device come first (kernels.py keys an NCCL kernel by the fields after them)
 ARG_KEYS = (("correlation", "correlation"), ("device", "device"),
             ("Collective name", "collective"), ("Process Group Name", "pg_name"),
             ("Process Group Description", "pg_desc"), ("Process Group Ranks", "pg_ranks"),

@@ -1,9 +1,13 @@
-"""A diagnosis as text for a person or as JSON (docs/diagnose.md lists the fields)."""
+"""A diagnosis as text for a person or as JSON (docs/diagnose.md lists the fields;
+schema/diagnosis.schema.json is their JSON Schema)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 MAX_LISTED = 12
+DRIFTS_LISTED = 8            # hosts whose fitted drift the text names (the JSON has all)
+SCHEMA_VERSION = 1           # of the diagnosis document (schema/diagnosis.schema.json)
+EXIT_CODES = {"healthy": 0, "suspects": 1, "unusable": 2, "design-errors": 3}
 
 
 def _ranks(ranks) -> str:
@@ -27,59 +31,167 @@ def _s(v) -> str:
     return f"{v * 1e3:.3f} ms" if v < 1 else f"{v:.3f} s"
 
 
-def to_json(d) -> Dict[str, Any]:
+def _p(v: float) -> str:
+    if 0 < v < 0.005:
+        return "<1%"
+    if 0.995 <= v < 1:
+        return ">99%"
+    return f"{v:.0%}"
+
+
+def schema_text() -> str:
+    """The JSON Schema of the diagnosis document (`astral diagnose --schema`)."""
+    from astral_dsl import resources
+
+    return (resources.schema_dir() / "diagnosis.schema.json").read_text(encoding="utf-8")
+
+
+def verdict_json(verdict: str) -> Dict[str, Any]:
+    """What the exit code says, for --format json."""
+    return {"diagnosis_version": SCHEMA_VERSION, "verdict": verdict,
+            "exit_code": EXIT_CODES[verdict]}
+
+
+def _named(path: str, devices) -> Dict[str, Any]:
+    """A suspect's device (analyses.fleet.Devices): its name beside the path, serial, asset tag."""
+    from astral_dsl.analyses.fleet import _longest
+
+    if not devices:
+        return {}
+    at = _longest(path, devices.by_path)
+    if at is None:
+        return {}
+    d = devices.by_path[at]
+    return {"device": {"name": d.name, "path": at, "serial": d.serial,
+                       "asset_tag": d.asset_tag}, "label": devices.label(path)}
+
+
+def to_json(d, verdict: Optional[str] = None, devices=None) -> Dict[str, Any]:
+    """`devices`: the names of the design's devices (pipeline.devices), beside each suspect."""
     flagged = {r for s in d.suspects for e in s.evidence for r in e.ranks}
     return {
+        **verdict_json(verdict or d.verdict),
+        "probability": round(d.probability, 6),
         "job": d.job, "world_size": d.world, "ranks_read": len(d.ranks_read),
         "missing_ranks": d.missing_ranks, "iterations": list(d.iterations),
+        "timers": d.timers,
         "forecast_iteration_s": d.forecast_iteration_s,
         "observed_iteration_s": d.observed_iteration_s,
+        "forecast_band": {"low": d.band[0], "high": d.band[1], "source": d.band_source,
+                          "compute_ratio": d.compute_ratio},
         "instances": {k: {"matched": t, "slow": s} for k, (t, s) in d.instances.items()},
-        "suspects": [s.to_json() for s in d.suspects],
+        "suspects": [{**s.to_json(), **_named(s.path, devices)} for s in d.suspects],
         "compute": [{"rank": c.rank, "stage": c.stage, "compute_s": c.compute_s,
                      "peers_s": c.peers_s, "forecast_s": c.forecast_s,
                      "ratio_to_peers": round(c.ratio, 5)}
                     for c in d.compute if c.rank in flagged],
-        "clock_offsets_s": d.clock_offsets_s,
+        "clocks": d.clocks.to_json() if d.clocks else None,
+        "breakdown": d.breakdown.to_json() if d.breakdown else None,
     }
 
 
-def render(d) -> str:
+def render(d, devices=None) -> str:
     lines: List[str] = []
     read = len(d.ranks_read)
     lines.append(f"diagnosis: job `{d.job}`, {read:,} of {d.world:,} ranks read, iterations "
                  f"{_its(d.iterations)}")
+    verdict = "something is wrong" if d.verdict == "suspects" else "healthy"
+    lines.append(f"  verdict    {verdict}: probability {_p(d.probability)} that something is "
+                 f"wrong with the job")
     if d.forecast_iteration_s is not None or d.observed_iteration_s is not None:
         lines.append(f"  iteration  forecast {_s(d.forecast_iteration_s)}, observed "
                      f"{_s(d.observed_iteration_s)} (median over ranks)")
+    if d.compute_ratio is not None:
+        what = ("blocks (Megatron-LM timers: compute, TP collectives, waits)"
+                if d.timers == "megatron" else "compute")
+        lines.append(f"  forecast   {what} at {d.compute_ratio:.3f}x the forecast (median over "
+                     f"stages; healthy within {d.band[0]:.2f}-{d.band[1]:.2f}x, "
+                     f"{d.band_source})")
     if d.instances:
         parts = [f"{t:,} {k} ({s:,} slow)" for k, (t, s) in d.instances.items()]
         lines.append("  matched    " + ", ".join(parts))
-    offsets = list(d.clock_offsets_s.values())
-    if offsets:
-        spread = max(offsets) - min(offsets)
-        lines.append(f"  clocks     {len(offsets):,} hosts aligned on collective ends "
-                     f"(offsets span {_s(spread)})")
+    lines.extend(_clocks(d.clocks))
+    lines.extend(_breakdown(d.breakdown))
     lines.append("")
     if not d.suspects:
         lines.append("no suspect: every rank and collective is within the noise of its peers "
                      "and the forecast")
         return "\n".join(lines) + "\n"
-    lines.append("suspects (most likely first)")
+    lines.append("suspects (most likely first; their probabilities compete)")
     for i, s in enumerate(d.suspects, start=1):
-        conf = "<1%" if 0 < s.confidence < 0.005 else f"{s.confidence:.0%}"
-        lines.append(f"  {i}. {s.kind:<8} {s.path}   confidence {conf}")
-        lines.append(f"     {s.summary}")
+        named = devices.label if devices else (lambda text: text)
+        lines.append(f"  {i}. {s.kind:<8} {named(s.path)}   probability {_p(s.probability)}")
+        lines.append(f"     {named(s.summary)}")
         for e in s.evidence[:3]:
             fc = f", forecast {_s(e.forecast_s)}" if e.forecast_s is not None else ""
+            who = (f"; ranks {_ranks(e.ranks)}; iterations {_its(e.iterations)}" if e.ranks
+                   else "")
             lines.append(f"     evidence: {e.what}: expected {_s(e.expected_s)}, observed "
-                         f"{_s(e.observed_s)}{fc}; ranks {_ranks(e.ranks)}; iterations "
-                         f"{_its(e.iterations)}")
+                         f"{_s(e.observed_s)}{fc}{who}")
+        if s.supports:
+            lines.append(f"     supports: {s.supports}")
+        if s.contradicts:
+            lines.append(f"     contradicts: {s.contradicts}")
+        for o in s.slow[:4 if not s.alternative else 0]:
+            who = (f"{o.ranks[0]} -> {o.ranks[1]}" if o.what == "pipeline transfer" else
+                   f"ranks {_ranks(o.ranks)}")
+            lines.append(f"     slow: {o.what} {who}, iteration {o.iteration} #{o.occurrence}: "
+                         f"{_s(o.observed_s)} against {_s(o.expected_s)}")
         if len(s.parts) > 1:
             lines.append(f"     parts: {_ranks(s.parts)}")
         if s.note:
-            lines.append(f"     note: {s.note}")
+            lines.append(f"     note: {named(s.note)}")
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["render", "to_json"]
+def _clocks(c) -> List[str]:
+    if c is None:
+        return []
+    out = []
+    offsets = list(c.offsets_s.values())
+    spread = f" (offsets span {_s(max(offsets) - min(offsets))})" if offsets else ""
+    lines = f"  clocks     {len(c.aligned):,} of {c.hosts:,} hosts aligned on collective ends" \
+        f"{spread}"
+    if c.unaligned:
+        lines += f"; {len(c.unaligned):,} cannot be"
+    out.append(lines)
+    if c.drifts and max(abs(v) for v in c.drifts.values()) < 0.005e-6:
+        out.append(f"  drift      fitted per host: every host within 0.01 ppm of "
+                   f"{min(c.drifts, key=lambda h: (abs(c.drifts[h]), h))}'s clock")
+    elif c.drifts:
+        ranked = sorted(c.drifts.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
+        shown = ", ".join(f"{h} {v * 1e6:+.2f} ppm" for h, v in ranked[:DRIFTS_LISTED])
+        more = f" and {len(ranked) - DRIFTS_LISTED} more" if len(ranked) > DRIFTS_LISTED else ""
+        out.append(f"  drift      fitted per host, largest first: {shown}{more}")
+    return out
+
+
+def _breakdown(b) -> List[str]:
+    if b is None or not b.ranks:
+        return []
+    out = []
+    kinds = ", ".join(f"{k} {_s(v)}" for k, v in b.median_kinds().items())
+    overlap = b.median("overlap")
+    out.append(f"  per rank   (median per iteration, {b.source}) window "
+               f"{_s(b.median('window_s'))}: compute {_s(b.median('compute_s'))}, "
+               f"communication {_s(b.median('comm_s'))}" + (f" ({kinds})" if kinds else "")
+               + f", memory {_s(b.median('memory_s'))}, idle {_s(b.median('idle_s'))}; "
+               + (f"overlap {overlap:.0%} of communication" if overlap is not None
+                  else "overlap unknown (a rank log has no kernel intervals)"))
+    causes = [r.streams_idle_s for r in b.ranks if r.streams_idle_s]
+    if causes:
+        med = {c: sorted(x[c] for x in causes)[len(causes) // 2] for c in causes[0]}
+        out.append("  idle by cause (HolisticTraceAnalysis, summed over streams): "
+                   + ", ".join(f"{c.replace('_', ' ')} {_s(v)}" for c, v in med.items()))
+    for s in b.spread[:3]:
+        out.append(f"  spread     {s.name[:60]}: {_s(s.min_s)} to {_s(s.max_s)} across "
+                   f"{s.ranks:,} ranks (median {_s(s.median_s)}; slowest rank "
+                   f"{s.slowest_rank})")
+    if b.slowest:
+        out.append("  slowest    " + ", ".join(
+            f"rank {s.rank} ({s.compute_s / s.peers_s:.3f}x its stage)" for s in b.slowest
+            if s.peers_s > 0))
+    return out
+
+
+__all__ = ["EXIT_CODES", "SCHEMA_VERSION", "render", "schema_text", "to_json", "verdict_json"]

@@ -77,3 +77,20 @@ def _escaped(text: str, start: int, width: int):
     head = printable(text[:start])
     marked = printable(text[start:start + width])
     return head + marked + printable(text[start + width:]), len(head), max(1, len(marked))
+
+
+def accepted_lines(accepted) -> list:
+    """The accepted warnings, apart from the reported ones: one line each, where it points and
+    what accepted it with the reason (model/allows.py Accepted)."""
+    if not accepted:
+        return []
+    out = [f"accepted: {len(accepted)} warning(s)"]
+    for a in accepted:
+        d = a.diagnostic
+        at = f"{d.span.file}:{d.span.start.line}:{d.span.start.column}" if d.span is not None \
+            else (d.filename or "")
+        by = (f"allow at {a.by.file}:{a.by.start.line}" if a.by is not None
+              else f"baseline {a.baseline}")
+        out.append(printable(f"  {d.code} {at}: {d.message}"))
+        out.append(printable(f"    accepted by {by}: {a.reason}"))
+    return out

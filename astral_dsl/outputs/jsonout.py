@@ -60,3 +60,45 @@ def scenario_json(name: str, applied) -> Dict[str, Any]:
             changed.append({"target": target, "field": field, "value": value, "kind": kind,
                             "replicas": replicas})
     return {"name": name, "failed": failed, "changed": changed, "notes": list(applied.notes)}
+
+
+def accepted_json(accepted) -> list:
+    """The warnings accepted by an `allow` or a baseline (model/allows.py Accepted): each as a
+    diagnostic, with why and by what it is accepted."""
+    out = []
+    for a in accepted:
+        doc = diagnostic_json(a.diagnostic)
+        doc["reason"] = a.reason
+        doc["allowed_at"] = None if a.by is None else {
+            "file": a.by.file, "line": a.by.start.line, "column": a.by.start.column}
+        doc["baseline"] = a.baseline
+        out.append(doc)
+    return out
+
+
+BASELINE_FORMAT = 1
+
+
+def baseline_json(entries) -> Dict[str, Any]:
+    """A baseline file (`astral check --write-baseline`): the warnings it accepts by code, file
+    and message, sorted."""
+    return {"astral_baseline": BASELINE_FORMAT,
+            "accepted": [{"code": e.code, "file": e.file, "message": e.message}
+                         for e in entries]}
+
+
+def baseline_entries_of(doc, path: str):
+    """The entries of a baseline document; ValueError saying what is wrong with it."""
+    from astral_dsl.model.allows import BaselineEntry
+
+    if not isinstance(doc, dict) or doc.get("astral_baseline") != BASELINE_FORMAT or \
+            not isinstance(doc.get("accepted"), list):
+        raise ValueError(f"`{path}` is not an astral baseline (write one with "
+                         f"`astral check --write-baseline {path}`)")
+    entries = []
+    for i, item in enumerate(doc["accepted"]):
+        if not isinstance(item, dict) or not all(isinstance(item.get(k), str)
+                                                 for k in ("code", "file", "message")):
+            raise ValueError(f"`{path}`: entry {i} needs the strings code, file and message")
+        entries.append(BaselineEntry(item["code"], item["file"], item["message"]))
+    return tuple(entries)

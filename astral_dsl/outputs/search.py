@@ -9,13 +9,14 @@ from typing import Any, Dict, List
 
 from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS
 from astral_dsl.outputs.jsonout import dumps
+from astral_dsl.seer.envelope import band_text
 
 LAYOUT = ("gpus", "tp", "pp", "dp", "cp", "ep", "virtual_stages", "micro_batch", "recompute",
           "zero")
 FIGURES = ("iteration_time_s", "tokens_per_s", "mfu", "hfu", "memory_gb",
            "memory_uncertainty_gb", "memory_stage", "cost_per_token_usd")
 SHORT = {"compute": "compute", "tp_comm": "TP", "cp_comm": "CP", "ep_comm": "EP",
-         "pp_comm": "PP", "dp_comm": "DP", "bubble": "bubble", "optimizer": "optimizer"}
+         "pp_comm": "PP", "dp_comm": "DP", "host": "host", "bubble": "bubble", "optimizer": "optimizer"}
 OBJECTIVE_LABELS = {"tokens_per_s": "tokens/s (highest first)",
                     "iteration_time": "iteration time (shortest first)",
                     "cost_per_token": "cost per token (lowest first)"}
@@ -30,6 +31,9 @@ def row_json(row: Dict[str, Any]) -> Dict[str, Any]:
     for k in FIGURES:
         if k in row:
             out[k] = row[k]
+    out["may_not_fit"] = row.get("may_not_fit", False)
+    out["band"] = list(row["calibration"]["band"])
+    out["calibration"] = dict(row["calibration"])
     out["breakdown_stage"] = row["breakdown_stage"]
     out["breakdown_s"] = dict(row["breakdown_s"])
     return out
@@ -45,6 +49,9 @@ def csv_text(result) -> str:
     for r in result.rows:
         doc = row_json(r)
         parts = doc.pop("breakdown_s")
+        cal = doc.pop("calibration")
+        doc["band"] = band_text(doc["band"])
+        doc["inside_envelope"] = cal["inside"]
         doc["stages"] = " ".join(map(str, doc["stages"])) if doc["stages"] else ""
         doc.update({f"breakdown_{k}_s": parts.get(k, 0.0) for k, _ in BREAKDOWN_LABELS})
         flat.append(doc)
@@ -98,6 +105,7 @@ def summary(result) -> List[str]:
         lines.append(f"  cost per token: the purchase cost of the GPUs used and their share of "
                      f"the priced equipment, over a {years:g}-year life"
                      + (" [assumed; --life to change]" if result.life_default else ""))
+    lines += _trust(result)
     if result.declared is not None:
         d = result.declared
         lines.append(f"  as declared: {d['label']}: {_seconds(d['iteration_time_s'])} s, "
@@ -105,6 +113,40 @@ def summary(result) -> List[str]:
     elif result.declared_errors:
         lines.append(f"  as declared: not forecast ({', '.join(result.declared_errors)})")
     return lines
+
+
+def _trust(result) -> List[str]:
+    """How far to trust the ranking: the envelope of the forecasts, and the rows that may not
+    fit in memory (rank 1 above all)."""
+    rows = result.rows
+    if not rows:
+        return []
+    out = []
+    envs = {(tuple(r["calibration"]["band"]), r["calibration"]["inside"],
+             tuple(r["calibration"]["outside"])) for r in rows}
+    for band, inside, outside in sorted(envs):
+        cal = next(r["calibration"] for r in rows if tuple(r["calibration"]["band"]) == band)
+        regime = "/".join(cal["regime"].values())
+        if inside:
+            out.append(f"  calibration: {regime}: error band {band_text(band)} of the true time "
+                       f"(the spread of {cal['rows']:,} calibration runs left out of the fit)")
+        else:
+            out.append(f"  calibration: {regime} is OUTSIDE the calibrated envelope ("
+                       + "; ".join(outside) + f"): the band {band_text(band)} is a default, "
+                       "not a measurement (W753)")
+    risky = [r for r in rows if r.get("may_not_fit")]
+    if risky:
+        cap = f" of {result.gpu_memory_gb:.0f} GB" if result.gpu_memory_gb else ""
+        first = rows[0]
+        if first.get("may_not_fit"):
+            safe = next((r["rank"] for r in rows if not r.get("may_not_fit")), None)
+            out.append(f"  rank 1 MAY NOT FIT in memory: {first['memory_gb']:.1f} GB estimated "
+                       f"+/- {first['memory_uncertainty_gb']:.1f} GB{cap} (W750's margin); "
+                       + (f"rank {safe} is the first with the margin to spare"
+                          if safe else "no ranked configuration has the margin to spare"))
+        out.append(f"  {len(risky)} of the {len(rows)} ranked may not fit (their estimate plus "
+                   f"its uncertainty exceeds the GPU's memory): marked `may not` under `fits`")
+    return out
 
 
 def table(result, colour: bool = False, width: int = 100) -> str:
@@ -130,12 +172,21 @@ def table(result, colour: bool = False, width: int = 100) -> str:
                col("zero", [str(c.zero) for c in cfg], True)]
     figures = [col("iteration s", [_seconds(r["iteration_time_s"]) for r in rows]),
                col("tokens/s", [f"{r['tokens_per_s']:,.0f}" for r in rows]),
+               col("band", [band_text(r["calibration"]["band"])
+                            + ("" if r["calibration"]["inside"] else " *") for r in rows]),
                col("MFU", [f"{r['mfu'] * 100:.1f} %" for r in rows]),
-               col("memory GB", [f"{r['memory_gb']:.1f}" for r in rows])]
+               col("memory GB", [f"{r['memory_gb']:.1f}" for r in rows]),
+               Column("fits", tuple("may not" if r.get("may_not_fit") else "yes"
+                                    for r in rows), True, False,
+                      tuple("yellow" if r.get("may_not_fit") else "" for r in rows))]
     if any("cost_per_token_usd" in r for r in rows):
         figures.append(col("USD per M tokens",
                            [_usd_per_mtok(r.get("cost_per_token_usd")) for r in rows]))
     text += "\n" + render(layout + figures, width, colour)
+    text += textwrap.fill("band: how much shorter / longer the true time may be (* outside the "
+                          "calibrated envelope: a default); fits: `may not` when Seer's memory "
+                          "estimate plus its uncertainty exceeds the GPU's memory", width,
+                          break_on_hyphens=False) + "\n"
     parts = [col("rank", [str(r["rank"]) for r in rows], True),
              col("stage", [str(r["breakdown_stage"]) for r in rows], True)]
     for key, _ in BREAKDOWN_LABELS:

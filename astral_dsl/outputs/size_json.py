@@ -9,7 +9,6 @@ from typing import Any, Dict, List, Optional
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.engineering import Engineering
-from astral_dsl.analyses.facility import COMPONENTS
 from astral_dsl.analyses.summary import summarize
 from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design
@@ -89,16 +88,19 @@ def chosen_json(design: Design) -> List[Dict[str, Any]]:
 def chosen_lines(design: Design) -> List[str]:
     """`chosen by sizing: Cluster.rows[0].secondary.cdus = 2 (in all 4 loops)`, or the file
     position when the `?` is in no field (a `param`)."""
-    out = []
-    for item in chosen_fields(design):
-        if item["path"]:
-            where = f"{item['path']}.{item['field']}"
-            each = f" (in all {item['replicas']:,} {item['kind']}s)" \
-                if (item["replicas"] or 1) > 1 else ""
-        else:
-            where, each = f"{item['file']}:{item['line']}:{item['column']}", ""
-        out.append(f"chosen by sizing: {where} = {item['value']}{each}")
-    return out
+    return [f"chosen by sizing: {chosen_text(item)}" for item in chosen_fields(design)]
+
+
+def chosen_text(item: Dict[str, Any]) -> str:
+    """One value sizing chose, named by its field's path: `Cluster.rows[0].secondary.cdus = 2
+    (in all 4 loops)`; the file position only when the `?` is in no field (a `param`)."""
+    if item["path"]:
+        where = f"{item['path']}.{item['field']}"
+        each = f" (in all {item['replicas']:,} {item['kind']}s)" \
+            if (item["replicas"] or 1) > 1 else ""
+    else:
+        where, each = f"{item['file']}:{item['line']}:{item['column']}", ""
+    return f"{where} = {item['value']}{each}"
 
 
 def objective_json(sizing) -> Optional[Dict[str, Any]]:
@@ -127,6 +129,8 @@ def objective_line(sizing) -> Optional[str]:
 
 # ---- the report ------------------------------------------------------------------------------
 def size_summary(design: Design, eng: Engineering, sizing=None) -> Dict[str, Any]:
+    from astral_dsl.outputs.size_facility import facility_json
+
     base = summarize(design, eng)
     p, c = eng.power, eng.cooling
     by_tier: Dict[str, int] = {}
@@ -174,6 +178,8 @@ def size_summary(design: Design, eng: Engineering, sizing=None) -> Dict[str, Any
         "power_by_level": power_by_level(eng),
         "facility": facility_json(eng),
         "feeder_list": [feeder_json(f) for f in p.feeders],
+        "mechanical_feeders": [feeder_json(f) for f in c.facility.feeders]
+        if c.facility is not None else [],
         "loops": [loop_json(lp) for lp in c.loops],
         "air_units": [air_json(a) for a in c.air],
         "network": [fabric_json(f) for f in eng.fabrics],
@@ -197,23 +203,6 @@ def power_by_level(eng: Engineering) -> Dict[str, Any]:
             "sums": ["site", "network"]}
 
 
-def facility_json(eng: Engineering) -> Dict[str, Any]:
-    c = eng.cooling
-    r = c.rejection
-
-    def parts(d):
-        if d is None:
-            return None
-        out = {name[:-2] + "_kw": _kw(getattr(d, name)) for name, _ in COMPONENTS}
-        out["total_kw"] = _kw(d.total_w)
-        return out
-
-    return {"average": parts(c.average), "peak": parts(c.peak),
-            "pue": round(c.pue, 6) if c.pue else None,
-            "water_class": r.water_class, "free_cooling_h": _r(r.free_cooling_h),
-            "chiller_cop": r.chiller_cop, "rejection_fan_ratio": r.fan_ratio}
-
-
 def feeder_json(f) -> Dict[str, Any]:
     return {
         "path": f.path, "replicas": f.replicas, "count": f.count, "running": f.running,
@@ -231,6 +220,8 @@ def feeder_json(f) -> Dict[str, Any]:
         "battery_current_a": _r(f.battery_current_a),
         "battery_required_ah": _r(f.battery_required_ah, 2),
         "battery_available_ah": _r(f.battery_available_ah, 2),
+        "equipment_v": _r(f.equipment_v, 4), "recharge_kw": _kw(f.recharge_w),
+        "no_load_kw": _kw(f.no_load_w), "mechanical_kw": _kw(f.mechanical_w),
     }
 
 
@@ -257,6 +248,8 @@ def air_json(a) -> Dict[str, Any]:
         "flow_cfm": round(formulas.m3s_to_cfm(a.flow_m3s), 1),
         "max_rack_heat_kw": _kw(a.max_rack_heat_w), "fan_power_ratio": a.fan_power_ratio,
         "fan_kw_average": _kw(ratio * a.average_heat_w), "fan_kw_peak": _kw(ratio * a.heat_w),
+        "density_kg_m3": _r(a.density, 5), "dew_point_c": _r(a.dew_point_c, 4),
+        "pressure_pa": _r(a.pressure_pa, 1),
     }
 
 

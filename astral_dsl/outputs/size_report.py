@@ -1,18 +1,15 @@
-"""`astral size`: the sizing report as tables that fit the terminal (outputs/tables.py), each
+"""`astral size`: the sizing report as tables that fit the terminal (outputs/table.py), each
 number in a readable unit (units/readable.py); the JSON summary is outputs/size_json.py."""
 from __future__ import annotations
 
-import io
-import textwrap
 from typing import List
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.engineering import Engineering
-from astral_dsl.analyses.facility import COMPONENTS
 from astral_dsl.model.design import Design
 from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
                                           size_summary, value_text)
-from astral_dsl.outputs.tables import Column, Table, print_table
+from astral_dsl.outputs.table import Field, Table, bold, fold, print_table
 from astral_dsl.units import format_number, readable
 
 __all__ = ["bom", "bom_lines", "chosen_json", "chosen_lines", "objective_line", "render_report",
@@ -22,64 +19,61 @@ __all__ = ["bom", "bom_lines", "chosen_json", "chosen_lines", "objective_line", 
 def render_report(design: Design, eng: Engineering, colour: bool = False, width: int = 100,
                   sizing=None) -> str:
     """The report, `width` columns wide: tables wider than that are stacked."""
-    from rich.console import Console
-    from rich.markup import escape
-
     from astral_dsl.outputs.terminal import printable
 
-    out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=colour, color_system="standard"
-                      if colour else None, highlight=False, soft_wrap=False)
+    lines: List[str] = []
 
-    def shown(text) -> str:                 # design text: no terminal controls, no markup
-        return escape(printable(text))
-
-    def table(t: Table) -> None:
-        print_table(console, t, width, shown)
+    def say(text: str = "") -> None:         # one line of text, folded to the width
+        lines.extend(fold(text, width) if text else [""])
 
     for line in chosen_lines(design):
-        console.print(shown(line))
+        say(printable(line))
     objective = objective_line(sizing)
     if objective is not None:
-        console.print(shown(objective))
-    _headline(console, design, eng, shown)
+        say(printable(objective))
+    _headline(lines, design, eng, colour, width)
     for t in _tables(eng):
-        table(t)
+        print_table(lines.append, t, width, colour, printable)
         for line in t.lines:
-            for part in textwrap.wrap(printable(line), width, initial_indent="  ",
-                                      subsequent_indent="      ", break_on_hyphens=False):
-                console.print(escape(part), overflow="fold")
+            lines.extend(fold(printable(line), width, "  ", "      "))
         if t.lines:
-            console.print()
-    return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
+            lines.append("")
+    return "".join(line.rstrip() + "\n" for line in "\n".join(lines).splitlines())
 
 
-def _headline(console, design, eng, shown) -> None:
+def _headline(lines: List[str], design, eng, colour: bool, width: int) -> None:
     from astral_dsl.analyses.summary import summarize
+    from astral_dsl.outputs.terminal import printable
 
     s = summarize(design, eng)
     p, c = eng.power, eng.cooling
-    console.print(f"[bold]{shown(design.file)}[/bold]: {s['gpus']:,} GPUs, {s['hosts']:,} hosts, "
-                  f"{s['racks']:,} racks, {s['switches']:,} switches", overflow="fold")
+    first = fold(f"{printable(design.file)}: {s['gpus']:,} GPUs, {s['hosts']:,} hosts, "
+                 f"{s['racks']:,} racks, {s['switches']:,} switches", width)
+    name = printable(design.file)
+    if colour and first[0].startswith(name + ":"):      # the file's name in bold
+        first[0] = bold(name, True) + first[0][len(name):]
+    lines.extend(first)
     facility = f"facility {readable.power(c.facility_w)} average"
     if c.peak is not None:
         facility += f", {readable.power(c.peak.total_w)} peak"
-    console.print(f"IT {readable.power(p.it_peak_w)} peak, {readable.power(p.it_average_w)} "
-                  f"average; {facility}; PUE {format_number(round(c.pue, 4)) if c.pue else '-'}",
-                  overflow="fold")
+    lines.extend(fold(f"IT {readable.power(p.it_peak_w)} peak, {readable.power(p.it_average_w)} "
+                      f"average; {facility}; PUE "
+                      f"{format_number(round(c.pue, 4)) if c.pue else '-'}", width))
 
 
 def _tables(eng: Engineering) -> List[Table]:
     c = eng.cooling
     out = [_levels(eng)]
-    if eng.power.feeders:
+    if all_feeders(eng):
         out += _feeders(eng)
     if c.loops:
         out += _loops(eng)
     if c.air:
         out.append(_air(eng))
     if c.average is not None:
-        out.append(_facility(eng))
+        from astral_dsl.outputs.size_facility import facility_tables
+
+        out += facility_tables(eng)
     for f in eng.fabrics:
         out += _network(f)
     return out
@@ -88,8 +82,8 @@ def _tables(eng: Engineering) -> List[Table]:
 def _levels(eng: Engineering) -> Table:
     levels = eng.power.levels
     t = Table("Power by level (IT load; the site and network rows add up to the total)",
-              [Column("level", True), Column("instance", True), Column("replicas"),
-               Column("peak each"), Column("avg each"), Column("peak total")])
+              [Field("level", True), Field("instance", True), Field("replicas"),
+               Field("peak each"), Field("avg each"), Field("peak total")])
     each = readable.powers([lv.peak_w for lv in levels])
     avg = readable.powers([lv.average_w for lv in levels] + [eng.power.it_average_w])
     total = readable.powers([lv.peak_w * lv.replicas for lv in levels] + [eng.power.it_peak_w])
@@ -100,22 +94,22 @@ def _levels(eng: Engineering) -> Table:
 
 
 def _feeders(eng: Engineering) -> List[Table]:
-    fs = eng.power.feeders
+    fs = all_feeders(eng)
     load = Table("Feeders: peak load, in normal operation and with one feeder failed",
-                 [Column("feeder", True), Column("x"), Column("type", True), Column("V"),
-                  Column("load"), Column("normal"), Column("failover"), Column("capacity")])
+                 [Field("feeder", True), Field("x"), Field("type", True), Field("V"),
+                  Field("load"), Field("normal"), Field("failover"), Field("capacity")])
     loads = [readable.powers([getattr(f, name) for f in fs])
              for name in ("load_w", "normal_w", "failover_w", "capacity_w")]
     for i, f in enumerate(fs):
         x = f"{f.replicas * f.count:,}"
         if f.running < f.count:
             x += " (down)" if f.running == 0 else f" ({f.replicas * f.running:,} up)"
-        kind = f"{f.current_type}{' ' + f.side if f.side else ''}" + (" net" if f.network_w
-                                                                     else "")
+        kind = f"{f.current_type}{' ' + f.side if f.side else ''}" + (
+            " net" if f.network_w else " mech" if f.mechanical_w else "")
         load.add(f.path, x, kind, format_number(f.voltage_v), *[col[i] for col in loads])
     wires = Table("Feeders: current at the lowest voltage they run at, conductors, equipment",
-                  [Column("feeder", True), Column("current"), Column("at"),
-                   Column("voltage drop"), Column("rectifiers"), Column("battery")])
+                  [Field("feeder", True), Field("current"), Field("at"),
+                   Field("voltage drop"), Field("rectifiers"), Field("battery")])
     current = readable.currents([f.current_a for f in fs])
     for i, f in enumerate(fs):
         wires.add(f.path, current[i],
@@ -123,18 +117,43 @@ def _feeders(eng: Engineering) -> List[Table]:
                   f"{f.drop_ratio * 100:.2f} %" if f.drop_ratio is not None else "-",
                   _modules(f), f"{readable.grouped(f.battery_required_ah)} Ah"
                   if f.battery_required_ah else "-")
+    wires.lines.extend(_feeder_lines(fs))
     return [load, wires]
+
+
+def all_feeders(eng: Engineering):
+    """The IT feeders and those of the facility's own consumers (`mechanical = true`)."""
+    facility = eng.cooling.facility
+    return tuple(eng.power.feeders) + (tuple(facility.feeders) if facility is not None else ())
+
+
+def _feeder_lines(fs) -> List[str]:
+    out = []
+    for f in fs:
+        bits = []
+        if f.equipment_v is not None:
+            bits.append(f"the equipment sees {format_number(round(f.equipment_v, 2))} V at the "
+                        f"batteries' end of discharge ({format_number(round(f.low_voltage_v, 2))}"
+                        f" V less the {format_number(round(f.voltage_drop_v, 2))} V drop)")
+        if f.recharge_w:
+            bits.append(f"rectifiers sized for the load and {readable.power(f.recharge_w)} of "
+                        f"battery recharge")
+        if f.no_load_w:
+            bits.append(f"{readable.power(f.no_load_w)} at no load")
+        if bits:
+            out.append(f"{f.path}: " + "; ".join(bits))
+    return out
 
 
 def _loops(eng: Engineering) -> List[Table]:
     c = eng.cooling
     loops = Table(f"Liquid loops (peak heat {readable.power(c.liquid_heat_w)})",
-                  [Column("loop", True), Column("x"), Column("fluid", True), Column("heat"),
-                   Column("supply"), Column("rise"), Column("flow"), Column("CDUs"),
-                   Column("pumps")])
+                  [Field("loop", True), Field("x"), Field("fluid", True), Field("heat"),
+                   Field("supply"), Field("rise"), Field("flow"), Field("CDUs"),
+                   Field("pumps")])
     parts = Table("Liquid flow per row and rack (each, in each loop)",
-                  [Column("loop / part", True), Column("x per loop"), Column("heat"),
-                   Column("flow")])
+                  [Field("loop / part", True), Field("x per loop"), Field("heat"),
+                   Field("flow")])
     heat = readable.powers([lp.heat_w for lp in c.loops])
     pumps = readable.powers([lp.pump_w for lp in c.loops])
     for i, lp in enumerate(c.loops):
@@ -161,8 +180,8 @@ def _loops(eng: Engineering) -> List[Table]:
 def _air(eng: Engineering) -> Table:
     c = eng.cooling
     t = Table(f"Air (peak heat {readable.power(c.air_heat_w)})",
-              [Column("air unit", True), Column("x"), Column("heat"), Column("average"),
-               Column("rise"), Column("flow"), Column("flow CFM"), Column("fans avg")])
+              [Field("air unit", True), Field("x"), Field("heat"), Field("average"),
+               Field("rise"), Field("flow"), Field("flow CFM"), Field("fans avg")])
     heat = readable.powers([a.heat_w for a in c.air])
     average = readable.powers([a.average_heat_w for a in c.air])
     fans = readable.powers([a.replicas * a.average_heat_w * a.fan_power_ratio
@@ -171,34 +190,11 @@ def _air(eng: Engineering) -> Table:
         t.add(a.path, f"{a.replicas:,}", heat[i], average[i], f"{format_number(a.rise_k)} K",
               f"{formulas.m3s_to_m3_per_h(a.flow_m3s):,.0f} m^3/h",
               f"{formulas.m3s_to_cfm(a.flow_m3s):,.0f}", fans[i])
-    return t
-
-
-def _facility(eng: Engineering) -> Table:
-    c = eng.cooling
-    r = c.rejection
-    notes = {
-        "it_w": "hosts at their utilization, switches at full power",
-        "losses_w": "each feeder's load over its efficiency",
-        "cdus_w": "the running CDUs' declared power",
-        "pumps_w": "at the loops' design flow, all year",
-        "fans_w": "air units: fan power ratio x heat removed",
-        "chillers_w": (f"COP {format_number(r.chiller_cop)}, "
-                       f"{readable.grouped(max(0.0, 8760 - r.free_cooling_h))} h a year; "
-                       f"all the heat at the peak") if r.chiller_cop else "no chiller_cop",
-        "rejection_w": (f"{format_number(round(r.fan_ratio * 100, 4))} % of the heat "
-                        f"rejected") if r.fan_ratio is not None else "no rejection_fan_ratio",
-    }
-    t = Table("Facility: what it draws over the year, and at the peak (the utility connection)",
-              [Column("component", True), Column("average"), Column("peak"),
-               Column("basis", True)])
-    avg = readable.powers([getattr(c.average, n) for n, _ in COMPONENTS] + [c.average.total_w])
-    peak = readable.powers([getattr(c.peak, n) for n, _ in COMPONENTS] + [c.peak.total_w])
-    for i, (name, label) in enumerate(COMPONENTS):
-        t.add(label, avg[i], peak[i], notes[name])
-    t.total("facility", avg[-1], peak[-1], "")
-    t.total("PUE", format_number(round(c.pue, 4)) if c.pue else "-", "",
-            "average facility / average IT")
+    t.lines.extend(f"{a.path}: humid air (CoolProp) of {format_number(round(a.density, 4))} "
+                   f"kg/m^3 at its supply, dew point "
+                   f"{format_number(round(a.dew_point_c, 2))} degC, "
+                   f"{readable.grouped(a.pressure_pa / 1e3, 2)} kPa"
+                   for a in c.air if a.density is not None)
     return t
 
 
@@ -207,13 +203,13 @@ def _network(f) -> List[Table]:
                                                      else "")
     if f.capacity_gpus:
         title += f"; capacity {f.capacity_gpus:,} GPUs"
-    switches = Table(title, [Column("tier", True), Column("switch", True),
-                             Column("scope", True), Column("groups"), Column("per group"),
-                             Column("switches"), Column("power")])
+    switches = Table(title, [Field("tier", True), Field("switch", True),
+                             Field("scope", True), Field("groups"), Field("per group"),
+                             Field("switches"), Field("power")])
     power = readable.powers([tier.power_w for tier in f.tiers] + [f.power_w])
     ports = Table(f"Network: {f.fabric}, ports and links per tier",
-                  [Column("tier", True), Column("down used"), Column("down x speed"),
-                   Column("up x speed"), Column("links below"), Column("oversub.")])
+                  [Field("tier", True), Field("down used"), Field("down x speed"),
+                   Field("up x speed"), Field("links below"), Field("oversub.")])
     for i, tier in enumerate(f.tiers):
         switches.add(tier.name, tier.switch,
                      tier.scope + ("/" + "/".join(tier.per) if tier.per else ""),

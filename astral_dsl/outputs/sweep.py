@@ -15,8 +15,10 @@ LABELS = {
     "it_power_kw": "IT kW peak", "it_power_avg_kw": "IT kW avg",
     "facility_power_kw": "facility kW avg", "pue": "PUE",
     "cost_usd": "cost USD", "iteration_time_s": "iteration s", "tokens_per_s": "tokens/s",
-    "mfu": "MFU",
+    "mfu": "MFU", "calibration": "band",
 }
+# columns that are not numbers (no plot axis)
+TEXT_COLUMNS = ("calibration",)
 _NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -71,6 +73,8 @@ def flat(row, names: Sequence[str], columns: Sequence[str], scenario: bool,
         out["scenario_broken"] = broken if for_json else " ".join(broken)
     for c in columns:
         out[c] = row["metrics"].get(c)
+    if out.get("calibration") is not None and not for_json:
+        out["calibration"] = _band(out["calibration"])
     if for_json:
         out["diagnostics"] = row["diagnostics"]
     else:
@@ -105,9 +109,18 @@ def _csv_value(v):
     return v
 
 
+def _band(cal) -> str:
+    """A forecast's envelope (seer/envelope.py) as "-4/+7 %", "* outside" its envelope."""
+    from astral_dsl.seer.envelope import band_text
+
+    return band_text(cal["band"]) + ("" if cal["inside"] else " * outside")
+
+
 def _show(column: str, v) -> str:
     if v is None:
         return "-"
+    if column == "calibration":
+        return _band(v)
     if column in ("pue", "mfu"):
         return f"{v:.3f}" if column == "pue" else f"{v * 100:.1f} %"
     if column == "iteration_time_s":

@@ -1,14 +1,25 @@
-"""Tables for a terminal that never cut a value short (`astral sweep`, `astral search`).
+"""Tables for a terminal that never cut a value short, in two layouts, and the little text
+handling they need (cell widths, bold, folding long lines): the project's own renderer, rich's
+tables fold or cut a cell to fit, which these must not do.
 
-A column is as wide as its widest cell. When every column fits the width with its header on one
-line, that is the table. Otherwise headers wrap at their spaces and the columns are stacked: the
-key columns (a sweep's parameters, a search's rank and layout) begin every part, and the other
-columns follow in order over as many parts as it takes. A cell wider than the whole width
-widens its part instead of being cut (the terminal wraps the line; nothing is lost)."""
+- `render` (`astral sweep`, `astral search`): a column is as wide as its widest cell. When every
+  column fits the width with its header on one line, that is the table. Otherwise headers wrap
+  at their spaces and the columns are stacked: the key columns (a sweep's parameters, a
+  search's rank and layout) begin every part, and the other columns follow in order over as
+  many parts as it takes. A cell wider than the whole width widens its part instead of being
+  cut (the terminal wraps the line; nothing is lost).
+- `print_table` (`astral size`): a `Table` is printed with its fields side by side when its
+  natural width fits, and otherwise stacked, one block per row (`field: value` lines under the
+  row's name), so that nothing is cut, wrapped inside a cell or printed wider than the
+  terminal.
+
+Widths are counted in terminal cells (`cell_width`: Unicode's East Asian Width, UAX #11)."""
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Sequence, Tuple
+import textwrap
+import unicodedata
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import attrs
 
@@ -40,10 +51,20 @@ def terminal_width(stream=None) -> int:
     return DEFAULT_WIDTH
 
 
-def _len(text: str) -> int:
-    from rich.cells import cell_len
+def cell_width(text: str) -> int:
+    """The terminal cells `text` takes: 2 for a wide or fullwidth character (East Asian Width W
+    or F, UAX #11), 0 for a combining mark or a format character, else 1."""
+    if text.isascii():
+        return len(text)
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
 
-    return cell_len(text)
+
+_len = cell_width
 
 
 def _longest_word(label: str) -> int:
@@ -125,3 +146,95 @@ def render(columns: Sequence[Column], width: Optional[int] = None, colour: bool 
                 row.append(_cell(text, w, c.right, style, colour))
             lines.append(GAP.join(row).rstrip())
     return "\n".join(lines) + "\n"
+
+
+# ---- `astral size`: a table of fields, side by side or one block per row ---------------------
+@attrs.frozen
+class Field:
+    name: str
+    left: bool = False          # text fields align left, numbers right
+
+
+@attrs.frozen
+class Table:
+    title: str
+    fields: Sequence[Field]
+    rows: List[List[str]] = attrs.field(factory=list)
+    footer: List[List[str]] = attrs.field(factory=list)   # totals, set apart from the rows
+    lines: List[str] = attrs.field(factory=list)    # notes printed under the table
+
+    def add(self, *cells: str) -> None:
+        self.rows.append([str(c) for c in cells])
+
+    def total(self, *cells: str) -> None:
+        self.footer.append([str(c) for c in cells])
+
+
+EDGE = 1    # a space at each edge
+
+
+def bold(text: str, colour: bool) -> str:
+    return f"{STYLES['bold']}{text}{RESET}" if colour and text else text
+
+
+def fold(text: str, width: int, indent: str = "", subsequent: str = "") -> List[str]:
+    """`text` wrapped at its spaces to `width` columns, a word longer than that broken."""
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=subsequent,
+                         break_on_hyphens=False) or [""]
+
+
+def print_table(out: Callable[[str], None], table: Table, width: int, colour: bool = False,
+                shown: Callable[[str], str] = lambda s: s) -> None:
+    """Write `table`'s lines through `out`, `width` columns wide. `shown` makes design text
+    safe to print (terminal controls escaped)."""
+    widths = _field_widths(table)
+    if sum(widths) + len(GAP) * (len(widths) - 1) + 2 * EDGE > width:
+        _stacked(out, table, width, colour, shown)
+        return
+    for line in fold(shown(table.title), width):
+        out(bold(line, colour))
+    out("")
+    out(bold(shown(_line(table.fields, [c.name for c in table.fields], widths)), colour))
+    out(" " + "─" * (sum(widths) + len(GAP) * (len(widths) - 1)))
+    for row in table.rows:
+        out(shown(_line(table.fields, row, widths)))
+    if table.footer:
+        out("")
+        for row in table.footer:
+            out(bold(shown(_line(table.fields, row, widths)), colour))
+    out("")
+
+
+def _field_widths(table: Table) -> List[int]:
+    """Each field's widest cell (in terminal cells), its name included."""
+    widths = [cell_width(c.name) for c in table.fields]
+    for row in table.rows + table.footer:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], cell_width(cell))
+    return widths
+
+
+def _line(fields, cells, widths) -> str:
+    out = []
+    for c, cell, w in zip(fields, cells, widths):
+        pad = " " * (w - cell_width(cell))
+        out.append(cell + pad if c.left else pad + cell)
+    return (" " * EDGE + GAP.join(out)).rstrip()
+
+
+def _stacked(out, table: Table, width: int, colour: bool, shown) -> None:
+    """One block per row: the first cell as a heading, then `field: value` for the others
+    that hold something."""
+    for line in fold(shown(table.title), width):
+        out(bold(line, colour))
+    # a second text field (the instance after its level) joins the heading
+    lead = 2 if len(table.fields) > 1 and table.fields[1].left else 1
+    for row in table.rows + table.footer:
+        head = " ".join(cell.strip() for cell in row[:lead] if cell.strip())
+        for line in fold(shown(head) or "-", width, " ", " "):
+            out(line)
+        for c, cell in zip(table.fields[lead:], row[lead:]):
+            if cell.strip() not in ("", "-"):
+                for line in fold(f"{shown(c.name)}: {shown(cell)}", width, "  ", "  "):
+                    out(line)
+    out("")

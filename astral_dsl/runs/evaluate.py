@@ -9,7 +9,7 @@ from typing import List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.runs import score
-from astral_dsl.runs.express import Expressed, NotExpressible, express
+from astral_dsl.runs.express import Expressed, NotExpressible, column_of, express
 from astral_dsl.seer.regime import regime
 
 
@@ -59,11 +59,11 @@ def prepare_row(row, systems=None) -> Prepared:
     if isinstance(e, NotExpressible):
         status = "rejected" if row.problems else "not_expressible"
         return Prepared(row, status, e.reason, e.field)
-    design = Workspace.of_text(e.source, f"<runs row {row.id}>").design
+    design = Workspace.of_text(e.source, f"<runs row {row.id}>", e.root or None).design
     errors = [d for d in design.diagnostics if d.is_error]
     if errors:
         return Prepared(row, "not_expressible", f"{errors[0].code}: {errors[0].message}",
-                        "model", expressed=e)
+                        column_of(e, errors[0], "model"), expressed=e)
     job = seer.find_job(design, e.job)
     diags, spec, cluster = seer.validate_job(design, job)
     hard = [d for d in diags if d.is_error and d.code != "E757"]
@@ -71,7 +71,7 @@ def prepare_row(row, systems=None) -> Prepared:
         d = hard[0] if hard else None
         return Prepared(row, "not_expressible",
                         f"{d.code}: {d.message}" if d else "the job cannot be forecast",
-                        "layout", expressed=e)
+                        column_of(e, d, "layout") if d else "layout", expressed=e)
     notes = tuple(d.message for d in diags if d.code == "E757")
     return Prepared(row, "ok", spec=spec, gpu=cluster.gpu, net=cluster.net, expressed=e,
                     notes=notes)

@@ -33,6 +33,8 @@ class Expressed:
     system: str
     model: str                       # the stdlib model lending its extras, or ""
     assumed: Tuple[str, ...]
+    root: str = ""                   # where its imports resolve (a --gpu-file's project)
+    file: str = ""                   # the --gpu-file its system comes from, or ""
 
 
 @records.frozen
@@ -158,11 +160,23 @@ def _value(v) -> str:
 
 
 def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
-    """The row as .astral source (Expressed) or why it cannot be (NotExpressible)."""
+    """The row as .astral source (Expressed) or why it cannot be (NotExpressible). `systems`:
+    a user's own (runs/systems.py, `--gpu-file`), tried before the stdlib's."""
     if row.problems:
         field, why = row.problems[0]
         return NotExpressible(row, field, why)
-    system, how = system_of(row.system, row.gpu)
+    system, how = (None, "")
+    if systems:                       # a user's --gpu-file first (runs/systems.py)
+        from astral_dsl.runs.systems import match
+
+        system, how = match(row, list(systems.values()))
+        if how:
+            return NotExpressible(row, "system", how)
+        if system is not None and system.problem:
+            return NotExpressible(row, "system", f"block `{system.key}` of {system.file}: "
+                                                 f"{system.problem}")
+    if system is None:
+        system, how = system_of(row.system, row.gpu)
     if system is None:
         return NotExpressible(row, "gpu", how)
     prec, prec_how = precision_of(row.precision, row.gpu)
@@ -228,13 +242,16 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     else:
         assumed.append("micro-batch chosen by Seer's rule (not published)")
     nsu = -(-gpus // system.gpus_per_su)
-    src = [f"import stdlib.systems {{ {system.su}, {system.fabric} }}",
-           f"site Cluster {{ sus = {nsu} x {system.su}, fabric = {system.fabric} }}",
-           "model M {"]
+    taken = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", system.prelude))
+    site, model = _fresh("Cluster", taken), _fresh("M", taken)
+    job["model"], job["placement"] = model, site
+    src = [system.header(),
+           f"site {site} {{ sus = {nsu} x {system.su}, fabric = {system.fabric} }}",
+           f"model {model} {{"]
     src += [f'  {k} = "{v}"' if k == "pattern" else f"  {k} = {_value(v)}"
             for k, v in fields.items()]
     src.append("}")
-    name = "run_" + re.sub(r"[^A-Za-z0-9_]", "_", row.id)
+    name = _fresh("run_" + re.sub(r"[^A-Za-z0-9_]", "_", row.id), taken)
     src.append(f"job {name} {{")
     src += [f"  {k} = {_value(v)}" for k, v in job.items()]
     src.append("  parallel {")
@@ -248,7 +265,36 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     src += [f"    {k} = {_value(v)}" for k, v in batch.items()]
     src.append("  }")
     src.append("}")
-    return Expressed(row, "\n".join(src) + "\n", name, system.key, lent, tuple(assumed))
+    return Expressed(row, "\n".join(src) + "\n", name, system.key, lent, tuple(assumed),
+                     system.root, system.file)
+
+
+# the row's column each field the expression writes comes from (for a diagnostic about it)
+COLUMN_OF = {"layers": "layers", "hidden": "hidden", "ffn": "ffn_hidden", "moe_ffn": "ffn_hidden",
+             "heads": "heads", "kv_heads": "kv_heads", "vocab": "vocab", "experts": "moe_experts",
+             "top_k": "moe_topk", "gpus": "gpus", "dtype": "precision",
+             "fp8_recipe": "precision", "recompute": "recompute", "tp": "tp", "pp": "pp",
+             "dp": "gpus", "cp": "cp", "ep": "ep", "virtual_stages": "vp", "stages": "pp",
+             "layout": "pp", "global_batch": "gbs", "micro": "mbs", "seq": "seq_len"}
+
+
+def column_of(e: Expressed, diagnostic, default: str) -> str:
+    """The row's column behind what `diagnostic` (about the compiled expression `e`) points
+    at: the field on its line, else `default`."""
+    span = diagnostic.span
+    if span is None or not span.file.startswith("<runs row"):     # the stdlib's, say
+        return default
+    lines = e.source.split("\n")
+    n = span.start.line
+    m = re.match(r"\s*([A-Za-z_]\w*)\s*=", lines[n - 1]) if 0 < n <= len(lines) else None
+    return COLUMN_OF.get(m.group(1), default) if m else default
+
+
+def _fresh(name: str, taken) -> str:
+    """`name`, or with underscores added until the prelude does not use it."""
+    while name in taken:
+        name += "_"
+    return name
 
 
 def _layout(layers: int, pp: int, v: int) -> Optional[Tuple[int, ...]]:

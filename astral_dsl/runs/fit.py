@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from astral_dsl import records
 from astral_dsl.runs import score
 from astral_dsl.runs.evaluate import Prepared, prepare
-from astral_dsl.seer.regime import family, regime_key
+from astral_dsl.seer.regime import regime_key
 from astral_dsl.runs.table import RunsTable
 from astral_dsl.seer.calibration import (BY_NAME, CONSTANTS, FIT_FORMAT, Calibration, Constant,
                                          centre, priors)
@@ -50,11 +50,13 @@ class FitRow:
         return (self.table,) + self.prepared.row.key
 
 
-def rows_of(tables: Sequence[Tuple[str, RunsTable]]) -> Tuple[List[FitRow], List[Prepared]]:
-    """The rows a fit can use (expressible, with a published metric), and every row prepared."""
+def rows_of(tables: Sequence[Tuple[str, RunsTable]], systems=None
+            ) -> Tuple[List[FitRow], List[Prepared]]:
+    """The rows a fit can use (expressible, with a published metric), and every row prepared
+    (`systems`: a user's own, runs/systems.py)."""
     out, every = [], []
     for name, table in tables:
-        for p in prepare(table):
+        for p in prepare(table, systems):
             every.append(p)
             metric, value = score.published(p.row)
             if p.status == "ok" and metric:
@@ -161,24 +163,30 @@ def uses(name: str, spec, gpu) -> bool:
     m, par = spec.model, spec.parallel
     moe = m.experts > 0
     fused = spec.attention != "unfused"
-    if name in ("gemm_eff", "gemm_waves"):
+    if name == "gemm_waves":
         return True
-    if name.startswith("clock_"):
-        return gpu.arch == name[len("clock_"):]
-    if name.startswith("gemm_eff_"):
-        return spec.gemm_precision == name[len("gemm_eff_"):]
+    if name.startswith("gemm_eff"):
+        from astral_dsl.seer.costs import eff_name
+
+        base = "bf16" if spec.fp8 else spec.gemm_precision
+        return name in (eff_name(base, gpu.arch), eff_name(spec.gemm_precision, gpu.arch))
     if name == "interfere":
         return par.tp > 1 or par.zero >= 3
     if name == "softmax_eff":
         return not fused
     if name == "attn_eff":
-        return (fused and spec.framework != "torchtitan") or m.hybrid
+        return (fused and spec.framework != "torchtitan" and gpu.arch != "blackwell") or (
+            m.hybrid and gpu.arch != "blackwell")
+    if name == "attn_eff_blackwell":
+        return (fused and spec.framework != "torchtitan" or m.hybrid) and gpu.arch == "blackwell"
     if name == "attn_seq_half":
         return fused or m.hybrid
     if name == "attn_eff_sdpa":
         return fused and spec.framework == "torchtitan"
-    if name == "host_kernel_s":
+    if name == "host_layer_s":
         return not spec.cuda_graphs
+    if name == "moe_layer_s":
+        return moe
     if name == "moe_sync_s":
         return moe and not spec.cuda_graphs
     if name == "ep_hidden":
@@ -298,9 +306,10 @@ def spread(J, r: Dict[int, float], free: Sequence[Constant]) -> Dict[str, Option
 
 def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys) -> Dict[int, float]:
     """row -> its error (forecast / published - 1) with the constants refitted without the rows
-    that share its key (`keys[i]`: a group or a set), by one Gauss-Newton step (module
-    docstring)."""
+    that share its key (`keys[i]`: a group or a set), by one Gauss-Newton step within the
+    constants' bounds (module docstring)."""
     import numpy as np
+    from scipy.optimize import lsq_linear
 
     n = len(prob.rows)
     x = np.array(prob.x(cal))
@@ -319,7 +328,7 @@ def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys) -> 
         keep[idx] = False
         A = np.vstack([Jr[keep], Jp])
         b = np.concatenate([res[keep], pri])
-        step, *_ = np.linalg.lstsq(A, -b, rcond=None)
+        step = lsq_linear(A, -b, bounds=(lo - x, hi - x), method="bvls").x
         xg = np.clip(x + step, lo, hi)
         cg = prob.calibration(list(xg))
         for i, v in prob.residuals(cg, idx).items():
@@ -352,20 +361,8 @@ def bands(rows: List[FitRow], errors: Dict[int, float]) -> Dict[str, dict]:
 
 def summary(rows: List[FitRow], errors: Dict[int, float]) -> Dict[str, dict]:
     """Per GPU x precision family (and dense / MoE): rows, mean |error|, max |error|, mean
-    signed error (%), and overall."""
-    fams: Dict[str, List[float]] = {}
-    for i, row in enumerate(rows):
-        reg = row.prepared.regime
-        g, p = family(reg)
-        for key in (f"{g} {p}", f"{g} {p} {reg['moe']}", "all"):
-            fams.setdefault(key, []).append(errors[i])
-    out = {}
-    for key, es in sorted(fams.items()):
-        out[key] = {"rows": len(es),
-                    "mean_abs_pct": round(100 * sum(abs(e) for e in es) / len(es), 2),
-                    "max_abs_pct": round(100 * max(abs(e) for e in es), 2),
-                    "mean_pct": round(100 * sum(es) / len(es), 2)}
-    return out
+    signed error (%), and overall (score.family_summary)."""
+    return score.family_summary((row.prepared.regime, errors[i]) for i, row in enumerate(rows))
 
 
 def digest(text: str) -> str:
@@ -417,12 +414,12 @@ def document(cal: Calibration, prob: Problem, J, r, rows: List[FitRow], logo: Di
 
 
 def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] = (),
-              free: Sequence[Constant] = CONSTANTS, max_iter: int = 40):
+              free: Sequence[Constant] = CONSTANTS, max_iter: int = 40, systems=None):
     """Fit on every usable row of `tables` ((name, table) pairs) and measure: leave one group
     out for every row, and leave one source out (the rows of one `source_version`, e.g. one
     paper) for the tables named in `by_source`. Returns (document, Calibration, rows, every
-    prepared row)."""
-    rows, every = rows_of(tables)
+    prepared row). `systems`: a user's own (runs/systems.py, `--gpu-file`)."""
+    rows, every = rows_of(tables, systems)
     if not rows:
         raise ValueError("no row of the runs tables can be forecast and scored")
     cal, prob, J, r = fit(rows, free, max_iter=max_iter)

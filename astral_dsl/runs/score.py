@@ -9,7 +9,7 @@ optimistic forecast, on a step time a pessimistic one."""
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 TOKENS, STEP, TFLOPS = "tokens_per_s_per_gpu", "step_time_s", "model_tflops_per_gpu"
 
@@ -66,3 +66,22 @@ def time_error(metric: str, error: float) -> float:
     if metric == STEP:
         return error
     return 1.0 / (1.0 + error) - 1.0
+
+
+def family_summary(pairs: Iterable[Tuple[Dict[str, str], float]]) -> Dict[str, dict]:
+    """Per GPU x precision family, per GPU x precision x dense / MoE, and overall ("all"): rows,
+    mean |error|, max |error| and mean signed error (%) of (regime, error) pairs."""
+    from astral_dsl.seer.regime import family
+
+    fams: Dict[str, List[float]] = {}
+    for reg, err in pairs:
+        g, p = family(reg)
+        for key in (f"{g} {p}", f"{g} {p} {reg['moe']}", "all"):
+            fams.setdefault(key, []).append(err)
+    out = {}
+    for key, es in sorted(fams.items()):
+        out[key] = {"rows": len(es),
+                    "mean_abs_pct": round(100 * sum(abs(e) for e in es) / len(es), 2),
+                    "max_abs_pct": round(100 * max(abs(e) for e in es), 2),
+                    "mean_pct": round(100 * sum(es) / len(es), 2)}
+    return out

@@ -18,12 +18,21 @@ from astral_dsl import records
 
 @records.frozen
 class System:
-    """A stdlib system (stdlib/systems.astral): its scalable unit, fabric and GPUs per SU."""
+    """A system a run is placed on: its scalable unit (a `block`), fabric and GPUs per SU; a
+    stdlib one (stdlib/systems.astral) or one of a user's --gpu-file (runs/systems.py), whose
+    declarations (`prelude`) come before the run's own."""
     key: str
     su: str
     fabric: str
     gpus_per_su: int
-    gpu: str                         # the GPU's stdlib name
+    gpu: str                         # the GPU's name (a stdlib or the user's template)
+    prelude: str = ""                # the source declaring `su` and `fabric` (default: stdlib)
+    root: str = ""                   # where the prelude's imports resolve (its project)
+    file: str = ""                   # the file the prelude comes from
+    problem: str = ""                # why no run can be placed on it
+
+    def header(self) -> str:
+        return self.prelude or f"import stdlib.systems {{ {self.su}, {self.fabric} }}"
 
 
 SYSTEMS: Dict[str, System] = {s.key: s for s in (

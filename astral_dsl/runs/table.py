@@ -131,7 +131,9 @@ def parse_table(text: str, file: str) -> RunsTable:
                                          file, 1, hint="the first line names the columns: "
                                          + ",".join(COLUMNS)),))
     except csv.Error as exc:
-        return RunsTable(file, (), (_err("E766", f"the runs table is not CSV: {exc}", file, 1),))
+        return RunsTable(file, (), (_err("E766", f"the runs table is not CSV: {exc}", file, 1,
+                                         hint="the first line names the columns: "
+                                              + ",".join(COLUMNS)),))
     names = [h.strip().lower() for h in header]
     diags: List[Diagnostic] = []
     col = 1
@@ -150,7 +152,8 @@ def parse_table(text: str, file: str) -> RunsTable:
     dup = sorted({n for n in names if names.count(n) > 1 and n in COLUMNS})
     if dup:
         diags.append(_err("E766", "the runs table names the column(s) " + ", ".join(dup)
-                          + " twice", file, 1))
+                          + " twice", file, 1, 1, max(2, len(",".join(header)) + 1),
+                          "keep one column of each name"))
     if diags:
         return RunsTable(file, (), tuple(diags))
     runs: List[Run] = []
@@ -162,11 +165,14 @@ def parse_table(text: str, file: str) -> RunsTable:
                 continue
             if len(runs) >= MAX_ROWS:
                 diags.append(_err("E766", f"the runs table has more than {MAX_ROWS:,} rows",
-                                  file, line))
+                                  file, line, hint="a runs table is a few hundred rows: split "
+                                                   "it"))
                 break
             runs.append(_row(names, cells, line, seen))
     except csv.Error as exc:
-        diags.append(_err("E766", f"the runs table is not CSV: {exc}", file, reader.line_num))
+        diags.append(_err("E766", f"the runs table is not CSV: {exc}", file, reader.line_num,
+                          hint="quote a cell that holds commas or quotes (\"a, b\"), doubling "
+                               "its quotes"))
     return RunsTable(file, tuple(runs), tuple(diags))
 
 
@@ -192,25 +198,44 @@ def _row(names: List[str], cells: List[str], line: int, seen: Dict[str, int]) ->
     return Run(line, rid, text, tuple(values), tuple(problems))
 
 
+def _at(data: bytes, offset: int) -> Tuple[int, int]:
+    """(line, column) of a byte offset, 1-based; the column counts the line's bytes up to it
+    (the line is not valid text there)."""
+    line = data.count(b"\n", 0, offset) + 1
+    start = data.rfind(b"\n", 0, offset) + 1
+    return line, offset - start + 1
+
+
 def read_table(path) -> RunsTable:
     """The runs table in `path` (E766 when it cannot be read or is not one)."""
     name = str(path)
+    limit = 64 * 1024 * 1024
+
+    def fail(message: str, hint: str, offset: Optional[int] = None) -> RunsTable:
+        span = None
+        if offset is not None:
+            line, col = _at(data, offset)
+            span = Span.at(name, line, col, line, col + 1)
+        return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR, message, span, hint,
+                                               file=name),))
+
     try:
         with open(path, "rb") as fh:
-            data = fh.read(64 * 1024 * 1024 + 1)
+            data = fh.read(limit + 1)
     except OSError as exc:
         return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR,
                                                f"cannot read the runs table: {exc.strerror}",
                                                file=name),))
-    if len(data) > 64 * 1024 * 1024:
-        return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR,
-                                               "the runs table is over 64 MiB", file=name),))
+    if len(data) > limit:
+        return fail("the runs table is over 64 MiB", "a runs table is a few hundred rows: "
+                    "split it, or leave out what is not a run")
     try:
         text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR,
-                                               "the runs table is not UTF-8 text", file=name),))
+    except UnicodeDecodeError as exc:
+        start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        return fail(f"the runs table is not UTF-8 text (byte 0x{data[start]:02x})",
+                    "save it as UTF-8 (CSV UTF-8 in a spreadsheet)", start)
     if "\x00" in text:
-        return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR,
-                                               "the runs table is binary", file=name),))
+        return fail("the runs table is binary (it holds NUL bytes)",
+                    "a runs table is CSV text: docs/runs.md", data.index(b"\x00"))
     return parse_table(text, name)

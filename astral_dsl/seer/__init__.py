@@ -9,14 +9,17 @@ infrastructure (docs/seer.md).
 
 Under a scenario, Seer is given the design compiled under it and its failures applied
 (analyses.scenarios.Applied: `api.forecast(workspace, scenario=...)` makes both); it compiles
-nothing itself. `forecast` raises ForecastError carrying the diagnostics when the job cannot be forecast; the
-warnings of a job it forecasts (W750 "may not fit", W751, ...) are `result.diagnostics`."""
+nothing itself. `forecast` raises ForecastError carrying the diagnostics when the job cannot be
+forecast; the warnings of a job it forecasts (W750 "may not fit", W751, ..., W753 outside the
+calibrated envelope) are `result.diagnostics`; `result.envelope()` says how far to trust it
+(seer/envelope.py)."""
 from __future__ import annotations
 
 from typing import Optional
 
 from astral_dsl.seer.calibration import Calibration, read_calibration
 from astral_dsl.seer.costs import OperatorTable
+from astral_dsl.seer.envelope import Envelope, envelope, outside_warning
 from astral_dsl.seer.forecast import Forecast, hardware_flops, model_flops, run
 from astral_dsl.seer.job import OPTIONS, check_options, unknown_options
 from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
@@ -24,9 +27,18 @@ from astral_dsl.seer.validate import forecast_diagnostics, validate_job, validat
 
 
 class ForecastError(Exception):
+    """Why a job cannot be forecast. The message states the reason: when `diagnostics` hold
+    errors, the first of them (code and message) follows the summary, e.g. "job `llama` cannot
+    be forecast: E740 tp 3 does not divide the 64 attention heads"; `diagnostics` holds them
+    all, with their spans."""
+
     def __init__(self, message: str, diagnostics=()):
-        super().__init__(message)
         self.diagnostics = list(diagnostics)
+        errors = [d for d in self.diagnostics if d.is_error]
+        if errors:
+            message += f": {errors[0].code} {errors[0].message}" + (
+                f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else "")
+        super().__init__(message)
 
 
 def find_job(design, name: Optional[str] = None):
@@ -48,9 +60,8 @@ def forecast(design, job: Optional[str] = None, failures=None,
     `design` it is). `options` take the place of the job's
     fields of the same names, for a what-if (`micro=2`, `attention="unfused"`, `zero=1`,
     `order="tp-cp-ep-pp-dp"`, ...: job.OPTIONS lists them) and are checked as the fields are.
-    `calibration`: a Calibration or the path of a fit file written by `python -m
-    astral_dsl.seer.calibrate --out` (`astral forecast --calibration`); default: the shipped
-    fit."""
+    `calibration`: a Calibration or the path of a fit file written by `astral calibrate -o`
+    (`astral forecast --calibration`); default: the shipped fit."""
     unknown = unknown_options(options)
     if unknown:
         raise ForecastError(", ".join(f"`{k}`" for k in unknown) + " is not a job field "
@@ -78,12 +89,13 @@ def forecast(design, job: Optional[str] = None, failures=None,
     result = run(spec, cluster.gpu, cluster.net, table, notes, calibration)
     result.placement = cluster.placement
     result.scenario = (scenario, failures) if failures is not None else None
-    result.diagnostics = forecast_diagnostics(inst, diags, result, cluster)
+    result.diagnostics = forecast_diagnostics(inst, diags, result, cluster) + \
+        outside_warning(inst, result.envelope())
     if any(d.is_error for d in result.diagnostics):     # the rule's choice clearly over memory
         raise ForecastError(f"job `{inst.template}` cannot be forecast", result.diagnostics)
     return result
 
 
-__all__ = ["Forecast", "ForecastError", "JobSpec", "ModelSpec", "OperatorTable", "ParallelSpec",
-           "find_job", "forecast", "hardware_flops", "model_flops", "run", "validate_job",
-           "validate_jobs"]
+__all__ = ["Envelope", "Forecast", "ForecastError", "JobSpec", "ModelSpec", "OperatorTable",
+           "ParallelSpec", "envelope", "find_job", "forecast", "hardware_flops", "model_flops",
+           "run", "validate_job", "validate_jobs"]

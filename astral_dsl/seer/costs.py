@@ -14,10 +14,12 @@ each says whether it comes from a data sheet, a published measurement or is an a
   of small experts, or a GEMM of one wave, reaches half of it at gemm_waves waves (fitted);
   k(K) = K / (K + K_HALF): each output tile pays a fixed prologue and epilogue that only a long
   inner dimension amortises. KERNEL_S is the launch and tail cost of one kernel on the device.
-- clock: the sustained clock of the GPU's generation against the boost clock its peaks are
-  quoted at (clock_hopper, clock_blackwell: fitted; Ampere's runs are the reference, 1), times
-  (P / P0) ^ (1 / power_exponent) for a GPU capped at P below the board power the data sheet
-  quotes its peaks at (`flops_power`; fitted exponent).
+  eff_p is fitted per GPU generation too (Ampere, Hopper, Blackwell: eff_name), whose boards
+  hold their quoted clocks differently at their power limits; a low-precision family's eff_p is
+  the 16-bit one's times a fitted ratio of at most 1 (gemm_efficiency), so a GEMM at twice the
+  peak never takes less than half its 16-bit time.
+- clock: (P / P0) ^ (1 / power_exponent) for a GPU capped at P below the board power the data
+  sheet quotes its peaks at (`flops_power`; fitted exponent), else 1.
 - Fused attention (FlashAttention-3 on Hopper, cuDNN's fused attention on Blackwell): forward
   at attn_eff x keys / (keys + attn_seq_half) of the 16-bit peak (both fitted, with a prior from
   the FlashAttention-3 measurements), keys the positions each query attends to (the sequence, or
@@ -63,6 +65,26 @@ EAGER_PASSES = {"norm": 3.0, "swiglu": 5 / 3, "rope": 3.0}
 PEAK_OF = {"fp8": "fp8", "fp8_block": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
 EFF_OF = {"fp8": "gemm_eff_fp8", "fp8_block": "gemm_eff_fp8_block", "mxfp8": "gemm_eff_mxfp8",
           "nvfp4": "gemm_eff_nvfp4"}
+
+
+def eff_name(prec: str, arch: str) -> str:
+    """The fitted GEMM efficiency of a 16-bit GEMM on a GPU generation, or of a low-precision
+    family: its ratio to the 16-bit one (gemm_efficiency)."""
+    if prec in ("bf16", "fp16", "fp32"):
+        return {"hopper": "gemm_eff_hopper", "blackwell": "gemm_eff_blackwell"}.get(arch,
+                                                                                   "gemm_eff")
+    if prec == "fp8" and arch == "blackwell":
+        return "gemm_eff_fp8_blackwell"
+    return EFF_OF[prec]
+
+
+def gemm_efficiency(cal, prec: str, arch: str) -> float:
+    """The large-GEMM efficiency of precision family `prec` on generation `arch`: the 16-bit
+    one's, times the family's ratio to it (at most 1) for fp8, MXFP8 and NVFP4."""
+    base = getattr(cal, eff_name("bf16", arch))
+    if prec in ("bf16", "fp16", "fp32"):
+        return base
+    return base * getattr(cal, eff_name(prec, arch))
 
 
 @dataclass(frozen=True)
@@ -149,8 +171,6 @@ class Costs:
         self.cal = cal = calibration or shipped()
         self.clock = (gpu.power / gpu.flops_power) ** (1.0 / cal.power_exponent) \
             if gpu.capped else 1.0
-        if gpu.arch in ("hopper", "blackwell"):         # sustained against quoted clocks
-            self.clock *= getattr(cal, f"clock_{gpu.arch}")
         self.sms = gpu.sms or DEFAULT_SMS
         self.tile = TILE.get(gpu.arch, TILE["hopper"])
         self.peak = gpu.peak(dtype)
@@ -161,9 +181,9 @@ class Costs:
                            "permute": cal.permute_eff}
         self.esize = 2 if self.base in ("bf16", "fp16") else 4
         self.qsize = quant_bytes
-        self.eff = {self.base: cal.gemm_eff}
+        self.eff = {self.base: gemm_efficiency(cal, self.base, gpu.arch)}
         if self.quantised:
-            self.eff[dtype] = getattr(cal, EFF_OF[dtype])
+            self.eff[dtype] = gemm_efficiency(cal, dtype, gpu.arch)
         self.head_ref = FA_HEAD / (FA_HEAD + K_HALF)
         self.attn_eff = cal.attn_eff             # set_framework: the framework's kernels
         self.eager = False
@@ -173,7 +193,9 @@ class Costs:
         (attn_eff_sdpa), Transformer Engine's fused attention otherwise; an eager PyTorch step
         (torchtitan without torch.compile) runs its norms, activation functions and rotary
         embeddings as several unfused kernels (EAGER_PASSES)."""
-        self.attn_eff = self.cal.attn_eff_sdpa if framework == "torchtitan" else self.cal.attn_eff
+        cal = self.cal
+        self.attn_eff = (cal.attn_eff_sdpa if framework == "torchtitan" else
+                         cal.attn_eff_blackwell if self.gpu.arch == "blackwell" else cal.attn_eff)
         self.eager = framework == "torchtitan" and not compiled
         return self
 

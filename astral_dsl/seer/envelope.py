@@ -13,8 +13,9 @@ default, not a measurement."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
+from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.seer.regime import REGIME_PARTS, parse_key, regime, regime_key
 
 MIN_ROWS = 8
@@ -38,8 +39,13 @@ class Envelope:
 
     def text(self) -> str:
         """"-4/+7 %": how much shorter and longer the true time may be."""
-        lo, hi = self.band
-        return f"{100 * lo:+.0f}/{100 * hi:+.0f} %".replace("+-", "-")
+        return band_text(self.band)
+
+
+def band_text(band) -> str:
+    """A band [low, high] (as_json()'s) as "-4/+7 %"."""
+    lo, hi = band
+    return f"{100 * lo:+.0f}/{100 * hi:+.0f} %".replace("+-", "-")
 
 
 def _band(entry) -> Optional[Tuple[float, float, int]]:
@@ -75,3 +81,37 @@ def envelope(spec, gpu_name: str, calibration) -> Envelope:
     widest = _band(bands.get("*")) or (DEFAULT_BAND[0], DEFAULT_BAND[1], 0)
     return Envelope(reg, False, (OUTSIDE_WIDEN * widest[0], OUTSIDE_WIDEN * widest[1]),
                     "outside", widest[2], outside)
+
+
+# the job field that states each part of a regime (where W753 points)
+PART_FIELD = {"gpu": "placement", "precision": "dtype", "attention": "attention",
+              "moe": "model", "framework": "framework"}
+
+
+def outside_warning(job, env: Envelope) -> List[Diagnostic]:
+    """W753 for a forecast outside the calibrated envelope (nothing inside it): which part of
+    its regime no calibration run had, at the field of the job `job` (an Instance) that states
+    it (or the job itself)."""
+    if env.inside:
+        return []
+    parts = [o.split(" ", 1)[0] for o in env.outside]
+    span = job.span
+    for part in parts:
+        name = PART_FIELD.get(part)
+        if name and job.field(name) is not None:
+            span = job.span_of(name)
+            break
+    if any(p in PART_FIELD for p in parts):
+        what = "no calibration run had " + ", ".join(env.outside)
+    elif env.basis == "default":
+        what = "the calibration has no error bands (no run was left out of its fit and measured)"
+    else:
+        what = "each part was calibrated, but never together (" + regime_key(env.regime) + ")"
+    return [Diagnostic("W753", Severity.WARNING,
+                       f"job `{job.template}`: the forecast is outside the calibrated envelope: "
+                       f"{what}", span,
+                       "the band is a documented default, not a measured error: fit Seer on runs "
+                       "of this kind with `astral calibrate` (docs/runs.md) and forecast with "
+                       "`--calibration`",
+                       notes=(f"regime {regime_key(env.regime)}; band {env.text()} (true time "
+                              f"against the forecast), basis: {env.basis}",))]

@@ -50,10 +50,24 @@ class Forecast:
     def hfu(self) -> float:
         return hardware_flops(self.job) / self._peak()
 
-    def timeline(self, window=None, level: str = "op"):
-        from astral_dsl.seer.timeline import events
+    @property
+    def calibration(self) -> Calibration:
+        """The constants this forecast was priced with."""
+        return self.lowering.c.cal
 
-        return events(self, window=window, level=level)
+    def envelope(self):
+        """How far to trust this forecast: its regime, whether a calibration run of that regime
+        was checked, and the error band (seer/envelope.py)."""
+        from astral_dsl.seer.envelope import envelope
+
+        return envelope(self.job, self.gpu, self.calibration)
+
+    def timeline(self, window=None, level: str = "op"):
+        """The iteration's events: a seer.timeline.Timeline (columns; iterating it gives the
+        Events)."""
+        from astral_dsl.seer.timeline import timeline      # numpy: not on `check`'s path
+
+        return timeline(self, window=window, level=level)
 
 
 def layer_flops_per_token(job: JobSpec, layer: int) -> Tuple[float, float]:

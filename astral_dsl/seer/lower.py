@@ -15,8 +15,9 @@ after their casts (CAST_BYTES per recipe), and with delayed scaling each chunk's
 with the amax all-reduce (docs/seer.md, "Low precision"). Multi-head latent attention
 (DeepSeek-V3) projects queries and keys through their latent ranks; sliding-window layers attend
 to their window. Without CUDA graphs a dropless MoE layer synchronises with the host once per
-pass to size its expert GEMMs (moe_sync_s, fitted), and every block takes at least its operators'
-host launch time (template.py).
+pass to size its expert GEMMs (moe_sync_s, fitted), and every block takes at least the host's time
+to issue its layers (host_layer_s, fitted; template.py); an MoE layer's routing kernels cost
+moe_layer_s (fitted) beyond what bytes and FLOPs price.
 """
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ class Lowering(ParamsMixin):
         self.chunks = chunk_layers(job)
         self.cast = CAST_BYTES[job.dtype if job.dtype in CAST_BYTES else job.fp8_recipe]
         cal = costs.cal
-        self.host_op_s = 0.0 if job.cuda_graphs else cal.host_kernel_s
+        self.host_layer_s = 0.0 if job.cuda_graphs else cal.host_layer_s
         self.moe_sync_s = 0.0 if job.cuda_graphs else cal.moe_sync_s
         self._cache: Dict[tuple, Template] = {}
 
@@ -219,7 +220,10 @@ class Lowering(ParamsMixin):
                  layer, kernels=kernels))
 
     def _moe_sync(self, b, name, layer):
-        """The host waits for the dropless token counts of an MoE layer (lower's docstring)."""
+        """The MoE layer's routing kernels (moe_layer_s), and without CUDA graphs the host's
+        wait for its dropless token counts (moe_sync_s) (lower's docstring)."""
+        b.add(Op(name.replace("token-count sync", "routing"), "overhead", "compute",
+                 self.c.cal.moe_layer_s, 0.0, 0.0, "", layer, kernels=0))
         if self.moe_sync_s > 0:
             b.add(Op(name, "overhead", "compute", self.moe_sync_s, 0.0, 0.0, "", layer,
                      kernels=0))
@@ -508,8 +512,10 @@ class Lowering(ParamsMixin):
             self._layer_fwd(b, L, pre="recompute ")
         elif rec == "selective" and self.job.attention == "unfused" and kind in ("T", "*"):
             self._attention_fwd(b, L, pre="recompute ")
-        elif rec == "selective" and self.job.framework in OP_SAC_FRAMEWORKS:
-            # operator-level (PyTorch's): the norms and the activation function
+        elif rec == "modules" or (rec == "selective"
+                                  and self.job.framework in OP_SAC_FRAMEWORKS):
+            # operator-level (PyTorch's; Megatron-Core's recompute modules): the norms and the
+            # activation function
             for name in ("input norm", "post-attn norm")[:2 if kind == "T" else 1]:
                 self._norm_fwd(b, "recompute " + name, L)
             if kind in ("T", "-") and not m.is_moe(L):
@@ -676,7 +682,10 @@ class Lowering(ParamsMixin):
         for op in b.ops:          # layers counted from the chunk's first: templates are shared
             if op.layer >= 0:
                 op.layer -= first
-        tpl = Template(b.ops, self.host_op_s)
+        # the host issues each layer's pass (the embedding and the head count as one)
+        tpl = Template(b.ops, self.host_layer_s * (n + (1 if embed or head else 0)
+                                                   + (n if phase == "B"
+                                                      and self.job.recompute == "full" else 0)))
         self._cache[key] = tpl
         return tpl
 

@@ -165,7 +165,8 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     # norms' outputs (the QKV and fc1 inputs) and the activation function's output (the fc2
     # input) are not kept. Megatron-LM's selective recomputation is the core attention's, which
     # with fused attention keeps what it would have kept anyway.
-    op_sac = job.recompute == "selective" and job.framework in OP_SAC_FRAMEWORKS
+    op_sac = job.recompute == "modules" or (job.recompute == "selective"
+                                             and job.framework in OP_SAC_FRAMEWORKS)
     # outside the TP regions: two norm inputs, two dropout masks, the QKV and fc1 inputs
     replicated = 2 * elem * h + 2 * mask * h + (0 if op_sac else 2 * lin * h)
     mats = m.mats - 1
@@ -209,15 +210,26 @@ def estimate(job: JobSpec, stage_params) -> MemoryEstimate:
     """stage_params(i): parameters held by one rank of stage i (lower.Lowering.stage_params).
     The estimate of the fullest stage."""
     best = None
+    memo: dict = {}
     for i in range(job.parallel.pp):
-        est = stage_estimate(job, stage_params, i)
+        est = stage_estimate(job, stage_params, i, memo)
         if best is None or est.total > best.total:
             best = est
     return best
 
 
-def stage_estimate(job: JobSpec, stage_params, i: int) -> MemoryEstimate:
-    """The estimate of one GPU of stage i."""
+def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstimate:
+    """The estimate of one GPU of stage i. `memo`: a dict shared by the stages of one job, the
+    activations of a layer kept by its shape (every layer of a shape holds the same)."""
+    memo = {} if memo is None else memo
+
+    def acts_of(j: JobSpec, L: int) -> float:
+        key = (j.recompute, job.model.shape_key(L))
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = layer_activation_bytes(j, L)
+        return hit
+
     par = job.parallel
     w_b, g_b, o_b, master_b = state_bytes_per_param(job)
     chunks = chunk_layers(job)[i]
@@ -228,12 +240,12 @@ def stage_estimate(job: JobSpec, stage_params, i: int) -> MemoryEstimate:
         full = job.bytes * params / max(1, layers)     # one layer, gathered
         weights += job.bytes * params if not par.reshard_after_forward else 2 * full
     kinds = [job.model.kinds(first, count) for first, count in chunks]
-    per_chunk = max((sum(c * layer_activation_bytes(job, L) for L, c in chunk)
+    per_chunk = max((sum(c * acts_of(job, L) for L, c in chunk)
                      for chunk in kinds), default=0.0)
     acts = per_chunk * in_flight(par.pp, par.v, job.microbatches, i, par.schedule)
     if job.recompute == "full" and chunks:             # one layer's full activations, rebuilt
         rebuilt = job.with_(recompute="none")
-        acts += max((layer_activation_bytes(rebuilt, L) for chunk in kinds for L, _ in chunk),
+        acts += max((acts_of(rebuilt, L) for chunk in kinds for L, _ in chunk),
                     default=0.0)
     logits = 0.0
     if i == par.pp - 1:

@@ -38,10 +38,23 @@ def layer_params(job, L: int) -> float:
 
 class ParamsMixin:
     def layer_params(self, L: int) -> float:
-        """Parameters of layer L held by one rank."""
-        return layer_params(self.job, L)
+        """Parameters of layer L held by one rank (computed once per layer kind: the
+        schedule's gradient buckets and the memory estimate ask for every layer)."""
+        key = self.job.model.shape_key(L)
+        memo = self.__dict__.setdefault("_memo_layer", {})
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = layer_params(self.job, L)
+        return hit
 
     def stage_params(self, stage: int) -> float:
+        memo = self.__dict__.setdefault("_memo_stage", {})
+        hit = memo.get(stage)
+        if hit is None:
+            hit = memo[stage] = self._stage_params(stage)
+        return hit
+
+    def _stage_params(self, stage: int) -> float:
         par, m = self.job.parallel, self.job.model
         total = 0.0
         for first, n in self.chunks[stage]:

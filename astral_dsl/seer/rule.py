@@ -2,7 +2,8 @@
 
 The micro-batch (when `batch.micro` is absent), the number of virtual stages (when
 `schedule = interleaved` without `virtual_stages`) and the activation recomputation (when
-`recompute = auto`: none, selective with unfused attention, or full) are those of a tuned run, which is what
+`recompute = auto`: none, the norms and activation functions (modules), selective with unfused
+attention, or full) are those of a tuned run, which is what
 published runs are: the combination with the shortest forecast iteration among those that fit
 in memory with margin (estimate + its uncertainty within the GPU's memory); failing that, among
 those whose estimate fits; failing that, the one that needs the least memory.
@@ -53,7 +54,8 @@ def candidates(job: JobSpec) -> List[JobSpec]:
         vs = [par.v or 1]
     recs = [job.recompute]
     if job.recompute == "auto":
-        recs = ["none", "selective", "full"] if job.attention == "unfused" else ["none", "full"]
+        recs = ["none", "selective", "modules", "full"] if job.attention == "unfused" \
+            else ["none", "modules", "full"]
     out = []
     for b in sorted(micros):
         m = job.global_batch // (b * par.dp)

@@ -23,11 +23,11 @@ class Template:
     from the chunk's first layer (EMBED, HEAD for the others), so that chunks of the same shape
     share one template.
 
-    `host_op_s`: without CUDA graphs the host launches every kernel of the block, so the block
-    takes at least its kernels x host_op_s however fast the GPU runs them (`host` is the time the
-    GPU waits for the host, 0 when it does not)."""
+    `host_s`: without CUDA graphs the host issues every kernel of the block, so the block takes at
+    least the host's time however fast the GPU runs them (`host` is the time the GPU waits for
+    the host, 0 when it does not)."""
 
-    def __init__(self, ops: List[Op], host_op_s: float = 0.0):
+    def __init__(self, ops: List[Op], host_s: float = 0.0):
         free: Dict[str, float] = {}
         for op in ops:
             t = max([ops[d].end for d in op.deps] + [free.get(op.stream, 0.0)])
@@ -35,7 +35,7 @@ class Template:
             free[op.stream] = op.end
         self.ops = ops
         device = max((o.end for o in ops), default=0.0)
-        self.host = max(0.0, sum(o.kernels for o in ops) * host_op_s - device)
+        self.host = max(0.0, host_s - device)
         self.duration = device + self.host
         self.flops = sum(o.flops for o in ops)
         self.compute = sum(o.dur for o in ops if o.stream == "compute")

@@ -14,7 +14,7 @@ from astral_dsl.semantics.frames import Frame
 from astral_dsl.semantics.scope import Namespace
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
-from astral_dsl.semantics.collections import whole
+from astral_dsl.semantics.collections import past_end_hint, range_hint, whole
 from astral_dsl.semantics.errors import fail
 
 
@@ -237,19 +237,19 @@ def eval_index(x, e: ast.Index, env):
         size = obj.count
         if isinstance(sel, RangeValue):
             if sel.start < 0 or sel.stop > size or sel.start >= sel.stop:
-                fail("E214", f"range {sel} is outside 0..{size} for this group of {size}",
-                     e.selector.span)
+                fail("E214", f"range {sel} is outside the group of {size} (members "
+                             f"0..{size - 1})", e.selector.span, range_hint(sel, size))
             return obj.slice(sel.start, sel.stop)
         i = whole(x, sel, e.selector.span, "an index")
         if not 0 <= i < size:
             fail("E214", f"index {i} is out of range: the group has {size} "
-                         f"(indices 0 to {size - 1})", e.selector.span)
+                         f"(indices 0 to {size - 1})", e.selector.span, past_end_hint(i, size))
         return obj.at(i)
     if isinstance(obj, ListValue):
         i = whole(x, sel, e.selector.span, "an index")
         if not 0 <= i < len(obj.items):
             fail("E214", f"index {i} is out of range: the list has {len(obj.items)} items",
-                 e.selector.span)
+                 e.selector.span, past_end_hint(i, len(obj.items)))
         return obj.items[i]
     fail("E303", f"cannot index a {type_name(obj)}", e.span)
 

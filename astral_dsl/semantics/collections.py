@@ -29,8 +29,14 @@ def eval_unknown(x, e: ast.Unknown, env):
     if key in x.host.assignments:
         chosen = x.host.assignments[key]
         return options[chosen.index] if isinstance(chosen, Choice) else chosen
-    x.host.record_unknown(key, e.span, "structural", options)
+    x.host.record_unknown(key, e.span, "structural", options,
+                          inclusive_end=inclusive_range(e))
     return options[0]
+
+
+def inclusive_range(e: ast.Unknown) -> bool:
+    """The options of `?` are written `a..b` (b included; `a..<b` stops before it)."""
+    return isinstance(e.domain, ast.Range) and e.domain.inclusive
 
 
 def unknown_options(x, e: ast.Unknown, env):
@@ -97,9 +103,32 @@ def eval_range(x, e: ast.Range, env):
         if abs(value) > MAX_RANGE_END:
             fail("E316", f"a range end of {format_number(value)} is beyond the plausible range",
                  part.span, f"range ends lie within ±2^53 ({MAX_RANGE_END:,})")
+    op = ".." if e.inclusive else "..<"
     if stop < start:
-        fail("E309", f"a range ends before it starts ({start}..{stop})", e.span)
-    return RangeValue(start, stop)
+        fail("E309", f"a range ends before it starts ({start}{op}{stop})", e.span,
+             f"`a..b` counts up from a to b; for none at all write `{start}..<{start}`")
+    return RangeValue(start, stop + 1 if e.inclusive else stop, e.inclusive)
+
+
+# `a..b` holds b since astral_dsl 0.2 (it stopped before b, as `a..<b` does now): where a
+# design written for the old reading now names one past the end, the hint says so
+INCLUSIVE_NOTE = "`a..b` includes b (it used to stop before b)"
+
+
+def range_hint(sel: RangeValue, size: int):
+    """The hint of a range selector outside its group: the half-open form when that is what
+    the range would have meant before `..` included its end."""
+    if sel.inclusive and sel.stop == size + 1 and 0 <= sel.start < size:
+        return f"{INCLUSIVE_NOTE}: write `{sel.start}..<{size}` (or `{sel.start}..{size - 1}`)"
+    return f"the members are 0..{size - 1}" if size else "the group is empty"
+
+
+def past_end_hint(index: int, size: int):
+    """An index one past the end, perhaps from a range written for the old `..`."""
+    if index == size and size:
+        return (f"the last index is {size - 1}; if it comes from a range `a..{size}`, "
+                f"{INCLUSIVE_NOTE}: write `a..<{size}`")
+    return None
 
 
 def eval_list(x, e: ast.ListExpr, env):

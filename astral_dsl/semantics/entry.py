@@ -90,14 +90,25 @@ def lint_templates(ev: Instantiator, scope: ModuleScope, diagnostics) -> None:
 
 
 def warn_no_site(entry: LoadedModule, scope: ModuleScope, roots, diagnostics) -> None:
-    """W400: the entry declares parts but no site to hold them."""
-    if not roots and scope.own and not entry.is_stdlib and any(
+    """W400: the entry declares parts but no site to hold them (not said of a standard-library
+    file, a library of parts by design, even when it is opened as a file)."""
+    if not roots and scope.own and not _is_stdlib(entry) and any(
             isinstance(s, Template) and s.module is scope and s.kind in ("rack", "row", "block",
                                                                           "pod", "hall")
             for s in scope.own.values()):
         diagnostics.append(Diagnostic(
             "W400", Severity.WARNING, "no `site` is declared, so nothing is built",
             Span.at(entry.key, 1, 1), "declare `site Name { ... }` holding the design's parts"))
+
+
+def _is_stdlib(module: LoadedModule) -> bool:
+    if module.is_stdlib:
+        return True
+    if module.path is None:
+        return False
+    from astral_dsl import resources
+
+    return module.path.resolve().is_relative_to(resources.stdlib_dir().resolve())
 
 
 def size_limits(ev: Instantiator, roots, diagnostics) -> None:
@@ -166,4 +177,5 @@ def _unknown_site(key, site, paths, freezer) -> UnknownSite:
     frame = kw.get("frame")
     return UnknownSite(key, span, role, tuple(freezer.value(o, False) for o in options),
                        kw.get("low", 0), kw.get("high", 10**6),
-                       paths.get(id(frame), "") if frame is not None else "", kw.get("field", ""))
+                       paths.get(id(frame), "") if frame is not None else "", kw.get("field", ""),
+                       kw.get("inclusive_end", False))

@@ -5,19 +5,21 @@ records it and becomes POISON, which silences every error that would only follow
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
 from astral_dsl.model.values import (Bundle, Group, ListValue,
                                      Symbol, Values, type_name)
 from astral_dsl.semantics.builtins import BUILTINS, BuiltinError, call_builtin
+from astral_dsl.semantics.defaults import FORMS
 from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template
 from astral_dsl.semantics import access, collections
 from astral_dsl.semantics.errors import Poisoned, check, fail
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, UnitError, format_number, parse_unit
-from astral_dsl.units.table import UnitSpecError
+from astral_dsl.units.table import UnitSpecError, is_unit
 
 
 
@@ -47,10 +49,23 @@ def keyword_fields(word: str):
     starts with a digit (`1f1b`) and so reads as a quantity."""
     if not word[:1].isdigit():
         return []
+    return list(_digit_keywords().get(word, ()))
+
+
+@lru_cache(maxsize=1)
+def _digit_keywords():
+    """word -> ((kind, field), ...) for the enum values that start with a digit: every quantity
+    literal asks, so the kinds are searched once, not once per literal."""
     from astral_dsl.model.kinds import KINDS, EnumType
 
-    return [(kind.name, name) for kind in KINDS.values() for name, spec in kind.fields.items()
-            if isinstance(spec.type, EnumType) and word in spec.type.values]
+    out = {}
+    for kind in KINDS.values():
+        for name, spec in kind.fields.items():
+            if isinstance(spec.type, EnumType):
+                for value in spec.type.values:
+                    if value[:1].isdigit():
+                        out.setdefault(value, []).append((kind.name, name))
+    return {word: tuple(fields) for word, fields in out.items()}
 
 
 class Expressions:
@@ -113,6 +128,11 @@ class Expressions:
                      f"`{word}` is a value of `{name}` (in `{kind}`): write it as that field's "
                      f"value, bare or quoted (`{name} = {word}`); anywhere else it is a string: "
                      f"`\"{word}\"`")
+        if e.unit[:1] == "x" and e.unit[1:2].isalpha() and not is_unit(e.unit):
+            number = e.text[:len(e.text) - len(e.unit)].rstrip()     # `8xG`: a replication
+            fail("E300", f"unknown unit `{e.unit}`", e.unit_span,
+                 f"`{e.text}` reads `{e.unit}` as the unit of {number}: to replicate, put spaces "
+                 f"around `x`, as in `{number} x {e.unit[1:]}`")
         return Quantity.from_unit(e.value, self.unit(e.unit, e.unit_span))
 
     def unit(self, spec: str, span: Span):
@@ -167,7 +187,7 @@ class Expressions:
             return self.symbol_value(symbol, span)
         if cycle is not None:
             self.host.field(cycle, name, span)     # reports the cycle
-        if name in BUILTINS:
+        if name in BUILTINS or name in FORMS:
             fail("E303", f"`{name}` is a function; call it, e.g. `{name}(racks.power)`", span)
         if env.symbols:
             return Symbol(name)
@@ -211,6 +231,8 @@ class Expressions:
         func = e.func
         symbol = None
         if isinstance(func, ast.Name):
+            if func.name in FORMS and not self._shadowed(func.name, env):
+                return FORMS[func.name](self, e, env)
             if func.name in BUILTINS and not self._shadowed(func.name, env):
                 args = []
                 for a in e.args:
@@ -254,7 +276,7 @@ class Expressions:
         symbol = env.module.lookup(func.name)
         if symbol is None:
             fail("E200", f"unknown name `{func.name}`", func.span,
-                 did_you_mean(func.name, self.visible(env) | set(BUILTINS)))
+                 did_you_mean(func.name, self.visible(env) | set(BUILTINS) | set(FORMS)))
         return symbol
 
     # -- arithmetic -----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from astral_dsl.model.kinds import KINDS, StrType
 from astral_dsl.model.values import (POISON, FabricLink, FabricSelection, Group, NicPort, Symbol,
                                      UnknownValue)
 from astral_dsl.semantics.coerce import coerce
-from astral_dsl.semantics.collections import unknown_options
+from astral_dsl.semantics.collections import inclusive_range, unknown_options
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import Namespace, Template
@@ -115,6 +115,9 @@ def _field(it, frame: Frame, name: str):
         return rec
     env = d.env
     field_spec = spec.fields.get(name) if not d.is_let else None
+    if isinstance(stmt, ast.Field) and stmt.body is not None:     # `x = Base(...) { ... }`
+        frame.owned[name] = field_spec is None
+        return _typed(it, frame, name, it.derived_value(frame, stmt, env), d.value_expr.span)
     if (spec.name, name) in SIZABLE and isinstance(d.value_expr, ast.Unknown):
         return _sizable(it, frame, name, d)
     if field_spec is not None and _wants_symbols(field_spec.type):
@@ -155,7 +158,7 @@ def _sizable(it, frame: Frame, name: str, d: FieldDef):
                  e.domain.span)
         low, high = int(min(values)), int(max(values))
     it.record_unknown(key, e.span, "count", (), low=low, high=high, frame=frame,
-                        field=name)
+                      field=name, inclusive_end=inclusive_range(e))
     return UnknownValue(None, e.span, key)
 
 

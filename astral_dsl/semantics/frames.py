@@ -64,6 +64,7 @@ class Frame:
     pending: Any = None            # a scenario's routes below this frame (semantics/isolate.py)
     routes: Dict[str, Any] = attrs.field(factory=dict)   # field -> the path as written (a job's
     #                                                      placement: which replicas it names)
+    called_at: Optional[Span] = None   # where a template's instance was first asked for
 
     @property
     def display(self) -> str:

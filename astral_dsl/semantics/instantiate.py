@@ -1,5 +1,5 @@
-"""The instantiator: templates -> frames. It binds parameters, applies a base template and
-overrides, memoises instantiations so replication stays symbolic, and owns what one compile
+"""The instantiator: templates -> frames. It binds parameters (semantics/arguments.py), applies
+a base template and overrides, memoises instantiations so replication stays symbolic, and owns what one compile
 builds: the frames, the memo, module-level values, the unknowns and the roll-up cache. It
 evaluates expressions with an `Expressions` (semantics/evaluate.py) whose host it is, and the
 fields of its frames with semantics/fields.py."""
@@ -9,13 +9,13 @@ from typing import Any, Dict, List, Optional
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS
-from astral_dsl.model.values import (POISON, Bundle, Group, ListValue,
-                                     RangeValue, Symbol)
+from astral_dsl.model.values import POISON
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics import fields
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key
 from astral_dsl.semantics.evaluate import Expressions
-from astral_dsl.semantics.fields import SIZABLE, _Given, _poison_check, _wants_symbols
+from astral_dsl.semantics.arguments import Deferred, bind, memo_key, override
+from astral_dsl.semantics.fields import _Given, _poison_check
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import LetSymbol, ModuleScope, ParamSymbol, Template
 from astral_dsl.syntax import ast
@@ -47,6 +47,7 @@ class Instantiator:
         self.overrides = overrides or {}
         self.entry = entry
         self._module_busy: set = set()
+        self._duplicates: set = set()     # spans of fields set twice in a block, said once
         # value provenance (semantics/trace.py), told as values are made; without a trace the
         # evaluation runs unwrapped
         self.trace = trace
@@ -148,7 +149,7 @@ class Instantiator:
         if isinstance(symbol, ParamSymbol):
             overridden = symbol.module is self.entry and node.name.name in self.overrides
             try:
-                value = self._annotated(node.type, value, span, f"parameter `{node.name.name}`")
+                value = self.annotated(node.type, value, span, f"parameter `{node.name.name}`")
             except DiagnosticError as exc:
                 if not overridden:
                     raise
@@ -158,7 +159,7 @@ class Instantiator:
             self.trace.module_value(symbol, value)
         return value
 
-    def _annotated(self, type_ident, value, span, what):
+    def annotated(self, type_ident, value, span, what):
         if type_ident is None:
             return value
         t = type_from_annotation(type_ident.name)
@@ -174,9 +175,9 @@ class Instantiator:
 
     # -- templates ---------------------------------------------------------------------------------------
     def instantiate(self, template: Template, args: List[ast.Arg], caller: Env, span: Span):
-        params, overrides = self._bind(template, args, caller, span)
-        key = (id(template), _key(params),
-               _key({n: (unknown_key(v.arg.value.span) if isinstance(v, _Deferred) else v)
+        params, overrides = bind(self, template, args, caller, span)
+        key = (id(template), memo_key(params),
+               memo_key({n: (unknown_key(v.arg.value.span) if isinstance(v, Deferred) else v)
                      for n, (v, _) in overrides.items()}))
         frame = self.memo.get(key)
         if frame is not None:
@@ -186,6 +187,7 @@ class Instantiator:
             fail("E402", f"templates nest more than {MAX_DEPTH} deep (at `{template.name}`)", span,
                  "a template that instantiates itself with changing arguments never ends")
         frame = self._make(template, params, overrides, depth)
+        frame.called_at = span
         self.memo[key] = frame
         if self.isolator is not None:
             self.isolator.made(frame, bare=not args)
@@ -198,7 +200,7 @@ class Instantiator:
         self.frames.append(frame)
         self._apply(frame, template, params, set())
         for name, (value, arg_span) in overrides.items():
-            frame.defs[name] = _override(value, Env(template.module, frame), arg_span)
+            frame.defs[name] = override(value, Env(template.module, frame), arg_span)
         return frame
 
     def copy(self, frame: Frame) -> Frame:
@@ -215,62 +217,6 @@ class Instantiator:
                                                        else self.entry, frame), span, None)
         frame.values.pop(name, None)
 
-    def _bind(self, template: Template, args: List[ast.Arg], caller: Env, span: Span):
-        decl = template.decl
-        defs = list(decl.params or ())
-        names = [p.name.name for p in defs]
-        given: Dict[str, Any] = {}
-        overrides: Dict[str, Any] = {}
-        spans: Dict[str, Span] = {}
-        positional = 0
-        fields = KINDS[template.kind].fields
-        for arg in args:
-            fspec = fields.get(arg.name.name) if arg.name is not None else None
-            env = caller.as_symbols() if fspec is not None and _wants_symbols(fspec.type) \
-                else caller
-            if arg.name is not None and isinstance(arg.value, ast.Unknown) and \
-                    (template.kind, arg.name.name) in SIZABLE:
-                # an equipment count left to sizing: evaluated as the instance's own field
-                overrides[arg.name.name] = (_Deferred(arg, caller), arg.value.span)
-                continue
-            value = self.eval(arg.value, env)
-            if arg.name is None:
-                if positional >= len(names):
-                    fail("E307", f"`{template.name}` takes {len(names)} positional argument(s)",
-                         arg.span)
-                pname = names[positional]
-                positional += 1
-            else:
-                pname = arg.name.name
-            if pname in given or pname in overrides:
-                fail("E307", f"argument `{pname}` is given twice", arg.span)
-            if pname in names:
-                given[pname] = value
-                spans[pname] = arg.value.span
-            elif pname in KINDS[template.kind].fields:
-                overrides[pname] = (value, arg.value.span)
-            else:
-                fail("E211", f"`{template.name}` has no parameter or field `{pname}`",
-                     arg.name.span if arg.name else arg.span,
-                     did_you_mean(pname, names + list(KINDS[template.kind].fields)))
-        params: Dict[str, Any] = {}
-        env = Env(template.module, None, params)
-        for p in defs:
-            pname = p.name.name
-            if pname in given:
-                value, vspan = given[pname], spans[pname]
-            elif p.default is not None:
-                value, vspan = self.eval(p.default, env), p.default.span
-            elif self.lenient:
-                params[pname] = POISON      # linting an unused template: nothing to check against
-                continue
-            else:
-                fail("E212", f"`{template.name}` needs the argument `{pname}`", span,
-                     f"write `{template.name}({pname} = ...)`")
-            params[pname] = self._annotated(p.type, value, vspan,
-                                            f"argument `{pname}` of `{template.name}`")
-        return params, overrides
-
     def _apply(self, frame: Frame, template: Template, params: Dict[str, Any], seen: set):
         """Lay the statements of `template` (after those of its base) onto `frame`."""
         if id(template) in seen:
@@ -281,14 +227,30 @@ class Instantiator:
         decl = template.decl
         if decl.base is not None:
             base, base_args = self._base(decl, env)
-            base_params, base_overrides = self._bind(base, base_args, env, decl.base.span)
-            self._apply(frame, base, base_params, seen)
-            for name, (value, span) in base_overrides.items():
-                frame.defs[name] = _override(value, env, span)
+            self._derive(frame, base, base_args, env, decl.base.span, seen)
         self.lay_body(frame, decl.body or (), env)
 
+    def _derive(self, frame: Frame, base: Template, args, env: Env, span: Span, seen: set):
+        """Lay `base(args)` onto `frame`: its statements, then the keyword overrides."""
+        base_params, base_overrides = bind(self, base, args, env, span)
+        self._apply(frame, base, base_params, seen)
+        for name, (value, at) in base_overrides.items():
+            frame.defs[name] = override(value, env, at)
+
     def _base(self, decl: ast.Decl, env: Env):
-        expr = decl.base
+        symbol, args = self._template_of(decl.base, env)
+        if symbol.kind != decl.kind.name:
+            fail("E303", f"{decl.kind.name} `{decl.name.name}` cannot be based on "
+                         f"{symbol.kind} `{symbol.name}`", decl.base.span,
+                 f"declare it as `{symbol.kind} {decl.name.name} = ...`")
+        return symbol, args
+
+    def _template_of(self, expr, env: Env,
+                     wrong: str = "a declaration can only be based on a template, e.g. "
+                                  "`host Node = HGX8(gpu = H800) { ... }`"):
+        """The template (and its arguments) an expression such as `HGX8(gpu = H800)` or
+        `hw.Rectifier` names: the base of a derived declaration or instance."""
+        base = expr
         args: List[ast.Arg] = []
         if isinstance(expr, ast.Call):
             args = list(expr.args)
@@ -303,18 +265,16 @@ class Instantiator:
             ns = self.eval(expr.obj, Env(env.module))
             symbol = getattr(ns, "scope", None) and ns.scope.own.get(expr.name.name)
         if not isinstance(symbol, Template):
-            fail("E303", "a declaration can only be based on a template, e.g. "
-                         "`host Node = HGX8(gpu = H800) { ... }`", decl.base.span)
-        if symbol.kind != decl.kind.name:
-            fail("E303", f"{decl.kind.name} `{decl.name.name}` cannot be based on "
-                         f"{symbol.kind} `{symbol.name}`", decl.base.span,
-                 f"declare it as `{symbol.kind} {decl.name.name} = ...`")
+            fail("E303", wrong, base.span)
         return symbol, args
 
     def lay_body(self, frame: Frame, body, env: Env):
         spec = frame.spec
         self.steps += len(body)       # a step each (evaluate.MAX_STEPS): the next eval stops
+        named: Dict[str, Any] = {}
         for stmt in body:
+            if isinstance(stmt, (ast.Field, ast.Let, ast.Decl, ast.Record)):
+                self._once_in_block(named, stmt.name)
             if isinstance(stmt, ast.Field):
                 frame.defs[stmt.name.name] = FieldDef(stmt, env, stmt.name.span, stmt.value)
             elif isinstance(stmt, ast.Let):
@@ -323,6 +283,8 @@ class Instantiator:
                 frame.defs[stmt.name.name] = FieldDef(stmt, env, stmt.name.span, None)
             elif isinstance(stmt, ast.Check):
                 frame.checks.append((stmt, env))
+            elif isinstance(stmt, ast.Allow):
+                continue                   # collected by semantics/allows.py
             else:
                 form = {ast.Fail: "fail", ast.SetStmt: "set", ast.Objective: "objective"}[type(stmt)]
                 allowed = spec.statements + (("objective",) if spec.name == "site" else ())
@@ -333,6 +295,19 @@ class Instantiator:
                         "`fail` and `set` belong in a scenario; objectives in a site"))
                     continue
                 frame.actions.append((stmt, env))
+
+    def _once_in_block(self, named: Dict[str, Any], name) -> None:
+        """E202 for a name set twice in one block: `recompute = full` after `recompute =
+        selective` would silently win."""
+        first = named.setdefault(name.name, name.span)
+        if first is name.span or name.span in self._duplicates:
+            return
+        self._duplicates.add(name.span)
+        self.diagnostics.append(Diagnostic(
+            "E202", Severity.ERROR, f"`{name.name}` is already set in this block (at "
+                                    f"{first.start.line}:{first.start.column})", name.span,
+            "remove one of them: a block sets each field once (a derived template or an "
+            "argument overrides it)"))
 
     def nested(self, parent: Frame, decl: ast.Decl, env: Env) -> Frame:
         kind = decl.kind.name
@@ -351,54 +326,28 @@ class Instantiator:
             allowed = ", ".join(pspec.nested) or "nothing"
             fail("E210", f"a {kind} cannot be declared inside a {pspec.name}", decl.kind.span,
                  f"a {pspec.name} may declare: {allowed}")
-        if decl.params:
+        if decl.params or decl.renamed:
             fail("E210", "a declaration inside a body cannot take parameters",
-                 decl.params[0].span, "declare it at the top of the file to make a template")
+                 (decl.params or decl.renamed)[0].span,
+                 "declare it at the top of the file to make a template")
         frame = Frame(kind, spec, decl.name.name, decl.name.span, None, parent.depth + 1)
         self.frames.append(frame)
         inner = Env(env.module, frame, {}, {}, env)
         if decl.base is not None:
             base, base_args = self._base(decl, env)
-            base_params, base_overrides = self._bind(base, base_args, env, decl.base.span)
-            self._apply(frame, base, base_params, set())
-            for name, (value, span) in base_overrides.items():
-                frame.defs[name] = _override(value, env, span)
+            self._derive(frame, base, base_args, env, decl.base.span, set())
         self.lay_body(frame, decl.body or (), inner)
         return frame
 
-class _Deferred:
-    """A keyword argument evaluated later, as a field of the new instance (`modules = ?`)."""
-
-    def __init__(self, arg: ast.Arg, env: Env):
-        self.arg, self.env = arg, env
-
-
-def _override(value, env: Env, span: Span) -> FieldDef:
-    if isinstance(value, _Deferred):
-        arg = value.arg
-        stmt = ast.Field(arg.name, arg.value, arg.span)
-        return FieldDef(stmt, value.env, arg.name.span, arg.value)
-    return FieldDef(_Given(value), env, span, None)
-
-
-def _key(values: Dict[str, Any]):
-    return tuple(sorted((k, _value_key(v)) for k, v in values.items()))
-
-
-def _value_key(v):
-    if isinstance(v, Quantity):
-        return ("q", v.key())
-    if isinstance(v, (bool, str, int, float)):
-        return ("v", v)
-    if isinstance(v, Symbol):
-        return ("s", v.name)
-    if isinstance(v, ListValue):
-        return ("l", tuple(_value_key(i) for i in v.items))
-    if isinstance(v, Group):
-        return ("g", tuple((r.count, _value_key(r.item) if isinstance(r.item, Group) else id(r.item))
-                           for r in v.runs))
-    if isinstance(v, Bundle):
-        return ("b", v.count, v.item.key())
-    if isinstance(v, RangeValue):
-        return ("r", v.start, v.stop)
-    return ("o", id(v))
+    def derived_value(self, parent: Frame, stmt: ast.Field, env: Env) -> Frame:
+        """`name = Base(args) { body }`: an instance of Base with the body laid on it, made
+        for this field (as a nested declaration is, whatever the kind of the field)."""
+        template, args = self._template_of(
+            stmt.value, env, "only a template's instance takes a body `{ ... }` here, e.g. "
+                             "`battery = LeadAcid(autonomy = 10 min) { strings = 4 }`")
+        spec = KINDS[template.kind]
+        frame = Frame(template.kind, spec, template.name, stmt.value.span, None, parent.depth + 1)
+        self.frames.append(frame)
+        self._derive(frame, template, args, env, stmt.value.span, set())
+        self.lay_body(frame, stmt.body, Env(env.module, frame, {}, {}, env))
+        return frame

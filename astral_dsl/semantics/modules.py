@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from astral_dsl import records, resources
+from astral_dsl import gcpause, records, resources
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse_all
@@ -103,6 +103,7 @@ class ModuleLoader:
         self.resolved: Dict[int, Optional[LoadedModule]] = {}   # id(import node) -> module
 
     # -- entry points -------------------------------------------------------------------------------
+    @gcpause.pausing            # the modules' syntax trees: long-lived, none of it garbage
     def load_entry_text(self, name: str, data: bytes, path: Optional[Path] = None) -> LoadedModule:
         module = self._parse(name, path, data, is_stdlib=False)
         self.modules[self._path_key(path, name)] = module
@@ -243,6 +244,9 @@ def _parse_source(source, is_stdlib: bool, from_disk: bool = True):
     if is_stdlib:
         from astral_dsl.syntax.parser import parse
 
+        tree = astcache.shipped(source)        # shipped with the package: nothing to parse
+        if tree is not None:
+            return tree, []
         try:
             return astcache.parse_cached(source, parse), []
         except DiagnosticError:

@@ -122,6 +122,8 @@ def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
             declare(scope, item.name, LetSymbol(item, scope), diagnostics)
         elif isinstance(item, ast.Check):
             scope.checks.append(item)
+        elif isinstance(item, ast.Allow):
+            continue                       # collected by semantics/allows.py
         else:
             what = {ast.Field: "a field", ast.Record: "a record", ast.Fail: "`fail`",
                     ast.SetStmt: "`set`", ast.Objective: "an objective"}.get(type(item), "this")

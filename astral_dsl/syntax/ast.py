@@ -143,6 +143,7 @@ class Range:
     start: "Expr"
     stop: "Expr"
     span: Span
+    inclusive: bool = True      # `a..b` holds b; `a..<b` stops before it
 
 
 @_node
@@ -187,6 +188,15 @@ class ParamDef:
 
 
 @_node
+class Renamed:
+    """`rating -> module` in a template's parameters: `rating` is the old name of `module`,
+    still accepted as a keyword argument, with a warning (W211)."""
+    old: Ident
+    new: Ident
+    span: Span
+
+
+@_node
 class Decl:
     kind: Ident
     name: Ident
@@ -194,6 +204,7 @@ class Decl:
     base: Optional[Expr]
     body: Optional[Tuple["Stmt", ...]]
     span: Span
+    renamed: Tuple[Renamed, ...] = ()
 
 
 @_node
@@ -201,6 +212,7 @@ class Field:
     name: Ident
     value: Expr
     span: Span
+    body: Optional[Tuple["Stmt", ...]] = None   # `x = Base(...) { ... }`: derived in place
 
 
 @_node
@@ -247,6 +259,15 @@ class Objective:
 
 
 @_node
+class Allow:
+    """`allow W621 "reason"`: that warning accepted where the statement stands (its file, the
+    template or the instance whose body holds it)."""
+    code: Ident
+    reason: Optional[String]
+    span: Span
+
+
+@_node
 class Import:
     path: Tuple[Ident, ...]
     names: Optional[Tuple[Ident, ...]]
@@ -266,7 +287,7 @@ class Param:
     span: Span
 
 
-Stmt = Union[Decl, Field, Record, Let, Check, Fail, SetStmt, Objective]
+Stmt = Union[Decl, Field, Record, Let, Check, Fail, SetStmt, Objective, Allow]
 
 
 @_node

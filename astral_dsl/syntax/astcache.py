@@ -14,16 +14,19 @@ reference). Their entries are bounded: the newest USER_ENTRIES are kept, whateve
 names, so a test suite or a fuzzer that writes thousands of files leaves no more than that."""
 from __future__ import annotations
 
+import importlib.util
+import json
+import re
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import attrs
-import lark
 
 from astral_dsl import resources, usercache
 from astral_dsl.diagnostics import Span
-from astral_dsl.syntax import ast, build
+from astral_dsl.syntax import ast
 from astral_dsl.syntax.source import Source
 
 _CLASSES = {name: cls for name, cls in vars(ast).items()
@@ -32,11 +35,71 @@ _CLASSES = {name: cls for name, cls in vars(ast).items()
 
 @lru_cache(maxsize=1)
 def _version() -> str:
-    """What a cached tree depends on besides the module's text."""
-    parts = [resources.grammar_text(), lark.__version__]
-    for module in (ast, build):
-        parts.append(Path(module.__file__).read_text(encoding="utf-8"))
+    """What a cached tree depends on besides the module's text: the grammar, Lark's version
+    and the source of the AST and of what builds it (read as text: a tree from the cache needs
+    neither Lark nor the builders imported)."""
+    here = Path(__file__).parent
+    parts = [resources.grammar_text(), lark_version()]
+    for name in ("ast.py", "build.py", "reduce.py"):
+        parts.append((here / name).read_text(encoding="utf-8"))
     return usercache.key_digest(*parts)
+
+
+_VERSION = re.compile(r"""^__version__\b[^=]*=\s*["']([^"']+)["']""", re.M)
+
+
+def lark_version() -> str:
+    """Lark's version, read from its package without importing it (start-up: `import lark`
+    costs as much as the rest of a cached `astral check`)."""
+    module = sys.modules.get("lark")
+    if module is not None:
+        return module.__version__
+    spec = importlib.util.find_spec("lark")
+    try:
+        found = _VERSION.search(Path(spec.origin).read_text(encoding="utf-8"))
+    except (AttributeError, TypeError, OSError, ValueError):
+        found = None
+    if found is None:
+        import lark          # here: only when its version cannot be read from its source
+
+        return lark.__version__
+    return found.group(1)
+
+
+# The stdlib's trees ship with the package (made by `python -m astral_dsl.syntax.astcache`): a
+# first run, with an empty user cache, reads them instead of parsing the stdlib modules it
+# imports. A line per module: its key (as the user cache's: the module's text, the grammar,
+# Lark's version and the AST's sources) and its tree; a key that is not there is parsed.
+SHIPPED = Path(__file__).with_name("stdlib_trees.txt")
+
+
+def shipped(source: Source):
+    """The tree of a stdlib module shipped with the package for exactly this text, grammar,
+    Lark and AST, or None."""
+    key = usercache.key_digest(_version(), source.text)
+    try:
+        with open(SHIPPED, encoding="utf-8") as fh:
+            for line in fh:
+                head, _, rest = line.partition(" ")
+                if head == key:
+                    tree = json.loads(rest, object_hook=_hook(source.name))
+                    return tree if isinstance(tree, ast.Module) else None
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+    return None
+
+
+def write_shipped() -> int:
+    """Write the trees of the stdlib's modules beside this module; how many."""
+    from astral_dsl.syntax.parser import parse
+
+    lines = [f"lark-{lark_version()} {_version()}"]
+    for path in sorted(resources.stdlib_dir().glob("*.astral")):
+        source = Source(path.name, path.read_text(encoding="utf-8"))
+        key = usercache.key_digest(_version(), source.text)
+        lines.append(key + " " + json.dumps(_encode(parse(source)), separators=(",", ":")))
+    SHIPPED.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(lines) - 1
 
 
 def parse_cached(source: Source, parse) -> ast.Module:
@@ -75,17 +138,23 @@ def store(entry, tree: ast.Module) -> None:
         usercache.prune(_USER, keep=USER_ENTRIES)
 
 
+# the field names of each node class, in order (asked once per class, not once per node)
+_FIELDS = {cls: tuple(f.name for f in attrs.fields(cls)) for cls in _CLASSES.values()}
+_PLAIN = (str, bool, int, float, type(None))
+
+
 def _encode(node) -> Any:
-    if isinstance(node, Span):
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is not None:
+        return {"n": kind.__name__, "f": [_encode(getattr(node, f)) for f in fields]}
+    if kind is Span:
         return {"s": [node.start.line, node.start.column, node.end.line, node.end.column]}
-    if isinstance(node, tuple):
+    if kind is tuple:
         return {"t": [_encode(n) for n in node]}
-    if attrs.has(type(node)):
-        return {"n": type(node).__name__,
-                "f": [_encode(getattr(node, f.name)) for f in attrs.fields(type(node))]}
-    if node is None or isinstance(node, (str, bool, int, float)):
+    if kind in _PLAIN:
         return node
-    raise TypeError(f"cannot cache a {type(node).__name__} in a syntax tree")
+    raise TypeError(f"cannot cache a {kind.__name__} in a syntax tree")
 
 
 def _hook(file: str):
@@ -103,3 +172,7 @@ def _hook(file: str):
             return _CLASSES[d["n"]](*d["f"])
         raise ValueError("not a cached syntax tree")
     return hook
+
+
+if __name__ == "__main__":         # python -m astral_dsl.syntax.astcache: the shipped trees
+    print(f"{SHIPPED}: {write_shipped()} modules")

@@ -77,17 +77,24 @@ class Builder(Transformer):
     def decl(self, meta, items):
         kind, name, *rest = items
         params = base = body = None
+        renamed: tuple = ()
         for item in rest:
             if isinstance(item, _Base):
                 base = item.expr
             elif isinstance(item, list):
-                params = tuple(item)
+                params = tuple(p for p in item if isinstance(p, ast.ParamDef))
+                renamed = tuple(p for p in item if isinstance(p, ast.Renamed))
             elif isinstance(item, tuple):
                 body = item
-        return ast.Decl(self._id(kind), self._id(name), params, base, body, self._s(meta))
+        return ast.Decl(self._id(kind), self._id(name), params, base, body, self._s(meta),
+                        renamed)
 
     def params(self, items):
         return [p for p in items if p is not None]
+
+    @v_args(meta=True)
+    def renamed_param(self, meta, items):
+        return ast.Renamed(self._id(items[0]), self._id(items[1]), self._s(meta))
 
     @v_args(meta=True)
     def param(self, meta, items):
@@ -102,7 +109,7 @@ class Builder(Transformer):
 
     @v_args(meta=True)
     def field(self, meta, items):
-        return ast.Field(self._id(items[0]), items[1], self._s(meta))
+        return ast.Field(self._id(items[0]), items[1], self._s(meta), items[2])
 
     @v_args(meta=True)
     def record(self, meta, items):
@@ -134,6 +141,12 @@ class Builder(Transformer):
     @v_args(meta=True)
     def set_stmt(self, meta, items):
         return ast.SetStmt(items[0], items[1], self._s(meta))
+
+    @v_args(meta=True)
+    def allow_stmt(self, meta, items):
+        code, reason = items
+        return ast.Allow(self._id(code), self.string_tok(reason) if reason is not None else None,
+                         self._s(meta))
 
     @v_args(meta=True)
     def objective(self, meta, items):
@@ -172,6 +185,10 @@ class Builder(Transformer):
     @v_args(meta=True)
     def range_op(self, meta, items):
         return ast.Range(items[0], items[1], self._s(meta))
+
+    @v_args(meta=True)
+    def range_open(self, meta, items):
+        return ast.Range(items[0], items[1], self._s(meta), False)
 
     @v_args(meta=True)
     def binary(self, meta, items):

@@ -71,10 +71,57 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
     lines = source.text.split("\n")
     line = len(lines)
     col = len(lines[-1]) + 1
+    opener = unclosed(source.text)
+    if opener is not None:             # at the bracket never closed, not at the end of the file
+        ch, at_line, at_col = opener
+        closer = _PAIRS[ch]
+        return Diagnostic("E105", Severity.ERROR,
+                          f"this `{ch}` is never closed: the file ends at line {line} before "
+                          f"its `{closer}`", Span.at(name, at_line, at_col),
+                          f"close it with `{closer}` where its block ends")
     expected = _expected(getattr(exc, "expected", []) or [])
     return Diagnostic("E105", Severity.ERROR,
                       "unexpected end of file" + (f"; {expected}" if expected else ""),
                       Span.at(name, line, col), "a `{`, `(` or `[` may be missing its closing pair")
+
+
+_PAIRS = {"{": "}", "(": ")", "[": "]"}
+_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*[\s\S]*?\*/|[{}()\[\]]|\n')
+
+
+def unclosed(text: str):
+    """The bracket a file ends without closing, as (char, line, column), or None. Brackets are
+    matched in order, outside strings and comments; when a `}` that starts its line is indented
+    like an outer open `{` rather than the innermost one, the innermost is taken as the one left
+    open (`rack R {` ... `}` closing the site), as a reader of the indentation would."""
+    stack = []          # (char, line, column, indentation of its line)
+    suspect = None
+    line, line_start = 1, 0
+    for m in _BRACKETS.finditer(text):
+        tok = m.group()
+        if tok == "\n":
+            line, line_start = line + 1, m.end()
+            continue
+        if tok[0] in "\"/":
+            line += tok.count("\n")
+            if "\n" in tok:
+                line_start = m.start() + tok.rindex("\n") + 1
+            continue
+        col = m.start() - line_start + 1
+        head = text[line_start:m.start()]
+        if tok in _PAIRS:
+            stack.append((tok, line, col, len(head) - len(head.lstrip(" \t"))))
+            continue
+        if not stack:
+            continue
+        top = stack.pop()
+        if suspect is None and tok == "}" and not head.strip() and top[3] != len(head) and \
+                any(o[0] == "{" and o[3] == len(head) for o in stack):
+            suspect = top
+    if not stack:
+        return None
+    found = suspect or stack[-1]
+    return found[0], found[1], found[2]
 
 
 def _depth(text: str) -> int:

@@ -8,6 +8,8 @@ The key covers the grammar text, the Lark version and the options: any change bu
 an entry of its own (the four newest per parser are kept)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import lark
@@ -36,6 +38,8 @@ def build(name: str, **options) -> lark.Lark:
     # an entry each instead of rebuilding and overwriting one another's
     entry = f"parser-{name}-{key[:16]}"
     cached = usercache.read(entry, key, _hook)
+    if cached is None:
+        cached = _shipped(name, key)
     if cached is not None:
         try:
             return lark.Lark._load_from_dict(cached["data"], cached["memo"], **runtime)
@@ -47,6 +51,39 @@ def build(name: str, **options) -> lark.Lark:
     if usercache.write(entry, key, _encode({"data": data, "memo": memo})):
         usercache.prune(f"parser-{name}-")
     return parser
+
+
+# The compiler's tables ship with the package (made by `python -m astral_dsl.syntax.tables`):
+# a first run, with an empty user cache, loads them instead of building them from the grammar
+# (100-150 ms of CPU, a third of that run). They serve only the grammar, Lark version and
+# options they were made for (their key, on the first line); any other builds afresh.
+SHIPPED = Path(__file__).with_name("tables.txt")
+SHIPPED_NAME = "compiler"
+
+
+def _shipped(name: str, key: str):
+    if name != SHIPPED_NAME:
+        return None
+    try:
+        with open(SHIPPED, "rb") as fh:
+            head = fh.readline().split()
+            if not head or head[0].decode("ascii", "replace") != key:
+                return None
+            return json.loads(fh.read(), object_hook=_hook)
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+
+def write_shipped(options: dict) -> str:
+    """Write the compiler's tables for `options` (larkroad's) beside this module; their key."""
+    grammar = resources.grammar_text()
+    key = usercache.key_digest(_FORMAT, grammar, lark.__version__, repr(sorted(options.items())))
+    parser = lark.Lark(grammar, parser="lalr", **options)
+    data, memo = parser.memo_serialize([TerminalDef, Rule])
+    data["options"] = {k: v for k, v in data["options"].items() if k != "tree_class"}
+    payload = json.dumps(_encode({"data": data, "memo": memo}), separators=(",", ":"))
+    SHIPPED.write_text(f"{key} lark-{lark.__version__}\n{payload}\n", encoding="utf-8")
+    return key
 
 
 def _encode(x: Any) -> Any:
@@ -77,3 +114,9 @@ def _hook(x: dict) -> Any:
             raise _Corrupt("bad mapping")
         return dict(zip(items[0], items[1]))        # an unhashable key: TypeError, rebuilt
     raise _Corrupt("unknown tag")
+
+
+if __name__ == "__main__":          # python -m astral_dsl.syntax.tables: the shipped tables
+    from astral_dsl.syntax.larkroad import OPTIONS
+
+    print(f"{SHIPPED}: {write_shipped(dict(OPTIONS))}")

@@ -4,7 +4,9 @@ Each fault names one part by its stable name (the rank map's names): a GPU (comp
 factor), a NIC port (its link runs at a fraction of its rate), a first-tier or upper-tier switch
 (every link through it at a fraction), one uplink between tiers (`tor[i] -- agg[j]`, at a
 fraction), or a link that is intermittently bad (flapping: bad windows in time at a fraction of
-its rate). The generator's own flow model decides what crosses
+its rate). A GPU with `windows` is slow only in them (a fault that starts mid-run: one window to
+the run's end). `fast` is no part: the whole job runs `severity` times faster than its
+forecast (a faster GPU or software than the forecast assumes). The generator's own flow model decides what crosses
 what (generator.py); nothing here is shared with the diagnosis."""
 from __future__ import annotations
 
@@ -12,17 +14,18 @@ from typing import Optional, Tuple
 
 import attrs
 
-KINDS = ("gpu", "nic_port", "tor", "agg", "uplink", "link_flap")
+KINDS = ("gpu", "nic_port", "tor", "agg", "uplink", "link_flap", "fast")
 
 
 @attrs.frozen
 class Fault:
     kind: str                    # one of KINDS
     part: str                    # the stable name of the part
-    severity: float              # gpu: compute x (1 + severity); others: rate x severity
+    severity: float              # gpu: compute x (1 + severity); fast: every duration /
+    #                              severity; others: rate x severity
     rank: Optional[int] = None   # gpu, nic_port, link_flap: the rank behind the part
-    windows: Tuple[Tuple[float, float], ...] = ()   # link_flap: bad (start, end) seconds
-    #                                                 from the run's start (clock-free)
+    windows: Tuple[Tuple[float, float], ...] = ()   # link_flap, gpu: bad (start, end)
+    #                                                 seconds from the run's start (clock-free)
 
     def to_json(self):
         doc = {"kind": self.kind, "part": self.part, "severity": self.severity}
@@ -42,6 +45,8 @@ class Noise:
     iteration: float = 0.01      # iteration-to-iteration variation of all compute
     gpu_spread: float = 0.01     # per-GPU static speed spread
     clock: float = 0.02          # per-host clock offset: uniform in +-clock seconds
+    drift: float = 0.0           # per-host clock drift: uniform in +-drift (1e-5: 10 ppm; a
+    #                              free-running quartz clock drifts tens of ppm)
 
 
 __all__ = ["Fault", "KINDS", "Noise"]

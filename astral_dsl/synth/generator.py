@@ -52,17 +52,20 @@ class Synthetic:
     peer: np.ndarray            # -1: none
     op: np.ndarray              # index into OPS
     faults: Tuple[Fault, ...]
-    clock_offsets: np.ndarray   # per rank, seconds
+    clock_offsets: np.ndarray   # per rank, seconds (at the run's start)
     groups: Dict[str, Tuple[Tuple[int, ...], ...]]   # kind -> groups (for the trace's PGs)
     device: str = ""
     forecast_iteration_s: float = 0.0
+    block: Optional[np.ndarray] = None   # per record: 1 in a forward block (its compute and
+    #                                      TP collectives), 2 in a backward block, 0 elsewhere
+    clock_drifts: Optional[np.ndarray] = None   # per rank (1e-6: 1 ppm)
 
 
 class _Emit:
     def __init__(self):
         self.parts: List[Tuple] = []
 
-    def add(self, ranks, it, phase, start, dur, peer=None, op=0):
+    def add(self, ranks, it, phase, start, dur, peer=None, op=0, block=0):
         ranks = np.asarray(ranks)
         shape = ranks.shape
         n = ranks.size
@@ -71,7 +74,8 @@ class _Emit:
         dur = np.array(np.broadcast_to(np.asarray(dur, dtype=float), shape)).ravel()
         peer = np.full(n, -1) if peer is None else np.array(np.broadcast_to(peer, shape)).ravel()
         self.parts.append((ranks.ravel(), np.full(n, it), np.full(n, PH[phase], dtype=np.int8),
-                           start, dur, peer, np.full(n, op, dtype=np.int8)))
+                           start, dur, peer, np.full(n, op, dtype=np.int8),
+                           np.full(n, block, dtype=np.int8)))
 
     def arrays(self):
         cols = list(zip(*self.parts))
@@ -96,26 +100,31 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
         c = dict(info.coords)
         idx[c["pp"], c["dp"], c["tp"]] = info.rank
     low = fc.lowering
+    speed = 1.0 / max(f.severity for f in faults if f.kind == "fast") \
+        if any(f.kind == "fast" for f in faults) else 1.0
     # each stage runs its blocks in the order of Seer's timeline
     orders = [[(b.phase, b.chunk, b.mb) for b in run.blocks] for run in fc.runs]
-    base = {(s, ph, c): (low.template(s, c, ph).compute,
-                         low.template(s, c, ph).duration - low.template(s, c, ph).compute)
+    base = {(s, ph, c): (speed * low.template(s, c, ph).compute,
+                         speed * (low.template(s, c, ph).duration - low.template(s, c, ph).compute))
             for s in range(P) for c in range(V) for ph in ("F", "B")}
-    hop = low.p2p_time() if P > 1 else 0.0
-    buckets = [[e - s for s, e, _ in run.dp] for run in fc.runs]
-    gathers = [run.gather[1] - run.gather[0] for run in fc.runs]
-    opt = [low.optimizer_time(s) for s in range(P)]
+    hop = speed * low.p2p_time() if P > 1 else 0.0
+    buckets = [[speed * (e - s) for s, e, _ in run.dp] for run in fc.runs]
+    gathers = [speed * (run.gather[1] - run.gather[0]) for run in fc.runs]
+    opt = [speed * low.optimizer_time(s) for s in range(P)]
     from astral_dsl.seer import comm
 
-    sync = comm.all_reduce(low.net, comm.layout(low.net, "world", max(2, world), 1), 8.0)
+    sync = speed * comm.all_reduce(low.net, comm.layout(low.net, "world", max(2, world), 1), 8.0)
     net = _Net(rank_map, faults, seed)
     gpu_factor = np.clip(1 + rng.normal(0, noise.gpu_spread, world), 0.97, 1.03)
     for f in faults:
-        if f.kind == "gpu" and f.rank is not None:
+        if f.kind == "gpu" and f.rank is not None and not f.windows:
             gpu_factor[f.rank] *= 1 + f.severity
+    net.gpu_windows = [f for f in faults if f.kind == "gpu" and f.rank is not None and f.windows]
     hosts = np.array([info.host_index for info in rank_map.ranks])
     host_offset = rng.uniform(-noise.clock, noise.clock, hosts.max() + 1)
     offsets = host_offset[hosts]
+    drifts = rng.uniform(-noise.drift, noise.drift, hosts.max() + 1)[hosts] if noise.drift \
+        else np.zeros(world)
     pair_factor = {}
     for s in range(P):
         for s2 in (s - 1, s + 1, 0, P - 1):
@@ -143,13 +152,15 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
             if gathers[s] > 0:
                 free[s] = _ring(out, it, free[s], idx[s], gathers[s], dp_factor[s], net, noise,
                                 rng)
-    rank, iteration, phase, start, dur, peer, op = out.arrays()
-    start = start + EPOCH + offsets[rank]
+    rank, iteration, phase, start, dur, peer, op, block = out.arrays()
+    # each host reads the true moment t (from the run's start) as t + offset + drift t
+    start = start + EPOCH + offsets[rank] + drifts[rank] * start
+    dur = dur * (1 + drifts[rank])
     groups = {kind: tuple(g.ranks for g in gs) for kind, gs in rank_map.groups.items()
               if kind in ("tp", "dp", "pp")}
     return Synthetic(fc.job.name, world, tuple(first_iteration + k for k in range(iterations)),
                      rank, iteration, phase, start, dur, peer, op, tuple(faults), offsets,
-                     groups, fc.gpu, fc.iteration_time)
+                     groups, fc.gpu, fc.iteration_time, block, drifts)
 
 
 def _dest(i, ph, c, j, p, v):
@@ -192,13 +203,14 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
                         arrive_t - np.minimum(free[i], send_start), idx[src], OP["recv"])
             comp_base, tp_base = base[(i, ph, c)]
             comp = comp_base * gpu_factor[idx[i]] * it_factor * \
-                (1 + rng.normal(0, noise.kernel, (D, T)))
+                (1 + rng.normal(0, noise.kernel, (D, T))) * net.gpu_slow(idx[i], start)
             done = start + comp
             tp = tp_base * np.exp(rng.normal(0, noise.comm, (D, 1)))
             end = done.max(axis=1, keepdims=True) + tp
-            out.add(idx[i], it, "forward" if ph == "F" else "backward", start, comp)
+            tag = 1 if ph == "F" else 2
+            out.add(idx[i], it, "forward" if ph == "F" else "backward", start, comp, block=tag)
             if T > 1:
-                out.add(idx[i], it, "tp_comm", done, end - done, op=OP["collective"])
+                out.add(idx[i], it, "tp_comm", done, end - done, op=OP["collective"], block=tag)
             free[i] = np.broadcast_to(end, (D, T))
             if ph == "F" and i == P - 1:
                 fdone[(c, j)] = free[i].copy()
@@ -258,6 +270,7 @@ class _Net:
             elif f.kind == "link_flap":
                 self.flap = f
         self.tier_sizes = {t.name: t.per_group for t in rank_map._tiers}
+        self.gpu_windows: List[Fault] = []
 
     def route(self, a: int, b: int) -> List[List[str]]:
         """The parts (ports, host cables, switches, uplinks) each flow between ranks a and b
@@ -328,6 +341,19 @@ class _Net:
             ring = [(int(ranks[d, t]), int(ranks[(d + 1) % D, t])) for d in range(D)]
             static[0, t], flap[0, t] = self._factor(ring)
         return static, flap
+
+    def gpu_slow(self, ranks: np.ndarray, when: np.ndarray) -> np.ndarray:
+        """Compute slow-down of the GPUs of `ranks` for blocks starting at `when`: a GPU fault
+        with windows slows the blocks that start in them."""
+        out = np.ones(np.shape(ranks))
+        for f in self.gpu_windows:
+            hit = ranks == f.rank
+            if hit.any():
+                bad = np.zeros(np.shape(ranks), dtype=bool)
+                for lo, hi in f.windows:
+                    bad |= (when >= lo) & (when < hi)
+                out = np.where(hit & bad, out * (1 + f.severity), out)
+        return out
 
     def flap_factor(self, mask: np.ndarray, when: np.ndarray) -> np.ndarray:
         if self.flap is None or not mask.any():

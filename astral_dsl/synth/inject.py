@@ -1,20 +1,17 @@
 """Random faults in the parts a job's traffic crosses (a fault nothing crosses cannot be seen by
-any timing), and one trial of the proof: generate, write in a format, read, diagnose, and say
-where the injected part ranks among the suspects."""
+any timing): what `astral synth` injects for a drill, and the proof's trials
+(benchmarks/proof.py) draw."""
 from __future__ import annotations
 
-import os
-import tempfile
-from typing import Optional, Sequence
-
-import attrs
 import numpy as np
 
-from astral_dsl.synth.faults import Fault, Noise
-from astral_dsl.synth.generator import _Net, generate
+from astral_dsl.synth.faults import Fault
+from astral_dsl.synth.generator import _Net
 
 SEVERITY = {"gpu": (0.10, 0.30), "nic_port": (0.5, 0.5), "tor": (0.3, 0.6), "agg": (0.3, 0.6),
-            "uplink": (0.3, 0.6), "link_flap": (0.2, 0.4)}
+            "uplink": (0.3, 0.6), "link_flap": (0.2, 0.4), "partial": (0.3, 0.5),
+            "fast": (1.3, 4.0)}
+KINDS = tuple(SEVERITY)           # `partial`: a GPU or a NIC link, bad from a moment on
 
 
 def random_fault(kind: str, rank_map, fc, rng: np.random.Generator, seed: int = 0,
@@ -38,6 +35,18 @@ def random_fault(kind: str, rank_map, fc, rng: np.random.Generator, seed: int = 
         if not used:
             raise ValueError("no flow of this job crosses an upper tier")
         return Fault(kind, used[int(rng.integers(len(used)))], sev)
+    if kind == "fast":
+        return Fault("fast", "forecast", sev)
+    if kind == "partial":             # from 20-45 % of the run to its end: seen in more than
+        #                               half of it (one slow iteration of three is, for the
+        #                               diagnosis, an outlier: docs/diagnose.md, "Limits")
+        run = fc.iteration_time * iterations
+        since = round(float(rng.uniform(0.2, 0.45)) * run, 6)
+        if rng.random() < 0.5:
+            return Fault("gpu", info.gpu, sev, r, ((since, round(2 * run, 6)),))
+        p = info.ports[int(rng.integers(len(info.ports)))]
+        return Fault("link_flap", f"{p.name} -- {p.switch}", sev, r,
+                     ((since, round(2 * run, 6)),))
     if kind == "link_flap":
         p = info.ports[int(rng.integers(len(info.ports)))]
         run = fc.iteration_time * iterations
@@ -82,51 +91,4 @@ def used_parts(rank_map, fc, seed: int):
     return switches, uplinks
 
 
-@attrs.frozen
-class Trial:
-    kind: str                       # fault kind or "none"
-    fault: Optional[Fault]
-    fmt: str
-    position: Optional[int]         # 1-based rank of the first suspect covering the part
-    first: Optional[str]            # kind and path of the first suspect
-    suspects: int
-    diagnostics: Sequence[str]
-
-
-def trial(design, fc, rank_map, kind: str, seed: int, fmt: str = "csv",
-          noise: Noise = Noise(), iterations: int = 3) -> Trial:
-    """One trial; `fmt`: csv, jsonl or kineto (written to files and read back), or memory
-    (the rank log's rows handed to the log reader's column builder)."""
-    from astral_dsl import diagnose, observe
-    from astral_dsl.synth import write
-
-    rng = np.random.default_rng(seed)
-    fault = None if kind == "none" else random_fault(kind, rank_map, fc, rng, seed, iterations)
-    data = generate(fc, rank_map, [fault] if fault else [], noise, iterations, seed)
-    if fmt == "memory":             # the log's rows as the reader takes them, no text
-        result = diagnose.diagnose(design, write.to_observed(data), job=fc.job.name)
-        return _outcome(kind, fault, fmt, result)
-    with tempfile.TemporaryDirectory() as tmp:
-        if fmt == "kineto":
-            path = os.path.join(tmp, "traces")
-            write.write_traces(data, path)
-        else:
-            path = os.path.join(tmp, f"log.{fmt}")
-            write.write_log(data, path, fmt)
-        result = diagnose.diagnose(design, observe.load([path]), job=fc.job.name)
-    return _outcome(kind, fault, fmt, result)
-
-
-def _outcome(kind, fault, fmt, result) -> Trial:
-    position = None
-    if fault is not None:
-        for i, s in enumerate(result.suspects, start=1):
-            if s.covers(fault.part):
-                position = i
-                break
-    first = f"{result.suspects[0].kind} {result.suspects[0].path}" if result.suspects else None
-    return Trial(kind, fault, fmt, position, first, len(result.suspects),
-                 tuple(d.code for d in result.diagnostics))
-
-
-__all__ = ["SEVERITY", "Trial", "random_fault", "trial"]
+__all__ = ["KINDS", "SEVERITY", "random_fault", "used_parts"]

@@ -32,17 +32,35 @@ def _order(s: Synthetic):
     return np.lexsort((s.start, s.rank))
 
 
-def log_rows(s: Synthetic):
+TIMERS = ("kernels", "megatron")
+
+
+def log_rows(s: Synthetic, timers: str = "kernels"):
     """Columns (rank, iteration, phase name, start_s, duration_s, peer, op name) as lists, in
-    rank and time order. As Megatron-LM's timers do, forward and backward compute and the TP
-    collectives are one row per rank and iteration each (start: the first block, duration: the
-    sum); pipeline transfers, gradient reductions and the optimizer step are one row each."""
-    summed = [PHASE_NAMES.index(p) for p in ("forward", "backward", "tp_comm")]
-    keep = ~np.isin(s.phase, summed)
-    rank, it, ph = s.rank[keep], s.iteration[keep], s.phase[keep]
+    rank and time order. As Megatron-LM's timers print them, compute is one row per rank and
+    iteration for the forward blocks and one for the backward blocks (start: the first block,
+    duration: the sum); pipeline transfers, gradient reductions and the optimizer step are one
+    row each. `timers`:
+    - `kernels`: `forward` and `backward` sum the GPU's own compute, and the TP collectives are
+      a `tp_comm` row of their own (what a profiler's kernels give);
+    - `megatron`: Megatron-LM's `forward-compute` and `backward-compute`, wall time of the
+      blocks: compute, the in-block TP collectives and the wait for the slowest TP peer."""
+    if timers not in TIMERS:
+        raise ValueError(f"unknown timers {timers}")
+    code = {p: PHASE_NAMES.index(p) for p in ("forward", "backward", "tp_comm")}
+    summed = np.isin(s.phase, list(code.values()))
+    names = np.array(PHASE_NAMES, dtype=object)[s.phase]
+    if timers == "megatron":
+        names = np.where(s.block == 1, "forward-compute",
+                         np.where(s.block == 2, "backward-compute", names))
+        groups = [("forward-compute", 0), ("backward-compute", 0)]
+    else:
+        groups = [("forward", 0), ("backward", 0), ("tp_comm", OPS.index("collective"))]
+    keep = ~summed
+    rank, it, ph = s.rank[keep], s.iteration[keep], names[keep]
     start, dur, peer, op = s.start[keep], s.duration[keep], s.peer[keep], s.op[keep]
-    for code in summed:
-        sel = s.phase == code
+    for name, op_code in groups:
+        sel = summed & (names == name)
         if not sel.any():
             continue
         key = s.rank[sel] * 100000 + s.iteration[sel]
@@ -52,20 +70,19 @@ def log_rows(s: Synthetic):
         np.minimum.at(first, inv, s.start[sel])
         rank = np.r_[rank, uniq // 100000]
         it = np.r_[it, uniq % 100000]
-        ph = np.r_[ph, np.full(uniq.size, code, dtype=ph.dtype)]
+        ph = np.r_[ph, np.full(uniq.size, name, dtype=object)]
         start, dur = np.r_[start, first], np.r_[dur, total]
         peer = np.r_[peer, np.full(uniq.size, -1)]
-        op = np.r_[op, np.full(uniq.size, OPS.index("collective") if code == summed[2] else 0,
-                               dtype=op.dtype)]
+        op = np.r_[op, np.full(uniq.size, op_code, dtype=op.dtype)]
     order = np.lexsort((start, rank))
-    return (rank[order].tolist(), it[order].tolist(),
-            [PHASE_NAMES[p] for p in ph[order].tolist()], start[order].tolist(),
-            dur[order].tolist(), peer[order].tolist(), [OPS[o] for o in op[order].tolist()])
+    return (rank[order].tolist(), it[order].tolist(), ph[order].tolist(),
+            start[order].tolist(), dur[order].tolist(), peer[order].tolist(),
+            [OPS[o] for o in op[order].tolist()])
 
 
-def write_log(s: Synthetic, path: str, fmt: str = "csv") -> int:
+def write_log(s: Synthetic, path: str, fmt: str = "csv", timers: str = "kernels") -> int:
     """One file for every rank; returns the rows written."""
-    cols = log_rows(s)
+    cols = log_rows(s, timers)
     rank, it, ph, st, du, pe, op = cols
     rank_s, it_s = list(map(str, rank)), list(map(str, it))
     st_s, du_s = [f"{v:.7f}" for v in st], [f"{v:.7f}" for v in du]
@@ -87,14 +104,14 @@ def write_log(s: Synthetic, path: str, fmt: str = "csv") -> int:
     return len(cols[0])
 
 
-def to_observed(s: Synthetic, name: str = "<generated log>"):
+def to_observed(s: Synthetic, name: str = "<generated log>", timers: str = "kernels"):
     """The rank log of `s` as the log reader makes it (observe.ranklog's column path: phase
     names and aliases, one trace per rank), without formatting and parsing the text: times
     rounded to 0.1 us as write_log writes them. For the proof's many trials."""
     from astral_dsl.observe.load import Observed
     from astral_dsl.observe.ranklog import columns_to_traces
 
-    rank, it, ph, st, du, pe, op = log_rows(s)
+    rank, it, ph, st, du, pe, op = log_rows(s, timers)
     cols = {"rank": rank, "iteration": it, "phase": ph,
             "start_s": np.round(np.asarray(st), 7).tolist(),
             "duration_s": np.round(np.asarray(du), 7).tolist(),
@@ -184,4 +201,4 @@ def _trace(s: Synthetic, rank: int, sel: np.ndarray, groups: Dict[str, tuple]) -
             "traceEvents": events, "displayTimeUnit": "ms"}
 
 
-__all__ = ["KERNELS", "log_rows", "write_log", "write_traces"]
+__all__ = ["KERNELS", "TIMERS", "log_rows", "to_observed", "write_log", "write_traces"]

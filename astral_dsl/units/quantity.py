@@ -181,7 +181,11 @@ class Quantity:
                                     f"({self} and {other})")
         return self.si - other.si
 
-    def to(self, unit: Unit) -> "Quantity":
+    def to(self, unit: "Unit | str") -> "Quantity":
+        """The same amount shown in `unit` (a Unit, or its name: `q.to("kW")`); a unit of
+        another dimension raises UnitError (E301)."""
+        if isinstance(unit, str):
+            unit = parse_unit(unit)
         if unit.dims != self.dims or unit.point != self.point:
             target = dimension_name(unit.dims, unit.point)
             raise UnitError("E301", f"cannot convert {self.describe()} to `{unit.name}` ({target})")

@@ -101,3 +101,25 @@ def currents(values: Iterable[Optional[float]], missing: str = "-") -> List[str]
     big = any(v is not None and abs(v) >= 1e4 for v in values)
     return [missing if v is None else (f"{v / 1e3:,.2f} kA" if big else f"{v:,.0f} A")
             for v in values]
+
+
+def apart(value: float, limit: float, write, digits: int) -> Tuple[str, str]:
+    """`value` and the `limit` it is compared with, written by `write(x, digits)` with at least
+    `digits` decimals and as many more (up to 12) as it takes for the two texts to differ when
+    the numbers do: a drop of 0.6446 % is never printed "0.64 %, above the declared 0.64 %"."""
+    a, b = write(value, digits), write(limit, digits)
+    while a == b and value != limit and digits < 12:
+        digits += 1
+        a, b = write(value, digits), write(limit, digits)
+    return a, b
+
+
+def powers_apart(value: float, limit: float, digits: int = 3) -> Tuple[str, str]:
+    """Two powers in a comparison (`readable.power`), never printed equal when they differ."""
+    return apart(value, limit, power, digits)
+
+
+def percents_apart(value: float, limit: float, digits: int = 2) -> Tuple[str, str]:
+    """Two ratios as percents (`0.6446 %` against `0.64 %`), never printed equal when they
+    differ."""
+    return apart(value, limit, lambda x, d: f"{grouped(x * 100, d)} %", digits)

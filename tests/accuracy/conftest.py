@@ -1,37 +1,42 @@
-"""Shared by the accuracy tests: the calibration runs (astral_dsl/seer/calibration: Selene and
-the published Megatron-LM runs as `.astral` jobs) forecast as `astral forecast` forecasts them,
-and a report printed in the test output."""
+"""Shared by the accuracy tests: the A100 calibration runs (astral_dsl/seer/calibration/a100.csv,
+a runs table: Korthikanti et al. 2022 and Narayanan et al. 2021 on Selene) stated as jobs and
+forecast as `astral runs` forecasts them (runs/evaluate.py), and a report printed in the test
+output."""
 from __future__ import annotations
 
 import pytest
 
-import astral_dsl
-from astral_dsl import seer
-from astral_dsl.seer.calibration import DESIGN, SETS
+from astral_dsl.runs.evaluate import evaluate, prepare
+from astral_dsl.runs.table import read_table
+from astral_dsl.seer.calibration import RUN_FILES
 
 
 @pytest.fixture(scope="session")
-def selene():
-    design = astral_dsl.load(DESIGN)
-    assert design.valid, [d.message for d in design.diagnostics]
-    return design
+def a100():
+    table = read_table(RUN_FILES["a100"])
+    assert table.valid, [d.message for d in table.diagnostics]
+    prepared = prepare(table)
+    assert [p.status for p in prepared] == ["ok"] * len(prepared), \
+        [(p.row.id, p.field, p.reason) for p in prepared if p.status != "ok"]
+    return prepared
 
 
 class Accuracy:
-    def __init__(self, design, write):
-        self.design, self.write = design, write
+    def __init__(self, prepared, write):
+        self.prepared, self.write = prepared, write
 
     def run(self, name, calibration, title):
         """The set's runs forecast with `calibration`: (mean %, max %, lines)."""
-        lines = [f"{SETS[name][0]}: {title}",
-                 f"  {'run':<34} {'measured s':>11} {'Seer s':>9} {'error':>8}  chosen"]
+        runs = [p for p in self.prepared if p.row.source_version == name]
+        assert runs, name
+        lines = [f"{name}: {title}",
+                 f"  {'run':<12} {'published s':>11} {'Seer s':>9} {'error':>8}  chosen"]
         errors = []
-        for run in SETS[name][1]:
-            fc = seer.forecast(self.design, job=run.job, calibration=calibration)
-            err = (fc.iteration_time / run.measured_s - 1) * 100
+        for r in evaluate(runs, calibration):
+            err = (r.iteration_time / r.published - 1) * 100
             errors.append(abs(err))
-            chosen = ", ".join(f"{k} {v}" for k, v in fc.chosen)
-            lines.append(f"  {run.label:<34} {run.measured_s:11.3f} {fc.iteration_time:9.3f} "
+            chosen = ", ".join(f"{k} {v}" for k, v in r.chosen)
+            lines.append(f"  {r.row.id:<12} {r.published:11.3f} {r.iteration_time:9.3f} "
                          f"{err:+7.1f}%  {chosen}")
         mean, worst = sum(errors) / len(errors), max(errors)
         lines.append(f"  mean |error| {mean:.2f}%   max |error| {worst:.2f}%")
@@ -41,9 +46,9 @@ class Accuracy:
 
 
 @pytest.fixture
-def accuracy(selene, capsys):
+def accuracy(a100, capsys):
     def write(line):
         with capsys.disabled():      # the table belongs in the test output, also with -q
             print(line)
 
-    return Accuracy(selene, write)
+    return Accuracy(a100, write)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import distributed        # the `test` extra installs it: these run in `make test`
 import pytest
 
 from astral_dsl.explore import sweep
 from astral_dsl.explore.engines import LocalEngine
 
-distributed = pytest.importorskip("distributed")
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -240,7 +240,7 @@ site S {
   racks = m * 2 x R
   check power <= k * 20 kW else error "k x 20 kW"
   loop plates {
-    fluid = Water, supply = 35 degC, rise = 10 K, cdu = CDU(rated = 200 kW), cdus = 1
+    fluid = Water, supply = 35 degC, rise = 10 K, cdu = CDU(capacity = 200 kW), cdus = 1
     pump_head = 150 kPa, pump_efficiency = 60 %
   }
   air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 % }

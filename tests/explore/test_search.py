@@ -304,12 +304,13 @@ class _LosesOneTask(LocalEngine):
 
     def __init__(self, n):
         super().__init__(1)
-        self.n, self.calls = n, 0
+        self.n, self.calls, self.lost_task = n, 0, None
 
     def run(self, tasks, done=lambda i: None, lost=None):
         self.calls += 1
         if self.calls != self.n:
             return super().run(tasks, done, lost)
+        self.lost_task = tasks[0]
         rest = super().run(tasks[1:], lambda i: done(i + 1), lost)
         return [lost(0, "the worker died (test)")] + rest
 
@@ -317,14 +318,19 @@ class _LosesOneTask(LocalEngine):
 def test_lost_work_is_counted_and_the_rest_still_ranked(small):
     full = search.run(str(small), job="dense", top=3, engine=LocalEngine(1))
     # call 1 screens, call 2 is the first forecasting round: its first task holds the
-    # PER_TASK (3) configurations of best bound, so the three that win in `full` are lost
-    lossy = search.run(str(small), job="dense", top=3, engine=_LosesOneTask(2))
+    # PER_TASK (3) configurations of best bound, which are lost
+    engine = _LosesOneTask(2)
+    lossy = search.run(str(small), job="dense", top=3, engine=engine)
     e800 = [d for d in lossy.diagnostics if d.code == "E800"]
     assert len(e800) == 1
     assert e800[0].message == "3 configurations were not evaluated: the worker died (test)"
     assert "the ranking may miss them" in e800[0].hint
     assert len(lossy.rows) == 3
-    assert not {r["config"] for r in full.rows} & {r["config"] for r in lossy.rows}
+    lost = set(engine.lost_task[1][2])
+    assert len(lost) == 3 and not lost & {r["config"] for r in lossy.rows}
+    # the full run's winners that were not lost are still found
+    kept = [r["config"] for r in full.rows if r["config"] not in lost]
+    assert kept == [r["config"] for r in lossy.rows][:len(kept)]
     # what is ranked is still ranked right: each row is a forecast of the full run's
     assert [r["iteration_time_s"] for r in lossy.rows] == \
         sorted(r["iteration_time_s"] for r in lossy.rows)

@@ -111,6 +111,18 @@ def _cli(args, capsys):
     return code, out.out, out.err
 
 
+@pytest.mark.parametrize("command", ["sweep", "search"])
+def test_cluster_without_dask_is_a_usage_error(project, capsys, monkeypatch, command):
+    """Dask is an extra (`astral-dsl[cluster]`): without it, --cluster says how to install it
+    and exits 2, before any work."""
+    monkeypatch.setitem(sys.modules, "distributed", None)      # import distributed fails
+    args = [command, str(project), "--cluster", "tcp://127.0.0.1:1"]
+    args += ["--grid", "hosts_per_rack=3..5"] if command == "sweep" else []
+    code, out, err = _cli(args, capsys)
+    assert code == 2 and out == ""
+    assert "pip install astral-dsl[cluster]" in err and "Traceback" not in err
+
+
 def test_cli_outputs(project, tmp_path, capsys):
     args = ["sweep", str(project), "--grid", "hosts_per_rack=3..5", "--grid",
             "rack_limit=40kW,50kW", "--workers", "1"]
@@ -298,3 +310,22 @@ def test_yes_no_and_text_grids(tmp_path, capsys):
                           ("label=a,b", "`a` is not a quoted string")):
         code, _, err = _cli(["sweep", str(design), "--grid", spec, "--workers", "1"], capsys)
         assert code == 2 and message in err
+
+
+def test_progress_bar_draws_and_erases_itself(capsys):
+    """The progress of `astral sweep` / `search` on a terminal: the count, a bar, the time
+    left; a new label starts a new bar; at the end the line is erased."""
+    from astral_dsl.cli.sweep import progress_bar
+
+    update, stop = progress_bar(True, "sweep")
+    update(0, 4)
+    update(2, 4)
+    update(5, None, "forecasts")
+    stop()
+    err = capsys.readouterr().err
+    frames = err.split("\r")
+    assert frames[1].startswith("sweep 0/4 [" + "." * 30 + "]")
+    assert frames[2].startswith("sweep 2/4 [" + "#" * 15 + "." * 15 + "] ~")
+    assert frames[3].rstrip() == "forecasts 5"
+    assert frames[-2].strip() == "" and frames[-1] == ""
+    assert progress_bar(False, "sweep")[0] is None

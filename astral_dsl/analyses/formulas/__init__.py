@@ -11,7 +11,8 @@ Sources are cited per function; "engineering.md" is ``shared/reference/engineeri
 worked examples used by the tests), "astral-paper.md" the Astral reference topology.
 
 Split by domain: ``electrical`` (currents, redundancy, batteries, conductors), ``thermal``
-(liquid/air flow, pumps, PUE), ``network`` (fat-tree capacity, oversubscription, even switch
+(liquid/air flow, pumps, PUE), ``plant`` (air at altitude, humid-air flow, economisers and
+chillers, transformer and rectifier losses, battery recharge, a DC bus's end voltage), ``network`` (fat-tree capacity, oversubscription, even switch
 counts, transceiver modules) and ``_checks`` (the input validators).  Every public name is
 re-exported here, so ``from astral_dsl.analyses import formulas; formulas.dc_current(...)``
 works as before.
@@ -30,6 +31,11 @@ from astral_dsl.analyses.formulas.network import (astral_pod_gpus, astral_pods,
                                                   even_upper_switches, fat_tree_hosts,
                                                   modules_for, oversubscription,
                                                   smallest_divisor_at_least)
+from astral_dsl.analyses.formulas.plant import (SEA_LEVEL_PA, carnot_cop, chiller_cop,
+                                                chiller_share, end_voltage_needed,
+                                                humid_air_flow, pressure_at_altitude,
+                                                recharge_power, rectifier_losses,
+                                                transformer_losses)
 from astral_dsl.analyses.formulas.thermal import (AIR_CP_J_KG_K, AIR_DENSITY_KG_M3,
                                                   CFM_PER_M3_PER_H, HOURS_PER_YEAR, air_flow,
                                                   air_flow_cfm_rule_of_thumb, annual_pue,
@@ -48,6 +54,9 @@ __all__ = [
     "liquid_flow", "air_flow", "air_flow_cfm_rule_of_thumb",
     "m3s_to_l_per_min", "m3s_to_m3_per_h", "m3s_to_cfm",
     "pump_power", "pue", "facility_power", "pue_over_modes", "annual_pue",
+    "SEA_LEVEL_PA", "pressure_at_altitude", "humid_air_flow", "chiller_share", "carnot_cop",
+    "chiller_cop", "transformer_losses", "rectifier_losses", "recharge_power",
+    "end_voltage_needed",
     "fat_tree_hosts", "astral_pod_gpus", "astral_pods", "oversubscription",
     "smallest_divisor_at_least", "even_upper_switches", "modules_for",
 ]

@@ -50,25 +50,29 @@ def literal(q: Quantity, si: float) -> str:
 
 
 def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
-            numeric: bool = True, read=None) -> Report:
+            numeric: bool = True, read=None, step=None) -> Report:
     """`params`: only these parameters (default: every numeric top-level param); `numeric`:
-    bracket the non-algebraic limits by evaluating the design again (False: symbolic only)."""
+    bracket the non-algebraic limits by evaluating the design again (False: symbolic only);
+    `step(what)`: told what is being done (a progress line)."""
+    step = step or (lambda what: None)
     from astral_dsl.pipeline import check, front_end_errors
     from astral_dsl.workspace import Workspace
 
     overrides = dict(overrides or {})
     ws = Workspace.open(path, overrides) if read is None else \
         Workspace.open(path, overrides, read)
+    # a design with `?`: around the values sizing chose, held while each parameter moves
+    chosen, sized_notes = _chosen(ws)
+    if chosen is None:
+        checked = check(ws)
+        return Report(ws.design.file, {}, [], checked.diagnostics,
+                      "no choice of the design's unknowns (`?`) holds: no margins")
     ev = Shadows()
-    design = ws.compile(trace=ev)
+    design = ws.compile(assignments=chosen, trace=ev)
     checked = check(ws, design)
     if front_end_errors(design) or not design.roots:
         return Report(design.file, {}, [], checked.diagnostics,
                       "the design does not compile: no margins")
-    if design.unknowns:
-        return Report(design.file, {}, [], checked.diagnostics,
-                      "the design leaves values to sizing (`?`): margins are computed on "
-                      "designs without unknowns")
     limits = collect(ws, ev, checked)
     values = {n: q for n, q in _numeric_params(design).items()
               if params is None or n in params}
@@ -81,7 +85,7 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
         if key not in cache:
             over = {**overrides, name: literal(values[name], x)}
             numbers = NumericRecorder()
-            at_x = ws.compile(overrides=over, trace=numbers)
+            at_x = ws.compile(overrides=over, assignments=chosen, trace=numbers)
             if front_end_errors(at_x):
                 cache[key] = Uncompiled(tuple(sorted({d.code for d in at_x.diagnostics
                                                       if d.is_error})))
@@ -97,6 +101,7 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
     dependent: Dict[str, List[str]] = {lim.key: [] for lim in limits}
     report_notes: List[str] = []
     for name, q in values.items():
+        step(f"the limits as `{name}` moves")
         integer = name in ev.counts
         x0 = q.si
         moved, x1, failed = _moved(name, x0, integer, q.point, probe)
@@ -144,7 +149,28 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
         out.append(Margin(lim, tuple(ranges[lim.key]), symbolic,
                           _condition(lim, ev, values) if symbolic else None, notes,
                           tuple(dependent[lim.key])))
-    return Report(design.file, values, out, checked.diagnostics, None, tuple(report_notes))
+    return Report(design.file, values, out, checked.diagnostics, None,
+                  sized_notes + tuple(report_notes))
+
+
+def _chosen(ws):
+    """The values to compile the design with ({} when it has no `?`): those sizing chose, held
+    while each parameter moves; None when no choice holds. With a note of what was chosen."""
+    from astral_dsl.pipeline import front_end_errors
+
+    design = ws.design
+    if not design.needs_sizing or front_end_errors(design):
+        return {}, ()
+    from astral_dsl.outputs.size_json import chosen_fields
+
+    sizing = ws.sizing()
+    if sizing.diagnostics:
+        return None, ()
+    chosen = ", ".join((f"{c['path']}.{c['field']}" if c["path"] else
+                        f"{c['file']}:{c['line']}:{c['column']}") + f" = {c['value']}"
+                       for c in chosen_fields(sizing.design))
+    return dict(sizing.assigned), (f"around the values sizing chose ({chosen}), held as each "
+                                   f"parameter moves",)
 
 
 MOVE_TRIES = 12          # values tried, nearest first, for one where the design compiles

@@ -138,7 +138,7 @@ def _power_limits(ev, frames) -> List[Limit]:
         limit = f.values.get("power_limit")
         if not isinstance(limit, Quantity):
             continue
-        peak = power_of(f, ev.rollups, ev.evaluator.view)
+        peak = power_of(f, ev.rollups, ev.evaluator.view)     # a frame: as the compile sees it
         span = f.defs["power_limit"].name_span
         file, line, col = _where(span)
         lhs = ev.power_shadow(f) if ev.symbolic else OPAQUE

@@ -73,17 +73,20 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         gpus: Sequence[int] = (), sets: Optional[Dict[str, str]] = None,
         cluster=None, workers: Optional[int] = None,
         progress: Optional[Callable[[str, int, Optional[int]], None]] = None, engine=None,
-        life_s: float = LIFE_S) -> SearchResult:
+        life_s: float = LIFE_S, calibration=None) -> SearchResult:
+    """The top `top` configurations (module docstring). `calibration`: Seer's constants (a
+    seer.calibration.Calibration; default: the shipped fit), for the bounds and the
+    forecasts alike."""
     if objective not in OBJECTIVES:
         raise SearchError(f"--objective {objective}: one of {', '.join(OBJECTIVES)}")
     if top < 1:
         raise SearchError("--top must be at least 1")
     sets = dict(sets or {})
     ws, bundle = load_with_bundle(path, sets)
-    base = ws.design
+    base = ws.sized
     if not base.valid:
         raise SearchError("the design has errors", [d for d in base.diagnostics if d.is_error])
-    setup = Setup(tuple(sorted(sets.items())), job, tuple(sorted(set(gpus))))
+    setup = Setup(tuple(sorted(sets.items())), job, tuple(sorted(set(gpus))), calibration)
     try:
         state = State(base, setup)
     except SetupError as exc:
@@ -105,9 +108,11 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         if engine is None and hasattr(eng, "close"):
             eng.close()
     rows = []
+    cap = state.cluster.gpu.memory / 1e9 if state.cluster.gpu.memory else None
     for rank, (score, i, row) in enumerate(found[:top], 1):
         c = configs[i]
         out = {"rank": rank, "config": c, **row}
+        out["may_not_fit"] = may_not_fit(row, cap)
         if objective == "cost_per_token" or weight.priced:
             out["cost_per_token_usd"] = weight.cost_per_token(c.gpus, row["iteration_time_s"])
         rows.append(out)
@@ -151,7 +156,7 @@ def _weights(objective: str, ws, state, life_s: float, diagnostics) -> _Weight:
 
     tokens = float(state.space.batch * state.spec.seq)
     cost, unpriced = (None, None)
-    base = ws.design
+    base = ws.sized
     if priced(base):
         checked = check(ws)
         if checked.engineering is not None:
@@ -244,6 +249,12 @@ def _best_first(eng, handle, setup, configs, screened, weight, top, progress, di
     return found, tally
 
 
+def may_not_fit(row: Dict[str, Any], cap_gb: Optional[float]) -> bool:
+    """Whether a configuration that fits by Seer's memory estimate may not fit by its stated
+    uncertainty (the margin of W750): the estimate plus its uncertainty exceeds the GPU."""
+    return bool(cap_gb) and row["memory_gb"] + row["memory_uncertainty_gb"] > cap_gb
+
+
 def _lost(n: int, why: str, bundle):
     from astral_dsl.diagnostics import Diagnostic, Severity
 
@@ -258,7 +269,7 @@ def _declared(state, weight):
     from astral_dsl.explore.search.work import forecast_row
 
     try:
-        fc = seer.forecast(state.design, job=state.job.template)
+        fc = seer.forecast(state.design, job=state.job.template, calibration=state.calibration)
     except seer.ForecastError as exc:
         codes = sorted({d.code for d in exc.diagnostics if d.is_error}) or ["E758"]
         return None, tuple(codes)

@@ -27,6 +27,7 @@ class Setup:
     overrides: Tuple[Tuple[str, str], ...]
     job: Optional[str]
     gpus: Tuple[int, ...] = ()          # () : the job's GPU count
+    calibration: Any = None             # seer.calibration.Calibration (None: the shipped fit)
 
 
 class State:
@@ -55,7 +56,8 @@ class State:
             raise SetupError(f"job `{self.job.template}` cannot be forecast", hardware)
         self.spec, self.cluster = spec, cluster
         self.space = Space.of(spec, gpus, declared(self.job))
-        self.costs = Costs.of(spec, cluster.gpu)
+        self.calibration = setup.calibration
+        self.costs = Costs.of(spec, cluster.gpu, calibration=setup.calibration)
         self.profiles: Dict[tuple, Profile] = {}
         self.tails: Dict[tuple, Tuple[Any, Tail]] = {}
         self.hops: Dict[tuple, float] = {}
@@ -132,8 +134,9 @@ def state_of(bundle: Bundle, setup: Setup) -> State:
     hit = _STATES.get(key)
     if hit is None:
         entry, _ = lay_out(bundle)
-        hit = _STATES[key] = State(workspace(str(entry)).compile(
-            overrides=dict(setup.overrides)), setup)
+        ws = workspace(str(entry))
+        hit = _STATES[key] = State(ws.sized_of(ws.compile(overrides=dict(setup.overrides))),
+                                   setup)
     return hit
 
 
@@ -184,18 +187,21 @@ def forecast(bundle: Bundle, setup: Setup, configs: Sequence[Config]
         ok, total = memory_fits(state, config, low)
         row = None
         if ok:
-            fc = seer.run(config.spec(state.space), state.cluster.gpu, state.cluster.net)
+            fc = seer.run(config.spec(state.space), state.cluster.gpu, state.cluster.net,
+                          calibration=state.calibration)
             row = forecast_row(fc)
         out.append((ok, total, row))
     return out
 
 
 def forecast_row(fc) -> Dict[str, Any]:
-    """The figures of a full forecast a search reports."""
+    """The figures of a full forecast a search reports, with its envelope (seer/envelope.py:
+    how far to trust it)."""
     from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS
 
     return {"iteration_time_s": fc.iteration_time, "tokens_per_s": fc.tokens_per_s,
             "mfu": fc.mfu, "hfu": fc.hfu, "memory_gb": fc.memory.total / 1e9,
             "memory_uncertainty_gb": fc.memory.uncertainty / 1e9,
             "memory_stage": fc.memory.stage, "breakdown_stage": fc.stage,
-            "breakdown_s": {k: fc.breakdown.get(k, 0.0) for k, _ in BREAKDOWN_LABELS}}
+            "breakdown_s": {k: fc.breakdown.get(k, 0.0) for k, _ in BREAKDOWN_LABELS},
+            "calibration": fc.envelope().as_json()}

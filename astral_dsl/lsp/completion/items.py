@@ -9,6 +9,7 @@ from lsprotocol import types as lsp
 
 from astral_dsl.model.kinds import KINDS, EnumType, ListType
 from astral_dsl.semantics.builtins import BUILTINS
+from astral_dsl.semantics.defaults import FORMS
 from astral_dsl.units import UNITS
 
 KEYWORDS_TOP = ["import", "param", "let", "check"]
@@ -100,4 +101,4 @@ def _enum_items(kind: str, field: str) -> List[lsp.CompletionItem]:
 
 def _builtin_items():
     return [_item(name, lsp.CompletionItemKind.Function, "built-in function", sort="7",
-                  insert=f"{name}($0)", snippet=True) for name in sorted(BUILTINS)]
+                  insert=f"{name}($0)", snippet=True) for name in sorted({*BUILTINS, *FORMS})]

@@ -1,5 +1,5 @@
 """What `astral diff` compares of one design: plain data (strings and numbers in ordered
-dicts), so that two sides compare key by key. api/diff.py gathers a Side from the pipeline's
+dicts), so that two sides compare key by key. api/sides.py gathers a Side from the pipeline's
 results with the shaping functions here:
 
 - params: the top-level `param`s as written (`4`, `45 kW`);

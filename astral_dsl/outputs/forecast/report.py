@@ -1,7 +1,8 @@
 """The forecast as a table or as JSON
 `{"job", "gpus", "parallelism", "iteration_time_s", "tokens_per_s", "mfu", "hfu", "breakdown_s",
-"breakdown_stage", "memory_stage", "memory_gb", ..., "scenario"}` (the scenario object of every
-command's JSON, outputs/jsonout.py scenario_json, or null; inside the standard envelope of
+"breakdown_stage", "memory_stage", "memory_gb", ..., "calibration", "scenario"}` (`calibration`:
+how far to trust it, seer/envelope.py: {"regime", "inside", "band", ...}; the scenario object of
+every command's JSON, outputs/jsonout.py scenario_json, or null; inside the standard envelope of
 outputs/jsonout.py, added by the CLI). Every figure says which pipeline stage it is for: the
 breakdown is the busiest stage's (most compute), the memory the fullest stage's, and the
 breakdown's stage's memory is shown too when they differ."""
@@ -14,7 +15,7 @@ from astral_dsl.outputs.jsonout import scenario_json
 BREAKDOWN_LABELS = (("compute", "compute (incl. recompute)"), ("tp_comm", "exposed TP comm"),
                     ("cp_comm", "exposed CP comm"), ("ep_comm", "exposed EP comm"),
                     ("pp_comm", "exposed PP p2p"), ("dp_comm", "exposed DP comm"),
-                    ("bubble", "pipeline bubble / wait"), ("optimizer", "optimizer step"))
+                    ("host", "host-bound (CPU launch)"), ("bubble", "pipeline bubble / wait"), ("optimizer", "optimizer step"))
 
 
 def parallelism(fc) -> Dict[str, Any]:
@@ -53,8 +54,17 @@ def to_json(fc) -> Dict[str, Any]:
         doc["chosen"] = dict(fc.chosen)
     if fc.notes:
         doc["notes"] = list(fc.notes)
+    doc["calibration"] = fc.envelope().as_json()
     doc["scenario"] = None if fc.scenario is None else scenario_json(*fc.scenario)
     return doc
+
+
+def band_text(env) -> str:
+    """The band beside a forecast's time: "-4/+7 %" and where it comes from."""
+    if env.inside:
+        return (f"{env.text()}  (true time: the spread of {env.rows:,} calibration runs of "
+                f"{env.basis} left out of the fit)")
+    return f"{env.text()}  (outside the calibrated envelope: a default band, W753)"
 
 
 def _time(t: float) -> str:
@@ -88,12 +98,13 @@ def render(fc) -> str:
                  + (", ".join(overlaps) if overlaps else "none"))
     if fc.chosen:
         lines.append("  chosen     " + ", ".join(f"{k} = {v}" for k, v in fc.chosen)
-                     + " (the fastest that fits in memory; docs/seer.md)")
+                     + " (Seer's rule: the fastest that fits in memory,"
+                     " else the one that needs the least; docs/seer.md)")
     for n in fc.notes:
         lines.append(f"  note       {n}")
     mem = fc.memory
     lines.append("")
-    lines.append(f"  iteration time   {fc.iteration_time:12.3f} s")
+    lines.append(f"  iteration time   {fc.iteration_time:12.3f} s   {band_text(fc.envelope())}")
     lines.append(f"  tokens/s         {fc.tokens_per_s:12,.0f}")
     lines.append(f"  MFU              {fc.mfu * 100:12.1f} %   model FLOPs / peak")
     lines.append(f"  HFU              {fc.hfu * 100:12.1f} %   with the recomputed FLOPs")

@@ -79,7 +79,7 @@ class Highlight:
 
     def label(self, i: int) -> str:
         s = self.suspects[i]
-        conf = s.get("confidence")
+        conf = s.get("probability", s.get("confidence"))     # "confidence": before version 1
         return (f"suspect {i + 1}: {s.get('kind', '')} {s['path']}"
                 + (f" ({conf:.0%})" if isinstance(conf, (int, float)) else ""))
 
@@ -96,6 +96,11 @@ class Highlight:
 
 class Context:
     highlight: Optional[Highlight] = None
+    devices = None                    # analyses.fleet.Devices: the names of the devices
+
+    def device_name(self, path: str) -> Optional[str]:
+        """The real (or pattern) name of the device at replica `path`, if it has one."""
+        return self.devices.name_of(path) if self.devices else None
 
     def __init__(self, design: Design, engineering, diagnostics: Iterable[Diagnostic],
                  scenario: Optional[Instance] = None, outcome=None, notes: Iterable[str] = ()):
@@ -109,6 +114,8 @@ class Context:
         self.cache: Dict = {}
         self.fabrics = {f.fabric: f for f in engineering.fabrics} if engineering else {}
         self.feeders = {f.path: f for f in engineering.power.feeders} if engineering else {}
+        if engineering is not None and engineering.cooling.facility is not None:
+            self.feeders.update((f.path, f) for f in engineering.cooling.facility.feeders)
         self.levels = {lv.path: lv for lv in engineering.power.levels} if engineering else {}
         self.loops = {lp.path: lp for lp in engineering.cooling.loops} if engineering else {}
         self.air = {a.path: a for a in engineering.cooling.air} if engineering else {}
@@ -234,6 +241,7 @@ def build(design: Design, checked, scenario: Optional[str] = None,
     the scenarios it ran: the picture only presents), under the scenario when one is named;
     `highlight`: the suspects of a diagnosis to draw in red."""
     ctx = _build(design, checked, scenario)
+    ctx.devices = getattr(checked, "devices", None)
     if highlight is not None:
         ctx.highlight = Highlight(highlight)
     return ctx
@@ -252,7 +260,7 @@ def _build(design: Design, checked, scenario: Optional[str] = None) -> Context:
     if eng is None:
         errors = [d for d in diagnostics if d.is_error]
         # a failed user `check` leaves a complete model: draw it with the check in red
-        if design.roots and not design.unknowns and errors and \
+        if design.roots and not design.needs_sizing and errors and \
                 all(d.code == "E500" for d in errors):
             eng = analyse(design)
             diagnostics.extend(eng.diagnostics)
@@ -278,6 +286,8 @@ def _build(design: Design, checked, scenario: Optional[str] = None) -> Context:
     baseline = {id(d) for d in eng.diagnostics}
     marks = [d for d in diagnostics if id(d) not in baseline and d.code not in ("E680", "W680")]
     marks += list(outcome.result.diagnostics) + scenario_diagnostics(outcome, inst)
+    # what the design's `allow`s (or the baseline) accept is not drawn as a problem
+    marks = [d for d in marks if not checked.accepts(d)]
     # draw the design as compiled under the scenario: the parts it names are their own
     # instances there, so only they are greyed or changed
     twin = outcome.applied.design

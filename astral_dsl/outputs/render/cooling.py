@@ -51,7 +51,7 @@ def build(ctx, located) -> Canvas:
         if c.chiller_w:
             bits.append(f"chillers {watts(c.chiller_w)}")
         if c.average is not None and c.average.rejection_w:
-            bits.append(f"dry coolers' fans {watts(c.average.rejection_w)}")
+            bits.append(f"heat rejection fans {watts(c.average.rejection_w)}")
         title.append(" · ".join(bits) + " (annual average)")
         if c.peak is not None:
             title.append(f"facility {watts(c.facility_w)} average, {watts(c.peak.total_w)} peak"
@@ -68,6 +68,11 @@ def build(ctx, located) -> Canvas:
 
     def on_cluster(key, inst, count):
         anchor = None
+        if inst is top and eng is not None and eng.cooling.facility is not None and \
+                top is ctx.design.roots[0]:
+            for i, cy in enumerate(eng.cooling.facility.circuits):
+                facilities.append((cy, _facility(canvas, ctx, cy, f"{key}_facility{i}")))
+                anchor = anchor or facilities[-1][1]
         if inst is top and eng is not None and eng.network_w and top is ctx.design.roots[0]:
             cooled = any(i.kind == "air" and i.field("network") is True
                          for i in ctx.design.instances)
@@ -80,10 +85,7 @@ def build(ctx, located) -> Canvas:
             v = m.value
             if not isinstance(v, Instance):
                 continue
-            if v.kind == "facility":
-                facilities.append(_facility(canvas, ctx, v, key))
-                anchor = anchor or facilities[-1]
-            elif v.kind == "loop":
+            if v.kind == "loop":
                 cdu, node = _loop(canvas, ctx, v, key)
                 loops.append((key, v, cdu, node))
                 anchor = anchor or cdu
@@ -113,15 +115,21 @@ def build(ctx, located) -> Canvas:
 
     tree.draw(top, title=title_of, on_cluster=on_cluster, leaf=leaf,
               theme=lambda i: "site" if i is top else "group")
-    # facility water to every CDU
-    for fac in facilities:
-        for key, loop, cdu, node in loops:
-            r = ctx.loops.get(loop.path)
+    # each facility-water circuit to the CDUs and the air units' coils that draw on it
+    for cy, fac in facilities:
+        on = {d.path for d in cy.circuit.draws}
+        units = [(key, loop, cdu, ctx.loops.get(loop.path),
+                  "heat the CDUs hand to facility water (per loop)")
+                 for key, loop, cdu, _ in loops] + \
+                [(key, air, node, ctx.air.get(air.path),
+                  "heat the air unit's coils hand to facility water") for key, air, node in airs]
+        for key, unit, target, r, tooltip in units:
+            if unit.path not in on:
+                continue
             reps = tree.count_within(key, None)
             text = (f"{n(reps)} x {watts(r.heat_w)}" if reps > 1 else watts(r.heat_w)) \
                 if r else ""
-            canvas.edge(fac, cdu, text, theme="facility",
-                        tooltip="heat the CDUs hand to facility water (per loop)")
+            canvas.edge(fac, target, text, theme="facility", tooltip=tooltip)
     for key, loop, cdu, node in loops:
         r = ctx.loops.get(loop.path)
         for c, inst in _served(ctx, loop, tree.drawn[key].inst):
@@ -171,24 +179,28 @@ def _changed(ctx, inst: Instance) -> List[Line]:
     return [Line(f"scenario: {c}", bold=True, colour=AMBER) for c in ctx.changed_notes(inst)]
 
 
-def _facility(canvas: Canvas, ctx, fac: Instance, key: str) -> str:
-    cls = fac.field("water_class")
-    lines = [f"facility {fac.template}" + (f" · {cls.name}" if isinstance(cls, Symbol) else "")]
-    supply = fac.field("supply")
-    if hasattr(supply, "value_in"):
-        lines.append(Line(f"supply {celsius(supply.value_in('degC'))}", small=True))
-    free, cop = _si(fac.field("free_cooling")), _si(fac.field("chiller_cop"))
-    if free is not None:
-        lines.append(Line(f"dry coolers alone {n(round(free / 3600))} h a year", small=True))
-    if ctx.eng and ctx.eng.cooling.average is not None and ctx.eng.cooling.average.rejection_w:
-        lines.append(Line(f"their fans: {watts(ctx.eng.cooling.average.rejection_w)} average",
-                          small=True))
-    if cop:
-        lines.append(Line(f"chillers COP {cop:g}" + (
-            f": {watts(ctx.eng.cooling.chiller_w)} average" if ctx.eng else ""), small=True))
-    lines += _changed(ctx, fac)
-    return canvas.node(f"{key}_{fac.template}", lines, theme="facility", parts=[fac],
-                       tooltip=f"facility {fac.path}")
+def _facility(canvas: Canvas, ctx, cy, key: str) -> str:
+    """A facility-water circuit: its temperatures, heat rejection, hours and chillers."""
+    cc = cy.circuit
+    fac = ctx.by_path.get(cc.path)
+    lines = [f"facility {fac.template if fac is not None else cc.path}"
+             + (f" · {cy.water_class}" if cy.water_class else "")]
+    if cc.supply_c is not None:
+        lines.append(Line(f"supply {celsius(cc.supply_c)}" + (
+            f" → {celsius(cc.supply_c + cc.rise_k)} return" if cc.rise_k else ""), small=True))
+    lines.append(Line(f"{watts(cc.average_w)} average · pumps {watts(cc.pump_w)}", small=True))
+    lines.append(Line(f"{cy.rejection.replace('_', ' ')}s alone {n(round(cy.free_h))} h a year"
+                      + (f", sharing {n(round(cy.partial_h))} h" if cy.partial_h else ""),
+                      small=True))
+    if cy.fans_w:
+        lines.append(Line(f"their fans: {watts(cy.fans_w)} average", small=True))
+    if cy.chillers_w or cy.cop:
+        lines.append(Line(f"chillers: {watts(cy.chillers_w)} average", small=True))
+    if fac is not None:
+        lines += _changed(ctx, fac)
+    return canvas.node(key, lines,
+                       theme="facility", parts=[fac] if fac is not None else [],
+                       tooltip=f"facility {cc.path}")
 
 
 def _loop(canvas: Canvas, ctx, loop: Instance, key: str) -> Tuple[str, str]:

@@ -1,5 +1,5 @@
-"""`--view power`: the one-line diagram, left to right: the supply of each side (A, B), the
-rectifier modules and batteries of the DC feeders, each feeder with its voltage, capacity and
+"""`--view power`: the one-line diagram, left to right: the site's transformers (when it declares
+them), the supply of each side (A, B), the rectifier modules and batteries of the DC feeders, each feeder with its voltage, capacity and
 load (normal, and with its partner or one of its N failed), and the racks it serves inside the
 collapsed rows and pods, with their loads."""
 from __future__ import annotations
@@ -72,10 +72,14 @@ def build(ctx, located) -> Canvas:
     tree = Tree(canvas, ctx)
     drawn: List[Tuple[str, Instance, str, str]] = []   # (cluster key, feeder, entry, node)
     network: List[str] = []                            # the network switches' node
+    facility: List[str] = []                           # the facility's consumers' node
 
     def on_cluster(key, inst, count):
         if inst is top:
-            _supplies(canvas, ctx, top)
+            supplies = _supplies(canvas, ctx, top)
+            if eng is not None and top is ctx.design.roots[0] and \
+                    eng.cooling.facility is not None:
+                _transformers(canvas, eng.cooling.facility.transformers, supplies)
         if inst is top and eng is not None and eng.network_w and top is ctx.design.roots[0]:
             switches = sum(f.switches for f in eng.fabrics)
             unfed = eng.power.network_unfed_w
@@ -86,6 +90,15 @@ def build(ctx, located) -> Canvas:
                 f"{n(switches)} switches · {watts(eng.network_w)} peak", small=True),
                 Line(where, small=True)], theme="note" if unfed else "compute",
                 tooltip="the switches' power counts in the IT load, at full power"))
+        if inst is top and eng is not None and top is ctx.design.roots[0] and \
+                eng.cooling.facility is not None and eng.cooling.facility.feeders:
+            peak = eng.cooling.peak
+            mech = peak.total_w - peak.it_w - peak.losses_w - peak.transformers_w
+            facility.append(canvas.node("facility", ["facility consumers", Line(
+                f"{watts(mech)} at the peak hour", small=True), Line(
+                "CDUs, pumps, fans, chillers, heat rejection, lighting", small=True)],
+                theme="compute", tooltip="the facility's own consumers, on the feeders "
+                                         "with mechanical = true"))
         feeders = [m.value for m in inst.members
                    if isinstance(m.value, Instance) and m.value.kind == "feeder"]
         anchor = None
@@ -119,7 +132,8 @@ def build(ctx, located) -> Canvas:
     tree.draw(top, title=title_of, on_cluster=on_cluster, leaf=leaf,
               theme=lambda i: "site" if i is top else "group")
     _sources(canvas, ctx, tree, drawn)
-    _served_edges(canvas, ctx, tree, drawn, network[0] if network else None)
+    _served_edges(canvas, ctx, tree, drawn, network[0] if network else None,
+                  facility[0] if facility else None)
     if not drawn:
         canvas.node("nofeeder", ["no feeders declared",
                                  Line("declare `feeder` blocks with `serves = ...` to draw the "
@@ -241,14 +255,41 @@ def _feeders_below(ctx, top: Instance) -> List[Tuple[int, Instance]]:
     return out
 
 
-def _supplies(canvas: Canvas, ctx, top: Instance) -> None:
-    """One supply per side: how many feeders it feeds and what they carry."""
+def _supplies(canvas: Canvas, ctx, top: Instance) -> List[str]:
+    """One supply per side: how many feeders it feeds and what they carry; their nodes."""
     sides: Dict[str, List] = {}
     for reps, f in _feeders_below(ctx, top):
         sides.setdefault(_sym(f.field("side")) or "", []).append((reps, f))
     with canvas.same_rank("same"):
         for side, items in sorted(sides.items()):
             _supply(canvas, ctx, side, items)
+    return [f"supply_{side or 'x'}" for side in sorted(sides)]
+
+
+def _transformers(canvas: Canvas, stages, supplies: List[str]) -> None:
+    """The transformer stages in the order declared, each carrying the site's whole load (as
+    the facility model counts them), the last one feeding every side's supply."""
+    previous = None
+    for i, s in enumerate(stages):
+        units = s.replicas * s.count
+        name = s.path.rsplit(".", 1)[-1]
+        template = s.inst.template if s.inst is not None else ""
+        gid = canvas.node(f"transformer_{i}", [
+            f"transformers {name}" + (f" · {template}" if template not in ("", name) else ""),
+            Line(f"{n(units)} x {watts(s.capacity_w).replace('W', 'VA')} · {s.redundancy}",
+                 small=True),
+            Line(f"carries {watts(s.peak_load_w * s.replicas)} at the peak hour", bold=True),
+            Line(f"losses {watts(s.average_loss_w)} average, {watts(s.peak_loss_w)} at the "
+                 f"peak", small=True)],
+            theme="power", parts=[s.inst] if s.inst is not None else (),
+            tooltip=f"transformer {s.path}: no-load loss {watts(s.no_load_w)} and load loss "
+                    f"{watts(s.load_loss_w)} at the rating, per unit")
+        if previous is not None:
+            canvas.edge(previous, gid, watts(s.peak_load_w * s.replicas), theme="power")
+        previous = gid
+    if previous is not None:
+        for sup in supplies:
+            canvas.edge(previous, sup, "", theme="power", tooltip="the site's low-voltage supply")
 
 
 def _supply(canvas: Canvas, ctx, side: str, items) -> None:
@@ -284,11 +325,19 @@ def _sources(canvas: Canvas, ctx, tree: Tree, drawn) -> None:
                     tooltip=f"{n(reps)} feeder(s) {f.template}")
 
 
-def _served_edges(canvas: Canvas, ctx, tree: Tree, drawn, network: Optional[str]) -> None:
+def _served_edges(canvas: Canvas, ctx, tree: Tree, drawn, network: Optional[str],
+                  facility: Optional[str] = None) -> None:
     for key, f, entry, node in drawn:
         r = ctx.feeders.get(f.path)
         current = _sym(f.field("current")) or "dc"
         failed = f.path in ctx.failed_paths
+        if f.field("mechanical") is True:
+            if facility is not None:
+                canvas.edge(node, facility, (watts(r.normal_w) if not failed else "0 kW")
+                            if r is not None else "", theme="dc" if current == "dc" else "ac",
+                            failed=failed,
+                            tooltip=f"{f.template} supplies the facility's consumers")
+            continue
         served = _served(ctx, f)
         if f.field("network") is True and network is not None:
             canvas.edge(node, network, (watts(r.normal_w) if not failed else "0 kW")

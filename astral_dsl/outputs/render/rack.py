@@ -92,7 +92,9 @@ def build(ctx, located) -> Canvas:
     names: Dict[Tuple, str] = {}           # switch key -> stable name (fabric_names.py)
     host_ids: List[str] = []
     wanted: List[Tuple[str, Tuple, int, int]] = []     # (tail port, switch key, nic, port)
-    with canvas.cluster("part", [f"{part.kind} {located.text}",
+    named = ctx.device_name(located.text)
+    with canvas.cluster("part", [f"{part.kind} {located.text}" if named is None else
+                                 f"{part.kind} {named} ({located.text})",
                                  Line(f"{part.template} · {watts(power_of(part, cache).si)} peak",
                                       small=True)], parts=[part], theme="group",
                         tooltip=f"{part.kind} {part.path}"):
@@ -111,9 +113,10 @@ def build(ctx, located) -> Canvas:
                         else 0
                     wanted.append((f"{gid}:{cell}", (rail, plane, number), k, j,
                                    port_name(host_paths[h], _member(host, "nic"), k, j)))
+            real = ctx.device_name(host_paths[h])
             canvas.node(gid, (), theme="compute", parts=[host], table_rows=rows,
-                        header=f"host {h} · {host.template} · "
-                               f"{watts(power_of(host, cache).si)}",
+                        header=(f"{real} (host {h})" if real else f"host {h}")
+                        + f" · {host.template} · {watts(power_of(host, cache).si)}",
                         tooltip=f"host {host.path}", shape="plain",
                         suspect=hl.match(host_paths[h]) if hl else None)
         if len(hosts) > MAX_HOSTS:
@@ -143,7 +146,10 @@ def build(ctx, located) -> Canvas:
                     where.append(f"rail {rail}")
                 if plane is not None:
                     where.append(f"plane {plane_name(plane)}")
-                lines = [f"{t0.name} {' · '.join(where)}".strip(),
+                named = ctx.device_name(
+                    TierKey(fabric.fc.fabric, t0.name, axis, rail, plane).switch(number))
+                lines = [f"{t0.name} {' · '.join(where)}".strip()
+                         + (f" · {named}" if named else ""),
                          Line(f"#{number} of {n(t0.per_group)} · {t0.switch}", small=True)]
                 if t0.up_ports:
                     lines.append(Line(f"↑ {links(t0.up_ports, t0.up_speed)} to "

@@ -280,8 +280,9 @@ class Canvas:
             fill = RED_FILL if not failed else fill
             classes.append("violation")
         elif problems:
-            border, pen = AMBER, "2.2"
-            fill = AMBER_FILL if not failed else fill
+            # a warning marks the border and names its code (▲ W621): the part keeps its own
+            # fill, so an AC or DC feeder stays the colour the legend gives it
+            border, pen = AMBER, "2.6"
             classes.append("warning")
         return fill, border, font, pen, style, classes
 
@@ -381,7 +382,8 @@ class Canvas:
             rows.append(_swatch(fill, border, meaning))
         rows.append(_swatch("#ffffff", "#78909c", "N x item: N identical replicas drawn once"))
         rows.append(_swatch(RED_FILL, RED, "violation (code on the part, message in tooltip)"))
-        rows.append(_swatch(AMBER_FILL, AMBER, "warning"))
+        rows.append(_swatch("#ffffff", AMBER, "warning: amber border and ▲ code (the part "
+                                              "keeps its colour)", border_width=2))
         if self.ctx.scenario is not None:
             rows.append(_swatch(GREY_FILL, GREY, f"failed in scenario `{self.ctx.scenario}`",
                                 dashed=True))
@@ -435,7 +437,9 @@ class Canvas:
         self.g.subgraph(self.body)
 
 
-def _swatch(fill: str, border: str, meaning: str, dashed: bool = False) -> str:
+def _swatch(fill: str, border: str, meaning: str, dashed: bool = False, border_width: int = 1
+            ) -> str:
     style = ' STYLE="dashed"' if dashed else ""
-    return (f'<TR><TD BGCOLOR="{fill}" BORDER="1" COLOR="{border}" WIDTH="24" HEIGHT="12" FIXEDSIZE="TRUE"'
-            f'{style}> </TD><TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(meaning)}</FONT></TD></TR>')
+    return (f'<TR><TD BGCOLOR="{fill}" BORDER="{border_width}" COLOR="{border}" WIDTH="24" '
+            f'HEIGHT="12" FIXEDSIZE="TRUE"{style}> </TD><TD ALIGN="LEFT"><FONT POINT-SIZE="10">'
+            f'{esc(meaning)}</FONT></TD></TR>')

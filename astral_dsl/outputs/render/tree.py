@@ -41,6 +41,46 @@ def counted(count: int, kind: str, template: str) -> str:
     return f"{n(count)} x {kind} {template}"
 
 
+def replica_names(parent: Instance) -> Dict[int, str]:
+    """By id of a child instance: where it sits among its member's replicas, written as in a
+    path (`sus[0]`, `sus[1..3]`, `sus[0..1], sus[3]`), for members whose replicas are distinct
+    instances of one template (under a scenario the parts it names are isolated): two boxes
+    "1 x block SU" become "block SU sus[0]" and "block SU sus[1]"."""
+    from astral_dsl.model.values import Group
+
+    out: Dict[int, str] = {}
+    for m in parent.members:
+        g = m.value
+        if not isinstance(g, Group) or any(isinstance(r.item, Group) for r in g.runs):
+            continue
+        spans: Dict[int, List[Tuple[int, int]]] = {}
+        templates: Dict[int, str] = {}
+        offset = 0
+        for r in g.runs:
+            ranges = spans.setdefault(id(r.item), [])
+            templates[id(r.item)] = f"{r.item.kind} {r.item.template}"
+            if ranges and ranges[-1][1] == offset:
+                ranges[-1] = (ranges[-1][0], offset + r.count)
+            else:
+                ranges.append((offset, offset + r.count))
+            offset += r.count
+        if len(set(templates.values())) == len(templates):
+            continue                    # each template once: its label names it already
+        for key, ranges in spans.items():
+            shown = [f"{m.name}[{a}]" if b - a == 1 else f"{m.name}[{a}..{b - 1}]"
+                     for a, b in ranges[:3]]
+            out[key] = ", ".join(shown) + (f" and {len(ranges) - 3:,} more" if len(ranges) > 3
+                                           else "")
+    return out
+
+
+def _indexed(lines: list, where: Optional[str]) -> list:
+    """A title's first line with the replicas it stands for (replica_names)."""
+    if not where or not lines or not isinstance(lines[0], str):
+        return lines
+    return [f"{lines[0]} {where}"] + list(lines[1:])
+
+
 def nic_ports(inst: Instance, cache) -> Tuple[int, Optional[object], int]:
     """(NIC ports inside `inst`, port speed, ports per NIC)."""
     total, speed, per_nic = 0, None, 1
@@ -118,30 +158,32 @@ class Tree:
         return self._visit(top, count, None, title, on_cluster, leaf, theme)
 
     def _visit(self, inst: Instance, count: int, parent: Optional[str], title, on_cluster,
-               leaf, theme) -> str:
+               leaf, theme, where: Optional[str] = None) -> str:
         key = self._key("c")
         d = Drawn(key, inst, count, parent)
         self.drawn[key] = d
         self.by_inst.setdefault(id(inst), []).append(key)
-        with self.canvas.cluster(key, title(inst, count), parts=[inst],
+        with self.canvas.cluster(key, _indexed(title(inst, count), where), parts=[inst],
                                  theme=theme(inst) if theme else "group",
                                  tooltip=f"{inst.kind} {inst.path}"):
             if on_cluster is not None:
                 d.anchor = on_cluster(key, inst, count) or d.anchor
             children = inst.containment()
+            names = replica_names(inst)
             groups = [(c, ch) for c, ch in children if ch.kind in GROUPING]
             leaves = [(c, ch) for c, ch in children if ch.kind not in GROUPING]
             drawn = 0
             for c, ch in groups:
                 if drawn >= MAX_CHILDREN:
                     break
-                sub = self._visit(ch, c, key, title, on_cluster, leaf, theme)
+                sub = self._visit(ch, c, key, title, on_cluster, leaf, theme,
+                                  names.get(id(ch)))
                 d.anchor = d.anchor or self.drawn[sub].anchor
                 drawn += 1
             for c, ch in leaves:
                 if drawn >= MAX_CHILDREN:
                     break
-                node = self._leaf(ch, c, key, leaf)
+                node = self._leaf(ch, c, key, leaf, names.get(id(ch)))
                 d.anchor = d.anchor or node
                 drawn += 1
             rest = len(groups) + len(leaves) - drawn
@@ -154,13 +196,15 @@ class Tree:
                 d.anchor = d.anchor or node
         return key
 
-    def _leaf(self, inst: Instance, count: int, parent: str, leaf) -> str:
+    def _leaf(self, inst: Instance, count: int, parent: str, leaf,
+              where: Optional[str] = None) -> str:
         key = self._key("n")
         d = Drawn(key, inst, count, parent, node=key)
         self.drawn[key] = d
         self.by_inst.setdefault(id(inst), []).append(key)
         cache = self.ctx.cache
-        lines = [counted(count, inst.kind, inst.template), Line(contents(inst, cache), small=True)]
+        lines = _indexed([counted(count, inst.kind, inst.template),
+                          Line(contents(inst, cache), small=True)], where)
         theme, extra, tooltip = "compute", [], f"{inst.kind} {inst.path}"
         if leaf is not None:
             theme, extra = leaf(key, inst, count)

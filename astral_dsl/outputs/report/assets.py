@@ -198,7 +198,7 @@ svg.timeline .s-pp{fill:#2e8b57}svg.timeline .s-dp{fill:#6a4fb3}
 .bar span{display:block;height:100%}
 .k-compute{background:#3b7dd8}.k-tp_comm{background:#e07b1a}.k-cp_comm{background:#c2185b}
 .k-ep_comm{background:#8e24aa}.k-pp_comm{background:#2e8b57}.k-dp_comm{background:#6a4fb3}
-.k-bubble{background:#c9d2dc}.k-optimizer{background:#7a7a7a}
+.k-host{background:#b8860b}.k-bubble{background:#c9d2dc}.k-optimizer{background:#7a7a7a}
 .t-forward{background:#3b7dd8}.t-backward{background:#1f4f96}.t-optimizer{background:#7a7a7a}
 .t-tp{background:#e07b1a}.t-cp{background:#c2185b}.t-ep{background:#8e24aa}.t-pp{background:#2e8b57}
 .t-dp{background:#6a4fb3}

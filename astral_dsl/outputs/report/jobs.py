@@ -2,7 +2,8 @@
 busiest stage's time goes (a table and a bar) and the zoomable timeline of the iteration."""
 from __future__ import annotations
 
-from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS, _time as duration, to_json
+from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS, _time as duration, band_text, \
+    to_json
 from astral_dsl.outputs.report.html import esc, tag
 from astral_dsl.outputs.report.sections import _slug, diagnostic, section
 from astral_dsl.outputs.report.tables import key_values, table
@@ -24,6 +25,7 @@ def _figures(fc) -> str:
                      f"{p['micro_batches']:,} micro-batches, seq {p['seq']:,}",
             "recompute": p["recompute"],
             "iteration time (s)": round(doc["iteration_time_s"], 6),
+            "how far to trust it": band_text(fc.envelope()),
             "tokens/s": round(doc["tokens_per_s"]),
             "MFU (%)": round(doc["mfu"] * 100, 2), "HFU (%)": round(doc["hfu"] * 100, 2),
             "memory per GPU (GB)": round(doc["memory_gb"]["total"], 2),
@@ -91,7 +93,9 @@ def job_block(review, job) -> str:
         return head + tag("p", "Not forecast:", cls="note") + "".join(
             diagnostic(review, d) for d in job.diagnostics)
     fc = job.forecast
-    return head + _figures(fc) + _breakdown(fc) + _timeline(fc)
+    # the forecast's own warnings (W750 "may not fit", W753 outside the calibrated envelope)
+    warned = "".join(diagnostic(review, d) for d in getattr(fc, "diagnostics", ()) or ())
+    return head + warned + _figures(fc) + _breakdown(fc) + _timeline(fc)
 
 
 def jobs_section(review) -> str:

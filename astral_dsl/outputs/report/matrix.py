@@ -94,8 +94,15 @@ def _worst_feeder(eng, attr: str) -> Optional[float]:
 
 
 def _worst_oversub(eng) -> Optional[float]:
+    """The highest oversubscription of a tier: as designed, or as a scenario's failures leave
+    it (uplinks that lost part of their links: the computation behind E602 and its notes,
+    analyses/network_damage.py)."""
+    from astral_dsl.analyses.network_damage import worst_oversubscription
+
     vals = [t.oversubscription for f in eng.fabrics for t in f.tiers
             if t.oversubscription is not None]
+    vals += [v for v in (worst_oversubscription(f.damage) for f in eng.fabrics)
+             if v is not None]
     return max(vals) if vals else None
 
 
@@ -113,7 +120,7 @@ def _figures(eng_a, eng_b, sum_a: Dict, sum_b: Dict) -> Dict[str, List[Figure]]:
     return {
         "network": [Figure("switches", s(sum_a, "switches"), s(sum_b, "switches")),
                     Figure("worst oversubscription", _worst_oversub(eng_a),
-                           _worst_oversub(eng_b), ":1", digits=3),
+                           _worst_oversub(eng_b), ":1", digits=4),   # as the notes give it
                     Figure("network power", s(sum_a, "network_power_kw"),
                            s(sum_b, "network_power_kw"), "kW")],
         "power": [Figure("IT peak", s(sum_a, "it_power_kw"), s(sum_b, "it_power_kw"), "kW"),
@@ -137,14 +144,16 @@ def matrix(review) -> Tuple[Row, ...]:
     base_eng = checked.engineering
     if base_eng is None:
         return ()
-    before = {_key(d) for d in base_eng.diagnostics + checked.design.diagnostics}
+    from astral_dsl.analyses.engineering import is_new, known
+
+    before = known(base_eng, checked.design)       # as the scenario check tells them apart
     rows = []
     for o in checked.scenarios:
         new = [d for d in (o.broken + (o.result.diagnostics if o.result is not None else ()))
-               if _key(d) not in before and d.code not in ("E680", "W680")]
+               if is_new(d, before) and d.code not in ("E680", "W680")]
         if o.applied is not None:
             new += [d for d in o.applied.design.diagnostics
-                    if _key(d) not in before and d.code not in ("E680", "W680")]
+                    if is_new(d, before) and d.code not in ("E680", "W680")]
         unique: Dict = {}
         for d in new:
             unique.setdefault(_key(d), d)
@@ -155,8 +164,9 @@ def matrix(review) -> Tuple[Row, ...]:
         jobs_figs: List[Figure] = []
         for job in review.jobs:
             fc, diags = job.under_scenario(o.name)
-            for d in diags:
-                if d.is_error or d.severity.value == "warning":
+            job_before = frozenset((d.code, d.span) for d in job.diagnostics)
+            for d in diags:          # what stops the forecast only under the scenario
+                if (d.is_error or d.severity.value == "warning") and is_new(d, job_before):
                     by_family.setdefault("jobs", []).append(d)
             base = job.forecast
             jobs_figs.append(Figure(f"{job.name} iteration time",

@@ -9,6 +9,7 @@ from typing import Optional
 
 from astral_dsl.outputs.report import assets, sections, sizing
 from astral_dsl.outputs.report.html import esc, tag
+from astral_dsl.outputs.report.diagnosis import diagnosis_section
 from astral_dsl.outputs.report.jobs import jobs_section
 
 TOC = (("summary", "Summary"), ("diagnostics", "Diagnostics"), ("scenarios", "Scenarios"),
@@ -47,13 +48,17 @@ def build(review, title: Optional[str] = None, stamp: Optional[str] = None) -> s
         sub.append(f"scenario {review.scenario} beside the baseline")
     header = tag("header", tag("h1", esc(title) + status) + tag("div", esc(" · ".join(sub)),
                                                                cls="sub"), cls="top")
-    toc = tag("nav", "".join(tag("a", esc(t), href=f"#{sid}") for sid, t in TOC), cls="toc")
+    toc_items = TOC + ((("diagnosis", "Diagnosis"),) if review.diagnosis else ())
+    toc = tag("nav", "".join(tag("a", esc(t), href=f"#{sid}") for sid, t in toc_items),
+              cls="toc")
     body = [sections.summary(review), sections.diagnostics(review),
             sections.scenario_matrix(review), sections.views(review)]
     if review.checked.engineering is not None:
         body += [sizing.sizing_section(review), sizing.pue_section(review),
                  sizing.bom_section(review)]
     body.append(jobs_section(review))
+    if review.diagnosis:
+        body.append(diagnosis_section(review.diagnosis))
     footer = tag("footer", esc(f"astral report · astral_dsl {__version__}"
                                + (f" · {stamp}" if stamp else "")))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

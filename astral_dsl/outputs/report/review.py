@@ -49,6 +49,7 @@ class Review:
     sources: Tuple[Tuple[str, str], ...]          # file name -> text, for source snippets
     scenario: Optional[str] = None                # the one whose views sit beside the baseline
     overrides: Tuple[Tuple[str, str], ...] = ()
+    diagnosis: Optional[Dict] = None              # a running job's diagnosis document
 
     @property
     def design(self) -> Design:

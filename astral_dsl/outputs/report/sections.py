@@ -65,10 +65,10 @@ def summary(review) -> str:
 
 
 def _chosen(design) -> str:
-    from astral_dsl.outputs.size_report import chosen_json
+    """What sizing chose, named by the fields' paths as `astral check` prints them."""
+    from astral_dsl.outputs.size_json import chosen_fields, chosen_text
 
-    return "; ".join(f"{c['file']}:{c['line']}:{c['column']} = {c['value']}"
-                     for c in chosen_json(design))
+    return "; ".join(chosen_text(c) for c in chosen_fields(design))
 
 
 def _slug(text: str) -> str:
@@ -121,14 +121,32 @@ def diagnostic(review, d: Diagnostic) -> str:
 
 def diagnostics(review, extra: Iterable[Diagnostic] = ()) -> str:
     diags = list(review.checked.diagnostics) + list(extra)
+    accepted = accepted_warnings(review)
     if not diags:
         return section("diagnostics", "Diagnostics",
-                       tag("p", "No diagnostics: every check holds.", cls="note"))
+                       tag("p", "No diagnostics: every check holds.", cls="note") + accepted)
     errors = sum(x.is_error for x in diags)
     head = tag("p", esc(f"{errors:,} error(s), {len(diags) - errors:,} warning(s) or "
                         f"note(s), in the order of their source."), cls="note")
     return section("diagnostics", "Diagnostics", head + "".join(diagnostic(review, d)
-                                                                   for d in diags))
+                                                                   for d in diags) + accepted)
+
+
+def accepted_warnings(review) -> str:
+    """The warnings the design's `allow`s (or a baseline) accept, apart, each with its reason."""
+    accepted = review.checked.accepted
+    if not accepted:
+        return ""
+    items = []
+    for a in accepted:
+        by = (f"allow at {a.by.file}:{a.by.start.line}" if a.by is not None
+              else f"baseline {a.baseline}")
+        items.append(tag("div", diagnostic(review, a.diagnostic) + tag(
+            "p", esc(f"accepted by {by}: {a.reason}"), cls="note"), cls="accepted"))
+    return (tag("h3", esc(f"Accepted warnings ({len(accepted):,})"), id="accepted")
+            + tag("p", esc("Warnings the design accepts, with the reason it gives; they count "
+                           "neither as warnings nor under --strict."), cls="note")
+            + "".join(items))
 
 
 # -- scenario matrix -----------------------------------------------------------------------------

@@ -101,14 +101,15 @@ def pue_section(review) -> str:
     rows.append(["facility", round(facility / 1e3, 3), round(facility / it, 5) if it else None,
                  100.0, round(peak / 1e3, 3) if peak is not None else None])
     body = table(["component", "average kW", "share of PUE", "% of facility", "peak kW"], rows,
-                 "PUE components (annual average; the peak is what the utility connection "
-                 "supplies at full load on the hottest hour)", tid="pue-components",
+                 "PUE components (annual average; the peak is what the utility point "
+                 "supplies at full load in the hottest hour)", tid="pue-components",
                  sortable=False)
     body += tag("p", esc(f"PUE = facility / IT = {figure(round(facility / 1e3, 3))} kW / "
                          f"{figure(round(it / 1e3, 3))} kW = "
                          + (f"{pue:.4f}" if pue else "-")
-                         + " (annualised: the chillers run the hours free cooling does "
-                           "not cover)"), cls="note", id="pue-formula")
+                         + " (ISO/IEC 30134-2: annual energies; the chillers run the hours "
+                           "of the climate, or of the year, free cooling does not cover)"),
+                cls="note", id="pue-formula")
     return section("pue", "PUE components", body)
 
 

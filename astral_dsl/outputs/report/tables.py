@@ -46,10 +46,8 @@ def cell(v: Any, head: bool = False) -> str:
         return tag(name, shown, {"class": "n", "data-v": repr(v)})
     if isinstance(v, bool):
         return tag(name, "yes" if v else "no")
-    if isinstance(v, Mapping):
-        return tag(name, esc(", ".join(f"{k}: {_plain(x)}" for k, x in v.items())))
-    if isinstance(v, (list, tuple)):
-        return tag(name, esc(", ".join(_plain(x) for x in v)))
+    if isinstance(v, (Mapping, list, tuple)):
+        return tag(name, esc(_plain(v)))
     return tag(name, esc(v))
 
 
@@ -64,7 +62,17 @@ def figure(v: float) -> str:
 
 
 def _plain(v: Any) -> str:
-    return figure(v) if _is_number(v) else str(v)
+    """A value as text: numbers as the tables show them, a mapping as `key: value` pairs, a
+    list comma-separated (never Python's repr of a dict or a list)."""
+    if _is_number(v):
+        return figure(v)
+    if isinstance(v, Mapping):
+        return "; ".join(f"{label(str(k))}: {_plain(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_plain(x) for x in v)
+    if v is None:
+        return "-"
+    return str(v)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "",
@@ -104,25 +112,44 @@ def key_values(items: Mapping[str, Any], caption: str, tid: Optional[str] = None
                  caption, cls="kv", tid=tid)
 
 
+def _nested(v: Any) -> bool:
+    """A value that is a table of its own (records, or a mapping holding them), not a cell."""
+    if isinstance(v, Mapping):
+        return any(isinstance(x, (Mapping, list, tuple)) for x in v.values())
+    return isinstance(v, (list, tuple)) and any(isinstance(x, Mapping) for x in v)
+
+
 def summary_tables(summary: Dict[str, Any], skip: Sequence[str] = (), prefix: str = "size"
                    ) -> str:
     """Every part of a size summary as a table (see the module's docstring)."""
     scalars = {k: v for k, v in summary.items()
                if k not in skip and not isinstance(v, (Mapping, list, tuple))}
     out = [key_values(scalars, "Headline figures", tid=f"{prefix}-headline")] if scalars else []
-    for k, v in summary.items():
-        if k in skip or k in scalars:
-            continue
+    out += _collections({k: v for k, v in summary.items() if k not in skip and k not in scalars},
+                        prefix, "")
+    return "".join(out)
+
+
+def _collections(items: Mapping[str, Any], prefix: str, within: str) -> List[str]:
+    """The tables of the collections of a summary (or of a part of it: `within` names the
+    part in the captions); a mapping that holds collections (the facility, with its
+    circuits) is its scalars' table, then a table per collection, never a dict in a cell."""
+    out: List[str] = []
+    for k, v in items.items():
         tid = f"{prefix}-{k.replace('_', '-')}"
+        caption = f"{within}: {label(k)}" if within else label(k)
         if isinstance(v, Mapping):
             if v and all(isinstance(x, Mapping) for x in v.values()):
-                out.append(records([{"name": name, **x} for name, x in v.items()], label(k),
+                out.append(records([{"name": name, **x} for name, x in v.items()], caption,
                                    tid))
             elif v:
-                out.append(key_values(v, label(k), tid, pretty=False))
+                plain = {a: b for a, b in v.items() if not _nested(b)}
+                if plain:
+                    out.append(key_values(plain, caption, tid, pretty=False))
+                out += _collections({a: b for a, b in v.items() if _nested(b)}, tid, caption)
         elif isinstance(v, (list, tuple)) and v:
             if all(isinstance(x, Mapping) for x in v):
-                out.append(records(v, label(k), tid))
+                out.append(records(v, caption, tid))
             else:
                 out.append(table([label(k)], [[x] for x in v], tid=tid))
-    return "".join(out)
+    return out

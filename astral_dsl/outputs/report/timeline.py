@@ -5,7 +5,10 @@ stream (compute, TP, PP, DP, ...), time to the right. The page's script zooms an
 A long timeline is aggregated so that the page stays small: operators when they are few, else
 one bar per layer, else one bar per pipeline block; beyond that, neighbouring bars of one lane
 closer than a fraction of the iteration are merged (the title of a merged bar says how many it
-holds). The note under the timeline says which detail it shows."""
+holds). At the block level the communication streams, whose operators run inside the
+blocks, are lanes of their own, each slice of the iteration as dark as the share of it the
+stream is busy (seer.timeline.occupancy). The note under the timeline says which detail it
+shows."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
@@ -105,11 +108,52 @@ def ticks(total: float, lo: float = 0.0, hi: float = None, want: int = 8) -> Lis
     return out
 
 
+SLICES = 1000            # communication lanes of a block-level timeline: slices of the iteration
+INSIDE = ("tp", "cp", "ep")   # the streams whose operators run inside a block (PP p2p and DP
+#                               communication are events of their own at every level)
+
+
+def shaded_lanes(fc, slices: int = SLICES) -> Dict[Tuple[int, str], List[Bar]]:
+    """The TP, CP and EP lanes of a timeline whose events are whole blocks (their operators
+    are inside them): per (stage, stream), one bar per run of slices of the iteration equally busy
+    (the share in fifths, in `merged`: 1 to 5), from seer.timeline.occupancy."""
+    import numpy as np
+
+    from astral_dsl.seer.timeline import occupancy
+
+    total = fc.iteration_time
+    width = total / slices
+    out: Dict[Tuple[int, str], List[Bar]] = {}
+    for stream in INSIDE:
+        occ = occupancy(fc, stream, 0.0, total, slices)
+        for stage in range(len(occ)):
+            level = np.ceil(occ[stage] * 5 - 1e-9).astype(int)
+            edges = np.flatnonzero(np.diff(np.concatenate(([-1], level, [-1]))))
+            bars = [Bar(a * width, b * width, f"busy {20 * (int(level[a]) - 1)}-"
+                                              f"{20 * int(level[a])} % of the time", "comm",
+                        int(level[a]))
+                    for a, b in zip(edges[:-1].tolist(), edges[1:].tolist()) if level[a] > 0]
+            if bars:
+                out[(stage, stream)] = bars
+    return out
+
+
 def svg(fc, uid: str, limit: int = LIMIT) -> Tuple[str, str]:
     """(the timeline's SVG, the note saying what it shows)."""
     level = choose_level(fc, limit)
     total = fc.iteration_time
     by_lane, gap = aggregate(lanes(fc, level), total, limit)
+    shaded: Dict[Tuple[int, str], List[Bar]] = {}
+    slices = SLICES
+    if level == "block":               # as fine as the page's budget of bars allows
+        budget = max(limit - sum(len(v) for v in by_lane.values()), limit // 10)
+        shaded = shaded_lanes(fc, slices)
+        while sum(len(v) for v in shaded.values()) > budget and slices > 50:
+            slices //= 2
+            shaded = shaded_lanes(fc, slices)
+    if shaded:                          # the communication the blocks hold, as shares busy
+        by_lane = dict(sorted({**by_lane, **shaded}.items(),
+                              key=lambda kv: (kv[0][0], STREAM_ORDER.index(kv[0][1]))))
     scale = PLOT_W / total if total > 0 else 1.0
     n = len(by_lane)
     height = AXIS_H + n * LANE_H + 4
@@ -135,14 +179,20 @@ def svg(fc, uid: str, limit: int = LIMIT) -> Tuple[str, str]:
         y = AXIS_H + k * LANE_H + 1
         for b in bars:
             x, w = b.start * scale, max((b.end - b.start) * scale, 0.05)
-            what = esc(b.name) if b.merged == 1 else f"{b.merged:,} bars from {esc(b.name)}"
+            share = (stage, stream) in shaded
+            what = esc(b.name) if b.merged == 1 or share else \
+                f"{b.merged:,} bars from {esc(b.name)}"
+            opacity = f' fill-opacity="{b.merged / 5:g}"' if share else ""
             out.append(f'<rect class="{_cls(stream, b.cat)}" x="{x:.3f}" y="{y:g}" '
-                       f'width="{w:.3f}" height="{LANE_H - 2:g}"><title>stage {stage} '
+                       f'width="{w:.3f}" height="{LANE_H - 2:g}"{opacity}><title>stage {stage} '
                        f'{esc(STREAM_NAMES[stream])}: {what}, {duration(b.start)} to '
                        f'{duration(b.end)} ({duration(b.end - b.start)})</title></rect>')
     out.append("</g></g></svg>")
     bars = sum(len(v) for v in by_lane.values())
     note = f"{LEVEL_TEXT[level]}; {bars:,} bars on {n} lanes"
+    if shaded:
+        note += (f"; TP, CP and EP communication inside the blocks: each 1/{slices:,} of "
+                 f"the iteration as dark as the share of it the stream is busy")
     if gap:
         note += f"; bars of one lane closer than {duration(gap)} merged"
     return "".join(out), note

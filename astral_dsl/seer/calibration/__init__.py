@@ -50,24 +50,35 @@ class Constant:
 
 _NVIDIA_GEMM = ("NVIDIA, Matrix Multiplication Background User's Guide (large GEMMs at 80-90 % of "
                 "peak at base clocks); Calculon's A100 system file (matrix efficiency up to 0.95)")
-_QUANT = ("an assumed range: block-scaled and low-precision GEMMs reach a lower share of their "
-          "data-sheet peak than 16-bit ones (scale loads and conversions in the main loop); no "
-          "publication measures it per format")
+_QUANT = ("an assumed range: low-precision and block-scaled GEMMs reach at most the share of "
+          "their (two or four times higher) data-sheet peak that 16-bit ones reach (scale loads "
+          "and conversions in the main loop), so the ratio is at most 1; no publication "
+          "measures it per format")
 
 CONSTANTS: Tuple[Constant, ...] = (
     Constant("gemm_eff", "sustained fraction of the dense data-sheet peak that large 16-bit "
-             "GEMMs reach (cuBLAS, at the clocks the board's power limit allows)", "",
+             "GEMMs reach (cuBLAS, at the clocks the board's power limit allows), on Ampere and "
+             "GPUs of no declared generation", "",
              (0.3, 1.0), (0.70, 0.90), _NVIDIA_GEMM),
-    Constant("gemm_eff_fp8", "the same for fp8 GEMMs with per-tensor scales (Transformer "
-             "Engine's delayed and current scaling, torchao's tensorwise)", "", (0.2, 1.0),
-             (0.55, 0.85), _QUANT),
+    Constant("gemm_eff_hopper", "the same on Hopper (H100, H200), whose peaks are quoted at "
+             "the 1.83 GHz boost clock it does not hold at its power limit", "", (0.3, 1.0),
+             (0.60, 0.85), _NVIDIA_GEMM + "; NVIDIA H100 data sheet (peaks at the boost clock)"),
+    Constant("gemm_eff_blackwell", "the same on Blackwell (B200, GB200, B300)", "", (0.3, 1.0),
+             (0.60, 0.85), _NVIDIA_GEMM),
+    # the low-precision GEMMs: a ratio to the 16-bit GEMMs' efficiency on the same generation,
+    # at most 1 (a GEMM at twice the peak saves at most half its 16-bit time)
+    Constant("gemm_eff_fp8", "ratio of the fp8 GEMMs' efficiency (per-tensor scales: Transformer "
+             "Engine's delayed and current scaling, torchao's tensorwise) to the 16-bit GEMMs' "
+             "on Hopper", "", (0.3, 1.0), (0.80, 1.0), _QUANT),
+    Constant("gemm_eff_fp8_blackwell", "the same on Blackwell", "", (0.3, 1.0), (0.80, 1.0),
+             _QUANT),
     Constant("gemm_eff_fp8_block", "the same for fp8 GEMMs with row or 128-block scales "
              "(torchao rowwise, DeepSeek-style 1x128 / 128x128 blocks on Hopper)", "",
-             (0.1, 1.0), (0.40, 0.80), _QUANT),
+             (0.2, 1.0), (0.60, 0.95), _QUANT),
     Constant("gemm_eff_mxfp8", "the same for MXFP8 GEMMs (one scale per 32 elements, Blackwell)",
-             "", (0.2, 1.0), (0.55, 0.85), _QUANT),
+             "", (0.3, 1.0), (0.80, 1.0), _QUANT),
     Constant("gemm_eff_nvfp4", "the same for NVFP4 GEMMs (fp4 with a scale per 16 elements, "
-             "Blackwell)", "", (0.1, 1.0), (0.40, 0.80), _QUANT),
+             "Blackwell)", "", (0.2, 1.0), (0.60, 0.95), _QUANT),
     Constant("gemm_waves", "output tiles per SM at which a GEMM reaches half of its large-GEMM "
              "efficiency: a GEMM (or a grouped GEMM) of T output tiles on S SMs runs at T / (T + "
              "gemm_waves x S) of it (wave quantisation, fill and drain that many waves of tiles "
@@ -75,13 +86,6 @@ CONSTANTS: Tuple[Constant, ...] = (
              "NVIDIA, Matrix Multiplication Background User's Guide (wave quantisation: a GEMM "
              "of about one wave of tiles loses a large share to the partial last wave); an "
              "assumed range", log=True),
-    Constant("clock_hopper", "Hopper's sustained tensor-core clock under a training load as a "
-             "share of the boost clock its data-sheet peaks are quoted at (1.83 GHz for the "
-             "H100 SXM's 989 TFLOP/s)", "", (0.5, 1.1), (0.85, 1.0),
-             "NVIDIA H100 data sheet (peaks at 1.83 GHz boost; up to 700 W, configurable); an "
-             "assumed range: a board at its power limit runs below its boost clock"),
-    Constant("clock_blackwell", "the same for Blackwell (B200, GB200, B300)", "", (0.5, 1.1),
-             (0.85, 1.0), "an assumed range, as clock_hopper"),
     Constant("interfere", "share of an overlapped in-host (NVLink) collective's time that the "
              "GEMM it overlaps loses (NCCL kernels take SMs and HBM bandwidth)", "",
              (0.0, 1.0), (0.25, 0.75),
@@ -103,16 +107,26 @@ CONSTANTS: Tuple[Constant, ...] = (
              (150.0, 400.0), "pytorch/benchmark ff65cb6 (H100, head dim 128): FA3 at 43 % of "
              "peak with 512 tokens, 57 % with 2K, 63 % with 16K: a half point of ~250 tokens",
              log=True, weight=3.0),
+    Constant("attn_eff_blackwell", "the same on Blackwell (cuDNN's fused attention)", "",
+             (0.2, 1.0), (0.50, 0.75), "an assumed range, about Hopper's: no measurement per "
+             "head width and sequence was found for Blackwell", weight=3.0),
     Constant("attn_eff_sdpa", "the same for PyTorch's scaled-dot-product attention kernels as "
              "torchtitan ran them (FlashAttention-2's kernels on Hopper)", "", (0.1, 1.0),
              (0.30, 0.50),
              "Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608): FlashAttention-2 reaches "
              "about 35 % of an H100's peak", weight=3.0),
-    Constant("host_kernel_s", "host time to launch one kernel from an eager framework (Python, "
-             "the dispatcher, the CUDA launch): a block without CUDA graphs takes at least its "
-             "kernels times this", "s", (1e-7, 1e-4), (4e-6, 2e-5),
+    Constant("host_layer_s", "host time an eager framework takes to issue one layer's pass "
+             "(its Python, the dispatcher and its kernels' launches): a block without CUDA "
+             "graphs takes at least its layers times this, however fast the GPU runs them", "s",
+             (1e-6, 1e-2), (1e-4, 1e-3),
              "an assumed range: PyTorch eager dispatch costs ~5-20 us per operator (PyTorch "
-             "dev-discuss 'Overheads in PyTorch', 2021; CUDA launch ~3-5 us alone)", log=True),
+             "dev-discuss 'Overheads in PyTorch', 2021) and a transformer layer's pass issues "
+             "tens of them", log=True),
+    Constant("moe_layer_s", "device time of an MoE layer's routing kernels per pass beyond "
+             "what Seer prices by bytes and FLOPs (top-k, the sort of the token-expert pairs, "
+             "index and histogram kernels: latency-bound kernels of a few microseconds each)",
+             "s", (1e-7, 5e-3), (3e-5, 3e-4),
+             "an assumed range: ten to twenty such kernels of 3-15 us each", log=True),
     Constant("moe_sync_s", "time an MoE layer's pass loses to the device-to-host "
              "synchronisation of its dropless token counts (the host waits for the GPU, then "
              "the GPU waits for the host's next launches)", "s", (1e-7, 5e-3), (2e-5, 1e-3),
@@ -184,6 +198,11 @@ class Calibration:
 
     def __hash__(self) -> int:
         return hash(tuple(self._values.items()))
+
+    def __reduce__(self):
+        # pickled by its arguments (the default would set the slots through __setattr__): a
+        # search or a sweep sends it to its worker processes
+        return (Calibration, (self._values, self.fitted_on, self.bands, self.source))
 
     def values(self) -> Dict[str, float]:
         return dict(self._values)

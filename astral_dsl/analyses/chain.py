@@ -1,0 +1,171 @@
+"""The power chain above the feeders: the transformers at the utility point, which carry
+everything the site draws (the IT feeders' input and the facility's own consumers), and the
+feeders with `mechanical = true` that supply those consumers (CDUs, pumps, fans, chillers, heat
+rejection, lighting and auxiliaries).
+
+Transformers: each `transformer` declaration is a stage that carries the whole site load (stages
+in series: HV/MV, then MV/LV), shared by its `count` units (and by its replicas, when it is
+declared in a replicated part). A unit loses P0 + x^2 Pk at a load x of its rating
+(formulas.transformer_losses); with `redundancy` the units left after a failure (one for N+1,
+half for 2N) must carry the peak (E634). A design that declares feeders and no transformer has
+its losses taken at [sourced default] 0.47 % of the load (W630): 99.53 %, the minimum efficiency
+of a 2,500 kVA three-phase liquid-immersed distribution transformer at 50 % load (US DOE, 10 CFR
+431.196, 2016 standard).
+
+Mechanical feeders: the facility's consumers at the peak hour are shared by the feeders with
+`mechanical = true` of each side (A/B) as the IT feeders share their racks, with the same checks
+(capacity, current, conductors, voltage drop; analyses/feeders.py). Consumers on no such feeder
+are reported (W629) when the design declares feeders at all."""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional, Tuple
+
+import attrs
+
+from astral_dsl import records
+from astral_dsl.analyses import formulas
+from astral_dsl.analyses.feeders import FeederResult, one_feeder
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.model.design import Instance
+from astral_dsl.model.values import Symbol
+from astral_dsl.units import Quantity, readable
+
+DEFAULT_EFFICIENCY = 0.9953
+
+
+@records.frozen
+class TransformerResult:
+    """A transformer declaration as the chain uses it (a stage), and what it carries."""
+    path: str
+    replicas: int
+    count: int
+    capacity_w: float
+    redundancy: str
+    no_load_w: float
+    load_loss_w: float
+    peak_load_w: float = 0.0      # what each replica carries at the peak hour
+    average_loss_w: float = 0.0   # all replicas
+    peak_loss_w: float = 0.0
+    inst: Optional[Instance] = attrs.field(default=None, eq=False, repr=False)
+
+    def losses(self, site_load_w: float) -> float:
+        """All its replicas' losses at a site load."""
+        per = site_load_w / self.replicas
+        return self.replicas * formulas.transformer_losses(per, self.count, self.capacity_w,
+                                                           self.no_load_w, self.load_loss_w)
+
+    def mean_losses(self, mean_square_w2: float) -> float:
+        """The average of its losses over hours of site load L, from the mean of L^2:
+        units x P0 + Pk x mean(L^2) / (units x rating^2), units = replicas x count (the
+        quadratic part of formulas.transformer_losses, summed over the hours)."""
+        units = self.replicas * self.count
+        return units * self.no_load_w + self.load_loss_w * mean_square_w2 / (
+            units * self.capacity_w ** 2)
+
+
+def _si(v) -> Optional[float]:
+    return v.si if isinstance(v, Quantity) else None
+
+
+def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
+    out = []
+    for replicas, inst in mult.values():
+        if inst.kind != "transformer":
+            continue
+        cap = _si(inst.field("capacity")) or 0.0
+        p0, pk = _si(inst.field("no_load_loss")), _si(inst.field("load_loss"))
+        if p0 is None or pk is None:
+            missing = " and ".join(f"`{n}`" for n, v in (("no_load_loss", p0),
+                                                         ("load_loss", pk)) if v is None)
+            diags.append(Diagnostic("W630", Severity.WARNING,
+                                    f"transformer `{inst.path}` declares no {missing}: that "
+                                    f"part of its losses counts as 0 W in the facility power "
+                                    f"and the PUE", inst.span,
+                                    "declare both from the transformer's test report (IEC "
+                                    "60076-1), or use `stdlib.power.Transformer`"))
+        scheme = inst.field("redundancy")
+        out.append(TransformerResult(inst.path, replicas, int(_si(inst.field("count")) or 1), cap,
+                         scheme.name if isinstance(scheme, Symbol) else "n", p0 or 0.0,
+                         pk or 0.0, inst=inst))
+    return out
+
+
+def losses(chain: List[TransformerResult], site_load_w: float, default: bool) -> float:
+    """The transformers' losses at a site load: the declared stages, else (`default`) the
+    sourced default efficiency."""
+    if chain:
+        return sum(s.losses(site_load_w) for s in chain)
+    return site_load_w * (1 / DEFAULT_EFFICIENCY - 1) if default else 0.0
+
+
+def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, float],
+          diags) -> List[TransformerResult]:
+    """E634 for a stage whose units, less the ones its redundancy spares, cannot carry the
+    peak (the site's load at the peak hour, `peak_w`); the results for the report, with each
+    stage's average losses (`average_w`, by id of the stage)."""
+    out = []
+    for s in chain:
+        per = peak_w / s.replicas
+        spare = {"n": 0, "n_plus_1": 1, "two_n": s.count // 2}.get(s.redundancy, 0)
+        left = s.count - spare
+        if left * s.capacity_w < per * (1 - 1e-9):
+            needed = math.ceil(per / s.capacity_w - 1e-9)
+            total = needed + (1 if s.redundancy == "n_plus_1" else
+                              needed if s.redundancy == "two_n" else 0)
+            said, rating = readable.powers_apart(per, left * s.capacity_w)
+            diags.append(Diagnostic(
+                "E634", Severity.ERROR,
+                f"transformers `{s.inst.path}` carry {said} at the peak, but their "
+                f"{left} unit(s) left in service ({s.redundancy}) hold {rating}",
+                _where(s.inst, "count"), f"{total} transformers of "
+                f"{readable.power(s.capacity_w)} are needed ({s.redundancy})"))
+        out.append(attrs.evolve(s, peak_load_w=per, average_loss_w=average_w.get(id(s), 0.0),
+                                peak_loss_w=s.losses(peak_w)))
+    return out
+
+
+def _where(inst: Instance, field: str):
+    """The field's source when the design itself writes it, else the declaration (a stdlib
+    template's field is not where the user can change it)."""
+    span = inst.span_of(field)
+    return span if span is not None and inst.span is not None and \
+        span.file == inst.span.file else inst.span
+
+
+def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[float, float],
+               any_feeders: bool) -> List[FeederResult]:
+    """The feeders with `mechanical = true`, carrying the facility's consumers (`load`: at the
+    peak hour, on average); W629 when there is a load, feeders elsewhere and none of these."""
+    decls: List[Tuple[int, Instance, Instance]] = []
+    for replicas, owner in mult.values():
+        for m in owner.members:
+            f = m.value
+            if isinstance(f, Instance) and f.kind == "feeder" and \
+                    f.field("mechanical") is True:
+                decls.append((replicas, owner, f))
+    if not decls:
+        if load[0] > 0 and any_feeders and mult:
+            root = next(iter(mult.values()))[1]
+            diags.append(Diagnostic(
+                "W629", Severity.WARNING,
+                f"the facility's own consumers ({readable.power(load[0])} at the peak: CDUs, "
+                f"pumps, fans, chillers, heat rejection, lighting) are on no declared feeder: "
+                f"their power path is not checked and they count without conversion losses",
+                root.span, "declare feeders with `mechanical = true` (the mechanical "
+                           "switchboards' supply)"))
+        return []
+    per_side: Dict[Optional[str], float] = {}
+    for replicas, _, f in decls:
+        side = getattr(f.field("side"), "name", None)
+        per_side[side] = per_side.get(side, 0.0) + replicas * int(_si(f.field("count")) or 1)
+    out = []
+    for replicas, owner, f in decls:
+        side = getattr(f.field("side"), "name", None)
+        partners = [g for _, o, g in decls if o is owner and g is not f and
+                    getattr(g.field("side"), "name", None) != side]
+        count = int(_si(f.field("count")) or 1)
+        share = count / per_side[side] if per_side[side] else 0.0
+        out.append(one_feeder(f, replicas, [], 0.0, partners, resolve, cache, failed, diags,
+                              reqs, None, (load[0] * share, load[1] * share)))
+    return out

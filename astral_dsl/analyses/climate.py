@@ -1,0 +1,364 @@
+"""A site's climate: a typical-year hourly weather file, read for its dry bulb, dew point and
+station pressure hour by hour (and the station's elevation).
+
+Two formats, told apart by their first line:
+
+- EnergyPlus weather (EPW): a `LOCATION,` header line (..., latitude, longitude, time zone,
+  elevation in m), seven more header lines, then one line per hour: year, month, day, hour
+  (1-24), minute, data source flags, dry bulb (degC), dew point (degC), relative humidity (%),
+  atmospheric station pressure (Pa), ... (EnergyPlus Auxiliary Programs, "Weather Converter
+  Program": the EPW data dictionary; missing values 99.9 degC and 999999 Pa);
+- NREL TMY3 CSV: a station line (id, name, state, UTC offset, latitude, longitude, elevation in
+  m), a line of column names, then one line per hour with `Date (MM/DD/YYYY)`, `Time (HH:MM)`,
+  `Dry-bulb (C)`, `Dew-point (C)` and `Pressure (mbar)` among its columns (Wilcox and Marion,
+  "Users Manual for TMY3 Data Sets", NREL/TP-581-43156, 2008; missing values -9900).
+
+A file is found like an import (semantics/modules.py): `stdlib/climate/NAME` in the shipped
+stdlib, anything else relative to the project's root, never outside either; it must be a
+regular file of at most 8 MiB. A typical year has 8,760 hours (8,784 in a leap year); a file
+with fewer rows stands for the year in proportion (W643 says so). Parsed files are kept per
+process, keyed by their path, size and modification time."""
+from __future__ import annotations
+
+import base64
+import csv
+import gc
+import hashlib
+import io
+import os
+import sys
+from array import array
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import attrs
+
+from astral_dsl import records, resources, usercache
+from astral_dsl.semantics.modules import inside, read_file
+
+MAX_HOURS = 8784
+DRY_BULB_C = (-90.0, 65.0)        # beyond the records (-89.2 degC Vostok, 56.7 degC Death Valley)
+PRESSURE_PA = (30000.0, 120000.0)
+
+
+@records.frozen
+class Climate:
+    name: str                          # as the design names it
+    format: str                        # "EPW" or "TMY3"
+    place: str
+    elevation_m: Optional[float]
+    stamps: Tuple[str, ...]            # "MM-DD HH:00" of each hour (the hour it ends)
+    dry_bulb: Tuple[float, ...]        # degC
+    dew_point: Tuple[float, ...]       # degC (at most the dry bulb)
+    pressure: Tuple[float, ...]        # Pa
+    wet_bulb: Tuple[float, ...] = ()   # degC (CoolProp's, analyses/humid_air.py)
+    digest: str = ""                   # the file's SHA-256 (what derived values are keyed by)
+
+    @property
+    def hours(self) -> int:
+        return len(self.dry_bulb)
+
+
+class ClimateError(ValueError):
+    """A climate file that cannot be found or read (`missing`), or that is malformed."""
+
+    def __init__(self, message: str, missing: bool = False):
+        super().__init__(message)
+        self.missing = missing
+
+
+_parsed: Dict[Tuple[str, int, int, str], Climate] = {}
+
+
+def locate(name: str, root: Path) -> Path:
+    """The file a `climate = "..."` names: in the stdlib or in the project, never outside."""
+    try:
+        return _locate(name, root)
+    except (OSError, ValueError) as exc:       # a NUL byte, a name too long for the system
+        if isinstance(exc, ClimateError):
+            raise
+        raise ClimateError(f"climate file `{name[:80]}` cannot be used as a path: "
+                           f"{getattr(exc, 'strerror', None) or exc}", missing=True) from None
+
+
+def _locate(name: str, root: Path) -> Path:
+    if not name.strip():
+        raise ClimateError("`climate` is empty: name a weather file", missing=True)
+    parts = Path(name).parts
+    if parts and parts[0] == "stdlib":
+        base, rel = resources.stdlib_dir().resolve(), Path(*parts[1:]) if parts[1:] else None
+    else:
+        base, rel = root.resolve(), Path(name)
+    if rel is None or Path(name).is_absolute():
+        raise ClimateError(f"climate file `{name}` must be a path inside the project or "
+                           f"`stdlib/climate/`", missing=True)
+    path = base / rel
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):
+        resolved = path
+    if not inside(resolved, base):
+        raise ClimateError(f"climate file `{name}` resolves outside the project and the stdlib",
+                           missing=True)
+    if not resolved.is_file():
+        what = "is not a regular file" if resolved.exists() else "not found"
+        where = "the stdlib" if base != root.resolve() else "the project"
+        raise ClimateError(f"climate file `{name}` {what} (looked in {where})", missing=True)
+    return resolved
+
+
+def load(name: str, root: Path) -> Climate:
+    """The climate a site names; ClimateError when it cannot be used."""
+    path = locate(name, root)
+    try:
+        st = os.stat(path)
+        key = (str(path), st.st_size, st.st_mtime_ns, name)
+        hit = _parsed.get(key)
+        if hit is not None:
+            return hit
+        data = read_file(path)
+    except OSError as exc:
+        raise ClimateError(f"cannot read climate file `{name}`: {exc.strerror or exc}",
+                           missing=True) from None
+    climate = _cached(data, name)
+    if len(_parsed) > 16:
+        _parsed.clear()
+    _parsed[key] = climate
+    return climate
+
+
+_NUMBERS = ("dry_bulb", "dew_point", "pressure", "wet_bulb")
+
+
+def _cached(data: bytes, name: str) -> Climate:
+    """The parsed hours of a file, with their wet bulbs, from the per-user cache (keyed by the
+    file's SHA-256 and the wet-bulb table's source), else parsed and stored there. The columns
+    are stored as the bytes of their doubles (base64), so that reading them back costs a
+    millisecond and gives the very numbers `parse` and `with_wet_bulbs` return."""
+    from astral_dsl.analyses import wetbulb_table
+
+    digest = hashlib.sha256(data).hexdigest()
+    key = f"climate 3 {sys.byteorder} {digest} {wetbulb_table.source()}"
+    entry = f"climate-{digest[:16]}"
+    stored = usercache.read(entry, key)
+    if isinstance(stored, dict):
+        try:
+            cols = {f: tuple(array("d", base64.b64decode(stored[f], validate=True)))
+                    for f in _NUMBERS}
+            stamps = tuple(str(stored["stamps"]).split(","))
+            if len({len(c) for c in cols.values()} | {len(stamps)}) == 1 and \
+                    0 < len(stamps) <= MAX_HOURS:
+                return Climate(name, str(stored["format"]), str(stored["place"]),
+                               float(stored["elevation_m"]), stamps, **cols, digest=digest)
+        except (KeyError, TypeError, ValueError):
+            pass
+    climate = attrs.evolve(with_wet_bulbs(parse(data, name)), digest=digest)
+    usercache.write(entry, key, {
+        "format": climate.format, "place": climate.place, "elevation_m": climate.elevation_m,
+        "stamps": ",".join(climate.stamps),
+        **{f: base64.b64encode(array("d", getattr(climate, f)).tobytes()).decode("ascii")
+           for f in _NUMBERS}})
+    usercache.prune("climate-", keep=16)
+    return climate
+
+
+def with_wet_bulbs(climate: Climate) -> Climate:
+    """The climate with each hour's wet bulb (what a cooling tower follows)."""
+    from astral_dsl.analyses import humid_air
+
+    try:
+        return attrs.evolve(climate, wet_bulb=tuple(
+            humid_air.wet_bulb(t, d, p) for t, d, p in
+            zip(climate.dry_bulb, climate.dew_point, climate.pressure)))
+    except ValueError as exc:          # a state CoolProp has no humid air for
+        raise ClimateError(f"climate file `{climate.name}`: {exc}") from None
+
+
+def parse(data: bytes, name: str) -> Climate:
+    """An EPW or TMY3 file's hours; ClimateError for anything else."""
+    text = data.decode("utf-8", errors="replace") if _utf8(data) else data.decode("latin-1")
+    lines = text.splitlines()
+    if not lines:
+        raise ClimateError(f"climate file `{name}` is empty")
+    if lines[0].upper().startswith("LOCATION,"):
+        return _epw(lines, name)
+    return _tmy3(lines, name)
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def _number(text: str, what: str, name: str, line: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ClimateError(f"climate file `{name}`, line {line}: {what} `{text.strip()[:20]}` "
+                           f"is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ClimateError(f"climate file `{name}`, line {line}: {what} is not a number")
+    return value
+
+
+def _rows(lines: List[str]) -> List[List[str]]:
+    """Header lines, which may quote their fields."""
+    return list(csv.reader(io.StringIO("\n".join(lines))))
+
+
+def _split(lines: List[str]):
+    """Hourly lines: numbers and flags, never quoted (a quote is malformed, not a field)."""
+    return (line.split(",") for line in lines)
+
+
+def _epw(lines: List[str], name: str) -> Climate:
+    head = _rows(lines[:1])[0]
+    if len(head) < 10:
+        raise ClimateError(f"climate file `{name}`: its LOCATION line has {len(head)} fields, "
+                           f"not 10 (EPW)")
+    elevation = _check_elevation(name, _number(head[9], "the elevation", name, 1))
+    place = ", ".join(p.strip() for p in head[1:4] if p.strip() and p.strip() != "-")
+    # month, day, hour; dry bulb, dew point, pressure (Pa); missing marks
+    hours = _hours(lines, 8, name, (1, 2, 3), (6, 7, 9), 1.0, (99.9, 99.9, 999999.0),
+                   lambda row: (row[1], row[2], row[3]), "the EPW's 35")
+    return Climate(name, "EPW", place, elevation, *hours)
+
+
+def _tmy3(lines: List[str], name: str) -> Climate:
+    if len(lines) < 3:
+        raise ClimateError(f"climate file `{name}` is neither an EPW file (its first line "
+                           f"starts with LOCATION) nor a TMY3 file (a station line, a line of "
+                           f"column names, then hours)")
+    head = _rows(lines[:2])
+    station, columns = (head + [[], []])[:2] if len(head) < 2 else head
+    wanted = {"Date (MM/DD/YYYY)": None, "Time (HH:MM)": None, "Dry-bulb (C)": None,
+              "Dew-point (C)": None, "Pressure (mbar)": None}
+    for i, col in enumerate(columns):
+        if col.strip() in wanted:
+            wanted[col.strip()] = i
+    absent = [c for c, i in wanted.items() if i is None]
+    if absent or len(station) < 7:
+        raise ClimateError(f"climate file `{name}` is neither an EPW file (its first line "
+                           f"starts with LOCATION) nor a TMY3 file: "
+                           + (f"no column {', '.join(f'`{c}`' for c in absent)}" if absent
+                              else "its station line has fewer than 7 fields"))
+    elevation = _check_elevation(name, _number(station[6], "the elevation", name, 1))
+    place = ", ".join(p.strip() for p in station[1:3] if p.strip())
+    idate, itime, idry, idew, ipress = wanted.values()
+
+    def when(row):
+        date, time = row[idate].split("/"), row[itime].split(":")
+        if len(date) != 3 or len(time) != 2:
+            raise ValueError
+        return date[0], date[1], time[0]
+
+    hours = _hours(lines, 2, name, None, (idry, idew, ipress), 100.0,
+                   (-9900.0, -9900.0, -9900.0), when, "its column names'")
+    return Climate(name, "TMY3", place, elevation, *hours)
+
+
+def _hours(lines, first, name, _unused, columns, pressure_scale, missing, when, width):
+    """(stamps, dry bulbs, dew points, pressures in Pa) of the hourly lines from line `first`
+    (0-based): every line at once, and line by line only to say which one is wrong."""
+    body = [line for line in lines[first:] if line.strip(" ,\t")]
+    if not body:
+        raise ClimateError(f"climate file `{name}` holds no hours")
+    if len(body) > MAX_HOURS:
+        raise ClimateError(f"climate file `{name}` holds {len(body):,} hours, more than a year "
+                           f"({MAX_HOURS:,})")
+    need = max(columns) + 1
+    it, id_, ip = columns
+    collecting = gc.isenabled()
+    gc.disable()              # a year of rows is 300,000 strings: collecting them halves the speed
+    try:
+        rows = [line.split(",", need) for line in body]
+        dry = [float(r[it]) for r in rows]
+        dew = [float(r[id_]) for r in rows]
+        press = [float(r[ip]) * pressure_scale for r in rows]
+        stamps = [_stamp(*when(r)) for r in rows]
+    except (ValueError, IndexError):
+        _find_bad(lines, first, name, columns, need, when, width)
+        raise                                   # pragma: no cover - _find_bad raises
+    finally:
+        if collecting:
+            gc.enable()
+    for values, gap, what in ((dry, missing[0], "dry bulb"), (dew, missing[1], "dew point"),
+                              (press, missing[2] * pressure_scale, "pressure")):
+        if gap in values:
+            n = _line_of(lines, first, body[values.index(gap)])
+            raise ClimateError(f"climate file `{name}`, line {n}: the {what} is missing (the "
+                               f"format's missing-value mark); a typical year has every hour")
+    for values, (lo, hi), what in ((dry, DRY_BULB_C, "dry bulb"), (dew, DRY_BULB_C, "dew point"),
+                                   (press, PRESSURE_PA, "station pressure")):
+        bad = next((v for v in values if not lo <= v <= hi), None)
+        if bad is not None:
+            n = _line_of(lines, first, body[values.index(bad)])
+            raise ClimateError(f"climate file `{name}`, line {n}: a {what} of {bad:g} is beyond "
+                               f"any weather record")
+    return tuple(stamps), tuple(dry), tuple(min(d, t) for d, t in zip(dew, dry)), tuple(press)
+
+
+def _stamp(month: str, day: str, hour: str) -> str:
+    m, d, h = int(month), int(day), int(hour)
+    if not (1 <= m <= 12 and 1 <= d <= 31 and 0 <= h <= 24):
+        raise ValueError
+    return f"{m:02d}-{d:02d} {h:02d}:00"
+
+
+def _line_of(lines, first, text) -> int:
+    return lines.index(text, first) + 1
+
+
+def _find_bad(lines, first, name, columns, need, when, width) -> None:
+    for n, line in enumerate(lines[first:], start=first + 1):
+        if not line.strip(" ,\t"):
+            continue
+        row = line.split(",", need)
+        if len(row) < need:
+            raise ClimateError(f"climate file `{name}`, line {n}: {len(row)} fields, fewer than "
+                               f"{width}")
+        try:
+            _stamp(*when(row))
+        except (ValueError, IndexError):
+            raise ClimateError(f"climate file `{name}`, line {n}: its date and hour are not "
+                               f"a month (1-12), a day (1-31) and an hour (0-24)") from None
+        for i, what in zip(columns, ("dry bulb", "dew point", "pressure")):
+            _number(row[i], f"the {what}", name, n)
+    raise ClimateError(f"climate file `{name}` is malformed")      # pragma: no cover
+
+
+def _check_elevation(name: str, elevation: float) -> float:
+    if not -500.0 <= elevation <= 9000.0:
+        raise ClimateError(f"climate file `{name}`: an elevation of {elevation:g} m is beyond "
+                           f"any place on land")
+    return elevation
+
+
+def of_site(site, root: Path, diags) -> Optional[Climate]:
+    """The climate a site's `climate` names, or None (not declared, or E652/E653 reported);
+    W643 for a file shorter than a year."""
+    from astral_dsl.diagnostics import Diagnostic, Severity
+
+    name = site.field("climate")
+    if not isinstance(name, str):
+        return None
+    try:
+        climate = load(name, root)
+    except ClimateError as exc:
+        diags.append(Diagnostic("E652" if exc.missing else "E653", Severity.ERROR, str(exc),
+                                site.span_of("climate"),
+                                "name an EPW or TMY3 file in the project, or one of "
+                                "`stdlib/climate/`" if exc.missing else
+                                "give it the hourly rows of a typical year (EnergyPlus EPW or "
+                                "NREL TMY3)"))
+        return None
+    if climate.hours not in (8760, 8784):
+        diags.append(Diagnostic("W643", Severity.WARNING,
+                                f"climate file `{name}` holds {climate.hours:,} hours, not a "
+                                f"year's 8,760: they stand for the year in proportion (each "
+                                f"for {8760 / climate.hours:,.4g} h)", site.span_of("climate"),
+                                "use a typical-year file (8,760 hourly rows)"))
+    return climate

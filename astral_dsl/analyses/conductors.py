@@ -1,0 +1,126 @@
+"""A feeder's conductors: the current it carries at the lowest voltage it runs at, each
+conductor set against its ampacity (E625), and the voltage drop (E622) on the same voltage basis
+as the current. Formulas: analyses/formulas/ (IEC 60364-5-52, IEC 60028)."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from astral_dsl.analyses import formulas
+from astral_dsl.analyses.feeder_equipment import _err, _si, _sym, _warn
+from astral_dsl.model.design import Instance
+from astral_dsl.model.values import ListValue
+from astral_dsl.units import Quantity, format_number, readable
+
+# Conductor temperature used for voltage drop when a feeder declares none: 90 degC, the maximum
+# continuous operating temperature of XLPE/EPR insulation (IEC 60502-1, Table 3), so the drop is
+# never underestimated.
+DEFAULT_CONDUCTOR_C = 90.0
+
+# Resistivity at 20 degC and its temperature coefficient per conductor material: annealed copper
+# 0.017241 ohm mm^2/m, 0.00393 /K (IEC 60028); hard-drawn aluminium 0.028264 ohm mm^2/m,
+# 0.00403 /K (IEC 60889).
+MATERIALS = {"copper": (formulas.COPPER_RHO20_OHM_M, formulas.COPPER_ALPHA_PER_K),
+             "aluminium": (0.028264e-6, 0.00403)}
+
+
+def current(kind: str, power_w: float, voltage: float, f: Instance) -> float:
+    """The current that carries `power_w` at `voltage` (three-phase or single-phase AC, DC)."""
+    if not voltage:
+        return 0.0
+    if kind == "dc":
+        return formulas.dc_current(power_w, voltage)
+    pf = _si(f.field("power_factor")) or 1.0
+    phases = int(_si(f.field("phases")) or 3)
+    if phases == 3:
+        return formulas.ac3_current(power_w, voltage, pf)
+    return power_w / (voltage * pf)
+
+
+def _material(f: Instance, table: Optional[Instance], diags) -> Tuple[float, float]:
+    name = _sym(f.field("material"))
+    if name is None and table is not None:
+        name = _sym(table.field("material"))
+    if name is None:
+        diags.append(_warn("W621", f"the conductor material of `{f.path}` is not declared: "
+                                   f"copper is assumed for its resistance",
+                           f.span_of("conductor_area"),
+                           "declare `material = copper` (or `aluminium`) on the feeder or its "
+                           "`cable`"))
+        name = "copper"
+    return MATERIALS[name]
+
+
+def conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool):
+    """(current per conductor set, ampacity, drop in V, drop over `voltage`): `voltage` is the
+    one the current was computed at, so the drop is a share of the same basis."""
+    area = _si(f.field("conductor_area"))
+    if area is None:
+        if serves:
+            diags.append(_warn("W621", f"feeder `{f.path}` declares no conductor: its voltage "
+                                       f"drop and its conductors' ampacity are not checked",
+                               f.span, "declare `conductor_area`, `length` and `cable` (or "
+                                       "`ampacity`)"))
+        return None, None, None, None
+    sets = int(_si(f.field("conductors")) or 1)
+    per = current / sets
+    ampacity = _si(f.field("ampacity"))
+    table = resolve(f.field("cable"))
+    if ampacity is None and table is not None:
+        areas = [a.si for a in table.field("areas", ListValue(())).items]
+        amps = [a.si for a in table.field("ampacities", ListValue(())).items]
+        try:
+            ampacity = formulas.ampacity(list(zip(areas, amps)), area)
+        except ValueError as exc:
+            diags.append(_err("E625", f"feeder `{f.path}`: {exc}", f.span_of("conductor_area")))
+    elif ampacity is None:
+        diags.append(_warn("W621", f"feeder `{f.path}` declares no `ampacity` or `cable`: the "
+                                   f"{readable.current(per)} in each conductor set are "
+                                   f"not checked against a rating",
+                           f.span_of("conductor_area"),
+                           "declare `ampacity = ...` or a `cable` with its ampacity table"))
+    if ampacity is not None and per > ampacity * (1 + 1e-9):
+        diags.append(_err("E625", f"each of the {sets} conductor set(s) of `{f.path}` carries "
+                                  f"{readable.current(per)}, above its ampacity of "
+                                  f"{readable.current(ampacity)}",
+                          f.span_of("conductor_area"),
+                          "add parallel conductors (`conductors = N`) or a larger cross-section"))
+    length = _si(f.field("length"))
+    drop = ratio = None
+    if length is None:
+        diags.append(_warn("W621", f"feeder `{f.path}` declares no `length`: its voltage drop "
+                                   f"is not computed", f.span_of("conductor_area"),
+                           "declare `length = ...` (the one-way route length)"))
+        return per, ampacity, drop, ratio
+    rho20, alpha = _material(f, table, diags)
+    t = f.field("conductor_temperature")
+    if isinstance(t, Quantity):
+        temp_c = t.value_in("degC")
+    else:
+        temp_c = DEFAULT_CONDUCTOR_C
+        diags.append(_warn("W621", f"feeder `{f.path}` declares no `conductor_temperature`: its "
+                                   f"resistance, and so its voltage drop, is taken at "
+                                   f"{format_number(DEFAULT_CONDUCTOR_C)} degC, the continuous "
+                                   f"limit of XLPE/EPR insulation (IEC 60502-1)",
+                           f.span_of("length"),
+                           "declare `conductor_temperature = ...` (the conductor's operating "
+                           "temperature at this load, e.g. from the cable's data sheet)"))
+    if kind == "dc":
+        drop = formulas.dc_voltage_drop(per, length, area, temp_c, rho20, alpha)
+    else:
+        r = formulas.copper_resistivity(temp_c, rho20, alpha) / area
+        pf = _si(f.field("power_factor")) or 1.0
+        x = _si(f.field("reactance")) or 0.0     # declared per conductor; 0 when not given
+        drop = formulas.ac3_voltage_drop(per, length, r, x, pf)
+    ratio = drop / voltage if voltage else None
+    limit = _si(f.field("max_voltage_drop"))
+    if limit is not None and ratio is not None and ratio > limit * (1 + 1e-9):
+        said, allowed = readable.percents_apart(ratio, limit)
+        diags.append(_err("E622", f"voltage drop on `{f.path}` is "
+                                  f"{format_number(round(drop, 2))} V ({said} of the "
+                                  f"{format_number(round(voltage, 2))} V it carries its current "
+                                  f"at), above the declared {allowed}",
+                          f.span_of("max_voltage_drop"),
+                          "shorten the run or use a larger cross-section"))
+    return per, ampacity, drop, ratio
+
+

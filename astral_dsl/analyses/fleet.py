@@ -1,0 +1,234 @@
+"""An inventory bound to the design: each row of the file an `inventory` declares (a CSV with a
+header row, or the JSON list NetBox's `/api/dcim/devices/` returns) is the part whose model path
+its `path` column holds, or, without that column, the part whose name the design's pattern gives
+(inventory.py), and gives that part its real name, serial and asset tag.
+
+    inventory Fleet {
+      file = "fleet.csv"
+      columns { name = "name", serial = "serial", asset_tag = "asset_tag" }
+      required = [host]
+    }
+
+A row that names no part is W231 at its line; two rows for one part E233; a part of a `required`
+kind without a row E232; a file that cannot be read or lacks a declared column E230, E234. The
+devices' names then stand beside their paths wherever a path is shown (`label`, `annotate`)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import attrs
+
+from astral_dsl.diagnostics import Diagnostic, Severity, Span
+
+DEFAULT_COLUMNS = {"name": "name", "serial": "serial", "asset_tag": "asset_tag", "path": None}
+MAX_ROWS = 1_000_000
+
+
+@attrs.frozen
+class Device:
+    path: str
+    kind: str
+    name: str                        # the real name (the row's), else the pattern's
+    serial: Optional[str] = None
+    asset_tag: Optional[str] = None
+    file: Optional[str] = None       # the inventory row it comes from
+    line: Optional[int] = None
+
+
+@attrs.frozen
+class Devices:
+    """Every named part (path -> Device): by the design's patterns, then by its inventories."""
+    by_path: Dict[str, Device] = attrs.field(factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.by_path)
+
+    def label(self, path: str) -> str:
+        """`gpu-p0-012-3 (Cluster.sus[1].racks[1].hosts[1])`, or the path when it has no name
+        of its own."""
+        return annotate(path, self)
+
+    def name_of(self, path: str) -> Optional[str]:
+        d = self.by_path.get(path)
+        return d.name if d is not None and d.name != path else None
+
+
+@attrs.frozen
+class Row:
+    number: int                      # its line in a CSV, its place (from 1) in a JSON list
+    values: Dict[str, str]
+    width: int = 1                   # a CSV line's length (the diagnostic's span)
+
+
+def rows_of(data: bytes, file: str) -> Tuple[List[Row], Optional[str], bool]:
+    """The rows of an inventory file, what is wrong with it (or None), and whether its rows are
+    lines (CSV) or items (JSON)."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return [], "it is not UTF-8 text", True
+    if file.lower().endswith(".json") or text.lstrip().startswith(("[", "{")):
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            return [], f"it is not JSON ({exc})", False
+        items = doc.get("results") if isinstance(doc, dict) else doc
+        if not isinstance(items, list):
+            return [], "it is neither a list of devices nor NetBox's `{\"results\": [...]}`", False
+        return [Row(i, _flat(item)) for i, item in enumerate(items[:MAX_ROWS], 1)
+                if isinstance(item, dict)], None, False
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        return [], "it is empty: a CSV inventory starts with a header row", True
+    except csv.Error as exc:
+        return [], f"it is not CSV ({exc})", True
+    out = []
+    lines = text.split("\n")
+    try:
+        for values in reader:
+            if len(out) >= MAX_ROWS:
+                break
+            if any(v.strip() for v in values):
+                n = reader.line_num
+                out.append(Row(n, dict(zip((h.strip() for h in header),
+                                           (v.strip() for v in values))),
+                               len(lines[n - 1].rstrip("\r")) if n <= len(lines) else 1))
+    except csv.Error as exc:
+        return out, f"line {reader.line_num} is not CSV ({exc})", True
+    if not out:
+        return [], None, True
+    return out, None, True
+
+
+def _flat(item: Dict, prefix: str = "") -> Dict[str, str]:
+    """A NetBox device object as columns: `name`, `serial`, `asset_tag`, `custom_fields.X`,
+    `site.name`, ..."""
+    out: Dict[str, str] = {}
+    for key, value in item.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        elif value is not None and not isinstance(value, list):
+            out[f"{prefix}{key}"] = str(value)
+    return out
+
+
+@attrs.frozen
+class Binding:
+    devices: Tuple[Device, ...]
+    diagnostics: Tuple[Diagnostic, ...]
+
+
+def bind(rows: Sequence[Row], file: str, lines: bool, columns: Dict[str, Optional[str]],
+         named: Dict[str, Tuple[str, str]], by_name: Dict[str, str], required: Sequence[str],
+         where: Optional[Span]) -> Binding:
+    """`named`: every part's path -> (kind, pattern name); `by_name`: pattern name -> path."""
+    diags: List[Diagnostic] = []
+    header = set(rows[0].values) if rows else set()
+    key = columns.get("path") or columns["name"]
+    wanted = [c for c in (columns.get("path"), columns["name"]) if c]
+    absent = [c for c in wanted if rows and c not in header]
+    if absent:
+        return Binding((), (Diagnostic(
+            "E234", Severity.ERROR, f"the inventory `{file}` has no column "
+                                    + ", ".join(f"`{c}`" for c in absent), where,
+            "its columns: " + ", ".join(f"`{h}`" for h in sorted(header))
+            + "; say which to read in `columns { ... }`"),))
+    bound: Dict[str, Device] = {}
+    first_row: Dict[str, int] = {}
+    for row in rows:
+        value = row.values.get(key, "")
+        path = value if columns.get("path") else by_name.get(value)
+        if path is None or path not in named:
+            diags.append(_row_diagnostic(
+                "W231", Severity.WARNING, file, row, lines,
+                f"inventory row names no part of the design: {key} `{value}`",
+                "the design's parts are named by their paths"
+                + (" or the patterns it declares (`name = ...`)" if not columns.get("path")
+                   else "") + "; a row for a device outside the design may be accepted with "
+                "`allow W231 \"...\"`"))
+            continue
+        if path in bound:
+            diags.append(_row_diagnostic(
+                "E233", Severity.ERROR, file, row, lines,
+                f"a second inventory row for {path} (the first is "
+                f"{'line' if lines else 'item'} {first_row[path]})",
+                "each part of the design is one device: remove one of the rows"))
+            continue
+        kind = named[path][0]
+        real = row.values.get(columns["name"]) or named[path][1]
+        bound[path] = Device(path, kind, real, row.values.get(columns["serial"]) or None,
+                             row.values.get(columns["asset_tag"]) or None, file, row.number)
+        first_row[path] = row.number
+    for kind in required:
+        missing = [p for p, (k, _) in named.items() if k == kind and p not in bound]
+        if missing:
+            shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+            diags.append(Diagnostic(
+                "E232", Severity.ERROR, f"{len(missing):,} {kind}(s) of the design have no row "
+                                        f"in the inventory `{file}`: {shown}", where,
+                f"add their rows, or take `{kind}` out of the inventory's `required`"))
+    return Binding(tuple(bound.values()), tuple(diags))
+
+
+def _row_diagnostic(code, severity, file, row: Row, lines: bool, message, hint) -> Diagnostic:
+    if lines:
+        return Diagnostic(code, severity, message,
+                          Span.at(file, row.number, 1, row.number, max(2, row.width + 1)), hint)
+    return Diagnostic(code, severity, message, None, hint, file=file,
+                      notes=(f"item {row.number} of the list",))
+
+
+# ---- names beside paths ---------------------------------------------------------------------------
+_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)|(?:\[[0-9A-Za-z]+\]))+")
+_PORT = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)\[(\d+)\]\.port\[([a-z]|\d+)\]")
+
+
+def annotate(text: str, devices: Devices, ports: Optional[Dict[str, str]] = None) -> str:
+    """`text` with each device path in it followed by... rather preceded by its name:
+    `gpu-p0-012-3 (Cluster.sus[1].racks[1].hosts[1])`, and a NIC port after it by its
+    interface name when `ports` (path -> name) has it."""
+    if not devices:
+        return text
+
+    def one(m) -> str:
+        token = m.group(0)
+        prefix = _longest(token, devices.by_path)
+        if prefix is None:
+            return token
+        name = devices.by_path[prefix].name
+        rest = token[len(prefix):]
+        if ports is not None and rest:
+            port = ports.get(token)
+            if port is not None:
+                rest = f" {port}"
+        if name == prefix:
+            return token
+        return f"{name} ({prefix}){rest}"
+    return _PATH.sub(one, text)
+
+
+def _longest(token: str, known: Dict[str, Device]) -> Optional[str]:
+    if token in known:
+        return token
+    cut = len(token)
+    while True:
+        cut = max(token.rfind(".", 0, cut), token.rfind("[", 0, cut))
+        if cut <= 0:
+            return None
+        if token[:cut] in known:
+            return token[:cut]
+
+
+def annotated(diagnostics: Iterable[Diagnostic], devices: Devices) -> Tuple[Diagnostic, ...]:
+    """The diagnostics with the devices' names beside their paths, in messages and notes."""
+    if not devices:
+        return tuple(diagnostics)
+    return tuple(attrs.evolve(d, message=annotate(d.message, devices),
+                              notes=tuple(annotate(n, devices) for n in d.notes))
+                 for d in diagnostics)

@@ -1,0 +1,232 @@
+"""The design's devices, replica by replica, with their names: every grouping part (site, hall,
+pod, row, block, rack) and host at its path (`Astral.pods[3].rows[5].racks[3].hosts[0]`), every
+switch of every fabric tier (named as the rank map names it: `Astral.pods[0].fabric.rail[3]
+.plane[A].tor[2]`), a host's NIC ports. Each is named by the pattern the design declares on it
+(`name = "gpu-{pod}-{rack:03}-{host}"`, model/names.py), else by its path; an inventory
+(bind(), below) may give it its real name, serial and asset tag.
+
+The walk expands the replication the model keeps symbolic, so it costs one step per replica
+(the reference design: 8 pods, 1,024 rows, 16,384 racks, 65,536 hosts, 20,480 switches); it is
+asked for only by what lists devices (`astral export --netbox`, an inventory's binding)."""
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import attrs
+
+from astral_dsl.analyses.walk import replicas
+from astral_dsl.model.design import Design, Instance
+from astral_dsl.model.names import MAX_NAME, render
+from astral_dsl.model.values import plane_label
+from astral_dsl.units import Quantity
+
+GROUPING = ("site", "hall", "pod", "row", "block", "rack")
+
+
+@attrs.frozen
+class Part:
+    """One replica of a grouping part or host."""
+    path: str
+    kind: str
+    instance: Instance
+    name: str                         # by the design's pattern, else the path
+    parent: Optional[str]             # the path of the part holding it
+    site: str                         # the site's path
+    location: Optional[str]           # the nearest hall, pod, row or block holding it
+    rack: Optional[str] = None        # a host's rack
+    position: Optional[float] = None  # a host's lowest rack unit, when the units are declared
+    missing: Tuple[str, ...] = ()     # placeholders of its pattern it does not have
+
+
+@attrs.frozen
+class Switch:
+    path: str                         # fabric_names' name of the switch
+    name: str
+    model: Optional[Instance]         # the switch model (the tier's `switch`)
+    tier: str
+    fabric: str                       # the fabric's path, for the owner's replica
+    owner: str                        # the owner's replica path
+    site: str
+    missing: Tuple[str, ...] = ()
+
+
+def parts(design: Design) -> Iterator[Part]:
+    """Every grouping part and host, replica by replica, in the design's order (a part before
+    what it holds)."""
+    for root in design.roots:
+        values = {"site": root.path}
+        yield _part(root, root.path, "site", values, None, root.path, None, None, None)
+        yield from _below(root, root.path, values, root.path, None, None)
+
+
+def _below(inst: Instance, path: str, values, site: str, location, rack) -> Iterator[Part]:
+    units: Optional[float] = 0.0         # rack units taken by the hosts below so far
+    for cpath, index, child in replicas(inst, path):
+        if child.kind not in GROUPING and child.kind != "host":
+            continue
+        inner = dict(values)
+        inner[child.kind] = index if index is not None else 0
+        inner["index"] = index if index is not None else 0
+        position = None
+        if child.kind == "host" and rack is not None:
+            height = child.field("units")
+            if isinstance(height, Quantity) and units is not None:
+                position = 1 + units
+                units += height.value_in("U")
+            else:
+                units = None                 # a host of unknown height: no positions after
+        yield _part(child, cpath, child.kind, inner, path, site, location,
+                    rack if child.kind == "host" else None, position)
+        if child.kind != "host":
+            yield from _below(child, cpath, inner, site,
+                              cpath if child.kind in ("hall", "pod", "row", "block")
+                              else location, cpath if child.kind == "rack" else rack)
+
+
+def _part(inst, path, kind, values, parent, site, location, rack, position) -> Part:
+    name, missing = named(inst.field("name"), values, path)
+    return Part(path, kind, inst, name, parent, site, location, rack, position, missing)
+
+
+def named(pattern, values: Dict, path: str) -> Tuple[str, Tuple[str, ...]]:
+    """The name a pattern (a string field, None when not declared) gives, else the path."""
+    if not isinstance(pattern, str):
+        return path, ()
+    name, missing = render(pattern, values)
+    return name[:MAX_NAME], missing
+
+
+def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
+    """Every switch of every fabric tier, for each replica of the fabric's owner (`owners`:
+    canonical owner path -> replica paths, from parts())."""
+    from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
+    from astral_dsl.analyses.walk import Resolver
+    from astral_dsl.model.rollup import count_of
+
+    cache: Dict = {}
+    resolve = Resolver(design)
+    for fc in fabric_counts(design, cache):
+        owner = design.instance(fc.owner)
+        if owner is None:
+            continue
+        site = fc.owner.split(".", 1)[0].split("[", 1)[0]
+        for replica in owners.get(fc.owner, [fc.owner]):
+            fabric = fc.fabric.replace(fc.owner, replica, 1)
+            for t in fc.tiers:
+                tier = resolve.by_path.get(t.switch)
+                decl = _tier(design, fc.fabric, t.name)
+                pattern = decl.field("name") if decl is not None else None
+                kinds = _SCOPE_KINDS.get(t.scope, (t.scope,))
+                scoped = owner.kind not in kinds and t.scope is not None
+                scopes = [None] if not scoped else [
+                    (t.scope, i) for i in range(count_of(owner, kinds, cache))]
+                rails = range(fc.rails) if "rail" in t.per else [None]
+                planes = range(fc.planes) if "plane" in t.per else [None]
+                for scope in scopes:
+                    for rail in rails:
+                        for plane in planes:
+                            for index in range(t.per_group):
+                                yield _switch(fabric, replica, site, t.name, tier, pattern,
+                                              scope, rail, plane, index)
+
+
+def _switch(fabric, owner, site, tier_name, model, pattern, scope, rail, plane, index):
+    from astral_dsl.model.values import fabric_path
+
+    path = fabric_path(fabric, scope, rail, plane, tier_name, index)
+    values: Dict = {"site": site, "index": index}
+    if scope is not None:
+        values[scope[0]] = scope[1]
+    if rail is not None:
+        values["rail"] = rail
+    if plane is not None:
+        values["plane"] = plane_label(plane)
+    name, missing = named(pattern, values, path)
+    return Switch(path, name, model, tier_name, fabric, owner, site, missing)
+
+
+def _tier(design: Design, fabric: str, tier: str) -> Optional[Instance]:
+    return design.instance(f"{fabric}.{tier}")
+
+
+def interface_names(host: Instance, cache: Dict) -> List[Tuple[int, int, str]]:
+    """(NIC index, port index, interface name) of a host's NIC ports, in order: the NIC's
+    pattern (`"eth{nic}"`), else `nics[k].port[a]` as in paths."""
+    from astral_dsl.analyses.rankmap import _members
+    from astral_dsl.model.values import port_label
+
+    _, member, nics = _members(host, cache)
+    out = []
+    for k, nic in enumerate(nics):
+        ports = nic.field("ports")
+        for j in range(int(ports.si) if isinstance(ports, Quantity) else 1):
+            default = f"{member}[{k}].port[{port_label(j)}]"
+            name, _ = named(nic.field("name"), {"nic": k, "port": j}, default)
+            out.append((k, j, name))
+    return out
+
+
+# ---- what an inventory binds to ---------------------------------------------------------------
+NAMED_KINDS = ("host", "rack", "row", "block", "pod", "hall", "site", "tier", "nic")
+
+
+def names_anything(design: Design) -> bool:
+    """Whether the design declares a name or a naming pattern on any part."""
+    return any(isinstance(i.field("name"), str) for i in design.instances
+               if i.kind in NAMED_KINDS)
+
+
+@attrs.frozen
+class Named:
+    named: Dict[str, Tuple[str, str]]     # path -> (kind, name) of every host, rack and switch
+    by_name: Dict[str, str]               # name -> path
+    diagnostics: Tuple = ()
+
+
+def named_parts(design: Design) -> Named:
+    """The hosts, racks and switches of the design with their names, and E235 for a pattern
+    that names a placeholder its part does not have (once per pattern)."""
+    from astral_dsl.diagnostics import Diagnostic, Severity
+
+    named: Dict[str, Tuple[str, str]] = {}
+    by_name: Dict[str, str] = {}
+    bad: Dict[str, Tuple[str, Tuple[str, ...]]] = {}
+    found = list(parts(design))
+    for p in found:
+        if p.kind in ("host", "rack"):
+            named[p.path] = (p.kind, p.name)
+            by_name.setdefault(p.name, p.path)
+        if p.missing:
+            bad.setdefault(p.instance.field("name"), (p.path, p.missing))
+    for s in switches(design, owner_replicas(design, found)):
+        named[s.path] = ("switch", s.name)
+        by_name.setdefault(s.name, s.path)
+    diags = tuple(Diagnostic(
+        "E235", Severity.ERROR, f"the name pattern `{pattern}` names "
+        + ", ".join(f"`{{{k}}}`" for k in missing) + f", which {path} does not have",
+        None, "a part has the kinds on its path (`{rack}`, `{pod}`...) and `{index}`; a "
+              "switch also `{rail}` and `{plane}`", file=design.file)
+        for pattern, (path, missing) in bad.items())
+    return Named(named, by_name, diags)
+
+
+def owner_replicas(design: Design, found: List[Part]) -> Dict[str, List[str]]:
+    """Canonical path -> the paths of its replicas, for every grouping part."""
+    by_instance: Dict[int, List[str]] = {}
+    for p in found:
+        by_instance.setdefault(id(p.instance), []).append(p.path)
+    return {i.path: by_instance[id(i)] for i in design.instances if id(i) in by_instance}
+
+
+def columns_of(inv: Instance) -> Dict[str, Optional[str]]:
+    """The columns an inventory reads (its `columns { ... }` block over the defaults)."""
+    from astral_dsl.analyses.fleet import DEFAULT_COLUMNS
+
+    out = dict(DEFAULT_COLUMNS)
+    block = inv.member("columns")
+    if block is not None:
+        for key in out:
+            value = block.field(key)
+            if isinstance(value, str) and value:
+                out[key] = value
+    return out

@@ -1,0 +1,173 @@
+"""The command line's other commands as functions (re-exported by astral_dsl/api/__init__.py):
+`size`, `sweep`, `report`, `diff`, `diagnosis` (`astral diagnose`) and `score_runs` (`astral
+runs`), each computing what its command prints from the same functions the command calls.
+(`astral_dsl.diagnose` and `astral_dsl.runs` are the packages that do the work: a function
+of the same name would be replaced by the package as soon as it is imported.)"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import (TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union)
+
+from astral_dsl.api.results import Chosen, DiffResult, RunsResult, Sized
+from astral_dsl.pipeline import check as _check
+from astral_dsl.workspace import ParamValue, Workspace
+
+if TYPE_CHECKING:
+    from astral_dsl.diagnose.model import Diagnosis
+    from astral_dsl.explore.sweep import SweepResult
+
+PathLike = Union[str, "os.PathLike[str]"]
+Target = Union[PathLike, Workspace]
+
+
+def workspace_of(target: Target, overrides: Optional[Mapping[str, ParamValue]] = None
+                 ) -> Workspace:
+    """A workspace of `target`: itself (with `overrides` added), or the file it names opened."""
+    if isinstance(target, Workspace):
+        return target.with_params(**overrides) if overrides else target
+    if not isinstance(target, (str, os.PathLike)):
+        raise TypeError(f"a design is a path or a Workspace (astral_dsl.compile), not "
+                        f"{type(target).__name__}")
+    return Workspace.open(target, overrides)
+
+
+def size(target: Target, scenario: Optional[str] = None,
+         overrides: Optional[Mapping[str, ParamValue]] = None) -> Sized:
+    """`astral size`: the design checked (sized when it has `?`s; under `scenario` when
+    named), the values sizing chose, the objective and the size report's JSON summary."""
+    from astral_dsl.outputs.size_json import chosen_fields, objective_json, size_summary
+
+    checked = _check(workspace_of(target, overrides), None, [scenario] if scenario else None)
+    design, eng = checked.design, checked.engineering
+    outcome = next((o for o in checked.scenarios if o.name == scenario), None)
+    if outcome is not None and outcome.applied is not None and outcome.result is not None:
+        design, eng = outcome.applied.design, outcome.result
+    chosen = tuple(Chosen(f"{c['path']}.{c['field']}" if c["path"] else None, str(c["value"]),
+                          c["file"], c["line"], c["column"], c["replicas"] or 1)
+                   for c in chosen_fields(checked.design))
+    summary = size_summary(design, eng, checked.sizing) if eng is not None else None
+    return Sized(checked, chosen, objective_json(checked.sizing), summary)
+
+
+def _literal(value: ParamValue) -> str:
+    """A value as `--grid` and `--set` read it."""
+    from astral_dsl.units import Quantity
+    from astral_dsl.units.quantity import format_number
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return format_number(float(value))
+    if isinstance(value, Quantity):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"a grid value is an int, float, bool, str or Quantity, not "
+                    f"{type(value).__name__}")
+
+
+def sweep(path: PathLike, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
+          overrides: Optional[Mapping[str, ParamValue]] = None, job: Optional[str] = None,
+          scenario: Optional[str] = None, workers: Optional[int] = None) -> "SweepResult":
+    """`astral sweep`: the design at every point of `grid` ({name: values}: a list of values,
+    or the text of `--grid`, e.g. "2..6"); one row per point (`rows`: params, metrics,
+    diagnostics), forecasting `job` when named. Raises explore.sweep.SweepError for a
+    malformed grid, an unknown parameter, job or scenario."""
+    from astral_dsl.explore import sweep as _sweep
+
+    specs = [f"{name}={values}" if isinstance(values, str) else
+             f"{name}=" + ",".join(_literal(v) for v in values) for name, values in grid.items()]
+    sets = {k: _literal(v) for k, v in (overrides or {}).items()}
+    return _sweep.run(os.fspath(path), specs, sets, job=job, scenario=scenario,
+                      workers=workers)
+
+
+def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = None,
+           scenario: Optional[str] = None, title: Optional[str] = None,
+           overrides: Optional[Mapping[str, ParamValue]] = None) -> Path:
+    """`astral report`: the design review written to `output` as one self-contained HTML
+    page; returns its path. Raises outputs.report.ReviewError for a job or scenario the design
+    does not declare, and OSError when the page cannot be written."""
+    import attrs
+
+    from astral_dsl.api.review import collect
+    from astral_dsl.outputs.report import build
+
+    ws = workspace_of(target, overrides)
+    review = attrs.evolve(collect(ws, jobs=jobs, scenario=scenario),
+                          overrides=tuple(sorted((k, str(v)) for k, v in ws.overrides.items())))
+    out = Path(output)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_bytes(build(review, title=title).encode("utf-8"))
+    os.replace(tmp, out)
+    return out
+
+
+def diff(a: Target, b: Target, overrides: Optional[Mapping[str, ParamValue]] = None) -> DiffResult:
+    """`astral diff A B` of two files (or workspaces): what changes from A to B."""
+    from astral_dsl.api.sides import side
+    from astral_dsl.outputs.diff import compare
+
+    sides = []
+    for target in (a, b):
+        ws = workspace_of(target, overrides)
+        label = str(target) if not isinstance(target, Workspace) else ws.entry.key
+        sides.append(side(label, _check(ws), lambda f, root=ws.root: _relative(f, root)))
+    return DiffResult(sides[0], sides[1], tuple(compare(sides[0], sides[1])))
+
+
+def _relative(file: str, root: Path) -> str:
+    try:
+        return str(Path(file).resolve().relative_to(root))
+    except ValueError:
+        return file
+
+
+def diagnosis(target: Target, observed: Sequence[PathLike], job: Optional[str] = None,
+             order: Optional[str] = None, timers: str = "auto",
+             overrides: Optional[Mapping[str, ParamValue]] = None) -> "Diagnosis":
+    """`astral diagnose`: a running job's traces or rank logs (`observed`: files or folders)
+    against its forecast and its peers: `.verdict`, `.probability`, `.suspects`, the per-rank
+    `.breakdown`. `timers`: what the compute columns measure ("auto", "compute",
+    "megatron"); `order`: the rank order of the parallel dimensions (default: the job's). Raises diagnose.DiagnoseError (with diagnostics) when the input cannot be
+    used, and seer.ForecastError when the design has errors."""
+    from astral_dsl import diagnose as _diagnose
+    from astral_dsl import observe
+    from astral_dsl.seer import ForecastError
+
+    design = workspace_of(target, overrides).design
+    if not design.valid:
+        raise ForecastError("the design has errors", design.diagnostics)
+    return _diagnose.diagnose(design, observe.load([os.fspath(p) for p in observed]), job=job,
+                              order=order, timers=timers)
+
+
+def score_runs(table: PathLike, calibration: Optional[PathLike] = None,
+         gpu_file: Optional[PathLike] = None) -> RunsResult:
+    """`astral runs`: every row of a runs table (docs/runs.md) stated as a job, forecast and
+    scored; `calibration` a fit written by `astral calibrate -o` (default: the shipped fit),
+    `gpu_file` your own systems. A table or GPU file that cannot be read gives its
+    diagnostics and no rows."""
+    from astral_dsl.runs.evaluate import evaluate, prepare
+    from astral_dsl.runs.table import read_table
+    from astral_dsl.seer.calibration import read_calibration, shipped
+
+    diags: Tuple[Any, ...] = ()
+    systems = None
+    if gpu_file is not None:
+        from astral_dsl.runs.systems import read_systems
+
+        gf = read_systems(os.fspath(gpu_file))
+        diags = tuple(gf.diagnostics)
+        if not gf.valid:
+            return RunsResult(gf.file, (), diags)
+        systems = gf.by_key()
+    read = read_table(os.fspath(table))
+    if not read.valid:
+        return RunsResult(read.file, (), diags + tuple(read.diagnostics))
+    cal = read_calibration(os.fspath(calibration)) if calibration is not None else shipped()
+    return RunsResult(read.file, tuple(evaluate(prepare(read, systems), cal)), diags)
+
+
+__all__ = ["diagnosis", "diff", "report", "score_runs", "size", "sweep", "workspace_of"]

@@ -1,0 +1,144 @@
+"""`astral calibrate RUNS.csv... -o FIT.json`: refit Seer's fitted constants on runs tables (a
+team's own measured runs included) and report how well they forecast runs left out of the fit
+(docs/runs.md, docs/seer.md "Calibration")."""
+from __future__ import annotations
+
+import sys
+
+from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, add_common, colour, usage
+
+NAME = "calibrate"
+HELP = "refit Seer's constants on runs tables and report the leave-one-group-out error"
+ITERATIONS = 40           # runs.fit.calibrate's default
+
+
+def register(sub) -> None:
+    from astral_dsl.cli.runs import add_runs_options
+
+    c = sub.add_parser(NAME, help=HELP, description=(
+        "Fits Seer's constants (seer/calibration) on every row of the tables that Seer can "
+        "state and that publishes a figure, then forecasts each group of rows (one "
+        "configuration across releases) with the constants refitted without it: the error "
+        "printed is on runs the fit did not see. `-o` writes the fit for `--calibration`."))
+    c.add_argument("tables", metavar="RUNS.csv", nargs="+",
+                   help="runs tables (docs/runs.md); a table is named by its file name")
+    c.add_argument("-o", "--output", metavar="FIT.json",
+                   help="write the fit (constants, spreads, leave-out errors, error bands)")
+    c.add_argument("--by-source", action="append", default=[], metavar="TABLE",
+                   help="also leave out each source (`source_version`) of this table in turn, "
+                        "e.g. the papers of the A100 runs")
+    c.add_argument("--max-iterations", type=int, default=ITERATIONS, metavar="N",
+                   help=f"at most N iterations of the least-squares fit (default {ITERATIONS})")
+    c.add_argument("--docs", metavar="FILE.md",
+                   help="rewrite the calibration tables between FILE.md's markers from the fit "
+                        "(make calibrate: docs/seer.md)")
+    add_runs_options(c, "a fit to compare with (exit 1 when the refit differs from it)")
+    add_common(c, params=False)
+
+
+def _unused(every, names) -> list:
+    from astral_dsl.runs import score
+
+    out = []
+    for p in every:
+        metric, _ = score.published(p.row)
+        if p.status == "ok" and metric:
+            continue
+        out.append({"table": names.get(id(p.row), ""), "id": p.row.id, "line": p.row.line,
+                    "status": p.status if p.status != "ok" else "not_scored",
+                    "field": p.field or "published",
+                    "reason": p.reason or "the row publishes no tokens/s, step time or TFLOP/s"})
+    return out
+
+
+def run(args, overrides) -> int:
+    from pathlib import Path
+
+    from astral_dsl.cli.runs import read_calibration, read_gpu_file, read_tables
+    from astral_dsl.outputs import calibration as out
+    from astral_dsl.outputs.jsonout import dumps, envelope
+
+    if args.max_iterations < 1:
+        return usage("--max-iterations must be at least 1")
+    names = [Path(t).stem for t in args.tables]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        return usage(f"two tables are named `{twice[0]}`: a table is named by its file name, "
+                     "give them different names")
+    unknown = [b for b in args.by_source if b not in names]
+    if unknown:
+        return usage(f"--by-source {unknown[0]}: no table of that name (tables: "
+                     f"{', '.join(names)})")
+    if args.docs:
+        try:
+            docs_text = Path(args.docs).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return usage(f"--docs: cannot read {args.docs}: {exc}")
+        if not out.markers(docs_text):
+            return usage(f"--docs: {args.docs} marks no calibration table "
+                         "(<!-- calibration:accuracy --> ... <!-- /calibration:accuracy -->)")
+    json_out = args.format == "json"
+    old, failed = read_calibration(args)
+    if failed is not None:
+        return failed
+    old_doc = _document(args.calibration) if old is not None else None
+    systems, diags, failed = read_gpu_file(args, json_out)
+    if failed is not None:
+        return failed
+    tables, failed = read_tables(args, args.tables, json_out)
+    if failed is not None:
+        return failed
+    from astral_dsl.runs.fit import calibrate
+
+    try:
+        doc, _, _, every = calibrate(tables, by_source=tuple(args.by_source),
+                                     max_iter=args.max_iterations, systems=systems)
+    except ValueError as exc:            # no usable row
+        return usage(f"{exc} ({', '.join(args.tables)})")
+    owner = {id(run): name for name, table in tables for run in table.runs}
+    unused = _unused(every, owner)
+    differ = out.compare(doc, old_doc) if old_doc is not None else None
+    if args.output:
+        try:
+            Path(args.output).write_text(fit_text(doc), encoding="utf-8")
+        except OSError as exc:
+            return usage(f"-o {args.output}: {exc.strerror or exc}")
+    if args.docs:
+        try:
+            Path(args.docs).write_text(out.rewrite(docs_text, doc), encoding="utf-8")
+        except OSError as exc:
+            return usage(f"--docs {args.docs}: {exc.strerror or exc}")
+    if json_out:
+        extra = {"fit": doc, "not_used": unused}
+        if differ is not None:
+            extra["compared"] = {"file": args.calibration, "differences": differ}
+        sys.stdout.write(dumps(envelope(diags, files=[t.file for _, t in tables], **extra))
+                         + "\n")
+    else:
+        from astral_dsl.cli.common import print_diagnostics
+        from astral_dsl.outputs.table import terminal_width
+        from astral_dsl.outputs.terminal import printable
+
+        print_diagnostics(diags, colour(args), sys.stdout)
+        sys.stdout.write(out.report(doc, unused, colour(args), terminal_width(sys.stdout)))
+        if args.output:
+            sys.stdout.write(printable(f"fit written to {args.output}") + "\n")
+        if differ is not None:
+            sys.stdout.write(printable(
+                f"reproduces {args.calibration} exactly" if not differ else
+                f"differs from {args.calibration}: " + "; ".join(differ)) + "\n")
+    return EXIT_ERRORS if differ else EXIT_OK
+
+
+def fit_text(doc: dict) -> str:
+    """fit.json's text: the same document, the same bytes."""
+    import json
+
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _document(path) -> dict:
+    import json
+
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)

@@ -1,0 +1,163 @@
+"""`astral synth FILE -o OUT`: a drill. Observed data of a job as its ranks would log it,
+made from Seer's forecast with realistic noise, drifting clocks and an injected fault (or none),
+written as a rank log or as profiler traces; `astral diagnose FILE --observed OUT` should then
+name the fault, and the pager wired to its exit code should fire (docs/diagnose.md, "Drills").
+
+    astral synth examples/single_pod.astral -o run7.csv --fault nic_port --seed 5
+    astral diagnose examples/single_pod.astral --observed run7.csv      # exit 1
+
+The fault injected is printed (on standard error with --quiet-answer, so that whoever runs
+the drill can hide it from whoever diagnoses)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from astral_dsl.cli.common import EXIT_OK, EXIT_USAGE, add_common, colour, open_path, \
+    print_diagnostics, usage
+
+NAME = "synth"
+HELP = "a drill: a job's observed data with an injected fault, for `astral diagnose`"
+KINDS = ("none", "gpu", "nic_port", "tor", "agg", "uplink", "link_flap", "partial", "fast")
+
+
+def register(sub) -> None:
+    s = sub.add_parser(NAME, help=HELP)
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="a file (.csv, .jsonl: a rank log) or a directory (profiler traces, "
+                        "rank-N.json.gz)")
+    s.add_argument("--job", metavar="NAME", help="the job (default: the first)")
+    s.add_argument("--fault", choices=KINDS, default="none",
+                   help="the kind of fault, on a random part the job's traffic crosses "
+                        "(default: none, a healthy run)")
+    s.add_argument("--part", metavar="NAME",
+                   help="the part to fail instead of a random one (a GPU, a NIC port, a "
+                        "switch: the names of `astral forecast --ranks`)")
+    s.add_argument("--severity", type=float, metavar="X",
+                   help="gpu: compute x (1 + X); fast: X times faster; others: the part's "
+                        "rate x X (default: drawn as the proof draws it)")
+    s.add_argument("--seed", type=int, default=0, help="the noise, the clocks and the part")
+    s.add_argument("--iterations", type=int, default=3)
+    s.add_argument("--timers", choices=("kernels", "megatron"), default="kernels",
+                   help="a rank log's compute rows: the GPU's compute (forward, backward) or "
+                        "Megatron-LM's forward-compute/backward-compute wall time")
+    s.add_argument("--drift", type=float, default=0.0, metavar="PPM",
+                   help="hosts' clocks drift up to this many ppm (default 0)")
+    s.add_argument("--quiet-answer", action="store_true",
+                   help="print the injected fault on standard error, not standard output")
+    add_common(s)
+
+
+def run(args, overrides) -> int:
+    import numpy as np
+
+    from astral_dsl import diagnose, seer
+    from astral_dsl.synth import Fault, Noise, SynthError, generate, write
+    from astral_dsl.synth.inject import random_fault
+
+    if not 1 <= args.iterations <= MAX_ITERATIONS:
+        return usage(f"--iterations must be between 1 and {MAX_ITERATIONS}")
+    if not 0 <= args.drift <= 500:
+        return usage("--drift must be between 0 and 500 ppm")
+    why = _bad_severity(args.fault, args.severity)
+    if why:
+        return usage(f"--severity: {why}")
+    design = open_path(args.file, overrides).design
+    if not design.valid:
+        print_diagnostics(design.diagnostics, colour(args), sys.stderr)
+        return EXIT_USAGE
+    try:
+        fc = seer.forecast(design, job=args.job)
+        rm = diagnose.rank_map(design, args.job)
+    except (seer.ForecastError, diagnose.DiagnoseError) as exc:
+        print_diagnostics(getattr(exc, "diagnostics", []), colour(args), sys.stderr)
+        return usage(str(exc))
+    records = _records(fc, rm, args.iterations)
+    if records > MAX_RECORDS:
+        return usage(f"the drill would make about {records:,} records ({rm.world:,} ranks x "
+                     f"{args.iterations} iterations); at most {MAX_RECORDS:,}: fewer "
+                     f"--iterations, or a smaller job")
+    fault = None
+    if args.fault != "none":
+        rng = np.random.default_rng(args.seed)
+        try:
+            fault = random_fault(args.fault, rm, fc, rng, args.seed, args.iterations)
+        except ValueError as exc:
+            return usage(f"--fault {args.fault}: {exc}")
+        if args.part:
+            fault = _on_part(fault, args.part, rm)
+            if fault is None:
+                return usage(f"--part: `{args.part}` is not a part of this kind in the job")
+        if args.severity is not None:
+            fault = Fault(fault.kind, fault.part, args.severity, fault.rank, fault.windows)
+    try:
+        data = generate(fc, rm, [fault] if fault else [], Noise(drift=args.drift * 1e-6),
+                        args.iterations, args.seed)
+    except SynthError as exc:
+        return usage(str(exc))
+    out = args.output
+    try:
+        if out.endswith((".csv", ".jsonl")):
+            write.write_log(data, out, "csv" if out.endswith(".csv") else "jsonl", args.timers)
+        else:
+            write.write_traces(data, out)
+    except OSError as exc:
+        return usage(f"cannot write `{out}`: {exc.strerror or exc}")
+    answer = {"job": data.job, "ranks": data.world, "iterations": list(data.iterations),
+              "written": out, "fault": fault.to_json() if fault else None}
+    stream = sys.stderr if args.quiet_answer else sys.stdout
+    if args.format == "json":
+        stream.write(json.dumps(answer) + "\n")
+    else:
+        what = f"{fault.kind} {fault.part} (severity {fault.severity:g})" if fault else \
+            "no fault (a healthy run)"
+        stream.write(f"synth: job `{data.job}`, {data.world:,} ranks x {len(data.iterations)} "
+                     f"iterations written to {out}; injected: {what}\n")
+    return EXIT_OK
+
+
+MAX_ITERATIONS = 100
+MAX_RECORDS = 20_000_000     # about 2 GB of columns while generating; the proof's job makes 1.4M
+RATES = ("nic_port", "tor", "agg", "uplink", "link_flap")
+
+
+def _records(fc, rm, iterations: int) -> int:
+    """About how many records the generator makes: per rank and iteration, its stage's blocks
+    (compute, TP collective, a transfer each way) and a few collectives and steps."""
+    blocks = max((len(run.blocks) for run in fc.runs), default=0)
+    return rm.world * iterations * (4 * blocks + 16)
+
+
+def _bad_severity(kind: str, severity) -> str:
+    import math
+
+    if severity is None:
+        return ""
+    if not math.isfinite(severity) or severity <= 0:
+        return "must be a positive number"
+    if kind in RATES and severity > 1:
+        return f"{kind}: the part's rate is multiplied by it: at most 1"
+    if kind == "fast" and not 1 < severity <= 1000:
+        return "fast: the job runs this many times faster: above 1, at most 1000"
+    if kind in ("gpu", "partial") and severity > 100:
+        return f"{kind}: compute x (1 + X): at most 100"
+    return ""
+
+
+def _on_part(fault, part: str, rm):
+    """The fault moved onto `part` (its kind's: a GPU, a NIC port, a switch), or None."""
+    from astral_dsl.synth import Fault
+
+    for r in rm.ranks:
+        if fault.kind == "gpu" and r.gpu == part:
+            return Fault("gpu", part, fault.severity, r.rank, fault.windows)
+        for p in r.ports:
+            if fault.kind == "nic_port" and p.name == part:
+                return Fault("nic_port", part, fault.severity, r.rank)
+            if fault.kind == "tor" and p.switch == part:
+                return Fault("tor", part, fault.severity)
+    return None
+
+
+__all__ = ["HELP", "KINDS", "NAME", "register", "run"]

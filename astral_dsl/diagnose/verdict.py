@@ -1,0 +1,70 @@
+"""One verdict per job: the probability that something is wrong, and suspects that compete.
+
+The hypotheses: "all healthy"; one fault of the network (each class of units localise.py weighs);
+one compute fault (each unit compute.py weighs: a GPU, or a TP group's GPUs); the forecast or
+the software (every stage beyond the forecast's band, slower or faster). A priori a fault is as
+likely as none (odds 1), split evenly over the three families and within each over its
+hypotheses. Each hypothesis's posterior is its prior times its Bayes factor (likelihood.py),
+normalised over all of them and "all healthy": the job's probability that something is wrong is
+1 - P(all healthy), and a suspect's probability is its hypothesis's posterior (a tie of several
+classes: their sum), so the suspects' probabilities add up to at most the job's. A suspect is
+named when its posterior odds against "all healthy" exceed ALARM_ODDS (19: 95 %); several faults
+are found one after the other (localise.py), and each is weighed as the one fault of the model,
+so a second one, however certain on its own, shows the share of the probability it takes from
+the first.
+
+The forecast's band: the ratios of observed to forecast time a healthy run keeps. Until Seer
+states one with every forecast (its calibration's band), DEFAULT_BAND serves, the one place
+that sets it (`band_of`)."""
+from __future__ import annotations
+
+from typing import Iterable, List, Tuple
+
+import numpy as np
+from scipy.special import logsumexp
+
+FAMILIES = 3               # network, compute, forecast or software
+# Seer's accuracy on the published runs it is checked against is within 9 % (README, "left
+# out": 8.7 % the largest error); a healthy job keeps within 15 % of its forecast either way.
+DEFAULT_BAND = (1 / 1.15, 1.15)
+
+
+def band_of(fc) -> Tuple[Tuple[float, float], str]:
+    """(low, high) ratio of observed to forecast time a healthy run keeps, and where it comes
+    from: the forecast's own error band when it states one (`calibration.band`: relative
+    errors [low, high] around 0, or ratios around 1), else DEFAULT_BAND."""
+    cal = getattr(fc, "calibration", None) if fc is not None else None
+    band = cal.get("band") if isinstance(cal, dict) else getattr(cal, "band", None)
+    try:
+        low, high = (float(x) for x in band)
+    except (TypeError, ValueError):
+        return DEFAULT_BAND, "the default band, +-15 %"
+    if -1 < low < 0 < high:
+        return (1 + low, 1 + high), "the forecast's calibration band"
+    if 0 < low < 1 < high:
+        return (low, high), "the forecast's calibration band"
+    return DEFAULT_BAND, "the default band, +-15 %"
+
+
+PRIOR_ODDS = 1.0 / FAMILIES     # a priori, one family's fault against none
+
+
+def weigh(families: Iterable[Tuple[List[float], np.ndarray, int]]
+          ) -> Tuple[float, List[List[float]]]:
+    """(the job's probability that something is wrong, per family the posterior of each of its
+    suspects). `families`: per family (its suspects' ln Bayes factors, the ln Bayes factors of
+    its hypotheses not named, how many hypotheses it spreads its prior over)."""
+    fams = list(families)
+    terms = [0.0]                            # ln of "all healthy"'s prior odds, 1
+    per = []
+    for named, rest, n in fams:
+        lp = np.log(1.0 / FAMILIES) - np.log(max(1, n))
+        per.append([lp + b for b in named])
+        terms.extend(lp + b for b in named)
+        terms.extend((lp + np.asarray(rest, dtype=float)).tolist())
+    norm = float(logsumexp(terms))
+    p_none = float(np.exp(-norm))
+    return 1.0 - p_none, [[float(np.exp(t - norm)) for t in f] for f in per]
+
+
+__all__ = ["DEFAULT_BAND", "FAMILIES", "PRIOR_ODDS", "band_of", "weigh"]

@@ -1,0 +1,48 @@
+"""Pausing Python's cyclic garbage collector while a large immutable structure is built.
+
+Parsing and compiling allocate hundreds of thousands of objects that all stay alive (tokens,
+syntax nodes, frames, instances): each allocation counts towards the collector's next pass, and
+every pass walks the objects that survived the ones before, none of which is garbage. On a
+1 MB design this was about a third of `astral check`'s CPU time (benchmarks/bench_scale.py).
+The collector is paused while such a structure is built and resumes where it was after; the
+little cyclic garbage the build leaves is collected by the next pass, as before.
+
+Nesting and threads are safe: only the outermost pause that found the collector running turns
+it on again, and a collector that was off (someone else's choice) stays off."""
+from __future__ import annotations
+
+import functools
+import gc
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+_lock = threading.Lock()
+_depth = 0                 # pauses open in this process (any thread)
+_resume = False            # whether the collector was running when the first one opened
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    global _depth, _resume
+    with _lock:
+        if _depth == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _resume:
+                gc.enable()
+
+
+def pausing(function):
+    """`function` with the collector paused while it runs."""
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        with paused():
+            return function(*args, **kwargs)
+    return run

@@ -1,0 +1,166 @@
+"""Accepted warnings: `allow W621 "reason"` in a design, and a baseline file of warnings
+accepted as they stand (`astral check --baseline accepted.json`), in the manner of ruff's `noqa`
+and mypy's baseline.
+
+An `allow` covers the text it stands in: at the top of a file, that file (and, in the entry
+file, the warnings that have no place in the project's files: none, or a stdlib file); in a
+template's body, the template's declaration; in a nested declaration's or a value's body, that
+instance's. A warning is accepted when an `allow` of its code covers the place it points at, or
+when the baseline lists its code, file and message (its line may move). Accepted warnings are
+kept apart, with the reason, never dropped; an `allow` or a baseline entry that accepts nothing
+is stale, and says so (W220). Errors are never accepted."""
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from astral_dsl import records
+from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
+
+
+@records.frozen
+class Allow:
+    code: str
+    reason: str
+    span: Span                        # the `allow` statement
+    scope: str                        # file | template | instance
+    covers: Optional[Span] = None     # template or instance: the text of its declaration
+    files: Tuple[str, ...] = ()       # file scope: the files it covers whole ("" no place)
+    scenario: Optional[str] = None    # inside scenario NAME: it can only be stale if it ran
+
+    def accepts(self, d: Diagnostic) -> bool:
+        if d.code != self.code or d.severity is not Severity.WARNING:
+            return False
+        if d.span is None:
+            return (d.file or "") in self.files
+        if self.covers is None:
+            return d.span.file in self.files
+        c = self.covers
+        return d.span.file == c.file and c.start <= d.span.start and d.span.end <= c.end
+
+
+@records.frozen
+class BaselineEntry:
+    """One warning of a baseline file: its code, file and message (not its line)."""
+    code: str
+    file: str
+    message: str
+
+    @classmethod
+    def of(cls, d: Diagnostic) -> "BaselineEntry":
+        return cls(d.code, d.filename or "", d.message)
+
+
+@records.frozen
+class Baseline:
+    """A baseline file as read: its entries' files are absolute (a diagnostic names its file
+    as it was given, relative to the working directory), so it holds wherever it is run."""
+    path: str                          # the file, as given
+    entries: Tuple[BaselineEntry, ...]
+
+    def key(self, d: Diagnostic) -> BaselineEntry:
+        return BaselineEntry(d.code, absolute(d.filename), d.message)
+
+
+def absolute(file: Optional[str]) -> str:
+    """A file name as an absolute, normalised path ("" for none)."""
+    import os
+
+    return os.path.normpath(os.path.abspath(file)) if file else ""
+
+
+@records.frozen
+class Accepted:
+    diagnostic: Diagnostic
+    reason: str
+    by: Optional[Span] = None          # the `allow`; None when the baseline accepted it
+    baseline: Optional[str] = None     # the baseline file
+
+
+@records.frozen
+class Acceptance:
+    reported: Tuple[Diagnostic, ...]   # what is left to report, stale allows (W220) included
+    accepted: Tuple[Accepted, ...]
+
+
+def accept(diagnostics: Iterable[Diagnostic], allows: Sequence[Allow],
+           baseline: Optional[Baseline] = None, scenarios_run: Iterable[str] = (),
+           complete: bool = True) -> Acceptance:
+    """Split `diagnostics` into those reported and those an `allow` or the baseline accepts; an
+    allow (outside a scenario that did not run) or a baseline entry that accepts nothing is a
+    W220 of its own, when the check was `complete` (an error that stops it before the
+    engineering checks leaves their warnings unsaid, not gone)."""
+    used: Dict[int, bool] = {}
+    listed = {e: False for e in (baseline.entries if baseline is not None else ())}
+    reported: List[Diagnostic] = []
+    accepted: List[Accepted] = []
+    for d in diagnostics:
+        if d.severity is not Severity.WARNING:
+            reported.append(d)
+            continue
+        allow = next((a for a in allows if a.accepts(d)), None)
+        if allow is not None:
+            used[id(allow)] = True
+            accepted.append(Accepted(d, allow.reason, allow.span))
+            continue
+        entry = baseline.key(d) if baseline is not None else None
+        if entry in listed:
+            listed[entry] = True
+            accepted.append(Accepted(d, "listed in the baseline", None, baseline.path))
+            continue
+        reported.append(d)
+    ran = set(scenarios_run)
+    for a in allows:
+        if complete and not used.get(id(a)) and (a.scenario is None or a.scenario in ran):
+            reported.append(stale_allow(a))
+    for entry, hit in listed.items():
+        if complete and not hit:
+            where = _shown(entry.file) or "the design"
+            reported.append(Diagnostic(
+                "W220", Severity.WARNING,
+                f"the baseline accepts {entry.code} `{entry.message}` in {where}, which is no "
+                f"longer reported", None,
+                f"write the baseline again (`--write-baseline {baseline.path}`)",
+                file=baseline.path))
+    return Acceptance(sort_diagnostics(reported), tuple(accepted))
+
+
+def _shown(path: str) -> str:
+    """An absolute path as diagnostics name files: relative to the working directory when
+    below it."""
+    import os
+
+    if not path:
+        return path
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def stale_allow(a: Allow) -> Diagnostic:
+    where = {"file": "this file", "template": "this template",
+             "instance": "this instance"}[a.scope]
+    return Diagnostic("W220", Severity.WARNING,
+                      f"`allow {a.code}` accepts nothing: no {a.code} is reported in {where}",
+                      a.span, "remove it (the warning it accepted is gone), or move it to where "
+                              "the warning is")
+
+
+def once(diagnostics: Iterable[Diagnostic]) -> Tuple[Diagnostic, ...]:
+    """Each warning once: the copies a scenario's split makes of one finding (the same code at
+    the same place, about `sus[0]` and `sus[1]` once they are separate instances) are one."""
+    seen = set()
+    out = []
+    for d in diagnostics:
+        if d.severity is Severity.WARNING and d.span is not None:
+            key = (d.code, d.span)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(d)
+    return tuple(out)
+
+
+def baseline_entries(diagnostics: Iterable[Diagnostic]) -> Tuple[BaselineEntry, ...]:
+    """The warnings a baseline file would accept, sorted, each once."""
+    return tuple(sorted({BaselineEntry.of(d) for d in diagnostics
+                         if d.severity is Severity.WARNING and d.code != "W220"},
+                        key=lambda e: (e.file, e.code, e.message)))

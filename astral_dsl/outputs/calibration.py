@@ -1,0 +1,199 @@
+"""`astral calibrate`'s report of a fit (runs/fit.py's document, fit.json's form) and the tables
+docs/seer.md shows of the shipped fit, generated from the document: the leave-one-group-out
+accuracy per GPU x precision family x dense / MoE, the leave-one-source-out accuracy of the
+sets named by source (the A100 papers), and the constants with their spread and prior range.
+
+`rewrite(markdown, doc)` replaces the text between each pair of markers
+`<!-- calibration:NAME -->` and `<!-- /calibration:NAME -->` (NAME: accuracy, sources,
+constants) with the table generated from `doc`; `make calibrate` runs it on docs/seer.md and a
+test keeps the docs equal to what the shipped fit.json generates."""
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from astral_dsl.seer.calibration import CONSTANTS, Constant
+
+
+def _g(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def value_text(doc: dict, c: Constant) -> str:
+    """`0.7697 +/- 0.012`, `1.9e-05 x/ 1.3` (fitted on a log scale; `(barely determined: x/
+    >100)` past a factor of 100), `0.5 (not determined)`,
+    `0.5 (held)` when not fitted, with `*` outside the prior range."""
+    v = doc["constants"][c.name]
+    flag = "*" if c.name in doc.get("outside_prior", ()) else ""
+    if c.name not in doc.get("free", [k.name for k in CONSTANTS]):
+        return f"{_g(v)}{flag} (held)"
+    sd = doc.get("spread", {}).get(c.name)
+    if sd is None:
+        return f"{_g(v)}{flag} (not determined)"
+    if c.log and sd > 100:     # a factor past 100: the runs barely bound it
+        return f"{_g(v)}{flag} (barely determined: x/ >100)"
+    return f"{_g(v)}{flag} " + (f"x/ {sd:.2g}" if c.log else f"+/- {sd:.2g}")
+
+
+def prior_text(c: Constant) -> str:
+    lo, hi = c.prior
+    return f"{lo:g} - {hi:g}" + (f" {c.unit}" if c.unit else "")
+
+
+def _pct(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.1f} %"
+
+
+def _signed(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:+.1f} %"
+
+
+def family_rows(doc: dict) -> List[tuple]:
+    """(GPU, precision, dense / MoE, stats) of the leave-one-group-out families, then all."""
+    fams = doc.get("families", {})
+    out = []
+    for key, f in fams.items():
+        parts = key.split(" ")
+        if len(parts) == 3:
+            out.append((parts[0], parts[1], parts[2], f))
+    if "all" in fams:
+        out.append(("all", "", "", fams["all"]))
+    return out
+
+
+# ---- markdown (docs/seer.md) ---------------------------------------------------------------------
+
+def markdown_accuracy(doc: dict) -> str:
+    """Leave-one-group-out error per GPU x precision family x dense / MoE."""
+    lines = ["| GPU | precision | dense / MoE | runs | mean \\|error\\| | max \\|error\\| | "
+             "mean error |", "|---|---|---|---:|---:|---:|---:|"]
+    for g, p, m, f in family_rows(doc):
+        label = [g, p, m] if g != "all" else ["**all**", "", ""]
+        lines.append("| " + " | ".join(label + [str(f["rows"]), _pct(f["mean_abs_pct"]),
+                                                _pct(f["max_abs_pct"]),
+                                                _signed(f["mean_pct"])]) + " |")
+    return "\n".join(lines)
+
+
+def markdown_sources(doc: dict) -> str:
+    """Per source of the sets fitted by source: in the fit and left out of it."""
+    lines = ["| source | runs | in fit: mean / max | left out: mean / max |",
+             "| --- | ---: | ---: | ---: |"]
+    for name, s in doc.get("sources", {}).items():
+        lines.append(f"| {name} | {s['rows']} | {_pct(s['in_fit_mean_pct'])} / "
+                     f"{_pct(s['in_fit_max_pct'])} | {_pct(s['left_out_mean_pct'])} / "
+                     f"{_pct(s['left_out_max_pct'])} |")
+    return "\n".join(lines)
+
+
+def markdown_constants(doc: dict) -> str:
+    """Each constant: meaning, fitted value with its spread, prior range and its source."""
+    lines = ["| constant | meaning | fitted | prior range (source) |", "|---|---|---:|---|"]
+    for c in CONSTANTS:
+        lines.append(f"| `{c.name}` | {c.meaning} | {value_text(doc, c)} | {prior_text(c)} "
+                     f"({c.source}) |")
+    return "\n".join(lines)
+
+
+TABLES: Dict[str, Callable[[dict], str]] = {"accuracy": markdown_accuracy,
+                                            "sources": markdown_sources,
+                                            "constants": markdown_constants}
+
+
+def rewrite(markdown: str, doc: dict) -> str:
+    """`markdown` with every marked table generated from `doc` (module docstring)."""
+    for name, make in TABLES.items():
+        pattern = re.compile(rf"(<!-- calibration:{name} -->\n)(?:.*?\n)?"
+                             rf"(<!-- /calibration:{name} -->)", re.S)
+        markdown = pattern.sub(lambda m: m.group(1) + make(doc) + "\n" + m.group(2), markdown)
+    return markdown
+
+
+def markers(markdown: str) -> List[str]:
+    """The table names marked in `markdown`."""
+    return [n for n in TABLES if f"<!-- calibration:{n} -->" in markdown
+            and f"<!-- /calibration:{n} -->" in markdown]
+
+
+# ---- the terminal ---------------------------------------------------------------------------------
+
+def report(doc: dict, unused: Sequence[Dict[str, Any]], colour: bool = False,
+           width: int = 100) -> str:
+    """What `astral calibrate` prints: the rows left out of the fit and why, each row's error in
+    the fit and left out of it, the families, the sources, and the constants."""
+    from astral_dsl.outputs.table import Column, render
+    from astral_dsl.outputs.terminal import printable
+
+    rows = doc.get("rows", [])
+    tables = ", ".join(doc.get("fitted_on", []))
+    lines = [printable(f"calibrate: {len(doc.get('free', []))} constants fitted on {len(rows):,} "
+                       f"rows of {tables}"),
+             *textwrap.wrap("error = forecast / published - 1 on each row's metric; left out: "
+                            "forecast with the constants refitted without the row's group (one "
+                            "configuration across releases), the accuracy on data the fit did "
+                            "not see", width)]
+    if unused:
+        lines += ["", "not used (the field and why):"]
+        for u in unused:
+            lines.append(printable(f"  {u['table']}: {u['id']} (line {u['line']}, "
+                                   f"{u['status'].replace('_', ' ')}) {u['field']}: "
+                                   f"{u['reason']}"))
+    if rows:
+        cols = [Column("id", tuple(printable(r["id"]) for r in rows), False, True),
+                Column("table", tuple(printable(r["set"]) for r in rows), False),
+                Column("regime", tuple(r["regime"] for r in rows), False),
+                Column("in fit", tuple(_signed(r["in_fit_pct"]) for r in rows)),
+                Column("left out", tuple(_signed(r["left_out_pct"]) for r in rows))]
+        lines += ["", render(cols, width, colour).rstrip("\n")]
+    fam = family_rows(doc)
+    if fam:
+        stats = [f for *_, f in fam]
+        cols = [Column("GPU x precision x dense/MoE",
+                       tuple(" ".join(x for x in (g, p, m) if x) for g, p, m, _ in fam),
+                       False, True),
+                Column("rows", tuple(str(f["rows"]) for f in stats)),
+                Column("left out: mean |error|", tuple(_pct(f["mean_abs_pct"]) for f in stats)),
+                Column("max |error|", tuple(_pct(f["max_abs_pct"]) for f in stats)),
+                Column("mean error", tuple(_signed(f["mean_pct"]) for f in stats))]
+        lines += ["", render(cols, width, colour).rstrip("\n")]
+    sources = doc.get("sources", {})
+    if sources:
+        items = list(sources.items())
+        cols = [Column("source (left out: refitted without it)",
+                       tuple(printable(k) for k, _ in items), False, True),
+                Column("rows", tuple(str(s["rows"]) for _, s in items)),
+                Column("in fit: mean / max", tuple(f"{_pct(s['in_fit_mean_pct'])} / "
+                                                   f"{_pct(s['in_fit_max_pct'])}"
+                                                   for _, s in items)),
+                Column("left out: mean / max", tuple(f"{_pct(s['left_out_mean_pct'])} / "
+                                                     f"{_pct(s['left_out_max_pct'])}"
+                                                     for _, s in items))]
+        lines += ["", render(cols, width, colour).rstrip("\n")]
+    cols = [Column("constant", tuple(c.name for c in CONSTANTS), False, True),
+            Column("fitted", tuple(value_text(doc, c) for c in CONSTANTS)),
+            Column("prior range", tuple(prior_text(c) for c in CONSTANTS))]
+    lines += ["", render(cols, width, colour).rstrip("\n"),
+              *textwrap.wrap("+/- one standard error from the runs alone (x/ a factor, for a "
+                             "constant fitted on a log scale); *: outside the prior range; not "
+                             "determined: the runs do not move the forecast along it, the prior "
+                             "alone holds it", width)]
+    return "\n".join(lines) + "\n"
+
+
+def compare(doc: dict, old: dict) -> List[str]:
+    """How two fit documents differ: each constant's value, then every other part by name (an
+    empty list: the same document)."""
+    out = []
+    for c in CONSTANTS:
+        new_v, old_v = doc["constants"].get(c.name), old.get("constants", {}).get(c.name)
+        if new_v != old_v:
+            out.append(f"{c.name} = {new_v!r}, was {old_v!r}")
+    for key in sorted(set(doc) | set(old)):
+        if key != "constants" and doc.get(key) != old.get(key):
+            out.append(f"`{key}` differs")
+    return out
+
+
+__all__ = ["TABLES", "compare", "markdown_accuracy", "markdown_constants",
+           "markdown_sources", "markers", "report", "rewrite", "value_text"]

@@ -1,0 +1,323 @@
+"""`astral export --netbox DIR`: the design as NetBox's bulk import takes it (NetBox 4.x, one CSV
+per object type, in the order to import them, and the device types as YAML in the
+netbox-community devicetype-library's format, interfaces included):
+
+    sites.csv, locations.csv (halls, pods, rows and blocks, nested), racks.csv,
+    manufacturers.csv, device_roles.csv, device_types.csv (and device-types/VENDOR/MODEL.yaml),
+    devices.csv (hosts and switches), cables.csv (each host port to its first-tier switch),
+    power_panels.csv, power_feeds.csv
+
+Devices are named by the design's patterns or its inventory (analyses/inventory.py, fleet.py),
+else by their paths; every device's `description` is its model path, which an inventory of the
+exported devices can bind by (`columns { path = "description" }`). The interfaces of a device
+come with its device type (NetBox makes them from the type's interface templates), so there is
+no interfaces.csv to import twice. Only declared numbers are written: a rack's or a device
+type's height when the design states `units`, a feed's voltage and amperage from its feeder's
+`voltage` and `ampacity` x `conductors`; a column nobody states is left out, and the summary
+says what was left to NetBox's defaults. Same design, same files, byte for byte."""
+from __future__ import annotations
+
+import csv
+import os
+import re
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import attrs
+
+from astral_dsl.analyses.inventory import Part, interface_names, owner_replicas, parts, switches
+from astral_dsl.units import Quantity
+
+STATUS = "planned"
+UNSPECIFIED = "Unspecified"      # a device type whose template declares no `vendor`
+ROLES = {"host": ("GPU server", "gpu-server", "4caf50"), "switch": ("Switch", "switch",
+                                                                      "2196f3")}
+# NetBox interface types (dcim.choices.InterfaceTypeChoices) for what a port declares
+ETHERNET = {(100e9, "qsfp28"): "100gbase-x-qsfp28", (200e9, "qsfp56"): "200gbase-x-qsfp56",
+            (400e9, "qsfp_dd"): "400gbase-x-qsfpdd", (400e9, "osfp"): "400gbase-x-osfp",
+            (400e9, "qsfp112"): "400gbase-x-qsfp112", (800e9, "osfp"): "800gbase-x-osfp",
+            (800e9, "qsfp_dd"): "800gbase-x-qsfpdd"}
+INFINIBAND = {100e9: "infiniband-edr", 200e9: "infiniband-hdr", 400e9: "infiniband-ndr",
+              800e9: "infiniband-xdr"}
+
+
+@attrs.frozen
+class Written:
+    files: Tuple[Tuple[str, int], ...]       # (file below DIR, rows)
+    notes: Tuple[str, ...]
+
+
+def slug(text: str) -> str:
+    """NetBox's slug: lower-case letters, digits, `-` and `_`."""
+    out = re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-")
+    return out[:100] or "x"
+
+
+def write(design, directory: str, devices=None) -> Written:
+    """Write the files below `directory` (created); `devices`: analyses.fleet.Devices."""
+    os.makedirs(directory, exist_ok=True)
+    found = list(parts(design))
+    owners = owner_replicas(design, found)
+    sws = list(switches(design, owners))
+    names = _names(found, sws, devices)
+    by_path = {p.path: p for p in found}
+    notes: List[str] = []
+    files: List[Tuple[str, int]] = []
+
+    def out(name: str, header: Sequence[str], rows: Iterable[Sequence], optional=()):
+        files.append((name, _csv(os.path.join(directory, name), header, rows, optional, notes)))
+
+    sites = [p for p in found if p.kind == "site"]
+    out("sites.csv", ("name", "slug", "status", "description"),
+        ((names[p.path], slug(p.path), STATUS, p.path) for p in sites))
+    locations = [p for p in found if p.kind in ("hall", "pod", "row", "block")]
+    out("locations.csv", ("site", "parent", "name", "slug", "status", "description"),
+        ((names[p.site], names[_up(p, by_path)] if _up(p, by_path) else "", names[p.path],
+          slug(p.path), STATUS, p.path) for p in locations))
+    racks = [p for p in found if p.kind == "rack"]
+    out("racks.csv", ("site", "location", "name", "status", "u_height", "description"),
+        ((names[p.site], names[p.location] if p.location else "", names[p.path], STATUS,
+          _units(p.instance), p.path) for p in racks), optional=("u_height",))
+    hosts = [p for p in found if p.kind == "host"]
+    types = _device_types(hosts, sws)
+    unnamed = sorted(t.model for t in types.values() if t.manufacturer == UNSPECIFIED)
+    if unnamed:
+        notes.append(f"device type(s) {', '.join(unnamed)}: no `vendor` declared, manufacturer "
+                     f"`{UNSPECIFIED}`")
+    out("manufacturers.csv", ("name", "slug"),
+        ((m, slug(m)) for m in sorted({t.manufacturer for t in types.values()})))
+    out("device_roles.csv", ("name", "slug", "color"), sorted(ROLES.values()))
+    out("device_types.csv", ("manufacturer", "model", "slug", "u_height", "comments"),
+        ((t.manufacturer, t.model, t.slug, t.u_height, t.comments)
+         for t in sorted(types.values(), key=lambda t: t.slug)), optional=("u_height",))
+    for t in sorted(types.values(), key=lambda t: t.slug):
+        rel = os.path.join("device-types", slug(t.manufacturer), f"{t.slug}.yaml")
+        path = os.path.join(directory, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(_yaml(t))
+        files.append((rel.replace(os.sep, "/"), len(t.interfaces)))
+    serial = {p: getattr(devices.by_path.get(p), "serial", None) for p in names} \
+        if devices else {}
+    tags = {p: getattr(devices.by_path.get(p), "asset_tag", None) for p in names} \
+        if devices else {}
+    out("devices.csv", ("role", "manufacturer", "device_type", "name", "serial", "asset_tag",
+                        "status", "site", "location", "rack", "position", "face",
+                        "description"),
+        _device_rows(hosts, sws, types, names, serial, tags, by_path))
+    out("cables.csv", ("side_a_device", "side_a_type", "side_a_name", "side_b_device",
+                       "side_b_type", "side_b_name", "status", "description"),
+        _cables(design, owners, names, by_path))
+    panels, feeds = _power(design, found, names)
+    out("power_panels.csv", ("site", "location", "name", "description"), panels)
+    out("power_feeds.csv", ("site", "power_panel", "name", "status", "type", "supply",
+                            "phase", "voltage", "amperage", "description"), feeds,
+        optional=("voltage", "amperage"))
+    return Written(tuple(files), tuple(notes))
+
+
+def _names(found: List[Part], sws, devices) -> Dict[str, str]:
+    out = {p.path: p.name for p in found}
+    out.update((s.path, s.name) for s in sws)
+    if devices:
+        for path, d in devices.by_path.items():
+            if path in out:
+                out[path] = d.name
+    return out
+
+
+def _up(p: Part, by_path) -> Optional[str]:
+    """The location holding a location (None: it is right below the site)."""
+    parent = by_path.get(p.parent) if p.parent else None
+    while parent is not None and parent.kind not in ("hall", "pod", "row", "block"):
+        parent = by_path.get(parent.parent) if parent.parent else None
+    return parent.path if parent is not None else None
+
+
+def _units(inst) -> str:
+    q = inst.field("units") if inst is not None else None
+    if isinstance(q, Quantity):
+        u = q.value_in("U")
+        return str(int(u)) if float(u).is_integer() else f"{u:g}"
+    return ""
+
+
+@attrs.frozen
+class DeviceType:
+    manufacturer: str
+    model: str
+    slug: str
+    u_height: str
+    comments: str
+    interfaces: Tuple[Tuple[str, str], ...]       # (name, NetBox type)
+
+
+def _device_types(hosts: List[Part], sws) -> Dict[int, DeviceType]:
+    """One device type per distinct host template and switch model (by the instance)."""
+    out: Dict[int, DeviceType] = {}
+    cache: Dict = {}
+    for p in hosts:
+        inst = p.instance
+        if id(inst) in out:
+            continue
+        ports = tuple((name, _port_type(nic)) for nic, name in _nic_ports(inst, cache))
+        out[id(inst)] = _type(inst, ports)
+    for s in sws:
+        inst = s.model
+        if inst is None or id(inst) in out:
+            continue
+        count = inst.field("ports")
+        n = int(count.si) if isinstance(count, Quantity) else 0
+        kind = _port_type(inst)
+        out[id(inst)] = _type(inst, tuple((f"p{i}", kind) for i in range(1, n + 1)))
+    return out
+
+
+def _nic_ports(host, cache):
+    from astral_dsl.analyses.rankmap import _members
+
+    _, _, nics = _members(host, cache)
+    for k, _j, name in interface_names(host, cache):
+        yield nics[k], name
+
+
+def _type(inst, interfaces) -> DeviceType:
+    vendor = inst.field("vendor")
+    manufacturer = vendor if isinstance(vendor, str) and vendor else UNSPECIFIED
+    source = inst.field("source")
+    comments = f"astral template {inst.template}" + (f"; source: {source}"
+                                                      if isinstance(source, str) else "")
+    return DeviceType(manufacturer, inst.template, slug(f"{manufacturer}-{inst.template}"),
+                      _units(inst), comments, interfaces)
+
+
+def _port_type(inst) -> str:
+    """The NetBox interface type of a NIC's or switch's ports, from their declared speed, form
+    factor and protocol; `other` when they do not say enough."""
+    speed = inst.field("port_speed")
+    protocol = getattr(inst.field("protocol"), "name", None)
+    form = getattr(inst.field("form_factor"), "name", None)
+    if not isinstance(speed, Quantity):
+        return "other"
+    if protocol == "infiniband":
+        return INFINIBAND.get(speed.si, "other")
+    return ETHERNET.get((speed.si, form), "other")
+
+
+def _device_rows(hosts, sws, types, names, serial, tags, by_path):
+    for p in hosts:
+        t = types[id(p.instance)]
+        position = "" if p.position is None else f"{p.position:g}"
+        yield (ROLES["host"][0], t.manufacturer, t.model, names[p.path], serial.get(p.path) or "",
+               tags.get(p.path) or "", STATUS, names[p.site],
+               names[p.location] if p.location else "", names[p.rack] if p.rack else "",
+               position, "front" if position else "", p.path)
+    for s in sws:
+        t = types.get(id(s.model))
+        if t is None:
+            continue
+        yield (ROLES["switch"][0], t.manufacturer, t.model, names[s.path],
+               serial.get(s.path) or "", tags.get(s.path) or "", STATUS, names[s.site], "", "",
+               "", "", s.path)
+
+
+def _cables(design, owners, names, by_path):
+    from astral_dsl.analyses.cabling import host_links
+
+    cache: Dict = {}
+    ports: Dict[int, List[Tuple[int, int, str]]] = {}
+    for link in host_links(design, owners):
+        host = by_path.get(link.host)
+        if host is None or link.switch not in names:
+            continue
+        key = id(host.instance)
+        if key not in ports:
+            ports[key] = {(k, j): name for k, j, name in interface_names(host.instance, cache)}
+        yield (names[link.host], "dcim.interface", ports[key][(link.nic, link.port)],
+               names[link.switch], "dcim.interface", f"p{link.switch_port + 1}", STATUS,
+               f"{link.host} nic {link.nic} port {link.port} -- {link.switch}")
+
+
+def _power(design, found: List[Part], names) -> Tuple[List[tuple], List[tuple]]:
+    """A power panel for each part replica that declares feeders, a power feed for each of its
+    feeders (N of a feeder with `count = N`)."""
+    panels, feeds = [], []
+    for p in found:
+        feeders = []
+        for m in p.instance.members:          # its feeders, and those of its power systems
+            if _kind(m.value) == "feeder":
+                feeders.append((m.name, m.value))
+            elif _kind(m.value) == "power":
+                feeders += [(f"{m.name}.{x.name}", x.value) for x in m.value.members
+                            if _kind(x.value) == "feeder"]
+        if not feeders:
+            continue
+        panel = f"{names[p.path]} power"
+        panels.append((names[p.site], names[p.location] if p.location else "", panel, p.path))
+        for name, feeder in feeders:
+            count = feeder.field("count")
+            n = int(count.si) if isinstance(count, Quantity) else 1
+            for i in range(n):
+                side = getattr(feeder.field("side"), "name", None)
+                current = getattr(feeder.field("current"), "name", None)
+                phases = feeder.field("phases")
+                voltage = feeder.field("voltage")
+                amps = feeder.field("ampacity")
+                sets = feeder.field("conductors")
+                amperage = ""
+                if isinstance(amps, Quantity):
+                    amperage = f"{amps.si * (sets.si if isinstance(sets, Quantity) else 1):g}"
+                feeds.append((
+                    names[p.site], panel, f"{name}" + (f"-{i + 1}" if n > 1 else ""), STATUS,
+                    "redundant" if side == "B" else "primary", current or "",
+                    "three-phase" if isinstance(phases, Quantity) and phases.si == 3
+                    else "single-phase",
+                    f"{voltage.si:g}" if isinstance(voltage, Quantity) else "", amperage,
+                    f"{p.path}.{name}"))
+    return panels, feeds
+
+
+def _kind(value) -> Optional[str]:
+    return getattr(value, "kind", None)
+
+
+def _csv(path: str, header: Sequence[str], rows: Iterable[Sequence], optional, notes) -> int:
+    """Write rows as CSV, streamed; a column in `optional` that some row leaves empty is left
+    out (NetBox takes its default), and said in `notes`."""
+    if optional:
+        rows = list(rows)
+        keep = [i for i, h in enumerate(header)
+                if h not in optional or all(str(r[i]) != "" for r in rows)]
+    else:
+        keep = list(range(len(header)))
+    dropped = [h for i, h in enumerate(header) if i not in keep]
+    count = 0
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow([header[i] for i in keep])
+        for r in rows:
+            w.writerow([r[i] for i in keep])
+            count += 1
+    if dropped and count:
+        notes.append(f"{os.path.basename(path)}: no `{'`, `'.join(dropped)}` (the design does "
+                     f"not state it for every row): NetBox's default applies")
+    return count
+
+
+def _yaml(t: DeviceType) -> str:
+    """A devicetype-library YAML file (written by hand: plain scalars, quoted)."""
+    lines = [f"manufacturer: {_q(t.manufacturer)}", f"model: {_q(t.model)}",
+             f"slug: {_q(t.slug)}"]
+    if t.u_height:
+        lines.append(f"u_height: {t.u_height}")
+    lines.append(f"comments: {_q(t.comments)}")
+    if t.interfaces:
+        lines.append("interfaces:")
+        for name, kind in t.interfaces:
+            lines.append(f"  - name: {_q(name)}")
+            lines.append(f"    type: {_q(kind)}")
+    return "---\n" + "\n".join(lines) + "\n"
+
+
+def _q(text: str) -> str:
+    """A YAML double-quoted scalar."""
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'

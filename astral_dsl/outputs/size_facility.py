@@ -1,0 +1,185 @@
+"""The facility in `astral size`: its water circuits and their heat rejection over the year,
+the transformers at the utility point, and its draw component by component with the PUE, as
+tables (outputs/size_report.py) and as JSON (outputs/size_json.py)."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from astral_dsl.analyses import formulas
+from astral_dsl.analyses.engineering import Engineering
+from astral_dsl.analyses.facility import COMPONENTS
+from astral_dsl.outputs.table import Field, Table
+from astral_dsl.units import format_number, readable
+
+
+def _kw(w: Optional[float]) -> Optional[float]:
+    return None if w is None else round(w / 1e3, 3)
+
+
+def _r(x: Optional[float], digits: int = 3) -> Optional[float]:
+    return None if x is None else round(x, digits)
+
+
+def _basis(eng: Engineering) -> Dict[str, str]:
+    c = eng.cooling
+    f = c.facility
+    weather = "hour by hour over the climate" if f and f.climate else \
+        "the declared free-cooling hours"
+    chain = "0.47 % of the load (no transformer: W630)" if f and f.default_transformer \
+        else "no-load and load losses, hour by hour"
+    return {
+        "it_w": "hosts at their utilization, switches at full power",
+        "transformers_w": chain,
+        "losses_w": "feeders' conversion, rectifiers at no load",
+        "cdus_w": "the running CDUs' declared power",
+        "pumps_w": "at the loops' design flow, all year",
+        "facility_pumps_w": "at the circuits' design flow, all year",
+        "fans_w": "air units: fan ratio x heat removed",
+        "chillers_w": weather,
+        "rejection_w": "fan ratio x heat rejected",
+        "auxiliary_w": "the site's `auxiliary`, all year",
+    }
+
+
+def facility_tables(eng: Engineering) -> List[Table]:
+    c = eng.cooling
+    f = c.facility
+    out = []
+    if f is not None and f.circuits:
+        out += _circuits(f)
+    if f is not None and f.transformers:
+        out.append(_transformers(f))
+    notes = _basis(eng)
+    t = Table("Facility: what it draws over the year, and at the peak hour (the utility point)",
+              [Field("component", True), Field("average"), Field("peak"),
+               Field("basis", True)])
+    avg = readable.powers([getattr(c.average, n) for n, _ in COMPONENTS] + [c.average.total_w])
+    peak = readable.powers([getattr(c.peak, n) for n, _ in COMPONENTS] + [c.peak.total_w])
+    for i, (name, label) in enumerate(COMPONENTS):
+        t.add(label, avg[i], peak[i], notes[name])
+    t.total("facility", avg[-1], peak[-1], "")
+    t.total("PUE", format_number(round(c.pue, 4)) if c.pue else "-", "",
+            "annual energy ratio (ISO/IEC 30134-2)")
+    if f is not None:
+        t.lines.append(_peak_line(eng))
+    out.append(t)
+    return out
+
+
+def _peak_line(eng: Engineering) -> str:
+    c, f = eng.cooling, eng.cooling.facility
+    when = f"the hottest hour of `{f.climate}` ({f.peak_hour})" if f.peak_hour else \
+        "full load with the chillers on" if c.peak.chillers_w else "full load"
+    return f"peak demand at the utility point: {readable.power(c.peak.total_w)}, {when}"
+
+
+def _circuits(f) -> List[Table]:
+    water = Table("Facility water: the circuits, their heat (loops, air units, their share of the "
+                  "losses) and pumps",
+                  [Field("circuit", True), Field("supply/return"), Field("heat avg"),
+                   Field("heat peak"), Field("flow"), Field("pumps")])
+    heat = readable.powers([cy.circuit.average_w for cy in f.circuits])
+    peak = readable.powers([cy.circuit.peak_w for cy in f.circuits])
+    pumps = readable.powers([cy.circuit.pump_w for cy in f.circuits])
+    for i, cy in enumerate(f.circuits):
+        cc = cy.circuit
+        temps = "-" if cc.supply_c is None else (
+            f"{format_number(round(cc.supply_c, 2))}/"
+            f"{format_number(round(cc.supply_c + cc.rise_k, 2))} degC" if cc.rise_k else
+            f"{format_number(round(cc.supply_c, 2))} degC")
+        water.add(cc.path, temps, heat[i], peak[i],
+                  f"{formulas.m3s_to_l_per_min(cc.flow_m3s):,.0f} L/min" if cc.flow_m3s
+                  else "-", pumps[i])
+    hours = Table("Heat rejection over the year: hours with the chillers off, sharing the heat, "
+                  "and on",
+                  [Field("circuit", True), Field("rejection", True), Field("free h"),
+                   Field("partial h"), Field("chiller h"), Field("chillers avg"),
+                   Field("at peak"), Field("fans avg")])
+    chill = readable.powers([cy.chillers_w for cy in f.circuits])
+    chill_peak = readable.powers([cy.chillers_peak_w for cy in f.circuits])
+    fans = readable.powers([cy.fans_w for cy in f.circuits])
+    for i, cy in enumerate(f.circuits):
+        how = cy.rejection.replace("_", " ") + (
+            f" +{format_number(round(cy.approach_k, 2))} K" if f.climate else "")
+        hours.add(cy.circuit.path, how, readable.grouped(cy.free_h),
+                  readable.grouped(cy.partial_h), readable.grouped(cy.partial_h
+                                                                   + cy.mechanical_h),
+                  chill[i], chill_peak[i], fans[i])
+    for cy in f.circuits:
+        hours.lines.append(f"{cy.circuit.path}: chillers {cy.chiller}; economiser "
+                           f"{cy.economiser}" + (f"; water class {cy.water_class}"
+                                                 if cy.water_class else ""))
+    if f.climate:
+        hours.lines.append(f"climate `{f.climate}` ({f.climate_place or 'no place named'}): "
+                           f"{f.climate_hours:,} hourly rows; the heat rejection follows the dry "
+                           f"bulb (dry coolers) or the wet bulb (cooling towers) plus its approach")
+    return [water, hours]
+
+
+def _transformers(f) -> Table:
+    t = Table("Transformers at the utility point (each stage carries the whole site)",
+              [Field("transformers", True), Field("x"), Field("rating"),
+               Field("redundancy", True), Field("peak load"), Field("losses avg"),
+               Field("losses peak")])
+    for tr in f.transformers:
+        t.add(tr.path, f"{tr.replicas * tr.count:,}", readable.power(tr.capacity_w),
+              tr.redundancy, readable.power(tr.peak_load_w * tr.replicas),
+              readable.power(tr.average_loss_w), readable.power(tr.peak_loss_w))
+    return t
+
+
+def facility_json(eng: Engineering) -> Dict[str, Any]:
+    c = eng.cooling
+    f = c.facility
+
+    def parts(d):
+        if d is None:
+            return None
+        out = {name[:-2] + "_kw": _kw(getattr(d, name)) for name, _ in COMPONENTS}
+        out["total_kw"] = _kw(d.total_w)
+        return out
+
+    return {"average": parts(c.average), "peak": parts(c.peak),
+            "pue": round(c.pue, 6) if c.pue else None,
+            "water_class": c.water_class,
+            "climate": f.climate if f else None,
+            "climate_hours": f.climate_hours if f else 0,
+            "peak_hour": f.peak_hour if f else None,
+            "utility_peak_kw": _kw(c.peak.total_w) if c.peak else None,
+            "air_pressure_pa": _r(f.pressure_pa, 1) if f else None,
+            "air_pressure_from": f.pressure_from if f else None,
+            "default_transformer": f.default_transformer if f else False,
+            # the first circuit's, as before there were several (`circuits` has each)
+            "free_cooling_h": _r(f.circuits[0].free_h, 2) if f and f.circuits else None,
+            "chiller_cop": f.circuits[0].cop if f and f.circuits else None,
+            "rejection_fan_ratio": f.circuits[0].fan_ratio if f and f.circuits else None,
+            "circuits": [circuit_json(cy) for cy in f.circuits] if f else [],
+            "transformers": [transformer_json(t) for t in f.transformers] if f else []}
+
+
+def circuit_json(cy) -> Dict[str, Any]:
+    cc = cy.circuit
+    return {"path": cc.path, "replicas": cc.replicas, "supply_c": _r(cc.supply_c, 4),
+            "rise_k": _r(cc.rise_k, 4), "fluid": cc.fluid, "water_class": cy.water_class,
+            "heat_average_kw": _kw(cc.average_w), "heat_peak_kw": _kw(cc.peak_w),
+            "flow_l_per_min": round(formulas.m3s_to_l_per_min(cc.flow_m3s), 1)
+            if cc.flow_m3s else None, "pump_kw": _kw(cc.pump_w),
+            "draws": [{"path": d.path, "kind": d.kind, "average_kw": _kw(d.average_w),
+                       "peak_kw": _kw(d.peak_w)} for d in cc.draws],
+            "rejection": cy.rejection, "rejection_approach_k": _r(cy.approach_k, 4),
+            "economiser": cy.economiser, "chiller": cy.chiller, "chiller_cop": cy.cop,
+            "rejection_fan_ratio": cy.fan_ratio,
+            "free_cooling_h": _r(cy.free_h, 2), "partial_h": _r(cy.partial_h, 2),
+            "mechanical_h": _r(cy.mechanical_h, 2),
+            "chiller_h": _r(cy.partial_h + cy.mechanical_h, 2),
+            "chillers_kw_average": _kw(cy.chillers_w), "chillers_kw_peak": _kw(cy.chillers_peak_w),
+            "rejection_fans_kw_average": _kw(cy.fans_w),
+            "rejection_fans_kw_peak": _kw(cy.fans_peak_w)}
+
+
+def transformer_json(t) -> Dict[str, Any]:
+    return {"path": t.path, "replicas": t.replicas, "count": t.count,
+            "capacity_kw": _kw(t.capacity_w), "redundancy": t.redundancy,
+            "no_load_loss_kw": _kw(t.no_load_w), "load_loss_kw": _kw(t.load_loss_w),
+            "peak_load_kw": _kw(t.peak_load_w * t.replicas),
+            "losses_kw_average": _kw(t.average_loss_w), "losses_kw_peak": _kw(t.peak_loss_w)}

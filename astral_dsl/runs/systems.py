@@ -1,0 +1,128 @@
+"""The systems a user names with `--gpu-file F` (`astral runs`, `astral calibrate`): their own
+cluster, declared in an .astral file, for forecasting (and fitting Seer on) their own measured
+runs.
+
+A system is a top-level `block` of the file (a scalable unit: racks of hosts with GPUs, as
+stdlib/systems.astral declares DGX SuperPODs) with its `fabric`: the fabric named
+`<Block>_Fabric` (or, for a block named `<Name>_SU`, `<Name>_Fabric`), else the file's only
+fabric. A run is placed on as many of its blocks as its GPUs need, exactly as on a stdlib
+system. A row of the table is matched to a system (match()) by its `system` cell, which names
+the block, else by its `gpu` cell, which names the GPU of exactly one block; a row matching
+none of them is matched to the stdlib systems as without --gpu-file (runs/stacks.py), and the
+system each row ran on is reported with it.
+
+read_systems(path) compiles the file as `astral check` compiles a design and returns its
+systems with the file's diagnostics (E767 when it declares no block with GPUs)."""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from astral_dsl import records
+from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.runs.stacks import System
+
+
+@records.frozen
+class GpuFile:
+    file: str
+    systems: Tuple[System, ...]
+    diagnostics: Tuple[Diagnostic, ...]
+
+    @property
+    def valid(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+    def by_key(self) -> Dict[str, System]:
+        return {s.key: s for s in self.systems}
+
+
+def _n(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+def _fabric_for(block: str, fabrics: Sequence[str]) -> Tuple[Optional[str], str]:
+    """(the fabric of `block`, why none) by the module docstring's rule."""
+    names = [f"{block}_Fabric"]
+    if block.endswith("_SU"):
+        names.append(f"{block[:-3]}_Fabric")
+    for name in names:
+        if name in fabrics:
+            return name, ""
+    if len(fabrics) == 1:
+        return fabrics[0], ""
+    if not fabrics:
+        return None, ("the file declares no `fabric`: Seer prices the collectives between "
+                      f"hosts on it (declare `fabric {names[-1]} {{ ... }}`)")
+    return None, (f"the file declares several fabrics ({', '.join(fabrics)}) and none is named "
+                  f"`{names[-1]}`")
+
+
+def read_systems(path) -> GpuFile:
+    """The systems of the .astral file `path` (module docstring)."""
+    from astral_dsl.model.rollup import count_of, group_of
+    from astral_dsl.syntax import ast
+    from astral_dsl.workspace import Workspace
+
+    ws = Workspace.open(path)
+    design = ws.design
+    name = design.file
+    # a systems file declares parts, not a site: W400 ("nothing is built") does not apply
+    diags = [d for d in design.diagnostics if d.code != "W400"]
+    if not design.valid:
+        return GpuFile(name, (), tuple(diags))
+    tree = ws.entry.tree
+    decls = [item for item in (tree.items if tree is not None else ())
+             if isinstance(item, ast.Decl)]
+    blocks = [d for d in decls if d.kind.name == "block"]
+    fabrics = [d.name.name for d in decls if d.kind.name == "fabric"]
+    text = ws.entry.source.text if ws.entry.source is not None else ""
+    root = str(ws.root)
+    systems: List[System] = []
+    empty: List[str] = []
+    if blocks:
+        # one probe site per block: its GPUs, and the GPU they are
+        probe = "\n".join(f"site RunsProbe{i} {{ su = 1 x {b.name.name} }}"
+                          for i, b in enumerate(blocks))
+        probed = Workspace.of_text(text + "\n" + probe + "\n", name, root).design
+        sites = {r.template: r for r in probed.roots}
+        cache: dict = {}
+        for i, b in enumerate(blocks):
+            site = sites.get(f"RunsProbe{i}")
+            gpus = count_of(site, ("gpu",), cache) if site is not None else 0
+            if not gpus:
+                empty.append(b.name.name)
+                continue
+            gpu = next(g for _, g in group_of(site, ("gpu",), cache).flat())
+            fabric, why = _fabric_for(b.name.name, fabrics)
+            systems.append(System(b.name.name, b.name.name, fabric or "", gpus, gpu.template,
+                                  prelude=text, root=root, file=name,
+                                  problem=why))
+    if not systems:
+        first = blocks[0].span if blocks else Span.at(name, 1, 1, 1, 2)
+        notes = (f"block(s) without GPUs: {', '.join(empty)}",) if empty else ()
+        diags.append(Diagnostic(
+            "E767", Severity.ERROR, f"`{name}` declares no system to run on: no top-level "
+            "`block` holds GPUs", first,
+            "declare your scalable unit as a block of racks of hosts with GPUs, and its fabric: "
+            "`block Lab_SU { racks = 8 x MyRack }` and `fabric Lab_Fabric { ... }` "
+            "(docs/runs.md, \"Your own cluster\")", notes=notes))
+    return GpuFile(name, tuple(systems), tuple(diags))
+
+
+def match(row, systems: Sequence[System]) -> Tuple[Optional[System], str]:
+    """(the user's system a row runs on, or None; why none, when it matched but cannot run, or
+    "" when it matched none): by `system`, then by `gpu` (module docstring)."""
+    s = _n(row.system)
+    for sys_ in systems:
+        if s and _n(sys_.key) == s:
+            return sys_, ""
+    g = _n(row.gpu)
+    if not g:
+        return None, ""
+    exact = [x for x in systems if _n(x.gpu) == g]
+    found = exact or [x for x in systems if _n(x.gpu) in g or g in _n(x.gpu)]
+    if len(found) > 1:
+        return None, (f"gpu `{row.gpu}` matches the blocks {', '.join(x.key for x in found)} of "
+                      f"the --gpu-file: name one in the `system` cell")
+    return (found[0], "") if found else (None, "")

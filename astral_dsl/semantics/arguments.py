@@ -1,0 +1,130 @@
+"""Template arguments: binding a call's arguments to the template's parameters (positional,
+by name, or under a parameter's old name with W211), keyword overrides of fields, equipment
+counts left to sizing (deferred), and the key a template's instance is memoised under."""
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
+from astral_dsl.model.kinds import KINDS
+from astral_dsl.model.values import POISON, Bundle, Group, ListValue, RangeValue, Symbol
+from astral_dsl.semantics.errors import fail
+from astral_dsl.semantics.fields import SIZABLE, _Given, _wants_symbols
+from astral_dsl.semantics.frames import Env, FieldDef
+from astral_dsl.semantics.scope import Template
+from astral_dsl.syntax import ast
+from astral_dsl.units import Quantity
+
+
+def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
+    """The parameters (name -> value) and the field overrides (name -> (value, span)) of
+    `template(args)` called from `caller`."""
+    decl = template.decl
+    defs = list(decl.params or ())
+    names = [p.name.name for p in defs]
+    given: Dict[str, Any] = {}
+    overrides: Dict[str, Any] = {}
+    spans: Dict[str, Span] = {}
+    positional = 0
+    fields = KINDS[template.kind].fields
+    old_names = {r.old.name: r for r in decl.renamed}
+    for arg in args:
+        if arg.name is not None and arg.name.name in old_names:
+            arg = renamed(it, template, old_names[arg.name.name], arg, names)
+        fspec = fields.get(arg.name.name) if arg.name is not None else None
+        env = caller.as_symbols() if fspec is not None and _wants_symbols(fspec.type) \
+            else caller
+        if arg.name is not None and isinstance(arg.value, ast.Unknown) and \
+                (template.kind, arg.name.name) in SIZABLE:
+            # an equipment count left to sizing: evaluated as the instance's own field
+            overrides[arg.name.name] = (Deferred(arg, caller), arg.value.span)
+            continue
+        value = it.eval(arg.value, env)
+        if arg.name is None:
+            if positional >= len(names):
+                fail("E307", f"`{template.name}` takes {len(names)} positional argument(s)",
+                     arg.span)
+            pname = names[positional]
+            positional += 1
+        else:
+            pname = arg.name.name
+        if pname in given or pname in overrides:
+            fail("E307", f"argument `{pname}` is given twice", arg.span)
+        if pname in names:
+            given[pname] = value
+            spans[pname] = arg.value.span
+        elif pname in KINDS[template.kind].fields:
+            overrides[pname] = (value, arg.value.span)
+        else:
+            fail("E211", f"`{template.name}` has no parameter or field `{pname}`",
+                 arg.name.span if arg.name else arg.span,
+                 did_you_mean(pname, names + list(KINDS[template.kind].fields)))
+    params: Dict[str, Any] = {}
+    env = Env(template.module, None, params)
+    for p in defs:
+        pname = p.name.name
+        if pname in given:
+            value, vspan = given[pname], spans[pname]
+        elif p.default is not None:
+            value, vspan = it.eval(p.default, env), p.default.span
+        elif it.lenient:
+            params[pname] = POISON      # linting an unused template: nothing to check against
+            continue
+        else:
+            fail("E212", f"`{template.name}` needs the argument `{pname}`", span,
+                 f"write `{template.name}({pname} = ...)`")
+        params[pname] = it.annotated(p.type, value, vspan,
+                                        f"argument `{pname}` of `{template.name}`")
+    return params, overrides
+
+def renamed(it, template: Template, r: ast.Renamed, arg: ast.Arg, names) -> ast.Arg:
+    """A keyword argument under a parameter's old name (`rating -> module`): W211, and the
+    argument as if written under the new name."""
+    new = r.new.name
+    if new not in names and new not in KINDS[template.kind].fields:
+        fail("E211", f"`{r.old.name} -> {new}`: `{template.name}` has no parameter or field "
+                     f"`{new}`", r.new.span, did_you_mean(new, names))
+    it.diagnostics.append(Diagnostic(
+        "W211", Severity.WARNING,
+        f"`{r.old.name}` is the old name of `{template.name}`'s parameter `{new}`",
+        arg.name.span, f"write `{new} = ...` (the parameter is named as the field it sets)",
+        notes=(f"`{r.old.name}` is still accepted and means `{new}`",)))
+    return ast.Arg(ast.Ident(new, arg.name.span), arg.value, arg.span)
+
+
+class Deferred:
+    """A keyword argument evaluated later, as a field of the new instance (`modules = ?`)."""
+
+    def __init__(self, arg: ast.Arg, env: Env):
+        self.arg, self.env = arg, env
+
+
+def override(value, env: Env, span: Span) -> FieldDef:
+    if isinstance(value, Deferred):
+        arg = value.arg
+        stmt = ast.Field(arg.name, arg.value, arg.span)
+        return FieldDef(stmt, value.env, arg.name.span, arg.value)
+    return FieldDef(_Given(value), env, span, None)
+
+
+def memo_key(values: Dict[str, Any]):
+    return tuple(sorted((k, _value_key(v)) for k, v in values.items()))
+
+
+def _value_key(v):
+    if isinstance(v, Quantity):
+        return ("q", v.key())
+    if isinstance(v, (bool, str, int, float)):
+        return ("v", v)
+    if isinstance(v, Symbol):
+        return ("s", v.name)
+    if isinstance(v, ListValue):
+        return ("l", tuple(_value_key(i) for i in v.items))
+    if isinstance(v, Group):
+        return ("g", tuple((r.count, _value_key(r.item) if isinstance(r.item, Group) else id(r.item))
+                           for r in v.runs))
+    if isinstance(v, Bundle):
+        return ("b", v.count, v.item.key())
+    if isinstance(v, RangeValue):
+        return ("r", v.start, v.stop)
+    return ("o", id(v))

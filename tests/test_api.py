@@ -1,0 +1,232 @@
+"""The typed library API (docs/api.md): its examples run, and type-check under `mypy --strict`;
+`astral_dsl.check(path).valid` is `astral check`'s verdict on every example; roll-ups read from
+an instance; typed overrides; amounts as Quantities; errors that say why; `py.typed` shipped."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.units import Quantity
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((REPO / "examples").glob("*.astral"))
+_FENCE = re.compile(r"^```python\n(.*?)^```$", re.M | re.S)
+
+
+def api_script() -> str:
+    """docs/api.md's ```python blocks, in order, as one script."""
+    blocks = _FENCE.findall((REPO / "docs" / "api.md").read_text(encoding="utf-8"))
+    assert len(blocks) >= 6, "docs/api.md lost its examples"
+    return "\n".join(blocks)
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@pytest.fixture(scope="module")
+def script_dir(tmp_path_factory) -> Path:
+    """A folder holding the script, with the repository's examples beside it (the examples
+    name `examples/...` and write their outputs here)."""
+    folder = tmp_path_factory.mktemp("api")
+    (folder / "examples").symlink_to(REPO / "examples")
+    (folder / "api_examples.py").write_text(api_script(), encoding="utf-8")
+    return folder
+
+
+def test_docs_api_examples_run(script_dir):
+    proc = subprocess.run([sys.executable, "api_examples.py"], cwd=script_dir, env=_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "524288 708.608 MW" in out                        # the totals, converted
+    assert "rack 40.8 kW 32" in out                          # a rack's roll-ups
+    assert "51 kW" in out                                    # with_params(hosts_per_rack=5)
+    assert "Cluster.rows[0].secondary.cdus = 2" in out       # sizing's choice, by field
+    assert "cannot be forecast: E750" in out                 # ForecastError's reason
+    assert "cannot convert power (kW) to `GB`" in out
+    assert (script_dir / "review.html").stat().st_size > 10_000
+
+
+def test_docs_api_examples_pass_mypy_strict(script_dir):
+    """`mypy --strict` on a script using the documented API (the package's own modules are
+    read for their types, their own errors not reported: --follow-imports=silent)."""
+    pytest.importorskip("mypy", reason="mypy is in the [test] extra")
+    env = _env()
+    env["MYPYPATH"] = str(REPO)
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
+                           "--no-error-summary", "--cache-dir", str(script_dir / ".mypy"),
+                           "api_examples.py"], cwd=script_dir, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_mypy_sees_the_api_types(script_dir, tmp_path):
+    """The types are real, not Any: a wrong use is an error under mypy."""
+    pytest.importorskip("mypy", reason="mypy is in the [test] extra")
+    bad = tmp_path / "bad.py"
+    bad.write_text("import astral_dsl\n"
+                   "r = astral_dsl.check('x.astral')\n"
+                   "n: str = r.valid\n"
+                   "fc = astral_dsl.forecast('x.astral')\n"
+                   "t: int = fc.iteration_time\n", encoding="utf-8")
+    env = _env()
+    env["MYPYPATH"] = str(REPO)
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
+                           "--cache-dir", str(script_dir / ".mypy"), str(bad)],
+                          cwd=script_dir, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 1, proc.stdout
+    assert 'bad.py:3: error: Incompatible types in assignment (expression has type "bool"' \
+        in proc.stdout, proc.stdout
+    assert 'bad.py:5: error: Incompatible types in assignment (expression has type "Quantity"' \
+        in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_check_valid_is_the_cli_verdict(path):
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "check", str(path)],
+                          cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert astral_dsl.check(path).valid == (proc.returncode == 0)
+    assert astral_dsl.check(str(path)).valid == (proc.returncode == 0)
+
+
+@pytest.mark.parametrize("text, code", [
+    ("site S { }\njob j { model = Nope }\n", 1),                    # a job that does not resolve
+    ("param p = 4 kW\nsite S { }\ncheck p < 1 kW else error \"too much\"\n", 1),
+])
+def test_check_valid_is_the_cli_verdict_on_bad_designs(tmp_path, text, code):
+    """Beyond the examples, designs the front end compiles but `check` rejects: `load().valid`
+    may say yes where `check` says no; `check(path).valid` is the command's verdict."""
+    path = tmp_path / "bad.astral"
+    path.write_text(text, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "check", str(path)],
+                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == code, proc.stdout
+    assert astral_dsl.check(path).valid is False
+
+
+def test_check_of_an_unreadable_file_is_not_valid(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "check",
+                           str(tmp_path / "missing.astral")], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert astral_dsl.check(tmp_path / "missing.astral").valid is False
+
+
+def test_check_refuses_what_is_not_a_design():
+    with pytest.raises(TypeError, match="a design is a path or a Workspace"):
+        astral_dsl.check(42)  # type: ignore[arg-type]
+
+
+def test_instance_rollups_match_the_language():
+    """A rack's power and GPUs from its instance are the values the language's `rack.power`
+    and `rack.gpus` give (the reference's rack: 4 HGX hosts of 10.2 kW, 8 GPUs each)."""
+    design = astral_dsl.load(REPO / "examples" / "astral.astral")
+    rack = design.instance("Astral.pods[0].rows[0].racks[0]")
+    assert rack.power.to("kW").magnitude == pytest.approx(40.8)
+    assert rack.power.si == pytest.approx(40_800.0)
+    assert rack.count("gpus") == 32 and rack.count("hosts") == 4
+    assert design.roots[0].count("gpus") == 524_288
+    with pytest.raises(ValueError, match="cannot count `widgets`"):
+        rack.count("widgets")
+
+
+def test_with_params_takes_python_values():
+    ws = astral_dsl.compile(REPO / "examples" / "astral.astral")
+    rack = "Astral.pods[0].rows[0].racks[0]"
+    assert ws.with_params(hosts_per_rack=5).design.instance(rack).power.si == \
+        pytest.approx(51_000.0)
+    # a number takes the unit of the default (kW), a Quantity its own: the same limit
+    a = ws.with_params(rack_limit=50).design
+    b = ws.with_params(rack_limit=Quantity.of(50_000, "W")).design
+    assert dict(a.params)["rack_limit"] == dict(b.params)["rack_limit"]
+    assert ws.design.instance(rack).power.si == pytest.approx(40_800.0)    # unchanged
+    with pytest.raises(TypeError, match="parameter `hosts_per_rack`: a value is an int"):
+        ws.with_params(hosts_per_rack=[5])  # type: ignore[arg-type]
+    wrong = ws.with_params(nonesuch=3).design
+    assert any(d.code == "E213" for d in wrong.diagnostics)
+
+
+def test_forecast_amounts_are_quantities():
+    fc = astral_dsl.forecast(REPO / "examples" / "single_pod.astral")
+    raw = fc.detail
+    assert fc.iteration_time.si == pytest.approx(raw.iteration_time)
+    assert fc.iteration_time.to("ms").magnitude == pytest.approx(raw.iteration_time * 1e3)
+    assert fc.mfu.si == pytest.approx(raw.mfu) and fc.mfu.unit == "%"
+    assert fc.memory_per_gpu.si == pytest.approx(8 * raw.memory.total)    # information: bits
+    assert fc.memory_per_gpu.to("B").magnitude == pytest.approx(raw.memory.total)
+    assert sum(q.si for q in fc.breakdown.values()) == pytest.approx(raw.iteration_time,
+                                                                     rel=1e-6)
+
+
+def test_forecast_error_states_its_reason():
+    with pytest.raises(astral_dsl.ForecastError) as info:
+        astral_dsl.forecast(REPO / "examples" / "single_pod.astral", tp=3)
+    first = next(d for d in info.value.diagnostics if d.is_error)
+    assert f"cannot be forecast: {first.code} {first.message}" in str(info.value)
+
+
+def test_quantity_to_takes_a_unit_name():
+    q = Quantity.of(40.8, "kW")
+    assert str(q.to("W")) == "40800 W" and q.to("MW").magnitude == pytest.approx(0.0408)
+    with pytest.raises(astral_dsl.UnitError, match="cannot convert power"):
+        q.to("GB")
+
+
+def test_py_typed_ships_in_the_wheel():
+    """The marker sits in the package, and the wheel takes the package whole (hatch's
+    `packages`, no exclusion of it)."""
+    assert (REPO / "astral_dsl" / "py.typed").is_file()
+    import tomllib
+
+    conf = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    wheel = conf["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["packages"] == ["astral_dsl"] and "exclude" not in wheel
+    assert any(dep.startswith("mypy") for dep in conf["project"]["optional-dependencies"]["test"])
+
+
+def test_top_level_exports_what_the_cli_uses():
+    for name in ("check", "size", "forecast", "diagnosis", "sweep", "report", "diff",
+                 "score_runs", "load", "loads", "compile", "compiles", "Quantity",
+                 "ForecastError", "Workspace"):
+        assert callable(getattr(astral_dsl, name)), name
+    # the packages of the same work keep their names (a function would shadow them)
+    from astral_dsl import diagnose, runs
+    assert hasattr(diagnose, "diagnose") and hasattr(runs, "__path__")
+    assert callable(astral_dsl.diagnosis) and callable(astral_dsl.score_runs)
+    # and the API's diff is the function even after the package's diff facts are imported
+    import importlib
+
+    api = importlib.import_module("astral_dsl.api")
+    importlib.import_module("astral_dsl.api.sides")
+    assert callable(api.diff) and astral_dsl.diff is api.diff
+
+
+def test_size_names_chosen_values_by_field():
+    sized = astral_dsl.size(REPO / "examples" / "sizing.astral")
+    assert sized.valid and sized.objective is not None
+    paths = {c.path: c.value for c in sized.chosen}
+    assert paths["Cluster.rows[0].secondary.cdus"] == "2"
+    assert all(c.path is None or not re.search(r":\d+:\d+", c.path) for c in sized.chosen)
+
+
+def test_score_runs_of_an_unreadable_table(tmp_path):
+    result = astral_dsl.score_runs(tmp_path / "none.csv")
+    assert not result.valid and result.rows == () and result.diagnostics
+
+
+def test_diff_of_two_workspaces_lists_the_change():
+    ws = astral_dsl.compile(REPO / "examples" / "single_pod.astral")
+    change = astral_dsl.diff(ws, ws.with_params(hosts_per_rack=2))
+    gpus = next(c for c in change.changes if c.key == "gpus")
+    assert (gpus.before, gpus.after) == (4096, 2048)
+    assert change.json()["changes"]

@@ -1,0 +1,340 @@
+"""The diagnosis in the field (issue 24): drifting host clocks, Megatron-LM's timers, one verdict
+per job, the forecast checked both ways, exit codes 0/1/2/3 and the diagnosis's JSON Schema
+(every document these tests make is validated against it)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+import astral_dsl
+from astral_dsl import diagnose, observe, seer
+from astral_dsl.diagnose import clocks
+from astral_dsl.synth import Fault, Noise, generate, write
+from benchmarks.proof import trial
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
+
+
+@pytest.fixture(scope="module")
+def small():
+    design = astral_dsl.load(str(SMALL))
+    return design, seer.forecast(design), diagnose.rank_map(design)
+
+
+@pytest.fixture(scope="module")
+def schema():
+    proc = _cli("diagnose", "--schema")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc == json.loads((REPO / "schema" / "diagnosis.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(doc)
+    return doc
+
+
+def _cli(*args):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
+                          text=True, env=env, cwd=REPO)
+
+
+def _json(schema, *args):
+    """`astral diagnose ... --format json`: (exit code, the document, validated)."""
+    proc = _cli("diagnose", *args, "--format", "json")
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, schema)
+    assert doc["exit_code"] == proc.returncode, (doc["verdict"], proc.stdout[-2000:])
+    return proc.returncode, doc
+
+
+def _log(small, path, faults=(), seed=3, drift=0.0, timers="kernels"):
+    design, fc, rm = small
+    data = generate(fc, rm, list(faults), Noise(drift=drift), seed=seed)
+    write.write_log(data, str(path), "csv", timers)
+    return data
+
+
+# ---- clocks ------------------------------------------------------------------------------
+def test_clock_fit_by_hand():
+    """Two hosts see four collectives end at 0, 10, 20, 30 s (true time). Host 1 reads
+    t + 5 ms + 10 ppm x (t - t0): the fit returns that offset and drift, host 0 (the more
+    records) reads 0 and 0, and the residuals are zero. t0 is the middle of the ends read
+    (15 s on host 0's clock). The fit takes each host's own readings r as the times its drift
+    runs over: with d' = d / (1 + d), r - t = d' (r - T) + d' (T - t0) + o / (1 + d) at the
+    fit's reference moment T, so the fit returns d' and the offset d' (T - t0) + o / (1 + d)
+    (the same to first order in d)."""
+    true = np.array([0.0, 10.0, 20.0, 30.0])
+    t0 = 15.0
+    h1 = true + 5e-3 + 10e-6 * (true - t0)
+    end = np.r_[true, true[:1], h1]           # host 0 also reads one collective twice
+    host = np.r_[np.zeros(5, dtype=int), np.ones(4, dtype=int)]
+    inst = np.r_[np.arange(4), 0, np.arange(4)]
+    fit = clocks.align(host, inst, end, 2)
+    assert fit.bad == () and fit.aligned == (0, 1)
+    # t0: middle of the ends read, here (0 + 30.005 + 10e-6 * 15) / 2
+    assert fit.t0 == pytest.approx((end.min() + end.max()) / 2)
+    drift = fit.drifts[1]
+    assert drift == pytest.approx(10e-6 / (1 + 10e-6), abs=1e-12)
+    d = 10e-6 / (1 + 10e-6)
+    assert fit.offsets[1] == pytest.approx(d * (fit.t0 - t0) + 5e-3 / (1 + 10e-6), abs=1e-12)
+    assert fit.offsets[0] == 0 and fit.drifts[0] == 0
+    assert np.abs(fit.residual).max() < 1e-8
+    assert np.allclose(fit.correct(np.ones(4, dtype=int), h1), true, atol=1e-8)
+
+
+def test_a_drift_beyond_ntp_cannot_be_aligned():
+    """A host running 1,000 ppm off (beyond the 500 ppm NTP can discipline, RFC 5905) is not a
+    drifting clock: it is set aside, even though a line fits it."""
+    true = np.linspace(0, 30, 7)
+    end = np.r_[true, true, true + 1e-3 * true]
+    host = np.repeat([0, 1, 2], 7)
+    inst = np.tile(np.arange(7), 3)
+    fit = clocks.align(host, inst, end, 3)
+    assert fit.bad == (2,) and fit.aligned == (0, 1)
+
+
+def test_healthy_run_with_8_ppm_drift_is_healthy(small, schema, tmp_path):
+    """Hosts drifting up to 8 ppm (0.2 ms over a 25 s window, as long as a pipeline transfer):
+    exit 0, no suspect, and the output lists the fitted drifts (text: the largest; JSON:
+    every host)."""
+    design, fc, rm = small
+    path = tmp_path / "drift.csv"
+    data = _log(small, path, seed=21, drift=8e-6)
+    host_drift = {rm.ranks[r].host: d for r, d in enumerate(data.clock_drifts)}
+    assert max(abs(d) for d in host_drift.values()) > 6e-6     # the drifts are there
+    proc = _cli("diagnose", str(SMALL), "--observed", str(path))
+    assert proc.returncode == 0, proc.stdout
+    assert "no suspect" in proc.stdout and "16 of 16 hosts aligned" in proc.stdout
+    assert "drift      fitted per host, largest first:" in proc.stdout and " ppm" in proc.stdout
+    code, doc = _json(schema, str(SMALL), "--observed", str(path))
+    assert code == 0 and doc["verdict"] == "healthy" and doc["suspects"] == []
+    fitted = doc["clocks"]["drift_ppm"]
+    assert doc["clocks"]["aligned"] == 16 and len(fitted) == 16
+    # relative to the reference host (drift 0): the differences of the injected drifts, to
+    # within what the collectives' ends can tell over the window read: 2 us across it
+    ref = next(h for h, v in fitted.items() if v == 0)
+    window = float(data.start.max() - data.start.min())
+    for h, v in fitted.items():
+        assert abs(v - (host_drift[h] - host_drift[ref]) * 1e6) * window < 2.0, h
+
+
+def test_hosts_aligned_is_the_true_count(small, tmp_path):
+    """One host's ranks read (8 ranks of a host: their collectives cross no other host read):
+    no host is aligned, and the output says so instead of naming every host of the job."""
+    design, fc, rm = small
+    data = generate(fc, rm, [], seed=4)
+    keep = np.isin(data.rank, [r.rank for r in rm.ranks if r.host == rm.ranks[0].host])
+    path = tmp_path / "one.csv"
+    import attrs
+    part = attrs.evolve(data, **{k: getattr(data, k)[keep] for k in
+                                 ("rank", "iteration", "phase", "start", "duration", "peer",
+                                  "op", "block")})
+    write.write_log(part, str(path))
+    result = diagnose.diagnose(design, observe.load([str(path)]))
+    assert result.clocks.hosts == 16 and result.clocks.aligned == ()
+    from astral_dsl.outputs.diagnosis import render
+    assert "0 of 16 hosts aligned" in render(result)
+
+
+# ---- timers -------------------------------------------------------------------------------
+def test_megatron_timers_healthy_is_healthy(small, schema, tmp_path):
+    """Megatron-LM's forward-compute / backward-compute (wall time, TP collectives and waits
+    included), detected from their names: compared with the forecast's blocks, exit 0. Told
+    they measure compute alone (--timers compute), the same data is the "software" alarm the
+    issue saw: every stage about a third slower than the forecast."""
+    path = tmp_path / "megatron.csv"
+    _log(small, path, seed=22, drift=8e-6, timers="megatron")
+    assert "forward-compute" in path.read_text()[:2000]
+    code, doc = _json(schema, str(SMALL), "--observed", str(path))
+    assert code == 0 and doc["timers"] == "megatron" and doc["suspects"] == []
+    assert 0.95 < doc["forecast_band"]["compute_ratio"] < 1.1
+    code, doc = _json(schema, str(SMALL), "--observed", str(path), "--timers", "compute")
+    assert code == 1 and [s["kind"] for s in doc["suspects"]] == ["software"]
+
+
+def test_slow_gpu_in_a_tp_group_is_named_among_candidates(small, schema, tmp_path):
+    """With Megatron's timers the TP peers of a slow GPU wait for it: the suspect is the TP
+    group's GPUs, the slow one among them, with the note that the data cannot separate
+    them."""
+    design, fc, rm = small
+    path = tmp_path / "tp.csv"
+    slow = rm.ranks[45]
+    _log(small, path, [Fault("gpu", slow.gpu, 0.2, 45)], seed=23, timers="megatron")
+    code, doc = _json(schema, str(SMALL), "--observed", str(path))
+    assert code == 1
+    first = doc["suspects"][0]
+    tp = [rm.ranks[r].gpu for r in rm.group("tp", 45).ranks]
+    assert first["kind"] == "gpu" and slow.gpu in first["parts"]
+    assert sorted(first["parts"]) == sorted(tp) and len(tp) == 8
+    assert "cannot tell which of these GPUs is slow" in first["note"]
+    assert first["path"].endswith("gpus[0|1|2|3|4|5|6|7]")
+
+
+# ---- one verdict, both directions ----------------------------------------------------------
+def test_suspects_compete_within_the_jobs_probability(small):
+    design, fc, rm = small
+    for kind, seed in (("nic_port", 31), ("gpu", 32), ("none", 33), ("tor", 34)):
+        t = trial(design, fc, rm, kind, seed, "memory", Noise(drift=10e-6))
+        data = generate(fc, rm, [t.fault] if t.fault else [], Noise(drift=10e-6), seed=seed)
+        result = diagnose.diagnose(design, write.to_observed(data))
+        total = sum(s.probability for s in result.suspects)
+        assert total <= result.probability + 1e-9, (kind, total, result.probability)
+        if kind == "none":
+            assert result.verdict == "healthy" and result.probability < 0.5
+        else:
+            assert result.verdict == "suspects" and result.probability > 0.95
+            assert t.position == 1
+
+
+def test_a_run_16x_faster_than_its_forecast_is_reported(small, schema, tmp_path):
+    path = tmp_path / "fast.csv"
+    _log(small, path, [Fault("fast", "forecast", 16.0)], seed=24)
+    code, doc = _json(schema, str(SMALL), "--observed", str(path))
+    assert code == 1 and doc["verdict"] == "suspects"
+    first = doc["suspects"][0]
+    said = re.search(r"([0-9.]+)x faster", first["summary"])
+    assert first["kind"] == "forecast" and said, first["summary"]
+    assert float(said.group(1)) == pytest.approx(16.0, rel=0.05)   # the log's timings are noisy
+    assert doc["forecast_band"]["compute_ratio"] == pytest.approx(1 / 16, rel=0.05)
+    proc = _cli("diagnose", str(SMALL), "--observed", str(path))
+    assert proc.returncode == 1 and "x faster than the forecast" in proc.stdout
+
+
+def test_partial_time_faults_are_found(small):
+    """A GPU or a NIC link bad from a moment in the run to its end (20-45 % in)."""
+    design, fc, rm = small
+    for seed in (1, 2, 3, 4):
+        t = trial(design, fc, rm, "partial", seed, "memory")
+        print(seed, t.fault, "->", t.first)
+        assert t.position == 1, (t.fault, t.first)
+
+
+# ---- exit codes and the schema ------------------------------------------------------------
+def test_exit_codes(small, schema, tmp_path):
+    """0 healthy, 1 suspects, 2 unusable input or usage error, 3 the design has errors."""
+    design, fc, rm = small
+    healthy = tmp_path / "healthy.csv"
+    _log(small, healthy, seed=25)
+    assert _json(schema, str(SMALL), "--observed", str(healthy))[0] == 0
+    faulty = tmp_path / "faulty.csv"
+    _log(small, faulty, [Fault("nic_port", rm.ranks[9].ports[0].name, 0.5, 9)], seed=25)
+    assert _json(schema, str(SMALL), "--observed", str(faulty))[0] == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+    code, doc = _json(schema, str(SMALL), "--observed", str(bad))
+    assert code == 2 and doc["verdict"] == "unusable" and doc["error"]
+    assert _cli("diagnose", str(SMALL)).returncode == 2            # no --observed
+    broken = tmp_path / "broken.astral"
+    broken.write_text(SMALL.read_text().replace("gpus = 128", "gpus = 128 kW"))
+    code, doc = _json(schema, str(broken), "--observed", str(healthy))
+    assert code == 3 and doc["verdict"] == "design-errors" and not doc["valid"]
+    proc = _cli("diagnose", str(broken), "--observed", str(healthy))
+    assert proc.returncode == 3 and "error[" in proc.stdout
+    # part of the input unusable and nothing suspect: no all-clear
+    rows = healthy.read_text().splitlines()
+    host = {str(r.rank) for r in rm.ranks if r.host == rm.ranks[16].host}
+    shifted = [rows[0]] + [",".join([c[0], c[1], c[2], f"{float(c[3]) + 0.05:.7f}"] + c[4:])
+                           if c[0] in host and c[1] == "102" else ",".join(c)
+                           for c in (r.split(",") for r in rows[1:])]
+    jumped = tmp_path / "jumped.csv"
+    jumped.write_text("\n".join(shifted) + "\n")
+    code, doc = _json(schema, str(SMALL), "--observed", str(jumped))
+    assert code == 2 and doc["verdict"] == "unusable" and \
+        [d["code"] for d in doc["diagnostics"]] == ["E789"]
+
+
+def test_every_output_validates(small, schema, tmp_path):
+    """The -o file and --format json are one document, valid against the schema, the same
+    bytes twice."""
+    design, fc, rm = small
+    path = tmp_path / "agg.csv"
+    data = generate(fc, rm, [Fault("gpu", rm.ranks[70].gpu, 0.3, 70)], seed=26)
+    write.write_log(data, str(path), "jsonl")
+    out = tmp_path / "d.json"
+    a = _cli("diagnose", str(SMALL), "--observed", str(path), "--format", "json", "-o",
+             str(out))
+    b = _cli("diagnose", str(SMALL), "--observed", str(path), "--format", "json")
+    assert a.stdout == b.stdout and json.loads(out.read_text()) == json.loads(a.stdout)
+    doc = json.loads(a.stdout)
+    jsonschema.validate(doc, schema)
+    s = doc["suspects"][0]
+    assert s["supports"].startswith("3 of 3") and s["contradicts"].startswith("none")
+
+
+def test_a_network_suspect_lists_its_slow_pairs(small):
+    """For a network suspect: the slow rank pairs and transfers with their timings, and the
+    observations that support and contradict it."""
+    design, fc, rm = small
+    port = rm.ranks[100].ports[0]
+    data = generate(fc, rm, [Fault("nic_port", port.name, 0.5, 100)], seed=27)
+    result = diagnose.diagnose(design, write.to_observed(data))
+    first = result.suspects[0]
+    assert first.kind == "nic port" and port.name in first.parts
+    assert first.slow and all(100 in o.ranks for o in first.slow)
+    assert all(o.observed_s > 1.5 * o.expected_s for o in first.slow)
+    assert {o.what for o in first.slow} <= {"pipeline transfer", "DP collective"}
+    n = first.evidence[0].slow
+    assert first.supports.startswith(f"{n} of the {first.evidence[0].total}")
+
+
+def test_the_band_comes_from_the_forecast_when_it_states_one():
+    from types import SimpleNamespace
+
+    from astral_dsl.diagnose.verdict import DEFAULT_BAND, band_of
+
+    assert band_of(None) == (DEFAULT_BAND, "the default band, +-15 %")
+    assert DEFAULT_BAND == (1 / 1.15, 1.15)
+    fc = SimpleNamespace(calibration={"regime": "in fit", "inside": True, "band": [-0.05, 0.08]})
+    assert band_of(fc) == ((0.95, 1.08), "the forecast's calibration band")
+    fc = SimpleNamespace(calibration=SimpleNamespace(band=(0.9, 1.2)))
+    assert band_of(fc)[0] == (0.9, 1.2)
+    assert band_of(SimpleNamespace(calibration={"band": "wide"}))[0] == DEFAULT_BAND
+
+
+def test_a_drill(tmp_path):
+    """`astral synth`: a healthy drill is healthy, a drilled NIC port is named, and the answer
+    printed names what was injected; a bad severity is a usage error."""
+    healthy = tmp_path / "healthy.csv"
+    proc = _cli("synth", str(SMALL), "-o", str(healthy), "--seed", "7", "--drift", "10",
+                "--timers", "megatron", "--format", "json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["fault"] is None
+    assert _cli("diagnose", str(SMALL), "--observed", str(healthy)).returncode == 0
+    traces = tmp_path / "traces"
+    proc = _cli("synth", str(SMALL), "-o", str(traces), "--fault", "nic_port", "--seed", "7",
+                "--quiet-answer", "--format", "json")
+    assert proc.returncode == 0 and proc.stdout == ""
+    answer = json.loads(proc.stderr)["fault"]
+    assert answer["kind"] == "nic_port" and len(list(traces.iterdir())) == 128
+    proc = _cli("diagnose", str(SMALL), "--observed", str(traces), "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and answer["part"] in doc["suspects"][0]["parts"]
+    proc = _cli("synth", str(SMALL), "-o", str(healthy), "--fault", "tor", "--severity", "2")
+    assert proc.returncode == 2 and "at most 1" in proc.stderr
+
+
+def test_missing_ranks_give_no_all_clear(small, schema, tmp_path):
+    """A healthy run with two ranks' logs missing: nothing suspect in what was read, but no
+    all-clear for what was not (exit 2, W787); with a suspect in the rest, exit 1."""
+    design, fc, rm = small
+    path = tmp_path / "some.csv"
+    _log(small, path, seed=28)
+    rows = path.read_text().splitlines()
+    path.write_text("\n".join([rows[0]] + [r for r in rows[1:]
+                                          if r.split(",")[0] not in ("3", "4")]) + "\n")
+    code, doc = _json(schema, str(SMALL), "--observed", str(path))
+    assert code == 2 and doc["verdict"] == "unusable" and doc["missing_ranks"] == [3, 4]
+    assert [d["code"] for d in doc["diagnostics"]] == ["W787"] and doc["suspects"] == []
+    faulty = tmp_path / "faulty.csv"
+    _log(small, faulty, [Fault("gpu", rm.ranks[9].gpu, 0.3, 9)], seed=28)
+    rows = faulty.read_text().splitlines()
+    faulty.write_text("\n".join([rows[0]] + [r for r in rows[1:]
+                                            if r.split(",")[0] not in ("3", "4")]) + "\n")
+    assert _json(schema, str(SMALL), "--observed", str(faulty))[0] == 1

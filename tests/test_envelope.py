@@ -1,0 +1,256 @@
+"""How far to trust a forecast (seer/envelope.py): inside the calibrated envelope with the band
+of its regime (or of the coarser key it falls in), outside it with a default band and W753 at
+the job's field that states the part no run had; and the envelope on every forecast's output:
+`astral forecast` (JSON and the band beside the iteration time, the reference's included),
+`astral search` (per row, rows that may not fit flagged, rank 1 above all) and `astral sweep`
+(per row)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import attrs
+import pytest
+
+import astral_dsl
+from astral_dsl import cli, seer
+from astral_dsl.explore import search, sweep
+from astral_dsl.explore.engines import LocalEngine
+from astral_dsl.outputs import search as search_out
+from astral_dsl.seer.calibration import FIT_FORMAT, Calibration, priors
+from astral_dsl.seer.envelope import DEFAULT_BAND, MIN_ROWS, OUTSIDE_WIDEN, envelope
+
+from test_cli import call
+
+REPO = Path(__file__).resolve().parents[1]
+
+H100 = """
+import stdlib.systems { DGX_H100_SU, NDR_Fabric }
+import stdlib.models { Llama3_8B }
+param n = 1
+site Lab { sus = n x DGX_H100_SU, fabric = NDR_Fabric }
+job train {
+  model = Llama3_8B
+  placement = Lab
+  gpus = 16
+  dtype = %s
+  parallel { tp = 8, pp = 1, dp = 2, sp = true, zero = 1 }
+  batch { global_batch = 16, micro = 1, seq = 4096 }
+  recompute = selective
+}
+"""
+REGIME = "H100/BF16/flash/dense/megatron"
+
+
+def _band(low, high, rows):
+    return {"low": low, "high": high, "rows": rows}
+
+
+def calibration(bands) -> Calibration:
+    return Calibration(priors().values(), ("mine",), bands, "mine.json")
+
+
+CHECKED = {REGIME: _band(-0.04, 0.07, MIN_ROWS + 1), "H100/BF16": _band(-0.05, 0.08, 12),
+           "B200/FP8/flash/dense/megatron": _band(-0.06, 0.05, 3),
+           "B200/FP8": _band(-0.06, 0.05, 3), "FP8": _band(-0.06, 0.05, 3),
+           "BF16": _band(-0.05, 0.08, 12), "*": _band(-0.1, 0.12, 15)}
+
+
+def _design(dtype="bf16"):
+    return astral_dsl.loads(H100 % dtype, name="lab.astral", root=REPO)
+
+
+def _spec(dtype="bf16"):
+    design = _design(dtype)
+    _, spec, cluster = seer.validate_job(design, seer.find_job(design))
+    return spec
+
+
+# ---- the envelope ------------------------------------------------------------------------------------------
+def test_inside_a_checked_regime_takes_its_band():
+    env = envelope(_spec(), "H100_SXM", calibration(CHECKED))
+    assert env.inside and env.basis == REGIME and env.band == (-0.04, 0.07)
+    assert env.regime == {"gpu": "H100", "precision": "BF16", "attention": "flash",
+                          "moe": "dense", "framework": "megatron"}
+    assert env.text() == "-4/+7 %" and env.outside == ()
+    doc = env.as_json()
+    assert doc["inside"] is True and doc["band"] == [-0.04, 0.07] and doc["rows"] == MIN_ROWS + 1
+
+
+def test_a_regime_with_few_runs_takes_the_coarser_band_it_falls_in():
+    few = dict(CHECKED, **{REGIME: _band(-0.01, 0.01, MIN_ROWS - 1)})
+    env = envelope(_spec(), "H100_SXM", calibration(few))
+    assert env.inside and env.basis == "H100/BF16" and env.band == (-0.05, 0.08)
+
+
+def test_a_gpu_no_run_had_is_outside_with_the_widest_band_widened():
+    env = envelope(_spec(), "B300", calibration(CHECKED))
+    assert not env.inside and env.outside == ("gpu B300",)
+    assert env.band == (OUTSIDE_WIDEN * -0.1, OUTSIDE_WIDEN * 0.12) and env.basis == "outside"
+
+
+def test_parts_checked_but_never_together_are_outside():
+    # H100 and FP8 were each checked, never the two together
+    env = envelope(_spec("fp8"), "H100_SXM", calibration(CHECKED))
+    assert not env.inside and env.outside == ("the combination H100/FP8/flash/dense/megatron",)
+
+
+def test_a_calibration_without_bands_gives_the_default():
+    env = envelope(_spec(), "H100_SXM", priors())
+    assert not env.inside and env.band == DEFAULT_BAND and env.basis == "default"
+
+
+def test_w753_names_the_part_at_the_field_that_states_it():
+    cal = calibration(dict({k: v for k, v in CHECKED.items() if not k.startswith("H100")},
+                           **{"B200/BF16/flash/dense/megatron": _band(-0.1, 0.1, 9)}))
+    fc = seer.forecast(_design(), calibration=cal)
+    (w,) = [d for d in fc.diagnostics if d.code == "W753"]
+    assert not w.is_error
+    assert w.message == ("job `train`: the forecast is outside the calibrated envelope: no "
+                         "calibration run had gpu H100")
+    text = (H100 % "bf16").split("\n")
+    line = next(i for i, s in enumerate(text, 1) if "placement = Lab" in s)
+    assert (w.span.start.line, w.span.start.column) == (line, text[line - 1].index("Lab") + 1)
+    assert "astral calibrate" in w.hint and f"regime {REGIME}" in w.notes[0]
+    fc = seer.forecast(_design("fp8"), calibration=calibration(CHECKED))
+    (w,) = [d for d in fc.diagnostics if d.code == "W753"]
+    assert "never together (H100/FP8/flash/dense/megatron)" in w.message
+    # no one part to blame: the job itself
+    assert w.span.start.line == next(i for i, s in enumerate(text, 1) if s.startswith("job "))
+    assert not [d for d in seer.forecast(_design(), calibration=calibration(CHECKED)).diagnostics
+                if d.code == "W753"]
+
+
+# ---- `astral forecast` -------------------------------------------------------------------------------------
+def _fit_file(tmp_path, bands) -> Path:
+    path = tmp_path / "fit.json"
+    path.write_text(json.dumps({"format": FIT_FORMAT, "generated_by": "astral calibrate",
+                                "fitted_on": ["mine"], "constants": priors().values(),
+                                "bands": bands}), encoding="utf-8")
+    return path
+
+
+def test_forecast_json_and_text_carry_the_envelope(tmp_path, capsys):
+    design = tmp_path / "lab.astral"
+    design.write_text(H100 % "bf16", encoding="utf-8")
+    fit = _fit_file(tmp_path, CHECKED)
+    code, out, _ = call(["forecast", str(design), "--calibration", str(fit), "--format",
+                         "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["calibration"]["inside"] is True
+    assert doc["calibration"]["band"] == [-0.04, 0.07]
+    assert doc["calibration"]["regime"] == {"gpu": "H100", "precision": "BF16",
+                                            "attention": "flash", "moe": "dense",
+                                            "framework": "megatron"}
+    assert "W753" not in [d["code"] for d in doc["diagnostics"]]
+    code, out, _ = call(["forecast", str(design), "--calibration", str(fit), "--color",
+                         "never"], capsys)
+    (line,) = [s for s in out.splitlines() if "iteration time" in s]
+    assert line.split()[2:5] == [f"{doc['iteration_time_s']:.3f}", "s", "-4/+7"]
+    assert f"{MIN_ROWS + 1:,} calibration runs of {REGIME}" in line
+    outside = _fit_file(tmp_path, {"*": _band(-0.1, 0.12, 15),
+                                   "B200/BF16/flash/dense/megatron": _band(-0.1, 0.12, 15)})
+    code, out, _ = call(["forecast", str(design), "--calibration", str(outside), "--format",
+                         "json"], capsys)
+    doc = json.loads(out)
+    assert doc["calibration"]["inside"] is False
+    assert doc["calibration"]["outside"] == ["gpu H100"]
+    assert doc["calibration"]["band"] == [-0.2, 0.24]
+    assert [d["code"] for d in doc["diagnostics"]] == ["W753"]
+
+
+def test_the_reference_forecast_prints_its_band(capsys):
+    fc = seer.forecast(astral_dsl.load(REPO / "examples/astral.astral"))
+    env = fc.envelope()
+    code, out, _ = call(["forecast", "examples/astral.astral", "--color", "never"], capsys)
+    (line,) = [s for s in out.splitlines() if "iteration time" in s]
+    assert code == 0
+    assert line.split()[2:5] == [f"{fc.iteration_time:.3f}", "s", env.text().split()[0]]
+    if not env.inside:
+        assert "outside the calibrated envelope" in line and "warning[W753]" in out
+
+
+# ---- `astral search` and `astral sweep`: per row -------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    d = tmp_path_factory.mktemp("lab")
+    path = d / "lab.astral"
+    path.write_text(H100 % "bf16", encoding="utf-8")
+    return path, _fit_file(d, CHECKED)
+
+
+def test_search_rows_carry_their_envelope(lab, capsys):
+    path, fit = lab
+    from astral_dsl.seer.calibration import read_calibration
+
+    result = search.run(str(path), top=3, engine=LocalEngine(1),
+                        calibration=read_calibration(fit))
+    assert len(result.rows) == 3
+    for r in result.rows:
+        assert r["calibration"]["inside"] is True and r["calibration"]["band"] == [-0.04, 0.07]
+        assert r["may_not_fit"] is False
+    rows = [json.loads(s) for s in search_out.jsonl(result).splitlines()]
+    assert all(r["band"] == [-0.04, 0.07] and r["calibration"]["regime"]["gpu"] == "H100"
+               and r["may_not_fit"] is False for r in rows)
+    text = search_out.table(result, width=200)
+    assert "-4/+7 %" in text and "calibration: H100/BF16/flash/dense/megatron: error band" in text
+    rows = list(csv.DictReader(io.StringIO(search_out.csv_text(result))))
+    assert rows[0]["band"] == "-4/+7 %" and rows[0]["inside_envelope"] == "True"
+    # without a fit of the regime: flagged outside on every row
+    code, out, _ = call(["search", str(path), "--top", "2", "--workers", "1", "--color",
+                         "never"], capsys)
+    assert code == 0 and "is OUTSIDE the calibrated envelope" in out
+
+
+def test_search_says_when_rank_1_may_not_fit(lab):
+    path, fit = lab
+    result = search.run(str(path), top=3, engine=LocalEngine(1))
+    cap = result.gpu_memory_gb
+    first = dict(result.rows[0], memory_gb=cap - 1.0, memory_uncertainty_gb=2.0)
+    first["may_not_fit"] = search.may_not_fit(first, cap)
+    assert first["may_not_fit"] and not search.may_not_fit(result.rows[1], cap)
+    risky = attrs.evolve(result, rows=[first] + result.rows[1:])
+    text = search_out.table(risky, width=200)
+    assert "rank 1 MAY NOT FIT in memory: 79.0 GB estimated +/- 2.0 GB of 80 GB" in text
+    assert "rank 2 is the first with the margin to spare" in text
+    assert "may not" in text
+    assert json.loads(search_out.jsonl(risky).splitlines()[0])["may_not_fit"] is True
+
+
+def test_sweep_rows_carry_their_envelope(lab):
+    path, fit = lab
+    from astral_dsl.outputs import sweep as sweep_out
+    from astral_dsl.seer.calibration import read_calibration
+
+    result = sweep.run(str(path), ["n=1,2"], job="train", engine=LocalEngine(1),
+                       calibration=read_calibration(fit))
+    assert [r["metrics"]["calibration"]["band"] for r in result.rows] == [[-0.04, 0.07]] * 2
+    rows = [json.loads(line) for line in sweep_out.jsonl(result, False).splitlines()]
+    assert all(r["calibration"]["inside"] is True for r in rows)
+    table = list(csv.DictReader(io.StringIO(sweep_out.csv_text(result, False))))
+    assert [r["calibration"] for r in table] == ["-4/+7 %", "-4/+7 %"]
+    assert "-4/+7 %" in sweep_out.table(result, False, width=200)
+    plain = sweep.run(str(path), ["n=1"], job="train", engine=LocalEngine(1))
+    assert plain.rows[0]["metrics"]["calibration"]["inside"] is False
+    assert "* outside" in sweep_out.table(plain, False, width=200)
+
+
+def test_calibration_options_are_read_before_any_work(lab, tmp_path, capsys):
+    path, fit = lab
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]", encoding="utf-8")
+    for argv in (["search", str(path), "--calibration", str(bad)],
+                 ["sweep", str(path), "--grid", "n=1", "--job", "train", "--calibration",
+                  str(bad)],
+                 ["forecast", str(path), "--calibration", str(bad)]):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exc:
+            code = exc.code
+        err = capsys.readouterr().err
+        assert code == 2 and "--calibration" in err and "not a calibration fit" in err, argv
+    code = cli.main(["sweep", str(path), "--grid", "n=1", "--calibration", str(fit)])
+    assert code == 2 and "--calibration prices the forecasts of --job" in \
+        capsys.readouterr().err

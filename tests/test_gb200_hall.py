@@ -1,0 +1,130 @@
+"""The GB200 NVL72 hall (examples/gb200_nvl72.astral: liquid-cooled NVL72 racks, in-row CDUs,
+800 V DC feeders from sidecar power racks, two facility-water circuits over a climate) passes
+`astral check --strict`, sizes and renders, and its rack power, liquid share and CDU count hold
+against what NVIDIA publishes; and the GB300 NVL72 rack of stdlib.hardware against its
+reference architecture."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.model.rollup import power_of
+
+REPO = Path(__file__).resolve().parents[1]
+HALL = REPO / "examples" / "gb200_nvl72.astral"
+
+
+def _cli(*args):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def hall():
+    checked = astral_dsl.check(astral_dsl.compile(HALL))
+    assert checked.valid, [(d.code, d.message) for d in checked.diagnostics if d.is_error]
+    return checked
+
+
+def test_check_strict_passes():
+    proc = _cli("check", "examples/gb200_nvl72.astral", "--strict")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("IT power 1,827.8 kW [ok]")
+    assert "warning" not in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_it_sizes():
+    proc = _cli("size", "examples/gb200_nvl72.astral", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["valid"] and doc["diagnostics"] == []
+    s = doc["summary"]
+    chosen = {(c["path"], c["field"]): c["value"] for c in doc["chosen"]}
+    # 3 feeders of 500 kW per scalable unit (871.2 kW: 2 carry it with one lost), 15 sidecar
+    # modules of 33 kW each (the failover 435.6 kW through the shelves' 97.5 % = 446.8 kW -> 14,
+    # N+1), 2 CDUs
+    assert chosen[("Hall.sus[0].hvdc", "count")] == "3"
+    assert chosen[("Hall.sus[0].hvdc.rectifier", "modules")] == "15"
+    assert s["facility"]["climate"] == "stdlib/climate/723170TYA.CSV"
+    assert s["facility"]["utility_peak_kw"] > s["it_power_kw"]
+    assert {c["path"] for c in s["facility"]["circuits"]} == {"Warm", "Chilled"}
+
+
+@pytest.mark.parametrize("view", ["cluster", "rack", "power", "cooling"])
+def test_it_renders(view, tmp_path):
+    out = tmp_path / f"hall.{view}.dot"
+    proc = _cli("render", "examples/gb200_nvl72.astral", "--view", view, "-o", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no errors" in proc.stdout
+    dot = out.read_text(encoding="utf-8")
+    if view == "cooling":
+        assert "facility Warm" in dot and "facility Chilled" in dot
+    if view == "power":
+        assert "800 V DC" in dot and "rectifier SidecarRack" in dot
+
+
+# ---- against NVIDIA's published figures ----------------------------------------------------------
+def test_rack_power_against_nvidia(hall):
+    # a GB200 NVL72 rack: ~120 kW (reported at GTC 2024), 132 kW of DC from its power shelves
+    # (engineering.md), designed at 150 kW; a DGX SuperPOD GB200 scalable unit of 8 racks: 1.2 MW
+    # (NVIDIA DGX SuperPOD GB200 reference architecture). The model counts the trays and switch
+    # trays: 18 x 5.65 + 9 x 0.8 = 108.9 kW, the rest of the reported figure being the shelves'
+    # losses, fans and management, which the feeders' efficiency carries.
+    racks = [i for i in hall.design.instances if i.kind == "rack"]
+    (rack,) = racks
+    kw = power_of(rack, {}).si / 1e3
+    assert kw == pytest.approx(18 * 5.65 + 9 * 0.8)
+    assert 0.85 * 120 <= kw <= 120 <= 132
+    su = next(i for i in hall.design.instances if i.kind == "block")
+    assert power_of(su, {}).si / 1e3 == pytest.approx(8 * kw)
+    assert power_of(su, {}).si <= 1.2e6
+    # and through the feeders: the 8 racks and their shelves' 2.5 % fit the SU's 1.2 MW
+    f = next(x for x in hall.engineering.power.feeders if x.path == "Hall.sus[0].hvdc")
+    assert f.load_w * f.input_ratio <= 1.2e6
+
+
+def test_liquid_share_against_nvidia(hall):
+    # NVIDIA lists the GPUs, Graces, NICs and NVLink switch ASICs as liquid-cooled, and no share:
+    # they draw 2 x 2,700 W + 4 x 25 W = 5.5 kW of a tray's 5.65 kW (97 %), an upper bound on the
+    # share cold plates can take; the design takes [assumed] 85 %, and its loops carry exactly
+    # that share of the racks' heat (the switches' own on the air: none of their fabric is
+    # on a loop)
+    bound = (2 * 2700 + 4 * 25) / 5650
+    assert bound == pytest.approx(0.973, abs=1e-3)
+    (loop,) = hall.engineering.cooling.loops
+    rack_kw = 18 * 5.65 + 9 * 0.8
+    assert loop.heat_w == pytest.approx(8 * 0.85 * rack_kw * 1e3)
+    assert loop.heat_w / (8 * rack_kw * 1e3) <= bound
+
+
+def test_cdu_count_against_the_scalable_unit(hall):
+    # a scalable unit's 1.2 MW (NVIDIA DGX SuperPOD GB200 reference architecture) is one 1.2 MW
+    # CDU's rating (stdlib.cooling.CDU's [assumed] default, chosen for it): its cold plates take
+    # 85 % x 871.2 kW = 740.5 kW, 1,071 L/min of water at 10 K (under the CDU's 1,731 L/min):
+    # N = 1, and N+1 = 2 per scalable unit
+    (loop,) = hall.engineering.cooling.loops
+    assert loop.heat_w <= 1.2e6 <= loop.cdu_capacity_w
+    assert (loop.cdus_needed, loop.cdus, loop.replicas) == (2, 2, 2)
+
+
+def test_the_gb300_rack_against_its_reference_architecture():
+    # GB300 NVL72: up to 142 kW per rack on 8 power shelves of 33 kW (6 x 5.5 kW supplies)
+    # (NVIDIA Enterprise RA, NVL72 AI Factory); the trays and switch trays: 18 x (4 x 1,400 W +
+    # 2 x 300 W + 4 x 25 W) + 9 x 0.8 kW = 120.6 kW
+    ws = astral_dsl.compiles("import stdlib.hardware { GB300_NVL72 }\n"
+                              "site S { racks = 1 x GB300_NVL72 }\n", name="gb300.astral")
+    design = ws.design
+    assert not [d for d in design.diagnostics if d.is_error]
+    (rack,) = [i for i in design.instances if i.kind == "rack"]
+    kw = power_of(rack, {}).si / 1e3
+    assert kw == pytest.approx(18 * (4 * 1.4 + 2 * 0.3 + 4 * 0.025) + 9 * 0.8)
+    assert kw <= 142 and kw <= 8 * 33 / 2          # within N+N of its shelves
+    assert sum(c for c, h in rack.containment() if h.kind == "host") == 18
+    assert astral_dsl.summary(design)["gpus"] == 72

@@ -1,0 +1,378 @@
+"""Inventory in and out (issue #25, item 1): `astral export --netbox DIR` writes what NetBox's
+bulk import takes (CSV columns NetBox's import forms accept, listed below; device-type YAML valid
+against the devicetype-library's schema, tests/fixtures/netbox); an `inventory` file binds real
+names, serials and asset tags to the design's parts, which then stand beside their paths in
+check, diagnose, render and report output; a row that names no part is a diagnostic at its
+line."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# NetBox 4.x bulk import (dcim/forms/bulk_import.py): the columns each form accepts, and those it
+# requires (tests/fixtures/netbox/README.md)
+NETBOX = {
+    "sites.csv": ({"name", "slug", "status", "region", "group", "tenant", "facility",
+                   "time_zone", "description", "physical_address", "shipping_address",
+                   "latitude", "longitude", "comments", "tags"}, {"name", "slug", "status"}),
+    "locations.csv": ({"site", "parent", "name", "slug", "status", "tenant", "facility",
+                       "description", "tags"}, {"site", "name", "slug", "status"}),
+    "racks.csv": ({"site", "location", "name", "facility_id", "tenant", "status", "role",
+                   "rack_type", "form_factor", "serial", "asset_tag", "width", "u_height",
+                   "starting_unit", "desc_units", "outer_width", "outer_depth", "outer_unit",
+                   "mounting_depth", "airflow", "weight", "max_weight", "weight_unit",
+                   "description", "comments", "tags"}, {"site", "name", "status"}),
+    "manufacturers.csv": ({"name", "slug", "description", "tags"}, {"name", "slug"}),
+    "device_roles.csv": ({"name", "slug", "color", "vm_role", "config_template", "description",
+                          "tags"}, {"name", "slug"}),
+    "device_types.csv": ({"manufacturer", "default_platform", "model", "slug", "part_number",
+                          "u_height", "exclude_from_utilization", "is_full_depth",
+                          "subdevice_role", "airflow", "description", "weight", "weight_unit",
+                          "comments", "tags"}, {"manufacturer", "model", "slug"}),
+    "devices.csv": ({"role", "tenant", "manufacturer", "device_type", "platform", "name",
+                     "serial", "asset_tag", "status", "site", "location", "rack", "position",
+                     "face", "latitude", "longitude", "parent", "device_bay", "airflow",
+                     "virtual_chassis", "vc_position", "vc_priority", "cluster",
+                     "description", "config_template", "comments", "tags"},
+                    {"role", "manufacturer", "device_type", "status", "site"}),
+    "cables.csv": ({"side_a_site", "side_a_device", "side_a_type", "side_a_name",
+                    "side_b_site", "side_b_device", "side_b_type", "side_b_name", "type",
+                    "status", "tenant", "label", "color", "length", "length_unit",
+                    "description", "comments", "tags"},
+                   {"side_a_device", "side_a_type", "side_a_name", "side_b_device",
+                    "side_b_type", "side_b_name"}),
+    "power_panels.csv": ({"site", "location", "name", "description", "comments", "tags"},
+                         {"site", "name"}),
+    "power_feeds.csv": ({"site", "power_panel", "location", "rack", "name", "status", "type",
+                         "mark_connected", "supply", "phase", "voltage", "amperage",
+                         "max_utilization", "tenant", "description", "comments", "tags"},
+                        {"site", "power_panel", "name"}),
+}
+
+
+def _cli(*args, cwd=REPO):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=600)
+
+
+def _header(path: Path):
+    with open(path, encoding="utf-8", newline="") as fh:
+        return next(csv.reader(fh))
+
+
+def _rows(path: Path):
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _valid_device_types(folder: Path) -> int:
+    import jsonschema
+    import yaml
+
+    schema = json.loads((FIXTURES / "netbox" / "devicetype.schema.json").read_text())
+    checker = jsonschema.Draft7Validator(schema)
+    found = sorted((folder / "device-types").rglob("*.yaml"))
+    for path in found:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        errors = [e.message for e in checker.iter_errors(doc)]
+        assert not errors, (path, errors)
+    return len(found)
+
+
+def _netbox_columns(folder: Path) -> None:
+    for name, (allowed, required) in NETBOX.items():
+        header = _header(folder / name)
+        assert set(header) <= allowed, (name, set(header) - allowed)
+        assert required <= set(header), (name, required - set(header))
+        assert len(header) == len(set(header)), name
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("netbox") / "astral"
+    proc = _cli("export", "examples/astral.astral", "--netbox", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return out, proc.stdout
+
+
+def test_export_of_the_reference_design(reference):
+    folder, stdout = reference
+    _netbox_columns(folder)
+    assert _valid_device_types(folder) == 2            # the host and the switch model
+    assert "devices.csv: 86,016 row(s)" in stdout        # 65,536 hosts and 20,480 switches
+    assert "cables.csv: 1,048,576 row(s)" in stdout      # each of 8 x 2 ports of every host
+    assert "locations.csv: 1,032 row(s)" in stdout       # 8 pods and 1,024 rows
+    with open(folder / "devices.csv", encoding="utf-8", newline="") as fh:
+        first = next(csv.DictReader(fh))
+    assert first["description"] == "Astral.pods[0].rows[0].racks[0].hosts[0]"
+    assert first["rack"] == "Astral.pods[0].rows[0].racks[0]" and first["position"] == "1"
+    with open(folder / "cables.csv", encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        a, b = next(reader), next(reader)
+    # port a and port b of NIC 0 land on plane A's and plane B's ToR of rail 0
+    assert (a["side_b_device"], b["side_b_device"]) == (
+        "Astral.fabric.pod[0].rail[0].plane[A].tor[0]",
+        "Astral.fabric.pod[0].rail[0].plane[B].tor[0]")
+    assert a["side_a_name"] == "nics[0].port[a]" and a["side_b_name"] == "p1"
+
+
+def test_export_of_the_dgx_superpod(tmp_path):
+    out = tmp_path / "dgx"
+    proc = _cli("export", "examples/dgx_superpod.astral", "--netbox", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    _netbox_columns(out)
+    assert _valid_device_types(out) == 2
+    devices = _rows(out / "devices.csv")
+    hosts = [d for d in devices if d["role"] == "GPU server"]
+    switches = [d for d in devices if d["role"] == "Switch"]
+    # 4 SUs of 32 DGX B200; 8 leaves per SU and 16 spines (the reference architecture's counts)
+    assert (len(hosts), len(switches)) == (128, 48)
+    assert {h["manufacturer"] for h in hosts} == {"NVIDIA"}
+    assert [h["position"] for h in hosts[:4]] == ["1", "11", "21", "31"]    # 10U each
+    cables = _rows(out / "cables.csv")
+    assert len(cables) == 128 * 8
+    # a leaf takes 32 hosts down: its port numbers run 1..32
+    ports = {c["side_b_name"] for c in cables if c["side_b_device"].endswith("leaf[0]")}
+    assert ports == {f"p{i}" for i in range(1, 33)}
+    feeds = _rows(out / "power_feeds.csv")
+    assert {(f["name"], f["voltage"], f["amperage"]) for f in feeds
+            if f["description"] == "SuperPOD.sus[0].racks[0]".rsplit(".", 1)[0] + ".a"} \
+        <= {("a", "415", "1200")}
+    net = [f for f in feeds if f["description"] == "SuperPOD.net_a"]
+    assert len(net) == 4 and {f["amperage"] for f in net} == {"80"}      # count = 4, 80 A
+
+
+def test_the_export_is_the_same_byte_for_byte(tmp_path):
+    for name in ("a", "b"):
+        assert _cli("export", "examples/dgx_superpod.astral", "--netbox",
+                    str(tmp_path / name)).returncode == 0
+    for path in sorted((tmp_path / "a").rglob("*")):
+        if path.is_file():
+            assert path.read_bytes() == (tmp_path / "b" / path.relative_to(tmp_path / "a")) \
+                .read_bytes(), path
+
+
+# ---- an inventory in ------------------------------------------------------------------------------
+DESIGN = """\
+import stdlib.hardware { H100, CX7_400G, HGX8, QM9700_NDR }
+import stdlib.models { Llama3_8B }
+
+nic IB = CX7_400G(protocol = infiniband) { name = "ib{nic}" }
+host Node = HGX8(gpu = H100, nic = IB) {
+  name = "gpu-{block}-{rack:03}-{host}"
+}
+rack GpuRack {
+  hosts = 4 x Node
+  name = "r{block}-{rack+1:02}"
+  check power <= 40 kW else warning "above 40 kW"
+}
+block SU { racks = 2 x GpuRack }
+fabric Compute {
+  rails = 8, planes = 1
+  tier leaf {
+    switch = QM9700_NDR, scope = block, per = [rail]
+    down = 32 x 400 Gb/s, up = 32 x 400 Gb/s, name = "leaf-{block}-{rail}"
+  }
+  tier spine { switch = QM9700_NDR, scope = site, down = 64 x 400 Gb/s, name = "spine-{index:02}" }
+}
+site Cluster {
+  sus = 2 x SU
+  fabric = Compute
+}
+job train {
+  model = Llama3_8B
+  placement = Cluster
+  gpus = 128
+  parallel { tp = 8, pp = 1, dp = 16 }
+  batch { global_batch = 64, micro = 1, seq = 4096 }
+}
+inventory Fleet {
+  file = "fleet.csv"
+  columns { serial = "Serial Number", asset_tag = "Asset Tag" }
+  required = [host]
+}
+"""
+
+
+def _fleet(rows):
+    lines = ["name,Serial Number,Asset Tag"]
+    lines += [f"{name},{serial},{tag}" for name, serial, tag in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _hosts():
+    return [(f"gpu-{b}-{r:03}-{h}", f"SN{b}{r}{h}", f"AT-{b}{r}{h}")
+            for b in range(2) for r in range(2) for h in range(4)]
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "fleet.astral").write_text(DESIGN, encoding="utf-8")
+    (tmp_path / "fleet.csv").write_text(_fleet(_hosts()), encoding="utf-8")
+    return tmp_path
+
+
+def test_the_inventory_binds_and_names_stand_beside_paths(project):
+    checked = astral_dsl.check(astral_dsl.compile(project / "fleet.astral"))
+    assert checked.valid, checked.diagnostics
+    devices = checked.devices
+    host = devices.by_path["Cluster.sus[1].racks[0].hosts[2]"]
+    assert (host.name, host.serial, host.asset_tag, host.line) == ("gpu-1-000-2", "SN102",
+                                                                   "AT-102", 12)
+    assert devices.name_of("Cluster.fabric.block[1].rail[3].leaf[0]") == "leaf-1-3"
+    w500 = next(d for d in checked.diagnostics if d.code == "W500")
+    assert "in 4 instances, e.g. r0-01 (Cluster.sus[0].racks[0])" in w500.notes
+    assert devices.label("Cluster.sus[0].racks[1].hosts[3].nics[4].port[a]") == \
+        "gpu-0-001-3 (Cluster.sus[0].racks[1].hosts[3]).nics[4].port[a]"
+    # the text and JSON of `astral check`
+    proc = _cli("check", "fleet.astral", cwd=project)
+    assert "e.g. r0-01 (Cluster.sus[0].racks[0])" in proc.stdout, proc.stdout
+    doc = json.loads(_cli("check", "fleet.astral", "--format", "json", cwd=project).stdout)
+    assert any("r0-01 (Cluster.sus[0].racks[0])" in n for d in doc["diagnostics"]
+               for n in d.get("notes", []))
+
+
+def test_a_bad_row_is_a_diagnostic_at_its_line(project):
+    rows = _hosts()
+    rows.insert(3, ("gpu-9-000-0", "SNX", "ATX"))          # line 5: no such host
+    rows.append(rows[0])                                    # line 18: gpu-0-000-0 again
+    (project / "fleet.csv").write_text(_fleet(rows), encoding="utf-8")
+    checked = astral_dsl.check(astral_dsl.compile(project / "fleet.astral"))
+    w231 = [d for d in checked.diagnostics if d.code == "W231"]
+    assert len(w231) == 1 and w231[0].span.file.endswith("fleet.csv")
+    assert (w231[0].span.start.line, w231[0].span.start.column) == (5, 1)
+    assert w231[0].span.end.column == len("gpu-9-000-0,SNX,ATX") + 1
+    assert "name `gpu-9-000-0`" in w231[0].message
+    e233 = [d for d in checked.diagnostics if d.code == "E233"]
+    assert len(e233) == 1 and e233[0].span.start.line == 19
+    assert "gpu-0-000-0 (Cluster.sus[0].racks[0].hosts[0])" in e233[0].message
+    # the CLI shows the CSV line itself
+    proc = _cli("check", "fleet.astral", cwd=project)
+    assert "5 | gpu-9-000-0,SNX,ATX" in proc.stdout, proc.stdout
+
+
+def test_a_required_part_without_a_row_is_e232(project):
+    (project / "fleet.csv").write_text(_fleet(_hosts()[:-1]), encoding="utf-8")
+    checked = astral_dsl.check(astral_dsl.compile(project / "fleet.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E232"]
+    assert e.message.startswith("1 host(s) of the design have no row in the inventory")
+    assert "gpu-1-001-3 (Cluster.sus[1].racks[1].hosts[3])" in e.message
+    line = DESIGN.splitlines().index('  file = "fleet.csv"') + 1        # the inventory's file
+    assert e.span.file.endswith("fleet.astral") and e.span.start.line == line
+
+
+def test_unreadable_inventories(project):
+    (project / "fleet.csv").unlink()
+    checked = astral_dsl.check(astral_dsl.compile(project / "fleet.astral"))
+    assert [d.code for d in checked.diagnostics if d.is_error] == ["E230"]
+    (project / "fleet.csv").write_text("host,serial\nx,y\n", encoding="utf-8")
+    checked = astral_dsl.check(astral_dsl.compile(project / "fleet.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E234"]
+    assert "no column `name`" in e.message
+    text = DESIGN.replace('file = "fleet.csv"', 'file = "../outside.csv"')
+    (project / "fleet.astral").write_text(text, encoding="utf-8")
+    (project.parent / "outside.csv").write_text("name\n", encoding="utf-8")
+    checked = astral_dsl.check(astral_dsl.compile(project / "fleet.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E230"]
+    assert "outside the project" in e.message
+
+
+def test_netbox_json_binds_by_the_exported_path(project):
+    """The round trip: devices exported to NetBox and listed back by its API bind by the path
+    the export writes in `description`, and take NetBox's names."""
+    devices = [{"id": i, "name": f"node-{i:03}", "serial": f"S{i}", "asset_tag": None,
+                "description": path, "device_type": {"model": "Node"}}
+               for i, path in enumerate(
+                   f"Cluster.sus[{b}].racks[{r}].hosts[{h}]"
+                   for b in range(2) for r in range(2) for h in range(4))]
+    (project / "netbox.json").write_text(json.dumps({"count": 16, "results": devices}))
+    text = DESIGN.replace('file = "fleet.csv"', 'file = "netbox.json"').replace(
+        'columns { serial = "Serial Number", asset_tag = "Asset Tag" }',
+        'columns { path = "description" }')
+    (project / "fleet.astral").write_text(text, encoding="utf-8")
+    checked = astral_dsl.check(astral_dsl.compile(project / "fleet.astral"))
+    assert checked.valid, checked.diagnostics
+    assert checked.devices.name_of("Cluster.sus[0].racks[0].hosts[1]") == "node-001"
+    assert checked.devices.by_path["Cluster.sus[1].racks[1].hosts[3]"].serial == "S15"
+
+
+def test_names_in_render_diagnose_and_report(project, tmp_path):
+    out = tmp_path / "rack.dot"
+    proc = _cli("render", "fleet.astral", "-o", str(out), "--view", "rack", "--name",
+                "Cluster.sus[1].racks[0]", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    dot = out.read_text()
+    assert "gpu-1-000-2 (host 2)" in dot and "leaf-1-3" in dot and "r1-01" in dot
+    # the review page: its diagnostics carry the names
+    from astral_dsl.api.review import collect
+    from astral_dsl.outputs.report import build
+
+    page = build(collect(astral_dsl.compile(project / "fleet.astral"), views=()))
+    assert "r0-01 (Cluster.sus[0].racks[0])" in page
+    # a diagnosis names the suspect device
+    from astral_dsl import diagnose, seer
+    from astral_dsl.synth import Fault, generate, write
+
+    design = astral_dsl.load(project / "fleet.astral")
+    rm = diagnose.rank_map(design)
+    port = rm.ranks[40].ports[0]
+    log = tmp_path / "log.csv"
+    write.write_log(generate(seer.forecast(design), rm, [Fault("nic_port", port.name, 0.5, 100)],
+                             seed=4), str(log))
+    proc = _cli("diagnose", "fleet.astral", "--observed", str(log), "--format", "json",
+                cwd=project)
+    doc = json.loads(proc.stdout)
+    first = doc["suspects"][0]
+    assert first["kind"] == "nic port" and port.name in first["parts"]
+    host = first["path"].split(".nics[")[0]            # the NIC port of a host of that group
+    assert first["device"]["path"] == host and first["device"]["name"].startswith("gpu-")
+    assert first["device"]["serial"].startswith("SN")
+    assert first["label"].startswith(first["device"]["name"] + f" ({host})")
+    text = _cli("diagnose", "fleet.astral", "--observed", str(log), cwd=project).stdout
+    assert f"{first['device']['name']} ({host})" in text
+    assert "e.g. r0-01 (Cluster.sus[0].racks[0])" in text
+
+
+def test_export_names_from_the_inventory(project, tmp_path):
+    out = tmp_path / "nb"
+    proc = _cli("export", "fleet.astral", "--netbox", str(out), cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    _netbox_columns(out)
+    assert _valid_device_types(out) == 2
+    rows = {r["description"]: r for r in _rows(out / "devices.csv")}
+    host = rows["Cluster.sus[1].racks[0].hosts[2]"]
+    assert (host["name"], host["serial"], host["asset_tag"], host["rack"]) == (
+        "gpu-1-000-2", "SN102", "AT-102", "r1-01")
+    cable = _rows(out / "cables.csv")[0]
+    assert (cable["side_a_device"], cable["side_a_name"], cable["side_b_device"]) == (
+        "gpu-0-000-0", "ib0", "leaf-0-0")
+    import yaml
+
+    node = yaml.safe_load(next((out / "device-types").rglob("*node.yaml")).read_text())
+    assert [i["name"] for i in node["interfaces"]] == [f"ib{k}" for k in range(8)]
+    assert {i["type"] for i in node["interfaces"]} == {"infiniband-ndr"}
+
+
+def test_a_pattern_with_a_placeholder_the_part_lacks_is_e235(tmp_path):
+    (tmp_path / "d.astral").write_text(textwrap.dedent("""
+        gpu G { power = 700 W }
+        host H { gpus = 8 x G, name = "h-{pod}-{host}" }
+        rack R { hosts = 2 x H }
+        site S { racks = 2 x R }
+    """), encoding="utf-8")
+    checked = astral_dsl.check(astral_dsl.compile(tmp_path / "d.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E235"]
+    assert "`{pod}`" in e.message

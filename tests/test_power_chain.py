@@ -1,0 +1,224 @@
+"""The power chain above and around the feeders (issue 26): transformers at the utility point,
+the facility's own consumers on their feeders, lighting, every component of the PUE; the DC bus's
+end of discharge against its equipment's minimum (E633); rectifiers sized for the batteries'
+recharge; air flows as humid air at the site's altitude; and limits never printed equal to what
+exceeds them. Every expected value is computed by hand in the comments (CoolProp gives the air's
+and water's properties, as it does to the analyses)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import astral_dsl
+from astral_dsl.analyses import fluids, formulas
+
+def _errors(checked):
+    return [(d.code, d.message) for d in checked.diagnostics if d.is_error]
+
+
+# ---- the power chain and every component of the PUE --------------------------------------------------
+CHAIN = """
+import stdlib.power { HVDC240, AC400, Rectifier, LeadAcid }
+host H { power = 10 kW, liquid_share = 50 % }
+rack R { hosts = 10 x H }
+fluid W { coolprop = "Water" }
+cdu C { capacity = 200 kW, approach = 3 K, power = 1 kW }
+battery B = LeadAcid(time = 15 min, string_capacity = 200 Ah, strings = 6) { end_voltage = @END@ }
+site S {
+  racks = 3 x R
+  utilization = 100 %
+  altitude = 0 m
+  auxiliary = 5 kW
+  transformer mv {
+    capacity = 500 kVA, count = 2, redundancy = two_n, no_load_loss = 1 kW, load_loss = 4 kW
+  }
+  feeder hvdc {
+    current = dc, voltage = 240 V, standard = HVDC240, capacity = 400 kW, serves = racks
+    rectifier = Rectifier(rating = 50 kW)
+    battery = B
+    conductors = 2, conductor_area = 240 mm^2, material = copper, length = 20 m
+    ampacity = 1000 A, conductor_temperature = 70 degC
+  }
+  feeder mech {
+    current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, standard = AC400
+    capacity = 200 kW, efficiency = 100 %, mechanical = true
+    conductor_area = 95 mm^2, material = copper, length = 20 m, ampacity = 400 A
+    conductor_temperature = 70 degC
+  }
+  loop plates {
+    fluid = W, supply = 35 degC, rise = 10 K, cdu = C, cdus = 2, redundancy = n_plus_1
+    pump_head = 200 kPa, pump_efficiency = 70 %
+  }
+  air room {
+    supply = 27 degC, rise = 12 K, approach = 10 K, dew_point = 12 degC, fan_power_ratio = 3 %
+  }
+  facility water {
+    supply = 15 degC, rise = 10 K, fluid = W, pump_head = 200 kPa, pump_efficiency = 75 %
+    free_cooling = 6000 h, chiller_cop = 5, rejection_fan_ratio = 2 %
+  }
+}
+"""
+
+
+def _chain(end="1.63 V"):
+    ws = astral_dsl.compiles(CHAIN.replace("@END@", end), name="chain.astral")
+    design = ws.design
+    assert design.valid, [(d.code, d.message) for d in design.diagnostics]
+    return astral_dsl.check(ws)
+
+
+RHO70 = formulas.COPPER_RHO20_OHM_M * (1 + formulas.COPPER_ALPHA_PER_K * 50)
+LOOP_R = 2 * 20 * RHO70 / (240e-6 * 2)        # out and back, 2 conductor sets of 240 mm^2
+
+
+def test_end_of_discharge_below_the_bus_minimum_is_e633():
+    # 120 cells x 1.60 V = 192 V: 300 kW draw 1,562.5 A there, 781.25 A per conductor set;
+    # drop = 2 x 781.25 A x 20 m x rho_70 / 240 mm^2 = 2.686 V: the equipment sees 189.31 V,
+    # below HVDC240's 192 V. The end voltage that holds: V - R P / V >= 192 with R = 1.719 mohm:
+    # V = (192 + sqrt(192^2 + 4 x 0.0017190 x 300,000)) / 2 = 194.65 V = 1.6221 V per cell: 1.63
+    checked = _chain("1.60 V")
+    (e,) = [d for d in checked.diagnostics if d.code == "E633"]
+    drop = 300_000 / 192 * LOOP_R
+    assert drop == pytest.approx(2.686, abs=1e-3)
+    v = (192 + math.sqrt(192 ** 2 + 4 * LOOP_R * 300_000)) / 2
+    assert v == pytest.approx(194.65, abs=0.01)
+    assert math.ceil(v / 120 * 100) / 100 == 1.63
+    assert e.message == (f"feeder `S.hvdc`: its batteries end their discharge at 120 x 1.6 V = "
+                         f"192 V, and after the {round(drop, 2)} V drop the equipment sees "
+                         f"{round(192 - drop, 2)} V, below the 192 V it accepts (`HVDC240`'s "
+                         f"minimum)")
+    assert e.hint.startswith("end the discharge at 1.63 V per cell or above (120 x 1.63 V = "
+                             "195.6 V)")
+    (f,) = [x for x in checked.engineering.power.feeders if x.path == "S.hvdc"]
+    assert f.equipment_v == pytest.approx(192 - drop)
+    # the drop is a share of the voltage its current is computed at (192 V), not of 240 V
+    assert f.drop_ratio == pytest.approx(drop / 192)
+
+
+def test_the_end_voltage_it_names_holds():
+    # 1.63 V per cell: 195.6 V, 1,533.7 A, a 2.637 V drop: 192.96 V at the equipment
+    checked = _chain("1.63 V")
+    assert not [d for d in checked.diagnostics if d.code == "E633"]
+    (f,) = [x for x in checked.engineering.power.feeders if x.path == "S.hvdc"]
+    assert f.equipment_v == pytest.approx(195.6 - 300_000 / 195.6 * LOOP_R)
+    assert f.equipment_v > 192
+
+
+def test_rectifiers_carry_the_load_and_the_recharge():
+    # 6 strings x 200 Ah = 1,200 Ah recharged at 0.1 C (stdlib LeadAcid): 120 A at 240 V =
+    # 28.8 kW; modules of 50 kW: ceil((300 + 28.8) / 50) = 7, N+1 = 8 (7 without the recharge)
+    checked = _chain()
+    (f,) = [x for x in checked.engineering.power.feeders if x.path == "S.hvdc"]
+    assert f.recharge_w == pytest.approx(0.1 * 1200 * 240)
+    assert math.ceil(300 / 50) + 1 == 7
+    assert f.rectifier_modules_needed == math.ceil((300 + 28.8) / 50) + 1 == 8
+    # and the modules' no-load draw, 0.5 % of 50 kW each: 8 x 250 W = 2 kW
+    assert f.no_load_w == pytest.approx(2000)
+
+
+def test_every_component_of_the_pue_by_hand():
+    checked = _chain()
+    assert not _errors(checked)
+    assert not [d for d in checked.diagnostics if d.code in ("W629", "W630", "W644", "W648")]
+    eng = checked.engineering
+    avg, peak = eng.cooling.average, eng.cooling.peak
+    it = 300_000                                    # 30 hosts at 100 %
+    losses = it * (1 / 0.96 - 1) + 2000             # the rectifier (96 %) and its no-load draw
+    cdus = 1000                                     # N+1 of 2: one running, 1 kW
+    w40 = fluids.properties("Water", 40.0)          # the loop at 35-45 degC
+    pumps = 150_000 / (w40.density * w40.cp * 10) * 200_000 / 0.7
+    fans = 0.03 * 150_000
+    aux = 5000
+    # one circuit takes the loop's heat with its pumps and CDU, the air's with its fans, and the
+    # losses and lighting: its flow at 10 K (water at 20 degC) moved at 200 kPa / 75 %
+    water = 150_000 + pumps + cdus + 150_000 + fans + losses + aux
+    w20 = fluids.properties("Water", 20.0)
+    fpumps = water / (w20.density * w20.cp * 10) * 200_000 / 0.75
+    # chillers (COP 5) the 2,760 h a year without free cooling, all the heat at the peak; the
+    # dry coolers' fans 2 % of what they reject (the heat and the chillers' work)
+    chillers = water / 5 * 2760 / 8760
+    reject = 0.02 * (water + chillers)
+    reject_peak = 0.02 * (water + water / 5)
+    # 2 transformers of 500 kVA share the site's load L: 2 x (1 kW + 4 kW x (L / 1 MW)^2)
+    site = it + losses + cdus + pumps + fans + fpumps + chillers + reject + aux
+    trafo = 2 * (1000 + 4000 * (site / 1e6) ** 2)
+    site_peak = it + losses + cdus + pumps + fans + fpumps + water / 5 + reject_peak + aux
+    trafo_peak = 2 * (1000 + 4000 * (site_peak / 1e6) ** 2)
+    expected = {"it_w": it, "losses_w": losses, "cdus_w": cdus, "pumps_w": pumps,
+                "facility_pumps_w": fpumps, "fans_w": fans, "chillers_w": chillers,
+                "rejection_w": reject, "auxiliary_w": aux, "transformers_w": trafo}
+    for name, value in expected.items():
+        assert getattr(avg, name) == pytest.approx(value, rel=1e-9), name
+    assert eng.cooling.facility_w == pytest.approx(site + trafo, rel=1e-9)
+    assert eng.cooling.pue == pytest.approx((site + trafo) / it, rel=1e-9)
+    assert peak.chillers_w == pytest.approx(water / 5, rel=1e-9)
+    assert peak.transformers_w == pytest.approx(trafo_peak, rel=1e-9)
+    assert peak.total_w == pytest.approx(site_peak + trafo_peak, rel=1e-9)
+    # the mechanical feeder carries the facility's consumers at the peak
+    (mech,) = eng.cooling.facility.feeders
+    assert mech.load_w == pytest.approx(site_peak - it - losses, rel=1e-9)
+    (tr,) = eng.cooling.facility.transformers
+    assert tr.peak_load_w == pytest.approx(site_peak, rel=1e-9)
+
+
+def test_transformers_short_of_the_peak_with_one_side_lost_are_e634():
+    # 2N of 2 x 300 kVA: one side holds 300 kW, the site draws about 420 kW at the peak
+    text = CHAIN.replace("@END@", "1.63 V").replace("capacity = 500 kVA", "capacity = 300 kVA")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E634"]
+    assert "their 1 unit(s) left in service (two_n) hold 300 kW" in e.message
+    assert e.hint == "4 transformers of 300 kW are needed (two_n)"
+
+
+def test_without_a_transformer_the_sourced_default_with_w630():
+    text = CHAIN.replace("@END@", "1.63 V")
+    text = text[:text.index("  transformer mv")] + text[text.index("  feeder hvdc"):]
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W630"]
+    avg = checked.engineering.cooling.average
+    site = avg.total_w - avg.transformers_w
+    assert avg.transformers_w == pytest.approx(site * (1 / 0.9953 - 1), rel=1e-9)
+
+
+def test_the_facilitys_consumers_on_no_feeder_are_w629():
+    text = CHAIN.replace("@END@", "1.63 V")
+    text = text[:text.index("  feeder mech")] + text[text.index("  loop plates"):]
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W629"]
+    assert "are on no declared feeder" in w.message
+
+
+# ---- humid air --------------------------------------------------------------------------------------
+def test_air_at_sea_level_without_an_altitude_is_w642():
+    text = CHAIN.replace("@END@", "1.63 V").replace("  altitude = 0 m\n", "").replace(
+        "dew_point = 12 degC, ", "")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
+    found = sorted(d.message.split(":")[0] for d in checked.diagnostics if d.code == "W642")
+    assert found == ["air unit `S.room` declares no `dew_point`",
+                     "site `S` declares no `altitude` (nor a `climate` file with an elevation)"]
+    (air,) = checked.engineering.cooling.air
+    assert (air.pressure_pa, air.dew_point_c) == (101325.0, 15.0)
+
+
+def test_a_limit_and_what_exceeds_it_never_print_equal():
+    # issue 26: E622 printed a 0.6446 % drop as "0.64 %, above the declared 0.64 %"
+    from astral_dsl.units import readable
+
+    assert readable.percents_apart(0.006446, 0.0064) == ("0.645 %", "0.64 %")
+    assert readable.percents_apart(0.0064001, 0.0064) == ("0.64001 %", "0.64 %")
+    assert readable.percents_apart(0.0125, 0.01) == ("1.25 %", "1 %")
+    assert readable.powers_apart(800_000.4, 800_000) == ("800.0004 kW", "800 kW")
+    # 40 kW at 400 V: 100 A; 2 x 100 A x 7.478 m x 0.01724 ohm mm^2/m / 10 mm^2 = 2.5784 V,
+    # 0.6446 % of 400 V
+    ws = astral_dsl.compiles(
+        "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n"
+        "row Row {\n  racks = 1 x R\n  feeder f {\n"
+        "    current = dc, voltage = 400 V, capacity = 50 kW, serves = racks\n"
+        "    conductor_area = 10 mm^2, material = copper, length = 7.478 m\n"
+        "    conductor_temperature = 20 degC, max_voltage_drop = 0.64 %\n  }\n}\n"
+        "site S { rows = 1 x Row }\n", name="drop.astral")
+    design = ws.design
+    (e,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "E622"]
+    assert e.message.endswith("is 2.58 V (0.645 % of the 400 V it carries its current at), "
+                              "above the declared 0.64 %")

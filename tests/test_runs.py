@@ -1,0 +1,369 @@
+"""Runs tables (docs/runs.md): the reader on bad input (E766 with its position and a hint, or a
+rejected row with its field), rows Seer cannot state (not expressible, with the field and why),
+`astral runs` (its JSON against a schema, its text, its exit codes, the same bytes twice) and
+`--gpu-file` (a user's own systems). `astral calibrate`: tests/test_calibrate.py."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from astral_dsl.runs import table as runs_table
+from astral_dsl.runs.evaluate import evaluate, prepare
+from astral_dsl.runs.table import COLUMNS, parse_table, read_table
+from astral_dsl.seer.calibration import RUN_FILES, shipped
+
+from test_cli import call
+
+REPO = Path(__file__).resolve().parents[1]
+A100 = list(csv.DictReader(io.StringIO(RUN_FILES["a100"].read_text(encoding="utf-8"))))
+MODERN = list(csv.DictReader(io.StringIO(RUN_FILES["modern"].read_text(encoding="utf-8"))))
+
+
+def _row(base, **cells):
+    src = next(r for r in A100 + MODERN if r["id"] == base)
+    return dict(src, **cells)
+
+
+def _csv(rows, columns=COLUMNS) -> str:
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=list(columns), lineterminator="\n",
+                       extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    return out.getvalue()
+
+
+def _write(tmp_path, rows, name="runs.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(_csv(rows), encoding="utf-8")
+    return path
+
+
+def _only(diags):
+    (d,) = diags
+    assert d.code == "E766" and d.hint, d
+    return d
+
+
+# ---- the reader on bad input -------------------------------------------------------------------------------
+def test_an_empty_table_has_no_header():
+    d = _only(parse_table("", "t.csv").diagnostics)
+    assert "empty" in d.message and d.span.start.line == 1 and "id,source_url" in d.hint
+
+
+def test_a_table_without_its_header_names_the_first_unknown_columns():
+    text = _csv([_row("k22b_full")]).split("\n", 1)[1]      # the data line first
+    t = parse_table(text, "t.csv")
+    assert not t.valid and not t.runs
+    unknown = [d for d in t.diagnostics if "unknown column" in d.message]
+    assert unknown and unknown[0].message == "unknown column `k22b_full` in the runs table"
+    assert (unknown[0].span.start.line, unknown[0].span.start.column) == (1, 1)
+    assert any("lacks the column(s) id" in d.message for d in t.diagnostics)
+
+
+def test_an_unknown_column_points_at_its_place_in_the_header():
+    header = ",".join(COLUMNS).replace("step_time_s", "step_time")
+    t = parse_table(header + "\n", "t.csv")
+    bad = next(d for d in t.diagnostics if "unknown column" in d.message)
+    assert bad.message == "unknown column `step_time` in the runs table"
+    column = header.index("step_time") + 1
+    assert (bad.span.start.line, bad.span.start.column, bad.span.end.column) == \
+        (1, column, column + len("step_time"))
+    assert "id, source_url" in bad.hint
+    missing = next(d for d in t.diagnostics if "lacks" in d.message)
+    assert missing.message == "the runs table lacks the column(s) step_time_s" and missing.hint
+
+
+def test_a_column_named_twice():
+    header = ",".join(COLUMNS + ("gpus",))
+    d = _only(parse_table(header + "\n", "t.csv").diagnostics)
+    assert d.message == "the runs table names the column(s) gpus twice"
+
+
+def test_columns_in_any_order_with_a_bom_and_crlf_read_the_same(tmp_path):
+    rows = [_row("k22b_full"), _row("n1_7b")]
+    plain = parse_table(_csv(rows), "t.csv")
+    path = tmp_path / "t.csv"
+    path.write_bytes(("\ufeff" + _csv(rows, tuple(reversed(COLUMNS)))).replace(
+        "\n", "\r\n").encode("utf-8"))
+    other = read_table(path)
+    assert other.valid and [r.values for r in other.runs] == [r.values for r in plain.runs]
+    assert [dict(r.text) for r in other.runs] == [dict(r.text) for r in plain.runs]
+
+
+def test_bad_cells_reject_their_row_with_the_field_and_why_and_keep_the_others():
+    rows = [_row("k22b_full", id="frac", tp="2.5"), _row("k22b_full", id="neg", gpus="-8"),
+            _row("k22b_full", id="inf", step_time_s="inf"),
+            _row("k22b_full", id="word", layers="many"), _row("k22b_full"),
+            _row("k22b_full", id="k22b_full")]
+    t = parse_table(_csv(rows), "t.csv")
+    assert t.valid and [r.id for r in t.runs] == ["frac", "neg", "inf", "word", "k22b_full",
+                                                   "k22b_full"]
+    problems = [r.problems for r in t.runs]
+    assert problems[0] == (("tp", "2.5 is not a whole number"),)
+    assert problems[1] == (("gpus", "-8 is outside 1 - 1e+09"),)
+    assert problems[2] == (("step_time_s", "inf is not a finite number"),)
+    assert problems[3] == (("layers", "`many` is not a number"),)
+    assert problems[4] == ()
+    assert problems[5] == (("id", "`k22b_full` is also the id of line 6"),)
+    results = evaluate(prepare(t))
+    assert [r.status for r in results] == ["rejected"] * 4 + ["ok", "rejected"]
+    assert [r.prepared.field for r in results][:4] == ["tp", "gpus", "step_time_s", "layers"]
+
+
+def test_a_row_with_too_many_cells_is_rejected():
+    text = _csv([_row("k22b_full")]).rstrip("\n") + ",extra\n"
+    (run,) = parse_table(text, "t.csv").runs
+    assert run.problems == (("row", f"{len(COLUMNS) + 1} cells for {len(COLUMNS)} columns"),)
+
+
+def test_binary_not_utf8_huge_and_unreadable_files(tmp_path, monkeypatch):
+    binary = tmp_path / "b.csv"
+    binary.write_bytes(b"id,model\nx,\x00\x01")
+    d = _only(read_table(binary).diagnostics)
+    assert "binary" in d.message and (d.span.start.line, d.span.start.column) == (2, 3)
+    latin = tmp_path / "l.csv"
+    latin.write_bytes("id,model\nx,Caf\u00e9\n".encode("latin-1"))
+    d = _only(read_table(latin).diagnostics)
+    assert d.message == "the runs table is not UTF-8 text (byte 0xe9)"
+    assert (d.span.start.line, d.span.start.column) == (2, 6)
+    huge = tmp_path / "h.csv"
+    with open(huge, "wb") as fh:
+        fh.truncate(64 * 1024 * 1024 + 1)          # sparse: nothing is written
+    d = _only(read_table(huge).diagnostics)
+    assert d.message == "the runs table is over 64 MiB"
+    d = read_table(tmp_path).diagnostics[0]          # a directory
+    assert d.code == "E766" and "cannot read" in d.message
+    monkeypatch.setattr(runs_table, "MAX_ROWS", 2)
+    many = parse_table(_csv([_row("k22b_full", id=f"r{i}") for i in range(3)]), "t.csv")
+    d = _only(many.diagnostics)
+    assert d.message == "the runs table has more than 2 rows" and d.span.start.line == 4
+    assert len(many.runs) == 2
+
+
+# ---- rows Seer cannot state -------------------------------------------------------------------------------
+NOT_EXPRESSIBLE = {
+    "int3": ("precision", "unknown precision `INT3`"),
+    "tpu": ("gpu", "no stdlib system matches system `TPU pod` / gpu `TPU v5p`"),
+    "b300": ("gpu", "no stdlib system of B300 / GB300 GPUs"),
+    "odd": ("gpus", "12 GPUs are not a multiple of tp x pp x cp = 8"),
+    "nolayers": ("layers", "the row gives no `layers` and no stdlib model is named `Mine 9B`"),
+    "mamba": ("model", "hybrid Mamba/attention model"),
+    "noseq": ("seq_len", "the row gives no `seq_len`"),
+    # Seer's own checks of the job stated, blamed on the column behind the field they name
+    "deep": ("layers", "E762: `M` has 100,000 layers: Seer lowers at most 10,000"),
+    "pp100": ("pp", "E751: job `run_pp100`: pp = 100 stages for the 48 layers of `M`"),
+}
+
+
+def _not_expressible_rows():
+    return [_row("k22b_full", id="int3", precision="INT3"),
+            _row("k22b_full", id="tpu", system="TPU pod", gpu="TPU v5p"),
+            _row("k22b_full", id="b300", system="DGX-B300", gpu="B300"),
+            _row("k22b_full", id="odd", gpus="12"),
+            _row("k22b_full", id="nolayers", model="Mine 9B", layers="", hidden="", heads=""),
+            _row("k22b_full", id="mamba", model="Nemotron-H 8B", layers="52", hidden="4096",
+                 heads="32", notes="hybrid Mamba layers"),
+            _row("k22b_full", id="noseq", seq_len=""),
+            _row("k22b_full", id="deep", layers="100000"),
+            _row("k22b_full", id="pp100", pp="100", gpus="800")]
+
+
+def test_rows_seer_cannot_state_say_which_field_and_why():
+    t = parse_table(_csv(_not_expressible_rows()), "t.csv")
+    for p in prepare(t):
+        field, why = NOT_EXPRESSIBLE[p.row.id]
+        assert p.status == "not_expressible" and p.field == field, (p.row.id, p.field, p.reason)
+        assert why in p.reason, (p.row.id, p.reason)
+
+
+# ---- `astral runs` -----------------------------------------------------------------------------------------
+ROW = {
+    "type": "object",
+    "required": ["id", "status", "reason", "published", "forecast", "metric", "error", "band",
+                 "field", "calibration", "line", "system", "layout", "assumed"],
+    "properties": {
+        "id": {"type": "string"}, "line": {"type": "integer"},
+        "status": {"enum": ["ok", "not_expressible", "rejected"]},
+        "reason": {"type": ["string", "null"]}, "field": {"type": ["string", "null"]},
+        "published": {"type": ["number", "null"]}, "forecast": {"type": ["number", "null"]},
+        "metric": {"enum": ["tokens_per_s_per_gpu", "step_time_s", "model_tflops_per_gpu",
+                            None]},
+        "error": {"type": ["number", "null"]},
+        "band": {"oneOf": [{"type": "null"},
+                           {"type": "array", "items": {"type": "number"}, "minItems": 2,
+                            "maxItems": 2}]},
+        "calibration": {"oneOf": [{"type": "null"}, {
+            "type": "object", "required": ["regime", "inside", "band"],
+            "properties": {"regime": {"type": "object",
+                                      "required": ["gpu", "precision", "attention", "moe",
+                                                   "framework"]},
+                           "inside": {"type": "boolean"}}}]},
+        "assumed": {"type": "array", "items": {"type": "string"}}}}
+FAMILY = {"type": "object", "required": ["rows", "mean_abs_pct", "max_abs_pct", "mean_pct"]}
+SCHEMA = {
+    "type": "object",
+    "required": ["version", "format", "valid", "diagnostics", "file", "rows", "summary"],
+    "properties": {
+        "rows": {"type": "array", "items": ROW},
+        "summary": {"type": "object",
+                    "required": ["rows", "ok", "not_expressible", "rejected", "families",
+                                 "constants"],
+                    "properties": {"families": {"type": "object",
+                                                "additionalProperties": FAMILY}}}}}
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """A100 runs, a modern one, a rejected row and the rows Seer cannot state."""
+    rows = [_row("n1_7b"), _row("k22b_sel"), _row("r117"),
+            _row("k22b_full", id="bad", tp="2.5")] + _not_expressible_rows()
+    return _write(tmp_path_factory.mktemp("runs"), rows)
+
+
+def test_runs_json_has_every_row_in_order_against_its_schema(mixed, capsys):
+    code, out, _ = call(["runs", str(mixed), "--format", "json"], capsys)
+    assert code == 1                             # a rejected row: the table has an error
+    doc = json.loads(out)
+    jsonschema.validate(doc, SCHEMA)
+    ids = [r["id"] for r in doc["rows"]]
+    assert ids == [r.id for r in read_table(mixed).runs]
+    by = {r["id"]: r for r in doc["rows"]}
+    for rid in ("n1_7b", "k22b_sel", "r117"):
+        r = by[rid]
+        assert r["status"] == "ok" and r["reason"] is None
+        assert r["error"] == pytest.approx(r["forecast"] / r["published"] - 1, rel=1e-12)
+        assert r["band"] == r["calibration"]["band"] and r["band"][0] <= 0 <= r["band"][1]
+    assert by["n1_7b"]["metric"] == "step_time_s" and by["r117"]["metric"] == \
+        "tokens_per_s_per_gpu"
+    assert by["n1_7b"]["system"] == "DGX-A100" and by["r117"]["system"] == "DGX-GB200"
+    assert by["bad"]["status"] == "rejected" and by["bad"]["field"] == "tp"
+    for rid, (field, why) in NOT_EXPRESSIBLE.items():
+        assert by[rid]["status"] == "not_expressible" and by[rid]["field"] == field
+        assert why in by[rid]["reason"] and by[rid]["forecast"] is None
+    s = doc["summary"]
+    assert (s["rows"], s["ok"], s["not_expressible"], s["rejected"]) == (13, 3, 9, 1)
+    fam = s["families"]
+    assert fam["all"]["rows"] == 3 and fam["A100 BF16 dense"]["rows"] == 2
+    a100 = [by["n1_7b"]["error"], by["k22b_sel"]["error"]]
+    assert fam["A100 BF16 dense"]["mean_abs_pct"] == pytest.approx(
+        100 * sum(map(abs, a100)) / 2, abs=0.006)
+    assert fam["A100 BF16 dense"]["mean_pct"] == pytest.approx(100 * sum(a100) / 2, abs=0.006)
+
+
+def test_runs_text_lists_every_row_and_the_families(mixed, capsys):
+    code, out, _ = call(["runs", str(mixed)], capsys)
+    assert code == 1
+    assert "13 rows: 3 forecast, 9 not expressible, 1 rejected" in out
+    for rid in ("n1_7b", "k22b_sel", "r117"):
+        assert f"\n{rid} " in out
+    assert "bad (line 5, rejected) tp: 2.5 is not a whole number" in out
+    for rid, (field, _) in NOT_EXPRESSIBLE.items():
+        assert f"{rid} (line" in out and f"not expressible) {field}:" in out
+    assert "GPU x precision x dense/MoE" in out and "A100 BF16 dense" in out
+    assert "GB200 FP8 dense" in out
+
+
+def test_runs_output_is_the_same_bytes_twice(mixed, capsys):
+    first = call(["runs", str(mixed), "--format", "json"], capsys)
+    second = call(["runs", str(mixed), "--format", "json"], capsys)
+    assert first == second
+
+
+def test_a_table_that_cannot_be_read_exits_2_with_e766(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    path.write_text(",".join(COLUMNS).replace("gbs", "batch") + "\n", encoding="utf-8")
+    code, out, _ = call(["runs", str(path), "--color", "never"], capsys)
+    column = ",".join(COLUMNS).index("gbs") + 1
+    assert code == 2 and "error[E766]: unknown column `batch` in the runs table" in out
+    assert f"t.csv:1:{column}" in out and "= hint:" in out
+    code, out, _ = call(["runs", str(path), "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 2 and doc["valid"] is False
+    assert {d["code"] for d in doc["diagnostics"]} == {"E766"}
+    assert doc["diagnostics"][0]["range"]["start"] == {"line": 1, "column": column}
+    code, _, err = call(["runs", str(tmp_path / "none.csv")], capsys)
+    assert code == 2
+
+
+def test_a_table_without_rejected_rows_exits_0(tmp_path, capsys):
+    path = _write(tmp_path, [_row("n1_7b"), _row("k22b_full", id="int3", precision="INT3")])
+    code, out, _ = call(["runs", str(path)], capsys)
+    assert code == 0 and "1 not expressible" in out
+
+
+# ---- --gpu-file: a user's own systems ----------------------------------------------------------------------
+LAB = """
+// our lab: DGX H100 racks in scalable units of 32, as the stdlib's DGX-H100
+import stdlib.systems { DGX_H100_Rack, NDR_Fabric }
+block Lab_SU { racks = 8 x DGX_H100_Rack }
+fabric Lab_Fabric = NDR_Fabric
+model M { layers = 2, hidden = 64, heads = 2 }       // a name the run's own model also takes
+"""
+
+
+def test_gpu_file_systems_forecast_as_the_same_stdlib_system(tmp_path, capsys):
+    lab = tmp_path / "lab.astral"
+    lab.write_text(LAB, encoding="utf-8")
+    rows = [_row("r020"), _row("r020", id="mine", system="Lab SU", gpu="whatever"),
+            _row("r117")]
+    path = _write(tmp_path, rows)
+    code, out, _ = call(["runs", str(path), "--format", "json"], capsys)
+    plain = {r["id"]: r for r in json.loads(out)["rows"]}
+    code, out, _ = call(["runs", str(path), "--gpu-file", str(lab), "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["diagnostics"] == []        # no W400: a systems file has no site
+    own = {r["id"]: r for r in doc["rows"]}
+    # by its `system` cell (the block's name), then by its `gpu` cell (an H100 matches)
+    assert own["mine"]["system"] == "Lab_SU" and own["r020"]["system"] == "Lab_SU"
+    assert plain["r020"]["system"] == "DGX-H100"
+    assert own["mine"]["forecast"] == own["r020"]["forecast"] == plain["r020"]["forecast"]
+    # a GB200 row matches no block of the file: the stdlib's
+    assert own["r117"]["system"] == "DGX-GB200"
+    assert own["r117"]["forecast"] == plain["r117"]["forecast"]
+
+
+def test_gpu_file_rows_that_cannot_run_on_it_say_why(tmp_path, capsys):
+    two = tmp_path / "two.astral"
+    two.write_text("import stdlib.systems { DGX_H100_Rack, NDR_Fabric }\n"
+                   "block A_SU { racks = 8 x DGX_H100_Rack }\n"
+                   "block B_SU { racks = 4 x DGX_H100_Rack }\n"
+                   "fabric F1 = NDR_Fabric\nfabric F2 = NDR_Fabric\n", encoding="utf-8")
+    path = _write(tmp_path, [_row("r020"), _row("r020", id="a", system="A_SU")])
+    code, out, _ = call(["runs", str(path), "--gpu-file", str(two), "--format", "json"], capsys)
+    by = {r["id"]: r for r in json.loads(out)["rows"]}
+    assert code == 0
+    assert by["r020"]["field"] == "system" and "matches the blocks A_SU, B_SU" in \
+        by["r020"]["reason"]
+    assert by["a"]["field"] == "system" and "several fabrics (F1, F2) and none is named " \
+        "`A_Fabric`" in by["a"]["reason"]
+
+
+def test_gpu_file_errors(tmp_path, capsys):
+    path = _write(tmp_path, [_row("r020")])
+    empty = tmp_path / "empty.astral"
+    empty.write_text("import stdlib.hardware { H100_SXM }\nrack R { }\n", encoding="utf-8")
+    code, out, _ = call(["runs", str(path), "--gpu-file", str(empty), "--color", "never"],
+                        capsys)
+    assert code == 1 and "error[E767]" in out and "empty.astral:1:1" in out and "hint" in out
+    bad = tmp_path / "bad.astral"
+    bad.write_text("block B { racks = 8 x Nope }\n", encoding="utf-8")
+    code, out, _ = call(["runs", str(path), "--gpu-file", str(bad), "--format", "json"], capsys)
+    assert code == 1 and [d["code"] for d in json.loads(out)["diagnostics"]] == ["E200"]
+    code, out, _ = call(["runs", str(path), "--gpu-file", str(tmp_path / "no.astral")], capsys)
+    assert code == 2 and "E100" in out
+
+
+def test_runs_reads_a_bad_calibration_as_a_usage_error(tmp_path, capsys):
+    path = _write(tmp_path, [_row("n1_7b")])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": 1}', encoding="utf-8")
+    code, _, err = call(["runs", str(path), "--calibration", str(bad)], capsys)
+    assert code == 2 and "--calibration" in err and "not a calibration fit" in err
+    assert shipped() is not None
