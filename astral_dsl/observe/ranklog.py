@@ -8,7 +8,8 @@ row, or JSON Lines (one object per line), with the columns
   backward-compute, forward-send, forward-recv, backward-send, backward-recv, grads-all-reduce,
   grads-reduce-scatter, params-all-gather, optimizer, ...).
 - `start_s`: seconds on the rank's clock (any epoch; hosts' clocks may differ), `duration_s`
-  seconds, both finite, the duration not negative.
+  seconds, both finite and of magnitude at most 10^12 (MAX_SECONDS), the duration not
+  negative.
 - `peer` (optional): the partner rank of a pipeline send or receive; `op` (optional): `send`,
   `recv` or a collective's name. With them the diagnosis matches each transfer's two ends.
 - every value is a scalar (a JSON list or object is not a value), and `rank`, `iteration` and
@@ -34,6 +35,11 @@ from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, RankTrace, make
 
 REQUIRED = ("rank", "iteration", "phase", "start_s", "duration_s")
 MAX_WHOLE = 2 ** 53
+# The largest start or duration a row may state, in seconds: 10^12 s, about 31,700 years. Past
+# it the diagnosis's sums and ratios over a job's rows leave a float's range (a duration of
+# 1e308 s made a rank's compute time and a phase's spread infinite, which JSON cannot hold:
+# E000); such a row is a bad row (E784).
+MAX_SECONDS = 1e12
 SCALARS = (str, int, float, bool, type(None))
 _SCALAR_TYPES = frozenset(SCALARS)
 # Megatron-LM timer names -> (phase, op)
@@ -135,6 +141,7 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     except (ValueError, TypeError):
         return None
     if not (np.isfinite(start).all() and np.isfinite(dur).all() and (dur >= 0).all()
+            and (np.abs(start) <= MAX_SECONDS).all() and (dur <= MAX_SECONDS).all()
             and (rank >= 0).all() and np.isfinite(peer).all()
             and (peer == np.round(peer)).all() and (np.abs(peer) <= MAX_WHOLE).all()):
         return None
@@ -242,8 +249,8 @@ def _row(row, unknown) -> "Tuple[int, tuple] | str":
     try:
         rank = _whole(row.get("rank"), "rank")
         it = _whole(row.get("iteration"), "iteration")
-        start = _finite(row.get("start_s"), "start_s")
-        dur = _finite(row.get("duration_s"), "duration_s")
+        start = _seconds(row.get("start_s"), "start_s")
+        dur = _seconds(row.get("duration_s"), "duration_s")
     except ValueError as exc:
         return str(exc)
     if rank < 0:
@@ -286,6 +293,13 @@ def _finite(v, what) -> float:
         raise ValueError(f"`{what}` is not a number: {_show(v)}") from None
     if not math.isfinite(f):
         raise ValueError(f"`{what}` is not finite: {_show(v)}")
+    return f
+
+
+def _seconds(v, what) -> float:
+    f = _finite(v, what)
+    if abs(f) > MAX_SECONDS:
+        raise ValueError(f"`{what}` is beyond 10^12 s: {_show(v)}")
     return f
 
 
