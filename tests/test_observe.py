@@ -470,3 +470,13 @@ def test_a_time_beyond_10_12_s_is_a_bad_row(tmp_path, field, value, fmt):
     assert f"`{field}` is beyond 10^12 s" in obs.diagnostics[0].message
     assert len(obs.ranks[0]) == 3 and obs.ranks[0].duration.max() == 1e12
 
+
+
+def test_a_phase_with_a_lone_surrogate_is_named_escaped(tmp_path):
+    """A phase name holding a lone surrogate (JSON's "\\ud800") is named in W784 with it
+    escaped: written as it was, no UTF-8 output could hold the message (`diagnose -o` raised
+    UnicodeEncodeError: E000; found by make fuzz-deep's observed target)."""
+    obs = observe.load([str(_log_of(tmp_path, [dict(GOOD_ROW, phase="\ud800x")], "jsonl"))])
+    assert codes(obs) == ["W784"]
+    assert "phase `\\ud800x` is not known" in obs.diagnostics[0].message
+    obs.diagnostics[0].message.encode("utf-8")          # writable

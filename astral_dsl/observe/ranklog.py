@@ -208,8 +208,8 @@ def _phase_op(name: str, op: str, unknown) -> Tuple[int, int]:
 
 def _unknown_phases(path: str, unknown: Dict[str, int]) -> List[Diagnostic]:
     """W784 for each phase name not known, with its count of rows."""
-    return [diag("W784", f"phase `{name}` is not known ({count} row(s)): counted as `other`, "
-                         f"neither compute nor communication", path,
+    return [diag("W784", f"phase `{_text(name)}` is not known ({count} row(s)): counted as "
+                         f"`other`, neither compute nor communication", path,
                  "phases: " + ", ".join(PHASE_INDEX))
             for name, count in sorted(unknown.items())]
 
@@ -305,6 +305,12 @@ def _seconds(v, what) -> float:
 
 def _show(v) -> str:
     return repr(str(v)[:40])
+
+
+def _text(name: str) -> str:
+    """A name from the log as a message may hold it: a lone surrogate (JSON's "\\ud800", which
+    no UTF-8 output can write: E000) escaped."""
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _json_kind(v) -> str:
