@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install system-deps demo test bench bench-diagnose images calibrate fuzz fuzz-traces report report-screenshot
+.PHONY: install system-deps demo test bench bench-diagnose images calibrate fuzz fuzz-deep fuzz-traces report report-screenshot
 
 system-deps:
 	@# Graphviz's `dot` comes from Debian's package (needed by `astral render` and `astral report`).
@@ -25,11 +25,19 @@ demo: install
 test: install
 	$(PYTHON) -m pytest
 
-# The long fuzz campaign: 100,000 inputs across the entry points, a report of the classes of
-# failure found (their shortest inputs in fuzz-findings/); `make test` runs 280 of them.
+# The long fuzz campaign: 100,000 inputs across the entry points, a report per target and of
+# the classes of failure found (their shortest inputs in fuzz-findings/); `make test` runs 280
+# of the front end's and a few dozen of the deeper ones. FUZZ_TARGETS=deep (or a comma list)
+# chooses targets; `make fuzz-deep` is 20,000 inputs of the deeper ones (forecasts where Seer's
+# rules choose, margins, diff between revisions, rank logs and traces, language-server edits
+# and cancels: tests/fuzz_deep.py).
 FUZZ_INPUTS ?= 100000
+FUZZ_TARGETS ?= all
 fuzz: install
-	$(PYTHON) tests/fuzzing.py --inputs $(FUZZ_INPUTS)
+	$(PYTHON) tests/fuzzing.py --inputs $(FUZZ_INPUTS) $(if $(filter all,$(FUZZ_TARGETS)),,--targets $(FUZZ_TARGETS))
+
+fuzz-deep: install
+	$(PYTHON) tests/fuzzing.py --inputs 20000 --targets deep
 
 # Mutated profiler traces read by the trace reader: no exception, the same plain and gzipped, the
 # same by the schema decode and the full parse (tests/fuzz_traces.py).

@@ -255,6 +255,7 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
     diags.extend(eng.diagnostics)
     wanted = set(scenarios or ())
     diags.extend(_unknown_scenarios(design, wanted))
+    diags.extend(_too_many_scenarios(design, wanted, all_scenarios))
     outcomes = tuple(run_scenarios(workspace, design, eng, wanted, all_scenarios))  # 19
     for outcome, scenario in outcomes:
         diags.extend(scenario_diagnostics(outcome, scenario))
@@ -270,16 +271,40 @@ def _unknown_scenarios(design: Design, wanted) -> List[Diagnostic]:
             for name in sorted(wanted - set(known))]
 
 
+# Each scenario checked is a whole compile of the design under it: one check runs at most this
+# many (E408 names the rest), so that its work is the design's size times at most 65, not the
+# number of scenarios a file can hold (an 8 MiB file holds 100,000 of them).
+MAX_SCENARIOS = 64
+
+
+def _chosen(design: Design, wanted, every: bool) -> list:
+    return [s for s in design.scenarios
+            if every or s.template in wanted or s.field("required") is True]
+
+
+def _too_many_scenarios(design: Design, wanted, every: bool) -> List[Diagnostic]:
+    chosen = _chosen(design, wanted, every)
+    if len(chosen) <= MAX_SCENARIOS:
+        return []
+    first, rest = chosen[MAX_SCENARIOS], len(chosen) - MAX_SCENARIOS - 1
+    which = f"`{first.template}` and the {rest:,} after it are" if rest else \
+        f"`{first.template}` is"
+    return [Diagnostic(
+        "E408", Severity.ERROR, f"{len(chosen):,} scenarios to check, more than the "
+        f"{MAX_SCENARIOS} one check runs: {which} not checked", first.span,
+        "each scenario is a whole compile of the design: mark fewer `required = true`, or "
+        "check the others by name (`--scenario NAME`)", file=design.file)]
+
+
 def run_scenarios(workspace: "Workspace", design: Design, eng: "Engineering", wanted,
                   every: bool = False):
     """(outcome, scenario) of each scenario to run: named in `wanted`, required, or all of
-    them (`every`), each on its twin compiled by the workspace."""
+    them (`every`), each on its twin compiled by the workspace; the first MAX_SCENARIOS."""
     from astral_dsl.analyses.engineering import run_scenario
 
-    for scenario in design.scenarios:
-        if every or scenario.template in wanted or scenario.field("required") is True:
-            twin = workspace.recompile(design, scenario=scenario)
-            yield run_scenario(design, scenario, eng, twin), scenario
+    for scenario in _chosen(design, wanted, every)[:MAX_SCENARIOS]:
+        twin = workspace.recompile(design, scenario=scenario)
+        yield run_scenario(design, scenario, eng, twin), scenario
 
 
 def size(workspace: "Workspace", design: Design):

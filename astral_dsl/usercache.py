@@ -7,6 +7,11 @@ user who created that file first ran code in every later `astral` process. This 
   `$XDG_CACHE_HOME/astral_dsl`, else `~/.cache/astral_dsl`; it is created with mode 0700 and used
   only when it is a real directory (not a symlink) owned by the effective user and writable by
   nobody else; otherwise nothing is cached (`ASTRAL_CACHE_DIR=off` turns caching off);
+- sits where no one else can move it: every directory above it must belong to the user or to
+  root and be writable by no one else, unless it has the sticky bit (as /tmp has: there others
+  may add entries but not rename or remove this user's); a folder the cache creates on the way
+  is created alone, with mode 0700, and checked like the rest (a parent writable by others
+  would let another user rename the cache away and put their own in its place);
 - holds plain data, never a pickle: an entry is JSON, so even a forged entry cannot run code;
 - is verified before it is read: the file is opened without following symlinks, must be a
   regular file of the same owner writable by nobody else and of bounded size, and must carry the
@@ -45,13 +50,50 @@ def cache_dir(create: bool = True) -> Optional[Path]:
         folder = Path(base) / "astral_dsl"
     if not folder.is_absolute():
         return None
-    if create:
-        try:
-            folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            folder.mkdir(exist_ok=True, mode=0o700)
-        except OSError:
-            return None
+    if create and not _make(folder):
+        return None
+    if not _safe_ancestors(folder.parent):
+        return None
     return folder if _private_dir(folder) else None
+
+
+def _make(folder: Path) -> bool:
+    """Create `folder` and the missing folders above it, one at a time, each with mode 0700
+    and checked to be this user's private directory once made."""
+    missing = []
+    for p in [folder, *folder.parents]:
+        if os.path.lexists(p):
+            break
+        missing.append(p)
+    for p in reversed(missing):
+        try:
+            os.mkdir(p, 0o700)
+        except FileExistsError:
+            pass                                    # made meanwhile: checked below
+        except OSError:
+            return False
+        if not _private_dir(p):
+            return False
+    return True
+
+
+def _safe_ancestors(parent: Path) -> bool:
+    """Every directory from `parent` up to the root (links followed) belongs to this user or
+    to root and is writable by no one else, or has the sticky bit."""
+    try:
+        resolved = parent.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return False
+    for p in [resolved, *resolved.parents]:
+        try:
+            st = os.stat(p)
+        except OSError:
+            return False
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (0, os.geteuid()):
+            return False
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return False
+    return True
 
 
 def _private_dir(folder: Path) -> bool:

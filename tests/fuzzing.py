@@ -2,10 +2,13 @@
 
 Targets: compile+check (`astral check --format json`), size, forecast, render to DOT, fmt,
 export, and the language server's handlers (analysis, hover, definition, completion, outline,
-formatting, called as the server calls them). Inputs are mutations of three valid designs (the
-fuzz seed of test_fuzz.py, a training job, the reference design) by the strategies of
-test_fuzz.py plus numbers at their extremes (1e308, 1e-300, 2^53 + 1, ...), unit exponents
-(`kW^12`), unicode and splices of one seed into another.
+formatting, called as the server calls them); and those past the front end (fuzz_deep.py):
+forecasts where Seer's rules choose, margins with params in any field, diff between git
+revisions, rank logs and traces diagnosed, and edit/cancel sequences against a running language
+server. Inputs are mutations of the seeds (fuzz_common.py: the fuzz seed of test_fuzz.py, a
+training job, every example and every example of the docs) by the strategies of test_fuzz.py
+plus numbers at their extremes (1e308, 1e-300, 2^53 + 1, ...), unit exponents (`kW^12`),
+unicode and splices of one seed into another.
 
 The invariant: the command exits 0, 1 or 2; no E000 and no traceback; every input within TIME_S
 seconds (and, in a campaign, the process within MEMORY_BYTES); fmt is idempotent and
@@ -14,15 +17,15 @@ target and the kind of failure with numbers blanked out.
 
     python tests/fuzzing.py                       # 100,000 inputs across the targets (`make fuzz`)
     python tests/fuzzing.py --inputs 2000 --seed 7 --targets check,fmt
+    python tests/fuzzing.py --inputs 20000 --targets deep                 # `make fuzz-deep`
 
-prints a report of the classes found, each with its count and its shortest input (written to
---out, default fuzz-findings/), and exits 1 when it found any. tests/test_fuzz_targets.py runs
+prints a table per target (inputs, failing inputs, classes, CPU seconds of the campaign's own
+process) and the classes found, each with its count and its shortest input (written to --out,
+default fuzz-findings/), and exits 1 when it found any. tests/test_fuzz_targets.py runs
 a few hundred inputs of every target with a fixed seed inside `make test`."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import random
 import re
 import resource
@@ -34,93 +37,10 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-# this checkout, never an installed copy; and test_fuzz beside this file
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
-import test_fuzz as tf  # noqa: E402  (the seed, the vocabulary and the mutations)
-
-REPO = Path(__file__).resolve().parents[1]
-TIME_S = 30                      # per input (the reference's check is ~0.2 s; Seer's budget ~2 s)
-MEMORY_BYTES = 3 * 1024 ** 3     # the campaign's address-space limit
-
-JOB_SEED = """\
-import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
-host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)
-rack R { hosts = 4 x Node }
-site S { racks = 2 x R }
-model M { layers = 32, hidden = 4096, heads = 32, kv_heads = 8, ffn = 14336, vocab = 128256,
-          seq = 8192 }
-job big {
-  model = M, placement = S, gpus = 64
-  parallel { tp = 8, pp = 2, dp = 4, schedule = interleaved, virtual_stages = 2 }
-  batch { global_batch = 256, micro = 1 }
-  recompute = selective
-}
-"""
-SEEDS = [tf.SEED, JOB_SEED, (REPO / "examples" / "astral.astral").read_text(encoding="utf-8")]
-
-# numbers at their extremes and unit exponents, put in place of a number of the seed
-EXTREMES = ["1e308", "1e-300", "-0", "9007199254740993", "1e15", "1e9", "2^53", "0", "-1e308",
-            "65536", "1e20", "0.0000001", "1 kW^12", "kW^-12", "(1 kW)^40", "-(1 kW)", "1e-9",
-            "(? in 1..100)", "?", "4096", "2 ^ 1023", "1_000_000_000", "0.5", "1..0", "0..0"]
-UNICODE = ["\u00e9", "\u00b5", "\u2028", "\ufeff", "\U0001F680", "\u202e", "\x1b]52;c;AA\x07",
-           "\u0000", "\ud800"]
-_NUMBER = re.compile(r"\b\d[\d_.eE]*\b")
-
-
-def mutate(rng: random.Random, text: str) -> str:
-    """One to four mutations of `text`."""
-    for _ in range(rng.randint(1, 4)):
-        op = rng.choice(["delete_char", "duplicate_char", "swap_chars", "delete_token",
-                         "duplicate_token", "swap_tokens", "insert_token", "insert_token_glued",
-                         "replace_word", "replace_word", "extreme", "extreme", "extreme",
-                         "unicode", "splice"])
-        if op == "extreme":
-            found = list(_NUMBER.finditer(text))
-            if found:
-                m = rng.choice(found)
-                text = text[:m.start()] + rng.choice(EXTREMES) + text[m.end():]
-        elif op == "unicode":
-            k = rng.randrange(len(text) + 1)
-            text = text[:k] + rng.choice(UNICODE) + text[k:]
-        elif op == "splice":
-            other = rng.choice(SEEDS)
-            a, b = sorted(rng.randrange(len(other) + 1) for _ in range(2))
-            k = rng.randrange(len(text) + 1)
-            text = text[:k] + other[a:b] + text[k:]
-        else:
-            text = tf._mutate(text, [(op, rng.randrange(10 ** 6), rng.randrange(10 ** 6),
-                                      rng.choice(tf.VOCABULARY))])
-    return text
-
-
-class Failure(Exception):
-    """The invariant does not hold; the message is the failure's class."""
-
-
-def _cli(args: List[str]) -> str:
-    """`astral ARGS` in this process; its output (the exit code is checked here)."""
-    from astral_dsl.cli import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        try:
-            rc = main(args)
-        except SystemExit as exc:
-            rc = exc.code
-    text = out.getvalue()
-    if rc not in (0, 1, 2):
-        raise Failure(f"exit {rc}: {_first_error(text)}")
-    if "E000" in text or "Traceback" in text:
-        raise Failure(f"E000/traceback: {_first_error(text)}")
-    return text
-
-
-def _first_error(text: str) -> str:
-    for line in text.splitlines():
-        if "E000" in line or "Error" in line or "error" in line:
-            return line.strip()[:160]
-    return text.strip()[:160]
-
+from fuzz_common import (JOB_SEED, MEMORY_BYTES, REPO, SEEDS, TIME_S, Failure,  # noqa: E402,F401
+                         _cli, _first_error, mutate)
+import fuzz_deep  # noqa: E402  (the targets past the front end)
 
 def _cli_target(*args: str) -> Callable[[Path, str, random.Random], None]:
     def run(path: Path, text: str, rng: random.Random) -> None:
@@ -185,6 +105,8 @@ TARGETS: Dict[str, Callable[[Path, str, random.Random], None]] = {
     "export": _cli_target("export", "{file}"),
     "lsp": _lsp,
 }
+DEEP = list(fuzz_deep.TARGETS)        # `make fuzz-deep`: forecast-rule, margins, diff-rev, ...
+TARGETS.update(fuzz_deep.TARGETS)
 
 
 class _Timeout(BaseException):
@@ -208,37 +130,51 @@ def _class(target: str, exc: BaseException) -> str:
 
 
 def campaign(inputs: int, seed: int, targets: Optional[List[str]] = None,
-             folder: Optional[Path] = None) -> Dict[str, List[str]]:
-    """`inputs` fuzzed inputs spread evenly over `targets`; {class: [inputs that hit it]}."""
+             folder: Optional[Path] = None,
+             stats: Optional[Dict[str, List[float]]] = None) -> Dict[str, List[str]]:
+    """`inputs` fuzzed inputs spread evenly over `targets`; {class: [inputs that hit it]}.
+    `stats` gets, per target, [inputs, inputs that failed, seconds of CPU of this process]."""
     rng = random.Random(seed)
     names = targets or list(TARGETS)
     work = Path(tempfile.mkdtemp(prefix="astral_fuzz_")) if folder is None else folder
     (work / "astral.toml").write_text("")
     path = work / "fuzz.astral"
     found: Dict[str, List[str]] = {}
+    stats = {} if stats is None else stats
     previous = signal.signal(signal.SIGALRM, _alarm)
     try:
         for k in range(inputs):
             target = names[k % len(names)]
             text = mutate(rng, rng.choice(SEEDS))
             path.write_text(text, encoding="utf-8", errors="surrogatepass")
+            row = stats.setdefault(target, [0, 0, 0.0])
+            row[0] += 1
+            cpu = time.process_time()
             signal.alarm(TIME_S)
             try:
                 TARGETS[target](path, text, rng)
             except (Exception, _Timeout, MemoryError) as exc:   # noqa: BLE001 - classified
                 found.setdefault(_class(target, exc), []).append(text)
+                row[1] += 1
             finally:
                 signal.alarm(0)
+                row[2] += time.process_time() - cpu
     finally:
         signal.signal(signal.SIGALRM, previous)
+        fuzz_deep.close()
         if folder is None:
             shutil.rmtree(work, ignore_errors=True)
     return found
 
 
 def report(found: Dict[str, List[str]], inputs: int, seconds: float,
-           out: Optional[Path] = None) -> str:
+           out: Optional[Path] = None, stats: Optional[Dict[str, List[float]]] = None) -> str:
     lines = [f"{inputs:,} inputs in {seconds:.0f} s; {len(found)} class(es) of failure found"]
+    if stats:
+        lines.append(f"  {'target':<14} {'inputs':>8} {'failing':>8} {'classes':>8} {'CPU s':>8}")
+        for target, (n, failing, cpu) in sorted(stats.items()):
+            classes = sum(1 for c in found if c.startswith(target + ":"))
+            lines.append(f"  {target:<14} {n:>8,} {failing:>8,} {classes:>8} {cpu:>8.0f}")
     for n, (cls, texts) in enumerate(sorted(found.items(), key=lambda kv: -len(kv[1]))):
         shortest = min(texts, key=len)
         where = ""
@@ -255,23 +191,35 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python tests/fuzzing.py", description=__doc__.split("\n")[0])
     p.add_argument("--inputs", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--targets", default=",".join(TARGETS))
+    p.add_argument("--targets", default=",".join(TARGETS),
+                   help="comma-separated targets, or `deep` for " + ",".join(DEEP))
     p.add_argument("--out", type=Path, default=Path("fuzz-findings"))
+    p.add_argument("--first", type=int, default=0,
+                   help="start at this input of the campaign (a multiple of 1,000: run a long "
+                        "campaign in pieces, each the inputs the whole run would try)")
     args = p.parse_args(argv)
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, resource.getrlimit(resource.RLIMIT_AS)[1]))
     names = [t for t in args.targets.split(",") if t]
+    if names == ["deep"]:
+        names = DEEP
     unknown = set(names) - set(TARGETS)
     if unknown:
         p.error(f"unknown targets {sorted(unknown)}; choose from {', '.join(TARGETS)}")
     start = time.monotonic()
-    found = {}
+    found: Dict[str, List[str]] = {}
+    stats: Dict[str, List[float]] = {}
     per_chunk = 1000            # progress on standard error every 1,000 inputs
-    for first in range(0, args.inputs, per_chunk):
-        n = min(per_chunk, args.inputs - first)
-        for cls, texts in campaign(n, args.seed * 1_000_003 + first, names).items():
+    if args.first % per_chunk:
+        p.error("--first must be a multiple of 1,000")
+    for first in range(args.first, args.first + args.inputs, per_chunk):
+        n = min(per_chunk, args.first + args.inputs - first)
+        for cls, texts in campaign(n, args.seed * 1_000_003 + first, names,
+                                   stats=stats).items():
+            if cls not in found:
+                print(f"new class: {cls}", file=sys.stderr)
             found.setdefault(cls, []).extend(texts)
         print(f"{first + n:,} inputs, {len(found)} class(es)", file=sys.stderr)
-    print(report(found, args.inputs, time.monotonic() - start, args.out))
+    print(report(found, args.inputs, time.monotonic() - start, args.out, stats))
     return 1 if found else 0
 
 

@@ -175,6 +175,25 @@ def test_missing_ranks_and_empty_iterations(small, tmp_path):
     assert result.suspects[0].path == rm.ranks[5].gpu          # what can be read is analysed
 
 
+@pytest.mark.parametrize("peer", ["1000", "-7", "9007199254740992"])
+def test_a_transfer_with_a_peer_outside_the_job_is_left_out(small, tmp_path, peer):
+    """A pipeline transfer naming a peer the job does not have (it indexed the stages past
+    their end: IndexError, E000; found by make fuzz-deep) is left out with E786, and the rest
+    is diagnosed."""
+    design, fc, rm = small
+    design, path = _log(small, tmp_path)
+    rows = _rows(path)
+    col = rows[0].index("peer")
+    hit = next(i for i, r in enumerate(rows[1:], 1) if r[col] not in ("", "-1"))
+    rows[hit][col] = peer
+    _write(path, rows)
+    result = diagnose.diagnose(design, observe.load([str(path)]))
+    e786 = [d for d in result.diagnostics if d.code == "E786"]
+    assert len(e786) == 1 and f"1 record(s) name a peer outside the job's {rm.world} ranks " \
+        f"(e.g. {peer})" in e786[0].message and e786[0].file == str(path)
+    assert result.suspects == ()            # a fault-free run: still no alarm
+
+
 def test_a_drifting_clock_cannot_be_aligned(small, tmp_path):
     design, fc, rm = small
     design, path = _log(small, tmp_path)

@@ -239,3 +239,47 @@ def test_revision_errors_are_usage_errors(repo):
     assert proc.returncode == 2 and "from git" in proc.stderr
     proc = astral("diff", "HEAD:designs", "designs/main.astral", cwd=repo)
     assert proc.returncode == 2 and "is a tree, not a file" in proc.stderr
+
+
+def test_links_out_of_the_repository_are_refused(repo, tmp_path):
+    """A revision's `*.astral` symbolic links that point outside the repository are never
+    followed: as the entry, E100 (exit 2) naming the link; as an import, the compiler's E207;
+    one that stays inside reads as its target; other revisions of the repository still read
+    (tar's data filter raised on such a link: E000 for any revision)."""
+    secret = tmp_path / "secret.astral"
+    secret.write_text('site Secret { }\n', encoding="utf-8")
+    d = repo / "designs"
+    os.symlink(str(secret), d / "abs.astral")
+    os.symlink("../../secret.astral", d / "rel.astral")
+    os.symlink("abs.astral", d / "via.astral")                 # inside, to a link that leaves
+    os.symlink("main.astral", d / "same.astral")
+    (d / "uses.astral").write_text("import abs\nsite U { }\n", encoding="utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "links")
+    for name, to in (("abs", f"`{secret}`, outside"), ("rel", "`../../secret.astral`, outside"),
+                     ("via", "a link that leaves")):
+        proc = astral("diff", f"HEAD:designs/{name}.astral", "designs/main.astral", cwd=repo)
+        assert proc.returncode == 2, proc.stderr
+        assert f"error[E100]: cannot read `HEAD:designs/{name}.astral`: it is a symbolic link " \
+               f"to {to} the repository" in proc.stderr
+        assert "Secret" not in proc.stdout + proc.stderr and "E000" not in proc.stderr
+    proc = astral("diff", "HEAD:designs/uses.astral", "designs/main.astral", "--color", "never",
+                  cwd=repo)
+    assert proc.returncode == 1 and "E000" not in proc.stdout + proc.stderr, proc.stderr
+    assert "- error[E207] module `abs` resolves outside the project" in proc.stdout
+    assert "Secret" not in proc.stdout
+    proc = astral("diff", "HEAD:designs/same.astral", "HEAD:designs/main.astral", "--format",
+                  "json", cwd=repo)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["identical"], proc.stderr
+    proc = astral("diff", "HEAD~1:designs/main.astral", "HEAD:designs/main.astral", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_revision_is_never_an_option_of_git(repo):
+    for arg in ("-x:designs/main.astral", "--output=/tmp/astral-x:designs/main.astral",
+                "--upload-pack=touch:designs/main.astral"):
+        proc = astral("diff", "--", arg, "designs/main.astral", cwd=repo)
+        assert proc.returncode == 2 and "it starts with `-`" in proc.stderr, proc.stderr
+    assert not os.path.exists("/tmp/astral-x")
+    proc = astral("diff", "HEAD^{tree}:designs/main.astral", "designs/main.astral", cwd=repo)
+    assert proc.returncode in (0, 1), proc.stderr         # any revision git names still reads

@@ -1,6 +1,9 @@
-"""The short fuzz run of `make test`: 40 inputs of every target of tests/fuzzing.py (compile +
-check, size, forecast, render to DOT, fmt, export, the language server's handlers) with a fixed
-seed, so the same inputs every run. The long campaign is `make fuzz` (100,000 inputs)."""
+"""The short fuzz run of `make test`: 40 inputs of every front-end target of tests/fuzzing.py
+(compile + check, size, forecast, render to DOT, fmt, export, the language server's handlers)
+and a few of each deeper one (tests/fuzz_deep.py: forecasts where Seer's rules choose, margins,
+diff between revisions, rank logs and traces, edits and cancels sent to a language server), with
+a fixed seed, so the same inputs every run. The long campaigns are `make fuzz` (100,000 inputs)
+and `make fuzz-deep` (20,000 inputs of the deeper targets)."""
 from __future__ import annotations
 
 import random
@@ -10,12 +13,57 @@ import pytest
 import fuzzing
 
 PER_TARGET = 40
+# the deeper targets cost more per input (a forecast, sympy, git, a language server)
+DEEP_PER_TARGET = {"forecast-rule": 8, "margins": 5, "diff-rev": 6, "observed": 6,
+                   "lsp-cancel": 3}
 
 
 @pytest.mark.parametrize("target", sorted(fuzzing.TARGETS))
 def test_fuzz_target_holds_its_invariant(target, tmp_path):
-    found = fuzzing.campaign(PER_TARGET, seed=11, targets=[target], folder=tmp_path)
-    assert not found, fuzzing.report(found, PER_TARGET, 0.0)
+    n = DEEP_PER_TARGET.get(target, PER_TARGET)
+    stats = {}
+    found = fuzzing.campaign(n, seed=11, targets=[target], folder=tmp_path, stats=stats)
+    assert not found, fuzzing.report(found, n, 0.0, stats=stats)
+    assert stats[target][:2] == [n, 0]
+
+
+def test_every_deep_target_is_sampled():
+    assert set(DEEP_PER_TARGET) == set(fuzzing.DEEP)
+
+
+def test_deep_invariants_catch_what_they_guard(monkeypatch, tmp_path):
+    """Not stubs: a job `check` passes that `forecast` refuses is a failure, and so is a diff
+    that shows a file from outside the repository."""
+    import fuzz_deep
+
+    def refuses(args):
+        if args[0] == "check":
+            return 0, '{"diagnostics": []}'
+        return 1, "error[E760]: no"
+
+    monkeypatch.setattr(fuzz_deep, "_cli_rc", refuses)
+    monkeypatch.setattr(fuzz_deep, "_cli", lambda args: refuses(args)[1])
+    with pytest.raises(fuzzing.Failure, match="check passes, forecast exits 1"):
+        fuzz_deep._forecast_rule(tmp_path / "f.astral", "", random.Random(1))
+    (tmp_path / "astral.toml").write_text("")
+    monkeypatch.setattr(fuzz_deep, "_cli", lambda args: fuzz_deep.SECRET)
+    for seed in range(40):            # until both sides are revisions
+        rng = random.Random(seed)
+        try:
+            fuzz_deep._diff_rev(tmp_path / "f.astral", "site S { }\n", rng)
+        except fuzzing.Failure as exc:
+            assert "outside the repository" in str(exc)
+            break
+    else:
+        raise AssertionError("the leak was never caught")
+
+
+def test_a_field_made_a_param_keeps_its_value():
+    import fuzz_deep
+
+    text = fuzz_deep.parametrize(random.Random(3), "rack R { power_limit = 45 kW }\n")
+    assert text.startswith("param fz_power_limit_0 = 45 kW\n")
+    assert "power_limit = fz_power_limit_0" in text
 
 
 def test_mutations_are_deterministic_and_reach_extremes():

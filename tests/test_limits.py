@@ -6,6 +6,7 @@ command line's last-resort handler), memory in proportion to the input, the Pyth
 and user text in pictures."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -238,3 +239,97 @@ def test_sizing_compiles_at_most_256_combinations(tmp_path, options, combination
     found = [d for d in json.loads(proc.stdout)["diagnostics"] if d["code"] == "E661"]
     assert len(found) == 1, proc.stdout[:2000]
     assert f"{combinations:,} combinations, more than the 256" in found[0]["message"]
+
+
+def _required(n: int) -> str:
+    return "".join(f"scenario r{i} {{ required = true }}\n" for i in range(n))
+
+
+def test_one_check_runs_at_most_64_scenarios():
+    """Each scenario is a whole compile: one check runs the first 64 of those it should, and
+    E408 names the first one left out (an 8 MiB file holds 100,000 of them)."""
+    from astral_dsl.pipeline import MAX_SCENARIOS
+
+    base = "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nsite S { hosts = 1 x H }\n"
+    ws = astral_dsl.compiles(base + _required(70), name="many.astral")
+    checked = astral_dsl.check(ws)
+    assert len(checked.scenarios) == MAX_SCENARIOS == 64
+    e408 = [d for d in checked.diagnostics if d.code == "E408"]
+    assert len(e408) == 1 and "70 scenarios to check" in e408[0].message
+    assert "`r64` and the 5 after it are not checked" in e408[0].message
+    assert e408[0].span.start.line == 3 + 65
+    assert not [d for d in astral_dsl.check(astral_dsl.compiles(
+        base + _required(64), name="ok.astral")).diagnostics if d.code == "E408"]
+    everything = astral_dsl.check(astral_dsl.compiles(
+        base + _required(1) + "".join(f"scenario w{i} {{ }}\n" for i in range(64)),
+        name="all.astral"), all_scenarios=True)
+    assert [d.code for d in everything.diagnostics if d.code == "E408"] == ["E408"]
+
+
+def test_sizing_compiles_at_most_1024_designs_with_its_required_scenarios():
+    """Each combination that holds is compiled again under every required scenario: 100
+    combinations (`1..100` includes both ends) with 10 required scenarios (1,100 compiles) are
+    refused at once with E661; with 9 (1,000 compiles) they are planned."""
+    from astral_dsl.analyses import sizing
+
+    text = ("gpu G { power = 700 W }\nhost H { gpus = 8 x G }\n"
+            "rack R { hosts = (? in 1..100) x H }\nsite S { racks = 1 x R }\n" + _required(10))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="sized.astral"))
+    e661 = [d for d in checked.diagnostics if d.code == "E661"]
+    assert len(e661) == 1 and "100 combinations, each compiled with its 10 required " \
+        "scenario(s): 1,100 compiles, more than the 1,024 sizing runs" in e661[0].message
+    fewer = astral_dsl.compiles(text.replace(_required(10), _required(9)), name="s.astral")
+    plan = sizing.combinations(fewer.design)
+    assert plan.refused is None and len(plan.items) == 100
+
+
+@contextlib.contextmanager
+def _instantiators():
+    """The Instantiators (one per compile) made inside the block: their step counts."""
+    from astral_dsl.semantics import instantiate
+
+    made = []
+    original = instantiate.Instantiator.__init__
+
+    def remember(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    instantiate.Instantiator.__init__ = remember
+    try:
+        yield made
+    finally:
+        instantiate.Instantiator.__init__ = original
+
+
+@pytest.mark.parametrize("text", [
+    # 10,000 distinct instantiations of a 200-line template: 2,000,000 fields and more
+    "host Big(k: count = 0) {\n" + "".join(f"  let v{j} = k * {j} W\n" for j in range(200))
+    + "  power = v199\n}\nsite S { hosts = [Big(k = i) for i in 0..10000] }\n",
+    # a list aggregated inside a `for`: 3,000 sums of 3,000 numbers
+    "site S {\n  let xs = [i for i in 0..3000]\n  let ys = [sum(xs) for i in 0..3000]\n"
+    "  check sum(ys) >= 0\n}\n",
+], ids=["distinct-instances", "aggregate-in-a-for"])
+def test_a_compile_evaluates_at_most_two_million_steps(text):
+    """A few kilobytes of text can ask for billions of evaluations; one compile stops at
+    MAX_STEPS with one E409, and nothing more is reported about what was left."""
+    from astral_dsl.semantics import evaluate
+
+    with _instantiators() as made:
+        design = astral_dsl.loads(text, name="costly.astral")
+    e409 = [d for d in design.diagnostics if d.code == "E409"]
+    assert len(e409) == 1 and "more than 2,000,000 steps" in e409[0].message
+    assert [d.code for d in design.diagnostics if d.is_error] == ["E409"]
+    assert evaluate.MAX_STEPS == 2_000_000
+    # past the limit each evaluation still counts as it is abandoned, at most once for each
+    # expression of what was made before: bounded by the limit itself
+    assert max(m.steps for m in made) <= 2 * evaluate.MAX_STEPS
+
+
+def test_the_reference_is_far_below_the_step_limit():
+    from astral_dsl.semantics import evaluate
+
+    with _instantiators() as made:
+        astral_dsl.check(astral_dsl.compile(REPO / "examples" / "astral.astral"),
+                         all_scenarios=True)
+    assert made and max(m.steps for m in made) < evaluate.MAX_STEPS / 1000

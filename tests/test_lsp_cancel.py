@@ -112,3 +112,84 @@ def test_an_ended_worker_is_replaced_and_the_next_analysis_runs(monkeypatch):
         assert "E000" not in {d.code for d in found}
     finally:
         checker.close()
+
+
+def _workers_of(pid: int):
+    """The analysis worker processes the server `pid` started (multiprocessing's spawn)."""
+    import os
+
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if ppid == pid and b"spawn_main" in cmd:
+            out.append(int(entry))
+    return out
+
+
+def test_a_server_whose_analysis_died_recovers_on_the_next_edit():
+    """The server end to end: the analysis's worker process is killed from outside in the
+    middle of the first analysis (as the kernel's OOM killer would), the server publishes that
+    internal error (E000) for that version, and the next edit is analysed afresh in a new worker
+    (no E000, what `astral check` reports), and hover still answers."""
+    import os
+    import signal
+
+    text = SIZING.read_text()
+    uri = SIZING.as_uri()
+    client = Client(REPO)
+    try:
+        client.request("initialize", {"processId": None, "rootUri": REPO.as_uri(),
+                                      "capabilities": {}})
+        client.notify("initialized", {})
+        end = time.monotonic() + 120
+        while len(_workers_of(client.proc.pid)) < 2 and time.monotonic() < end:
+            time.sleep(0.1)                        # the warm workers have started
+        version, died = 1, None
+        client.open(uri, text, version)
+        for attempt in range(5):                   # until a kill lands inside an analysis
+            time.sleep(0.3)
+            for pid in _workers_of(client.proc.pid):
+                os.kill(pid, signal.SIGKILL)
+            found = _published(client, uri, version)
+            if any(d.get("code") == "E000" for d in found):
+                died = found
+                break
+            version += 1
+            client.notify("textDocument/didChange", {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"text": text + "// again\n" * version}]})
+        assert died is not None, "no kill landed inside an analysis"
+        assert "the analysis worker ended" in died[0]["message"]
+        version += 1
+        final = text + "// the next edit\n"
+        client.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": final}]})
+        after = _published(client, uri, version)
+        expected = astral_dsl.check(astral_dsl.compiles(final, name=str(SIZING),
+                                                        root=SIZING.parent))
+        assert sorted(d.get("code") for d in after) == \
+            sorted(d.code for d in expected.diagnostics)
+        assert "E000" not in {d.get("code") for d in after}
+        r = client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                  "position": {"line": 0, "character": 0}})
+        assert "error" not in r, r
+    finally:
+        client.close()
+
+
+def _published(client: Client, uri: str, version: int, timeout: float = 180):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = [p for p in _publications(client, uri) if p.get("version") == version]
+        if found:
+            return found[-1]["diagnostics"]
+        time.sleep(0.05)
+    raise AssertionError(f"version {version} was never published")

@@ -247,3 +247,56 @@ def test_formatting_and_outline_of_a_large_document_run_off_the_event_loop(serve
         # either done, or stopped at the deadline with RequestFailed (-32803): never silence
         assert "result" in r or r["error"]["code"] == -32803, r
         _no_traceback(r)
+
+
+def _peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_a_message_past_the_size_limit_is_skipped_and_the_server_goes_on(server):
+    """64 MiB + 1 byte of a valid message: read and thrown away in chunks (the stream stays in
+    step), the editor told why (window/logMessage), the next request answered."""
+    from astral_dsl.lsp.transport import MAX_MESSAGE
+
+    client, root = server
+    uri = (root / "main.astral").as_uri()
+    body = json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": {"uri": uri, "languageId": "astral", "version": 1,
+                         "text": "x" * MAX_MESSAGE}}}).encode()
+    assert len(body) > MAX_MESSAGE
+    client.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body))
+    for i in range(0, len(body), 1 << 20):
+        client.proc.stdin.write(body[i:i + (1 << 20)])
+    client.proc.stdin.flush()
+    r = client.request("textDocument/hover", _hover(uri))
+    assert r["error"]["code"] == -32602           # the big didOpen never happened: not open
+    logs = [n["params"]["message"] for n in client.notes if n.get("method") == "window/logMessage"]
+    assert any(f"a message of {len(body)} bytes was skipped" in m for m in logs), logs
+    client.open(uri, SMALL)
+    assert client.published(uri) is not None
+    assert "result" in client.request("textDocument/hover", _hover(uri))
+
+
+@pytest.mark.parametrize("length", [b"100000000000", b"9" * 5000], ids=["1e11", "5000-digits"])
+def test_an_announced_length_is_never_allocated(tmp_path, length):
+    """`Content-Length: 10^11` (pygls allocated it: 100 GB) or a 5,000-digit length (past
+    Python's integer conversion limit: pygls stopped): the server reads what comes in chunks,
+    stays small and alive, and ends cleanly when the input does."""
+    client = Client(tmp_path)
+    try:
+        assert "result" in client.request("initialize", {"processId": None,
+                                                         "rootUri": tmp_path.as_uri(),
+                                                         "capabilities": {}})
+        client.proc.stdin.write(b"Content-Length: " + length + b"\r\n\r\n" + b"{" * (4 << 20))
+        client.proc.stdin.flush()
+        time.sleep(1.0)
+        assert client.proc.poll() is None, "the server died"
+        assert _peak_rss_mb(client.proc.pid) < 1024
+        client.proc.stdin.close()
+        assert client.proc.wait(timeout=WAIT) is not None
+    finally:
+        client.close()

@@ -341,6 +341,60 @@ def test_json_nested_a_million_deep_is_a_diagnostic(tmp_path, where):
     assert [d.code for d in diags] == ["E781"] and traces == []
 
 
+GOOD_ROW = {"rank": 0, "iteration": 1, "phase": "forward", "start_s": 0.0, "duration_s": 1.0,
+            "peer": 1, "op": "send"}
+
+
+def _log_of(folder, rows, fmt):
+    """`rows` (GOOD_ROW's columns) written as a JSON Lines or a CSV log; its path."""
+    p = folder / f"log.{fmt}"
+    if fmt == "jsonl":
+        p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        p.write_text(",".join(GOOD_ROW) + "\n" +
+                     "".join(",".join(str(v) for v in r.values()) + "\n" for r in rows))
+    return p
+
+
+@pytest.mark.parametrize("field", ["rank", "iteration", "peer"])
+@pytest.mark.parametrize("value, why", [(2 ** 63, "beyond 2^53"), (2 ** 64 + 1, "beyond 2^53"),
+                                        (-2 ** 63, "beyond 2^53"), (2 ** 53 + 2, "beyond 2^53"),
+                                        (1e300, "beyond 2^53")])
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_whole_number_past_2_53_is_a_bad_row(tmp_path, field, value, why, fmt):
+    """Past 2^53 a float64 no longer holds every whole number, and from 2^63 an int64 holds
+    none: such a rank, iteration or peer is a bad row (E784), on the column road and the
+    row-by-row road alike, never an OverflowError nor a wrapped-around number."""
+    rows = [dict(GOOD_ROW), dict(GOOD_ROW, start_s=1.0), dict(GOOD_ROW, **{field: value})]
+    obs = observe.load([str(_log_of(tmp_path, rows, fmt))])
+    assert codes(obs) == ["E784"], obs.diagnostics
+    assert "1 row(s)" in obs.diagnostics[0].message and why in obs.diagnostics[0].message
+    assert f"line {3 if fmt == 'jsonl' else 4}" in obs.diagnostics[0].message   # csv: a header
+    assert len(obs.ranks[0]) == 2 and obs.ranks[0].iteration.tolist() == [1, 1]
+
+
+def test_whole_numbers_up_to_2_53_are_read_exactly(tmp_path):
+    p = tmp_path / "log.jsonl"
+    p.write_text(json.dumps(dict(GOOD_ROW, iteration=2 ** 53)) + "\n")
+    obs = observe.load([str(p)])
+    assert codes(obs) == [] and obs.ranks[0].iteration.tolist() == [2 ** 53]
+
+
+@pytest.mark.parametrize("field", list(GOOD_ROW))
+@pytest.mark.parametrize("value, kind", [([1], "list"), ({"a": 1}, "object"), ([], "list")])
+def test_a_list_or_object_in_any_field_is_a_bad_row(tmp_path, field, value, kind):
+    rows = [dict(GOOD_ROW), dict(GOOD_ROW, **{field: value}), dict(GOOD_ROW, start_s=2.0),
+            dict(GOOD_ROW, **{field: value})]
+    p = tmp_path / "log.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    obs = observe.load([str(p)])
+    assert codes(obs) == ["E784"], obs.diagnostics
+    message = obs.diagnostics[0].message
+    assert "2 row(s)" in message and "line 2" in message
+    assert f"`{field}` is not a single value: a JSON {kind}" in message
+    assert len(obs.ranks[0]) == 2
+
+
 def test_a_log_line_nested_a_million_deep_is_a_bad_row(tmp_path):
     rows = ['{"rank": 0, "iteration": 1, "phase": "forward", "start_s": 0, "duration_s": 1}',
             '{"rank": 0, "iteration": 1, "phase": "backward", "start_s": 1, "duration_s": 1}',
@@ -399,3 +453,30 @@ def test_a_step_number_of_23000_digits_is_no_step(tmp_path):
                  '{"ph":"X","cat":"kernel","name":"gemm","ts":22,"dur":1}]}' % BIG)
     traces, diags = observe.read_file(str(p))
     assert diags == [] and traces[0].iterations == (2,)
+
+
+@pytest.mark.parametrize("field, value", [("duration_s", 1e308), ("duration_s", 1.5e12),
+                                          ("start_s", -1e13), ("start_s", 1e300)])
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_time_beyond_10_12_s_is_a_bad_row(tmp_path, field, value, fmt):
+    """A start or a duration past 10^12 s is a bad row (E784), on both roads: a duration of
+    1e308 s made the diagnosis's sums and spreads infinite, which its JSON cannot hold (E000;
+    found by make fuzz-deep). 10^12 s itself is read."""
+    rows = [dict(GOOD_ROW), dict(GOOD_ROW, start_s=1.0), dict(GOOD_ROW, **{field: value}),
+            dict(GOOD_ROW, start_s=2.0, duration_s=1e12)]
+    obs = observe.load([str(_log_of(tmp_path, rows, fmt))])
+    assert codes(obs) == ["E784"], obs.diagnostics
+    assert "1 row(s)" in obs.diagnostics[0].message
+    assert f"`{field}` is beyond 10^12 s" in obs.diagnostics[0].message
+    assert len(obs.ranks[0]) == 3 and obs.ranks[0].duration.max() == 1e12
+
+
+
+def test_a_phase_with_a_lone_surrogate_is_named_escaped(tmp_path):
+    """A phase name holding a lone surrogate (JSON's "\\ud800") is named in W784 with it
+    escaped: written as it was, no UTF-8 output could hold the message (`diagnose -o` raised
+    UnicodeEncodeError: E000; found by make fuzz-deep's observed target)."""
+    obs = observe.load([str(_log_of(tmp_path, [dict(GOOD_ROW, phase="\ud800x")], "jsonl"))])
+    assert codes(obs) == ["W784"]
+    assert "phase `\\ud800x` is not known" in obs.diagnostics[0].message
+    obs.diagnostics[0].message.encode("utf-8")          # writable

@@ -49,11 +49,17 @@ def dump_dom(page: Path) -> str:
     return dom
 
 
-def with_script(page: Path, script: str, out: Path) -> Path:
-    """A copy of the page with a test script run after the page's own (the page is not
-    changed)."""
+def with_script(page: Path, script: str, out: Path, allowed: bool = True) -> Path:
+    """A copy of the page with a test script after the page's own (the page is not changed).
+    The page's Content-Security-Policy runs only the scripts whose hashes it lists: `allowed`
+    adds the test script's hash to the copy's policy, as the page does for its own scripts."""
+    from astral_dsl.outputs.report.page import script_hash
+
     text = page.read_text(encoding="utf-8")
     assert text.rstrip().endswith("</body></html>")
+    if allowed:
+        assert text.count("script-src ") == 1
+        text = text.replace("script-src ", f"script-src {script_hash(script)} ", 1)
     out.write_text(text.replace("</body></html>", f"<script>{script}</script></body></html>"),
                    encoding="utf-8")
     return out
@@ -151,6 +157,23 @@ def test_error_hook_marks_script_errors(reference, tmp_path):
     dom = dump_dom(page)
     assert re.search(r'<html[^>]*\sdata-script-errors="1"', dom)
     assert "undefinedFunctionOfTheTest" in _text(dom, "script-errors")
+
+
+def test_a_script_the_policy_does_not_list_does_not_run(reference, tmp_path):
+    """The policy names the page's own scripts by their hashes (no 'unsafe-inline' for
+    scripts): a script that found its way into the page, as an escaping slip would let one,
+    does not run, while the page's own still do."""
+    text = reference.read_text(encoding="utf-8")
+    policy = re.search(r'Content-Security-Policy" content="([^"]*)"', text).group(1)
+    scripts = re.findall(r"script-src ([^;]*);", policy)[0].split()
+    assert "'unsafe-inline'" not in scripts and len(scripts) == 2
+    assert all(s.startswith("'sha256-") for s in scripts)
+    pwn = "document.documentElement.setAttribute('data-pwned','1');"
+    dom = dump_dom(with_script(reference, pwn, tmp_path / "slip.html", allowed=False))
+    no_script_error(dom)                                    # the page's scripts ran
+    assert "data-pwned" not in dom.split(">", 2)[1]
+    dom = dump_dom(with_script(reference, pwn, tmp_path / "listed.html"))
+    assert 'data-pwned="1"' in dom.split("<head", 1)[0]     # the same script, listed, runs
 
 
 SORT_AND_ZOOM = r"""

@@ -194,6 +194,48 @@ def test_a_shared_cache_directory_is_not_used(cache):
     assert list(cache.iterdir()) == []
 
 
+def test_every_folder_the_cache_creates_is_private(tmp_path, monkeypatch):
+    folder = tmp_path / "a" / "b" / "c" / "cache"
+    monkeypatch.setenv("ASTRAL_CACHE_DIR", str(folder))
+    old = os.umask(0o000)                  # a permissive umask must not leak into the folders
+    try:
+        assert usercache.cache_dir() == folder
+    finally:
+        os.umask(old)
+    for p in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "c", folder):
+        st = os.lstat(p)
+        assert stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+        assert stat.S_IMODE(st.st_mode) == 0o700, (p, oct(st.st_mode))
+
+
+@pytest.mark.parametrize("mode, used", [(0o777, False), (0o775, False), (0o757, False),
+                                        (0o1777, True), (0o755, True), (0o700, True)])
+def test_a_parent_writable_by_others_is_refused(tmp_path, monkeypatch, mode, used):
+    """Another user who may write in a folder above the cache could rename it away and put
+    theirs in its place: such a parent (or any folder higher up) is refused, unless sticky."""
+    for parent in (tmp_path / "shared", tmp_path / "up" / "mid"):
+        parent.mkdir(parents=True)
+        top = parent if parent.name == "shared" else tmp_path / "up"
+        os.chmod(top, mode)
+        folder = parent / "cache"
+        monkeypatch.setenv("ASTRAL_CACHE_DIR", str(folder))
+        assert (usercache.cache_dir() == folder) is used, (parent, oct(mode))
+        assert usercache.write("thing", "k", 1) is used
+        os.chmod(top, 0o700)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="changing a folder's owner needs root")
+def test_a_parent_of_another_user_is_refused(tmp_path, monkeypatch):
+    parent = tmp_path / "theirs"
+    parent.mkdir(mode=0o755)
+    folder = parent / "cache"
+    folder.mkdir(mode=0o700)
+    os.chown(parent, 65534, 65534)
+    monkeypatch.setenv("ASTRAL_CACHE_DIR", str(folder))
+    assert usercache.cache_dir() is None
+
+
 def test_a_symlinked_cache_directory_is_not_used(cache, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o700)
@@ -223,12 +265,23 @@ def test_an_entry_of_another_user_is_not_read(cache):
     assert usercache.read("thing", "k") is None
 
 
+# the one module that reads pickles: Dask's protocol is made of them, and it reads them there
+# through a restricted unpickler that calls nothing (tests/explore/test_cluster_trust.py)
+DASK_GUARD = REPO / "astral_dsl" / "explore" / "unpickle.py"
+
+
 def test_no_pickle_is_ever_loaded():
-    """No module of the package imports pickle or asks Lark for its pickle cache."""
+    """No module of the package imports pickle or asks Lark for its pickle cache, except the
+    restricted unpickler of Dask's messages, which never calls pickle's own loaders."""
     for path in (REPO / "astral_dsl").rglob("*.py"):
         text = path.read_text(encoding="utf-8")
-        assert "import pickle" not in text and "cPickle" not in text, path
+        assert "cPickle" not in text, path
         assert "cache=" not in text.replace("lru_cache", "").replace("cache=None", ""), path
+        if path == DASK_GUARD:
+            assert "pickle.load(" not in text and "pickle.loads(" not in text, path
+            assert "pickle.Unpickler(" not in text and "_Unpickler.dispatch)" in text, path
+            continue
+        assert "import pickle" not in text, path
 
 
 # ---- CoolProp fluid names --------------------------------------------------------------------------

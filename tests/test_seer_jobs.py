@@ -376,3 +376,47 @@ def test_the_rule_picks_only_megatron_layouts():
         seer.forecast(design(body))
     (e,) = [d for d in exc.value.diagnostics if d.code == "E751"]
     assert "do not split into 3 virtual stages" in e.message
+
+
+TINY = """
+import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
+site S { hosts = 2 x HGX8(gpu = H100_SXM, nic = CX7_400G) }
+model Tiny { layers = 120, hidden = 256, heads = 4, vocab = 1000, seq = 256, ffn = 1024 }
+"""
+
+
+@pytest.mark.parametrize("pp", [3, 4, 5])
+@pytest.mark.parametrize("v", [2, 3])
+@pytest.mark.parametrize("micro", ["", "micro = 1"])
+def test_check_accepts_only_interleaved_jobs_that_forecast(pp, v, micro):
+    """Declared virtual stages with any global batch, the micro-batch declared or left to the
+    rule: `check` either refuses the job (E760) or `forecast` runs it (the rule's pick made the
+    schedule deadlock, an E000, while check said ok); the rule never picks an order the
+    schedule cannot run."""
+    from astral_dsl.seer.rule import candidates
+    from astral_dsl.seer.schedule import runnable
+
+    refused = 0
+    for gb in range(1, 12):
+        body = (f"job J {{\n  model = Tiny, placement = S, gpus = {pp}\n"
+                f"  parallel {{ tp = 1, pp = {pp}, dp = 1, schedule = interleaved, "
+                f"virtual_stages = {v} }}\n  batch {{ global_batch = {gb}, {micro} }}\n}}\n")
+        d = astral_dsl.loads(TINY + body, name="job.astral", root=REPO)
+        diags, spec, _ = seer.validate_job(d, d.jobs[0])
+        errors = [x.code for x in diags if x.is_error]
+        for c in candidates(spec):
+            m = c.global_batch // (c.micro * c.parallel.dp)
+            assert runnable(pp, v, m, "interleaved"), (gb, c.micro)
+        if errors:
+            assert errors == ["E760"], (gb, errors)
+            refused += 1
+            with pytest.raises(seer.ForecastError):
+                seer.forecast(d)
+            continue
+        fc = seer.forecast(d)
+        assert fc.iteration_time > 0
+    def micros(gb):       # the rule's: powers of two dividing the batch (budget.py)
+        return [1] if micro else [b for b in (1, 2, 4, 8) if gb % b == 0]
+
+    assert refused == sum(1 for gb in range(1, 12)
+                          if not any(runnable(pp, v, gb // b, "interleaved") for b in micros(gb)))

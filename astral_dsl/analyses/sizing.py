@@ -35,6 +35,9 @@ from astral_dsl.units import Quantity
 # 12 s, which keeps `astral check` of a design with a `?` bounded in CI and under the language
 # server's time limit. (It was 2,048: one `(? in 1..2000)` in the reference took 86 s.)
 MAX_COMBINATIONS = 256
+# ... and each combination that holds is compiled again under each required scenario: at most
+# this many compiles in all (256 combinations with three required scenarios)
+MAX_COMPILES = 1024
 
 
 @attrs.frozen
@@ -112,10 +115,15 @@ def combinations(design: Design) -> Plan:
     total = 1
     for n in sizes:
         total *= n
-    if total > MAX_COMBINATIONS:
+    required = sum(1 for s in design.scenarios if s.field("required") is True)
+    if total > MAX_COMBINATIONS or total * (1 + required) > MAX_COMPILES:
+        why = f"more than the {MAX_COMBINATIONS:,} sizing explores" \
+            if total > MAX_COMBINATIONS else \
+            f"each compiled with its {required:,} required scenario(s): " \
+            f"{total * (1 + required):,} compiles, more than the {MAX_COMPILES:,} sizing runs"
         return Plan(refused=_failed(design, sense, name, total, 0, [Diagnostic(
-            "E661", Severity.ERROR, f"the unknowns have {total:,} combinations, more than the "
-                                    f"{MAX_COMBINATIONS:,} sizing explores", _anchor(design, span),
+            "E661", Severity.ERROR, f"the unknowns have {total:,} combinations, {why}",
+            _anchor(design, span),
             "narrow the options of `? in ...` (each combination is a full compile and check); "
             "leave an equipment count as a bare `?`")]))
     return Plan(tuple((index, {u.key: Choice(i) for u, i in zip(structural, index)})

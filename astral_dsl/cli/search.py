@@ -75,9 +75,12 @@ def run(args, overrides) -> int:
         return usage(f"-o {args.output}: the extension chooses the format: .csv or .jsonl")
     if args.workers is not None and args.workers < 1:
         return usage("--workers must be at least 1")
+    from astral_dsl.cli.sweep import cluster_spec, progress_bar
+
     try:
         gpus = _counts(args.gpus) if args.gpus else ()
         life = _life(args.life) if args.life else search.LIFE_S
+        cluster = cluster_spec(args)
     except ValueError as exc:
         return usage(str(exc))
     from astral_dsl.cli.runs import read_calibration
@@ -85,7 +88,6 @@ def run(args, overrides) -> int:
     calibration, failed = read_calibration(args)
     if failed is not None:
         return failed
-    from astral_dsl.cli.sweep import progress_bar
 
     update, stop = progress_bar(sys.stderr.isatty(), "search")
     labels = {"screening": "screening", "forecasting": "forecasting"}
@@ -95,7 +97,7 @@ def run(args, overrides) -> int:
             update(done, total, labels[stage])
     try:
         result = search.run(args.file, job=args.job, objective=args.objective, top=args.top,
-                            gpus=gpus, sets=overrides, cluster=args.cluster,
+                            gpus=gpus, sets=overrides, cluster=cluster,
                             workers=args.workers, progress=progress, life_s=life,
                             calibration=calibration)
     except search.SearchError as exc:

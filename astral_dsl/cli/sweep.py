@@ -37,7 +37,42 @@ def add_engine_options(p) -> None:
     p.add_argument("--workers", type=int, metavar="N",
                    help="local worker processes (default: every core)")
     p.add_argument("--cluster", metavar="ADDRESS",
-                   help="run on an existing Dask cluster, e.g. tcp://scheduler:8786")
+                   help="run on an existing Dask cluster: tls://scheduler:8786 with the "
+                        "cluster's certificates, or tcp://127.0.0.1:8786 on this machine")
+    p.add_argument("--tls-ca-file", metavar="FILE",
+                   help="the cluster's CA certificate (default: Dask's configuration)")
+    p.add_argument("--tls-cert", metavar="FILE",
+                   help="this client's certificate, signed by the cluster's CA")
+    p.add_argument("--tls-key", metavar="FILE",
+                   help="its private key (when not in the certificate's file)")
+    p.add_argument("--insecure-cluster", action="store_true",
+                   help="allow plain tcp:// to another machine: anyone who can reach the "
+                        "scheduler can run code on the cluster's machines")
+
+
+def cluster_spec(args):
+    """The ClusterSpec of --cluster and its options (None without --cluster); ValueError for
+    options that need --cluster, or an address or certificates that cannot be used
+    (explore/cluster.py), before any work starts."""
+    from astral_dsl.explore.cluster import ClusterError, ClusterSpec, connection
+
+    extra = [flag for flag, value in (("--tls-ca-file", args.tls_ca_file),
+                                      ("--tls-cert", args.tls_cert),
+                                      ("--tls-key", args.tls_key),
+                                      ("--insecure-cluster", args.insecure_cluster)) if value]
+    if not args.cluster:
+        if extra:
+            raise ValueError(f"{extra[0]} needs --cluster ADDRESS")
+        return None
+    spec = ClusterSpec(args.cluster, args.tls_ca_file, args.tls_cert, args.tls_key,
+                       args.insecure_cluster)
+    try:
+        connection(spec)
+    except ClusterError as exc:
+        raise ValueError(str(exc)) from None
+    except ImportError:
+        raise ValueError("--cluster needs Dask distributed (pip install distributed)") from None
+    return spec
 
 
 def progress_bar(enabled: bool, label: str):
@@ -91,6 +126,10 @@ def run(args, overrides) -> int:
         return usage("--plot needs --x COLUMN and --y COLUMN")
     if args.workers is not None and args.workers < 1:
         return usage("--workers must be at least 1")
+    try:
+        cluster = cluster_spec(args)
+    except ValueError as exc:
+        return usage(str(exc))
     if args.calibration and not args.job:
         return usage("--calibration prices the forecasts of --job: give the job too")
     from astral_dsl.cli.runs import read_calibration
@@ -101,7 +140,7 @@ def run(args, overrides) -> int:
     update, stop = progress_bar(sys.stderr.isatty(), "sweep")
     try:
         result = sweep.run(args.file, args.grid, overrides, job=args.job,
-                           scenario=args.scenario, cluster=args.cluster, workers=args.workers,
+                           scenario=args.scenario, cluster=cluster, workers=args.workers,
                            progress=update, calibration=calibration)
     except (sweep.SweepError, EngineError) as exc:
         return usage(str(exc))

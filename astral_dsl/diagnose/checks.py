@@ -33,7 +33,8 @@ def diag(code, message, file=None, hint=None) -> Diagnostic:
 
 def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
     """rank -> trace: other world sizes set aside first (E785), then ranks outside the job and
-    ranks read twice (E786, the first file kept)."""
+    ranks read twice (E786, the first file kept), and the records of a transfer whose peer is
+    outside the job (E786)."""
     out: Dict[int, object] = {}
     for t in observed.traces:
         if t.world_size is not None and t.world_size != rm.world:
@@ -49,6 +50,12 @@ def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
             diags.append(diag("E786", f"rank {t.rank} appears twice: already read from "
                                       f"{out[t.rank].file}; this one is left out", t.file))
             continue
+        outside = (t.peer >= rm.world) | (t.peer < -1)
+        if outside.any():                 # a transfer with a rank the job does not have
+            diags.append(diag("E786", f"rank {t.rank}: {int(outside.sum()):,} record(s) name a "
+                                      f"peer outside the job's {rm.world} ranks (e.g. "
+                                      f"{int(t.peer[outside][0])}): left out", t.file))
+            t = t.select(~outside)
         out[t.rank] = t
     return out
 

@@ -74,6 +74,8 @@ CODES: dict[str, str] = {
     "E405": "design too large",
     "E406": "imports nest too deeply",
     "E407": "analysis stopped at the language server's time limit",
+    "E408": "too many scenarios to check",
+    "E409": "design too costly to evaluate",
     "W400": "no site declared",
     # E5xx / W5xx: user constraints
     "E500": "check failed",

@@ -77,7 +77,9 @@ def load_with_bundle(path: str, overrides=None):
 
 # ---- on the worker ------------------------------------------------------------------------------
 _LOCK = threading.Lock()
-_LAID_OUT: Dict[str, Tuple[Path, Dict[str, str]]] = {}
+# (content digest, the client's names) -> laid out: the same files named otherwise by another
+# client (or another project with the same text) are written once, renamed each their own way
+_LAID_OUT: Dict[Tuple[str, tuple], Tuple[Path, Dict[str, str]]] = {}
 _TMP: Optional[Path] = None
 
 
@@ -93,7 +95,8 @@ def lay_out(bundle: Bundle) -> Tuple[Path, Dict[str, str]]:
     from astral_dsl.semantics.modules import display_name
 
     with _LOCK:
-        hit = _LAID_OUT.get(bundle.digest)
+        key = (bundle.digest, bundle.names)
+        hit = _LAID_OUT.get(key)
         if hit is not None:
             return hit
         if _TMP is None:
@@ -111,7 +114,7 @@ def lay_out(bundle: Bundle) -> Tuple[Path, Dict[str, str]]:
         rename = {display_name(root.joinpath(*rel.split("/"))): client[rel]
                   for rel, _ in bundle.files}
         hit = (root.joinpath(*bundle.entry.split("/")), rename)
-        _LAID_OUT[bundle.digest] = hit
+        _LAID_OUT[key] = hit
         return hit
 
 

@@ -1,14 +1,21 @@
 """Where the points run: a local process pool (all cores by default), or an existing Dask
-distributed cluster (`--cluster tcp://host:8786`). Both run the same function on the same plain
+distributed cluster (`--cluster tls://host:8786`). Both run the same function on the same plain
 data (the design's source text and each point's overrides, see bundle.py), in chunks, and hand
 back results in submission order whatever finished first.
 
+A cluster is reached as cluster.py allows (TLS with its certificates, or plain TCP to this
+machine or with --insecure-cluster), and while the client is open it accepts plain data only
+from it (unpickle.py): the version probe's answer and every result are checked to be that
+before they are used.
+
 Dask rather than Ray: it is pure Python (one `pip install distributed`, no 100 MB wheel of
-native services), its local cluster starts in about a second on two cores, its scheduler address
-is a plain `tcp://host:port`, and it ships the function by reference to an installed package,
-which is all this work needs: independent tasks over small inputs, no actors, no object store."""
+native services), its local cluster starts in about a second on two cores, and it ships the
+function by reference to an installed package, which is all this work needs: independent tasks
+over small inputs, no actors, no object store."""
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import os
 from typing import Any, Callable, List, Optional, Sequence, Tuple
@@ -87,18 +94,33 @@ class LocalEngine:
 
 
 class DaskEngine:
-    """An existing Dask distributed cluster, by its scheduler's address."""
+    """An existing Dask distributed cluster, by its scheduler's address (a ClusterSpec)."""
 
-    def __init__(self, address: str, timeout: float = 10.0):
+    def __init__(self, spec, timeout: float = 10.0):
+        from astral_dsl.explore.cluster import ClusterError, connection
+        from astral_dsl.explore import unpickle
+
         try:
-            from distributed import Client
+            import distributed  # noqa: F401
         except ImportError:
             raise EngineError("--cluster needs Dask distributed, an optional dependency: "
                               "pip install astral-dsl[cluster]") from None
+        try:
+            address, security = connection(spec)
+        except ClusterError as exc:
+            raise EngineError(str(exc)) from None
         self.address = address
         try:
-            self.client = Client(address, timeout=timeout, set_as_default=False)
+            unpickle.install()
+        except unpickle.GuardError as exc:
+            raise EngineError(f"--cluster {address}: {exc}") from None
+        self.client = None
+        self._logs = OneLineLogs()
+        try:
+            self.client = _client()(address, timeout=timeout, set_as_default=False,
+                                    security=security)
         except (OSError, TimeoutError, ValueError) as exc:
+            self.close()
             raise EngineError(f"--cluster {address}: cannot reach the Dask scheduler ({exc})") \
                 from None
         self._check_versions()
@@ -106,16 +128,26 @@ class DaskEngine:
     def _check_versions(self) -> None:
         from astral_dsl import __version__
 
-        versions = self.client.run(_version)
-        if not versions:
+        try:
+            versions = self.client.run(_version)
+        except Exception as exc:  # noqa: BLE001 - a refused or failed probe refuses the cluster
+            self.close()
+            raise EngineError(f"--cluster {self.address}: the workers' version probe failed "
+                              f"({type(exc).__name__}: {exc})") from None
+        if not isinstance(versions, dict) or not versions:
             self.close()
             raise EngineError(f"--cluster {self.address}: the cluster has no workers")
-        wrong = {w: v for w, v in versions.items() if v != __version__}
+        odd = sorted(str(w) for w, v in versions.items() if not isinstance(v, str))
+        if odd:
+            self.close()
+            raise EngineError(f"--cluster {self.address}: worker {odd[0]} did not answer the "
+                              "version probe with a version")
+        wrong = {str(w): v for w, v in versions.items() if v != __version__}
         if wrong:
             self.close()
             worker, version = sorted(wrong.items())[0]
             raise EngineError(f"--cluster {self.address}: worker {worker} runs astral_dsl "
-                              f"{version}, this client {__version__}; install the same "
+                              f"{version[:40]}, this client {__version__}; install the same "
                               "version on every worker")
         self.workers = len(versions)
 
@@ -131,22 +163,95 @@ class DaskEngine:
             lost: Callable[[int, str], Any] = None) -> List[Any]:
         from distributed import as_completed
 
+        from astral_dsl.explore.unpickle import plain
+
         results: List[Any] = [None] * len(tasks)
         futures = [self.client.submit(fn, *args, pure=False) for fn, args in tasks]
         index = {f.key: i for i, f in enumerate(futures)}
         for future in as_completed(futures, loop=self.client.loop):
             i = index[future.key]
             try:
-                results[i] = future.result()
+                result = future.result()
+                if not plain(result):
+                    raise TypeError("the result is not plain data: refused")
+                results[i] = result
             except Exception as exc:  # noqa: BLE001 - a lost worker costs its chunk only
                 if lost is None:
                     raise
-                results[i] = lost(i, f"the Dask task failed: {type(exc).__name__}: {exc}")
+                results[i] = lost(i, _failure(exc))
             done(i)
         return results
 
     def close(self) -> None:
-        self.client.close()
+        from astral_dsl.explore import unpickle
+
+        try:
+            if self.client is not None:
+                self.client.close()
+        finally:
+            self.client = None
+            self._logs.close()
+            unpickle.uninstall()
+
+
+class OneLineLogs(logging.Filter):
+    """While an engine is open, Dask's log records reach the terminal as one line each, without
+    a traceback, and with control characters escaped: their text may come from the cluster (a
+    refused pickle, a worker's exception), and a traceback is not for the user."""
+
+    LOGGERS = ("distributed", "distributed.client")
+
+    def __init__(self):
+        super().__init__()
+        self.handlers = [h for name in self.LOGGERS for h in logging.getLogger(name).handlers]
+        for h in self.handlers:
+            h.addFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from astral_dsl.outputs.terminal import printable
+
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record whose arguments do not format
+            text = str(record.msg)
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text += f" ({type(exc).__name__}: {exc})"
+        record.msg, record.args = printable(" ".join(text.split()))[:2000], ()
+        record.exc_info = record.exc_text = record.stack_info = None
+        return True
+
+    def close(self) -> None:
+        for h in self.handlers:
+            h.removeFilter(self)
+        self.handlers = []
+
+
+def _failure(exc: Exception) -> str:
+    """Why a Dask task gave no result. A worker's error comes as a pickle, which the client
+    does not read (unpickle.py): Dask then hands over its bytes, which say nothing."""
+    if exc.args and isinstance(exc.args[0], (bytes, bytearray, memoryview)):
+        return ("the Dask task failed or its worker died (the error it sent is a pickle, which "
+                "this client does not read)")
+    return f"the Dask task failed: {type(exc).__name__}: {str(exc)[:500]}"
+
+
+IGNORED_TOPICS = ("print", "warn")
+
+
+@functools.lru_cache(maxsize=None)
+def _client():
+    """Dask's Client, without the handlers that print a worker's `print` and `warn` events in
+    this process (a worker's text would reach the terminal, or the middle of --format json)."""
+    from distributed import Client
+
+    class QuietClient(Client):
+        def subscribe_topic(self, topic, handler):
+            if topic in IGNORED_TOPICS:
+                return None
+            return super().subscribe_topic(topic, handler)
+
+    return QuietClient
 
 
 def _version() -> str:
@@ -155,12 +260,12 @@ def _version() -> str:
     return __version__
 
 
-def engine(cluster: Optional[str] = None, workers: Optional[int] = None):
+def engine(cluster=None, workers: Optional[int] = None):
+    """A LocalEngine, or a DaskEngine for `cluster` (a ClusterSpec, or an address with the
+    defaults: certificates from Dask's configuration, no --insecure-cluster)."""
     if cluster:
-        if "://" not in cluster:
-            cluster = "tcp://" + cluster
-        if not cluster.startswith(("tcp://", "tls://", "inproc://", "ws://", "wss://")):
-            raise EngineError(f"--cluster {cluster}: expected a Dask scheduler address such as "
-                              "tcp://host:8786")
-        return DaskEngine(cluster)
+        from astral_dsl.explore.cluster import ClusterSpec
+
+        spec = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec(str(cluster))
+        return DaskEngine(spec)
     return LocalEngine(workers)

@@ -42,7 +42,7 @@ def front_end_fatal(design) -> bool:
 
 
 def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = None,
-        job: Optional[str] = None, scenario: Optional[str] = None, cluster: Optional[str] = None,
+        job: Optional[str] = None, scenario: Optional[str] = None, cluster=None,
         workers: Optional[int] = None, progress: Optional[Callable[[int, int], None]] = None,
         engine=None, calibration=None) -> SweepResult:
     """Every point of the grids (module docstring). `calibration`: Seer's constants for the

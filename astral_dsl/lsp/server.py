@@ -20,7 +20,8 @@ own threads, and a request that runs out of time gets an error (RequestFailed). 
 raised into a running thread, so a cancelled analysis leaves nothing half-imported, and an
 internal error (E000) lasts until the next edit. Requests with invalid params get InvalidParams
 (-32602), a document that is not open an InvalidParams error too, and no error carries a Python
-traceback (they go to the server's log on standard error)."""
+traceback (they go to the server's log on standard error). A message longer than 64 MiB is
+read in chunks and skipped, and the editor told (transport.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -37,6 +38,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from astral_dsl import __version__
+from astral_dsl.lsp import transport
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.lsp import workers
 from astral_dsl.lsp.analysis import Analysis, analyse
@@ -460,6 +462,12 @@ def _answered(handler):
 def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
     server = AstralServer(debounce, timeout)
 
+    @server.feature(transport.TOO_LARGE)
+    async def too_large(ls: AstralServer, params):
+        text = transport.describe(params)
+        log.warning(text)
+        ls.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=text))
+
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: AstralServer, params: lsp.DidOpenTextDocumentParams):
         await ls.refresh(params.text_document.uri)
@@ -643,6 +651,6 @@ def serve(debounce: float = 0.3, timeout: float = TIMEOUT) -> None:
     server = build(debounce, timeout)
     server.checker.warm()          # after the detach: the workers' standard output is stderr
     try:
-        server.start_io(sys.stdin.buffer, protocol)
+        server.start_io(transport.BoundedInput(sys.stdin.buffer), protocol)
     finally:
         server.checker.close()

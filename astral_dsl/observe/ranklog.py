@@ -8,9 +8,14 @@ row, or JSON Lines (one object per line), with the columns
   backward-compute, forward-send, forward-recv, backward-send, backward-recv, grads-all-reduce,
   grads-reduce-scatter, params-all-gather, optimizer, ...).
 - `start_s`: seconds on the rank's clock (any epoch; hosts' clocks may differ), `duration_s`
-  seconds, both finite, the duration not negative.
+  seconds, both finite and of magnitude at most 10^12 (MAX_SECONDS), the duration not
+  negative.
 - `peer` (optional): the partner rank of a pipeline send or receive; `op` (optional): `send`,
   `recv` or a collective's name. With them the diagnosis matches each transfer's two ends.
+- every value is a scalar (a JSON list or object is not a value), and `rank`, `iteration` and
+  `peer` are whole numbers of magnitude at most 2^53 (MAX_WHOLE: beyond it a float64, which the
+  columns are read as, no longer holds every whole number, and 2^63 no longer fits the int64
+  columns).
 One file may hold one rank or many. A bad row is skipped and reported (E784 with its line);
 the rest of the file is still read."""
 from __future__ import annotations
@@ -29,6 +34,14 @@ from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, RankTrace, make
 
 REQUIRED = ("rank", "iteration", "phase", "start_s", "duration_s")
+MAX_WHOLE = 2 ** 53
+# The largest start or duration a row may state, in seconds: 10^12 s, about 31,700 years. Past
+# it the diagnosis's sums and ratios over a job's rows leave a float's range (a duration of
+# 1e308 s made a rank's compute time and a phase's spread infinite, which JSON cannot hold:
+# E000); such a row is a bad row (E784).
+MAX_SECONDS = 1e12
+SCALARS = (str, int, float, bool, type(None))
+_SCALAR_TYPES = frozenset(SCALARS)
 # Megatron-LM timer names -> (phase, op)
 ALIASES = {
     "forward-compute": ("forward", ""), "backward-compute": ("backward", ""),
@@ -116,6 +129,8 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     """All rows at once (numpy); None when any row is bad, so that the row-by-row reader can
     say which."""
     n = len(line_numbers)
+    if any(not set(map(type, c)) <= _SCALAR_TYPES for c in cols.values() if c is not None):
+        return None                 # a list or an object: the row-by-row reader names the row
     try:
         rank = _ints(cols["rank"])
         it = _ints(cols["iteration"])
@@ -126,8 +141,9 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     except (ValueError, TypeError):
         return None
     if not (np.isfinite(start).all() and np.isfinite(dur).all() and (dur >= 0).all()
+            and (np.abs(start) <= MAX_SECONDS).all() and (dur <= MAX_SECONDS).all()
             and (rank >= 0).all() and np.isfinite(peer).all()
-            and (peer == np.round(peer)).all()):
+            and (peer == np.round(peer)).all() and (np.abs(peer) <= MAX_WHOLE).all()):
         return None
     unknown: Dict[str, int] = {}
     phase = np.empty(n, dtype=np.int8)
@@ -173,8 +189,9 @@ def _floats(values) -> np.ndarray:
 
 def _ints(values) -> np.ndarray:
     arr = _floats(values)
-    if not np.isfinite(arr).all() or (arr != np.round(arr)).any():
-        raise ValueError("not whole")
+    if not np.isfinite(arr).all() or (arr != np.round(arr)).any() or \
+            (np.abs(arr) > MAX_WHOLE).any():
+        raise ValueError("not whole, or beyond 2^53")
     return arr.astype(np.int64)
 
 
@@ -191,8 +208,8 @@ def _phase_op(name: str, op: str, unknown) -> Tuple[int, int]:
 
 def _unknown_phases(path: str, unknown: Dict[str, int]) -> List[Diagnostic]:
     """W784 for each phase name not known, with its count of rows."""
-    return [diag("W784", f"phase `{name}` is not known ({count} row(s)): counted as `other`, "
-                         f"neither compute nor communication", path,
+    return [diag("W784", f"phase `{_text(name)}` is not known ({count} row(s)): counted as "
+                         f"`other`, neither compute nor communication", path,
                  "phases: " + ", ".join(PHASE_INDEX))
             for name, count in sorted(unknown.items())]
 
@@ -232,14 +249,18 @@ def _row(row, unknown) -> "Tuple[int, tuple] | str":
     try:
         rank = _whole(row.get("rank"), "rank")
         it = _whole(row.get("iteration"), "iteration")
-        start = _finite(row.get("start_s"), "start_s")
-        dur = _finite(row.get("duration_s"), "duration_s")
+        start = _seconds(row.get("start_s"), "start_s")
+        dur = _seconds(row.get("duration_s"), "duration_s")
     except ValueError as exc:
         return str(exc)
     if rank < 0:
         return f"rank {rank} is negative"
     if dur < 0:
         return f"duration_s {dur} is negative"
+    odd = next((k for k, v in row.items() if k in REQUIRED + ("peer", "op")
+                and type(v) not in SCALARS), None)
+    if odd is not None:
+        return f"`{odd}` is not a single value: a JSON {_json_kind(row[odd])}"
     phase, op = _phase_op(str(row.get("phase", "")).strip().lower(),
                           str(row.get("op", "") or "").strip().lower(), unknown)
     peer = row.get("peer")
@@ -253,27 +274,48 @@ def _row(row, unknown) -> "Tuple[int, tuple] | str":
 
 
 def _whole(v, what) -> int:
-    if isinstance(v, bool) or v is None or v == "":
-        raise ValueError(f"`{what}` is missing")
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"`{what}` is not a number: {str(v)[:40]!r}") from None
-    if not math.isfinite(f) or not f.is_integer():
-        raise ValueError(f"`{what}` is not a whole number: {str(v)[:40]!r}")
+    f = _finite(v, what)
+    if not f.is_integer():
+        raise ValueError(f"`{what}` is not a whole number: {_show(v)}")
+    if abs(f) > MAX_WHOLE:
+        raise ValueError(f"`{what}` is beyond 2^53: {_show(v)}")
     return int(f)
 
 
 def _finite(v, what) -> float:
     if isinstance(v, bool) or v is None or v == "":
         raise ValueError(f"`{what}` is missing")
+    if type(v) not in SCALARS:
+        raise ValueError(f"`{what}` is not a single value: a JSON {_json_kind(v)}")
     try:
         f = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"`{what}` is not a number: {str(v)[:40]!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"`{what}` is not a number: {_show(v)}") from None
     if not math.isfinite(f):
-        raise ValueError(f"`{what}` is not finite: {v!r}")
+        raise ValueError(f"`{what}` is not finite: {_show(v)}")
     return f
+
+
+def _seconds(v, what) -> float:
+    f = _finite(v, what)
+    if abs(f) > MAX_SECONDS:
+        raise ValueError(f"`{what}` is beyond 10^12 s: {_show(v)}")
+    return f
+
+
+def _show(v) -> str:
+    return repr(str(v)[:40])
+
+
+def _text(name: str) -> str:
+    """A name from the log as a message may hold it: a lone surrogate (JSON's "\\ud800", which
+    no UTF-8 output can write: E000) escaped."""
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _json_kind(v) -> str:
+    return "object" if isinstance(v, dict) else "list" if isinstance(v, list) else \
+        type(v).__name__
 
 
 __all__ = ["ALIASES", "REQUIRED", "WALL_TIMERS", "timers_of", "looks_like_csv", "read_csv", "read_jsonl"]

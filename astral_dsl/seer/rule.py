@@ -17,7 +17,9 @@ Candidates: the powers of two dividing B / DP (micro-batch); the numbers of chun
 Megatron-LM's layer options lay out on the stages (spec.chunk_split: each stage's layers split
 evenly, the embedding and the loss counted as a layer where that evens them out), interleaving
 only when the pipeline's micro-batches are a multiple of its stages (Megatron-LM's
-requirement); none over the work budget (budget.py: blocks and tokens per micro-batch).
+requirement), or with declared virtual stages when the schedule's order can run them
+(schedule.runnable); none over the work budget (budget.py: blocks and tokens per
+micro-batch).
 
 Pruning: every candidate gets a lower bound of its iteration time from its block durations
 alone (no simulation): a stage's compute stream runs all its blocks one after another, cannot
@@ -33,6 +35,7 @@ from typing import Callable, List, Optional, Tuple
 
 from astral_dsl.seer import budget
 from astral_dsl.seer.lower import Lowering
+from astral_dsl.seer.schedule import runnable
 from astral_dsl.seer.memory import MemoryEstimate, estimate
 from astral_dsl.seer.spec import JobSpec, stage_layers, virtual_stage_options
 
@@ -62,11 +65,14 @@ def candidates(job: JobSpec) -> List[JobSpec]:
     for b in sorted(micros):
         m = job.global_batch // (b * par.dp)
         for v in vs:
-            if v > 1 and len(vs) > 1 and m % par.pp:
-                continue      # Megatron-LM interleaves only when p divides the micro-batches
-            if len(micros) * len(vs) > 1 and (budget.blocks(par.pp, v, m) > budget.MAX_BLOCKS
-                                              or b * job.seq > budget.MAX_TOKENS):
+            over = budget.blocks(par.pp, v, m) > budget.MAX_BLOCKS or \
+                b * job.seq > budget.MAX_TOKENS
+            if len(micros) * len(vs) > 1 and over:
                 continue
+            if v > 1 and m % par.pp and (len(vs) > 1 or
+                                         not (over or runnable(par.pp, v, m, par.schedule))):
+                continue      # Megatron-LM interleaves only when p divides the micro-batches;
+                #               declared chunks: any m the schedule's order can run
             for rec in recs:
                 out.append(job.with_(micro=b, parallel=replace(par, v=v), recompute=rec))
     return out

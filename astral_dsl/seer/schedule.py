@@ -125,6 +125,21 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
     return _run(low, m, plan)
 
 
+def runnable(p: int, v: int, m: int, schedule: str) -> bool:
+    """Whether the schedule's block order can run m micro-batches: batched exchanges, or
+    failing that each send on its own (simulate). Always with one chunk or m a multiple of p;
+    the interleaved order can deadlock otherwise (e.g. p = 4, v = 3, m = 5)."""
+    if v <= 1 or m % p == 0:
+        return True
+    for batched in (True, False):
+        try:
+            _cached_structure(p, v, m, schedule, batched)
+            return True
+        except RuntimeError:
+            pass
+    return False
+
+
 CACHE_BLOCKS = 400_000          # blocks of dependency orders kept for reuse (~40 MB)
 _CACHE: "OrderedDict[tuple, _Plan]" = OrderedDict()
 

@@ -77,7 +77,7 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
         diags.append(_err("E755", f"{name} needs {par.gpus} GPUs but its placement "
                                   f"`{cluster.placement}` holds {cluster.gpus}",
                           job.span_of("placement"), "place it on more GPUs or shrink a degree"))
-    diags.extend(_gpu_data(design, job, cluster))
+    diags.extend(gpu_data(design, job, cluster, par.gpus))
     diags.extend(_gpu_guesses(design, job, cluster))
     diags.extend(_precision(spec, cluster, name, where))
     if any(d.is_error for d in diags):
@@ -92,25 +92,46 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
         return diags, spec, cluster
     diags.extend(_budget_blocks(spec, where))
     if not any(d.is_error for d in diags):
+        diags.extend(_interleaving(spec, where))
+    if not any(d.is_error for d in diags):
         diags.extend(memory_check(job, spec, cluster))
     return diags, spec, cluster
 
 
-def _gpu_data(design, job, cluster: Cluster) -> List[Diagnostic]:
+def gpu_data(design, job, cluster: Cluster, ranks: int = 1) -> List[Diagnostic]:
     """E758 for a GPU without the data sheet figures Seer's operator times need (a missing
-    figure must not count as zero, nor as an assumed value)."""
+    figure must not count as zero, nor as an assumed value), without the NVLink bandwidth
+    its transfers between the GPUs of a host (or NVLink domain) are priced on, when the job
+    has such transfers (several GPUs per host and more than one rank), and for hosts without a
+    network bandwidth when the job spans several of them (comm divided by both)."""
     gpu = cluster.gpu
-    missing = [(what, field) for what, field, have in (
-        ("`memory_bandwidth`", "memory_bandwidth", gpu.hbm_bw > 0),
+    nvlink = ranks <= 1 or cluster.net.gpus_per_host <= 1 or gpu.nvlink_bw > 0
+    missing = [(what, field, note) for what, field, have, note in (
+        ("`memory_bandwidth`", "memory_bandwidth", gpu.hbm_bw > 0, _TIMES),
         ("peak FLOP/s (`flops_bf16`, `flops_fp16`, `flops_fp8` or `flops_fp32`)", "flops_bf16",
-         bool(gpu.flops))) if not have]
-    if not missing:
-        return []
+         bool(gpu.flops), _TIMES),
+        ("`nvlink_bandwidth` (nor does its host)", "nvlink_bandwidth", nvlink,
+         f"its {cluster.net.gpus_per_host} GPUs per host exchange activations and gradients "
+         "over NVLink, which Seer prices by that bandwidth (per GPU and direction: half of "
+         "NVIDIA's bidirectional total, e.g. 450 GB/s for NVLink 4); a GPU without NVLink "
+         "(PCIe only) is not modelled")) if not have]
     span = _gpu_span(design, job, gpu)
-    return [_err("E758", f"job `{job.template}` cannot be forecast: GPU `{gpu.name}` declares no "
-                         f"{what}", span, f"declare `{field}` on `{gpu.name}` (its data sheet)",
-                 ("Seer times memory-bound operators by the memory bandwidth and GEMMs by the "
-                  "peak FLOP/s of the job's precision",)) for what, field in missing]
+    out = [_err("E758", f"job `{job.template}` cannot be forecast: GPU `{gpu.name}` declares no "
+                        f"{what}", span, f"declare `{field}` on `{gpu.name}` (its data sheet)",
+                (note,)) for what, field, note in missing]
+    if ranks > cluster.net.gpus_per_host and cluster.net.nic_bw <= 0:
+        out.append(_err("E758", f"job `{job.template}` cannot be forecast: its {_n(ranks)} GPUs "
+                                f"span hosts of {_n(cluster.net.gpus_per_host)}, which declare "
+                                f"no network bandwidth", job.span_of("placement") or job.span,
+                        "declare the hosts' `nics`, each with its `ports` and `port_speed` "
+                        "(its data sheet), or place the job on one host",
+                        ("Seer prices the traffic between hosts (pipeline transfers, "
+                         "data-parallel reductions) on the NICs of each GPU's rail",)))
+    return out
+
+
+_TIMES = ("Seer times memory-bound operators by the memory bandwidth and GEMMs by the peak "
+          "FLOP/s of the job's precision")
 
 
 def _gpu_span(design, job, gpu):
@@ -282,6 +303,32 @@ def _budget_blocks(spec: JobSpec, where) -> List[Diagnostic]:
                          f"x virtual stages x micro-batches = 2 x {par.pp} x {v} x {_n(m)}), "
                          f"over Seer's work budget of {budget.MAX_BLOCKS:,} (docs/seer.md)",
                  where(field, "batch"), "a larger micro-batch or a smaller global batch")]
+
+
+def _interleaving(spec: JobSpec, where) -> List[Diagnostic]:
+    """E760: declared virtual stages with no micro-batch the interleaved schedule's order can
+    run (schedule.runnable): the declared one, or none of those the rule may choose. The rule
+    never picks such a configuration (rule.candidates), so `check` refuses what `forecast`
+    could not run."""
+    from astral_dsl.seer.rule import candidates
+
+    par = spec.parallel
+    if par.schedule != "interleaved" or not par.v or par.v < 2 or par.pp < 2 or \
+            candidates(spec):
+        return []
+    micros = [spec.micro] if spec.micro else budget.micro_candidates(
+        max(1, spec.global_batch // par.dp))
+    counts = sorted({spec.global_batch // (b * par.dp) for b in micros})
+    which = (f"micro-batch {spec.micro}" if spec.micro else
+             "any micro-batch the rule may choose (" + ", ".join(map(str, sorted(micros))) + ")")
+    return [_err("E760", f"job `{spec.name}`: with {which} an iteration has "
+                         f"{' or '.join(map(_n, counts))} micro-batches, which the interleaved "
+                         f"schedule of pp = {par.pp} stages and {par.v} virtual stages cannot "
+                         f"order (its sends would wait on each other)", where("virtual_stages"),
+                 f"Megatron-LM's interleaved schedule wants the micro-batches per iteration to "
+                 f"be a multiple of pp = {par.pp}: a global batch of "
+                 f"{_n(par.pp * par.dp * (spec.micro or 1))} x k, or leave `virtual_stages` "
+                 "to the rule")]
 
 
 def _layout(spec: JobSpec, where) -> List[Diagnostic]:

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
-from astral_dsl.model.values import (Bundle, Group,
+from astral_dsl.model.values import (Bundle, Group, ListValue,
                                      Symbol, Values, type_name)
 from astral_dsl.semantics.builtins import BUILTINS, BuiltinError, call_builtin
 from astral_dsl.semantics.defaults import FORMS
@@ -24,6 +24,17 @@ from astral_dsl.units.table import UnitSpecError, is_unit
 
 
 MAX_STRING = 1 << 20        # characters in one string value (concatenation doubles it)
+# The steps of one compile's evaluation: every expression evaluated, every statement of a
+# template laid on an instance, and every element of each list an expression gives (a list
+# made, or handed to an aggregate: `[sum(xs) for i in ...]` walks xs once per element). The work of a compile is then bounded whatever the text
+# amplifies: templates instantiated with distinct arguments, `for` bodies, lists aggregated in
+# a loop (an 11 KB design of 2,000 distinct instantiations of a 500-line template took 3
+# million steps, 30 s and 460 MB; `[sum(xs) for i in 0..100000]` over 100,000 numbers would
+# have taken hours). A step costs 1.5 to 12 us of CPU here, so a compile's evaluation costs at
+# most ~25 s; the reference takes under 1,000 steps, a design of distinct templates about
+# 100,000 per MB of text (830,000 at the 8 MiB file cap: benchmarks/bench_limits.py). Past it,
+# E409, and the rest of the design is left unevaluated.
+MAX_STEPS = 2_000_000
 
 
 def _shown(expr) -> str:
@@ -69,7 +80,13 @@ class Expressions:
         self.host = host
 
     def eval(self, expr, env: Env):
+        host = self.host
+        host.steps += 1
+        if host.steps > MAX_STEPS:
+            self._over_budget(expr)
         value = check(_HANDLERS[type(expr)](self, expr, env))
+        if type(value) is ListValue:
+            host.steps += len(value.items)
         if isinstance(value, Quantity) and not math.isfinite(value.si):
             # a literal such as `1e308 kW` (1e311 W) or a result beyond the range of a float:
             # no later step, and no analysis, ever sees inf or NaN
@@ -79,6 +96,20 @@ class Expressions:
             fail("E316", f"a string of {len(value):,} characters is beyond the limit of "
                          f"{MAX_STRING:,}", expr.span)
         return value
+
+    def _over_budget(self, expr) -> None:
+        """E409 once, then every evaluation of this compile is abandoned silently."""
+        host = self.host
+        if not getattr(host, "over_budget", False):
+            host.over_budget = True
+            host.diagnostics.append(Diagnostic(
+                "E409", Severity.ERROR, f"evaluating this design takes more than "
+                f"{MAX_STEPS:,} steps, the limit of one compile: it stopped here, and what is "
+                f"left is not evaluated", expr.span,
+                "a template instantiated with many distinct arguments, a long `for`, or a "
+                "list aggregated inside a `for` multiplies the work: replicate with `N x "
+                "Template`, or compute totals once with `let`"))
+        raise Poisoned()
 
     # -- literals -----------------------------------------------------------------------------------
     def _e_Number(self, e: ast.Number, env):

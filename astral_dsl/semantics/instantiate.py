@@ -43,6 +43,7 @@ class Instantiator:
         self.view = fields.FrameView(self)    # how roll-ups see the frames (model/rollup.py)
         self.frames: List[Frame] = []
         self.memo: Dict = {}
+        self.steps = 0                # evaluation steps of this compile (evaluate.MAX_STEPS)
         self.overrides = overrides or {}
         self.entry = entry
         self._module_busy: set = set()
@@ -269,6 +270,7 @@ class Instantiator:
 
     def lay_body(self, frame: Frame, body, env: Env):
         spec = frame.spec
+        self.steps += len(body)       # a step each (evaluate.MAX_STEPS): the next eval stops
         named: Dict[str, Any] = {}
         for stmt in body:
             if isinstance(stmt, (ast.Field, ast.Let, ast.Decl, ast.Record)):

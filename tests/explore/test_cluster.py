@@ -1,9 +1,9 @@
 """`--cluster`: the same work on a real Dask distributed cluster (its local cluster, 2 worker
-processes) gives every row of the local run, with file names as the client sees them although
-the workers compile their own copy of the project's source text."""
+processes, started in a process of its own: dask_peers.py) gives every row of the local run,
+with file names as the client sees them although the workers compile their own copy of the
+project's source text."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import distributed        # the `test` extra installs it: these run in `make test`
@@ -17,9 +17,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def cluster():
-    os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
-    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                 dashboard_address=None)
+    from tests.explore.dask_peers import Peer
+
+    c = Peer("cluster", "2")
+    c.scheduler_address = c.address
     try:
         yield c
     finally:

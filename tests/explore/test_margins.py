@@ -396,3 +396,25 @@ def test_oversubscription_edge_is_where_it_breaks_not_where_it_stops_compiling(t
     assert rs["up_ports"].low == 32 and rs["up_ports"].high is None
     assert rs["max_os"].low == pytest.approx(1.0, abs=1e-3) and rs["max_os"].high is None
     assert not rs["max_os"].integer
+
+
+@pytest.mark.parametrize("text", [
+    "param p = 100 kW\nsite S { power_limit = p }\n",
+    "site S { power_limit = 100 kW }\n",
+    "param p = 100 kW\nparam n = 2\nhost H { power = 10 kW }\n"
+    "rack R { hosts = n x H, power_limit = p }\nsite S { racks = 3 x R, power_limit = p * 3 }\n",
+])
+def test_a_site_power_limit_has_a_margin(tmp_path, capsys, text):
+    """The site's (or a rack's) power_limit, a param or a number: the roll-up of a frame is
+    taken through the evaluator's view of the frames (it raised AttributeError on a site
+    whose power no check had rolled up yet: E000)."""
+    p = tmp_path / "limit.astral"
+    p.write_text(text)
+    report = margins.analyse(str(p))
+    limits = {m.limit.label: m for m in report.margins}
+    site = limits["site power of S"]
+    assert site.limit.lhs == (60e3 if "rack" in text else 0.0)
+    assert site.limit.rhs == (300e3 if "rack" in text else 100e3)
+    assert main(["check", "--margins", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "site power of S" in out and "E000" not in out

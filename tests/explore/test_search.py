@@ -291,6 +291,14 @@ def test_a_job_that_cannot_be_forecast_is_reported(small, tmp_path, capsys):
     assert code == 1 and "E763" in out
 
 
+@pytest.mark.parametrize("name", ["gpu_no_nvlink", "gpu_no_bandwidth", "gpu_no_flops"])
+def test_a_gpu_without_a_figure_every_configuration_needs_is_reported(name, capsys):
+    """E758 for the GPU (it divided by the missing figure: E000), whatever the layouts."""
+    bad = Path(__file__).resolve().parents[1] / "bad" / "jobs" / f"{name}.astral"
+    code, out, err = _cli(["search", str(bad), "--workers", "1"], capsys)
+    assert code == 1 and "error[E758]" in out and "E000" not in out + err
+
+
 class _LosesOneTask(LocalEngine):
     """One process; the first task of its `n`-th call is lost, as a dead worker's would be."""
 

@@ -75,6 +75,18 @@ def test_the_local_pool_gives_the_rows_of_one_process(project):
     assert pool.rows == one.rows
 
 
+def test_the_same_text_in_two_projects_names_each_its_own_file(project, tmp_path):
+    """A worker lays out a project's files once per content, but names them as each client
+    does: a second project with the same text must not get the first one's file names."""
+    import shutil
+
+    other = tmp_path / "copy"
+    shutil.copytree(project.parent, other, ignore=shutil.ignore_patterns("copy"))
+    for entry in (project, other / project.name):
+        rows = _run(entry, "hosts_per_rack=1..2").rows
+        assert {d["file"] for r in rows for d in r["diagnostics"]} == {str(entry)}
+
+
 def test_a_dead_worker_costs_its_points_only():
     engine = LocalEngine(2)
     results = engine.run([(os._exit, (3,)), (sum, ([1, 2],))],

@@ -71,7 +71,7 @@ class SearchResult:
 
 def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", top: int = 10,
         gpus: Sequence[int] = (), sets: Optional[Dict[str, str]] = None,
-        cluster: Optional[str] = None, workers: Optional[int] = None,
+        cluster=None, workers: Optional[int] = None,
         progress: Optional[Callable[[str, int, Optional[int]], None]] = None, engine=None,
         life_s: float = LIFE_S, calibration=None) -> SearchResult:
     """The top `top` configurations (module docstring). `calibration`: Seer's constants (a

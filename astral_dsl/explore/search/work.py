@@ -37,6 +37,7 @@ class State:
         from astral_dsl import seer
         from astral_dsl.seer.costs import Costs
         from astral_dsl.seer.job import declared
+        from astral_dsl.seer.validate import gpu_data
 
         self.design = design
         try:
@@ -47,8 +48,13 @@ class State:
         if spec is None or cluster is None:
             raise SetupError(f"job `{self.job.template}` cannot be forecast",
                              [d for d in diags if d.is_error])
-        self.spec, self.cluster = spec, cluster
         gpus = setup.gpus or (spec.gpus or cluster.gpus,)
+        # what no parallel configuration mends: a figure of the GPU Seer prices every
+        # configuration of these GPU counts with (E758; it divided by a missing one)
+        hardware = gpu_data(design, self.job, cluster, max(gpus))
+        if hardware:
+            raise SetupError(f"job `{self.job.template}` cannot be forecast", hardware)
+        self.spec, self.cluster = spec, cluster
         self.space = Space.of(spec, gpus, declared(self.job))
         self.calibration = setup.calibration
         self.costs = Costs.of(spec, cluster.gpu, calibration=setup.calibration)

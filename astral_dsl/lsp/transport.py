@@ -1,0 +1,71 @@
+"""The language server's standard input as pygls reads it, with bounds: a header line is read
+MAX_HEADER bytes at a time (no line can fill the memory), and a message's Content-Length may
+not exceed MAX_MESSAGE. pygls would allocate whatever a header announces (`Content-Length:
+100000000000` tried to allocate 100 GB) and would stop on a length past Python's integer digit
+limit; here such a message is read and thrown away in chunks of CHUNK bytes, so the stream
+stays in step, and pygls is handed a notification in its place (TOO_LARGE), which the server
+answers by telling the editor (window/logMessage) and its log. A length that is not a number
+of at most 18 digits counts as past the limit, and the message runs to the end of the input.
+
+Why MAX_MESSAGE is 64 MiB: a source file is at most 8 MiB (E108), and its text in a didOpen or
+didChange message is JSON, where a control character takes 6 bytes (\\u0000); 64 MiB holds
+any document the compiler could read, escaped, with room to spare."""
+from __future__ import annotations
+
+import json
+import re
+from typing import BinaryIO, Optional
+
+MAX_MESSAGE = 64 * 1024 * 1024
+MAX_HEADER = 8192
+CHUNK = 1024 * 1024
+TOO_LARGE = "astral/messageTooLarge"        # the notification pygls gets instead
+_LENGTH = re.compile(rb"Content-Length: (\d+)\r\n")
+
+
+class BoundedInput:
+    """`readline` and `read(n)` over the raw input, as pygls' StdinAsyncReader calls them."""
+
+    def __init__(self, raw: BinaryIO, limit: int = MAX_MESSAGE):
+        self.raw, self.limit = raw, limit
+        self._skip: Optional[int] = None     # the announced length of a message to throw away
+        self._pending = False
+        self._note = b""
+
+    def readline(self) -> bytes:
+        line = self.raw.readline(MAX_HEADER)
+        match = _LENGTH.fullmatch(line)
+        if match is None:
+            return line
+        digits = match.group(1)
+        length = int(digits) if len(digits) <= 18 else None
+        if length is not None and length <= self.limit:
+            return line
+        self._skip, self._pending = length, True
+        self._note = json.dumps({"jsonrpc": "2.0", "method": TOO_LARGE, "params": {
+            "bytes": length if length is not None else digits.decode()[:40] + "...",
+            "limit": self.limit}}).encode()
+        return b"Content-Length: %d\r\n" % len(self._note)
+
+    def read(self, n: int) -> bytes:
+        if not self._pending:
+            return self.raw.read(n)
+        self._pending = False
+        left = self._skip
+        while left is None or left > 0:           # thrown away, CHUNK bytes at a time
+            data = self.raw.read(CHUNK if left is None else min(CHUNK, left))
+            if not data:
+                break
+            if left is not None:
+                left -= len(data)
+        return self._note
+
+
+def describe(params) -> str:
+    """What the server says about a message it threw away (params of TOO_LARGE)."""
+    size = getattr(params, "bytes", None)
+    limit = getattr(params, "limit", MAX_MESSAGE)
+    if size is None and isinstance(params, dict):
+        size, limit = params.get("bytes"), params.get("limit", MAX_MESSAGE)
+    return (f"astral lsp: a message of {size} bytes was skipped: the limit is {limit:,} bytes "
+            "(a source file is at most 8 MiB)")

@@ -1,0 +1,207 @@
+"""`--cluster`: whom the client trusts and what it accepts. Plain TCP only to this machine
+unless --insecure-cluster, an address without a protocol refused, TLS with the cluster's
+certificates; a rogue worker that joins a cluster the client did not authenticate cannot run
+code in the client (its pickled answer to the version probe is refused, whether Dask's
+serializers carry it or the scheduler forwards it as an already pickled object); a TLS cluster
+runs a sweep, and refuses a client without the cluster's certificates."""
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from astral_dsl.explore import unpickle
+from astral_dsl.explore.cluster import ClusterError, ClusterSpec, connection, loopback
+from astral_dsl.explore.engines import EngineError, engine
+
+distributed = pytest.importorskip("distributed")
+pytest.importorskip("cryptography")
+
+from tests.explore.dask_peers import Payload, Peer, certificates, wait_for_workers  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO)
+
+
+# ---- addresses ------------------------------------------------------------------------------
+@pytest.mark.parametrize("host,expected", [
+    ("localhost", True), ("127.0.0.1", True), ("127.3.2.1", True), ("::1", True),
+    ("10.0.0.5", False), ("scheduler.example", False), ("0.0.0.0", False), ("::", False)])
+def test_loopback(host, expected):
+    assert loopback(host) is expected
+
+
+def test_plain_tcp_only_to_this_machine():
+    assert connection(ClusterSpec("tcp://127.0.0.1:8786")) == ("tcp://127.0.0.1:8786", None)
+    assert connection(ClusterSpec("tcp://[::1]:8786"))[1] is None
+    assert connection(ClusterSpec("tcp://localhost:8786"))[1] is None
+    with pytest.raises(ClusterError, match="--insecure-cluster"):
+        connection(ClusterSpec("tcp://10.1.2.3:8786"))
+    with pytest.raises(ClusterError, match="--insecure-cluster"):
+        connection(ClusterSpec("ws://scheduler.example:8786"))
+    assert connection(ClusterSpec("tcp://10.1.2.3:8786", insecure=True)) == \
+        ("tcp://10.1.2.3:8786", None)
+
+
+def test_an_address_without_protocol_is_refused_not_taken_as_tcp():
+    with pytest.raises(ClusterError, match="name the protocol: tls://10.1.2.3:8786"):
+        connection(ClusterSpec("10.1.2.3:8786"))
+    with pytest.raises(ClusterError, match="name the protocol"):
+        connection(ClusterSpec("localhost:8786", insecure=True))
+    for bad in ("ucx://10.1.2.3:8786", "tcp://:8786", "tcp://10.1.2.3:99999"):
+        with pytest.raises(ClusterError):
+            connection(ClusterSpec(bad, insecure=True))
+
+
+def test_tls_needs_certificates(tmp_path, monkeypatch):
+    import dask
+
+    with dask.config.set({"distributed.comm.tls.ca-file": None,
+                          "distributed.comm.tls.client.cert": None}):
+        with pytest.raises(ClusterError, match="--tls-ca-file"):
+            connection(ClusterSpec("tls://10.1.2.3:8786"))
+    with pytest.raises(ClusterError, match="no such file"):
+        connection(ClusterSpec("tls://10.1.2.3:8786", ca_file=str(tmp_path / "none.pem"),
+                               cert=str(tmp_path / "none.pem")))
+    with pytest.raises(ClusterError, match="need tls://"):
+        connection(ClusterSpec("tcp://127.0.0.1:8786", ca_file=str(tmp_path / "x")))
+    ca, cert, key = certificates(tmp_path)
+    address, sec = connection(ClusterSpec("tls://10.1.2.3:8786", ca, cert, key))
+    assert address == "tls://10.1.2.3:8786" and sec.require_encryption
+    assert (sec.tls_ca_file, sec.tls_client_cert, sec.tls_client_key) == (ca, cert, key)
+    with dask.config.set({"distributed.comm.tls.ca-file": ca,
+                          "distributed.comm.tls.client.cert": cert,
+                          "distributed.comm.tls.client.key": key}):
+        assert connection(ClusterSpec("tls://10.1.2.3:8786"))[1].tls_client_cert == cert
+
+
+@pytest.mark.parametrize("command", ["sweep", "search"])
+@pytest.mark.parametrize("address", ["tcp://203.0.113.7:8786", "203.0.113.7:8786"])
+def test_cli_refuses_plain_tcp_to_another_machine(project, command, address):
+    grid = ["--grid", "hosts_per_rack=1..2"] if command == "sweep" else []
+    out = _cli(command, str(project), *grid, "--cluster", address, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert "tls://" in out.stderr and "Traceback" not in out.stderr
+    if "://" in address:
+        assert "--insecure-cluster" in out.stderr
+    # --tls-* options without a cluster, or --insecure-cluster alone, are usage errors too
+    out = _cli(command, str(project), *grid, "--tls-ca-file", "ca.pem", timeout=120)
+    assert out.returncode == 2 and "--cluster" in out.stderr
+
+
+# ---- a rogue worker ---------------------------------------------------------------------------
+def test_restricted_unpickling_builds_plain_data_and_refuses_names(tmp_path):
+    data = {"a": [1, 2.5, None, True, "x", b"y"], "t": (1, (2,)), "s": {1}, "f": frozenset()}
+    assert unpickle.loads(pickle.dumps(data)) == data
+    assert unpickle.loads(pickle.dumps(list)) is list      # a type, as Dask records one
+    prefix = str(tmp_path / "ran-")
+    for protocol in range(0, pickle.HIGHEST_PROTOCOL + 1):
+        with pytest.raises(unpickle.RefusedPickle, match=r"\.exec`"):
+            unpickle.loads(pickle.dumps(Payload(prefix), protocol=protocol))
+    with pytest.raises(unpickle.RefusedPickle, match="os.system"):
+        unpickle.loads(b"cos\nsystem\n(S'true'\ntR.")
+    # an allowed name is a value, never called: no bytes(10**12) out of a 30-byte pickle
+    with pytest.raises(unpickle.RefusedPickle, match="calls something"):
+        unpickle.loads(b"cbuiltins\nbytes\n(L1000000000000L\ntR.")
+    with pytest.raises(unpickle.RefusedPickle):     # a task's exception (tblib) is refused too
+        unpickle.loads(pickle.dumps(ValueError("v")))
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    s = Peer("scheduler")
+    try:
+        yield s.address
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("mode", ["serialized", "forwarded"])
+def test_a_rogue_worker_cannot_run_code_in_the_client(scheduler, mode, tmp_path):
+    prefix = str(tmp_path / "ran-in-")
+    rogue = Peer("rogue", scheduler, mode, prefix)
+    try:
+        wait_for_workers(scheduler, 1)
+        # the payload is real: an unguarded Dask client that asks runs it in its own process
+        code = ("import sys, distributed; c = distributed.Client(sys.argv[1], timeout=30); "
+                "print(list(c.run(lambda: 0).values())[0]); c.close()")
+        control = subprocess.run([sys.executable, "-c", code, scheduler], capture_output=True,
+                                 text=True, timeout=120)
+        ran = {p.name for p in tmp_path.iterdir()}
+        assert ran, control.stderr[-2000:]
+        # the client refuses it: the probe fails, nothing ran here, the guard is undone
+        with pytest.raises(EngineError, match="version probe"):
+            engine(scheduler)
+        assert f"ran-in-{os.getpid()}" not in {p.name for p in tmp_path.iterdir()}
+        assert {p.name for p in tmp_path.iterdir()} == ran
+        assert not unpickle.installed()
+        import distributed.protocol.pickle as dpp
+
+        assert dpp.pickle is pickle
+    finally:
+        rogue.close()
+
+
+def test_the_command_line_refuses_a_rogue_worker(scheduler, project, tmp_path):
+    prefix = str(tmp_path / "ran-in-")
+    rogue = Peer("rogue", scheduler, "serialized", prefix)
+    try:
+        wait_for_workers(scheduler, 1)
+        out = _cli("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster",
+                   scheduler)
+        assert out.returncode == 2, out.stderr
+        assert "version probe" in out.stderr and "Traceback" not in out.stderr
+        assert not list(tmp_path.glob("ran-in-*"))
+    finally:
+        rogue.close()
+
+
+# ---- TLS --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tls_cluster(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tls")
+    ca, cert, key = certificates(folder)
+    c = Peer("cluster", "2", ca, cert, key)
+    try:
+        yield c.address, (ca, cert, key), folder
+    finally:
+        c.close()
+
+
+def test_a_tls_cluster_runs_a_sweep(tls_cluster, project):
+    from astral_dsl.explore import sweep
+    from astral_dsl.explore.engines import LocalEngine
+
+    address, (ca, cert, key), _ = tls_cluster
+    assert address.startswith("tls://")
+    grids = ["hosts_per_rack=1..4", "rack_limit=40kW,50kW"]
+    remote = sweep.run(str(project), grids, job="train",
+                       cluster=ClusterSpec(address, ca, cert, key))
+    local = sweep.run(str(project), grids, job="train", engine=LocalEngine(1))
+    assert remote.engine == f"Dask cluster {address} (2 workers)"
+    assert remote.rows == local.rows and len(remote.rows) == 8
+    assert not unpickle.installed()
+    out = _cli("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster", address,
+               "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.splitlines()) == 2
+
+
+def test_a_tls_cluster_refuses_a_client_without_its_certificates(tls_cluster, project, tmp_path):
+    address, (ca, cert, key), _ = tls_cluster
+    other = certificates(tmp_path, "another")            # certificates of another CA
+    out = _cli("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster", address,
+               "--tls-ca-file", other[0], "--tls-cert", other[1], "--tls-key", other[2])
+    assert out.returncode == 2 and "cannot reach the Dask scheduler" in out.stderr, out.stderr
+    out = _cli("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster",
+               address.replace("tls://", "tcp://"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
