@@ -422,3 +422,15 @@ def test_render_highlight_cli(small, tmp_path):
     bad.write_text("[1, 2]")
     proc = _cli("render", str(SMALL), "--view", "rack", "--highlight", str(bad), "-o", str(dot))
     assert proc.returncode == 2 and "is not a diagnosis" in proc.stderr
+
+
+def test_slow_transfers_on_a_network_with_no_declared_parts(tmp_path):
+    """A design whose hosts have NICs but no fabric, and a rank log (found by make fuzz-deep)
+    whose pipeline transfers are slow: the transfers cross no declared part, so the network
+    has nothing to name (localise raised ValueError on an empty list of suspects: E000)."""
+    here = REPO / "tests" / "fixtures" / "diagnose" / "no_fabric"
+    proc = _cli("diagnose", str(here / "design.astral"), "--observed", str(here / "ranks.csv"),
+                "-o", str(tmp_path / "d.json"), "--color", "never")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "E000" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+    assert json.loads((tmp_path / "d.json").read_text())["suspects"]

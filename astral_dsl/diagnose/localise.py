@@ -117,6 +117,8 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
     # units crossing the same channels are one suspect: timings cannot tell them apart
     classes = [sorted(cl, key=lambda i: (KIND_ORDER.index(units[i][0]), i))
                for cl in _classes(incidence)]
+    if not classes:           # the slow transfers cross no part of the network (a rank's
+        return Found()        # transfer to itself, or within one GPU): nothing to name
     ecmp = np.array([u[0] in ECMP_KINDS for u in units])
     threshold = np.log(ALARM_ODDS) + np.log(max(1, len(classes))) - np.log(prior_odds)
     log_r0, log_r = log_r, log_r.copy()
