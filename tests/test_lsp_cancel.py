@@ -115,10 +115,11 @@ def test_an_ended_worker_is_replaced_and_the_next_analysis_runs(monkeypatch):
 
 
 def _workers_of(pid: int):
-    """The analysis worker processes the server `pid` started (multiprocessing's spawn)."""
+    """The analysis worker processes of the server `pid`: the children of its fork server
+    (lsp/workers.py), or, where workers are spawned, its own children running spawn_main."""
     import os
 
-    out = []
+    procs = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -129,9 +130,10 @@ def _workers_of(pid: int):
                 cmd = f.read()
         except OSError:
             continue
-        if ppid == pid and b"spawn_main" in cmd:
-            out.append(int(entry))
-    return out
+        procs.append((int(entry), ppid, cmd))
+    servers = {p for p, ppid, cmd in procs if ppid == pid and b"forkserver" in cmd}
+    return [p for p, ppid, cmd in procs
+            if ppid in servers or (ppid == pid and b"spawn_main" in cmd)]
 
 
 def test_a_server_whose_analysis_died_recovers_on_the_next_edit():
