@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Tuple
 from astral_dsl import records
 from astral_dsl.runs.stacks import System, precision_of, stack_of, system_of
 from astral_dsl.runs.table import Run
+from astral_dsl.seer.spec import derived_layout
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts",
                 "top_k", "shared_experts", "moe_ffn", "dense_layers", "activation", "head_dim",
@@ -227,7 +228,7 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
         par["schedule"] = "interleaved"
         assumed.append("virtual stages chosen by Seer's rule (interleaved, count not published)")
     v = par.get("virtual_stages", 1)
-    layout = _layout(fields["layers"], pp, v)
+    layout = derived_layout(fields["layers"], pp, v)   # as Seer derives it (seer/spec.py)
     if layout and v > 1:
         par["layout"] = layout
     elif layout:
@@ -297,19 +298,3 @@ def _fresh(name: str, taken) -> str:
     return name
 
 
-def _layout(layers: int, pp: int, v: int) -> Optional[Tuple[int, ...]]:
-    """Layers per virtual stage (model order; per stage when v = 1) as the frameworks lay out a
-    model whose layers the virtual stages do not divide: the embedding and the loss counted as a
-    layer each on the first and the last (Megatron-Core's account-for-embedding/loss-in-
-    pipeline-split and --pipeline-model-parallel-layout, torchtitan's split), what is left over
-    spread over the first; None when pp x v divides the layers."""
-    n = pp * max(1, v)
-    if pp <= 1 or layers % n == 0:
-        return None
-    base, extra = divmod(layers + 2, n)
-    per = [base + (1 if i < extra else 0) for i in range(n)]
-    per[0] -= 1
-    per[-1] -= 1
-    if min(per) < 0:
-        return None
-    return tuple(per)
