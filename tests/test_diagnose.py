@@ -434,3 +434,25 @@ def test_slow_transfers_on_a_network_with_no_declared_parts(tmp_path):
     assert proc.returncode in (0, 1), proc.stderr
     assert "E000" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
     assert json.loads((tmp_path / "d.json").read_text())["suspects"]
+
+
+def test_profiler_step_numbers_past_2_53_are_shown(tmp_path):
+    """A profiler trace whose ProfilerStep numbers are 3, 2^53+1 and 2^53+2 (found by make
+    fuzz-deep): the text report listed the iterations by building the range between the first
+    and the last, and ran out of memory (E000)."""
+    here = REPO / "tests" / "fixtures" / "diagnose" / "step_numbers"
+    proc = _cli("diagnose", str(here / "design.astral"), "--observed", str(here / "traces"),
+                "--color", "never")
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert "E000" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+    assert "3, 9007199254740993, 9007199254740994" in proc.stdout
+
+
+def test_consecutive_iterations_are_shown_as_their_ends():
+    from astral_dsl.outputs.diagnosis import _its
+
+    assert _its([4, 5, 6, 7]) == "4-7"
+    assert _its([4, 5]) == "4, 5"
+    assert _its([4, 6, 7]) == "4, 6, 7"
+    assert _its([0, 2 ** 62, 2 ** 62 + 1]) == "0, 4611686018427387904, 4611686018427387905"
+    assert _its([]) == "-"

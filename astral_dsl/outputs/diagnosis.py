@@ -20,7 +20,9 @@ def _its(its) -> str:
     its = list(its)
     if not its:
         return "-"
-    if its == list(range(its[0], its[-1] + 1)) and len(its) > 2:
+    # a run of consecutive numbers is shown as its ends; compared without building the range
+    # between them (a trace's step numbers go up to 2^63: `range(3, 2**53)` exhausts memory)
+    if len(its) > 2 and its == list(range(its[0], its[0] + len(its))):
         return f"{its[0]}-{its[-1]}"
     return ", ".join(map(str, its))
 
