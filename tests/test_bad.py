@@ -11,13 +11,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import astral_dsl
 from astral_dsl.diagnostics import CODES, Severity
+from clirun import astral as _astral_cli  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BAD = HERE / "bad"
@@ -209,10 +209,8 @@ def test_crlf_and_bom_valid(tmp_path):
 # ---- the command line ---------------------------------------------------------------------------------
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("NO_COLOR", None)
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return _astral_cli(*args, cwd=REPO, env=env)
 
 
 # Cases whose human output must show the source line and a caret under the expected column.

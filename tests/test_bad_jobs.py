@@ -4,8 +4,6 @@ prints it and exits with 1."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import astral_dsl
 from astral_dsl import seer
 from astral_dsl.seer import validate_jobs
 from astral_dsl.diagnostics import CODES
+from clirun import astral as _astral_cli  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BAD = HERE / "bad" / "jobs"
@@ -104,8 +103,7 @@ def test_memory_diagnostic_reports_the_estimate():
 def test_cli_forecast_reports_bad_job(name, code):
     repo = HERE.parent
     env = dict(os.environ, PYTHONPATH=str(repo))
-    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "forecast", "--color", "never",
-                           f"tests/bad/jobs/{name}"], cwd=repo, env=env, capture_output=True,
-                          text=True, timeout=120)
+    proc = _astral_cli("forecast", "--color", "never", f"tests/bad/jobs/{name}", cwd=repo,
+                       env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"[{code}]" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr

@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import List, NamedTuple
 
 import pytest
 
 import astral_dsl
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = Path(__file__).resolve().parent / "bad" / "physical"
@@ -54,11 +54,8 @@ EXPECTED = _read_expected()
 
 def _run_cli(args, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
-                                     else "")
     env.pop("ASTRAL_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return _astral_cli(*args, cwd=cwd, env=env)
 
 
 def _where(d) -> str:

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +15,7 @@ import pytest
 from astral_dsl import observe
 from astral_dsl.diagnose import breakdown
 from astral_dsl.observe.records import PHASE_INDEX, RankTrace
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO / "tests" / "fixtures" / "traces"
@@ -113,9 +111,7 @@ def test_against_holistic_trace_analysis(names, monkeypatch):
 
 
 def _cli(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO)
+    return _astral_cli(*args, cwd=REPO)
 
 
 def test_breakdown_in_text_json_and_report(tmp_path, monkeypatch):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 import astral_dsl
 from astral_dsl import cli
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,14 +67,12 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 
 def run(args, cwd: Path, hashseed: str | None = None) -> subprocess.CompletedProcess:
+    """In this process, or a process of its own under a given hash seed."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
-                                     else "")
     env.pop("NO_COLOR", None)
     if hashseed is not None:
         env["PYTHONHASHSEED"] = hashseed
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, timeout=300)
+    return _astral_cli(*args, cwd=cwd, env=env, text=False, process=hashseed is not None)
 
 
 def out(proc) -> str:

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +16,7 @@ import astral_dsl
 from astral_dsl import diagnose, observe, seer
 from astral_dsl.synth import Fault, Noise, generate, write
 from benchmarks.proof import trial
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
@@ -218,9 +216,7 @@ def test_traces_of_another_job(small, tmp_path):
 
 
 def _cli(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO)
+    return _astral_cli(*args, cwd=REPO)
 
 
 def test_cli_exit_codes_and_json(small, tmp_path):

@@ -4,10 +4,7 @@ per job, the forecast checked both ways, exit codes 0/1/2/3 and the diagnosis's 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -19,6 +16,7 @@ from astral_dsl import diagnose, observe, seer
 from astral_dsl.diagnose import clocks
 from astral_dsl.synth import Fault, Noise, generate, write
 from benchmarks.proof import trial
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
@@ -41,9 +39,7 @@ def schema():
 
 
 def _cli(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO)
+    return _astral_cli(*args, cwd=REPO)
 
 
 def _json(schema, *args):

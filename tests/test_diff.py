@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "tests" / "fixtures" / "diff"
@@ -21,8 +22,7 @@ UPDATE = os.environ.get("ASTRAL_UPDATE_FIXTURES") == "1"
 
 
 def astral(*args, cwd=REPO, env=None):
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300)
+    return _astral_cli(*args, cwd=cwd, env=env)
 
 
 def _args(case: Path):

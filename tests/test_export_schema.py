@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
+from clirun import astral as _astral_cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.astral"))
 
 
 def _run(*argv: str, seed: str = "0") -> subprocess.CompletedProcess:
+    """A process of its own: the export is compared across hash seeds."""
     env = dict(os.environ, PYTHONHASHSEED=seed)
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *argv], capture_output=True,
-                          cwd=ROOT, env=env)
+    return _astral_cli(*argv, cwd=ROOT, env=env, text=False, process=True)
 
 
 @pytest.fixture(scope="module")

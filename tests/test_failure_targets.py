@@ -5,7 +5,6 @@ forecast (a diagnostic, never E000); power failures in the forecast; group targe
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 import astral_dsl
 from astral_dsl import seer
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
@@ -20,8 +20,7 @@ from test_forecast_failures import DESIGN  # noqa: E402
 
 
 def _cli(*args, cwd=REPO):
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=cwd,
-                          capture_output=True, timeout=600)
+    return _astral_cli(*args, cwd=cwd, text=False)
 
 
 def _check(text, *scenarios):

@@ -27,6 +27,7 @@ from astral_dsl.diagnostics import DiagnosticError
 from astral_dsl.fmt import format_text
 from astral_dsl.fmt.cst import concrete
 from astral_dsl.outputs.export import export_design
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted((REPO / "examples").glob("*.astral")) + sorted((REPO / "stdlib").glob("*.astral"))
@@ -400,10 +401,9 @@ def test_crlf_and_bom():
 
 # ---- the command line ----------------------------------------------------------------------------
 def astral(*args, stdin=None, cwd=None):
-    """`python -m astral_dsl.cli ...` of this checkout (conftest.py puts it first on the
-    subprocess's PYTHONPATH, whatever its working directory)."""
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
-                          text=True, input=stdin, cwd=cwd)
+    """`astral ...` of this checkout (tests/clirun.py), in the working directory given or the
+    current one."""
+    return _astral_cli(*args, input=stdin, cwd=cwd)
 
 
 def test_the_command_line_is_this_checkout(tmp_path):

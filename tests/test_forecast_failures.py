@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ import astral_dsl
 from astral_dsl import seer
 from astral_dsl.seer import comm
 from astral_dsl.seer.lower import groups
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -252,8 +251,7 @@ def test_a_single_failure_stays_symbolic():
 
 # ---- the CLI: no E000, the scenario in the JSON -------------------------------------------------
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO,
-                          capture_output=True, timeout=600)
+    return _astral_cli(*args, cwd=REPO, text=False)
 
 
 def test_the_forecast_json_carries_the_scenario(tmp_path):

@@ -6,24 +6,20 @@ reference architecture."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import astral_dsl
 from astral_dsl.model.rollup import power_of
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 HALL = REPO / "examples" / "gb200_nvl72.astral"
 
 
 def _cli(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return _astral_cli(*args, cwd=REPO)
 
 
 @pytest.fixture(scope="module")

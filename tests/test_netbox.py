@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 import astral_dsl
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -63,9 +61,7 @@ NETBOX = {
 
 
 def _cli(*args, cwd=REPO):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=600)
+    return _astral_cli(*args, cwd=cwd)
 
 
 def _header(path: Path):

@@ -14,9 +14,7 @@ astral_dsl/analyses/network.py and network_links.py and the sources cited there:
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ import pytest
 import astral_dsl
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.engineering import analyse
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -33,11 +32,7 @@ SINGLE_POD = EXAMPLES / "single_pod.astral"
 
 
 def _cli(args) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
-                                     else "")
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO, env=env,
-                          capture_output=True, timeout=300)
+    return _astral_cli(*args, cwd=REPO, text=False)
 
 
 def _check(text: str, name: str = "fabric.astral", root=None):

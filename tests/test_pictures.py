@@ -6,8 +6,6 @@ pictures: test_report_pictures.py."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ import pytest
 import astral_dsl
 from astral_dsl.outputs.render import render
 from astral_dsl.outputs.render.style import AMBER, AMBER_FILL, THEMES
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -83,9 +82,8 @@ def test_gantt_window_crops_axis_and_title(pod_forecast):
 
 def test_forecast_plot_window_from_the_command_line(tmp_path):
     out = tmp_path / "w.png"
-    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "forecast",
-                           str(EXAMPLES / "single_pod.astral"), "--plot", str(out),
-                           "--window", "2:4"], capture_output=True, text=True, cwd=REPO)
+    proc = _astral_cli("forecast", str(EXAMPLES / "single_pod.astral"), "--plot", str(out),
+                       "--window", "2:4")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert out.stat().st_size > 10_000
 

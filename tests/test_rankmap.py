@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 import astral_dsl
 from astral_dsl.analyses import rankmap
 from astral_dsl.diagnose import rank_map
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
@@ -110,9 +109,8 @@ def test_small_design_and_determinism():
 def test_forecast_ranks_cli(tmp_path):
     out = tmp_path / "ranks.json"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "forecast", str(SMALL),
-                           "--ranks", str(out), "--format", "json"], capture_output=True,
-                          text=True, env=env, cwd=REPO)
+    proc = _astral_cli("forecast", str(SMALL), "--ranks", str(out), "--format", "json",
+                       env=env)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert doc["world_size"] == 128 and doc["order"] == "tp-cp-ep-dp-pp"

@@ -9,14 +9,13 @@ import csv
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from CoolProp.HumidAirProp import HAPropsSI
 
 from astral_dsl.analyses import fluids, formulas, humid_air
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CLIMATE = REPO / "stdlib" / "climate" / "723170TYA.CSV"
@@ -36,9 +35,8 @@ STRING_AH = 190
 @pytest.fixture(scope="module")
 def size_json():
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "size",
-                           "examples/astral.astral", "--format", "json"], cwd=REPO, env=env,
-                          capture_output=True, timeout=300)
+    proc = _astral_cli("size", "examples/astral.astral", "--format", "json", env=env,
+                       text=False)
     assert proc.returncode == 0, proc.stderr.decode()
     doc = json.loads(proc.stdout)
     assert doc["valid"] is True and doc["diagnostics"] == []

@@ -10,8 +10,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pytest
 import astral_dsl
 from astral_dsl.cli import main
 from astral_dsl.outputs.render import VIEWS, RenderError, canvas, layout, render, write
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples").glob("*.astral"))
@@ -487,8 +486,7 @@ def test_render_draws_the_checked_design():
 # ---- the command line -----------------------------------------------------------------------------
 
 def run(args, env=None):
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO,
-                          capture_output=True, text=True, env=env)
+    return _astral_cli(*args, cwd=REPO, env=env)
 
 
 @needs_dot

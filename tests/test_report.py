@@ -18,6 +18,7 @@ from astral_dsl.outputs.report import timeline as tl
 from astral_dsl.outputs.report.html import esc
 from astral_dsl.outputs.report.svg import embed
 from astral_dsl.outputs.report.tables import label, summary_tables
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "examples" / "astral.astral"
@@ -283,9 +284,8 @@ def test_jobs_option_and_unknown_names(tmp_path):
     out = tmp_path / "r.html"
 
     def run(*extra):
-        return subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report",
-                               str(REPO / "examples" / "single_pod.astral"), "-o", str(out),
-                               *extra], capture_output=True, text=True, cwd=REPO)
+        return _astral_cli("report", str(REPO / "examples" / "single_pod.astral"), "-o",
+                           str(out), *extra)
 
     proc = run("--job", "nope")
     assert proc.returncode == 2 and "--job nope: no such job (jobs: llama70b)" in proc.stderr
@@ -300,9 +300,7 @@ def test_report_of_a_design_with_errors(tmp_path):
     bad = tmp_path / "bad.astral"
     bad.write_text(REFERENCE.read_text(encoding="utf-8"), encoding="utf-8")
     out = tmp_path / "r.html"
-    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report", str(bad), "-o",
-                           str(out), "--set", "hosts_per_rack=5"], capture_output=True, text=True,
-                          cwd=REPO)
+    proc = _astral_cli("report", str(bad), "-o", str(out), "--set", "hosts_per_rack=5")
     assert proc.returncode == 1, proc.stderr
     page = out.read_text(encoding="utf-8")
     diag = _by_id(page, "diagnostics").split("</section>")[0]
@@ -313,9 +311,8 @@ def test_report_of_a_design_with_errors(tmp_path):
 
 
 def test_unreadable_input(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report",
-                           str(tmp_path / "missing.astral"), "-o", str(tmp_path / "r.html")],
-                          capture_output=True, text=True, cwd=REPO)
+    proc = _astral_cli("report", str(tmp_path / "missing.astral"), "-o",
+                       str(tmp_path / "r.html"))
     assert proc.returncode == 2 and "E100" in proc.stderr
     assert not (tmp_path / "r.html").exists()
 
@@ -348,9 +345,8 @@ def test_merge_and_ticks():
 
 def test_stamp_only_when_asked(small, tmp_path):
     out = tmp_path / "r.html"
-    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "report", str(small), "-o",
-                           str(out), "--stamp", "2026-12-01 <abc>", "--title", "Review <1>"],
-                          capture_output=True, text=True, cwd=REPO)
+    proc = _astral_cli("report", str(small), "-o", str(out), "--stamp", "2026-12-01 <abc>",
+                       "--title", "Review <1>")
     assert proc.returncode == 0, proc.stderr
     page = out.read_text(encoding="utf-8")
     assert "· 2026-12-01 &lt;abc&gt;</footer>" in page

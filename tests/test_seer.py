@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +18,7 @@ from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.pipeline import codes, decode, order
 from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
 from astral_dsl.seer.timeline import count
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples").glob("*.astral"))
@@ -366,10 +365,7 @@ def test_an_operator_table_says_what_it_priced(tmp_path):
 
 # ---- the command line --------------------------------------------------------------------------------
 def _cli(*args):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return _astral_cli(*args, cwd=REPO)
 
 
 def test_cli_forecast_json_and_trace(tmp_path):

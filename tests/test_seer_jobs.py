@@ -18,6 +18,7 @@ from astral_dsl.seer.job import OPTIONS, job_spec
 from astral_dsl.seer.lower import Lowering, groups
 from astral_dsl.seer.ranks import RankOrder
 from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 H100 = GpuSpec("H100", (("bf16", 989e12),), 80e9, 3350e9, 450e9)
@@ -253,13 +254,8 @@ def _outside(path) -> list:
 
 
 def _cli(*args):
-    import os
-    import subprocess
-    import sys
 
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return _astral_cli(*args, cwd=REPO)
 
 
 def test_cli_forecast_shows_the_may_not_fit_warning_in_text_and_json():

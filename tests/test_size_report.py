@@ -11,7 +11,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ import astral_dsl
 from astral_dsl.cli.size import terminal_width
 from astral_dsl.outputs.size_report import render_report
 from astral_dsl.units import readable
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,8 +29,7 @@ def _cli(args, columns=None) -> subprocess.CompletedProcess:
     env.pop("COLUMNS", None)
     if columns is not None:
         env["COLUMNS"] = str(columns)
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO, env=env,
-                          capture_output=True, timeout=300, text=True)
+    return _astral_cli(*args, cwd=REPO, env=env)
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from astral_dsl.runs import fit
 from astral_dsl.runs.table import read_table
 from astral_dsl.seer.calibration import (BY_NAME, CONSTANTS, FIT_FORMAT, RUN_FILES,
                                          read_calibration, shipped, shipped_document)
+from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,15 +87,12 @@ def test_forecast_reads_a_written_fit(tmp_path):
     path.write_text(json.dumps(doc))
     assert read_calibration(path).gemm_eff == slower["gemm_eff"]
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    base = [sys.executable, "-m", "astral_dsl.cli", "forecast", "examples/single_pod.astral",
-            "--format", "json"]
-    slow = subprocess.run(base + ["--calibration", str(path)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
-    fast = subprocess.run(base, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    base = ["forecast", "examples/single_pod.astral", "--format", "json"]
+    slow = _astral_cli(*base, "--calibration", str(path), env=env)
+    fast = _astral_cli(*base, env=env)
     assert slow.returncode == 0 and fast.returncode == 0, slow.stderr + fast.stderr
     assert json.loads(slow.stdout)["iteration_time_s"] > json.loads(fast.stdout)["iteration_time_s"]
     bad = tmp_path / "bad.json"
     bad.write_text('{"fits": {}}')
-    proc = subprocess.run(base + ["--calibration", str(bad)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = _astral_cli(*base, "--calibration", str(bad), env=env)
     assert proc.returncode == 2 and "--calibration" in proc.stderr
