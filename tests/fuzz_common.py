@@ -24,7 +24,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents
 import test_fuzz as tf  # noqa: E402  (the seed, the vocabulary and the mutations)
 
 REPO = Path(__file__).resolve().parents[1]
-TIME_S = 30                      # per input (the reference's check is ~0.2 s; Seer's budget ~2 s)
+TIME_S = 30                      # CPU seconds per input (the reference's check is ~0.2 s; Seer's
+                                 # budget ~2 s; `check --margins` of the reference ~18 s)
+WALL_S = 120                     # wall seconds per input: an input blocked, not computing
 MEMORY_BYTES = 3 * 1024 ** 3     # the campaign's address-space limit
 
 JOB_SEED = """\

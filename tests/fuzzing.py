@@ -11,7 +11,9 @@ plus numbers at their extremes (1e308, 1e-300, 2^53 + 1, ...), unit exponents (`
 unicode and splices of one seed into another.
 
 The invariant: the command exits 0, 1 or 2; no E000 and no traceback; every input within TIME_S
-seconds (and, in a campaign, the process within MEMORY_BYTES); fmt is idempotent and
+seconds of CPU (the campaign's process: the machine may be loaded, so a wall-clock limit would
+count the other work) and WALL_S seconds of wall time (an input that waits instead of
+computing), and, in a campaign, the process within MEMORY_BYTES; fmt is idempotent and
 meaning-preserving (the same diagnostics, by code, before and after). A failure's class is its
 target and the kind of failure with numbers blanked out.
 
@@ -26,6 +28,7 @@ a few hundred inputs of every target with a fixed seed inside `make test`."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import re
 import resource
@@ -38,7 +41,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
-from fuzz_common import (JOB_SEED, MEMORY_BYTES, REPO, SEEDS, TIME_S, Failure,  # noqa: E402,F401
+from fuzz_common import (JOB_SEED, MEMORY_BYTES, REPO, SEEDS, TIME_S, WALL_S, Failure,  # noqa: E402,F401
                          _cli, _first_error, mutate)
 import fuzz_deep  # noqa: E402  (the targets past the front end)
 
@@ -110,16 +113,32 @@ TARGETS.update(fuzz_deep.TARGETS)
 
 
 class _Timeout(BaseException):
-    pass
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what = what
 
 
 def _alarm(signum, frame):
-    raise _Timeout()
+    raise _Timeout(f"over {TIME_S} s of CPU" if signum == signal.SIGPROF else
+                   f"over {WALL_S} s of wall time")
+
+
+@contextlib.contextmanager
+def _limited():
+    """TIME_S seconds of this process's CPU (user + system: ITIMER_PROF) and WALL_S seconds
+    of wall time for one input."""
+    signal.setitimer(signal.ITIMER_PROF, TIME_S)
+    signal.setitimer(signal.ITIMER_REAL, WALL_S)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _class(target: str, exc: BaseException) -> str:
     if isinstance(exc, _Timeout):
-        kind = f"over {TIME_S} s"
+        kind = exc.what
     elif isinstance(exc, MemoryError):
         kind = "out of memory"
     elif isinstance(exc, Failure):
@@ -141,7 +160,7 @@ def campaign(inputs: int, seed: int, targets: Optional[List[str]] = None,
     path = work / "fuzz.astral"
     found: Dict[str, List[str]] = {}
     stats = {} if stats is None else stats
-    previous = signal.signal(signal.SIGALRM, _alarm)
+    previous = signal.signal(signal.SIGALRM, _alarm), signal.signal(signal.SIGPROF, _alarm)
     try:
         for k in range(inputs):
             target = names[k % len(names)]
@@ -150,17 +169,17 @@ def campaign(inputs: int, seed: int, targets: Optional[List[str]] = None,
             row = stats.setdefault(target, [0, 0, 0.0])
             row[0] += 1
             cpu = time.process_time()
-            signal.alarm(TIME_S)
             try:
-                TARGETS[target](path, text, rng)
+                with _limited():
+                    TARGETS[target](path, text, rng)
             except (Exception, _Timeout, MemoryError) as exc:   # noqa: BLE001 - classified
                 found.setdefault(_class(target, exc), []).append(text)
                 row[1] += 1
             finally:
-                signal.alarm(0)
                 row[2] += time.process_time() - cpu
     finally:
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGALRM, previous[0])
+        signal.signal(signal.SIGPROF, previous[1])
         fuzz_deep.close()
         if folder is None:
             shutil.rmtree(work, ignore_errors=True)
