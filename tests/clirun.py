@@ -27,7 +27,7 @@ def astral(*args: str, cwd: Union[str, Path, None] = REPO, env: Optional[Mapping
            input: Union[str, bytes, None] = None, text: bool = True, timeout: float = 600,
            process: bool = False) -> subprocess.CompletedProcess:
     """`astral ARGS`: its exit code and output. `env` replaces the environment for the call (as
-    subprocess's does); `input` is standard input."""
+    subprocess's does); `input` is standard input; `timeout` bounds a process only."""
     args = [str(a) for a in args]
     if process:
         data = input.encode() if isinstance(input, str) and not text else input

@@ -254,7 +254,6 @@ def _outside(path) -> list:
 
 
 def _cli(*args):
-
     return _astral_cli(*args, cwd=REPO)
 
 
