@@ -175,14 +175,15 @@ def front_end_errors(design: Design) -> bool:
 
 def check(workspace: "Workspace", design: Optional[Design] = None,
           scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
-          baseline: Optional[Baseline] = None) -> Checked:
+          baseline: Optional[Baseline] = None, required: bool = True) -> Checked:
     """Steps 16-20 on `design` (default: the workspace's own): `scenarios` are names to run;
-    required scenarios always run; `all_scenarios` runs every one. A design with unknowns is
+    required scenarios run too unless `required` is False (a margins probe, whose limits come
+    from the design itself); `all_scenarios` runs every one. A design with unknowns is
     sized first, then checked as sized. The warnings its `allow`s and `baseline` accept are
     kept apart (step 20)."""
     from astral_dsl.analyses.fleet import annotated
 
-    checked = _check(workspace, design, scenarios, all_scenarios)
+    checked = _check(workspace, design, scenarios, all_scenarios, required)
     complete = checked.engineering is not None or not (
         checked.design.roots or front_end_errors(checked.design) or checked.design.needs_sizing)
     diags = checked.diagnostics
@@ -229,7 +230,8 @@ def devices(workspace: "Workspace", design: Design):
     return fleet.Devices(by_path), tuple(diags)
 
 
-def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scenarios) -> Checked:
+def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scenarios,
+           required: bool = True) -> Checked:
     from astral_dsl.analyses.engineering import analyse, scenario_diagnostics
 
     design = workspace.design if design is None else design
@@ -255,8 +257,9 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
     diags.extend(eng.diagnostics)
     wanted = set(scenarios or ())
     diags.extend(_unknown_scenarios(design, wanted))
-    diags.extend(_too_many_scenarios(design, wanted, all_scenarios))
-    outcomes = tuple(run_scenarios(workspace, design, eng, wanted, all_scenarios))  # 19
+    diags.extend(_too_many_scenarios(design, wanted, all_scenarios, required))
+    outcomes = tuple(run_scenarios(workspace, design, eng, wanted, all_scenarios,    # 19
+                                   required))
     for outcome, scenario in outcomes:
         diags.extend(scenario_diagnostics(outcome, scenario))
     return Checked(design, eng, tuple(o for o, _ in outcomes), sort_diagnostics(diags), sizing)
@@ -277,13 +280,14 @@ def _unknown_scenarios(design: Design, wanted) -> List[Diagnostic]:
 MAX_SCENARIOS = 64
 
 
-def _chosen(design: Design, wanted, every: bool) -> list:
+def _chosen(design: Design, wanted, every: bool, required: bool = True) -> list:
     return [s for s in design.scenarios
-            if every or s.template in wanted or s.field("required") is True]
+            if every or s.template in wanted or (required and s.field("required") is True)]
 
 
-def _too_many_scenarios(design: Design, wanted, every: bool) -> List[Diagnostic]:
-    chosen = _chosen(design, wanted, every)
+def _too_many_scenarios(design: Design, wanted, every: bool, required: bool = True
+                        ) -> List[Diagnostic]:
+    chosen = _chosen(design, wanted, every, required)
     if len(chosen) <= MAX_SCENARIOS:
         return []
     first, rest = chosen[MAX_SCENARIOS], len(chosen) - MAX_SCENARIOS - 1
@@ -297,12 +301,12 @@ def _too_many_scenarios(design: Design, wanted, every: bool) -> List[Diagnostic]
 
 
 def run_scenarios(workspace: "Workspace", design: Design, eng: "Engineering", wanted,
-                  every: bool = False):
+                  every: bool = False, required: bool = True):
     """(outcome, scenario) of each scenario to run: named in `wanted`, required, or all of
     them (`every`), each on its twin compiled by the workspace; the first MAX_SCENARIOS."""
     from astral_dsl.analyses.engineering import run_scenario
 
-    for scenario in _chosen(design, wanted, every)[:MAX_SCENARIOS]:
+    for scenario in _chosen(design, wanted, every, required)[:MAX_SCENARIOS]:
         twin = workspace.recompile(design, scenario=scenario)
         yield run_scenario(design, scenario, eng, twin), scenario
 

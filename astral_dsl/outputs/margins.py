@@ -38,7 +38,7 @@ def phrase(report, r) -> str:
     """`hosts_per_rack <= 4 [symbolic]`, `supply <= 47.2 degC [numeric bracket]`, ..."""
     p = r.param
     low, high = _param(report, p, r.low), _param(report, p, r.high)
-    tag = "symbolic" if r.method == "symbolic" else "numeric bracket, bisection"
+    tag = "symbolic" if r.method == "symbolic" else "numeric bracket"
     if r.empty:
         text = f"for no value of {p}"
     elif r.again_below is not None or r.again_above is not None:

@@ -1,5 +1,5 @@
 """Margins against ranges derived by hand: symbolic where the sides are algebraic in the
-parameters (and only then called symbolic), a numeric bracket by bisection otherwise."""
+parameters (and only then called symbolic), a numeric bracket otherwise."""
 from __future__ import annotations
 
 import json
@@ -97,7 +97,7 @@ def test_rounding_and_temperatures_are_bracketed_numerically(design):
     assert not pdus.symbolic and pdus.condition is None
     r = _ranges(pdus)["hosts_per_rack"]
     assert (r.method, r.high) == ("numeric", 4)
-    assert "numeric bracket, bisection" in phrase(report, r)
+    assert "[numeric bracket]" in phrase(report, r)
     hot = m['check "return water too hot" in S.rows[0].racks[0]']
     # a temperature point is not proportional to its SI value: bracketed, supply <= 40 degC
     r = _ranges(hot)["supply"]

@@ -7,8 +7,8 @@ now, and under which values of each top-level `param` it holds (`astral check --
 
 shadow.py evaluates the design with sympy symbols beside the numbers, limits.py lists the limits
 with both sides, solve.py derives the ranges (sympy where the sides are algebraic in the
-parameters, verified against the compiler at a second point; a numeric bracket by bisection
-otherwise, marked as such)."""
+parameters, verified against the compiler at a second point; a numeric bracket otherwise, by
+secant steps where it can and bisection where it must, marked as such)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional
@@ -90,7 +90,9 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
                 cache[key] = Uncompiled(tuple(sorted({d.code for d in at_x.diagnostics
                                                       if d.is_error})))
             else:
-                checked_x = check(ws, at_x)
+                # the limits are the design's own: its required scenarios are checked at the
+                # current values (above), not at every probe
+                checked_x = check(ws, at_x, required=False)
                 cache[key] = Probed(by_key(collect(ws, numbers, checked_x)),
                                     sorted({d.code for d in checked_x.diagnostics
                                             if d.is_error}))

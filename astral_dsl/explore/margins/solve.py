@@ -11,8 +11,8 @@ to numeric.
 Numeric: otherwise (fluid properties, rounding up to whole units, choices, the memory of a job)
 the design is evaluated again at other values of the parameter: outward from the current value
 (doubling the step; a count also tries its multiples and halves, the values a divisor takes)
-until the limit changes state, then by bisection to a relative width of 1e-4 (or to adjacent
-whole numbers). A value where the design does not compile is not the limit breaking: past an
+until the limit changes state, then by secant steps or bisection (_limit) to a relative width of
+1e-4 (or to adjacent whole numbers). A value where the design does not compile is not the limit breaking: past an
 edge of what the parameter may take (its plausible or declared range, its sign) the search
 stops and that edge is reported as the parameter's compilable range; a value that does not
 compile for another reason (a count no longer whole) is skipped. The result brackets the
@@ -32,6 +32,7 @@ from astral_dsl.explore.margins.shadow import OPAQUE
 INT_STEPS = 21             # doublings outward: counts up to +-2^20
 REAL_STEPS = 16            # 19 % steps: quantities up to x/÷ 16
 REL_TOL = 1e-4
+CELSIUS = 273.15           # a temperature's boundary is rounded in degrees Celsius, not kelvin
 
 
 @attrs.frozen
@@ -190,7 +191,16 @@ def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
             return Uncompiled(getattr(limits, "codes", ()), absent=True)
         return limits[key].holds
 
-    sides = [_search(x0, direction, integer, point, state, holds_now)
+    def slack(x: float) -> Optional[float]:
+        """rhs - lhs of an inequality at x (None for an equality or a truth value): what the
+        secant steps of _limit interpolate."""
+        limits = probe(x)
+        lim = None if isinstance(limits, Uncompiled) else limits.get(key)
+        if lim is None or lim.truth or lim.op == "==":
+            return None
+        return lim.rhs - lim.lhs
+
+    sides = [_search(x0, direction, integer, point, state, holds_now, slack)
              for direction in (-1, 1)]
     low, high = sides
     searched = (low.searched if low.searched is not None else x0,
@@ -207,7 +217,7 @@ def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
                  searched=searched, again_below=low.bound, again_above=high.bound, **extra)
 
 
-def _search(x0, direction, integer, point, state, holds_now) -> _Side:
+def _search(x0, direction, integer, point, state, holds_now, slack=None) -> _Side:
     inside, gaps, searched = x0, [], None
     for x in candidates(x0, integer, point, direction):
         if (x - inside) * direction <= 0:
@@ -218,7 +228,7 @@ def _search(x0, direction, integer, point, state, holds_now) -> _Side:
                 found = _edge(inside, x, integer, state, holds_now)
                 if isinstance(found[1], tuple):  # the limit changes before the edge
                     a, b = found[1]
-                    return _limit(a, b, integer, state, holds_now, gaps, b)
+                    return _limit(a, b, integer, state, holds_now, gaps, b, slack, point)
                 edge, beyond = found
                 edge = _round_edge(edge, beyond, integer, state)
                 codes = tuple(c for c in st.codes
@@ -228,15 +238,35 @@ def _search(x0, direction, integer, point, state, holds_now) -> _Side:
             continue
         searched = x
         if st != holds_now:
-            return _limit(inside, x, integer, state, holds_now, gaps, x)
+            return _limit(inside, x, integer, state, holds_now, gaps, x, slack, point)
         inside = x
     return _Side(None, None, (), searched, tuple(gaps))
 
 
-def _limit(inside, outside, integer, state, holds_now, gaps, searched) -> _Side:
-    """Bisect between a value in the current state and one in the other."""
+def _limit(inside, outside, integer, state, holds_now, gaps, searched, slack=None,
+           point=False) -> _Side:
+    """Narrow the bracket between a value in the current state and one in the other to
+    REL_TOL (or adjacent whole numbers). Where the limit is an inequality whose sides the
+    probes read, a secant step first: the root of rhs - lhs interpolated between the two ends,
+    probed just either side of it (an affine limit is bracketed in two probes instead of about
+    fourteen bisections); a secant round that does not halve the bracket, a probe that does
+    not compile or an equality falls back to bisection, which always halves it."""
     tried = set()
+    secant = slack is not None
     while not _close_enough(inside, outside, integer):
+        if secant:
+            width = abs(outside - inside)
+            got = _secant(inside, outside, integer, state, slack)
+            if got is None:
+                secant = False
+            else:
+                for x, st in got:
+                    if st == holds_now:
+                        inside = x
+                    else:
+                        outside = x
+                secant = abs(outside - inside) <= width / 2
+            continue
         mid = _mid(inside, outside, integer)
         st = state(mid)
         if isinstance(st, Uncompiled):
@@ -249,7 +279,43 @@ def _limit(inside, outside, integer, state, holds_now, gaps, searched) -> _Side:
             inside = mid
         else:
             outside = mid
-    return _Side(inside if holds_now else outside, None, (), searched, tuple(gaps))
+    bound = inside if holds_now else outside
+    if not integer:         # a round boundary (45 degC, not the bracket's 44.9987) when it holds
+        offset = CELSIUS if point else 0.0
+        x = _roundest(inside - offset, outside - offset) + offset
+        if x not in (inside, outside) and state(x) is True:
+            bound = x
+    return _Side(bound, None, (), searched, tuple(gaps))
+
+
+def _secant(inside, outside, integer, state, slack):
+    """Probes at the interpolated root of the limit's slack between the bracket's ends, then
+    just past it on the side that brackets it (an inequality that holds at equality holds at
+    its root), with their states; None when the slack is not known at both ends, does not
+    change sign, or a probe does not compile."""
+    fa, fb = slack(inside), slack(outside)
+    if fa is None or fb is None or fa == fb or (fa < 0) == (fb < 0):
+        return None
+    root = inside + (outside - inside) * fa / (fa - fb)
+    direction = 1.0 if outside > inside else -1.0
+    if integer:
+        root = float(math.floor(root) if direction > 0 else math.ceil(root))
+    lo, hi = sorted((inside, outside))
+    if not lo < root < hi:
+        return None
+    st = state(root)
+    if isinstance(st, Uncompiled):
+        return None
+    out = [(root, st)]
+    step = 1.0 if integer else 0.8 * REL_TOL * abs(root)
+    held = st == state(inside)
+    x = root + (direction if held else -direction) * step
+    if lo < x < hi:
+        st = state(x)
+        if isinstance(st, Uncompiled):
+            return None
+        out.append((x, st))
+    return out
 
 
 def _around(mid, inside, outside, integer, tried, state):
@@ -293,17 +359,21 @@ def _round_edge(last: float, beyond: float, integer: bool, state) -> float:
     it compiles too (a declared bound of 100 % rather than the bisection's 99.997 %)."""
     if integer:
         return last
-    lo, hi = sorted((last, beyond))
+    x = _roundest(last, beyond)
+    if x == last:
+        return last
+    return last if isinstance(state(x), Uncompiled) else x
+
+
+def _roundest(a: float, b: float) -> float:
+    """The value between a and b with the fewest significant digits (the smallest of those)."""
+    lo, hi = sorted((a, b))
     for digits in range(0, 13):
         scale = 10.0 ** (digits - math.floor(math.log10(max(abs(lo), 1e-300))))
         x = math.ceil(lo * scale) / scale
-        if x > hi:
-            continue
-        if x == last:
-            return last
-        st = state(x)
-        return last if isinstance(st, Uncompiled) else x
-    return last
+        if x <= hi:
+            return x
+    return a
 
 
 def _step(x0: float, direction: int, k: int, integer: bool, point: bool = False

@@ -1,0 +1,79 @@
+"""The numeric bracket of solve.py against boundaries known by hand, and how many times it
+evaluates the design to get there (each probe is a full compile and check)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from astral_dsl.explore.margins.limits import Limit
+from astral_dsl.explore.margins.solve import REL_TOL, Probed, Uncompiled, numeric_range
+
+
+def _probe(lhs_of, rhs: float, calls: list, op: str = "<=", compiles=lambda x: True):
+    def probe(x: float):
+        calls.append(x)
+        if not compiles(x):
+            return Uncompiled(("E210",))
+        return Probed({"k": Limit("k", "check", "k", lhs_of(x), rhs, op, "W")})
+    return probe
+
+
+def test_an_affine_limit_takes_a_few_probes_not_a_bisection():
+    # 10.2 kW per host x h <= 45 kW: the boundary is 45 / 10.2 = 4.41176... hosts (a real)
+    calls: list = []
+    r = numeric_range("k", "h", 4.0, False, _probe(lambda x: 10.2e3 * x, 45e3, calls), True)
+    true = 45 / 10.2
+    assert r.high == pytest.approx(true, rel=REL_TOL) and r.high <= true
+    # the outward search takes one step to cross it (4 x 2^(1/4) = 4.76); then the secant:
+    # the root, one value just past it, and a rounder value between
+    above = {x for x in calls if x > 4.0}      # margins.analyse caches probes by value
+    assert len(above) <= 4, above
+    # bisection from [4, 4.76] to a width of 1e-4 would take ~11 probes
+    assert math.ceil(math.log2(0.76 / (REL_TOL * 4.4))) >= 10
+
+
+def test_a_boundary_at_a_round_value_is_reported_as_that_value():
+    # supply (K) <= 45 degC: the secant lands on the root, which holds at equality
+    calls: list = []
+    r = numeric_range("k", "supply", 313.15, False, _probe(lambda x: x, 318.15, calls), True,
+                      point=True)
+    assert r.high == pytest.approx(318.15, abs=1e-9)
+
+
+def test_a_step_limit_falls_back_to_bisection_and_stays_within_tolerance():
+    # ceil(10.2 h / 10) PDUs <= 5 with h a real: holds while h <= 50 / 10.2 = 4.90196...
+    calls: list = []
+    r = numeric_range("k", "h", 4.0, False,
+                      _probe(lambda x: math.ceil(10.2 * x / 10), 5.0, calls), True)
+    true = 50 / 10.2
+    assert true * (1 - 2 * REL_TOL) <= r.high <= true
+
+
+def test_a_broken_limit_brackets_where_it_holds_again():
+    # 12 kW x h <= 45 kW at h = 4 is broken; it holds again below 3.75
+    calls: list = []
+    r = numeric_range("k", "h", 4.0, False, _probe(lambda x: 12e3 * x, 45e3, calls), False)
+    assert r.again_below == pytest.approx(3.75, rel=REL_TOL) and r.again_below <= 3.75
+    assert r.again_above is None
+
+
+def test_counts_bracket_to_adjacent_whole_numbers():
+    calls: list = []
+    r = numeric_range("k", "n", 4.0, True, _probe(lambda x: 10.2e3 * x, 450e3, calls), True)
+    assert r.high == 44          # 44 x 10.2 = 448.8 <= 450 < 459 = 45 x 10.2
+
+
+def test_a_probe_that_does_not_compile_inside_the_bracket_is_stepped_around():
+    # odd counts do not compile (a gap); the limit's boundary (44) is still found
+    calls: list = []
+    r = numeric_range("k", "n", 4.0, True,
+                      _probe(lambda x: 10.2e3 * x, 450e3, calls,
+                             compiles=lambda x: x % 2 == 0), True)
+    assert r.high == 44
+
+
+def test_an_equality_is_bracketed_by_bisection():
+    calls: list = []
+    r = numeric_range("k", "h", 4.0, False, _probe(lambda x: x, 4.0, calls, op="=="), True)
+    assert r.low == pytest.approx(4.0, rel=REL_TOL) and r.high == pytest.approx(4.0, rel=REL_TOL)
