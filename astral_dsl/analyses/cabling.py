@@ -34,6 +34,7 @@ def host_links(design: Design, owner_paths: Dict[str, List[str]]) -> Iterator[Ho
             continue
         t0 = fc.tiers[0]
         scope_kinds = sorted({k for t in fc.tiers for k in _SCOPE_KINDS.get(t.scope, (t.scope,))})
+        memo: Dict = {}                        # _ports' groups and switches, per fabric
         for replica in owner_paths.get(fc.owner, [fc.owner]):
             counters: Dict[str, int] = {}
             chain = [(None, 0, [0])]
@@ -42,12 +43,13 @@ def host_links(design: Design, owner_paths: Dict[str, List[str]]) -> Iterator[Ho
                               skip=True):
                 slot = attrs.evolve(slot, index=index)
                 index += 1
-                yield from _links_of(slot, fc, t0, owner.kind, replica, cache)
+                yield from _links_of(slot, fc, t0, owner.kind, replica, cache, memo)
 
 
-def _links_of(slot: HostSlot, fc, t0, owner_kind, replica: str, cache) -> Iterator[HostLink]:
+def _links_of(slot: HostSlot, fc, t0, owner_kind, replica: str, cache, memo
+              ) -> Iterator[HostLink]:
     _, nic_member, nics = _members(slot.instance, cache)
-    ports_of = _ports(slot, nic_member, nics, fc, owner_kind)
+    ports_of = _ports(slot, nic_member, nics, fc, owner_kind, memo)
     ports_total = sum(_int(n.field("ports"), 1) for n in nics)
     split = (fc.rails if "rail" in t0.per else 1) * (fc.planes if "plane" in t0.per else 1)
     per_group = ports_total / split if split else ports_total

@@ -196,9 +196,11 @@ def build(design: Design, job: Instance, sizes: Dict[str, int], order: Optional[
     ranks: List[RankInfo] = []
     coords_all = [coordinates(r, sizes, order_t) for r in range(world)]
     r = 0
+    memo: Dict = {}
     for slot, n in zip(hosts, per_host):
         gpu_member, nic_member, nics = _members(slot.instance, cache)
-        ports_of = _ports(slot, nic_member, nics, fc, owner.kind if owner is not None else None)
+        ports_of = _ports(slot, nic_member, nics, fc, owner.kind if owner is not None else None,
+                          memo)
         for local in range(n):
             if r >= world:
                 break
@@ -344,7 +346,11 @@ def _find_members(host: Instance, cache) -> Tuple[str, str, List[Instance]]:
 
 
 def _ports(slot: HostSlot, nic_member: str, nics: List[Instance], fc: Optional[FabricCount],
-           owner_kind: Optional[str]):
+           owner_kind: Optional[str], memo: Optional[Dict] = None):
+    """`ports_of(local)`: the NIC ports of GPU `local` of the host in `slot`, with the tier
+    groups they can climb to and their first-tier switch. `memo`: a dict kept for one fabric
+    across its hosts (hosts of the same scope share their groups, those of a rack their
+    switches)."""
     rails = fc.rails if fc else 1
     planes = fc.planes if fc else 1
     t0 = fc.tiers[0] if fc and fc.tiers else None
@@ -358,6 +364,20 @@ def _ports(slot: HostSlot, nic_member: str, nics: List[Instance], fc: Optional[F
     position = scopes[0][2] if scopes and scopes[0] else slot.index
     number = first_switch(position, per_group, t0.down_ports) if t0 is not None else 0
 
+    groups = {} if memo is None else memo
+    axes_key = tuple(axes)
+
+    def group(rail: int, plane: int) -> Tuple[Tuple[TierKey, ...], str]:
+        """The tier groups and the first-tier switch of the host's ports on a rail and plane."""
+        key = (axes_key, number, rail, plane)
+        hit = groups.get(key)
+        if hit is None:
+            keys = tuple(_key(fc.fabric, t.name, axis, rail if "rail" in t.per else None,
+                              plane if "plane" in t.per else None)
+                         for t, axis in zip(fc.tiers, axes))
+            hit = groups[key] = (keys, keys[0].switch(number))
+        return hit
+
     def ports_of(local: int) -> List[Port]:
         if not nics or t0 is None:
             return []
@@ -365,11 +385,9 @@ def _ports(slot: HostSlot, nic_member: str, nics: List[Instance], fc: Optional[F
         out = []
         for j in range(_int(nics[k].field("ports"), 1)):
             rail, plane = k % rails, j % planes
-            keys = tuple(_key(fc.fabric, t.name, axis, rail if "rail" in t.per else None,
-                              plane if "plane" in t.per else None)
-                         for t, axis in zip(fc.tiers, axes))
+            keys, switch = group(rail, plane)
             out.append(Port(port_name(slot.path, nic_member, k, j), k, j, rail, plane,
-                            keys[0].switch(number), keys))
+                            switch, keys))
         return out
     return ports_of
 

@@ -294,9 +294,14 @@ def _csv(path: str, header: Sequence[str], rows: Iterable[Sequence], optional, n
     with open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow([header[i] for i in keep])
-        for r in rows:
-            w.writerow([r[i] for i in keep])
-            count += 1
+        if len(keep) == len(header):
+            for r in rows:
+                w.writerow(r)
+                count += 1
+        else:
+            for r in rows:
+                w.writerow([r[i] for i in keep])
+                count += 1
     if dropped and count:
         notes.append(f"{os.path.basename(path)}: no `{'`, `'.join(dropped)}` (the design does "
                      f"not state it for every row): NetBox's default applies")
