@@ -283,8 +283,10 @@ def _limit(inside, outside, integer, state, holds_now, gaps, searched, slack=Non
     if not integer:         # a round boundary (45 degC, not the bracket's 44.9987) when it holds
         offset = CELSIUS if point else 0.0
         x = _roundest(inside - offset, outside - offset) + offset
-        if x not in (inside, outside) and state(x) is True:
-            bound = x
+        if x not in (inside, outside):
+            st = state(x)
+            if not isinstance(st, Uncompiled) and bool(st):
+                bound = x
     return _Side(bound, None, (), searched, tuple(gaps))
 
 
