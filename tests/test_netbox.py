@@ -107,9 +107,12 @@ def reference(tmp_path_factory):
 def test_export_of_the_reference_design(reference):
     folder, stdout = reference
     _netbox_columns(folder)
-    assert _valid_device_types(folder) == 2            # the host and the switch model
+    # the host, the switch model (agg and core use its 128 x 400G ports) and the ToR's own
+    # layout of it: 128 x 200G breakouts down, 64 x 400G up
+    assert _valid_device_types(folder) == 3
     assert "devices.csv: 86,016 row(s)" in stdout        # 65,536 hosts and 20,480 switches
-    assert "cables.csv: 1,048,576 row(s)" in stdout      # each of 8 x 2 ports of every host
+    # each of 8 x 2 ports of every host, then 64 uplinks of each of 8,192 ToRs and 8,192 aggs
+    assert "cables.csv: 2,097,152 row(s)" in stdout
     assert "locations.csv: 1,032 row(s)" in stdout       # 8 pods and 1,024 rows
     with open(folder / "devices.csv", encoding="utf-8", newline="") as fh:
         first = next(csv.DictReader(fh))
@@ -123,6 +126,46 @@ def test_export_of_the_reference_design(reference):
         "Astral.fabric.pod[0].rail[0].plane[A].tor[0]",
         "Astral.fabric.pod[0].rail[0].plane[B].tor[0]")
     assert a["side_a_name"] == "nics[0].port[a]" and a["side_b_name"] == "p1"
+
+
+def test_the_reference_tiers_are_cabled_as_a_clos(reference):
+    folder, _ = reference
+    per_core: dict = {}
+    cores_of_agg0: dict = {}
+    with open(folder / "cables.csv", encoding="utf-8", newline="") as fh:
+        for c in csv.DictReader(fh):
+            if ".core[" not in c["side_b_device"]:
+                continue
+            per_core[c["side_b_device"]] = per_core.get(c["side_b_device"], 0) + 1
+            if c["side_a_device"].endswith(".agg[0]"):
+                cores_of_agg0.setdefault(c["side_a_device"], set()).add(c["side_b_device"])
+    # 4,096 cores of 128 down ports, each port taken once by the 8,192 aggs' 64 uplinks
+    assert len(per_core) == 4096 and set(per_core.values()) == {128}
+    # agg 0 of each of the 128 (pod, rail, plane) groups lands on the same 64 cores, so that
+    # every group reaches every other through each of them
+    assert len(cores_of_agg0) == 128
+    assert len({frozenset(v) for v in cores_of_agg0.values()}) == 1
+    assert len(next(iter(cores_of_agg0.values()))) == 64
+
+
+def test_uplinks_beyond_the_upper_tiers_ports_are_counted_not_cabled():
+    from astral_dsl.analyses.cabling import Short, _uplinks
+    from astral_dsl.analyses.fabric_names import TierKey
+
+    class Tier:                       # the TierCount fields the wiring reads
+        def __init__(self, name, per_group, down_ports, up_ports):
+            self.name, self.per_group = name, per_group
+            self.down_ports, self.up_ports = down_ports, up_ports
+
+    lo, hi = Tier("leaf", 3, 8, 4), Tier("spine", 2, 5, 0)
+    lower, upper = TierKey("F", "leaf"), TierKey("F", "spine")
+    short: list = []
+    links = list(_uplinks(lo, hi, {lower: upper}, "F", short))
+    # 3 leaves x 4 uplinks = 12, round-robin over 2 spines of 5 down ports: 10 cabled
+    assert len(links) == 10 and short == [Short("leaf", "F", 2)]
+    assert [(x.lower_port, x.upper, x.upper_port) for x in links[:4]] == [
+        (8, "F.spine[0]", 0), (9, "F.spine[1]", 0), (10, "F.spine[0]", 1),
+        (11, "F.spine[1]", 1)]
 
 
 def test_export_of_the_dgx_superpod(tmp_path):
@@ -139,10 +182,28 @@ def test_export_of_the_dgx_superpod(tmp_path):
     assert {h["manufacturer"] for h in hosts} == {"NVIDIA"}
     assert [h["position"] for h in hosts[:4]] == ["1", "11", "21", "31"]    # 10U each
     cables = _rows(out / "cables.csv")
-    assert len(cables) == 128 * 8
+    # each DGX's 8 ports to its rail's leaf, then each leaf's 32 uplinks to the spines
+    assert len(cables) == 128 * 8 + 32 * 32
     # a leaf takes 32 hosts down: its port numbers run 1..32
     ports = {c["side_b_name"] for c in cables if c["side_b_device"].endswith("leaf[0]")}
     assert ports == {f"p{i}" for i in range(1, 33)}
+    # the uplinks: a leaf's p33..p64 each once, a spine's 64 down ports each once, and every
+    # leaf on every one of the 16 spines twice (the reference architecture's non-blocking
+    # two-tier fabric)
+    up = [c for c in cables if "spine" in c["side_b_device"]]
+    assert len(up) == 32 * 32
+    by_leaf: dict = {}
+    by_spine: dict = {}
+    for c in up:
+        by_leaf.setdefault(c["side_a_device"], []).append(c["side_a_name"])
+        by_spine.setdefault(c["side_b_device"], []).append(c["side_b_name"])
+    assert len(by_leaf) == 32 and all(sorted(v) == sorted(f"p{i}" for i in range(33, 65))
+                                      for v in by_leaf.values())
+    assert len(by_spine) == 16 and all(sorted(v) == sorted(f"p{i}" for i in range(1, 65))
+                                       for v in by_spine.values())
+    pairs = {(c["side_a_device"], c["side_b_device"]) for c in up}
+    assert len(pairs) == 32 * 16
+
     feeds = _rows(out / "power_feeds.csv")
     assert {(f["name"], f["voltage"], f["amperage"]) for f in feeds
             if f["description"] == "SuperPOD.sus[0].racks[0]".rsplit(".", 1)[0] + ".a"} \

@@ -1,11 +1,21 @@
-"""The cables of a design's compute fabrics, as an inventory lists them: each host port and the
-first-tier switch port it lands on, fabric by fabric and replica by replica of a fabric's owner.
-The hosts are walked and their ports placed as the rank map places them (rankmap.py: a host's
-position in its tier's scope decides its switch), for every host of the owner rather than a
-job's placement."""
+"""The cables of a design's compute fabrics, as an inventory lists them, fabric by fabric and
+replica by replica of a fabric's owner:
+
+- host_links: each host port and the first-tier switch port it lands on. The hosts are walked
+  and their ports placed as the rank map places them (rankmap.py: a host's position in its
+  tier's scope decides its switch), for every host of the owner rather than a job's placement.
+- tier_links: each uplink of a tier's switches and the port of the next tier's switch it lands
+  on. The groups of the tier above that a lower group climbs to are those its hosts' ports climb
+  to (rankmap's tier keys); within each upper group the lower switches, group after group in the
+  order of their first host, spread their uplinks round-robin over its switches (lower switch at
+  index i, uplink u -> upper switch (i x uplinks + u) mod n): the switch at the same index of
+  every lower group lands on the same upper switches, as a Clos fabric is wired, so that every
+  lower group reaches every other through each of them. An upper switch's down ports are taken
+  in that order; an uplink beyond its last down port is counted (`Short`), not cabled (the
+  network analysis reports the shortage)."""
 from __future__ import annotations
 
-from typing import Dict, Iterator, List
+from typing import Dict, Iterator, List, Optional
 
 import attrs
 
@@ -23,27 +33,108 @@ class HostLink:
     switch_port: int             # its downlink port, from 0
 
 
-def host_links(design: Design, owner_paths: Dict[str, List[str]]) -> Iterator[HostLink]:
+@attrs.frozen
+class TierLink:
+    """One uplink of a tier's switch to a switch of the tier above."""
+    lower: str                   # the lower switch's name (fabric_names), for the owner's replica
+    lower_port: int              # its port, from 0: its uplinks follow its down ports
+    upper: str
+    upper_port: int              # the upper switch's down port, from 0
+
+
+@attrs.frozen
+class Short:
+    """Uplinks of a tier that found no free down port on the tier above."""
+    tier: str
+    fabric: str
+    uplinks: int
+
+
+def host_links(design: Design, owner_paths: Dict[str, List[str]],
+               groups: Optional[Dict[str, Dict]] = None) -> Iterator[HostLink]:
     """Every host port's link to its first-tier switch, fabric by fabric and, for a fabric whose
     owner is replicated, replica by replica (`owner_paths`: canonical owner path -> the paths of
-    its replicas, from the expanded design: inventory.py)."""
+    its replicas, from the expanded design: inventory.py). `groups`: filled per fabric with the
+    tier groups its host ports climb to, for tier_links."""
     cache: Dict = {}
     for fc in fabric_counts(design, cache):
         owner = design.instance(fc.owner)
         if owner is None or not fc.tiers:
             continue
         t0 = fc.tiers[0]
-        scope_kinds = sorted({k for t in fc.tiers for k in _SCOPE_KINDS.get(t.scope, (t.scope,))})
         memo: Dict = {}                        # _ports' groups and switches, per fabric
+        if groups is not None:
+            groups[fc.fabric] = memo
         for replica in owner_paths.get(fc.owner, [fc.owner]):
-            counters: Dict[str, int] = {}
-            chain = [(None, 0, [0])]
-            index = 0
-            for slot in _walk(owner, replica, replica, scope_kinds, counters, chain, cache,
-                              skip=True):
-                slot = attrs.evolve(slot, index=index)
-                index += 1
+            for slot in _slots(owner, replica, fc, cache):
                 yield from _links_of(slot, fc, t0, owner.kind, replica, cache, memo)
+
+
+def _slots(owner, replica: str, fc, cache) -> Iterator[HostSlot]:
+    """The hosts of a fabric's owner replica, numbered in the walk's order."""
+    scope_kinds = sorted({k for t in fc.tiers for k in _SCOPE_KINDS.get(t.scope, (t.scope,))})
+    counters: Dict[str, int] = {}
+    chain = [(None, 0, [0])]
+    for index, slot in enumerate(_walk(owner, replica, replica, scope_kinds, counters, chain,
+                                       cache, skip=True)):
+        yield attrs.evolve(slot, index=index)
+
+
+def tier_links(design: Design, owner_paths: Dict[str, List[str]],
+               groups: Optional[Dict[str, Dict]] = None,
+               short: Optional[List[Short]] = None) -> Iterator[TierLink]:
+    """Every uplink of every switch tier to the tier above (the module docstring's wiring),
+    fabric by fabric and replica by replica. `groups`: what host_links filled for the same
+    design (else the hosts are walked here); `short`: gets the uplinks left without a port."""
+    cache: Dict = {}
+    for fc in fabric_counts(design, cache):
+        owner = design.instance(fc.owner)
+        if owner is None or len(fc.tiers) < 2:
+            continue
+        memo = (groups or {}).get(fc.fabric)
+        if memo is None:
+            memo = {}
+            for slot in _slots(owner, fc.owner, fc, cache):
+                _, nic_member, nics = _members(slot.instance, cache)
+                ports_of = _ports(slot, nic_member, nics, fc, owner.kind, memo)
+                for k in range(len(nics)):
+                    ports_of(k)
+        climbs: List[Dict] = [{} for _ in fc.tiers[1:]]     # lower group -> upper group
+        for keys, _ in memo.values():
+            for i, up in enumerate(climbs):
+                up.setdefault(keys[i], keys[i + 1])
+        for n, replica in enumerate(owner_paths.get(fc.owner, [fc.owner])):
+            for i, (lo, hi) in enumerate(zip(fc.tiers, fc.tiers[1:])):
+                for link in _uplinks(lo, hi, climbs[i], fc.fabric, short if n == 0 else None):
+                    yield link if replica == fc.owner else attrs.evolve(
+                        link, lower=link.lower.replace(fc.owner, replica, 1),
+                        upper=link.upper.replace(fc.owner, replica, 1))
+
+
+def _uplinks(lo, hi, climbs: Dict, fabric: str, short) -> Iterator[TierLink]:
+    """The uplinks of tier `lo` to tier `hi` (TierCounts), `climbs` mapping each group of `lo`
+    to the group of `hi` it climbs to."""
+    n, up = hi.per_group, lo.up_ports
+    if n <= 0 or up <= 0:
+        return
+    below: Dict = {}
+    for lower, upper in climbs.items():
+        below.setdefault(upper, []).append(lower)
+    missing = 0
+    for upper, lowers in below.items():
+        used = [0] * n
+        for lower in lowers:
+            for i in range(lo.per_group):
+                for u in range(up):
+                    s = (i * up + u) % n
+                    port = used[s]
+                    used[s] += 1
+                    if hi.down_ports and port >= hi.down_ports:
+                        missing += 1
+                        continue
+                    yield TierLink(lower.switch(i), lo.down_ports + u, upper.switch(s), port)
+    if missing and short is not None:
+        short.append(Short(lo.name, fabric, missing))
 
 
 def _links_of(slot: HostSlot, fc, t0, owner_kind, replica: str, cache, memo

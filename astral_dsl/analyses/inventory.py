@@ -48,6 +48,7 @@ class Switch:
     owner: str                        # the owner's replica path
     site: str
     missing: Tuple[str, ...] = ()
+    ports: Tuple = ()                 # the tier's (down ports, down speed, up ports, up speed)
 
 
 def parts(design: Design) -> Iterator[Part]:
@@ -120,6 +121,7 @@ def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
                 scoped = owner.kind not in kinds and t.scope is not None
                 scopes = [None] if not scoped else [
                     (t.scope, i) for i in range(count_of(owner, kinds, cache))]
+                ports = (t.down_ports, t.down_speed, t.up_ports, t.up_speed)
                 rails = range(fc.rails) if "rail" in t.per else [None]
                 planes = range(fc.planes) if "plane" in t.per else [None]
                 for scope in scopes:
@@ -127,10 +129,11 @@ def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
                         for plane in planes:
                             for index in range(t.per_group):
                                 yield _switch(fabric, replica, site, t.name, tier, pattern,
-                                              scope, rail, plane, index)
+                                              scope, rail, plane, index, ports)
 
 
-def _switch(fabric, owner, site, tier_name, model, pattern, scope, rail, plane, index):
+def _switch(fabric, owner, site, tier_name, model, pattern, scope, rail, plane, index,
+            ports=()):
     from astral_dsl.model.values import fabric_path
 
     path = fabric_path(fabric, scope, rail, plane, tier_name, index)
@@ -142,7 +145,7 @@ def _switch(fabric, owner, site, tier_name, model, pattern, scope, rail, plane, 
     if plane is not None:
         values["plane"] = plane_label(plane)
     name, missing = named(pattern, values, path)
-    return Switch(path, name, model, tier_name, fabric, owner, site, missing)
+    return Switch(path, name, model, tier_name, fabric, owner, site, missing, ports)
 
 
 def _tier(design: Design, fabric: str, tier: str) -> Optional[Instance]:

@@ -4,14 +4,17 @@ netbox-community devicetype-library's format, interfaces included):
 
     sites.csv, locations.csv (halls, pods, rows and blocks, nested), racks.csv,
     manufacturers.csv, device_roles.csv, device_types.csv (and device-types/VENDOR/MODEL.yaml),
-    devices.csv (hosts and switches), cables.csv (each host port to its first-tier switch),
-    power_panels.csv, power_feeds.csv
+    devices.csv (hosts and switches), cables.csv (each host port to its first-tier switch, each
+    switch's uplinks to the tier above: analyses/cabling.py), power_panels.csv, power_feeds.csv
 
 Devices are named by the design's patterns or its inventory (analyses/inventory.py, fleet.py),
 else by their paths; every device's `description` is its model path, which an inventory of the
 exported devices can bind by (`columns { path = "description" }`). The interfaces of a device
 come with its device type (NetBox makes them from the type's interface templates), so there is
-no interfaces.csv to import twice. Only declared numbers are written: a rack's or a device
+no interfaces.csv to import twice. A switch's interfaces are its tier's ports, p1.. its down
+ports, then its uplinks, then any the model has beyond them; a tier whose ports differ from the
+model's own (200 Gb/s breakouts of a 400 Gb/s switch) gets a device type of its own, named
+after the model and its tiers. Only declared numbers are written: a rack's or a device
 type's height when the design states `units`, a feed's voltage and amperage from its feeder's
 `voltage` and `ampacity` x `conductors`; a column nobody states is left out, and the summary
 says what was left to NetBox's defaults. Same design, same files, byte for byte."""
@@ -79,17 +82,18 @@ def write(design, directory: str, devices=None) -> Written:
           _units(p.instance), p.path) for p in racks), optional=("u_height",))
     hosts = [p for p in found if p.kind == "host"]
     types = _device_types(hosts, sws)
-    unnamed = sorted(t.model for t in types.values() if t.manufacturer == UNSPECIFIED)
+    kinds = sorted({t.slug: t for t in types.values()}.values(), key=lambda t: t.slug)
+    unnamed = sorted(t.model for t in kinds if t.manufacturer == UNSPECIFIED)
     if unnamed:
         notes.append(f"device type(s) {', '.join(unnamed)}: no `vendor` declared, manufacturer "
                      f"`{UNSPECIFIED}`")
     out("manufacturers.csv", ("name", "slug"),
-        ((m, slug(m)) for m in sorted({t.manufacturer for t in types.values()})))
+        ((m, slug(m)) for m in sorted({t.manufacturer for t in kinds})))
     out("device_roles.csv", ("name", "slug", "color"), sorted(ROLES.values()))
     out("device_types.csv", ("manufacturer", "model", "slug", "u_height", "comments"),
-        ((t.manufacturer, t.model, t.slug, t.u_height, t.comments)
-         for t in sorted(types.values(), key=lambda t: t.slug)), optional=("u_height",))
-    for t in sorted(types.values(), key=lambda t: t.slug):
+        ((t.manufacturer, t.model, t.slug, t.u_height, t.comments) for t in kinds),
+        optional=("u_height",))
+    for t in kinds:
         rel = os.path.join("device-types", slug(t.manufacturer), f"{t.slug}.yaml")
         path = os.path.join(directory, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -106,7 +110,7 @@ def write(design, directory: str, devices=None) -> Written:
         _device_rows(hosts, sws, types, names, serial, tags, by_path))
     out("cables.csv", ("side_a_device", "side_a_type", "side_a_name", "side_b_device",
                        "side_b_type", "side_b_name", "status", "description"),
-        _cables(design, owners, names, by_path))
+        _cables(design, owners, names, by_path, notes))
     panels, feeds = _power(design, found, names)
     out("power_panels.csv", ("site", "location", "name", "description"), panels)
     out("power_feeds.csv", ("site", "power_panel", "name", "status", "type", "supply",
@@ -151,9 +155,10 @@ class DeviceType:
     interfaces: Tuple[Tuple[str, str], ...]       # (name, NetBox type)
 
 
-def _device_types(hosts: List[Part], sws) -> Dict[int, DeviceType]:
-    """One device type per distinct host template and switch model (by the instance)."""
-    out: Dict[int, DeviceType] = {}
+def _device_types(hosts: List[Part], sws) -> Dict[object, DeviceType]:
+    """One device type per distinct host template (by the instance), and per switch model and
+    port layout (by _switch_key: a tier whose ports are not the model's own gets its own)."""
+    out: Dict[object, DeviceType] = {}
     cache: Dict = {}
     for p in hosts:
         inst = p.instance
@@ -161,15 +166,38 @@ def _device_types(hosts: List[Part], sws) -> Dict[int, DeviceType]:
             continue
         ports = tuple((name, _port_type(nic)) for nic, name in _nic_ports(inst, cache))
         out[id(inst)] = _type(inst, ports)
+    layouts: Dict[tuple, Tuple[object, tuple, set]] = {}
     for s in sws:
-        inst = s.model
-        if inst is None or id(inst) in out:
+        if s.model is None:
             continue
-        count = inst.field("ports")
-        n = int(count.si) if isinstance(count, Quantity) else 0
-        kind = _port_type(inst)
-        out[id(inst)] = _type(inst, tuple((f"p{i}", kind) for i in range(1, n + 1)))
+        key = _switch_key(s)
+        if key not in layouts:
+            layouts[key] = (s.model, _layout(s.model, s.ports), set())
+        layouts[key][2].add(s.tier)
+    tiers: Dict[tuple, set] = {}                  # (model, layout) -> the tiers that use it
+    for inst, layout, names in layouts.values():
+        tiers.setdefault((id(inst), layout), set()).update(names)
+    for key, (inst, layout, _) in layouts.items():
+        suffix = "" if layout == _layout(inst, ()) else \
+            f" ({', '.join(sorted(tiers[(id(inst), layout)]))})"
+        out[key] = _type(inst, layout, suffix)
     return out
+
+
+def _switch_key(s) -> tuple:
+    d, ds, u, us = s.ports or (0, None, 0, None)
+    return (id(s.model), d, getattr(ds, "si", None), u, getattr(us, "si", None))
+
+
+def _layout(inst, ports) -> Tuple[Tuple[str, str], ...]:
+    """A switch's interfaces: its tier's down ports, then uplinks (`ports`: down, down speed,
+    up, up speed), then the model's ports beyond them, at the model's speed."""
+    count = inst.field("ports")
+    n = int(count.si) if isinstance(count, Quantity) else 0
+    down, down_speed, up, up_speed = ports or (0, None, 0, None)
+    kinds = [_port_type(inst, down_speed)] * down + [_port_type(inst, up_speed)] * up
+    kinds += [_port_type(inst)] * max(0, n - len(kinds))
+    return tuple((f"p{i}", kind) for i, kind in enumerate(kinds, 1))
 
 
 def _nic_ports(host, cache):
@@ -180,20 +208,21 @@ def _nic_ports(host, cache):
         yield nics[k], name
 
 
-def _type(inst, interfaces) -> DeviceType:
+def _type(inst, interfaces, suffix: str = "") -> DeviceType:
     vendor = inst.field("vendor")
     manufacturer = vendor if isinstance(vendor, str) and vendor else UNSPECIFIED
     source = inst.field("source")
     comments = f"astral template {inst.template}" + (f"; source: {source}"
                                                       if isinstance(source, str) else "")
-    return DeviceType(manufacturer, inst.template, slug(f"{manufacturer}-{inst.template}"),
-                      _units(inst), comments, interfaces)
+    model = inst.template + suffix
+    return DeviceType(manufacturer, model, slug(f"{manufacturer}-{model}"), _units(inst),
+                      comments, interfaces)
 
 
-def _port_type(inst) -> str:
-    """The NetBox interface type of a NIC's or switch's ports, from their declared speed, form
-    factor and protocol; `other` when they do not say enough."""
-    speed = inst.field("port_speed")
+def _port_type(inst, speed=None) -> str:
+    """The NetBox interface type of a NIC's or switch's ports, from their declared speed (or
+    `speed`, a tier's), form factor and protocol; `other` when they do not say enough."""
+    speed = speed if isinstance(speed, Quantity) else inst.field("port_speed")
     protocol = getattr(inst.field("protocol"), "name", None)
     form = getattr(inst.field("form_factor"), "name", None)
     if not isinstance(speed, Quantity):
@@ -212,7 +241,7 @@ def _device_rows(hosts, sws, types, names, serial, tags, by_path):
                names[p.location] if p.location else "", names[p.rack] if p.rack else "",
                position, "front" if position else "", p.path)
     for s in sws:
-        t = types.get(id(s.model))
+        t = types.get(_switch_key(s))
         if t is None:
             continue
         yield (ROLES["switch"][0], t.manufacturer, t.model, names[s.path],
@@ -220,12 +249,13 @@ def _device_rows(hosts, sws, types, names, serial, tags, by_path):
                "", "", s.path)
 
 
-def _cables(design, owners, names, by_path):
-    from astral_dsl.analyses.cabling import host_links
+def _cables(design, owners, names, by_path, notes):
+    from astral_dsl.analyses.cabling import host_links, tier_links
 
     cache: Dict = {}
     ports: Dict[int, List[Tuple[int, int, str]]] = {}
-    for link in host_links(design, owners):
+    groups: Dict = {}
+    for link in host_links(design, owners, groups):
         host = by_path.get(link.host)
         if host is None or link.switch not in names:
             continue
@@ -235,6 +265,15 @@ def _cables(design, owners, names, by_path):
         yield (names[link.host], "dcim.interface", ports[key][(link.nic, link.port)],
                names[link.switch], "dcim.interface", f"p{link.switch_port + 1}", STATUS,
                f"{link.host} nic {link.nic} port {link.port} -- {link.switch}")
+    short: List = []
+    for up in tier_links(design, owners, groups, short):
+        if up.lower in names and up.upper in names:
+            yield (names[up.lower], "dcim.interface", f"p{up.lower_port + 1}", names[up.upper],
+                   "dcim.interface", f"p{up.upper_port + 1}", STATUS,
+                   f"{up.lower} port {up.lower_port + 1} -- {up.upper}")
+    for s in short:
+        notes.append(f"cables.csv: {s.uplinks:,} uplink(s) of tier `{s.tier}` of {s.fabric} "
+                     "found no free down port on the tier above: not cabled")
 
 
 def _power(design, found: List[Part], names) -> Tuple[List[tuple], List[tuple]]:
