@@ -418,3 +418,23 @@ def test_a_site_power_limit_has_a_margin(tmp_path, capsys, text):
     assert main(["check", "--margins", str(p)]) == 0
     out = capsys.readouterr().out
     assert "site power of S" in out and "E000" not in out
+
+
+def test_the_evaluation_budget_bounds_the_work_and_says_what_it_left(monkeypatch, capsys):
+    # every value a parameter is tried at is a whole compile and check: one analysis tries at
+    # most MAX_PROBES of them; what is left unbracketed is named, limit by limit
+    monkeypatch.setattr(margins, "MAX_PROBES", 12)
+    calls = []
+    from astral_dsl.workspace import Workspace
+    compile_ = Workspace.compile
+
+    def counted(self, *args, **kwargs):
+        calls.append(kwargs.get("overrides"))
+        return compile_(self, *args, **kwargs)
+
+    monkeypatch.setattr(Workspace, "compile", counted)
+    report = margins.analyse(str(REPO / "examples/astral.astral"))
+    assert len([c for c in calls if c]) <= 12          # the probes (the first compile has none)
+    notes = [n for m in report.margins for n in m.notes] + list(report.notes)
+    assert any("the budget of 12 evaluations of the design ran out first" in n for n in notes)
+    assert render(report)                              # and it still prints

@@ -83,6 +83,8 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
     def probe(name: str, x: float):
         key = (name, x)
         if key not in cache:
+            if len(cache) >= MAX_PROBES:
+                raise _Spent()
             over = {**overrides, name: literal(values[name], x)}
             numbers = NumericRecorder()
             at_x = ws.compile(overrides=over, assignments=chosen, trace=numbers)
@@ -102,11 +104,16 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
     demoted: Dict[str, List[str]] = {lim.key: [] for lim in limits}
     dependent: Dict[str, List[str]] = {lim.key: [] for lim in limits}
     report_notes: List[str] = []
+    spent: Dict[str, List[str]] = {lim.key: [] for lim in limits}
     for name, q in values.items():
         step(f"the limits as `{name}` moves")
         integer = name in ev.counts
         x0 = q.si
-        moved, x1, failed = _moved(name, x0, integer, q.point, probe)
+        try:
+            moved, x1, failed = _moved(name, x0, integer, q.point, probe)
+        except _Spent:
+            report_notes.append(f"`{name}`: {_spent_note()}: its limits are not bracketed")
+            continue
         if moved is None:
             shown = ", ".join(f"{literal(q, x)} ({', '.join(f.codes) or 'no limits'})"
                               for x, f in failed[:4])
@@ -138,14 +145,18 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
                     ranges[lim.key].append(r)
                     continue
             if dep and numeric:
-                ranges[lim.key].append(numeric_range(
-                    lim.key, name, x0, integer, lambda x, n=name: probe(n, x), lim.holds,
-                    q.point))
+                try:
+                    ranges[lim.key].append(numeric_range(
+                        lim.key, name, x0, integer, lambda x, n=name: probe(n, x), lim.holds,
+                        q.point))
+                except _Spent:
+                    spent[lim.key].append(name)
     out = []
     for lim in limits:
         symbolic = lim.symbolic and not demoted[lim.key]
         notes = tuple(f"the symbolic form did not match the compiler when `{n}` moved: "
                       f"bracketed numerically" for n in demoted[lim.key])
+        notes += tuple(f"not bracketed in `{n}`: {_spent_note()}" for n in spent[lim.key])
         if lim.note:
             notes = (lim.note,) + notes
         out.append(Margin(lim, tuple(ranges[lim.key]), symbolic,
@@ -176,6 +187,19 @@ def _chosen(ws):
 
 
 MOVE_TRIES = 12          # values tried, nearest first, for one where the design compiles
+# Each value a parameter is tried at is a compile and check of the whole design: one analysis
+# tries at most this many (the reference design takes about 290), so that its work is the
+# design's size times at most MAX_PROBES, not the number of parameters times the number of
+# limits a file can hold. What the budget leaves unbracketed is said, per limit and parameter.
+MAX_PROBES = 1000
+
+
+def _spent_note() -> str:
+    return f"the budget of {MAX_PROBES:,} evaluations of the design ran out first"
+
+
+class _Spent(Exception):
+    """The analysis tried MAX_PROBES values."""
 
 
 def _moved(name, x0, integer, point, probe):
