@@ -1,8 +1,9 @@
 """Engineering checks and sizing against golden vectors and hand calculations.
 
 Every expected number below is computed by hand in a comment, from the formulas and reference
-numbers of shared/reference/engineering.md:
-- network: DGX SuperPOD B200 golden vectors, the Astral reference (k^3/4, R*k^2/2), single_pod;
+numbers of the sources cited in astral_dsl/analyses/formulas:
+- network: NVIDIA DGX SuperPOD B200 reference architecture golden vectors, the Astral reference
+  (k^3/4 of Al-Fares et al. 2008, R*k^2/2 inferred from Meng et al. 2025), single_pod;
 - power: 2N normal/failover loads, I = P/V, I = P/(sqrt(3) V PF), rectifier N+1, IEEE 485
   battery sizing, DC voltage drop;
 - cooling: liquid/air split, V = Q/(rho cp dT) with CoolProp properties at the mean loop
@@ -34,11 +35,11 @@ DGX = EXAMPLES / "dgx_superpod.astral"
 ALL_EXAMPLES = ["astral.astral", "dgx_superpod.astral", "single_pod.astral",
                 "tutorial_rack.astral"]
 
-# engineering.md constants used in the hand calculations
+# constants used in the hand calculations (IEC 60028 copper, ASHRAE air, the international foot)
 RHO20 = 0.01724          # ohm*mm^2/m, copper at 20 degC
 ALPHA = 0.00393          # 1/K
 AIR_RHO, AIR_CP = 1.2, 1006.0     # kg/m^3, J/(kg K)
-CFM_PER_M3H = 1 / (0.3048 ** 3 * 60)   # 0.588578 (engineering.md: 0.5886)
+CFM_PER_M3H = 1 / (0.3048 ** 3 * 60)   # 0.588578 (often rounded to 0.5886)
 SQRT3 = math.sqrt(3)
 
 
@@ -65,7 +66,7 @@ def _errors(diags):
 # Network
 # =================================================================================================
 
-# ---- DGX SuperPOD B200 (engineering.md golden vectors) -------------------------------------------
+# ---- DGX SuperPOD B200 (golden vectors of NVIDIA's reference architecture) ----------------------
 # One scalable unit (SU) = 32 DGX B200 = 256 GPUs, 8 rails, one 400G NDR port per GPU.
 # Leaf (per rail per SU): 32 node ports of its rail -> ceil(32 / 32 down) = 1 leaf per rail per SU
 #   -> leaves = 8 x SUs; node-leaf cables = 32 nodes x 8 ports x SUs = 256 x SUs.
@@ -368,7 +369,7 @@ def test_three_phase_current(feeders):
 
 
 def test_rectifier_modules_n_plus_1(feeders, power_checked):
-    # N = ceil(P / (P_module * derate)) = ceil(132 / 5.5) = 24; N+1 = 25 (engineering.md example).
+    # N = ceil(P / (P_module * derate)) = ceil(132 / 5.5) = 24; N+1 = 25 (Uptime Institute N+1).
     f = feeders["S.cabinet[0].hvdc"]
     assert f.rectifier_modules_needed == 25
     assert f.rectifier_modules is None               # the cabinet declares no module count
@@ -382,7 +383,7 @@ def test_rectifier_modules_n_plus_1(feeders, power_checked):
 
 def test_battery_ieee485(feeders, power_checked):
     # 240 V HVDC bus, batteries on the bus (eta 1), 120 lead-acid cells x 1.75 V = 210 V end,
-    # 1 MW for 15 min (engineering.md):
+    # 1 MW for 15 min (IEEE 485: aging factor 1.25, design margin 1.1):
     #   I = P / (eta * V_end) = 1,000,000 / 210 = 4,761.9 A
     #   raw = I * t = 4,761.9 x 0.25 h = 1,190.5 Ah
     #   sized = raw * TC * AF * DF = 1,190.5 x 1.0 x 1.25 x 1.1 = 1,636.9 Ah
@@ -398,7 +399,7 @@ def test_battery_ieee485(feeders, power_checked):
 def test_dc_voltage_drop(feeders):
     # dV = 2 * I * L * rho_T / A, rho_70 = 0.01724 x (1 + 0.00393 x (70 - 20)) = 0.0206277
     #   = 2 x 1,250 A x 50 m x 0.0206277 / 500 mm^2 = 5.157 V = 0.645 % of 800 V
-    #   (engineering.md: 5.16 V, 0.64 %), within the declared 1 %.
+    #   (rounded: 5.16 V, 0.64 %), within the declared 1 %.
     f = feeders["S.bus[0].dc800"]
     rho70 = RHO20 * (1 + ALPHA * (70 - 20))
     assert f.voltage_drop_v == pytest.approx(2 * 1250 * 50 * rho70 / 500, rel=1e-9)
@@ -492,7 +493,7 @@ def test_liquid_air_split(cooling):
 def test_loop_flow_with_coolprop_water(cooling):
     # Properties at the mean loop temperature: supply 30 degC + 10 K / 2 = 35 degC (CoolProp).
     # V = Q / (rho cp dT) = 300,000 / (994.03 x 4,179.3 x 10) = 7.2214e-3 m^3/s = 433.3 L/min
-    # (engineering.md: 1.44 L/min per kW at 10 K -> 432 L/min).
+    # (the rounded rule for water near 30 degC, 1.44 L/min per kW at 10 K, gives 432 L/min).
     (loop,) = cooling.cooling.loops
     props = fluids.properties("Water", 35.0)
     assert loop.density == pytest.approx(props.density, rel=1e-9)
@@ -525,7 +526,7 @@ def test_pump_power(cooling):
 def test_air_flow_m3h_and_cfm(cooling):
     # rise 20 F = 11.111 K; humid air (CoolProp) at the 25 degC supply, the default 15 degC dew
     # point and sea level (W642: no altitude): V = Q x v_da / (h(36.11 degC) - h(25 degC)) per kg
-    # of dry air = 7.5288 m^3/s = 27,104 m^3/h = 15,953 CFM, 1 % above engineering.md's rule
+    # of dry air = 7.5288 m^3/s = 27,104 m^3/h = 15,953 CFM, 1 % above formulas.air_flow's rule
     # (1.2 kg/m^3, 1,006 J/kg/K: 268.4 m^3/h = 158.0 CFM per kW at 20 F)
     (air,) = cooling.cooling.air
     assert air.rise_k == pytest.approx(100 / 9)

@@ -1,8 +1,9 @@
 """Coolant properties from CoolProp: reference values, lazy import, caching and errors.
 
 Reference values: water at 30 degC and 1 atm, IAPWS-95 / NIST webbook: rho 995.65 kg/m^3,
-cp 4.1798 kJ/kg/K (engineering.md quotes 995.7 and 4.178 "near 30 degC").  PG25 (propylene glycol
-25 % by mass) at 35 degC: engineering.md gives cp ~3.93 kJ/kg/K and rho ~1018 [approx];
+cp 4.1798 kJ/kg/K (the hand calculations of tests/test_formulas.py use 995.7 and 4.178 "near
+30 degC").  PG25 (propylene glycol 25 % by mass) at 35 degC: those hand calculations use
+cp ~3.93 kJ/kg/K and rho ~1018 kg/m^3 [approx];
 manufacturer tables (e.g. Dow Dowfrost) give about 3.9-3.96 kJ/kg/K and 1,012-1,020 kg/m^3, so the
 check is +/- 2 %.
 """
@@ -45,8 +46,8 @@ def test_water_30c():
     assert fluids.specific_heat("water", 30.0) == p.cp
 
 
-def test_water_flow_per_kw_with_coolprop_matches_eng_md():
-    # eng.md Liquid flow: 1.44 L/min per kW at 10 K with water near 30 degC
+def test_water_flow_per_kw_with_coolprop_matches_the_hand_rule():
+    # V = Q / (rho cp dT): 1.44 L/min per kW at 10 K with water near 30 degC (hand value)
     p = fluids.properties("Water", 30.0)
     per_kw = f.m3s_to_l_per_min(f.liquid_flow(1e3, p.density, p.cp, 10.0))
     assert per_kw == pytest.approx(1.44, abs=0.005)
@@ -54,9 +55,9 @@ def test_water_flow_per_kw_with_coolprop_matches_eng_md():
 
 def test_pg25_35c():
     p = fluids.properties("INCOMP::MPG[0.25]", 35.0)
-    assert p.cp == pytest.approx(3930.0, rel=0.02)       # eng.md ~3.93 kJ/kg/K
-    assert p.density == pytest.approx(1018.0, rel=0.02)  # eng.md ~1018 kg/m^3
-    # eng.md: PG25 ~1.50 L/min per kW at 10 K
+    assert p.cp == pytest.approx(3930.0, rel=0.02)       # hand value ~3.93 kJ/kg/K
+    assert p.density == pytest.approx(1018.0, rel=0.02)  # hand value ~1018 kg/m^3
+    # hand value: PG25 ~1.50 L/min per kW at 10 K
     per_kw = f.m3s_to_l_per_min(f.liquid_flow(1e3, p.density, p.cp, 10.0))
     assert per_kw == pytest.approx(1.50, abs=0.02)
     # PG25 carries less heat per litre than water: more flow for the same heat

@@ -1,8 +1,10 @@
-"""Engineering formulas against hand-computed values and every worked example of engineering.md.
+"""Engineering formulas against hand-computed values and the worked examples of their docstrings.
 
-"eng.md" below is shared/reference/engineering.md, "paper.md" shared/reference/astral-paper.md.
-Tolerances follow the precision of the reference numbers (a value printed as 1,464 A is checked to
-+/- 0.5 A, 5.16 V to +/- 0.005 V, ...); hand computations are checked tightly (rel 1e-12).
+The worked values are hand-computed from the formulas and standards cited in
+astral_dsl/analyses/formulas (IEC 60028 and IEC 60364-5-52, IEEE 485, ASHRAE, The Green Grid,
+NetBox, Uptime Institute, Al-Fares et al. 2008, the topology inferred from Meng et al. 2025).
+Tolerances follow the precision to which each value is stated (a value stated as 1,464 A is checked
+to +/- 0.5 A, 5.16 V to +/- 0.005 V, ...); hand computations are checked tightly (rel 1e-12).
 """
 from __future__ import annotations
 
@@ -15,17 +17,17 @@ from astral_dsl.analyses import formulas as f
 MW = 1e6
 KW = 1e3
 MM2 = 1e-6
-F20_IN_K = 20.0 / 1.8          # a 20 F difference is 11.11 K (eng.md writes "11.1 K (20 F)")
+F20_IN_K = 20.0 / 1.8          # a 20 F difference is 11.11 K (often written "11.1 K (20 F)")
 
 
 # --------------------------------------------------------------------------- DC / AC current
 
 @pytest.mark.parametrize("volts, amps, abs_tol", [
-    (54.0, 18.5e3, 0.05e3),     # eng.md Power: "1 MW at 54 V = 18.5 kA" (18,518.5 A)
-    (400.0, 2.5e3, 0.05e3),     # eng.md Power: "at 400 V = 2.5 kA"
-    (800.0, 1.25e3, 0.005e3),   # eng.md Power: "at 800 V = 1.25 kA"
+    (54.0, 18.5e3, 0.05e3),     # I = P / V: 1 MW at 54 V = 18.5 kA (18,518.5 A)
+    (400.0, 2.5e3, 0.05e3),     # 1 MW at 400 V = 2.5 kA
+    (800.0, 1.25e3, 0.005e3),   # 1 MW at 800 V = 1.25 kA
 ])
-def test_dc_current_eng_md(volts, amps, abs_tol):
+def test_dc_current_by_hand(volts, amps, abs_tol):
     assert f.dc_current(1 * MW, volts) == pytest.approx(amps, abs=abs_tol)
 
 
@@ -36,8 +38,9 @@ def test_dc_current_hand():
     assert f.dc_current(0.0, 400.0) == 0.0
 
 
-def test_ac3_current_eng_md():
-    # eng.md Power: "1 MW at 415 V, PF 0.95 = 1,464 A"; hand: 1e6 / (1.7320508 * 415 * 0.95) = 1464.41
+def test_ac3_current_by_hand():
+    # P = sqrt(3) V I PF: 1 MW at 415 V, PF 0.95 = 1,464 A; hand: 1e6 / (1.7320508 * 415 * 0.95)
+    # = 1464.41
     assert f.ac3_current(1 * MW, 415.0, 0.95) == pytest.approx(1464.0, abs=0.5)
     assert f.ac3_current(1 * MW, 415.0, 0.95) == pytest.approx(1e6 / (math.sqrt(3) * 415 * 0.95), rel=1e-12)
 
@@ -61,7 +64,7 @@ def test_current_bad_inputs(call):
 
 
 def test_feed_available_power_netbox():
-    # eng.md Data-model anchor: |V| * A * max_util (x sqrt(3) for three-phase)
+    # NetBox power feed: available power |V| * A * max_util (x sqrt(3) for three-phase)
     assert f.feed_available_power(-48.0, 100.0, 0.8) == pytest.approx(3840.0, rel=1e-12)
     # 415 V x 63 A x 0.8 x sqrt(3) = 20,916 x 1.7320508 = 36,227.57 VA
     assert f.feed_available_power(415.0, 63.0, 0.8, three_phase=True) == \
@@ -71,8 +74,8 @@ def test_feed_available_power_netbox():
 
 # --------------------------------------------------------------------------- redundancy
 
-def test_modules_needed_eng_md_132kw():
-    # eng.md Redundancy: "132 kW on 5.5 kW modules -> 24 + 1 = 25"
+def test_modules_needed_132kw_by_hand():
+    # hand: 132 kW on 5.5 kW modules -> 24, + 1 for N+1 (Uptime Institute) = 25
     n = f.modules_needed(132 * KW, 5.5 * KW)
     assert n == 24 and isinstance(n, int)
     assert f.with_redundancy(n, "n_plus_1") == 25
@@ -116,7 +119,7 @@ def test_with_redundancy():
 
 
 def test_capacity_after_failures():
-    # eng.md Redundancy: 25 x 5.5 kW with one failed still carries 132 kW; with two failed it does not
+    # N+1: 25 x 5.5 kW with one failed still carries 132 kW; with two failed it does not
     assert f.capacity_after_failures(25, 5.5 * KW) == pytest.approx(132 * KW)
     assert f.capacity_after_failures(25, 5.5 * KW, failed=2) < 132 * KW
     assert f.capacity_after_failures(3, 100.0, derate=0.5, failed=5) == 0.0
@@ -124,8 +127,8 @@ def test_capacity_after_failures():
 
 # --------------------------------------------------------------------------- batteries
 
-def test_battery_ac_ups_eng_md():
-    # eng.md Battery autonomy (AC UPS): 1 MW for 5 min, 240 cells (420 V end), eta 0.95
+def test_battery_ac_ups_by_hand():
+    # IEEE 485-style sizing (AC UPS): 1 MW for 5 min, 240 cells (420 V end), eta 0.95
     # -> I = 2,506 A, 209 Ah raw, 287 Ah with AF 1.25 and DF 1.1.
     # hand: 240 x 1.75 = 420 V; 1e6 / (0.95 x 420) = 2506.27 A; x 5/60 h = 208.86 Ah; x 1.375 = 287.18 Ah
     i, raw, sized = f.battery_capacity_ah(1 * MW, 5 * 60, 0.95, 240, 1.75)
@@ -137,8 +140,8 @@ def test_battery_ac_ups_eng_md():
     assert f.battery_current(1 * MW, 0.95, 420.0) == pytest.approx(i, rel=1e-12)
 
 
-def test_battery_hvdc_240v_eng_md():
-    # eng.md Battery autonomy (240 V HVDC, batteries on the bus, eta 1): 120 cells (210 V end),
+def test_battery_hvdc_240v_by_hand():
+    # IEEE 485-style sizing (240 V HVDC, batteries on the bus, eta 1): 120 cells (210 V end),
     # 1 MW for 15 min -> I = 4,762 A, 1,190 Ah raw, 1,637 Ah with AF and DF.
     # hand: 1e6 / 210 = 4761.90 A; x 0.25 h = 1190.48 Ah; x 1.375 = 1636.90 Ah
     i, raw, sized = f.battery_capacity_ah(1 * MW, 15 * 60, 1.0, 120, 1.75)
@@ -162,7 +165,7 @@ def test_battery_temperature_factor_and_bad_inputs():
 # --------------------------------------------------------------------------- conductors
 
 def test_copper_resistivity():
-    # eng.md Voltage drop: rho_20 = 0.01724 ohm mm^2/m = 1.724e-8 ohm m, alpha 0.00393/K
+    # IEC 60028 annealed copper: rho_20 = 0.01724 ohm mm^2/m = 1.724e-8 ohm m, alpha 0.00393/K
     assert f.copper_resistivity(20.0) == pytest.approx(1.724e-8, rel=1e-12)
     # 70 degC: 1.724e-8 x (1 + 0.00393 x 50) = 1.724e-8 x 1.1965 = 2.062766e-8
     assert f.copper_resistivity(70.0) == pytest.approx(2.062766e-8, rel=1e-9)
@@ -173,8 +176,9 @@ def test_copper_resistivity():
         pytest.approx(2.826e-8 * 1.1209, rel=1e-12)
 
 
-def test_dc_voltage_drop_eng_md():
-    # eng.md Voltage drop: 1,250 A, 50 m, 500 mm^2 at 70 degC -> 5.16 V (0.64 % of 800 V)
+def test_dc_voltage_drop_by_hand():
+    # dV = 2 I L rho_T / A (IEC 60364-5-52 Annex G): 1,250 A, 50 m, 500 mm^2 at 70 degC
+    # -> 5.16 V (0.64 % of 800 V)
     # hand: 2 x 1250 x 50 x 2.062766e-8 / 5e-4 = 5.156915 V; / 800 = 0.6446 %
     dv = f.dc_voltage_drop(1250.0, 50.0, 500 * MM2, 70.0)
     assert dv == pytest.approx(5.16, abs=0.005)
@@ -216,17 +220,17 @@ def test_ampacity():
 
 # --------------------------------------------------------------------------- cooling
 
-WATER_RHO = 995.7     # eng.md Liquid flow: water near 30 degC, rho 995.7 kg/m^3
-WATER_CP = 4178.0     # eng.md Liquid flow: cp 4.178 kJ/kg/K
+WATER_RHO = 995.7     # water near 30 degC, rho 995.7 kg/m^3 (IAPWS-95: 995.65 at 30 degC)
+WATER_CP = 4178.0     # cp 4.178 kJ/kg/K (IAPWS-95: 4.1798 at 30 degC)
 
 
-def test_liquid_flow_water_per_kw_eng_md():
-    # eng.md Liquid flow: "1.44 L/min per kW at dT = 10 K (2.89 at 5 K, 0.96 at 15 K)"
+def test_liquid_flow_water_per_kw_by_hand():
+    # V = Q / (rho cp dT): 1.44 L/min per kW at dT = 10 K (2.89 at 5 K, 0.96 at 15 K)
     # hand: 1000 / (995.7 x 4178 x 10) x 60000 = 1.442296 L/min; at 5 K 2.884591; at 15 K 0.961531
     per_kw_10 = f.m3s_to_l_per_min(f.liquid_flow(1 * KW, WATER_RHO, WATER_CP, 10.0))
     assert per_kw_10 == pytest.approx(1.44, abs=0.005)
     assert per_kw_10 == pytest.approx(1.442296, rel=1e-6)
-    # eng.md prints 2.89; the exact hand value 2.8846 rounds to 2.88, so 2.89 is checked to +/-0.01
+    # the exact hand value 2.8846 rounds to 2.88, so the rounded figure 2.89 is checked to +/-0.01
     per_kw_5 = f.m3s_to_l_per_min(f.liquid_flow(1 * KW, WATER_RHO, WATER_CP, 5.0))
     assert per_kw_5 == pytest.approx(2.89, abs=0.01)
     assert per_kw_5 == pytest.approx(2.884591, rel=1e-6)
@@ -234,22 +238,24 @@ def test_liquid_flow_water_per_kw_eng_md():
     assert per_kw_15 == pytest.approx(0.96, abs=0.005)
 
 
-def test_liquid_flow_120kw_rack_eng_md():
-    # eng.md Liquid flow: "120 kW rack, water, dT 10 K -> 173 L/min" (hand: 120 x 1.442296 = 173.08)
+def test_liquid_flow_120kw_rack_by_hand():
+    # 120 kW rack, water, dT 10 K -> 173 L/min (hand: 120 x 1.442296 = 173.08)
     q = f.liquid_flow(120 * KW, WATER_RHO, WATER_CP, 10.0)
     assert f.m3s_to_l_per_min(q) == pytest.approx(173.0, abs=0.5)
     assert q == pytest.approx(120e3 / (995.7 * 4178 * 10), rel=1e-12)
 
 
-def test_liquid_flow_pg25_hand_values_eng_md():
-    # eng.md Liquid flow: "PG25 [approx] cp ~3.93, rho ~1018 -> ~1.50 L/min per kW at 10 K"
+def test_liquid_flow_pg25_hand_values_by_hand():
+    # PG25 with approximate properties cp ~3.93 kJ/kg/K, rho ~1018 kg/m^3 (CoolProp's real values:
+    # tests/test_fluids.py) -> ~1.50 L/min per kW at 10 K
     # hand: 1000 / (1018 x 3930 x 10) x 60000 = 1.49972 L/min
     per_kw = f.m3s_to_l_per_min(f.liquid_flow(1 * KW, 1018.0, 3930.0, 10.0))
     assert per_kw == pytest.approx(1.50, abs=0.005)
 
 
-def test_air_flow_eng_md():
-    # eng.md Air flow: "1 kW at dT 11.1 K (20 F) -> 268.4 m^3/h = 158.0 CFM" with rho 1.2, cp 1.006
+def test_air_flow_by_hand():
+    # ASHRAE sensible heat in SI, rho 1.2, cp 1.006: 1 kW at dT 11.1 K (20 F) -> 268.4 m^3/h
+    # = 158.0 CFM
     # hand: 1000 / (1.2 x 1006 x 11.111) = 0.0745527 m^3/s = 268.390 m^3/h; x 0.588578 = 157.97 CFM
     q = f.air_flow(1 * KW, F20_IN_K)
     assert f.m3s_to_m3_per_h(q) == pytest.approx(268.4, abs=0.05)
@@ -257,8 +263,9 @@ def test_air_flow_eng_md():
     assert q == pytest.approx(1000.0 / (1.2 * 1006.0 * F20_IN_K), rel=1e-12)
 
 
-def test_air_flow_rule_of_thumb_eng_md():
-    # eng.md Air flow: "CFM = 3412 * kW / (1.085 * dT_F) gives 157.2" for 1 kW at 20 F
+def test_air_flow_rule_of_thumb_by_hand():
+    # imperial rule of thumb (ASHRAE standard air): CFM = 3412 * kW / (1.085 * dT_F) gives 157.2
+    # for 1 kW at 20 F
     assert f.air_flow_cfm_rule_of_thumb(1 * KW, F20_IN_K) == pytest.approx(157.2, abs=0.05)
 
 
@@ -275,7 +282,7 @@ def test_air_flow_custom_air_and_bad_inputs():
 def test_flow_unit_helpers():
     assert f.m3s_to_l_per_min(1.0) == 60000.0
     assert f.m3s_to_m3_per_h(1.0) == 3600.0
-    # eng.md Air flow: "1 m^3/h = 0.5886 CFM"; exact: 1 / (0.028316846592 m^3/ft^3 x 60) = 0.58857778
+    # 1 m^3/h = 0.5886 CFM (rounded); exact: 1 / (0.028316846592 m^3/ft^3 x 60) = 0.58857778
     assert f.m3s_to_cfm(1.0 / 3600.0) == pytest.approx(0.5886, abs=0.00005)
     assert f.CFM_PER_M3_PER_H == pytest.approx(0.58857778, rel=1e-8)
 
@@ -301,7 +308,8 @@ def test_pue():
 
 
 def test_facility_power():
-    # 1 MW IT through HVDC at 0.97 (eng.md Conversion efficiency) + 100 kW cooling + 10 kW other:
+    # 1 MW IT through HVDC at 0.97 (Tencent reports above 97 % for its 240 V HVDC) + 100 kW cooling
+    # + 10 kW other:
     # 1e6 / 0.97 + 1.1e5 = 1,030,927.835 + 110,000 = 1,140,927.835 W -> PUE 1.140928
     total = f.facility_power(1 * MW, 0.97, 100 * KW, 10 * KW)
     assert total == pytest.approx(1140927.8350515, rel=1e-12)
@@ -334,8 +342,9 @@ def test_pue_over_modes_three_modes():
 
 # --------------------------------------------------------------------------- network capacity
 
-def test_fat_tree_and_astral_k128_paper():
-    # paper.md Reference topology (51.2T switches, k = 128, 8 rails, 2 planes):
+def test_fat_tree_and_astral_k128_by_hand():
+    # reference topology inferred from Meng et al. 2025 (51.2T switches, k = 128, 8 rails,
+    # 2 planes):
     # pod = 8 x 128^2 / 2 = 65,536 GPUs; cluster = 128^3 / 4 = 524,288; pods = 128 / 16 = 8
     assert f.astral_pod_gpus(8, 128) == 65536
     assert f.fat_tree_hosts(128) == 524288
@@ -343,8 +352,9 @@ def test_fat_tree_and_astral_k128_paper():
     assert f.astral_pods(8, 128) * f.astral_pod_gpus(8, 128) == f.fat_tree_hosts(128)
 
 
-def test_fat_tree_k64_paper():
-    # paper.md: "The same rules with 25.6T switches (k = 64) give a 64K-GPU cluster"
+def test_fat_tree_k64_by_hand():
+    # inferred from Meng et al. 2025: the same rules with 25.6T switches (k = 64) give a 64K-GPU
+    # cluster
     assert f.fat_tree_hosts(64) == 65536
     assert f.astral_pod_gpus(8, 64) == 16384      # 8 x 64^2 / 2
     assert f.astral_pods(8, 64) == 4              # 64 / 16
@@ -363,7 +373,8 @@ def test_fat_tree_small_and_bad():
 
 
 def test_oversubscription():
-    # eng.md Network: oversubscription = down / up; paper.md ToR 128 x 200G down, 64 x 400G up -> 1:1
+    # oversubscription = down / up (Al-Fares et al. 2008); the ToR inferred from Meng et al. 2025:
+    # 128 x 200G down, 64 x 400G up -> 1:1
     assert f.oversubscription(128 * 200e9, 64 * 400e9) == pytest.approx(1.0, rel=1e-12)
     assert f.oversubscription(48 * 100e9, 4 * 400e9) == pytest.approx(3.0, rel=1e-12)
     with pytest.raises(ValueError):

@@ -68,8 +68,10 @@ def test_it_renders(view, tmp_path):
 
 # ---- against NVIDIA's published figures ----------------------------------------------------------
 def test_rack_power_against_nvidia(hall):
-    # a GB200 NVL72 rack: ~120 kW (reported at GTC 2024), 132 kW of DC from its power shelves
-    # (engineering.md), designed at 150 kW; a DGX SuperPOD GB200 scalable unit of 8 racks: 1.2 MW
+    # a GB200 NVL72 rack: ~120 kW (reported at GTC 2024); 132 kW of DC from its power shelves
+    # (our reading, not a published figure: half of the 8 x 33 kW shelves that NVIDIA's
+    # Enterprise RA "NVL72 AI Factory" lists for a GB300 NVL72 rack, the other half redundant);
+    # designed at 150 kW; a DGX SuperPOD GB200 scalable unit of 8 racks: 1.2 MW
     # (NVIDIA DGX SuperPOD GB200 reference architecture). The model counts the trays and switch
     # trays: 18 x 5.65 + 9 x 0.8 = 108.9 kW, the rest of the reported figure being the shelves'
     # losses, fans and management, which the feeders' efficiency carries.

@@ -5,8 +5,8 @@ diagnostic (never a silent zero) wherever a design leaves network data out.
 Every expected number is computed by hand in a comment, from the rules in
 astral_dsl/analyses/network.py and network_links.py and the sources cited there:
 - even uplinks: a lower switch reaching S upper switches with the same number of links needs
-  S | uplinks; fat-tree planes (Al-Fares et al., SIGCOMM 2008); engineering.md's note that
-  published DGX SuperPOD rows round spine counts up;
+  S | uplinks; fat-tree planes (Al-Fares et al., SIGCOMM 2008); some rows of NVIDIA's published
+  DGX SuperPOD reference architectures round spine counts up;
 - media: IEEE 802.3ck (400GBASE-CR4, 2 m), 802.3db (400GBASE-SR4, 100 m OM4), 802.3bs
   (400GBASE-DR4, 500 m); twin-port OSFP modules carry two links, breakouts count once;
 - power: a switch draws its rating whatever the job (switch silicon, fans and optics do not
@@ -96,7 +96,7 @@ def test_smallest_divisor_at_least():
 
 
 @pytest.mark.parametrize("args, expected", [
-    # DGX SuperPOD B200, 4 SUs (engineering.md golden vector): 32 leaves (L = 1 per rail group,
+    # DGX SuperPOD B200, 4 SUs (NVIDIA's reference architecture): 32 leaves (L = 1 per rail group,
     # m = 32 groups), u = 32 uplinks, d = 64: needed = 32 x 32 / 64 = 16; 16 | 32 -> 16 spines,
     # 2 links from every leaf to every spine.
     ((16, 1, 32, 32, 64), (16, 16)),

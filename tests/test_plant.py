@@ -339,7 +339,7 @@ def test_air_flow_is_humid_air_at_the_sites_altitude():
     assert air.flow_m3s == pytest.approx(50_000 * v / dh, rel=1e-6)
     w = HAPropsSI("W", "T", 300.15, "P", p, "Tdp", 285.15)
     assert air.density == pytest.approx((1 + w) / v, rel=1e-6)
-    # thinner air than engineering.md's 1.2 kg/m^3 and 1,006 J/kg/K: 7.95 % more flow than that
+    # thinner air than air_flow's 1.2 kg/m^3 and 1,006 J/kg/K (ASHRAE): 7.95 % more flow than that
     # rule here: 1.7 % of it at sea level (moist air at 27 degC), the rest the altitude's
     rule = formulas.air_flow(50_000, 12)
     assert air.flow_m3s / rule == pytest.approx(1.0795, abs=1e-3)

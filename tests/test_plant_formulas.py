@@ -19,8 +19,8 @@ def test_pressure_at_altitude():
 
 
 def test_humid_air_flow():
-    # 1 kW at 11.111 K with v = 1 / 1.2 m^3/kg and dh = 1,006 x 11.111 J/kg: engineering.md's
-    # 268.4 m^3/h
+    # 1 kW at 11.111 K with v = 1 / 1.2 m^3/kg and dh = 1,006 x 11.111 J/kg: the sea-level rule's
+    # 268.4 m^3/h (formulas.air_flow)
     flow = formulas.humid_air_flow(1000, 1 / 1.2, 1006 * 100 / 9)
     assert flow * 3600 == pytest.approx(268.4, abs=0.05)
     with pytest.raises(ValueError):

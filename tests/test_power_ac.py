@@ -1,5 +1,5 @@
 """Three-phase feeders: current and voltage drop with the conductor's declared reactance
-(engineering.md: dV = sqrt(3) * I * L * (R cos phi + X sin phi))."""
+(IEC 60364-5-52 Annex G: dV = sqrt(3) * I * L * (R cos phi + X sin phi))."""
 from __future__ import annotations
 
 import math

@@ -91,8 +91,7 @@ _CITATION = re.compile(r"\b(19|20)\d\d\b|[a-z-]+\.md\b|data sheet")
 @pytest.mark.parametrize("name", FILES)
 def test_every_declaration_has_a_source(name):
     """Rule: each top-level declaration has a `source = "..."` field in its own body, naming a
-    dated document (a year), a vendor data sheet, or one of the project's reference notes
-    (`engineering.md` ...)."""
+    dated document (a year), a vendor data sheet, or a document by its file name (`*.md`)."""
     for decl in _decls(name):
         fields = {s.name.name: s for s in (decl.body or ()) if isinstance(s, ast.Field)}
         assert "source" in fields, f"{name}: `{decl.name.name}` has no `source` field"
@@ -189,7 +188,7 @@ def test_a100_80gb(gpus):   # NVIDIA A100 data sheet (2021)
     assert _get(gpus, "A100_80GB", "nvlink_bandwidth", "GB/s") == 300   # 600 GB/s total
 
 
-def test_hopper(gpus):      # H100 / H800 / H200 data sheets; seer.md table
+def test_hopper(gpus):      # H100 / H800 / H200 data sheets
     for name in ("H100_SXM", "H800", "H200"):
         assert _get(gpus, name, "power", "W") == 700
         assert _get(gpus, name, "flops_bf16", "TFLOP/s") == 989
@@ -201,7 +200,7 @@ def test_hopper(gpus):      # H100 / H800 / H200 data sheets; seer.md table
     assert _get(gpus, "H200", "memory_bandwidth", "TB/s") == pytest.approx(4.8)
 
 
-def test_b200(gpus):        # DGX/HGX B200 (2024); seer.md table
+def test_b200(gpus):        # DGX/HGX B200 (2024) data sheets
     assert _get(gpus, "B200", "flops_bf16", "TFLOP/s") == 2250
     assert _get(gpus, "B200", "flops_fp8", "PFLOP/s") == pytest.approx(4.5)
     assert _get(gpus, "B200", "memory_bandwidth", "TB/s") == 8
@@ -318,7 +317,7 @@ def test_mixtral_and_deepseek(models):
              "vocab")] == [61, 7168, 256, 1, 8, 2048, 3, 129280]
 
 
-def test_megatron_calibration_models(models):   # seer.md (Korthikanti et al. 2022 Table 5)
+def test_megatron_calibration_models(models):   # Korthikanti et al. 2022, Table 5
     table = {"GPT_22B": (64, 6144, 48), "GPT3_175B": (96, 12288, 96),
              "GPT_530B": (128, 20480, 105), "Megatron_1T": (160, 25600, 128)}
     for name, (heads, hidden, layers) in table.items():
@@ -364,7 +363,7 @@ def test_fluids_and_cdu():
     assert d.instance("S.x_Water").field("coolprop") == "Water"
     assert _get(d, "PG25", "concentration") == pytest.approx(0.25)
     assert _get(d, "CDU", "capacity", "MW") == pytest.approx(1.2)
-    # engineering.md: water near 30 degC, 1.44 L/min per kW at 10 K
+    # V = Q / (rho cp dT), water near 30 degC (IAPWS-95): 1.44 L/min per kW at 10 K
     assert _get(d, "CDU", "max_flow", "L/min") == pytest.approx(1.44 * 1200, rel=5e-3)
     assert _get(d, "CoolIT_CHx750", "capacity", "kW") == 750
 
@@ -390,7 +389,7 @@ def test_voltage_standards():
 
 
 def test_rectifier_redundancy_engineering_example():
-    """engineering.md: 132 kW on 5.5 kW modules -> 24 + 1 = 25 (N+1)."""
+    """Hand-computed: 132 kW on 5.5 kW modules -> 24 + 1 = 25 (Uptime Institute N+1)."""
     d = _probe("power", "Rectifier")
     module = _get(d, "Rectifier", "module", "kW")
     assert module == pytest.approx(5.5)
@@ -400,7 +399,7 @@ def test_rectifier_redundancy_engineering_example():
 
 
 def test_battery_ieee485_engineering_example():
-    """engineering.md: 240 V HVDC bus, 120 lead-acid cells (210 V end), 1 MW for 15 min ->
+    """Hand-computed (IEEE 485): 240 V HVDC bus, 120 lead-acid cells (210 V end), 1 MW for 15 min ->
     I = 4,762 A, 1,190 Ah raw, 1,637 Ah with the aging and design factors."""
     d = _probe("power", "LeadAcid")
     b = lambda f: _get(d, "LeadAcid", f)  # noqa: E731

@@ -1,6 +1,6 @@
 """Coolant properties (density, specific heat) at a temperature, from CoolProp.
 
-engineering.md asks that fluid properties come from a well-kept library at run time rather than
+Fluid properties should come from a well-kept library at run time rather than from
 silently hard-coded numbers; CoolProp (Bell et al., Ind. Eng. Chem. Res. 53 (2014) 2498-2508) is it.
 Water uses the IAPWS-95 equation of state (HEOS backend); glycol mixtures use CoolProp's
 incompressible library, e.g. "INCOMP::MPG[0.25]" = propylene glycol 25 % by mass (PG25).
@@ -158,9 +158,10 @@ def properties(fluid: str, temp_c: float, pressure_pa: float = ATMOSPHERIC_PA,
     """Density [kg/m^3] and specific heat cp [J/(kg K)] of a fluid at temp_c [degC] and absolute
     pressure [Pa], from CoolProp ``PropsSI('D'|'C', 'T', T_K, 'P', p, name)``.
 
-    For a coolant loop, evaluate at the mean of supply and return temperature (engineering.md
-    "CDU").  With require_liquid (default) a fluid that would boil or is gaseous at that
-    state raises ValueError; pass False for e.g. "Air".  Cached per (name, rounded T, rounded p)."""
+    For a coolant loop, evaluate at the mean of supply and return temperature (the bulk mean
+    temperature of internal flow, as in Incropera et al., Fundamentals of Heat and Mass Transfer).
+    With require_liquid (default) a fluid that would boil or is gaseous at that state raises
+    ValueError; pass False for e.g. "Air".  Cached per (name, rounded T, rounded p)."""
     name = resolve_name(fluid)
     try:
         t = float(temp_c)

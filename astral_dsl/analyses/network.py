@@ -1,6 +1,7 @@
 """The switch fabric derived from the declared hosts, rails, planes and tiers.
 
-Wiring rules (astral-paper.md, engineering.md):
+Wiring rules (rail-optimised wiring: NVIDIA DGX SuperPOD reference architectures; same-rail tiers
+and two planes: Meng et al., "Astral", ACM SIGCOMM 2025; fat trees: Al-Fares et al., SIGCOMM 2008):
 - Rail-optimised: NIC k of a host is on rail k mod R; port j of a NIC is on plane j mod P. Rails
   or planes that no NIC port reaches hold no switches (W610).
 - Tier 1 serves the NIC ports of the hosts in each group: one group per scope instance (pod,

@@ -8,7 +8,9 @@ on rail i), so a ring or tree gets `per_host` NICs per host. Traffic between hos
 fabric to the lowest tier whose reach holds all of them (cross-rail traffic to the first tier not
 replicated per rail) and is slowed by the oversubscription of every tier it climbs through.
 
-Algorithms (seer.md; NCCL's ring, double-binary tree and hierarchical variants), alpha-beta:
+Algorithms (NCCL's ring, double-binary tree and hierarchical variants; docs/seer.md), priced with
+alpha-beta costs (Thakur et al., "Optimization of Collective Communication Operations in MPICH",
+IJHPCA 2005):
 - ring all-reduce: 2 (n-1)/n S / B_bus + 2 (n-1) alpha_step;
 - tree all-reduce: 2 S / B_bus (pipelined) + 2 log2(hosts) alpha_net + ring inside hosts;
 - hierarchical: reduce-scatter in the host, all-reduce of S/per_host across hosts on every

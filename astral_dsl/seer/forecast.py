@@ -94,7 +94,8 @@ def layer_flops_per_token(job: JobSpec, layer: int) -> Tuple[float, float]:
 
 
 def model_flops(job: JobSpec) -> float:
-    """FLOPs of one iteration without recomputation: 3 x forward (seer.md)."""
+    """FLOPs of one iteration without recomputation: 3 x forward, the backward pass costing twice
+    the forward (Narayanan et al. 2021, arXiv 2104.04473; docs/seer.md)."""
     m = job.model
     per_token = sum(sum(layer_flops_per_token(job, L)) for L in range(m.layers))
     per_token += 2 * m.hidden * m.vocab

@@ -7,8 +7,10 @@ knows about the DSL, units or diagnostics: callers convert declared quantities t
 the ``ValueError`` raised for physically meaningless inputs (zero voltage, efficiency above 1, ...)
 into a diagnostic.
 
-Sources are cited per function; "engineering.md" is ``shared/reference/engineering.md`` (formulas and
-worked examples used by the tests), "astral-paper.md" the Astral reference topology.
+Sources are cited per function: the standard, handbook, paper or data sheet each formula comes
+from (IEC, IEEE, ASHRAE, The Green Grid, Uptime Institute, Al-Fares et al. 2008, Meng et al. 2025,
+...).  The worked examples in the docstrings are hand-computed from those formulas; the tests
+check them.
 
 Split by domain: ``electrical`` (currents, redundancy, batteries, conductors), ``thermal``
 (liquid/air flow, pumps, PUE), ``plant`` (air at altitude, humid-air flow, economisers and

@@ -13,10 +13,9 @@ from astral_dsl.analyses.formulas._checks import (SIZING_REL_TOL, _ceil_tol, _fi
 
 SQRT3 = math.sqrt(3.0)
 
-#: Annealed copper at 20 degC: 0.01724 ohm*mm^2/m = 1.724e-8 ohm*m (IEC 60028 standard value,
-#: engineering.md "Voltage drop").
+#: Annealed copper at 20 degC: 0.01724 ohm*mm^2/m = 1.724e-8 ohm*m (IEC 60028 standard value).
 COPPER_RHO20_OHM_M = 0.01724e-6
-#: Temperature coefficient of copper resistance at 20 degC, per K (IEC 60028; engineering.md).
+#: Temperature coefficient of copper resistance at 20 degC, per K (IEC 60028).
 COPPER_ALPHA_PER_K = 0.00393
 
 
@@ -25,7 +24,8 @@ COPPER_ALPHA_PER_K = 0.00393
 def dc_current(power_w: float, voltage_v: float) -> float:
     """DC current I = P / V  [A].
 
-    Source: engineering.md "Power" (1 MW at 54 V = 18.5 kA, 400 V = 2.5 kA, 800 V = 1.25 kA).
+    Source: DC power P = V I.  Worked values: 1 MW at 54 V = 18.5 kA, 400 V = 2.5 kA,
+    800 V = 1.25 kA.
     The sign of the voltage is ignored (a -48 V telecom bus carries the same current)."""
     return _non_negative("power_w", power_w) / _positive("|voltage_v|", abs(_finite("voltage_v", voltage_v)))
 
@@ -33,8 +33,8 @@ def dc_current(power_w: float, voltage_v: float) -> float:
 def ac3_current(power_w: float, v_line_line: float, power_factor: float) -> float:
     """Balanced three-phase line current I = P / (sqrt(3) * V_LL * PF)  [A].
 
-    P is real power in W, V_LL the line-to-line voltage.  Source: engineering.md "Power"
-    (1 MW at 415 V, PF 0.95 = 1,464 A); standard three-phase power relation P = sqrt(3) V I cos(phi)."""
+    P is real power in W, V_LL the line-to-line voltage.  Source: the standard three-phase power
+    relation P = sqrt(3) V I cos(phi).  Worked value: 1 MW at 415 V, PF 0.95 = 1,464 A."""
     return (_non_negative("power_w", power_w)
             / (SQRT3 * _positive("v_line_line", v_line_line) * _fraction("power_factor", power_factor)))
 
@@ -43,7 +43,7 @@ def feed_available_power(voltage_v: float, amperage_a: float, max_utilisation: f
                          three_phase: bool = False) -> float:
     """Power a feed may deliver: |V| * A * max_util, times sqrt(3) for three-phase (V line-line)  [W].
 
-    Source: NetBox power-feed model, quoted in engineering.md "Data-model anchor".  For AC this is
+    Source: NetBox documentation, power feed model (available power).  For AC this is
     apparent power (VA); it equals real power only at unity power factor."""
     p = abs(_finite("voltage_v", voltage_v)) * _non_negative("amperage_a", amperage_a) \
         * _fraction("max_utilisation", max_utilisation)
@@ -57,7 +57,8 @@ def modules_needed(load_w: float, module_w: float, derate: float = 1.0) -> int:
 
     A ratio within SIZING_REL_TOL of an integer counts as that integer, so 132 kW on 5.5 kW modules
     gives exactly 24 despite floating point.  A zero load needs zero modules.
-    Source: engineering.md "Redundancy" (132 kW on 5.5 kW modules -> 24, +1 = 25)."""
+    Source: Uptime Institute tier terminology (N: the capacity the load needs).  Worked value:
+    132 kW on 5.5 kW modules -> 24, +1 = 25."""
     load = _non_negative("load_w", load_w)
     per_module = _positive("module_w", module_w) * _fraction("derate", derate)
     return _ceil_tol(load / per_module)
@@ -72,7 +73,7 @@ def with_redundancy(n: int, scheme: str) -> int:
 
     "n" -> N; "n_plus_1" -> N + 1 (one spare); "two_n" -> 2N (two full paths, each able to carry
     the whole load when the other fails).  "N+1" and "2N" are accepted as spellings.
-    Source: engineering.md "Redundancy"; Uptime Institute tier terminology."""
+    Source: Uptime Institute tier terminology (Tier Standard: Topology)."""
     if isinstance(n, bool) or int(n) != n or n < 0:
         raise ValueError(f"module count must be a non-negative integer, got {n!r}")
     n = int(n)
@@ -91,7 +92,8 @@ def capacity_after_failures(installed: int, module_w: float, derate: float = 1.0
     """Capacity left when `failed` of `installed` modules are lost: (installed - failed) * P_module * derate  [W].
 
     Use it to check the N+1 rule "the load is still carried with one module (or CDU) failed".
-    Source: engineering.md "Redundancy" and "CDU"."""
+    Source: Uptime Institute tier terminology (N+1: the load is carried with one component out of
+    service)."""
     if int(installed) != installed or installed < 0 or int(failed) != failed or failed < 0:
         raise ValueError(f"module counts must be non-negative integers, got {installed!r}, {failed!r}")
     left = max(0, int(installed) - int(failed))
@@ -105,7 +107,8 @@ def battery_current(power_w: float, efficiency: float, end_voltage_v: float) -> 
 
     eta is the efficiency of the conversion between battery and load (1 for batteries floating on
     the DC bus that feeds the load).  Sizing at the end voltage gives the largest current.
-    Source: IEEE 485 (constant-power load method) as summarised in engineering.md "Battery autonomy"."""
+    Source: IEEE Std 485, sizing lead-acid batteries for stationary applications (constant-power
+    load)."""
     return (_non_negative("power_w", power_w)
             / (_fraction("efficiency", efficiency) * _positive("end_voltage_v", end_voltage_v)))
 
@@ -119,7 +122,7 @@ def battery_capacity_ah(power_w: float, autonomy_s: float, efficiency: float, ce
     raw Ah = I * t[h]; sized Ah = raw * TC * AF * DF with temperature correction TC (1.0 at 25 degC),
     aging factor AF (1.25: replace at 80 % capacity) and design margin DF (1.1).
     Simplified constant-current approximation of IEEE 485 (the full method integrates a duty cycle
-    against the cell's discharge curve); engineering.md "Battery autonomy":
+    against the cell's discharge curve).  Worked example (hand-computed):
     1 MW, 5 min, 240 cells, 420 V end, eta 0.95 -> 2,506 A, 209 Ah raw, 287 Ah sized."""
     if isinstance(cells, bool) or int(cells) != cells or cells <= 0:
         raise ValueError(f"cells must be a positive integer, got {cells!r}")
@@ -138,7 +141,7 @@ def copper_resistivity(temp_c: float, rho20: float = COPPER_RHO20_OHM_M,
     """Resistivity of copper at a conductor temperature: rho_T = rho_20 * (1 + alpha * (T - 20))  [ohm*m].
 
     Defaults: rho_20 = 0.01724 ohm*mm^2/m, alpha = 0.00393 /K (IEC 60028 annealed copper).
-    Source: engineering.md "Voltage drop"; IEC 60228 / IEC 60364-5-52 Annex G use the same relation."""
+    Source: IEC 60028 (rho_20, alpha); IEC 60228 / IEC 60364-5-52 Annex G use the same relation."""
     rho = _positive("rho20", rho20) * (1.0 + _finite("alpha", alpha) * (_finite("temp_c", temp_c) - 20.0))
     if rho <= 0.0:
         raise ValueError(f"temperature {temp_c!r} degC gives a non-positive resistivity")
@@ -151,8 +154,8 @@ def dc_voltage_drop(current_a: float, length_m: float, area_m2: float, temp_c: f
 
     L is the one-way route length (out and back gives the factor 2), A the conductor cross-section
     per pole, rho_T from copper_resistivity at the conductor temperature.
-    Source: engineering.md "Voltage drop" (1,250 A, 50 m, 500 mm^2, 70 degC -> 5.16 V);
-    IEC 60364-5-52 Annex G."""
+    Source: IEC 60364-5-52 Annex G (b = 2 for a two-wire circuit).  Worked value: 1,250 A, 50 m,
+    500 mm^2, 70 degC -> 5.16 V."""
     rho = copper_resistivity(temp_c, rho20, alpha)
     return (2.0 * _non_negative("current_a", current_a) * _non_negative("length_m", length_m) * rho
             / _positive("area_m2", area_m2))
@@ -164,7 +167,7 @@ def ac3_voltage_drop(current_a: float, length_m: float, r_ohm_per_m: float, x_oh
 
     R and X are per-conductor resistance (at operating temperature) and reactance per metre,
     cos(phi) = power_factor (lagging), sin(phi) = sqrt(1 - PF^2).
-    Source: engineering.md "Voltage drop"; IEC 60364-5-52 Annex G (b = 1 for three-phase)."""
+    Source: IEC 60364-5-52 Annex G (b = 1 for three-phase)."""
     pf = _fraction("power_factor", power_factor)
     sin_phi = math.sqrt(max(0.0, 1.0 - pf * pf))
     return (SQRT3 * _non_negative("current_a", current_a) * _non_negative("length_m", length_m)
@@ -175,7 +178,8 @@ def ac3_voltage_drop(current_a: float, length_m: float, r_ohm_per_m: float, x_oh
 def drop_fraction(drop_v: float, nominal_v: float) -> float:
     """Voltage drop as a fraction of the nominal voltage, dV / |V| (0.0064 = 0.64 %).
 
-    Source: engineering.md "Voltage drop" (5.16 V = 0.64 % of 800 V)."""
+    Source: IEC 60364-5-52 Annex G (relative drop 100 u / U0).  Worked value: 5.16 V = 0.64 % of
+    800 V."""
     return _finite("drop_v", drop_v) / _positive("|nominal_v|", abs(_finite("nominal_v", nominal_v)))
 
 

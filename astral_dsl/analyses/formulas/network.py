@@ -27,8 +27,8 @@ def _rails(rails: int) -> int:
 def fat_tree_hosts(k: int) -> int:
     """End ports of a three-tier fat tree of k-port switches: k^3 / 4.
 
-    Source: Al-Fares et al., "A Scalable, Commodity Data Center Network Architecture", SIGCOMM 2008;
-    engineering.md "Network" (k = 128 -> 524,288; k = 64 -> 65,536)."""
+    Source: Al-Fares et al., "A Scalable, Commodity Data Center Network Architecture", SIGCOMM 2008.
+    Worked values: k = 128 -> 524,288; k = 64 -> 65,536."""
     k = _switch_radix(k)
     return k ** 3 // 4
 
@@ -37,15 +37,15 @@ def astral_pod_gpus(rails: int, k: int) -> int:
     """GPUs in one Astral same-rail pod: R * k^2 / 2.
 
     Per rail and plane, k/2 ToRs (of the Agg's k/2 down ports) each serve k hosts, i.e. k^2/2 hosts
-    with one GPU on that rail; the pod spans R rails.  Source: astral-paper.md "Reference topology"
-    [inferred] (R = 8, k = 128 -> 65,536)."""
+    with one GPU on that rail; the pod spans R rails.  Source: inferred from Meng et al., "Astral",
+    ACM SIGCOMM 2025 (a reconstruction matching its ~64K-GPU pods: R = 8, k = 128 -> 65,536)."""
     return _rails(rails) * _switch_radix(k) ** 2 // 2
 
 
 def astral_pods(rails: int, k: int) -> int:
     """Pods one k-port core layer can join: k / (2R), rounded down (2 planes, R rails).
 
-    Source: astral-paper.md "Reference topology" [inferred] (R = 8, k = 128 -> 8 pods).  When 2R does
+    Source: inferred from Meng et al., ACM SIGCOMM 2025 (R = 8, k = 128 -> 8 pods).  When 2R does
     not divide k the remaining core ports are unused, so the result is floored."""
     return _switch_radix(k) // (2 * _rails(rails))
 
@@ -54,7 +54,8 @@ def oversubscription(down_bw: float, up_bw: float) -> float:
     """Oversubscription ratio of a switch tier = downlink bandwidth / uplink bandwidth.
 
     1.0 is non-blocking; 3.0 means 3:1.  Raises ValueError without uplinks (top tier): the ratio is
-    undefined there.  Source: engineering.md "Network" (non-blocking: up = down)."""
+    undefined there.  Source: Al-Fares et al., SIGCOMM 2008 (oversubscription; 1:1 is non-blocking,
+    up = down)."""
     return _non_negative("down_bw", down_bw) / _positive("up_bw", up_bw)
 
 
@@ -101,7 +102,8 @@ def even_upper_switches(needed: int, lower_per_group: int, uplinks: int, merged:
       P = the smallest divisor of u that is >= ceil(m * u / d), S = L * P.
     Where neither fits (E604: the radix cannot reach the size) or nothing is merged evenly, the
     count is left as `needed`.  Example: the Astral core, L = 64 aggs per (rail, plane) group,
-    m = 128 groups, u = 64, d = 128: P = 64, S = 4,096 (engineering.md: k^3/4 with k = 128)."""
+    m = 128 groups, u = 64, d = 128: P = 64, S = 4,096 (the (k/2)^2 core switches of Al-Fares et
+    al.'s k^3/4 fat tree with k = 128)."""
     needed = _whole("needed", needed)
     L = _whole("lower_per_group", lower_per_group)
     u = _whole("uplinks", uplinks)

@@ -41,7 +41,7 @@ def humid_air_flow(heat_w: float, specific_volume: float, enthalpy_rise: float) 
 
     Source: ASHRAE Handbook, Fundamentals (2017), ch. 1, sensible heating of moist air
     (q = m_da (h2 - h1)); with v = 1 / 1.2 m^3/kg and h2 - h1 = 1,006 J/kg/K x dT this is the
-    rule of engineering.md (1 kW at 11.1 K -> 268.4 m^3/h)."""
+    sea-level rule of thermal.air_flow (1 kW at 11.1 K -> 268.4 m^3/h)."""
     return (_non_negative("heat_w", heat_w) * _positive("specific_volume", specific_volume)
             / _positive("enthalpy_rise", enthalpy_rise))
 
@@ -164,7 +164,8 @@ def end_voltage_needed(min_input_v: float, power_w: float, resistance_ohm: float
     as a battery at its end of discharge sets it).
 
     Example: 192 V at the load, 652.8 kW through 0.5 milliohm: (192 + sqrt(192^2 + 4 x 0.0005
-    x 652,800)) / 2 = 193.68 V. Source: Ohm's law; the drop 2 I L rho / A of engineering.md."""
+    x 652,800)) / 2 = 193.68 V. Source: Ohm's law; the two-wire drop 2 I L rho / A (IEC 60364-5-52
+    Annex G, b = 2)."""
     v = _positive("min_input_v", min_input_v)
     return (v + math.sqrt(v * v + 4.0 * _non_negative("resistance_ohm", resistance_ohm)
                           * _non_negative("power_w", power_w))) / 2.0

