@@ -452,3 +452,30 @@ def test_consecutive_iterations_are_shown_as_their_ends():
     assert _its([4, 6, 7]) == "4, 6, 7"
     assert _its([0, 2 ** 62, 2 ** 62 + 1]) == "0, 4611686018427387904, 4611686018427387905"
     assert _its([]) == "-"
+
+
+def test_a_lone_surrogate_in_a_traces_names_is_written_as_its_escape(tmp_path):
+    """A profiler trace whose kernel name is JSON's "\\ud800", a lone surrogate (found by make
+    fuzz-deep): a JSON parser accepts it and no UTF-8 output can write it, so the text report,
+    `--format json` and `-o` all ended in E000. It is written as its escape."""
+    here = REPO / "tests" / "fixtures" / "diagnose" / "surrogate"
+    args = ("diagnose", str(here / "design.astral"), "--observed", str(here / "traces"),
+            "--color", "never")
+    out = tmp_path / "d.json"
+    for extra in ((), ("--format", "json"), ("-o", str(out))):
+        proc = _cli(*args, *extra)
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        assert "E000" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+    assert "\\ud800:" in proc.stdout                            # the text report, escaped
+    assert '"name":"\\\\ud800"' in out.read_text(encoding="utf-8")   # its escape, as text
+
+
+def test_printable_escapes_lone_surrogates_only():
+    from astral_dsl.observe.text import printable
+    from astral_dsl.outputs.jsonout import dumps
+
+    assert printable("nccl:all_reduce") == "nccl:all_reduce"
+    assert printable("x\ud800y") == "x\\ud800y"
+    assert printable("héllo 😀") == "héllo 😀"
+    assert dumps({"a": "x\ud800"}) == '{"a":"x\\ud800"}'     # JSON's escape, valid UTF-8
+    assert json.loads(dumps({"a": "x\ud800"}))["a"] == "x\ud800"

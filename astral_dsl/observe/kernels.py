@@ -20,6 +20,7 @@ import numpy as np
 from msgspec.structs import astuple
 
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup
+from astral_dsl.observe.text import printable
 from astral_dsl.observe.tracedoc import PEER_ATTRS
 
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
@@ -99,6 +100,9 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
     names = [e.name for e in kernels]
     if not set(map(type, names)) <= {str}:
         names = [n if type(n) is str else str(n or "") for n in names]
+    fixed = {n: printable(n) for n in dict.fromkeys(names) if not n.isascii()}
+    if any(n != m for n, m in fixed.items()):           # a lone surrogate: escaped
+        names = [fixed.get(n, n) for n in names]
     args = [e.args for e in kernels]
     corr = [a.correlation for a in args]
     if not set(map(type, corr)) <= {int}:
@@ -231,7 +235,7 @@ def _nccl_meaning(args, groups, group_index) -> Tuple[int, int, int, int]:
 
 
 def _text(v) -> str:
-    return "" if v is None else str(v)
+    return "" if v is None else printable(str(v))
 
 
 def finite(v) -> bool:

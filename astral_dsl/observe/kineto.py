@@ -33,6 +33,7 @@ from astral_dsl.observe import kernels, tracedoc
 from astral_dsl.observe.kernels import as_int, as_ranks, group_kind
 from astral_dsl.observe.period import find as find_period
 from astral_dsl.observe.records import ProcessGroup, RankTrace
+from astral_dsl.observe.text import printable
 
 US = 1e-6
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -165,7 +166,7 @@ def _device(props, ids) -> str:
     if isinstance(props, list):
         for p in props:
             if isinstance(p, dict) and (not ids or _among(p.get("id"), ids)):
-                return str(p.get("name", ""))
+                return printable(str(p.get("name", "")))
     return ""
 
 

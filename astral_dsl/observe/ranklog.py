@@ -31,6 +31,7 @@ import numpy as np
 
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.observe.kineto import diag
+from astral_dsl.observe.text import printable
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, RankTrace, make
 
 REQUIRED = ("rank", "iteration", "phase", "start_s", "duration_s")
@@ -307,10 +308,7 @@ def _show(v) -> str:
     return repr(str(v)[:40])
 
 
-def _text(name: str) -> str:
-    """A name from the log as a message may hold it: a lone surrogate (JSON's "\\ud800", which
-    no UTF-8 output can write: E000) escaped."""
-    return name.encode("utf-8", "backslashreplace").decode("utf-8")
+_text = printable          # a name from the log as a message may hold it
 
 
 def _json_kind(v) -> str:

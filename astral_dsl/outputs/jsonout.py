@@ -39,13 +39,14 @@ def envelope(diagnostics: Iterable[Diagnostic], **fields: Any) -> Dict[str, Any]
 def dumps(doc: Dict[str, Any]) -> str:
     """Deterministic: sorted keys are not used (field order is meaningful); no NaN. Control
     characters that JSON allows raw (DEL, C1, line separators, bidirectional overrides) are
-    written as \\u escapes too, so the document is safe to show on a terminal."""
+    written as \\u escapes too, so the document is safe to show on a terminal; so is a lone
+    surrogate, which JSON can escape and UTF-8 cannot hold."""
     text = json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return _RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 _RAW_CONTROL = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
-                          "\u2066-\u2069\ufff9-\ufffb]")
+                          "\u2066-\u2069\ufff9-\ufffb\ud800-\udfff]")
 
 
 def scenario_json(name: str, applied) -> Dict[str, Any]:
