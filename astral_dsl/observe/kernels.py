@@ -100,9 +100,9 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
     names = [e.name for e in kernels]
     if not set(map(type, names)) <= {str}:
         names = [n if type(n) is str else str(n or "") for n in names]
-    fixed = {n: printable(n) for n in dict.fromkeys(names) if not n.isascii()}
+    fixed = {n: printable(n) for n in dict.fromkeys(names)}     # a few dozen distinct names
     if any(n != m for n, m in fixed.items()):           # a lone surrogate: escaped
-        names = [fixed.get(n, n) for n in names]
+        names = [fixed[n] for n in names]
     args = [e.args for e in kernels]
     corr = [a.correlation for a in args]
     if not set(map(type, corr)) <= {int}:

@@ -31,8 +31,8 @@ import numpy as np
 
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.observe.kineto import diag
-from astral_dsl.observe.text import printable
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, RankTrace, make
+from astral_dsl.observe.text import printable
 
 REQUIRED = ("rank", "iteration", "phase", "start_s", "duration_s")
 MAX_WHOLE = 2 ** 53
@@ -209,7 +209,7 @@ def _phase_op(name: str, op: str, unknown) -> Tuple[int, int]:
 
 def _unknown_phases(path: str, unknown: Dict[str, int]) -> List[Diagnostic]:
     """W784 for each phase name not known, with its count of rows."""
-    return [diag("W784", f"phase `{_text(name)}` is not known ({count} row(s)): counted as "
+    return [diag("W784", f"phase `{printable(name)}` is not known ({count} row(s)): counted as "
                          f"`other`, neither compute nor communication", path,
                  "phases: " + ", ".join(PHASE_INDEX))
             for name, count in sorted(unknown.items())]
@@ -306,9 +306,6 @@ def _seconds(v, what) -> float:
 
 def _show(v) -> str:
     return repr(str(v)[:40])
-
-
-_text = printable          # a name from the log as a message may hold it
 
 
 def _json_kind(v) -> str:

@@ -166,21 +166,22 @@ def _device_types(hosts: List[Part], sws) -> Dict[object, DeviceType]:
             continue
         ports = tuple((name, _port_type(nic)) for nic, name in _nic_ports(inst, cache))
         out[id(inst)] = _type(inst, ports)
-    layouts: Dict[tuple, Tuple[object, tuple, set]] = {}
+    layouts: Dict[tuple, Tuple[object, tuple]] = {}     # switch key -> (model, interfaces)
+    tiers: Dict[tuple, set] = {}                  # (model, interfaces) -> the tiers using them
     for s in sws:
-        if s.model is None:
-            continue
-        key = _switch_key(s)
-        if key not in layouts:
-            layouts[key] = (s.model, _layout(s.model, s.ports), set())
-        layouts[key][2].add(s.tier)
-    tiers: Dict[tuple, set] = {}                  # (model, layout) -> the tiers that use it
-    for inst, layout, names in layouts.values():
-        tiers.setdefault((id(inst), layout), set()).update(names)
-    for key, (inst, layout, _) in layouts.items():
-        suffix = "" if layout == _layout(inst, ()) else \
-            f" ({', '.join(sorted(tiers[(id(inst), layout)]))})"
-        out[key] = _type(inst, layout, suffix)
+        if s.model is not None:
+            key = _switch_key(s)
+            if key not in layouts:
+                layouts[key] = (s.model, _layout(s.model, s.ports))
+            inst, layout = layouts[key]
+            tiers.setdefault((id(inst), layout), set()).add(s.tier)
+    made: Dict[tuple, DeviceType] = {}
+    for key, (inst, layout) in layouts.items():
+        kind = (id(inst), layout)
+        if kind not in made:
+            own = layout == _layout(inst, ())
+            made[kind] = _type(inst, layout, "" if own else f" ({', '.join(sorted(tiers[kind]))})")
+        out[key] = made[kind]
     return out
 
 
@@ -333,14 +334,9 @@ def _csv(path: str, header: Sequence[str], rows: Iterable[Sequence], optional, n
     with open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow([header[i] for i in keep])
-        if len(keep) == len(header):
-            for r in rows:
-                w.writerow(r)
-                count += 1
-        else:
-            for r in rows:
-                w.writerow([r[i] for i in keep])
-                count += 1
+        for r in rows if len(keep) == len(header) else ([r[i] for i in keep] for r in rows):
+            w.writerow(r)
+            count += 1
     if dropped and count:
         notes.append(f"{os.path.basename(path)}: no `{'`, `'.join(dropped)}` (the design does "
                      f"not state it for every row): NetBox's default applies")

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from astral_dsl.explore.margins.limits import Limit
-from astral_dsl.explore.margins.solve import REL_TOL, Probed, Uncompiled, numeric_range
+from astral_dsl.explore.margins.solve import REL_TOL, Probed, Uncompiled, _limit, numeric_range
 
 
 def _probe(lhs_of, rhs: float, calls: list, op: str = "<=", compiles=lambda x: True):
@@ -29,8 +29,11 @@ def test_an_affine_limit_takes_a_few_probes_not_a_bisection():
     # the root, one value just past it, and a rounder value between
     above = {x for x in calls if x > 4.0}      # margins.analyse caches probes by value
     assert len(above) <= 4, above
-    # bisection from [4, 4.76] to a width of 1e-4 would take ~11 probes
-    assert math.ceil(math.log2(0.76 / (REL_TOL * 4.4))) >= 10
+    # the same bracket narrowed by bisection alone (no slack to interpolate) takes 11 or more
+    bisected: list = []
+    probe = _probe(lambda x: 10.2e3 * x, 45e3, bisected)
+    side = _limit(4.0, 4.0 * 2 ** 0.25, False, lambda x: probe(x)["k"].holds, True, [], None)
+    assert side.bound == pytest.approx(true, rel=REL_TOL) and len(set(bisected)) >= 11
 
 
 def test_a_boundary_at_a_round_value_is_reported_as_that_value():

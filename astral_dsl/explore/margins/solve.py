@@ -12,12 +12,12 @@ Numeric: otherwise (fluid properties, rounding up to whole units, choices, the m
 the design is evaluated again at other values of the parameter: outward from the current value
 (doubling the step; a count also tries its multiples and halves, the values a divisor takes)
 until the limit changes state, then by secant steps or bisection (_limit) to a relative width of
-1e-4 (or to adjacent whole numbers). A value where the design does not compile is not the limit breaking: past an
-edge of what the parameter may take (its plausible or declared range, its sign) the search
-stops and that edge is reported as the parameter's compilable range; a value that does not
-compile for another reason (a count no longer whole) is skipped. The result brackets the
-nearest boundary on each side within the search range, not a proof that the limit holds
-everywhere inside it."""
+1e-4 (or to adjacent whole numbers). A value where the design does not compile is not the limit
+breaking: past an edge of what the parameter may take (its plausible or declared range, its
+sign) the search stops and that edge is reported as the parameter's compilable range; a value
+that does not compile for another reason (a count no longer whole) is skipped. The result
+brackets the nearest boundary on each side within the search range, not a proof that the limit
+holds everywhere inside it."""
 from __future__ import annotations
 
 import math
@@ -256,7 +256,7 @@ def _limit(inside, outside, integer, state, holds_now, gaps, searched, slack=Non
     while not _close_enough(inside, outside, integer):
         if secant:
             width = abs(outside - inside)
-            got = _secant(inside, outside, integer, state, slack)
+            got = _secant(inside, outside, integer, state, slack, holds_now)
             if got is None:
                 secant = False
             else:
@@ -290,7 +290,7 @@ def _limit(inside, outside, integer, state, holds_now, gaps, searched, slack=Non
     return _Side(bound, None, (), searched, tuple(gaps))
 
 
-def _secant(inside, outside, integer, state, slack):
+def _secant(inside, outside, integer, state, slack, holds_now):
     """Probes at the interpolated root of the limit's slack between the bracket's ends, then
     just past it on the side that brackets it (an inequality that holds at equality holds at
     its root), with their states; None when the slack is not known at both ends, does not
@@ -310,8 +310,7 @@ def _secant(inside, outside, integer, state, slack):
         return None
     out = [(root, st)]
     step = 1.0 if integer else 0.8 * REL_TOL * abs(root)
-    held = st == state(inside)
-    x = root + (direction if held else -direction) * step
+    x = root + (direction if st == holds_now else -direction) * step
     if lo < x < hi:
         st = state(x)
         if isinstance(st, Uncompiled):
