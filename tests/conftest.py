@@ -15,6 +15,19 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                    if p and Path(p).resolve() != REPO])
 
+# Byte code is written for this checkout (its __pycache__ folders, which git ignores) even where
+# the environment asks for none (PYTHONDONTWRITEBYTECODE): without it every process a test
+# starts (the command line, the language server and its workers, Dask's workers) compiles the
+# package's modules from source again, about 0.35 s of CPU each, and pytest rewrites every test
+# module's asserts again on every run.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+# jsonschema imports rfc3987_syntax when it is installed (HolisticTraceAnalysis's JupyterLab
+# brings it), which builds 38 Lark grammars on import: 1.7 s of CPU for the `iri` format, which
+# no schema here uses and no test checks formats for (no format_checker is ever passed).
+sys.modules.setdefault("rfc3987_syntax", None)
+
 import astral_dsl  # noqa: E402
 
 if Path(astral_dsl.__file__).resolve().parent != REPO / "astral_dsl":   # pragma: no cover

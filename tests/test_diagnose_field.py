@@ -15,6 +15,7 @@ import astral_dsl
 from astral_dsl import diagnose, observe, seer
 from astral_dsl.diagnose import clocks
 from astral_dsl.synth import Fault, Noise, generate, write
+from astral_dsl.synth.generator import EPOCH
 from benchmarks.proof import trial
 from clirun import astral as _astral_cli  # noqa: E402
 
@@ -120,6 +121,14 @@ def test_healthy_run_with_8_ppm_drift_is_healthy(small, schema, tmp_path):
     window = float(data.start.max() - data.start.min())
     for h, v in fitted.items():
         assert abs(v - (host_drift[h] - host_drift[ref]) * 1e6) * window < 2.0, h
+    # and the offsets, which the fit gives at the middle of the collectives' ends: the injected
+    # ones (at the run's start) apart, plus what the drifts add by that middle, within 1 us
+    host_offset = {rm.ranks[r].host: o for r, o in enumerate(data.clock_offsets)}
+    ends = data.start + data.duration
+    middle = 0.5 * float(ends.min() + ends.max()) - EPOCH
+    for h, v in doc["clocks"]["offsets_s"].items():
+        want = host_offset[h] - host_offset[ref] + (host_drift[h] - host_drift[ref]) * middle
+        assert abs(v - want) < 1e-6, (h, v, want)
 
 
 def test_hosts_aligned_is_the_true_count(small, tmp_path):

@@ -156,7 +156,7 @@ def test_a_server_whose_analysis_died_recovers_on_the_next_edit():
             time.sleep(0.1)                        # the warm workers have started
         version, died = 1, None
         client.open(uri, text, version)
-        for attempt in range(5):                   # until a kill lands inside an analysis
+        for _ in range(5):                         # until a kill lands inside an analysis
             time.sleep(0.3)
             for pid in _workers_of(client.proc.pid):
                 os.kill(pid, signal.SIGKILL)

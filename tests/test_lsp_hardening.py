@@ -232,8 +232,9 @@ def test_formatting_and_outline_of_a_large_document_run_off_the_event_loop(serve
     small = (root / "main.astral").as_uri()
     client.open(small, SMALL)
     client.published(small)
-    # ~1.2 MB: formatting it or outlining it takes seconds of CPU (its analysis too)
-    client.open(big, "".join(f"gpu G{i} {{ power = {i} W }}\n" for i in range(40000)))
+    # ~300 kB: formatting it or outlining it takes a second or more of CPU (its analysis too),
+    # a hover on the small document a few milliseconds
+    client.open(big, "".join(f"gpu G{i} {{ power = {i} W }}\n" for i in range(10000)))
     fmt = client.start("textDocument/formatting", {"textDocument": {"uri": big},
                                                    "options": {"tabSize": 2,
                                                                "insertSpaces": True}})

@@ -202,10 +202,6 @@ def _corpus(errors: bool = False) -> List[Tuple[str, str]]:
     return out
 
 
-def _scoped(grammar, text):
-    return tokenize(grammar, text)
-
-
 # Token classes of the language -> the scope that marks them.
 TOKEN_CLASSES = {
     "line comment": "comment.line.double-slash.astral",

@@ -123,8 +123,10 @@ def _uplinks(lo, hi, climbs: Dict, fabric: str, short) -> Iterator[TierLink]:
     missing = 0
     for upper, lowers in below.items():
         used = [0] * n
+        uppers = [upper.switch(s) for s in range(n)]       # each name made once
         for lower in lowers:
             for i in range(lo.per_group):
+                name = lower.switch(i)
                 for u in range(up):
                     s = (i * up + u) % n
                     port = used[s]
@@ -132,7 +134,7 @@ def _uplinks(lo, hi, climbs: Dict, fabric: str, short) -> Iterator[TierLink]:
                     if hi.down_ports and port >= hi.down_ports:
                         missing += 1
                         continue
-                    yield TierLink(lower.switch(i), lo.down_ports + u, upper.switch(s), port)
+                    yield TierLink(name, lo.down_ports + u, uppers[s], port)
     if missing and short is not None:
         short.append(Short(lo.name, fabric, missing))
 

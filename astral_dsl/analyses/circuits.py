@@ -96,6 +96,7 @@ class Circuits:
             for _, child in owned(inst):
                 self.parent.setdefault(id(child), inst)
         self._reported = set()
+        self._declared: Dict[int, List[Instance]] = {}     # owner -> declared_in(owner)
 
     def of(self, unit: Instance) -> Optional[Instance]:
         named = self.resolve(unit.field("facility"))
@@ -103,7 +104,9 @@ class Circuits:
             return self._named(named)
         owner = self.parent.get(id(unit))
         while owner is not None:
-            here = declared_in(owner)
+            here = self._declared.get(id(owner))
+            if here is None:       # asked once per owner: a site's units share its members
+                here = self._declared[id(owner)] = declared_in(owner)
             if len(here) == 1:
                 return here[0]
             if len(here) > 1:

@@ -334,13 +334,38 @@ def _csv(path: str, header: Sequence[str], rows: Iterable[Sequence], optional, n
     with open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow([header[i] for i in keep])
+        lines: List[str] = []
         for r in rows if len(keep) == len(header) else ([r[i] for i in keep] for r in rows):
-            w.writerow(r)
+            line = _plain_line(r)
+            if line is None:             # quoting, a number or a lone empty field: csv's rules
+                fh.write("".join(lines))
+                lines.clear()
+                w.writerow(r)
+            else:
+                lines.append(line)
+                if len(lines) >= 4096:
+                    fh.write("".join(lines))
+                    lines.clear()
             count += 1
+        fh.write("".join(lines))
     if dropped and count:
         notes.append(f"{os.path.basename(path)}: no `{'`, `'.join(dropped)}` (the design does "
                      f"not state it for every row): NetBox's default applies")
     return count
+
+
+def _plain_line(row: Sequence) -> Optional[str]:
+    """The row as csv.writer writes it (QUOTE_MINIMAL, `\\n`) when every field is a string that
+    needs no quotes, else None. csv's writer costs about 4 us a row, ten times joining: the
+    millions of cables of a large design are mostly such rows."""
+    try:
+        line = ",".join(row)
+    except TypeError:
+        return None
+    if not line or line.count(",") != len(row) - 1 or '"' in line or "\n" in line \
+            or "\r" in line:
+        return None
+    return line + "\n"
 
 
 def _yaml(t: DeviceType) -> str:

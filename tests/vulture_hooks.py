@@ -1,0 +1,49 @@
+"""The names vulture (60 % confidence) reports as unused that a framework calls or reads by name:
+its whitelist for tests/test_dead_code.py. Each line names the framework that uses the name; a
+name that is here without such a caller is dead code and goes, not here. (Vulture reads this
+file; nothing imports it.)"""
+# flake8: noqa
+_ = object()
+
+# Lark's Transformer calls a method of syntax/build.py's Builder per grammar rule, by the rule's
+# name (Lark's own road; reduce.py's callbacks call the same methods)
+_.expr_only, _.import_stmt, _.module_path, _.import_names, _.import_alias, _.param_stmt
+_.type_ann, _.renamed_param, _.let_stmt, _.check_stmt, _.check_else, _.fail_stmt, _.set_stmt
+_.allow_stmt, _.if_expr, _.or_op, _.and_op, _.not_op, _.compare_op, _.replicate, _.convert
+_.range_op, _.range_open, _.pow_op, _.wildcard, _.pos_arg, _.kw_arg, _.quantity, _.string
+_.false, _.paren, _.comprehension
+
+# pygls calls the language server's features (lsp/server.py `@server.feature`) on the client's
+# messages; its JsonRpcException reads CODE and MESSAGE of a subclass; its dispatcher reads
+# `jsonrpc` of a message (lsp/server.py `_Dropped`)
+_.too_large, _.did_open, _.did_change, _.did_save, _.did_close, _.completion, _.formatting
+_.CODE, _.MESSAGE, _.jsonrpc
+# the tests' and the benchmark's language clients: pygls calls their handlers
+_.on_diagnostics
+
+# Python calls a module's __getattr__ for a name it lacks (PEP 562: the lazy API of
+# astral_dsl/__init__.py and api/__init__.py)
+_.__getattr__
+
+# pickle's Unpickler calls find_class for every global it loads (explore/unpickle.py); Dask's
+# modules take `pickle.Unpickler` from the facade that module installs
+_.find_class, _.Unpickler
+
+# Attributes set to let the garbage collector and logging drop what they would hold:
+# cli/__init__.py drops a MemoryError's frames (`__traceback__`); explore/engines.py clears a
+# log record's exc_text and stack_info, which logging's Formatter reads
+_.__traceback__, _.exc_text, _.stack_info
+# syntax/reduce.py gives Lark's Rule objects a subclass with slots (`rule.__class__ = _Rule`)
+_.__class__
+# Python's import system reads sys.dont_write_bytecode (tests/conftest.py sets it)
+_.dont_write_bytecode
+
+# analyses/facility.py: the facility's draw is summed and reported component by component
+# through COMPONENTS, a table of field names read with getattr (total_w, outputs/size_facility)
+_.facility_pumps_w, _.auxiliary_w
+
+# pytest fixtures requested by name (test parameters used for their effect)
+_.deadline, _._fresh_cache
+
+# html.parser.HTMLParser calls these on a subclass (tests/test_report_browser.py)
+_.handle_starttag, _.handle_endtag, _.handle_data
