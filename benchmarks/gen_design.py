@@ -110,8 +110,8 @@ site Generated {{
     reactance = 0.08 ohm/km, ampacity = 600 A, conductor_temperature = cable_temperature
   }}
   facility water {{
-    water_class = W32, supply = 30 degC
-    free_cooling = 6000 h           // [assumed] dry coolers alone
+    water_class = W17, supply = 15 degC   // cold enough for the rooms' coils (10 K approach)
+    free_cooling = 4000 h           // [assumed] dry coolers alone
     chiller_cop = 6                 // [assumed] trim chillers
     rejection_fan_ratio = 2 %       // [assumed] the dry coolers' fans
   }}

@@ -82,3 +82,15 @@ def test_a_part_outside_the_owner_keeps_its_own_path():
     inner = parts(site)[3]
     assert path_within(inner, site, {}) == site.path
     assert path_within(inner, site) == site.path
+
+
+def test_the_benchmarks_generated_designs_are_valid():
+    """benchmarks/bench_scale.py times `astral check` of benchmarks/gen_design.py's designs: they
+    must compile without an error (a new check that rejects them would stop the benchmark, or
+    time a different road)."""
+    from benchmarks.gen_design import design
+
+    compiled = astral_dsl.loads(design(30), name="generated.astral")
+    assert not [d for d in compiled.diagnostics if d.is_error], \
+        [d.message for d in compiled.diagnostics if d.is_error][:3]
+    assert astral_dsl.check(astral_dsl.compiles(design(30), name="generated.astral")).valid
