@@ -91,12 +91,13 @@ def test_long_strings_and_comments_cost_memory_in_proportion(kind):
 
 
 def test_the_last_resort_handler_survives_memory_exhaustion(tmp_path):
-    """A MemoryError (here forced by a command that hoards memory under a 1.5 GB address-space
-    limit) is reported in one line and exit 3, not as a raw traceback."""
+    """A MemoryError (here forced by a command that hoards memory under a 600 MB address-space
+    limit; the command itself maps about 20 MB) is reported in one line and exit 3, not as a
+    raw traceback."""
     script = tmp_path / "hog.py"
     script.write_text(
         "import resource, sys\n"
-        "resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (600_000_000, 600_000_000))\n"
         "import astral_dsl.cli as cli, astral_dsl.cli.check as check\n"
         "def hog(args, overrides):\n"
         "    held = []\n"

@@ -79,46 +79,61 @@ def meaning(tree: ast.Module) -> bytes:
     """A digest (SHA-256) of what a syntax tree means: its nodes and values without positions,
     and quantities without the spelling of their number and the spacing of their unit. Two
     trees mean the same exactly when their digests agree (a walk with its own stack: no
-    recursion, no copy of the tree)."""
+    recursion, no copy of the tree). What each node adds: `(N` for a tuple or list of N,
+    `@` for a span, `<Name` for a node (then its fields in order), `LEN:repr` for a value;
+    what a type is, is decided once per type."""
     import hashlib
 
-    import attrs
-
     digest = hashlib.sha256()
+    parts: List[bytes] = []
     stack = [tree]
+    pop, push, add = stack.pop, stack.extend, parts.append
     while stack:
-        node = stack.pop()
-        if isinstance(node, (tuple, list)):
-            digest.update(b"(%d" % len(node))
-            stack.extend(reversed(node))
-        elif isinstance(node, Span):
-            digest.update(b"@")
-        elif attrs.has(type(node)):
-            digest.update(b"<" + type(node).__name__.encode())
-            items = []
-            for field in _fields(type(node)):
-                value = getattr(node, field)
-                if field == "text" and isinstance(node, ast.QuantityLit):
-                    value = "".join(value.split())
-                items.append(value)
-            stack.extend(reversed(items))
-        else:
+        node = pop()
+        kind = type(node)
+        what = _KINDS.get(kind)
+        if what is None:
+            what = _KINDS[kind] = _kind_of(kind)
+        if what is _SEQUENCE:
+            add(b"(%d" % len(node))
+            push(reversed(node))
+        elif what is _SPAN:
+            add(b"@")
+        elif what is _VALUE:
             raw = repr(node).encode("utf-8", "surrogatepass")
-            digest.update(b"%d:" % len(raw) + raw)
+            add(b"%d:" % len(raw) + raw)
+        else:
+            name, fields, quantity = what
+            add(name)
+            items = [getattr(node, f) for f in fields]
+            if quantity:
+                items[fields.index("text")] = "".join(node.text.split())
+            push(reversed(items))
+        if len(parts) >= 4096:
+            digest.update(b"".join(parts))
+            parts.clear()
+    digest.update(b"".join(parts))
     return digest.digest()
 
 
-_FIELDS: dict = {}
+_SEQUENCE, _SPAN, _VALUE = object(), object(), object()
+_KINDS: dict = {}
 
 
-def _fields(cls) -> tuple:
-    hit = _FIELDS.get(cls)
-    if hit is None:
-        import attrs
+def _kind_of(kind: type):
+    """What `meaning` adds for a node of this type: a sequence, a span, a value, or
+    (b"<Name", its fields but its positions, whether it is a quantity's literal)."""
+    import attrs
 
-        hit = _FIELDS[cls] = tuple(f.name for f in attrs.fields(cls)
-                                   if f.name not in ("span", "unit_span"))
-    return hit
+    if issubclass(kind, (tuple, list)):
+        return _SEQUENCE
+    if issubclass(kind, Span):
+        return _SPAN
+    if attrs.has(kind):
+        fields = tuple(f.name for f in attrs.fields(kind) if f.name not in ("span", "unit_span"))
+        return (b"<" + kind.__name__.encode(), fields,
+                issubclass(kind, ast.QuantityLit) and "text" in fields)
+    return _VALUE
 
 
 def is_formatted(text: str, name: str = "<string>") -> bool:
