@@ -4,10 +4,12 @@ Parsing and compiling allocate hundreds of thousands of objects that all stay al
 syntax nodes, frames, instances): each allocation counts towards the collector's next pass, and
 every pass walks the objects that survived the ones before, none of which is garbage. On a
 1 MB design this was about a third of `astral check`'s CPU time (benchmarks/bench_scale.py).
-The collector is paused while such a structure is built, and while a compiled design is checked
-(the analyses allocate as they walk it, and each of their passes rescanned the whole model:
-about a quarter of a warm 1 MB check), and resumes where it was after; the little cyclic
-garbage left meanwhile is collected by the next pass, as before.
+The collector is paused while such a structure is built, and while the engineering analyses
+walk a compiled design (their allocations had each pass rescan the whole model: about a fifth
+of a warm 1 MB check), and resumes where it was after; the little cyclic garbage left meanwhile
+is collected by the next pass, as before. Each pause is one structure or one analysis, never a
+whole command: a pause over a check with 64 required scenarios kept the cyclic garbage of all
+their compiles (14 GiB instead of 415 MiB at the peak, benchmarks/bench_limits.py).
 
 Nesting and threads are safe: only the outermost pause that found the collector running turns
 it on again, and a collector that was off (someone else's choice) stays off."""

@@ -173,7 +173,6 @@ def front_end_errors(design: Design) -> bool:
     return any(d.is_error and d.code not in ("E500",) for d in design.diagnostics)
 
 
-@gcpause.pausing     # the analyses' results, and a model walked again and again: long-lived
 def check(workspace: "Workspace", design: Optional[Design] = None,
           scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
           baseline: Optional[Baseline] = None, required: bool = True) -> Checked:

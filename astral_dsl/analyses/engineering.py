@@ -7,6 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl import gcpause
 from astral_dsl.analyses import declarations, network_failures
 from astral_dsl.analyses import scenarios as scen
 from astral_dsl.analyses.cooling import CoolingResult, analyse_cooling
@@ -36,6 +37,7 @@ class Engineering:
         return self.power.requirements + self.cooling.requirements
 
 
+@gcpause.pausing    # the analyses allocate as they walk the model: no pass rescans it meanwhile
 def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineering:
     cache: Dict = {}
     d = applied.design if applied is not None else design

@@ -98,10 +98,7 @@ def check_file(path: str | Path, overrides: Optional[Mapping[str, object]] = Non
                scenarios: Optional[Sequence[str]] = None, all_scenarios: bool = False,
                read=read_file, baseline: Optional[Baseline] = None) -> Checked:
     """Open, compile and check a file (the command line's `astral check`)."""
-    from astral_dsl import gcpause
-
-    with gcpause.paused():    # one pause from parsing to the last check (gcpause.py)
-        return _check(compile(path, overrides, read), None, scenarios, all_scenarios, baseline)
+    return _check(compile(path, overrides, read), None, scenarios, all_scenarios, baseline)
 
 
 def forecast(target: Target, job: Optional[str] = None, scenario: Optional[str] = None,
