@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import List
 
+import attrs
+
 from astral_dsl import gcpause
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.fmt.cst import Comment, concrete, normalise_newlines
@@ -123,8 +125,6 @@ _KINDS: dict = {}
 def _kind_of(kind: type):
     """What `meaning` adds for a node of this type: a sequence, a span, a value, or
     (b"<Name", its fields but its positions, whether it is a quantity's literal)."""
-    import attrs
-
     if issubclass(kind, (tuple, list)):
         return _SEQUENCE
     if issubclass(kind, Span):

@@ -337,15 +337,13 @@ def _csv(path: str, header: Sequence[str], rows: Iterable[Sequence], optional, n
         lines: List[str] = []
         for r in rows if len(keep) == len(header) else ([r[i] for i in keep] for r in rows):
             line = _plain_line(r)
-            if line is None:             # quoting, a number or a lone empty field: csv's rules
+            if line is not None:
+                lines.append(line)
+            if line is None or len(lines) >= 4096:
                 fh.write("".join(lines))
                 lines.clear()
+            if line is None:             # quoting, a number or a lone empty field: csv's rules
                 w.writerow(r)
-            else:
-                lines.append(line)
-                if len(lines) >= 4096:
-                    fh.write("".join(lines))
-                    lines.clear()
             count += 1
         fh.write("".join(lines))
     if dropped and count:
