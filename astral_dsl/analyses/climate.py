@@ -128,17 +128,22 @@ def load(name: str, root: Path) -> Climate:
 
 
 _NUMBERS = ("dry_bulb", "dew_point", "pressure", "wet_bulb")
+VERSION = "climate 3"       # of what `parse` and `with_wet_bulbs` return: cached and shipped data
 
 
 def _cached(data: bytes, name: str) -> Climate:
-    """The parsed hours of a file, with their wet bulbs, from the per-user cache (keyed by the
-    file's SHA-256 and the wet-bulb table's source), else parsed and stored there. The columns
-    are stored as the bytes of their doubles (base64), so that reading them back costs a
-    millisecond and gives the very numbers `parse` and `with_wet_bulbs` return."""
-    from astral_dsl.analyses import wetbulb_table
+    """The parsed hours of a file, with their wet bulbs: those shipped for a stdlib file
+    (analyses/climate_table.py), else from the per-user cache (keyed by the file's SHA-256 and
+    the wet-bulb table's source), else parsed and stored there. The columns are stored as the
+    bytes of their doubles (base64), so that reading them back costs a millisecond and gives the
+    very numbers `parse` and `with_wet_bulbs` return."""
+    from astral_dsl.analyses import climate_table, wetbulb_table
 
     digest = hashlib.sha256(data).hexdigest()
-    key = f"climate 3 {sys.byteorder} {digest} {wetbulb_table.source()}"
+    shipped = climate_table.lookup(digest, name)
+    if shipped is not None:
+        return shipped
+    key = f"{VERSION} {sys.byteorder} {digest} {wetbulb_table.source()}"
     entry = f"climate-{digest[:16]}"
     stored = usercache.read(entry, key)
     if isinstance(stored, dict):

@@ -1,14 +1,22 @@
 """Humid air from CoolProp's HAPropsSI (real-gas moist air: Hyland and Wexler's virial
 formulation as CoolProp implements it; Bell et al., Ind. Eng. Chem. Res. 53 (2014) 2498-2508):
-the specific volume and enthalpy per kilogram of dry air of an air unit's supply, and wet bulbs
-of a year of weather (analyses/wetbulb_table.py).
+the specific volume and enthalpy per kilogram of dry air and the humidity ratio of an air unit's
+supply, the enthalpy where it leaves, and the wet bulbs of a year of weather.
 
-An air unit's state is exact CoolProp; the values are kept in the per-user cache
-(astral_dsl/usercache.py: JSON, verified, never shared), so that a check that has seen a state
-before does not import CoolProp (~0.25 s). A state is keyed by its inputs rounded to 1e-6 K and
-0.01 Pa; every value is what CoolProp returned for those rounded inputs, so the results do not
-depend on whether the cache was there. CoolProp's calls run one at a time (its high-level
-interface is not thread-safe; the language server analyses in threads)."""
+Every state is taken at its inputs rounded to 1e-6 K and 0.01 Pa, and comes from one place
+chosen by those inputs alone, never by what the per-user cache holds:
+
+- an air unit's state inside the shipped table's domain (analyses/humid_air_table.py: a dew
+  point of 1-30 degC, at most the dry bulb of 0-80 degC, at 65-105 kPa; every air unit of the
+  examples) is interpolated from CoolProp's own values shipped with the package, within 1.2e-8
+  of CoolProp for "W", 1.3e-9 for "Vda" and 1.4e-3 J/kg for "H". Neither the per-user cache
+  nor CoolProp is consulted;
+- a wet bulb inside the wet-bulb table's domain comes from it (analyses/wetbulb_table.py);
+- any other state is exact CoolProp for the rounded inputs. Its values are kept in the per-user
+  cache (astral_dsl/usercache.py: JSON, verified, never shared), so that a check that has seen
+  the state before does not import CoolProp; a cached value is the very number CoolProp returned,
+  so the results do not depend on whether the cache was there. CoolProp's calls run one at a
+  time (its high-level interface is not thread-safe; the language server analyses in threads)."""
 from __future__ import annotations
 
 import math
@@ -17,7 +25,7 @@ import threading
 from typing import Dict, NamedTuple, Tuple
 
 from astral_dsl import usercache
-from astral_dsl.analyses import wetbulb_table
+from astral_dsl.analyses import humid_air_table, wetbulb_table
 from astral_dsl.stdio import library_output
 
 ZERO_CELSIUS_K = 273.15
@@ -102,11 +110,20 @@ def _props(output: str, temp_c: float, pressure_pa: float, dew_point_c: float) -
         return value
 
 
+def _shipped(temp_c: float, dew_point_c: float, pressure_pa: float):
+    """(Vda, H, W) from the shipped table at the rounded inputs, or None outside it."""
+    return humid_air_table.lookup(round(temp_c, 6), round(dew_point_c, 6),
+                                  round(pressure_pa, 2))
+
+
 def air_state(temp_c: float, dew_point_c: float, pressure_pa: float) -> AirState:
     """Moist air at a dry bulb, a dew point (at most the dry bulb) and a pressure."""
     if dew_point_c > temp_c:
         raise ValueError(f"the dew point ({dew_point_c:g} degC) is above the dry bulb "
                          f"({temp_c:g} degC)")
+    shipped = _shipped(temp_c, dew_point_c, pressure_pa)
+    if shipped is not None:
+        return AirState(*shipped)
     return AirState(_props("Vda", temp_c, pressure_pa, dew_point_c),
                     _props("H", temp_c, pressure_pa, dew_point_c),
                     _props("W", temp_c, pressure_pa, dew_point_c))
@@ -117,7 +134,9 @@ def heating(temp_c: float, rise_k: float, dew_point_c: float,
     """(the entering state, the enthalpy rise per kg of dry air) of air warmed by `rise_k` at
     the same moisture: what an air unit's flow follows from (formulas.humid_air_flow)."""
     entering = air_state(temp_c, dew_point_c, pressure_pa)
-    leaving = _props("H", temp_c + rise_k, pressure_pa, dew_point_c)
+    shipped = _shipped(temp_c + rise_k, dew_point_c, pressure_pa)
+    leaving = shipped[1] if shipped is not None else \
+        _props("H", temp_c + rise_k, pressure_pa, dew_point_c)
     return entering, leaving - entering.enthalpy
 
 
