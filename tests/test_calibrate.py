@@ -103,3 +103,26 @@ def test_calibrate_without_a_usable_row_is_a_usage_error(tmp_path, capsys):
     path = _write(tmp_path, [_row("k22b_full", id="int3", precision="INT3")])
     code, _, err = call(["calibrate", str(path)], capsys)
     assert code == 2 and "no row of the runs tables can be forecast and scored" in err
+
+
+def test_the_fit_loss_is_soft_l1_of_the_log_errors():
+    """runs/fit.py `robust`: least squares on f minimises 2 s^2 (sqrt(1 + (r / s)^2) - 1) (a
+    square for small errors, linear for large), and w is df/dr (hand-checked values)."""
+    import math
+
+    from astral_dsl.runs.fit import LOSS_SCALE as s, robust
+
+    errors = [-1.0, -0.2, -0.05, -1e-9, 0.0, 1e-6, 0.03, 0.5]
+    f, w = robust(errors)
+    for r, fi, wi in zip(errors, f, w):
+        u = r / s             # 2 (sqrt(1 + u^2) - 1), written without the cancellation near 0
+        assert fi * fi == pytest.approx(2 * s * s * u * u / (1 + math.sqrt(1 + u * u)),
+                                        rel=1e-12, abs=1e-30)
+        assert math.copysign(1.0, fi) == math.copysign(1.0, r) or r == 0.0
+        h = 1e-7
+        slope = (robust([r + h])[0][0] - robust([r - h])[0][0]) / (2 * h)
+        assert wi == pytest.approx(slope, rel=1e-5)
+    # small errors as in least squares; a 10x larger error costs ~10x, not 100x
+    assert f[3] == pytest.approx(-1e-9, rel=1e-9)
+    assert (f[0] / f[2]) ** 2 == pytest.approx(2 * (math.sqrt(401) - 1) / (2 * (math.sqrt(2) - 1)),
+                                               rel=1e-12)

@@ -104,10 +104,13 @@ def run(args, overrides) -> int:
         except OSError as exc:
             return usage(f"-o {args.output}: {exc.strerror or exc}")
     if args.docs:
-        try:
+        try:       # read again: the fit takes minutes, and the file may have been edited since
+            docs_text = Path(args.docs).read_text(encoding="utf-8")
+            if not out.markers(docs_text):
+                return usage(f"--docs: {args.docs} no longer marks a calibration table")
             Path(args.docs).write_text(out.rewrite(docs_text, doc), encoding="utf-8")
-        except OSError as exc:
-            return usage(f"--docs {args.docs}: {exc.strerror or exc}")
+        except (OSError, UnicodeDecodeError) as exc:
+            return usage(f"--docs {args.docs}: {getattr(exc, 'strerror', None) or exc}")
     if json_out:
         extra = {"fit": doc, "not_used": unused}
         if differ is not None:

@@ -194,6 +194,7 @@ CODES: dict[str, str] = {
     "E765": "the GPU declares no rate for the job's precision",
     "E766": "a runs table cannot be read",
     "E767": "a --gpu-file declares no system to run on",
+    "E768": "activation offloading cannot run as declared",
     "E775": "the job's ranks lose their network under the scenario",
     "E776": "the job's placement loses power under the scenario",
     "W750": "job may not fit in GPU memory",

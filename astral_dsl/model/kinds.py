@@ -42,6 +42,8 @@ _register(make_kind("gpu", "an accelerator", dict(
                       doc="the GPU generation: how far its sustained clocks fall below the "
                           "quoted peak's (a fitted factor per generation)"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
+    host_bandwidth=q("bandwidth", "the GPU's link to host memory, each direction (PCIe, "
+                                  "NVLink-C2C): what activation offloading moves over"),
     max_supply=q("temperature", "hottest coolant supply the cold plate accepts"),
     system_power=q("power", "peak draw of the vendor's 8-GPU server built on it (HGX/DGX)"),
     system_units=q("length", "height of that server in rack units"),
@@ -222,6 +224,11 @@ _register(make_kind("job", "an LLM training job", dict(
                        "activation functions (modules: Megatron-Core's --recompute-modules "
                        "layernorm moe_act mlp-act, PyTorch's operator-level checkpointing), "
                        "whole layers (full); `auto`: the least that fits (Seer's rule)"),
+    offload_layers=q("count", limit=MAX_LAYERS, why=_LAYERS,
+                     doc="layers whose activations are offloaded to host memory between "
+                         "their forward and backward (Megatron-Core's "
+                         "--cpu-offloading-num-layers; pp = 1); with `recompute = auto` "
+                         "and no count, Seer's rule may choose one"),
     dtype=enum("bf16", "fp16", "fp8", "fp32", "mxfp8", "nvfp4"),
     fp8_recipe=enum("delayed", "current", "rowwise", "blockwise",
                     doc="how fp8 tensors are scaled: Transformer Engine's delayed or current "

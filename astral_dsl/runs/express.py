@@ -213,8 +213,8 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     job["recompute"] = ("full" if "full" in rec else "selective" if "selective" in rec
                         else "none" if rec in ("none", "no", "off") else "auto")
     if job["recompute"] == "auto":
-        assumed.append("activation recomputation chosen by Seer's rule: the least that fits "
-                       "(the row does not say)")
+        assumed.append("activation recomputation (and offloading, with one pipeline stage) "
+                       "chosen by Seer's rule: the fastest that fits (the row does not say)")
     job.update(dict(stack.fields))
     par: Dict[str, object] = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep}
     par.update(dict(stack.parallel))

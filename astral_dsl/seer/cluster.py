@@ -50,7 +50,7 @@ def gpu_spec(gpu, host=None) -> GpuSpec:
     return GpuSpec(gpu.template, flops, _q(gpu, "memory") / BITS,
                    _q(gpu, "memory_bandwidth") / BITS, nv / BITS, power,
                    _q(gpu, "flops_power") or power, int(_q(gpu, "sms")),
-                   getattr(arch, "name", arch) or "")
+                   getattr(arch, "name", arch) or "", _q(gpu, "host_bandwidth") / BITS)
 
 
 def placement_of(design, job) -> Tuple[list, str]:

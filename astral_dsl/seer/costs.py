@@ -100,6 +100,8 @@ class GpuSpec:
     flops_power: float = 0.0                 # W: the board power the peaks are quoted at
     sms: int = 0                             # streaming multiprocessors (0: not declared)
     arch: str = ""                           # ampere | hopper | blackwell | other
+    host_bw: float = 0.0                     # bytes/s to host memory, each direction (0: not
+    #                                          declared; activation offloading needs it)
 
     def peak(self, dtype: str) -> float:
         table = dict(self.flops)

@@ -130,6 +130,9 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
         chosen.append(("virtual_stages", best.job.parallel.v))
     if job.recompute == "auto":
         chosen.append(("recompute", best.job.recompute))
+    if job.offload_layers is None and (best.job.offload_layers or (
+            job.parallel.pp == 1 and job.framework == "megatron")):   # where it can run (rule.py)
+        chosen.append(("offload_layers", best.job.offload_layers))
     best.chosen = tuple(chosen)
     best.notes = tuple(notes) + tuple(net.notes)
     return best
@@ -153,12 +156,13 @@ def _breakdown(fc: Forecast) -> Tuple[int, Dict[str, float]]:
     best = max(range(len(runs)), key=lambda i: (sum(t.compute for t in templates[i]), -i))
     run = runs[best]
     out = {"compute": 0.0, "tp_comm": 0.0, "cp_comm": 0.0, "ep_comm": 0.0, "pp_comm": 0.0,
-           "dp_comm": 0.0, "host": 0.0, "bubble": 0.0, "optimizer": 0.0}
+           "dp_comm": 0.0, "offload": 0.0, "host": 0.0, "bubble": 0.0, "optimizer": 0.0}
     for tpl in templates[best]:
         out["compute"] += m * tpl.compute
         out["host"] += m * tpl.host
         for stream, t in tpl.exposed.items():
-            out[f"{stream}_comm"] = out.get(f"{stream}_comm", 0.0) + m * t
+            key = "offload" if stream.startswith("offload") else f"{stream}_comm"
+            out[key] = out.get(key, 0.0) + m * t
     waits = run.waits()
     wait_pp, wait_dp = sum(run.waits_pp(waits)), sum(w for w, _ in run.gated.values())
     out["pp_comm"] += wait_pp + sum(run.blocked.values())

@@ -16,6 +16,8 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
 - `tp_overlap = backward`: the input-gradient reduction of a column-parallel layer overlaps its
   weight-gradient GEMM (Megatron-LM's asynchronous TP all-reduce, on by default since 2022;
   `none` is the 2021 code, where it follows the layer's backward on the critical path).
+- `offload_layers = 0` (Megatron-Core's --cpu-offloading is opt-in); with `recompute = auto` and
+  no count, the rule's.
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
   `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
 - `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
@@ -39,6 +41,7 @@ OPTIONS: Dict[str, str] = {
     "recompute": "", "dtype": "", "attention": "", "grad_dtype": "", "overlap_grad_reduce": "",
     "overlap_param_gather": "", "tp_overlap": "", "fp8_recipe": "", "framework": "",
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "torch_compile": "",
+    "offload_layers": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "sp": "parallel", "order": "parallel", "schedule": "parallel", "virtual_stages": "parallel",
     "stages": "parallel", "layout": "parallel", "zero": "parallel", "fsdp": "parallel",
@@ -182,10 +185,14 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         reshard_after_forward=f.get("reshard_after_forward") is not False,
         order=parse_order(f.get("order")))
     micro = _int(f.get("micro"))
+    recompute = f.get("recompute") or "none"
+    offload = _int(f.get("offload_layers"))
+    if offload is None:       # not stated: none, or the rule's with `recompute = auto`
+        offload = None if recompute == "auto" else 0
     return JobSpec(
         name=job.template, model=model, parallel=parallel,
         global_batch=_int(f.get("global_batch")) or dp * (micro or 1), micro=micro,
-        seq=_int(f.get("seq")) or model.seq, recompute=f.get("recompute") or "none",
+        seq=_int(f.get("seq")) or model.seq, recompute=recompute, offload_layers=offload,
         dtype=f.get("dtype") or "bf16", gpus=gpus, attention=f.get("attention") or "flash",
         grad_dtype=f.get("grad_dtype"),
         overlap_grad_reduce=f.get("overlap_grad_reduce") is True,

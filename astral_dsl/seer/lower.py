@@ -25,7 +25,7 @@ from typing import Dict
 
 from astral_dsl.seer import comm
 from astral_dsl.seer.costs import Costs
-from astral_dsl.seer.memory import OP_SAC_FRAMEWORKS
+from astral_dsl.seer.memory import OP_SAC_FRAMEWORKS, layer_activation_bytes
 from astral_dsl.seer.params import ParamsMixin
 from astral_dsl.seer.ranks import RankOrder
 from astral_dsl.seer.spec import JobSpec, chunk_layers
@@ -648,7 +648,8 @@ class Lowering(ParamsMixin):
         embed = stage == 0 and chunk == 0
         head = stage == par.pp - 1 and chunk == par.v - 1
         kinds = tuple(self.job.model.shape_key(L) for L in range(first, first + n))
-        key = (phase, kinds, embed, head)
+        offloaded = self.offloaded(stage)
+        key = (phase, kinds, embed, head, tuple(sorted(L - first for L in offloaded)))
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -667,8 +668,10 @@ class Lowering(ParamsMixin):
             if embed:
                 self._embed_fwd(b)
             for L in layers:
-                b.gate = gathers.get(L)
+                b.wait_for(gathers.get(L))
                 self._layer_fwd(b, L)
+                if L in offloaded:
+                    self._offload(b, "activation offload", "offload_out", L)
             if n:
                 self._amax_reduce(b, b.fp8_gemms, first + n - 1)
             if head:
@@ -676,8 +679,15 @@ class Lowering(ParamsMixin):
         else:
             if head:
                 self._head_bwd(b)
-            for L in reversed(layers):
-                b.gate = gathers.get(L)
+            order = list(reversed(layers))
+            reloads = {}
+            for i, L in enumerate(order):
+                # each offloaded layer's activations come back while the layer after it in
+                # the model runs its backward (Transformer Engine prefetches one layer ahead)
+                for nxt in ([L] if i == 0 else []) + order[i + 1:i + 2]:
+                    if nxt in offloaded:
+                        reloads[nxt] = self._offload(b, "activation reload", "offload_in", nxt)
+                b.wait_for(gathers.get(L), reloads.get(L))
                 self._layer_bwd(b, L)
                 if fsdp:
                     self._coll(b, "grad reduce-scatter", "rs", "dp",
@@ -694,6 +704,30 @@ class Lowering(ParamsMixin):
                                                       and self.job.recompute == "full" else 0)))
         self._cache[key] = tpl
         return tpl
+
+    def offloaded(self, stage: int) -> frozenset:
+        """The layers of `stage` whose activations go to host memory: its first
+        `offload_layers` (memory.py)."""
+        k = self.job.offload_layers or 0
+        if not k:
+            return frozenset()
+        layers = [L for first, n in self.chunks[stage] for L in range(first, first + n)]
+        return frozenset(layers[:k])
+
+    def _offload(self, b, name: str, stream: str, L: int) -> int:
+        """Layer L's saved activations copied to host memory (after its forward) or back
+        (before its backward) over the GPU's host link, on a copy stream of their own: a side
+        op the compute stream waits for only where the copy is slower than the layers it
+        overlaps."""
+        nbytes = layer_activation_bytes(self.job, L)
+        bw = self.c.gpu.host_bw
+        if bw <= 0:
+            raise ValueError(f"GPU `{self.c.gpu.name}` declares no `host_bandwidth`: "
+                             f"activation offloading cannot be priced")
+        op = b.add(Op(name, "comm", stream, nbytes / bw, 0.0, nbytes, "offload", L),
+                   chain=False)
+        b.pending.remove(op)
+        return op
 
     def p2p_time(self) -> float:
         """Activations (or their gradients) between neighbouring stages, per rank: each TP rank

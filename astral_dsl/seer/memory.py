@@ -32,6 +32,13 @@
   first stage of 1F1B, L (1 + (p - 1)/(p v)) layers' worth with v virtual stages); full
   recomputation adds one layer's full activations while it is rebuilt; the last stage adds the
   logits and the fp32 softmax of the cross-entropy.
+- Activation offloading (`offload_layers = k`, Megatron-Core's --cpu-offloading-num-layers over
+  Transformer Engine's CPU offload context; pipeline parallelism unsupported there): the first k
+  layers' saved activations are copied to host memory after their forward and back before their
+  backward, so the GPU holds the other layers' and one offloaded layer's at a time (the one
+  being copied out or reloaded: TE double-buffers by layer). `offloaded` reports what host
+  memory holds; the host's capacity is not checked (Grace: 480 GB per CPU, a DGX H100's 2 TB
+  per 8 GPUs: far above what a stage of activations needs).
 - Reserved: RESERVED for the CUDA context, cuBLAS workspaces, NCCL's buffers and the caching
   allocator's fragmentation (an assumption, not fitted).
 
@@ -77,6 +84,7 @@ class MemoryEstimate:
     reserved: float
     master_grads: float = 0.0  # Megatron-LM's fp32 copy of 16-bit gradients
     fp8_weights: float = 0.0   # Transformer Engine's fp8 copies of the linear weights
+    offloaded: float = 0.0     # activations held in host memory instead (not in the GPU's peak)
 
     @property
     def resident(self) -> float:
@@ -249,7 +257,16 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
     kinds = [job.model.kinds(first, count) for first, count in chunks]
     per_chunk = max((sum(c * acts_of(job, L) for L, c in chunk)
                      for chunk in kinds), default=0.0)
-    acts = per_chunk * in_flight(par.pp, par.v, job.microbatches, i, par.schedule)
+    held = in_flight(par.pp, par.v, job.microbatches, i, par.schedule)
+    acts = per_chunk * held
+    offloaded = 0.0
+    if job.offload_layers and chunks:
+        # the first `offload_layers` layers' activations wait in host memory; one of them is on
+        # the GPU at a time, being copied out or reloaded (module docstring)
+        moved = [acts_of(job, L) for first, count in chunks
+                 for L in range(first, first + count)][:job.offload_layers]
+        offloaded = sum(moved) * held
+        acts += max(moved) - offloaded
     if job.recompute == "full" and chunks:             # one layer's full activations, rebuilt
         rebuilt = job.with_(recompute="none")
         acts += max((acts_of(rebuilt, L) for chunk in kinds for L, _ in chunk),
@@ -265,4 +282,4 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
             linear = sorted(linear)[-2:]
         fp8_copies = COPIES * job.quant_bytes * sum(linear)   # the format's bytes, scales included
     return MemoryEstimate(i, weights, params * g_b, params * o_b, acts, logits, RESERVED,
-                          params * master_b, fp8_copies)
+                          params * master_b, fp8_copies, offloaded)

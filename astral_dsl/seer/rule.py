@@ -3,7 +3,9 @@
 The micro-batch (when `batch.micro` is absent), the number of virtual stages (when
 `schedule = interleaved` without `virtual_stages`) and the activation recomputation (when
 `recompute = auto`: none, the norms and activation functions (modules), selective with unfused
-attention, or full) are those of a tuned run, which is what
+attention, or full, and, unless `offload_layers` is stated, each of these that does not fit
+with the fewest layers' activations offloaded to host memory that make it fit) are those of a
+tuned run, which is what
 published runs are: the combination with the shortest forecast iteration among those whose
 memory estimate fits in the GPU's memory; failing that, the one that needs the least memory.
 The estimate, not the estimate plus its uncertainty: a tuned run stops at what really fits, and
@@ -74,8 +76,38 @@ def candidates(job: JobSpec) -> List[JobSpec]:
                 continue      # Megatron-LM interleaves only when p divides the micro-batches;
                 #               declared chunks: any m the schedule's order can run
             for rec in recs:
-                out.append(job.with_(micro=b, parallel=replace(par, v=v), recompute=rec))
+                out.append(job.with_(micro=b, parallel=replace(par, v=v), recompute=rec,
+                                     offload_layers=job.offload_layers or 0))
     return out
+
+
+def offloading(cand: Candidate, gpu, costs, net) -> Optional[Candidate]:
+    """`cand` with the fewest offloaded layers that make it fit in the GPU's memory, or None
+    where offloading cannot run or does not make it fit: Megatron-LM's offloading needs one
+    pipeline stage and leaves the last layer on the GPU (megatron/core/transformer/
+    transformer_config.py); the GPU must declare its host link (memory.py, lower.py)."""
+    job = cand.job
+    layers = sum(n for _, n in cand.lowering.chunks[0])
+    if job.parallel.pp != 1 or job.framework != "megatron" or gpu.host_bw <= 0 or layers < 2:
+        return None
+
+    def fits(k: int):
+        trial = job.with_(offload_layers=k)
+        low = Lowering(trial, costs, net)
+        est = estimate(trial, low.stage_params)
+        return (trial, low, est) if est.total <= gpu.memory else None
+
+    if fits(layers - 1) is None:
+        return None
+    lo, hi = 1, layers - 1          # the activations shrink as more layers go (memory.py)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(mid) is None:
+            lo = mid + 1
+        else:
+            hi = mid
+    trial, low, est = fits(lo)
+    return Candidate(trial, low, est, 0.0)
 
 
 def lower_bound(low: Lowering) -> float:
@@ -103,12 +135,16 @@ def choose(job: JobSpec, gpu, net, costs, simulate: Callable[[Candidate], object
     if len(cands) == 1:
         return simulate(cands[0])
     cap = gpu.memory or float("inf")
+    if job.offload_layers is None and gpu.memory:
+        more = (offloading(c, gpu, costs, net) for c in cands if c.memory.total > cap)
+        cands += [c for c in more if c is not None]
     pool = [c for c in cands if c.memory.total <= cap]
     if not pool:
         return simulate(min(cands, key=lambda c: (c.memory.total, c.job.micro)))
     for c in pool:
         c.bound = lower_bound(c.lowering)
-    pool.sort(key=lambda c: (c.bound, c.job.micro, c.job.parallel.v, c.job.recompute))
+    pool.sort(key=lambda c: (c.bound, c.job.micro, c.job.parallel.v, c.job.recompute,
+                             c.job.offload_layers))
     best: Optional[Tuple[float, object]] = None
     for c in pool:
         if best is not None and c.bound >= best[0]:

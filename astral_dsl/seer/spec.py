@@ -262,6 +262,8 @@ class JobSpec:
     moe_dispatcher: str = "alltoall"          # alltoall | deepep | hybridep
     ep_overlap: bool = False                  # EP all-to-all overlapped across micro-batches
     torch_compile: bool = False               # a PyTorch framework's step compiled (fused)
+    offload_layers: Optional[int] = 0         # layers whose activations go to host memory
+    #                                           (memory.py); None: the rule's (recompute = auto)
 
     @property
     def bytes(self) -> int:

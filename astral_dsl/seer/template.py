@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+COPY_STREAMS = "offload"       # the streams of activation copies to and from host memory
 
 class Op:
     __slots__ = ("name", "cat", "stream", "dur", "flops", "nbytes", "group", "layer", "deps",
@@ -40,20 +41,38 @@ class Template:
         self.flops = sum(o.flops for o in ops)
         self.compute = sum(o.dur for o in ops if o.stream == "compute")
         self.exposed = {}   # stream -> time the compute stream waits for it
-        busy = sorted((o.start, o.end) for o in ops if o.stream == "compute")
-        idle, last = 0.0, 0.0
-        for s, e in busy:
-            idle += max(0.0, s - last)
-            last = max(last, e)
-        idle += device - last
         comm_ops = [o for o in ops if o.stream != "compute"]
         for o in comm_ops:
             self.exposed.setdefault(o.stream, 0.0)
-        if comm_ops and idle > 0:
-            weight = {s: sum(o.dur for o in comm_ops if o.stream == s) for s in self.exposed}
+        # a wait for an activation copy (lower.py `_offload`) is charged to it exactly: the
+        # compute op that waited, or the block's end, follows that copy; the other waits are
+        # shared among the communication streams by their busy time
+        idle, last = 0.0, 0.0
+        for o in sorted((o for o in ops if o.stream == "compute"), key=lambda o: o.start):
+            gap = o.start - last
+            if gap > 0:
+                idle += gap - self._charge_copy(ops, o.deps, o.start, gap)
+            last = max(last, o.end)
+        tail = device - last
+        if tail > 0:
+            idle += tail - self._charge_copy(ops, range(len(ops)), device, tail)
+        shared = [o for o in comm_ops if not o.stream.startswith(COPY_STREAMS)]
+        if shared and idle > 1e-15:
+            weight = {s: sum(o.dur for o in shared if o.stream == s)     # in program order
+                      for s in dict.fromkeys(o.stream for o in shared)}
             total = sum(weight.values()) or 1.0
-            for s in self.exposed:
+            for s in weight:
                 self.exposed[s] = idle * weight[s] / total
+
+    def _charge_copy(self, ops: List[Op], deps, at: float, gap: float) -> float:
+        """Charge `gap` to the copy stream of the op among `deps` that ended at `at`, if it is
+        a copy; returns what was charged."""
+        for d in deps:
+            o = ops[d]
+            if o.stream.startswith(COPY_STREAMS) and abs(o.end - at) <= 1e-12 * max(1.0, at):
+                self.exposed[o.stream] += gap
+                return gap
+        return 0.0
 
     def layer_ends(self) -> Dict[int, float]:
         """Layer (counted from the chunk's first) -> when its last operator ends."""
@@ -75,13 +94,17 @@ class Builder:
         self.pending: List[int] = []
         self.fp8_gemms = 0          # fp8 forward GEMMs added (their amaxes are reduced)
 
-    gate: Optional[int] = None     # an op the next chained op must also wait for
+    gates: tuple = ()              # ops the next chained op must also wait for
+
+    def wait_for(self, *ops: Optional[int]) -> None:
+        """The next chained op also waits for `ops` (side ops; None is skipped)."""
+        self.gates = tuple(o for o in ops if o is not None)
 
     def add(self, op: Op, chain: bool = True, join: bool = True, extra=()) -> int:
         deps = ([self.tail] if self.tail is not None else []) + list(extra)
-        if chain and self.gate is not None:
-            deps.append(self.gate)
-            self.gate = None
+        if chain and self.gates:
+            deps += self.gates
+            self.gates = ()
         if chain and join:
             deps += self.pending
             self.pending = []

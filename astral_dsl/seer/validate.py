@@ -1,5 +1,5 @@
-"""Diagnostics for jobs that cannot run as declared (E750-E765, W750-W752), with the span of the
-field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and also returns
+"""Diagnostics for jobs that cannot run as declared (E750-E765, E768, W750-W752), with the span
+of the field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and also returns
 what a forecast needs (the JobSpec and the cluster) when the job is sound enough to forecast."""
 from __future__ import annotations
 
@@ -80,6 +80,7 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
     diags.extend(gpu_data(design, job, cluster, par.gpus))
     diags.extend(_gpu_guesses(design, job, cluster))
     diags.extend(_precision(spec, cluster, name, where))
+    diags.extend(_offload(spec, cluster, name, where))
     if any(d.is_error for d in diags):
         return diags, spec, cluster
     cluster, lost = under_failures(spec, cluster)      # a scenario's failed fabric parts
@@ -221,6 +222,35 @@ def _precision(spec: JobSpec, cluster, name: str, where) -> List[Diagnostic]:
                      where("dtype", ""),
                      "on Hopper, `dtype = fp8` (per-tensor scales, or `fp8_recipe = blockwise` "
                      "for DeepSeek-style block scales); on Ampere, `dtype = bf16`")]
+    return []
+
+
+def _offload(spec: JobSpec, cluster, name: str, where) -> List[Diagnostic]:
+    """E768 for activation offloading that cannot run as declared: Megatron-Core's needs one
+    pipeline stage and keeps at least the last layer on the GPU (megatron/core/transformer/
+    transformer_config.py), and Seer prices the copies at the GPU's declared host link."""
+    k, par = spec.offload_layers, spec.parallel
+    if not k:
+        return []
+    span = where("offload_layers", "")
+    if spec.framework != "megatron":
+        return [_err("E768", f"{name}: offload_layers = {k} with framework = {spec.framework}: "
+                             f"activation offloading is modelled as Megatron-Core's", span,
+                     "leave `offload_layers` out, or `framework = megatron`")]
+    if par.pp > 1:
+        return [_err("E768", f"{name}: offload_layers = {k} with pp = {par.pp}: Megatron-Core "
+                             f"offloads activations only without pipeline parallelism", span,
+                     "`pp = 1` (shard with `fsdp = true` or raise tp instead), or leave "
+                     "`offload_layers` out")]
+    if k >= spec.model.layers:
+        return [_err("E768", f"{name}: offload_layers = {k} of the model's "
+                             f"{spec.model.layers} layers: at least the last layer stays on the "
+                             f"GPU", span, f"at most `offload_layers = {spec.model.layers - 1}`")]
+    if cluster.gpu.host_bw <= 0:
+        return [_err("E768", f"{name}: offload_layers = {k} but `{cluster.gpu.name}` declares "
+                             f"no `host_bandwidth`: the copies to host memory cannot be priced",
+                     span, "declare the GPU's link to host memory, each direction, e.g. "
+                           "`host_bandwidth = 64 GB/s` (PCIe Gen5 x16)")]
     return []
 
 
@@ -489,6 +519,8 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
     probe = spec if spec.micro else spec.with_(micro=1)
     if probe.recompute == "auto":
         probe = probe.with_(recompute="full")
+    if probe.offload_layers is None:       # the rule's: checked at none, as recompute at full
+        probe = probe.with_(offload_layers=0)
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
         from dataclasses import replace
         probe = probe.with_(parallel=replace(probe.parallel, v=1))
@@ -543,6 +575,8 @@ def _memory_hint(spec: JobSpec) -> str:
     par, out = spec.parallel, []
     if spec.recompute != "full":
         out.append("recompute activations (`recompute = full`)")
+    if par.pp == 1 and not spec.offload_layers and spec.framework == "megatron":
+        out.append("offload activations to host memory (`offload_layers = N`)")
     if par.zero == 0:
         out.append("shard the optimizer (`zero = 1` in `parallel`)")
     elif par.zero < 3:

@@ -15,6 +15,7 @@ from astral_dsl.outputs.jsonout import scenario_json
 BREAKDOWN_LABELS = (("compute", "compute (incl. recompute)"), ("tp_comm", "exposed TP comm"),
                     ("cp_comm", "exposed CP comm"), ("ep_comm", "exposed EP comm"),
                     ("pp_comm", "exposed PP p2p"), ("dp_comm", "exposed DP comm"),
+                    ("offload", "exposed activation offload"),
                     ("host", "host-bound (CPU launch)"), ("bubble", "pipeline bubble / wait"), ("optimizer", "optimizer step"))
 
 
@@ -25,6 +26,7 @@ def parallelism(fc) -> Dict[str, Any]:
             "zero": p.zero, "reshard_after_forward": p.reshard_after_forward,
             "micro_batch": job.micro, "global_batch": job.global_batch,
             "micro_batches": job.microbatches, "seq": job.seq, "recompute": job.recompute,
+            "offload_layers": job.offload_layers or 0,
             "dtype": job.dtype, "grad_dtype": job.gradient_dtype, "attention": job.attention,
             "tp_overlap": job.tp_overlap, "overlap_grad_reduce": job.overlap_grad_reduce,
             "overlap_param_gather": job.overlap_param_gather}
@@ -48,6 +50,8 @@ def to_json(fc) -> Dict[str, Any]:
     doc["memory_stage"] = fc.memory.stage
     doc["memory_gb"] = {k: v / 1e9 for k, v in fc.memory.parts()} | {
         "total": fc.memory.total / 1e9, "uncertainty": fc.memory.uncertainty / 1e9}
+    if fc.memory.offloaded:
+        doc["offloaded_gb"] = fc.memory.offloaded / 1e9    # in host memory, not in the GPU's
     if fc.stage != fc.memory.stage:
         doc["breakdown_stage_memory_gb"] = _stage_memory(fc, fc.stage).total / 1e9
     if fc.chosen:
@@ -92,7 +96,9 @@ def render(fc) -> str:
                  f"{j.microbatches:,} micro-batches per pipeline  seq {j.seq:,}")
     overlaps = [name for on, name in ((j.overlap_grad_reduce, "grad reduce"),
                                       (j.overlap_param_gather, "param gather")) if on]
-    lines.append(f"  runtime    recompute {j.recompute}  {j.dtype} (gradients "
+    lines.append(f"  runtime    recompute {j.recompute}"
+                 + (f"  offload {j.offload_layers} layers" if j.offload_layers else "")
+                 + f"  {j.dtype} (gradients "
                  f"{j.gradient_dtype})  attention {j.attention}")
     lines.append(f"  overlap    TP reductions: {j.tp_overlap}  DP: "
                  + (", ".join(overlaps) if overlaps else "none"))
@@ -110,6 +116,9 @@ def render(fc) -> str:
     lines.append(f"  HFU              {fc.hfu * 100:12.1f} %   with the recomputed FLOPs")
     lines.append(f"  memory per GPU   {mem.total / 1e9:12.1f} GB  +/- {mem.uncertainty_pct:.0f} %"
                  f" on stage {mem.stage}, the fullest")
+    if mem.offloaded:
+        lines.append(f"                   {mem.offloaded / 1e9:12.1f} GB  of activations in host "
+                     f"memory ({j.offload_layers} layers offloaded)")
     if fc.stage != mem.stage:
         other = _stage_memory(fc, fc.stage)
         lines.append(f"                   {other.total / 1e9:12.1f} GB  on stage {fc.stage}, "

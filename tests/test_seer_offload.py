@@ -1,0 +1,144 @@
+"""Activation offloading to host memory (`offload_layers`; docs/seer.md, "Memory" and "The
+rule"): what the GPU keeps, what the copies cost over the host link, and when the rule takes it.
+
+Hand computations: a GPT-3 layer of Korthikanti et al. 2022 (s = 2048, b = 1, h = 12288,
+a = 96, t = 8, unfused attention: s b h (10 + 24 / t + 5 a s / (h t)) bytes, Table 2) on one
+pipeline stage; copies at `host_bandwidth` bytes/s each way."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from astral_dsl.seer import rule
+from astral_dsl.seer.comm import Network, Tier
+from astral_dsl.seer.costs import Costs, GpuSpec
+from astral_dsl.seer.forecast import run
+from astral_dsl.seer.lower import Lowering
+from astral_dsl.seer.memory import estimate, layer_activation_bytes
+from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+
+S, H, A, T = 2048, 12288, 96, 8
+GPT3 = ModelSpec("GPT3_175B", 96, H, A, A, 4 * H, 51200, S, "gelu")
+PER_LAYER = S * H * (10 + 24 / T + 5 * A * S / (H * T))       # bytes, Table 2
+NET = Network(8, 450e9, (50e9,) * 8, (Tier("leaf", 32, True, 1.0),))
+
+
+def gpu(host_bw: float, memory: float = 80e9) -> GpuSpec:
+    return GpuSpec("G", (("bf16", 989e12),), memory, 3350e9, 450e9, sms=132, arch="hopper",
+                   host_bw=host_bw)
+
+
+def job(offload, recompute="none", dp=1, micro=1, model=GPT3, zero=1) -> JobSpec:
+    par = ParallelSpec(tp=T, pp=1, dp=dp, zero=zero)
+    return JobSpec("j", model, par, dp * 4 * micro, micro, S, recompute, "bf16",
+                   attention="unfused", offload_layers=offload)
+
+
+# 24 GPT-3 layers with the distributed optimizer over 8: ~41 GB of model states per GPU and
+# 24 x 1.16 GB of activations at micro-batch 2, which 60 GB cannot hold without recomputing or
+# offloading
+SMALL = replace(GPT3, layers=24)
+SMALL_GB = 60e9
+
+
+def small(offload, recompute="none") -> JobSpec:
+    return job(offload, recompute, dp=8, micro=2, model=SMALL, zero=1)
+
+
+def test_the_gpu_keeps_the_layers_not_offloaded_and_one_in_transit():
+    assert layer_activation_bytes(job(0), 0) == pytest.approx(PER_LAYER, rel=1e-12)
+    none, some = (estimate(job(k), lambda i: 0.0) for k in (0, 40))
+    assert none.activations == pytest.approx(96 * PER_LAYER, rel=1e-12)
+    assert none.offloaded == 0.0
+    # 56 layers stay, and one offloaded layer is on the GPU while it is copied out or back
+    assert some.activations == pytest.approx((96 - 40 + 1) * PER_LAYER, rel=1e-12)
+    assert some.offloaded == pytest.approx(40 * PER_LAYER, rel=1e-12)
+    assert some.weights == none.weights and some.logits == none.logits
+
+
+def _blocks(host_bw: float, k: int):
+    j = job(k)
+    low = Lowering(j, Costs.of(j, gpu(host_bw)), NET)
+    return low.template(0, 0, "F"), low.template(0, 0, "B")
+
+
+def test_copies_run_beside_the_compute_on_a_fast_link():
+    plain_f, plain_b = _blocks(1e15, 0)
+    fast_f, fast_b = _blocks(1e15, 40)          # a copy takes ~2 ns: nothing to wait for
+    assert fast_f.duration == pytest.approx(plain_f.duration, rel=1e-6)
+    assert fast_b.duration == pytest.approx(plain_b.duration, rel=1e-6)
+    copies = [o for o in fast_f.ops if o.stream == "offload_out"]
+    assert len(copies) == 40 and {o.layer for o in copies} == set(range(40))
+    assert all(o.nbytes == pytest.approx(PER_LAYER, rel=1e-12) for o in copies)
+    reloads = [o for o in fast_b.ops if o.stream == "offload_in"]
+    assert len(reloads) == 40
+
+
+def test_a_slow_link_bounds_the_forward_by_its_copies():
+    bw = 1e9                                      # 1 GB/s: each copy far slower than a layer
+    fwd, bwd = _blocks(bw, 40)
+    copy = PER_LAYER / bw
+    # the copies follow one another on their stream: the block ends with the last, which
+    # cannot start before the 40th layer's forward ends
+    last_layer = max(o.end for o in fwd.ops if o.stream == "compute" and o.layer == 39)
+    assert fwd.duration >= 40 * copy
+    assert fwd.duration == pytest.approx(max(fwd.duration, last_layer), rel=1e-9)
+    assert fwd.exposed["offload_out"] > 0
+    # in the backward each offloaded layer waits for its reload
+    first_use = min(o.start for o in bwd.ops if o.stream == "compute" and o.layer == 39)
+    reload_39 = next(o for o in bwd.ops if o.stream == "offload_in" and o.layer == 39)
+    assert first_use >= reload_39.end
+    assert bwd.duration >= 40 * copy
+
+
+def test_the_rule_offloads_the_fewest_layers_that_fit_when_that_is_fastest():
+    g = gpu(225e9, memory=SMALL_GB)
+    auto = small(None, recompute="auto")
+    fc = run(auto, g, NET)
+    chosen = dict(fc.chosen)
+    assert chosen["recompute"] == "none" and 0 < chosen["offload_layers"] < SMALL.layers
+    assert fc.memory.total <= g.memory
+    fewer = fc.job.with_(offload_layers=chosen["offload_layers"] - 1)
+    low = Lowering(fewer, Costs.of(fewer, g), NET)
+    assert estimate(fewer, low.stage_params).total > g.memory
+    # the copies hide behind the layers (1.16 GB at 225 GB/s: 5 ms a layer); recomputing
+    # fully instead is slower
+    assert fc.breakdown["offload"] == 0.0
+    full = run(small(0, recompute="full"), g, NET)
+    assert full.iteration_time > fc.iteration_time
+
+
+def test_a_slow_link_is_charged_to_the_offload_in_the_breakdown():
+    fast = run(small(12), gpu(225e9, memory=SMALL_GB), NET)
+    slow = run(small(12), gpu(20e9, memory=SMALL_GB), NET)
+    extra = slow.iteration_time - fast.iteration_time
+    assert extra > 0
+    assert slow.breakdown["offload"] == pytest.approx(extra, rel=1e-4)
+    assert sum(slow.breakdown.values()) == pytest.approx(slow.iteration_time, rel=1e-9)
+    for key in ("compute", "tp_comm", "dp_comm"):
+        assert slow.breakdown[key] == pytest.approx(fast.breakdown[key], rel=1e-3)
+
+
+def test_the_rule_does_not_offload_without_a_host_link_or_with_stages():
+    auto = small(None, recompute="auto")
+    assert dict(run(auto, gpu(0.0, memory=SMALL_GB), NET).chosen)["offload_layers"] == 0
+    staged = auto.with_(parallel=replace(auto.parallel, pp=2, dp=4))
+    fc = run(staged, gpu(225e9, memory=SMALL_GB), NET)
+    assert fc.job.offload_layers == 0
+    assert "offload_layers" not in dict(fc.chosen)      # not a choice where it cannot run
+
+
+def test_offloading_is_a_candidate_only_where_it_can_run():
+    g = gpu(225e9, memory=SMALL_GB)
+    cand = small(0)
+    costs = Costs.of(cand, g)
+    low = Lowering(cand, costs, NET)
+    c = rule.Candidate(cand, low, estimate(cand, low.stage_params), 0.0)
+    assert c.memory.total > g.memory
+    found = rule.offloading(c, g, costs, NET)
+    assert found is not None and 0 < found.job.offload_layers < SMALL.layers
+    assert found.memory.total <= g.memory
+    assert rule.offloading(c, gpu(0.0, memory=SMALL_GB), costs, NET) is None
+    torch = replace(c, job=cand.with_(framework="torchtitan"))
+    assert rule.offloading(torch, g, costs, NET) is None
