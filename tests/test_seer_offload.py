@@ -181,3 +181,21 @@ def test_a_gb200_job_on_one_stage_offloads_through_the_language():
     # stating the count gives the same forecast as the rule's choice
     stated = seer.forecast(d, recompute="none", offload_layers=chosen["offload_layers"])
     assert stated.iteration_time == fc.iteration_time
+
+
+def test_search_keeps_a_declared_offload_and_rejects_stages_with_it(tmp_path):
+    """`astral search` does not weigh offloading: a declared count is kept, and layouts with
+    pipeline stages are rejected as a forecast would reject them (E768)."""
+    from astral_dsl.explore import search
+
+    path = tmp_path / "nvl.astral"
+    path.write_text(NVL72_JOB.replace("recompute = auto", "recompute = none, offload_layers = 40"),
+                    encoding="utf-8")
+    result = search.run(str(path), top=3)
+    rejected = {r["code"]: r["count"] for r in result.counts.to_json()["rejected"]}
+    assert rejected.get("E768", 0) > 0
+    assert result.rows and all(r["config"].pp == 1 for r in result.rows)
+    plain = tmp_path / "plain.astral"
+    plain.write_text(NVL72_JOB, encoding="utf-8")     # no count: no configuration offloads
+    none = search.run(str(plain), top=3)
+    assert "E768" not in {r["code"] for r in none.counts.to_json()["rejected"]}

@@ -42,6 +42,7 @@ RULES: Dict[str, Tuple[str, str]] = {
     "reshard": ("E761", "reshard_after_forward is declared: only ZeRO-3 applies"),
     "budget": ("E762", "beyond Seer's work budget (pipeline blocks or tokens per micro-batch)"),
     "cp_attention": ("E764", "context parallelism needs fused attention"),
+    "offload_pp": ("E768", "offload_layers is declared: offloading needs one pipeline stage"),
     "interleave": ("", "interleaving needs micro-batches divisible by pp (Megatron-LM)"),
 }
 
@@ -77,8 +78,10 @@ class Config:
         par = replace(space.base.parallel, tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp,
                       ep=self.ep, v=self.v, schedule=o["schedule"], zero=self.zero,
                       stages=self.stages)
+        # offloading as declared (a count), else none: the search does not weigh it
         return space.base.with_(parallel=par, micro=self.micro, recompute=self.recompute,
-                                global_batch=space.batch, gpus=self.gpus)
+                                global_batch=space.batch, gpus=self.gpus,
+                                offload_layers=space.base.offload_layers or 0)
 
     def label(self) -> str:
         dims = [f"tp{self.tp}", f"pp{self.pp}", f"dp{self.dp}"] + \
@@ -217,6 +220,8 @@ def _layout_rule(space: Space, tp: int, cp: int, pp: int, dp: int, ep: int) -> O
         return "seq_cp"
     if cp > 1 and base.attention == "unfused":
         return "cp_attention"
+    if base.offload_layers and pp > 1:
+        return "offload_pp"
     if space.order_declared:
         sizes = {"tp": tp, "cp": cp, "ep": ep, "dp": dp, "pp": pp}
         if any(s > 1 and d not in space.order_declared for d, s in sizes.items()):
