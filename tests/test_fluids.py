@@ -176,6 +176,23 @@ def test_the_table_is_what_coolprop_gives():
     assert fluid_table.generate() == shipped
 
 
+def test_the_table_commands_say_what_they_compare(tmp_path, capsys):
+    """`python -m astral_dsl.analyses.<table>` names the file and what a fresh generation is
+    made of (the climate table is not CoolProp's), and exits 1 when they differ."""
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps({"a": 1}), encoding="utf-8")
+    assert fluid_table.compare_or_write([], "prog", lambda: {"a": 1}, path, json.dumps,
+                                        "a parse of the climate files") == 0
+    assert capsys.readouterr().out == ("table.json: the shipped table equals a fresh generation "
+                                       "from a parse of the climate files\n")
+    assert fluid_table.compare_or_write([], "prog", lambda: {"a": 2}, path, json.dumps) == 1
+    assert capsys.readouterr().out == ("table.json: the shipped table differs from a fresh "
+                                       "generation from CoolProp's values\n")
+    assert fluid_table.compare_or_write(["--write"], "prog", lambda: {"a": 2}, path,
+                                        json.dumps) == 0
+    assert json.loads(path.read_text(encoding="utf-8")) == {"a": 2}
+
+
 def test_outside_the_table_coolprop_answers():
     assert fluid_table.lookup("Water", 0.5, 101325.0) is None            # below 1 degC
     assert fluid_table.lookup("Water", 30.0, 2e5) is None                # another pressure

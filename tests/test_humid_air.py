@@ -1,6 +1,6 @@
-"""Humid air (analyses/humid_air.py): the shipped tables of CoolProp's values against CoolProp
-itself, the states outside them going to CoolProp, and results that do not depend on the per-user
-cache."""
+"""Humid air (analyses/humid_air.py): the shipped tables of CoolProp's values (humid air for air
+units, wet bulbs for climates) against CoolProp itself, the states outside them going to
+CoolProp, and results that do not depend on the per-user cache."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from CoolProp.HumidAirProp import HAPropsSI
 
-from astral_dsl.analyses import humid_air, humid_air_table
+from astral_dsl.analyses import climate, climate_table, humid_air, humid_air_table, wetbulb_table
 
 REPO = Path(__file__).resolve().parents[1]
 K = 273.15
@@ -144,4 +144,118 @@ def test_a_fresh_check_of_the_reference_needs_no_coolprop(tmp_path):
     assert runs[0].stdout.startswith("False False [")
     cached = {p.name for p in (tmp_path / "cache").iterdir()}
     assert not any(n.startswith(("humid-air", "climate-")) for n in cached), cached
+
+
+# --- the wet-bulb table (analyses/wetbulb_table.py) -----------------------------------------------
+
+def _twb(t: float, dew: float, p: float) -> float:
+    return HAPropsSI("Twb", "T", t + K, "P", p, "Tdp", dew + K) - K
+
+
+def _on_ice(t: float, dew: float, p: float) -> bool:
+    return _twb(t, dew, p) <= 0.01
+
+
+def _assert_wet_bulbs(states) -> int:
+    """Every state inside the table within the documented bound of HAPropsSI, but for a state
+    CoolProp puts on the other root: that lies within the switch's documented bound of
+    CoolProp's jump (CoolProp on ice that far below it and on water that far above). The
+    number of states inside the table."""
+    inside = 0
+    for t, dew, p in states:
+        got = wetbulb_table.lookup(t, dew, p)
+        if got is None:
+            continue
+        inside += 1
+        err = abs(got - _twb(t, dew, p))
+        if err > wetbulb_table.WITHIN_K:
+            near = wetbulb_table.SWITCH_WITHIN_K
+            assert _on_ice(t - near, dew, p) and not _on_ice(t + near, dew, p), \
+                (t, dew, p, got, err)
+    return inside
+
+
+@pytest.mark.parametrize("path", climate_table.files(), ids=lambda p: p.name)
+def test_the_wet_bulb_table_is_coolprops_at_every_hour_of_the_stdlib_climate(path):
+    """What the shipped climate columns are made of (analyses/climate_table.py): every hour
+    (each distinct state once) inside the table and within its bound of CoolProp."""
+    parsed = climate.parse(path.read_bytes(), path.name)
+    hours = sorted(set(zip(parsed.dry_bulb, [min(d, t) for t, d in
+                                             zip(parsed.dry_bulb, parsed.dew_point)],
+                           parsed.pressure)))
+    assert _assert_wet_bulbs(hours) == len(hours)
+
+
+def _edges():
+    for t in (-40.0, -39.6, -0.4, 0.0, 0.005, 0.01, 0.3, 5.5, 49.4, 50.0):
+        for d in (0.0, 0.004, 0.3, 1.0, 2.2, 39.7, 40.0):
+            for p in (65000.0, 65321.0, 98088.09, 104950.0, 105000.0):
+                yield t, t - d, p
+    for dew in (0.0099999, 0.01, 0.0100001, -0.0001, -31.99, -32.0, -32.01):
+        for t in (dew, dew + 0.5, dew + 3.0, dew + 20.0, min(dew + 40.0, 50.0)):
+            yield t, dew, 85000.0
+
+
+def test_the_wet_bulb_table_is_coolprops_over_its_domain():
+    """2,000 random states, the domain's edges and corners, the triple point, and 300 states
+    within 0.02 K of the table's switch between ice and water (where the pieces meet and
+    their continuations serve)."""
+    states = [*wetbulb_table.random_states(2000, 2031), *_edges(),
+              *wetbulb_table.states_near_the_switch(300, 2031)]
+    assert _assert_wet_bulbs(states) > 2500
+    for outside in ((50.5, 20.0, 98000.0), (20.0, -20.5, 98000.0), (20.0, 10.0, 64000.0),
+                    (20.0, 10.0, 106000.0), (float("nan"), 10.0, 98000.0),
+                    (20.0, 10.0, float("nan"))):
+        assert wetbulb_table.lookup(*outside) is None
+
+
+def test_the_wet_bulb_tables_stencils_stay_on_its_grid():
+    """No state's stencil reaches past the grid points stored for its piece (a negative index
+    would read a row's other end without an error)."""
+    table = json.loads(wetbulb_table.PATH.read_text(encoding="utf-8"))
+    states = [*wetbulb_table.random_states(50000, 2034), *_edges(),
+              *wetbulb_table.states_near_the_switch(20000, 2034, within=0.5)]
+    assert wetbulb_table.stencils_outside(table, states) == []
+
+
+def test_the_wet_bulb_tables_switch_is_coolprops_jump():
+    """The table's switch against CoolProp's own (bisected) at random dew points and pressures
+    and at its kinks."""
+    rnd = random.Random(2032)
+    table = json.loads(wetbulb_table.PATH.read_text(encoding="utf-8"))
+    points = [(rnd.uniform(wetbulb_table.SWITCH_LOW, 0.01), rnd.uniform(65000.0, 105000.0))
+              for _ in range(12)]
+    for k in (0, 9, 16):
+        p = 65000.0 + 2500.0 * k
+        points += [(kink + step, p) for kink in table["switch"]["kinks"][k]
+                   for step in (-0.01, 0.01)]
+    worst = wetbulb_table.switch_error(points)
+    assert worst[0] <= wetbulb_table.SWITCH_WITHIN_K, worst
+
+
+def test_the_wet_bulb_tables_grid_is_a_regeneration():
+    """A regeneration takes minutes (python -m astral_dsl.analyses.wetbulb_table compares the
+    whole file): here, 80 random grid points of each piece at a random pressure each are what
+    the generator makes of CoolProp's values there, CoolProp's own value where the point lies
+    on the piece's side of both switches (checked against HAPropsSI directly) and the piece's
+    continuation elsewhere."""
+    table = json.loads(wetbulb_table.PATH.read_text(encoding="utf-8"))
+    assert table["source"].startswith("CoolProp 6.8.0 HAPropsSI('Twb'")
+    cp = wetbulb_table._CoolProp()
+    rnd = random.Random(2033)
+    kinds = {"own": 0, "continued": 0}
+    for name in ("ice", "mixed", "water"):
+        piece = table[name]
+        for _ in range(80):
+            i = rnd.randrange(len(piece["rows"]))
+            c = rnd.randrange(len(piece["rows"][i]))
+            k = rnd.randrange(9)
+            p = 65000.0 + 5000.0 * k
+            value, own = wetbulb_table._value(cp, name, i, piece["start"][i] + c, p)
+            assert piece["rows"][i][c][k] == round(value, wetbulb_table.ROUND)
+            if own:
+                t_k, dew_k = wetbulb_table._kelvin(name, i, piece["start"][i] + c)
+                assert value == HAPropsSI("Twb", "T", t_k, "P", p, "Tdp", dew_k) - K
+            kinds["own" if own else "continued"] += 1
+    assert kinds["own"] > 150 and kinds["continued"] > 5, kinds
 

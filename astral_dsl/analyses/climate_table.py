@@ -119,7 +119,9 @@ def main(argv=None) -> int:
     from astral_dsl.analyses.fluid_table import compare_or_write
 
     return compare_or_write(argv, "python -m astral_dsl.analyses.climate_table", generate, PATH,
-                            lambda table: json.dumps(table, indent=1))
+                            lambda table: json.dumps(table, indent=1),
+                            "a parse of the stdlib's climate files with the shipped wet-bulb "
+                            "table")
 
 
 if __name__ == "__main__":

@@ -81,9 +81,11 @@ def main(argv=None) -> int:
                             lambda table: json.dumps(table, indent=1))
 
 
-def compare_or_write(argv, prog: str, generate, path: Path, dumps) -> int:
-    """The command line of a table of CoolProp's values shipped with the package: compare it
-    with CoolProp (exit 1 when they differ), or regenerate it with `--write`."""
+def compare_or_write(argv, prog: str, generate, path: Path, dumps,
+                     reference: str = "CoolProp's values") -> int:
+    """The command line of a table shipped with the package: compare it with a fresh
+    generation, `reference` saying what that is made of (exit 1 when they differ), or
+    regenerate it with `--write`."""
     import argparse
 
     parser = argparse.ArgumentParser(prog=prog)
@@ -95,7 +97,8 @@ def compare_or_write(argv, prog: str, generate, path: Path, dumps) -> int:
         print(f"wrote {path}")
         return 0
     same = fresh == json.loads(path.read_text(encoding="utf-8"))
-    print("the shipped table is CoolProp's" if same else "the shipped table differs from CoolProp")
+    print(f"{path.name}: the shipped table {'equals' if same else 'differs from'} a fresh "
+          f"generation from {reference}")
     return 0 if same else 1
 
 
