@@ -348,3 +348,18 @@ def test_air_flow_is_humid_air_at_the_sites_altitude():
     dh0 = (HAPropsSI("H", "T", 312.15, "P", 101325, "Tdp", 285.15)
            - HAPropsSI("H", "T", 300.15, "P", 101325, "Tdp", 285.15))
     assert 50_000 * v0 / dh0 / rule == pytest.approx(1.017, abs=1e-3)
+
+
+def test_a_cooling_towers_cached_hours_are_keyed_by_the_wet_bulb_table(monkeypatch):
+    """The per-user cache of a circuit's hourly profile (facility.ambient's key) names the
+    wet-bulb table a cooling tower's hours come from: a new table is not served old hours
+    (found when the table was rebuilt: stale `rejection-*` entries kept the old PUE)."""
+    from astral_dsl.analyses import facility
+
+    climate = climates.load("stdlib/climate/723170TYA.CSV", Path(__file__).resolve().parents[1])
+    hours, key = facility.ambient(climate, "cooling_tower")
+    assert tuple(hours) == climate.wet_bulb and wetbulb_table.source() in key
+    dry_hours, dry_key = facility.ambient(climate, "dry_cooler")
+    assert tuple(dry_hours) == climate.dry_bulb and wetbulb_table.source() not in dry_key
+    monkeypatch.setattr(wetbulb_table, "source", lambda: "another-table")
+    assert facility.ambient(climate, "cooling_tower")[1] != key

@@ -230,11 +230,19 @@ def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_reject
 def ambient(climate, rejection: str) -> Tuple[Optional[Sequence[float]], str]:
     """The hours' outdoor temperature the heat rejection follows: dry bulb for dry coolers, wet
     bulb (analyses/climate.py, from CoolProp) for cooling towers; and what names them (the
-    file's digest and the column) for the per-user cache."""
+    file's digest and the column, and for wet bulbs the table they come from) for the per-user
+    cache."""
     if climate is None:
         return None, ""
     column = "wet_bulb" if rejection == "cooling_tower" else "dry_bulb"
-    return getattr(climate, column), f"{climate.digest} {column}" if climate.digest else ""
+    if not climate.digest:
+        return getattr(climate, column), ""
+    key = f"{climate.digest} {column}"
+    if column == "wet_bulb":     # a new wet-bulb table changes the hours (analyses/wetbulb_table.py)
+        from astral_dsl.analyses import wetbulb_table
+
+        key += f" {wetbulb_table.source()}"
+    return getattr(climate, column), key
 
 
 def allocate(per: Dict[int, List[Draw]], extra: Tuple[float, float]) -> Dict[int, Tuple]:
