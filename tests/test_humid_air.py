@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from CoolProp.HumidAirProp import HAPropsSI
 
-from astral_dsl.analyses import climate, climate_table, humid_air, humid_air_table, wetbulb_table
+from astral_dsl.analyses import (climate, climate_table, humid_air, humid_air_table, wetbulb_build,
+                                 wetbulb_table)
 
 REPO = Path(__file__).resolve().parents[1]
 K = 273.15
@@ -206,8 +207,8 @@ def test_the_wet_bulb_table_is_coolprops_over_its_domain():
     """2,000 random states, the domain's edges and corners, the triple point, and 300 states
     within 0.02 K of the table's switch between ice and water (where the pieces meet and
     their continuations serve)."""
-    states = [*wetbulb_table.random_states(2000, 2031), *_edges(),
-              *wetbulb_table.states_near_the_switch(300, 2031)]
+    states = [*wetbulb_build.random_states(2000, 2031), *_edges(),
+              *wetbulb_build.states_near_the_switch(300, 2031)]
     assert _assert_wet_bulbs(states) > 2500
     for outside in ((50.5, 20.0, 98000.0), (20.0, -20.5, 98000.0), (20.0, 10.0, 64000.0),
                     (20.0, 10.0, 106000.0), (float("nan"), 10.0, 98000.0),
@@ -219,9 +220,9 @@ def test_the_wet_bulb_tables_stencils_stay_on_its_grid():
     """No state's stencil reaches past the grid points stored for its piece (a negative index
     would read a row's other end without an error)."""
     table = json.loads(wetbulb_table.PATH.read_text(encoding="utf-8"))
-    states = [*wetbulb_table.random_states(50000, 2034), *_edges(),
-              *wetbulb_table.states_near_the_switch(20000, 2034, within=0.5)]
-    assert wetbulb_table.stencils_outside(table, states) == []
+    states = [*wetbulb_build.random_states(50000, 2034), *_edges(),
+              *wetbulb_build.states_near_the_switch(20000, 2034, within=0.5)]
+    assert wetbulb_build.stencils_outside(table, states) == []
 
 
 def test_the_wet_bulb_tables_switch_is_coolprops_jump():
@@ -235,7 +236,7 @@ def test_the_wet_bulb_tables_switch_is_coolprops_jump():
         p = 65000.0 + 2500.0 * k
         points += [(kink + step, p) for kink in table["switch"]["kinks"][k]
                    for step in (-0.01, 0.01)]
-    worst = wetbulb_table.switch_error(points)
+    worst = wetbulb_build.switch_error(points)
     assert worst[0] <= wetbulb_table.SWITCH_WITHIN_K, worst
 
 
@@ -247,7 +248,7 @@ def test_the_wet_bulb_tables_grid_is_a_regeneration():
     continuation elsewhere."""
     table = json.loads(wetbulb_table.PATH.read_text(encoding="utf-8"))
     assert table["source"].startswith("CoolProp 6.8.0 HAPropsSI('Twb'")
-    cp = wetbulb_table._CoolProp()
+    cp = wetbulb_build._CoolProp()
     rnd = random.Random(2033)
     kinds = {"own": 0, "continued": 0}
     for name in ("ice", "mixed", "water"):
@@ -257,10 +258,10 @@ def test_the_wet_bulb_tables_grid_is_a_regeneration():
             c = rnd.randrange(len(piece["rows"][i]))
             k = rnd.randrange(9)
             p = 65000.0 + 5000.0 * k
-            value, own = wetbulb_table._value(cp, name, i, piece["start"][i] + c, p)
+            value, own = wetbulb_build._value(cp, name, i, piece["start"][i] + c, p)
             assert piece["rows"][i][c][k] == round(value, wetbulb_table.ROUND)
             if own:
-                t_k, dew_k = wetbulb_table._kelvin(name, i, piece["start"][i] + c)
+                t_k, dew_k = wetbulb_build._kelvin(name, i, piece["start"][i] + c)
                 assert value == HAPropsSI("Twb", "T", t_k, "P", p, "Tdp", dew_k) - K
             kinds["own" if own else "continued"] += 1
     assert kinds["own"] > 150 and kinds["continued"] > 5, kinds
