@@ -122,7 +122,9 @@ def test_a_slow_link_is_charged_to_the_offload_in_the_breakdown():
 
 def test_the_rule_does_not_offload_without_a_host_link_or_with_stages():
     auto = small(None, recompute="auto")
-    assert dict(run(auto, gpu(0.0, memory=SMALL_GB), NET).chosen)["offload_layers"] == 0
+    unlinked = run(auto, gpu(0.0, memory=SMALL_GB), NET)
+    assert unlinked.job.offload_layers == 0
+    assert "offload_layers" not in dict(unlinked.chosen)   # not a choice where it cannot run
     staged = auto.with_(parallel=replace(auto.parallel, pp=2, dp=4))
     fc = run(staged, gpu(225e9, memory=SMALL_GB), NET)
     assert fc.job.offload_layers == 0

@@ -9,7 +9,7 @@ from astral_dsl.seer import comm, rule
 from astral_dsl.seer.calibration import Calibration
 from astral_dsl.seer.costs import Costs, OperatorTable
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.memory import MemoryEstimate
+from astral_dsl.seer.memory import MemoryEstimate, offload_obstacle
 from astral_dsl.seer.schedule import StageRun, simulate
 from astral_dsl.seer.spec import JobSpec
 
@@ -130,8 +130,7 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
         chosen.append(("virtual_stages", best.job.parallel.v))
     if job.recompute == "auto":
         chosen.append(("recompute", best.job.recompute))
-    if job.offload_layers is None and (best.job.offload_layers or (
-            job.parallel.pp == 1 and job.framework == "megatron")):   # where it can run (rule.py)
+    if job.offload_layers is None and offload_obstacle(job, gpu.host_bw) is None:
         chosen.append(("offload_layers", best.job.offload_layers))
     best.chosen = tuple(chosen)
     best.notes = tuple(notes) + tuple(net.notes)

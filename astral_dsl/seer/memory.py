@@ -57,7 +57,7 @@ into a warning (W750), a clear excess into E757."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
 from astral_dsl.seer.params import layer_linear_params
 from astral_dsl.seer.spec import JobSpec, chunk_layers
@@ -133,6 +133,23 @@ class MemoryEstimate:
             out.append(("fp32_grads", self.master_grads))
         return tuple(out) + (("activations", self.activations), ("logits", self.logits),
                              ("reserved", self.reserved))
+
+
+def offload_obstacle(job: JobSpec, host_bw: float) -> Optional[str]:
+    """Why activation offloading cannot run for `job` on a GPU whose host link is `host_bw`
+    bytes/s, or None: Seer models Megatron-Core's (megatron/core/transformer/
+    transformer_config.py refuses it with pipeline parallelism and keeps at least the last
+    layer on the GPU), and prices its copies at the host link. "framework", "stages",
+    "layers" (one layer: nothing may go) or "host_link"."""
+    if job.framework != "megatron":
+        return "framework"
+    if job.parallel.pp > 1:
+        return "stages"
+    if job.model.layers < 2:
+        return "layers"
+    if host_bw <= 0:
+        return "host_link"
+    return None
 
 
 def state_bytes_per_param(job: JobSpec) -> Tuple[float, float, float, float]:

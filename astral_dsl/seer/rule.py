@@ -33,12 +33,12 @@ makes, at a fraction of the simulations."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from astral_dsl.seer import budget
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.schedule import runnable
-from astral_dsl.seer.memory import MemoryEstimate, estimate
+from astral_dsl.seer.memory import MemoryEstimate, estimate, offload_obstacle
 from astral_dsl.seer.spec import JobSpec, stage_layers, virtual_stage_options
 
 
@@ -87,27 +87,26 @@ def offloading(cand: Candidate, gpu, costs, net) -> Optional[Candidate]:
     pipeline stage and leaves the last layer on the GPU (megatron/core/transformer/
     transformer_config.py); the GPU must declare its host link (memory.py, lower.py)."""
     job = cand.job
-    layers = sum(n for _, n in cand.lowering.chunks[0])
-    if job.parallel.pp != 1 or job.framework != "megatron" or gpu.host_bw <= 0 or layers < 2:
+    if offload_obstacle(job, gpu.host_bw) is not None:
         return None
+    tried: Dict[int, Candidate] = {}
 
-    def fits(k: int):
+    def fits(k: int) -> bool:
         trial = job.with_(offload_layers=k)
         low = Lowering(trial, costs, net)
-        est = estimate(trial, low.stage_params)
-        return (trial, low, est) if est.total <= gpu.memory else None
+        tried[k] = Candidate(trial, low, estimate(trial, low.stage_params), 0.0)
+        return tried[k].memory.total <= gpu.memory
 
-    if fits(layers - 1) is None:
+    lo, hi = 1, job.model.layers - 1   # the activations shrink as more layers go (memory.py)
+    if not fits(hi):
         return None
-    lo, hi = 1, layers - 1          # the activations shrink as more layers go (memory.py)
     while lo < hi:
         mid = (lo + hi) // 2
-        if fits(mid) is None:
-            lo = mid + 1
-        else:
+        if fits(mid):
             hi = mid
-    trial, low, est = fits(lo)
-    return Candidate(trial, low, est, 0.0)
+        else:
+            lo = mid + 1
+    return tried[lo]
 
 
 def lower_bound(low: Lowering) -> float:

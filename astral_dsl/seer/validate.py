@@ -1,6 +1,6 @@
 """Diagnostics for jobs that cannot run as declared (E750-E765, E768, W750-W752), with the span
-of the field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and also returns
-what a forecast needs (the JobSpec and the cluster) when the job is sound enough to forecast."""
+of the field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and also
+returns what a forecast needs (the JobSpec and the cluster) when the job is sound enough to forecast."""
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
@@ -11,6 +11,7 @@ from astral_dsl.seer import budget
 from astral_dsl.seer.cluster import Cluster, cluster_of, under_failures
 from astral_dsl.seer.costs import DEFAULT_SMS
 from astral_dsl.seer.job import declared, job_spec
+from astral_dsl.seer.memory import offload_obstacle
 from astral_dsl.seer.spec import (DEFAULT_SEQ, DEFAULT_VOCAB, DIMENSIONS, JobSpec, chunk_split,
                                stage_layers, virtual_stage_options)
 from astral_dsl.units.readable import count as _n
@@ -229,29 +230,27 @@ def _offload(spec: JobSpec, cluster, name: str, where) -> List[Diagnostic]:
     """E768 for activation offloading that cannot run as declared: Megatron-Core's needs one
     pipeline stage and keeps at least the last layer on the GPU (megatron/core/transformer/
     transformer_config.py), and Seer prices the copies at the GPU's declared host link."""
-    k, par = spec.offload_layers, spec.parallel
+    k, layers = spec.offload_layers, spec.model.layers
     if not k:
         return []
-    span = where("offload_layers", "")
-    if spec.framework != "megatron":
-        return [_err("E768", f"{name}: offload_layers = {k} with framework = {spec.framework}: "
-                             f"activation offloading is modelled as Megatron-Core's", span,
-                     "leave `offload_layers` out, or `framework = megatron`")]
-    if par.pp > 1:
-        return [_err("E768", f"{name}: offload_layers = {k} with pp = {par.pp}: Megatron-Core "
-                             f"offloads activations only without pipeline parallelism", span,
-                     "`pp = 1` (shard with `fsdp = true` or raise tp instead), or leave "
-                     "`offload_layers` out")]
-    if k >= spec.model.layers:
-        return [_err("E768", f"{name}: offload_layers = {k} of the model's "
-                             f"{spec.model.layers} layers: at least the last layer stays on the "
-                             f"GPU", span, f"at most `offload_layers = {spec.model.layers - 1}`")]
-    if cluster.gpu.host_bw <= 0:
-        return [_err("E768", f"{name}: offload_layers = {k} but `{cluster.gpu.name}` declares "
-                             f"no `host_bandwidth`: the copies to host memory cannot be priced",
-                     span, "declare the GPU's link to host memory, each direction, e.g. "
-                           "`host_bandwidth = 64 GB/s` (PCIe Gen5 x16)")]
-    return []
+    why = offload_obstacle(spec, cluster.gpu.host_bw)
+    if why is None and k >= layers:
+        why = "layers"
+    if why is None:
+        return []
+    message, hint = {
+        "framework": (f"with framework = {spec.framework}: activation offloading is modelled as "
+                      f"Megatron-Core's", "leave `offload_layers` out, or `framework = megatron`"),
+        "stages": (f"with pp = {spec.parallel.pp}: Megatron-Core offloads activations only "
+                   f"without pipeline parallelism", "`pp = 1` (shard with `fsdp = true` or raise "
+                                                    "tp instead), or leave `offload_layers` out"),
+        "layers": (f"of the model's {layers} layers: at least the last layer stays on the GPU",
+                   f"at most `offload_layers = {layers - 1}`"),
+        "host_link": (f"but `{cluster.gpu.name}` declares no `host_bandwidth`: the copies to host "
+                      f"memory cannot be priced", "declare the GPU's link to host memory, each "
+                      "direction, e.g. `host_bandwidth = 64 GB/s` (PCIe Gen5 x16)")}[why]
+    return [_err("E768", f"{name}: offload_layers = {k} {message}", where("offload_layers", ""),
+                 hint)]
 
 
 def _model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
@@ -545,10 +544,10 @@ def memory_diagnostics(job, spec: JobSpec, est, gpu, chosen=()) -> List[Diagnost
         return [_warn("W750", f"job `{job.template}` may not fit in GPU memory: "
                               f"{est.total / GB:.0f} GB estimated, {cap / GB:.0f} GB on the GPU, "
                               f"estimate +/- {est.uncertainty_pct:.0f} %", span,
-                      "leave headroom: " + _memory_hint(spec), notes)]
+                      "leave headroom: " + _memory_hint(spec, gpu.host_bw), notes)]
     return [_err("E757", f"job `{job.template}` does not fit in GPU memory: about "
                          f"{est.total / GB:.1f} GB per GPU, the GPU has {cap / GB:.0f} GB",
-                 span, _memory_hint(spec), notes)]
+                 span, _memory_hint(spec, gpu.host_bw), notes)]
 
 
 def forecast_diagnostics(job, diags, fc, cluster) -> List[Diagnostic]:
@@ -570,12 +569,12 @@ def unmatched_table_warning(job, path: str) -> Diagnostic:
                  "`gemm` for any GEMM) with the shape `MxNxK` of the trace's args.shape")
 
 
-def _memory_hint(spec: JobSpec) -> str:
+def _memory_hint(spec: JobSpec, host_bw: float) -> str:
     """What would shrink the estimate, leaving out what the job already does."""
     par, out = spec.parallel, []
     if spec.recompute != "full":
         out.append("recompute activations (`recompute = full`)")
-    if par.pp == 1 and not spec.offload_layers and spec.framework == "megatron":
+    if not spec.offload_layers and offload_obstacle(spec, host_bw) is None:
         out.append("offload activations to host memory (`offload_layers = N`)")
     if par.zero == 0:
         out.append("shard the optimizer (`zero = 1` in `parallel`)")
