@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 import attrs
 
-from astral_dsl import gcpause
+from astral_dsl import gcpause, records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean, sort_diagnostics
 from astral_dsl.model.allows import Accepted, Baseline, accept, once
 from astral_dsl.model.design import Design, Instance
@@ -128,7 +128,7 @@ def _instantiator(diagnostics, given, scope, assignments, scenario: Optional[Ins
 
 # -- the check -------------------------------------------------------------------------------------
 
-@attrs.frozen
+@records.frozen
 class Checked:
     design: Design
     engineering: Optional["Engineering"]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.pipeline import front_end, front_end_errors, size
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 ParamValue = Union[bool, int, float, str, "Quantity"]
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class Workspace:
     entry: LoadedModule
     loader: ModuleLoader

@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 
+from attrs import evolve as replace
 import msgspec
 import pytest
 

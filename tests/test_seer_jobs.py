@@ -3,9 +3,9 @@ published run states), and the fields do what they say: the rank order, the sche
 sharding and the overlaps (docs/seer.md)."""
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
+from attrs import evolve as replace
 import pytest
 
 import astral_dsl

@@ -6,8 +6,8 @@ a = 96, t = 8, unfused attention: s b h (10 + 24 / t + 5 a s / (h t)) bytes, Tab
 pipeline stage; copies at `host_bandwidth` bytes/s each way."""
 from __future__ import annotations
 
-from dataclasses import replace
 
+from attrs import evolve as replace
 import pytest
 
 from astral_dsl.seer import rule

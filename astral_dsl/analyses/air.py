@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses import formulas, humid_air
 from astral_dsl.analyses.loops import liquid_heat
 from astral_dsl.diagnostics import Diagnostic, Severity
@@ -33,7 +33,7 @@ DEFAULT_DEW_POINT_C = 15.0
 ALLOWABLE_C = {"A1": (15.0, 32.0), "A2": (10.0, 35.0), "A3": (5.0, 40.0), "A4": (5.0, 45.0)}
 
 
-@attrs.frozen
+@records.frozen
 class AirResult:
     path: str
     replicas: int

@@ -19,11 +19,12 @@ from typing import Dict, Iterator, List, Optional
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
 from astral_dsl.analyses.rankmap import HostSlot, _int, _members, _ports, _scope, _walk
 from astral_dsl.model.design import Design
 
-@attrs.frozen
+@records.frozen
 class HostLink:
     """One host port's link to its first-tier switch (an inventory's cable)."""
     host: str                    # replica path of the host
@@ -33,7 +34,7 @@ class HostLink:
     switch_port: int             # its downlink port, from 0
 
 
-@attrs.frozen
+@records.frozen
 class TierLink:
     """One uplink of a tier's switch to a switch of the tier above."""
     lower: str                   # the lower switch's name (fabric_names), for the owner's replica
@@ -42,7 +43,7 @@ class TierLink:
     upper_port: int              # the upper switch's down port, from 0
 
 
-@attrs.frozen
+@records.frozen
 class Short:
     """Uplinks of a tier that found no free down port on the tier above."""
     tier: str

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses import climate as climates
 from astral_dsl.analyses import facility as plant
 from astral_dsl.analyses import formulas, humid_air
@@ -31,7 +31,7 @@ __all__ = ["AirResult", "CoolingResult", "Demand", "LoopResult", "analyse_coolin
            "liquid_heat"]
 
 
-@attrs.frozen
+@records.frozen
 class CoolingResult:
     liquid_heat_w: float
     air_heat_w: float

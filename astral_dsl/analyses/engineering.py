@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-import attrs
 
-from astral_dsl import gcpause
+from astral_dsl import gcpause, records
 from astral_dsl.analyses import declarations, network_failures
 from astral_dsl.analyses import scenarios as scen
 from astral_dsl.analyses.cooling import CoolingResult, analyse_cooling
@@ -20,7 +19,7 @@ from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
 
 
-@attrs.frozen
+@records.frozen
 class Engineering:
     fabrics: Tuple[FabricCount, ...]
     power: PowerResult
@@ -63,7 +62,7 @@ def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineeri
     return Engineering(fabrics, power, cooling, sort_diagnostics(diags), notes)
 
 
-@attrs.frozen
+@records.frozen
 class ScenarioOutcome:
     name: str
     required: bool

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.model.values import fabric_path, port_label
 
 LINK = " -- "
 
 
-@attrs.frozen
+@records.frozen
 class TierKey:
     """One group of a tier: its scope instance (kind and index, None when the tier's scope is
     the fabric's owner), rail and plane (None when the tier is not split by them)."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
@@ -22,7 +22,7 @@ from astral_dsl.model.values import Symbol, UnknownValue
 from astral_dsl.units import Quantity, format_number, readable
 
 
-@attrs.frozen
+@records.frozen
 class Requirement:
     """The least value an unknown equipment count (`?`) may take, and why; `units` is how many
     of the counted things one unit of the count stands for in the whole design (for its cost)."""

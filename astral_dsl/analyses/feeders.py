@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import List, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses import conductors, feeder_voltage
 from astral_dsl.analyses.feeder_equipment import (Requirement, _err, _si, _sym, _warn,
                                                   battery, recharge, rectifier)
@@ -25,7 +25,7 @@ from astral_dsl.model.values import UnknownValue
 from astral_dsl.units import format_number, readable
 
 
-@attrs.frozen
+@records.frozen
 class FeederResult:
     path: str
     replicas: int

@@ -22,13 +22,14 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 
 DEFAULT_COLUMNS = {"name": "name", "serial": "serial", "asset_tag": "asset_tag", "path": None}
 MAX_ROWS = 1_000_000
 
 
-@attrs.frozen
+@records.frozen
 class Device:
     path: str
     kind: str
@@ -39,7 +40,7 @@ class Device:
     line: Optional[int] = None
 
 
-@attrs.frozen
+@records.frozen
 class Devices:
     """Every named part (path -> Device): by the design's patterns, then by its inventories."""
     by_path: Dict[str, Device] = attrs.field(factory=dict)
@@ -57,7 +58,7 @@ class Devices:
         return d.name if d is not None and d.name != path else None
 
 
-@attrs.frozen
+@records.frozen
 class Row:
     number: int                      # its line in a CSV, its place (from 1) in a JSON list
     values: Dict[str, str]
@@ -118,7 +119,7 @@ def _flat(item: Dict, prefix: str = "") -> Dict[str, str]:
     return out
 
 
-@attrs.frozen
+@records.frozen
 class Binding:
     devices: Tuple[Device, ...]
     diagnostics: Tuple[Diagnostic, ...]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Dict, Iterator, List, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses.walk import replicas
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.names import MAX_NAME, render
@@ -23,7 +23,7 @@ from astral_dsl.units import Quantity
 GROUPING = ("site", "hall", "pod", "row", "block", "rack")
 
 
-@attrs.frozen
+@records.frozen
 class Part:
     """One replica of a grouping part or host."""
     path: str
@@ -38,7 +38,7 @@ class Part:
     missing: Tuple[str, ...] = ()     # placeholders of its pattern it does not have
 
 
-@attrs.frozen
+@records.frozen
 class Switch:
     path: str                         # fabric_names' name of the switch
     name: str
@@ -179,7 +179,7 @@ def names_anything(design: Design) -> bool:
                if i.kind in NAMED_KINDS)
 
 
-@attrs.frozen
+@records.frozen
 class Named:
     named: Dict[str, Tuple[str, str]]     # path -> (kind, name) of every host, rack and switch
     by_name: Dict[str, str]               # name -> path

@@ -8,8 +8,8 @@ import math
 import re
 from typing import Dict, List, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.walk import path_within
 from astral_dsl.diagnostics import Diagnostic, Severity
@@ -19,7 +19,7 @@ from astral_dsl.model.values import Symbol, UnknownValue
 from astral_dsl.units import Quantity, format_number, readable
 
 
-@attrs.frozen
+@records.frozen
 class LoopResult:
     path: str
     replicas: int

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.network_checks import fabric_checks, tier_checks
 from astral_dsl.analyses.network_links import LinkLayer, link_layers
@@ -38,7 +39,7 @@ _SCOPE_KINDS = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "bl
 _LEVEL = {"rack": 2, "row": 3, "block": 3, "pod": 4, "hall": 5, "site": 6}
 
 
-@attrs.frozen
+@records.frozen
 class TierCount:
     name: str
     switch: str                 # path of the switch model
@@ -73,7 +74,7 @@ class TierCount:
         return (self.switch_w or 0.0) + (self.optics_w / self.switches if self.switches else 0.0)
 
 
-@attrs.frozen
+@records.frozen
 class FabricCount:
     owner: str                  # path of the instance the fabric is attached to
     fabric: str
@@ -112,7 +113,7 @@ class FabricCount:
         return sum(t.power_w for t in self.tiers)
 
 
-@attrs.frozen
+@records.frozen
 class Hosts:
     """The hosts a fabric serves (per owner): their NIC ports, as the tiers and links need them."""
     count: int                  # hosts

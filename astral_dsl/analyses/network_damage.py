@@ -23,6 +23,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses.host_positions import Interval, merge
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.units import format_number
@@ -30,7 +31,7 @@ from astral_dsl.units import format_number
 EPS = 1e-9
 
 
-@attrs.frozen
+@records.frozen
 class Piece:
     """Hosts [start, stop) whose traffic on a key loses `lost` of its links (1: none left)
     once it climbs to tier `top` or above (0: any traffic leaving the host)."""
@@ -65,7 +66,7 @@ class _Map:
         return self.values[i] if i >= 0 else (0.0, ())
 
 
-@attrs.frozen
+@records.frozen
 class Segment:
     """Hosts [start, stop) where NIC `nic` runs at `ports` port speeds (live ports times the
     bandwidth share of their slowest path), below its healthy `healthy`."""
@@ -78,7 +79,7 @@ class Segment:
     causes: Tuple[int, ...]
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Damage:
     """The failed fabric parts of one fabric, resolved on one replica of its owner."""
     owner: str

@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses.fabric_names import TierKey
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, path_steps, \
     route_below
@@ -35,7 +36,7 @@ from astral_dsl.model.design import Design, Instance, Route
 from astral_dsl.model.values import FabricLink, FabricSelection, NicPort
 
 
-@attrs.frozen
+@records.frozen
 class Failure:
     """One fabric part a scenario fails (analyses/scenarios.py)."""
     target: Any                      # FabricSelection, NicPort, FabricLink, or a NIC (Ref)

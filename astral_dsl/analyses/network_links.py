@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Instance, Ref
@@ -36,7 +36,7 @@ from astral_dsl.model.values import ListValue, Symbol
 from astral_dsl.units import Quantity, format_number
 
 
-@attrs.frozen
+@records.frozen
 class LinkLayer:
     tier: str                        # the tier whose downlinks these are
     below: str                       # "host" or the tier below
@@ -63,7 +63,7 @@ class LinkLayer:
         return 0
 
 
-@attrs.frozen
+@records.frozen
 class _Medium:
     inst: Instance
     type: str

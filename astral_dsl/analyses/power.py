@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.feeders import FeederResult, Requirement, analyse_feeders
 from astral_dsl.analyses.served import Served
@@ -26,7 +26,7 @@ from astral_dsl.units import Quantity, readable
 __all__ = ["FeederResult", "LevelLoad", "PowerResult", "Requirement", "analyse_power"]
 
 
-@attrs.frozen
+@records.frozen
 class LevelLoad:
     kind: str
     path: str
@@ -35,7 +35,7 @@ class LevelLoad:
     average_w: float
 
 
-@attrs.frozen
+@records.frozen
 class PowerResult:
     levels: Tuple[LevelLoad, ...]
     feeders: Tuple[FeederResult, ...]

@@ -21,6 +21,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses.fabric_names import TierKey, first_switch, link_name, port_name
 from astral_dsl.analyses.network import FabricCount, _SCOPE_KINDS, fabric_counts
 from astral_dsl.analyses.walk import replicas
@@ -37,7 +38,7 @@ class RankMapError(Exception):
     pass
 
 
-@attrs.frozen
+@records.frozen
 class HostSlot:
     path: str                    # replica path, e.g. Lab.pods[0].rows[0].racks[1].hosts[2]
     instance: Instance
@@ -46,7 +47,7 @@ class HostSlot:
     #                                           this one inside that instance)
 
 
-@attrs.frozen
+@records.frozen
 class Port:
     name: str
     nic: int
@@ -61,7 +62,7 @@ class Port:
         return self.tiers[0]
 
 
-@attrs.frozen
+@records.frozen
 class RankInfo:
     rank: int
     coords: Tuple[Tuple[str, int], ...]
@@ -73,7 +74,7 @@ class RankInfo:
     ports: Tuple[Port, ...]
 
 
-@attrs.frozen
+@records.frozen
 class PathSet:
     """What a group's traffic can cross."""
     hosts: Tuple[str, ...]
@@ -88,14 +89,14 @@ class PathSet:
                 "switches": list(self.switches), "tiers": list(self.tiers)}
 
 
-@attrs.frozen
+@records.frozen
 class CommGroup:
     kind: str
     index: int
     ranks: Tuple[int, ...]
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class RankMap:
     job: str
     order: Tuple[str, ...]

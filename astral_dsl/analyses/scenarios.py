@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses.network_failures import Failure
 from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design, Instance, Ref
@@ -21,7 +21,7 @@ from astral_dsl.model.values import (FabricLink, FabricSelection, Group, NicPort
 from astral_dsl.units import format_number
 
 
-@attrs.frozen
+@records.frozen
 class Applied:
     design: Design                    # the design compiled under the scenario
     failed: frozenset                 # paths of failed feeders

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses.cost import objective_value
 from astral_dsl.analyses.engineering import Engineering, analyse, run_scenario
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
@@ -40,7 +41,7 @@ MAX_COMBINATIONS = 256
 MAX_COMPILES = 1024
 
 
-@attrs.frozen
+@records.frozen
 class Combination:
     index: Tuple[int, ...]
     assignments: Dict[str, Any]
@@ -51,7 +52,7 @@ class Combination:
     conflicts: Tuple[str, ...] = ()
 
 
-@attrs.frozen
+@records.frozen
 class Sizing:
     chosen: Tuple[Tuple[str, Any], ...]          # unknown key -> value
     objective: str
@@ -88,7 +89,7 @@ def _structure_value(design: Design, eng: Engineering, target) -> float:
     return 0.0
 
 
-@attrs.frozen
+@records.frozen
 class Plan:
     """What sizing needs compiled: each combination of the structural unknowns (its index in
     their options, and the assignments to compile it with), or why it refuses (E661)."""
@@ -96,7 +97,7 @@ class Plan:
     refused: Optional[Sizing] = None
 
 
-@attrs.frozen
+@records.frozen
 class Candidate:
     """One combination compiled: the design, its engineering checks (None when the design is
     in error) and the twins of its required scenarios (when it passed)."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.units import Quantity
 
@@ -37,7 +38,7 @@ def gigabytes(nbytes: float) -> Quantity:
     return Quantity.of(nbytes, "B").to("GB")
 
 
-@attrs.frozen
+@records.frozen
 class ForecastResult:
     """Seer's forecast of one training iteration (`astral forecast`), its amounts as
     Quantities. `detail` is the whole seer.Forecast (its timeline, memory estimate, envelope);
@@ -65,7 +66,7 @@ class ForecastResult:
                    tuple(fc.diagnostics), fc)
 
 
-@attrs.frozen
+@records.frozen
 class Chosen:
     """One value sizing chose: the field it belongs to (`path`, None for a `param`), where
     its `?` is written, the value as `astral check` prints it, and how many replicas share
@@ -78,7 +79,7 @@ class Chosen:
     replicas: int
 
 
-@attrs.frozen
+@records.frozen
 class Sized:
     """`astral size`: the check (sized when the design has `?`s), the values sizing chose,
     the objective's value, and the size report as its JSON document (`summary`, the keys of
@@ -97,7 +98,7 @@ class Sized:
         return self.checked.design
 
 
-@attrs.frozen
+@records.frozen
 class DiffResult:
     """`astral diff A B`: the changes from A to B (section, key, before, after), and the
     text and JSON `astral diff` prints."""
@@ -121,7 +122,7 @@ class DiffResult:
         return dict(to_json(self.a, self.b, self.changes))
 
 
-@attrs.frozen
+@records.frozen
 class RunsResult:
     """`astral runs`: each row of a runs table forecast and scored (runs.evaluate.Result:
     status ok / not_expressible / rejected, the published and forecast metric, the error)."""

@@ -24,6 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import attrs
 import numpy as np
 
+from astral_dsl import records
 from astral_dsl.observe.records import COMM_KIND, PHASE_INDEX, PHASES, RankTrace
 
 KERNELS_LISTED = 8           # kernels (or phases) whose spread across ranks is reported
@@ -38,7 +39,7 @@ for _p, _k in _KINDS.items():
     _KIND_CODE[_p] = _KIND_NAMES.index(_k)
 
 
-@attrs.frozen
+@records.frozen
 class RankBreakdown:
     rank: int
     stage: int
@@ -66,7 +67,7 @@ class RankBreakdown:
                 "streams_idle_by_cause_s": self.streams_idle_s}
 
 
-@attrs.frozen
+@records.frozen
 class Spread:
     """One kernel's (or phase's) mean duration across the ranks that ran it."""
     name: str
@@ -83,7 +84,7 @@ class Spread:
                 "slowest_rank": self.slowest_rank}
 
 
-@attrs.frozen
+@records.frozen
 class Slow:
     rank: int
     stage: int
@@ -96,7 +97,7 @@ class Slow:
                 if self.peers_s > 0 else None}
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Breakdown:
     source: str                        # "kineto" (intervals) or "log" (durations)
     ranks: Tuple[RankBreakdown, ...]

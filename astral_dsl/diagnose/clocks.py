@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-import attrs
+
+from astral_dsl import records
 import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
@@ -35,7 +36,7 @@ MAX_DRIFT = 500e-6
 DRIFT_RIDGE = 1e-9       # relative weight holding a drift towards 0 (s^2 of tau per record)
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Clocks:
     """The fitted clocks: host h reads t + offsets[h] + drifts[h] (t - t0)."""
     offsets: np.ndarray      # seconds, per host, at t0

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
 
-import attrs
 import numpy as np
 
+from astral_dsl import records
 from astral_dsl.diagnose import evidence
 from astral_dsl.diagnose.likelihood import log_bayes_rows, log_ratio, log_slowed, \
     robust_spread
@@ -39,13 +39,13 @@ Q_COMPUTE = np.array([0.25, 0.5, 0.75, 1.0])   # a faulty GPU slows a quarter of
 #                          read or more (one that starts late in the run: fewer than all)
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Unit:
     ranks: Tuple[int, ...]
     stage: int
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Found:
     """The compute suspects with the ln Bayes factor of each, the ln Bayes factors of the units
     not named, and every rank's comparison with its peers and the forecast."""

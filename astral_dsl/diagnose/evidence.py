@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-import attrs
 import numpy as np
 
+from astral_dsl import records
 from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records, group_ids
 from astral_dsl.observe.records import Totals, totals
 
@@ -28,7 +28,7 @@ NET_FLOOR_S = 20e-6
 MIN_PEERS = 3
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Timing:
     effective: np.ndarray       # per instance, seconds (NaN when not usable)
     expected: np.ndarray        # peers' median or forecast

@@ -37,6 +37,7 @@ import numpy as np
 from scipy import sparse
 from scipy.special import logsumexp
 
+from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
 from astral_dsl.diagnose.evidence import Timing
 from astral_dsl.diagnose.likelihood import EPSILON, Q_GRID, log_ratio, outliers, robust_spread
@@ -72,7 +73,7 @@ def instance_log_ratio(tm: Timing, inst: Instances) -> Tuple[np.ndarray, np.ndar
     return use, log_ratio(x, s, SLOW_MIN, SLOW_MAX, eps)
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Found:
     """The network's suspects, each with the ln Bayes factor of its hypothesis (a tie of
     several classes: the ln of their factors' sum), and the ln Bayes factors of every other

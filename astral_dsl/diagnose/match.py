@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-import attrs
 import numpy as np
 
+from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
 from astral_dsl.observe.records import COMM_KIND, OP_INDEX, PHASES, RankTrace
 
@@ -22,7 +22,7 @@ KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 P2P = 9                      # kind code of pipeline transfers
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Records:
     """Every communication record of every rank read, as columns."""
     rank: np.ndarray
@@ -34,7 +34,7 @@ class Records:
     instance: np.ndarray      # index into Instances, -1 when unmatched
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Instances:
     kind: np.ndarray          # per instance
     group: np.ndarray         # collective: group index; p2p: sender rank

@@ -6,10 +6,11 @@ from typing import Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic
 
 
-@attrs.frozen
+@records.frozen
 class Evidence:
     what: str                          # e.g. "compute per iteration", "DP all-reduce"
     expected_s: Optional[float]        # peers' median (or the forecast when peers are few)
@@ -26,7 +27,7 @@ class Evidence:
                 "iterations": list(self.iterations), "slow": self.slow, "total": self.total}
 
 
-@attrs.frozen
+@records.frozen
 class Observation:
     """One slow collective or transfer a suspect explains: who took part, when, how long."""
     what: str                          # "pipeline transfer", "DP collective", ...
@@ -42,7 +43,7 @@ class Observation:
                 "observed_s": self.observed_s}
 
 
-@attrs.frozen
+@records.frozen
 class Suspect:
     kind: str                          # gpu, host, nic port, link, switch, tier, software,
     #                                    forecast
@@ -75,7 +76,7 @@ class Suspect:
                 **({"alternative": True} if self.alternative else {})}
 
 
-@attrs.frozen
+@records.frozen
 class RankComparison:
     rank: int
     stage: int
@@ -88,7 +89,7 @@ class RankComparison:
         return self.compute_s / self.peers_s if self.peers_s > 0 else 1.0
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class ClockFit:
     """The hosts' fitted clocks, by name: offset (seconds) and drift (1e-6: 1 ppm)."""
     hosts: int                         # hosts of the job
@@ -103,7 +104,7 @@ class ClockFit:
                 "drift_ppm": {h: round(d * 1e6, 4) for h, d in self.drifts.items()}}
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Diagnosis:
     job: str
     world: int

@@ -14,14 +14,13 @@ import threading
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-import attrs
 
-from astral_dsl import __version__
+from astral_dsl import __version__, records
 
 ROOT_MARKER = "astral.toml"
 
 
-@attrs.frozen
+@records.frozen
 class Bundle:
     entry: str                                  # the entry's path relative to the project root
     files: Tuple[Tuple[str, bytes], ...]        # (relative POSIX path, content), sorted

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Optional, Tuple
 from urllib.parse import urlsplit
 
-import attrs
+
+from astral_dsl import records
 
 SECURE = ("tls", "wss")          # Dask's TLS transports: the certificates authenticate the peers
 PLAIN = ("tcp", "ws")            # no authentication: loopback only, unless insecure
@@ -25,7 +26,7 @@ class ClusterError(Exception):
     """The address or the certificates cannot be used (a usage error)."""
 
 
-@attrs.frozen
+@records.frozen
 class ClusterSpec:
     address: str
     ca_file: Optional[str] = None        # the cluster's CA certificate (PEM)

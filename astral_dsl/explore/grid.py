@@ -14,7 +14,8 @@ import sys
 from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import attrs
+
+from astral_dsl import records
 
 MAX_POINTS = 100_000
 
@@ -29,7 +30,7 @@ class GridError(ValueError):
     """A malformed grid: the command line reports it as a usage error."""
 
 
-@attrs.frozen
+@records.frozen
 class Grid:
     name: str
     values: Tuple[str, ...]        # literals as `--set` takes them, in order

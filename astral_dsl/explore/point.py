@@ -7,8 +7,8 @@ from __future__ import annotations
 import traceback
 from typing import Any, Dict, List, Optional, Sequence
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.explore.bundle import Bundle, lay_out, renamer
 
 # the columns of `astral size --format json`'s summary a sweep shows
@@ -17,7 +17,7 @@ SUMMARY = ("gpus", "hosts", "racks", "switches", "it_power_kw", "it_power_avg_kw
 FORECAST = ("iteration_time_s", "tokens_per_s", "mfu", "calibration")
 
 
-@attrs.frozen
+@records.frozen
 class PointOptions:
     job: Optional[str] = None          # forecast this job (None: no forecast)
     forecast: bool = False

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.explore.bundle import load_with_bundle
 from astral_dsl.explore.engines import chunks, engine as make_engine
 from astral_dsl.explore.grid import Grid, GridError, check_names, parse_grids, points
@@ -22,7 +22,7 @@ class SweepError(Exception):
     """The sweep cannot start: a bad grid, an unknown job or scenario (a usage error)."""
 
 
-@attrs.frozen
+@records.frozen
 class SweepResult:
     file: str
     grids: Sequence[Grid]

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
-import attrs
+
+from astral_dsl import records
 from lark import Token, Tree
 
 
@@ -29,7 +30,7 @@ _QUANTITY = re.compile(r"^(?P<num>(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)
                        r"(?P<unit>.*)$", re.S)
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class Tok:
     type: str
     text: str                    # as it will be printed
@@ -56,7 +57,7 @@ class Tok:
     # formatter drops them)
 
 
-@attrs.frozen
+@records.frozen
 class Comment:
     text: str
     start: int
@@ -69,7 +70,7 @@ class Comment:
         return self.text.startswith("//")
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class Concrete:
     text: str
     tokens: List[Tok]

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.fmt.cst import CLOSERS, OPENERS, Comment, Concrete, Tok
 
 INDENT = "  "
 
 
-@attrs.define
+@records.define
 class _Open:
     tok: Tok
     kind: str          # body | bracket

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader, read_file
@@ -21,7 +22,7 @@ from astral_dsl.syntax import ast
 from astral_dsl.semantics.trace import Trace
 from astral_dsl.syntax.source import Source, encode
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class Module:
     """A module of an analysis: the entry document or an imported file."""
     key: str                       # "stdlib.hardware", "lib.common", or the entry's name
@@ -38,7 +39,7 @@ class Module:
         return self.path.resolve().as_uri() if self.path is not None else None
 
 
-@attrs.define(eq=False)
+@records.define(eq=False)
 class Analysis:
     uri: str
     version: Optional[int]

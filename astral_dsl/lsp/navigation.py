@@ -13,6 +13,7 @@ from typing import Iterable, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Span
 from astral_dsl.lsp.analysis import Analysis, Module
 from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template
@@ -21,7 +22,7 @@ from astral_dsl.syntax import ast
 _MEMBERS = (ast.Field, ast.Let, ast.Decl, ast.Record)
 
 
-@attrs.frozen
+@records.frozen
 class Definition:
     name: str
     span: Span                  # the defining identifier (or the top of a module file)

@@ -15,10 +15,10 @@ import re
 from itertools import compress
 from typing import Dict, List, Optional, Tuple
 
-import attrs
 import numpy as np
 from msgspec.structs import astuple
 
+from astral_dsl import records
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup
 from astral_dsl.observe.text import printable
 from astral_dsl.observe.tracedoc import PEER_ATTRS
@@ -37,7 +37,7 @@ _NUMBER_TYPES = frozenset(_NUMBER)
 _SCALAR = (int, float, str)
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Columns:
     ts: np.ndarray                  # float64, microseconds, per kernel in file order
     dur: np.ndarray

@@ -15,8 +15,8 @@ import threading
 import zlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.observe import kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
@@ -27,7 +27,7 @@ _CORRUPT = (EOFError, zlib.error, gzip.BadGzipFile)
 MAX_BYTES = 1 << 30          # one file, after decompression: more is not a trace of one rank
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Observed:
     traces: Tuple[RankTrace, ...]          # every rank read, in file order (a rank read twice
     #                                        with one world size is kept once)

@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import Dict, Optional, Sequence, Tuple
 
 import attrs
+
+from astral_dsl import records
 import numpy as np
 
 # Phases a rank log may name; profiler kernels map onto them (docs/diagnose.md).
@@ -33,7 +35,7 @@ OPS = ("", "send", "recv", "collective")
 OP_INDEX = {o: i for i, o in enumerate(OPS)}
 
 
-@attrs.frozen
+@records.frozen
 class ProcessGroup:
     """A communicator the rank belongs to, as the trace states it."""
     name: str
@@ -44,7 +46,7 @@ class ProcessGroup:
         return {"name": self.name, "description": self.desc, "ranks": list(self.ranks)}
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class RankTrace:
     rank: int
     world_size: Optional[int]
@@ -97,7 +99,7 @@ class RankTrace:
         return totals((self,)).summary(0)
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Totals:
     """Per iteration of each of several traces (rows: the traces' iterations one after the
     other, ascending within each): seconds and records of each category (compute,

@@ -25,8 +25,8 @@ import os
 import re
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.analyses.inventory import Part, interface_names, owner_replicas, parts, switches
 from astral_dsl.units import Quantity
 
@@ -43,7 +43,7 @@ INFINIBAND = {100e9: "infiniband-edr", 200e9: "infiniband-hdr", 400e9: "infiniba
               800e9: "infiniband-xdr"}
 
 
-@attrs.frozen
+@records.frozen
 class Written:
     files: Tuple[Tuple[str, int], ...]       # (file below DIR, rows)
     notes: Tuple[str, ...]
@@ -145,7 +145,7 @@ def _units(inst) -> str:
     return ""
 
 
-@attrs.frozen
+@records.frozen
 class DeviceType:
     manufacturer: str
     model: str

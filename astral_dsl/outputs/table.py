@@ -23,13 +23,15 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl import records
+
 GAP = "  "
 STYLES = {"red": "\x1b[31m", "green": "\x1b[32m", "yellow": "\x1b[33m", "bold": "\x1b[1m"}
 RESET = "\x1b[0m"
 DEFAULT_WIDTH = 100
 
 
-@attrs.frozen
+@records.frozen
 class Column:
     label: str
     cells: Tuple[str, ...]
@@ -149,13 +151,13 @@ def render(columns: Sequence[Column], width: Optional[int] = None, colour: bool 
 
 
 # ---- `astral size`: a table of fields, side by side or one block per row ---------------------
-@attrs.frozen
+@records.frozen
 class Field:
     name: str
     left: bool = False          # text fields align left, numbers right
 
 
-@attrs.frozen
+@records.frozen
 class Table:
     title: str
     fields: Sequence[Field]

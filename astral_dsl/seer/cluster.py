@@ -8,9 +8,11 @@ traffic climbs as high as that group's (Network.worst); only failures on the job
 (the first GPUs of its placement) or on the paths above them count."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
+import attrs
+
+from astral_dsl import records
 from astral_dsl.analyses import network_failures
 from astral_dsl.analyses.host_positions import (Interval, Positions, first, path_steps,
                                                 route_below)
@@ -26,7 +28,7 @@ from astral_dsl.units import Quantity
 BITS = 8.0
 
 
-@dataclass(frozen=True)
+@records.frozen
 class Cluster:
     gpu: GpuSpec
     net: Network
@@ -96,7 +98,7 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     domain = _domain_hosts(host, pairs, cache)
     if domain > 1:           # an NVLink domain of whole racks: Seer's "host" is the domain
         per_host, rail_bw = per_host * domain, rail_bw * domain
-        tiers = [replace(t, reach_hosts=max(1, t.reach_hosts // domain)) for t in tiers]
+        tiers = [attrs.evolve(t, reach_hosts=max(1, t.reach_hosts // domain)) for t in tiers]
     worst = _worst(design, job, fabric, len(tiers), ports, per_host, ranks, cache) \
         if fabric is not None and fabric.damage is not None else ()
     protocol = "infiniband"
@@ -108,7 +110,7 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     healthy = None
     if applied:
         plain = _fabric_for(fabric_counts(design, cache), pairs)
-        healthy = replace(net, worst=(), tiers=tuple(_tiers(design, plain, host, hosts, cache))
+        healthy = attrs.evolve(net, worst=(), tiers=tuple(_tiers(design, plain, host, hosts, cache))
                           if plain else ())
     return Cluster(gpu_spec(gpu, host), net, gpus, hosts, name, healthy)
 
@@ -215,7 +217,7 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str]]:
             notes.append(f"{kind}: the slowest group runs at {lay.net_bw / 1e9:,.2f} GB/s per "
                          f"GPU instead of {before[kind].net_bw / 1e9:,.2f} GB/s "
                          f"({why.get(top, 'a failed part')})")
-    return replace(cluster, net=replace(net, notes=net.notes + tuple(notes))), lost
+    return attrs.evolve(cluster, net=attrs.evolve(net, notes=net.notes + tuple(notes))), lost
 
 
 def _tiers(design, fabric, host, job_hosts, cache) -> List[Tier]:

@@ -32,8 +32,9 @@ network hop, ~7 us base) plus the declared switch hops at SWITCH_S each.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Optional, Tuple
+
+from astral_dsl import records
 
 NVLINK_EFF = 0.80
 NET_EFF = 0.90
@@ -43,7 +44,7 @@ NET_STEP_S = 5e-6
 SWITCH_S = {"infiniband": 0.15e-6, "roce": 0.6e-6, "ethernet": 0.6e-6}
 
 
-@dataclass(frozen=True)
+@records.frozen
 class Tier:
     name: str
     reach_hosts: int        # hosts one group of this tier connects
@@ -51,7 +52,7 @@ class Tier:
     oversub: float          # down / up bandwidth of this tier's switches (1 = non-blocking)
 
 
-@dataclass(frozen=True)
+@records.frozen
 class Network:
     gpus_per_host: int
     nvlink_bw: float                 # bytes/s per GPU per direction
@@ -78,7 +79,7 @@ class Network:
         return None
 
 
-@dataclass(frozen=True)
+@records.frozen
 class Layout:
     kind: str
     n: int                 # ranks

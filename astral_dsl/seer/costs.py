@@ -35,9 +35,9 @@ from __future__ import annotations
 import csv
 import math
 import os
-from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
+from astral_dsl import records
 from astral_dsl.seer.calibration import Calibration, shipped
 
 K_HALF = 24.0          # ASSUMED (not fitted, not measured): the inner dimension whose main loop
@@ -89,7 +89,7 @@ def gemm_efficiency(cal, prec: str, arch: str) -> float:
     return base * getattr(cal, eff_name(prec, arch))
 
 
-@dataclass(frozen=True)
+@records.frozen
 class GpuSpec:
     name: str
     flops: Tuple[Tuple[str, float], ...]    # dtype -> dense FLOP/s

@@ -12,9 +12,9 @@ the band is the widest checked one (every run's) widened OUTSIDE_WIDEN times: a 
 default, not a measurement."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.seer.regime import REGIME_PARTS, parse_key, regime, regime_key
 
@@ -23,7 +23,7 @@ OUTSIDE_WIDEN = 2.0
 DEFAULT_BAND = (-0.25, 0.25)     # no calibration with bands at all (a fit without runs)
 
 
-@dataclass(frozen=True)
+@records.frozen
 class Envelope:
     regime: Dict[str, str]
     inside: bool

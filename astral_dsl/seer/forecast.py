@@ -2,9 +2,11 @@
 and HFU."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+import attrs
+
+from astral_dsl import records
 from astral_dsl.seer import comm, rule
 from astral_dsl.seer.calibration import Calibration
 from astral_dsl.seer.costs import Costs, OperatorTable
@@ -14,7 +16,7 @@ from astral_dsl.seer.schedule import StageRun, simulate
 from astral_dsl.seer.spec import JobSpec
 
 
-@dataclass
+@records.define
 class Forecast:
     job: JobSpec
     gpu: str
@@ -25,10 +27,10 @@ class Forecast:
     memory: MemoryEstimate
     chosen: Tuple[Tuple[str, int], ...] = ()          # runtime parameters picked by the rule
     notes: Tuple[str, ...] = ()
-    breakdown: Dict[str, float] = field(default_factory=dict)
+    breakdown: Dict[str, float] = attrs.field(factory=dict)
     stage: int = 0                                      # the stage the breakdown describes
     placement: str = ""
-    diagnostics: List = field(default_factory=list)     # the job's warnings (seer.forecast)
+    diagnostics: List = attrs.field(factory=list)     # the job's warnings (seer.forecast)
     scenario: Optional[Tuple] = None     # (name, analyses.scenarios.Applied) under a scenario
 
     @property

@@ -56,9 +56,9 @@ RESERVED_TOLERANCE. validate.py turns an estimate over the GPU's memory by less 
 into a warning (W750), a clear excess into E757."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from astral_dsl import records
 from astral_dsl.seer.params import layer_linear_params
 from astral_dsl.seer.spec import JobSpec, chunk_layers
 
@@ -73,7 +73,7 @@ COPIES = 2.0                   # quantised copies of a linear weight: for the GE
 OP_SAC_FRAMEWORKS = ("torchtitan", "automodel")
 
 
-@dataclass(frozen=True)
+@records.frozen
 class MemoryEstimate:
     stage: int                 # the fullest stage
     weights: float

@@ -17,13 +17,13 @@ g k .. g k + g - 1 are the GPUs of host k (g GPUs per host).
     order.shape(("dp", "cp"), g)      -> GroupShape(n, per_host, span_hosts, stride)"""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, Iterable, List, Tuple
 
+from astral_dsl import records
 from astral_dsl.seer.spec import ParallelSpec
 
 
-@dataclass(frozen=True)
+@records.frozen
 class GroupShape:
     n: int              # ranks in the group
     per_host: int       # of them in one host

@@ -32,9 +32,11 @@ is no shorter than the best iteration simulated: the choice is the one the exhau
 makes, at a fraction of the simulations."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Tuple
 
+import attrs
+
+from astral_dsl import records
 from astral_dsl.seer import budget
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.schedule import runnable
@@ -42,7 +44,7 @@ from astral_dsl.seer.memory import MemoryEstimate, estimate, offload_obstacle
 from astral_dsl.seer.spec import JobSpec, stage_layers, virtual_stage_options
 
 
-@dataclass
+@records.define
 class Candidate:
     job: JobSpec
     lowering: Lowering
@@ -55,7 +57,7 @@ def candidates(job: JobSpec) -> List[JobSpec]:
     micros = [job.micro] if job.micro else budget.micro_candidates(
         max(1, job.global_batch // par.dp))
     if par.schedule == "interleaved" and not par.v:
-        per_stage = stage_layers(job.with_(parallel=replace(par, v=1)))
+        per_stage = stage_layers(job.with_(parallel=attrs.evolve(par, v=1)))
         vs = virtual_stage_options(per_stage) if par.pp > 1 else [1]
     else:
         vs = [par.v or 1]
@@ -76,7 +78,7 @@ def candidates(job: JobSpec) -> List[JobSpec]:
                 continue      # Megatron-LM interleaves only when p divides the micro-batches;
                 #               declared chunks: any m the schedule's order can run
             for rec in recs:
-                out.append(job.with_(micro=b, parallel=replace(par, v=v), recompute=rec,
+                out.append(job.with_(micro=b, parallel=attrs.evolve(par, v=v), recompute=rec,
                                      offload_layers=job.offload_layers or 0))
     return out
 

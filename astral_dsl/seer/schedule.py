@@ -23,10 +23,12 @@ A stage's blocks are kept as flat lists (the simulation touches each block a few
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
 from itertools import chain
 from typing import Dict, List, Tuple
 
+import attrs
+
+from astral_dsl import records
 from astral_dsl.seer import comm
 from astral_dsl.seer.pipeline import codes, decode, deferred
 
@@ -48,16 +50,16 @@ class Block:
         self.blocked = blocked      # after it: held by its own synchronous send
 
 
-@dataclass
+@records.define
 class StageRun:
-    codes: List[int] = field(default_factory=list)      # its blocks in order (pipeline.codes)
-    start: List[float] = field(default_factory=list)
-    end: List[float] = field(default_factory=list)
-    remote: List[bool] = field(default_factory=list)      # its input crosses the PP link
-    blocked: Dict[int, float] = field(default_factory=dict)   # k -> held by its own send
-    gated: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # k -> (wait_dp, stretch)
-    sends: List[Tuple[float, float, int]] = field(default_factory=list)  # (start, end, to key)
-    dp: List[Tuple[float, float, float]] = field(default_factory=list)  # (start, end, params)
+    codes: List[int] = attrs.field(factory=list)      # its blocks in order (pipeline.codes)
+    start: List[float] = attrs.field(factory=list)
+    end: List[float] = attrs.field(factory=list)
+    remote: List[bool] = attrs.field(factory=list)      # its input crosses the PP link
+    blocked: Dict[int, float] = attrs.field(factory=dict)   # k -> held by its own send
+    gated: Dict[int, Tuple[float, float]] = attrs.field(factory=dict)  # k -> (wait_dp, stretch)
+    sends: List[Tuple[float, float, int]] = attrs.field(factory=list)  # (start, end, to key)
+    dp: List[Tuple[float, float, float]] = attrs.field(factory=list)  # (start, end, params)
     backward_end: float = 0.0
     optimizer: Tuple[float, float] = (0.0, 0.0)
     gather: Tuple[float, float] = (0.0, 0.0)
@@ -161,7 +163,7 @@ def _cached_structure(p: int, v: int, m: int, schedule: str, batched: bool) -> "
     return plan
 
 
-@dataclass(frozen=True)
+@records.frozen
 class _Plan:
     """Who waits for whom, independent of any duration. Blocks are numbered g = base[stage] +
     position; a key numbers (stage, phase, chunk, micro-batch) as stage * 2 v m + code

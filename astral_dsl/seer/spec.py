@@ -3,10 +3,13 @@ choices of one training job. seer/job.py reads them from a compiled design's `jo
 tests and benchmarks may build them directly."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from functools import lru_cache
 import math
 from typing import List, Optional, Tuple
+
+import attrs
+
+from astral_dsl import records
 
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -28,7 +31,7 @@ DEFAULT_SEQ = 2048           # GPT-3's context (Brown et al. 2020)
 DEFAULT_ORDER = DIMENSIONS        # Megatron-Core's default rank order, fastest first
 
 
-@dataclass(frozen=True)
+@records.frozen
 class ModelSpec:
     name: str
     layers: int
@@ -219,7 +222,7 @@ def hybrid_pattern(m: "ModelSpec") -> str:
     return _interleave(m.layers, m.mamba_layers, m.attention_layers, "E" if m.experts else "-")
 
 
-@dataclass(frozen=True)
+@records.frozen
 class ParallelSpec:
     tp: int = 1
     pp: int = 1
@@ -240,7 +243,7 @@ class ParallelSpec:
         return self.tp * self.pp * self.dp * self.cp
 
 
-@dataclass(frozen=True)
+@records.frozen
 class JobSpec:
     name: str
     model: ModelSpec
@@ -309,7 +312,7 @@ class JobSpec:
         return max(1, self.global_batch // (self.micro * self.parallel.dp))
 
     def with_(self, **kw) -> "JobSpec":
-        return replace(self, **kw)
+        return attrs.evolve(self, **kw)
 
 
 def derived_layout(layers: int, pp: int, v: int = 1) -> Optional[Tuple[int, ...]]:

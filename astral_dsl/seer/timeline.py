@@ -13,10 +13,11 @@ needs besides its times (name, category, arguments) is a `Kind`, shared by all t
 template operator; `Event` objects are made only when the rows are iterated."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, Iterator, List, Tuple
 
 import numpy as np
+
+from astral_dsl import records
 
 STREAM_ORDER = ("compute", "tp", "cp", "ep", "pp", "dp")
 STREAM_NAMES = {"compute": "compute", "tp": "TP comm", "cp": "CP comm", "ep": "EP comm",
@@ -24,7 +25,7 @@ STREAM_NAMES = {"compute": "compute", "tp": "TP comm", "cp": "CP comm", "ep": "E
 _STREAM = {s: k for k, s in enumerate(STREAM_ORDER)}
 
 
-@dataclass(frozen=True)
+@records.frozen
 class Event:
     stage: int
     stream: str
@@ -35,7 +36,7 @@ class Event:
     args: Tuple[Tuple[str, object], ...] = ()
 
 
-@dataclass(frozen=True)
+@records.frozen
 class Kind:
     """What rows of one kind share. `form` says how a row's name and arguments are made:
     "op" an operator (its micro-batch, its layer and the operator's own arguments), "comm" a
@@ -50,7 +51,7 @@ class Kind:
     args: Tuple[Tuple[str, object], ...] = ()      # after micro_batch and layer (op) or all
 
 
-@dataclass
+@records.define
 class Timeline:
     """Events as columns, in the order of `events` (stage by stage; a stage's blocks in order,
     each block's rows in its template's order; then its p2p sends, its DP communication, the

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+import attrs
+
 from astral_dsl.analyses.walk import Resolver
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.seer import budget
@@ -521,8 +523,7 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
     if probe.offload_layers is None:       # the rule's: checked at none, as recompute at full
         probe = probe.with_(offload_layers=0)
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
-        from dataclasses import replace
-        probe = probe.with_(parallel=replace(probe.parallel, v=1))
+        probe = probe.with_(parallel=attrs.evolve(probe.parallel, v=1))
     low = Lowering(probe, Costs.of(probe, cluster.gpu), cluster.net)
     return memory_diagnostics(job, probe, estimate(probe, low.stage_params), cluster.gpu)
 

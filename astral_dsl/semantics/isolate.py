@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.model.design import Route, Step
 from astral_dsl.model.rollup import PLURALS, count_of
 from astral_dsl.model.values import (FabricAxis, FabricSelection, Group, NicPort, PortAxis,
@@ -33,7 +34,7 @@ from astral_dsl.syntax import ast
 
 
 # ---- the plan: a trie of routes --------------------------------------------------------------
-@attrs.define(eq=False)
+@records.define(eq=False)
 class Node:
     """What a scenario does at and below one instance on its routes."""
     below: Dict[str, Dict[object, "Node"]] = attrs.field(factory=dict)  # member -> index -> node
@@ -56,7 +57,7 @@ def merge(nodes: List[Node]) -> Node:
     return out
 
 
-@attrs.frozen
+@records.frozen
 class Plan:
     """Routes of one scenario: by root site or job name, and by template (module key, name)."""
     roots: Dict[str, Node]

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-import attrs
+
+from astral_dsl import records
 
 KINDS = ("gpu", "nic_port", "tor", "agg", "uplink", "link_flap", "fast")
 
 
-@attrs.frozen
+@records.frozen
 class Fault:
     kind: str                    # one of KINDS
     part: str                    # the stable name of the part
@@ -36,7 +37,7 @@ class Fault:
         return doc
 
 
-@attrs.frozen
+@records.frozen
 class Noise:
     """Realistic variation (defaults: a few percent, as measured kernel-to-kernel on busy
     clusters; clock offsets of NTP-synchronised hosts)."""

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import attrs
 import numpy as np
 
+from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
 from astral_dsl.synth.faults import Fault, Noise
 
@@ -37,7 +37,7 @@ class SynthError(Exception):
     pass
 
 
-@attrs.frozen(eq=False)
+@records.frozen(eq=False)
 class Synthetic:
     """Per-record columns over all ranks, in no particular order; start times on each rank's
     own (offset) clock, in seconds."""

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-import attrs
 import sympy
 
+from astral_dsl import records
 from astral_dsl.explore.margins.limits import Limit, by_key, collect
 from astral_dsl.explore.margins.shadow import OPAQUE, NumericRecorder, Shadows, exact
 from astral_dsl.explore.margins.solve import (Probed, Range, Uncompiled, candidates, depends,
@@ -23,7 +23,7 @@ from astral_dsl.explore.margins.solve import (Probed, Range, Uncompiled, candida
 from astral_dsl.units import Quantity
 
 
-@attrs.frozen
+@records.frozen
 class Margin:
     limit: Limit
     ranges: tuple                     # Range per parameter the limit depends on
@@ -33,7 +33,7 @@ class Margin:
     depends_on: tuple = ()            # the parameters that move either side
 
 
-@attrs.frozen
+@records.frozen
 class Report:
     file: str
     params: Dict[str, Quantity]       # the numeric top-level params and their current values

@@ -11,13 +11,14 @@ from typing import Any, Dict, List, Optional, Tuple
 import attrs
 import sympy
 
+from astral_dsl import records
 from astral_dsl.explore.margins.shadow import OPAQUE, Shadows
 from astral_dsl.units import Quantity, format_number
 
 BITS = 8.0        # information is counted in bits in SI (1 GB = 8e9)
 
 
-@attrs.frozen
+@records.frozen
 class Limit:
     key: str                  # stable across points: what and where
     kind: str                 # check | power_limit | feeder | feeder_failover | cdu | cdu_n1 |
@@ -321,13 +322,12 @@ def _memory(design) -> List[Limit]:
 def _memory_estimate(spec, cluster) -> Tuple[float, float]:
     """Seer's per-GPU estimate and its uncertainty, as its memory check computes them
     (validate.memory_check)."""
-    from dataclasses import replace
 
     from astral_dsl.seer import costs, lower, memory
 
     probe = spec if spec.micro else spec.with_(micro=1)
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
-        probe = probe.with_(parallel=replace(probe.parallel, v=1))
+        probe = probe.with_(parallel=attrs.evolve(probe.parallel, v=1))
     low = lower.Lowering(probe, costs.Costs.of(probe, cluster.gpu), cluster.net)
     est = memory.estimate(probe, low.stage_params)
     return est.total, est.uncertainty          # bytes

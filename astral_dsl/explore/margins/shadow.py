@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-import attrs
 import sympy
 
+from astral_dsl import records
 from astral_dsl.model.values import Bundle, Group
 from astral_dsl.semantics.scope import ParamSymbol
 from astral_dsl.semantics.trace import Trace
@@ -48,7 +48,7 @@ def param_symbol(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, real=True)
 
 
-@attrs.frozen
+@records.frozen
 class CheckRecord:
     """One comparison of a user `check` of one distinct instance, with its two sides; a check
     `a and b` (or `not (a or b)`, `not (x > y)`) gives one record per comparison it needs to

@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 from typing import Callable, Dict, List, Optional, Tuple
 
-import attrs
 import sympy
 
+from astral_dsl import records
 from astral_dsl.explore.margins.limits import Limit
 from astral_dsl.explore.margins.shadow import OPAQUE
 
@@ -35,7 +35,7 @@ REL_TOL = 1e-4
 CELSIUS = 273.15           # a temperature's boundary is rounded in degrees Celsius, not kelvin
 
 
-@attrs.frozen
+@records.frozen
 class Range:
     """Where a limit holds in one parameter (the others fixed): [low, high], None = unbounded
     within what was searched; `method` symbolic | numeric."""
@@ -115,7 +115,7 @@ def _range_of(param: str, sol, integer: bool, positive: bool = False) -> Optiona
 
 
 # ---- numeric ---------------------------------------------------------------------------------
-@attrs.frozen
+@records.frozen
 class Uncompiled:
     """A probe where the design does not compile (or compiles without the limit: `absent`,
     e.g. a job its layout no longer lets Seer read), with the codes of its errors."""
@@ -164,7 +164,7 @@ def candidates(x0: float, integer: bool, point: bool, direction: int) -> List[fl
     return [x for x in uniq if x != x0]
 
 
-@attrs.frozen
+@records.frozen
 class _Side:
     bound: Optional[float] = None      # the last value in the current state (or, broken now,
     #                                    the first where it holds again)

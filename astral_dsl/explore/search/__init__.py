@@ -23,8 +23,8 @@ from __future__ import annotations
 import heapq
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.explore.bundle import load_with_bundle
 from astral_dsl.explore.engines import chunks, engine as make_engine
 from astral_dsl.explore.search.space import Config, Counts, Space, enumerate_space
@@ -45,7 +45,7 @@ class SearchError(Exception):
         self.diagnostics = list(diagnostics)
 
 
-@attrs.frozen
+@records.frozen
 class SearchResult:
     file: str
     job: str
@@ -126,7 +126,7 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         life_s == LIFE_S, top)
 
 
-@attrs.frozen
+@records.frozen
 class _Weight:
     """score = weight(config) x iteration time; lower is better."""
     per_gpu_usd: Optional[float] = None     # cost_per_token: the design's cost per GPU
@@ -203,7 +203,7 @@ def _screen(eng, handle, setup, configs, progress, diagnostics, bundle) -> Dict[
     return out
 
 
-@attrs.define
+@records.define
 class _Tally:
     memory_checked: int = 0
     fit: int = 0

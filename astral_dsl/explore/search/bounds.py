@@ -18,9 +18,9 @@ cp, ep, micro-batch, recomputation) serve every pipeline split and ZeRO stage. E
 (tests/explore/test_search.py checks it against brute force)."""
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional
 
+import attrs
 import numpy as np
 
 from astral_dsl.seer.lower import Lowering
@@ -65,7 +65,7 @@ class Profile:
 
     def __init__(self, job: JobSpec, costs, net, group: str, layout, measure: str):
         L = job.model.layers
-        variant = job.with_(parallel=replace(job.parallel, pp=L, v=1, stages=None,
+        variant = job.with_(parallel=attrs.evolve(job.parallel, pp=L, v=1, stages=None,
                                              schedule="1f1b"))
         low = Lowering(variant, costs, net)
         self.valid = low.groups[group] == layout

@@ -21,11 +21,11 @@ global batch and the sequence) stays as the job declares it."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.seer import budget
 from astral_dsl.seer.spec import JobSpec, divisors
 
@@ -47,7 +47,7 @@ RULES: Dict[str, Tuple[str, str]] = {
 }
 
 
-@attrs.frozen(order=True)
+@records.frozen(order=True)
 class Config:
     """One parallel configuration. Ordered (for ties) by its fields in this order."""
     gpus: int
@@ -75,7 +75,7 @@ class Config:
     def spec(self, space: "Space") -> JobSpec:
         """The JobSpec Seer forecasts for this configuration."""
         o = self.options(space)
-        par = replace(space.base.parallel, tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp,
+        par = attrs.evolve(space.base.parallel, tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp,
                       ep=self.ep, v=self.v, schedule=o["schedule"], zero=self.zero,
                       stages=self.stages)
         # offloading as declared (a count), else none: the search does not weigh it
@@ -98,7 +98,7 @@ class Config:
         return attrs.evolve(self, micro=0, zero=0)
 
 
-@attrs.frozen
+@records.frozen
 class Space:
     base: JobSpec                   # the job as declared (its model, batch, runtime fields)
     gpus: Tuple[int, ...]           # the GPU counts to split
@@ -118,7 +118,7 @@ class Space:
                    "fsdp" in declared, "reshard_after_forward" in declared, order)
 
 
-@attrs.frozen
+@records.frozen
 class Counts:
     """How many configurations were enumerated, and why those rejected were."""
     enumerated: int

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl import records
 from astral_dsl.explore.bundle import Bundle, lay_out
 from astral_dsl.explore.search.bounds import Profile, Split, Tail, finish, screen_ends
 from astral_dsl.explore.search.space import Config, Space
@@ -22,7 +23,7 @@ class SetupError(Exception):
         self.diagnostics = list(diagnostics)
 
 
-@attrs.frozen
+@records.frozen
 class Setup:
     overrides: Tuple[Tuple[str, str], ...]
     job: Optional[str]

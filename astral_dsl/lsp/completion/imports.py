@@ -6,17 +6,16 @@ import re
 from functools import lru_cache
 from typing import List, Optional, Tuple
 
-import attrs
 from lsprotocol import types as lsp
 
-from astral_dsl import resources
+from astral_dsl import records, resources
 from astral_dsl.lsp.analysis import Analysis
 from astral_dsl.lsp.completion.items import _item
 from astral_dsl.lsp.completion.names import _symbol_item
 from astral_dsl.syntax import ast
 
 
-@attrs.frozen
+@records.frozen
 class StdlibItem:
     name: str
     kind: str

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.outputs.diff.facts import SECTIONS, Side
 
 
-@attrs.frozen
+@records.frozen
 class Change:
     section: str
     key: str

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Group, show
 
@@ -26,7 +26,7 @@ SECTION_TITLES = {"params": "parameters", "values": "source-level values", "coun
                   "diagnostics": "diagnostics", "jobs": "job forecasts"}
 
 
-@attrs.frozen
+@records.frozen
 class Side:
     """One design's facts, and how to name it."""
     label: str                                   # `examples/a.astral`, `HEAD~1:examples/a.astral`

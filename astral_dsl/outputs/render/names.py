@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, did_you_mean
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.values import Group
@@ -21,7 +21,7 @@ from astral_dsl.syntax.source import Source
 GROUPING = ("site", "hall", "pod", "row", "block")
 
 
-@attrs.frozen
+@records.frozen
 class Step:
     owner: Instance            # the instance the member belongs to
     member: str
@@ -29,7 +29,7 @@ class Step:
     instance: Instance         # what the step reaches
 
 
-@attrs.frozen
+@records.frozen
 class Located:
     root: Instance
     steps: Tuple[Step, ...]

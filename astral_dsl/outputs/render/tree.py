@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import count_of, group_of, power_of
 from astral_dsl.outputs.render.style import Line, n, watts
@@ -18,7 +18,7 @@ SCOPE_KINDS = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "blo
 MAX_CHILDREN = 8          # distinct children drawn per cluster; the rest are summarised
 
 
-@attrs.define
+@records.define
 class Drawn:
     key: str
     inst: Instance

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic
 
 FAMILIES = ("network", "power", "cooling", "jobs", "checks")
@@ -35,7 +35,7 @@ def family(code: str) -> str:
     return "other"
 
 
-@attrs.frozen
+@records.frozen
 class Figure:
     label: str
     baseline: Optional[float]
@@ -52,7 +52,7 @@ class Figure:
         return f"{v:,.{self.digits}f}"
 
 
-@attrs.frozen
+@records.frozen
 class Cell:
     family: str
     broken: Tuple[Diagnostic, ...] = ()        # errors that appear only under the scenario
@@ -71,7 +71,7 @@ class Cell:
         return "holds"
 
 
-@attrs.frozen
+@records.frozen
 class Row:
     name: str
     required: bool

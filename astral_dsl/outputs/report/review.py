@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Sequence, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.model.design import Design
 
@@ -18,7 +18,7 @@ VIEW_TITLES = {"cluster": "Cluster: pods, rails and switch tiers",
                "NIC ports"}
 
 
-@attrs.frozen
+@records.frozen
 class JobResult:
     name: str
     forecast: Optional[object]                    # seer.Forecast, None when it cannot be made
@@ -30,7 +30,7 @@ class JobResult:
         return next(((f, d) for n, f, d in self.under if n == name), (None, ()))
 
 
-@attrs.frozen
+@records.frozen
 class View:
     view: str
     scenario: Optional[str]
@@ -39,7 +39,7 @@ class View:
     parts: int = 0
 
 
-@attrs.frozen
+@records.frozen
 class Review:
     checked: object                               # pipeline.Checked, every scenario run
     summary: Optional[Dict]                       # size_summary of the baseline

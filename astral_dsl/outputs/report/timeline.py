@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-import attrs
 
+from astral_dsl import records
 from astral_dsl.outputs.forecast.report import _time as duration
 from astral_dsl.outputs.report.html import esc
 from astral_dsl.seer.timeline import STREAM_NAMES, STREAM_ORDER, count
@@ -29,7 +29,7 @@ LEVEL_TEXT = {"op": "one bar per operator", "layer": "one bar per layer (communi
               "micro-batch's chunk)"}
 
 
-@attrs.frozen
+@records.frozen
 class Bar:
     start: float
     end: float

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Tuple
+
+from astral_dsl import records
 
 HERE = Path(__file__).resolve().parent
 FIT_FILE = HERE / "fit.json"
@@ -35,7 +36,7 @@ RUN_FILES = {"a100": HERE / "a100.csv", "modern": HERE / "modern.csv"}
 FIT_FORMAT = 2
 
 
-@dataclass(frozen=True)
+@records.frozen
 class Constant:
     name: str
     meaning: str
