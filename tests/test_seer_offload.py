@@ -6,7 +6,6 @@ a = 96, t = 8, unfused attention: s b h (10 + 24 / t + 5 a s / (h t)) bytes, Tab
 pipeline stage; copies at `host_bandwidth` bytes/s each way."""
 from __future__ import annotations
 
-
 from attrs import evolve as replace
 import pytest
 
@@ -24,9 +23,9 @@ PER_LAYER = S * H * (10 + 24 / T + 5 * A * S / (H * T))       # bytes, Table 2
 NET = Network(8, 450e9, (50e9,) * 8, (Tier("leaf", 32, True, 1.0),))
 
 
-def gpu(host_bw: float, memory: float = 80e9) -> GpuSpec:
+def gpu(host_bw: float, memory: float = 80e9, host_memory: float = 0.0) -> GpuSpec:
     return GpuSpec("G", (("bf16", 989e12),), memory, 3350e9, 450e9, sms=132, arch="hopper",
-                   host_bw=host_bw)
+                   host_bw=host_bw, host_memory=host_memory)
 
 
 def job(offload, recompute="none", dp=1, micro=1, model=GPT3, zero=1) -> JobSpec:
@@ -144,6 +143,21 @@ def test_offloading_is_a_candidate_only_where_it_can_run():
     assert rule.offloading(c, gpu(0.0, memory=SMALL_GB), costs, NET) is None
     torch = replace(c, job=cand.with_(framework="torchtitan"))
     assert rule.offloading(torch, g, costs, NET) is None
+
+
+def test_the_rule_does_not_offload_more_than_the_host_holds():
+    """The fewest offloaded layers that fit in the GPU are the least that goes to host memory:
+    a host with less than that per GPU rules offloading out, one with exactly that allows it."""
+    cand = small(0)
+    g = gpu(225e9, memory=SMALL_GB)
+    costs = Costs.of(cand, g)
+    low = Lowering(cand, costs, NET)
+    c = rule.Candidate(cand, low, estimate(cand, low.stage_params), 0.0)
+    found = rule.offloading(c, g, costs, NET)          # the host declares no memory
+    need = found.memory.offloaded
+    assert need > 0
+    assert rule.offloading(c, gpu(225e9, SMALL_GB, host_memory=need), costs, NET).job == found.job
+    assert rule.offloading(c, gpu(225e9, SMALL_GB, host_memory=0.99 * need), costs, NET) is None
 
 
 NVL72_JOB = """

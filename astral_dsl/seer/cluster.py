@@ -52,7 +52,9 @@ def gpu_spec(gpu, host=None) -> GpuSpec:
     return GpuSpec(gpu.template, flops, _q(gpu, "memory") / BITS,
                    _q(gpu, "memory_bandwidth") / BITS, nv / BITS, power,
                    _q(gpu, "flops_power") or power, int(_q(gpu, "sms")),
-                   getattr(arch, "name", arch) or "", _q(gpu, "host_bandwidth") / BITS)
+                   getattr(arch, "name", arch) or "", _q(gpu, "host_bandwidth") / BITS,
+                   _q(host, "memory") / BITS / max(1, count_of(host, ("gpu",), {}))
+                   if host is not None else 0.0)
 
 
 def placement_of(design, job) -> Tuple[list, str]:

@@ -87,7 +87,8 @@ def offloading(cand: Candidate, gpu, costs, net) -> Optional[Candidate]:
     """`cand` with the fewest offloaded layers that make it fit in the GPU's memory, or None
     where offloading cannot run or does not make it fit: Megatron-LM's offloading needs one
     pipeline stage and leaves the last layer on the GPU (megatron/core/transformer/
-    transformer_config.py); the GPU must declare its host link (memory.py, lower.py)."""
+    transformer_config.py); the GPU must declare its host link (memory.py, lower.py), and what
+    it offloads must fit in the host's memory when the host declares it."""
     job = cand.job
     if offload_obstacle(job, gpu.host_bw) is not None:
         return None
@@ -108,6 +109,8 @@ def offloading(cand: Candidate, gpu, costs, net) -> Optional[Candidate]:
             hi = mid
         else:
             lo = mid + 1
+    if gpu.host_memory and tried[lo].memory.offloaded > gpu.host_memory:
+        return None          # the fewest layers that fit already fill the host's memory
     return tried[lo]
 
 

@@ -1,6 +1,7 @@
-"""Diagnostics for jobs that cannot run as declared (E750-E765, E768, W750-W752), with the span
-of the field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and also
-returns what a forecast needs (the JobSpec and the cluster) when the job is sound enough to forecast."""
+"""Diagnostics for jobs that cannot run as declared (E750-E765, E768, E769, W750-W754), with the
+span of the field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and
+also returns what a forecast needs (the JobSpec and the cluster) when the job is sound enough to
+forecast."""
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
@@ -529,8 +530,32 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
 
 
 def memory_diagnostics(job, spec: JobSpec, est, gpu, chosen=()) -> List[Diagnostic]:
-    """W750 / E757 for the estimate `est` of `spec` on `gpu` (nothing when it fits); `chosen`:
-    the runtime parameters the rule picked for it, named in a note."""
+    """W750 / E757 for the estimate `est` of `spec` on `gpu` (nothing when it fits), then E769 /
+    W754 for what it offloads to host memory; `chosen`: the runtime parameters the rule picked
+    for it, named in a note."""
+    return _gpu_memory(job, spec, est, gpu, chosen) + _host_memory(job, est, gpu)
+
+
+def _host_memory(job, est, gpu) -> List[Diagnostic]:
+    """E769 when the activations offloaded per GPU exceed the host's memory per GPU (its
+    `memory` over its GPUs), W754 when the host declares no memory to hold them."""
+    if not est.offloaded:
+        return []
+    span = job.span_of("offload_layers") if job.field("offload_layers") is not None else job.span
+    moved = f"{est.offloaded / GB:.1f} GB of activations per GPU"
+    if not gpu.host_memory:
+        return [_warn("W754", f"job `{job.template}` offloads {moved} to host memory, which its "
+                              f"host does not declare: not checked", span,
+                      "declare the host's `memory` (e.g. `memory = 2 TB`: DGX H100)")]
+    if est.offloaded <= gpu.host_memory:
+        return []
+    return [_err("E769", f"job `{job.template}` offloads about {moved} to host memory, "
+                         f"{gpu.host_memory / GB:.0f} GB per GPU on its host", span,
+                 "offload fewer layers (`offload_layers`), recompute (`recompute = full`), or "
+                 "a host with more memory")]
+
+
+def _gpu_memory(job, spec: JobSpec, est, gpu, chosen) -> List[Diagnostic]:
     cap = gpu.memory
     if not cap or est.total <= cap:
         return []
