@@ -9,6 +9,8 @@ from __future__ import annotations
 from attrs import evolve as replace
 import pytest
 
+import astral_dsl
+
 from astral_dsl.seer import rule
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
@@ -200,8 +202,8 @@ def test_a_gb200_job_on_one_stage_offloads_through_the_language():
 
 
 def test_search_keeps_a_declared_offload_and_rejects_stages_with_it(tmp_path):
-    """`astral search` does not weigh offloading: a declared count is kept, and layouts with
-    pipeline stages are rejected as a forecast would reject them (E768)."""
+    """`astral search` keeps a declared count, and rejects layouts with pipeline stages as a
+    forecast would reject them (E768)."""
     from astral_dsl.explore import search
 
     path = tmp_path / "nvl.astral"
@@ -211,7 +213,46 @@ def test_search_keeps_a_declared_offload_and_rejects_stages_with_it(tmp_path):
     rejected = {r["code"]: r["count"] for r in result.counts.to_json()["rejected"]}
     assert rejected.get("E768", 0) > 0
     assert result.rows and all(r["config"].pp == 1 for r in result.rows)
+    assert all(r["offload_layers"] == 40 for r in result.rows)
     plain = tmp_path / "plain.astral"
-    plain.write_text(NVL72_JOB, encoding="utf-8")     # no count: no configuration offloads
+    plain.write_text(NVL72_JOB, encoding="utf-8")     # no count: nothing rejected for it
     none = search.run(str(plain), top=3)
     assert "E768" not in {r["code"] for r in none.counts.to_json()["rejected"]}
+
+
+def test_search_offloads_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
+    """Llama 3 70B on 8 GB200s: no one-stage layout fits without recomputing or offloading;
+    the search offloads the fewest layers that make each fit (the rule's own choice), forecasts
+    it with its copies, and reports the count; the lower bound that pruned it (computed without
+    the copies) stays below its forecast. A job that states `offload_layers = 0` gets no
+    offloading."""
+    from astral_dsl import seer
+    from astral_dsl.explore import search
+    from astral_dsl.explore.search.bounds import screen_bound
+    from astral_dsl.explore.search.work import Setup, State
+    from astral_dsl.seer.memory import estimate
+
+    small = NVL72_JOB.replace("gpus = 64", "gpus = 8").replace("dp = 64", "dp = 8") \
+        .replace("global_batch = 128", "global_batch = 16")
+    path = tmp_path / "nvl8.astral"
+    path.write_text(small, encoding="utf-8")
+    result = search.run(str(path), top=3)
+    assert result.rows and all(r["offload_layers"] > 0 for r in result.rows)
+    state = State(astral_dsl.load(str(path)), Setup((), None))
+    for row in result.rows:
+        c, k = row["config"], row["offload_layers"]
+        spec = c.spec(state.space).with_(offload_layers=k)
+        low, tail = state.group(c)
+        cap = state.cluster.gpu.memory
+        assert estimate(spec, low.stage_params).total <= cap
+        assert estimate(spec.with_(offload_layers=k - 1), low.stage_params).total > cap
+        fc = seer.run(spec, state.cluster.gpu, state.cluster.net)
+        assert row["iteration_time_s"] == fc.iteration_time
+        bound = screen_bound(c.spec(state.space), state.profile(c, low.groups["tp"]), tail,
+                             state.hop(c), dp=state.dp_profile(c, low.groups["dp"]))
+        assert 0 < bound <= fc.iteration_time
+    path.write_text(small.replace("recompute = auto", "recompute = auto, offload_layers = 0"),
+                    encoding="utf-8")
+    kept = search.run(str(path), top=3)
+    assert kept.rows and all(r["offload_layers"] == 0 for r in kept.rows)
+    assert [r["config"] for r in kept.rows] != [r["config"] for r in result.rows]

@@ -12,11 +12,12 @@ from astral_dsl.outputs.jsonout import dumps
 from astral_dsl.seer.envelope import band_text
 
 LAYOUT = ("gpus", "tp", "pp", "dp", "cp", "ep", "virtual_stages", "micro_batch", "recompute",
-          "zero")
+          "zero", "offload_layers")
 FIGURES = ("iteration_time_s", "tokens_per_s", "mfu", "hfu", "memory_gb",
            "memory_uncertainty_gb", "memory_stage", "cost_per_token_usd")
 SHORT = {"compute": "compute", "tp_comm": "TP", "cp_comm": "CP", "ep_comm": "EP",
-         "pp_comm": "PP", "dp_comm": "DP", "host": "host", "bubble": "bubble", "optimizer": "optimizer"}
+         "pp_comm": "PP", "dp_comm": "DP", "offload": "offload", "host": "host",
+         "bubble": "bubble", "optimizer": "optimizer"}
 OBJECTIVE_LABELS = {"tokens_per_s": "tokens/s (highest first)",
                     "iteration_time": "iteration time (shortest first)",
                     "cost_per_token": "cost per token (lowest first)"}
@@ -27,6 +28,7 @@ def row_json(row: Dict[str, Any]) -> Dict[str, Any]:
     out: Dict[str, Any] = {"rank": row["rank"], "gpus": c.gpus, "tp": c.tp, "pp": c.pp,
                            "dp": c.dp, "cp": c.cp, "ep": c.ep, "virtual_stages": c.v,
                            "micro_batch": c.micro, "recompute": c.recompute, "zero": c.zero,
+                           "offload_layers": row.get("offload_layers", 0),
                            "stages": list(c.stages) if c.stages else None}
     for k in FIGURES:
         if k in row:
@@ -89,7 +91,10 @@ def summary(result) -> List[str]:
              f", order {'-'.join(s.base.parallel.order)}"
              + (f", offload_layers {s.base.offload_layers}" if s.base.offload_layers else ""),
              f"  {c.enumerated:,} configurations enumerated (tp, cp, pp, dp, ep, virtual stages, "
-             f"micro-batch, recomputation {'/'.join(s.recompute)}, ZeRO 0-3)"]
+             f"micro-batch, recomputation {'/'.join(s.recompute)}, ZeRO 0-3)"
+             + ("; one that does not fit in memory offloads the fewest layers that make it fit, "
+                "where offloading can run (one pipeline stage)"
+                if not s.offload_declared else "")]
     for rule in c.to_json()["rejected"]:
         code = f"{rule['code']} " if rule["code"] else ""
         lines.append(f"  {rule['count']:>{len(f'{c.enumerated:,}')},} rejected: {code}"
@@ -171,6 +176,8 @@ def table(result, colour: bool = False, width: int = 100) -> str:
                 ("v", "v"), ("micro", "micro"))]
     layout += [col("recompute", [c.recompute for c in cfg], True, False),
                col("zero", [str(c.zero) for c in cfg], True)]
+    if any(r.get("offload_layers") for r in rows):
+        layout.append(col("offload", [str(r.get("offload_layers", 0)) for r in rows], True))
     figures = [col("iteration s", [_seconds(r["iteration_time_s"]) for r in rows]),
                col("tokens/s", [f"{r['tokens_per_s']:,.0f}" for r in rows]),
                col("band", [band_text(r["calibration"]["band"])

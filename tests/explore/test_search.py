@@ -18,7 +18,7 @@ from astral_dsl.explore import search
 from astral_dsl.explore.engines import LocalEngine
 from astral_dsl.explore.search.bounds import screen_bound
 from astral_dsl.explore.search.space import RULES, enumerate_space, split
-from astral_dsl.explore.search.work import Setup, State, memory_fits
+from astral_dsl.explore.search.work import Setup, State, fitting
 from astral_dsl.seer.job import job_spec
 from astral_dsl.seer.spec import divisors
 
@@ -75,17 +75,18 @@ _BRUTE = {}
 
 
 def _brute_force(state, score=None):
-    """Every admitted configuration that fits in memory, forecast fully, ranked (by iteration
-    time unless `score(config, seconds)` says otherwise)."""
+    """Every admitted configuration that fits in memory (offloading the fewest layers that fit
+    where it does not otherwise), forecast fully, ranked (by iteration time unless
+    `score(config, seconds)` says otherwise)."""
     key = (state.job.template, state.space.gpus)
     if score is None and key in _BRUTE:
         return _BRUTE[key]
     configs, _ = enumerate_space(state.space)
     out = []
     for c in configs:
-        fits, _ = memory_fits(state, c, state.group(c)[0])
+        fits, _, spec = fitting(state, c, state.group(c)[0])
         if fits:
-            fc = seer.run(c.spec(state.space), state.cluster.gpu, state.cluster.net)
+            fc = seer.run(spec, state.cluster.gpu, state.cluster.net)
             out.append((score(c, fc.iteration_time) if score else fc.iteration_time, c, fc))
     out.sort(key=lambda t: (t[0], t[1]))
     if score is None:
@@ -132,13 +133,14 @@ def test_every_bound_is_at_most_the_forecast(small, job):
     configs, _ = enumerate_space(state.space)
     checked = 0
     for c in configs:
-        if not memory_fits(state, c, state.group(c)[0])[0]:
+        fits, _, fitted = fitting(state, c, state.group(c)[0])
+        if not fits:
             continue
         low, tail = state.group(c)
         spec = c.spec(state.space)
         b1 = screen_bound(spec, state.profile(c, low.groups["tp"]), tail, state.hop(c),
                           dp=state.dp_profile(c, low.groups["dp"]))
-        t = seer.run(spec, state.cluster.gpu, state.cluster.net).iteration_time
+        t = seer.run(fitted, state.cluster.gpu, state.cluster.net).iteration_time
         assert 0 < b1 <= t, (c.label(), b1, t)
         checked += 1
     assert checked > 100

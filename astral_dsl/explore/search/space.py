@@ -78,7 +78,8 @@ class Config:
         par = attrs.evolve(space.base.parallel, tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp,
                       ep=self.ep, v=self.v, schedule=o["schedule"], zero=self.zero,
                       stages=self.stages)
-        # offloading as declared (a count), else none: the search does not weigh it
+        # offloading as declared (a count), else none here: where a configuration does not
+        # fit without it, the search offloads the fewest layers that fit (work.fitting)
         return space.base.with_(parallel=par, micro=self.micro, recompute=self.recompute,
                                 global_batch=space.batch, gpus=self.gpus,
                                 offload_layers=space.base.offload_layers or 0)
@@ -108,6 +109,7 @@ class Space:
     fsdp_declared: bool = False
     reshard_declared: bool = False
     order_declared: Tuple[str, ...] = ()
+    offload_declared: bool = False  # the job states `offload_layers`: kept, never searched
 
     @classmethod
     def of(cls, spec: JobSpec, gpus: Sequence[int], declared: Dict[str, object]) -> "Space":
@@ -115,7 +117,8 @@ class Space:
         rec = ("none", "selective", "full") if spec.attention == "unfused" else ("none", "full")
         order = tuple(spec.parallel.order) if declared.get("order") else ()
         return cls(spec, tuple(gpus), spec.global_batch, rec, spec.parallel.schedule,
-                   "fsdp" in declared, "reshard_after_forward" in declared, order)
+                   "fsdp" in declared, "reshard_after_forward" in declared, order,
+                   "offload_layers" in declared)
 
 
 @records.frozen

@@ -141,13 +141,26 @@ def state_of(bundle: Bundle, setup: Setup) -> State:
     return hit
 
 
-def memory_fits(state: State, config: Config, low) -> Tuple[bool, float]:
-    """Seer's per-GPU estimate (memory.py) against the GPU's memory."""
+def fitting(state: State, config: Config, low) -> Tuple[bool, float, Any]:
+    """(whether the configuration fits in the GPU's memory, Seer's per-GPU estimate in bytes
+    (memory.py), the JobSpec to forecast). One that does not fit as it is, of a job that leaves
+    offloading open (no `offload_layers` declared), is taken with the fewest offloaded layers
+    that make it fit, as the rule takes it (seer.rule.offloading: one pipeline stage,
+    Megatron-LM, a host link, within the host's memory)."""
+    from astral_dsl.seer import rule
     from astral_dsl.seer.memory import estimate
 
-    est = estimate(config.spec(state.space), low.stage_params)
+    spec = config.spec(state.space)
+    est = estimate(spec, low.stage_params)
     cap = state.cluster.gpu.memory
-    return (not cap or est.total <= cap), est.total
+    if not cap or est.total <= cap:
+        return True, est.total, spec
+    if not state.space.offload_declared:
+        found = rule.offloading(rule.Candidate(spec, low, est, 0.0), state.cluster.gpu,
+                                state.costs, state.cluster.net)
+        if found is not None:
+            return True, found.memory.total, found.job
+    return False, est.total, spec
 
 
 def screen(bundle: Bundle, setup: Setup, families: Sequence[Tuple[Config, Sequence[Tuple[int, int]]]]
@@ -178,17 +191,17 @@ def screen(bundle: Bundle, setup: Setup, families: Sequence[Tuple[Config, Sequen
 def forecast(bundle: Bundle, setup: Setup, configs: Sequence[Config]
              ) -> List[Tuple[bool, float, Optional[Dict[str, Any]]]]:
     """For each configuration: (fits in memory, Seer's estimate in bytes, its full forecast
-    (forecast_row) when it fits)."""
+    (forecast_row) when it fits, with the layers it offloads to fit: `fitting`)."""
     from astral_dsl import seer
 
     state = state_of(bundle, setup)
     out = []
     for config in configs:
         low, _ = state.group(config)
-        ok, total = memory_fits(state, config, low)
+        ok, total, spec = fitting(state, config, low)
         row = None
         if ok:
-            fc = seer.run(config.spec(state.space), state.cluster.gpu, state.cluster.net,
+            fc = seer.run(spec, state.cluster.gpu, state.cluster.net,
                           calibration=state.calibration)
             row = forecast_row(fc)
         out.append((ok, total, row))
@@ -204,5 +217,6 @@ def forecast_row(fc) -> Dict[str, Any]:
             "mfu": fc.mfu, "hfu": fc.hfu, "memory_gb": fc.memory.total / 1e9,
             "memory_uncertainty_gb": fc.memory.uncertainty / 1e9,
             "memory_stage": fc.memory.stage, "breakdown_stage": fc.stage,
+            "offload_layers": fc.job.offload_layers or 0,
             "breakdown_s": {k: fc.breakdown.get(k, 0.0) for k, _ in BREAKDOWN_LABELS},
             "calibration": fc.envelope().as_json()}
