@@ -103,6 +103,9 @@ def _plan(rule):
     return tuple(plan), pending + nones[len(rule.expansion)]
 
 
+PASS = itemgetter(0)     # the callback of a `?rule: child` (drive.py knows it by identity)
+
+
 def callbacks(rules, builder, concrete: bool, limit: int) -> Dict[Any, Callable]:
     """The parser callbacks of `rules` that build with `builder` (a syntax.build.Builder)."""
     out = {}
@@ -111,7 +114,7 @@ def callbacks(rules, builder, concrete: bool, limit: int) -> Dict[Any, Callable]
         plan, trailing = _plan(rule)
         if rule.options.expand1 and not rule.alias and len(rule.expansion) == 1 and \
                 len(plan) == 1 and not plan[0][1] and not plan[0][2] and not trailing:
-            out[rule] = itemgetter(0)            # `?rule: child`: the child itself
+            out[rule] = PASS                     # `?rule: child`: the child itself
             continue
         if name.startswith("_"):
             out[rule] = _inline(plan, trailing, concrete)
