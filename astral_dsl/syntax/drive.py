@@ -23,6 +23,11 @@ from lark import Token
 from astral_dsl.syntax.reduce import PASS
 
 
+# The type each value of a terminal with keyword callbacks lexes as (per scanner) is kept, at
+# most this many values (a language server parses file after file with the same scanners).
+MEMO = 4096
+
+
 class Stuck(Exception):
     """The text does not lex or parse: Lark's own loop reports why."""
 
@@ -46,7 +51,7 @@ class Driver:
         token = None
         while True:
             # -- the next token, by the scanner of the parser's state
-            scanners, ignore, newline, callbacks = lexers[states[-1]]
+            scanners, ignore, newline, keywords, keywords_of = lexers[states[-1]]
             while True:
                 if pos >= size:
                     ending = True
@@ -77,9 +82,14 @@ class Driver:
                 token.end_line = line
                 token.end_column = pos - line_start + 1
                 token.end_pos = pos
-                if kind in callbacks:
-                    token = callbacks[kind](token)
-                    kind = token.type
+                if kind in keywords:            # a NAME that is a keyword here (Lark's
+                    known = keywords[kind]      # UnlessCallback: its value decides)
+                    retyped = known.get(value)
+                    if retyped is None:
+                        if len(known) >= MEMO:
+                            known.clear()
+                        retyped = known[value] = keywords_of[kind](token).type
+                    token.type = kind = retyped
                 ending = False
                 break
             if ending:
@@ -139,7 +149,7 @@ def driver(parser) -> Optional[Driver]:
         table = inner.parse_table
         callbacks = inner.callbacks
         contextual = frontend.lexer
-        from lark.lexer import ContextualLexer
+        from lark.lexer import ContextualLexer, UnlessCallback
         from lark.parsers.lalr_analysis import Shift
 
         if type(contextual) is not ContextualLexer or parser.options.postlex is not None or \
@@ -165,11 +175,12 @@ def driver(parser) -> Optional[Driver]:
         for state, lexer in contextual.lexers.items():
             if id(lexer) not in made:
                 scanner = lexer.scanner
-                if any(kind in lexer.callback for kind in lexer.ignore_types):
+                if any(kind in lexer.callback for kind in lexer.ignore_types) or \
+                        any(type(f) is not UnlessCallback for f in lexer.callback.values()):
                     return None
                 made[id(lexer)] = (tuple(mre.match for mre in scanner._mres),
                                    frozenset(lexer.ignore_types), frozenset(lexer.newline_types),
-                                   dict(lexer.callback))
+                                   {kind: {} for kind in lexer.callback}, dict(lexer.callback))
             lexers[state] = made[id(lexer)]
         if set(lexers) != set(actions):
             return None
