@@ -19,6 +19,7 @@ import json
 import re
 import sys
 from functools import lru_cache
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -153,20 +154,25 @@ def store(entry, tree: ast.Module) -> None:
         usercache.prune(_USER, keep=USER_ENTRIES)
 
 
-# the field names of each node class, in order (asked once per class, not once per node)
-_FIELDS = {cls: tuple(f.name for f in attrs.fields(cls)) for cls in _CLASSES.values()}
-_PLAIN = (str, bool, int, float, type(None))
+# each node class's name and its fields' values as a tuple, in order (attrgetter: asked once
+# per class, read in C per node); a value of a plain type is written as it is, in place
+_PLAN = {cls: (cls.__name__, attrgetter(*names) if len(names) > 1 else
+               (lambda node, name=names[0]: (getattr(node, name),)))
+         for cls, names in ((cls, tuple(f.name for f in attrs.fields(cls)))
+                            for cls in _CLASSES.values())}
+_PLAIN = frozenset((str, bool, int, float, type(None)))
 
 
 def _encode(node) -> Any:
     kind = type(node)
-    fields = _FIELDS.get(kind)
-    if fields is not None:
-        return {"n": kind.__name__, "f": [_encode(getattr(node, f)) for f in fields]}
+    plan = _PLAN.get(kind)
+    if plan is not None:
+        return {"n": plan[0], "f": [v if type(v) in _PLAIN else _encode(v)
+                                    for v in plan[1](node)]}
     if kind is Span:
         return {"s": [node.start.line, node.start.column, node.end.line, node.end.column]}
     if kind is tuple:
-        return {"t": [_encode(n) for n in node]}
+        return {"t": [n if type(n) in _PLAIN else _encode(n) for n in node]}
     if kind in _PLAIN:
         return node
     raise TypeError(f"cannot cache a {kind.__name__} in a syntax tree")
