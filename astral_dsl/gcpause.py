@@ -50,3 +50,17 @@ def pausing(function):
         with paused():
             return function(*args, **kwargs)
     return run
+
+
+@contextmanager
+def frozen() -> Iterator[None]:
+    """Everything alive when the block starts is left out of the collector's passes until it
+    ends (gc.freeze; then gc.unfreeze puts it back in the oldest generation, where a full pass
+    finds any of it that has become garbage). For a one-shot command's long-lived structure
+    (the syntax trees of the files it checks): the first passes after a pause otherwise walk
+    the whole of it, then again as it ages through the generations."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -192,12 +192,14 @@ def prune(prefix: str, keep: int = 4) -> None:
         pass
 
 
-def write(name: str, key: str, value: Any) -> bool:
-    """Store a JSON-serialisable value under `name` for `key`; False when it cannot be cached."""
+def write(name: str, key: str, value: Any, dumps=None) -> bool:
+    """Store a JSON-serialisable value under `name` for `key`; False when it cannot be cached.
+    `dumps`: what writes the value as JSON bytes (default: json.dumps, compact)."""
     folder = cache_dir(create=True)
     if folder is None:
         return False
-    payload = json.dumps(value, separators=(",", ":")).encode("utf-8")
+    payload = dumps(value) if dumps is not None else \
+        json.dumps(value, separators=(",", ":")).encode("utf-8")
     if len(payload) > MAX_ENTRY_BYTES - 200:
         return False
     data = MAGIC + key.encode("ascii", "replace") + b"\n" + \

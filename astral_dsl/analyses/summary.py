@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from astral_dsl import records
+from astral_dsl import gcpause, records
 from astral_dsl.model.design import Design
 from astral_dsl.model.rollup import count_of, power_of
 from astral_dsl.units import Quantity
@@ -21,6 +21,7 @@ class Totals:
     it_power: Quantity
 
 
+@gcpause.pausing      # roll-ups allocate as they walk the model: no pass rescans it meanwhile
 def totals(design: Design, eng=None) -> Totals:
     """The counts and the IT power of `design`; pass the Engineering result when it has been
     computed already."""

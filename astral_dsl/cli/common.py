@@ -81,9 +81,11 @@ def open_path(path: str, overrides):
 def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, baseline=None):
     """Compile, size when the design has unknowns, check (engineering, scenarios); the
     warnings the design's `allow`s (and `baseline`) accept are apart."""
-    from astral_dsl import api
+    from astral_dsl import api, gcpause
 
-    return api.check_file(path, overrides, scenarios, all_scenarios, baseline=baseline)
+    workspace = api.compile(path, overrides)      # the file's and its imports' syntax trees
+    with gcpause.frozen():                        # ... stay out of the collector's passes
+        return api.check(workspace, scenarios, all_scenarios, baseline=baseline)
 
 
 def unreadable(design) -> bool:

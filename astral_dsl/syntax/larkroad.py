@@ -18,7 +18,7 @@ from lark import Tree
 from lark.exceptions import UnexpectedInput, VisitError
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
-from astral_dsl.syntax import reduce, tables
+from astral_dsl.syntax import drive, reduce, tables
 from astral_dsl.syntax.build import Builder
 from astral_dsl.syntax.errors import syntax_diagnostic
 from astral_dsl.syntax.parser import MAX_NESTING
@@ -79,12 +79,17 @@ def reduced(source: Source, start: str, concrete: bool):
         builder = Builder("")
         parser = reduce.install(tables.build("compiler", **OPTIONS), builder, concrete,
                                 MAX_NESTING)
-        pair = (parser, builder) if parser is not None else _UNAVAILABLE
+        pair = (parser, builder, drive.driver(parser)) if parser is not None else _UNAVAILABLE
     if pair is _UNAVAILABLE:
         return None
-    parser, builder = pair
+    parser, builder, driver = pair
     builder.f = source.name
     try:
+        if driver is not None:
+            try:
+                return driver.parse(source.text, start)
+            except drive.Stuck:        # Lark's own loop says why (the same callbacks)
+                pass
         return parser.parse(source.text, start=start)
     except UnexpectedInput as exc:
         raise DiagnosticError(syntax_diagnostic(source, exc)) from None

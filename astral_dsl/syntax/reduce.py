@@ -61,27 +61,24 @@ class Inline(Node):
     __slots__ = ("children", "raw")
 
 
-def _extent(raw: List[Any]):
-    """(first, last) child with a position, as Lark's propagate_positions finds them."""
+def _measure(raw: List[Any]):
+    """(first child with a position, last child with a position, the greatest height of the
+    children): the first and last as Lark's propagate_positions finds them."""
     first = last = None
+    height = 0
     for c in raw:
-        if type(c) is Token or (c is not None and not c.empty):
-            first = c
-            break
-    if first is not None:
-        for c in reversed(raw):
-            if type(c) is Token or (c is not None and not c.empty):
+        if type(c) is Token:
+            if first is None:
+                first = c
+            last = c
+        elif c is not None:
+            if c.height > height:
+                height = c.height
+            if not c.empty:
+                if first is None:
+                    first = c
                 last = c
-                break
-    return first, last
-
-
-def _height(raw: List[Any]) -> int:
-    h = 0
-    for c in raw:
-        if type(c) is not Token and c is not None and c.height > h:
-            h = c.height
-    return h
+    return first, last, height
 
 
 def _plan(rule):
@@ -103,6 +100,9 @@ def _plan(rule):
     return tuple(plan), pending + nones[len(rule.expansion)]
 
 
+PASS = itemgetter(0)     # the callback of a `?rule: child` (drive.py knows it by identity)
+
+
 def callbacks(rules, builder, concrete: bool, limit: int) -> Dict[Any, Callable]:
     """The parser callbacks of `rules` that build with `builder` (a syntax.build.Builder)."""
     out = {}
@@ -111,7 +111,7 @@ def callbacks(rules, builder, concrete: bool, limit: int) -> Dict[Any, Callable]
         plan, trailing = _plan(rule)
         if rule.options.expand1 and not rule.alias and len(rule.expansion) == 1 and \
                 len(plan) == 1 and not plan[0][1] and not plan[0][2] and not trailing:
-            out[rule] = itemgetter(0)            # `?rule: child`: the child itself
+            out[rule] = PASS                     # `?rule: child`: the child itself
             continue
         if name.startswith("_"):
             out[rule] = _inline(plan, trailing, concrete)
@@ -124,6 +124,8 @@ def callbacks(rules, builder, concrete: bool, limit: int) -> Dict[Any, Callable]
         with_meta = getattr(method, "visit_wrapper", None) is _vargs_meta
         if getattr(method, "visit_wrapper", None) not in (None, _vargs_meta):
             raise Fallback(f"builder of rule {name} takes other arguments")
+        if with_meta:                    # the builder's own method: one call less a node
+            method = method.base_func
         out[rule] = _node(name, plan, trailing, method, with_meta, concrete, limit)
     return out
 
@@ -166,8 +168,7 @@ def _concrete_children(raw) -> List[Any]:
 
 def _inline(plan, trailing, concrete: bool) -> Callable:
     def reduce(raw):
-        first, last = _extent(raw)
-        node = Inline(first, last, _height(raw))
+        node = Inline(*_measure(raw))
         node.children = _children(raw, plan, trailing)
         node.raw = _concrete_children(raw) if concrete else None
         return node
@@ -176,8 +177,8 @@ def _inline(plan, trailing, concrete: bool) -> Callable:
 
 def _node(name, plan, trailing, method, with_meta: bool, concrete: bool, limit: int) -> Callable:
     def reduce(raw):
-        first, last = _extent(raw)
-        node = Node(first, last, _height(raw) + 1)
+        first, last, height = _measure(raw)
+        node = Node(first, last, height + 1)
         if node.height > limit:
             raise Fallback("nested too deeply")
         items = _children(raw, plan, trailing)
