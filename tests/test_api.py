@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import astral
 
 import astral_dsl
 from astral_dsl.units import Quantity
@@ -102,8 +103,7 @@ def test_mypy_sees_the_api_types(script_dir, tmp_path):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_check_valid_is_the_cli_verdict(path):
-    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "check", str(path)],
-                          cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300)
+    proc = astral("check", path)           # the command's verdict, in this process (clirun)
     assert proc.returncode in (0, 1), proc.stderr
     assert astral_dsl.check(path).valid == (proc.returncode == 0)
     assert astral_dsl.check(str(path)).valid == (proc.returncode == 0)
@@ -118,16 +118,13 @@ def test_check_valid_is_the_cli_verdict_on_bad_designs(tmp_path, text, code):
     may say yes where `check` says no; `check(path).valid` is the command's verdict."""
     path = tmp_path / "bad.astral"
     path.write_text(text, encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "check", str(path)],
-                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
+    proc = astral("check", path, cwd=tmp_path)
     assert proc.returncode == code, proc.stdout
     assert astral_dsl.check(path).valid is False
 
 
 def test_check_of_an_unreadable_file_is_not_valid(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "check",
-                           str(tmp_path / "missing.astral")], cwd=tmp_path, env=_env(),
-                          capture_output=True, text=True, timeout=300)
+    proc = astral("check", tmp_path / "missing.astral", cwd=tmp_path)
     assert proc.returncode == 2
     assert astral_dsl.check(tmp_path / "missing.astral").valid is False
 
