@@ -32,3 +32,17 @@ import astral_dsl  # noqa: E402
 
 if Path(astral_dsl.__file__).resolve().parent != REPO / "astral_dsl":   # pragma: no cover
     raise RuntimeError(f"the tests of {REPO} would run {astral_dsl.__file__}")
+
+
+def pytest_collection_finish():
+    """The cyclic garbage collector of the test process: what collection loaded (the modules, their
+    functions and classes, the parametrized cases: none of it garbage) is moved out of its reach
+    (gc.freeze), and a pass runs every 10,000 allocations instead of 700. Its passes kept rewalking
+    the suite's long-lived objects: about 15% of the CPU of the in-process tests (7.3 -> 2.6 s of
+    GC in test_seer, test_trace_reader, test_docs, test_bad and test_seer_jobs). The package's own
+    pauses (astral_dsl/gcpause.py) and the processes tests start are unchanged."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)

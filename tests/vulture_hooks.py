@@ -47,3 +47,6 @@ _.deadline, _._fresh_cache
 
 # html.parser.HTMLParser calls these on a subclass (tests/test_report_browser.py)
 _.handle_starttag, _.handle_endtag, _.handle_data
+
+# pytest calls a conftest.py's hooks by name (tests/conftest.py)
+_.pytest_collection_finish
