@@ -24,8 +24,10 @@ constants. Their errors are the accuracy this module reports: on data left out o
 `exact_refit` refits a group from scratch for checking the approximation (benchmarks/)."""
 from __future__ import annotations
 
+import gc
 import hashlib
 import math
+from contextlib import contextmanager
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from astral_dsl import records
@@ -116,13 +118,13 @@ class Problem:
         return [_x(c, getattr(cal, c.name)) for c in self.free]
 
     def residual(self, i: int, cal: Calibration) -> float:
-        from astral_dsl.seer.forecast import run
+        from astral_dsl.seer.forecast import iteration
 
         r = self.rows[i]
         p = r.prepared
-        fc = run(self.specs[i], p.gpu, p.net, calibration=cal)
+        job, t = iteration(self.specs[i], p.gpu, p.net, calibration=cal)
         self.forecasts += 1
-        f = score.forecast_metric(r.metric, p.row, fc.job, fc.iteration_time)
+        f = score.forecast_metric(r.metric, p.row, job, t)
         return math.log(f / r.value)
 
     def residuals(self, cal: Calibration, idx=None) -> Dict[int, float]:
@@ -248,6 +250,9 @@ def _solve(prob: Problem, x0, max_iter: int, refresh: int):
     lam, since = 1e-3, 0
     cost = float(f @ f)
     for _ in range(max_iter):
+        if since >= refresh:           # refreshed here, not after the last step: never unused
+            J = prob.jacobian(list(x), r)
+            since = 0
         Jt = J.copy()
         Jt[:n] *= w[:, None]
         H, g = Jt.T @ Jt, Jt.T @ f
@@ -272,10 +277,21 @@ def _solve(prob: Problem, x0, max_iter: int, refresh: int):
         else:
             lam *= 4
         since += 1
-        if since >= refresh:
-            J = prob.jacobian(list(x), r)
-            since = 0
     return x, r
+
+
+@contextmanager
+def _collector_paused():
+    """Python's cycle collector paused (as it was after): a fit's forecasts allocate millions
+    of short-lived operators, blocks and transfers that reference counting frees (they form no
+    cycles), and the collector's passes over them took a sixth of a fit's time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def fit(rows: List[FitRow], free: Sequence[Constant] = CONSTANTS,
@@ -283,18 +299,19 @@ def fit(rows: List[FitRow], free: Sequence[Constant] = CONSTANTS,
     """(the fitted Calibration, the Problem, the Jacobian of the rows at the fit, the rows'
     log errors there)."""
     base = base or priors()
-    prob = Problem(rows, free, base)
-    x0 = prob.x(base)
-    prob.find_depends()
-    for _ in range(2):
-        x, _r = _solve(prob, x0, max_iter, refresh)
-        cal = _round(prob.calibration(list(x)), prob.free)
-        if not prob.rechoose(cal):
-            break
-        x0 = prob.x(cal)
-    x = prob.x(cal)
-    r = prob.residuals(cal)
-    J = prob.jacobian(x, r)
+    with _collector_paused():
+        prob = Problem(rows, free, base)
+        x0 = prob.x(base)
+        prob.find_depends()
+        for _ in range(2):
+            x, _r = _solve(prob, x0, max_iter, refresh)
+            cal = _round(prob.calibration(list(x)), prob.free)
+            if not prob.rechoose(cal):
+                break
+            x0 = prob.x(cal)
+        x = prob.x(cal)
+        r = prob.residuals(cal)
+        J = prob.jacobian(x, r)
     return cal, prob, J, r
 
 
@@ -342,17 +359,18 @@ def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys) -> 
     groups: Dict[object, List[int]] = {}
     for i in range(n):
         groups.setdefault(keys[i], []).append(i)
-    for key in sorted(groups, key=str):
-        idx = groups[key]
-        keep = np.ones(n, dtype=bool)
-        keep[idx] = False
-        A = np.vstack([Jr[keep], Jp])
-        b = np.concatenate([res[keep], pri])
-        step = lsq_linear(A, -b, bounds=(lo - x, hi - x), method="bvls").x
-        xg = np.clip(x + step, lo, hi)
-        cg = prob.calibration(list(xg))
-        for i, v in prob.residuals(cg, idx).items():
-            out[i] = math.exp(v) - 1.0
+    with _collector_paused():
+        for key in sorted(groups, key=str):
+            idx = groups[key]
+            keep = np.ones(n, dtype=bool)
+            keep[idx] = False
+            A = np.vstack([Jr[keep], Jp])
+            b = np.concatenate([res[keep], pri])
+            step = lsq_linear(A, -b, bounds=(lo - x, hi - x), method="bvls").x
+            xg = np.clip(x + step, lo, hi)
+            cg = prob.calibration(list(xg))
+            for i, v in prob.residuals(cg, idx).items():
+                out[i] = math.exp(v) - 1.0
     return out
 
 

@@ -139,6 +139,19 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
     return best
 
 
+def iteration(job: JobSpec, gpu, net: comm.Network, calibration: Optional[Calibration] = None
+              ) -> Tuple[JobSpec, float]:
+    """The job run() forecasts and its iteration time, without the memory estimate and the
+    breakdown where the rule has one candidate (a job whose runtime parameters are stated, as
+    the calibration holds them: runs/fit.py): what run() simulates then, and all it simulates."""
+    cands = rule.candidates(job)
+    if len(cands) != 1:
+        fc = run(job, gpu, net, calibration=calibration)
+        return fc.job, fc.iteration_time
+    low = Lowering(cands[0], Costs.of(job, gpu, None, calibration), net)
+    return cands[0], simulate(low, cands[0].microbatches)[1]
+
+
 def _forecast(job: JobSpec, gpu, net, low: Lowering, mem: MemoryEstimate) -> Forecast:
     runs, total = simulate(low, job.microbatches)
     fc = Forecast(job, gpu.name, net, low, runs, total, mem)

@@ -110,7 +110,8 @@ class Lowering(ParamsMixin):
         cal = costs.cal
         self.host_layer_s = 0.0 if job.cuda_graphs else cal.host_layer_s
         self.moe_sync_s = 0.0 if job.cuda_graphs else cal.moe_sync_s
-        self._cache: Dict[tuple, Template] = {}
+        self._cache: Dict[tuple, Template] = {}      # by shape (chunks of one shape share it)
+        self._at: Dict[tuple, Template] = {}         # by (stage, chunk, phase)
 
     # ---- collectives -------------------------------------------------------------------------
     def _coll(self, b: Builder, name, kind, group, nbytes, layer, chain=True):
@@ -643,6 +644,13 @@ class Lowering(ParamsMixin):
 
     # ---- blocks --------------------------------------------------------------------------------
     def template(self, stage: int, chunk: int, phase: str) -> Template:
+        at = (stage, chunk, phase)
+        hit = self._at.get(at)
+        if hit is None:
+            hit = self._at[at] = self._template(stage, chunk, phase)
+        return hit
+
+    def _template(self, stage: int, chunk: int, phase: str) -> Template:
         first, n = self.chunks[stage][chunk]
         par = self.job.parallel
         embed = stage == 0 and chunk == 0
@@ -664,14 +672,19 @@ class Lowering(ParamsMixin):
                 gathers[L] = self._coll(b, "param all-gather", "ag", "dp",
                                         self.layer_params(L) * self.elem, L, chain=False)
                 b.pending.remove(gathers[L])
+        # a run of layers of one shape: built twice, then copied (Builder.each); each layer
+        # alike but for its weights' gathers and its activations' copies
+        shape = self.job.model.shape_key if not (fsdp or offloaded) else None
         if phase == "F":
             if embed:
                 self._embed_fwd(b)
-            for L in layers:
+
+            def forward(L):
                 b.wait_for(gathers.get(L))
                 self._layer_fwd(b, L)
                 if L in offloaded:
                     self._offload(b, "activation offload", "offload_out", L)
+            b.each(layers, forward, shape)
             if n:
                 self._amax_reduce(b, b.fp8_gemms, first + n - 1)
             if head:
@@ -679,12 +692,12 @@ class Lowering(ParamsMixin):
         else:
             if head:
                 self._head_bwd(b)
-            order = list(reversed(layers))
             reloads = {}
-            for i, L in enumerate(order):
+
+            def backward(L):
                 # each offloaded layer's activations come back while the layer after it in
                 # the model runs its backward (Transformer Engine prefetches one layer ahead)
-                for nxt in ([L] if i == 0 else []) + order[i + 1:i + 2]:
+                for nxt in ([L] if L == first + n - 1 else []) + ([L - 1] if L > first else []):
                     if nxt in offloaded:
                         reloads[nxt] = self._offload(b, "activation reload", "offload_in", nxt)
                 b.wait_for(gathers.get(L), reloads.get(L))
@@ -693,6 +706,7 @@ class Lowering(ParamsMixin):
                     self._coll(b, "grad reduce-scatter", "rs", "dp",
                                self.layer_params(L) * self.job.grad_bytes, L, chain=False)
                     b.pending.pop()
+            b.each(reversed(layers), backward, shape)
             if embed:
                 self._embed_bwd(b)
         for op in b.ops:          # layers counted from the chunk's first: templates are shared

@@ -124,7 +124,7 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
         plan = _cached_structure(par.pp, par.v, m, par.schedule, True)
     except RuntimeError:
         plan = _cached_structure(par.pp, par.v, m, par.schedule, False)
-    return _run(low, m, plan)
+    return _run(low, m, *plan)
 
 
 def runnable(p: int, v: int, m: int, schedule: str) -> bool:
@@ -142,25 +142,27 @@ def runnable(p: int, v: int, m: int, schedule: str) -> bool:
     return False
 
 
-CACHE_BLOCKS = 400_000          # blocks of dependency orders kept for reuse (~40 MB)
-_CACHE: "OrderedDict[tuple, _Plan]" = OrderedDict()
+CACHE_BLOCKS = 400_000          # blocks of dependency orders kept for reuse (~65 MB)
+_CACHE: "OrderedDict[tuple, Tuple[_Plan, _Steps]]" = OrderedDict()
 
 
-def _cached_structure(p: int, v: int, m: int, schedule: str, batched: bool) -> "_Plan":
-    """_structure, remembered for the most recent shapes up to CACHE_BLOCKS blocks in all (the
-    rule, a sweep, the calibration and an editor forecast the same shapes again)."""
+def _cached_structure(p: int, v: int, m: int, schedule: str, batched: bool
+                      ) -> "Tuple[_Plan, _Steps]":
+    """_structure and its _Steps, remembered for the most recent shapes up to CACHE_BLOCKS
+    blocks in all (the rule, a sweep, the calibration and an editor forecast the same shapes
+    again)."""
     key = (p, v, m, schedule, batched)
-    plan = _CACHE.get(key)
-    if plan is not None:
+    hit = _CACHE.get(key)
+    if hit is not None:
         _CACHE.move_to_end(key)
-        return plan
+        return hit
     plan = _structure(p, v, m, schedule, batched)
-    size = len(plan.stage)
-    if size <= CACHE_BLOCKS:
-        _CACHE[key] = plan
-        while sum(len(x.stage) for x in _CACHE.values()) > CACHE_BLOCKS:
+    hit = plan, _Steps(plan, v, m)
+    if len(plan.stage) <= CACHE_BLOCKS:
+        _CACHE[key] = hit
+        while sum(len(x.stage) for x, _ in _CACHE.values()) > CACHE_BLOCKS:
             _CACHE.popitem(last=False)
-    return plan
+    return hit
 
 
 @records.frozen
@@ -181,6 +183,32 @@ class _Plan:
     dst_remote: Tuple[bool, ...]
     late: Tuple[bool, ...]
     sequence: Tuple[int, ...]
+
+
+LOCAL, HELD, SEND = 0, 1, 2      # what a block does with its output (_Steps.does)
+
+
+class _Steps:
+    """A _Plan as _run walks it: per block in the plan's `sequence`, its number g, its stage,
+    the key of its input (-1: none), the key of its output, what it does with that output
+    (LOCAL: its own stage's next block takes it, HELD: kept for the next batched exchange,
+    SEND: sent over the PP link with any held one) and its slot in the table of block durations
+    (stage x 2v + phase x v + chunk)."""
+
+    __slots__ = ("blocks", "stage", "src", "dst", "does", "slot")
+
+    def __init__(self, plan: "_Plan", v: int, m: int):
+        seq, stage = plan.sequence, plan.stage
+        self.blocks = seq
+        self.stage = tuple(stage[g] for g in seq)
+        self.src = tuple(plan.src[g] for g in seq)
+        self.dst = tuple(plan.dst[g] for g in seq)
+        dst, remote, late = plan.dst, plan.dst_remote, plan.late
+        self.does = tuple(LOCAL if dst[g] >= 0 and not remote[g] else HELD if late[g] else SEND
+                          for g in seq)
+        codes, base = plan.codes, plan.base
+        self.slot = tuple(stage[g] * 2 * v + codes[stage[g]][g - base[stage[g]]] // m
+                          for g in seq)
 
 
 def _links(p: int, v: int, m: int, i: int, schedule: str, batched: bool):
@@ -271,37 +299,34 @@ def _structure(p: int, v: int, m: int, schedule: str, batched: bool) -> _Plan:  
                  tuple(remote), tuple(dst), tuple(dst_remote), tuple(late), tuple(sequence))
 
 
-def _run(low, m: int, plan: _Plan) -> Tuple[List[StageRun], float]:  # noqa: C901
+def _run(low, m: int, plan: _Plan, steps: _Steps) -> Tuple[List[StageRun], float]:  # noqa: C901
     """The times of every block, in the plan's order: a block starts when its stage is free and
     its input has arrived; sends are synchronous and FIFO on the sender's PP stream."""
     par = low.job.parallel
     p, v = par.pp, par.v
     hop = low.p2p_time() if p > 1 else 0.0
-    durs = []
-    for i, seq in enumerate(plan.codes):
-        table = [low.template(i, c, ph).duration for ph in ("F", "B") for c in range(v)]
-        durs.extend([table[x // m] for x in seq])
+    table = [low.template(i, c, ph).duration for i in range(p) for ph in ("F", "B")
+             for c in range(v)]
+    durs = [table[k] for k in steps.slot]      # in the order of the sequence
     n = len(durs)
     runs = [StageRun(codes=list(seq), remote=list(plan.remote[b:b + len(seq)]), v=v, m=m,
                      hop=hop) for seq, b in zip(plan.codes, plan.base)]
     gates = {}
     for i, run in enumerate(runs):
         gates.update({plan.base[i] + k: gate for k, gate in _gather_gates(low, i, run).items()})
-    stage, src, dst, dst_remote, late = plan.stage, plan.src, plan.dst, plan.dst_remote, plan.late
     starts, ends = [0.0] * n, [0.0] * n
-    arrive = [0.0] * (2 * p * v * m)
+    arrive = [0.0] * (2 * p * v * m + 1)      # the last: the input of a block with none (-1)
     blocked: Dict[int, float] = {}
     gated: Dict[int, Tuple[float, float]] = {}
     sends: List[List[Tuple[float, float, int]]] = [[] for _ in range(p)]
     held, free, pp_free = [-1] * p, [0.0] * p, [0.0] * p
-    for g in plan.sequence:
-        i = stage[g]
-        want = src[g]
+    for g, i, want, d, does, dur in zip(steps.blocks, steps.stage, steps.src, steps.dst,
+                                        steps.does, durs):
         t_free = free[i]
-        start = arrive[want] if want >= 0 else 0.0
+        start = arrive[want]
         if start < t_free:
             start = t_free
-        end = start + durs[g]
+        end = start + dur
         if gates and g in gates:        # the chunk's first forward waits for its weights
             first, last, tail = gates[g]
             wait_dp = first - start if first > start else 0.0
@@ -311,34 +336,45 @@ def _run(low, m: int, plan: _Plan) -> Tuple[List[StageRun], float]:  # noqa: C90
             gated[g] = (wait_dp, stretch)
         starts[g] = start
         ends[g] = end
-        d = dst[g]
-        if d >= 0 and not dst_remote[g]:
+        if does == LOCAL:
             arrive[d] = end                 # the last stage turns to its own backward
             free[i] = end
             continue
-        if late[g]:
+        if does == HELD:
             held[i] = d
             free[i] = end
             continue
-        t_free, t_pp, h = end, pp_free[i], held[i]
+        t_pp, h = pp_free[i], held[i]
+        if h < 0 and d >= 0:                # one synchronous send on the PP stream (FIFO)
+            s = end if end > t_pp else t_pp
+            pp_free[i] = a = s + hop
+            sends[i].append((s, a, d))
+            arrive[d] = a
+            if a > end:
+                blocked[g] = a - end
+                end = a
+            free[i] = end
+            continue
+        t_free, waited = end, 0.0
         if h >= 0:
             outs = (h, d) if d >= 0 else (h,)
             held[i] = -1
         else:
-            outs = (d,) if d >= 0 else ()
-        for d in outs:                      # synchronous sends on the PP stream (FIFO)
+            outs = ()
+        for d in outs:                      # the held send first, then its own
             s = end if end > t_pp else t_pp
             t_pp = a = s + hop
             sends[i].append((s, a, d))
             arrive[d] = a
             if a > t_free:
-                blocked[g] = blocked.get(g, 0.0) + a - t_free
+                blocked[g] = waited = waited + a - t_free
                 t_free = a
         free[i], pp_free[i] = t_free, t_pp
     for i, run in enumerate(runs):
         b, k = plan.base[i], len(plan.codes[i])
         run.start, run.end, run.sends = starts[b:b + k], ends[b:b + k], sends[i]
         run.backward_end = free[i]
+    stage = plan.stage
     for where, per_stage in ((blocked, "blocked"), (gated, "gated")):
         for g, x in where.items():
             getattr(runs[stage[g]], per_stage)[g - plan.base[stage[g]]] = x

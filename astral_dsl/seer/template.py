@@ -30,12 +30,24 @@ class Template:
 
     def __init__(self, ops: List[Op], host_s: float = 0.0):
         free: Dict[str, float] = {}
-        for op in ops:
-            t = max([ops[d].end for d in op.deps] + [free.get(op.stream, 0.0)])
-            op.start, op.end = t, t + op.dur
-            free[op.stream] = op.end
+        ends = [o.end for o in ops]   # a dependency on a later op reads its end before it runs
+        for k, op in enumerate(ops):      # t = max(its deps' ends, its stream's free time)
+            deps, stream = op.deps, op.stream
+            if deps:
+                t = ends[deps[0]]
+                for d in deps[1:]:
+                    if ends[d] > t:
+                        t = ends[d]
+                f = free.get(stream, 0.0)
+                if f > t:
+                    t = f
+            else:
+                t = free.get(stream, 0.0)
+            op.start = t
+            op.end = ends[k] = free[stream] = t + op.dur
         self.ops = ops
-        device = max((o.end for o in ops), default=0.0)
+        self._layer_ends: Optional[Dict[int, float]] = None
+        device = max(ends, default=0.0)
         self.host = max(0.0, host_s - device)
         self.duration = device + self.host
         self.flops = sum(o.flops for o in ops)
@@ -75,12 +87,15 @@ class Template:
         return 0.0
 
     def layer_ends(self) -> Dict[int, float]:
-        """Layer (counted from the chunk's first) -> when its last operator ends."""
-        out: Dict[int, float] = {}
-        for o in self.ops:
-            if o.layer >= 0:
-                out[o.layer] = max(out.get(o.layer, 0.0), o.end)
-        return out
+        """Layer (counted from the chunk's first) -> when its last operator ends (computed once:
+        the schedule reads it for every stage the template serves)."""
+        out = self._layer_ends
+        if out is None:
+            out = self._layer_ends = {}
+            for o in self.ops:
+                if o.layer >= 0:
+                    out[o.layer] = max(out.get(o.layer, 0.0), o.end)
+        return dict(out)
 
 
 class Builder:
@@ -100,6 +115,45 @@ class Builder:
         """The next chained op also waits for `ops` (side ops; None is skipped)."""
         self.gates = tuple(o for o in ops if o is not None)
 
+    def _state(self) -> tuple:
+        return self.tail, tuple(self.pending), self.gates
+
+    def each(self, layers, body, key=None) -> None:
+        """body(L) for each layer L of `layers` (it adds the layer's ops). Layers of one shape
+        (`key(L)`) get the same ops, shifted: where the two layers before L had its shape and
+        came out so (their ops, and the builder's state after them, shifted by their count; the
+        ops' layers by the step between them), L's ops are copies of the last layer's, shifted
+        again: what building them gives, without building. key None: every layer is built."""
+        ops = self.ops
+        last = None          # (shape, layer, first op, op count, state after) of the last layer
+        alike = False        # the last layer's ops and state are the one's before it, shifted
+        for L in layers:
+            k = key(L) if key is not None else None
+            if alike and k == last[0] and L - last[1] == step:
+                _, _, first, count, (tail, pending, gates) = last
+                at = len(ops)
+                for op in ops[first:first + count]:
+                    ops.append(Op(op.name, op.cat, op.stream, op.dur, op.flops, op.nbytes,
+                                  op.group, op.layer + step, tuple(d + count for d in op.deps),
+                                  op.shape, op.kernels))
+                self.tail = tail + count
+                self.pending = [x + count for x in pending]
+                self.gates = tuple(x + count for x in gates)
+                self.fp8_gemms += grew
+                last = (k, L, at, count, self._state())
+                continue
+            first, fp8 = len(ops), self.fp8_gemms      # fp8 GEMMs a layer adds: alike
+            body(L)
+            state = self._state()
+            count = len(ops) - first
+            alike = False
+            if k is not None and last is not None and last[0] == k and last[2] + count == first \
+                    and last[3] == count:
+                step, grew = L - last[1], self.fp8_gemms - fp8
+                alike = _shifted(ops, last[2], count, step) and _state_shifted(last[4], state,
+                                                                               count)
+            last = (k, L, first, count, state)
+
     def add(self, op: Op, chain: bool = True, join: bool = True, extra=()) -> int:
         deps = ([self.tail] if self.tail is not None else []) + list(extra)
         if chain and self.gates:
@@ -116,3 +170,23 @@ class Builder:
         else:
             self.pending.append(idx)
         return idx
+
+
+def _shifted(ops: List[Op], first: int, count: int, step: int) -> bool:
+    """Whether ops[first + count:first + 2 count] are ops[first:first + count] shifted by count
+    (their dependencies) and step (their layers)."""
+    for a, c in zip(ops[first:first + count], ops[first + count:first + 2 * count]):
+        if (a.name != c.name or a.cat != c.cat or a.stream != c.stream or a.dur != c.dur
+                or a.flops != c.flops or a.nbytes != c.nbytes or a.group != c.group
+                or a.shape != c.shape or a.kernels != c.kernels or c.layer != a.layer + step
+                or c.deps != tuple(d + count for d in a.deps)):
+            return False
+    return True
+
+
+def _state_shifted(before: tuple, after: tuple, count: int) -> bool:
+    """Whether a Builder's state `after` is `before` shifted by count ops (Builder._state)."""
+    tail, pending, gates = before
+    return (tail is not None and after[0] == tail + count
+            and after[1] == tuple(x + count for x in pending)
+            and after[2] == tuple(x + count for x in gates))
