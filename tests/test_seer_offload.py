@@ -11,6 +11,7 @@ import pytest
 
 import astral_dsl
 
+from astral_dsl.explore.engines import LocalEngine
 from astral_dsl.seer import rule
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
@@ -209,14 +210,14 @@ def test_search_keeps_a_declared_offload_and_rejects_stages_with_it(tmp_path):
     path = tmp_path / "nvl.astral"
     path.write_text(NVL72_JOB.replace("recompute = auto", "recompute = none, offload_layers = 40"),
                     encoding="utf-8")
-    result = search.run(str(path), top=3)
+    result = search.run(str(path), top=3, engine=LocalEngine(1))
     rejected = {r["code"]: r["count"] for r in result.counts.to_json()["rejected"]}
     assert rejected.get("E768", 0) > 0
     assert result.rows and all(r["config"].pp == 1 for r in result.rows)
     assert all(r["offload_layers"] == 40 for r in result.rows)
     plain = tmp_path / "plain.astral"
     plain.write_text(NVL72_JOB, encoding="utf-8")     # no count: nothing rejected for it
-    none = search.run(str(plain), top=3)
+    none = search.run(str(plain), top=3, engine=LocalEngine(1))
     assert "E768" not in {r["code"] for r in none.counts.to_json()["rejected"]}
 
 
@@ -236,7 +237,7 @@ def test_search_offloads_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
         .replace("global_batch = 128", "global_batch = 16")
     path = tmp_path / "nvl8.astral"
     path.write_text(small, encoding="utf-8")
-    result = search.run(str(path), top=3)
+    result = search.run(str(path), top=3, engine=LocalEngine(1))
     assert result.rows and all(r["offload_layers"] > 0 for r in result.rows)
     state = State(astral_dsl.load(str(path)), Setup((), None))
     for row in result.rows:
@@ -253,6 +254,6 @@ def test_search_offloads_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
         assert 0 < bound <= fc.iteration_time
     path.write_text(small.replace("recompute = auto", "recompute = auto, offload_layers = 0"),
                     encoding="utf-8")
-    kept = search.run(str(path), top=3)
+    kept = search.run(str(path), top=3, engine=LocalEngine(1))
     assert kept.rows and all(r["offload_layers"] == 0 for r in kept.rows)
     assert [r["config"] for r in kept.rows] != [r["config"] for r in result.rows]
