@@ -75,8 +75,8 @@ _register(make_kind("host", "a server", dict(
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     nvlink_domain=enum("host", "rack", doc="the GPUs one NVLink domain joins: the host's own, or "
                        "every GPU of its rack (NVLink switch trays: GB200 NVL72)"),
-    memory=q("information", "system memory (DDR, LPDDR) its GPUs offload activations to", limit=8e15,
-             why="1 PB of memory in one server"),
+    memory=q("information", "system memory (DDR, LPDDR) its GPUs offload activations to",
+             limit=8e15, why="1 PB of memory in one server"),
     idle_power=q("power", "not used by any analysis (an error, E630)"), name=NAME), level=1,
     open_members=True))
 _register(make_kind("rack", "a rack of hosts", dict(

@@ -112,8 +112,9 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     healthy = None
     if applied:
         plain = _fabric_for(fabric_counts(design, cache), pairs)
-        healthy = attrs.evolve(net, worst=(), tiers=tuple(_tiers(design, plain, host, hosts, cache))
-                          if plain else ())
+        healthy = attrs.evolve(net, worst=(),
+                               tiers=tuple(_tiers(design, plain, host, hosts, cache))
+                               if plain else ())
     return Cluster(gpu_spec(gpu, host), net, gpus, hosts, name, healthy)
 
 

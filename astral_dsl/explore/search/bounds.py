@@ -66,7 +66,7 @@ class Profile:
     def __init__(self, job: JobSpec, costs, net, group: str, layout, measure: str):
         L = job.model.layers
         variant = job.with_(parallel=attrs.evolve(job.parallel, pp=L, v=1, stages=None,
-                                             schedule="1f1b"))
+                                                  schedule="1f1b"))
         low = Lowering(variant, costs, net)
         self.valid = low.groups[group] == layout
         self.prefix = {}

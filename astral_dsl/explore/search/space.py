@@ -76,8 +76,8 @@ class Config:
         """The JobSpec Seer forecasts for this configuration."""
         o = self.options(space)
         par = attrs.evolve(space.base.parallel, tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp,
-                      ep=self.ep, v=self.v, schedule=o["schedule"], zero=self.zero,
-                      stages=self.stages)
+                           ep=self.ep, v=self.v, schedule=o["schedule"], zero=self.zero,
+                           stages=self.stages)
         # offloading as declared (a count), else none here: where a configuration does not
         # fit without it, the search offloads the fewest layers that fit (work.fitting)
         return space.base.with_(parallel=par, micro=self.micro, recompute=self.recompute,
