@@ -26,7 +26,7 @@ PER_LAYER = S * H * (10 + 24 / T + 5 * A * S / (H * T))       # bytes, Table 2
 NET = Network(8, 450e9, (50e9,) * 8, (Tier("leaf", 32, True, 1.0),))
 
 
-def gpu(host_bw: float, memory: float = 80e9, host_memory: float = 0.0) -> GpuSpec:
+def gpu(host_bw: float, memory: float = 80e9, host_memory=None) -> GpuSpec:
     return GpuSpec("G", (("bf16", 989e12),), memory, 3350e9, 450e9, sms=132, arch="hopper",
                    host_bw=host_bw, host_memory=host_memory)
 
@@ -161,6 +161,7 @@ def test_the_rule_does_not_offload_more_than_the_host_holds():
     assert need > 0
     assert rule.offloading(c, gpu(225e9, SMALL_GB, host_memory=need), costs, NET).job == found.job
     assert rule.offloading(c, gpu(225e9, SMALL_GB, host_memory=0.99 * need), costs, NET) is None
+    assert rule.offloading(c, gpu(225e9, SMALL_GB, host_memory=0.0), costs, NET) is None
 
 
 NVL72_JOB = """

@@ -54,7 +54,7 @@ def gpu_spec(gpu, host=None) -> GpuSpec:
                    _q(gpu, "flops_power") or power, int(_q(gpu, "sms")),
                    getattr(arch, "name", arch) or "", _q(gpu, "host_bandwidth") / BITS,
                    _q(host, "memory") / BITS / max(1, count_of(host, ("gpu",), {}))
-                   if host is not None else 0.0)
+                   if host is not None and host.field("memory") is not None else None)
 
 
 def placement_of(design, job) -> Tuple[list, str]:

@@ -102,8 +102,8 @@ class GpuSpec:
     arch: str = ""                           # ampere | hopper | blackwell | other
     host_bw: float = 0.0                     # bytes/s to host memory, each direction (0: not
     #                                          declared; activation offloading needs it)
-    host_memory: float = 0.0                 # bytes of host memory per GPU: the host's `memory`
-    #                                          over its GPUs (0: not declared)
+    host_memory: Optional[float] = None      # bytes of host memory per GPU: the host's `memory`
+    #                                          over its GPUs (None: not declared)
 
     def peak(self, dtype: str) -> float:
         table = dict(self.flops)

@@ -109,7 +109,7 @@ def offloading(cand: Candidate, gpu, costs, net) -> Optional[Candidate]:
             hi = mid
         else:
             lo = mid + 1
-    if gpu.host_memory and tried[lo].memory.offloaded > gpu.host_memory:
+    if gpu.host_memory is not None and tried[lo].memory.offloaded > gpu.host_memory:
         return None          # the fewest layers that fit already fill the host's memory
     return tried[lo]
 

@@ -543,7 +543,7 @@ def _host_memory(job, est, gpu) -> List[Diagnostic]:
         return []
     span = job.span_of("offload_layers") if job.field("offload_layers") is not None else job.span
     moved = f"{est.offloaded / GB:.1f} GB of activations per GPU"
-    if not gpu.host_memory:
+    if gpu.host_memory is None:
         return [_warn("W754", f"job `{job.template}` offloads {moved} to host memory, which its "
                               f"host does not declare: not checked", span,
                       "declare the host's `memory` (e.g. `memory = 2 TB`: DGX H100)")]
