@@ -222,6 +222,14 @@ def test_search_keeps_a_declared_offload_and_rejects_stages_with_it(tmp_path):
     assert "E768" not in {r["code"] for r in none.counts.to_json()["rejected"]}
 
 
+TRAY_WITHOUT_MEMORY = """import stdlib.hardware { GB200, Grace, CX7_400G }
+host Tray {
+  gpus = 4 x GB200, cpus = 2 x Grace, nics = 4 x CX7_400G, power = 5.65 kW, units = 1 U
+  nvlink_bandwidth = 900 GB/s, nvlink_domain = rack
+}
+rack NVL72 { hosts = 18 x Tray }"""
+
+
 def test_search_offloads_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
     """Llama 3 70B on 8 GB200s: no one-stage layout fits without recomputing or offloading;
     the search offloads the fewest layers that make each fit (the rule's own choice), forecasts
@@ -231,6 +239,7 @@ def test_search_offloads_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
     from astral_dsl import seer
     from astral_dsl.explore import search
     from astral_dsl.explore.search.bounds import screen_bound
+    from astral_dsl.outputs.search import summary
     from astral_dsl.explore.search.work import Setup, State
     from astral_dsl.seer.memory import estimate
 
@@ -240,6 +249,10 @@ def test_search_offloads_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
     path.write_text(small, encoding="utf-8")
     result = search.run(str(path), top=3, engine=LocalEngine(1))
     assert result.rows and all(r["offload_layers"] > 0 for r in result.rows)
+    # within the GB200 tray's 960 GB for its 4 GPUs
+    assert result.host_memory_gb == 240.0
+    assert all(0 < r["offloaded_gb"] <= 240.0 for r in result.rows)
+    assert not any("W754" in line for line in summary(result))
     state = State(astral_dsl.load(str(path)), Setup((), None))
     for row in result.rows:
         c, k = row["config"], row["offload_layers"]
@@ -253,6 +266,13 @@ def test_search_offloads_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
         bound = screen_bound(c.spec(state.space), state.profile(c, low.groups["tp"]), tail,
                              state.hop(c), dp=state.dp_profile(c, low.groups["dp"]))
         assert 0 < bound <= fc.iteration_time
+    # a tray that declares no memory: the search offloads past 240 GB and says it is unchecked
+    bare = small.replace("import stdlib.hardware { NVL72 }", TRAY_WITHOUT_MEMORY)
+    path.write_text(bare, encoding="utf-8")
+    unchecked = search.run(str(path), top=3, engine=LocalEngine(1))
+    assert unchecked.host_memory_gb is None
+    assert max(r["offloaded_gb"] for r in unchecked.rows) > 240.0
+    assert any("not checked (W754)" in line for line in summary(unchecked))
     path.write_text(small.replace("recompute = auto", "recompute = auto, offload_layers = 0"),
                     encoding="utf-8")
     kept = search.run(str(path), top=3, engine=LocalEngine(1))

@@ -14,7 +14,7 @@ from astral_dsl.seer.envelope import band_text
 LAYOUT = ("gpus", "tp", "pp", "dp", "cp", "ep", "virtual_stages", "micro_batch", "recompute",
           "zero", "offload_layers")
 FIGURES = ("iteration_time_s", "tokens_per_s", "mfu", "hfu", "memory_gb",
-           "memory_uncertainty_gb", "memory_stage", "cost_per_token_usd")
+           "memory_uncertainty_gb", "memory_stage", "offloaded_gb", "cost_per_token_usd")
 SHORT = {"compute": "compute", "tp_comm": "TP", "cp_comm": "CP", "ep_comm": "EP",
          "pp_comm": "PP", "dp_comm": "DP", "offload": "offload", "host": "host",
          "bubble": "bubble", "optimizer": "optimizer"}
@@ -140,6 +140,10 @@ def _trust(result) -> List[str]:
             out.append(f"  calibration: {regime} is OUTSIDE the calibrated envelope ("
                        + "; ".join(outside) + f"): the band {band_text(band)} is a default, "
                        "not a measurement (W753)")
+    offloaded = max((r.get("offloaded_gb", 0.0) for r in rows), default=0.0)
+    if offloaded and result.host_memory_gb is None:
+        out.append(f"  offloading: the ranked rows offload up to {offloaded:.1f} GB of activations "
+                   "per GPU to host memory, which the host does not declare: not checked (W754)")
     risky = [r for r in rows if r.get("may_not_fit")]
     if risky:
         cap = f" of {result.gpu_memory_gb:.0f} GB" if result.gpu_memory_gb else ""

@@ -67,6 +67,7 @@ class SearchResult:
     life_s: float = LIFE_S
     life_default: bool = True         # the life is LIFE_S, not the user's
     top: int = 10
+    host_memory_gb: Optional[float] = None    # per GPU (None: the host declares none)
 
 
 def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", top: int = 10,
@@ -123,7 +124,8 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
         state.cluster.gpu.name,
         state.cluster.gpu.memory / 1e9 if state.cluster.gpu.memory else None,
         state.cluster.placement, state.cluster.gpus, eng.description, life_s,
-        life_s == LIFE_S, top)
+        life_s == LIFE_S, top,
+        None if state.cluster.gpu.host_memory is None else state.cluster.gpu.host_memory / 1e9)
 
 
 @records.frozen

@@ -218,5 +218,6 @@ def forecast_row(fc) -> Dict[str, Any]:
             "memory_uncertainty_gb": fc.memory.uncertainty / 1e9,
             "memory_stage": fc.memory.stage, "breakdown_stage": fc.stage,
             "offload_layers": fc.job.offload_layers or 0,
+            "offloaded_gb": fc.memory.offloaded / 1e9,
             "breakdown_s": {k: fc.breakdown.get(k, 0.0) for k, _ in BREAKDOWN_LABELS},
             "calibration": fc.envelope().as_json()}
