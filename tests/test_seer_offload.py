@@ -140,12 +140,11 @@ def test_offloading_is_a_candidate_only_where_it_can_run():
     low = Lowering(cand, costs, NET)
     c = rule.Candidate(cand, low, estimate(cand, low.stage_params), 0.0)
     assert c.memory.total > g.memory
-    found = rule.offloading(c, g, costs, NET)
+    found = rule.offloading(c.job, g, costs, NET)
     assert found is not None and 0 < found.job.offload_layers < SMALL.layers
     assert found.memory.total <= g.memory
-    assert rule.offloading(c, gpu(0.0, memory=SMALL_GB), costs, NET) is None
-    torch = replace(c, job=cand.with_(framework="torchtitan"))
-    assert rule.offloading(torch, g, costs, NET) is None
+    assert rule.offloading(c.job, gpu(0.0, memory=SMALL_GB), costs, NET) is None
+    assert rule.offloading(cand.with_(framework="torchtitan"), g, costs, NET) is None
 
 
 def test_the_rule_does_not_offload_more_than_the_host_holds():
@@ -154,14 +153,13 @@ def test_the_rule_does_not_offload_more_than_the_host_holds():
     cand = small(0)
     g = gpu(225e9, memory=SMALL_GB)
     costs = Costs.of(cand, g)
-    low = Lowering(cand, costs, NET)
-    c = rule.Candidate(cand, low, estimate(cand, low.stage_params), 0.0)
-    found = rule.offloading(c, g, costs, NET)          # the host declares no memory
+    found = rule.offloading(cand, g, costs, NET)          # the host declares no memory
     need = found.memory.offloaded
     assert need > 0
-    assert rule.offloading(c, gpu(225e9, SMALL_GB, host_memory=need), costs, NET).job == found.job
-    assert rule.offloading(c, gpu(225e9, SMALL_GB, host_memory=0.99 * need), costs, NET) is None
-    assert rule.offloading(c, gpu(225e9, SMALL_GB, host_memory=0.0), costs, NET) is None
+    assert rule.offloading(cand, gpu(225e9, SMALL_GB, host_memory=need), costs, NET).job \
+        == found.job
+    for less in (0.99 * need, 0.0):
+        assert rule.offloading(cand, gpu(225e9, SMALL_GB, host_memory=less), costs, NET) is None
 
 
 NVL72_JOB = """

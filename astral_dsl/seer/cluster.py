@@ -43,18 +43,21 @@ def _q(inst, name, default=0.0) -> float:
     return v.si if isinstance(v, Quantity) else default
 
 
-def gpu_spec(gpu, host=None) -> GpuSpec:
+def gpu_spec(gpu, host=None, cache: Optional[dict] = None) -> GpuSpec:
     flops = tuple((dt, _q(gpu, f"flops_{dt}")) for dt in ("bf16", "fp16", "fp8", "fp4", "fp32")
                   if _q(gpu, f"flops_{dt}") > 0)
     nv = _q(gpu, "nvlink_bandwidth") or _q(host, "nvlink_bandwidth")
     power = _q(gpu, "power")
     arch = gpu.field("architecture")
+    host_memory = None                     # per GPU: the host's memory over its GPUs
+    if host is not None and host.field("memory") is not None:
+        per_host = count_of(host, ("gpu",), {} if cache is None else cache)
+        host_memory = _q(host, "memory") / BITS / max(1, per_host)
     return GpuSpec(gpu.template, flops, _q(gpu, "memory") / BITS,
                    _q(gpu, "memory_bandwidth") / BITS, nv / BITS, power,
                    _q(gpu, "flops_power") or power, int(_q(gpu, "sms")),
                    getattr(arch, "name", arch) or "", _q(gpu, "host_bandwidth") / BITS,
-                   _q(host, "memory") / BITS / max(1, count_of(host, ("gpu",), {}))
-                   if host is not None and host.field("memory") is not None else None)
+                   host_memory)
 
 
 def placement_of(design, job) -> Tuple[list, str]:
@@ -107,15 +110,15 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     for _, nic in nics:
         p = nic.field("protocol")
         protocol = getattr(p, "name", protocol)
-    net = Network(per_host, gpu_spec(gpu, host).nvlink_bw, tuple(rail_bw), tuple(tiers), protocol,
-                  (), worst)
+    spec = gpu_spec(gpu, host, cache)
+    net = Network(per_host, spec.nvlink_bw, tuple(rail_bw), tuple(tiers), protocol, (), worst)
     healthy = None
     if applied:
         plain = _fabric_for(fabric_counts(design, cache), pairs)
         healthy = attrs.evolve(net, worst=(),
                                tiers=tuple(_tiers(design, plain, host, hosts, cache))
                                if plain else ())
-    return Cluster(gpu_spec(gpu, host), net, gpus, hosts, name, healthy)
+    return Cluster(spec, net, gpus, hosts, name, healthy)
 
 
 def _domain_hosts(host, pairs, cache) -> int:

@@ -83,13 +83,12 @@ def candidates(job: JobSpec) -> List[JobSpec]:
     return out
 
 
-def offloading(cand: Candidate, gpu, costs, net) -> Optional[Candidate]:
-    """`cand` with the fewest offloaded layers that make it fit in the GPU's memory, or None
+def offloading(job: JobSpec, gpu, costs, net) -> Optional[Candidate]:
+    """`job` with the fewest offloaded layers that make it fit in the GPU's memory, or None
     where offloading cannot run or does not make it fit: Megatron-LM's offloading needs one
     pipeline stage and leaves the last layer on the GPU (megatron/core/transformer/
     transformer_config.py); the GPU must declare its host link (memory.py, lower.py), and what
     it offloads must fit in the host's memory when the host declares it."""
-    job = cand.job
     if offload_obstacle(job, gpu.host_bw) is not None:
         return None
     tried: Dict[int, Candidate] = {}
@@ -140,7 +139,7 @@ def choose(job: JobSpec, gpu, net, costs, simulate: Callable[[Candidate], object
         return simulate(cands[0])
     cap = gpu.memory or float("inf")
     if job.offload_layers is None and gpu.memory:
-        more = (offloading(c, gpu, costs, net) for c in cands if c.memory.total > cap)
+        more = (offloading(c.job, gpu, costs, net) for c in cands if c.memory.total > cap)
         cands += [c for c in more if c is not None]
     pool = [c for c in cands if c.memory.total <= cap]
     if not pool:

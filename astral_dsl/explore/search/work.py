@@ -156,8 +156,7 @@ def fitting(state: State, config: Config, low) -> Tuple[bool, float, Any]:
     if not cap or est.total <= cap:
         return True, est.total, spec
     if not state.space.offload_declared:
-        found = rule.offloading(rule.Candidate(spec, low, est, 0.0), state.cluster.gpu,
-                                state.costs, state.cluster.net)
+        found = rule.offloading(spec, state.cluster.gpu, state.costs, state.cluster.net)
         if found is not None:
             return True, found.memory.total, found.job
     return False, est.total, spec
