@@ -80,7 +80,7 @@ OPTION_CASES = {
     "torch_compile": "torch_compile_not_bool", "ep_overlap": "ep_overlap_not_bool",
     "fp8_recipe": "fp8_recipe_unknown", "framework": "framework_unknown",
     "moe_dispatcher": "moe_dispatcher_unknown", "layout": "layout_mismatch",
-    "offload_layers": "offload_layers_negative",
+    "offload_layers": "offload_layers_negative", "recompute_layers": "recompute_layers_zero",
 }
 
 

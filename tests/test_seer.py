@@ -384,6 +384,18 @@ def test_cli_forecast_json_and_trace(tmp_path):
     assert json.loads(trace.read_text())["traceEvents"]
 
 
+def test_cli_forecast_json_of_a_job_the_rule_completes():
+    """The reference job leaves its virtual stages to Seer's rule: the JSON says what the rule
+    chose (`chosen_by_rule`) beside what sizing chose (`chosen`, as in every command's JSON);
+    the two once collided (an internal error, E000)."""
+    proc = _cli("forecast", "examples/astral.astral", "--format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["chosen_by_rule"] == {"virtual_stages": doc["parallelism"]["virtual_stages"]}
+    assert doc["chosen"] == []
+    assert "W753" in [d["code"] for d in doc["diagnostics"]]
+
+
 def test_cli_forecast_table_and_errors():
     proc = _cli("forecast", "examples/single_pod.astral", "--color", "never")
     assert proc.returncode == 0 and "iteration time" in proc.stdout and "MFU" in proc.stdout

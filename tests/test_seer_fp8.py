@@ -98,9 +98,77 @@ def test_current_scaling_reads_the_tensor_once_more_and_fuses_nothing():
     j = JobSpec("j", LLAMA_8B, ParallelSpec(tp=2, dp=4, sp=True, zero=1), 64, 1, 8192,
                 "selective", "fp8", fp8_recipe="current")
     _, f = ops(j, "F")
-    assert f["qkv quantise"].nbytes == 6 * 8192 * 4096        # QKV input: 8,192 x 4,096
+    # QKV's input is the norm's output, the rank's sequence-parallel shard (8,192 / 2 tokens x
+    # 4,096), cast before it is gathered; the out-projection's is its own 8,192 x 4,096 / 2
+    assert f["qkv quantise"].nbytes == 6 * 4096 * 4096
     assert f["out proj quantise"].nbytes == 6 * 8192 * 2048
     assert "fp8 amax all-reduce" not in f
+
+
+@pytest.mark.parametrize("overlap", ["none", "full"])
+def test_tp_gathers_move_the_quantised_shard_after_its_cast(overlap):
+    """Transformer Engine casts a rank's sequence-parallel shard and all-gathers the quantised
+    data (module/layernorm_linear.py forward: `gather_along_first_dim(ln_out, tp_group,
+    quantizer=input_quantizer)`; module/linear.py backward: the output gradient likewise): the
+    gathers of a quantised job move 1 byte per element (MXFP8 1 + 1/32 with its scales), after
+    the cast, blocking or split with the GEMM (`tp_overlap = full`)."""
+    tokens, h = 8192, 4096
+    for dtype, size in (("fp8", 1.0), ("mxfp8", 1 + 1 / 32), ("bf16", 2.0)):
+        j = JobSpec("j", LLAMA_8B, ParallelSpec(tp=2, dp=4, sp=True, zero=1), 64, 1, 8192,
+                    "selective", dtype, fp8_recipe="current", tp_overlap=overlap)
+        for phase, names in (("F", ("attn all-gather", "mlp all-gather")),
+                             ("B", ("attn grad all-gather", "mlp grad all-gather",
+                                    "qkv input all-gather", "fc1 input all-gather"))):
+            low = Lowering(j, Costs.of(j, H100), NET)
+            t = low.template(0, 0, phase).ops
+            at = {o.name: i for i, o in enumerate(t)}
+            for name in names:
+                assert t[at[name]].nbytes == size * tokens * h
+            if dtype == "bf16":
+                continue
+            if phase == "F":       # each gather waits for its cast, the GEMM for the gather
+                for gather, cast, gemm in (("attn all-gather", "qkv quantise", "qkv"),
+                                           ("mlp all-gather", "fc1 quantise", "fc1")):
+                    g, c, m = t[at[gather]], t[at[cast]], t[at[gemm]]
+                    assert at[cast] < at[gather] < at[gemm] and g.start >= c.end
+                    if overlap == "full":
+                        assert g.deps == m.deps
+                    else:
+                        assert m.start >= g.end
+            else:                  # the row-parallel layers' output gradients: the shard's cast
+                cast = CAST_BYTES[dtype if dtype in CAST_BYTES else "current"][1]
+                assert t[at["fc2 grad quantise"]].nbytes == pytest.approx(
+                    cast * (tokens / 2) * h)
+                assert t[at["fc2 grad quantise"]].end <= t[at["mlp grad all-gather"]].start
+                assert t[at["qkv grad quantise"]].nbytes == pytest.approx(
+                    cast * tokens * 3072)      # column-parallel: its own gradient
+
+
+def test_torchao_rowwise_gathers_bf16_and_casts_the_gathered_input():
+    """torchtitan's float8 TP (Float8ColwiseParallel, an fp8 all-gather) is for tensorwise
+    scaling only (`enable_float8_tensorwise_tp`): with rowwise scales the TP all-gathers move
+    bf16 and the cast is of the gathered 8,192 x 4,096 input (6 bytes per element)."""
+    j = JobSpec("j", LLAMA_8B, ParallelSpec(tp=2, dp=4, sp=True, zero=1), 64, 1, 8192,
+                "selective", "fp8", fp8_recipe="rowwise", framework="torchtitan")
+    _, f = ops(j, "F")
+    assert f["attn all-gather"].nbytes == 2 * 8192 * 4096
+    assert f["qkv quantise"].nbytes == 6 * 8192 * 4096
+    _, b = ops(j, "B")
+    assert b["mlp grad all-gather"].nbytes == 2 * 8192 * 4096
+    assert b["fc2 grad quantise"].nbytes == 6 * 8192 * 4096
+
+
+def test_every_operator_follows_what_it_waits_for():
+    """A template is built in order: every dependency is an earlier operator (its end is known
+    when the operator is placed), also where a TP collective is split with a GEMM."""
+    for dtype in ("bf16", "fp8", "mxfp8"):
+        for overlap in ("none", "backward", "full"):
+            j = JobSpec("j", LLAMA_8B, ParallelSpec(tp=2, dp=4, sp=True, zero=1), 64, 1, 8192,
+                        "selective", dtype, fp8_recipe="current", tp_overlap=overlap)
+            low = Lowering(j, Costs.of(j, H100), NET)
+            for phase in "FB":
+                for i, op in enumerate(low.template(0, 0, phase).ops):
+                    assert all(d < i for d in op.deps), (dtype, overlap, phase, op.name)
 
 
 def test_fp8_memory_keeps_bf16_weights_adds_fp8_copies_and_saves_fp8_inputs():

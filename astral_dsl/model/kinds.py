@@ -226,6 +226,12 @@ _register(make_kind("job", "an LLM training job", dict(
                        "activation functions (modules: Megatron-Core's --recompute-modules "
                        "layernorm moe_act mlp-act, PyTorch's operator-level checkpointing), "
                        "whole layers (full); `auto`: the least that fits (Seer's rule)"),
+    recompute_layers=q("count", low=1, limit=MAX_LAYERS, why=_LAYERS,
+                     doc="with `recompute = full`: the layers of each model chunk "
+                         "recomputed whole, its first N (Megatron-LM's --recompute-method "
+                         "block --recompute-num-layers); the others keep their "
+                         "activations. Without it every layer; with `recompute = auto` "
+                         "Seer's rule may choose a count"),
     offload_layers=q("count", limit=MAX_LAYERS, why=_LAYERS,
                      doc="layers whose activations are offloaded to host memory between "
                          "their forward and backward (Megatron-Core's "

@@ -13,7 +13,7 @@ from astral_dsl.seer.costs import Costs, OperatorTable
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import MemoryEstimate, offload_obstacle
 from astral_dsl.seer.schedule import StageRun, simulate
-from astral_dsl.seer.spec import JobSpec
+from astral_dsl.seer.spec import JobSpec, full_recompute
 
 
 @records.define
@@ -107,9 +107,10 @@ def model_flops(job: JobSpec) -> float:
 def hardware_flops(job: JobSpec) -> float:
     """Model FLOPs plus the recomputed forward FLOPs."""
     extra = 0.0
+    whole = frozenset(full_recompute(job))
     for L in range(job.model.layers):
         lin, attn = layer_flops_per_token(job, L)
-        if job.recompute == "full":
+        if L in whole:
             extra += lin + attn
         elif job.recompute == "selective" and job.attention == "unfused":
             extra += attn
@@ -132,6 +133,8 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
         chosen.append(("virtual_stages", best.job.parallel.v))
     if job.recompute == "auto":
         chosen.append(("recompute", best.job.recompute))
+        if best.job.recompute_layers is not None:
+            chosen.append(("recompute_layers", best.job.recompute_layers))
     if job.offload_layers is None and offload_obstacle(job, gpu.host_bw) is None:
         chosen.append(("offload_layers", best.job.offload_layers))
     best.chosen = tuple(chosen)

@@ -18,6 +18,9 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
   `none` is the 2021 code, where it follows the layer's backward on the critical path).
 - `offload_layers = 0` (Megatron-Core's --cpu-offloading is opt-in); with `recompute = auto` and
   no count, the rule's.
+- `recompute_layers`: with `recompute = full`, every layer (Megatron-LM's uniform method over
+  all layers); with `recompute = auto`, the rule's (it may recompute the first N layers of each
+  chunk, the block method, where recomputing nothing does not fit).
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
   `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
 - `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
@@ -41,7 +44,7 @@ OPTIONS: Dict[str, str] = {
     "recompute": "", "dtype": "", "attention": "", "grad_dtype": "", "overlap_grad_reduce": "",
     "overlap_param_gather": "", "tp_overlap": "", "fp8_recipe": "", "framework": "",
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "torch_compile": "",
-    "offload_layers": "",
+    "offload_layers": "", "recompute_layers": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "sp": "parallel", "order": "parallel", "schedule": "parallel", "virtual_stages": "parallel",
     "stages": "parallel", "layout": "parallel", "zero": "parallel", "fsdp": "parallel",
@@ -193,6 +196,7 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         name=job.template, model=model, parallel=parallel,
         global_batch=_int(f.get("global_batch")) or dp * (micro or 1), micro=micro,
         seq=_int(f.get("seq")) or model.seq, recompute=recompute, offload_layers=offload,
+        recompute_layers=_int(f.get("recompute_layers")),
         dtype=f.get("dtype") or "bf16", gpus=gpus, attention=f.get("attention") or "flash",
         grad_dtype=f.get("grad_dtype"),
         overlap_grad_reduce=f.get("overlap_grad_reduce") is True,

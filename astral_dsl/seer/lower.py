@@ -11,8 +11,10 @@ TP stream while the weight gradient is computed; with sequence parallelism the i
 for the weight gradient overlaps the data gradient; with `tp_overlap = full` (Megatron-LM's
 --tp-comm-overlap, PyTorch's async TP) every TP collective is split with the GEMM beside it and
 overlaps it. With a quantised dtype (fp8, MXFP8, NVFP4) the linear layers' GEMMs run quantised
-after their casts (CAST_BYTES per recipe), and with delayed scaling each chunk's forward ends
-with the amax all-reduce (docs/seer.md, "Low precision"). Multi-head latent attention
+after their casts (CAST_BYTES per recipe), the sequence-parallel all-gathers move the quantised
+shards, and with delayed scaling each chunk's forward ends with the amax all-reduce
+(docs/seer.md, "Low precision"). With `recompute_layers` only each chunk's first layers are
+recomputed. Multi-head latent attention
 (DeepSeek-V3) projects queries and keys through their latent ranks; sliding-window layers attend
 to their window. Without CUDA graphs a dropless MoE layer synchronises with the host once per
 pass to size its expert GEMMs (moe_sync_s, fitted), and every block takes at least the host's time
@@ -107,6 +109,11 @@ class Lowering(ParamsMixin):
         self.head_dim = m.head_dim
         self.chunks = chunk_layers(job)
         self.cast = CAST_BYTES[job.dtype if job.dtype in CAST_BYTES else job.fp8_recipe]
+        # a quantised job's TP all-gathers move quantised data (_tp_gather), except with
+        # torchao's rowwise fp8: torchtitan's float8 TP (Float8ColwiseParallel) is tensorwise
+        # only (`enable_float8_tensorwise_tp`), so rowwise gathers bf16 and casts after
+        self.ag_quantised = self.fp8 and not (job.dtype == "fp8" and job.fp8_recipe == "rowwise")
+        self.ag_bytes = job.quant_bytes if self.ag_quantised else self.elem
         cal = costs.cal
         self.host_layer_s = 0.0 if job.cuda_graphs else cal.host_layer_s
         self.moe_sync_s = 0.0 if job.cuda_graphs else cal.moe_sync_s
@@ -175,29 +182,36 @@ class Lowering(ParamsMixin):
         """The forward GEMM of a transformer layer's linear layer: quantised for a quantised
         job, after the cast of its input with the transpose its weight gradient needs
         (CAST_BYTES per element, by recipe: fused into the norm for the layers a norm feeds,
-        `norm_fed`: TE's LayerNormLinear, QKV and fc1). `gather`: the TP all-gather of its input
-        that `tp_overlap = full` splits with it."""
+        `norm_fed`: TE's LayerNormLinear, QKV and fc1, whose input is the norm's output: the
+        rank's sequence-parallel shard). `gather`: the name of the TP all-gather of its input
+        (with SP), after the cast: Transformer Engine quantises the rank's shard and gathers
+        the quantised data (module/layernorm_linear.py, `gather_along_first_dim(...,
+        quantizer=input_quantizer)`); blocking, or split with the GEMM (`tp_overlap = full`)."""
         if self.fp8:
             extra = self.cast[0 if norm_fed else 1]
             if extra:
-                self._ew(b, name + " quantise", extra * m * k * batch, layer)
+                rows = self.sp_tokens if norm_fed and self.ag_quantised else m
+                self._ew(b, name + " quantise", extra * rows * k * batch, layer)
+        op = self._tp_gather(b, gather, layer) if gather is not None else None
         b.fp8_gemms += 1 if self.fp8 else 0
         g = self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8)
-        if gather is not None:
-            self._overlap(b, gather, g)
-            b.pending.append(gather)
+        if op is not None:
+            self._overlap(b, op, g)
+            b.pending.append(op)
         return g
 
     def _tp_gather(self, b, name, layer):
-        """With SP, the TP all-gather of a layer's input: blocking, or (tp_overlap = full) a side
-        operator the next linear layer overlaps."""
+        """With SP, the TP all-gather of a layer's input (or of a row-parallel layer's output
+        gradient): blocking, or (tp_overlap = full) a side operator the GEMM beside it overlaps
+        (returned; None otherwise). A quantised job's layers gather quantised data
+        (ag_bytes)."""
         if not self.sp:
             return None
-        op = self._coll(b, name, "ag", "tp", self.tokens * self.job.model.hidden * self.elem,
+        op = self._coll(b, name, "ag", "tp", self.tokens * self.job.model.hidden * self.ag_bytes,
                         layer, chain=not self.tp_full)
         if op is None or not self.tp_full:
             return None
-        b.pending.remove(op)          # joined after the GEMM it overlaps (_linear)
+        b.pending.remove(op)          # joined after the GEMM it overlaps
         return op
 
     def _amax_reduce(self, b, gemms: int, layer: int):
@@ -365,8 +379,7 @@ class Lowering(ParamsMixin):
     def _attn_block_fwd(self, b, L, pre):
         m, tokens = self.job.model, self.tokens
         self._norm_fwd(b, pre + "input norm", L)
-        gather = self._tp_gather(b, pre + "attn all-gather", L)
-        self._qkv_fwd(b, L, pre, gather)
+        self._qkv_fwd(b, L, pre, pre + "attn all-gather")
         if not m.gpt:
             self._rope(b, L, pre)
         self._attention_fwd(b, L, pre)
@@ -381,10 +394,9 @@ class Lowering(ParamsMixin):
         if m.is_moe(L):
             self._moe_fwd(b, L, pre)
         else:
-            gather = self._tp_gather(b, pre + "mlp all-gather", L)
             F = m.ffn / self.tp
             self._linear(b, pre + "fc1", tokens, F * (m.mats - 1), h, L, norm_fed=True,
-                         gather=gather)
+                         gather=pre + "mlp all-gather")
             self._ew(b, pre + ACTIVATION_NAME[m.activation], m.mats * tokens * F * elem, L,
                      kind=m.activation)
             self._linear(b, pre + "fc2", tokens, h, F, L)
@@ -416,9 +428,8 @@ class Lowering(ParamsMixin):
         m, elem, tokens = self.job.model, self.elem, self.tokens
         d_inner, heads, groups, width, conv = self._mamba_dims()
         self._norm_fwd(b, pre + "input norm", L)
-        gather = self._tp_gather(b, pre + "mamba all-gather", L)
         self._linear(b, pre + "mamba in proj", tokens, width, m.hidden, L, norm_fed=True,
-                     gather=gather)
+                     gather=pre + "mamba all-gather")
         self._ew(b, pre + "mamba conv1d", 2 * tokens * conv * elem, L)
         flops = self._ssd_flops(False)
         nb = elem * tokens * (conv + d_inner + heads)
@@ -434,9 +445,8 @@ class Lowering(ParamsMixin):
         m, elem, tokens = self.job.model, self.elem, self.tokens
         d_inner, heads, groups, width, conv = self._mamba_dims()
         self._residual(b, "residual bwd", L)
-        gg = self._row_grad_gather(b, "mamba grad all-gather", L)
         self._linear_bwd(b, "mamba out proj", tokens, m.hidden, d_inner, L, column=False,
-                         grad_gather=gg)
+                         grad_gather="mamba grad all-gather")
         self._ew(b, "mamba gated norm bwd", 5 * tokens * d_inner * elem, L, "norm")
         flops = self._ssd_flops(True)
         nb = 2 * elem * tokens * (conv + d_inner + heads)
@@ -457,30 +467,35 @@ class Lowering(ParamsMixin):
         layer's linear layer (`layer_linear`) of a quantised job casts its output gradient with
         its transpose (the recipe's unfused cast) and runs both GEMMs quantised (Transformer
         Engine's default recipes: quantised data and weight gradients); the logits layer stays
-        in bf16. `grad_gather`: the all-gather of its output gradient that `tp_overlap = full`
-        splits with its data-gradient GEMM."""
+        in bf16. `grad_gather`: the name of the SP all-gather of a row-parallel layer's output
+        gradient, after its cast (of the rank's shard: TE quantises before it gathers,
+        module/linear.py), blocking or split with the data-gradient GEMM (`tp_overlap =
+        full`). A quantised layer's gathers move quantised data (ag_bytes)."""
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
         tp = column and self.tp > 1
         fp8 = self.fp8 and layer_linear
+        gathered = (self.ag_bytes if fp8 else elem) * tokens * h
         if fp8:
-            self._ew(b, name + " grad quantise", self.cast[1] * m_ * n, L)
+            rows = self.sp_tokens if grad_gather is not None and self.ag_quantised else m_
+            self._ew(b, name + " grad quantise", self.cast[1] * rows * n, L)
+        grad_op = self._tp_gather(b, grad_gather, L) if grad_gather is not None else None
         if tp and self.job.tp_overlap == "none":
             kind = ("rs", " grad reduce-scatter") if self.sp else ("ar", " grad all-reduce")
             if self.sp:
-                self._coll(b, name + " input all-gather", "ag", "tp", tokens * h * elem, L)
+                self._coll(b, name + " input all-gather", "ag", "tp", gathered, L)
             self._gemm(b, name + " dgrad", m_, k, n, L, fp8=fp8)
             self._gemm(b, name + " wgrad", k, n, m_, L, fp8=fp8)
             self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L)
             return
         gather = None
         if tp and self.sp:
-            gather = self._coll(b, name + " input all-gather", "ag", "tp", tokens * h * elem, L,
+            gather = self._coll(b, name + " input all-gather", "ag", "tp", gathered, L,
                                 chain=False)
             b.pending.remove(gather)
         d = self._gemm(b, name + " dgrad", m_, k, n, L, join=False, fp8=fp8)
-        if grad_gather is not None:
-            self._overlap(b, grad_gather, d)
-            b.pending.append(grad_gather)
+        if grad_op is not None:
+            self._overlap(b, grad_op, d)
+            b.pending.append(grad_op)
         red = None
         if tp:
             red = self._coll(b, name + (" grad reduce-scatter" if self.sp else " grad all-reduce"),
@@ -491,22 +506,14 @@ class Lowering(ParamsMixin):
             overlapped = sum(b.ops[i].dur for i in (gather, red) if i is not None)
             b.ops[w].dur += self.c.cal.interfere * overlapped
 
-    def _row_grad_gather(self, b, name, L):
-        """With SP, the all-gather of a row-parallel layer's output gradient before its
-        backward: blocking, or overlapped with its data-gradient GEMM (`tp_overlap = full`)."""
-        if not self.sp:
-            return None
-        op = self._coll(b, name, "ag", "tp", self.tokens * self.job.model.hidden * self.elem, L,
-                        chain=not self.tp_full)
-        if op is None or not self.tp_full:
-            return None
-        b.pending.remove(op)          # joined after the GEMM it overlaps (_linear_bwd)
-        return op
-
-    def _layer_bwd(self, b, L):
+    def _layer_bwd(self, b, L, whole: bool = True):
+        """A layer's backward, after its recomputation; `whole`: a `recompute = full` job
+        recomputes this layer (spec.full_recompute), otherwise it recomputes nothing."""
         m, elem, tokens = self.job.model, self.elem, self.tokens
         kind = m.layer_kind(L)
         rec = self.job.recompute
+        if rec == "full" and not whole:
+            rec = "none"
         mark = len(b.ops)
         if rec == "full":
             self._layer_fwd(b, L, pre="recompute ")
@@ -545,8 +552,8 @@ class Lowering(ParamsMixin):
             self._moe_bwd(b, L)
         else:
             F = m.ffn / self.tp
-            gg = self._row_grad_gather(b, "mlp grad all-gather", L)
-            self._linear_bwd(b, "fc2", tokens, h, F, L, column=False, grad_gather=gg)
+            self._linear_bwd(b, "fc2", tokens, h, F, L, column=False,
+                             grad_gather="mlp grad all-gather")
             self._ew(b, ACTIVATION_NAME[m.activation] + " bwd", (m.mats + 2) * tokens * F * elem,
                      L, kind=m.activation)
             self._linear_bwd(b, "fc1", tokens, F * (m.mats - 1), h, L, column=True)
@@ -557,9 +564,8 @@ class Lowering(ParamsMixin):
         m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
         h = m.hidden
         self._residual(b, "residual bwd", L)
-        gg = self._row_grad_gather(b, "attn grad all-gather", L)
         self._linear_bwd(b, "out proj", tokens, h, self.heads * m.v_dim, L, column=False,
-                         grad_gather=gg)
+                         grad_gather="attn grad all-gather")
         self._attention_bwd(b, L)
         if not m.gpt:
             self._rope(b, L, "", backward=True)
@@ -673,8 +679,12 @@ class Lowering(ParamsMixin):
                                         self.layer_params(L) * self.elem, L, chain=False)
                 b.pending.remove(gathers[L])
         # a run of layers of one shape: built twice, then copied (Builder.each); each layer
-        # alike but for its weights' gathers and its activations' copies
+        # alike but for its weights' gathers and its activations' copies, and (recompute_layers)
+        # whether it is recomputed
+        whole = self.job.recompute_layers if self.job.recompute == "full" else None
         shape = self.job.model.shape_key if not (fsdp or offloaded) else None
+        if shape is not None and whole is not None:
+            shape = lambda L, key=shape: (key(L), L - first < whole)   # noqa: E731
         if phase == "F":
             if embed:
                 self._embed_fwd(b)
@@ -701,7 +711,7 @@ class Lowering(ParamsMixin):
                     if nxt in offloaded:
                         reloads[nxt] = self._offload(b, "activation reload", "offload_in", nxt)
                 b.wait_for(gathers.get(L), reloads.get(L))
-                self._layer_bwd(b, L)
+                self._layer_bwd(b, L, whole is None or L - first < whole)
                 if fsdp:
                     self._coll(b, "grad reduce-scatter", "rs", "dp",
                                self.layer_params(L) * self.job.grad_bytes, L, chain=False)
@@ -713,9 +723,9 @@ class Lowering(ParamsMixin):
             if op.layer >= 0:
                 op.layer -= first
         # the host issues each layer's pass (the embedding and the head count as one)
+        redone = (n if whole is None else min(n, whole)) if self.job.recompute == "full" else 0
         tpl = Template(b.ops, self.host_layer_s * (n + (1 if embed or head else 0)
-                                                   + (n if phase == "B"
-                                                      and self.job.recompute == "full" else 0)))
+                                                   + (redone if phase == "B" else 0)))
         self._cache[key] = tpl
         return tpl
 

@@ -30,8 +30,10 @@
   attention (which keeps its output and the fp32 log-sum-exp instead of the scores); times the
   micro-batches the schedule keeps in flight on the stage (Korthikanti section 4.2.3: p on the
   first stage of 1F1B, L (1 + (p - 1)/(p v)) layers' worth with v virtual stages); full
-  recomputation adds one layer's full activations while it is rebuilt; the last stage adds the
-  logits and the fp32 softmax of the cross-entropy.
+  recomputation adds one layer's full activations while it is rebuilt (with `recompute_layers
+  = N` only each chunk's first N layers keep just their input, the others all they save:
+  spec.full_recompute); the last stage adds the logits and the fp32 softmax of the
+  cross-entropy.
 - Activation offloading (`offload_layers = k`, Megatron-Core's --cpu-offloading-num-layers over
   Transformer Engine's CPU offload context; pipeline parallelism unsupported there): the first k
   layers' saved activations are copied to host memory after their forward and back before their
@@ -272,22 +274,31 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
         full = job.bytes * params / max(1, layers)     # one layer, gathered
         weights += job.bytes * params if not par.reshard_after_forward else 2 * full
     kinds = [job.model.kinds(first, count) for first, count in chunks]
-    per_chunk = max((sum(c * acts_of(job, L) for L, c in chunk)
-                     for chunk in kinds), default=0.0)
+    partial = job.recompute == "full" and job.recompute_layers is not None
+    plain = job.with_(recompute="none") if job.recompute == "full" else job
+
+    def held_by(L: int, first: int) -> float:   # the first `recompute_layers` of a chunk: full
+        return acts_of(job if not partial or L - first < job.recompute_layers else plain, L)
+
+    if partial:
+        per_chunk = max((sum(held_by(L, first) for L in range(first, first + count))
+                         for first, count in chunks), default=0.0)
+    else:
+        per_chunk = max((sum(c * acts_of(job, L) for L, c in chunk)
+                         for chunk in kinds), default=0.0)
     held = in_flight(par.pp, par.v, job.microbatches, i, par.schedule)
     acts = per_chunk * held
     offloaded = 0.0
     if job.offload_layers and chunks:
         # the first `offload_layers` layers' activations wait in host memory; one of them is on
         # the GPU at a time, being copied out or reloaded (module docstring)
-        moved = [acts_of(job, L) for first, count in chunks
+        moved = [held_by(L, first) for first, count in chunks
                  for L in range(first, first + count)][:job.offload_layers]
         offloaded = sum(moved) * held
         acts += max(moved) - offloaded
-    if job.recompute == "full" and chunks:             # one layer's full activations, rebuilt
-        rebuilt = job.with_(recompute="none")
-        acts += max((acts_of(rebuilt, L) for chunk in kinds for L, _ in chunk),
-                    default=0.0)
+    if job.recompute == "full" and chunks and job.recompute_layers != 0:
+        # one layer's full activations, rebuilt
+        acts += max((acts_of(plain, L) for chunk in kinds for L, _ in chunk), default=0.0)
     logits = 0.0
     if i == par.pp - 1:
         logits = job.micro * job.seq / par.cp * job.model.vocab / par.tp * (job.bytes + 4)

@@ -3,9 +3,10 @@
 The micro-batch (when `batch.micro` is absent), the number of virtual stages (when
 `schedule = interleaved` without `virtual_stages`) and the activation recomputation (when
 `recompute = auto`: none, the norms and activation functions (modules), selective with unfused
-attention, or full, and, unless `offload_layers` is stated, each of these that does not fit
-with the fewest layers' activations offloaded to host memory that make it fit) are those of a
-tuned run, which is what
+attention, or full, for a Megatron-LM job where none does not fit also the fewest layers of each
+chunk recomputed whole that make it fit (partial_recompute), and, unless `offload_layers` is
+stated, each of these that does not fit with the fewest layers' activations offloaded to host
+memory that make it fit) are those of a tuned run, which is what
 published runs are: the combination with the shortest forecast iteration among those whose
 memory estimate fits in the GPU's memory; failing that, the one that needs the least memory.
 The estimate, not the estimate plus its uncertainty: a tuned run stops at what really fits, and
@@ -41,7 +42,7 @@ from astral_dsl.seer import budget
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.schedule import runnable
 from astral_dsl.seer.memory import MemoryEstimate, estimate, offload_obstacle
-from astral_dsl.seer.spec import JobSpec, stage_layers, virtual_stage_options
+from astral_dsl.seer.spec import JobSpec, chunk_layers, stage_layers, virtual_stage_options
 
 
 @records.define
@@ -99,8 +100,18 @@ def offloading(job: JobSpec, gpu, costs, net) -> Optional[Candidate]:
         tried[k] = Candidate(trial, low, estimate(trial, low.stage_params), 0.0)
         return tried[k].memory.total <= gpu.memory
 
-    lo, hi = 1, job.model.layers - 1   # the activations shrink as more layers go (memory.py)
-    if not fits(hi):
+    k = fewest(fits, 1, job.model.layers - 1)   # the activations shrink as more layers go
+    if k is None:
+        return None
+    if gpu.host_memory is not None and tried[k].memory.offloaded > gpu.host_memory:
+        return None          # the fewest layers that fit already fill the host's memory
+    return tried[k]
+
+
+def fewest(fits: Callable[[int], bool], lo: int, hi: int) -> Optional[int]:
+    """The least k in lo .. hi with fits(k), for a test that holds from some k on (a bisection),
+    or None when fits(hi) does not hold."""
+    if hi < lo or not fits(hi):
         return None
     while lo < hi:
         mid = (lo + hi) // 2
@@ -108,9 +119,27 @@ def offloading(job: JobSpec, gpu, costs, net) -> Optional[Candidate]:
             hi = mid
         else:
             lo = mid + 1
-    if gpu.host_memory is not None and tried[lo].memory.offloaded > gpu.host_memory:
-        return None          # the fewest layers that fit already fill the host's memory
-    return tried[lo]
+    return lo
+
+
+def partial_recompute(job: JobSpec, gpu, costs, net) -> Optional[Candidate]:
+    """`job` (recomputing nothing) with the fewest layers of each model chunk recomputed whole
+    that make it fit in the GPU's memory (Megatron-LM's block method: `recompute = full` with
+    `recompute_layers`, spec.full_recompute), or None where even all but one do not fit (full
+    recomputation of every layer is a candidate of its own). Megatron-LM jobs only: NeMo
+    AutoModel checkpoints every layer or none (`activation_checkpointing`), and torchtitan's
+    layer-selective checkpointing takes every k-th layer, not any count."""
+    most = max((count for row in chunk_layers(job) for _, count in row), default=0) - 1
+    tried: Dict[int, Candidate] = {}
+
+    def fits(n: int) -> bool:
+        trial = job.with_(recompute="full", recompute_layers=n)
+        low = Lowering(trial, costs, net)
+        tried[n] = Candidate(trial, low, estimate(trial, low.stage_params), 0.0)
+        return tried[n].memory.total <= gpu.memory
+
+    n = fewest(fits, 1, most)      # the activations shrink as more layers are recomputed
+    return None if n is None else tried[n]
 
 
 def lower_bound(low: Lowering) -> float:
@@ -138,6 +167,11 @@ def choose(job: JobSpec, gpu, net, costs, simulate: Callable[[Candidate], object
     if len(cands) == 1:
         return simulate(cands[0])
     cap = gpu.memory or float("inf")
+    if job.recompute == "auto" and job.recompute_layers is None and gpu.memory \
+            and job.framework == "megatron":
+        more = (partial_recompute(c.job, gpu, costs, net) for c in cands
+                if c.job.recompute == "none" and c.memory.total > cap)
+        cands += [c for c in more if c is not None]
     if job.offload_layers is None and gpu.memory:
         more = (offloading(c.job, gpu, costs, net) for c in cands if c.memory.total > cap)
         cands += [c for c in more if c is not None]
@@ -147,7 +181,7 @@ def choose(job: JobSpec, gpu, net, costs, simulate: Callable[[Candidate], object
     for c in pool:
         c.bound = lower_bound(c.lowering)
     pool.sort(key=lambda c: (c.bound, c.job.micro, c.job.parallel.v, c.job.recompute,
-                             c.job.offload_layers))
+                             c.job.recompute_layers or 0, c.job.offload_layers))
     best: Optional[Tuple[float, object]] = None
     for c in pool:
         if best is not None and c.bound >= best[0]:

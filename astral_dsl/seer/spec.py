@@ -267,6 +267,9 @@ class JobSpec:
     torch_compile: bool = False               # a PyTorch framework's step compiled (fused)
     offload_layers: Optional[int] = 0         # layers whose activations go to host memory
     #                                           (memory.py); None: the rule's (recompute = auto)
+    recompute_layers: Optional[int] = None    # recompute = full: the first N layers of each
+    #                                           model chunk (Megatron-LM's block method); None:
+    #                                           every layer (full_recompute)
 
     @property
     def bytes(self) -> int:
@@ -419,6 +422,21 @@ def chunk_layers(job: JobSpec) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
             out[i][c] = (first, split[i][c])
             first += split[i][c]
     return tuple(tuple(row) for row in out)
+
+
+def full_recompute(job: JobSpec) -> Tuple[int, ...]:
+    """The layers a job recomputes whole in its backward: none unless `recompute = full`; then
+    every layer, or with `recompute_layers = N` the first N of each model chunk (Megatron-LM's
+    `--recompute-granularity full --recompute-method block --recompute-num-layers N`: the
+    first N layers of each pipeline stage's chunk checkpointed, the others keeping all their
+    activations; megatron/core/transformer/transformer_block.py `_checkpointed_forward`)."""
+    if job.recompute != "full":
+        return ()
+    n = job.recompute_layers
+    if n is None:
+        return tuple(range(job.model.layers))
+    return tuple(sorted(L for row in chunk_layers(job) for first, count in row
+                        for L in range(first, first + min(n, count))))
 
 
 def divisors(n: int):

@@ -30,7 +30,7 @@ class Template:
 
     def __init__(self, ops: List[Op], host_s: float = 0.0):
         free: Dict[str, float] = {}
-        ends = [o.end for o in ops]   # a dependency on a later op reads its end before it runs
+        ends = [o.end for o in ops]   # every dependency is an earlier op (tests/test_seer_fp8.py)
         for k, op in enumerate(ops):      # t = max(its deps' ends, its stream's free time)
             deps, stream = op.deps, op.stream
             if deps:

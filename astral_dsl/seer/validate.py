@@ -1,4 +1,4 @@
-"""Diagnostics for jobs that cannot run as declared (E750-E765, E768, E769, W750-W754), with the
+"""Diagnostics for jobs that cannot run as declared (E750-E765, E768-E770, W750-W754), with the
 span of the field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and
 also returns what a forecast needs (the JobSpec and the cluster) when the job is sound enough to
 forecast."""
@@ -466,8 +466,8 @@ def _order(spec: JobSpec, where) -> List[Diagnostic]:
 
 
 def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
-    """The schedule, sharding and overlap fields agree with one another (E760, E761, E764) and
-    have an effect (W751)."""
+    """The schedule, sharding, overlap and recomputation fields agree with one another (E760,
+    E761, E764, E770) and have an effect (W751)."""
     par, out = spec.parallel, []
     name = f"job `{spec.name}`"
     if par.v and par.v > 1 and par.schedule != "interleaved":
@@ -497,6 +497,17 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
                                 f"attention", where("attention", ""),
                         "Megatron-Core's context parallelism runs in Transformer Engine's fused "
                         "attention: `attention = flash`"))
+    if spec.recompute_layers is not None and spec.recompute != "full":
+        out.append(_err("E770", f"{name}: recompute_layers = {spec.recompute_layers} with "
+                                f"recompute = {spec.recompute}: it counts the layers of each "
+                                f"chunk recomputed whole", where("recompute_layers", ""),
+                        "`recompute = full` with it (Megatron-LM's block method), or leave "
+                        "`recompute_layers` out"))
+    elif spec.recompute_layers is not None and spec.framework == "automodel":
+        out.append(_err("E770", f"{name}: recompute_layers = {spec.recompute_layers} with "
+                                f"framework = automodel: NeMo AutoModel checkpoints every layer "
+                                f"or none", where("recompute_layers", ""),
+                        "leave `recompute_layers` out (`recompute = full`: every layer)"))
     if spec.overlap_param_gather and par.zero not in (1, 2):
         out.append(_warn("W751", f"{name}: overlap_param_gather has no effect without a sharded "
                                  f"optimizer (zero = 1 or 2)", where("overlap_param_gather", ""),

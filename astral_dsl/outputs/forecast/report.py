@@ -26,6 +26,7 @@ def parallelism(fc) -> Dict[str, Any]:
             "zero": p.zero, "reshard_after_forward": p.reshard_after_forward,
             "micro_batch": job.micro, "global_batch": job.global_batch,
             "micro_batches": job.microbatches, "seq": job.seq, "recompute": job.recompute,
+            "recompute_layers": job.recompute_layers if job.recompute == "full" else None,
             "offload_layers": job.offload_layers or 0,
             "dtype": job.dtype, "grad_dtype": job.gradient_dtype, "attention": job.attention,
             "tp_overlap": job.tp_overlap, "overlap_grad_reduce": job.overlap_grad_reduce,
@@ -54,8 +55,8 @@ def to_json(fc) -> Dict[str, Any]:
         doc["offloaded_gb"] = fc.memory.offloaded / 1e9    # in host memory, not in the GPU's
     if fc.stage != fc.memory.stage:
         doc["breakdown_stage_memory_gb"] = _stage_memory(fc, fc.stage).total / 1e9
-    if fc.chosen:
-        doc["chosen"] = dict(fc.chosen)
+    if fc.chosen:     # beside `chosen`, the values sizing chose (as in every command's JSON)
+        doc["chosen_by_rule"] = dict(fc.chosen)
     if fc.notes:
         doc["notes"] = list(fc.notes)
     doc["calibration"] = fc.envelope().as_json()
@@ -96,7 +97,9 @@ def render(fc) -> str:
                  f"{j.microbatches:,} micro-batches per pipeline  seq {j.seq:,}")
     overlaps = [name for on, name in ((j.overlap_grad_reduce, "grad reduce"),
                                       (j.overlap_param_gather, "param gather")) if on]
-    lines.append(f"  runtime    recompute {j.recompute}"
+    whole = (f" (the first {j.recompute_layers} layers of each chunk)"
+             if j.recompute == "full" and j.recompute_layers is not None else "")
+    lines.append(f"  runtime    recompute {j.recompute}{whole}"
                  + (f"  offload {j.offload_layers} layers" if j.offload_layers else "")
                  + f"  {j.dtype} (gradients "
                  f"{j.gradient_dtype})  attention {j.attention}")

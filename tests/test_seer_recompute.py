@@ -1,0 +1,132 @@
+"""Recomputing the first N layers of each model chunk whole (`recompute = full` with
+`recompute_layers = N`: Megatron-LM's --recompute-method block --recompute-num-layers N): which
+layers, their memory, their operators and FLOPs, the rule's choice of the fewest that fit, and
+the field's diagnostic. Hand computations in the comments."""
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from astral_dsl import seer
+from astral_dsl.seer.comm import Network, Tier
+from astral_dsl.seer.costs import Costs, GpuSpec
+from astral_dsl.seer.forecast import hardware_flops, layer_flops_per_token, model_flops, run
+from astral_dsl.seer.lower import Lowering
+from astral_dsl.seer.memory import estimate, in_flight, layer_activation_bytes, stage_estimate
+from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec, full_recompute
+from astral_dsl.workspace import Workspace
+
+# H100 SXM data sheet: 989 TFLOP/s dense bf16, 80 GB HBM3 at 3.35 TB/s, NVLink 450 GB/s each way
+H100 = GpuSpec("H100", (("bf16", 989e12), ("fp8", 1979e12)), 80e9, 3350e9, 450e9, sms=132,
+               arch="hopper")
+NET = Network(8, 450e9, (50e9,) * 8, (Tier("leaf", 32, True, 1.0), Tier("core", 10**6, False, 1.0)))
+LLAMA_8B = ModelSpec("Llama3_8B", 32, 4096, 32, 8, 14336, 128256, 8192, "swiglu")
+
+
+def job(recompute="full", n=None, micro=4):
+    """32 layers on 2 stages of 2 chunks: 8 layers per chunk, stage 0 holds 0-7 and 16-23."""
+    par = ParallelSpec(tp=2, pp=2, dp=2, sp=True, zero=1, v=2, schedule="interleaved")
+    return JobSpec("j", LLAMA_8B, par, 64, micro, 8192, recompute, recompute_layers=n)
+
+
+def test_the_first_layers_of_each_chunk():
+    assert full_recompute(job(n=3)) == (0, 1, 2, 8, 9, 10, 16, 17, 18, 24, 25, 26)
+    assert full_recompute(job()) == tuple(range(32))
+    assert full_recompute(job(n=20)) == tuple(range(32))      # more than a chunk holds: all
+    assert full_recompute(job("none")) == () == full_recompute(job("modules"))
+
+
+def test_memory_keeps_the_other_layers_activations():
+    j = job(n=3)
+    low = Lowering(j, Costs.of(j, H100), NET)
+    est = stage_estimate(j, low.stage_params, 0)
+    kept = layer_activation_bytes(j, 0)                         # a recomputed layer: its input
+    plain = layer_activation_bytes(job("none"), 0)
+    assert kept == 4 * 8192 * 4096 * 2 / 2                      # micro 4 x 8,192 tokens x h, bf16, / TP
+    held = in_flight(2, 2, j.microbatches, 0, "interleaved")
+    # per chunk 3 layers keep their input and 5 all they saved; one layer is rebuilt at a time
+    assert est.activations == pytest.approx((3 * kept + 5 * plain) * held + plain)
+    full = stage_estimate(job(), low.stage_params, 0)
+    none = stage_estimate(job("none"), low.stage_params, 0)
+    assert full.activations < est.activations < none.activations
+
+
+def test_only_those_layers_are_recomputed():
+    j = job(n=3)
+    low = Lowering(j, Costs.of(j, H100), NET)
+    for chunk in (0, 1):
+        ops = low.template(0, chunk, "B").ops
+        redone = sorted({o.layer for o in ops if o.cat == "recompute"})
+        assert redone == [0, 1, 2]                       # layers counted from the chunk's first
+        assert sum(o.name == "recompute qkv" for o in ops) == 3
+    durations = [Lowering(x, Costs.of(x, H100), NET).template(0, 0, "B").duration
+                 for x in (job("none"), j, job())]
+    assert durations[0] < durations[1] < durations[2]
+
+
+def test_hardware_flops_count_the_recomputed_layers():
+    j = job(n=3)
+    lin, attn = layer_flops_per_token(j, 0)
+    # 12 of the 32 layers run their forward again: per token of the batch, their FLOPs
+    assert hardware_flops(j) - model_flops(j) == pytest.approx(64 * 8192 * 12 * (lin + attn))
+
+
+def test_the_rule_recomputes_the_fewest_layers_that_fit():
+    """Micro-batch 4: nothing recomputed needs ~118 GB and the norms and activation functions
+    ~89 GB of the 80; every layer recomputed fits at ~45 GB but costs a whole forward more."""
+    fc = run(job("auto"), H100, NET)
+    n = fc.job.recompute_layers
+    assert fc.job.recompute == "full" and n is not None
+    assert dict(fc.chosen) == {"recompute": "full", "recompute_layers": n}
+
+    def total(x):
+        return estimate(x, Lowering(x, Costs.of(x, H100), NET).stage_params).total
+
+    assert total(job(n=n)) <= 80e9 < total(job(n=n - 1))
+    assert total(job("modules")) > 80e9 and total(job("none")) > 80e9
+    assert fc.iteration_time < run(job(), H100, NET).iteration_time
+    assert fc.iteration_time == run(job(n=n), H100, NET).iteration_time
+
+
+BASE = """
+import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
+import stdlib.models { Llama3_70B }
+host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)
+rack R { hosts = 4 x Node }
+site S { racks = 2 x R }
+job j {
+  model = Llama3_70B, placement = S, gpus = 64, %s
+  parallel { tp = 8, pp = 4, dp = 2, sp = true, zero = 1 }
+  batch { global_batch = 64, micro = 1, seq = 8192 }
+}
+"""
+
+
+def test_the_field_states_it_and_needs_full_recomputation():
+    stated = seer.forecast(Workspace.of_text(BASE % "recompute = full, recompute_layers = 5",
+                                             "<t>").design)
+    assert stated.job.recompute_layers == 5
+    assert full_recompute(stated.job) == tuple(
+        L for first in range(0, 80, 20) for L in range(first, first + 5))
+    design = Workspace.of_text(BASE % "recompute = none, recompute_layers = 5", "<t>").design
+    with pytest.raises(seer.ForecastError) as exc:
+        seer.forecast(design)
+    bad = [d for d in exc.value.diagnostics if d.is_error]
+    assert [d.code for d in bad] == ["E770"]
+    assert bad[0].span.start.line == 8
+    zero = Workspace.of_text(BASE % "recompute = full, recompute_layers = 0", "<t>").design
+    assert [d.code for d in zero.diagnostics if d.is_error] == ["E309"]
+    # NeMo AutoModel checkpoints every layer or none
+    auto = Workspace.of_text(BASE % "recompute = full, recompute_layers = 5, framework = automodel",
+                             "<t>").design
+    with pytest.raises(seer.ForecastError) as exc:
+        seer.forecast(auto)
+    assert [d.code for d in exc.value.diagnostics if d.is_error] == ["E770"]
+
+
+def test_the_rule_offers_it_to_megatron_jobs_only():
+    """AutoModel's `activation_checkpointing` is every layer or none; torchtitan's
+    layer-selective checkpointing takes every k-th layer: the rule recomputes all there."""
+    for framework in ("automodel", "torchtitan"):
+        fc = run(attrs.evolve(job("auto"), framework=framework), H100, NET)
+        assert fc.job.recompute_layers is None
