@@ -67,7 +67,7 @@ def analyse_power(design: Design, fabrics=(), cache: Optional[Dict] = None,
     `failed`: paths of feeders a scenario has failed."""
     cache = {} if cache is None else cache
     resolve = Resolver(design)
-    mult = multiplicities(design)
+    mult = served.mult if served is not None else multiplicities(design)
     served = served if served is not None else Served(design, mult, resolve, cache, fabrics)
     averages = averages if averages is not None else Averages(design, mult, cache)
     diags: List[Diagnostic] = []

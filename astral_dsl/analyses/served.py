@@ -38,6 +38,7 @@ class Served:
 
     def __init__(self, design: Design, mult, resolve, cache: Dict, fabrics=()):
         self.resolve = resolve
+        self.mult = mult           # the analyses given this Served walk the design no more
         self.fabrics = tuple(fabrics)
         self._occurs: Dict[Tuple[int, int], float] = {}
         self.cache = cache

@@ -83,8 +83,17 @@ def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, b
     warnings the design's `allow`s (and `baseline`) accept are apart."""
     from astral_dsl import api, gcpause
 
-    workspace = api.compile(path, overrides)      # the file's and its imports' syntax trees
-    with gcpause.frozen():                        # ... stay out of the collector's passes
+    def compiled():
+        workspace = api.compile(path, overrides)
+        workspace.design           # compiled here, kept to the end like the syntax trees
+        return workspace
+
+    # the file's and its imports' syntax trees and the design compiled from them stay out of
+    # the collector's passes (the evaluator's own cycles, dropped as the compile ends, stay
+    # with them: one compile's, 0.17 million objects for a 1 MB design; the peak memory of
+    # its check is unchanged, 177 MB); the required scenarios' compiles come after the block
+    # starts, and the collector frees theirs as before
+    with gcpause.frozen(compiled) as workspace:
         return api.check(workspace, scenarios, all_scenarios, baseline=baseline)
 
 

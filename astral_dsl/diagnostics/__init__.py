@@ -9,6 +9,7 @@ from astral_dsl.diagnostics.diagnostic import (
     excerpt,
     has_errors,
     sort_diagnostics,
+    span_at,
 )
 from astral_dsl.diagnostics.codes import CODES, describe
 
@@ -24,4 +25,5 @@ __all__ = [
     "excerpt",
     "has_errors",
     "sort_diagnostics",
+    "span_at",
 ]

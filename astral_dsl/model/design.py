@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Span, has_errors
+from astral_dsl.model.rollup import PLURALS, containment, count_of, power_of
 from astral_dsl.model.values import Group
 
 if TYPE_CHECKING:
@@ -84,6 +85,19 @@ class Action:
     route: Optional[Route] = None    # fail/set: the part as written (None: not a path)
 
 
+_KINDS: dict = {}
+
+
+def _kinds() -> dict:
+    """model.kinds.KINDS (imported on first use, then read from here: `level` is asked ~70,000
+    times in a check of a 1 MB design, and an import statement each time was 5 % of it)."""
+    global _KINDS
+    from astral_dsl.model.kinds import KINDS
+
+    _KINDS = KINDS
+    return KINDS
+
+
 @records.frozen(eq=False)
 class Instance:
     kind: str
@@ -133,15 +147,11 @@ class Instance:
         return tuple(m.value for m in self.members if isinstance(m.value, (Group, Instance)))
 
     def containment(self) -> Tuple[Tuple[int, "Instance"], ...]:
-        from astral_dsl.model.rollup import containment
-
         return containment(self)
 
     @property
     def level(self):
-        from astral_dsl.model.kinds import KINDS
-
-        spec = KINDS.get(self.kind)
+        spec = (_KINDS or _kinds()).get(self.kind)
         return spec.level if spec else None
 
     def declared(self, name: str):
@@ -152,15 +162,11 @@ class Instance:
     def power(self) -> "Quantity":
         """Peak electrical draw: the declared `power`, else the sum over its parts (a rack's
         hosts, a host's GPUs, NICs and CPUs, ...), as a Quantity: `rack.power.to("kW")`."""
-        from astral_dsl.model.rollup import power_of
-
         return power_of(self, {})
 
     def count(self, what: str) -> int:
         """How many `what` it holds, itself included: "gpus", "nics", "cpus", "hosts",
         "racks", "rows", "blocks", "pods" or "halls" (model/rollup.py PLURALS)."""
-        from astral_dsl.model.rollup import PLURALS, count_of
-
         kinds = PLURALS.get(what)
         if kinds is None:
             raise ValueError(f"cannot count `{what}`: one of " + ", ".join(PLURALS))

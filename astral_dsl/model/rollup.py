@@ -83,7 +83,36 @@ def containment(node: Any, view=MODEL):
 
 
 def count_of(node: Any, kinds: Tuple[str, ...], cache: Dict, view=MODEL) -> int:
-    return group_of(node, kinds, cache, view).count
+    """`group_of(node, kinds, cache, view).count`, without building the groups when they are
+    not in `cache` (the counts of a site's GPUs, hosts and racks built each part's group of
+    them: 0.1 s of a check of a 1 MB design, for three numbers)."""
+    hit = cache.get((id(node), kinds))
+    if hit is not None:
+        return hit[1].count
+    key = (id(node), kinds, "count")
+    hit = cache.get(key)
+    if hit is not None:
+        return hit[1]
+    if node.kind in kinds:
+        n = 1
+    else:
+        n = 0
+        for value in view.members(node):
+            n += _count_in(value, kinds, cache, view) if isinstance(value, Group) else \
+                count_of(value, kinds, cache, view)
+    cache[key] = (node, n)        # keep node alive so its id stays unique
+    return n
+
+
+def _count_in(group: Group, kinds, cache, view) -> int:
+    """`_expand(group, kinds, cache, view).count`, as count_of."""
+    n = 0
+    for run in group.runs:
+        if isinstance(run.item, Group):
+            n += run.count * _count_in(run.item, kinds, cache, view)
+        elif run.item.level is not None:
+            n += run.count * count_of(run.item, kinds, cache, view)
+    return n
 
 
 def power_of(node: Any, cache: Dict, view=MODEL) -> Quantity:

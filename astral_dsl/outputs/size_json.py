@@ -44,6 +44,8 @@ def chosen_fields(design: Design) -> List[Dict[str, Any]]:
     innermost field or member whose value holds the `?`), named by the path of its first
     replica, with how many replicas share it; a part referenced from a field (a rectifier, a
     battery) is named through that field (`Cluster.rows[0].hvdc.rectifier.modules`)."""
+    if not design.chosen:           # nothing to place: no walk of the design (0.03 s at 1 MB)
+        return []
     mult = multiplicities(design)
     owned = {i.path: m for m, i in mult.values()}     # by path: sizing marks copies
     out = []

@@ -160,10 +160,8 @@ def _bound_hint(dom, value: Quantity) -> str:
 
 def type_from_annotation(name: str):
     """A parameter annotation: a dimension name, `bool`, `string`, or a kind."""
-    from astral_dsl.model.kinds import QType as _Q
-
     if name in DIMENSION_TYPES:
-        return _Q(name, whole=name == "count", low=0 if name == "count" else None)
+        return QType(name, whole=name == "count", low=0 if name == "count" else None)
     if name == "bool":
         return BoolType()
     if name == "string":

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
-from astral_dsl.model.kinds import KINDS, StrType
+from astral_dsl.model.kinds import KINDS, EnumType, ListType, StrType
 from astral_dsl.model.values import (POISON, FabricLink, FabricSelection, Group, NicPort, Symbol,
                                      UnknownValue)
 from astral_dsl.semantics.coerce import coerce
@@ -399,8 +399,6 @@ def _dashed_words(e) -> str:
 
 
 def _wants_symbols(t) -> bool:
-    from astral_dsl.model.kinds import EnumType, ListType
-
     return isinstance(t, EnumType) or (isinstance(t, ListType) and isinstance(t.item, EnumType))
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 
 from astral_dsl import resources, usercache
-from astral_dsl.diagnostics import Span
+from astral_dsl.diagnostics import Span, span_at
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.source import Source
 
@@ -184,7 +184,7 @@ def _hook(file: str):
     def hook(d: dict):
         if len(d) == 1:
             if "s" in d:
-                return Span.at(file, *d["s"])
+                return span_at(file, *d["s"])
             if "t" in d:
                 return tuple(d["t"])
         elif len(d) == 2 and "n" in d:

@@ -6,14 +6,14 @@ import re
 
 from lark import Token, Transformer, v_args
 
-from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, excerpt
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, excerpt, span_at
 from astral_dsl.syntax import ast
 
 
 # ---- tree -> AST ----------------------------------------------------------------------------------
 def _span(file: str, meta_or_tok) -> Span:
     m = meta_or_tok
-    return Span.at(file, m.line, m.column, m.end_line, m.end_column)
+    return span_at(file, m.line, m.column, m.end_line, m.end_column)
 
 
 _QUANTITY = re.compile(r"^(?P<num>(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)[ \t]*"
