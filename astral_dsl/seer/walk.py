@@ -43,32 +43,32 @@ class _Stage:
 
 
 class _Program:
-    """schedule._run's walk as steps of one form: on stage i, start when the input (key
+    """schedule._run's walk as blocks of one form: on stage i, start when the input (key
     `want`) has arrived and the stage is free, run for the duration in slot `slot` of the
-    durations, then add `sends` hops (0 or 1): the time the output (key `out`) arrives and the
+    durations, then add `hops` hops (0 or 1): the time the output (key `out`) arrives and the
     stage is free again. A block whose output stays on its stage adds no hop; one that sends
     adds one (the send is synchronous); one that sends the output held from the block before
-    it and then its own is two steps, the second a step of no duration on the first's output
-    (whose send ends its first hop). What _run compares and then discards (a stage's PP stream
-    is free again before its compute stream is, and a send starts when its block ends) comes out
-    so whenever no duration is negative: iteration_time checks that. The steps run in segments
-    between the watched blocks (a chunk's first forward: it may wait for its weights; a chunk's
-    last backward: its times are kept)."""
-    __slots__ = ("codes", "base", "segments", "slots", "hops", "keys", "n", "blocks")
+    it (to `out`) and then its own (to `out2`, None for the others) adds a second hop for its
+    own. What _run compares and then discards (a stage's PP stream is free again before its
+    compute stream is, and a send starts when its block ends) comes out so whenever no
+    duration is negative: iteration_time checks that. The blocks run in segments between the
+    watched ones (a chunk's first forward: it may wait for its weights; a chunk's last
+    backward: its times are kept)."""
+    __slots__ = ("codes", "base", "segments", "slots", "hops", "keys", "blocks")
 
     def __init__(self, plan, steps, p: int, v: int, m: int):
         self.codes, self.base = plan.codes, plan.base
         n_keys = 2 * p * v * m
-        spare = n_keys + 1           # a write no step reads (arrive[n_keys]: no input, 0.0)
-        no_time = 2 * p * v          # the slot of a step of no duration
+        spare = n_keys + 1           # a write no block reads (arrive[n_keys]: no input, 0.0)
         watched = _watched_blocks(plan, v, m)
         held = [-1] * p
-        stage, want, out, slot, hops, marks = [], [], [], [], [], []
+        stage, want, out, out2, slot, hops, marks = [], [], [], [], [], [], []
 
-        def step(i, src, o, s, h, mark=None):
+        def step(i, src, o, s, h, mark, o2=None):
             stage.append(i)
             want.append(src)
             out.append(o)
+            out2.append(o2)
             slot.append(s)
             hops.append(h)
             marks.append(mark)
@@ -86,20 +86,19 @@ class _Program:
                 continue
             h, held[i] = held[i], -1
             if h >= 0 and d >= 0:            # the held output's send, then its own
-                step(i, src, h, s, 1, mark)
-                step(i, h, d, no_time, 1)
+                step(i, src, h, s, 1, mark, d)
             elif h >= 0 or d >= 0:
                 step(i, src, h if h >= 0 else d, s, 1, mark)
             else:
                 step(i, src, spare, s, 0, mark)
-        self.n, self.blocks = len(stage), len(plan.stage)
-        self.segments = []           # (first step, end, its columns, the watched step or None)
+        n = self.blocks = len(stage)
+        self.segments = []           # (first block, end, its columns, the watched one or None)
         lo = 0
         for k, mark in enumerate(marks + [()]):
             if mark is None:
                 continue
-            cols = (stage[lo:k], want[lo:k], out[lo:k])
-            last = (stage[k], want[k], out[k], mark) if k < self.n else None
+            cols = (stage[lo:k], want[lo:k], out[lo:k], out2[lo:k])
+            last = (stage[k], want[k], out[k], out2[k], mark) if k < n else None
             self.segments.append((lo, k, tuple(map(tuple, cols)), last))
             lo = k + 1
         self.slots = _getter(slot)
@@ -168,7 +167,6 @@ def iteration_time(low, m: int) -> float:
     if not (hop >= 0.0 and all(t >= 0.0 for t in table)):    # _Program's premise
         return simulate(low, m)[1]
     prog = _program(p, v, m, par.schedule)
-    table.append(0.0)
     stages = [_Stage(seq, v, m) for seq in prog.codes]
     gates = {}
     for i, st in enumerate(stages):
@@ -176,16 +174,20 @@ def iteration_time(low, m: int) -> float:
     durs, adds = prog.slots(table), prog.hops((0.0, hop))
     arrive = [0.0] * prog.keys
     free = [0.0] * p
-    for lo, hi, (stage, want, out), last in prog.segments:
-        for i, w, o, dur, add in zip(stage, want, out, durs[lo:hi], adds[lo:hi]):
+    for lo, hi, (stage, want, out, out2), last in prog.segments:
+        for i, w, o, o2, dur, add in zip(stage, want, out, out2, durs[lo:hi], adds[lo:hi]):
             start = arrive[w]
             f = free[i]
             if start < f:
                 start = f
-            arrive[o] = free[i] = start + dur + add
+            if o2 is None:
+                arrive[o] = free[i] = start + dur + add
+            else:                       # the held output's send, then its own
+                arrive[o] = a = start + dur + add
+                arrive[o2] = free[i] = a + hop
         if last is None:
             break
-        i, w, o, (g, i_, c, backward) = last
+        i, w, o, o2, (g, i_, c, backward) = last
         start = arrive[w]
         f = free[i]
         if start < f:
@@ -193,7 +195,11 @@ def iteration_time(low, m: int) -> float:
         start, end = _gated(start, start + durs[hi], gates.get(g))
         if backward:
             stages[i_].last[c] = (start, end)
-        arrive[o] = free[i] = end + adds[hi]
+        arrive[o] = a = end + adds[hi]
+        if o2 is not None:
+            a += hop
+            arrive[o2] = a
+        free[i] = a
     for i, st in enumerate(stages):
         st.backward_end = free[i]
     return _tail(low, stages)
