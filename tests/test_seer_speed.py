@@ -1,18 +1,22 @@
 """What Seer's shortcuts give is what the long way gives, to the bit: a run of layers of one shape
-copied instead of built (template.Builder.each), the schedule walked by its _Steps, and a
-forecast's iteration time without its memory estimate and breakdown (forecast.iteration)."""
+copied instead of built (template.Builder.each), the schedule walked by its _Steps, a
+forecast's iteration time without its memory estimate and breakdown (forecast.iteration), and
+that time walked by a walk._Program instead of schedule.simulate."""
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from astral_dsl.runs.evaluate import prepare
 from astral_dsl.runs.table import read_table
 from astral_dsl.seer.forecast import iteration, run
-from astral_dsl.seer.calibration import RUN_FILES, priors
+from astral_dsl.seer.calibration import RUN_FILES, priors, shipped
 from astral_dsl.seer.costs import Costs
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import offload_obstacle
+from astral_dsl.seer.schedule import runnable, simulate
 from astral_dsl.seer.template import Builder
+from astral_dsl.seer.walk import iteration_time
 
 FIELDS = ("name", "cat", "stream", "dur", "flops", "nbytes", "group", "layer", "deps", "start",
           "end", "shape", "kernels")
@@ -74,3 +78,35 @@ def test_iteration_is_the_forecasts(jobs):
     free = job.with_(micro=None, recompute="auto")
     f = run(free, gpu, net, calibration=priors())
     assert iteration(free, gpu, net, priors()) == (f.job, f.iteration_time)
+
+
+def _variants(jobs):
+    """Other schedules of the calibration's pipelines: other micro-batch counts (interleaved:
+    some not a multiple of p, whose sends go out one by one), GPipe, the weights' gather
+    overlapped with the forward (ZeRO-1) or not, the gradients' reduction after the backward."""
+    out = []
+    for job, gpu, net in jobs:
+        par = job.parallel
+        if par.pp < 2 or par.pp * par.v > 64:
+            continue
+        for m in sorted({par.pp + 1, par.pp + 2, 2 * par.pp - 2, 2 * par.pp - 1, 2 * par.pp}):
+            if runnable(par.pp, par.v, m, par.schedule):
+                out.append((job.with_(global_batch=m * job.micro * par.dp), gpu, net))
+        if par.v == 1:
+            out.append((job.with_(parallel=attrs.evolve(par, schedule="gpipe")), gpu, net))
+        if par.dp > 1:
+            out.append((job.with_(parallel=attrs.evolve(par, zero=1), overlap_param_gather=True,
+                                  overlap_grad_reduce=True), gpu, net))
+            out.append((job.with_(parallel=attrs.evolve(par, zero=1), overlap_param_gather=False,
+                                  overlap_grad_reduce=False), gpu, net))
+    return out
+
+
+def test_walk_is_the_simulation(jobs):
+    variants = _variants(jobs[::3])
+    assert len(variants) > 80
+    for cases, cal in ((jobs, priors()), (variants, shipped())):
+        for job, gpu, net in cases:
+            low = Lowering(job, Costs.of(job, gpu, None, cal), net)
+            assert iteration_time(low, job.microbatches).hex() == \
+                simulate(low, job.microbatches)[1].hex(), job.name

@@ -151,8 +151,10 @@ def iteration(job: JobSpec, gpu, net: comm.Network, calibration: Optional[Calibr
     if len(cands) != 1:
         fc = run(job, gpu, net, calibration=calibration)
         return fc.job, fc.iteration_time
+    from astral_dsl.seer.walk import iteration_time
+
     low = Lowering(cands[0], Costs.of(job, gpu, None, calibration), net)
-    return cands[0], simulate(low, cands[0].microbatches)[1]
+    return cands[0], iteration_time(low, cands[0].microbatches)
 
 
 def _forecast(job: JobSpec, gpu, net, low: Lowering, mem: MemoryEstimate) -> Forecast:

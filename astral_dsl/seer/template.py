@@ -3,6 +3,7 @@ on a stream of the rank with its dependencies, its offset from the block's start
 and the time the compute stream waits for each communication stream."""
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Dict, List, Optional
 
 COPY_STREAMS = "offload"       # the streams of activation copies to and from host memory
@@ -47,15 +48,27 @@ class Template:
             op.end = ends[k] = free[stream] = t + op.dur
         self.ops = ops
         self._layer_ends: Optional[Dict[int, float]] = None
-        device = max(ends, default=0.0)
+        self.device = device = max(ends, default=0.0)
         self.host = max(0.0, host_s - device)
         self.duration = device + self.host
-        self.flops = sum(o.flops for o in ops)
-        self.compute = sum(o.dur for o in ops if o.stream == "compute")
-        self.exposed = {}   # stream -> time the compute stream waits for it
+
+    # what the breakdown reads, computed when it does (a forecast's iteration time does not)
+    @cached_property
+    def flops(self) -> float:
+        return sum(o.flops for o in self.ops)
+
+    @cached_property
+    def compute(self) -> float:
+        return sum(o.dur for o in self.ops if o.stream == "compute")
+
+    @cached_property
+    def exposed(self) -> Dict[str, float]:
+        """Stream -> time the compute stream waits for it."""
+        ops, device = self.ops, self.device
+        exposed: Dict[str, float] = {}
         comm_ops = [o for o in ops if o.stream != "compute"]
         for o in comm_ops:
-            self.exposed.setdefault(o.stream, 0.0)
+            exposed.setdefault(o.stream, 0.0)
         # a wait for an activation copy (lower.py `_offload`) is charged to it exactly: the
         # compute op that waited, or the block's end, follows that copy; the other waits are
         # shared among the communication streams by their busy time
@@ -63,28 +76,19 @@ class Template:
         for o in sorted((o for o in ops if o.stream == "compute"), key=lambda o: o.start):
             gap = o.start - last
             if gap > 0:
-                idle += gap - self._charge_copy(ops, o.deps, o.start, gap)
+                idle += gap - _charge_copy(exposed, ops, o.deps, o.start, gap)
             last = max(last, o.end)
         tail = device - last
         if tail > 0:
-            idle += tail - self._charge_copy(ops, range(len(ops)), device, tail)
+            idle += tail - _charge_copy(exposed, ops, range(len(ops)), device, tail)
         shared = [o for o in comm_ops if not o.stream.startswith(COPY_STREAMS)]
         if shared and idle > 1e-15:
             weight = {s: sum(o.dur for o in shared if o.stream == s)     # in program order
                       for s in dict.fromkeys(o.stream for o in shared)}
             total = sum(weight.values()) or 1.0
             for s in weight:
-                self.exposed[s] = idle * weight[s] / total
-
-    def _charge_copy(self, ops: List[Op], deps, at: float, gap: float) -> float:
-        """Charge `gap` to the copy stream of the op among `deps` that ended at `at`, if it is
-        a copy; returns what was charged."""
-        for d in deps:
-            o = ops[d]
-            if o.stream.startswith(COPY_STREAMS) and abs(o.end - at) <= 1e-12 * max(1.0, at):
-                self.exposed[o.stream] += gap
-                return gap
-        return 0.0
+                exposed[s] = idle * weight[s] / total
+        return exposed
 
     def layer_ends(self) -> Dict[int, float]:
         """Layer (counted from the chunk's first) -> when its last operator ends (computed once:
@@ -96,6 +100,18 @@ class Template:
                 if o.layer >= 0:
                     out[o.layer] = max(out.get(o.layer, 0.0), o.end)
         return dict(out)
+
+
+def _charge_copy(exposed: Dict[str, float], ops: List[Op], deps, at: float, gap: float
+                 ) -> float:
+    """Charge `gap` to the copy stream of the op among `deps` that ended at `at`, if it is a
+    copy; returns what was charged."""
+    for d in deps:
+        o = ops[d]
+        if o.stream.startswith(COPY_STREAMS) and abs(o.end - at) <= 1e-12 * max(1.0, at):
+            exposed[o.stream] += gap
+            return gap
+    return 0.0
 
 
 class Builder:

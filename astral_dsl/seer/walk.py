@@ -1,0 +1,216 @@
+"""The schedule's iteration time alone, walked fast (forecast.iteration: what the calibration
+forecasts thousands of times).
+
+schedule._run times every block and records what the breakdown and the timeline read (each
+block's start and end, the sends, the time each block is held by its send); the iteration time
+needs only when each stage's compute stream ends and when the last backward of each chunk
+starts and ends (schedule._tail: the gradient reduction). Which of _run's branches a block
+takes does not depend on any duration: whether its output stays on its stage, is held for the
+next batched exchange, or is sent (with the one held before it, if any) follows from the plan
+alone. A _Program fixes those branches once per plan, so that a walk does per block only the
+arithmetic _run does, the same operations on the same operands in the same order: the same
+times, to the bit (tests/test_seer_speed.py).
+
+A block's output goes to `arrive` (the keys of schedule._Plan) as in _run; what _run keeps only
+for the breakdown is not kept. The blocks a walk must look at more closely (a chunk's first
+forward, which may wait for its weights; a chunk's last backward, whose times are kept) end the
+program's segments."""
+from __future__ import annotations
+
+from collections import OrderedDict
+from operator import itemgetter
+from typing import Dict, List, Tuple
+
+from astral_dsl.seer.schedule import (CACHE_BLOCKS, HELD, LOCAL, _cached_structure, _gather_gates,
+                                      _tail, simulate)
+
+
+class _Stage:
+    """What schedule._tail and schedule._gather_gates read of a stage's run, and write."""
+    __slots__ = ("codes", "v", "m", "gather", "dp", "finish", "optimizer", "backward_end",
+                 "last")
+
+    def __init__(self, codes, v: int, m: int):
+        self.codes, self.v, self.m = codes, v, m
+        self.gather = (0.0, 0.0)
+        self.dp: List[Tuple[float, float, float]] = []
+        self.finish = self.backward_end = 0.0
+        self.optimizer = (0.0, 0.0)
+        self.last: Dict[int, Tuple[float, float]] = {}
+
+    def last_backwards(self) -> Dict[int, Tuple[float, float]]:
+        return self.last
+
+
+class _Program:
+    """schedule._run's walk as blocks of one form: on stage i, start when the input (key
+    `want`) has arrived and the stage is free, run for the duration in slot `slot` of the
+    durations, then add `hops` hops (0 or 1): the time the output (key `out`) arrives and the
+    stage is free again. A block whose output stays on its stage adds no hop; one that sends
+    adds one (the send is synchronous); one that sends the output held from the block before
+    it (to `out`) and then its own (to `out2`, None for the others) adds a second hop for its
+    own. What _run compares and then discards (a stage's PP stream is free again before its
+    compute stream is, and a send starts when its block ends) comes out so whenever no
+    duration is negative: iteration_time checks that. The blocks run in segments between the
+    watched ones (a chunk's first forward: it may wait for its weights; a chunk's last
+    backward: its times are kept)."""
+    __slots__ = ("codes", "base", "segments", "slots", "hops", "keys", "blocks")
+
+    def __init__(self, plan, steps, p: int, v: int, m: int):
+        self.codes, self.base = plan.codes, plan.base
+        n_keys = 2 * p * v * m
+        spare = n_keys + 1           # a write no block reads (arrive[n_keys]: no input, 0.0)
+        watched = _watched_blocks(plan, v, m)
+        held = [-1] * p
+        stage, want, out, out2, slot, hops, marks = [], [], [], [], [], [], []
+
+        def step(i, src, o, s, h, mark, o2=None):
+            stage.append(i)
+            want.append(src)
+            out.append(o)
+            out2.append(o2)
+            slot.append(s)
+            hops.append(h)
+            marks.append(mark)
+
+        for g, i, src, d, does, s in zip(steps.blocks, steps.stage, steps.src, steps.dst,
+                                         steps.does, steps.slot):
+            src = n_keys if src < 0 else src
+            mark = watched.get(g)
+            if does == LOCAL:
+                step(i, src, d, s, 0, mark)
+                continue
+            if does == HELD:
+                held[i] = d
+                step(i, src, spare, s, 0, mark)
+                continue
+            h, held[i] = held[i], -1
+            if h >= 0 and d >= 0:            # the held output's send, then its own
+                step(i, src, h, s, 1, mark, d)
+            elif h >= 0 or d >= 0:
+                step(i, src, h if h >= 0 else d, s, 1, mark)
+            else:
+                step(i, src, spare, s, 0, mark)
+        n = self.blocks = len(stage)
+        self.segments = []           # (first block, end, its columns, the watched one or None)
+        lo = 0
+        for k, mark in enumerate(marks + [()]):
+            if mark is None:
+                continue
+            cols = (stage[lo:k], want[lo:k], out[lo:k], out2[lo:k])
+            last = (stage[k], want[k], out[k], out2[k], mark) if k < n else None
+            self.segments.append((lo, k, tuple(map(tuple, cols)), last))
+            lo = k + 1
+        self.slots = _getter(slot)
+        self.hops = _getter(hops)
+        self.keys = n_keys + 2
+
+
+def _getter(index: List[int]):
+    """t -> tuple(t[k] for k in index), at C speed."""
+    if len(index) == 1:
+        return lambda t: (t[index[0]],)
+    return itemgetter(*index) if index else (lambda t: ())
+
+
+def _watched_blocks(plan, v: int, m: int) -> Dict[int, Tuple]:
+    """g -> (g, stage, chunk, is the chunk's last backward) of each chunk's first forward and
+    last backward on each stage."""
+    vm = v * m
+    out = {}
+    for i, (seq, b) in enumerate(zip(plan.codes, plan.base)):
+        seen = set()
+        for k, x in enumerate(seq):
+            if x < vm and x // m not in seen:
+                seen.add(x // m)
+                out[b + k] = (b + k, i, x // m, False)
+        seen = set()
+        for k in range(len(seq) - 1, -1, -1):
+            c = (seq[k] - vm) // m
+            if seq[k] >= vm and c not in seen:
+                seen.add(c)
+                out[b + k] = (b + k, i, c, True)
+    return out
+
+
+_PROGRAMS: "OrderedDict[tuple, _Program]" = OrderedDict()
+
+
+def _program(p: int, v: int, m: int, schedule: str) -> _Program:
+    """The program of schedule.simulate's plan (the batched exchanges, or failing that each
+    send on its own), the most recent ones kept up to CACHE_BLOCKS blocks in all (as
+    schedule keeps plans)."""
+    key = (p, v, m, schedule)
+    prog = _PROGRAMS.get(key)
+    if prog is not None:
+        _PROGRAMS.move_to_end(key)
+        return prog
+    try:
+        plan, steps = _cached_structure(p, v, m, schedule, True)
+    except RuntimeError:
+        plan, steps = _cached_structure(p, v, m, schedule, False)
+    prog = _Program(plan, steps, p, v, m)
+    if prog.blocks <= CACHE_BLOCKS:
+        _PROGRAMS[key] = prog
+        while sum(x.blocks for x in _PROGRAMS.values()) > CACHE_BLOCKS:
+            _PROGRAMS.popitem(last=False)
+    return prog
+
+
+def iteration_time(low, m: int) -> float:
+    """schedule.simulate(low, m)[1], walked by a _Program."""
+    par = low.job.parallel
+    p, v = par.pp, par.v
+    hop = low.p2p_time() if p > 1 else 0.0
+    table = [low.template(i, c, ph).duration for i in range(p) for ph in ("F", "B")
+             for c in range(v)]
+    if not (hop >= 0.0 and all(t >= 0.0 for t in table)):    # _Program's premise
+        return simulate(low, m)[1]
+    prog = _program(p, v, m, par.schedule)
+    stages = [_Stage(seq, v, m) for seq in prog.codes]
+    gates = {}
+    for i, st in enumerate(stages):
+        gates.update({prog.base[i] + k: gate for k, gate in _gather_gates(low, i, st).items()})
+    durs, adds = prog.slots(table), prog.hops((0.0, hop))
+    arrive = [0.0] * prog.keys
+    free = [0.0] * p
+    for lo, hi, (stage, want, out, out2), last in prog.segments:
+        for i, w, o, o2, dur, add in zip(stage, want, out, out2, durs[lo:hi], adds[lo:hi]):
+            start = arrive[w]
+            f = free[i]
+            if start < f:
+                start = f
+            if o2 is None:
+                arrive[o] = free[i] = start + dur + add
+            else:                       # the held output's send, then its own
+                arrive[o] = a = start + dur + add
+                arrive[o2] = free[i] = a + hop
+        if last is None:
+            break
+        i, w, o, o2, (g, i_, c, backward) = last
+        start = arrive[w]
+        f = free[i]
+        if start < f:
+            start = f
+        start, end = _gated(start, start + durs[hi], gates.get(g))
+        if backward:
+            stages[i_].last[c] = (start, end)
+        arrive[o] = a = end + adds[hi]
+        if o2 is not None:
+            a += hop
+            arrive[o2] = a
+        free[i] = a
+    for i, st in enumerate(stages):
+        st.backward_end = free[i]
+    return _tail(low, stages)
+
+
+def _gated(start: float, end: float, gate) -> Tuple[float, float]:
+    """A chunk's first forward waits for its weights' gather (schedule._run)."""
+    if gate is None:
+        return start, end
+    first, last, tail = gate
+    wait_dp = first - start if first > start else 0.0
+    start, end = start + wait_dp, end + wait_dp
+    stretch = last + tail - end if last + tail > end else 0.0
+    return start, end + stretch
