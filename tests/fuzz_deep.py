@@ -37,6 +37,9 @@ def valid_seeds(jobs: bool = False) -> List[str]:
     """The seeds that compile and check without an error (with a job, for `jobs`): mutations
     of them reach the analyses, not only the parser. Computed once, on first use."""
     key = "jobs" if jobs else "all"
+    if key == "jobs" and key not in _VALID and "all" in _VALID:   # checked already: with a job
+        _VALID[key] = [text for text in _VALID["all"] if re.search(r"^job \w+", text, re.M)] \
+            or [JOB_SEED]
     if key not in _VALID:
         import astral_dsl
 

@@ -166,30 +166,36 @@ def _trace(s: Synthetic, rank: int, sel: np.ndarray, groups: Dict[str, tuple]) -
                        "pid": pid, "tid": tid, "ts": round(lo, 3), "dur": round(hi - lo, 3),
                        "args": {}})
     corr = rank * 10_000_000
-    for i in sel.tolist():
-        phase = PHASE_NAMES[s.phase[i]]
-        ts = s.start[i] * 1e6
-        dur = s.duration[i] * 1e6
+    # the rows' columns as Python values, rounded as arrays (np.round: what round() of each
+    # numpy float gave, value for value), each group's ranks as JSON once: a rank's thousands
+    # of events cost a microsecond each, not tens
+    phases = [PHASE_NAMES[p] for p in s.phase[sel].tolist()]
+    ops, peers = s.op[sel].tolist(), s.peer[sel].tolist()
+    launch = np.round(starts_us - 5.0, 3).tolist()
+    ts_us = np.round(starts_us, 3).tolist()
+    dur_us = np.round(s.duration[sel] * 1e6, 3).tolist()
+    listed = {name: json.dumps(list(ranks)) for name, ranks in groups.values()}
+    for phase, o, peer, launch_ts, ts, dur in zip(phases, ops, peers, launch, ts_us, dur_us):
         corr += 1
         args = {"device": 0, "stream": streams[phase], "correlation": corr}
         if phase.endswith("comm"):
             kind = phase[:2] if phase != "comm" else "world"
-            op = OPS[s.op[i]]
+            op = OPS[o]
             name, ranks = groups.get(kind, groups["world"])
             args.update({"Collective name": op if op in ("send", "recv") else
                          ("allreduce" if kind in ("dp", "world") else "reduce_scatter"),
                          "Process Group Name": name, "Process Group Description": PG_DESC[kind],
-                         "Process Group Ranks": json.dumps(list(ranks)),
+                         "Process Group Ranks": listed[name],
                          "Group size": len(ranks), "dtype": "BFloat16"})
             if op == "send":
-                args["Dst Rank"] = int(s.peer[i])
+                args["Dst Rank"] = int(peer)
             elif op == "recv":
-                args["Src Rank"] = int(s.peer[i])
+                args["Src Rank"] = int(peer)
         events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid,
-                       "tid": tid, "ts": round(ts - 5.0, 3), "dur": 4.0,
+                       "tid": tid, "ts": launch_ts, "dur": 4.0,
                        "args": {"correlation": corr}})
         events.append({"ph": "X", "cat": "kernel", "name": KERNELS[phase], "pid": 0,
-                       "tid": streams[phase], "ts": round(ts, 3), "dur": round(dur, 3),
+                       "tid": streams[phase], "ts": ts, "dur": dur,
                        "args": args})
     pgs = [{"pg_name": name, "pg_desc": PG_DESC[kind], "backend_config": "cuda:nccl",
             "pg_size": len(ranks), "ranks": list(ranks)} for kind, (name, ranks) in

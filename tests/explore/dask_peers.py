@@ -78,8 +78,16 @@ async def _until_stdin_closes() -> None:
 
 
 def _cluster(workers: int, tls: Optional[Tuple[str, str, str]]) -> None:
+    import dask
     from distributed import LocalCluster
 
+    # The workers are forked from this process, which has Distributed and the package's
+    # exploration modules imported, rather than spawned as new interpreters that import them
+    # again (Dask's default): about 1.5 s of CPU less per worker. They are still processes of
+    # their own, reached over TCP or TLS, that compile the project from the bundle sent.
+    import astral_dsl.explore.engines  # noqa: F401
+
+    dask.config.set({"distributed.worker.multiprocessing-method": "fork"})
     kw = {}
     if tls:
         from distributed.security import Security

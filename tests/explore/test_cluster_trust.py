@@ -27,8 +27,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args, timeout=300):
+    """`astral ARGS` as a process of its own (what an engineer runs)."""
     return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], capture_output=True,
                           text=True, timeout=timeout, cwd=REPO)
+
+
+def _cli_here(*args):
+    """`astral ARGS` in this process (tests/clirun.py): the command's own code path, without a
+    new interpreter that imports Distributed again (about a second of CPU each)."""
+    from clirun import astral
+
+    return astral(*args)
 
 
 # ---- addresses ------------------------------------------------------------------------------
@@ -87,13 +96,13 @@ def test_tls_needs_certificates(tmp_path, monkeypatch):
 @pytest.mark.parametrize("address", ["tcp://203.0.113.7:8786", "203.0.113.7:8786"])
 def test_cli_refuses_plain_tcp_to_another_machine(project, command, address):
     grid = ["--grid", "hosts_per_rack=1..2"] if command == "sweep" else []
-    out = _cli(command, str(project), *grid, "--cluster", address, timeout=120)
+    out = _cli_here(command, str(project), *grid, "--cluster", address)
     assert out.returncode == 2, out.stderr
     assert "tls://" in out.stderr and "Traceback" not in out.stderr
     if "://" in address:
         assert "--insecure-cluster" in out.stderr
     # --tls-* options without a cluster, or --insecure-cluster alone, are usage errors too
-    out = _cli(command, str(project), *grid, "--tls-ca-file", "ca.pem", timeout=120)
+    out = _cli_here(command, str(project), *grid, "--tls-ca-file", "ca.pem")
     assert out.returncode == 2 and "--cluster" in out.stderr
 
 
@@ -130,9 +139,10 @@ def test_a_rogue_worker_cannot_run_code_in_the_client(scheduler, mode, tmp_path)
     prefix = str(tmp_path / "ran-in-")
     rogue = Peer("rogue", scheduler, mode, prefix)
     try:
-        wait_for_workers(scheduler, 1)
         # the payload is real: an unguarded Dask client that asks runs it in its own process
+        # (once the rogue has joined: the client waits for it, as wait_for_workers does)
         code = ("import sys, distributed; c = distributed.Client(sys.argv[1], timeout=30); "
+                "c.wait_for_workers(1, timeout=60); "
                 "print(list(c.run(lambda: 0).values())[0]); c.close()")
         control = subprocess.run([sys.executable, "-c", code, scheduler], capture_output=True,
                                  text=True, timeout=120)
@@ -199,9 +209,10 @@ def test_a_tls_cluster_runs_a_sweep(tls_cluster, project):
 def test_a_tls_cluster_refuses_a_client_without_its_certificates(tls_cluster, project, tmp_path):
     address, (ca, cert, key), _ = tls_cluster
     other = certificates(tmp_path, "another")            # certificates of another CA
-    out = _cli("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster", address,
-               "--tls-ca-file", other[0], "--tls-cert", other[1], "--tls-key", other[2])
+    out = _cli_here("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster", address,
+                    "--tls-ca-file", other[0], "--tls-cert", other[1], "--tls-key", other[2])
     assert out.returncode == 2 and "cannot reach the Dask scheduler" in out.stderr, out.stderr
-    out = _cli("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster",
-               address.replace("tls://", "tcp://"))
+    out = _cli_here("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster",
+                    address.replace("tls://", "tcp://"))
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert not unpickle.installed()
