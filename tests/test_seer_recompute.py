@@ -8,6 +8,7 @@ import attrs
 import pytest
 
 from astral_dsl import seer
+from astral_dsl.outputs.forecast import report
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.forecast import hardware_flops, layer_flops_per_token, model_flops, run
@@ -86,6 +87,10 @@ def test_the_rule_recomputes_the_fewest_layers_that_fit():
     assert total(job("modules")) > 80e9 and total(job("none")) > 80e9
     assert fc.iteration_time < run(job(), H100, NET).iteration_time
     assert fc.iteration_time == run(job(n=n), H100, NET).iteration_time
+    # said in the table and the JSON
+    assert f"recompute full (the first {n} layers of each chunk)" in report.render(fc)
+    assert report.to_json(fc)["parallelism"]["recompute_layers"] == n
+    assert report.to_json(fc)["chosen_by_rule"] == {"recompute": "full", "recompute_layers": n}
 
 
 BASE = """

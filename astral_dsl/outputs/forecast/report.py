@@ -97,8 +97,9 @@ def render(fc) -> str:
                  f"{j.microbatches:,} micro-batches per pipeline  seq {j.seq:,}")
     overlaps = [name for on, name in ((j.overlap_grad_reduce, "grad reduce"),
                                       (j.overlap_param_gather, "param gather")) if on]
-    whole = (f" (the first {j.recompute_layers} layers of each chunk)"
-             if j.recompute == "full" and j.recompute_layers is not None else "")
+    n = j.recompute_layers
+    whole = ("" if j.recompute != "full" or n is None else " (the first layer of each chunk)"
+             if n == 1 else f" (the first {n} layers of each chunk)")
     lines.append(f"  runtime    recompute {j.recompute}{whole}"
                  + (f"  offload {j.offload_layers} layers" if j.offload_layers else "")
                  + f"  {j.dtype} (gradients "
