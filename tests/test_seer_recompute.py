@@ -135,3 +135,45 @@ def test_the_rule_offers_it_to_megatron_jobs_only():
     for framework in ("automodel", "torchtitan"):
         fc = run(attrs.evolve(job("auto"), framework=framework), H100, NET)
         assert fc.job.recompute_layers is None
+
+
+def test_search_recomputes_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
+    """Llama 3 70B on 8 GB200s with offloading ruled out (`offload_layers = 0`): a layout that
+    recomputes nothing does not fit, so the search takes it with the fewest layers of each
+    chunk recomputed whole that make it fit (seer.rule.partial_recompute, the rule's own
+    choice), forecasts that, and reports the count; the lower bound that pruned it (of the
+    layout recomputing nothing) stays below its forecast."""
+    import astral_dsl
+    from astral_dsl.explore import search
+    from astral_dsl.explore.search.bounds import screen_bound
+    from astral_dsl.explore.search.work import Setup, State
+    from astral_dsl.outputs.search import row_json, table
+    from astral_dsl.explore.engines import LocalEngine
+    from test_seer_offload import NVL72_JOB
+
+    text = NVL72_JOB.replace("gpus = 64", "gpus = 8").replace("dp = 64", "dp = 8") \
+        .replace("global_batch = 128", "global_batch = 16") \
+        .replace("recompute = auto", "recompute = auto, offload_layers = 0")
+    path = tmp_path / "nvl8.astral"
+    path.write_text(text, encoding="utf-8")
+    result = search.run(str(path), top=5, engine=LocalEngine(1))
+    partial = [r for r in result.rows if r.get("recompute_layers") is not None]
+    assert partial, [(r["config"].label(), r["recompute"]) for r in result.rows]
+    state = State(astral_dsl.load(str(path)), Setup((), None))
+    cap = state.cluster.gpu.memory
+    for row in partial:
+        c, n = row["config"], row["recompute_layers"]
+        assert c.recompute == "none" and row["recompute"] == "full"
+        spec = c.spec(state.space).with_(recompute="full", recompute_layers=n)
+        low, tail = state.group(c)
+        assert estimate(spec, low.stage_params).total <= cap
+        if n > 1:
+            less = spec.with_(recompute_layers=n - 1)
+            assert estimate(less, low.stage_params).total > cap
+        fc = run(spec, state.cluster.gpu, state.cluster.net)
+        assert row["iteration_time_s"] == fc.iteration_time
+        bound = screen_bound(c.spec(state.space), state.profile(c, low.groups["tp"]), tail,
+                             state.hop(c), dp=state.dp_profile(c, low.groups["dp"]))
+        assert 0 < bound <= fc.iteration_time
+        assert row_json(row)["recompute"] == "full" and row_json(row)["recompute_layers"] == n
+    assert f"full {partial[0]['recompute_layers']}" in table(result, width=120)

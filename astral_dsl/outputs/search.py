@@ -12,7 +12,7 @@ from astral_dsl.outputs.jsonout import dumps
 from astral_dsl.seer.envelope import band_text
 
 LAYOUT = ("gpus", "tp", "pp", "dp", "cp", "ep", "virtual_stages", "micro_batch", "recompute",
-          "zero", "offload_layers")
+          "recompute_layers", "zero", "offload_layers")
 FIGURES = ("iteration_time_s", "tokens_per_s", "mfu", "hfu", "memory_gb",
            "memory_uncertainty_gb", "memory_stage", "offloaded_gb", "cost_per_token_usd")
 SHORT = {"compute": "compute", "tp_comm": "TP", "cp_comm": "CP", "ep_comm": "EP",
@@ -23,11 +23,36 @@ OBJECTIVE_LABELS = {"tokens_per_s": "tokens/s (highest first)",
                     "cost_per_token": "cost per token (lowest first)"}
 
 
+def _fitting(s) -> str:
+    """How a configuration that does not fit as it is is made to (explore/search/work.py
+    `fitting`), as the summary says it."""
+    offload = not s.offload_declared
+    partial = s.base.framework == "megatron" and "none" in s.recompute
+    if offload and partial:
+        return ("; one that does not fit in memory offloads the fewest layers that make it fit, "
+                "where offloading can run (one pipeline stage), or, recomputing nothing, "
+                "recomputes whole the fewest layers of each chunk that do, whichever is faster")
+    if offload:
+        return ("; one that does not fit in memory offloads the fewest layers that make it fit, "
+                "where offloading can run (one pipeline stage)")
+    if partial:
+        return ("; one that recomputes nothing and does not fit in memory recomputes whole the "
+                "fewest layers of each chunk that make it fit")
+    return ""
+
+
+def _recompute(row: Dict[str, Any]) -> str:
+    """The recomputation a row ran: `full 4` for the first 4 layers of each chunk."""
+    n = row.get("recompute_layers")
+    return row.get("recompute", row["config"].recompute) + (f" {n}" if n is not None else "")
+
+
 def row_json(row: Dict[str, Any]) -> Dict[str, Any]:
     c = row["config"]
     out: Dict[str, Any] = {"rank": row["rank"], "gpus": c.gpus, "tp": c.tp, "pp": c.pp,
                            "dp": c.dp, "cp": c.cp, "ep": c.ep, "virtual_stages": c.v,
-                           "micro_batch": c.micro, "recompute": c.recompute, "zero": c.zero,
+                           "micro_batch": c.micro, "recompute": row.get("recompute", c.recompute),
+                           "recompute_layers": row.get("recompute_layers"), "zero": c.zero,
                            "offload_layers": row.get("offload_layers", 0),
                            "stages": list(c.stages) if c.stages else None}
     for k in FIGURES:
@@ -92,9 +117,7 @@ def summary(result) -> List[str]:
              + (f", offload_layers {s.base.offload_layers}" if s.base.offload_layers else ""),
              f"  {c.enumerated:,} configurations enumerated (tp, cp, pp, dp, ep, virtual stages, "
              f"micro-batch, recomputation {'/'.join(s.recompute)}, ZeRO 0-3)"
-             + ("; one that does not fit in memory offloads the fewest layers that make it fit, "
-                "where offloading can run (one pipeline stage)"
-                if not s.offload_declared else "")]
+             + _fitting(s)]
     for rule in c.to_json()["rejected"]:
         code = f"{rule['code']} " if rule["code"] else ""
         lines.append(f"  {rule['count']:>{len(f'{c.enumerated:,}')},} rejected: {code}"
@@ -178,7 +201,7 @@ def table(result, colour: bool = False, width: int = 100) -> str:
     layout += [col(k, [str(getattr(c, a)) for c in cfg], True) for k, a in
                (("tp", "tp"), ("pp", "pp"), ("dp", "dp"), ("cp", "cp"), ("ep", "ep"),
                 ("v", "v"), ("micro", "micro"))]
-    layout += [col("recompute", [c.recompute for c in cfg], True, False),
+    layout += [col("recompute", [_recompute(r) for r in rows], True, False),
                col("zero", [str(c.zero) for c in cfg], True)]
     if any(r.get("offload_layers") for r in rows):
         layout.append(col("offload", [str(r.get("offload_layers", 0)) for r in rows], True))

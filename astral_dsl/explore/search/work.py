@@ -141,12 +141,14 @@ def state_of(bundle: Bundle, setup: Setup) -> State:
     return hit
 
 
-def fitting(state: State, config: Config, low) -> Tuple[bool, float, Any]:
+def fitting(state: State, config: Config, low) -> Tuple[bool, float, Tuple[Any, ...]]:
     """(whether the configuration fits in the GPU's memory, Seer's per-GPU estimate in bytes
-    (memory.py), the JobSpec to forecast). One that does not fit as it is, of a job that leaves
-    offloading open (no `offload_layers` declared), is taken with the fewest offloaded layers
-    that make it fit, as the rule takes it (seer.rule.offloading: one pipeline stage,
-    Megatron-LM, a host link, within the host's memory)."""
+    (memory.py), the JobSpecs to forecast: the configuration itself when it fits; otherwise
+    the ways to make it fit that the rule weighs, of which the search keeps the faster
+    (`forecast`): the fewest offloaded layers, for a job that leaves offloading open (no
+    `offload_layers` declared; seer.rule.offloading: one pipeline stage, Megatron-LM, a host
+    link, within the host's memory), and for a configuration that recomputes nothing, the
+    fewest layers of each chunk recomputed whole (seer.rule.partial_recompute: Megatron-LM)."""
     from astral_dsl.seer import rule
     from astral_dsl.seer.memory import estimate
 
@@ -154,12 +156,17 @@ def fitting(state: State, config: Config, low) -> Tuple[bool, float, Any]:
     est = estimate(spec, low.stage_params)
     cap = state.cluster.gpu.memory
     if not cap or est.total <= cap:
-        return True, est.total, spec
+        return True, est.total, (spec,)
+    gpu, costs, net = state.cluster.gpu, state.costs, state.cluster.net
+    found = []
     if not state.space.offload_declared:
-        found = rule.offloading(spec, state.cluster.gpu, state.costs, state.cluster.net)
-        if found is not None:
-            return True, found.memory.total, found.job
-    return False, est.total, spec
+        found.append(rule.offloading(spec, gpu, costs, net))
+    if spec.recompute == "none" and spec.framework == "megatron":
+        found.append(rule.partial_recompute(spec, gpu, costs, net))
+    ways = tuple(c for c in found if c is not None)
+    if ways:
+        return True, min(c.memory.total for c in ways), tuple(c.job for c in ways)
+    return False, est.total, (spec,)
 
 
 def screen(bundle: Bundle, setup: Setup, families: Sequence[Tuple[Config, Sequence[Tuple[int, int]]]]
@@ -197,14 +204,24 @@ def forecast(bundle: Bundle, setup: Setup, configs: Sequence[Config]
     out = []
     for config in configs:
         low, _ = state.group(config)
-        ok, total, spec = fitting(state, config, low)
+        ok, total, specs = fitting(state, config, low)
         row = None
         if ok:
-            fc = seer.run(spec, state.cluster.gpu, state.cluster.net,
-                          calibration=state.calibration)
+            fc = fastest(seer.run(spec, state.cluster.gpu, state.cluster.net,
+                                  calibration=state.calibration) for spec in specs)
             row = forecast_row(fc)
+            total = fc.memory.total
         out.append((ok, total, row))
     return out
+
+
+def fastest(forecasts):
+    """The forecast of the shortest iteration (the first of equals)."""
+    best = None
+    for fc in forecasts:
+        if best is None or fc.iteration_time < best.iteration_time:
+            best = fc
+    return best
 
 
 def forecast_row(fc) -> Dict[str, Any]:
@@ -218,5 +235,7 @@ def forecast_row(fc) -> Dict[str, Any]:
             "memory_stage": fc.memory.stage, "breakdown_stage": fc.stage,
             "offload_layers": fc.job.offload_layers or 0,
             "offloaded_gb": fc.memory.offloaded / 1e9,
+            "recompute": fc.job.recompute,
+            "recompute_layers": fc.job.recompute_layers if fc.job.recompute == "full" else None,
             "breakdown_s": {k: fc.breakdown.get(k, 0.0) for k, _ in BREAKDOWN_LABELS},
             "calibration": fc.envelope().as_json()}
