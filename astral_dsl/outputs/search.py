@@ -10,6 +10,7 @@ from typing import Any, Dict, List
 from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS
 from astral_dsl.outputs.jsonout import dumps
 from astral_dsl.seer.envelope import band_text
+from astral_dsl.seer.rule import PARTIAL_FRAMEWORKS
 
 LAYOUT = ("gpus", "tp", "pp", "dp", "cp", "ep", "virtual_stages", "micro_batch", "recompute",
           "recompute_layers", "zero", "offload_layers")
@@ -27,7 +28,7 @@ def _fitting(s) -> str:
     """How a configuration that does not fit as it is is made to (explore/search/work.py
     `fitting`), as the summary says it."""
     offload = not s.offload_declared
-    partial = s.base.framework == "megatron" and "none" in s.recompute
+    partial = s.base.framework in PARTIAL_FRAMEWORKS and "none" in s.recompute
     if offload and partial:
         return ("; one that does not fit in memory offloads the fewest layers that make it fit, "
                 "where offloading can run (one pipeline stage), or, recomputing nothing, "

@@ -122,13 +122,20 @@ def fewest(fits: Callable[[int], bool], lo: int, hi: int) -> Optional[int]:
     return lo
 
 
+# the frameworks whose jobs can recompute some layers of a chunk and not others: Megatron-LM's
+# block method; NeMo AutoModel checkpoints every layer or none (`activation_checkpointing`),
+# and torchtitan's layer-selective checkpointing takes every k-th layer, not any count
+PARTIAL_FRAMEWORKS = ("megatron",)
+
+
 def partial_recompute(job: JobSpec, gpu, costs, net) -> Optional[Candidate]:
     """`job` (recomputing nothing) with the fewest layers of each model chunk recomputed whole
     that make it fit in the GPU's memory (Megatron-LM's block method: `recompute = full` with
     `recompute_layers`, spec.full_recompute), or None where even all but one do not fit (full
-    recomputation of every layer is a candidate of its own). Megatron-LM jobs only: NeMo
-    AutoModel checkpoints every layer or none (`activation_checkpointing`), and torchtitan's
-    layer-selective checkpointing takes every k-th layer, not any count."""
+    recomputation of every layer is a candidate of its own), or of a framework that cannot
+    (PARTIAL_FRAMEWORKS)."""
+    if job.framework not in PARTIAL_FRAMEWORKS:
+        return None
     most = max((count for row in chunk_layers(job) for _, count in row), default=0) - 1
     tried: Dict[int, Candidate] = {}
 
@@ -167,8 +174,7 @@ def choose(job: JobSpec, gpu, net, costs, simulate: Callable[[Candidate], object
     if len(cands) == 1:
         return simulate(cands[0])
     cap = gpu.memory or float("inf")
-    if job.recompute == "auto" and job.recompute_layers is None and gpu.memory \
-            and job.framework == "megatron":
+    if job.recompute == "auto" and job.recompute_layers is None and gpu.memory:
         more = (partial_recompute(c.job, gpu, costs, net) for c in cands
                 if c.job.recompute == "none" and c.memory.total > cap)
         cands += [c for c in more if c is not None]

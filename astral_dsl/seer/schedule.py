@@ -121,9 +121,9 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
     m its batched exchanges could wait on each other, and each send goes out on its own.)"""
     par = low.job.parallel
     try:
-        plan = _cached_structure(par.pp, par.v, m, par.schedule, True)
+        plan = cached_structure(par.pp, par.v, m, par.schedule, True)
     except RuntimeError:
-        plan = _cached_structure(par.pp, par.v, m, par.schedule, False)
+        plan = cached_structure(par.pp, par.v, m, par.schedule, False)
     return _run(low, m, *plan)
 
 
@@ -135,7 +135,7 @@ def runnable(p: int, v: int, m: int, schedule: str) -> bool:
         return True
     for batched in (True, False):
         try:
-            _cached_structure(p, v, m, schedule, batched)
+            cached_structure(p, v, m, schedule, batched)
             return True
         except RuntimeError:
             pass
@@ -146,7 +146,7 @@ CACHE_BLOCKS = 400_000          # blocks of dependency orders kept for reuse (~6
 _CACHE: "OrderedDict[tuple, Tuple[_Plan, _Steps]]" = OrderedDict()
 
 
-def _cached_structure(p: int, v: int, m: int, schedule: str, batched: bool
+def cached_structure(p: int, v: int, m: int, schedule: str, batched: bool
                       ) -> "Tuple[_Plan, _Steps]":
     """_structure and its _Steps, remembered for the most recent shapes up to CACHE_BLOCKS
     blocks in all (the rule, a sweep, the calibration and an editor forecast the same shapes
@@ -313,7 +313,7 @@ def _run(low, m: int, plan: _Plan, steps: _Steps) -> Tuple[List[StageRun], float
                      hop=hop) for seq, b in zip(plan.codes, plan.base)]
     gates = {}
     for i, run in enumerate(runs):
-        gates.update({plan.base[i] + k: gate for k, gate in _gather_gates(low, i, run).items()})
+        gates.update({plan.base[i] + k: gate for k, gate in gather_gates(low, i, run).items()})
     starts, ends = [0.0] * n, [0.0] * n
     arrive = [0.0] * (2 * p * v * m + 1)      # the last: the input of a block with none (-1)
     blocked: Dict[int, float] = {}
@@ -378,7 +378,7 @@ def _run(low, m: int, plan: _Plan, steps: _Steps) -> Tuple[List[StageRun], float
     for where, per_stage in ((blocked, "blocked"), (gated, "gated")):
         for g, x in where.items():
             getattr(runs[stage[g]], per_stage)[g - plan.base[stage[g]]] = x
-    return runs, _tail(low, runs)
+    return runs, iteration_tail(low, runs)
 
 
 def _buckets(items, size):
@@ -394,7 +394,7 @@ def _buckets(items, size):
     return out
 
 
-def _gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
+def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     """With ZeRO-1/2 and `overlap_param_gather` (Megatron-LM's --overlap-param-gather), the
     weights the last step updated are all-gathered in buckets during this iteration's forward,
     in forward order; a chunk's first forward waits for the bucket holding its first layer and
@@ -439,7 +439,7 @@ def _gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     return {first_forward[c]: gate for c, gate in gates.items()}
 
 
-def _tail(low, runs: List[StageRun]) -> float:
+def iteration_tail(low, runs: List[StageRun]) -> float:
     v = low.job.parallel.v
     lay = low.groups["dp"]
     for i, run in enumerate(runs):

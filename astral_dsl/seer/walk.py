@@ -4,7 +4,7 @@ forecasts thousands of times).
 schedule._run times every block and records what the breakdown and the timeline read (each
 block's start and end, the sends, the time each block is held by its send); the iteration time
 needs only when each stage's compute stream ends and when the last backward of each chunk
-starts and ends (schedule._tail: the gradient reduction). Which of _run's branches a block
+starts and ends (schedule.iteration_tail: the gradient reduction). Which of _run's branches a block
 takes does not depend on any duration: whether its output stays on its stage, is held for the
 next batched exchange, or is sent (with the one held before it, if any) follows from the plan
 alone. A _Program fixes those branches once per plan, so that a walk does per block only the
@@ -21,12 +21,12 @@ from collections import OrderedDict
 from operator import itemgetter
 from typing import Dict, List, Tuple
 
-from astral_dsl.seer.schedule import (CACHE_BLOCKS, HELD, LOCAL, _cached_structure, _gather_gates,
-                                      _tail, simulate)
+from astral_dsl.seer.schedule import (CACHE_BLOCKS, HELD, LOCAL, cached_structure, gather_gates,
+                                      iteration_tail, simulate)
 
 
 class _Stage:
-    """What schedule._tail and schedule._gather_gates read of a stage's run, and write."""
+    """What schedule.iteration_tail and schedule.gather_gates read of a stage's run, and write."""
     __slots__ = ("codes", "v", "m", "gather", "dp", "finish", "optimizer", "backward_end",
                  "last")
 
@@ -146,9 +146,9 @@ def _program(p: int, v: int, m: int, schedule: str) -> _Program:
         _PROGRAMS.move_to_end(key)
         return prog
     try:
-        plan, steps = _cached_structure(p, v, m, schedule, True)
+        plan, steps = cached_structure(p, v, m, schedule, True)
     except RuntimeError:
-        plan, steps = _cached_structure(p, v, m, schedule, False)
+        plan, steps = cached_structure(p, v, m, schedule, False)
     prog = _Program(plan, steps, p, v, m)
     if prog.blocks <= CACHE_BLOCKS:
         _PROGRAMS[key] = prog
@@ -170,7 +170,7 @@ def iteration_time(low, m: int) -> float:
     stages = [_Stage(seq, v, m) for seq in prog.codes]
     gates = {}
     for i, st in enumerate(stages):
-        gates.update({prog.base[i] + k: gate for k, gate in _gather_gates(low, i, st).items()})
+        gates.update({prog.base[i] + k: gate for k, gate in gather_gates(low, i, st).items()})
     durs, adds = prog.slots(table), prog.hops((0.0, hop))
     arrive = [0.0] * prog.keys
     free = [0.0] * p
@@ -202,7 +202,7 @@ def iteration_time(low, m: int) -> float:
         free[i] = a
     for i, st in enumerate(stages):
         st.backward_end = free[i]
-    return _tail(low, stages)
+    return iteration_tail(low, stages)
 
 
 def _gated(start: float, end: float, gate) -> Tuple[float, float]:

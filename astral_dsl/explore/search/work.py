@@ -161,7 +161,7 @@ def fitting(state: State, config: Config, low) -> Tuple[bool, float, Tuple[Any, 
     found = []
     if not state.space.offload_declared:
         found.append(rule.offloading(spec, gpu, costs, net))
-    if spec.recompute == "none" and spec.framework == "megatron":
+    if spec.recompute == "none":
         found.append(rule.partial_recompute(spec, gpu, costs, net))
     ways = tuple(c for c in found if c is not None)
     if ways:
