@@ -183,6 +183,21 @@ def test_rows_seer_cannot_state_say_which_field_and_why():
         assert why in p.reason, (p.row.id, p.reason)
 
 
+def test_torchtitan_pipelines_take_the_defaults_of_their_code():
+    """torchtitan before 0.1.0 (a row dated 2024-12) split a pipeline's local batch into one
+    micro-batch per stage, later ones into micro-batches of 1; interleaved schedules take 2
+    stages per rank (docs/runs.md)."""
+    old_1f1b, old_interleaved = _row("r225"), _row("r226")     # 256 / DP 8 = 32 per pipeline
+    new = _row("r225", id="new", source_version="torchtitan abc (2025-07)")
+    undated = _row("r225", id="undated", source_version="torchtitan abc")
+    t = parse_table(_csv([old_1f1b, old_interleaved, new, undated]), "t.csv")
+    specs = {p.row.id: p.spec for p in prepare(t)}
+    assert specs["r225"].micro == 32 // 8 and specs["r225"].parallel.v == 1
+    assert specs["r226"].micro == 4 and specs["r226"].parallel.v == 2
+    assert specs["r226"].parallel.schedule == "interleaved"
+    assert specs["new"].micro == specs["undated"].micro == 1
+
+
 # ---- `astral runs` -----------------------------------------------------------------------------------------
 ROW = {
     "type": "object",

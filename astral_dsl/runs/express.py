@@ -15,7 +15,8 @@ from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
-from astral_dsl.runs.stacks import System, precision_of, stack_of, system_of
+from astral_dsl.runs.stacks import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, System,
+                                    dated, precision_of, stack_of, system_of)
 from astral_dsl.runs.table import Run
 from astral_dsl.seer.spec import derived_layout
 
@@ -224,6 +225,11 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     if vp and vp > 1:
         par["schedule"] = "interleaved"
         par["virtual_stages"] = vp
+    elif interleaved and stack.framework == "torchtitan":
+        par["schedule"] = "interleaved"
+        par["virtual_stages"] = TITAN_STAGES_PER_RANK
+        assumed.append(f"{TITAN_STAGES_PER_RANK} virtual stages per rank (torchtitan's default "
+                       f"for an interleaved schedule)")
     elif interleaved:
         par["schedule"] = "interleaved"
         assumed.append("virtual stages chosen by Seer's rule (interleaved, count not published)")
@@ -235,7 +241,13 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
         par["stages"] = layout
     batch: Dict[str, object] = {"global_batch": gbs, "seq": seq}
     mbs = row.count("mbs")
-    if stack.framework == "torchtitan" and pp > 1:
+    when = dated(row)
+    if stack.framework == "torchtitan" and pp > 1 and when and \
+            when < TITAN_MICROBATCH_SIZE_FROM and (gbs // dp) % pp == 0:
+        batch["micro"] = gbs // dp // pp
+        assumed.append(f"{pp} pipeline micro-batches, one per stage (torchtitan's default "
+                       f"before 0.1.0)")
+    elif stack.framework == "torchtitan" and pp > 1:
         batch["micro"] = 1
         assumed.append("pipeline micro-batches of 1 sequence (torchtitan's default)")
     elif mbs:

@@ -114,6 +114,25 @@ def release_of(row) -> Optional[Tuple[int, int]]:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def dated(row) -> Optional[Tuple[int, int]]:
+    """(year, month) a row's `source_version` dates its code by ("torchtitan 9dec370 / torch
+    1963fc8 (2024-12)"), or None."""
+    m = re.search(r"\((\d{4})-(\d{2})\)", row.source_version)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+# torchtitan 0.1.0 (2025-06) split the local batch into pipeline micro-batches of
+# `pipeline_parallel_microbatch_size` (default 1, config_manager.py); before it,
+# `experimental.pipeline_parallel_microbatches` defaulted to the number of pipeline stages. The
+# 2024-12 benchmark's 405B rows bear it out: 1F1B and interleaved 1F1B at the same layout ran at
+# 100 and 128 tokens/s per GPU, as 8 micro-batches make them differ (with 32, the bubbles would
+# differ by a few per cent).
+TITAN_MICROBATCH_SIZE_FROM = (2025, 6)
+# torchtitan's multi-stage (interleaved) schedules take 2 stages per rank when no split is given
+# (torchtitan 0.1.0, distributed/pipeline.py generate_split_points)
+TITAN_STAGES_PER_RANK = 2
+
+
 # From this Megatron-Bridge release on, the MoE recipes are taken to replay the step from CUDA
 # graphs with sync-free (dropless) token dispatch: every MoE recipe on GB200 steps up at an
 # unchanged layout between 26.04.01 and 26.06 (Qwen3-30B-A3B +55 %, DeepSeek-V3 +17 %, the dense

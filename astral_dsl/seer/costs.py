@@ -12,6 +12,7 @@ each says whether it comes from a data sheet, a published measurement or is an a
   precision family) the sustained fraction of it that large GEMMs reach; T / (T + gemm_waves x
   SMs) the loss of small GEMMs, T their output tiles (TILE) over the GPU's SMs: a grouped GEMM
   of small experts, or a GEMM of one wave, reaches half of it at gemm_waves waves (fitted);
+  experts run as one GEMM each, GEMM_STREAMS at a time, count one round's tiles;
   k(K) = K / (K + K_HALF): each output tile pays a fixed prologue and epilogue that only a long
   inner dimension amortises. KERNEL_S is the launch and tail cost of one kernel on the device.
   eff_p is fitted per GPU generation too (Ampere, Hopper, Blackwell: eff_name), whose boards
@@ -57,6 +58,15 @@ FA_HEAD = 128.0        # the head width of the attention measurements attn_eff i
 # counted in these tiles against the SMs (gemm_waves)
 TILE = {"ampere": (128, 128), "hopper": (128, 256), "blackwell": (128, 256)}
 DEFAULT_SMS = 132      # a GPU that declares no `sms`: an H100's (validate.py warns, W752)
+# published (Transformer Engine 2.20.2's binary: transformer_engine::detail::
+# get_num_compute_streams() returns 4): the streams TE's multi-stream grouped GEMM
+# (general_grouped_gemm -> nvte_multi_stream_cublas_gemm) runs one cuBLAS GEMM per expert on,
+# when the expert counts are on the host (Megatron-Core 0.16.1's TEGroupedMLP passes
+# tokens_per_expert.tolist() to TE's GroupedLinear); a sync-free step (CUDA graphs) keeps them on
+# the device and takes TE's grouped-tensor path, one grouped kernel (TE 2.20's
+# module/grouped_linear.py: that path "does not inspect split values because they may reside in
+# a CUDA tensor")
+GEMM_STREAMS = 4
 # An eager PyTorch step's memory passes over a fused kernel's, by operator (counted from the
 # eager code torchtitan runs): RMSNorm as x.float(), pow(2).mean(), rsqrt, two multiplies and
 # the cast back (~3 passes of reads and writes against 1); SwiGLU as silu then a multiply (5
@@ -240,9 +250,11 @@ class Costs:
         return self.table.lookup(op, shape, dtype or self.base)
 
     def gemm(self, op: str, m: float, n: float, k: float, batch: float = 1.0,
-             fp8: bool = False) -> Tuple[float, float, float]:
+             fp8: bool = False, streams: Optional[int] = None) -> Tuple[float, float, float]:
         """(seconds, flops, bytes) of `batch` GEMMs [m, k] x [k, n]; `fp8`: at the fp8 rate with
-        fp8 operands (Transformer Engine's linear layers)."""
+        fp8 operands (Transformer Engine's linear layers). The batch is one grouped kernel, or
+        with `streams` separate GEMMs run `streams` at a time (Transformer Engine's multi-stream
+        grouped GEMM, GEMM_STREAMS), each round filling and draining the GPU on its own."""
         flops = 2.0 * m * n * k * batch
         fp8 = fp8 and self.quantised
         operand = self.qsize if fp8 else self.esize
@@ -255,10 +267,11 @@ class Costs:
             prec = self.dtype if fp8 else self.base
             peak = (self.peak if fp8 else self.base_peak) * self.clock
             tm, tn = self.tile
-            tiles = -(-m // tm) * -(-n // tn) * batch
+            together = batch if streams is None else min(batch, streams)
+            tiles = -(-m // tm) * -(-n // tn) * together
             eff = (self.eff[prec] * k / (k + K_HALF)
                    * tiles / (tiles + self.cal.gemm_waves * self.sms))
-            t = max(flops / (peak * eff), nbytes / self.bw) + KERNEL_S
+            t = max(flops / (peak * eff), nbytes / self.bw) + KERNEL_S * -(-batch // together)
         return t, flops, nbytes
 
     def flash(self, op: str, flops: float, nbytes: float, backward: bool, head_dim: float,

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Dict
 
 from astral_dsl.seer import comm
-from astral_dsl.seer.costs import Costs
+from astral_dsl.seer.costs import GEMM_STREAMS, Costs
 from astral_dsl.seer.memory import OP_SAC_FRAMEWORKS, layer_activation_bytes
 from astral_dsl.seer.params import ParamsMixin
 from astral_dsl.seer.ranks import RankOrder
@@ -117,6 +117,11 @@ class Lowering(ParamsMixin):
         cal = costs.cal
         self.host_layer_s = 0.0 if job.cuda_graphs else cal.host_layer_s
         self.moe_sync_s = 0.0 if job.cuda_graphs else cal.moe_sync_s
+        # Megatron-LM's expert GEMMs (a batch of local experts) run one per expert on TE's
+        # streams when the host has the token counts, i.e. without CUDA graphs (GEMM_STREAMS);
+        # otherwise, and in the PyTorch frameworks (torch._grouped_mm), as one grouped kernel
+        self.expert_streams = GEMM_STREAMS if job.framework == "megatron" and \
+            not job.cuda_graphs else None
         self._cache: Dict[tuple, Template] = {}      # by shape (chunks of one shape share it)
         self._at: Dict[tuple, Template] = {}         # by (stage, chunk, phase)
 
@@ -172,13 +177,14 @@ class Lowering(ParamsMixin):
             ops[gemm].dur += self.c.cal.interfere * ops[comm_op].dur
 
     def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=(),
-              fp8=False):
-        t, f, nb = self.c.gemm(name.split(" ")[0], m, n, k, batch, fp8)
+              fp8=False, streams=None):
+        t, f, nb = self.c.gemm(name.split(" ")[0], m, n, k, batch, fp8, streams)
         shape = f"{int(m)}x{int(n)}x{int(k)}"
         return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=shape),
                      join=join, extra=extra)
 
-    def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False, gather=None):
+    def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False, gather=None,
+                streams=None):
         """The forward GEMM of a transformer layer's linear layer: quantised for a quantised
         job, after the cast of its input with the transpose its weight gradient needs
         (CAST_BYTES per element, by recipe: fused into the norm for the layers a norm feeds,
@@ -194,7 +200,7 @@ class Lowering(ParamsMixin):
                 self._ew(b, name + " quantise", extra * rows * k * batch, layer)
         op = self._tp_gather(b, gather, layer) if gather is not None else None
         b.fp8_gemms += 1 if self.fp8 else 0
-        g = self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8)
+        g = self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8, streams=streams)
         if op is not None:
             self._overlap(b, op, g)
             b.pending.append(op)
@@ -346,9 +352,10 @@ class Lowering(ParamsMixin):
         self._ew(b, pre + "permute", 2 * routed * m.hidden * elem, L, kind="permute")
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._linear(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L,
-                     batch=local)
+                     batch=local, streams=self.expert_streams)
         self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * elem, L)
-        self._linear(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local)
+        self._linear(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local,
+                     streams=self.expert_streams)
         self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._ew(b, pre + "unpermute", 2 * routed * m.hidden * elem, L, kind="permute")
         if m.shared_experts:
@@ -611,8 +618,10 @@ class Lowering(ParamsMixin):
                                ("expert fc1", routed / local, m.moe_ffn * mats, m.hidden)):
             if self.fp8:
                 self._ew(b, name + " grad quantise", self.cast[1] * mm * n * local, L)
-            self._gemm(b, name + " dgrad", mm, k, n, L, batch=local, fp8=self.fp8)
-            self._gemm(b, name + " wgrad", k, n, mm, L, batch=local, fp8=self.fp8)
+            self._gemm(b, name + " dgrad", mm, k, n, L, batch=local, fp8=self.fp8,
+                       streams=self.expert_streams)
+            self._gemm(b, name + " wgrad", k, n, mm, L, batch=local, fp8=self.fp8,
+                       streams=self.expert_streams)
             if name == "expert fc2":
                 self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * elem, L)
         self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)

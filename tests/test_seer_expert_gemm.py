@@ -1,0 +1,58 @@
+"""Expert GEMMs as the frameworks run them (docs/seer.md, "Compute costs"): Megatron-Core hands
+the host's token counts to Transformer Engine's GroupedLinear, which runs one cuBLAS GEMM per
+local expert on TE's four compute streams (costs.GEMM_STREAMS), each round of four filling and
+draining the GPU on its own; a step replayed from CUDA graphs (sync-free dispatch) and PyTorch's
+grouped GEMM run the experts as one grouped kernel. Hand computations in the comments."""
+from __future__ import annotations
+
+import pytest
+
+from astral_dsl.seer.comm import Network, Tier
+from astral_dsl.seer.costs import GEMM_STREAMS, K_HALF, KERNEL_S, Costs, GpuSpec
+from astral_dsl.seer.lower import Lowering
+from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+
+# H100 SXM data sheet: 989 TFLOP/s dense bf16, 3.35 TB/s HBM3, NVLink 450 GB/s each way, 132 SMs
+H100 = GpuSpec("H100", (("bf16", 989e12),), 80e9, 3350e9, 450e9, sms=132, arch="hopper")
+NET = Network(8, 450e9, (50e9,) * 8, (Tier("leaf", 32, True, 1.0), Tier("core", 10**6, False, 1.0)))
+# a fine-grained MoE: 64 experts of width 2,048, 8 per token
+FINE = ModelSpec("fine", 4, 4096, 32, 8, 14336, 32000, 4096, "swiglu", experts=64, top_k=8,
+                 moe_ffn=2048)
+
+
+def fc1(framework="megatron", cuda_graphs=False, ep=4):
+    job = JobSpec("j", FINE, ParallelSpec(dp=ep, ep=ep), 64, 1, 4096, "none", "bf16",
+                  framework=framework, cuda_graphs=cuda_graphs)
+    low = Lowering(job, Costs.of(job, H100), NET)
+    return low.c.cal, next(o for o in low.template(0, 0, "F").ops if o.name == "expert fc1")
+
+
+def expected(cal, experts_at_once: int, rounds: int) -> float:
+    # a rank routes 4,096 tokens x 8 = 32,768 rows; balanced over EP 4, its 64 / 4 = 16 local
+    # experts receive as many rows in all: 2,048 each;
+    # fc1 [2,048 x 4,096] x [4,096 x 2 x 2,048]: 2 x 2,048 x 4,096 x 4,096 FLOPs per expert
+    m, n, k, local = 2048, 4096, 4096, 16
+    flops = 2.0 * m * n * k * local
+    tiles = (m // 128) * (n // 256) * experts_at_once          # 256 tiles of 128 x 256 each
+    eff = cal.gemm_eff_hopper * k / (k + K_HALF) * tiles / (tiles + cal.gemm_waves * 132)
+    return flops / (989e12 * eff) + KERNEL_S * rounds
+
+
+def test_megatron_runs_one_gemm_per_expert_four_at_a_time():
+    cal, op = fc1()
+    assert GEMM_STREAMS == 4
+    # 16 local experts: four rounds of four GEMMs, each round 4 x 256 = 1,024 tiles
+    assert op.dur == pytest.approx(expected(cal, 4, 4))
+
+
+def test_cuda_graphs_and_pytorch_run_one_grouped_kernel():
+    for kw in ({"cuda_graphs": True}, {"framework": "torchtitan"}):
+        cal, op = fc1(**kw)
+        assert op.dur == pytest.approx(expected(cal, 16, 1))       # 4,096 tiles at once
+
+
+def test_rounds_cost_more_than_one_grouped_kernel():
+    _, multi = fc1()
+    _, grouped = fc1(cuda_graphs=True)
+    assert multi.flops == grouped.flops
+    assert multi.dur > grouped.dur
