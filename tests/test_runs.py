@@ -198,6 +198,14 @@ def test_torchtitan_pipelines_take_the_defaults_of_their_code():
     assert specs["new"].micro == specs["undated"].micro == 1
 
 
+def test_cuda_graphs_from_26_06_for_transformer_moe_recipes_only():
+    """The MoE recipes of transformer models step up at 26.06 (CUDA graphs, sync-free
+    dispatch); the hybrid Mamba ones do not and run as before (runs/stacks.py)."""
+    t = parse_table(_csv([_row("r023"), _row("r068"), _row("r026"), _row("r073")]), "t.csv")
+    graphs = {p.row.id: p.spec.cuda_graphs for p in prepare(t)}
+    assert graphs == {"r023": True, "r068": False, "r026": False, "r073": False}
+
+
 # ---- `astral runs` -----------------------------------------------------------------------------------------
 ROW = {
     "type": "object",

@@ -204,7 +204,8 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
                                            f"{tp * pp * cp}")
     dp = gpus // (tp * pp * cp)
     moe = bool(fields.get("experts"))
-    stack = stack_of(row, moe, tp, pp, dp)
+    stack = stack_of(row, moe, tp, pp, dp, hybrid=bool(fields.get("mamba_layers")
+                                                        or fields.get("pattern")))
     assumed = list(assumed) + list(stack.assumed)
     job: Dict[str, object] = {"model": "M", "placement": "Cluster", "gpus": gpus,
                               "dtype": prec[0]}

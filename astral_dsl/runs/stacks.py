@@ -133,12 +133,14 @@ TITAN_MICROBATCH_SIZE_FROM = (2025, 6)
 TITAN_STAGES_PER_RANK = 2
 
 
-# From this Megatron-Bridge release on, the MoE recipes are taken to replay the step from CUDA
-# graphs with sync-free (dropless) token dispatch: every MoE recipe on GB200 steps up at an
+# From this Megatron-Bridge release on, the MoE recipes of transformer models are taken to replay
+# the step from CUDA graphs with sync-free (dropless) token dispatch: they step up on GB200 at an
 # unchanged layout between 26.04.01 and 26.06 (Qwen3-30B-A3B +55 %, DeepSeek-V3 +17 %, the dense
 # recipes unchanged), the size of what the host synchronisation of the token counts and the
-# launches around it cost a small-expert model. An assumption read off the published tables,
-# stated here and in docs/runs.md: the tables do not publish CUDA graph settings.
+# launches around it cost a small-expert model; the hybrid Mamba MoE recipes do not (Nemotron 3
+# Nano +2 %, Nemotron 3 Super +1 %) and are taken to run as before. An assumption read off the
+# published tables, stated here and in docs/runs.md: the tables do not publish CUDA graph
+# settings.
 MOE_GRAPHS_FROM = (26, 6)
 # From NeMo 25.09 (Megatron-Core 0.14) the MoE performance recipes dispatch tokens with the
 # "flex" dispatcher: DeepEP's kernels across nodes, HybridEP's on GB200 NVL72 (Megatron-Core's
@@ -156,8 +158,9 @@ def framework_of(row) -> str:
     return "megatron"
 
 
-def stack_of(row, moe: bool, tp: int, pp: int, dp: int) -> Stack:
-    """The job fields the row's software ran with (module docstring)."""
+def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) -> Stack:
+    """The job fields the row's software ran with (module docstring); `hybrid`: a Mamba
+    hybrid model."""
     fw = framework_of(row)
     notes = row.notes.lower()
     version = row.source_version.lower()
@@ -206,7 +209,7 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int) -> Stack:
                     assumed.append(f"the flex token dispatcher ("
                                    f"{'HybridEP' if gb else 'DeepEP'}), the MoE recipes' from "
                                    f"NeMo 25.09")
-                if release is not None and release >= MOE_GRAPHS_FROM:
+                if release is not None and release >= MOE_GRAPHS_FROM and not hybrid:
                     fields["cuda_graphs"] = True
                     assumed.append("the step replayed from CUDA graphs with sync-free token "
                                    "dispatch (MoE recipes from Megatron-Bridge 26.06)")
