@@ -5,6 +5,7 @@ import json
 import os
 from collections import defaultdict
 from pathlib import Path
+from typing import Any, List
 
 from attrs import evolve as replace
 import msgspec
@@ -216,26 +217,49 @@ def forecast_example(path, job):
         return seer.forecast(design, job=job, recompute="full", zero=1)
 
 
+class _Event(msgspec.Struct, gc=False):
+    """A trace event as the invariants below read it: a field the event lacks is UNSET (a
+    dict's missing key), which fails each assertion that reads it as a missing key did; the
+    fields no assertion reads are skipped by the decoder."""
+    ph: Any = msgspec.UNSET
+    name: Any = msgspec.UNSET
+    cat: Any = msgspec.UNSET
+    pid: Any = msgspec.UNSET
+    tid: Any = msgspec.UNSET
+    ts: Any = msgspec.UNSET
+    dur: Any = msgspec.UNSET
+    args: Any = msgspec.UNSET
+
+
+class _Trace(msgspec.Struct):
+    traceEvents: List[_Event]
+
+
 @pytest.mark.parametrize("path,job", _example_forecasts())
 def test_trace_invariants_on_example_jobs(path, job, tmp_path):
     fc = forecast_example(path, job)
     out = tmp_path / "trace.json"
     trace.write_trace(fc, str(out))
-    # msgspec reads the tens of megabytes of the larger jobs' traces in a third of json's time
-    doc = msgspec.json.decode(out.read_bytes())
-    events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    # msgspec reads the tens of megabytes of the larger jobs' traces in a third of json's time,
+    # and into structs of the fields read here (not a dict per event, nor tracked by the
+    # garbage collector) in half of that again: 1.3 -> 0.6 s of CPU for the largest
+    doc = msgspec.json.decode(out.read_bytes(), type=_Trace)
+    assert all(e.ph is not msgspec.UNSET and e.name is not msgspec.UNSET
+               for e in doc.traceEvents)
+    events = [e for e in doc.traceEvents if e.ph == "X"]
     assert events
     threads = defaultdict(list)
     for e in events:
-        assert e["name"] and e["cat"] and isinstance(e["args"], dict) and e["dur"] >= 0
-        threads[(e["pid"], e["tid"])].append(e)
+        assert e.name and e.cat and isinstance(e.args, dict) and e.dur >= 0, e
+        assert e.pid is not msgspec.UNSET and e.tid is not msgspec.UNSET, e
+        threads[(e.pid, e.tid)].append(e)
     for key, evs in threads.items():
-        evs.sort(key=lambda e: e["ts"])
+        evs.sort(key=lambda e: e.ts)
         for a, b in zip(evs, evs[1:]):
-            assert b["ts"] >= a["ts"] + a["dur"] - 1e-6, (key, a, b)
-    last = max(e["ts"] + e["dur"] for e in events)
+            assert b.ts >= a.ts + a.dur - 1e-6, (key, a, b)
+    last = max(e.ts + e.dur for e in events)
     assert last == pytest.approx(fc.iteration_time * 1e6, abs=0.01)
-    names = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"}
+    names = {e.args["name"] for e in doc.traceEvents if e.name == "process_name"}
     assert len(names) == fc.job.parallel.pp
 
 
