@@ -119,7 +119,8 @@ class Lowering(ParamsMixin):
         self.moe_sync_s = 0.0 if job.cuda_graphs else cal.moe_sync_s
         # Megatron-LM's expert GEMMs (a batch of local experts) run one per expert on TE's
         # streams when the host has the token counts, i.e. without CUDA graphs (GEMM_STREAMS);
-        # otherwise, and in the PyTorch frameworks (torch._grouped_mm), as one grouped kernel
+        # otherwise, and in the PyTorch frameworks (torchtitan's torch._grouped_mm, AutoModel's
+        # grouped GEMM), as one grouped kernel
         self.expert_streams = GEMM_STREAMS if job.framework == "megatron" and \
             not job.cuda_graphs else None
         self._cache: Dict[tuple, Template] = {}      # by shape (chunks of one shape share it)
