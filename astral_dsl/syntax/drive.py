@@ -51,16 +51,13 @@ class Driver:
         token = None
         while True:
             # -- the next token, by the scanner of the parser's state
-            scanners, ignore, newline, keywords, keywords_of = lexers[states[-1]]
+            scan, ignore, newline, keywords, keywords_of = lexers[states[-1]]
             while True:
                 if pos >= size:
                     ending = True
                     break
-                for scanner in scanners:
-                    m = scanner(text, pos)
-                    if m is not None:
-                        break
-                else:
+                m = scan(text, pos)
+                if m is None:
                     raise Stuck
                 value = m.group()
                 kind = m.lastgroup
@@ -140,6 +137,22 @@ class Driver:
             top = gotos[below][arg[1]]
 
 
+def _scanner(matches):
+    """The match of the first of a scanner's regular expressions that matches at a position
+    (Lark splits a scanner whose alternation has too many groups for one): the one itself when
+    there is one, as there is for every state of this grammar."""
+    if len(matches) == 1:
+        return matches[0]
+
+    def scan(text: str, pos: int):
+        for match in matches:
+            m = match(text, pos)
+            if m is not None:
+                return m
+        return None
+    return scan
+
+
 def driver(parser) -> Optional[Driver]:
     """A Driver for `parser` (reduce.install's), or None when this Lark's internals are not the
     ones known here."""
@@ -178,7 +191,7 @@ def driver(parser) -> Optional[Driver]:
                 if any(kind in lexer.callback for kind in lexer.ignore_types) or \
                         any(type(f) is not UnlessCallback for f in lexer.callback.values()):
                     return None
-                made[id(lexer)] = (tuple(mre.match for mre in scanner._mres),
+                made[id(lexer)] = (_scanner(tuple(mre.match for mre in scanner._mres)),
                                    frozenset(lexer.ignore_types), frozenset(lexer.newline_types),
                                    {kind: {} for kind in lexer.callback}, dict(lexer.callback))
             lexers[state] = made[id(lexer)]
