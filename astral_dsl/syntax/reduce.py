@@ -174,6 +174,27 @@ def _inline(plan, trailing, concrete: bool) -> Callable:
         return node
     if plan and plan[0] == (0, True, 0) and not concrete:
         return _grown(plan[1:], trailing)
+    if plan == ((0, False, 0),) and not trailing and not concrete:
+        return _one(reduce)
+    return reduce
+
+
+def _one(general: Callable) -> Callable:
+    """`general`, the reduction of a `_rule` that keeps its one child, for a lone node child
+    (a statement, 37,000 of a 1 MB design's reductions): the Inline takes the child's extent,
+    its height and its value at once."""
+    def reduce(raw):
+        c = raw[0]
+        if len(raw) != 1 or type(c) is not Node:
+            return general(raw)
+        node = _new(Inline)
+        node.height, node.value, node.concrete, node.raw = c.height, None, None, None
+        node.children = [c.value]
+        node.empty = c.empty
+        if not c.empty:
+            node.line, node.column, node.end_line, node.end_column = \
+                c.line, c.column, c.end_line, c.end_column
+        return node
     return reduce
 
 
