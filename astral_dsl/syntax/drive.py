@@ -40,13 +40,15 @@ class Driver:
         self._actions, self._gotos, self._start, self._end = tables
         self._of = lexers               # Lark's lexer of each state
         self._unless = unless           # Lark's UnlessCallback (the keywords)
-        self._lexers: Dict[int, Any] = {}
-        self._made: Dict[int, Any] = {}
+        self._lexers: Dict[bool, Dict[int, Any]] = {False: {}, True: {}}   # by `skipping`
+        self._made: Dict[Any, Any] = {}
         self._chains: Dict[Any, int] = {}
 
     def parse(self, text: str, start: str):
         """The value of the start rule for `text`; raises Stuck where Lark would raise."""
-        actions, gotos, lexers, chains = self._actions, self._gotos, self._lexers, self._chains
+        actions, gotos, chains = self._actions, self._gotos, self._chains
+        skipping = len(text) >= SKIP_FROM
+        lexers = self._lexers[skipping]
         end_state = self._end[start]
         states = [self._start[start]]
         values = []
@@ -58,7 +60,8 @@ class Driver:
             try:
                 scan, skip, ignore, newline, keywords, keywords_of = lexers[states[-1]]
             except KeyError:
-                scan, skip, ignore, newline, keywords, keywords_of = self._lexer(states[-1])
+                scan, skip, ignore, newline, keywords, keywords_of = \
+                    self._lexer(states[-1], skipping)
             while True:
                 if pos >= size:
                     ending = True
@@ -145,24 +148,30 @@ class Driver:
                 if ending and states[-1] == end_state:
                     return values[-1]
 
-    def _lexer(self, state: int):
+    def _lexer(self, state: int, skipping: bool):
         """The scanners and token kinds of `state`'s lexer (Lark's, made and kept on first use:
-        compiling the regular expressions of all 67 took 28 ms, and a text meets fewer)."""
+        compiling the regular expressions of all 67 took 28 ms, and a text meets fewer), with
+        the scanner that skips blanks (`_skipper`) when `skipping`."""
         lexer = self._of.get(state)
         if lexer is None:
             raise Stuck
-        entry = self._made.get(id(lexer))
+        entry = self._made.get((id(lexer), False))
         if entry is None:
             scanner = lexer.scanner
             if any(kind in lexer.callback for kind in lexer.ignore_types) or \
                     any(type(f) is not self._unless for f in lexer.callback.values()):
                 raise Stuck
-            ignore = frozenset(lexer.ignore_types)
-            entry = self._made[id(lexer)] = (
-                _scanner(tuple(mre.match for mre in scanner._mres)), _skipper(scanner, ignore),
-                ignore, frozenset(lexer.newline_types), {kind: {} for kind in lexer.callback},
-                dict(lexer.callback))
-        self._lexers[state] = entry
+            entry = self._made[id(lexer), False] = (
+                _scanner(tuple(mre.match for mre in scanner._mres)), None,
+                frozenset(lexer.ignore_types), frozenset(lexer.newline_types),
+                {kind: {} for kind in lexer.callback}, dict(lexer.callback))
+        if skipping:
+            plain = entry
+            entry = self._made.get((id(lexer), True))
+            if entry is None:
+                skip = _skipper(lexer.scanner, plain[2])
+                entry = self._made[id(lexer), True] = (plain[0], skip, *plain[2:])
+        self._lexers[skipping][state] = entry
         return entry
 
     def _chain(self, below: int, top: int, kind: str) -> int:
@@ -190,6 +199,11 @@ def _scanner(matches):
                 return m
         return None
     return scan
+
+
+# From this many characters a text is lexed with `_skipper`'s scanners: compiling them costs
+# about as much as they save on 100 kB (the reference design, 13 kB, is lexed without them).
+SKIP_FROM = 100_000
 
 
 def _skipper(scanner, ignore):
