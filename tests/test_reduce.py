@@ -58,7 +58,17 @@ def test_the_fast_road_is_taken():
     assert larkroad.reduced(source, "start", False) is not None
 
 
-def test_every_file_of_the_repository_alike():
+@pytest.fixture(params=[False, True], ids=["blanks-alone", "blanks-skipped"])
+def skipping(request, monkeypatch):
+    """Both of drive.py's ways to lex blanks: as tokens of their own (a small text) and with
+    the token after them (a text of drive.SKIP_FROM characters or more)."""
+    from astral_dsl.syntax import drive
+
+    monkeypatch.setattr(drive, "SKIP_FROM", 0 if request.param else 1 << 60)
+    return request.param
+
+
+def test_every_file_of_the_repository_alike(skipping):
     assert len(FILES) > 150
     fast = 0
     for path, source in sources():
@@ -92,7 +102,7 @@ def test_every_file_of_the_repository_alike():
     "x = " + "(" * 300 + "1" + ")" * 300,   # nested too deeply (E402)
     "x = " + "-" * 250 + "1",
 ])
-def test_texts_alike(text):
+def test_texts_alike(text, skipping):
     source = Source("t.astral", text)
     mine = fast_road(source)
     if mine is not None:
@@ -115,7 +125,7 @@ def test_expressions_alike(text):
     assert got == lark_road(source, "expr_only")
 
 
-def test_the_concrete_tree_is_lark_keep_all_tokens_tree():
+def test_the_concrete_tree_is_lark_keep_all_tokens_tree(skipping):
     """On the files the formatter is run on most: the examples, the stdlib and the fixtures."""
     compared = 0
     for path, source in sources():

@@ -172,6 +172,49 @@ def _inline(plan, trailing, concrete: bool) -> Callable:
         node.children = _children(raw, plan, trailing)
         node.raw = _concrete_children(raw) if concrete else None
         return node
+    if plan and plan[0] == (0, True, 0) and not concrete:
+        return _grown(plan[1:], trailing)
+    if plan == ((0, False, 0),) and not trailing and not concrete:
+        return _one(reduce)
+    return reduce
+
+
+def _one(general: Callable) -> Callable:
+    """`general`, the reduction of a `_rule` that keeps its one child, for a lone node child
+    (a statement, 37,000 of a 1 MB design's reductions): the Inline takes the child's extent,
+    its height and its value at once."""
+    def reduce(raw):
+        c = raw[0]
+        if len(raw) != 1 or type(c) is not Node:
+            return general(raw)
+        node = _new(Inline)
+        node.height, node.value, node.concrete, node.raw = c.height, None, None, None
+        node.children = [c.value]
+        node.empty = c.empty
+        if not c.empty:
+            node.line, node.column, node.end_line, node.end_column = \
+                c.line, c.column, c.end_line, c.end_column
+        return node
+    return reduce
+
+
+def _grown(rest, trailing) -> Callable:
+    """A `_rule` whose first child is a `_rule` spliced first (a repetition, `x*`, grows by one
+    item per reduction): that child, discarded once spliced, grows into this one in place
+    instead of a new one being made (a 1 MB design has 34,000 such reductions)."""
+    def reduce(raw):
+        node = raw[0]
+        if len(raw) > 1:
+            first, last, height = _measure(raw)
+            if first is not None:
+                node.empty = False
+                node.line, node.column = first.line, first.column
+                node.end_line, node.end_column = last.end_line, last.end_column
+            node.height = height
+            node.children += _children(raw, rest, trailing)
+        elif trailing:
+            node.children += [None] * trailing
+        return node
     return reduce
 
 
@@ -188,6 +231,31 @@ def _node(name, plan, trailing, method, with_meta: bool, concrete: bool, limit: 
             raise Fallback("a diagnostic") from None
         if concrete:
             node.concrete = Tree(name, _concrete_children(raw))
+        return node
+    if plan == ((0, False, 0),) and not trailing and not with_meta and not concrete and limit:
+        return _token_node(method, reduce)
+    return reduce
+
+
+_new = object.__new__
+
+
+def _token_node(method, general: Callable) -> Callable:
+    """`general`, the reduction of a rule whose one child is kept and whose builder takes no
+    `meta` (a number, a name, a string: 38,000 of a 1 MB design's 184,000 reductions), for a
+    single token at once: the node is the token's extent, of height 1."""
+    def reduce(raw):
+        tok = raw[0]
+        if len(raw) != 1 or type(tok) is not Token:
+            return general(raw)
+        node = _new(Node)
+        node.height, node.empty, node.concrete = 1, False, None
+        node.line, node.column, node.end_line, node.end_column = \
+            tok.line, tok.column, tok.end_line, tok.end_column
+        try:
+            node.value = method(raw)
+        except DiagnosticError:
+            raise Fallback("a diagnostic") from None
         return node
     return reduce
 
