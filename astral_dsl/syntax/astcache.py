@@ -73,16 +73,29 @@ def lark_version() -> str:
 SHIPPED = Path(__file__).with_name("stdlib_trees.txt")
 
 
+# The shipped trees read in this process, by key and file: a tree is immutable (frozen nodes),
+# so the compiles of one process (a test suite, a sweep's points, a language server's edits)
+# share one instead of decoding the module again for each (1-3 ms a module)
+_SHIPPED: dict = {}
+
+
 def shipped(source: Source):
     """The tree of a stdlib module shipped with the package for exactly this text, grammar,
     Lark and AST, or None."""
     key = usercache.key_digest(_version(), source.text)
+    tree = _SHIPPED.get((key, source.name))
+    if tree is None:
+        tree = _SHIPPED[key, source.name] = _read_shipped(key, source.name)
+    return tree
+
+
+def _read_shipped(key: str, file: str):
     try:
         with open(SHIPPED, encoding="utf-8") as fh:
             for line in fh:
                 head, _, rest = line.partition(" ")
                 if head == key:
-                    tree = json.loads(rest, object_hook=_hook(source.name))
+                    tree = json.loads(rest, object_hook=_hook(file))
                     return tree if isinstance(tree, ast.Module) else None
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
