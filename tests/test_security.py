@@ -531,6 +531,8 @@ def test_a_cached_stdlib_tree_is_the_parsed_tree(cache):
 @pytest.mark.parametrize("forged", [
     {"n": "Path", "f": ["/etc/passwd"]},                       # not a node class of the AST
     {"Path": ["/etc/passwd"]},
+    {"Module": []},                                            # a node class, its fields wrong
+    {"Module": 5},
     {"n": "__class__", "f": []},
     {"x": 1},
     [1, 2, 3],                                                 # not a tree at all

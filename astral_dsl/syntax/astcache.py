@@ -227,9 +227,11 @@ def _encode(tree) -> Any:
     return _ENCODERS[type(tree)](tree)
 
 
-# per class name: the class, the indices of its spans, of its tuples and of its optional tuples
-_DECODE = {cls.__name__: (cls, *(tuple(i for i, (_, k) in enumerate(fields) if k == kind)
-                                  for kind in ("span", "tuple", "tuple?")))
+# per class name: the class, its number of fields, the indices of its spans, of its tuples and
+# of its optional tuples
+_DECODE = {cls.__name__: (cls, len(fields),
+                          *(tuple(i for i, (_, k) in enumerate(fields) if k == kind)
+                            for kind in ("span", "tuple", "tuple?")))
            for cls, fields in _FIELDS.items()}
 
 
@@ -240,7 +242,9 @@ def _hook(file: str):
         if len(d) != 1:
             raise ValueError("not a cached syntax tree")
         (name, f), = d.items()
-        cls, spans, tuples, optional = _DECODE[name]
+        cls, count, spans, tuples, optional = _DECODE[name]
+        if type(f) is not list or len(f) != count:
+            raise ValueError("not a cached syntax tree")
         for i in spans:
             f[i] = span_at(file, *f[i])
         for i in tuples:
