@@ -6,8 +6,8 @@ does, so a row computed on a remote machine reads exactly like one computed here
 The stdlib is the worker's own; `astral_dsl.__version__` must match (engines check it)."""
 from __future__ import annotations
 
-import atexit
 import hashlib
+import multiprocessing.util
 import shutil
 import tempfile
 import threading
@@ -100,7 +100,10 @@ def lay_out(bundle: Bundle) -> Tuple[Path, Dict[str, str]]:
             return hit
         if _TMP is None:
             _TMP = Path(tempfile.mkdtemp(prefix="astral-explore-"))
-            atexit.register(_cleanup)
+            # not atexit: a worker of a forked process pool ends with os._exit and runs no atexit
+            # hook (it left one folder behind per worker and run); multiprocessing's finalizers
+            # run there, and at a normal exit of the main process too
+            multiprocessing.util.Finalize(None, _cleanup, exitpriority=0)
         root = _TMP / bundle.digest
         for rel, data in bundle.files:
             target = root.joinpath(*rel.split("/"))
