@@ -83,7 +83,8 @@ def test_iteration_is_the_forecasts(jobs):
 def _variants(jobs):
     """Other schedules of the calibration's pipelines: other micro-batch counts (interleaved:
     some not a multiple of p, whose sends go out one by one), GPipe, the weights' gather
-    overlapped with the forward (ZeRO-1) or not, the gradients' reduction after the backward."""
+    overlapped with the forward (ZeRO-1) or not, the gradients' reduction after the backward,
+    an interleaved pipeline's sends overlapped (pp_overlap) or not."""
     out = []
     for job, gpu, net in jobs:
         par = job.parallel
@@ -94,6 +95,8 @@ def _variants(jobs):
                 out.append((job.with_(global_batch=m * job.micro * par.dp), gpu, net))
         if par.v == 1:
             out.append((job.with_(parallel=attrs.evolve(par, schedule="gpipe")), gpu, net))
+        else:                # sends overlapped with the next block (pp_overlap) or not
+            out.append((job.with_(pp_overlap=not job.pp_overlap), gpu, net))
         if par.dp > 1:
             out.append((job.with_(parallel=attrs.evolve(par, zero=1), overlap_param_gather=True,
                                   overlap_grad_reduce=True), gpu, net))

@@ -247,6 +247,9 @@ _register(make_kind("job", "an LLM training job", dict(
     ep_overlap=FieldSpec(BoolType(), doc="the expert-parallel all-to-all of one micro-batch "
                          "overlapped with another's computation (Megatron-Core's "
                          "--overlap-moe-expert-parallel-comm)"),
+    pp_overlap=FieldSpec(BoolType(), doc="an interleaved pipeline's sends overlapped with "
+                         "the next block, the sender waiting only for its previous send "
+                         "(Megatron-Core's overlap_p2p_comm)"),
     torch_compile=FieldSpec(BoolType(), doc="a PyTorch framework's step compiled by "
                             "torch.compile (its element-wise kernels fused)"),
     moe_dispatcher=enum("alltoall", "deepep", "hybridep",

@@ -186,6 +186,9 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             # (grad_reduce_in_fp32 = False) for throughput
             fields["grad_dtype"] = "bf16"
             assumed.append("gradients reduced in bf16 (the performance recipes' setting)")
+            # Megatron-Bridge 0.3.1 training/comm_overlap.py: an interleaved pipeline
+            # (virtual stages > 1) overlaps its sends with the next block (overlap_p2p_comm)
+            fields["pp_overlap"] = pp > 1
         fsdp = row.count("fsdp")
         if not paper:
             fields["overlap_grad_reduce"] = dp > 1

@@ -43,7 +43,8 @@ from astral_dsl.units import Quantity
 OPTIONS: Dict[str, str] = {
     "recompute": "", "dtype": "", "attention": "", "grad_dtype": "", "overlap_grad_reduce": "",
     "overlap_param_gather": "", "tp_overlap": "", "fp8_recipe": "", "framework": "",
-    "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "torch_compile": "",
+    "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "pp_overlap": "",
+    "torch_compile": "",
     "offload_layers": "", "recompute_layers": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "sp": "parallel", "order": "parallel", "schedule": "parallel", "virtual_stages": "parallel",
@@ -205,4 +206,5 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         fp8_recipe=f.get("fp8_recipe") or "delayed", framework=f.get("framework") or "megatron",
         cuda_graphs=f.get("cuda_graphs") is True,
         moe_dispatcher=f.get("moe_dispatcher") or "alltoall",
-        ep_overlap=f.get("ep_overlap") is True, torch_compile=f.get("torch_compile") is True)
+        ep_overlap=f.get("ep_overlap") is True, pp_overlap=f.get("pp_overlap") is True,
+        torch_compile=f.get("torch_compile") is True)

@@ -120,11 +120,14 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
     iteration time. (Megatron-LM's interleaved schedule needs m to be a multiple of p; for other
     m its batched exchanges could wait on each other, and each send goes out on its own.)"""
     par = low.job.parallel
+    overlap = low.job.pp_overlap and par.v > 1
     try:
+        if overlap:
+            raise RuntimeError("each send on its own")
         plan = cached_structure(par.pp, par.v, m, par.schedule, True)
     except RuntimeError:
         plan = cached_structure(par.pp, par.v, m, par.schedule, False)
-    return _run(low, m, *plan)
+    return _run(low, m, *plan, overlap=overlap)
 
 
 def runnable(p: int, v: int, m: int, schedule: str) -> bool:
@@ -299,9 +302,13 @@ def _structure(p: int, v: int, m: int, schedule: str, batched: bool) -> _Plan:  
                  tuple(remote), tuple(dst), tuple(dst_remote), tuple(late), tuple(sequence))
 
 
-def _run(low, m: int, plan: _Plan, steps: _Steps) -> Tuple[List[StageRun], float]:  # noqa: C901
+def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
+         ) -> Tuple[List[StageRun], float]:  # noqa: C901
     """The times of every block, in the plan's order: a block starts when its stage is free and
-    its input has arrived; sends are synchronous and FIFO on the sender's PP stream."""
+    its input has arrived; sends are FIFO on the sender's PP stream and synchronous, or with
+    `overlap` (Megatron-Core's overlap_p2p_comm) asynchronous: the sender goes on once its
+    previous send has arrived (schedules.py waits for the previous send's handle after posting
+    the next)."""
     par = low.job.parallel
     p, v = par.pp, par.v
     hop = low.p2p_time() if p > 1 else 0.0
@@ -345,11 +352,13 @@ def _run(low, m: int, plan: _Plan, steps: _Steps) -> Tuple[List[StageRun], float
             free[i] = end
             continue
         t_pp, h = pp_free[i], held[i]
-        if h < 0 and d >= 0:                # one synchronous send on the PP stream (FIFO)
+        if h < 0 and d >= 0:                # one send on the PP stream (FIFO)
             s = end if end > t_pp else t_pp
             pp_free[i] = a = s + hop
             sends[i].append((s, a, d))
             arrive[d] = a
+            if overlap:
+                a = t_pp                    # the previous send's arrival
             if a > end:
                 blocked[g] = a - end
                 end = a

@@ -264,6 +264,8 @@ class JobSpec:
     cuda_graphs: bool = False                 # the step's kernels replayed from CUDA graphs
     moe_dispatcher: str = "alltoall"          # alltoall | deepep | hybridep
     ep_overlap: bool = False                  # EP all-to-all overlapped across micro-batches
+    pp_overlap: bool = False                  # interleaved: each send overlapped with the next
+    #                                           block (Megatron-Core's overlap_p2p_comm)
     torch_compile: bool = False               # a PyTorch framework's step compiled (fused)
     offload_layers: Optional[int] = 0         # layers whose activations go to host memory
     #                                           (memory.py); None: the rule's (recompute = auto)

@@ -18,6 +18,7 @@ program's segments."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import chain
 from operator import itemgetter
 from typing import Dict, List, Tuple
 
@@ -136,16 +137,18 @@ def _watched_blocks(plan, v: int, m: int) -> Dict[int, Tuple]:
 _PROGRAMS: "OrderedDict[tuple, _Program]" = OrderedDict()
 
 
-def _program(p: int, v: int, m: int, schedule: str) -> _Program:
-    """The program of schedule.simulate's plan (the batched exchanges, or failing that each
-    send on its own), the most recent ones kept up to CACHE_BLOCKS blocks in all (as
-    schedule keeps plans)."""
-    key = (p, v, m, schedule)
+def _program(p: int, v: int, m: int, schedule: str, overlap: bool = False) -> _Program:
+    """The program of schedule.simulate's plan (the batched exchanges, or failing that or with
+    `overlap` each send on its own), the most recent ones kept up to CACHE_BLOCKS blocks in all
+    (as schedule keeps plans)."""
+    key = (p, v, m, schedule, overlap)
     prog = _PROGRAMS.get(key)
     if prog is not None:
         _PROGRAMS.move_to_end(key)
         return prog
     try:
+        if overlap:
+            raise RuntimeError("each send on its own")
         plan, steps = cached_structure(p, v, m, schedule, True)
     except RuntimeError:
         plan, steps = cached_structure(p, v, m, schedule, False)
@@ -166,12 +169,15 @@ def iteration_time(low, m: int) -> float:
              for c in range(v)]
     if not (hop >= 0.0 and all(t >= 0.0 for t in table)):    # _Program's premise
         return simulate(low, m)[1]
-    prog = _program(p, v, m, par.schedule)
+    overlap = low.job.pp_overlap and v > 1
+    prog = _program(p, v, m, par.schedule, overlap)
     stages = [_Stage(seq, v, m) for seq in prog.codes]
     gates = {}
     for i, st in enumerate(stages):
         gates.update({prog.base[i] + k: gate for k, gate in gather_gates(low, i, st).items()})
     durs, adds = prog.slots(table), prog.hops((0.0, hop))
+    if overlap:
+        return _overlapped(low, prog, stages, gates, durs, adds, hop)
     arrive = [0.0] * prog.keys
     free = [0.0] * p
     for lo, hi, (stage, want, out, out2), last in prog.segments:
@@ -200,6 +206,43 @@ def iteration_time(low, m: int) -> float:
             a += hop
             arrive[o2] = a
         free[i] = a
+    for i, st in enumerate(stages):
+        st.backward_end = free[i]
+    return iteration_tail(low, stages)
+
+
+def _overlapped(low, prog: _Program, stages, gates, durs, adds, hop: float) -> float:
+    """iteration_time with asynchronous sends (schedule._run's `overlap`): each send starts
+    when its block ends and the PP stream is free, and the stage goes on once its previous
+    send has arrived. Every send goes out on its own (no held outputs: `out2` is None)."""
+    arrive = [0.0] * prog.keys
+    p = len(stages)
+    free, pp_free = [0.0] * p, [0.0] * p
+    for lo, hi, (stage, want, out, _), last in prog.segments:
+        rows = zip(stage, want, out, durs[lo:hi], adds[lo:hi])
+        if last is not None:
+            i, w, o, _, watched = last
+            rows = chain(rows, ((i, w, o, durs[hi], adds[hi]),))
+        for k, (i, w, o, dur, add) in enumerate(rows, lo):
+            start = arrive[w]
+            f = free[i]
+            if start < f:
+                start = f
+            end = start + dur
+            if k == hi:                 # the watched block: a gate, a last backward
+                g, i_, c, backward = watched
+                start, end = _gated(start, end, gates.get(g))
+                if backward:
+                    stages[i_].last[c] = (start, end)
+            if add:                     # a send: after the previous one, on the PP stream
+                t = pp_free[i]
+                s = end if end > t else t
+                arrive[o] = pp_free[i] = s + hop
+                free[i] = t if t > end else end
+            else:
+                arrive[o] = free[i] = end
+        if last is None:
+            break
     for i, st in enumerate(stages):
         st.backward_end = free[i]
     return iteration_tail(low, stages)

@@ -30,7 +30,8 @@ def parallelism(fc) -> Dict[str, Any]:
             "offload_layers": job.offload_layers or 0,
             "dtype": job.dtype, "grad_dtype": job.gradient_dtype, "attention": job.attention,
             "tp_overlap": job.tp_overlap, "overlap_grad_reduce": job.overlap_grad_reduce,
-            "overlap_param_gather": job.overlap_param_gather}
+            "overlap_param_gather": job.overlap_param_gather,
+            "pp_overlap": job.pp_overlap and p.v > 1}
 
 
 def _stage_memory(fc, stage: int):
@@ -105,7 +106,8 @@ def render(fc) -> str:
                  + f"  {j.dtype} (gradients "
                  f"{j.gradient_dtype})  attention {j.attention}")
     lines.append(f"  overlap    TP reductions: {j.tp_overlap}  DP: "
-                 + (", ".join(overlaps) if overlaps else "none"))
+                 + (", ".join(overlaps) if overlaps else "none")
+                 + ("  PP: sends" if j.pp_overlap and p.v > 1 else ""))
     if fc.chosen:
         lines.append("  chosen     " + ", ".join(f"{k} = {v}" for k, v in fc.chosen)
                      + " (Seer's rule: the fastest that fits in memory,"
