@@ -78,6 +78,7 @@ OPTION_CASES = {
     "reshard_after_forward": "reshard_without_fsdp", "global_batch": "batch_divisible",
     "micro": "micro_zero", "seq": "seq_zero", "cuda_graphs": "cuda_graphs_not_bool",
     "torch_compile": "torch_compile_not_bool", "ep_overlap": "ep_overlap_not_bool",
+    "pp_overlap": "pp_overlap_not_bool",
     "fp8_recipe": "fp8_recipe_unknown", "framework": "framework_unknown",
     "moe_dispatcher": "moe_dispatcher_unknown", "layout": "layout_mismatch",
     "offload_layers": "offload_layers_negative", "recompute_layers": "recompute_layers_zero",

@@ -126,3 +126,26 @@ def test_the_fit_loss_is_soft_l1_of_the_log_errors():
     assert f[3] == pytest.approx(-1e-9, rel=1e-9)
     assert (f[0] / f[2]) ** 2 == pytest.approx(2 * (math.sqrt(401) - 1) / (2 * (math.sqrt(2) - 1)),
                                                rel=1e-12)
+
+
+def test_the_spread_of_a_barely_moved_log_constant_is_finite():
+    """runs/fit.py `spread`: a log-scale constant the runs barely move has a standard error of
+    hundreds of decades; its factor is capped (10^sigma overflowed to infinity, and writing
+    the fit failed with an internal error), a well-determined one keeps sigma's value."""
+    import math
+
+    import numpy as np
+
+    from astral_dsl.runs.fit import SPREAD_FACTOR_MAX, spread
+    from astral_dsl.seer.calibration import Constant
+
+    free = [Constant("a", "", "", (0.1, 10.0), (0.5, 2.0), "", log=True),
+            Constant("b", "", "", (0.1, 10.0), (0.5, 2.0), "", log=True)]
+    J = np.array([[1.0, 1e-7], [2.0, -1e-7], [-1.0, 2e-7], [0.5, 0.0], [1.5, -3e-7]])
+    r = {0: 0.1, 1: -0.2, 2: 0.05, 3: 0.3, 4: -0.1}
+    out = spread(J, r, free)
+    assert out["b"] == SPREAD_FACTOR_MAX and math.isfinite(out["b"])
+    # a: sigma = s sqrt((J^T J)^-1_aa) with the two columns, s^2 = sum r^2 / (5 - 2)
+    s2 = sum(v * v for v in r.values()) / 3
+    sigma = math.sqrt(np.linalg.inv(J.T @ J)[0, 0] * s2)
+    assert out["a"] == float(f"{10 ** sigma:.2g}")

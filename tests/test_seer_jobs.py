@@ -100,7 +100,7 @@ EVERY_OPTION = {           # option -> (how the field is written, the Python val
     "fp8_recipe": ("current", "current"), "framework": ("torchtitan", "torchtitan"),
     "cuda_graphs": ("true", True), "moe_dispatcher": ("deepep", "deepep"),
     "ep_overlap": ("true", True), "torch_compile": ("true", True),
-    "layout": ("[40, 40]", [40, 40]), "offload_layers": ("4", 4),
+    "pp_overlap": ("true", True), "layout": ("[40, 40]", [40, 40]), "offload_layers": ("4", 4),
     "recompute_layers": ("3", 3),
 }
 

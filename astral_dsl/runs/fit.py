@@ -41,6 +41,7 @@ PRIOR_WEIGHT = 0.01      # one half-width off the prior's centre costs as much a
 LOSS_SCALE = 0.05        # soft-L1 loss: quadratic in a row's log error up to about 5 %, linear
 #                          beyond (chosen once, before its effect on the left-out errors was seen)
 DIGITS = 4               # fitted values are rounded to this many significant digits
+SPREAD_FACTOR_MAX = 1e6   # the largest spread factor a log-scale constant is given (spread)
 OUTSIDE_WIDEN = 2.0      # outside every checked regime: the overall band, twice as wide
 
 
@@ -318,7 +319,9 @@ def fit(rows: List[FitRow], free: Sequence[Constant] = CONSTANTS,
 def spread(J, r: Dict[int, float], free: Sequence[Constant]) -> Dict[str, Optional[float]]:
     """One standard error per constant from the runs alone (the priors left out): sigma_i = s
     sqrt((J^T J)^-1_ii), s^2 the residual variance; None when the runs do not determine it.
-    For a constant fitted on a log scale, the factor 10^sigma."""
+    For a constant fitted on a log scale, the factor 10^sigma, at most SPREAD_FACTOR_MAX (a
+    constant the runs barely move: beyond it the factor says nothing more, and 10^sigma would
+    overflow to a JSON-less infinity)."""
     import numpy as np
 
     n = len(r)
@@ -337,7 +340,8 @@ def spread(J, r: Dict[int, float], free: Sequence[Constant]) -> Dict[str, Option
             for j, i in enumerate(np.flatnonzero(moved)):
                 c = free[i]
                 sigma = float(np.sqrt(cov[j, j])) / scale[i]
-                out[c.name] = float(f"{10 ** sigma if c.log else sigma:.2g}")
+                value = 10 ** min(sigma, math.log10(SPREAD_FACTOR_MAX)) if c.log else sigma
+                out[c.name] = float(f"{value:.2g}")
     return out
 
 
