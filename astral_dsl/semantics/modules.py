@@ -43,8 +43,13 @@ def read_file(path: Path) -> bytes:
         if st.st_size > MAX_SOURCE_BYTES:
             raise SourceTooLarge(errno.EFBIG, f"{st.st_size:,} bytes", str(path))
         chunks, total = [], 0
+        # the whole file at once, as its size says (one buffer: no chunks joined, for start-up:
+        # a 1.7 MB climate file read 1 MiB at a time cost 1.2-1.9 ms of CPU, 0.1-0.15 ms so);
+        # then on if it grew
+        size = st.st_size + 1
         while True:
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.read(fd, size)
+            size = 1 << 20
             if not chunk:
                 return b"".join(chunks)
             total += len(chunk)
