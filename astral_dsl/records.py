@@ -172,18 +172,37 @@ def _shipped() -> dict:
 
 def _module_code():
     """The code of records_code.py from its cached byte code, as an import would read it; None
-    when there is no byte code and none may be written (compiling the module would cost more
-    than compiling the classes one by one)."""
+    when there is no byte code for its present source and none may be written (compiling the
+    module at every start would cost more than compiling the classes one by one)."""
     from importlib.machinery import SourceFileLoader
-    from importlib.util import cache_from_source
 
     try:
-        if sys.dont_write_bytecode and not Path(cache_from_source(str(CODE))).is_file():
+        if sys.dont_write_bytecode and not _byte_code_current():
             return None
         return SourceFileLoader("astral_dsl.records_code", str(CODE)).get_code(
             "astral_dsl.records_code")
     except (OSError, ImportError, SyntaxError, ValueError, EOFError):
         return None
+
+
+def _byte_code_current() -> bool:
+    """Whether records_code.py's cached byte code is there and made of its present source (for
+    a byte code checked by timestamp: its source's time and size; one checked by hash is taken
+    as current, the loader checks it)."""
+    from importlib.util import MAGIC_NUMBER, cache_from_source
+
+    try:
+        with open(cache_from_source(str(CODE)), "rb") as fh:
+            head = fh.read(16)
+        st = CODE.stat()
+    except OSError:
+        return False
+    if len(head) < 16 or head[:4] != MAGIC_NUMBER:
+        return False
+    if int.from_bytes(head[4:8], "little") != 0:        # checked (or not) by hash
+        return True
+    return (int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+            and int.from_bytes(head[12:16], "little") == st.st_size & 0xFFFFFFFF)
 
 
 def _functions(code: CodeType):

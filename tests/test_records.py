@@ -196,3 +196,5 @@ def test_records_code_is_read_from_byte_code_only(tmp_path, monkeypatch):
     assert code is not None and list((tmp_path / "__pycache__").glob("records_code.*.pyc"))
     monkeypatch.setattr("sys.dont_write_bytecode", True)
     assert records._module_code() is not None                 # its byte code is there now
+    copy.write_text(copy.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # then stale
+    assert records._module_code() is None
