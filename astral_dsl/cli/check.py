@@ -32,12 +32,16 @@ def register(sub) -> None:
 
 
 def run(args, overrides) -> int:
-    from astral_dsl.api import front_end_errors
-    from astral_dsl.analyses.summary import one_line, summarize
-    from astral_dsl.outputs.human import accepted_lines
-    from astral_dsl.outputs.jsonout import accepted_json, dumps, envelope, scenario_json
-    from astral_dsl.outputs.terminal import printable_line
-    from astral_dsl.outputs.size_report import chosen_json, chosen_lines, objective_line
+    from astral_dsl import gcpause
+
+    # the ~100 modules a check imports: no collector pass walks them (for start-up)
+    with gcpause.settled():
+        from astral_dsl.api import front_end_errors
+        from astral_dsl.analyses.summary import one_line, summarize
+        from astral_dsl.outputs.human import accepted_lines
+        from astral_dsl.outputs.terminal import printable_line
+        # size_json, not size_report (its tables: outputs.table), for start-up
+        from astral_dsl.outputs.size_json import chosen_lines, objective_line
 
     if args.baseline and args.write_baseline:
         return usage("--baseline and --write-baseline: give one (writing a baseline accepts "
@@ -62,6 +66,10 @@ def run(args, overrides) -> int:
         summary = summarize(design, result.engineering) \
             if design.roots and not front_end_errors(design) else None
         if args.format == "json":
+            # here, not above, for start-up (the text the terminal reads needs none of it)
+            from astral_dsl.outputs.jsonout import accepted_json, dumps, envelope, scenario_json
+            from astral_dsl.outputs.size_json import chosen_json
+
             scen = [{"name": o.name, "required": o.required, "broken": len(o.broken),
                      **{k: v for k, v in scenario_json(o.name, o.applied).items()
                         if k != "name"}, "notes": list(o.notes)}

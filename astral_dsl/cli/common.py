@@ -94,6 +94,12 @@ def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, b
     # its check is unchanged, 177 MB); the required scenarios' compiles come after the block
     # starts, and the collector frees theirs as before
     with gcpause.frozen(compiled) as workspace:
+        design = workspace.design
+        if design.jobs and not api.front_end_errors(design):
+            # Seer's ~20 modules, which the check imports to validate the jobs, imported here:
+            # no collector pass walks them (gcpause.settled, for start-up: about 1 ms)
+            with gcpause.settled():
+                import astral_dsl.seer.validate  # noqa: F401
         return api.check(workspace, scenarios, all_scenarios, baseline=baseline)
 
 

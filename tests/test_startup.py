@@ -1,0 +1,81 @@
+"""What `astral check` does not spend its start-up on (benchmarks/bench_startup.py measures it):
+modules it does not need, the collector's passes over the modules it imports, attrs compiling
+the package's classes."""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from astral_dsl import gcpause
+
+REPO = Path(__file__).resolve().parents[1]
+
+# what `astral check` of a design prints as text never needs (the tables of `astral size`, the
+# JSON writer, Lark when the trees are cached)
+NOT_IMPORTED = ("astral_dsl.outputs.table", "astral_dsl.outputs.size_report",
+                "astral_dsl.outputs.jsonout", "lark")
+
+_CHECK = """
+import gc, json, sys
+import astral_dsl.records as records
+passes = []
+gc.callbacks.append(lambda phase, info: phase == "start" and passes.append(info))
+from astral_dsl.cli import main
+code = main(["check", "examples/astral.astral"])
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "passes": len(passes),
+                  "compiled": len(records._sources), "shipped": len(records._shipped())}))
+"""
+
+
+def _check(cache: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(REPO), ASTRAL_CACHE_DIR=str(cache))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)           # records_code.py is read from byte code
+    out = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True,
+                         cwd=REPO, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_a_check_imports_only_what_it_needs_and_the_collector_leaves_its_modules(tmp_path):
+    _check(tmp_path / "cache")                          # the user cache and the byte code
+    warm = _check(tmp_path / "cache")
+    assert warm["code"] == 0
+    assert not set(NOT_IMPORTED) & set(warm["modules"])
+    # without the pause, ~45 passes while the ~100 modules are imported
+    assert warm["passes"] < 15, warm["passes"]
+    # the package's classes built from code compiled ahead (records_code.py)
+    assert warm["shipped"] > 200 and warm["compiled"] > 100
+
+
+def test_settled_pauses_then_freezes():
+    """(What it freezes stays frozen here: as tests/conftest.py leaves the suite's objects.)"""
+    was = gc.isenabled()
+    gc.enable()
+    before = gc.get_freeze_count()
+    try:
+        with gcpause.settled():
+            assert not gc.isenabled()
+            kept = [[] for _ in range(10)]
+        assert gc.isenabled() and gc.get_freeze_count() >= before + len(kept)
+    finally:
+        if not was:
+            gc.disable()
+
+
+def test_a_stdlib_climate_whose_hours_ship_is_hashed_not_held(monkeypatch):
+    import hashlib
+
+    from astral_dsl.analyses import climate
+    from astral_dsl.semantics import modules
+
+    path = climate.locate("stdlib/climate/723170TYA.CSV", REPO / "examples")
+    assert modules.file_sha256(path) == hashlib.sha256(modules.read_file(path)).hexdigest()
+    read = []
+    monkeypatch.setattr(climate, "read_file", lambda p: read.append(p) or modules.read_file(p))
+    monkeypatch.setattr(climate, "_parsed", {})
+    loaded = climate.load("stdlib/climate/723170TYA.CSV", REPO / "examples")
+    assert loaded.hours == 8760 and not read
