@@ -1607,6 +1607,34 @@ if __name__ == "not a module":
             _setattr('last', last)
 
     class _:
+        "attrs code 97d67de76336d3e3398b66b47807dcec 8000dd0f22a034d10f28d40f288048d8040c804888569054d1041ad4041ad0041ad8040c804888579065d1041cd4041cd0041cd8040c8048885a9818d10422d40422d00422d8040c8048885e985cd1042ad4042ad0042ad8040c804888579065d1041cd4041cd0041cd8040c804888559043d10418d40418d00418d8040c8048885b9829d10424d40424d00424d8040c804888579065d1041cd4041cd0041cd8040c804888569054d1041ad4041ad0041ad8040c8048885b9829d10424d40424d00424d8040c8048885c983ad10426d40426d00426d8040c8048d00d22d02437d10438d40438d00438d8040c8048d00d23d02539d1043ad4043ad0043ad8040c8048885c983ad10426d40426d00426d8040c8048885c983ad10426d40426d00426d8040c8048885b9829d10424d40424d00424d8040c8048885d984bd10428d40428d00428d8040c8048d00d1d987ed1042ed4042ed0042ed8040c8048885c983ad10426d40426d00426d8040c8048885c983ad10426d40426d00426d8040c8048885f986dd1042cd4042cd0042cd8040c8048d00d1d987ed1042ed4042ed0042ed8040c8048d00d1fd02131d10432d40432d00432d00432d00432"
+        def __init__(self, name, model, parallel, global_batch, micro, seq, recompute=attr_dict['recompute'].default, dtype=attr_dict['dtype'].default, gpus=attr_dict['gpus'].default, attention=attr_dict['attention'].default, grad_dtype=attr_dict['grad_dtype'].default, overlap_grad_reduce=attr_dict['overlap_grad_reduce'].default, overlap_param_gather=attr_dict['overlap_param_gather'].default, tp_overlap=attr_dict['tp_overlap'].default, fp8_recipe=attr_dict['fp8_recipe'].default, framework=attr_dict['framework'].default, cuda_graphs=attr_dict['cuda_graphs'].default, moe_dispatcher=attr_dict['moe_dispatcher'].default, ep_overlap=attr_dict['ep_overlap'].default, pp_overlap=attr_dict['pp_overlap'].default, torch_compile=attr_dict['torch_compile'].default, offload_layers=attr_dict['offload_layers'].default, recompute_layers=attr_dict['recompute_layers'].default):
+            _setattr = _cached_setattr_get(self)
+            _setattr('name', name)
+            _setattr('model', model)
+            _setattr('parallel', parallel)
+            _setattr('global_batch', global_batch)
+            _setattr('micro', micro)
+            _setattr('seq', seq)
+            _setattr('recompute', recompute)
+            _setattr('dtype', dtype)
+            _setattr('gpus', gpus)
+            _setattr('attention', attention)
+            _setattr('grad_dtype', grad_dtype)
+            _setattr('overlap_grad_reduce', overlap_grad_reduce)
+            _setattr('overlap_param_gather', overlap_param_gather)
+            _setattr('tp_overlap', tp_overlap)
+            _setattr('fp8_recipe', fp8_recipe)
+            _setattr('framework', framework)
+            _setattr('cuda_graphs', cuda_graphs)
+            _setattr('moe_dispatcher', moe_dispatcher)
+            _setattr('ep_overlap', ep_overlap)
+            _setattr('pp_overlap', pp_overlap)
+            _setattr('torch_compile', torch_compile)
+            _setattr('offload_layers', offload_layers)
+            _setattr('recompute_layers', recompute_layers)
+
+    class _:
         "attrs code 97f4031adc40cf3f6e31f1ce8ae2ed5a 8000dd0f22a034d10f28d40f288048d8040c8048885c983ad10426d40426d00426d8040c804888589076d1041ed4041ed0041ed8040c804888589076d1041ed4041ed0041ed8040c8048885b9829d10424d40424d00424d8040c8048885e985cd1042ad4042ad0042ad0042ad0042a"
         def __init__(self, chillers_w, fans_w, free_h, partial_h, mechanical_h):
             _setattr = _cached_setattr_get(self)
@@ -2520,33 +2548,6 @@ if __name__ == "not a module":
             _setattr('forecast_iteration_s', forecast_iteration_s)
             _setattr('block', block)
             _setattr('clock_drifts', clock_drifts)
-
-    class _:
-        "attrs code ea64136bdc5ad0118ddc7c188cb2ab04 8000dd0f22a034d10f28d40f288048d8040c804888569054d1041ad4041ad0041ad8040c804888579065d1041cd4041cd0041cd8040c8048885a9818d10422d40422d00422d8040c8048885e985cd1042ad4042ad0042ad8040c804888579065d1041cd4041cd0041cd8040c804888559043d10418d40418d00418d8040c8048885b9829d10424d40424d00424d8040c804888579065d1041cd4041cd0041cd8040c804888569054d1041ad4041ad0041ad8040c8048885b9829d10424d40424d00424d8040c8048885c983ad10426d40426d00426d8040c8048d00d22d02437d10438d40438d00438d8040c8048d00d23d02539d1043ad4043ad0043ad8040c8048885c983ad10426d40426d00426d8040c8048885c983ad10426d40426d00426d8040c8048885b9829d10424d40424d00424d8040c8048885d984bd10428d40428d00428d8040c8048d00d1d987ed1042ed4042ed0042ed8040c8048885c983ad10426d40426d00426d8040c8048885f986dd1042cd4042cd0042cd8040c8048d00d1d987ed1042ed4042ed0042ed8040c8048d00d1fd02131d10432d40432d00432d00432d00432"
-        def __init__(self, name, model, parallel, global_batch, micro, seq, recompute=attr_dict['recompute'].default, dtype=attr_dict['dtype'].default, gpus=attr_dict['gpus'].default, attention=attr_dict['attention'].default, grad_dtype=attr_dict['grad_dtype'].default, overlap_grad_reduce=attr_dict['overlap_grad_reduce'].default, overlap_param_gather=attr_dict['overlap_param_gather'].default, tp_overlap=attr_dict['tp_overlap'].default, fp8_recipe=attr_dict['fp8_recipe'].default, framework=attr_dict['framework'].default, cuda_graphs=attr_dict['cuda_graphs'].default, moe_dispatcher=attr_dict['moe_dispatcher'].default, ep_overlap=attr_dict['ep_overlap'].default, torch_compile=attr_dict['torch_compile'].default, offload_layers=attr_dict['offload_layers'].default, recompute_layers=attr_dict['recompute_layers'].default):
-            _setattr = _cached_setattr_get(self)
-            _setattr('name', name)
-            _setattr('model', model)
-            _setattr('parallel', parallel)
-            _setattr('global_batch', global_batch)
-            _setattr('micro', micro)
-            _setattr('seq', seq)
-            _setattr('recompute', recompute)
-            _setattr('dtype', dtype)
-            _setattr('gpus', gpus)
-            _setattr('attention', attention)
-            _setattr('grad_dtype', grad_dtype)
-            _setattr('overlap_grad_reduce', overlap_grad_reduce)
-            _setattr('overlap_param_gather', overlap_param_gather)
-            _setattr('tp_overlap', tp_overlap)
-            _setattr('fp8_recipe', fp8_recipe)
-            _setattr('framework', framework)
-            _setattr('cuda_graphs', cuda_graphs)
-            _setattr('moe_dispatcher', moe_dispatcher)
-            _setattr('ep_overlap', ep_overlap)
-            _setattr('torch_compile', torch_compile)
-            _setattr('offload_layers', offload_layers)
-            _setattr('recompute_layers', recompute_layers)
 
     class _:
         "attrs code ea833e181e6cedc3e36892c986318750 8000dd0f22a034d10f28d40f288048d8040c8048885f986dd1042cd4042cd0042cd8040c8048885b9829d10424d40424d00424d8040c804888599807d10420d40420d00420d8040c804888579065d1041cd4041cd0041cd8040c8048885a9818d10422d40422d00422d8040c804888579065d1041cd4041cd0041cd8040c804888579065d1041cd4041cd0041cd0041cd0041c"
