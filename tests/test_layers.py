@@ -18,9 +18,7 @@ ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "sem
 # (pipeline.check) runs the front end, the engineering analyses and Seer's job validation, so
 # it sits above both
 # the collector's pause (gcpause) serves the parser and the module loader: it imports nothing
-# records_code.py is records' (attrs' code for the package's classes, compiled ahead)
-LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records",
-            "astral_dsl.records_code": "records"}
+LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records"}
 
 
 def _layer(module: str) -> str:
