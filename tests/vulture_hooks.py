@@ -49,4 +49,4 @@ _.deadline, _._fresh_cache
 _.handle_starttag, _.handle_endtag, _.handle_data
 
 # pytest calls a conftest.py's hooks by name (tests/conftest.py)
-_.pytest_collection_finish
+_.pytest_collection_finish, _.pytest_sessionfinish

@@ -48,15 +48,39 @@ def _quantities(runs, fname):
 
 
 def _sum(args):
+    """Left to right, as `total.add(part)` for each (count, value) run would: the SI values
+    added in that order as floats (the same sums, bit for bit), one Quantity made at the end
+    (a sum over a large group made millions); a run that would raise (a temperature point,
+    another dimension, a sum past the finite) goes the long way from there, for its error."""
     runs = _quantities(_runs(args, "sum"), "sum")
     if not runs:
         return Quantity(0.0)
-    total = None
-    for c, v in runs:
+    c, v = runs[0]
+    if v.point:
+        raise BuiltinError("E302", "cannot sum temperature points")
+    if len(runs) == 1:
+        return Quantity(v.si * c, v.dims, v.unit, v.point) if c != 1 else v
+    si, dims, unit = v.si * c if c != 1 else v.si, v.dims, v.unit
+    isfinite = math.isfinite
+    for i in range(1, len(runs)):
+        c, v = runs[i]
+        if v.point or v.dims != dims:
+            return _sum_from(Quantity(si, dims, unit), runs, i)
+        total = si + (v.si * c if c != 1 else v.si)
+        if isinstance(total, complex) or not isfinite(total):
+            return _sum_from(Quantity(si, dims, unit), runs, i)
+        si = total
+        unit = unit or v.unit
+    return Quantity(si, dims, unit)
+
+
+def _sum_from(total: Quantity, runs, start: int) -> Quantity:
+    """The long way of _sum from run `start` on: Quantity.add's checks and errors."""
+    for c, v in runs[start:]:
         part = Quantity(v.si * c, v.dims, v.unit, v.point) if c != 1 else v
         if v.point:
             raise BuiltinError("E302", "cannot sum temperature points")
-        total = part if total is None else total.add(part)
+        total = total.add(part)
     return total
 
 
