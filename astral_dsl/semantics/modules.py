@@ -80,16 +80,14 @@ def file_sha256(path: Path) -> str:
     fd, _ = _open_source(path)
     try:
         digest, total = hashlib.sha256(), 0
-        buffer = bytearray(1 << 16)
-        view = memoryview(buffer)
         while True:
-            n = os.readv(fd, [buffer])
-            if not n:
+            chunk = os.read(fd, 1 << 16)       # os.readv would save the copies, not on Windows
+            if not chunk:
                 return digest.hexdigest()
-            total += n
+            total += len(chunk)
             if total > MAX_SOURCE_BYTES:     # it grew while being read
                 raise SourceTooLarge(errno.EFBIG, f"over {MAX_SOURCE_BYTES:,} bytes", str(path))
-            digest.update(view[:n])
+            digest.update(chunk)
     finally:
         os.close(fd)
 
