@@ -121,13 +121,18 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
     m its batched exchanges could wait on each other, and each send goes out on its own.)"""
     par = low.job.parallel
     overlap = low.job.pp_overlap and par.v > 1
-    try:
-        if overlap:
-            raise RuntimeError("each send on its own")
-        plan = cached_structure(par.pp, par.v, m, par.schedule, True)
-    except RuntimeError:
-        plan = cached_structure(par.pp, par.v, m, par.schedule, False)
-    return _run(low, m, *plan, overlap=overlap)
+    return _run(low, m, *plan_of(par.pp, par.v, m, par.schedule, overlap), overlap=overlap)
+
+
+def plan_of(p: int, v: int, m: int, schedule: str, overlap: bool) -> "Tuple[_Plan, _Steps]":
+    """The structure simulate runs: Megatron-LM's batched exchanges, or each send on its own
+    where they could wait on each other or where the sends are asynchronous (`overlap`)."""
+    if not overlap:
+        try:
+            return cached_structure(p, v, m, schedule, True)
+        except RuntimeError:
+            pass
+    return cached_structure(p, v, m, schedule, False)
 
 
 def runnable(p: int, v: int, m: int, schedule: str) -> bool:

@@ -22,8 +22,8 @@ from itertools import chain
 from operator import itemgetter
 from typing import Dict, List, Tuple
 
-from astral_dsl.seer.schedule import (CACHE_BLOCKS, HELD, LOCAL, cached_structure, gather_gates,
-                                      iteration_tail, simulate)
+from astral_dsl.seer.schedule import (CACHE_BLOCKS, HELD, LOCAL, gather_gates, iteration_tail,
+                                      plan_of, simulate)
 
 
 class _Stage:
@@ -146,12 +146,7 @@ def _program(p: int, v: int, m: int, schedule: str, overlap: bool = False) -> _P
     if prog is not None:
         _PROGRAMS.move_to_end(key)
         return prog
-    try:
-        if overlap:
-            raise RuntimeError("each send on its own")
-        plan, steps = cached_structure(p, v, m, schedule, True)
-    except RuntimeError:
-        plan, steps = cached_structure(p, v, m, schedule, False)
+    plan, steps = plan_of(p, v, m, schedule, overlap)
     prog = _Program(plan, steps, p, v, m)
     if prog.blocks <= CACHE_BLOCKS:
         _PROGRAMS[key] = prog
