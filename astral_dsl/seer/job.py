@@ -21,6 +21,9 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
 - `recompute_layers`: with `recompute = full`, every layer (Megatron-LM's uniform method over
   all layers); with `recompute = auto`, the rule's (it may recompute the first N layers of each
   chunk, the block method, where recomputing nothing does not fit).
+- `pp_overlap = false`: NOT Megatron-LM's own choice but Megatron-Core's
+  `ModelParallelConfig.overlap_p2p_comm` default (0.16.1); Megatron-Bridge turns it on for every
+  interleaved pipeline (runs/stacks.py reads the NVIDIA runs with it).
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
   `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
 - `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
