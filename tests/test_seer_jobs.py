@@ -101,7 +101,8 @@ EVERY_OPTION = {           # option -> (how the field is written, the Python val
     "cuda_graphs": ("true", True), "moe_dispatcher": ("deepep", "deepep"),
     "ep_overlap": ("true", True), "torch_compile": ("true", True),
     "pp_overlap": ("true", True), "layout": ("[40, 40]", [40, 40]), "offload_layers": ("4", 4),
-    "recompute_layers": ("3", 3),
+    "recompute_layers": ("3", 3), "capacity_factor": ("1.25", 1.25),
+    "pad_to_capacity": ("true", True),
 }
 
 

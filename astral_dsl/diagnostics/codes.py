@@ -197,6 +197,7 @@ CODES: dict[str, str] = {
     "E768": "activation offloading cannot run as declared",
     "E769": "offloaded activations exceed the host's memory",
     "E770": "recompute_layers without full recomputation",
+    "E771": "MoE token dropping declared inconsistently",
     "E775": "the job's ranks lose their network under the scenario",
     "E776": "the job's placement loses power under the scenario",
     "W750": "job may not fit in GPU memory",

@@ -252,6 +252,14 @@ _register(make_kind("job", "an LLM training job", dict(
                          "(Megatron-Core's overlap_p2p_comm)"),
     torch_compile=FieldSpec(BoolType(), doc="a PyTorch framework's step compiled by "
                             "torch.compile (its element-wise kernels fused)"),
+    capacity_factor=q("ratio", sign=POSITIVE, limit=MAX_EXPERTS, why=_EXPERTS, least=0.01,
+                      least_why="an expert taking 1 % of its share drops nearly every token",
+                      doc="MoE token dropping: each expert takes at most this factor times "
+                          "its even share of the routed tokens (Megatron-Core's "
+                          "--moe-expert-capacity-factor); not stated: dropless"),
+    pad_to_capacity=FieldSpec(BoolType(), doc="with capacity_factor: every expert's input "
+                              "padded to its capacity, so that no token counts go to the "
+                              "host (Megatron-Core's --moe-pad-expert-input-to-capacity)"),
     moe_dispatcher=enum("alltoall", "deepep", "hybridep",
                         doc="how MoE tokens reach their experts: NCCL all-to-all, or a fused "
                             "dispatcher (DeepEP, HybridEP)"),

@@ -206,6 +206,15 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                 assumed.append("expert-parallel all-to-all overlapped across micro-batches "
                                "(the MoE recipes' setting)")
                 release = release_of(row)
+                if "tokendrop" in _n(row.model):
+                    # the label says tokens were dropped; Megatron-Bridge's token-drop
+                    # helper (apply_moe_token_drop, 0.3.1) uses a capacity factor of 1.0 by
+                    # default. Whether the inputs were padded (its default too) the tables
+                    # do not say: not assumed (docs/runs.md)
+                    fields["capacity_factor"] = 1.0
+                    assumed.append("tokens dropped beyond each expert's even share "
+                                   "(capacity factor 1, Megatron-Bridge's token-drop default), "
+                                   "inputs not padded")
                 if release is not None and release >= FLEX_FROM:
                     gb = "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu)
                     fields["moe_dispatcher"] = "hybridep" if gb else "deepep"

@@ -138,8 +138,18 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
     if job.offload_layers is None and offload_obstacle(job, gpu.host_bw) is None:
         chosen.append(("offload_layers", best.job.offload_layers))
     best.chosen = tuple(chosen)
-    best.notes = tuple(notes) + tuple(net.notes)
+    best.notes = tuple(notes) + tuple(net.notes) + _padding_note(job)
     return best
+
+
+def _padding_note(job: JobSpec) -> Tuple[str, ...]:
+    """What padded token dropping leaves out, and that no calibration run measured it."""
+    if not (job.model.experts and job.pad_to_capacity and job.capacity_factor
+            and not job.cuda_graphs):
+        return ()
+    return ("pad_to_capacity: each MoE layer's forward is forecast without its wait for the "
+            "token counts (Megatron-Core's drop-and-pad dispatch has none); no calibration run "
+            "states padded inputs, so that saving is the model's, not measured (docs/seer.md)",)
 
 
 def iteration(job: JobSpec, gpu, net: comm.Network, calibration: Optional[Calibration] = None

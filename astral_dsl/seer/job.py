@@ -47,7 +47,7 @@ OPTIONS: Dict[str, str] = {
     "recompute": "", "dtype": "", "attention": "", "grad_dtype": "", "overlap_grad_reduce": "",
     "overlap_param_gather": "", "tp_overlap": "", "fp8_recipe": "", "framework": "",
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "pp_overlap": "",
-    "torch_compile": "",
+    "torch_compile": "", "capacity_factor": "", "pad_to_capacity": "",
     "offload_layers": "", "recompute_layers": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "sp": "parallel", "order": "parallel", "schedule": "parallel", "virtual_stages": "parallel",
@@ -81,6 +81,10 @@ def _model_value(v):
 
 def _int(x, default=None):
     return int(round(x)) if isinstance(x, (int, float)) and not isinstance(x, bool) else default
+
+
+def _float(x, default=None):
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else default
 
 
 def model_spec(inst) -> ModelSpec:
@@ -210,4 +214,6 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         cuda_graphs=f.get("cuda_graphs") is True,
         moe_dispatcher=f.get("moe_dispatcher") or "alltoall",
         ep_overlap=f.get("ep_overlap") is True, pp_overlap=f.get("pp_overlap") is True,
-        torch_compile=f.get("torch_compile") is True)
+        torch_compile=f.get("torch_compile") is True,
+        capacity_factor=_float(f.get("capacity_factor")),
+        pad_to_capacity=f.get("pad_to_capacity") is True)

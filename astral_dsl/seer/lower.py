@@ -16,8 +16,9 @@ shards, and with delayed scaling each chunk's forward ends with the amax all-red
 (docs/seer.md, "Low precision"). With `recompute_layers` only each chunk's first layers are
 recomputed. Multi-head latent attention
 (DeepSeek-V3) projects queries and keys through their latent ranks; sliding-window layers attend
-to their window. Without CUDA graphs a dropless MoE layer synchronises with the host once per
-pass to size its expert GEMMs (moe_sync_s, fitted), and every block takes at least the host's time
+to their window. Without CUDA graphs an MoE layer's forward waits for the host to read its token
+counts (none when padded to capacity) and both its passes lose moe_sync_s (fitted); with token
+dropping its experts take JobSpec.routed's copies. Every block takes at least the host's time
 to issue its layers (host_layer_s, fitted; template.py); an MoE layer's routing kernels cost
 moe_layer_s (fitted) beyond what bytes and FLOPs price.
 """
@@ -116,7 +117,11 @@ class Lowering(ParamsMixin):
         self.ag_bytes = job.quant_bytes if self.ag_quantised else self.elem
         cal = costs.cal
         self.host_layer_s = 0.0 if job.cuda_graphs else cal.host_layer_s
+        # an MoE layer's pause (moe_sync_s): in the forward the host's wait for the token
+        # counts, which padded token dropping has not; the backward's (no such wait in
+        # Megatron-Core, but the fit finds as much lost there) only CUDA graphs remove
         self.moe_sync_s = 0.0 if job.cuda_graphs else cal.moe_sync_s
+        self.moe_sync_fwd_s = self.moe_sync_s if job.host_counts else 0.0
         # Megatron-LM's expert GEMMs (a batch of local experts) run one per expert on TE's
         # streams when the host has the token counts, i.e. without CUDA graphs (GEMM_STREAMS);
         # otherwise, and in the PyTorch frameworks (torchtitan's torch._grouped_mm, AutoModel's
@@ -240,14 +245,13 @@ class Lowering(ParamsMixin):
         b.add(Op(name, cat, "compute", self.c.stream(name, nbytes, kernels, kind), 0.0, nbytes, "",
                  layer, kernels=kernels))
 
-    def _moe_sync(self, b, name, layer):
-        """The MoE layer's routing kernels (moe_layer_s), and without CUDA graphs the host's
-        wait for its dropless token counts (moe_sync_s) (lower's docstring)."""
+    def _moe_sync(self, b, name, layer, pause):
+        """The MoE layer's routing kernels (moe_layer_s), and without CUDA graphs its pause
+        (`pause`: moe_sync_s, or none; lower's docstring)."""
         b.add(Op(name.replace("token-count sync", "routing"), "overhead", "compute",
                  self.c.cal.moe_layer_s, 0.0, 0.0, "", layer, kernels=0))
-        if self.moe_sync_s > 0:
-            b.add(Op(name, "overhead", "compute", self.moe_sync_s, 0.0, 0.0, "", layer,
-                     kernels=0))
+        if pause > 0:
+            b.add(Op(name, "overhead", "compute", pause, 0.0, 0.0, "", layer, kernels=0))
 
     # ---- one transformer layer -----------------------------------------------------------------
     def _flash(self, b, name, L, backward: bool):
@@ -345,11 +349,11 @@ class Lowering(ParamsMixin):
     def _moe_fwd(self, b, L, pre=""):  # noqa: C901 - one operator per line
         m, elem = self.job.model, self.elem
         sp_tokens = self.tokens / self.tp
-        routed = sp_tokens * m.top_k
+        routed = self.job.routed(sp_tokens)
         local = max(1, m.experts // self.ep)
         mats = m.mats - 1
         self._gemm(b, pre + "router", sp_tokens, m.experts, m.hidden, L)
-        self._moe_sync(b, pre + "moe token-count sync", L)
+        self._moe_sync(b, pre + "moe token-count sync", L, self.moe_sync_fwd_s)
         self._ew(b, pre + "permute", 2 * routed * m.hidden * elem, L, kind="permute")
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._linear(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L,
@@ -604,7 +608,7 @@ class Lowering(ParamsMixin):
     def _moe_bwd(self, b, L):
         m, elem = self.job.model, self.elem
         sp_tokens = self.tokens / self.tp
-        routed, local, mats = sp_tokens * m.top_k, max(1, m.experts // self.ep), m.mats - 1
+        routed, local, mats = self.job.routed(sp_tokens), max(1, m.experts // self.ep), m.mats - 1
         if m.shared_experts:
             shared_ffn = m.shared_experts * m.shared_width
             self._linear_bwd(b, "shared fc2", sp_tokens, m.hidden, shared_ffn, L, column=False)
@@ -612,7 +616,7 @@ class Lowering(ParamsMixin):
                      L)
             self._linear_bwd(b, "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L,
                              column=False)
-        self._moe_sync(b, "moe token-count sync bwd", L)
+        self._moe_sync(b, "moe token-count sync bwd", L, self.moe_sync_s)
         self._ew(b, "unpermute bwd", 2 * routed * m.hidden * elem, L, kind="permute")
         self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         for name, mm, n, k in (("expert fc2", routed / local, m.hidden, m.moe_ffn),

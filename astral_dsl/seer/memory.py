@@ -205,8 +205,10 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         # the shared experts run on its tokens/TP: lower.py `_moe_fwd` prices the same tokens.
         # Operator-level recomputation re-runs the experts' activation (Megatron-Core's
         # `moe_act` module), so the fc2 inputs are not kept, as in a dense MLP.
+        # With token dropping the experts take the copies JobSpec.routed counts instead.
         act = 0 if op_sac else lin
-        routed = m.top_k * m.moe_ffn * (mats * elem + act) + m.top_k * h * (lin + elem)
+        k = job.routed(tokens / t) / (tokens / t)
+        routed = k * m.moe_ffn * (mats * elem + act) + k * h * (lin + elem)
         shared = m.shared_experts * m.shared_width * (mats * elem + act)
         mlp_tp = routed + shared
     else:                                     # fc1 output(s) and the fc2 input

@@ -263,6 +263,9 @@ class JobSpec:
     framework: str = "megatron"               # megatron | torchtitan | automodel
     cuda_graphs: bool = False                 # the step's kernels replayed from CUDA graphs
     moe_dispatcher: str = "alltoall"          # alltoall | deepep | hybridep
+    capacity_factor: Optional[float] = None   # MoE token dropping at this capacity; None:
+    #                                           dropless
+    pad_to_capacity: bool = False             # experts' inputs padded to their capacity
     ep_overlap: bool = False                  # EP all-to-all overlapped across micro-batches
     pp_overlap: bool = False                  # interleaved: each send overlapped with the next
     #                                           block (Megatron-Core's overlap_p2p_comm)
@@ -315,6 +318,30 @@ class JobSpec:
     def microbatches(self) -> int:
         """Micro-batches per pipeline per iteration (m = B / (b d))."""
         return max(1, self.global_batch // (self.micro * self.parallel.dp))
+
+    @property
+    def host_counts(self) -> bool:
+        """The host waits for each MoE layer's token counts (a device-to-host copy before the
+        all-to-all or the grouped GEMMs that need them), unless the step is replayed from CUDA
+        graphs (sync-free dispatch) or the experts' inputs are padded to their capacity, whose
+        sizes are known ahead (Megatron-Core 0.16, token_dispatcher.py: drop_and_pad sets no
+        sync point)."""
+        return not self.cuda_graphs and not (self.pad_to_capacity and self.capacity_factor)
+
+    def routed(self, tokens: float) -> float:
+        """The token copies a rank sends to the experts for its `tokens` routed tokens: top_k
+        of each when dropless; with a capacity factor each expert takes at most that factor
+        times its even share, which Seer's balanced routing never exceeds at a factor of 1 or
+        more (below 1, the rest is dropped); padded to capacity, every expert takes exactly
+        ceil(tokens x top_k / experts x factor) (Megatron-Core's get_capacity, moe_utils.py)."""
+        m = self.model
+        copies = tokens * m.top_k
+        factor = self.capacity_factor
+        if factor is None or not m.experts:
+            return copies
+        if self.pad_to_capacity:
+            return math.ceil(copies / m.experts * factor) * m.experts
+        return copies * min(1.0, factor)
 
     def with_(self, **kw) -> "JobSpec":
         return attrs.evolve(self, **kw)

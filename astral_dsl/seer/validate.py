@@ -1,4 +1,4 @@
-"""Diagnostics for jobs that cannot run as declared (E750-E765, E768-E770, W750-W754), with the
+"""Diagnostics for jobs that cannot run as declared (E750-E765, E768-E771, W750-W754), with the
 span of the field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and
 also returns what a forecast needs (the JobSpec and the cluster) when the job is sound enough to
 forecast."""
@@ -466,8 +466,8 @@ def _order(spec: JobSpec, where) -> List[Diagnostic]:
 
 
 def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
-    """The schedule, sharding, overlap and recomputation fields agree with one another (E760,
-    E761, E764, E770) and have an effect (W751)."""
+    """The schedule, sharding, overlap, recomputation and token-dropping fields agree with one
+    another (E760, E761, E764, E770, E771) and have an effect (W751)."""
     par, out = spec.parallel, []
     name = f"job `{spec.name}`"
     if par.v and par.v > 1 and par.schedule != "interleaved":
@@ -508,6 +508,7 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
                                 f"framework = automodel: NeMo AutoModel checkpoints every layer "
                                 f"or none", where("recompute_layers", ""),
                         "leave `recompute_layers` out (`recompute = full`: every layer)"))
+    out.extend(_token_drop(spec, where))
     if spec.overlap_param_gather and par.zero not in (1, 2):
         out.append(_warn("W751", f"{name}: overlap_param_gather has no effect without a sharded "
                                  f"optimizer (zero = 1 or 2)", where("overlap_param_gather", ""),
@@ -516,6 +517,30 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
         out.append(_warn("W751", f"{name}: overlap_grad_reduce has no effect with one "
                                  f"data-parallel rank", where("overlap_grad_reduce", "")))
     return out
+
+
+def _token_drop(spec: JobSpec, where) -> List[Diagnostic]:
+    """MoE token dropping as Megatron-Core accepts it (E771; transformer_config.py): padding
+    needs a capacity, and DeepEP's dispatcher does not pad; on a model without experts the
+    fields do nothing (W751)."""
+    name, stated = f"job `{spec.name}`", where.fields
+    fields = [f for f in ("capacity_factor", "pad_to_capacity") if f in stated]
+    if fields and not spec.model.experts:
+        verb = "have" if len(fields) > 1 else "has"
+        return [_warn("W751", f"{name}: {' and '.join(fields)} {verb} no effect: "
+                              f"`{spec.model.name}` has no experts", where(fields[0], ""))]
+    if spec.pad_to_capacity and spec.capacity_factor is None:
+        return [_err("E771", f"{name}: pad_to_capacity = true without a capacity_factor: there "
+                             f"is no capacity to pad to", where("pad_to_capacity", ""),
+                     "state the capacity, e.g. `capacity_factor = 1.0` (Megatron-Bridge's "
+                     "token-drop setting), or leave `pad_to_capacity` out (dropless)")]
+    if spec.pad_to_capacity and spec.moe_dispatcher == "deepep":
+        return [_err("E771", f"{name}: pad_to_capacity = true with moe_dispatcher = deepep: "
+                             f"DeepEP's dispatcher does not pad the experts' inputs",
+                     where("pad_to_capacity", ""),
+                     "`moe_dispatcher = alltoall` (Megatron-Core's padded token dropping), or "
+                     "leave `pad_to_capacity` out")]
+    return []
 
 
 def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:

@@ -31,7 +31,10 @@ def parallelism(fc) -> Dict[str, Any]:
             "dtype": job.dtype, "grad_dtype": job.gradient_dtype, "attention": job.attention,
             "tp_overlap": job.tp_overlap, "overlap_grad_reduce": job.overlap_grad_reduce,
             "overlap_param_gather": job.overlap_param_gather,
-            "pp_overlap": job.pp_overlap and p.v > 1}
+            "pp_overlap": job.pp_overlap and p.v > 1,
+            "capacity_factor": job.capacity_factor if job.model.experts else None,
+            "pad_to_capacity": bool(job.model.experts and job.pad_to_capacity
+                                    and job.capacity_factor)}
 
 
 def _stage_memory(fc, stage: int):
@@ -108,6 +111,12 @@ def render(fc) -> str:
     lines.append(f"  overlap    TP reductions: {j.tp_overlap}  DP: "
                  + (", ".join(overlaps) if overlaps else "none")
                  + ("  PP: sends" if j.pp_overlap and p.v > 1 else ""))
+    if j.model.experts:
+        cap = j.capacity_factor
+        routing = ("dropless" if cap is None else f"tokens beyond {cap:g}x an expert's share "
+                   "dropped" + (", inputs padded to it" if j.pad_to_capacity else ""))
+        lines.append(f"  moe        dispatcher {j.moe_dispatcher}  {routing}"
+                     + ("" if j.host_counts else "  no wait for token counts"))
     if fc.chosen:
         lines.append("  chosen     " + ", ".join(f"{k} = {v}" for k, v in fc.chosen)
                      + " (Seer's rule: the fastest that fits in memory,"
