@@ -185,6 +185,11 @@ _register(make_kind("model", "an LLM architecture", dict(
     v_head_dim=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
     window=_size(low=1, limit=MAX_TOKENS, why=_TOKENS),
     window_share=q("ratio", "share of the layers with sliding-window attention", high=1),
+    activation_clamp=q("number", "a gated activation's inputs clamped to this magnitude "
+                       "(GPT-OSS: 7; Megatron-Core's activation_func_clamp_value)", sign=POSITIVE,
+                       limit=1e6),
+    expert_bias=FieldSpec(BoolType(), doc="the experts' linear layers have biases (GPT-OSS; "
+                          "Megatron-Core's add_bias_linear)"),
     shared_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),
     mamba_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
     attention_layers=_size(limit=MAX_LAYERS, why=_LAYERS),

@@ -24,7 +24,8 @@ MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", 
                 "top_k", "shared_experts", "moe_ffn", "dense_layers", "activation", "head_dim",
                 "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim", "window",
                 "window_share", "shared_ffn", "mamba_layers", "attention_layers", "pattern",
-                "mamba_state", "mamba_head_dim", "mamba_groups", "mamba_expand", "mamba_chunk")
+                "mamba_state", "mamba_head_dim", "mamba_groups", "mamba_expand", "mamba_chunk",
+                "activation_clamp", "expert_bias")
 
 
 @records.frozen

@@ -113,6 +113,8 @@ def model_spec(inst) -> ModelSpec:
         v_head=_int(f("v_head_dim"), 0) or 0, window=_int(f("window"), 0) or 0,
         window_share=float(share) if isinstance(share, (int, float)) and f("window") else 0.0,
         shared_ffn=_int(f("shared_ffn"), 0) or 0,
+        activation_clamp=_float(f("activation_clamp"), 0.0) or 0.0,
+        expert_bias=f("expert_bias") is True,
         mamba_layers=_int(f("mamba_layers"), 0) or 0,
         attention_layers=_int(f("attention_layers"), 0) or 0,
         pattern=str(f("pattern") or ""),

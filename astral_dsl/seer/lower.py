@@ -245,6 +245,28 @@ class Lowering(ParamsMixin):
         b.add(Op(name, cat, "compute", self.c.stream(name, nbytes, kernels, kind), 0.0, nbytes, "",
                  layer, kernels=kernels))
 
+    def _clamp(self, b, name, elems, layer, backward=False):
+        """A gated activation's clamped inputs (`activation_clamp`), `elems` fc1 outputs:
+        Megatron-Core 0.16.1 (fusions/fused_bias_geglu.py, weighted_bias_quick_geglu_impl;
+        transformer/mlp.py) clamps each half of fc1's output and concatenates them before the
+        fused activation: two clamps and the concatenation each read and write their elements
+        (4 passes, 3 kernels); backward, each clamp's gradient reads the gradient and its input
+        and writes (3 passes, 2 kernels; the concatenation's is a view)."""
+        if self.job.model.activation_clamp and self.job.model.mats == 3:
+            passes, kernels = (3, 2) if backward else (4, 3)
+            self._ew(b, name, passes * elems * self.elem, layer, kernels=kernels)
+
+    def _expert_bias(self, b, name, elems, local, layer, backward=False):
+        """The experts' fc2 biases (`expert_bias`) on `elems` outputs: Megatron-Core 0.16.1
+        (transformer/moe/experts.py, TEGroupedMLP._apply_bias) adds each local expert's bias,
+        weighted by the routing probabilities, to its rows and concatenates them: a pass that
+        reads and writes each element and a concatenation that does the same (4 passes, 2
+        kernels per expert and 1); backward, the bias's and the probabilities' gradients each
+        read the output's gradient (2 passes, 2 kernels per expert)."""
+        if self.job.model.expert_bias:
+            passes, kernels = (2, 2 * local) if backward else (4, 2 * local + 1)
+            self._ew(b, name, passes * elems * self.elem, layer, kernels=kernels)
+
     def _moe_sync(self, b, name, layer, pause):
         """The MoE layer's routing kernels (moe_layer_s), and without CUDA graphs its pause
         (`pause`: moe_sync_s, or none; lower's docstring)."""
@@ -358,9 +380,11 @@ class Lowering(ParamsMixin):
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._linear(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L,
                      batch=local, streams=self.expert_streams)
+        self._clamp(b, pre + "expert act clamp", routed * m.moe_ffn * mats, L)
         self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * elem, L)
         self._linear(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local,
                      streams=self.expert_streams)
+        self._expert_bias(b, pre + "expert bias", routed * m.hidden, local, L)
         self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._ew(b, pre + "unpermute", 2 * routed * m.hidden * elem, L, kind="permute")
         if m.shared_experts:
@@ -409,6 +433,7 @@ class Lowering(ParamsMixin):
             F = m.ffn / self.tp
             self._linear(b, pre + "fc1", tokens, F * (m.mats - 1), h, L, norm_fed=True,
                          gather=pre + "mlp all-gather")
+            self._clamp(b, pre + "activation clamp", tokens * F * (m.mats - 1), L)
             self._ew(b, pre + ACTIVATION_NAME[m.activation], m.mats * tokens * F * elem, L,
                      kind=m.activation)
             self._linear(b, pre + "fc2", tokens, h, F, L)
@@ -539,12 +564,14 @@ class Lowering(ParamsMixin):
             for name in ("input norm", "post-attn norm")[:2 if kind == "T" else 1]:
                 self._norm_fwd(b, "recompute " + name, L)
             if kind in ("T", "-") and not m.is_moe(L):
-                self._ew(b, "recompute activation", m.mats * tokens * (m.ffn / self.tp) * elem,
-                         L)
+                F = m.ffn / self.tp
+                self._clamp(b, "recompute activation clamp", tokens * F * (m.mats - 1), L)
+                self._ew(b, "recompute activation", m.mats * tokens * F * elem, L)
             elif kind in ("T", "E") and m.is_moe(L):
-                width = m.top_k * m.moe_ffn + m.shared_experts * m.shared_width
-                self._ew(b, "recompute expert activation",
-                         m.mats * (tokens / self.tp) * width * elem, L)
+                routed = self.job.routed(tokens / self.tp)
+                self._clamp(b, "recompute expert act clamp", routed * m.moe_ffn * (m.mats - 1), L)
+                width = m.shared_experts * m.shared_width * tokens / self.tp + routed * m.moe_ffn
+                self._ew(b, "recompute expert activation", m.mats * width * elem, L)
         for op in b.ops[mark:]:
             if op.stream == "compute":
                 op.cat = "recompute" if op.cat != "overhead" else op.cat
@@ -568,6 +595,7 @@ class Lowering(ParamsMixin):
                              grad_gather="mlp grad all-gather")
             self._ew(b, ACTIVATION_NAME[m.activation] + " bwd", (m.mats + 2) * tokens * F * elem,
                      L, kind=m.activation)
+            self._clamp(b, "activation clamp bwd", tokens * F * (m.mats - 1), L, backward=True)
             self._linear_bwd(b, "fc1", tokens, F * (m.mats - 1), h, L, column=True)
         self._ew(b, ("post-attn norm bwd" if m.layer_kind(L) == "T" else "input norm bwd"),
                  3 * sp_tokens * h * elem, L, "norm")
@@ -619,6 +647,7 @@ class Lowering(ParamsMixin):
         self._moe_sync(b, "moe token-count sync bwd", L, self.moe_sync_s)
         self._ew(b, "unpermute bwd", 2 * routed * m.hidden * elem, L, kind="permute")
         self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
+        self._expert_bias(b, "expert bias bwd", routed * m.hidden, local, L, backward=True)
         for name, mm, n, k in (("expert fc2", routed / local, m.hidden, m.moe_ffn),
                                ("expert fc1", routed / local, m.moe_ffn * mats, m.hidden)):
             if self.fp8:
@@ -629,6 +658,7 @@ class Lowering(ParamsMixin):
                        streams=self.expert_streams)
             if name == "expert fc2":
                 self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * elem, L)
+                self._clamp(b, "expert act clamp bwd", routed * m.moe_ffn * mats, L, backward=True)
         self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         self._ew(b, "permute bwd", 2 * routed * m.hidden * elem, L, kind="permute")
         self._gemm(b, "router dgrad", sp_tokens, m.hidden, m.experts, L)

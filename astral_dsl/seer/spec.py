@@ -56,6 +56,8 @@ class ModelSpec:
     window: int = 0                   # sliding-window attention: tokens each query sees ...
     window_share: float = 0.0         # ... in this share of the layers (GPT-OSS: 128, 50 %)
     shared_ffn: int = 0               # a shared expert's FFN width (0: moe_ffn)
+    activation_clamp: float = 0.0     # a gated activation's inputs clamped (0: not; GPT-OSS: 7)
+    expert_bias: bool = False         # the experts' linear layers have biases (GPT-OSS)
     # a hybrid model (Nemotron-H): Mamba-2 layers, attention-only layers, and the rest MLP (or
     # MoE) layers, in `pattern`'s order (Megatron's hybrid_override_pattern: M, *, - or E per
     # layer) or evenly interleaved; and the Mamba-2 layers' dimensions

@@ -1,0 +1,64 @@
+"""What GPT-OSS's clamped gated activation (`activation_clamp`) and its experts' biases
+(`expert_bias`) cost beyond a plain MoE layer: the unfused passes of Megatron-Core 0.16.1's code
+(fusions/fused_bias_geglu.py: each half of fc1's output clamped, then concatenated;
+transformer/moe/experts.py `_apply_bias`: each expert's bias added to its rows, concatenated),
+hand-counted in bytes."""
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from astral_dsl.seer.comm import Network, Tier
+from astral_dsl.seer.costs import Costs, GpuSpec
+from astral_dsl.seer.lower import Lowering
+from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+
+# GPT-OSS 120B's shape (stdlib/models.astral): 128 experts, top 4, experts 2,880 wide, SwiGLU
+OSS = ModelSpec("GPT_OSS_120B", 36, 2880, 64, 8, 2880, 201088, 4096, "swiglu", experts=128,
+                top_k=4, moe_ffn=2880, head_size=64, activation_clamp=7.0, expert_bias=True)
+GPU = GpuSpec("H100", (("bf16", 989e12),), 80e9, 3350e9, 450e9)
+NET = Network(8, 450e9, (50e9,) * 8, (Tier("leaf", 32, True, 1.0),
+                                      Tier("core", 10**6, False, 1.0)))
+TOKENS, K, H, F, ELEM = 4 * 4096, 4, 2880, 2880, 2      # micro-batch 4 x 4,096 tokens, bf16
+LOCAL = 128 // 64                                         # ep = 64: 2 experts per rank
+
+
+def ops(model, phase, **kw):
+    par = ParallelSpec(tp=1, pp=1, dp=64, ep=64, zero=1)
+    job = JobSpec("j", model, par, global_batch=256, micro=4, seq=4096, **kw)
+    low = Lowering(job, Costs.of(job, GPU), NET)
+    return {op.name: op for op in low.template(0, 0, phase).ops}
+
+
+def test_the_clamp_reads_and_writes_the_fc1_output_four_times_forward_three_backward():
+    fc1_out = TOKENS * K * 2 * F                  # routed copies x (gate and linear halves)
+    assert ops(OSS, "F")["expert act clamp"].nbytes == 4 * fc1_out * ELEM
+    assert ops(OSS, "B")["expert act clamp bwd"].nbytes == 3 * fc1_out * ELEM
+
+
+def test_the_expert_biases_cost_four_passes_forward_two_backward_over_the_fc2_output():
+    fc2_out = TOKENS * K * H
+    fwd, bwd = ops(OSS, "F")["expert bias"], ops(OSS, "B")["expert bias bwd"]
+    assert fwd.nbytes == 4 * fc2_out * ELEM and fwd.kernels == 2 * LOCAL + 1
+    assert bwd.nbytes == 2 * fc2_out * ELEM and bwd.kernels == 2 * LOCAL
+
+
+def test_a_model_without_them_has_neither():
+    plain = attrs.evolve(OSS, activation_clamp=0.0, expert_bias=False)
+    names = set(ops(plain, "F")) | set(ops(plain, "B"))
+    assert not any("clamp" in n or "expert bias" in n for n in names)
+
+
+def test_they_cost_time_and_nothing_else_changes():
+    plain = attrs.evolve(OSS, activation_clamp=0.0, expert_bias=False)
+    with_them, without = ops(OSS, "F"), ops(plain, "F")
+    assert set(with_them) - set(without) == {"expert act clamp", "expert bias"}
+    for name, op in without.items():
+        assert with_them[name].dur == pytest.approx(op.dur, rel=1e-12), name
+    assert all(with_them[n].dur > 0 for n in ("expert act clamp", "expert bias"))
+
+
+def test_a_clamp_on_an_ungated_activation_does_nothing():
+    # Megatron-Core clamps only the gated (GLU) path
+    gelu = attrs.evolve(OSS, activation="gelu", expert_bias=False)
+    assert not any("clamp" in n for n in ops(gelu, "F"))
