@@ -34,7 +34,7 @@ def expected(cal, experts_at_once: int, rounds: int) -> float:
     m, n, k, local = 2048, 4096, 4096, 16
     flops = 2.0 * m * n * k * local
     tiles = (m // 128) * (n // 256) * experts_at_once          # 256 tiles of 128 x 256 each
-    eff = cal.gemm_eff_hopper * k / (k + K_HALF) * tiles / (tiles + cal.gemm_waves * 132)
+    eff = cal.gemm_eff_hopper * k / (k + K_HALF) * tiles / (tiles + cal.gemm_waves_expert * 132)
     return flops / (989e12 * eff) + KERNEL_S * rounds
 
 

@@ -10,9 +10,10 @@ each says whether it comes from a data sheet, a published measurement or is an a
   bounded below by the HBM time of its operands. peak_p is the data-sheet dense peak of the
   GEMM's precision p (bf16, fp8, the block-scaled MXFP8 and NVFP4), eff_p (fitted, one per
   precision family) the sustained fraction of it that large GEMMs reach; T / (T + gemm_waves x
-  SMs) the loss of small GEMMs, T their output tiles (TILE) over the GPU's SMs: a grouped GEMM
-  of small experts, or a GEMM of one wave, reaches half of it at gemm_waves waves (fitted);
-  experts run as one GEMM each, GEMM_STREAMS at a time, count one round's tiles;
+  SMs) the loss of small GEMMs, T their output tiles (TILE) over the GPU's SMs: a GEMM of one
+  wave reaches half of it at gemm_waves waves (fitted), the experts' GEMMs of a MoE layer at
+  gemm_waves_expert (fitted apart: per-expert launches and row counts); experts run as one GEMM
+  each, GEMM_STREAMS at a time, count one round's tiles;
   k(K) = K / (K + K_HALF): each output tile pays a fixed prologue and epilogue that only a long
   inner dimension amortises. KERNEL_S is the launch and tail cost of one kernel on the device.
   eff_p is fitted per GPU generation too (Ampere, Hopper, Blackwell: eff_name), whose boards
@@ -250,7 +251,8 @@ class Costs:
         return self.table.lookup(op, shape, dtype or self.base)
 
     def gemm(self, op: str, m: float, n: float, k: float, batch: float = 1.0,
-             fp8: bool = False, streams: Optional[int] = None) -> Tuple[float, float, float]:
+             fp8: bool = False, streams: Optional[int] = None,
+             expert: bool = False) -> Tuple[float, float, float]:
         """(seconds, flops, bytes) of `batch` GEMMs [m, k] x [k, n]; `fp8`: at the fp8 rate with
         fp8 operands (Transformer Engine's linear layers). The batch is one grouped kernel, or
         with `streams` separate GEMMs run `streams` at a time (Transformer Engine's multi-stream
@@ -270,7 +272,8 @@ class Costs:
             together = batch if streams is None else min(batch, streams)
             tiles = -(-m // tm) * -(-n // tn) * together
             eff = (self.eff[prec] * k / (k + K_HALF)
-                   * tiles / (tiles + self.cal.gemm_waves * self.sms))
+                   * tiles / (tiles + (self.cal.gemm_waves_expert if expert
+                                       else self.cal.gemm_waves) * self.sms))
             t = max(flops / (peak * eff), nbytes / self.bw) + KERNEL_S * -(-batch // together)
         return t, flops, nbytes
 

@@ -183,14 +183,14 @@ class Lowering(ParamsMixin):
             ops[gemm].dur += self.c.cal.interfere * ops[comm_op].dur
 
     def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=(),
-              fp8=False, streams=None):
-        t, f, nb = self.c.gemm(name.split(" ")[0], m, n, k, batch, fp8, streams)
+              fp8=False, streams=None, expert=False):
+        t, f, nb = self.c.gemm(name.split(" ")[0], m, n, k, batch, fp8, streams, expert)
         shape = f"{int(m)}x{int(n)}x{int(k)}"
         return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=shape),
                      join=join, extra=extra)
 
     def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False, gather=None,
-                streams=None):
+                streams=None, expert=False):
         """The forward GEMM of a transformer layer's linear layer: quantised for a quantised
         job, after the cast of its input with the transpose its weight gradient needs
         (CAST_BYTES per element, by recipe: fused into the norm for the layers a norm feeds,
@@ -206,7 +206,8 @@ class Lowering(ParamsMixin):
                 self._ew(b, name + " quantise", extra * rows * k * batch, layer)
         op = self._tp_gather(b, gather, layer) if gather is not None else None
         b.fp8_gemms += 1 if self.fp8 else 0
-        g = self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8, streams=streams)
+        g = self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8, streams=streams,
+                       expert=expert)
         if op is not None:
             self._overlap(b, op, g)
             b.pending.append(op)
@@ -379,11 +380,11 @@ class Lowering(ParamsMixin):
         self._ew(b, pre + "permute", 2 * routed * m.hidden * elem, L, kind="permute")
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._linear(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L,
-                     batch=local, streams=self.expert_streams)
+                     batch=local, streams=self.expert_streams, expert=True)
         self._clamp(b, pre + "expert act clamp", routed * m.moe_ffn * mats, L)
         self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * elem, L)
         self._linear(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local,
-                     streams=self.expert_streams)
+                     streams=self.expert_streams, expert=True)
         self._expert_bias(b, pre + "expert bias", routed * m.hidden, local, L)
         self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._ew(b, pre + "unpermute", 2 * routed * m.hidden * elem, L, kind="permute")
@@ -653,9 +654,9 @@ class Lowering(ParamsMixin):
             if self.fp8:
                 self._ew(b, name + " grad quantise", self.cast[1] * mm * n * local, L)
             self._gemm(b, name + " dgrad", mm, k, n, L, batch=local, fp8=self.fp8,
-                       streams=self.expert_streams)
+                       streams=self.expert_streams, expert=True)
             self._gemm(b, name + " wgrad", k, n, mm, L, batch=local, fp8=self.fp8,
-                       streams=self.expert_streams)
+                       streams=self.expert_streams, expert=True)
             if name == "expert fc2":
                 self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * elem, L)
                 self._clamp(b, "expert act clamp bwd", routed * m.moe_ffn * mats, L, backward=True)

@@ -87,6 +87,11 @@ CONSTANTS: Tuple[Constant, ...] = (
              "NVIDIA, Matrix Multiplication Background User's Guide (wave quantisation: a GEMM "
              "of about one wave of tiles loses a large share to the partial last wave); an "
              "assumed range", log=True),
+    Constant("gemm_waves_expert", "the same for the experts' GEMMs of a mixture-of-experts "
+             "layer (one GEMM per local expert on Transformer Engine's streams, or one grouped "
+             "kernel), whose per-expert row counts and concurrent launches differ from a dense "
+             "GEMM's", "waves", (0.01, 10.0), (0.2, 1.0),
+             "as gemm_waves: an assumed range", log=True),
     Constant("interfere", "share of an overlapped in-host (NVLink) collective's time that the "
              "GEMM it overlaps loses (NCCL kernels take SMs and HBM bandwidth)", "",
              (0.0, 1.0), (0.25, 0.75),
