@@ -239,9 +239,9 @@ def _hook(file: str):
     """json.loads' object hook that builds the tree of an entry, bottom up, its spans in `file`
     (a malformed entry raises, and usercache.read gives None)."""
     def hook(d: dict):
-        if len(d) != 1:
+        name, f = d.popitem()          # KeyError when empty: not a tree either
+        if d:
             raise ValueError("not a cached syntax tree")
-        (name, f), = d.items()
         cls, count, spans, tuples, optional = _DECODE[name]
         if type(f) is not list or len(f) != count:
             raise ValueError("not a cached syntax tree")
