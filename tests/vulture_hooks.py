@@ -22,8 +22,12 @@ _.CODE, _.MESSAGE, _.jsonrpc
 _.on_diagnostics
 
 # Python calls a module's __getattr__ for a name it lacks (PEP 562: the lazy API of
-# astral_dsl/__init__.py and api/__init__.py)
+# astral_dsl/__init__.py, api/__init__.py and seer/__init__.py)
 _.__getattr__
+
+# Python reads a function's __defaults__ when it is called with fewer arguments (syntax/ast.py:
+# the defaults of a node's __init__)
+_.__defaults__
 
 # pickle's Unpickler calls find_class for every global it loads (explore/unpickle.py); Dask's
 # modules take `pickle.Unpickler` from the facade that module installs

@@ -186,8 +186,9 @@ def _row_diagnostic(code, severity, file, row: Row, lines: bool, message, hint) 
 
 
 # ---- names beside paths ---------------------------------------------------------------------------
-_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)|(?:\[[0-9A-Za-z]+\]))+")
-_PORT = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)\[(\d+)\]\.port\[([a-z]|\d+)\]")
+# the pattern's text, compiled by `re` (and kept in its cache) on first use, not at import: a
+# check of the reference never uses it (for start-up)
+_PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)|(?:\[[0-9A-Za-z]+\]))+"
 
 
 def annotate(text: str, devices: Devices, ports: Optional[Dict[str, str]] = None) -> str:
@@ -211,7 +212,7 @@ def annotate(text: str, devices: Devices, ports: Optional[Dict[str, str]] = None
         if name == prefix:
             return token
         return f"{name} ({prefix}){rest}"
-    return _PATH.sub(one, text)
+    return re.sub(_PATH, one, text)
 
 
 def _longest(token: str, known: Dict[str, Device]) -> Optional[str]:

@@ -19,7 +19,9 @@ from astral_dsl.model.values import Group
 Interval = Tuple[int, int]
 LIMIT = 1 << 16
 
-_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?")
+# compiled by `re` on first use, not at import: a check of the reference never uses it (for
+# start-up)
+_STEP = r"\.([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?"
 
 
 class TooMany(Exception):
@@ -34,7 +36,7 @@ def path_steps(path: str, base: str) -> Optional[Tuple[Step, ...]]:
         return None
     rest = path[len(base):]
     steps, pos = [], 0
-    for m in _STEP.finditer(rest):
+    for m in re.finditer(_STEP, rest):
         if m.start() != pos:
             return None
         steps.append(Step(m.group(1), int(m.group(2)) if m.group(2) is not None else None))

@@ -36,7 +36,7 @@ def run(args, overrides) -> int:
 
     # the ~100 modules a check imports: no collector pass walks them (for start-up)
     with gcpause.settled():
-        from astral_dsl.api import front_end_errors
+        from astral_dsl.pipeline import front_end_errors
         from astral_dsl.analyses.summary import one_line, summarize
         from astral_dsl.outputs.human import accepted_lines
         from astral_dsl.outputs.terminal import printable_line

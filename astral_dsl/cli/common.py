@@ -81,10 +81,14 @@ def open_path(path: str, overrides):
 def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, baseline=None):
     """Compile, size when the design has unknowns, check (engineering, scenarios); the
     warnings the design's `allow`s (and `baseline`) accept are apart."""
-    from astral_dsl import api, gcpause
+    from astral_dsl import gcpause
+    # api.compile and api.check are these two: the pipeline's and the workspace's, imported
+    # without the rest of the API (its result types, its other commands), for start-up
+    from astral_dsl.pipeline import check, front_end_errors
+    from astral_dsl.workspace import Workspace
 
     def compiled():
-        workspace = api.compile(path, overrides)
+        workspace = Workspace.open(path, overrides)
         workspace.design           # compiled here, kept to the end like the syntax trees
         return workspace
 
@@ -95,12 +99,12 @@ def checked(path: str, overrides, scenarios=None, all_scenarios: bool = False, b
     # starts, and the collector frees theirs as before
     with gcpause.frozen(compiled) as workspace:
         design = workspace.design
-        if design.jobs and not api.front_end_errors(design):
+        if design.jobs and not front_end_errors(design):
             # Seer's ~20 modules, which the check imports to validate the jobs, imported here:
             # no collector pass walks them (gcpause.settled, for start-up: about 1 ms)
             with gcpause.settled():
                 import astral_dsl.seer.validate  # noqa: F401
-        return api.check(workspace, scenarios, all_scenarios, baseline=baseline)
+        return check(workspace, None, scenarios, all_scenarios, baseline)
 
 
 def unreadable(design) -> bool:

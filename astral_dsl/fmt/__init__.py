@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import List
 
-import attrs
-
 from astral_dsl import gcpause
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.fmt.cst import Comment, concrete, normalise_newlines
@@ -129,8 +127,8 @@ def _kind_of(kind: type):
         return _SEQUENCE
     if issubclass(kind, Span):
         return _SPAN
-    if attrs.has(kind):
-        fields = tuple(f.name for f in attrs.fields(kind) if f.name not in ("span", "unit_span"))
+    if issubclass(kind, ast.Node):
+        fields = tuple(f for f in kind._fields if f not in ("span", "unit_span"))
         return (b"<" + kind.__name__.encode(), fields,
                 issubclass(kind, ast.QuantityLit) and "text" in fields)
     return _VALUE

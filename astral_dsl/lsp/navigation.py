@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Iterable, List, Optional, Tuple
 
-import attrs
-
 from astral_dsl import records
 from astral_dsl.diagnostics import Span
 from astral_dsl.lsp.analysis import Analysis, Module
@@ -32,13 +30,13 @@ class Definition:
 
 # ---- finding nodes ------------------------------------------------------------------------------
 def _children(node) -> Iterable:
-    for f in attrs.fields(type(node)):
-        v = getattr(node, f.name)
+    for name in node._fields:
+        v = getattr(node, name)
         if isinstance(v, tuple):
             for x in v:
-                if attrs.has(type(x)) and not isinstance(x, Span):
+                if isinstance(x, ast.Node):
                     yield x
-        elif v is not None and attrs.has(type(v)) and not isinstance(v, Span):
+        elif isinstance(v, ast.Node):
             yield v
 
 

@@ -16,18 +16,20 @@ from typing import Dict, Optional, Tuple, Union
 
 KEYS = ("site", "hall", "pod", "row", "block", "rack", "host", "index", "rail", "plane", "nic",
         "port")
-PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)([+-]\d{1,6})?(?::([^{}]{0,16}))?\}")
+# compiled by `re` on first use, not at import: a design without name patterns never uses it
+# (for start-up)
+PLACEHOLDER = r"\{([A-Za-z_]+)([+-]\d{1,6})?(?::([^{}]{0,16}))?\}"
 MAX_NAME = 64          # NetBox's length of a device's name
 
 
 def check_pattern(text: str) -> Optional[Tuple[str, str, str]]:
     """None, or (code, message, hint) for a pattern that cannot name anything (E303)."""
-    rest = PLACEHOLDER.sub("", text)
+    rest = re.sub(PLACEHOLDER, "", text)
     if "{" in rest or "}" in rest:
         return ("E303", f"the name pattern `{text}` has a `{{` or `}}` that opens or closes no "
                         "placeholder", "placeholders are `{KIND}`, `{KIND+1}` or `{KIND:03}`, "
                         "e.g. `\"gpu-{pod}-{rack:03}-{host}\"`")
-    for m in PLACEHOLDER.finditer(text):
+    for m in re.finditer(PLACEHOLDER, text):
         if m.group(1) not in KEYS:
             from astral_dsl.diagnostics import did_you_mean
 
@@ -62,5 +64,5 @@ def render(pattern: str, values: Dict[str, Value]) -> Tuple[str, Tuple[str, ...]
             v = v + int(offset or 0)
             return format(v, spec) if spec else str(v)
         return str(v)
-    return PLACEHOLDER.sub(one, pattern), tuple(missing)
+    return re.sub(PLACEHOLDER, one, pattern), tuple(missing)
 

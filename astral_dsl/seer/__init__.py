@@ -15,16 +15,53 @@ calibrated envelope) are `result.diagnostics`; `result.envelope()` says how far 
 (seer/envelope.py)."""
 from __future__ import annotations
 
-from typing import Optional
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Optional
 
-from astral_dsl.seer.calibration import Calibration, read_calibration
-from astral_dsl.seer.costs import OperatorTable
-from astral_dsl.seer.envelope import Envelope, envelope, outside_warning
-from astral_dsl.seer.forecast import Forecast, hardware_flops, model_flops, run
-from astral_dsl.seer.job import OPTIONS, check_options, unknown_options
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
-from astral_dsl.seer.validate import (forecast_diagnostics, unmatched_table_warning, validate_job,
-                                      validate_jobs)
+if TYPE_CHECKING:
+    from astral_dsl.seer.forecast import Forecast
+
+# The package's names are imported on first use (PEP 562), not with the package: `astral check`
+# of a design with a job imports what validating it needs (seer.validate), not the forecast
+# and its envelope (for start-up). A submodule not imported yet (seer.comm) is imported too.
+_LAZY = {"Calibration": "calibration", "read_calibration": "calibration",
+         "OperatorTable": "costs", "Envelope": "envelope", "outside_warning": "envelope",
+         "Forecast": "forecast", "hardware_flops": "forecast", "model_flops": "forecast",
+         "run": "forecast", "OPTIONS": "job", "check_options": "job",
+         "unknown_options": "job", "JobSpec": "spec", "ModelSpec": "spec",
+         "ParallelSpec": "spec", "forecast_diagnostics": "validate",
+         "unmatched_table_warning": "validate", "validate_job": "validate",
+         "validate_jobs": "validate", "envelope": "envelope"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("__"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """The package: `forecast` and `envelope` name its functions, and also submodules, which
+    the import system sets on the package as it imports them; the functions keep the names, as
+    when the package imported its submodules before defining them."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in ("forecast", "envelope") and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 class ForecastError(Exception):
@@ -63,6 +100,15 @@ def forecast(design, job: Optional[str] = None, failures=None,
     `order="tp-cp-ep-pp-dp"`, ...: job.OPTIONS lists them) and are checked as the fields are.
     `calibration`: a Calibration or the path of a fit file written by `astral calibrate -o`
     (`astral forecast --calibration`); default: the shipped fit."""
+    # here, not with the package, for start-up (see _LAZY)
+    from astral_dsl.seer.calibration import Calibration, read_calibration
+    from astral_dsl.seer.costs import OperatorTable
+    from astral_dsl.seer.envelope import outside_warning
+    from astral_dsl.seer.forecast import run
+    from astral_dsl.seer.job import OPTIONS, check_options, unknown_options
+    from astral_dsl.seer.validate import forecast_diagnostics, unmatched_table_warning, \
+        validate_job
+
     unknown = unknown_options(options)
     if unknown:
         raise ForecastError(", ".join(f"`{k}`" for k in unknown) + " is not a job field "

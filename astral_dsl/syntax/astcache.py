@@ -22,15 +22,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from astral_dsl import resources, usercache
 from astral_dsl.diagnostics import span_at
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.source import Source
 
 _CLASSES = {name: cls for name, cls in vars(ast).items()
-            if isinstance(cls, type) and attrs.has(cls) and cls.__module__ == ast.__name__}
+            if isinstance(cls, type) and issubclass(cls, ast.Node) and cls is not ast.Node}
 
 
 @lru_cache(maxsize=1)
@@ -169,8 +167,8 @@ def store(entry, tree: ast.Module) -> None:
 # An entry is the tree as JSON: a node is {"ClassName": [its fields' values, in order]}, a span
 # [line, column, end line, end column] (its file is the one the tree is read as), a tuple a list,
 # a string, number, boolean or None itself. How each field is written follows from its declared
-# type in ast.py (read from attrs' fields): "span", "tuple", "tuple?" (or None), "node" (or
-# None when Optional) and "plain" (str, float, int, bool).
+# type in ast.py (its annotation, in the class's `_types`): "span", "tuple", "tuple?" (or None),
+# "node" (or None when Optional) and "plain" (str, float, int, bool).
 def _kind(annotation: str) -> str:
     if annotation == "Span":
         return "span"
@@ -183,8 +181,8 @@ def _kind(annotation: str) -> str:
     return "node?" if annotation.startswith("Optional[") else "node"
 
 
-_FIELDS = {cls: tuple((f.name, _kind(f.type if isinstance(f.type, str) else "")) for f in
-                      attrs.fields(cls)) for cls in _CLASSES.values()}
+_FIELDS = {cls: tuple((name, _kind(cls._types[name])) for name in cls._fields)
+           for cls in _CLASSES.values()}
 
 
 class _Encoders(dict):
@@ -239,9 +237,9 @@ def _hook(file: str):
     """json.loads' object hook that builds the tree of an entry, bottom up, its spans in `file`
     (a malformed entry raises, and usercache.read gives None)."""
     def hook(d: dict):
-        if len(d) != 1:
+        name, f = d.popitem()          # KeyError when empty: not a tree either
+        if d:
             raise ValueError("not a cached syntax tree")
-        (name, f), = d.items()
         cls, count, spans, tuples, optional = _DECODE[name]
         if type(f) is not list or len(f) != count:
             raise ValueError("not a cached syntax tree")

@@ -43,7 +43,8 @@ def parse_concrete(source: Source):
         return module, larkroad.concrete_parser().parse(source.text)
 
 
-_TOP_LEVEL = re.compile(r"^(?:(?:import|param|let|check)\b|[A-Za-z_]\w*[ \t]+[A-Za-z_]\w*[ \t]*[({=])")
+# compiled by `re` on first use: only a file with a syntax error needs it (for start-up)
+_TOP_LEVEL = r"^(?:(?:import|param|let|check)\b|[A-Za-z_]\w*[ \t]+[A-Za-z_]\w*[ \t]*[({=])"
 MAX_SYNTAX_ERRORS = 20
 
 
@@ -59,7 +60,7 @@ def parse_all(source: Source) -> Tuple[Optional[ast.Module], List[Diagnostic]]:
     lines = source.text.split("\n")
     last = _line_of(first)
     while len(diagnostics) < MAX_SYNTAX_ERRORS:
-        restart = next((i for i in range(last, len(lines)) if _TOP_LEVEL.match(lines[i])), None)
+        restart = next((i for i in range(last, len(lines)) if re.match(_TOP_LEVEL, lines[i])), None)
         if restart is None:
             break
         rest = Source(source.name, "\n" * restart + "\n".join(lines[restart:]))
