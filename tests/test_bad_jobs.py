@@ -82,6 +82,7 @@ OPTION_CASES = {
     "fp8_recipe": "fp8_recipe_unknown", "framework": "framework_unknown",
     "moe_dispatcher": "moe_dispatcher_unknown", "layout": "layout_mismatch",
     "offload_layers": "offload_layers_negative", "recompute_layers": "recompute_layers_zero",
+    "capacity_factor": "capacity_factor_zero", "pad_to_capacity": "pad_to_capacity_no_factor",
 }
 
 
