@@ -5,6 +5,7 @@ not inside a function), and the modules of one package import each other without
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 from typing import Dict, List, Set
 
@@ -40,8 +41,14 @@ def _modules() -> Dict[str, Path]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once for the tests here (which only read it)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(path: Path, name: str, top_level_only: bool = False) -> List[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     nodes = tree.body if top_level_only else ast.walk(tree)
     found = []
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]

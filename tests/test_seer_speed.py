@@ -4,6 +4,8 @@ forecast's iteration time without its memory estimate and breakdown (forecast.it
 that time walked by a walk._Program instead of schedule.simulate."""
 from __future__ import annotations
 
+import operator
+
 import attrs
 import pytest
 
@@ -20,6 +22,7 @@ from astral_dsl.seer.walk import iteration_time
 
 FIELDS = ("name", "cat", "stream", "dur", "flops", "nbytes", "group", "layer", "deps", "start",
           "end", "shape", "kernels")
+FIELDS_OF = operator.attrgetter(*FIELDS)      # an op's FIELDS as a tuple (in C: 130,000 ops)
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +67,7 @@ def test_copied_layers_are_the_built_ones(jobs, monkeypatch):
             assert (ta.duration, ta.host, ta.flops, ta.compute, ta.exposed) == \
                 (tb.duration, tb.host, tb.flops, tb.compute, tb.exposed)
             assert ta.layer_ends() == tb.layer_ends()
-            assert [[getattr(o, f) for f in FIELDS] for o in ta.ops] == \
-                [[getattr(o, f) for f in FIELDS] for o in tb.ops]
+            assert list(map(FIELDS_OF, ta.ops)) == list(map(FIELDS_OF, tb.ops))
             ops += len(ta.ops)
     assert ops > 100_000
 

@@ -15,28 +15,28 @@ replica by replica of a fabric's owner:
   network analysis reports the shortage)."""
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import attrs
 
 from astral_dsl import records
 from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
-from astral_dsl.analyses.rankmap import HostSlot, _int, _members, _ports, _scope, _walk
+from astral_dsl.analyses.rankmap import HostSlot, _int, _members, _port_groups, _walk
 from astral_dsl.model.design import Design
 
 @records.frozen
-class HostLink:
-    """One host port's link to its first-tier switch (an inventory's cable)."""
+class HostLinks:
+    """A host's ports' links to their first-tier switches (an inventory's cables), one
+    (nic, port, switch, switch_port) tuple a port, in the order of its NICs and their ports:
+    the switch's name (fabric_names) for the owner's replica, its downlink port from 0. Tuples,
+    one record a host: an export of the reference design cables a million ports."""
     host: str                    # replica path of the host
-    nic: int
-    port: int
-    switch: str                  # the switch's name (fabric_names), for the owner's replica
-    switch_port: int             # its downlink port, from 0
+    links: List[Tuple[int, int, str, int]]
 
 
-@records.frozen
-class TierLink:
-    """One uplink of a tier's switch to a switch of the tier above."""
+class TierLink(NamedTuple):
+    """One uplink of a tier's switch to a switch of the tier above (a named tuple: a million of
+    them for the reference design, cheaper to make than a record)."""
     lower: str                   # the lower switch's name (fabric_names), for the owner's replica
     lower_port: int              # its port, from 0: its uplinks follow its down ports
     upper: str
@@ -52,11 +52,11 @@ class Short:
 
 
 def host_links(design: Design, owner_paths: Dict[str, List[str]],
-               groups: Optional[Dict[str, Dict]] = None) -> Iterator[HostLink]:
-    """Every host port's link to its first-tier switch, fabric by fabric and, for a fabric whose
-    owner is replicated, replica by replica (`owner_paths`: canonical owner path -> the paths of
-    its replicas, from the expanded design: inventory.py). `groups`: filled per fabric with the
-    tier groups its host ports climb to, for tier_links."""
+               groups: Optional[Dict[str, Dict]] = None) -> Iterator[HostLinks]:
+    """Every host's ports' links to their first-tier switches, host by host, fabric by fabric
+    and, for a fabric whose owner is replicated, replica by replica (`owner_paths`: canonical
+    owner path -> the paths of its replicas, from the expanded design: inventory.py).
+    `groups`: filled per fabric with the tier groups its host ports climb to, for tier_links."""
     cache: Dict = {}
     for fc in fabric_counts(design, cache):
         owner = design.instance(fc.owner)
@@ -68,7 +68,7 @@ def host_links(design: Design, owner_paths: Dict[str, List[str]],
             groups[fc.fabric] = memo
         for replica in owner_paths.get(fc.owner, [fc.owner]):
             for slot in _slots(owner, replica, fc, cache):
-                yield from _links_of(slot, fc, t0, owner.kind, replica, cache, memo)
+                yield _links_of(slot, fc, t0, owner.kind, replica, cache, memo)
 
 
 def _slots(owner, replica: str, fc, cache) -> Iterator[HostSlot]:
@@ -96,20 +96,20 @@ def tier_links(design: Design, owner_paths: Dict[str, List[str]],
         if memo is None:
             memo = {}
             for slot in _slots(owner, fc.owner, fc, cache):
-                _, nic_member, nics = _members(slot.instance, cache)
-                ports_of = _ports(slot, nic_member, nics, fc, owner.kind, memo)
-                for k in range(len(nics)):
-                    ports_of(k)
+                _switches(slot, fc, owner.kind, cache, memo)
         climbs: List[Dict] = [{} for _ in fc.tiers[1:]]     # lower group -> upper group
         for keys, _ in memo.values():
             for i, up in enumerate(climbs):
                 up.setdefault(keys[i], keys[i + 1])
         for n, replica in enumerate(owner_paths.get(fc.owner, [fc.owner])):
             for i, (lo, hi) in enumerate(zip(fc.tiers, fc.tiers[1:])):
-                for link in _uplinks(lo, hi, climbs[i], fc.fabric, short if n == 0 else None):
-                    yield link if replica == fc.owner else attrs.evolve(
-                        link, lower=link.lower.replace(fc.owner, replica, 1),
-                        upper=link.upper.replace(fc.owner, replica, 1))
+                links = _uplinks(lo, hi, climbs[i], fc.fabric, short if n == 0 else None)
+                if replica == fc.owner:
+                    yield from links
+                    continue
+                for lower, lower_port, upper, upper_port in links:
+                    yield TierLink(lower.replace(fc.owner, replica, 1), lower_port,
+                                   upper.replace(fc.owner, replica, 1), upper_port)
 
 
 def _uplinks(lo, hi, climbs: Dict, fabric: str, short) -> Iterator[TierLink]:
@@ -140,21 +140,34 @@ def _uplinks(lo, hi, climbs: Dict, fabric: str, short) -> Iterator[TierLink]:
         short.append(Short(lo.name, fabric, missing))
 
 
-def _links_of(slot: HostSlot, fc, t0, owner_kind, replica: str, cache, memo
-              ) -> Iterator[HostLink]:
-    _, nic_member, nics = _members(slot.instance, cache)
-    ports_of = _ports(slot, nic_member, nics, fc, owner_kind, memo)
-    ports_total = sum(_int(n.field("ports"), 1) for n in nics)
-    split = (fc.rails if "rail" in t0.per else 1) * (fc.planes if "plane" in t0.per else 1)
-    per_group = ports_total / split if split else ports_total
-    scope = _scope(slot, t0.scope, owner_kind)
-    position = scope[2] if scope else slot.index
-    first = int(position * per_group)
+def _switches(slot: HostSlot, fc, owner_kind, cache, memo):
+    """(the host's first port's place among its first-tier group's down ports, [(nic, port,
+    first-tier switch)] of its NIC ports in order), as the rank map places them (rankmap._ports
+    without its Port records)."""
+    key = (id(slot.instance), fc.rails, fc.planes, "cabling ports")  # replicated hosts: once
+    hit = cache.get(key)
+    if hit is None:
+        _, _, nics = _members(slot.instance, cache)
+        counts = [_int(nic.field("ports"), 1) for nic in nics]
+        ports = [(k, j, k % fc.rails, j % fc.planes) for k, n in enumerate(counts)
+                 for j in range(n)]
+        hit = cache[key] = (slot.instance, nics, ports, sum(counts))  # instance kept: id unique
+    _, nics, ports, total = hit
+    if not ports:
+        return 0, []
+    group, first = _port_groups(slot, nics, fc, owner_kind, memo, total)
+    return first, [(k, j, group(rail, plane)[1]) for k, j, rail, plane in ports]
+
+
+def _links_of(slot: HostSlot, fc, t0, owner_kind, replica: str, cache, memo) -> HostLinks:
+    first, ports = _switches(slot, fc, owner_kind, cache, memo)
+    down = t0.down_ports
     seen: Dict[str, int] = {}
-    for k in range(len(nics)):
-        for p in ports_of(k):
-            switch = p.switch.replace(fc.owner, replica, 1) if replica != fc.owner else p.switch
-            extra = seen.get(switch, 0)          # this host's other ports on the same switch
-            seen[switch] = extra + 1
-            yield HostLink(slot.path, p.nic, p.port, switch,
-                           (first + extra) % t0.down_ports if t0.down_ports else extra)
+    links = []
+    for k, j, switch in ports:
+        if replica != fc.owner:
+            switch = switch.replace(fc.owner, replica, 1)
+        extra = seen.get(switch, 0)          # this host's other ports on the same switch
+        seen[switch] = extra + 1
+        links.append((k, j, switch, (first + extra) % down if down else extra))
+    return HostLinks(slot.path, links)

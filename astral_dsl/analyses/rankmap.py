@@ -354,16 +354,38 @@ def _ports(slot: HostSlot, nic_member: str, nics: List[Instance], fc: Optional[F
     switches)."""
     rails = fc.rails if fc else 1
     planes = fc.planes if fc else 1
-    t0 = fc.tiers[0] if fc and fc.tiers else None
-    ports_total = sum(_int(n.field("ports"), 1) for n in nics)
+    group = _port_groups(slot, nics, fc, owner_kind, memo)[0] if fc and fc.tiers else None
 
-    scopes = [_scope(slot, t.scope, owner_kind) for t in fc.tiers] if fc else []
+    def ports_of(local: int) -> List[Port]:
+        if not nics or group is None:
+            return []
+        k = local % len(nics)
+        out = []
+        for j in range(_int(nics[k].field("ports"), 1)):
+            rail, plane = k % rails, j % planes
+            keys, switch = group(rail, plane)
+            out.append(Port(port_name(slot.path, nic_member, k, j), k, j, rail, plane,
+                            switch, keys))
+        return out
+    return ports_of
+
+
+def _port_groups(slot: HostSlot, nics: List[Instance], fc: FabricCount,
+                 owner_kind: Optional[str], memo: Optional[Dict] = None,
+                 ports_total: Optional[int] = None):
+    """(`group(rail, plane)`, the tier groups and the first-tier switch of the host's ports on a
+    rail and plane; the host's first port's place among its first-tier group's down ports,
+    `position x ports per group`) for a fabric with tiers. `memo`: as _ports'; `ports_total`:
+    the NICs' ports, when the caller has counted them."""
+    t0 = fc.tiers[0]
+    if ports_total is None:
+        ports_total = sum(_int(n.field("ports"), 1) for n in nics)
+    scopes = [_scope(slot, t.scope, owner_kind) for t in fc.tiers]
     axes = [sc[:2] if sc and sc[0] else None for sc in scopes]
-    split = (rails if t0 is not None and "rail" in t0.per else 1) * \
-        (planes if t0 is not None and "plane" in t0.per else 1)
+    split = (fc.rails if "rail" in t0.per else 1) * (fc.planes if "plane" in t0.per else 1)
     per_group = ports_total / split if split else ports_total
-    position = scopes[0][2] if scopes and scopes[0] else slot.index
-    number = first_switch(position, per_group, t0.down_ports) if t0 is not None else 0
+    position = scopes[0][2] if scopes[0] else slot.index
+    number = first_switch(position, per_group, t0.down_ports)
 
     groups = {} if memo is None else memo
     axes_key = tuple(axes)
@@ -378,19 +400,7 @@ def _ports(slot: HostSlot, nic_member: str, nics: List[Instance], fc: Optional[F
                          for t, axis in zip(fc.tiers, axes))
             hit = groups[key] = (keys, keys[0].switch(number))
         return hit
-
-    def ports_of(local: int) -> List[Port]:
-        if not nics or t0 is None:
-            return []
-        k = local % len(nics)
-        out = []
-        for j in range(_int(nics[k].field("ports"), 1)):
-            rail, plane = k % rails, j % planes
-            keys, switch = group(rail, plane)
-            out.append(Port(port_name(slot.path, nic_member, k, j), k, j, rail, plane,
-                            switch, keys))
-        return out
-    return ports_of
+    return group, int(position * per_group)
 
 
 _KEYS: Dict[Tuple, TierKey] = {}

@@ -257,22 +257,26 @@ def _cables(design, owners, names, by_path, notes):
     cache: Dict = {}
     ports: Dict[int, List[Tuple[int, int, str]]] = {}
     groups: Dict = {}
-    for link in host_links(design, owners, groups):
-        host = by_path.get(link.host)
-        if host is None or link.switch not in names:
+    for host_links_ in host_links(design, owners, groups):
+        path = host_links_.host
+        host = by_path.get(path)
+        if host is None:
             continue
         key = id(host.instance)
         if key not in ports:
             ports[key] = {(k, j): name for k, j, name in interface_names(host.instance, cache)}
-        yield (names[link.host], "dcim.interface", ports[key][(link.nic, link.port)],
-               names[link.switch], "dcim.interface", f"p{link.switch_port + 1}", STATUS,
-               f"{link.host} nic {link.nic} port {link.port} -- {link.switch}")
+        interfaces, device = ports[key], names[path]
+        for nic, port, switch, switch_port in host_links_.links:
+            if switch in names:
+                yield (device, "dcim.interface", interfaces[(nic, port)], names[switch],
+                       "dcim.interface", f"p{switch_port + 1}", STATUS,
+                       f"{path} nic {nic} port {port} -- {switch}")
     short: List = []
-    for up in tier_links(design, owners, groups, short):
-        if up.lower in names and up.upper in names:
-            yield (names[up.lower], "dcim.interface", f"p{up.lower_port + 1}", names[up.upper],
-                   "dcim.interface", f"p{up.upper_port + 1}", STATUS,
-                   f"{up.lower} port {up.lower_port + 1} -- {up.upper}")
+    for lower, lower_port, upper, upper_port in tier_links(design, owners, groups, short):
+        if lower in names and upper in names:
+            yield (names[lower], "dcim.interface", f"p{lower_port + 1}", names[upper],
+                   "dcim.interface", f"p{upper_port + 1}", STATUS,
+                   f"{lower} port {lower_port + 1} -- {upper}")
     for s in short:
         notes.append(f"cables.csv: {s.uplinks:,} uplink(s) of tier `{s.tier}` of {s.fabric} "
                      "found no free down port on the tier above: not cabled")

@@ -301,20 +301,19 @@ class _Base:
 
 
 _ESCAPES = {"\\": "\\", "\"": "\"", "n": "\n", "t": "\t"}
+# a backslash and what follows it, left to right; compiled by `re` on first use (for start-up)
+_ESCAPE = r"(?s)\\(.?)"
 
 
 def _unescape(raw: str) -> str:
-    out = []
-    i = 0
-    while i < len(raw):
-        ch = raw[i]
-        if ch == "\\":
-            nxt = raw[i + 1] if i + 1 < len(raw) else ""
-            if nxt not in _ESCAPES:
-                raise ValueError(f"unknown escape `\\{nxt}`")
-            out.append(_ESCAPES[nxt])
-            i += 2
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
+    """The string literal's text with its escapes replaced; ValueError at the first unknown
+    one (a lone backslash at the end included). re's scan in C, not a Python loop a character
+    (a 250 kB literal took a quarter of a second)."""
+    return re.sub(_ESCAPE, _escaped, raw) if "\\" in raw else raw
+
+
+def _escaped(m) -> str:
+    nxt = m.group(1)
+    if nxt not in _ESCAPES:
+        raise ValueError(f"unknown escape `\\{nxt}`")
+    return _ESCAPES[nxt]
