@@ -62,3 +62,17 @@ def test_a_clamp_on_an_ungated_activation_does_nothing():
     # Megatron-Core clamps only the gated (GLU) path
     gelu = attrs.evolve(OSS, activation="gelu", expert_bias=False)
     assert not any("clamp" in n for n in ops(gelu, "F"))
+
+
+def test_the_clamped_copy_of_fc1s_output_is_kept_unless_recomputed():
+    from astral_dsl.seer.memory import layer_activation_bytes
+
+    par = ParallelSpec(tp=1, pp=1, dp=64, ep=64, zero=1)
+    plain = attrs.evolve(OSS, activation_clamp=0.0)
+
+    def kept(model, recompute="none"):
+        job = JobSpec("j", model, par, global_batch=256, micro=4, seq=4096, recompute=recompute)
+        return layer_activation_bytes(job, 0)
+    # one more copy of fc1's two halves for each routed token: 16,384 tokens x 4 x 2 x 2,880
+    assert kept(OSS) - kept(plain) == TOKENS * K * 2 * F * ELEM
+    assert kept(OSS, "modules") == kept(plain, "modules")     # the activation recomputed

@@ -198,6 +198,7 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     # outside the TP regions: two norm inputs, two dropout masks, the QKV and fc1 inputs
     replicated = 2 * elem * h + 2 * mask * h + (0 if op_sac else 2 * lin * h)
     mats = m.mats - 1
+    clamped = bool(m.activation_clamp) and m.mats == 3 and not op_sac
     if m.is_moe(layer):
         # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output.
         # A rank's experts take top_k tokens for each of the tokens/TP it routes (balanced
@@ -206,13 +207,18 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         # Operator-level recomputation re-runs the experts' activation (Megatron-Core's
         # `moe_act` module), so the fc2 inputs are not kept, as in a dense MLP.
         # With token dropping the experts take the copies JobSpec.routed counts instead.
+        # A clamped gated activation (activation_clamp) keeps the clamped copy of fc1's
+        # output(s) for the activation's backward besides fc1's own for the clamp's (Megatron-
+        # Core 0.16.1 fused_bias_geglu.py: the clamps and their concatenation run unfused),
+        # unless the activation is recomputed.
         act = 0 if op_sac else lin
+        fc1 = mats * elem * (2 if clamped else 1)
         k = job.routed(tokens / t) / (tokens / t)
-        routed = k * m.moe_ffn * (mats * elem + act) + k * h * (lin + elem)
-        shared = m.shared_experts * m.shared_width * (mats * elem + act)
+        routed = k * m.moe_ffn * (fc1 + act) + k * h * (lin + elem)
+        shared = m.shared_experts * m.shared_width * (fc1 + act)
         mlp_tp = routed + shared
     else:                                     # fc1 output(s) and the fc2 input
-        mlp_tp = m.ffn * (mats * elem + (0 if op_sac else lin))
+        mlp_tp = m.ffn * (mats * elem * (2 if clamped else 1) + (0 if op_sac else lin))
     attn_tp = elem * (q + kv) + lin * m.context_width   # Q, K, V and the context
     scores = 0.0
     if job.attention == "unfused":
