@@ -11,6 +11,7 @@ import pytest
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
+from astral_dsl.seer.memory import layer_activation_bytes
 from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
 
 # GPT-OSS 120B's shape (stdlib/models.astral): 128 experts, top 4, experts 2,880 wide, SwiGLU
@@ -65,8 +66,6 @@ def test_a_clamp_on_an_ungated_activation_does_nothing():
 
 
 def test_the_clamped_copy_of_fc1s_output_is_kept_unless_recomputed():
-    from astral_dsl.seer.memory import layer_activation_bytes
-
     par = ParallelSpec(tp=1, pp=1, dp=64, ep=64, zero=1)
     plain = attrs.evolve(OSS, activation_clamp=0.0)
 

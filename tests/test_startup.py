@@ -16,7 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 # what `astral check` of a design prints as text never needs (the tables of `astral size`, the
 # JSON writer, Lark when the trees are cached)
 NOT_IMPORTED = ("astral_dsl.outputs.table", "astral_dsl.outputs.size_report",
-                "astral_dsl.outputs.jsonout", "lark")
+                "astral_dsl.outputs.jsonout", "lark", "astral_dsl.seer.forecast",
+                "astral_dsl.seer.envelope")
 
 _CHECK = """
 import gc, json, sys
@@ -73,3 +74,23 @@ def test_a_stdlib_climate_whose_hours_ship_is_hashed_not_held(monkeypatch):
     monkeypatch.setattr(climate, "_parsed", {})
     loaded = climate.load("stdlib/climate/723170TYA.CSV", REPO / "examples")
     assert loaded.hours == 8760 and not read
+
+
+_SEER = """
+import astral_dsl.seer as seer
+import astral_dsl.seer.forecast, astral_dsl.seer.envelope   # the submodules, imported after
+from astral_dsl.seer import JobSpec, validate_jobs          # names read on first use
+print(seer.forecast.__module__, seer.envelope.__module__, JobSpec.__name__,
+      validate_jobs.__module__)
+"""
+
+
+def test_the_lazy_seer_package_keeps_its_functions_names():
+    """seer/__init__.py imports its names on first use; `seer.forecast` and `seer.envelope` stay
+    the functions when the submodules of the same names are imported, as before."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, "-c", _SEER], capture_output=True, text=True,
+                         cwd=REPO, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["astral_dsl.seer", "astral_dsl.seer.envelope", "JobSpec",
+                                  "astral_dsl.seer.validate"]

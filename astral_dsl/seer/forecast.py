@@ -144,8 +144,7 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
 
 def _padding_note(job: JobSpec) -> Tuple[str, ...]:
     """What padded token dropping leaves out, and that no calibration run measured it."""
-    if not (job.model.experts and job.pad_to_capacity and job.capacity_factor
-            and not job.cuda_graphs):
+    if not job.padded or job.cuda_graphs:
         return ()
     return ("pad_to_capacity: each MoE layer's forward is forecast without its wait for the "
             "token counts (Megatron-Core's drop-and-pad dispatch has none); no calibration run "

@@ -253,7 +253,7 @@ class Lowering(ParamsMixin):
         fused activation: two clamps and the concatenation each read and write their elements
         (4 passes, 3 kernels); backward, each clamp's gradient reads the gradient and its input
         and writes (3 passes, 2 kernels; the concatenation's is a view)."""
-        if self.job.model.activation_clamp and self.job.model.mats == 3:
+        if self.job.model.clamped:
             passes, kernels = (3, 2) if backward else (4, 3)
             self._ew(b, name, passes * elems * self.elem, layer, kernels=kernels)
 

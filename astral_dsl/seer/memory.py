@@ -198,7 +198,7 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     # outside the TP regions: two norm inputs, two dropout masks, the QKV and fc1 inputs
     replicated = 2 * elem * h + 2 * mask * h + (0 if op_sac else 2 * lin * h)
     mats = m.mats - 1
-    clamped = bool(m.activation_clamp) and m.mats == 3 and not op_sac
+    clamped = m.clamped and not op_sac
     if m.is_moe(layer):
         # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output.
         # A rank's experts take top_k tokens for each of the tokens/TP it routes (balanced

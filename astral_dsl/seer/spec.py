@@ -112,6 +112,12 @@ class ModelSpec:
         return 3 if self.activation == "swiglu" else 2
 
     @property
+    def clamped(self) -> bool:
+        """A gated activation whose inputs are clamped (`activation_clamp`): Megatron-Core
+        clamps only the gated path."""
+        return bool(self.activation_clamp) and self.mats == 3
+
+    @property
     def shared_width(self) -> int:
         return self.shared_ffn or self.moe_ffn
 
@@ -322,13 +328,19 @@ class JobSpec:
         return max(1, self.global_batch // (self.micro * self.parallel.dp))
 
     @property
+    def padded(self) -> bool:
+        """An MoE job whose experts' inputs are padded to their capacity (`pad_to_capacity`
+        with a `capacity_factor`)."""
+        return bool(self.model.experts and self.pad_to_capacity and self.capacity_factor)
+
+    @property
     def host_counts(self) -> bool:
         """The host waits for each MoE layer's token counts (a device-to-host copy before the
         all-to-all or the grouped GEMMs that need them), unless the step is replayed from CUDA
         graphs (sync-free dispatch) or the experts' inputs are padded to their capacity, whose
         sizes are known ahead (Megatron-Core 0.16, token_dispatcher.py: drop_and_pad sets no
         sync point)."""
-        return not self.cuda_graphs and not (self.pad_to_capacity and self.capacity_factor)
+        return not self.cuda_graphs and not self.padded
 
     def routed(self, tokens: float) -> float:
         """The token copies a rank sends to the experts for its `tokens` routed tokens: top_k

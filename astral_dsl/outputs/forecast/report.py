@@ -33,8 +33,7 @@ def parallelism(fc) -> Dict[str, Any]:
             "overlap_param_gather": job.overlap_param_gather,
             "pp_overlap": job.pp_overlap and p.v > 1,
             "capacity_factor": job.capacity_factor if job.model.experts else None,
-            "pad_to_capacity": bool(job.model.experts and job.pad_to_capacity
-                                    and job.capacity_factor)}
+            "pad_to_capacity": job.padded}
 
 
 def _stage_memory(fc, stage: int):
@@ -114,7 +113,7 @@ def render(fc) -> str:
     if j.model.experts:
         cap = j.capacity_factor
         routing = ("dropless" if cap is None else f"tokens beyond {cap:g}x an expert's share "
-                   "dropped" + (", inputs padded to it" if j.pad_to_capacity else ""))
+                   "dropped" + (", inputs padded to it" if j.padded else ""))
         lines.append(f"  moe        dispatcher {j.moe_dispatcher}  {routing}"
                      + ("" if j.host_counts else "  no wait for token counts"))
     if fc.chosen:
