@@ -31,7 +31,7 @@ class HostLinks:
     the switch's name (fabric_names) for the owner's replica, its downlink port from 0. Tuples,
     one record a host: an export of the reference design cables a million ports."""
     host: str                    # replica path of the host
-    links: List[Tuple[int, int, str, int]]
+    links: Tuple[Tuple[int, int, str, int], ...]
 
 
 class TierLink(NamedTuple):
@@ -170,4 +170,4 @@ def _links_of(slot: HostSlot, fc, t0, owner_kind, replica: str, cache, memo) -> 
         extra = seen.get(switch, 0)          # this host's other ports on the same switch
         seen[switch] = extra + 1
         links.append((k, j, switch, (first + extra) % down if down else extra))
-    return HostLinks(slot.path, links)
+    return HostLinks(slot.path, tuple(links))

@@ -90,6 +90,8 @@ class _Kind(type):
         last = cls._fields[len(cls._fields) - len(cls._defaults):]
         if any(f not in cls._defaults for f in last):
             raise TypeError(f"{name}: the fields with defaults come last")
+        if len(cls._fields) >= len(_INITS):
+            raise TypeError(f"{name}: at most {len(_INITS) - 1} fields (_INITS has no more)")
         init = _INITS[len(cls._fields)](*(getattr(cls, f).__set__ for f in cls._fields))
         init.__defaults__ = tuple(cls._defaults[f] for f in cls._fields
                                   if f in cls._defaults) or None
