@@ -68,12 +68,23 @@ DEFAULT_SMS = 132      # a GPU that declares no `sms`: an H100's (validate.py wa
 # module/grouped_linear.py: that path "does not inspect split values because they may reside in
 # a CUDA tensor")
 GEMM_STREAMS = 4
-# An eager PyTorch step's memory passes over a fused kernel's, by operator (counted from the
-# eager code torchtitan runs): RMSNorm as x.float(), pow(2).mean(), rsqrt, two multiplies and
-# the cast back (~3 passes of reads and writes against 1); SwiGLU as silu then a multiply (5
-# tensors read or written against 3); rotary embeddings as a cast to complex, a multiply and
-# the cast back (~3 against 1)
-EAGER_PASSES = {"norm": 3.0, "swiglu": 5 / 3, "rope": 3.0}
+# An eager PyTorch step's HBM bytes over the fused kernel's, and its kernel count, forward and
+# backward, by operator: counted from the eager code torchtitan runs (bytes per element of the
+# tensor, bf16 = 2, the fp32 intermediates = 4; per-row and broadcast tensors left out).
+# - RMSNorm (torch.nn.RMSNorm -> at::rms_norm, PyTorch 2.5/2.6 aten/src/ATen/native/
+#   layer_norm.cpp rms_norm_symint: x.to(float), pow(2), mean(-1), add_(eps), rsqrt, mul,
+#   type_as, mul(weight)): forward 6 + 8 + 4 + 8 + 6 + 4 = 36 bytes against the fused kernel's 4
+#   (read x, write y); its autograd backward (mul(weight): 4 + 6 + 2 for the weight's gradient;
+#   type_as: 6; mul: 8 + 16 for the rsqrt's gradient; mean: 4; pow(2): 28, self.pow(1), times 2,
+#   times the gradient; the two input gradients summed: 12; to(bf16): 6) 92 against the fused
+#   backward's 6 (read x and dy, write dx), in 8 and 13 kernels;
+# - SwiGLU (silu(w1 x) * w3 x): forward silu 4 + mul 6 = 10 against 6, backward mul 12 + silu 6 =
+#   18 against 10, in 2 and 3 kernels;
+# - rotary embeddings (torchtitan's apply_rotary_emb: x.float(), view_as_complex, multiply by
+#   freqs_cis, view_as_real, type_as): 6 + 8 + 6 = 20 against 4 both ways, 3 kernels each for the
+#   queries and the keys.
+EAGER = {"norm": ((36 / 4, 8), (92 / 6, 13)), "swiglu": ((10 / 6, 2), (18 / 10, 3)),
+         "rope": ((20 / 4, 6), (20 / 4, 6))}
 # GEMM precision families -> the data-sheet peak they run at (spec.JobSpec.gemm_precision)
 PEAK_OF = {"fp8": "fp8", "fp8_block": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
 EFF_OF = {"fp8": "gemm_eff_fp8", "fp8_block": "gemm_eff_fp8_block", "mxfp8": "gemm_eff_mxfp8",
@@ -231,7 +242,7 @@ class Costs:
         """The framework's kernels: PyTorch's scaled-dot-product attention for torchtitan
         (attn_eff_sdpa), Transformer Engine's fused attention otherwise; an eager PyTorch step
         (torchtitan without torch.compile) runs its norms, activation functions and rotary
-        embeddings as several unfused kernels (EAGER_PASSES)."""
+        embeddings as several unfused kernels (EAGER)."""
         cal = self.cal
         self.attn_eff = (cal.attn_eff_sdpa if framework == "torchtitan" else
                          cal.attn_eff_blackwell if self.gpu.arch == "blackwell" else cal.attn_eff)
@@ -297,7 +308,7 @@ class Costs:
         t = self._measured(op, f"bytes{int(nbytes)}")
         if t is not None:
             return t
-        if self.eager and kind in EAGER_PASSES:
-            passes = EAGER_PASSES[kind]
-            nbytes, kernels = nbytes * passes, kernels * int(round(passes))
+        if self.eager and kind in EAGER:
+            ratio, count = EAGER[kind][1 if op.endswith(" bwd") else 0]
+            nbytes, kernels = nbytes * ratio, kernels * count
         return nbytes / (self.bw * self.kernel_hbm.get(kind, 1.0)) + KERNEL_S * kernels

@@ -301,7 +301,7 @@ class Lowering(ParamsMixin):
 
     def _rope(self, b, L, pre, backward=False):
         """Rotary position embeddings on the queries and keys (their rotary part with MLA):
-        read and write once (Transformer Engine's fused RoPE; EAGER_PASSES when eager)."""
+        read and write once (Transformer Engine's fused RoPE; costs.EAGER when eager)."""
         m = self.job.model
         width = ((self.heads + 1) * m.rope_dim if m.mla
                  else (self.heads + self.kv_heads) * m.head_dim)
