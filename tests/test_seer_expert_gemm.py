@@ -64,18 +64,20 @@ def test_fused_dispatch_sends_a_token_once_per_rank_holding_its_experts():
 
     copy, eff = 64e6, 0.9
     one_host = Layout("ep", 8, 8, 1, 0, 0.0, 0.0)
-    # 8 ranks, top-8: a given other rank holds one of a token's experts with probability
-    # p = 1 - (7/8)^8 = 0.6564; the token goes to 7 p = 4.59 other ranks, not to 8 x 7/8 = 7
+    # 8 ranks, top-8 (routing.spread: 8 p ranks hold one of a token's experts): a given other
+    # rank holds one with probability p = 1 - (7/8)^8 = 0.6564; the token goes to 7 p = 4.59
+    # other ranks, not to 8 x 7/8 = 7
     p = 1 - (7 / 8) ** 8
-    assert dispatch(NET, one_host, copy, 8, eff) == pytest.approx(
+    assert dispatch(NET, one_host, copy, (8 * p, 1.0), eff) == pytest.approx(
         BASE_S + copy * 7 * p / (450e9 * eff) + 7 * NVLINK_STEP_S / 4)
-    # 32 ranks on 4 hosts of 8, top-8 over 50 GB/s NICs: a token crosses the network once per
-    # other host holding one of its experts, 3 (1 - (3/4)^8) = 2.70 times; over NVLink it goes
+    # 32 ranks on 4 hosts of 8, top-8 over 50 GB/s NICs (32 q ranks and 4 (1 - (3/4)^8) hosts
+    # hold one of a token's experts): a token crosses the network once per other host holding
+    # one of its experts, 3 (1 - (3/4)^8) = 2.70 times; over NVLink it goes
     # to 7 p' of its own host's ranks and is forwarded to 24 p' x 7/8 in the others,
     # p' = 1 - (31/32)^8
     four = Layout("ep", 32, 8, 4, 1, 50e9, 5e-6)
     q = 1 - (31 / 32) ** 8
     nvlink = copy * q * (7 + 24 * 7 / 8) / (450e9 * eff)
     network = copy * 3 * (1 - 0.75 ** 8) / (50e9 * eff)
-    assert dispatch(NET, four, copy, 8, eff) == pytest.approx(
+    assert dispatch(NET, four, copy, (32 * q, 4 * (1 - 0.75 ** 8)), eff) == pytest.approx(
         BASE_S + max(nvlink, network) + 5e-6 * 2)

@@ -205,6 +205,7 @@ CODES: dict[str, str] = {
     "W752": "a model or GPU field is left to a guessed default",
     "W753": "forecast outside the calibrated envelope",
     "W754": "offloaded activations go to host memory the host does not declare",
+    "W755": "expert groups straddle NVLink domains: their routing limit is not priced",
     # E78x/W78x: observed data and diagnosis (`astral diagnose`, astral_dsl/observe, diagnose)
     "E780": "observed file cannot be read",
     "E781": "observed file is truncated, corrupt or not text",

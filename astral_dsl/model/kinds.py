@@ -190,6 +190,8 @@ _register(make_kind("model", "an LLM architecture", dict(
                        limit=1e6),
     expert_bias=FieldSpec(BoolType(), doc="the experts' linear layers have biases (GPT-OSS; "
                           "Megatron-Core's add_bias_linear)"),
+    expert_groups=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
+    group_top_k=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
     shared_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),
     mamba_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
     attention_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
@@ -265,6 +267,10 @@ _register(make_kind("job", "an LLM training job", dict(
     pad_to_capacity=FieldSpec(BoolType(), doc="with capacity_factor: every expert's input "
                               "padded to its capacity, so that no token counts go to the "
                               "host (Megatron-Core's --moe-pad-expert-input-to-capacity)"),
+    moe_routing=enum("topk", "round_robin",
+                     doc="which experts an MoE layer's tokens go to: the router's top-k (at "
+                         "random, balanced; within the model's expert groups), or k "
+                         "consecutive experts per token (NeMo AutoModel's fake balanced gate)"),
     moe_dispatcher=enum("alltoall", "deepep", "hybridep",
                         doc="how MoE tokens reach their experts: NCCL all-to-all, or a fused "
                             "dispatcher (DeepEP, HybridEP)"),

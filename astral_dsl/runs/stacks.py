@@ -238,6 +238,11 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
         fields["overlap_grad_reduce"] = dp > 1
         if "deepep" in notes and moe:
             fields["moe_dispatcher"] = "deepep"
+        if "fake balanced gate" in notes and moe:
+            # AutoModel's benchmark gate (nemo_automodel 0.7.0 components/moe/layers.py,
+            # FakeBalancedGate, noise 0 by default: BackendConfig.fake_gate_noise): token t to
+            # the k consecutive experts from t k (seer/routing.py)
+            fields["moe_routing"] = "round_robin"
     if moe and fw == "megatron" and "moe_dispatcher" not in fields:
         assumed.append("MoE tokens dispatched by NCCL all-to-all (alltoall dispatcher)")
     return Stack(tuple(sorted(fields.items())), tuple(sorted(par.items())),

@@ -185,28 +185,28 @@ def all_to_all(net: Network, lay: Layout, nbytes: float, eff: float = NVLINK_EFF
     return BASE_S + max(inside, outside) + lay.alpha_net * math.log2(lay.hosts)
 
 
-def dispatch(net: Network, lay: Layout, copy: float, k: int, eff: float) -> float:
+def dispatch(net: Network, lay: Layout, copy: float, hit: Tuple[float, float],
+             eff: float) -> float:
     """A fused expert-parallel dispatch or combine (DeepEP, HybridEP): each rank's tokens, `copy`
-    bytes, go to k experts spread evenly over the group's ranks, once to each rank that holds
-    one of them (Megatron-Core 0.16.1, transformer/moe/fused_a2a.py: DeepEP's
-    get_dispatch_layout gives `is_token_in_rank`, and the dispatch sends a token to each such
-    rank once, with its top-k indices), each of the other ranks holding one with probability
-    p = 1 - (1 - 1/n)^k. Across NVLink domains a token crosses the network once per remote
-    domain that holds one of its experts (the dispatcher sends it once and forwards it over
-    NVLink there: DeepEP's internode kernels), each of the hosts - 1 other domains holding one
-    with probability 1 - (1 - 1/hosts)^k; inside its own domain it goes to the GPUs holding its
-    experts over NVLink, and in a remote one it is forwarded from the GPU that received it."""
+    bytes, go once to each rank that holds one of their experts (Megatron-Core 0.16.1,
+    transformer/moe/fused_a2a.py: DeepEP's get_dispatch_layout gives `is_token_in_rank`, and
+    the dispatch sends a token to each such rank once, with its top-k indices); `hit` = (the
+    expected ranks, the expected NVLink domains) of the group holding one of a token's experts
+    (routing.spread), a given other rank (domain) receiving a token in proportion. Across NVLink
+    domains a token crosses the network once per remote domain that holds one of its experts
+    (the dispatcher sends it once and forwards it over NVLink there: DeepEP's internode
+    kernels); inside its own domain it goes to the GPUs holding its experts over NVLink, and in
+    a remote one it is forwarded from the GPU that received it."""
     n = lay.n
     if n <= 1 or copy <= 0:
         return 0.0
-    p = 1.0 - (1.0 - 1.0 / n) ** k
-    inside = copy * p * (lay.per_host - 1) / (net.nvlink_bw * eff)
+    ranks, domains = hit
+    inside = copy * ranks * (lay.per_host - 1) / n / (net.nvlink_bw * eff)
     if lay.hosts <= 1:
         return BASE_S + inside + (n - 1) * NVLINK_STEP_S / 4
     hosts = lay.hosts
-    remote = (hosts - 1) * (1.0 - (1.0 - 1.0 / hosts) ** k)
-    outside = copy * remote / (lay.net_bw * eff)
-    forward = (copy * p * (n - lay.per_host) * (lay.per_host - 1) / lay.per_host
+    outside = copy * domains * (hosts - 1) / hosts / (lay.net_bw * eff)
+    forward = (copy * ranks * (n - lay.per_host) / n * (lay.per_host - 1) / lay.per_host
                / (net.nvlink_bw * eff))
     return BASE_S + max(inside + forward, outside) + lay.alpha_net * math.log2(hosts)
 

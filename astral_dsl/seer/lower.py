@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from astral_dsl.seer import comm
+from astral_dsl.seer import comm, routing
 from astral_dsl.seer.costs import GEMM_STREAMS, Costs
 from astral_dsl.seer.memory import OP_SAC_FRAMEWORKS, layer_activation_bytes
 from astral_dsl.seer.params import ParamsMixin
@@ -141,8 +141,11 @@ class Lowering(ParamsMixin):
             if self.job.moe_dispatcher == "alltoall":
                 t = comm.all_to_all(self.net, lay, nbytes, self.a2a_eff)
             else:           # nbytes: the top-k copies of the rank's tokens
-                k = max(1, self.job.model.top_k)
-                t = comm.dispatch(self.net, lay, nbytes / k, k, self.a2a_eff)
+                m = self.job.model
+                k = max(1, m.top_k)
+                hit = routing.spread(self.job.moe_routing, m.experts, k, m.expert_groups,
+                                     m.group_top_k, lay.n, lay.hosts)
+                t = comm.dispatch(self.net, lay, nbytes / k, hit, self.a2a_eff)
             hidden = self.c.cal.ep_hidden * t if self.job.ep_overlap else 0.0
             if hidden > 0:     # the share another micro-batch's computation hides
                 side = b.add(Op(name + " (overlapped)", "comm", group, hidden, 0.0, 0.0, group,

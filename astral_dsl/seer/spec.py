@@ -58,6 +58,9 @@ class ModelSpec:
     shared_ffn: int = 0               # a shared expert's FFN width (0: moe_ffn)
     activation_clamp: float = 0.0     # a gated activation's inputs clamped (0: not; GPT-OSS: 7)
     expert_bias: bool = False         # the experts' linear layers have biases (GPT-OSS)
+    expert_groups: int = 0            # group-limited routing: the experts in this many groups,
+    group_top_k: int = 0              # each token's experts in at most this many of them
+    #                                   (DeepSeek-V3's node-limited routing: 8 and 4)
     # a hybrid model (Nemotron-H): Mamba-2 layers, attention-only layers, and the rest MLP (or
     # MoE) layers, in `pattern`'s order (Megatron's hybrid_override_pattern: M, *, - or E per
     # layer) or evenly interleaved; and the Mamba-2 layers' dimensions
@@ -271,6 +274,7 @@ class JobSpec:
     framework: str = "megatron"               # megatron | torchtitan | automodel
     cuda_graphs: bool = False                 # the step's kernels replayed from CUDA graphs
     moe_dispatcher: str = "alltoall"          # alltoall | deepep | hybridep
+    moe_routing: str = "topk"                 # topk | round_robin (routing.py)
     capacity_factor: Optional[float] = None   # MoE token dropping at this capacity; None:
     #                                           dropless
     pad_to_capacity: bool = False             # experts' inputs padded to their capacity

@@ -9,10 +9,11 @@ from typing import List, Optional, Tuple
 import attrs
 
 from astral_dsl.analyses.walk import Resolver
-from astral_dsl.diagnostics import Diagnostic, Severity
-from astral_dsl.seer import budget
+from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.seer import budget, validate_moe
 from astral_dsl.seer.cluster import Cluster, cluster_of, under_failures
 from astral_dsl.seer.costs import DEFAULT_SMS
+from astral_dsl.seer.diag import err as _err, warn as _warn
 from astral_dsl.seer.job import declared, job_spec
 from astral_dsl.seer.memory import offload_obstacle
 from astral_dsl.seer.spec import (DEFAULT_SEQ, DEFAULT_VOCAB, DIMENSIONS, JobSpec, chunk_split,
@@ -20,14 +21,6 @@ from astral_dsl.seer.spec import (DEFAULT_SEQ, DEFAULT_VOCAB, DIMENSIONS, JobSpe
 from astral_dsl.units.readable import count as _n
 
 GB = 1e9
-
-
-def _err(code, message, span, hint=None, notes=()) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, message, span, hint, notes=tuple(notes))
-
-
-def _warn(code, message, span, hint=None, notes=()) -> Diagnostic:
-    return Diagnostic(code, Severity.WARNING, message, span, hint, notes=tuple(notes))
 
 
 class _Where:
@@ -95,6 +88,7 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
                           "a collective needs every member on the network: keep a live port "
                           "and a path above it for each GPU of the job"))
         return diags, spec, cluster
+    diags.extend(validate_moe.routing_priced(spec, cluster.net, where))
     diags.extend(_budget_blocks(spec, where))
     if not any(d.is_error for d in diags):
         diags.extend(_interleaving(spec, where))
@@ -191,6 +185,7 @@ def _model(spec: JobSpec, where) -> List[Diagnostic]:
     if m.dense_layers > m.layers:
         out.append(_err("E763", f"{name}: {m.dense_layers} dense layers of {m.layers}",
                         where.model_field("dense_layers")))
+    out.extend(validate_moe.expert_groups(spec, where))
     return out
 
 
@@ -508,7 +503,7 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
                                 f"framework = automodel: NeMo AutoModel checkpoints every layer "
                                 f"or none", where("recompute_layers", ""),
                         "leave `recompute_layers` out (`recompute = full`: every layer)"))
-    out.extend(_token_drop(spec, where))
+    out.extend(validate_moe.token_drop(spec, where))
     if spec.overlap_param_gather and par.zero not in (1, 2):
         out.append(_warn("W751", f"{name}: overlap_param_gather has no effect without a sharded "
                                  f"optimizer (zero = 1 or 2)", where("overlap_param_gather", ""),
@@ -517,30 +512,6 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
         out.append(_warn("W751", f"{name}: overlap_grad_reduce has no effect with one "
                                  f"data-parallel rank", where("overlap_grad_reduce", "")))
     return out
-
-
-def _token_drop(spec: JobSpec, where) -> List[Diagnostic]:
-    """MoE token dropping as Megatron-Core accepts it (E771; transformer_config.py): padding
-    needs a capacity, and DeepEP's dispatcher does not pad; on a model without experts the
-    fields do nothing (W751)."""
-    name, stated = f"job `{spec.name}`", where.fields
-    fields = [f for f in ("capacity_factor", "pad_to_capacity") if f in stated]
-    if fields and not spec.model.experts:
-        verb = "have" if len(fields) > 1 else "has"
-        return [_warn("W751", f"{name}: {' and '.join(fields)} {verb} no effect: "
-                              f"`{spec.model.name}` has no experts", where(fields[0], ""))]
-    if spec.pad_to_capacity and spec.capacity_factor is None:
-        return [_err("E771", f"{name}: pad_to_capacity = true without a capacity_factor: there "
-                             f"is no capacity to pad to", where("pad_to_capacity", ""),
-                     "state the capacity, e.g. `capacity_factor = 1.0` (Megatron-Bridge's "
-                     "token-drop setting), or leave `pad_to_capacity` out (dropless)")]
-    if spec.pad_to_capacity and spec.moe_dispatcher == "deepep":
-        return [_err("E771", f"{name}: pad_to_capacity = true with moe_dispatcher = deepep: "
-                             f"DeepEP's dispatcher does not pad the experts' inputs",
-                     where("pad_to_capacity", ""),
-                     "`moe_dispatcher = alltoall` (Megatron-Core's padded token dropping), or "
-                     "leave `pad_to_capacity` out")]
-    return []
 
 
 def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
