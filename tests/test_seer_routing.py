@@ -102,3 +102,8 @@ def test_stdlib_deepseek_v3_states_its_node_limited_routing():
     fields = stdlib_models()["DeepSeek_V3"]
     assert (fields["expert_groups"], fields["group_top_k"]) == (8, 4)
     assert math.comb(8, 4) == 70
+
+
+def test_the_language_states_every_routing_seer_prices():
+    from astral_dsl.model.kinds import KINDS
+    assert KINDS["job"].fields["moe_routing"].type.values == routing.ROUTINGS
