@@ -107,3 +107,20 @@ def test_stdlib_deepseek_v3_states_its_node_limited_routing():
 def test_the_language_states_every_routing_seer_prices():
     from astral_dsl.model.kinds import KINDS
     assert KINDS["job"].fields["moe_routing"].type.values == routing.ROUTINGS
+
+
+@pytest.mark.parametrize("model,routing_,text,groups", [
+    (MOE, "topk", "routing top-8  dispatcher deepep", None),
+    (attrs.evolve(MOE, expert_groups=8, group_top_k=4), "topk",
+     "routing top-8 within 4 of 8 expert groups", [8, 4]),
+    (MOE, "round_robin", "routing round robin (8 consecutive experts a token)", None),
+])
+def test_the_forecast_says_how_tokens_are_routed(model, routing_, text, groups):
+    from astral_dsl.outputs.forecast.report import parallelism, render
+    from astral_dsl.seer.forecast import run
+    job = JobSpec("j", model, ParallelSpec(dp=64, ep=64), 64, 1, 4096, "none", "bf16",
+                  moe_dispatcher="deepep", moe_routing=routing_)
+    fc = run(job, H100, NET)
+    assert text in render(fc)
+    settings = parallelism(fc)
+    assert settings["moe_routing"] == routing_ and settings["expert_groups"] == groups

@@ -33,7 +33,20 @@ def parallelism(fc) -> Dict[str, Any]:
             "overlap_param_gather": job.overlap_param_gather,
             "pp_overlap": job.pp_overlap and p.v > 1,
             "capacity_factor": job.capacity_factor if job.model.experts else None,
-            "pad_to_capacity": job.padded}
+            "pad_to_capacity": job.padded,
+            "moe_routing": job.moe_routing if job.model.experts else None,
+            "expert_groups": ([job.model.expert_groups, job.model.group_top_k]
+                              if job.model.experts and job.model.group_top_k else None)}
+
+
+def _routing(job) -> str:
+    """Which experts a token goes to (seer/routing.py), as the text says it."""
+    m = job.model
+    if job.moe_routing == "round_robin":
+        return f"routing round robin ({m.top_k} consecutive experts a token)"
+    if m.expert_groups > 1 and m.group_top_k:
+        return f"routing top-{m.top_k} within {m.group_top_k} of {m.expert_groups} expert groups"
+    return f"routing top-{m.top_k}"
 
 
 def _stage_memory(fc, stage: int):
@@ -112,9 +125,9 @@ def render(fc) -> str:
                  + ("  PP: sends" if j.pp_overlap and p.v > 1 else ""))
     if j.model.experts:
         cap = j.capacity_factor
-        routing = ("dropless" if cap is None else f"tokens beyond {cap:g}x an expert's share "
-                   "dropped" + (", inputs padded to it" if j.padded else ""))
-        lines.append(f"  moe        dispatcher {j.moe_dispatcher}  {routing}"
+        drop = ("dropless" if cap is None else f"tokens beyond {cap:g}x an expert's share "
+                "dropped" + (", inputs padded to it" if j.padded else ""))
+        lines.append(f"  moe        {_routing(j)}  dispatcher {j.moe_dispatcher}  {drop}"
                      + ("" if j.host_counts else "  no wait for token counts"))
     if fc.chosen:
         lines.append("  chosen     " + ", ".join(f"{k} = {v}" for k, v in fc.chosen)
