@@ -190,6 +190,9 @@ _register(make_kind("model", "an LLM architecture", dict(
                        limit=1e6),
     expert_bias=FieldSpec(BoolType(), doc="the experts' linear layers have biases (GPT-OSS; "
                           "Megatron-Core's add_bias_linear)"),
+    yarn_factor=q("number", "YaRN's RoPE scaling factor (GPT-OSS: 32), with its default attention "
+                  "factor 0.1 ln(factor) + 1 on the rotary embeddings", low=1, limit=1e6,
+                  why="a million times the trained context"),
     expert_groups=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
     group_top_k=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
     shared_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),

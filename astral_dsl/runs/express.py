@@ -25,7 +25,8 @@ MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", 
                 "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim", "window",
                 "window_share", "shared_ffn", "mamba_layers", "attention_layers", "pattern",
                 "mamba_state", "mamba_head_dim", "mamba_groups", "mamba_expand", "mamba_chunk",
-                "activation_clamp", "expert_bias", "expert_groups", "group_top_k")
+                "activation_clamp", "expert_bias", "expert_groups", "group_top_k",
+                "yarn_factor")
 
 
 @records.frozen

@@ -115,6 +115,7 @@ def model_spec(inst) -> ModelSpec:
         shared_ffn=_int(f("shared_ffn"), 0) or 0,
         activation_clamp=_float(f("activation_clamp"), 0.0) or 0.0,
         expert_bias=f("expert_bias") is True,
+        yarn_factor=_float(f("yarn_factor"), 0.0) or 0.0,
         expert_groups=_int(f("expert_groups"), 0) or 0,
         group_top_k=_int(f("group_top_k"), 0) or 0,
         mamba_layers=_int(f("mamba_layers"), 0) or 0,

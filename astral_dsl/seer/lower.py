@@ -45,6 +45,18 @@ ACTIVATION_NAME = {"gelu": "gelu", "swiglu": "swiglu", "relu2": "squared relu"}
 CAST_BYTES = {"delayed": (0.0, 4.0), "current": (6.0, 6.0), "rowwise": (6.0, 6.0),
               "blockwise": (6.0, 6.0), "mxfp8": (0.1, 4.1), "nvfp4": (0.2, 3.2)}
 
+# Megatron-Core 0.16.1 runs RoPE unfused when YaRN's attention factor (mscale) is not 1, which
+# Transformer Engine's fused RoPE does not take (models/common/embeddings/rope_utils.py,
+# apply_rotary_pos_emb: "Using unfused implementation"): GPT-OSS's YaRN factor 32 without
+# mscale fields gives 0.1 ln 32 + 1 = 1.35 (yarn_rotary_pos_embedding.py). Its
+# _apply_rotary_pos_emb_bshd, in bytes per element of the queries and keys (bf16): t * cos 2 + 2,
+# _rotate_half's negated half 1 + 1 and its cat 2 + 2, times sin 2 + 2, the sum 2 + 2 + 2, the
+# cat with the empty pass-through part 2 + 2: 24 against the fused kernel's 4, in 6 kernels; its
+# autograd backward (the gradient times sin 4, the half's negation 2, chunk's cat 4, times cos 4,
+# the two gradients summed 6): 20 against 4, in 5 kernels (multi-head latent attention takes its
+# own rotary path, with an attention factor of 1 for DeepSeek-V3's mscale = mscale_all_dim)
+MCORE_YARN_ROPE = ((24 / 4, 6), (20 / 4, 5))
+
 
 def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
     """The layout of each communication group of a rank in the job's rank order. The gradient
@@ -304,12 +316,17 @@ class Lowering(ParamsMixin):
 
     def _rope(self, b, L, pre, backward=False):
         """Rotary position embeddings on the queries and keys (their rotary part with MLA):
-        read and write once (Transformer Engine's fused RoPE; costs.EAGER when eager)."""
+        read and write once (Transformer Engine's fused RoPE; costs.EAGER when eager), or
+        Megatron-Core's unfused RoPE for YaRN (MCORE_YARN_ROPE)."""
         m = self.job.model
         width = ((self.heads + 1) * m.rope_dim if m.mla
                  else (self.heads + self.kv_heads) * m.head_dim)
-        self._ew(b, pre + ("rope bwd" if backward else "rope"), 2 * self.tokens * width * self.elem,
-                 L, kind="rope")
+        name, nbytes = pre + ("rope bwd" if backward else "rope"), 2 * self.tokens * width * self.elem
+        if m.yarn_factor > 1 and not m.mla and self.job.framework == "megatron":
+            ratio, kernels = MCORE_YARN_ROPE[1 if backward else 0]
+            self._ew(b, name, ratio * nbytes, L, kernels=kernels)
+        else:
+            self._ew(b, name, nbytes, L, kind="rope")
 
     def _attention_fwd(self, b, L, pre=""):
         m, elem = self.job.model, self.elem

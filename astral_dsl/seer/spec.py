@@ -58,6 +58,7 @@ class ModelSpec:
     shared_ffn: int = 0               # a shared expert's FFN width (0: moe_ffn)
     activation_clamp: float = 0.0     # a gated activation's inputs clamped (0: not; GPT-OSS: 7)
     expert_bias: bool = False         # the experts' linear layers have biases (GPT-OSS)
+    yarn_factor: float = 0.0          # YaRN RoPE scaling (0: none; GPT-OSS: 32)
     expert_groups: int = 0            # group-limited routing: the experts in this many groups,
     group_top_k: int = 0              # each token's experts in at most this many of them
     #                                   (DeepSeek-V3's node-limited routing: 8 and 4)
