@@ -129,7 +129,7 @@ def _instantiator(diagnostics, given, scope, assignments, scenario: Optional[Ins
 
 # -- the check -------------------------------------------------------------------------------------
 
-@records.frozen
+@records.frozen(slots=False)
 class Checked:
     design: Design
     engineering: Optional["Engineering"]

@@ -48,7 +48,7 @@ COMPONENTS = (("it_w", "IT"), ("transformers_w", "transformer losses"),
 REJECTION_APPROACH_K = {"cooling_tower": 50.0 / 9.0, "dry_cooler": 8.0}
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Demand:
     """The facility's draw by component (W), on one basis (average or peak)."""
     it_w: float
@@ -67,7 +67,7 @@ class Demand:
         return sum(getattr(self, name) for name, _ in COMPONENTS)
 
 
-@records.frozen
+@records.frozen(slots=False)
 class CircuitYear:
     """A facility-water circuit: its heat, flow and pumps, and its heat rejection over the year."""
     circuit: CircuitResult
@@ -87,7 +87,7 @@ class CircuitYear:
     cop: Optional[float] = None   # declared (fixed, or at the chiller's rating point)
 
 
-@records.frozen
+@records.frozen(slots=False)
 class FacilityResult:
     average: Demand
     peak: Demand
