@@ -60,6 +60,7 @@ from astral_dsl import gcpause, records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean, sort_diagnostics
 from astral_dsl.model.allows import Accepted, Baseline, accept, once
 from astral_dsl.model.design import Design, Instance
+from astral_dsl.model.names import names_anything
 from astral_dsl.semantics import entry as passes
 from astral_dsl.semantics.allows import collect as collect_allows
 from astral_dsl.semantics.instantiate import Instantiator
@@ -128,7 +129,7 @@ def _instantiator(diagnostics, given, scope, assignments, scenario: Optional[Ins
 
 # -- the check -------------------------------------------------------------------------------------
 
-@records.frozen
+@records.frozen(slots=False)
 class Checked:
     design: Design
     engineering: Optional["Engineering"]
@@ -201,11 +202,14 @@ def devices(workspace: "Workspace", design: Design):
     """Step 20: the parts the design names (a `name` pattern on a host, a rack, a tier...) and
     the rows of its `inventory` files bound to them (analyses.fleet.Devices), with the
     diagnostics of the binding. Nothing is walked for a design that names nothing."""
-    from astral_dsl.analyses import fleet, inventory
+    from astral_dsl.analyses import fleet
 
     inventories = [i for i in design.instances if i.kind == "inventory"]
-    if not inventories and not inventory.names_anything(design):
+    if not inventories and not names_anything(design):
         return fleet.Devices(), ()
+    # imported here, for start-up: a design that names nothing binds no name
+    from astral_dsl.analyses import inventory
+
     found = inventory.named_parts(design)
     diags: List[Diagnostic] = list(found.diagnostics)
     by_path = {p: fleet.Device(p, kind, name) for p, (kind, name) in found.named.items()

@@ -19,7 +19,15 @@ whose speed matters and whose shape differs per class. The shared methods behave
 
 A class that defines its own `__repr__`, `__eq__` or `__hash__`, or passes options about
 equality, ordering or hashing (`eq=`, `order=`, `hash=`, `unsafe_hash=`, `cache_hash=`), gets
-attrs' generated methods for those, unchanged."""
+attrs' generated methods for those, unchanged.
+
+A frozen record made a few times in a run (an analysis's result, a Seer cluster's GPU, the design
+itself) is declared `frozen(slots=False)`: attrs then patches the class it is given instead of
+building a second class with `__slots__` (a warm check of the reference: 920 -> 910 million
+instructions for 39 such classes); its instances keep their fields in a `__dict__`, which only
+costs memory when there are many of them. Records made per node, per instance, per host or per
+operation (spans, syntax nodes, diagnostics, quantities, frames, Seer's job specs...) keep
+their slots."""
 from __future__ import annotations
 
 import reprlib

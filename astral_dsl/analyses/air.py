@@ -33,7 +33,7 @@ DEFAULT_DEW_POINT_C = 15.0
 ALLOWABLE_C = {"A1": (15.0, 32.0), "A2": (10.0, 35.0), "A3": (5.0, 40.0), "A4": (5.0, 45.0)}
 
 
-@records.frozen
+@records.frozen(slots=False)
 class AirResult:
     path: str
     replicas: int

@@ -34,7 +34,7 @@ from astral_dsl.units import Quantity, readable
 DEFAULT_EFFICIENCY = 0.9953
 
 
-@records.frozen
+@records.frozen(slots=False)
 class TransformerResult:
     """A transformer declaration as the chain uses it (a stage), and what it carries."""
     path: str

@@ -30,7 +30,7 @@ LIQUID_APPROACH_K = 3.0
 AIR_APPROACH_K = 10.0
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Draw:
     """What one loop or air unit hands its circuit (all its replicas), W."""
     path: str
@@ -40,7 +40,7 @@ class Draw:
     air_w: float = 0.0        # of peak_w: heat from air (where the rooms' losses go)
 
 
-@records.frozen
+@records.frozen(slots=False)
 class CircuitResult:
     path: str
     replicas: int

@@ -41,7 +41,7 @@ DRY_BULB_C = (-90.0, 65.0)        # beyond the records (-89.2 degC Vostok, 56.7 
 PRESSURE_PA = (30000.0, 120000.0)
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Climate:
     name: str                          # as the design names it
     format: str                        # "EPW" or "TMY3"

@@ -31,7 +31,7 @@ __all__ = ["AirResult", "CoolingResult", "Demand", "LoopResult", "analyse_coolin
            "liquid_heat"]
 
 
-@records.frozen
+@records.frozen(slots=False)
 class CoolingResult:
     liquid_heat_w: float
     air_heat_w: float

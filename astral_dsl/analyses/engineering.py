@@ -19,7 +19,7 @@ from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Engineering:
     fabrics: Tuple[FabricCount, ...]
     power: PowerResult
@@ -62,7 +62,7 @@ def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineeri
     return Engineering(fabrics, power, cooling, sort_diagnostics(diags), notes)
 
 
-@records.frozen
+@records.frozen(slots=False)
 class ScenarioOutcome:
     name: str
     required: bool

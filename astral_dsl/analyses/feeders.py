@@ -25,7 +25,7 @@ from astral_dsl.model.values import UnknownValue
 from astral_dsl.units import format_number, readable
 
 
-@records.frozen
+@records.frozen(slots=False)
 class FeederResult:
     path: str
     replicas: int

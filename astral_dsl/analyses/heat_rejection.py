@@ -26,7 +26,7 @@ from astral_dsl.analyses import formulas
 from astral_dsl.analyses.formulas import HOURS_PER_YEAR
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Chiller:
     """A chiller model: a constant COP (`rated_supply` None), or its COP at a rating point."""
     cop: float
@@ -42,7 +42,7 @@ class Chiller:
                                     self.max_cop if self.max_cop else math.inf)
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Plan:
     """What a circuit declares for its heat rejection."""
     supply_c: float
@@ -63,7 +63,7 @@ class Hour:
     fans_w: float         # the heat rejection's
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Profile:
     """A circuit's heat rejection per watt of heat, hour by hour: in hour h its chillers draw
     heat x k[h] (k: the chillers' share over their COP) and its fans `ratio` x (heat +
@@ -82,7 +82,7 @@ class Profile:
         return sum(self.average) / len(self.average)
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Year:
     """A circuit over the year at its average heat, and the hours by mode."""
     chillers_w: float     # average

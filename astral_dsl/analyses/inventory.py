@@ -170,15 +170,6 @@ def interface_names(host: Instance, cache: Dict) -> List[Tuple[int, int, str]]:
 
 
 # ---- what an inventory binds to ---------------------------------------------------------------
-NAMED_KINDS = ("host", "rack", "row", "block", "pod", "hall", "site", "tier", "nic")
-
-
-def names_anything(design: Design) -> bool:
-    """Whether the design declares a name or a naming pattern on any part."""
-    return any(isinstance(i.field("name"), str) for i in design.instances
-               if i.kind in NAMED_KINDS)
-
-
 @records.frozen
 class Named:
     named: Dict[str, Tuple[str, str]]     # path -> (kind, name) of every host, rack and switch

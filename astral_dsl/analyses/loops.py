@@ -19,7 +19,7 @@ from astral_dsl.model.values import Symbol, UnknownValue
 from astral_dsl.units import Quantity, format_number, readable
 
 
-@records.frozen
+@records.frozen(slots=False)
 class LoopResult:
     path: str
     replicas: int

@@ -39,7 +39,7 @@ _SCOPE_KINDS = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "bl
 _LEVEL = {"rack": 2, "row": 3, "block": 3, "pod": 4, "hall": 5, "site": 6}
 
 
-@records.frozen
+@records.frozen(slots=False)
 class TierCount:
     name: str
     switch: str                 # path of the switch model
@@ -74,7 +74,7 @@ class TierCount:
         return (self.switch_w or 0.0) + (self.optics_w / self.switches if self.switches else 0.0)
 
 
-@records.frozen
+@records.frozen(slots=False)
 class FabricCount:
     owner: str                  # path of the instance the fabric is attached to
     fabric: str
@@ -113,7 +113,7 @@ class FabricCount:
         return sum(t.power_w for t in self.tiers)
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Hosts:
     """The hosts a fabric serves (per owner): their NIC ports, as the tiers and links need them."""
     count: int                  # hosts

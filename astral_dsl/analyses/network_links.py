@@ -36,7 +36,7 @@ from astral_dsl.model.values import ListValue, Symbol
 from astral_dsl.units import Quantity, format_number
 
 
-@records.frozen
+@records.frozen(slots=False)
 class LinkLayer:
     tier: str                        # the tier whose downlinks these are
     below: str                       # "host" or the tier below
@@ -63,7 +63,7 @@ class LinkLayer:
         return 0
 
 
-@records.frozen
+@records.frozen(slots=False)
 class _Medium:
     inst: Instance
     type: str

@@ -26,7 +26,7 @@ from astral_dsl.units import Quantity, readable
 __all__ = ["FeederResult", "LevelLoad", "PowerResult", "Requirement", "analyse_power"]
 
 
-@records.frozen
+@records.frozen(slots=False)
 class LevelLoad:
     kind: str
     path: str
@@ -35,7 +35,7 @@ class LevelLoad:
     average_w: float
 
 
-@records.frozen
+@records.frozen(slots=False)
 class PowerResult:
     levels: Tuple[LevelLoad, ...]
     feeders: Tuple[FeederResult, ...]

@@ -21,7 +21,7 @@ from astral_dsl.model.values import (FabricLink, FabricSelection, Group, NicPort
 from astral_dsl.units import format_number
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Applied:
     design: Design                    # the design compiled under the scenario
     failed: frozenset                 # paths of failed feeders

@@ -9,7 +9,7 @@ from astral_dsl.model.rollup import count_of, power_of
 from astral_dsl.units import Quantity
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Totals:
     """The counts and IT power of a checked design (`astral check`'s summary line, typed):
     the IT power (the compute's roll-up and the network's switches) is a Quantity."""

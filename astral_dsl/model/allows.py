@@ -76,7 +76,7 @@ class Accepted:
     baseline: Optional[str] = None     # the baseline file
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Acceptance:
     reported: Tuple[Diagnostic, ...]   # what is left to report, stale allows (W220) included
     accepted: Tuple[Accepted, ...]

@@ -173,7 +173,7 @@ class Instance:
         return count_of(self, kinds, {})
 
 
-@records.frozen
+@records.frozen(slots=False)
 class CheckResult:
     span: Span
     severity: str
@@ -200,7 +200,7 @@ class UnknownSite:
     inclusive_end: bool = False   # the options are a range `a..b` (its end included)
 
 
-@records.frozen(eq=False)
+@records.frozen(eq=False, slots=False)
 class Design:
     """What the front end produces for one entry file."""
     file: str

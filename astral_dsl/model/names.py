@@ -20,6 +20,15 @@ KEYS = ("site", "hall", "pod", "row", "block", "rack", "host", "index", "rail", 
 # (for start-up)
 PLACEHOLDER = r"\{([A-Za-z_]+)([+-]\d{1,6})?(?::([^{}]{0,16}))?\}"
 MAX_NAME = 64          # NetBox's length of a device's name
+NAMED_KINDS = ("host", "rack", "row", "block", "pod", "hall", "site", "tier", "nic")
+
+
+def names_anything(design) -> bool:
+    """Whether the design declares a name or a naming pattern on any part (here, not in
+    analyses/inventory.py, which binds the names: a check of a design that names nothing
+    does not import it, for start-up)."""
+    return any(isinstance(i.field("name"), str) for i in design.instances
+               if i.kind in NAMED_KINDS)
 
 
 def check_pattern(text: str) -> Optional[Tuple[str, str, str]]:

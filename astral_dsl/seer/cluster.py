@@ -28,7 +28,7 @@ from astral_dsl.units import Quantity
 BITS = 8.0
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Cluster:
     gpu: GpuSpec
     net: Network

@@ -44,7 +44,7 @@ NET_STEP_S = 5e-6
 SWITCH_S = {"infiniband": 0.15e-6, "roce": 0.6e-6, "ethernet": 0.6e-6}
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Tier:
     name: str
     reach_hosts: int        # hosts one group of this tier connects
@@ -52,7 +52,7 @@ class Tier:
     oversub: float          # down / up bandwidth of this tier's switches (1 = non-blocking)
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Network:
     gpus_per_host: int
     nvlink_bw: float                 # bytes/s per GPU per direction
@@ -79,7 +79,7 @@ class Network:
         return None
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Layout:
     kind: str
     n: int                 # ranks

@@ -111,7 +111,7 @@ def gemm_efficiency(cal, prec: str, arch: str) -> float:
     return base * getattr(cal, eff_name(prec, arch))
 
 
-@records.frozen
+@records.frozen(slots=False)
 class GpuSpec:
     name: str
     flops: Tuple[Tuple[str, float], ...]    # dtype -> dense FLOP/s

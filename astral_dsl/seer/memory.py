@@ -75,7 +75,7 @@ COPIES = 2.0                   # quantised copies of a linear weight: for the GE
 OP_SAC_FRAMEWORKS = ("torchtitan", "automodel")
 
 
-@records.frozen
+@records.frozen(slots=False)
 class MemoryEstimate:
     stage: int                 # the fullest stage
     weights: float

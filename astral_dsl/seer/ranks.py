@@ -23,7 +23,7 @@ from astral_dsl import records
 from astral_dsl.seer.spec import ParallelSpec
 
 
-@records.frozen
+@records.frozen(slots=False)
 class GroupShape:
     n: int              # ranks in the group
     per_host: int       # of them in one host

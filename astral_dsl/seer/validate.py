@@ -314,12 +314,15 @@ def _budget_model(spec: JobSpec, where) -> List[Diagnostic]:
 def _budget_blocks(spec: JobSpec, where) -> List[Diagnostic]:
     """The pipeline blocks one simulation runs (E762): with a declared micro-batch, that
     simulation's; else the rule must have a candidate within the budget."""
-    from astral_dsl.seer.rule import candidates
-
     par = spec.parallel
     v = par.v or 1
-    if not spec.micro and candidates(spec):
-        return []
+    if not spec.micro:
+        # imported here, for start-up: a job that declares its micro-batch never asks the rule
+        # (nor its schedule, which the rule imports)
+        from astral_dsl.seer.rule import candidates
+
+        if candidates(spec):
+            return []
     micro = spec.micro or budget.largest_micro(spec)
     m = spec.global_batch // max(1, micro * par.dp)
     blocks = budget.blocks(par.pp, v, m)
@@ -337,11 +340,13 @@ def _interleaving(spec: JobSpec, where) -> List[Diagnostic]:
     run (schedule.runnable): the declared one, or none of those the rule may choose. The rule
     never picks such a configuration (rule.candidates), so `check` refuses what `forecast`
     could not run."""
+    par = spec.parallel
+    if par.schedule != "interleaved" or not par.v or par.v < 2 or par.pp < 2:
+        return []
+    # imported here, for start-up: only declared virtual stages ask the rule
     from astral_dsl.seer.rule import candidates
 
-    par = spec.parallel
-    if par.schedule != "interleaved" or not par.v or par.v < 2 or par.pp < 2 or \
-            candidates(spec):
+    if candidates(spec):
         return []
     micros = [spec.micro] if spec.micro else budget.micro_candidates(
         max(1, spec.global_batch // par.dp))

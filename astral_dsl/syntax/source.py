@@ -6,7 +6,7 @@ from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 
 
-@records.frozen
+@records.frozen(slots=False)
 class Source:
     name: str      # the file name shown in diagnostics
     text: str

@@ -1,0 +1,423 @@
+"""What a scenario's failed fabric parts (network_failures.py) do to the fabric they belong to,
+resolved on the symbolic design (hosts are intervals of host numbers in one replica of the
+fabric's owner, host_positions.py) into the damage network_damage.py prices:
+
+- a first-tier switch that fails darkens the ports of the hosts that land on it, on its rail and
+  plane (network.py's wiring); a NIC, a NIC port or a host link darkens its ports;
+- an upper-tier switch that fails takes its share of its group's capacity: each lower switch
+  that reaches it loses that share of its uplinks, 1 / reach (reach: the upper switches each
+  lower switch reaches, the whole group in a full mesh, else its plane, where plane p is switch
+  p of every lower group: formulas.even_upper_switches); a whole group lost leaves the switches
+  below it no uplink; a link `lower -- upper` takes the lower switch's links to that switch (or
+  all of its uplinks: it is then routed around for the traffic above it);
+- a failed switch is off: its power and that of the modules in its cages leave the network's
+  total; the modules at the far ends of its links stay powered."""
+from __future__ import annotations
+
+import math
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import attrs
+
+from astral_dsl.analyses.fabric_names import TierKey
+from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, path_steps, \
+    route_below
+from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
+from astral_dsl.analyses.network_damage import EPS, Damage, Piece, judge
+from astral_dsl.analyses.network_failures import Failure
+from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.model.design import Design, Instance
+from astral_dsl.model.values import FabricLink, FabricSelection, NicPort
+
+
+def damaged(design: Design, fabrics: List[FabricCount], failures: Sequence[Failure],
+            cache: Dict) -> List[FabricCount]:
+    """The fabrics (network.fabric_counts) with the damage of the failed parts each serves,
+    and E219 on the first for a part that no fabric serves."""
+    by_path = {i.path: i for i in design.instances}
+    out, used = [], set()
+    for fc in fabrics:
+        owner = by_path.get(fc.owner)
+        mine = [f for f in failures if owner is not None and _concerns(f, fc, owner)]
+        used.update(id(f) for f in mine)
+        out.append(_Builder(fc, owner, cache).build(mine) if mine else fc)
+    lost = [_err("E219", f"`{f.written}`: no fabric serves it, so its failure changes nothing",
+                 f.span, "name a part of a fabric the design declares (`astral forecast "
+                         "--ranks` lists the stable names)")
+            for f in failures if id(f) not in used]
+    if lost and out:
+        out[0] = attrs.evolve(out[0], diagnostics=out[0].diagnostics + tuple(lost))
+    return out
+
+
+def _err(code: str, message: str, span, hint=None) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, message, span, hint)
+
+
+def _concerns(f: Failure, fc: FabricCount, owner: Instance) -> bool:
+    t = f.target
+    if isinstance(t, FabricSelection):
+        return t.fabric.path == fc.fabric
+    if isinstance(t, FabricLink):
+        return any(e.fabric.path == fc.fabric for e in t.ends if isinstance(e, FabricSelection))
+    return _nic_steps(f, owner) is not None
+
+
+def _nic_steps(f: Failure, owner: Instance):
+    """The route of a NIC (or NIC port) target below `owner`; None when it is elsewhere."""
+    route = f.route
+    if route is not None and not route.from_template:
+        base = path_steps(owner.path, route.root)
+        return None if base is None else route_below(route.steps, base)
+    nic = f.target.nic if isinstance(f.target, NicPort) else f.target
+    path = getattr(nic, "path", None)
+    return None if path is None else path_steps(path, owner.path)
+
+
+class _Bad(Exception):
+    def __init__(self, code: str, message: str, hint: Optional[str] = None):
+        super().__init__(message)
+        self.code, self.message, self.hint = code, message, hint
+
+
+class _Builder:
+    """The damage of the failures of one fabric, on one replica of its owner."""
+
+    def __init__(self, fc: FabricCount, owner: Instance, cache):
+        self.fc, self.owner, self.cache = fc, owner, cache
+        self.pos = Positions(owner, cache)
+        self.hosts = _hosts(owner, cache)
+        self.nics = max((k[1] for k in self.hosts.kinds if k[0]), default=0)
+        self.ports_per_nic = max(1, self.hosts.ports_per_nic)
+        self.rails_used = min(fc.rails, self.nics) if self.nics else fc.rails
+        self.planes_used = min(fc.planes, self.ports_per_nic)
+        self.tiers: Tuple[TierCount, ...] = fc.tiers
+        self.ports: Dict[Tuple[int, int], List[Piece]] = {}
+        self.uplinks: Dict[Tuple[int, Optional[int], Optional[int]], List[Piece]] = {}
+        self.failed: Dict[str, float] = {}
+        self.causes: List[str] = []
+        self.spans: List[Optional[Span]] = []
+        self.diags: List[Diagnostic] = []
+
+    # -- the result -----------------------------------------------------------------------------
+    def build(self, failures: Sequence[Failure]) -> FabricCount:
+        for f in failures:
+            try:
+                self.one(f)
+            except _Bad as bad:
+                self.diags.append(_err(bad.code, bad.message, f.span, bad.hint))
+            except TooMany:
+                self.diags.append(_err("E219", f"`{f.written}` names more than 65,536 separate "
+                                               f"runs of hosts", f.span,
+                                       "fail a rail, a plane or a tier group instead"))
+        damage = Damage(self.owner.path, self.fc.instances, self.pos.total,
+                        max(1, self.fc.rails), max(1, self.fc.planes), self.nics,
+                        self.ports_per_nic, self.hosts.gpus_per_host,
+                        tuple(("rail" in t.per, "plane" in t.per) for t in self.tiers),
+                        tuple(t.oversubscription if t.oversubscription is not None else 1.0
+                              for t in self.tiers),
+                        tuple(t.name for t in self.tiers), self.ports, self.uplinks,
+                        tuple(self.causes), tuple(self.spans), tuple(sorted(self.failed.items())))
+        tiers = []
+        for t in self.tiers:
+            off = min(self.failed.get(t.name, 0.0) * self.fc.instances, t.switches - t.failed)
+            tiers.append(attrs.evolve(t, failed=t.failed + off,
+                                      power_w=t.power_w - off * t.switch_share_w) if off else t)
+        limit = self.fc.max_oversubscription
+        diags, notes = judge(damage, limit, self.pos.path_at)
+        for t in tiers:                 # named switches and failed fractions of tiers
+            n = t.failed
+            if not n:
+                continue
+            what = f"{n:,.0f} `{t.name}` switch{'es' if n != 1 else ''} off"
+            notes.append(what + (f": {t.switch_share_w * n / 1e3:,.1f} kW less network power"
+                                 if t.switch_w is not None else " (their power is not declared)"))
+        return attrs.evolve(self.fc, tiers=tuple(tiers), damage=damage,
+                            diagnostics=self.fc.diagnostics + tuple(self.diags) + tuple(diags),
+                            notes=self.fc.notes + tuple(notes))
+
+    def one(self, f: Failure) -> None:
+        t = f.target
+        if f.fraction is not None:     # the tier below loses its share: network.fabric_counts
+            if self.tiers and self.tier_index(t) == 0:
+                raise _Bad("E219", f"`{f.written}`: a share of the first tier does not say "
+                                   f"which hosts lose their ports",
+                           f"name the switches (`{t.display}` of one group, one switch "
+                           f"`...{t.tier}[0]`) or a plane")
+            return
+        if isinstance(t, FabricSelection):
+            self.selection(t, self.cause(f))
+        elif isinstance(t, FabricLink):
+            self.link(f, t)
+        else:
+            hosts, nics, ports = self.nic_target(f)
+            self.dark(hosts, nics, ports, self.cause(f))
+
+    def cause(self, f: Failure) -> int:
+        self.causes.append(f.written)
+        self.spans.append(f.span)
+        return len(self.causes) - 1
+
+    # -- tiers and where their switches are -----------------------------------------------------
+    def kinds(self, t: TierCount) -> Optional[Tuple[str, ...]]:
+        return None if t.scope == self.owner.kind else _SCOPE_KINDS.get(t.scope, (t.scope,))
+
+    def rails_of(self, t: TierCount, rail: Optional[int]) -> List[Optional[int]]:
+        if "rail" not in t.per:
+            return [None]
+        return [rail] if rail is not None else list(range(self.rails_used))
+
+    def planes_of(self, t: TierCount, plane: Optional[int]) -> List[Optional[int]]:
+        if "plane" not in t.per:
+            return [None]
+        return [plane] if plane is not None else list(range(self.planes_used))
+
+    def tor_hosts(self, area: Interval, index: int) -> Interval:
+        """Hosts of first-tier switch `index` of the group whose scope instance is `area`: the
+        host at position i lands on switch floor(i x ports / down) (fabric_names.first_switch)."""
+        t0 = self.tiers[0]
+        split = (self.rails_used if "rail" in t0.per else 1) * \
+            (self.planes_used if "plane" in t0.per else 1)
+        per_host = self.hosts.ports / self.hosts.count if self.hosts.count else 0
+        ppg = per_host / split if split else per_host
+        if not t0.down_ports or ppg <= 0:
+            return area
+        a = area[0] + math.ceil(index * t0.down_ports / ppg - EPS)
+        b = area[0] + math.ceil((index + 1) * t0.down_ports / ppg - EPS)
+        return (min(a, area[1]), min(b, area[1]))
+
+    def scope_areas(self, t: TierCount, area: Interval) -> List[Interval]:
+        """The scope instances of tier t's groups inside `area`."""
+        kinds = self.kinds(t)
+        if kinds is None:
+            return [(0, self.pos.total)]
+        out = []
+        found = self.pos.scope_at(kinds, area[0]) if area[1] > area[0] else None
+        while found is not None and found[1][0] < area[1]:
+            index, iv = found
+            out.append(iv)
+            if len(out) > (1 << 16):
+                raise TooMany()
+            nxt = self.pos.scope(kinds, index + 1)
+            found = (index + 1, nxt) if nxt is not None else None
+        return out
+
+    def within(self, t: TierCount, kind: str) -> bool:
+        """Tier t's groups lie inside one instance of `kind` (its scope is that or finer)."""
+        return self.kinds(t) is not None and _LEVEL.get(t.scope, 9) <= _LEVEL.get(kind, 9)
+
+    def nics_on(self, rails: Sequence[Optional[int]]) -> List[int]:
+        if list(rails) == [None]:
+            return list(range(self.nics))
+        return [k for k in range(self.nics) if k % max(1, self.fc.rails) in rails]
+
+    def ports_on(self, planes: Sequence[Optional[int]]) -> List[int]:
+        if list(planes) == [None]:
+            return list(range(self.ports_per_nic))
+        return [j for j in range(self.ports_per_nic) if j % max(1, self.fc.planes) in planes]
+
+    # -- recording ------------------------------------------------------------------------------
+    def dark(self, hosts: Iterable[Interval], nics: Iterable[int], ports: Iterable[int],
+             cause: int) -> None:
+        hosts, ports = list(hosts), list(ports)
+        for k in nics:
+            for j in ports:
+                self.ports.setdefault((k, j), []).extend(
+                    Piece(a, b, 1.0, 0, cause) for a, b in hosts)
+
+    def lose(self, t: int, rails, planes, hosts: Iterable[Interval], lost: float, top: int,
+             cause: int) -> None:
+        hosts = list(hosts)
+        for r in rails:
+            for p in planes:
+                self.uplinks.setdefault((t, r, p), []).extend(
+                    Piece(a, b, lost, top, cause) for a, b in hosts)
+
+    # -- fabric selections ----------------------------------------------------------------------
+    def tier_index(self, sel: FabricSelection) -> int:
+        names = [t.name for t in self.tiers]
+        if sel.tier not in names:
+            raise _Bad("E219", f"`{sel.display}`: the fabric has no tier `{sel.tier}`")
+        return names.index(sel.tier)
+
+    def area_of(self, sel: FabricSelection) -> Interval:
+        if sel.scope is None:
+            return (0, self.pos.total)
+        kind, index = sel.scope
+        iv = self.pos.scope((kind,), index)
+        if iv is None:
+            n = self.pos.count((kind,))
+            raise _Bad("E214", f"`{sel.display}`: {kind} {index} is out of range: "
+                               f"`{self.owner.path}` holds {n:,} {kind}s"
+                               + (f" (0 to {n - 1:,})" if n else ""))
+        return iv
+
+    def one_switch(self, sel: FabricSelection, i: int) -> None:
+        """A switch index needs its group named in full, and must lie in it."""
+        t = self.tiers[i]
+        missing = [axis for axis, given in (("rail", sel.rail), ("plane", sel.plane))
+                   if axis in t.per and given is None]
+        if self.kinds(t) is not None and sel.scope is None:
+            missing.insert(0, t.scope)
+        if missing:
+            kinds = self.kinds(t)
+            key = TierKey(self.fc.fabric, t.name, (kinds[0], 0) if kinds else None,
+                          0 if "rail" in t.per else None, 0 if "plane" in t.per else None)
+            raise _Bad("E219", f"`{sel.display}` names a switch of every `{t.name}` group: "
+                               f"name its {', '.join(missing)} too",
+                       f"e.g. `{key.switch(sel.switch)}` (`astral forecast --ranks` lists "
+                       f"the stable names)")
+        if sel.switch >= t.per_group:
+            raise _Bad("E214", f"`{sel.display}`: switch {sel.switch:,} is out of range: each "
+                               f"`{t.name}` group has {t.per_group:,} switches "
+                               f"(0 to {t.per_group - 1:,})")
+
+    def selection(self, sel: FabricSelection, cause: int) -> None:
+        if sel.tier is not None:
+            chosen = [self.tier_index(sel)]
+        else:
+            chosen = [i for i, t in enumerate(self.tiers)
+                      if (sel.rail is None or "rail" in t.per)
+                      and (sel.plane is None or "plane" in t.per)
+                      and (sel.scope is None or self.within(t, sel.scope[0]))]
+            if not chosen:
+                raise _Bad("E219", f"`{sel.display}` names no switch: no tier of the fabric is "
+                                   f"split that way",
+                           f"name a tier, e.g. `{self.fc.fabric}.{self.tiers[0].name}`"
+                           if self.tiers else None)
+        area = self.area_of(sel)
+        for i in chosen:
+            t = self.tiers[i]
+            rails, planes = self.rails_of(t, sel.rail), self.planes_of(t, sel.plane)
+            if sel.switch is not None:
+                self.one_switch(sel, i)
+                self.failed[t.name] = self.failed.get(t.name, 0.0) + 1
+            else:
+                groups = len(self.scope_areas(t, area)) * len(rails) * len(planes)
+                self.failed[t.name] = self.failed.get(t.name, 0.0) + groups * t.per_group
+            self.switch_down(i, area, rails, planes, sel.switch, cause)
+
+    def lower_keys(self, i: int, rails, planes):
+        """The (rails, planes) of tier i-1's groups under the groups of tier i named."""
+        t, lower = self.tiers[i], self.tiers[i - 1]
+        lrails = (rails if "rail" in t.per else self.rails_of(lower, None)) \
+            if "rail" in lower.per else [None]
+        lplanes = (planes if "plane" in t.per else self.planes_of(lower, None)) \
+            if "plane" in lower.per else [None]
+        return lrails, lplanes
+
+    def switch_down(self, i: int, area: Interval, rails, planes, switch: Optional[int],
+                    cause: int, top: Optional[int] = None) -> None:
+        """Switches of tier i fail: switch `switch` of the group in `area`, or every switch of
+        the groups in `area`; for the traffic that climbs to tier `top` (default: all)."""
+        t = self.tiers[i]
+        if i == 0:
+            hosts = [area] if switch is None else [self.tor_hosts(area, switch)]
+            if top is None:
+                self.dark(hosts, self.nics_on(rails), self.ports_on(planes), cause)
+            else:           # a ToR that lost every uplink: its hosts reach only one another
+                self.lose(1, rails, planes, hosts, 1.0, top, cause)
+            return
+        lrails, lplanes = self.lower_keys(i, rails, planes)
+        top = i if top is None else top
+        if switch is None:
+            self.lose(i, lrails, lplanes, [area], 1.0, top, cause)
+            return
+        reach = max(1, t.reach or t.per_group)
+        if t.mesh or i >= 2:
+            hosts = [area]
+        else:               # plane p of the tier reaches ToR p of every group below it
+            hosts = [self.tor_hosts(a, switch // reach)
+                     for a in self.scope_areas(self.tiers[0], area)]
+        self.lose(i, lrails, lplanes, hosts, 1.0 / reach, top, cause)
+
+    # -- NICs and links -------------------------------------------------------------------------
+    def nic_target(self, f: Failure):
+        """(host intervals, NIC indices, port indices) a NIC or NIC-port target names."""
+        if f.route is not None and f.route.from_template:
+            raise _Bad("E219", f"`{f.written}` names a NIC of a template, not of one host",
+                       "name it by its path from the site (`S.pods[0]...hosts[0].nics[4]`), "
+                       "or fail a rail (`S.fabric.rail[4]`)")
+        steps = _nic_steps(f, self.owner)
+        if not steps:
+            raise _Bad("E219", f"`{f.written}` does not name a NIC of `{self.owner.path}`")
+        *host_steps, nic_step = steps
+        try:
+            hosts = self.pos.named(host_steps)
+        except KeyError as exc:
+            raise _Bad("E219", f"`{f.written}`: no member `{exc.args[0]}` on the way to its "
+                               f"host")
+        index, count = nic_step.index, max(1, self.nics)
+        if index in (None, "*"):
+            ks = list(range(count))
+        elif isinstance(index, tuple):
+            ks = list(range(max(0, index[0]), min(count, index[1])))
+        else:
+            ks = [index]
+        bad = [k for k in ks if not 0 <= k < count]
+        if bad:
+            raise _Bad("E214", f"`{f.written}`: NIC {bad[0]} is out of range: its host has "
+                               f"{count} NICs")
+        ports = [f.target.port] if isinstance(f.target, NicPort) else \
+            list(range(self.ports_per_nic))
+        return hosts, ks, ports
+
+    def link(self, f: Failure, link: FabricLink) -> None:
+        a, b = link.ends
+        if isinstance(b, NicPort):
+            a, b = b, a
+        if isinstance(a, NicPort):
+            self.host_link(f, a, b)
+            return
+        ia, ib = self.tier_index(a), self.tier_index(b)
+        if ia > ib:
+            a, b, ia, ib = b, a, ib, ia
+        if ib != ia + 1 or a.switch is None:
+            raise _Bad("E219", f"`{f.written}` is not a link: a link joins one switch to a "
+                               f"switch (or the group) of the tier right above it",
+                       "e.g. `...tor[0] -- ...agg` (every uplink of the ToR) or "
+                       "`...tor[0] -- ...agg[3]`")
+        self.one_switch(a, ia)
+        lower, upper = self.tiers[ia], self.tiers[ib]
+        if b.switch is not None:
+            self.one_switch(b, ib)
+        area, upper_area = self.area_of(a), self.area_of(b)
+        linked = all(getattr(b, axis) == getattr(a, axis) for axis in ("rail", "plane")
+                     if axis in upper.per) and \
+            (self.kinds(upper) is None or b.scope is not None) and \
+            upper_area[0] <= area[0] and area[1] <= upper_area[1] and \
+            (b.switch is None or upper.mesh or b.switch // max(1, upper.reach) == a.switch)
+        if not linked:
+            raise _Bad("E219", f"`{f.written}`: `{a.display}` has no link to `{b.display}`",
+                       f"its uplinks go to the `{upper.name}` group above it"
+                       + ("" if upper.mesh else
+                          f", to the {upper.reach} switches of plane {a.switch}"))
+        cause = self.cause(f)
+        rails, planes = self.rails_of(lower, a.rail), self.planes_of(lower, a.plane)
+        share = 1.0 if b.switch is None else 1.0 / max(1, upper.reach)
+        if ia == 0:
+            self.lose(1, rails, planes, [self.tor_hosts(area, a.switch)], share, 1, cause)
+        elif b.switch is None:
+            # a switch with no uplink is routed around by the traffic that climbs above it
+            self.switch_down(ia, area, rails, planes, a.switch, cause, top=ib)
+        else:
+            self.lose(ib, rails, planes, [area], share, ib, cause)
+
+    def host_link(self, f: Failure, port: NicPort, sw: FabricSelection) -> None:
+        if self.tier_index(sw) != 0 or sw.switch is None:
+            raise _Bad("E219", f"`{f.written}` is not a link: a NIC port's link goes to one "
+                               f"switch of the first tier `{self.tiers[0].name}`")
+        self.one_switch(sw, 0)
+        hosts, nics, ports = self.nic_target(attrs.evolve(f, target=port))
+        want = self.tor_hosts(self.area_of(sw), sw.switch)
+        wired = all(sw.rail in (None, k % max(1, self.fc.rails)) for k in nics) and \
+            all(sw.plane in (None, j % max(1, self.fc.planes)) for j in ports) and \
+            all(want[0] <= a and b <= want[1] for a, b in hosts)
+        if not wired:
+            raise _Bad("E219", f"`{f.written}`: `{port.display}` is not wired to `{sw.display}`",
+                       "a NIC port's link goes to the first-tier switch the rank map names for "
+                       "it (`astral forecast --ranks`)")
+        self.dark(hosts, nics, ports, self.cause(f))
+
+
+__all__ = ["damaged"]
