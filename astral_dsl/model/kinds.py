@@ -204,6 +204,7 @@ _register(make_kind("model", "an LLM architecture", dict(
     mamba_head_dim=_size(low=1, limit=MAX_WIDTH, why=_WIDTH),
     mamba_groups=_size(low=1, limit=MAX_HEADS, why=_HEADS),
     mamba_expand=q("number", "Mamba-2 inner width over hidden", sign=POSITIVE, limit=64),
+    mamba_heads=_size(low=1, limit=MAX_HEADS, why=_HEADS),
     mamba_chunk=_size(low=1, limit=MAX_TOKENS, why=_TOKENS))))
 _register(make_kind("parallel", "parallel degrees", dict(
     tp=_size(low=1, limit=MAX_HEADS, why=_HEADS),

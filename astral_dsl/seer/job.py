@@ -125,6 +125,7 @@ def model_spec(inst) -> ModelSpec:
         mamba_head=_int(f("mamba_head_dim"), 64) or 64,
         mamba_groups=_int(f("mamba_groups"), 8) or 8,
         mamba_expand=float(f("mamba_expand") or 2.0),
+        mamba_heads_stated=_int(f("mamba_heads"), 0) or 0,
         mamba_chunk=_int(f("mamba_chunk"), 256) or 256)
 
 

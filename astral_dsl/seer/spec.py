@@ -73,6 +73,8 @@ class ModelSpec:
     mamba_groups: int = 8
     mamba_expand: float = 2.0
     mamba_chunk: int = 256
+    mamba_heads_stated: int = 0       # Megatron's mamba_num_heads: the inner width is heads x
+    #                                   mamba_head (ssm/mamba_mixer.py), not mamba_expand x hidden
 
     @property
     def head_dim(self) -> int:
@@ -149,6 +151,8 @@ class ModelSpec:
 
     @property
     def mamba_inner(self) -> float:
+        if self.mamba_heads_stated:
+            return float(self.mamba_heads_stated * self.mamba_head)
         return self.mamba_expand * self.hidden
 
     @property

@@ -178,7 +178,12 @@ def _model(spec: JobSpec, where) -> List[Diagnostic]:
         out.append(_err("E763", f"{name}: {m.mamba_layers} Mamba-2 and {m.attention_layers} "
                                 f"attention layers of {m.layers}",
                         where.model_field("mamba_layers")))
-    if m.hybrid and m.mamba_inner % m.mamba_head:
+    if m.mamba_heads_stated and where.model.field("mamba_expand") is not None:
+        out.append(_err("E763", f"{name}: both mamba_heads and mamba_expand set the Mamba-2 "
+                                f"width", where.model_field("mamba_heads"),
+                        "state one: `mamba_heads` (Megatron's mamba_num_heads: the width is "
+                        "heads x mamba_head_dim) or `mamba_expand` (the width over hidden)"))
+    elif m.hybrid and m.mamba_inner % m.mamba_head:
         out.append(_err("E763", f"{name}: the Mamba-2 width {m.mamba_inner:g} (mamba_expand x "
                                 f"hidden) is not a whole number of {m.mamba_head}-wide heads",
                         where.model_field("mamba_head_dim")))
