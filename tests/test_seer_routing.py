@@ -124,3 +124,11 @@ def test_the_forecast_says_how_tokens_are_routed(model, routing_, text, groups):
     assert text in render(fc)
     settings = parallelism(fc)
     assert settings["moe_routing"] == routing_ and settings["expert_groups"] == groups
+
+
+def test_a_token_uses_at_most_as_many_groups_as_experts():
+    # 8 groups, 6 picked, but top-2: the experts lie in at most 2 groups (1 - C(7, 2) / C(8, 2)
+    # = 1/4 of the 8 hosts each)
+    assert routing.spread("topk", 256, 2, 8, 6, 64, 8) == routing.spread("topk", 256, 2, 8, 2,
+                                                                         64, 8)
+    assert routing.spread("topk", 256, 2, 8, 2, 64, 8)[1] == pytest.approx(8 * (1 - 21 / 28))

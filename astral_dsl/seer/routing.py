@@ -49,6 +49,7 @@ def spread(routing: str, experts: int, k: int, groups: int, group_k: int, ranks:
     if routing == "round_robin" and experts >= ranks:
         return _round_robin(experts, k, ranks, domains)
     r = _uniform(ranks, k)
+    group_k = min(group_k, k)            # k experts lie in at most k groups
     if 1 < groups and 0 < group_k < groups and experts:
         if groups % domains == 0:
             return r, domains * (1.0 - math.comb(groups - groups // domains, group_k)

@@ -64,6 +64,11 @@ def expert_groups(spec: JobSpec, where) -> List[Diagnostic]:
     if g > G:
         return [err("E763", f"{name}: group_top_k = {g} picks more groups than its {G}",
                     where.model_field("group_top_k"))]
+    if g > m.top_k:
+        return [err("E763", f"{name}: group_top_k = {g} picks more groups than a token has "
+                            f"experts (top_k = {m.top_k})", where.model_field("group_top_k"),
+                    "Megatron-Core ranks a group by the sum of its top top_k / group_top_k "
+                    "scores, none when group_top_k > top_k: at most `group_top_k = top_k`")]
     if m.top_k > g * (m.experts // G):
         return [err("E763", f"{name}: top_k = {m.top_k} experts do not fit in the {g} "
                             f"group(s) of {m.experts // G} a token picks", where.model_field("group_top_k"),
