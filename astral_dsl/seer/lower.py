@@ -321,7 +321,8 @@ class Lowering(ParamsMixin):
         m = self.job.model
         width = ((self.heads + 1) * m.rope_dim if m.mla
                  else (self.heads + self.kv_heads) * m.head_dim)
-        name, nbytes = pre + ("rope bwd" if backward else "rope"), 2 * self.tokens * width * self.elem
+        name = pre + ("rope bwd" if backward else "rope")
+        nbytes = 2 * self.tokens * width * self.elem
         if m.yarn_factor > 1 and not m.mla and self.job.framework == "megatron":
             ratio, kernels = MCORE_YARN_ROPE[1 if backward else 0]
             self._ew(b, name, ratio * nbytes, L, kernels=kernels)

@@ -18,7 +18,7 @@ ranks. Three routings:
   domains D), a domain holds a token's expert when one of its G/D groups is picked:
   1 - C(G - G/D, g) / C(G, g); when each group spans whole domains (D a multiple of G), the
   token's experts are k draws over the g x D/G domains of its groups. Groups that straddle
-  domains otherwise are priced as without the limit (validate.py warns, W776).
+  domains otherwise are priced as without the limit (validate_moe.py warns, W755).
 - `round_robin`: NeMo AutoModel's FakeBalancedGate (nemo_automodel 0.7.0,
   components/moe/layers.py, noise 0): token t goes to experts t k, ..., t k + k - 1 (mod E),
   consecutive experts, so to one or two ranks of one domain. Counted exactly over the starts.
@@ -61,7 +61,7 @@ def spread(routing: str, experts: int, k: int, groups: int, group_k: int, ranks:
 
 def aligned(groups: int, domains: int) -> bool:
     """The model's expert groups nest in the EP group's NVLink domains or hold whole ones (the
-    group limit is priced); otherwise it is not (W776)."""
+    group limit is priced); otherwise it is not (W755)."""
     return groups <= 1 or domains <= 1 or groups % domains == 0 or domains % groups == 0
 
 

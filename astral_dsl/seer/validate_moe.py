@@ -71,7 +71,8 @@ def expert_groups(spec: JobSpec, where) -> List[Diagnostic]:
                     "scores, none when group_top_k > top_k: at most `group_top_k = top_k`")]
     if m.top_k > g * (m.experts // G):
         return [err("E763", f"{name}: top_k = {m.top_k} experts do not fit in the {g} "
-                            f"group(s) of {m.experts // G} a token picks", where.model_field("group_top_k"),
+                            f"group(s) of {m.experts // G} a token picks",
+                    where.model_field("group_top_k"),
                     "Megatron-Core takes top_k / group_top_k experts from each group it picks: "
                     "raise `group_top_k` or lower `expert_groups`")]
     return []
