@@ -83,7 +83,8 @@ OPTION_CASES = {
     "moe_dispatcher": "moe_dispatcher_unknown", "layout": "layout_mismatch",
     "offload_layers": "offload_layers_negative", "recompute_layers": "recompute_layers_zero",
     "capacity_factor": "capacity_factor_zero", "pad_to_capacity": "pad_to_capacity_no_factor",
-    "moe_routing": "moe_routing_unknown",
+    "moe_routing": "moe_routing_unknown", "optimizer_dtype": "optimizer_dtype_unknown",
+    "recompute_modules": "recompute_modules_unknown",
 }
 
 

@@ -19,6 +19,7 @@ class Low:
         self.job = SimpleNamespace(parallel=par, pp_overlap=overlap, overlap_param_gather=False,
                                    overlap_grad_reduce=False)
         self.groups = {"dp": SimpleNamespace(n=1)}
+        self.synced = False              # nothing to reduce
 
     def p2p_time(self):
         return HOP

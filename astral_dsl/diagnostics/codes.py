@@ -196,7 +196,7 @@ CODES: dict[str, str] = {
     "E767": "a --gpu-file declares no system to run on",
     "E768": "activation offloading cannot run as declared",
     "E769": "offloaded activations exceed the host's memory",
-    "E770": "recompute_layers without full recomputation",
+    "E770": "a recomputation field that does not apply",
     "E771": "MoE token dropping declared inconsistently",
     "E775": "the job's ranks lose their network under the scenario",
     "E776": "the job's placement loses power under the scenario",

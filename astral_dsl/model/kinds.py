@@ -229,6 +229,8 @@ _register(make_kind("batch", "batch sizes", dict(
     global_batch=_size(low=1, limit=MAX_BATCH, why=_BATCH),
     micro=_size(low=1, limit=MAX_BATCH, why=_BATCH),
     seq=_size(low=1, limit=MAX_TOKENS, why=_TOKENS))))
+# what `recompute = modules` may recompute (recompute_modules; seer/spec.py JobSpec.recomputed)
+RECOMPUTE_MODULES = ("layernorm", "activation", "moe_act", "mla_up_proj")
 _register(make_kind("job", "an LLM training job", dict(
     model=ref("model", required=True), placement=ANY,
     gpus=_size(low=1, limit=1e9, why="the design limit of 10^9 GPUs"),
@@ -237,6 +239,12 @@ _register(make_kind("job", "an LLM training job", dict(
                        "activation functions (modules: Megatron-Core's --recompute-modules "
                        "layernorm moe_act mlp-act, PyTorch's operator-level checkpointing), "
                        "whole layers (full); `auto`: the least that fits (Seer's rule)"),
+    recompute_modules=FieldSpec(
+        ListType(EnumType(RECOMPUTE_MODULES)),
+        doc="with `recompute = modules`: which (Megatron-Core's --recompute-modules): the norms "
+            "(layernorm), the dense MLP's activation function (activation), the experts' "
+            "(moe_act), multi-head latent attention's up-projections, whose queries, keys and "
+            "values are then not kept (mla_up_proj). Without it: layernorm, activation, moe_act"),
     recompute_layers=q("count", low=1, limit=MAX_LAYERS, why=_LAYERS,
                      doc="with `recompute = full`: the layers of each model chunk "
                          "recomputed whole, its first N (Megatron-LM's --recompute-method "
@@ -280,6 +288,10 @@ _register(make_kind("job", "an LLM training job", dict(
                             "dispatcher (DeepEP, HybridEP)"),
     utilization=q("ratio", high=1), attention=enum("flash", "unfused"),
     grad_dtype=enum("fp32", "bf16", "fp16", doc="gradient buffer and reduction precision"),
+    optimizer_dtype=enum("fp32", "bf16",
+                         doc="precision of Adam's moments and of the gradients the step "
+                             "works on (fp32 master weights either way): bf16 is Megatron-Core's "
+                             "precision-aware optimizer as DeepSeek-V3's recipe sets it"),
     overlap_grad_reduce=BOOL, overlap_param_gather=BOOL,
     tp_overlap=enum("backward", "none", "full",
                     doc="TP reductions overlapped with the weight-gradient GEMMs, on the critical "

@@ -160,6 +160,8 @@ def _value(v) -> str:
         return f"{v * 100:g} %" if v <= 1 else f"{v:g}"
     if isinstance(v, (int, float)):
         return str(int(v))
+    if isinstance(v, tuple):                 # a list of names
+        return "[" + ", ".join(map(str, v)) + "]"
     return str(v)
 
 
@@ -216,7 +218,7 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     rec = row.recompute.lower()
     job["recompute"] = ("full" if "full" in rec else "selective" if "selective" in rec
                         else "none" if rec in ("none", "no", "off") else "auto")
-    if job["recompute"] == "auto":
+    if job["recompute"] == "auto" and "recompute" not in dict(stack.fields):
         assumed.append("activation recomputation (and offloading, with one pipeline stage) "
                        "chosen by Seer's rule: the fastest that fits (the row does not say)")
     job.update(dict(stack.fields))

@@ -147,6 +147,29 @@ MOE_GRAPHS_FROM = (26, 6)
 # moe_token_dispatcher_type = flex); before, with NCCL's all-to-all. An assumption: the tables
 # do not name the dispatcher.
 FLEX_FROM = (25, 9)
+# The Megatron-Bridge recipes (0.3.1, NeMo 25.09 on) that turn on Megatron-Core's precision-aware
+# optimizer with bf16 momentum, variance and main gradients: recipes/deepseek/deepseek_v3.py,
+# moonlight/moonlight_16b.py, olmoe/olmoe_7b.py (`use_precision_aware_optimizer = True`,
+# `exp_avg_dtype = torch.bfloat16`); every other recipe keeps them in fp32. Row labels, as _n.
+BF16_MOMENTS_MODELS = ("deepseekv3", "moonlight", "olmoe")
+
+
+def deepseek_recompute(row, release) -> bool:
+    """Whether a Megatron-Bridge DeepSeek-V3 row (NeMo 25.09 on) that does not state its
+    recomputation ran with `recompute_modules = ["mla_up_proj"]` alone: Megatron-Bridge 0.6.2's
+    performance recipes (perf_recipes/deepseek/gb200/deepseek_v3.py: BF16 and MXFP8;
+    b200/deepseek_v3.py: BF16, FP8 current scaling and MXFP8). GB200's FP8 current-scaling recipe
+    recomputes `mlp` (the whole MoE layer) and H100's `mla_up_proj` with `mlp`: not expressed,
+    left to Seer's rule. An assumption: the tables do not publish it, and the recipes of earlier
+    releases may differ."""
+    g, p = _n(row.gpu), row.precision.lower()
+    if row.recompute.strip() or release is None or release < FLEX_FROM or \
+            not _n(row.model).startswith("deepseekv3"):
+        return False
+    if "b200" in g and "gb200" not in g:
+        return True
+    current = "fp8" in p and "mx" not in p and "alt" not in p
+    return "gb200" in g and not current
 
 
 def framework_of(row) -> str:
@@ -221,6 +244,17 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                     assumed.append(f"the flex token dispatcher ("
                                    f"{'HybridEP' if gb else 'DeepEP'}), the MoE recipes' from "
                                    f"NeMo 25.09")
+                if release is not None and release >= FLEX_FROM and \
+                        _n(row.model).startswith(BF16_MOMENTS_MODELS):
+                    fields["optimizer_dtype"] = "bf16"
+                    assumed.append("Adam's moments and main gradients in bf16 (the model's "
+                                   "Megatron-Bridge recipe: precision-aware optimizer)")
+                if deepseek_recompute(row, release):
+                    fields["recompute"] = "modules"
+                    fields["recompute_modules"] = ("mla_up_proj",)
+                    assumed.append("MLA's up-projections recomputed (recompute_modules = "
+                                   "[mla_up_proj]: Megatron-Bridge 0.6.2's DeepSeek-V3 "
+                                   "performance recipe for the GPU)")
                 if release is not None and release >= MOE_GRAPHS_FROM and not hybrid:
                     fields["cuda_graphs"] = True
                     assumed.append("the step replayed from CUDA graphs with sync-free token "

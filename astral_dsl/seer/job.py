@@ -44,11 +44,12 @@ from astral_dsl.units import Quantity
 
 # option / field name -> the record that holds it ("" = the job itself)
 OPTIONS: Dict[str, str] = {
-    "recompute": "", "dtype": "", "attention": "", "grad_dtype": "", "overlap_grad_reduce": "",
+    "recompute": "", "dtype": "", "attention": "", "grad_dtype": "", "optimizer_dtype": "",
+    "overlap_grad_reduce": "",
     "overlap_param_gather": "", "tp_overlap": "", "fp8_recipe": "", "framework": "",
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "pp_overlap": "",
     "torch_compile": "", "capacity_factor": "", "pad_to_capacity": "", "moe_routing": "",
-    "offload_layers": "", "recompute_layers": "",
+    "offload_layers": "", "recompute_layers": "", "recompute_modules": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "sp": "parallel", "order": "parallel", "schedule": "parallel", "virtual_stages": "parallel",
     "stages": "parallel", "layout": "parallel", "zero": "parallel", "fsdp": "parallel",
@@ -211,8 +212,10 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         global_batch=_int(f.get("global_batch")) or dp * (micro or 1), micro=micro,
         seq=_int(f.get("seq")) or model.seq, recompute=recompute, offload_layers=offload,
         recompute_layers=_int(f.get("recompute_layers")),
+        recompute_modules=(tuple(f["recompute_modules"])
+                           if isinstance(f.get("recompute_modules"), tuple) else None),
         dtype=f.get("dtype") or "bf16", gpus=gpus, attention=f.get("attention") or "flash",
-        grad_dtype=f.get("grad_dtype"),
+        grad_dtype=f.get("grad_dtype"), optimizer_dtype=f.get("optimizer_dtype") or "fp32",
         overlap_grad_reduce=f.get("overlap_grad_reduce") is True,
         overlap_param_gather=f.get("overlap_param_gather") is True,
         tp_overlap=f.get("tp_overlap") or "backward",

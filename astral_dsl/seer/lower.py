@@ -28,7 +28,7 @@ from typing import Dict
 
 from astral_dsl.seer import comm, routing
 from astral_dsl.seer.costs import GEMM_STREAMS, Costs
-from astral_dsl.seer.memory import OP_SAC_FRAMEWORKS, layer_activation_bytes
+from astral_dsl.seer.memory import layer_activation_bytes
 from astral_dsl.seer.params import ParamsMixin
 from astral_dsl.seer.ranks import RankOrder
 from astral_dsl.seer.spec import JobSpec, chunk_layers
@@ -61,7 +61,8 @@ MCORE_YARN_ROPE = ((24 / 4, 6), (20 / 4, 5))
 def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
     """The layout of each communication group of a rank in the job's rank order. The gradient
     group ("dp") is DP x CP (CP ranks hold the same weights); "pp" is a pair of neighbouring
-    stages; "ep" comes from the expert numbering. A group whose neighbours sit at different
+    stages; "ep" and "edp" (the expert-data-parallel group, over which the routed experts'
+    gradients are reduced: params.layer_expert_params) come from the expert numbering. A group whose neighbours sit at different
     GPU indices of their hosts crosses rails (p2p and all-to-all; NCCL's rings and trees are
     built rail by rail)."""
     par, g = job.parallel, max(1, net.gpus_per_host)
@@ -81,6 +82,7 @@ def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
             "dp": lay("dp", dense, ("dp", "cp")),
             "pp": lay("pp", dense, ("pp",), n=2, cross=True),
             "ep": lay("ep", expert, ("ep",), cross=True),
+            "edp": lay("edp", expert, ("dp",)),
             "amax": lay("amax", dense, ("tp", "cp", "dp"))}
 
 
@@ -168,6 +170,16 @@ class Lowering(ParamsMixin):
             t = {"ar": comm.all_reduce, "rs": comm.reduce_scatter,
                  "ag": comm.all_gather}[kind](self.net, lay, nbytes)
         return b.add(Op(name, "comm", group, t, 0.0, nbytes, group, layer), chain)
+
+    def _weights_op(self, b: Builder, name, kind, L, per_param) -> int:
+        """ZeRO-3's collective over layer L's weights (or gradients), a side op on the DP
+        stream: the dense ones over DP x CP, the experts' over the expert-data-parallel group
+        (ParamsMixin.weights_coll)."""
+        split = self.layer_split(L)
+        op = b.add(Op(name, "comm", "dp", self.weights_coll(kind, split, per_param), 0.0,
+                      sum(split) * per_param, "dp", L), chain=False)
+        b.pending.remove(op)
+        return op
 
     @property
     def a2a_eff(self) -> float:
@@ -363,7 +375,7 @@ class Lowering(ParamsMixin):
             self._linear(b, pre + "q down", tokens, m.q_lora, h, L, norm_fed=True, gather=gather)
             gather = None
             self._ew(b, pre + "q norm", 2 * tokens * m.q_lora * self.elem, L, "norm")
-            self._linear(b, pre + "q up", tokens, self.heads * m.qk_dim, m.q_lora, L)
+            self._mla_up(b, L, pre, "q")
         else:
             self._linear(b, pre + "q", tokens, self.heads * m.qk_dim, h, L, norm_fed=True,
                          gather=gather)
@@ -371,7 +383,17 @@ class Lowering(ParamsMixin):
         self._linear(b, pre + "kv down", tokens, m.kv_lora + m.rope_dim, h, L, norm_fed=True,
                      gather=gather)
         self._ew(b, pre + "kv norm", 2 * tokens * m.kv_lora * self.elem, L, "norm")
-        self._linear(b, pre + "kv up", tokens, self.heads * (m.head_dim + m.v_dim), m.kv_lora, L)
+        self._mla_up(b, L, pre, "kv")
+
+    def _mla_up(self, b, L, pre, which=("q", "kv")):
+        """MLA's up-projections from the query and key/value latents (both recomputed in the
+        backward with Megatron-Core's `mla_up_proj` module)."""
+        m, tokens = self.job.model, self.tokens
+        if m.q_lora and "q" in which:
+            self._linear(b, pre + "q up", tokens, self.heads * m.qk_dim, m.q_lora, L)
+        if "kv" in which:
+            self._linear(b, pre + "kv up", tokens, self.heads * (m.head_dim + m.v_dim),
+                         m.kv_lora, L)
 
     def _qkv_bwd(self, b, L):
         m, tokens, h = self.job.model, self.tokens, self.job.model.hidden
@@ -604,18 +626,21 @@ class Lowering(ParamsMixin):
             self._layer_fwd(b, L, pre="recompute ")
         elif rec == "selective" and self.job.attention == "unfused" and kind in ("T", "*"):
             self._attention_fwd(b, L, pre="recompute ")
-        elif rec == "modules" or (rec == "selective"
-                                  and self.job.framework in OP_SAC_FRAMEWORKS):
-            # operator-level (PyTorch's; Megatron-Core's recompute modules `layernorm`, `mlp`'s
-            # activation and `moe_act`): the norms and the activation functions, the experts'
-            # included (their outputs, the fc2 inputs, are not kept: memory.py)
-            for name in ("input norm", "post-attn norm")[:2 if kind == "T" else 1]:
-                self._norm_fwd(b, "recompute " + name, L)
-            if kind in ("T", "-") and not m.is_moe(L):
+        elif rec != "full" and self.job.recomputed:
+            # operator-level (PyTorch's; Megatron-Core's recompute modules): the norms, the
+            # activation functions, the experts' included (their outputs, the fc2 inputs, are
+            # not kept: memory.py), MLA's up-projections (and their RoPE)
+            redo = self.job.recomputed
+            if "layernorm" in redo:
+                for name in ("input norm", "post-attn norm")[:2 if kind == "T" else 1]:
+                    self._norm_fwd(b, "recompute " + name, L)
+            if "mla_up_proj" in redo and m.mla and kind in ("T", "*"):
+                self._mla_up(b, L, "recompute ")
+            if kind in ("T", "-") and not m.is_moe(L) and "activation" in redo:
                 F = m.ffn / self.tp
                 self._clamp(b, "recompute activation clamp", tokens * F * (m.mats - 1), L)
                 self._ew(b, "recompute activation", m.mats * tokens * F * elem, L)
-            elif kind in ("T", "E") and m.is_moe(L):
+            elif kind in ("T", "E") and m.is_moe(L) and "moe_act" in redo:
                 routed = self.job.routed(tokens / self.tp)
                 self._clamp(b, "recompute expert act clamp", routed * m.moe_ffn * (m.mats - 1), L)
                 width = m.shared_experts * m.shared_width * tokens / self.tp + routed * m.moe_ffn
@@ -761,15 +786,13 @@ class Lowering(ParamsMixin):
             return hit
         b = Builder()
         layers = range(first, first + n)
-        fsdp = self.job.parallel.zero >= 3 and self.groups["dp"].n > 1
+        fsdp = self.job.parallel.zero >= 3 and self.synced
         gathers = {}
         # ZeRO-3 / FSDP: every layer's weights are all-gathered ahead of use, in the backward
         # again unless they were kept after the forward (reshard_after_forward = false)
         if fsdp and (phase == "F" or self.job.parallel.reshard_after_forward):
             for L in (layers if phase == "F" else reversed(layers)):
-                gathers[L] = self._coll(b, "param all-gather", "ag", "dp",
-                                        self.layer_params(L) * self.elem, L, chain=False)
-                b.pending.remove(gathers[L])
+                gathers[L] = self._weights_op(b, "param all-gather", "ag", L, self.elem)
         # a run of layers of one shape: built twice, then copied (Builder.each); each layer
         # alike but for its weights' gathers and its activations' copies, and (recompute_layers)
         # whether it is recomputed
@@ -805,9 +828,7 @@ class Lowering(ParamsMixin):
                 b.wait_for(gathers.get(L), reloads.get(L))
                 self._layer_bwd(b, L, whole is None or L - first < whole)
                 if fsdp:
-                    self._coll(b, "grad reduce-scatter", "rs", "dp",
-                               self.layer_params(L) * self.job.grad_bytes, L, chain=False)
-                    b.pending.pop()
+                    self._weights_op(b, "grad reduce-scatter", "rs", L, self.job.grad_bytes)
             b.each(reversed(layers), backward, shape)
             if embed:
                 self._embed_bwd(b)

@@ -4,9 +4,15 @@
   K = 12 for mixed-precision Adam, the fp32 master weights, momentum and variance): weights
   (the job's dtype), gradients (`grad_dtype`: Megatron-LM's fp32 main gradients with bf16, 16-bit
   with fp16) and optimizer states, sharded over the N_d data-parallel (x CP) ranks by ZeRO stage:
-  1 shards the optimizer states, 2 also the gradients, 3 also the weights. With 16-bit gradients
+  1 shards the optimizer states, 2 also the gradients, 3 also the weights; a routed expert's
+  over the expert-data-parallel group instead, TP x DP x CP / EP ranks (Megatron-Core's
+  expert buffers and optimizer: params.layer_expert_params). With 16-bit gradients
   Megatron-LM's optimizer also holds an fp32 copy of the gradients it steps on, a term of its own
-  (4 bytes per parameter, 4/N_d with the distributed optimizer): the float16 optimizer sets
+  (4 bytes per parameter, 4/N_d with the distributed optimizer; none with `optimizer_dtype =
+  bf16`, Megatron-Core's precision-aware optimizer with bf16 momentum, variance and main
+  gradients as DeepSeek-V3's Megatron-Bridge 0.3.1 recipe sets it, 4 bytes less of optimizer
+  states: optimizer/optimizer_config.py, exp_avg_dtype, exp_avg_sq_dtype, main_grads_dtype;
+  recipes/deepseek/deepseek_v3.py): the float16 optimizer sets
   `main_param.grad = model_param.main_grad.float()` (megatron/core/optimizer/optimizer.py,
   Float16OptimizerWithFloat16Params._copy_model_grads_to_main_grads), which is a copy for fp16
   gradients and the buffer itself for fp32 ones. This gives Megatron-LM's table of bytes per
@@ -61,8 +67,8 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from astral_dsl import records
-from astral_dsl.seer.params import layer_linear_params
-from astral_dsl.seer.spec import JobSpec, chunk_layers
+from astral_dsl.seer.params import layer_expert_params, layer_linear_params
+from astral_dsl.seer.spec import OP_SAC_FRAMEWORKS, JobSpec, chunk_layers
 
 GB = 1e9
 RESERVED = 3e9                 # ASSUMED: CUDA context ~0.5 GB, NCCL ~1 GB, workspaces and
@@ -72,7 +78,6 @@ ACTIVATION_TOLERANCE = 0.10    # assumed: +/- 10 % on the counted activation ten
 ADAM_BYTES = 12.0              # fp32 master weights, momentum, variance (ZeRO's K)
 COPIES = 2.0                   # quantised copies of a linear weight: for the GEMM and for its
 #                                transpose (Transformer Engine keeps both, rowwise and columnwise)
-OP_SAC_FRAMEWORKS = ("torchtitan", "automodel")
 
 
 @records.frozen(slots=False)
@@ -154,16 +159,28 @@ def offload_obstacle(job: JobSpec, host_bw: float) -> Optional[str]:
     return None
 
 
-def state_bytes_per_param(job: JobSpec) -> Tuple[float, float, float, float]:
+def state_bytes_per_param(job: JobSpec, experts: bool = False
+                          ) -> Tuple[float, float, float, float]:
     """(weights, gradients, optimizer, fp32 gradient copy) bytes per parameter held by one GPU:
     the ZeRO paper's section 3 terms, and Megatron-LM's fp32 copy of 16-bit gradients (module
-    docstring)."""
+    docstring). `experts`: of a routed expert's parameter, sharded over the expert-data-parallel
+    group (TP x DP x CP / EP ranks: params.layer_expert_params) instead of DP x CP."""
     par = job.parallel
     n, z = max(1, par.dp * par.cp), par.zero
+    if experts:
+        n = max(1, par.tp * par.dp * par.cp // max(1, par.ep))
     w_b, g_b, o_b = float(job.bytes), float(job.grad_bytes), ADAM_BYTES
     if job.dtype == "fp32":                  # no master copy: momentum and variance
         w_b, o_b = 4.0, 8.0
-    master = 4.0 / (n if z >= 1 else 1) if g_b < 4 else 0.0      # module docstring
+    elif z >= 3 and job.framework in OP_SAC_FRAMEWORKS:
+        # PyTorch FSDP2 with a bf16 MixedPrecisionPolicy keeps the sharded parameters in fp32
+        # (the master copy counted with the optimizer) and makes bf16 ones only when it gathers
+        # a layer (stage_estimate): no sharded bf16 copy (torch.distributed.fsdp.fully_shard)
+        w_b = 0.0
+    bf16_moments = job.optimizer_dtype == "bf16"
+    if bf16_moments:                         # momentum and variance in 2 bytes each
+        o_b -= 4.0
+    master = 4.0 / (n if z >= 1 else 1) if g_b < 4 and not bf16_moments else 0.0  # docstring
     return (w_b / (n if z >= 3 else 1), g_b / (n if z >= 2 else 1),
             o_b / (n if z >= 1 else 1), master)
 
@@ -193,12 +210,12 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     # norms' outputs (the QKV and fc1 inputs) and the activation function's output (the fc2
     # input) are not kept. Megatron-LM's selective recomputation is the core attention's, which
     # with fused attention keeps what it would have kept anyway.
-    op_sac = job.recompute == "modules" or (job.recompute == "selective"
-                                             and job.framework in OP_SAC_FRAMEWORKS)
+    # Megatron-Core's recompute modules do the same by name (JobSpec.recomputed: `layernorm`,
+    # the activations, `mla_up_proj`).
+    redo = job.recomputed
     # outside the TP regions: two norm inputs, two dropout masks, the QKV and fc1 inputs
-    replicated = 2 * elem * h + 2 * mask * h + (0 if op_sac else 2 * lin * h)
+    replicated = 2 * elem * h + 2 * mask * h + (0 if "layernorm" in redo else 2 * lin * h)
     mats = m.mats - 1
-    clamped = m.clamped and not op_sac
     if m.is_moe(layer):
         # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output.
         # A rank's experts take top_k tokens for each of the tokens/TP it routes (balanced
@@ -211,15 +228,21 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         # output(s) for the activation's backward besides fc1's own for the clamp's (Megatron-
         # Core 0.16.1 fused_bias_geglu.py: the clamps and their concatenation run unfused),
         # unless the activation is recomputed.
-        act = 0 if op_sac else lin
-        fc1 = mats * elem * (2 if clamped else 1)
+        act = 0 if "moe_act" in redo else lin
+        fc1 = mats * elem * (2 if m.clamped and "moe_act" not in redo else 1)
         k = job.routed(tokens / t) / (tokens / t)
         routed = k * m.moe_ffn * (fc1 + act) + k * h * (lin + elem)
         shared = m.shared_experts * m.shared_width * (fc1 + act)
         mlp_tp = routed + shared
     else:                                     # fc1 output(s) and the fc2 input
-        mlp_tp = m.ffn * (mats * elem * (2 if clamped else 1) + (0 if op_sac else lin))
-    attn_tp = elem * (q + kv) + lin * m.context_width   # Q, K, V and the context
+        dense_act = "activation" in redo
+        mlp_tp = m.ffn * (mats * elem * (2 if m.clamped and not dense_act else 1)
+                          + (0 if dense_act else lin))
+    # Q, K, V and the context; with `mla_up_proj` recomputed, MLA's up-projections run again in
+    # the backward from the latents their weight gradients keep anyway, so Q, K and V are not
+    # kept (Megatron-Core 0.16.1, multi_latent_attention.py, recompute_up_proj)
+    qkv = 0.0 if m.mla and "mla_up_proj" in redo else elem * (q + kv)
+    attn_tp = qkv + lin * m.context_width
     scores = 0.0
     if job.attention == "unfused":
         if job.recompute != "selective":      # softmax output, its dropout mask and output
@@ -273,10 +296,14 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
         return hit
 
     par = job.parallel
-    w_b, g_b, o_b, master_b = state_bytes_per_param(job)
     chunks = chunk_layers(job)[i]
     params = stage_params(i)
-    weights = params * w_b
+    expert = sum(layer_expert_params(job, L) for first, count in chunks
+                 for L in range(first, first + count))
+    dense = params - expert
+    states = [dense * d + expert * e for d, e in
+              zip(state_bytes_per_param(job), state_bytes_per_param(job, experts=True))]
+    weights = states[0]
     if par.zero >= 3 and par.dp * par.cp > 1:
         layers = sum(count for _, count in chunks)
         full = job.bytes * params / max(1, layers)     # one layer, gathered
@@ -317,5 +344,5 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
         if par.zero >= 3 and par.dp * par.cp > 1:      # gathered a layer at a time
             linear = sorted(linear)[-2:]
         fp8_copies = COPIES * job.quant_bytes * sum(linear)   # the format's bytes, scales included
-    return MemoryEstimate(i, weights, params * g_b, params * o_b, acts, logits, RESERVED,
-                          params * master_b, fp8_copies, offloaded)
+    return MemoryEstimate(i, weights, states[1], states[2], acts, logits, RESERVED,
+                          states[3], fp8_copies, offloaded)

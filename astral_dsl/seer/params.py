@@ -3,6 +3,8 @@
 per-layer counts are plain functions of the job, which memory.py shares."""
 from __future__ import annotations
 
+from typing import Tuple
+
 from astral_dsl.seer import comm
 
 FP8_WEIGHT_CAST_BYTES = 4.0    # read the bf16 weight (2), write it in fp8 and its transpose (1 + 1)
@@ -27,6 +29,20 @@ def layer_linear_params(job, L: int) -> float:
     return attn + mlp
 
 
+def layer_expert_params(job, L: int) -> float:
+    """Parameters of layer L's routed experts held by one rank (0 in a layer without them).
+    Megatron-Core keeps them in buffers of their own, whose gradients are reduced and whose
+    optimizer states are sharded over the expert-data-parallel group, not the data-parallel one
+    (distributed/distributed_data_parallel.py: `expert_parallel_buffers` over
+    `intra_expt_dp_group`; optimizer/__init__.py: the experts' optimizer over the same group;
+    0.16.1); PyTorch FSDP2 with EP shards them over the same ranks (torchtitan's
+    `dp_shard_mod_ep` mesh)."""
+    m = job.model
+    if m.layer_kind(L) in ("M", "*") or not m.is_moe(L):
+        return 0.0
+    return m.experts * m.mats * m.hidden * m.moe_ffn / job.parallel.ep
+
+
 def layer_params(job, L: int) -> float:
     """Parameters of layer L held by one rank: its linear layers, the MoE router and the norms
     (4 h)."""
@@ -47,6 +63,38 @@ class ParamsMixin:
             hit = memo[key] = layer_params(self.job, L)
         return hit
 
+    def layer_split(self, L: int) -> Tuple[float, float]:
+        """(dense, routed-expert) parameters of layer L held by one rank."""
+        key = self.job.model.shape_key(L)
+        memo = self.__dict__.setdefault("_memo_split", {})
+        hit = memo.get(key)
+        if hit is None:
+            expert = layer_expert_params(self.job, L)
+            hit = memo[key] = (self.layer_params(L) - expert, expert)
+        return hit
+
+    def stage_split(self, stage: int) -> Tuple[float, float]:
+        """(dense, routed-expert) parameters of `stage` held by one rank (the embedding and the
+        head are dense)."""
+        expert = sum(c * self.layer_split(L)[1] for first, n in self.chunks[stage]
+                     for L, c in self.job.model.kinds(first, n))
+        return self.stage_params(stage) - expert, expert
+
+    @property
+    def synced(self) -> bool:
+        """Whether some weights are replicated across ranks: their gradients need reducing (the
+        dense ones over DP x CP, the experts' over the expert-data-parallel group)."""
+        return self.groups["dp"].n > 1 or (self.groups["edp"].n > 1 and self.job.model.experts > 0)
+
+    def weights_coll(self, kind: str, split: Tuple[float, float], per_param: float) -> float:
+        """A collective over weights (or their gradients) of `per_param` bytes each: the dense
+        ones over the DP x CP group, the routed experts' over the expert-data-parallel group
+        (layer_expert_params), one after the other on the DP stream."""
+        fn = {"rs": comm.reduce_scatter, "ag": comm.all_gather}[kind]
+        dense, expert = split
+        return (fn(self.net, self.groups["dp"], dense * per_param)
+                + fn(self.net, self.groups["edp"], expert * per_param))
+
     def stage_params(self, stage: int) -> float:
         memo = self.__dict__.setdefault("_memo_stage", {})
         hit = memo.get(stage)
@@ -65,28 +113,33 @@ class ParamsMixin:
             total += m.vocab * m.hidden / self.tp
         return total
 
-    def dp_reduce(self, params: float) -> float:
-        """Gradient reduction of `params` over the data-parallel (x CP) group."""
-        lay = self.groups["dp"]
-        nbytes = params * self.job.grad_bytes
+    def dp_reduce(self, split: Tuple[float, float]) -> float:
+        """Gradient reduction of (dense, routed-expert) parameters: reduce-scatter with ZeRO,
+        all-reduce without (weights_coll)."""
         if self.job.parallel.zero >= 1:
-            return comm.reduce_scatter(self.net, lay, nbytes)
-        return comm.all_reduce(self.net, lay, nbytes)
+            return self.weights_coll("rs", split, self.job.grad_bytes)
+        dense, expert = split
+        nbytes = self.job.grad_bytes
+        return (comm.all_reduce(self.net, self.groups["dp"], dense * nbytes)
+                + comm.all_reduce(self.net, self.groups["edp"], expert * nbytes))
 
-    def param_gather(self, params: float) -> float:
-        return comm.all_gather(self.net, self.groups["dp"], params * self.elem)
+    def param_gather(self, split: Tuple[float, float]) -> float:
+        return self.weights_coll("ag", split, self.elem)
 
     def optimizer_time(self, stage: int) -> float:
         """Mixed-precision Adam, multi-tensor fused: per parameter it reads the fp32 master,
         gradient, m and v and writes master, m, v and the low-precision copy (30 bytes), plus the
-        gradient-norm read and the gradient zeroing (8 bytes). With fp8, Transformer Engine casts
+        gradient-norm read and the gradient zeroing (8 bytes); with `optimizer_dtype = bf16` m and
+        v take 2 bytes each and the gradient is read in bf16 (28 bytes in all). With fp8,
+        Transformer Engine casts
         each linear weight to fp8 (and its transpose) once per iteration, in the first
         micro-batch's forward (Megatron-Core's TE modules pass `is_first_microbatch`); its cost
         is counted here, with the step that produced the weights."""
-        params = self.stage_params(stage)
+        dense, expert = self.stage_split(stage)
         if self.job.parallel.zero >= 1:
-            params /= self.groups["dp"].n
-        nbytes = 38.0 * params
+            dense /= self.groups["dp"].n
+            expert /= self.groups["edp"].n
+        nbytes = (28.0 if self.job.optimizer_dtype == "bf16" else 38.0) * (dense + expert)
         if self.job.fp8:     # the next iteration's weight casts (module docstring)
             nbytes += FP8_WEIGHT_CAST_BYTES * sum(
                 layer_linear_params(self.job, L) for first, n in self.chunks[stage]

@@ -396,15 +396,17 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
 
 
 def _buckets(items, size):
-    """(index of the last item, parameters) of each bucket of consecutive items."""
-    out, acc = [], 0.0
-    for k, params in enumerate(items):
-        acc += params
-        if acc >= size:
-            out.append((k, acc))
-            acc = 0.0
-    if acc > 0:
-        out.append((len(items) - 1, acc))
+    """(index of the last item, (dense, expert) parameters) of each bucket of consecutive
+    items, each item a (dense, expert) pair (ParamsMixin.layer_split)."""
+    out, dense, expert = [], 0.0, 0.0
+    for k, (d, e) in enumerate(items):
+        dense += d
+        expert += e
+        if dense + expert >= size:
+            out.append((k, (dense, expert)))
+            dense = expert = 0.0
+    if dense + expert > 0:
+        out.append((len(items) - 1, (dense, expert)))
     return out
 
 
@@ -416,18 +418,18 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     each chunk's first forward -> (first ready, last ready, one layer's forward time) and records
     the gather on the DP stream."""
     job, lay = low.job, low.groups["dp"]
-    if not (job.overlap_param_gather and job.parallel.zero in (1, 2) and lay.n > 1):
+    if not (job.overlap_param_gather and job.parallel.zero in (1, 2) and low.synced):
         return {}
     items, owner = [], []            # forward order: embedding, chunk 0 layers, chunk 1 ...
     own = 0.0
     for c, (first, n) in enumerate(low.chunks[i]):
         for L in range(first, first + n):
-            items.append(low.layer_params(L))
+            items.append(low.layer_split(L))
             owner.append(c)
-            own += items[-1]
+            own += sum(items[-1])
     extra = low.stage_params(i) - own       # embedding / head
     if extra > 0:
-        items.insert(0, extra)
+        items.insert(0, (extra, 0.0))
         owner.insert(0, 0)
     t, done = 0.0, [0.0] * len(items)
     prev = -1
@@ -459,22 +461,22 @@ def iteration_tail(low, runs: List[StageRun]) -> float:
     for i, run in enumerate(runs):
         last = run.last_backwards()
         dp_free = 0.0
-        if lay.n > 1 and low.job.parallel.zero < 3:
-            ready_list = []      # (time, params) per layer, when its gradient is final
+        if low.synced and low.job.parallel.zero < 3:
+            ready_list = []      # (time, (dense, expert)) per layer, when its gradient is final
             for c in range(v):
                 start, end = last[c]
                 ends = low.template(i, c, "B").layer_ends()
                 first = low.chunks[i][c][0]
                 for L, off in ends.items():
-                    ready_list.append((start + off, low.layer_params(first + L)))
+                    ready_list.append((start + off, low.layer_split(first + L)))
                 if c == 0:   # embedding / head weights: final with chunk 0's last backward
                     own = sum(low.layer_params(L) for first, n in low.chunks[i]
                               for L in range(first, first + n))
                     if low.stage_params(i) > own:
-                        ready_list.append((end, low.stage_params(i) - own))
+                        ready_list.append((end, (low.stage_params(i) - own, 0.0)))
             ready_list.sort()
             if not low.job.overlap_grad_reduce:
-                ready_list = [(run.backward_end, sum(x for _, x in ready_list))]
+                ready_list = [(run.backward_end, low.stage_split(i))]
             dp_free = run.gather[1]           # an overlapped parameter gather comes first
             buckets = [(ready_list[k][0], params) for k, params in
                        _buckets([x for _, x in ready_list], max(BUCKET_PARAMS, 1e6 * lay.n))]
@@ -491,8 +493,8 @@ def iteration_tail(low, runs: List[StageRun]) -> float:
         opt = low.optimizer_time(i)
         run.optimizer = (sync, sync + opt)
         end = sync + opt
-        if low.job.parallel.zero in (1, 2) and lay.n > 1 and not low.job.overlap_param_gather:
-            g = low.param_gather(low.stage_params(i))
+        if low.job.parallel.zero in (1, 2) and low.synced and not low.job.overlap_param_gather:
+            g = low.param_gather(low.stage_split(i))
             run.gather = (end, end + g)
             end += g
         run.finish = end

@@ -29,6 +29,12 @@ DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 DEFAULT_VOCAB = 32000        # Llama 2's SentencePiece vocabulary (Touvron et al. 2023)
 DEFAULT_SEQ = 2048           # GPT-3's context (Brown et al. 2020)
 DEFAULT_ORDER = DIMENSIONS        # Megatron-Core's default rank order, fastest first
+# what `recompute = modules` re-runs when it names no `recompute_modules` (the norms and the
+# activation functions, the experts' included: Megatron-Core's layernorm and moe_act, PyTorch's
+# operator-level checkpointing), and what a PyTorch framework's selective recomputation
+# (torchtitan's "selective op") re-runs
+DEFAULT_RECOMPUTE_MODULES = ("layernorm", "activation", "moe_act")
+OP_SAC_FRAMEWORKS = ("torchtitan", "automodel")
 
 
 @records.frozen
@@ -272,6 +278,7 @@ class JobSpec:
     gpus: Optional[int] = None                # declared
     attention: str = "flash"                  # flash | unfused (materialised s x s scores)
     grad_dtype: Optional[str] = None          # None: the framework's default for `dtype`
+    optimizer_dtype: str = "fp32"             # Adam's moments and the step's gradients (memory.py)
     overlap_grad_reduce: bool = False         # Megatron-LM default: reduce after the backward
     overlap_param_gather: bool = False        # ZeRO: gather the weights during the next forward
     tp_overlap: str = "backward"              # backward | none | full (docs/seer.md)
@@ -289,6 +296,8 @@ class JobSpec:
     torch_compile: bool = False               # a PyTorch framework's step compiled (fused)
     offload_layers: Optional[int] = 0         # layers whose activations go to host memory
     #                                           (memory.py); None: the rule's (recompute = auto)
+    recompute_modules: Optional[Tuple[str, ...]] = None   # recompute = modules: which (None:
+    #                                           DEFAULT_RECOMPUTE_MODULES; model/kinds.py)
     recompute_layers: Optional[int] = None    # recompute = full: the first N layers of each
     #                                           model chunk (Megatron-LM's block method); None:
     #                                           every layer (full_recompute)
@@ -316,6 +325,19 @@ class JobSpec:
     @property
     def quant_bytes(self) -> float:
         return QUANT_BYTES.get(self.dtype, float(self.bytes))
+
+    @property
+    def recomputed(self) -> frozenset:
+        """The modules operator-level recomputation re-runs in the backward (memory.py keeps
+        their outputs out, lower.py re-runs them): `recompute = modules` (its
+        `recompute_modules`, else DEFAULT_RECOMPUTE_MODULES) or a PyTorch framework's
+        `selective`; empty otherwise."""
+        if self.recompute == "modules":
+            return frozenset(DEFAULT_RECOMPUTE_MODULES if self.recompute_modules is None
+                             else self.recompute_modules)
+        if self.recompute == "selective" and self.framework in OP_SAC_FRAMEWORKS:
+            return frozenset(DEFAULT_RECOMPUTE_MODULES)
+        return frozenset()
 
     @property
     def gradient_dtype(self) -> str:

@@ -207,11 +207,15 @@ def timeline(fc, window=None, level: str = "op") -> Timeline:
             if _in_window(j, window):
                 fixed.append((Kind("fixed", "pp", f"send {'act' if ph == 'F' else 'grad'} mb{j}",
                                    "p2p", args=(("micro_batch", j), ("group", "pp"))), s, e))
-        for s, e, params in run.dp:
+        for s, e, (dense, expert) in run.dp:
+            params = dense + expert
+            experts = ((("expert_params", expert),
+                        ("expert_group", f"edp ({low.groups['edp'].n} ranks)")) if expert else ())
             fixed.append((Kind("fixed", "dp", "grad " + ("reduce-scatter" if fc.job.parallel.zero
                                                          else "all-reduce"), "comm",
                                args=(("params", params), ("bytes", params * fc.job.grad_bytes),
-                                     ("group", f"dp ({low.groups['dp'].n} ranks)"))), s, e))
+                                     ("group", f"dp ({low.groups['dp'].n} ranks)"))
+                               + experts), s, e))
         s, e = run.optimizer
         if e > s:
             fixed.append((Kind("fixed", "compute", "optimizer step", "optimizer"), s, e))

@@ -508,7 +508,18 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
                                 f"chunk recomputed whole", where("recompute_layers", ""),
                         "`recompute = full` with it (Megatron-LM's block method), or leave "
                         "`recompute_layers` out"))
-    elif spec.recompute_layers is not None and spec.framework == "automodel":
+    if spec.recompute_modules is not None and spec.recompute != "modules":
+        out.append(_err("E770", f"{name}: recompute_modules with recompute = {spec.recompute}: "
+                                f"it names what operator-level recomputation re-runs",
+                        where("recompute_modules", ""),
+                        "`recompute = modules` with it, or leave `recompute_modules` out"))
+    elif "mla_up_proj" in (spec.recompute_modules or ()) and not spec.model.mla:
+        out.append(_err("E770", f"{name}: recompute_modules names mla_up_proj, but model "
+                                f"`{spec.model.name}` has no multi-head latent attention "
+                                f"(no `kv_lora`)", where("recompute_modules", ""),
+                        "leave `mla_up_proj` out"))
+    if spec.recompute_layers is not None and spec.recompute == "full" and \
+            spec.framework == "automodel":
         out.append(_err("E770", f"{name}: recompute_layers = {spec.recompute_layers} with "
                                 f"framework = automodel: NeMo AutoModel checkpoints every layer "
                                 f"or none", where("recompute_layers", ""),

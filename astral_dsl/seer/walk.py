@@ -34,7 +34,7 @@ class _Stage:
     def __init__(self, codes, v: int, m: int):
         self.codes, self.v, self.m = codes, v, m
         self.gather = (0.0, 0.0)
-        self.dp: List[Tuple[float, float, float]] = []
+        self.dp: List[Tuple[float, float, Tuple[float, float]]] = []   # (start, end, (dense, expert))
         self.finish = self.backward_end = 0.0
         self.optimizer = (0.0, 0.0)
         self.last: Dict[int, Tuple[float, float]] = {}

@@ -34,12 +34,12 @@ class Tail:
 
     def __init__(self, low: Lowering):
         job, par = low.job, low.job.parallel
-        dp = low.groups["dp"].n
+        synced = low.synced
         p = par.pp
-        params = [low.stage_params(i) for i in range(p)]
-        reduce_after = dp > 1 and par.zero < 3 and not job.overlap_grad_reduce
+        params = [low.stage_split(i) for i in range(p)]
+        reduce_after = synced and par.zero < 3 and not job.overlap_grad_reduce
         self.reduce = np.array([low.dp_reduce(x) if reduce_after else 0.0 for x in params])
-        gather_after = par.zero in (1, 2) and dp > 1 and not job.overlap_param_gather
+        gather_after = par.zero in (1, 2) and synced and not job.overlap_param_gather
         self.step = [low.optimizer_time(i) + (low.param_gather(params[i]) if gather_after
                                               else 0.0) for i in range(p)]
 
