@@ -206,6 +206,26 @@ def test_cuda_graphs_from_26_06_for_transformer_moe_recipes_only():
     assert graphs == {"r023": True, "r068": False, "r026": False, "r073": False}
 
 
+def test_recipes_recompute_and_optimizer_where_the_row_matches_them():
+    """Megatron-Bridge rows that state no recomputation take the recompute modules of the
+    0.6.2 performance recipe of their model, GPU, precision and layout (GPT-OSS 120B on 64
+    GB200s in BF16: layernorm and moe_act; DeepSeek-V3 on GB200 in MXFP8: mla_up_proj), and
+    DeepSeek-V3 its recipe's bf16 optimizer states; another layout, a stated recomputation or a
+    release before the Megatron-Bridge recipes is left to the rule (runs/stacks.py)."""
+    rows = [_row("r040"), _row("r001"), _row("r040", id="mbs2", mbs="2"),
+            _row("r040", id="stated", recompute="full"),
+            _row("r001", id="old", source_version="NeMo 25.07 container")]
+    specs = {p.row.id: p.spec for p in prepare(parse_table(_csv(rows), "t.csv"))}
+    assert (specs["r040"].recompute, specs["r040"].recompute_modules) == (
+        "modules", ("layernorm", "moe_act"))
+    assert (specs["r001"].recompute, specs["r001"].recompute_modules) == (
+        "modules", ("mla_up_proj",))
+    assert specs["r001"].optimizer_dtype == "bf16" and specs["r040"].optimizer_dtype == "fp32"
+    assert specs["mbs2"].recompute_modules is None and specs["mbs2"].recompute != "modules"
+    assert specs["stated"].recompute == "full" and specs["stated"].recompute_modules is None
+    assert specs["old"].recompute_modules is None and specs["old"].optimizer_dtype == "fp32"
+
+
 # ---- `astral runs` -----------------------------------------------------------------------------------------
 ROW = {
     "type": "object",

@@ -177,3 +177,46 @@ def test_search_recomputes_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
         assert 0 < bound <= fc.iteration_time
         assert row_json(row)["recompute"] == "full" and row_json(row)["recompute_layers"] == n
     assert f"full {partial[0]['recompute_layers']}" in table(result, width=120)
+
+
+# ---- operator-level recomputation by module (`recompute_modules`) ---------------------------------
+# DeepSeek-V3's attention (multi-head latent attention: 128 heads of 128 + 64 rotary dims for
+# the queries and keys, 128 for the values; latents of 1,536 and 512) on one MoE layer
+DSV3 = ModelSpec("DSV3", 4, 7168, 128, 128, 18432, 129280, 4096, "swiglu", experts=256, top_k=8,
+                 shared_experts=1, moe_ffn=2048, kv_lora=512, q_lora=1536, rope_dim=64,
+                 v_head=128, head_size=128)
+
+
+def _mla(modules, recompute="modules"):
+    par = ParallelSpec(tp=1, dp=8, ep=8, zero=1)
+    return JobSpec("j", DSV3, par, 8, 1, 4096, recompute, recompute_modules=modules)
+
+
+def test_mla_up_proj_keeps_no_queries_keys_or_values():
+    """Q (128 x 192), K (128 x 192) and V (128 x 128) in bf16: 2 x 65,536 bytes a token fewer
+    (Megatron-Core's mla_up_proj checkpoint discards them; the latents stay)."""
+    kept = layer_activation_bytes(_mla(("layernorm",)), 1)
+    redo = layer_activation_bytes(_mla(("layernorm", "mla_up_proj")), 1)
+    assert kept - redo == pytest.approx(4096 * 2 * (128 * 192 + 128 * 192 + 128 * 128))
+
+
+def test_each_module_recomputes_its_operators_only():
+    """The backward re-runs what the modules name: the two norms for `layernorm`, the experts'
+    activation for `moe_act`, the query and key/value up-projections for `mla_up_proj`."""
+    costs = Costs(H100, "bf16")
+
+    def redone(modules):
+        low = Lowering(_mla(modules), costs, NET)
+        return {o.name for o in low.template(0, 0, "B").ops if o.name.startswith("recompute ")}
+
+    assert redone(("layernorm",)) == {"recompute input norm", "recompute post-attn norm"}
+    assert redone(("moe_act",)) == {"recompute expert activation"}
+    assert {"recompute q up", "recompute kv up"} <= redone(("mla_up_proj",))
+    assert not any("norm" in n or "activation" in n for n in redone(("mla_up_proj",)))
+    assert redone(None) == redone(("layernorm", "activation", "moe_act"))     # the default
+
+
+def test_selective_in_a_pytorch_framework_is_the_default_modules():
+    j = _mla(None, "selective").with_(framework="torchtitan")
+    assert j.recomputed == frozenset({"layernorm", "activation", "moe_act"})
+    assert _mla(None, "selective").recomputed == frozenset()       # Megatron-LM's: attention core

@@ -154,22 +154,40 @@ FLEX_FROM = (25, 9)
 BF16_MOMENTS_MODELS = ("deepseekv3", "moonlight", "olmoe")
 
 
-def deepseek_recompute(row, release) -> bool:
-    """Whether a Megatron-Bridge DeepSeek-V3 row (NeMo 25.09 on) that does not state its
-    recomputation ran with `recompute_modules = ["mla_up_proj"]` alone: Megatron-Bridge 0.6.2's
-    performance recipes (perf_recipes/deepseek/gb200/deepseek_v3.py: BF16 and MXFP8;
-    b200/deepseek_v3.py: BF16, FP8 current scaling and MXFP8). GB200's FP8 current-scaling recipe
-    recomputes `mlp` (the whole MoE layer) and H100's `mla_up_proj` with `mlp`: not expressed,
-    left to Seer's rule. An assumption: the tables do not publish it, and the recipes of earlier
-    releases may differ."""
-    g, p = _n(row.gpu), row.precision.lower()
-    if row.recompute.strip() or release is None or release < FLEX_FROM or \
-            not _n(row.model).startswith("deepseekv3"):
-        return False
-    if "b200" in g and "gb200" not in g:
-        return True
-    current = "fp8" in p and "mx" not in p and "alt" not in p
-    return "gb200" in g and not current
+# What Megatron-Bridge 0.6.2's performance recipes (perf_recipes/<model>/<gpu>/*.py) recompute,
+# per model (row label, as _n), GPU, precision families (precision_of) and the recipe's layout
+# (tp, pp, ep, micro-batch): a row of that layout that states no recomputation is taken to have
+# run with it (`recompute = modules` with these `recompute_modules`). Left to Seer's rule: other
+# layouts (the recipes of earlier releases, whose recomputation is not known), what the recipes
+# do not recompute (the rule finds the same when it fits), and what Seer does not express:
+# Megatron-Core's `mlp` and `moe` modules, a whole MLP or MoE layer (DeepSeek-V3 on H100 and in
+# FP8 current scaling on GB200).
+LAYERNORM_MOE_ACT, MLA_UP = ("layernorm", "moe_act"), ("mla_up_proj",)
+RECIPE_RECOMPUTE = (
+    ("deepseekv3", "gb200", ("bf16", "mxfp8"), (1, 4, 64, 1), MLA_UP),
+    ("deepseekv3", "b200", ("bf16", "fp8", "mxfp8"), (1, 8, 8, 1), MLA_UP),
+    ("deepseekv3", "b200", ("mxfp8",), (1, 16, 8, 1), MLA_UP),
+    ("gptoss120b", "gb200", ("bf16",), (1, 1, 64, 4), LAYERNORM_MOE_ACT),
+    ("gptoss120b", "b200", ("bf16", "mxfp8"), (1, 1, 8, 4), LAYERNORM_MOE_ACT),
+    ("gptoss120b", "h100", ("bf16", "fp8"), (1, 4, 8, 1), LAYERNORM_MOE_ACT),
+)
+
+
+def recipe_recompute(row, release) -> Optional[Tuple[str, ...]]:
+    """The `recompute_modules` of a Megatron-Bridge row (NeMo 25.09 on) that states no
+    recomputation and runs a layout of RECIPE_RECOMPUTE; None otherwise."""
+    if row.recompute.strip() or release is None or release < FLEX_FROM:
+        return None
+    g = _n(row.gpu)
+    gpu = "gb200" if "gb200" in g else "b200" if "b200" in g else "h100" if "h100" in g else ""
+    prec = precision_of(row.precision, row.gpu)[0]
+    layout = (row.count("tp", 1), row.count("pp", 1), row.count("ep", 1), row.count("mbs", 1))
+    label = _n(row.model)
+    for model, where, families, shape, modules in RECIPE_RECOMPUTE:
+        if label.startswith(model) and where == gpu and prec is not None and \
+                prec[0] in families and shape == layout:
+            return modules
+    return None
 
 
 def framework_of(row) -> str:
@@ -249,12 +267,13 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                     fields["optimizer_dtype"] = "bf16"
                     assumed.append("Adam's moments and main gradients in bf16 (the model's "
                                    "Megatron-Bridge recipe: precision-aware optimizer)")
-                if deepseek_recompute(row, release):
+                modules = recipe_recompute(row, release)
+                if modules:
                     fields["recompute"] = "modules"
-                    fields["recompute_modules"] = ("mla_up_proj",)
-                    assumed.append("MLA's up-projections recomputed (recompute_modules = "
-                                   "[mla_up_proj]: Megatron-Bridge 0.6.2's DeepSeek-V3 "
-                                   "performance recipe for the GPU)")
+                    fields["recompute_modules"] = modules
+                    assumed.append(f"recompute_modules = [{', '.join(modules)}] "
+                                   f"(Megatron-Bridge 0.6.2's performance recipe for the model "
+                                   f"and GPU)")
                 if release is not None and release >= MOE_GRAPHS_FROM and not hybrid:
                     fields["cuda_graphs"] = True
                     assumed.append("the step replayed from CUDA graphs with sync-free token "
