@@ -220,3 +220,13 @@ def test_selective_in_a_pytorch_framework_is_the_default_modules():
     j = _mla(None, "selective").with_(framework="torchtitan")
     assert j.recomputed == frozenset({"layernorm", "activation", "moe_act"})
     assert _mla(None, "selective").recomputed == frozenset()       # Megatron-LM's: attention core
+
+
+def test_hardware_flops_count_the_recomputed_up_projections():
+    """HFU adds, per token of each attention layer, 2 (1,536 x 128 x 192 + 512 x 128 x 256)
+    FLOPs for the recomputed query and key/value up-projections."""
+    from astral_dsl.seer.forecast import hardware_flops, model_flops
+    j = _mla(("mla_up_proj",))
+    per_token = 2 * (1536 * 128 * 192 + 512 * 128 * 256) * DSV3.layers
+    assert hardware_flops(j) - model_flops(j) == pytest.approx(8 * 4096 * per_token)
+    assert hardware_flops(_mla(("layernorm",))) == model_flops(_mla(("layernorm",)))

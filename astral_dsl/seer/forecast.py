@@ -105,15 +105,23 @@ def model_flops(job: JobSpec) -> float:
 
 
 def hardware_flops(job: JobSpec) -> float:
-    """Model FLOPs plus the recomputed forward FLOPs."""
+    """Model FLOPs plus the recomputed forward FLOPs (with `mla_up_proj` recomputed, MLA's
+    up-projections: 2 (q_lora q_width + kv_lora heads (head + value width)) a token)."""
     extra = 0.0
     whole = frozenset(full_recompute(job))
-    for L in range(job.model.layers):
+    m = job.model
+    up = 0.0
+    if m.mla and "mla_up_proj" in job.recomputed and job.recompute != "full":
+        up = 2.0 * ((m.q_lora * m.q_width if m.q_lora else 0.0)
+                    + m.kv_lora * m.heads * (m.head_dim + m.v_dim))
+    for L in range(m.layers):
         lin, attn = layer_flops_per_token(job, L)
         if L in whole:
             extra += lin + attn
         elif job.recompute == "selective" and job.attention == "unfused":
             extra += attn
+        elif up and m.layer_kind(L) in ("T", "*"):
+            extra += up
     return model_flops(job) + job.global_batch * job.seq * extra
 
 

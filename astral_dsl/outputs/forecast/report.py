@@ -27,6 +27,8 @@ def parallelism(fc) -> Dict[str, Any]:
             "micro_batch": job.micro, "global_batch": job.global_batch,
             "micro_batches": job.microbatches, "seq": job.seq, "recompute": job.recompute,
             "recompute_layers": job.recompute_layers if job.recompute == "full" else None,
+            "recompute_modules": sorted(job.recomputed) if job.recompute == "modules" else None,
+            "optimizer_dtype": job.optimizer_dtype,
             "offload_layers": job.offload_layers or 0,
             "dtype": job.dtype, "grad_dtype": job.gradient_dtype, "attention": job.attention,
             "tp_overlap": job.tp_overlap, "overlap_grad_reduce": job.overlap_grad_reduce,
@@ -116,10 +118,14 @@ def render(fc) -> str:
     n = j.recompute_layers
     whole = ("" if j.recompute != "full" or n is None else " (the first layer of each chunk)"
              if n == 1 else f" (the first {n} layers of each chunk)")
+    if j.recompute == "modules":
+        whole = f" ({', '.join(sorted(j.recomputed))})"
     lines.append(f"  runtime    recompute {j.recompute}{whole}"
                  + (f"  offload {j.offload_layers} layers" if j.offload_layers else "")
                  + f"  {j.dtype} (gradients "
-                 f"{j.gradient_dtype})  attention {j.attention}")
+                 f"{j.gradient_dtype}"
+                 + (", Adam's moments bf16" if j.optimizer_dtype == "bf16" else "")
+                 + f")  attention {j.attention}")
     lines.append(f"  overlap    TP reductions: {j.tp_overlap}  DP: "
                  + (", ".join(overlaps) if overlaps else "none")
                  + ("  PP: sends" if j.pp_overlap and p.v > 1 else ""))
