@@ -62,9 +62,9 @@ def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
     """The layout of each communication group of a rank in the job's rank order. The gradient
     group ("dp") is DP x CP (CP ranks hold the same weights); "pp" is a pair of neighbouring
     stages; "ep" and "edp" (the expert-data-parallel group, over which the routed experts'
-    gradients are reduced: params.layer_expert_params) come from the expert numbering. A group whose neighbours sit at different
-    GPU indices of their hosts crosses rails (p2p and all-to-all; NCCL's rings and trees are
-    built rail by rail)."""
+    gradients are reduced: params.layer_expert_params) come from the expert numbering. A group
+    whose neighbours sit at different GPU indices of their hosts crosses rails (p2p and
+    all-to-all; NCCL's rings and trees are built rail by rail)."""
     par, g = job.parallel, max(1, net.gpus_per_host)
     dense, expert = RankOrder(par), RankOrder(par, experts=True)
 

@@ -34,7 +34,8 @@ class _Stage:
     def __init__(self, codes, v: int, m: int):
         self.codes, self.v, self.m = codes, v, m
         self.gather = (0.0, 0.0)
-        self.dp: List[Tuple[float, float, Tuple[float, float]]] = []   # (start, end, (dense, expert))
+        # (start, end, (dense, expert) parameters) of each gradient-reduction bucket
+        self.dp: List[Tuple[float, float, Tuple[float, float]]] = []
         self.finish = self.backward_end = 0.0
         self.optimizer = (0.0, 0.0)
         self.last: Dict[int, Tuple[float, float]] = {}
