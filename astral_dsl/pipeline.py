@@ -58,7 +58,7 @@ import attrs
 
 from astral_dsl import gcpause, records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean, sort_diagnostics
-from astral_dsl.model.allows import Accepted, Baseline, accept, once
+from astral_dsl.model.allows import Accepted, accept, once
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.names import names_anything
 from astral_dsl.semantics import entry as passes
@@ -71,6 +71,7 @@ from astral_dsl.semantics.paths import canonical_paths, multiplicities
 if TYPE_CHECKING:
     from astral_dsl.analyses.engineering import Engineering, ScenarioOutcome
     from astral_dsl.analyses.summary import Totals
+    from astral_dsl.model.baseline import Baseline
     from astral_dsl.workspace import Workspace
 
 
