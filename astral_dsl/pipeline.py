@@ -43,7 +43,7 @@ Check (`check`, what `astral check` runs on a Design):
                 and the twin (E680, W680)
 20. devices     analyses/inventory.py and fleet.py: the devices the design names (its `name`
                 patterns) and its `inventory` files bind, their names then beside their paths
-                in every diagnostic (W231, E230, E232-E235)
+                in every diagnostic (analyses/devices.py; W231, E230, E232-E235)
 21. accepted    model/allows.py `accept`: the warnings the design's `allow`s and the baseline
                 accept, kept apart; an `allow` that accepts nothing (W220)
 
@@ -58,7 +58,7 @@ import attrs
 
 from astral_dsl import gcpause, records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean, sort_diagnostics
-from astral_dsl.model.allows import Accepted, Baseline, accept, once
+from astral_dsl.model.allows import Accepted, accept, once
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.names import names_anything
 from astral_dsl.semantics import entry as passes
@@ -71,6 +71,7 @@ from astral_dsl.semantics.paths import canonical_paths, multiplicities
 if TYPE_CHECKING:
     from astral_dsl.analyses.engineering import Engineering, ScenarioOutcome
     from astral_dsl.analyses.summary import Totals
+    from astral_dsl.model.baseline import Baseline
     from astral_dsl.workspace import Workspace
 
 
@@ -138,7 +139,7 @@ class Checked:
     sizing: Optional[object] = None
     accepted: Tuple[Accepted, ...] = ()          # warnings an `allow` or the baseline accepts
     baseline: Optional[Baseline] = None
-    devices: Optional[object] = None             # analyses.fleet.Devices: the named parts
+    devices: Optional[object] = None             # analyses.devices.Devices: the named parts
 
     @property
     def valid(self) -> bool:
@@ -182,7 +183,7 @@ def check(workspace: "Workspace", design: Optional[Design] = None,
     from the design itself); `all_scenarios` runs every one. A design with unknowns is
     sized first, then checked as sized. The warnings its `allow`s and `baseline` accept are
     kept apart (step 20)."""
-    from astral_dsl.analyses.fleet import annotated
+    from astral_dsl.analyses.devices import annotated
 
     checked = _check(workspace, design, scenarios, all_scenarios, required)
     complete = checked.engineering is not None or not (
@@ -200,15 +201,15 @@ def check(workspace: "Workspace", design: Optional[Design] = None,
 
 def devices(workspace: "Workspace", design: Design):
     """Step 20: the parts the design names (a `name` pattern on a host, a rack, a tier...) and
-    the rows of its `inventory` files bound to them (analyses.fleet.Devices), with the
+    the rows of its `inventory` files bound to them (analyses.devices.Devices), with the
     diagnostics of the binding. Nothing is walked for a design that names nothing."""
-    from astral_dsl.analyses import fleet
+    from astral_dsl.analyses.devices import Devices
 
     inventories = [i for i in design.instances if i.kind == "inventory"]
     if not inventories and not names_anything(design):
-        return fleet.Devices(), ()
+        return Devices(), ()
     # imported here, for start-up: a design that names nothing binds no name
-    from astral_dsl.analyses import inventory
+    from astral_dsl.analyses import fleet, inventory
 
     found = inventory.named_parts(design)
     diags: List[Diagnostic] = list(found.diagnostics)
@@ -231,7 +232,7 @@ def devices(workspace: "Workspace", design: Design):
                              where)
         diags.extend(binding.diagnostics)
         by_path.update((d.path, d) for d in binding.devices)
-    return fleet.Devices(by_path), tuple(diags)
+    return Devices(by_path), tuple(diags)
 
 
 def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scenarios,

@@ -55,14 +55,6 @@ class Plan:
     free_cooling_h: Optional[float] = None    # declared hours (no climate)
 
 
-@records.frozen
-class Hour:
-    """One hour of a circuit at a heat load."""
-    share: float          # of the heat on the chillers
-    chillers_w: float
-    fans_w: float         # the heat rejection's
-
-
 @records.frozen(slots=False)
 class Profile:
     """A circuit's heat rejection per watt of heat, hour by hour: in hour h its chillers draw
@@ -92,38 +84,16 @@ class Year:
     mechanical_h: float
 
 
-def leaving(plan: Plan, ambient_c: float) -> float:
-    """The water leaving the heat rejection in an hour of `ambient_c` (dry or wet bulb)."""
-    return ambient_c + plan.approach_k
-
-
-def hour(plan: Plan, ambient_c: Optional[float], heat_w: float) -> Hour:
-    """The chillers and fans of one hour; `ambient_c` None: a mechanical hour of a circuit
-    without a climate."""
-    if ambient_c is None:
-        share, condenser = 1.0, None
-    else:
-        condenser = leaving(plan, ambient_c)
-        ret = plan.return_c if plan.return_c is not None else plan.supply_c + 1e-9
-        economiser = plan.economiser if plan.return_c is not None or \
-            plan.economiser == "none" else "switchover"
-        share = formulas.chiller_share(condenser, plan.supply_c, ret, economiser)
-    chillers = 0.0
-    if share > 0 and plan.chiller is not None:
-        chillers = share * heat_w / plan.chiller.at(plan.supply_c, condenser)
-    return Hour(share, chillers, plan.fan_ratio * (heat_w + chillers))
-
-
 _PROFILES: Dict[Tuple[int, Plan], Tuple[object, Profile]] = {}
 
 
 def profile(plan: Plan, ambient: Optional[Sequence[float]], key: str = "") -> Profile:
     """The circuit's heat rejection per watt over the hours of `ambient` (a typical year, or a
     sample of one), or over its declared free-cooling hours without a climate: the arithmetic of
-    `hour` (and of formulas.chiller_share and chiller_cop, which tests hold it to) without their
-    checks, 8,760 hours at a time, kept per (hours, plan) for this process (a scenario's second
-    analysis) and, when `key` names the hours (a climate file's digest and column), in the
-    per-user cache as the bytes of its doubles: the very numbers computed without it."""
+    formulas.chiller_share and chiller_cop (tests hold it to them) without their checks, 8,760
+    hours at a time, kept per (hours, plan) for this process (a scenario's second analysis) and,
+    when `key` names the hours (a climate file's digest and column), in the per-user cache as
+    the bytes of its doubles: the very numbers computed without it."""
     if ambient is None:
         free = min(plan.free_cooling_h or 0.0, HOURS_PER_YEAR)
         mech = HOURS_PER_YEAR - free

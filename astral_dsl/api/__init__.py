@@ -19,7 +19,7 @@ from astral_dsl.api.commands import Target, diagnosis, diff, report, score_runs,
     workspace_of
 from astral_dsl.api.results import Chosen, DiffResult, ForecastResult, RunsResult, Sized
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
-from astral_dsl.model.allows import Baseline
+from astral_dsl.model.baseline import Baseline
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.pipeline import Checked, front_end_errors
 from astral_dsl.pipeline import check as _check

@@ -156,7 +156,7 @@ def read_baseline(path: str):
 
     import attrs
 
-    from astral_dsl.model.allows import Baseline, absolute
+    from astral_dsl.model.baseline import Baseline, absolute
     from astral_dsl.outputs.jsonout import baseline_entries_of
 
     try:
@@ -178,7 +178,8 @@ def write_baseline(path: str, results):
 
     import attrs
 
-    from astral_dsl.model.allows import Baseline, absolute, accept, baseline_entries
+    from astral_dsl.model.allows import accept
+    from astral_dsl.model.baseline import Baseline, absolute, baseline_entries
     from astral_dsl.outputs.jsonout import baseline_json, dumps
 
     entries = tuple(attrs.evolve(e, file=absolute(e.file)) if e.file else e

@@ -69,7 +69,7 @@ def run(args, overrides) -> int:
         design = ws.sized                         # the values sizing chose for its `?`s
         diags = list(design.diagnostics)
         if design.valid:
-            from astral_dsl.analyses.fleet import annotated
+            from astral_dsl.analyses.devices import annotated
             from astral_dsl.pipeline import devices
 
             progress.step("naming the devices")

@@ -8,13 +8,17 @@ template's body, the template's declaration; in a nested declaration's or a valu
 instance's. A warning is accepted when an `allow` of its code covers the place it points at, or
 when the baseline lists its code, file and message (its line may move). Accepted warnings are
 kept apart, with the reason, never dropped; an `allow` or a baseline entry that accepts nothing
-is stale, and says so (W220). Errors are never accepted."""
+is stale, and says so (W220). Errors are never accepted. The baseline file itself is
+model/baseline.py."""
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
+
+if TYPE_CHECKING:
+    from astral_dsl.model.baseline import Baseline
 
 
 @records.frozen
@@ -36,36 +40,6 @@ class Allow:
             return d.span.file in self.files
         c = self.covers
         return d.span.file == c.file and c.start <= d.span.start and d.span.end <= c.end
-
-
-@records.frozen
-class BaselineEntry:
-    """One warning of a baseline file: its code, file and message (not its line)."""
-    code: str
-    file: str
-    message: str
-
-    @classmethod
-    def of(cls, d: Diagnostic) -> "BaselineEntry":
-        return cls(d.code, d.filename or "", d.message)
-
-
-@records.frozen
-class Baseline:
-    """A baseline file as read: its entries' files are absolute (a diagnostic names its file
-    as it was given, relative to the working directory), so it holds wherever it is run."""
-    path: str                          # the file, as given
-    entries: Tuple[BaselineEntry, ...]
-
-    def key(self, d: Diagnostic) -> BaselineEntry:
-        return BaselineEntry(d.code, absolute(d.filename), d.message)
-
-
-def absolute(file: Optional[str]) -> str:
-    """A file name as an absolute, normalised path ("" for none)."""
-    import os
-
-    return os.path.normpath(os.path.abspath(file)) if file else ""
 
 
 @records.frozen
@@ -157,10 +131,3 @@ def once(diagnostics: Iterable[Diagnostic]) -> Tuple[Diagnostic, ...]:
             seen.add(key)
         out.append(d)
     return tuple(out)
-
-
-def baseline_entries(diagnostics: Iterable[Diagnostic]) -> Tuple[BaselineEntry, ...]:
-    """The warnings a baseline file would accept, sorted, each once."""
-    return tuple(sorted({BaselineEntry.of(d) for d in diagnostics
-                         if d.severity is Severity.WARNING and d.code != "W220"},
-                        key=lambda e: (e.file, e.code, e.message)))

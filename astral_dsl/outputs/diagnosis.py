@@ -55,12 +55,13 @@ def verdict_json(verdict: str) -> Dict[str, Any]:
 
 
 def _named(path: str, devices) -> Dict[str, Any]:
-    """A suspect's device (analyses.fleet.Devices): its name beside the path, serial, asset tag."""
-    from astral_dsl.analyses.fleet import _longest
+    """A suspect's device (analyses.devices.Devices): its name beside the path, serial, asset
+    tag."""
+    from astral_dsl.analyses.devices import longest
 
     if not devices:
         return {}
-    at = _longest(path, devices.by_path)
+    at = longest(path, devices.by_path)
     if at is None:
         return {}
     d = devices.by_path[at]

@@ -90,7 +90,7 @@ def baseline_json(entries) -> Dict[str, Any]:
 
 def baseline_entries_of(doc, path: str):
     """The entries of a baseline document; ValueError saying what is wrong with it."""
-    from astral_dsl.model.allows import BaselineEntry
+    from astral_dsl.model.baseline import BaselineEntry
 
     if not isinstance(doc, dict) or doc.get("astral_baseline") != BASELINE_FORMAT or \
             not isinstance(doc.get("accepted"), list):

@@ -57,7 +57,7 @@ def slug(text: str) -> str:
 
 
 def write(design, directory: str, devices=None) -> Written:
-    """Write the files below `directory` (created); `devices`: analyses.fleet.Devices."""
+    """Write the files below `directory` (created); `devices`: analyses.devices.Devices."""
     os.makedirs(directory, exist_ok=True)
     found = list(parts(design))
     owners = owner_replicas(design, found)

@@ -12,10 +12,17 @@ from astral_dsl.model.kinds import KINDS
 from astral_dsl.syntax import ast
 
 
-@records.define(eq=False)
+# The symbols are plain classes with `__slots__`, not attrs records: every start builds the
+# classes of the modules it imports, and attrs compiles a generated `__init__` for each (these
+# four: 3 million instructions of a warm check); a symbol is two fields set once, compared and
+# hashed by identity, as the records were (`eq=False`).
 class Template:
-    decl: ast.Decl
-    module: "ModuleScope"
+    """A declaration at the top of a module."""
+    __slots__ = ("decl", "module")
+
+    def __init__(self, decl: ast.Decl, module: "ModuleScope"):
+        self.decl = decl
+        self.module = module
 
     @property
     def name(self) -> str:
@@ -26,22 +33,29 @@ class Template:
         return self.decl.kind.name
 
 
-@records.define(eq=False)
 class ParamSymbol:
-    node: ast.Param
-    module: "ModuleScope"
+    __slots__ = ("node", "module")
+
+    def __init__(self, node: ast.Param, module: "ModuleScope"):
+        self.node = node
+        self.module = module
 
 
-@records.define(eq=False)
 class LetSymbol:
-    node: ast.Let
-    module: "ModuleScope"
+    __slots__ = ("node", "module")
+
+    def __init__(self, node: ast.Let, module: "ModuleScope"):
+        self.node = node
+        self.module = module
 
 
-@records.define(eq=False)
 class Namespace:
-    scope: "ModuleScope"
-    name: str
+    """An imported module's name (`import stdlib.power as p`)."""
+    __slots__ = ("scope", "name")
+
+    def __init__(self, scope: "ModuleScope", name: str):
+        self.scope = scope
+        self.name = name
 
     @property
     def display(self) -> str:

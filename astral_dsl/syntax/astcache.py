@@ -24,7 +24,7 @@ from typing import Any
 
 from astral_dsl import resources, usercache
 from astral_dsl.diagnostics import span_at
-from astral_dsl.syntax import ast
+from astral_dsl.syntax import ast, lazy
 from astral_dsl.syntax.source import Source
 
 _CLASSES = {name: cls for name, cls in vars(ast).items()
@@ -38,7 +38,7 @@ def _version() -> str:
     entries (read as text: a tree from the cache needs neither Lark nor the builders imported)."""
     here = Path(__file__).parent
     parts = [resources.grammar_text(), lark_version()]
-    for name in ("ast.py", "build.py", "reduce.py", "astcache.py"):
+    for name in ("ast.py", "build.py", "reduce.py", "astcache.py", "lazy.py"):
         parts.append((here / name).read_text(encoding="utf-8"))
     return usercache.key_digest(*parts)
 
@@ -67,7 +67,8 @@ def lark_version() -> str:
 # The stdlib's trees ship with the package (made by `python -m astral_dsl.syntax.astcache`): a
 # first run, with an empty user cache, reads them instead of parsing the stdlib modules it
 # imports. A line per module: its key (as the user cache's: the module's text, the grammar,
-# Lark's version and the AST's sources) and its tree; a key that is not there is parsed.
+# Lark's version and the AST's sources) and its tree, whose top-level declarations are read on
+# first use (syntax/lazy.py: a design uses few of them); a key that is not there is parsed.
 SHIPPED = Path(__file__).with_name("stdlib_trees.txt")
 
 
@@ -83,17 +84,18 @@ def shipped(source: Source):
     key = usercache.key_digest(_version(), source.text)
     tree = _SHIPPED.get((key, source.name))
     if tree is None:
-        tree = _SHIPPED[key, source.name] = _read_shipped(key, source.name)
+        tree = _SHIPPED[key, source.name] = _read_shipped(key, source)
     return tree
 
 
-def _read_shipped(key: str, file: str):
+def _read_shipped(key: str, source: Source):
     try:
         with open(SHIPPED, encoding="utf-8") as fh:
             for line in fh:
                 head, _, rest = line.partition(" ")
                 if head == key:
-                    tree = json.loads(rest, object_hook=_hook(file))
+                    doc, _, bodies = rest.partition("\t")
+                    tree = json.loads(doc, object_hook=_hook(source.name, (bodies, source)))
                     return tree if isinstance(tree, ast.Module) else None
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
@@ -108,7 +110,7 @@ def write_shipped() -> int:
     for path in sorted(resources.stdlib_dir().glob("*.astral")):
         source = Source(path.name, path.read_text(encoding="utf-8"))
         key = usercache.key_digest(_version(), source.text)
-        lines.append(key + " " + json.dumps(_encode(parse(source)), separators=(",", ":")))
+        lines.append(key + " " + lazy.encode_shipped(parse(source), _encode))
     SHIPPED.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return len(lines) - 1
 
@@ -192,6 +194,8 @@ class _Encoders(dict):
         if not self and kind in _FIELDS:
             self.update(_generated_encoders(self))
             return self[kind]
+        if kind is lazy.LazyDecl:                   # a shipped tree's: written as it reads
+            return lambda n: self[ast.Decl](lazy.materialise(n))
         raise TypeError(f"cannot cache a {kind.__name__} in a syntax tree")
 
 
@@ -233,13 +237,17 @@ _DECODE = {cls.__name__: (cls, len(fields),
            for cls, fields in _FIELDS.items()}
 
 
-def _hook(file: str):
+def _hook(file: str, shipped=None):
     """json.loads' object hook that builds the tree of an entry, bottom up, its spans in `file`
-    (a malformed entry raises, and usercache.read gives None)."""
+    (a malformed entry raises, and usercache.read gives None). `shipped`: (the declarations'
+    text, the source) of a shipped tree's line, whose top-level declarations are read lazily
+    (syntax/lazy.py); any other entry holds none."""
     def hook(d: dict):
         name, f = d.popitem()          # KeyError when empty: not a tree either
         if d:
             raise ValueError("not a cached syntax tree")
+        if name == lazy.LAZY and shipped is not None:
+            return lazy.lazy_decl(f, file, shipped, hook)
         cls, count, spans, tuples, optional = _DECODE[name]
         if type(f) is not list or len(f) != count:
             raise ValueError("not a cached syntax tree")

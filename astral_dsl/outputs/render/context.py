@@ -96,7 +96,7 @@ class Highlight:
 
 class Context:
     highlight: Optional[Highlight] = None
-    devices = None                    # analyses.fleet.Devices: the names of the devices
+    devices = None                    # analyses.devices.Devices: the names of the devices
 
     def device_name(self, path: str) -> Optional[str]:
         """The real (or pattern) name of the device at replica `path`, if it has one."""

@@ -1,0 +1,48 @@
+"""A baseline file of accepted warnings (`astral check --baseline accepted.json`, written by
+`--write-baseline`): the warnings it lists by code, file and message (not line), which
+model/allows.py `accept` keeps apart as it does those an `allow` covers.
+
+Apart from allows.py, so that a check without `--baseline` does not build these records (for
+start-up)."""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Optional, Tuple
+
+from astral_dsl import records
+from astral_dsl.diagnostics import Diagnostic, Severity
+
+
+@records.frozen
+class BaselineEntry:
+    """One warning of a baseline file: its code, file and message (not its line)."""
+    code: str
+    file: str
+    message: str
+
+    @classmethod
+    def of(cls, d: Diagnostic) -> "BaselineEntry":
+        return cls(d.code, d.filename or "", d.message)
+
+
+@records.frozen
+class Baseline:
+    """A baseline file as read: its entries' files are absolute (a diagnostic names its file
+    as it was given, relative to the working directory), so it holds wherever it is run."""
+    path: str                          # the file, as given
+    entries: Tuple[BaselineEntry, ...]
+
+    def key(self, d: Diagnostic) -> BaselineEntry:
+        return BaselineEntry(d.code, absolute(d.filename), d.message)
+
+
+def absolute(file: Optional[str]) -> str:
+    """A file name as an absolute, normalised path ("" for none)."""
+    return os.path.normpath(os.path.abspath(file)) if file else ""
+
+
+def baseline_entries(diagnostics: Iterable[Diagnostic]) -> Tuple[BaselineEntry, ...]:
+    """The warnings a baseline file would accept, sorted, each once."""
+    return tuple(sorted({BaselineEntry.of(d) for d in diagnostics
+                         if d.severity is Severity.WARNING and d.code != "W220"},
+                        key=lambda e: (e.file, e.code, e.message)))
