@@ -39,24 +39,29 @@ if Path(astral_dsl.__file__).resolve().parent != REPO / "astral_dsl":   # pragma
 def pytest_collection_finish():
     """The cyclic garbage collector of the test process: what collection loaded (the modules, their
     functions and classes, the parametrized cases: none of it garbage) is moved out of its reach
-    (gc.freeze), a young pass runs every 100,000 allocations instead of 700, a middle one every
-    20 young ones, and a full one only after 100 middle ones (in practice only where a test or
-    pytest calls gc.collect(), and at the end: pytest_sessionfinish below). Its passes kept
-    rewalking the suite's long-lived objects: about 15% of the CPU of the in-process tests (7.3
-    -> 2.6 s of GC in test_seer, test_trace_reader, test_docs, test_bad and test_seer_jobs, at a
-    pass every 10,000). The freeze does not last: every command the tests run in this process
-    (tests/clirun.py) that compiles through cli/common.py's gcpause.frozen ends with
-    gc.unfreeze(), which puts all that is frozen back into the oldest generation, so that each
-    automatic full pass walked the whole heap the suite had built (1.4 million objects, 0.8-1.8 s
-    a pass: 6.3 s of the 12.7 s of GC a run; middle passes 2.1 s). With these thresholds the
-    collector takes 5.7 s of a run; the cyclic garbage that full passes would have freed
-    meanwhile waits for the end (peak RSS 1.2 -> 1.5 GB). The package's own pauses
-    (astral_dsl/gcpause.py) and the processes tests start are unchanged."""
+    (gc.freeze), a young pass runs every 1,000,000 allocations (net of the tracked objects
+    freed meanwhile) instead of 700, a middle one every 2 young ones, and a full one only after
+    100 middle ones (in practice only where a test or pytest calls gc.collect(), and at the
+    end: pytest_sessionfinish below). Its passes kept rewalking the suite's long-lived objects:
+    about 15% of the CPU of the in-process tests at a pass every 10,000. The freeze does not
+    last: every command the tests run in this process (tests/clirun.py) that compiles through
+    cli/common.py's gcpause.frozen ends with gc.unfreeze(), which puts all that is frozen back
+    into the oldest generation, so that each automatic full pass walked the whole heap the
+    suite had built (1.4 million objects, 0.8-1.8 s a pass). A young pass every 100,000 (middle
+    every 20 of them: the same 2 million allocations as now) still landed inside most tests
+    that build a large structure (a design, Seer's templates, a trace, a NetBox export) and
+    walked it, and a middle pass walked it again, though the test drops it at its end: 5.8 s of
+    young passes in a run of the suite (measured with gc.callbacks). At a million most of those
+    structures are freed before a pass sees them: in test_seer_speed, test_fmt, test_fuzz,
+    explore/test_margins, test_report and test_render together, young passes 2.4-2.8 -> 0.35 s
+    and the CPU 39.6 and 43.1 -> 35.4 and 35.2 s, peak RSS 0.45-0.51 -> 0.54 GB (2026-12-04).
+    The package's own pauses (astral_dsl/gcpause.py) and the processes tests start are
+    unchanged."""
     import gc
 
     gc.collect()
     gc.freeze()
-    gc.set_threshold(100_000, 20, 100)
+    gc.set_threshold(1_000_000, 2, 100)
 
 
 @pytest.hookimpl(trylast=True)

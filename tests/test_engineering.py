@@ -43,6 +43,15 @@ CFM_PER_M3H = 1 / (0.3048 ** 3 * 60)   # 0.588578 (often rounded to 0.5886)
 SQRT3 = math.sqrt(3)
 
 
+def _cli_here(args) -> subprocess.CompletedProcess:
+    """`astral ARGS` in this process (tests/clirun.py): the command's code path without the
+    ~0.25 s of CPU a new interpreter takes; the determinism tests below run processes (a hash
+    seed each)."""
+    from clirun import astral
+
+    return astral(*args, text=False)
+
+
 def _cli(args, hashseed: str = "0") -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
@@ -609,7 +618,7 @@ SIZE_KEYS = {"gpus", "hosts", "racks", "it_power_kw", "facility_power_kw", "pue"
 
 @pytest.fixture(scope="module")
 def size_json():
-    proc = _cli(["size", "examples/astral.astral", "--format", "json"])
+    proc = _cli_here(["size", "examples/astral.astral", "--format", "json"])
     assert proc.returncode == 0, proc.stderr.decode()
     assert b"Traceback" not in proc.stderr
     doc = json.loads(proc.stdout)
@@ -719,7 +728,7 @@ def test_every_example_holds_under_all_scenarios(name):
 @pytest.mark.parametrize("name", ALL_EXAMPLES)
 def test_cli_check_all_scenarios(name):
     design = astral_dsl.load(EXAMPLES / name)
-    proc = _cli(["check", f"examples/{name}", "--all-scenarios", "--color", "never"])
+    proc = _cli_here(["check", f"examples/{name}", "--all-scenarios", "--color", "never"])
     out = proc.stdout.decode()
     assert b"Traceback" not in proc.stderr + proc.stdout
     assert proc.returncode == 0, out
@@ -824,7 +833,8 @@ def test_required_scenarios_run_without_being_asked(astral_ws):
 
 
 def test_size_under_a_scenario():
-    proc = _cli(["size", "examples/astral.astral", "--scenario", "hvdc_lost", "--format", "json"])
+    proc = _cli_here(["size", "examples/astral.astral", "--scenario", "hvdc_lost",
+                      "--format", "json"])
     assert proc.returncode == 0, proc.stderr.decode()
     doc = json.loads(proc.stdout)
     assert doc["scenario"]["name"] == "hvdc_lost"

@@ -25,6 +25,15 @@ REPO = Path(__file__).resolve().parents[1]
 BAD = REPO / "tests" / "bad"
 
 
+def _here(*args):
+    """`astral ARGS` in this process (tests/clirun.py): the command's code path without the
+    ~0.25 s of CPU a new interpreter takes (`_astral` below is a process: for what runs past a
+    limit, with a timeout)."""
+    from clirun import astral
+
+    return astral(*args)
+
+
 def _astral(*args, cwd=REPO, timeout=120):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("NO_COLOR", None)
@@ -161,11 +170,11 @@ def test_an_override_named_by_a_non_string_is_a_diagnostic():
 
 
 def test_an_overflowing_power_prints_no_inf_and_json_works():
-    proc = _astral("check", "--format", "json", "tests/bad/domain_power_literal_overflow.astral")
+    proc = _here("check", "--format", "json", "tests/bad/domain_power_literal_overflow.astral")
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
     assert [d["code"] for d in doc["diagnostics"]] == ["E309"]
-    human = _astral("check", "--color", "never", "tests/bad/domain_power_literal_overflow.astral")
+    human = _here("check", "--color", "never", "tests/bad/domain_power_literal_overflow.astral")
     assert "inf" not in human.stdout
 
 
@@ -193,7 +202,7 @@ def test_user_text_reaches_the_picture_literally(tmp_path, view):
     src = tmp_path / "text.astral"
     src.write_text(TEXT_DESIGN)
     out = tmp_path / f"{view}.svg"
-    proc = _astral("render", str(src), "-o", str(out), "--view", view, "--color", "never")
+    proc = _here("render", str(src), "-o", str(out), "--view", view, "--color", "never")
     assert proc.returncode == 1, proc.stderr        # drawn, with the failed checks in red
     svg = out.read_text(encoding="utf-8")
     xml.dom.minidom.parseString(svg)                 # well-formed
@@ -207,7 +216,7 @@ def test_user_text_reaches_the_picture_literally(tmp_path, view):
 @needs_dot
 def test_a_host_with_nics_and_no_gpus_renders(tmp_path):
     out = tmp_path / "rack.svg"
-    proc = _astral("render", "tests/bad/jobs/no_gpus.astral", "-o", str(out), "--view", "rack")
+    proc = _here("render", "tests/bad/jobs/no_gpus.astral", "-o", str(out), "--view", "rack")
     assert proc.returncode == 1, proc.stderr          # E758 drawn; `dot` succeeded
     assert "E701" not in proc.stderr and out.stat().st_size > 0
 

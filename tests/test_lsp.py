@@ -108,6 +108,13 @@ class Session:
             text=path.read_text(encoding="utf-8") if text is None else text)))
         return uri
 
+    def close_all(self) -> None:
+        """didClose for every document this client opened."""
+        for uri in list(self.versions):
+            self.client.text_document_did_close(lsp.DidCloseTextDocumentParams(
+                lsp.TextDocumentIdentifier(uri=uri)))
+        self.versions.clear()
+
     def change(self, uri: str, text: str) -> None:
         self.versions[uri] += 1
         self.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
@@ -148,12 +155,41 @@ def run(coro):
     return asyncio.run(coro)
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One language server (and client) for the tests below that need no fresh one: an editor's
+    session, where each test's project is a folder of its own (the server finds a document's
+    project from its astral.toml, not from the root it was started in) and closes what it
+    opened at its end. Each server takes ~0.8 s of CPU to start (importing lsprotocol); the
+    start-up itself is tested by tests/test_progress.py and test_lsp_cancel.py, the debounce by
+    the test with a server of its own below."""
+    loop = asyncio.new_event_loop()
+    session = Session(tmp_path_factory.mktemp("lsp-server"))
+    loop.run_until_complete(session.__aenter__())
+    yield loop, session
+    try:
+        loop.run_until_complete(session.__aexit__(None, None, None))
+    finally:
+        loop.close()
+
+
+def on(server, scenario) -> None:
+    """`await scenario(session)` on the module's server, then close the documents it opened."""
+    loop, session = server
+    try:
+        loop.run_until_complete(scenario(session))
+    finally:
+        session.close_all()
+
+
 def test_the_server_is_this_checkout(tmp_path):
-    """The server runs from a temporary folder: it must still be this checkout's code."""
+    """The server runs from a temporary folder: it must still be this checkout's code (the file
+    an import there would load: find_spec, without importing lsprotocol, 0.6 s of CPU)."""
     import subprocess
 
-    out = subprocess.run([sys.executable, "-c", "import astral_dsl.lsp.server as s; "
-                          "print(s.__file__)"], cwd=tmp_path, env=_env(),
+    out = subprocess.run([sys.executable, "-c", "import importlib.util as u; "
+                          "print(u.find_spec('astral_dsl.lsp.server').origin)"],
+                         cwd=tmp_path, env=_env(),
                          capture_output=True, text=True, timeout=TIMEOUT)
     assert Path(out.stdout.strip()).resolve() == REPO / "astral_dsl" / "lsp" / "server.py", out
 
@@ -181,30 +217,29 @@ def position_of(text: str, needle: str, nth: int = 0) -> Tuple[int, int]:
     return line, utf16(text[start:at])
 
 
-def test_diagnostic_range_then_fixed(project):
-    async def scenario():
-        async with Session(project) as s:
-            uri = s.open(project / "main.astral")
-            diags = errors(await s.diagnostics(uri, lambda ds: bool(errors(ds))))
-            assert [d.code for d in diags] == ["E304"], [d.message for d in diags]
-            d = diags[0]
-            assert d.severity == lsp.DiagnosticSeverity.Error and d.source == "astral"
-            assert "expects a power" in d.message
-            # `45 GB` comes after a rocket (two UTF-16 code units, one code point)
-            line, col = position_of(MAIN, "45 GB")
-            assert (d.range.start.line, d.range.start.character) == (line, col)
-            assert (d.range.end.line, d.range.end.character) == (line, col + len("45 GB"))
-            assert col == MAIN.split("\n")[line].index("45 GB") + 1
-            # fix it: the diagnostic goes
-            s.change(uri, MAIN.replace("45 GB", "700 W"))
-            await s.diagnostics(uri, lambda ds: errors(ds) == [])
-            # break it again in another way, with a change: a syntax error
-            broken = MAIN.replace("hosts = 2 x Node", "hosts = 2 x")
-            s.change(uri, broken)
-            diags = await s.diagnostics(uri, lambda ds: any(d.code == "E103" for d in ds))
-            line, _ = position_of(broken, "check power")
-            assert diags[0].range.start.line == line
-    run(scenario())
+def test_diagnostic_range_then_fixed(server, project):
+    async def scenario(s):
+        uri = s.open(project / "main.astral")
+        diags = errors(await s.diagnostics(uri, lambda ds: bool(errors(ds))))
+        assert [d.code for d in diags] == ["E304"], [d.message for d in diags]
+        d = diags[0]
+        assert d.severity == lsp.DiagnosticSeverity.Error and d.source == "astral"
+        assert "expects a power" in d.message
+        # `45 GB` comes after a rocket (two UTF-16 code units, one code point)
+        line, col = position_of(MAIN, "45 GB")
+        assert (d.range.start.line, d.range.start.character) == (line, col)
+        assert (d.range.end.line, d.range.end.character) == (line, col + len("45 GB"))
+        assert col == MAIN.split("\n")[line].index("45 GB") + 1
+        # fix it: the diagnostic goes
+        s.change(uri, MAIN.replace("45 GB", "700 W"))
+        await s.diagnostics(uri, lambda ds: errors(ds) == [])
+        # break it again in another way, with a change: a syntax error
+        broken = MAIN.replace("hosts = 2 x Node", "hosts = 2 x")
+        s.change(uri, broken)
+        diags = await s.diagnostics(uri, lambda ds: any(d.code == "E103" for d in ds))
+        line, _ = position_of(broken, "check power")
+        assert diags[0].range.start.line == line
+    on(server, scenario)
 
 
 def test_changes_are_debounced(project):
@@ -226,144 +261,139 @@ def test_changes_are_debounced(project):
     run(scenario())
 
 
-def test_engineering_checks_are_reported(project):
+def test_engineering_checks_are_reported(server, project):
     text = MAIN.replace("45 GB", "700 W").replace("check power <= limit",
                                                    "check power <= 1 kW else error \"too hot\"")
-    async def scenario():
-        async with Session(project) as s:
-            uri = s.open(project / "main.astral", text)
-            diags = errors(await s.diagnostics(uri, lambda ds: bool(errors(ds))))
-            assert [d.code for d in diags] == ["E500"]
-            assert "too hot" in diags[0].message
-            line, col = position_of(text, "power <= 1 kW")
-            assert (diags[0].range.start.line, diags[0].range.start.character) == (line, col)
-    run(scenario())
+    async def scenario(s):
+        uri = s.open(project / "main.astral", text)
+        diags = errors(await s.diagnostics(uri, lambda ds: bool(errors(ds))))
+        assert [d.code for d in diags] == ["E500"]
+        assert "too hot" in diags[0].message
+        line, col = position_of(text, "power <= 1 kW")
+        assert (diags[0].range.start.line, diags[0].range.start.character) == (line, col)
+    on(server, scenario)
 
 
-def test_hover_gives_value_unit_and_conversions(project):
-    async def scenario():
-        async with Session(project) as s:
-            uri = s.open(project / "main.astral")
-            await s.diagnostics(uri, lambda ds: True)
-            line, col = position_of(MAIN, "45 kW")
-            h = await s.hover(uri, line, col + 1)
-            text = h.contents.value
-            assert "`45 kW`" in text and "power" in text
-            assert "BTU/h" in text and "153,500 BTU/h" in text
-            assert (h.range.start.line, h.range.start.character) == (line, col)
-            assert h.range.end.character == col + len("45 kW")
-            # a name: the value it has where it is used
-            line, col = position_of(MAIN, "limit", 1)
-            text = (await s.hover(uri, line, col + 2)).contents.value
-            assert "`45 kW`" in text and "parameter" in text
-            # a roll-up
-            line, col = position_of(MAIN, "power <= limit")
-            text = (await s.hover(uri, line, col + 1)).contents.value
-            assert "`11.2 kW`" in text          # 2 hosts x 8 x 700 W
-            # a stdlib item: its numbers and their source
-            line, col = position_of(MAIN, "H800", 1)
-            text = (await s.hover(uri, line, col + 1)).contents.value
-            assert "power = 700 W" in text and "*source:*" in text and "H800" in text
-            # after the rocket: UTF-16 columns
-            line, col = position_of(MAIN, "power = 45 GB")
-            text = (await s.hover(uri, line, col + 1)).contents.value
-            assert "field `power`" in text
-    run(scenario())
+def test_hover_gives_value_unit_and_conversions(server, project):
+    async def scenario(s):
+        uri = s.open(project / "main.astral")
+        await s.diagnostics(uri, lambda ds: True)
+        line, col = position_of(MAIN, "45 kW")
+        h = await s.hover(uri, line, col + 1)
+        text = h.contents.value
+        assert "`45 kW`" in text and "power" in text
+        assert "BTU/h" in text and "153,500 BTU/h" in text
+        assert (h.range.start.line, h.range.start.character) == (line, col)
+        assert h.range.end.character == col + len("45 kW")
+        # a name: the value it has where it is used
+        line, col = position_of(MAIN, "limit", 1)
+        text = (await s.hover(uri, line, col + 2)).contents.value
+        assert "`45 kW`" in text and "parameter" in text
+        # a roll-up
+        line, col = position_of(MAIN, "power <= limit")
+        text = (await s.hover(uri, line, col + 1)).contents.value
+        assert "`11.2 kW`" in text          # 2 hosts x 8 x 700 W
+        # a stdlib item: its numbers and their source
+        line, col = position_of(MAIN, "H800", 1)
+        text = (await s.hover(uri, line, col + 1)).contents.value
+        assert "power = 700 W" in text and "*source:*" in text and "H800" in text
+        # after the rocket: UTF-16 columns
+        line, col = position_of(MAIN, "power = 45 GB")
+        text = (await s.hover(uri, line, col + 1)).contents.value
+        assert "field `power`" in text
+    on(server, scenario)
 
 
-def test_definition_in_another_file_and_in_the_stdlib(project):
-    async def scenario():
-        async with Session(project) as s:
-            uri = s.open(project / "main.astral")
-            await s.diagnostics(uri, lambda ds: True)
-            line, col = position_of(MAIN, "Accel", 1)      # host Node { gpus = 8 x Accel }
-            loc = await s.definition(uri, line, col + 2)
-            assert loc.uri == (project / "lib" / "parts.astral").as_uri()
-            assert (loc.range.start.line, loc.range.start.character) == (1, 4)
-            assert (loc.range.end.line, loc.range.end.character) == (1, 9)
-            line, col = position_of(MAIN, "H800", 1)
-            loc = await s.definition(uri, line, col)
-            hardware = resources.stdlib_dir() / "hardware.astral"
-            assert Path(loc.uri[len("file://"):]).resolve() == hardware.resolve()
-            stdlib_lines = hardware.read_text(encoding="utf-8").split("\n")
-            assert stdlib_lines[loc.range.start.line].startswith("gpu H800")
-            assert loc.range.start.character == 4
-            # the import names resolve too; and a parameter
-            loc = await s.definition(uri, 0, utf16("import stdlib.hardware { H8"))
-            assert stdlib_lines[loc.range.start.line].startswith("gpu H800")
-            line, col = position_of(MAIN, "limit", 1)
-            loc = await s.definition(uri, line, col)
-            assert loc.uri == uri and loc.range.start.line == 3
-            # references: the declaration and its uses, across files
-            refs = await asyncio.wait_for(s.client.text_document_references_async(
-                lsp.ReferenceParams(text_document=lsp.TextDocumentIdentifier(uri=uri),
-                                    position=lsp.Position(line=6, character=utf16(
-                                        "host Node { gpus = 8 x Ac")),
-                                    context=lsp.ReferenceContext(include_declaration=True))),
-                TIMEOUT)
-            found = sorted((Path(r.uri).name, r.range.start.line) for r in refs)
-            assert found == [("main.astral", 1), ("main.astral", 6), ("parts.astral", 1)]
-    run(scenario())
+def test_definition_in_another_file_and_in_the_stdlib(server, project):
+    async def scenario(s):
+        uri = s.open(project / "main.astral")
+        await s.diagnostics(uri, lambda ds: True)
+        line, col = position_of(MAIN, "Accel", 1)      # host Node { gpus = 8 x Accel }
+        loc = await s.definition(uri, line, col + 2)
+        assert loc.uri == (project / "lib" / "parts.astral").as_uri()
+        assert (loc.range.start.line, loc.range.start.character) == (1, 4)
+        assert (loc.range.end.line, loc.range.end.character) == (1, 9)
+        line, col = position_of(MAIN, "H800", 1)
+        loc = await s.definition(uri, line, col)
+        hardware = resources.stdlib_dir() / "hardware.astral"
+        assert Path(loc.uri[len("file://"):]).resolve() == hardware.resolve()
+        stdlib_lines = hardware.read_text(encoding="utf-8").split("\n")
+        assert stdlib_lines[loc.range.start.line].startswith("gpu H800")
+        assert loc.range.start.character == 4
+        # the import names resolve too; and a parameter
+        loc = await s.definition(uri, 0, utf16("import stdlib.hardware { H8"))
+        assert stdlib_lines[loc.range.start.line].startswith("gpu H800")
+        line, col = position_of(MAIN, "limit", 1)
+        loc = await s.definition(uri, line, col)
+        assert loc.uri == uri and loc.range.start.line == 3
+        # references: the declaration and its uses, across files
+        refs = await asyncio.wait_for(s.client.text_document_references_async(
+            lsp.ReferenceParams(text_document=lsp.TextDocumentIdentifier(uri=uri),
+                                position=lsp.Position(line=6, character=utf16(
+                                    "host Node { gpus = 8 x Ac")),
+                                context=lsp.ReferenceContext(include_declaration=True))),
+            TIMEOUT)
+        found = sorted((Path(r.uri).name, r.range.start.line) for r in refs)
+        assert found == [("main.astral", 1), ("main.astral", 6), ("parts.astral", 1)]
+    on(server, scenario)
 
 
-def test_completion_of_a_unit_and_a_stdlib_gpu(project):
-    async def scenario():
-        async with Session(project) as s:
-            uri = s.open(project / "main.astral")
-            await s.diagnostics(uri, lambda ds: True)
-            # typing a quantity: `param limit = 45 k|`
-            text = MAIN.replace("param limit = 45 kW", "param limit = 45 k")
-            s.change(uri, text)
-            line, col = position_of(text, "45 k")
-            items = await s.complete(uri, line, col + len("45 k"))
-            labels = {i.label for i in items}
-            assert {"kW", "MW", "W", "BTU/h", "Gb/s"} <= labels
-            assert all(i.kind == lsp.CompletionItemKind.Unit for i in items)
-            # typing a GPU: `host Big { gpus = 8 x H|` offers the stdlib's GPUs
-            text = MAIN.replace("gpus = 8 x H800", "gpus = 8 x H")
-            s.change(uri, text)
-            line, col = position_of(text, "8 x H")
-            items = await s.complete(uri, line, col + len("8 x H"))
-            by_label = {i.label: i for i in items}
-            assert {"H800", "H100_SXM", "H200", "B200", "A100_80GB"} <= set(by_label)
-            assert "gpu" in by_label["B200"].detail and "stdlib.hardware" in by_label["B200"].detail
-            # one not imported yet brings its import along
-            edits = by_label["B200"].additional_text_edits
-            assert edits and edits[0].new_text == ", B200" and edits[0].range.start.line == 0
-            assert by_label["H800"].additional_text_edits is None
-            # declared names and fields complete too
-            assert "Accel" in by_label and "limit" in by_label
-            line, col = position_of(text, "  check power")
-            items = await s.complete(uri, line, 2)
-            assert {"power_limit", "utilization", "let", "check"} <= {i.label for i in items}
-    run(scenario())
+def test_completion_of_a_unit_and_a_stdlib_gpu(server, project):
+    async def scenario(s):
+        uri = s.open(project / "main.astral")
+        await s.diagnostics(uri, lambda ds: True)
+        # typing a quantity: `param limit = 45 k|`
+        text = MAIN.replace("param limit = 45 kW", "param limit = 45 k")
+        s.change(uri, text)
+        line, col = position_of(text, "45 k")
+        items = await s.complete(uri, line, col + len("45 k"))
+        labels = {i.label for i in items}
+        assert {"kW", "MW", "W", "BTU/h", "Gb/s"} <= labels
+        assert all(i.kind == lsp.CompletionItemKind.Unit for i in items)
+        # typing a GPU: `host Big { gpus = 8 x H|` offers the stdlib's GPUs
+        text = MAIN.replace("gpus = 8 x H800", "gpus = 8 x H")
+        s.change(uri, text)
+        line, col = position_of(text, "8 x H")
+        items = await s.complete(uri, line, col + len("8 x H"))
+        by_label = {i.label: i for i in items}
+        assert {"H800", "H100_SXM", "H200", "B200", "A100_80GB"} <= set(by_label)
+        assert "gpu" in by_label["B200"].detail and "stdlib.hardware" in by_label["B200"].detail
+        # one not imported yet brings its import along
+        edits = by_label["B200"].additional_text_edits
+        assert edits and edits[0].new_text == ", B200" and edits[0].range.start.line == 0
+        assert by_label["H800"].additional_text_edits is None
+        # declared names and fields complete too
+        assert "Accel" in by_label and "limit" in by_label
+        line, col = position_of(text, "  check power")
+        items = await s.complete(uri, line, 2)
+        assert {"power_limit", "utilization", "let", "check"} <= {i.label for i in items}
+    on(server, scenario)
 
 
-def test_symbols_and_formatting(project):
+def test_symbols_and_formatting(server, project):
     messy = "param   a=1\nsite S{racks=1 x R}\nrack R { hosts = 2 x N }\nhost N {}\n"
 
-    async def scenario():
-        async with Session(project) as s:
-            uri = s.open(project / "main.astral")
-            await s.diagnostics(uri, lambda ds: True)
-            symbols = await asyncio.wait_for(s.client.text_document_document_symbol_async(
-                lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri))),
-                TIMEOUT)
-            names = [sym.name for sym in symbols]
-            assert names == ["stdlib.hardware", "lib.parts", "limit", "Local", "Node", "Big", "R",
-                             "S"]
-            rack = symbols[names.index("R")]
-            assert [c.name for c in rack.children] == ["hosts"]
-            other = project / "messy.astral"
-            other.write_text(messy)
-            uri2 = s.open(other)
-            edits = await asyncio.wait_for(s.client.text_document_formatting_async(
-                lsp.DocumentFormattingParams(text_document=lsp.TextDocumentIdentifier(uri=uri2),
-                                             options=lsp.FormattingOptions(tab_size=2,
-                                                                           insert_spaces=True))),
-                TIMEOUT)
-            assert len(edits) == 1
-            assert edits[0].new_text == ("param a = 1\nsite S { racks = 1 x R }\n"
-                                         "rack R { hosts = 2 x N }\nhost N {}\n")
-            assert (edits[0].range.end.line, edits[0].range.end.character) == (4, 0)
-    run(scenario())
+    async def scenario(s):
+        uri = s.open(project / "main.astral")
+        await s.diagnostics(uri, lambda ds: True)
+        symbols = await asyncio.wait_for(s.client.text_document_document_symbol_async(
+            lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri))),
+            TIMEOUT)
+        names = [sym.name for sym in symbols]
+        assert names == ["stdlib.hardware", "lib.parts", "limit", "Local", "Node", "Big", "R",
+                         "S"]
+        rack = symbols[names.index("R")]
+        assert [c.name for c in rack.children] == ["hosts"]
+        other = project / "messy.astral"
+        other.write_text(messy)
+        uri2 = s.open(other)
+        edits = await asyncio.wait_for(s.client.text_document_formatting_async(
+            lsp.DocumentFormattingParams(text_document=lsp.TextDocumentIdentifier(uri=uri2),
+                                         options=lsp.FormattingOptions(tab_size=2,
+                                                                       insert_spaces=True))),
+            TIMEOUT)
+        assert len(edits) == 1
+        assert edits[0].new_text == ("param a = 1\nsite S { racks = 1 x R }\n"
+                                     "rack R { hosts = 2 x N }\nhost N {}\n")
+        assert (edits[0].range.end.line, edits[0].range.end.character) == (4, 0)
+    on(server, scenario)

@@ -36,6 +36,7 @@ class Client:
         self.notes: list = []
         self.next_id = 1
         self.pending: dict = {}
+        self.opened: set = set()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -82,6 +83,7 @@ class Client:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def open(self, uri: str, text: str, version: int = 1) -> None:
+        self.opened.add(uri)
         self.notify("textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": "astral", "version": version, "text": text}})
 
@@ -102,17 +104,30 @@ class Client:
         self.proc.wait()
 
 
-@pytest.fixture
-def server(tmp_path):
-    (tmp_path / "astral.toml").write_text("")
-    (tmp_path / "main.astral").write_text(SMALL)
-    client = Client(tmp_path)
-    r = client.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory):
+    """One server for the tests of this file that need no fresh one (not those of a deadline,
+    of the input's end or of an announced length): each test has a project folder of its own
+    (the server finds a document's project from its astral.toml, not from the root it started
+    in), and closes what it opened. A start costs ~0.8 s of CPU (importing lsprotocol)."""
+    root = tmp_path_factory.mktemp("lsp-server")
+    client = Client(root)
+    r = client.request("initialize", {"processId": None, "rootUri": root.as_uri(),
                                       "capabilities": {}})
     assert "result" in r
     client.notify("initialized", {})
-    yield client, tmp_path
+    yield client
     client.close()
+
+
+@pytest.fixture
+def server(shared_server, tmp_path):
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "main.astral").write_text(SMALL)
+    yield shared_server, tmp_path
+    for uri in shared_server.opened:
+        shared_server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    shared_server.opened.clear()
 
 
 def _hover(uri: str, line: int = 0, character: int = 4) -> dict:

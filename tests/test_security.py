@@ -33,6 +33,16 @@ def _env(home: Path, tmp: Path, **extra) -> dict:
     return env
 
 
+def _here(*args, env):
+    """`astral ARGS` in this process (tests/clirun.py) with `env` for the call: for what the
+    command writes (its streams are pipes, as a process's are), without the ~0.25 s of CPU a
+    new interpreter takes. `_astral` below is a process: for the cache a run leaves, pickles
+    found on disk, and what could block."""
+    from clirun import astral
+
+    return astral(*args, env=env, text=False)
+
+
 def _astral(*args, env, cwd=REPO, stdin=None, timeout=120):
     return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=cwd, env=env,
                           capture_output=True, timeout=timeout, input=stdin)
@@ -390,11 +400,11 @@ def test_design_text_is_printed_with_controls_escaped(sandbox, tmp_path):
     path.write_text(CONTROL_DESIGN, encoding="utf-8")
     for args in (["check", "--color", "never"], ["size", "--color", "never"],
                  ["export", "--format", "human", "--color", "never"]):
-        proc = _astral(*args, str(path), env=_env(home, tmp))
+        proc = _here(*args, str(path), env=_env(home, tmp))
         out = proc.stdout.decode() + proc.stderr.decode()
         assert "Traceback" not in out
         _no_controls(out)
-    proc = _astral("check", "--color", "never", str(path), env=_env(home, tmp))
+    proc = _here("check", "--color", "never", str(path), env=_env(home, tmp))
     text = proc.stdout.decode()
     assert proc.returncode == 1 and "[E500]" in text
     assert "too hot \\x1b]52;c;ZWNobyBwd25lZA==\\x07" in text
@@ -409,7 +419,7 @@ def test_colour_output_has_only_our_own_escapes(sandbox, tmp_path):
     home, tmp = sandbox
     path = tmp_path / "controls.astral"
     path.write_text(CONTROL_DESIGN, encoding="utf-8")
-    proc = _astral("check", "--color", "always", str(path), env=_env(home, tmp))
+    proc = _here("check", "--color", "always", str(path), env=_env(home, tmp))
     text = proc.stdout.decode()
     assert "\x1b]" not in text and "\x07" not in text       # no OSC, only SGR colours
     import re
@@ -421,7 +431,7 @@ def test_json_output_escapes_every_control(sandbox, tmp_path):
     home, tmp = sandbox
     path = tmp_path / "controls.astral"
     path.write_text(CONTROL_DESIGN, encoding="utf-8")
-    proc = _astral("check", "--format", "json", str(path), env=_env(home, tmp))
+    proc = _here("check", "--format", "json", str(path), env=_env(home, tmp))
     _no_controls(proc.stdout.decode())
     doc = json.loads(proc.stdout)
     (e500,) = [d for d in doc["diagnostics"] if d["code"] == "E500"]
@@ -436,7 +446,7 @@ def test_file_names_and_diffs_are_escaped(sandbox, tmp_path):
     evil.write_text(f"site   S {{ }}   // {NASTY}\n", encoding="utf-8")
     for args in (["fmt", "--check", str(folder)], ["fmt", "--diff", str(folder)],
                  ["check", "--color", "never", str(evil)]):
-        proc = _astral(*args, env=_env(home, tmp))
+        proc = _here(*args, env=_env(home, tmp))
         _no_controls(proc.stdout.decode() + proc.stderr.decode())
         assert "Traceback" not in proc.stderr.decode()
 
