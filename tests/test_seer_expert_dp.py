@@ -108,3 +108,19 @@ def test_a_dense_model_is_unchanged():
     assert low.dp_reduce((dense, 0.0)) == comm.reduce_scatter(NET, low.groups["dp"], 4 * dense)
     one = JobSpec("j", m, ParallelSpec(tp=8, dp=1), 1, 1, 4096, "none", "bf16")
     assert not Lowering(one, Costs(GPU, "bf16", calibration=shipped()), NET).synced
+
+
+def test_the_stage_parameters_without_a_lowering_are_the_lowerings():
+    """`astral check` counts a stage's parameters for its memory check with params.stage_params,
+    without building the lowering: the same numbers, bit for bit."""
+    from astral_dsl.seer.params import stage_params
+    from astral_dsl.seer.spec import chunk_layers
+    m = ModelSpec("D", 10, 4096, 32, 8, 14336, 32000, 4096, "swiglu")
+    for j in (job(), JobSpec("j", m, ParallelSpec(tp=2, pp=4, dp=2, zero=1), 8, 1, 4096, "none",
+                             "bf16"),
+              JobSpec("g", ModelSpec("G", 6, 1024, 16, 16, 4096, 50000, 2048), ParallelSpec(),
+                      1, 1, 2048, "none", "bf16")):
+        low = Lowering(j, Costs(GPU, "bf16", calibration=shipped()), NET)
+        chunks = chunk_layers(j)
+        assert [stage_params(j, chunks, i) for i in range(j.parallel.pp)] == \
+            [low.stage_params(i) for i in range(j.parallel.pp)]

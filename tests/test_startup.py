@@ -15,11 +15,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 # what `astral check` of a design prints as text never needs (the tables of `astral size`, the
 # JSON writer, Lark when the trees are cached; the inventories' binding for a design that names
-# no part)
+# no part; Seer's lowering, for a job without failed fabric or expert groups: its memory check
+# counts the parameters with seer/params.py)
 NOT_IMPORTED = ("astral_dsl.outputs.table", "astral_dsl.outputs.size_report",
                 "astral_dsl.outputs.jsonout", "lark", "astral_dsl.seer.forecast",
                 "astral_dsl.seer.envelope", "astral_dsl.analyses.fleet",
-                "astral_dsl.analyses.inventory")
+                "astral_dsl.analyses.inventory", "astral_dsl.seer.lower")
 
 _CHECK = """
 import gc, json, sys

@@ -195,12 +195,12 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str]]:
     """The job's collectives under failed fabric parts: the cluster with a note per kind of
     group they slow (priced for its worst-affected group), and the kinds whose slowest group
     has no network left (the job cannot run)."""
-    from astral_dsl.seer import comm
-    from astral_dsl.seer.lower import groups
-
     net, healthy = cluster.net, cluster.healthy
     if healthy is None or (not net.worst and net.tiers == healthy.tiers):
         return cluster, []
+    from astral_dsl.seer import comm          # start-up: only under failed fabric parts
+    from astral_dsl.seer.lower import groups
+
     now, before = groups(spec, net), groups(spec, healthy)
     if spec.parallel.gpus > 1:
         now["world"] = comm.layout(net, "world", spec.parallel.gpus, 1)

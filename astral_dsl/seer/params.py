@@ -52,6 +52,22 @@ def layer_params(job, L: int) -> float:
     return layer_linear_params(job, L) + router + norms
 
 
+def stage_params(job, chunks, stage: int, layer=None) -> float:
+    """Parameters held by one rank of `stage` (`chunks`: spec.chunk_layers(job)): its layers'
+    (`layer(L)`, layer_params by default), the embedding on the first stage and the output
+    layer on the last (a GPT of one stage ties it to the embedding)."""
+    par, m = job.parallel, job.model
+    layer = layer or (lambda L: layer_params(job, L))
+    total = 0.0
+    for first, n in chunks[stage]:
+        total += sum(c * layer(L) for L, c in m.kinds(first, n))
+    if stage == 0:
+        total += m.vocab * m.hidden / par.tp
+    if stage == par.pp - 1 and (not m.gpt or par.pp > 1):
+        total += m.vocab * m.hidden / par.tp
+    return total
+
+
 class ParamsMixin:
     def layer_params(self, L: int) -> float:
         """Parameters of layer L held by one rank (computed once per layer kind: the
@@ -103,15 +119,7 @@ class ParamsMixin:
         return hit
 
     def _stage_params(self, stage: int) -> float:
-        par, m = self.job.parallel, self.job.model
-        total = 0.0
-        for first, n in self.chunks[stage]:
-            total += sum(c * self.layer_params(L) for L, c in m.kinds(first, n))
-        if stage == 0:
-            total += m.vocab * m.hidden / self.tp
-        if stage == par.pp - 1 and (not m.gpt or par.pp > 1):
-            total += m.vocab * m.hidden / self.tp
-        return total
+        return stage_params(self.job, self.chunks, stage, self.layer_params)
 
     def dp_reduce(self, split: Tuple[float, float]) -> float:
         """Gradient reduction of (dense, routed-expert) parameters: reduce-scatter with ZeRO,

@@ -16,7 +16,8 @@ from astral_dsl.seer.costs import DEFAULT_SMS
 from astral_dsl.seer.diag import err as _err, warn as _warn
 from astral_dsl.seer.job import declared, job_spec
 from astral_dsl.seer.memory import offload_obstacle
-from astral_dsl.seer.spec import (DEFAULT_SEQ, DEFAULT_VOCAB, DIMENSIONS, JobSpec, chunk_split,
+from astral_dsl.seer.spec import (DEFAULT_SEQ, DEFAULT_VOCAB, DIMENSIONS, JobSpec, chunk_layers,
+                               chunk_split,
                                stage_layers, virtual_stage_options)
 from astral_dsl.units.readable import count as _n
 
@@ -540,9 +541,8 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
     by less (memory.py states the uncertainty). A job that leaves its micro-batch (or virtual
     stages) to the rule is checked at the smallest (micro-batch 1, no interleaving);
     forecast_diagnostics checks the configuration the rule chose."""
-    from astral_dsl.seer.costs import Costs
-    from astral_dsl.seer.lower import Lowering
     from astral_dsl.seer.memory import estimate
+    from astral_dsl.seer.params import stage_params
 
     if not cluster.gpu.memory:          # the GPU declares no memory: nothing to check against
         return []
@@ -553,8 +553,10 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
         probe = probe.with_(offload_layers=0)
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
         probe = probe.with_(parallel=attrs.evolve(probe.parallel, v=1))
-    low = Lowering(probe, Costs.of(probe, cluster.gpu), cluster.net)
-    return memory_diagnostics(job, probe, estimate(probe, low.stage_params), cluster.gpu)
+    chunks = chunk_layers(probe)
+    return memory_diagnostics(job, probe,
+                              estimate(probe, lambda i: stage_params(probe, chunks, i)),
+                              cluster.gpu)
 
 
 def memory_diagnostics(job, spec: JobSpec, est, gpu, chosen=()) -> List[Diagnostic]:

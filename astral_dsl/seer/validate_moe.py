@@ -8,7 +8,6 @@ from typing import List
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.seer import routing
 from astral_dsl.seer.diag import err, warn
-from astral_dsl.seer.lower import groups
 from astral_dsl.seer.spec import JobSpec
 
 MOE_ONLY = ("capacity_factor", "pad_to_capacity", "moe_routing")
@@ -85,6 +84,8 @@ def routing_priced(spec: JobSpec, net, where) -> List[Diagnostic]:
     m = spec.model
     if spec.moe_routing != "topk" or m.expert_groups <= 1 or not m.group_top_k:
         return []
+    from astral_dsl.seer.lower import groups    # start-up: a check of a job without expert
+    #                                             groups does not import the lowering
     ep_domains = groups(spec, net)["ep"].hosts
     if routing.aligned(m.expert_groups, ep_domains):
         return []
