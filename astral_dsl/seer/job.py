@@ -24,6 +24,9 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
 - `pp_overlap = false`: NOT Megatron-LM's own choice but Megatron-Core's
   `ModelParallelConfig.overlap_p2p_comm` default (0.16.1); Megatron-Bridge turns it on for every
   interleaved pipeline (runs/stacks.py reads the NVIDIA runs with it).
+- `recompute_modules`: with `recompute = modules`, layernorm, activation and moe_act (PyTorch's
+  operator-level checkpointing: spec.DEFAULT_RECOMPUTE_MODULES); `optimizer_dtype = fp32`
+  (Megatron-Core's optimizer without its precision-aware options).
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
   `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
 - `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
