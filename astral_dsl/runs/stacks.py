@@ -181,7 +181,9 @@ def recipe_recompute(row, release) -> Optional[Tuple[str, ...]]:
     g = _n(row.gpu)
     gpu = "gb200" if "gb200" in g else "b200" if "b200" in g else "h100" if "h100" in g else ""
     prec = precision_of(row.precision, row.gpu)[0]
-    layout = (row.count("tp", 1), row.count("pp", 1), row.count("ep", 1), row.count("mbs", 1))
+    if row.count("mbs") is None:          # the micro-batch is part of the recipe's layout
+        return None
+    layout = (row.count("tp", 1), row.count("pp", 1), row.count("ep", 1), row.count("mbs"))
     label = _n(row.model)
     for model, where, families, shape, modules in RECIPE_RECOMPUTE:
         if label.startswith(model) and where == gpu and prec is not None and \
