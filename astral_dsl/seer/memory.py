@@ -168,7 +168,7 @@ def state_bytes_per_param(job: JobSpec, experts: bool = False
     par = job.parallel
     n, z = max(1, par.dp * par.cp), par.zero
     if experts:
-        n = max(1, par.tp * par.dp * par.cp // max(1, par.ep))
+        n = par.expert_dp
     w_b, g_b, o_b = float(job.bytes), float(job.grad_bytes), ADAM_BYTES
     if job.dtype == "fp32":                  # no master copy: momentum and variance
         w_b, o_b = 4.0, 8.0

@@ -103,10 +103,11 @@ class ParamsMixin:
         return self.groups["dp"].n > 1 or (self.groups["edp"].n > 1 and self.job.model.experts > 0)
 
     def weights_coll(self, kind: str, split: Tuple[float, float], per_param: float) -> float:
-        """A collective over weights (or their gradients) of `per_param` bytes each: the dense
-        ones over the DP x CP group, the routed experts' over the expert-data-parallel group
-        (layer_expert_params), one after the other on the DP stream."""
-        fn = {"rs": comm.reduce_scatter, "ag": comm.all_gather}[kind]
+        """A collective (`kind`: rs, ag or ar) over weights or their gradients of `per_param`
+        bytes each: the dense ones over the DP x CP group, the routed experts' over the
+        expert-data-parallel group (layer_expert_params), one after the other on the DP
+        stream."""
+        fn = {"rs": comm.reduce_scatter, "ag": comm.all_gather, "ar": comm.all_reduce}[kind]
         dense, expert = split
         return (fn(self.net, self.groups["dp"], dense * per_param)
                 + fn(self.net, self.groups["edp"], expert * per_param))
@@ -124,12 +125,8 @@ class ParamsMixin:
     def dp_reduce(self, split: Tuple[float, float]) -> float:
         """Gradient reduction of (dense, routed-expert) parameters: reduce-scatter with ZeRO,
         all-reduce without (weights_coll)."""
-        if self.job.parallel.zero >= 1:
-            return self.weights_coll("rs", split, self.job.grad_bytes)
-        dense, expert = split
-        nbytes = self.job.grad_bytes
-        return (comm.all_reduce(self.net, self.groups["dp"], dense * nbytes)
-                + comm.all_reduce(self.net, self.groups["edp"], expert * nbytes))
+        return self.weights_coll("rs" if self.job.parallel.zero >= 1 else "ar", split,
+                                 self.job.grad_bytes)
 
     def param_gather(self, split: Tuple[float, float]) -> float:
         return self.weights_coll("ag", split, self.elem)

@@ -42,7 +42,7 @@ class RankOrder:
         self.order = named + tuple(d for d in known if d not in named)   # size-1 ones, last
         if experts:      # expert numbering: TP and CP folded into the expert ranks
             ep = max(1, par.ep)
-            sizes = {"tp": 1, "cp": 1, "ep": ep, "dp": max(1, par.tp * par.dp * par.cp // ep),
+            sizes = {"tp": 1, "cp": 1, "ep": ep, "dp": par.expert_dp,
                      "pp": par.pp}
         else:
             sizes = {"tp": par.tp, "cp": par.cp, "ep": 1, "dp": par.dp, "pp": par.pp}

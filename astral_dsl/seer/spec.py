@@ -261,6 +261,12 @@ class ParallelSpec:
     order: Tuple[str, ...] = DEFAULT_ORDER    # rank order of the dimensions, fastest first
 
     @property
+    def expert_dp(self) -> int:
+        """Ranks holding the same routed experts (Megatron-Core's expert-data-parallel group,
+        expert tensor parallelism 1): TP x DP x CP / EP."""
+        return max(1, self.tp * self.dp * self.cp // max(1, self.ep))
+
+    @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
 
