@@ -124,6 +124,10 @@ class Lowering(ParamsMixin):
         self.head_dim = m.head_dim
         self.chunks = chunk_layers(job)
         self.cast = CAST_BYTES[job.dtype if job.dtype in CAST_BYTES else job.fp8_recipe]
+        # torchtitan's Llama runs wq, wk, wv and w1, w3 as separate nn.Linear layers on the same
+        # input (torchtitan 0.1.0 models/llama3/model/model.py, Attention and FeedForward), where
+        # Megatron-Core fuses each group into one GEMM (linear_qkv, linear_fc1)
+        self.separate = job.framework == "torchtitan"
         # a quantised job's TP all-gathers move quantised data (_tp_gather), except with
         # torchao's rowwise fp8: torchtitan's float8 TP (Float8ColwiseParallel) is tensorwise
         # only (`enable_float8_tensorwise_tp`), so rowwise gathers bf16 and casts after
@@ -210,14 +214,21 @@ class Lowering(ParamsMixin):
             ops[gemm].dur += self.c.cal.interfere * ops[comm_op].dur
 
     def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=(),
-              fp8=False, streams=None, expert=False):
-        t, f, nb = self.c.gemm(name.split(" ")[0], m, n, k, batch, fp8, streams, expert)
+              fp8=False, streams=None, expert=False, parts=(), inner=False):
+        """A GEMM [m, k] x [k, n]; `parts`: run as separate GEMMs over these shares of its
+        output columns n, or (`inner`) of its inner dimension k, each writing the whole output
+        (the caller sums them: `_linear_bwd`)."""
+        t = f = nb = 0.0
+        for p in parts or (1.0,):
+            dims = (m, n, k * p) if inner else (m, n * p, k)
+            tp, fp, bp = self.c.gemm(name.split(" ")[0], *dims, batch, fp8, streams, expert)
+            t, f, nb = t + tp, f + fp, nb + bp
         shape = f"{int(m)}x{int(n)}x{int(k)}"
         return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=shape),
                      join=join, extra=extra)
 
     def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False, gather=None,
-                streams=None, expert=False):
+                streams=None, expert=False, parts=()):
         """The forward GEMM of a transformer layer's linear layer: quantised for a quantised
         job, after the cast of its input with the transpose its weight gradient needs
         (CAST_BYTES per element, by recipe: fused into the norm for the layers a norm feeds,
@@ -225,7 +236,9 @@ class Lowering(ParamsMixin):
         rank's sequence-parallel shard). `gather`: the name of the TP all-gather of its input
         (with SP), after the cast: Transformer Engine quantises the rank's shard and gathers
         the quantised data (module/layernorm_linear.py, `gather_along_first_dim(...,
-        quantizer=input_quantizer)`); blocking, or split with the GEMM (`tp_overlap = full`)."""
+        quantizer=input_quantizer)`); blocking, or split with the GEMM (`tp_overlap = full`).
+        `parts`: the layer is separate linear layers sharing the input (`separate`), whose
+        casts torch.compile computes once (common subexpressions)."""
         if self.fp8:
             extra = self.cast[0 if norm_fed else 1]
             if extra:
@@ -234,7 +247,7 @@ class Lowering(ParamsMixin):
         op = self._tp_gather(b, gather, layer) if gather is not None else None
         b.fp8_gemms += 1 if self.fp8 else 0
         g = self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8, streams=streams,
-                       expert=expert)
+                       expert=expert, parts=parts)
         if op is not None:
             self._overlap(b, op, g)
             b.pending.append(op)
@@ -266,6 +279,19 @@ class Lowering(ParamsMixin):
         nbytes = 8.0 * gemms
         b.add(Op("fp8 amax all-reduce", "comm", "dp", comm.all_reduce(self.net, lay, nbytes),
                  0.0, nbytes, "amax", layer))
+
+    def _dgrad_sum(self, b, name, elems, parts, layer, join=True):
+        """The sum of `parts` data gradients of `elems` elements each (separate linear layers
+        sharing an input): one kernel reading them all when compiled (Inductor fuses the
+        additions), parts - 1 additions of two when eager; nothing for one part."""
+        if parts <= 1:
+            return
+        eager = not self.job.torch_compile
+        nbytes = (3 * (parts - 1) if eager else parts + 1) * elems * self.elem
+        kernels = parts - 1 if eager else 1
+        b.add(Op(name + " dgrad sum", "elementwise", "compute",
+                 self.c.stream(name, nbytes, kernels, "stream"), 0.0, nbytes, "", layer,
+                 kernels=kernels), join=join)
 
     def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1, kind=None):
         kind = kind or ("softmax" if "softmax" in name or "cross entropy" in name else
@@ -369,7 +395,8 @@ class Lowering(ParamsMixin):
         m, tokens, h = self.job.model, self.tokens, self.job.model.hidden
         if not m.mla:
             q, kv = self.heads * m.qk_dim, self.kv_heads * m.head_dim
-            self._linear(b, pre + "qkv", tokens, q + 2 * kv, h, L, norm_fed=True, gather=gather)
+            self._linear(b, pre + "qkv", tokens, q + 2 * kv, h, L, norm_fed=True, gather=gather,
+                         parts=self._qkv_parts(q, kv))
             return
         if m.q_lora:
             self._linear(b, pre + "q down", tokens, m.q_lora, h, L, norm_fed=True, gather=gather)
@@ -385,6 +412,16 @@ class Lowering(ParamsMixin):
         self._ew(b, pre + "kv norm", 2 * tokens * m.kv_lora * self.elem, L, "norm")
         self._mla_up(b, L, pre, "kv")
 
+    def _qkv_parts(self, q, kv):
+        """The shares of the QKV GEMM's columns run as separate GEMMs (`separate`), else ()."""
+        return (q / (q + 2 * kv), kv / (q + 2 * kv), kv / (q + 2 * kv)) if self.separate else ()
+
+    def _fc1_parts(self):
+        """The shares of fc1's columns run as separate GEMMs: w1 and w3 of a gated MLP
+        (`separate`), else ()."""
+        mats = self.job.model.mats - 1
+        return (1.0 / mats,) * mats if self.separate and mats > 1 else ()
+
     def _mla_up(self, b, L, pre, which=("q", "kv")):
         """MLA's up-projections from the query and key/value latents (both recomputed in the
         backward with Megatron-Core's `mla_up_proj` module)."""
@@ -399,7 +436,8 @@ class Lowering(ParamsMixin):
         m, tokens, h = self.job.model, self.tokens, self.job.model.hidden
         if not m.mla:
             q, kv = self.heads * m.qk_dim, self.kv_heads * m.head_dim
-            self._linear_bwd(b, "qkv", tokens, q + 2 * kv, h, L, column=True)
+            self._linear_bwd(b, "qkv", tokens, q + 2 * kv, h, L, column=True,
+                             parts=self._qkv_parts(q, kv))
             return
         self._linear_bwd(b, "kv up", tokens, self.heads * (m.head_dim + m.v_dim), m.kv_lora, L,
                          column=False)
@@ -476,7 +514,7 @@ class Lowering(ParamsMixin):
         else:
             F = m.ffn / self.tp
             self._linear(b, pre + "fc1", tokens, F * (m.mats - 1), h, L, norm_fed=True,
-                         gather=pre + "mlp all-gather")
+                         gather=pre + "mlp all-gather", parts=self._fc1_parts())
             self._clamp(b, pre + "activation clamp", tokens * F * (m.mats - 1), L)
             self._ew(b, pre + ACTIVATION_NAME[m.activation], m.mats * tokens * F * elem, L,
                      kind=m.activation)
@@ -565,7 +603,7 @@ class Lowering(ParamsMixin):
         self._ew(b, "input norm bwd", 3 * self.sp_tokens * m.hidden * elem, L, "norm")
 
     def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True,
-                    grad_gather=None):
+                    grad_gather=None, parts=()):
         """Backward of y[m,n] = x[m,k] w[k,n]: dgrad and wgrad; for a column-parallel layer the
         input-gradient reduction (and, with SP, the input re-gather) overlap the GEMMs
         (`tp_overlap = backward` or `full`: Megatron-LM's asynchronous TP all-reduce), or follow
@@ -577,7 +615,9 @@ class Lowering(ParamsMixin):
         in bf16. `grad_gather`: the name of the SP all-gather of a row-parallel layer's output
         gradient, after its cast (of the rank's shard: TE quantises before it gathers,
         module/linear.py), blocking or split with the data-gradient GEMM (`tp_overlap =
-        full`). A quantised layer's gathers move quantised data (ag_bytes)."""
+        full`). A quantised layer's gathers move quantised data (ag_bytes). `parts`: separate
+        linear layers sharing the input (`separate`): their data gradients are summed (one
+        fused kernel when compiled, pairwise adds when eager)."""
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
         tp = column and self.tp > 1
         fp8 = self.fp8 and layer_linear
@@ -590,8 +630,9 @@ class Lowering(ParamsMixin):
             kind = ("rs", " grad reduce-scatter") if self.sp else ("ar", " grad all-reduce")
             if self.sp:
                 self._coll(b, name + " input all-gather", "ag", "tp", gathered, L)
-            self._gemm(b, name + " dgrad", m_, k, n, L, fp8=fp8)
-            self._gemm(b, name + " wgrad", k, n, m_, L, fp8=fp8)
+            self._gemm(b, name + " dgrad", m_, k, n, L, fp8=fp8, parts=parts, inner=True)
+            self._dgrad_sum(b, name, m_ * k, len(parts), L)
+            self._gemm(b, name + " wgrad", k, n, m_, L, fp8=fp8, parts=parts)
             self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L)
             return
         gather = None
@@ -599,7 +640,9 @@ class Lowering(ParamsMixin):
             gather = self._coll(b, name + " input all-gather", "ag", "tp", gathered, L,
                                 chain=False)
             b.pending.remove(gather)
-        d = self._gemm(b, name + " dgrad", m_, k, n, L, join=False, fp8=fp8)
+        d = self._gemm(b, name + " dgrad", m_, k, n, L, join=False, fp8=fp8, parts=parts,
+                       inner=True)
+        self._dgrad_sum(b, name, m_ * k, len(parts), L, join=False)
         if grad_op is not None:
             self._overlap(b, grad_op, d)
             b.pending.append(grad_op)
@@ -608,7 +651,7 @@ class Lowering(ParamsMixin):
             red = self._coll(b, name + (" grad reduce-scatter" if self.sp else " grad all-reduce"),
                              "rs" if self.sp else "ar", "tp", tokens * h * elem, L, chain=False)
         w = self._gemm(b, name + " wgrad", k, n, m_, L, join=False,
-                       extra=(gather,) if gather is not None else (), fp8=fp8)
+                       extra=(gather,) if gather is not None else (), fp8=fp8, parts=parts)
         if self.groups["tp"].hosts <= 1:   # NVLink collectives take SMs and HBM from the GEMMs
             overlapped = sum(b.ops[i].dur for i in (gather, red) if i is not None)
             b.ops[w].dur += self.c.cal.interfere * overlapped
@@ -645,6 +688,8 @@ class Lowering(ParamsMixin):
                 self._clamp(b, "recompute expert act clamp", routed * m.moe_ffn * (m.mats - 1), L)
                 width = m.shared_experts * m.shared_width * tokens / self.tp + routed * m.moe_ffn
                 self._ew(b, "recompute expert activation", m.mats * width * elem, L)
+            if self.job.every_second_mm:
+                self._every_second_mm(b, L, kind)
         for op in b.ops[mark:]:
             if op.stream == "compute":
                 op.cat = "recompute" if op.cat != "overhead" else op.cat
@@ -655,6 +700,31 @@ class Lowering(ParamsMixin):
             self._mlp_block_bwd(b, L)
         if kind in ("T", "*"):
             self._attn_block_bwd(b, L)
+
+    def _every_second_mm(self, b, L, kind):
+        """torchtitan's selective per-op recomputation (torchtitan 0.1.0, models/llama3/infra/
+        parallelize.py, `_apply_ac_to_transformer_block`): `_save_list` keeps the outputs of
+        aten.mm, attention, the reduce-scatter and max "except every second mm", counted per
+        block in call order, and recomputes everything else. Of a Llama block's linear layers
+        (wq, wk, wv, wo, w1, w3, w2) the second, fourth and sixth are not kept; the backward
+        needs wk's output (RoPE's, for attention's backward, recomputed with it) and w3's (the
+        gated activation's), and wo's when the residual sum after it (the MLP norm's input) is
+        recomputed from it: without TP; with TP the reduce-scatter after it, kept, feeds the
+        sum instead. A non-gated MLP's sixth (w2) feeds only the block's output. Each
+        recomputed GEMM is cast again when quantised; its input's TP all-gather, not kept,
+        replaces the one its weight gradient would make. Not modelled: MLA's projections and an
+        MoE layer's (its router's and shared experts' matmuls count, its grouped GEMMs do not),
+        whose order differs: their attention block is counted as a Llama block's."""
+        m, tokens, h = self.job.model, self.tokens, self.job.model.hidden
+        if kind in ("T", "*") and not m.mla:
+            self._linear(b, "recompute k proj", tokens, self.kv_heads * m.head_dim, h, L,
+                         norm_fed=True)
+            if not m.gpt:
+                self._rope(b, L, "recompute ")
+            if self.tp == 1:
+                self._linear(b, "recompute out proj", tokens, h, self.heads * m.v_dim, L)
+        if kind in ("T", "-") and not m.is_moe(L) and m.mats == 3:
+            self._linear(b, "recompute fc1 (w3)", tokens, m.ffn / self.tp, h, L, norm_fed=True)
 
     def _mlp_block_bwd(self, b, L):
         m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
@@ -669,7 +739,8 @@ class Lowering(ParamsMixin):
             self._ew(b, ACTIVATION_NAME[m.activation] + " bwd", (m.mats + 2) * tokens * F * elem,
                      L, kind=m.activation)
             self._clamp(b, "activation clamp bwd", tokens * F * (m.mats - 1), L, backward=True)
-            self._linear_bwd(b, "fc1", tokens, F * (m.mats - 1), h, L, column=True)
+            self._linear_bwd(b, "fc1", tokens, F * (m.mats - 1), h, L, column=True,
+                             parts=self._fc1_parts())
         self._ew(b, ("post-attn norm bwd" if m.layer_kind(L) == "T" else "input norm bwd"),
                  3 * sp_tokens * h * elem, L, "norm")
 

@@ -236,12 +236,16 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         mlp_tp = routed + shared
     else:                                     # fc1 output(s) and the fc2 input
         dense_act = "activation" in redo
-        mlp_tp = m.ffn * (mats * elem * (2 if m.clamped and not dense_act else 1)
+        # torchtitan's every second matmul (lower.Lowering._every_second_mm): w3's output
+        kept = mats - (1 if job.every_second_mm and mats == 2 else 0)
+        mlp_tp = m.ffn * (kept * elem * (2 if m.clamped and not dense_act else 1)
                           + (0 if dense_act else lin))
     # Q, K, V and the context; with `mla_up_proj` recomputed, MLA's up-projections run again in
     # the backward from the latents their weight gradients keep anyway, so Q, K and V are not
     # kept (Megatron-Core 0.16.1, multi_latent_attention.py, recompute_up_proj)
     qkv = 0.0 if m.mla and "mla_up_proj" in redo else elem * (q + kv)
+    if job.every_second_mm and not m.mla:          # wk's output is recomputed
+        qkv -= elem * m.kv_heads * m.qk_dim
     attn_tp = qkv + lin * m.context_width
     scores = 0.0
     if job.attention == "unfused":

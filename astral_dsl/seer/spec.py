@@ -346,6 +346,13 @@ class JobSpec:
         return frozenset()
 
     @property
+    def every_second_mm(self) -> bool:
+        """torchtitan's selective per-op recomputation, which besides the cheap operators
+        recomputes every second matmul of a block (lower.Lowering._every_second_mm; memory.py
+        keeps their outputs out)."""
+        return self.recompute == "selective" and self.framework == "torchtitan"
+
+    @property
     def gradient_dtype(self) -> str:
         """The gradient buffer and reduction precision: declared, else Megatron-LM's default
         for the dtype: fp32 main gradients with bf16 (`accumulate_allreduce_grads_in_fp32` is
