@@ -118,3 +118,26 @@ def test_their_data_gradients_are_summed(compiled, factor):
     assert bwd["fc1 dgrad sum"].nbytes == pytest.approx(factor[1] * tensor)
     _, mega = ops_of(job(framework="megatron", recompute="none"), "B")
     assert not [n for n in mega if n.endswith("dgrad sum")]
+
+
+def test_async_tp_splits_the_overlapped_gemms_into_tp_steps():
+    """torchtitan's async TP (torch.compile's micro-pipelined TP) runs the GEMM beside an
+    all-gather or reduce-scatter as TP GEMMs of 1/TP of the rows: with TP 8, wq, wk, wv of
+    512, 128 and 128 columns on 1/8 of the 16,384 rows, eight times; out proj before its
+    reduce-scatter likewise. Megatron-LM's `tp_overlap = full` keeps whole GEMMs."""
+    j = job(tp=8, recompute="none").with_(tp_overlap="full")
+    low, fwd = ops_of(j, "F")
+    c, rows = low.c, TOKENS / 8
+    assert low.ring == 8
+    assert fwd["qkv"].dur == pytest.approx(
+        8 * sum(c.gemm("qkv", rows, n, 4096)[0] for n in (512, 128, 128))
+        + low.c.cal.interfere * fwd["attn all-gather"].dur)
+    assert fwd["out proj"].dur == pytest.approx(
+        8 * c.gemm("out", rows, 4096, 512)[0] + low.c.cal.interfere
+        * fwd["attn reduce-scatter"].dur)
+    mega, mfwd = ops_of(job(framework="megatron", tp=8, recompute="none")
+                        .with_(tp_overlap="full"), "F")
+    assert mega.ring == 1
+    assert mfwd["out proj"].dur == pytest.approx(
+        c.gemm("out", TOKENS, 4096, 512)[0] + low.c.cal.interfere
+        * mfwd["attn reduce-scatter"].dur)

@@ -128,6 +128,11 @@ class Lowering(ParamsMixin):
         # input (torchtitan 0.1.0 models/llama3/model/model.py, Attention and FeedForward), where
         # Megatron-Core fuses each group into one GEMM (linear_qkv, linear_fc1)
         self.separate = job.framework == "torchtitan"
+        # torchtitan's async TP (torch.compile's micro-pipelined TP: torch 2.7 distributed/
+        # _symmetric_memory/__init__.py, _fused_all_gather_matmul_impl and
+        # _fused_matmul_reduce_scatter_impl) runs a GEMM beside its all-gather or reduce-scatter
+        # as TP GEMMs of 1/TP of its rows, one per step of the exchange
+        self.ring = self.tp if (self.tp_full and self.sp and job.framework == "torchtitan") else 1
         # a quantised job's TP all-gathers move quantised data (_tp_gather), except with
         # torchao's rowwise fp8: torchtitan's float8 TP (Float8ColwiseParallel) is tensorwise
         # only (`enable_float8_tensorwise_tp`), so rowwise gathers bf16 and casts after
@@ -214,21 +219,22 @@ class Lowering(ParamsMixin):
             ops[gemm].dur += self.c.cal.interfere * ops[comm_op].dur
 
     def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=(),
-              fp8=False, streams=None, expert=False, parts=(), inner=False):
+              fp8=False, streams=None, expert=False, parts=(), inner=False, chunks=1):
         """A GEMM [m, k] x [k, n]; `parts`: run as separate GEMMs over these shares of its
         output columns n, or (`inner`) of its inner dimension k, each writing the whole output
-        (the caller sums them: `_linear_bwd`)."""
+        (the caller sums them: `_linear_bwd`); `chunks`: each run as that many GEMMs of
+        1/chunks of its rows, one after another (`ring`)."""
         t = f = nb = 0.0
         for p in parts or (1.0,):
-            dims = (m, n, k * p) if inner else (m, n * p, k)
+            dims = (m / chunks, n, k * p) if inner else (m / chunks, n * p, k)
             tp, fp, bp = self.c.gemm(name.split(" ")[0], *dims, batch, fp8, streams, expert)
-            t, f, nb = t + tp, f + fp, nb + bp
+            t, f, nb = t + chunks * tp, f + chunks * fp, nb + chunks * bp
         shape = f"{int(m)}x{int(n)}x{int(k)}"
         return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=shape),
                      join=join, extra=extra)
 
     def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False, gather=None,
-                streams=None, expert=False, parts=()):
+                streams=None, expert=False, parts=(), chunks=1):
         """The forward GEMM of a transformer layer's linear layer: quantised for a quantised
         job, after the cast of its input with the transpose its weight gradient needs
         (CAST_BYTES per element, by recipe: fused into the norm for the layers a norm feeds,
@@ -238,7 +244,9 @@ class Lowering(ParamsMixin):
         the quantised data (module/layernorm_linear.py, `gather_along_first_dim(...,
         quantizer=input_quantizer)`); blocking, or split with the GEMM (`tp_overlap = full`).
         `parts`: the layer is separate linear layers sharing the input (`separate`), whose
-        casts torch.compile computes once (common subexpressions)."""
+        casts torch.compile computes once (common subexpressions). `chunks`: a row-parallel
+        layer's GEMM split with its reduce-scatter (`ring`); one fed by an all-gather is split
+        with it."""
         if self.fp8:
             extra = self.cast[0 if norm_fed else 1]
             if extra:
@@ -246,8 +254,10 @@ class Lowering(ParamsMixin):
                 self._ew(b, name + " quantise", extra * rows * k * batch, layer)
         op = self._tp_gather(b, gather, layer) if gather is not None else None
         b.fp8_gemms += 1 if self.fp8 else 0
+        if gather is not None:
+            chunks = self.ring
         g = self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8, streams=streams,
-                       expert=expert, parts=parts)
+                       expert=expert, parts=parts, chunks=chunks)
         if op is not None:
             self._overlap(b, op, g)
             b.pending.append(op)
@@ -501,7 +511,8 @@ class Lowering(ParamsMixin):
         if not m.gpt:
             self._rope(b, L, pre)
         self._attention_fwd(b, L, pre)
-        self._linear(b, pre + "out proj", tokens, m.hidden, self.heads * m.v_dim, L)
+        self._linear(b, pre + "out proj", tokens, m.hidden, self.heads * m.v_dim, L,
+                     chunks=self.ring)
         self._tp_out(b, pre + "attn", L)
         self._residual(b, pre + "residual", L)
 
@@ -518,7 +529,7 @@ class Lowering(ParamsMixin):
             self._clamp(b, pre + "activation clamp", tokens * F * (m.mats - 1), L)
             self._ew(b, pre + ACTIVATION_NAME[m.activation], m.mats * tokens * F * elem, L,
                      kind=m.activation)
-            self._linear(b, pre + "fc2", tokens, h, F, L)
+            self._linear(b, pre + "fc2", tokens, h, F, L, chunks=self.ring)
             self._tp_out(b, pre + "mlp", L)
         self._residual(b, pre + "residual", L)
 
@@ -641,7 +652,7 @@ class Lowering(ParamsMixin):
                                 chain=False)
             b.pending.remove(gather)
         d = self._gemm(b, name + " dgrad", m_, k, n, L, join=False, fp8=fp8, parts=parts,
-                       inner=True)
+                       inner=True, chunks=self.ring if tp or grad_gather is not None else 1)
         self._dgrad_sum(b, name, m_ * k, len(parts), L, join=False)
         if grad_op is not None:
             self._overlap(b, grad_op, d)
