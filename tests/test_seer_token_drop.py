@@ -108,13 +108,15 @@ def test_token_drop_rows_drop_at_megatron_bridges_default_capacity():
     assert rows
     for row in rows:
         e = express(row)
-        # dropped at Megatron-Bridge's default capacity; padding the tables do not state
-        assert "capacity_factor = 1\n" in e.source and "pad_to_capacity" not in e.source
+        # Megatron-Bridge's token-drop helper's defaults: capacity 1, padded, and the
+        # alltoall dispatcher it asserts (no flex dispatcher)
+        assert "capacity_factor = 1\n" in e.source and "pad_to_capacity = true" in e.source
+        assert "moe_dispatcher" not in e.source
         assert any("token-drop" in a for a in e.assumed)
 
 
-def test_a_padded_forecast_says_its_saving_was_never_measured():
+def test_a_padded_forecast_says_how_little_of_its_saving_was_checked():
     from astral_dsl.seer.forecast import run
     padded = run(job(capacity_factor=1.0, pad_to_capacity=True), H100, NET)
-    assert any("pad_to_capacity" in n and "not measured" in n for n in padded.notes)
+    assert any("pad_to_capacity" in n and "do not state it" in n for n in padded.notes)
     assert not any("pad_to_capacity" in n for n in run(job(), H100, NET).notes)

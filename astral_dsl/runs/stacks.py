@@ -249,16 +249,19 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                 assumed.append("expert-parallel all-to-all overlapped across micro-batches "
                                "(the MoE recipes' setting)")
                 release = release_of(row)
-                if "tokendrop" in _n(row.model):
-                    # the label says tokens were dropped; Megatron-Bridge's token-drop
-                    # helper (apply_moe_token_drop, 0.3.1) uses a capacity factor of 1.0 by
-                    # default. Whether the inputs were padded (its default too) the tables
-                    # do not say: not assumed (docs/runs.md)
+                tokendrop = "tokendrop" in _n(row.model)
+                if tokendrop:
+                    # the label says tokens were dropped: Megatron-Bridge's token-drop helper
+                    # (training/utils/moe_token_drop.py, apply_moe_token_drop, 0.3.1) sets a
+                    # capacity factor of 1.0 and pads the experts' inputs to it by default,
+                    # and asserts the alltoall dispatcher ("moe_expert_capacity_factor only
+                    # works with alltoall token dispatcher"): no flex dispatcher (docs/runs.md)
                     fields["capacity_factor"] = 1.0
-                    assumed.append("tokens dropped beyond each expert's even share "
-                                   "(capacity factor 1, Megatron-Bridge's token-drop default), "
-                                   "inputs not padded")
-                if release is not None and release >= FLEX_FROM:
+                    fields["pad_to_capacity"] = True
+                    assumed.append("tokens dropped beyond each expert's even share and the "
+                                   "experts' inputs padded to it, with the alltoall dispatcher "
+                                   "(capacity factor 1: Megatron-Bridge's token-drop defaults)")
+                if release is not None and release >= FLEX_FROM and not tokendrop:
                     gb = "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu)
                     fields["moe_dispatcher"] = "hybridep" if gb else "deepep"
                     assumed.append(f"the flex token dispatcher ("

@@ -151,12 +151,13 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
 
 
 def _padding_note(job: JobSpec) -> Tuple[str, ...]:
-    """What padded token dropping leaves out, and that no calibration run measured it."""
+    """What padded token dropping leaves out, and how little of it the calibration checked."""
     if not job.padded or job.cuda_graphs:
         return ()
     return ("pad_to_capacity: each MoE layer's forward is forecast without its wait for the "
-            "token counts (Megatron-Core's drop-and-pad dispatch has none); no calibration run "
-            "states padded inputs, so that saving is the model's, not measured (docs/seer.md)",)
+            "token counts (Megatron-Core's drop-and-pad dispatch has none); the only calibration "
+            "runs read as padded are NeMo 25.09's five token-drop rows, whose tables do not "
+            "state it (Megatron-Bridge's token-drop defaults: docs/runs.md)",)
 
 
 def iteration(job: JobSpec, gpu, net: comm.Network, calibration: Optional[Calibration] = None
