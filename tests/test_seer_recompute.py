@@ -230,3 +230,38 @@ def test_hardware_flops_count_the_recomputed_up_projections():
     per_token = 2 * (1536 * 128 * 192 + 512 * 128 * 256) * DSV3.layers
     assert hardware_flops(j) - model_flops(j) == pytest.approx(8 * 4096 * per_token)
     assert hardware_flops(_mla(("layernorm",))) == model_flops(_mla(("layernorm",)))
+
+
+# Megatron-Core's `mlp` module (transformer/mlp.py under tensor_parallel.checkpoint): a dense
+# layer's whole MLP re-run in the backward, its TP collectives included (Llama 3 8B, TP 2 + SP)
+def _dense(modules):
+    par = ParallelSpec(tp=2, dp=4, sp=True, zero=1)
+    return JobSpec("j", LLAMA_8B, par, 8, 1, 8192, "modules", recompute_modules=modules)
+
+
+def test_mlp_recomputes_the_whole_dense_mlp_with_its_collectives():
+    low = Lowering(_dense(("mlp",)), Costs(H100, "bf16"), NET)
+    ops = [o for o in low.template(0, 0, "B").ops if o.name.startswith("recompute ")
+           and o.layer == 0]
+    names = {o.name for o in ops}
+    assert names == {"recompute fc1", "recompute swiglu", "recompute fc2",
+                     "recompute mlp all-gather", "recompute mlp reduce-scatter"}
+    flops = {o.name: o.flops for o in ops if o.flops}
+    # fc1: 8,192 tokens x (2 x 14,336 / 2) x 4,096; fc2: 8,192 x 4,096 x 14,336 / 2
+    assert flops == pytest.approx({"recompute fc1": 2 * 8192 * 14336 * 4096,
+                                   "recompute fc2": 2 * 8192 * 4096 * 7168})
+
+
+def test_mlp_keeps_only_the_mlps_input():
+    """Against recomputing the norms alone: fc1's two outputs and fc2's input (bf16) are not
+    kept: 8,192 tokens x 14,336 x (2 x 2 + 2) bytes over TP 2."""
+    kept = layer_activation_bytes(_dense(("layernorm",)), 0)
+    redo = layer_activation_bytes(_dense(("layernorm", "mlp")), 0)
+    assert kept - redo == pytest.approx(8192 * 14336 * 6 / 2)
+
+
+def test_hardware_flops_count_the_recomputed_mlps():
+    """2 x 3 x 4,096 x 14,336 FLOPs a token of each of the 32 dense layers."""
+    j = _dense(("mlp",))
+    assert hardware_flops(j) - model_flops(j) == pytest.approx(
+        8 * 8192 * 2 * 3 * 4096 * 14336 * 32)

@@ -230,7 +230,7 @@ _register(make_kind("batch", "batch sizes", dict(
     micro=_size(low=1, limit=MAX_BATCH, why=_BATCH),
     seq=_size(low=1, limit=MAX_TOKENS, why=_TOKENS))))
 # what `recompute = modules` may recompute (recompute_modules; seer/spec.py JobSpec.recomputed)
-RECOMPUTE_MODULES = ("layernorm", "activation", "moe_act", "mla_up_proj")
+RECOMPUTE_MODULES = ("layernorm", "activation", "moe_act", "mla_up_proj", "mlp")
 _register(make_kind("job", "an LLM training job", dict(
     model=ref("model", required=True), placement=ANY,
     gpus=_size(low=1, limit=1e9, why="the design limit of 10^9 GPUs"),
@@ -244,7 +244,8 @@ _register(make_kind("job", "an LLM training job", dict(
         doc="with `recompute = modules`: which (Megatron-Core's --recompute-modules): the norms "
             "(layernorm), the dense MLP's activation function (activation), the experts' "
             "(moe_act), multi-head latent attention's up-projections, whose queries, keys and "
-            "values are then not kept (mla_up_proj). Without it: layernorm, activation, moe_act"),
+            "values are then not kept (mla_up_proj), a dense layer's whole MLP with its TP "
+            "collectives (mlp). Without it: layernorm, activation, moe_act"),
     recompute_layers=q("count", low=1, limit=MAX_LAYERS, why=_LAYERS,
                      doc="with `recompute = full`: the layers of each model chunk "
                          "recomputed whole, its first N (Megatron-LM's --recompute-method "

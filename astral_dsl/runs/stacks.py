@@ -160,11 +160,14 @@ BF16_MOMENTS_MODELS = ("deepseekv3", "moonlight", "olmoe")
 # run with it (`recompute = modules` with these `recompute_modules`). Left to Seer's rule: other
 # layouts (the recipes of earlier releases, whose recomputation is not known), what the recipes
 # do not recompute (the rule finds the same when it fits), and what Seer does not express:
-# Megatron-Core's `mlp` and `moe` modules, a whole MLP or MoE layer (DeepSeek-V3 on H100 and in
-# FP8 current scaling on GB200).
+# Megatron-Core's `moe` module, a whole MoE layer. DeepSeek-V3's `mlp` (deepseek/h100/
+# deepseek_v3.py) recomputes the MLPs of its three dense layers. Not taken: the GB200 FP8
+# current-scaling and NVFP4 recipes' `mlp` alone, with which NeMo 25.09's GB200 FP8 row of that
+# layout would need 206 of 186 GB (Seer's estimate): that run did not recompute so little.
 LAYERNORM_MOE_ACT, MLA_UP = ("layernorm", "moe_act"), ("mla_up_proj",)
 RECIPE_RECOMPUTE = (
     ("deepseekv3", "gb200", ("bf16", "mxfp8"), (1, 4, 64, 1), MLA_UP),
+    ("deepseekv3", "h100", ("bf16", "fp8"), (2, 8, 64, 1), ("mla_up_proj", "mlp")),
     ("deepseekv3", "b200", ("bf16", "fp8", "mxfp8"), (1, 8, 8, 1), MLA_UP),
     ("deepseekv3", "b200", ("mxfp8",), (1, 16, 8, 1), MLA_UP),
     ("gptoss120b", "gb200", ("bf16",), (1, 1, 64, 4), LAYERNORM_MOE_ACT),

@@ -106,11 +106,14 @@ def model_flops(job: JobSpec) -> float:
 
 def hardware_flops(job: JobSpec) -> float:
     """Model FLOPs plus the recomputed forward FLOPs (with `mla_up_proj` recomputed, MLA's
-    up-projections: 2 (q_lora q_width + kv_lora heads (head + value width)) a token)."""
+    up-projections: 2 (q_lora q_width + kv_lora heads (head + value width)) a token; with `mlp`,
+    a dense layer's MLP: 2 mats hidden ffn)."""
     extra = 0.0
     whole = frozenset(full_recompute(job))
     m = job.model
     up = 0.0
+    mlp = 2.0 * m.mats * m.hidden * m.ffn \
+        if "mlp" in job.recomputed and job.recompute != "full" else 0.0
     if m.mla and "mla_up_proj" in job.recomputed and job.recompute != "full":
         up = 2.0 * ((m.q_lora * m.q_width if m.q_lora else 0.0)
                     + m.kv_lora * m.heads * (m.head_dim + m.v_dim))
@@ -120,8 +123,11 @@ def hardware_flops(job: JobSpec) -> float:
             extra += lin + attn
         elif job.recompute == "selective" and job.attention == "unfused":
             extra += attn
-        elif up and m.layer_kind(L) in ("T", "*"):
-            extra += up
+        else:
+            if up and m.layer_kind(L) in ("T", "*"):
+                extra += up
+            if mlp and m.layer_kind(L) in ("T", "-") and not m.is_moe(L):
+                extra += mlp
     return model_flops(job) + job.global_batch * job.seq * extra
 
 

@@ -523,15 +523,22 @@ class Lowering(ParamsMixin):
         if m.is_moe(L):
             self._moe_fwd(b, L, pre)
         else:
-            F = m.ffn / self.tp
-            self._linear(b, pre + "fc1", tokens, F * (m.mats - 1), h, L, norm_fed=True,
-                         gather=pre + "mlp all-gather", parts=self._fc1_parts())
-            self._clamp(b, pre + "activation clamp", tokens * F * (m.mats - 1), L)
-            self._ew(b, pre + ACTIVATION_NAME[m.activation], m.mats * tokens * F * elem, L,
-                     kind=m.activation)
-            self._linear(b, pre + "fc2", tokens, h, F, L, chunks=self.ring)
-            self._tp_out(b, pre + "mlp", L)
+            self._dense_mlp_fwd(b, L, pre)
         self._residual(b, pre + "residual", L)
+
+    def _dense_mlp_fwd(self, b, L, pre):
+        """A dense MLP from its (normalised) input: fc1 after its TP all-gather, the activation,
+        fc2 and its TP reduction (recomputed whole, collectives included, by Megatron-Core's
+        `mlp` recompute module: transformer/mlp.py under tensor_parallel.checkpoint)."""
+        m, elem, tokens, h = self.job.model, self.elem, self.tokens, self.job.model.hidden
+        F = m.ffn / self.tp
+        self._linear(b, pre + "fc1", tokens, F * (m.mats - 1), h, L, norm_fed=True,
+                     gather=pre + "mlp all-gather", parts=self._fc1_parts())
+        self._clamp(b, pre + "activation clamp", tokens * F * (m.mats - 1), L)
+        self._ew(b, pre + ACTIVATION_NAME[m.activation], m.mats * tokens * F * elem, L,
+                 kind=m.activation)
+        self._linear(b, pre + "fc2", tokens, h, F, L, chunks=self.ring)
+        self._tp_out(b, pre + "mlp", L)
 
     def _mamba_dims(self):
         """Per rank: (d_inner, heads, groups, in_proj width, conv channels) of a Mamba-2 layer
@@ -690,7 +697,9 @@ class Lowering(ParamsMixin):
                     self._norm_fwd(b, "recompute " + name, L)
             if "mla_up_proj" in redo and m.mla and kind in ("T", "*"):
                 self._mla_up(b, L, "recompute ")
-            if kind in ("T", "-") and not m.is_moe(L) and "activation" in redo:
+            if kind in ("T", "-") and not m.is_moe(L) and "mlp" in redo:
+                self._dense_mlp_fwd(b, L, "recompute ")
+            elif kind in ("T", "-") and not m.is_moe(L) and "activation" in redo:
                 F = m.ffn / self.tp
                 self._clamp(b, "recompute activation clamp", tokens * F * (m.mats - 1), L)
                 self._ew(b, "recompute activation", m.mats * tokens * F * elem, L)

@@ -240,6 +240,8 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         kept = mats - (1 if job.every_second_mm and mats == 2 else 0)
         mlp_tp = m.ffn * (kept * elem * (2 if m.clamped and not dense_act else 1)
                           + (0 if dense_act else lin))
+        if "mlp" in redo:       # Megatron-Core's `mlp` module: the MLP keeps its input only
+            mlp_tp = 0.0
     # Q, K, V and the context; with `mla_up_proj` recomputed, MLA's up-projections run again in
     # the backward from the latents their weight gradients keep anyway, so Q, K and V are not
     # kept (Megatron-Core 0.16.1, multi_latent_attention.py, recompute_up_proj)

@@ -519,6 +519,14 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
                                 f"`{spec.model.name}` has no multi-head latent attention "
                                 f"(no `kv_lora`)", where("recompute_modules", ""),
                         "leave `mla_up_proj` out"))
+    elif "mlp" in (spec.recompute_modules or ()) and not any(
+            spec.model.layer_kind(L) in ("T", "-") and not spec.model.is_moe(L)
+            for L in range(min(spec.model.layers, budget.MAX_LAYERS))):
+        out.append(_err("E770", f"{name}: recompute_modules names mlp, but model "
+                                f"`{spec.model.name}` has no dense MLP layer (Megatron-Core's "
+                                f"`mlp` module recomputes those; the experts' activation is "
+                                f"`moe_act`)", where("recompute_modules", ""),
+                        "leave `mlp` out, or name `moe_act`"))
     if spec.recompute_layers is not None and spec.recompute == "full" and \
             spec.framework == "automodel":
         out.append(_err("E770", f"{name}: recompute_layers = {spec.recompute_layers} with "
