@@ -34,7 +34,6 @@ each says whether it comes from a data sheet, a published measurement or is an a
 """
 from __future__ import annotations
 
-import csv
 import math
 import os
 from typing import Dict, Optional, Tuple
@@ -162,6 +161,8 @@ class OperatorTable:
         """The table of a CSV file; ValueError naming the file and line of a row that has no
         time, a time that is not a finite number of seconds >= 0, or a file that is not a
         UTF-8 CSV of at most MAX_BYTES."""
+        import csv      # here, for start-up: a check validates jobs without an operator table
+
         if os.path.exists(path) and not os.path.isfile(path):     # a FIFO would never end
             raise ValueError(f"{path}: not a regular file")
         if os.path.getsize(path) > cls.MAX_BYTES:
