@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import gc
-import hashlib
 import io
 import os
 import sys
@@ -147,6 +146,8 @@ def _cached(data: bytes, name: str) -> Climate:
     the wet-bulb table's source), else parsed and stored there. The columns are stored as the
     bytes of their doubles (base64), so that reading them back costs a millisecond and gives the
     very numbers `parse` and `with_wet_bulbs` return."""
+    import hashlib      # here: a check on a stdlib climate file hashes nothing (for start-up)
+
     from astral_dsl.analyses import climate_table, wetbulb_table
 
     digest = hashlib.sha256(data).hexdigest()
