@@ -18,11 +18,13 @@ REPO = Path(__file__).resolve().parents[1]
 # no part; Seer's lowering, for a job without failed fabric or expert groups: its memory check
 # counts the parameters with seer/params.py; hashlib, whose OpenSSL costs 2.5-3 ms to load,
 # when the digests of the stdlib climate file and the wet-bulb table are remembered, and csv
-# when no climate file's header or operator table is read)
+# when no climate file's header or operator table is read; Seer's calibration, which prices
+# operators, for the validation of a job)
 NOT_IMPORTED = ("astral_dsl.outputs.table", "astral_dsl.outputs.size_report",
                 "astral_dsl.outputs.jsonout", "lark", "astral_dsl.seer.forecast",
                 "astral_dsl.seer.envelope", "astral_dsl.analyses.fleet",
-                "astral_dsl.analyses.inventory", "astral_dsl.seer.lower", "hashlib", "csv")
+                "astral_dsl.analyses.inventory", "astral_dsl.seer.lower", "hashlib", "csv",
+                "astral_dsl.seer.calibration")
 
 _CHECK = """
 import gc, json, sys
