@@ -35,6 +35,8 @@ from operator import attrgetter
 
 import attrs
 
+from astral_dsl import methodcache
+
 _EQUALITY_OPTIONS = ("eq", "order", "hash", "unsafe_hash", "cache_hash")
 
 
@@ -95,8 +97,9 @@ def _maker(make, frozen_by_default: bool):
         def build(cls):
             shared_eq = _shares_equality(cls, options)
             shared_repr = "__repr__" not in cls.__dict__ and "repr" not in options
-            built = make(cls, **({"repr": False} if shared_repr else {}),
-                         **({"eq": False} if shared_eq else {}), **options)
+            with methodcache.caching():      # attrs' generated methods: their byte code kept
+                built = make(cls, **({"repr": False} if shared_repr else {}),
+                             **({"eq": False} if shared_eq else {}), **options)
             if shared_eq and any(f.eq_key is not None for f in attrs.fields(built)):
                 raise TypeError(f"{cls.__qualname__}: a field with an `eq` key wants attrs' own "
                                 "equality: declare the class with attrs.frozen/define")

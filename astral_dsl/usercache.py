@@ -22,12 +22,23 @@ Every failure (no home directory, a read-only disk, a forged or truncated entry)
 cached": the caller computes the data again, and nothing is reported."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
 from pathlib import Path
 from typing import Any, Optional
+
+# SHA-256 without OpenSSL, for the keys and payloads here (a few hundred kB in a check):
+# `import hashlib` loads and initialises OpenSSL's libcrypto, 2.5-3 ms of CPU at every start,
+# more than hashing them costs (for start-up); CPython's own implementation, hashlib's
+# fallback, gives the same digests (_sha256 up to Python 3.11, _sha2 from 3.12)
+try:
+    from _sha2 import sha256 as _sha256
+except ImportError:
+    try:
+        from _sha256 import sha256 as _sha256
+    except ImportError:                 # pragma: no cover - a Python without them
+        from hashlib import sha256 as _sha256
 
 MAGIC = b"astral-cache 1\n"
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
@@ -111,8 +122,13 @@ def _entry_path(folder: Path, name: str) -> Path:
     return folder / f"{safe}.json"
 
 
+def sha256_hex(data: bytes) -> str:
+    """The SHA-256 of `data` (hex), for a key or a name of the cache."""
+    return _sha256(data).hexdigest()
+
+
 def key_digest(*parts: bytes | str) -> str:
-    h = hashlib.sha256()
+    h = _sha256()
     for p in parts:
         data = p.encode("utf-8") if isinstance(p, str) else p
         h.update(len(data).to_bytes(8, "big"))
@@ -134,7 +150,7 @@ def read(name: str, key: str, object_hook=None) -> Optional[Any]:
     digest, sep2, payload = rest.partition(b"\n")
     if not (sep and sep2) or head != key.encode("ascii", "replace"):
         return None
-    if hashlib.sha256(payload).hexdigest().encode() != digest:
+    if _sha256(payload).hexdigest().encode() != digest:
         return None
     try:
         return json.loads(payload, object_hook=object_hook)
@@ -203,7 +219,7 @@ def write(name: str, key: str, value: Any, dumps=None) -> bool:
     if len(payload) > MAX_ENTRY_BYTES - 200:
         return False
     data = MAGIC + key.encode("ascii", "replace") + b"\n" + \
-        hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+        _sha256(payload).hexdigest().encode() + b"\n" + payload
     import tempfile          # here: only a write needs it, and `astral check` starts faster
 
     try:

@@ -18,8 +18,11 @@ ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "sem
 # the workspace is the pipeline's (the only place that compiles): `astral check` as a function
 # (pipeline.check) runs the front end, the engineering analyses and Seer's job validation, so
 # it sits above both
-# the collector's pause (gcpause) serves the parser and the module loader: it imports nothing
-LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records"}
+# the collector's pause (gcpause) serves the parser and the module loader: it imports nothing;
+# the byte code of attrs' generated methods (methodcache) serves the records; a file's digest
+# remembered (filedigest) serves the analyses, through the user cache only
+LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records",
+            "astral_dsl.methodcache": "records", "astral_dsl.filedigest": "records"}
 
 
 def _layer(module: str) -> str:

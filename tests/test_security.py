@@ -106,7 +106,9 @@ def test_a_poisoned_cache_at_the_old_path_changes_nothing(sandbox, tmp_path):
 # tests/test_tables.py), so they are not cached, nor are the stdlib climate file's hours
 # (analyses/climate_table.py) and its air units' humid-air states (analyses/humid_air_table.py);
 # the two facility-water circuits' hours per watt are (analyses/heat_rejection.py)
-CACHED_BY_CHECK = ["astu", "rejection", "rejection"]
+# the user's syntax tree, the SHA-256 of the stdlib climate file and of the wet-bulb table
+# (filedigest.py), the heat-rejection profiles of the two circuits
+CACHED_BY_CHECK = ["astu", "digest", "digest", "rejection", "rejection"]
 
 
 def test_the_cache_is_private_plain_data(sandbox):

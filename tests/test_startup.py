@@ -16,11 +16,15 @@ REPO = Path(__file__).resolve().parents[1]
 # what `astral check` of a design prints as text never needs (the tables of `astral size`, the
 # JSON writer, Lark when the trees are cached; the inventories' binding for a design that names
 # no part; Seer's lowering, for a job without failed fabric or expert groups: its memory check
-# counts the parameters with seer/params.py)
+# counts the parameters with seer/params.py; hashlib, whose OpenSSL costs 2.5-3 ms to load,
+# when the digests of the stdlib climate file and the wet-bulb table are remembered, and csv
+# when no climate file's header or operator table is read; Seer's calibration, which prices
+# operators, for the validation of a job)
 NOT_IMPORTED = ("astral_dsl.outputs.table", "astral_dsl.outputs.size_report",
                 "astral_dsl.outputs.jsonout", "lark", "astral_dsl.seer.forecast",
                 "astral_dsl.seer.envelope", "astral_dsl.analyses.fleet",
-                "astral_dsl.analyses.inventory", "astral_dsl.seer.lower")
+                "astral_dsl.analyses.inventory", "astral_dsl.seer.lower", "hashlib", "csv",
+                "astral_dsl.seer.calibration")
 
 _CHECK = """
 import gc, json, sys
@@ -47,6 +51,28 @@ def test_a_check_imports_only_what_it_needs_and_the_collector_leaves_its_modules
     assert not set(NOT_IMPORTED) & set(warm["modules"])
     # without the pause, ~45 passes while the ~100 modules are imported
     assert warm["passes"] < 15, warm["passes"]
+
+
+_VERSION = """
+import json, sys
+from astral_dsl.cli import main
+try:
+    main(["--version"])
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_version_imports_no_command_s_dependencies():
+    """`astral --help` and `--version` import every command's module for its name and help,
+    not what the commands use."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, "-c", _VERSION], capture_output=True, text=True,
+                         cwd=REPO, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    modules = set(json.loads(out.stdout.splitlines()[-1]))
+    assert not {"attrs", "difflib", "subprocess", "astral_dsl.records"} & modules
 
 
 def test_settled_pauses_then_freezes():

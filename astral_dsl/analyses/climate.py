@@ -21,9 +21,7 @@ process, keyed by their path, size and modification time."""
 from __future__ import annotations
 
 import base64
-import csv
 import gc
-import hashlib
 import io
 import os
 import sys
@@ -33,7 +31,7 @@ from typing import Dict, List, Optional, Tuple
 
 import attrs
 
-from astral_dsl import records, resources, usercache
+from astral_dsl import filedigest, records, resources, usercache
 from astral_dsl.semantics.modules import file_sha256, inside, read_file
 
 MAX_HOURS = 8784
@@ -119,10 +117,12 @@ def load(name: str, root: Path) -> Climate:
         climate = data = None
         if Path(name).parts[:1] == ("stdlib",):
             # whose hours may ship (analyses/climate_table.py): hashed without being held
-            # (for start-up: semantics.modules.file_sha256), read only when they do not
+            # (for start-up: semantics.modules.file_sha256), and not again while the file is
+            # unchanged (filedigest.py, for start-up), read only when they do not ship
             from astral_dsl.analyses import climate_table
 
-            climate = climate_table.lookup(file_sha256(path), name)
+            climate = climate_table.lookup(filedigest.sha256(path, lambda: file_sha256(path)),
+                                           name)
         if climate is None:
             data = read_file(path)
     except OSError as exc:
@@ -146,6 +146,8 @@ def _cached(data: bytes, name: str) -> Climate:
     the wet-bulb table's source), else parsed and stored there. The columns are stored as the
     bytes of their doubles (base64), so that reading them back costs a millisecond and gives the
     very numbers `parse` and `with_wet_bulbs` return."""
+    import hashlib      # here: a check on a stdlib climate file hashes nothing (for start-up)
+
     from astral_dsl.analyses import climate_table, wetbulb_table
 
     digest = hashlib.sha256(data).hexdigest()
@@ -220,6 +222,8 @@ def _number(text: str, what: str, name: str, line: int) -> float:
 
 def _rows(lines: List[str]) -> List[List[str]]:
     """Header lines, which may quote their fields."""
+    import csv          # here, for start-up: a check on a stdlib climate file parses no header
+
     return list(csv.reader(io.StringIO("\n".join(lines))))
 
 

@@ -19,7 +19,6 @@ hour of a shipped file lies inside the wet-bulb table, so no entry depends on Co
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import sys
 import zlib
@@ -86,6 +85,8 @@ def generate() -> dict:
     """The entries from a parse of every climate file of the stdlib. An entry's compressed bytes
     are kept from the shipped file when they hold the same payload (another zlib may compress
     the same bytes differently: the comparison is of the data)."""
+    import hashlib
+
     from astral_dsl.analyses import climate, wetbulb_table
 
     try:

@@ -117,10 +117,10 @@ def profile(plan: Plan, ambient: Optional[Sequence[float]], key: str = "") -> Pr
 
 
 def _cache_key(plan: Plan, key: str) -> Tuple[str, str]:
-    import hashlib
+    from astral_dsl import usercache
 
     text = f"rejection 1 {sys.byteorder} {key} {plan!r}"
-    return f"rejection-{hashlib.sha256(text.encode()).hexdigest()[:16]}", text
+    return f"rejection-{usercache.sha256_hex(text.encode())[:16]}", text
 
 
 def _stored(plan: Plan, key: str, n: int) -> Optional[Profile]:

@@ -98,10 +98,16 @@ def _table() -> dict:
 @lru_cache(maxsize=1)
 def source() -> str:
     """The table's identity for a cache key of values derived from it: the SHA-256 of the
-    shipped file (reading it is a millisecond; parsing it, ten)."""
-    import hashlib
+    shipped file (reading it is a millisecond; parsing it, ten), remembered per user while the
+    file is unchanged (filedigest.py, for start-up)."""
+    from astral_dsl import filedigest
 
-    return hashlib.sha256(PATH.read_bytes()).hexdigest()[:16]
+    def compute() -> str:
+        import hashlib      # here: remembered, the digest needs no hashing (for start-up)
+
+        return hashlib.sha256(PATH.read_bytes()).hexdigest()
+
+    return filedigest.sha256(PATH, compute)[:16]
 
 
 def _cubic(s: float) -> Tuple[float, float, float, float]:

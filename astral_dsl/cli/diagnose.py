@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import sys
 
-import attrs
-
 from astral_dsl.cli.common import (EXIT_OK, add_common, colour, open_path, print_diagnostics,
                                    unreadable, usage)
 
@@ -100,6 +98,8 @@ def _idle_by_cause(args, observed):
     except hta.HtaMissing as exc:
         return observed, None, lambda diags, text=f"--hta: {exc}": usage(text)
     except hta.HtaFailed as exc:
+        import attrs        # here: `astral --help` imports this module (for start-up)
+
         from astral_dsl.observe.kineto import diag
 
         return attrs.evolve(observed, diagnostics=observed.diagnostics + (diag(

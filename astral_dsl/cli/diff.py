@@ -19,10 +19,7 @@ for a usage error)."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -60,6 +57,10 @@ class RevisionRefused(Exception):
 
 def _git(args: List[str], cwd: Optional[str] = None, binary: bool = False,
          stdin: Optional[bytes] = None):
+    # subprocess, tempfile and shutil are imported where used: `astral --help` and `--version`
+    # import every command's module for its name and help (for start-up)
+    import subprocess
+
     try:
         proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=120,
                               input=stdin)
@@ -110,6 +111,9 @@ def materialise(rev: str, path: str) -> Tuple[Path, Path]:
     links = {n: t for n, t in files.items() if t is not None}
     if rel not in files:
         names.append(rel)
+    import shutil
+    import tempfile
+
     folder = Path(tempfile.mkdtemp(prefix="astral-diff-"))
     try:
         data = _git(["archive", "--format=tar", tree, "--", *names], cwd=top, binary=True)
@@ -242,6 +246,8 @@ def _renamed(result, folder: Path, rev: str):
 
 
 def run(args, overrides) -> int:
+    import shutil
+
     from astral_dsl.api.sides import side
     from astral_dsl.outputs.diff import compare, render, to_json
     from astral_dsl.outputs.jsonout import dumps

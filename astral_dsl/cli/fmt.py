@@ -13,7 +13,6 @@ that was read when it is written back), so swapping a file for a FIFO or a link 
 walk and the write does not redirect the write."""
 from __future__ import annotations
 
-import difflib
 import os
 import stat
 import sys
@@ -188,6 +187,8 @@ def run(args, overrides) -> int:
             continue
         changed.append(shown)
         if args.diff:      # shown on a terminal: control characters escaped
+            import difflib      # here: `astral --help` imports this module (for start-up)
+
             sys.stdout.writelines(printable_line(line) for line in difflib.unified_diff(
                 original.replace("\r\n", "\n").splitlines(True), result.splitlines(True),
                 f"{shown} (original)", f"{shown} (formatted)"))

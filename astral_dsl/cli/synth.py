@@ -10,7 +10,6 @@ The fault injected is printed (on standard error with --quiet-answer, so that wh
 the drill can hide it from whoever diagnoses)."""
 from __future__ import annotations
 
-import json
 import sys
 
 from astral_dsl.cli.common import EXIT_OK, EXIT_USAGE, add_common, colour, open_path, \
@@ -108,6 +107,8 @@ def run(args, overrides) -> int:
               "written": out, "fault": fault.to_json() if fault else None}
     stream = sys.stderr if args.quiet_answer else sys.stdout
     if args.format == "json":
+        import json         # here: `astral --help` imports this module (for start-up)
+
         stream.write(json.dumps(answer) + "\n")
     else:
         what = f"{fault.kind} {fault.part} (severity {fault.severity:g})" if fault else \

@@ -34,13 +34,14 @@ each says whether it comes from a data sheet, a published measurement or is an a
 """
 from __future__ import annotations
 
-import csv
 import math
 import os
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 from astral_dsl import records
-from astral_dsl.seer.calibration import Calibration, shipped
+
+if TYPE_CHECKING:
+    from astral_dsl.seer.calibration import Calibration
 
 K_HALF = 24.0          # ASSUMED (not fitted, not measured): the inner dimension whose main loop
 #                        costs as much as a tile's fixed prologue (filling the shared-memory
@@ -162,6 +163,8 @@ class OperatorTable:
         """The table of a CSV file; ValueError naming the file and line of a row that has no
         time, a time that is not a finite number of seconds >= 0, or a file that is not a
         UTF-8 CSV of at most MAX_BYTES."""
+        import csv      # here, for start-up: a check validates jobs without an operator table
+
         if os.path.exists(path) and not os.path.isfile(path):     # a FIFO would never end
             raise ValueError(f"{path}: not a regular file")
         if os.path.getsize(path) > cls.MAX_BYTES:
@@ -218,7 +221,12 @@ class Costs:
         self.dtype = dtype
         self.quantised = dtype in PEAK_OF
         self.base = "bf16" if self.quantised else dtype
-        self.cal = cal = calibration or shipped()
+        if not calibration:
+            # here: a check's job validation prices nothing (for start-up)
+            from astral_dsl.seer.calibration import shipped
+
+            calibration = shipped()
+        self.cal = cal = calibration
         self.clock = (gpu.power / gpu.flops_power) ** (1.0 / cal.power_exponent) \
             if gpu.capped else 1.0
         self.sms = gpu.sms or DEFAULT_SMS
