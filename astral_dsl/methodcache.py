@@ -42,7 +42,10 @@ import threading
 from contextlib import contextmanager
 from typing import Dict, Iterator, Optional, Set, Tuple
 
-from attr import _make
+try:            # attrs' private module, where it compiles the generated methods
+    from attr import _make
+except ImportError:             # pragma: no cover - an attrs without it: nothing is cached
+    _make = None
 
 MAX_ENTRIES = 1024
 MAX_BYTES = 16 * 1024 * 1024
@@ -70,6 +73,9 @@ def path() -> Optional[str]:
 @contextmanager
 def caching() -> Iterator[None]:
     """The block (one record built by attrs) with attrs' compiles going through the cache."""
+    if _make is None:
+        yield
+        return
     _make.compile = _compile
     try:
         yield
