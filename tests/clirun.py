@@ -6,19 +6,23 @@ streams are pipes to the command: not terminals, UTF-8, with a binary `.buffer` 
 have). That is the program's code path without its ~0.3 s of start-up per call, which most of the
 suite's CPU went to. `process=True` starts a real `python -m astral_dsl.cli`: for what only a
 process shows (a hash seed, the interpreter's exit, a terminal, start-up itself, limits on the
-process); conftest.py puts this checkout first on its PYTHONPATH.
+process); conftest.py puts this checkout first on its PYTHONPATH. `astral_runs` runs several
+commands in one new process, each as in this process: where a process is needed (a hash seed)
+but not one per command.
 
 Either way the result is a `subprocess.CompletedProcess` with `returncode`, `stdout` and
 `stderr` (text, or bytes with `text=False`)."""
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Mapping, Optional, Union
+from typing import List, Mapping, Optional, Sequence, Union
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,6 +48,42 @@ def astral(*args: str, cwd: Union[str, Path, None] = REPO, env: Optional[Mapping
         except SystemExit as exc:          # argparse's usage errors and --help
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return subprocess.CompletedProcess(["astral", *args], code, _read(out, text), _read(err, text))
+
+
+# What astral_runs' process runs: each command as `astral` below runs one in this process, its
+# exit code and output (base64) a line of JSON on the process's own standard output.
+_RUNS = """import base64, json, sys
+sys.path.insert(0, {tests!r})
+from clirun import astral
+for args in json.loads(sys.stdin.read()):
+    p = astral(*args, cwd=None, text=False)
+    print(json.dumps([p.returncode, base64.b64encode(p.stdout).decode(),
+                      base64.b64encode(p.stderr).decode()]))
+"""
+
+
+def astral_runs(commands: Sequence[Sequence[str]], cwd: Union[str, Path] = REPO,
+                env: Optional[Mapping[str, str]] = None, timeout: float = 600
+                ) -> List[subprocess.CompletedProcess]:
+    """Several `astral ARGS`, in order, in one new process (a real `python`; each command as
+    `astral` runs one in this process, output in bytes): for what needs a process of its own
+    but not one per command. The determinism tests compare each command's output under two
+    hash seeds: a process per seed, not a process per command and seed (~0.2 s of CPU a
+    start, 22 of them)."""
+    commands = [[str(a) for a in args] for args in commands]
+    proc = subprocess.run([sys.executable, "-c", _RUNS.format(tests=str(Path(__file__).parent))],
+                          cwd=cwd, env=env, input=json.dumps(commands), capture_output=True,
+                          text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"astral_runs: exit {proc.returncode}: {proc.stderr[-2000:]}")
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(commands), proc.stdout[-2000:]
+    out = []
+    for args, line in zip(commands, lines):
+        code, stdout, stderr = json.loads(line)
+        out.append(subprocess.CompletedProcess(["astral", *args], code,
+                                               base64.b64decode(stdout), base64.b64decode(stderr)))
+    return out
 
 
 def _pipe(data: bytes = b"") -> io.TextIOWrapper:
@@ -85,4 +125,4 @@ def _environment(env: Optional[Mapping[str, str]]):
         os.environ.update(saved)
 
 
-__all__ = ["REPO", "astral"]
+__all__ = ["REPO", "astral", "astral_runs"]

@@ -1,6 +1,6 @@
-"""The `astral` command line, in a subprocess (`python -m astral_dsl.cli`) and in-process
-(`astral_dsl.cli.main([...])`): exit codes, the JSON envelope, JSON Lines for several files,
-byte-identical output, `export`, and human-readable diagnostics."""
+"""The `astral` command line, in this process (`astral_dsl.cli.main([...])`, with tests/clirun.py's
+streams or pytest's) and in processes under two hash seeds: exit codes, the JSON envelope, JSON
+Lines for several files, byte-identical output, `export`, and human-readable diagnostics."""
 from __future__ import annotations
 
 import json
@@ -14,6 +14,7 @@ import pytest
 import astral_dsl
 from astral_dsl import cli
 from clirun import astral as _astral_cli  # noqa: E402
+from clirun import astral_runs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,13 +67,11 @@ def write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
-def run(args, cwd: Path, hashseed: str | None = None) -> subprocess.CompletedProcess:
-    """In this process, or a process of its own under a given hash seed."""
+def run(args, cwd: Path) -> subprocess.CompletedProcess:
+    """In this process (tests/clirun.py); the determinism tests' processes are `seeded`'s."""
     env = dict(os.environ)
     env.pop("NO_COLOR", None)
-    if hashseed is not None:
-        env["PYTHONHASHSEED"] = hashseed
-    return _astral_cli(*args, cwd=cwd, env=env, text=False, process=hashseed is not None)
+    return _astral_cli(*args, cwd=cwd, env=env, text=False)
 
 
 def out(proc) -> str:
@@ -89,13 +88,17 @@ def call(argv, capsys):
     return code, captured.out, captured.err
 
 
-@pytest.fixture
-def files(tmp_path):
+def _write_files(folder: Path) -> Path:
     for name, text in (("ok.astral", OK), ("bad.astral", BAD), ("syntax.astral", SYNTAX),
                        ("warn.astral", WARN), ("params.astral", PARAMS)):
-        write(tmp_path, name, text)
-    (tmp_path / "unicode.astral").write_text(UNICODE, encoding="utf-8")
-    return tmp_path
+        write(folder, name, text)
+    (folder / "unicode.astral").write_text(UNICODE, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def files(tmp_path):
+    return _write_files(tmp_path)
 
 
 @pytest.fixture
@@ -266,14 +269,29 @@ def test_set_override_from_the_command_line(files):
 
 # ---- determinism -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("argv", [
+DETERMINISM = [
     ["check", "ok.astral", "bad.astral", "warn.astral", "unicode.astral", "--format", "json"],
     ["check", "ok.astral", "bad.astral", "warn.astral", "unicode.astral"],
     ["export", "ok.astral"],
-])
-def test_output_is_byte_identical_across_runs(files, argv):
-    first = run(argv, files, hashseed="1")
-    second = run(argv, files, hashseed="2")
+]
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """Each of DETERMINISM's commands under hash seeds 1 and 2 (NO_COLOR unset, as `run`
+    does): a process per seed that runs them all (tests/clirun.py's astral_runs), not a
+    process per command and seed."""
+    folder = _write_files(tmp_path_factory.mktemp("seeded"))
+    env = dict(os.environ)
+    env.pop("NO_COLOR", None)
+    runs = [astral_runs(DETERMINISM, cwd=folder, env=dict(env, PYTHONHASHSEED=seed))
+            for seed in ("1", "2")]
+    return list(zip(*runs))
+
+
+@pytest.mark.parametrize("k", range(len(DETERMINISM)), ids=lambda k: f"argv{k}")
+def test_output_is_byte_identical_across_runs(seeded, k):
+    first, second = seeded[k]
     assert first.returncode == second.returncode
     assert first.stdout == second.stdout
     assert first.stdout

@@ -16,7 +16,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -52,14 +51,6 @@ def _cli_here(args) -> subprocess.CompletedProcess:
     return astral(*args, text=False)
 
 
-def _cli(args, hashseed: str = "0") -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
-                                     else "")
-    env["PYTHONHASHSEED"] = hashseed
-    env.pop("NO_COLOR", None)
-    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *args], cwd=REPO, env=env,
-                          capture_output=True, timeout=300)
 
 
 def _tiers(eng):
@@ -849,11 +840,28 @@ def test_size_under_a_scenario():
 # =================================================================================================
 # Determinism
 # =================================================================================================
-@pytest.mark.parametrize("fmt", ["json", "human"])
-def test_size_is_byte_identical(fmt):
-    args = ["size", "examples/astral.astral", "--format", fmt, "--color", "never"]
-    first = _cli(args, hashseed="1")
-    second = _cli(args, hashseed="2")
+SIZE_FORMATS = ["json", "human"]
+
+
+@pytest.fixture(scope="module")
+def seeded():
+    """`astral size` of the reference in each format under hash seeds 1 and 2 (NO_COLOR unset):
+    a process per seed that runs both (tests/clirun.py's astral_runs), not one per format and
+    seed (conftest.py puts this checkout first on their PYTHONPATH)."""
+    from clirun import astral_runs
+
+    commands = [["size", "examples/astral.astral", "--format", fmt, "--color", "never"]
+                for fmt in SIZE_FORMATS]
+    env = dict(os.environ)
+    env.pop("NO_COLOR", None)
+    runs = [astral_runs(commands, cwd=REPO, env=dict(env, PYTHONHASHSEED=seed), timeout=300)
+            for seed in ("1", "2")]
+    return dict(zip(SIZE_FORMATS, zip(*runs)))
+
+
+@pytest.mark.parametrize("fmt", SIZE_FORMATS)
+def test_size_is_byte_identical(fmt, seeded):
+    first, second = seeded[fmt]
     assert first.returncode == 0 and second.returncode == 0
     assert first.stdout == second.stdout
     assert first.stderr == second.stderr == b""

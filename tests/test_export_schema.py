@@ -4,21 +4,29 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import jsonschema
 import pytest
 from clirun import astral as _astral_cli  # noqa: E402
+from clirun import astral_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.astral"))
+ARGVS = [("check", "--format", "json", "--all-scenarios"), ("export",),
+         ("size", "--format", "json")]
+PATHS = ["examples/astral.astral", "examples/sizing.astral"]
 
 
-def _run(*argv: str, seed: str = "0") -> subprocess.CompletedProcess:
-    """A process of its own: the export is compared across hash seeds."""
-    env = dict(os.environ, PYTHONHASHSEED=seed)
-    return _astral_cli(*argv, cwd=ROOT, env=env, text=False, process=True)
+@pytest.fixture(scope="module")
+def seeded():
+    """(argv, path) -> its runs under hash seeds 1 and 2: a process per seed that runs every
+    command (tests/clirun.py's astral_runs), not a process per command and seed."""
+    keys = [(argv, path) for argv in ARGVS for path in PATHS]
+    commands = [(argv[0], path, *argv[1:]) for argv, path in keys]
+    runs = [astral_runs(commands, cwd=ROOT, env=dict(os.environ, PYTHONHASHSEED=seed))
+            for seed in ("1", "2")]
+    return dict(zip(keys, zip(*runs)))
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +50,9 @@ def test_export_validates_against_the_schema(path, schema):
         "export_version"]["const"]
 
 
-@pytest.mark.parametrize("argv", [("check", "--format", "json", "--all-scenarios"), ("export",),
-                                  ("size", "--format", "json")])
-@pytest.mark.parametrize("path", ["examples/astral.astral", "examples/sizing.astral"])
-def test_two_runs_are_byte_identical(argv, path):
-    first = _run(argv[0], path, *argv[1:], seed="1")
-    second = _run(argv[0], path, *argv[1:], seed="2")
+@pytest.mark.parametrize("argv", ARGVS)
+@pytest.mark.parametrize("path", PATHS)
+def test_two_runs_are_byte_identical(argv, path, seeded):
+    first, second = seeded[argv, path]
     assert first.returncode == second.returncode == 0, first.stderr.decode()
     assert first.stdout == second.stdout and first.stdout

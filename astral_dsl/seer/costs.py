@@ -282,8 +282,11 @@ class Costs:
         nbytes = batch * (operand * (m * k + k * n) + self.esize * m * n)
         if flops <= 0:
             return 0.0, 0.0, 0.0
-        shape = f"{int(m)}x{int(n)}x{int(k)}" + (f"x{int(batch)}" if batch != 1 else "")
-        t = self._measured(op, shape, self.dtype if fp8 else None)
+        # the table's key is made only where there is a table (a forecast without one makes
+        # hundreds of thousands of these calls)
+        t = None if self.table is None else self._measured(
+            op, f"{int(m)}x{int(n)}x{int(k)}" + (f"x{int(batch)}" if batch != 1 else ""),
+            self.dtype if fp8 else None)
         if t is None:
             prec = self.dtype if fp8 else self.base
             peak = (self.peak if fp8 else self.base_peak) * self.clock
@@ -299,8 +302,7 @@ class Costs:
     def flash(self, op: str, flops: float, nbytes: float, backward: bool, head_dim: float,
               keys: float) -> float:
         """Fused attention of `flops` FLOPs whose queries each see `keys` positions."""
-        shape = f"flops{int(flops)}"
-        t = self._measured(op, shape)
+        t = None if self.table is None else self._measured(op, f"flops{int(flops)}")
         if t is not None:
             return t
         cal = self.cal
@@ -313,7 +315,7 @@ class Costs:
         """A memory-bound kernel (or `kernels` fused ones) moving `nbytes`."""
         if nbytes <= 0:
             return 0.0
-        t = self._measured(op, f"bytes{int(nbytes)}")
+        t = None if self.table is None else self._measured(op, f"bytes{int(nbytes)}")
         if t is not None:
             return t
         if self.eager and kind in EAGER:
