@@ -141,3 +141,16 @@ def test_async_tp_splits_the_overlapped_gemms_into_tp_steps():
     assert mfwd["out proj"].dur == pytest.approx(
         c.gemm("out", TOKENS, 4096, 512)[0] + low.c.cal.interfere
         * mfwd["attn reduce-scatter"].dur)
+
+
+@pytest.mark.parametrize("tp,per_token", [(1, 2 * 4096 * (1024 + 4096 + 14336)),
+                                          (8, 2 * 4096 * (1024 + 14336))])
+def test_hardware_flops_count_the_recomputed_matmuls(tp, per_token):
+    """HFU adds, per token of each of the 2 layers, wk's 4,096 x 1,024, w3's 4,096 x 14,336 and,
+    without TP, wo's 4,096 x 4,096 multiply-adds."""
+    from astral_dsl.seer.forecast import hardware_flops, model_flops
+    j = job(tp=tp)
+    tokens = j.global_batch * j.seq
+    assert hardware_flops(j) - model_flops(j) == pytest.approx(tokens * per_token * 2)
+    k = job(tp=tp, recompute="modules")
+    assert hardware_flops(k) == model_flops(k)

@@ -107,13 +107,19 @@ def model_flops(job: JobSpec) -> float:
 def hardware_flops(job: JobSpec) -> float:
     """Model FLOPs plus the recomputed forward FLOPs (with `mla_up_proj` recomputed, MLA's
     up-projections: 2 (q_lora q_width + kv_lora heads (head + value width)) a token; with `mlp`,
-    a dense layer's MLP: 2 mats hidden ffn)."""
+    a dense layer's MLP: 2 mats hidden ffn; torchtitan's every second matmul: the key
+    projection, the output projection without TP and a gated MLP's w3, as lower.py re-runs
+    them)."""
     extra = 0.0
     whole = frozenset(full_recompute(job))
     m = job.model
     up = 0.0
     mlp = 2.0 * m.mats * m.hidden * m.ffn \
         if "mlp" in job.recomputed and job.recompute != "full" else 0.0
+    if job.every_second_mm and not m.mla:
+        up = 2.0 * m.hidden * (m.kv_heads * m.head_dim
+                               + (m.heads * m.v_dim if job.parallel.tp == 1 else 0.0))
+        mlp = 2.0 * m.hidden * m.ffn if m.mats == 3 else 0.0
     if m.mla and "mla_up_proj" in job.recomputed and job.recompute != "full":
         up = 2.0 * ((m.q_lora * m.q_width if m.q_lora else 0.0)
                     + m.kv_lora * m.heads * (m.head_dim + m.v_dim))
