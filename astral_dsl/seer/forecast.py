@@ -132,7 +132,7 @@ def hardware_flops(job: JobSpec) -> float:
         else:
             if up and m.layer_kind(L) in ("T", "*"):
                 extra += up
-            if mlp and m.layer_kind(L) in ("T", "-") and not m.is_moe(L):
+            if mlp and m.dense_mlp(L):
                 extra += mlp
     return model_flops(job) + job.global_batch * job.seq * extra
 

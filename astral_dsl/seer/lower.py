@@ -297,17 +297,15 @@ class Lowering(ParamsMixin):
         if parts <= 1:
             return
         eager = not self.job.torch_compile
-        nbytes = (3 * (parts - 1) if eager else parts + 1) * elems * self.elem
-        kernels = parts - 1 if eager else 1
-        b.add(Op(name + " dgrad sum", "elementwise", "compute",
-                 self.c.stream(name, nbytes, kernels, "stream"), 0.0, nbytes, "", layer,
-                 kernels=kernels), join=join)
+        self._ew(b, name + " dgrad sum",
+                 (3 * (parts - 1) if eager else parts + 1) * elems * self.elem, layer,
+                 kernels=parts - 1 if eager else 1, kind="stream", join=join)
 
-    def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1, kind=None):
+    def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1, kind=None, join=True):
         kind = kind or ("softmax" if "softmax" in name or "cross entropy" in name else
                         "dropout" if "dropout" in name else "norm" if cat == "norm" else "stream")
         b.add(Op(name, cat, "compute", self.c.stream(name, nbytes, kernels, kind), 0.0, nbytes, "",
-                 layer, kernels=kernels))
+                 layer, kernels=kernels), join=join)
 
     def _clamp(self, b, name, elems, layer, backward=False):
         """A gated activation's clamped inputs (`activation_clamp`), `elems` fc1 outputs:
@@ -697,9 +695,9 @@ class Lowering(ParamsMixin):
                     self._norm_fwd(b, "recompute " + name, L)
             if "mla_up_proj" in redo and m.mla and kind in ("T", "*"):
                 self._mla_up(b, L, "recompute ")
-            if kind in ("T", "-") and not m.is_moe(L) and "mlp" in redo:
+            if m.dense_mlp(L) and "mlp" in redo:
                 self._dense_mlp_fwd(b, L, "recompute ")
-            elif kind in ("T", "-") and not m.is_moe(L) and "activation" in redo:
+            elif m.dense_mlp(L) and "activation" in redo:
                 F = m.ffn / self.tp
                 self._clamp(b, "recompute activation clamp", tokens * F * (m.mats - 1), L)
                 self._ew(b, "recompute activation", m.mats * tokens * F * elem, L)
@@ -743,7 +741,7 @@ class Lowering(ParamsMixin):
                 self._rope(b, L, "recompute ")
             if self.tp == 1:
                 self._linear(b, "recompute out proj", tokens, h, self.heads * m.v_dim, L)
-        if kind in ("T", "-") and not m.is_moe(L) and m.mats == 3:
+        if m.dense_mlp(L) and m.mats == 3:
             self._linear(b, "recompute fc1 (w3)", tokens, m.ffn / self.tp, h, L, norm_fed=True)
 
     def _mlp_block_bwd(self, b, L):

@@ -177,6 +177,10 @@ class ModelSpec:
             return self.layer_kind(layer) == "E"
         return self.experts > 0 and layer >= self.dense_layers
 
+    def dense_mlp(self, layer: int) -> bool:
+        """Whether the layer has a dense MLP (a transformer or MLP-only layer, not MoE)."""
+        return self.layer_kind(layer) in ("T", "-") and not self.is_moe(layer)
+
     def shape_key(self, layer: int) -> Tuple[str, bool]:
         return self.layer_kind(layer), self.is_moe(layer)
 

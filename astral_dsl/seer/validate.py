@@ -520,8 +520,7 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
                                 f"(no `kv_lora`)", where("recompute_modules", ""),
                         "leave `mla_up_proj` out"))
     elif "mlp" in (spec.recompute_modules or ()) and not any(
-            spec.model.layer_kind(L) in ("T", "-") and not spec.model.is_moe(L)
-            for L in range(min(spec.model.layers, budget.MAX_LAYERS))):
+            spec.model.dense_mlp(L) for L in range(min(spec.model.layers, budget.MAX_LAYERS))):
         out.append(_err("E770", f"{name}: recompute_modules names mlp, but model "
                                 f"`{spec.model.name}` has no dense MLP layer (Megatron-Core's "
                                 f"`mlp` module recomputes those; the experts' activation is "
