@@ -81,3 +81,18 @@ def test_fused_dispatch_sends_a_token_once_per_rank_holding_its_experts():
     network = copy * 3 * (1 - 0.75 ** 8) / (50e9 * eff)
     assert dispatch(NET, four, copy, (32 * q, 4 * (1 - 0.75 ** 8)), eff) == pytest.approx(
         BASE_S + max(nvlink, network) + 5e-6 * 2)
+
+
+def test_a_gemm_pays_for_its_padded_tiles():
+    # tile quantisation (costs.py): the GPU computes whole 128 x 256 tiles on Hopper. A GEMM
+    # [4,096 x 2,880] x [2,880 x 2,880] (GPT-OSS's hidden width) has 2,880 / 256 = 11.25 column
+    # tiles: it runs 12, the work of 3,072 columns, 32 x 12 = 384 tiles; its FLOPs stay 2 m n k
+    c = Costs.of(JobSpec("j", FINE, ParallelSpec(), 8, 1, 4096, "none", "bf16"), H100)
+    cal = c.cal
+    t, flops, _ = c.gemm("fc2", 4096, 2880, 2880)
+    assert flops == 2.0 * 4096 * 2880 * 2880
+    tiles = 32 * 12
+    eff = cal.gemm_eff_hopper * 2880 / (2880 + K_HALF) * tiles / (tiles + cal.gemm_waves * 132)
+    assert t == pytest.approx(2.0 * 4096 * 3072 * 2880 / (989e12 * eff) + KERNEL_S)
+    # a multiple of the tile pays nothing more: 3,072 columns cost what the padded 2,880 did
+    assert c.gemm("fc2", 4096, 3072, 2880)[0] == pytest.approx(t)

@@ -6,8 +6,12 @@ are fitted (seer/calibration: the GEMM efficiency per precision, gemm_waves, att
 attn_seq_half, softmax_eff, permute_eff, power_exponent); the upper-case ones below are not:
 each says whether it comes from a data sheet, a published measurement or is an assumption.
 
-- GEMM: t = F / (peak_p x clock x eff_p x k(K) x T / (T + gemm_waves x SMs)) + KERNEL_S,
-  bounded below by the HBM time of its operands. peak_p is the data-sheet dense peak of the
+- GEMM: t = W / (peak_p x clock x eff_p x k(K) x T / (T + gemm_waves x SMs)) + KERNEL_S,
+  bounded below by the HBM time of its operands; W = 2 x ceil(M / TILE_m) TILE_m x ceil(N /
+  TILE_n) TILE_n x K: the GPU computes whole output tiles (tile quantisation, NVIDIA's Matrix
+  Multiplication Background User's Guide), so a dimension that is not a multiple of the tile
+  pays for the padded tile (GPT-OSS's 2,880 columns take 12 tiles of 256: 3,072). The FLOPs a
+  GEMM reports (MFU, HFU) stay 2 M N K. peak_p is the data-sheet dense peak of the
   GEMM's precision p (bf16, fp8, the block-scaled MXFP8 and NVFP4), eff_p (fitted, one per
   precision family) the sustained fraction of it that large GEMMs reach; T / (T + gemm_waves x
   SMs) the loss of small GEMMs, T their output tiles (TILE) over the GPU's SMs: a GEMM of one
@@ -292,11 +296,14 @@ class Costs:
             peak = (self.peak if fp8 else self.base_peak) * self.clock
             tm, tn = self.tile
             together = batch if streams is None else min(batch, streams)
-            tiles = -(-m // tm) * -(-n // tn) * together
+            rows, cols = -(-m // tm), -(-n // tn)
+            tiles = rows * cols * together
+            # the GPU computes whole tiles (tile quantisation): a GEMM's work is its tiles'
+            work = 2.0 * rows * tm * cols * tn * k * batch
             eff = (self.eff[prec] * k / (k + K_HALF)
                    * tiles / (tiles + (self.cal.gemm_waves_expert if expert
                                        else self.cal.gemm_waves) * self.sms))
-            t = max(flops / (peak * eff), nbytes / self.bw) + KERNEL_S * -(-batch // together)
+            t = max(work / (peak * eff), nbytes / self.bw) + KERNEL_S * -(-batch // together)
         return t, flops, nbytes
 
     def flash(self, op: str, flops: float, nbytes: float, backward: bool, head_dim: float,
