@@ -226,6 +226,16 @@ def test_recipes_recompute_and_optimizer_where_the_row_matches_them():
     assert specs["old"].recompute_modules is None and specs["old"].optimizer_dtype == "fp32"
 
 
+def test_a_row_the_memory_estimate_says_may_not_fit_carries_the_warning():
+    """A row whose estimate is within its uncertainty of the GPU's memory (GPT-OSS 120B with
+    EP 8 on 64 B200s: ~183 of 180 GB) is forecast with W750's message in its notes, as one
+    clearly over (E757) is; a row that fits has none."""
+    t = parse_table(_csv([_row("r131"), _row("r040")]), "t.csv")
+    notes = {p.row.id: p.notes for p in prepare(t)}
+    assert len(notes["r131"]) == 1 and "may not fit in GPU memory" in notes["r131"][0]
+    assert notes["r040"] == ()
+
+
 # ---- `astral runs` -----------------------------------------------------------------------------------------
 ROW = {
     "type": "object",

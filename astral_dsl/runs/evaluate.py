@@ -72,7 +72,10 @@ def prepare_row(row, systems=None) -> Prepared:
         return Prepared(row, "not_expressible",
                         f"{d.code}: {d.message}" if d else "the job cannot be forecast",
                         column_of(e, d, "layout") if d else "layout", expressed=e)
-    notes = tuple(d.message for d in diags if d.code == "E757")
+    # the memory check's verdicts travel with the forecast: a row the estimate says does not
+    # (E757) or may not (W750) fit ran with memory savings it does not state, or the estimate
+    # is off for it
+    notes = tuple(d.message for d in diags if d.code in ("E757", "W750"))
     return Prepared(row, "ok", spec=spec, gpu=cluster.gpu, net=cluster.net, expressed=e,
                     notes=notes)
 
