@@ -76,7 +76,7 @@ OPTION_CASES = {
     "virtual_stages": "virtual_stages_too_many", "stages": "stages_mismatch",
     "zero": "zero_out_of_range", "fsdp": "fsdp_false_zero3",
     "reshard_after_forward": "reshard_without_fsdp", "global_batch": "batch_divisible",
-    "micro": "micro_zero", "seq": "seq_zero", "cuda_graphs": "cuda_graphs_not_bool",
+    "micro": "micro_zero", "seq": "seq_zero", "pipeline_runs": "pipeline_runs_zero", "cuda_graphs": "cuda_graphs_not_bool",
     "torch_compile": "torch_compile_not_bool", "ep_overlap": "ep_overlap_not_bool",
     "pp_overlap": "pp_overlap_not_bool",
     "fp8_recipe": "fp8_recipe_unknown", "framework": "framework_unknown",

@@ -226,6 +226,18 @@ def test_recipes_recompute_and_optimizer_where_the_row_matches_them():
     assert specs["old"].recompute_modules is None and specs["old"].optimizer_dtype == "fp32"
 
 
+def test_automodel_pipelines_run_once_per_accumulation_step():
+    """NeMo AutoModel runs its pipeline schedule once per gradient-accumulation step: a row
+    with a pipeline and "GA=N" in its notes runs N schedules a step (Kimi K2: GA 2, DeepSeek-V3:
+    GA 4); without a pipeline (Qwen3 30B, GA 16) accumulation is one schedule's micro-batches
+    (runs/express.py)."""
+    t = parse_table(_csv([_row("r206"), _row("r208"), _row("r209")]), "t.csv")
+    specs = {p.row.id: p.spec for p in prepare(t)}
+    assert specs["r206"].pipeline_runs == 4 and specs["r206"].microbatches == 32
+    assert specs["r208"].pipeline_runs == 2 and specs["r208"].microbatches == 16
+    assert specs["r209"].pipeline_runs == 1
+
+
 def test_a_row_the_memory_estimate_says_may_not_fit_carries_the_warning():
     """A row whose estimate is within its uncertainty of the GPU's memory (GPT-OSS 120B with
     EP 8 on 64 B200s: ~183 of 180 GB) is forecast with W750's message in its notes, as one

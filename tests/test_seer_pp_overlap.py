@@ -17,7 +17,7 @@ class Low:
     def __init__(self, overlap: bool):
         par = SimpleNamespace(pp=2, v=2, schedule="interleaved", zero=0, gpus=1)
         self.job = SimpleNamespace(parallel=par, pp_overlap=overlap, overlap_param_gather=False,
-                                   overlap_grad_reduce=False)
+                                   overlap_grad_reduce=False, schedule_key="interleaved")
         self.groups = {"dp": SimpleNamespace(n=1)}
         self.synced = False              # nothing to reduce
 

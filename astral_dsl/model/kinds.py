@@ -228,7 +228,13 @@ _register(make_kind("parallel", "parallel degrees", dict(
 _register(make_kind("batch", "batch sizes", dict(
     global_batch=_size(low=1, limit=MAX_BATCH, why=_BATCH),
     micro=_size(low=1, limit=MAX_BATCH, why=_BATCH),
-    seq=_size(low=1, limit=MAX_TOKENS, why=_TOKENS))))
+    seq=_size(low=1, limit=MAX_TOKENS, why=_TOKENS),
+    pipeline_runs=FieldSpec(QType("count", True, 1, None, domain("count", limit=MAX_BATCH,
+                                                                why=_BATCH)),
+                            doc="times the pipeline schedule runs in a step, each over an equal "
+                                "share of the micro-batches (NeMo AutoModel with a pipeline "
+                                "runs it once per gradient-accumulation step: its local batch "
+                                "over its micro-batch is a run's micro-batches); default 1"))))
 # what `recompute = modules` may recompute (recompute_modules; seer/spec.py JobSpec.recomputed)
 RECOMPUTE_MODULES = ("layernorm", "activation", "moe_act", "mla_up_proj", "mlp")
 _register(make_kind("job", "an LLM training job", dict(

@@ -115,7 +115,8 @@ def summary(result) -> List[str]:
              f"  kept as declared: global batch {s.batch:,}, sequence {s.base.seq:,}, "
              f"{s.base.dtype}, attention {s.base.attention}, sp {str(s.base.parallel.sp).lower()}"
              f", order {'-'.join(s.base.parallel.order)}"
-             + (f", offload_layers {s.base.offload_layers}" if s.base.offload_layers else ""),
+             + (f", offload_layers {s.base.offload_layers}" if s.base.offload_layers else "")
+             + (f", pipeline_runs {s.base.pipeline_runs}" if s.base.pipeline_runs > 1 else ""),
              f"  {c.enumerated:,} configurations enumerated (tp, cp, pp, dp, ep, virtual stages, "
              f"micro-batch, recomputation {'/'.join(s.recompute)}, ZeRO 0-3)"
              + _fitting(s)]

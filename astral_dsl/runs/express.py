@@ -259,6 +259,15 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
         batch["micro"] = mbs
     else:
         assumed.append("micro-batch chosen by Seer's rule (not published)")
+    accumulation = re.search(r"\bGA=(\d+)", row.notes)
+    if stack.framework == "automodel" and pp > 1 and accumulation and \
+            int(accumulation.group(1)) > 1:
+        # NeMo AutoModel runs the pipeline schedule once per gradient-accumulation step
+        # (nemo_automodel 0.7.0 recipes/llm/train_ft.py: pp_batch_size is the local batch,
+        # schedule.step() per accumulation batch)
+        batch["pipeline_runs"] = int(accumulation.group(1))
+        assumed.append("the pipeline schedule run once per gradient-accumulation step (NeMo "
+                       "AutoModel's training loop; GA published)")
     nsu = -(-gpus // system.gpus_per_su)
     taken = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", system.prelude))
     site, model = _fresh("Cluster", taken), _fresh("M", taken)

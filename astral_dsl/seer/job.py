@@ -57,7 +57,7 @@ OPTIONS: Dict[str, str] = {
     "sp": "parallel", "order": "parallel", "schedule": "parallel", "virtual_stages": "parallel",
     "stages": "parallel", "layout": "parallel", "zero": "parallel", "fsdp": "parallel",
     "reshard_after_forward": "parallel",
-    "global_batch": "batch", "micro": "batch", "seq": "batch",
+    "global_batch": "batch", "micro": "batch", "seq": "batch", "pipeline_runs": "batch",
 }
 
 
@@ -214,6 +214,7 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         name=job.template, model=model, parallel=parallel,
         global_batch=_int(f.get("global_batch")) or dp * (micro or 1), micro=micro,
         seq=_int(f.get("seq")) or model.seq, recompute=recompute, offload_layers=offload,
+        pipeline_runs=_int(f.get("pipeline_runs"), 1),
         recompute_layers=_int(f.get("recompute_layers")),
         recompute_modules=(tuple(f["recompute_modules"])
                            if isinstance(f.get("recompute_modules"), tuple) else None),

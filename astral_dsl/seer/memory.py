@@ -327,7 +327,7 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
     else:
         per_chunk = max((sum(c * acts_of(job, L) for L, c in chunk)
                          for chunk in kinds), default=0.0)
-    held = in_flight(par.pp, par.v, job.microbatches, i, par.schedule)
+    held = in_flight(par.pp, par.v, job.microbatches // job.pipeline_runs, i, par.schedule)
     acts = per_chunk * held
     offloaded = 0.0
     if job.offload_layers and chunks:

@@ -67,15 +67,18 @@ def candidates(job: JobSpec) -> List[JobSpec]:
         recs = ["none", "selective", "modules", "full"] if job.attention == "unfused" \
             else ["none", "modules", "full"]
     out = []
+    runs = job.pipeline_runs
     for b in sorted(micros):
         m = job.global_batch // (b * par.dp)
+        if runs > 1 and len(micros) > 1 and m % runs:
+            continue          # each of the step's schedule runs takes as many micro-batches
         for v in vs:
             over = budget.blocks(par.pp, v, m) > budget.MAX_BLOCKS or \
                 b * job.seq > budget.MAX_TOKENS
             if len(micros) * len(vs) > 1 and over:
                 continue
-            if v > 1 and m % par.pp and (len(vs) > 1 or
-                                         not (over or runnable(par.pp, v, m, par.schedule))):
+            if v > 1 and (m // runs) % par.pp and (
+                    len(vs) > 1 or not (over or runnable(par.pp, v, m, job.schedule_key))):
                 continue      # Megatron-LM interleaves only when p divides the micro-batches;
                 #               declared chunks: any m the schedule's order can run
             for rec in recs:

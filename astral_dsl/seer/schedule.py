@@ -30,7 +30,7 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.seer import comm
-from astral_dsl.seer.pipeline import codes, decode, deferred
+from astral_dsl.seer.pipeline import codes, decode, deferred, split_key
 
 BUCKET_PARAMS = 40e6     # Megatron-LM's default DDP bucket (max(40M, 1M x dp) parameters)
 
@@ -121,7 +121,8 @@ def simulate(low, m: int) -> Tuple[List[StageRun], float]:
     m its batched exchanges could wait on each other, and each send goes out on its own.)"""
     par = low.job.parallel
     overlap = low.job.pp_overlap and par.v > 1
-    return _run(low, m, *plan_of(par.pp, par.v, m, par.schedule, overlap), overlap=overlap)
+    return _run(low, m, *plan_of(par.pp, par.v, m, low.job.schedule_key, overlap),
+                overlap=overlap)
 
 
 def plan_of(p: int, v: int, m: int, schedule: str, overlap: bool) -> "Tuple[_Plan, _Steps]":
@@ -139,7 +140,7 @@ def runnable(p: int, v: int, m: int, schedule: str) -> bool:
     """Whether the schedule's block order can run m micro-batches: batched exchanges, or
     failing that each send on its own (simulate). Always with one chunk or m a multiple of p;
     the interleaved order can deadlock otherwise (e.g. p = 4, v = 3, m = 5)."""
-    if v <= 1 or m % p == 0:
+    if v <= 1 or (m // split_key(schedule)[1]) % p == 0:     # each run's micro-batches
         return True
     for batched in (True, False):
         try:

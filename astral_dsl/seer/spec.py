@@ -10,6 +10,7 @@ from typing import List, Optional, Tuple
 import attrs
 
 from astral_dsl import records
+from astral_dsl.seer.pipeline import schedule_key
 
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -308,6 +309,7 @@ class JobSpec:
     #                                           (memory.py); None: the rule's (recompute = auto)
     recompute_modules: Optional[Tuple[str, ...]] = None   # recompute = modules: which (None:
     #                                           DEFAULT_RECOMPUTE_MODULES; model/kinds.py)
+    pipeline_runs: int = 1                    # the schedule's runs a step (pipeline.py)
     recompute_layers: Optional[int] = None    # recompute = full: the first N layers of each
     #                                           model chunk (Megatron-LM's block method); None:
     #                                           every layer (full_recompute)
@@ -374,6 +376,12 @@ class JobSpec:
     def microbatches(self) -> int:
         """Micro-batches per pipeline per iteration (m = B / (b d))."""
         return max(1, self.global_batch // (self.micro * self.parallel.dp))
+
+    @property
+    def schedule_key(self) -> str:
+        """The pipeline schedule as the simulation runs it: `schedule`, or that many runs of it
+        a step with `pipeline_runs` > 1 (pipeline.schedule_key)."""
+        return schedule_key(self.parallel.schedule, self.pipeline_runs)
 
     @property
     def padded(self) -> bool:

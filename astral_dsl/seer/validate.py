@@ -431,6 +431,17 @@ def _layout(spec: JobSpec, where) -> List[Diagnostic]:
         out.append(_err("E756", f"{name}: global batch {spec.global_batch} is not divisible by "
                                 f"micro-batch x dp = {micro} x {par.dp}",
                         where("global_batch", "batch"), f"use a multiple of {micro * par.dp}"))
+    runs = spec.pipeline_runs
+    if runs > 1 and not spec.global_batch % (micro * par.dp) and \
+            (spec.global_batch // (micro * par.dp)) % runs:
+        m = spec.global_batch // (micro * par.dp)
+        what = f"{m} micro-batches a pipeline" if spec.micro else \
+            f"{m} sequences a data-parallel rank"
+        out.append(_err("E756", f"{name}: {what} do not split into pipeline_runs = {runs} "
+                                f"equal runs of the schedule",
+                        where("pipeline_runs", "batch"),
+                        f"make the global batch a multiple of {runs * micro * par.dp} (or "
+                        f"pipeline_runs a divisor of {m})"))
     if spec.seq % par.cp:
         out.append(_err("E756", f"{name}: sequence {spec.seq} is not divisible by cp = {par.cp}",
                         where("cp")))

@@ -166,7 +166,7 @@ def iteration_time(low, m: int) -> float:
     if not (hop >= 0.0 and all(t >= 0.0 for t in table)):    # _Program's premise
         return simulate(low, m)[1]
     overlap = low.job.pp_overlap and v > 1
-    prog = _program(p, v, m, par.schedule, overlap)
+    prog = _program(p, v, m, low.job.schedule_key, overlap)
     stages = [_Stage(seq, v, m) for seq in prog.codes]
     gates = {}
     for i, st in enumerate(stages):

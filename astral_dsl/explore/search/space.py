@@ -36,7 +36,7 @@ RULES: Dict[str, Tuple[str, str]] = {
     "tp_heads": ("E750", "tp does not divide the attention heads (or the key/value heads)"),
     "pp_layers": ("E751", "more pipeline stages than layers"),
     "ep": ("E753", "ep does not divide the experts, or dp x cp"),
-    "batch": ("E756", "the global batch is not divisible by micro-batch x dp"),
+    "batch": ("E756", "the global batch is not divisible by micro-batch x dp (x pipeline_runs)"),
     "seq_cp": ("E756", "cp does not divide the sequence"),
     "order": ("E759", "the declared rank order leaves out a dimension larger than 1"),
     "reshard": ("E761", "reshard_after_forward is declared: only ZeRO-3 applies"),
@@ -176,7 +176,8 @@ def enumerate_space(space: Space) -> Tuple[List[Config], Counts]:
                 continue
             for micro in micros_all:
                 per_micro = len(vs) * len(space.recompute) * len(zeros)
-                if space.batch % (micro * dp):
+                runs = space.base.pipeline_runs
+                if space.batch % (micro * dp) or (space.batch // (micro * dp)) % runs:
                     rejected["batch"] += per_micro
                     continue
                 if micro * space.base.seq > budget.MAX_TOKENS:
@@ -185,7 +186,7 @@ def enumerate_space(space: Space) -> Tuple[List[Config], Counts]:
                 mb = space.batch // (micro * dp)
                 for v in vs:
                     per_v = len(space.recompute) * len(zeros)
-                    if v > 1 and mb % pp:
+                    if v > 1 and (mb // runs) % pp:
                         rejected["interleave"] += per_v
                         continue
                     if budget.blocks(pp, v, mb) > budget.MAX_BLOCKS:

@@ -25,7 +25,8 @@ def parallelism(fc) -> Dict[str, Any]:
             "order": "-".join(p.order), "virtual_stages": p.v, "schedule": p.schedule,
             "zero": p.zero, "reshard_after_forward": p.reshard_after_forward,
             "micro_batch": job.micro, "global_batch": job.global_batch,
-            "micro_batches": job.microbatches, "seq": job.seq, "recompute": job.recompute,
+            "micro_batches": job.microbatches, "pipeline_runs": job.pipeline_runs,
+            "seq": job.seq, "recompute": job.recompute,
             "recompute_layers": job.recompute_layers if job.recompute == "full" else None,
             "recompute_modules": sorted(job.recomputed) if job.recompute == "modules" else None,
             "optimizer_dtype": job.optimizer_dtype,
@@ -111,8 +112,9 @@ def render(fc) -> str:
         (["no re-sharding after the forward"] if p.zero >= 3 and not p.reshard_after_forward
          else []) + [f"order {'-'.join(p.order)}"]
     lines.append("  parallel   " + "  ".join(dims + extras))
+    runs = (f" in {j.pipeline_runs} runs of the schedule" if j.pipeline_runs > 1 else "")
     lines.append(f"  batch      global {j.global_batch:,}  micro {j.micro}  "
-                 f"{j.microbatches:,} micro-batches per pipeline  seq {j.seq:,}")
+                 f"{j.microbatches:,} micro-batches per pipeline{runs}  seq {j.seq:,}")
     overlaps = [name for on, name in ((j.overlap_grad_reduce, "grad reduce"),
                                       (j.overlap_param_gather, "param gather")) if on]
     n = j.recompute_layers
