@@ -36,14 +36,14 @@ def _chosen(result) -> Dict[str, Any]:
 
 
 def layout(result) -> str:
-    """"tp4 pp2 dp16 ep8 v4 mb1": the layout forecast (the rule's choices included), else the
-    row's cells."""
+    """"tp4 pp2 dp16 ep8 v4 mb1": the layout forecast (the rule's choices included; "runs2"
+    for a schedule run twice a step), else the row's cells."""
     p = result.prepared
     if p.status == "ok":
         par, chosen = p.spec.parallel, _chosen(result)
         dims = [("tp", par.tp), ("pp", par.pp), ("dp", par.dp), ("cp", par.cp), ("ep", par.ep),
                 ("v", par.v or chosen.get("virtual_stages") or 1),
-                ("mb", p.spec.micro or chosen.get("micro"))]
+                ("mb", p.spec.micro or chosen.get("micro")), ("runs", p.spec.pipeline_runs)]
     else:
         row = result.row
         dims = [("tp", row.count("tp")), ("pp", row.count("pp")), ("cp", row.count("cp")),
