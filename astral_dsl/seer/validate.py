@@ -551,6 +551,21 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
     if spec.overlap_grad_reduce and par.dp * par.cp == 1:
         out.append(_warn("W751", f"{name}: overlap_grad_reduce has no effect with one "
                                  f"data-parallel rank", where("overlap_grad_reduce", "")))
+    if spec.pipeline_runs > 1 and par.pp == 1:
+        out.append(_warn("W751", f"{name}: pipeline_runs has no effect without pipeline stages "
+                                 f"(pp = 1): its runs are the micro-batches one after another "
+                                 f"either way", where("pipeline_runs", "batch")))
+    if par.zero >= 3 and par.pp > 1 and par.dp * par.cp > 1 and \
+            spec.framework in ("torchtitan", "automodel"):
+        out.append(_warn("W756", f"{name}: FSDP under a PyTorch pipeline is forecast with its "
+                                 f"weights gathered and its gradients reduce-scattered every "
+                                 f"micro-batch; PyTorch's pipelining does both once per run of "
+                                 f"the schedule (torch.distributed.pipelining, "
+                                 f"backward_maybe_with_nosync): the data-parallel traffic is an "
+                                 f"upper bound", where("fsdp") if "fsdp" in where.fields
+                         else where("zero"),
+                         "most of it overlaps the computation: the forecast's exposed DP "
+                         "share says how much it weighs"))
     return out
 
 
