@@ -68,7 +68,7 @@ from typing import Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.seer.params import layer_expert_params, layer_linear_params
-from astral_dsl.seer.spec import OP_SAC_FRAMEWORKS, JobSpec, chunk_layers
+from astral_dsl.seer.spec import PYTORCH_FRAMEWORKS, JobSpec, chunk_layers
 
 GB = 1e9
 RESERVED = 3e9                 # ASSUMED: CUDA context ~0.5 GB, NCCL ~1 GB, workspaces and
@@ -172,7 +172,7 @@ def state_bytes_per_param(job: JobSpec, experts: bool = False
     w_b, g_b, o_b = float(job.bytes), float(job.grad_bytes), ADAM_BYTES
     if job.dtype == "fp32":                  # no master copy: momentum and variance
         w_b, o_b = 4.0, 8.0
-    elif z >= 3 and job.framework in OP_SAC_FRAMEWORKS:
+    elif z >= 3 and job.framework in PYTORCH_FRAMEWORKS:
         # PyTorch FSDP2 with a bf16 MixedPrecisionPolicy keeps the sharded parameters in fp32
         # (the master copy counted with the optimizer) and makes bf16 ones only when it gathers
         # a layer (stage_estimate): no sharded bf16 copy (torch.distributed.fsdp.fully_shard)
@@ -327,7 +327,7 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
     else:
         per_chunk = max((sum(c * acts_of(job, L) for L, c in chunk)
                          for chunk in kinds), default=0.0)
-    held = in_flight(par.pp, par.v, job.microbatches // job.pipeline_runs, i, par.schedule)
+    held = in_flight(par.pp, par.v, job.run_microbatches, i, par.schedule)
     acts = per_chunk * held
     offloaded = 0.0
     if job.offload_layers and chunks:

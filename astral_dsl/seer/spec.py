@@ -35,7 +35,9 @@ DEFAULT_ORDER = DIMENSIONS        # Megatron-Core's default rank order, fastest 
 # operator-level checkpointing), and what a PyTorch framework's selective recomputation
 # (torchtitan's "selective op") re-runs
 DEFAULT_RECOMPUTE_MODULES = ("layernorm", "activation", "moe_act")
-OP_SAC_FRAMEWORKS = ("torchtitan", "automodel")
+# the PyTorch-native frameworks: operator-level selective checkpointing, FSDP2, and
+# torch.distributed.pipelining's schedules
+PYTORCH_FRAMEWORKS = ("torchtitan", "automodel")
 
 
 @records.frozen
@@ -347,7 +349,7 @@ class JobSpec:
         if self.recompute == "modules":
             return frozenset(DEFAULT_RECOMPUTE_MODULES if self.recompute_modules is None
                              else self.recompute_modules)
-        if self.recompute == "selective" and self.framework in OP_SAC_FRAMEWORKS:
+        if self.recompute == "selective" and self.framework in PYTORCH_FRAMEWORKS:
             return frozenset(DEFAULT_RECOMPUTE_MODULES)
         return frozenset()
 
@@ -376,6 +378,11 @@ class JobSpec:
     def microbatches(self) -> int:
         """Micro-batches per pipeline per iteration (m = B / (b d))."""
         return max(1, self.global_batch // (self.micro * self.parallel.dp))
+
+    @property
+    def run_microbatches(self) -> int:
+        """Micro-batches of one run of the schedule (`pipeline_runs`: pipeline.py)."""
+        return max(1, self.microbatches // self.pipeline_runs)
 
     @property
     def schedule_key(self) -> str:

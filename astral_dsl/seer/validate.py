@@ -16,9 +16,9 @@ from astral_dsl.seer.costs import DEFAULT_SMS
 from astral_dsl.seer.diag import err as _err, warn as _warn
 from astral_dsl.seer.job import declared, job_spec
 from astral_dsl.seer.memory import offload_obstacle
-from astral_dsl.seer.spec import (DEFAULT_SEQ, DEFAULT_VOCAB, DIMENSIONS, JobSpec, chunk_layers,
-                               chunk_split,
-                               stage_layers, virtual_stage_options)
+from astral_dsl.seer.spec import (DEFAULT_SEQ, DEFAULT_VOCAB, DIMENSIONS, PYTORCH_FRAMEWORKS,
+                               JobSpec, chunk_layers, chunk_split, stage_layers,
+                               virtual_stage_options)
 from astral_dsl.units.readable import count as _n
 
 GB = 1e9
@@ -431,10 +431,8 @@ def _layout(spec: JobSpec, where) -> List[Diagnostic]:
         out.append(_err("E756", f"{name}: global batch {spec.global_batch} is not divisible by "
                                 f"micro-batch x dp = {micro} x {par.dp}",
                         where("global_batch", "batch"), f"use a multiple of {micro * par.dp}"))
-    runs = spec.pipeline_runs
-    if runs > 1 and not spec.global_batch % (micro * par.dp) and \
-            (spec.global_batch // (micro * par.dp)) % runs:
-        m = spec.global_batch // (micro * par.dp)
+    runs, m = spec.pipeline_runs, spec.global_batch // (micro * par.dp)
+    if runs > 1 and not spec.global_batch % (micro * par.dp) and m % runs:
         what = f"{m} micro-batches a pipeline" if spec.micro else \
             f"{m} sequences a data-parallel rank"
         out.append(_err("E756", f"{name}: {what} do not split into pipeline_runs = {runs} "
@@ -556,7 +554,7 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"(pp = 1): its runs are the micro-batches one after another "
                                  f"either way", where("pipeline_runs", "batch")))
     if par.zero >= 3 and par.pp > 1 and par.dp * par.cp > 1 and \
-            spec.framework in ("torchtitan", "automodel"):
+            spec.framework in PYTORCH_FRAMEWORKS:
         out.append(_warn("W756", f"{name}: FSDP under a PyTorch pipeline is forecast with its "
                                  f"weights gathered and its gradients reduce-scattered every "
                                  f"micro-batch; PyTorch's pipelining does both once per run of "
