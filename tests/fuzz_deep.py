@@ -11,6 +11,8 @@
 - `observed`: rank logs (CSV, JSON Lines) with values of every odd kind, and profiler traces
   with odd values (tests/trace_documents.py) or mutated bytes (tests/fuzz_traces.py), diagnosed
   against a small job by `astral diagnose`;
+- `runs`: runs tables (`astral runs`) of shipped rows with mutated cells, rows and headers
+  (tests/fuzz_runs.py);
 - `lsp-cancel`: sequences of edits, hovers and cancelled requests sent to a real language
   server (`astral lsp`, one per campaign) at random moments: no publication may hold E000, the
   server must stay up, and the last version is published as `astral check` reports it.
@@ -28,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+import fuzz_runs
 from fuzz_common import JOB_SEED, SEEDS, WALL_S, Failure, _cli, _cli_rc, mutate
 
 _VALID: Dict[str, List[str]] = {}
@@ -429,6 +432,7 @@ def _codes(codes: List[str]) -> str:
 
 
 TARGETS: Dict[str, object] = {
+    "runs": fuzz_runs._runs,
     "forecast-rule": _forecast_rule,
     "margins": _margins,
     "diff-rev": _diff_rev,

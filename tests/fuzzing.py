@@ -4,8 +4,8 @@ Targets: compile+check (`astral check --format json`), size, forecast, render to
 export, and the language server's handlers (analysis, hover, definition, completion, outline,
 formatting, called as the server calls them); and those past the front end (fuzz_deep.py):
 forecasts where Seer's rules choose, margins with params in any field, diff between git
-revisions, rank logs and traces diagnosed, and edit/cancel sequences against a running language
-server. Inputs are mutations of the seeds (fuzz_common.py: the fuzz seed of test_fuzz.py, a
+revisions, rank logs and traces diagnosed, runs tables forecast (fuzz_runs.py), and edit/cancel
+sequences against a running language server. Inputs are mutations of the seeds (fuzz_common.py: the fuzz seed of test_fuzz.py, a
 training job, every example and every example of the docs) by the strategies of test_fuzz.py
 plus numbers at their extremes (1e308, 1e-300, 2^53 + 1, ...), unit exponents (`kW^12`),
 unicode and splices of one seed into another.

@@ -1,7 +1,8 @@
 """The short fuzz run of `make test`: 40 inputs of every front-end target of tests/fuzzing.py
 (compile + check, size, forecast, render to DOT, fmt, export, the language server's handlers)
 and a few of each deeper one (tests/fuzz_deep.py: forecasts where Seer's rules choose, margins,
-diff between revisions, rank logs and traces, edits and cancels sent to a language server), with
+diff between revisions, rank logs and traces, edits and cancels sent to a language server,
+runs tables), with
 a fixed seed, so the same inputs every run. The long campaigns are `make fuzz` (100,000 inputs)
 and `make fuzz-deep` (20,000 inputs of the deeper targets)."""
 from __future__ import annotations
@@ -15,7 +16,7 @@ import fuzzing
 PER_TARGET = 40
 # the deeper targets cost more per input (a forecast, sympy, git, a language server)
 DEEP_PER_TARGET = {"forecast-rule": 8, "margins": 5, "diff-rev": 6, "observed": 6,
-                   "lsp-cancel": 3}
+                   "lsp-cancel": 3, "runs": 40}
 
 
 @pytest.mark.parametrize("target", sorted(fuzzing.TARGETS))

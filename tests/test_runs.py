@@ -117,6 +117,40 @@ def test_bad_cells_reject_their_row_with_the_field_and_why_and_keep_the_others()
     assert [r.prepared.field for r in results][:4] == ["tp", "gpus", "step_time_s", "layers"]
 
 
+def test_rates_outside_their_plausible_bounds_reject_their_row():
+    """A published rate as small as 1e-300 made an error of 4e304 (found by the runs fuzz
+    target): rates have a smallest plausible value as well as a largest."""
+    rows = [_row("k22b_full", id="tiny", step_time_s="1e-300"),
+            _row("k22b_full", id="slow", step_time_s="2e9"),
+            _row("k22b_full", id="edge", step_time_s="1e-6"),
+            _row("r004", id="trickle", tokens_per_s_per_gpu="0.0001"),
+            _row("r004", id="params", params_b="1e-9"),
+            _row("k22b_full", id="na", step_time_s="n/a")]
+    problems = [r.problems for r in parse_table(_csv(rows), "t.csv").runs]
+    assert problems == [(("step_time_s", "1e-300 is outside 1e-06 - 1e+09"),),
+                        (("step_time_s", "2e+09 is outside 1e-06 - 1e+09"),),
+                        (),
+                        (("tokens_per_s_per_gpu", "0.0001 is outside 0.001 - 1e+12"),),
+                        (("params_b", "1e-09 is outside 1e-06 - 1e+06"),),
+                        ()]
+    na = parse_table(_csv(rows), "t.csv").runs[-1]
+    assert dict(na.values)["step_time_s"] is None      # a rate "n/a": not published
+
+
+def test_a_row_that_publishes_no_figure_is_forecast_in_tokens_per_s_unscored(tmp_path, capsys):
+    """A run not yet measured (no tokens/s, step time or TFLOP/s) is still forecast, in tokens/s
+    per GPU: the global batch's tokens over the iteration time and the GPUs (found by the runs
+    fuzz target: such a row was `ok` with no forecast)."""
+    rows = [_row("k1t_full", step_time_s="", tokens_per_s_per_gpu="", model_tflops_per_gpu="")]
+    code, out, _ = call(["runs", str(_write(tmp_path, rows)), "--format", "json"], capsys)
+    (row,) = json.loads(out)["rows"]
+    assert row["status"] == "ok" and row["metric"] == "tokens_per_s_per_gpu"
+    assert row["published"] is None and row["error"] is None
+    gbs, seq, gpus = (int(rows[0][k]) for k in ("gbs", "seq_len", "gpus"))
+    assert row["forecast"] == pytest.approx(gbs * seq / (row["iteration_time_s"] * gpus))
+    assert json.loads(out)["summary"]["scored"] == 0
+
+
 def test_a_row_with_too_many_cells_is_rejected():
     text = _csv([_row("k22b_full")]).rstrip("\n") + ",extra\n"
     (run,) = parse_table(text, "t.csv").runs

@@ -92,9 +92,11 @@ def evaluate_one(p: Prepared, calibration=None) -> Result:
         return Result(p, metric, value)
     fc = run(p.spec, p.gpu, p.net, calibration=calibration)
     t = fc.iteration_time
-    f = score.forecast_metric(metric, p.row, fc.job, t) if metric else None
+    # a row that publishes no figure is forecast in tokens/s per GPU, with nothing to score
+    shown = metric or "tokens_per_s_per_gpu"
+    f = score.forecast_metric(shown, p.row, fc.job, t)
     err = score.signed_error(metric, f, value) if metric else None
-    return Result(p, metric, value, f, err, t, fc.chosen, fc.memory.total, p.notes)
+    return Result(p, shown, value, f, err, t, fc.chosen, fc.memory.total, p.notes)
 
 
 def evaluate(prepared: List[Prepared], calibration=None) -> List[Result]:
