@@ -84,7 +84,7 @@ OPTION_CASES = {
     "offload_layers": "offload_layers_negative", "recompute_layers": "recompute_layers_zero",
     "capacity_factor": "capacity_factor_zero", "pad_to_capacity": "pad_to_capacity_no_factor",
     "moe_routing": "moe_routing_unknown", "optimizer_dtype": "optimizer_dtype_unknown",
-    "recompute_modules": "recompute_modules_unknown",
+    "recompute_modules": "recompute_modules_unknown", "fp8_params": "fp8_params_not_bool",
 }
 
 

@@ -260,6 +260,20 @@ def test_recipes_recompute_and_optimizer_where_the_row_matches_them():
     assert specs["old"].recompute_modules is None and specs["old"].optimizer_dtype == "fp32"
 
 
+def test_fp8_parameters_for_the_nemo_2_and_megatron_bridge_fp8_rows():
+    """The fp8, current-scaling and MXFP8 rows of NeMo 25.04 on (NeMo 2.0's and Megatron-Bridge's
+    precision configs) hold their linear weights as fp8 parameters; BF16 rows, the 128-block
+    FP8 of Hopper and rows before NeMo 2.0 do not (runs/stacks.py, FP8_PARAMS_FROM)."""
+    rows = [_row("r117"), _row("r118"), _row("r121"), _row("r167"),
+            _row("r117", id="blocks", precision="FP8 alt granularity", gpu="H100-SXM5-80GB",
+                 system="DGX-H100")]
+    prepared = {p.row.id: p for p in prepare(parse_table(_csv(rows), "t.csv"))}
+    assert [prepared[i].spec.fp8_params for i in ("r117", "r118", "r121", "r167", "blocks")] == \
+        [True, True, False, False, False]
+    assert any("fp8 parameters" in a for a in prepared["r117"].expressed.assumed)
+    assert not any("fp8 parameters" in a for a in prepared["r121"].expressed.assumed)
+
+
 def test_automodel_pipelines_run_once_per_accumulation_step():
     """NeMo AutoModel runs its pipeline schedule once per gradient-accumulation step: a row
     with a pipeline and "GA=N" in its notes runs N schedules a step (Kimi K2: GA 2, DeepSeek-V3:

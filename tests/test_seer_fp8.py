@@ -199,6 +199,49 @@ def test_fp8_memory_keeps_bf16_weights_adds_fp8_copies_and_saves_fp8_inputs():
         8192 * saved)
 
 
+def test_fp8_params_hold_the_linear_weights_quantised_only():
+    """`fp8_params` (Megatron-Core's --fp8-param-gather): the quantised copies are the linear
+    weights, so their 2 bytes of bf16 go; the norms' and the embedding's stay. Llama 3 8B on
+    TP 2, one stage: 2 x linear bytes less, the copies as they were."""
+    for dtype in ("fp8", "mxfp8"):
+        base = job(dtype, recompute="none")
+        own = base.with_(fp8_params=True)
+        low = Lowering(own, Costs.of(own, H100), NET)
+        e, e0 = (stage_estimate(j, low.stage_params, 0) for j in (own, base))
+        linear = sum(layer_linear_params(own, L) for L in range(32))
+        assert e0.weights - e.weights == pytest.approx(2 * linear), dtype
+        # what stays: per rank, the embedding and the logits (128,256 x 4,096 / 2 each: one
+        # stage, untied) and the norms (4 x 4,096 per layer, whole), in bf16
+        assert e.weights == pytest.approx(2 * (2 * 128256 * 4096 / 2 + 32 * 4 * 4096))
+        assert e.fp8_weights == e0.fp8_weights
+    # with a 16-bit dtype or outside Megatron-Core the field does nothing
+    for j in (job("bf16", recompute="none"), job("fp8", recompute="none").with_(
+            framework="torchtitan")):
+        low = Lowering(j, Costs.of(j, H100), NET)
+        assert stage_estimate(j.with_(fp8_params=True), low.stage_params, 0) == \
+            stage_estimate(j, low.stage_params, 0)
+
+
+def test_fp8_params_gather_fp8_weights_and_mxfp8_ones_in_bf16():
+    """The distributed optimizer's parameter all-gather: with fp8_params and fp8 the linear
+    weights move 1 byte each, the rest 2 (Float8Tensor data); MXFP8 gathers bf16 through the
+    gradient buffer (reuse_grad_buf_for_mxfp8_param_ag). One layer of Llama 3 8B on TP 2: its
+    dense parameters are its linear ones and its norms."""
+    from astral_dsl.seer import comm
+
+    for dtype, per_linear in (("fp8", 1.0), ("mxfp8", 2.0)):
+        j = job(dtype).with_(fp8_params=True)
+        low = Lowering(j, Costs.of(j, H100), NET)
+        dense, expert = low.layer_split(0)
+        linear = layer_linear_params(j, 0)
+        assert expert == 0 and dense == pytest.approx(linear + 4 * 4096)
+        want = comm.all_gather(NET, low.groups["dp"], 2 * (dense - linear) + per_linear * linear)
+        assert low.param_gather((dense, expert), linear) == pytest.approx(want), dtype
+        plain = Lowering(job(dtype), Costs.of(job(dtype), H100), NET)
+        assert plain.param_gather((dense, expert), linear) == pytest.approx(
+            comm.all_gather(NET, plain.groups["dp"], 2 * dense))
+
+
 def test_speed_up_is_bounded_by_the_linear_gemms():
     """fp8 halves at most the linear GEMMs' time (Amdahl): the fp8 iteration cannot be shorter
     than the bf16 one minus half of the bf16 linear GEMMs' time of the busiest stage, and it

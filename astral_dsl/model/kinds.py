@@ -278,6 +278,9 @@ _register(make_kind("job", "an LLM training job", dict(
                          "(Megatron-Core's overlap_p2p_comm)"),
     torch_compile=FieldSpec(BoolType(), doc="a PyTorch framework's step compiled by "
                             "torch.compile (its element-wise kernels fused)"),
+    fp8_params=FieldSpec(BoolType(), doc="with a quantised dtype: the linear layers' weights "
+                         "kept in the quantised format only, no 16-bit copy (Megatron-Core's "
+                         "--fp8-param-gather); per-tensor fp8 weights gathered quantised"),
     capacity_factor=q("ratio", sign=POSITIVE, limit=MAX_EXPERTS, why=_EXPERTS, least=0.01,
                       least_why="an expert taking 1 % of its share drops nearly every token",
                       doc="MoE token dropping: each expert takes at most this factor times "

@@ -152,6 +152,14 @@ FLEX_FROM = (25, 9)
 # moonlight/moonlight_16b.py, olmoe/olmoe_7b.py (`use_precision_aware_optimizer = True`,
 # `exp_avg_dtype = torch.bfloat16`); every other recipe keeps them in fp32. Row labels, as _n.
 BF16_MOMENTS_MODELS = ("deepseekv3", "moonlight", "olmoe")
+# From this release on the NVIDIA rows are NeMo 2.0's and Megatron-Bridge's recipes, whose fp8,
+# MXFP8 and current-scaling precision configs keep the linear weights as fp8 parameters
+# (`fp8_params`: Megatron-Bridge training/mixed_precision.py, 0.2.0 to 0.6.2,
+# `fp8_param_gather = True`; nemo_toolkit 2.0.0 collections/llm/recipes/precision/
+# mixed_precision.py, `fp8_params = True`); not their 128-block (subchannel) config, nor NVFP4
+# (`fp4_param_gather`). The table has no row between NeMo 24.07 and 25.04; the earlier ones keep
+# Transformer Engine's default (16-bit weights and fp8 copies).
+FP8_PARAMS_FROM = (25, 4)
 
 
 # What Megatron-Bridge 0.6.2's performance recipes (perf_recipes/<model>/<gpu>/*.py) recompute,
@@ -235,6 +243,14 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             # Megatron-Bridge 0.3.1 training/comm_overlap.py: an interleaved pipeline
             # (virtual stages > 1) overlaps its sends with the next block (overlap_p2p_comm)
             fields["pp_overlap"] = pp > 1
+            release = release_of(row)
+            prec = precision_of(row.precision, row.gpu)[0]
+            if release is not None and release >= FP8_PARAMS_FROM and prec is not None and \
+                    (prec[0] == "mxfp8" or (prec[0] == "fp8" and prec[1] in ("current",
+                                                                               "delayed"))):
+                fields["fp8_params"] = True
+                assumed.append("fp8 parameters: the linear weights held in fp8 only (the "
+                               "recipes' precision configs, NeMo 2.0 and Megatron-Bridge)")
         fsdp = row.count("fsdp")
         if not paper:
             fields["overlap_grad_reduce"] = dp > 1

@@ -51,7 +51,7 @@ OPTIONS: Dict[str, str] = {
     "overlap_grad_reduce": "",
     "overlap_param_gather": "", "tp_overlap": "", "fp8_recipe": "", "framework": "",
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "pp_overlap": "",
-    "torch_compile": "", "capacity_factor": "", "pad_to_capacity": "", "moe_routing": "",
+    "torch_compile": "", "fp8_params": "", "capacity_factor": "", "pad_to_capacity": "", "moe_routing": "",
     "offload_layers": "", "recompute_layers": "", "recompute_modules": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "sp": "parallel", "order": "parallel", "schedule": "parallel", "virtual_stages": "parallel",
@@ -229,5 +229,6 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         moe_routing=f.get("moe_routing") or "topk",
         ep_overlap=f.get("ep_overlap") is True, pp_overlap=f.get("pp_overlap") is True,
         torch_compile=f.get("torch_compile") is True,
+        fp8_params=f.get("fp8_params") is True,
         capacity_factor=_float(f.get("capacity_factor")),
         pad_to_capacity=f.get("pad_to_capacity") is True)

@@ -185,8 +185,9 @@ class Lowering(ParamsMixin):
         stream: the dense ones over DP x CP, the experts' over the expert-data-parallel group
         (ParamsMixin.weights_coll)."""
         split = self.layer_split(L)
+        pd, pe = per_param if isinstance(per_param, tuple) else (per_param, per_param)
         op = b.add(Op(name, "comm", "dp", self.weights_coll(kind, split, per_param), 0.0,
-                      sum(split) * per_param, "dp", L), chain=False)
+                      split[0] * pd + split[1] * pe, "dp", L), chain=False)
         b.pending.remove(op)
         return op
 
@@ -881,7 +882,8 @@ class Lowering(ParamsMixin):
         # again unless they were kept after the forward (reshard_after_forward = false)
         if fsdp and (phase == "F" or self.job.parallel.reshard_after_forward):
             for L in (layers if phase == "F" else reversed(layers)):
-                gathers[L] = self._weights_op(b, "param all-gather", "ag", L, self.elem)
+                gathers[L] = self._weights_op(b, "param all-gather", "ag", L, self.gathered_bytes(
+                    self.layer_split(L)[0], self.dense_linear(L)))
         # a run of layers of one shape: built twice, then copied (Builder.each); each layer
         # alike but for its weights' gathers and its activations' copies, and (recompute_layers)
         # whether it is recomputed

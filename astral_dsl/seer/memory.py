@@ -27,7 +27,15 @@
   holds gathered weights: the layer in use and the one prefetched, or, without re-sharding after
   the forward, the whole stage's. fp8 (Transformer Engine) keeps the bf16 weights and adds an
   fp8 copy of each linear layer's weight and its transpose (2 bytes per such parameter, cached
-  for the iteration's micro-batches), unsharded.
+  for the iteration's micro-batches), unsharded. With `fp8_params` (Megatron-Core's
+  --fp8-param-gather: the model built under Transformer Engine's fp8_model_init, its linear
+  weights quantised tensors, Float8Tensor with its transpose or MXFP8Tensor with its row- and
+  column-wise data; the high-precision copy is the optimizer's fp32 master, and an MXFP8
+  model's gathers go through the gradient buffer, ddp reuse_grad_buf_for_mxfp8_param_ag:
+  megatron/core/distributed/distributed_data_parallel_config.py) the quantised copies are the
+  linear weights: their 16-bit weights are not held. Megatron-Bridge's fp8, MXFP8 and
+  current-scaling precision configs set it (training/mixed_precision.py, 0.2.0-0.6.2:
+  `fp8_param_gather = True`), as NeMo 2.0's did (`fp8_params = True`).
 - Activations per layer and micro-batch (Korthikanti et al. 2022, section 4 and Table 2: a GPT
   layer keeps s b h (34 + 5 a s / h) bytes in 16-bit, of which 10 s b h outside the tensor-
   parallel regions; TP shards the other 24 s b h and the 5 a s^2 b of the attention scores,
@@ -347,6 +355,10 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
     if job.fp8:
         linear = [layer_linear_params(job, L) for first, count in chunks
                   for L in range(first, first + count)]
+        if job.quantised_params and params > 0:
+            # the linear weights held in their quantised copies only (module docstring): their
+            # 16-bit share of the weights (sharded or gathered alike) is not held
+            weights *= 1.0 - min(1.0, sum(linear) / params)
         if par.zero >= 3 and par.dp * par.cp > 1:      # gathered a layer at a time
             linear = sorted(linear)[-2:]
         fp8_copies = COPIES * job.quant_bytes * sum(linear)   # the format's bytes, scales included

@@ -102,15 +102,34 @@ class ParamsMixin:
         dense ones over DP x CP, the experts' over the expert-data-parallel group)."""
         return self.groups["dp"].n > 1 or (self.groups["edp"].n > 1 and self.job.model.experts > 0)
 
-    def weights_coll(self, kind: str, split: Tuple[float, float], per_param: float) -> float:
+    def weights_coll(self, kind: str, split: Tuple[float, float], per_param) -> float:
         """A collective (`kind`: rs, ag or ar) over weights or their gradients of `per_param`
-        bytes each: the dense ones over the DP x CP group, the routed experts' over the
-        expert-data-parallel group (layer_expert_params), one after the other on the DP
-        stream."""
+        bytes each (or a (dense, expert) pair of them: gathered_bytes): the dense ones over the
+        DP x CP group, the routed experts' over the expert-data-parallel group
+        (layer_expert_params), one after the other on the DP stream."""
         fn = {"rs": comm.reduce_scatter, "ag": comm.all_gather, "ar": comm.all_reduce}[kind]
         dense, expert = split
-        return (fn(self.net, self.groups["dp"], dense * per_param)
-                + fn(self.net, self.groups["edp"], expert * per_param))
+        pd, pe = per_param if isinstance(per_param, tuple) else (per_param, per_param)
+        return (fn(self.net, self.groups["dp"], dense * pd)
+                + fn(self.net, self.groups["edp"], expert * pe))
+
+    def gathered_bytes(self, dense: float, linear: float) -> Tuple[float, float]:
+        """Bytes per parameter an all-gather of weights moves, (dense, routed-expert), for
+        `dense` dense parameters of which `linear` are linear layers' weights: 16-bit, or with
+        `fp8_params` and fp8 the linear weights in fp8 (Megatron-Core's fp8 parameter gather
+        moves Float8Tensor data: distributed_data_parallel_config.py, fp8_param_gather); an MXFP8
+        or NVFP4 model gathers 16-bit weights through its gradient buffer
+        (reuse_grad_buf_for_mxfp8_param_ag) and quantises after."""
+        if not (self.job.quantised_params and self.job.dtype == "fp8"):
+            return self.elem, self.elem
+        q = self.job.quant_bytes
+        share = min(1.0, linear / dense) if dense > 0 else 0.0
+        return self.elem - (self.elem - q) * share, q
+
+    def dense_linear(self, L: int) -> float:
+        """The dense linear parameters of layer L held by one rank (its linear layers' less
+        its routed experts')."""
+        return layer_linear_params(self.job, L) - self.layer_split(L)[1]
 
     def stage_params(self, stage: int) -> float:
         memo = self.__dict__.setdefault("_memo_stage", {})
@@ -128,8 +147,15 @@ class ParamsMixin:
         return self.weights_coll("rs" if self.job.parallel.zero >= 1 else "ar", split,
                                  self.job.grad_bytes)
 
-    def param_gather(self, split: Tuple[float, float]) -> float:
-        return self.weights_coll("ag", split, self.elem)
+    def param_gather(self, split: Tuple[float, float], linear: float = 0.0) -> float:
+        """The all-gather of updated (dense, routed-expert) weights, `linear` of the dense ones
+        linear layers' (gathered_bytes)."""
+        return self.weights_coll("ag", split, self.gathered_bytes(split[0], linear))
+
+    def stage_linear(self, stage: int) -> float:
+        """The dense linear parameters of `stage` held by one rank."""
+        return sum(c * self.dense_linear(L) for first, n in self.chunks[stage]
+                   for L, c in self.job.model.kinds(first, n))
 
     def optimizer_time(self, stage: int) -> float:
         """Mixed-precision Adam, multi-tensor fused: per parameter it reads the fp32 master,

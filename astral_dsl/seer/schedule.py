@@ -397,17 +397,17 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
 
 
 def _buckets(items, size):
-    """(index of the last item, (dense, expert) parameters) of each bucket of consecutive
-    items, each item a (dense, expert) pair (ParamsMixin.layer_split)."""
-    out, dense, expert = [], 0.0, 0.0
-    for k, (d, e) in enumerate(items):
-        dense += d
-        expert += e
-        if dense + expert >= size:
-            out.append((k, (dense, expert)))
-            dense = expert = 0.0
-    if dense + expert > 0:
-        out.append((len(items) - 1, (dense, expert)))
+    """(index of the last item, summed item) of each bucket of consecutive items, each item a
+    (dense, expert) pair of parameters (ParamsMixin.layer_split), or a (dense, expert, dense
+    linear) triple; a bucket closes at `size` dense and expert parameters."""
+    out, acc = [], None
+    for k, item in enumerate(items):
+        acc = item if acc is None else tuple(a + x for a, x in zip(acc, item))
+        if acc[0] + acc[1] >= size:
+            out.append((k, acc))
+            acc = None
+    if acc is not None and acc[0] + acc[1] > 0:
+        out.append((len(items) - 1, acc))
     return out
 
 
@@ -425,17 +425,17 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
     own = 0.0
     for c, (first, n) in enumerate(low.chunks[i]):
         for L in range(first, first + n):
-            items.append(low.layer_split(L))
+            items.append(low.layer_split(L) + (low.dense_linear(L),))
             owner.append(c)
-            own += sum(items[-1])
+            own += items[-1][0] + items[-1][1]
     extra = low.stage_params(i) - own       # embedding / head
     if extra > 0:
-        items.insert(0, (extra, 0.0))
+        items.insert(0, (extra, 0.0, 0.0))
         owner.insert(0, 0)
     t, done = 0.0, [0.0] * len(items)
     prev = -1
-    for last, params in _buckets(items, max(BUCKET_PARAMS, 1e6 * lay.n)):
-        t += low.param_gather(params)
+    for last, (dense, expert, linear) in _buckets(items, max(BUCKET_PARAMS, 1e6 * lay.n)):
+        t += low.param_gather((dense, expert), linear)
         for k in range(prev + 1, last + 1):
             done[k] = t
         prev = last
@@ -495,7 +495,7 @@ def iteration_tail(low, runs: List[StageRun]) -> float:
         run.optimizer = (sync, sync + opt)
         end = sync + opt
         if low.job.parallel.zero in (1, 2) and low.synced and not low.job.overlap_param_gather:
-            g = low.param_gather(low.stage_split(i))
+            g = low.param_gather(low.stage_split(i), low.stage_linear(i))
             run.gather = (end, end + g)
             end += g
         run.finish = end

@@ -307,6 +307,8 @@ class JobSpec:
     pp_overlap: bool = False                  # interleaved: each send overlapped with the next
     #                                           block (Megatron-Core's overlap_p2p_comm)
     torch_compile: bool = False               # a PyTorch framework's step compiled (fused)
+    fp8_params: bool = False                  # quantised linear weights, no 16-bit copy
+    #                                           (memory.py; params.param_gather)
     offload_layers: Optional[int] = 0         # layers whose activations go to host memory
     #                                           (memory.py); None: the rule's (recompute = auto)
     recompute_modules: Optional[Tuple[str, ...]] = None   # recompute = modules: which (None:
@@ -326,6 +328,13 @@ class JobSpec:
     def fp8(self) -> bool:
         """The linear layers' GEMMs run quantised (fp8, MXFP8 or NVFP4)."""
         return self.dtype in QUANTISED
+
+    @property
+    def quantised_params(self) -> bool:
+        """`fp8_params` in effect: a quantised dtype under Megatron-Core, whose fp8 parameters
+        replace the 16-bit linear weights (memory.py). torchao's float8 all-gather (torchtitan)
+        keeps 16-bit weights and is not this."""
+        return self.fp8_params and self.fp8 and self.framework == "megatron"
 
     @property
     def gemm_precision(self) -> str:

@@ -549,6 +549,13 @@ def _runtime(spec: JobSpec, where) -> List[Diagnostic]:
     if spec.overlap_grad_reduce and par.dp * par.cp == 1:
         out.append(_warn("W751", f"{name}: overlap_grad_reduce has no effect with one "
                                  f"data-parallel rank", where("overlap_grad_reduce", "")))
+    if spec.fp8_params and not spec.quantised_params:
+        out.append(_warn("W751", f"{name}: fp8_params has no effect "
+                                 + ("with a 16-bit dtype" if not spec.fp8 else
+                                    f"with framework = {spec.framework}"),
+                         where("fp8_params", ""),
+                         "fp8 parameters are Megatron-Core's (--fp8-param-gather) with a "
+                         "quantised dtype: fp8, mxfp8 or nvfp4"))
     if spec.pipeline_runs > 1 and par.pp == 1:
         out.append(_warn("W751", f"{name}: pipeline_runs has no effect without pipeline stages "
                                  f"(pp = 1): its runs are the micro-batches one after another "
