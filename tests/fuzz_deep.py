@@ -117,6 +117,8 @@ def mutate_job(rng: random.Random, text: str) -> str:
         elif op == 11:
             text = _set_field(rng, text, rng.choice(["dtype", "attention"]), rng.choice(
                 ["fp8", "bf16", "fp16", "flash", "unfused"]), "")
+            if rng.random() < 0.3:                    # the weights held quantised, or not
+                text = _set_field(rng, text, "fp8_params", rng.choice(["true", "false"]), "")
         elif op == 12:
             text = _set_field(rng, text, rng.choice(["tp", "pp", "dp", "cp", "ep", "gpus",
                                                      "global_batch", "micro"]),

@@ -258,3 +258,14 @@ def test_speed_up_is_bounded_by_the_linear_gemms():
     assert 1.15 < speedup < 1.6
     assert f8.job.gemm_precision == "fp8"             # priced with fp8's own efficiency
     assert f8.mfu == pytest.approx(f16.mfu * speedup * 989 / 1979)   # MFU vs the fp8 peak
+
+
+def test_a_quantised_job_that_does_not_fit_is_told_about_fp8_params():
+    """E757's hint names `fp8_params` for a Megatron-LM job with a quantised dtype that does not
+    hold its weights in fp8 already, and only then."""
+    from astral_dsl.seer.validate import _memory_hint
+
+    assert "`fp8_params = true`" in _memory_hint(job("fp8"), 64e9)
+    for j in (job("fp8").with_(fp8_params=True), job("bf16"),
+              job("fp8").with_(framework="torchtitan")):
+        assert "fp8_params" not in _memory_hint(j, 64e9)
