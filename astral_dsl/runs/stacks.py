@@ -223,6 +223,7 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
     assumed: List[str] = []
     if fw == "megatron":
         paper = "narayanan" in version or "korthikanti" in version
+        release = release_of(row)
         if paper:
             # the papers' own Megatron-LM: unfused attention (FlashAttention came in mid-2022),
             # plain data parallelism with the gradient all-reduce after the backward; the 2021
@@ -243,7 +244,6 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             # Megatron-Bridge 0.3.1 training/comm_overlap.py: an interleaved pipeline
             # (virtual stages > 1) overlaps its sends with the next block (overlap_p2p_comm)
             fields["pp_overlap"] = pp > 1
-            release = release_of(row)
             prec = precision_of(row.precision, row.gpu)[0]
             if release is not None and release >= FP8_PARAMS_FROM and prec is not None and \
                     (prec[0] == "mxfp8" or (prec[0] == "fp8" and prec[1] in ("current",
@@ -267,7 +267,6 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                 fields["ep_overlap"] = True
                 assumed.append("expert-parallel all-to-all overlapped across micro-batches "
                                "(the MoE recipes' setting)")
-                release = release_of(row)
                 tokendrop = "tokendrop" in _n(row.model)
                 if tokendrop:
                     # the label says tokens were dropped: Megatron-Bridge's token-drop helper
