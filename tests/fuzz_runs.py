@@ -8,10 +8,12 @@ digits, a huge cell, unicode, CSV quoting), a number scaled, a text cell taken f
 (systems, GPUs, precisions and models mixed), a cell dropped or added, a row duplicated (ids
 twice), the header's columns dropped, doubled or swapped, a byte-order mark, CRLF line ends or
 a NUL. Now and then the table is first refitted on itself (`astral calibrate -o`) and its
-fit passed to `astral runs --calibration`, or a malformed fit is passed.
+fit passed to `astral runs --calibration`, a malformed fit is passed, or a user's systems file
+(`--gpu-file`, mutated as a design is) with some rows on its system.
 
 The invariant, beyond the command line's (exit 0, 1 or 2; no E000, no traceback): the JSON
-parses; every row of the table is reported once, in order, with a status of ok,
+parses; without rows (a systems file with errors: nothing is forecast) it is invalid and has
+the errors that say why; otherwise every row of the table is reported once, in order, with a status of ok,
 not_expressible or rejected; a row that is not ok says why; an ok row has a finite, positive
 forecast and, when it published a figure, a finite, positive published value and the error
 forecast / published - 1 (none without)."""
@@ -27,9 +29,25 @@ import zlib
 from pathlib import Path
 from typing import List
 
-from fuzz_common import REPO, Failure, UNICODE, _cli_rc
+from fuzz_common import REPO, Failure, UNICODE, _cli_rc, mutate
 
 TABLES = sorted((REPO / "astral_dsl" / "seer" / "calibration").glob("*.csv"))
+# a user's own systems (`--gpu-file`, docs/runs.md): stdlib parts and their own blocks, racks and
+# fabric, mutated as a design is
+SYSTEMS = ["""
+import stdlib.systems { DGX_H100_Rack, NDR_Fabric }
+block Lab_SU { racks = 8 x DGX_H100_Rack }
+fabric Lab_Fabric = NDR_Fabric
+""", """
+import stdlib.hardware { DGX_H100, QM9700_NDR }
+rack LabRack { hosts = 4 x DGX_H100 }
+block Lab_SU { racks = 8 x LabRack }
+fabric Lab_Fabric {
+  rails = 8, planes = 1, max_oversubscription = 1
+  tier leaf { switch = QM9700_NDR, scope = block, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = QM9700_NDR, scope = site, down = 64 x 400 Gb/s }
+}
+"""]
 
 HOSTILE = ["", " ", "0", "-0", "-1", "1e308", "-1e308", "1e400", "1e-300", "nan", "NaN", "inf",
            "-inf", "Infinity", "9007199254740993", "2.5", "0.5", "1e9", "1e15", "65536",
@@ -137,6 +155,15 @@ def _runs(path: Path, text: str, rng: random.Random) -> None:
             if not fit.exists():
                 raise Failure("calibrate exited 0 without writing its fit")
             args += ["--calibration", str(fit)]
+    elif rng.random() < 0.2:
+        systems = path.with_name("lab.astral")
+        systems.write_text(mutate(rng, rng.choice(SYSTEMS)), encoding="utf-8",
+                           errors="surrogatepass")
+        args += ["--gpu-file", str(systems)]
+        if rng.random() < 0.5:                  # some rows on the user's own system
+            content = "\n".join(line.replace("DGX-H100", "Lab SU") for line in
+                                 content.split("\n"))
+            table.write_text(content, encoding="utf-8", errors="surrogatepass")
     elif rng.random() < 0.15:
         cal = path.with_name("fit.json")
         cal.write_text(rng.choice(['{"format": 1}', "[]", "not json", '{"constants": {}}']),
@@ -150,8 +177,13 @@ def _runs(path: Path, text: str, rng: random.Random) -> None:
     except ValueError as exc:
         raise Failure(f"runs --format json printed no JSON ({exc.__class__.__name__})")
     rows = doc.get("rows")
+    if rows is None:          # nothing forecast (a systems file with errors): the errors say why
+        if rc == 0 or doc.get("valid") is not False or not any(
+                d.get("severity") == "error" for d in doc.get("diagnostics", [])):
+            raise Failure("runs JSON without rows and without the errors that say why")
+        return
     if not isinstance(rows, list):
-        raise Failure("runs JSON without rows")
+        raise Failure("runs JSON rows not a list")
     lines = [row.get("line") for row in rows]
     if not all(isinstance(n, int) for n in lines) or lines != sorted(lines) or \
             len(set(lines)) != len(lines):
