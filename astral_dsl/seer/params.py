@@ -118,8 +118,9 @@ class ParamsMixin:
         `dense` dense parameters of which `linear` are linear layers' weights: 16-bit, or with
         `fp8_params` and fp8 the linear weights in fp8 (Megatron-Core's fp8 parameter gather
         moves Float8Tensor data: distributed_data_parallel_config.py, fp8_param_gather); an MXFP8
-        or NVFP4 model gathers 16-bit weights through its gradient buffer
-        (reuse_grad_buf_for_mxfp8_param_ag) and quantises after."""
+        model gathers 16-bit weights through its gradient buffer (reuse_grad_buf_for_mxfp8_param_ag)
+        and quantises after, and an NVFP4 one is priced the same (not checked against a
+        source: docs/seer.md, "Memory")."""
         if not (self.job.quantised_params and self.job.dtype == "fp8"):
             return self.elem, self.elem
         q = self.job.quant_bytes
