@@ -63,7 +63,7 @@ def test_gradient_reduction_prices_the_experts_over_their_own_group():
     # by hand: the experts' share is at least 7/8 of their bytes over one NIC each
     assert t - alone >= 7 / 8 * 2 * expert / NET.nic_bw
     # and more than the same bytes would cost over DP 64's hierarchical reduction
-    assert t > low.weights_coll("rs", (dense + expert, 0.0), 2.0)
+    assert t > low.weights_coll("rs", (dense + expert, 0.0), (2.0, 2.0))
 
 
 def test_optimizer_states_shard_over_the_expert_group():

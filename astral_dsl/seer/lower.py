@@ -183,11 +183,10 @@ class Lowering(ParamsMixin):
     def _weights_op(self, b: Builder, name, kind, L, per_param) -> int:
         """ZeRO-3's collective over layer L's weights (or gradients), a side op on the DP
         stream: the dense ones over DP x CP, the experts' over the expert-data-parallel group
-        (ParamsMixin.weights_coll)."""
+        (ParamsMixin.weights_coll), `per_param` (dense, expert) bytes."""
         split = self.layer_split(L)
-        pd, pe = per_param if isinstance(per_param, tuple) else (per_param, per_param)
         op = b.add(Op(name, "comm", "dp", self.weights_coll(kind, split, per_param), 0.0,
-                      split[0] * pd + split[1] * pe, "dp", L), chain=False)
+                      split[0] * per_param[0] + split[1] * per_param[1], "dp", L), chain=False)
         b.pending.remove(op)
         return op
 
@@ -919,7 +918,7 @@ class Lowering(ParamsMixin):
                 b.wait_for(gathers.get(L), reloads.get(L))
                 self._layer_bwd(b, L, whole is None or L - first < whole)
                 if fsdp:
-                    self._weights_op(b, "grad reduce-scatter", "rs", L, self.job.grad_bytes)
+                    self._weights_op(b, "grad reduce-scatter", "rs", L, (self.job.grad_bytes,) * 2)
             b.each(reversed(layers), backward, shape)
             if embed:
                 self._embed_bwd(b)

@@ -102,14 +102,15 @@ class ParamsMixin:
         dense ones over DP x CP, the experts' over the expert-data-parallel group)."""
         return self.groups["dp"].n > 1 or (self.groups["edp"].n > 1 and self.job.model.experts > 0)
 
-    def weights_coll(self, kind: str, split: Tuple[float, float], per_param) -> float:
-        """A collective (`kind`: rs, ag or ar) over weights or their gradients of `per_param`
-        bytes each (or a (dense, expert) pair of them: gathered_bytes): the dense ones over the
-        DP x CP group, the routed experts' over the expert-data-parallel group
+    def weights_coll(self, kind: str, split: Tuple[float, float],
+                     per_param: Tuple[float, float]) -> float:
+        """A collective (`kind`: rs, ag or ar) over (dense, routed-expert) weights or their
+        gradients of `per_param` = (dense, expert) bytes each (gathered_bytes): the dense ones over
+        the DP x CP group, the routed experts' over the expert-data-parallel group
         (layer_expert_params), one after the other on the DP stream."""
         fn = {"rs": comm.reduce_scatter, "ag": comm.all_gather, "ar": comm.all_reduce}[kind]
         dense, expert = split
-        pd, pe = per_param if isinstance(per_param, tuple) else (per_param, per_param)
+        pd, pe = per_param
         return (fn(self.net, self.groups["dp"], dense * pd)
                 + fn(self.net, self.groups["edp"], expert * pe))
 
@@ -146,7 +147,7 @@ class ParamsMixin:
         """Gradient reduction of (dense, routed-expert) parameters: reduce-scatter with ZeRO,
         all-reduce without (weights_coll)."""
         return self.weights_coll("rs" if self.job.parallel.zero >= 1 else "ar", split,
-                                 self.job.grad_bytes)
+                                 (self.job.grad_bytes,) * 2)
 
     def param_gather(self, split: Tuple[float, float], linear: float = 0.0) -> float:
         """The all-gather of updated (dense, routed-expert) weights, `linear` of the dense ones

@@ -677,7 +677,7 @@ def _memory_hint(spec: JobSpec, host_bw: float) -> str:
                                                              if par.zero == 1 else ")"))
     if spec.micro and spec.micro > 1:
         out.append("a smaller micro-batch")
-    if spec.fp8 and spec.framework == "megatron" and not spec.fp8_params:
+    if not spec.fp8_params and spec.with_(fp8_params=True).quantised_params:
         out.append("hold the linear weights in fp8 only (`fp8_params = true`)")
     out.append("raise tp / pp")
     return ", ".join(out[:-1]) + (", or " if len(out) > 1 else "") + out[-1]
