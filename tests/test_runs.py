@@ -157,6 +157,21 @@ def test_a_row_with_too_many_cells_is_rejected():
     assert run.problems == (("row", f"{len(COLUMNS) + 1} cells for {len(COLUMNS)} columns"),)
 
 
+def test_a_misaligned_row_reports_no_published_figure(tmp_path, capsys):
+    """A row with a cell too few has its cells shifted against the columns: its rates are not
+    what the run published, so the rejected row reports none (it had reported the shifted
+    cell as the published figure)."""
+    row = _row("k22b_full")
+    out = io.StringIO()
+    csv.writer(out).writerows([COLUMNS, [row[c] for c in COLUMNS if c != "system"]])
+    path = tmp_path / "short.csv"            # a cell short: the cells after `system` shift
+    path.write_text(out.getvalue())
+    code, out, _ = call(["runs", str(path), "--format", "json"], capsys)
+    (got,) = json.loads(out)["rows"]
+    assert code == 1 and got["status"] == "rejected" and got["field"] == "row"
+    assert got["published"] is None and got["metric"] is None and got["error"] is None
+
+
 def test_binary_not_utf8_huge_and_unreadable_files(tmp_path, monkeypatch):
     binary = tmp_path / "b.csv"
     binary.write_bytes(b"id,model\nx,\x00\x01")

@@ -87,6 +87,8 @@ def prepare(table, systems=None) -> List[Prepared]:
 def evaluate_one(p: Prepared, calibration=None) -> Result:
     from astral_dsl.seer.forecast import run
 
+    if any(field == "row" for field, _ in p.row.problems):
+        return Result(p, None, None)      # its cells do not line up with the columns: none is read
     metric, value = score.published(p.row)
     if p.status != "ok":
         return Result(p, metric, value)
