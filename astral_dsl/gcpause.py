@@ -12,7 +12,11 @@ whole command: a pause over a check with 64 required scenarios kept the cyclic g
 their compiles (14 GiB instead of 415 MiB at the peak, benchmarks/bench_limits.py).
 
 Nesting and threads are safe: only the outermost pause that found the collector running turns
-it on again, and a collector that was off (someone else's choice) stays off."""
+it on again, and a collector that was off (someone else's choice) stays off. Freezing likewise
+respects a host application that embeds the package: gc.unfreeze() has no partial form (it
+thaws every frozen object), so objects are frozen here only while everything frozen in the
+process was frozen here (`_mine`); a host that froze its own (a pre-forking server's start-up,
+a test runner's collection) keeps them frozen, and the package's pauses still serve it."""
 from __future__ import annotations
 
 import functools
@@ -26,6 +30,7 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _depth = 0                 # pauses open in this process (any thread)
 _resume = False            # whether the collector was running when the first one opened
+_mine = False              # whether what is frozen in this process was frozen by this module
 
 
 @contextmanager
@@ -62,10 +67,30 @@ def settled() -> Iterator[None]:
     generation as its block ends): without it, ~45 passes walked the objects of the modules
     imported before them, and with only the pause its first pass after would walk them all
     (6 ms of a warm check of the reference). Not for a long-lived process: what is frozen is
-    never collected until something unfreezes it."""
+    never collected until something unfreezes it. Nothing is frozen where a host froze objects
+    of its own (module docstring)."""
     with paused():
         yield
-        gc.freeze()
+        _freeze()
+
+
+def _freeze() -> bool:
+    """gc.freeze() where nothing frozen is someone else's; whether it froze."""
+    global _mine
+    with _lock:
+        if _mine or gc.get_freeze_count() == 0:
+            gc.freeze()
+            _mine = True
+            return True
+        return False
+
+
+def _unfreeze() -> None:
+    global _mine
+    with _lock:
+        if _mine:
+            gc.unfreeze()
+            _mine = False
 
 
 @contextmanager
@@ -76,11 +101,13 @@ def frozen(build: Callable[[], T]) -> Iterator[T]:
     resumes: its first pass would walk all of what was just built, 0.15 s for a 1 MB design's
     trees and as much for its design; then gc.unfreeze puts it back in the oldest generation,
     where a full pass finds any of it that has become garbage). Cyclic garbage left while
-    `build` ran is frozen with the rest: `build` is one structure, never a loop of them."""
+    `build` ran is frozen with the rest: `build` is one structure, never a loop of them. Where a
+    host froze objects of its own, nothing is frozen or unfrozen (module docstring)."""
     with paused():
         value = build()
-        gc.freeze()
+        froze = _freeze()
     try:
         yield value
     finally:
-        gc.unfreeze()
+        if froze:
+            _unfreeze()

@@ -43,11 +43,12 @@ def pytest_collection_finish():
     freed meanwhile) instead of 700, a middle one every 2 young ones, and a full one only after
     100 middle ones (in practice only where a test or pytest calls gc.collect(), and at the
     end: pytest_sessionfinish below). Its passes kept rewalking the suite's long-lived objects:
-    about 15% of the CPU of the in-process tests at a pass every 10,000. The freeze does not
-    last: every command the tests run in this process (tests/clirun.py) that compiles through
-    cli/common.py's gcpause.frozen ends with gc.unfreeze(), which puts all that is frozen back
+    about 15% of the CPU of the in-process tests at a pass every 10,000. The freeze lasts: the
+    package's own freezes (astral_dsl/gcpause.py) leave a process alone where objects it did not
+    freeze are frozen. (Before they did, every command the tests ran in this process through
+    cli/common.py's gcpause.frozen ended with gc.unfreeze(), which put all that was frozen back
     into the oldest generation, so that each automatic full pass walked the whole heap the
-    suite had built (1.4 million objects, 0.8-1.8 s a pass). A young pass every 100,000 (middle
+    suite had built: 1.4 million objects, 0.8-1.8 s a pass.) A young pass every 100,000 (middle
     every 20 of them: the same 2 million allocations as now) still landed inside most tests
     that build a large structure (a design, Seer's templates, a trace, a NetBox export) and
     walked it, and a middle pass walked it again, though the test drops it at its end: 5.8 s of

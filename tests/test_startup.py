@@ -2,14 +2,11 @@
 modules it does not need, the collector's passes over the modules it imports."""
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-
-from astral_dsl import gcpause
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -75,19 +72,52 @@ def test_version_imports_no_command_s_dependencies():
     assert not {"attrs", "difflib", "subprocess", "astral_dsl.records"} & modules
 
 
-def test_settled_pauses_then_freezes():
-    """(What it freezes stays frozen here: as tests/conftest.py leaves the suite's objects.)"""
-    was = gc.isenabled()
-    gc.enable()
-    before = gc.get_freeze_count()
-    try:
-        with gcpause.settled():
-            assert not gc.isenabled()
-            kept = [[] for _ in range(10)]
-        assert gc.isenabled() and gc.get_freeze_count() >= before + len(kept)
-    finally:
-        if not was:
-            gc.disable()
+_FREEZE = """
+import gc, json
+from astral_dsl import gcpause
+out = {}
+with gcpause.settled():
+    out["paused"] = not gc.isenabled()
+    kept = [[] for _ in range(10)]
+out["settled"] = gc.get_freeze_count()
+with gcpause.frozen(lambda: [[] for _ in range(10)]) as built:
+    out["frozen"] = gc.get_freeze_count()
+out["after"], out["enabled"] = gc.get_freeze_count(), gc.isenabled()
+print(json.dumps(out))
+"""
+
+
+def _run(code: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=REPO, check=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_settled_pauses_then_freezes_and_frozen_thaws_what_this_package_froze():
+    """In a process where nothing was frozen before: `settled` pauses the collector, then
+    freezes what is alive; `frozen` freezes what it built and thaws it all as its block ends."""
+    got = _run(_FREEZE)
+    assert got["paused"] and got["settled"] >= 10 and got["frozen"] >= got["settled"] + 10
+    assert got["after"] == 0 and got["enabled"]
+
+
+def test_a_host_applications_frozen_objects_stay_frozen():
+    """gc.unfreeze() thaws every frozen object: a host that froze its own before running a
+    command in process (a pre-forking server, a test runner) found them thawed by the command's
+    end. The package neither freezes nor thaws where objects it did not freeze are frozen."""
+    got = _run("""
+import gc, json
+kept = [[] for _ in range(1000)]
+gc.freeze()
+host = gc.get_freeze_count()
+from astral_dsl.cli import main
+code = main(["check", "examples/astral.astral"])
+print(json.dumps({"code": code, "host": host, "after": gc.get_freeze_count(),
+                  "enabled": gc.isenabled()}))
+""")
+    assert got["code"] == 0 and got["enabled"]
+    assert got["after"] >= got["host"] - 100        # still frozen (less what was freed)
 
 
 def test_a_stdlib_climate_whose_hours_ship_is_hashed_not_held(monkeypatch):
