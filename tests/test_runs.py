@@ -157,6 +157,26 @@ def test_a_row_with_too_many_cells_is_rejected():
     assert run.problems == (("row", f"{len(COLUMNS) + 1} cells for {len(COLUMNS)} columns"),)
 
 
+def test_a_quote_left_open_is_e766_where_it_opens_not_rows_swallowed():
+    """Python's csv reads a cell whose quote is not closed on to the next quote, however many
+    lines later: the rows between became text of one row's notes and were silently gone (the
+    table of 4 rows read as 1, exit 0). It is E766 at the opening quote."""
+    rows = [_row("k22b_full", id=f"x{k}") for k in range(4)]
+    lines = _csv(rows).splitlines()
+    lines[1] += ',"measured on 8 nodes'         # row x0 (line 2): a quote opened, never closed
+    t = parse_table("\n".join(lines) + "\n", "t.csv")    # (it runs on to line 3's first quote)
+    (d,) = t.diagnostics
+    assert d.code == "E766" and d.message.startswith("a quote opened on line 2 is not closed")
+    assert (d.span.start.line, d.span.start.column) == (2, len(lines[1]) - 19)
+    assert not t.valid
+
+
+def test_a_quoted_cell_on_its_line_is_read():
+    rows = [_row("k22b_full", notes="measured, on 8 nodes \"as published\"")]
+    (run,) = parse_table(_csv(rows), "t.csv").runs
+    assert run.problems == () and dict(run.text)["notes"] == 'measured, on 8 nodes "as published"'
+
+
 def test_a_misaligned_row_reports_no_published_figure(tmp_path, capsys):
     """A row with a cell too few has its cells shifted against the columns: its rates are not
     what the run published, so the rejected row reports none (it had reported the shifted

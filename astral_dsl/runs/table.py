@@ -128,6 +128,23 @@ def _err(code: str, message: str, file: str, line: int, column: int = 1, end: in
     return Diagnostic(code, Severity.ERROR, message, Span.at(file, line, column, line, end), hint)
 
 
+def _unclosed(text: str, file: str, start: int, end: int) -> Diagnostic:
+    """E766 for a row whose record runs from line `start` to `end`: a quote opened on its
+    first line and not closed there took the lines after it into one cell (Python's csv reads
+    such a cell to the next quote, however far)."""
+    first = text.splitlines()[start - 1] if start <= len(text.splitlines()) else ""
+    opened, column = False, 1
+    for k, ch in enumerate(first):
+        if ch == '"':
+            opened = not opened
+            if opened:
+                column = k + 1
+    return _err("E766", f"a quote opened on line {start} is not closed on it: lines {start}-{end}"
+                f" were read as one row", file, start, column, column + 1,
+                "a runs table keeps each row on its line: close the quote (a quote inside a "
+                "quoted cell is doubled: \"\") or remove it")
+
+
 def parse_table(text: str, file: str) -> RunsTable:
     """The runs of a table's text (read_table reads the file)."""
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -165,9 +182,14 @@ def parse_table(text: str, file: str) -> RunsTable:
         return RunsTable(file, (), tuple(diags))
     runs: List[Run] = []
     seen: Dict[str, int] = {}
+    end = reader.line_num
     try:
         for cells in reader:
-            line = reader.line_num
+            start, end = end + 1, reader.line_num
+            line = end
+            if end > start and any("\n" in c or "\r" in c for c in cells):
+                diags.append(_unclosed(text, file, start, end))
+                break
             if not any(c.strip() for c in cells):
                 continue
             if len(runs) >= MAX_ROWS:
