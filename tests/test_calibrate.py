@@ -136,7 +136,7 @@ def test_the_spread_of_a_barely_moved_log_constant_is_finite():
 
     import numpy as np
 
-    from astral_dsl.runs.fit import SPREAD_FACTOR_MAX, spread
+    from astral_dsl.runs.accuracy import SPREAD_FACTOR_MAX, spread
     from astral_dsl.seer.calibration import Constant
 
     free = [Constant("a", "", "", (0.1, 10.0), (0.5, 2.0), "", log=True),
@@ -149,3 +149,85 @@ def test_the_spread_of_a_barely_moved_log_constant_is_finite():
     s2 = sum(v * v for v in r.values()) / 3
     sigma = math.sqrt(np.linalg.inv(J.T @ J)[0, 0] * s2)
     assert out["a"] == float(f"{10 ** sigma:.2g}")
+
+
+def test_inseparable_constants_are_not_determined_and_the_others_keep_their_spread():
+    """With fewer groups than constants (a user's small table) the runs move some constants
+    only together: J^T J is singular. Each constant with a share in a direction that moves no
+    row is not determined (None); one the runs fix alone keeps its standard error (before,
+    every constant was reported not determined, even those the rows had pulled out of their
+    priors)."""
+    import math
+
+    import numpy as np
+
+    from astral_dsl.runs.accuracy import spread
+    from astral_dsl.seer.calibration import Constant
+
+    free = [Constant(n, "", "", (0.0, 10.0), (0.5, 2.0), "") for n in "abc"]
+    # a and b move the rows identically (only a + b is fixed); c moves them on its own
+    J = np.array([[1.0, 1.0, 0.5], [2.0, 2.0, -1.0], [0.5, 0.5, 2.0], [1.0, 1.0, 1.0]])
+    r = {0: 0.1, 1: -0.2, 2: 0.05, 3: 0.1}
+    out = spread(J, r, free)
+    assert out["a"] is None and out["b"] is None
+    # c: its column is orthogonal to a's: sigma_c = s / |J_c|, s^2 = sum r^2 / (4 - 3)
+    s2 = sum(v * v for v in r.values()) / 1
+    assert out["c"] == float(f"{math.sqrt(s2) / np.linalg.norm(J[:, 2]):.2g}")
+
+
+def test_bands_hold_the_forecast_itself():
+    """A regime whose left-out errors all have one sign had a band that did not hold 0 (one row
+    forecast 16 % too slow: a band of +16/+16 %): the band is widened to 0."""
+    from types import SimpleNamespace
+
+    from astral_dsl.runs.accuracy import bands
+
+    reg = {"gpu": "H100", "precision": "FP8", "attention": "flash", "moe": "dense",
+           "framework": "megatron"}
+    rows = [SimpleNamespace(prepared=SimpleNamespace(regime=reg), metric="step_time_s")] * 3
+    out = bands(rows, {0: 0.10, 1: 0.20, 2: 0.16})      # step times forecast too slow
+    b = out["H100/FP8/flash/dense/megatron"]
+    # true / forecast - 1 = 1 / (1 + e) - 1: -0.0909, -0.1667, -0.1379; 95th percentile < 0
+    assert b["low"] == pytest.approx(-0.1638, abs=1e-4) and b["high"] == 0.0
+
+
+def test_leave_one_group_out_spans_tables_and_reads_the_precision_as_seer_does():
+    """A group is one configuration across releases and tables: the same row in a second
+    table, or under another release's label for the same recipe, is left out with it (the
+    table name had been part of the group: a table given twice measured 2.8 % where once it
+    measured 8.0 %)."""
+    from astral_dsl.runs.fit import rows_of
+    from astral_dsl.runs.table import parse_table
+
+    from test_runs import _csv
+
+    base = [_row("r117")]
+    relabelled = [_row("r117", id="again", precision="FP8 (unlabeled; main value)")]
+    rows, _ = rows_of([("a", parse_table(_csv(base), "a.csv")),
+                       ("b", parse_table(_csv(base), "b.csv")),
+                       ("c", parse_table(_csv(relabelled), "c.csv"))])
+    assert len(rows) == 3 and len({row.group for row in rows}) == 1
+    other = rows_of([("d", parse_table(_csv([_row("r117", gbs="256")]), "d.csv"))])[0]
+    assert other[0].group != rows[0].group
+
+
+def test_a_small_table_is_left_out_exactly_and_warned_about(tiny, tmp_path, capsys):
+    """Where groups x rows is small the left-out refits are exact fits (the one-step
+    approximation was off by 10x on repeated rows), and a fit on fewer configurations than the
+    constants it moves says so (W769): Narayanan et al.'s runs move three (the A100's GEMM
+    efficiency, the tile-wave constant, the softmax's), which three of them fix and two do
+    not."""
+    path, fit = tiny
+    doc = json.loads(fit.read_text(encoding="utf-8"))
+    assert doc["leave_out"] == "exact" and doc["groups"] == 3 and "warnings" not in doc
+    two = _write(tmp_path, [_row("n1_7b"), _row("n7_5b")], "two.csv")
+    code, out, _ = call(["calibrate", str(two), "--max-iterations", "2", "--color", "never"],
+                        capsys)
+    assert code == 0 and "warning[W769]: 2 configurations for the 3 constants they move" in out
+    assert "(each group's refit an exact fit)" in out
+
+
+def test_a_table_of_one_configuration_cannot_be_measured(tmp_path, capsys):
+    path = _write(tmp_path, [_row("n1_7b"), _row("n1_7b", id="again")], "one.csv")
+    code, _, err = call(["calibrate", str(path), "--max-iterations", "2"], capsys)
+    assert code == 2 and "all one configuration" in err

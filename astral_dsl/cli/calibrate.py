@@ -9,7 +9,7 @@ from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, add_common, colour, usag
 
 NAME = "calibrate"
 HELP = "refit Seer's constants on runs tables and report the leave-one-group-out error"
-ITERATIONS = 40           # runs.fit.calibrate's default
+ITERATIONS = 40           # runs.accuracy.calibrate's default
 
 
 def register(sub) -> None:
@@ -88,13 +88,14 @@ def run(args, overrides) -> int:
     tables, failed = read_tables(args, args.tables, json_out)
     if failed is not None:
         return failed
-    from astral_dsl.runs.fit import calibrate
+    from astral_dsl.runs.accuracy import calibrate
 
     try:
         doc, _, _, every = calibrate(tables, by_source=tuple(args.by_source),
                                      max_iter=args.max_iterations, systems=systems)
     except ValueError as exc:            # no usable row
         return usage(f"{exc} ({', '.join(args.tables)})")
+    diags = list(diags) + _warnings(doc, tables)
     owner = {id(run): name for name, table in tables for run in table.runs}
     unused = _unused(every, owner)
     differ = out.compare(doc, old_doc) if old_doc is not None else None
@@ -131,6 +132,17 @@ def run(args, overrides) -> int:
                 f"reproduces {args.calibration} exactly" if not differ else
                 f"differs from {args.calibration}: " + "; ".join(differ)) + "\n")
     return EXIT_ERRORS if differ else EXIT_OK
+
+
+def _warnings(doc: dict, tables) -> list:
+    """W769 for each of the fit's warnings (runs/accuracy.py), at the first table's header."""
+    from astral_dsl.diagnostics import Diagnostic, Severity, Span
+
+    return [Diagnostic("W769", Severity.WARNING, w, Span.at(tables[0][1].file, 1, 1, 1, 2),
+                       "fit your runs beside the shipped tables (`astral calibrate "
+                       "astral_dsl/seer/calibration/a100.csv .../modern.csv mine.csv`), whose "
+                       "configurations fix the constants yours do not")
+            for w in doc.get("warnings", ())]
 
 
 def fit_text(doc: dict) -> str:

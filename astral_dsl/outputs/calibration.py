@@ -118,6 +118,11 @@ def markers(markdown: str) -> List[str]:
 
 # ---- the terminal ---------------------------------------------------------------------------------
 
+LEAVE_OUT = {"exact": " (each group's refit an exact fit)",
+             "one-step": " (each group's refit one Gauss-Newton step from the fit: the "
+                         "standard approximation, runs/accuracy.py)"}
+
+
 def report(doc: dict, unused: Sequence[Dict[str, Any]], colour: bool = False,
            width: int = 100) -> str:
     """What `astral calibrate` prints: the rows left out of the fit and why, each row's error in
@@ -131,8 +136,9 @@ def report(doc: dict, unused: Sequence[Dict[str, Any]], colour: bool = False,
                        f"rows of {tables}"),
              *textwrap.wrap("error = forecast / published - 1 on each row's metric; left out: "
                             "forecast with the constants refitted without the row's group (one "
-                            "configuration across releases), the accuracy on data the fit did "
-                            "not see", width)]
+                            "configuration across releases and tables), the accuracy on data "
+                            "the fit did not see" + LEAVE_OUT.get(doc.get("leave_out"), ""),
+                            width)]
     if unused:
         lines += ["", "not used (the field and why):"]
         for u in unused:
@@ -176,8 +182,9 @@ def report(doc: dict, unused: Sequence[Dict[str, Any]], colour: bool = False,
     lines += ["", render(cols, width, colour).rstrip("\n"),
               *textwrap.wrap("+/- one standard error from the runs alone (x/ a factor, for a "
                              "constant fitted on a log scale); *: outside the prior range; not "
-                             "determined: the runs do not move the forecast along it, the prior "
-                             "alone holds it", width)]
+                             "determined: the runs alone do not fix it (no row moves the forecast "
+                             "along it, or the rows move it only with other constants), its prior "
+                             "holds it", width)]
     return "\n".join(lines) + "\n"
 
 

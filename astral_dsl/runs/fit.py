@@ -1,5 +1,5 @@
-"""Fitting Seer's constants (seer/calibration) on runs tables, and measuring how well they hold on
-runs left out of the fit.
+"""Fitting Seer's constants (seer/calibration) on runs tables (runs/accuracy.py measures how well
+they hold on runs left out of the fit).
 
 The fit minimises a soft-L1 loss of the runs' log errors r = log(forecast / published) (on each
 row's metric, score.py): 2 s^2 (sqrt(1 + (r / s)^2) - 1) with s = LOSS_SCALE (5 %), quadratic for
@@ -16,16 +16,11 @@ runtime choices Seer's rule makes for a row (micro-batch, virtual stages, recomp
 offloading) are made once with the starting constants and held during the fit, then made again
 with the fitted ones; if any changes, the fit runs once more from where it stopped.
 
-Leave one group out: a group is one configuration across releases (table.Run.key). For each
-group, the constants are refitted without its rows by one Gauss-Newton step from the full fit, on
-the same loss (the Jacobian at the full fit with the group's rows removed: the standard
-one-step approximation of a leave-out refit), and the group's rows are forecast exactly with those
-constants. Their errors are the accuracy this module reports: on data left out of the fit.
-`exact_refit` refits a group from scratch for checking the approximation (benchmarks/)."""
+A row's group (FitRow.group) is what the leave-one-group-out check (accuracy.py) leaves out
+together: one configuration across releases and tables."""
 from __future__ import annotations
 
 import gc
-import hashlib
 import math
 from contextlib import contextmanager
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -33,16 +28,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from astral_dsl import records
 from astral_dsl.runs import score
 from astral_dsl.runs.evaluate import Prepared, prepare
-from astral_dsl.seer.regime import regime_key
 from astral_dsl.runs.table import RunsTable
-from astral_dsl.seer.calibration import (CONSTANTS, FIT_FORMAT, Calibration, Constant, priors)
+from astral_dsl.seer.calibration import CONSTANTS, Calibration, Constant, priors
 
 PRIOR_WEIGHT = 0.01      # one half-width off the prior's centre costs as much as a 1 % error
 LOSS_SCALE = 0.05        # soft-L1 loss: quadratic in a row's log error up to about 5 %, linear
 #                          beyond (chosen once, before its effect on the left-out errors was seen)
 DIGITS = 4               # fitted values are rounded to this many significant digits
-SPREAD_FACTOR_MAX = 1e6   # the largest spread factor a log-scale constant is given (spread)
-OUTSIDE_WIDEN = 2.0      # outside every checked regime: the overall band, twice as wide
+AS_READ = ("system", "gpu", "precision")     # a group's columns taken as Seer reads them
 
 
 @records.frozen
@@ -54,7 +47,13 @@ class FitRow:
 
     @property
     def group(self) -> Tuple:
-        return (self.table,) + self.prepared.row.key
+        """Its group of the leave-one-group-out check: one configuration across releases and
+        tables (table.Run.key), with the system, the GPU and the precision as Seer reads them,
+        not as labelled (a release's "FP8-CS" and another's "FP8 (unlabeled; main value)" are
+        one recipe; the same row in a second table is the same configuration)."""
+        p = self.prepared
+        read = (p.expressed.system, p.gpu.name, p.spec.dtype, p.spec.fp8_recipe)
+        return read + tuple(kv for kv in p.row.key if kv[0] not in AS_READ)
 
 
 def rows_of(tables: Sequence[Tuple[str, RunsTable]], systems=None
@@ -314,180 +313,3 @@ def fit(rows: List[FitRow], free: Sequence[Constant] = CONSTANTS,
         r = prob.residuals(cal)
         J = prob.jacobian(x, r)
     return cal, prob, J, r
-
-
-def spread(J, r: Dict[int, float], free: Sequence[Constant]) -> Dict[str, Optional[float]]:
-    """One standard error per constant from the runs alone (the priors left out): sigma_i = s
-    sqrt((J^T J)^-1_ii), s^2 the residual variance; None when the runs do not determine it.
-    For a constant fitted on a log scale, the factor 10^sigma, at most SPREAD_FACTOR_MAX (a
-    constant the runs barely move: beyond it the factor says nothing more, and 10^sigma would
-    overflow to a JSON-less infinity)."""
-    import numpy as np
-
-    n = len(r)
-    jac = np.asarray(J[:n], dtype=float)
-    res = np.array([r[i] for i in range(n)])
-    dof = max(1, n - len(free))
-    s2 = float(res @ res) / dof
-    scale = np.linalg.norm(jac, axis=0)
-    moved = scale > 1e-9 * max(1.0, float(scale.max()))
-    out: Dict[str, Optional[float]] = {c.name: None for c in free}
-    if moved.any():
-        sub = jac[:, moved] / scale[moved]
-        h = sub.T @ sub
-        if np.linalg.cond(h) < 1e10:
-            cov = np.linalg.inv(h) * s2
-            for j, i in enumerate(np.flatnonzero(moved)):
-                c = free[i]
-                sigma = float(np.sqrt(cov[j, j])) / scale[i]
-                value = 10 ** min(sigma, math.log10(SPREAD_FACTOR_MAX)) if c.log else sigma
-                out[c.name] = float(f"{value:.2g}")
-    return out
-
-
-def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys) -> Dict[int, float]:
-    """row -> its error (forecast / published - 1) with the constants refitted without the rows
-    that share its key (`keys[i]`: a group or a set), by one Gauss-Newton step within the
-    constants' bounds (module docstring)."""
-    import numpy as np
-    from scipy.optimize import lsq_linear
-
-    n = len(prob.rows)
-    x = np.array(prob.x(cal))
-    pri = np.array(prob.priors(list(x)))
-    lo = np.array([_x(c, c.bounds[0]) for c in prob.free])
-    hi = np.array([_x(c, c.bounds[1]) for c in prob.free])
-    res, w = robust([r[i] for i in range(n)])
-    Jr, Jp = J[:n] * w[:, None], J[n:]
-    out: Dict[int, float] = {}
-    groups: Dict[object, List[int]] = {}
-    for i in range(n):
-        groups.setdefault(keys[i], []).append(i)
-    with _collector_paused():
-        for key in sorted(groups, key=str):
-            idx = groups[key]
-            keep = np.ones(n, dtype=bool)
-            keep[idx] = False
-            A = np.vstack([Jr[keep], Jp])
-            b = np.concatenate([res[keep], pri])
-            step = lsq_linear(A, -b, bounds=(lo - x, hi - x), method="bvls").x
-            xg = np.clip(x + step, lo, hi)
-            cg = prob.calibration(list(xg))
-            for i, v in prob.residuals(cg, idx).items():
-                out[i] = math.exp(v) - 1.0
-    return out
-
-
-def bands(rows: List[FitRow], errors: Dict[int, float]) -> Dict[str, dict]:
-    """Per regime (and coarser keys: gpu/precision, precision, all), the spread of the
-    leave-one-group-out errors as the forecast's time error: [5th, 95th] percentile of forecast
-    time / true time - 1 (a negative low end: the true time may be that much shorter)."""
-    import numpy as np
-
-    buckets: Dict[str, List[float]] = {}
-    for i, row in enumerate(rows):
-        reg = row.prepared.regime
-        t = score.time_error(row.metric, errors[i])
-        for key in (regime_key(reg), f"{reg['gpu']}/{reg['precision']}", reg["precision"], "*"):
-            buckets.setdefault(key, []).append(t)
-    out = {}
-    for key, ts in sorted(buckets.items()):
-        a = np.array(ts)
-        # forecast too fast by x: the true time is (1 + x) times the forecast; the band is on
-        # the true time relative to the forecast
-        true = 1.0 / (1.0 + a) - 1.0
-        out[key] = {"low": round(float(np.percentile(true, 5)), 4),
-                    "high": round(float(np.percentile(true, 95)), 4), "rows": len(ts)}
-    return out
-
-
-def summary(rows: List[FitRow], errors: Dict[int, float]) -> Dict[str, dict]:
-    """Per GPU x precision family (and dense / MoE): rows, mean |error|, max |error|, mean
-    signed error (%), and overall (score.family_summary)."""
-    return score.family_summary((row.prepared.regime, errors[i]) for i, row in enumerate(rows))
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def document(cal: Calibration, prob: Problem, J, r, rows: List[FitRow], logo: Dict[int, float],
-             sets: Dict[str, str], by_set: Dict[str, Dict[int, float]]) -> dict:
-    """fit.json (seer/calibration, FIT_FORMAT)."""
-    free = prob.free
-    spreads = spread(J, r, free)
-    outside = [c.name for c in free if not c.prior[0] <= getattr(cal, c.name) <= c.prior[1]]
-    in_fit = {i: math.exp(v) - 1.0 for i, v in r.items()}
-    band = bands(rows, logo)
-    per_row = []
-    for i, row in enumerate(rows):
-        per_row.append({"id": row.prepared.row.id, "set": row.table, "metric": row.metric,
-                        "regime": regime_key(row.prepared.regime),
-                        "in_fit_pct": round(100 * in_fit[i], 2),
-                        "left_out_pct": round(100 * logo[i], 2)})
-    set_errors = {}
-    for name in sets:
-        idx = [i for i, row in enumerate(rows) if row.table == name]
-        if not idx:
-            continue
-        lo = by_set.get(name, {})
-        set_errors[name] = {
-            "rows": len(idx),
-            "in_fit_mean_pct": round(100 * sum(abs(in_fit[i]) for i in idx) / len(idx), 2),
-            "in_fit_max_pct": round(100 * max(abs(in_fit[i]) for i in idx), 2),
-            "logo_mean_pct": round(100 * sum(abs(logo[i]) for i in idx) / len(idx), 2),
-            "logo_max_pct": round(100 * max(abs(logo[i]) for i in idx), 2)}
-        if lo:
-            set_errors[name]["left_out_mean_pct"] = round(
-                100 * sum(abs(lo[i]) for i in idx) / len(idx), 2)
-            set_errors[name]["left_out_max_pct"] = round(
-                100 * max(abs(lo[i]) for i in idx), 2)
-    return {"format": FIT_FORMAT,
-            "generated_by": "astral calibrate",
-            "fitted_on": sorted(sets),
-            "tables": {k: v for k, v in sorted(sets.items())},
-            "constants": {c.name: getattr(cal, c.name) for c in CONSTANTS},
-            "free": [c.name for c in free],
-            "spread": spreads, "outside_prior": outside,
-            "sets": set_errors,
-            "families": summary(rows, logo),
-            "families_in_fit": summary(rows, in_fit),
-            "bands": band, "rows": per_row}
-
-
-def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] = (),
-              free: Sequence[Constant] = CONSTANTS, max_iter: int = 40, systems=None):
-    """Fit on every usable row of `tables` ((name, table) pairs) and measure: leave one group
-    out for every row, and leave one source out (the rows of one `source_version`, e.g. one
-    paper) for the tables named in `by_source`. Returns (document, Calibration, rows, every
-    prepared row). `systems`: a user's own (runs/systems.py, `--gpu-file`)."""
-    rows, every = rows_of(tables, systems)
-    if not rows:
-        raise ValueError("no row of the runs tables can be forecast and scored")
-    cal, prob, J, r = fit(rows, free, max_iter=max_iter)
-    logo = leave_out(prob, cal, J, r, [row.group for row in rows])
-    by_set: Dict[str, Dict[int, float]] = {}
-    if by_source:
-        keys = [(row.table, row.prepared.row.source_version) if row.table in by_source
-                else ("kept", i) for i, row in enumerate(rows)]
-        lso = leave_out(prob, cal, J, r, keys)
-        for i, row in enumerate(rows):
-            if row.table in by_source:
-                by_set.setdefault(row.table + ": " + row.prepared.row.source_version, {})[i] = \
-                    lso[i]
-    sets = {name: digest("\n".join(f"{run.line}:{run.id}" for run in table.runs))
-            for name, table in tables}
-    sources = {}
-    for key, errs in by_set.items():
-        sources[key] = {"rows": len(errs),
-                        "left_out_mean_pct": round(100 * sum(abs(e) for e in errs.values())
-                                                   / len(errs), 2),
-                        "left_out_max_pct": round(100 * max(abs(e) for e in errs.values()), 2),
-                        "in_fit_mean_pct": round(100 * sum(abs(math.exp(r[i]) - 1)
-                                                           for i in errs) / len(errs), 2),
-                        "in_fit_max_pct": round(100 * max(abs(math.exp(r[i]) - 1)
-                                                          for i in errs), 2)}
-    doc = document(cal, prob, J, r, rows, logo, sets, {})
-    doc["sources"] = sources
-    return doc, Calibration(doc["constants"], tuple(sorted(sets)), doc["bands"], "fit"), rows, \
-        every

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from astral_dsl.outputs import calibration as tables
-from astral_dsl.runs import fit
+from astral_dsl.runs import accuracy
 from astral_dsl.runs.table import read_table
 from astral_dsl.seer.calibration import (BY_NAME, CONSTANTS, FIT_FORMAT, RUN_FILES,
                                          read_calibration, shipped, shipped_document)
@@ -28,7 +28,7 @@ def test_the_shipped_fit_is_a_fit_of_the_shipped_tables():
     assert doc["fitted_on"] == sorted(RUN_FILES)
     for name, path in RUN_FILES.items():
         table = read_table(path)
-        assert doc["tables"][name] == fit.digest("\n".join(f"{r.line}:{r.id}"
+        assert doc["tables"][name] == accuracy.digest("\n".join(f"{r.line}:{r.id}"
                                                            for r in table.runs)), name
     # the A100 papers are reported set by set, as before
     assert {k for k in doc["sources"] if k.startswith("a100: ")} == {
@@ -71,7 +71,7 @@ def test_a_constant_no_run_moves_is_not_determined():
     table = read_table(RUN_FILES["a100"])
     narayanan = type(table)(table.file, tuple(r for r in table.runs
                                               if "Narayanan" in r.source_version))
-    doc, cal, rows, _ = fit.calibrate([("narayanan2021", narayanan)], max_iter=2)
+    doc, cal, rows, _ = accuracy.calibrate([("narayanan2021", narayanan)], max_iter=2)
     assert len(rows) == 6
     assert doc["spread"]["interfere"] is None
     assert cal.interfere == pytest.approx(0.5)
