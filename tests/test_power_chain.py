@@ -168,7 +168,26 @@ def test_transformers_short_of_the_peak_with_one_side_lost_are_e634():
     checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
     (e,) = [d for d in checked.diagnostics if d.code == "E634"]
     assert "their 1 unit(s) left in service (two_n) hold 300 kW" in e.message
-    assert e.hint == "4 transformers of 300 kW are needed (two_n)"
+    assert e.hint == "4 transformers of 300 kW are needed (two_n: half on each side)"
+
+
+@pytest.mark.parametrize("count, rating, left, held", [
+    (1, "600 kVA", 0, "0 W"),        # one unit has no other side: nothing is left
+    (3, "300 kVA", 1, "300 kW"),     # sides of 2 and 1: losing the 2 leaves 1 x 300 < ~420 kW
+])
+def test_a_single_or_odd_count_under_2n_leaves_its_smaller_side_e634(count, rating, left, held):
+    text = CHAIN.replace("@END@", "1.63 V").replace(
+        "capacity = 500 kVA, count = 2", f"capacity = {rating}, count = {count}")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E634"]
+    assert f"their {left} unit(s) left in service (two_n) hold {held}" in e.message
+
+
+def test_units_left_after_the_failure_each_scheme_covers():
+    from astral_dsl.analyses.chain import units_left
+    assert [units_left(n, "two_n") for n in (1, 2, 3, 4, 5)] == [0, 1, 1, 2, 2]
+    assert [units_left(n, "n_plus_1") for n in (1, 2, 3)] == [0, 1, 2]
+    assert [units_left(n, "n") for n in (1, 2)] == [1, 2]
 
 
 def test_without_a_transformer_the_sourced_default_with_w630():
