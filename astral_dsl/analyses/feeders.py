@@ -193,11 +193,13 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
                                                                diags, load > 0)
     at_equipment = feeder_voltage.end_of_discharge(f, resolve, low, low_from, current, drop,
                                                    carried * through, diags)
-    # the batteries hold the share each feeder in service carries (a failed one keeps its own);
-    # the modules carry the design load (more if a scenario loads the feeder beyond it, through
-    # the feeder's own conversion) and the batteries' recharge at the same time
-    b_current, b_required, b_available = battery(f, load / max(running, 1), resolve, diags,
-                                                  reqs, replicas * count)
+    # the batteries hold the share each feeder in service carries (a failed one keeps its own),
+    # through the feeder's own conversion: they sit on its bus, upstream of it, as its conductors
+    # and rectifier do; the modules carry the design load (more if a scenario loads the feeder
+    # beyond it) and the batteries' recharge at the same time
+    share = load / max(running, 1)
+    b_current, b_required, b_available = battery(f, share * through, resolve, diags, reqs,
+                                                  replicas * count, _of_load(share, own))
     refill = recharge(f, b_available or b_required, voltage, resolve, diags)
     needed, declared, no_load = rectifier(f, max(design, carried) * through + refill, resolve,
                                           diags, reqs, replicas * count)
