@@ -46,3 +46,27 @@ def test_reactance_can_push_the_drop_over_the_limit():
     d = astral_dsl.loads(DESIGN.replace("0.08 ohm/km", "0.5 ohm/km"), name="ac.astral")
     codes = [x.code for x in analyse(d).diagnostics if x.is_error]
     assert codes == ["E622"]
+
+
+def test_an_undeclared_reactance_takes_the_sourced_default_with_w621():
+    d = astral_dsl.loads(DESIGN.replace("    reactance = 0.08 ohm/km, ", "    "), name="ac.astral")
+    assert d.valid, d.diagnostics
+    eng = analyse(d)
+    f = eng.power.feeders[0]
+    # the same drop as with 0.08 ohm/km declared (Schneider Electric's value without other
+    # information): 3.84 V; with X taken as 0 it would be sqrt(3) x 160.375 x 60 x r x 0.9 = 3.48 V
+    current = 100e3 / (math.sqrt(3) * 400 * 0.9)
+    r = 0.01724e-6 * (1 + 0.00393 * 50) / 95e-6
+    drop = math.sqrt(3) * current * 60 * (r * 0.9 + 0.08e-3 * math.sin(math.acos(0.9)))
+    assert f.voltage_drop_v == pytest.approx(drop)
+    assert f.voltage_drop_v == pytest.approx(3.84, abs=0.005)
+    (w,) = [x for x in eng.diagnostics if x.code == "W621" and "reactance" in x.message]
+    assert "declares no `reactance`: its voltage drop takes 0.08 ohm/km per conductor" in w.message
+
+
+def test_reactance_is_not_asked_for_at_unity_power_factor():
+    # cos phi = 1: sin phi = 0, X does not count (dV = sqrt(3) I L R): nothing to warn about
+    text = DESIGN.replace("    reactance = 0.08 ohm/km, ", "    ").replace("power_factor = 90 %",
+                                                                          "power_factor = 100 %")
+    eng = analyse(astral_dsl.loads(text, name="ac.astral"))
+    assert not [x for x in eng.diagnostics if "reactance" in x.message]

@@ -168,7 +168,26 @@ def test_transformers_short_of_the_peak_with_one_side_lost_are_e634():
     checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
     (e,) = [d for d in checked.diagnostics if d.code == "E634"]
     assert "their 1 unit(s) left in service (two_n) hold 300 kW" in e.message
-    assert e.hint == "4 transformers of 300 kW are needed (two_n)"
+    assert e.hint == "4 transformers of 300 kW are needed (two_n: half on each side)"
+
+
+@pytest.mark.parametrize("count, rating, left, held", [
+    (1, "600 kVA", 0, "0 W"),        # one unit has no other side: nothing is left
+    (3, "300 kVA", 1, "300 kW"),     # sides of 2 and 1: losing the 2 leaves 1 x 300 < ~420 kW
+])
+def test_a_single_or_odd_count_under_2n_leaves_its_smaller_side_e634(count, rating, left, held):
+    text = CHAIN.replace("@END@", "1.63 V").replace(
+        "capacity = 500 kVA, count = 2", f"capacity = {rating}, count = {count}")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E634"]
+    assert f"their {left} unit(s) left in service (two_n) hold {held}" in e.message
+
+
+def test_units_left_after_the_failure_each_scheme_covers():
+    from astral_dsl.analyses.chain import units_left
+    assert [units_left(n, "two_n") for n in (1, 2, 3, 4, 5)] == [0, 1, 1, 2, 2]
+    assert [units_left(n, "n_plus_1") for n in (1, 2, 3)] == [0, 1, 2]
+    assert [units_left(n, "n") for n in (1, 2)] == [1, 2]
 
 
 def test_without_a_transformer_the_sourced_default_with_w630():
@@ -222,3 +241,52 @@ def test_a_limit_and_what_exceeds_it_never_print_equal():
     (e,) = [d for d in astral_dsl.check(ws).diagnostics if d.code == "E622"]
     assert e.message.endswith("is 2.58 V (0.645 % of the 400 V it carries its current at), "
                               "above the declared 0.64 %")
+
+
+# ---- batteries on the bus, upstream of the feeder's own conversion ---------------------------------
+BATTERY_BEHIND_CONVERSION = """
+host H { power = 10 kW }
+rack R { hosts = 10 x H }
+standard DC420 { nominal = 480 V, min = 400 V, max = 500 V, current = dc }
+rectifier Rect { module = 50 kW, redundancy = n_plus_1, efficiency = 96 % }
+battery Bat { autonomy = 5 min, chemistry = lead_acid, cells = 240, end_voltage = 1.75 V,
+  aging_factor = 1.25, design_factor = 1.1, temperature_factor = 1.0, efficiency = 95 %,
+  string_capacity = 100 Ah, strings = 3, recharge_rate = 0.1 }
+row Row {
+  racks = 10 x R
+  feeder bus {
+    current = dc, voltage = 480 V, standard = DC420, capacity = 1200 kW, efficiency = @EFF@
+    rectifier = Rect, battery = Bat, serves = racks
+    conductor_area = 500 mm^2, conductors = 4, material = copper, length = 50 m, ampacity = 1000 A
+    conductor_temperature = 70 degC
+  }
+}
+site S { rows = 1 x Row, utilization = 100 % }
+"""
+
+
+def test_batteries_supply_the_load_through_the_feeders_own_conversion():
+    text = BATTERY_BEHIND_CONVERSION.replace("@EFF@", "90 %")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="bat.astral"))
+    (f,) = checked.engineering.power.feeders
+    # 1,000 kW of load at 90 %: the bus carries 1,111.1 kW; at the 240 x 1.75 V = 420 V end:
+    # conductors 1,111,111 / 420 = 2,645.5 A; batteries 1,111,111 / (0.95 x 420) = 2,784.7 A
+    # (more than the conductors they supply, by 1 / 0.95), 2,784.7 x 5/60 x 1.25 x 1.1 = 319.1 Ah
+    assert f.current_a == pytest.approx(1e6 / 0.9 / 420)
+    assert f.battery_current_a == pytest.approx(1e6 / 0.9 / (0.95 * 420))
+    assert f.battery_required_ah == pytest.approx(1e6 / 0.9 / (0.95 * 420) * 5 / 60 * 1.25 * 1.1)
+    assert f.battery_required_ah == pytest.approx(319.08, abs=0.01)
+    (e,) = [d for d in checked.diagnostics if d.code == "E623"]   # 3 x 100 Ah < 319.1 Ah
+    assert e.message == ("batteries of `S.rows[0].bus` hold 300 Ah but 5 min at 1.11 MW (1 MW "
+                         "of load at 90 % efficiency) needs 319.1 Ah")
+    assert e.hint == "use at least 4 strings"
+
+
+def test_without_a_feeder_efficiency_the_battery_is_engineering_md_s_example():
+    # engineering.md: 1 MW for 5 min, 240 cells (420 V end), eta 0.95 -> 2,506 A, 287 Ah
+    text = BATTERY_BEHIND_CONVERSION.replace("@EFF@", "100 %")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="bat.astral"))
+    (f,) = checked.engineering.power.feeders
+    assert f.battery_current_a == pytest.approx(1e6 / (0.95 * 420))          # 2,506.3 A
+    assert f.battery_required_ah == pytest.approx(287.18, abs=0.01)
+    assert not [d for d in checked.diagnostics if d.code == "E623"]

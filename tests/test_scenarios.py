@@ -91,6 +91,62 @@ def test_a_feeder_with_no_partner_down_loses_its_load():
     assert [d.code for d in out["lose_a"].broken] == ["E628"]
 
 
+GROUPS = """\
+host H { power = 10 kW }
+rack R { hosts = 10 x H }
+site S {
+  racks = 4 x R                      // 400 kW
+  utilization = 100 %
+  feeder a { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, side = A,
+             count = 2, capacity = 450 kW, efficiency = 90 %, serves = racks }
+  feeder b { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, side = B,
+             count = 2, capacity = 450 kW, efficiency = 90 %, serves = racks }
+}
+scenario one_a { fail S.a }
+"""
+
+
+def test_one_feeder_of_a_counted_side_failed_moves_its_share_to_its_own_side_only():
+    checked, out = outcomes(GROUPS)
+    base = {f.path: f for f in checked.engineering.power.feeders}
+    # normal: 400 kW over 2 sides x 2 feeders = 100 kW each; losses 400 / 0.9 - 400 = 44.44 kW
+    assert base["S.a"].normal_w == base["S.b"].normal_w == pytest.approx(100e3)
+    assert checked.engineering.power.conversion_loss_w == pytest.approx(400e3 / 0.9 - 400e3)
+    one = out["one_a"].result.power
+    under = {f.path: f for f in one.feeders}
+    # one of A's two down: the one left carries side A's 200 kW, B's two keep 100 kW each;
+    # 1 x 200 + 2 x 100 = 400 kW carried for 400 kW of load (not 1 x 200 + 2 x 200 = 600)
+    assert under["S.a"].running == 1 and under["S.a"].normal_w == pytest.approx(200e3)
+    assert under["S.b"].running == 2 and under["S.b"].normal_w == pytest.approx(100e3)
+    carried = sum(f.running * f.normal_w for f in one.feeders)
+    assert carried == pytest.approx(400e3)
+    # the losses are those of 400 kW at 90 %, as in normal operation
+    assert one.conversion_loss_w == pytest.approx(400e3 / 0.9 - 400e3)
+    assert one.conversion_loss_peak_w == pytest.approx(400e3 / 0.9 - 400e3)
+    assert not out["one_a"].broken
+
+
+def test_one_feeder_of_a_single_count_side_failed_moves_its_load_to_the_other_side():
+    text = GROUPS.replace("count = 2, capacity = 450 kW", "count = 1, capacity = 450 kW")
+    _, out = outcomes(text)
+    under = {f.path: f for f in out["one_a"].result.power.feeders}
+    assert under["S.a"].running == 0
+    assert under["S.b"].normal_w == pytest.approx(400e3)       # B alone carries all of it
+
+
+def test_the_e621_hint_of_a_group_without_a_partner_names_its_n_minus_1():
+    # count = 3 sharing 600 kW: each of the 2 left must carry 600 / 2 / 0.97 = 309.3 kW > 250 kW
+    text = GROUPS[:GROUPS.index("  feeder a")].replace("racks = 4 x R", "racks = 6 x R") + \
+        "  feeder a { current = ac, voltage = 400 V, phases = 3, power_factor = 95 %, count = 3,\n" \
+        "             capacity = 250 kW, efficiency = 97 %, serves = racks }\n}\n"
+    checked, _ = outcomes(text)
+    (e,) = [d for d in checked.engineering.diagnostics if d.code == "E621"]
+    assert "the remaining feeders of `S.a` must carry 309.278 kW" in e.message
+    assert e.hint == "the 2 feeder(s) left of the 3 must carry the whole load (N-1): declare " \
+                     "more of them or a larger `capacity`"
+    assert "2N" not in e.hint
+
+
 COOLING = """\
 host H { power = 10 kW, liquid_share = 80 % }
 rack R { hosts = 4 x H }

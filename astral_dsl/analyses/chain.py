@@ -6,8 +6,9 @@ rejection, lighting and auxiliaries).
 Transformers: each `transformer` declaration is a stage that carries the whole site load (stages
 in series: HV/MV, then MV/LV), shared by its `count` units (and by its replicas, when it is
 declared in a replicated part). A unit loses P0 + x^2 Pk at a load x of its rating
-(formulas.transformer_losses); with `redundancy` the units left after a failure (one for N+1,
-half for 2N) must carry the peak (E634). A design that declares feeders and no transformer has
+(formulas.transformer_losses); with `redundancy` the units left after a failure (one fewer for
+N+1; for 2N one side, the smaller half of the units: a single unit has no other side) must carry
+the peak (E634). A design that declares feeders and no transformer has
 its losses taken at [sourced default] 0.47 % of the load (W630): 99.53 %, the minimum efficiency
 of a 2,500 kVA three-phase liquid-immersed distribution transformer at 50 % load (US DOE, 10 CFR
 431.196, 2016 standard).
@@ -107,8 +108,7 @@ def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, fl
     out = []
     for s in chain:
         per = peak_w / s.replicas
-        spare = {"n": 0, "n_plus_1": 1, "two_n": s.count // 2}.get(s.redundancy, 0)
-        left = s.count - spare
+        left = units_left(s.count, s.redundancy)
         if left * s.capacity_w < per * (1 - 1e-9):
             needed = math.ceil(per / s.capacity_w - 1e-9)
             total = needed + (1 if s.redundancy == "n_plus_1" else
@@ -119,10 +119,20 @@ def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, fl
                 f"transformers `{s.inst.path}` carry {said} at the peak, but their "
                 f"{left} unit(s) left in service ({s.redundancy}) hold {rating}",
                 _where(s.inst, "count"), f"{total} transformers of "
-                f"{readable.power(s.capacity_w)} are needed ({s.redundancy})"))
+                f"{readable.power(s.capacity_w)} are needed ({s.redundancy}"
+                f"{': half on each side' if s.redundancy == 'two_n' else ''})"))
         out.append(attrs.evolve(s, peak_load_w=per, average_loss_w=average_w.get(id(s), 0.0),
                                 peak_loss_w=s.losses(peak_w)))
     return out
+
+
+def units_left(count: int, redundancy: str) -> int:
+    """The units left in service after the failure a redundancy scheme covers: all of them (n),
+    one fewer (n_plus_1), or one side of a 2N pair, whose sides are halves of the units: the
+    smaller half of an odd count, and none of a single unit (it has no other side)."""
+    if redundancy == "two_n":
+        return count // 2
+    return count - 1 if redundancy == "n_plus_1" else count
 
 
 def _where(inst: Instance, field: str):

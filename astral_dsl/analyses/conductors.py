@@ -16,6 +16,12 @@ from astral_dsl.units import Quantity, format_number, readable
 # never underestimated.
 DEFAULT_CONDUCTOR_C = 90.0
 
+# Reactance per conductor taken for an AC drop when a feeder declares none: 0.08 ohm/km, the
+# value to take "in the absence of any other information" (Schneider Electric, Electrical
+# Installation Guide, chapter G, voltage drop; IEC 60364-5-52 Annex G's formula). Cable data
+# sheets give 0.07-0.1 ohm/km for LV cables laid touching; more when laid apart.
+DEFAULT_REACTANCE_OHM_PER_M = 0.08e-3
+
 # Resistivity at 20 degC and its temperature coefficient per conductor material: annealed copper
 # 0.017241 ohm mm^2/m, 0.00393 /K (IEC 60028); hard-drawn aluminium 0.028264 ohm mm^2/m,
 # 0.00403 /K (IEC 60889).
@@ -48,6 +54,23 @@ def _material(f: Instance, table: Optional[Instance], diags) -> Tuple[float, flo
                            "`cable`"))
         name = "copper"
     return MATERIALS[name]
+
+
+def _reactance(f: Instance, pf: float, diags) -> float:
+    """The feeder's reactance per conductor (ohm/m): declared, else the default with W621 when
+    it counts (a power factor below 1: X sin phi)."""
+    declared = _si(f.field("reactance"))
+    if declared is not None:
+        return declared
+    if pf < 1:
+        diags.append(_warn("W621", f"feeder `{f.path}` declares no `reactance`: its voltage drop "
+                                   f"takes {format_number(DEFAULT_REACTANCE_OHM_PER_M * 1e3)} "
+                                   f"ohm/km per conductor, the value to take without other "
+                                   f"information (Schneider Electric, Electrical Installation "
+                                   f"Guide, chapter G)", f.span_of("length"),
+                           "declare `reactance = ...` from the cable's data sheet (it depends on "
+                           "the cross-section and how the cables are laid)"))
+    return DEFAULT_REACTANCE_OHM_PER_M
 
 
 def conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool):
@@ -109,8 +132,7 @@ def conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool)
     else:
         r = formulas.copper_resistivity(temp_c, rho20, alpha) / area
         pf = _si(f.field("power_factor")) or 1.0
-        x = _si(f.field("reactance")) or 0.0     # declared per conductor; 0 when not given
-        drop = formulas.ac3_voltage_drop(per, length, r, x, pf)
+        drop = formulas.ac3_voltage_drop(per, length, r, _reactance(f, pf, diags), pf)
     ratio = drop / voltage if voltage else None
     limit = _si(f.field("max_voltage_drop"))
     if limit is not None and ratio is not None and ratio > limit * (1 + 1e-9):

@@ -113,7 +113,9 @@ def rectifier(f: Instance, load, resolve, diags, reqs, units: int):
 _FACTORS = (("aging_factor", 1.25), ("design_factor", 1.1), ("temperature_factor", 1.0))
 
 
-def battery(f: Instance, load, resolve, diags, reqs, units: int):
+def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = ""):
+    """(current, Ah its autonomy needs, Ah installed) of the batteries of one feeder that
+    supply `load` W (`said`: how that power comes from the load, for the message)."""
     bat = resolve(f.field("battery"))
     if bat is None:
         return None, None, None
@@ -169,7 +171,7 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int):
         diags.append(_err("E623", f"batteries of `{f.path}` hold "
                                   f"{format_number(round(available, 1))} Ah but "
                                   f"{format_number(autonomy / 60)} min at "
-                                  f"{readable.power(load)} needs "
+                                  f"{readable.power(load)}{said} needs "
                                   f"{format_number(round(sized, 1))} Ah",
                           bat.span_of("strings"), f"use at least {need} strings"))
     return current, sized, available

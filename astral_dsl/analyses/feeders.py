@@ -4,8 +4,9 @@ conductor, rectifier modules and batteries, each traced to the declaration that 
 A feeder carries the peak load of what it supplies (analyses/served.py). Feeders declared side
 by side in one instance (A and B) supplying the same parts share that load in normal operation;
 when one fails the other side carries all of it (2N). A feeder declared with `count = N` is N
-identical feeders sharing the load (N-1 when one fails). Data a check needs and the design leaves
-out is reported (W620-W625), never taken as zero. Rectifier modules and batteries:
+identical feeders sharing the load (N-1 when one fails; with a partner side, the N-1 carry
+their side's share and the partner's load is unchanged). Data a check needs and the design
+leaves out is reported (W620-W625), never taken as zero. Rectifier modules and batteries:
 analyses/feeder_equipment.py. Formulas: analyses/formulas/ (IEEE 485, IEC 60364-5-52,
 IEC 60028)."""
 from __future__ import annotations
@@ -129,7 +130,7 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
                            f.span, "set `serves = ...`, or name it in the `feeds` of the racks "
                                    "it supplies (`network = true` for the switches)"))
     sides = 1 + len(partners)
-    alive_partners = [p for p in partners if p.path not in failed]
+    alive_partners = [p for p in partners if _still_up(p, failed)]
     capacity = _si(f.field("capacity"))
     count_field = f.field("count")
     if isinstance(count_field, UnknownValue):
@@ -186,18 +187,19 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
             diags.append(_err("E621", f"with one feeder failed, {other} of `{f.path}` must "
                                       f"carry {said}{_of_load(failover, own)}, above its "
                                       f"capacity of {rating}",
-                              f.span_of("capacity"),
-                              "each side of a 2N pair must carry the whole load"))
+                              f.span_of("capacity"), _failover_hint(count, bool(partners))))
     feeder_voltage.in_range(f, voltage, resolve, diags)
     cond_current, ampacity, drop, ratio = conductors.conductor(f, current, low, kind, resolve,
                                                                diags, load > 0)
     at_equipment = feeder_voltage.end_of_discharge(f, resolve, low, low_from, current, drop,
                                                    carried * through, diags)
-    # the batteries hold the share each feeder in service carries (a failed one keeps its own);
-    # the modules carry the design load (more if a scenario loads the feeder beyond it, through
-    # the feeder's own conversion) and the batteries' recharge at the same time
-    b_current, b_required, b_available = battery(f, load / max(running, 1), resolve, diags,
-                                                  reqs, replicas * count)
+    # the batteries hold the share each feeder in service carries (a failed one keeps its own),
+    # through the feeder's own conversion: they sit on its bus, upstream of it, as its conductors
+    # and rectifier do; the modules carry the design load (more if a scenario loads the feeder
+    # beyond it) and the batteries' recharge at the same time
+    share = load / max(running, 1)
+    b_current, b_required, b_available = battery(f, share * through, resolve, diags, reqs,
+                                                  replicas * count, _of_load(share, own))
     refill = recharge(f, b_available or b_required, voltage, resolve, diags)
     needed, declared, no_load = rectifier(f, max(design, carried) * through + refill, resolve,
                                           diags, reqs, replicas * count)
@@ -218,6 +220,24 @@ def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cach
                         through, network_w, normal * average / load if load else 0.0, running,
                         dark=dark, no_load_w=no_load, recharge_w=refill,
                         mechanical_w=mechanical[0], equipment_v=at_equipment)
+
+
+def _still_up(partner: Instance, failed) -> bool:
+    """A partner declaration still carries its side's share: not failed, or failed but one of
+    several (a scenario fails one feeder of a `count = N` group; the others of that side carry
+    its share, so the other side's load is unchanged). An unknown count (`?`) is sized so that
+    one failed leaves the rest in service."""
+    if partner.path not in failed:
+        return True
+    count = partner.field("count")
+    return isinstance(count, UnknownValue) or int(_si(count) or 1) > 1
+
+
+def _failover_hint(count: int, paired: bool) -> str:
+    if paired:
+        return "each side of a 2N pair must carry the whole load alone"
+    return f"the {count - 1} feeder(s) left of the {count} must carry the whole load " \
+           f"(N-1): declare more of them or a larger `capacity`"
 
 
 def _replicas(n: int, what: str) -> Optional[str]:
