@@ -215,9 +215,9 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
                               "dtype": prec[0]}
     if prec[0] == "fp8":
         job["fp8_recipe"] = prec[1]
-    rec = row.recompute.lower()
-    job["recompute"] = ("full" if "full" in rec else "selective" if "selective" in rec
-                        else "none" if rec in ("none", "no", "off") else "auto")
+    # the cell is full, selective or none, a remark in parentheses allowed (runs/table.py
+    # rejects any other word), or empty: Seer's rule
+    job["recompute"] = row.recompute.split("(")[0].strip().lower() or "auto"
     if job["recompute"] == "auto" and "recompute" not in dict(stack.fields):
         assumed.append("activation recomputation (and offloading, with one pipeline stage) "
                        "chosen by Seer's rule: the fastest that fits (the row does not say)")
@@ -301,7 +301,8 @@ COLUMN_OF = {"layers": "layers", "hidden": "hidden", "ffn": "ffn_hidden", "moe_f
              "heads": "heads", "kv_heads": "kv_heads", "vocab": "vocab", "experts": "moe_experts",
              "top_k": "moe_topk", "gpus": "gpus", "dtype": "precision",
              "fp8_recipe": "precision", "recompute": "recompute", "tp": "tp", "pp": "pp",
-             "dp": "gpus", "cp": "cp", "ep": "ep", "virtual_stages": "vp", "stages": "pp",
+             "dp": "gpus", "cp": "cp", "ep": "ep", "virtual_stages": "vp", "schedule": "vp",
+             "stages": "pp",
              "layout": "pp", "global_batch": "gbs", "micro": "mbs", "seq": "seq_len"}
 
 
