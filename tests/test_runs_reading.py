@@ -1,13 +1,17 @@
 """How a runs table's cells are read (docs/runs.md, "The format" and "What a row is taken to
 have run"): numbers with thousands separators only, the `recompute` words the format defines,
-ids generated for rows without one, and the column a diagnostic of a row's job is blamed on.
+ids generated for rows without one, the column a diagnostic of a row's job is blamed on, and
+the system, framework and fp8 recipe a row's text names (read exactly, or not expressible).
 The reader on bad input and `astral runs` itself: tests/test_runs.py."""
 from __future__ import annotations
+
+import json
 
 from astral_dsl.runs.evaluate import prepare
 from astral_dsl.runs.table import parse_table
 
-from test_runs import _csv, _row
+from test_cli import call
+from test_runs import LAB, _csv, _row, _write
 
 
 def _problems(rows):
@@ -87,3 +91,86 @@ def test_virtual_stages_without_a_pipeline_blame_the_vp_column():
     (p,) = prepare(t)
     assert p.status == "not_expressible" and p.field == "vp", (p.field, p.reason)
     assert p.reason.startswith("E760: ") and "pp = 1" in p.reason
+
+
+# ---- the system a row ran on (runs/parts.py) -------------------------------------------------------------
+SYSTEM_CELLS = [
+    # (system, gpu) -> the stdlib system, or (the column blamed, words of why)
+    (("DGX-H100", "H100-SXM5-80GB"), "DGX-H100"),
+    (("torchtitan benchmark", "H100-SXM-96GB-HBM2e (500W, Grand Teton)"), "GrandTeton-H100-500W"),
+    (("", "H100 (500W)"), "GrandTeton-H100-500W"),
+    (("Grand Teton", "H100"), "GrandTeton-H100-500W"),
+    (("Selene (DGX A100 SuperPOD)", "A100-SXM4-80GB"), "DGX-A100"),
+    (("GB200 NVL72", "GB200"), "DGX-GB200"),
+    (("DGXB200", ""), "DGX-B200"),
+    (("", "H100 SXM 700W"), "DGX-H100"),
+    (("torchtitan benchmark", "H200"), "DGX-H200"),
+    # "b200" in the system cell won over the H100 gpu cell (+82 % on DGX-B200)
+    (("B200-upgrade-waitlist cluster", "H100-SXM5-80GB"), ("system", "names B200 and gpu")),
+    # the PCIe and NVL cards were forecast as the SXM parts
+    (("our PCIe boxes", "H100-PCIe-80GB"), ("gpu", "is the H100 PCIe card")),
+    (("", "H100 NVL 94GB"), ("gpu", "is the H100 NVL card")),
+    (("", "A100-PCIe-40GB"), ("gpu", "is the A100 PCIe card")),
+    (("", "A100-SXM4-40GB"), ("gpu", "states 40 GB: the stdlib's A100 of DGX-A100 has 80 GB")),
+    (("", "B200 (1200W)"), ("gpu", "states 1200 W: the stdlib's B200 of DGX-B200 has 1000 W")),
+    (("", "H100/H200"), ("gpu", "names several GPUs (H100, H200)")),
+    (("DGX-B300", "B300"), ("gpu", "B300 / GB300")),
+    (("", "B2000"), ("gpu", "no stdlib system matches")),
+]
+
+
+def test_a_row_runs_on_the_part_its_cells_name_or_is_not_expressible():
+    from astral_dsl.runs.parts import system_of
+
+    for (system, gpu), want in SYSTEM_CELLS:
+        found, field, why = system_of(system, gpu)
+        if isinstance(want, str):
+            assert found is not None and found.key == want, (system, gpu, why)
+        else:
+            assert found is None and field == want[0] and want[1] in why, (system, gpu, why)
+
+
+def test_the_framework_is_the_source_versions_and_fp8_delayed_is_delayed():
+    from astral_dsl.runs.stacks import framework_of, precision_of
+
+    rows = [_row("r171", notes="2x faster than our torchtitan baseline"),
+            _row("r171", id="titan", source_version="torchtitan 0.2.0, measured 2025-09"),
+            _row("r209"), _row("r213")]
+    t = parse_table(_csv(rows), "t.csv")
+    assert [framework_of(r) for r in t.runs] == ["megatron", "torchtitan", "automodel",
+                                                 "torchtitan"]
+    assert precision_of("FP8 delayed scaling (TE default)", "H100-SXM5-80GB")[0] == \
+        ("fp8", "delayed")
+    assert precision_of("FP8-CS", "H100-SXM5-80GB")[0] == ("fp8", "current")
+
+
+LAB2 = """
+import stdlib.systems { DGX_H100_Rack, NDR_Fabric }
+block East_SU { racks = 8 x DGX_H100_Rack }
+block West_SU { racks = 2 x DGX_H100_Rack }
+fabric East_Fabric = NDR_Fabric
+fabric West_Fabric = NDR_Fabric
+"""
+
+
+def test_a_gpu_file_takes_only_the_rows_that_name_its_blocks_or_their_gpu(tmp_path, capsys):
+    """A published row naming a stdlib system (DGX-H100) or another part (Grand Teton's 96 GB
+    500 W H100) keeps its stdlib system: with two H100 blocks the DGX-H100 row was "not
+    expressible: gpu matches the blocks", with one the torchtitan rows ran on it (+22 %)."""
+
+    rows = [_row("r020"), _row("r213"), _row("r020", id="ours", system="", gpu="H100")]
+    path = _write(tmp_path, rows)
+    for name, text, ours in (("lab.astral", LAB, "Lab_SU"), ("two.astral", LAB2, None)):
+        gpu_file = tmp_path / name
+        gpu_file.write_text(text, encoding="utf-8")
+        code, out, _ = call(["runs", str(path), "--gpu-file", str(gpu_file), "--format",
+                             "json"], capsys)
+        by = {r["id"]: r for r in json.loads(out)["rows"]}
+        assert code == 0
+        assert by["r020"]["status"] == "ok" and by["r020"]["system"] == "DGX-H100"
+        assert by["r213"]["status"] == "ok" and by["r213"]["system"] == "GrandTeton-H100-500W"
+        if ours:
+            assert by["ours"]["system"] == ours
+        else:
+            assert by["ours"]["field"] == "system" and \
+                "matches the blocks East_SU, West_SU" in by["ours"]["reason"]

@@ -15,8 +15,9 @@ from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
+from astral_dsl.runs.parts import system_of
 from astral_dsl.runs.stacks import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, System,
-                                    dated, precision_of, stack_of, system_of)
+                                    dated, precision_of, stack_of)
 from astral_dsl.runs.table import Run
 from astral_dsl.seer.spec import derived_layout
 
@@ -182,9 +183,9 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
             return NotExpressible(row, "system", f"block `{system.key}` of {system.file}: "
                                                  f"{system.problem}")
     if system is None:
-        system, how = system_of(row.system, row.gpu)
-    if system is None:
-        return NotExpressible(row, "gpu", how)
+        system, field, how = system_of(row.system, row.gpu)
+        if system is None:
+            return NotExpressible(row, field, how)
     prec, prec_how = precision_of(row.precision, row.gpu)
     if prec is None:
         return NotExpressible(row, "precision", prec_how)
