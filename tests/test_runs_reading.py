@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from astral_dsl.runs.evaluate import prepare
+from astral_dsl.runs.evaluate import evaluate, prepare
 from astral_dsl.runs.table import parse_table
 
 from test_cli import call
@@ -174,3 +174,18 @@ def test_a_gpu_file_takes_only_the_rows_that_name_its_blocks_or_their_gpu(tmp_pa
         else:
             assert by["ours"]["field"] == "system" and \
                 "matches the blocks East_SU, West_SU" in by["ours"]["reason"]
+
+
+# ---- model TFLOP/s ----------------------------------------------------------------------------------------
+def test_automodel_rows_are_scored_on_tflops_with_attention_counted_causal():
+    """r209 (AutoModel, Qwen3 30B on 8 H100s) scored on its TFLOP/s was +13.0 % against -6.9 % on
+    its tokens/s: its attention was counted in full. Counted causal, Seer's FLOPs per token are
+    3 x (lin 5.461 + logits 0.622 + attention 3.221 / 2) = 23.082 GFLOP (the parts, from
+    seer.forecast.layer_flops_per_token) against the published 277e12 / 12,040 = 23.007: the
+    TFLOP/s error is (1 + the tokens/s error) x 23.082 / 23.007 - 1."""
+    rows = [_row("r209"), _row("r209", id="tflops", tokens_per_s_per_gpu="", step_time_s="")]
+    t = parse_table(_csv(rows), "t.csv")
+    tok, tflops = evaluate(prepare(t))
+    assert tok.metric == "tokens_per_s_per_gpu" and tflops.metric == "model_tflops_per_gpu"
+    ratio = 23.082 / (277e12 / 12040 / 1e9)
+    assert abs((1 + tflops.error) - (1 + tok.error) * ratio) < 1e-3, (tok.error, tflops.error)
