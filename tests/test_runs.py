@@ -459,8 +459,8 @@ model M { layers = 2, hidden = 64, heads = 2 }       // a name the run's own mod
 def test_gpu_file_systems_forecast_as_the_same_stdlib_system(tmp_path, capsys):
     lab = tmp_path / "lab.astral"
     lab.write_text(LAB, encoding="utf-8")
-    rows = [_row("r020"), _row("r020", id="mine", system="Lab SU", gpu="whatever"),
-            _row("r117")]
+    rows = [_row("r020", id="ours", system="our lab"),
+            _row("r020", id="mine", system="Lab SU", gpu="whatever"), _row("r117"), _row("r020")]
     path = _write(tmp_path, rows)
     code, out, _ = call(["runs", str(path), "--format", "json"], capsys)
     plain = {r["id"]: r for r in json.loads(out)["rows"]}
@@ -469,11 +469,12 @@ def test_gpu_file_systems_forecast_as_the_same_stdlib_system(tmp_path, capsys):
     assert code == 0 and doc["diagnostics"] == []        # no W400: a systems file has no site
     own = {r["id"]: r for r in doc["rows"]}
     # by its `system` cell (the block's name), then by its `gpu` cell (an H100 matches)
-    assert own["mine"]["system"] == "Lab_SU" and own["r020"]["system"] == "Lab_SU"
-    assert plain["r020"]["system"] == "DGX-H100"
-    assert own["mine"]["forecast"] == own["r020"]["forecast"] == plain["r020"]["forecast"]
-    # a GB200 row matches no block of the file: the stdlib's
-    assert own["r117"]["system"] == "DGX-GB200"
+    assert own["mine"]["system"] == "Lab_SU" and own["ours"]["system"] == "Lab_SU"
+    assert plain["ours"]["system"] == "DGX-H100"
+    assert own["mine"]["forecast"] == own["ours"]["forecast"] == plain["ours"]["forecast"]
+    # a GB200 row matches no block of the file, and a row whose `system` names the stdlib's
+    # DGX-H100 (the published r020) keeps it: the stdlib's
+    assert own["r117"]["system"] == "DGX-GB200" and own["r020"]["system"] == "DGX-H100"
     assert own["r117"]["forecast"] == plain["r117"]["forecast"]
 
 
@@ -483,7 +484,7 @@ def test_gpu_file_rows_that_cannot_run_on_it_say_why(tmp_path, capsys):
                    "block A_SU { racks = 8 x DGX_H100_Rack }\n"
                    "block B_SU { racks = 4 x DGX_H100_Rack }\n"
                    "fabric F1 = NDR_Fabric\nfabric F2 = NDR_Fabric\n", encoding="utf-8")
-    path = _write(tmp_path, [_row("r020"), _row("r020", id="a", system="A_SU")])
+    path = _write(tmp_path, [_row("r020", system="lab"), _row("r020", id="a", system="A_SU")])
     code, out, _ = call(["runs", str(path), "--gpu-file", str(two), "--format", "json"], capsys)
     by = {r["id"]: r for r in json.loads(out)["rows"]}
     assert code == 0

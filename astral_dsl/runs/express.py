@@ -15,8 +15,9 @@ from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
+from astral_dsl.runs.parts import system_of
 from astral_dsl.runs.stacks import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, System,
-                                    dated, precision_of, stack_of, system_of)
+                                    dated, precision_of, stack_of)
 from astral_dsl.runs.table import Run
 from astral_dsl.seer.spec import derived_layout
 
@@ -182,9 +183,9 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
             return NotExpressible(row, "system", f"block `{system.key}` of {system.file}: "
                                                  f"{system.problem}")
     if system is None:
-        system, how = system_of(row.system, row.gpu)
-    if system is None:
-        return NotExpressible(row, "gpu", how)
+        system, field, how = system_of(row.system, row.gpu)
+        if system is None:
+            return NotExpressible(row, field, how)
     prec, prec_how = precision_of(row.precision, row.gpu)
     if prec is None:
         return NotExpressible(row, "precision", prec_how)
@@ -215,9 +216,9 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
                               "dtype": prec[0]}
     if prec[0] == "fp8":
         job["fp8_recipe"] = prec[1]
-    rec = row.recompute.lower()
-    job["recompute"] = ("full" if "full" in rec else "selective" if "selective" in rec
-                        else "none" if rec in ("none", "no", "off") else "auto")
+    # the cell is full, selective or none, a remark in parentheses allowed (runs/table.py
+    # rejects any other word), or empty: Seer's rule
+    job["recompute"] = row.recompute.split("(")[0].strip().lower() or "auto"
     if job["recompute"] == "auto" and "recompute" not in dict(stack.fields):
         assumed.append("activation recomputation (and offloading, with one pipeline stage) "
                        "chosen by Seer's rule: the fastest that fits (the row does not say)")
@@ -301,7 +302,8 @@ COLUMN_OF = {"layers": "layers", "hidden": "hidden", "ffn": "ffn_hidden", "moe_f
              "heads": "heads", "kv_heads": "kv_heads", "vocab": "vocab", "experts": "moe_experts",
              "top_k": "moe_topk", "gpus": "gpus", "dtype": "precision",
              "fp8_recipe": "precision", "recompute": "recompute", "tp": "tp", "pp": "pp",
-             "dp": "gpus", "cp": "cp", "ep": "ep", "virtual_stages": "vp", "stages": "pp",
+             "dp": "gpus", "cp": "cp", "ep": "ep", "virtual_stages": "vp", "schedule": "vp",
+             "stages": "pp",
              "layout": "pp", "global_batch": "gbs", "micro": "mbs", "seq": "seq_len"}
 
 

@@ -50,31 +50,6 @@ def _n(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "", text.lower())
 
 
-def system_of(system: str, gpu: str) -> Tuple[Optional[System], str]:
-    """(the stdlib system a row's `system` and `gpu` name, or None; why)."""
-    s, g = _n(system), _n(gpu)
-    both = s + " " + g
-    if "gb300" in both or "b300" in both:
-        return None, ("no stdlib system of B300 / GB300 GPUs has published runs to check it "
-                      "against: name one with --gpu-file")
-    if "gb200" in both:
-        return SYSTEMS["DGX-GB200"], "GB200 NVL72 racks (DGX GB200)"
-    if "b200" in both:
-        return SYSTEMS["DGX-B200"], "DGX B200"
-    if "h200" in both:
-        return SYSTEMS["DGX-H200"], "DGX H200 class (8 x H200 SXM, 400G per GPU)"
-    if "h800" in both:
-        return SYSTEMS["HGX-H800"], "HGX H800"
-    if "h100" in both:
-        if "96gb" in g or "500w" in g or "grandteton" in both:
-            return SYSTEMS["GrandTeton-H100-500W"], "Grand Teton H100 96 GB HBM2e capped at 500 W"
-        return SYSTEMS["DGX-H100"], "DGX H100"
-    if "a100" in both:
-        return SYSTEMS["DGX-A100"], "DGX A100 (Selene)"
-    return None, f"no stdlib system matches system `{system}` / gpu `{gpu}` (name one with " \
-                 "--gpu-file)"
-
-
 @records.frozen
 class Stack:
     fields: Tuple[Tuple[str, object], ...]            # job fields
@@ -98,6 +73,9 @@ def precision_of(precision: str, gpu: str) -> Tuple[Optional[Tuple[str, str]], s
             else (("fp8", "blockwise"), "FP8 alt granularity on Hopper: 128-block scales")
     if "rowwise" in p:
         return ("fp8", "rowwise"), "fp8 with row-wise scales (torchao)"
+    if "fp8" in p and "delayed" in p:
+        # Transformer Engine's DelayedScaling recipe: scales from an amax history
+        return ("fp8", "delayed"), "fp8 with per-tensor delayed scaling (the label's)"
     if "fp8" in p:
         return ("fp8", "current"), "fp8 with per-tensor current scaling (the tables' FP8 / FP8-CS)"
     if "bf16" in p or "bfloat16" in p:
@@ -204,10 +182,13 @@ def recipe_recompute(row, release) -> Optional[Tuple[str, ...]]:
 
 
 def framework_of(row) -> str:
-    text = " ".join((row.system, row.source_url, row.source_version, row.notes)).lower()
-    if "torchtitan" in text:
+    """torchtitan or NeMo AutoModel where the row's `source_version` (the release it ran) names
+    them as a word, else Megatron: not the notes, which may name another framework in passing
+    ("2x faster than our torchtitan baseline")."""
+    version = row.source_version.lower()
+    if re.search(r"\btorchtitan\b", version):
         return "torchtitan"
-    if "automodel" in text:
+    if re.search(r"\bautomodel\b", version):
         return "automodel"
     return "megatron"
 

@@ -7,9 +7,12 @@ stdlib/systems.astral declares DGX SuperPODs) with its `fabric`: the fabric name
 `<Block>_Fabric` (or, for a block named `<Name>_SU`, `<Name>_Fabric`), else the file's only
 fabric. A run is placed on as many of its blocks as its GPUs need, exactly as on a stdlib
 system. A row of the table is matched to a system (match()) by its `system` cell, which names
-the block, else by its `gpu` cell, which names the GPU of exactly one block; a row matching
-none of them is matched to the stdlib systems as without --gpu-file (runs/stacks.py), and the
-system each row ran on is reported with it.
+the block, else by its `gpu` cell, which names the GPU of exactly one block: the GPU's name
+(letters and digits, case ignored), or the stdlib part the cell reads as (runs/parts.py:
+"H100-SXM5-80GB" names H100_SXM, "H100-SXM-96GB-HBM2e (500W, Grand Teton)" another part). A
+row whose `system` names a stdlib system ("DGX-H100", "Selene") keeps it, and a row matching
+no block is matched to the stdlib systems as without --gpu-file (runs/parts.py); the system
+each row ran on is reported with it.
 
 read_systems(path) compiles the file as `astral check` compiles a design and returns its
 systems with the file's diagnostics (E767 when it declares no block with GPUs)."""
@@ -113,15 +116,21 @@ def read_systems(path) -> GpuFile:
 def match(row, systems: Sequence[System]) -> Tuple[Optional[System], str]:
     """(the user's system a row runs on, or None; why none, when it matched but cannot run, or
     "" when it matched none): by `system`, then by `gpu` (module docstring)."""
+    from astral_dsl.runs.parts import names_stdlib_system, system_of
+
     s = _n(row.system)
     for sys_ in systems:
         if s and _n(sys_.key) == s:
             return sys_, ""
+    if names_stdlib_system(row.system):
+        return None, ""                     # "DGX-H100": the stdlib's, not a block of ours
     g = _n(row.gpu)
     if not g:
         return None, ""
-    exact = [x for x in systems if _n(x.gpu) == g]
-    found = exact or [x for x in systems if _n(x.gpu) in g or g in _n(x.gpu)]
+    found = [x for x in systems if _n(x.gpu) == g]
+    if not found:                           # "H100-SXM5-80GB" names the stdlib's H100_SXM
+        part = system_of(row.system, row.gpu)[0]
+        found = [x for x in systems if part is not None and x.gpu == part.gpu]
     if len(found) > 1:
         return None, (f"gpu `{row.gpu}` matches the blocks {', '.join(x.key for x in found)} of "
                       f"the --gpu-file: name one in the `system` cell")

@@ -14,7 +14,10 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from typing import Dict, List, Optional, Tuple
+
+import attrs
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
@@ -39,6 +42,12 @@ RATES: Dict[str, Tuple[float, float]] = {
     "params_b": (1e-6, 1e6), "tokens_per_s_per_gpu": (1e-3, 1e12),
     "model_tflops_per_gpu": (1e-6, 1e9), "step_time_s": (1e-6, 1e9)}
 NOT_USED = -1            # "n/a": the dimension is not used (VP, EP)
+# a number's thousands separators: commas between groups of three digits ("4,912", "1,234,567.5"),
+# as a spreadsheet writes them; any other comma ("3,87", a decimal comma) rejects the cell
+THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?")
+# the `recompute` cell: one of these words (case ignored), a remark in parentheses after it
+# allowed ("selective (op)"); anything else rejects the row
+RECOMPUTE = re.compile(r"(full|selective|none)\s*(\(.*\))?", re.I | re.S)
 MAX_ROWS = 100_000       # a runs table is a few hundred rows; this bounds the work
 
 
@@ -95,7 +104,12 @@ class RunsTable:
 
 def _cell(name: str, raw: str) -> Tuple[Optional[float], Optional[str]]:
     """(value, problem) of a numeric cell."""
-    text = raw.strip().replace(",", "")
+    text = raw.strip()
+    if "," in text:
+        if not THOUSANDS.fullmatch(text):
+            return None, (f"`{text[:40]}`: a comma is read only between groups of three digits "
+                          "(4,912); write a decimal point as `.`")
+        text = text.replace(",", "")
     if text == "" or text == "-":
         return None, None
     if text.lower() == "n/a":
@@ -202,7 +216,7 @@ def parse_table(text: str, file: str) -> RunsTable:
         diags.append(_err("E766", f"the runs table is not CSV: {exc}", file, reader.line_num,
                           hint="quote a cell that holds commas or quotes (\"a, b\"), doubling "
                                "its quotes"))
-    return RunsTable(file, tuple(runs), tuple(diags))
+    return RunsTable(file, tuple(_generated_ids(runs)), tuple(diags))
 
 
 def _row(names: List[str], cells: List[str], line: int, seen: Dict[str, int]) -> Run:
@@ -219,12 +233,28 @@ def _row(names: List[str], cells: List[str], line: int, seen: Dict[str, int]) ->
         if why:
             problems.append((k, why))
         values.append((k, v))
-    rid = raw["id"].strip() or f"line {line}"
+    rec = raw["recompute"].strip()
+    if rec and not RECOMPUTE.fullmatch(rec):
+        problems.append(("recompute", f"`{rec[:40]}` is not full, selective or none"))
+    rid = raw["id"].strip()
     if rid in seen:
         problems.append(("id", f"`{rid}` is also the id of line {seen[rid]}"))
-    else:
+    elif rid:
         seen[rid] = line
-    return Run(line, rid, text, tuple(values), tuple(problems))
+    return Run(line, rid or f"line {line}", text, tuple(values), tuple(problems))
+
+
+def _generated_ids(runs: List[Run]) -> List[Run]:
+    """A row without an id is `line N`, or `line N (no id)` where an explicit id of the table
+    is `line N` (so a generated id never takes an explicit one's)."""
+    explicit = {r.id for r in runs if r.text[0][1]}
+    out = []
+    for r in runs:
+        rid = r.id
+        while not r.text[0][1] and rid in explicit:
+            rid += " (no id)"
+        out.append(r if rid == r.id else attrs.evolve(r, id=rid))
+    return out
 
 
 def _at(data: bytes, offset: int) -> Tuple[int, int]:

@@ -1,0 +1,191 @@
+"""How a runs table's cells are read (docs/runs.md, "The format" and "What a row is taken to
+have run"): numbers with thousands separators only, the `recompute` words the format defines,
+ids generated for rows without one, the column a diagnostic of a row's job is blamed on, and
+the system, framework and fp8 recipe a row's text names (read exactly, or not expressible).
+The reader on bad input and `astral runs` itself: tests/test_runs.py."""
+from __future__ import annotations
+
+import json
+
+from astral_dsl.runs.evaluate import evaluate, prepare
+from astral_dsl.runs.table import parse_table
+
+from test_cli import call
+from test_runs import LAB, _csv, _row, _write
+
+
+def _problems(rows):
+    return {r.id: r.problems for r in parse_table(_csv(rows), "t.csv").runs}
+
+
+def _values(rows, column):
+    return {r.id: dict(r.values)[column] for r in parse_table(_csv(rows), "t.csv").runs}
+
+
+# ---- numbers ----------------------------------------------------------------------------------------------
+def test_a_comma_is_a_thousands_separator_only_between_groups_of_three_digits():
+    ok = [_row("r117", id="four", tokens_per_s_per_gpu="31,508"),
+          _row("r117", id="seven", tokens_per_s_per_gpu="1,234,567.5"),
+          _row("k22b_full", id="plain", step_time_s="1.42")]
+    assert _values(ok, "tokens_per_s_per_gpu") == {"four": 31508.0, "seven": 1234567.5,
+                                                   "plain": None}
+    assert all(p == () for p in _problems(ok).values())
+    # a decimal comma ("3,87" s, a German-locale spreadsheet's) was read as 387 s, a misplaced
+    # separator ("1,6934") as 16934: both reject their row with the column and why
+    bad = [_row("k22b_full", id="decimal", step_time_s="3,87"),
+           _row("r117", id="misplaced", tokens_per_s_per_gpu="1,6934"),
+           _row("r117", id="trailing", tokens_per_s_per_gpu="31508,"),
+           _row("k22b_full", id="count", gbs="1,28")]
+    why = "a comma is read only between groups of three digits (4,912); write a decimal point " \
+          "as `.`"
+    assert _problems(bad) == {
+        "decimal": (("step_time_s", f"`3,87`: {why}"),),
+        "misplaced": (("tokens_per_s_per_gpu", f"`1,6934`: {why}"),),
+        "trailing": (("tokens_per_s_per_gpu", f"`31508,`: {why}"),),
+        "count": (("gbs", f"`1,28`: {why}"),)}
+    t = parse_table(_csv(bad), "t.csv")
+    assert [(p.status, p.field) for p in prepare(t)] == [
+        ("rejected", "step_time_s"), ("rejected", "tokens_per_s_per_gpu"),
+        ("rejected", "tokens_per_s_per_gpu"), ("rejected", "gbs")]
+
+
+# ---- recompute --------------------------------------------------------------------------------------------
+def test_recompute_is_full_selective_none_or_empty_and_anything_else_rejects_the_row():
+    words = {"full": "full", "sel": "Selective (per-op)", "none": "None ", "empty": ""}
+    rows = [_row("k22b_full", id=k, recompute=v) for k, v in words.items()]
+    t = parse_table(_csv(rows), "t.csv")
+    assert all(r.problems == () for r in t.runs)
+    specs = {p.row.id: p.spec for p in prepare(t)}
+    # empty: Seer's rule chooses (k22b_full on 8 A100s fits without recomputation)
+    assert {k: s.recompute for k, s in specs.items() if k != "empty"} == {
+        "full": "full", "sel": "selective", "none": "none"}
+    # "false" and "partial" were Seer's rule, "non-full" was read as full
+    odd = ["false", "partial", "non-full", "no", "off", "fulll"]
+    rows = [_row("k22b_full", id=w, recompute=w) for w in odd]
+    t = parse_table(_csv(rows), "t.csv")
+    assert {r.id: r.problems for r in t.runs} == {
+        w: (("recompute", f"`{w}` is not full, selective or none"),) for w in odd}
+    assert {(p.status, p.field) for p in prepare(t)} == {("rejected", "recompute")}
+
+
+# ---- ids --------------------------------------------------------------------------------------------------
+def test_a_generated_id_never_takes_an_explicit_one():
+    # line 2: no id; line 3: "line 3"; line 4: "line 2" (genid.csv of the audit): the explicit
+    # "line 2" was reported as "also the id of line 2", the row without an id
+    rows = [_row("k22b_full", id=""), _row("k22b_full", id="line 3"),
+            _row("k22b_full", id="line 2"), _row("k22b_full", id="")]
+    t = parse_table(_csv(rows), "t.csv")
+    assert [(r.line, r.id, r.problems) for r in t.runs] == [
+        (2, "line 2 (no id)", ()), (3, "line 3", ()), (4, "line 2", ()), (5, "line 5", ())]
+    # two explicit ids alike are still one row too many
+    t = parse_table(_csv([_row("k22b_full", id="line 3"), _row("k22b_full", id="line 3")]),
+                    "t.csv")
+    assert t.runs[1].problems == (("id", "`line 3` is also the id of line 2"),)
+
+
+# ---- the column behind a diagnostic -----------------------------------------------------------------------
+def test_virtual_stages_without_a_pipeline_blame_the_vp_column():
+    # E760 points at `schedule = interleaved`, which the row's `vp` sets: it blamed `layout`,
+    # which is not a column
+    t = parse_table(_csv([_row("r117", id="vp_pp1", pp="1", vp="4", gpus="8")]), "t.csv")
+    (p,) = prepare(t)
+    assert p.status == "not_expressible" and p.field == "vp", (p.field, p.reason)
+    assert p.reason.startswith("E760: ") and "pp = 1" in p.reason
+
+
+# ---- the system a row ran on (runs/parts.py) -------------------------------------------------------------
+SYSTEM_CELLS = [
+    # (system, gpu) -> the stdlib system, or (the column blamed, words of why)
+    (("DGX-H100", "H100-SXM5-80GB"), "DGX-H100"),
+    (("torchtitan benchmark", "H100-SXM-96GB-HBM2e (500W, Grand Teton)"), "GrandTeton-H100-500W"),
+    (("", "H100 (500W)"), "GrandTeton-H100-500W"),
+    (("Grand Teton", "H100"), "GrandTeton-H100-500W"),
+    (("Selene (DGX A100 SuperPOD)", "A100-SXM4-80GB"), "DGX-A100"),
+    (("GB200 NVL72", "GB200"), "DGX-GB200"),
+    (("DGXB200", ""), "DGX-B200"),
+    (("", "H100 SXM 700W"), "DGX-H100"),
+    (("torchtitan benchmark", "H200"), "DGX-H200"),
+    # "b200" in the system cell won over the H100 gpu cell (+82 % on DGX-B200)
+    (("B200-upgrade-waitlist cluster", "H100-SXM5-80GB"), ("system", "names B200 and gpu")),
+    # the PCIe and NVL cards were forecast as the SXM parts
+    (("our PCIe boxes", "H100-PCIe-80GB"), ("gpu", "is the H100 PCIe card")),
+    (("", "H100 NVL 94GB"), ("gpu", "is the H100 NVL card")),
+    (("", "A100-PCIe-40GB"), ("gpu", "is the A100 PCIe card")),
+    (("", "A100-SXM4-40GB"), ("gpu", "states 40 GB: the stdlib's A100 of DGX-A100 has 80 GB")),
+    (("", "B200 (1200W)"), ("gpu", "states 1200 W: the stdlib's B200 of DGX-B200 has 1000 W")),
+    (("", "H100/H200"), ("gpu", "names several GPUs (H100, H200)")),
+    (("DGX-B300", "B300"), ("gpu", "B300 / GB300")),
+    (("", "B2000"), ("gpu", "no stdlib system matches")),
+]
+
+
+def test_a_row_runs_on_the_part_its_cells_name_or_is_not_expressible():
+    from astral_dsl.runs.parts import system_of
+
+    for (system, gpu), want in SYSTEM_CELLS:
+        found, field, why = system_of(system, gpu)
+        if isinstance(want, str):
+            assert found is not None and found.key == want, (system, gpu, why)
+        else:
+            assert found is None and field == want[0] and want[1] in why, (system, gpu, why)
+
+
+def test_the_framework_is_the_source_versions_and_fp8_delayed_is_delayed():
+    from astral_dsl.runs.stacks import framework_of, precision_of
+
+    rows = [_row("r171", notes="2x faster than our torchtitan baseline"),
+            _row("r171", id="titan", source_version="torchtitan 0.2.0, measured 2025-09"),
+            _row("r209"), _row("r213")]
+    t = parse_table(_csv(rows), "t.csv")
+    assert [framework_of(r) for r in t.runs] == ["megatron", "torchtitan", "automodel",
+                                                 "torchtitan"]
+    assert precision_of("FP8 delayed scaling (TE default)", "H100-SXM5-80GB")[0] == \
+        ("fp8", "delayed")
+    assert precision_of("FP8-CS", "H100-SXM5-80GB")[0] == ("fp8", "current")
+
+
+LAB2 = """
+import stdlib.systems { DGX_H100_Rack, NDR_Fabric }
+block East_SU { racks = 8 x DGX_H100_Rack }
+block West_SU { racks = 2 x DGX_H100_Rack }
+fabric East_Fabric = NDR_Fabric
+fabric West_Fabric = NDR_Fabric
+"""
+
+
+def test_a_gpu_file_takes_only_the_rows_that_name_its_blocks_or_their_gpu(tmp_path, capsys):
+    """A published row naming a stdlib system (DGX-H100) or another part (Grand Teton's 96 GB
+    500 W H100) keeps its stdlib system: with two H100 blocks the DGX-H100 row was "not
+    expressible: gpu matches the blocks", with one the torchtitan rows ran on it (+22 %)."""
+
+    rows = [_row("r020"), _row("r213"), _row("r020", id="ours", system="", gpu="H100")]
+    path = _write(tmp_path, rows)
+    for name, text, ours in (("lab.astral", LAB, "Lab_SU"), ("two.astral", LAB2, None)):
+        gpu_file = tmp_path / name
+        gpu_file.write_text(text, encoding="utf-8")
+        code, out, _ = call(["runs", str(path), "--gpu-file", str(gpu_file), "--format",
+                             "json"], capsys)
+        by = {r["id"]: r for r in json.loads(out)["rows"]}
+        assert code == 0
+        assert by["r020"]["status"] == "ok" and by["r020"]["system"] == "DGX-H100"
+        assert by["r213"]["status"] == "ok" and by["r213"]["system"] == "GrandTeton-H100-500W"
+        if ours:
+            assert by["ours"]["system"] == ours
+        else:
+            assert by["ours"]["field"] == "system" and \
+                "matches the blocks East_SU, West_SU" in by["ours"]["reason"]
+
+
+# ---- model TFLOP/s ----------------------------------------------------------------------------------------
+def test_automodel_rows_are_scored_on_tflops_with_attention_counted_causal():
+    """r209 (AutoModel, Qwen3 30B on 8 H100s) scored on its TFLOP/s was +13.0 % against -6.9 % on
+    its tokens/s: its attention was counted in full. Counted causal, Seer's FLOPs per token are
+    3 x (lin 5.461 + logits 0.622 + attention 3.221 / 2) = 23.082 GFLOP (the parts, from
+    seer.forecast.layer_flops_per_token) against the published 277e12 / 12,040 = 23.007: the
+    TFLOP/s error is (1 + the tokens/s error) x 23.082 / 23.007 - 1."""
+    rows = [_row("r209"), _row("r209", id="tflops", tokens_per_s_per_gpu="", step_time_s="")]
+    t = parse_table(_csv(rows), "t.csv")
+    tok, tflops = evaluate(prepare(t))
+    assert tok.metric == "tokens_per_s_per_gpu" and tflops.metric == "model_tflops_per_gpu"
+    ratio = 23.082 / (277e12 / 12040 / 1e9)
+    assert abs((1 + tflops.error) - (1 + tok.error) * ratio) < 1e-3, (tok.error, tflops.error)
