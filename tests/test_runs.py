@@ -516,3 +516,13 @@ def test_runs_reads_a_bad_calibration_as_a_usage_error(tmp_path, capsys):
     code, _, err = call(["runs", str(path), "--calibration", str(bad)], capsys)
     assert code == 2 and "--calibration" in err and "not a calibration fit" in err
     assert shipped() is not None
+
+
+def test_an_over_long_cell_is_e766_with_its_limit():
+    """Python's csv stops at a cell over its field limit; the hint had said to quote commas."""
+    import csv as _csv_module
+
+    rows = [_row("k22b_full", notes="x" * (_csv_module.field_size_limit() + 1))]
+    (d,) = parse_table(_csv(rows), "t.csv").diagnostics
+    assert d.code == "E766" and "field limit" in d.message
+    assert d.hint.startswith(f"a cell holds at most {_csv_module.field_size_limit():,} characters")

@@ -213,8 +213,11 @@ def parse_table(text: str, file: str) -> RunsTable:
                 break
             runs.append(_row(names, cells, line, seen))
     except csv.Error as exc:
+        long = "field larger than field limit" in str(exc)
         diags.append(_err("E766", f"the runs table is not CSV: {exc}", file, reader.line_num,
-                          hint="quote a cell that holds commas or quotes (\"a, b\"), doubling "
+                          hint=f"a cell holds at most {csv.field_size_limit():,} characters: "
+                               "shorten it (notes belong in a few sentences)" if long else
+                               "quote a cell that holds commas or quotes (\"a, b\"), doubling "
                                "its quotes"))
     return RunsTable(file, tuple(_generated_ids(runs)), tuple(diags))
 
