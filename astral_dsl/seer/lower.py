@@ -951,7 +951,7 @@ class Lowering(ParamsMixin):
         if bw <= 0:
             raise ValueError(f"GPU `{self.c.gpu.name}` declares no `host_bandwidth`: "
                              f"activation offloading cannot be priced")
-        op = b.add(Op(name, "comm", stream, nbytes / bw, 0.0, nbytes, "offload", L),
+        op = b.add(Op(name, "comm", stream, nbytes / bw, 0.0, nbytes, "", L),    # (no rank group)
                    chain=False)
         b.pending.remove(op)
         return op
