@@ -419,3 +419,35 @@ def test_check_accepts_only_interleaved_jobs_that_forecast(pp, v, micro):
 
     assert refused == sum(1 for gb in range(1, 12)
                           if not any(runnable(pp, v, gb // b, "interleaved") for b in micros(gb)))
+
+
+# ---- the peak a job's GEMMs run at: its precision's, never another's (docs/seer.md) ------------
+def test_a_gemm_runs_at_its_own_precisions_peak_or_the_job_is_e758():
+    from astral_dsl.seer import validate_jobs
+
+    def g(*flops):
+        return GpuSpec("G", flops, 80e9, 3.35e12, 450e9, sms=132, arch="hopper")
+
+    # bf16 and fp16 are one tensor-core rate (H100: 989 TFLOP/s both): either stands in
+    assert g(("fp16", 989e12)).peak("bf16") == 989e12
+    assert g(("bf16", 989e12)).peak("fp16") == 989e12
+    assert g(("bf16", 989e12), ("fp8", 1979e12)).peak("fp8") == 1979e12
+    # no other precision does: the fp8 or fp32 peak is not a bf16 one (was max(): 1,979 TF)
+    for only in (("fp8", 1979e12), ("fp32", 67e12)):
+        assert not g(only).has_peak("bf16")
+        with pytest.raises(ValueError):
+            g(only).peak("bf16")
+    assert not g(("bf16", 989e12)).has_peak("fp32")
+    with pytest.raises(ValueError):       # an fp8 job's other GEMMs run at the 16-bit peak
+        Costs(g(("fp8", 1979e12)), "fp8")
+    # through the language: E758 naming the field to declare
+    text = (REPO / "tests/bad/jobs/gpu_fp8_peak_only.astral").read_text(encoding="utf-8")
+    d = astral_dsl.loads(text, name="fp8only.astral", root=REPO)
+    errors = [x for x in validate_jobs(d) if x.code == "E758"]
+    assert len(errors) == 1 and "`flops_bf16` or `flops_fp16`" in errors[0].message
+    assert "declare `flops_bf16` on `G`" in errors[0].hint
+    # a GPU of no declared generation: Ampere's efficiency, and W752 says so
+    bare = text.replace("flops_fp8 = 1979", "flops_bf16 = 989").replace(
+        ", architecture = hopper", "")
+    fc = seer.forecast(astral_dsl.loads(bare, name="bare.astral", root=REPO))
+    assert any(x.code == "W752" and "`architecture`" in x.message for x in fc.diagnostics)
