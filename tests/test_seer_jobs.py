@@ -451,3 +451,46 @@ def test_a_gemm_runs_at_its_own_precisions_peak_or_the_job_is_e758():
         ", architecture = hopper", "")
     fc = seer.forecast(astral_dsl.loads(bare, name="bare.astral", root=REPO))
     assert any(x.code == "W752" and "`architecture`" in x.message for x in fc.diagnostics)
+
+
+# ---- NVLink per GPU: the lesser of the GPU's and its host's (docs/language.md, `host`) ---------
+NVLINK = """
+import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
+import stdlib.models { Llama3_8B }
+host Own { gpus = 8 x H100_SXM, nics = 8 x CX7_400G%s }
+host Std = HGX8(gpu = H100_SXM, nic = CX7_400G)
+site S { hosts = 1 x %s }
+job j {
+  model = Llama3_8B, placement = S, gpus = 8, recompute = selective
+  parallel { tp = 8, pp = 1, dp = 1, sp = true }
+  batch { global_batch = 8, micro = 1, seq = 8192 }
+}
+scenario host_nv { set S.hosts.nvlink_bandwidth = 100 GB/s }
+scenario gpu_nv { set S.hosts.gpus.nvlink_bandwidth = 100 GB/s }
+"""
+
+
+def test_the_nvlink_bandwidth_is_the_lesser_of_the_gpus_and_the_hosts():
+    def link(host_field, host="Own"):
+        d = design_text(NVLINK % (host_field, host))
+        _, _, cluster = seer.validate_job(d, d.jobs[0])
+        return cluster.gpu.nvlink_bw
+
+    # H100 SXM: 450 GB/s each way; the host's value counts where it is lower (it was ignored)
+    assert link("") == 450e9
+    assert link(", nvlink_bandwidth = 100 GB/s") == 100e9
+    assert link(", nvlink_bandwidth = 900 GB/s") == 450e9       # the GPU's links bound it
+    # a what-if on either one lowers it: stdlib HGX8 states its GPU's value on the host
+    ws = astral_dsl.compiles(NVLINK % ("", "Std"), name="nv.astral", root=REPO)
+    base = seer.forecast(ws.design).iteration_time
+    times = [astral_dsl.forecast(ws, scenario=s).detail.iteration_time
+             for s in ("host_nv", "gpu_nv")]
+    assert times[0] == times[1] > 1.05 * base
+    assert times[0] == pytest.approx(seer.forecast(design_text(
+        NVLINK % (", nvlink_bandwidth = 100 GB/s", "Own"))).iteration_time, rel=1e-12)
+
+
+def design_text(text: str):
+    d = astral_dsl.loads(text, name="nv.astral", root=REPO)
+    assert d.valid, [(x.code, x.message) for x in d.diagnostics]
+    return d
