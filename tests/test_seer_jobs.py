@@ -494,3 +494,23 @@ def design_text(text: str):
     d = astral_dsl.loads(text, name="nv.astral", root=REPO)
     assert d.valid, [(x.code, x.message) for x in d.diagnostics]
     return d
+
+
+def test_a_power_cap_what_if_caps_the_clocks():
+    """`set ....gpus.power = 500 W` on an H100 SXM (700 W, no `flops_power`: its peaks are quoted
+    at the declared 700 W) is a cap: clock (500 / 700)^(1 / power_exponent) (docs/seer.md,
+    "Compute costs"); it changed nothing when flops_power defaulted to the set power."""
+    from astral_dsl.seer.calibration import shipped
+
+    text = NVLINK % ("", "Own") + "scenario cap { set S.hosts.gpus.power = 500 W }\n" \
+        "scenario quoted { set S.hosts.gpus.flops_power = 1000 W }\n"
+    ws = astral_dsl.compiles(text, name="cap.astral", root=REPO)
+    base = seer.forecast(ws.design)
+    cap = astral_dsl.forecast(ws, scenario="cap").detail
+    costs = cap.lowering.c
+    assert (costs.gpu.power, costs.gpu.flops_power) == (500.0, 700.0)
+    assert costs.clock == pytest.approx((500 / 700) ** (1 / shipped().power_exponent), rel=1e-12)
+    assert base.lowering.c.clock == 1.0 and cap.iteration_time > 1.05 * base.iteration_time
+    # the quote is set, the power stays the declared 700 W: capped at 700 of 1,000 W
+    quoted = astral_dsl.forecast(ws, scenario="quoted").detail.lowering.c
+    assert (quoted.gpu.power, quoted.gpu.flops_power) == (700.0, 1000.0)
