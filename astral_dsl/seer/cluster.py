@@ -203,9 +203,11 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str]]:
     if healthy is None or (not net.worst and net.tiers == healthy.tiers):
         return cluster, []
     from astral_dsl.seer import comm          # start-up: only under failed fabric parts
-    from astral_dsl.seer.lower import groups
+    from astral_dsl.seer.lower import groups, used_groups
 
-    now, before = groups(spec, net), groups(spec, healthy)
+    used = used_groups(spec)             # (not a group the job has no traffic on)
+    now = {k: v for k, v in groups(spec, net).items() if k in used}
+    before = groups(spec, healthy)
     if spec.parallel.gpus > 1:
         now["world"] = comm.layout(net, "world", spec.parallel.gpus, 1)
         before["world"] = comm.layout(healthy, "world", spec.parallel.gpus, 1)

@@ -86,6 +86,17 @@ def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
             "amax": lay("amax", dense, ("tp", "cp", "dp"))}
 
 
+def used_groups(job: JobSpec) -> frozenset:
+    """The kinds of group of `groups` the job communicates over: the expert groups ("ep",
+    "edp") only with experts, the amax group only under fp8 delayed scaling (`_amax_reduce`)."""
+    kinds = {"tp", "cp", "dp", "pp"}
+    if job.model.experts:
+        kinds |= {"ep", "edp"}
+    if job.dtype == "fp8" and job.fp8_recipe == "delayed":
+        kinds.add("amax")
+    return frozenset(kinds)
+
+
 class Lowering(ParamsMixin):
     """The job's block templates and the quantities they are built from.
 
