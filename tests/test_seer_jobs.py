@@ -514,3 +514,28 @@ def test_a_power_cap_what_if_caps_the_clocks():
     # the quote is set, the power stays the declared 700 W: capped at 700 of 1,000 W
     quoted = astral_dsl.forecast(ws, scenario="quoted").detail.lowering.c
     assert (quoted.gpu.power, quoted.gpu.flops_power) == (700.0, 1000.0)
+
+
+def test_a_scenario_sets_an_enumeration_bare_as_the_job_body_does():
+    """`set j.attention = unfused` as `attention = unfused` in the job (it was E200 unknown
+    name); a keyword that reads as a quantity too (`1f1b`). Where a part of the file has that
+    name, the bare word is that part: E303 says to quote it."""
+    text = NVLINK % ("", "Own") + """
+scenario bare { set j.attention = unfused }
+scenario quoted { set j.attention = "unfused" }
+scenario sched { set j.parallel.schedule = 1f1b }
+"""
+    ws = astral_dsl.compiles(text, name="enum.astral", root=REPO)
+    assert ws.design.valid, [(x.code, x.message) for x in ws.design.diagnostics]
+    bare, quoted = (astral_dsl.forecast(ws, scenario=s).detail for s in ("bare", "quoted"))
+    assert bare.job.attention == quoted.job.attention == "unfused"
+    assert bare.iteration_time == quoted.iteration_time
+    assert seer.forecast(ws.design).job.attention == "flash"
+    assert astral_dsl.forecast(ws, scenario="sched").detail.job.parallel.schedule == "1f1b"
+    shadowed = astral_dsl.loads(NVLINK % ("", "Own") +
+                                "scenario unfused { set j.attention = unfused }\n",
+                                name="enum.astral", root=REPO)
+    (e303,) = [x for x in shadowed.diagnostics if x.code == "E303"]
+    assert "not a scenario `unfused`" in e303.message
+    assert e303.hint == ("a bare `unfused` is the scenario `unfused` of this file: write the "
+                         "value in double quotes, `\"unfused\"`")
