@@ -42,7 +42,8 @@ _register(make_kind("gpu", "an accelerator", dict(
           limit=65536, why="65,536 SMs, far above any GPU"),
     architecture=enum("ampere", "hopper", "blackwell", "other",
                       doc="the GPU generation: how far its sustained clocks fall below the "
-                          "quoted peak's (a fitted factor per generation)"),
+                          "quoted peak's (a fitted factor per generation; not stated: "
+                          "Ampere's, with W752)"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     host_bandwidth=q("bandwidth", "the GPU's link to host memory, each direction (PCIe, "
                                   "NVLink-C2C): what activation offloading moves over"),
