@@ -254,3 +254,37 @@ def test_calibration_options_are_read_before_any_work(lab, tmp_path, capsys):
     code = cli.main(["sweep", str(path), "--grid", "n=1", "--calibration", str(fit)])
     assert code == 2 and "--calibration prices the forecasts of --job" in \
         capsys.readouterr().err
+
+
+@pytest.mark.parametrize("entry,why", [
+    (_band(float("nan"), 0.1, 14), "low = nan, high = 0.1 is not a band"),
+    (_band(0.5, -0.5, 14), "low = 0.5, high = -0.5 is not a band"),           # inverted
+    (_band(-1e308, 1e308, 14), "low = -1e+308, high = 1e+308 is not a band"),
+    (_band(-0.1, float("inf"), 14), "high = inf is not a band"),
+    (_band(-0.1, 0.1, 2.5), "rows = 2.5 is not a whole number"),
+    (_band(-0.1, 0.1, True), "`rows` is not a number"),
+    (None, "is not an object"),
+])
+def test_a_fit_with_a_band_that_is_no_band_is_a_usage_error(lab, tmp_path, capsys, entry,
+                                                             why):
+    """As its constants are: exit 2 naming the file and the key, for forecast, search and sweep
+    alike (a NaN band made `--format json` an E000: NaN is not JSON)."""
+    path, _ = lab
+    bad = _fit_file(tmp_path, {"*": entry})
+    for argv in (["forecast", str(path)], ["search", str(path), "--top", "1"],
+                 ["sweep", str(path), "--grid", "n=1", "--job", "train"]):
+        code = cli.main(argv + ["--calibration", str(bad), "--format", "json"])
+        err = capsys.readouterr().err
+        assert code == 2 and str(bad) in err and 'bands["*"]' in err and why in err, (argv, err)
+        assert "E000" not in err
+
+
+def test_a_band_may_lie_wholly_on_one_side_of_zero(lab, tmp_path, capsys):
+    """The shipped fit's B200/BF16 band is +17/+65 %: every run slower than its forecast."""
+    path, _ = lab
+    fit = _fit_file(tmp_path, {"*": _band(0.17, 0.65, 14)})
+    code, out, _ = call(["forecast", str(path), "--calibration", str(fit), "--format", "json"],
+                        capsys)
+    assert code == 0
+    # outside the envelope (no run of this regime): twice the widest band, 0.34 and 1.3
+    assert json.loads(out)["calibration"]["band"] == [0.34, 1.3]

@@ -181,6 +181,20 @@ def test_sweep_points_are_the_range_as_written(tmp_path):
     assert [r["params"]["n"] for r in half_open.rows] == ["2", "3"]
 
 
+def test_forecast_window_or_level_without_their_output_is_a_usage_error(capsys, tmp_path):
+    """--window picks micro-batches of --trace or --plot, --level the detail of --trace: alone
+    they were ignored in silence (exit 0); now exit 2, before the design is read."""
+    from test_cli import call
+
+    missing = str(tmp_path / "none.astral")          # (not read: the options fail first)
+    for argv, said in ((["--window", "0..3"], "--window picks the micro-batches of --trace or "
+                                              "--plot"),
+                       (["--level", "layer"], "--level sets the detail of --trace"),
+                       (["--level", "layer", "--plot", "p.png"], "--level sets the detail")):
+        code, out, err = call(["forecast", missing] + argv, capsys)
+        assert (code, out) == (2, "") and said in err, (argv, err)
+
+
 def test_forecast_window_reads_ranges_as_the_language_does():
     from astral_dsl.cli.forecast import _window
 

@@ -355,6 +355,15 @@ def test_plane_down_slows_dp_heavy_jobs():
     assert down.iteration_time > base.iteration_time * 1.02
     assert down.breakdown["dp_comm"] > 1.5 * base.breakdown["dp_comm"]
     assert any("plane[B]" in n and n.startswith("dp: ") for n in down.notes)
+    # only the groups the job communicates over: a dense bf16 job has no expert-data-parallel
+    # ("edp") nor fp8 amax reduction, though both groups span the same hosts as its DP group
+    kinds = {n.split(":")[0] for n in down.notes if not n.startswith("scenario")}
+    assert kinds == {"dp"}, down.notes
+    fp8 = astral_dsl.compiles(SCENARIO_DESIGN.replace("recompute = full",
+                                                      "recompute = full, dtype = fp8"),
+                              name="scen8.astral", root=REPO)
+    notes = astral_dsl.forecast(fp8, job="dp_heavy", scenario="plane_b_down").detail.notes
+    assert {n.split(":")[0] for n in notes if not n.startswith("scenario")} == {"dp", "amax"}
     # a job inside one host does not notice
     a = seer.forecast(design, job="tp_only")
     b = astral_dsl.forecast(ws, job="tp_only", scenario="plane_b_down").detail

@@ -185,7 +185,10 @@ def test_fp8_memory_keeps_bf16_weights_adds_fp8_copies_and_saves_fp8_inputs():
     # a one-byte scale per 32, NVFP4 half a byte and a one-byte scale per 16
     for dtype, per_param in (("mxfp8", 1 + 1 / 32), ("nvfp4", 0.5 + 1 / 16)):
         jq = job(dtype, recompute="none")
-        eq = stage_estimate(jq, Lowering(jq, Costs.of(jq, H100), NET).stage_params, 0)
+        # (memory only: a GPU with an fp4 rate, which Seer needs to price NVFP4 at all)
+        gpu = GpuSpec("G", H100.flops + (("fp4", 3958e12),), 80e9, 3350e9, 450e9, sms=132,
+                      arch="blackwell")
+        eq = stage_estimate(jq, Lowering(jq, Costs.of(jq, gpu), NET).stage_params, 0)
         assert eq.fp8_weights == pytest.approx(2 * per_param * linear), dtype
     assert dict(e8.parts())["fp8_weights"] == e8.fp8_weights
     # per token and layer, SP with t = 2: the QKV and fc1 inputs (2 h), the context (q) and fc2's

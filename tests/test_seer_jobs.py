@@ -419,3 +419,123 @@ def test_check_accepts_only_interleaved_jobs_that_forecast(pp, v, micro):
 
     assert refused == sum(1 for gb in range(1, 12)
                           if not any(runnable(pp, v, gb // b, "interleaved") for b in micros(gb)))
+
+
+# ---- the peak a job's GEMMs run at: its precision's, never another's (docs/seer.md) ------------
+def test_a_gemm_runs_at_its_own_precisions_peak_or_the_job_is_e758():
+    from astral_dsl.seer import validate_jobs
+
+    def g(*flops):
+        return GpuSpec("G", flops, 80e9, 3.35e12, 450e9, sms=132, arch="hopper")
+
+    # bf16 and fp16 are one tensor-core rate (H100: 989 TFLOP/s both): either stands in
+    assert g(("fp16", 989e12)).peak("bf16") == 989e12
+    assert g(("bf16", 989e12)).peak("fp16") == 989e12
+    assert g(("bf16", 989e12), ("fp8", 1979e12)).peak("fp8") == 1979e12
+    # no other precision does: the fp8 or fp32 peak is not a bf16 one (was max(): 1,979 TF)
+    for only in (("fp8", 1979e12), ("fp32", 67e12)):
+        assert not g(only).has_peak("bf16")
+        with pytest.raises(ValueError):
+            g(only).peak("bf16")
+    assert not g(("bf16", 989e12)).has_peak("fp32")
+    with pytest.raises(ValueError):       # an fp8 job's other GEMMs run at the 16-bit peak
+        Costs(g(("fp8", 1979e12)), "fp8")
+    # through the language: E758 naming the field to declare
+    text = (REPO / "tests/bad/jobs/gpu_fp8_peak_only.astral").read_text(encoding="utf-8")
+    d = astral_dsl.loads(text, name="fp8only.astral", root=REPO)
+    errors = [x for x in validate_jobs(d) if x.code == "E758"]
+    assert len(errors) == 1 and "`flops_bf16` or `flops_fp16`" in errors[0].message
+    assert "declare `flops_bf16` on `G`" in errors[0].hint
+    # a GPU of no declared generation: Ampere's efficiency, and W752 says so
+    bare = text.replace("flops_fp8 = 1979", "flops_bf16 = 989").replace(
+        ", architecture = hopper", "")
+    fc = seer.forecast(astral_dsl.loads(bare, name="bare.astral", root=REPO))
+    assert any(x.code == "W752" and "`architecture`" in x.message for x in fc.diagnostics)
+
+
+# ---- NVLink per GPU: the lesser of the GPU's and its host's (docs/language.md, `host`) ---------
+NVLINK = """
+import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
+import stdlib.models { Llama3_8B }
+host Own { gpus = 8 x H100_SXM, nics = 8 x CX7_400G%s }
+host Std = HGX8(gpu = H100_SXM, nic = CX7_400G)
+site S { hosts = 1 x %s }
+job j {
+  model = Llama3_8B, placement = S, gpus = 8, recompute = selective
+  parallel { tp = 8, pp = 1, dp = 1, sp = true }
+  batch { global_batch = 8, micro = 1, seq = 8192 }
+}
+scenario host_nv { set S.hosts.nvlink_bandwidth = 100 GB/s }
+scenario gpu_nv { set S.hosts.gpus.nvlink_bandwidth = 100 GB/s }
+"""
+
+
+def test_the_nvlink_bandwidth_is_the_lesser_of_the_gpus_and_the_hosts():
+    def link(host_field, host="Own"):
+        d = design_text(NVLINK % (host_field, host))
+        _, _, cluster = seer.validate_job(d, d.jobs[0])
+        return cluster.gpu.nvlink_bw
+
+    # H100 SXM: 450 GB/s each way; the host's value counts where it is lower (it was ignored)
+    assert link("") == 450e9
+    assert link(", nvlink_bandwidth = 100 GB/s") == 100e9
+    assert link(", nvlink_bandwidth = 900 GB/s") == 450e9       # the GPU's links bound it
+    # a what-if on either one lowers it: stdlib HGX8 states its GPU's value on the host
+    ws = astral_dsl.compiles(NVLINK % ("", "Std"), name="nv.astral", root=REPO)
+    base = seer.forecast(ws.design).iteration_time
+    times = [astral_dsl.forecast(ws, scenario=s).detail.iteration_time
+             for s in ("host_nv", "gpu_nv")]
+    assert times[0] == times[1] > 1.05 * base
+    assert times[0] == pytest.approx(seer.forecast(design_text(
+        NVLINK % (", nvlink_bandwidth = 100 GB/s", "Own"))).iteration_time, rel=1e-12)
+
+
+def design_text(text: str):
+    d = astral_dsl.loads(text, name="nv.astral", root=REPO)
+    assert d.valid, [(x.code, x.message) for x in d.diagnostics]
+    return d
+
+
+def test_a_power_cap_what_if_caps_the_clocks():
+    """`set ....gpus.power = 500 W` on an H100 SXM (700 W, no `flops_power`: its peaks are quoted
+    at the declared 700 W) is a cap: clock (500 / 700)^(1 / power_exponent) (docs/seer.md,
+    "Compute costs"); it changed nothing when flops_power defaulted to the set power."""
+    from astral_dsl.seer.calibration import shipped
+
+    text = NVLINK % ("", "Own") + "scenario cap { set S.hosts.gpus.power = 500 W }\n" \
+        "scenario quoted { set S.hosts.gpus.flops_power = 1000 W }\n"
+    ws = astral_dsl.compiles(text, name="cap.astral", root=REPO)
+    base = seer.forecast(ws.design)
+    cap = astral_dsl.forecast(ws, scenario="cap").detail
+    costs = cap.lowering.c
+    assert (costs.gpu.power, costs.gpu.flops_power) == (500.0, 700.0)
+    assert costs.clock == pytest.approx((500 / 700) ** (1 / shipped().power_exponent), rel=1e-12)
+    assert base.lowering.c.clock == 1.0 and cap.iteration_time > 1.05 * base.iteration_time
+    # the quote is set, the power stays the declared 700 W: capped at 700 of 1,000 W
+    quoted = astral_dsl.forecast(ws, scenario="quoted").detail.lowering.c
+    assert (quoted.gpu.power, quoted.gpu.flops_power) == (700.0, 1000.0)
+
+
+def test_a_scenario_sets_an_enumeration_bare_as_the_job_body_does():
+    """`set j.attention = unfused` as `attention = unfused` in the job (it was E200 unknown
+    name); a keyword that reads as a quantity too (`1f1b`). Where a part of the file has that
+    name, the bare word is that part: E303 says to quote it."""
+    text = NVLINK % ("", "Own") + """
+scenario bare { set j.attention = unfused }
+scenario quoted { set j.attention = "unfused" }
+scenario sched { set j.parallel.schedule = 1f1b }
+"""
+    ws = astral_dsl.compiles(text, name="enum.astral", root=REPO)
+    assert ws.design.valid, [(x.code, x.message) for x in ws.design.diagnostics]
+    bare, quoted = (astral_dsl.forecast(ws, scenario=s).detail for s in ("bare", "quoted"))
+    assert bare.job.attention == quoted.job.attention == "unfused"
+    assert bare.iteration_time == quoted.iteration_time
+    assert seer.forecast(ws.design).job.attention == "flash"
+    assert astral_dsl.forecast(ws, scenario="sched").detail.job.parallel.schedule == "1f1b"
+    shadowed = astral_dsl.loads(NVLINK % ("", "Own") +
+                                "scenario unfused { set j.attention = unfused }\n",
+                                name="enum.astral", root=REPO)
+    (e303,) = [x for x in shadowed.diagnostics if x.code == "E303"]
+    assert "not a scenario `unfused`" in e303.message
+    assert e303.hint == ("a bare `unfused` is the scenario `unfused` of this file: write the "
+                         "value in double quotes, `\"unfused\"`")

@@ -276,3 +276,34 @@ def test_search_offloads_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
     kept = search.run(str(path), top=3, engine=LocalEngine(1))
     assert kept.rows and all(r["offload_layers"] == 0 for r in kept.rows)
     assert [r["config"] for r in kept.rows] != [r["config"] for r in result.rows]
+
+
+def test_a_trace_and_a_plot_show_the_copy_streams(tmp_path):
+    """An offloading forecast's Chrome trace (every level) and plot draw the copies on threads
+    of their own (they crashed with KeyError 'offload' before). 12 layers offloaded, 4
+    micro-batches (global 64 / (dp 8 x micro 2)): 48 copies out and 48 back per stage, each
+    2 x PER_LAYER bytes (micro-batch 2) at 20 GB/s."""
+    import json
+
+    from astral_dsl.outputs.forecast.plot import plot
+    from astral_dsl.outputs.forecast.trace import chrome_trace, write_trace
+
+    fc = run(small(12), gpu(20e9, memory=SMALL_GB), NET)
+    copy_us = 2 * PER_LAYER / 20e9 * 1e6
+    for level in ("op", "layer"):
+        doc = chrome_trace(fc, level)
+        names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        assert names[6] == "offload to host" and names[7] == "reload from host"
+        out = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["tid"] == 6]
+        back = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["tid"] == 7]
+        assert len(out) == len(back) == 48
+        assert all(e["name"] == "activation offload" for e in out)
+        assert all(e["dur"] == pytest.approx(copy_us, abs=2e-3) for e in out + back)
+    assert chrome_trace(fc, "block")["traceEvents"]
+    path = tmp_path / "t.json"
+    write_trace(fc, str(path), level="op")
+    assert json.loads(path.read_text()) == chrome_trace(fc, "op")
+    png = tmp_path / "t.png"
+    plot(fc, str(png))
+    assert png.stat().st_size > 0

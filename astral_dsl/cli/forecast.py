@@ -62,6 +62,10 @@ def run(args, overrides) -> int:
         window = _window(args.window)
     except ValueError:
         return usage(f"--window expects micro-batches A..B (or A..<B), got `{args.window}`")
+    if args.window and not (args.trace or args.plot):      # (it would be ignored)
+        return usage("--window picks the micro-batches of --trace or --plot: give one of them")
+    if args.level and not args.trace:
+        return usage("--level sets the detail of --trace: give it")
     calibration = None
     if args.calibration:
         from astral_dsl.seer.calibration import read_calibration

@@ -120,7 +120,7 @@ def run(args, overrides) -> int:
             sys.stderr.write(f"note: {printable(line.strip())}\n")
         print_diagnostics(list(result.diagnostics), False, sys.stderr)
     if args.format == "json":
-        sys.stdout.write(out.jsonl(result))
+        sys.stdout.write(out.jsonl(result) if result.rows else out.no_rows_json(result))
     elif args.output:
         sys.stdout.write(f"{result.file}: {len(result.rows)} configurations written to "
                          f"{args.output}\n")

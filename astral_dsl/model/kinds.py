@@ -35,12 +35,15 @@ _register(make_kind("gpu", "an accelerator", dict(
     flops_fp4=q("compute", "dense FP4 peak (NVFP4 / MXFP4)"),
     flops_fp32=q("compute", "FP32 peak"),
     flops_power=q("power", "board power at which the peak FLOP/s are quoted: a lower `power` "
-                           "caps the clocks (default: `power`)", sign=POSITIVE),
+                           "caps the clocks (default: the declaration's `power`, which a "
+                           "scenario's `set` of `power` does not move: that is a cap)",
+                  sign=POSITIVE),
     sms=q("count", "streaming multiprocessors (the units a GEMM's tiles are spread over)", low=1,
           limit=65536, why="65,536 SMs, far above any GPU"),
     architecture=enum("ampere", "hopper", "blackwell", "other",
                       doc="the GPU generation: how far its sustained clocks fall below the "
-                          "quoted peak's (a fitted factor per generation)"),
+                          "quoted peak's (a fitted factor per generation; not stated: "
+                          "Ampere's, with W752)"),
     nvlink_bandwidth=q("bandwidth", "NVLink bandwidth per GPU, each direction"),
     host_bandwidth=q("bandwidth", "the GPU's link to host memory, each direction (PCIe, "
                                   "NVLink-C2C): what activation offloading moves over"),

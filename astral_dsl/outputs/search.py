@@ -8,7 +8,7 @@ import textwrap
 from typing import Any, Dict, List
 
 from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS
-from astral_dsl.outputs.jsonout import dumps
+from astral_dsl.outputs.jsonout import dumps, envelope
 from astral_dsl.seer.envelope import band_text
 from astral_dsl.seer.rule import PARTIAL_FRAMEWORKS
 
@@ -69,6 +69,16 @@ def row_json(row: Dict[str, Any]) -> Dict[str, Any]:
 
 def jsonl(result) -> str:
     return "".join(dumps(row_json(r)) + "\n" for r in result.rows)
+
+
+def no_rows_json(result) -> str:
+    """What `--format json` prints when no configuration fits (there is no row): one document,
+    the envelope every command's JSON has, with the search's counts, so that a script reads
+    that none fits and how many were looked at."""
+    counts = dict(result.counts.to_json(), could_reach_top=result.memory_checked,
+                  fit=result.fit)
+    return dumps(envelope(result.diagnostics, file=result.file, job=result.job, rows=0,
+                          counts=counts)) + "\n"
 
 
 def csv_text(result) -> str:

@@ -46,7 +46,11 @@ def _q(inst, name, default=0.0) -> float:
 def gpu_spec(gpu, host=None, cache: Optional[dict] = None) -> GpuSpec:
     flops = tuple((dt, _q(gpu, f"flops_{dt}")) for dt in ("bf16", "fp16", "fp8", "fp4", "fp32")
                   if _q(gpu, f"flops_{dt}") > 0)
-    nv = _q(gpu, "nvlink_bandwidth") or _q(host, "nvlink_bandwidth")
+    # NVLink per GPU: the lesser of what the GPU's links carry and what the host's NVLink
+    # fabric gives each GPU, of those declared (docs/language.md, `host`); either one lowered,
+    # in the design or a scenario, lowers it
+    nv = min((v for v in (_q(gpu, "nvlink_bandwidth"), _q(host, "nvlink_bandwidth")) if v > 0),
+             default=0.0)
     power = _q(gpu, "power")
     arch = gpu.field("architecture")
     host_memory = None                     # per GPU: the host's memory over its GPUs
@@ -199,9 +203,11 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str]]:
     if healthy is None or (not net.worst and net.tiers == healthy.tiers):
         return cluster, []
     from astral_dsl.seer import comm          # start-up: only under failed fabric parts
-    from astral_dsl.seer.lower import groups
+    from astral_dsl.seer.lower import groups, used_groups
 
-    now, before = groups(spec, net), groups(spec, healthy)
+    used = used_groups(spec)             # (not a group the job has no traffic on)
+    now = {k: v for k, v in groups(spec, net).items() if k in used}
+    before = groups(spec, healthy)
     if spec.parallel.gpus > 1:
         now["world"] = comm.layout(net, "world", spec.parallel.gpus, 1)
         before["world"] = comm.layout(healthy, "world", spec.parallel.gpus, 1)

@@ -92,6 +92,7 @@ EAGER = {"norm": ((36 / 4, 8), (92 / 6, 13)), "swiglu": ((10 / 6, 2), (18 / 10, 
          "rope": ((20 / 4, 6), (20 / 4, 6))}
 # GEMM precision families -> the data-sheet peak they run at (spec.JobSpec.gemm_precision)
 PEAK_OF = {"fp8": "fp8", "fp8_block": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
+SIXTEEN = ("bf16", "fp16")      # the 16-bit precisions: one tensor-core rate (GpuSpec._rate)
 EFF_OF = {"fp8": "gemm_eff_fp8", "fp8_block": "gemm_eff_fp8_block", "mxfp8": "gemm_eff_mxfp8",
           "nvfp4": "gemm_eff_nvfp4"}
 
@@ -133,17 +134,26 @@ class GpuSpec:
     #                                          over its GPUs (None: not declared)
 
     def peak(self, dtype: str) -> float:
-        table = dict(self.flops)
-        dtype = PEAK_OF.get(dtype, dtype)
-        if dtype in table:
-            return table[dtype]
-        for alt in ("bf16", "fp16"):
-            if alt in table:
-                return table[alt]
-        return max(table.values()) if table else 1e14
+        """The dense peak GEMMs of `dtype` run at (a quantised format: its own precision's);
+        ValueError if the GPU declares none (validate.py reports it first: E758, E765)."""
+        rate = self._rate(dtype)
+        if rate is None:
+            raise ValueError(f"GPU `{self.name}` declares no {PEAK_OF.get(dtype, dtype)} peak")
+        return rate
 
     def has_peak(self, dtype: str) -> bool:
-        return PEAK_OF.get(dtype, dtype) in dict(self.flops)
+        return self._rate(dtype) is not None
+
+    def _rate(self, dtype: str) -> Optional[float]:
+        """The declared peak of `dtype`'s precision; bf16 and fp16 stand in for each other
+        (the same tensor-core rate on every NVIDIA data sheet since Ampere: A100 312, H100
+        989, B200 2,250 TFLOP/s dense), no other precision does."""
+        table = dict(self.flops)
+        want = PEAK_OF.get(dtype, dtype)
+        for alt in (want,) + (SIXTEEN if want in SIXTEEN else ()):
+            if alt in table:
+                return table[alt]
+        return None
 
     @property
     def capped(self) -> bool:

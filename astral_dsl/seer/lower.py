@@ -86,6 +86,17 @@ def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
             "amax": lay("amax", dense, ("tp", "cp", "dp"))}
 
 
+def used_groups(job: JobSpec) -> frozenset:
+    """The kinds of group of `groups` the job communicates over: the expert groups ("ep",
+    "edp") only with experts, the amax group only under fp8 delayed scaling (`_amax_reduce`)."""
+    kinds = {"tp", "cp", "dp", "pp"}
+    if job.model.experts:
+        kinds |= {"ep", "edp"}
+    if job.dtype == "fp8" and job.fp8_recipe == "delayed":
+        kinds.add("amax")
+    return frozenset(kinds)
+
+
 class Lowering(ParamsMixin):
     """The job's block templates and the quantities they are built from.
 
@@ -951,7 +962,7 @@ class Lowering(ParamsMixin):
         if bw <= 0:
             raise ValueError(f"GPU `{self.c.gpu.name}` declares no `host_bandwidth`: "
                              f"activation offloading cannot be priced")
-        op = b.add(Op(name, "comm", stream, nbytes / bw, 0.0, nbytes, "offload", L),
+        op = b.add(Op(name, "comm", stream, nbytes / bw, 0.0, nbytes, "", L),    # (no rank group)
                    chain=False)
         b.pending.remove(op)
         return op

@@ -19,9 +19,11 @@ import numpy as np
 
 from astral_dsl import records
 
-STREAM_ORDER = ("compute", "tp", "cp", "ep", "pp", "dp")
+# the copy streams of activation offloading (seer/lower.py `_offload`) are last
+STREAM_ORDER = ("compute", "tp", "cp", "ep", "pp", "dp", "offload_out", "offload_in")
 STREAM_NAMES = {"compute": "compute", "tp": "TP comm", "cp": "CP comm", "ep": "EP comm",
-                "pp": "PP p2p", "dp": "DP comm"}
+                "pp": "PP p2p", "dp": "DP comm", "offload_out": "offload to host",
+                "offload_in": "reload from host"}
 _STREAM = {s: k for k, s in enumerate(STREAM_ORDER)}
 
 

@@ -12,7 +12,7 @@ from astral_dsl.analyses.walk import Resolver
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.seer import budget, validate_moe
 from astral_dsl.seer.cluster import Cluster, cluster_of, under_failures
-from astral_dsl.seer.costs import DEFAULT_SMS
+from astral_dsl.seer.costs import DEFAULT_SMS, SIXTEEN
 from astral_dsl.seer.diag import err as _err, warn as _warn
 from astral_dsl.seer.job import declared, job_spec
 from astral_dsl.seer.memory import offload_obstacle
@@ -75,7 +75,7 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
         diags.append(_err("E755", f"{name} needs {par.gpus} GPUs but its placement "
                                   f"`{cluster.placement}` holds {cluster.gpus}",
                           job.span_of("placement"), "place it on more GPUs or shrink a degree"))
-    diags.extend(gpu_data(design, job, cluster, par.gpus))
+    diags.extend(gpu_data(design, job, cluster, par.gpus, spec.dtype))
     diags.extend(_gpu_guesses(design, job, cluster))
     diags.extend(_precision(spec, cluster, name, where))
     diags.extend(_offload(spec, cluster, name, where))
@@ -98,9 +98,12 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
     return diags, spec, cluster
 
 
-def gpu_data(design, job, cluster: Cluster, ranks: int = 1) -> List[Diagnostic]:
+def gpu_data(design, job, cluster: Cluster, ranks: int = 1, dtype: str = "bf16"
+             ) -> List[Diagnostic]:
     """E758 for a GPU without the data sheet figures Seer's operator times need (a missing
-    figure must not count as zero, nor as an assumed value), without the NVLink bandwidth
+    figure must not count as zero, nor as an assumed value, nor as another precision's peak:
+    `dtype`'s GEMMs need its own, a quantised job's other GEMMs the 16-bit one; the quantised
+    rate itself is E765's), without the NVLink bandwidth
     its transfers between the GPUs of a host (or NVLink domain) are priced on, when the job
     has such transfers (several GPUs per host and more than one rank), and for hosts without a
     network bandwidth when the job spans several of them (comm divided by both)."""
@@ -108,8 +111,7 @@ def gpu_data(design, job, cluster: Cluster, ranks: int = 1) -> List[Diagnostic]:
     nvlink = ranks <= 1 or cluster.net.gpus_per_host <= 1 or gpu.nvlink_bw > 0
     missing = [(what, field, note) for what, field, have, note in (
         ("`memory_bandwidth`", "memory_bandwidth", gpu.hbm_bw > 0, _TIMES),
-        ("peak FLOP/s (`flops_bf16`, `flops_fp16`, `flops_fp8` or `flops_fp32`)", "flops_bf16",
-         bool(gpu.flops), _TIMES),
+        _peak_missing(gpu, dtype),
         ("`nvlink_bandwidth` (nor does its host)", "nvlink_bandwidth", nvlink,
          f"its {cluster.net.gpus_per_host} GPUs per host exchange activations and gradients "
          "over NVLink, which Seer prices by that bandwidth (per GPU and direction: half of "
@@ -134,6 +136,19 @@ _TIMES = ("Seer times memory-bound operators by the memory bandwidth and GEMMs b
           "FLOP/s of the job's precision")
 
 
+def _peak_missing(gpu, dtype: str):
+    """(what, field, has it, note) of the peak FLOP/s a `dtype` job's GEMMs run at."""
+    if dtype == "fp32":
+        return ("fp32 peak FLOP/s (`flops_fp32`)", "flops_fp32", gpu.has_peak("fp32"),
+                _TIMES + "; it prices no GEMM at another precision's peak")
+    what = "16-bit peak FLOP/s (`flops_bf16` or `flops_fp16`)"
+    if dtype not in SIXTEEN:
+        what += f", which the GEMMs outside a {dtype} job's linear layers run at"
+    return (what, "flops_bf16", gpu.has_peak("bf16"),
+            _TIMES + "; bf16 and fp16 share one tensor-core rate, and it prices no GEMM at "
+            "another precision's peak (fp8, fp32)")
+
+
 def _gpu_span(design, job, gpu):
     """The GPU's declaration, else the job's."""
     inst = next((i for i in design.instances if i.kind == "gpu" and i.template == gpu.name), None)
@@ -141,14 +156,21 @@ def _gpu_span(design, job, gpu):
 
 
 def _gpu_guesses(design, job, cluster: Cluster) -> List[Diagnostic]:
-    """W752 for a GPU figure Seer has to guess: the SMs a GEMM's tiles spread over."""
-    gpu = cluster.gpu
-    if gpu.sms > 0:
-        return []
-    return [_warn("W752", f"GPU `{gpu.name}` declares no `sms`: Seer takes {DEFAULT_SMS} (an "
-                          f"H100 SXM's), which sets how well small GEMMs fill the GPU",
-                  _gpu_span(design, job, gpu),
-                  "state its streaming multiprocessors from its data sheet: `sms = ...`")]
+    """W752 for a GPU figure Seer has to guess: the SMs a GEMM's tiles spread over, and the
+    generation whose fitted GEMM efficiency it takes (costs.eff_name: Ampere's `gemm_eff`)."""
+    gpu, out = cluster.gpu, []
+    if gpu.sms <= 0:
+        out.append(_warn("W752", f"GPU `{gpu.name}` declares no `sms`: Seer takes {DEFAULT_SMS} "
+                                 f"(an H100 SXM's), which sets how well small GEMMs fill the GPU",
+                         _gpu_span(design, job, gpu),
+                         "state its streaming multiprocessors from its data sheet: `sms = ...`"))
+    if not gpu.arch:
+        out.append(_warn("W752", f"GPU `{gpu.name}` declares no `architecture`: Seer takes "
+                                 f"Ampere's fitted GEMM efficiency (`gemm_eff`), which sets the "
+                                 f"rate of every GEMM", _gpu_span(design, job, gpu),
+                         "state its generation: `architecture = hopper` (or `ampere`, "
+                         "`blackwell`, `other`)"))
+    return out
 
 
 def _model(spec: JobSpec, where) -> List[Diagnostic]:

@@ -50,7 +50,12 @@ def coerce(value: Any, type_: Any, span: Span, what: str) -> Any:
         if name in type_.values:
             return Symbol(name)
         if name is None:
-            _fail("E303", f"{what} must be {type_.describe()}, not a {type_name(value)}", span)
+            shadow = getattr(value, "name", None)
+            hint = (f"a bare `{shadow}` is the {type_name(value)} of this file: write the "
+                    f"value in double quotes, `\"{shadow}\"`"
+                    if isinstance(shadow, str) and shadow in type_.values else None)
+            _fail("E303", f"{what} must be {type_.describe()}, not a {type_name(value)}", span,
+                  hint)
         _fail("E311", f"`{name}` is not a valid value for {what}", span,
               did_you_mean(name, type_.values) or f"use {type_.describe()}")
     if isinstance(type_, RefType):

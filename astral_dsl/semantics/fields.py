@@ -301,8 +301,8 @@ def _action(it, frame: Frame, action, env: Env):
             fail("E303", "`set` needs a field of a part, e.g. `set Site.cooling.supply = ...`",
                  action.target.span)
         owner = it.eval(action.target.obj, env)
-        value = it.eval(action.value, env)
         targets = [i for _, i in owner.flat()] if isinstance(owner, Group) else [owner]
+        fspecs = []
         for t in targets:
             if not isinstance(t, Frame):
                 fail("E303", "`set` needs a field of a part of the design", action.target.span)
@@ -311,6 +311,15 @@ def _action(it, frame: Frame, action, env: Env):
                 fail("E209", f"a {t.kind} has no field `{action.target.name.name}`",
                      action.target.name.span,
                      did_you_mean(action.target.name.name, t.spec.fields))
+            fspecs.append(fspec)
+        # an enumeration's value bare, as in the part's own body (`set J.attention = unfused`)
+        if fspecs and all(_wants_symbols(f.type) for f in fspecs):
+            value = Symbol(action.value.text.replace(" ", "")) \
+                if isinstance(action.value, ast.QuantityLit) else \
+                it.eval(action.value, env.as_symbols())
+        else:
+            value = it.eval(action.value, env)
+        for fspec in fspecs:
             value = coerce(value, fspec.type, action.value.span,
                            f"`{action.target.name.name}`")
         route = route_of(it, action.target.obj, env)

@@ -251,6 +251,13 @@ def _example(ev, frame: Frame, kinds) -> str:
 
 
 # ---- isolation: done by the evaluator under a scenario ---------------------------------------
+# fields whose default is another field of the declaration, kept at the declaration's value when
+# a scenario sets that one: a GPU's peaks are quoted at its data-sheet power (`flops_power`,
+# default `power`), so `set X.power = 500 W` caps the clocks of a GPU that states no
+# `flops_power` (docs/seer.md, "Compute costs") instead of moving the quote with it
+PINNED = {("gpu", "power"): "flops_power"}
+
+
 class Isolator:
     """Applies a Plan while the design is compiled under its scenario. The evaluator calls
     `attach` for the roots and bare template instances it makes, and `field` for every member
@@ -276,6 +283,9 @@ class Isolator:
     def attach(self, frame: Frame, node: Node) -> None:
         frame.pending = node if frame.pending is None else merge([frame.pending, node])
         for name, value in node.sets.items():
+            pinned = PINNED.get((frame.kind, name))
+            if pinned and pinned not in frame.defs and name in frame.defs:
+                frame.defs[pinned] = frame.defs[name]      # the declaration's, not the set's
             self.ev.given(frame, name, value)
 
     def field(self, frame: Frame, name: str, value):

@@ -308,7 +308,27 @@ def test_a_job_that_cannot_be_forecast_is_reported(small, tmp_path, capsys):
     assert code == 1 and "E763" in out
 
 
-@pytest.mark.parametrize("name", ["gpu_no_nvlink", "gpu_no_bandwidth", "gpu_no_flops"])
+def test_json_with_no_fitting_configuration_is_still_one_document(small, tmp_path, capsys):
+    """A 405B-sized model on 16 H100s: ~6.5 TB of weights, gradients and Adam states (16 B a
+    parameter) against 16 x 80 GB, so no layout fits; `--format json` printed nothing (exit 1),
+    now the envelope with the counts (exit 1 still)."""
+    big = tmp_path / "big.astral"
+    big.write_text(small.read_text().replace(
+        "layers = 6, hidden = 1024, heads = 8, kv_heads = 4, ffn = 4096",
+        "layers = 126, hidden = 16384, heads = 128, kv_heads = 8, ffn = 53248"))
+    code, out, err = _cli(["search", str(big), "--job", "dense", "--workers", "1",
+                           "--format", "json"], capsys)
+    assert code == 1, err
+    (line,) = out.splitlines()
+    doc = json.loads(line)
+    assert doc["rows"] == 0 and doc["counts"]["fit"] == 0 and doc["job"] == "dense"
+    assert doc["file"] == str(big) and doc["valid"] is True
+    assert [d["code"] for d in doc["diagnostics"]] == ["W800"]     # (the switches are unpriced)
+    assert doc["counts"]["enumerated"] >= doc["counts"]["admitted"] > 0
+
+
+@pytest.mark.parametrize("name", ["gpu_no_nvlink", "gpu_no_bandwidth", "gpu_no_flops",
+                                  "gpu_fp8_peak_only"])
 def test_a_gpu_without_a_figure_every_configuration_needs_is_reported(name, capsys):
     """E758 for the GPU (it divided by the missing figure: E000), whatever the layouts."""
     bad = Path(__file__).resolve().parents[1] / "bad" / "jobs" / f"{name}.astral"

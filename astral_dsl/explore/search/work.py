@@ -52,7 +52,7 @@ class State:
         gpus = setup.gpus or (spec.gpus or cluster.gpus,)
         # what no parallel configuration mends: a figure of the GPU Seer prices every
         # configuration of these GPU counts with (E758; it divided by a missing one)
-        hardware = gpu_data(design, self.job, cluster, max(gpus))
+        hardware = gpu_data(design, self.job, cluster, max(gpus), spec.dtype)
         if hardware:
             raise SetupError(f"job `{self.job.template}` cannot be forecast", hardware)
         self.spec, self.cluster = spec, cluster

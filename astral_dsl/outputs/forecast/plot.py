@@ -20,7 +20,9 @@ COMPUTE = {"gemm": "#4C72B0", "attention": "#8172B2", "elementwise": "#64B5CD",
            "norm": "#8C8C8C", "recompute": "#CCB974", "forward": "#4C72B0",
            "backward": "#E39B3B", "optimizer": "#17BECF"}
 STREAM = {"tp": ("TP", "#C44E52"), "cp": ("CP", "#E17C05"), "ep": ("EP", "#937860"),
-          "pp": ("PP p2p", "#D37FC0"), "dp": ("DP", "#2CA02C")}
+          "pp": ("PP p2p", "#D37FC0"), "dp": ("DP", "#2CA02C"),
+          "offload_out": ("offload to host", "#7F7F7F"),
+          "offload_in": ("reload from host", "#BCBD22")}
 BUBBLE = "#E4E4E4"
 OTHER = "#C9D1DC"          # with --window: blocks of the micro-batches outside it
 WIDTH_IN, DPI = 14.0, 110

@@ -234,6 +234,35 @@ def _check_values(values: Mapping[str, float], where: str) -> Dict[str, float]:
     return out
 
 
+# a band is true time / forecast - 1 (seer/envelope.py): above -1 (a time is positive); a
+# band reaching past +1000 % (the true time 11x the forecast) forecasts nothing
+BAND_BOUNDS = (-1.0, 10.0)
+
+
+def _check_bands(bands) -> Dict[str, dict]:
+    """The `bands` of a fit document, each {low, high, rows} with BAND_BOUNDS[0] < low <= high
+    <= BAND_BOUNDS[1] (finite) and a whole number rows >= 0 (a shipped band may lie wholly above
+    or below 0: B200/BF16's is +17/+65 %); ValueError naming the key otherwise."""
+    if not isinstance(bands, dict):
+        raise ValueError("`bands` is not an object")
+    lo, hi = BAND_BOUNDS
+    for key, entry in bands.items():
+        where = f"bands[{json.dumps(key)}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where} is not an object with `low`, `high` and `rows`")
+        for name in ("low", "high", "rows"):
+            v = entry.get(name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ValueError(f"{where}: `{name}` is not a number")
+        low, high, rows = entry["low"], entry["high"], entry["rows"]
+        if not (lo < low <= high <= hi):          # also NaN and infinities
+            raise ValueError(f"{where}: low = {low}, high = {high} is not a band with "
+                             f"{lo:g} < low <= high <= {hi:g}")
+        if rows != int(rows) or rows < 0:
+            raise ValueError(f"{where}: rows = {rows} is not a whole number >= 0")
+    return dict(bands)
+
+
 def from_document(doc, where: str) -> Calibration:
     """The calibration of a fit document (fit.json's form, FIT_FORMAT); ValueError if not one."""
     try:
@@ -241,9 +270,7 @@ def from_document(doc, where: str) -> Calibration:
             raise ValueError(f"format {doc.get('format')!r}, expected {FIT_FORMAT}")
         values = _check_values(doc["constants"], where)
         sets = tuple(str(x) for x in doc.get("fitted_on", ()))
-        bands = doc.get("bands", {})
-        if not isinstance(bands, dict):
-            raise ValueError("`bands` is not an object")
+        bands = _check_bands(doc.get("bands", {}))
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{where}: not a calibration fit ({exc})") from None
     except ValueError as exc:
