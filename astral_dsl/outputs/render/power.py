@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Group, Symbol
-from astral_dsl.outputs.feeder_load import loading, through_w
+from astral_dsl.outputs.feeder_load import battery_installed_ah, loading, through_w
 from astral_dsl.outputs.render.style import Canvas, Line, amps, n, percent, watts
 from astral_dsl.outputs.render.tree import Tree, counted, power_line, summary
 
@@ -63,8 +63,11 @@ def build(ctx, located) -> Canvas:
         extra = [f"conversion losses {watts(p.conversion_loss_w)}"]
         if p.rectifier_modules:
             extra.append(f"{n(p.rectifier_modules)} rectifier modules")
+        installed = battery_installed_ah(p.feeders)
+        if installed:
+            extra.append(f"batteries {n(round(installed))} Ah installed")
         if p.battery_ah:
-            extra.append(f"batteries {n(round(p.battery_ah))} Ah")
+            extra.append(f"{n(round(p.battery_ah))} Ah needed")
         title.append(" · ".join(extra))
     else:
         title.append(summary(ctx, top) + f" · {power_line(ctx, top, 1)}")
