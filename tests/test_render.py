@@ -400,7 +400,10 @@ def test_scenario_greys_the_failed_feeder_and_shows_the_other_side_carrying_all(
     assert "failed: carries nothing" in pic.text(hvdc)
     utility = pic.with_text(r"^feeder utility")[0]
     assert "failed" not in utility.get("class")
-    assert "carries 652.8 kW (81.6 %)" in pic.text(utility)
+    # the row's 652.8 kW through the utility feeder's own 97 % conversion: 673.0 kW = 84.1 % of
+    # its 800 kW (as the report and E620 count it)
+    assert "carries 673 kW (84.1 %)" in pic.text(utility)
+    assert "97 % efficient: 652.8 kW of load" in pic.text(utility)
     assert "under scenario `hvdc_lost`" in pic.all_text()
 
 
