@@ -287,6 +287,31 @@ def test_reference_power_view():
 
 
 @needs_dot
+def test_feeder_loading_in_the_picture_is_the_reports():
+    """The picture gives a feeder's loading as the report, the scenario matrix and E620/E621 do:
+    the power through its conductors, its share over its own efficiency, over its capacity.
+    Tutorial busway: 4 x 10.2 kW = 40.8 kW of racks, 97 % efficient, 45 kW capacity:
+    40.8 / 0.97 = 42.06 kW = 93.47 % (it read 40.8 kW, 90.7 %; the report 93.47 %)."""
+    from astral_dsl.outputs.report.sizing import engineering_tables
+
+    path = REPO / "examples" / "tutorial_rack.astral"
+    pic = picture(path, "power")
+    (busway,) = pic.with_text(r"^feeder busway")
+    text = pic.text(busway)
+    assert "normal 42.1 kW (93.5 %)" in text, text
+    assert "68 A at 42.1 kW" in text                 # the current: 42.06 kW at 415 V, pf 0.95
+    assert "97 % efficient: 40.8 kW of load" in text
+    eng = checked(str(path)).engineering
+    cells = engineering_tables(eng).split('id="size-feeders"')[1].split("</tr>")[1]
+    assert ">93.47<" in cells or 'data-v="93.47"' in cells, cells
+    # the supply feeds the busway (42.06 kW) and the mechanical feeder (100 % efficient)
+    mech = next(f for f in eng.cooling.facility.feeders)
+    supply = 40.8 / 0.97 + mech.normal_w / 1e3
+    (sup,) = pic.with_text(r"^supply")
+    assert f"normal {supply:.1f} kW" in pic.text(sup), pic.text(sup)
+
+
+@needs_dot
 def test_reference_cooling_view():
     cv = context(REFERENCE, "cooling")
     loop = cv.ctx.eng.cooling.loops[0]
@@ -375,7 +400,10 @@ def test_scenario_greys_the_failed_feeder_and_shows_the_other_side_carrying_all(
     assert "failed: carries nothing" in pic.text(hvdc)
     utility = pic.with_text(r"^feeder utility")[0]
     assert "failed" not in utility.get("class")
-    assert "carries 652.8 kW (81.6 %)" in pic.text(utility)
+    # the row's 652.8 kW through the utility feeder's own 97 % conversion: 673.0 kW = 84.1 % of
+    # its 800 kW (as the report and E620 count it)
+    assert "carries 673 kW (84.1 %)" in pic.text(utility)
+    assert "97 % efficient: 652.8 kW of load" in pic.text(utility)
     assert "under scenario `hvdc_lost`" in pic.all_text()
 
 

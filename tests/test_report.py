@@ -188,6 +188,49 @@ def test_bill_of_materials(reference_page):
     assert 'data-v="272"' in bom             # CDUs: 8 pods x 34
 
 
+BATTERIES = """
+gpu G { power = 1000 W }
+host H { gpus = 8 x G, power = 10 kW }
+rack R { hosts = 10 x H }
+standard DC420 { nominal = 480 V, min = 400 V, max = 500 V, current = dc }
+rectifier Rect { module = 50 kW, modules = 40, redundancy = n_plus_1, efficiency = 96 % }
+battery Bat { autonomy = 5 min, chemistry = lead_acid, cells = 240, end_voltage = 1.75 V,
+  aging_factor = 1.25, design_factor = 1.1, temperature_factor = 1.0, efficiency = 95 %,
+  string_capacity = 100 Ah, strings = 10, recharge_rate = 0.1 }
+row Row {
+  racks = 10 x R
+  feeder bus {
+    current = dc, voltage = 480 V, standard = DC420, capacity = 1200 kW
+    rectifier = Rect, battery = Bat, serves = racks
+    conductor_area = 500 mm^2, conductors = 4, material = copper, length = 50 m, ampacity = 1000 A
+    conductor_temperature = 70 degC
+  }
+}
+site S { rows = 1 x Row, utilization = 100 % }
+"""
+
+
+def _purchases(tmp_path, text: str):
+    path = tmp_path / "bat.astral"
+    path.write_text(text, encoding="utf-8")
+    bom = _by_id(build(collect(astral_dsl.compile(path))), "bom-lines").split("</table>")[0]
+    return {re.sub("<[^>]+>", "", row.split("</td>")[0]).strip(" >"): row
+            for row in bom.split("<tr")[1:] if "</td>" in row}
+
+
+def test_purchase_lines_buy_the_installed_battery_capacity(tmp_path):
+    # 10 strings x 100 Ah = 1,000 Ah installed (beside the 40 rectifier modules installed); the
+    # need, 1,000 kW / (0.95 x 240 x 1.75 V) x 5/60 h x 1.25 x 1.1 = 287.18 Ah, is no purchase
+    lines = _purchases(tmp_path, BATTERIES)
+    assert 'data-v="1000.0"' in lines["battery capacity"], lines["battery capacity"]
+    assert 'data-v="40"' in lines["rectifier module"]
+    assert "battery capacity, needed (not declared)" not in lines
+    # a battery that declares no strings installs nothing known: its need is listed apart
+    lines = _purchases(tmp_path, BATTERIES.replace("string_capacity = 100 Ah, strings = 10, ", ""))
+    assert "battery capacity" not in lines
+    assert 'data-v="287.2"' in lines["battery capacity, needed (not declared)"]
+
+
 def test_scenario_matrix_covers_every_scenario_and_says_how_much(small_review):
     assert [d.code for d in small_review.checked.diagnostics if d.is_error] == []
     rows = {r.name: r for r in mx.matrix(small_review)}

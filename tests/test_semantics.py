@@ -877,6 +877,34 @@ def test_set_unknown_unit_is_e310(tmp_path):
     assert codes(d) == ["E310"]
 
 
+# A replication count that failed to evaluate holds no members that count as zero: the roll-ups
+# over it (gpus, power) fail silently too, so the site's checks of them say nothing more
+# (docs/diagnostics.md: one mistake, one diagnostic; it used to add two E500s, "left side: 0").
+MISCOUNTED = """
+gpu Accel { power = 700 W }
+host Node { gpus = 8 x Accel, power = 10 kW }
+param servers = 4
+rack Rack { hosts = servrs x Node }
+site S {
+  racks = 1 x Rack
+  check gpus == 32
+  check power to BTU/h > 100000 BTU/h
+}
+"""
+
+
+def test_a_failed_replication_count_gives_one_diagnostic(tmp_path):
+    d = build(MISCOUNTED, tmp_path)
+    assert codes(d) == ["E200"], [(x.code, x.message) for x in d.diagnostics]
+
+
+def test_a_bad_set_of_a_replication_count_gives_one_diagnostic(tmp_path):
+    d = build(MISCOUNTED.replace("servrs", "servers"), tmp_path, overrides={"servers": "5 kW"})
+    assert codes(d) == ["E310"], [(x.code, x.message) for x in d.diagnostics]
+    # and without the mistake both checks pass (4 x 8 = 32 GPUs; 40 kW = 136,486 BTU/h)
+    assert build(MISCOUNTED.replace("servrs", "servers"), tmp_path).valid
+
+
 def test_set_unknown_parameter_is_e213(tmp_path):
     d = build(OVERRIDABLE, tmp_path, overrides={"limt": "50"})
     e = one(d, "E213")

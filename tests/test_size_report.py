@@ -134,6 +134,39 @@ def test_the_level_table_has_the_network_row_and_the_total(reference):
     assert "IT total" in text and "541.49 MW   708.61 MW" in text
 
 
+def test_the_air_table_is_per_unit_like_its_json(reference, summary):
+    # a pod's room: 8 units, each 20.89 MW peak and 15,667.2 kW average heat; fans 3 % of the
+    # average: 470.016 kW each (the column read 8 x that, 3.76 MW, beside heat and flow per unit)
+    text = render_report(reference.design, reference.engineering, width=132)
+    (row,) = [line for line in text.splitlines() if line.startswith(" Astral.pods[0].room ")]
+    cells = row.split()
+    assert cells[1] == "8" and cells[2:4] == ["20.89", "MW"] and cells[-2:] == ["470.0", "kW"]
+    (unit,) = [a for a in summary["air_units"] if a["path"] == "Astral.pods[0].room"]
+    assert unit["fan_kw_average"] == pytest.approx(0.03 * 15_667.2) == pytest.approx(470.016)
+    assert "each unit's heat, flow and fans" in text
+
+
+def test_the_heat_rejection_hours_add_up_to_the_year(reference, summary):
+    # free, partial and mechanical hours, disjoint: Chilled 4,472 + 2,751 + 1,537 = 8,760 (the
+    # column "chiller h" read 4,288 = partial + mechanical, and the row added up to 11,511)
+    text = render_report(reference.design, reference.engineering, width=132)
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if "free h" in line)
+    assert lines[head].split()[2:6] == ["free", "h", "partial", "h"] and "mechanical h" in \
+        lines[head] and "chiller h" not in lines[head]
+    circuits = {c["path"]: c for c in summary["facility"]["circuits"]}
+    for line in lines[head + 2:head + 4]:
+        name = line.split()[0]
+        hours = [int(x.replace(",", "")) for x in line.split() if x.replace(",", "").isdigit()]
+        assert sum(hours) == 8760, line
+        c = circuits[name]
+        assert hours == [round(c["free_cooling_h"]), round(c["partial_h"]),
+                         round(c["mechanical_h"])]
+        assert c["chiller_h"] == pytest.approx(c["partial_h"] + c["mechanical_h"])
+    assert [h for h in lines[head + 3].split() if h[0].isdigit() and "," in h] == \
+        ["4,472", "2,751", "1,537"]
+
+
 # ---- the JSON carries everything ---------------------------------------------------------------
 def test_json_per_feeder(summary):
     f = {x["path"]: x for x in summary["feeder_list"]}

@@ -188,7 +188,7 @@ def size(circuit: Instance, replicas: int, draws: List[Draw], extra: Tuple[float
         except ValueError as exc:
             diags.append(Diagnostic("E646", Severity.ERROR,
                                     f"fluid properties of facility water `{circuit.path}` at "
-                                    f"{format_number(supply + rise / 2)} degC: {exc}",
+                                    f"{readable.celsius(supply + rise / 2)}: {exc}",
                                     circuit.span_of("fluid")))
     if flow is not None and head and eff:
         pump = formulas.pump_power(flow, head, eff)

@@ -127,7 +127,7 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
             flow = formulas.liquid_flow(heat, density, cp, rise)
         except ValueError as exc:
             diags.append(_err("E646", f"fluid properties of `{fluid.path}` at "
-                                      f"{format_number(supply_c + rise / 2)} degC: {exc}",
+                                      f"{readable.celsius(supply_c + rise / 2)}: {exc}",
                               inst.span_of("fluid"),
                               'pip install "CoolProp>=6.8"'
                               if isinstance(exc, fluids.CoolPropMissing) else None))

@@ -90,10 +90,13 @@ def _circuits(f) -> List[Table]:
         water.add(cc.path, temps, heat[i], peak[i],
                   f"{formulas.m3s_to_l_per_min(cc.flow_m3s):,.0f} L/min" if cc.flow_m3s
                   else "-", pumps[i])
-    hours = Table("Heat rejection over the year: hours with the chillers off, sharing the heat, "
-                  "and on",
+    # the hours are disjoint and add up to the year: free (chillers off), partial (the chillers
+    # share the heat with the heat rejection), mechanical (the chillers carry all of it); the
+    # JSON's `chiller_h` is the chillers' running hours, partial + mechanical
+    hours = Table("Heat rejection over the year: hours with the chillers off (free), sharing the "
+                  "heat (partial) and carrying all of it (mechanical), adding up to the year",
                   [Field("circuit", True), Field("rejection", True), Field("free h"),
-                   Field("partial h"), Field("chiller h"), Field("chillers avg"),
+                   Field("partial h"), Field("mechanical h"), Field("chillers avg"),
                    Field("at peak"), Field("fans avg")])
     chill = readable.powers([cy.chillers_w for cy in f.circuits])
     chill_peak = readable.powers([cy.chillers_peak_w for cy in f.circuits])
@@ -102,8 +105,7 @@ def _circuits(f) -> List[Table]:
         how = cy.rejection.replace("_", " ") + (
             f" +{format_number(round(cy.approach_k, 2))} K" if f.climate else "")
         hours.add(cy.circuit.path, how, readable.grouped(cy.free_h),
-                  readable.grouped(cy.partial_h), readable.grouped(cy.partial_h
-                                                                   + cy.mechanical_h),
+                  readable.grouped(cy.partial_h), readable.grouped(cy.mechanical_h),
                   chill[i], chill_peak[i], fans[i])
     for cy in f.circuits:
         hours.lines.append(f"{cy.circuit.path}: chillers {cy.chiller}; economiser "

@@ -13,6 +13,7 @@ from astral_dsl.analyses.summary import summarize
 from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design
 from astral_dsl.units import Quantity, format_number
+from astral_dsl.outputs.feeder_load import battery_installed_ah, battery_not_declared_ah
 
 
 def _kw(w: Optional[float]) -> Optional[float]:
@@ -160,6 +161,8 @@ def size_summary(design: Design, eng: Engineering, sizing=None) -> Dict[str, Any
         "feeders": sum(f.replicas * f.count for f in p.feeders),
         "rectifier_modules": p.rectifier_modules,
         "battery_ah": round(p.battery_ah, 1),
+        "battery_ah_installed": round(battery_installed_ah(p.feeders), 1),
+        "battery_ah_not_declared": round(battery_not_declared_ah(p.feeders), 1),
         "switches": base["switches"],
         "switches_by_tier": by_tier,
         "oversubscription": over,

@@ -147,7 +147,8 @@ def _feeder_lines(fs) -> List[str]:
 
 def _loops(eng: Engineering) -> List[Table]:
     c = eng.cooling
-    loops = Table(f"Liquid loops (peak heat {readable.power(c.liquid_heat_w)})",
+    loops = Table(f"Liquid loops (peak heat {readable.power(c.liquid_heat_w)} in all; each "
+                  f"loop's figures)",
                   [Field("loop", True), Field("x"), Field("fluid", True), Field("heat"),
                    Field("supply"), Field("rise"), Field("flow"), Field("CDUs"),
                    Field("pumps")])
@@ -179,12 +180,13 @@ def _loops(eng: Engineering) -> List[Table]:
 
 def _air(eng: Engineering) -> Table:
     c = eng.cooling
-    t = Table(f"Air (peak heat {readable.power(c.air_heat_w)})",
+    t = Table(f"Air (peak heat {readable.power(c.air_heat_w)} in all; each unit's heat, flow and "
+              f"fans)",
               [Field("air unit", True), Field("x"), Field("heat"), Field("average"),
                Field("rise"), Field("flow"), Field("flow CFM"), Field("fans avg")])
     heat = readable.powers([a.heat_w for a in c.air])
     average = readable.powers([a.average_heat_w for a in c.air])
-    fans = readable.powers([a.replicas * a.average_heat_w * a.fan_power_ratio
+    fans = readable.powers([a.average_heat_w * a.fan_power_ratio
                             if a.fan_power_ratio is not None else None for a in c.air])
     for i, a in enumerate(c.air):
         t.add(a.path, f"{a.replicas:,}", heat[i], average[i], f"{format_number(a.rise_k)} K",

@@ -10,6 +10,7 @@ from astral_dsl.model.design import Design, UnknownSite
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.semantics.checks import run_checks
 from astral_dsl.semantics.frames import Env, Frame
+from astral_dsl.semantics.errors import Poisoned
 from astral_dsl.semantics.freeze import Freezer
 from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
@@ -116,7 +117,10 @@ def size_limits(ev: Instantiator, roots, diagnostics) -> None:
     from astral_dsl.model.rollup import count_of
 
     for root in roots:
-        gpus = count_of(root, ("gpu",), ev.rollups, ev.view)
+        try:
+            gpus = count_of(root, ("gpu",), ev.rollups, ev.view)
+        except Poisoned:          # a member failed to evaluate: already reported
+            continue
         if gpus > MAX_GPUS:
             diagnostics.append(Diagnostic(
                 "E405", Severity.ERROR,

@@ -41,10 +41,10 @@ class FrameView:
         for name, d in frame.defs.items():
             if d.is_let or not constructs(self.it, d):
                 continue
-            try:
-                value = self.it.field(frame, name)
-            except Poisoned:      # already reported; an erroneous member holds nothing
-                continue
+            # a member that failed to evaluate (already reported) raises Poisoned: the
+            # roll-up over it fails too, rather than counting it as holding nothing (one
+            # mistaken replication count would give `gpus == 32` "left side: 0")
+            value = self.it.field(frame, name)
             if frame.owned.get(name) and isinstance(value, (Group, Frame)):
                 out.append(value)
         return tuple(out)

@@ -34,6 +34,22 @@ def format_number(x: float) -> str:
     return text
 
 
+def _shortest(exact: float, unit: str, si: float) -> float:
+    """The decimal with the fewest digits after the point that `unit` converts back to the SI
+    value `si`, as a literal in that unit would be (Quantity.from_unit); `exact` itself when no
+    shorter one does."""
+    u = parse_unit(unit)
+    for digits in range(16):
+        candidate = round(exact, digits) + 0.0      # + 0.0: no -0
+        if not math.isfinite(candidate):
+            break
+        back = float(Fraction(candidate) * u.scale + u.offset) if u.point else \
+            candidate * float(u.scale)
+        if back == si:
+            return candidate
+    return exact
+
+
 @records.frozen(eq=False)
 class Quantity:
     si: float                  # value in SI base units (points: absolute kelvin)
@@ -69,8 +85,15 @@ class Quantity:
 
     @property
     def magnitude(self) -> float:
-        """The value in its display unit."""
-        return self.value_in(self.unit) if self.unit else self.si
+        """The value in its display unit (what `astral export` writes and messages show). It is
+        held in SI units, as the float nearest its exact value: `40 degC` is the float nearest
+        313.15 K, whose exact difference from 273.15 K is 39.99999999999998, and `48 U` reads
+        48.00000000000001 back. The magnitude is the shortest decimal that converts back to the
+        same SI float (40, 48): what the source wrote, where the conversion alone made the
+        difference; a computed value keeps all its digits."""
+        if not self.unit:
+            return self.si
+        return _shortest(self.value_in(self.unit), self.unit, self.si)
 
     def dimension(self) -> str:
         return dimension_name(self.dims, self.point)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Iterable, List, Optional, Sequence, Tuple
 
+from astral_dsl.units.quantity import format_number
+
 # (factor, unit, decimals): MW from 1 MW up with two decimals (668.47 MW), kW from 1 kW with one
 # (652.8 kW), W below (25 W)
 POWER_UNITS: Tuple[Tuple[float, str, int], ...] = ((1e6, "MW", 2), (1e3, "kW", 1), (1.0, "W", 1))
@@ -17,6 +19,12 @@ def grouped(x: float, digits: int = 0) -> str:
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def celsius(c: float) -> str:
+    """A temperature in degC computed from kelvin, to the microkelvin (`0 degC`, `45 degC`):
+    converting back from kelvin leaves float noise (-2.3e-14 for 0 degC) no one should read."""
+    return f"{format_number(round(c, 6) + 0.0)} degC"
 
 
 def count(n) -> str:

@@ -68,7 +68,7 @@ def flat(summary: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def is_count(key: str) -> bool:
-    return key in COUNT_KEYS or key.startswith("switches_by_tier.") or key == "battery_ah"
+    return key in COUNT_KEYS or key.startswith("switches_by_tier.") or key.startswith("battery_ah")
 
 
 def shown(v) -> str:

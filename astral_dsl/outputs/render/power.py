@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Group, Symbol
+from astral_dsl.outputs.feeder_load import battery_installed_ah, loading, through_w
 from astral_dsl.outputs.render.style import Canvas, Line, amps, n, percent, watts
 from astral_dsl.outputs.render.tree import Tree, counted, power_line, summary
 
@@ -62,8 +63,11 @@ def build(ctx, located) -> Canvas:
         extra = [f"conversion losses {watts(p.conversion_loss_w)}"]
         if p.rectifier_modules:
             extra.append(f"{n(p.rectifier_modules)} rectifier modules")
+        installed = battery_installed_ah(p.feeders)
+        if installed:
+            extra.append(f"batteries {n(round(installed))} Ah installed")
         if p.battery_ah:
-            extra.append(f"batteries {n(round(p.battery_ah))} Ah")
+            extra.append(f"{n(round(p.battery_ah))} Ah needed")
         title.append(" · ".join(extra))
     else:
         title.append(summary(ctx, top) + f" · {power_line(ctx, top, 1)}")
@@ -174,23 +178,28 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
         cap = r.capacity_w
         lines.append(Line(f"capacity {watts(cap)}" + (" each" if r.count > 1 else ""),
                           small=True))
+        # the power through the feeder (its share over its own efficiency) and its share of
+        # its capacity: as the report and E620/E621 count them (outputs/feeder_load.py)
         if failed and r.normal_w == 0:
             lines.append(Line("failed: carries nothing", bold=True))
         else:
-            share = f" ({percent(r.normal_w / cap)})" if cap else ""
+            share = f" ({percent(loading(r, r.normal_w))})" if cap else ""
             what = "carries" if ctx.scenario else "normal"
-            lines.append(Line(f"{what} {watts(r.normal_w)}{share}", bold=True))
+            lines.append(Line(f"{what} {watts(through_w(r, r.normal_w))}{share}", bold=True))
         if r.failover_w:
             other = "other side down" if partner else f"one of {r.count} down"
-            share = f" ({percent(r.failover_w / cap)})" if r.capacity_w else ""
-            lines.append(Line(f"{other}: {watts(r.failover_w)}{share}", small=True))
-        if r.current_a:
-            lines.append(Line(f"{amps(r.current_a)} at {watts(max(r.normal_w, r.failover_w))}",
+            share = f" ({percent(loading(r, r.failover_w))})" if cap else ""
+            lines.append(Line(f"{other}: {watts(through_w(r, r.failover_w))}{share}",
                               small=True))
+        if r.current_a:
+            lines.append(Line(f"{amps(r.current_a)} at {watts(r.carried_w)}", small=True))
         if r.voltage_drop_v is not None:
             lines.append(Line(f"drop {r.voltage_drop_v:.2f} V ({percent(r.drop_ratio)})",
                               small=True))
-        if r.efficiency and current != "dc":
+        if r.input_ratio != 1.0 and not (failed and r.normal_w == 0):
+            lines.append(Line(f"{percent(1 / r.input_ratio)} efficient: "
+                              f"{watts(max(r.normal_w, r.failover_w))} of load", small=True))
+        elif r.efficiency and current != "dc":
             lines.append(Line(f"{percent(r.efficiency)} efficient", small=True))
     parts = [f]
     node = canvas.node(gid, lines, theme=theme, parts=parts, tooltip=f"feeder {f.path}",
@@ -299,9 +308,9 @@ def _supply(canvas: Canvas, ctx, side: str, items) -> None:
         r = ctx.feeders.get(f.path)
         count = r.count if r else 1
         total_feeders += reps * count
-        if r is not None:
-            normal += reps * count * r.normal_w
-            alone += reps * count * max(r.failover_w, r.normal_w)
+        if r is not None:       # what the feeders draw: through their own conversion
+            normal += reps * count * through_w(r, r.normal_w)
+            alone += reps * count * r.carried_w
         kinds.add("DC" if (_sym(f.field("current")) or "dc") == "dc" else "AC")
     head = f"side {side} supply" if side else "supply"
     canvas.node(f"supply_{side or 'x'}", [

@@ -1,6 +1,7 @@
 """The bill of materials as purchase lines, from a size summary (outputs.size_report): switches
 by model and tier, each tier's cables (or fibres) and transceivers by medium, and the power and
-cooling equipment the summary counts (CDUs, feeders, rectifier modules, battery capacity). One
+cooling equipment the summary counts (CDUs, feeders, rectifier modules, battery capacity: what is
+installed, as for the modules, and apart the need of batteries that declare no capacity). One
 line is (item, model, where, quantity, unit); `astral diff` compares these lines too."""
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from typing import Any, Dict, List, Mapping
 _EQUIPMENT = (("cdus", "CDU", "cooling loops", "units"),
               ("feeders", "feeder", "power distribution", "feeders"),
               ("rectifier_modules", "rectifier module", "HVDC feeders", "modules"),
-              ("battery_ah", "battery capacity", "HVDC feeders", "Ah"))
+              ("battery_ah_installed", "battery capacity", "HVDC feeders", "Ah"),
+              # batteries that declare no `strings` x `string_capacity` (W-coded): what they need
+              ("battery_ah_not_declared", "battery capacity, needed (not declared)",
+               "HVDC feeders", "Ah"))
 
 
 def bom_lines(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.outputs.feeder_load import loading
 
 FAMILIES = ("network", "power", "cooling", "jobs", "checks")
 FAMILY_TITLES = {"network": "network", "power": "power", "cooling": "cooling", "jobs": "jobs",
@@ -88,8 +89,7 @@ def _key(d: Diagnostic):
 
 def _worst_feeder(eng, attr: str) -> Optional[float]:
     """The highest share of its capacity a feeder carries (in %), normal or one failed."""
-    shares = [getattr(f, attr) * f.input_ratio / f.capacity_w * 100
-              for f in eng.power.feeders if f.capacity_w]
+    shares = [loading(f, getattr(f, attr)) * 100 for f in eng.power.feeders if f.capacity_w]
     return round(max(shares), 2) if shares else None
 
 

@@ -7,6 +7,7 @@ from typing import List
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.facility import COMPONENTS
+from astral_dsl.outputs.feeder_load import loading
 from astral_dsl.outputs.report.bom import bom_lines
 from astral_dsl.outputs.report.html import esc, tag
 from astral_dsl.outputs.report.sections import section
@@ -37,8 +38,7 @@ def engineering_tables(eng) -> str:
              "rectifier modules", "needed", "battery Ah needed", "battery Ah installed"],
             [[f.path, f.replicas * f.count, f.current_type, f.side, f.voltage_v, _kw(f.load_w),
               _kw(f.normal_w), _kw(f.failover_w), _kw(f.capacity_w),
-              round(f.normal_w * f.input_ratio / f.capacity_w * 100, 2) if f.capacity_w
-              else None, round(f.current_a, 1), f.low_voltage_v or None,
+              round(loading(f, f.normal_w) * 100, 2) if f.capacity_w else None, round(f.current_a, 1), f.low_voltage_v or None,
               round(f.drop_ratio * 100, 3) if f.drop_ratio is not None else None,
               f.rectifier_modules, f.rectifier_modules_needed,
               round(f.battery_required_ah, 1) if f.battery_required_ah else None,

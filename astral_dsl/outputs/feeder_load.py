@@ -1,0 +1,31 @@
+"""Feeder figures every output gives alike. A feeder's loading, one definition for every output (the power picture, the report's feeder
+table and scenario matrix): the power through its conductors, its share of the load divided by
+its own efficiency (`FeederResult.input_ratio`), over its capacity. The checks E620/E621 and its
+current (analyses/feeders.py) use the same power, so a picture that reads 93.5 % agrees with
+the report's 93.5 % and with the check that fires above 100 %. The battery capacity installed
+(what is bought: `strings` x `string_capacity`, or the strings sizing chose), beside the
+capacity needed (`PowerResult.battery_ah`)."""
+from __future__ import annotations
+
+from typing import Optional
+
+
+def through_w(f, share_w: float) -> float:
+    """The power through feeder `f`'s conductors when it carries `share_w` of load."""
+    return share_w * f.input_ratio
+
+
+def loading(f, share_w: float) -> Optional[float]:
+    """`through_w` over the capacity (a ratio; None: no capacity declared)."""
+    return through_w(f, share_w) / f.capacity_w if f.capacity_w else None
+
+
+def battery_installed_ah(feeders) -> float:
+    """The capacity the feeders' batteries install, all replicas (0 for those that declare none)."""
+    return sum(f.replicas * f.count * (f.battery_available_ah or 0.0) for f in feeders)
+
+
+def battery_not_declared_ah(feeders) -> float:
+    """The capacity needed by the batteries that declare no installed capacity."""
+    return sum(f.replicas * f.count * (f.battery_required_ah or 0.0) for f in feeders
+               if f.battery_available_ah is None)
