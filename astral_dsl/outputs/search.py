@@ -8,7 +8,7 @@ import textwrap
 from typing import Any, Dict, List
 
 from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS
-from astral_dsl.outputs.jsonout import dumps
+from astral_dsl.outputs.jsonout import csv_cell, dumps
 from astral_dsl.seer.envelope import band_text
 from astral_dsl.seer.rule import PARTIAL_FRAMEWORKS
 
@@ -87,7 +87,7 @@ def csv_text(result) -> str:
     writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
     writer.writeheader()
     for doc in flat:
-        writer.writerow({k: "" if v is None else v for k, v in doc.items()})
+        writer.writerow({k: csv_cell(v) for k, v in doc.items()})
     return out.getvalue()
 
 

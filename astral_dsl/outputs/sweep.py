@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any, Dict, List, Sequence
 
-from astral_dsl.outputs.jsonout import dumps
+from astral_dsl.outputs.jsonout import csv_cell, dumps
 
 LABELS = {
     "gpus": "GPUs", "hosts": "hosts", "racks": "racks", "switches": "switches",
@@ -97,16 +97,8 @@ def csv_text(result, scenario: bool) -> str:
     writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow({k: _csv_value(v) for k, v in r.items()})
+        writer.writerow({k: csv_cell(v) for k, v in r.items()})
     return out.getvalue()
-
-
-def _csv_value(v):
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return v
 
 
 def _band(cal) -> str:
