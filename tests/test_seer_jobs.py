@@ -280,6 +280,32 @@ def test_cli_forecast_shows_the_may_not_fit_warning_in_text_and_json():
         sorted(["W751"] + _outside("tests/bad/jobs/overlap_param_gather_no_zero.astral"))
 
 
+def test_forecast_says_may_not_fit_where_search_does_without_w750():
+    """A memory estimate under the GPU's 80 GB whose uncertainty reaches past it: no W750 (the
+    estimate alone fits), but the forecast says "may not fit" beside its memory, as `astral
+    search` flags the same configuration (explore.search.may_not_fit: one test)."""
+    from astral_dsl.explore.search import may_not_fit
+    from astral_dsl.outputs.forecast.report import render
+
+    d = astral_dsl.load(REPO / "tests/bad/jobs/memory_margin.astral")
+    # at seq 7,680 the activations are 45.0 GB x 7,680 / 8,192 = 42.19 GB; with weights 8.82,
+    # gradients 17.64, optimizer 6.62 and reserved 3.0 GB: 78.27 GB, +/- (4.22 + 1.5) = 5.72 GB:
+    # 78.27 <= 80 < 83.99
+    fc = seer.forecast(d, seq=7680)
+    assert fc.memory.total / 1e9 == pytest.approx(78.273, abs=1e-3)
+    assert fc.memory.uncertainty / 1e9 == pytest.approx(5.719, abs=1e-3)
+    assert "W750" not in [x.code for x in fc.diagnostics]
+    assert "78.3 GB  +/- 7 % on stage 0, the fullest; may not fit in 80 GB" in render(fc)
+    assert may_not_fit({"memory_gb": 78.273, "memory_uncertainty_gb": 5.719}, 80.0)
+    # at seq 6,144: 36.08 + 45.0 x 0.75 = 69.83 GB, +/- (3.38 + 1.5): 74.7 GB fits either way
+    fc = seer.forecast(d, seq=6144)
+    assert fc.memory.total / 1e9 == pytest.approx(69.83, abs=0.01)
+    assert "may not fit" not in render(fc)
+    # over 80 GB (W750's test too): said beside the memory as well
+    assert "81.1 GB  +/- 7 % on stage 0, the fullest; may not fit in 80 GB" in render(
+        seer.forecast(d))
+
+
 def test_api_forecast_carries_the_warnings():
     fc = seer.forecast(astral_dsl.load(REPO / "tests/bad/jobs/memory_margin.astral"))
     w = [d for d in fc.diagnostics if d.code == "W750"]

@@ -176,7 +176,8 @@ def _trust(result) -> List[str]:
         if first.get("may_not_fit"):
             safe = next((r["rank"] for r in rows if not r.get("may_not_fit")), None)
             out.append(f"  rank 1 MAY NOT FIT in memory: {first['memory_gb']:.1f} GB estimated "
-                       f"+/- {first['memory_uncertainty_gb']:.1f} GB{cap} (W750's margin); "
+                       f"+/- {first['memory_uncertainty_gb']:.1f} GB{cap} (the estimate plus its "
+                       f"uncertainty exceeds the GPU's memory; W750 tests the estimate alone); "
                        + (f"rank {safe} is the first with the margin to spare"
                           if safe else "no ranked configuration has the margin to spare"))
         out.append(f"  {len(risky)} of the {len(rows)} ranked may not fit (their estimate plus "

@@ -149,8 +149,11 @@ def render(fc) -> str:
     lines.append(f"  tokens/s         {fc.tokens_per_s:12,.0f}")
     lines.append(f"  MFU              {fc.mfu * 100:12.1f} %   model FLOPs / peak")
     lines.append(f"  HFU              {fc.hfu * 100:12.1f} %   with the recomputed FLOPs")
+    cap = fc.lowering.c.gpu.memory
+    over = f"; may not fit in {cap / 1e9:.0f} GB" if cap and mem.total + mem.uncertainty > cap \
+        else ""                      # the test of `astral search`'s "may not fit"
     lines.append(f"  memory per GPU   {mem.total / 1e9:12.1f} GB  +/- {mem.uncertainty_pct:.0f} %"
-                 f" on stage {mem.stage}, the fullest")
+                 f" on stage {mem.stage}, the fullest{over}")
     if mem.offloaded:
         lines.append(f"                   {mem.offloaded / 1e9:12.1f} GB  of activations in host "
                      f"memory ({j.offload_layers} layers offloaded)")
