@@ -403,6 +403,45 @@ def test_the_rule_picks_only_megatron_layouts():
     assert "do not split into 3 virtual stages" in e.message
 
 
+def test_interleaving_megatron_refuses_is_warned_and_the_rule_says_why_it_did_not():
+    """One rule for interleaving: Megatron-Core 0.16.1 runs an interleaved schedule's
+    micro-batches in groups of pp and refuses a last group of fewer (schedules.py). Declared,
+    such a layout is forecast with W757; left to the rule, the rule takes 1 virtual stage and
+    the forecast says why, printing the schedule as the 1F1B it is."""
+    from astral_dsl.outputs.forecast.report import render
+
+    job = """
+job J {
+  model = Tiny, placement = S, gpus = 4
+  parallel { tp = 1, pp = 4, dp = 1, schedule = interleaved%s }
+  batch { global_batch = %d, micro = 1 }
+}
+"""
+
+    def load(v, gb):
+        return astral_dsl.loads(TINY + job % (v, gb), name="job.astral", root=REPO)
+
+    # global batch 6, micro 1, dp 1: 6 micro-batches, 6 % 4 = 2: refused by Megatron-LM
+    d = load(", virtual_stages = 2", 6)
+    diags, _, _ = seer.validate_job(d, d.jobs[0])
+    (w,) = [x for x in diags if x.code == "W757"]
+    assert not w.is_error and w.message.startswith(
+        "job `J`: 6 micro-batches per pipeline, not a multiple of pp = 4")
+    assert "W757" in [x.code for x in seer.forecast(d).diagnostics]
+    # 8 micro-batches: two groups of 4, as Megatron-LM runs them
+    d = load(", virtual_stages = 2", 8)
+    assert "W757" not in [x.code for x in seer.validate_job(d, d.jobs[0])[0]]
+    # left to the rule with 6: one chunk, and the reason
+    fc = seer.forecast(load("", 6))
+    assert dict(fc.chosen)["virtual_stages"] == 1
+    text = render(fc)
+    assert "1f1b (interleaved with 1 virtual stage)" in text
+    assert ("virtual_stages = 1: interleaving needs the micro-batches per pipeline (6) to be a "
+            "multiple of pp = 4 (Megatron-LM, W757)") in text
+    fc = seer.forecast(load("", 8))
+    assert dict(fc.chosen)["virtual_stages"] > 1 and "interleaving needs" not in render(fc)
+
+
 TINY = """
 import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
 site S { hosts = 2 x HGX8(gpu = H100_SXM, nic = CX7_400G) }
@@ -440,6 +479,10 @@ def test_check_accepts_only_interleaved_jobs_that_forecast(pp, v, micro):
             continue
         fc = seer.forecast(d)
         assert fc.iteration_time > 0
+        # forecast, but Megatron-LM would refuse it unless some micro-batch count it may take is
+        # a multiple of pp (W757); the rule and `astral search` never choose those
+        counts = {c.run_microbatches for c in candidates(spec)}
+        assert ("W757" in [x.code for x in diags]) == all(m % pp for m in counts), (gb, counts)
     def micros(gb):       # the rule's: powers of two dividing the batch (budget.py)
         return [1] if micro else [b for b in (1, 2, 4, 8) if gb % b == 0]
 
