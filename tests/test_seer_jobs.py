@@ -280,6 +280,32 @@ def test_cli_forecast_shows_the_may_not_fit_warning_in_text_and_json():
         sorted(["W751"] + _outside("tests/bad/jobs/overlap_param_gather_no_zero.astral"))
 
 
+def test_forecast_says_may_not_fit_where_search_does_without_w750():
+    """A memory estimate under the GPU's 80 GB whose uncertainty reaches past it: no W750 (the
+    estimate alone fits), but the forecast says "may not fit" beside its memory, as `astral
+    search` flags the same configuration (explore.search.may_not_fit: one test)."""
+    from astral_dsl.explore.search import may_not_fit
+    from astral_dsl.outputs.forecast.report import render
+
+    d = astral_dsl.load(REPO / "tests/bad/jobs/memory_margin.astral")
+    # at seq 7,680 the activations are 45.0 GB x 7,680 / 8,192 = 42.19 GB; with weights 8.82,
+    # gradients 17.64, optimizer 6.62 and reserved 3.0 GB: 78.27 GB, +/- (4.22 + 1.5) = 5.72 GB:
+    # 78.27 <= 80 < 83.99
+    fc = seer.forecast(d, seq=7680)
+    assert fc.memory.total / 1e9 == pytest.approx(78.273, abs=1e-3)
+    assert fc.memory.uncertainty / 1e9 == pytest.approx(5.719, abs=1e-3)
+    assert "W750" not in [x.code for x in fc.diagnostics]
+    assert "78.3 GB  +/- 7 % on stage 0, the fullest; may not fit in 80 GB" in render(fc)
+    assert may_not_fit({"memory_gb": 78.273, "memory_uncertainty_gb": 5.719}, 80.0)
+    # at seq 6,144: 36.08 + 45.0 x 0.75 = 69.83 GB, +/- (3.38 + 1.5): 74.7 GB fits either way
+    fc = seer.forecast(d, seq=6144)
+    assert fc.memory.total / 1e9 == pytest.approx(69.83, abs=0.01)
+    assert "may not fit" not in render(fc)
+    # over 80 GB (W750's test too): said beside the memory as well
+    assert "81.1 GB  +/- 7 % on stage 0, the fullest; may not fit in 80 GB" in render(
+        seer.forecast(d))
+
+
 def test_api_forecast_carries_the_warnings():
     fc = seer.forecast(astral_dsl.load(REPO / "tests/bad/jobs/memory_margin.astral"))
     w = [d for d in fc.diagnostics if d.code == "W750"]
@@ -377,6 +403,45 @@ def test_the_rule_picks_only_megatron_layouts():
     assert "do not split into 3 virtual stages" in e.message
 
 
+def test_interleaving_megatron_refuses_is_warned_and_the_rule_says_why_it_did_not():
+    """One rule for interleaving: Megatron-Core 0.16.1 runs an interleaved schedule's
+    micro-batches in groups of pp and refuses a last group of fewer (schedules.py). Declared,
+    such a layout is forecast with W757; left to the rule, the rule takes 1 virtual stage and
+    the forecast says why, printing the schedule as the 1F1B it is."""
+    from astral_dsl.outputs.forecast.report import render
+
+    job = """
+job J {
+  model = Tiny, placement = S, gpus = 4
+  parallel { tp = 1, pp = 4, dp = 1, schedule = interleaved%s }
+  batch { global_batch = %d, micro = 1 }
+}
+"""
+
+    def load(v, gb):
+        return astral_dsl.loads(TINY + job % (v, gb), name="job.astral", root=REPO)
+
+    # global batch 6, micro 1, dp 1: 6 micro-batches, 6 % 4 = 2: refused by Megatron-LM
+    d = load(", virtual_stages = 2", 6)
+    diags, _, _ = seer.validate_job(d, d.jobs[0])
+    (w,) = [x for x in diags if x.code == "W757"]
+    assert not w.is_error and w.message.startswith(
+        "job `J`: 6 micro-batches per pipeline, not a multiple of pp = 4")
+    assert "W757" in [x.code for x in seer.forecast(d).diagnostics]
+    # 8 micro-batches: two groups of 4, as Megatron-LM runs them
+    d = load(", virtual_stages = 2", 8)
+    assert "W757" not in [x.code for x in seer.validate_job(d, d.jobs[0])[0]]
+    # left to the rule with 6: one chunk, and the reason
+    fc = seer.forecast(load("", 6))
+    assert dict(fc.chosen)["virtual_stages"] == 1
+    text = render(fc)
+    assert "1f1b (interleaved with 1 virtual stage)" in text
+    assert ("virtual_stages = 1: interleaving needs the micro-batches per pipeline (6) to be a "
+            "multiple of pp = 4 (Megatron-LM, W757)") in text
+    fc = seer.forecast(load("", 8))
+    assert dict(fc.chosen)["virtual_stages"] > 1 and "interleaving needs" not in render(fc)
+
+
 TINY = """
 import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }
 site S { hosts = 2 x HGX8(gpu = H100_SXM, nic = CX7_400G) }
@@ -414,6 +479,10 @@ def test_check_accepts_only_interleaved_jobs_that_forecast(pp, v, micro):
             continue
         fc = seer.forecast(d)
         assert fc.iteration_time > 0
+        # forecast, but Megatron-LM would refuse it unless some micro-batch count it may take is
+        # a multiple of pp (W757); the rule and `astral search` never choose those
+        counts = {c.run_microbatches for c in candidates(spec)}
+        assert ("W757" in [x.code for x in diags]) == all(m % pp for m in counts), (gb, counts)
     def micros(gb):       # the rule's: powers of two dividing the batch (budget.py)
         return [1] if micro else [b for b in (1, 2, 4, 8) if gb % b == 0]
 

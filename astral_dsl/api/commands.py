@@ -83,19 +83,32 @@ def sweep(path: PathLike, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
                       workers=workers)
 
 
+def _fit(calibration):
+    """A Calibration, or the one in the fit file at `calibration` (ValueError when it is not
+    one), or None (the shipped fit): what `--calibration` gives the CLI's commands."""
+    from astral_dsl.seer.calibration import Calibration, read_calibration
+
+    if calibration is None or isinstance(calibration, Calibration):
+        return calibration
+    return read_calibration(os.fspath(calibration))
+
+
 def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = None,
            scenario: Optional[str] = None, title: Optional[str] = None,
-           overrides: Optional[Mapping[str, ParamValue]] = None) -> Path:
+           overrides: Optional[Mapping[str, ParamValue]] = None, calibration=None) -> Path:
     """`astral report`: the design review written to `output` as one self-contained HTML
-    page; returns its path. Raises outputs.report.ReviewError for a job or scenario the design
-    does not declare, and OSError when the page cannot be written."""
+    page; returns its path. `calibration`: a Calibration or a fit file (`astral calibrate -o`)
+    for the job forecasts (default: the shipped fit). Raises outputs.report.ReviewError for a
+    job or scenario the design does not declare, and OSError when the page cannot be
+    written."""
     import attrs
 
     from astral_dsl.api.review import collect
     from astral_dsl.outputs.report import build
 
     ws = workspace_of(target, overrides)
-    review = attrs.evolve(collect(ws, jobs=jobs, scenario=scenario),
+    review = attrs.evolve(collect(ws, jobs=jobs, scenario=scenario,
+                                  calibration=_fit(calibration)),
                           overrides=tuple(sorted((k, str(v)) for k, v in ws.overrides.items())))
     out = Path(output)
     tmp = out.with_name(out.name + ".tmp")
@@ -104,8 +117,10 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
     return out
 
 
-def diff(a: Target, b: Target, overrides: Optional[Mapping[str, ParamValue]] = None) -> DiffResult:
-    """`astral diff A B` of two files (or workspaces): what changes from A to B."""
+def diff(a: Target, b: Target, overrides: Optional[Mapping[str, ParamValue]] = None,
+         calibration=None) -> DiffResult:
+    """`astral diff A B` of two files (or workspaces): what changes from A to B; the jobs
+    forecast with `calibration` (a Calibration or a fit file; default: the shipped fit)."""
     from astral_dsl.api.sides import side
     from astral_dsl.outputs.diff import compare
 
@@ -113,7 +128,8 @@ def diff(a: Target, b: Target, overrides: Optional[Mapping[str, ParamValue]] = N
     for target in (a, b):
         ws = workspace_of(target, overrides)
         label = str(target) if not isinstance(target, Workspace) else ws.entry.key
-        sides.append(side(label, _check(ws), lambda f, root=ws.root: _relative(f, root)))
+        sides.append(side(label, _check(ws), lambda f, root=ws.root: _relative(f, root),
+                          _fit(calibration)))
     return DiffResult(sides[0], sides[1], tuple(compare(sides[0], sides[1])))
 
 
@@ -126,12 +142,15 @@ def _relative(file: str, root: Path) -> str:
 
 def diagnosis(target: Target, observed: Sequence[PathLike], job: Optional[str] = None,
              order: Optional[str] = None, timers: str = "auto",
-             overrides: Optional[Mapping[str, ParamValue]] = None) -> "Diagnosis":
+             overrides: Optional[Mapping[str, ParamValue]] = None,
+             calibration=None) -> "Diagnosis":
     """`astral diagnose`: a running job's traces or rank logs (`observed`: files or folders)
     against its forecast and its peers: `.verdict`, `.probability`, `.suspects`, the per-rank
     `.breakdown`. `timers`: what the compute columns measure ("auto", "compute",
-    "megatron"); `order`: the rank order of the parallel dimensions (default: the job's). Raises diagnose.DiagnoseError (with diagnostics) when the input cannot be
-    used, and seer.ForecastError when the design has errors."""
+    "megatron"); `order`: the rank order of the parallel dimensions (default: the job's);
+    `calibration`: a Calibration or a fit file for the forecast (default: the shipped fit).
+    Raises diagnose.DiagnoseError (with diagnostics) when the input cannot be used, and
+    seer.ForecastError when the design has errors."""
     from astral_dsl import diagnose as _diagnose
     from astral_dsl import observe
     from astral_dsl.seer import ForecastError
@@ -140,7 +159,7 @@ def diagnosis(target: Target, observed: Sequence[PathLike], job: Optional[str] =
     if not design.valid:
         raise ForecastError("the design has errors", design.diagnostics)
     return _diagnose.diagnose(design, observe.load([os.fspath(p) for p in observed]), job=job,
-                              order=order, timers=timers)
+                              order=order, timers=timers, calibration=_fit(calibration))
 
 
 def score_runs(table: PathLike, calibration: Optional[PathLike] = None,

@@ -14,15 +14,17 @@ from astral_dsl.workspace import Workspace
 
 
 def forecast_jobs(ws: Workspace, design: Design, names: Optional[Sequence[str]],
-                  scenarios: Sequence[str], step=None) -> Tuple[JobResult, ...]:
+                  scenarios: Sequence[str], step=None, calibration=None
+                  ) -> Tuple[JobResult, ...]:
     """Seer's forecast of each named job (default: every job), and under each scenario;
-    `step(what)` is told each one (a progress line)."""
+    `step(what)` is told each one (a progress line); `calibration`: the fit (default: the
+    shipped one)."""
     from astral_dsl import seer
     from astral_dsl.pipeline import forecast
 
     def one(name, scenario=None):
         try:
-            return forecast(ws, design, name, scenario), ()
+            return forecast(ws, design, name, scenario, calibration=calibration), ()
         except seer.ForecastError as exc:
             return None, tuple(exc.diagnostics) or (Diagnostic(
                 "E758", Severity.ERROR, str(exc), None, None, file=design.file),)
@@ -38,8 +40,10 @@ def forecast_jobs(ws: Workspace, design: Design, names: Optional[Sequence[str]],
 
 
 def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
-            scenario: Optional[str] = None, views: Sequence[str] = VIEWS, step=None) -> Review:
-    """The review of a workspace's design. `jobs`: the jobs to forecast (None: all);
+            scenario: Optional[str] = None, views: Sequence[str] = VIEWS, step=None,
+            calibration=None) -> Review:
+    """The review of a workspace's design. `jobs`: the jobs to forecast (None: all), with
+    `calibration` (default: the shipped fit);
     `scenario`: a scenario whose views are drawn beside the baseline's; `step(what)`: told what
     is being done (a progress line). Raises ReviewError for a job or a scenario the design does
     not declare."""
@@ -64,8 +68,8 @@ def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
                    if o.applied is not None and o.result is not None else None)
                   for o in checked.scenarios)
     ok = eng is not None and not front_end_errors(d)
-    results = forecast_jobs(ws, d, jobs, [o.name for o in checked.scenarios], step) if ok \
-        else ()
+    results = forecast_jobs(ws, d, jobs, [o.name for o in checked.scenarios], step,
+                            calibration) if ok else ()
     step("drawing the pictures")
     wanted = [(view, s) for view in views for s in ((None,) if scenario is None else
                                                      (None, scenario))]

@@ -10,14 +10,15 @@ from astral_dsl.outputs.diff.facts import (SECTIONS, Side, diagnostics, flat, is
 from astral_dsl.pipeline import Checked, front_end_errors
 
 
-def forecasts(design, names) -> Dict[str, Dict[str, Any]]:
-    """Each job's forecast (iteration time, tokens/s, MFU, memory), or the codes that stop it."""
+def forecasts(design, names, calibration=None) -> Dict[str, Dict[str, Any]]:
+    """Each job's forecast (iteration time, tokens/s, MFU, memory), or the codes that stop it;
+    `calibration`: the fit to forecast with (default: the shipped one)."""
     from astral_dsl import seer
 
     out: Dict[str, Dict[str, Any]] = {}
     for name in names:
         try:
-            fc = seer.forecast(design, job=name)
+            fc = seer.forecast(design, job=name, calibration=calibration)
         except seer.ForecastError as exc:
             out[name] = {"forecast": "not possible: " + (", ".join(sorted(
                 {d.code for d in exc.diagnostics})) or str(exc))}
@@ -29,9 +30,9 @@ def forecasts(design, names) -> Dict[str, Dict[str, Any]]:
     return out
 
 
-def side(label: str, checked: Checked, relative) -> Side:
+def side(label: str, checked: Checked, relative, calibration=None) -> Side:
     """The facts of a checked design (pipeline.check); `relative` names a file relative to
-    its project."""
+    its project; `calibration`: the fit its jobs are forecast with (default: the shipped)."""
     from astral_dsl.outputs.report.bom import bom_lines, line_key
     from astral_dsl.outputs.size_report import size_summary
 
@@ -51,7 +52,7 @@ def side(label: str, checked: Checked, relative) -> Side:
                                   if x)] = line["quantity"]
     facts["diagnostics"] = diagnostics(diags, design.file, relative)
     if not front_end_errors(design):
-        facts["jobs"] = forecasts(design, [j.template for j in design.jobs])
+        facts["jobs"] = forecasts(design, [j.template for j in design.jobs], calibration)
     errors = sum(d.is_error for d in diags)
     return Side(label, errors == 0, errors, sum(d.severity.value == "warning" for d in diags),
                 facts)

@@ -37,6 +37,14 @@ def add_set(sp: argparse.ArgumentParser, flag: str = "--set",
     sp.add_argument(flag, action="append", default=[], metavar="NAME=VALUE", help=help)
 
 
+def add_calibration(sp: argparse.ArgumentParser) -> None:
+    """`--calibration FIT.json` on a command that forecasts (read by cli.runs.read_calibration:
+    the same reading and the same usage errors everywhere)."""
+    sp.add_argument("--calibration", metavar="FIT.json",
+                    help="fitted constants written by `astral calibrate -o` for the job "
+                         "forecasts (default: the shipped fit)")
+
+
 def add_color(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--color", choices=["auto", "always", "never"], default="auto")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import (EXIT_OK, add_common, colour, open_path, print_diagnostics,
-                                   unreadable, usage)
+from astral_dsl.cli.common import (EXIT_OK, add_calibration, add_common, colour, open_path,
+                                   print_diagnostics, unreadable, usage)
 
 NAME = "diagnose"
 HELP = "diagnose a running job: observed timelines against the forecast, down to the suspect part"
@@ -44,6 +44,7 @@ def register(sub) -> None:
                         "64 files on); the diagnosis is the same whatever N")
     d.add_argument("--schema", action="store_true",
                    help="print the JSON Schema of the diagnosis document")
+    add_calibration(d)
     add_common(d)
 
 
@@ -59,6 +60,11 @@ def run(args, overrides) -> int:
         return usage("diagnose needs FILE and --observed PATH... (or --schema)")
     if args.jobs is not None and args.jobs < 1:
         return usage(f"--jobs {args.jobs}: at least one process reads the files")
+    from astral_dsl.cli.runs import read_calibration
+
+    calibration, failed = read_calibration(args)
+    if failed is not None:
+        return failed
     # the work under a progress line (a terminal only), the output once it is erased
     done = None
     with Progress("astral diagnose") as progress:
@@ -78,7 +84,7 @@ def run(args, overrides) -> int:
             observed, streams_idle, done = _idle_by_cause(args, observed)
             if done is None:
                 progress.step("forecasting the job and comparing the ranks")
-                done = _diagnose(args, design, observed, streams_idle, found)
+                done = _diagnose(args, design, observed, streams_idle, found, calibration)
     if not design.valid:
         return _fail(args, design, diags, "unusable" if unreadable(design) else "design-errors")
     return done(diags)
@@ -107,7 +113,7 @@ def _idle_by_cause(args, observed):
                     f"time by cause", next(iter(traces.values())).file),)), None, None
 
 
-def _diagnose(args, design, observed, streams_idle, found=None):
+def _diagnose(args, design, observed, streams_idle, found=None, calibration=None):
     """The diagnosis, as what prints it and returns the exit code given the design's
     diagnostics (printed once the progress line is gone)."""
     from astral_dsl import diagnose
@@ -116,7 +122,8 @@ def _diagnose(args, design, observed, streams_idle, found=None):
 
     try:
         result = diagnose.diagnose(design, observed, job=args.job, order=args.order,
-                                   timers=args.timers, streams_idle=streams_idle)
+                                   timers=args.timers, streams_idle=streams_idle,
+                                   calibration=calibration)
     except ForecastError as exc:
         if not exc.diagnostics:
             return lambda diags, text=str(exc): usage(text)

@@ -23,8 +23,9 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError, add_color,
-                                   add_set, colour, parse_sets, unreadable, usage)
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError,
+                                   add_calibration, add_color, add_set, colour, parse_sets,
+                                   unreadable, usage)
 
 NAME = "diff"
 HELP = "what changes between two designs (files or git REV:path)"
@@ -40,6 +41,7 @@ def register(sub) -> None:
     d.add_argument("--exit-code", action="store_true",
                    help="exit 1 when anything differs, 0 when nothing does (as git diff)")
     d.add_argument("--format", choices=["human", "json"], default="human")
+    add_calibration(d)
     add_color(d)
 
 
@@ -252,11 +254,16 @@ def run(args, overrides) -> int:
     from astral_dsl.outputs.diff import compare, render, to_json
     from astral_dsl.outputs.jsonout import dumps
 
+    from astral_dsl.cli.runs import read_calibration
+
     try:
         over_a = {**overrides, **parse_sets(args.set_a)}
         over_b = {**overrides, **parse_sets(args.set_b)}
     except UsageError as exc:
         return usage(str(exc))
+    calibration, failed = read_calibration(args)
+    if failed is not None:
+        return failed
     folders: List[Path] = []
     try:
         sides = []
@@ -276,7 +283,7 @@ def run(args, overrides) -> int:
                 print_diagnostics(result.diagnostics, colour(args, sys.stderr), sys.stderr)
                 return EXIT_USAGE
             sides.append(side(label + "".join(f" --set {k}={v}" for k, v in over.items()),
-                              result, relative))
+                              result, relative, calibration))
     finally:
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)

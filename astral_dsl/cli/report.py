@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   open_path, print_diagnostics, unreadable, usage)
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_calibration,
+                                   add_common, colour, open_path, print_diagnostics, unreadable,
+                                   usage)
 
 NAME = "report"
 HELP = "the design review as one self-contained HTML page"
@@ -34,6 +35,7 @@ def register(sub) -> None:
     r.add_argument("--stamp", metavar="TEXT",
                    help="a line for the footer (a date, a commit); none by default, so the "
                         "same design gives the same bytes")
+    add_calibration(r)
     add_common(r, formats=())
 
 
@@ -42,7 +44,12 @@ def run(args, overrides) -> int:
     from astral_dsl.outputs.report import ReviewError, build
     from astral_dsl.outputs.terminal import printable_line
 
+    from astral_dsl.cli.runs import read_calibration
+
     use_colour = colour(args, sys.stderr)
+    calibration, failed = read_calibration(args)
+    if failed is not None:
+        return failed
     ws = open_path(args.file, overrides)
     design = ws.design
     if unreadable(design):
@@ -59,7 +66,8 @@ def run(args, overrides) -> int:
 
     try:
         with Progress("astral report") as progress:
-            review = collect(ws, jobs=args.job, scenario=args.scenario, step=progress.step)
+            review = collect(ws, jobs=args.job, scenario=args.scenario, step=progress.step,
+                             calibration=calibration)
             review = attrs.evolve(review, overrides=tuple(sorted(overrides.items())),
                                   diagnosis=diagnosis)
             progress.step("writing the page")

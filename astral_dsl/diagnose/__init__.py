@@ -48,8 +48,9 @@ def _ranges(ranks: List[int]) -> str:
     return ", ".join(out[:12]) + (f" and {len(out) - 12} more ranges" if len(out) > 12 else "")
 
 
-def job_and_forecast(design, job: Optional[str]):
-    """(job instance, forecast or None, JobSpec, diagnostics)."""
+def job_and_forecast(design, job: Optional[str], calibration=None):
+    """(job instance, forecast or None, JobSpec, diagnostics); forecast with `calibration`
+    (default: the shipped fit)."""
     from astral_dsl import seer
     from astral_dsl.seer.job import job_spec
     from astral_dsl.analyses.walk import Resolver
@@ -57,7 +58,7 @@ def job_and_forecast(design, job: Optional[str]):
     inst = seer.find_job(design, job)
     diags: List[Diagnostic] = []
     try:
-        fc = seer.forecast(design, job=inst.template)
+        fc = seer.forecast(design, job=inst.template, calibration=calibration)
         return inst, fc, fc.job, diags
     except seer.ForecastError as exc:
         diags.extend(exc.diagnostics)
@@ -87,11 +88,13 @@ TIMERS = ("auto", "compute", "megatron")
 
 
 def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] = None,
-             timers: str = "auto", streams_idle: Optional[Dict] = None) -> Diagnosis:
+             timers: str = "auto", streams_idle: Optional[Dict] = None,
+             calibration=None) -> Diagnosis:
     """`timers`: what the compute columns measure (compute.py): `auto` reads it from the data
     (Megatron-LM's timer names), `compute` or `megatron` says it. `streams_idle`: per rank,
-    HolisticTraceAnalysis's idle time by cause (observe.hta), for the breakdown."""
-    inst, fc, spec, diags = job_and_forecast(design, job)
+    HolisticTraceAnalysis's idle time by cause (observe.hta), for the breakdown.
+    `calibration`: the fit the forecast is priced with (default: the shipped one)."""
+    inst, fc, spec, diags = job_and_forecast(design, job, calibration)
     p = spec.parallel
     try:
         rm = rankmap_mod.build(design, inst, {"tp": p.tp, "cp": p.cp, "ep": p.ep, "dp": p.dp,

@@ -103,3 +103,13 @@ def baseline_entries_of(doc, path: str):
             raise ValueError(f"`{path}`: entry {i} needs the strings code, file and message")
         entries.append(BaselineEntry(item["code"], item["file"], item["message"]))
     return tuple(entries)
+
+
+def csv_cell(v):
+    """A value in a CSV cell as JSON writes it: empty for null, `true`/`false` for booleans
+    (never Python's `True`); `astral sweep -o` and `astral search -o` write their CSV so."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return v

@@ -8,7 +8,7 @@ import textwrap
 from typing import Any, Dict, List
 
 from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS
-from astral_dsl.outputs.jsonout import dumps, envelope
+from astral_dsl.outputs.jsonout import csv_cell, dumps, envelope
 from astral_dsl.seer.envelope import band_text
 from astral_dsl.seer.rule import PARTIAL_FRAMEWORKS
 
@@ -97,7 +97,7 @@ def csv_text(result) -> str:
     writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
     writer.writeheader()
     for doc in flat:
-        writer.writerow({k: "" if v is None else v for k, v in doc.items()})
+        writer.writerow({k: csv_cell(v) for k, v in doc.items()})
     return out.getvalue()
 
 
@@ -186,7 +186,8 @@ def _trust(result) -> List[str]:
         if first.get("may_not_fit"):
             safe = next((r["rank"] for r in rows if not r.get("may_not_fit")), None)
             out.append(f"  rank 1 MAY NOT FIT in memory: {first['memory_gb']:.1f} GB estimated "
-                       f"+/- {first['memory_uncertainty_gb']:.1f} GB{cap} (W750's margin); "
+                       f"+/- {first['memory_uncertainty_gb']:.1f} GB{cap} (the estimate plus its "
+                       f"uncertainty exceeds the GPU's memory; W750 tests the estimate alone); "
                        + (f"rank {safe} is the first with the margin to spare"
                           if safe else "no ranked configuration has the margin to spare"))
         out.append(f"  {len(risky)} of the {len(rows)} ranked may not fit (their estimate plus "

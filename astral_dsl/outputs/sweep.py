@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any, Dict, List, Sequence
 
-from astral_dsl.outputs.jsonout import dumps
+from astral_dsl.outputs.jsonout import csv_cell, dumps
 
 LABELS = {
     "gpus": "GPUs", "hosts": "hosts", "racks": "racks", "switches": "switches",
@@ -97,16 +97,8 @@ def csv_text(result, scenario: bool) -> str:
     writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow({k: _csv_value(v) for k, v in r.items()})
+        writer.writerow({k: csv_cell(v) for k, v in r.items()})
     return out.getvalue()
-
-
-def _csv_value(v):
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return v
 
 
 def _band(cal) -> str:
@@ -134,7 +126,8 @@ def _show(column: str, v) -> str:
 
 def table(result, scenario: bool, colour: bool = False, width: int = 100) -> str:
     """The rows on a terminal (outputs/table.py: stacked to the width, no value cut short),
-    then the first error of each failing point."""
+    each with its error and warning codes (and what the scenario breaks) under `status`; then
+    the first error of each failing point and each warning with the points that have it."""
     from astral_dsl.outputs.table import Column, render
     from astral_dsl.outputs.terminal import printable
 
@@ -143,17 +136,11 @@ def table(result, scenario: bool, colour: bool = False, width: int = 100) -> str
                for n in names]
     status, styles = [], []
     for r in result.rows:
-        errors = _codes(r, "error")
+        errors, warnings = _codes(r, "error"), _codes(r, "warning")
         broken = r["metrics"].get("scenario_broken", []) if scenario else []
-        if errors:
-            status.append(" ".join(errors))
-            styles.append("red")
-        elif broken:
-            status.append("breaks " + " ".join(broken))
-            styles.append("yellow")
-        else:
-            status.append("ok")
-            styles.append("green")
+        said = errors + warnings + (["breaks " + " ".join(broken)] if broken else [])
+        status.append(" ".join(said) or "ok")
+        styles.append("red" if errors else "yellow" if said else "green")
     columns.append(Column("status", tuple(status), right=False, styles=tuple(styles)))
     for c in result.columns:
         columns.append(Column(LABELS.get(c, c),
@@ -163,14 +150,43 @@ def table(result, scenario: bool, colour: bool = False, width: int = 100) -> str
     lines = [render(columns, width, colour, printable(title))]
     failing = [r for r in result.rows if not r["valid"]]
     for r in failing[:20]:
-        point = ", ".join(f"{n}={r['params'][n]}" for n in names)
         first = [d for d in r["diagnostics"] if d["severity"] == "error"]
         more = f" (and {len(first) - 1} more)" if len(first) > 1 else ""
-        lines.append(printable(f"{point}: {diagnostic_line(first[0])}{more}" if first
-                               else point) + "\n")
+        lines.append(printable(f"{_point(r, names)}: {diagnostic_line(first[0])}{more}" if first
+                               else _point(r, names)) + "\n")
     if len(failing) > 20:
         lines.append(f"... and {len(failing) - 20} more failing points\n")
-    return "".join(lines)
+    return "".join(lines + _warning_lines(result.rows, names, width))
+
+
+def _point(row, names: Sequence[str]) -> str:
+    return ", ".join(f"{n}={row['params'][n]}" for n in names)
+
+
+def _warning_lines(rows, names: Sequence[str], width: int, most: int = 20) -> List[str]:
+    """Each distinct warning (its code, message, place and notes) once, with the points that
+    have it (a sweep of 60 points that all lack a price says W800 once), wrapped to `width`."""
+    import textwrap
+
+    points: Dict[str, List[str]] = {}
+    for r in rows:
+        for d in r["diagnostics"]:
+            if d["severity"] == "warning":
+                text = "; ".join([diagnostic_line(d)] + list(d.get("notes") or ()))
+                at = points.setdefault(text, [])
+                if not at or at[-1] != _point(r, names):
+                    at.append(_point(r, names))
+    from astral_dsl.outputs.terminal import printable
+
+    out = []
+    for text, at in list(points.items())[:most]:
+        where = at[0] if len(at) == 1 else f"{len(at)} points (" + "; ".join(at[:3]) + (
+            f" and {len(at) - 3} more" if len(at) > 3 else "") + ")"
+        out.append(textwrap.fill(printable(f"{where}: {text}"), width, subsequent_indent="    ",
+                                 break_on_hyphens=False) + "\n")
+    if len(points) > most:
+        out.append(f"... and {len(points) - most} more warnings\n")
+    return out
 
 
 def write(result, path: str, scenario: bool) -> None:

@@ -137,7 +137,7 @@ def forecast(design, job: Optional[str] = None, failures=None,
     result.placement = cluster.placement
     result.scenario = (scenario, failures) if failures is not None else None
     result.diagnostics = forecast_diagnostics(inst, diags, result, cluster) + \
-        outside_warning(inst, result.envelope())
+        outside_warning(inst, result.envelope(), _own(result.calibration))
     if table is not None:
         result.notes += (f"operator table {operator_table}: {len(table.matched)} of its "
                          f"{len(table.rows)} rows priced an operator of the forecast",)
@@ -146,6 +146,13 @@ def forecast(design, job: Optional[str] = None, failures=None,
     if any(d.is_error for d in result.diagnostics):     # the rule's choice clearly over memory
         raise ForecastError(f"job `{inst.template}` cannot be forecast", result.diagnostics)
     return result
+
+
+def _own(calibration):
+    """`calibration` when it is not the shipped fit (W753's hint), else None."""
+    from astral_dsl.seer.calibration import shipped
+
+    return None if calibration == shipped() else calibration
 
 
 __all__ = ["Envelope", "Forecast", "ForecastError", "JobSpec", "ModelSpec", "OperatorTable",

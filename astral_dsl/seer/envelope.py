@@ -9,7 +9,10 @@ then precision, then every run). A forecast is `inside` the calibrated envelope 
 its exact regime were checked; otherwise `outside` names each part no run had (a GPU, a
 precision, a framework...), or the combination when each part was seen but never together, and
 the band is the widest checked one (every run's) widened OUTSIDE_WIDEN times: a documented
-default, not a measurement."""
+default, not a measurement. Never narrower than the shipped fit's (documented_outside(),
+-25/+39 %): a fit of other runs (A100s only, say) knows less about a regime it never saw than
+the shipped fit does, not more, so its outside band is the wider of its own and the shipped
+one at each end; a calibration without bands gets the shipped one too."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -20,7 +23,7 @@ from astral_dsl.seer.regime import REGIME_PARTS, parse_key, regime, regime_key
 
 MIN_ROWS = 8
 OUTSIDE_WIDEN = 2.0
-DEFAULT_BAND = (-0.25, 0.25)     # no calibration with bands at all (a fit without runs)
+DEFAULT_BAND = (-0.25, 0.25)     # no bands anywhere, the shipped fit's included (no fit yet)
 
 
 @records.frozen
@@ -66,7 +69,7 @@ def envelope(spec, gpu_name: str, calibration) -> Envelope:
             for part, value in parse_key(k).items():
                 seen[part].add(value)
     if not bands:
-        return Envelope(reg, False, DEFAULT_BAND, "default", 0,
+        return Envelope(reg, False, _wider(DEFAULT_BAND, documented_outside()), "default", 0,
                         ("the calibration has no error bands",))
     exact = _band(bands.get(key))
     if exact is not None:
@@ -79,8 +82,23 @@ def envelope(spec, gpu_name: str, calibration) -> Envelope:
     if not outside:
         outside = (f"the combination {key}",)
     widest = _band(bands.get("*")) or (DEFAULT_BAND[0], DEFAULT_BAND[1], 0)
-    return Envelope(reg, False, (OUTSIDE_WIDEN * widest[0], OUTSIDE_WIDEN * widest[1]),
-                    "outside", widest[2], outside)
+    own = (OUTSIDE_WIDEN * widest[0], OUTSIDE_WIDEN * widest[1])
+    return Envelope(reg, False, _wider(own, documented_outside()), "outside", widest[2],
+                    outside)
+
+
+def _wider(a: Tuple[float, float], b: Tuple[float, float]) -> Tuple[float, float]:
+    return min(a[0], b[0]), max(a[1], b[1])
+
+
+def documented_outside() -> Tuple[float, float]:
+    """The band of a forecast outside the shipped fit's envelope (docs/seer.md, "How far to
+    trust a forecast": every run's band twice as wide, -25/+39 %), DEFAULT_BAND before any fit
+    exists. No calibration gives a regime it never checked a narrower band than this."""
+    from astral_dsl.seer.calibration import shipped
+
+    every = _band(shipped().bands.get("*"))
+    return (OUTSIDE_WIDEN * every[0], OUTSIDE_WIDEN * every[1]) if every else DEFAULT_BAND
 
 
 # the job field that states each part of a regime (where W753 points)
@@ -88,10 +106,11 @@ PART_FIELD = {"gpu": "placement", "precision": "dtype", "attention": "attention"
               "moe": "model", "framework": "framework"}
 
 
-def outside_warning(job, env: Envelope) -> List[Diagnostic]:
+def outside_warning(job, env: Envelope, calibration=None) -> List[Diagnostic]:
     """W753 for a forecast outside the calibrated envelope (nothing inside it): which part of
     its regime no calibration run had, at the field of the job `job` (an Instance) that states
-    it (or the job itself)."""
+    it (or the job itself). `calibration`: the one the forecast used, when not the shipped fit
+    (the hint then asks for runs of this kind in its fit, not for `--calibration`)."""
     if env.inside:
         return []
     parts = [o.split(" ", 1)[0] for o in env.outside]
@@ -110,8 +129,11 @@ def outside_warning(job, env: Envelope) -> List[Diagnostic]:
     return [Diagnostic("W753", Severity.WARNING,
                        f"job `{job.template}`: the forecast is outside the calibrated envelope: "
                        f"{what}", span,
-                       "the band is a documented default, not a measured error: fit Seer on runs "
-                       "of this kind with `astral calibrate` (docs/runs.md) and forecast with "
-                       "`--calibration`",
+                       "the band is a documented default, not a measured error: " + (
+                           "fit Seer on runs of this kind with `astral calibrate` (docs/runs.md) "
+                           "and forecast with `--calibration`" if calibration is None else
+                           f"the calibration `{calibration.source}` had no run of this kind: add "
+                           "runs of this kind to its tables and fit it again with `astral "
+                           "calibrate` (docs/runs.md)"),
                        notes=(f"regime {regime_key(env.regime)}; band {env.text()} (true time "
                               f"against the forecast), basis: {env.basis}",))]

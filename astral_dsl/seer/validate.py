@@ -374,8 +374,9 @@ def _interleaving(spec: JobSpec, where) -> List[Diagnostic]:
     # imported here, for start-up: only declared virtual stages ask the rule
     from astral_dsl.seer.rule import candidates
 
-    if candidates(spec):
-        return []
+    runnable = candidates(spec)
+    if runnable:
+        return _megatron_groups(spec, runnable, where)
     micros = [spec.micro] if spec.micro else budget.micro_candidates(
         max(1, spec.global_batch // par.dp))
     counts = sorted({spec.global_batch // (b * par.dp) for b in micros})
@@ -389,6 +390,27 @@ def _interleaving(spec: JobSpec, where) -> List[Diagnostic]:
                  f"be a multiple of pp = {par.pp}: a global batch of "
                  f"{_n(par.pp * par.dp * (spec.micro or 1))} x k, or leave `virtual_stages` "
                  "to the rule")]
+
+
+def _megatron_groups(spec: JobSpec, runnable, where) -> List[Diagnostic]:
+    """W757: declared virtual stages whose micro-batches per run of the schedule are not a
+    multiple of pp, with every micro-batch the job may take. Megatron-Core runs an interleaved
+    schedule's micro-batches in groups of `microbatch_group_size_per_vp_stage` (pp by default,
+    never less) and refuses fewer than one group, or a last group of fewer than pp
+    (megatron/core/pipeline_parallel/schedules.py, 0.16.1): the rule and `astral search`
+    never interleave such a job; Seer forecasts the declared one's order all the same."""
+    pp = spec.parallel.pp
+    counts = sorted({c.run_microbatches for c in runnable})
+    if any(m % pp == 0 for m in counts):
+        return []
+    return [_warn("W757", f"job `{spec.name}`: {' or '.join(map(_n, counts))} micro-batches per "
+                          f"pipeline, not a multiple of pp = {pp}: Megatron-LM's interleaved "
+                          f"schedule refuses them (micro-batches in groups of pp, "
+                          f"megatron/core/pipeline_parallel/schedules.py); Seer forecasts the "
+                          f"order anyway, which its rule and `astral search` never choose",
+                  where("virtual_stages"),
+                  f"a global batch of {_n(pp * spec.parallel.dp * (spec.micro or 1))} x k "
+                  f"(micro-batches a multiple of pp), or leave `virtual_stages` out (1F1B)")]
 
 
 def _layout(spec: JobSpec, where) -> List[Diagnostic]:

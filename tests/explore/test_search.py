@@ -268,6 +268,9 @@ def test_cli_table_json_and_files(small, tmp_path, capsys):
         table = list(csv.DictReader(fh))
     assert [int(r["tp"]) for r in table] == [r["tp"] for r in rows]
     assert float(table[0]["breakdown_compute_s"]) == rows[0]["breakdown_s"]["compute"]
+    # booleans as JSON (and `astral sweep -o x.csv`) write them, not Python's True/False
+    assert [(r["may_not_fit"], r["inside_envelope"]) for r in table] == [
+        (json.dumps(r["may_not_fit"]), json.dumps(r["calibration"]["inside"])) for r in rows]
 
 
 def test_cli_default_job_is_the_first(small, capsys):

@@ -219,6 +219,32 @@ def test_cost_column_only_with_prices_and_w800_names_the_unpriced(project):
     assert w800 and w800[0]["notes"] == ["no price: feeder main"]
 
 
+def test_the_table_shows_each_rows_warnings_as_json_and_csv_do(project, capsys):
+    """README ("Sweeps"): a row holds its error and warning codes, and W800 names the unpriced
+    equipment; on a terminal too, not only in JSON and CSV."""
+    parts = project.parent / "lib" / "parts.astral"
+    parts.write_text(parts.read_text().replace(
+        "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)",
+        "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G) { price = 300000 USD }"))
+    args = ["sweep", str(project), "--grid", "hosts_per_rack=1,5", "--workers", "1"]
+    _, out, _ = _cli(args + ["--format", "json"], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    # 5 hosts x 10.2 kW = 51 kW: over the 45 kW check (E500) and the 200 kW feeder (E620);
+    # both points draw W800 (the feeder has no price) and the project's own warnings
+    assert [r["errors"] for r in rows] == [[], ["E500", "E620"]]
+    assert all("W800" in r["warnings"] for r in rows)
+    _, table, _ = _cli(args, capsys)
+    for r, point in zip(rows, ("1", "5")):
+        cells = next(line for line in table.splitlines() if line.split()[:1] == [point])
+        codes = " ".join(r["errors"] + r["warnings"])
+        assert cells.split(None, 1)[1].startswith(codes + " "), (codes, table)
+    assert " ok " not in table
+    # the warning once, with the points that have it and the equipment without a price
+    text = " ".join(table.split())                 # the lines are wrapped to the width
+    assert (f"2 points (hosts_per_rack=1; hosts_per_rack=5): W800 the cost counts only the "
+            f"equipment with a declared price ({project}); no price: feeder main") in text
+
+
 def test_huge_grid_values_are_usage_errors_or_rows_never_a_crash(project, tmp_path, capsys):
     base = ["sweep", str(project), "--workers", "1"]
     for extra in (["--format", "json"], ["-o", str(tmp_path / "x.jsonl")], []):

@@ -253,7 +253,8 @@ def _best_first(eng, handle, setup, configs, screened, weight, top, progress, di
 
 def may_not_fit(row: Dict[str, Any], cap_gb: Optional[float]) -> bool:
     """Whether a configuration that fits by Seer's memory estimate may not fit by its stated
-    uncertainty (the margin of W750): the estimate plus its uncertainty exceeds the GPU."""
+    uncertainty: the estimate plus its uncertainty exceeds the GPU (W750 tests the estimate
+    alone; `astral forecast` says "may not fit" beside its memory by this test)."""
     return bool(cap_gb) and row["memory_gb"] + row["memory_uncertainty_gb"] > cap_gb
 
 

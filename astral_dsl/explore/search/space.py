@@ -43,7 +43,7 @@ RULES: Dict[str, Tuple[str, str]] = {
     "budget": ("E762", "beyond Seer's work budget (pipeline blocks or tokens per micro-batch)"),
     "cp_attention": ("E764", "context parallelism needs fused attention"),
     "offload_pp": ("E768", "offload_layers is declared: offloading needs one pipeline stage"),
-    "interleave": ("", "interleaving needs micro-batches divisible by pp (Megatron-LM)"),
+    "interleave": ("", "interleaving needs micro-batches divisible by pp (Megatron-LM, W757)"),
 }
 
 

@@ -108,6 +108,8 @@ def render(fc) -> str:
     dims = [f"tp {p.tp}", f"pp {p.pp}", f"dp {p.dp}"] + [f"{k} {v}" for k, v in
                                                           (("cp", p.cp), ("ep", p.ep)) if v > 1]
     sched = p.schedule + (f", {p.v} virtual stages" if p.v > 1 else "")
+    if p.schedule == "interleaved" and p.v == 1:      # the rule's choice: one chunk is 1F1B
+        sched = "1f1b (interleaved with 1 virtual stage)"
     extras = ["sp"] * p.sp + [sched] + ([f"zero-{p.zero}"] if p.zero else []) + \
         (["no re-sharding after the forward"] if p.zero >= 3 and not p.reshard_after_forward
          else []) + [f"order {'-'.join(p.order)}"]
@@ -141,6 +143,11 @@ def render(fc) -> str:
         lines.append("  chosen     " + ", ".join(f"{k} = {v}" for k, v in fc.chosen)
                      + " (Seer's rule: the fastest that fits in memory,"
                      " else the one that needs the least; docs/seer.md)")
+        if dict(fc.chosen).get("virtual_stages") == 1 and p.pp > 1 and \
+                j.run_microbatches % p.pp:
+            lines.append(f"             virtual_stages = 1: interleaving needs the micro-batches "
+                         f"per pipeline ({j.run_microbatches:,}) to be a multiple of pp = {p.pp} "
+                         f"(Megatron-LM, W757)")
     for n in fc.notes:
         lines.append(f"  note       {n}")
     mem = fc.memory
@@ -149,8 +156,11 @@ def render(fc) -> str:
     lines.append(f"  tokens/s         {fc.tokens_per_s:12,.0f}")
     lines.append(f"  MFU              {fc.mfu * 100:12.1f} %   model FLOPs / peak")
     lines.append(f"  HFU              {fc.hfu * 100:12.1f} %   with the recomputed FLOPs")
+    cap = fc.lowering.c.gpu.memory
+    over = f"; may not fit in {cap / 1e9:.0f} GB" if cap and mem.total + mem.uncertainty > cap \
+        else ""                      # the test of `astral search`'s "may not fit"
     lines.append(f"  memory per GPU   {mem.total / 1e9:12.1f} GB  +/- {mem.uncertainty_pct:.0f} %"
-                 f" on stage {mem.stage}, the fullest")
+                 f" on stage {mem.stage}, the fullest{over}")
     if mem.offloaded:
         lines.append(f"                   {mem.offloaded / 1e9:12.1f} GB  of activations in host "
                      f"memory ({j.offload_layers} layers offloaded)")

@@ -1,0 +1,97 @@
+"""`--calibration FIT.json` on every command that forecasts a job: diff, report and diagnose
+price their forecasts with the fit as forecast does (the same figures), and a fit that cannot
+be read is the same usage error (exit 2)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl import api, diagnose, seer
+from astral_dsl.seer.calibration import FIT_FORMAT, priors
+from astral_dsl.synth import generate, write
+from clirun import astral
+
+REPO = Path(__file__).resolve().parents[1]
+SINGLE_POD = REPO / "examples" / "single_pod.astral"
+SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
+
+
+@pytest.fixture(scope="module")
+def fit(tmp_path_factory) -> Path:
+    """A fit of one's own: the priors' centres (not the shipped constants), no bands."""
+    path = tmp_path_factory.mktemp("fit") / "mine.json"
+    path.write_text(json.dumps({"format": FIT_FORMAT, "generated_by": "astral calibrate",
+                                "fitted_on": ["mine"], "constants": priors().values(),
+                                "bands": {}}), encoding="utf-8")
+    return path
+
+
+def _time(design, fit=None) -> float:
+    return seer.forecast(design, calibration=None if fit is None else str(fit)).iteration_time
+
+
+def test_diff_forecasts_with_the_fit(fit, tmp_path):
+    other = tmp_path / "full.astral"          # the same job recomputing every layer
+    other.write_text(SINGLE_POD.read_text(encoding="utf-8").replace(
+        "recompute = selective", "recompute = full"), encoding="utf-8")
+    designs = [astral_dsl.load(str(p)) for p in (SINGLE_POD, other)]
+    mine = [round(_time(d, fit), 6) for d in designs]
+    shipped = [round(_time(d), 6) for d in designs]
+    assert mine[0] != pytest.approx(shipped[0], rel=1e-3)     # the fit changes the forecast
+    for extra, expected in (([], shipped), (["--calibration", str(fit)], mine)):
+        proc = astral("diff", str(SINGLE_POD), str(other), "--format", "json", *extra)
+        assert proc.returncode == 0, proc.stderr
+        (change,) = [c for c in json.loads(proc.stdout)["changes"]["jobs"]
+                     if c["key"] == "llama70b.iteration_time_s"]
+        assert [change["before"], change["after"]] == expected
+    # from Python too (the CLI is never less accurate than the API, nor the API than the CLI)
+    result = api.diff(str(SINGLE_POD), str(other), calibration=fit)
+    (change,) = [c for c in result.changes if c.key == "llama70b.iteration_time_s"]
+    assert [change.before, change.after] == mine
+
+
+def test_report_forecasts_with_the_fit(fit, tmp_path):
+    design = astral_dsl.load(str(SINGLE_POD))
+    out = tmp_path / "r.html"
+    proc = astral("report", str(SINGLE_POD), "-o", str(out), "--job", "llama70b",
+                  "--calibration", str(fit))
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text(encoding="utf-8")
+    assert f"{_time(design, fit):.3f} s" in page
+    assert f"{_time(design):.3f} s" not in page
+
+
+def test_diagnose_forecasts_with_the_fit(fit, tmp_path):
+    design = astral_dsl.load(str(SMALL))
+    fc, rm = seer.forecast(design), diagnose.rank_map(design)
+    write.write_log(generate(fc, rm, [], seed=4), str(tmp_path / "log.csv"))
+    times = {}
+    for name, extra in (("shipped", []), ("mine", ["--calibration", str(fit)])):
+        proc = astral("diagnose", str(SMALL), "--observed", str(tmp_path / "log.csv"),
+                      "--format", "json", *extra)
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        times[name] = json.loads(proc.stdout)["forecast_iteration_s"]
+    assert times == {"shipped": pytest.approx(_time(design)),
+                     "mine": pytest.approx(_time(design, fit))}
+    assert times["shipped"] != pytest.approx(times["mine"], rel=1e-3)
+
+
+@pytest.mark.parametrize("command", [
+    ("diff", str(SINGLE_POD), str(SINGLE_POD)),
+    ("report", str(SINGLE_POD), "-o", "never-written.html"),
+    ("diagnose", str(SMALL), "--observed", str(SMALL)),
+])
+def test_a_fit_that_cannot_be_read_is_a_usage_error(command, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": 1}', encoding="utf-8")
+    missing = tmp_path / "none.json"
+    for path in (bad, missing):
+        proc = astral(*command, "--calibration", str(path), cwd=tmp_path)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert re.search(rf"--calibration: {re.escape(str(path))}", proc.stderr), proc.stderr
+        assert "Traceback" not in proc.stderr and "E000" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "never-written.html").exists()
