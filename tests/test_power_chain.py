@@ -140,11 +140,12 @@ def test_every_component_of_the_pue_by_hand():
     chillers = water / 5 * 2760 / 8760
     reject = 0.02 * (water + chillers)
     reject_peak = 0.02 * (water + water / 5)
-    # 2 transformers of 500 kVA share the site's load L: 2 x (1 kW + 4 kW x (L / 1 MW)^2)
+    # 2 transformers of 500 kVA share the site's load L, in apparent power L / 0.95 (the power
+    # factor the mechanical feeder declares, the only one): 2 x (1 kW + 4 kW x (L / 0.95 / 1 MVA)^2)
     site = it + losses + cdus + pumps + fans + fpumps + chillers + reject + aux
-    trafo = 2 * (1000 + 4000 * (site / 1e6) ** 2)
+    trafo = 2 * (1000 + 4000 * (site / 0.95 / 1e6) ** 2)
     site_peak = it + losses + cdus + pumps + fans + fpumps + water / 5 + reject_peak + aux
-    trafo_peak = 2 * (1000 + 4000 * (site_peak / 1e6) ** 2)
+    trafo_peak = 2 * (1000 + 4000 * (site_peak / 0.95 / 1e6) ** 2)
     expected = {"it_w": it, "losses_w": losses, "cdus_w": cdus, "pumps_w": pumps,
                 "facility_pumps_w": fpumps, "fans_w": fans, "chillers_w": chillers,
                 "rejection_w": reject, "auxiliary_w": aux, "transformers_w": trafo}
@@ -167,13 +168,13 @@ def test_transformers_short_of_the_peak_with_one_side_lost_are_e634():
     text = CHAIN.replace("@END@", "1.63 V").replace("capacity = 500 kVA", "capacity = 300 kVA")
     checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
     (e,) = [d for d in checked.diagnostics if d.code == "E634"]
-    assert "their 1 unit(s) left in service (two_n) hold 300 kW" in e.message
-    assert e.hint == "4 transformers of 300 kW are needed (two_n: half on each side)"
+    assert "their 1 unit(s) left in service (two_n) hold 300 kVA" in e.message
+    assert e.hint == "4 transformers of 300 kVA are needed (two_n: half on each side)"
 
 
 @pytest.mark.parametrize("count, rating, left, held", [
-    (1, "600 kVA", 0, "0 W"),        # one unit has no other side: nothing is left
-    (3, "300 kVA", 1, "300 kW"),     # sides of 2 and 1: losing the 2 leaves 1 x 300 < ~420 kW
+    (1, "600 kVA", 0, "0 VA"),        # one unit has no other side: nothing is left
+    (3, "300 kVA", 1, "300 kVA"),     # sides of 2 and 1: losing the 2 leaves 1 x 300 < ~420 kW
 ])
 def test_a_single_or_odd_count_under_2n_leaves_its_smaller_side_e634(count, rating, left, held):
     text = CHAIN.replace("@END@", "1.63 V").replace(
@@ -188,6 +189,47 @@ def test_units_left_after_the_failure_each_scheme_covers():
     assert [units_left(n, "two_n") for n in (1, 2, 3, 4, 5)] == [0, 1, 1, 2, 2]
     assert [units_left(n, "n_plus_1") for n in (1, 2, 3)] == [0, 1, 2]
     assert [units_left(n, "n") for n in (1, 2)] == [1, 2]
+
+
+def _transformer(text):
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
+    (tr,) = checked.engineering.cooling.facility.transformers
+    return checked, tr
+
+
+def test_a_transformer_rating_holds_apparent_power_kw_over_the_power_factor():
+    # the site's peak load is 401,146.65 W (test_every_component_of_the_pue_by_hand); the only
+    # feeder declaring a power factor, `mech`, declares 95 %: the transformers carry
+    # 401,146.65 / 0.95 = 422,259.6 VA. Units of 410 kVA hold the kW (401.1 < 410) but not the
+    # kVA: 2N leaves 1 unit of 410 kVA < 422.26 kVA, E634; 422.26 / 410 -> 2 per side, 4 in all
+    text = CHAIN.replace("@END@", "1.63 V").replace("capacity = 500 kVA", "capacity = 410 kVA")
+    checked, tr = _transformer(text)
+    assert tr.peak_load_w == pytest.approx(401_146.65, abs=0.01)
+    assert (tr.power_factor, tr.power_factor_from) == (pytest.approx(0.95), "feeders")
+    assert not [d for d in checked.diagnostics if d.code == "W631"]
+    (e,) = [d for d in checked.diagnostics if d.code == "E634"]
+    assert e.message == ("transformers `S.mv` carry 422.26 kVA (401.147 kW at power factor 0.95, "
+                         "the feeders' lowest) at the peak, but their 1 unit(s) left in service "
+                         "(two_n) hold 410 kVA")
+    assert e.hint == "4 transformers of 410 kVA are needed (two_n: half on each side)"
+    # load losses on the apparent power: x = 422,259.6 / (2 x 410 kVA) = 0.514951, each unit
+    # 1 kW + 4 kW x 0.514951^2 = 2,060.70 W, the two 4,121.39 W (4,121.39 at PF 1 would be
+    # 3,914.56: x = 401,146.65 / 820,000 = 0.489203)
+    assert tr.peak_loss_w == pytest.approx(4121.39, abs=0.01)
+    # no power factor anywhere: taken as 1 with W631, and the kW fit the 410 kVA
+    checked, tr = _transformer(text.replace("power_factor = 95 %, ", ""))
+    assert (tr.power_factor, tr.power_factor_from) == (1.0, "assumed")
+    (w,) = [d for d in checked.diagnostics if d.code == "W631"]
+    assert "`S.mv` declares no `power_factor` and no feeder does" in w.message
+    assert w.span is not None and w.hint
+    assert not [d for d in checked.diagnostics if d.code == "E634"]
+    assert tr.peak_loss_w == pytest.approx(3914.56, abs=0.01)
+    # the transformer's own power factor wins over the feeders' (e.g. corrected at its bus):
+    # 401,146.65 / 0.99 = 405,198.6 VA within 410 kVA
+    checked, tr = _transformer(text.replace("load_loss = 4 kW\n",
+                                            "load_loss = 4 kW, power_factor = 99 %\n"))
+    assert (tr.power_factor, tr.power_factor_from) == (pytest.approx(0.99), "declared")
+    assert not [d for d in checked.diagnostics if d.code in ("W631", "E634")]
 
 
 def test_without_a_transformer_the_sourced_default_with_w630():
@@ -290,3 +332,17 @@ def test_without_a_feeder_efficiency_the_battery_is_engineering_md_s_example():
     assert f.battery_current_a == pytest.approx(1e6 / (0.95 * 420))          # 2,506.3 A
     assert f.battery_required_ah == pytest.approx(287.18, abs=0.01)
     assert not [d for d in checked.diagnostics if d.code == "E623"]
+
+
+def test_the_stdlib_transformer_losses_are_kw_its_rating_kva():
+    # Transformer(rating = 100 kVA): the DOE's 99.53 % at 50 % load is at unity power factor,
+    # so the loss at half load is 0.5 x 100 kW x (1 / 0.9953 - 1) = 236.11 W = 2 P0 = Pk / 2:
+    # P0 = 118.05 W, Pk = 472.22 W, real power (an export or a diff had written them in kVA)
+    ws = astral_dsl.compiles(
+        "import stdlib.power { Transformer }\n"
+        "site S { transformer mv = Transformer(rating = 100 kVA) }\n", name="t.astral")
+    (mv,) = [i for i in ws.design.instances if i.kind == "transformer"]
+    assert (str(mv.field("capacity").unit), str(mv.field("load_loss").unit),
+            str(mv.field("no_load_loss").unit)) == ("kVA", "kW", "kW")
+    assert mv.field("load_loss").si == pytest.approx(472.22, abs=0.01)
+    assert mv.field("no_load_loss").si == pytest.approx(118.05, abs=0.01)

@@ -156,12 +156,13 @@ def hand():
     peak_mech = [base + fans_peak + sum(c[2] + c[3] for c in h) for h in hours]
     hot = max(range(n), key=lambda i: (peak_mech[i], -i))
     # 720 transformers of 2,500 kVA: P0 = 0.5 x 2,500 x (1 / 0.9953 - 1) / 2, Pk = 4 P0, each at
-    # x = L / (720 x 2,500 kW) of the site's load L hour by hour
+    # x = (L / 0.95) / (720 x 2,500 kVA) of the site's load L hour by hour, in apparent power at
+    # the feeders' power factor (all declare 95 %)
     p0 = 0.5 * 2500 * (1 / 0.9953 - 1) / 2
     pk = 4 * p0
 
     def trafo(load_kw):
-        return 720 * (p0 + pk * (load_kw / (720 * 2500)) ** 2)
+        return 720 * (p0 + pk * (load_kw / 0.95 / (720 * 2500)) ** 2)
 
     it_in = IT_AVG_KW + losses
     trafo_avg = sum(trafo(it_in + base + fans + sum(c[0] + c[1] for c in h)) for h in hours) / n

@@ -265,18 +265,21 @@ def test_reference_power_view():
     assert all("1,152 feeders" in pic.text(g) for g in supplies)
     assert pic.with_text(r"^16 x rack GpuRack \|.*40.8 kW peak each", cls="compute")
     # the 720 2N transformers of 2,500 kVA (stdlib.power.Transformer: P0 = 2,951 W and
-    # Pk = 11,806 W each) carry the site's load at the peak hour, L: P0 + Pk (L / 720 / rating)^2
-    # each
+    # Pk = 11,806 W each) carry the site's load at the peak hour, L, in apparent power at the
+    # feeders' 95 % power factor: P0 + Pk (L / 0.95 / 720 / rating)^2 each
     (stage,) = cv.ctx.eng.cooling.facility.transformers
     site = stage.peak_load_w
     assert site == pytest.approx(cv.ctx.eng.cooling.peak.total_w
                                  - cv.ctx.eng.cooling.peak.transformers_w)
     p0 = 2.5e6 * 0.5 * (1 / 0.9953 - 1) / 2
-    peak_loss = 720 * (p0 + 4 * p0 * (site / 720 / 2.5e6) ** 2)
+    peak_loss = 720 * (p0 + 4 * p0 * (site / 0.95 / 720 / 2.5e6) ** 2)
     assert stage.peak_loss_w == pytest.approx(peak_loss)
     tx = pic.with_text(r"^transformers mv")
     assert tx and "720 x 2.5 MVA · two_n" in pic.text(tx[0])
     assert f"carries {site / 1e6:.0f} MW at the peak hour" in pic.text(tx[0])
+    # 846.95 MW / 0.95 = 891.53 MVA, within one side's 360 x 2.5 = 900 MVA
+    assert site / 0.95 == pytest.approx(891.53e6, abs=0.01e6)
+    assert "| 891.5 MVA at power factor 0.95 |" in pic.text(tx[0])
     assert f"{peak_loss / 1e6:.2f} MW at the peak" in pic.text(tx[0])
     # transformers -> each side's supply, supply -> rectifier / feeder, rectifier -> bus,
     # battery -> bus, feeders -> racks (or the network switches, or the facility's consumers),

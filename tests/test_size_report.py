@@ -106,9 +106,10 @@ def test_readable_units_per_magnitude_and_per_column():
 
 def test_the_headline_is_in_mw(reference):
     text = render_report(reference.design, reference.engineering, width=132)
-    # IT 708,608 kW peak, 541,491.2 kW average; facility 606,486.2 kW average, 850,960.0 kW
-    # at the peak hour (tests/test_reference_facility.py adds them up by hand): PUE 1.12003
-    assert "IT 708.61 MW peak, 541.49 MW average; facility 606.49 MW average, 850.96 MW peak; " \
+    # IT 708,608 kW peak, 541,491.2 kW average; facility 606,588.2 kW average, 851,163.3 kW
+    # at the peak hour (tests/test_reference_facility.py adds them up by hand, the transformers'
+    # load losses on the kVA at the feeders' 95 % power factor): PUE 606,588.2 / 541,491.2 = 1.12022
+    assert "IT 708.61 MW peak, 541.49 MW average; facility 606.59 MW average, 851.16 MW peak; " \
            "PUE 1.12" in text
     assert " 40.8 kW " in text and " 668.47 MW " in text
 
@@ -349,3 +350,21 @@ def test_cell_widths_count_terminal_cells():
     assert cell_width("rack-12") == 7
     assert cell_width("机架") == 4 and cell_width("ＡＢ") == 4
     assert cell_width("e\u0301") == 1 and cell_width("\u200b") == 0
+
+
+def test_the_transformer_table_gives_ratings_and_load_in_kva_and_losses_in_kw():
+    # the tutorial: 52.619 kW at the peak hour through one 100 kVA unit, at the feeders' 95 %
+    # power factor: 52.619 / 0.95 = 55.388 kVA. Losses (stdlib, P0 = 118.05 W, Pk = 472.22 W):
+    # at the peak x = 55.388 / 100, 118.05 + 472.22 x 0.55388^2 = 262.92 W, real power
+    proc = _cli(["size", "examples/tutorial_rack.astral", "--format", "json"])
+    assert proc.returncode == 0, proc.stderr
+    (tr,) = json.loads(proc.stdout)["summary"]["facility"]["transformers"]
+    assert (tr["capacity_kva"], tr["power_factor"], tr["power_factor_from"]) == \
+        (100.0, 0.95, "feeders")
+    assert (tr["peak_load_kw"], tr["peak_load_kva"]) == (52.619, 55.388)
+    assert tr["losses_kw_peak"] == pytest.approx(0.263, abs=0.001)
+    assert "capacity_kw" not in tr
+    text = _cli(["size", "examples/tutorial_rack.astral"], columns=132).stdout
+    row = next(line for line in text.splitlines() if line.startswith(" Tutorial.mv "))
+    assert row.split() == ["Tutorial.mv", "1", "100", "kVA", "n", "0.95", "(feeders'", "lowest)",
+                           "55.4", "kVA", "187.9", "W", "262.9", "W"]

@@ -5,7 +5,9 @@ rejection, lighting and auxiliaries).
 
 Transformers: each `transformer` declaration is a stage that carries the whole site load (stages
 in series: HV/MV, then MV/LV), shared by its `count` units (and by its replicas, when it is
-declared in a replicated part). A unit loses P0 + x^2 Pk at a load x of its rating
+declared in a replicated part). Its rating is apparent power (kVA): the load it carries is
+kW / power factor (its own `power_factor`, else the lowest the feeders declare, else 1 with
+W631). A unit loses P0 + x^2 Pk at a load x of its rating in apparent power
 (formulas.transformer_losses); with `redundancy` the units left after a failure (one fewer for
 N+1; for 2N one side, the smaller half of the units: a single unit has no other side) must carry
 the peak (E634). A design that declares feeders and no transformer has
@@ -30,7 +32,7 @@ from astral_dsl.analyses.feeders import FeederResult, one_feeder
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Symbol
-from astral_dsl.units import Quantity, readable
+from astral_dsl.units import Quantity, format_number, readable
 
 DEFAULT_EFFICIENCY = 0.9953
 
@@ -45,24 +47,27 @@ class TransformerResult:
     redundancy: str
     no_load_w: float
     load_loss_w: float
-    peak_load_w: float = 0.0      # what each replica carries at the peak hour
+    power_factor: float = 1.0     # of the load it carries: kVA = kW / power factor
+    power_factor_from: str = "assumed"   # "declared", "feeders" (their lowest) or "assumed" (1)
+    peak_load_w: float = 0.0      # what each replica carries at the peak hour (kW)
     average_loss_w: float = 0.0   # all replicas
     peak_loss_w: float = 0.0
     inst: Optional[Instance] = attrs.field(default=None, eq=False, repr=False)
 
     def losses(self, site_load_w: float) -> float:
         """All its replicas' losses at a site load."""
-        per = site_load_w / self.replicas
+        per = site_load_w / self.replicas / self.power_factor      # apparent power, VA
         return self.replicas * formulas.transformer_losses(per, self.count, self.capacity_w,
                                                            self.no_load_w, self.load_loss_w)
 
     def mean_losses(self, mean_square_w2: float) -> float:
         """The average of its losses over hours of site load L, from the mean of L^2:
-        units x P0 + Pk x mean(L^2) / (units x rating^2), units = replicas x count (the
-        quadratic part of formulas.transformer_losses, summed over the hours)."""
+        units x P0 + Pk x mean(L^2) / (units x (rating x power factor)^2), units = replicas x
+        count (the quadratic part of formulas.transformer_losses on the apparent power L / PF,
+        summed over the hours)."""
         units = self.replicas * self.count
         return units * self.no_load_w + self.load_loss_w * mean_square_w2 / (
-            units * self.capacity_w ** 2)
+            units * (self.capacity_w * self.power_factor) ** 2)
 
 
 def _si(v) -> Optional[float]:
@@ -70,6 +75,11 @@ def _si(v) -> Optional[float]:
 
 
 def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
+    """The declared transformer stages. The power factor of the load a stage carries is its
+    own `power_factor`, else the lowest the site's feeders declare (every feeder's load passes
+    through it, and the kVA of a mix of loads is at most its kW over the lowest of their power
+    factors), else 1 with W631."""
+    feeder_pf = lowest_feeder_power_factor(mult)
     out = []
     for replicas, inst in mult.values():
         if inst.kind != "transformer":
@@ -85,11 +95,27 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
                                     f"and the PUE", inst.span,
                                     "declare both from the transformer's test report (IEC "
                                     "60076-1), or use `stdlib.power.Transformer`"))
+        pf = _si(inst.field("power_factor"))
+        if pf is None and feeder_pf is None:
+            diags.append(Diagnostic("W631", Severity.WARNING,
+                                    f"transformer `{inst.path}` declares no `power_factor` and "
+                                    f"no feeder does: its kVA rating is taken to hold as many "
+                                    f"kW (power factor 1), which overstates what it can carry "
+                                    f"and understates its load losses", inst.span,
+                                    "declare `power_factor` on the AC feeders (their load's), "
+                                    "or on the transformer (the load's at its terminals)"))
         scheme = inst.field("redundancy")
         out.append(TransformerResult(inst.path, replicas, int(_si(inst.field("count")) or 1), cap,
                          scheme.name if isinstance(scheme, Symbol) else "n", p0 or 0.0,
-                         pk or 0.0, inst=inst))
+                         pk or 0.0, pf or feeder_pf or 1.0,
+                         "declared" if pf else "feeders" if feeder_pf else "assumed", inst=inst))
     return out
+
+
+def lowest_feeder_power_factor(mult) -> Optional[float]:
+    """The lowest `power_factor` the feeders declare, or None when none does."""
+    pfs = [_si(i.field("power_factor")) for _, i in mult.values() if i.kind == "feeder"]
+    return min((p for p in pfs if p is not None), default=None)
 
 
 def losses(chain: List[TransformerResult], site_load_w: float, default: bool) -> float:
@@ -108,18 +134,23 @@ def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, fl
     out = []
     for s in chain:
         per = peak_w / s.replicas
+        apparent = per / s.power_factor
         left = units_left(s.count, s.redundancy)
-        if left * s.capacity_w < per * (1 - 1e-9):
-            needed = math.ceil(per / s.capacity_w - 1e-9)
+        if left * s.capacity_w < apparent * (1 - 1e-9):
+            needed = math.ceil(apparent / s.capacity_w - 1e-9)
             total = needed + (1 if s.redundancy == "n_plus_1" else
                               needed if s.redundancy == "two_n" else 0)
-            said, rating = readable.powers_apart(per, left * s.capacity_w)
+            said, rating = map(readable.apparent,
+                               readable.powers_apart(apparent, left * s.capacity_w))
+            whose = ", the feeders' lowest" if s.power_factor_from == "feeders" else ""
+            of = f" ({readable.power(per, 3)} at power factor " \
+                f"{format_number(s.power_factor)}{whose})" if s.power_factor < 1 else ""
             diags.append(Diagnostic(
                 "E634", Severity.ERROR,
-                f"transformers `{s.inst.path}` carry {said} at the peak, but their "
+                f"transformers `{s.inst.path}` carry {said}{of} at the peak, but their "
                 f"{left} unit(s) left in service ({s.redundancy}) hold {rating}",
                 _where(s.inst, "count"), f"{total} transformers of "
-                f"{readable.power(s.capacity_w)} are needed ({s.redundancy}"
+                f"{readable.apparent(readable.power(s.capacity_w))} are needed ({s.redundancy}"
                 f"{': half on each side' if s.redundancy == 'two_n' else ''})"))
         out.append(attrs.evolve(s, peak_load_w=per, average_loss_w=average_w.get(id(s), 0.0),
                                 peak_loss_w=s.losses(peak_w)))

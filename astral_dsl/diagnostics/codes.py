@@ -130,6 +130,7 @@ CODES: dict[str, str] = {
     "W628": "network power on no feeder",
     "W629": "facility consumers on no feeder",
     "W630": "transformer losses not declared",
+    "W631": "transformer load power factor not declared",
     "E640": "cooling loop capacity exceeded",
     "E641": "cooling capacity exceeded with one CDU failed",
     "E642": "supply temperature above what the hardware accepts",

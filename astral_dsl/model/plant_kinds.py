@@ -85,7 +85,9 @@ def plant_kinds() -> Tuple[KindSpec, ...]:
             count=q("count", "how many such transformers", low=1, limit=1e6),
             redundancy=enum(*REDUNDANCY),
             no_load_loss=q("power", "no-load (core) loss of one transformer"),
-            load_loss=q("power", "load (winding) loss of one transformer at its rating"))),
+            load_loss=q("power", "load (winding) loss of one transformer at its rating"),
+            power_factor=q("ratio", "power factor of the load it carries: its rating (kVA) "
+                                    "holds kW / power factor", high=1, sign=POSITIVE))),
         make_kind("cooling", "the cooling system", {},
                   nested=("loop", "cdu", "air", "facility", "chiller"), open_members=True),
         make_kind("fluid", "a coolant", dict(

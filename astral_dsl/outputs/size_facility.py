@@ -119,15 +119,21 @@ def _circuits(f) -> List[Table]:
 
 
 def _transformers(f) -> Table:
-    t = Table("Transformers at the utility point (each stage carries the whole site)",
+    t = Table("Transformers at the utility point (each stage carries the whole site; kVA = kW "
+              "/ power factor)",
               [Field("transformers", True), Field("x"), Field("rating"),
-               Field("redundancy", True), Field("peak load"), Field("losses avg"),
-               Field("losses peak")])
+               Field("redundancy", True), Field("power factor", True), Field("peak load"),
+               Field("losses avg"), Field("losses peak")])
     for tr in f.transformers:
-        t.add(tr.path, f"{tr.replicas * tr.count:,}", readable.power(tr.capacity_w),
-              tr.redundancy, readable.power(tr.peak_load_w * tr.replicas),
+        t.add(tr.path, f"{tr.replicas * tr.count:,}", readable.apparent(
+            readable.power(tr.capacity_w)), tr.redundancy,
+              f"{format_number(round(tr.power_factor, 4))} ({_PF_FROM[tr.power_factor_from]})",
+              readable.apparent(readable.power(tr.peak_load_w * tr.replicas / tr.power_factor)),
               readable.power(tr.average_loss_w), readable.power(tr.peak_loss_w))
     return t
+
+
+_PF_FROM = {"declared": "declared", "feeders": "feeders' lowest", "assumed": "W631"}
 
 
 def facility_json(eng: Engineering) -> Dict[str, Any]:
@@ -181,7 +187,9 @@ def circuit_json(cy) -> Dict[str, Any]:
 
 def transformer_json(t) -> Dict[str, Any]:
     return {"path": t.path, "replicas": t.replicas, "count": t.count,
-            "capacity_kw": _kw(t.capacity_w), "redundancy": t.redundancy,
+            "capacity_kva": _kw(t.capacity_w), "redundancy": t.redundancy,
+            "power_factor": _r(t.power_factor, 6), "power_factor_from": t.power_factor_from,
             "no_load_loss_kw": _kw(t.no_load_w), "load_loss_kw": _kw(t.load_loss_w),
             "peak_load_kw": _kw(t.peak_load_w * t.replicas),
+            "peak_load_kva": _kw(t.peak_load_w * t.replicas / t.power_factor),
             "losses_kw_average": _kw(t.average_loss_w), "losses_kw_peak": _kw(t.peak_loss_w)}

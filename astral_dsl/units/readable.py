@@ -59,6 +59,12 @@ def power(watts: float, digits: int = 1) -> str:
     return _scaled(watts, ((1e3, "kW"), (1.0, "W")), digits)
 
 
+def apparent(said: str) -> str:
+    """A power written by `power`, `powers_apart` or `power_compact` as an apparent power:
+    `55.4 kW` -> `55.4 kVA` (a transformer's rating and the kVA it carries)."""
+    return said[:-1] + "VA" if said.endswith("W") else said
+
+
 def _trim(text: str) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 

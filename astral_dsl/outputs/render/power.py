@@ -11,6 +11,7 @@ from astral_dsl.model.values import Group, Symbol
 from astral_dsl.outputs.feeder_load import battery_installed_ah, loading, through_w
 from astral_dsl.outputs.render.style import Canvas, Line, amps, n, percent, watts
 from astral_dsl.outputs.render.tree import Tree, counted, power_line, summary
+from astral_dsl.units.readable import apparent
 
 
 def _sym(v) -> Optional[str]:
@@ -285,9 +286,10 @@ def _transformers(canvas: Canvas, stages, supplies: List[str]) -> None:
         template = s.inst.template if s.inst is not None else ""
         gid = canvas.node(f"transformer_{i}", [
             f"transformers {name}" + (f" · {template}" if template not in ("", name) else ""),
-            Line(f"{n(units)} x {watts(s.capacity_w).replace('W', 'VA')} · {s.redundancy}",
-                 small=True),
+            Line(f"{n(units)} x {apparent(watts(s.capacity_w))} · {s.redundancy}", small=True),
             Line(f"carries {watts(s.peak_load_w * s.replicas)} at the peak hour", bold=True),
+            Line(f"{apparent(watts(s.peak_load_w * s.replicas / s.power_factor))} at power "
+                 f"factor {s.power_factor:.3g}", small=True),
             Line(f"losses {watts(s.average_loss_w)} average, {watts(s.peak_loss_w)} at the "
                  f"peak", small=True)],
             theme="power", parts=[s.inst] if s.inst is not None else (),
