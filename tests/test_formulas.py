@@ -196,6 +196,16 @@ def test_dc_voltage_drop_scaling():
         f.dc_voltage_drop(100.0, 10.0, 0.0, 20.0)
 
 
+def test_ac1_voltage_drop():
+    # single-phase, over the loop: 2 * I * L * (R cos phi + X sin phi); 32 A over 50 m of 6 mm^2
+    # copper at 70 degC: R = 0.017241e-6 * (1 + 0.00393 * 50) / 6e-6 = 3.43814e-3 ohm/m;
+    # 2 * 32 * 50 * 3.43814e-3 = 11.0021 V at PF 1
+    r = 0.017241e-6 * (1 + 0.00393 * 50) / 6e-6
+    assert f.ac1_voltage_drop(32.0, 50.0, r, 0.08e-3, 1.0) == pytest.approx(11.00206, rel=1e-5)
+    # PF 0.8: 2 * 200 * 100 * (1e-4 * 0.8 + 8e-5 * 0.6) = 5.12 V (sqrt(3)/2 of it three-phase)
+    assert f.ac1_voltage_drop(200.0, 100.0, 1e-4, 8e-5, 0.8) == pytest.approx(5.12, rel=1e-9)
+
+
 def test_ac3_voltage_drop():
     # hand: 200 A, 100 m, R 0.1 mohm/m... use R = 1e-4 ohm/m, X = 8e-5 ohm/m, PF 0.8 (sin 0.6):
     # sqrt(3) x 200 x 100 x (1e-4 x 0.8 + 8e-5 x 0.6) = 34641.016 x 1.28e-4 = 4.434050 V

@@ -70,3 +70,28 @@ def test_reactance_is_not_asked_for_at_unity_power_factor():
                                                                           "power_factor = 100 %")
     eng = analyse(astral_dsl.loads(text, name="ac.astral"))
     assert not [x for x in eng.diagnostics if "reactance" in x.message]
+
+
+def test_a_single_phase_drop_is_out_and_back():
+    """A single-phase feeder's drop is over the loop, b = 2 (IEC 60364-5-52 Annex G), on its
+    phase voltage; it had been priced as three-phase's sqrt(3)."""
+    one = DESIGN.replace("voltage = 400 V, phases = 3", "voltage = 230 V, phases = 1")
+    d = astral_dsl.loads(one.replace("capacity = 200 kW", "capacity = 120 kW"), name="ac1.astral")
+    assert d.valid, d.diagnostics
+    f = analyse(d).power.feeders[0]
+    # I = 100 kW / (230 V * 0.9) = 483.09 A
+    current = 100e3 / (230 * 0.9)
+    assert f.current_a == pytest.approx(current)
+    r = 0.01724e-6 * (1 + 0.00393 * 50) / 95e-6
+    drop = 2 * current * 60 * (r * 0.9 + 0.08e-3 * math.sin(math.acos(0.9)))     # 20.2 V
+    assert f.voltage_drop_v == pytest.approx(drop)
+    assert f.drop_ratio == pytest.approx(drop / 230)
+
+
+def test_an_undeclared_power_factor_is_taken_at_1_with_w621():
+    d = astral_dsl.loads(DESIGN.replace("power_factor = 90 %, ", ""), name="ac.astral")
+    assert d.valid, d.diagnostics
+    eng = analyse(d)
+    assert eng.power.feeders[0].current_a == pytest.approx(100e3 / (math.sqrt(3) * 400))
+    (w,) = [x for x in eng.diagnostics if x.code == "W621" and "power_factor" in x.message]
+    assert "taken at 1" in w.message and w.span.start.line == 6

@@ -36,10 +36,13 @@ def current(kind: str, power_w: float, voltage: float, f: Instance) -> float:
     if kind == "dc":
         return formulas.dc_current(power_w, voltage)
     pf = _si(f.field("power_factor")) or 1.0
-    phases = int(_si(f.field("phases")) or 3)
-    if phases == 3:
+    if _phases(f) == 3:
         return formulas.ac3_current(power_w, voltage, pf)
     return power_w / (voltage * pf)
+
+
+def _phases(f: Instance) -> int:
+    return int(_si(f.field("phases")) or 3)
 
 
 def _material(f: Instance, table: Optional[Instance], diags) -> Tuple[float, float]:
@@ -76,6 +79,12 @@ def _reactance(f: Instance, pf: float, diags) -> float:
 def conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool):
     """(current per conductor set, ampacity, drop in V, drop over `voltage`): `voltage` is the
     one the current was computed at, so the drop is a share of the same basis."""
+    if kind != "dc" and serves and _si(f.field("power_factor")) is None:
+        diags.append(_warn("W621", f"AC feeder `{f.path}` declares no `power_factor`: its current "
+                                   f"and voltage drop are taken at 1, the least current its load "
+                                   f"can draw", f.span_of("voltage"),
+                           "declare `power_factor = ...` (the load's: IT power supplies with "
+                           "power-factor correction, from their data sheets)"))
     area = _si(f.field("conductor_area"))
     if area is None:
         if serves:
@@ -132,7 +141,10 @@ def conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool)
     else:
         r = formulas.copper_resistivity(temp_c, rho20, alpha) / area
         pf = _si(f.field("power_factor")) or 1.0
-        drop = formulas.ac3_voltage_drop(per, length, r, _reactance(f, pf, diags), pf)
+        # three-phase: line to line, b = 1; single-phase: out and back, b = 2 (IEC 60364-5-52
+        # Annex G), on the voltage the current was computed at either way
+        drop = (formulas.ac3_voltage_drop if _phases(f) == 3 else formulas.ac1_voltage_drop)(
+            per, length, r, _reactance(f, pf, diags), pf)
     ratio = drop / voltage if voltage else None
     limit = _si(f.field("max_voltage_drop"))
     if limit is not None and ratio is not None and ratio > limit * (1 + 1e-9):

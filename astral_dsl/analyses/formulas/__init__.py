@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from astral_dsl.analyses.formulas._checks import SIZING_REL_TOL
 from astral_dsl.analyses.formulas.electrical import (COPPER_ALPHA_PER_K, COPPER_RHO20_OHM_M, SQRT3,
-                                                     ac3_current, ac3_voltage_drop, ampacity,
+                                                     ac1_voltage_drop, ac3_current, ac3_voltage_drop,
+                                                     ampacity,
                                                      battery_capacity_ah, battery_current,
                                                      capacity_after_failures, copper_resistivity,
                                                      dc_current, dc_voltage_drop, drop_fraction,
@@ -52,7 +53,7 @@ __all__ = [
     "dc_current", "ac3_current", "feed_available_power",
     "modules_needed", "with_redundancy", "capacity_after_failures",
     "battery_current", "battery_capacity_ah",
-    "copper_resistivity", "dc_voltage_drop", "ac3_voltage_drop", "drop_fraction", "ampacity",
+    "copper_resistivity", "dc_voltage_drop", "ac1_voltage_drop", "ac3_voltage_drop", "drop_fraction", "ampacity",
     "liquid_flow", "air_flow", "air_flow_cfm_rule_of_thumb",
     "m3s_to_l_per_min", "m3s_to_m3_per_h", "m3s_to_cfm",
     "pump_power", "pue", "facility_power", "pue_over_modes", "annual_pue",
