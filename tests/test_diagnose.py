@@ -137,13 +137,20 @@ def _write(path, rows):
 
 
 def test_slow_everywhere_is_software_not_hardware(small, tmp_path):
+    """Every GPU 60 % slower: beyond the forecast's band (its envelope, -25/+39 % for this job
+    outside the calibrated regimes), the software or the forecast, not one part. 25 % slower
+    is within the band: Seer cannot tell it from its own error, and names nothing."""
     design, fc, rm = small
-    faults = [Fault("gpu", r.gpu, 0.25, r.rank) for r in rm.ranks]
+    assert fc.envelope().band[1] < 0.6
+    faults = [Fault("gpu", r.gpu, 0.6, r.rank) for r in rm.ranks]
     design, path = _log(small, tmp_path, faults)
     result = diagnose.diagnose(design, observe.load([str(path)]))
     assert [s.kind for s in result.suspects] == ["software"]
     pct = int(re.search(r"computes (\d+)% slower", result.suspects[0].summary).group(1))
-    assert 23 <= pct <= 28          # 25 % injected, GPUs spread by about 1 %
+    assert 57 <= pct <= 63          # 60 % injected, GPUs spread by about 1 %
+    faults = [Fault("gpu", r.gpu, 0.25, r.rank) for r in rm.ranks]
+    design, path = _log(small, tmp_path, faults)
+    assert diagnose.diagnose(design, observe.load([str(path)])).suspects == ()
 
 
 def test_a_host_with_slow_gpus_is_the_host(small, tmp_path):

@@ -31,15 +31,22 @@ DEFAULT_BAND = (1 / 1.15, 1.15)
 
 def band_of(fc) -> Tuple[Tuple[float, float], str]:
     """(low, high) ratio of observed to forecast time a healthy run keeps, and where it comes
-    from: the forecast's own error band when it states one (`calibration.band`: relative
-    errors [low, high] around 0, or ratios around 1), else DEFAULT_BAND."""
-    cal = getattr(fc, "calibration", None) if fc is not None else None
-    band = cal.get("band") if isinstance(cal, dict) else getattr(cal, "band", None)
+    from: the forecast's own error band (Seer's envelope, seer/envelope.py: the true time over
+    the forecast, less 1, [low, high] around 0; or a `calibration` dict's `band`, as the JSON
+    carries it: relative errors around 0, or ratios around 1), else DEFAULT_BAND. (It had read
+    a `band` the forecast's Calibration does not have, so every diagnosis took the default.)"""
+    band = None
+    if fc is not None:
+        env = getattr(fc, "envelope", None)
+        band = getattr(env() if callable(env) else env, "band", None)
+        if band is None:
+            cal = getattr(fc, "calibration", None)
+            band = cal.get("band") if isinstance(cal, dict) else None
     try:
         low, high = (float(x) for x in band)
     except (TypeError, ValueError):
         return DEFAULT_BAND, "the default band, +-15 %"
-    if -1 < low < 0 < high:
+    if -1 < low <= 0 <= high and low < high:
         return (1 + low, 1 + high), "the forecast's calibration band"
     if 0 < low < 1 < high:
         return (low, high), "the forecast's calibration band"
