@@ -143,9 +143,11 @@ def summary(result) -> List[str]:
     if result.objective == "cost_per_token" or any("cost_per_token_usd" in r
                                                    for r in result.rows):
         years = result.life_s / (365 * 86400)
+        unpriced = any(d.code == "W800" for d in result.diagnostics)
         lines.append(f"  cost per token: the purchase cost of the GPUs used and their share of "
                      f"the priced equipment, over a {years:g}-year life"
-                     + (" [assumed; --life to change]" if result.life_default else ""))
+                     + (" [assumed; --life to change]" if result.life_default else "")
+                     + ("; what W800 names has no price and is not in it" if unpriced else ""))
     lines += _trust(result)
     if result.declared is not None:
         d = result.declared

@@ -135,8 +135,13 @@ def test_cost_per_token_ranks_across_gpu_counts_like_brute_force(small):
     for r, (score, _, _) in zip(result.rows, brute):
         assert r["cost_per_token_usd"] == pytest.approx(score, rel=1e-12)
     assert {c.gpus for _, c, _ in brute} == {8, 16}
-    # the feeders, switches and the rest have no price: W800 says so
+    # the feeders, switches and the rest have no price: W800 says so, and the summary's
+    # definition of the cost says they are not in it
     assert [d.code for d in result.diagnostics] == ["W800"]
+    from astral_dsl.outputs.search import summary
+
+    (line,) = [x for x in summary(result) if x.startswith("  cost per token:")]
+    assert line.endswith("; what W800 names has no price and is not in it")
 
 
 @pytest.mark.parametrize("job", ["dense", "moe"])
