@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import astral_dsl
 from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -283,3 +285,18 @@ def test_a_revision_is_never_an_option_of_git(repo):
     assert not os.path.exists("/tmp/astral-x")
     proc = astral("diff", "HEAD^{tree}:designs/main.astral", "designs/main.astral", cwd=repo)
     assert proc.returncode in (0, 1), proc.stderr         # any revision git names still reads
+
+
+def test_a_jobs_forecast_carries_its_band():
+    """The diff's forecast of a job says how far to trust it, as `astral forecast` does: its
+    band, and whether it is outside the calibrated envelope (a what-if that moves a job out
+    of the regimes the calibration checked shows as a change of it)."""
+    from astral_dsl import seer
+    from astral_dsl.api.sides import forecasts
+    from astral_dsl.seer.envelope import band_text
+
+    design = astral_dsl.load(str(REPO / "examples" / "single_pod.astral"))
+    env = seer.forecast(design, job="llama70b").envelope()
+    got = forecasts(design, ["llama70b"])["llama70b"]
+    assert not env.inside
+    assert got["band"] == band_text(env.band) + " (outside the calibrated envelope)"

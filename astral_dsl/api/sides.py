@@ -11,9 +11,11 @@ from astral_dsl.pipeline import Checked, front_end_errors
 
 
 def forecasts(design, names, calibration=None) -> Dict[str, Dict[str, Any]]:
-    """Each job's forecast (iteration time, tokens/s, MFU, memory), or the codes that stop it;
-    `calibration`: the fit to forecast with (default: the shipped one)."""
+    """Each job's forecast (iteration time, its band: how far to trust it, tokens/s, MFU,
+    memory), or the codes that stop it; `calibration`: the fit to forecast with (default: the
+    shipped one)."""
     from astral_dsl import seer
+    from astral_dsl.seer.envelope import band_text
 
     out: Dict[str, Dict[str, Any]] = {}
     for name in names:
@@ -23,7 +25,10 @@ def forecasts(design, names, calibration=None) -> Dict[str, Dict[str, Any]]:
             out[name] = {"forecast": "not possible: " + (", ".join(sorted(
                 {d.code for d in exc.diagnostics})) or str(exc))}
             continue
+        env = fc.envelope()
         out[name] = {"iteration_time_s": round(fc.iteration_time, 6),
+                     "band": band_text(env.band) + ("" if env.inside else " (outside the "
+                                                    "calibrated envelope)"),
                      "tokens_per_s": round(fc.tokens_per_s, 1),
                      "mfu_pct": round(fc.mfu * 100, 3),
                      "memory_gb": round(fc.memory.total / 1e9, 3)}
