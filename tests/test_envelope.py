@@ -328,3 +328,14 @@ def test_a_band_may_lie_wholly_on_one_side_of_zero(lab, tmp_path, capsys):
     assert json.loads(out)["calibration"]["band"] == [round(min(0.34, low), 4),
                                                       round(max(1.3, high), 4)]
     assert low < 0 < 1.3
+
+
+def test_a_bad_fit_file_is_named_once(tmp_path, capsys):
+    """The checks of a fit's constants name the file; the message that wraps them did too."""
+    bad = tmp_path / "fit.json"
+    bad.write_text('{"format": 2, "constants": {"gemm_eff": 5}}')
+    from astral_dsl.seer.calibration import read_calibration
+
+    with pytest.raises(ValueError) as err:
+        read_calibration(bad)
+    assert str(err.value) == f"{bad}: not a calibration fit (gemm_eff = 5 is outside [0.3, 1])"

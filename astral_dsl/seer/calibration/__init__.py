@@ -273,8 +273,9 @@ def from_document(doc, where: str) -> Calibration:
         bands = _check_bands(doc.get("bands", {}))
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{where}: not a calibration fit ({exc})") from None
-    except ValueError as exc:
-        raise ValueError(f"{where}: not a calibration fit ({exc})") from None
+    except ValueError as exc:       # the checks name the file too: once is enough
+        said = str(exc).removeprefix(f"{where}: ")
+        raise ValueError(f"{where}: not a calibration fit ({said})") from None
     return Calibration(values, sets, bands, where)
 
 
