@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import lru_cache
 
 from astral_dsl import records
 
@@ -34,6 +35,7 @@ def format_number(x: float) -> str:
     return text
 
 
+@lru_cache(maxsize=8192)         # a large design's values repeat (benchmarks/bench_scale.py)
 def _shortest(exact: float, unit: str, si: float) -> float:
     """The decimal with the fewest digits after the point that `unit` converts back to the SI
     value `si`, as a literal in that unit would be (Quantity.from_unit); `exact` itself when no
