@@ -1,5 +1,5 @@
-"""Feeder figures every output gives alike. A feeder's loading, one definition for every output (the power picture, the report's feeder
-table and scenario matrix): the power through its conductors, its share of the load divided by
+"""Feeder figures every output gives alike. A feeder's loading, one definition for every output
+(the power picture, the report's feeder table and scenario matrix): the power through its conductors, its share of the load divided by
 its own efficiency (`FeederResult.input_ratio`), over its capacity. The checks E620/E621 and its
 current (analyses/feeders.py) use the same power, so a picture that reads 93.5 % agrees with
 the report's 93.5 % and with the check that fires above 100 %. The battery capacity installed

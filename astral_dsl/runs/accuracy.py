@@ -29,6 +29,14 @@ SPREAD_FACTOR_MAX = 1e6   # the largest spread factor a log-scale constant is gi
 EXACT_ROW_FITS = 400      # leave-out refits are exact where groups x rows is at most this
 
 
+def moved_by(J, n: int):
+    """Which constants (columns of J) the first `n` rows, the runs, move at all."""
+    import numpy as np
+
+    scale = np.linalg.norm(np.asarray(J[:n], dtype=float), axis=0)
+    return scale > 1e-9 * max(1.0, float(scale.max()))
+
+
 def spread(J, r: Dict[int, float], free: Sequence[Constant]) -> Dict[str, Optional[float]]:
     """One standard error per constant from the runs alone (the priors left out): sigma_i = s
     sqrt((J^T J)^+_ii), s^2 the residual variance; None when the runs do not determine it: no
@@ -45,7 +53,7 @@ def spread(J, r: Dict[int, float], free: Sequence[Constant]) -> Dict[str, Option
     dof = max(1, n - len(free))
     s2 = float(res @ res) / dof
     scale = np.linalg.norm(jac, axis=0)
-    moved = scale > 1e-9 * max(1.0, float(scale.max()))
+    moved = moved_by(J, n)
     out: Dict[str, Optional[float]] = {c.name: None for c in free}
     if moved.any():
         sub = jac[:, moved] / scale[moved]
@@ -241,7 +249,7 @@ def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] 
     doc["sources"] = sources
     doc["leave_out"] = "exact" if exact else "one-step"
     doc["groups"] = groups
-    moved = int((abs(J[:len(rows)]).sum(axis=0) > 0).sum())     # the constants rows move
+    moved = int(moved_by(J, len(rows)).sum())
     if groups < moved:
         doc["warnings"] = [f"{groups} configurations for the {moved} constants they move: the "
                            "runs cannot fix every constant, whose priors hold them (`not "

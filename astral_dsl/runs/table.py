@@ -146,7 +146,8 @@ def _unclosed(text: str, file: str, start: int, end: int) -> Diagnostic:
     """E766 for a row whose record runs from line `start` to `end`: a quote opened on its
     first line and not closed there took the lines after it into one cell (Python's csv reads
     such a cell to the next quote, however far)."""
-    first = text.splitlines()[start - 1] if start <= len(text.splitlines()) else ""
+    lines = text.splitlines()
+    first = lines[start - 1] if start <= len(lines) else ""
     opened, column = False, 1
     for k, ch in enumerate(first):
         if ch == '"':
