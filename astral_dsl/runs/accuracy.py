@@ -20,7 +20,7 @@ import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from astral_dsl.runs import score
-from astral_dsl.runs.fit import FitRow, Problem, _collector_paused, _x, fit, robust, rows_of
+from astral_dsl.runs.fit import FitRow, Problem, collector_paused, fit, robust, rows_of
 from astral_dsl.runs.table import RunsTable
 from astral_dsl.seer.calibration import CONSTANTS, FIT_FORMAT, Calibration, Constant
 from astral_dsl.seer.regime import regime_key
@@ -81,13 +81,12 @@ def leave_out(prob: Problem, cal: Calibration, J, r: Dict[int, float], keys) -> 
     n = len(prob.rows)
     x = np.array(prob.x(cal))
     pri = np.array(prob.priors(list(x)))
-    lo = np.array([_x(c, c.bounds[0]) for c in prob.free])
-    hi = np.array([_x(c, c.bounds[1]) for c in prob.free])
+    lo, hi = prob.bounds()
     res, w = robust([r[i] for i in range(n)])
     Jr, Jp = J[:n] * w[:, None], J[n:]
     out: Dict[int, float] = {}
     groups = grouped(keys)
-    with _collector_paused():
+    with collector_paused():
         for key in sorted(groups, key=str):
             idx = groups[key]
             keep = np.ones(n, dtype=bool)

@@ -117,6 +117,13 @@ class Problem:
     def x(self, cal: Calibration) -> List[float]:
         return [_x(c, getattr(cal, c.name)) for c in self.free]
 
+    def bounds(self):
+        """(lowest, highest) of the free constants, as arrays in the fit's variables."""
+        import numpy as np
+
+        return (np.array([_x(c, c.bounds[0]) for c in self.free]),
+                np.array([_x(c, c.bounds[1]) for c in self.free]))
+
     def residual(self, i: int, cal: Calibration) -> float:
         from astral_dsl.seer.forecast import iteration
 
@@ -235,8 +242,7 @@ def _solve(prob: Problem, x0, max_iter: int, refresh: int):
     import numpy as np
 
     n = len(prob.rows)
-    lo = np.array([_x(c, c.bounds[0]) for c in prob.free])
-    hi = np.array([_x(c, c.bounds[1]) for c in prob.free])
+    lo, hi = prob.bounds()
     x = np.clip(np.array(x0, dtype=float), lo, hi)
 
     def evaluate(x):
@@ -281,7 +287,7 @@ def _solve(prob: Problem, x0, max_iter: int, refresh: int):
 
 
 @contextmanager
-def _collector_paused():
+def collector_paused():
     """Python's cycle collector paused (as it was after): a fit's forecasts allocate millions
     of short-lived operators, blocks and transfers that reference counting frees (they form no
     cycles), and the collector's passes over them took a sixth of a fit's time."""
@@ -299,7 +305,7 @@ def fit(rows: List[FitRow], free: Sequence[Constant] = CONSTANTS,
     """(the fitted Calibration, the Problem, the Jacobian of the rows at the fit, the rows'
     log errors there)."""
     base = base or priors()
-    with _collector_paused():
+    with collector_paused():
         prob = Problem(rows, free, base)
         x0 = prob.x(base)
         prob.find_depends()
