@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from astral_dsl import records
+from astral_dsl import jsonin, records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 
 DEFAULT_COLUMNS = {"name": "name", "serial": "serial", "asset_tag": "asset_tag", "path": None}
@@ -55,7 +54,7 @@ def rows_of(data: bytes, file: str) -> Tuple[List[Row], Optional[str], bool]:
         return [], "it is not UTF-8 text", True
     if file.lower().endswith(".json") or text.lstrip().startswith(("[", "{")):
         try:
-            doc = json.loads(text)
+            doc = jsonin.loads(text)
         except ValueError as exc:
             return [], f"it is not JSON ({exc})", False
         items = doc.get("results") if isinstance(doc, dict) else doc
