@@ -48,3 +48,37 @@ def test_a_deeply_nested_inventory_is_e230(tmp_path):
     assert proc.returncode == 1
     assert "error[E230]: the inventory `fleet.json` cannot be read: it is not JSON (arrays or " \
            "objects nested too deeply to read" in proc.stdout, proc.stdout
+
+
+# ---- a NetBox inventory's nesting ------------------------------------------------------------
+def test_a_json_inventorys_column_names_are_bounded():
+    """Every leaf's column name is its chain of keys: unbounded, 500 levels each holding a leaf
+    and a nested object under 8,000-character keys (an 8 MB file) made ~1 GB of names (8,000 x
+    500^2 / 2 characters). A name past MAX_COLUMN is not a column, nor anything under it."""
+    from astral_dsl.analyses.fleet import MAX_COLUMN, rows_of
+
+    k = "k" * 300                                       # > MAX_COLUMN (256) on its own
+    level = '{"name": "x", "L' + k + '": 1, "D' + k + '": '
+    doc = '{"results": [' + level * 200 + "1" + "}" * 200 + "]}"
+    rows, bad, lines = rows_of(doc.encode(), "fleet.json")
+    assert bad is None and not lines and len(rows) == 1
+    assert rows[0].values == {"name": "x"}              # both long keys of level 0 left out
+    # a short chain is read in full, however deep: 100 levels of `a.` is 200 characters
+    deep = '{"results": [{"name": "y", ' + '"a": {' * 100 + '"v": 7' + "}" * 100 + "}]}"
+    rows, bad, _ = rows_of(deep.encode(), "fleet.json")
+    assert bad is None and rows[0].values == {"name": "y", "a." * 100 + "v": "7"}
+    assert len("a." * 100 + "v") <= MAX_COLUMN
+
+
+def test_e234_lists_at_most_twenty_columns():
+    from astral_dsl.analyses.fleet import bind, rows_of
+
+    header = ",".join(f"c{i:02d}" for i in range(25))   # no `name` column
+    rows, bad, lines = rows_of((header + "\n" + ",".join("v" * 25) + "\n").encode(), "f.csv")
+    assert bad is None
+    (d,) = bind(rows, "f.csv", lines, {"name": "name", "path": None, "serial": "serial",
+                                       "asset_tag": "asset_tag"}, {}, {}, (), None).diagnostics
+    assert d.code == "E234" and d.message == "the inventory `f.csv` has no column `name`"
+    # sorted: c00 .. c19 shown, c20 .. c24 counted
+    assert d.hint == ("its columns: " + ", ".join(f"`c{i:02d}`" for i in range(20))
+                      + " and 5 more; say which to read in `columns { ... }`"), d.hint
