@@ -82,3 +82,16 @@ def test_e234_lists_at_most_twenty_columns():
     # sorted: c00 .. c19 shown, c20 .. c24 counted
     assert d.hint == ("its columns: " + ", ".join(f"`c{i:02d}`" for i in range(20))
                       + " and 5 more; say which to read in `columns { ... }`"), d.hint
+
+
+# ---- a text past the file cap ----------------------------------------------------------------
+def test_a_text_past_the_file_cap_is_e108():
+    from astral_dsl import api
+    from astral_dsl.semantics.modules import MAX_SOURCE_BYTES
+
+    text = "site S { }\n// " + "x" * MAX_SOURCE_BYTES + "\n"          # 8 MiB + 11 + 3 + 1 bytes
+    (d,) = api.loads(text).diagnostics
+    assert (d.code, d.span, d.file) == ("E108", None, "<string>")
+    assert d.message == f"`<string>` is too large to compile ({MAX_SOURCE_BYTES + 15:,} bytes; " \
+                        "the limit is 8 MiB)"
+    assert api.loads(text[:MAX_SOURCE_BYTES]).diagnostics == ()       # at the cap: compiled
