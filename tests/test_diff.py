@@ -287,6 +287,57 @@ def test_a_revision_is_never_an_option_of_git(repo):
     assert proc.returncode in (0, 1), proc.stderr         # any revision git names still reads
 
 
+def _blob(repo: Path, data: bytes, name: str, mode: str = "100644") -> None:
+    """A blob of `data` at `name` in the index (never in the work tree)."""
+    oid = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=data,
+                         check=True, capture_output=True).stdout.decode().strip()
+    _git(repo, "update-index", "--add", "--cacheinfo", f"{mode},{oid},{name}")
+
+
+def test_a_revisions_files_cost_no_memory_or_disk(repo, monkeypatch):
+    """A revision's `.astral` files are laid out as sparse placeholders and read from git only
+    when imported: a 256 MiB file (256 KB in git) that nothing imports was read into memory
+    whole by `git archive` (1.5 GB peak for 700 MB) and written to the disk; imported, it is
+    E108 from its size alone. A link whose target is longer than any path is refused."""
+    import tracemalloc
+
+    from astral_dsl.cli.revision import materialise
+
+    big = 256 * 1024 * 1024
+    _blob(repo, bytes(big), "designs/big.astral")
+    _blob(repo, b"x" * 5000, "designs/long.astral", mode="120000")
+    (repo / "designs" / "imports_big.astral").write_text("import big\nsite B { }\n")
+    _git(repo, "add", "designs/imports_big.astral")
+    _git(repo, "commit", "-q", "-m", "big")
+    monkeypatch.chdir(repo)                              # git reads the working directory's
+    folder, entry, read = materialise("HEAD", "designs/main.astral")
+    try:
+        placeholder = os.stat(folder / "designs" / "big.astral")
+        assert placeholder.st_size == big and placeholder.st_blocks == 0      # sparse
+        assert read(folder / "designs" / "lib" / "parts.astral") == \
+            PARTS.replace("POWER", "12 kW").encode()                        # HEAD's, from git
+        assert not (folder / "designs" / "long.astral").exists()
+    finally:
+        shutil.rmtree(folder)
+    tracemalloc.start()
+    try:
+        proc = astral("diff", "HEAD~1:designs/main.astral", "HEAD:designs/main.astral",
+                      cwd=repo)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert proc.returncode == 0, proc.stderr
+    assert peak < big // 4, peak                         # the compile of two small designs
+    proc = astral("diff", "HEAD:designs/imports_big.astral", "HEAD:designs/main.astral",
+                  "--color", "never", cwd=repo)
+    assert "- error[E108] module `big` is too large to compile (268,435,456 bytes; the limit " \
+           "is 8 MiB)" in proc.stdout, proc.stdout + proc.stderr
+    proc = astral("diff", "HEAD:designs/long.astral", "designs/main.astral", cwd=repo)
+    assert proc.returncode == 2 and "error[E100]: cannot read `HEAD:designs/long.astral`: it " \
+        "is a symbolic link to a target that is no path (5,000 bytes), outside the " \
+        "repository" in proc.stderr, proc.stderr
+
+
 def test_a_jobs_forecast_carries_its_band():
     """The diff's forecast of a job says how far to trust it, as `astral forecast` does: its
     band, and whether it is outside the calibrated envelope (a what-if that moves a job out

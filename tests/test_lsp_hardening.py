@@ -297,6 +297,27 @@ def test_a_message_past_the_size_limit_is_skipped_and_the_server_goes_on(server)
     assert "result" in client.request("textDocument/hover", _hover(uri))
 
 
+def test_a_buffer_past_the_file_cap_is_e108_as_its_file_would_be(server):
+    """An editor's buffer (and an import that is an open buffer) of more than 8 MiB is refused
+    as `astral check` refuses the file (E108), not compiled: the compiler's memory grows with
+    its text (a 20 MB buffer was analysed)."""
+    from astral_dsl.semantics.modules import MAX_SOURCE_BYTES
+
+    client, root = server
+    text = "site S { }\n// " + "x" * MAX_SOURCE_BYTES + "\n"      # 8 MiB + 11 + 3 + 1 bytes
+    big = (root / "big.astral").as_uri()
+    client.open(big, text)
+    (d,) = client.published(big)
+    assert d["code"] == "E108" and d["severity"] == 1, d
+    assert f"is too large to compile ({MAX_SOURCE_BYTES + 15:,} bytes; the limit is 8 MiB)" \
+        in d["message"], d
+    (root / "big.astral").write_text("site S { }\n")     # on disk, small: the buffer is read
+    main = (root / "main.astral").as_uri()
+    client.open(main, "import big\n" + SMALL)
+    codes = {(x["code"], x["range"]["start"]["line"]) for x in client.published(main)}
+    assert ("E108", 0) in codes, codes                 # at the import, line 1
+
+
 @pytest.mark.parametrize("length", [b"100000000000", b"9" * 5000], ids=["1e11", "5000-digits"])
 def test_an_announced_length_is_never_allocated(tmp_path, length):
     """`Content-Length: 10^11` (pygls allocated it: 100 GB) or a 5,000-digit length (past

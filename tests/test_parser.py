@@ -547,3 +547,22 @@ def test_decode_drops_a_bom_and_rejects_bad_bytes():
     with pytest.raises(DiagnosticError) as info:
         decode("f", b"ab\x00cd")
     assert info.value.diagnostic.code == "E102"
+
+
+@pytest.mark.parametrize("text, value", [("5e-324", 5e-324), ("0e-999", 0.0), ("0.000e5", 0.0),
+                                         ("0_0e-400", 0.0)])
+def test_a_number_is_zero_only_when_written_as_zero(text, value):
+    """The smallest float is 4.9e-324 (a subnormal): 5e-324 is it, a written zero is 0."""
+    (item,) = parse(Source("t.astral", f"let x = {text}\n")).items
+    assert item.value.value == value
+
+
+@pytest.mark.parametrize("text", ["1e-400", "1e-400 kW", "2.5E-999", "0.0001e-330", "1_000e-330"])
+def test_a_nonzero_number_below_the_smallest_float_is_e106(text):
+    """It was read as 0 without a word: `check 1e-400 W == 0 W` passed."""
+    with pytest.raises(DiagnosticError) as info:
+        parse(Source("t.astral", f"let x = {text}\n"))
+    d = info.value.diagnostic
+    assert d.code == "E106" and d.span.start.column == 9
+    assert d.message == f"number `{text}` is too small to represent: it would be read as 0"
+    assert d.hint == "write it in a smaller unit (`1 pW` rather than `1e-12 W`), or write 0"

@@ -116,6 +116,7 @@ def test_every_file_of_the_repository_alike(skipping):
     "x = 1 to kW",
     "job J { parallel { tp = 8 } }",
     "x = 1e999",                       # E106 while building: Lark's road reports it
+    "x = 1e-400 kW",                   # E106 too: below the smallest float
     "x = \"bad \\q escape\"",          # E107
     "x = 1e999 kW\ny = (",             # a syntax error after a build error: the syntax error
     "x = " + "(" * 300 + "1" + ")" * 300,   # nested too deeply (E402)

@@ -18,14 +18,20 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from astral_dsl import records
+from astral_dsl import jsonin, records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 
 DEFAULT_COLUMNS = {"name": "name", "serial": "serial", "asset_tag": "asset_tag", "path": None}
 MAX_ROWS = 1_000_000
+# the longest dotted column name a JSON inventory's objects are flattened to: NetBox's longest
+# are `custom_fields.` and a custom field's name (at most 50 characters); a longer name, and
+# what is nested under it, is not a column. Without a bound, every leaf's name carried its whole
+# chain of keys: an 8 MB file of 500 levels, each with a leaf and an 8,000-character key, made
+# column names of about 1 GB (3 GB of memory, 21 s)
+MAX_COLUMN = 256
+COLUMNS_SHOWN = 20               # columns an E234 hint lists
 
 
 @records.frozen
@@ -55,7 +61,7 @@ def rows_of(data: bytes, file: str) -> Tuple[List[Row], Optional[str], bool]:
         return [], "it is not UTF-8 text", True
     if file.lower().endswith(".json") or text.lstrip().startswith(("[", "{")):
         try:
-            doc = json.loads(text)
+            doc = jsonin.loads(text)
         except ValueError as exc:
             return [], f"it is not JSON ({exc})", False
         items = doc.get("results") if isinstance(doc, dict) else doc
@@ -93,11 +99,20 @@ def _flat(item: Dict, prefix: str = "") -> Dict[str, str]:
     `site.name`, ..."""
     out: Dict[str, str] = {}
     for key, value in item.items():
+        name = f"{prefix}{key}"
+        if len(name) > MAX_COLUMN:
+            continue
         if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
+            out.update(_flat(value, f"{name}."))
         elif value is not None and not isinstance(value, list):
-            out[f"{prefix}{key}"] = str(value)
+            out[name] = str(value)
     return out
+
+
+def _listed(columns: Sequence[str]) -> str:
+    shown = ", ".join(f"`{c}`" for c in columns[:COLUMNS_SHOWN])
+    more = len(columns) - COLUMNS_SHOWN
+    return shown + (f" and {more:,} more" if more > 0 else "")
 
 
 @records.frozen
@@ -119,7 +134,7 @@ def bind(rows: Sequence[Row], file: str, lines: bool, columns: Dict[str, Optiona
         return Binding((), (Diagnostic(
             "E234", Severity.ERROR, f"the inventory `{file}` has no column "
                                     + ", ".join(f"`{c}`" for c in absent), where,
-            "its columns: " + ", ".join(f"`{h}`" for h in sorted(header))
+            "its columns: " + _listed(sorted(header))
             + "; say which to read in `columns { ... }`"),))
     bound: Dict[str, Device] = {}
     first_row: Dict[str, int] = {}

@@ -151,7 +151,7 @@ def summary_status(errors: int, warnings: int, is_strict: bool, accepted: int = 
 def read_baseline(path: str):
     """The baseline file at `path` (its files are written relative to its folder), or why it
     cannot be used."""
-    import json
+    from astral_dsl import jsonin
     import os
 
     import attrs
@@ -161,9 +161,13 @@ def read_baseline(path: str):
 
     try:
         with open(path, encoding="utf-8") as fh:
-            entries = baseline_entries_of(json.load(fh), path)
+            doc = jsonin.load(fh)
     except OSError as exc:
         return f"--baseline: cannot read `{path}`: {exc.strerror or exc}"
+    except ValueError as exc:           # not JSON, not UTF-8, nested past the parser's depth
+        return f"--baseline: `{path}` is not JSON ({exc})"
+    try:
+        entries = baseline_entries_of(doc, path)
     except ValueError as exc:
         return f"--baseline: {exc}"
     folder = os.path.dirname(os.path.abspath(path))

@@ -104,11 +104,11 @@ def run(args, overrides) -> int:
 
 def _suspects(path: str):
     """The suspects of a diagnosis file, or the reason it cannot be used."""
-    import json
+    from astral_dsl import jsonin
 
     try:
         with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+            doc = jsonin.load(fh)
     except OSError as exc:
         return f"--highlight: cannot read `{path}`: {exc.strerror or exc}"
     except ValueError as exc:

@@ -99,12 +99,12 @@ def run(args, overrides) -> int:
 
 def _diagnosis(path: str):
     """The diagnosis document at `path`, or why it cannot be used."""
-    import json
+    from astral_dsl import jsonin
 
     try:
         with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError, RecursionError) as exc:
+            doc = jsonin.load(fh)
+    except (OSError, ValueError) as exc:
         return f"--diagnosis: cannot read `{path}`: {getattr(exc, 'strerror', None) or exc}"
     if not isinstance(doc, dict) or doc.get("diagnosis_version") != 1 or \
             not isinstance(doc.get("suspects"), list):

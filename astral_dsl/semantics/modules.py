@@ -58,6 +58,12 @@ def _chunks(path: Path, first: Optional[int], size: int) -> Iterator[bytes]:
         os.close(fd)
 
 
+def too_large(data: bytes, name: str) -> SourceTooLarge:
+    """The error for a source text beyond MAX_SOURCE_BYTES that was not read from a file (the
+    language server's buffers, `astral_dsl.loads`): the same cap as a file's (E108)."""
+    return SourceTooLarge(errno.EFBIG, f"{len(data):,} bytes", name)
+
+
 def read_file(path: Path) -> bytes:
     """The bytes of a regular source file: a FIFO, device or socket is refused without blocking
     on it, and a file larger than MAX_SOURCE_BYTES is refused before it is read into memory.
@@ -128,6 +134,11 @@ class ModuleLoader:
     # -- entry points -------------------------------------------------------------------------------
     @gcpause.pausing            # the modules' syntax trees: long-lived, none of it garbage
     def load_entry_text(self, name: str, data: bytes, path: Optional[Path] = None) -> LoadedModule:
+        if len(data) > MAX_SOURCE_BYTES:        # a text, not a file: `loads`, an editor's buffer
+            self.diagnostics.append(unreadable(f"`{name}`", too_large(data, name), file=name))
+            module = LoadedModule(name, path, None, None)
+            self.modules[self._path_key(path, name)] = module
+            return module
         module = self._parse(name, path, data, is_stdlib=False)
         self.modules[self._path_key(path, name)] = module
         self._load_imports(module)
@@ -175,6 +186,8 @@ class ModuleLoader:
             return None
         try:
             data = self.read(path)
+            if len(data) > MAX_SOURCE_BYTES:    # a reader of texts (the language server's)
+                raise too_large(data, str(path))
         except OSError as exc:
             self.diagnostics.append(unreadable(f"module `{key}`", exc, node.span))
             return None

@@ -20,11 +20,24 @@ _QUANTITY = re.compile(r"^(?P<num>(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)
                        r"(?P<unit>(?:[A-Za-z\u00b0\u00b5%]).*)$")
 
 
+TOO_SMALL = "is too small to represent: it would be read as 0"
+SMALL_HINT = "write it in a smaller unit (`1 pW` rather than `1e-12 W`), or write 0"
+
+
 def _number(text: str) -> float:
     value = float(text.replace("_", ""))
     if not math.isfinite(value):
         raise ValueError(text)
+    if value == 0 and any(c in "123456789" for c in text.replace("E", "e").split("e")[0]):
+        raise ValueError(TOO_SMALL)      # 1e-400: below the smallest float, silently 0
     return value
+
+
+def _invalid(text: str, exc: Exception, span: Span) -> DiagnosticError:
+    small = str(exc) == TOO_SMALL
+    return DiagnosticError(Diagnostic(
+        "E106", Severity.ERROR, f"{'number' if small else 'invalid number'} `{excerpt(text)}`"
+        + (f" {TOO_SMALL}" if small else ""), span, SMALL_HINT if small else None))
 
 
 class Builder(Transformer):
@@ -234,9 +247,8 @@ class Builder(Transformer):
         span = _span(self.f, tok)
         try:
             value = _number(m.group("num"))
-        except (ValueError, AttributeError):
-            raise DiagnosticError(Diagnostic("E106", Severity.ERROR,
-                                             f"invalid number `{excerpt(text)}`", span)) from None
+        except (ValueError, AttributeError) as exc:
+            raise _invalid(text, exc, span) from None
         unit = m.group("unit")
         ustart = tok.column + m.start("unit")
         unit_span = Span.at(self.f, tok.line, ustart, tok.line, ustart + len(unit))
@@ -246,10 +258,8 @@ class Builder(Transformer):
         tok = items[0]
         try:
             value = _number(str(tok))
-        except ValueError:
-            raise DiagnosticError(Diagnostic("E106", Severity.ERROR,
-                                             f"invalid number `{excerpt(str(tok))}`",
-                                             _span(self.f, tok))) from None
+        except ValueError as exc:
+            raise _invalid(str(tok), exc, _span(self.f, tok)) from None
         return ast.Number(value, str(tok), _span(self.f, tok))
 
     def string_tok(self, tok) -> ast.String:

@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Tuple
 
-from astral_dsl import records
+from astral_dsl import jsonin, records
 
 HERE = Path(__file__).resolve().parent
 FIT_FILE = HERE / "fit.json"
@@ -282,7 +282,7 @@ def from_document(doc, where: str) -> Calibration:
 def read_calibration(path) -> Calibration:
     """A fit file written by `astral calibrate -o FILE` (ValueError if it is not one)."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = jsonin.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"{path}: cannot read a calibration fit ({exc})") from None
     if not isinstance(doc, dict):

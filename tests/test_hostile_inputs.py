@@ -1,0 +1,97 @@
+"""Hostile inputs beside the design text: JSON files a command is given or a design names, an
+inventory built to blow up, a repository's revision built to fill the memory, a buffer past the
+file cap. Each must be refused with a message or a diagnostic (never E000, never a traceback),
+within bounded memory."""
+from __future__ import annotations
+
+import pytest
+
+from clirun import REPO, astral
+
+TUTORIAL = REPO / "examples" / "tutorial_rack.astral"
+# nested past the interpreter's recursion limit (1,000 by default): json.loads raises
+# RecursionError, not ValueError
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def _no_internal_error(proc) -> None:
+    out = proc.stdout + proc.stderr
+    assert "E000" not in out and "Traceback" not in out and "RecursionError" not in out, out
+
+
+# ---- JSON nested past the parser's depth -----------------------------------------------------
+@pytest.mark.parametrize("option, command", [
+    ("--baseline", ["check", str(TUTORIAL)]),
+    # the fit is read before the table: the table need not exist
+    ("--calibration", ["runs", "{tmp}/runs.csv"]),
+    ("--highlight", ["render", str(TUTORIAL), "-o", "{tmp}/x.svg", "--view", "rack"]),
+    ("--diagnosis", ["report", str(TUTORIAL), "-o", "{tmp}/x.html"]),
+])
+def test_a_deeply_nested_json_option_is_a_usage_error(tmp_path, option, command):
+    deep = tmp_path / "deep.json"
+    deep.write_text(DEEP)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in command] + [option, str(deep)]
+    proc = astral(*args, "--color", "never")
+    _no_internal_error(proc)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{option}: " in proc.stderr and "nested too deeply" in proc.stderr, proc.stderr
+
+
+def test_a_deeply_nested_inventory_is_e230(tmp_path):
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "fleet.json").write_text(DEEP)
+    design = tmp_path / "d.astral"
+    design.write_text(TUTORIAL.read_text(encoding="utf-8")
+                      + '\ninventory Fleet {\n  file = "fleet.json"\n}\n')
+    proc = astral("check", "--color", "never", str(design))
+    _no_internal_error(proc)
+    assert proc.returncode == 1
+    assert "error[E230]: the inventory `fleet.json` cannot be read: it is not JSON (arrays or " \
+           "objects nested too deeply to read" in proc.stdout, proc.stdout
+
+
+# ---- a NetBox inventory's nesting ------------------------------------------------------------
+def test_a_json_inventorys_column_names_are_bounded():
+    """Every leaf's column name is its chain of keys: unbounded, 500 levels each holding a leaf
+    and a nested object under 8,000-character keys (an 8 MB file) made ~1 GB of names (8,000 x
+    500^2 / 2 characters). A name past MAX_COLUMN is not a column, nor anything under it."""
+    from astral_dsl.analyses.fleet import MAX_COLUMN, rows_of
+
+    k = "k" * 300                                       # > MAX_COLUMN (256) on its own
+    level = '{"name": "x", "L' + k + '": 1, "D' + k + '": '
+    doc = '{"results": [' + level * 200 + "1" + "}" * 200 + "]}"
+    rows, bad, lines = rows_of(doc.encode(), "fleet.json")
+    assert bad is None and not lines and len(rows) == 1
+    assert rows[0].values == {"name": "x"}              # both long keys of level 0 left out
+    # a short chain is read in full, however deep: 100 levels of `a.` is 200 characters
+    deep = '{"results": [{"name": "y", ' + '"a": {' * 100 + '"v": 7' + "}" * 100 + "}]}"
+    rows, bad, _ = rows_of(deep.encode(), "fleet.json")
+    assert bad is None and rows[0].values == {"name": "y", "a." * 100 + "v": "7"}
+    assert len("a." * 100 + "v") <= MAX_COLUMN
+
+
+def test_e234_lists_at_most_twenty_columns():
+    from astral_dsl.analyses.fleet import bind, rows_of
+
+    header = ",".join(f"c{i:02d}" for i in range(25))   # no `name` column
+    rows, bad, lines = rows_of((header + "\n" + ",".join("v" * 25) + "\n").encode(), "f.csv")
+    assert bad is None
+    (d,) = bind(rows, "f.csv", lines, {"name": "name", "path": None, "serial": "serial",
+                                       "asset_tag": "asset_tag"}, {}, {}, (), None).diagnostics
+    assert d.code == "E234" and d.message == "the inventory `f.csv` has no column `name`"
+    # sorted: c00 .. c19 shown, c20 .. c24 counted
+    assert d.hint == ("its columns: " + ", ".join(f"`c{i:02d}`" for i in range(20))
+                      + " and 5 more; say which to read in `columns { ... }`"), d.hint
+
+
+# ---- a text past the file cap ----------------------------------------------------------------
+def test_a_text_past_the_file_cap_is_e108():
+    from astral_dsl import api
+    from astral_dsl.semantics.modules import MAX_SOURCE_BYTES
+
+    text = "site S { }\n// " + "x" * MAX_SOURCE_BYTES + "\n"          # 8 MiB + 11 + 3 + 1 bytes
+    (d,) = api.loads(text).diagnostics
+    assert (d.code, d.span, d.file) == ("E108", None, "<string>")
+    assert d.message == f"`<string>` is too large to compile ({MAX_SOURCE_BYTES + 15:,} bytes; " \
+                        "the limit is 8 MiB)"
+    assert api.loads(text[:MAX_SOURCE_BYTES]).diagnostics == ()       # at the cap: compiled
