@@ -345,6 +345,12 @@ def test_missing_ranks_give_no_all_clear(small, schema, tmp_path):
     code, doc = _json(schema, str(SMALL), "--observed", str(path))
     assert code == 2 and doc["verdict"] == "unusable" and doc["missing_ranks"] == [3, 4]
     assert [d["code"] for d in doc["diagnostics"]] == ["W787"] and doc["suspects"] == []
+    # the text says the same verdict as the exit code and the JSON (it had said "healthy")
+    text = _cli("diagnose", str(SMALL), "--observed", str(path))
+    assert text.returncode == 2 and "verdict    healthy" not in text.stdout
+    assert "  verdict    no all-clear: probability " in text.stdout
+    assert "(2 of the job's 128 ranks were not read: nothing is known of them)" in text.stdout
+    assert text.stdout.rstrip().endswith("no all-clear for what could not be read")
     faulty = tmp_path / "faulty.csv"
     _log(small, faulty, [Fault("gpu", rm.ranks[9].gpu, 0.3, 9)], seed=28)
     rows = faulty.read_text().splitlines()
