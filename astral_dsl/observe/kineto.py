@@ -22,6 +22,7 @@ columns (kernels.py) without a Python object per kernel past that decode. Errors
 `read` returns (trace or None, diagnostics)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Dict, List, Optional, Tuple
@@ -56,18 +57,24 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
         doc = tracedoc.from_dict(doc)
     diags: List[Diagnostic] = []
     info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else {}
-    rank = as_int(info.get("rank"))
+    said = info.get("rank")
+    rank = as_int(said)
     world = as_int(info.get("world_size"))
+    if rank is not None and rank < 0:
+        rank = None                       # not a rank: as if unsaid, and said so below
     if rank is None:
+        # a value that is not a rank (negative, fractional, text): named, not taken
+        bad = "" if said is None else f"`distributedInfo.rank` is {_shown(said)}, not a rank"
         m = _RANK_IN_NAME.search(os.path.basename(path))
         if m is None:
-            return None, [diag("E783", "the trace does not say which rank it is: no "
-                                       "`distributedInfo.rank` and no `rank-N` in the file name",
-                               path, "record with torch.distributed initialised, or name the "
-                                     "file rank-N.json")]
+            return None, [diag("E783", "the trace does not say which rank it is: "
+                                       + (f"{bad}," if bad else "no `distributedInfo.rank`")
+                                       + " and no `rank-N` in the file name", path,
+                               "record with torch.distributed initialised, or name the "
+                               "file rank-N.json")]
         rank = int(m.group(1))
-        diags.append(diag("W783", f"no `distributedInfo` in the trace: rank {rank} taken from "
-                                  f"the file name", path))
+        diags.append(diag("W783", f"{bad or 'no `distributedInfo` in the trace'}: rank "
+                                  f"{rank} taken from the file name", path))
     groups = list(_groups(info.get("pg_config")))
     group_index: Dict[Tuple, int] = {(g.name, g.ranks): i for i, g in enumerate(groups)}
     scan = kernels.from_events(doc.traceEvents, groups, group_index)
@@ -106,6 +113,15 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
         diags.append(diag("W788", f"iteration {n} of rank {rank} has no GPU kernel: it is left "
                                   f"out", path))
     return trace, diags
+
+
+def _shown(value) -> str:
+    """A JSON value as a message shows it: at most 40 characters."""
+    try:
+        text = printable(json.dumps(value))
+    except (TypeError, ValueError):       # not JSON's (never from a parsed file)
+        text = printable(repr(value))
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _groups(config) -> Tuple[ProcessGroup, ...]:
