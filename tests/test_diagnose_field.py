@@ -333,6 +333,37 @@ def test_a_drill(tmp_path):
     assert proc.returncode == 2 and "at most 1" in proc.stderr
 
 
+def test_a_drill_on_a_named_part(tmp_path):
+    """`--part` names the part of every kind synth draws (it had refused every agg, uplink and
+    link_flap part, and a partial's unless the seed had drawn a GPU); `--severity` is checked
+    against the part's kind (a partial drawn on a link at 50x its rate had been injected);
+    a negative --seed is a usage error (it had been E000)."""
+    out = tmp_path / "drill.csv"
+    link = "Small.racks[3].hosts[0].nics[0].port[b] -- Small.fabric.rail[0].plane[B].tor[1]"
+    for kind, part, seed in (
+            ("agg", "Small.fabric.rail[7].plane[B].agg[0]", "0"),
+            ("uplink", "Small.fabric.rail[7].plane[B].tor[0] -- Small.fabric.rail[7].plane[B]"
+                       ".agg[0]", "0"),
+            ("link_flap", link, "0"),
+            ("partial", link, "2"),                      # seed 2 draws a GPU
+            ("partial", "Small.racks[0].hosts[0].gpus[0]", "1")):   # seed 1 draws a link
+        proc = _cli("synth", str(SMALL), "-o", str(out), "--fault", kind, "--part", part,
+                    "--seed", seed, "--format", "json")
+        assert proc.returncode == 0, (kind, proc.stderr)
+        assert json.loads(proc.stdout)["fault"]["part"] == part
+    proc = _cli("synth", str(SMALL), "-o", str(out), "--fault", "agg", "--part",
+                "Small.fabric.rail[7].plane[B].agg[9]")
+    assert proc.returncode == 2 and "not a part of this kind that the job's traffic crosses" \
+        in proc.stderr
+    proc = _cli("synth", str(SMALL), "-o", str(out), "--fault", "partial", "--seed", "1",
+                "--severity", "50")
+    assert proc.returncode == 2 and f"partial ({link}): link_flap: the part's rate is " \
+        f"multiplied by it: at most 1" in proc.stderr
+    proc = _cli("synth", str(SMALL), "-o", str(out), "--seed", "-1")
+    assert proc.returncode == 2 and "--seed -1: a seed is a whole number from 0" in proc.stderr
+    assert "E000" not in proc.stdout + proc.stderr
+
+
 def test_missing_ranks_give_no_all_clear(small, schema, tmp_path):
     """A healthy run with two ranks' logs missing: nothing suspect in what was read, but no
     all-clear for what was not (exit 2, W787); with a suspect in the rest, exit 1."""
