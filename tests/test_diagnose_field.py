@@ -275,6 +275,10 @@ def test_every_output_validates(small, schema, tmp_path):
     jsonschema.validate(doc, schema)
     s = doc["suspects"][0]
     assert s["supports"].startswith("3 of 3") and s["contradicts"].startswith("none")
+    # the evidence counts the same 3 slow iterations of 3 (it had said 0 of 0)
+    ev = s["evidence"][0]
+    assert (ev["slow"], ev["total"], ev["ranks"]) == (3, 3, [70])
+    assert ev["iterations"] == doc["iterations"]
 
 
 def test_a_network_suspect_lists_its_slow_pairs(small):
