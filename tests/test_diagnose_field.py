@@ -341,7 +341,8 @@ def test_a_drill_on_a_named_part(tmp_path):
     """`--part` names the part of every kind synth draws (it had refused every agg, uplink and
     link_flap part, and a partial's unless the seed had drawn a GPU); `--severity` is checked
     against the part's kind (a partial drawn on a link at 50x its rate had been injected);
-    a negative --seed is a usage error (it had been E000)."""
+    a negative --seed is a usage error (it had been E000), and so are Megatron-LM's timers for
+    profiler traces."""
     out = tmp_path / "drill.csv"
     link = "Small.racks[3].hosts[0].nics[0].port[b] -- Small.fabric.rail[0].plane[B].tor[1]"
     for kind, part, seed in (
@@ -363,6 +364,10 @@ def test_a_drill_on_a_named_part(tmp_path):
                 "--severity", "50")
     assert proc.returncode == 2 and f"partial ({link}): link_flap: the part's rate is " \
         f"multiplied by it: at most 1" in proc.stderr
+    # Megatron-LM's timers are a log's: a directory of traces with them had ignored them
+    proc = _cli("synth", str(SMALL), "-o", str(tmp_path / "traces"), "--timers", "megatron")
+    assert proc.returncode == 2 and "--timers megatron: a rank log's timers" in proc.stderr
+    assert not (tmp_path / "traces").exists()
     proc = _cli("synth", str(SMALL), "-o", str(out), "--seed", "-1")
     assert proc.returncode == 2 and "--seed -1: a seed is a whole number from 0" in proc.stderr
     assert "E000" not in proc.stdout + proc.stderr

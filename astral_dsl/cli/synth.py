@@ -58,6 +58,9 @@ def run(args, overrides) -> int:
     from astral_dsl.synth import Fault, Noise, SynthError, generate, write
     from astral_dsl.synth.inject import random_fault
 
+    if args.timers == "megatron" and not args.output.endswith((".csv", ".jsonl")):
+        return usage("--timers megatron: a rank log's timers (OUT .csv or .jsonl); profiler "
+                     "traces time every kernel")
     if args.seed < 0:
         return usage(f"--seed {args.seed}: a seed is a whole number from 0")
     if not 1 <= args.iterations <= MAX_ITERATIONS:
