@@ -298,6 +298,39 @@ def test_a_directory_mixing_two_jobs_keeps_this_jobs_trace(tmp_path):
     assert result.diagnostics[1].file == str(mix)
 
 
+def test_a_rank_that_is_not_a_rank_is_said_not_a_crash(tmp_path):
+    """The real 2-rank trace with `distributedInfo.rank` -1 (or 1.5, or true) had raised
+    KeyError: -1 (E000): it is E783 naming the value, or W783 when the file name says the
+    rank; a trace handed to the diagnosis with a negative rank is outside the job (E786)."""
+    import gzip
+
+    import attrs
+
+    from astral_dsl.observe import kineto
+    from astral_dsl.observe.load import Observed
+
+    doc = json.loads(gzip.decompress((TRACES / "nccl_data_rank-0.json.gz").read_bytes()))
+    for value, shown in ((-1, "-1"), (1.5, "1.5"), (True, "true")):
+        doc["distributedInfo"]["rank"] = value
+        path = tmp_path / "trace.json"
+        path.write_text(json.dumps(doc))
+        proc = _cli("diagnose", str(TINY), "--observed", str(path))
+        assert proc.returncode == 2 and "E000" not in proc.stdout + proc.stderr
+        assert f"error[E783]: the trace does not say which rank it is: `distributedInfo.rank` " \
+               f"is {shown}, not a rank, and no `rank-N` in the file name" in proc.stdout
+    named = tmp_path / "rank-1.json"
+    named.write_text(json.dumps(doc))
+    result = diagnose.diagnose(astral_dsl.load(str(TINY)), observe.load([str(named)]))
+    assert result.ranks_read == (1,)
+    assert result.diagnostics[0].message == ("`distributedInfo.rank` is true, not a rank: rank 1 "
+                                             "taken from the file name")
+    doc["distributedInfo"]["rank"] = 0
+    trace, _ = kineto.read(str(path), doc)
+    with pytest.raises(diagnose.DiagnoseError) as err:
+        diagnose.diagnose(astral_dsl.load(str(TINY)),
+                          Observed((attrs.evolve(trace, rank=-1),), (), (str(path),)))
+    assert [(d.code, d.message) for d in err.value.diagnostics] == [
+        ("E786", "rank -1 is outside the job's 2 ranks: left out")]
 def test_traces_of_another_job_with_the_same_world_size(small, tmp_path):
     """The sampled real traces are of a 128-rank job too: placed as ranks 0 and 1 of the small
     job they are not its ranks (their iterations are none of the others'): E790 naming each

@@ -275,6 +275,10 @@ def test_every_output_validates(small, schema, tmp_path):
     jsonschema.validate(doc, schema)
     s = doc["suspects"][0]
     assert s["supports"].startswith("3 of 3") and s["contradicts"].startswith("none")
+    # the evidence counts the same 3 slow iterations of 3 (it had said 0 of 0)
+    ev = s["evidence"][0]
+    assert (ev["slow"], ev["total"], ev["ranks"]) == (3, 3, [70])
+    assert ev["iterations"] == doc["iterations"]
 
 
 def test_a_network_suspect_lists_its_slow_pairs(small):
@@ -333,6 +337,42 @@ def test_a_drill(tmp_path):
     assert proc.returncode == 2 and "at most 1" in proc.stderr
 
 
+def test_a_drill_on_a_named_part(tmp_path):
+    """`--part` names the part of every kind synth draws (it had refused every agg, uplink and
+    link_flap part, and a partial's unless the seed had drawn a GPU); `--severity` is checked
+    against the part's kind (a partial drawn on a link at 50x its rate had been injected);
+    a negative --seed is a usage error (it had been E000), and so are Megatron-LM's timers for
+    profiler traces."""
+    out = tmp_path / "drill.csv"
+    link = "Small.racks[3].hosts[0].nics[0].port[b] -- Small.fabric.rail[0].plane[B].tor[1]"
+    for kind, part, seed in (
+            ("agg", "Small.fabric.rail[7].plane[B].agg[0]", "0"),
+            ("uplink", "Small.fabric.rail[7].plane[B].tor[0] -- Small.fabric.rail[7].plane[B]"
+                       ".agg[0]", "0"),
+            ("link_flap", link, "0"),
+            ("partial", link, "2"),                      # seed 2 draws a GPU
+            ("partial", "Small.racks[0].hosts[0].gpus[0]", "1")):   # seed 1 draws a link
+        proc = _cli("synth", str(SMALL), "-o", str(out), "--fault", kind, "--part", part,
+                    "--seed", seed, "--format", "json")
+        assert proc.returncode == 0, (kind, proc.stderr)
+        assert json.loads(proc.stdout)["fault"]["part"] == part
+    proc = _cli("synth", str(SMALL), "-o", str(out), "--fault", "agg", "--part",
+                "Small.fabric.rail[7].plane[B].agg[9]")
+    assert proc.returncode == 2 and "not a part of this kind that the job's traffic crosses" \
+        in proc.stderr
+    proc = _cli("synth", str(SMALL), "-o", str(out), "--fault", "partial", "--seed", "1",
+                "--severity", "50")
+    assert proc.returncode == 2 and f"partial ({link}): link_flap: the part's rate is " \
+        f"multiplied by it: at most 1" in proc.stderr
+    # Megatron-LM's timers are a log's: a directory of traces with them had ignored them
+    proc = _cli("synth", str(SMALL), "-o", str(tmp_path / "traces"), "--timers", "megatron")
+    assert proc.returncode == 2 and "--timers megatron: a rank log's timers" in proc.stderr
+    assert not (tmp_path / "traces").exists()
+    proc = _cli("synth", str(SMALL), "-o", str(out), "--seed", "-1")
+    assert proc.returncode == 2 and "--seed -1: a seed is a whole number from 0" in proc.stderr
+    assert "E000" not in proc.stdout + proc.stderr
+
+
 def test_missing_ranks_give_no_all_clear(small, schema, tmp_path):
     """A healthy run with two ranks' logs missing: nothing suspect in what was read, but no
     all-clear for what was not (exit 2, W787); with a suspect in the rest, exit 1."""
@@ -345,6 +385,12 @@ def test_missing_ranks_give_no_all_clear(small, schema, tmp_path):
     code, doc = _json(schema, str(SMALL), "--observed", str(path))
     assert code == 2 and doc["verdict"] == "unusable" and doc["missing_ranks"] == [3, 4]
     assert [d["code"] for d in doc["diagnostics"]] == ["W787"] and doc["suspects"] == []
+    # the text says the same verdict as the exit code and the JSON (it had said "healthy")
+    text = _cli("diagnose", str(SMALL), "--observed", str(path))
+    assert text.returncode == 2 and "verdict    healthy" not in text.stdout
+    assert "  verdict    no all-clear: probability " in text.stdout
+    assert "(2 of the job's 128 ranks were not read: nothing is known of them)" in text.stdout
+    assert text.stdout.rstrip().endswith("no all-clear for what could not be read")
     faulty = tmp_path / "faulty.csv"
     _log(small, faulty, [Fault("gpu", rm.ranks[9].gpu, 0.3, 9)], seed=28)
     rows = faulty.read_text().splitlines()

@@ -70,3 +70,75 @@ def test_the_bound_bounds():
     exact = np.array([period._matches(seq, p) for p in range(1, 1500)])
     assert np.all(upper[1:1500] + 0.5 >= exact)
     assert np.allclose(upper, np.rint(upper), atol=1e-6)     # integers, up to rounding
+
+
+# ---- where the repetitions are cut (kineto._by_pattern) ---------------------------------------
+def _trace(gaps_us):
+    """Kernels a b c d repeated, each 10 us long, the gap before each given (us): a profiler
+    trace without ProfilerStep annotations, as the reader's columns see it."""
+    names = ["a", "b", "c", "d"] * (len(gaps_us) // 4)
+    ts, t = [], 0.0
+    for g in gaps_us:
+        t += g
+        ts.append(t)
+        t += 10.0
+    return names, np.array(ts), np.full(len(ts), 10.0)
+
+
+def test_the_cut_is_the_largest_gap_over_the_repetitions():
+    """Four repetitions of a b c d; 100 us before every `c` (the step boundary), 1 us
+    elsewhere, but 300 us before the first `b` (a GC pause in the first repetition). The first
+    repetition alone had decided: its largest gap is before b (position 1). Summed over the
+    repetitions, per phase: a 0 + 1 + 1 + 1 = 3, b 300 + 1 + 1 + 1 = 303, c 4 x 100 = 400,
+    d 4 x 1 = 4: the cut is before c, position 2; marked, as 3 of the 4 repetitions have their
+    own largest gap there."""
+    from astral_dsl.observe.kineto import _by_pattern
+
+    gaps = [0, 300, 100, 1] + [1, 1, 100, 1] * 3
+    out, marked = _by_pattern(*_trace(gaps))
+    # positions 0-1 before the cut; then c d a b, c d a b, ... from position 2
+    assert out.tolist() == [-1, -1] + [0] * 4 + [1] * 4 + [2] * 4 + [3] * 2
+    assert marked
+
+
+def test_a_cut_no_gap_marks_is_said():
+    """Kernels back to back (1 us before each, 2 us before one kernel of a different phase in
+    each repetition): no phase has the largest gap in most repetitions, so the cut is not
+    marked, and the reader says W794 (once for a directory of such traces)."""
+    from astral_dsl.observe import kineto
+    from astral_dsl.observe.load import _once
+
+    gaps = [1, 2, 1, 1] + [1, 1, 2, 1] + [1, 1, 1, 2] + [2, 1, 1, 1]
+    out, marked = kineto._by_pattern(*_trace(gaps))
+    assert not marked and out is not None
+    names, ts, dur = _trace(gaps)
+    events = [{"ph": "X", "cat": "kernel", "name": n, "ts": float(t), "dur": 10.0}
+              for n, t in zip(names, ts)]
+    trace, diags = kineto.read("rank-0.json", {"traceEvents": events,
+                                               "distributedInfo": {"rank": 0,
+                                                                   "world_size": 2}})
+    assert trace is not None and [d.code for d in diags] == ["W794"]
+    assert diags[0].hint == "call prof.step() once per iteration (torch.profiler.schedule)"
+    merged = _once(list(diags) * 3, "W794")
+    assert len(merged) == 1 and merged[0].message.endswith("(and 2 more trace(s) alike)")
+
+
+def test_a_real_trace_without_its_annotations_is_cut_alike():
+    """The real 2-rank trace (tests/fixtures/traces/nccl_data_rank-0, 3 ProfilerSteps of 1,258
+    kernels) with its ProfilerStep annotations removed: the same 1,258-kernel repetitions,
+    cut 4 kernels into each step (its largest gap, 15.5-15.7 ms in all three, follows the
+    step's first 4 kernels), marked: no W794."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    from astral_dsl.observe import kineto
+
+    path = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "traces" / \
+        "nccl_data_rank-0.json.gz"
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"]
+                          if not str(e.get("name", "")).startswith("ProfilerStep")]
+    trace, diags = kineto.read(str(path), doc)
+    assert diags == [] and trace.iterations == (0, 1, 2)
+    assert [int((trace.iteration == i).sum()) for i in (0, 1, 2)] == [1258, 1258, 1254]

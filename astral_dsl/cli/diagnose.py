@@ -141,9 +141,7 @@ def _show(args, design, diags, result, found=None) -> int:
     from astral_dsl.outputs import diagnosis as out
     from astral_dsl.outputs.jsonout import dumps, envelope
 
-    verdict = result.verdict
-    if verdict == "healthy" and (any(d.is_error for d in diags) or result.missing_ranks):
-        verdict = "unusable"          # part of the job was not seen: no all-clear for it
+    verdict = out.final_verdict(result, diags)   # part not seen: no all-clear for it
     doc = envelope(diags, file=design.file, **out.to_json(result, verdict, found))
     if args.output:
         try:
@@ -155,7 +153,7 @@ def _show(args, design, diags, result, found=None) -> int:
         sys.stdout.write(dumps(doc) + "\n")
     else:
         print_diagnostics(diags, colour(args), sys.stdout)
-        sys.stdout.write(out.render(result, found))
+        sys.stdout.write(out.render(result, found, verdict))
         if args.output:
             sys.stderr.write(f"note: diagnosis written to {args.output}\n")
     return out.EXIT_CODES[verdict]

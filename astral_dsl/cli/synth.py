@@ -31,8 +31,11 @@ def register(sub) -> None:
                    help="the kind of fault, on a random part the job's traffic crosses "
                         "(default: none, a healthy run)")
     s.add_argument("--part", metavar="NAME",
-                   help="the part to fail instead of a random one (a GPU, a NIC port, a "
-                        "switch: the names of `astral forecast --ranks`)")
+                   help="the part to fail instead of a random one, one the job's traffic "
+                        "crosses (the names of `astral forecast --ranks`): a GPU (gpu, "
+                        "partial), a NIC port (nic_port), a first-tier switch (tor), an "
+                        "upper-tier switch (agg), an uplink `tor -- agg[j]` (uplink), a NIC "
+                        "link `port -- switch` (link_flap, partial)")
     s.add_argument("--severity", type=float, metavar="X",
                    help="gpu: compute x (1 + X); fast: X times faster; others: the part's "
                         "rate x X (default: drawn as the proof draws it)")
@@ -55,6 +58,11 @@ def run(args, overrides) -> int:
     from astral_dsl.synth import Fault, Noise, SynthError, generate, write
     from astral_dsl.synth.inject import random_fault
 
+    if args.timers == "megatron" and not args.output.endswith((".csv", ".jsonl")):
+        return usage("--timers megatron: a rank log's timers (OUT .csv or .jsonl); profiler "
+                     "traces time every kernel")
+    if args.seed < 0:
+        return usage(f"--seed {args.seed}: a seed is a whole number from 0")
     if not 1 <= args.iterations <= MAX_ITERATIONS:
         return usage(f"--iterations must be between 1 and {MAX_ITERATIONS}")
     if not 0 <= args.drift <= 500:
@@ -85,10 +93,15 @@ def run(args, overrides) -> int:
         except ValueError as exc:
             return usage(f"--fault {args.fault}: {exc}")
         if args.part:
-            fault = _on_part(fault, args.part, rm)
+            fault = _on_part(args.fault, fault, args.part, rm, fc, args.seed)
             if fault is None:
-                return usage(f"--part: `{args.part}` is not a part of this kind in the job")
+                return usage(f"--part: `{args.part}` is not a part of this kind that the "
+                             f"job's traffic crosses")
         if args.severity is not None:
+            # partial is a GPU or a NIC link: the severity is checked as the part's kind's
+            why = _bad_severity(fault.kind, args.severity)
+            if why:
+                return usage(f"--severity: {args.fault} ({fault.part}): {why}")
             fault = Fault(fault.kind, fault.part, args.severity, fault.rank, fault.windows)
     try:
         data = generate(fc, rm, [fault] if fault else [], Noise(drift=args.drift * 1e-6),
@@ -146,18 +159,31 @@ def _bad_severity(kind: str, severity) -> str:
     return ""
 
 
-def _on_part(fault, part: str, rm):
-    """The fault moved onto `part` (its kind's: a GPU, a NIC port, a switch), or None."""
+def _on_part(asked: str, fault, part: str, rm, fc, seed: int):
+    """The fault of kind `asked` moved onto `part`, or None when the part is not of its kind or no traffic of
+    the job crosses it: a GPU (gpu; partial), a NIC port (nic_port), a first-tier switch (tor),
+    an upper-tier switch (agg) or uplink (uplink) some flow crosses, a NIC link `port --
+    switch` (link_flap; partial). The fault keeps its severity and its bad windows."""
     from astral_dsl.synth import Fault
+    from astral_dsl.synth.inject import used_parts
 
+    kind, sev, windows = fault.kind, fault.severity, fault.windows
+    if kind in ("agg", "uplink"):
+        switches, uplinks = used_parts(rm, fc, seed)
+        return Fault(kind, part, sev) if part in (switches if kind == "agg" else uplinks) \
+            else None
+    partial = asked == "partial"             # drawn as a GPU or a link: either may be named
     for r in rm.ranks:
-        if fault.kind == "gpu" and r.gpu == part:
-            return Fault("gpu", part, fault.severity, r.rank, fault.windows)
+        if kind == "gpu" or partial:
+            if r.gpu == part:
+                return Fault("gpu", part, sev, r.rank, windows)
         for p in r.ports:
-            if fault.kind == "nic_port" and p.name == part:
-                return Fault("nic_port", part, fault.severity, r.rank)
-            if fault.kind == "tor" and p.switch == part:
-                return Fault("tor", part, fault.severity)
+            if kind == "nic_port" and p.name == part:
+                return Fault("nic_port", part, sev, r.rank)
+            if kind == "tor" and p.switch == part:
+                return Fault("tor", part, sev)
+            if (kind == "link_flap" or partial) and f"{p.name} -- {p.switch}" == part:
+                return Fault("link_flap", part, sev, r.rank, windows)
     return None
 
 

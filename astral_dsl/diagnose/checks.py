@@ -42,7 +42,7 @@ def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
                                       f"`{rm.job}` has {rm.world}: left out", t.file,
                               "pass the traces of this job, or --job for the right one"))
             continue
-        if t.rank >= rm.world:
+        if not 0 <= t.rank < rm.world:
             diags.append(diag("E786", f"rank {t.rank} is outside the job's {rm.world} ranks: "
                                       f"left out", t.file))
             continue

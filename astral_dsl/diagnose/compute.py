@@ -180,7 +180,9 @@ def _evidence(u: Unit, values, medians, fc_comp) -> Evidence:
     peers = evidence.median([medians[(u.stage, it)] for it in per])
     its = tuple(it for it, v in sorted(per.items())
                 if v >= medians[(u.stage, it)] * SLOW_MIN)
-    return Evidence("compute per iteration", peers, own, fc_comp.get(u.stage), u.ranks, its)
+    # slow of total: its iterations SLOW_MIN or more above the stage's median, of those compared
+    return Evidence("compute per iteration", peers, own, fc_comp.get(u.stage), u.ranks, its,
+                    len(its), len(per))
 
 
 def _ranks(ranks) -> str:

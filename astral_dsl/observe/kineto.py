@@ -22,6 +22,7 @@ columns (kernels.py) without a Python object per kernel past that decode. Errors
 `read` returns (trace or None, diagnostics)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Dict, List, Optional, Tuple
@@ -56,18 +57,24 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
         doc = tracedoc.from_dict(doc)
     diags: List[Diagnostic] = []
     info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else {}
-    rank = as_int(info.get("rank"))
+    said = info.get("rank")
+    rank = as_int(said)
     world = as_int(info.get("world_size"))
+    if rank is not None and rank < 0:
+        rank = None                       # not a rank: as if unsaid, and said so below
     if rank is None:
+        # a value that is not a rank (negative, fractional, text): named, not taken
+        bad = "" if said is None else f"`distributedInfo.rank` is {_shown(said)}, not a rank"
         m = _RANK_IN_NAME.search(os.path.basename(path))
         if m is None:
-            return None, [diag("E783", "the trace does not say which rank it is: no "
-                                       "`distributedInfo.rank` and no `rank-N` in the file name",
-                               path, "record with torch.distributed initialised, or name the "
-                                     "file rank-N.json")]
+            return None, [diag("E783", "the trace does not say which rank it is: "
+                                       + (f"{bad}," if bad else "no `distributedInfo.rank`")
+                                       + " and no `rank-N` in the file name", path,
+                               "record with torch.distributed initialised, or name the "
+                               "file rank-N.json")]
         rank = int(m.group(1))
-        diags.append(diag("W783", f"no `distributedInfo` in the trace: rank {rank} taken from "
-                                  f"the file name", path))
+        diags.append(diag("W783", f"{bad or 'no `distributedInfo` in the trace'}: rank "
+                                  f"{rank} taken from the file name", path))
     groups = list(_groups(info.get("pg_config")))
     group_index: Dict[Tuple, int] = {(g.name, g.ranks): i for i, g in enumerate(groups)}
     scan = kernels.from_events(doc.traceEvents, groups, group_index)
@@ -79,8 +86,16 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
         assigned = _by_steps(ts, scan.corr, steps, scan.launches)
         source = "ProfilerStep"
     else:
-        assigned = _by_pattern(scan.names, ts, dur)
+        assigned, marked = _by_pattern(scan.names, ts, dur)
         source = "pattern"
+        if assigned is not None and not marked:
+            diags.append(diag(
+                "W794", "the trace has no ProfilerStep annotations and no idle gap marks where "
+                        "its iterations start (the largest gap is not at one place of the "
+                        "repeating kernels in most repetitions): it is cut at the largest gap "
+                        "on average, which other ranks may not share, so their collectives may "
+                        "be matched across iterations (E789)", path,
+                "call prof.step() once per iteration (torch.profiler.schedule)"))
         if assigned is None:
             return None, diags + [diag(
                 "E788", "the trace has no ProfilerStep annotations and its kernels do not "
@@ -108,6 +123,15 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
     return trace, diags
 
 
+def _shown(value) -> str:
+    """A JSON value as a message shows it: at most 40 characters."""
+    try:
+        text = printable(json.dumps(value))
+    except (TypeError, ValueError):       # not JSON's (never from a parsed file)
+        text = printable(repr(value))
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _groups(config) -> Tuple[ProcessGroup, ...]:
     out = []
     if isinstance(config, list):
@@ -131,11 +155,14 @@ def _by_steps(ts: np.ndarray, correlations, steps, launches) -> np.ndarray:
     return np.where(inside, numbers[np.maximum(k, 0)], -1)
 
 
-def _by_pattern(names, ts: np.ndarray, dur: np.ndarray) -> Optional[np.ndarray]:
-    """Iterations as the repeating pattern of kernel names: the shortest period p under which
-    at least 90 % of the names repeat, with two or more repetitions (period.py finds it); cut
-    where the idle gap before a kernel is largest (the step boundary: optimizer, then data
-    loading)."""
+def _by_pattern(names, ts: np.ndarray, dur: np.ndarray) -> Tuple[Optional[np.ndarray], bool]:
+    """(iteration of each kernel, whether a gap marks the cut): iterations as the repeating
+    pattern of kernel names, the shortest period p under which at least 90 % of the names
+    repeat, with two or more repetitions (period.py finds it); cut where the idle gap before a
+    kernel is largest on average over the whole repetitions (the step boundary: optimizer,
+    then data loading; the first repetition alone, a GC pause in it, had decided). The cut is
+    marked when more than half of the repetitions have their own largest gap there: without
+    such a gap (kernels back to back) every rank would cut at another place."""
     ids: Dict[str, int] = {}
     order = np.argsort(ts, kind="stable")
     seq = np.array([ids.setdefault(names[i], len(ids)) for i in order.tolist()],
@@ -143,16 +170,17 @@ def _by_pattern(names, ts: np.ndarray, dur: np.ndarray) -> Optional[np.ndarray]:
     n = len(seq)
     period = find_period(seq)
     if period is None:
-        return None
+        return None, False
     t, d = ts[order], dur[order]
     gaps = np.zeros(n)
     gaps[1:] = t[1:] - np.maximum.accumulate(t + d)[:-1]
-    window = gaps[:period] if period < n else gaps
-    offset = int(np.argmax(window))
+    whole = gaps[:n - n % period].reshape(-1, period)      # one row per whole repetition
+    offset = int(np.argmax(whole.sum(axis=0)))
+    marked = 2 * int(np.count_nonzero(np.argmax(whole, axis=1) == offset)) > len(whole)
     pos = np.arange(n)
     out = np.full(n, -1, dtype=np.int64)
     out[order] = np.where(pos >= offset, (pos - offset) // period, -1)
-    return out
+    return out, marked
 
 
 def _empty_steps(steps, trace: RankTrace) -> List[int]:

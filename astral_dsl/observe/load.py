@@ -15,6 +15,7 @@ import threading
 import zlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import attrs
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic
@@ -86,7 +87,20 @@ def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
                 continue
             seen[key] = t
             traces.append(t)
-    return Observed(tuple(traces), tuple(diags), tuple(f for f, _ in files), tuple(paths))
+    return Observed(tuple(traces), tuple(_once(diags, "W794")), tuple(f for f, _ in files),
+                    tuple(paths))
+
+
+def _once(diags: List[Diagnostic], code: str) -> List[Diagnostic]:
+    """The diagnostics with those of `code` said once, at the first, counting the files (one
+    per rank of a job profiled alike would bury the rest)."""
+    at = [i for i, d in enumerate(diags) if d.code == code]
+    if len(at) < 2:
+        return diags
+    first = attrs.evolve(diags[at[0]], message=f"{diags[at[0]].message} (and {len(at) - 1:,} "
+                                               f"more trace(s) alike)")
+    return [first if i == at[0] else d for i, d in enumerate(diags)
+            if d.code != code or i == at[0]]
 
 
 PARALLEL_FROM = 64

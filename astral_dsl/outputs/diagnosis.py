@@ -48,6 +48,15 @@ def schema_text() -> str:
     return (resources.schema_dir() / "diagnosis.schema.json").read_text(encoding="utf-8")
 
 
+def final_verdict(d, diagnostics) -> str:
+    """The verdict the exit code, the JSON and the text say: the diagnosis's, except that
+    nothing suspect is no all-clear when ranks were not read or part of the input could not be
+    used (an error among `diagnostics`): `unusable` then (docs/diagnose.md, the exit codes)."""
+    if d.verdict == "healthy" and (d.missing_ranks or any(x.is_error for x in diagnostics)):
+        return "unusable"
+    return d.verdict
+
+
 def verdict_json(verdict: str) -> Dict[str, Any]:
     """What the exit code says, for --format json."""
     return {"diagnosis_version": SCHEMA_VERSION, "verdict": verdict,
@@ -93,14 +102,17 @@ def to_json(d, verdict: Optional[str] = None, devices=None) -> Dict[str, Any]:
     }
 
 
-def render(d, devices=None) -> str:
+def render(d, devices=None, verdict: Optional[str] = None) -> str:
+    """`verdict`: the final one (final_verdict; default: the diagnosis's own)."""
     lines: List[str] = []
     read = len(d.ranks_read)
+    verdict = verdict or d.verdict
     lines.append(f"diagnosis: job `{d.job}`, {read:,} of {d.world:,} ranks read, iterations "
                  f"{_its(d.iterations)}")
-    verdict = "something is wrong" if d.verdict == "suspects" else "healthy"
-    lines.append(f"  verdict    {verdict}: probability {_p(d.probability)} that something is "
-                 f"wrong with the job")
+    said = {"suspects": "something is wrong", "unusable": "no all-clear"}.get(verdict,
+                                                                              "healthy")
+    lines.append(f"  verdict    {said}: probability {_p(d.probability)} that something is "
+                 f"wrong with the job" + (f" ({_unseen(d)})" if verdict == "unusable" else ""))
     if d.forecast_iteration_s is not None or d.observed_iteration_s is not None:
         lines.append(f"  iteration  forecast {_s(d.forecast_iteration_s)}, observed "
                      f"{_s(d.observed_iteration_s)} (median over ranks)")
@@ -118,7 +130,8 @@ def render(d, devices=None) -> str:
     lines.append("")
     if not d.suspects:
         lines.append("no suspect: every rank and collective is within the noise of its peers "
-                     "and the forecast")
+                     "and the forecast" + ("; no all-clear for what could not be read"
+                                           if verdict == "unusable" else ""))
         return "\n".join(lines) + "\n"
     lines.append("suspects (most likely first; their probabilities compete)")
     for i, s in enumerate(d.suspects, start=1):
@@ -145,6 +158,14 @@ def render(d, devices=None) -> str:
         if s.note:
             lines.append(f"     note: {named(s.note)}")
     return "\n".join(lines) + "\n"
+
+
+def _unseen(d) -> str:
+    """Why nothing suspect is no all-clear."""
+    if d.missing_ranks:
+        return (f"{len(d.missing_ranks):,} of the job's {d.world:,} ranks were not read: "
+                f"nothing is known of them")
+    return "part of the observed data could not be used: the errors above"
 
 
 def _clocks(c) -> List[str]:
@@ -197,4 +218,4 @@ def _breakdown(b) -> List[str]:
     return out
 
 
-__all__ = ["EXIT_CODES", "SCHEMA_VERSION", "render", "schema_text", "to_json", "verdict_json"]
+__all__ = ["EXIT_CODES", "SCHEMA_VERSION", "final_verdict", "render", "schema_text", "to_json", "verdict_json"]
