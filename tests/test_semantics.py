@@ -126,6 +126,33 @@ def test_imported_names_are_not_re_exported(tmp_path):
     assert at(e) == (1, 18)
 
 
+def test_errors_in_an_imported_modules_lets_show_even_unused(tmp_path):
+    # the entry imports only `Accel`: the module's broken `let` and `param` are still its
+    # errors, in its file (as `astral check lib/parts.astral` reports them)
+    write(tmp_path, "lib/parts.astral", """
+        let budget = 45 kW + 3 m
+        param spare = 1 kW + 1 s
+        gpu Accel { power = 700 W }
+        """)
+    d = build("import lib.parts { Accel }\nsite S { g = Accel }\n", tmp_path)
+    found = [(d.code, Path(d.span.file).name, at(d)) for d in d.diagnostics if d.is_error]
+    assert found == [("E301", "parts.astral", (1, 14)), ("E301", "parts.astral", (2, 15))]
+    assert not d.valid
+
+
+def test_an_imported_let_in_error_is_reported_when_its_check_is_silenced(tmp_path):
+    # `power` of the rack fails (the host's power is a string): the check that uses `budget`
+    # is silenced, but `budget`'s own error is independent of it and shows
+    write(tmp_path, "lib/parts.astral", """
+        let budget = 45 kW + 3 m
+        host Node { power = "x" }
+        """)
+    d = build("import lib.parts { Node, budget }\n"
+              "site S { h = Node\n  check power <= budget }\n", tmp_path)
+    assert sorted((d.code, at(d)) for d in d.diagnostics if d.is_error) == [
+        ("E301", (1, 14)), ("E303", (2, 21))]
+
+
 def test_missing_module_is_e205(tmp_path):
     write(tmp_path, "lib/common.astral", COMMON)
     d = build("import lib.comon { Node }\n", tmp_path)
