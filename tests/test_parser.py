@@ -494,9 +494,23 @@ def test_e105_unexpected_end_of_file():
     assert d.code == "E105" and start(d) == (1, 8)
     d = syntax_error("site S (")
     assert d.code == "E105" and start(d) == (1, 8)
-    # nothing left open: the end of the file
+    # nothing left open: the end of the file, and no bracket is blamed
     d = syntax_error("param limit =\n")
     assert d.code == "E105" and start(d) == (2, 1)
+    assert d.hint == "the last statement stops in the middle: complete it, or delete it"
+    d = syntax_error("let x = 5 W to\n")
+    assert d.message == "unexpected end of file; expected a unit" and "bracket" not in d.hint
+
+
+@pytest.mark.parametrize("text, named", [
+    ("let a = 1\u00a0\n", "NO-BREAK SPACE"), ("let a =\u200b1\n", "ZERO WIDTH SPACE")])
+def test_e104_an_invisible_character_is_named(text, named):
+    d = syntax_error(text)
+    assert d.code == "E104" and d.hint == (
+        f"an invisible character ({named}), often pasted from a web page or a document: "
+        "replace it with a plain space, or delete it")
+    d = syntax_error("let a = 1\x07\n")
+    assert d.message == "unexpected character `U+0007`" and d.hint == "a control character: delete it"
 
 
 def test_e105_names_the_brace_the_indentation_says_is_open():
