@@ -561,3 +561,19 @@ def test_decode_drops_a_bom_and_rejects_bad_bytes():
     with pytest.raises(DiagnosticError) as info:
         decode("f", b"ab\x00cd")
     assert info.value.diagnostic.code == "E102"
+
+
+def test_a_lone_carriage_return_is_e104_where_an_editor_breaks_the_line():
+    # CRLF is a line end; a CR alone (old Mac files) is one for editors and the LSP but not for
+    # the grammar, where `// c\rlet b = 2` would be one comment: rejected at the first, line 2
+    # column 5 (`// c` is columns 1-4), before anything is parsed or formatted
+    assert decode("f", b"let a = 1\r\nlet b = 2\r\n").text == "let a = 1\r\nlet b = 2\r\n"
+    for text in (b"let a = 1\r\n// c\rlet b = 2\r", b"let a = 1\n// c\rlet b = 2\n"):
+        with pytest.raises(DiagnosticError) as info:
+            decode("f", text)
+        d = info.value.diagnostic
+        assert (d.code, start(d)) == ("E104", (2, 5)) and "LF" in d.hint
+    from astral_dsl.fmt import format_text
+    with pytest.raises(DiagnosticError) as info:
+        format_text("let a = 1\n// c\rlet b = 2\n")
+    assert (info.value.diagnostic.code, start(info.value.diagnostic)) == ("E104", (2, 5))
