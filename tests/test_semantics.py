@@ -274,6 +274,13 @@ def test_unknown_name_is_e200_with_did_you_mean(tmp_path):
     assert e.hint == "did you mean `limit`?"
 
 
+def test_did_you_mean_never_offers_the_field_being_defined(tmp_path):
+    # `h = hw`: `h` is the nearest name, but `h = h` is a cycle (E404); in `k = hw` it is fine
+    d = build("site S { h = hw, k = hw + 1 }\n", tmp_path)
+    hints = [(at(e), e.hint) for e in d.diagnostics if e.code == "E200"]
+    assert hints == [((1, 14), None), ((1, 22), "did you mean `h`?")]
+
+
 def test_unknown_template_in_a_member_is_e200(tmp_path):
     d = build("""
         gpu Accel { power = 700 W }
