@@ -371,3 +371,13 @@ def test_quantity_str_uses_format_number():
 def test_a_power_that_cannot_be_computed_says_why_in_words(base, exponent, message, hint):
     e = raises_unit_error(lambda: base.pow(exponent))
     assert (e.code, e.message, e.hint) == ("E309", message, hint)
+
+
+@pytest.mark.parametrize("written, meant", [
+    # the nearest unit by its letters would be `degF`, `m`, nothing, `h`... : the unit meant
+    ("degK", "K"), ("m3", "m^3"), ("sec", "s"), ("hrs", "h"), ("mm2", "mm^2"), ("lbs", "lb")])
+def test_an_other_tools_spelling_of_a_unit_gets_the_unit_meant(written, meant):
+    with pytest.raises(UnitSpecError) as info:
+        parse_unit(written)
+    assert info.value.hint == f"did you mean `{meant}`?"
+    parse_unit(meant)                      # and the suggestion is a unit
