@@ -577,3 +577,20 @@ def test_a_lone_carriage_return_is_e104_where_an_editor_breaks_the_line():
     with pytest.raises(DiagnosticError) as info:
         format_text("let a = 1\n// c\rlet b = 2\n")
     assert (info.value.diagnostic.code, start(info.value.diagnostic)) == ("E104", (2, 5))
+
+
+@pytest.mark.parametrize("text, hint", [
+    # a double holds up to 1.797e308; 1e999 is beyond it
+    ("let a = 1e999\n", "the largest number is about 1.8e308"),
+    # and down to 4.9e-324 (a subnormal): 1e-999 would be 0, silently
+    ("let a = 1e-999 W\n", "the smallest number above zero is about 5e-324: this one would be 0"),
+])
+def test_e106_a_number_a_float_cannot_hold_says_why(text, hint):
+    d = syntax_error(text)
+    assert (d.code, start(d), d.hint) == ("E106", (1, 9), hint)
+
+
+def test_zero_and_tiny_numbers_are_read():
+    # 0e-999 and 0.000e5 are zero as written; 1e-320 is a subnormal float, not 0
+    assert [i.value.value for i in P("let a = 0e-999\nlet b = 0.000e5\nlet c = 1e-320\n").items] \
+        == [0.0, 0.0, 1e-320]

@@ -21,9 +21,15 @@ _QUANTITY = re.compile(r"^(?P<num>(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)
 
 
 def _number(text: str) -> float:
-    value = float(text.replace("_", ""))
+    """The value of a number literal; ValueError (its message the hint of E106) for one a
+    float cannot hold: too large (`1e999`), or too small and not zero (`1e-999`, which would
+    silently read as 0)."""
+    digits = text.replace("_", "")
+    value = float(digits)
     if not math.isfinite(value):
-        raise ValueError(text)
+        raise ValueError("the largest number is about 1.8e308")
+    if value == 0 and any(c in "123456789" for c in re.split("[eE]", digits)[0]):
+        raise ValueError("the smallest number above zero is about 5e-324: this one would be 0")
     return value
 
 
@@ -234,9 +240,10 @@ class Builder(Transformer):
         span = _span(self.f, tok)
         try:
             value = _number(m.group("num"))
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError) as exc:
             raise DiagnosticError(Diagnostic("E106", Severity.ERROR,
-                                             f"invalid number `{excerpt(text)}`", span)) from None
+                                             f"invalid number `{excerpt(text)}`", span,
+                                             str(exc) or None)) from None
         unit = m.group("unit")
         ustart = tok.column + m.start("unit")
         unit_span = Span.at(self.f, tok.line, ustart, tok.line, ustart + len(unit))
@@ -246,10 +253,10 @@ class Builder(Transformer):
         tok = items[0]
         try:
             value = _number(str(tok))
-        except ValueError:
+        except ValueError as exc:
             raise DiagnosticError(Diagnostic("E106", Severity.ERROR,
                                              f"invalid number `{excerpt(str(tok))}`",
-                                             _span(self.f, tok))) from None
+                                             _span(self.f, tok), str(exc) or None)) from None
         return ast.Number(value, str(tok), _span(self.f, tok))
 
     def string_tok(self, tok) -> ast.String:
