@@ -22,7 +22,8 @@ Evaluate (every compile, `front_end`):
  7. instantiate semantics/entry.py `instantiate_roots`: the sites, jobs and scenarios
                 instantiated by semantics/instantiate.py, whose `Expressions` (evaluate.py)
                 evaluate with units (units/) and types (coerce.py); a scenario's routes are
-                isolated as their frames are made (isolate.py); each `?` is recorded
+                isolated as their frames are made (isolate.py); each `?` is recorded;
+                then `imported_values`: the params and lets of the project's other modules
  8. evaluate    semantics/fields.py `complete_all`: every field of every frame, lazily
  9. lint        semantics/entry.py `lint_templates`: the bodies of templates nothing used
 10. no site     semantics/entry.py `warn_no_site` (W400)
@@ -96,6 +97,7 @@ def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overr
         trace.attach(ev, scopes)
     try:
         found = passes.instantiate_roots(ev, scope)                               # 7
+        passes.imported_values(ev, scopes, scope)
         ev.complete_all()                                                         # 8
         passes.lint_templates(ev, scope, diagnostics)                             # 9
         passes.warn_no_site(entry, scope, found[0], diagnostics)                  # 10

@@ -494,9 +494,23 @@ def test_e105_unexpected_end_of_file():
     assert d.code == "E105" and start(d) == (1, 8)
     d = syntax_error("site S (")
     assert d.code == "E105" and start(d) == (1, 8)
-    # nothing left open: the end of the file
+    # nothing left open: the end of the file, and no bracket is blamed
     d = syntax_error("param limit =\n")
     assert d.code == "E105" and start(d) == (2, 1)
+    assert d.hint == "the last statement stops in the middle: complete it, or delete it"
+    d = syntax_error("let x = 5 W to\n")
+    assert d.message == "unexpected end of file; expected a unit" and "bracket" not in d.hint
+
+
+@pytest.mark.parametrize("text, named", [
+    ("let a = 1\u00a0\n", "NO-BREAK SPACE"), ("let a =\u200b1\n", "ZERO WIDTH SPACE")])
+def test_e104_an_invisible_character_is_named(text, named):
+    d = syntax_error(text)
+    assert d.code == "E104" and d.hint == (
+        f"an invisible character ({named}), often pasted from a web page or a document: "
+        "replace it with a plain space, or delete it")
+    d = syntax_error("let a = 1\x07\n")
+    assert d.message == "unexpected character `U+0007`" and d.hint == "a control character: delete it"
 
 
 def test_e105_names_the_brace_the_indentation_says_is_open():
@@ -565,4 +579,40 @@ def test_a_nonzero_number_below_the_smallest_float_is_e106(text):
     d = info.value.diagnostic
     assert d.code == "E106" and d.span.start.column == 9
     assert d.message == f"number `{text}` is too small to represent: it would be read as 0"
-    assert d.hint == "write it in a smaller unit (`1 pW` rather than `1e-12 W`), or write 0"
+    assert d.hint == ("the smallest number above zero is about 5e-324: write it in a smaller "
+                      "unit (`1 pW` rather than `1e-12 W`), or write 0")
+
+
+def test_a_lone_carriage_return_is_e104_where_an_editor_breaks_the_line():
+    # CRLF is a line end; a CR alone (old Mac files) is one for editors and the LSP but not for
+    # the grammar, where `// c\rlet b = 2` would be one comment: rejected at the first, line 2
+    # column 5 (`// c` is columns 1-4), before anything is parsed or formatted
+    assert decode("f", b"let a = 1\r\nlet b = 2\r\n").text == "let a = 1\r\nlet b = 2\r\n"
+    for text in (b"let a = 1\r\n// c\rlet b = 2\r", b"let a = 1\n// c\rlet b = 2\n"):
+        with pytest.raises(DiagnosticError) as info:
+            decode("f", text)
+        d = info.value.diagnostic
+        assert (d.code, start(d)) == ("E104", (2, 5)) and "LF" in d.hint
+    from astral_dsl.fmt import format_text
+    with pytest.raises(DiagnosticError) as info:
+        format_text("let a = 1\n// c\rlet b = 2\n")
+    assert (info.value.diagnostic.code, start(info.value.diagnostic)) == ("E104", (2, 5))
+
+
+@pytest.mark.parametrize("text, hint", [
+    # a double holds up to 1.797e308; 1e999 is beyond it
+    ("let a = 1e999\n", "the largest number is about 1.8e308: write it in a larger unit, or "
+                        "smaller"),
+    # and down to 4.9e-324 (a subnormal): 1e-999 would be 0, silently
+    ("let a = 1e-999 W\n", "the smallest number above zero is about 5e-324: write it in a "
+                           "smaller unit (`1 pW` rather than `1e-12 W`), or write 0"),
+])
+def test_e106_a_number_a_float_cannot_hold_says_why(text, hint):
+    d = syntax_error(text)
+    assert (d.code, start(d), d.hint) == ("E106", (1, 9), hint)
+
+
+def test_zero_and_tiny_numbers_are_read():
+    # 0e-999 and 0.000e5 are zero as written; 1e-320 is a subnormal float, not 0
+    assert [i.value.value for i in P("let a = 0e-999\nlet b = 0.000e5\nlet c = 1e-320\n").items] \
+        == [0.0, 0.0, 1e-320]

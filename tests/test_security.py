@@ -379,13 +379,16 @@ def test_the_language_server_keeps_its_stream_to_itself(sandbox):
 # ---- control characters ----------------------------------------------------------------------------
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
 NASTY = OSC52 + "\x9b2J" + "\u202e" + "\r" + "\x7f"
+# what a line of a design may hold: a carriage return alone ends a line for an editor, not for
+# the grammar, and is E104 (test_a_lone_carriage_return_is_rejected_and_printed_escaped)
+IN_A_LINE = NASTY.replace("\r", "")
 
 CONTROL_DESIGN = f"""\
 gpu G {{ power = 700 W, note = "{OSC52}" }}
-host H {{ gpus = 8 x G }}   // {NASTY}
+host H {{ gpus = 8 x G }}   // {IN_A_LINE}
 rack R {{
   hosts = 4 x H
-  check power <= 1 kW else error "too hot {OSC52} \u202e"   // {NASTY}
+  check power <= 1 kW else error "too hot {OSC52} \u202e"   // {IN_A_LINE}
 }}
 site S {{ racks = 2 x R }}
 """
@@ -415,6 +418,21 @@ def test_design_text_is_printed_with_controls_escaped(sandbox, tmp_path):
     shown = next(i for i, ln in enumerate(lines) if ln.startswith("5 |"))
     caret = lines[shown + 1]
     assert caret.index("^") == lines[shown].index("power <= 1 kW")
+
+
+def test_a_lone_carriage_return_is_rejected_and_printed_escaped(sandbox, tmp_path):
+    # `// note\rcheck ...` shows a line of code in an editor that the grammar reads as comment
+    home, tmp = sandbox
+    path = tmp_path / "controls.astral"
+    path.write_text(CONTROL_DESIGN.replace(f"// {IN_A_LINE}", f"// {NASTY}", 1),
+                    encoding="utf-8")
+    proc = _here("check", "--color", "never", str(path), env=_env(home, tmp))
+    text = proc.stdout.decode()
+    _no_controls(text)
+    # line 2, after `host H { gpus = 8 x G }   // ` (29 characters), OSC52 (24), `\x9b2J` (3)
+    # and U+202E (1): 57 characters, the carriage return in column 58
+    column = 29 + len(OSC52) + 3 + 1 + 1
+    assert proc.returncode == 1 and "error[E104]" in text and f"controls.astral:2:{column}" in text
 
 
 def test_colour_output_has_only_our_own_escapes(sandbox, tmp_path):

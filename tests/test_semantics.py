@@ -126,6 +126,46 @@ def test_imported_names_are_not_re_exported(tmp_path):
     assert at(e) == (1, 18)
 
 
+def test_errors_in_an_imported_modules_lets_show_even_unused(tmp_path):
+    # the entry imports only `Accel`: the module's broken `let` and `param` are still its
+    # errors, in its file (as `astral check lib/parts.astral` reports them)
+    write(tmp_path, "lib/parts.astral", """
+        let budget = 45 kW + 3 m
+        param spare = 1 kW + 1 s
+        gpu Accel { power = 700 W }
+        """)
+    d = build("import lib.parts { Accel }\nsite S { g = Accel }\n", tmp_path)
+    found = [(d.code, Path(d.span.file).name, at(d)) for d in d.diagnostics if d.is_error]
+    assert found == [("E301", "parts.astral", (1, 14)), ("E301", "parts.astral", (2, 15))]
+    assert not d.valid
+
+
+def test_an_imported_let_in_error_is_reported_when_its_check_is_silenced(tmp_path):
+    # `power` of the rack fails (the host's power is a string): the check that uses `budget`
+    # is silenced, but `budget`'s own error is independent of it and shows
+    write(tmp_path, "lib/parts.astral", """
+        let budget = 45 kW + 3 m
+        host Node { power = "x" }
+        """)
+    d = build("import lib.parts { Node, budget }\n"
+              "site S { h = Node\n  check power <= budget }\n", tmp_path)
+    assert sorted((d.code, at(d)) for d in d.diagnostics if d.is_error) == [
+        ("E301", (1, 14)), ("E303", (2, 21))]
+
+
+def test_an_error_in_a_templates_body_names_the_instance_and_its_call(tmp_path):
+    # `power = p` fails for H(p = 1) and H(p = 2) at the same place of lib/h.astral: each
+    # error notes its instance and where it was made (main.astral, line 2, column 14 / 28);
+    # H(p = 3 kW) is right and has none
+    write(tmp_path, "lib/h.astral", "host H(p) { power = p }\n")
+    d = build("import lib.h { H }\nsite S { a = H(p = 1), b = H(p = 2), c = H(p = 3 kW) }\n",
+              tmp_path)
+    errors = [e for e in d.diagnostics if e.code == "E304"]
+    assert [(Path(e.span.file).name, at(e)) for e in errors] == [("h.astral", (1, 21))] * 2
+    assert [e.notes for e in errors] == [("in `H(p = 1)`, made at main.astral:2:14",),
+                                         ("in `H(p = 2)`, made at main.astral:2:28",)]
+
+
 def test_missing_module_is_e205(tmp_path):
     write(tmp_path, "lib/common.astral", COMMON)
     d = build("import lib.comon { Node }\n", tmp_path)
@@ -232,6 +272,13 @@ def test_unknown_name_is_e200_with_did_you_mean(tmp_path):
     assert at(e) == (2, 24)
     assert (e.span.end.line, e.span.end.column) == (2, 28)
     assert e.hint == "did you mean `limit`?"
+
+
+def test_did_you_mean_never_offers_the_field_being_defined(tmp_path):
+    # `h = hw`: `h` is the nearest name, but `h = h` is a cycle (E404); in `k = hw` it is fine
+    d = build("site S { h = hw, k = hw + 1 }\n", tmp_path)
+    hints = [(at(e), e.hint) for e in d.diagnostics if e.code == "E200"]
+    assert hints == [((1, 14), None), ((1, 22), "did you mean `h`?")]
 
 
 def test_unknown_template_in_a_member_is_e200(tmp_path):

@@ -357,3 +357,27 @@ def test_quantity_str_uses_format_number():
     assert str(Q(700, "W")) == "700 W"
     assert str(Q(2.5, "MW")) == "2.5 MW"
     assert str(Q(3)) == "3"
+
+
+@pytest.mark.parametrize("base, exponent, message, hint", [
+    # 2^10000 = 10^3010.3, beyond the largest float (1.8e308): Python's OverflowError reads
+    # "(34, 'Numerical result out of range')", never shown
+    (Q(2), Q(10000), "2 ^ 10000 is too large to compute", "the largest number is about 1.8e308"),
+    (Q(0), Q(-1), "0 ^ -1 divides by zero", "zero has no negative power"),
+    (Q(0, "W"), Q(-1), "0 W ^ -1 divides by zero", "zero has no negative power"),
+    # (-8)^0.5 is 2.83i: Python's TypeError was about `float()` and 'complex'
+    (Q(-8), Q(0.5), "(-8) ^ 0.5 is not a real number", "a negative number has no fractional power"),
+])
+def test_a_power_that_cannot_be_computed_says_why_in_words(base, exponent, message, hint):
+    e = raises_unit_error(lambda: base.pow(exponent))
+    assert (e.code, e.message, e.hint) == ("E309", message, hint)
+
+
+@pytest.mark.parametrize("written, meant", [
+    # the nearest unit by its letters would be `degF`, `m`, nothing, `h`... : the unit meant
+    ("degK", "K"), ("m3", "m^3"), ("sec", "s"), ("hrs", "h"), ("mm2", "mm^2"), ("lbs", "lb")])
+def test_an_other_tools_spelling_of_a_unit_gets_the_unit_meant(written, meant):
+    with pytest.raises(UnitSpecError) as info:
+        parse_unit(written)
+    assert info.value.hint == f"did you mean `{meant}`?"
+    parse_unit(meant)                      # and the suggestion is a unit

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from astral_dsl.outputs.diff.facts import (SECTIONS, Side, diagnostics, flat, is_count, shown,
-                                           values)
+from astral_dsl.outputs.diff.facts import (SECTIONS, Side, diagnostics, flat, identity,
+                                           is_count, shown, values)
 from astral_dsl.pipeline import Checked, front_end_errors
 
 
@@ -45,8 +45,10 @@ def side(label: str, checked: Checked, relative, calibration=None) -> Side:
     diags = checked.diagnostics
     facts: Dict[str, Dict[str, Any]] = {s: {} for s in SECTIONS}
     facts["params"] = {k: shown(v) for k, v in design.params}
+    same = {"params": {k: identity(v) for k, v in design.params}}
     if not front_end_errors(design):
         facts["values"] = values(design)
+        same["values"] = values(design, identity)
     if eng is not None:
         summary = size_summary(design, eng)
         for k, v in flat(summary).items():
@@ -60,7 +62,7 @@ def side(label: str, checked: Checked, relative, calibration=None) -> Side:
         facts["jobs"] = forecasts(design, [j.template for j in design.jobs], calibration)
     errors = sum(d.is_error for d in diags)
     return Side(label, errors == 0, errors, sum(d.severity.value == "warning" for d in diags),
-                facts)
+                facts, same=same)
 
 
 __all__ = ["forecasts", "side"]

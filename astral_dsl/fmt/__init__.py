@@ -18,7 +18,7 @@ from astral_dsl.fmt.cst import Comment, concrete, normalise_newlines
 from astral_dsl.fmt.printer import print_concrete
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse_concrete
-from astral_dsl.syntax.source import Source
+from astral_dsl.syntax.source import Source, lone_carriage_return
 
 
 class FormatError(Exception):
@@ -36,6 +36,7 @@ def format_text(text: str, name: str = "<string>", verify: bool = True) -> str:
     text = normalise_newlines(text)
     if text.startswith("\ufeff"):
         text = text[1:]
+    lone_carriage_return(Source(name, text))   # E104: the lines an editor shows are not ours
     try:
         # one parse: the compiler's syntax diagnostics, its tree and the tree of every token
         tree, tokens = parse_concrete(Source(name, text))

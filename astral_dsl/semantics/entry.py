@@ -69,6 +69,19 @@ def instantiate_roots(ev: Instantiator, scope: ModuleScope) -> Roots:
     return roots, jobs, scenarios
 
 
+def imported_values(ev: Instantiator, scopes: Dict[int, ModuleScope], entry: ModuleScope) -> None:
+    """The `param`s and `let`s of the project's other modules evaluated, used or not, so that
+    their errors show as the entry's own do (`let budget = 45 kW + 3 m` in an imported module
+    is E301 even when the entry imports only a template from it). The stdlib's are not: they
+    are known to evaluate, and are evaluated where used."""
+    for scope in scopes.values():
+        if scope is entry or scope.is_stdlib:
+            continue
+        for name, symbol in scope.own.items():
+            if not isinstance(symbol, Template):
+                ev.guarded(lambda: ev.symbol_value(symbol, scope.spans[name]), default=None)
+
+
 def lint_templates(ev: Instantiator, scope: ModuleScope, diagnostics) -> None:
     """Check the bodies of the entry's templates that nothing instantiated because they need
     arguments: bound to values already in error, the arguments silence what depends on them,

@@ -1,6 +1,8 @@
 """Raising diagnostics from inside evaluation, and the marker for values already in error."""
 from __future__ import annotations
 
+import attrs
+
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.model.values import POISON
 
@@ -23,3 +25,29 @@ def check(value):
     return value
 
 
+
+
+def in_instance(frame, fn):
+    """fn(), a field of `frame` being evaluated; a diagnostic it raises from the body of a
+    template that takes parameters is noted with the instance: `H(p = 1)` and `H(p = 2)`
+    fail at the same place of `host H(p) { power = p }`, and the note tells them apart and
+    leads to the argument, perhaps in another file."""
+    try:
+        return fn()
+    except DiagnosticError as exc:
+        raise DiagnosticError(_noted(frame, exc.diagnostic)) from None
+
+
+def _noted(frame, d: Diagnostic) -> Diagnostic:
+    template, at = frame.template, frame.called_at
+    if template is None or at is None or not frame.args or d.span is None:
+        return d
+    body = template.decl.span
+    if d.span.file != body.file or not body.start <= d.span.start < body.end:
+        return d
+    from astral_dsl.diagnostics import excerpt
+    from astral_dsl.model.values import show
+
+    args = ", ".join(f"{k} = {excerpt(show(v), 24)}" for k, v in frame.args.items())
+    note = f"in `{template.name}({args})`, made at {at}"
+    return attrs.evolve(d, notes=d.notes + (note,)) if note not in d.notes else d

@@ -199,8 +199,8 @@ class Expressions:
         while scope is not None:
             names.update(scope.locals)
             names.update(scope.params)
-            if scope.frame is not None:
-                names.update(scope.frame.defs)
+            if scope.frame is not None:      # not a field being evaluated: `h = hw` is no `h`
+                names.update(n for n in scope.frame.defs if not scope.frame.busy.get(n))
                 if scope.frame.spec.physical:
                     names.update(PLURALS)
                     names.add("power")

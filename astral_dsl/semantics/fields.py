@@ -11,7 +11,7 @@ from astral_dsl.model.values import (POISON, FabricLink, FabricSelection, Group,
                                      UnknownValue)
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.collections import inclusive_range, unknown_options
-from astral_dsl.semantics.errors import Poisoned, fail, unknown_key
+from astral_dsl.semantics.errors import Poisoned, fail, in_instance, unknown_key
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import Namespace, Template
 from astral_dsl.semantics.errors import check as _poison_check
@@ -67,7 +67,7 @@ def field(it, frame: Frame, name: str, span: Span | None = None):
              "break the cycle: one of the values must not refer back")
     frame.busy[name] = True
     try:
-        value = it.guarded(lambda: _field(it, frame, name))
+        value = it.guarded(lambda: in_instance(frame, lambda: _field(it, frame, name)))
         if frame.pending is not None and value is not POISON:
             value = it.guarded(lambda: it.isolator.field(frame, name, value))
     finally:

@@ -21,23 +21,32 @@ _QUANTITY = re.compile(r"^(?P<num>(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)
 
 
 TOO_SMALL = "is too small to represent: it would be read as 0"
-SMALL_HINT = "write it in a smaller unit (`1 pW` rather than `1e-12 W`), or write 0"
+SMALL_HINT = ("the smallest number above zero is about 5e-324: write it in a smaller unit "
+              "(`1 pW` rather than `1e-12 W`), or write 0")
+TOO_LARGE = "is too large to represent"
+LARGE_HINT = "the largest number is about 1.8e308: write it in a larger unit, or smaller"
 
 
 def _number(text: str) -> float:
-    value = float(text.replace("_", ""))
+    """The value of a number literal; ValueError (TOO_LARGE, TOO_SMALL: _invalid's E106) for
+    one a float cannot hold: too large (`1e999`), or too small and not zero (`1e-999`, which
+    would silently read as 0)."""
+    digits = text.replace("_", "")
+    value = float(digits)
     if not math.isfinite(value):
-        raise ValueError(text)
-    if value == 0 and any(c in "123456789" for c in text.replace("E", "e").split("e")[0]):
+        raise ValueError(TOO_LARGE)
+    if value == 0 and any(c in "123456789" for c in re.split("[eE]", digits)[0]):
         raise ValueError(TOO_SMALL)      # 1e-400: below the smallest float, silently 0
     return value
 
 
 def _invalid(text: str, exc: Exception, span: Span) -> DiagnosticError:
-    small = str(exc) == TOO_SMALL
-    return DiagnosticError(Diagnostic(
-        "E106", Severity.ERROR, f"{'number' if small else 'invalid number'} `{excerpt(text)}`"
-        + (f" {TOO_SMALL}" if small else ""), span, SMALL_HINT if small else None))
+    """E106 for a literal `_number` refused (or the grammar's number that float() cannot
+    read): why, with a hint, when it is out of a float's range."""
+    why = str(exc) if str(exc) in (TOO_SMALL, TOO_LARGE) else None
+    hint = {TOO_SMALL: SMALL_HINT, TOO_LARGE: LARGE_HINT}.get(why)
+    message = f"number `{excerpt(text)}` {why}" if why else f"invalid number `{excerpt(text)}`"
+    return DiagnosticError(Diagnostic("E106", Severity.ERROR, message, span, hint))
 
 
 class Builder(Transformer):

@@ -3,6 +3,7 @@ the common slips (`=` for `==`, a name read as a unit, an unclosed comment)."""
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -53,6 +54,11 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
             hint = "a string must end on the line it starts"
         elif ch.isalpha():
             hint = "names use ASCII letters, digits and `_`; other text belongs in a \"string\""
+        elif ch and (ch.isspace() or not ch.isprintable()):
+            named = unicodedata.name(ch, "")
+            hint = (f"an invisible character ({named}), often pasted from a web page or a "
+                    "document: replace it with a plain space, or delete it" if named else
+                    "a control character: delete it")
         code = "E107" if ch == "\"" else "E104"
         shown = repr(ch)[1:-1] if ch.isprintable() else f"U+{ord(ch):04X}" if ch else "end of file"
         return Diagnostic(code, Severity.ERROR, f"unexpected character `{shown}`", span, hint)
@@ -82,7 +88,8 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
     expected = _expected(getattr(exc, "expected", []) or [])
     return Diagnostic("E105", Severity.ERROR,
                       "unexpected end of file" + (f"; {expected}" if expected else ""),
-                      Span.at(name, line, col), "a `{`, `(` or `[` may be missing its closing pair")
+                      Span.at(name, line, col),
+                      "the last statement stops in the middle: complete it, or delete it")
 
 
 _PAIRS = {"{": "}", "(": ")", "[": "]"}

@@ -51,7 +51,28 @@ def decode(name: str, data: bytes) -> Source:
         raise DiagnosticError(Diagnostic(
             "E101", Severity.ERROR, message, Span.at(name, line, col),
             "save the file as UTF-8")) from None
-    return Source(name, text)
+    source = Source(name, text)
+    lone_carriage_return(source)
+    return source
+
+
+def lone_carriage_return(source: Source) -> None:
+    """E104 at a carriage return not followed by a line feed (old Mac line endings, a stray
+    `\\r`): editors, and the language server's protocol, end a line there, while .astral lines
+    end at `\\n` only, so `// note\\rlet b = 2` would silently be one comment."""
+    text = source.text
+    at = text.find("\r")
+    while at != -1 and text.startswith("\r\n", at):
+        at = text.find("\r", at + 2)
+    if at == -1:
+        return
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    raise DiagnosticError(Diagnostic(
+        "E104", Severity.ERROR, "a carriage return (U+000D) that is not followed by a line feed",
+        Span.at(source.name, line, column),
+        "editors break the line here but .astral lines end at a line feed: save the file with "
+        "LF (or CRLF) line endings"))
 
 
 def _position(data: bytes, offset: int) -> tuple[int, int]:

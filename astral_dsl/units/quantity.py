@@ -21,6 +21,20 @@ class UnitError(ValueError):
         self.hint = hint
 
 
+def _pow_error(base: "Quantity", exponent: "Quantity", exc: Exception) -> UnitError:
+    """E309 for `base ^ exponent` that Python could not compute, in words (not Python's
+    `(34, 'Numerical result out of range')`); a negative base in brackets, as written."""
+    base = f"({base})" if base.si < 0 else base
+    if isinstance(exc, ZeroDivisionError):
+        return UnitError("E309", f"{base} ^ {exponent} divides by zero",
+                         "zero has no negative power")
+    if isinstance(exc, TypeError):
+        return UnitError("E309", f"{base} ^ {exponent} is not a real number",
+                         "a negative number has no fractional power")
+    return UnitError("E309", f"{base} ^ {exponent} is too large to compute",
+                     "the largest number is about 1.8e308")
+
+
 def format_number(x: float) -> str:
     """Deterministic, readable: up to 10 significant digits, no trailing zeros, no exponent for
     everyday magnitudes."""
@@ -180,8 +194,8 @@ class Quantity:
                 raise UnitError("E308", "a quantity with units can only be raised to a whole power")
             try:
                 value = _finite(float(self.si ** n), "power")
-            except (OverflowError, ZeroDivisionError):
-                raise UnitError("E309", f"{self} ^ {exponent} is too large to compute") from None
+            except (OverflowError, ZeroDivisionError) as exc:
+                raise _pow_error(self, exponent, exc) from None
             if abs(n) > MAX_UNIT_EXPONENT or any(abs(e * n) > MAX_DIMENSION_EXPONENT
                                                  for e in self.dims):
                 raise UnitError("E313", f"{self.describe()} raised to {format_number(n)} is "
@@ -192,7 +206,7 @@ class Quantity:
         try:
             return Quantity(_finite(float(self.si ** n), "power"))
         except (OverflowError, ZeroDivisionError, TypeError) as exc:
-            raise UnitError("E309", f"cannot compute {self} ^ {exponent}: {exc}") from None
+            raise _pow_error(self, exponent, exc) from None
 
     def neg(self) -> "Quantity":
         if self.point:

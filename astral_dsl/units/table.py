@@ -135,8 +135,6 @@ _ATOM = re.compile(r"^([^\^]+)(?:\^(-?\d+))?$")
 @lru_cache(maxsize=2048)
 def parse_unit(spec: str) -> Unit:
     """Parse `kW`, `Gb/s`, `kJ/kg/K`, `ohm*mm^2/m`, `degC` into one Unit (left to right)."""
-    from astral_dsl.diagnostics import did_you_mean
-
     tokens = re.split(r"([*/])", spec.strip())
     scale, dims = F(1), DIMENSIONLESS
     op = "*"
@@ -158,7 +156,7 @@ def parse_unit(spec: str) -> Unit:
         exp = int(digits)
         unit = UNITS.get(name)
         if unit is None:
-            raise UnitSpecError(f"unknown unit `{name}`", name, did_you_mean(name, UNITS))
+            raise UnitSpecError(f"unknown unit `{name}`", name, _suggest(name))
         if unit.point:
             raise UnitSpecError(
                 f"`{name}` is a temperature point and cannot be part of a compound unit", name,
@@ -181,3 +179,19 @@ def is_unit(spec: str) -> bool:
     except UnitSpecError:
         return False
     return True
+
+
+# Spellings of units that other tools and habits use, and the unit here: the nearest name by
+# letters would be wrong for them (`degK` is nearest `degF`, `m3` nearest `m`, `sec` nothing).
+OTHER_SPELLINGS = {
+    "degK": "K", "sec": "s", "secs": "s", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+    "mins": "min", "days": "day", "lbs": "lb", "m2": "m^2", "m3": "m^3", "cm2": "cm^2",
+    "mm2": "mm^2", "ft3": "ft^3",
+}
+
+
+def _suggest(name: str):
+    from astral_dsl.diagnostics import did_you_mean
+
+    known = OTHER_SPELLINGS.get(name)
+    return f"did you mean `{known}`?" if known else did_you_mean(name, UNITS)

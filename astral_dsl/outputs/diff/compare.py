@@ -38,6 +38,12 @@ def _keys(a, b) -> List[str]:
     return list(a) + [k for k in b if k not in a]
 
 
+def _same(a: Side, b: Side, section: str, key: str) -> bool:
+    """The value of `key` is the same on both sides, spelt differently (`700 W`, `0.7 kW`)."""
+    sa, sb = a.same.get(section, {}), b.same.get(section, {})
+    return key in sa and key in sb and sa[key] == sb[key]
+
+
 def compare(a: Side, b: Side) -> Tuple[Change, ...]:
     out: List[Change] = []
     for section in SECTIONS:
@@ -54,6 +60,7 @@ def compare(a: Side, b: Side) -> Tuple[Change, ...]:
                         out.append(Change(section, f"{key}.{field}",
                                           "changed" if x is not None and y is not None else
                                           "added" if x is None else "removed", x, y))
-            elif section != "diagnostics" and fa[key] != fb[key]:
+            elif section != "diagnostics" and fa[key] != fb[key] and not _same(a, b, section,
+                                                                                 key):
                 out.append(Change(section, key, "changed", fa[key], fb[key]))
     return tuple(out)

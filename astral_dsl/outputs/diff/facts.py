@@ -4,6 +4,7 @@ results with the shaping functions here:
 
 - params: the top-level `param`s as written (`4`, `45 kW`);
 - values: every field and member of every instance (`Astral.pods[0].secondary.supply`);
+  params and values compare by what they are (`identity`): `700 W` -> `0.7 kW` is no change;
 - counts and power/cooling: the scalars of the size summary (outputs.size_report.size_summary,
   whatever keys it has; switches per tier as `switches_by_tier.tor`), split by what they count;
 - bom: the purchase lines of outputs.report.bom, by (item, model, where);
@@ -14,9 +15,12 @@ from __future__ import annotations
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 
+import attrs
+
 from astral_dsl import records
 from astral_dsl.model.design import Instance
-from astral_dsl.model.values import Group, show
+from astral_dsl.model.values import Bundle, Group, ListValue, show
+from astral_dsl.units import Quantity
 
 # size-summary scalars that count equipment; every other scalar is power or cooling
 COUNT_KEYS = ("gpus", "hosts", "racks", "switches", "cdus", "feeders", "rectifier_modules")
@@ -35,6 +39,9 @@ class Side:
     warnings: int
     facts: Mapping[str, Mapping[str, Any]]       # section -> key -> value
     unreadable: bool = False
+    # section -> key -> what the value is, whatever its spelling (`700 W` and `0.7 kW` are the
+    # same), for the sections whose facts are written as the source writes them
+    same: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
 
 
 # the summary's mappings compared key by key (`switches_by_tier.tor`); the facility's power by
@@ -86,13 +93,28 @@ def _template(inst) -> str:
     return getattr(inst, "template", None) or show(inst)
 
 
-def values(design) -> Dict[str, str]:
-    out: Dict[str, str] = {}
+def identity(v) -> Any:
+    """What a value is, apart from the unit it is written in: a quantity by its dimension and
+    its SI value to 12 significant digits (`0.7 kW` is 0.7 x 1000 W, which may differ from
+    700 W in the last bit of the float), lists and bundles item by item, the rest as shown."""
+    if isinstance(v, Quantity):
+        return ("quantity", repr(v.dims), v.point, float(f"{v.si:.12g}"))
+    if isinstance(v, ListValue):
+        return ("list", tuple(identity(i) for i in v.items))
+    if isinstance(v, Bundle):
+        return ("bundle", v.count, identity(v.item))
+    return shown(v)
+
+
+def values(design, of=shown) -> Dict[str, Any]:
+    """Every field and member of every instance, as the source states it (`of=identity`:
+    what each is, for comparing)."""
+    out: Dict[str, Any] = {}
     for inst in design.instances:
         for name, v in inst.fields:
-            out[f"{inst.path}.{name}"] = shown(v)
+            out[f"{inst.path}.{name}"] = of(v)
         for m in inst.members:
-            out.setdefault(f"{inst.path}.{m.name}", shown(m.value))
+            out.setdefault(f"{inst.path}.{m.name}", of(m.value))
     return dict(sorted(out.items()))
 
 
