@@ -1,4 +1,4 @@
-"""A hybrid Mamba-2 model's layer widths (seer/lower.py `_mamba_dims`): the inner width is
+"""A hybrid Mamba-2 model's layer widths (seer/lower_mamba.py `_mamba_dims`): the inner width is
 mamba_expand x hidden, or, as Megatron-Core sets it from mamba_num_heads (ssm/mamba_mixer.py),
 mamba_heads x mamba_head_dim; the in-projection makes z, x, B, C and dt (Dao and Gu 2024,
 "Transformers are SSMs", section 7)."""

@@ -228,7 +228,8 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output.
         # A rank's experts take top_k tokens for each of the tokens/TP it routes (balanced
         # routing: the all-to-all brings back as many as it sends out, whatever EP is), and
-        # the shared experts run on its tokens/TP: lower.py `_moe_fwd` prices the same tokens.
+        # the shared experts run on its tokens/TP: lower_moe.py `_moe_fwd` prices the same
+        # tokens.
         # Operator-level recomputation re-runs the experts' activation (Megatron-Core's
         # `moe_act` module), so the fc2 inputs are not kept, as in a dense MLP.
         # With token dropping the experts take the copies JobSpec.routed counts instead.
