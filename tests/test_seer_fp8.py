@@ -266,7 +266,7 @@ def test_speed_up_is_bounded_by_the_linear_gemms():
 def test_a_quantised_job_that_does_not_fit_is_told_about_fp8_params():
     """E757's hint names `fp8_params` for a Megatron-LM job with a quantised dtype that does not
     hold its weights in fp8 already, and only then."""
-    from astral_dsl.seer.validate import _memory_hint
+    from astral_dsl.seer.validate_memory import _memory_hint
 
     assert "`fp8_params = true`" in _memory_hint(job("fp8"), 64e9)
     for j in (job("fp8").with_(fp8_params=True), job("bf16"),

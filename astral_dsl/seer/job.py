@@ -174,7 +174,7 @@ def declared(job, **options) -> Dict[str, object]:
 
 def parse_order(text: Optional[str]) -> Tuple[str, ...]:
     """`"tp-cp-ep-dp-pp"` -> ("tp", "cp", "ep", "dp", "pp"); not stated: the default; checked by
-    seer/validate.py (an empty string is an empty order, E759)."""
+    seer/validate_layout.py (an empty string is an empty order, E759)."""
     if text is None:
         return DEFAULT_ORDER
     if not str(text).strip():

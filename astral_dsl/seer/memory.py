@@ -68,8 +68,8 @@ is the larger (`total`, `peak_phase`).
 The uncertainty is stated, not hidden: the model states are exact for the framework; the
 activations may be off by ACTIVATION_TOLERANCE (tensors the per-tensor count omits: RNG
 states, workspaces, the allocator's rounding of blocks) and the reserved part by
-RESERVED_TOLERANCE. validate.py turns an estimate over the GPU's memory by less than this margin
-into a warning (W750), a clear excess into E757."""
+RESERVED_TOLERANCE. validate_memory.py turns an estimate over the GPU's memory by less than this
+margin into a warning (W750), a clear excess into E757."""
 from __future__ import annotations
 
 from typing import Optional, Tuple

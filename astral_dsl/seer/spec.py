@@ -517,9 +517,9 @@ def virtual_stage_options(per_stage: Tuple[int, ...]) -> List[int]:
 
 def chunk_layers(job: JobSpec) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
     """[stage][chunk] -> (first layer, layer count). With v virtual stages, stage i's chunk c
-    holds the model's (c * pp + i)-th slice, laid out by chunk_split (seer/validate.py rejects a
-    number of virtual stages it cannot lay out; here such a split falls back to chunks as even
-    as possible, for JobSpecs built by hand)."""
+    holds the model's (c * pp + i)-th slice, laid out by chunk_split (seer/validate_layout.py
+    rejects a number of virtual stages it cannot lay out; here such a split falls back to chunks
+    as even as possible, for JobSpecs built by hand)."""
     par = job.parallel
     layout = _layout(par, job.model.layers)
     if layout:                              # declared (Megatron-Core's explicit layout) or derived

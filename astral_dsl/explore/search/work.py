@@ -38,7 +38,7 @@ class State:
         from astral_dsl import seer
         from astral_dsl.seer.costs import Costs
         from astral_dsl.seer.job import declared
-        from astral_dsl.seer.validate import gpu_data
+        from astral_dsl.seer.validate_gpu import gpu_data
 
         self.design = design
         try:
