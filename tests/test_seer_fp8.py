@@ -15,7 +15,8 @@ from astral_dsl.seer.costs import K_HALF, KERNEL_S, Costs, GpuSpec
 from astral_dsl.seer.lower import CAST_BYTES, Lowering
 from astral_dsl.seer.memory import layer_activation_bytes, stage_estimate
 from astral_dsl.seer.params import layer_linear_params
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 # H100 SXM data sheet: 989 TFLOP/s dense bf16, 1,979 fp8, 3.35 TB/s HBM3, NVLink 450 GB/s each way
 H100 = GpuSpec("H100", (("bf16", 989e12), ("fp8", 1979e12)), 80e9, 3350e9, 450e9, sms=132,

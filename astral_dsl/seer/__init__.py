@@ -30,7 +30,7 @@ _LAZY = {"Calibration": "calibration", "read_calibration": "calibration",
          "OperatorTable": "costs", "Envelope": "envelope", "outside_warning": "envelope",
          "Forecast": "forecast", "hardware_flops": "forecast", "model_flops": "forecast",
          "run": "forecast", "OPTIONS": "job", "check_options": "job",
-         "unknown_options": "job", "JobSpec": "spec", "ModelSpec": "spec",
+         "unknown_options": "job", "JobSpec": "spec", "ModelSpec": "model_spec",
          "ParallelSpec": "spec", "forecast_diagnostics": "validate_memory",
          "unmatched_table_warning": "validate", "validate_job": "validate",
          "validate_jobs": "validate", "envelope": "envelope"}

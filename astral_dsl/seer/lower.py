@@ -40,7 +40,8 @@ from astral_dsl.seer.lower_mamba import MambaOps
 from astral_dsl.seer.lower_moe import MoeOps
 from astral_dsl.seer.memory import layer_activation_bytes
 from astral_dsl.seer.params import ParamsMixin
-from astral_dsl.seer.spec import JobSpec, chunk_layers
+from astral_dsl.seer.spec import JobSpec
+from astral_dsl.seer.stages import chunk_layers
 from astral_dsl.seer.template import Op, Template, Builder
 
 
@@ -117,7 +118,7 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
     # lower_moe.py, lower_mamba.py, lower_linear.py, lower_comm.py) --------------------
     def _layer_fwd(self, b, L, pre=""):
         """One layer's forward: attention and MLP (or MoE) sub-blocks, or, in a hybrid model,
-        the one its kind says (spec.ModelSpec.layer_kind: Mamba-2, attention, MoE or MLP)."""
+        the one its kind says (model_spec.ModelSpec.layer_kind: Mamba-2, attention, MoE or MLP)."""
         kind = self.job.model.layer_kind(L)
         if kind == "M":
             self._mamba_fwd(b, L, pre)
@@ -129,7 +130,7 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
 
     def _layer_bwd(self, b, L, whole: bool = True):
         """A layer's backward, after its recomputation; `whole`: a `recompute = full` job
-        recomputes this layer (spec.full_recompute), otherwise it recomputes nothing."""
+        recomputes this layer (stages.full_recompute), otherwise it recomputes nothing."""
         m, elem, tokens = self.job.model, self.elem, self.tokens
         kind = m.layer_kind(L)
         rec = self.job.recompute

@@ -46,7 +46,7 @@
   first stage of 1F1B, L (1 + (p - 1)/(p v)) layers' worth with v virtual stages); full
   recomputation adds one layer's full activations while it is rebuilt (with `recompute_layers
   = N` only each chunk's first N layers keep just their input, the others all they save:
-  spec.full_recompute); the last stage adds the logits and the fp32 softmax of the
+  stages.full_recompute); the last stage adds the logits and the fp32 softmax of the
   cross-entropy.
 - Activation offloading (`offload_layers = k`, Megatron-Core's --cpu-offloading-num-layers over
   Transformer Engine's CPU offload context; pipeline parallelism unsupported there): the first k
@@ -76,7 +76,8 @@ from typing import Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.seer.params import layer_expert_params, layer_linear_params
-from astral_dsl.seer.spec import PYTORCH_FRAMEWORKS, JobSpec, chunk_layers
+from astral_dsl.seer.spec import PYTORCH_FRAMEWORKS, JobSpec
+from astral_dsl.seer.stages import chunk_layers
 
 GB = 1e9
 RESERVED = 3e9                 # ASSUMED: CUDA context ~0.5 GB, NCCL ~1 GB, workspaces and

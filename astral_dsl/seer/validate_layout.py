@@ -9,8 +9,8 @@ from typing import List
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.seer import budget
 from astral_dsl.seer.diag import err as _err, warn as _warn
-from astral_dsl.seer.spec import (DIMENSIONS, JobSpec, chunk_split, stage_layers,
-                               virtual_stage_options)
+from astral_dsl.seer.spec import DIMENSIONS, JobSpec
+from astral_dsl.seer.stages import chunk_split, stage_layers, virtual_stage_options
 from astral_dsl.units.readable import count as _n
 
 

@@ -11,7 +11,8 @@ from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.seer.cluster import Cluster
 from astral_dsl.seer.diag import err as _err, warn as _warn
 from astral_dsl.seer.memory import offload_obstacle
-from astral_dsl.seer.spec import JobSpec, chunk_layers
+from astral_dsl.seer.spec import JobSpec
+from astral_dsl.seer.stages import chunk_layers
 
 GB = 1e9
 

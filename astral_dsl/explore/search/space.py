@@ -27,7 +27,8 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.seer import budget
-from astral_dsl.seer.spec import JobSpec, divisors
+from astral_dsl.seer.spec import JobSpec
+from astral_dsl.seer.stages import divisors
 
 ZERO = (0, 1, 2, 3)
 
