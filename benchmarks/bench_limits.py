@@ -146,7 +146,8 @@ sys.path.insert(0, {repo!r})
 from astral_dsl import seer
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import GpuSpec
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 m = ModelSpec("Llama3_8B", 32, 4096, 32, 8, 14336, 128256, 8192, "swiglu")
 gpu = GpuSpec("H100", (("bf16", 989e12),), 80e9, 3350e9, 450e9)
 net = Network(8, 450e9, (50e9,) * 8, (Tier("leaf", 32, True, 1.0),))

@@ -35,7 +35,8 @@ from astral_dsl import seer  # noqa: E402
 from astral_dsl.outputs.forecast import trace  # noqa: E402  (numpy: imports are not the work)
 from astral_dsl.seer.comm import Network, Tier  # noqa: E402
 from astral_dsl.seer.costs import GpuSpec  # noqa: E402
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec  # noqa: E402
+from astral_dsl.seer.model_spec import ModelSpec  # noqa: E402
+from astral_dsl.seer.spec import JobSpec, ParallelSpec  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 REPO = Path(__file__).resolve().parents[1]

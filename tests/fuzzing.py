@@ -78,7 +78,7 @@ def _lsp(path: Path, text: str, rng: random.Random) -> None:
     """The server's handlers, as it calls them in its jobs, at random positions."""
     from lsprotocol import types as lsp
 
-    from astral_dsl.lsp import server
+    from astral_dsl.lsp import features
     from astral_dsl.lsp.analysis import analyse
 
     uri = path.as_uri()
@@ -92,11 +92,11 @@ def _lsp(path: Path, text: str, rng: random.Random) -> None:
         width = len(lines[line]) if line < len(lines) else 0
         pos = lsp.Position(line=line, character=rng.randrange(width + 3))
         if a.parsed:
-            server._hover(a, "utf-16", pos)
-            server._declaration(a, "utf-16", pos)
-        server._completion(a if a.parsed else None, text, "utf-16", pos)
-    server._symbols(a.entry.tree if a.parsed else None, text, "utf-16")
-    server._formatting(text, uri, "utf-16")
+            features.hover(a, "utf-16", pos)
+            features.declaration(a, "utf-16", pos)
+        features.completion(a if a.parsed else None, text, "utf-16", pos)
+    features.symbols(a.entry.tree if a.parsed else None, text, "utf-16")
+    features.formatting(text, uri, "utf-16")
 
 
 TARGETS: Dict[str, Callable[[Path, str, random.Random], None]] = {

@@ -18,7 +18,8 @@ from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.pipeline import codes, decode, order
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 from astral_dsl.seer.timeline import count
 from clirun import astral as _astral_cli  # noqa: E402
 

@@ -13,7 +13,8 @@ from astral_dsl.seer.calibration import shipped
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.params import layer_expert_params, layer_params
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 H, F, E, K = 2880, 2880, 128, 4          # GPT-OSS 120B's widths: hidden, expert FFN, experts, top-k
 MOE = ModelSpec("M", 4, H, 64, 8, F, 201088, 4096, "swiglu", experts=E, top_k=K, moe_ffn=F)
@@ -114,7 +115,7 @@ def test_the_stage_parameters_without_a_lowering_are_the_lowerings():
     """`astral check` counts a stage's parameters for its memory check with params.stage_params,
     without building the lowering: the same numbers, bit for bit."""
     from astral_dsl.seer.params import stage_params
-    from astral_dsl.seer.spec import chunk_layers
+    from astral_dsl.seer.stages import chunk_layers
     m = ModelSpec("D", 10, 4096, 32, 8, 14336, 32000, 4096, "swiglu")
     for j in (job(), JobSpec("j", m, ParallelSpec(tp=2, pp=4, dp=2, zero=1), 8, 1, 4096, "none",
                              "bf16"),

@@ -10,7 +10,8 @@ import pytest
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import GEMM_STREAMS, K_HALF, KERNEL_S, Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 # H100 SXM data sheet: 989 TFLOP/s dense bf16, 3.35 TB/s HBM3, NVLink 450 GB/s each way, 132 SMs
 H100 = GpuSpec("H100", (("bf16", 989e12),), 80e9, 3350e9, 450e9, sms=132, arch="hopper")

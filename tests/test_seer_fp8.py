@@ -15,7 +15,8 @@ from astral_dsl.seer.costs import K_HALF, KERNEL_S, Costs, GpuSpec
 from astral_dsl.seer.lower import CAST_BYTES, Lowering
 from astral_dsl.seer.memory import layer_activation_bytes, stage_estimate
 from astral_dsl.seer.params import layer_linear_params
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 # H100 SXM data sheet: 989 TFLOP/s dense bf16, 1,979 fp8, 3.35 TB/s HBM3, NVLink 450 GB/s each way
 H100 = GpuSpec("H100", (("bf16", 989e12), ("fp8", 1979e12)), 80e9, 3350e9, 450e9, sms=132,
@@ -266,7 +267,7 @@ def test_speed_up_is_bounded_by_the_linear_gemms():
 def test_a_quantised_job_that_does_not_fit_is_told_about_fp8_params():
     """E757's hint names `fp8_params` for a Megatron-LM job with a quantised dtype that does not
     hold its weights in fp8 already, and only then."""
-    from astral_dsl.seer.validate import _memory_hint
+    from astral_dsl.seer.validate_memory import _memory_hint
 
     assert "`fp8_params = true`" in _memory_hint(job("fp8"), 64e9)
     for j in (job("fp8").with_(fp8_params=True), job("bf16"),

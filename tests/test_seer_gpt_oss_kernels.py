@@ -12,7 +12,8 @@ from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import layer_activation_bytes
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 # GPT-OSS 120B's shape (stdlib/models.astral): 128 experts, top 4, experts 2,880 wide, SwiGLU
 OSS = ModelSpec("GPT_OSS_120B", 36, 2880, 64, 8, 2880, 201088, 4096, "swiglu", experts=128,

@@ -17,7 +17,8 @@ from astral_dsl.analyses.walk import Resolver
 from astral_dsl.seer.job import OPTIONS, job_spec
 from astral_dsl.seer.lower import Lowering, groups
 from astral_dsl.seer.ranks import RankOrder
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 from clirun import astral as _astral_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -377,7 +378,7 @@ job j {
 
 # ---- virtual stages only as Megatron-LM lays them out ----------------------------------------------------
 def test_chunks_split_each_stage_evenly_or_count_embedding_and_loss():
-    from astral_dsl.seer.spec import chunk_split, virtual_stage_options
+    from astral_dsl.seer.stages import chunk_split, virtual_stage_options
 
     llama = (7,) + (8,) * 14 + (7,)            # Llama 3 405B: 126 layers on 16 stages
     # no even split of 7 and 8; with the embedding and the loss as a layer: 8 units per stage

@@ -1,4 +1,4 @@
-"""A hybrid Mamba-2 model's layer widths (seer/lower.py `_mamba_dims`): the inner width is
+"""A hybrid Mamba-2 model's layer widths (seer/lower_mamba.py `_mamba_dims`): the inner width is
 mamba_expand x hidden, or, as Megatron-Core sets it from mamba_num_heads (ssm/mamba_mixer.py),
 mamba_heads x mamba_head_dim; the in-projection makes z, x, B, C and dt (Dao and Gu 2024,
 "Transformers are SSMs", section 7)."""
@@ -10,7 +10,8 @@ from astral_dsl.runs.express import stdlib_models
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 GB200 = GpuSpec("GB200", (("bf16", 2500e12),), 186e9, 8e12, 900e9, sms=148, arch="blackwell")
 NET = Network(8, 900e9, (50e9,) * 8, (Tier("leaf", 64, True, 1.0),))

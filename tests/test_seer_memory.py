@@ -21,7 +21,8 @@ from astral_dsl.seer import memory
 from astral_dsl.seer.memory import (MemoryEstimate, estimate, in_flight, layer_activation_bytes,
                                     state_bytes_per_param)
 from astral_dsl.seer.pipeline import order
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 S, B, H, A, T = 2048, 1, 12288, 96, 8
 GPT3 = ModelSpec("GPT3_175B", 96, H, A, A, 4 * H, 51200, S, "gelu")

@@ -18,7 +18,8 @@ from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.forecast import run
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import estimate, layer_activation_bytes
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 S, H, A, T = 2048, 12288, 96, 8
 GPT3 = ModelSpec("GPT3_175B", 96, H, A, A, 4 * H, 51200, S, "gelu")

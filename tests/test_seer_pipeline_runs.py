@@ -11,7 +11,8 @@ from astral_dsl.seer.costs import GpuSpec
 from astral_dsl.seer.forecast import run
 from astral_dsl.seer.memory import stage_estimate
 from astral_dsl.seer.pipeline import codes, decode, schedule_key, split_key
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 H100 = GpuSpec("H100", (("bf16", 989e12),), 80e9, 3350e9, 450e9, sms=132, arch="hopper")
 NET = Network(8, 450e9, (50e9,) * 8, (Tier("leaf", 32, True, 1.0), Tier("core", 10**6, False, 1.0)))

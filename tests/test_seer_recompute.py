@@ -14,7 +14,9 @@ from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.forecast import hardware_flops, layer_flops_per_token, model_flops, run
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import estimate, in_flight, layer_activation_bytes, stage_estimate
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec, full_recompute
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
+from astral_dsl.seer.stages import full_recompute
 from astral_dsl.workspace import Workspace
 
 # H100 SXM data sheet: 989 TFLOP/s dense bf16, 80 GB HBM3 at 3.35 TB/s, NVLink 450 GB/s each way

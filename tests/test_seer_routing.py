@@ -10,7 +10,8 @@ from astral_dsl.seer import routing
 from astral_dsl.seer.comm import BASE_S, Layout, Network, Tier, dispatch
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 
 def test_random_top_k_hits_ranks_and_domains_as_independent_draws():

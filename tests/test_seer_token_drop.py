@@ -13,7 +13,8 @@ from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import layer_activation_bytes
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 # Qwen3-30B-A3B's shape (128 experts, top 8, expert width 768): stdlib/models.astral
 QWEN = ModelSpec("Qwen3_30B_A3B", 48, 2048, 32, 4, 6144, 151936, 4096, "swiglu", experts=128,

@@ -13,7 +13,8 @@ from astral_dsl.seer import comm, memory
 from astral_dsl.seer.calibration import shipped
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 # Llama 3 8B's widths: hidden 4,096, 32 heads of 128, 8 KV heads, FFN 14,336 (SwiGLU)
 LLAMA = ModelSpec("Llama 3 8B", 2, 4096, 32, 8, 14336, 128256, 8192, "swiglu")

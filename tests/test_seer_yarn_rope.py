@@ -9,7 +9,8 @@ import pytest
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import HBM_EFF, KERNEL_S, Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.spec import JobSpec, ModelSpec, ParallelSpec
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 B200 = GpuSpec("B200", (("bf16", 2250e12),), 180e9, 8e12, 900e9, sms=148, arch="blackwell")
 NET = Network(8, 900e9, (50e9,) * 8, (Tier("leaf", 64, True, 1.0),))

@@ -21,7 +21,9 @@ NOT_IMPORTED = ("astral_dsl.outputs.table", "astral_dsl.outputs.size_report",
                 "astral_dsl.outputs.jsonout", "lark", "astral_dsl.seer.forecast",
                 "astral_dsl.seer.envelope", "astral_dsl.analyses.fleet",
                 "astral_dsl.analyses.inventory", "astral_dsl.seer.lower", "hashlib", "csv",
-                "astral_dsl.seer.calibration")
+                "astral_dsl.seer.calibration",
+                *(f"astral_dsl.seer.lower_{part}"
+                  for part in ("attention", "comm", "dense", "linear", "mamba", "moe")))
 
 _CHECK = """
 import gc, json, sys

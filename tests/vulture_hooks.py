@@ -15,7 +15,7 @@ _.false, _.paren, _.comprehension
 
 # pygls calls the language server's features (lsp/server.py `@server.feature`) on the client's
 # messages; its JsonRpcException reads CODE and MESSAGE of a subclass; its dispatcher reads
-# `jsonrpc` of a message (lsp/server.py `_Dropped`)
+# `jsonrpc` of a message (lsp/protocol.py `_Dropped`)
 _.too_large, _.did_open, _.did_change, _.did_save, _.did_close, _.completion, _.formatting
 _.CODE, _.MESSAGE, _.jsonrpc
 # the tests' and the benchmark's language clients: pygls calls their handlers

@@ -21,444 +21,25 @@ raised into a running thread, so a cancelled analysis leaves nothing half-import
 internal error (E000) lasts until the next edit. Requests with invalid params get InvalidParams
 (-32602), a document that is not open an InvalidParams error too, and no error carries a Python
 traceback (they go to the server's log on standard error). A message longer than 64 MiB is
-read in chunks and skipped, and the editor told (transport.py)."""
+read in chunks and skipped, and the editor told (transport.py).
+
+The server's state is documents.py's AstralServer, its protocol and errors protocol.py's,
+the answers of its requests features.py's."""
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import sys
-from pathlib import Path
-from typing import Dict, List, Optional, Tuple
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.uris import from_fs_path, to_fs_path
 
-from astral_dsl import __version__
-from astral_dsl.lsp import transport
-from astral_dsl.diagnostics import Diagnostic, Severity
-from astral_dsl.lsp import workers
-from astral_dsl.lsp.analysis import Analysis, analyse
-from astral_dsl.lsp.positions import Lines
+from astral_dsl.lsp import features, transport
+from astral_dsl.lsp.documents import TIMEOUT, AstralServer
+from astral_dsl.lsp.protocol import answered
 
 log = logging.getLogger("astral.lsp")
 
-_SEVERITY = {Severity.ERROR: lsp.DiagnosticSeverity.Error,
-             Severity.WARNING: lsp.DiagnosticSeverity.Warning,
-             Severity.INFO: lsp.DiagnosticSeverity.Information}
-MAX_PROJECT_FILES = 200
-TIMEOUT = 20.0            # seconds an analysis or a request may take (`astral lsp --timeout`)
-
-
-class RequestFailed(JsonRpcException):
-    """LSP's RequestFailed: the request was valid but could not be answered (it ran out of time)."""
-    CODE = -32803
-    MESSAGE = "Request Failed"
-
-
-class NotOpen(JsonRpcInvalidParams):
-    """A request about a document the client has not opened."""
-
-
-class _Dropped:
-    """A request whose params did not validate: answered with InvalidParams, not handled."""
-    jsonrpc = None
-
-
-class AstralProtocol(LanguageServerProtocol):
-    """pygls's protocol, but a request whose params do not validate (a negative position, a
-    string for a number, missing or null params) is answered with InvalidParams instead of
-    being dropped (which leaves the client waiting for good), and no error response carries a
-    traceback."""
-
-    def structure_message(self, data):
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as exc:
-            if not (isinstance(data, dict) and "id" in data and "method" in data):
-                raise                                     # a notification: nobody to answer
-            detail = _validation_detail(exc.__cause__)
-            self._send_response(data["id"], error=JsonRpcInvalidParams(
-                message=f"invalid params for {data.get('method')}"
-                        + (f": {detail}" if detail else "")).to_response_error())
-            return _Dropped()
-
-    def handle_message(self, message):
-        if isinstance(message, _Dropped):
-            return
-        super().handle_message(message)
-
-    def _send_response(self, msg_id, result=None, error=None):
-        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
-            error = lsp.ResponseError(code=error.code, message=error.message)
-        super()._send_response(msg_id, result, error)
-
-
-def _validation_detail(cause: Optional[BaseException]) -> str:
-    """What failed to validate, as cattrs says it ("invalid value @ $.params.position")."""
-    if cause is None:
-        return ""
-    try:
-        import cattrs
-
-        return "; ".join(cattrs.transform_error(cause))[:300]
-    except Exception:  # noqa: BLE001 - not a cattrs error: its first line
-        return (str(cause).splitlines() or [""])[0][:300]
-
-
-def uri_path(uri: str) -> Optional[Path]:
-    if not uri.startswith("file:"):
-        return None
-    p = to_fs_path(uri)
-    return Path(p) if p else None
-
-
-def path_uri(path: Path) -> str:
-    return from_fs_path(str(path.resolve())) or path.resolve().as_uri()
-
-
-class AstralServer(LanguageServer):
-    def __init__(self, debounce: float = 0.3, timeout: float = TIMEOUT):
-        super().__init__("astral", __version__, protocol_cls=AstralProtocol)
-        self.debounce = debounce
-        self.timeout = timeout
-        self.latest: Dict[str, Analysis] = {}          # uri -> analysis of its latest text
-        self.good: Dict[str, Analysis] = {}            # uri -> latest analysis that parsed
-        self.pending: Dict[str, asyncio.Task] = {}     # debounced analyses
-        self.inflight: Dict[str, Tuple[int, workers.Job]] = {}
-        self.project: Dict[str, Tuple[float, Analysis]] = {}   # other files, for references
-        self.checker = workers.Checker()                # the worker processes of analyses
-        self.analysed = False                           # the first analysis has finished
-
-    def document(self, uri: str):
-        """The open document `uri` (never a file read from disk for an unknown URI)."""
-        if uri not in self.workspace.text_documents:
-            raise NotOpen(message=f"`{uri}` is not an open document")
-        return self.workspace.get_text_document(uri)
-
-    async def job(self, what: str, fn, *args):
-        """`fn(*args)` off the event loop within the deadline (RequestFailed after it)."""
-        try:
-            return await workers.run(what, self.timeout, fn, *args)
-        except workers.TimedOut as exc:
-            raise RequestFailed(message=str(exc)) from None
-
-    # -- documents ---------------------------------------------------------------------------------
-    @property
-    def encoding(self) -> str:
-        enc = self.workspace.position_encoding if self.workspace is not None else None
-        return str(getattr(enc, "value", enc) or "utf-16")
-
-    def lines(self, text: str) -> Lines:
-        return Lines(text, self.encoding)
-
-    def overlay(self, path: Path) -> Optional[str]:
-        """The editor's text of an open document (instead of the file on disk)."""
-        for uri, doc in list(self.workspace.text_documents.items()):
-            p = uri_path(uri)
-            if p is not None and _same(p, path):
-                return doc.source
-        return None
-
-    def schedule(self, uri: str) -> None:
-        task = self.pending.pop(uri, None)
-        if task is not None:
-            task.cancel()
-        self.pending[uri] = asyncio.ensure_future(self._after_pause(uri))
-
-    async def _after_pause(self, uri: str) -> None:
-        try:
-            await asyncio.sleep(self.debounce)
-        except asyncio.CancelledError:
-            return
-        self.pending.pop(uri, None)
-        await self.refresh(uri)
-
-    async def refresh(self, uri: str) -> Optional[Analysis]:
-        """Analyse the document's current text (once per version) and publish diagnostics. A
-        newer version cancels the analysis of an older one (its waiters get None)."""
-        if uri not in self.workspace.text_documents:
-            return None
-        doc = self.workspace.get_text_document(uri)
-        version, text = doc.version or 0, doc.source
-        hit = self.latest.get(uri)
-        if hit is not None and hit.version == version and hit.text == text:
-            return hit
-        flight = self.inflight.get(uri)
-        if flight is not None and flight[0] == version and flight[1].running:
-            job = flight[1]
-        else:
-            if flight is not None:
-                flight[1].cancel()                    # a stale analysis never blocks this one
-            stopper = workers.Stopper()
-            # the deadline counts the worker's work (workers.Checker), not its start-up
-            job = workers.Job(asyncio.get_running_loop(), "the analysis", None,
-                              self._analyse, uri, text, version, stopper, on_stop=stopper.stop)
-            self.inflight[uri] = (version, job)
-        try:
-            result = await self._announced(uri, job.future)
-        except workers.Superseded:
-            return None
-        except workers.TimedOut as exc:
-            result = stopped_analysis(uri, uri_path(uri), text, version, exc)
-        finally:
-            if self.inflight.get(uri, (None, None))[1] is job and job.future.done():
-                self.inflight.pop(uri, None)
-        if uri not in self.workspace.text_documents:
-            return result
-        self.analysed = True
-        current = self.workspace.get_text_document(uri)
-        if (current.version or 0) == version and self.latest.get(uri) is not result:
-            self.latest[uri] = result
-            if result.parsed:
-                self.good[uri] = result
-            self.publish(result)
-        return result
-
-    async def _announced(self, uri: str, future) -> Analysis:
-        """The analysis's result. The first analysis of the session (the checker's imports,
-        CoolProp, sizing's solver...) may take seconds: past PROGRESS_AFTER of them, a client
-        that takes work-done progress shows "astral: checking NAME" until it ends."""
-        if self.analysed or not _takes_progress(self):
-            return await asyncio.shield(future)
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), progress_after())
-        except asyncio.TimeoutError:
-            pass
-        token = f"astral-first-analysis-{id(future)}"
-        try:
-            await asyncio.wait_for(self.work_done_progress.create_async(token), 5)
-            self.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
-                title="astral", message=f"checking {Path(uri).name} (the first analysis)"))
-        except Exception:  # noqa: BLE001 - a client that refuses the progress: no progress
-            return await asyncio.shield(future)
-        try:
-            return await asyncio.shield(future)
-        finally:
-            self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="checked"))
-
-    def _analyse(self, uri: str, text: str, version: int, stopper: workers.Stopper) -> Analysis:
-        """The checks in a worker process (ended by `stopper`), then, when they finished, the
-        compile in this process that hover and navigation read."""
-        path = uri_path(uri)
-        try:
-            status, found = self.checker.check(stopper, (uri, str(path) if path else None, text,
-                                                         self.open_texts(uri)), self.timeout)
-        except workers.TimedOut as exc:
-            return stopped_analysis(uri, path, text, version, exc)
-        except workers.Stopped as exc:
-            if stopper.stopped:
-                raise
-            status, found = "error", f"the analysis worker ended: {exc}"   # then respawned
-        if stopper.stopped:
-            raise workers.Stopped("the analysis was cancelled")
-        if status != "ok":
-            log.error("analysis of %s failed: %s", uri, found)
-            return failed_analysis(uri, path, text, version, RuntimeError(found))
-        try:
-            a = analyse(uri, path, text, version, self.overlay, engineering=False)
-        except Exception as exc:  # noqa: BLE001 - a compiler bug must not stop the server
-            log.exception("analysis of %s failed", uri)
-            return failed_analysis(uri, path, text, version, exc)
-        a.diagnostics = found
-        return a
-
-    def open_texts(self, uri: str) -> Dict[str, str]:
-        """The editor's text of the open documents other than `uri`, by path."""
-        out = {}
-        for other, doc in list(self.workspace.text_documents.items()):
-            p = uri_path(other)
-            if other != uri and p is not None:
-                out[str(p)] = doc.source
-        return out
-
-    async def current(self, uri: str) -> Optional[Analysis]:
-        """An analysis of exactly the text the editor has now (waiting for it if needed; an
-        edit meanwhile restarts the wait on the newer text)."""
-        self.document(uri)
-        for _ in range(100):
-            task = self.pending.pop(uri, None)
-            if task is not None:
-                task.cancel()
-            result = await self.refresh(uri)
-            if result is not None or uri not in self.workspace.text_documents:
-                return result
-        return None
-
-    def dependents(self, uri: str) -> List[str]:
-        """Open documents whose last analysis read the file of `uri`."""
-        path = uri_path(uri)
-        out = []
-        if path is None:
-            return out
-        for other, a in self.latest.items():
-            if other == uri:
-                continue
-            if any(m.path is not None and _same(m.path, path) for m in a.modules.values()):
-                out.append(other)
-        return out
-
-    # -- diagnostics -------------------------------------------------------------------------------
-    def publish(self, a: Analysis) -> None:
-        lines = self.lines(a.text)
-        out = [self.to_lsp(d, a, lines) for d in a.diagnostics]
-        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=a.uri, diagnostics=out, version=a.version))
-
-    def to_lsp(self, d: Diagnostic, a: Analysis, lines: Lines) -> lsp.Diagnostic:
-        message = d.message
-        for note in d.notes:
-            message += f"\nnote: {note}"
-        if d.hint:
-            message += f"\nhint: {d.hint}"
-        span = d.span
-        if span is not None and span.file != a.entry.name:
-            # a problem in an imported file: shown on the import that brings it in
-            message = f"{span.file}:{span.start.line}:{span.start.column}: {message}"
-            span = _import_span(a, span.file)
-        elif span is None and d.filename not in (None, a.entry.name):
-            message = f"{d.filename}: {message}"
-        return lsp.Diagnostic(range=lines.range(span), severity=_SEVERITY[d.severity],
-                              code=d.code, source="astral", message=message)
-
-    # -- other files, for references ---------------------------------------------------------------
-    def project_analyses(self, a: Analysis) -> List[Analysis]:
-        out = [a]
-        open_paths = {}
-        for uri in list(self.workspace.text_documents):
-            p = uri_path(uri)
-            if p is not None:
-                open_paths[str(p.resolve())] = uri
-            if uri != a.uri and uri in self.good:
-                out.append(self.good[uri])
-        if a.entry.path is None:
-            return out
-        from astral_dsl.lsp.analysis import project_files
-        from astral_dsl.semantics.modules import project_root, read_file
-
-        root = project_root(a.entry.path)
-        for path in project_files(root, MAX_PROJECT_FILES):
-            key = str(path.resolve())
-            if key in open_paths:
-                continue
-            try:
-                mtime = path.stat().st_mtime
-            except OSError:
-                continue
-            hit = self.project.get(key)
-            if hit is None or hit[0] != mtime:
-                try:               # the compiler's reading: regular files of at most 8 MiB
-                    text = read_file(path).decode("utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
-                analysis = analyse(path_uri(path), path, text, None, self.overlay,
-                                   engineering=False)
-                hit = (mtime, analysis)
-                self.project[key] = hit
-            out.append(hit[1])
-        return out
-
-    def location(self, a: Analysis, span) -> Optional[lsp.Location]:
-        module = a.modules.get(span.file)
-        if module is None:
-            return None
-        uri = a.uri if module.is_entry else (path_uri(module.path) if module.path else None)
-        if uri is None:
-            return None
-        text = a.text if module.is_entry else (module.source.text if module.source else "")
-        return lsp.Location(uri=uri, range=self.lines(text).range(span))
-
-
-def progress_after() -> float:
-    """Seconds of a first analysis before it shows progress ($ASTRAL_PROGRESS_DELAY, else 2)."""
-    from astral_dsl.outputs.progress import delay
-
-    return delay()
-
-
-def _takes_progress(ls) -> bool:
-    """The client said it shows server-initiated work-done progress."""
-    caps = getattr(ls, "client_capabilities", None)
-    window = getattr(caps, "window", None)
-    return bool(getattr(window, "work_done_progress", False))
-
-
-def failed_analysis(uri: str, path: Optional[Path], text: str, version: int,
-                    exc: Exception) -> Analysis:
-    """What the editor sees when the compiler itself failed: one diagnostic saying so."""
-    return _unanalysed(uri, path, text, version, Diagnostic(
-        "E000", Severity.ERROR, f"internal compiler error: {type(exc).__name__}: {exc}", None,
-        "this is a bug in astral_dsl, not in your design; please report it"))
-
-
-def stopped_analysis(uri: str, path: Optional[Path], text: str, version: int,
-                     exc: workers.TimedOut) -> Analysis:
-    """What the editor sees when the analysis ran past its deadline (E407)."""
-    return _unanalysed(uri, path, text, version, Diagnostic(
-        "E407", Severity.ERROR, f"{exc} (the language server's limit): the next edit is "
-        f"analysed afresh", None, "run `astral check` on the file for the full report; a "
-        "design this slow usually has a huge `for` or replication count, or a very long file"))
-
-
-def _unanalysed(uri, path, text, version, d: Diagnostic) -> Analysis:
-    import attrs
-
-    from astral_dsl.lsp.analysis import Module
-    from astral_dsl.diagnostics import Span
-
-    name = str(path) if path is not None else uri
-    entry = Module(name, name, path, None, None, None, False, True)
-    d = attrs.evolve(d, span=Span.at(name, 1, 1))
-    return Analysis(uri, version, text, entry, {name: entry}, None, (d,), None)
-
-
-def _import_span(a: Analysis, file: str):
-    """The import of the entry file that leads to `file` (directly, else the first import)."""
-    from astral_dsl.syntax import ast
-
-    if a.entry.tree is None:
-        return None
-    target = a.modules.get(file)
-    first = None
-    for item in a.entry.tree.items:
-        if isinstance(item, ast.Import):
-            first = first or item
-            if target is not None and item.dotted == target.key:
-                return item.span
-    return first.span if first is not None else None
-
-
-def _same(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return a == b
-
 
 # ---- features ------------------------------------------------------------------------------------
-def _answered(handler):
-    """A request handler whose failures are error responses without a traceback: an unknown
-    document and bad params are InvalidParams, running out of time RequestFailed, a bug an
-    InternalError whose message names it (the traceback goes to the log)."""
-    @functools.wraps(handler)
-    async def wrapper(ls: "AstralServer", params):
-        try:
-            return await handler(ls, params)
-        except (JsonRpcException, asyncio.CancelledError):
-            raise
-        except workers.Superseded:
-            raise RequestFailed(message="the document changed while the request ran") from None
-        except Exception as exc:  # noqa: BLE001 - a bug answers with an error, not silence
-            log.exception("%s failed", handler.__name__)
-            raise JsonRpcInternalError(
-                message=f"internal error in {handler.__name__}: {type(exc).__name__}: {exc}",
-                data=None) from None
-    return wrapper
-
-
 def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
     server = AstralServer(debounce, timeout)
 
@@ -501,40 +82,41 @@ def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
                                                                           diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
-    @_answered
+    @answered
     async def hover(ls: AstralServer, params: lsp.HoverParams):
         a = await ls.current(params.text_document.uri)
         if a is None or not a.parsed:
             return None
-        return await ls.job("hover", _hover, a, ls.encoding, params.position)
+        return await ls.job("hover", features.hover, a, ls.encoding, params.position)
 
     async def declaration_at(ls: AstralServer, params):
         """The analysis of the document and the declaration under the cursor (or None)."""
         a = await ls.current(params.text_document.uri)
         if a is None or not a.parsed:
             return a, None
-        return a, await ls.job("the lookup", _declaration, a, ls.encoding, params.position)
+        return a, await ls.job("the lookup", features.declaration, a, ls.encoding,
+                               params.position)
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
-    @_answered
+    @answered
     async def definition(ls: AstralServer, params: lsp.DefinitionParams):
         a, d = await declaration_at(ls, params)
         return None if d is None else ls.location(a, d.span)
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
-    @_answered
+    @answered
     async def references(ls: AstralServer, params: lsp.ReferenceParams):
         a, d = await declaration_at(ls, params)
         if a is None or not a.parsed:
             return None
         if d is None:
             return []
-        return await ls.job("references", _references, ls, a, d,
+        return await ls.job("references", features.references, ls, a, d,
                             params.context.include_declaration)
 
     @server.feature(lsp.TEXT_DOCUMENT_COMPLETION,
                     lsp.CompletionOptions(trigger_characters=["."]))
-    @_answered
+    @answered
     async def completion(ls: AstralServer, params: lsp.CompletionParams):
         uri = params.text_document.uri
         text = ls.document(uri).source
@@ -543,98 +125,27 @@ def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
             a = await ls.current(uri)
             if a is not None and not a.parsed:
                 a = None
-        items = await ls.job("completion", _completion, a, text, ls.encoding, params.position)
+        items = await ls.job("completion", features.completion, a, text, ls.encoding,
+                             params.position)
         return lsp.CompletionList(is_incomplete=False, items=items)
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    @_answered
+    @answered
     async def symbols(ls: AstralServer, params: lsp.DocumentSymbolParams):
         uri = params.text_document.uri
         text = ls.document(uri).source
         a = await ls.current(uri)
         tree = a.entry.tree if a is not None and a.parsed and a.text == text else None
-        return await ls.job("the outline", _symbols, tree, text, ls.encoding)
+        return await ls.job("the outline", features.symbols, tree, text, ls.encoding)
 
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
-    @_answered
+    @answered
     async def formatting(ls: AstralServer, params: lsp.DocumentFormattingParams):
         uri = params.text_document.uri
         text = ls.document(uri).source
-        return await ls.job("formatting", _formatting, text, uri, ls.encoding)
+        return await ls.job("formatting", features.formatting, text, uri, ls.encoding)
 
     return server
-
-
-def _hover(a: Analysis, encoding: str, position: lsp.Position) -> Optional[lsp.Hover]:
-    from astral_dsl.lsp.hover import hover as hover_at
-
-    lines = Lines(a.text, encoding)
-    line, col = lines.from_lsp(position)
-    found = hover_at(a, a.entry, line, col)
-    if found is None:
-        return None
-    text, span = found
-    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
-                     range=lines.range(span))
-
-
-def _declaration(a: Analysis, encoding: str, position: lsp.Position):
-    from astral_dsl.lsp.navigation import Resolver
-
-    line, col = Lines(a.text, encoding).from_lsp(position)
-    return Resolver(a, a.entry).at(line, col)[1]
-
-
-def _completion(a: Optional[Analysis], text: str, encoding: str, position: lsp.Position):
-    from astral_dsl.lsp.completion import complete
-
-    line, col = Lines(text, encoding).from_lsp(position)
-    return complete(a, text, line - 1, col - 1, encoding)
-
-
-def _references(ls: AstralServer, a: Analysis, d, include_declaration: bool):
-    from astral_dsl.lsp.navigation import references as find
-
-    analyses = ls.project_analyses(a)
-    out = []
-    for span in find(analyses, d, include_declaration):
-        for candidate in analyses:
-            loc = ls.location(candidate, span)
-            if loc is not None:
-                out.append(loc)
-                break
-    return out
-
-
-def _symbols(tree, text: str, encoding: str):
-    """The outline of the analysed tree, else of the text parsed afresh (an analysis that was
-    stopped or has not run: the outline needs only the syntax)."""
-    from astral_dsl.diagnostics import DiagnosticError
-    from astral_dsl.lsp.symbols import document_symbols
-    from astral_dsl.syntax.parser import parse
-    from astral_dsl.syntax.source import Source
-
-    if tree is None:
-        try:
-            tree = parse(Source("<outline>", text))
-        except DiagnosticError:
-            return []
-    return document_symbols(tree, Lines(text, encoding))
-
-
-def _formatting(text: str, uri: str, encoding: str):
-    from astral_dsl.diagnostics import DiagnosticError
-    from astral_dsl.fmt import FormatError, format_text
-
-    try:
-        result = format_text(text, uri)
-    except (DiagnosticError, FormatError):
-        return None          # the diagnostics already say why
-    if result == text:
-        return []
-    lines = Lines(text, encoding)
-    return [lsp.TextEdit(range=lsp.Range(start=lsp.Position(line=0, character=0),
-                                         end=lines.end()), new_text=result)]
 
 
 def serve(debounce: float = 0.3, timeout: float = TIMEOUT) -> None:

@@ -19,7 +19,7 @@ from astral_dsl.runs.parts import system_of
 from astral_dsl.runs.stacks import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, System,
                                     dated, precision_of, stack_of)
 from astral_dsl.runs.table import Run
-from astral_dsl.seer.spec import derived_layout
+from astral_dsl.seer.stages import derived_layout
 
 MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "experts",
                 "top_k", "shared_experts", "moe_ffn", "dense_layers", "activation", "head_dim",
@@ -240,7 +240,7 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
         par["schedule"] = "interleaved"
         assumed.append("virtual stages chosen by Seer's rule (interleaved, count not published)")
     v = par.get("virtual_stages", 1)
-    layout = derived_layout(fields["layers"], pp, v)   # as Seer derives it (seer/spec.py)
+    layout = derived_layout(fields["layers"], pp, v)   # as Seer derives it (seer/stages.py)
     if layout and v > 1:
         par["layout"] = layout
     elif layout:

@@ -30,8 +30,8 @@ _LAZY = {"Calibration": "calibration", "read_calibration": "calibration",
          "OperatorTable": "costs", "Envelope": "envelope", "outside_warning": "envelope",
          "Forecast": "forecast", "hardware_flops": "forecast", "model_flops": "forecast",
          "run": "forecast", "OPTIONS": "job", "check_options": "job",
-         "unknown_options": "job", "JobSpec": "spec", "ModelSpec": "spec",
-         "ParallelSpec": "spec", "forecast_diagnostics": "validate",
+         "unknown_options": "job", "JobSpec": "spec", "ModelSpec": "model_spec",
+         "ParallelSpec": "spec", "forecast_diagnostics": "validate_memory",
          "unmatched_table_warning": "validate", "validate_job": "validate",
          "validate_jobs": "validate", "envelope": "envelope"}
 
@@ -106,8 +106,8 @@ def forecast(design, job: Optional[str] = None, failures=None,
     from astral_dsl.seer.envelope import outside_warning
     from astral_dsl.seer.forecast import run
     from astral_dsl.seer.job import OPTIONS, check_options, unknown_options
-    from astral_dsl.seer.validate import forecast_diagnostics, unmatched_table_warning, \
-        validate_job
+    from astral_dsl.seer.validate import unmatched_table_warning, validate_job
+    from astral_dsl.seer.validate_memory import forecast_diagnostics
 
     unknown = unknown_options(options)
     if unknown:

@@ -203,7 +203,7 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str]]:
     if healthy is None or (not net.worst and net.tiers == healthy.tiers):
         return cluster, []
     from astral_dsl.seer import comm          # start-up: only under failed fabric parts
-    from astral_dsl.seer.lower import groups, used_groups
+    from astral_dsl.seer.comm_groups import groups, used_groups
 
     used = used_groups(spec)             # (not a group the job has no traffic on)
     now = {k: v for k, v in groups(spec, net).items() if k in used}

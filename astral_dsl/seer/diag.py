@@ -1,5 +1,5 @@
-"""The job checks' diagnostics: an error or a warning with its span, hint and notes (validate.py,
-validate_moe.py)."""
+"""The job checks' diagnostics: an error or a warning with its span, hint and notes (validate.py
+and its checks, validate_*.py)."""
 from __future__ import annotations
 
 from astral_dsl.diagnostics import Diagnostic, Severity

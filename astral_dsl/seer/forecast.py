@@ -13,7 +13,8 @@ from astral_dsl.seer.costs import Costs, OperatorTable
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import MemoryEstimate, offload_obstacle
 from astral_dsl.seer.schedule import StageRun, simulate
-from astral_dsl.seer.spec import JobSpec, full_recompute
+from astral_dsl.seer.spec import JobSpec
+from astral_dsl.seer.stages import full_recompute
 
 
 @records.define

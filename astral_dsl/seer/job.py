@@ -41,8 +41,8 @@ from typing import Dict, List, Optional, Tuple
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import ListValue, Symbol
-from astral_dsl.seer.spec import (DEFAULT_ORDER, DEFAULT_SEQ, DEFAULT_VOCAB, JobSpec, ModelSpec,
-                                 ParallelSpec)
+from astral_dsl.seer.model_spec import ModelSpec
+from astral_dsl.seer.spec import DEFAULT_ORDER, DEFAULT_SEQ, DEFAULT_VOCAB, JobSpec, ParallelSpec
 from astral_dsl.units import Quantity
 
 # option / field name -> the record that holds it ("" = the job itself)
@@ -174,7 +174,7 @@ def declared(job, **options) -> Dict[str, object]:
 
 def parse_order(text: Optional[str]) -> Tuple[str, ...]:
     """`"tp-cp-ep-dp-pp"` -> ("tp", "cp", "ep", "dp", "pp"); not stated: the default; checked by
-    seer/validate.py (an empty string is an empty order, E759)."""
+    seer/validate_layout.py (an empty string is an empty order, E759)."""
     if text is None:
         return DEFAULT_ORDER
     if not str(text).strip():

@@ -46,7 +46,7 @@
   first stage of 1F1B, L (1 + (p - 1)/(p v)) layers' worth with v virtual stages); full
   recomputation adds one layer's full activations while it is rebuilt (with `recompute_layers
   = N` only each chunk's first N layers keep just their input, the others all they save:
-  spec.full_recompute); the last stage adds the logits and the fp32 softmax of the
+  stages.full_recompute); the last stage adds the logits and the fp32 softmax of the
   cross-entropy.
 - Activation offloading (`offload_layers = k`, Megatron-Core's --cpu-offloading-num-layers over
   Transformer Engine's CPU offload context; pipeline parallelism unsupported there): the first k
@@ -68,15 +68,16 @@ is the larger (`total`, `peak_phase`).
 The uncertainty is stated, not hidden: the model states are exact for the framework; the
 activations may be off by ACTIVATION_TOLERANCE (tensors the per-tensor count omits: RNG
 states, workspaces, the allocator's rounding of blocks) and the reserved part by
-RESERVED_TOLERANCE. validate.py turns an estimate over the GPU's memory by less than this margin
-into a warning (W750), a clear excess into E757."""
+RESERVED_TOLERANCE. validate_memory.py turns an estimate over the GPU's memory by less than this
+margin into a warning (W750), a clear excess into E757."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.seer.params import layer_expert_params, layer_linear_params
-from astral_dsl.seer.spec import PYTORCH_FRAMEWORKS, JobSpec, chunk_layers
+from astral_dsl.seer.spec import PYTORCH_FRAMEWORKS, JobSpec
+from astral_dsl.seer.stages import chunk_layers
 
 GB = 1e9
 RESERVED = 3e9                 # ASSUMED: CUDA context ~0.5 GB, NCCL ~1 GB, workspaces and
@@ -228,7 +229,8 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output.
         # A rank's experts take top_k tokens for each of the tokens/TP it routes (balanced
         # routing: the all-to-all brings back as many as it sends out, whatever EP is), and
-        # the shared experts run on its tokens/TP: lower.py `_moe_fwd` prices the same tokens.
+        # the shared experts run on its tokens/TP: lower_moe.py `_moe_fwd` prices the same
+        # tokens.
         # Operator-level recomputation re-runs the experts' activation (Megatron-Core's
         # `moe_act` module), so the fc2 inputs are not kept, as in a dense MLP.
         # With token dropping the experts take the copies JobSpec.routed counts instead.

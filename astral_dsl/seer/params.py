@@ -53,7 +53,7 @@ def layer_params(job, L: int) -> float:
 
 
 def stage_params(job, chunks, stage: int, layer=None) -> float:
-    """Parameters held by one rank of `stage` (`chunks`: spec.chunk_layers(job)): its layers'
+    """Parameters held by one rank of `stage` (`chunks`: stages.chunk_layers(job)): its layers'
     (`layer(L)`, layer_params by default), the embedding on the first stage and the output
     layer on the last (a GPT of one stage ties it to the embedding)."""
     par, m = job.parallel, job.model

@@ -17,7 +17,7 @@ activation functions at 180 GB of 186). A choice inside the margin is what `astr
 flags as "may not fit".
 
 Candidates: the powers of two dividing B / DP (micro-batch); the numbers of chunks that
-Megatron-LM's layer options lay out on the stages (spec.chunk_split: each stage's layers split
+Megatron-LM's layer options lay out on the stages (stages.chunk_split: each stage's layers split
 evenly, the embedding and the loss counted as a layer where that evens them out), interleaving
 only when the pipeline's micro-batches are a multiple of its stages (Megatron-LM's
 requirement), or with declared virtual stages when the schedule's order can run them
@@ -42,7 +42,8 @@ from astral_dsl.seer import budget
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.schedule import runnable
 from astral_dsl.seer.memory import MemoryEstimate, estimate, offload_obstacle
-from astral_dsl.seer.spec import JobSpec, chunk_layers, stage_layers, virtual_stage_options
+from astral_dsl.seer.spec import JobSpec
+from astral_dsl.seer.stages import chunk_layers, stage_layers, virtual_stage_options
 
 
 @records.define
@@ -134,7 +135,7 @@ PARTIAL_FRAMEWORKS = ("megatron",)
 def partial_recompute(job: JobSpec, gpu, costs, net) -> Optional[Candidate]:
     """`job` (recomputing nothing) with the fewest layers of each model chunk recomputed whole
     that make it fit in the GPU's memory (Megatron-LM's block method: `recompute = full` with
-    `recompute_layers`, spec.full_recompute), or None where even all but one do not fit (full
+    `recompute_layers`, stages.full_recompute), or None where even all but one do not fit (full
     recomputation of every layer is a candidate of its own), or of a framework that cannot
     (PARTIAL_FRAMEWORKS)."""
     if job.framework not in PARTIAL_FRAMEWORKS:

@@ -84,7 +84,7 @@ def routing_priced(spec: JobSpec, net, where) -> List[Diagnostic]:
     m = spec.model
     if spec.moe_routing != "topk" or m.expert_groups <= 1 or not m.group_top_k:
         return []
-    from astral_dsl.seer.lower import groups    # start-up: a check of a job without expert
+    from astral_dsl.seer.comm_groups import groups    # start-up: a check of a job without expert
     #                                             groups does not import the lowering
     ep_domains = groups(spec, net)["ep"].hosts
     if routing.aligned(m.expert_groups, ep_domains):

@@ -20,7 +20,7 @@ from astral_dsl.explore.search.bounds import screen_bound
 from astral_dsl.explore.search.space import RULES, enumerate_space, split
 from astral_dsl.explore.search.work import Setup, State, fitting
 from astral_dsl.seer.job import job_spec
-from astral_dsl.seer.spec import divisors
+from astral_dsl.seer.stages import divisors
 
 # two DGX-like hosts per rack, two racks: 32 H100s; a small dense model (6 layers: pp = 4
 # splits them unevenly) and a small mixture of experts with unfused attention (selective

@@ -321,7 +321,7 @@ def _memory(design) -> List[Limit]:
 
 def _memory_estimate(spec, cluster) -> Tuple[float, float]:
     """Seer's per-GPU estimate and its uncertainty, as its memory check computes them
-    (validate.memory_check)."""
+    (validate_memory.memory_check)."""
 
     from astral_dsl.seer import costs, lower, memory
 

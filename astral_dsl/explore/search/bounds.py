@@ -24,7 +24,8 @@ import attrs
 import numpy as np
 
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.spec import JobSpec, chunk_layers
+from astral_dsl.seer.spec import JobSpec
+from astral_dsl.seer.stages import chunk_layers
 
 SAFETY = 1e-9        # bounds are lowered by this fraction: sums taken in another order
 
@@ -101,7 +102,7 @@ def sends(p: int, v: int, m: int, stage: int) -> int:
 
 
 class Split:
-    """The chunks of one pipeline split (spec.chunk_layers) as arrays: [stage, chunk] ->
+    """The chunks of one pipeline split (stages.chunk_layers) as arrays: [stage, chunk] ->
     first layer and the layer after its last."""
 
     def __init__(self, chunks):

@@ -27,7 +27,8 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.seer import budget
-from astral_dsl.seer.spec import JobSpec, divisors
+from astral_dsl.seer.spec import JobSpec
+from astral_dsl.seer.stages import divisors
 
 ZERO = (0, 1, 2, 3)
 
@@ -212,7 +213,7 @@ def _layouts(n: int, experts: int) -> Iterator[Tuple[int, int, int, int, int]]:
 
 
 def _layout_rule(space: Space, tp: int, cp: int, pp: int, dp: int, ep: int) -> Optional[str]:
-    """The first rule a layout breaks (seer/validate.py's checks of the layout), or None."""
+    """The first rule a layout breaks (seer/validate_layout.py's checks), or None."""
     base, m = space.base, space.base.model
     if m.heads % tp or (m.kv_heads % tp and tp % m.kv_heads):
         return "tp_heads"

@@ -38,7 +38,7 @@ class State:
         from astral_dsl import seer
         from astral_dsl.seer.costs import Costs
         from astral_dsl.seer.job import declared
-        from astral_dsl.seer.validate import gpu_data
+        from astral_dsl.seer.validate_gpu import gpu_data
 
         self.design = design
         try:
@@ -93,8 +93,8 @@ class State:
         return hit
 
     def split(self, spec) -> Split:
-        """bounds.Split of spec.chunk_layers, once per split."""
-        from astral_dsl.seer.spec import chunk_layers
+        """bounds.Split of stages.chunk_layers, once per split."""
+        from astral_dsl.seer.stages import chunk_layers
 
         par = spec.parallel
         key = (par.pp, par.v, par.stages)

@@ -1,0 +1,185 @@
+"""The lowering's attention sub-block (a mixin of lower.Lowering, whose docstring tells the
+model): the input norm, the QKV projections (one GEMM, separate ones, or multi-head latent
+attention's down- and up-projections), RoPE, fused or unfused attention (with context
+parallelism's ring), the output projection and their backward."""
+from __future__ import annotations
+
+from astral_dsl.seer import comm
+from astral_dsl.seer.template import Op
+
+
+# Megatron-Core 0.16.1 runs RoPE unfused when YaRN's attention factor (mscale) is not 1, which
+# Transformer Engine's fused RoPE does not take (models/common/embeddings/rope_utils.py,
+# apply_rotary_pos_emb: "Using unfused implementation"): GPT-OSS's YaRN factor 32 without
+# mscale fields gives 0.1 ln 32 + 1 = 1.35 (yarn_rotary_pos_embedding.py). Its
+# _apply_rotary_pos_emb_bshd, in bytes per element of the queries and keys (bf16): t * cos 2 + 2,
+# _rotate_half's negated half 1 + 1 and its cat 2 + 2, times sin 2 + 2, the sum 2 + 2 + 2, the
+# cat with the empty pass-through part 2 + 2: 24 against the fused kernel's 4, in 6 kernels; its
+# autograd backward (the gradient times sin 4, the half's negation 2, chunk's cat 4, times cos 4,
+# the two gradients summed 6): 20 against 4, in 5 kernels (multi-head latent attention takes its
+# own rotary path, with an attention factor of 1 for DeepSeek-V3's mscale = mscale_all_dim)
+MCORE_YARN_ROPE = ((24 / 4, 6), (20 / 4, 5))
+
+
+
+class AttentionOps:
+    """Lowering's attention operators (attributes: lower.Lowering)."""
+
+    def _flash(self, b, name, L, backward: bool):
+        """Fused attention of a rank's heads: the FLOPs of the score and context products over
+        the keys each query sees (causal: half the sequence on average; a window: the window),
+        priced by part, full and windowed, at the efficiency of its key length."""
+        m, elem, bsz = self.job.model, self.elem, self.job.micro
+        s, rows = self.job.seq, self.job.seq / self.cp
+        per_key = 2 * bsz * self.heads * rows * (m.qk_dim + m.v_dim) * (2.5 if backward else 1)
+        parts = [(1.0, s / 2, s)]
+        if m.window and m.window < s:
+            parts = [(1 - m.window_share, s / 2, s), (m.window_share, m.window, m.window)]
+        heads_io = 2 * self.heads * m.qk_dim + self.kv_heads * (m.qk_dim + m.v_dim)
+        nb = (2 if backward else 1) * elem * self.tokens * heads_io
+        flops = t = 0.0
+        for share, mean_keys, keys in parts:
+            if share <= 0:
+                continue
+            f = share * per_key * mean_keys
+            flops += f
+            t += self.c.flash("flash_bwd" if backward else "flash_fwd", f, share * nb, backward,
+                              m.head_dim, keys)
+        b.add(Op(name, "attention", "compute", t, flops, nb, "", L))
+
+    def _rope(self, b, L, pre, backward=False):
+        """Rotary position embeddings on the queries and keys (their rotary part with MLA):
+        read and write once (Transformer Engine's fused RoPE; costs.EAGER when eager), or
+        Megatron-Core's unfused RoPE for YaRN (MCORE_YARN_ROPE)."""
+        m = self.job.model
+        width = ((self.heads + 1) * m.rope_dim if m.mla
+                 else (self.heads + self.kv_heads) * m.head_dim)
+        name = pre + ("rope bwd" if backward else "rope")
+        nbytes = 2 * self.tokens * width * self.elem
+        if m.yarn_factor > 1 and not m.mla and self.job.framework == "megatron":
+            ratio, kernels = MCORE_YARN_ROPE[1 if backward else 0]
+            self._ew(b, name, ratio * nbytes, L, kernels=kernels)
+        else:
+            self._ew(b, name, nbytes, L, kind="rope")
+
+    def _attention_fwd(self, b, L, pre=""):
+        m, elem = self.job.model, self.elem
+        s, bsz = self.job.seq, self.job.micro
+        rows = s / self.cp
+        if self.job.attention == "unfused":
+            S = bsz * self.heads * rows * s
+            self._gemm(b, pre + "attn scores", rows, s, m.qk_dim, L, batch=bsz * self.heads,
+                       cat="attention")
+            self._ew(b, pre + "softmax", 2 * S * elem, L)
+            if m.gpt:
+                self._ew(b, pre + "attn dropout", (2 * elem + 1) * S, L)
+            self._gemm(b, pre + "attn context", rows, m.v_dim, s, L, batch=bsz * self.heads,
+                       cat="attention")
+            return
+        if self.cp > 1:
+            kv = bsz * rows * self.kv_heads * (m.qk_dim + m.v_dim) * elem
+            ring = (self.cp - 1) * comm.p2p(self.net, self.groups["cp"], kv)
+            b.add(Op(pre + "cp ring", "comm", "cp", ring,
+                     0.0, kv * (self.cp - 1), "cp", L), chain=False)
+        self._flash(b, pre + "flash attention", L, backward=False)
+
+    def _qkv_fwd(self, b, L, pre, gather):
+        """The query, key and value projections: one QKV GEMM, or MLA's down-projections (fed by
+        the norm, replicated over TP), latent norms and up-projections (DeepSeek-V3 technical
+        report, section 2.1.1)."""
+        m, tokens, h = self.job.model, self.tokens, self.job.model.hidden
+        if not m.mla:
+            q, kv = self.heads * m.qk_dim, self.kv_heads * m.head_dim
+            self._linear(b, pre + "qkv", tokens, q + 2 * kv, h, L, norm_fed=True, gather=gather,
+                         parts=self._qkv_parts(q, kv))
+            return
+        if m.q_lora:
+            self._linear(b, pre + "q down", tokens, m.q_lora, h, L, norm_fed=True, gather=gather)
+            gather = None
+            self._ew(b, pre + "q norm", 2 * tokens * m.q_lora * self.elem, L, "norm")
+            self._mla_up(b, L, pre, "q")
+        else:
+            self._linear(b, pre + "q", tokens, self.heads * m.qk_dim, h, L, norm_fed=True,
+                         gather=gather)
+            gather = None
+        self._linear(b, pre + "kv down", tokens, m.kv_lora + m.rope_dim, h, L, norm_fed=True,
+                     gather=gather)
+        self._ew(b, pre + "kv norm", 2 * tokens * m.kv_lora * self.elem, L, "norm")
+        self._mla_up(b, L, pre, "kv")
+
+    def _qkv_parts(self, q, kv):
+        """The shares of the QKV GEMM's columns run as separate GEMMs (`separate`), else ()."""
+        return (q / (q + 2 * kv), kv / (q + 2 * kv), kv / (q + 2 * kv)) if self.separate else ()
+
+    def _mla_up(self, b, L, pre, which=("q", "kv")):
+        """MLA's up-projections from the query and key/value latents (both recomputed in the
+        backward with Megatron-Core's `mla_up_proj` module)."""
+        m, tokens = self.job.model, self.tokens
+        if m.q_lora and "q" in which:
+            self._linear(b, pre + "q up", tokens, self.heads * m.qk_dim, m.q_lora, L)
+        if "kv" in which:
+            self._linear(b, pre + "kv up", tokens, self.heads * (m.head_dim + m.v_dim),
+                         m.kv_lora, L)
+
+    def _qkv_bwd(self, b, L):
+        m, tokens, h = self.job.model, self.tokens, self.job.model.hidden
+        if not m.mla:
+            q, kv = self.heads * m.qk_dim, self.kv_heads * m.head_dim
+            self._linear_bwd(b, "qkv", tokens, q + 2 * kv, h, L, column=True,
+                             parts=self._qkv_parts(q, kv))
+            return
+        self._linear_bwd(b, "kv up", tokens, self.heads * (m.head_dim + m.v_dim), m.kv_lora, L,
+                         column=False)
+        self._ew(b, "kv norm bwd", 3 * tokens * m.kv_lora * self.elem, L, "norm")
+        self._linear_bwd(b, "kv down", tokens, m.kv_lora + m.rope_dim, h, L, column=False)
+        if m.q_lora:
+            self._linear_bwd(b, "q up", tokens, self.heads * m.qk_dim, m.q_lora, L, column=False)
+            self._ew(b, "q norm bwd", 3 * tokens * m.q_lora * self.elem, L, "norm")
+            self._linear_bwd(b, "q down", tokens, m.q_lora, h, L, column=True)
+        else:
+            self._linear_bwd(b, "q", tokens, self.heads * m.qk_dim, h, L, column=True)
+
+    def _attn_block_fwd(self, b, L, pre):
+        m, tokens = self.job.model, self.tokens
+        self._norm_fwd(b, pre + "input norm", L)
+        self._qkv_fwd(b, L, pre, pre + "attn all-gather")
+        if not m.gpt:
+            self._rope(b, L, pre)
+        self._attention_fwd(b, L, pre)
+        self._linear(b, pre + "out proj", tokens, m.hidden, self.heads * m.v_dim, L,
+                     chunks=self.ring)
+        self._tp_out(b, pre + "attn", L)
+        self._residual(b, pre + "residual", L)
+
+    def _attn_block_bwd(self, b, L):
+        m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
+        h = m.hidden
+        self._residual(b, "residual bwd", L)
+        self._linear_bwd(b, "out proj", tokens, h, self.heads * m.v_dim, L, column=False,
+                         grad_gather="attn grad all-gather")
+        self._attention_bwd(b, L)
+        if not m.gpt:
+            self._rope(b, L, "", backward=True)
+        self._qkv_bwd(b, L)
+        self._ew(b, "input norm bwd", 3 * sp_tokens * h * elem, L, "norm")
+
+    def _attention_bwd(self, b, L):
+        m, elem, s, bsz = self.job.model, self.elem, self.job.seq, self.job.micro
+        rows = s / self.cp
+        if self.job.attention == "unfused":
+            S, nb = bsz * self.heads * rows * s, bsz * self.heads
+            dq, dv = m.qk_dim, m.v_dim
+            self._gemm(b, "attn context dgrad", rows, s, dv, L, batch=nb, cat="attention")
+            self._gemm(b, "attn context wgrad", s, dv, rows, L, batch=nb, cat="attention")
+            if m.gpt:
+                self._ew(b, "attn dropout bwd", (2 * elem + 1) * S, L)
+            self._ew(b, "softmax bwd", 3 * S * elem, L)
+            self._gemm(b, "attn scores dgrad", rows, dq, s, L, batch=nb, cat="attention")
+            self._gemm(b, "attn scores wgrad", s, dq, rows, L, batch=nb, cat="attention")
+            return
+        if self.cp > 1:
+            kv = 2 * bsz * rows * self.kv_heads * (m.qk_dim + m.v_dim) * elem
+            ring = (self.cp - 1) * comm.p2p(self.net, self.groups["cp"], kv)
+            b.add(Op("cp ring bwd", "comm", "cp", ring,
+                     0.0, kv * (self.cp - 1), "cp", L), chain=False)
+        self._flash(b, "flash attention bwd", L, backward=True)

@@ -1,0 +1,112 @@
+"""The lowering's collectives (a mixin of lower.Lowering, whose docstring tells the model):
+TP, CP, EP and DP collectives on their groups' streams, the split of a TP collective with the
+GEMM beside it (`tp_overlap = full`), ZeRO-3's weight and gradient collectives, fp8 delayed
+scaling's amax all-reduce, and the transfer between neighbouring pipeline stages."""
+from __future__ import annotations
+
+from astral_dsl.seer import comm, routing
+from astral_dsl.seer.template import Op, Builder
+
+
+class CommOps:
+    """Lowering's communication operators (attributes: lower.Lowering)."""
+
+    def _coll(self, b: Builder, name, kind, group, nbytes, layer, chain=True):
+        """A collective on the group's stream: blocking (chain) or a side op (chain=False)."""
+        lay = self.groups[group]
+        if lay.n <= 1 or nbytes <= 0:
+            return None
+        if kind == "a2a":
+            if self.job.moe_dispatcher == "alltoall":
+                t = comm.all_to_all(self.net, lay, nbytes, self.a2a_eff)
+            else:           # nbytes: the top-k copies of the rank's tokens
+                m = self.job.model
+                k = max(1, m.top_k)
+                hit = routing.spread(self.job.moe_routing, m.experts, k, m.expert_groups,
+                                     m.group_top_k, lay.n, lay.hosts)
+                t = comm.dispatch(self.net, lay, nbytes / k, hit, self.a2a_eff)
+            hidden = self.c.cal.ep_hidden * t if self.job.ep_overlap else 0.0
+            if hidden > 0:     # the share another micro-batch's computation hides
+                side = b.add(Op(name + " (overlapped)", "comm", group, hidden, 0.0, 0.0, group,
+                                layer, kernels=0), chain=False)
+                b.pending.remove(side)
+                t -= hidden
+        else:
+            t = {"ar": comm.all_reduce, "rs": comm.reduce_scatter,
+                 "ag": comm.all_gather}[kind](self.net, lay, nbytes)
+        return b.add(Op(name, "comm", group, t, 0.0, nbytes, group, layer), chain)
+
+    def _weights_op(self, b: Builder, name, kind, L, per_param) -> int:
+        """ZeRO-3's collective over layer L's weights (or gradients), a side op on the DP
+        stream: the dense ones over DP x CP, the experts' over the expert-data-parallel group
+        (ParamsMixin.weights_coll), `per_param` (dense, expert) bytes."""
+        split = self.layer_split(L)
+        op = b.add(Op(name, "comm", "dp", self.weights_coll(kind, split, per_param), 0.0,
+                      split[0] * per_param[0] + split[1] * per_param[1], "dp", L), chain=False)
+        b.pending.remove(op)
+        return op
+
+    @property
+    def a2a_eff(self) -> float:
+        cal = self.c.cal
+        return cal.a2a_eff if self.job.moe_dispatcher == "alltoall" else cal.a2a_eff_fused
+
+    @property
+    def tp_full(self) -> bool:
+        return self.job.tp_overlap == "full" and self.tp > 1
+
+    def _tp_out(self, b, name, layer):
+        """After a row-parallel layer: reduce-scatter (SP) or all-reduce; with `tp_overlap =
+        full` split with the GEMM before it and overlapping it (_overlap)."""
+        op = self._coll(b, name + (" reduce-scatter" if self.sp else " all-reduce"),
+                        "rs" if self.sp else "ar", "tp",
+                        self.tokens * self.job.model.hidden * self.elem, layer,
+                        chain=not self.tp_full)
+        if op is not None and self.tp_full:
+            self._overlap(b, op, b.tail)
+
+    def _overlap(self, b, comm_op: int, gemm: int):
+        """A TP collective split with GEMM `gemm` (userbuffers / async TP): it starts with the
+        GEMM, the next operator waits for both, and the GEMM loses `interfere` of its time to
+        it when it runs on NVLink."""
+        ops = b.ops
+        ops[comm_op].deps = ops[gemm].deps
+        if self.groups["tp"].hosts <= 1:
+            ops[gemm].dur += self.c.cal.interfere * ops[comm_op].dur
+
+    def _tp_gather(self, b, name, layer):
+        """With SP, the TP all-gather of a layer's input (or of a row-parallel layer's output
+        gradient): blocking, or (tp_overlap = full) a side operator the GEMM beside it overlaps
+        (returned; None otherwise). A quantised job's layers gather quantised data
+        (ag_bytes)."""
+        if not self.sp:
+            return None
+        op = self._coll(b, name, "ag", "tp", self.tokens * self.job.model.hidden * self.ag_bytes,
+                        layer, chain=not self.tp_full)
+        if op is None or not self.tp_full:
+            return None
+        b.pending.remove(op)          # joined after the GEMM it overlaps
+        return op
+
+    def _amax_reduce(self, b, gemms: int, layer: int):
+        """fp8 delayed scaling: at the end of a chunk's forward Transformer Engine all-reduces
+        (max) the amaxes of its fp8 tensors (input and weight of each GEMM, 4 bytes each) over
+        the amax group, TP x CP x DP (Megatron-Core's amax reduction group), on the compute
+        stream's critical path; counted with the DP communication."""
+        lay = self.groups["amax"]
+        if not self.fp8 or gemms <= 0 or lay.n <= 1 or self.job.dtype != "fp8" \
+                or self.job.fp8_recipe != "delayed":
+            return
+        nbytes = 8.0 * gemms
+        b.add(Op("fp8 amax all-reduce", "comm", "dp", comm.all_reduce(self.net, lay, nbytes),
+                 0.0, nbytes, "amax", layer))
+
+    def p2p_time(self) -> float:
+        """Activations (or their gradients) between neighbouring stages, per rank: each TP rank
+        sends its 1/t share (Megatron's scatter-gather); without SP the receiver all-gathers."""
+        h, elem = self.job.model.hidden, self.elem
+        full = self.tokens * h * elem
+        t = comm.p2p(self.net, self.groups["pp"], full / self.tp)
+        if not self.sp and self.tp > 1:
+            t += comm.all_gather(self.net, self.groups["tp"], full)
+        return t

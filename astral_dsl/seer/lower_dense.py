@@ -1,0 +1,95 @@
+"""The lowering's dense operators (a mixin of lower.Lowering, whose docstring tells the model):
+norms, residual sums, the MLP sub-block (a dense MLP, or the MoE layer of lower_moe.py) and its
+backward, the embedding and the head (final norm, logits, cross entropy)."""
+from __future__ import annotations
+
+EMBED, HEAD = -1, -2      # the `layer` of embedding and of head operators
+ACTIVATION_NAME = {"gelu": "gelu", "swiglu": "swiglu", "relu2": "squared relu"}
+
+
+
+class DenseOps:
+    """Lowering's dense operators (attributes: lower.Lowering)."""
+
+    def _fc1_parts(self):
+        """The shares of fc1's columns run as separate GEMMs: w1 and w3 of a gated MLP
+        (`separate`), else ()."""
+        mats = self.job.model.mats - 1
+        return (1.0 / mats,) * mats if self.separate and mats > 1 else ()
+
+    def _norm_fwd(self, b, name, L):
+        self._ew(b, name, 2 * self.sp_tokens * self.job.model.hidden * self.elem, L, "norm")
+
+    def _residual(self, b, name, L):
+        m = self.job.model
+        self._ew(b, name, (3 * self.elem + (1 if m.gpt else 0)) * self.sp_tokens * m.hidden, L)
+
+    def _mlp_block_fwd(self, b, L, pre):
+        m, elem, tokens = self.job.model, self.elem, self.tokens
+        h = m.hidden
+        self._norm_fwd(b, pre + ("post-attn norm" if m.layer_kind(L) == "T" else "input norm"), L)
+        if m.is_moe(L):
+            self._moe_fwd(b, L, pre)
+        else:
+            self._dense_mlp_fwd(b, L, pre)
+        self._residual(b, pre + "residual", L)
+
+    def _dense_mlp_fwd(self, b, L, pre):
+        """A dense MLP from its (normalised) input: fc1 after its TP all-gather, the activation,
+        fc2 and its TP reduction (recomputed whole, collectives included, by Megatron-Core's
+        `mlp` recompute module: transformer/mlp.py under tensor_parallel.checkpoint)."""
+        m, elem, tokens, h = self.job.model, self.elem, self.tokens, self.job.model.hidden
+        F = m.ffn / self.tp
+        self._linear(b, pre + "fc1", tokens, F * (m.mats - 1), h, L, norm_fed=True,
+                     gather=pre + "mlp all-gather", parts=self._fc1_parts())
+        self._clamp(b, pre + "activation clamp", tokens * F * (m.mats - 1), L)
+        self._ew(b, pre + ACTIVATION_NAME[m.activation], m.mats * tokens * F * elem, L,
+                 kind=m.activation)
+        self._linear(b, pre + "fc2", tokens, h, F, L, chunks=self.ring)
+        self._tp_out(b, pre + "mlp", L)
+
+    def _mlp_block_bwd(self, b, L):
+        m, elem, tokens, sp_tokens = self.job.model, self.elem, self.tokens, self.sp_tokens
+        h = m.hidden
+        self._residual(b, "residual bwd", L)
+        if m.is_moe(L):
+            self._moe_bwd(b, L)
+        else:
+            F = m.ffn / self.tp
+            self._linear_bwd(b, "fc2", tokens, h, F, L, column=False,
+                             grad_gather="mlp grad all-gather")
+            self._ew(b, ACTIVATION_NAME[m.activation] + " bwd", (m.mats + 2) * tokens * F * elem,
+                     L, kind=m.activation)
+            self._clamp(b, "activation clamp bwd", tokens * F * (m.mats - 1), L, backward=True)
+            self._linear_bwd(b, "fc1", tokens, F * (m.mats - 1), h, L, column=True,
+                             parts=self._fc1_parts())
+        self._ew(b, ("post-attn norm bwd" if m.layer_kind(L) == "T" else "input norm bwd"),
+                 3 * sp_tokens * h * elem, L, "norm")
+
+    def _embed_fwd(self, b):
+        h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
+        self._ew(b, "embedding", 2 * tokens * h * elem, EMBED)
+        self._tp_out(b, "embedding", EMBED)
+
+    def _embed_bwd(self, b):
+        h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
+        if self.sp:
+            self._coll(b, "embedding grad all-gather", "ag", "tp", tokens * h * elem, EMBED)
+        self._ew(b, "embedding bwd", 3 * tokens * h * elem, EMBED)
+
+    def _head_fwd(self, b):
+        m, elem, tokens = self.job.model, self.elem, self.tokens
+        V = m.vocab / self.tp
+        self._ew(b, "final norm", 2 * self.sp_tokens * m.hidden * elem, HEAD, "norm")
+        if self.sp:
+            self._coll(b, "head all-gather", "ag", "tp", tokens * m.hidden * elem, HEAD)
+        self._gemm(b, "logits", tokens, V, m.hidden, HEAD)
+        self._ew(b, "cross entropy", tokens * V * (elem + 8), HEAD, kernels=4)
+        self._coll(b, "loss all-reduce", "ar", "tp", 8 * tokens, HEAD)
+
+    def _head_bwd(self, b):
+        m, elem, tokens = self.job.model, self.elem, self.tokens
+        V = m.vocab / self.tp
+        self._ew(b, "cross entropy bwd", tokens * V * (elem + 4), HEAD)
+        self._linear_bwd(b, "logits", tokens, V, m.hidden, HEAD, column=True, layer_linear=False)
+        self._ew(b, "final norm bwd", 3 * self.sp_tokens * m.hidden * elem, HEAD, "norm")

@@ -1,0 +1,147 @@
+"""The lowering's GEMMs and memory-bound kernels (a mixin of lower.Lowering, whose docstring
+tells the model): a GEMM, a linear layer's forward (quantised after its cast, after its TP
+all-gather) and backward (data and weight gradients, their TP reductions and overlaps),
+elementwise kernels, a gated activation's clamps, and the sum of separate layers' data
+gradients."""
+from __future__ import annotations
+
+from astral_dsl.seer.template import Op
+
+# HBM bytes per element of quantising a 16-bit tensor for a GEMM and for its transpose (the
+# weight gradient's operand), (fed by a norm, otherwise): delayed scaling and the block-scaled
+# formats fuse the cast into the norm that feeds QKV and fc1 (Transformer Engine's
+# LayerNormLinear) and otherwise read 2 and write both copies; current per-tensor scaling and
+# row / 128-block scaling need the tensor's amax first: one more read, and no fusion.
+CAST_BYTES = {"delayed": (0.0, 4.0), "current": (6.0, 6.0), "rowwise": (6.0, 6.0),
+              "blockwise": (6.0, 6.0), "mxfp8": (0.1, 4.1), "nvfp4": (0.2, 3.2)}
+
+
+class LinearOps:
+    """Lowering's GEMM and elementwise operators (attributes: lower.Lowering)."""
+
+    def _gemm(self, b, name, m, n, k, layer, batch=1.0, cat="gemm", join=True, extra=(),
+              fp8=False, streams=None, expert=False, parts=(), inner=False, chunks=1):
+        """A GEMM [m, k] x [k, n]; `parts`: run as separate GEMMs over these shares of its
+        output columns n, or (`inner`) of its inner dimension k, each writing the whole output
+        (the caller sums them: `_linear_bwd`); `chunks`: each run as that many GEMMs of
+        1/chunks of its rows, one after another (`ring`)."""
+        t = f = nb = 0.0
+        for p in parts or (1.0,):
+            dims = (m / chunks, n, k * p) if inner else (m / chunks, n * p, k)
+            tp, fp, bp = self.c.gemm(name.split(" ")[0], *dims, batch, fp8, streams, expert)
+            t, f, nb = t + chunks * tp, f + chunks * fp, nb + chunks * bp
+        shape = f"{int(m)}x{int(n)}x{int(k)}"
+        return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=shape),
+                     join=join, extra=extra)
+
+    def _linear(self, b, name, m, n, k, layer, batch=1.0, norm_fed=False, gather=None,
+                streams=None, expert=False, parts=(), chunks=1):
+        """The forward GEMM of a transformer layer's linear layer: quantised for a quantised
+        job, after the cast of its input with the transpose its weight gradient needs
+        (CAST_BYTES per element, by recipe: fused into the norm for the layers a norm feeds,
+        `norm_fed`: TE's LayerNormLinear, QKV and fc1, whose input is the norm's output: the
+        rank's sequence-parallel shard). `gather`: the name of the TP all-gather of its input
+        (with SP), after the cast: Transformer Engine quantises the rank's shard and gathers
+        the quantised data (module/layernorm_linear.py, `gather_along_first_dim(...,
+        quantizer=input_quantizer)`); blocking, or split with the GEMM (`tp_overlap = full`).
+        `parts`: the layer is separate linear layers sharing the input (`separate`), whose
+        casts torch.compile computes once (common subexpressions). `chunks`: a row-parallel
+        layer's GEMM split with its reduce-scatter (`ring`); one fed by an all-gather is split
+        with it."""
+        if self.fp8:
+            extra = self.cast[0 if norm_fed else 1]
+            if extra:
+                rows = self.sp_tokens if norm_fed and self.ag_quantised else m
+                self._ew(b, name + " quantise", extra * rows * k * batch, layer)
+        op = self._tp_gather(b, gather, layer) if gather is not None else None
+        b.fp8_gemms += 1 if self.fp8 else 0
+        if gather is not None:
+            chunks = self.ring
+        g = self._gemm(b, name, m, n, k, layer, batch=batch, fp8=self.fp8, streams=streams,
+                       expert=expert, parts=parts, chunks=chunks)
+        if op is not None:
+            self._overlap(b, op, g)
+            b.pending.append(op)
+        return g
+
+    def _dgrad_sum(self, b, name, elems, parts, layer, join=True):
+        """The sum of `parts` data gradients of `elems` elements each (separate linear layers
+        sharing an input): one kernel reading them all when compiled (Inductor fuses the
+        additions), parts - 1 additions of two when eager; nothing for one part."""
+        if parts <= 1:
+            return
+        eager = not self.job.torch_compile
+        self._ew(b, name + " dgrad sum",
+                 (3 * (parts - 1) if eager else parts + 1) * elems * self.elem, layer,
+                 kernels=parts - 1 if eager else 1, kind="stream", join=join)
+
+    def _ew(self, b, name, nbytes, layer, cat="elementwise", kernels=1, kind=None, join=True):
+        kind = kind or ("softmax" if "softmax" in name or "cross entropy" in name else
+                        "dropout" if "dropout" in name else "norm" if cat == "norm" else "stream")
+        b.add(Op(name, cat, "compute", self.c.stream(name, nbytes, kernels, kind), 0.0, nbytes, "",
+                 layer, kernels=kernels), join=join)
+
+    def _clamp(self, b, name, elems, layer, backward=False):
+        """A gated activation's clamped inputs (`activation_clamp`), `elems` fc1 outputs:
+        Megatron-Core 0.16.1 (fusions/fused_bias_geglu.py, weighted_bias_quick_geglu_impl;
+        transformer/mlp.py) clamps each half of fc1's output and concatenates them before the
+        fused activation: two clamps and the concatenation each read and write their elements
+        (4 passes, 3 kernels); backward, each clamp's gradient reads the gradient and its input
+        and writes (3 passes, 2 kernels; the concatenation's is a view)."""
+        if self.job.model.clamped:
+            passes, kernels = (3, 2) if backward else (4, 3)
+            self._ew(b, name, passes * elems * self.elem, layer, kernels=kernels)
+
+    def _linear_bwd(self, b, name, m_, n, k, L, column: bool, layer_linear: bool = True,
+                    grad_gather=None, parts=()):
+        """Backward of y[m,n] = x[m,k] w[k,n]: dgrad and wgrad; for a column-parallel layer the
+        input-gradient reduction (and, with SP, the input re-gather) overlap the GEMMs
+        (`tp_overlap = backward` or `full`: Megatron-LM's asynchronous TP all-reduce), or follow
+        them on the critical path (`tp_overlap = none`: the reduction of the autograd function
+        that copies the input to the TP region, after the layer's whole backward). A transformer
+        layer's linear layer (`layer_linear`) of a quantised job casts its output gradient with
+        its transpose (the recipe's unfused cast) and runs both GEMMs quantised (Transformer
+        Engine's default recipes: quantised data and weight gradients); the logits layer stays
+        in bf16. `grad_gather`: the name of the SP all-gather of a row-parallel layer's output
+        gradient, after its cast (of the rank's shard: TE quantises before it gathers,
+        module/linear.py), blocking or split with the data-gradient GEMM (`tp_overlap =
+        full`). A quantised layer's gathers move quantised data (ag_bytes). `parts`: separate
+        linear layers sharing the input (`separate`): their data gradients are summed (one
+        fused kernel when compiled, pairwise adds when eager)."""
+        h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
+        tp = column and self.tp > 1
+        fp8 = self.fp8 and layer_linear
+        gathered = (self.ag_bytes if fp8 else elem) * tokens * h
+        if fp8:
+            rows = self.sp_tokens if grad_gather is not None and self.ag_quantised else m_
+            self._ew(b, name + " grad quantise", self.cast[1] * rows * n, L)
+        grad_op = self._tp_gather(b, grad_gather, L) if grad_gather is not None else None
+        if tp and self.job.tp_overlap == "none":
+            kind = ("rs", " grad reduce-scatter") if self.sp else ("ar", " grad all-reduce")
+            if self.sp:
+                self._coll(b, name + " input all-gather", "ag", "tp", gathered, L)
+            self._gemm(b, name + " dgrad", m_, k, n, L, fp8=fp8, parts=parts, inner=True)
+            self._dgrad_sum(b, name, m_ * k, len(parts), L)
+            self._gemm(b, name + " wgrad", k, n, m_, L, fp8=fp8, parts=parts)
+            self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L)
+            return
+        gather = None
+        if tp and self.sp:
+            gather = self._coll(b, name + " input all-gather", "ag", "tp", gathered, L,
+                                chain=False)
+            b.pending.remove(gather)
+        d = self._gemm(b, name + " dgrad", m_, k, n, L, join=False, fp8=fp8, parts=parts,
+                       inner=True, chunks=self.ring if tp or grad_gather is not None else 1)
+        self._dgrad_sum(b, name, m_ * k, len(parts), L, join=False)
+        if grad_op is not None:
+            self._overlap(b, grad_op, d)
+            b.pending.append(grad_op)
+        red = None
+        if tp:
+            red = self._coll(b, name + (" grad reduce-scatter" if self.sp else " grad all-reduce"),
+                             "rs" if self.sp else "ar", "tp", tokens * h * elem, L, chain=False)
+        w = self._gemm(b, name + " wgrad", k, n, m_, L, join=False,
+                       extra=(gather,) if gather is not None else (), fp8=fp8, parts=parts)
+        if self.groups["tp"].hosts <= 1:   # NVLink collectives take SMs and HBM from the GEMMs
+            overlapped = sum(b.ops[i].dur for i in (gather, red) if i is not None)
+            b.ops[w].dur += self.c.cal.interfere * overlapped

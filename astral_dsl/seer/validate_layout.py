@@ -1,0 +1,199 @@
+"""The job checks of its parallel layout and batch (validate.py runs them): degrees that divide
+the model, declared stage splits and layouts (E750-E754, E756), the rank order (E759), the
+pipeline blocks of one simulation (E762), and interleaved schedules that cannot run (E760) or
+that Megatron-LM refuses (W757)."""
+from __future__ import annotations
+
+from typing import List
+
+from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.seer import budget
+from astral_dsl.seer.diag import err as _err, warn as _warn
+from astral_dsl.seer.spec import DIMENSIONS, JobSpec
+from astral_dsl.seer.stages import chunk_split, stage_layers, virtual_stage_options
+from astral_dsl.units.readable import count as _n
+
+
+def budget_blocks(spec: JobSpec, where) -> List[Diagnostic]:
+    """The pipeline blocks one simulation runs (E762): with a declared micro-batch, that
+    simulation's; else the rule must have a candidate within the budget."""
+    par = spec.parallel
+    v = par.v or 1
+    if not spec.micro:
+        # imported here, for start-up: a job that declares its micro-batch never asks the rule
+        # (nor its schedule, which the rule imports)
+        from astral_dsl.seer.rule import candidates
+
+        if candidates(spec):
+            return []
+    micro = spec.micro or budget.largest_micro(spec)
+    m = spec.global_batch // max(1, micro * par.dp)
+    blocks = budget.blocks(par.pp, v, m)
+    if blocks <= budget.MAX_BLOCKS:
+        return []
+    field = "micro" if spec.micro else "global_batch"
+    return [_err("E762", f"job `{spec.name}`: {_n(blocks)} pipeline blocks to simulate (2 x pp "
+                         f"x virtual stages x micro-batches = 2 x {par.pp} x {v} x {_n(m)}), "
+                         f"over Seer's work budget of {budget.MAX_BLOCKS:,} (docs/seer.md)",
+                 where(field, "batch"), "a larger micro-batch or a smaller global batch")]
+
+
+def interleaving(spec: JobSpec, where) -> List[Diagnostic]:
+    """E760: declared virtual stages with no micro-batch the interleaved schedule's order can
+    run (schedule.runnable): the declared one, or none of those the rule may choose. The rule
+    never picks such a configuration (rule.candidates), so `check` refuses what `forecast`
+    could not run."""
+    par = spec.parallel
+    if par.schedule != "interleaved" or not par.v or par.v < 2 or par.pp < 2:
+        return []
+    # imported here, for start-up: only declared virtual stages ask the rule
+    from astral_dsl.seer.rule import candidates
+
+    runnable = candidates(spec)
+    if runnable:
+        return _megatron_groups(spec, runnable, where)
+    micros = [spec.micro] if spec.micro else budget.micro_candidates(
+        max(1, spec.global_batch // par.dp))
+    counts = sorted({spec.global_batch // (b * par.dp) for b in micros})
+    which = (f"micro-batch {spec.micro}" if spec.micro else
+             "any micro-batch the rule may choose (" + ", ".join(map(str, sorted(micros))) + ")")
+    return [_err("E760", f"job `{spec.name}`: with {which} an iteration has "
+                         f"{' or '.join(map(_n, counts))} micro-batches, which the interleaved "
+                         f"schedule of pp = {par.pp} stages and {par.v} virtual stages cannot "
+                         f"order (its sends would wait on each other)", where("virtual_stages"),
+                 f"Megatron-LM's interleaved schedule wants the micro-batches per iteration to "
+                 f"be a multiple of pp = {par.pp}: a global batch of "
+                 f"{_n(par.pp * par.dp * (spec.micro or 1))} x k, or leave `virtual_stages` "
+                 "to the rule")]
+
+
+def _megatron_groups(spec: JobSpec, runnable, where) -> List[Diagnostic]:
+    """W757: declared virtual stages whose micro-batches per run of the schedule are not a
+    multiple of pp, with every micro-batch the job may take. Megatron-Core runs an interleaved
+    schedule's micro-batches in groups of `microbatch_group_size_per_vp_stage` (pp by default,
+    never less) and refuses fewer than one group, or a last group of fewer than pp
+    (megatron/core/pipeline_parallel/schedules.py, 0.16.1): the rule and `astral search`
+    never interleave such a job; Seer forecasts the declared one's order all the same."""
+    pp = spec.parallel.pp
+    counts = sorted({c.run_microbatches for c in runnable})
+    if any(m % pp == 0 for m in counts):
+        return []
+    return [_warn("W757", f"job `{spec.name}`: {' or '.join(map(_n, counts))} micro-batches per "
+                          f"pipeline, not a multiple of pp = {pp}: Megatron-LM's interleaved "
+                          f"schedule refuses them (micro-batches in groups of pp, "
+                          f"megatron/core/pipeline_parallel/schedules.py); Seer forecasts the "
+                          f"order anyway, which its rule and `astral search` never choose",
+                  where("virtual_stages"),
+                  f"a global batch of {_n(pp * spec.parallel.dp * (spec.micro or 1))} x k "
+                  f"(micro-batches a multiple of pp), or leave `virtual_stages` out (1F1B)")]
+
+
+def layout(spec: JobSpec, where) -> List[Diagnostic]:
+    m, par, out = spec.model, spec.parallel, []
+    name = f"job `{spec.name}`"
+    if m.heads % par.tp:
+        out.append(_err("E750", f"{name}: tp = {par.tp} does not divide the {m.heads} attention "
+                                f"heads of `{m.name}`", where("tp"),
+                        "choose a tensor-parallel degree that divides the heads"))
+    elif m.kv_heads % par.tp and par.tp % m.kv_heads:
+        out.append(_err("E750", f"{name}: tp = {par.tp} and the {m.kv_heads} key/value heads of "
+                                f"`{m.name}` do not divide one another", where("tp")))
+    if par.layout:
+        v = par.v or 1
+        if len(par.layout) != par.pp * v or sum(par.layout) != m.layers:
+            out.append(_err("E752", f"{name}: the declared layout {_show(par.layout)} has "
+                                    f"{len(par.layout)} virtual stages and {sum(par.layout)} "
+                                    f"layers; pp x virtual_stages = {par.pp} x {v} and "
+                                    f"`{m.name}` has {m.layers} layers", where("layout"),
+                            f"list {par.pp * v} layer counts, in model order, adding up to "
+                            f"{m.layers}"))
+    elif par.stages:
+        if len(par.stages) != par.pp or sum(par.stages) != m.layers or min(par.stages) < 1:
+            out.append(_err("E752", f"{name}: the declared split {_show(par.stages)} has "
+                                    f"{len(par.stages)} stages and {sum(par.stages)} layers; "
+                                    f"pp = {par.pp} and `{m.name}` has {m.layers} layers",
+                            where("stages"),
+                            f"list {par.pp} positive layer counts adding up to {m.layers}"))
+    elif par.pp > m.layers:
+        out.append(_err("E751", f"{name}: pp = {par.pp} stages for the {m.layers} layers of "
+                                f"`{m.name}`", where("pp"), "at most one stage per layer"))
+    if not out and par.v and par.v > 1 and par.stages and not par.layout and \
+            chunk_split(stage_layers(spec), par.v) is None:
+        per_stage = stage_layers(spec)
+        options = [v for v in virtual_stage_options(per_stage) if v > 1]
+        out.append(_err("E751", f"{name}: the layers per stage {_show(per_stage)} do not split "
+                                f"into {_n(par.v)} virtual stages of equal size",
+                        where("virtual_stages"),
+                        "Megatron-LM splits each stage's layers evenly over its model chunks "
+                        "(counting the embedding and the loss as a layer with "
+                        "--account-for-embedding/loss-in-pipeline-split): "
+                        + (f"virtual_stages = {' or '.join(map(str, options))}, or leave it to "
+                           f"the rule" if options else "these stages cannot be interleaved")))
+    if m.experts:
+        if m.experts % par.ep:
+            out.append(_err("E753", f"{name}: ep = {par.ep} does not divide the {m.experts} "
+                                    f"experts of `{m.name}`", where("ep")))
+        elif (par.tp * par.dp * par.cp) % par.ep:
+            out.append(_err("E753", f"{name}: ep = {par.ep} does not divide tp x dp x cp = "
+                                    f"{par.tp * par.dp * par.cp}: expert groups are carved out "
+                                    f"of the tensor- and data-parallel ranks (expert tensor "
+                                    f"parallelism 1)", where("ep")))
+    elif par.ep > 1:
+        out.append(_err("E753", f"{name}: ep = {par.ep} but `{m.name}` has no experts",
+                        where("ep")))
+    if spec.gpus is not None and spec.gpus != par.gpus:
+        out.append(_err("E754", f"{name}: declares {spec.gpus} GPUs but tp x pp x dp x cp = "
+                                f"{par.tp} x {par.pp} x {par.dp} x {par.cp} = {par.gpus}",
+                        where("gpus", ""), "make `gpus` the product of the parallel degrees"))
+    micro = spec.micro or 1
+    if spec.global_batch % (micro * par.dp):
+        out.append(_err("E756", f"{name}: global batch {spec.global_batch} is not divisible by "
+                                f"micro-batch x dp = {micro} x {par.dp}",
+                        where("global_batch", "batch"), f"use a multiple of {micro * par.dp}"))
+    runs, m = spec.pipeline_runs, spec.global_batch // (micro * par.dp)
+    if runs > 1 and not spec.global_batch % (micro * par.dp) and m % runs:
+        what = f"{m} micro-batches a pipeline" if spec.micro else \
+            f"{m} sequences a data-parallel rank"
+        out.append(_err("E756", f"{name}: {what} do not split into pipeline_runs = {runs} "
+                                f"equal runs of the schedule",
+                        where("pipeline_runs", "batch"),
+                        f"make the global batch a multiple of {runs * micro * par.dp} (or "
+                        f"pipeline_runs a divisor of {m})"))
+    if spec.seq % par.cp:
+        out.append(_err("E756", f"{name}: sequence {spec.seq} is not divisible by cp = {par.cp}",
+                        where("cp")))
+    out.extend(_order(spec, where))
+    return out
+
+
+def _show(stages) -> str:
+    if len(stages) <= 8:
+        return "[" + ", ".join(map(str, stages)) + "]"
+    return f"[{stages[0]}, {stages[1]}, {stages[2]}, ..., {stages[-2]}, {stages[-1]}]"
+
+
+def _order(spec: JobSpec, where) -> List[Diagnostic]:
+    """E759: `order` names parallel dimensions, each once, and every dimension of size > 1
+    (Megatron-Core's RankGenerator; a dimension of size 1 may be left out)."""
+    par = spec.parallel
+    order = par.order
+    text = "-".join(order)
+    sizes = {"tp": par.tp, "cp": par.cp, "ep": par.ep, "dp": par.dp, "pp": par.pp}
+    unknown = [d for d in order if d not in DIMENSIONS]
+    twice = sorted({d for d in order if order.count(d) > 1})
+    missing = [d for d in DIMENSIONS if d not in order and sizes[d] > 1]
+    problem = None
+    if not order:
+        problem = "names no dimension"
+    elif unknown:
+        problem = "does not know " + ", ".join(f"`{d}`" for d in unknown)
+    elif twice:
+        problem = "names " + ", ".join(f"`{d}`" for d in twice) + " more than once"
+    elif missing:
+        problem = "leaves out " + ", ".join(f"`{d}` ({d} = {sizes[d]})" for d in missing)
+    if problem is None:
+        return []
+    return [_err("E759", f"job `{spec.name}`: the rank order \"{text}\" {problem}",
+                 where("order"), 'name the parallel dimensions tp, cp, ep, dp and pp once each, '
+                                 'fastest first, e.g. "tp-cp-ep-dp-pp" (Megatron-Core\'s '
+                                 'default) or "tp-cp-ep-pp-dp"')]

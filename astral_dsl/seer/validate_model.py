@@ -1,0 +1,115 @@
+"""The job checks of its model (validate.py runs them): its own shape (E763), the fields Seer has
+to guess (W752), and its size against Seer's work budget (E762)."""
+from __future__ import annotations
+
+from typing import List
+
+from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.seer import budget, validate_moe
+from astral_dsl.seer.diag import err as _err, warn as _warn
+from astral_dsl.seer.spec import DEFAULT_SEQ, DEFAULT_VOCAB, JobSpec
+from astral_dsl.units.readable import count as _n
+
+
+def shape(spec: JobSpec, where) -> List[Diagnostic]:
+    """The model's own shape: whole heads, key/value groups, experts (E763)."""
+    m, out = spec.model, []
+    name = f"`{m.name}`"
+    if not m.head_size and m.hidden % m.heads:
+        out.append(_err("E763", f"{name}: hidden size {m.hidden} is not a multiple of its "
+                                f"{_n(m.heads)} attention heads", where.model_field("heads"),
+                        "each head has hidden / heads dimensions"))
+    elif m.kv_heads > m.heads or m.heads % m.kv_heads:
+        out.append(_err("E763", f"{name}: {_n(m.kv_heads)} key/value heads do not divide its "
+                                f"{_n(m.heads)} attention heads", where.model_field("kv_heads"),
+                        "grouped-query attention shares each key/value head among a whole "
+                        "number of query heads"))
+    if m.experts and m.top_k > m.experts:
+        out.append(_err("E763", f"{name}: top_k = {m.top_k} routes to more experts than its "
+                                f"{m.experts}", where.model_field("top_k")))
+    if m.pattern and (len(m.pattern) != m.layers or set(m.pattern) - set("M*E-")):
+        out.append(_err("E763", f"{name}: the pattern has {len(m.pattern)} layers, "
+                                f"{m.layers} declared, and may only hold M, *, E and -",
+                        where.model_field("pattern"),
+                        "one character per layer: M Mamba-2, * attention, E MoE, - MLP"))
+    elif m.pattern and "E" in m.pattern and not m.experts:
+        out.append(_err("E763", f"{name}: the pattern has MoE layers (E) but no `experts`",
+                        where.model_field("pattern")))
+    if not m.pattern and m.mamba_layers + m.attention_layers > m.layers:
+        out.append(_err("E763", f"{name}: {m.mamba_layers} Mamba-2 and {m.attention_layers} "
+                                f"attention layers of {m.layers}",
+                        where.model_field("mamba_layers")))
+    if m.mamba_heads_stated and where.model.field("mamba_expand") is not None:
+        out.append(_err("E763", f"{name}: both mamba_heads and mamba_expand set the Mamba-2 "
+                                f"width", where.model_field("mamba_heads"),
+                        "state one: `mamba_heads` (Megatron's mamba_num_heads: the width is "
+                        "heads x mamba_head_dim) or `mamba_expand` (the width over hidden)"))
+    elif m.hybrid and m.mamba_inner % m.mamba_head:
+        out.append(_err("E763", f"{name}: the Mamba-2 width {m.mamba_inner:g} (mamba_expand x "
+                                f"hidden) is not a whole number of {m.mamba_head}-wide heads",
+                        where.model_field("mamba_head_dim")))
+    if m.dense_layers > m.layers:
+        out.append(_err("E763", f"{name}: {m.dense_layers} dense layers of {m.layers}",
+                        where.model_field("dense_layers")))
+    out.extend(validate_moe.expert_groups(spec, where))
+    return out
+
+
+def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
+    """W752 for a model field Seer has to guess (docs/seer.md, "Defaults"): the vocabulary, the
+    sequence length when the batch does not state it either, a SwiGLU model's FFN width, a
+    hybrid model's Mamba-2 dimensions."""
+    m, model, out = spec.model, where.model, []
+    span = model.span or where.job.span_of("model")
+    name = f"model `{m.name}`"
+    if model.field("vocab") is None:
+        out.append(_warn("W752", f"{name} declares no `vocab`: Seer takes {DEFAULT_VOCAB:,} "
+                                 f"tokens (Llama 2's), which sizes the embedding, the logits and "
+                                 f"their memory", span,
+                         "state the model's vocabulary, e.g. `vocab = 128256` (Llama 3)"))
+    if model.field("seq") is None and not where.fields.get("seq"):
+        out.append(_warn("W752", f"neither {name} nor job `{spec.name}`'s batch declares `seq`: "
+                                 f"Seer takes {DEFAULT_SEQ:,} tokens (GPT-3's context)", span,
+                         "state the training sequence length: `batch { seq = 8192 }`"))
+    if model.field("ffn") is None and m.activation == "swiglu":
+        out.append(_warn("W752", f"{name} declares no `ffn`: Seer takes 8h/3 = {m.ffn:,} (a "
+                                 f"SwiGLU MLP with the parameters of a 4h one, Shazeer 2020); "
+                                 f"Llama models round it up (Llama 3 8B: 14,336 = 3.5 h)", span,
+                         "state the FFN width: `ffn = ...`"))
+    unstated = [f"{k} = {v}" for k, v in MAMBA_DEFAULTS if model.field(k) is None]
+    if m.mamba_layers and unstated:
+        out.append(_warn("W752", f"{name} has Mamba-2 layers but does not state "
+                                 f"{', '.join(k.split(' = ')[0] for k in unstated)}: Seer takes "
+                                 f"{', '.join(unstated)} (Mamba-2's reference configuration, Dao "
+                                 f"and Gu 2024; 8 groups as Nemotron-H), which size the scan's "
+                                 f"work and memory", span,
+                         "state the Mamba-2 layers' dimensions from the model's configuration"))
+    return out
+
+
+# a hybrid model's Mamba-2 dimensions when it does not state them (seer/job.py `model_spec`)
+MAMBA_DEFAULTS = (("mamba_state", 128), ("mamba_head_dim", 64), ("mamba_groups", 8),
+                  ("mamba_expand", 2), ("mamba_chunk", 256))
+
+
+def budget_model(spec: JobSpec, where) -> List[Diagnostic]:
+    """E762 for a model or batch beyond Seer's work budget (budget.py)."""
+    m, out = spec.model, []
+    if m.layers > budget.MAX_LAYERS:
+        out.append(_err("E762", f"`{m.name}` has {_n(m.layers)} layers: Seer lowers at most "
+                                f"{budget.MAX_LAYERS:,} (its work budget, docs/seer.md)",
+                        where.model_field("layers")))
+    for name in ("hidden", "ffn", "vocab", "heads", "kv_heads", "experts", "moe_ffn"):
+        value = getattr(m, name)
+        stated = where.model.field(name) is not None       # not a default derived from another
+        if value > budget.MAX_WIDTH and stated:
+            out.append(_err("E762", f"`{m.name}`: {name} = {_n(value)} is beyond Seer's budget "
+                                    f"of {budget.MAX_WIDTH:,} (docs/seer.md)",
+                            where.model_field(name)))
+    tokens = spec.seq * (spec.micro or 1)
+    if spec.seq > budget.MAX_TOKENS or tokens > budget.MAX_TOKENS:
+        out.append(_err("E762", f"job `{spec.name}`: {_n(tokens)} tokens per micro-batch is "
+                                f"beyond Seer's budget of {budget.MAX_TOKENS:,} (docs/seer.md)",
+                        where("seq", "batch") if where.fields.get("seq") else
+                        where.model_field("seq")))
+    return out

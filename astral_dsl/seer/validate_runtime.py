@@ -1,0 +1,105 @@
+"""The job checks of its runtime fields (validate.py runs them): schedule, sharding, overlap,
+recomputation and token dropping agree with one another (E760, E761, E764, E770, E771) and
+have an effect (W751, W756)."""
+from __future__ import annotations
+
+from typing import List
+
+from astral_dsl.diagnostics import Diagnostic
+from astral_dsl.seer import budget, validate_moe
+from astral_dsl.seer.diag import err as _err, warn as _warn
+from astral_dsl.seer.spec import PYTORCH_FRAMEWORKS, JobSpec
+
+
+def runtime(spec: JobSpec, where) -> List[Diagnostic]:
+    """The schedule, sharding, overlap, recomputation and token-dropping fields agree with one
+    another (E760, E761, E764, E770, E771) and have an effect (W751)."""
+    par, out = spec.parallel, []
+    name = f"job `{spec.name}`"
+    if par.v and par.v > 1 and par.schedule != "interleaved":
+        out.append(_err("E760", f"{name}: {par.v} virtual stages with schedule = {par.schedule}",
+                        where("virtual_stages"),
+                        "virtual stages are the interleaved 1F1B schedule: `schedule = "
+                        "interleaved`, or leave `virtual_stages` out"))
+    if par.schedule == "interleaved" and par.pp == 1:
+        out.append(_err("E760", f"{name}: an interleaved schedule needs pipeline stages (pp = 1)",
+                        where("schedule"), "raise pp, or use `schedule = 1f1b`"))
+    stated = where.fields
+    if stated.get("fsdp") is True and stated.get("zero") not in (None, 3):
+        out.append(_err("E761", f"{name}: fsdp = true shards weights, gradients and optimizer "
+                                f"states (ZeRO-3) but zero = {int(stated['zero'])}",
+                        where("fsdp"), "keep one of them: `fsdp = true` or `zero = 3`"))
+    if stated.get("fsdp") is False and stated.get("zero") == 3:
+        out.append(_err("E761", f"{name}: fsdp = false but zero = 3 shards the weights too, which "
+                                f"is FSDP", where("fsdp"),
+                        "keep one of them: `zero = 3` (or `fsdp = true`), or `fsdp = false` with "
+                        "`zero = 1` or `2`"))
+    if "reshard_after_forward" in stated and par.zero < 3:
+        out.append(_err("E761", f"{name}: reshard_after_forward applies to sharded weights "
+                                f"(ZeRO-3 / FSDP), not to zero = {par.zero}",
+                        where("reshard_after_forward"), "add `fsdp = true`, or leave it out"))
+    if par.cp > 1 and spec.attention == "unfused":
+        out.append(_err("E764", f"{name}: context parallelism (cp = {par.cp}) needs fused "
+                                f"attention", where("attention", ""),
+                        "Megatron-Core's context parallelism runs in Transformer Engine's fused "
+                        "attention: `attention = flash`"))
+    if spec.recompute_layers is not None and spec.recompute != "full":
+        out.append(_err("E770", f"{name}: recompute_layers = {spec.recompute_layers} with "
+                                f"recompute = {spec.recompute}: it counts the layers of each "
+                                f"chunk recomputed whole", where("recompute_layers", ""),
+                        "`recompute = full` with it (Megatron-LM's block method), or leave "
+                        "`recompute_layers` out"))
+    if spec.recompute_modules is not None and spec.recompute != "modules":
+        out.append(_err("E770", f"{name}: recompute_modules with recompute = {spec.recompute}: "
+                                f"it names what operator-level recomputation re-runs",
+                        where("recompute_modules", ""),
+                        "`recompute = modules` with it, or leave `recompute_modules` out"))
+    elif "mla_up_proj" in (spec.recompute_modules or ()) and not spec.model.mla:
+        out.append(_err("E770", f"{name}: recompute_modules names mla_up_proj, but model "
+                                f"`{spec.model.name}` has no multi-head latent attention "
+                                f"(no `kv_lora`)", where("recompute_modules", ""),
+                        "leave `mla_up_proj` out"))
+    elif "mlp" in (spec.recompute_modules or ()) and not any(
+            spec.model.dense_mlp(L) for L in range(min(spec.model.layers, budget.MAX_LAYERS))):
+        out.append(_err("E770", f"{name}: recompute_modules names mlp, but model "
+                                f"`{spec.model.name}` has no dense MLP layer (Megatron-Core's "
+                                f"`mlp` module recomputes those; the experts' activation is "
+                                f"`moe_act`)", where("recompute_modules", ""),
+                        "leave `mlp` out, or name `moe_act`"))
+    if spec.recompute_layers is not None and spec.recompute == "full" and \
+            spec.framework == "automodel":
+        out.append(_err("E770", f"{name}: recompute_layers = {spec.recompute_layers} with "
+                                f"framework = automodel: NeMo AutoModel checkpoints every layer "
+                                f"or none", where("recompute_layers", ""),
+                        "leave `recompute_layers` out (`recompute = full`: every layer)"))
+    out.extend(validate_moe.token_drop(spec, where))
+    if spec.overlap_param_gather and par.zero not in (1, 2):
+        out.append(_warn("W751", f"{name}: overlap_param_gather has no effect without a sharded "
+                                 f"optimizer (zero = 1 or 2)", where("overlap_param_gather", ""),
+                         "Megatron-LM overlaps the distributed optimizer's parameter all-gather"))
+    if spec.overlap_grad_reduce and par.dp * par.cp == 1:
+        out.append(_warn("W751", f"{name}: overlap_grad_reduce has no effect with one "
+                                 f"data-parallel rank", where("overlap_grad_reduce", "")))
+    if spec.fp8_params and not spec.quantised_params:
+        out.append(_warn("W751", f"{name}: fp8_params has no effect "
+                                 + ("with a 16-bit dtype" if not spec.fp8 else
+                                    f"with framework = {spec.framework}"),
+                         where("fp8_params", ""),
+                         "fp8 parameters are Megatron-Core's (--fp8-param-gather) with a "
+                         "quantised dtype: fp8, mxfp8 or nvfp4"))
+    if spec.pipeline_runs > 1 and par.pp == 1:
+        out.append(_warn("W751", f"{name}: pipeline_runs has no effect without pipeline stages "
+                                 f"(pp = 1): its runs are the micro-batches one after another "
+                                 f"either way", where("pipeline_runs", "batch")))
+    if par.zero >= 3 and par.pp > 1 and par.dp * par.cp > 1 and \
+            spec.framework in PYTORCH_FRAMEWORKS:
+        out.append(_warn("W756", f"{name}: FSDP under a PyTorch pipeline is forecast with its "
+                                 f"weights gathered and its gradients reduce-scattered every "
+                                 f"micro-batch; PyTorch's pipelining does both once per run of "
+                                 f"the schedule (torch.distributed.pipelining, "
+                                 f"backward_maybe_with_nosync): the data-parallel traffic is an "
+                                 f"upper bound", where("fsdp") if "fsdp" in where.fields
+                         else where("zero"),
+                         "most of it overlaps the computation: the forecast's exposed DP "
+                         "share says how much it weighs"))
+    return out
