@@ -20,9 +20,11 @@ ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "sem
 # it sits above both
 # the collector's pause (gcpause) serves the parser and the module loader: it imports nothing;
 # the byte code of attrs' generated methods (methodcache) serves the records; a file's digest
-# remembered (filedigest) serves the analyses, through the user cache only
+# remembered (filedigest) serves the analyses, through the user cache only; reading another's
+# JSON (jsonin) serves the analyses, Seer's calibration and the commands: it imports nothing
 LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records",
-            "astral_dsl.methodcache": "records", "astral_dsl.filedigest": "records"}
+            "astral_dsl.methodcache": "records", "astral_dsl.filedigest": "records",
+            "astral_dsl.jsonin": "records"}
 
 
 def _layer(module: str) -> str:
