@@ -246,3 +246,30 @@ def test_diff_of_two_workspaces_lists_the_change():
     gpus = next(c for c in change.changes if c.key == "gpus")
     assert (gpus.before, gpus.after) == (4096, 2048)
     assert change.json()["changes"]
+
+
+def test_sweep_takes_a_workspace_and_lists_of_single_values():
+    from astral_dsl.explore.sweep import SweepError
+
+    pod = REPO / "examples" / "single_pod.astral"
+    # a Workspace of a file sweeps with its overrides: 320 switches x 100 W more at every point
+    # (5,619.2 kW with 600 W switches; hosts_per_rack = 4 is the file's own value)
+    ws = astral_dsl.compile(pod).with_params(switch_power=700)
+    row = astral_dsl.sweep(ws, {"hosts_per_rack": [4]}, workers=1).rows[0]
+    assert row["metrics"]["it_power_kw"] == pytest.approx(5619.2 + 320 * 0.1)
+    # each listed value is one value: "1..3" in a list is not a range of three points
+    with pytest.raises(SweepError, match=r"'1\.\.3' in a list is not one value"):
+        astral_dsl.sweep(pod, {"switch_power": ["1..3"]}, workers=1)
+    with pytest.raises(SweepError, match="'1,2' in a list is not one value"):
+        astral_dsl.sweep(pod, {"switch_power": ["1,2"]}, workers=1)
+    # the text of --grid is a range
+    rows = astral_dsl.sweep(pod, {"switch_power": "1..3"}, workers=1).rows
+    assert [r["params"]["switch_power"] for r in rows] == ["1", "2", "3"]
+    with pytest.raises(TypeError, match="not one of source text"):
+        astral_dsl.sweep(astral_dsl.compiles("site S { }"), {"n": [1]})
+    with pytest.raises(TypeError, match="grid is a mapping"):
+        astral_dsl.sweep(pod, None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"grid\['hosts_per_rack'\] is a list of values"):
+        astral_dsl.sweep(pod, {"hosts_per_rack": 4})  # type: ignore[dict-item]
+    with pytest.raises(SweepError, match="workers must be at least 1, not 0"):
+        astral_dsl.sweep(pod, {"hosts_per_rack": [4]}, workers=0)

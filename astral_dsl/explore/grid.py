@@ -154,7 +154,7 @@ def _parse_spec(name: str, spec: str) -> Grid:
                         "`2..10:2` or a list such as `40kW,45kW`")
     if ".." in text and not text.startswith('"'):
         return _range(name, text)
-    items = [t.strip() for t in _split_list(text)]
+    items = [t.strip() for t in split_list(text)]
     if any(not t for t in items):
         raise GridError(f"--grid {name}={spec}: an empty value in the list")
     values = []
@@ -167,7 +167,7 @@ def _parse_spec(name: str, spec: str) -> Grid:
     return Grid(name, tuple(values))
 
 
-def _split_list(text: str) -> List[str]:
+def split_list(text: str) -> List[str]:
     """Split on commas outside double quotes."""
     out, cur, quoted = [], [], False
     for ch in text:
