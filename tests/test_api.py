@@ -273,3 +273,20 @@ def test_sweep_takes_a_workspace_and_lists_of_single_values():
         astral_dsl.sweep(pod, {"hosts_per_rack": 4})  # type: ignore[dict-item]
     with pytest.raises(SweepError, match="workers must be at least 1, not 0"):
         astral_dsl.sweep(pod, {"hosts_per_rack": [4]}, workers=0)
+
+
+def test_under_takes_a_scenario_or_its_name(tmp_path):
+    path = tmp_path / "d.astral"
+    path.write_text("rack R { power_limit = 45 kW }\nsite S { racks = 2 x R }\n"
+                    "scenario low { set S.racks[1].power_limit = 10 kW }\n")
+    ws = astral_dsl.compile(path)
+    by_name = ws.under("low")
+    by_instance = ws.under(ws.design.scenarios[0])
+    for design in (by_name, by_instance):       # exactly the rack it names changes
+        assert design.scenario == "low"
+        assert str(design.instance("S.racks[1]").field("power_limit")) == "10 kW"
+        assert str(design.instance("S.racks[0]").field("power_limit")) == "45 kW"
+    with pytest.raises(ValueError, match=r"no scenario `high` \(low\)"):
+        ws.under("high")
+    with pytest.raises(TypeError, match="not site"):
+        ws.under(ws.design.roots[0])
