@@ -290,3 +290,19 @@ def test_under_takes_a_scenario_or_its_name(tmp_path):
         ws.under("high")
     with pytest.raises(TypeError, match="not site"):
         ws.under(ws.design.roots[0])
+
+
+def test_instance_takes_the_path_of_any_replica():
+    """docs/api.md reads a rack by its path; `racks[3]` is as much a path as `racks[0]` (it
+    returned None: only the canonical path, the first replica's, was looked up)."""
+    design = astral_dsl.load(REPO / "examples" / "astral.astral")
+    last = design.instance("Astral.pods[7].rows[127].racks[15]")
+    assert last is not None and last.kind == "rack"
+    assert last.power.to("kW").magnitude == pytest.approx(40.8)     # 4 hosts x 10.2 kW
+    assert last.count("gpus") == 32
+    gpu = design.instance("Astral.pods[3].rows[5].racks[2].hosts[3].gpus[7]")
+    assert gpu is not None and gpu.kind == "gpu" and gpu.power.to("W").magnitude == 700
+    for missing in ("Astral.pods[8].rows[0].racks[0]",     # 8 pods: 0 to 7
+                    "Astral.pods[3].rows[5].racks",        # a group, not an instance
+                    "Astral.pods[*]", "Astral.nothing", ""):
+        assert design.instance(missing) is None, missing
