@@ -306,3 +306,16 @@ def test_instance_takes_the_path_of_any_replica():
                     "Astral.pods[3].rows[5].racks",        # a group, not an instance
                     "Astral.pods[*]", "Astral.nothing", ""):
         assert design.instance(missing) is None, missing
+
+
+def test_a_bad_override_points_at_the_parameter_and_says_how_to_quote_text(tmp_path):
+    path = tmp_path / "d.astral"
+    path.write_text('param label = "x"\nparam n = 2\nsite S { }\n')
+    ws = astral_dsl.compile(path)
+    bad = next(d for d in ws.with_params(label="abc").design.diagnostics if d.code == "E310")
+    # the default it replaces, `"x"` on line 1 (it had no span)
+    assert bad.span is not None and (bad.span.start.line, bad.span.start.column) == (1, 15)
+    assert bad.hint is not None and "with_params(label='\"abc\"')" in bad.hint
+    assert dict(ws.with_params(label='"abc"').design.params)["label"] == "abc"
+    other = next(d for d in ws.with_params(n="zz").design.diagnostics if d.code == "E310")
+    assert other.span is not None and other.span.start.line == 2 and other.hint
