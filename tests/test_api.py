@@ -319,3 +319,20 @@ def test_a_bad_override_points_at_the_parameter_and_says_how_to_quote_text(tmp_p
     assert dict(ws.with_params(label='"abc"').design.params)["label"] == "abc"
     other = next(d for d in ws.with_params(n="zz").design.diagnostics if d.code == "E310")
     assert other.span is not None and other.span.start.line == 2 and other.hint
+
+
+def test_forecast_refuses_a_design_with_errors_as_the_command_does():
+    """A misspelt override (E213) was dropped: the forecast of the design as declared came
+    back (9.890 s for explore.astral's tp 8), as if `tpp=4` had been applied."""
+    path = REPO / "examples" / "explore.astral"
+    with pytest.raises(astral_dsl.ForecastError) as info:
+        astral_dsl.forecast(path, job="llama70b", overrides={"tpp": 4})
+    assert str(info.value) == ("the design has errors: E213 --set tpp: the design has no "
+                               "parameter `tpp`")
+    assert [d.code for d in info.value.diagnostics if d.is_error] == ["E213"]
+    with pytest.raises(astral_dsl.ForecastError, match="E310"):
+        astral_dsl.forecast(astral_dsl.compile(path).with_params(tp=Quantity.of(4, "W")))
+    # spelt right, it moves the forecast
+    four = astral_dsl.forecast(path, job="llama70b", overrides={"tp": 4})
+    eight = astral_dsl.forecast(path, job="llama70b")
+    assert four.iteration_time.si < eight.iteration_time.si
