@@ -194,11 +194,22 @@ class Workspace:
                             dict(design.assignments) if assignments is None else assignments,
                             scenario)
 
-    def under(self, scenario: Instance, design: Optional[Design] = None) -> Design:
-        """`design` (default: the workspace's) compiled under `scenario`, as sized: the parts
-        its `fail`s and `set`s name are isolated (their own instances, at their own paths),
-        the `set`s in place, and its own checks run."""
-        return self.recompile(self.design if design is None else design, scenario=scenario)
+    def under(self, scenario: Union[Instance, str], design: Optional[Design] = None) -> Design:
+        """`design` (default: the workspace's) compiled under `scenario` (one of its scenarios,
+        or its name), as sized: the parts its `fail`s and `set`s name are isolated (their own
+        instances, at their own paths), the `set`s in place, and its own checks run. A name
+        the design does not declare raises ValueError; anything but a scenario, TypeError."""
+        design = self.design if design is None else design
+        if isinstance(scenario, str):
+            found = next((s for s in design.scenarios if s.template == scenario), None)
+            if found is None:
+                known = ", ".join(s.template for s in design.scenarios) or "it declares none"
+                raise ValueError(f"the design has no scenario `{scenario}` ({known})")
+            scenario = found
+        elif not isinstance(scenario, Instance) or scenario.kind != "scenario":
+            what = scenario.kind if isinstance(scenario, Instance) else type(scenario).__name__
+            raise TypeError(f"under() takes a scenario of the design or its name, not {what}")
+        return self.recompile(design, scenario=scenario)
 
 
 def _check_overrides(overrides) -> None:

@@ -246,3 +246,93 @@ def test_diff_of_two_workspaces_lists_the_change():
     gpus = next(c for c in change.changes if c.key == "gpus")
     assert (gpus.before, gpus.after) == (4096, 2048)
     assert change.json()["changes"]
+
+
+def test_sweep_takes_a_workspace_and_lists_of_single_values():
+    from astral_dsl.explore.sweep import SweepError
+
+    pod = REPO / "examples" / "single_pod.astral"
+    # a Workspace of a file sweeps with its overrides: 320 switches x 100 W more at every point
+    # (5,619.2 kW with 600 W switches; hosts_per_rack = 4 is the file's own value)
+    ws = astral_dsl.compile(pod).with_params(switch_power=700)
+    row = astral_dsl.sweep(ws, {"hosts_per_rack": [4]}, workers=1).rows[0]
+    assert row["metrics"]["it_power_kw"] == pytest.approx(5619.2 + 320 * 0.1)
+    # each listed value is one value: "1..3" in a list is not a range of three points
+    with pytest.raises(SweepError, match=r"'1\.\.3' in a list is not one value"):
+        astral_dsl.sweep(pod, {"switch_power": ["1..3"]}, workers=1)
+    with pytest.raises(SweepError, match="'1,2' in a list is not one value"):
+        astral_dsl.sweep(pod, {"switch_power": ["1,2"]}, workers=1)
+    # the text of --grid is a range
+    rows = astral_dsl.sweep(pod, {"switch_power": "1..3"}, workers=1).rows
+    assert [r["params"]["switch_power"] for r in rows] == ["1", "2", "3"]
+    with pytest.raises(TypeError, match="not one of source text"):
+        astral_dsl.sweep(astral_dsl.compiles("site S { }"), {"n": [1]})
+    with pytest.raises(TypeError, match="grid is a mapping"):
+        astral_dsl.sweep(pod, None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"grid\['hosts_per_rack'\] is a list of values"):
+        astral_dsl.sweep(pod, {"hosts_per_rack": 4})  # type: ignore[dict-item]
+    with pytest.raises(SweepError, match="workers must be at least 1, not 0"):
+        astral_dsl.sweep(pod, {"hosts_per_rack": [4]}, workers=0)
+
+
+def test_under_takes_a_scenario_or_its_name(tmp_path):
+    path = tmp_path / "d.astral"
+    path.write_text("rack R { power_limit = 45 kW }\nsite S { racks = 2 x R }\n"
+                    "scenario low { set S.racks[1].power_limit = 10 kW }\n")
+    ws = astral_dsl.compile(path)
+    by_name = ws.under("low")
+    by_instance = ws.under(ws.design.scenarios[0])
+    for design in (by_name, by_instance):       # exactly the rack it names changes
+        assert design.scenario == "low"
+        assert str(design.instance("S.racks[1]").field("power_limit")) == "10 kW"
+        assert str(design.instance("S.racks[0]").field("power_limit")) == "45 kW"
+    with pytest.raises(ValueError, match=r"no scenario `high` \(low\)"):
+        ws.under("high")
+    with pytest.raises(TypeError, match="not site"):
+        ws.under(ws.design.roots[0])
+
+
+def test_instance_takes_the_path_of_any_replica():
+    """docs/api.md reads a rack by its path; `racks[3]` is as much a path as `racks[0]` (it
+    returned None: only the canonical path, the first replica's, was looked up)."""
+    design = astral_dsl.load(REPO / "examples" / "astral.astral")
+    last = design.instance("Astral.pods[7].rows[127].racks[15]")
+    assert last is not None and last.kind == "rack"
+    assert last.power.to("kW").magnitude == pytest.approx(40.8)     # 4 hosts x 10.2 kW
+    assert last.count("gpus") == 32
+    gpu = design.instance("Astral.pods[3].rows[5].racks[2].hosts[3].gpus[7]")
+    assert gpu is not None and gpu.kind == "gpu" and gpu.power.to("W").magnitude == 700
+    for missing in ("Astral.pods[8].rows[0].racks[0]",     # 8 pods: 0 to 7
+                    "Astral.pods[3].rows[5].racks",        # a group, not an instance
+                    "Astral.pods[*]", "Astral.nothing", ""):
+        assert design.instance(missing) is None, missing
+
+
+def test_a_bad_override_points_at_the_parameter_and_says_how_to_quote_text(tmp_path):
+    path = tmp_path / "d.astral"
+    path.write_text('param label = "x"\nparam n = 2\nsite S { }\n')
+    ws = astral_dsl.compile(path)
+    bad = next(d for d in ws.with_params(label="abc").design.diagnostics if d.code == "E310")
+    # the default it replaces, `"x"` on line 1 (it had no span)
+    assert bad.span is not None and (bad.span.start.line, bad.span.start.column) == (1, 15)
+    assert bad.hint is not None and "with_params(label='\"abc\"')" in bad.hint
+    assert dict(ws.with_params(label='"abc"').design.params)["label"] == "abc"
+    other = next(d for d in ws.with_params(n="zz").design.diagnostics if d.code == "E310")
+    assert other.span is not None and other.span.start.line == 2 and other.hint
+
+
+def test_forecast_refuses_a_design_with_errors_as_the_command_does():
+    """A misspelt override (E213) was dropped: the forecast of the design as declared came
+    back (9.890 s for explore.astral's tp 8), as if `tpp=4` had been applied."""
+    path = REPO / "examples" / "explore.astral"
+    with pytest.raises(astral_dsl.ForecastError) as info:
+        astral_dsl.forecast(path, job="llama70b", overrides={"tpp": 4})
+    assert str(info.value) == ("the design has errors: E213 --set tpp: the design has no "
+                               "parameter `tpp`")
+    assert [d.code for d in info.value.diagnostics if d.is_error] == ["E213"]
+    with pytest.raises(astral_dsl.ForecastError, match="E310"):
+        astral_dsl.forecast(astral_dsl.compile(path).with_params(tp=Quantity.of(4, "W")))
+    # spelt right, it moves the forecast
+    four = astral_dsl.forecast(path, job="llama70b", overrides={"tp": 4})
+    eight = astral_dsl.forecast(path, job="llama70b")
+    assert four.iteration_time.si < eight.iteration_time.si

@@ -211,3 +211,24 @@ def test_the_python_api_applies_a_set_as_the_command_line_does():
     (outcome,) = checked.scenarios
     # 40 kW on a 39 kW limit, and the user's headroom check (-1 kW) follows the new limit
     assert sorted(d.code for d in outcome.broken) == ["E500", "E624"]
+
+
+def test_a_field_set_twice_in_a_scenario_is_e202_and_a_set_changes_only_what_it_names():
+    """The second `set` silently won (20 kW); it is E202, as a field set twice in a block is.
+    Set once, the scenario changes that field of that rack and nothing else."""
+    twice = ("rack R { power_limit = 45 kW }\nsite S { racks = 2 x R }\n"
+             "scenario lower {\n  set S.racks[0].power_limit = 10 kW\n"
+             "  set S.racks[0].power_limit = 20 kW\n}\n")
+    design = astral_dsl.loads(twice, name="s.astral")
+    e202 = [d for d in design.diagnostics if d.code == "E202"]
+    assert len(e202) == 1 and e202[0].span.start.line == 5
+    assert e202[0].message == "`S.racks[0].power_limit` is already set in this scenario (at 4:3)"
+    # different racks, or different fields of one rack: each set once
+    ws = astral_dsl.compiles(twice.replace("set S.racks[0].power_limit = 20 kW",
+                                           "set S.racks[1].power_limit = 20 kW"), name="s.astral")
+    assert ws.design.valid
+    under = ws.under("lower")
+    limits = [str(under.instance(f"S.racks[{i}]").field("power_limit")) for i in (0, 1)]
+    assert limits == ["10 kW", "20 kW"]
+    assert [str(ws.design.instance(f"S.racks[{i}]").field("power_limit"))
+            for i in (0, 1)] == ["45 kW", "45 kW"]

@@ -108,13 +108,19 @@ def forecast(target: Target, job: Optional[str] = None, scenario: Optional[str] 
     """Seer's forecast of `job` (default: the first declared) of a file or a workspace's
     design (or `design`; default: the workspace's, with the values sizing chose for its `?`s),
     under `scenario` when named: the design compiled under it and its failures applied. Raises
-    ForecastError when the job cannot be forecast (its message states why; `.diagnostics`
-    holds the diagnostics); `options` are seer.forecast's (a what-if of the job's fields,
+    ForecastError when the job cannot be forecast, or the design has errors, as `astral
+    forecast` refuses it (an override that names no parameter, E213, or a value that does not
+    fit, E310, is not dropped: its message states why; `.diagnostics` holds the
+    diagnostics); `options` are seer.forecast's (a what-if of the job's fields,
     `calibration=`)."""
     from astral_dsl.pipeline import forecast as _forecast
+    from astral_dsl.seer import ForecastError
 
     ws = workspace_of(target, overrides)
-    fc = _forecast(ws, ws.sized if design is None else design, job, scenario, **options)
+    chosen = ws.sized if design is None else design
+    if not chosen.valid:
+        raise ForecastError("the design has errors", chosen.diagnostics)
+    fc = _forecast(ws, chosen, job, scenario, **options)
     return ForecastResult.of(fc)
 
 

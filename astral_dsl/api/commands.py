@@ -50,7 +50,7 @@ def size(target: Target, scenario: Optional[str] = None,
     return Sized(checked, chosen, objective_json(checked.sizing), summary)
 
 
-def _literal(value: ParamValue) -> str:
+def _literal(value: ParamValue, what: str = "a grid value") -> str:
     """A value as `--grid` and `--set` read it."""
     from astral_dsl.units import Quantity
     from astral_dsl.units.quantity import format_number
@@ -63,24 +63,69 @@ def _literal(value: ParamValue) -> str:
         return str(value)
     if isinstance(value, str):
         return value
-    raise TypeError(f"a grid value is an int, float, bool, str or Quantity, not "
+    raise TypeError(f"{what} is an int, float, bool, str or Quantity, not "
                     f"{type(value).__name__}")
 
 
-def sweep(path: PathLike, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
+def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
           overrides: Optional[Mapping[str, ParamValue]] = None, job: Optional[str] = None,
           scenario: Optional[str] = None, workers: Optional[int] = None) -> "SweepResult":
-    """`astral sweep`: the design at every point of `grid` ({name: values}: a list of values,
-    or the text of `--grid`, e.g. "2..6"); one row per point (`rows`: params, metrics,
-    diagnostics), forecasting `job` when named. Raises explore.sweep.SweepError for a
-    malformed grid, an unknown parameter, job or scenario."""
+    """`astral sweep`: the design (a path, or a Workspace of a file, with its overrides) at
+    every point of `grid` ({name: values}: a list of values, each one value, or the text of
+    `--grid`, e.g. "2..6"); one row per point (`rows`: params, metrics, diagnostics),
+    forecasting `job` when named. Raises explore.sweep.SweepError for a malformed grid, an
+    unknown parameter, job or scenario, or `workers` below 1; TypeError for arguments of the
+    wrong kind (a Workspace of source text: its points are compiled again from the file, in
+    worker processes)."""
     from astral_dsl.explore import sweep as _sweep
 
+    sets: dict = {}
+    if isinstance(path, Workspace):
+        if path.entry.path is None:
+            raise TypeError("sweep compiles the design again from its file at every point: "
+                            "give a path, or a Workspace of a file (astral_dsl.compile), not "
+                            "one of source text")
+        sets = {k: _literal(v) for k, v in path.overrides.items()}
+        path = path.entry.path
+    elif not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"a design is a path or a Workspace (astral_dsl.compile), not "
+                        f"{type(path).__name__}")
+    if not isinstance(grid, Mapping):
+        raise TypeError(f"grid is a mapping of parameter names to values, e.g. "
+                        f"{{\"hosts_per_rack\": [2, 4]}}, not {type(grid).__name__}")
+    if workers is not None and workers < 1:
+        raise _sweep.SweepError(f"workers must be at least 1, not {workers}")
+    sets.update({k: _literal(v, f"overrides[{k!r}]") for k, v in (overrides or {}).items()})
     specs = [f"{name}={values}" if isinstance(values, str) else
-             f"{name}=" + ",".join(_literal(v) for v in values) for name, values in grid.items()]
-    sets = {k: _literal(v) for k, v in (overrides or {}).items()}
+             f"{name}=" + ",".join(_one(name, v) for v in _listed(name, values))
+             for name, values in grid.items()]
     return _sweep.run(os.fspath(path), specs, sets, job=job, scenario=scenario,
                       workers=workers)
+
+
+def _listed(name: str, values: object) -> Sequence[ParamValue]:
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"grid[{name!r}] is a list of values or the text of --grid "
+                        f"(\"2..6\"), not {type(values).__name__}")
+    return values
+
+
+def _one(name: str, value: ParamValue) -> str:
+    """A listed value as `--grid` text: one value, never a range or a list of its own (a str
+    "1..3" in a list is not three values)."""
+    from astral_dsl.explore import sweep as _sweep
+    from astral_dsl.explore.grid import GridError, split_list
+
+    text = _literal(value)
+    try:
+        one = len(split_list(text)) == 1 and (text.startswith('"') or ".." not in text)
+    except GridError:                     # an unterminated string: --grid says so
+        one = True
+    if not one:
+        raise _sweep.SweepError(f"grid[{name!r}]: {text!r} in a list is not one value; to "
+                                f"sweep a range or a list, give its text alone: "
+                                f"{{{name!r}: {text!r}}}")
+    return text
 
 
 def _fit(calibration):

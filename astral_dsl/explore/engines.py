@@ -38,24 +38,31 @@ def chunks(n: int, workers: int, largest: int = 16) -> List[range]:
 
 class LocalEngine:
     """A process pool on this machine; one worker runs in this process. The pool lives until
-    close(), so that a search's rounds find the workers' caches warm."""
+    close(), so that a search's rounds find the workers' caches warm. It holds no more
+    processes than there are tasks (a forked pool starts all of its processes at once: 64
+    for the 2 points of a sweep on a 64-core machine), up to `workers`."""
 
     def __init__(self, workers: Optional[int] = None):
         self.workers = max(1, workers or os.cpu_count() or 1)
         self._pool = None
+        self._size = 0
 
     @property
     def description(self) -> str:
         return f"{self.workers} local process{'es' if self.workers > 1 else ''}"
 
-    def _executor(self):
+    def _executor(self, tasks: int):
+        want = min(self.workers, tasks)
+        if self._pool is not None and self._size < want:
+            self.close()                       # a larger round than the pool was made for
         if self._pool is None:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            self._pool = ProcessPoolExecutor(self.workers,
+            self._pool = ProcessPoolExecutor(want,
                                              mp_context=multiprocessing.get_context(method))
+            self._size = want
         return self._pool
 
     def run(self, tasks: Sequence[Task], done: Callable[[int], None] = lambda i: None,
@@ -69,7 +76,7 @@ class LocalEngine:
         from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
-        pool = self._executor()
+        pool = self._executor(len(tasks))
         futures = {pool.submit(fn, *args): i for i, (fn, args) in enumerate(tasks)}
         broken = False
         for future in as_completed(futures):

@@ -1,7 +1,9 @@
 """`--grid NAME=SPEC`: the values a sweep gives one top-level parameter.
 
 SPEC is a range as the language reads it: `2..6` holds both ends, `2..<6` stops before 6; a
-stepped range `2..10:2` (`40kW..50kW:2.5kW`, `10..2:-2`, `0..<10:2`), or a comma list of
+stepped range `2..10:2` (`40kW..50kW:2.5kW`, `10..2:-2`, `0..<10:2`; a step in another unit of
+the same kind is converted, and a temperature range steps by a difference, `80degC..90degC:5K`),
+or a comma list of
 literals `40kW,45kW,50kW` (`true,false`, `"a","b"`). Range arithmetic is exact
 (decimal fractions), so `0.1..0.3:0.1` gives 0.1, 0.2 and 0.3, never 0.30000000000000004. The
 points of several grids are their Cartesian product, the first `--grid` varying slowest."""
@@ -137,6 +139,24 @@ def _same_unit(a: str, b: str, spec: str) -> str:
     return a or b
 
 
+def _step_in(step: Fraction, step_unit: str, unit: str, spec: str) -> Fraction:
+    """A step written in another unit than the ends, in the ends' unit, exactly
+    (`600W..1kW`-like ends stay an error, but `40kW..50kW:500W` steps 0.5 kW). The step of a
+    range of temperature points is a difference (`80degC..90degC:5K`, `delta_degF`), as the
+    language adds a difference to a point, never a point (`5degC`)."""
+    from astral_dsl.units import parse_unit
+
+    su, eu = parse_unit(step_unit), parse_unit(unit)
+    if su.point and eu.point:
+        raise GridError(f"`{spec}`: the step of a range of temperatures is a difference: write "
+                        f"`{_decimal(step)} K` (or `delta_degC`, `delta_degF`), not "
+                        f"`{step_unit}`")
+    if su.dims != eu.dims or su.point:
+        raise GridError(f"`{spec}`: the step is in `{step_unit}` and the ends in `{unit}`, "
+                        "which measure different things")
+    return step * Fraction(su.scale) / Fraction(eu.scale)
+
+
 def parse_spec(name: str, spec: str) -> Grid:
     try:
         return _parse_spec(name, spec)
@@ -154,7 +174,7 @@ def _parse_spec(name: str, spec: str) -> Grid:
                         "`2..10:2` or a list such as `40kW,45kW`")
     if ".." in text and not text.startswith('"'):
         return _range(name, text)
-    items = [t.strip() for t in _split_list(text)]
+    items = [t.strip() for t in split_list(text)]
     if any(not t for t in items):
         raise GridError(f"--grid {name}={spec}: an empty value in the list")
     values = []
@@ -167,7 +187,7 @@ def _parse_spec(name: str, spec: str) -> Grid:
     return Grid(name, tuple(values))
 
 
-def _split_list(text: str) -> List[str]:
+def split_list(text: str) -> List[str]:
     """Split on commas outside double quotes."""
     out, cur, quoted = [], [], False
     for ch in text:
@@ -200,8 +220,8 @@ def _range(name: str, text: str) -> Grid:
     unit = _same_unit(su, eu, text)
     if step_text.strip():
         step, tu = _fraction(step_text, "the step")
-        if tu and unit and tu != unit:
-            _same_unit(unit, tu, text)
+        if tu and unit:
+            step = _step_in(step, tu, unit, text)
         unit = unit or tu
     elif ":" in text:
         raise GridError(f"--grid {name}={text}: the step after `:` is missing")

@@ -5,6 +5,7 @@ replicated with the same arguments): a 524,288-GPU site holds one Pod, one Rack,
 GPU instance, linked by runs of counts."""
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from astral_dsl import records
@@ -234,7 +235,32 @@ class Design:
         return bool(self.unknowns) and not self.chosen
 
     def instance(self, path: str) -> Optional[Instance]:
+        """The instance at `path`: its canonical path (`.path`, the first place it appears) or
+        the path of any replica of it (`S.racks[3]`, shared with `S.racks[0]`: replication is
+        symbolic); None when the path names no instance (or a group, `racks[*]`)."""
         for inst in self.instances:
             if inst.path == path:
                 return inst
-        return None
+        return self._walk(path) if isinstance(path, str) else None
+
+    def _walk(self, path: str) -> Optional[Instance]:
+        steps = re.findall(r"([A-Za-z_]\w*)(?:\[(\d+)\])?(?:\.|$)", path)
+        if not steps or ".".join(n + (f"[{i}]" if i else "") for n, i in steps) != path:
+            return None
+        (head, index), rest = steps[0], steps[1:]
+        node: Any = next((r for r in self.roots + self.jobs + self.scenarios
+                          if r.path == head), None)
+        if index or node is None:
+            return None
+        for name, index in rest:
+            found = next((m.value for m in node.members if m.name == name), None)
+            node = found if found is not None else node.field(name)
+            if isinstance(node, Group):
+                if not index or int(index) >= node.count:
+                    return None
+                node = node.at(int(index))
+            elif index:
+                return None
+            if not isinstance(node, Instance):
+                return None
+        return node

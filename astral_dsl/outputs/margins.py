@@ -1,6 +1,7 @@
 """Margins as text (`astral check --margins`) and as the `margins` list of the check JSON."""
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Optional
 
 from astral_dsl.units import Quantity, format_number
@@ -24,36 +25,65 @@ def _show(si: float, unit: str, point: bool = False) -> str:
     return f"{format_number(round(_value(si, unit, point), 4))} {unit}"
 
 
-def _param(report, name: str, si: Optional[float]) -> Optional[str]:
+def _param(report, name: str, si: Optional[float], toward: int = 0,
+           exact: bool = False) -> Optional[str]:
+    """`si` in the parameter's unit, to 4 decimals (6 without a unit). A bound is rounded
+    toward the side where the limit holds (`toward` -1: down, for an upper bound; +1: up), so
+    that the value printed is one where it does: 11.71875 W is `<= 11.7187 W`, not 11.7188, at
+    which the limit is broken. `exact`: a symbolic bound, the float of an exact value, whose
+    last-place noise (10.2 kW read as 10.200000000000001) is not a digit to round away from."""
     if si is None:
         return None
     q = report.params.get(name)
     if q is None or not q.unit:
-        return format_number(round(si, 6))
+        return format_number(_rounded(si, 6, toward, exact))
     v = Quantity(si, q.dims, q.unit, q.point)
-    return f"{format_number(round(v.magnitude, 4))} {q.unit}"
+    return f"{format_number(_rounded(v.magnitude, 4, toward, exact))} {q.unit}"
+
+
+def _rounded(x: float, digits: int, toward: int, exact: bool) -> float:
+    scaled = x * 10 ** digits
+    nearest = round(scaled)
+    if not toward or (exact and abs(scaled - nearest) <= 1e-9 * max(1.0, abs(scaled))):
+        return round(x, digits)
+    return (math.floor(scaled) if toward < 0 else math.ceil(scaled)) / 10 ** digits
+
+
+def interval(report, p: str, low: Optional[float], high: Optional[float], low_open: bool,
+             high_open: bool, exact: bool) -> Optional[str]:
+    """`p <= 4`, `lim > 10.2 kW`, `2 <= p < 5`, `p = 4` (None when unbounded): each bound in
+    the parameter's unit, rounded toward the side where the limit holds."""
+    lo, hi = _param(report, p, low, 1, exact), _param(report, p, high, -1, exact)
+    below = "<" if high_open else "<="
+    if low is not None and low == high:
+        return f"{p} = {_param(report, p, low)}"
+    if lo is not None and hi is not None:
+        return f"{lo} {'<' if low_open else '<='} {p} {below} {hi}"
+    if hi is not None:
+        return f"{p} {below} {hi}"
+    if lo is not None:
+        return f"{p} {'>' if low_open else '>='} {lo}"
+    return None
 
 
 def phrase(report, r) -> str:
     """`hosts_per_rack <= 4 [symbolic]`, `supply <= 47.2 degC [numeric bracket]`, ..."""
     p = r.param
-    low, high = _param(report, p, r.low), _param(report, p, r.high)
-    tag = "symbolic" if r.method == "symbolic" else "numeric bracket"
+    exact = r.method == "symbolic"
+    span = interval(report, p, r.low, r.high, r.low_open, r.high_open, exact)
+    tag = "symbolic" if exact else "numeric bracket"
     if r.empty:
         text = f"for no value of {p}"
     elif r.again_below is not None or r.again_above is not None:
         parts = []
         if r.again_below is not None:
-            parts.append(f"{p} <= {_param(report, p, r.again_below)}")
+            parts.append(f"{p} <= {_param(report, p, r.again_below, -1)}")
         if r.again_above is not None:
-            parts.append(f"{p} >= {_param(report, p, r.again_above)}")
+            parts.append(f"{p} >= {_param(report, p, r.again_above, 1)}")
         text = "again while " + " or ".join(parts)
-    elif low is not None and high is not None:
-        text = f"only while {p} = {low}" if low == high else f"while {low} <= {p} <= {high}"
-    elif high is not None:
-        text = f"while {p} <= {high}"
-    elif low is not None:
-        text = f"while {p} >= {low}"
+    elif span is not None:
+        text = f"only while {span}" if r.low is not None and r.low == r.high else \
+            f"while {span}"
     elif r.method == "symbolic":
         text = f"for every {p}"
     else:
@@ -81,7 +111,7 @@ def compiles(report, r) -> str:
             tail = f"; {codes} from {_param(report, p, beyond)}" if beyond is not None else ""
             ends.append(f"{word} {_param(report, p, edge)}{tail}")
         else:
-            ends.append(f"{p} {op} {_param(report, p, edge)}")
+            ends.append(f"{p} {op} {_param(report, p, edge, 1 if op == '>=' else -1)}")
     subject = "the limit is evaluated" if r.absent else "the design compiles"
     if r.gaps:
         where = "where the limit is evaluated" if r.absent else "that compile"
@@ -151,12 +181,20 @@ def to_json(report) -> List[Dict[str, Any]]:
             conv = (lambda si: None if si is None else
                     (Quantity(si, q.dims, q.unit, q.point).magnitude if unit else si))
             ranges.append({"param": r.param, "method": r.method, "unit": unit,
-                           "low": conv(r.low), "high": conv(r.high), "empty": r.empty,
+                           "low": conv(r.low), "high": conv(r.high),
+                           "low_open": r.low_open, "high_open": r.high_open, "empty": r.empty,
                            "integer": r.integer, "holds_again_below": conv(r.again_below),
                            "holds_again_above": conv(r.again_above),
                            "searched": [conv(r.searched[0]), conv(r.searched[1])]
                            if r.method == "numeric" else None,
-                           "exact": r.exact, "text": phrase(report, r)})
+                           "exact": r.exact,
+                           # where the design stops compiling (not the limit breaking), and
+                           # the values between that do not compile (skipped)
+                           "compiles_low": conv(r.compiles_low),
+                           "compiles_high": conv(r.compiles_high),
+                           "compile_errors": list(r.edge_codes),
+                           "skipped": [conv(x) for x in r.gaps],
+                           "text": phrase(report, r)})
         out.append({"limit": lim.label, "kind": lim.kind, "key": lim.key, "file": lim.file,
                     "line": lim.line, "column": lim.column, "op": lim.op,
                     "lhs": None if lim.truth else _quantity_json(lim.lhs, lim.unit, lim.point),

@@ -323,8 +323,14 @@ def _action(it, frame: Frame, action, env: Env):
             value = coerce(value, fspec.type, action.value.span,
                            f"`{action.target.name.name}`")
         route = route_of(it, action.target.obj, env)
-        frame.done_actions.append(("set", owner, action.target.name.name, value, action.span,
-                                   route))
+        field = action.target.name.name
+        first = next((a[4] for a in frame.done_actions if a[0] == "set" and a[2] == field
+                      and route is not None and a[5] == route), None)
+        if first is not None:             # the last would silently win, as in a block (E202)
+            fail("E202", f"`{route}.{field}` is already set in this scenario (at "
+                         f"{first.start.line}:{first.start.column})", action.target.span,
+                 "remove one of them: a scenario sets each field of a part once")
+        frame.done_actions.append(("set", owner, field, value, action.span, route))
     elif isinstance(action, ast.Objective):
         expr = action.expr
         if isinstance(expr, ast.Name) and expr.name in OBJECTIVES and \

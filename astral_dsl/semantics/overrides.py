@@ -42,8 +42,15 @@ def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
             out[name] = _value(text, symbol, where)
         except DiagnosticError as exc:
             d = exc.diagnostic
-            diagnostics.append(Diagnostic("E310", Severity.ERROR, f"{where}: {d.message}", None,
-                                          d.hint, file=scope.file))
+            hint = d.hint
+            if isinstance(symbol.node.default, ast.String) and isinstance(text, str) and \
+                    not text.strip().startswith('"'):
+                hint = (f"`{name}` is text: quote its value, --set '{name}=\"{text.strip()}\"' "
+                        f"(from Python, with_params({name}='\"{text.strip()}\"'))")
+            # the parameter's declaration: the value given replaces its default
+            diagnostics.append(Diagnostic("E310", Severity.ERROR, f"{where}: {d.message}",
+                                          d.span or symbol.node.default.span, hint,
+                                          file=scope.file))
     return out
 
 

@@ -22,6 +22,13 @@ from astral_dsl.explore.grid import GridError, parse_grids, parse_spec, points
     ("30degC..40degC:5", ("30 degC", "35 degC", "40 degC")),
     ("true,false", ("true", "false")),
     ('"a","b,c"', ('"a"', '"b,c"')),
+    # a step in another unit of the kind: 0.05 kW is 50 W
+    ("600W..800W:0.05kW", ("600 W", "650 W", "700 W", "750 W", "800 W")),
+    # a range of temperature points steps by a difference: 5 K; 5 K = 9 degF; 500 mK = 0.5 K
+    ("80degC..90degC:5K", ("80 degC", "85 degC", "90 degC")),
+    ("176degF..194degF:5K", ("176 degF", "185 degF", "194 degF")),
+    ("80degC..81degC:500mK", ("80 degC", "80.5 degC", "81 degC")),
+    ("80degC..90degC:9delta_degF", ("80 degC", "85 degC", "90 degC")),
 ])
 def test_good_specs(spec, values):
     assert parse_spec("x", spec).values == values
@@ -50,6 +57,9 @@ def test_a_step_that_misses_the_end_stops_short_and_says_so():
     ("2furlongs..3furlongs", "unknown unit"),
     ('"a', "an unterminated string"),
     ("1..1000000", "more than a sweep takes"),
+    # a point is no step: the language adds a difference to a temperature, never a point
+    ("80degC..90degC:5degC", "the step of a range of temperatures is a difference: write `5 K`"),
+    ("600W..800W:5m", "the step is in `m` and the ends in `W`, which measure different things"),
 ])
 def test_bad_specs(spec, message):
     with pytest.raises(GridError) as err:

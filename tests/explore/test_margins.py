@@ -438,3 +438,103 @@ def test_the_evaluation_budget_bounds_the_work_and_says_what_it_left(monkeypatch
     notes = [n for m in report.margins for n in m.notes] + list(report.notes)
     assert any("the budget of 12 evaluations of the design ran out first" in n for n in notes)
     assert render(report)                              # and it still prints
+
+
+BOUNDS = """
+param x = 10 W
+param lim = 20 kW
+param k = 1.5
+rack R {
+  power_limit = 45 kW
+  check max(x, 1 W) * 3 <= 35.15625 W else error "numeric"
+  check x * 3 <= 35.15625 W else error "symbolic"
+  check x * 3 >= 28.15625 W else error "from below"
+  check 20.4 kW * k < lim * 3 else error "strict"
+}
+site S { racks = 1 x R }
+"""
+
+
+def test_a_printed_bound_is_a_value_where_the_limit_holds(tmp_path, capsys):
+    """Each bound is rounded toward the side where the limit holds, and a strict limit's
+    bound is strict: the value printed, set, keeps the limit."""
+    path = _write(tmp_path, BOUNDS)
+    report = margins.analyse(str(path))
+    m = _by_label(report)
+    # 3 x <= 35.15625 W  <=>  x <= 11.71875 W: 11.7188 W (to the nearest) breaks it
+    for label, tag in (('check "numeric" in S.racks[0]', "numeric bracket"),
+                       ('check "symbolic" in S.racks[0]', "symbolic")):
+        assert phrase(report, _ranges(m[label])["x"]) == f"while x <= 11.7187 W [{tag}]"
+    # 3 x >= 28.15625 W  <=>  x >= 9.3854166... W: up to 9.3855 W, not down to 9.3854
+    below = _ranges(m['check "from below" in S.racks[0]'])["x"]
+    assert phrase(report, below) == "while x >= 9.3855 W [symbolic]"
+    # 20.4 kW x 1.5 < 3 lim  <=>  lim > 10.2 kW (at 10.2 kW, 30.6 < 30.6 is false);
+    # 30.6 k < 60  <=>  k < 50/17 = 2.94117647...
+    strict = _ranges(m['check "strict" in S.racks[0]'])
+    assert (strict["lim"].low, strict["lim"].low_open) == (pytest.approx(10200), True)
+    assert phrase(report, strict["lim"]) == "while lim > 10.2 kW [symbolic]"
+    assert phrase(report, strict["k"]) == "while k < 2.941176 [symbolic]"
+    # the values printed hold; the next one up (down) at the printed precision does not
+    for sets, ok in ((["--set", "x=11.7187W"], True), (["--set", "x=11.7188W"], False),
+                     (["--set", "x=9.3855W"], True), (["--set", "x=9.3854W"], False),
+                     (["--set", "lim=10.2kW"], False), (["--set", "lim=10.2001kW"], True)):
+        assert (main(["check", str(path), *sets]) == 0) is ok, sets
+    capsys.readouterr()
+    assert main(["check", str(path), "--margins", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    lim = next(r for m in doc["margins"] for r in m["ranges"] if r["param"] == "lim")
+    assert (lim["low"], lim["low_open"], lim["high_open"]) == (pytest.approx(10.2), True, False)
+
+
+def _steps(most: int) -> str:
+    """A limit in steps of a utilization u (at 50 %): ceil(u x 10) <= most."""
+    return f"""
+        param u = 50 %
+        host H {{ power = 1 kW }}
+        rack R {{ hosts = 2 x H }}
+        site S {{ racks = 1 x R, utilization = u
+          check ceil(u * 10) <= {most} else error "step" }}
+        """
+
+
+def test_the_json_says_where_the_design_stops_compiling(tmp_path, capsys):
+    """README: per range `compiles_low`/`compiles_high`, `compile_errors` and `skipped`. A
+    utilization above 100 % does not compile (E309): that is u's edge, not the limit's."""
+    path = _write(tmp_path, _steps(20))
+    assert main(["check", str(path), "--margins", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    r = next(r for m in doc["margins"] for r in m["ranges"] if r["param"] == "u")
+    assert (r["low"], r["high"], r["compiles_low"], r["compiles_high"]) == (None, None, None,
+                                                                            100.0)
+    assert r["compile_errors"] == ["E309"] and r["skipped"] == []
+    assert r["text"].endswith("the design compiles only while u <= 100 % (E309)")
+
+
+def test_a_step_limit_that_one_nearby_value_does_not_move_still_depends(tmp_path):
+    """ceil(u x 10) <= 5 at u = 50 % is 5 <= 5: 42 % (the nearest value tried, below) keeps
+    ceil(4.2) = 5, but 51 % makes it 6 and breaks it. It depends on u, up to 50 %."""
+    path = _write(tmp_path, _steps(5))
+    assert main(["check", str(path), "--set", "u=51%"]) == 1
+    report = margins.analyse(str(path))
+    step = _by_label(report)['check "step" in S']
+    assert step.depends_on == ("u",)
+    r = _ranges(step)["u"]
+    assert r.method == "numeric" and r.high == pytest.approx(0.5)
+    assert phrase(report, r) == "while u <= 50 % [numeric bracket]"
+
+
+def test_hover_shows_a_strict_bound_strictly(tmp_path):
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.hover import hover
+
+    path = _write(tmp_path, BOUNDS)
+    text = path.read_text()
+    a = analyse(path.resolve().as_uri(), path.resolve(), text, 1)
+    line = text.splitlines().index("param lim = 20 kW") + 1
+    shown, _ = hover(a, a.entry, line, 8)
+    # 20.4 kW x 1.5 < 3 lim: lim > 10.2 kW
+    assert "**feasible range** (symbolic, other params as they are): `lim > 10.2 kW`" in shown
+    line = text.splitlines().index("param x = 10 W") + 1
+    shown, _ = hover(a, a.entry, line, 7)
+    # 28.15625 W <= 3 x <= 35.15625 W, each bound rounded inward
+    assert "`9.3855 W <= x <= 11.7187 W`" in shown

@@ -95,6 +95,21 @@ def test_a_dead_worker_costs_its_points_only():
     assert results[0].startswith("lost: the local worker process died")
 
 
+def test_the_pool_holds_no_more_processes_than_tasks():
+    """A forked pool starts every process at once: 20 workers asked, 2 tasks, 2 processes;
+    a later, larger run gets a pool of its size (up to the workers asked)."""
+    import multiprocessing
+
+    engine = LocalEngine(20)
+    try:
+        assert engine.run([(sum, ([1, 2],)), (sum, ([3],))]) == [3, 3]
+        assert len(multiprocessing.active_children()) == 2
+        assert engine.run([(sum, ([k],)) for k in range(3)]) == [0, 1, 2]
+        assert len(multiprocessing.active_children()) == 3
+    finally:
+        engine.close()
+
+
 def test_scenario_columns_come_from_the_scenario(tmp_path):
     design = tmp_path / "d.astral"
     design.write_text(REPO.joinpath("examples/tutorial_rack.astral").read_text())

@@ -11,7 +11,7 @@ parameters, verified against the compiler at a second point; a numeric bracket o
 secant steps where it can and bisection where it must, marked as such)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import sympy
 
@@ -124,9 +124,21 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
         at_x1 = dict(current)
         if name in symbols:
             at_x1[symbols[name]] = exact(x1)
+        far: List[object] = []       # the nearest value on the other side, probed when needed
         for lim in limits:
             other = moved.get(lim.key)
             dep = other is None or depends(lim, other)
+            if not dep and not lim.symbolic:
+                # a step (ceil, whole CDUs, an `if`) need not move one way: try the other
+                try:
+                    if not far:
+                        far.append(_moved(name, x0, integer, q.point, probe,
+                                          -1 if x1 > x0 else 1)[0])
+                except _Spent:
+                    far.append(None)
+                beyond = far[0]
+                dep = beyond is not None and (beyond.get(lim.key) is None or
+                                              depends(lim, beyond.get(lim.key)))
             sym = lim.symbolic and name in symbols and \
                 symbols[name] in (lim.lhs_shadow - lim.rhs_shadow).free_symbols
             if lim.symbolic and name in symbols:
@@ -202,12 +214,13 @@ class _Spent(Exception):
     """The analysis tried MAX_PROBES values."""
 
 
-def _moved(name, x0, integer, point, probe):
+def _moved(name, x0, integer, point, probe, direction: int = 0):
     """(the limits at the nearest other value where the design compiles, that value, the
-    values tried before it with why they did not compile)."""
-    tried = sorted(set(candidates(x0, integer, point, 1)[:MOVE_TRIES])
-                   | set(candidates(x0, integer, point, -1)[:MOVE_TRIES]),
-                   key=lambda x: (abs(x - x0), -x))
+    values tried before it with why they did not compile); above x0 only (`direction` 1) or
+    below it (-1), else either side."""
+    sides = (1, -1) if not direction else (direction,)
+    tried = sorted(set().union(*(candidates(x0, integer, point, d)[:MOVE_TRIES]
+                                 for d in sides)), key=lambda x: (abs(x - x0), -x))
     failed = []
     for x in tried[:MOVE_TRIES]:
         got = probe(name, x)
@@ -217,10 +230,22 @@ def _moved(name, x0, integer, point, probe):
     return None, x0, failed
 
 
-def feasible(report: Report, name: str):
-    """Where `name` keeps every limit that holds now (the others at their current values):
-    (low, high, binding limits, limits only a numeric bracket can follow)."""
+@records.frozen
+class Feasible:
+    """Where a parameter keeps every limit that holds now (`feasible`): SI bounds (None:
+    unbounded), each open (`<`: a strict limit binds there) or closed."""
+    low: Optional[float]
+    high: Optional[float]
+    binding: Tuple[str, ...]           # the limits at the bounds
+    numeric_only: Tuple[str, ...]      # limits it moves that only a numeric bracket follows
+    low_open: bool = False
+    high_open: bool = False
+
+
+def feasible(report: Report, name: str) -> Feasible:
+    """Where `name` keeps every limit that holds now (the others at their current values)."""
     low = high = None
+    low_open = high_open = False
     binding_low: List[str] = []
     binding_high: List[str] = []
     numeric_only: List[str] = []
@@ -234,14 +259,17 @@ def feasible(report: Report, name: str):
         if r.empty:
             continue
         if r.low is not None and (low is None or r.low >= low):
-            binding_low = [m.limit.label] if low is None or r.low > low else \
-                binding_low + [m.limit.label]
+            same = low is not None and r.low == low
+            binding_low = binding_low + [m.limit.label] if same else [m.limit.label]
+            low_open = (low_open and same) or r.low_open
             low = r.low
         if r.high is not None and (high is None or r.high <= high):
-            binding_high = [m.limit.label] if high is None or r.high < high else \
-                binding_high + [m.limit.label]
+            same = high is not None and r.high == high
+            binding_high = binding_high + [m.limit.label] if same else [m.limit.label]
+            high_open = (high_open and same) or r.high_open
             high = r.high
-    return low, high, binding_low + binding_high, numeric_only
+    return Feasible(low, high, tuple(binding_low + binding_high), tuple(numeric_only),
+                    low_open, high_open)
 
 
 def _same(a, b) -> bool:

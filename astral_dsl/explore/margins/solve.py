@@ -59,6 +59,8 @@ class Range:
     absent: bool = False                  # an edge is where the limit stops applying
     fails_below: Optional[float] = None   # the values past the edges where that was seen
     fails_above: Optional[float] = None
+    low_open: bool = False                # symbolic: `low < x` (a strict limit), not `<=`
+    high_open: bool = False
 
 
 # ---- symbolic --------------------------------------------------------------------------------
@@ -111,7 +113,11 @@ def _range_of(param: str, sol, integer: bool, positive: bool = False) -> Optiona
         high = None if high is None else math.floor(high + 1e-9)
         if low is not None and high is not None and low > high:
             return Range(param, None, None, "symbolic", integer, True, text)
-    return Range(param, low, high, "symbolic", integer, False, text, note=note)
+        return Range(param, low, high, "symbolic", integer, False, text, note=note)
+    # a strict limit's end is not in the set (`lim > 10.2 kW`: at 10.2 kW it fails)
+    return Range(param, low, high, "symbolic", integer, False, text, note=note,
+                 low_open=low is not None and sol.contains(inf) == sympy.S.false,
+                 high_open=high is not None and sol.contains(sup) == sympy.S.false)
 
 
 # ---- numeric ---------------------------------------------------------------------------------

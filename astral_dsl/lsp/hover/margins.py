@@ -39,19 +39,18 @@ def param_lines(analysis, name: str) -> List[str]:
     if report is None or name not in report.params:
         return []
     from astral_dsl.explore.margins import feasible
-    from astral_dsl.outputs.margins import _param
+    from astral_dsl.outputs.margins import interval
 
-    low, high, binding, numeric_only = feasible(report, name)
+    f = feasible(report, name)
+    binding, numeric_only = f.binding, f.numeric_only
     lines = []
-    if low is None and high is None and not binding:
+    if f.low is None and f.high is None and not binding:
         if not numeric_only:
             return ["**feasible range**: no check or engineering limit depends on it"]
     else:
-        lo, hi = _param(report, name, low), _param(report, name, high)
-        span = (f"`{name} = {lo}` only" if lo is not None and lo == hi
-                else f"`{lo} <= {name} <= {hi}`" if lo is not None and hi is not None
-                else f"`{name} <= {hi}`" if hi is not None else f"`{name} >= {lo}`")
-        lines.append(f"**feasible range** (symbolic, other params as they are): {span}")
+        span = interval(report, name, f.low, f.high, f.low_open, f.high_open, True)
+        only = " only" if f.low is not None and f.low == f.high else ""
+        lines.append(f"**feasible range** (symbolic, other params as they are): `{span}`{only}")
         lines.append("limited by: " + "; ".join(binding[:3]) +
                      (f" and {len(binding) - 3} more" if len(binding) > 3 else ""))
     if numeric_only:
