@@ -28,20 +28,26 @@ def _n(x: float) -> str:
 
 
 def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance], prev,
-                nic_speed, limit, index, n_tiers, prev_groups, groups,
-                scopes_found: Optional[int]) -> List[Diagnostic]:
-    """`scopes_found`: instances of the tier's declared scope inside the owner (None when the
-    scope is the owner itself or undeclared)."""
+                nic_speeds, limit, index, n_tiers, prev_groups, groups,
+                scopes_found: Optional[int], merged: Optional[int] = None) -> List[Diagnostic]:
+    """`nic_speeds`: (NIC model, port speed) per distinct speed of the hosts' NICs;
+    `scopes_found`: instances of the tier's declared scope inside the owner (None when the
+    scope is the owner itself or undeclared); `merged`: the most groups of the tier below
+    that one of its groups holds (None: the average)."""
     out = []
     down_span = tier.span_of("down")
     if switch is not None:
         out.extend(_switch_limits(tier, tc, switch))
-    below = nic_speed if prev is None else prev.up_speed
-    what = "the hosts' NIC ports" if prev is None else f"tier `{prev.name}`'s uplinks"
-    if below is not None and tc.down_speed is not None and below.si != tc.down_speed.si:
-        out.append(_err("E601", f"tier `{tc.name}` takes {tc.down_speed} downlinks but "
-                                f"{what} run at {below}", down_span,
-                        "both ends of a link must run at the same speed"))
+    if prev is None:
+        belows = [("the hosts' NIC ports" if len(nic_speeds) == 1 else
+                   f"the ports of NIC `{name}`", speed) for name, speed in nic_speeds]
+    else:
+        belows = [(f"tier `{prev.name}`'s uplinks", prev.up_speed)]
+    for what, below in belows:
+        if below is not None and tc.down_speed is not None and below.si != tc.down_speed.si:
+            out.append(_err("E601", f"tier `{tc.name}` takes {tc.down_speed} downlinks but "
+                                    f"{what} run at {below}", down_span,
+                            "both ends of a link must run at the same speed"))
     if tc.oversubscription is not None and isinstance(limit, Quantity) \
             and tc.oversubscription > limit.si * (1 + 1e-9):
         out.append(_err("E602", f"tier `{tc.name}` is oversubscribed "
@@ -55,7 +61,8 @@ def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance],
     if prev is not None:
         out.extend(_nesting(tier, tc, prev))
     if prev is not None and tc.down_ports and prev_groups % max(groups, 1) == 0:
-        merged = prev_groups // groups if groups else 0
+        if merged is None:
+            merged = prev_groups // groups if groups else 0
         lower_per_group = prev.per_group
         if merged <= 1 and lower_per_group > tc.down_ports:
             out.append(_err("E604", f"each `{tc.name}` switch must reach all {lower_per_group} "
@@ -99,7 +106,9 @@ def _switch_limits(tier: Instance, tc, switch: Instance) -> List[Diagnostic]:
     if isinstance(capacity, Quantity) and bw > capacity.si * (1 + 1e-9):
         out.append(_err("E600", f"tier `{tc.name}` needs {format_number(bw / 1e12)} Tb/s "
                                 f"per switch but `{switch.path}` switches "
-                                f"{format_number(capacity.si / 1e12)} Tb/s", down_span))
+                                f"{format_number(capacity.si / 1e12)} Tb/s", down_span,
+                        "reduce `down` or `up`, or slower links, or choose a switch of "
+                        "more capacity"))
     return out
 
 
@@ -245,7 +254,8 @@ def _unreached(fabric: Instance, rails, planes, hosts, rails_used,
                              f"write `rails = {n}`, or give the hosts {rails} NICs"))
         elif n % rails:
             out.append(_warn("W610", f"`rails = {rails}` but hosts have {n} NICs: the rails get "
-                                     f"{n // rails + 1} or {n // rails} NIC ports per host, and "
-                                     f"the counts assume an even split", fabric.span_of("rails"),
+                                     f"{n // rails + 1} or {n // rails} NICs per host, and every "
+                                     f"rail's switches are counted for the busiest (rail 0)",
+                             fabric.span_of("rails"),
                              "make the NICs per host a multiple of `rails`"))
     return out
