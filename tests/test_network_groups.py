@@ -197,3 +197,37 @@ site S { racks = 2 x R, fabric = F }
     e600 = [d for d in checked.diagnostics if d.code == "E600" and "Tb/s" in d.message]
     assert e600 and all(d.hint for d in e600)
     assert "32 Tb/s" in e600[0].message and "25.6 Tb/s" in e600[0].message
+
+
+def test_nics_of_one_and_two_ports_reach_both_planes_whichever_host_comes_first():
+    # A: 8 dual-port 200G NICs, B: 8 single-port ones; 32 racks of 2 A + 2 B = 64 of each.
+    # Plane A of each rail takes port a of every NIC: 64 + 64 = 128 ports, one 128-port ToR;
+    # plane B takes A's port b: 64, one ToR. 8 rails x 2 planes = 16 ToRs; 16 x 64 uplinks =
+    # 1,024 / 128 = 8 cores. The last NIC listed used to decide the ports per NIC: B last ->
+    # "no port lands on plane B" (W610) and all 1,536 ports counted on plane A.
+    base = """
+gpu G { power = 700 W }
+nic N2 { ports = 2, port_speed = 200 Gb/s }
+nic N1 { ports = 1, port_speed = 200 Gb/s }
+switch Sw { ports = 128, port_speed = 400 Gb/s, max_ports = 256, power = 750 W }
+host A { gpus = 8 x G, nics = 8 x N2, power = 10 kW }
+host B { gpus = 8 x G, nics = 8 x N1, power = 10 kW }
+rack R { hosts = ORDER }
+fabric F {
+  rails = 8, planes = 2DUAL
+  tier tor { switch = Sw, scope = site, per = [rail, plane], down = 128 x 200 Gb/s,
+             up = 64 x 400 Gb/s }
+  tier core { switch = Sw, down = 128 x 400 Gb/s }
+}
+site S { racks = 32 x R, fabric = F }
+"""
+    for order in ("[2 x A, 2 x B]", "[2 x B, 2 x A]"):
+        checked = _check(base.replace("ORDER", order).replace("DUAL", ""))
+        tiers = _tiers(checked)
+        assert (tiers["tor"].groups, tiers["tor"].per_group) == (16, 1), order
+        assert tiers["core"].switches == 8
+        assert not [d for d in checked.diagnostics if d.code == "W610"]
+        # dual-homing with single-port NICs in the fabric: E605 names the NIC
+        checked = _check(base.replace("ORDER", order).replace("DUAL", ", dual_homing = true"))
+        (e605,) = [d for d in checked.diagnostics if d.code == "E605"]
+        assert "NIC `N1` has one port" in e605.message

@@ -128,6 +128,7 @@ class Hosts:
     # per host model: (hosts, NICs per host, ports per host, ports per NIC)
     kinds: Tuple[Tuple[int, int, int, int], ...]
     nics: Tuple[Instance, ...]  # the NIC models
+    fewest_ports: int = 1       # ports of the NIC model with the fewest (ports_per_nic: most)
 
 
 def _fabrics(inst: Instance):
@@ -171,22 +172,26 @@ def fabric_counts(design: Design, cache: Optional[Dict] = None,
 
 def _hosts(owner: Instance, cache) -> Hosts:
     kinds, nics = [], []
-    ports_total, speed, per_nic, gpus = 0, None, 1, 0
+    ports_total, speed, gpus = 0, None, 0
     for count, host in group_of(owner, ("host",), cache).flat():
-        n_nics = ports = 0
+        n_nics = ports = most = 0
         for n, nic in group_of(host, ("nic",), cache).flat():
             p = _int(nic.field("ports"), 1)
             n_nics += n
             ports += n * p
-            per_nic = p
+            most = max(most, p)
             speed = speed or nic.field("port_speed")
             if nic not in nics:
                 nics.append(nic)
-        kinds.append((count, n_nics, ports, per_nic))
+        kinds.append((count, n_nics, ports, most or 1))
         ports_total += count * ports
         gpus = max(gpus, count_of(host, ("gpu",), cache))
     hosts = sum(k[0] for k in kinds)
-    return Hosts(hosts, ports_total, speed, per_nic, gpus, tuple(kinds), tuple(nics))
+    # the most ports of any NIC (the planes some port reaches: NICs of one and of two ports
+    # reach both planes, whichever host is listed first) and the fewest (dual-homing, E605)
+    per_nic = max((_int(n.field("ports"), 1) for n in nics), default=1)
+    fewest = min((_int(n.field("ports"), 1) for n in nics), default=1)
+    return Hosts(hosts, ports_total, speed, per_nic, gpus, tuple(kinds), tuple(nics), fewest)
 
 
 def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,

@@ -160,9 +160,11 @@ def fabric_checks(fabric: Instance, tiers, tier_insts, switches, rails, planes, 
     dual = fabric.field("dual_homing")
     if dual is True:
         first = tiers[0] if tiers else None
-        if hosts.ports_per_nic < 2 or planes < 2 or (first is not None
-                                                     and "plane" not in first.per):
+        if hosts.fewest_ports < 2 or planes < 2 or (first is not None
+                                                    and "plane" not in first.per):
+            single = [n.template or n.path for n in hosts.nics if _ports(n) < 2]
             why = ("each NIC has one port" if hosts.ports_per_nic < 2 else
+                   f"NIC `{single[0]}` has one port" if single else
                    "the fabric has one plane" if planes < 2 else
                    f"tier `{first.name}` is not per plane")
             out.append(_err("E605", f"dual-homing is declared but a NIC's two ports land on one "
@@ -173,6 +175,11 @@ def fabric_checks(fabric: Instance, tiers, tier_insts, switches, rails, planes, 
     out.extend(_switch_power(tiers, tier_insts, switches))
     out.extend(_unreached(fabric, rails, planes, hosts, rails_used, planes_used))
     return out
+
+
+def _ports(nic: Instance) -> int:
+    p = nic.field("ports")
+    return int(p.si) if isinstance(p, Quantity) else 1
 
 
 _FAMILY = {"infiniband": "InfiniBand", "ethernet": "Ethernet", "roce": "Ethernet"}
