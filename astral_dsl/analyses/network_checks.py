@@ -57,6 +57,8 @@ def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance],
     if index < n_tiers - 1 and not tc.up_ports:
         out.append(_err("E603", f"tier `{tc.name}` has no uplinks, so the tiers above it are "
                                 f"unreachable", tier.span, "declare `up = N x SPEED`"))
+    if index == n_tiers - 1:
+        out.extend(_top(owner, tier, tc, prev, index, scopes_found))
     out.extend(_scope(owner, tier, tc, scopes_found))
     if prev is not None:
         out.extend(_nesting(tier, tc, prev))
@@ -77,6 +79,29 @@ def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance],
                                     f"the radix cannot reach this size", down_span,
                             f"at most {tc.down_ports} groups below each `{tc.name}`"))
     return out
+
+
+def _top(owner: Instance, tier: Instance, tc, prev, index: int,
+         scopes_found: Optional[int]) -> List[Diagnostic]:
+    """E603: the top tier joins what its fabric serves. Its groups split by a scope narrower
+    than the fabric's owner never meet (the pods of a site fabric whose top tier is per pod);
+    a single tier of several switches per group leaves the hosts of one switch no path to
+    those of another (a higher tier joins the switches of a lower one, none joins the top's)."""
+    nests = prev is None or _LEVEL.get(tc.scope, 9) >= _LEVEL.get(prev.scope, 9)   # else E607
+    if scopes_found is not None and scopes_found > 1 and nests:
+        return [_err("E603", f"the top tier `{tc.name}` serves each {tc.scope} of "
+                             f"`{owner.path}` on its own ({scopes_found:,} of them): GPUs of "
+                             f"different {tc.scope}s have no path between them",
+                     tier.span_of("scope"),
+                     f"declare a tier above it with `scope = {owner.kind}`, or attach the "
+                     f"fabric to each {tc.scope}")]
+    if index == 0 and tc.per_group > 1:
+        return [_err("E603", f"`{tc.name}` is the only tier but needs {tc.per_group:,} "
+                             f"switches per group: GPUs under different `{tc.name}` switches "
+                             f"have no path between them", tier.span_of("down"),
+                     "declare a tier above it (a spine), or serve each group with one switch "
+                     "of enough downlinks")]
+    return []
 
 
 def _switch_limits(tier: Instance, tc, switch: Instance) -> List[Diagnostic]:
