@@ -231,3 +231,32 @@ site S { racks = 32 x R, fabric = F }
         checked = _check(base.replace("ORDER", order).replace("DUAL", ", dual_homing = true"))
         (e605,) = [d for d in checked.diagnostics if d.code == "E605"]
         assert "NIC `N1` has one port" in e605.message
+
+
+def test_a_fabric_that_counts_no_switch_says_so():
+    # no tier: the 4 hosts' 32 NIC ports reach no switch; tiers over hosts without NICs: the
+    # first tier serves 0 ports and counts 0 switches. Both were silent zeros.
+    checked = _check(_parts(hosts="4 x H") + "fabric F { rails = 8 }\n"
+                     "site S { racks = 1 x R, fabric = F }\n")
+    (w,) = [d for d in checked.diagnostics if d.code == "W611"]
+    assert "declares no tier: the 32 NIC ports" in w.message and w.span.start.line == 7
+    assert w.hint.startswith("declare its tiers")
+    text = _parts().replace(", nics = 8 x N", "") + """
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = site, per = [rail], down = 32 x 400 Gb/s }
+}
+site S { racks = 2 x R, fabric = F }
+"""
+    checked = _check(text)
+    assert _tiers(checked)["leaf"].switches == 0
+    (w,) = [d for d in checked.diagnostics if d.code == "W611"]
+    assert "serves no NIC port: the 8 hosts" in w.message and w.hint.startswith("give the hosts")
+    # a fabric that counts switches has no W611
+    assert not [d for d in _check(PARTS + """
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = rack, per = [rail], down = 32 x 400 Gb/s }
+}
+site S { racks = 1 x R, fabric = F }
+""").diagnostics if d.code == "W611"]

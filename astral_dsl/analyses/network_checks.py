@@ -177,6 +177,15 @@ def _nesting(tier: Instance, tc, prev) -> List[Diagnostic]:
 def fabric_checks(fabric: Instance, tiers, tier_insts, switches, rails, planes, hosts,
                   rails_used, planes_used) -> List[Diagnostic]:
     out = []
+    if not tiers or not hosts.ports:        # W611: nothing counted, said
+        what = (f"declares no tier: the {hosts.ports:,} NIC ports of its hosts reach no switch"
+                if not tiers else
+                f"serves no NIC port: the {hosts.count:,} hosts it is attached to declare no "
+                f"NICs")
+        out.append(_warn("W611", f"fabric `{fabric.template}` {what}, so no switch is counted",
+                         fabric.span, "declare its tiers, lowest first: `tier leaf { switch = "
+                                      "..., down = N x SPEED }`" if not tiers else
+                         "give the hosts their NICs: `nics = 8 x N`"))
     if rails > 1 and tiers and all("rail" in t.per for t in tiers):
         out.append(_err("E603", f"every tier of `{fabric.template}` is per rail: rails never "
                                 f"meet, so a rail has no path to the core for cross-rail "
