@@ -1,6 +1,7 @@
-"""The checks of a derived fabric (E600-E607, E611, W606, W610): ports and bandwidth of each
-switch, link speeds, oversubscription, paths to the core, the radix, dual-homing, how the tiers'
-groups nest, protocols, undeclared switch power, and rails or planes no NIC port reaches.
+"""The checks of a derived fabric (E600-E607, E611, W606, W610, W611): ports and bandwidth of
+each switch, link speeds, oversubscription, paths to the core (and a top tier that joins what
+the fabric serves), the radix, dual-homing, how the tiers' groups nest, protocols, undeclared
+switch power, rails or planes no NIC port reaches, and a fabric that counts no switch.
 
 Pure functions of the counts network.py derives; they only report."""
 from __future__ import annotations
