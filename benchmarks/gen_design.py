@@ -1,9 +1,9 @@
 """A generator of large, valid .astral designs for the size benchmarks (benchmarks/bench_scale.py).
 
 A design of about `--kb` kilobytes: one site of as many distinct pods as that takes, each pod
-its own templates (host, rack, row with two feeders, pod with a liquid loop and an air room),
-and the site one fabric of three tiers, its switch room and network feeders, written in the
-style of examples/single_pod.astral,
+its own templates (host, rack, row with two feeders, pod with a liquid loop, an air room and
+the fabric of three tiers, attached to each pod as its tiers serve one), and the site's switch
+room and network feeders, written in the style of examples/single_pod.astral,
 whose figures the blocks reuse with small variations (hosts per rack, racks per row, rows per pod,
 loop temperature), and with its comments, so that the text is what a person writes. Every block
 differs, so nothing is shared between pods: the work grows with the text.
@@ -59,6 +59,7 @@ row Row{i} {{
 
 pod Pod{i} {{
   rows = {rows} x Row{i}
+  fabric = SameRail                 // its tiers serve this pod (no tier joins the pods)
   loop secondary {{
     fluid = Water, supply = {supply} degC, rise = 10 K
     cdu = CDU(rated = 1.2 MW), cdus = {cdus}, redundancy = n_plus_1, serves = rows
@@ -93,7 +94,6 @@ fabric SameRail {
 SITE = """
 site Generated {{
 {members}
-  fabric = SameRail
   utilization = 75 %                // [assumed]
   air netroom {{ supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %, network = true }}
   feeder net_hvdc {{

@@ -159,3 +159,16 @@ def test_a_group_climbing_two_tiers_crosses_the_middle_one():
     assert [t.split(".")[-1].split("[")[0] for t in tiers] == ["agg", "agg", "core", "core"]
     assert "Small.fabric.rail[0].plane[A].agg[" in tiers[0] and \
         "Small.fabric.rail[1].plane[A].agg[" in tiers[1]
+
+
+def test_group_paths_list_hosts_in_the_design_order(reference_map):
+    """A group's hosts (and switches) in the design's order, indices compared as numbers: the
+    first dp group of the reference job is hosts 0-127 of pod 0 (16 racks of 4 per row), so
+    racks[2] comes before racks[10], as a string sort would not put it."""
+    rm = reference_map
+    dp = rm.path(rm.group("dp", 0).ranks)
+    assert dp.hosts == tuple(f"Astral.pods[0].rows[{h // 64}].racks[{h % 64 // 4}]"
+                             f".hosts[{h % 4}]" for h in range(128))
+    assert sorted(["S.racks[10].hosts[0]", "S.racks[1].hosts[10]", "S.racks[1].hosts[3]"],
+                  key=rankmap.natural) == ["S.racks[1].hosts[3]", "S.racks[1].hosts[10]",
+                                           "S.racks[10].hosts[0]"]

@@ -44,6 +44,22 @@ def test_a_quarter_of_the_core_down_oversubscribes_the_tor_tier():
     assert len(w680) == 1 and "quarter_core" in w680[0].message
 
 
+def test_all_of_a_tier_is_the_tier_itself_not_an_infinite_oversubscription():
+    # 100 % of the core: every ToR loses every uplink, so its GPUs reach only the hosts under
+    # their own ToR (E617, as `fail X.fabric.core`), not "oversubscribed inf:1" (E602), and
+    # without `max_oversubscription` not "holds". 32 racks x 4 hosts x 8 GPUs = 1,024 GPUs.
+    for text in (FABRIC, FABRIC.replace(", max_oversubscription = 1", "")):
+        text = text.replace("fail 25 % of X.fabric.core", "fail 100 % of X.fabric.core")
+        _, out = outcomes(text)
+        q = out["quarter_core"]
+        assert [d.code for d in q.broken] == ["E617"], q.broken
+        assert "1,024 GPUs lose every path into tier `core`" in q.broken[0].message
+        assert q.result.fabrics[0].tiers[0].oversubscription == pytest.approx(1.0)
+        # 16 ToRs (8 rails x 2 planes, 128 host ports each) x 64 uplinks = 1,024 links / 128:
+        # 8 cores of 1 kW, all off
+        assert "8 `core` switches off: 8.0 kW less network power" in q.notes
+
+
 def test_a_plane_down_is_reported_and_breaks_no_capacity_check():
     _, out = outcomes(FABRIC)
     p = out["plane_b"]

@@ -183,3 +183,28 @@ def test_minimize_cost_with_nothing_priced_warns_w800(tmp_path):
     priced.write_text(SMALL)
     checked = astral_dsl.check(astral_dsl.compile(priced))
     assert not [d for d in checked.diagnostics if d.code == "W800"]
+
+
+def test_e660_names_the_constraint_every_combination_breaks():
+    # up = 16 x 400G; down = 17..32 x 400G: every choice is above 1:1 (17 / 16 = 1.0625 at
+    # best), E602 at line 11 (the `up`), whatever the leaf switch.
+    text = """
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 400 Gb/s }
+switch Small { ports = 32, port_speed = 400 Gb/s, power = 500 W, price = 20000 USD }
+switch Big { ports = 64, port_speed = 400 Gb/s, power = 750 W, price = 30000 USD }
+host H { gpus = 8 x G, nics = 8 x N, power = 10 kW }
+rack R { hosts = 4 x H }
+fabric F {
+  rails = 8, max_oversubscription = 1
+  tier leaf { switch = ? in [Small, Big], scope = site, per = [rail],
+              down = (? in 17..20) x 400 Gb/s, up = 16 x 400 Gb/s }
+  tier spine { switch = Big, down = 64 x 400 Gb/s }
+}
+site S { racks = 8 x R, fabric = F
+  minimize cost }
+"""
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="inf.astral"))
+    (d,) = [x for x in checked.diagnostics if x.code == "E660"]
+    assert d.notes[0] == "every combination breaks [E602] (inf.astral:11)"
+    assert d.notes[-1] == "all 8 combinations of the unknowns fail"

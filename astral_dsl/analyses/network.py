@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import attrs
 
 from astral_dsl import records
-from astral_dsl.analyses import formulas
+from astral_dsl.analyses import formulas, network_paths
 from astral_dsl.analyses.network_checks import fabric_checks, tier_checks
 from astral_dsl.analyses.network_links import LinkLayer, link_layers
 from astral_dsl.diagnostics import Diagnostic, Span
@@ -36,7 +36,7 @@ from astral_dsl.units import Quantity
 
 _SCOPE_KINDS = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "block"),
                 "pod": ("pod",), "hall": ("hall",), "site": ("site",)}
-_LEVEL = {"rack": 2, "row": 3, "block": 3, "pod": 4, "hall": 5, "site": 6}
+_LEVEL = network_paths.LEVEL
 
 
 @records.frozen(slots=False)
@@ -67,6 +67,10 @@ class TierCount:
     reach: int = 0
     mesh: bool = True
     failed: float = 0.0         # switches a scenario has failed (off: no power), whole tier
+    # why per_group is above what the average group needs: the groups differ (scope instances
+    # of different sizes, NICs that split unevenly over the rails) and each is sized for the
+    # largest, so that every group can be wired
+    sized_for: Optional[str] = None
 
     @property
     def switch_share_w(self) -> float:
@@ -118,12 +122,13 @@ class Hosts:
     """The hosts a fabric serves (per owner): their NIC ports, as the tiers and links need them."""
     count: int                  # hosts
     ports: int                  # NIC ports
-    speed: Optional[Quantity]
+    speed: Optional[Quantity]   # the first NIC model's port speed
     ports_per_nic: int
     gpus_per_host: int
     # per host model: (hosts, NICs per host, ports per host, ports per NIC)
     kinds: Tuple[Tuple[int, int, int, int], ...]
     nics: Tuple[Instance, ...]  # the NIC models
+    fewest_ports: int = 1       # ports of the NIC model with the fewest (ports_per_nic: most)
 
 
 def _fabrics(inst: Instance):
@@ -167,22 +172,26 @@ def fabric_counts(design: Design, cache: Optional[Dict] = None,
 
 def _hosts(owner: Instance, cache) -> Hosts:
     kinds, nics = [], []
-    ports_total, speed, per_nic, gpus = 0, None, 1, 0
+    ports_total, speed, gpus = 0, None, 0
     for count, host in group_of(owner, ("host",), cache).flat():
-        n_nics = ports = 0
+        n_nics = ports = most = 0
         for n, nic in group_of(host, ("nic",), cache).flat():
             p = _int(nic.field("ports"), 1)
             n_nics += n
             ports += n * p
-            per_nic = p
+            most = max(most, p)
             speed = speed or nic.field("port_speed")
             if nic not in nics:
                 nics.append(nic)
-        kinds.append((count, n_nics, ports, per_nic))
+        kinds.append((count, n_nics, ports, most or 1))
         ports_total += count * ports
         gpus = max(gpus, count_of(host, ("gpu",), cache))
     hosts = sum(k[0] for k in kinds)
-    return Hosts(hosts, ports_total, speed, per_nic, gpus, tuple(kinds), tuple(nics))
+    # the most ports of any NIC (the planes some port reaches: NICs of one and of two ports
+    # reach both planes, whichever host is listed first) and the fewest (dual-homing, E605)
+    per_nic = max((_int(n.field("ports"), 1) for n in nics), default=1)
+    fewest = min((_int(n.field("ports"), 1) for n in nics), default=1)
+    return Hosts(hosts, ports_total, speed, per_nic, gpus, tuple(kinds), tuple(nics), fewest)
 
 
 def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
@@ -200,7 +209,7 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
     tier_insts = _tiers(fabric)
     switches: List[Optional[Instance]] = []
     prev: Optional[TierCount] = None
-    prev_groups = 0
+    prev_groups = prev_split = 0
     for index, tier in enumerate(tier_insts):
         scope = tier.field("scope")
         scope_name = scope.name if isinstance(scope, Symbol) else owner.kind
@@ -221,10 +230,20 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
         down_speed = down.item if isinstance(down, Bundle) else None
         up_speed = up.item if isinstance(up, Bundle) else None
         per_group_demand = demand / groups if groups else 0
-        needed = math.ceil(per_group_demand / down_n - 1e-9) if down_n else 0
+        nested = prev is not None and groups and prev_groups % groups == 0
+        # the largest group: every group is built as it is, so that each can be wired
+        largest, where = _largest(owner, scope_name, cache, hosts, rails, planes, per_names,
+                                  prev, prev_split, split if nested else 0)
+        merged = largest if prev is not None else 0     # lower groups in the largest group
+        busiest = largest if prev is None else merged * prev.per_group * prev.up_ports
+        busiest = max(busiest, per_group_demand)
+        needed = math.ceil(busiest / down_n - 1e-9) if down_n else 0
+        sized_for = None
+        if down_n and needed > math.ceil(per_group_demand / down_n - 1e-9):
+            sized_for = (f"its groups differ: each is sized for the largest, {where} "
+                         f"({_n(busiest)} links to serve, {_n(per_group_demand)} on average)")
         per_group, rounding, plane = needed, None, None
-        if prev is not None and groups and prev_groups % groups == 0:
-            merged = prev_groups // groups
+        if nested:
             per_group, plane = formulas.even_upper_switches(
                 needed, prev.per_group, prev.up_ports, merged, down_n)
             if per_group > needed:
@@ -247,12 +266,14 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
                        per_group_demand / per_group if per_group else 0.0, down_n, up_n,
                        down_speed, up_speed, int(demand) * mult, count * up_n * mult, over,
                        0.0, tier.span, needed, rounding, switch_w, reach=plane or per_group,
-                       mesh=mesh, failed=failed_tiers.get(tier.template, 0.0) * count * mult)
-        diags.extend(tier_checks(owner, tier, tc, switch, prev, hosts.speed, limit, index,
-                                 len(tier_insts), prev_groups, groups, found))
+                       mesh=mesh, failed=failed_tiers.get(tier.template, 0.0) * count * mult,
+                       sized_for=sized_for)
+        diags.extend(tier_checks(owner, tier, tc, switch, prev, _speeds(hosts), limit, index,
+                                 len(tier_insts), prev_groups, groups, found,
+                                 merged if nested else None))
         tiers.append(tc)
         switches.append(switch)
-        prev, prev_groups = tc, groups
+        prev, prev_groups, prev_split = tc, groups, split
     layers, optics, link_diags = link_layers(fabric, tier_insts, tiers, switches, hosts, mult,
                                              by_path)
     diags.extend(link_diags)
@@ -262,12 +283,70 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
              for t, w in zip(tiers, optics)]
     diags.extend(fabric_checks(fabric, tiers, tier_insts, switches, rails, planes, hosts,
                                rails_used, planes_used))
-    hops = _hops(tiers)
-    capacity = _capacity(tiers, rails_used, planes_used, hosts.gpus_per_host, hosts.ports,
-                         hosts.count)
+    hops = network_paths.hops(tiers)
+    capacity = network_paths.capacity(tiers, rails_used, planes_used, hosts.gpus_per_host,
+                                      hosts.ports, hosts.count)
     return FabricCount(owner.path, fabric.path, mult, rails, planes, hosts.ports * mult,
                        hosts.speed, tuple(tiers), hops, capacity, tuple(diags), tuple(layers),
                        limit.si if isinstance(limit, Quantity) else None)
+
+
+def _n(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,.4g}"
+
+
+def _speeds(hosts: Hosts) -> Tuple[Tuple[str, Quantity], ...]:
+    """(NIC model, port speed) per distinct speed of the hosts' NICs, in order."""
+    out: Dict[float, Tuple[str, Quantity]] = {}
+    for nic in hosts.nics:
+        speed = nic.field("port_speed")
+        if isinstance(speed, Quantity):
+            out.setdefault(speed.si, (nic.template or nic.path, speed))
+    return tuple(out.values())
+
+
+def _busiest_per_host(kind: Tuple[int, int, int, int], rails: int, planes: int,
+                      per: Tuple[str, ...]) -> int:
+    """NIC ports one host of a kind puts on its busiest group: NIC k is on rail k mod R, so
+    rail 0 has ceil(n / R) of its n NICs; port j is on plane j mod P, so plane A has ceil(p / P)
+    of a NIC's p ports."""
+    _, n_nics, ports, per_nic = kind
+    if "rail" not in per and "plane" not in per:
+        return ports
+    nics = -(-n_nics // rails) if "rail" in per else n_nics
+    return nics * (-(-per_nic // planes) if "plane" in per else per_nic)
+
+
+def _largest(owner: Instance, scope: str, cache, hosts: Hosts, rails: int, planes: int,
+             per: Tuple[str, ...], prev: Optional[TierCount], prev_split: int,
+             split: int) -> Tuple[int, str]:
+    """The largest group of a tier and where it is: for the first tier, the NIC ports of its
+    busiest group; for a higher tier, the most groups of the tier below that one of its groups
+    holds (0 when they do not nest: `split` 0). Scope instances may differ in size (`pods = [1 x
+    Big, 3 x Small]`) and NICs may split unevenly over the rails: the counts are the largest
+    group's, never the average's (which would leave the largest unwireable)."""
+    kinds = _SCOPE_KINDS.get(scope, (scope,))
+    insts = [owner] if scope == owner.kind else \
+        [i for _, i in group_of(owner, kinds, cache).flat()]
+
+    def size(inst: Instance) -> int:
+        if prev is None:
+            mine = hosts if inst is owner else _hosts(inst, cache)
+            return sum(k[0] * _busiest_per_host(k, rails, planes, per) for k in mine.kinds)
+        if not split:
+            return 0
+        lower = 1 if prev.scope == owner.kind else \
+            count_of(inst, _SCOPE_KINDS.get(prev.scope, (prev.scope,)), cache)
+        return lower * prev_split // split
+    best, at = 0, owner
+    for inst in insts:
+        n = size(inst)
+        if n > best:
+            best, at = n, inst
+    where = f"`{at.path}`"
+    if prev is None and "rail" in per and any(k[1] % rails for k in hosts.kinds if k[0]):
+        where += " on rail 0"
+    return best, where
 
 
 def _rounding_reason(name: str, prev: TierCount, needed: int, per_group: int,
@@ -283,47 +362,3 @@ def _rounding_reason(name: str, prev: TierCount, needed: int, per_group: int,
             f"uplinks unevenly: each `{prev.name}` switch reaches a plane of {plane} `{name}` "
             f"switches (the smallest divisor of {u} that is at least {merged} groups x {u} / "
             f"{down} downlinks), so {prev.per_group} planes x {plane} = {per_group}")
-
-
-def _hops(tiers: List[TierCount]) -> Tuple[Tuple[str, int], ...]:
-    """Switches on the shortest path between two GPUs: through tiers 0..i is 2i + 1 switches,
-    where i is the lowest tier whose groups hold both ends."""
-    if not tiers:
-        return ()
-    out = [("same ToR", 1)]
-    if len(tiers) > 1:
-        out.append(("same rail, same pod", 3))
-    cross_rail = next((i for i, t in enumerate(tiers) if "rail" not in t.per), None)
-    if cross_rail is not None:
-        out.append(("cross-rail", 2 * cross_rail + 1))
-    cross_pod = next((i for i, t in enumerate(tiers) if _LEVEL.get(t.scope, 9) > 4), None)
-    if cross_pod is not None and any(t.scope == "pod" for t in tiers):
-        out.append(("cross-pod", 2 * cross_pod + 1))
-    return tuple(out)
-
-
-def _split(t: TierCount, rails: int, planes: int) -> int:
-    return (rails if "rail" in t.per else 1) * (planes if "plane" in t.per else 1)
-
-
-def _capacity(tiers: List[TierCount], rails, planes, gpus_per_host, host_ports,
-              hosts) -> Optional[int]:
-    """GPUs the tiers can reach, from the radix. Hosts reachable per group: one tier-1 switch
-    reaches down_ports / (host ports per group) hosts; an upper tier over the same groups
-    multiplies that by its downlinks (one link to every lower switch of the group); an upper tier
-    that merges groups reaches `down` lower groups, each host counted once although it sits in
-    several rail/plane groups."""
-    if not tiers or not hosts or not host_ports or not tiers[0].down_ports:
-        return None
-    first = tiers[0]
-    per_group_ports = (host_ports / hosts) / _split(first, rails, planes)
-    reach = first.down_ports / per_group_ports
-    for lower, upper in zip(tiers, tiers[1:]):
-        if not upper.down_ports or not lower.up_ports:
-            break
-        same = upper.per == lower.per and _LEVEL.get(upper.scope) == _LEVEL.get(lower.scope)
-        if same:
-            reach *= upper.down_ports
-        else:
-            reach *= upper.down_ports * _split(upper, rails, planes) / _split(lower, rails, planes)
-    return int(reach * gpus_per_host)

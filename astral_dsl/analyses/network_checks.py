@@ -1,6 +1,7 @@
-"""The checks of a derived fabric (E600-E607, E611, W606, W610): ports and bandwidth of each
-switch, link speeds, oversubscription, paths to the core, the radix, dual-homing, how the tiers'
-groups nest, protocols, undeclared switch power, and rails or planes no NIC port reaches.
+"""The checks of a derived fabric (E600-E607, E611, W606, W610, W611): ports and bandwidth of
+each switch, link speeds, oversubscription, paths to the core (and a top tier that joins what
+the fabric serves), the radix, dual-homing, how the tiers' groups nest, protocols, undeclared
+switch power, rails or planes no NIC port reaches, and a fabric that counts no switch.
 
 Pure functions of the counts network.py derives; they only report."""
 from __future__ import annotations
@@ -28,20 +29,26 @@ def _n(x: float) -> str:
 
 
 def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance], prev,
-                nic_speed, limit, index, n_tiers, prev_groups, groups,
-                scopes_found: Optional[int]) -> List[Diagnostic]:
-    """`scopes_found`: instances of the tier's declared scope inside the owner (None when the
-    scope is the owner itself or undeclared)."""
+                nic_speeds, limit, index, n_tiers, prev_groups, groups,
+                scopes_found: Optional[int], merged: Optional[int] = None) -> List[Diagnostic]:
+    """`nic_speeds`: (NIC model, port speed) per distinct speed of the hosts' NICs;
+    `scopes_found`: instances of the tier's declared scope inside the owner (None when the
+    scope is the owner itself or undeclared); `merged`: the most groups of the tier below
+    that one of its groups holds (None: the average)."""
     out = []
     down_span = tier.span_of("down")
     if switch is not None:
         out.extend(_switch_limits(tier, tc, switch))
-    below = nic_speed if prev is None else prev.up_speed
-    what = "the hosts' NIC ports" if prev is None else f"tier `{prev.name}`'s uplinks"
-    if below is not None and tc.down_speed is not None and below.si != tc.down_speed.si:
-        out.append(_err("E601", f"tier `{tc.name}` takes {tc.down_speed} downlinks but "
-                                f"{what} run at {below}", down_span,
-                        "both ends of a link must run at the same speed"))
+    if prev is None:
+        belows = [("the hosts' NIC ports" if len(nic_speeds) == 1 else
+                   f"the ports of NIC `{name}`", speed) for name, speed in nic_speeds]
+    else:
+        belows = [(f"tier `{prev.name}`'s uplinks", prev.up_speed)]
+    for what, below in belows:
+        if below is not None and tc.down_speed is not None and below.si != tc.down_speed.si:
+            out.append(_err("E601", f"tier `{tc.name}` takes {tc.down_speed} downlinks but "
+                                    f"{what} run at {below}", down_span,
+                            "both ends of a link must run at the same speed"))
     if tc.oversubscription is not None and isinstance(limit, Quantity) \
             and tc.oversubscription > limit.si * (1 + 1e-9):
         out.append(_err("E602", f"tier `{tc.name}` is oversubscribed "
@@ -51,11 +58,14 @@ def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance],
     if index < n_tiers - 1 and not tc.up_ports:
         out.append(_err("E603", f"tier `{tc.name}` has no uplinks, so the tiers above it are "
                                 f"unreachable", tier.span, "declare `up = N x SPEED`"))
+    if index == n_tiers - 1:
+        out.extend(_top(owner, tier, tc, prev, index, scopes_found))
     out.extend(_scope(owner, tier, tc, scopes_found))
     if prev is not None:
         out.extend(_nesting(tier, tc, prev))
     if prev is not None and tc.down_ports and prev_groups % max(groups, 1) == 0:
-        merged = prev_groups // groups if groups else 0
+        if merged is None:
+            merged = prev_groups // groups if groups else 0
         lower_per_group = prev.per_group
         if merged <= 1 and lower_per_group > tc.down_ports:
             out.append(_err("E604", f"each `{tc.name}` switch must reach all {lower_per_group} "
@@ -70,6 +80,29 @@ def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance],
                                     f"the radix cannot reach this size", down_span,
                             f"at most {tc.down_ports} groups below each `{tc.name}`"))
     return out
+
+
+def _top(owner: Instance, tier: Instance, tc, prev, index: int,
+         scopes_found: Optional[int]) -> List[Diagnostic]:
+    """E603: the top tier joins what its fabric serves. Its groups split by a scope narrower
+    than the fabric's owner never meet (the pods of a site fabric whose top tier is per pod);
+    a single tier of several switches per group leaves the hosts of one switch no path to
+    those of another (a higher tier joins the switches of a lower one, none joins the top's)."""
+    nests = prev is None or _LEVEL.get(tc.scope, 9) >= _LEVEL.get(prev.scope, 9)   # else E607
+    if scopes_found is not None and scopes_found > 1 and nests:
+        return [_err("E603", f"the top tier `{tc.name}` serves each {tc.scope} of "
+                             f"`{owner.path}` on its own ({scopes_found:,} of them): GPUs of "
+                             f"different {tc.scope}s have no path between them",
+                     tier.span_of("scope"),
+                     f"declare a tier above it with `scope = {owner.kind}`, or attach the "
+                     f"fabric to each {tc.scope}")]
+    if index == 0 and tc.per_group > 1:
+        return [_err("E603", f"`{tc.name}` is the only tier but needs {tc.per_group:,} "
+                             f"switches per group: GPUs under different `{tc.name}` switches "
+                             f"have no path between them", tier.span_of("down"),
+                     "declare a tier above it (a spine), or serve each group with one switch "
+                     "of enough downlinks")]
+    return []
 
 
 def _switch_limits(tier: Instance, tc, switch: Instance) -> List[Diagnostic]:
@@ -99,7 +132,9 @@ def _switch_limits(tier: Instance, tc, switch: Instance) -> List[Diagnostic]:
     if isinstance(capacity, Quantity) and bw > capacity.si * (1 + 1e-9):
         out.append(_err("E600", f"tier `{tc.name}` needs {format_number(bw / 1e12)} Tb/s "
                                 f"per switch but `{switch.path}` switches "
-                                f"{format_number(capacity.si / 1e12)} Tb/s", down_span))
+                                f"{format_number(capacity.si / 1e12)} Tb/s", down_span,
+                        "reduce `down` or `up`, or slower links, or choose a switch of "
+                        "more capacity"))
     return out
 
 
@@ -143,6 +178,15 @@ def _nesting(tier: Instance, tc, prev) -> List[Diagnostic]:
 def fabric_checks(fabric: Instance, tiers, tier_insts, switches, rails, planes, hosts,
                   rails_used, planes_used) -> List[Diagnostic]:
     out = []
+    if not tiers or not hosts.ports:        # W611: nothing counted, said
+        what = (f"declares no tier: the {hosts.ports:,} NIC ports of its hosts reach no switch"
+                if not tiers else
+                f"serves no NIC port: the {hosts.count:,} hosts it is attached to declare no "
+                f"NICs")
+        out.append(_warn("W611", f"fabric `{fabric.template}` {what}, so no switch is counted",
+                         fabric.span, "declare its tiers, lowest first: `tier leaf { switch = "
+                                      "..., down = N x SPEED }`" if not tiers else
+                         "give the hosts their NICs: `nics = 8 x N`"))
     if rails > 1 and tiers and all("rail" in t.per for t in tiers):
         out.append(_err("E603", f"every tier of `{fabric.template}` is per rail: rails never "
                                 f"meet, so a rail has no path to the core for cross-rail "
@@ -151,9 +195,11 @@ def fabric_checks(fabric: Instance, tiers, tier_insts, switches, rails, planes, 
     dual = fabric.field("dual_homing")
     if dual is True:
         first = tiers[0] if tiers else None
-        if hosts.ports_per_nic < 2 or planes < 2 or (first is not None
-                                                     and "plane" not in first.per):
+        if hosts.fewest_ports < 2 or planes < 2 or (first is not None
+                                                    and "plane" not in first.per):
+            single = [n.template or n.path for n in hosts.nics if _ports(n) < 2]
             why = ("each NIC has one port" if hosts.ports_per_nic < 2 else
+                   f"NIC `{single[0]}` has one port" if single else
                    "the fabric has one plane" if planes < 2 else
                    f"tier `{first.name}` is not per plane")
             out.append(_err("E605", f"dual-homing is declared but a NIC's two ports land on one "
@@ -164,6 +210,11 @@ def fabric_checks(fabric: Instance, tiers, tier_insts, switches, rails, planes, 
     out.extend(_switch_power(tiers, tier_insts, switches))
     out.extend(_unreached(fabric, rails, planes, hosts, rails_used, planes_used))
     return out
+
+
+def _ports(nic: Instance) -> int:
+    p = nic.field("ports")
+    return int(p.si) if isinstance(p, Quantity) else 1
 
 
 _FAMILY = {"infiniband": "InfiniBand", "ethernet": "Ethernet", "roce": "Ethernet"}
@@ -245,7 +296,8 @@ def _unreached(fabric: Instance, rails, planes, hosts, rails_used,
                              f"write `rails = {n}`, or give the hosts {rails} NICs"))
         elif n % rails:
             out.append(_warn("W610", f"`rails = {rails}` but hosts have {n} NICs: the rails get "
-                                     f"{n // rails + 1} or {n // rails} NIC ports per host, and "
-                                     f"the counts assume an even split", fabric.span_of("rails"),
+                                     f"{n // rails + 1} or {n // rails} NICs per host, and every "
+                                     f"rail's switches are counted for the busiest (rail 0)",
+                             fabric.span_of("rails"),
                              "make the NICs per host a multiple of `rails`"))
     return out

@@ -273,14 +273,18 @@ def _cages(tier_insts, tiers, switches, chosen) -> List[Diagnostic]:
         down = math.ceil(tc.down_ports / chosen[i].ports)
         parts = [f"{down} for {tc.down_ports} downlinks at {chosen[i].ports} per module"]
         up = 0
-        if tc.up_ports:
-            if i + 1 >= len(tiers) or chosen[i + 1] is None:
-                continue
+        if tc.up_ports and i + 1 < len(tiers) and chosen[i + 1] is not None:
             up = math.ceil(tc.up_ports / chosen[i + 1].lower_ports)
             parts.append(f"{up} for {tc.up_ports} uplinks at {chosen[i + 1].lower_ports} "
                          f"per module")
+        at_least = ""
+        if tc.up_ports and not up:      # the uplinks' medium is not declared (W608)
+            at_least = "at least "
+            parts.append(f"before those of its {tc.up_ports} uplinks, whose medium is not "
+                         f"declared")
         if down + up > cages:
-            out.append(_err("E610", f"tier `{tc.name}` needs {down + up} modules per switch "
+            out.append(_err("E610", f"tier `{tc.name}` needs {at_least}{down + up} modules per "
+                                    f"switch "
                                     f"({'; '.join(parts)}) but `{switch.path}` has "
                                     f"{format_number(cages)} cages", tier.span_of("medium"),
                             "use modules with more ports each (twin-port or breakout), or "

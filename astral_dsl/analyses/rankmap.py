@@ -17,6 +17,7 @@ tier group; an uplink is named by its lower end and the group above, or that gro
 when it has only one)."""
 from __future__ import annotations
 
+import re
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import attrs
@@ -31,6 +32,7 @@ from astral_dsl.model.values import Group
 from astral_dsl.units import Quantity
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
+_DIGITS = re.compile(r"(\d+)")
 KINDS = ("tp", "cp", "ep", "dp", "pp")
 
 
@@ -463,7 +465,7 @@ def _groups(coords_all, sizes, world):
 
 def _path(rm: RankMap, ranks: Tuple[int, ...]) -> PathSet:
     infos = [rm.ranks[r] for r in ranks if r < len(rm.ranks)]
-    hosts = sorted({i.host for i in infos})
+    hosts = sorted({i.host for i in infos}, key=natural)
     if len(hosts) <= 1:
         return PathSet(tuple(hosts), (), (), (), ())
     ports, links, switches, tiers = set(), set(), set(), set()
@@ -479,8 +481,15 @@ def _path(rm: RankMap, ranks: Tuple[int, ...]) -> PathSet:
         for below, above in climb(members, sizes):
             tiers.add(above[1])
             links.add(link_name(below, above[0]))
-    return PathSet(tuple(hosts), tuple(sorted(ports)), tuple(sorted(links)),
-                   tuple(sorted(switches)), tuple(sorted(tiers)))
+    return PathSet(tuple(hosts), tuple(sorted(ports, key=natural)),
+                   tuple(sorted(links, key=natural)), tuple(sorted(switches, key=natural)),
+                   tuple(sorted(tiers, key=natural)))
+
+
+def natural(name: str) -> Tuple:
+    """A path's sort key in the design's order: `racks[2]` before `racks[10]`, as a string sort
+    would not put them (indices compared as numbers)."""
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
 
 
 def upper_end(key: TierKey, sizes: Dict[str, int]) -> str:

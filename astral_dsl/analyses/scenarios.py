@@ -49,7 +49,10 @@ def apply(design: Design, scenario: Instance) -> Applied:
         written = _written(action)
         if action.verb == "fail":
             target = action.target
-            if isinstance(target, FabricSelection) and action.value is not None:
+            # a share of a tier; all of it is the tier itself (its switches' GPUs lose every
+            # path above them, E617), not a share of uplinks lost (an infinite oversubscription)
+            if isinstance(target, FabricSelection) and action.value is not None \
+                    and action.value.si < 1 - 1e-12:
                 fraction = action.value.si
                 tiers.append((target.fabric.path, target.tier, fraction))
                 fabric.append(Failure(target, written, action.span, action.route, fraction))

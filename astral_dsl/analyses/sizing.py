@@ -50,6 +50,8 @@ class Combination:
     minima: Dict[str, int] = attrs.field(factory=dict)
     prices: Dict[str, float] = attrs.field(factory=dict)   # per unit of each count
     conflicts: Tuple[str, ...] = ()
+    # each conflict's constraint: (code, source line), the same in every combination it fails
+    binding: Tuple[Tuple[str, str], ...] = ()
 
 
 @records.frozen
@@ -257,7 +259,8 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
                              candidate.engineering)
     errors = [x for x in d.diagnostics if x.is_error]
     if eng is None:                                   # not a design at all: report as is
-        return Combination(index, assign, False, conflicts=tuple(_describe(x) for x in errors))
+        return Combination(index, assign, False, conflicts=tuple(_describe(x) for x in errors),
+                           binding=_binding(errors))
     errors += [x for x in eng.diagnostics if x.is_error]
     requirements = list(eng.requirements)
     twins = dict(zip((s.template for s in d.scenarios if s.field("required") is True),
@@ -269,7 +272,7 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
         if outcome.broken:
             return Combination(index, assign, False, conflicts=tuple(
                 f"under required scenario `{outcome.name}`: {_describe(x)}"
-                for x in outcome.broken))
+                for x in outcome.broken), binding=_binding(outcome.broken, outcome.name))
         requirements.extend(r for r in outcome.result.requirements)
     minima: Dict[str, int] = {}
     prices: Dict[str, float] = {}
@@ -281,6 +284,7 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
             minima[r.key] = r.minimum
             labels[r.key] = r
     conflicts = [_describe(x) for x in errors]
+    binding = list(_binding(errors))
     for u in counts:
         need = max(minima.get(u.key, 0), u.low)
         if need > u.high:
@@ -288,8 +292,10 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
             why = f"{r.label} ({_where(r.span)})" if r is not None else "its requirement"
             conflicts.append(f"{u.owner}.{u.field} needs at least {need} for {why}, but "
                              f"`? in ...` at {_where(u.span)} allows at most {u.high}")
+            binding.append((f"`{u.owner}.{u.field}` capped", _where(u.span)))
     if conflicts:
-        return Combination(index, assign, False, conflicts=tuple(conflicts))
+        return Combination(index, assign, False, conflicts=tuple(conflicts),
+                           binding=tuple(binding))
     value = _structure_value(d, eng, target)
     if sense == "maximize":
         value = -value
@@ -359,6 +365,13 @@ def _describe(d: Diagnostic) -> str:
     return f"[{d.code}] {d.message}" + (f" ({_where(d.span)})" if d.span else "")
 
 
+def _binding(diags, scenario: Optional[str] = None) -> Tuple[Tuple[str, str], ...]:
+    """The constraints `diags` break, as (code, source line): what stays the same from one
+    combination to the next while their messages' numbers change."""
+    under = f" under required scenario `{scenario}`" if scenario else ""
+    return tuple((f"[{d.code}]{under}", _where(d.span)) for d in diags)
+
+
 def _where(span) -> str:
     return f"{span.file}:{span.start.line}" if span is not None else "?"
 
@@ -369,6 +382,13 @@ def _infeasible(combos: List[Combination], structural, anchor) -> Diagnostic:
     for c in combos:
         groups.setdefault(c.conflicts, []).append(c)
     notes = []
+    if len(combos) > 1:
+        # the constraints every combination breaks: relaxing one of them is the way out
+        common = set(combos[0].binding)
+        for c in combos[1:]:
+            common &= set(c.binding)
+        for what, where in sorted(common, key=lambda b: combos[0].binding.index(b)):
+            notes.append(f"every combination breaks {what} ({where})")
     for conflicts, members in sorted(groups.items(), key=lambda kv: kv[1][0].index)[:6]:
         if structural:
             choices = "; ".join(

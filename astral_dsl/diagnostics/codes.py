@@ -104,6 +104,7 @@ CODES: dict[str, str] = {
     "W608": "link medium not declared",
     "W609": "link length not declared",
     "W610": "rails or planes without NIC ports",
+    "W611": "a fabric that counts no switch",
     "E620": "feeder over capacity",
     "E621": "feeder over capacity with one feeder failed",
     "E622": "voltage drop above the declared limit",

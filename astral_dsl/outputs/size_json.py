@@ -270,6 +270,7 @@ def fabric_json(f) -> Dict[str, Any]:
         "tiers": [{"name": t.name, "switch": t.switch, "scope": t.scope, "per": list(t.per),
                    "groups": t.groups, "per_group": t.per_group,
                    "needed_per_group": t.needed, "rounding": t.rounding,
+                   "sized_for": t.sized_for,
                    "switches": t.switches, "down_used": _r(t.down_used, 4),
                    "down_ports": t.down_ports, "down_speed": _speed(t.down_speed),
                    "up_ports": t.up_ports, "up_speed": _speed(t.up_speed),
@@ -292,6 +293,8 @@ def bom(fabric) -> List[Dict[str, Any]]:
     rows: List[Dict[str, Any]] = []
     for t, layer in zip(fabric.tiers, fabric.links or [None] * len(fabric.tiers)):
         row = {"item": "switch", "model": t.switch, "tier": t.name, "count": t.switches}
+        if t.sized_for:
+            row.update(per_group=t.per_group, sized_for=t.sized_for)
         if t.rounding:
             row.update(per_group=t.per_group, needed_per_group=t.needed, rounded=t.rounding)
         rows.append(row)

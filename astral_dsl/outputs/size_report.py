@@ -244,6 +244,8 @@ def bom_lines(fabric) -> List[str]:
     """The links of each tier, and why a tier's switch count was rounded up."""
     out = []
     for t in fabric.tiers:
+        if t.sized_for:
+            out.append(f"{t.name}: {t.needed:,} switches per group: {t.sized_for}")
         if t.rounding:
             out.append(f"{t.name}: {t.per_group:,} switches per group, not {t.needed:,}: "
                        f"{t.rounding}")

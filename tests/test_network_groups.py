@@ -1,0 +1,262 @@
+"""Tier groups that differ in size, NICs of several speeds, path lengths through deep fabrics,
+cages under an undeclared uplink medium, and the hint of a switch's capacity overflow.
+
+Every expected number is computed by hand in a comment from the wiring rules of
+astral_dsl/analyses/network.py (NIC k on rail k mod R; a tier's groups hold whole groups of
+the tier below; switches per group = ceil(links of the group / downlinks), then even uplinks)."""
+from __future__ import annotations
+
+import astral_dsl
+
+
+
+def _parts(switch: str = "ports = 64", nics: int = 8, hosts: str = "4 x H",
+           head: str = "") -> str:
+    """GPUs of 700 W, single-port 400G NICs (one per GPU), a 400G switch, a rack of hosts."""
+    return f"""{head}
+gpu G {{ power = 700 W }}
+nic N {{ ports = 1, port_speed = 400 Gb/s }}
+switch Sw {{ {switch}, port_speed = 400 Gb/s, power = 750 W }}
+host H {{ gpus = {nics} x G, nics = {nics} x N, power = 10 kW }}
+rack R {{ hosts = {hosts} }}
+"""
+
+
+PARTS = _parts()
+
+
+def _check(text: str):
+    ws = astral_dsl.compiles(text, name="groups.astral")
+    assert ws.design.valid, [(d.code, d.message) for d in ws.design.diagnostics]
+    return astral_dsl.check(ws)
+
+
+def _tiers(checked):
+    (fabric,) = checked.engineering.fabrics
+    return {t.name: t for t in fabric.tiers}
+
+
+def _codes(checked, prefix="E6"):
+    return [d.code for d in checked.diagnostics if d.code.startswith(prefix)]
+
+
+def test_pods_of_different_sizes_get_the_switches_of_the_largest():
+    # Big: 12 racks x 4 hosts = 48 hosts, one rail-r port each: 48 ports per (pod, rail) group;
+    # Small: 4 x 4 = 16. A 32-port leaf: Big needs ceil(48 / 32) = 2 per rail, Small 1. The
+    # average (48 + 16) / 2 = 32 fits one leaf, which would leave Big's 48 hosts on 32 ports:
+    # every group is built for the largest, 2 leaves x 16 groups = 32.
+    # Spines: 32 leaves x 32 uplinks = 1,024 links / 64 = 16; 16 | 32 (2 links per spine).
+    checked = _check(PARTS + """
+pod Big { racks = 12 x R }
+pod Small { racks = 4 x R }
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = pod, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = Sw, scope = site, down = 64 x 400 Gb/s }
+}
+site S { pods = [1 x Big, 1 x Small], fabric = F }
+""")
+    tiers = _tiers(checked)
+    leaf, spine = tiers["leaf"], tiers["spine"]
+    assert (leaf.groups, leaf.per_group, leaf.switches) == (16, 2, 32)
+    assert leaf.down_links == 512                       # 64 hosts x 8 NICs, exactly
+    assert leaf.down_used == 16.0                       # 512 links / 32 leaves
+    assert "`S.pods[0]`" in leaf.sized_for and "48 links" in leaf.sized_for
+    assert (spine.per_group, spine.switches) == (16, 16)
+    assert spine.sized_for is None
+    assert _codes(checked) == []
+
+
+def test_uniform_pods_are_counted_as_before():
+    # Two pods of 8 racks: 32 hosts per (pod, rail) group, 1 leaf of 32 down each: 16 leaves;
+    # 16 x 32 / 64 = 8 spines. Nothing sized above the average.
+    checked = _check(PARTS + """
+pod P { racks = 8 x R }
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = pod, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = Sw, scope = site, down = 64 x 400 Gb/s }
+}
+site S { pods = 2 x P, fabric = F }
+""")
+    tiers = _tiers(checked)
+    assert (tiers["leaf"].switches, tiers["spine"].switches) == (16, 8)
+    assert tiers["leaf"].sized_for is None
+
+
+def test_upper_tier_groups_of_different_sizes():
+    # Rows of 4 racks (16 hosts): one leaf per (row, rail), 16 down, 16 up. Pod A holds 6 rows,
+    # pod B 2: agg groups (pod, rail) serve 6 x 16 = 96 or 2 x 16 = 32 uplinks; average 64
+    # would need 1 agg of 64 downlinks, but A's 96 need 2: every agg group gets 2 (2 | 16).
+    checked = _check(PARTS.replace("rack R { hosts = 4 x H }", "rack R { hosts = 4 x H }\n"
+                                   "row W { racks = 4 x R }") + """
+pod A { rows = 6 x W }
+pod B { rows = 2 x W }
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = row, per = [rail], down = 16 x 400 Gb/s, up = 16 x 400 Gb/s }
+  tier agg { switch = Sw, scope = pod, per = [rail], down = 64 x 400 Gb/s }
+}
+site S { pods = [1 x A, 1 x B], fabric = F }
+""")
+    agg = _tiers(checked)["agg"]
+    assert (agg.groups, agg.per_group, agg.switches) == (16, 2, 32)
+    assert "`S.pods[0]`" in agg.sized_for and "96 links" in agg.sized_for
+
+
+def test_nics_that_split_unevenly_over_the_rails_size_for_rail_0():
+    # 6 NICs on 4 rails: NICs 0 and 4 on rail 0, 1 and 5 on rail 1, 2 on rail 2, 3 on rail 3.
+    # 32 hosts: rail 0 carries 2 x 32 = 64 ports, more than a 50-port leaf: 2 leaves per rail
+    # (the average, 6 x 32 / 4 = 48, would fit one), 4 rails x 2 = 8 leaves.
+    checked = _check(_parts("ports = 128", nics=6, hosts="32 x H") + """
+fabric F {
+  rails = 4
+  tier leaf { switch = Sw, scope = rack, per = [rail], down = 50 x 400 Gb/s, up = 50 x 400 Gb/s }
+  tier spine { switch = Sw, scope = rack, down = 64 x 400 Gb/s }
+}
+site S { racks = 1 x R, fabric = F }
+""")
+    leaf = _tiers(checked)["leaf"]
+    assert (leaf.per_group, leaf.switches) == (2, 8)
+    assert "rail 0" in leaf.sized_for and "64 links" in leaf.sized_for
+    (w,) = [d for d in checked.diagnostics if d.code == "W610"]
+    assert "busiest (rail 0)" in w.message
+
+
+def test_every_nic_speed_is_checked_against_the_first_tier():
+    # A: 400G NICs, B: 200G NICs, under a 400G leaf: B's links do not match, whichever is
+    # listed first.
+    base = PARTS.replace("rack R { hosts = 4 x H }", "") + """
+nic N2 { ports = 1, port_speed = 200 Gb/s }
+host B { gpus = 8 x G, nics = 8 x N2, power = 10 kW }
+rack R { hosts = ORDER }
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = site, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = Sw, down = 64 x 400 Gb/s }
+}
+site S { racks = 8 x R, fabric = F }
+"""
+    for order in ("[2 x H, 2 x B]", "[2 x B, 2 x H]"):
+        checked = _check(base.replace("ORDER", order))
+        e601 = [d for d in checked.diagnostics if d.code == "E601"]
+        assert len(e601) == 1, (order, [(d.code, d.message) for d in checked.diagnostics])
+        assert "NIC `N2`" in e601[0].message and "200 Gb/s" in e601[0].message
+        assert e601[0].span is not None and e601[0].hint
+
+
+def test_paths_climb_to_the_tier_that_holds_both_ends():
+    # leaf (rack, rail) > spine (row, rail) > agg (pod, rail) > core (site). Two hosts of one
+    # pod on one rail but in different rows meet at the agg: leaf > spine > agg > spine > leaf,
+    # 5 switches; rails meet only at the core: 7; pods too: 7.
+    checked = _check(_parts("ports = 128", hosts="16 x H") + """
+row W { racks = 4 x R }
+pod P { rows = 4 x W }
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = rack, per = [rail], down = 16 x 400 Gb/s, up = 16 x 400 Gb/s }
+  tier spine { switch = Sw, scope = row, per = [rail], down = 64 x 400 Gb/s, up = 64 x 400 Gb/s }
+  tier agg { switch = Sw, scope = pod, per = [rail], down = 64 x 400 Gb/s, up = 64 x 400 Gb/s }
+  tier core { switch = Sw, scope = site, down = 128 x 400 Gb/s }
+}
+site S { pods = 2 x P, fabric = F }
+""")
+    (fabric,) = checked.engineering.fabrics
+    assert dict(fabric.hops) == {"same ToR": 1, "same rail, same pod": 5, "cross-rail": 7,
+                                 "cross-pod": 7}
+    assert dict(fabric.routes)["same rail, same pod"] == "leaf > spine > agg > spine > leaf"
+
+
+def test_cages_are_checked_when_the_uplinks_have_no_medium():
+    # 40 single-port modules for the downlinks alone on a 32-cage switch: E610 whatever the
+    # uplinks (whose medium the tier above does not declare) add.
+    checked = _check(_parts("ports = 64, cages = 32",
+                            head="import stdlib.network { SR4_400G }") + """
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = site, per = [rail], down = 40 x 400 Gb/s, up = 24 x 400 Gb/s
+              medium = SR4_400G(power = 10 W), length = 20 m }
+  tier spine { switch = Sw, down = 64 x 400 Gb/s, optics_power = 100 W }
+}
+site S { racks = 8 x R, fabric = F }
+""")
+    (e610,) = [d for d in checked.diagnostics if d.code == "E610"]
+    assert "at least 40 modules" in e610.message and "32 cages" in e610.message
+    assert e610.span.start.line == 11
+
+
+def test_capacity_overflow_has_a_hint():
+    # 48 + 32 = 80 ports of 400G = 32 Tb/s on a 64 x 400G = 25.6 Tb/s switch
+    checked = _check(PARTS + """
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = rack, per = [rail], down = 48 x 400 Gb/s, up = 32 x 400 Gb/s }
+}
+site S { racks = 2 x R, fabric = F }
+""")
+    e600 = [d for d in checked.diagnostics if d.code == "E600" and "Tb/s" in d.message]
+    assert e600 and all(d.hint for d in e600)
+    assert "32 Tb/s" in e600[0].message and "25.6 Tb/s" in e600[0].message
+
+
+def test_nics_of_one_and_two_ports_reach_both_planes_whichever_host_comes_first():
+    # A: 8 dual-port 200G NICs, B: 8 single-port ones; 32 racks of 2 A + 2 B = 64 of each.
+    # Plane A of each rail takes port a of every NIC: 64 + 64 = 128 ports, one 128-port ToR;
+    # plane B takes A's port b: 64, one ToR. 8 rails x 2 planes = 16 ToRs; 16 x 64 uplinks =
+    # 1,024 / 128 = 8 cores. The last NIC listed used to decide the ports per NIC: B last ->
+    # "no port lands on plane B" (W610) and all 1,536 ports counted on plane A.
+    base = """
+gpu G { power = 700 W }
+nic N2 { ports = 2, port_speed = 200 Gb/s }
+nic N1 { ports = 1, port_speed = 200 Gb/s }
+switch Sw { ports = 128, port_speed = 400 Gb/s, max_ports = 256, power = 750 W }
+host A { gpus = 8 x G, nics = 8 x N2, power = 10 kW }
+host B { gpus = 8 x G, nics = 8 x N1, power = 10 kW }
+rack R { hosts = ORDER }
+fabric F {
+  rails = 8, planes = 2DUAL
+  tier tor { switch = Sw, scope = site, per = [rail, plane], down = 128 x 200 Gb/s,
+             up = 64 x 400 Gb/s }
+  tier core { switch = Sw, down = 128 x 400 Gb/s }
+}
+site S { racks = 32 x R, fabric = F }
+"""
+    for order in ("[2 x A, 2 x B]", "[2 x B, 2 x A]"):
+        checked = _check(base.replace("ORDER", order).replace("DUAL", ""))
+        tiers = _tiers(checked)
+        assert (tiers["tor"].groups, tiers["tor"].per_group) == (16, 1), order
+        assert tiers["core"].switches == 8
+        assert not [d for d in checked.diagnostics if d.code == "W610"]
+        # dual-homing with single-port NICs in the fabric: E605 names the NIC
+        checked = _check(base.replace("ORDER", order).replace("DUAL", ", dual_homing = true"))
+        (e605,) = [d for d in checked.diagnostics if d.code == "E605"]
+        assert "NIC `N1` has one port" in e605.message
+
+
+def test_a_fabric_that_counts_no_switch_says_so():
+    # no tier: the 4 hosts' 32 NIC ports reach no switch; tiers over hosts without NICs: the
+    # first tier serves 0 ports and counts 0 switches. Both were silent zeros.
+    checked = _check(_parts(hosts="4 x H") + "fabric F { rails = 8 }\n"
+                     "site S { racks = 1 x R, fabric = F }\n")
+    (w,) = [d for d in checked.diagnostics if d.code == "W611"]
+    assert "declares no tier: the 32 NIC ports" in w.message and w.span.start.line == 7
+    assert w.hint.startswith("declare its tiers")
+    text = _parts().replace(", nics = 8 x N", "") + """
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = site, per = [rail], down = 32 x 400 Gb/s }
+}
+site S { racks = 2 x R, fabric = F }
+"""
+    checked = _check(text)
+    assert _tiers(checked)["leaf"].switches == 0
+    (w,) = [d for d in checked.diagnostics if d.code == "W611"]
+    assert "serves no NIC port: the 8 hosts" in w.message and w.hint.startswith("give the hosts")
+    # a fabric that counts switches has no W611
+    assert not [d for d in _check(PARTS + """
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = rack, per = [rail], down = 32 x 400 Gb/s }
+}
+site S { racks = 1 x R, fabric = F }
+""").diagnostics if d.code == "W611"]
