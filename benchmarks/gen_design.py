@@ -143,10 +143,10 @@ def design(kb: float) -> str:
         blocks.append(text)
         size += len(text) + len(f"  pod_{len(blocks)} = 1 x Pod{len(blocks)}\n")
     members = "\n".join(f"  pod_{i} = 1 x Pod{i}" for i in range(len(blocks)))
-    # the network feeders: one of 450 kW for every 300 kW of switches (600 W each and their
-    # optics), about one for every 400 hosts
-    hosts = sum(_shape(i)[0] * _shape(i)[1] * _shape(i)[2] for i in range(len(blocks)))
-    feeders = hosts // 400 + 1
+    # the network feeders: one of 450 kW for every 400 kW of switches (600 W each and their
+    # optics): each pod's fabric has 40 or 80 switches, 47-100 kW (57 kW a pod on average over
+    # the 18 shapes), counted as 75 kW
+    feeders = -(-len(blocks) * 75 // 400) + 1
     return (HEADER.format(pods=len(blocks)) + "".join(blocks) + FABRIC
             + SITE.format(members=members, feeders=feeders))
 
