@@ -95,3 +95,32 @@ def test_a_text_past_the_file_cap_is_e108():
     assert d.message == f"`<string>` is too large to compile ({MAX_SOURCE_BYTES + 15:,} bytes; " \
                         "the limit is 8 MiB)"
     assert api.loads(text[:MAX_SOURCE_BYTES]).diagnostics == ()       # at the cap: compiled
+
+
+# ---- the snippet of a diagnostic's file ------------------------------------------------------
+def test_a_diagnostics_snippet_reads_no_fifo_and_no_file_past_the_cap(tmp_path):
+    """print_diagnostics shows the source line from the file named by the span, read again when
+    printed: read as the compiler reads a source, a FIFO put where the file was does not block
+    (open() of a FIFO waits for a writer) and a file grown past the 8 MiB cap is not read."""
+    import io
+    import os
+    import threading
+
+    from astral_dsl.cli.common import print_diagnostics
+    from astral_dsl.diagnostics import Diagnostic, Severity, Span
+
+    fifo = tmp_path / "design.astral"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.astral"
+    with open(big, "wb") as fh:
+        fh.write(b"let a = 1\n")
+        fh.truncate(9 * 1024 * 1024)            # sparse: 9 MiB past the 8 MiB cap
+    out = io.StringIO()
+    diags = [Diagnostic("E301", Severity.ERROR, "bad", Span.at(str(f), 1, 1), None)
+             for f in (fifo, big)]
+    t = threading.Thread(target=print_diagnostics, args=(diags, False, out), daemon=True)
+    t.start()
+    t.join(30)
+    assert not t.is_alive(), "blocked on the FIFO"
+    text = out.getvalue()
+    assert text.count("error[E301]") == 2 and "let a = 1" not in text
