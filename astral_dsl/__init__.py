@@ -17,8 +17,8 @@ __version__ = "0.1.0"
 # the API's names (a literal list, so that type checkers read what is exported)
 __all__ = ["__version__", "Checked", "Chosen", "Design", "Diagnostic", "DiffResult",
            "ForecastError", "ForecastResult", "Instance", "ParamValue", "Quantity", "RunsResult",
-           "Severity", "Sized", "Span", "Target", "Totals", "UnitError", "Workspace", "check",
-           "check_file", "compile", "compiles", "diagnosis", "diff", "forecast",
+           "Severity", "Sized", "Span", "Target", "Totals", "UnitError", "UnitSpecError",
+           "Workspace", "check", "check_file", "compile", "compiles", "diagnosis", "diff", "forecast",
            "front_end_errors", "load", "loads", "report", "score_runs", "size", "summary",
            "sweep"]
 _API = frozenset(__all__[1:])
@@ -26,7 +26,8 @@ _API = frozenset(__all__[1:])
 if TYPE_CHECKING:          # what a type checker sees: the API's own names and types
     from astral_dsl.api import (Checked, Chosen, Design, Diagnostic, DiffResult, ForecastError,
                                 ForecastResult, Instance, ParamValue, Quantity, RunsResult,
-                                Severity, Sized, Span, Target, Totals, UnitError, Workspace,
+                                Severity, Sized, Span, Target, Totals, UnitError,
+                                UnitSpecError, Workspace,
                                 check, check_file, compile, compiles, diagnosis, diff, forecast,
                                 front_end_errors, load, loads, report, score_runs, size, summary,
                                 sweep)

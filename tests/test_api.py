@@ -196,6 +196,11 @@ def test_quantity_to_takes_a_unit_name():
     assert str(q.to("W")) == "40800 W" and q.to("MW").magnitude == pytest.approx(0.0408)
     with pytest.raises(astral_dsl.UnitError, match="cannot convert power"):
         q.to("GB")
+    # a unit the table does not know: UnitSpecError, exported beside UnitError (docs/api.md)
+    for bad in (lambda: Quantity.of(3, "furlong"), lambda: q.to("blarg")):
+        with pytest.raises(astral_dsl.UnitSpecError, match="unknown unit") as info:
+            bad()
+        assert info.value.code == "E300" and isinstance(info.value, ValueError)
 
 
 def test_py_typed_ships_in_the_wheel():

@@ -26,6 +26,7 @@ from astral_dsl.pipeline import check as _check
 from astral_dsl.semantics.modules import read_file
 from astral_dsl.units import Quantity
 from astral_dsl.units.quantity import UnitError
+from astral_dsl.units.table import UnitSpecError
 from astral_dsl.workspace import ParamValue, Workspace
 
 if TYPE_CHECKING:
@@ -133,6 +134,7 @@ def summary(design: Design) -> dict:
 
 __all__ = ["Checked", "Chosen", "Design", "Diagnostic", "DiffResult", "ForecastError",
            "ForecastResult", "Instance", "ParamValue", "Quantity", "RunsResult", "Severity",
-           "Sized", "Span", "Target", "Totals", "UnitError", "Workspace", "check", "check_file",
-           "compile", "compiles", "diagnosis", "diff", "forecast", "front_end_errors", "load",
-           "loads", "report", "score_runs", "size", "summary", "sweep"]
+           "Sized", "Span", "Target", "Totals", "UnitError", "UnitSpecError", "Workspace", "check",
+           "check_file", "compile", "compiles", "diagnosis", "diff", "forecast",
+           "front_end_errors", "load", "loads", "report", "score_runs", "size", "summary",
+           "sweep"]
