@@ -68,7 +68,8 @@ def _relative(file: str, root: Optional[Path], strip: str = "") -> str:
 
 
 def _renamed(result, folder: Path, rev: str):
-    """Diagnostics name the revision's files as `REV:path`, not the temporary directory."""
+    """Diagnostics and checks name the revision's files as `REV:path`, not the temporary
+    directory."""
     import attrs
 
     base = str(folder.resolve())
@@ -87,8 +88,10 @@ def _renamed(result, folder: Path, rev: str):
                             message=d.message.replace(base + os.sep, f"{rev}:"))
 
     design = result.design
+    checks = tuple(attrs.evolve(c, span=attrs.evolve(c.span, file=name(c.span.file)))
+                   for c in design.checks)
     return attrs.evolve(result, diagnostics=tuple(fix(d) for d in result.diagnostics),
-                        design=attrs.evolve(design, file=name(design.file)))
+                        design=attrs.evolve(design, file=name(design.file), checks=checks))
 
 
 def run(args, overrides) -> int:
