@@ -55,14 +55,18 @@ def _load(arg: str, overrides, folders: List[Path]):
     folders.append(folder)
     ws = api.compile(str(entry), overrides, read)
     result = _renamed(api.check(ws), folder, rev[0])
-    return arg, result, lambda f: _relative(f, ws.root, f"{rev[0]}:")
+    return arg, result, lambda f: _relative(f, ws.root, f"{rev[0]}:", folder)
 
 
-def _relative(file: str, root: Optional[Path], strip: str = "") -> str:
-    if strip and file.startswith(strip):
-        return file[len(strip):]
+def _relative(file: str, root: Optional[Path], strip: str = "",
+              folder: Optional[Path] = None) -> str:
+    """`file` relative to the project's root; a revision's `REV:path` (from the repository's
+    top, laid out in `folder`) too, so that a file of the project is named alike on both sides
+    (`lib/parts.astral`, not `designs/lib/parts.astral` on one of them)."""
+    if strip and file.startswith(strip) and folder is not None:
+        file = str(folder / file[len(strip):])
     try:
-        return str(Path(file).resolve().relative_to(root)) if root else file
+        return str(Path(file).resolve().relative_to(Path(root).resolve())) if root else file
     except ValueError:
         return file
 
