@@ -216,6 +216,28 @@ def test_revisions_resolve_their_own_imports(repo):
     assert after == before
 
 
+def test_a_revision_names_the_projects_files_as_the_work_tree_does(repo):
+    """A warning and a check of an imported file, unchanged: the same on both sides. The
+    revision named the file from the repository's top (`designs/lib/parts.astral`) and the work
+    tree from the project's (`lib/parts.astral`): each showed as removed and added again."""
+    lib = repo / "designs" / "lib" / "parts.astral"
+    lib.write_text(lib.read_text(encoding="utf-8") + 'check 1 W > 2 W else warning "lib warns"\n',
+                   encoding="utf-8")
+    _git(repo, "commit", "-q", "-am", "a warning in the library")
+    proc = astral("diff", "HEAD:designs/main.astral", "designs/main.astral", "--format", "json",
+                  cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    changes = json.loads(proc.stdout)["changes"]
+    assert "checks" not in changes and "lib warns" not in proc.stdout
+    proc = astral("diff", "HEAD~1:designs/main.astral", "designs/main.astral", "--format",
+                  "json", cwd=repo)
+    changes = json.loads(proc.stdout)["changes"]
+    assert [(c["key"], c["kind"]) for c in changes["checks"]] == [
+        ("top level (lib/parts.astral): 1 W > 2 W", "added")]
+    assert [c["after"]["file"] for c in changes["diagnostics"] if c["kind"] == "added" and
+            "lib warns" in c["after"]["message"]] == ["lib/parts.astral"]
+
+
 def test_revision_paths_from_a_subdirectory_and_in_diagnostics(repo):
     (repo / "designs" / "main.astral").write_text(
         MAIN.replace("servers = 4", "servers = 5").replace(

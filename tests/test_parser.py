@@ -616,3 +616,26 @@ def test_zero_and_tiny_numbers_are_read():
     # 0e-999 and 0.000e5 are zero as written; 1e-320 is a subnormal float, not 0
     assert [i.value.value for i in P("let a = 0e-999\nlet b = 0.000e5\nlet c = 1e-320\n").items] \
         == [0.0, 0.0, 1e-320]
+
+
+@pytest.mark.parametrize("text, fixed", [
+    ("1__000", "1_000"), ("1_000_", "1_000"), ("1_.5", "1.5"), ("1_e3", "1e3"),
+    ("1_000_ W", "1_000 W"), ("2__5 kW", "2_5 kW"),
+])
+def test_a_misplaced_underscore_is_e106_with_the_number_as_it_should_read(text, fixed):
+    """The grammar's number takes any run of digits and `_`; the language puts a `_` between
+    two digits only: `1_000_` read as 1000 without a word."""
+    d = syntax_error(f"let a = {text}\n")
+    assert (d.code, start(d)) == ("E106", (1, 9))
+    assert d.message == f"number `{text}` has a `_` that is not between two digits"
+    assert d.hint == f"a `_` goes between two digits (`65_536`): write `{fixed}`"
+    (item,) = parse(Source("t.astral", f"let a = {fixed}\n")).items      # which reads
+    assert item.value.value in (1000.0, 1.5, 25.0)
+
+
+def test_percent_is_a_unit_atom_after_a_slash_too():
+    """`50 W/%` (a sensitivity) was E103 without a hint while `2 %/s` read."""
+    for text, unit in (("50 W/%", "W/%"), ("3 W/%^2", "W/%^2"), ("5 W*%", "W*%"),
+                       ("2 %/s", "%/s")):
+        (item,) = parse(Source("t.astral", f"let a = {text}\n")).items
+        assert item.value.unit == unit

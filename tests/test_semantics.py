@@ -924,6 +924,22 @@ def test_set_unknown_unit_is_e310(tmp_path):
     assert codes(d) == ["E310"]
 
 
+@pytest.mark.parametrize("value, why, hint", [
+    ("1e999", "number `1e999` is too large to represent",
+     "the largest number is about 1.8e308: write it in a larger unit, or smaller"),
+    ("1e-400 kW", "number `1e-400 kW` is too small to represent: it would be read as 0",
+     "the smallest number above zero is about 5e-324: write it in a smaller unit (`1 pW` "
+     "rather than `1e-12 W`), or write 0"),
+    ("5__0", "number `5__0` has a `_` that is not between two digits",
+     "a `_` goes between two digits (`65_536`): write `5_0`"),
+])
+def test_set_of_a_number_a_literal_cannot_hold_says_why(tmp_path, value, why, hint):
+    """As E106 says of the same literal in a file; it was "`1e999` is not a value"."""
+    d = build(OVERRIDABLE, tmp_path, overrides={"limit": value})
+    e = one(d, "E310")
+    assert (e.message, e.hint) == (f"--set limit: {why}", hint)
+
+
 # A replication count that failed to evaluate holds no members that count as zero: the roll-ups
 # over it (gpus, power) fail silently too, so the site's checks of them say nothing more
 # (docs/diagnostics.md: one mistake, one diagnostic; it used to add two E500s, "left side: 0").

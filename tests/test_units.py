@@ -310,6 +310,15 @@ def test_percent_is_a_dimensionless_hundredth():
     assert str(q) == "75 %"          # written as in the source (and as `astral fmt` writes it)
 
 
+def test_watts_per_percent_is_a_sensitivity():
+    """`W/%` (power per percentage point) reads in a design, as `%/s` did: 50 W/% is 5,000 W
+    per unit of ratio, so 50 W/% * 10 % = 50 W * 10 = 500 W."""
+    d = astral_dsl.loads("let fan = 50 W/%\ncheck fan * 10 % == 500 W\n"
+                         "check fan == 5 kW\ncheck 1 W/%^2 == 10 kW\n", name="u.astral")
+    assert d.valid, d.diagnostics
+    assert [c.passed for c in d.checks] == [True, True, True]      # 1 W / 0.01^2 = 10,000 W
+
+
 def test_division_by_zero_is_e305():
     assert raises_unit_error(lambda: Q(1, "kW").div(Q(0, "s"))).code == "E305"
 

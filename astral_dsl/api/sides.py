@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+from astral_dsl.outputs.diff.checks import check_facts
 from astral_dsl.outputs.diff.facts import (SECTIONS, Side, diagnostics, flat, identity,
                                            is_count, shown, values)
 from astral_dsl.pipeline import Checked, front_end_errors
@@ -45,7 +46,11 @@ def side(label: str, checked: Checked, relative, calibration=None) -> Side:
     diags = checked.diagnostics
     facts: Dict[str, Dict[str, Any]] = {s: {} for s in SECTIONS}
     facts["params"] = {k: shown(v) for k, v in design.params}
-    same = {"params": {k: identity(v) for k, v in design.params}}
+    facts["lets"] = {k: shown(v) for k, v in design.lets}
+    same = {"params": {k: identity(v) for k, v in design.params},
+            "lets": {k: identity(v) for k, v in design.lets}}
+    facts["checks"], anchors = check_facts(design.checks, design.file, relative)
+    same["checks"] = check_facts(design.checks, design.file, relative, identity)[0]
     if not front_end_errors(design):
         facts["values"] = values(design)
         same["values"] = values(design, identity)
@@ -62,7 +67,7 @@ def side(label: str, checked: Checked, relative, calibration=None) -> Side:
         facts["jobs"] = forecasts(design, [j.template for j in design.jobs], calibration)
     errors = sum(d.is_error for d in diags)
     return Side(label, errors == 0, errors, sum(d.severity.value == "warning" for d in diags),
-                facts, same=same)
+                facts, same=same, anchors=anchors)
 
 
 __all__ = ["forecasts", "side"]

@@ -55,20 +55,25 @@ def _load(arg: str, overrides, folders: List[Path]):
     folders.append(folder)
     ws = api.compile(str(entry), overrides, read)
     result = _renamed(api.check(ws), folder, rev[0])
-    return arg, result, lambda f: _relative(f, ws.root, f"{rev[0]}:")
+    return arg, result, lambda f: _relative(f, ws.root, f"{rev[0]}:", folder)
 
 
-def _relative(file: str, root: Optional[Path], strip: str = "") -> str:
-    if strip and file.startswith(strip):
-        return file[len(strip):]
+def _relative(file: str, root: Optional[Path], strip: str = "",
+              folder: Optional[Path] = None) -> str:
+    """`file` relative to the project's root; a revision's `REV:path` (from the repository's
+    top, laid out in `folder`) too, so that a file of the project is named alike on both sides
+    (`lib/parts.astral`, not `designs/lib/parts.astral` on one of them)."""
+    if strip and file.startswith(strip) and folder is not None:
+        file = str(folder / file[len(strip):])
     try:
-        return str(Path(file).resolve().relative_to(root)) if root else file
+        return str(Path(file).resolve().relative_to(Path(root).resolve())) if root else file
     except ValueError:
         return file
 
 
 def _renamed(result, folder: Path, rev: str):
-    """Diagnostics name the revision's files as `REV:path`, not the temporary directory."""
+    """Diagnostics and checks name the revision's files as `REV:path`, not the temporary
+    directory."""
     import attrs
 
     base = str(folder.resolve())
@@ -87,8 +92,10 @@ def _renamed(result, folder: Path, rev: str):
                             message=d.message.replace(base + os.sep, f"{rev}:"))
 
     design = result.design
+    checks = tuple(attrs.evolve(c, span=attrs.evolve(c.span, file=name(c.span.file)))
+                   for c in design.checks)
     return attrs.evolve(result, diagnostics=tuple(fix(d) for d in result.diagnostics),
-                        design=attrs.evolve(design, file=name(design.file)))
+                        design=attrs.evolve(design, file=name(design.file), checks=checks))
 
 
 def run(args, overrides) -> int:

@@ -182,6 +182,15 @@ class CheckResult:
     passed: bool
     instances: int               # how many replicas this result stands for
     example: str                 # one instance path
+    condition: str = ""          # the condition as written, its lines joined (`power <= 45 kW`)
+    owner: str = ""              # the declaration it is written in (`R`, `S.spare`; "": the
+    #                              top of its module)
+    # a comparison's operator, its left side as written, and both sides as evaluated (the left
+    # in the right's unit), when both are single values (not a group's)
+    op: str = ""
+    subject: str = ""
+    left: Any = None
+    right: Any = None
 
 
 @records.frozen
@@ -222,6 +231,7 @@ class Design:
     overrides: Tuple[Tuple[str, Any], ...] = ()
     root: str = ""               # the project folder its imports (and data files) resolve in
     allows: Tuple[Any, ...] = ()       # the `allow` statements (model/allows.py Allow)
+    lets: Tuple[Tuple[str, Any], ...] = ()     # the entry's top-level `let`s, as `params`
 
     @property
     def valid(self) -> bool:

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Tuple
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
 from astral_dsl.model.design import Design, UnknownSite
 from astral_dsl.model.kinds import KINDS
-from astral_dsl.semantics.checks import run_checks
+from astral_dsl.semantics.checks import Written, owners, run_checks, span_text
 from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.semantics.errors import Poisoned
 from astral_dsl.semantics.freeze import Freezer
@@ -151,13 +151,13 @@ def user_checks(ev: Instantiator, everything, paths, mult, scopes, loader: Modul
     module_checks = [(c, Env(s)) for s in scopes.values() for c in s.checks]
     sources = {m.source.name: m.source for m in loader.modules.values() if m.source is not None}
 
-    def snippet(span: Span) -> str:
+    def text(span: Span) -> str:
         src = sources.get(span.file)
-        if src is None or span.start.line != span.end.line:
-            return "..."
-        return src.line(span.start.line)[span.start.column - 1:span.end.column - 1]
+        return "..." if src is None else span_text(src.line, span)
 
-    results = run_checks(ev, ev.frames, mult, paths, module_checks, snippet, ev.scenario)
+    written = Written(text, owners(m.tree for m in loader.modules.values()
+                                   if m.tree is not None))
+    results = run_checks(ev, ev.frames, mult, paths, module_checks, written, ev.scenario)
     if any(id(f) not in paths for f in ev.frames):
         paths = canonical_paths(everything, ev.frames)
     return results, paths
@@ -174,15 +174,17 @@ def freeze(ev: Instantiator, entry: LoadedModule, scope: ModuleScope, found: Roo
     frozen_scen = tuple(freezer.instance(f) for f in scenarios)
     for f in ev.frames:
         freezer.instance(f)
-    params = tuple((n, freezer.value(scope.values[n], False)) for n, s in scope.own.items()
-                   if n in scope.values and type(s).__name__ == "ParamSymbol")
+    params, lets = ((tuple((n, freezer.value(scope.values[n], False))
+                           for n, s in scope.own.items()
+                           if n in scope.values and type(s).__name__ == kind))
+                    for kind in ("ParamSymbol", "LetSymbol"))
     instances = tuple(sorted(freezer.order, key=lambda i: i.path))
     unknowns = tuple(_unknown_site(key, site, paths, freezer)
                      for key, site in sorted(ev.unknown_sites.items(),
                                              key=lambda kv: _span_order(kv[1][0])))
     return Design(entry.key, frozen_roots, frozen_jobs, frozen_scen, params, instances,
                   tuple(results), sort_diagnostics(diagnostics), unknowns,
-                  assignments=tuple(sorted(ev.assignments.items())))
+                  assignments=tuple(sorted(ev.assignments.items())), lets=lets)
 
 
 def _span_order(span: Span):

@@ -363,12 +363,17 @@ class Expressions:
 
     # -- logic ------------------------------------------------------------------------------------------
     def _e_Compare(self, e: ast.Compare, env):
+        return self.compare(e.op, *self.sides(e, env), e)
+
+    def sides(self, e: ast.Compare, env):
+        """The two sides of a comparison, evaluated as it compares them (a check keeps them:
+        semantics/checks.py)."""
         # `recompute == selective`: beside an enumeration value a bare name is a symbol too
         left = self.numeric(self.eval(e.left, env.as_symbols() if isinstance(e.left, ast.Name)
                                       and self._is_symbolic(e.right, env) else env), e.left.span)
         right_env = env.as_symbols() if isinstance(left, Symbol) else env
         right = self.numeric(self.eval(e.right, right_env), e.right.span)
-        return self.compare(e.op, left, right, e)
+        return left, right
 
     def _is_symbolic(self, expr, env) -> bool:
         if isinstance(expr, ast.Name):

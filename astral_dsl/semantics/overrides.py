@@ -84,7 +84,9 @@ def _value(given: Any, symbol: ParamSymbol, where: str):
 def _literal(text: str, symbol: ParamSymbol, where: str):
     try:
         expr = parse_expression(Source(where, text))
-    except DiagnosticError:
+    except DiagnosticError as exc:
+        if exc.diagnostic.code == "E106":       # a number out of range, a `_` out of place:
+            raise                               # the reason a file's literal gets (E310)
         raise DiagnosticError(Diagnostic("E310", Severity.ERROR,
                                          f"`{text}` is not a value", None,
                                          "write a number, a quantity such as `50 kW`, "

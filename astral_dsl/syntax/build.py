@@ -27,10 +27,22 @@ TOO_LARGE = "is too large to represent"
 LARGE_HINT = "the largest number is about 1.8e308: write it in a larger unit, or smaller"
 
 
+class Misplaced(ValueError):
+    """A number literal with a `_` that is not between two digits (`1__000`, `1_000_`,
+    `1_.5`): the grammar's number takes any run of digits and `_`, the language only a single
+    `_` between two digits (docs/language.md, 2.4). `fixed`: the number as it should read."""
+
+    def __init__(self, text: str):
+        super().__init__("has a `_` that is not between two digits")
+        self.text, self.fixed = text, re.sub(r"_(?!\d)", "", re.sub(r"_+", "_", text))
+
+
 def _number(text: str) -> float:
-    """The value of a number literal; ValueError (TOO_LARGE, TOO_SMALL: _invalid's E106) for
-    one a float cannot hold: too large (`1e999`), or too small and not zero (`1e-999`, which
-    would silently read as 0)."""
+    """The value of a number literal; ValueError (TOO_LARGE, TOO_SMALL, Misplaced: _invalid's
+    E106) for one a float cannot hold: too large (`1e999`), or too small and not zero
+    (`1e-999`, which would silently read as 0); or with a `_` out of place."""
+    if re.search(r"_(?!\d)", text):
+        raise Misplaced(text)
     digits = text.replace("_", "")
     value = float(digits)
     if not math.isfinite(value):
@@ -42,9 +54,13 @@ def _number(text: str) -> float:
 
 def _invalid(text: str, exc: Exception, span: Span) -> DiagnosticError:
     """E106 for a literal `_number` refused (or the grammar's number that float() cannot
-    read): why, with a hint, when it is out of a float's range."""
-    why = str(exc) if str(exc) in (TOO_SMALL, TOO_LARGE) else None
+    read): why, with a hint, when it is out of a float's range or has a `_` out of place."""
+    why = str(exc) if str(exc) in (TOO_SMALL, TOO_LARGE) or isinstance(exc, Misplaced) \
+        else None
     hint = {TOO_SMALL: SMALL_HINT, TOO_LARGE: LARGE_HINT}.get(why)
+    if isinstance(exc, Misplaced):
+        fixed = text.replace(exc.text, exc.fixed, 1)
+        hint = f"a `_` goes between two digits (`65_536`): write `{excerpt(fixed)}`"
     message = f"number `{excerpt(text)}` {why}" if why else f"invalid number `{excerpt(text)}`"
     return DiagnosticError(Diagnostic("E106", Severity.ERROR, message, span, hint))
 

@@ -6,6 +6,7 @@ from typing import Any, List, Optional, Tuple
 
 
 from astral_dsl import records
+from astral_dsl.outputs.diff.checks import pairs
 from astral_dsl.outputs.diff.facts import SECTIONS, Side
 
 
@@ -44,10 +45,28 @@ def _same(a: Side, b: Side, section: str, key: str) -> bool:
     return key in sa and key in sb and sa[key] == sb[key]
 
 
+def _checks(a: Side, b: Side) -> List[Change]:
+    """The checks paired (checks.py `pairs`): one whose text changed is a change of it."""
+    fa, fb = a.facts.get("checks", {}), b.facts.get("checks", {})
+    sa, sb = a.same.get("checks", {}), b.same.get("checks", {})
+    out: List[Change] = []
+    for ka, kb in pairs(list(fa), list(fb), a.anchors, b.anchors):
+        if kb is None:
+            out.append(Change("checks", ka, "removed", fa[ka], None))
+        elif ka is None:
+            out.append(Change("checks", kb, "added", None, fb[kb]))
+        elif fa[ka] != fb[kb] and sa.get(ka, fa[ka]) != sb.get(kb, fb[kb]):
+            out.append(Change("checks", ka, "changed", fa[ka], fb[kb]))
+    return out
+
+
 def compare(a: Side, b: Side) -> Tuple[Change, ...]:
     out: List[Change] = []
     for section in SECTIONS:
         fa, fb = a.facts.get(section, {}), b.facts.get(section, {})
+        if section == "checks":
+            out.extend(_checks(a, b))
+            continue
         for key in _keys(fa, fb):
             if key not in fb:
                 out.append(Change(section, key, "removed", fa[key], None))

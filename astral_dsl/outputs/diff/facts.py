@@ -2,12 +2,14 @@
 dicts), so that two sides compare key by key. api/sides.py gathers a Side from the pipeline's
 results with the shaping functions here:
 
-- params: the top-level `param`s as written (`4`, `45 kW`);
+- params and lets: the entry's top-level `param`s and `let`s as written (`4`, `45 kW`);
 - values: every field and member of every instance (`Astral.pods[0].secondary.supply`);
-  params and values compare by what they are (`identity`): `700 W` -> `0.7 kW` is no change;
+  params, lets and values compare by what they are (`identity`): `700 W` -> `0.7 kW` is no
+  change;
 - counts and power/cooling: the scalars of the size summary (outputs.size_report.size_summary,
   whatever keys it has; switches per tier as `switches_by_tier.tor`), split by what they count;
 - bom: the purchase lines of outputs.report.bom, by (item, model, where);
+- checks: each `check` as written, where, its outcome and its sides (checks.py);
 - diagnostics: severity, code, message and where (the file relative to the project, the line);
 - jobs: Seer's forecast of each job (iteration time, tokens/s, MFU), or the codes that stop it."""
 from __future__ import annotations
@@ -24,9 +26,11 @@ from astral_dsl.units import Quantity
 
 # size-summary scalars that count equipment; every other scalar is power or cooling
 COUNT_KEYS = ("gpus", "hosts", "racks", "switches", "cdus", "feeders", "rectifier_modules")
-SECTIONS = ("params", "values", "counts", "power", "bom", "diagnostics", "jobs")
-SECTION_TITLES = {"params": "parameters", "values": "source-level values", "counts": "counts",
-                  "power": "power and cooling", "bom": "bill of materials",
+SECTIONS = ("params", "lets", "values", "counts", "power", "bom", "checks", "diagnostics",
+            "jobs")
+SECTION_TITLES = {"params": "parameters", "lets": "constants (let)",
+                  "values": "source-level values", "counts": "counts",
+                  "power": "power and cooling", "bom": "bill of materials", "checks": "checks",
                   "diagnostics": "diagnostics", "jobs": "job forecasts"}
 
 
@@ -42,6 +46,8 @@ class Side:
     # section -> key -> what the value is, whatever its spelling (`700 W` and `0.7 kW` are the
     # same), for the sections whose facts are written as the source writes them
     same: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
+    # the checks' anchors: what pairs a check whose text changed (checks.py `pairs`)
+    anchors: Mapping[str, Tuple[str, str, str, str]] = attrs.field(factory=dict)
 
 
 # the summary's mappings compared key by key (`switches_by_tier.tor`); the facility's power by

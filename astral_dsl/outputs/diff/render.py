@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence
 
+from astral_dsl.outputs.diff.checks import changed_lines, summary
 from astral_dsl.outputs.diff.compare import Change
 from astral_dsl.outputs.diff.facts import SECTION_TITLES, SECTIONS, Side
 from astral_dsl.outputs.terminal import printable
@@ -41,8 +42,18 @@ def _delta(c: Change) -> str:
     return f" ({text})"
 
 
+def lines(c: Change) -> List[str]:
+    """The change's lines: one, or for a changed check its key, then a line per field that
+    changed, indented."""
+    if c.section == "checks" and c.kind == "changed":
+        return [f"~ {c.key}"] + ["    " + x for x in changed_lines(c.before, c.after)]
+    return [line(c)]
+
+
 def line(c: Change) -> str:
     mark = _MARK[c.kind]
+    if c.section == "checks":
+        return f"{mark} {c.key}{summary(c.after if c.kind == 'added' else c.before)}"
     if c.section == "diagnostics":
         v = c.after if c.kind == "added" else c.before
         return f"{mark} {value_text(v)}"
@@ -71,7 +82,8 @@ def render(a: Side, b: Side, changes: Sequence[Change], colour: bool = False) ->
         out.append("")
         out.append(c(_BOLD, SECTION_TITLES[section]))
         for x in mine:
-            out.append("  " + c(colours[x.kind], printable(line(x))))
+            out.extend("  " + c(colours[x.kind], printable(text))
+                       for text in lines(x))
     out.append("")
     if not changes:
         out.append("no differences")
