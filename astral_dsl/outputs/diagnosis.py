@@ -63,13 +63,15 @@ def verdict_json(verdict: str) -> Dict[str, Any]:
             "exit_code": EXIT_CODES[verdict]}
 
 
-def _named(path: str, devices) -> Dict[str, Any]:
+def _named(path: str, devices, tied=()) -> Dict[str, Any]:
     """A suspect's device (analyses.devices.Devices): its name beside the path, serial, asset
-    tag."""
+    tag; of a tie (`tied`), the label alone."""
     from astral_dsl.analyses.devices import longest
 
     if not devices:
         return {}
+    if tied:                  # several parts: no one device; each name labelled in the text
+        return {"label": devices.label(path)}
     at = longest(path, devices.by_path)
     if at is None:
         return {}
@@ -92,7 +94,7 @@ def to_json(d, verdict: Optional[str] = None, devices=None) -> Dict[str, Any]:
         "forecast_band": {"low": d.band[0], "high": d.band[1], "source": d.band_source,
                           "compute_ratio": d.compute_ratio},
         "instances": {k: {"matched": t, "slow": s} for k, (t, s) in d.instances.items()},
-        "suspects": [{**s.to_json(), **_named(s.path, devices)} for s in d.suspects],
+        "suspects": [{**s.to_json(), **_named(s.path, devices, s.tied)} for s in d.suspects],
         "compute": [{"rank": c.rank, "stage": c.stage, "compute_s": c.compute_s,
                      "peers_s": c.peers_s, "forecast_s": c.forecast_s,
                      "ratio_to_peers": round(c.ratio, 5)}
@@ -104,6 +106,8 @@ def to_json(d, verdict: Optional[str] = None, devices=None) -> Dict[str, Any]:
 
 def render(d, devices=None, verdict: Optional[str] = None) -> str:
     """`verdict`: the final one (final_verdict; default: the diagnosis's own)."""
+    from astral_dsl.diagnose.model import TIED
+
     lines: List[str] = []
     read = len(d.ranks_read)
     verdict = verdict or d.verdict
@@ -136,7 +140,9 @@ def render(d, devices=None, verdict: Optional[str] = None) -> str:
     lines.append("suspects (most likely first; their probabilities compete)")
     for i, s in enumerate(d.suspects, start=1):
         named = devices.label if devices else (lambda text: text)
-        lines.append(f"  {i}. {s.kind:<8} {named(s.path)}   probability {_p(s.probability)}")
+        tie = TIED if s.tied else ""
+        lines.append(f"  {i}. {s.kind:<8} {named(s.path)}{tie}   probability "
+                     f"{_p(s.probability)}")
         lines.append(f"     {named(s.summary)}")
         for e in s.evidence[:3]:
             fc = f", forecast {_s(e.forecast_s)}" if e.forecast_s is not None else ""

@@ -1,0 +1,82 @@
+"""How the diagnosis says what it found: a tie of two parts reads as a tie, a diagnostic
+repeated alike for every file is said once, a world size that is not one is named, and the
+breakdown's medians are one statistic with labels that say what it is."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+import astral_dsl
+from astral_dsl import diagnose, observe, seer
+from astral_dsl.synth import generate, write
+from astral_dsl.synth.inject import random_fault
+from clirun import astral as _astral_cli  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
+
+
+def _cli(*args):
+    return _astral_cli(*args, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def small():
+    design = astral_dsl.load(str(SMALL))
+    return design, seer.forecast(design), diagnose.rank_map(design)
+
+
+def test_a_tie_of_the_two_ends_of_a_transfer_reads_as_a_tie(small, tmp_path):
+    """`astral synth small.astral --fault link_flap --seed 4 --iterations 12`: the NIC of
+    rank 112 flaps (rank = tp + 8 (dp + 8 pp): tp 0, dp 6, pp 1; host 112 / 8 = 14, the third
+    host of the fourth rack: racks[3].hosts[2], GPU 0 on nics[0]); only its pipeline transfers
+    with rank 48 (pp 0, same tp and dp: host 6, racks[1].hosts[2].nics[0]) ran slow, and
+    nothing else either NIC carries was slow: the two ends explain the same instances within
+    a factor e. The headline names both, by name, as a tie (it had named rank 48's NIC, the
+    wrong one, with rank 112's only among the parts)."""
+    design, fc, rm = small
+    fault = random_fault("link_flap", rm, fc, np.random.default_rng(4), 4, 12)
+    assert fault.part.startswith("Small.racks[3].hosts[2].nics[0].port[")
+    data = generate(fc, rm, [fault], iterations=12, seed=4)
+    log = tmp_path / "flap.csv"
+    write.write_log(data, str(log))
+    result = diagnose.diagnose(design, observe.load([str(log)]))
+    first = result.suspects[0]
+    ends = ("Small.racks[1].hosts[2].nics[0].port[a|b]",
+            "Small.racks[3].hosts[2].nics[0].port[a|b]")
+    assert first.path == f"{ends[0]} or {ends[1]}"
+    assert first.kind == "nic port" and first.tied == ends
+    assert first.covers(fault.part) and first.probability > 0.95
+    tie = "(tied: the evidence cannot tell them apart)"
+    assert first.summary.startswith(f"NIC (either port or its cable) {first.path} {tie}: ")
+    assert first.note.startswith(f"tied: {ends[0]} and {ends[1]} explain the same slow "
+                                 f"instances")
+    assert "one suspect" not in first.note        # they do not cross the same collectives
+    text = _cli("diagnose", str(SMALL), "--observed", str(log))
+    assert text.returncode == 1
+    assert f"  1. nic port {first.path} {tie}   probability" in text.stdout
+    proc = _cli("diagnose", str(SMALL), "--observed", str(log), "--format", "json")
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, json.loads((REPO / "schema" / "diagnosis.schema.json").read_text()))
+    assert doc["suspects"][0]["path"] == first.path
+    assert doc["suspects"][0]["tied"] == list(ends)
+
+
+def test_the_proof_counts_the_ties_it_scores_first():
+    """A tie covering the injected part counts as first (the engineer is sent to it and its
+    tied parts, named together); the proof says how many firsts were ties, per kind."""
+    from benchmarks.bench_diagnose import summary
+
+    def run(kind, position, tied):
+        return {"kind": kind, "position": position, "tied": tied, "suspects": 1}
+
+    results = [run("gpu", 1, 0), run("link_flap", 1, 2), run("link_flap", 1, 0),
+               run("nic_port", 2, 0), run("none", None, 0)]
+    lines = summary(results).splitlines()
+    assert lines[0].startswith("injected part is the first suspect: 3/4 ")
+    assert lines[-1] == ("of those named first, in a tie of parts the evidence cannot tell "
+                         "apart (the suspect names them all, \"A or B\"): 1/3 (link_flap 1)")
