@@ -80,3 +80,50 @@ def test_the_proof_counts_the_ties_it_scores_first():
     assert lines[0].startswith("injected part is the first suspect: 3/4 ")
     assert lines[-1] == ("of those named first, in a tie of parts the evidence cannot tell "
                          "apart (the suspect names them all, \"A or B\"): 1/3 (link_flap 1)")
+
+
+TRACES = REPO / "tests" / "fixtures" / "traces"
+
+
+def _other_job(directory: Path, ranks: int, world) -> None:
+    """`ranks` traces of another job (the real 2-rank trace, its `distributedInfo` saying
+    rank r of `world`), rank-r.json each."""
+    import gzip
+
+    doc = json.loads(gzip.decompress((TRACES / "nccl_data_rank-0.json.gz").read_bytes()))
+    directory.mkdir()
+    for r in range(ranks):
+        doc["distributedInfo"].update(rank=r, world_size=world)
+        (directory / f"rank-{r}.json").write_text(json.dumps(doc))
+
+
+def test_another_jobs_traces_are_said_once(tmp_path):
+    """Six traces of an 8-rank job handed to the 128-rank job: one E785 (it had been one per
+    file: 1,024 files, 1,024 errors), with the count and the first four files."""
+    other = tmp_path / "other"
+    _other_job(other, 6, 8)
+    with pytest.raises(diagnose.DiagnoseError) as info:
+        diagnose.diagnose(astral_dsl.load(str(SMALL)), observe.load([str(other)]))
+    [d] = info.value.diagnostics
+    assert (d.code, d.file) == ("E785", str(other / "rank-0.json"))
+    assert d.message == ("the trace is from a job of 8 ranks, `small` has 128: left out (said "
+                         "once for 6 files alike)")
+    assert d.notes == ("the files: " + ", ".join(str(other / f"rank-{r}.json")
+                                                 for r in range(4)) + " and 2 more",)
+    proc = _cli("diagnose", str(SMALL), "--observed", str(other))
+    assert proc.returncode == 2 and proc.stdout.count("E785") == 1
+
+
+def test_a_diagnostic_of_one_file_is_not_merged():
+    """said_once leaves alone a diagnostic said for one file, however often, and keeps the
+    order of the others."""
+    from astral_dsl.observe.kineto import diag
+    from astral_dsl.observe.load import said_once
+
+    a, b = diag("E781", "the file is empty", "a.json"), diag("E781", "the file is empty",
+                                                             "b.json")
+    c = diag("W782", "skipped: notes", "README")
+    merged = said_once([a, c, a, b])
+    assert [(d.code, d.file) for d in merged] == [("E781", "a.json"), ("W782", "README")]
+    assert merged[0].message.endswith("(said once for 2 files alike)")
+    assert said_once([a, a]) == [a, a]
