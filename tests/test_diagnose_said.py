@@ -127,3 +127,31 @@ def test_a_diagnostic_of_one_file_is_not_merged():
     assert [(d.code, d.file) for d in merged] == [("E781", "a.json"), ("W782", "README")]
     assert merged[0].message.endswith("(said once for 2 files alike)")
     assert said_once([a, a]) == [a, a]
+
+
+@pytest.mark.parametrize("value, shown", [
+    (1e300, "1e+300"), (0, "0"), (-4, "-4"), (1.5, "1.5"), ("abc", '"abc"'), (True, "true"),
+    (2 ** 31, "2147483648"),                 # one past c10d's int
+    (10 ** 300, "1" + "0" * 36 + "...")],    # past 64 bits: the full parse; 40 characters
+    ids=["1e300", "0", "-4", "1.5", "text", "true", "2^31", "10^300"])
+def test_a_world_size_that_is_not_one_is_named(tmp_path, value, shown):
+    """`distributedInfo.world_size` 1e300 had been printed in E785 as a 301-digit job size, 0
+    as "a job of 0 ranks", and a text or a fraction taken as unsaid without a word: it is
+    named as not a world size (W785), and the trace is not checked against the job's."""
+    other = tmp_path / "traces"
+    _other_job(other, 1, value)
+    tiny = astral_dsl.load(str(REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"))
+    result = diagnose.diagnose(tiny, observe.load([str(other)]))
+    assert [d.code for d in result.diagnostics] == ["W785", "W787"]
+    assert result.diagnostics[0].message == (
+        f"`distributedInfo.world_size` is {shown}, not a world size (a whole number from 1 to "
+        f"2,147,483,647): the trace is not checked against the job's world size")
+    assert result.ranks_read == (0,)
+
+
+def test_the_largest_world_size_c10d_holds_is_one(tmp_path):
+    """2^31 - 1 ranks (c10d's int) is a world size: another job's (E785), not W785."""
+    other = tmp_path / "traces"
+    _other_job(other, 1, 2 ** 31 - 1)
+    obs = observe.load([str(other)])
+    assert obs.traces[0].world_size == 2 ** 31 - 1 and obs.diagnostics == ()
