@@ -155,3 +155,35 @@ def test_the_largest_world_size_c10d_holds_is_one(tmp_path):
     _other_job(other, 1, 2 ** 31 - 1)
     obs = observe.load([str(other)])
     assert obs.traces[0].world_size == 2 ** 31 - 1 and obs.diagnostics == ()
+
+
+def test_the_breakdowns_medians_are_one_statistic():
+    """Two ranks read: every line of the breakdown takes the mean of the two middle values.
+    HTA's idle time by cause had taken the upper one (3 ms where the median is 2 ms) and
+    said neither what it was a median of nor per what."""
+    from astral_dsl.diagnose.breakdown import Breakdown, RankBreakdown
+
+    def rank(r, idle_ms, host_ms):
+        s = 1e-3
+        return RankBreakdown(r, 0, 3, 10 * s, 6 * s, 3 * s, {"dp": 3 * s}, 0.0, idle_ms * s,
+                             0.0, None, {"host_wait": host_ms * s, "kernel_wait": 0.0,
+                                         "other": 2 * host_ms * s})
+
+    b = Breakdown("kineto", (rank(0, 1.0, 1.0), rank(1, 2.0, 3.0)), (), ())
+    # idle: (1 + 2) / 2 = 1.5 ms; host wait (1 + 3) / 2 = 2 ms; other (2 + 6) / 2 = 4 ms
+    assert b.median("idle_s") == pytest.approx(1.5e-3)
+    assert b.median_causes() == pytest.approx({"host_wait": 2e-3, "kernel_wait": 0.0,
+                                               "other": 4e-3})
+    lines = out_lines(b)
+    assert lines[0].startswith("  per rank   (median over ranks of each rank's mean per "
+                               "iteration, kineto) window 10.000 ms")
+    assert "idle 1.500 ms" in lines[0]
+    assert lines[1] == ("  idle by cause (HolisticTraceAnalysis, summed over streams; median "
+                        "over ranks of each rank's mean per iteration): host wait 2.000 ms, "
+                        "kernel wait 0.000 ms, other 4.000 ms")
+
+
+def out_lines(b):
+    from astral_dsl.outputs import diagnosis
+
+    return diagnosis._breakdown(b)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 MAX_LISTED = 12
+PER_RANK = "median over ranks of each rank's mean per iteration"     # the breakdown's figures
 DRIFTS_LISTED = 8            # hosts whose fitted drift the text names (the JSON has all)
 SCHEMA_VERSION = 1           # of the diagnosis document (schema/diagnosis.schema.json)
 EXIT_CODES = {"healthy": 0, "suspects": 1, "unusable": 2, "design-errors": 3}
@@ -202,17 +203,16 @@ def _breakdown(b) -> List[str]:
     out = []
     kinds = ", ".join(f"{k} {_s(v)}" for k, v in b.median_kinds().items())
     overlap = b.median("overlap")
-    out.append(f"  per rank   (median per iteration, {b.source}) window "
+    out.append(f"  per rank   ({PER_RANK}, {b.source}) window "
                f"{_s(b.median('window_s'))}: compute {_s(b.median('compute_s'))}, "
                f"communication {_s(b.median('comm_s'))}" + (f" ({kinds})" if kinds else "")
                + f", memory {_s(b.median('memory_s'))}, idle {_s(b.median('idle_s'))}; "
                + (f"overlap {overlap:.0%} of communication" if overlap is not None
                   else "overlap unknown (a rank log has no kernel intervals)"))
-    causes = [r.streams_idle_s for r in b.ranks if r.streams_idle_s]
+    causes = b.median_causes()
     if causes:
-        med = {c: sorted(x[c] for x in causes)[len(causes) // 2] for c in causes[0]}
-        out.append("  idle by cause (HolisticTraceAnalysis, summed over streams): "
-                   + ", ".join(f"{c.replace('_', ' ')} {_s(v)}" for c, v in med.items()))
+        out.append(f"  idle by cause (HolisticTraceAnalysis, summed over streams; {PER_RANK}): "
+                   + ", ".join(f"{c.replace('_', ' ')} {_s(v)}" for c, v in causes.items()))
     for s in b.spread[:3]:
         out.append(f"  spread     {s.name[:60]}: {_s(s.min_s)} to {_s(s.max_s)} across "
                    f"{s.ranks:,} ranks (median {_s(s.median_s)}; slowest rank "
