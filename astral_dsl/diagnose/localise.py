@@ -43,8 +43,9 @@ from astral_dsl.analyses.rankmap import RankMap
 from astral_dsl.diagnose.evidence import Timing
 from astral_dsl.diagnose.likelihood import EPSILON, Q_GRID, log_ratio, outliers, robust_spread
 from astral_dsl.diagnose.match import KIND_NAMES, P2P, Instances, group_ids
-from astral_dsl.diagnose.model import TIED, Evidence, Observation, Suspect
+from astral_dsl.diagnose.model import Evidence, Observation, Suspect
 from astral_dsl.diagnose.units import ECMP_KINDS, KIND_ORDER, Unit, channel_units, display
+from astral_dsl.outputs.diagnosis import TIED
 
 SLOW_MIN, SLOW_MAX = 1.2, 20.0      # the slow-down a fault causes, log-uniform between
 SPREAD_FLOOR = 0.01      # relative spread never taken below 1 %

@@ -43,9 +43,6 @@ class Observation:
                 "observed_s": self.observed_s}
 
 
-TIED = " (tied: the evidence cannot tell them apart)"     # after a tie's names
-
-
 @records.frozen
 class Suspect:
     kind: str                          # gpu, host, nic port, link, switch, tier, software,

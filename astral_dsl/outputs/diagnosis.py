@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 MAX_LISTED = 12
+TIED = " (tied: the evidence cannot tell them apart)"     # after a tie's names (its path)
 PER_RANK = "median over ranks of each rank's mean per iteration"     # the breakdown's figures
 DRIFTS_LISTED = 8            # hosts whose fitted drift the text names (the JSON has all)
 SCHEMA_VERSION = 1           # of the diagnosis document (schema/diagnosis.schema.json)
@@ -107,8 +108,6 @@ def to_json(d, verdict: Optional[str] = None, devices=None) -> Dict[str, Any]:
 
 def render(d, devices=None, verdict: Optional[str] = None) -> str:
     """`verdict`: the final one (final_verdict; default: the diagnosis's own)."""
-    from astral_dsl.diagnose.model import TIED
-
     lines: List[str] = []
     read = len(d.ranks_read)
     verdict = verdict or d.verdict
