@@ -76,7 +76,7 @@ def _trial(job):
             "part": t.fault.part if t.fault else None,
             "position": t.position, "first": t.first, "first_kind": first_kind,
             "suspects": t.suspects, "diagnostics": list(t.diagnostics),
-            "probability": t.probability, "verdict": t.verdict,
+            "probability": t.probability, "verdict": t.verdict, "tied": t.tied,
             "seconds": round(time.time() - t0, 2)}
 
 
@@ -168,6 +168,14 @@ def summary(results) -> str:
         ok = (k / n >= target) if better == "at least" else (k / n <= target)
         out.append(f"{name}: {k}/{n} = {k / n:.1%} (95 % interval {lo:.1%}-{hi:.1%}); "
                    f"target {better} {target:.0%}: {'met' if ok else 'NOT MET'}")
+    firsts = [r for r in faults if r["position"] == 1]
+    tied = [r for r in firsts if r.get("tied")]
+    if firsts:
+        kinds = sorted({r["kind"] for r in tied})
+        by_kind = ", ".join(f"{k} {sum(r['kind'] == k for r in tied)}" for k in kinds)
+        out.append(f"of those named first, in a tie of parts the evidence cannot tell apart "
+                   f"(the suspect names them all, \"A or B\"): {len(tied)}/{len(firsts)}"
+                   + (f" ({by_kind})" if tied else ""))
     return "\n".join(out)
 
 

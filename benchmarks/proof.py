@@ -26,6 +26,7 @@ class Trial:
     diagnostics: Sequence[str]
     probability: float = 0.0        # the job's probability that something is wrong
     verdict: str = "healthy"
+    tied: int = 0                   # parts the covering suspect names as a tie (0: not one)
 
 
 def trial(design, fc, rank_map, kind: str, seed: int, fmt: str = "csv",
@@ -54,16 +55,16 @@ def trial(design, fc, rank_map, kind: str, seed: int, fmt: str = "csv",
 
 
 def outcome(kind, fault, fmt, result) -> Trial:
-    position = None
+    position, tied = None, 0
     if fault is not None:
         for i, s in enumerate(result.suspects, start=1):
             if s.covers(fault.part):
-                position = i
+                position, tied = i, len(s.tied)
                 break
     first = f"{result.suspects[0].kind} {result.suspects[0].path}" if result.suspects else None
     return Trial(kind, fault, fmt, position, first, len(result.suspects),
                  tuple(d.code for d in result.diagnostics), result.probability,
-                 result.verdict)
+                 result.verdict, tied)
 
 
 __all__ = ["Trial", "outcome", "trial"]

@@ -120,7 +120,8 @@ def test_breakdown_in_text_json_and_report(tmp_path, monkeypatch):
     trace = TRACES / "nccl_data_rank-0.json.gz"
     out = tmp_path / "d.json"
     proc = _cli("diagnose", str(TINY), "--observed", str(trace), "-o", str(out))
-    assert "per rank   (median per iteration, kineto)" in proc.stdout, proc.stdout
+    assert "per rank   (median over ranks of each rank's mean per iteration, kineto)" in \
+        proc.stdout, proc.stdout
     assert "overlap 16% of communication" in proc.stdout
     assert "spread     " in proc.stdout
     doc = json.loads(out.read_text())
@@ -137,6 +138,8 @@ def test_breakdown_in_text_json_and_report(tmp_path, monkeypatch):
     assert proc.returncode == 0, proc.stderr
     html = page.read_text()
     assert 'id="dx-ranks"' in html and 'id="dx-spread"' in html and "Diagnosis" in html
+    assert "Per rank: the median over ranks of each rank&#x27;s mean per iteration" in html \
+        or "Per rank: the median over ranks of each rank's mean per iteration" in html
     assert f"{r['compute_s'] * 1e3:.3f}".rstrip("0") in html
     bad = tmp_path / "bad.json"
     bad.write_text('{"suspects": []}')
@@ -152,7 +155,8 @@ def test_hta_idle_by_cause(tmp_path):
                 "--hta", "-o", str(out))
     # a ResNet's trace against a Llama job's forecast: 47x faster (the forecast suspect)
     assert proc.returncode == 1 and "x faster than the forecast" in proc.stdout, proc.stdout
-    assert "idle by cause (HolisticTraceAnalysis, summed over streams): host wait" in proc.stdout
+    assert ("idle by cause (HolisticTraceAnalysis, summed over streams; median over ranks of "
+            "each rank's mean per iteration): host wait") in proc.stdout
     doc = json.loads(out.read_text())
     causes = doc["breakdown"]["ranks"][0]["streams_idle_by_cause_s"]
     from astral_dsl.observe import hta

@@ -396,6 +396,10 @@ def test_names_in_render_diagnose_and_report(project, tmp_path):
     proc = _cli("diagnose", "fleet.astral", "--observed", str(log), "--format", "json",
                 cwd=project)
     doc = json.loads(proc.stdout)
+    import jsonschema      # the suspects' device and label are the schema's (it had refused them)
+
+    jsonschema.validate(doc, json.loads((Path(__file__).resolve().parents[1] / "schema" /
+                                         "diagnosis.schema.json").read_text()))
     first = doc["suspects"][0]
     assert first["kind"] == "nic port" and port.name in first["parts"]
     host = first["path"].split(".nics[")[0]            # the NIC port of a host of that group

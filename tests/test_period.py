@@ -106,7 +106,9 @@ def test_a_cut_no_gap_marks_is_said():
     each repetition): no phase has the largest gap in most repetitions, so the cut is not
     marked, and the reader says W794 (once for a directory of such traces)."""
     from astral_dsl.observe import kineto
-    from astral_dsl.observe.load import _once
+    import attrs
+
+    from astral_dsl.observe.load import said_once
 
     gaps = [1, 2, 1, 1] + [1, 1, 2, 1] + [1, 1, 1, 2] + [2, 1, 1, 1]
     out, marked = kineto._by_pattern(*_trace(gaps))
@@ -119,8 +121,9 @@ def test_a_cut_no_gap_marks_is_said():
                                                                    "world_size": 2}})
     assert trace is not None and [d.code for d in diags] == ["W794"]
     assert diags[0].hint == "call prof.step() once per iteration (torch.profiler.schedule)"
-    merged = _once(list(diags) * 3, "W794")
-    assert len(merged) == 1 and merged[0].message.endswith("(and 2 more trace(s) alike)")
+    merged = said_once([attrs.evolve(diags[0], file=f"rank-{r}.json") for r in range(3)])
+    assert len(merged) == 1 and merged[0].message.endswith("(said once for 3 files alike)")
+    assert merged[0].notes == ("the files: rank-0.json, rank-1.json, rank-2.json",)
 
 
 def test_a_real_trace_without_its_annotations_is_cut_alike():

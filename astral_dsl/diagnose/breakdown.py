@@ -39,6 +39,12 @@ for _p, _k in _KINDS.items():
     _KIND_CODE[_p] = _KIND_NAMES.index(_k)
 
 
+def median(values) -> Optional[float]:
+    """The median of the values that are not None (None when there are none)."""
+    vals = [v for v in values if v is not None]
+    return float(np.median(vals)) if vals else None
+
+
 @records.frozen
 class RankBreakdown:
     rank: int
@@ -104,14 +110,20 @@ class Breakdown:
     spread: Tuple[Spread, ...]
     slowest: Tuple[Slow, ...]
 
+    # Every median below is over ranks, of each rank's figure per iteration (its totals over
+    # the iterations read divided by their number): one statistic, `median` (np.median: the
+    # mean of the two middle values for an even count of ranks).
     def median(self, field: str) -> Optional[float]:
-        vals = [getattr(r, field) for r in self.ranks if getattr(r, field) is not None]
-        return float(np.median(vals)) if vals else None
+        return median([getattr(r, field) for r in self.ranks])
 
     def median_kinds(self) -> Dict[str, float]:
         kinds = sorted({k for r in self.ranks for k in r.comm_by_kind_s})
-        return {k: float(np.median([r.comm_by_kind_s.get(k, 0.0) for r in self.ranks]))
-                for k in kinds}
+        return {k: median([r.comm_by_kind_s.get(k, 0.0) for r in self.ranks]) for k in kinds}
+
+    def median_causes(self) -> Dict[str, float]:
+        """HTA's idle time by cause (--hta), over the ranks HTA read."""
+        read = [r.streams_idle_s for r in self.ranks if r.streams_idle_s]
+        return {c: median([x[c] for x in read]) for c in (read[0] if read else ())}
 
     def to_json(self) -> Dict:
         return {"source": self.source,
@@ -308,5 +320,5 @@ def of_traces(traces: Dict[int, RankTrace], rm, comparisons=(),
                      tuple(Slow(c.rank, c.stage, c.compute_s, c.peers_s) for c in slow))
 
 
-__all__ = ["Breakdown", "RankBreakdown", "Spread", "covered", "of_trace", "of_traces",
-           "union"]
+__all__ = ["Breakdown", "RankBreakdown", "Spread", "covered", "median", "of_trace",
+           "of_traces", "union"]

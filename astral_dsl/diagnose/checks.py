@@ -20,6 +20,7 @@ import numpy as np
 from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.kineto import group_kind
+from astral_dsl.observe.load import said_once
 from astral_dsl.observe.records import OP_INDEX, comm_mask, distinct
 
 ORDER_FIT = 0.9          # share of the structural evidence an order must explain
@@ -34,29 +35,32 @@ def diag(code, message, file=None, hint=None) -> Diagnostic:
 def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
     """rank -> trace: other world sizes set aside first (E785), then ranks outside the job and
     ranks read twice (E786, the first file kept), and the records of a transfer whose peer is
-    outside the job (E786)."""
+    outside the job (E786). One said alike for many files (another job's traces) is said
+    once, with the count (load.said_once)."""
     out: Dict[int, object] = {}
+    said: List[Diagnostic] = []
     for t in observed.traces:
         if t.world_size is not None and t.world_size != rm.world:
-            diags.append(diag("E785", f"the trace is from a job of {t.world_size} ranks, "
-                                      f"`{rm.job}` has {rm.world}: left out", t.file,
-                              "pass the traces of this job, or --job for the right one"))
+            said.append(diag("E785", f"the trace is from a job of {t.world_size} ranks, "
+                                     f"`{rm.job}` has {rm.world}: left out", t.file,
+                             "pass the traces of this job, or --job for the right one"))
             continue
         if not 0 <= t.rank < rm.world:
-            diags.append(diag("E786", f"rank {t.rank} is outside the job's {rm.world} ranks: "
-                                      f"left out", t.file))
+            said.append(diag("E786", f"rank {t.rank} is outside the job's {rm.world} ranks: "
+                                     f"left out", t.file))
             continue
         if t.rank in out:
-            diags.append(diag("E786", f"rank {t.rank} appears twice: already read from "
-                                      f"{out[t.rank].file}; this one is left out", t.file))
+            said.append(diag("E786", f"rank {t.rank} appears twice: already read from "
+                                     f"{out[t.rank].file}; this one is left out", t.file))
             continue
         outside = (t.peer >= rm.world) | (t.peer < -1)
         if outside.any():                 # a transfer with a rank the job does not have
-            diags.append(diag("E786", f"rank {t.rank}: {int(outside.sum()):,} record(s) name a "
-                                      f"peer outside the job's {rm.world} ranks (e.g. "
-                                      f"{int(t.peer[outside][0])}): left out", t.file))
+            said.append(diag("E786", f"rank {t.rank}: {int(outside.sum()):,} record(s) name a "
+                                     f"peer outside the job's {rm.world} ranks (e.g. "
+                                     f"{int(t.peer[outside][0])}): left out", t.file))
             t = t.select(~outside)
         out[t.rank] = t
+    diags.extend(said_once(said))
     return out
 
 

@@ -26,7 +26,8 @@ evenly over the units, exceed ALARM_ODDS; the slow instances it explains are the
 the next is sought (several faults). Units that cross exactly the same channels cannot be told
 apart by any timing, nor can units that explain the same slow instances with Bayes factors
 within a factor e (TIE) of each other (the two ends of one slow transfer): they are one suspect
-listing every part. Confidence is the suspect's
+listing every part; a tie of several classes names each (`A or B`, by name), not the one whose
+factor happens to be larger. Confidence is the suspect's
 posterior probability among the units, given that one of them is faulty."""
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ from astral_dsl.diagnose.likelihood import EPSILON, Q_GRID, log_ratio, outliers,
 from astral_dsl.diagnose.match import KIND_NAMES, P2P, Instances, group_ids
 from astral_dsl.diagnose.model import Evidence, Observation, Suspect
 from astral_dsl.diagnose.units import ECMP_KINDS, KIND_ORDER, Unit, channel_units, display
+from astral_dsl.outputs.diagnosis import TIED
 
 SLOW_MIN, SLOW_MAX = 1.2, 20.0      # the slow-down a fault causes, log-uniform between
 SPREAD_FLOOR = 0.01      # relative spread never taken below 1 %
@@ -144,9 +146,12 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
                 other = np.flatnonzero(incidence[cl[0]].toarray().ravel())
                 if np.array_equal(np.isin(chan, other) & (log_r > 0), explained):
                     group.append(cl)
-        members = [units[i] for cl in group for i in cl]
+        if len(group) > 1:        # a tie: by name, the order saying nothing of which
+            group.sort(key=lambda cl: (KIND_ORDER.index(units[cl[0]][0]), display(units[cl[0]])))
+            chans = np.flatnonzero(incidence[[cl[0] for cl in group]].sum(axis=0))
         taken.append(group)
-        suspects.append(_suspect(members, [parts_of[i] for cl in group for i in cl],
+        suspects.append(_suspect([[units[i] for i in cl] for cl in group],
+                                 [parts_of[i] for cl in group for i in cl],
                                  sum(posterior[cl[0]] for cl in group), chans, explained, chan,
                                  chan_ranks, use, inst, tm))
         log_r[explained] = 0.0            # explained: neither for nor against the next
@@ -167,7 +172,7 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
         chans = np.flatnonzero(incidence[cl[0]].toarray().ravel())
         explained = np.isin(chan, chans) & (log_r0 > 0)
         taken.append([cl])
-        suspects.append(_suspect([units[i] for i in cl], [parts_of[i] for i in cl],
+        suspects.append(_suspect([[units[i] for i in cl]], [parts_of[i] for i in cl],
                                  posterior[cl[0]], chans, explained, chan, chan_ranks, use,
                                  inst, tm, alternative=True))
     used = {cl[0] for group in taken for cl in group}
@@ -231,10 +236,14 @@ def _posterior(llr, classes) -> np.ndarray:
     return out
 
 
-def _suspect(members: List[Unit], parts, confidence, chans, explained, chan, chan_ranks,
-             use, inst, tm, alternative=False) -> Suspect:
-    kind_name = members[0][0]
-    path = display(members[0])
+def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, chan,
+             chan_ranks, use, inst, tm, alternative=False) -> Suspect:
+    """`classes`: the units of each class the suspect holds, its lead first; several classes
+    are a tie (the same slow instances, Bayes factors within TIE), named together."""
+    leads = [c[0] for c in classes]
+    kind_name = leads[0][0]
+    tied = tuple(display(u) for u in leads) if len(leads) > 1 else ()
+    path = " or ".join(display(u) for u in leads)
     all_parts = tuple(sorted(set().union(*parts)))
     crossing = np.isin(chan, chans)
     sel = use[explained]
@@ -248,40 +257,55 @@ def _suspect(members: List[Unit], parts, confidence, chans, explained, chan, cha
     n_s, n_t = int(explained.sum()), int(crossing.sum())
     ev = Evidence(", ".join(what) or "collectives", exp, obs, None, tuple(ranks[:64]), its,
                   n_s, n_t)
-    supports = (f"{n_s} of the {n_t} collectives and transfers crossing it ran slow "
+    it = "them" if tied else "it"
+    supports = (f"{n_s} of the {n_t} collectives and transfers crossing {it} ran slow "
                 f"({', '.join(what) or 'none'})")
     fast = crossing & ~explained
-    contradicts = (f"{int(fast.sum())} crossing it ran at their peers' time" if fast.any()
-                   else "none: every collective and transfer crossing it ran slow")
+    contradicts = (f"{int(fast.sum())} crossing {it} ran at their peers' time" if fast.any()
+                   else f"none: every collective and transfer crossing {it} ran slow")
     slow = _slowest(sel, chan[explained], chan_ranks, inst, tm)
     factor = f"{obs / exp:.2f}x" if obs and exp else "slower than"
-    label = {"nic port": "NIC (either port or its cable)",
-             "switch": "first-tier switch",
-             "tier": "tier group (ECMP: any of its switches)",
-             "link": "uplink", "host": "host"}[kind_name]
-    summary = (f"{label} {path}: {n_s} of the {n_t} collectives and transfers crossing it ran "
-               f"{factor} their peers' time")
+    if len({u[0] for u in leads}) == 1:
+        named = f"{_LABEL[kind_name]} {path}"
+    else:
+        named = " or ".join(f"{_LABEL[u[0]]} {display(u)}" for u in leads)
+    summary = (f"{named}{TIED if tied else ''}: {n_s} of the {n_t} collectives and transfers "
+               f"crossing {it} ran {factor} their peers' time")
     notes = []
+    if tied:
+        notes.append(f"tied: {' and '.join(tied)} explain the same slow instances (as the two "
+                     f"ends of one slow transfer do) about as well (Bayes factors within a "
+                     f"factor e), and nothing else they carry tells them apart: check each")
     if kind_name == "nic port" and len(all_parts) > 2:
         notes.append("a NIC port, its cable and the other port of a dual-homed NIC carry the "
                      "same collectives: timings cannot tell them apart")
-    if "[A|" in path or "|" in path.split(" -- ")[0].rsplit(".", 1)[0]:
-        if kind_name != "nic port":
-            notes.append("the planes of a dual-homed fabric carry the same collectives: "
-                         "timings cannot tell the plane")
-    if kind_name in ECMP_KINDS or any(m[0] in ECMP_KINDS for m in members):
+    if any(u[0] != "nic port" and _planes(display(u)) for u in leads):
+        notes.append("the planes of a dual-homed fabric carry the same collectives: "
+                     "timings cannot tell the plane")
+    if any(m[0] in ECMP_KINDS for c in classes for m in c):
         notes.append("above the first tier the twin does not know the ECMP hash: check the "
                      "switches of this group and the uplinks into it")
-    if len(members) > 1:
-        others = ", ".join(f"{m[0]} {display(m)}" for m in members[1:4])
+    same = [m for c in classes for m in c[1:]]          # each crossing what its lead crosses
+    if same:
+        others = ", ".join(f"{m[0]} {display(m)}" for m in same[:3])
         notes.append(f"the same collectives cross {others}"
-                     + (f" and {len(members) - 4} more" if len(members) > 4 else "")
+                     + (f" and {len(same) - 3} more" if len(same) > 3 else "")
                      + ": one suspect")
     note = "; ".join(notes)
     if alternative:
         note = ("alternative: explains less of what was seen. " + note).strip()
     return Suspect(kind_name, path, all_parts, float(min(1.0, confidence)), summary, (ev,),
-                   note, alternative, supports, contradicts, slow)
+                   note, alternative, supports, contradicts, slow, tied)
+
+
+_LABEL = {"nic port": "NIC (either port or its cable)", "switch": "first-tier switch",
+          "tier": "tier group (ECMP: any of its switches)", "link": "uplink", "host": "host"}
+
+
+def _planes(path: str) -> bool:
+    """Whether a unit's name lists several planes (or, of a link, several indices of its
+    lower end's parent): `plane[A|B]`."""
+    return "[A|" in path or "|" in path.split(" -- ")[0].rsplit(".", 1)[0]
 
 
 SLOWEST = 12          # slow instances listed per network suspect

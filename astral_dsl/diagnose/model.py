@@ -47,7 +47,8 @@ class Observation:
 class Suspect:
     kind: str                          # gpu, host, nic port, link, switch, tier, software,
     #                                    forecast
-    path: str                          # the stable name of the part (or the first of several)
+    path: str                          # the stable name of the part; a tie of several:
+    #                                    their names joined by " or " (`tied` lists them)
     parts: Tuple[str, ...]             # every part the evidence cannot tell apart
     probability: float                 # 0..1, posterior; suspects compete (verdict.py)
     summary: str
@@ -57,6 +58,8 @@ class Suspect:
     supports: str = ""                 # the observations that support it
     contradicts: str = ""              # ... and those that speak against it
     slow: Tuple[Observation, ...] = ()  # a network suspect: the slowest instances it explains
+    tied: Tuple[str, ...] = ()         # a tie: the name of each part the evidence cannot tell
+    #                                    apart from the others (localise.py, TIE), by name
 
     def covers(self, part: str) -> bool:
         """Whether `part` (a switch, port, link or GPU name) is one of this suspect's parts, or
@@ -72,6 +75,7 @@ class Suspect:
                 "evidence": [e.to_json() for e in self.evidence],
                 "supports": self.supports, "contradicts": self.contradicts,
                 "slow": [o.to_json() for o in self.slow],
+                **({"tied": list(self.tied)} if self.tied else {}),
                 **({"note": self.note} if self.note else {}),
                 **({"alternative": True} if self.alternative else {})}
 

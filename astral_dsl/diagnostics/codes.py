@@ -221,6 +221,7 @@ CODES: dict[str, str] = {
     "E784": "rows of a rank log cannot be read",
     "W784": "unknown phase in a rank log",
     "E785": "trace from a job of another world size",
+    "W785": "a trace's world size is not a world size",
     "E786": "rank read twice or outside the job",
     "W787": "ranks of the job have no observed data",
     "E788": "no usable iteration in an observed file",

@@ -59,7 +59,12 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
     info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else {}
     said = info.get("rank")
     rank = as_int(said)
-    world = as_int(info.get("world_size"))
+    world, bad_world = _world(info.get("world_size"))
+    if bad_world:
+        diags.append(diag("W785", f"`distributedInfo.world_size` is {bad_world}, not a world "
+                                  f"size (a whole number from 1 to {MAX_WORLD:,}): the trace "
+                                  f"is not checked against the job's world size", path,
+                          "the trace's `distributedInfo` is damaged: check it is this job's"))
     if rank is not None and rank < 0:
         rank = None                       # not a rank: as if unsaid, and said so below
     if rank is None:
@@ -121,6 +126,21 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
         diags.append(diag("W788", f"iteration {n} of rank {rank} has no GPU kernel: it is left "
                                   f"out", path))
     return trace, diags
+
+
+# c10d's ProcessGroup keeps its size in a C int (torch/csrc/distributed/c10d/ProcessGroup.hpp:
+# `int getSize()`): no PyTorch job has more ranks
+MAX_WORLD = 2 ** 31 - 1
+
+
+def _world(value) -> Tuple[Optional[int], str]:
+    """(the world size, or None when unsaid or not one; the value shown when it is not one)."""
+    if value is None:
+        return None, ""
+    world = as_int(value)
+    if world is None or not 1 <= world <= MAX_WORLD:
+        return None, _shown(value)
+    return world, ""
 
 
 def _shown(value) -> str:

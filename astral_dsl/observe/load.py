@@ -87,20 +87,35 @@ def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
                 continue
             seen[key] = t
             traces.append(t)
-    return Observed(tuple(traces), tuple(_once(diags, "W794")), tuple(f for f, _ in files),
+    return Observed(tuple(traces), tuple(said_once(diags)), tuple(f for f, _ in files),
                     tuple(paths))
 
 
-def _once(diags: List[Diagnostic], code: str) -> List[Diagnostic]:
-    """The diagnostics with those of `code` said once, at the first, counting the files (one
-    per rank of a job profiled alike would bury the rest)."""
-    at = [i for i, d in enumerate(diags) if d.code == code]
-    if len(at) < 2:
-        return diags
-    first = attrs.evolve(diags[at[0]], message=f"{diags[at[0]].message} (and {len(at) - 1:,} "
-                                               f"more trace(s) alike)")
-    return [first if i == at[0] else d for i, d in enumerate(diags)
-            if d.code != code or i == at[0]]
+FILES_NAMED = 4             # files a diagnostic said once for many names
+
+
+def said_once(diags: Sequence[Diagnostic]) -> List[Diagnostic]:
+    """The diagnostics with each one repeated alike (code, message and hint) for several files
+    said once, at the first, with the count and the first FILES_NAMED files: one per rank of
+    a job profiled alike, or of another job's 1,024 traces, would bury the rest."""
+    alike: Dict[Tuple, List[int]] = {}
+    for i, d in enumerate(diags):
+        if d.file is not None and d.span is None:
+            alike.setdefault((d.code, d.severity, d.message, d.hint), []).append(i)
+    merged: Dict[int, Diagnostic] = {}
+    dropped = set()
+    for at in alike.values():
+        files = list(dict.fromkeys(diags[i].file for i in at))
+        if len(files) < 2:
+            continue
+        first = diags[at[0]]
+        shown = ", ".join(files[:FILES_NAMED]) + (f" and {len(files) - FILES_NAMED:,} more"
+                                                  if len(files) > FILES_NAMED else "")
+        merged[at[0]] = attrs.evolve(first, message=f"{first.message} (said once for "
+                                                    f"{len(files):,} files alike)",
+                                     notes=first.notes + (f"the files: {shown}",))
+        dropped.update(at[1:])
+    return [merged.get(i, d) for i, d in enumerate(diags) if i not in dropped]
 
 
 PARALLEL_FROM = 64
@@ -277,4 +292,4 @@ def _document(path: str, doc, stripped):
     return [], [diag("E782", "a JSON file without `traceEvents`: not a profiler trace", path)]
 
 
-__all__ = ["MAX_BYTES", "Observed", "files_of", "load", "read_file"]
+__all__ = ["MAX_BYTES", "Observed", "files_of", "load", "read_file", "said_once"]

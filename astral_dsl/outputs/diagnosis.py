@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 MAX_LISTED = 12
+TIED = " (tied: the evidence cannot tell them apart)"     # after a tie's names (its path)
+PER_RANK = "median over ranks of each rank's mean per iteration"     # the breakdown's figures
 DRIFTS_LISTED = 8            # hosts whose fitted drift the text names (the JSON has all)
 SCHEMA_VERSION = 1           # of the diagnosis document (schema/diagnosis.schema.json)
 EXIT_CODES = {"healthy": 0, "suspects": 1, "unusable": 2, "design-errors": 3}
@@ -63,13 +65,15 @@ def verdict_json(verdict: str) -> Dict[str, Any]:
             "exit_code": EXIT_CODES[verdict]}
 
 
-def _named(path: str, devices) -> Dict[str, Any]:
+def _named(path: str, devices, tied=()) -> Dict[str, Any]:
     """A suspect's device (analyses.devices.Devices): its name beside the path, serial, asset
-    tag."""
+    tag; of a tie (`tied`), the label alone."""
     from astral_dsl.analyses.devices import longest
 
     if not devices:
         return {}
+    if tied:                  # several parts: no one device; each name labelled in the text
+        return {"label": devices.label(path)}
     at = longest(path, devices.by_path)
     if at is None:
         return {}
@@ -92,7 +96,7 @@ def to_json(d, verdict: Optional[str] = None, devices=None) -> Dict[str, Any]:
         "forecast_band": {"low": d.band[0], "high": d.band[1], "source": d.band_source,
                           "compute_ratio": d.compute_ratio},
         "instances": {k: {"matched": t, "slow": s} for k, (t, s) in d.instances.items()},
-        "suspects": [{**s.to_json(), **_named(s.path, devices)} for s in d.suspects],
+        "suspects": [{**s.to_json(), **_named(s.path, devices, s.tied)} for s in d.suspects],
         "compute": [{"rank": c.rank, "stage": c.stage, "compute_s": c.compute_s,
                      "peers_s": c.peers_s, "forecast_s": c.forecast_s,
                      "ratio_to_peers": round(c.ratio, 5)}
@@ -136,7 +140,9 @@ def render(d, devices=None, verdict: Optional[str] = None) -> str:
     lines.append("suspects (most likely first; their probabilities compete)")
     for i, s in enumerate(d.suspects, start=1):
         named = devices.label if devices else (lambda text: text)
-        lines.append(f"  {i}. {s.kind:<8} {named(s.path)}   probability {_p(s.probability)}")
+        tie = TIED if s.tied else ""
+        lines.append(f"  {i}. {s.kind:<8} {named(s.path)}{tie}   probability "
+                     f"{_p(s.probability)}")
         lines.append(f"     {named(s.summary)}")
         for e in s.evidence[:3]:
             fc = f", forecast {_s(e.forecast_s)}" if e.forecast_s is not None else ""
@@ -196,17 +202,16 @@ def _breakdown(b) -> List[str]:
     out = []
     kinds = ", ".join(f"{k} {_s(v)}" for k, v in b.median_kinds().items())
     overlap = b.median("overlap")
-    out.append(f"  per rank   (median per iteration, {b.source}) window "
+    out.append(f"  per rank   ({PER_RANK}, {b.source}) window "
                f"{_s(b.median('window_s'))}: compute {_s(b.median('compute_s'))}, "
                f"communication {_s(b.median('comm_s'))}" + (f" ({kinds})" if kinds else "")
                + f", memory {_s(b.median('memory_s'))}, idle {_s(b.median('idle_s'))}; "
                + (f"overlap {overlap:.0%} of communication" if overlap is not None
                   else "overlap unknown (a rank log has no kernel intervals)"))
-    causes = [r.streams_idle_s for r in b.ranks if r.streams_idle_s]
+    causes = b.median_causes()
     if causes:
-        med = {c: sorted(x[c] for x in causes)[len(causes) // 2] for c in causes[0]}
-        out.append("  idle by cause (HolisticTraceAnalysis, summed over streams): "
-                   + ", ".join(f"{c.replace('_', ' ')} {_s(v)}" for c, v in med.items()))
+        out.append(f"  idle by cause (HolisticTraceAnalysis, summed over streams; {PER_RANK}): "
+                   + ", ".join(f"{c.replace('_', ' ')} {_s(v)}" for c, v in causes.items()))
     for s in b.spread[:3]:
         out.append(f"  spread     {s.name[:60]}: {_s(s.min_s)} to {_s(s.max_s)} across "
                    f"{s.ranks:,} ranks (median {_s(s.median_s)}; slowest rank "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from astral_dsl.outputs.diagnosis import PER_RANK
 from astral_dsl.outputs.report.html import esc, tag
 from astral_dsl.outputs.report.sections import section
 from astral_dsl.outputs.report.tables import key_values, table
@@ -86,7 +87,7 @@ def _breakdown(b) -> str:
                "memory_s": med.get("memory_s"), "idle_s": med.get("idle_s"),
                "overlap_pct": None if med.get("overlap") is None else
                round(med["overlap"] * 100, 2)}
-    out = key_values(figures, "Per rank, median per iteration", tid="dx-median")
+    out = key_values(figures, f"Per rank: the {PER_RANK}", tid="dx-median")
     ranks = sorted(b.get("ranks") or [], key=lambda r: (-r["compute_s"], r["rank"]))
     all_kinds = sorted({k for r in ranks for k in r["comm_by_kind_s"]})
     rows = [[r["rank"], r["stage"], _ms(r["window_s"]), _ms(r["compute_s"]), _ms(r["comm_s"])]

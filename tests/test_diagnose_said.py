@@ -1,0 +1,189 @@
+"""How the diagnosis says what it found: a tie of two parts reads as a tie, a diagnostic
+repeated alike for every file is said once, a world size that is not one is named, and the
+breakdown's medians are one statistic with labels that say what it is."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+import astral_dsl
+from astral_dsl import diagnose, observe, seer
+from astral_dsl.synth import generate, write
+from astral_dsl.synth.inject import random_fault
+from clirun import astral as _astral_cli  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
+
+
+def _cli(*args):
+    return _astral_cli(*args, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def small():
+    design = astral_dsl.load(str(SMALL))
+    return design, seer.forecast(design), diagnose.rank_map(design)
+
+
+def test_a_tie_of_the_two_ends_of_a_transfer_reads_as_a_tie(small, tmp_path):
+    """`astral synth small.astral --fault link_flap --seed 4 --iterations 12`: the NIC of
+    rank 112 flaps (rank = tp + 8 (dp + 8 pp): tp 0, dp 6, pp 1; host 112 / 8 = 14, the third
+    host of the fourth rack: racks[3].hosts[2], GPU 0 on nics[0]); only its pipeline transfers
+    with rank 48 (pp 0, same tp and dp: host 6, racks[1].hosts[2].nics[0]) ran slow, and
+    nothing else either NIC carries was slow: the two ends explain the same instances within
+    a factor e. The headline names both, by name, as a tie (it had named rank 48's NIC, the
+    wrong one, with rank 112's only among the parts)."""
+    design, fc, rm = small
+    fault = random_fault("link_flap", rm, fc, np.random.default_rng(4), 4, 12)
+    assert fault.part.startswith("Small.racks[3].hosts[2].nics[0].port[")
+    data = generate(fc, rm, [fault], iterations=12, seed=4)
+    log = tmp_path / "flap.csv"
+    write.write_log(data, str(log))
+    result = diagnose.diagnose(design, observe.load([str(log)]))
+    first = result.suspects[0]
+    ends = ("Small.racks[1].hosts[2].nics[0].port[a|b]",
+            "Small.racks[3].hosts[2].nics[0].port[a|b]")
+    assert first.path == f"{ends[0]} or {ends[1]}"
+    assert first.kind == "nic port" and first.tied == ends
+    assert first.covers(fault.part) and first.probability > 0.95
+    tie = "(tied: the evidence cannot tell them apart)"
+    assert first.summary.startswith(f"NIC (either port or its cable) {first.path} {tie}: ")
+    assert first.note.startswith(f"tied: {ends[0]} and {ends[1]} explain the same slow "
+                                 f"instances")
+    assert "one suspect" not in first.note        # they do not cross the same collectives
+    text = _cli("diagnose", str(SMALL), "--observed", str(log))
+    assert text.returncode == 1
+    assert f"  1. nic port {first.path} {tie}   probability" in text.stdout
+    proc = _cli("diagnose", str(SMALL), "--observed", str(log), "--format", "json")
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, json.loads((REPO / "schema" / "diagnosis.schema.json").read_text()))
+    assert doc["suspects"][0]["path"] == first.path
+    assert doc["suspects"][0]["tied"] == list(ends)
+
+
+def test_the_proof_counts_the_ties_it_scores_first():
+    """A tie covering the injected part counts as first (the engineer is sent to it and its
+    tied parts, named together); the proof says how many firsts were ties, per kind."""
+    from benchmarks.bench_diagnose import summary
+
+    def run(kind, position, tied):
+        return {"kind": kind, "position": position, "tied": tied, "suspects": 1}
+
+    results = [run("gpu", 1, 0), run("link_flap", 1, 2), run("link_flap", 1, 0),
+               run("nic_port", 2, 0), run("none", None, 0)]
+    lines = summary(results).splitlines()
+    assert lines[0].startswith("injected part is the first suspect: 3/4 ")
+    assert lines[-1] == ("of those named first, in a tie of parts the evidence cannot tell "
+                         "apart (the suspect names them all, \"A or B\"): 1/3 (link_flap 1)")
+
+
+TRACES = REPO / "tests" / "fixtures" / "traces"
+
+
+def _other_job(directory: Path, ranks: int, world) -> None:
+    """`ranks` traces of another job (the real 2-rank trace, its `distributedInfo` saying
+    rank r of `world`), rank-r.json each."""
+    import gzip
+
+    doc = json.loads(gzip.decompress((TRACES / "nccl_data_rank-0.json.gz").read_bytes()))
+    directory.mkdir()
+    for r in range(ranks):
+        doc["distributedInfo"].update(rank=r, world_size=world)
+        (directory / f"rank-{r}.json").write_text(json.dumps(doc))
+
+
+def test_another_jobs_traces_are_said_once(tmp_path):
+    """Six traces of an 8-rank job handed to the 128-rank job: one E785 (it had been one per
+    file: 1,024 files, 1,024 errors), with the count and the first four files."""
+    other = tmp_path / "other"
+    _other_job(other, 6, 8)
+    with pytest.raises(diagnose.DiagnoseError) as info:
+        diagnose.diagnose(astral_dsl.load(str(SMALL)), observe.load([str(other)]))
+    [d] = info.value.diagnostics
+    assert (d.code, d.file) == ("E785", str(other / "rank-0.json"))
+    assert d.message == ("the trace is from a job of 8 ranks, `small` has 128: left out (said "
+                         "once for 6 files alike)")
+    assert d.notes == ("the files: " + ", ".join(str(other / f"rank-{r}.json")
+                                                 for r in range(4)) + " and 2 more",)
+    proc = _cli("diagnose", str(SMALL), "--observed", str(other))
+    assert proc.returncode == 2 and proc.stdout.count("E785") == 1
+
+
+def test_a_diagnostic_of_one_file_is_not_merged():
+    """said_once leaves alone a diagnostic said for one file, however often, and keeps the
+    order of the others."""
+    from astral_dsl.observe.kineto import diag
+    from astral_dsl.observe.load import said_once
+
+    a, b = diag("E781", "the file is empty", "a.json"), diag("E781", "the file is empty",
+                                                             "b.json")
+    c = diag("W782", "skipped: notes", "README")
+    merged = said_once([a, c, a, b])
+    assert [(d.code, d.file) for d in merged] == [("E781", "a.json"), ("W782", "README")]
+    assert merged[0].message.endswith("(said once for 2 files alike)")
+    assert said_once([a, a]) == [a, a]
+
+
+@pytest.mark.parametrize("value, shown", [
+    (1e300, "1e+300"), (0, "0"), (-4, "-4"), (1.5, "1.5"), ("abc", '"abc"'), (True, "true"),
+    (2 ** 31, "2147483648"),                 # one past c10d's int
+    (10 ** 300, "1" + "0" * 36 + "...")],    # past 64 bits: the full parse; 40 characters
+    ids=["1e300", "0", "-4", "1.5", "text", "true", "2^31", "10^300"])
+def test_a_world_size_that_is_not_one_is_named(tmp_path, value, shown):
+    """`distributedInfo.world_size` 1e300 had been printed in E785 as a 301-digit job size, 0
+    as "a job of 0 ranks", and a text or a fraction taken as unsaid without a word: it is
+    named as not a world size (W785), and the trace is not checked against the job's."""
+    other = tmp_path / "traces"
+    _other_job(other, 1, value)
+    tiny = astral_dsl.load(str(REPO / "tests" / "fixtures" / "diagnose" / "tiny.astral"))
+    result = diagnose.diagnose(tiny, observe.load([str(other)]))
+    assert [d.code for d in result.diagnostics] == ["W785", "W787"]
+    assert result.diagnostics[0].message == (
+        f"`distributedInfo.world_size` is {shown}, not a world size (a whole number from 1 to "
+        f"2,147,483,647): the trace is not checked against the job's world size")
+    assert result.ranks_read == (0,)
+
+
+def test_the_largest_world_size_c10d_holds_is_one(tmp_path):
+    """2^31 - 1 ranks (c10d's int) is a world size: another job's (E785), not W785."""
+    other = tmp_path / "traces"
+    _other_job(other, 1, 2 ** 31 - 1)
+    obs = observe.load([str(other)])
+    assert obs.traces[0].world_size == 2 ** 31 - 1 and obs.diagnostics == ()
+
+
+def test_the_breakdowns_medians_are_one_statistic():
+    """Two ranks read: every line of the breakdown takes the mean of the two middle values.
+    HTA's idle time by cause had taken the upper one (3 ms where the median is 2 ms) and
+    said neither what it was a median of nor per what."""
+    from astral_dsl.diagnose.breakdown import Breakdown, RankBreakdown
+
+    def rank(r, idle_ms, host_ms):
+        s = 1e-3
+        return RankBreakdown(r, 0, 3, 10 * s, 6 * s, 3 * s, {"dp": 3 * s}, 0.0, idle_ms * s,
+                             0.0, None, {"host_wait": host_ms * s, "kernel_wait": 0.0,
+                                         "other": 2 * host_ms * s})
+
+    b = Breakdown("kineto", (rank(0, 1.0, 1.0), rank(1, 2.0, 3.0)), (), ())
+    # idle: (1 + 2) / 2 = 1.5 ms; host wait (1 + 3) / 2 = 2 ms; other (2 + 6) / 2 = 4 ms
+    assert b.median("idle_s") == pytest.approx(1.5e-3)
+    assert b.median_causes() == pytest.approx({"host_wait": 2e-3, "kernel_wait": 0.0,
+                                               "other": 4e-3})
+    lines = out_lines(b)
+    assert lines[0].startswith("  per rank   (median over ranks of each rank's mean per "
+                               "iteration, kineto) window 10.000 ms")
+    assert "idle 1.500 ms" in lines[0]
+    assert lines[1] == ("  idle by cause (HolisticTraceAnalysis, summed over streams; median "
+                        "over ranks of each rank's mean per iteration): host wait 2.000 ms, "
+                        "kernel wait 0.000 ms, other 4.000 ms")
+
+
+def out_lines(b):
+    from astral_dsl.outputs import diagnosis
+
+    return diagnosis._breakdown(b)
