@@ -340,8 +340,9 @@ def test_a_rank_that_is_not_a_rank_is_said_not_a_crash(tmp_path):
     named.write_text(json.dumps(doc))
     result = diagnose.diagnose(astral_dsl.load(str(TINY)), observe.load([str(named)]))
     assert result.ranks_read == (1,)
-    assert result.diagnostics[0].message == ("`distributedInfo.rank` is true, not a rank: rank 1 "
-                                             "taken from the file name")
+    assert result.diagnostics[0].message == ("`distributedInfo.rank` is true, not a rank: the "
+                                             "rank is taken from the file name (`rank-N`)")
+    assert result.diagnostics[0].file == str(named)
     doc["distributedInfo"]["rank"] = 0
     trace, _ = kineto.read(str(path), doc)
     with pytest.raises(diagnose.DiagnoseError) as err:

@@ -114,6 +114,23 @@ def test_another_jobs_traces_are_said_once(tmp_path):
     assert proc.returncode == 2 and proc.stdout.count("E785") == 1
 
 
+def test_traces_without_distributed_info_are_said_once(tmp_path):
+    """A job's traces recorded without torch.distributed: W783 once for the directory (its
+    message names no rank, the file name gives it), not once per rank."""
+    other = tmp_path / "traces"
+    _other_job(other, 3, 8)
+    for r in range(3):
+        path = other / f"rank-{r}.json"
+        doc = json.loads(path.read_text())
+        del doc["distributedInfo"]
+        path.write_text(json.dumps(doc))
+    obs = observe.load([str(other)])
+    [w] = [d for d in obs.diagnostics if d.code == "W783"]
+    assert w.message == ("no `distributedInfo` in the trace: the rank is taken from the file "
+                         "name (`rank-N`) (said once for 3 files alike)")
+    assert sorted(t.rank for t in obs.traces) == [0, 1, 2]
+
+
 def test_a_diagnostic_of_one_file_is_not_merged():
     """said_once leaves alone a diagnostic said for one file, however often, and keeps the
     order of the others."""

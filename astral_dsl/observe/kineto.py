@@ -78,8 +78,10 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
                                "record with torch.distributed initialised, or name the "
                                "file rank-N.json")]
         rank = int(m.group(1))
-        diags.append(diag("W783", f"{bad or 'no `distributedInfo` in the trace'}: rank "
-                                  f"{rank} taken from the file name", path))
+        # the rank is the file name's (the diagnostic names the file): said without it, so
+        # that a job's traces alike are said once (load.said_once), not once per rank
+        diags.append(diag("W783", f"{bad or 'no `distributedInfo` in the trace'}: the rank is "
+                                  f"taken from the file name (`rank-N`)", path))
     groups = list(_groups(info.get("pg_config")))
     group_index: Dict[Tuple, int] = {(g.name, g.ranks): i for i, g in enumerate(groups)}
     scan = kernels.from_events(doc.traceEvents, groups, group_index)
