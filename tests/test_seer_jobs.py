@@ -376,6 +376,27 @@ job j {
     assert fc.job.seq == 2048 and fc.job.model.ffn == 10922
 
 
+def test_a_hybrid_pattern_without_mamba_dimensions_warns():
+    # the Mamba-2 layers of a `pattern` (M) take the assumed dimensions as `mamba_layers` do, and
+    # W752 names them; `mamba_expand` is not used (nor named) when `mamba_heads` gives the width
+    body = """
+model Hy { layers = 4, hidden = 1024, heads = 8, kv_heads = 8, ffn = 4096, vocab = 32000,
+  seq = 2048, activation = swiglu, pattern = "M*M-"%s }
+job j {
+  model = Hy, placement = S, gpus = 8
+  parallel { tp = 1, pp = 1, dp = 8 }
+  batch { global_batch = 8, micro = 1 }
+}
+"""
+    msgs = [d.message for d in seer.forecast(design(body % "")).diagnostics if d.code == "W752"]
+    assert len(msgs) == 1 and "mamba_state = 128" in msgs[0] and "mamba_chunk = 256" in msgs[0]
+    assert "mamba_expand = 2" in msgs[0]
+    stated = body % ", mamba_heads = 32, mamba_head_dim = 64, mamba_state = 128, mamba_groups = 8"
+    msgs = [d.message for d in seer.forecast(design(stated)).diagnostics if d.code == "W752"]
+    assert len(msgs) == 1 and "does not state mamba_chunk:" in msgs[0]
+    assert "mamba_expand" not in msgs[0]
+
+
 # ---- virtual stages only as Megatron-LM lays them out ----------------------------------------------------
 def test_chunks_split_each_stage_evenly_or_count_embedding_and_loss():
     from astral_dsl.seer.stages import chunk_split, virtual_stage_options

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import astral_dsl
+from astral_dsl.runs.stacks import SYSTEMS
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse
 from astral_dsl.syntax.source import decode
@@ -471,3 +472,32 @@ def test_h100_is_the_sxm_part():
                               "host Node = HGX8(gpu = H100, nic = CX7_400G)\n"
                               "site S { h = 2 x Node }\n", name="h100.astral")
     assert design.valid and not design.diagnostics, design.diagnostics
+
+
+# ---- stdlib.systems: each system `astral runs` places runs on is a design that compiles ----------------
+@pytest.mark.parametrize("key", sorted(SYSTEMS))
+def test_each_system_compiles_as_one_scalable_unit(key):
+    """A site of one SU on its fabric, as `astral runs` and a design starting from it build it: no
+    error. The GB200 leaf declared 144 ports down and 144 up on the 64-port QM9700 (E600), the Grand
+    Teton fabric InfiniBand switches for its RoCE NICs (E611)."""
+    system = SYSTEMS[key]
+    ws = astral_dsl.compiles(f"{system.header()}\nsite S {{ sus = 1 x {system.su}, fabric = "
+                             f"{system.fabric} }}\n", name="system_probe.astral")
+    checked = astral_dsl.check(ws)
+    errors = [(d.code, d.message) for d in checked.diagnostics if d.is_error]
+    assert checked.valid and not errors, errors
+    assert astral_dsl.summary(ws.design)["gpus"] == system.gpus_per_su
+
+
+def test_grand_teton_host_power():
+    # [assumed] a DGX H100's 10.2 kW less 8 GPUs x (700 W - 500 W) of the cap: 10.2 - 1.6 = 8.6 kW
+    d = _probe("hardware", "H100_SXM_96GB_500W")
+    assert _get(d, "H100_SXM_96GB_500W", "system_power", "kW") == pytest.approx(8.6)
+    ws = astral_dsl.compiles("import stdlib.systems { GrandTeton_SU, RoCE_Fabric }\n"
+                             "site S { sus = 1 x GrandTeton_SU, fabric = RoCE_Fabric }\n",
+                             name="gt.astral")
+    host = ws.design.instance("S.sus[0].racks[0].hosts[0]")
+    assert host.field("power").value_in("kW") == pytest.approx(8.6)
+    # 32 hosts x 8.6 kW = 275.2 kW; the Ethernet switches' power is not known (W606)
+    assert astral_dsl.summary(ws.design)["it_power_kw"] == pytest.approx(275.2)
+    assert "W606" in {d.code for d in astral_dsl.check(ws).diagnostics}

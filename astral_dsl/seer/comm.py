@@ -36,11 +36,14 @@ from typing import Optional, Tuple
 
 from astral_dsl import records
 
-NVLINK_EFF = 0.80
-NET_EFF = 0.90
-BASE_S = 7e-6          # per collective launch
-NVLINK_STEP_S = 0.6e-6
-NET_STEP_S = 5e-6
+NVLINK_EFF = 0.80      # published measurement: nccl-tests bus bandwidth / NVLink, DGX A100/H100
+NET_EFF = 0.90         # published measurement: InfiniBand / RoCE bus bandwidth (Calculon: ~0.9)
+BASE_S = 7e-6          # published model: NCCL tuning.cc base latency per collective launch
+NVLINK_STEP_S = 0.6e-6  # published model: NCCL tuning.cc latency per NVLink step
+NET_STEP_S = 5e-6      # published model: NCCL tuning.cc latency per network step
+# ASSUMED (no data sheet cited): a switch hop's port-to-port latency, of the order InfiniBand
+# switches (~0.1-0.2 us) and Ethernet switches (~0.5-1 us) are commonly quoted at; a hop's share
+# of a network step (NET_STEP_S) is small either way
 SWITCH_S = {"infiniband": 0.15e-6, "roce": 0.6e-6, "ethernet": 0.6e-6}
 
 

@@ -63,7 +63,7 @@ FA_HEAD = 128.0        # the head width of the attention measurements attn_eff i
 # 128 x 128 on Ampere, 128 x 256 on Hopper and Blackwell (warp-group MMA); the size of a GEMM is
 # counted in these tiles against the SMs (gemm_waves)
 TILE = {"ampere": (128, 128), "hopper": (128, 256), "blackwell": (128, 256)}
-DEFAULT_SMS = 132      # a GPU that declares no `sms`: an H100's (validate_gpu.py warns, W752)
+DEFAULT_SMS = 132      # ASSUMED: a GPU stating no `sms` has an H100's (validate_gpu.py: W752)
 # published (Transformer Engine 2.20.2's binary: transformer_engine::detail::
 # get_num_compute_streams() returns 4): the streams TE's multi-stream grouped GEMM
 # (general_grouped_gemm -> nvte_multi_stream_cublas_gemm) runs one cuBLAS GEMM per expert on,

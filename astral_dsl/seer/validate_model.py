@@ -6,6 +6,7 @@ from typing import List
 
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.seer import budget, validate_moe
+from astral_dsl.seer.model_spec import hybrid_pattern
 from astral_dsl.seer.diag import err as _err, warn as _warn
 from astral_dsl.seer.spec import DEFAULT_SEQ, DEFAULT_VOCAB, JobSpec
 from astral_dsl.units.readable import count as _n
@@ -76,8 +77,12 @@ def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"SwiGLU MLP with the parameters of a 4h one, Shazeer 2020); "
                                  f"Llama models round it up (Llama 3 8B: 14,336 = 3.5 h)", span,
                          "state the FFN width: `ffn = ...`"))
-    unstated = [f"{k} = {v}" for k, v in MAMBA_DEFAULTS if model.field(k) is None]
-    if m.mamba_layers and unstated:
+    # a model's Mamba-2 layers come from `mamba_layers` or its `pattern`'s M; the inner width
+    # from `mamba_heads` when stated (then `mamba_expand` is not used)
+    used = [(k, v) for k, v in MAMBA_DEFAULTS
+            if not (k == "mamba_expand" and model.field("mamba_heads") is not None)]
+    unstated = [f"{k} = {v}" for k, v in used if model.field(k) is None]
+    if m.hybrid and "M" in hybrid_pattern(m) and unstated:
         out.append(_warn("W752", f"{name} has Mamba-2 layers but does not state "
                                  f"{', '.join(k.split(' = ')[0] for k in unstated)}: Seer takes "
                                  f"{', '.join(unstated)} (Mamba-2's reference configuration, Dao "
@@ -87,7 +92,12 @@ def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
     return out
 
 
-# a hybrid model's Mamba-2 dimensions when it does not state them (seer/job.py `model_spec`)
+# ASSUMED (W752 names them): a hybrid model's Mamba-2 dimensions when it does not state them
+# (seer/job.py `model_spec`): the reference Mamba-2 layer's defaults (Dao and Gu 2024;
+# state-spaces/mamba, mamba_ssm/modules/mamba2.py Mamba2: d_state 128, headdim 64, expand 2,
+# chunk_size 256) with Nemotron-H's 8 groups (NVIDIA, arXiv 2504.03624, 2025; Mamba2's own
+# default is 1). Megatron-Core's MambaMixer, which NVIDIA's recipes run, scans in chunks of 128
+# (stdlib.models' Nemotron3_Nano states it)
 MAMBA_DEFAULTS = (("mamba_state", 128), ("mamba_head_dim", 64), ("mamba_groups", 8),
                   ("mamba_expand", 2), ("mamba_chunk", 256))
 
