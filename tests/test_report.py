@@ -231,6 +231,21 @@ def test_purchase_lines_buy_the_installed_battery_capacity(tmp_path):
     assert 'data-v="287.2"' in lines["battery capacity, needed (not declared)"]
 
 
+def test_purchase_lines_buy_the_mechanical_feeders_too():
+    # the tutorial installs two feeders: `busway` (the rack) and `mechanical` (the facility's own
+    # consumers, `mechanical = true`); both are bought, on lines of their own
+    from astral_dsl.outputs.report.bom import bom_lines
+
+    review = collect(astral_dsl.compile(REPO / "examples" / "tutorial_rack.astral"))
+    feeders = {line["where"]: line["quantity"] for line in bom_lines(review.summary)
+               if line["item"] == "feeder"}
+    assert feeders == {"power distribution": 1, "facility consumers (mechanical)": 1}
+    # replicas x count: a summary of 3 replicas of a mechanical pair buys 6
+    summary = {"feeders": 4, "mechanical_feeders": [{"replicas": 3, "count": 2}]}
+    assert [(x["where"], x["quantity"]) for x in bom_lines(summary)] == [
+        ("power distribution", 4), ("facility consumers (mechanical)", 6)]
+
+
 def test_scenario_matrix_covers_every_scenario_and_says_how_much(small_review):
     assert [d.code for d in small_review.checked.diagnostics if d.is_error] == []
     rows = {r.name: r for r in mx.matrix(small_review)}
