@@ -390,3 +390,12 @@ def test_a_lone_feeder_has_no_failover_load_and_the_tables_show_the_power_throug
     doc = json.loads(_cli(["size", "examples/gb200_nvl72.astral", "--format", "json"]).stdout)
     mech = {f["path"]: f for f in doc["summary"]["mechanical_feeders"]}["Hall.mech_a"]
     assert mech["failover_kw"] == pytest.approx(2 * mech["normal_kw"], abs=2e-3)
+
+
+def test_the_headline_counts_are_those_of_check():
+    # one rack is "1 rack", as `astral check` says it (the size report read "1 racks")
+    out = _cli(["size", "examples/tutorial_rack.astral"]).stdout
+    assert out.splitlines()[0] == "examples/tutorial_rack.astral: 32 GPUs, 4 hosts, 1 rack, 0 switches"
+    from astral_dsl.analyses.summary import counts_text
+    assert counts_text({"gpus": 1, "hosts": 1, "racks": 2, "switches": 1}) == \
+        "1 GPU, 1 host, 2 racks, 1 switch"

@@ -43,13 +43,12 @@ def render_report(design: Design, eng: Engineering, colour: bool = False, width:
 
 
 def _headline(lines: List[str], design, eng, colour: bool, width: int) -> None:
-    from astral_dsl.analyses.summary import summarize
+    from astral_dsl.analyses.summary import counts_text, summarize
     from astral_dsl.outputs.terminal import printable
 
     s = summarize(design, eng)
     p, c = eng.power, eng.cooling
-    first = fold(f"{printable(design.file)}: {s['gpus']:,} GPUs, {s['hosts']:,} hosts, "
-                 f"{s['racks']:,} racks, {s['switches']:,} switches", width)
+    first = fold(f"{printable(design.file)}: {counts_text(s)}", width)
     name = printable(design.file)
     if colour and first[0].startswith(name + ":"):      # the file's name in bold
         first[0] = bold(name, True) + first[0][len(name):]
