@@ -399,3 +399,12 @@ def test_the_headline_counts_are_those_of_check():
     from astral_dsl.analyses.summary import counts_text
     assert counts_text({"gpus": 1, "hosts": 1, "racks": 2, "switches": 1}) == \
         "1 GPU, 1 host, 2 racks, 1 switch"
+
+
+def test_no_rejection_approach_without_a_climate():
+    # the tutorial declares free-cooling hours and no climate: its dry coolers' approach to an
+    # outdoor temperature is never used, so it is null, not the 0 K it read
+    doc = json.loads(_cli(["size", "examples/tutorial_rack.astral", "--format", "json"]).stdout)
+    circuits = doc["summary"]["facility"]["circuits"]
+    assert [(c["path"], c["rejection_approach_k"]) for c in circuits] == [
+        ("Tutorial.chilled", None), ("Tutorial.water", None)]
