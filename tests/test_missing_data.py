@@ -290,8 +290,20 @@ def test_w656_free_cooling_without_its_fans():
                          "count as 0 W in the facility power and the PUE")
     assert d.span.start.line == COMPLETE[:COMPLETE.index("free_cooling")].count("\n") + 1
     # chillers all year (no free cooling): their COP covers their heat rejection, no warning
-    assert not found(COMPLETE.replace("free_cooling = 6000 h, ", "").replace(
+    assert not found(COMPLETE.replace("free_cooling = 6000 h, ", "free_cooling = 0 h, ").replace(
         ",\n                   rejection_fan_ratio = 2 %", ""), "W656")
+
+
+def test_w656_free_cooling_hours_unknown():
+    # no `free_cooling` and no climate: the hours are unknown, taken as none (chillers all year,
+    # 8,760 h), which the warning says; `free_cooling = 0 h` states it (no warning, above)
+    d = only(COMPLETE.replace("free_cooling = 6000 h, ", ""), "W656")
+    assert d.message == ("facility water `S.water` declares no `free_cooling` hours (and the site "
+                         "no `climate`): its chillers are taken to carry all its heat, 8,760 h "
+                         "a year")
+    assert d.hint.startswith("declare `free_cooling = ... h`")
+    # the same circuit with its hours declared needs no word
+    assert not found(COMPLETE, "W656")
 
 
 def test_w659_loop_redundancy_assumed():

@@ -363,3 +363,25 @@ def test_a_cooling_towers_cached_hours_are_keyed_by_the_wet_bulb_table(monkeypat
     assert tuple(dry_hours) == climate.dry_bulb and wetbulb_table.source() not in dry_key
     monkeypatch.setattr(wetbulb_table, "source", lambda: "another-table")
     assert facility.ambient(climate, "cooling_tower")[1] != key
+
+
+def test_a_circuit_without_supply_cannot_follow_the_climate_and_says_so():
+    # the outdoor hours are compared with the supply: without one, the circuit gets no free
+    # hour of the climate, its chillers carry all of its heat all 8,760 h (as `economiser =
+    # none` would), and W656 says so where it was silent (only W648 spoke, of its pumps)
+    ws = astral_dsl.compiles(PLANT.replace("@CLIMATE@", "sample.epw")
+                             .replace("@LOOP@", "25 degC").replace("@AIR@", "27 degC")
+                             .replace("@REJECTION@", "dry_cooler")
+                             .replace("@ECONOMISER@", "integrated")
+                             .replace("@CHILLER@", "chiller_cop = 5")
+                             .replace("supply = 20 degC, rise = 10 K, pump_head", "rise = 10 K, "
+                                      "pump_head"), name="plant.astral", root=FIXTURES)
+    checked = astral_dsl.check(ws)
+    cy = _circuit(checked)
+    assert (cy.free_h, cy.partial_h, cy.mechanical_h) == (0, 0, 8760)
+    (w,) = [d for d in checked.diagnostics if d.code == "W656"]
+    assert w.message == ("facility water `S.warm` declares no `supply`, so its free-cooling hours "
+                         "over the site's climate cannot be found: its chillers are taken to "
+                         "carry all its heat, 8,760 h a year")
+    assert w.hint == "declare `supply` (and `rise`)"
+    assert w.span.start.line == PLANT[:PLANT.index("facility warm")].count("\n") + 1

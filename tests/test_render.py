@@ -570,3 +570,14 @@ def test_cli_errors(tmp_path):
     r = run(["render", str(bad), "-o", str(tmp_path / "bad.svg")])
     assert r.returncode == 1 and "error[E304]" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "bad.svg").exists()
+
+
+def test_cooling_title_names_both_kinds_of_pump():
+    """The title read "pumps 184.5 W" (the loop's alone) while the circuits' pumps drew 357.1 W
+    more. The tutorial's loop: 30.6 kW at 10 K, water at 40 degC (992.2 kg/m^3, 4,179.4 J/kg/K):
+    30,600 / (992.2 x 4,179.4 x 10) = 0.7379 L/s, x 150 kPa / 60 % = 184.5 W."""
+    cv = context(REPO / "examples" / "tutorial_rack.astral", "cooling")
+    facility = cv.ctx.eng.cooling.average.facility_pumps_w
+    assert facility == pytest.approx(sum(cy.circuit.pump_w
+                                         for cy in cv.ctx.eng.cooling.facility.circuits))
+    assert f"secondary pumps 184.5 W · facility-water pumps {facility:.1f} W" in cv.g.source

@@ -231,6 +231,21 @@ def test_purchase_lines_buy_the_installed_battery_capacity(tmp_path):
     assert 'data-v="287.2"' in lines["battery capacity, needed (not declared)"]
 
 
+def test_purchase_lines_buy_the_mechanical_feeders_too():
+    # the tutorial installs two feeders: `busway` (the rack) and `mechanical` (the facility's own
+    # consumers, `mechanical = true`); both are bought, on lines of their own
+    from astral_dsl.outputs.report.bom import bom_lines
+
+    review = collect(astral_dsl.compile(REPO / "examples" / "tutorial_rack.astral"))
+    feeders = {line["where"]: line["quantity"] for line in bom_lines(review.summary)
+               if line["item"] == "feeder"}
+    assert feeders == {"power distribution": 1, "facility consumers (mechanical)": 1}
+    # replicas x count: a summary of 3 replicas of a mechanical pair buys 6
+    summary = {"feeders": 4, "mechanical_feeders": [{"replicas": 3, "count": 2}]}
+    assert [(x["where"], x["quantity"]) for x in bom_lines(summary)] == [
+        ("power distribution", 4), ("facility consumers (mechanical)", 6)]
+
+
 def test_scenario_matrix_covers_every_scenario_and_says_how_much(small_review):
     assert [d.code for d in small_review.checked.diagnostics if d.is_error] == []
     rows = {r.name: r for r in mx.matrix(small_review)}
@@ -251,6 +266,22 @@ def test_scenario_matrix_covers_every_scenario_and_says_how_much(small_review):
     # the feeder carries 40.8 kW / 0.97 efficiency = 42.06 kW of its 45 kW: 93.47 %
     assert feeder.baseline == pytest.approx(40.8 / 0.97 / 45 * 100, abs=0.01)
     assert feeder.scenario == feeder.baseline
+    # the busway is the only feeder: one more failed, its 40.8 kW are lost (it read 0.0 %)
+    lone = next(f for f in power.figures if f.label == "most loaded, one more failed")
+    assert (lone.baseline, lone.scenario) == (None, None)
+    assert "one more failed: a feeder has no spare: its load is lost" in build(small_review)
+
+
+def test_feeder_table_shows_the_power_through_the_feeder(small_review):
+    """Its "normal % of capacity" is of the power through the feeder, so the row shows that
+    power: 40.8 kW / 0.97 = 42.062 kW, 93.47 % of 45 kW; with one failed nothing is left ("-")."""
+    page = build(small_review)
+    head, row = _by_id(page, "size-feeders").split("</table>")[0].split("</tr>")[:2]
+    cols = [re.sub("<[^>]+>", "", c).strip() for c in head.split("</th>")[:-1]]
+    cells = [c.split(">")[-1] for c in row.split("</td>")[:-1]]
+    got = dict(zip(cols, cells))
+    assert (got["normal kW"], got["through kW"], got["one failed kW"]) == ("40.8", "42.062", "-")
+    assert got["normal % of capacity"] == "93.47"
 
 
 def test_scenario_matrix_on_the_page(small_review):

@@ -368,3 +368,43 @@ def test_the_transformer_table_gives_ratings_and_load_in_kva_and_losses_in_kw():
     row = next(line for line in text.splitlines() if line.startswith(" Tutorial.mv "))
     assert row.split() == ["Tutorial.mv", "1", "100", "kVA", "n", "0.95", "(feeders'", "lowest)",
                            "55.4", "kVA", "187.9", "W", "262.9", "W"]
+
+
+def test_a_lone_feeder_has_no_failover_load_and_the_tables_show_the_power_through_it():
+    """The tutorial's busway is its only IT feeder: with it failed the rack's 40.8 kW are lost,
+    so no feeder carries anything ("-", JSON null), where it read 0 W. Its 97 % efficiency puts
+    40.8 / 0.97 = 42.06 kW through its conductors, the figure its capacity, current and E620
+    are of (the power view's "normal 42.1 kW (93.5 %)"), a column of its own beside the load."""
+    doc = json.loads(_cli(["size", "examples/tutorial_rack.astral", "--format", "json"]).stdout)
+    busway = next(f for f in doc["summary"]["feeder_list"] if f["path"] == "Tutorial.busway")
+    assert (busway["normal_kw"], busway["failover_kw"]) == (40.8, None)
+    assert busway["carried_kw"] == pytest.approx(40.8 / 0.97, abs=1e-3)
+    out = _cli(["size", "examples/tutorial_rack.astral"], columns=120).stdout
+    (row,) = [ln.split() for ln in out.splitlines() if ln.startswith(" Tutorial.busway  ")
+              and "kW" in ln]
+    # feeder, x, type, V, then load, normal, through, failover, capacity
+    assert row[4:] == ["40.8", "kW", "40.8", "kW", "42.1", "kW", "-", "45.0", "kW"], row
+    assert "failover -: no feeder is left to carry the load when one fails" in out
+    # a redundant pair keeps its figure: the gb200 hall's mechanical feeders, A and B, each
+    # carry half of the facility's 301.1 kW and all of it alone
+    doc = json.loads(_cli(["size", "examples/gb200_nvl72.astral", "--format", "json"]).stdout)
+    mech = {f["path"]: f for f in doc["summary"]["mechanical_feeders"]}["Hall.mech_a"]
+    assert mech["failover_kw"] == pytest.approx(2 * mech["normal_kw"], abs=2e-3)
+
+
+def test_the_headline_counts_are_those_of_check():
+    # one rack is "1 rack", as `astral check` says it (the size report read "1 racks")
+    out = _cli(["size", "examples/tutorial_rack.astral"]).stdout
+    assert out.splitlines()[0] == "examples/tutorial_rack.astral: 32 GPUs, 4 hosts, 1 rack, 0 switches"
+    from astral_dsl.analyses.summary import counts_text
+    assert counts_text({"gpus": 1, "hosts": 1, "racks": 2, "switches": 1}) == \
+        "1 GPU, 1 host, 2 racks, 1 switch"
+
+
+def test_no_rejection_approach_without_a_climate():
+    # the tutorial declares free-cooling hours and no climate: its dry coolers' approach to an
+    # outdoor temperature is never used, so it is null, not the 0 K it read
+    doc = json.loads(_cli(["size", "examples/tutorial_rack.astral", "--format", "json"]).stdout)
+    circuits = doc["summary"]["facility"]["circuits"]
+    assert [(c["path"], c["rejection_approach_k"]) for c in circuits] == [
+        ("Tutorial.chilled", None), ("Tutorial.water", None)]

@@ -73,7 +73,7 @@ class CircuitYear:
     circuit: CircuitResult
     water_class: Optional[str]
     rejection: str
-    approach_k: float
+    approach_k: Optional[float]   # None without a climate: no outdoor air to be above
     economiser: str
     chiller: str                  # how its COP is known, for the report
     free_h: float
@@ -227,6 +227,21 @@ def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_reject
                            "rejected, from the dry coolers' data sheet)"))
 
 
+def unknown_free_hours(circuit: Instance, climate, diags) -> None:
+    """W656: a circuit whose free-cooling hours are unknown (no `free_cooling` and no site
+    climate, or a climate but no `supply` to hold the outdoor air to) has none: its chillers
+    carry all its heat all year."""
+    why = ("declares no `supply`, so its free-cooling hours over the site's climate cannot be "
+           "found" if climate is not None else "declares no `free_cooling` hours (and the site "
+           "no `climate`)")
+    diags.append(_warn("W656", f"facility water `{circuit.path}` {why}: its chillers are taken "
+                               f"to carry all its heat, "
+                               f"{readable.grouped(HOURS_PER_YEAR)} h a year", circuit.span,
+                       "declare `supply` (and `rise`)" if climate is not None else
+                       "declare `free_cooling = ... h` (the hours its heat rejection alone "
+                       "carries the heat) or the site's `climate`"))
+
+
 def ambient(climate, rejection: str) -> Tuple[Optional[Sequence[float]], str]:
     """The hours' outdoor temperature the heat rejection follows: dry bulb for dry coolers, wet
     bulb (analyses/climate.py, from CoolProp) for cooling towers; and what names them (the
@@ -273,8 +288,11 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
         prof = heat_rejection.profile(p, outdoor, hours)
         y = heat_rejection.year(p, outdoor, result.average_w)
         missing_chiller(inst, y, p, diags)
+        if outdoor is None and p.free_cooling_h is None and p.chiller is not None and \
+                p.economiser != "none" and result.peak_w > 0:
+            unknown_free_hours(inst, climate, diags)
         years.append((CircuitYear(result, _sym(inst.field("water_class")), rejection,
-                                  p.approach_k, p.economiser if p.return_c is not None or
+                                  p.approach_k if outdoor is not None else None, p.economiser if p.return_c is not None or
                                   p.economiser == "none" else "switchover", how, y.free_h,
                                   y.partial_h, y.mechanical_h, y.chillers_w, y.fans_w,
                                   fan_ratio=p.fan_ratio,

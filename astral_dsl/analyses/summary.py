@@ -49,10 +49,14 @@ def summarize(design: Design, eng=None) -> Dict[str, object]:
 
 
 def _n(count: int, word: str) -> str:
-    return f"{count:,} {word}" + ("" if count == 1 else "s")
+    return f"{count:,} {word}" + ("" if count == 1 else "es" if word.endswith("h") else "s")
+
+
+def counts_text(summary: Dict[str, object]) -> str:
+    """`32 GPUs, 4 hosts, 1 rack, 0 switches`: the counts as `astral check` and `size` say them."""
+    return (f"{_n(summary['gpus'], 'GPU')}, {_n(summary['hosts'], 'host')}, "
+            f"{_n(summary['racks'], 'rack')}, {_n(summary['switches'], 'switch')}")
 
 
 def one_line(design: Design, summary: Dict[str, object]) -> str:
-    return (f"{design.file}: {_n(summary['gpus'], 'GPU')}, {_n(summary['hosts'], 'host')}, "
-            f"{_n(summary['racks'], 'rack')}, {_n(summary['switches'], 'switch').replace('switchs', 'switches')}, "
-            f"IT power {summary['it_power_kw']:,.1f} kW")
+    return f"{design.file}: {counts_text(summary)}, IT power {summary['it_power_kw']:,.1f} kW"

@@ -15,6 +15,12 @@ def through_w(f, share_w: float) -> float:
     return share_w * f.input_ratio
 
 
+def failover_share_w(f) -> Optional[float]:
+    """The load feeder `f` carries with one more feeder failed; None when no feeder is left to
+    carry it (a lone feeder, or one already down): the load is lost, it is not 0 W."""
+    return None if f.load_w > 0 and not f.failover_w else f.failover_w
+
+
 def loading(f, share_w: float) -> Optional[float]:
     """`through_w` over the capacity (a ratio; None: no capacity declared)."""
     return through_w(f, share_w) / f.capacity_w if f.capacity_w else None

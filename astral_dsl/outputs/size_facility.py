@@ -103,7 +103,7 @@ def _circuits(f) -> List[Table]:
     fans = readable.powers([cy.fans_w for cy in f.circuits])
     for i, cy in enumerate(f.circuits):
         how = cy.rejection.replace("_", " ") + (
-            f" +{format_number(round(cy.approach_k, 2))} K" if f.climate else "")
+            f" +{format_number(round(cy.approach_k, 2))} K" if cy.approach_k is not None else "")
         hours.add(cy.circuit.path, how, readable.grouped(cy.free_h),
                   readable.grouped(cy.partial_h), readable.grouped(cy.mechanical_h),
                   chill[i], chill_peak[i], fans[i])

@@ -13,7 +13,8 @@ from astral_dsl.analyses.summary import summarize
 from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design
 from astral_dsl.units import Quantity, format_number
-from astral_dsl.outputs.feeder_load import battery_installed_ah, battery_not_declared_ah
+from astral_dsl.outputs.feeder_load import (battery_installed_ah, battery_not_declared_ah,
+                                          failover_share_w)
 
 
 def _kw(w: Optional[float]) -> Optional[float]:
@@ -214,7 +215,7 @@ def feeder_json(f) -> Dict[str, Any]:
         "current": f.current_type, "side": f.side, "voltage_v": _r(f.voltage_v),
         "low_voltage_v": _r(f.low_voltage_v), "low_voltage_from": f.low_voltage_from,
         "load_kw": _kw(f.load_w), "network_kw": _kw(f.network_w),
-        "normal_kw": _kw(f.normal_w), "failover_kw": _kw(f.failover_w),
+        "normal_kw": _kw(f.normal_w), "failover_kw": _kw(failover_share_w(f)),
         "average_kw": _kw(f.average_w), "carried_kw": _kw(f.carried_w),
         "capacity_kw": _kw(f.capacity_w), "efficiency": _r(f.efficiency, 6),
         "current_a": _r(f.current_a), "conductor_current_a": _r(f.conductor_current_a),

@@ -10,6 +10,7 @@ from astral_dsl.model.design import Design
 from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
                                           size_summary, value_text)
 from astral_dsl.outputs.table import Field, Table, bold, fold, print_table
+from astral_dsl.outputs.feeder_load import failover_share_w, through_w
 from astral_dsl.units import format_number, readable
 
 __all__ = ["bom", "bom_lines", "chosen_json", "chosen_lines", "objective_line", "render_report",
@@ -42,13 +43,12 @@ def render_report(design: Design, eng: Engineering, colour: bool = False, width:
 
 
 def _headline(lines: List[str], design, eng, colour: bool, width: int) -> None:
-    from astral_dsl.analyses.summary import summarize
+    from astral_dsl.analyses.summary import counts_text, summarize
     from astral_dsl.outputs.terminal import printable
 
     s = summarize(design, eng)
     p, c = eng.power, eng.cooling
-    first = fold(f"{printable(design.file)}: {s['gpus']:,} GPUs, {s['hosts']:,} hosts, "
-                 f"{s['racks']:,} racks, {s['switches']:,} switches", width)
+    first = fold(f"{printable(design.file)}: {counts_text(s)}", width)
     name = printable(design.file)
     if colour and first[0].startswith(name + ":"):      # the file's name in bold
         first[0] = bold(name, True) + first[0][len(name):]
@@ -97,9 +97,14 @@ def _feeders(eng: Engineering) -> List[Table]:
     fs = all_feeders(eng)
     load = Table("Feeders: peak load, in normal operation and with one feeder failed",
                  [Field("feeder", True), Field("x"), Field("type", True), Field("V"),
-                  Field("load"), Field("normal"), Field("failover"), Field("capacity")])
-    loads = [readable.powers([getattr(f, name) for f in fs])
-             for name in ("load_w", "normal_w", "failover_w", "capacity_w")]
+                  Field("load"), Field("normal"), Field("through"), Field("failover"),
+                  Field("capacity")])
+    failover = [failover_share_w(f) for f in fs]
+    loads = [readable.powers([f.load_w for f in fs]), readable.powers([f.normal_w for f in fs]),
+             readable.powers([through_w(f, f.normal_w) for f in fs]),
+             readable.powers([w or 0.0 for w in failover]),
+             readable.powers([f.capacity_w for f in fs])]
+    loads[3] = [cell if w is not None else "-" for cell, w in zip(loads[3], failover)]
     for i, f in enumerate(fs):
         x = f"{f.replicas * f.count:,}"
         if f.running < f.count:
@@ -107,6 +112,10 @@ def _feeders(eng: Engineering) -> List[Table]:
         kind = f"{f.current_type}{' ' + f.side if f.side else ''}" + (
             " net" if f.network_w else " mech" if f.mechanical_w else "")
         load.add(f.path, x, kind, format_number(f.voltage_v), *[col[i] for col in loads])
+    load.lines.append("through: the normal load over the feeder's efficiency (against its "
+                      "capacity)")
+    if any(w is None for w in failover):
+        load.lines.append("failover -: no feeder is left to carry the load when one fails")
     wires = Table("Feeders: current at the lowest voltage they run at, conductors, equipment",
                   [Field("feeder", True), Field("current"), Field("at"),
                    Field("voltage drop"), Field("rectifiers"), Field("battery")])

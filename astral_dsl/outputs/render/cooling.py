@@ -43,7 +43,9 @@ def build(ctx, located) -> Canvas:
         c = eng.cooling
         title.append(f"heat: liquid {watts(c.liquid_heat_w)} · air {watts(c.air_heat_w)}"
                      + (f" (with {watts(eng.network_w)} of switches)" if eng.network_w else ""))
-        bits = [f"pumps {watts(c.pump_w)}"]
+        bits = [f"secondary pumps {watts(c.pump_w)}"]
+        if c.average is not None and c.average.facility_pumps_w:
+            bits.append(f"facility-water pumps {watts(c.average.facility_pumps_w)}")
         if c.cdu_w:
             bits.append(f"CDUs {watts(c.cdu_w)}")
         if c.fan_w:

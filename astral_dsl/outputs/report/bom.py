@@ -1,7 +1,8 @@
 """The bill of materials as purchase lines, from a size summary (outputs.size_report): switches
 by model and tier, each tier's cables (or fibres) and transceivers by medium, and the power and
-cooling equipment the summary counts (CDUs, feeders, rectifier modules, battery capacity: what is
-installed, as for the modules, and apart the need of batteries that declare no capacity). One
+cooling equipment the summary counts (CDUs, the IT feeders and apart those of the facility's own
+consumers, rectifier modules, battery capacity: what is installed, as for the modules, and apart
+the need of batteries that declare no capacity). One
 line is (item, model, where, quantity, unit); `astral diff` compares these lines too."""
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Dict, List, Mapping
 # summary keys of equipment counted as a whole, and how a line names them
 _EQUIPMENT = (("cdus", "CDU", "cooling loops", "units"),
               ("feeders", "feeder", "power distribution", "feeders"),
+              ("mechanical_feeders", "feeder", "facility consumers (mechanical)", "feeders"),
               ("rectifier_modules", "rectifier module", "HVDC feeders", "modules"),
               ("battery_ah_installed", "battery capacity", "HVDC feeders", "Ah"),
               # batteries that declare no `strings` x `string_capacity` (W-coded): what they need
@@ -34,8 +36,13 @@ def bom_lines(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
         if row.get("transceivers"):
             out.append({"item": "transceiver", "model": medium, "where": where,
                         "quantity": row["transceivers"], "unit": "modules"})
+    counts = dict(summary)
+    # the feeders with `mechanical = true` are installed as the IT feeders are (they are not in
+    # `feeders`, the IT feeders' count)
+    counts["mechanical_feeders"] = sum(f.get("replicas", 1) * f.get("count", 1)
+                                       for f in summary.get("mechanical_feeders") or ())
     for key, item, where, unit in _EQUIPMENT:
-        value = summary.get(key)
+        value = counts.get(key)
         if value:
             out.append({"item": item, "model": "", "where": where, "quantity": value,
                         "unit": unit})

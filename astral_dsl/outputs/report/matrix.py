@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic
-from astral_dsl.outputs.feeder_load import loading
+from astral_dsl.outputs.feeder_load import failover_share_w, loading
 
 FAMILIES = ("network", "power", "cooling", "jobs", "checks")
 FAMILY_TITLES = {"network": "network", "power": "power", "cooling": "cooling", "jobs": "jobs",
@@ -44,10 +44,11 @@ class Figure:
     unit: str = ""               # "kW", "%", "s", "" ...
     worse: str = "up"            # which direction is worse: up, down
     digits: int = 1              # decimals shown
+    missing: str = "n/a"         # what a None means
 
     def text(self, v: Optional[float]) -> str:
         if v is None:
-            return "n/a"
+            return self.missing
         if isinstance(v, int):
             return f"{v:,}"
         return f"{v:,.{self.digits}f}"
@@ -88,8 +89,13 @@ def _key(d: Diagnostic):
 
 
 def _worst_feeder(eng, attr: str) -> Optional[float]:
-    """The highest share of its capacity a feeder carries (in %), normal or one failed."""
-    shares = [loading(f, getattr(f, attr)) * 100 for f in eng.power.feeders if f.capacity_w]
+    """The highest share of its capacity a feeder carries (in %), normal or one failed; None
+    with one failed when a feeder has none left to carry its load (it is lost, not 0 %)."""
+    loads = [(f, failover_share_w(f) if attr == "failover_w" else getattr(f, attr))
+             for f in eng.power.feeders if f.capacity_w]
+    if any(w is None for _, w in loads):
+        return None
+    shares = [loading(f, w) * 100 for f, w in loads]
     return round(max(shares), 2) if shares else None
 
 
@@ -127,7 +133,8 @@ def _figures(eng_a, eng_b, sum_a: Dict, sum_b: Dict) -> Dict[str, List[Figure]]:
                   Figure("most loaded feeder", _worst_feeder(eng_a, "normal_w"),
                          _worst_feeder(eng_b, "normal_w"), "% of capacity"),
                   Figure("most loaded, one more failed", _worst_feeder(eng_a, "failover_w"),
-                         _worst_feeder(eng_b, "failover_w"), "% of capacity")],
+                         _worst_feeder(eng_b, "failover_w"), "% of capacity",
+                         missing="a feeder has no spare: its load is lost")],
         "cooling": [Figure("facility power", s(sum_a, "facility_power_kw"),
                            s(sum_b, "facility_power_kw"), "kW"),
                     Figure("PUE", s(sum_a, "pue"), s(sum_b, "pue"), digits=4),

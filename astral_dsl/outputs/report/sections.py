@@ -155,10 +155,14 @@ def _delta(f: mx.Figure) -> str:
     a, b = f.baseline, f.scenario
     unit = f" {f.unit}" if f.unit and not f.unit.startswith(":") else f.unit
     if b is None and a is None:
-        return ""
-    if b is None or a is None or a == b:
-        shown = f.text(b) if a is None else f.text(a)
-        return f"{esc(f.label)}: {shown}{esc(unit)}" + (" &rarr; n/a" if b is None else "")
+        # a figure that has no value on either side is left out, unless None says something
+        return "" if f.missing == "n/a" else f"{esc(f.label)}: {esc(f.missing)}"
+    if a == b:
+        return f"{esc(f.label)}: {f.text(a)}{esc(unit)}"
+    if b is None or a is None:
+        def shown(v):
+            return esc(f.missing) if v is None else f"{f.text(v)}{esc(unit)}"
+        return f"{esc(f.label)}: {shown(a)} &rarr; {shown(b)}"
     change = b - a
     worse = (change > 0) == (f.worse == "up")
     rel = ""
