@@ -18,9 +18,9 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "Checked", "Chosen", "Design", "Diagnostic", "DiffResult",
            "ForecastError", "ForecastResult", "Instance", "ParamValue", "Quantity", "RunsResult",
            "Severity", "Sized", "Span", "Target", "Totals", "UnitError", "UnitSpecError",
-           "Workspace", "check", "check_file", "compile", "compiles", "diagnosis", "diff", "forecast",
-           "front_end_errors", "load", "loads", "report", "score_runs", "size", "summary",
-           "sweep"]
+           "Workspace", "check", "check_file", "compile", "compiles", "diagnosis", "diff",
+           "forecast", "front_end_errors", "load", "loads", "report", "score_runs", "size",
+           "summary", "sweep"]
 _API = frozenset(__all__[1:])
 
 if TYPE_CHECKING:          # what a type checker sees: the API's own names and types

@@ -292,7 +292,8 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                 p.economiser != "none" and result.peak_w > 0:
             unknown_free_hours(inst, climate, diags)
         years.append((CircuitYear(result, _sym(inst.field("water_class")), rejection,
-                                  p.approach_k if outdoor is not None else None, p.economiser if p.return_c is not None or
+                                  p.approach_k if outdoor is not None else None,
+                                  p.economiser if p.return_c is not None or
                                   p.economiser == "none" else "switchover", how, y.free_h,
                                   y.partial_h, y.mechanical_h, y.chillers_w, y.fans_w,
                                   fan_ratio=p.fan_ratio,

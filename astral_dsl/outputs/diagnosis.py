@@ -223,4 +223,5 @@ def _breakdown(b) -> List[str]:
     return out
 
 
-__all__ = ["EXIT_CODES", "SCHEMA_VERSION", "final_verdict", "render", "schema_text", "to_json", "verdict_json"]
+__all__ = ["EXIT_CODES", "SCHEMA_VERSION", "final_verdict", "render", "schema_text", "to_json",
+           "verdict_json"]

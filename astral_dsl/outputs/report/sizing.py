@@ -34,7 +34,8 @@ def engineering_tables(eng) -> str:
     if p.feeders:
         out.append(table(
             ["feeder", "feeders", "type", "side", "V", "load kW", "normal kW", "through kW",
-             "one failed kW", "capacity kW", "normal % of capacity", "current A", "at V", "voltage drop %",
+             "one failed kW", "capacity kW", "normal % of capacity", "current A", "at V",
+             "voltage drop %",
              "rectifier modules", "needed", "battery Ah needed", "battery Ah installed"],
             [[f.path, f.replicas * f.count, f.current_type, f.side, f.voltage_v, _kw(f.load_w),
               _kw(f.normal_w), _kw(through_w(f, f.normal_w)), _kw(failover_share_w(f)),
