@@ -186,6 +186,16 @@ def test_w648_no_pump_data():
     assert "its pumps count as 0 W" in d.message
 
 
+def test_w648_no_pump_data_though_the_cdu_declares_its_own_draw():
+    """A CDU's `power` is its own draw besides the loop's pumps (docs/language.md, stdlib's
+    RowCDU: 1 % of its rating): it had silenced W648, the pumps then at 0 W unsaid."""
+    text = COMPLETE.replace("    pump_head = 150 kPa, pump_efficiency = 60 %\n", "").replace(
+        "cdu Cdu { capacity = 300 kW,", "cdu Cdu { capacity = 300 kW, power = 3 kW,")
+    d = only(text, "W648")
+    assert d.message.endswith("its pumps count as 0 W in the facility power and the PUE (its "
+                              "CDU's `power`, 3 kW each, is the CDU's own draw besides them)")
+
+
 def test_w648_no_facility_pump_data():
     # the circuit's heat: 2 rows x 160 kW, 24 kW of switches, their fans and losses, all moved
     # by pumps whose power is not declared

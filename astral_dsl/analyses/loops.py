@@ -265,12 +265,16 @@ def _pumping(inst, cdu, flow, heat, declared_n, needed, scheme, diags) -> Tuple[
         running = {"n": installed, "n_plus_1": max(installed - 1, 1),
                    "two_n": max(installed // 2, 1)}.get(scheme, installed)
         cdu_w = running * per_cdu
-    if heat > 0 and not (head and eff) and not per_cdu:
+    # a CDU's `power` is its own draw besides the loop's pumps (cdu_w, added to them: stdlib/
+    # cooling.astral), so it does not stand in for them: pumps without a head and an efficiency
+    # are unknown whatever the CDU declares (a RowCDU's 1 % had silenced this, pumps at 0 W)
+    if heat > 0 and not (head and eff):
         missing = " and ".join(f"`{n}`" for n, v in (("pump_head", head),
                                                      ("pump_efficiency", eff)) if not v)
-        diags.append(_warn("W648", f"loop `{inst.path}` declares no {missing} and its CDU no "
-                                   f"`power`: its pumps count as 0 W in the facility power and "
-                                   f"the PUE", inst.span,
-                           "declare `pump_head` and `pump_efficiency` on the loop, or the CDU's "
-                           "`power` from its data sheet"))
+        own = f" (its CDU's `power`, {format_number(per_cdu / 1000)} kW each, is the CDU's " \
+              f"own draw besides them)" if per_cdu else ""
+        diags.append(_warn("W648", f"loop `{inst.path}` declares no {missing}: its pumps count "
+                                   f"as 0 W in the facility power and the PUE{own}", inst.span,
+                           "declare `pump_head` and `pump_efficiency` on the loop (from the "
+                           "CDU's pump curve: the head at the loop's flow)"))
     return pump, cdu_w
