@@ -38,8 +38,20 @@ def literal_json(text: str) -> Any:
         return x if math.isfinite(x) else text      # JSON has no infinity: keep the text
     if text in ("true", "false"):
         return text == "true"
+    return unquoted(text)
+
+
+def unquoted(text: str) -> str:
+    """A grid value as its point holds it: a string literal's text (`"a,b"` is a,b, its
+    escapes replaced as the language replaces them), anything else as written. The CSV's and
+    the JSON's parameter columns say the same (the CSV had kept the quotes)."""
     if len(text) >= 2 and text[0] == text[-1] == '"':
-        return text[1:-1]
+        from astral_dsl.syntax.build import unescape
+
+        try:
+            return unescape(text[1:-1])
+        except ValueError:               # not a literal the grid would have taken
+            return text[1:-1]
     return text
 
 
@@ -63,7 +75,7 @@ def flat(row, names: Sequence[str], columns: Sequence[str], scenario: bool,
     out: Dict[str, Any] = {}
     for n in names:
         value = row["params"][n]
-        out[cols[n]] = literal_json(value) if for_json else value
+        out[cols[n]] = literal_json(value) if for_json else unquoted(value)
     out["valid"] = row["valid"]
     errors, warnings = _codes(row, "error"), _codes(row, "warning")
     out["errors"] = errors if for_json else " ".join(errors)

@@ -290,7 +290,7 @@ class Builder(Transformer):
     def string_tok(self, tok) -> ast.String:
         raw = str(tok)[1:-1]
         try:
-            value = _unescape(raw)
+            value = unescape(raw)
         except ValueError as exc:
             raise DiagnosticError(Diagnostic("E107", Severity.ERROR, f"invalid string: {exc}",
                                              _span(self.f, tok),
@@ -340,7 +340,7 @@ _ESCAPES = {"\\": "\\", "\"": "\"", "n": "\n", "t": "\t"}
 _ESCAPE = r"(?s)\\(.?)"
 
 
-def _unescape(raw: str) -> str:
+def unescape(raw: str) -> str:
     """The string literal's text with its escapes replaced; ValueError at the first unknown
     one (a lone backslash at the end included). re's scan in C, not a Python loop a character
     (a 250 kB literal took a quarter of a second)."""

@@ -162,6 +162,24 @@ def test_cli_outputs(project, tmp_path, capsys):
     assert "hosts_per_rack" in out and "E500 E620" in out and "rack exceeds" in out
 
 
+def test_a_text_parameter_reads_alike_in_csv_and_json(tmp_path, capsys):
+    """A string literal of the grid is its text in both outputs: `"a,b"` is a,b in JSON and in
+    the CSV's cell (the CSV had kept the quotes: `"a,b"` read back as "a,b" with its quotes);
+    the escapes replaced as the language replaces them (`\\t` a tab)."""
+    from astral_dsl.outputs.sweep import unquoted
+
+    design = tmp_path / "t.astral"
+    design.write_text('param label = "a"\nhost H { power = 1 kW }\nrack R { hosts = 2 x H }\n'
+                      'site S { racks = 1 x R }\n')
+    args = ["sweep", str(design), "--grid", 'label="a,b","c"', "--workers", "1"]
+    _cli(args + ["-o", str(tmp_path / "rows.csv")], capsys)
+    with open(tmp_path / "rows.csv", newline="") as fh:
+        assert [r["label"] for r in csv.DictReader(fh)] == ["a,b", "c"]
+    _, out, _ = _cli(args + ["--format", "json"], capsys)
+    assert [json.loads(line)["label"] for line in out.splitlines()] == ["a,b", "c"]
+    assert (unquoted('"x\\ty"'), unquoted("45 kW")) == ("x\ty", "45 kW")
+
+
 def test_cli_plot_marks_the_pareto_front(project, tmp_path, capsys):
     png = tmp_path / "p.png"
     code, _, err = _cli(["sweep", str(project), "--grid", "hosts_per_rack=1..4", "--workers",
