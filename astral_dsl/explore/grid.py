@@ -316,8 +316,14 @@ def check_names(grids: Sequence[Grid], params: Dict[str, object]) -> None:
 
                 u = parse_unit(unit)
                 if u.dims != current.dims or u.point != current.point:
+                    # a range of bare ends takes its step's unit: a difference (`80..90:5K`
+                    # is 80 K to 90 K) where the parameter holds temperatures
+                    hint = (f": a temperature takes `degC` or `degF`; a range of them is "
+                            f"written with its ends' unit and a difference as its step, "
+                            f"`80degC..90degC:5K`" if current.point and u.dims == current.dims
+                            else "")
                     raise GridError(f"--grid {g.name}: `{value}` is not a {current.dimension()} "
-                                    f"like `{g.name}` ({current})")
+                                    f"like `{g.name}` ({current}){hint}")
 
 
 def _check_literals(g: Grid, current) -> None:

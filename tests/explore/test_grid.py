@@ -118,3 +118,20 @@ def test_yes_no_and_text_params_take_only_their_literals(spec, message):
         check_names(parse_grids([spec], {}), params)
     assert message in str(err.value)
     check_names(parse_grids(["big=true,false", 'label="x","y"'], {}), params)   # no error
+
+
+def test_bare_ends_with_a_difference_step_say_how_to_write_temperatures():
+    """`t=80..90:5K` makes 80 K .. 90 K (bare ends take the step's unit): differences, where
+    `t` holds temperatures. The message says how a range of temperatures is written; a
+    parameter of differences takes the same range."""
+    from astral_dsl.explore.grid import check_names
+    from astral_dsl.units import Quantity
+
+    params = {"t": Quantity.of(40, "degC"), "rise": Quantity.of(10, "K")}
+    with pytest.raises(GridError) as err:
+        check_names(parse_grids(["t=80..90:5K"], {}), params)
+    assert str(err.value) == (
+        "--grid t: `80 K` is not a temperature like `t` (40 degC): a temperature takes `degC` "
+        "or `degF`; a range of them is written with its ends' unit and a difference as its "
+        "step, `80degC..90degC:5K`")
+    check_names(parse_grids(["rise=8..12:2K", "t=80degC..90degC:5K"], {}), params)  # no error
