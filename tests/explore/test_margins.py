@@ -228,6 +228,48 @@ def test_the_reference_utility_feeder_counts_its_efficiency():
     assert failover.symbolic and _ranges(failover)["hosts_per_rack"].high == 4
 
 
+MECHANICAL = """
+param n = 3
+param aux = 2 kW
+host H { power = 10 kW }
+rack R { hosts = n x H }
+row Row {
+  racks = 4 x R
+  feeder main { current = ac, voltage = 415 V, phases = 3, capacity = 200 kW, serves = racks }
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 5 % }
+}
+site S {
+  rows = 1 x Row
+  auxiliary = aux
+  feeder mech_a { current = ac, voltage = 415 V, phases = 3, capacity = 10 kW, side = A,
+                  mechanical = true }
+  feeder mech_b { current = ac, voltage = 415 V, phases = 3, capacity = 10 kW, side = B,
+                  mechanical = true }
+}
+"""
+
+
+def test_the_facility_feeders_have_margins_too(tmp_path):
+    """The feeders with `mechanical = true` carry the facility's own consumers and are checked
+    as the IT feeders are (E620, E621): their margins are listed beside those."""
+    report = margins.analyse(str(_write(tmp_path, MECHANICAL)))
+    m = _by_label(report)
+    # the facility's load at the peak: the air unit's fans, 5 % of 4 racks x 3 hosts x 10 kW
+    # = 6 kW, and the auxiliaries' 2 kW: 8 kW, 4 kW on each side, 8 kW with the other failed
+    for side in ("a", "b"):
+        normal = m[f"feeder S.mech_{side} (normal operation)"]
+        failover = m[f"feeder S.mech_{side} (one feeder failed)"]
+        assert normal.limit.lhs == pytest.approx(4e3) and normal.limit.rhs == pytest.approx(10e3)
+        assert failover.limit.lhs == pytest.approx(8e3)
+        assert failover.limit.margin == pytest.approx(2e3)
+        rs = _ranges(failover)
+        # 5 % x 40 kW x n + aux <= 10 kW: n <= 4 (n = 5: 12 kW); aux <= 10 - 6 = 4 kW
+        assert rs["n"].high == 4 and rs["aux"].high == pytest.approx(4e3)
+        # normal: (2 kW x n + aux) / 2 <= 10 kW: n <= 9; aux <= 20 - 6 = 14 kW
+        assert _ranges(normal)["n"].high == 9
+        assert _ranges(normal)["aux"].high == pytest.approx(14e3)
+
+
 EDGES = """
 import stdlib.cooling { Water, CDU }
 param n = 1

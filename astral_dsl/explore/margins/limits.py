@@ -1,7 +1,7 @@
 """The limits a design must respect, measured at one point: every user `check` that compares
 two quantities (each comparison of a conjunction; a truth value as such), and the engineering
 limits (rack and row power limits, feeder capacity in normal operation and with one feeder
-failed, CDU capacity with and without a failed CDU, the coolant supply against the GPUs' cold
+failed, the facility's own feeders included, CDU capacity with and without a failed CDU, the coolant supply against the GPUs' cold
 plates, fabric oversubscription, the memory of each job). Each limit is `lhs <= rhs` (or `lhs == rhs`) in SI
 units, with sympy shadows of both sides when the quantities are algebraic in the parameters."""
 from __future__ import annotations
@@ -150,9 +150,13 @@ def _power_limits(ev, frames) -> List[Limit]:
 
 def _feeders(ev, frames, eng) -> List[Limit]:
     """A feeder's conductors carry its share of the load divided by its own efficiency
-    (analyses/feeders.py: E620, E621 compare that with the capacity)."""
+    (analyses/feeders.py: E620, E621 compare that with the capacity). The IT feeders and the
+    facility's own (`mechanical = true`, analyses/chain.py: the same checks on the load of the
+    CDUs, pumps, fans and chillers)."""
     out = []
-    for fr in eng.power.feeders:
+    facility = eng.cooling.facility
+    mechanical = facility.feeders if facility is not None else ()
+    for fr in tuple(eng.power.feeders) + tuple(mechanical):
         if fr.capacity_w is None:
             continue
         frame = frames.get(fr.path)
