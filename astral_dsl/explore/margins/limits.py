@@ -1,9 +1,10 @@
 """The limits a design must respect, measured at one point: every user `check` that compares
 two quantities (each comparison of a conjunction; a truth value as such), and the engineering
 limits (rack and row power limits, feeder capacity in normal operation and with one feeder
-failed, the facility's own feeders included, CDU capacity with and without a failed CDU, the coolant supply against the GPUs' cold
-plates, fabric oversubscription, the memory of each job). Each limit is `lhs <= rhs` (or `lhs == rhs`) in SI
-units, with sympy shadows of both sides when the quantities are algebraic in the parameters."""
+failed, the facility's own feeders included, CDU capacity with and without a failed CDU, the
+coolant supply against the GPUs' cold plates, fabric oversubscription, the memory of each
+job). Each limit is `lhs <= rhs` (or `lhs == rhs`) in SI units, with sympy shadows of both
+sides when the quantities are algebraic in the parameters."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
