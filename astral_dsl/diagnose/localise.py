@@ -258,10 +258,10 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     ev = Evidence(", ".join(what) or "collectives", exp, obs, None, tuple(ranks[:64]), its,
                   n_s, n_t)
     it = "them" if tied else "it"
-    supports = (f"{n_s} of the {n_t} collectives and transfers crossing {it} ran slow "
+    supports = (f"{n_s:,} of the {n_t:,} collectives and transfers crossing {it} ran slow "
                 f"({', '.join(what) or 'none'})")
     fast = crossing & ~explained
-    contradicts = (f"{int(fast.sum())} crossing {it} ran at their peers' time" if fast.any()
+    contradicts = (f"{int(fast.sum()):,} crossing {it} ran at their peers' time" if fast.any()
                    else f"none: every collective and transfer crossing {it} ran slow")
     slow = _slowest(sel, chan[explained], chan_ranks, inst, tm)
     factor = f"{obs / exp:.2f}x" if obs and exp else "slower than"
@@ -269,7 +269,7 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
         named = f"{_LABEL[kind_name]} {path}"
     else:
         named = " or ".join(f"{_LABEL[u[0]]} {display(u)}" for u in leads)
-    summary = (f"{named}{TIED if tied else ''}: {n_s} of the {n_t} collectives and transfers "
+    summary = (f"{named}{TIED if tied else ''}: {n_s:,} of the {n_t:,} collectives and transfers "
                f"crossing {it} ran {factor} their peers' time")
     notes = []
     if tied:
