@@ -71,6 +71,7 @@ _OUT_OF_MEMORY = (b"error[E000]: out of memory: astral_dsl should have stopped t
 def main(argv: Optional[List[str]] = None) -> int:
     global _RESERVE
     _RESERVE = bytes(4 << 20)
+    restore = _escaping_streams()
     try:
         return _main(argv)
     except MemoryError:
@@ -83,6 +84,57 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_INTERNAL
     finally:
         _RESERVE = None
+        for stream, errors in restore:
+            _reconfigure(stream, errors)
+
+
+_ESCAPE = "astral-escape"
+
+
+def _escape(exc: UnicodeError, raw_bytes: bool = False):
+    """What a stream that cannot encode a character writes instead: `\\u00b5` (a pair of
+    escapes past U+FFFF), which a terminal shows as text and JSON reads as the same character;
+    a design's names, messages and files may hold any character, an ASCII terminal (a C locale
+    without UTF-8, PYTHONIOENCODING=ascii) none of them. With `raw_bytes` (a stream that had
+    Python's `surrogateescape`), a byte a file name could not decode is written back as it was."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start:exc.end]
+    if raw_bytes and all(0xDC80 <= ord(ch) <= 0xDCFF for ch in text):
+        return bytes(ord(ch) - 0xDC00 for ch in text), exc.end
+    out = []
+    for ch in text:
+        c = ord(ch)
+        if c > 0xFFFF:
+            c -= 0x10000
+            out.append(f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{c:04x}")
+    return "".join(out), exc.end
+
+
+def _escaping_streams():
+    """Standard output and error escape what their encoding cannot hold (_escape) instead of
+    raising UnicodeEncodeError; the streams and their former error handlers, to restore."""
+    import codecs
+
+    codecs.register_error(_ESCAPE, _escape)
+    codecs.register_error(_ESCAPE + "-bytes", lambda exc: _escape(exc, raw_bytes=True))
+    changed = []
+    for stream in (sys.stdout, sys.stderr):
+        errors = getattr(stream, "errors", None)
+        handler = {"strict": _ESCAPE, "surrogateescape": _ESCAPE + "-bytes"}.get(errors)
+        if handler is not None and _reconfigure(stream, handler):
+            changed.append((stream, errors))
+    return changed
+
+
+def _reconfigure(stream, errors: str) -> bool:
+    try:
+        stream.reconfigure(errors=errors)
+        return True
+    except (AttributeError, ValueError, OSError):   # not a TextIOWrapper, or closed
+        return False
 
 
 def entry() -> None:

@@ -1,0 +1,62 @@
+"""The `astral` command line as a tool in CI: what it does with streams that cannot hold a
+design's text, an interrupt, outputs it cannot write and a design named `-`."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+from astral_dsl import cli
+from clirun import astral
+
+REPO = Path(__file__).resolve().parents[1]
+
+# the tutorial's rack with a fifth server (51 kW on its 45 kW busway: E500), its check's message
+# in UTF-8 beyond ASCII: an em dash, a micro sign, a degree sign and an astral-plane character
+MESSAGE = "busway \u2014 45 kW, 40 \u00b0C, 3 \u00b5s \U0001f525"
+
+
+def _design(tmp_path: Path) -> Path:
+    text = (REPO / "examples" / "tutorial_rack.astral").read_text(encoding="utf-8")
+    old = "\"the rack's busway is rated 45 kW\""
+    assert old in text
+    path = tmp_path / "rack.astral"
+    path.write_text(text.replace(old, json.dumps(MESSAGE, ensure_ascii=False)),
+                    encoding="utf-8")
+    return path
+
+
+@contextlib.contextmanager
+def _ascii_streams():
+    """Standard output and error as a C locale without UTF-8 gives them: ASCII, strict."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict", write_through=True)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        yield out, err
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def test_an_ascii_stdout_gets_escapes_not_an_internal_error(tmp_path):
+    path = _design(tmp_path)
+    with _ascii_streams() as (out, err):
+        human = cli.main(["check", str(path), "--set", "servers=5"])
+        text = out.buffer.getvalue().decode("ascii")
+        out.buffer.seek(0)
+        out.buffer.truncate()
+        as_json = cli.main(["check", str(path), "--set", "servers=5", "--format", "json"])
+        doc = out.buffer.getvalue().decode("ascii")
+        # the streams are left as they were found
+        assert out.errors == "strict" and err.errors == "strict"
+    assert err.buffer.getvalue() == b""
+    assert (human, as_json) == (1, 1)          # the design's error, not E000's 3
+    # U+1F525 is past U+FFFF: the pair of escapes JSON writes for it
+    assert "busway \\u2014 45 kW, 40 \\u00b0C, 3 \\u00b5s \\ud83d\\udd25" in text
+    assert "E000" not in text
+    # the same escapes are JSON's own: the document reads back as the message itself
+    message = json.loads(doc)["diagnostics"][0]["message"]
+    assert message == MESSAGE
