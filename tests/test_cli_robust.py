@@ -60,3 +60,26 @@ def test_an_ascii_stdout_gets_escapes_not_an_internal_error(tmp_path):
     # the same escapes are JSON's own: the document reads back as the message itself
     message = json.loads(doc)["diagnostics"][0]["message"]
     assert message == MESSAGE
+
+
+def test_plot_into_a_missing_folder_or_an_unknown_format_is_a_usage_error(tmp_path):
+    pod = REPO / "examples" / "single_pod.astral"
+    rack = _design(tmp_path)
+    sweep = ["sweep", str(rack), "--grid", "servers=3..4", "--workers", "1", "--x", "gpus",
+             "--y", "pue"]
+    missing = tmp_path / "no such folder" / "it.png"
+    for args in (["forecast", str(pod)], sweep):
+        p = astral(*args, "--plot", str(missing))
+        assert p.returncode == 2, p.stderr
+        assert f"--plot: cannot write `{missing}`: No such file or directory" in p.stderr
+        assert "E000" not in p.stderr and "Traceback" not in p.stderr
+        p = astral(*args, "--plot", str(tmp_path / "it.txt"))
+        assert p.returncode == 2 and "Format 'txt' is not supported" in p.stderr, p.stderr
+
+
+def test_plot_without_an_extension_names_the_file_matplotlib_writes(tmp_path):
+    # matplotlib appends its savefig.format (png) to a path without an extension
+    p = astral("forecast", REPO / "examples" / "single_pod.astral", "--plot", tmp_path / "it")
+    assert p.returncode == 0, p.stderr
+    assert f"timeline drawn to {tmp_path / 'it.png'}" in p.stderr
+    assert (tmp_path / "it.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -71,6 +71,20 @@ def usage(message: str) -> int:
     return EXIT_USAGE
 
 
+def plotted(path: str) -> str:
+    """The file matplotlib writes for `--plot PATH`: PATH, or PATH.png when it has no extension
+    (its savefig.format, which it appends)."""
+    return path if os.path.splitext(path)[1] else path + ".png"
+
+
+def plot_failure(path: str, exc: Exception) -> str:
+    """Why `--plot PATH` was not drawn: a folder that does not exist or cannot be written
+    (OSError), or an extension matplotlib cannot write (ValueError)."""
+    if isinstance(exc, OSError):
+        return f"--plot: cannot write `{plotted(path)}`: {exc.strerror or exc}"
+    return f"--plot `{path}`: {exc}"
+
+
 def colour(args, stream=None) -> bool:
     if getattr(args, "color", "auto") == "always":
         return True
