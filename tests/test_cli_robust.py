@@ -83,3 +83,26 @@ def test_plot_without_an_extension_names_the_file_matplotlib_writes(tmp_path):
     assert p.returncode == 0, p.stderr
     assert f"timeline drawn to {tmp_path / 'it.png'}" in p.stderr
     assert (tmp_path / "it.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_interrupt_a_library_turned_into_another_error_exits_130_quietly(monkeypatch):
+    import os
+    import signal
+    import time
+
+    from astral_dsl.cli import check
+
+    def interrupted_in_an_import(args, overrides):
+        # what numpy does when Ctrl-C lands in the import of its C extension
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            raise ImportError("Importing the numpy C-extensions failed") from None
+        raise AssertionError("SIGINT did not interrupt")
+
+    monkeypatch.setattr(check, "run", interrupted_in_an_import)
+    p = astral("check", "examples/tutorial_rack.astral")
+    assert (p.returncode, p.stdout, p.stderr) == (130, "", "")
+    # Python's own handler is back once the command returns
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

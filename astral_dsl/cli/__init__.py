@@ -158,24 +158,51 @@ def entry() -> None:
     os._exit(code if isinstance(code, int) else EXIT_INTERNAL)
 
 
+EXIT_INTERRUPTED = 130          # 128 + SIGINT, as a shell reports a job Ctrl-C stopped
+_interrupted = False
+
+
+def _on_interrupt(signum, frame):
+    """Python's own SIGINT handler (KeyboardInterrupt), remembering that it ran: a library
+    interrupted in an import may turn the KeyboardInterrupt into another error (numpy: "Importing
+    the numpy C-extensions failed"), which is still the user's Ctrl-C, not a bug."""
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
 def _main(argv: Optional[List[str]]) -> int:
-    args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
+    import signal
+    import threading
+
+    global _interrupted
+    _interrupted = False
+    installed = threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler   # not an ignored SIGINT
+    if installed:
+        signal.signal(signal.SIGINT, _on_interrupt)
     try:
-        overrides = sets(args)
-    except UsageError as exc:
-        return usage(str(exc))
-    command = importlib.import_module(f"astral_dsl.cli.{args.command}")
-    try:
+        args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
+        try:
+            overrides = sets(args)
+        except UsageError as exc:
+            return usage(str(exc))
+        command = importlib.import_module(f"astral_dsl.cli.{args.command}")
         return command.run(args, overrides)
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
+        if _interrupted:
+            return EXIT_INTERRUPTED
         _internal_error(exc)
         return EXIT_INTERNAL
+    finally:
+        if installed:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _internal_error(exc: Exception) -> None:
