@@ -106,3 +106,18 @@ def test_an_interrupt_a_library_turned_into_another_error_exits_130_quietly(monk
     assert (p.returncode, p.stdout, p.stderr) == (130, "", "")
     # Python's own handler is back once the command returns
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_design_named_dash_is_a_usage_error_saying_only_fmt_reads_stdin():
+    source = (REPO / "examples" / "tutorial_rack.astral").read_text(encoding="utf-8")
+    for args in (["check", "-"], ["check", "examples/tutorial_rack.astral", "-"],
+                 ["size", "-", "--format", "json"], ["diff", "examples/tutorial_rack.astral", "-"],
+                 ["sweep", "-", "--grid", "servers=3..4"], ["runs", "-"],
+                 ["render", "-", "-o", "x.dot"]):
+        p = astral(*args, input=source)
+        assert (p.returncode, p.stdout) == (2, ""), args
+        assert p.stderr == ("astral: error: `-` (standard input): only `astral fmt` reads it; "
+                            "give the file of the design or runs table (`./-` for a file named "
+                            "`-`)\n"), args
+    p = astral("fmt", "-", input=source)          # which does read it
+    assert (p.returncode, p.stdout) == (0, source)

@@ -187,6 +187,9 @@ def _main(argv: Optional[List[str]]) -> int:
             overrides = sets(args)
         except UsageError as exc:
             return usage(str(exc))
+        if args.command != "fmt" and _reads_stdin(args):
+            return usage("`-` (standard input): only `astral fmt` reads it; give the file of "
+                         "the design or runs table (`./-` for a file named `-`)")
         command = importlib.import_module(f"astral_dsl.cli.{args.command}")
         return command.run(args, overrides)
     except KeyboardInterrupt:
@@ -203,6 +206,15 @@ def _main(argv: Optional[List[str]]) -> int:
     finally:
         if installed:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _reads_stdin(args) -> bool:
+    """Whether a command's design or runs table is named `-` (standard input, by convention)."""
+    for name in ("file", "files", "a", "b", "table", "tables"):
+        value = getattr(args, name, None)
+        if value == "-" or (isinstance(value, list) and "-" in value):
+            return True
+    return False
 
 
 def _internal_error(exc: Exception) -> None:
