@@ -121,3 +121,30 @@ def test_a_design_named_dash_is_a_usage_error_saying_only_fmt_reads_stdin():
                             "`-`)\n"), args
     p = astral("fmt", "-", input=source)          # which does read it
     assert (p.returncode, p.stdout) == (0, source)
+
+
+def test_diff_json_is_the_common_envelope_with_either_sides_errors_once(tmp_path):
+    rack = _design(tmp_path)
+    # both sides with a fifth server: the same errors on each side, listed once
+    p = astral("diff", rack, rack, "--set", "servers=5", "--format", "json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and not p.stderr
+    assert list(doc)[:4] == ["version", "format", "valid", "diagnostics"]
+    assert doc["valid"] is False and doc["identical"] is True
+    checked = json.loads(astral("check", rack, "--set", "servers=5", "--format", "json").stdout)
+    errors = [d for d in checked["diagnostics"] if d["severity"] == "error"]
+    assert errors and doc["diagnostics"] == errors
+    # A as it is, B with the fifth server: B's errors, and the warning among the changes only
+    p = astral("diff", rack, rack, "--set-b", "servers=5", "--format", "json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and doc["valid"] is False and doc["diagnostics"] == errors
+    assert doc["a"]["valid"] is True and doc["b"]["valid"] is False
+
+
+def test_diff_json_of_an_unreadable_side_is_the_envelope_with_e100(tmp_path):
+    missing = tmp_path / "missing.astral"
+    p = astral("diff", "examples/tutorial_rack.astral", missing, "--format", "json")
+    assert (p.returncode, p.stderr) == (2, "")
+    doc = json.loads(p.stdout)
+    assert (doc["valid"], doc["file"]) == (False, str(missing))
+    assert [d["code"] for d in doc["diagnostics"]] == ["E100"]
