@@ -148,3 +148,25 @@ def test_diff_json_of_an_unreadable_side_is_the_envelope_with_e100(tmp_path):
     doc = json.loads(p.stdout)
     assert (doc["valid"], doc["file"]) == (False, str(missing))
     assert [d["code"] for d in doc["diagnostics"]] == ["E100"]
+
+
+def test_synth_json_is_the_common_envelope_and_a_design_with_errors_exits_1(tmp_path):
+    pod = "examples/single_pod.astral"
+    p = astral("synth", pod, "-o", tmp_path / "run.csv", "--format", "json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and list(doc)[:4] == ["version", "format", "valid", "diagnostics"]
+    assert doc["valid"] is True and doc["file"] == pod
+    # single_pod's job: 1,024 GPUs (tp 8 x pp 4 x dp 32), a rank each; 3 iterations by default
+    assert (doc["job"], doc["ranks"], doc["written"]) == ("llama70b", 1024,
+                                                          str(tmp_path / "run.csv"))
+    assert len(doc["iterations"]) == 3 and doc["fault"] is None
+    # a design with errors (a fifth server: 51 kW on the 45 kW busway): exit 1 as every
+    # command's, its diagnostics in the envelope, nothing written
+    rack = _design(tmp_path)
+    p = astral("synth", rack, "--set", "servers=5", "-o", tmp_path / "bad.csv", "--format", "json")
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["valid"]) == (1, False)
+    assert "E500" in [d["code"] for d in doc["diagnostics"]]
+    assert not (tmp_path / "bad.csv").exists()
+    p = astral("synth", tmp_path / "missing.astral", "-o", tmp_path / "x.csv", "--format", "json")
+    assert p.returncode == 2 and json.loads(p.stdout)["diagnostics"][0]["code"] == "E100"
