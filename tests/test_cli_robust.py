@@ -170,3 +170,21 @@ def test_synth_json_is_the_common_envelope_and_a_design_with_errors_exits_1(tmp_
     assert not (tmp_path / "bad.csv").exists()
     p = astral("synth", tmp_path / "missing.astral", "-o", tmp_path / "x.csv", "--format", "json")
     assert p.returncode == 2 and json.loads(p.stdout)["diagnostics"][0]["code"] == "E100"
+
+
+def test_report_writes_whole_or_nothing_and_never_touches_a_file_of_the_users(tmp_path):
+    mine = tmp_path / "review.html.tmp"            # the name the page was written under before
+    mine.write_text("the user's", encoding="utf-8")
+    target = tmp_path / "review.html"
+    p = astral("report", "examples/tutorial_rack.astral", "-o", target)
+    assert p.returncode == 0, p.stderr
+    assert target.read_bytes().startswith(b"<!DOCTYPE html>")
+    assert mine.read_text(encoding="utf-8") == "the user's"
+    folder = tmp_path / "a folder"
+    folder.mkdir()
+    p = astral("report", "examples/tutorial_rack.astral", "-o", folder)
+    assert p.returncode == 2
+    assert p.stderr == f"astral: error: cannot write `{folder}`: Is a directory\n"
+    # nothing left behind: the folder, the page and the user's file only
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["a folder", "review.html",
+                                                          "review.html.tmp"]
