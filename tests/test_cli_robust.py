@@ -188,3 +188,10 @@ def test_report_writes_whole_or_nothing_and_never_touches_a_file_of_the_users(tm
     # nothing left behind: the folder, the page and the user's file only
     assert sorted(x.name for x in tmp_path.iterdir()) == ["a folder", "review.html",
                                                           "review.html.tmp"]
+
+
+def test_an_option_a_command_does_not_take_shows_that_commands_usage():
+    p = astral("fmt", "examples/tutorial_rack.astral", "--format", "json")
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.startswith("usage: astral fmt [-h] [--check] [--diff]")
+    assert p.stderr.endswith("astral: error: unrecognized arguments: --format json\n")

@@ -31,6 +31,7 @@ def build_parser(argv: Optional[List[str]] = None) -> Parser:
     p = Parser(prog="astral", description="Compile and check .astral datacenter designs.")
     p.add_argument("--version", action="version", version=f"astral {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    p.set_defaults(_commands=sub)
     if argv is not None and chosen is not None:
         # the others by name only: one parser stands for them all, as none of them parses
         # (a parser per command cost ~0.12 ms, gettext looking for translations three times)
@@ -182,7 +183,10 @@ def _main(argv: Optional[List[str]]) -> int:
     if installed:
         signal.signal(signal.SIGINT, _on_interrupt)
     try:
-        args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
+        args, extra = build_parser(sys.argv[1:] if argv is None else argv).parse_known_args(argv)
+        if extra:               # told by the command's parser: its usage lists what it takes
+            args._commands.choices[args.command].error(
+                f"unrecognized arguments: {' '.join(extra)}")
         try:
             overrides = sets(args)
         except UsageError as exc:
