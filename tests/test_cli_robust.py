@@ -195,3 +195,14 @@ def test_an_option_a_command_does_not_take_shows_that_commands_usage():
     assert (p.returncode, p.stdout) == (2, "")
     assert p.stderr.startswith("usage: astral fmt [-h] [--check] [--diff]")
     assert p.stderr.endswith("astral: error: unrecognized arguments: --format json\n")
+
+
+def test_forecast_under_an_unknown_scenario_is_e216_as_check_says_it():
+    pod = "examples/single_pod.astral"
+    for command in ("check", "forecast"):
+        p = astral(command, pod, "--scenario", "tor_plane_a_rail3", "--format", "json")
+        doc = json.loads(p.stdout)
+        assert (p.returncode, p.stderr, doc["valid"]) == (1, "", False), command
+        (d,) = [d for d in doc["diagnostics"] if d["code"] == "E216"]
+        assert d["message"] == "--scenario tor_plane_a_rail3: no such scenario"
+        assert d["hint"] == "did you mean `tor_plane_a_rail_3`?"
