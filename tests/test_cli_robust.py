@@ -206,3 +206,15 @@ def test_forecast_under_an_unknown_scenario_is_e216_as_check_says_it():
         (d,) = [d for d in doc["diagnostics"] if d["code"] == "E216"]
         assert d["message"] == "--scenario tor_plane_a_rail3: no such scenario"
         assert d["hint"] == "did you mean `tor_plane_a_rail_3`?"
+
+
+def test_export_format_human_is_what_its_help_says(tmp_path):
+    helptext = " ".join(astral("export", "--help").stdout.split())
+    assert ("--format {json,human} json (default): the document alone; human: the same "
+            "document, and the diagnostics as text on standard error") in helptext
+    rack = _design(tmp_path)
+    plain = astral("export", rack, "--set", "servers=5")
+    human = astral("export", rack, "--set", "servers=5", "--format", "human")
+    assert plain.returncode == human.returncode == 1
+    assert human.stdout == plain.stdout and json.loads(human.stdout)["valid"] is False
+    assert plain.stderr == "" and human.stderr.startswith("error[E500]: " + MESSAGE)

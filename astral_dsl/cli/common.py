@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -21,14 +21,14 @@ class UsageError(Exception):
     pass
 
 
-def add_common(sp: argparse.ArgumentParser, formats=("human", "json"), params: bool = True
-               ) -> None:
+def add_common(sp: argparse.ArgumentParser, formats=("human", "json"), params: bool = True,
+               format_help: Optional[str] = None) -> None:
     """`--set` (where there are parameters to set: `params`), `--format` (unless `formats` is
     empty) and `--color`: on every command that compiles a design or reads runs tables."""
     if params:
         add_set(sp)
     if formats:
-        sp.add_argument("--format", choices=list(formats), default=formats[0])
+        sp.add_argument("--format", choices=list(formats), default=formats[0], help=format_help)
     add_color(sp)
 
 

@@ -18,7 +18,9 @@ def register(sub) -> None:
                    help="write what NetBox's bulk import takes into DIR: sites, locations, "
                         "racks, device types (CSV and devicetype-library YAML), devices named "
                         "by the design's patterns or inventory, cables, power panels and feeds")
-    add_common(e, formats=("json", "human"))
+    add_common(e, formats=("json", "human"),
+               format_help="json (default): the document alone; human: the same document, "
+                           "and the diagnostics as text on standard error")
 
 
 def run(args, overrides) -> int:
