@@ -218,3 +218,25 @@ def test_export_format_human_is_what_its_help_says(tmp_path):
     assert plain.returncode == human.returncode == 1
     assert human.stdout == plain.stdout and json.loads(human.stdout)["valid"] is False
     assert plain.stderr == "" and human.stderr.startswith("error[E500]: " + MESSAGE)
+
+
+def test_export_netbox_answers_in_json_when_asked(tmp_path):
+    rack, out = _design(tmp_path), tmp_path / "netbox"
+    p = astral("export", rack, "--netbox", out, "--format", "json")
+    assert (p.returncode, p.stderr) == (0, "")
+    doc = json.loads(p.stdout)
+    assert (doc["valid"], doc["netbox"]["directory"]) == (True, str(out))
+    files = {f["name"]: f["rows"] for f in doc["netbox"]["files"]}
+    # the tutorial: one site, one rack, 4 servers and no switch (4 devices)
+    assert (files["sites.csv"], files["racks.csv"], files["devices.csv"]) == (1, 1, 4)
+    assert sorted(files) == sorted(x.relative_to(out).as_posix() for x in out.rglob("*")
+                                   if x.is_file())
+    # without --format: the lines it always printed
+    text = astral("export", rack, "--netbox", tmp_path / "again").stdout
+    assert text.startswith(f"wrote {len(files)} file(s) to {tmp_path / 'again'}")
+    # a design with errors writes nothing: the envelope, `netbox` null, exit 1
+    p = astral("export", rack, "--set", "servers=5", "--netbox", tmp_path / "no", "--format",
+               "json")
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["valid"], doc["netbox"]) == (1, False, None)
+    assert not (tmp_path / "no").exists()
