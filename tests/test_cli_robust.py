@@ -240,3 +240,23 @@ def test_export_netbox_answers_in_json_when_asked(tmp_path):
     doc = json.loads(p.stdout)
     assert (p.returncode, doc["valid"], doc["netbox"]) == (1, False, None)
     assert not (tmp_path / "no").exists()
+
+
+def test_diagnostics_on_stderr_take_their_colour_from_stderr_not_stdout(tmp_path):
+    """A terminal on standard output, standard error into a file (`2>log`): no ANSI in the log."""
+    import os
+    import pty
+    import subprocess
+
+    rack = _design(tmp_path)
+    main, side = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    try:
+        p = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "synth", str(rack),
+                            "--set", "servers=5", "-o", str(tmp_path / "x.csv")],
+                           cwd=REPO, env=env, stdout=side, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(side)
+        os.close(main)
+    assert p.returncode == 1
+    assert p.stderr.startswith(b"error[E500]: ") and b"\x1b[" not in p.stderr

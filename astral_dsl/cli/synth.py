@@ -144,7 +144,7 @@ def _fail(args, diagnostics, file, code: int) -> int:
 
         sys.stdout.write(dumps(envelope(diagnostics, file=file)) + "\n")
     else:
-        print_diagnostics(diagnostics, colour(args), sys.stderr)
+        print_diagnostics(diagnostics, colour(args, sys.stderr), sys.stderr)
     return code
 
 
