@@ -260,3 +260,17 @@ def test_diagnostics_on_stderr_take_their_colour_from_stderr_not_stdout(tmp_path
         os.close(main)
     assert p.returncode == 1
     assert p.stderr.startswith(b"error[E500]: ") and b"\x1b[" not in p.stderr
+
+
+def test_size_under_an_unknown_scenario_reports_e216_and_no_sizing(tmp_path):
+    rack = _design(tmp_path)
+    p = astral("size", rack, "--scenario", "derated_busway2")
+    assert p.returncode == 1
+    assert p.stdout.startswith("error[E216]: --scenario derated_busway2: no such scenario")
+    assert "did you mean `derated_busway`?" in p.stdout and "PUE" not in p.stdout
+    doc = json.loads(astral("size", rack, "--scenario", "derated_busway2", "--format",
+                            "json").stdout)
+    assert (doc["valid"], doc["scenario"], doc["summary"]) == (False, None, None)
+    # the scenario it does declare: its report, as before
+    p = astral("size", rack, "--scenario", "derated_busway")
+    assert p.returncode == 0 and "PUE" in p.stdout
