@@ -274,3 +274,10 @@ def test_size_under_an_unknown_scenario_reports_e216_and_no_sizing(tmp_path):
     # the scenario it does declare: its report, as before
     p = astral("size", rack, "--scenario", "derated_busway")
     assert p.returncode == 0 and "PUE" in p.stdout
+
+
+def test_set_without_a_name_is_a_usage_error_as_without_an_equals_sign():
+    for item in ("=5", " =5", "servers"):
+        p = astral("check", "examples/tutorial_rack.astral", "--set", item)
+        assert (p.returncode, p.stdout) == (2, ""), item
+        assert p.stderr == f"astral: error: --set expects NAME=VALUE, got `{item}`\n"

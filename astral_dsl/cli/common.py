@@ -57,9 +57,9 @@ def sets(args) -> Dict[str, str]:
 def parse_sets(items) -> Dict[str, str]:
     out: Dict[str, str] = {}
     for item in items:
-        if "=" not in item:
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip():
             raise UsageError(f"--set expects NAME=VALUE, got `{item}`")
-        name, value = item.split("=", 1)
         out[name.strip()] = value.strip()
     return out
 
