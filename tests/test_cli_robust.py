@@ -281,3 +281,41 @@ def test_set_without_a_name_is_a_usage_error_as_without_an_equals_sign():
         p = astral("check", "examples/tutorial_rack.astral", "--set", item)
         assert (p.returncode, p.stdout) == (2, ""), item
         assert p.stderr == f"astral: error: --set expects NAME=VALUE, got `{item}`\n"
+
+
+def _process(args, **kwargs):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *map(str, args)], cwd=REPO,
+                          stderr=subprocess.PIPE, timeout=120, **kwargs)
+
+
+def test_a_closed_pipe_keeps_the_verdict_and_says_nothing(tmp_path):
+    import os
+
+    rack = _design(tmp_path)
+    for servers, verdict in (("4", 0), ("5", 1)):       # 51 kW on the 45 kW busway: E500
+        read, write = os.pipe()
+        os.close(read)                                  # `| head -0`: the reader is gone
+        try:
+            p = _process(["check", rack, "--set", f"servers={servers}"], stdout=write)
+        finally:
+            os.close(write)
+        assert (p.returncode, p.stderr) == (verdict, b""), servers
+
+
+def test_a_closed_stdout_is_dropped_and_a_full_disk_is_a_usage_error(tmp_path):
+    import os
+
+    import pytest
+
+    rack = _design(tmp_path)
+    # `astral check ... >&-`: Python's sys.stdout is None
+    p = _process(["check", rack, "--set", "servers=5"], preexec_fn=lambda: os.close(1))
+    assert (p.returncode, p.stderr) == (1, b"")
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "wb") as full:
+        p = _process(["check", rack], stdout=full)
+    assert p.returncode == 2
+    assert p.stderr == b"astral: error: cannot write the output: No space left on device\n"

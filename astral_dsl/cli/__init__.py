@@ -2,7 +2,9 @@
 run(args, overrides) -> exit code. A new command is a module here and a line in COMMANDS."""
 from __future__ import annotations
 
+import errno
 import importlib
+import io
 import os
 import sys
 from typing import List, Optional
@@ -72,7 +74,9 @@ _OUT_OF_MEMORY = (b"error[E000]: out of memory: astral_dsl should have stopped t
 def main(argv: Optional[List[str]] = None) -> int:
     global _RESERVE
     _RESERVE = bytes(4 << 20)
+    _closed_streams()
     restore = _escaping_streams()
+    stdout = sys.stdout = _PipeSafe(sys.stdout)
     try:
         return _main(argv)
     except MemoryError:
@@ -85,8 +89,59 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_INTERNAL
     finally:
         _RESERVE = None
+        if sys.stdout is stdout:
+            sys.stdout = stdout.stream
         for stream, errors in restore:
             _reconfigure(stream, errors)
+
+
+class _PipeSafe:
+    """Standard output that outlives its reader (`astral check x | head -1`): once the pipe is
+    closed, what is written goes to /dev/null instead of raising BrokenPipeError midway, so the
+    command finishes and exits with its verdict (1 when the design has errors, for a CI's
+    `set -o pipefail`), not 0 for an interrupted write. Everything else is the stream's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._closed()
+            return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._closed()
+
+    def _closed(self) -> None:
+        # /dev/null on the descriptor: the buffered rest and every later write go there
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self.stream.fileno())
+            finally:
+                os.close(null)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass            # a stream without a descriptor: each write is dropped as it fails
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _closed_streams() -> None:
+    """Standard output or error closed (`astral check x >&-`: Python's sys.stdout is None):
+    what would go there is dropped, as into /dev/null, and the exit code still says it all."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
 
 
 _ESCAPE = "astral-escape"
@@ -159,6 +214,7 @@ def entry() -> None:
     os._exit(code if isinstance(code, int) else EXIT_INTERNAL)
 
 
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}   # a disk or a quota full, a file too large
 EXIT_INTERRUPTED = 130          # 128 + SIGINT, as a shell reports a job Ctrl-C stopped
 _interrupted = False
 
@@ -195,7 +251,9 @@ def _main(argv: Optional[List[str]]) -> int:
             return usage("`-` (standard input): only `astral fmt` reads it; give the file of "
                          "the design or runs table (`./-` for a file named `-`)")
         command = importlib.import_module(f"astral_dsl.cli.{args.command}")
-        return command.run(args, overrides)
+        code = command.run(args, overrides)
+        sys.stdout.flush()          # here, so that a full disk is told as below
+        return code
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
@@ -205,6 +263,8 @@ def _main(argv: Optional[List[str]]) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
         if _interrupted:
             return EXIT_INTERRUPTED
+        if isinstance(exc, OSError) and exc.errno in _FULL:     # only a write fails so
+            return usage(f"cannot write the output: {exc.strerror}")
         _internal_error(exc)
         return EXIT_INTERNAL
     finally:
