@@ -319,3 +319,34 @@ def test_a_closed_stdout_is_dropped_and_a_full_disk_is_a_usage_error(tmp_path):
         p = _process(["check", rack], stdout=full)
     assert p.returncode == 2
     assert p.stderr == b"astral: error: cannot write the output: No space left on device\n"
+
+
+def test_fmt_interrupted_while_writing_leaves_the_whole_formatted_file(tmp_path, monkeypatch):
+    import os
+    import signal
+
+    from astral_dsl.fmt import format_text
+
+    original = (REPO / "examples" / "tutorial_rack.astral").read_text(encoding="utf-8")
+    messy = original.replace("\n  power = 700 W", "\n      power   =   700 W")
+    assert messy != original
+    path = tmp_path / "rack.astral"
+    path.write_text(messy, encoding="utf-8")
+    expected = format_text(messy, str(path))
+    real_write, real_pwrite, calls = os.write, os.pwrite, []
+
+    def slow(fd, data, *offset):
+        # Ctrl-C at the first write to the file, and 100 bytes a call: the write under way
+        if fd > 2:
+            if not calls:
+                os.kill(os.getpid(), signal.SIGINT)
+            calls.append(offset)
+            data = bytes(data[:100])
+        return real_pwrite(fd, data, *offset) if offset else real_write(fd, data)
+
+    monkeypatch.setattr(os, "pwrite", slow)
+    monkeypatch.setattr(os, "write", slow)
+    p = astral("fmt", path)
+    assert p.returncode == 130
+    assert path.read_text(encoding="utf-8") == expected      # not a truncated file
+    assert len(calls) > 1                                    # written in several calls

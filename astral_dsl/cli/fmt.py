@@ -10,12 +10,17 @@ not parse is reported with the compiler's diagnostic and left as it is (exit 1).
 
 Files are opened without blocking and re-checked after opening (a regular file, the same one
 that was read when it is written back), so swapping a file for a FIFO or a link between the
-walk and the write does not redirect the write."""
+walk and the write does not redirect the write. A file is rewritten in place (its inode, links
+and permissions kept): its room reserved first, so that a full disk refuses before a byte
+changes, and Ctrl-C held back until the write ends, so that no file is left half written."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 import sys
+import threading
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -134,15 +139,40 @@ def _write(f: _File, text: str, read_st: os.stat_result) -> Optional[str]:
                                                                       read_st.st_ino):
             return "the file was replaced while it was being formatted"
         data = text.encode("utf-8")
-        os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        try:                # the room first: a full disk refuses before a byte is changed
+            os.posix_fallocate(fd, 0, max(len(data), 1))
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise
+        except AttributeError:      # no posix_fallocate here
+            pass
+        with _uninterrupted():      # never half a file: Ctrl-C waits for the end of the write
+            view = memoryview(data)
+            offset = 0
+            while offset < len(data):
+                offset += os.pwrite(fd, view[offset:], offset)
+            os.ftruncate(fd, len(data))
         return None
     except OSError as exc:
         return exc.strerror or str(exc)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def _uninterrupted():
+    """SIGINT held back (delivered when the block ends) in the main thread, where it is taken."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread() or \
+            not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def run(args, overrides) -> int:
