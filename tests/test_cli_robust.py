@@ -350,3 +350,22 @@ def test_fmt_interrupted_while_writing_leaves_the_whole_formatted_file(tmp_path,
     assert p.returncode == 130
     assert path.read_text(encoding="utf-8") == expected      # not a truncated file
     assert len(calls) > 1                                    # written in several calls
+
+
+def test_report_interrupted_while_writing_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import os
+    import signal
+    import time
+
+    real_replace = os.replace
+
+    def interrupted(src, dst, *args, **kwargs):
+        if str(dst).endswith("review.html"):
+            os.kill(os.getpid(), signal.SIGINT)      # Ctrl-C as the page is put in place
+            time.sleep(5)
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    p = astral("report", "examples/tutorial_rack.astral", "-o", tmp_path / "review.html")
+    assert p.returncode == 130
+    assert list(tmp_path.iterdir()) == []

@@ -96,7 +96,7 @@ def run(args, overrides) -> int:
 def _write(path: str, data: bytes):
     """Write `data` to `path` whole or not at all: a temporary file of its own beside it (never
     a file of the user's), renamed over it, and removed when that fails (`path` a folder, a
-    disk full); None, or why it could not be written."""
+    disk full, Ctrl-C); None, or why it could not be written."""
     import tempfile
 
     try:
@@ -112,12 +112,14 @@ def _write(path: str, data: bytes):
         os.chmod(tmp, 0o666 & ~umask)          # as open() would create it, not mkstemp's 0600
         os.replace(tmp, path)
         return None
-    except OSError as exc:
+    except BaseException as exc:         # a disk full, a folder in the way, Ctrl-C
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        return exc.strerror or str(exc)
+        if isinstance(exc, OSError):
+            return exc.strerror or str(exc)
+        raise
 
 
 def _diagnosis(path: str):
