@@ -369,3 +369,16 @@ def test_report_interrupted_while_writing_leaves_no_temporary_file(tmp_path, mon
     p = astral("report", "examples/tutorial_rack.astral", "-o", tmp_path / "review.html")
     assert p.returncode == 130
     assert list(tmp_path.iterdir()) == []
+
+
+def test_render_dpi_outside_its_range_or_for_another_format_is_a_usage_error(tmp_path):
+    for dpi in ("0", "-5", "601"):           # -5 made a 32,766 x 32,767 picture
+        p = astral("render", "examples/tutorial_rack.astral", "-o", tmp_path / "r.png", "--dpi",
+                   dpi)
+        assert p.returncode == 2
+        assert p.stderr == (f"astral: error: --dpi {dpi}: a PNG's resolution is from 1 to 600 "
+                            "dots per inch\n")
+    p = astral("render", "examples/tutorial_rack.astral", "-o", tmp_path / "r.dot", "--dpi", "300")
+    assert (p.returncode, p.stderr) == (2, "astral: error: --dpi sets the resolution of a PNG, "
+                                           "not of a .dot picture\n")
+    assert list(tmp_path.iterdir()) == []
