@@ -324,6 +324,7 @@ def test_a_closed_stdout_is_dropped_and_a_full_disk_is_a_usage_error(tmp_path):
 def test_fmt_interrupted_while_writing_leaves_the_whole_formatted_file(tmp_path, monkeypatch):
     import os
     import signal
+    import threading
 
     from astral_dsl.fmt import format_text
 
@@ -346,7 +347,14 @@ def test_fmt_interrupted_while_writing_leaves_the_whole_formatted_file(tmp_path,
 
     monkeypatch.setattr(os, "pwrite", slow)
     monkeypatch.setattr(os, "write", slow)
-    p = astral("fmt", path)
+    # another thread alive (a pool's, a progress line's): the kernel may hand it the SIGINT
+    done = threading.Event()
+    other = threading.Thread(target=done.wait, daemon=True)
+    other.start()
+    try:
+        p = astral("fmt", path)
+    finally:
+        done.set()
     assert p.returncode == 130
     assert path.read_text(encoding="utf-8") == expected      # not a truncated file
     assert len(calls) > 1                                    # written in several calls

@@ -161,18 +161,25 @@ def _write(f: _File, text: str, read_st: os.stat_result) -> Optional[str]:
 
 @contextlib.contextmanager
 def _uninterrupted():
-    """SIGINT held back (delivered when the block ends) in the main thread, where it is taken."""
+    """Ctrl-C held back until the block ends, then taken as it would have been. A handler, not
+    a signal mask: SIGINT reaches whichever thread does not block it, and Python runs its
+    handler in the main thread all the same."""
     import signal
 
-    if threading.current_thread() is not threading.main_thread() or \
-            not hasattr(signal, "pthread_sigmask"):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    held = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            if callable(previous):
+                previous(signal.SIGINT, None)       # KeyboardInterrupt, as it would have been
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
 
 
 def run(args, overrides) -> int:
