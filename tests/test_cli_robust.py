@@ -390,3 +390,20 @@ def test_render_dpi_outside_its_range_or_for_another_format_is_a_usage_error(tmp
     assert (p.returncode, p.stderr) == (2, "astral: error: --dpi sets the resolution of a PNG, "
                                            "not of a .dot picture\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_fmt_stdin_to_an_ascii_stdout_writes_the_source_in_utf8():
+    source = 'param x = 4 // caf\u00e9 \u2014 40 \u00b5s\nsite S {  }\n'
+    from astral_dsl.fmt import format_text
+
+    expected = format_text(source, "<stdin>").encode("utf-8")
+    assert "caf\u00e9 \u2014 40 \u00b5s".encode("utf-8") in expected
+    with _ascii_streams() as (out, err):
+        saved = sys.stdin
+        sys.stdin = io.TextIOWrapper(io.BytesIO(source.encode("utf-8")), encoding="utf-8")
+        try:
+            code = cli.main(["fmt", "-"])
+        finally:
+            sys.stdin = saved
+        data = out.buffer.getvalue()
+    assert (code, data, err.buffer.getvalue()) == (0, expected, b"")

@@ -159,6 +159,18 @@ def _write(f: _File, text: str, read_st: os.stat_result) -> Optional[str]:
         os.close(fd)
 
 
+def _source_out(text: str) -> None:
+    """Formatted source on standard output: UTF-8, as a .astral file is, whatever the locale
+    (an ASCII terminal's escapes would be another program)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8"))
+    buffer.flush()
+
+
 @contextlib.contextmanager
 def _uninterrupted():
     """Ctrl-C held back until the block ends, then taken as it would have been. A handler, not
@@ -218,7 +230,7 @@ def run(args, overrides) -> int:
             continue
         original = data.decode("utf-8", errors="replace")
         if name == "-" and not (args.check or args.diff):
-            sys.stdout.write(result)
+            _source_out(result)
             continue
         if result == original:
             continue
