@@ -399,8 +399,9 @@ def forecast(workspace: "Workspace", design: Design, job: Optional[str] = None,
         return seer.forecast(design, job, **options)
     inst = seer.find_job(design, job)               # a missing job is named before the scenario
     applied = scenario_twin(workspace, design, scenario)
-    if applied is None:
-        raise seer.ForecastError(f"--scenario {scenario}: no such scenario")
+    if applied is None:        # E216 (with the scenarios it could be), as `astral check` says
+        raise seer.ForecastError("the design cannot be forecast under the scenario",
+                                 _unknown_scenarios(design, {scenario}))
     return seer.forecast(applied.design, inst.template, applied, **options)
 
 

@@ -2,7 +2,9 @@
 run(args, overrides) -> exit code. A new command is a module here and a line in COMMANDS."""
 from __future__ import annotations
 
+import errno
 import importlib
+import io
 import os
 import sys
 from typing import List, Optional
@@ -31,6 +33,7 @@ def build_parser(argv: Optional[List[str]] = None) -> Parser:
     p = Parser(prog="astral", description="Compile and check .astral datacenter designs.")
     p.add_argument("--version", action="version", version=f"astral {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    p.set_defaults(_commands=sub)
     if argv is not None and chosen is not None:
         # the others by name only: one parser stands for them all, as none of them parses
         # (a parser per command cost ~0.12 ms, gettext looking for translations three times)
@@ -71,6 +74,9 @@ _OUT_OF_MEMORY = (b"error[E000]: out of memory: astral_dsl should have stopped t
 def main(argv: Optional[List[str]] = None) -> int:
     global _RESERVE
     _RESERVE = bytes(4 << 20)
+    _closed_streams()
+    restore = _escaping_streams()
+    stdout = sys.stdout = _PipeSafe(sys.stdout)
     try:
         return _main(argv)
     except MemoryError:
@@ -83,6 +89,108 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_INTERNAL
     finally:
         _RESERVE = None
+        if sys.stdout is stdout:
+            sys.stdout = stdout.stream
+        for stream, errors in restore:
+            _reconfigure(stream, errors)
+
+
+class _PipeSafe:
+    """Standard output that outlives its reader (`astral check x | head -1`): once the pipe is
+    closed, what is written goes to /dev/null instead of raising BrokenPipeError midway, so the
+    command finishes and exits with its verdict (1 when the design has errors, for a CI's
+    `set -o pipefail`), not 0 for an interrupted write. Everything else is the stream's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._closed()
+            return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._closed()
+
+    def _closed(self) -> None:
+        # /dev/null on the descriptor: the buffered rest and every later write go there
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self.stream.fileno())
+            finally:
+                os.close(null)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass            # a stream without a descriptor: each write is dropped as it fails
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _closed_streams() -> None:
+    """Standard output or error closed (`astral check x >&-`: Python's sys.stdout is None):
+    what would go there is dropped, as into /dev/null, and the exit code still says it all."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+
+
+_ESCAPE = "astral-escape"
+
+
+def _escape(exc: UnicodeError, raw_bytes: bool = False):
+    """What a stream that cannot encode a character writes instead: `\\u00b5` (a pair of
+    escapes past U+FFFF), which a terminal shows as text and JSON reads as the same character;
+    a design's names, messages and files may hold any character, an ASCII terminal (a C locale
+    without UTF-8, PYTHONIOENCODING=ascii) none of them. With `raw_bytes` (a stream that had
+    Python's `surrogateescape`), a byte a file name could not decode is written back as it was."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start:exc.end]
+    if raw_bytes and all(0xDC80 <= ord(ch) <= 0xDCFF for ch in text):
+        return bytes(ord(ch) - 0xDC00 for ch in text), exc.end
+    out = []
+    for ch in text:
+        c = ord(ch)
+        if c > 0xFFFF:
+            c -= 0x10000
+            out.append(f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{c:04x}")
+    return "".join(out), exc.end
+
+
+def _escaping_streams():
+    """Standard output and error escape what their encoding cannot hold (_escape) instead of
+    raising UnicodeEncodeError; the streams and their former error handlers, to restore."""
+    import codecs
+
+    codecs.register_error(_ESCAPE, _escape)
+    codecs.register_error(_ESCAPE + "-bytes", lambda exc: _escape(exc, raw_bytes=True))
+    changed = []
+    for stream in (sys.stdout, sys.stderr):
+        errors = getattr(stream, "errors", None)
+        handler = {"strict": _ESCAPE, "surrogateescape": _ESCAPE + "-bytes"}.get(errors)
+        if handler is not None and _reconfigure(stream, handler):
+            changed.append((stream, errors))
+    return changed
+
+
+def _reconfigure(stream, errors: str) -> bool:
+    try:
+        stream.reconfigure(errors=errors)
+        return True
+    except (AttributeError, ValueError, OSError):   # not a TextIOWrapper, or closed
+        return False
 
 
 def entry() -> None:
@@ -106,24 +214,71 @@ def entry() -> None:
     os._exit(code if isinstance(code, int) else EXIT_INTERNAL)
 
 
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}   # a disk or a quota full, a file too large
+EXIT_INTERRUPTED = 130          # 128 + SIGINT, as a shell reports a job Ctrl-C stopped
+_interrupted = False
+
+
+def _on_interrupt(signum, frame):
+    """Python's own SIGINT handler (KeyboardInterrupt), remembering that it ran: a library
+    interrupted in an import may turn the KeyboardInterrupt into another error (numpy: "Importing
+    the numpy C-extensions failed"), which is still the user's Ctrl-C, not a bug."""
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
 def _main(argv: Optional[List[str]]) -> int:
-    args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
+    import signal
+    import threading
+
+    global _interrupted
+    _interrupted = False
+    installed = threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler   # not an ignored SIGINT
+    if installed:
+        signal.signal(signal.SIGINT, _on_interrupt)
     try:
-        overrides = sets(args)
-    except UsageError as exc:
-        return usage(str(exc))
-    command = importlib.import_module(f"astral_dsl.cli.{args.command}")
-    try:
-        return command.run(args, overrides)
+        args, extra = build_parser(sys.argv[1:] if argv is None else argv).parse_known_args(argv)
+        if extra:               # told by the command's parser: its usage lists what it takes
+            args._commands.choices[args.command].error(
+                f"unrecognized arguments: {' '.join(extra)}")
+        try:
+            overrides = sets(args)
+        except UsageError as exc:
+            return usage(str(exc))
+        if args.command != "fmt" and _reads_stdin(args):
+            return usage("`-` (standard input): only `astral fmt` reads it; give the file of "
+                         "the design or runs table (`./-` for a file named `-`)")
+        command = importlib.import_module(f"astral_dsl.cli.{args.command}")
+        code = command.run(args, overrides)
+        sys.stdout.flush()          # here, so that a full disk is told as below
+        return code
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
+        if _interrupted:
+            return EXIT_INTERRUPTED
+        if isinstance(exc, OSError) and exc.errno in _FULL:     # only a write fails so
+            return usage(f"cannot write the output: {exc.strerror}")
         _internal_error(exc)
         return EXIT_INTERNAL
+    finally:
+        if installed:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _reads_stdin(args) -> bool:
+    """Whether a command's design or runs table is named `-` (standard input, by convention)."""
+    for name in ("file", "files", "a", "b", "table", "tables"):
+        value = getattr(args, name, None)
+        if value == "-" or (isinstance(value, list) and "-" in value):
+            return True
+    return False
 
 
 def _internal_error(exc: Exception) -> None:

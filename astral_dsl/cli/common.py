@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -21,14 +21,14 @@ class UsageError(Exception):
     pass
 
 
-def add_common(sp: argparse.ArgumentParser, formats=("human", "json"), params: bool = True
-               ) -> None:
+def add_common(sp: argparse.ArgumentParser, formats=("human", "json"), params: bool = True,
+               format_help: Optional[str] = None) -> None:
     """`--set` (where there are parameters to set: `params`), `--format` (unless `formats` is
     empty) and `--color`: on every command that compiles a design or reads runs tables."""
     if params:
         add_set(sp)
     if formats:
-        sp.add_argument("--format", choices=list(formats), default=formats[0])
+        sp.add_argument("--format", choices=list(formats), default=formats[0], help=format_help)
     add_color(sp)
 
 
@@ -57,9 +57,9 @@ def sets(args) -> Dict[str, str]:
 def parse_sets(items) -> Dict[str, str]:
     out: Dict[str, str] = {}
     for item in items:
-        if "=" not in item:
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip():
             raise UsageError(f"--set expects NAME=VALUE, got `{item}`")
-        name, value = item.split("=", 1)
         out[name.strip()] = value.strip()
     return out
 
@@ -69,6 +69,20 @@ def usage(message: str) -> int:
 
     sys.stderr.write(f"astral: error: {printable(message)}\n")
     return EXIT_USAGE
+
+
+def plotted(path: str) -> str:
+    """The file matplotlib writes for `--plot PATH`: PATH, or PATH.png when it has no extension
+    (its savefig.format, which it appends)."""
+    return path if os.path.splitext(path)[1] else path + ".png"
+
+
+def plot_failure(path: str, exc: Exception) -> str:
+    """Why `--plot PATH` was not drawn: a folder that does not exist or cannot be written
+    (OSError), or an extension matplotlib cannot write (ValueError)."""
+    if isinstance(exc, OSError):
+        return f"--plot: cannot write `{plotted(path)}`: {exc.strerror or exc}"
+    return f"--plot `{path}`: {exc}"
 
 
 def colour(args, stream=None) -> bool:

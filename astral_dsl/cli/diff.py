@@ -103,7 +103,7 @@ def run(args, overrides) -> int:
 
     from astral_dsl.api.sides import side
     from astral_dsl.outputs.diff import compare, render, to_json
-    from astral_dsl.outputs.jsonout import dumps
+    from astral_dsl.outputs.jsonout import dumps, envelope
 
     from astral_dsl.cli.revision import GitError, RevisionRefused
     from astral_dsl.cli.runs import read_calibration
@@ -117,6 +117,7 @@ def run(args, overrides) -> int:
     if failed is not None:
         return failed
     folders: List[Path] = []
+    errors = []                 # both sides' errors, for the JSON envelope
     try:
         sides = []
         for arg, over in ((args.a, over_a), (args.b, over_b)):
@@ -125,15 +126,10 @@ def run(args, overrides) -> int:
             except GitError as exc:
                 return usage(f"cannot read `{arg}` from git: {exc}")
             except RevisionRefused as exc:
-                from astral_dsl.cli.common import print_diagnostics
-
-                print_diagnostics([exc.diagnostic], colour(args, sys.stderr), sys.stderr)
-                return EXIT_USAGE
+                return _unusable(args, arg, [exc.diagnostic])
             if unreadable(result.design):
-                from astral_dsl.cli.common import print_diagnostics
-
-                print_diagnostics(result.diagnostics, colour(args, sys.stderr), sys.stderr)
-                return EXIT_USAGE
+                return _unusable(args, arg, result.diagnostics)
+            errors.extend(d for d in result.diagnostics if d.is_error)
             sides.append(side(label + "".join(f" --set {k}={v}" for k, v in over.items()),
                               result, relative, calibration))
     finally:
@@ -142,9 +138,28 @@ def run(args, overrides) -> int:
     a, b = sides
     changes = compare(a, b)
     if args.format == "json":
-        sys.stdout.write(dumps(to_json(a, b, changes)) + "\n")
+        # the envelope of every command's JSON: `valid` and the errors of either side (those of
+        # exit 1; once each, as a file on both sides has them twice), then the diff's fields;
+        # warnings that appear or go are among its changes
+        sys.stdout.write(dumps(envelope(dict.fromkeys(errors), **to_json(a, b, changes)))
+                         + "\n")
     else:
         sys.stdout.write(render(a, b, changes, colour(args)))
     if args.exit_code:
         return EXIT_ERRORS if changes else EXIT_OK
     return EXIT_ERRORS if not (a.valid and b.valid) else EXIT_OK
+
+
+def _unusable(args, arg: str, diagnostics) -> int:
+    """A side that cannot be read (a missing file, a revision refused): its diagnostics, on
+    standard error or as the JSON envelope on standard output, as every command gives them;
+    exit 2."""
+    if args.format == "json":
+        from astral_dsl.outputs.jsonout import dumps, envelope
+
+        sys.stdout.write(dumps(envelope(diagnostics, file=arg)) + "\n")
+    else:
+        from astral_dsl.cli.common import print_diagnostics
+
+        print_diagnostics(diagnostics, colour(args, sys.stderr), sys.stderr)
+    return EXIT_USAGE

@@ -18,7 +18,11 @@ def register(sub) -> None:
                    help="write what NetBox's bulk import takes into DIR: sites, locations, "
                         "racks, device types (CSV and devicetype-library YAML), devices named "
                         "by the design's patterns or inventory, cables, power panels and feeds")
-    add_common(e, formats=("json", "human"))
+    add_common(e, formats=("json", "human"),
+               format_help="json (default): the document alone; human: the same document, "
+                           "and the diagnostics as text on standard error; with --netbox, "
+                           "what was written: as lines of text unless json is given")
+    e.set_defaults(format=None)     # given or not: --netbox answers in text unless asked
 
 
 def run(args, overrides) -> int:
@@ -44,19 +48,34 @@ def run(args, overrides) -> int:
 
 
 def _netbox(args, result, valid: bool) -> int:
-    """`--netbox DIR`: the files, then a line per file and what NetBox will default."""
+    """`--netbox DIR`: the files, then a line per file and what NetBox will default (with
+    `--format json`, the envelope with them as `netbox`: null when nothing was written)."""
     from astral_dsl.outputs import netbox
+    from astral_dsl.outputs.jsonout import dumps, envelope
     from astral_dsl.outputs.terminal import printable_line
 
-    print_diagnostics(result.diagnostics, colour(args, sys.stderr), sys.stderr)
+    as_json = args.format == "json"
+    code = exit_code(result.design, result.diagnostics)
+    if not as_json:
+        print_diagnostics(result.diagnostics, colour(args, sys.stderr), sys.stderr)
     if not valid:
-        sys.stderr.write("astral: the design has errors: nothing written to "
-                         f"`{args.netbox}`\n")
-        return exit_code(result.design, result.diagnostics)
+        if as_json:
+            sys.stdout.write(dumps(envelope(result.diagnostics, file=result.design.file,
+                                            netbox=None)) + "\n")
+        else:
+            sys.stderr.write("astral: the design has errors: nothing written to "
+                             f"`{args.netbox}`\n")
+        return code
     try:
         written = netbox.write(result.design, args.netbox, result.devices)
     except OSError as exc:
         return usage(f"--netbox: cannot write `{args.netbox}`: {exc.strerror or exc}")
+    if as_json:
+        sys.stdout.write(dumps(envelope(result.diagnostics, file=result.design.file, netbox={
+            "directory": args.netbox,
+            "files": [{"name": name, "rows": rows} for name, rows in written.files],
+            "notes": list(written.notes)})) + "\n")
+        return code
     lines = [f"wrote {len(written.files)} file(s) to {args.netbox} for NetBox's bulk import:"]
     lines += [f"  {name}: {rows:,} row(s)" for name, rows in written.files]
     lines += [f"  note: {n}" for n in written.notes]

@@ -10,12 +10,17 @@ not parse is reported with the compiler's diagnostic and left as it is (exit 1).
 
 Files are opened without blocking and re-checked after opening (a regular file, the same one
 that was read when it is written back), so swapping a file for a FIFO or a link between the
-walk and the write does not redirect the write."""
+walk and the write does not redirect the write. A file is rewritten in place (its inode, links
+and permissions kept): its room reserved first, so that a full disk refuses before a byte
+changes, and Ctrl-C held back until the write ends, so that no file is left half written."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 import sys
+import threading
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -134,15 +139,59 @@ def _write(f: _File, text: str, read_st: os.stat_result) -> Optional[str]:
                                                                       read_st.st_ino):
             return "the file was replaced while it was being formatted"
         data = text.encode("utf-8")
-        os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        try:                # the room first: a full disk refuses before a byte is changed
+            os.posix_fallocate(fd, 0, max(len(data), 1))
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise
+        except AttributeError:      # no posix_fallocate here
+            pass
+        with _uninterrupted():      # never half a file: Ctrl-C waits for the end of the write
+            view = memoryview(data)
+            offset = 0
+            while offset < len(data):
+                offset += os.pwrite(fd, view[offset:], offset)
+            os.ftruncate(fd, len(data))
         return None
     except OSError as exc:
         return exc.strerror or str(exc)
     finally:
         os.close(fd)
+
+
+def _source_out(text: str) -> None:
+    """Formatted source on standard output: UTF-8, as a .astral file is, whatever the locale
+    (an ASCII terminal's escapes would be another program)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8"))
+    buffer.flush()
+
+
+@contextlib.contextmanager
+def _uninterrupted():
+    """Ctrl-C held back until the block ends, then taken as it would have been. A handler, not
+    a signal mask: SIGINT reaches whichever thread does not block it, and Python runs its
+    handler in the main thread all the same."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            if callable(previous):
+                previous(signal.SIGINT, None)       # KeyboardInterrupt, as it would have been
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
 
 
 def run(args, overrides) -> int:
@@ -181,7 +230,7 @@ def run(args, overrides) -> int:
             continue
         original = data.decode("utf-8", errors="replace")
         if name == "-" and not (args.check or args.diff):
-            sys.stdout.write(result)
+            _source_out(result)
             continue
         if result == original:
             continue

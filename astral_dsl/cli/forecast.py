@@ -4,7 +4,8 @@ from __future__ import annotations
 import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   open_path, print_diagnostics, unreadable, usage)
+                                   open_path, plot_failure, plotted, print_diagnostics,
+                                   unreadable, usage)
 
 NAME = "forecast"
 HELP = "forecast one training iteration of a job, operator by operator"
@@ -109,9 +110,11 @@ def run(args, overrides) -> int:
             from astral_dsl.outputs.forecast.plot import plot
 
             plot(fc, args.plot, window)
-            notes.append(f"timeline drawn to {args.plot}")
+            notes.append(f"timeline drawn to {plotted(args.plot)}")
         except ImportError:
             return usage("--plot needs matplotlib (pip install matplotlib)")
+        except (OSError, ValueError) as exc:     # no such folder; an extension it cannot draw
+            return usage(plot_failure(args.plot, exc))
     from astral_dsl.model.allows import accept, once
     from astral_dsl.outputs.size_report import chosen_json, chosen_lines
 

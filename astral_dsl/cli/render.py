@@ -37,8 +37,12 @@ def register(sub) -> None:
     r.add_argument("--highlight", metavar="DIAGNOSIS.json",
                    help="draw the suspects of `astral diagnose -o DIAGNOSIS.json` in red (rack "
                         "and pod views)")
-    r.add_argument("--dpi", type=int, default=None, help="resolution of a PNG (default 96)")
+    r.add_argument("--dpi", type=int, default=None,
+                   help=f"resolution of a PNG, 1 to {MAX_DPI} (default 96)")
     add_common(r, formats=())
+
+
+MAX_DPI = 600      # print quality; the cluster view at 600 dpi is already 9,400 x 8,100 pixels
 
 
 def run(args, overrides) -> int:
@@ -51,6 +55,10 @@ def run(args, overrides) -> int:
     if fmt is None:
         return usage(f"cannot tell the picture format of `{args.output}`: end it with .svg, "
                      f".png, .pdf or .dot")
+    if args.dpi is not None and not 1 <= args.dpi <= MAX_DPI:
+        return usage(f"--dpi {args.dpi}: a PNG's resolution is from 1 to {MAX_DPI} dots per inch")
+    if args.dpi is not None and fmt != "png":        # (it would be ignored)
+        return usage(f"--dpi sets the resolution of a PNG, not of a .{fmt} picture")
     if fmt != "dot" and not dot_available():
         # before compiling: the design may be fine, the machine lacks Graphviz
         print_diagnostics([Diagnostic("E700", Severity.ERROR,

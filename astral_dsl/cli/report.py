@@ -74,13 +74,9 @@ def run(args, overrides) -> int:
             page = build(review, title=args.title, stamp=args.stamp).encode("utf-8")
     except ReviewError as exc:
         return usage(str(exc))
-    try:
-        tmp = args.output + ".tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(page)
-        os.replace(tmp, args.output)
-    except OSError as exc:
-        return usage(f"cannot write `{args.output}`: {exc.strerror or exc}")
+    failed = _write(args.output, page)
+    if failed is not None:
+        return usage(f"cannot write `{args.output}`: {failed}")
     diags = review.checked.diagnostics
     problems = [v.error for v in review.views if v.error is not None]
     if problems:
@@ -95,6 +91,35 @@ def run(args, overrides) -> int:
         + (f", {len(review.checked.accepted)} accepted" if review.checked.accepted else "")
         + "\n"))
     return EXIT_ERRORS if errors else EXIT_OK
+
+
+def _write(path: str, data: bytes):
+    """Write `data` to `path` whole or not at all: a temporary file of its own beside it (never
+    a file of the user's), renamed over it, and removed when that fails (`path` a folder, a
+    disk full, Ctrl-C); None, or why it could not be written."""
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".astral-report-", suffix=".tmp",
+                                   dir=os.path.dirname(os.path.abspath(path)))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)          # as open() would create it, not mkstemp's 0600
+        os.replace(tmp, path)
+        return None
+    except BaseException as exc:         # a disk full, a folder in the way, Ctrl-C
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            return exc.strerror or str(exc)
+        raise
 
 
 def _diagnosis(path: str):

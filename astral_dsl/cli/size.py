@@ -42,6 +42,9 @@ def run(args, overrides) -> int:
     if outcome is not None:
         # the design as compiled under the scenario, and its results
         design, eng = outcome.applied.design, outcome.result
+    elif args.scenario:
+        # no such scenario (E216): the design as declared is not what was asked for
+        eng = None
     if args.format == "json":
         summary = size_summary(design, eng, result.sizing) if eng is not None else None
         scenario = None if outcome is None else scenario_json(outcome.name, outcome.applied)

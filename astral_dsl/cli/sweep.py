@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   print_diagnostics, usage)
+                                   plot_failure, plotted, print_diagnostics, usage)
 
 NAME = "sweep"
 HELP = "evaluate a design over a grid of parameter values"
@@ -204,7 +204,7 @@ def _plot(args, result) -> int:
     except ImportError:
         return usage("--plot needs matplotlib (pip install matplotlib)")
     except (OSError, ValueError) as exc:
-        return usage(f"--plot {args.plot}: {exc}")
-    sys.stderr.write(f"note: {drawn} points drawn to {args.plot}, {on_front} on the Pareto "
-                     "front\n")
+        return usage(plot_failure(args.plot, exc))
+    sys.stderr.write(f"note: {drawn} points drawn to {plotted(args.plot)}, {on_front} on the "
+                     "Pareto front\n")
     return 0

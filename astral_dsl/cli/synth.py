@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import EXIT_OK, EXIT_USAGE, add_common, colour, open_path, \
-    print_diagnostics, usage
+from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour, \
+    open_path, print_diagnostics, unreadable, usage
 
 NAME = "synth"
 HELP = "a drill: a job's observed data with an injected fault, for `astral diagnose`"
@@ -71,14 +71,16 @@ def run(args, overrides) -> int:
     if why:
         return usage(f"--severity: {why}")
     design = open_path(args.file, overrides).design
-    if not design.valid:
-        print_diagnostics(design.diagnostics, colour(args), sys.stderr)
-        return EXIT_USAGE
+    if not design.valid:       # as every command: 2 for a file it cannot read, 1 for errors
+        return _fail(args, design.diagnostics, design.file,
+                     EXIT_USAGE if unreadable(design) else EXIT_ERRORS)
     try:
         fc = seer.forecast(design, job=args.job)
         rm = diagnose.rank_map(design, args.job)
     except (seer.ForecastError, diagnose.DiagnoseError) as exc:
-        print_diagnostics(getattr(exc, "diagnostics", []), colour(args), sys.stderr)
+        if getattr(exc, "diagnostics", None):          # the job's errors, as forecast's
+            return _fail(args, list(design.diagnostics) + list(exc.diagnostics),
+                         design.file, EXIT_ERRORS)
         return usage(str(exc))
     records = _records(fc, rm, args.iterations)
     if records > MAX_RECORDS:
@@ -120,15 +122,30 @@ def run(args, overrides) -> int:
               "written": out, "fault": fault.to_json() if fault else None}
     stream = sys.stderr if args.quiet_answer else sys.stdout
     if args.format == "json":
-        import json         # here: `astral --help` imports this module (for start-up)
+        # here: `astral --help` imports this module (for start-up)
+        from astral_dsl.outputs.jsonout import dumps, envelope
 
-        stream.write(json.dumps(answer) + "\n")
+        # the envelope of every command's JSON, the design's and the job's warnings with it
+        stream.write(dumps(envelope(list(design.diagnostics) + list(fc.diagnostics),
+                                    file=design.file, **answer)) + "\n")
     else:
         what = f"{fault.kind} {fault.part} (severity {fault.severity:g})" if fault else \
             "no fault (a healthy run)"
         stream.write(f"synth: job `{data.job}`, {data.world:,} ranks x {len(data.iterations)} "
                      f"iterations written to {out}; injected: {what}\n")
     return EXIT_OK
+
+
+def _fail(args, diagnostics, file, code: int) -> int:
+    """A design or job that cannot be drilled: its diagnostics as the JSON envelope on standard
+    output, or on standard error."""
+    if args.format == "json":
+        from astral_dsl.outputs.jsonout import dumps, envelope
+
+        sys.stdout.write(dumps(envelope(diagnostics, file=file)) + "\n")
+    else:
+        print_diagnostics(diagnostics, colour(args, sys.stderr), sys.stderr)
+    return code
 
 
 MAX_ITERATIONS = 100

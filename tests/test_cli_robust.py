@@ -1,0 +1,409 @@
+"""The `astral` command line as a tool in CI: what it does with streams that cannot hold a
+design's text, an interrupt, outputs it cannot write and a design named `-`."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+from astral_dsl import cli
+from clirun import astral
+
+REPO = Path(__file__).resolve().parents[1]
+
+# the tutorial's rack with a fifth server (51 kW on its 45 kW busway: E500), its check's message
+# in UTF-8 beyond ASCII: an em dash, a micro sign, a degree sign and an astral-plane character
+MESSAGE = "busway \u2014 45 kW, 40 \u00b0C, 3 \u00b5s \U0001f525"
+
+
+def _design(tmp_path: Path) -> Path:
+    text = (REPO / "examples" / "tutorial_rack.astral").read_text(encoding="utf-8")
+    old = "\"the rack's busway is rated 45 kW\""
+    assert old in text
+    path = tmp_path / "rack.astral"
+    path.write_text(text.replace(old, json.dumps(MESSAGE, ensure_ascii=False)),
+                    encoding="utf-8")
+    return path
+
+
+@contextlib.contextmanager
+def _ascii_streams():
+    """Standard output and error as a C locale without UTF-8 gives them: ASCII, strict."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict", write_through=True)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        yield out, err
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def test_an_ascii_stdout_gets_escapes_not_an_internal_error(tmp_path):
+    path = _design(tmp_path)
+    with _ascii_streams() as (out, err):
+        human = cli.main(["check", str(path), "--set", "servers=5"])
+        text = out.buffer.getvalue().decode("ascii")
+        out.buffer.seek(0)
+        out.buffer.truncate()
+        as_json = cli.main(["check", str(path), "--set", "servers=5", "--format", "json"])
+        doc = out.buffer.getvalue().decode("ascii")
+        # the streams are left as they were found
+        assert out.errors == "strict" and err.errors == "strict"
+    assert err.buffer.getvalue() == b""
+    assert (human, as_json) == (1, 1)          # the design's error, not E000's 3
+    # U+1F525 is past U+FFFF: the pair of escapes JSON writes for it
+    assert "busway \\u2014 45 kW, 40 \\u00b0C, 3 \\u00b5s \\ud83d\\udd25" in text
+    assert "E000" not in text
+    # the same escapes are JSON's own: the document reads back as the message itself
+    message = json.loads(doc)["diagnostics"][0]["message"]
+    assert message == MESSAGE
+
+
+def test_plot_into_a_missing_folder_or_an_unknown_format_is_a_usage_error(tmp_path):
+    pod = REPO / "examples" / "single_pod.astral"
+    rack = _design(tmp_path)
+    sweep = ["sweep", str(rack), "--grid", "servers=3..4", "--workers", "1", "--x", "gpus",
+             "--y", "pue"]
+    missing = tmp_path / "no such folder" / "it.png"
+    for args in (["forecast", str(pod)], sweep):
+        p = astral(*args, "--plot", str(missing))
+        assert p.returncode == 2, p.stderr
+        assert f"--plot: cannot write `{missing}`: No such file or directory" in p.stderr
+        assert "E000" not in p.stderr and "Traceback" not in p.stderr
+        p = astral(*args, "--plot", str(tmp_path / "it.txt"))
+        assert p.returncode == 2 and "Format 'txt' is not supported" in p.stderr, p.stderr
+
+
+def test_plot_without_an_extension_names_the_file_matplotlib_writes(tmp_path):
+    # matplotlib appends its savefig.format (png) to a path without an extension
+    p = astral("forecast", REPO / "examples" / "single_pod.astral", "--plot", tmp_path / "it")
+    assert p.returncode == 0, p.stderr
+    assert f"timeline drawn to {tmp_path / 'it.png'}" in p.stderr
+    assert (tmp_path / "it.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_interrupt_a_library_turned_into_another_error_exits_130_quietly(monkeypatch):
+    import os
+    import signal
+    import time
+
+    from astral_dsl.cli import check
+
+    def interrupted_in_an_import(args, overrides):
+        # what numpy does when Ctrl-C lands in the import of its C extension
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            raise ImportError("Importing the numpy C-extensions failed") from None
+        raise AssertionError("SIGINT did not interrupt")
+
+    monkeypatch.setattr(check, "run", interrupted_in_an_import)
+    p = astral("check", "examples/tutorial_rack.astral")
+    assert (p.returncode, p.stdout, p.stderr) == (130, "", "")
+    # Python's own handler is back once the command returns
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_design_named_dash_is_a_usage_error_saying_only_fmt_reads_stdin():
+    source = (REPO / "examples" / "tutorial_rack.astral").read_text(encoding="utf-8")
+    for args in (["check", "-"], ["check", "examples/tutorial_rack.astral", "-"],
+                 ["size", "-", "--format", "json"], ["diff", "examples/tutorial_rack.astral", "-"],
+                 ["sweep", "-", "--grid", "servers=3..4"], ["runs", "-"],
+                 ["render", "-", "-o", "x.dot"]):
+        p = astral(*args, input=source)
+        assert (p.returncode, p.stdout) == (2, ""), args
+        assert p.stderr == ("astral: error: `-` (standard input): only `astral fmt` reads it; "
+                            "give the file of the design or runs table (`./-` for a file named "
+                            "`-`)\n"), args
+    p = astral("fmt", "-", input=source)          # which does read it
+    assert (p.returncode, p.stdout) == (0, source)
+
+
+def test_diff_json_is_the_common_envelope_with_either_sides_errors_once(tmp_path):
+    rack = _design(tmp_path)
+    # both sides with a fifth server: the same errors on each side, listed once
+    p = astral("diff", rack, rack, "--set", "servers=5", "--format", "json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and not p.stderr
+    assert list(doc)[:4] == ["version", "format", "valid", "diagnostics"]
+    assert doc["valid"] is False and doc["identical"] is True
+    checked = json.loads(astral("check", rack, "--set", "servers=5", "--format", "json").stdout)
+    errors = [d for d in checked["diagnostics"] if d["severity"] == "error"]
+    assert errors and doc["diagnostics"] == errors
+    # A as it is, B with the fifth server: B's errors, and the warning among the changes only
+    p = astral("diff", rack, rack, "--set-b", "servers=5", "--format", "json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and doc["valid"] is False and doc["diagnostics"] == errors
+    assert doc["a"]["valid"] is True and doc["b"]["valid"] is False
+
+
+def test_diff_json_of_an_unreadable_side_is_the_envelope_with_e100(tmp_path):
+    missing = tmp_path / "missing.astral"
+    p = astral("diff", "examples/tutorial_rack.astral", missing, "--format", "json")
+    assert (p.returncode, p.stderr) == (2, "")
+    doc = json.loads(p.stdout)
+    assert (doc["valid"], doc["file"]) == (False, str(missing))
+    assert [d["code"] for d in doc["diagnostics"]] == ["E100"]
+
+
+def test_synth_json_is_the_common_envelope_and_a_design_with_errors_exits_1(tmp_path):
+    pod = "examples/single_pod.astral"
+    p = astral("synth", pod, "-o", tmp_path / "run.csv", "--format", "json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and list(doc)[:4] == ["version", "format", "valid", "diagnostics"]
+    assert doc["valid"] is True and doc["file"] == pod
+    # single_pod's job: 1,024 GPUs (tp 8 x pp 4 x dp 32), a rank each; 3 iterations by default
+    assert (doc["job"], doc["ranks"], doc["written"]) == ("llama70b", 1024,
+                                                          str(tmp_path / "run.csv"))
+    assert len(doc["iterations"]) == 3 and doc["fault"] is None
+    # a design with errors (a fifth server: 51 kW on the 45 kW busway): exit 1 as every
+    # command's, its diagnostics in the envelope, nothing written
+    rack = _design(tmp_path)
+    p = astral("synth", rack, "--set", "servers=5", "-o", tmp_path / "bad.csv", "--format", "json")
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["valid"]) == (1, False)
+    assert "E500" in [d["code"] for d in doc["diagnostics"]]
+    assert not (tmp_path / "bad.csv").exists()
+    p = astral("synth", tmp_path / "missing.astral", "-o", tmp_path / "x.csv", "--format", "json")
+    assert p.returncode == 2 and json.loads(p.stdout)["diagnostics"][0]["code"] == "E100"
+
+
+def test_report_writes_whole_or_nothing_and_never_touches_a_file_of_the_users(tmp_path):
+    mine = tmp_path / "review.html.tmp"            # the name the page was written under before
+    mine.write_text("the user's", encoding="utf-8")
+    target = tmp_path / "review.html"
+    p = astral("report", "examples/tutorial_rack.astral", "-o", target)
+    assert p.returncode == 0, p.stderr
+    assert target.read_bytes().startswith(b"<!DOCTYPE html>")
+    assert mine.read_text(encoding="utf-8") == "the user's"
+    folder = tmp_path / "a folder"
+    folder.mkdir()
+    p = astral("report", "examples/tutorial_rack.astral", "-o", folder)
+    assert p.returncode == 2
+    assert p.stderr == f"astral: error: cannot write `{folder}`: Is a directory\n"
+    # nothing left behind: the folder, the page and the user's file only
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["a folder", "review.html",
+                                                          "review.html.tmp"]
+
+
+def test_an_option_a_command_does_not_take_shows_that_commands_usage():
+    p = astral("fmt", "examples/tutorial_rack.astral", "--format", "json")
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.startswith("usage: astral fmt [-h] [--check] [--diff]")
+    assert p.stderr.endswith("astral: error: unrecognized arguments: --format json\n")
+
+
+def test_forecast_under_an_unknown_scenario_is_e216_as_check_says_it():
+    pod = "examples/single_pod.astral"
+    for command in ("check", "forecast"):
+        p = astral(command, pod, "--scenario", "tor_plane_a_rail3", "--format", "json")
+        doc = json.loads(p.stdout)
+        assert (p.returncode, p.stderr, doc["valid"]) == (1, "", False), command
+        (d,) = [d for d in doc["diagnostics"] if d["code"] == "E216"]
+        assert d["message"] == "--scenario tor_plane_a_rail3: no such scenario"
+        assert d["hint"] == "did you mean `tor_plane_a_rail_3`?"
+
+
+def test_export_format_human_is_what_its_help_says(tmp_path):
+    helptext = " ".join(astral("export", "--help").stdout.split())
+    assert ("--format {json,human} json (default): the document alone; human: the same "
+            "document, and the diagnostics as text on standard error") in helptext
+    rack = _design(tmp_path)
+    plain = astral("export", rack, "--set", "servers=5")
+    human = astral("export", rack, "--set", "servers=5", "--format", "human")
+    assert plain.returncode == human.returncode == 1
+    assert human.stdout == plain.stdout and json.loads(human.stdout)["valid"] is False
+    assert plain.stderr == "" and human.stderr.startswith("error[E500]: " + MESSAGE)
+
+
+def test_export_netbox_answers_in_json_when_asked(tmp_path):
+    rack, out = _design(tmp_path), tmp_path / "netbox"
+    p = astral("export", rack, "--netbox", out, "--format", "json")
+    assert (p.returncode, p.stderr) == (0, "")
+    doc = json.loads(p.stdout)
+    assert (doc["valid"], doc["netbox"]["directory"]) == (True, str(out))
+    files = {f["name"]: f["rows"] for f in doc["netbox"]["files"]}
+    # the tutorial: one site, one rack, 4 servers and no switch (4 devices)
+    assert (files["sites.csv"], files["racks.csv"], files["devices.csv"]) == (1, 1, 4)
+    assert sorted(files) == sorted(x.relative_to(out).as_posix() for x in out.rglob("*")
+                                   if x.is_file())
+    # without --format: the lines it always printed
+    text = astral("export", rack, "--netbox", tmp_path / "again").stdout
+    assert text.startswith(f"wrote {len(files)} file(s) to {tmp_path / 'again'}")
+    # a design with errors writes nothing: the envelope, `netbox` null, exit 1
+    p = astral("export", rack, "--set", "servers=5", "--netbox", tmp_path / "no", "--format",
+               "json")
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["valid"], doc["netbox"]) == (1, False, None)
+    assert not (tmp_path / "no").exists()
+
+
+def test_diagnostics_on_stderr_take_their_colour_from_stderr_not_stdout(tmp_path):
+    """A terminal on standard output, standard error into a file (`2>log`): no ANSI in the log."""
+    import os
+    import pty
+    import subprocess
+
+    rack = _design(tmp_path)
+    main, side = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    try:
+        p = subprocess.run([sys.executable, "-m", "astral_dsl.cli", "synth", str(rack),
+                            "--set", "servers=5", "-o", str(tmp_path / "x.csv")],
+                           cwd=REPO, env=env, stdout=side, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(side)
+        os.close(main)
+    assert p.returncode == 1
+    assert p.stderr.startswith(b"error[E500]: ") and b"\x1b[" not in p.stderr
+
+
+def test_size_under_an_unknown_scenario_reports_e216_and_no_sizing(tmp_path):
+    rack = _design(tmp_path)
+    p = astral("size", rack, "--scenario", "derated_busway2")
+    assert p.returncode == 1
+    assert p.stdout.startswith("error[E216]: --scenario derated_busway2: no such scenario")
+    assert "did you mean `derated_busway`?" in p.stdout and "PUE" not in p.stdout
+    doc = json.loads(astral("size", rack, "--scenario", "derated_busway2", "--format",
+                            "json").stdout)
+    assert (doc["valid"], doc["scenario"], doc["summary"]) == (False, None, None)
+    # the scenario it does declare: its report, as before
+    p = astral("size", rack, "--scenario", "derated_busway")
+    assert p.returncode == 0 and "PUE" in p.stdout
+
+
+def test_set_without_a_name_is_a_usage_error_as_without_an_equals_sign():
+    for item in ("=5", " =5", "servers"):
+        p = astral("check", "examples/tutorial_rack.astral", "--set", item)
+        assert (p.returncode, p.stdout) == (2, ""), item
+        assert p.stderr == f"astral: error: --set expects NAME=VALUE, got `{item}`\n"
+
+
+def _process(args, **kwargs):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "astral_dsl.cli", *map(str, args)], cwd=REPO,
+                          stderr=subprocess.PIPE, timeout=120, **kwargs)
+
+
+def test_a_closed_pipe_keeps_the_verdict_and_says_nothing(tmp_path):
+    import os
+
+    rack = _design(tmp_path)
+    for servers, verdict in (("4", 0), ("5", 1)):       # 51 kW on the 45 kW busway: E500
+        read, write = os.pipe()
+        os.close(read)                                  # `| head -0`: the reader is gone
+        try:
+            p = _process(["check", rack, "--set", f"servers={servers}"], stdout=write)
+        finally:
+            os.close(write)
+        assert (p.returncode, p.stderr) == (verdict, b""), servers
+
+
+def test_a_closed_stdout_is_dropped_and_a_full_disk_is_a_usage_error(tmp_path):
+    import os
+
+    import pytest
+
+    rack = _design(tmp_path)
+    # `astral check ... >&-`: Python's sys.stdout is None
+    p = _process(["check", rack, "--set", "servers=5"], preexec_fn=lambda: os.close(1))
+    assert (p.returncode, p.stderr) == (1, b"")
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "wb") as full:
+        p = _process(["check", rack], stdout=full)
+    assert p.returncode == 2
+    assert p.stderr == b"astral: error: cannot write the output: No space left on device\n"
+
+
+def test_fmt_interrupted_while_writing_leaves_the_whole_formatted_file(tmp_path, monkeypatch):
+    import os
+    import signal
+    import threading
+
+    from astral_dsl.fmt import format_text
+
+    original = (REPO / "examples" / "tutorial_rack.astral").read_text(encoding="utf-8")
+    messy = original.replace("\n  power = 700 W", "\n      power   =   700 W")
+    assert messy != original
+    path = tmp_path / "rack.astral"
+    path.write_text(messy, encoding="utf-8")
+    expected = format_text(messy, str(path))
+    real_write, real_pwrite, calls = os.write, os.pwrite, []
+
+    def slow(fd, data, *offset):
+        # Ctrl-C at the first write to the file, and 100 bytes a call: the write under way
+        if fd > 2:
+            if not calls:
+                os.kill(os.getpid(), signal.SIGINT)
+            calls.append(offset)
+            data = bytes(data[:100])
+        return real_pwrite(fd, data, *offset) if offset else real_write(fd, data)
+
+    monkeypatch.setattr(os, "pwrite", slow)
+    monkeypatch.setattr(os, "write", slow)
+    # another thread alive (a pool's, a progress line's): the kernel may hand it the SIGINT
+    done = threading.Event()
+    other = threading.Thread(target=done.wait, daemon=True)
+    other.start()
+    try:
+        p = astral("fmt", path)
+    finally:
+        done.set()
+    assert p.returncode == 130
+    assert path.read_text(encoding="utf-8") == expected      # not a truncated file
+    assert len(calls) > 1                                    # written in several calls
+
+
+def test_report_interrupted_while_writing_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import os
+    import signal
+    import time
+
+    real_replace = os.replace
+
+    def interrupted(src, dst, *args, **kwargs):
+        if str(dst).endswith("review.html"):
+            os.kill(os.getpid(), signal.SIGINT)      # Ctrl-C as the page is put in place
+            time.sleep(5)
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    p = astral("report", "examples/tutorial_rack.astral", "-o", tmp_path / "review.html")
+    assert p.returncode == 130
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_render_dpi_outside_its_range_or_for_another_format_is_a_usage_error(tmp_path):
+    for dpi in ("0", "-5", "601"):           # -5 made a 32,766 x 32,767 picture
+        p = astral("render", "examples/tutorial_rack.astral", "-o", tmp_path / "r.png", "--dpi",
+                   dpi)
+        assert p.returncode == 2
+        assert p.stderr == (f"astral: error: --dpi {dpi}: a PNG's resolution is from 1 to 600 "
+                            "dots per inch\n")
+    p = astral("render", "examples/tutorial_rack.astral", "-o", tmp_path / "r.dot", "--dpi", "300")
+    assert (p.returncode, p.stderr) == (2, "astral: error: --dpi sets the resolution of a PNG, "
+                                           "not of a .dot picture\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fmt_stdin_to_an_ascii_stdout_writes_the_source_in_utf8():
+    source = 'param x = 4 // caf\u00e9 \u2014 40 \u00b5s\nsite S {  }\n'
+    from astral_dsl.fmt import format_text
+
+    expected = format_text(source, "<stdin>").encode("utf-8")
+    assert "caf\u00e9 \u2014 40 \u00b5s".encode("utf-8") in expected
+    with _ascii_streams() as (out, err):
+        saved = sys.stdin
+        sys.stdin = io.TextIOWrapper(io.BytesIO(source.encode("utf-8")), encoding="utf-8")
+        try:
+            code = cli.main(["fmt", "-"])
+        finally:
+            sys.stdin = saved
+        data = out.buffer.getvalue()
+    assert (code, data, err.buffer.getvalue()) == (0, expected, b"")
