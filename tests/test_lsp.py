@@ -397,3 +397,27 @@ def test_symbols_and_formatting(server, project):
                                      "rack R { hosts = 2 x N }\nhost N {}\n")
         assert (edits[0].range.end.line, edits[0].range.end.character) == (4, 0)
     on(server, scenario)
+
+
+def test_completion_in_a_body_offers_only_the_kinds_declarable_there_once_each():
+    """At the start of a statement in a body: the kind's fields and the kinds that can be
+    declared inside it (semantics/instantiate.py `nested`), no label twice. Before, a gpu's body
+    offered all 39 kinds (each an E210 or E403 there) and `power` twice (field and kind)."""
+    from collections import Counter
+
+    from astral_dsl.lsp.completion import complete
+
+    def labels(text: str, line: int, col: int):
+        items = complete(None, text, line, col)
+        assert [k for k, n in Counter(i.label for i in items).items() if n > 1] == []
+        return {i.label for i in items if i.detail == "kind"}, {i.label for i in items}
+
+    kinds, every = labels("gpu G {\n  \n}\n", 1, 2)
+    assert kinds == set() and "power" in every and "memory" in every
+    kinds, _ = labels("host H {\n  \n}\n", 1, 2)
+    assert kinds == {"gpu", "nic", "switch", "cpu"}           # the physical kinds below a host
+    kinds, every = labels("site S {\n  \n}\n", 1, 2)
+    assert {"rack", "hall", "feeder", "cooling", "fabric"} <= kinds and "site" not in kinds
+    assert "power" in every                                    # the field (and the kind) once
+    kinds, _ = labels("fabric F {\n  \n}\n", 1, 2)
+    assert kinds == {"tier"}
