@@ -421,3 +421,24 @@ def test_completion_in_a_body_offers_only_the_kinds_declarable_there_once_each()
     assert "power" in every                                    # the field (and the kind) once
     kinds, _ = labels("fabric F {\n  \n}\n", 1, 2)
     assert kinds == {"tier"}
+
+
+def test_hover_on_an_imported_template_the_design_does_not_use_shows_its_fields(tmp_path):
+    """An import not used yet was never instantiated: the hover showed only where it is defined.
+    It shows the fields as its file declares them."""
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.hover import hover
+
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "lib.astral").write_text("gpu LibGPU {\n  power = 700 W   // board power\n"
+                                         "  memory = 80 GB\n}\n")
+    main = "import lib { LibGPU }\nimport stdlib.hardware { B200 }\n"
+    (tmp_path / "main.astral").write_text(main)
+    a = analyse((tmp_path / "main.astral").as_uri(), tmp_path / "main.astral", main, 1,
+                engineering=False)
+    text, _ = hover(a, a.entry, 1, main.index("LibGPU") + 1)
+    assert "- `power = 700 W`  \n- `memory = 80 GB`" in text
+    assert "as declared (the design does not use it yet)" in text
+    line2 = main.split("\n")[1]
+    text, _ = hover(a, a.entry, 2, line2.index("B200") + 1)
+    assert "- `power = 1000 W`" in text and "*source:* NVIDIA DGX B200" in text
