@@ -397,3 +397,48 @@ def test_symbols_and_formatting(server, project):
                                      "rack R { hosts = 2 x N }\nhost N {}\n")
         assert (edits[0].range.end.line, edits[0].range.end.character) == (4, 0)
     on(server, scenario)
+
+
+def test_completion_in_a_body_offers_only_the_kinds_declarable_there_once_each():
+    """At the start of a statement in a body: the kind's fields and the kinds that can be
+    declared inside it (semantics/instantiate.py `nested`), no label twice. Before, a gpu's body
+    offered all 39 kinds (each an E210 or E403 there) and `power` twice (field and kind)."""
+    from collections import Counter
+
+    from astral_dsl.lsp.completion import complete
+
+    def labels(text: str, line: int, col: int):
+        items = complete(None, text, line, col)
+        assert [k for k, n in Counter(i.label for i in items).items() if n > 1] == []
+        return {i.label for i in items if i.detail == "kind"}, {i.label for i in items}
+
+    kinds, every = labels("gpu G {\n  \n}\n", 1, 2)
+    assert kinds == set() and "power" in every and "memory" in every
+    kinds, _ = labels("host H {\n  \n}\n", 1, 2)
+    assert kinds == {"gpu", "nic", "switch", "cpu"}           # the physical kinds below a host
+    kinds, every = labels("site S {\n  \n}\n", 1, 2)
+    assert {"rack", "hall", "feeder", "cooling", "fabric"} <= kinds and "site" not in kinds
+    assert "power" in every                                    # the field (and the kind) once
+    kinds, _ = labels("fabric F {\n  \n}\n", 1, 2)
+    assert kinds == {"tier"}
+
+
+def test_hover_on_an_imported_template_the_design_does_not_use_shows_its_fields(tmp_path):
+    """An import not used yet was never instantiated: the hover showed only where it is defined.
+    It shows the fields as its file declares them."""
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.hover import hover
+
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "lib.astral").write_text("gpu LibGPU {\n  power = 700 W   // board power\n"
+                                         "  memory = 80 GB\n}\n")
+    main = "import lib { LibGPU }\nimport stdlib.hardware { B200 }\n"
+    (tmp_path / "main.astral").write_text(main)
+    a = analyse((tmp_path / "main.astral").as_uri(), tmp_path / "main.astral", main, 1,
+                engineering=False)
+    text, _ = hover(a, a.entry, 1, main.index("LibGPU") + 1)
+    assert "- `power = 700 W`  \n- `memory = 80 GB`" in text
+    assert "as declared (the design does not use it yet)" in text
+    line2 = main.split("\n")[1]
+    text, _ = hover(a, a.entry, 2, line2.index("B200") + 1)
+    assert "- `power = 1000 W`" in text and "*source:* NVIDIA DGX B200" in text

@@ -53,6 +53,7 @@ class AstralServer(LanguageServer):
         self.project: Dict[str, Tuple[float, Analysis]] = {}   # other files, for references
         self.checker = workers.Checker()                # the worker processes of analyses
         self.analysed = False                           # the first analysis has finished
+        self.files = 0        # counts opened, closed, saved and changed-on-disk files (stale())
 
     def document(self, uri: str):
         """The open document `uri` (never a file read from disk for an unknown URI)."""
@@ -106,10 +107,12 @@ class AstralServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         version, text = doc.version or 0, doc.source
         hit = self.latest.get(uri)
-        if hit is not None and hit.version == version and hit.text == text:
+        if hit is not None and hit.version == version and hit.text == text and \
+                not self.stale(hit):
             return hit
+        texts = self.open_texts(uri)
         flight = self.inflight.get(uri)
-        if flight is not None and flight[0] == version and flight[1].running:
+        if flight is not None and flight[0] == (version, texts) and flight[1].running:
             job = flight[1]
         else:
             if flight is not None:
@@ -117,13 +120,16 @@ class AstralServer(LanguageServer):
             stopper = workers.Stopper()
             # the deadline counts the worker's work (workers.Checker), not its start-up
             job = workers.Job(asyncio.get_running_loop(), "the analysis", None,
-                              self._analyse, uri, text, version, stopper, on_stop=stopper.stop)
-            self.inflight[uri] = (version, job)
+                              self._analyse, uri, text, version, texts, stopper,
+                              on_stop=stopper.stop)
+            self.inflight[uri] = ((version, texts), job)
         try:
             result = await self._announced(uri, job.future)
-        except workers.Superseded:
+        except workers.Superseded as exc:
+            exc.__traceback__ = None       # it held this frame, which holds the job, its holder
             return None
         except workers.TimedOut as exc:
+            exc.__traceback__ = None
             result = stopped_analysis(uri, uri_path(uri), text, version, exc)
         finally:
             if self.inflight.get(uri, (None, None))[1] is job and job.future.done():
@@ -137,6 +143,8 @@ class AstralServer(LanguageServer):
             if result.parsed:
                 self.good[uri] = result
             self.publish(result)
+            if self.stale(result):
+                self.schedule(uri)     # an import it read was edited while it ran: again
         return result
 
     async def _announced(self, uri: str, future) -> Analysis:
@@ -161,13 +169,15 @@ class AstralServer(LanguageServer):
         finally:
             self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="checked"))
 
-    def _analyse(self, uri: str, text: str, version: int, stopper: workers.Stopper) -> Analysis:
+    def _analyse(self, uri: str, text: str, version: int, texts: Dict[str, str],
+                 stopper: workers.Stopper) -> Analysis:
         """The checks in a worker process (ended by `stopper`), then, when they finished, the
-        compile in this process that hover and navigation read."""
+        compile in this process that hover and navigation read; both read the other open
+        documents' `texts` (by path), the editor's text when the analysis started."""
         path = uri_path(uri)
         try:
             status, found = self.checker.check(stopper, (uri, str(path) if path else None, text,
-                                                         self.open_texts(uri)), self.timeout)
+                                                         texts), self.timeout)
         except workers.TimedOut as exc:
             return stopped_analysis(uri, path, text, version, exc)
         except workers.Stopped as exc:
@@ -179,13 +189,33 @@ class AstralServer(LanguageServer):
         if status != "ok":
             log.error("analysis of %s failed: %s", uri, found)
             return failed_analysis(uri, path, text, version, RuntimeError(found))
+        files = self.files
+        snapshot = _by_real_path(texts)
         try:
-            a = analyse(uri, path, text, version, self.overlay, engineering=False)
+            a = analyse(uri, path, text, version, lambda p: snapshot.get(_real(p)),
+                        engineering=False)
         except Exception as exc:  # noqa: BLE001 - a compiler bug must not stop the server
             log.exception("analysis of %s failed", uri)
             return failed_analysis(uri, path, text, version, exc)
         a.diagnostics = found
+        for m in a.modules.values():
+            if m.path is not None and not m.is_entry and not m.is_stdlib:
+                key = _real(m.path)
+                a.inputs[key] = (snapshot[key], True) if key in snapshot else \
+                    (m.source.text if m.source is not None else None, False)
+        a.files = files
         return a
+
+    def stale(self, a: Analysis) -> bool:
+        """Whether an analysis no longer holds for its document's text: an imported file it read
+        is open with another text now (or was closed, or opened, since), or an import it could
+        not find may be found now (a file was opened, closed, saved or changed on disk since)."""
+        if a.inputs:
+            now = _by_real_path(self.open_texts(a.uri))
+            for key, (text, from_editor) in a.inputs.items():
+                if (now[key] != text) if key in now else from_editor:
+                    return True
+        return a.files != self.files and any(d.code == "E205" for d in a.diagnostics)
 
     def open_texts(self, uri: str) -> Dict[str, str]:
         """The editor's text of the open documents other than `uri`, by path."""
@@ -208,6 +238,37 @@ class AstralServer(LanguageServer):
             if result is not None or uri not in self.workspace.text_documents:
                 return result
         return None
+
+    def files_event(self, uris: List[str], but: Optional[str] = None) -> None:
+        """Files were opened, closed, saved or changed on disk: the open documents (other than
+        `but`) whose analysis read one of them, or could not find an import, are checked again
+        (their cached analysis is stale: `stale`), and the project scan of references is redone."""
+        self.files += 1
+        self.project.clear()
+        again = set()
+        for uri in uris:
+            again.update(self.dependents(uri))
+        again.update(other for other, a in self.latest.items()
+                     if any(d.code == "E205" for d in a.diagnostics))
+        for other in sorted(again):
+            if other != but and other in self.workspace.text_documents:
+                self.schedule(other)
+
+    async def watch_files(self) -> None:
+        """Ask a client that can be asked for the changes of .astral files on disk (a file an
+        open document imports, deleted, renamed or rewritten by git)."""
+        caps = getattr(self, "client_capabilities", None)
+        watched = getattr(getattr(caps, "workspace", None), "did_change_watched_files", None)
+        if not getattr(watched, "dynamic_registration", False):
+            return
+        try:
+            await asyncio.wait_for(self.client_register_capability_async(lsp.RegistrationParams(
+                registrations=[lsp.Registration(
+                    id="astral-watched-files", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=[
+                        lsp.FileSystemWatcher(glob_pattern="**/*.astral")]))])), 10)
+        except Exception as exc:  # noqa: BLE001 - a client that refuses: no file events
+            log.warning("the client did not register the file watcher: %s", exc)
 
     def dependents(self, uri: str) -> List[str]:
         """Open documents whose last analysis read the file of `uri`."""
@@ -350,6 +411,17 @@ def _import_span(a: Analysis, file: str):
             if target is not None and item.dotted == target.key:
                 return item.span
     return first.span if first is not None else None
+
+
+def _real(path) -> str:
+    try:
+        return str(Path(path).resolve())
+    except (OSError, RuntimeError):
+        return str(path)
+
+
+def _by_real_path(texts: Dict[str, str]) -> Dict[str, str]:
+    return {_real(p): t for p, t in texts.items()}
 
 
 def _same(a: Path, b: Path) -> bool:

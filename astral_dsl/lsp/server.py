@@ -2,7 +2,9 @@
 
 - diagnostics on open, save and change (debounced), as `astral check` reports them: the front
   end's and the engineering checks' (constraints, power, cooling, network, required scenarios),
-  one Diagnostic type for both; a problem in an imported file is shown on its import;
+  one Diagnostic type for both; a problem in an imported file is shown on its import; an
+  imported file edited in the editor (unsaved), closed, saved or changed on disk (a file event,
+  which the server asks a client for) re-checks the open documents that import it;
 - hover: the evaluated value and unit under the cursor, conversions, the type, and for stdlib
   items the source of the number;
 - go to definition and find references, across imports and into the stdlib;
@@ -49,9 +51,19 @@ def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
         log.warning(text)
         ls.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=text))
 
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: AstralServer, params: lsp.InitializedParams):
+        await ls.watch_files()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def files_changed(ls: AstralServer, params: lsp.DidChangeWatchedFilesParams):
+        ls.files_event([change.uri for change in params.changes])
+
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: AstralServer, params: lsp.DidOpenTextDocumentParams):
-        await ls.refresh(params.text_document.uri)
+        uri = params.text_document.uri
+        ls.files_event([uri], but=uri)       # its importers now read the editor's text
+        await ls.refresh(uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     async def did_change(ls: AstralServer, params: lsp.DidChangeTextDocumentParams):
@@ -63,9 +75,8 @@ def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: AstralServer, params: lsp.DidSaveTextDocumentParams):
         uri = params.text_document.uri
-        ls.project.clear()
-        for other in [uri] + ls.dependents(uri):
-            ls.schedule(other)
+        ls.schedule(uri)
+        ls.files_event([uri], but=uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(ls: AstralServer, params: lsp.DidCloseTextDocumentParams):
@@ -80,6 +91,7 @@ def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
         ls.good.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri,
                                                                           diagnostics=[]))
+        ls.files_event([uri])                # its importers now read the file on disk
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     @answered

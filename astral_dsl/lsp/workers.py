@@ -16,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import threading
+import time
 from typing import Any, Callable, List, Optional, Tuple
 
 IDLE = 2     # warm worker processes kept ready
+SLICE = 0.1  # seconds: how soon a thread waiting for an ended worker notices (_Worker._wait)
 # imported once by the fork server (lsp/warm.py analyses a tiny design), so that each worker
 # forked from it starts warm: one that replaces an ended worker is ready in milliseconds, not
 # after half a second of its own imports
@@ -101,6 +103,9 @@ class Job:
             self.loop.call_soon_threadsafe(self._deliver, outcome)
         except RuntimeError:                          # the loop is closed: nobody waits
             pass
+        # an exception's traceback holds this frame, which held the exception: a cycle that
+        # kept the document's text (the frames of the analysis) until a full collection
+        del outcome
 
     def _deliver(self, outcome: Tuple[bool, Any]) -> None:
         if self._timer is not None:
@@ -165,15 +170,32 @@ class _Worker:
         process ended) after `timeout` seconds of work."""
         try:
             if not self.ready:
+                self._wait(None)
                 self.conn.recv()                      # "ready"
                 self.ready = True
             self.conn.send(request)
-            if timeout is not None and not self.conn.poll(timeout):
+            if not self._wait(timeout):
                 self.kill()
                 raise TimedOut("the analysis", timeout)
             return self.conn.recv()
         except (EOFError, OSError) as exc:
             raise Stopped(str(exc)) from None
+
+    def _wait(self, timeout: Optional[float]) -> bool:
+        """Whether the worker answered within `timeout` seconds (None: however long it takes),
+        waited for in slices of SLICE seconds. A worker that `kill` ended (our end of its pipe
+        closed, from another thread) ends the wait at the next slice (OSError), whether or not
+        the end of the process reached the pipe: in the server it often did not (the cause is
+        not established: 45 of 60 threads whose worker was ended during a burst of edits still
+        waited), and each such thread kept its document's text (1 MB on a large design) for
+        the whole deadline."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = SLICE if end is None else min(SLICE, end - time.monotonic())
+            if left <= 0:
+                return False
+            if self.conn.poll(left):
+                return True
 
     def kill(self) -> None:
         if self.process.is_alive():

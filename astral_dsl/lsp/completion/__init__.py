@@ -57,11 +57,12 @@ def complete(analysis: Optional[Analysis], text: str, line0: int, char_cp: int,
         if headers:
             items.extend(_field_items(headers[-1][0]))
             items.extend(_keyword_items(KEYWORDS_BODY))
-            items.extend(_kind_items())
+            # the kinds that can be declared there; a kind named as a field (`power`) once
+            items.extend(_kind_items(headers[-1][0]))
         else:
             items.extend(_keyword_items(KEYWORDS_TOP))
             items.extend(_kind_items())
-        return items
+        return _dedupe(items)
     if fv is not None and headers:
         items.extend(_enum_items(headers[-1][0], fv.group("field")))
     items.extend(_scope_items(analysis, headers, before))

@@ -3,7 +3,7 @@ a kind (astral_dsl/model/kinds.py), built-in functions and units; and the item c
 by every completion module."""
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from lsprotocol import types as lsp
 
@@ -66,9 +66,21 @@ def _keyword_items(words, sort="7"):
     return [_item(w, lsp.CompletionItemKind.Keyword, "keyword", sort=sort) for w in words]
 
 
-def _kind_items():
-    return [_item(k, lsp.CompletionItemKind.Keyword, "kind", spec.doc, sort="6")
-            for k, spec in KINDS.items()]
+def _kind_items(inside: Optional[str] = None):
+    """The kinds that can be declared at the top of a file (`inside` None) or in the body of a
+    declaration of kind `inside`: its nested kinds and, in a grouping kind, the physical kinds
+    below it (semantics/instantiate.py `nested`: any other is E210 or E403 there)."""
+    parent = KINDS.get(inside) if inside is not None else None
+    out = []
+    for k, spec in KINDS.items():
+        if inside is not None:
+            below = parent is not None and spec.physical and parent.physical and \
+                spec.level < parent.level
+            if parent is None or not (k in parent.nested and not (
+                    spec.physical and parent.physical) or below and parent.open_members):
+                continue
+        out.append(_item(k, lsp.CompletionItemKind.Keyword, "kind", spec.doc, sort="6"))
+    return out
 
 
 def _field_items(kind: str) -> List[lsp.CompletionItem]:

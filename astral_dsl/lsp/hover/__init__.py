@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 from astral_dsl.diagnostics import Span
 from astral_dsl.lsp.analysis import Analysis, Module
 from astral_dsl.lsp.hover.lookup import (_decl_frames, _definition_values, _frame_values,
-                                         _module_value, _param_values)
+                                         _module_value, _param_values, declared_fields)
 from astral_dsl.lsp.hover.provenance import (enclosing_decl, line_comment, provenance,
                                              source_field)
 from astral_dsl.lsp.hover.values import (CONVERSIONS, conversions, describe_value, frame_fields,
@@ -55,6 +55,7 @@ def hover(analysis: Analysis, module: Module, line: int, col: int) -> Optional[T
     parent = chain[-2]
     title: Optional[str] = None
     feasible_lines: List[str] = []
+    as_written: List[str] = []
     values: List = []
     typed: Optional[str] = None
     span = leaf.span
@@ -96,6 +97,11 @@ def hover(analysis: Analysis, module: Module, line: int, col: int) -> Optional[T
         elif isinstance(parent, ast.Import) and definition is not None:
             title = f"`{leaf.name}`"
             values = _definition_values(analysis, definition)
+            if not values and isinstance(definition.node, ast.Decl):
+                written = declared_fields(analysis, definition.node)
+                if written:
+                    as_written = [f"**`{definition.node.kind.name} {leaf.name}`** as declared "
+                                  "(the design does not use it yet)  \n" + "  \n".join(written)]
         else:
             return None
     else:
@@ -136,6 +142,7 @@ def hover(analysis: Analysis, module: Module, line: int, col: int) -> Optional[T
         parts.append("  \n".join(describe_value(v)))
     if len(values) > 4:
         parts.append(f"... and {len(values) - 4} more values")
+    parts.extend(as_written)
     if len(values) > 1:
         parts.insert(1 if title else 0, f"{len(values)} values (the template is instantiated "
                                          "with different arguments):")

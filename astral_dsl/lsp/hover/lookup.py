@@ -71,3 +71,23 @@ def _definition_values(analysis: Analysis, d: Definition) -> List:
     if isinstance(d.node, ast.ParamDef) and d.node.default is not None:
         return analysis.values_of(d.node.default)
     return []
+
+
+def declared_fields(analysis: Analysis, decl: ast.Decl, limit: int = 12) -> List[str]:
+    """The fields of a declaration as its file writes them (`power = 700 W`), for a template
+    that this design does not instantiate (an import it does not use yet): no value was
+    evaluated, but what it declares is worth showing."""
+    module = analysis.modules.get(decl.span.file)
+    if module is None or module.source is None:
+        return []
+    fields = [s for s in decl.body or () if isinstance(s, ast.Field)]
+    out = []
+    for f in fields[:limit]:
+        start, end = f.value.span.start, f.value.span.end
+        line = module.source.line(start.line)
+        value = line[start.column - 1:end.column - 1] if end.line == start.line else \
+            line[start.column - 1:].rstrip() + " ..."
+        out.append(f"- `{f.name.name} = {value}`")
+    if len(fields) > limit:
+        out.append("- ...")
+    return out
