@@ -7,9 +7,10 @@
    fault kind (a GPU 10-30 % slow, a NIC port at half rate, a ToR switch, an aggregation switch,
    an intermittent link, a GPU or a NIC link bad from 20-45 % of the run to its end, a run
    faster than its forecast by 1.13-3.48x the least speed-up its band cannot explain)
-   --per-kind trials, and --none fault-free runs. Every run's hosts' clocks drift up to --drift ppm (default 10) besides their offsets, and every other
-   run of each kind is logged with Megatron-LM's timers (forward-compute / backward-compute:
-   wall time, TP collectives and waits included) instead of compute alone. Each trial
+   --per-kind trials, and --none fault-free runs. Every run's hosts' clocks drift up to
+   --drift ppm (default 10) besides their offsets, and every other run of each kind is logged
+   with Megatron-LM's timers (forward-compute / backward-compute: wall time, TP collectives and
+   waits included) instead of compute alone. Each trial
    generates the job's observed data with astral_dsl.synth (its own seed: the fault, the
    noise, the clocks) and diagnoses its compact rank log; the log's rows go to the log
    reader's column builder in memory, as reading the CSV would give them (times rounded to

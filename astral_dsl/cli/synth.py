@@ -177,10 +177,10 @@ def _bad_severity(kind: str, severity) -> str:
 
 
 def _on_part(asked: str, fault, part: str, rm, fc, seed: int):
-    """The fault of kind `asked` moved onto `part`, or None when the part is not of its kind
-    or no traffic of the job crosses it: a GPU (gpu; partial), a NIC port (nic_port), a first-tier switch (tor),
-    an upper-tier switch (agg) or uplink (uplink) some flow crosses, a NIC link `port --
-    switch` (link_flap; partial). The fault keeps its severity and its bad windows."""
+    """The fault of kind `asked` moved onto `part`, or None when the part is not of its kind or no
+    traffic of the job crosses it: a GPU (gpu; partial), a NIC port (nic_port), a first-tier
+    switch (tor), an upper-tier switch (agg) or uplink (uplink) some flow crosses, a NIC link
+    `port -- switch` (link_flap; partial). The fault keeps its severity and its bad windows."""
     from astral_dsl.synth import Fault
     from astral_dsl.synth.inject import used_parts
 
