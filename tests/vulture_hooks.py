@@ -17,6 +17,7 @@ _.false, _.paren, _.comprehension
 # messages; its JsonRpcException reads CODE and MESSAGE of a subclass; its dispatcher reads
 # `jsonrpc` of a message (lsp/protocol.py `_Dropped`)
 _.too_large, _.did_open, _.did_change, _.did_save, _.did_close, _.completion, _.formatting
+_.files_changed
 _.CODE, _.MESSAGE, _.jsonrpc
 # the tests' and the benchmark's language clients: pygls calls their handlers
 _.on_diagnostics
