@@ -24,10 +24,6 @@ def _warn(code: str, message: str, span, hint=None, notes=()) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, message, span, hint, notes=tuple(notes))
 
 
-def _n(x: float) -> str:
-    return f"{int(x):,}" if float(x).is_integer() else format_number(x)
-
-
 def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance], prev,
                 nic_speeds, limit, index, n_tiers, prev_groups, groups,
                 scopes_found: Optional[int], merged: Optional[int] = None) -> List[Diagnostic]:
