@@ -243,9 +243,10 @@ def test_search_says_when_rank_1_may_not_fit(lab):
     risky = attrs.evolve(result, rows=[first] + result.rows[1:])
     text = search_out.table(risky, width=200)
     flat = " ".join(text.split())                  # the summary's lines are wrapped
-    assert "rank 1 MAY NOT FIT in memory: 79.0 GB estimated +/- 2.0 GB of 80 GB" in text
+    # an H100's 80 GiB are 85.9 GB (stdlib/hardware.astral: HBM in binary units); 85.9 - 1
+    assert "rank 1 MAY NOT FIT in memory: 84.9 GB estimated +/- 2.0 GB of 85.9 GB (80 GiB)" in text
     assert "rank 2 is the first with the margin to spare" in flat
-    # not W750's test (the estimate alone, under 80 GB here): it is not named as if it were
+    # not W750's test (the estimate alone, under 80 GiB here): it is not named as if it were
     assert "W750's margin" not in text
     assert ("(the estimate plus its uncertainty exceeds the GPU's memory; W750 tests the "
             "estimate alone)") in flat

@@ -15,6 +15,8 @@
 - the uncertainty, and the warning a few percent over capacity gets (W750, not E757)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from astral_dsl.seer import memory
@@ -240,3 +242,19 @@ def test_the_step_peak_rules_when_activations_are_small():
     assert est.activation_peak == pytest.approx(10e9 + 10e9 + 20e9 + memory.RESERVED + 1e9)
     assert est.total == est.step_peak and est.peak_phase == "optimizer step"
     assert est.uncertainty == pytest.approx(memory.RESERVED_TOLERANCE)
+
+
+def test_stdlib_gpu_memory_is_the_binary_capacity_and_said_so():
+    """stdlib/hardware.astral states HBM in GiB (JEDEC's binary prefixes for memory): an H100's
+    80 GiB are 80 x 2^30 = 85,899,345,920 bytes, shown as 85.9 GB beside its 80 GiB; the two
+    published runs that read as 80e9 / 180e9 bytes were said not to fit now fit."""
+    from astral_dsl.runs.evaluate import prepare_row
+    from astral_dsl.runs.table import read_table
+    from astral_dsl.units.readable import memory_capacity
+
+    assert memory_capacity(80 * 2**30) == "85.9 GB (80 GiB)"
+    assert memory_capacity(80e9) == "80 GB"                       # not a whole number of GiB
+    assert memory_capacity(85.89934592 * 1e9) == "85.9 GB (80 GiB)"   # GB -> bytes round trip
+    rows = read_table(Path(__file__).parents[1] / "astral_dsl/seer/calibration/a100.csv").runs
+    gpu = prepare_row(rows[0]).gpu
+    assert gpu.memory == 80 * 2**30                              # A100 80GB: HBM2e, 80 GiB

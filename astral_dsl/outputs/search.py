@@ -11,6 +11,7 @@ from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS
 from astral_dsl.outputs.jsonout import csv_cell, dumps, envelope
 from astral_dsl.seer.envelope import band_text
 from astral_dsl.seer.rule import PARTIAL_FRAMEWORKS
+from astral_dsl.units.readable import memory_capacity
 
 LAYOUT = ("gpus", "tp", "pp", "dp", "cp", "ep", "virtual_stages", "micro_batch", "recompute",
           "recompute_layers", "zero", "offload_layers")
@@ -134,11 +135,11 @@ def summary(result) -> List[str]:
         code = f"{rule['code']} " if rule["code"] else ""
         lines.append(f"  {rule['count']:>{len(f'{c.enumerated:,}')},} rejected: {code}"
                      f"{rule['why']}")
-    cap = f" of {result.gpu_memory_gb:.0f} GB" if result.gpu_memory_gb else ""
+    cap = f" of {memory_capacity(result.gpu_memory_gb * 1e9)}" if result.gpu_memory_gb else ""
     lines.append(f"  {c.admitted:,} admitted, each bounded below from Seer's operator costs "
                  "without simulating its schedule")
     lines.append(f"  {result.memory_checked:,} of them could reach the top {result.top}: "
-                 f"{result.fit:,} fit in memory (Seer's estimate{cap}) and were forecast "
+                 f"{result.fit:,} fit in memory by Seer's estimate{cap} and were forecast "
                  "fully (the schedule simulated)")
     if result.objective == "cost_per_token" or any("cost_per_token_usd" in r
                                                    for r in result.rows):
@@ -183,7 +184,7 @@ def _trust(result) -> List[str]:
                    "per GPU to host memory, which the host does not declare: not checked (W754)")
     risky = [r for r in rows if r.get("may_not_fit")]
     if risky:
-        cap = f" of {result.gpu_memory_gb:.0f} GB" if result.gpu_memory_gb else ""
+        cap = f" of {memory_capacity(result.gpu_memory_gb * 1e9)}" if result.gpu_memory_gb else ""
         first = rows[0]
         if first.get("may_not_fit"):
             safe = next((r["rank"] for r in rows if not r.get("may_not_fit")), None)

@@ -22,8 +22,8 @@ from astral_dsl.runs.stacks import SYSTEMS, System
 
 @records.frozen
 class Part:
-    """A stdlib GPU a row can name: its model word, system (runs/stacks.py SYSTEMS), memory and
-    power as stdlib/hardware.astral declares them."""
+    """A stdlib GPU a row can name: its model word, system (runs/stacks.py SYSTEMS), memory as
+    the part is labelled ("80GB": stdlib/hardware.astral declares it in GiB) and power."""
     model: str
     system: str
     memory_gb: int

@@ -11,9 +11,14 @@ from astral_dsl.seer.template import Op
 # weight gradient's operand), (fed by a norm, otherwise): delayed scaling and the block-scaled
 # formats fuse the cast into the norm that feeds QKV and fc1 (Transformer Engine's
 # LayerNormLinear) and otherwise read 2 and write both copies; current per-tensor scaling and
-# row / 128-block scaling need the tensor's amax first: one more read, and no fusion.
+# row / 128-block scaling need the tensor's amax first: one more read, and no fusion. The
+# block-scaled formats write a scale per block with each copy (OCP Microscaling Formats MX v1.0:
+# one 8-bit scale per 32 elements, 2 x 1/32 = 0.0625 bytes; NVFP4, NVIDIA's Blackwell
+# documentation: an fp8 scale per 16 4-bit elements, 2 x 1/16 = 0.125): fused, the scales are
+# what the norm adds (NVFP4's half-size payload is not credited); unfused, MXFP8 reads 2 and
+# writes 2 x 1 + 0.0625, NVFP4 reads 2 and writes 2 x 0.5 + 0.125.
 CAST_BYTES = {"delayed": (0.0, 4.0), "current": (6.0, 6.0), "rowwise": (6.0, 6.0),
-              "blockwise": (6.0, 6.0), "mxfp8": (0.1, 4.1), "nvfp4": (0.2, 3.2)}
+              "blockwise": (6.0, 6.0), "mxfp8": (0.0625, 4.0625), "nvfp4": (0.125, 3.125)}
 
 
 class LinearOps:

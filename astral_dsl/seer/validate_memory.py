@@ -13,6 +13,7 @@ from astral_dsl.seer.diag import err as _err, warn as _warn
 from astral_dsl.seer.memory import offload_obstacle
 from astral_dsl.seer.spec import JobSpec
 from astral_dsl.seer.stages import chunk_layers
+from astral_dsl.units.readable import memory_capacity
 
 GB = 1e9
 
@@ -98,7 +99,7 @@ def _gpu_memory(job, spec: JobSpec, est, gpu, chosen) -> List[Diagnostic]:
     if not cap or est.total <= cap:
         return []
     notes = [f"per-GPU estimate on pipeline stage {est.stage}: {est.total / GB:.1f} GB "
-             f"+/- {est.uncertainty_pct:.0f} % of {cap / GB:.0f} GB (`{gpu.name}`)",
+             f"+/- {est.uncertainty_pct:.0f} % of {memory_capacity(cap)} on `{gpu.name}`",
              ", ".join(f"{k} {v / GB:.1f} GB" for k, v in est.parts())]
     if chosen:
         notes.append("no configuration the rule tried fits: it took the one that needs the "
@@ -106,11 +107,11 @@ def _gpu_memory(job, spec: JobSpec, est, gpu, chosen) -> List[Diagnostic]:
     span = job.span_of("recompute") if job.field("recompute") is not None else job.span
     if est.total - est.uncertainty <= cap:
         return [_warn("W750", f"job `{job.template}` may not fit in GPU memory: "
-                              f"{est.total / GB:.0f} GB estimated, {cap / GB:.0f} GB on the GPU, "
+                              f"{est.total / GB:.0f} GB estimated, {memory_capacity(cap)} on the GPU, "
                               f"estimate +/- {est.uncertainty_pct:.0f} %", span,
                       "leave headroom: " + _memory_hint(spec, gpu.host_bw), notes)]
     return [_err("E757", f"job `{job.template}` does not fit in GPU memory: about "
-                         f"{est.total / GB:.1f} GB per GPU, the GPU has {cap / GB:.0f} GB",
+                         f"{est.total / GB:.1f} GB per GPU, the GPU has {memory_capacity(cap)}",
                  span, _memory_hint(spec, gpu.host_bw), notes)]
 
 

@@ -36,6 +36,17 @@ def count(n) -> str:
     return ("-" if n < 0 else "") + f"{digits[0]}.{digits[1:3]}e{len(digits) - 1}"
 
 
+def memory_capacity(nbytes: float) -> str:
+    """A memory's capacity in the decimal GB every other memory figure is written in, with the
+    binary size beside it when it is a whole number of GiB, as GPUs are sold: an H100's
+    85,899,345,920 bytes are `85.9 GB (80 GiB)`; 80e9 bytes are `80 GB`."""
+    text = f"{grouped(nbytes / 1e9, 1)} GB"
+    gib = nbytes / 2**30
+    if gib >= 1 and abs(gib - round(gib)) <= 1e-9 * gib:      # GB -> bytes round trips
+        text += f" ({round(gib):,} GiB)"
+    return text
+
+
 def _scaled(x: float, units, digits: int) -> str:
     for factor, unit in units:
         if abs(x) >= factor:

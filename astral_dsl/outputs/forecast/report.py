@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from astral_dsl.outputs.jsonout import scenario_json
+from astral_dsl.units.readable import memory_capacity
 
 BREAKDOWN_LABELS = (("compute", "compute (incl. recompute)"), ("tp_comm", "exposed TP comm"),
                     ("cp_comm", "exposed CP comm"), ("ep_comm", "exposed EP comm"),
@@ -157,7 +158,7 @@ def render(fc) -> str:
     lines.append(f"  MFU              {fc.mfu * 100:12.1f} %   model FLOPs / peak")
     lines.append(f"  HFU              {fc.hfu * 100:12.1f} %   with the recomputed FLOPs")
     cap = fc.lowering.c.gpu.memory
-    over = f"; may not fit in {cap / 1e9:.0f} GB" if cap and mem.total + mem.uncertainty > cap \
+    over = f"; may not fit in {memory_capacity(cap)}" if cap and mem.total + mem.uncertainty > cap \
         else ""                      # the test of `astral search`'s "may not fit"
     lines.append(f"  memory per GPU   {mem.total / 1e9:12.1f} GB  +/- {mem.uncertainty_pct:.0f} %"
                  f" on stage {mem.stage}, the fullest{over}")
