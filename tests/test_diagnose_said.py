@@ -31,17 +31,18 @@ def small():
 
 
 def test_a_tie_of_the_two_ends_of_a_transfer_reads_as_a_tie(small, tmp_path):
-    """`astral synth small.astral --fault link_flap --seed 4 --iterations 12`: the NIC of
-    rank 112 flaps (rank = tp + 8 (dp + 8 pp): tp 0, dp 6, pp 1; host 112 / 8 = 14, the third
-    host of the fourth rack: racks[3].hosts[2], GPU 0 on nics[0]); only its pipeline transfers
-    with rank 48 (pp 0, same tp and dp: host 6, racks[1].hosts[2].nics[0]) ran slow, and
+    """`astral synth small.astral --fault link_flap --seed 33 --iterations 12`: the NIC of
+    rank 48 flaps (rank = tp + 8 (dp + 8 pp): tp 0, dp 6, pp 0; host 48 / 8 = 6, the third
+    host of the second rack: racks[1].hosts[2], GPU 0 on nics[0]); only its pipeline transfers
+    with rank 112 (pp 1, same tp and dp: host 14, racks[3].hosts[2].nics[0]) ran slow, and
     nothing else either NIC carries was slow: the two ends explain the same instances within
-    a factor e. The headline names both, by name, as a tie (it had named rank 48's NIC, the
-    wrong one, with rank 112's only among the parts)."""
+    a factor e. The headline names both, by name, as a tie (it had named one end alone, at
+    times the wrong one, with the other only among the parts). Which draws tie depends on the
+    forecast the data are drawn around (with the shipped fit of stop 43, seed 4 did)."""
     design, fc, rm = small
-    fault = random_fault("link_flap", rm, fc, np.random.default_rng(4), 4, 12)
-    assert fault.part.startswith("Small.racks[3].hosts[2].nics[0].port[")
-    data = generate(fc, rm, [fault], iterations=12, seed=4)
+    fault = random_fault("link_flap", rm, fc, np.random.default_rng(33), 33, 12)
+    assert fault.part.startswith("Small.racks[1].hosts[2].nics[0].port[")
+    data = generate(fc, rm, [fault], iterations=12, seed=33)
     log = tmp_path / "flap.csv"
     write.write_log(data, str(log))
     result = diagnose.diagnose(design, observe.load([str(log)]))

@@ -267,14 +267,14 @@ def test_cli_forecast_shows_the_may_not_fit_warning_in_text_and_json():
 
     proc = _cli("forecast", "tests/bad/jobs/memory_margin.astral", "--color", "never")
     assert proc.returncode == 0, proc.stderr
-    assert "warning[W750]: job `tight` may not fit in GPU memory: 81 GB estimated, 80 GB on " \
-           "the GPU, estimate +/- 7 %" in proc.stdout
+    assert "warning[W750]: job `tight` may not fit in GPU memory: 87 GB estimated, 85.9 GB " \
+           "(80 GiB) on the GPU, estimate +/- 8 %" in proc.stdout
     assert "iteration time" in proc.stdout
     proc = _cli("forecast", "tests/bad/jobs/memory_margin.astral", "--format", "json")
     doc = json.loads(proc.stdout)
     assert doc["valid"] is True and sorted(d["code"] for d in doc["diagnostics"]) == \
         sorted(["W750"] + _outside("tests/bad/jobs/memory_margin.astral"))   # by position
-    assert doc["memory_gb"]["total"] > 80
+    assert doc["memory_gb"]["total"] > 80 * 2**30 / 1e9          # an H100's 80 GiB
     proc = _cli("forecast", "tests/bad/jobs/overlap_param_gather_no_zero.astral", "--format",
                 "json")
     assert sorted(d["code"] for d in json.loads(proc.stdout)["diagnostics"]) == \
@@ -282,36 +282,38 @@ def test_cli_forecast_shows_the_may_not_fit_warning_in_text_and_json():
 
 
 def test_forecast_says_may_not_fit_where_search_does_without_w750():
-    """A memory estimate under the GPU's 80 GB whose uncertainty reaches past it: no W750 (the
+    """A memory estimate under the GPU's 80 GiB whose uncertainty reaches past it: no W750 (the
     estimate alone fits), but the forecast says "may not fit" beside its memory, as `astral
     search` flags the same configuration (explore.search.may_not_fit: one test)."""
     from astral_dsl.explore.search import may_not_fit
     from astral_dsl.outputs.forecast.report import render
 
     d = astral_dsl.load(REPO / "tests/bad/jobs/memory_margin.astral")
-    # at seq 7,680 the activations are 45.0 GB x 7,680 / 8,192 = 42.19 GB; with weights 8.82,
-    # gradients 17.64, optimizer 6.62 and reserved 3.0 GB: 78.27 GB, +/- (4.22 + 1.5) = 5.72 GB:
-    # 78.27 <= 80 < 83.99
-    fc = seer.forecast(d, seq=7680)
-    assert fc.memory.total / 1e9 == pytest.approx(78.273, abs=1e-3)
-    assert fc.memory.uncertainty / 1e9 == pytest.approx(5.719, abs=1e-3)
+    # at seq 8,704 the activations are 45.0 GB x 8,704 / 8,192 = 47.81 GB; with weights 8.82,
+    # gradients 17.64, optimizer 6.62 and reserved 3.0 GB: 83.90 GB, +/- (4.78 + 1.5) = 6.28 GB:
+    # 83.90 <= 85.90 (80 GiB) < 90.18
+    fc = seer.forecast(d, seq=8704)
+    assert fc.memory.total / 1e9 == pytest.approx(83.899, abs=1e-3)
+    assert fc.memory.uncertainty / 1e9 == pytest.approx(6.282, abs=1e-3)
     assert "W750" not in [x.code for x in fc.diagnostics]
-    assert "78.3 GB  +/- 7 % on stage 0, the fullest; may not fit in 80 GB" in render(fc)
-    assert may_not_fit({"memory_gb": 78.273, "memory_uncertainty_gb": 5.719}, 80.0)
+    assert ("83.9 GB  +/- 7 % on stage 0, the fullest; may not fit in 85.9 GB (80 GiB)"
+            in render(fc))
+    assert may_not_fit({"memory_gb": 83.899, "memory_uncertainty_gb": 6.282}, 80 * 2**30 / 1e9)
     # at seq 6,144: 36.08 + 45.0 x 0.75 = 69.83 GB, +/- (3.38 + 1.5): 74.7 GB fits either way
     fc = seer.forecast(d, seq=6144)
     assert fc.memory.total / 1e9 == pytest.approx(69.83, abs=0.01)
     assert "may not fit" not in render(fc)
-    # over 80 GB (W750's test too): said beside the memory as well
-    assert "81.1 GB  +/- 7 % on stage 0, the fullest; may not fit in 80 GB" in render(
-        seer.forecast(d))
+    # over 80 GiB at the file's 9,216 tokens, 36.08 + 45.0 x 9,216 / 8,192 = 86.71 GB (W750's
+    # test too): said beside the memory as well
+    assert ("86.7 GB  +/- 8 % on stage 0, the fullest; may not fit in 85.9 GB (80 GiB)"
+            in render(seer.forecast(d)))
 
 
 def test_api_forecast_carries_the_warnings():
     fc = seer.forecast(astral_dsl.load(REPO / "tests/bad/jobs/memory_margin.astral"))
     w = [d for d in fc.diagnostics if d.code == "W750"]
-    assert len(w) == 1 and not w[0].is_error and fc.memory.total > 80e9
-    assert "estimate +/- 7 %" in w[0].message
+    assert len(w) == 1 and not w[0].is_error and fc.memory.total > 80 * 2**30
+    assert "estimate +/- 8 %" in w[0].message
     fc = seer.forecast(astral_dsl.load(REPO / "tests/bad/jobs/model_no_vocab.astral"))
     assert [d.code for d in fc.diagnostics] == \
         ["W752"] + _outside("tests/bad/jobs/model_no_vocab.astral") and fc.job.model.vocab == 32000

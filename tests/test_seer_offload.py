@@ -178,7 +178,7 @@ job llama70b {
 
 def test_a_gb200_job_on_one_stage_offloads_through_the_language():
     """NeMo's GB200 FP8 layout of Llama 3 70B (one stage, FSDP over 64, micro-batch 2): its
-    activations (~2 x 80 x 1.95 GB) do not fit in 186 GB; the rule offloads the fewest layers
+    activations (~2 x 80 x 1.95 GB) do not fit in 186 GiB; the rule offloads the fewest layers
     over NVLink-C2C (stdlib GB200: host_bandwidth 225 GB/s) rather than recomputing, and the
     forecast's JSON says so."""
     from pathlib import Path
@@ -192,7 +192,7 @@ def test_a_gb200_job_on_one_stage_offloads_through_the_language():
     fc = seer.forecast(d)
     chosen = dict(fc.chosen)
     assert chosen["recompute"] == "none" and 0 < chosen["offload_layers"] < 80
-    assert fc.memory.total <= 186e9 and fc.memory.offloaded > 100e9
+    assert fc.memory.total <= 186 * 2**30 and fc.memory.offloaded > 100e9     # 186 GiB
     doc = to_json(fc)
     assert doc["parallelism"]["offload_layers"] == chosen["offload_layers"]
     assert doc["offloaded_gb"] == pytest.approx(fc.memory.offloaded / 1e9)

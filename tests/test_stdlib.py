@@ -183,7 +183,7 @@ def test_nic_power_is_the_pcie_cem_bound():
 
 def test_a100_80gb(gpus):   # NVIDIA A100 data sheet (2021)
     assert _get(gpus, "A100_80GB", "power", "W") == 400
-    assert _get(gpus, "A100_80GB", "memory", "GB") == 80
+    assert _get(gpus, "A100_80GB", "memory", "GiB") == 80   # 80 GiB of HBM2e (JEDEC: binary)
     assert _get(gpus, "A100_80GB", "memory_bandwidth", "GB/s") == 2039
     assert _get(gpus, "A100_80GB", "flops_bf16", "TFLOP/s") == 312
     assert _get(gpus, "A100_80GB", "nvlink_bandwidth", "GB/s") == 300   # 600 GB/s total
@@ -197,7 +197,7 @@ def test_hopper(gpus):      # H100 / H800 / H200 data sheets
     assert _get(gpus, "H100_SXM", "memory_bandwidth", "TB/s") == pytest.approx(3.35)
     assert _get(gpus, "H100_SXM", "nvlink_bandwidth", "GB/s") == 450
     assert _get(gpus, "H800", "nvlink_bandwidth", "GB/s") == 200
-    assert _get(gpus, "H200", "memory", "GB") == 141
+    assert _get(gpus, "H200", "memory", "GiB") == 141
     assert _get(gpus, "H200", "memory_bandwidth", "TB/s") == pytest.approx(4.8)
 
 
