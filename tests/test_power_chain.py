@@ -220,7 +220,7 @@ def test_a_transformer_rating_holds_apparent_power_kw_over_the_power_factor():
     checked, tr = _transformer(text.replace("power_factor = 95 %, ", ""))
     assert (tr.power_factor, tr.power_factor_from) == (1.0, "assumed")
     (w,) = [d for d in checked.diagnostics if d.code == "W631"]
-    assert "`S.mv` declares no `power_factor` and no feeder does" in w.message
+    assert "`S.mv` declares no `power_factor` and no feeder of its site does" in w.message
     assert w.span is not None and w.hint
     assert not [d for d in checked.diagnostics if d.code == "E634"]
     assert tr.peak_loss_w == pytest.approx(3914.56, abs=0.01)
@@ -230,6 +230,34 @@ def test_a_transformer_rating_holds_apparent_power_kw_over_the_power_factor():
                                             "load_loss = 4 kW, power_factor = 99 %\n"))
     assert (tr.power_factor, tr.power_factor_from) == (pytest.approx(0.99), "declared")
     assert not [d for d in checked.diagnostics if d.code in ("W631", "E634")]
+
+
+def _site(name: str, racks: int, feeder: str) -> str:
+    return (f"site {name} {{\n  racks = {racks} x R\n  utilization = 100 %\n  transformer mv = T\n"
+            f"  feeder f {{ {feeder}, capacity = 1 MW, efficiency = 100 %, serves = racks }}\n}}\n")
+
+
+TWO_SITES = """
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+transformer T { capacity = 2500 kVA, count = 2, redundancy = two_n, no_load_loss = 1 kW,
+  load_loss = 4 kW }
+""" + _site("A", 10, "current = ac, voltage = 400 V, phases = 3, power_factor = 90 %") \
+    + _site("B", 10, "current = ac, voltage = 400 V, phases = 3, power_factor = 98 %") \
+    + _site("C", 1, "current = dc, voltage = 240 V")
+
+
+def test_each_sites_transformers_take_the_power_factor_of_its_own_feeders():
+    # A's only AC feeder declares 0.90, B's 0.98, C's feeder none (DC): A's stage takes 0.90,
+    # B's 0.98 (not the design's lowest, 0.90), C's 1 with W631 naming C alone
+    checked = astral_dsl.check(astral_dsl.compiles(TWO_SITES, name="sites.astral"))
+    pf = {t.path: (t.power_factor, t.power_factor_from)
+          for t in checked.engineering.cooling.facility.transformers}
+    assert pf == {"A.mv": (pytest.approx(0.90), "feeders"), "B.mv": (pytest.approx(0.98), "feeders"),
+                  "C.mv": (1.0, "assumed")}
+    (w,) = [d for d in checked.diagnostics if d.code == "W631"]
+    assert w.message.startswith("transformer `C.mv` declares no `power_factor` and no feeder "
+                                "of its site does")
 
 
 def test_without_a_transformer_the_sourced_default_with_w630():

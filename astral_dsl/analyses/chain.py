@@ -29,6 +29,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.feeders import FeederResult, one_feeder
+from astral_dsl.analyses.walk import owned
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Symbol
@@ -76,10 +77,10 @@ def _si(v) -> Optional[float]:
 
 def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
     """The declared transformer stages. The power factor of the load a stage carries is its
-    own `power_factor`, else the lowest the site's feeders declare (every feeder's load passes
-    through it, and the kVA of a mix of loads is at most its kW over the lowest of their power
-    factors), else 1 with W631."""
-    feeder_pf = lowest_feeder_power_factor(mult)
+    own `power_factor`, else the lowest the feeders of its site declare (every feeder's load
+    there passes through it, and the kVA of a mix of loads is at most its kW over the lowest of
+    their power factors; another site's feeders are on other transformers), else 1 with W631."""
+    site_pf = lowest_power_factor_per_site(mult)
     out = []
     for replicas, inst in mult.values():
         if inst.kind != "transformer":
@@ -96,10 +97,11 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
                                     "declare both from the transformer's test report (IEC "
                                     "60076-1), or use `stdlib.power.Transformer`"))
         pf = _si(inst.field("power_factor"))
+        feeder_pf = site_pf.get(id(inst))
         if pf is None and feeder_pf is None:
             diags.append(Diagnostic("W631", Severity.WARNING,
                                     f"transformer `{inst.path}` declares no `power_factor` and "
-                                    f"no feeder does: its kVA rating is taken to hold as many "
+                                    f"no feeder of its site does: its kVA rating is taken to hold as many "
                                     f"kW (power factor 1), which overstates what it can carry "
                                     f"and understates its load losses", inst.span,
                                     "declare `power_factor` on the AC feeders (their load's), "
@@ -112,10 +114,35 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
     return out
 
 
-def lowest_feeder_power_factor(mult) -> Optional[float]:
-    """The lowest `power_factor` the feeders declare, or None when none does."""
-    pfs = [_si(i.field("power_factor")) for _, i in mult.values() if i.kind == "feeder"]
-    return min((p for p in pfs if p is not None), default=None)
+def lowest_power_factor_per_site(mult) -> Dict[int, Optional[float]]:
+    """id(transformer) -> the lowest `power_factor` the feeders of its site declare (None when
+    none does): the feeders in the same site's tree, not another site's. A part shared by two
+    sites (one template) is in both."""
+    out: Dict[int, Optional[float]] = {}
+    for _, site in mult.values():
+        if site.kind != "site":
+            continue
+        pfs: List[float] = []
+        transformers: List[Instance] = []
+        seen = {id(site)}
+        stack = [site]
+        while stack:
+            inst = stack.pop()
+            if inst.kind == "feeder":
+                pf = _si(inst.field("power_factor"))
+                if pf is not None:
+                    pfs.append(pf)
+            elif inst.kind == "transformer":
+                transformers.append(inst)
+            for _, child in owned(inst):
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append(child)
+        lowest = min(pfs, default=None)
+        for t in transformers:
+            have = out.get(id(t))
+            out[id(t)] = lowest if have is None else have if lowest is None else min(have, lowest)
+    return out
 
 
 def losses(chain: List[TransformerResult], site_load_w: float, default: bool) -> float:
