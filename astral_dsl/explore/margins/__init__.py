@@ -6,9 +6,10 @@ now, and under which values of each top-level `param` it holds (`astral check --
     for m in report.margins: m.limit.label, m.limit.margin, [r.phrase() for r in m.ranges]
 
 shadow.py evaluates the design with sympy symbols beside the numbers, limits.py lists the limits
-with both sides, solve.py derives the ranges (sympy where the sides are algebraic in the
-parameters, verified against the compiler at a second point; a numeric bracket otherwise, by
-secant steps where it can and bisection where it must, marked as such)."""
+with both sides, symbolic.py and solve.py derive the ranges (symbolic.py: sympy where the sides
+are algebraic in the parameters, verified against the compiler at a second point; solve.py: a
+numeric bracket otherwise, by secant steps where it can and bisection where it must, marked as
+such)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -18,8 +19,8 @@ import sympy
 from astral_dsl import records
 from astral_dsl.explore.margins.limits import Limit, by_key, collect
 from astral_dsl.explore.margins.shadow import OPAQUE, NumericRecorder, Shadows, exact
-from astral_dsl.explore.margins.solve import (Probed, Range, Uncompiled, candidates, depends,
-                                              numeric_range, shadow_at, symbolic_range)
+from astral_dsl.explore.margins.solve import Probed, Uncompiled, candidates, numeric_range
+from astral_dsl.explore.margins.symbolic import Range, depends, shadow_at, symbolic_range
 from astral_dsl.units import Quantity
 
 
