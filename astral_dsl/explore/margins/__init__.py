@@ -19,7 +19,8 @@ import sympy
 from astral_dsl import records
 from astral_dsl.explore.margins.limits import Limit, by_key, collect
 from astral_dsl.explore.margins.shadow import OPAQUE, NumericRecorder, Shadows, exact
-from astral_dsl.explore.margins.solve import Probed, Uncompiled, candidates, numeric_range
+from astral_dsl.explore.margins.solve import (Probed, Shown, Uncompiled, candidates,
+                                              numeric_range)
 from astral_dsl.explore.margins.symbolic import Range, depends, shadow_at, symbolic_range
 from astral_dsl.units import Quantity
 
@@ -161,7 +162,7 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
                 try:
                     ranges[lim.key].append(numeric_range(
                         lim.key, name, x0, integer, lambda x, n=name: probe(n, x), lim.holds,
-                        q.point))
+                        q.point, shown_as(q)))
                 except _Spent:
                     spent[lim.key].append(name)
     out = []
@@ -311,6 +312,17 @@ def _decimal(expr) -> str:
     text = sympy.sstr(sympy.nfloat(expr, 10))
     text = re.sub(r"(\d+\.\d*?)0+\b", r"\1", text)
     return re.sub(r"(\d+)\.(?!\d)", r"\1", text)
+
+
+def shown_as(q: Quantity) -> Shown:
+    """How outputs/margins.py prints a bound of parameter `q`: 4 decimals in its unit (6
+    without one); one unit is `scale` SI units from `offset`."""
+    if not q.unit:
+        return Shown(1.0, 0.0, 6)
+    m0 = Quantity(0.0, q.dims, q.unit, q.point).magnitude
+    m1 = Quantity(1.0, q.dims, q.unit, q.point).magnitude
+    scale = 1.0 / (m1 - m0)
+    return Shown(scale, -m0 * scale, 4)
 
 
 __all__ = ["Margin", "Report", "analyse", "OPAQUE"]

@@ -93,11 +93,13 @@ class _Side:
 
 
 def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
-                  holds_now: bool, point: bool = False) -> Range:
+                  holds_now: bool, point: bool = False, shown: Optional["Shown"] = None
+                  ) -> Range:
     """Bracket the boundaries of limit `key` around x0 by evaluating the design (`probe(x)`:
     the limits at that value, or Uncompiled). A value where the design does not compile is
     not the limit breaking: beyond an edge (Uncompiled.edge) the search stops and the
-    parameter's compilable range is reported apart; a gap is skipped."""
+    parameter's compilable range is reported apart; a gap is skipped. `shown`: how the bound
+    is printed, so that one that is a value of that precision is found as that value."""
 
     def state(x: float):
         limits = probe(x)
@@ -116,7 +118,7 @@ def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
             return None
         return lim.rhs - lim.lhs
 
-    sides = [_search(x0, direction, integer, point, state, holds_now, slack)
+    sides = [_search(x0, direction, integer, point, state, holds_now, slack, shown)
              for direction in (-1, 1)]
     low, high = sides
     searched = (low.searched if low.searched is not None else x0,
@@ -133,7 +135,8 @@ def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
                  searched=searched, again_below=low.bound, again_above=high.bound, **extra)
 
 
-def _search(x0, direction, integer, point, state, holds_now, slack=None) -> _Side:
+def _search(x0, direction, integer, point, state, holds_now, slack=None,
+            shown: Optional["Shown"] = None) -> _Side:
     inside, gaps, searched = x0, [], None
     for x in candidates(x0, integer, point, direction):
         if (x - inside) * direction <= 0:
@@ -144,7 +147,8 @@ def _search(x0, direction, integer, point, state, holds_now, slack=None) -> _Sid
                 found = _edge(inside, x, integer, state, holds_now)
                 if isinstance(found[1], tuple):  # the limit changes before the edge
                     a, b = found[1]
-                    return _limit(a, b, integer, state, holds_now, gaps, b, slack, point)
+                    return _limit(a, b, integer, state, holds_now, gaps, b, slack, point,
+                                  shown)
                 edge, beyond = found
                 edge = _round_edge(edge, beyond, integer, state)
                 codes = tuple(c for c in st.codes
@@ -154,13 +158,13 @@ def _search(x0, direction, integer, point, state, holds_now, slack=None) -> _Sid
             continue
         searched = x
         if st != holds_now:
-            return _limit(inside, x, integer, state, holds_now, gaps, x, slack, point)
+            return _limit(inside, x, integer, state, holds_now, gaps, x, slack, point, shown)
         inside = x
     return _Side(None, None, (), searched, tuple(gaps))
 
 
 def _limit(inside, outside, integer, state, holds_now, gaps, searched, slack=None,
-           point=False) -> _Side:
+           point=False, shown: Optional["Shown"] = None) -> _Side:
     """Narrow the bracket between a value in the current state and one in the other to
     REL_TOL (or adjacent whole numbers). Where the limit is an inequality whose sides the
     probes read, a secant step first: the root of rhs - lhs interpolated between the two ends,
@@ -203,7 +207,40 @@ def _limit(inside, outside, integer, state, holds_now, gaps, searched, slack=Non
             st = state(x)
             if not isinstance(st, Uncompiled) and bool(st):
                 bound = x
+        if bound in (inside, outside) and shown is not None:
+            # the boundary as printed, when the bracket's end sits on a value of the shown
+            # precision but for the probes' noise (2088.125 W, not 2088.1249 from the bracket's
+            # 2088.12499968): probed, and taken when it holds
+            holding, failing = (inside, outside) if holds_now else (outside, inside)
+            y = shown.snap(holding, failing)
+            if y is not None and y not in (inside, outside, x):
+                st = state(y)
+                if not isinstance(st, Uncompiled) and bool(st):
+                    bound = y
     return _Side(bound, None, (), searched, tuple(gaps))
+
+
+@records.frozen
+class Shown:
+    """How a parameter's bound is printed: `decimals` in its unit, one unit being `scale` SI
+    units from `offset` (a temperature point: 273.15 K from degC's zero)."""
+    scale: float = 1.0
+    offset: float = 0.0
+    decimals: int = 4
+
+    def snap(self, holding: float, failing: float) -> Optional[float]:
+        """The value of the shown precision next to `holding` toward `failing` (SI), when it
+        is within a hundredth of the last shown digit of it and strictly between the two;
+        else None."""
+        step = 10.0 ** -self.decimals
+        v = (holding - self.offset) / self.scale
+        n = math.ceil(v / step - 1e-12) if failing > holding else math.floor(v / step + 1e-12)
+        y = round(n * step, self.decimals)
+        if abs(y - v) > 0.01 * step:
+            return None
+        x = y * self.scale + self.offset
+        lo, hi = sorted((holding, failing))
+        return x if lo < x < hi else None
 
 
 def _secant(inside, outside, integer, state, slack, holds_now):
