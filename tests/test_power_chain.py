@@ -260,6 +260,26 @@ def test_each_sites_transformers_take_the_power_factor_of_its_own_feeders():
                                 "of its site does")
 
 
+def test_each_sites_transformers_carry_their_own_site_not_the_design():
+    # IT: A and B 10 racks x 4 x 10 kW = 400 kW each, C 40 kW: 840 kW, nothing else drawn (no
+    # cooling, feeders at 100 %). Each site's stage carries its site: A 400 kW / 0.90 =
+    # 444.44 kVA on 2 x 2,500 kVA, x = 0.0888889, 2 x (1 kW + 4 kW x x^2) = 2,063.21 W; B 400 kW
+    # / 0.98 = 408.16 kVA, x = 0.0816327, 2,053.31 W; C 40 kW at PF 1, x = 0.008, 2,000.51 W.
+    # (Before: each carried all 840 kW, A's at 933.33 kVA.)
+    checked = astral_dsl.check(astral_dsl.compiles(TWO_SITES, name="sites.astral"))
+    stages = {t.path: t for t in checked.engineering.cooling.facility.transformers}
+    assert {p: t.peak_load_w * t.replicas for p, t in stages.items()} == {
+        "A.mv": pytest.approx(400e3), "B.mv": pytest.approx(400e3), "C.mv": pytest.approx(40e3)}
+    assert {p: t.peak_loss_w for p, t in stages.items()} == {
+        "A.mv": pytest.approx(2063.21, abs=0.01), "B.mv": pytest.approx(2053.31, abs=0.01),
+        "C.mv": pytest.approx(2000.51, abs=0.01)}
+    peak = checked.engineering.cooling.peak
+    assert peak.transformers_w == pytest.approx(2063.21 + 2053.31 + 2000.51, abs=0.03)
+    # the hours all alike (no climate): the average losses are the peak's
+    assert checked.engineering.cooling.average.transformers_w == pytest.approx(
+        peak.transformers_w, rel=1e-9)
+
+
 def test_without_a_transformer_the_sourced_default_with_w630():
     text = CHAIN.replace("@END@", "1.63 V")
     text = text[:text.index("  transformer mv")] + text[text.index("  feeder hvdc"):]
