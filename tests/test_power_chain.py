@@ -280,6 +280,19 @@ def test_each_sites_transformers_carry_their_own_site_not_the_design():
         peak.transformers_w, rel=1e-9)
 
 
+def test_every_sites_auxiliary_counts_and_each_site_without_one_is_w644():
+    # A and D declare no `auxiliary`, B 30 kW and C 5 kW: the facility draws 35 kW (only the
+    # first site's, A's, was read: 0 W, and no W644 since some site declared one); D's air unit
+    # makes the design cooled; A and D are W644
+    text = (TWO_SITES.replace("site C {", "site C {\n  auxiliary = 5 kW")
+            .replace("site B {", "site B {\n  auxiliary = 30 kW")
+            + "site D { racks = 1 x R\n  air room { supply = 25 degC, rise = 12 K, "
+              "fan_power_ratio = 0 % } }\n")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="aux.astral"))
+    assert checked.engineering.cooling.average.auxiliary_w == pytest.approx(35_000)
+    assert [d.message.split("`")[1] for d in checked.diagnostics if d.code == "W644"] == ["A", "D"]
+
+
 def test_without_a_transformer_the_sourced_default_with_w630():
     text = CHAIN.replace("@END@", "1.63 V")
     text = text[:text.index("  transformer mv")] + text[text.index("  feeder hvdc"):]

@@ -146,7 +146,8 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
         _unrejected(assign, lost, root, diags)
     for inst in assign.all:
         _water_class(inst, diags)
-    aux = _si(root.field("auxiliary")) if root is not None else None
+    # every site's lighting and building services (a design of several sites: all of them)
+    aux = sum(_si(r.field("auxiliary")) or 0.0 for r in design.roots)
     result = plant.model([(i, assign.replicas[id(i)]) for i in assign.all], per, power, loops,
                          air, climate, aux or 0.0, mult, resolve, served, cache, failed, reqs,
                          diags, cooled, pressure)
