@@ -293,6 +293,20 @@ def test_every_sites_auxiliary_counts_and_each_site_without_one_is_w644():
     assert [d.message.split("`")[1] for d in checked.diagnostics if d.code == "W644"] == ["A", "D"]
 
 
+def test_another_sites_climate_or_altitude_is_w645_not_silently_dropped():
+    # the facility is one model on the first site's climate and altitude: B's 1,500 m is not
+    # used, and said so at its field; C at A's altitude (none) and D at the same 0 m as A are not
+    base = "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n"
+    text = base + "".join(f"site {n} {{ racks = 1 x R, auxiliary = 1 kW{extra} }}\n" for n, extra in
+                          (("A", ", altitude = 0 m"), ("B", ", altitude = 1500 m"), ("C", ""),
+                           ("D", ", altitude = 0 m")))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="alt.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W645"]
+    assert w.message.startswith("site `B` declares its own `altitude`, which is not used")
+    # `site B { racks = 1 x R, auxiliary = 1 kW, altitude = ` is 53 characters: 1500 at 54
+    assert (w.span.start.line, w.span.start.column) == (4, 54) and w.hint
+
+
 def test_without_a_transformer_the_sourced_default_with_w630():
     text = CHAIN.replace("@END@", "1.63 V")
     text = text[:text.index("  transformer mv")] + text[text.index("  feeder hvdc"):]
