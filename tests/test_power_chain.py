@@ -220,7 +220,7 @@ def test_a_transformer_rating_holds_apparent_power_kw_over_the_power_factor():
     checked, tr = _transformer(text.replace("power_factor = 95 %, ", ""))
     assert (tr.power_factor, tr.power_factor_from) == (1.0, "assumed")
     (w,) = [d for d in checked.diagnostics if d.code == "W631"]
-    assert "`S.mv` declares no `power_factor` and no feeder does" in w.message
+    assert "`S.mv` declares no `power_factor` and no feeder of its site does" in w.message
     assert w.span is not None and w.hint
     assert not [d for d in checked.diagnostics if d.code == "E634"]
     assert tr.peak_loss_w == pytest.approx(3914.56, abs=0.01)
@@ -230,6 +230,81 @@ def test_a_transformer_rating_holds_apparent_power_kw_over_the_power_factor():
                                             "load_loss = 4 kW, power_factor = 99 %\n"))
     assert (tr.power_factor, tr.power_factor_from) == (pytest.approx(0.99), "declared")
     assert not [d for d in checked.diagnostics if d.code in ("W631", "E634")]
+
+
+def _site(name: str, racks: int, feeder: str) -> str:
+    return (f"site {name} {{\n  racks = {racks} x R\n  utilization = 100 %\n  transformer mv = T\n"
+            f"  feeder f {{ {feeder}, capacity = 1 MW, efficiency = 100 %, serves = racks }}\n}}\n")
+
+
+TWO_SITES = """
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+transformer T { capacity = 2500 kVA, count = 2, redundancy = two_n, no_load_loss = 1 kW,
+  load_loss = 4 kW }
+""" + _site("A", 10, "current = ac, voltage = 400 V, phases = 3, power_factor = 90 %") \
+    + _site("B", 10, "current = ac, voltage = 400 V, phases = 3, power_factor = 98 %") \
+    + _site("C", 1, "current = dc, voltage = 240 V")
+
+
+def test_each_sites_transformers_take_the_power_factor_of_its_own_feeders():
+    # A's only AC feeder declares 0.90, B's 0.98, C's feeder none (DC): A's stage takes 0.90,
+    # B's 0.98 (not the design's lowest, 0.90), C's 1 with W631 naming C alone
+    checked = astral_dsl.check(astral_dsl.compiles(TWO_SITES, name="sites.astral"))
+    pf = {t.path: (t.power_factor, t.power_factor_from)
+          for t in checked.engineering.cooling.facility.transformers}
+    assert pf == {"A.mv": (pytest.approx(0.90), "feeders"), "B.mv": (pytest.approx(0.98), "feeders"),
+                  "C.mv": (1.0, "assumed")}
+    (w,) = [d for d in checked.diagnostics if d.code == "W631"]
+    assert w.message.startswith("transformer `C.mv` declares no `power_factor` and no feeder "
+                                "of its site does")
+
+
+def test_each_sites_transformers_carry_their_own_site_not_the_design():
+    # IT: A and B 10 racks x 4 x 10 kW = 400 kW each, C 40 kW: 840 kW, nothing else drawn (no
+    # cooling, feeders at 100 %). Each site's stage carries its site: A 400 kW / 0.90 =
+    # 444.44 kVA on 2 x 2,500 kVA, x = 0.0888889, 2 x (1 kW + 4 kW x x^2) = 2,063.21 W; B 400 kW
+    # / 0.98 = 408.16 kVA, x = 0.0816327, 2,053.31 W; C 40 kW at PF 1, x = 0.008, 2,000.51 W.
+    # (Before: each carried all 840 kW, A's at 933.33 kVA.)
+    checked = astral_dsl.check(astral_dsl.compiles(TWO_SITES, name="sites.astral"))
+    stages = {t.path: t for t in checked.engineering.cooling.facility.transformers}
+    assert {p: t.peak_load_w * t.replicas for p, t in stages.items()} == {
+        "A.mv": pytest.approx(400e3), "B.mv": pytest.approx(400e3), "C.mv": pytest.approx(40e3)}
+    assert {p: t.peak_loss_w for p, t in stages.items()} == {
+        "A.mv": pytest.approx(2063.21, abs=0.01), "B.mv": pytest.approx(2053.31, abs=0.01),
+        "C.mv": pytest.approx(2000.51, abs=0.01)}
+    peak = checked.engineering.cooling.peak
+    assert peak.transformers_w == pytest.approx(2063.21 + 2053.31 + 2000.51, abs=0.03)
+    # the hours all alike (no climate): the average losses are the peak's
+    assert checked.engineering.cooling.average.transformers_w == pytest.approx(
+        peak.transformers_w, rel=1e-9)
+
+
+def test_every_sites_auxiliary_counts_and_each_site_without_one_is_w644():
+    # A and D declare no `auxiliary`, B 30 kW and C 5 kW: the facility draws 35 kW (only the
+    # first site's, A's, was read: 0 W, and no W644 since some site declared one); D's air unit
+    # makes the design cooled; A and D are W644
+    text = (TWO_SITES.replace("site C {", "site C {\n  auxiliary = 5 kW")
+            .replace("site B {", "site B {\n  auxiliary = 30 kW")
+            + "site D { racks = 1 x R\n  air room { supply = 25 degC, rise = 12 K, "
+              "fan_power_ratio = 0 % } }\n")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="aux.astral"))
+    assert checked.engineering.cooling.average.auxiliary_w == pytest.approx(35_000)
+    assert [d.message.split("`")[1] for d in checked.diagnostics if d.code == "W644"] == ["A", "D"]
+
+
+def test_another_sites_climate_or_altitude_is_w645_not_silently_dropped():
+    # the facility is one model on the first site's climate and altitude: B's 1,500 m is not
+    # used, and said so at its field; C at A's altitude (none) and D at the same 0 m as A are not
+    base = "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n"
+    text = base + "".join(f"site {n} {{ racks = 1 x R, auxiliary = 1 kW{extra} }}\n" for n, extra in
+                          (("A", ", altitude = 0 m"), ("B", ", altitude = 1500 m"), ("C", ""),
+                           ("D", ", altitude = 0 m")))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="alt.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W645"]
+    assert w.message.startswith("site `B` declares its own `altitude`, which is not used")
+    # `site B { racks = 1 x R, auxiliary = 1 kW, altitude = ` is 53 characters: 1500 at 54
+    assert (w.span.start.line, w.span.start.column) == (4, 54) and w.hint
 
 
 def test_without_a_transformer_the_sourced_default_with_w630():

@@ -246,6 +246,47 @@ def test_purchase_lines_buy_the_mechanical_feeders_too():
         ("power distribution", 4), ("facility consumers (mechanical)", 6)]
 
 
+CDU_MODELS = """
+import stdlib.cooling { Water, CDU, RowCDU }
+gpu G { power = 1000 W }
+host H { gpus = 8 x G, power = 10 kW, liquid_share = 80 % }
+rack R { hosts = 4 x H }
+row Small {
+  racks = 5 x R
+  loop l { fluid = Water, supply = 35 degC, rise = 10 K, cdu = CDU(capacity = 100 kW), cdus = 3 }
+}
+row Big {
+  racks = 5 x R
+  loop l { fluid = Water, supply = 35 degC, rise = 10 K, cdu = RowCDU(capacity = 400 kW), cdus = 2 }
+}
+row Other {
+  racks = 5 x R
+  loop l { fluid = Water, supply = 35 degC, rise = 10 K, cdu = CDU(capacity = 200 kW), cdus = 2 }
+}
+site S { small = 2 x Small, big = 1 x Big, other = 1 x Other, utilization = 100 % }
+"""
+
+
+def test_purchase_lines_buy_each_cdu_model_apart(tmp_path):
+    # each row's loop carries 5 racks x 4 hosts x 10 kW x 80 % = 160 kW. CDU at 100 kW: 2 rows x
+    # 3 = 6 units; RowCDU: 1 x 2 = 2; CDU at 200 kW: 1 x 2 = 2. The two ratings of `CDU` are two
+    # purchases (named with their rating); RowCDU, the only one of its name, by its name alone
+    from astral_dsl.outputs.report.bom import bom_lines
+
+    path = tmp_path / "cdus.astral"
+    path.write_text(CDU_MODELS, encoding="utf-8")
+    review = collect(astral_dsl.compile(path))
+    bom = _by_id(build(review), "bom-lines").split("</table>")[0]
+    assert '<td>CDU</td><td>CDU, 100 kW</td><td>cooling loops</td><td class="n" data-v="6">' \
+        in bom
+    summary = review.summary
+    assert summary["cdus"] == 10                      # the total, as before
+    assert [(x["model"], x["quantity"]) for x in bom_lines(summary) if x["item"] == "CDU"] == [
+        ("CDU, 100 kW", 6), ("CDU, 200 kW", 2), ("RowCDU", 2)]
+    # the loops by path: S.big, S.other, S.small
+    assert [lp["cdu_model"] for lp in summary["loops"]] == ["RowCDU", "CDU", "CDU"]
+
+
 def test_scenario_matrix_covers_every_scenario_and_says_how_much(small_review):
     assert [d.code for d in small_review.checked.diagnostics if d.is_error] == []
     rows = {r.name: r for r in mx.matrix(small_review)}

@@ -64,10 +64,18 @@ def _get(design, name: str, field: str, unit: str | None = None):
 
 
 # ---- every file compiles on its own, with no diagnostic at all ----------------------------------------
+# the stated assumptions a file's own check accepts with an `allow` (a design that uses the part
+# is warned: the standard library's allows do not reach it)
+ACCEPTED = {"hardware": [("W212", "nic `CX8_800G` states no `power`: assumed 25 W for host "
+                                  "`GB300_Tray`")]}
+
+
 @pytest.mark.parametrize("name", FILES)
 def test_file_compiles_without_diagnostics(name):
-    design = astral_dsl.load(STDLIB / f"{name}.astral")
-    assert design.diagnostics == (), [(d.code, d.message, d.span) for d in design.diagnostics]
+    checked = astral_dsl.check(STDLIB / f"{name}.astral")
+    assert checked.diagnostics == (), [(d.code, d.message, d.span) for d in checked.diagnostics]
+    assert [(a.diagnostic.code, a.diagnostic.message) for a in checked.accepted] == \
+        ACCEPTED.get(name, [])
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -179,6 +187,27 @@ def test_nic_power_is_the_pcie_cem_bound():
     for name in ("CX7_2x200G", "CX7_400G", "CX6_HDR"):
         # PCI Express CEM: 25 W for a low-profile x16 add-in card
         assert _get(nics, name, "power", "W") == pytest.approx(25), name
+
+
+def test_the_mezzanine_nic_states_no_power_and_the_assumed_25_w_warns_where_counted():
+    # CX8_800G (the GB300 tray's mezzanine SuperNICs: no CEM slot, no data-sheet power) states
+    # none: a host that adds up its parts counts it as 0 W, with W690 (8 GPUs x 1 kW = 8 kW)
+    checked = astral_dsl.check(astral_dsl.compiles(
+        "import stdlib.hardware { CX8_800G }\ngpu G { power = 1000 W }\n"
+        "host H { gpus = 8 x G, nics = 8 x CX8_800G }\nsite S { h = 2 x H }\n",
+        name="cx8.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W690"]
+    assert w.message.startswith("nic `CX8_800G` declares no `power`: its 16 replica(s)")
+    assert checked.engineering.power.it_peak_w == pytest.approx(16_000)
+    # the GB300 tray counts 4 x [assumed] 25 W: 4 x 1,400 + 2 x 300 + 4 x 25 = 6,300 W, with
+    # W212 saying so (the tray's figure is unchanged)
+    ws = astral_dsl.compiles("import stdlib.hardware { GB300_Tray }\nsite S { t = 1 x GB300_Tray }\n",
+                             name="gb300_tray.astral")
+    (tray,) = [i for i in ws.design.instances if i.kind == "host"]
+    assert tray.field("power").value_in("W") == pytest.approx(6300)
+    (w,) = [d for d in ws.design.diagnostics if d.code == "W212"]
+    assert w.message == "nic `CX8_800G` states no `power`: assumed 25 W for host `GB300_Tray`"
+    assert "no data sheet gives their power" in w.notes[0] and w.span is not None and w.hint
 
 
 def test_a100_80gb(gpus):   # NVIDIA A100 data sheet (2021)

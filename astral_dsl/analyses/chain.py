@@ -5,7 +5,9 @@ rejection, lighting and auxiliaries).
 
 Transformers: each `transformer` declaration is a stage that carries the whole site load (stages
 in series: HV/MV, then MV/LV), shared by its `count` units (and by its replicas, when it is
-declared in a replicated part). Its rating is apparent power (kVA): the load it carries is
+declared in a replicated part). In a design of several sites a stage carries its own site: the
+design's load times the site's share of the sites' IT load (the facility's consumers are one
+model for the design, so a share is the closest per-site figure). Its rating is apparent power (kVA): the load it carries is
 kW / power factor (its own `power_factor`, else the lowest the feeders declare, else 1 with
 W631). A unit loses P0 + x^2 Pk at a load x of its rating in apparent power
 (formulas.transformer_losses); with `redundancy` the units left after a failure (one fewer for
@@ -29,6 +31,8 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.feeders import FeederResult, one_feeder
+from astral_dsl.analyses.walk import owned
+from astral_dsl.model.rollup import power_of
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Symbol
@@ -53,10 +57,13 @@ class TransformerResult:
     average_loss_w: float = 0.0   # all replicas
     peak_loss_w: float = 0.0
     inst: Optional[Instance] = attrs.field(default=None, eq=False, repr=False)
+    # of the design's load, what its site draws: 1 with one site; with several, its site's
+    # share of their IT load (each site's transformers carry that site, not the others)
+    share: float = 1.0
 
     def losses(self, site_load_w: float) -> float:
-        """All its replicas' losses at a site load."""
-        per = site_load_w / self.replicas / self.power_factor      # apparent power, VA
+        """All its replicas' losses at a load of the design (its share of it)."""
+        per = site_load_w * self.share / self.replicas / self.power_factor   # apparent, VA
         return self.replicas * formulas.transformer_losses(per, self.count, self.capacity_w,
                                                            self.no_load_w, self.load_loss_w)
 
@@ -66,7 +73,7 @@ class TransformerResult:
         count (the quadratic part of formulas.transformer_losses on the apparent power L / PF,
         summed over the hours)."""
         units = self.replicas * self.count
-        return units * self.no_load_w + self.load_loss_w * mean_square_w2 / (
+        return units * self.no_load_w + self.load_loss_w * mean_square_w2 * self.share ** 2 / (
             units * (self.capacity_w * self.power_factor) ** 2)
 
 
@@ -76,10 +83,10 @@ def _si(v) -> Optional[float]:
 
 def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
     """The declared transformer stages. The power factor of the load a stage carries is its
-    own `power_factor`, else the lowest the site's feeders declare (every feeder's load passes
-    through it, and the kVA of a mix of loads is at most its kW over the lowest of their power
-    factors), else 1 with W631."""
-    feeder_pf = lowest_feeder_power_factor(mult)
+    own `power_factor`, else the lowest the feeders of its site declare (every feeder's load
+    there passes through it, and the kVA of a mix of loads is at most its kW over the lowest of
+    their power factors; another site's feeders are on other transformers), else 1 with W631."""
+    site_pf, shares = lowest_power_factor_per_site(mult)
     out = []
     for replicas, inst in mult.values():
         if inst.kind != "transformer":
@@ -96,10 +103,11 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
                                     "declare both from the transformer's test report (IEC "
                                     "60076-1), or use `stdlib.power.Transformer`"))
         pf = _si(inst.field("power_factor"))
+        feeder_pf = site_pf.get(id(inst))
         if pf is None and feeder_pf is None:
             diags.append(Diagnostic("W631", Severity.WARNING,
                                     f"transformer `{inst.path}` declares no `power_factor` and "
-                                    f"no feeder does: its kVA rating is taken to hold as many "
+                                    f"no feeder of its site does: its kVA rating is taken to hold as many "
                                     f"kW (power factor 1), which overstates what it can carry "
                                     f"and understates its load losses", inst.span,
                                     "declare `power_factor` on the AC feeders (their load's), "
@@ -108,14 +116,48 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
         out.append(TransformerResult(inst.path, replicas, int(_si(inst.field("count")) or 1), cap,
                          scheme.name if isinstance(scheme, Symbol) else "n", p0 or 0.0,
                          pk or 0.0, pf or feeder_pf or 1.0,
-                         "declared" if pf else "feeders" if feeder_pf else "assumed", inst=inst))
+                         "declared" if pf else "feeders" if feeder_pf else "assumed", inst=inst,
+                         share=shares.get(id(inst), 1.0)))
     return out
 
 
-def lowest_feeder_power_factor(mult) -> Optional[float]:
-    """The lowest `power_factor` the feeders declare, or None when none does."""
-    pfs = [_si(i.field("power_factor")) for _, i in mult.values() if i.kind == "feeder"]
-    return min((p for p in pfs if p is not None), default=None)
+def lowest_power_factor_per_site(mult) -> Tuple[Dict[int, Optional[float]], Dict[int, float]]:
+    """id(transformer) -> the lowest `power_factor` the feeders of its site declare (None when
+    none does): the feeders in the same site's tree, not another site's; and id(transformer) ->
+    its site's share of the sites' IT load (rollup `power`), with several sites. A part shared
+    by two sites (one template) is in both."""
+    pf_of: Dict[int, Optional[float]] = {}
+    power_of_sites: Dict[int, float] = {}
+    total = 0.0
+    cache: Dict = {}
+    for _, site in mult.values():
+        if site.kind != "site":
+            continue
+        site_w = power_of(site, cache).si
+        total += site_w
+        pfs: List[float] = []
+        transformers: List[Instance] = []
+        seen = {id(site)}
+        stack = [site]
+        while stack:
+            inst = stack.pop()
+            if inst.kind == "feeder":
+                pf = _si(inst.field("power_factor"))
+                if pf is not None:
+                    pfs.append(pf)
+            elif inst.kind == "transformer":
+                transformers.append(inst)
+            for _, child in owned(inst):
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append(child)
+        lowest = min(pfs, default=None)
+        for t in transformers:
+            have = pf_of.get(id(t))
+            pf_of[id(t)] = lowest if have is None else have if lowest is None else min(have, lowest)
+            power_of_sites[id(t)] = power_of_sites.get(id(t), 0.0) + site_w
+    shares = {k: w / total for k, w in power_of_sites.items()} if total > 0 else {}
+    return pf_of, shares
 
 
 def losses(chain: List[TransformerResult], site_load_w: float, default: bool) -> float:
@@ -133,7 +175,7 @@ def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, fl
     stage's average losses (`average_w`, by id of the stage)."""
     out = []
     for s in chain:
-        per = peak_w / s.replicas
+        per = peak_w * s.share / s.replicas
         apparent = per / s.power_factor
         left = units_left(s.count, s.redundancy)
         if left * s.capacity_w < apparent * (1 - 1e-9):

@@ -63,6 +63,27 @@ def _warn(code, msg, span, hint=None) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, msg, span, hint)
 
 
+def other_sites_air(design: Design) -> List[Diagnostic]:
+    """W645 for each site after the first that declares a `climate` or `altitude` other than
+    the first's: the facility (heat rejection, free cooling, the air's density) is one model,
+    on the first site's."""
+    out = []
+    first = design.roots[0] if design.roots else None
+    for site in design.roots[1:]:
+        differ = [f for f in ("climate", "altitude")
+                  if site.field(f) is not None and site.field(f) != first.field(f)]
+        if differ:
+            what = " and ".join(f"`{f}`" for f in differ)
+            out.append(Diagnostic(
+                "W645", Severity.WARNING,
+                f"site `{site.path}` declares its own {what}, which is not used: the "
+                f"facility's heat rejection, free cooling and air are computed for the design "
+                f"as one, with the first site's (`{first.path}`)", site.span_of(differ[0]),
+                "check each site in a design of its own, or give the sites the same "
+                f"{what}"))
+    return out
+
+
 def site_air(design: Design, climate, diags) -> Tuple[float, str]:
     """(the site's air pressure, where it comes from): its `altitude`, else its climate
     file's elevation, else sea level (W642 when air units need it)."""
@@ -101,6 +122,7 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
     climate = climates.of_site(root, _project_root(design), diags) if root is not None \
         else None
     pressure = site_air(design, climate, diags)
+    diags.extend(other_sites_air(design))
     total_power = sum(power_of(r, cache).si for r in design.roots)
     network_w = sum(f.power_w for f in fabrics)
     network_liquid = sum(served.fabric_split(f)[1] * max(f.instances, 1) for f in fabrics)
@@ -146,7 +168,8 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
         _unrejected(assign, lost, root, diags)
     for inst in assign.all:
         _water_class(inst, diags)
-    aux = _si(root.field("auxiliary")) if root is not None else None
+    # every site's lighting and building services (a design of several sites: all of them)
+    aux = sum(_si(r.field("auxiliary")) or 0.0 for r in design.roots)
     result = plant.model([(i, assign.replicas[id(i)]) for i in assign.all], per, power, loops,
                          air, climate, aux or 0.0, mult, resolve, served, cache, failed, reqs,
                          diags, cooled, pressure)

@@ -337,8 +337,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
         chain.losses(stages, mean, default)
     site_peak = it_in[1] + peak_hours[hot]
     transformers = chain.check(stages, site_peak, per_stage, diags)
-    if aux_w == 0 and cooled and mult and not _declares_aux(mult):
-        root = next(iter(mult.values()))[1]
+    for root in _sites_without_aux(mult) if cooled else ():
         diags.append(_warn("W644", f"site `{root.path}` declares no `auxiliary` power: "
                                    f"lighting, offices, security and building services count "
                                    f"as 0 W in the facility power and the PUE", root.span,
@@ -389,5 +388,8 @@ def _at(values: Sequence[float], i: int) -> float:
     return values[i] if i < len(values) else values[-1]
 
 
-def _declares_aux(mult) -> bool:
-    return any(i.kind == "site" and i.field("auxiliary") is not None for _, i in mult.values())
+def _sites_without_aux(mult) -> List[Instance]:
+    """Every site that declares no `auxiliary` (each site's own lighting and services), by
+    path."""
+    return sorted((i for _, i in mult.values() if i.kind == "site" and
+                   i.field("auxiliary") is None), key=lambda i: i.path)

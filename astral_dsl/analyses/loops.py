@@ -40,6 +40,7 @@ class LoopResult:
     network_heat_w: float = 0.0   # of heat_w: the switches' cold plates (`network = true`)
     fluid_name: str = ""          # the fluid as the design names it (`PG25`)
     average_heat_w: float = 0.0   # heat_w over the year: what it cools at its utilization
+    cdu_model: str = ""           # the CDU as the design names it (`CDU`, `RowCDU`), "" if none
 
 
 def _si(v) -> Optional[float]:
@@ -200,7 +201,8 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
     return LoopResult(inst.path, replicas, name if name is not None else "?", heat,
                       supply_c, rise, density, cp, flow, needed, declared_n, cap, pump,
                       tuple(parts), cdu_w, network_w,
-                      (fluid.template or fluid.path) if fluid is not None else "?", average)
+                      (fluid.template or fluid.path) if fluid is not None else "?", average,
+                      (cdu.template or cdu.path) if cdu is not None else "")
 
 
 def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags) -> None:

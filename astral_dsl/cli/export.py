@@ -41,7 +41,8 @@ def run(args, overrides) -> int:
         return _netbox(args, result, valid)
     if args.format == "human":
         print_diagnostics(diagnostics, colour(args, sys.stderr), sys.stderr)
-    doc = envelope(diagnostics, design=export_design(design) if valid else None,
+    fabrics = result.engineering.fabrics if result.engineering is not None else ()
+    doc = envelope(diagnostics, design=export_design(design, fabrics) if valid else None,
                    accepted=accepted_json(result.accepted))
     sys.stdout.write(dumps(doc) + "\n")
     return exit_code(design, diagnostics)

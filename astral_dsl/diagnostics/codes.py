@@ -141,6 +141,7 @@ CODES: dict[str, str] = {
     "W642": "air state assumed",
     "W643": "climate file shorter than a year",
     "W644": "auxiliary power not declared",
+    "W645": "another site's climate or altitude not used",
     "E645": "facility water above its class",
     "E646": "fluid properties unavailable",
     "W647": "switch heat that no cooling unit removes",

@@ -1,19 +1,27 @@
 """The compiled design model as JSON, replication kept as counts (`astral export`).
 
+An instance's roll-up `power` is the language's (section 9.4): its declared power, else its
+parts'; a fabric's switches are no part of the instance that owns it. Where the engineering
+analysis counted switches (`fabrics`: analyses/network.py), an instance that owns a fabric or
+holds owners of fabrics also gets `switches`, `network_power` (theirs, at full power, with the
+optics in their cages) and `it_power` = `power` + `network_power`: all the IT equipment draws.
+
 The document's shape is described by schema/design.schema.json (`astral export --schema`);
 `EXPORT_VERSION` changes whenever that shape does."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Sequence, Tuple
 
 from astral_dsl import resources
 from astral_dsl.model.design import Design, Instance, Ref
+from astral_dsl.analyses.walk import owned
 from astral_dsl.model.rollup import PLURALS, count_of, power_of
 from astral_dsl.model.values import (Bundle, FabricLink, FabricSelection, Group, ListValue,
                                      NicPort, RangeValue, Symbol, Values)
 from astral_dsl.units import Quantity
 
-EXPORT_VERSION = "1.0"
+EXPORT_VERSION = "1.1"
+_WATT_DIMS = Quantity.of(1, "W").dims
 
 
 def value_json(v: Any) -> Any:
@@ -52,7 +60,8 @@ def _run_json(run) -> Dict[str, Any]:
     return {"count": run.count, "instance": run.item.path}
 
 
-def instance_json(inst: Instance, cache: Dict) -> Dict[str, Any]:
+def instance_json(inst: Instance, cache: Dict, network=None) -> Dict[str, Any]:
+    """`network`: (owners_network(...), a memo shared by the instances of one document)."""
     out: Dict[str, Any] = {"path": inst.path, "kind": inst.kind, "template": inst.template}
     if inst.span is not None:
         out["source"] = {"file": inst.span.file, "line": inst.span.start.line,
@@ -74,13 +83,58 @@ def instance_json(inst: Instance, cache: Dict) -> Dict[str, Any]:
             n = count_of(inst, kinds, cache)
             if n and inst.kind not in kinds:
                 roll[plural] = n
-        roll["power"] = value_json(power_of(inst, cache))
+        power = power_of(inst, cache)
+        roll["power"] = value_json(power)
+        switches, network_w = _network_in(inst, *network) if network else (0, 0.0)
+        if switches:
+            roll["switches"] = switches
+            roll["network_power"] = value_json(_kw(network_w))
+            roll["it_power"] = value_json(_kw(power.si + network_w))
         out["rollup"] = roll
     return out
 
 
-def export_design(design: Design) -> Dict[str, Any]:
+def _kw(w: float) -> Quantity:
+    """Watts as the `power` roll-up writes them: in kW from 1 kW up."""
+    return Quantity(w, _WATT_DIMS, "kW" if w >= 1000 else "W")
+
+
+def owners_network(design: Design, fabrics: Sequence) -> Dict[int, Tuple[int, float]]:
+    """id(owner instance) -> (switches, watts) of the fabrics it owns, per owner (a fabric's
+    counts are for all its owners' replicas)."""
+    by_path = {i.path: i for i in design.instances}
+    out: Dict[int, Tuple[int, float]] = {}
+    for f in fabrics:
+        owner = by_path.get(f.owner)
+        if owner is None:
+            continue
+        n = max(f.instances, 1)
+        have = out.get(id(owner), (0, 0.0))
+        out[id(owner)] = (have[0] + f.switches // n, have[1] + f.power_w / n)
+    return out
+
+
+def _network_in(inst: Instance, network: Dict[int, Tuple[int, float]],
+                memo: Dict[int, Tuple[int, float]]) -> Tuple[int, float]:
+    """The switches and their power in the fabrics `inst` owns and those its parts own."""
+    if not network:
+        return 0, 0.0
+    hit = memo.get(id(inst))
+    if hit is not None:
+        return hit
+    n, w = network.get(id(inst), (0, 0.0))
+    for count, child in owned(inst):
+        cn, cw = _network_in(child, network, memo)
+        n, w = n + count * cn, w + count * cw
+    memo[id(inst)] = (n, w)
+    return n, w
+
+
+def export_design(design: Design, fabrics: Sequence = ()) -> Dict[str, Any]:
+    """`fabrics`: the network analysis' counts (Engineering.fabrics), for the switches in the
+    roll-ups (none without them)."""
     cache: Dict = {}
+    network = (owners_network(design, fabrics), {})
     return {
         "export_version": EXPORT_VERSION,
         "file": design.file,
@@ -88,7 +142,7 @@ def export_design(design: Design) -> Dict[str, Any]:
         "jobs": [j.path for j in design.jobs],
         "scenarios": [s.path for s in design.scenarios],
         "params": {k: value_json(v) for k, v in design.params},
-        "instances": [instance_json(i, cache) for i in design.instances],
+        "instances": [instance_json(i, cache, network) for i in design.instances],
         "chosen": [{"at": k, "value": value_json(v)} for k, v in design.chosen],
         "checks": [{"message": c.message, "severity": c.severity, "passed": c.passed,
                     "instances": c.instances, "example": c.example,

@@ -5,7 +5,7 @@ Units are in the key names (`_kw`, `_a`, `_v`, `_l_per_min`, ...); values are ex
 watt (kW with three decimals), never rounded for display."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.engineering import Engineering
@@ -157,8 +157,8 @@ def size_summary(design: Design, eng: Engineering, sizing=None) -> Dict[str, Any
         "air_heat_kw": _kw(c.air_heat_w),
         "liquid_flow_l_per_min": round(formulas.m3s_to_l_per_min(flow), 1),
         "air_flow_m3_per_h": round(formulas.m3s_to_m3_per_h(air), 1),
-        "cdus": sum(lp.replicas * (lp.cdus if lp.cdus is not None else (lp.cdus_needed or 0))
-                    for lp in c.loops),
+        "cdus": sum(lp.replicas * _cdus_of(lp) for lp in c.loops),
+        "cdus_by_model": cdus_by_model(c.loops),
         "feeders": sum(f.replicas * f.count for f in p.feeders),
         "rectifier_modules": p.rectifier_modules,
         "battery_ah": round(p.battery_ah, 1),
@@ -194,6 +194,24 @@ def size_summary(design: Design, eng: Engineering, sizing=None) -> Dict[str, Any
     if objective is not None:
         out["objective"] = objective
     return out
+
+
+def _cdus_of(lp) -> int:
+    """A loop's CDUs: those installed, else those it needs."""
+    return lp.cdus if lp.cdus is not None else (lp.cdus_needed or 0)
+
+
+def cdus_by_model(loops) -> List[Dict[str, Any]]:
+    """The CDUs of every loop counted per model and rating (a purchase line each): `model`
+    (as the design names it), `capacity_kw` and `count` (replicas x CDUs), in that order."""
+    counts: Dict[Tuple[str, Optional[float]], int] = {}
+    for lp in loops:
+        n = lp.replicas * _cdus_of(lp)
+        if n:
+            key = (lp.cdu_model, _kw(lp.cdu_capacity_w))
+            counts[key] = counts.get(key, 0) + n
+    return [{"model": m, "capacity_kw": cap, "count": n}
+            for (m, cap), n in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0))]
 
 
 def power_by_level(eng: Engineering) -> Dict[str, Any]:
@@ -239,7 +257,7 @@ def loop_json(lp) -> Dict[str, Any]:
         "density_kg_m3": _r(lp.density, 4), "cp_j_kg_k": _r(lp.cp, 3),
         "flow_l_per_min": round(formulas.m3s_to_l_per_min(lp.flow_m3s), 2)
         if lp.flow_m3s else None,
-        "cdus": lp.cdus, "cdus_needed": lp.cdus_needed,
+        "cdus": lp.cdus, "cdus_needed": lp.cdus_needed, "cdu_model": lp.cdu_model or None,
         "cdu_capacity_kw": _kw(lp.cdu_capacity_w), "cdu_power_kw": _kw(lp.cdu_w),
         "pump_kw": _kw(lp.pump_w),
     }

@@ -7,7 +7,9 @@ import math
 import pytest
 
 from astral_dsl.explore.margins.limits import Limit
-from astral_dsl.explore.margins.solve import REL_TOL, Probed, Uncompiled, _limit, numeric_range
+from astral_dsl.explore.margins.solve import (REL_TOL, Probed, Shown, Uncompiled, _limit,
+                                              numeric_range)
+from astral_dsl.outputs.margins import _rounded
 
 
 def _probe(lhs_of, rhs: float, calls: list, op: str = "<=", compiles=lambda x: True):
@@ -80,3 +82,32 @@ def test_an_equality_is_bracketed_by_bisection():
     calls: list = []
     r = numeric_range("k", "h", 4.0, False, _probe(lambda x: x, 4.0, calls, op="=="), True)
     assert r.low == pytest.approx(4.0, rel=REL_TOL) and r.high == pytest.approx(4.0, rel=REL_TOL)
+
+
+def test_a_bound_of_the_shown_precision_is_found_as_that_value():
+    # examples/explore.astral's net_utility feeder holds while switch_power <= 2088.125 W; the
+    # secant's root from the probes' rounded sides lands at 2088.124999680581 (holds), the
+    # value just past it at 2088.29 (fails): a bracket of 0.165 W (< 1e-4 relative), whose
+    # roundest value, 2088.2 W, fails. Printed toward the holding side, 2088.12499968 reads
+    # 2088.1249 W; 2088.125 is a value of the 4 decimals shown, 3.2e-7 W from the bracket's end
+    # (within a hundredth of the last digit, 1e-6 W): probed, it holds, and is the bound
+    calls: list = []
+
+    def state(x):
+        calls.append(x)
+        return x <= 2088.125
+
+    inside, outside = 2088.124999680581, 2088.29
+    side = _limit(inside, outside, False, state, True, [], None)
+    assert side.bound == inside and _rounded(side.bound, 4, -1, False) == 2088.1249
+    side = _limit(inside, outside, False, state, True, [], None, shown=Shown(1.0, 0.0, 4))
+    assert side.bound == 2088.125 and _rounded(side.bound, 4, -1, False) == 2088.125
+    assert calls == [2088.2, 2088.2, 2088.125]       # the roundest (twice: no cache here)
+    # a bound that is no value of the shown precision stays rounded toward the holding side:
+    # 45 / 10.2 = 4.41176470588... is 2.9e-7 from 4.411765, far more than 1e-8 (6 decimals)
+    assert Shown(1.0, 0.0, 6).snap(45 / 10.2, 4.4122) is None
+    # a lower bound snaps downward (toward the failing side below); kW shown, W in SI:
+    # 40.8 kW with noise, 40,800.0000003 W, is 40.8 kW to 4 decimals of kW (0.1 W)
+    assert Shown(1000.0, 0.0, 4).snap(40800.0000003, 40790.0) == 40800.0
+    # a temperature point: degC from 273.15 K
+    assert Shown(1.0, 273.15, 4).snap(318.1499999999, 318.2) == pytest.approx(318.15)

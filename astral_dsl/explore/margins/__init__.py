@@ -6,9 +6,10 @@ now, and under which values of each top-level `param` it holds (`astral check --
     for m in report.margins: m.limit.label, m.limit.margin, [r.phrase() for r in m.ranges]
 
 shadow.py evaluates the design with sympy symbols beside the numbers, limits.py lists the limits
-with both sides, solve.py derives the ranges (sympy where the sides are algebraic in the
-parameters, verified against the compiler at a second point; a numeric bracket otherwise, by
-secant steps where it can and bisection where it must, marked as such)."""
+with both sides, symbolic.py and solve.py derive the ranges (symbolic.py: sympy where the sides
+are algebraic in the parameters, verified against the compiler at a second point; solve.py: a
+numeric bracket otherwise, by secant steps where it can and bisection where it must, marked as
+such)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -18,8 +19,9 @@ import sympy
 from astral_dsl import records
 from astral_dsl.explore.margins.limits import Limit, by_key, collect
 from astral_dsl.explore.margins.shadow import OPAQUE, NumericRecorder, Shadows, exact
-from astral_dsl.explore.margins.solve import (Probed, Range, Uncompiled, candidates, depends,
-                                              numeric_range, shadow_at, symbolic_range)
+from astral_dsl.explore.margins.solve import (Probed, Shown, Uncompiled, candidates,
+                                              numeric_range)
+from astral_dsl.explore.margins.symbolic import Range, depends, shadow_at, symbolic_range
 from astral_dsl.units import Quantity
 
 
@@ -160,7 +162,7 @@ def analyse(path: str, overrides: Optional[Dict[str, str]] = None, params=None,
                 try:
                     ranges[lim.key].append(numeric_range(
                         lim.key, name, x0, integer, lambda x, n=name: probe(n, x), lim.holds,
-                        q.point))
+                        q.point, shown_as(q)))
                 except _Spent:
                     spent[lim.key].append(name)
     out = []
@@ -310,6 +312,17 @@ def _decimal(expr) -> str:
     text = sympy.sstr(sympy.nfloat(expr, 10))
     text = re.sub(r"(\d+\.\d*?)0+\b", r"\1", text)
     return re.sub(r"(\d+)\.(?!\d)", r"\1", text)
+
+
+def shown_as(q: Quantity) -> Shown:
+    """How outputs/margins.py prints a bound of parameter `q`: 4 decimals in its unit (6
+    without one); one unit is `scale` SI units from `offset`."""
+    if not q.unit:
+        return Shown(1.0, 0.0, 6)
+    m0 = Quantity(0.0, q.dims, q.unit, q.point).magnitude
+    m1 = Quantity(1.0, q.dims, q.unit, q.point).magnitude
+    scale = 1.0 / (m1 - m0)
+    return Shown(scale, -m0 * scale, 4)
 
 
 __all__ = ["Margin", "Report", "analyse", "OPAQUE"]

@@ -2,11 +2,8 @@
 current values).
 
 Symbolic: when both sides of a limit are algebraic in the parameters (shadow.py), sympy solves
-`lhs <= rhs` (or `lhs == rhs`) for the parameter exactly (`solveset`); a parameter used as a
-count (written where a whole number is needed: a count field, a replication) keeps the whole
-values of that set, any other may take fractions. The shadows are checked against the compiler
-at a second point (the parameter moved) before they are trusted; a mismatch demotes the limit
-to numeric.
+it exactly (symbolic.py). The shadows are checked against the compiler at a second point (the
+parameter moved) before they are trusted; a mismatch demotes the limit to numeric.
 
 Numeric: otherwise (fluid properties, rounding up to whole units, choices, the memory of a job)
 the design is evaluated again at other values of the parameter: outward from the current value
@@ -23,101 +20,14 @@ from __future__ import annotations
 import math
 from typing import Callable, Dict, List, Optional, Tuple
 
-import sympy
-
 from astral_dsl import records
-from astral_dsl.explore.margins.limits import Limit
-from astral_dsl.explore.margins.shadow import OPAQUE
+from astral_dsl.explore.margins.limits import Limit  # noqa: F401 (the Probe annotation)
+from astral_dsl.explore.margins.symbolic import Range
 
 INT_STEPS = 21             # doublings outward: counts up to +-2^20
 REAL_STEPS = 16            # 19 % steps: quantities up to x/÷ 16
 REL_TOL = 1e-4
 CELSIUS = 273.15           # a temperature's boundary is rounded in degrees Celsius, not kelvin
-
-
-@records.frozen
-class Range:
-    """Where a limit holds in one parameter (the others fixed): [low, high], None = unbounded
-    within what was searched; `method` symbolic | numeric."""
-    param: str
-    low: Optional[float]          # SI
-    high: Optional[float]
-    method: str
-    integer: bool = False
-    empty: bool = False           # holds for no value of this parameter
-    exact: Optional[str] = None   # the symbolic set, as sympy prints it (SI)
-    searched: Tuple[float, float] = (0.0, 0.0)   # numeric: the values searched
-    note: Optional[str] = None
-    # broken now (numeric): the nearest values where it holds again, below and above
-    again_below: Optional[float] = None
-    again_above: Optional[float] = None
-    # numeric: where the design stops compiling (not the limit breaking), and why
-    compiles_low: Optional[float] = None
-    compiles_high: Optional[float] = None
-    edge_codes: Tuple[str, ...] = ()
-    gaps: Tuple[float, ...] = ()          # values between that do not compile (skipped)
-    absent: bool = False                  # an edge is where the limit stops applying
-    fails_below: Optional[float] = None   # the values past the edges where that was seen
-    fails_above: Optional[float] = None
-    low_open: bool = False                # symbolic: `low < x` (a strict limit), not `<=`
-    high_open: bool = False
-
-
-# ---- symbolic --------------------------------------------------------------------------------
-def symbolic_range(limit: Limit, param: str, symbol, current: Dict, integer: bool,
-                   positive: bool) -> Optional[Range]:
-    """Solve the limit for `symbol`; None when it does not depend on it."""
-    expr = limit.lhs_shadow - limit.rhs_shadow
-    if symbol not in expr.free_symbols:
-        return None
-    others = {s: v for s, v in current.items() if s is not symbol}
-    g = sympy.simplify(expr.subs(others))
-    x = sympy.Symbol(symbol.name, real=True)
-    g = g.subs(symbol, x)
-    if limit.op == "==":
-        rel = sympy.Eq(g, 0)
-    elif limit.strict:
-        rel = g < 0
-    else:
-        rel = g <= 0
-    domain = sympy.Interval(0, sympy.oo) if positive else sympy.S.Reals
-    try:
-        sol = sympy.solveset(rel, x, domain=domain)
-    except (NotImplementedError, ValueError, TypeError):
-        return None
-    if isinstance(sol, sympy.ConditionSet):
-        return None
-    if integer:
-        sol = sympy.Intersection(sol, sympy.Range(1, sympy.oo) if positive else sympy.Integers)
-    return _range_of(param, sol, integer, positive)
-
-
-def _range_of(param: str, sol, integer: bool, positive: bool = False) -> Optional[Range]:
-    text = sympy.sstr(sol)
-    if sol is sympy.S.EmptySet or sol == sympy.S.EmptySet:
-        return Range(param, None, None, "symbolic", integer, True, text)
-    try:
-        inf, sup = sol.inf, sol.sup
-    except (AttributeError, NotImplementedError):
-        return None
-    # a union of pieces (rare: a parameter in a denominator) is reported by its hull, noted
-    note = None
-    if isinstance(sol, sympy.Union):
-        note = f"holds on {text}, not one interval"
-    low = None if inf in (-sympy.oo, sympy.S.NegativeInfinity) else float(inf)
-    high = None if sup in (sympy.oo, sympy.S.Infinity) else float(sup)
-    if positive and low == 0.0:
-        low = None                # the domain's edge (no negative quantity), not the limit's
-    if integer:
-        low = None if low is None or low <= 1 else math.ceil(low - 1e-9)
-        high = None if high is None else math.floor(high + 1e-9)
-        if low is not None and high is not None and low > high:
-            return Range(param, None, None, "symbolic", integer, True, text)
-        return Range(param, low, high, "symbolic", integer, False, text, note=note)
-    # a strict limit's end is not in the set (`lim > 10.2 kW`: at 10.2 kW it fails)
-    return Range(param, low, high, "symbolic", integer, False, text, note=note,
-                 low_open=low is not None and sol.contains(inf) == sympy.S.false,
-                 high_open=high is not None and sol.contains(sup) == sympy.S.false)
 
 
 # ---- numeric ---------------------------------------------------------------------------------
@@ -183,11 +93,13 @@ class _Side:
 
 
 def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
-                  holds_now: bool, point: bool = False) -> Range:
+                  holds_now: bool, point: bool = False, shown: Optional["Shown"] = None
+                  ) -> Range:
     """Bracket the boundaries of limit `key` around x0 by evaluating the design (`probe(x)`:
     the limits at that value, or Uncompiled). A value where the design does not compile is
     not the limit breaking: beyond an edge (Uncompiled.edge) the search stops and the
-    parameter's compilable range is reported apart; a gap is skipped."""
+    parameter's compilable range is reported apart; a gap is skipped. `shown`: how the bound
+    is printed, so that one that is a value of that precision is found as that value."""
 
     def state(x: float):
         limits = probe(x)
@@ -206,7 +118,7 @@ def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
             return None
         return lim.rhs - lim.lhs
 
-    sides = [_search(x0, direction, integer, point, state, holds_now, slack)
+    sides = [_search(x0, direction, integer, point, state, holds_now, slack, shown)
              for direction in (-1, 1)]
     low, high = sides
     searched = (low.searched if low.searched is not None else x0,
@@ -223,7 +135,8 @@ def numeric_range(key: str, param: str, x0: float, integer: bool, probe: Probe,
                  searched=searched, again_below=low.bound, again_above=high.bound, **extra)
 
 
-def _search(x0, direction, integer, point, state, holds_now, slack=None) -> _Side:
+def _search(x0, direction, integer, point, state, holds_now, slack=None,
+            shown: Optional["Shown"] = None) -> _Side:
     inside, gaps, searched = x0, [], None
     for x in candidates(x0, integer, point, direction):
         if (x - inside) * direction <= 0:
@@ -234,7 +147,8 @@ def _search(x0, direction, integer, point, state, holds_now, slack=None) -> _Sid
                 found = _edge(inside, x, integer, state, holds_now)
                 if isinstance(found[1], tuple):  # the limit changes before the edge
                     a, b = found[1]
-                    return _limit(a, b, integer, state, holds_now, gaps, b, slack, point)
+                    return _limit(a, b, integer, state, holds_now, gaps, b, slack, point,
+                                  shown)
                 edge, beyond = found
                 edge = _round_edge(edge, beyond, integer, state)
                 codes = tuple(c for c in st.codes
@@ -244,13 +158,13 @@ def _search(x0, direction, integer, point, state, holds_now, slack=None) -> _Sid
             continue
         searched = x
         if st != holds_now:
-            return _limit(inside, x, integer, state, holds_now, gaps, x, slack, point)
+            return _limit(inside, x, integer, state, holds_now, gaps, x, slack, point, shown)
         inside = x
     return _Side(None, None, (), searched, tuple(gaps))
 
 
 def _limit(inside, outside, integer, state, holds_now, gaps, searched, slack=None,
-           point=False) -> _Side:
+           point=False, shown: Optional["Shown"] = None) -> _Side:
     """Narrow the bracket between a value in the current state and one in the other to
     REL_TOL (or adjacent whole numbers). Where the limit is an inequality whose sides the
     probes read, a secant step first: the root of rhs - lhs interpolated between the two ends,
@@ -293,7 +207,40 @@ def _limit(inside, outside, integer, state, holds_now, gaps, searched, slack=Non
             st = state(x)
             if not isinstance(st, Uncompiled) and bool(st):
                 bound = x
+        if bound in (inside, outside) and shown is not None:
+            # the boundary as printed, when the bracket's end sits on a value of the shown
+            # precision but for the probes' noise (2088.125 W, not 2088.1249 from the bracket's
+            # 2088.12499968): probed, and taken when it holds
+            holding, failing = (inside, outside) if holds_now else (outside, inside)
+            y = shown.snap(holding, failing)
+            if y is not None and y not in (inside, outside, x):
+                st = state(y)
+                if not isinstance(st, Uncompiled) and bool(st):
+                    bound = y
     return _Side(bound, None, (), searched, tuple(gaps))
+
+
+@records.frozen
+class Shown:
+    """How a parameter's bound is printed: `decimals` in its unit, one unit being `scale` SI
+    units from `offset` (a temperature point: 273.15 K from degC's zero)."""
+    scale: float = 1.0
+    offset: float = 0.0
+    decimals: int = 4
+
+    def snap(self, holding: float, failing: float) -> Optional[float]:
+        """The value of the shown precision next to `holding` toward `failing` (SI), when it
+        is within a hundredth of the last shown digit of it and strictly between the two;
+        else None."""
+        step = 10.0 ** -self.decimals
+        v = (holding - self.offset) / self.scale
+        n = math.ceil(v / step - 1e-12) if failing > holding else math.floor(v / step + 1e-12)
+        y = round(n * step, self.decimals)
+        if abs(y - v) > 0.01 * step:
+            return None
+        x = y * self.scale + self.offset
+        lo, hi = sorted((holding, failing))
+        return x if lo < x < hi else None
 
 
 def _secant(inside, outside, integer, state, slack, holds_now):
@@ -406,23 +353,3 @@ def _close_enough(a: float, b: float, integer: bool) -> bool:
 
 def _mid(a: float, b: float, integer: bool) -> float:
     return float(math.floor((a + b) / 2)) if integer else (a + b) / 2
-
-
-def depends(limit: Limit, other: Limit) -> bool:
-    """The limit moved: either side, or (a truth value) its truth or any operand inside."""
-    def moved(a: float, b: float) -> bool:
-        return abs(a - b) > 1e-12 * max(abs(a), 1e-300)
-
-    if limit.truth:
-        return limit.holds != other.holds or len(limit.operands) != len(other.operands) or \
-            any(moved(a, b) for a, b in zip(limit.operands, other.operands))
-    return moved(limit.lhs, other.lhs) or moved(limit.rhs, other.rhs)
-
-
-def shadow_at(limit: Limit, values: Dict) -> Optional[Tuple[float, float]]:
-    if limit.lhs_shadow is OPAQUE or limit.rhs_shadow is OPAQUE:
-        return None
-    try:
-        return float(limit.lhs_shadow.subs(values)), float(limit.rhs_shadow.subs(values))
-    except (TypeError, ValueError):
-        return None

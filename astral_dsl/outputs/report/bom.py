@@ -1,6 +1,7 @@
 """The bill of materials as purchase lines, from a size summary (outputs.size_report): switches
-by model and tier, each tier's cables (or fibres) and transceivers by medium, and the power and
-cooling equipment the summary counts (CDUs, the IT feeders and apart those of the facility's own
+by model and tier, each tier's cables (or fibres) and transceivers by medium, CDUs by model (and
+rating, where one model is installed at two), and the power equipment the summary counts (the IT
+feeders and apart those of the facility's own
 consumers, rectifier modules, battery capacity: what is installed, as for the modules, and apart
 the need of batteries that declare no capacity). One
 line is (item, model, where, quantity, unit); `astral diff` compares these lines too."""
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping
 
+from astral_dsl.units import readable
+
 # summary keys of equipment counted as a whole, and how a line names them
-_EQUIPMENT = (("cdus", "CDU", "cooling loops", "units"),
-              ("feeders", "feeder", "power distribution", "feeders"),
+_EQUIPMENT = (("feeders", "feeder", "power distribution", "feeders"),
               ("mechanical_feeders", "feeder", "facility consumers (mechanical)", "feeders"),
               ("rectifier_modules", "rectifier module", "HVDC feeders", "modules"),
               ("battery_ah_installed", "battery capacity", "HVDC feeders", "Ah"),
@@ -36,6 +38,7 @@ def bom_lines(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
         if row.get("transceivers"):
             out.append({"item": "transceiver", "model": medium, "where": where,
                         "quantity": row["transceivers"], "unit": "modules"})
+    out += _cdu_lines(summary)
     counts = dict(summary)
     # the feeders with `mechanical = true` are installed as the IT feeders are (they are not in
     # `feeders`, the IT feeders' count)
@@ -46,6 +49,25 @@ def bom_lines(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
         if value:
             out.append({"item": item, "model": "", "where": where, "quantity": value,
                         "unit": unit})
+    return out
+
+
+def _cdu_lines(summary: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """A line per CDU model (`cdus_by_model`); a model installed at two ratings names each
+    (`CDU, 1.2 MW`). A summary without the models (an older one) keeps one line of them all."""
+    models = summary.get("cdus_by_model")
+    if models is None:
+        n = summary.get("cdus")
+        return [{"item": "CDU", "model": "", "where": "cooling loops", "quantity": n,
+                 "unit": "units"}] if n else []
+    names = [m["model"] for m in models]
+    out = []
+    for m in models:
+        model = m["model"] or "CDU model not declared"
+        if names.count(m["model"]) > 1 and m.get("capacity_kw") is not None:
+            model += f", {readable.power(m['capacity_kw'] * 1e3)}"
+        out.append({"item": "CDU", "model": model, "where": "cooling loops",
+                    "quantity": m["count"], "unit": "units"})
     return out
 
 
