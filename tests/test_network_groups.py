@@ -6,6 +6,8 @@ astral_dsl/analyses/network.py (NIC k on rail k mod R; a tier's groups hold whol
 the tier below; switches per group = ceil(links of the group / downlinks), then even uplinks)."""
 from __future__ import annotations
 
+import pytest
+
 import astral_dsl
 
 
@@ -260,3 +262,107 @@ fabric F {
 }
 site S { racks = 1 x R, fabric = F }
 """).diagnostics if d.code == "W611"]
+
+
+# ---- one wiring for every output when the NICs split unevenly over the rails -------------------
+# 6 single-port NICs on 4 rails (W610): NICs 0 and 4 on rail 0, 1 and 5 on rail 1, 2 on rail 2,
+# 3 on rail 3; 32 hosts in one rack, 50-port leaves. Rail 0's group takes host i's NIC 0 at
+# down port 2i and NIC 4 at 2i + 1 (fabric_names.place): hosts 0..24 fill leaf 0's 50 ports
+# (2 x 25), hosts 25..31 take leaf 1's ports 0..13; rails 2 and 3 take one port a host, 32 on
+# leaf 0 (their leaf 1 is bought for rail 0, wired to no host).
+UNEVEN = _parts("ports = 128", nics=6, hosts="32 x H",
+                head="import stdlib.models { Llama3_8B }") + """
+fabric F {
+  rails = 4
+  tier leaf { switch = Sw, scope = rack, per = [rail], down = 50 x 400 Gb/s, up = 50 x 400 Gb/s }
+  tier spine { switch = Sw, scope = rack, down = 64 x 400 Gb/s }
+}
+site S { racks = 1 x R, fabric = F }
+scenario leaf1 { fail S.fabric.rack[0].rail[0].leaf[1] }
+scenario leaf0_rail2 { fail S.fabric.rack[0].rail[2].leaf[0] }
+job j {
+  model = Llama3_8B, placement = S, gpus = 192
+  parallel { tp = 2, dp = 96 }
+  batch { global_batch = 192, micro = 1, seq = 4096 }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def uneven():
+    ws = astral_dsl.compiles(UNEVEN, name="uneven.astral")
+    assert ws.design.valid
+    return ws
+
+
+def test_uneven_rails_cables_follow_the_sizing(uneven):
+    from astral_dsl.analyses import cabling
+
+    hosts = list(cabling.host_links(uneven.design, {}))
+    per_switch, taken = {}, set()
+    for h in hosts:
+        for _, _, switch, port in h.links:
+            per_switch[switch] = per_switch.get(switch, 0) + 1
+            assert (switch, port) not in taken          # no down port cabled twice
+            assert 0 <= port < 50
+            taken.add((switch, port))
+    leaf = "S.fabric.rack[0].rail[{}].leaf[{}]".format
+    assert per_switch == {leaf(0, 0): 50, leaf(0, 1): 14, leaf(1, 0): 50, leaf(1, 1): 14,
+                          leaf(2, 0): 32, leaf(3, 0): 32}
+    # host 25: NIC 0 at rail 0's port 50 = leaf 1 port 0, NIC 4 at 51 = leaf 1 port 1; NIC 2
+    # at rail 2's port 25 = leaf 0 port 25
+    assert hosts[25].links == ((0, 0, leaf(0, 1), 0), (1, 0, leaf(1, 1), 0),
+                               (2, 0, leaf(2, 0), 25), (3, 0, leaf(3, 0), 25),
+                               (4, 0, leaf(0, 1), 1), (5, 0, leaf(1, 1), 1))
+
+
+def test_uneven_rails_failures_darken_the_hosts_wired_there(uneven):
+    # rail 0's leaf 1 holds NICs 0 and 4 of hosts 25..31: 7 hosts x 2 GPUs (GPU i uses NIC
+    # i mod 6) = 14 GPUs cut off. Rail 2's leaf 0 holds NIC 2 of all 32 hosts: 32 GPUs.
+    for scenario, gpus in (("leaf1", 14), ("leaf0_rail2", 32)):
+        checked = astral_dsl.check(uneven, [scenario])
+        said = [t for d in checked.diagnostics for t in (d.message, *d.notes) if "E616" in t
+                or d.code == "E616"]
+        assert len(said) == 1 and f"{gpus} GPUs lose every NIC port" in said[0], said
+
+
+def test_uneven_rails_rank_map_and_rack_view(uneven):
+    import re
+
+    from astral_dsl.diagnose import rank_map
+    from astral_dsl.outputs.render import render
+
+    # ranks fill the hosts' 6 GPUs in order: host 25 holds ranks 150..155, GPU i on NIC i
+    rm = rank_map(uneven.design)
+    switches = [(rm.ranks[r].host, [p.switch for p in rm.ranks[r].ports]) for r in (150, 152, 154)]
+    leaf = "S.fabric.rack[0].rail[{}].leaf[{}]".format
+    assert switches == [("S.racks[0].hosts[25]", [leaf(0, 1)]),
+                        ("S.racks[0].hosts[25]", [leaf(2, 0)]),
+                        ("S.racks[0].hosts[25]", [leaf(0, 1)])]
+    checked = astral_dsl.check(uneven)
+    g = render(checked.design, "rack", "S.racks[0].hosts[25]", checked=checked)
+    edges = dict(re.findall(r'tooltip="host 0 NIC (\d) port a -> leaf rail \d #(\d+)"', g.source))
+    assert edges == {"0": "1", "1": "1", "2": "0", "3": "0", "4": "1", "5": "1"}
+
+
+def test_a_hosts_ports_of_one_rail_may_straddle_two_leaves():
+    # 2 single-port NICs on 1 rail: 2 ports a host on the rail's group, 49-port leaves (an odd
+    # count). 30 hosts = 60 ports: ceil(60 / 49) = 2 leaves. Host 24's ports are the group's
+    # down ports 48 and 49: leaf 0 port 48 and leaf 1 port 0 (not leaf 0's port 49 mod 49 = 0,
+    # host 0's); leaf 0 holds 49 ports, leaf 1 the other 11.
+    from astral_dsl.analyses import cabling
+
+    ws = astral_dsl.compiles(_parts("ports = 128", nics=2, hosts="30 x H") + """
+fabric F {
+  rails = 1
+  tier leaf { switch = Sw, scope = rack, down = 49 x 400 Gb/s, up = 49 x 400 Gb/s }
+  tier spine { switch = Sw, scope = rack, down = 98 x 400 Gb/s }
+}
+site S { racks = 1 x R, fabric = F }
+""", name="straddle.astral")
+    hosts = list(cabling.host_links(ws.design, {}))
+    leaf = "S.fabric.rack[0].leaf[{}]".format
+    assert hosts[24].links == ((0, 0, leaf(0), 48), (1, 0, leaf(1), 0))
+    ends = [(s, p) for h in hosts for _, _, s, p in h.links]
+    assert len(set(ends)) == 60
+    assert sum(s == leaf(0) for s, _ in ends) == 49

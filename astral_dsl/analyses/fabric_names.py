@@ -12,14 +12,18 @@ every level needed to make them unique:
     Lab.pods[0].rows[0].racks[1].hosts[2].nics[3].port[a]     one NIC port (port a, b, ...)
     <end> -- <end>                                      a link, named by its two ends
 
-Wiring (network.py's rules, the rack view's numbering): NIC k is on rail k mod R, port j on plane
-j mod P; a host's ports of one rail and plane fill the first-tier switches of its group in host
-order: the host at position i of the tier's scope lands on switch floor(i * ports / down_ports),
-where `ports` is the host's ports per rail and plane. A lower switch's uplinks spread over every
-switch of the group above (ECMP): which one a flow takes is not known to the twin."""
+Wiring (network.py's rules, and the one place that computes them for sizing, the rank map, the
+rack view, the cables and the failures): NIC k is on rail k mod R, port j on plane j mod P
+(`wiring`). A host puts `count` ports on each first-tier group (its rail and plane when the tier
+is split by them), which need not be the same for every group (3 NICs on 2 rails: 2 on rail 0, 1
+on rail 1); the hosts of the tier's scope fill the group's down ports in host order, each host
+its ports of the group in order: the port at `index` among them of the host at position i takes
+the group's down port number i x count + index, on switch floor(that / down_ports), port (that
+mod down_ports) of it (`place`). A lower switch's uplinks spread over every switch of the group
+above (ECMP): which one a flow takes is not known to the twin."""
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional, Sequence, Tuple
 
 
 from astral_dsl import records
@@ -54,11 +58,57 @@ def link_name(a: str, b: str) -> str:
     return a + LINK + b
 
 
-def first_switch(position: int, ports_per_group: float, down_ports: int) -> int:
-    """The first-tier switch (index in its group) of the host at `position` in the tier's scope."""
+class PortPlace(NamedTuple):
+    """One NIC port of a host: its NIC and port, rail and plane, its index among the host's ports
+    on the same first-tier group and how many the host has there."""
+    nic: int
+    port: int
+    rail: int
+    plane: int
+    index: int
+    count: int
+
+
+def wiring(nic_ports: Sequence[int], rails: int, planes: int, per_rail: bool = True,
+           per_plane: bool = True) -> Tuple[PortPlace, ...]:
+    """Every NIC port of a host whose NICs have `nic_ports` ports each (in the host's order), on
+    a first tier split by rail (`per_rail`) and plane (`per_plane`) or not."""
+    rails, planes = max(1, rails), max(1, planes)
+    seen: dict = {}
+    out = []
+    for k, n in enumerate(nic_ports):
+        for j in range(n):
+            rail, plane = k % rails, j % planes
+            key = (rail if per_rail else None, plane if per_plane else None)
+            out.append((k, j, rail, plane, key, seen.get(key, 0)))
+            seen[key] = seen.get(key, 0) + 1
+    return tuple(PortPlace(k, j, r, p, i, seen[key]) for k, j, r, p, key, i in out)
+
+
+def busiest(places: Sequence[PortPlace]) -> int:
+    """The most ports the host puts on one first-tier group (rail 0, plane A)."""
+    return max((p.count for p in places), default=0)
+
+
+def place(position: int, port: PortPlace, down_ports: int) -> Tuple[int, int]:
+    """(switch index in its group, its down port) of `port` of the host at `position` in the
+    first tier's scope."""
+    slot = position * port.count + port.index
     if down_ports <= 0:
-        return 0
-    return int(position * ports_per_group // down_ports)
+        return 0, slot
+    return divmod(slot, down_ports)
 
 
-__all__ = ["LINK", "TierKey", "first_switch", "link_name", "port_label", "port_name"]
+def hosts_on(switch: int, port: PortPlace, down_ports: int) -> Tuple[int, int]:
+    """The positions [a, b) of the hosts whose `port` lands on first-tier switch `switch` (the
+    inverse of `place`: s x down <= i x count + index < (s + 1) x down)."""
+    if down_ports <= 0 or port.count <= 0:
+        return 0, 0
+
+    def first(limit: int) -> int:
+        return max(0, -(-(limit - port.index) // port.count))
+    return first(switch * down_ports), first((switch + 1) * down_ports)
+
+
+__all__ = ["LINK", "PortPlace", "TierKey", "busiest", "hosts_on", "link_name", "place",
+           "port_label", "port_name", "wiring"]

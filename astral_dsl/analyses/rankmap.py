@@ -23,7 +23,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl import records
-from astral_dsl.analyses.fabric_names import TierKey, first_switch, link_name, port_name
+from astral_dsl.analyses.fabric_names import PortPlace, TierKey, link_name, place, port_name, \
+    wiring
 from astral_dsl.analyses.network import FabricCount, _SCOPE_KINDS, fabric_counts
 from astral_dsl.analyses.walk import replicas
 from astral_dsl.model.design import Design, Instance, Ref
@@ -354,55 +355,55 @@ def _ports(slot: HostSlot, nic_member: str, nics: List[Instance], fc: Optional[F
     groups they can climb to and their first-tier switch. `memo`: a dict kept for one fabric
     across its hosts (hosts of the same scope share their groups, those of a rack their
     switches)."""
-    rails = fc.rails if fc else 1
-    planes = fc.planes if fc else 1
-    group = _port_groups(slot, nics, fc, owner_kind, memo)[0] if fc and fc.tiers else None
+    wire = _port_groups(slot, nics, fc, owner_kind, memo) if fc and fc.tiers else None
+    of_nic: Dict[int, List[PortPlace]] = {}
+    for p in (host_wiring(nics, fc) if wire is not None else ()):
+        of_nic.setdefault(p.nic, []).append(p)
 
     def ports_of(local: int) -> List[Port]:
-        if not nics or group is None:
+        if not nics or wire is None:
             return []
         k = local % len(nics)
         out = []
-        for j in range(_int(nics[k].field("ports"), 1)):
-            rail, plane = k % rails, j % planes
-            keys, switch = group(rail, plane)
-            out.append(Port(port_name(slot.path, nic_member, k, j), k, j, rail, plane,
-                            switch, keys))
+        for p in of_nic.get(k, ()):
+            keys, switch, _ = wire(p)
+            out.append(Port(port_name(slot.path, nic_member, k, p.port), k, p.port, p.rail,
+                            p.plane, switch, keys))
         return out
     return ports_of
 
 
-def _port_groups(slot: HostSlot, nics: List[Instance], fc: FabricCount,
-                 owner_kind: Optional[str], memo: Optional[Dict] = None,
-                 ports_total: Optional[int] = None):
-    """(`group(rail, plane)`, the tier groups and the first-tier switch of the host's ports on a
-    rail and plane; the host's first port's place among its first-tier group's down ports,
-    `position x ports per group`) for a fabric with tiers. `memo`: as _ports'; `ports_total`:
-    the NICs' ports, when the caller has counted them."""
+def host_wiring(nics: Sequence[Instance], fc: FabricCount) -> Tuple[PortPlace, ...]:
+    """Where a host's NIC ports land on the fabric's first tier (fabric_names.wiring)."""
     t0 = fc.tiers[0]
-    if ports_total is None:
-        ports_total = sum(_int(n.field("ports"), 1) for n in nics)
+    return wiring([_int(n.field("ports"), 1) for n in nics], fc.rails, fc.planes,
+                  "rail" in t0.per, "plane" in t0.per)
+
+
+def _port_groups(slot: HostSlot, nics: List[Instance], fc: FabricCount,
+                 owner_kind: Optional[str], memo: Optional[Dict] = None):
+    """`wire(port)`: (the tier groups a host's port (fabric_names.PortPlace) climbs to, its
+    first-tier switch, the switch's down port it takes) for a fabric with tiers. `memo`: as
+    _ports'."""
+    t0 = fc.tiers[0]
     scopes = [_scope(slot, t.scope, owner_kind) for t in fc.tiers]
     axes = [sc[:2] if sc and sc[0] else None for sc in scopes]
-    split = (fc.rails if "rail" in t0.per else 1) * (fc.planes if "plane" in t0.per else 1)
-    per_group = ports_total / split if split else ports_total
     position = scopes[0][2] if scopes[0] else slot.index
-    number = first_switch(position, per_group, t0.down_ports)
-
     groups = {} if memo is None else memo
     axes_key = tuple(axes)
+    down = t0.down_ports
 
-    def group(rail: int, plane: int) -> Tuple[Tuple[TierKey, ...], str]:
-        """The tier groups and the first-tier switch of the host's ports on a rail and plane."""
-        key = (axes_key, number, rail, plane)
+    def wire(port: PortPlace) -> Tuple[Tuple[TierKey, ...], str, int]:
+        number, at = place(position, port, down)
+        key = (axes_key, number, port.rail, port.plane)
         hit = groups.get(key)
         if hit is None:
-            keys = tuple(_key(fc.fabric, t.name, axis, rail if "rail" in t.per else None,
-                              plane if "plane" in t.per else None)
+            keys = tuple(_key(fc.fabric, t.name, axis, port.rail if "rail" in t.per else None,
+                              port.plane if "plane" in t.per else None)
                          for t, axis in zip(fc.tiers, axes))
             hit = groups[key] = (keys, keys[0].switch(number))
-        return hit
-    return group, int(position * per_group)
+        return hit[0], hit[1], at
+    return wire
 
 
 _KEYS: Dict[Tuple, TierKey] = {}
