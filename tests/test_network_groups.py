@@ -366,3 +366,39 @@ site S { racks = 1 x R, fabric = F }
     ends = [(s, p) for h in hosts for _, _, s, p in h.links]
     assert len(set(ends)) == 60
     assert sum(s == leaf(0) for s, _ in ends) == 49
+
+
+def test_hosts_of_different_nics_in_one_group_take_their_own_ports():
+    # 8 hosts A (8 NICs on 4 rails: 2 ports a rail) then 8 hosts B (4 NICs: 1 a rail) in one
+    # rack, 20-port leaves. Rail 0's group: A hosts take ports 0..15 (2 each), B host 8 + m
+    # takes port 16 + m: host 11 port 19 of leaf 0, host 12 port 20 = leaf 1 port 0, host 15
+    # leaf 1 port 3. 24 ports on rail 0: ceil(24 / 20) = 2 leaves. (Counted as position x 1,
+    # B host 12 would land on leaf 0's port 12, A host 6's.)
+    from astral_dsl.analyses import cabling
+    from astral_dsl.outputs.render import render
+
+    text = """
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 400 Gb/s }
+switch Sw { ports = 128, port_speed = 400 Gb/s, power = 750 W }
+host A { gpus = 8 x G, nics = 8 x N, power = 10 kW }
+host B { gpus = 4 x G, nics = 4 x N, power = 5 kW }
+rack R { hosts = [8 x A, 8 x B] }
+fabric F {
+  rails = 4
+  tier leaf { switch = Sw, scope = rack, per = [rail], down = 20 x 400 Gb/s, up = 20 x 400 Gb/s }
+  tier spine { switch = Sw, scope = rack, down = 40 x 400 Gb/s }
+}
+site S { racks = 1 x R, fabric = F }
+"""
+    ws = astral_dsl.compiles(text, name="mixed.astral")
+    hosts = list(cabling.host_links(ws.design, {}))
+    leaf = "S.fabric.rack[0].rail[0].leaf[{}]".format
+    rail0 = [[(s, p) for k, _, s, p in h.links if k % 4 == 0] for h in hosts]
+    assert hosts[12].host == "S.racks[0].hosts[12]"
+    assert (rail0[11], rail0[12], rail0[15]) == ([(leaf(0), 19)], [(leaf(1), 0)], [(leaf(1), 3)])
+    ends = [(s, p) for h in hosts for _, _, s, p in h.links]
+    assert len(ends) == len(set(ends)) == 8 * 8 + 8 * 4
+    checked = astral_dsl.check(ws)
+    g = render(checked.design, "rack", "S.racks[0].hosts[12]", checked=checked)
+    assert 'tooltip="host 0 NIC 0 port a -> leaf rail 0 #1"' in g.source

@@ -75,7 +75,7 @@ def _slots(owner, replica: str, fc, cache) -> Iterator[HostSlot]:
     """The hosts of a fabric's owner replica, numbered in the walk's order."""
     scope_kinds = sorted({k for t in fc.tiers for k in _SCOPE_KINDS.get(t.scope, (t.scope,))})
     counters: Dict[str, int] = {}
-    chain = [(None, 0, [0])]
+    chain = [(None, 0, [0], owner)]
     for index, slot in enumerate(_walk(owner, replica, replica, scope_kinds, counters, chain,
                                        cache, skip=True)):
         yield attrs.evolve(slot, index=index)
@@ -151,7 +151,7 @@ def _switches(slot: HostSlot, fc, owner_kind, cache, memo):
     _, nics, places = hit
     if not places:
         return []
-    wire = _port_groups(slot, nics, fc, owner_kind, memo)
+    wire = _port_groups(slot, fc, owner_kind, cache, memo)
     return [(p.nic, p.port) + wire(p)[1:] for p in places]
 
 

@@ -18,16 +18,19 @@ rack view, the cables and the failures): NIC k is on rail k mod R, port j on pla
 is split by them), which need not be the same for every group (3 NICs on 2 rails: 2 on rail 0, 1
 on rail 1); the hosts of the tier's scope fill the group's down ports in host order, each host
 its ports of the group in order: the port at `index` among them of the host at position i takes
-the group's down port number i x count + index, on switch floor(that / down_ports), port (that
+the group's down port number (the ports the hosts before it put there: i x count when they are
+alike, `ports_before` when they differ) + index, on switch floor(that / down_ports), port (that
 mod down_ports) of it (`place`). A lower switch's uplinks spread over every switch of the group
 above (ECMP): which one a flow takes is not known to the twin."""
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence, Tuple
+import bisect
+from typing import Callable, NamedTuple, Optional, Sequence, Tuple
 
 
 from astral_dsl import records
-from astral_dsl.model.values import fabric_path, port_label
+from astral_dsl.model.rollup import group_of
+from astral_dsl.model.values import Group, fabric_path, port_label
 
 LINK = " -- "
 
@@ -90,13 +93,87 @@ def busiest(places: Sequence[PortPlace]) -> int:
     return max((p.count for p in places), default=0)
 
 
-def place(position: int, port: PortPlace, down_ports: int) -> Tuple[int, int]:
+def place(position: int, port: PortPlace, down_ports: int,
+          before: Optional[int] = None) -> Tuple[int, int]:
     """(switch index in its group, its down port) of `port` of the host at `position` in the
-    first tier's scope."""
-    slot = position * port.count + port.index
+    first tier's scope; `before`: the ports the hosts before it put on the port's group, when
+    they differ from this host's (ports_before), else position x count."""
+    slot = (position * port.count if before is None else before) + port.index
     if down_ports <= 0:
         return 0, slot
     return divmod(slot, down_ports)
+
+
+Wire = Tuple[int, int, bool, bool]     # rails, planes, first tier split per rail, per plane
+
+
+def group_key(port: PortPlace, wire: Wire) -> Tuple[Optional[int], Optional[int]]:
+    return (port.rail if wire[2] else None, port.plane if wire[3] else None)
+
+
+def ports_before(scope, wire: Wire, cache) -> Optional[Callable[[int, PortPlace], int]]:
+    """`before(position, port)`: the ports the first `position` hosts of `scope` (the first
+    tier's scope instance, hosts in the design's order) put on `port`'s group; None when every
+    host of the scope puts the same count on each group (position x count, as `place` takes
+    it)."""
+    table = _prefix(scope, wire, cache)
+    if table is None:
+        return None
+    starts, sums, counts = table
+
+    def before(position: int, port: PortPlace) -> int:
+        i = bisect.bisect_right(starts, position) - 1
+        key = group_key(port, wire)
+        return sums[i].get(key, 0) + (position - starts[i]) * counts[i].get(key, 0)
+    return before
+
+
+def _prefix(scope, wire: Wire, cache):
+    """(hosts before each run of hosts, ports per group before it, ports per group of one host
+    of it) for a scope whose hosts differ in their ports per group; None when they do not."""
+    key = (id(scope), wire, "port prefix")
+    hit = cache.get(key)
+    if hit is not None:
+        return hit[1]
+    def counts(host) -> Tuple:
+        ck = (id(host), wire, "port counts")
+        got = cache.get(ck)
+        if got is None:
+            layout = [int(n.field("ports").si) if hasattr(n.field("ports"), "si") else 1
+                      for n in group_of(host, ("nic",), cache).items(1 << 12) or ()]
+            per: dict = {}
+            for p in wiring(layout, wire[0], wire[1], wire[2], wire[3]):
+                per[group_key(p, wire)] = p.count
+            got = cache[ck] = (host, tuple(sorted(per.items(), key=str)))
+        return got[1]
+
+    hosts = group_of(scope, ("host",), cache)
+    table = None
+    if len({counts(h) for _, h in hosts.flat()}) > 1:
+        runs: list = []
+
+        def expand(group) -> None:
+            for run in group.runs:
+                if len(runs) > 1 << 16:
+                    return
+                if isinstance(run.item, Group):
+                    for _ in range(run.count):
+                        expand(run.item)
+                else:
+                    runs.append((run.count, dict(counts(run.item))))
+        expand(hosts)
+        if len(runs) <= 1 << 16:
+            starts, sums, per_host, at, total = [], [], [], 0, {}
+            for n, per in runs:
+                starts.append(at)
+                sums.append(dict(total))
+                per_host.append(per)
+                at += n
+                for k, c in per.items():
+                    total[k] = total.get(k, 0) + n * c
+            table = (starts, sums, per_host)
+    cache[key] = (scope, table)          # the scope kept: its id stays unique
+    return table
 
 
 def hosts_on(switch: int, port: PortPlace, down_ports: int) -> Tuple[int, int]:
@@ -110,5 +187,5 @@ def hosts_on(switch: int, port: PortPlace, down_ports: int) -> Tuple[int, int]:
     return first(switch * down_ports), first((switch + 1) * down_ports)
 
 
-__all__ = ["LINK", "PortPlace", "TierKey", "busiest", "hosts_on", "link_name", "place",
-           "port_label", "port_name", "wiring"]
+__all__ = ["LINK", "PortPlace", "TierKey", "Wire", "busiest", "group_key", "hosts_on",
+           "link_name", "place", "port_label", "port_name", "ports_before", "wiring"]

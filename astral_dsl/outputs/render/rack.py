@@ -11,7 +11,7 @@ from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import count_of, group_of, power_of
 from astral_dsl.model.values import Group
 from astral_dsl.outputs.render.cluster import Fabric, fabrics_of
-from astral_dsl.analyses.fabric_names import TierKey, place, port_name, wiring
+from astral_dsl.analyses.fabric_names import TierKey, place, port_name, ports_before, wiring
 from astral_dsl.outputs.render.style import PLANE_EDGE, RED, RED_FILL, Canvas, Line, links, n, \
     plane_name, speed, watts
 from astral_dsl.outputs.render.tree import SCOPE_KINDS
@@ -89,6 +89,9 @@ def build(ctx, located) -> Canvas:
     per_rail, per_plane = fabric.split(0) if fabric else (False, False)
     rails = fabric.rails if fabric and per_rail else 1
     planes = fabric.planes if fabric and per_plane else 1
+    # hosts of the scope that put different counts on a group: the ports of those before
+    prior = ports_before(scope, (rails, planes, per_rail, per_plane), cache) \
+        if scope is not None and fabric is not None else None
     switches: Dict[Tuple, str] = {}
     names: Dict[Tuple, str] = {}           # switch key -> stable name (fabric_names.py)
     host_ids: List[str] = []
@@ -113,7 +116,9 @@ def build(ctx, located) -> Canvas:
                 for j, cell in enumerate(ports):
                     rail = k % rails if per_rail else None
                     plane = j % planes if per_plane else None
-                    number = place(index, places[k, j], t0.down_ports)[0] if t0 else 0
+                    number = place(index, places[k, j], t0.down_ports,
+                                   prior(index, places[k, j]) if prior else None)[0] \
+                        if t0 else 0
                     wanted.append((f"{gid}:{cell}", (rail, plane, number), k, j,
                                    port_name(host_paths[h], _member(host, "nic"), k, j)))
             real = ctx.device_name(host_paths[h])
