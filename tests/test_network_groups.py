@@ -402,3 +402,13 @@ site S { racks = 1 x R, fabric = F }
     checked = astral_dsl.check(ws)
     g = render(checked.design, "rack", "S.racks[0].hosts[12]", checked=checked)
     assert 'tooltip="host 0 NIC 0 port a -> leaf rail 0 #1"' in g.source
+
+
+def test_seer_counts_the_hosts_under_a_leaf_of_the_busiest_rail(uneven):
+    # Rail 0's leaf takes 2 ports a host: 50 // 2 = 25 hosts under one leaf (the average, 6 / 4
+    # = 1.5 ports, would put 33 there and keep a 32-host group under one switch).
+    from astral_dsl.seer.cluster import cluster_of
+
+    job = uneven.design.jobs[0]
+    cluster = cluster_of(uneven.design, job)
+    assert [(t.name, t.reach_hosts) for t in cluster.net.tiers] == [("leaf", 25), ("spine", 32)]
