@@ -343,6 +343,7 @@ def test_uneven_rails_rank_map_and_rack_view(uneven):
     g = render(checked.design, "rack", "S.racks[0].hosts[25]", checked=checked)
     edges = dict(re.findall(r'tooltip="host 0 NIC (\d) port a -> leaf rail \d #(\d+)"', g.source))
     assert edges == {"0": "1", "1": "1", "2": "0", "3": "0", "4": "1", "5": "1"}
+    assert "2 per rail in" in g.source          # the leaf is split by rail only, not plane
 
 
 def test_a_hosts_ports_of_one_rail_may_straddle_two_leaves():

@@ -139,7 +139,7 @@ def build(ctx, located) -> Canvas:
         scope_text = located.chain()[scope_at].path if scope is not None else fabric.fc.owner
         shown = _scope_text(located, scope_at)
         with canvas.cluster("tier", [f"tier {t0.name} of {fabric.inst.template}",
-                                     Line(f"{n(t0.per_group)} per rail and plane in {shown}",
+                                     Line(f"{n(t0.per_group)} per {_group_axes(t0)} in {shown}",
                                           small=True)],
                             theme="rail", parts=[fabric.tier_insts[0]],
                             tooltip=f"tier {t0.name} of {fabric.fc.fabric} ({scope_text})"):
@@ -264,3 +264,9 @@ def _host_rows(ctx, host: Instance, path: str, rails: int, planes: int, hl=None)
 
 def _int(q, default: int) -> int:
     return int(q.si) if hasattr(q, "si") else default
+
+
+def _group_axes(t) -> str:
+    """What one group of a tier is split by: `rail and plane`, `rail`, `plane` or `group`."""
+    axes = [a for a in ("rail", "plane") if a in t.per]
+    return " and ".join(axes) or "group"
