@@ -264,20 +264,27 @@ site S { racks = 1 x R, fabric = F }
 """).diagnostics if d.code == "W611"]
 
 
+def _rails(rails: int, leaf_down: int, spine: str, site: str) -> str:
+    """A leaf tier per rack and rail (as many uplinks as downlinks) under a spine tier."""
+    return f"""
+fabric F {{
+  rails = {rails}
+  tier leaf {{ switch = Sw, scope = rack, per = [rail], down = {leaf_down} x 400 Gb/s,
+              up = {leaf_down} x 400 Gb/s }}
+  tier spine {{ switch = Sw, {spine} }}
+}}
+site S {{ {site}, fabric = F }}
+"""
+
+
 # ---- one wiring for every output when the NICs split unevenly over the rails -------------------
 # 6 single-port NICs on 4 rails (W610): NICs 0 and 4 on rail 0, 1 and 5 on rail 1, 2 on rail 2,
 # 3 on rail 3; 32 hosts in one rack, 50-port leaves. Rail 0's group takes host i's NIC 0 at
 # down port 2i and NIC 4 at 2i + 1 (fabric_names.place): hosts 0..24 fill leaf 0's 50 ports
 # (2 x 25), hosts 25..31 take leaf 1's ports 0..13; rails 2 and 3 take one port a host, 32 on
 # leaf 0 (their leaf 1 is bought for rail 0, wired to no host).
-UNEVEN = _parts("ports = 128", nics=6, hosts="32 x H",
-                head="import stdlib.models { Llama3_8B }") + """
-fabric F {
-  rails = 4
-  tier leaf { switch = Sw, scope = rack, per = [rail], down = 50 x 400 Gb/s, up = 50 x 400 Gb/s }
-  tier spine { switch = Sw, scope = rack, down = 64 x 400 Gb/s }
-}
-site S { racks = 1 x R, fabric = F }
+UNEVEN = _parts("ports = 128", nics=6, hosts="32 x H", head="import stdlib.models { Llama3_8B }") \
+    + _rails(4, 50, "scope = rack, down = 64 x 400 Gb/s", "racks = 1 x R") + """
 scenario leaf1 { fail S.fabric.rack[0].rail[0].leaf[1] }
 scenario leaf0_rail2 { fail S.fabric.rack[0].rail[2].leaf[0] }
 job j {
@@ -413,3 +420,29 @@ def test_seer_counts_the_hosts_under_a_leaf_of_the_busiest_rail(uneven):
     job = uneven.design.jobs[0]
     cluster = cluster_of(uneven.design, job)
     assert [(t.name, t.reach_hosts) for t in cluster.net.tiers] == [("leaf", 25), ("spine", 32)]
+
+
+def test_failures_of_a_group_of_hosts_with_different_nics():
+    # Each rack: 8 hosts A (8 NICs on 4 rails: NICs 0 and 4 on rail 0) then 8 hosts B (4 NICs:
+    # NIC 0 on rail 0), 20-port leaves. Rail 0's group: A hosts take ports 0..15, B host 8 + m
+    # port 16 + m. Rack 1's rail-0 leaf 1 (ports 20..23): B hosts 12..15's NIC 0 = 4 GPUs
+    # (GPU i on NIC i). Its leaf 0: A hosts' NICs 0 and 4 (8 x 2 GPUs) and B hosts 8..11's
+    # NIC 0 (4): 20 GPUs. B host 12's port a is wired to leaf 1 (1 GPU), not to leaf 0 (E219).
+    text = _parts("ports = 128", nics=8, hosts="[8 x H, 8 x B]").replace(
+        "rack R", "host B { gpus = 4 x G, nics = 4 x N, power = 5 kW }\nrack R") \
+        + _rails(4, 20, "scope = site, down = 80 x 400 Gb/s", "racks = 2 x R") + """
+scenario leaf1 { fail S.fabric.rack[1].rail[0].leaf[1] }
+scenario leaf0 { fail S.fabric.rack[1].rail[0].leaf[0] }
+scenario wired { fail S.racks[1].hosts[12].nics[0].port[a] -- S.fabric.rack[1].rail[0].leaf[1] }
+scenario not_wired {
+  fail S.racks[1].hosts[12].nics[0].port[a] -- S.fabric.rack[1].rail[0].leaf[0]
+}
+"""
+    ws = astral_dsl.compiles(text, name="mixed_failures.astral")
+    assert ws.design.valid, [(d.code, d.message) for d in ws.design.diagnostics]
+    checked = astral_dsl.check(ws, ["leaf1", "leaf0", "wired", "not_wired"])
+    said = {o.name: [t for d in o.result.diagnostics for t in (d.message, *d.notes)]
+            for o in checked.scenarios}
+    for name, gpus in (("leaf1", "4 GPUs"), ("leaf0", "20 GPUs"), ("wired", "1 GPU loses")):
+        assert any(t.startswith(gpus) and "cut off" in t for t in said[name]), said[name]
+    assert any("is not wired to" in t for t in said["not_wired"]), said["not_wired"]

@@ -116,40 +116,56 @@ def ports_before(scope, wire: Wire, cache) -> Optional[Callable[[int, PortPlace]
     tier's scope instance, hosts in the design's order) put on `port`'s group; None when every
     host of the scope puts the same count on each group (position x count, as `place` takes
     it)."""
-    table = _prefix(scope, wire, cache)
-    if table is None:
+    runs = host_runs(scope, wire, cache)
+    if runs is None:
         return None
-    starts, sums, counts = table
 
     def before(position: int, port: PortPlace) -> int:
-        i = bisect.bisect_right(starts, position) - 1
-        key = group_key(port, wire)
-        return sums[i].get(key, 0) + (position - starts[i]) * counts[i].get(key, 0)
+        return runs.before(position, group_key(port, wire))
     return before
 
 
-def _prefix(scope, wire: Wire, cache):
-    """(hosts before each run of hosts, ports per group before it, ports per group of one host
-    of it) for a scope whose hosts differ in their ports per group; None when they do not."""
-    key = (id(scope), wire, "port prefix")
+@records.frozen
+class Runs:
+    """The hosts of a scope in runs of alike hosts: where each run starts, its hosts, the ports
+    per group before it and of one of its hosts, and where its hosts' ports land (wiring)."""
+    starts: Tuple[int, ...]
+    sizes: Tuple[int, ...]
+    sums: Tuple[dict, ...]
+    counts: Tuple[dict, ...]
+    places: Tuple[Tuple[PortPlace, ...], ...]
+
+    def at(self, position: int) -> int:
+        """The run holding the host at `position`."""
+        return max(0, bisect.bisect_right(self.starts, position) - 1)
+
+    def before(self, position: int, key) -> int:
+        i = self.at(position)
+        return self.sums[i].get(key, 0) + (position - self.starts[i]) * self.counts[i].get(key, 0)
+
+
+def host_runs(scope, wire: Wire, cache) -> Optional[Runs]:
+    """The runs of `scope`'s hosts when they differ in their ports per group; None when they do
+    not (or when they come in more than 65,536 runs: position x count is then taken)."""
+    key = (id(scope), wire, "port runs")
     hit = cache.get(key)
     if hit is not None:
         return hit[1]
-    def counts(host) -> Tuple:
-        ck = (id(host), wire, "port counts")
+
+    def layout(host) -> Tuple[Tuple, Tuple[PortPlace, ...]]:
+        ck = (id(host), wire, "port layout")
         got = cache.get(ck)
         if got is None:
-            layout = [int(n.field("ports").si) if hasattr(n.field("ports"), "si") else 1
-                      for n in group_of(host, ("nic",), cache).items(1 << 12) or ()]
-            per: dict = {}
-            for p in wiring(layout, wire[0], wire[1], wire[2], wire[3]):
-                per[group_key(p, wire)] = p.count
-            got = cache[ck] = (host, tuple(sorted(per.items(), key=str)))
+            places = wiring([int(n.field("ports").si) if hasattr(n.field("ports"), "si") else 1
+                             for n in group_of(host, ("nic",), cache).items(1 << 12) or ()],
+                            wire[0], wire[1], wire[2], wire[3])
+            per = {group_key(p, wire): p.count for p in places}
+            got = cache[ck] = (host, (tuple(sorted(per.items(), key=str)), places))
         return got[1]
 
     hosts = group_of(scope, ("host",), cache)
     table = None
-    if len({counts(h) for _, h in hosts.flat()}) > 1:
+    if len({layout(h)[0] for _, h in hosts.flat()}) > 1:
         runs: list = []
 
         def expand(group) -> None:
@@ -160,32 +176,35 @@ def _prefix(scope, wire: Wire, cache):
                     for _ in range(run.count):
                         expand(run.item)
                 else:
-                    runs.append((run.count, dict(counts(run.item))))
+                    runs.append((run.count,) + layout(run.item))
         expand(hosts)
         if len(runs) <= 1 << 16:
-            starts, sums, per_host, at, total = [], [], [], 0, {}
-            for n, per in runs:
+            starts, sums, at, total = [], [], 0, {}
+            for n, per, _ in runs:
                 starts.append(at)
                 sums.append(dict(total))
-                per_host.append(per)
                 at += n
-                for k, c in per.items():
+                for k, c in per:
                     total[k] = total.get(k, 0) + n * c
-            table = (starts, sums, per_host)
+            table = Runs(tuple(starts), tuple(r[0] for r in runs), tuple(sums),
+                         tuple(dict(r[1]) for r in runs), tuple(r[2] for r in runs))
     cache[key] = (scope, table)          # the scope kept: its id stays unique
     return table
 
 
-def hosts_on(switch: int, port: PortPlace, down_ports: int) -> Tuple[int, int]:
+def hosts_on(switch: int, port: PortPlace, down_ports: int,
+             offset: Optional[int] = None) -> Tuple[int, int]:
     """The positions [a, b) of the hosts whose `port` lands on first-tier switch `switch` (the
-    inverse of `place`: s x down <= i x count + index < (s + 1) x down)."""
+    inverse of `place`: s x down <= i x count + offset < (s + 1) x down; `offset`: the port's
+    index, less what a run of hosts differs by from position x count, `Runs`)."""
     if down_ports <= 0 or port.count <= 0:
         return 0, 0
+    offset = port.index if offset is None else offset
 
     def first(limit: int) -> int:
-        return max(0, -(-(limit - port.index) // port.count))
+        return max(0, -(-(limit - offset) // port.count))
     return first(switch * down_ports), first((switch + 1) * down_ports)
 
 
-__all__ = ["LINK", "PortPlace", "TierKey", "Wire", "busiest", "group_key", "hosts_on",
-           "link_name", "place", "port_label", "port_name", "ports_before", "wiring"]
+__all__ = ["LINK", "PortPlace", "Runs", "TierKey", "Wire", "busiest", "group_key", "host_runs",
+           "hosts_on", "link_name", "place", "port_label", "port_name", "ports_before", "wiring"]

@@ -18,7 +18,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import attrs
 
-from astral_dsl.analyses.fabric_names import TierKey, hosts_on, wiring
+from astral_dsl.analyses.fabric_names import TierKey, group_key, host_runs, hosts_on, wiring
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, merge, \
     path_steps, route_below
 from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
@@ -92,10 +92,13 @@ class _Builder:
         self.planes_used = min(fc.planes, self.ports_per_nic)
         self.tiers: Tuple[TierCount, ...] = fc.tiers
         # where the NIC ports land (fabric_names.wiring), for the hosts with the most NICs
+        # (the owner's hosts in runs of alike hosts when they differ: fabric_names.host_runs)
         layout = max(self.hosts.layouts, key=len, default=())
         t0 = fc.tiers[0] if fc.tiers else None
-        self.places = wiring(layout, fc.rails, fc.planes, t0 is not None and "rail" in t0.per,
-                             t0 is not None and "plane" in t0.per)
+        self.wire = (fc.rails, fc.planes, t0 is not None and "rail" in t0.per,
+                     t0 is not None and "plane" in t0.per)
+        self.places = wiring(layout, *self.wire)
+        self.runs = host_runs(owner, self.wire, cache)
         self.ports: Dict[Tuple[int, int], List[Piece]] = {}
         self.uplinks: Dict[Tuple[int, Optional[int], Optional[int]], List[Piece]] = {}
         self.failed: Dict[str, float] = {}
@@ -183,11 +186,37 @@ class _Builder:
         port at `index` of the `count` a host puts on its group, of the host at position i, is
         the group's down port i x count + index)."""
         down = self.tiers[0].down_ports
+        runs = self.runs
+        if runs is None:                # the owner's hosts are alike: one layout
+            return self._on_switch(area, index, rails, planes, self.places, area[0], area, None)
         out = []
-        for p in self.places:
+        i = runs.at(area[0])
+        while i < len(runs.starts) and runs.starts[i] < area[1]:
+            start = runs.starts[i]
+            span = (max(area[0], start), min(area[1], start + runs.sizes[i]))
+            # host h of the run: the group's port (ports before the run in the area) + (h -
+            # start) x count + index = h x count + offset, positions counted from the area
+            offsets = {}
+            for p in runs.places[i]:
+                key = group_key(p, self.wire)
+                if key not in offsets:
+                    offsets[key] = runs.sums[i].get(key, 0) - runs.before(area[0], key) \
+                        - (start - area[0]) * p.count
+            out += self._on_switch(area, index, rails, planes, runs.places[i], area[0], span,
+                                   offsets)
+            i += 1
+        return out
+
+    def _on_switch(self, area: Interval, index: int, rails, planes, places, base: int,
+                   span: Interval, offsets) -> List[Tuple[Interval, int, int]]:
+        """tor_ports for hosts in `span` of one layout (`places`), numbered from `base`."""
+        down = self.tiers[0].down_ports
+        out = []
+        for p in places:
             if (None in rails or p.rail in rails) and (None in planes or p.plane in planes):
-                a, b = hosts_on(index, p, down) if down else (0, area[1] - area[0])
-                iv = (min(area[0] + a, area[1]), min(area[0] + b, area[1]))
+                off = None if offsets is None else offsets[group_key(p, self.wire)] + p.index
+                a, b = hosts_on(index, p, down, off) if down else (0, area[1] - area[0])
+                iv = (max(span[0], min(base + a, span[1])), min(base + b, span[1]))
                 if iv[1] > iv[0]:
                     out.append((iv, p.nic, p.port))
         return out
@@ -433,9 +462,10 @@ class _Builder:
                                f"switch of the first tier `{self.tiers[0].name}`")
         self.one_switch(sw, 0)
         hosts, nics, ports = self.nic_target(attrs.evolve(f, target=port))
-        want = {(k, j): iv for iv, k, j in self.tor_ports(self.area_of(sw), sw.switch,
-                                                          [sw.rail], [sw.plane])}
-        wired = all((k, j) in want and want[k, j][0] <= a and b <= want[k, j][1]
+        want: Dict[Tuple[int, int], List[Interval]] = {}
+        for iv, k, j in self.tor_ports(self.area_of(sw), sw.switch, [sw.rail], [sw.plane]):
+            want.setdefault((k, j), []).append(iv)
+        wired = all(any(x <= a and b <= y for x, y in merge(want.get((k, j), ())))
                     for k in nics for j in ports for a, b in hosts)
         if not wired:
             raise _Bad("E219", f"`{f.written}`: `{port.display}` is not wired to `{sw.display}`",
