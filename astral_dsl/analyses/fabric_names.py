@@ -25,7 +25,7 @@ above (ECMP): which one a flow takes is not known to the twin."""
 from __future__ import annotations
 
 import bisect
-from typing import Callable, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 
 from astral_dsl import records
@@ -206,5 +206,46 @@ def hosts_on(switch: int, port: PortPlace, down_ports: int,
     return first(switch * down_ports), first((switch + 1) * down_ports)
 
 
+def ports_on(area: Tuple[int, int], switch: int, down: int, rails, planes,
+             places: Sequence[PortPlace], runs: Optional[Runs],
+             wire: Wire) -> List[Tuple[Tuple[int, int], int, int]]:
+    """(hosts [a, b), NIC, port) of the ports on `rails` and `planes` (None: any) that land on
+    first-tier switch `switch` of the group whose scope instance holds hosts `area` (positions
+    in the fabric's owner): `places` for alike hosts, else per run of `runs` (its hosts' port
+    h of the run lands at the group's port h x count + offset, positions from the area's)."""
+    if runs is None:
+        return _on_switch(area, switch, down, rails, planes, places, area, None, wire)
+    out = []
+    i = runs.at(area[0])
+    while i < len(runs.starts) and runs.starts[i] < area[1]:
+        start = runs.starts[i]
+        span = (max(area[0], start), min(area[1], start + runs.sizes[i]))
+        offsets = {}
+        for p in runs.places[i]:
+            key = group_key(p, wire)
+            if key not in offsets:       # the ports before the run in the area, less (h - a) x c
+                offsets[key] = runs.sums[i].get(key, 0) - runs.before(area[0], key) \
+                    - (start - area[0]) * p.count
+        out += _on_switch(area, switch, down, rails, planes, runs.places[i], span, offsets,
+                          wire)
+        i += 1
+    return out
+
+
+def _on_switch(area, switch: int, down: int, rails, planes, places, span, offsets,
+               wire: Wire) -> List[Tuple[Tuple[int, int], int, int]]:
+    """ports_on for the hosts in `span` of one layout (`places`)."""
+    out = []
+    for p in places:
+        if (None in rails or p.rail in rails) and (None in planes or p.plane in planes):
+            off = None if offsets is None else offsets[group_key(p, wire)] + p.index
+            a, b = hosts_on(switch, p, down, off) if down else (0, area[1] - area[0])
+            iv = (max(span[0], min(area[0] + a, span[1])), min(area[0] + b, span[1]))
+            if iv[1] > iv[0]:
+                out.append((iv, p.nic, p.port))
+    return out
+
+
 __all__ = ["LINK", "PortPlace", "Runs", "TierKey", "Wire", "busiest", "group_key", "host_runs",
-           "hosts_on", "link_name", "place", "port_label", "port_name", "ports_before", "wiring"]
+           "hosts_on", "link_name", "place", "port_label", "port_name", "ports_before",
+           "ports_on", "wiring"]

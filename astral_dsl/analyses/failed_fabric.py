@@ -18,7 +18,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import attrs
 
-from astral_dsl.analyses.fabric_names import TierKey, group_key, host_runs, hosts_on, wiring
+from astral_dsl.analyses.fabric_names import TierKey, host_runs, ports_on, wiring
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, merge, \
     path_steps, route_below
 from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
@@ -182,44 +182,9 @@ class _Builder:
     def tor_ports(self, area: Interval, index: int, rails: Sequence[Optional[int]],
                   planes: Sequence[Optional[int]]) -> List[Tuple[Interval, int, int]]:
         """(hosts, NIC, port) of the ports on `rails` and `planes` that land on first-tier
-        switch `index` of the group whose scope instance is `area` (fabric_names.hosts_on: the
-        port at `index` of the `count` a host puts on its group, of the host at position i, is
-        the group's down port i x count + index)."""
-        down = self.tiers[0].down_ports
-        runs = self.runs
-        if runs is None:                # the owner's hosts are alike: one layout
-            return self._on_switch(area, index, rails, planes, self.places, area[0], area, None)
-        out = []
-        i = runs.at(area[0])
-        while i < len(runs.starts) and runs.starts[i] < area[1]:
-            start = runs.starts[i]
-            span = (max(area[0], start), min(area[1], start + runs.sizes[i]))
-            # host h of the run: the group's port (ports before the run in the area) + (h -
-            # start) x count + index = h x count + offset, positions counted from the area
-            offsets = {}
-            for p in runs.places[i]:
-                key = group_key(p, self.wire)
-                if key not in offsets:
-                    offsets[key] = runs.sums[i].get(key, 0) - runs.before(area[0], key) \
-                        - (start - area[0]) * p.count
-            out += self._on_switch(area, index, rails, planes, runs.places[i], area[0], span,
-                                   offsets)
-            i += 1
-        return out
-
-    def _on_switch(self, area: Interval, index: int, rails, planes, places, base: int,
-                   span: Interval, offsets) -> List[Tuple[Interval, int, int]]:
-        """tor_ports for hosts in `span` of one layout (`places`), numbered from `base`."""
-        down = self.tiers[0].down_ports
-        out = []
-        for p in places:
-            if (None in rails or p.rail in rails) and (None in planes or p.plane in planes):
-                off = None if offsets is None else offsets[group_key(p, self.wire)] + p.index
-                a, b = hosts_on(index, p, down, off) if down else (0, area[1] - area[0])
-                iv = (max(span[0], min(base + a, span[1])), min(base + b, span[1]))
-                if iv[1] > iv[0]:
-                    out.append((iv, p.nic, p.port))
-        return out
+        switch `index` of the group whose scope instance is `area` (fabric_names.ports_on)."""
+        return ports_on(area, index, self.tiers[0].down_ports, rails, planes, self.places,
+                        self.runs, self.wire)
 
     def tor_hosts(self, area: Interval, index: int, rail: Optional[int],
                   plane: Optional[int]) -> List[Interval]:
