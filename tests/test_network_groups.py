@@ -6,6 +6,8 @@ astral_dsl/analyses/network.py (NIC k on rail k mod R; a tier's groups hold whol
 the tier below; switches per group = ceil(links of the group / downlinks), then even uplinks)."""
 from __future__ import annotations
 
+import pytest
+
 import astral_dsl
 
 
@@ -260,3 +262,187 @@ fabric F {
 }
 site S { racks = 1 x R, fabric = F }
 """).diagnostics if d.code == "W611"]
+
+
+def _rails(rails: int, leaf_down: int, spine: str, site: str) -> str:
+    """A leaf tier per rack and rail (as many uplinks as downlinks) under a spine tier."""
+    return f"""
+fabric F {{
+  rails = {rails}
+  tier leaf {{ switch = Sw, scope = rack, per = [rail], down = {leaf_down} x 400 Gb/s,
+              up = {leaf_down} x 400 Gb/s }}
+  tier spine {{ switch = Sw, {spine} }}
+}}
+site S {{ {site}, fabric = F }}
+"""
+
+
+# ---- one wiring for every output when the NICs split unevenly over the rails -------------------
+# 6 single-port NICs on 4 rails (W610): NICs 0 and 4 on rail 0, 1 and 5 on rail 1, 2 on rail 2,
+# 3 on rail 3; 32 hosts in one rack, 50-port leaves. Rail 0's group takes host i's NIC 0 at
+# down port 2i and NIC 4 at 2i + 1 (fabric_names.place): hosts 0..24 fill leaf 0's 50 ports
+# (2 x 25), hosts 25..31 take leaf 1's ports 0..13; rails 2 and 3 take one port a host, 32 on
+# leaf 0 (their leaf 1 is bought for rail 0, wired to no host).
+UNEVEN = _parts("ports = 128", nics=6, hosts="32 x H", head="import stdlib.models { Llama3_8B }") \
+    + _rails(4, 50, "scope = rack, down = 64 x 400 Gb/s", "racks = 1 x R") + """
+scenario leaf1 { fail S.fabric.rack[0].rail[0].leaf[1] }
+scenario leaf0_rail2 { fail S.fabric.rack[0].rail[2].leaf[0] }
+job j {
+  model = Llama3_8B, placement = S, gpus = 192
+  parallel { tp = 2, dp = 96 }
+  batch { global_batch = 192, micro = 1, seq = 4096 }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def uneven():
+    ws = astral_dsl.compiles(UNEVEN, name="uneven.astral")
+    assert ws.design.valid
+    return ws
+
+
+def test_uneven_rails_cables_follow_the_sizing(uneven):
+    from astral_dsl.analyses import cabling
+
+    hosts = list(cabling.host_links(uneven.design, {}))
+    per_switch, taken = {}, set()
+    for h in hosts:
+        for _, _, switch, port in h.links:
+            per_switch[switch] = per_switch.get(switch, 0) + 1
+            assert (switch, port) not in taken          # no down port cabled twice
+            assert 0 <= port < 50
+            taken.add((switch, port))
+    leaf = "S.fabric.rack[0].rail[{}].leaf[{}]".format
+    assert per_switch == {leaf(0, 0): 50, leaf(0, 1): 14, leaf(1, 0): 50, leaf(1, 1): 14,
+                          leaf(2, 0): 32, leaf(3, 0): 32}
+    # host 25: NIC 0 at rail 0's port 50 = leaf 1 port 0, NIC 4 at 51 = leaf 1 port 1; NIC 2
+    # at rail 2's port 25 = leaf 0 port 25
+    assert hosts[25].links == ((0, 0, leaf(0, 1), 0), (1, 0, leaf(1, 1), 0),
+                               (2, 0, leaf(2, 0), 25), (3, 0, leaf(3, 0), 25),
+                               (4, 0, leaf(0, 1), 1), (5, 0, leaf(1, 1), 1))
+
+
+def test_uneven_rails_failures_darken_the_hosts_wired_there(uneven):
+    # rail 0's leaf 1 holds NICs 0 and 4 of hosts 25..31: 7 hosts x 2 GPUs (GPU i uses NIC
+    # i mod 6) = 14 GPUs cut off. Rail 2's leaf 0 holds NIC 2 of all 32 hosts: 32 GPUs.
+    for scenario, gpus in (("leaf1", 14), ("leaf0_rail2", 32)):
+        checked = astral_dsl.check(uneven, [scenario])
+        said = [t for d in checked.diagnostics for t in (d.message, *d.notes) if "E616" in t
+                or d.code == "E616"]
+        assert len(said) == 1 and f"{gpus} GPUs lose every NIC port" in said[0], said
+
+
+def test_uneven_rails_rank_map_and_rack_view(uneven):
+    import re
+
+    from astral_dsl.diagnose import rank_map
+    from astral_dsl.outputs.render import render
+
+    # ranks fill the hosts' 6 GPUs in order: host 25 holds ranks 150..155, GPU i on NIC i
+    rm = rank_map(uneven.design)
+    switches = [(rm.ranks[r].host, [p.switch for p in rm.ranks[r].ports]) for r in (150, 152, 154)]
+    leaf = "S.fabric.rack[0].rail[{}].leaf[{}]".format
+    assert switches == [("S.racks[0].hosts[25]", [leaf(0, 1)]),
+                        ("S.racks[0].hosts[25]", [leaf(2, 0)]),
+                        ("S.racks[0].hosts[25]", [leaf(0, 1)])]
+    checked = astral_dsl.check(uneven)
+    g = render(checked.design, "rack", "S.racks[0].hosts[25]", checked=checked)
+    edges = dict(re.findall(r'tooltip="host 0 NIC (\d) port a -> leaf rail \d #(\d+)"', g.source))
+    assert edges == {"0": "1", "1": "1", "2": "0", "3": "0", "4": "1", "5": "1"}
+    assert "2 per rail in" in g.source          # the leaf is split by rail only, not plane
+
+
+def test_a_hosts_ports_of_one_rail_may_straddle_two_leaves():
+    # 2 single-port NICs on 1 rail: 2 ports a host on the rail's group, 49-port leaves (an odd
+    # count). 30 hosts = 60 ports: ceil(60 / 49) = 2 leaves. Host 24's ports are the group's
+    # down ports 48 and 49: leaf 0 port 48 and leaf 1 port 0 (not leaf 0's port 49 mod 49 = 0,
+    # host 0's); leaf 0 holds 49 ports, leaf 1 the other 11.
+    from astral_dsl.analyses import cabling
+
+    ws = astral_dsl.compiles(_parts("ports = 128", nics=2, hosts="30 x H") + """
+fabric F {
+  rails = 1
+  tier leaf { switch = Sw, scope = rack, down = 49 x 400 Gb/s, up = 49 x 400 Gb/s }
+  tier spine { switch = Sw, scope = rack, down = 98 x 400 Gb/s }
+}
+site S { racks = 1 x R, fabric = F }
+""", name="straddle.astral")
+    hosts = list(cabling.host_links(ws.design, {}))
+    leaf = "S.fabric.rack[0].leaf[{}]".format
+    assert hosts[24].links == ((0, 0, leaf(0), 48), (1, 0, leaf(1), 0))
+    ends = [(s, p) for h in hosts for _, _, s, p in h.links]
+    assert len(set(ends)) == 60
+    assert sum(s == leaf(0) for s, _ in ends) == 49
+
+
+def test_hosts_of_different_nics_in_one_group_take_their_own_ports():
+    # 8 hosts A (8 NICs on 4 rails: 2 ports a rail) then 8 hosts B (4 NICs: 1 a rail) in one
+    # rack, 20-port leaves. Rail 0's group: A hosts take ports 0..15 (2 each), B host 8 + m
+    # takes port 16 + m: host 11 port 19 of leaf 0, host 12 port 20 = leaf 1 port 0, host 15
+    # leaf 1 port 3. 24 ports on rail 0: ceil(24 / 20) = 2 leaves. (Counted as position x 1,
+    # B host 12 would land on leaf 0's port 12, A host 6's.)
+    from astral_dsl.analyses import cabling
+    from astral_dsl.outputs.render import render
+
+    text = """
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 400 Gb/s }
+switch Sw { ports = 128, port_speed = 400 Gb/s, power = 750 W }
+host A { gpus = 8 x G, nics = 8 x N, power = 10 kW }
+host B { gpus = 4 x G, nics = 4 x N, power = 5 kW }
+rack R { hosts = [8 x A, 8 x B] }
+fabric F {
+  rails = 4
+  tier leaf { switch = Sw, scope = rack, per = [rail], down = 20 x 400 Gb/s, up = 20 x 400 Gb/s }
+  tier spine { switch = Sw, scope = rack, down = 40 x 400 Gb/s }
+}
+site S { racks = 1 x R, fabric = F }
+"""
+    ws = astral_dsl.compiles(text, name="mixed.astral")
+    hosts = list(cabling.host_links(ws.design, {}))
+    leaf = "S.fabric.rack[0].rail[0].leaf[{}]".format
+    rail0 = [[(s, p) for k, _, s, p in h.links if k % 4 == 0] for h in hosts]
+    assert hosts[12].host == "S.racks[0].hosts[12]"
+    assert (rail0[11], rail0[12], rail0[15]) == ([(leaf(0), 19)], [(leaf(1), 0)], [(leaf(1), 3)])
+    ends = [(s, p) for h in hosts for _, _, s, p in h.links]
+    assert len(ends) == len(set(ends)) == 8 * 8 + 8 * 4
+    checked = astral_dsl.check(ws)
+    g = render(checked.design, "rack", "S.racks[0].hosts[12]", checked=checked)
+    assert 'tooltip="host 0 NIC 0 port a -> leaf rail 0 #1"' in g.source
+
+
+def test_seer_counts_the_hosts_under_a_leaf_of_the_busiest_rail(uneven):
+    # Rail 0's leaf takes 2 ports a host: 50 // 2 = 25 hosts under one leaf (the average, 6 / 4
+    # = 1.5 ports, would put 33 there and keep a 32-host group under one switch).
+    from astral_dsl.seer.cluster import cluster_of
+
+    job = uneven.design.jobs[0]
+    cluster = cluster_of(uneven.design, job)
+    assert [(t.name, t.reach_hosts) for t in cluster.net.tiers] == [("leaf", 25), ("spine", 32)]
+
+
+def test_failures_of_a_group_of_hosts_with_different_nics():
+    # Each rack: 8 hosts A (8 NICs on 4 rails: NICs 0 and 4 on rail 0) then 8 hosts B (4 NICs:
+    # NIC 0 on rail 0), 20-port leaves. Rail 0's group: A hosts take ports 0..15, B host 8 + m
+    # port 16 + m. Rack 1's rail-0 leaf 1 (ports 20..23): B hosts 12..15's NIC 0 = 4 GPUs
+    # (GPU i on NIC i). Its leaf 0: A hosts' NICs 0 and 4 (8 x 2 GPUs) and B hosts 8..11's
+    # NIC 0 (4): 20 GPUs. B host 12's port a is wired to leaf 1 (1 GPU), not to leaf 0 (E219).
+    text = _parts("ports = 128", nics=8, hosts="[8 x H, 8 x B]").replace(
+        "rack R", "host B { gpus = 4 x G, nics = 4 x N, power = 5 kW }\nrack R") \
+        + _rails(4, 20, "scope = site, down = 80 x 400 Gb/s", "racks = 2 x R") + """
+scenario leaf1 { fail S.fabric.rack[1].rail[0].leaf[1] }
+scenario leaf0 { fail S.fabric.rack[1].rail[0].leaf[0] }
+scenario wired { fail S.racks[1].hosts[12].nics[0].port[a] -- S.fabric.rack[1].rail[0].leaf[1] }
+scenario not_wired {
+  fail S.racks[1].hosts[12].nics[0].port[a] -- S.fabric.rack[1].rail[0].leaf[0]
+}
+"""
+    ws = astral_dsl.compiles(text, name="mixed_failures.astral")
+    assert ws.design.valid, [(d.code, d.message) for d in ws.design.diagnostics]
+    checked = astral_dsl.check(ws, ["leaf1", "leaf0", "wired", "not_wired"])
+    said = {o.name: [t for d in o.result.diagnostics for t in (d.message, *d.notes)]
+            for o in checked.scenarios}
+    for name, gpus in (("leaf1", "4 GPUs"), ("leaf0", "20 GPUs"), ("wired", "1 GPU loses")):
+        assert any(t.startswith(gpus) and "cut off" in t for t in said[name]), said[name]
+    assert any("is not wired to" in t for t in said["not_wired"]), said["not_wired"]

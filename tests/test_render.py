@@ -12,6 +12,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Dict
 
 import graphviz
 import pytest
@@ -581,3 +582,63 @@ def test_cooling_title_names_both_kinds_of_pump():
     assert facility == pytest.approx(sum(cy.circuit.pump_w
                                          for cy in cv.ctx.eng.cooling.facility.circuits))
     assert f"secondary pumps 184.5 W · facility-water pumps {facility:.1f} W" in cv.g.source
+
+
+# ---- power warnings marked on the parts whose numbers they understate -------------------------
+UNDERSTATED = """
+gpu G { power = 700 W }
+gpu Z { }
+nic N { ports = 1, port_speed = 400 Gb/s }
+switch Sw { ports = 64, port_speed = 400 Gb/s, power = 750 W }
+switch Sp { ports = 64, port_speed = 400 Gb/s }
+medium M { type = optics, reach = 100 m, speed = 400 Gb/s }
+host H { gpus = 8 x G, nics = 8 x N, power = 10 kW }
+host HZ { gpus = 8 x Z, nics = 8 x N }
+rack R { hosts = 4 x H }
+rack RZ { hosts = 4 x HZ }
+row W {
+  racks = [1 x R, 1 x RZ]
+  feeder f { current = ac, voltage = 415 V, phases = 3, power_factor = 95 %,
+             capacity = 200 kW, serves = racks }
+}
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = site, per = [rail], down = 32 x 400 Gb/s,
+              up = 32 x 400 Gb/s, medium = M, length = 10 m }
+  tier spine { switch = Sp, scope = site, down = 64 x 400 Gb/s, medium = M, length = 10 m }
+}
+site S {
+  rows = 1 x W, fabric = F
+  feeder net { current = ac, voltage = 415 V, phases = 3, power_factor = 95 %,
+               capacity = 50 kW, network = true }
+}
+"""
+
+
+def _marks(source: str) -> Dict[str, str]:
+    """The first bold line of every marked node or cluster -> its ▲ codes."""
+    out = {}
+    for line in source.splitlines():
+        codes = re.search(r"<B>▲ ([A-Z0-9, ]+)</B>", line)
+        title = re.search(r"<B>([^<▲]+)</B>", line)
+        if codes and title:
+            out[title.group(1)] = codes.group(1)
+    return out
+
+
+def test_power_warnings_mark_what_they_understate():
+    # W606: the spine's 4 switches declare no power: the spine (its span) and the network's
+    # feeder `net` (6 kW of leaves, none of the spines'). W607: the modules of both tiers have
+    # no power: every leaf and the spine. W690: gpu Z and nic N count 0 W in host HZ, which
+    # declares no power: rack RZ, row W, site S and the row's feeder `f` (40 kW: rack R's
+    # declared 4 x 10 kW, RZ's 0 W); rack R's hosts declare their power: not marked.
+    c = astral_dsl.check(astral_dsl.compiles(UNDERSTATED, name="understated.astral"))
+    power = _marks(render(c.design, "power", checked=c).source)
+    assert "W606" in power["feeder net"] and "W607" in power["feeder net"]
+    assert "W690" not in power["feeder net"]
+    assert "W690" in power["feeder f"] and "W606" not in power["feeder f"]
+    assert power["1 x rack RZ"] == "W690" and power["1 x row W"] == "W690"
+    assert "1 x rack R" not in power
+    cluster = _marks(render(c.design, "cluster", checked=c).source)
+    assert cluster["spine"] == "W606, W607"
+    assert cluster["leaf · rail 0"] == "W607"

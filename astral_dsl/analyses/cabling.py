@@ -2,8 +2,9 @@
 replica by replica of a fabric's owner:
 
 - host_links: each host port and the first-tier switch port it lands on. The hosts are walked
-  and their ports placed as the rank map places them (rankmap.py: a host's position in its
-  tier's scope decides its switch), for every host of the owner rather than a job's placement.
+  and their ports placed as the rank map places them (fabric_names.place: a host's position in
+  its tier's scope and its ports on each rail and plane decide each port's switch and down
+  port), for every host of the owner rather than a job's placement.
 - tier_links: each uplink of a tier's switches and the port of the next tier's switch it lands
   on. The groups of the tier above that a lower group climbs to are those its hosts' ports climb
   to (rankmap's tier keys); within each upper group the lower switches, group after group in the
@@ -21,7 +22,7 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
-from astral_dsl.analyses.rankmap import HostSlot, _int, _members, _port_groups, _walk
+from astral_dsl.analyses.rankmap import HostSlot, _members, _port_groups, _walk, host_wiring
 from astral_dsl.model.design import Design
 
 @records.frozen
@@ -62,20 +63,19 @@ def host_links(design: Design, owner_paths: Dict[str, List[str]],
         owner = design.instance(fc.owner)
         if owner is None or not fc.tiers:
             continue
-        t0 = fc.tiers[0]
         memo: Dict = {}                        # _ports' groups and switches, per fabric
         if groups is not None:
             groups[fc.fabric] = memo
         for replica in owner_paths.get(fc.owner, [fc.owner]):
             for slot in _slots(owner, replica, fc, cache):
-                yield _links_of(slot, fc, t0, owner.kind, replica, cache, memo)
+                yield _links_of(slot, fc, owner.kind, replica, cache, memo)
 
 
 def _slots(owner, replica: str, fc, cache) -> Iterator[HostSlot]:
     """The hosts of a fabric's owner replica, numbered in the walk's order."""
     scope_kinds = sorted({k for t in fc.tiers for k in _SCOPE_KINDS.get(t.scope, (t.scope,))})
     counters: Dict[str, int] = {}
-    chain = [(None, 0, [0])]
+    chain = [(None, 0, [0], owner)]
     for index, slot in enumerate(_walk(owner, replica, replica, scope_kinds, counters, chain,
                                        cache, skip=True)):
         yield attrs.evolve(slot, index=index)
@@ -141,33 +141,23 @@ def _uplinks(lo, hi, climbs: Dict, fabric: str, short) -> Iterator[TierLink]:
 
 
 def _switches(slot: HostSlot, fc, owner_kind, cache, memo):
-    """(the host's first port's place among its first-tier group's down ports, [(nic, port,
-    first-tier switch)] of its NIC ports in order), as the rank map places them (rankmap._ports
-    without its Port records)."""
-    key = (id(slot.instance), fc.rails, fc.planes, "cabling ports")  # replicated hosts: once
+    """[(nic, port, first-tier switch, its down port)] of the host's NIC ports in order, as the
+    rank map places them (fabric_names.place, through rankmap._port_groups)."""
+    key = (id(slot.instance), fc.fabric, "cabling ports")  # replicated hosts: once
     hit = cache.get(key)
     if hit is None:
         _, _, nics = _members(slot.instance, cache)
-        counts = [_int(nic.field("ports"), 1) for nic in nics]
-        ports = [(k, j, k % fc.rails, j % fc.planes) for k, n in enumerate(counts)
-                 for j in range(n)]
-        hit = cache[key] = (slot.instance, nics, ports, sum(counts))  # instance kept: id unique
-    _, nics, ports, total = hit
-    if not ports:
-        return 0, []
-    group, first = _port_groups(slot, nics, fc, owner_kind, memo, total)
-    return first, [(k, j, group(rail, plane)[1]) for k, j, rail, plane in ports]
+        hit = cache[key] = (slot.instance, nics, host_wiring(nics, fc))  # instance kept: id
+    _, nics, places = hit
+    if not places:
+        return []
+    wire = _port_groups(slot, fc, owner_kind, cache, memo)
+    return [(p.nic, p.port) + wire(p)[1:] for p in places]
 
 
-def _links_of(slot: HostSlot, fc, t0, owner_kind, replica: str, cache, memo) -> HostLinks:
-    first, ports = _switches(slot, fc, owner_kind, cache, memo)
-    down = t0.down_ports
-    seen: Dict[str, int] = {}
-    links = []
-    for k, j, switch in ports:
-        if replica != fc.owner:
-            switch = switch.replace(fc.owner, replica, 1)
-        extra = seen.get(switch, 0)          # this host's other ports on the same switch
-        seen[switch] = extra + 1
-        links.append((k, j, switch, (first + extra) % down if down else extra))
+def _links_of(slot: HostSlot, fc, owner_kind, replica: str, cache, memo) -> HostLinks:
+    links = _switches(slot, fc, owner_kind, cache, memo)
+    if replica != fc.owner:
+        links = [(k, j, switch.replace(fc.owner, replica, 1), port)
+                 for k, j, switch, port in links]
     return HostLinks(slot.path, tuple(links))

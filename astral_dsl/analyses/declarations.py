@@ -25,7 +25,8 @@ def _err(code, msg, span, hint=None) -> Diagnostic:
     return Diagnostic(code, Severity.ERROR, msg, span, hint)
 
 
-def _has_power(inst: Instance) -> bool:
+def has_power(inst: Instance) -> bool:
+    """The part declares its `power` (what it holds is then not counted apart)."""
     p = inst.declared("power") if hasattr(inst, "declared") else inst.field("power")
     return isinstance(p, Quantity) and p.dims == _WATTS
 
@@ -40,7 +41,7 @@ def undeclared_power(design: Design) -> List[Diagnostic]:
         if hit is not None:
             return hit
         out: Dict[int, Tuple[float, Instance]] = {}
-        if not _has_power(inst):
+        if not has_power(inst):
             children = inst.containment()
             if not children:
                 out[id(inst)] = (1, inst)

@@ -14,16 +14,15 @@ fabric's owner, host_positions.py) into the damage network_damage.py prices:
   total; the modules at the far ends of its links stay powered."""
 from __future__ import annotations
 
-import math
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import attrs
 
-from astral_dsl.analyses.fabric_names import TierKey
-from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, path_steps, \
-    route_below
+from astral_dsl.analyses.fabric_names import TierKey, host_runs, ports_on, wiring
+from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, merge, \
+    path_steps, route_below
 from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
-from astral_dsl.analyses.network_damage import EPS, Damage, Piece, judge
+from astral_dsl.analyses.network_damage import Damage, Piece, judge
 from astral_dsl.analyses.network_failures import Failure
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, Instance
@@ -92,6 +91,14 @@ class _Builder:
         self.rails_used = min(fc.rails, self.nics) if self.nics else fc.rails
         self.planes_used = min(fc.planes, self.ports_per_nic)
         self.tiers: Tuple[TierCount, ...] = fc.tiers
+        # where the NIC ports land (fabric_names.wiring), for the hosts with the most NICs
+        # (the owner's hosts in runs of alike hosts when they differ: fabric_names.host_runs)
+        layout = max(self.hosts.layouts, key=len, default=())
+        t0 = fc.tiers[0] if fc.tiers else None
+        self.wire = (fc.rails, fc.planes, t0 is not None and "rail" in t0.per,
+                     t0 is not None and "plane" in t0.per)
+        self.places = wiring(layout, *self.wire)
+        self.runs = host_runs(owner, self.wire, cache)
         self.ports: Dict[Tuple[int, int], List[Piece]] = {}
         self.uplinks: Dict[Tuple[int, Optional[int], Optional[int]], List[Piece]] = {}
         self.failed: Dict[str, float] = {}
@@ -172,19 +179,27 @@ class _Builder:
             return [None]
         return [plane] if plane is not None else list(range(self.planes_used))
 
-    def tor_hosts(self, area: Interval, index: int) -> Interval:
-        """Hosts of first-tier switch `index` of the group whose scope instance is `area`: the
-        host at position i lands on switch floor(i x ports / down) (fabric_names.first_switch)."""
-        t0 = self.tiers[0]
-        split = (self.rails_used if "rail" in t0.per else 1) * \
-            (self.planes_used if "plane" in t0.per else 1)
-        per_host = self.hosts.ports / self.hosts.count if self.hosts.count else 0
-        ppg = per_host / split if split else per_host
-        if not t0.down_ports or ppg <= 0:
-            return area
-        a = area[0] + math.ceil(index * t0.down_ports / ppg - EPS)
-        b = area[0] + math.ceil((index + 1) * t0.down_ports / ppg - EPS)
-        return (min(a, area[1]), min(b, area[1]))
+    def tor_ports(self, area: Interval, index: int, rails: Sequence[Optional[int]],
+                  planes: Sequence[Optional[int]]) -> List[Tuple[Interval, int, int]]:
+        """(hosts, NIC, port) of the ports on `rails` and `planes` that land on first-tier
+        switch `index` of the group whose scope instance is `area` (fabric_names.ports_on)."""
+        return ports_on(area, index, self.tiers[0].down_ports, rails, planes, self.places,
+                        self.runs, self.wire)
+
+    def tor_hosts(self, area: Interval, index: int, rail: Optional[int],
+                  plane: Optional[int]) -> List[Interval]:
+        """The hosts with a port of `rail` and `plane` on first-tier switch `index` (a host
+        whose ports there straddle two switches is under both)."""
+        return merge([iv for iv, _, _ in self.tor_ports(area, index, [rail], [plane])])
+
+    def lose_under(self, t: int, rails, planes, areas: Sequence[Interval], index: int,
+                   lost: float, top: int, cause: int) -> None:
+        """`lose` for the hosts under first-tier switch `index` of each group in `areas`, rail
+        by rail and plane by plane (a rail's hosts on one switch depend on its ports)."""
+        for r in rails:
+            for p in planes:
+                hosts = [iv for a in areas for iv in self.tor_hosts(a, index, r, p)]
+                self.lose(t, [r], [p], hosts, lost, top, cause)
 
     def scope_areas(self, t: TierCount, area: Interval) -> List[Interval]:
         """The scope instances of tier t's groups inside `area`."""
@@ -312,11 +327,15 @@ class _Builder:
         the groups in `area`; for the traffic that climbs to tier `top` (default: all)."""
         t = self.tiers[i]
         if i == 0:
-            hosts = [area] if switch is None else [self.tor_hosts(area, switch)]
-            if top is None:
-                self.dark(hosts, self.nics_on(rails), self.ports_on(planes), cause)
+            if switch is None and top is None:
+                self.dark([area], self.nics_on(rails), self.ports_on(planes), cause)
+            elif top is None:
+                for hosts, k, j in self.tor_ports(area, switch, rails, planes):
+                    self.dark([hosts], [k], [j], cause)
+            elif switch is None:
+                self.lose(1, rails, planes, [area], 1.0, top, cause)
             else:           # a ToR that lost every uplink: its hosts reach only one another
-                self.lose(1, rails, planes, hosts, 1.0, top, cause)
+                self.lose_under(1, rails, planes, [area], switch, 1.0, top, cause)
             return
         lrails, lplanes = self.lower_keys(i, rails, planes)
         top = i if top is None else top
@@ -325,11 +344,10 @@ class _Builder:
             return
         reach = max(1, t.reach or t.per_group)
         if t.mesh or i >= 2:
-            hosts = [area]
+            self.lose(i, lrails, lplanes, [area], 1.0 / reach, top, cause)
         else:               # plane p of the tier reaches ToR p of every group below it
-            hosts = [self.tor_hosts(a, switch // reach)
-                     for a in self.scope_areas(self.tiers[0], area)]
-        self.lose(i, lrails, lplanes, hosts, 1.0 / reach, top, cause)
+            self.lose_under(i, lrails, lplanes, self.scope_areas(self.tiers[0], area),
+                            switch // reach, 1.0 / reach, top, cause)
 
     # -- NICs and links -------------------------------------------------------------------------
     def nic_target(self, f: Failure):
@@ -396,7 +414,7 @@ class _Builder:
         rails, planes = self.rails_of(lower, a.rail), self.planes_of(lower, a.plane)
         share = 1.0 if b.switch is None else 1.0 / max(1, upper.reach)
         if ia == 0:
-            self.lose(1, rails, planes, [self.tor_hosts(area, a.switch)], share, 1, cause)
+            self.lose_under(1, rails, planes, [area], a.switch, share, 1, cause)
         elif b.switch is None:
             # a switch with no uplink is routed around by the traffic that climbs above it
             self.switch_down(ia, area, rails, planes, a.switch, cause, top=ib)
@@ -409,10 +427,11 @@ class _Builder:
                                f"switch of the first tier `{self.tiers[0].name}`")
         self.one_switch(sw, 0)
         hosts, nics, ports = self.nic_target(attrs.evolve(f, target=port))
-        want = self.tor_hosts(self.area_of(sw), sw.switch)
-        wired = all(sw.rail in (None, k % max(1, self.fc.rails)) for k in nics) and \
-            all(sw.plane in (None, j % max(1, self.fc.planes)) for j in ports) and \
-            all(want[0] <= a and b <= want[1] for a, b in hosts)
+        want: Dict[Tuple[int, int], List[Interval]] = {}
+        for iv, k, j in self.tor_ports(self.area_of(sw), sw.switch, [sw.rail], [sw.plane]):
+            want.setdefault((k, j), []).append(iv)
+        wired = all(any(x <= a and b <= y for x, y in merge(want.get((k, j), ())))
+                    for k in nics for j in ports for a, b in hosts)
         if not wired:
             raise _Bad("E219", f"`{f.written}`: `{port.display}` is not wired to `{sw.display}`",
                        "a NIC port's link goes to the first-tier switch the rank map names for "

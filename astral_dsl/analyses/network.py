@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import attrs
 
 from astral_dsl import records
-from astral_dsl.analyses import formulas, network_paths
+from astral_dsl.analyses import fabric_names, formulas, network_paths
 from astral_dsl.analyses.network_checks import fabric_checks, tier_checks
 from astral_dsl.analyses.network_links import LinkLayer, link_layers
 from astral_dsl.diagnostics import Diagnostic, Span
@@ -129,6 +129,8 @@ class Hosts:
     kinds: Tuple[Tuple[int, int, int, int], ...]
     nics: Tuple[Instance, ...]  # the NIC models
     fewest_ports: int = 1       # ports of the NIC model with the fewest (ports_per_nic: most)
+    # per host model (as `kinds`): its NICs' ports in the host's order (fabric_names.wiring)
+    layouts: Tuple[Tuple[int, ...], ...] = ()
 
 
 def _fabrics(inst: Instance):
@@ -171,9 +173,11 @@ def fabric_counts(design: Design, cache: Optional[Dict] = None,
 
 
 def _hosts(owner: Instance, cache) -> Hosts:
-    kinds, nics = [], []
+    kinds, nics, layouts = [], [], []
     ports_total, speed, gpus = 0, None, 0
     for count, host in group_of(owner, ("host",), cache).flat():
+        layouts.append(tuple(_int(nic.field("ports"), 1) for nic in
+                             group_of(host, ("nic",), cache).items(1 << 12) or ()))
         n_nics = ports = most = 0
         for n, nic in group_of(host, ("nic",), cache).flat():
             p = _int(nic.field("ports"), 1)
@@ -191,7 +195,8 @@ def _hosts(owner: Instance, cache) -> Hosts:
     # reach both planes, whichever host is listed first) and the fewest (dual-homing, E605)
     per_nic = max((_int(n.field("ports"), 1) for n in nics), default=1)
     fewest = min((_int(n.field("ports"), 1) for n in nics), default=1)
-    return Hosts(hosts, ports_total, speed, per_nic, gpus, tuple(kinds), tuple(nics), fewest)
+    return Hosts(hosts, ports_total, speed, per_nic, gpus, tuple(kinds), tuple(nics), fewest,
+                 tuple(layouts))
 
 
 def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
@@ -305,16 +310,12 @@ def _speeds(hosts: Hosts) -> Tuple[Tuple[str, Quantity], ...]:
     return tuple(out.values())
 
 
-def _busiest_per_host(kind: Tuple[int, int, int, int], rails: int, planes: int,
+def _busiest_per_host(layout: Tuple[int, ...], rails: int, planes: int,
                       per: Tuple[str, ...]) -> int:
-    """NIC ports one host of a kind puts on its busiest group: NIC k is on rail k mod R, so
-    rail 0 has ceil(n / R) of its n NICs; port j is on plane j mod P, so plane A has ceil(p / P)
-    of a NIC's p ports."""
-    _, n_nics, ports, per_nic = kind
-    if "rail" not in per and "plane" not in per:
-        return ports
-    nics = -(-n_nics // rails) if "rail" in per else n_nics
-    return nics * (-(-per_nic // planes) if "plane" in per else per_nic)
+    """NIC ports one host of a model puts on its busiest group (fabric_names.wiring: NIC k on
+    rail k mod R, so rail 0 has ceil(n / R) of its n NICs; port j on plane j mod P)."""
+    return fabric_names.busiest(fabric_names.wiring(layout, rails, planes, "rail" in per,
+                                                    "plane" in per))
 
 
 def _largest(owner: Instance, scope: str, cache, hosts: Hosts, rails: int, planes: int,
@@ -332,7 +333,8 @@ def _largest(owner: Instance, scope: str, cache, hosts: Hosts, rails: int, plane
     def size(inst: Instance) -> int:
         if prev is None:
             mine = hosts if inst is owner else _hosts(inst, cache)
-            return sum(k[0] * _busiest_per_host(k, rails, planes, per) for k in mine.kinds)
+            return sum(k[0] * _busiest_per_host(lay, rails, planes, per)
+                       for k, lay in zip(mine.kinds, mine.layouts))
         if not split:
             return 0
         lower = 1 if prev.scope == owner.kind else \

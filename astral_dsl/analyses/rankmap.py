@@ -23,7 +23,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl import records
-from astral_dsl.analyses.fabric_names import TierKey, first_switch, link_name, port_name
+from astral_dsl.analyses.fabric_names import PortPlace, TierKey, link_name, place, port_name, \
+    ports_before, wiring
 from astral_dsl.analyses.network import FabricCount, _SCOPE_KINDS, fabric_counts
 from astral_dsl.analyses.walk import replicas
 from astral_dsl.model.design import Design, Instance, Ref
@@ -45,8 +46,9 @@ class HostSlot:
     path: str                    # replica path, e.g. Lab.pods[0].rows[0].racks[1].hosts[2]
     instance: Instance
     index: int                   # position among the job's hosts
-    scopes: Tuple[Tuple[str, int, int], ...]   # (kind, index in the fabric owner, hosts before
-    #                                           this one inside that instance)
+    # (kind, index in the fabric owner, hosts before this one inside that instance, the
+    # instance)
+    scopes: Tuple[Tuple[Optional[str], int, int, Instance], ...]
 
 
 @records.frozen
@@ -203,7 +205,7 @@ def build(design: Design, job: Instance, sizes: Dict[str, int], order: Optional[
     for slot, n in zip(hosts, per_host):
         gpu_member, nic_member, nics = _members(slot.instance, cache)
         ports_of = _ports(slot, nic_member, nics, fc, owner.kind if owner is not None else None,
-                          memo)
+                          cache, memo)
         for local in range(n):
             if r >= world:
                 break
@@ -280,7 +282,7 @@ def _hosts(design: Design, job: Instance, fc, owner, needed: int, cache) -> Iter
             if start is None:
                 continue
         counters: Dict[str, int] = {}
-        chain = [(None, 0, [0])] if start is root else []    # the owner: no axis in names
+        chain = [(None, 0, [0], root)] if start is root else []  # the owner: no axis in names
         for slot in _walk(start, start.path, want, scope_kinds, counters, chain, cache,
                           skip=start is root):
             yield attrs.evolve(slot, index=found)
@@ -296,8 +298,7 @@ def _walk(inst: Instance, path: str, want: str, scope_kinds, counters, chain, ca
     inside = path == want or path.startswith(want + ".") or path.startswith(want + "[")
     if inst.kind == "host":
         if inside:
-            scopes = tuple((kind, idx, before) for kind, idx, before in
-                           ((k, i, b[0]) for k, i, b in chain))
+            scopes = tuple((k, i, b[0], s) for k, i, b, s in chain)
             yield HostSlot(path, inst, 0, scopes)
         for entry in chain:
             entry[2][0] += 1
@@ -305,7 +306,7 @@ def _walk(inst: Instance, path: str, want: str, scope_kinds, counters, chain, ca
     if inst.kind in scope_kinds and not skip:
         idx = counters.get(inst.kind, 0)
         counters[inst.kind] = idx + 1
-        chain = chain + [(inst.kind, idx, [0])]
+        chain = chain + [(inst.kind, idx, [0], inst)]
     for cpath, _, child in replicas(inst, path):
         if child.level is not None:
             yield from _enter(child, cpath, want, scope_kinds, counters, chain, cache)
@@ -349,60 +350,65 @@ def _find_members(host: Instance, cache) -> Tuple[str, str, List[Instance]]:
 
 
 def _ports(slot: HostSlot, nic_member: str, nics: List[Instance], fc: Optional[FabricCount],
-           owner_kind: Optional[str], memo: Optional[Dict] = None):
+           owner_kind: Optional[str], cache: Dict, memo: Optional[Dict] = None):
     """`ports_of(local)`: the NIC ports of GPU `local` of the host in `slot`, with the tier
     groups they can climb to and their first-tier switch. `memo`: a dict kept for one fabric
     across its hosts (hosts of the same scope share their groups, those of a rack their
     switches)."""
-    rails = fc.rails if fc else 1
-    planes = fc.planes if fc else 1
-    group = _port_groups(slot, nics, fc, owner_kind, memo)[0] if fc and fc.tiers else None
+    wire = _port_groups(slot, fc, owner_kind, cache, memo) if fc and fc.tiers else None
+    of_nic: Dict[int, List[PortPlace]] = {}
+    for p in (host_wiring(nics, fc) if wire is not None else ()):
+        of_nic.setdefault(p.nic, []).append(p)
 
     def ports_of(local: int) -> List[Port]:
-        if not nics or group is None:
+        if not nics or wire is None:
             return []
         k = local % len(nics)
         out = []
-        for j in range(_int(nics[k].field("ports"), 1)):
-            rail, plane = k % rails, j % planes
-            keys, switch = group(rail, plane)
-            out.append(Port(port_name(slot.path, nic_member, k, j), k, j, rail, plane,
-                            switch, keys))
+        for p in of_nic.get(k, ()):
+            keys, switch, _ = wire(p)
+            out.append(Port(port_name(slot.path, nic_member, k, p.port), k, p.port, p.rail,
+                            p.plane, switch, keys))
         return out
     return ports_of
 
 
-def _port_groups(slot: HostSlot, nics: List[Instance], fc: FabricCount,
-                 owner_kind: Optional[str], memo: Optional[Dict] = None,
-                 ports_total: Optional[int] = None):
-    """(`group(rail, plane)`, the tier groups and the first-tier switch of the host's ports on a
-    rail and plane; the host's first port's place among its first-tier group's down ports,
-    `position x ports per group`) for a fabric with tiers. `memo`: as _ports'; `ports_total`:
-    the NICs' ports, when the caller has counted them."""
+def host_wiring(nics: Sequence[Instance], fc: FabricCount) -> Tuple[PortPlace, ...]:
+    """Where a host's NIC ports land on the fabric's first tier (fabric_names.wiring)."""
     t0 = fc.tiers[0]
-    if ports_total is None:
-        ports_total = sum(_int(n.field("ports"), 1) for n in nics)
+    return wiring([_int(n.field("ports"), 1) for n in nics], fc.rails, fc.planes,
+                  "rail" in t0.per, "plane" in t0.per)
+
+
+def _port_groups(slot: HostSlot, fc: FabricCount, owner_kind: Optional[str], cache: Dict,
+                 memo: Optional[Dict] = None):
+    """`wire(port)`: (the tier groups a host's port (fabric_names.PortPlace) climbs to, its
+    first-tier switch, the switch's down port it takes) for a fabric with tiers. `memo`: as
+    _ports'."""
+    t0 = fc.tiers[0]
     scopes = [_scope(slot, t.scope, owner_kind) for t in fc.tiers]
     axes = [sc[:2] if sc and sc[0] else None for sc in scopes]
-    split = (fc.rails if "rail" in t0.per else 1) * (fc.planes if "plane" in t0.per else 1)
-    per_group = ports_total / split if split else ports_total
     position = scopes[0][2] if scopes[0] else slot.index
-    number = first_switch(position, per_group, t0.down_ports)
-
+    scope = scopes[0][3] if scopes[0] else None
     groups = {} if memo is None else memo
     axes_key = tuple(axes)
+    down = t0.down_ports
+    params = (fc.rails, fc.planes, "rail" in t0.per, "plane" in t0.per)
+    # hosts of the scope that put different counts on a group: the ports of those before
+    before = ports_before(scope, params, cache) if scope is not None else None
 
-    def group(rail: int, plane: int) -> Tuple[Tuple[TierKey, ...], str]:
-        """The tier groups and the first-tier switch of the host's ports on a rail and plane."""
-        key = (axes_key, number, rail, plane)
+    def wire(port: PortPlace) -> Tuple[Tuple[TierKey, ...], str, int]:
+        number, at = place(position, port, down,
+                           before(position, port) if before is not None else None)
+        key = (axes_key, number, port.rail, port.plane)
         hit = groups.get(key)
         if hit is None:
-            keys = tuple(_key(fc.fabric, t.name, axis, rail if "rail" in t.per else None,
-                              plane if "plane" in t.per else None)
+            keys = tuple(_key(fc.fabric, t.name, axis, port.rail if "rail" in t.per else None,
+                              port.plane if "plane" in t.per else None)
                          for t, axis in zip(fc.tiers, axes))
             hit = groups[key] = (keys, keys[0].switch(number))
-        return hit
-    return group, int(position * per_group)
+        return hit[0], hit[1], at
+    return wire
 
 
 _KEYS: Dict[Tuple, TierKey] = {}
@@ -417,13 +423,14 @@ def _key(*args) -> TierKey:
     return hit
 
 
-def _scope(slot: HostSlot, scope: str, owner_kind) -> Optional[Tuple[Optional[str], int, int]]:
-    """(kind, or None when the scope is the fabric's owner; index; hosts before) of the host's
-    instance of a tier's scope."""
+def _scope(slot: HostSlot, scope: str,
+           owner_kind) -> Optional[Tuple[Optional[str], int, int, Instance]]:
+    """(kind, or None when the scope is the fabric's owner; index; hosts before; the instance)
+    of the host's instance of a tier's scope."""
     kinds = _SCOPE_KINDS.get(scope, (scope,))
-    for kind, idx, before in reversed(slot.scopes):
+    for kind, idx, before, inst in reversed(slot.scopes):
         if kind in kinds or (kind is None and owner_kind in kinds):
-            return kind, idx, before
+            return kind, idx, before, inst
     return None
 
 

@@ -14,6 +14,7 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.analyses import network_failures
+from astral_dsl.analyses.fabric_names import busiest, wiring
 from astral_dsl.analyses.host_positions import (Interval, Positions, first, path_steps,
                                                 route_below)
 from astral_dsl.analyses.network import fabric_counts, _SCOPE_KINDS
@@ -235,10 +236,8 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str]]:
 def _tiers(design, fabric, host, job_hosts, cache) -> List[Tier]:
     owner = design.instance(fabric.owner)
     out: List[Tier] = []
-    host_ports = 0
-    if host is not None:
-        for c, nic in group_of(host, ("nic",), cache).flat():
-            host_ports += c * int(_q(nic, "ports", 1) or 1)
+    layout = [int(_q(nic, "ports", 1) or 1) for nic in
+              group_of(host, ("nic",), cache).items(1 << 12) or ()] if host is not None else []
     for i, t in enumerate(fabric.tiers):
         if owner is not None and t.scope != owner.kind:
             scopes = group_of(owner, _SCOPE_KINDS.get(t.scope, (t.scope,)), cache).flat()
@@ -248,9 +247,11 @@ def _tiers(design, fabric, host, job_hosts, cache) -> List[Tier]:
         else:
             reach = job_hosts
         if i == 0 and t.down_ports:
-            split = (fabric.rails if "rail" in t.per else 1) * (fabric.planes if "plane" in t.per else 1)
-            per_group = max(1.0, host_ports / split)
-            reach = min(reach, int(t.down_ports / per_group)) or 1
+            # the hosts under one first-tier switch of the busiest group (rail 0, plane A: NICs
+            # that split unevenly over the rails put more there, fabric_names.wiring)
+            per_group = max(1, busiest(wiring(layout, fabric.rails, fabric.planes,
+                                              "rail" in t.per, "plane" in t.per)))
+            reach = min(reach, t.down_ports // per_group) or 1
         out.append(Tier(t.name, max(1, reach), "rail" in t.per, t.oversubscription or 1.0))
     return out
 

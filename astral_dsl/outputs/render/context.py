@@ -3,8 +3,9 @@ is asked for), the diagnostics to draw and where they belong, and the parts a sc
 
 A diagnostic belongs to the instances whose source it points into: an exact match with a field's
 value or a declaration first, else the innermost declaration that encloses it (a failed `check`
-inside `rack GpuRack { ... }` belongs to the rack). A node is marked when it stands for one of
-those instances."""
+inside `rack GpuRack { ... }` belongs to the rack); a power warning (W606, W607, W690) belongs
+also to the parts whose numbers it understates (understated.py). A node is marked when it
+stands for one of those instances."""
 from __future__ import annotations
 
 import re
@@ -13,6 +14,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, sort_diagnostics
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.values import FabricSelection, Group
+from astral_dsl.outputs.render.understated import understated
 
 
 class RenderError(DiagnosticError):
@@ -150,7 +152,9 @@ class Context:
                 # one source, several instances (a scenario isolates replicas of one
                 # declaration): the message names the one it is about
                 found = [i for i in found if i in named]
-            owners[id(d)] = {id(i) for i in found}
+            # a power warning marks the parts whose numbers it understates too
+            owners[id(d)] = {id(i) for i in found} | understated(d, found, self.design,
+                                                                 self.by_path, self.feeders)
         return owners
 
     def problems_for(self, parts: Iterable) -> List[Diagnostic]:

@@ -1,7 +1,8 @@
 """`--view rack --name PATH`: one rack (or host) left to right: each host as a table of its GPUs
 and NICs with one cell per NIC port, and an edge from every port to the first-tier switch it
 reaches (NIC k on rail k, port j on plane j; hosts fill the switches of their rail and plane in
-order, so the switch's number follows from the host's position in the pod)."""
+order, so the switch's number follows from the host's position in the pod and its ports on the
+rail and plane: fabric_names.place)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -10,7 +11,7 @@ from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import count_of, group_of, power_of
 from astral_dsl.model.values import Group
 from astral_dsl.outputs.render.cluster import Fabric, fabrics_of
-from astral_dsl.analyses.fabric_names import TierKey, port_name
+from astral_dsl.analyses.fabric_names import TierKey, place, port_name, ports_before, wiring
 from astral_dsl.outputs.render.style import PLANE_EDGE, RED, RED_FILL, Canvas, Line, links, n, \
     plane_name, speed, watts
 from astral_dsl.outputs.render.tree import SCOPE_KINDS
@@ -88,6 +89,9 @@ def build(ctx, located) -> Canvas:
     per_rail, per_plane = fabric.split(0) if fabric else (False, False)
     rails = fabric.rails if fabric and per_rail else 1
     planes = fabric.planes if fabric and per_plane else 1
+    # hosts of the scope that put different counts on a group: the ports of those before
+    prior = ports_before(scope, (rails, planes, per_rail, per_plane), cache) \
+        if scope is not None and fabric is not None else None
     switches: Dict[Tuple, str] = {}
     names: Dict[Tuple, str] = {}           # switch key -> stable name (fabric_names.py)
     host_ids: List[str] = []
@@ -103,14 +107,18 @@ def build(ctx, located) -> Canvas:
             host_ids.append(gid)
             rows, port_list = _host_rows(ctx, host, host_paths[h], rails, planes, hl)
             index = before + h
-            ports_here = sum(len(p) for p in port_list)
-            per_group = ports_here / (rails * planes) if ports_here else 1
+            # where each port lands: the wiring the rank map and the cables use (fabric_names)
+            places = {(p.nic, p.port): p for p in wiring(
+                [_int(nic.field("ports"), 1) for nic in
+                 group_of(host, ("nic",), cache).items(10**6) or []],
+                rails, planes, per_rail, per_plane)}
             for k, ports in enumerate(port_list):
                 for j, cell in enumerate(ports):
                     rail = k % rails if per_rail else None
                     plane = j % planes if per_plane else None
-                    number = int(index * per_group // t0.down_ports) if t0 and t0.down_ports \
-                        else 0
+                    number = place(index, places[k, j], t0.down_ports,
+                                   prior(index, places[k, j]) if prior else None)[0] \
+                        if t0 else 0
                     wanted.append((f"{gid}:{cell}", (rail, plane, number), k, j,
                                    port_name(host_paths[h], _member(host, "nic"), k, j)))
             real = ctx.device_name(host_paths[h])
@@ -131,7 +139,7 @@ def build(ctx, located) -> Canvas:
         scope_text = located.chain()[scope_at].path if scope is not None else fabric.fc.owner
         shown = _scope_text(located, scope_at)
         with canvas.cluster("tier", [f"tier {t0.name} of {fabric.inst.template}",
-                                     Line(f"{n(t0.per_group)} per rail and plane in {shown}",
+                                     Line(f"{n(t0.per_group)} per {_group_axes(t0)} in {shown}",
                                           small=True)],
                             theme="rail", parts=[fabric.tier_insts[0]],
                             tooltip=f"tier {t0.name} of {fabric.fc.fabric} ({scope_text})"):
@@ -252,3 +260,13 @@ def _host_rows(ctx, host: Instance, path: str, rails: int, planes: int, hl=None)
     if extra > 0:
         rows.append([(Line(f"and {n(extra)} more", small=True), {})])
     return rows, ports
+
+
+def _int(q, default: int) -> int:
+    return int(q.si) if hasattr(q, "si") else default
+
+
+def _group_axes(t) -> str:
+    """What one group of a tier is split by: `rail and plane`, `rail`, `plane` or `group`."""
+    axes = [a for a in ("rail", "plane") if a in t.per]
+    return " and ".join(axes) or "group"
