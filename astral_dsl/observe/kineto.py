@@ -47,7 +47,8 @@ def diag(code: str, message: str, file: str, hint: Optional[str] = None,
 
 
 def looks_like_trace(doc) -> bool:
-    return isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list)
+    return isinstance(doc, tracedoc.TraceDoc) or \
+        isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list)
 
 
 def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
