@@ -144,7 +144,8 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     tot = totals(list(traces.values()))          # per rank and iteration, counted once
     comp = evidence.compute_per_rank(traces, set(iterations), tot)
     fc_comp = _forecast_compute(fc, timers) if fc is not None else {}
-    gpu = compute.find(rm, comp, iterations, fc_comp, timers, verdict.PRIOR_ODDS)
+    idle = evidence.idle_per_rank(traces, set(iterations), tot) if timers == "compute" else {}
+    gpu = compute.find(rm, comp, iterations, fc_comp, timers, verdict.PRIOR_ODDS, idle)
     band, band_source = verdict.band_of(fc)
     ratios = compute.forecast_ratio(evidence.stage_medians(comp, stage, iterations), fc_comp,
                                     iterations)
