@@ -115,6 +115,9 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     traces = checks.foreign(traces, rm, iterations, diags)
     if not traces:
         raise DiagnoseError("no rank of the observed data can be used", diags)
+    unnamed = checks.unnamed_groups(traces)
+    if unnamed is not None:
+        diags.append(unnamed)
     kept = set(iterations)
     traces = {r: t if kept.issuperset(t.iterations) else
               t.select(np.isin(t.iteration, iterations)) for r, t in traces.items()}
