@@ -82,3 +82,22 @@ def test_a_slow_host_is_named_not_its_gpu(runs, fmt, tmp_path):
     assert ev.what == "GPU idle per iteration" and ev.ranks == (112,)
     assert 0.055 < ev.observed_s < 0.075 and ev.expected_s < 1e-4
     assert "waits for its host" in s.summary and "kernels at their speed" in s.summary
+
+
+def test_a_whole_slow_host_is_one_suspect(runs):
+    """Every rank of host 14 (ranks 112-119, TP group 14) made slow by its host as above: one
+    host suspect naming the 8 ranks (their GPUs idle about 64 ms per iteration), where their
+    GPUs slow had been the host suspect of 8 GPUs computing slower."""
+    design, rm, _, _ = runs
+    fc = seer.forecast(design)
+    slow = generate(fc, rm, [Fault("gpu", rm.ranks[r].gpu, SLOW, r) for r in range(112, 120)],
+                    seed=4)
+    mine = np.isin(slow.phase, [PHASE_NAMES.index("forward"), PHASE_NAMES.index("backward")]) \
+        & (slow.rank >= 112) & (slow.rank < 120)
+    host = attrs.evolve(slow, duration=np.where(mine, slow.duration / (1 + SLOW), slow.duration))
+    (s,) = diagnose.diagnose(design, write.to_observed(host)).suspects
+    assert (s.kind, s.path) == ("host", rm.ranks[112].host)
+    assert s.parts == (rm.ranks[112].host,) + tuple(rm.ranks[r].gpu for r in range(112, 120))
+    assert s.summary.startswith(f"host {rm.ranks[112].host}: the GPUs of ranks 112-119 wait "
+                                f"for their host")
+    assert s.evidence[0].ranks == tuple(range(112, 120))

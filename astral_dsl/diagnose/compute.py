@@ -175,9 +175,13 @@ def _waiting_host(rm, host: str, us: List[Unit], waits, xs) -> Suspect:
     which = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {_ranks(ranks)}"
     return Suspect(
         "host", host, (host,) + tuple(rm.ranks[r].gpu for r in ranks), 0.0,
-        f"host {host}: the GPU of {which} waits for its host, idle {own * 1e3:.3f} ms per "
-        f"iteration against {peers * 1e3:.3f} ms for its stage's other ranks, its kernels "
-        f"at their speed: {which} {'is' if len(ranks) == 1 else 'are'} {ratio - 1:.0%} slower "
+        (f"host {host}: the GPU of {which} waits for its host, idle {own * 1e3:.3f} ms per "
+         f"iteration against {peers * 1e3:.3f} ms for its stage's other ranks, its kernels "
+         if len(ranks) == 1 else
+         f"host {host}: the GPUs of {which} wait for their host, idle {own * 1e3:.3f} ms per "
+         f"iteration against {peers * 1e3:.3f} ms for their stage's other ranks, their "
+         f"kernels ")
+        + f"at their speed: {which} {'is' if len(ranks) == 1 else 'are'} {ratio - 1:.0%} slower "
         f"than {'its' if len(ranks) == 1 else 'their'} stage, and every collective "
         f"{'it joins waits for it' if len(ranks) == 1 else 'they join waits for them'}",
         (Evidence("GPU idle per iteration", peers, own, None, tuple(ranks), its, slow, n),),
