@@ -455,6 +455,28 @@ def test_highlight_pod_view(small, small_checked):
     assert "not in this picture" not in dot
 
 
+def test_a_tie_across_pods_is_drawn_in_each_pods_picture():
+    """A tie of two NICs in two pods (a pipeline transfer between them slow: the drill
+    `astral synth two_pods.astral --fault link_flap --seed 4 --iterations 12` gives it,
+    `pods[0]...hosts[2].nics[0].port[a|b] or pods[1]...hosts[2].nics[0].port[a|b]`): each
+    pod's picture marks its hosts' node, and neither says the suspect is not in it. The path
+    starts with the first pod's name: only the first pod's picture had drawn it."""
+    from astral_dsl.outputs.render import render
+
+    path = REPO / "tests" / "fixtures" / "diagnose" / "two_pods.astral"
+    design = astral_dsl.load(str(path))
+    checked = astral_dsl.check(astral_dsl.compile(str(path)))
+    nics = [f"Two.pods[{p}].racks[1].hosts[2].nics[0].port[a|b]" for p in (0, 1)]
+    tie = dict(_suspect("nic port", " or ".join(nics),
+                        [n.replace("[a|b]", f"[{x}]") for n in nics for x in "ab"], 0.98),
+               tied=nics)
+    for pod in (0, 1):
+        dot = render(design, "pod", f"Two.pods[{pod}]", checked=checked,
+                     highlight=[tie]).source
+        assert re.findall(r"^\s*(\w+) \[.*class=\"[^\"]*suspect", dot, re.M) == ["hosts0"]
+        assert "not in this picture" not in dot
+
+
 def test_render_highlight_cli(small, tmp_path):
     design, fc, rm = small
     port = rm.ranks[100].ports[0]

@@ -205,3 +205,36 @@ def out_lines(b):
     from astral_dsl.outputs import diagnosis
 
     return diagnosis._breakdown(b)
+
+
+def test_traces_naming_no_process_group_are_no_all_clear(small, tmp_path):
+    """A healthy run's traces, those of stage 1 (ranks 64-127) as an older PyTorch writes them:
+    NCCL kernels without process group or peer arguments, no `pg_config`. Their DP collectives
+    and every pipeline transfer (stage 0's sends name a peer, stage 1's receives none) cannot be
+    matched: 8 of the 16 hosts have no collective to align on, and the network they cross is not
+    judged. W795 says so once, naming 64 files; nothing suspect is then no all-clear (exit 2),
+    where it had been `healthy` (exit 0) with no word of it."""
+    from astral_dsl.outputs.diagnosis import final_verdict
+
+    design, fc, rm = small
+    src, dst = tmp_path / "new", tmp_path / "old"
+    write.write_traces(generate(fc, rm, seed=5), str(src), compress=False)
+    dst.mkdir()
+    named = ("Collective name", "Process Group Name", "Process Group Description",
+             "Process Group Ranks", "Src Rank", "Dst Rank", "Group size")
+    for r in range(rm.world):
+        doc = json.loads((src / f"rank-{r}.json").read_text())
+        if r >= 64:
+            doc["distributedInfo"].pop("pg_config")
+            for e in doc["traceEvents"]:
+                for k in named:
+                    (e.get("args") or {}).pop(k, None)
+        (dst / f"rank-{r}.json").write_text(json.dumps(doc))
+    result = diagnose.diagnose(design, observe.load([str(dst)]))
+    (w,) = result.diagnostics
+    assert w.code == "W795" and w.file == str(dst / "rank-100.json")
+    assert "64 of the 128 ranks' traces name no process group and no peer" in w.message
+    assert w.notes[0].endswith("and 60 more")
+    assert result.verdict == "healthy" and len(result.clocks.aligned) == 8
+    assert final_verdict(result, result.diagnostics) == "unusable"
+    assert final_verdict(diagnose.diagnose(design, observe.load([str(src)])), ()) == "healthy"

@@ -258,7 +258,9 @@ def test_odd_fields_read_alike_on_both_roads(tmp_path):
               7]
     doc = {"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": events}
     body = json.dumps(doc).encode()
-    assert tracedoc.decode(body) is None           # `args: null` and `7` do not fit the schema
+    # `args: null` and `7` do not fit the schema: those two events are decoded as plain JSON
+    # (the launch's arguments empty, the number dropped), the rest against the schema
+    assert tracedoc.decode(body) is not None
     p = tmp_path / "rank-1.json"
     p.write_bytes(body)
     obs = observe.load([str(p)])

@@ -90,47 +90,101 @@ def test_the_cut_is_the_largest_gap_over_the_repetitions():
     elsewhere, but 300 us before the first `b` (a GC pause in the first repetition). The first
     repetition alone had decided: its largest gap is before b (position 1). Summed over the
     repetitions, per phase: a 0 + 1 + 1 + 1 = 3, b 300 + 1 + 1 + 1 = 303, c 4 x 100 = 400,
-    d 4 x 1 = 4: the cut is before c, position 2; marked, as 3 of the 4 repetitions have their
-    own largest gap there."""
+    d 4 x 1 = 4: the cut is before c, position 2."""
     from astral_dsl.observe.kineto import _by_pattern
 
     gaps = [0, 300, 100, 1] + [1, 1, 100, 1] * 3
-    out, marked = _by_pattern(*_trace(gaps))
+    out = _by_pattern(*_trace(gaps))
     # positions 0-1 before the cut; then c d a b, c d a b, ... from position 2
     assert out.tolist() == [-1, -1] + [0] * 4 + [1] * 4 + [2] * 4 + [3] * 2
-    assert marked
 
 
-def test_a_cut_no_gap_marks_is_said():
+def test_the_cut_is_never_after_the_first_collective():
+    """The same trace with `b` a collective (an NCCL kernel): the largest gap on average is
+    still before c (400 us summed against 303 before b and 3 before a), but a cut there would
+    leave the trace's first collective out of iteration 0 on this rank and not on a rank whose
+    gaps differ. Cuts at positions 0-1 only (at or before the collective at 1): b's 303 > a's
+    3, the cut is before b; every rank so cut starts its iteration 0 at its first collective."""
+    from astral_dsl.observe.kineto import _by_pattern
+
+    gaps = [0, 300, 100, 1] + [1, 1, 100, 1] * 3
+    comm = np.array([False, True, False, False] * 4)
+    out = _by_pattern(*_trace(gaps), comm)
+    assert out.tolist() == [-1] + [0] * 4 + [1] * 4 + [2] * 4 + [3] * 3
+
+
+def test_a_cut_no_gap_marks_is_anchored_on_the_first_collective():
     """Kernels back to back (1 us before each, 2 us before one kernel of a different phase in
-    each repetition): no phase has the largest gap in most repetitions, so the cut is not
-    marked, and the reader says W794 (once for a directory of such traces)."""
+    each repetition): summed per phase a 1+1+1+2 = 5, b 2+1+1+1 = 5, c 1+2+1+1 = 5, d 1+1+2+1
+    = 5 (the first kernel's gap is 0, so a's is 4 + ... : a 0+1+1+2 = 4): no gap marks the
+    step. With `c` a collective the cut is among positions 0-2, the first largest: b (5).
+    The reader says nothing: the cut is the same on every rank whose trace starts at the same
+    step, whatever its gaps."""
     from astral_dsl.observe import kineto
-    import attrs
-
-    from astral_dsl.observe.load import said_once
 
     gaps = [1, 2, 1, 1] + [1, 1, 2, 1] + [1, 1, 1, 2] + [2, 1, 1, 1]
-    out, marked = kineto._by_pattern(*_trace(gaps))
-    assert not marked and out is not None
     names, ts, dur = _trace(gaps)
-    events = [{"ph": "X", "cat": "kernel", "name": n, "ts": float(t), "dur": 10.0}
-              for n, t in zip(names, ts)]
+    out = kineto._by_pattern(names, ts, dur, np.array([n == "c" for n in names]))
+    assert out.tolist() == [-1] + [0] * 4 + [1] * 4 + [2] * 4 + [3] * 3
+    events = [{"ph": "X", "cat": "kernel", "name": "nccl_" + n if n == "c" else n,
+               "ts": float(t), "dur": 10.0} for n, t in zip(names, ts)]
     trace, diags = kineto.read("rank-0.json", {"traceEvents": events,
                                                "distributedInfo": {"rank": 0,
                                                                    "world_size": 2}})
-    assert trace is not None and [d.code for d in diags] == ["W794"]
-    assert diags[0].hint == "call prof.step() once per iteration (torch.profiler.schedule)"
-    merged = said_once([attrs.evolve(diags[0], file=f"rank-{r}.json") for r in range(3)])
-    assert len(merged) == 1 and merged[0].message.endswith("(said once for 3 files alike)")
-    assert merged[0].notes == ("the files: rank-0.json, rank-1.json, rank-2.json",)
+    assert diags == [] and trace.iterations == (0, 1, 2, 3)
+
+
+@pytest.fixture(scope="module")
+def small():
+    from pathlib import Path
+
+    import astral_dsl
+    from astral_dsl import diagnose, seer
+
+    design = astral_dsl.load(str(Path(__file__).resolve().parent / "fixtures" / "diagnose" /
+                                 "small.astral"))
+    return design, seer.forecast(design), diagnose.rank_map(design)
+
+
+def test_traces_without_steps_or_gaps_are_cut_alike_on_every_rank(small, tmp_path):
+    """The small design's 128 ranks (TP 8, PP 2, DP 8), a healthy run (seed 3) written as
+    profiler traces and stripped of their ProfilerStep annotations. The ranks' kernels run
+    nearly back to back: cut each at its own largest gap on average, 93 of the 128 had no gap
+    marking the step and 9 hosts' collective ends could not be aligned (E789: a rank's k-th
+    collective of an iteration matched with another iteration's on its peers). Anchored on the
+    first collective, every host aligns, the DP collectives and pipeline transfers are matched
+    as with the annotations (48 and 1,536), and nothing is said."""
+    import gzip
+    import json
+
+    from astral_dsl import diagnose, observe
+    from astral_dsl.synth import generate, write
+
+    design, fc, rm = small
+    src, dst = tmp_path / "steps", tmp_path / "nosteps"
+    write.write_traces(generate(fc, rm, seed=3), str(src))
+    dst.mkdir()
+    for f in src.iterdir():
+        doc = json.loads(gzip.decompress(f.read_bytes()))
+        doc["traceEvents"] = [e for e in doc["traceEvents"]
+                              if not e["name"].startswith("ProfilerStep")]
+        (dst / f.name[:-3]).write_text(json.dumps(doc))
+    with_steps = diagnose.diagnose(design, observe.load([str(src)]))
+    result = diagnose.diagnose(design, observe.load([str(dst)]))
+    assert [d.code for d in result.diagnostics] == []
+    assert result.verdict == with_steps.verdict == "healthy"
+    assert len(result.clocks.aligned) == len(with_steps.clocks.aligned) == 16
+    assert result.clocks.unaligned == ()
+    assert result.instances == with_steps.instances
 
 
 def test_a_real_trace_without_its_annotations_is_cut_alike():
     """The real 2-rank trace (tests/fixtures/traces/nccl_data_rank-0, 3 ProfilerSteps of 1,258
-    kernels) with its ProfilerStep annotations removed: the same 1,258-kernel repetitions,
-    cut 4 kernels into each step (its largest gap, 15.5-15.7 ms in all three, follows the
-    step's first 4 kernels), marked: no W794."""
+    kernels) with its ProfilerStep annotations removed: the same 1,258-kernel repetitions. Its
+    largest gap (15.5-15.7 ms in all three) follows the step's first 4 kernels, but the
+    second of them is a collective (DDP's broadcast): the cut is at or before it, at the step's
+    first kernel, so the iterations are the ProfilerSteps' kernel for kernel (cut at the gap,
+    they had been 4 kernels later, the broadcast in the iteration before)."""
     import gzip
     import json
     from pathlib import Path
@@ -140,8 +194,13 @@ def test_a_real_trace_without_its_annotations_is_cut_alike():
     path = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "traces" / \
         "nccl_data_rank-0.json.gz"
     doc = json.loads(gzip.decompress(path.read_bytes()))
+    annotated, _ = kineto.read(str(path), doc)
     doc["traceEvents"] = [e for e in doc["traceEvents"]
                           if not str(e.get("name", "")).startswith("ProfilerStep")]
     trace, diags = kineto.read(str(path), doc)
     assert diags == [] and trace.iterations == (0, 1, 2)
-    assert [int((trace.iteration == i).sum()) for i in (0, 1, 2)] == [1258, 1258, 1254]
+    assert annotated.iterations == (4, 5, 6)
+    for i, step in zip(trace.iterations, annotated.iterations):
+        assert (trace.start[trace.iteration == i] ==
+                annotated.start[annotated.iteration == step]).all()
+    assert [int((trace.iteration == i).sum()) for i in (0, 1, 2)] == [1258, 1258, 1258]

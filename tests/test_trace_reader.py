@@ -122,20 +122,22 @@ def differences(one, other) -> List[str]:
 
 
 def full_parse(path: Path, body: bytes):
-    """What the reader gives for `body` parsed in full (json, from_dict), or None when the
-    schema decode does not take it (the reader then parses it in full itself) or json cannot
-    parse it."""
-    from astral_dsl.observe import kineto, tracedoc
+    """What the reader gives for `body` parsed in full (json, from_dict), or None when json
+    cannot parse it as UTF-8 text or it is not a trace. The reader does not parse in full: it
+    decodes the events one at a time against the schema (tracedoc.decode), or where the schema
+    decode does not take the document walks it with json's scanner (tracedoc.parse), each way
+    keeping only the events it uses; both are compared with this."""
+    from astral_dsl.observe import kineto
 
     plain = body[3:] if body[:3] == b"\xef\xbb\xbf" else body
-    if tracedoc.decode(plain) is None:
-        return None
     try:
-        doc = json.loads(plain)
-    except (ValueError, RecursionError):
+        doc = json.loads(plain.decode("utf-8"))
+    except (ValueError, RecursionError):           # UnicodeDecodeError is a ValueError
         return None
-    trace, diags = kineto.read(str(path), doc if isinstance(doc, dict) else
-                               {"traceEvents": doc})
+    doc = doc if isinstance(doc, dict) else {"traceEvents": doc}
+    if not kineto.looks_like_trace(doc):
+        return None
+    trace, diags = kineto.read(str(path), doc)
     return ((trace,) if trace is not None else ()), tuple(diags)
 
 

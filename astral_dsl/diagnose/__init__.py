@@ -115,6 +115,9 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     traces = checks.foreign(traces, rm, iterations, diags)
     if not traces:
         raise DiagnoseError("no rank of the observed data can be used", diags)
+    unnamed = checks.unnamed_groups(traces)
+    if unnamed is not None:
+        diags.append(unnamed)
     kept = set(iterations)
     traces = {r: t if kept.issuperset(t.iterations) else
               t.select(np.isin(t.iteration, iterations)) for r, t in traces.items()}
@@ -144,7 +147,8 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     tot = totals(list(traces.values()))          # per rank and iteration, counted once
     comp = evidence.compute_per_rank(traces, set(iterations), tot)
     fc_comp = _forecast_compute(fc, timers) if fc is not None else {}
-    gpu = compute.find(rm, comp, iterations, fc_comp, timers, verdict.PRIOR_ODDS)
+    idle = evidence.idle_per_rank(traces, set(iterations), tot) if timers == "compute" else {}
+    gpu = compute.find(rm, comp, iterations, fc_comp, timers, verdict.PRIOR_ODDS, idle)
     band, band_source = verdict.band_of(fc)
     ratios = compute.forecast_ratio(evidence.stage_medians(comp, stage, iterations), fc_comp,
                                     iterations)

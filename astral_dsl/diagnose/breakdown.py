@@ -165,7 +165,7 @@ def covered(start: np.ndarray, end: np.ndarray) -> float:
     return float((e - s).sum())
 
 
-def _covered_per(x0: np.ndarray, x1: np.ndarray, seg: np.ndarray, n: int) -> np.ndarray:
+def covered_per(x0: np.ndarray, x1: np.ndarray, seg: np.ndarray, n: int) -> np.ndarray:
     """covered() of each segment's intervals (segments apart in time: none merges with
     another's)."""
     if x0.size == 0:
@@ -206,7 +206,7 @@ def _rows(traces: Sequence[RankTrace], stages: Sequence[int]) -> List[RankBreakd
     kinds = np.flatnonzero(np.bincount(code[comm], minlength=len(_KIND_NAMES))).tolist()
 
     def per(mask):
-        return _covered_per(x0[mask], x1[mask], seg[mask], n)
+        return covered_per(x0[mask], x1[mask], seg[mask], n)
 
     def summed(mask):
         return np.bincount(seg[mask], weights=dur[mask], minlength=n)
@@ -219,7 +219,7 @@ def _rows(traces: Sequence[RankTrace], stages: Sequence[int]) -> List[RankBreakd
         busy = per(np.ones(seg.size, dtype=bool))
         memory = per(mem)
         cx0, cx1, cseg, ccode = x0[comm], x1[comm], seg[comm], code[comm]
-        by_kind = {k: _covered_per(cx0[ccode == k], cx1[ccode == k], cseg[ccode == k], n)
+        by_kind = {k: covered_per(cx0[ccode == k], cx1[ccode == k], cseg[ccode == k], n)
                    for k in kinds}
     else:
         c = m = both = busy = memory = np.zeros(n)

@@ -64,6 +64,30 @@ def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
     return out
 
 
+def unnamed_groups(traces) -> Optional[Diagnostic]:
+    """W795 when profiler traces' NCCL kernels name neither a process group nor a peer: their
+    collectives and transfers cannot be matched across ranks, so the network they cross is not
+    judged (their compute is), and nothing suspect there is no all-clear."""
+    files = [t.file for t in traces.values() if t.source == "kineto" and _unnamed(t)]
+    if not files:
+        return None
+    shown = ", ".join(files[:4]) + (f" and {len(files) - 4:,} more" if len(files) > 4 else "")
+    return Diagnostic(
+        "W795", Severity.WARNING,
+        f"the NCCL kernels of {len(files):,} of the {len(traces):,} ranks' traces name no "
+        f"process group and no peer (no `Process Group Ranks`, `Process Group Description`, "
+        f"`Src Rank` or `Dst Rank` argument): their collectives and transfers cannot be "
+        f"matched across ranks, so the network they cross is not judged, only their compute",
+        None, "profile with a PyTorch recent enough to record the process group of each "
+              "NCCL kernel, or give rank logs with their phases", file=files[0],
+        notes=(f"the files: {shown}",) if len(files) > 1 else ())
+
+
+def _unnamed(t) -> bool:
+    comm = comm_mask(t.phase)
+    return bool(comm.any()) and not bool(((t.group[comm] >= 0) | (t.peer[comm] >= 0)).any())
+
+
 def iterations(traces, diags: List[Diagnostic]) -> List[int]:
     """Iterations seen on at least half as many ranks as the most common one; a rank missing
     one is said (W788), unless it has none of them (another job: `foreign`)."""

@@ -15,10 +15,12 @@ compute columns measure"):
 A unit's evidence is x = ln(its compute / its stage's median) in each iteration, weighed by
 likelihood.py's model (healthy spread: the units' own robust spread, at least SPREAD_FLOOR;
 slowed: SLOW_MIN to SLOW_MAX): its Bayes factor averages over the share q of iterations it is
-slow in (a GPU that slows part of the run). Half or more of a host's GPUs named: the host."""
+slow in (a GPU that slows part of the run). Half or more of a host's GPUs named: the host. With
+compute alone, a rank's time is its compute and its GPU's idle time: a rank slow by its idle
+time more than by its compute waits for its host, which is named."""
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -70,14 +72,22 @@ def units_of(rm, comp: Dict[int, Dict[int, float]], timers: str) -> List[Unit]:
 
 
 def find(rm, comp: Dict[int, Dict[int, float]], iterations: Sequence[int],
-         fc_comp: Dict[int, float], timers: str, prior_odds: float) -> Found:
+         fc_comp: Dict[int, float], timers: str, prior_odds: float,
+         idle: Optional[Dict[int, Dict[int, float]]] = None) -> Found:
     """Compute suspects (GPUs, candidate GPUs of a TP group, hosts). `comp`: rank -> iteration
     -> compute seconds; `fc_comp`: stage -> forecast seconds; `prior_odds`: the odds, a priori,
-    of a compute fault against none (spread evenly over the units)."""
+    of a compute fault against none (spread evenly over the units). `idle`: rank -> iteration
+    -> seconds its GPU ran nothing (evidence.idle_per_rank): a rank's own time is its compute
+    and its idle time, so that a rank whose host is slow (its GPU waits for launches, data,
+    its Python process: idle, its kernels at their peers' speed) is as slow as one whose GPU
+    is; which of the two it is, the rank's excess over its stage's says (`_host_side`)."""
     stage_of = np.array([r.stage for r in rm.ranks])
     units = units_of(rm, comp, timers)
-    values = {u: {it: evidence.median([comp[r][it] for r in u.ranks if it in comp[r]])
-                  for it in iterations if any(it in comp[r] for r in u.ranks)} for u in units}
+    idle = idle or {}
+    own = {r: {it: v + idle.get(r, {}).get(it, 0.0) for it, v in per.items()}
+           for r, per in comp.items()} if idle else comp
+    values = {u: {it: evidence.median([own[r][it] for r in u.ranks if it in own[r]])
+                  for it in iterations if any(it in own[r] for r in u.ranks)} for u in units}
     medians: Dict[Tuple[int, int], float] = {}
     for (s, it), v in _by_stage_iteration(units, values).items():
         medians[(s, it)] = float(np.median(v))
@@ -102,7 +112,12 @@ def find(rm, comp: Dict[int, Dict[int, float]], iterations: Sequence[int],
             comparisons.append(RankComparison(rank, s, own, own / ratio, fc_comp.get(s)))
     named = [u for u in units if log_bf[u] >= threshold and xs[u].size
              and float(np.max(xs[u])) > np.log(SLOW_MIN)]
-    suspects, bfs = _suspects(rm, named, values, medians, xs, log_bf, fc_comp, timers)
+    waits = _host_side(named, comp, idle, stage_of) if idle else {}
+    suspects, bfs = _suspects(rm, [u for u in named if u not in waits], values, medians, xs,
+                              log_bf, fc_comp, timers)
+    for host, us in _by_host(rm, [u for u in named if u in waits]).items():
+        suspects.append(_waiting_host(rm, host, us, waits, xs))
+        bfs.append(float(np.logaddexp.reduce([log_bf[u] for u in us])))
     shown = {u for u in named}
     rest = np.array([log_bf[u] for u in units if u not in shown])
     return Found(tuple(suspects), tuple(bfs), rest, tuple(comparisons), len(units))
@@ -116,14 +131,73 @@ def _by_stage_iteration(units, values) -> Dict[Tuple[int, int], List[float]]:
     return out
 
 
+def _by_host(rm, units) -> Dict[str, List[Unit]]:
+    by_host: Dict[str, List[Unit]] = {}
+    for u in units:
+        by_host.setdefault(rm.ranks[u.ranks[0]].host, []).append(u)
+    return dict(sorted(by_host.items()))
+
+
+def _host_side(named, comp, idle, stage_of) -> Dict[Unit, Tuple[float, float, Tuple[int, ...]]]:
+    """The named units (ranks) slow by their GPU's idle time more than by its compute: unit ->
+    (its median idle seconds per iteration, its stage's, the iterations idle by SLOW_MIN - 1
+    of its stage's compute or more)."""
+    by: Dict[Tuple[int, int], List[Tuple[float, float]]] = {}
+    for r, per in comp.items():
+        for it, c in per.items():
+            by.setdefault((int(stage_of[r]), it), []).append((c, idle.get(r, {}).get(it, 0.0)))
+    med = {k: (float(np.median([c for c, _ in v])), float(np.median([i for _, i in v])))
+           for k, v in by.items()}
+    out = {}
+    for u in named:
+        if len(u.ranks) != 1:
+            continue
+        r = u.ranks[0]
+        rows = [(it, c - med[(u.stage, it)][0], idle.get(r, {}).get(it, 0.0),
+                 med[(u.stage, it)][1], med[(u.stage, it)][0]) for it, c in sorted(comp[r].items())]
+        if rows and evidence.median([i - m for _, _, i, m, _ in rows]) > \
+                evidence.median([c for _, c, _, _, _ in rows]):
+            slow = tuple(it for it, _, i, m, c in rows if i - m >= (SLOW_MIN - 1) * c)
+            out[u] = (evidence.median([i for _, _, i, _, _ in rows]),
+                      evidence.median([m for _, _, _, m, _ in rows]), slow)
+    return out
+
+
+def _waiting_host(rm, host: str, us: List[Unit], waits, xs) -> Suspect:
+    """The host suspect of ranks whose GPUs wait for their host."""
+    ranks = [u.ranks[0] for u in us]
+    own = evidence.median([waits[u][0] for u in us])
+    peers = evidence.median([waits[u][1] for u in us])
+    its = tuple(sorted({it for u in us for it in waits[u][2]}))
+    ratio = float(np.exp(np.median(np.concatenate([xs[u] for u in us]))))
+    n = sum(xs[u].size for u in us)
+    slow = sum(len(waits[u][2]) for u in us)
+    which = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {_ranks(ranks)}"
+    return Suspect(
+        "host", host, (host,) + tuple(rm.ranks[r].gpu for r in ranks), 0.0,
+        (f"host {host}: the GPU of {which} waits for its host, idle {own * 1e3:.3f} ms per "
+         f"iteration against {peers * 1e3:.3f} ms for its stage's other ranks, its kernels "
+         if len(ranks) == 1 else
+         f"host {host}: the GPUs of {which} wait for their host, idle {own * 1e3:.3f} ms per "
+         f"iteration against {peers * 1e3:.3f} ms for their stage's other ranks, their "
+         f"kernels ")
+        + f"at their speed: {which} {'is' if len(ranks) == 1 else 'are'} {ratio - 1:.0%} slower "
+        f"than {'its' if len(ranks) == 1 else 'their'} stage, and every collective "
+        f"{'it joins waits for it' if len(ranks) == 1 else 'they join waits for them'}",
+        (Evidence("GPU idle per iteration", peers, own, None, tuple(ranks), its, slow, n),),
+        "the host side: its CPU (throttled, shared, a noisy neighbour), data loading, the "
+        "rank's Python process (garbage collection, logging), kernel launches",
+        supports=f"{slow} of {n} iterations idle {SLOW_MIN - 1:.0%} of the stage's compute "
+                 f"or more beyond the stage's idle time",
+        contradicts=f"{n - slow} idle less" if n - slow else "none: every iteration was "
+                                                             "idle that long")
+
+
 def _suspects(rm, named, values, medians, xs, log_bf, fc_comp, timers):
     """GPU suspects (a TP group's candidate GPUs with wall-time timers), or the host when half
     or more of its GPUs are named."""
-    by_host: Dict[str, List[Unit]] = {}
-    for u in named:
-        by_host.setdefault(rm.ranks[u.ranks[0]].host, []).append(u)
     suspects, bfs = [], []
-    for host, us in sorted(by_host.items()):
+    for host, us in _by_host(rm, named).items():
         gpus = [r for r in rm.ranks if r.host == host]
         ranks = [r for u in us for r in u.ranks]
         ratio = float(np.exp(np.median(np.concatenate([xs[u] for u in us]))))

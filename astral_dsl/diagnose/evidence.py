@@ -20,6 +20,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from astral_dsl import records
+from astral_dsl.diagnose.breakdown import covered_per
 from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records, group_ids
 from astral_dsl.observe.records import Totals, totals
 
@@ -51,6 +52,42 @@ def compute_per_rank(traces, iterations, tot: Optional[Totals] = None
             continue
         out[rank] = {it: v for it, v, c in zip(tot.iterations[i], seconds[rows.start:rows.stop],
                                                 n) if c and it in iterations}
+    return out
+
+
+def idle_per_rank(traces, iterations, tot: Totals) -> Dict[int, Dict[int, float]]:
+    """rank -> iteration -> seconds its GPU ran nothing: within the iteration (its span, first
+    start to last end, less the union of its records' intervals; a rank log, which gives
+    durations and not intervals: less their sum), and before it since the previous iteration
+    read ended (the host's work between steps: the optimizer's, data loading). A GPU waiting
+    for a peer waits inside a collective (busy); one waiting for its own host (launches, data,
+    the Python process) is idle. `tot`: the traces' totals (records.totals, in `traces`'
+    order)."""
+    ts = list(traces.values())
+    n = int(tot.offsets[-1]) if len(ts) else 0
+    if not n:
+        return {}
+    row = np.concatenate([o + t.iteration_index()[1] for o, t in
+                          zip(tot.offsets.tolist(), ts)])
+    start = np.concatenate([t.start for t in ts]).astype(np.float64, copy=False)
+    end = start + np.concatenate([t.duration for t in ts])
+    first, last = tot.first, tot.last
+    span = np.where(np.isfinite(first) & np.isfinite(last), last - first, 0.0)
+    # each row's records moved apart from every other row's (a row's spans one after the
+    # other, a second apart), so that one merge finds every row's union
+    shift = np.r_[0.0, np.cumsum(span + 1.0)[:-1]] - np.where(np.isfinite(first), first, 0.0)
+    busy = covered_per(start + shift[row], end + shift[row], row, n)
+    logged = np.repeat(np.array([t.source != "kineto" for t in ts]),
+                       [len(x) for x in tot.iterations])
+    busy = np.where(logged, np.minimum(span, tot.seconds.sum(axis=1)), busy)
+    idle = np.maximum(0.0, span - busy)
+    out: Dict[int, Dict[int, float]] = {}
+    for i, rank in enumerate(traces):
+        rows = tot.rows(i)
+        gaps = np.maximum(0.0, first[rows.start + 1:rows.stop] - last[rows.start:rows.stop - 1])
+        before = np.r_[0.0, np.where(np.isfinite(gaps), gaps, 0.0)]
+        own = (idle[rows.start:rows.stop] + before).tolist()
+        out[rank] = {it: v for it, v in zip(tot.iterations[i], own) if it in iterations}
     return out
 
 
@@ -154,5 +191,5 @@ def median(values) -> float:
     return float(v[h]) if n % 2 else float((v[h - 1] + v[h]) / 2)
 
 
-__all__ = ["MIN_PEERS", "NET_FLOOR_S", "NET_SLOW", "Timing", "compute_per_rank",
+__all__ = ["MIN_PEERS", "NET_FLOOR_S", "NET_SLOW", "Timing", "compute_per_rank", "idle_per_rank",
            "median", "median_ratio", "stage_medians", "timing"]

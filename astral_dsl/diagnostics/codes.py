@@ -233,6 +233,7 @@ CODES: dict[str, str] = {
     "E792": "observed data does not match the job's rank order",
     "W793": "HolisticTraceAnalysis could not read the traces",
     "W794": "a trace's iterations are cut where no gap marks the step boundary",
+    "W795": "profiler traces name no process group: their collectives are not compared",
     # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
     "E800": "a point or configuration was not evaluated: its worker failed",
     "W800": "the cost counts only equipment with a declared price",

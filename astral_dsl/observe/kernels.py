@@ -35,6 +35,7 @@ _SHORT = {"tp": "tp", "pp": "pp", "dp": "dp", "cp": "cp", "ep": "ep"}
 _NUMBER = (int, float)
 _NUMBER_TYPES = frozenset(_NUMBER)
 _SCALAR = (int, float, str)
+FIRST_NCCL = 2                  # the first row of an NCCL kernel's in a Columns' table
 
 
 @records.frozen(eq=False)
@@ -203,7 +204,7 @@ def _code_table(kernel: np.ndarray, which: np.ndarray, number: np.ndarray, first
     for args in first:                      # its meaning depends on the key alone
         table.append(_nccl_meaning(args, groups, group_index))
     if which.size:
-        code[which] = number + 2
+        code[which] = number + FIRST_NCCL
     return code, np.array(table, dtype=np.int64)
 
 

@@ -15,7 +15,7 @@ What is read (the documented trace format: `traceEvents` of complete events, `ph
   it was launched (its `cuda_runtime` launch, matched by `correlation`), as in
   HolisticTraceAnalysis. Without ProfilerStep annotations the iteration is the trace's repeating
   pattern of kernels (the shortest period under which the kernel names repeat), cut at the
-  largest idle gap.
+  largest idle gap at or before the first collective (so that every rank cuts alike).
 
 The events, decoded by msgspec against a schema of the fields read (tracedoc.py), become
 columns (kernels.py) without a Python object per kernel past that decode. Errors never raise:
@@ -47,7 +47,8 @@ def diag(code: str, message: str, file: str, hint: Optional[str] = None,
 
 
 def looks_like_trace(doc) -> bool:
-    return isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list)
+    return isinstance(doc, tracedoc.TraceDoc) or \
+        isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list)
 
 
 def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
@@ -93,16 +94,8 @@ def read(path: str, doc) -> Tuple[Optional[RankTrace], List[Diagnostic]]:
         assigned = _by_steps(ts, scan.corr, steps, scan.launches)
         source = "ProfilerStep"
     else:
-        assigned, marked = _by_pattern(scan.names, ts, dur)
+        assigned = _by_pattern(scan.names, ts, dur, scan.code >= kernels.FIRST_NCCL)
         source = "pattern"
-        if assigned is not None and not marked:
-            diags.append(diag(
-                "W794", "the trace has no ProfilerStep annotations and no idle gap marks where "
-                        "its iterations start (the largest gap is not at one place of the "
-                        "repeating kernels in most repetitions): it is cut at the largest gap "
-                        "on average, which other ranks may not share, so their collectives may "
-                        "be matched across iterations (E789)", path,
-                "call prof.step() once per iteration (torch.profiler.schedule)"))
         if assigned is None:
             return None, diags + [diag(
                 "E788", "the trace has no ProfilerStep annotations and its kernels do not "
@@ -177,14 +170,22 @@ def _by_steps(ts: np.ndarray, correlations, steps, launches) -> np.ndarray:
     return np.where(inside, numbers[np.maximum(k, 0)], -1)
 
 
-def _by_pattern(names, ts: np.ndarray, dur: np.ndarray) -> Tuple[Optional[np.ndarray], bool]:
-    """(iteration of each kernel, whether a gap marks the cut): iterations as the repeating
-    pattern of kernel names, the shortest period p under which at least 90 % of the names
-    repeat, with two or more repetitions (period.py finds it); cut where the idle gap before a
-    kernel is largest on average over the whole repetitions (the step boundary: optimizer,
-    then data loading; the first repetition alone, a GC pause in it, had decided). The cut is
-    marked when more than half of the repetitions have their own largest gap there: without
-    such a gap (kernels back to back) every rank would cut at another place."""
+def _by_pattern(names, ts: np.ndarray, dur: np.ndarray,
+                comm: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+    """The iteration of each kernel (-1 before the first): iterations as the repeating pattern
+    of kernel names, the shortest period p under which at least 90 % of the names repeat, with
+    two or more repetitions (period.py finds it), cut where the idle gap before a kernel is
+    largest on average over the whole repetitions (the step boundary: optimizer, then data
+    loading; the first repetition alone, a GC pause in it, had decided), but never after the
+    trace's first communication kernel (`comm`: per kernel, in file order).
+
+    Each rank's trace is cut on its own: where kernels run back to back no gap marks the step
+    boundary, and the largest gap on average falls at another place on every rank. The
+    collectives are what must be cut alike (the diagnosis matches the k-th collective of a
+    group in an iteration across its members): cut at or before its first collective, every
+    rank's first iteration starts at collective number 0 of each of its groups, and holds the
+    same collectives as every other member's, when the traces start at the same step (as
+    torch.profiler's schedule starts them on every rank)."""
     ids: Dict[str, int] = {}
     order = np.argsort(ts, kind="stable")
     seq = np.array([ids.setdefault(names[i], len(ids)) for i in order.tolist()],
@@ -192,17 +193,20 @@ def _by_pattern(names, ts: np.ndarray, dur: np.ndarray) -> Tuple[Optional[np.nda
     n = len(seq)
     period = find_period(seq)
     if period is None:
-        return None, False
+        return None
     t, d = ts[order], dur[order]
     gaps = np.zeros(n)
     gaps[1:] = t[1:] - np.maximum.accumulate(t + d)[:-1]
     whole = gaps[:n - n % period].reshape(-1, period)      # one row per whole repetition
-    offset = int(np.argmax(whole.sum(axis=0)))
-    marked = 2 * int(np.count_nonzero(np.argmax(whole, axis=1) == offset)) > len(whole)
+    sums = whole.sum(axis=0)
+    first = np.flatnonzero(comm[order]) if comm is not None else ()
+    if len(first):
+        sums = sums[:min(int(first[0]), period - 1) + 1]
+    offset = int(np.argmax(sums))
     pos = np.arange(n)
     out = np.full(n, -1, dtype=np.int64)
     out[order] = np.where(pos >= offset, (pos - offset) // period, -1)
-    return out, marked
+    return out
 
 
 def _empty_steps(steps, trace: RankTrace) -> List[int]:

@@ -197,7 +197,8 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
         with open(path, "rb") as fh:
             head = fh.read(2)
             fh.seek(0)
-            data = fh.read(MAX_BYTES + 1)
+            # not read(MAX_BYTES + 1): that allocates the whole cap, whatever the file's size
+            data = fh.read(min(os.fstat(fh.fileno()).st_size, MAX_BYTES) + 1)
         if head == b"\x1f\x8b" and len(data) <= MAX_BYTES:
             data = _gunzip(data)
     except OSError as exc:
@@ -208,9 +209,10 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     if len(data) > MAX_BYTES:
         return [], [diag("E781", f"the file is larger than {MAX_BYTES >> 20} MiB: not read",
                          path, "profile fewer steps per file")]
-    body = data[3:] if data[:3] == b"\xef\xbb\xbf" else data
-    if body[:64].lstrip()[:1] in (b"{", b"["):
-        doc = tracedoc.decode(body)   # a profiler trace: only the fields the reader uses
+    bom = 3 if data[:3] == b"\xef\xbb\xbf" else 0
+    if data[bom:bom + 64].lstrip()[:1] in (b"{", b"["):
+        # a profiler trace: only the fields and the events the reader uses
+        doc = tracedoc.decode(data[bom:] if bom else data)
         if doc is not None:
             trace, diags = kineto.read(path, doc)
             return ([trace] if trace is not None else []), diags
@@ -218,6 +220,7 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         return [], [diag("E781", "the file is neither JSON nor CSV text (not UTF-8)", path)]
+    del data                      # the text is what is parsed: the bytes are not held with it
     stripped = text.lstrip()
     if not stripped:
         return [], [diag("E781", "the file is empty", path)]
@@ -250,7 +253,7 @@ def _gunzip(raw: bytes) -> bytes:
 
 def _json(path: str, text: str, stripped: str):
     try:
-        doc = json.loads(text)
+        doc = tracedoc.parse(text)        # json.loads, a trace's unused events dropped
     except RecursionError:
         return [], [diag("E781", "the JSON is nested deeper than a trace or a log is: not "
                                  "read", path)]
@@ -282,8 +285,6 @@ def _looks_like_log(stripped: str) -> bool:
 
 def _document(path: str, doc, stripped):
     """A parsed JSON document: a trace, or one JSON Lines record (the text read as a log)."""
-    if isinstance(doc, list):
-        doc = {"traceEvents": doc}
     if kineto.looks_like_trace(doc):
         trace, diags = kineto.read(path, doc)
         return ([trace] if trace is not None else []), diags

@@ -1,16 +1,21 @@
-"""A profiler trace document reduced to the fields the trace reader uses.
+"""A profiler trace document reduced to the fields and the events the trace reader uses.
 
-`decode` parses a trace's bytes with msgspec against this schema: every other field (a real
-Kineto kernel carries a dozen more arguments: grid, blocks, registers, occupancy, external id,
-...; CPU ops carry call stacks and input shapes) is skipped without building a Python object,
-two to four times faster than a full parse of the three real traces of tests/fixtures/traces.
-Every field is typed `Any`, so a value of an unexpected type is kept and judged by the reader
-(kineto.py), as a full parse would give it. A document the schema does not fit (an event that
-is not an object, arguments that are not an object, no `traceEvents`) decodes to None: the
-caller parses it in full and `from_dict` brings it to the same shape, so the schema decode and
-the full parse meet at one reader. A field given as `null` counts as absent either way."""
+`decode` parses a trace's bytes with msgspec against this schema, one event at a time: every
+other field (a real Kineto kernel carries a dozen more arguments: grid, blocks, registers,
+occupancy, external id, ...; CPU ops carry call stacks and input shapes) is skipped without
+building a Python object, and every event the reader does not use (`kept`) is dropped as soon
+as it is decoded. Every field is typed `Any`, so a value of an unexpected type is kept and
+judged by the reader (kineto.py), as a full parse would give it; an event the schema does not
+fit (not an object, arguments that are not an object) is decoded as plain JSON and brought to
+the schema's shape. A document msgspec does not take (not JSON of a trace's shape, a NaN, a
+number past a double's range) decodes to None: the caller parses it in full with `parse`
+(json.loads, its events kept as they are parsed), and `from_dict` brings a full parse to the
+same shape, so every way meets at one reader. A field given as `null` counts as absent."""
 from __future__ import annotations
 
+import json
+import re
+from json.decoder import scanstring
 from typing import Any, List, Optional
 
 import msgspec
@@ -50,34 +55,166 @@ class TraceDoc(msgspec.Struct, frozen=True):
     deviceProperties: Any = None
 
 
-_DOC = msgspec.json.Decoder(TraceDoc)
-_EVENTS = msgspec.json.Decoder(List[Event])
+class _Lazy(msgspec.Struct, frozen=True):
+    """A trace document with its events left undecoded: each a view of its bytes."""
+    traceEvents: List[msgspec.Raw]
+    distributedInfo: Any = None
+    deviceProperties: Any = None
+
+
+_DOC = msgspec.json.Decoder(_Lazy)
+_RAWS = msgspec.json.Decoder(List[msgspec.Raw])
+_EVENT = msgspec.json.Decoder(Event)
+_VALUE = msgspec.json.Decoder()
+_BAD = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+# RecursionError: nested past msgspec's depth (the full parse says)
+
+
+def kept(e: Event) -> bool:
+    """Whether the reader uses the event at all (kernels.from_events): a kernel or a memory
+    copy, a launch, a ProfilerStep annotation. The rest (CPU ops, Python frames, flow events:
+    most of a trace) is dropped as it is decoded, so that a trace costs the events it keeps."""
+    c = e.cat
+    if c == "kernel" or c == "gpu_memcpy" or c == "gpu_memset" or c == "cuda_runtime":
+        return True
+    return (c == "cpu_op" or c == "user_annotation") and type(e.name) is str and \
+        e.name.startswith("ProfilerStep#")
 
 
 def decode(body: bytes) -> Optional[TraceDoc]:
     """A trace document (an object with `traceEvents`, or a bare list of events) from JSON
-    bytes; None when the bytes are not JSON of that shape."""
+    bytes, its events those the reader uses (`kept`); None when the bytes are not JSON of that
+    shape, or hold a number past a double's range (the full parse takes it as infinite).
+
+    The events are decoded one at a time from views of the bytes: at most one event the reader
+    does not use is ever built. An event the schema does not fit (not an object, `args` null or
+    not an object) is decoded as plain JSON and brought to the schema's shape as a full parse's
+    would be (`from_dict`)."""
     try:
         if body.lstrip()[:1] == b"[":
-            return TraceDoc(_EVENTS.decode(body))
-        return _DOC.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None             # RecursionError: nested past msgspec's depth (the full parse says)
+            raws, info, props = _RAWS.decode(body), None, None
+        else:
+            lazy = _DOC.decode(body)
+            raws, info, props = lazy.traceEvents, lazy.distributedInfo, lazy.deviceProperties
+        events = []
+        for raw in raws:
+            try:
+                e = _EVENT.decode(raw)
+            except msgspec.ValidationError:
+                value = _VALUE.decode(raw)
+                if type(value) is not dict:
+                    continue
+                e = _event(value)
+            if kept(e):
+                events.append(e)
+    except _BAD:
+        return None
+    return TraceDoc(events, info, props)
+
+
+def _event(e: dict) -> Event:
+    a = e.get("args")
+    args = Args(**{attr: a.get(key) for key, attr in ARG_KEYS}) if type(a) is dict else Args()
+    return Event(e.get("ph"), e.get("cat"), e.get("name"), e.get("ts"), e.get("dur"), args)
 
 
 def from_dict(doc: dict) -> TraceDoc:
     """A fully parsed trace document (a dict with a `traceEvents` list) in the schema's shape:
-    events that are not objects are dropped, arguments that are not an object are empty."""
-    events = []
-    for e in doc["traceEvents"]:
-        if type(e) is not dict:
-            continue
-        a = e.get("args")
-        args = Args(**{attr: a.get(key) for key, attr in ARG_KEYS}) \
-            if type(a) is dict else Args()
-        events.append(Event(e.get("ph"), e.get("cat"), e.get("name"), e.get("ts"), e.get("dur"),
-                            args))
+    events that are not objects are dropped, arguments that are not an object are empty. (Events
+    already in the schema's shape, from `parse`, are taken as they are.)"""
+    events = [e if type(e) is Event else _event(e) for e in doc["traceEvents"]
+              if type(e) is dict or type(e) is Event]
     return TraceDoc(events, doc.get("distributedInfo"), doc.get("deviceProperties"))
 
 
-__all__ = ["ARG_KEYS", "Args", "Event", "PEER_ATTRS", "TraceDoc", "decode", "from_dict"]
+# ---- the full parse, streamed ----------------------------------------------------------------
+# What json.loads gives, but a trace's events are brought to the schema's shape one at a time
+# and only those the reader uses are kept (a full parse held every event as dicts: about 7
+# times the file). The document's structure around them is walked here as CPython's scanner
+# walks it (Modules/_json.c: the same whitespace, the same errors at the same positions), every
+# value inside it parsed by that scanner.
+_WS = re.compile(r"[ \t\n\r]*")
+_SCAN = json.JSONDecoder().scan_once
+
+
+def parse(text: str):
+    """json.loads(text), exceptions included, except that a trace's events (the elements of a
+    top-level array, or of the top-level object's `traceEvents` array) are the `kept` ones,
+    as `Event`s; a trace is returned as a TraceDoc."""
+    if text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    i = _WS.match(text, 0).end()
+    if text.startswith("[", i):
+        events, i = _events(text, i)
+        doc = TraceDoc(events)
+    elif text.startswith("{", i):
+        doc, i = _object(text, i)
+        if type(doc.get("traceEvents")) is list:
+            doc = from_dict(doc)
+    else:
+        doc, i = _value(text, i)
+    i = _WS.match(text, i).end()
+    if i != len(text):
+        raise json.JSONDecodeError("Extra data", text, i)
+    return doc
+
+
+def _value(text: str, i: int):
+    try:
+        return _SCAN(text, i)
+    except StopIteration as stop:
+        raise json.JSONDecodeError("Expecting value", text, stop.value) from None
+
+
+def _events(text: str, i: int):
+    """The kept events of the array at i, and the index after it."""
+    out: List[Event] = []
+    i = _WS.match(text, i + 1).end()
+    if text.startswith("]", i):
+        return out, i + 1
+    while True:
+        e, i = _value(text, i)
+        if type(e) is dict:
+            e = _event(e)
+            if kept(e):
+                out.append(e)
+        closed, i = _after(text, i, "]")
+        if closed:
+            return out, i
+
+
+def _object(text: str, i: int):
+    """The object at i (its `traceEvents` array's kept events only), and the index after it."""
+    out: dict = {}
+    i = _WS.match(text, i + 1).end()
+    if text.startswith("}", i):
+        return out, i + 1
+    while True:
+        if not text.startswith('"', i):
+            raise json.JSONDecodeError("Expecting property name enclosed in double quotes",
+                                       text, i)
+        key, i = scanstring(text, i + 1)
+        i = _WS.match(text, i).end()
+        if not text.startswith(":", i):
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, i)
+        i = _WS.match(text, i + 1).end()
+        out[key], i = _events(text, i) if key == "traceEvents" and text.startswith("[", i) \
+            else _value(text, i)
+        closed, i = _after(text, i, "}")
+        if closed:
+            return out, i
+
+
+def _after(text: str, i: int, close: str):
+    """After a member of an array or an object, at i: (True, the index after its `close`) or
+    (False, the index of the next member)."""
+    i = _WS.match(text, i).end()
+    if text.startswith(close, i):
+        return True, i + 1
+    if not text.startswith(",", i):
+        raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
+    return False, _WS.match(text, i + 1).end()
+
+
+__all__ = ["ARG_KEYS", "Args", "Event", "PEER_ATTRS", "TraceDoc", "decode", "from_dict", "kept",
+           "parse"]

@@ -50,11 +50,16 @@ def schema_text() -> str:
     return (resources.schema_dir() / "diagnosis.schema.json").read_text(encoding="utf-8")
 
 
+# warnings that say part of what was read could not be judged: no all-clear with them
+UNSEEN = frozenset({"W795"})
+
+
 def final_verdict(d, diagnostics) -> str:
     """The verdict the exit code, the JSON and the text say: the diagnosis's, except that
     nothing suspect is no all-clear when ranks were not read or part of the input could not be
     used (an error among `diagnostics`): `unusable` then (docs/diagnose.md, the exit codes)."""
-    if d.verdict == "healthy" and (d.missing_ranks or any(x.is_error for x in diagnostics)):
+    if d.verdict == "healthy" and (d.missing_ranks or any(x.is_error or x.code in UNSEEN
+                                                          for x in diagnostics)):
         return "unusable"
     return d.verdict
 
@@ -171,6 +176,9 @@ def _unseen(d) -> str:
     if d.missing_ranks:
         return (f"{len(d.missing_ranks):,} of the job's {d.world:,} ranks were not read: "
                 f"nothing is known of them")
+    if any(x.code in UNSEEN for x in d.diagnostics) and not any(x.is_error
+                                                                for x in d.diagnostics):
+        return "the collectives of traces that name no process group were not compared: W795"
     return "part of the observed data could not be used: the errors above"
 
 

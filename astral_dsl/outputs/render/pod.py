@@ -207,10 +207,14 @@ def _group_name(f: Fabric, i: int, key: Key, pod, located) -> str:
 
 
 def _host_suspect(hl, pod_path: str) -> Optional[str]:
-    """A suspect inside the pod's hosts (a GPU, host or NIC), drawn on its hosts' node."""
+    """A suspect inside the pod's hosts (a GPU, host or NIC), drawn on its hosts' node: one
+    whose path, or one of whose tied parts or parts, is in the pod (a tie of two NICs in two
+    pods is drawn in each pod's picture)."""
     for i, s in enumerate(hl.suspects):
-        if s.get("kind") in ("gpu", "host", "nic port") and \
-                str(s.get("path", "")).startswith(pod_path + "."):
+        if s.get("kind") not in ("gpu", "host", "nic port"):
+            continue
+        names = [s.get("path")] + list(s.get("tied") or ()) + list(s.get("parts") or ())
+        if any(isinstance(n, str) and n.startswith(pod_path + ".") for n in names):
             hl.shown.add(i)
             return hl.label(i)
     return None
