@@ -1,0 +1,49 @@
+"""The command line as a contract for CI systems and scripts (docs/language.md, section 19.4):
+the same exit code means the same thing on every command (3 only an internal error, E000),
+an unknown `--scenario` is E216 everywhere, `--format json` is one enveloped document on every
+command that takes it, and a Ctrl-C exits 130 without a traceback from the program's first
+line on."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clirun import astral
+
+REPO = Path(__file__).resolve().parents[1]
+RACK = "examples/tutorial_rack.astral"
+BROKEN = """
+gpu G { power = 700 W }
+host H { gpus = 8 x G }
+site S { hosts = 2 x H, foo = 3 kW + 2 Gb/s }
+"""
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("contract") / "broken.astral"
+    path.write_text(BROKEN, encoding="utf-8")
+    return path
+
+
+# ---- exit codes --------------------------------------------------------------------------------
+def test_diagnose_design_errors_and_internal_errors_exit_apart(broken, monkeypatch, tmp_path):
+    # a design with errors is no diagnosis (2, verdict design-errors); 3 is only a bug (E000)
+    log = tmp_path / "ranks.csv"
+    log.write_text("rank,iteration,phase,start_s,duration_s\n", encoding="utf-8")
+    p = astral("diagnose", broken, "--observed", log, "--format", "json")
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["verdict"], doc["exit_code"]) == (2, "design-errors", 2)
+    assert "E301" in [d["code"] for d in doc["diagnostics"]]
+
+    from astral_dsl import observe
+
+    def bug(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(observe, "load", bug)
+    p = astral("diagnose", RACK, "--observed", log, "--format", "json")
+    assert p.returncode == 3 and p.stderr.startswith("error[E000]: internal compiler error")
+
