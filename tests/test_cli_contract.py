@@ -47,3 +47,31 @@ def test_diagnose_design_errors_and_internal_errors_exit_apart(broken, monkeypat
     p = astral("diagnose", RACK, "--observed", log, "--format", "json")
     assert p.returncode == 3 and p.stderr.startswith("error[E000]: internal compiler error")
 
+
+# ---- an unknown --scenario ---------------------------------------------------------------------
+@pytest.mark.parametrize("command, extra", [
+    ("check", []), ("size", []), ("forecast", []),
+    ("sweep", ["--grid", "hosts_per_rack=3..4", "--workers", "1"]),
+])
+def test_an_unknown_scenario_is_e216_exit_1_in_the_envelope(command, extra):
+    # sweep said it as a usage error (exit 2, nothing on stdout) where check, size and
+    # forecast gave E216 in their envelope, exit 1
+    p = astral(command, "examples/single_pod.astral", "--scenario", "tor_plane_a_rail3",
+               "--format", "json", *extra)
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["valid"], doc["file"]) == (1, False, "examples/single_pod.astral")
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "E216"]
+    assert d["message"] == "--scenario tor_plane_a_rail3: no such scenario"
+    assert d["hint"] == "did you mean `tor_plane_a_rail_3`?"
+
+
+def test_an_unknown_scenario_in_report_and_sweep_text_is_e216(tmp_path):
+    # report writes HTML, its diagnostics go to standard error; it wrote no page, exit 2 before
+    page = tmp_path / "review.html"
+    p = astral("report", "examples/single_pod.astral", "-o", page, "--scenario", "nope")
+    assert p.returncode == 1 and not page.exists()
+    assert p.stderr.startswith("error[E216]: --scenario nope: no such scenario\n")
+    assert "= hint: scenarios: tor_plane_a_rail_3" in p.stderr
+    p = astral("sweep", "examples/single_pod.astral", "--grid", "hosts_per_rack=3..4",
+               "--scenario", "nope", "--workers", "1")
+    assert p.returncode == 1 and p.stdout.startswith("error[E216]: --scenario nope")

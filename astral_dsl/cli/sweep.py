@@ -142,19 +142,16 @@ def run(args, overrides) -> int:
         result = sweep.run(args.file, args.grid, overrides, job=args.job,
                            scenario=args.scenario, cluster=cluster, workers=args.workers,
                            progress=update, calibration=calibration)
-    except (sweep.SweepError, EngineError) as exc:
+    except sweep.SweepError as exc:
+        if not exc.diagnostics:
+            return usage(str(exc))
+        return _no_rows(args, exc.diagnostics, args.file)   # E216, as every command says it
+    except EngineError as exc:
         return usage(str(exc))
     finally:
         stop()
     if not result.rows:            # the file cannot be read or parsed: no point can mend it
-        if args.format == "json":
-            from astral_dsl.outputs.jsonout import dumps, envelope
-
-            sys.stdout.write(dumps(envelope(result.base.diagnostics, file=result.file)) + "\n")
-        else:
-            print_diagnostics(result.base.diagnostics, colour(args), sys.stdout)
-        return EXIT_USAGE if any(d.code == "E100" for d in result.base.diagnostics) \
-            else EXIT_ERRORS
+        return _no_rows(args, result.base.diagnostics, result.file)
     for note in result.notes:
         sys.stderr.write(f"note: {note}\n")
     if args.plot:
@@ -178,6 +175,18 @@ def run(args, overrides) -> int:
         sys.stdout.write(out.table(result, args.scenario, colour(args),
                                    terminal_width(sys.stdout)))
     return EXIT_OK if all(r["valid"] for r in result.rows) else EXIT_ERRORS
+
+
+def _no_rows(args, diagnostics, file) -> int:
+    """No point was evaluated: the diagnostics that say why (the file cannot be read or parsed,
+    an unknown scenario), in the envelope with `--format json`; exit 2 for an unreadable file."""
+    if args.format == "json":
+        from astral_dsl.outputs.jsonout import dumps, envelope
+
+        sys.stdout.write(dumps(envelope(diagnostics, file=file)) + "\n")
+    else:
+        print_diagnostics(diagnostics, colour(args), sys.stdout)
+    return EXIT_USAGE if any(d.code == "E100" for d in diagnostics) else EXIT_ERRORS
 
 
 def _plot(args, result) -> int:
