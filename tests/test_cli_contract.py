@@ -75,3 +75,46 @@ def test_an_unknown_scenario_in_report_and_sweep_text_is_e216(tmp_path):
     p = astral("sweep", "examples/single_pod.astral", "--grid", "hosts_per_rack=3..4",
                "--scenario", "nope", "--workers", "1")
     assert p.returncode == 1 and p.stdout.startswith("error[E216]: --scenario nope")
+
+
+# ---- Ctrl-C from the program's first line --------------------------------------------------------
+# The console script as pip writes it (pyproject.toml [project.scripts] names MODULE:FUNCTION),
+# with a Ctrl-C sent at a chosen moment: as the import of a module starts (an import hook), or
+# as the program exits (an exit handler). A real Ctrl-C lands anywhere in these ~0.3 s; the hook
+# lands it exactly where a Python traceback used to be printed (the command line's modules
+# imported before any handler of the program was in place; the exit, after cli.main had put
+# Python's own handler back).
+_INTERRUPTED = """
+import atexit, os, re, signal, sys
+when = {when!r}
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == when:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupt())
+if when == "exit":
+    atexit.register(os.kill, os.getpid(), signal.SIGINT)
+sys.argv = ["astral", "check", "examples/tutorial_rack.astral"]
+from {module} import {function}
+sys.exit({function}())
+"""
+
+
+def _console_script():
+    import tomllib
+
+    with open(REPO / "pyproject.toml", "rb") as fh:
+        return tomllib.load(fh)["project"]["scripts"]["astral"].split(":")
+
+
+@pytest.mark.parametrize("when", ["astral_dsl.cli", "astral_dsl.cli.check", "exit"])
+def test_ctrl_c_anywhere_in_the_program_exits_130_without_a_traceback(when):
+    import subprocess
+    import sys
+
+    module, function = _console_script()
+    p = subprocess.run([sys.executable, "-c", _INTERRUPTED.format(when=when, module=module,
+                                                                   function=function)],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stderr) == (130, ""), p.stderr[-1500:]
