@@ -15,9 +15,10 @@ from clirun import astral
 REPO = Path(__file__).resolve().parents[1]
 RACK = "examples/tutorial_rack.astral"
 BROKEN = """
+param servers = 2
 gpu G { power = 700 W }
 host H { gpus = 8 x G }
-site S { hosts = 2 x H, foo = 3 kW + 2 Gb/s }
+site S { hosts = servers x H, foo = 3 kW + 2 Gb/s }
 """
 
 
@@ -118,3 +119,38 @@ def test_ctrl_c_anywhere_in_the_program_exits_130_without_a_traceback(when):
                                                                    function=function)],
                        cwd=REPO, capture_output=True, text=True, timeout=120)
     assert (p.returncode, p.stderr) == (130, ""), p.stderr[-1500:]
+
+
+# ---- --format json: one document, in the envelope, whatever the input -------------------------
+ENVELOPE = ["version", "format", "valid", "diagnostics", "file"]
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("check", []), ("size", []), ("export", []), ("forecast", []), ("diff", [REPO / RACK]),
+    ("sweep", ["--grid", "servers=3..4", "--workers", "1"]), ("search", ["--workers", "1"]),
+    ("synth", ["-o", "ranks.csv"]), ("diagnose", ["--observed", "ranks.csv"]),
+])
+def test_json_is_one_enveloped_document_for_a_design_with_errors(command, extra, broken):
+    p = astral(command, broken, *extra, "--format", "json", cwd=broken.parent)
+    doc = json.loads(p.stdout)              # the whole of standard output: one document
+    # (diff names its two sides `a` and `b` instead of `file`; export had no `file`)
+    assert list(doc)[:5] == ENVELOPE[:4] + (["a"] if command == "diff" else ["file"]), p.stdout
+    # a sweep's points are rows, each with its own diagnostics
+    found = [d for r in doc["rows"] for d in r["diagnostics"]] if command == "sweep" \
+        else doc["diagnostics"]
+    assert "E301" in [d["code"] for d in found] and doc["valid"] is False
+    assert p.returncode in (1, 2) and p.stderr == ""
+
+
+def test_sweep_json_is_one_document_with_the_rows_and_jsonl_the_rows_alone():
+    # 4 servers x 10.2 kW = 40.8 kW, under the 45 kW busway; 5 x 10.2 = 51 kW, over it (E500)
+    args = ["sweep", RACK, "--grid", "servers=4,5", "--workers", "1"]
+    p = astral(*args, "--format", "json")
+    doc = json.loads(p.stdout)
+    assert list(doc)[:5] == ENVELOPE and (p.returncode, doc["valid"]) == (1, False)
+    assert doc["grid"] == [{"name": "servers", "values": [4, 5]}]
+    assert [(r["servers"], r["it_power_kw"], r["valid"]) for r in doc["rows"]] == [
+        (4, 40.8, True), (5, 51.0, False)]
+    assert "E500" in doc["rows"][1]["errors"]
+    lines = astral(*args, "--format", "jsonl").stdout.splitlines()
+    assert [json.loads(line) for line in lines] == doc["rows"]

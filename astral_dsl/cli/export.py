@@ -41,7 +41,9 @@ def run(args, overrides) -> int:
         return _netbox(args, result, valid)
     if args.format == "human":
         print_diagnostics(diagnostics, colour(args, sys.stderr), sys.stderr)
-    doc = envelope(diagnostics, design=export_design(design) if valid else None,
+    # `file` as every command's envelope has it: a design with errors exports `design: null`
+    doc = envelope(diagnostics, file=design.file,
+                   design=export_design(design) if valid else None,
                    accepted=accepted_json(result.accepted))
     sys.stdout.write(dumps(doc) + "\n")
     return exit_code(design, diagnostics)

@@ -30,7 +30,8 @@ def register(sub) -> None:
                    help="with --job: fitted constants written by `astral calibrate -o` "
                         "(default: the shipped fit)")
     add_engine_options(s)
-    add_common(s)
+    add_common(s, formats=("human", "json", "jsonl"), format_help=(
+        "json: one document, the envelope with the rows; jsonl: a row per line, nothing else"))
 
 
 def add_engine_options(p) -> None:
@@ -152,8 +153,9 @@ def run(args, overrides) -> int:
         stop()
     if not result.rows:            # the file cannot be read or parsed: no point can mend it
         return _no_rows(args, result.base.diagnostics, result.file)
-    for note in result.notes:
-        sys.stderr.write(f"note: {note}\n")
+    if args.format != "json":       # the document holds them
+        for note in result.notes:
+            sys.stderr.write(f"note: {note}\n")
     if args.plot:
         code = _plot(args, result)
         if code:
@@ -164,7 +166,9 @@ def run(args, overrides) -> int:
         except OSError as exc:
             return usage(f"-o {args.output}: {exc.strerror or exc}")
     if args.format == "json":
-        sys.stdout.write(out.jsonl(result, args.scenario))
+        sys.stdout.write(out.document(result, args.scenario, args.job))
+    elif args.format == "jsonl":
+        sys.stdout.write(out.jsonl(result, args.scenario is not None))
     elif args.output:
         valid = sum(r["valid"] for r in result.rows)
         sys.stdout.write(f"{result.file}: {len(result.rows)} points ({valid} valid) written to "
@@ -179,11 +183,12 @@ def run(args, overrides) -> int:
 
 def _no_rows(args, diagnostics, file) -> int:
     """No point was evaluated: the diagnostics that say why (the file cannot be read or parsed,
-    an unknown scenario), in the envelope with `--format json`; exit 2 for an unreadable file."""
-    if args.format == "json":
+    an unknown scenario), with `--format json` or `jsonl` in the envelope with no `rows`;
+    exit 2 for an unreadable file."""
+    if args.format != "human":
         from astral_dsl.outputs.jsonout import dumps, envelope
 
-        sys.stdout.write(dumps(envelope(diagnostics, file=file)) + "\n")
+        sys.stdout.write(dumps(envelope(diagnostics, file=file, rows=[])) + "\n")
     else:
         print_diagnostics(diagnostics, colour(args), sys.stdout)
     return EXIT_USAGE if any(d.code == "E100" for d in diagnostics) else EXIT_ERRORS

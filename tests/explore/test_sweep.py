@@ -143,7 +143,13 @@ def test_cli_outputs(project, tmp_path, capsys):
             "rack_limit=40kW,50kW", "--workers", "1"]
     code, out, _ = _cli(args + ["--format", "json"], capsys)
     assert code == 1                            # some points have errors
-    rows = [json.loads(line) for line in out.splitlines()]
+    doc = json.loads(out)                       # one document, every command's envelope
+    assert list(doc)[:5] == ["version", "format", "valid", "diagnostics", "file"]
+    assert (doc["valid"], doc["diagnostics"], doc["scenario"], doc["job"]) == (
+        False, [], None, None)
+    assert doc["grid"] == [{"name": "hosts_per_rack", "values": [3, 4, 5]},
+                           {"name": "rack_limit", "values": ["40 kW", "50 kW"]}]
+    rows = doc["rows"]
     assert list(rows[0])[:3] == ["hosts_per_rack", "rack_limit", "valid"]
     assert rows[0]["hosts_per_rack"] == 3 and rows[0]["rack_limit"] == "40 kW"
     assert rows[2]["errors"] == ["E500"] and rows[2]["diagnostics"][0]["code"] == "E500"
@@ -156,8 +162,9 @@ def test_cli_outputs(project, tmp_path, capsys):
     assert "rack exceeds its busway rating" in table[2]["diagnostics"]
     code, _, _ = _cli(args + ["-o", str(tmp_path / "rows.jsonl")], capsys)
     jsonl = (tmp_path / "rows.jsonl").read_text()
-    code, again, _ = _cli(args + ["--format", "json"], capsys)
+    code, again, _ = _cli(args + ["--format", "jsonl"], capsys)
     assert jsonl == again                       # same rows, byte for byte
+    assert [json.loads(line) for line in again.splitlines()] == rows
     code, out, _ = _cli(args, capsys)
     assert "hosts_per_rack" in out and "E500 E620" in out and "rack exceeds" in out
 
@@ -175,7 +182,7 @@ def test_a_text_parameter_reads_alike_in_csv_and_json(tmp_path, capsys):
     _cli(args + ["-o", str(tmp_path / "rows.csv")], capsys)
     with open(tmp_path / "rows.csv", newline="") as fh:
         assert [r["label"] for r in csv.DictReader(fh)] == ["a,b", "c"]
-    _, out, _ = _cli(args + ["--format", "json"], capsys)
+    _, out, _ = _cli(args + ["--format", "jsonl"], capsys)
     assert [json.loads(line)["label"] for line in out.splitlines()] == ["a,b", "c"]
     assert (unquoted('"x\\ty"'), unquoted("45 kW")) == ("x\ty", "45 kW")
 
@@ -232,7 +239,7 @@ def test_subprocess_run_with_the_default_pool(project):
                            "--grid", "hosts_per_rack=2..5", "--format", "json"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1, proc.stderr
-    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    rows = json.loads(proc.stdout)["rows"]
     assert [r["hosts_per_rack"] for r in rows] == [2, 3, 4, 5]
     assert proc.stderr == ""              # no progress bar when stderr is not a terminal
 
@@ -259,7 +266,7 @@ def test_the_table_shows_each_rows_warnings_as_json_and_csv_do(project, capsys):
         "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)",
         "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G) { price = 300000 USD }"))
     args = ["sweep", str(project), "--grid", "hosts_per_rack=1,5", "--workers", "1"]
-    _, out, _ = _cli(args + ["--format", "json"], capsys)
+    _, out, _ = _cli(args + ["--format", "jsonl"], capsys)
     rows = [json.loads(line) for line in out.splitlines()]
     # 5 hosts x 10.2 kW = 51 kW: over the 45 kW check (E500) and the 200 kW feeder (E620);
     # both points draw W800 (the feeder has no price) and the project's own warnings
@@ -286,7 +293,7 @@ def test_huge_grid_values_are_usage_errors_or_rows_never_a_crash(project, tmp_pa
     code, out, err = _cli(base + ["--grid", "hosts_per_rack=1e300,2", "--format", "json"],
                           capsys)
     assert code == 1 and "E000" not in err
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = json.loads(out)["rows"]
     assert rows[0]["hosts_per_rack"] == 1e300 and "E401" in rows[0]["errors"]
     assert rows[1]["hosts_per_rack"] == 2 and rows[1]["valid"]
     code, _, _ = _cli(base + ["--grid", "hosts_per_rack=1e300", "-o", str(tmp_path / "y.jsonl")],
@@ -297,7 +304,7 @@ def test_huge_grid_values_are_usage_errors_or_rows_never_a_crash(project, tmp_pa
 def test_the_table_never_cuts_a_number_and_fits_the_width(project, capsys, monkeypatch):
     args = ["sweep", str(project), "--grid", "hosts_per_rack=2..3", "--job", "train",
             "--workers", "1"]
-    _, out, _ = _cli(args + ["--format", "json"], capsys)
+    _, out, _ = _cli(args + ["--format", "jsonl"], capsys)
     rows = [json.loads(line) for line in out.splitlines()]
     for width in ("100", "60"):
         monkeypatch.setenv("COLUMNS", width)
