@@ -95,6 +95,40 @@ def test_a_dead_worker_costs_its_points_only():
     assert results[0].startswith("lost: the local worker process died")
 
 
+def _sigint_handler():
+    import signal
+
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def _interrupt_the_parent():
+    import signal
+
+    os.kill(os.getppid(), signal.SIGINT)     # Ctrl-C, as it reaches the process that waits
+
+
+def test_ctrl_c_stops_the_workers_at_once_and_never_hangs():
+    """A terminal's Ctrl-C reaches every process of the group: a worker interrupted inside the
+    result queue's lock kept it, and the pool's shutdown waited for ever (a sweep hung after
+    Ctrl-C). The workers ignore SIGINT; the interrupted parent terminates them, without waiting
+    for their chunks (here one that would sleep for 60 s)."""
+    import multiprocessing
+    import time
+
+    engine = LocalEngine(2)
+    try:
+        assert engine.run([(_sigint_handler, ()), (_sigint_handler, ())]) == [True, True]
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            engine.run([(time.sleep, (60,)), (_interrupt_the_parent, ())])
+        assert time.monotonic() - start < 20
+        for child in multiprocessing.active_children():     # reaped: none left running
+            child.join(5)
+        assert multiprocessing.active_children() == []
+    finally:
+        engine.close()
+
+
 def test_the_pool_holds_no_more_processes_than_tasks():
     """A forked pool starts every process at once: 20 workers asked, 2 tasks, 2 processes;
     a later, larger run gets a pool of its size (up to the workers asked)."""
