@@ -8,9 +8,10 @@ The functions and types are those of astral_dsl/api/ (docs/api.md): `load`, `loa
 `compile`, `compiles`, `check`, `size`, `forecast`, `diagnosis`, `sweep`, `report`, `diff`,
 `score_runs`, `summary`, and the results they return, imported on first use: `import astral_dsl`
 alone (as `astral --help` does) imports nothing else."""
-from __future__ import annotations
 
-from typing import TYPE_CHECKING
+# not typing's: importing it (and re, enum) took ~10 ms before the program's Ctrl-C handling
+# (astral_dsl/launch.py) could start; type checkers read this name as typing's
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 

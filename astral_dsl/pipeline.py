@@ -265,7 +265,7 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
     eng = analyse(design)                                                         # 18
     diags.extend(eng.diagnostics)
     wanted = set(scenarios or ())
-    diags.extend(_unknown_scenarios(design, wanted))
+    diags.extend(unknown_scenarios(design, wanted))
     diags.extend(_too_many_scenarios(design, wanted, all_scenarios, required))
     outcomes = tuple(run_scenarios(workspace, design, eng, wanted, all_scenarios,    # 19
                                    required))
@@ -274,7 +274,9 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
     return Checked(design, eng, tuple(o for o, _ in outcomes), sort_diagnostics(diags), sizing)
 
 
-def _unknown_scenarios(design: Design, wanted) -> List[Diagnostic]:
+def unknown_scenarios(design: Design, wanted) -> List[Diagnostic]:
+    """E216 for each name of `wanted` that is no scenario of the design, with the scenarios it
+    could be: what every command says of an unknown `--scenario` (exit 1)."""
     known = {s.template: s for s in design.scenarios}
     return [Diagnostic("E216", Severity.ERROR, f"--scenario {name}: no such scenario", None,
                        did_you_mean(name, known) or (
@@ -401,10 +403,10 @@ def forecast(workspace: "Workspace", design: Design, job: Optional[str] = None,
     applied = scenario_twin(workspace, design, scenario)
     if applied is None:        # E216 (with the scenarios it could be), as `astral check` says
         raise seer.ForecastError("the design cannot be forecast under the scenario",
-                                 _unknown_scenarios(design, {scenario}))
+                                 unknown_scenarios(design, {scenario}))
     return seer.forecast(applied.design, inst.template, applied, **options)
 
 
 __all__ = ["Checked", "check", "forecast", "front_end", "front_end_errors", "run_scenarios",
-           "scenario_twin", "size"]
+           "scenario_twin", "size", "unknown_scenarios"]
 

@@ -227,7 +227,8 @@ def test_partial_time_faults_are_found(small):
 
 # ---- exit codes and the schema ------------------------------------------------------------
 def test_exit_codes(small, schema, tmp_path):
-    """0 healthy, 1 suspects, 2 unusable input or usage error, 3 the design has errors."""
+    """0 healthy, 1 suspects, 2 no diagnosis: unusable input, a usage error or a design with
+    errors (3 is only ever an internal error, E000, as for every command)."""
     design, fc, rm = small
     healthy = tmp_path / "healthy.csv"
     _log(small, healthy, seed=25)
@@ -243,9 +244,9 @@ def test_exit_codes(small, schema, tmp_path):
     broken = tmp_path / "broken.astral"
     broken.write_text(SMALL.read_text().replace("gpus = 128", "gpus = 128 kW"))
     code, doc = _json(schema, str(broken), "--observed", str(healthy))
-    assert code == 3 and doc["verdict"] == "design-errors" and not doc["valid"]
+    assert code == 2 and doc["verdict"] == "design-errors" and not doc["valid"]
     proc = _cli("diagnose", str(broken), "--observed", str(healthy))
-    assert proc.returncode == 3 and "error[" in proc.stdout
+    assert proc.returncode == 2 and "error[" in proc.stdout
     # part of the input unusable and nothing suspect: no all-clear
     rows = healthy.read_text().splitlines()
     host = {str(r.rank) for r in rm.ranks if r.host == rm.ranks[16].host}

@@ -24,7 +24,8 @@ ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "sem
 # JSON (jsonin) serves the analyses, Seer's calibration and the commands: it imports nothing
 LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records",
             "astral_dsl.methodcache": "records", "astral_dsl.filedigest": "records",
-            "astral_dsl.jsonin": "records"}
+            "astral_dsl.jsonin": "records", "astral_dsl.launch": "cli",
+            "astral_dsl.pools": "records"}
 
 
 def _layer(module: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -482,3 +483,41 @@ def test_a_phase_with_a_lone_surrogate_is_named_escaped(tmp_path):
     assert codes(obs) == ["W784"]
     assert "phase `\\ud800x` is not known" in obs.diagnostics[0].message
     obs.diagnostics[0].message.encode("utf-8")          # writable
+
+
+_TESTS = os.getpid()         # the test process (a forked worker inherits the number)
+
+
+def _read_slowly_or_interrupt(path):
+    import signal
+    import time
+
+    if os.getpid() == _TESTS:           # never read here: its parent is not ours to signal
+        raise AssertionError("read in the test process, not in a worker")
+    if path.endswith("slow"):
+        time.sleep(60)
+    os.kill(os.getppid(), signal.SIGINT)          # Ctrl-C, as it reaches the reading process
+    time.sleep(60)
+
+
+def test_ctrl_c_while_the_workers_read_stops_them_at_once(monkeypatch):
+    """pools.py: the readers ignore SIGINT (a terminal sends it to the whole group, and one
+    interrupted inside its result queue's lock hung the pool), and the interrupted parent stops
+    them instead of waiting for their files (here 60 s each)."""
+    import importlib
+    import multiprocessing
+    import time
+
+    load = importlib.import_module("astral_dsl.observe.load")   # (observe.load: the function)
+    monkeypatch.setattr(load, "read_file", _read_slowly_or_interrupt)    # forked: inherited
+    # the pool even where another test left a thread running (a process with threads reads
+    # in itself: forking it is what the engines' pools do regardless)
+    monkeypatch.setattr(load.threading, "active_count", lambda: 1)
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        load._read_all(["a.slow", "b"], workers=2)
+    assert time.monotonic() - start < 20
+    # none left running (the pool's own thread may be reaping them meanwhile: a moment)
+    while multiprocessing.active_children() and time.monotonic() - start < 30:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []

@@ -404,8 +404,9 @@ def test_jobs_option_and_unknown_names(tmp_path):
 
     proc = run("--job", "nope")
     assert proc.returncode == 2 and "--job nope: no such job (jobs: llama70b)" in proc.stderr
-    proc = run("--scenario", "nope")
-    assert proc.returncode == 2 and "no such scenario" in proc.stderr
+    proc = run("--scenario", "nope")       # E216 as every command says it, and no page
+    assert proc.returncode == 1 and proc.stderr.startswith("error[E216]: --scenario nope")
+    assert not out.exists()
     proc = run("--job", "llama70b")
     assert proc.returncode == 0, proc.stderr
     assert 'id="job-llama70b"' in out.read_text(encoding="utf-8")

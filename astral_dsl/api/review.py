@@ -9,7 +9,7 @@ from typing import Optional, Sequence, Tuple
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design
 from astral_dsl.outputs.report.review import VIEWS, JobResult, Review, ReviewError, draw
-from astral_dsl.pipeline import check, front_end_errors
+from astral_dsl.pipeline import check, front_end_errors, unknown_scenarios
 from astral_dsl.workspace import Workspace
 
 
@@ -56,10 +56,9 @@ def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
         if name not in known_jobs:
             raise ReviewError(f"--job {name}: no such job (jobs: "
                               + (", ".join(known_jobs) or "none") + ")")
-    known = [s.template for s in design.scenarios]
-    if scenario is not None and scenario not in known:
-        raise ReviewError(f"--scenario {scenario}: no such scenario (scenarios: "
-                          + (", ".join(known) or "none") + ")")
+    unknown = unknown_scenarios(design, {scenario}) if scenario is not None else []
+    if unknown:
+        raise ReviewError(f"{unknown[0].message} ({unknown[0].hint})", unknown)
     step("checking the design and every scenario")
     checked = check(ws, design, all_scenarios=True)
     d, eng = checked.design, checked.engineering

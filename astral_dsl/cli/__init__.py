@@ -234,8 +234,13 @@ def _main(argv: Optional[List[str]]) -> int:
 
     global _interrupted
     _interrupted = False
-    installed = threading.current_thread() is threading.main_thread() and \
-        signal.getsignal(signal.SIGINT) is signal.default_int_handler   # not an ignored SIGINT
+    # Python's handler, or the program's first one (astral_dsl/launch.py: exit 130), which is
+    # put back for the exit; not an ignored SIGINT
+    previous = signal.getsignal(signal.SIGINT)
+    launch = sys.modules.get("astral_dsl.launch")
+    installed = threading.current_thread() is threading.main_thread() and (
+        previous is signal.default_int_handler
+        or (launch is not None and previous is launch.interrupted))
     if installed:
         signal.signal(signal.SIGINT, _on_interrupt)
     try:
@@ -269,7 +274,7 @@ def _main(argv: Optional[List[str]]) -> int:
         return EXIT_INTERNAL
     finally:
         if installed:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGINT, previous)
 
 
 def _reads_stdin(args) -> bool:

@@ -1,4 +1,4 @@
-from astral_dsl.cli import entry
+from astral_dsl.launch import main
 
 if __name__ == "__main__":     # not when a worker process (spawn) imports it as __mp_main__
-    entry()
+    main()

@@ -6,7 +6,8 @@ diagnosis document.
 Exit codes (the verdict; `--format json` says it as `verdict` and `exit_code`):
 0 healthy (every rank read, nothing suspect); 1 suspects found; 2 the observed data cannot be
 used, or part of it could not (or ranks are missing) and nothing is suspect in the rest, or a
-usage error; 3 the design has errors."""
+usage error, or the design has errors (nothing compared: no all-clear); 3 an internal error
+(E000), as for every command."""
 from __future__ import annotations
 
 import sys

@@ -42,7 +42,9 @@ def run(args, overrides) -> int:
     if args.format == "human":
         print_diagnostics(diagnostics, colour(args, sys.stderr), sys.stderr)
     fabrics = result.engineering.fabrics if result.engineering is not None else ()
-    doc = envelope(diagnostics, design=export_design(design, fabrics) if valid else None,
+    # `file` as every command's envelope has it: a design with errors exports `design: null`
+    doc = envelope(diagnostics, file=design.file,
+                   design=export_design(design, fabrics) if valid else None,
                    accepted=accepted_json(result.accepted))
     sys.stdout.write(dumps(doc) + "\n")
     return exit_code(design, diagnostics)

@@ -36,7 +36,9 @@ def register(sub) -> None:
                    help="fitted constants written by `astral calibrate -o` (default: the "
                         "shipped fit)")
     add_engine_options(s)
-    add_common(s)
+    add_common(s, formats=("human", "json", "jsonl"), format_help=(
+        "json: one document, the envelope with the ranked rows and the summary; jsonl: a "
+        "ranked row per line, nothing else (the summary on stderr)"))
 
 
 def _counts(text: str):
@@ -115,12 +117,14 @@ def run(args, overrides) -> int:
             out.write(result, args.output)
         except OSError as exc:
             return usage(f"-o {args.output}: {exc.strerror or exc}")
-    if args.format == "json" or args.output:
+    if args.format == "jsonl" or (args.output and args.format == "human"):
         for line in out.summary(result):
             sys.stderr.write(f"note: {printable(line.strip())}\n")
         print_diagnostics(list(result.diagnostics), False, sys.stderr)
-    if args.format == "json":
-        sys.stdout.write(out.jsonl(result) if result.rows else out.no_rows_json(result))
+    if args.format == "json":       # the summary and the diagnostics are in the document
+        sys.stdout.write(out.document(result))
+    elif args.format == "jsonl":    # the rows, or when none fits the document that says so
+        sys.stdout.write(out.jsonl(result) if result.rows else out.document(result))
     elif args.output:
         sys.stdout.write(f"{result.file}: {len(result.rows)} configurations written to "
                          f"{args.output}\n")
@@ -143,8 +147,8 @@ def printable_text(text: str) -> str:
 def _fail(args, diagnostics) -> int:
     from astral_dsl.outputs.jsonout import dumps, envelope
 
-    if args.format == "json":
-        sys.stdout.write(dumps(envelope(diagnostics, file=args.file)) + "\n")
+    if args.format != "human":
+        sys.stdout.write(dumps(envelope(diagnostics, file=args.file, rows=[])) + "\n")
     else:
         print_diagnostics(diagnostics, colour(args), sys.stdout)
     return EXIT_USAGE if any(d.code == "E100" for d in diagnostics) else EXIT_ERRORS

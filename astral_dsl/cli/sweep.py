@@ -30,7 +30,8 @@ def register(sub) -> None:
                    help="with --job: fitted constants written by `astral calibrate -o` "
                         "(default: the shipped fit)")
     add_engine_options(s)
-    add_common(s)
+    add_common(s, formats=("human", "json", "jsonl"), format_help=(
+        "json: one document, the envelope with the rows; jsonl: a row per line, nothing else"))
 
 
 def add_engine_options(p) -> None:
@@ -142,21 +143,19 @@ def run(args, overrides) -> int:
         result = sweep.run(args.file, args.grid, overrides, job=args.job,
                            scenario=args.scenario, cluster=cluster, workers=args.workers,
                            progress=update, calibration=calibration)
-    except (sweep.SweepError, EngineError) as exc:
+    except sweep.SweepError as exc:
+        if not exc.diagnostics:
+            return usage(str(exc))
+        return _no_rows(args, exc.diagnostics, args.file)   # E216, as every command says it
+    except EngineError as exc:
         return usage(str(exc))
     finally:
         stop()
     if not result.rows:            # the file cannot be read or parsed: no point can mend it
-        if args.format == "json":
-            from astral_dsl.outputs.jsonout import dumps, envelope
-
-            sys.stdout.write(dumps(envelope(result.base.diagnostics, file=result.file)) + "\n")
-        else:
-            print_diagnostics(result.base.diagnostics, colour(args), sys.stdout)
-        return EXIT_USAGE if any(d.code == "E100" for d in result.base.diagnostics) \
-            else EXIT_ERRORS
-    for note in result.notes:
-        sys.stderr.write(f"note: {note}\n")
+        return _no_rows(args, result.base.diagnostics, result.file)
+    if args.format != "json":       # the document holds them
+        for note in result.notes:
+            sys.stderr.write(f"note: {note}\n")
     if args.plot:
         code = _plot(args, result)
         if code:
@@ -167,7 +166,9 @@ def run(args, overrides) -> int:
         except OSError as exc:
             return usage(f"-o {args.output}: {exc.strerror or exc}")
     if args.format == "json":
-        sys.stdout.write(out.jsonl(result, args.scenario))
+        sys.stdout.write(out.document(result, args.scenario, args.job))
+    elif args.format == "jsonl":
+        sys.stdout.write(out.jsonl(result, args.scenario is not None))
     elif args.output:
         valid = sum(r["valid"] for r in result.rows)
         sys.stdout.write(f"{result.file}: {len(result.rows)} points ({valid} valid) written to "
@@ -178,6 +179,19 @@ def run(args, overrides) -> int:
         sys.stdout.write(out.table(result, args.scenario, colour(args),
                                    terminal_width(sys.stdout)))
     return EXIT_OK if all(r["valid"] for r in result.rows) else EXIT_ERRORS
+
+
+def _no_rows(args, diagnostics, file) -> int:
+    """No point was evaluated: the diagnostics that say why (the file cannot be read or parsed,
+    an unknown scenario), with `--format json` or `jsonl` in the envelope with no `rows`;
+    exit 2 for an unreadable file."""
+    if args.format != "human":
+        from astral_dsl.outputs.jsonout import dumps, envelope
+
+        sys.stdout.write(dumps(envelope(diagnostics, file=file, rows=[])) + "\n")
+    else:
+        print_diagnostics(diagnostics, colour(args), sys.stdout)
+    return EXIT_USAGE if any(d.code == "E100" for d in diagnostics) else EXIT_ERRORS
 
 
 def _plot(args, result) -> int:

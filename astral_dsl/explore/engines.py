@@ -59,9 +59,12 @@ class LocalEngine:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
+            from astral_dsl.pools import worker_started
+
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
             self._pool = ProcessPoolExecutor(want,
-                                             mp_context=multiprocessing.get_context(method))
+                                             mp_context=multiprocessing.get_context(method),
+                                             initializer=worker_started)
             self._size = want
         return self._pool
 
@@ -77,22 +80,34 @@ class LocalEngine:
         from concurrent.futures.process import BrokenProcessPool
 
         pool = self._executor(len(tasks))
-        futures = {pool.submit(fn, *args): i for i, (fn, args) in enumerate(tasks)}
         broken = False
-        for future in as_completed(futures):
-            i = futures[future]
-            try:
-                results[i] = future.result()
-            except BrokenProcessPool as exc:
-                broken = True
-                if lost is None:
-                    self.close()
-                    raise
-                results[i] = lost(i, f"the local worker process died ({exc})")
-            done(i)
+        try:
+            futures = {pool.submit(fn, *args): i for i, (fn, args) in enumerate(tasks)}
+            for future in as_completed(futures):
+                i = futures[future]
+                try:
+                    results[i] = future.result()
+                except BrokenProcessPool as exc:
+                    broken = True
+                    if lost is None:
+                        self.close()
+                        raise
+                    results[i] = lost(i, f"the local worker process died ({exc})")
+                done(i)
+        except (KeyboardInterrupt, SystemExit):     # Ctrl-C: the workers stop now (pools.py)
+            self.abort()
+            raise
         if broken:                   # a new pool for the next run
             self.close()
         return results
+
+    def abort(self) -> None:
+        """Stop the workers where they are, without waiting for their chunks."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            from astral_dsl.pools import terminate
+
+            terminate(pool)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -19,7 +19,12 @@ from astral_dsl.explore.point import FORECAST, SUMMARY, PointOptions, evaluate_p
 
 
 class SweepError(Exception):
-    """The sweep cannot start: a bad grid, an unknown job or scenario (a usage error)."""
+    """The sweep cannot start: a bad grid or an unknown job (a usage error), or an unknown
+    scenario (`diagnostics`: E216, exit 1, as every command says it)."""
+
+    def __init__(self, message: str, diagnostics=()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
 
 
 @records.frozen
@@ -65,9 +70,12 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
     if job is not None and job not in [j.template for j in base.jobs]:
         known = ", ".join(j.template for j in base.jobs) or "the design declares no job"
         raise SweepError(f"--job {job}: no such job ({known})")
-    if scenario is not None and scenario not in [s.template for s in base.scenarios]:
-        known = ", ".join(s.template for s in base.scenarios) or "the design declares none"
-        raise SweepError(f"--scenario {scenario}: no such scenario ({known})")
+    if scenario is not None:
+        from astral_dsl.pipeline import unknown_scenarios
+
+        unknown = unknown_scenarios(base, {scenario})
+        if unknown:
+            raise SweepError(f"{unknown[0].message} ({unknown[0].hint})", unknown)
     options = PointOptions(job=job, forecast=job is not None, scenario=scenario,
                            calibration=calibration)
     grid_points = points(grids)

@@ -134,11 +134,18 @@ def _read_all(files: List[str], workers: Optional[int]):
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
+        from astral_dsl.pools import terminate, worker_started
+
         try:
             ctx = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                return list(pool.map(read_file, files,
-                                     chunksize=max(1, len(files) // (4 * workers))))
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                     initializer=worker_started) as pool:
+                try:
+                    return list(pool.map(read_file, files,
+                                         chunksize=max(1, len(files) // (4 * workers))))
+                except (KeyboardInterrupt, SystemExit):   # Ctrl-C: the workers stop now
+                    terminate(pool)
+                    raise
         except (BrokenProcessPool, OSError, RuntimeError):
             pass                      # no processes to be had here: read them in this one
     return [read_file(f) for f in files]

@@ -9,7 +9,9 @@ TIED = " (tied: the evidence cannot tell them apart)"     # after a tie's names 
 PER_RANK = "median over ranks of each rank's mean per iteration"     # the breakdown's figures
 DRIFTS_LISTED = 8            # hosts whose fitted drift the text names (the JSON has all)
 SCHEMA_VERSION = 1           # of the diagnosis document (schema/diagnosis.schema.json)
-EXIT_CODES = {"healthy": 0, "suspects": 1, "unusable": 2, "design-errors": 3}
+# the exit codes of `astral diagnose`: 3 is an internal error (E000), as for every command; a
+# design with errors is no diagnosis (nothing compared): no all-clear, as unusable data is
+EXIT_CODES = {"healthy": 0, "suspects": 1, "unusable": 2, "design-errors": 2}
 
 
 def _ranks(ranks) -> str:

@@ -69,17 +69,29 @@ def row_json(row: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def jsonl(result) -> str:
+    """`--format jsonl` and `-o FILE.jsonl`: a ranked row per line, nothing else."""
     return "".join(dumps(row_json(r)) + "\n" for r in result.rows)
 
 
-def no_rows_json(result) -> str:
-    """What `--format json` prints when no configuration fits (there is no row): one document,
-    the envelope every command's JSON has, with the search's counts, so that a script reads
-    that none fits and how many were looked at."""
+def document(result) -> str:
+    """`--format json`: one document, every command's envelope with the search's `job`,
+    `objective`, `top`, `counts` (how many were enumerated, admitted, rejected by rule, could
+    reach the top, fit), `summary` (the text's lines), `declared` (the job as declared: its
+    configuration's label, iteration time, tokens/s and MFU, or null and the codes that stop
+    it in `declared_errors`) and the ranked `rows` (none when no configuration fits). `valid`
+    is the exit code's verdict: a ranking, and no error among the diagnostics."""
     counts = dict(result.counts.to_json(), could_reach_top=result.memory_checked,
                   fit=result.fit)
-    return dumps(envelope(result.diagnostics, file=result.file, job=result.job, rows=0,
-                          counts=counts)) + "\n"
+    d = result.declared
+    declared = None if d is None else {k: d[k] for k in ("label", "iteration_time_s",
+                                                         "tokens_per_s", "mfu")}
+    doc = envelope(result.diagnostics, file=result.file, job=result.job,
+                   objective=result.objective, top=result.top, counts=counts,
+                   summary=[line.strip() for line in summary(result)], declared=declared,
+                   declared_errors=list(result.declared_errors),
+                   rows=[row_json(r) for r in result.rows])
+    doc["valid"] = doc["valid"] and bool(result.rows)
+    return dumps(doc) + "\n"
 
 
 def csv_text(result) -> str:

@@ -95,9 +95,28 @@ def flat(row, names: Sequence[str], columns: Sequence[str], scenario: bool,
 
 
 def jsonl(result, scenario: bool) -> str:
+    """`--format jsonl` and `-o FILE.jsonl`: a row per line, nothing else."""
+    return "".join(dumps(row) + "\n" for row in _json_rows(result, scenario))
+
+
+def document(result, scenario=None, job=None) -> str:
+    """`--format json`: one document, every command's envelope (outputs/jsonout.py) with the
+    sweep's `grid` (each parameter's values, in order), `scenario`, `job`, `columns`, `notes`
+    and `rows` (each as a line of `jsonl`). `valid` is the exit code's verdict: every point
+    valid; each row has its own diagnostics, the envelope's are none."""
+    from astral_dsl.outputs.jsonout import envelope
+
+    rows = _json_rows(result, scenario is not None)
+    return dumps(envelope((), file=result.file, valid=all(r["valid"] for r in rows),
+                          grid=[{"name": g.name, "values": [literal_json(v) for v in g.values]}
+                                for g in result.grids],
+                          scenario=scenario, job=job, columns=list(result.columns),
+                          notes=list(result.notes), rows=rows)) + "\n"
+
+
+def _json_rows(result, scenario: bool) -> List[Dict[str, Any]]:
     names = [g.name for g in result.grids]
-    return "".join(dumps(flat(r, names, result.columns, scenario, True)) + "\n"
-                   for r in result.rows)
+    return [flat(r, names, result.columns, scenario, True) for r in result.rows]
 
 
 def csv_text(result, scenario: bool) -> str:

@@ -256,7 +256,14 @@ def test_cli_table_json_and_files(small, tmp_path, capsys):
     assert "configurations enumerated" in out and "forecast fully" in out
     assert "where the time goes" in out and "as declared: tp4 pp2 dp2" in out
     code, out, err = _cli(base + ["--format", "json"], capsys)
-    rows = [json.loads(line) for line in out.splitlines()]
+    doc = json.loads(out)           # one document, every command's envelope; nothing on stderr
+    assert (code, err, doc["valid"], doc["job"], doc["top"]) == (0, "", True, "dense", 3)
+    assert doc["summary"][0] == "search: job `dense` (Tiny) on 16 x H100_SXM in Lab (32 GPUs), " \
+                                "by tokens/s (highest first)"
+    assert doc["declared"]["label"].startswith("tp4 pp2 dp2") and doc["declared_errors"] == []
+    rows = doc["rows"]
+    code, out, err = _cli(base + ["--format", "jsonl"], capsys)
+    assert [json.loads(line) for line in out.splitlines()] == rows
     assert [r["rank"] for r in rows] == [1, 2, 3]
     assert list(rows[0])[:12] == ["rank", "gpus", "tp", "pp", "dp", "cp", "ep",
                                   "virtual_stages", "micro_batch", "recompute",
@@ -329,8 +336,8 @@ def test_json_with_no_fitting_configuration_is_still_one_document(small, tmp_pat
     assert code == 1, err
     (line,) = out.splitlines()
     doc = json.loads(line)
-    assert doc["rows"] == 0 and doc["counts"]["fit"] == 0 and doc["job"] == "dense"
-    assert doc["file"] == str(big) and doc["valid"] is True
+    assert doc["rows"] == [] and doc["counts"]["fit"] == 0 and doc["job"] == "dense"
+    assert doc["file"] == str(big) and doc["valid"] is False      # as the exit code says
     assert [d["code"] for d in doc["diagnostics"]] == ["W800"]     # (the switches are unpriced)
     assert doc["counts"]["enumerated"] >= doc["counts"]["admitted"] > 0
 

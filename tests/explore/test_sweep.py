@@ -95,6 +95,46 @@ def test_a_dead_worker_costs_its_points_only():
     assert results[0].startswith("lost: the local worker process died")
 
 
+def _sigint_handler():
+    import signal
+
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+_TESTS = os.getpid()         # the test process (a forked worker inherits the number)
+
+
+def _interrupt_the_parent():
+    import signal
+
+    if os.getpid() == _TESTS:           # never here: its parent is not ours to signal
+        raise AssertionError("run in the test process, not in a worker")
+    os.kill(os.getppid(), signal.SIGINT)     # Ctrl-C, as it reaches the process that waits
+
+
+def test_ctrl_c_stops_the_workers_at_once_and_never_hangs():
+    """A terminal's Ctrl-C reaches every process of the group: a worker interrupted inside the
+    result queue's lock kept it, and the pool's shutdown waited for ever (a sweep hung after
+    Ctrl-C). The workers ignore SIGINT; the interrupted parent terminates them, without waiting
+    for their chunks (here one that would sleep for 60 s)."""
+    import multiprocessing
+    import time
+
+    engine = LocalEngine(2)
+    try:
+        assert engine.run([(_sigint_handler, ()), (_sigint_handler, ())]) == [True, True]
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            engine.run([(time.sleep, (60,)), (_interrupt_the_parent, ())])
+        assert time.monotonic() - start < 20
+        # none left running (the pool's own thread may be reaping them meanwhile: a moment)
+        while multiprocessing.active_children() and time.monotonic() - start < 30:
+            time.sleep(0.05)
+        assert multiprocessing.active_children() == []
+    finally:
+        engine.close()
+
+
 def test_the_pool_holds_no_more_processes_than_tasks():
     """A forked pool starts every process at once: 20 workers asked, 2 tasks, 2 processes;
     a later, larger run gets a pool of its size (up to the workers asked)."""
@@ -143,7 +183,13 @@ def test_cli_outputs(project, tmp_path, capsys):
             "rack_limit=40kW,50kW", "--workers", "1"]
     code, out, _ = _cli(args + ["--format", "json"], capsys)
     assert code == 1                            # some points have errors
-    rows = [json.loads(line) for line in out.splitlines()]
+    doc = json.loads(out)                       # one document, every command's envelope
+    assert list(doc)[:5] == ["version", "format", "valid", "diagnostics", "file"]
+    assert (doc["valid"], doc["diagnostics"], doc["scenario"], doc["job"]) == (
+        False, [], None, None)
+    assert doc["grid"] == [{"name": "hosts_per_rack", "values": [3, 4, 5]},
+                           {"name": "rack_limit", "values": ["40 kW", "50 kW"]}]
+    rows = doc["rows"]
     assert list(rows[0])[:3] == ["hosts_per_rack", "rack_limit", "valid"]
     assert rows[0]["hosts_per_rack"] == 3 and rows[0]["rack_limit"] == "40 kW"
     assert rows[2]["errors"] == ["E500"] and rows[2]["diagnostics"][0]["code"] == "E500"
@@ -156,8 +202,9 @@ def test_cli_outputs(project, tmp_path, capsys):
     assert "rack exceeds its busway rating" in table[2]["diagnostics"]
     code, _, _ = _cli(args + ["-o", str(tmp_path / "rows.jsonl")], capsys)
     jsonl = (tmp_path / "rows.jsonl").read_text()
-    code, again, _ = _cli(args + ["--format", "json"], capsys)
+    code, again, _ = _cli(args + ["--format", "jsonl"], capsys)
     assert jsonl == again                       # same rows, byte for byte
+    assert [json.loads(line) for line in again.splitlines()] == rows
     code, out, _ = _cli(args, capsys)
     assert "hosts_per_rack" in out and "E500 E620" in out and "rack exceeds" in out
 
@@ -175,7 +222,7 @@ def test_a_text_parameter_reads_alike_in_csv_and_json(tmp_path, capsys):
     _cli(args + ["-o", str(tmp_path / "rows.csv")], capsys)
     with open(tmp_path / "rows.csv", newline="") as fh:
         assert [r["label"] for r in csv.DictReader(fh)] == ["a,b", "c"]
-    _, out, _ = _cli(args + ["--format", "json"], capsys)
+    _, out, _ = _cli(args + ["--format", "jsonl"], capsys)
     assert [json.loads(line)["label"] for line in out.splitlines()] == ["a,b", "c"]
     assert (unquoted('"x\\ty"'), unquoted("45 kW")) == ("x\ty", "45 kW")
 
@@ -202,7 +249,6 @@ def test_pareto_front():
     (["--grid", "rack_limit=4GB,5GB"], "is not a power like `rack_limit`"),
     (["--grid", "hosts_per_rack=1..2", "--set", "hosts_per_rack=3"], "both by --grid and by"),
     (["--grid", "hosts_per_rack=1..2", "--job", "nope"], "--job nope: no such job (train)"),
-    (["--grid", "hosts_per_rack=1..2", "--scenario", "x"], "--scenario x: no such scenario"),
     (["--grid", "hosts_per_rack=1..2", "-o", "rows.txt"], "the extension chooses the format"),
     (["--grid", "hosts_per_rack=1..2", "--plot", "p.png"], "--plot needs --x COLUMN and --y"),
     (["--grid", "hosts_per_rack=1..2", "--plot", "p.png", "--x", "gpus", "--y", "nope"],
@@ -233,7 +279,7 @@ def test_subprocess_run_with_the_default_pool(project):
                            "--grid", "hosts_per_rack=2..5", "--format", "json"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1, proc.stderr
-    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    rows = json.loads(proc.stdout)["rows"]
     assert [r["hosts_per_rack"] for r in rows] == [2, 3, 4, 5]
     assert proc.stderr == ""              # no progress bar when stderr is not a terminal
 
@@ -260,7 +306,7 @@ def test_the_table_shows_each_rows_warnings_as_json_and_csv_do(project, capsys):
         "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G)",
         "host Node = HGX8(gpu = H100_SXM, nic = CX7_400G) { price = 300000 USD }"))
     args = ["sweep", str(project), "--grid", "hosts_per_rack=1,5", "--workers", "1"]
-    _, out, _ = _cli(args + ["--format", "json"], capsys)
+    _, out, _ = _cli(args + ["--format", "jsonl"], capsys)
     rows = [json.loads(line) for line in out.splitlines()]
     # 5 hosts x 10.2 kW = 51 kW: over the 45 kW check (E500) and the 200 kW feeder (E620);
     # both points draw W800 (the feeder has no price) and the project's own warnings
@@ -287,7 +333,7 @@ def test_huge_grid_values_are_usage_errors_or_rows_never_a_crash(project, tmp_pa
     code, out, err = _cli(base + ["--grid", "hosts_per_rack=1e300,2", "--format", "json"],
                           capsys)
     assert code == 1 and "E000" not in err
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = json.loads(out)["rows"]
     assert rows[0]["hosts_per_rack"] == 1e300 and "E401" in rows[0]["errors"]
     assert rows[1]["hosts_per_rack"] == 2 and rows[1]["valid"]
     code, _, _ = _cli(base + ["--grid", "hosts_per_rack=1e300", "-o", str(tmp_path / "y.jsonl")],
@@ -298,7 +344,7 @@ def test_huge_grid_values_are_usage_errors_or_rows_never_a_crash(project, tmp_pa
 def test_the_table_never_cuts_a_number_and_fits_the_width(project, capsys, monkeypatch):
     args = ["sweep", str(project), "--grid", "hosts_per_rack=2..3", "--job", "train",
             "--workers", "1"]
-    _, out, _ = _cli(args + ["--format", "json"], capsys)
+    _, out, _ = _cli(args + ["--format", "jsonl"], capsys)
     rows = [json.loads(line) for line in out.splitlines()]
     for width in ("100", "60"):
         monkeypatch.setenv("COLUMNS", width)

@@ -253,7 +253,6 @@ def build(design: Design, checked, scenario: Optional[str] = None,
 
 def _build(design: Design, checked, scenario: Optional[str] = None) -> Context:
     from astral_dsl.analyses.engineering import analyse, scenario_diagnostics
-    from astral_dsl.diagnostics import did_you_mean
 
     if checked is None:
         raise TypeError("a picture presents a checked design: pass `checked` "
@@ -278,11 +277,9 @@ def _build(design: Design, checked, scenario: Optional[str] = None) -> Context:
     known = {s.template: s for s in design.scenarios}
     inst = known.get(scenario)
     if inst is None:
-        raise RenderError(Diagnostic(
-            "E216", Severity.ERROR, f"--scenario {scenario}: no such scenario", None,
-            did_you_mean(scenario, known) or ("scenarios: " + ", ".join(sorted(known))
-                                              if known else "the design declares no scenario"),
-            file=design.file))
+        from astral_dsl.pipeline import unknown_scenarios
+
+        raise RenderError(unknown_scenarios(design, {scenario})[0])
     outcome = next((o for o in checked.scenarios if o.name == scenario), None)
     if outcome is None:
         raise TypeError(f"`checked` did not run scenario `{scenario}`: check with it "

@@ -63,7 +63,12 @@ class Review:
 
 
 class ReviewError(ValueError):
-    """A choice the design does not offer (`--job`, `--scenario`), with the names it has."""
+    """A choice the design does not offer (`--job`, `--scenario`), with the names it has; an
+    unknown scenario's E216 is its `diagnostics` (exit 1, as every command says it)."""
+
+    def __init__(self, message: str, diagnostics=()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
 
 
 def draw(checked, wanted: Sequence[Tuple[str, Optional[str]]]) -> Tuple[View, ...]:

@@ -1,0 +1,156 @@
+"""The command line as a contract for CI systems and scripts (docs/language.md, section 19.4):
+the same exit code means the same thing on every command (3 only an internal error, E000),
+an unknown `--scenario` is E216 everywhere, `--format json` is one enveloped document on every
+command that takes it, and a Ctrl-C exits 130 without a traceback from the program's first
+line on."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clirun import astral
+
+REPO = Path(__file__).resolve().parents[1]
+RACK = "examples/tutorial_rack.astral"
+BROKEN = """
+param servers = 2
+gpu G { power = 700 W }
+host H { gpus = 8 x G }
+site S { hosts = servers x H, foo = 3 kW + 2 Gb/s }
+"""
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("contract") / "broken.astral"
+    path.write_text(BROKEN, encoding="utf-8")
+    return path
+
+
+# ---- exit codes --------------------------------------------------------------------------------
+def test_diagnose_design_errors_and_internal_errors_exit_apart(broken, monkeypatch, tmp_path):
+    # a design with errors is no diagnosis (2, verdict design-errors); 3 is only a bug (E000)
+    log = tmp_path / "ranks.csv"
+    log.write_text("rank,iteration,phase,start_s,duration_s\n", encoding="utf-8")
+    p = astral("diagnose", broken, "--observed", log, "--format", "json")
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["verdict"], doc["exit_code"]) == (2, "design-errors", 2)
+    assert "E301" in [d["code"] for d in doc["diagnostics"]]
+
+    from astral_dsl import observe
+
+    def bug(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(observe, "load", bug)
+    p = astral("diagnose", RACK, "--observed", log, "--format", "json")
+    assert p.returncode == 3 and p.stderr.startswith("error[E000]: internal compiler error")
+
+
+# ---- an unknown --scenario ---------------------------------------------------------------------
+@pytest.mark.parametrize("command, extra", [
+    ("check", []), ("size", []), ("forecast", []),
+    ("sweep", ["--grid", "hosts_per_rack=3..4", "--workers", "1"]),
+])
+def test_an_unknown_scenario_is_e216_exit_1_in_the_envelope(command, extra):
+    # sweep said it as a usage error (exit 2, nothing on stdout) where check, size and
+    # forecast gave E216 in their envelope, exit 1
+    p = astral(command, "examples/single_pod.astral", "--scenario", "tor_plane_a_rail3",
+               "--format", "json", *extra)
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["valid"], doc["file"]) == (1, False, "examples/single_pod.astral")
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "E216"]
+    assert d["message"] == "--scenario tor_plane_a_rail3: no such scenario"
+    assert d["hint"] == "did you mean `tor_plane_a_rail_3`?"
+
+
+def test_an_unknown_scenario_in_report_and_sweep_text_is_e216(tmp_path):
+    # report writes HTML, its diagnostics go to standard error; it wrote no page, exit 2 before
+    page = tmp_path / "review.html"
+    p = astral("report", "examples/single_pod.astral", "-o", page, "--scenario", "nope")
+    assert p.returncode == 1 and not page.exists()
+    assert p.stderr.startswith("error[E216]: --scenario nope: no such scenario\n")
+    assert "= hint: scenarios: tor_plane_a_rail_3" in p.stderr
+    p = astral("sweep", "examples/single_pod.astral", "--grid", "hosts_per_rack=3..4",
+               "--scenario", "nope", "--workers", "1")
+    assert p.returncode == 1 and p.stdout.startswith("error[E216]: --scenario nope")
+
+
+# ---- Ctrl-C from the program's first line --------------------------------------------------------
+# The console script as pip writes it (pyproject.toml [project.scripts] names MODULE:FUNCTION),
+# with a Ctrl-C sent at a chosen moment: as the import of a module starts (an import hook), or
+# as the program exits (an exit handler). A real Ctrl-C lands anywhere in these ~0.3 s; the hook
+# lands it exactly where a Python traceback used to be printed (the command line's modules
+# imported before any handler of the program was in place; the exit, after cli.main had put
+# Python's own handler back).
+_INTERRUPTED = """
+import atexit, os, re, signal, sys
+when = {when!r}
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == when:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupt())
+if when == "exit":
+    atexit.register(os.kill, os.getpid(), signal.SIGINT)
+sys.argv = ["astral", "check", "examples/tutorial_rack.astral"]
+from {module} import {function}
+sys.exit({function}())
+"""
+
+
+def _console_script():
+    import tomllib
+
+    with open(REPO / "pyproject.toml", "rb") as fh:
+        return tomllib.load(fh)["project"]["scripts"]["astral"].split(":")
+
+
+@pytest.mark.parametrize("when", ["astral_dsl.cli", "astral_dsl.cli.check", "exit"])
+def test_ctrl_c_anywhere_in_the_program_exits_130_without_a_traceback(when):
+    import subprocess
+    import sys
+
+    module, function = _console_script()
+    p = subprocess.run([sys.executable, "-c", _INTERRUPTED.format(when=when, module=module,
+                                                                   function=function)],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stderr) == (130, ""), p.stderr[-1500:]
+
+
+# ---- --format json: one document, in the envelope, whatever the input -------------------------
+ENVELOPE = ["version", "format", "valid", "diagnostics", "file"]
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("check", []), ("size", []), ("export", []), ("forecast", []), ("diff", [REPO / RACK]),
+    ("sweep", ["--grid", "servers=3..4", "--workers", "1"]), ("search", ["--workers", "1"]),
+    ("synth", ["-o", "ranks.csv"]), ("diagnose", ["--observed", "ranks.csv"]),
+])
+def test_json_is_one_enveloped_document_for_a_design_with_errors(command, extra, broken):
+    p = astral(command, broken, *extra, "--format", "json", cwd=broken.parent)
+    doc = json.loads(p.stdout)              # the whole of standard output: one document
+    # (diff names its two sides `a` and `b` instead of `file`; export had no `file`)
+    assert list(doc)[:5] == ENVELOPE[:4] + (["a"] if command == "diff" else ["file"]), p.stdout
+    # a sweep's points are rows, each with its own diagnostics
+    found = [d for r in doc["rows"] for d in r["diagnostics"]] if command == "sweep" \
+        else doc["diagnostics"]
+    assert "E301" in [d["code"] for d in found] and doc["valid"] is False
+    assert p.returncode in (1, 2) and p.stderr == ""
+
+
+def test_sweep_json_is_one_document_with_the_rows_and_jsonl_the_rows_alone():
+    # 4 servers x 10.2 kW = 40.8 kW, under the 45 kW busway; 5 x 10.2 = 51 kW, over it (E500)
+    args = ["sweep", RACK, "--grid", "servers=4,5", "--workers", "1"]
+    p = astral(*args, "--format", "json")
+    doc = json.loads(p.stdout)
+    assert list(doc)[:5] == ENVELOPE and (p.returncode, doc["valid"]) == (1, False)
+    assert doc["grid"] == [{"name": "servers", "values": [4, 5]}]
+    assert [(r["servers"], r["it_power_kw"], r["valid"]) for r in doc["rows"]] == [
+        (4, 40.8, True), (5, 51.0, False)]
+    assert "E500" in doc["rows"][1]["errors"]
+    lines = astral(*args, "--format", "jsonl").stdout.splitlines()
+    assert [json.loads(line) for line in lines] == doc["rows"]
