@@ -21,6 +21,9 @@ _.files_changed
 _.CODE, _.MESSAGE, _.jsonrpc
 # the tests' and the benchmark's language clients: pygls calls their handlers
 _.on_diagnostics
+# tests/test_lsp_publish.py gives an in-process server pygls's workspace (its `workspace`
+# property reads the protocol's `_workspace`)
+_._workspace
 
 # Python calls a module's __getattr__ for a name it lacks (PEP 562: the lazy API of
 # astral_dsl/__init__.py, api/__init__.py and seer/__init__.py)
