@@ -423,6 +423,48 @@ def test_completion_in_a_body_offers_only_the_kinds_declarable_there_once_each()
     assert kinds == {"tier"}
 
 
+def test_completion_after_an_indexed_path_offers_the_elements_members():
+    """After `hosts[0].`: the members of a host (its fields, and the roll-ups of what it holds),
+    whether `hosts` is a field of the rack or a roll-up of the row or the site (before: nothing
+    there), never the roll-ups of levels above the element (a host's racks, rows or pods,
+    which are always empty); a field in error says so (before: `_Poison`)."""
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.completion import complete
+
+    good = textwrap.dedent("""\
+        gpu G { power = 700 W }
+        host H { gpus = 8 x G
+          power = 7 kW
+          tdp = 3 kW }
+        rack R { hosts = 2 x H
+          check power < 1 MW
+        }
+        row W { racks = 3 x R
+          check power < 1 MW
+        }
+        site S { rows = 1 x W
+          check power < 1 MW
+        }
+        """)
+    a = analyse("file:///x.astral", None, good, 1, engineering=False)
+    assert [d.code for d in a.diagnostics] == ["E203"]        # `tdp`: not a host's field
+    lines = good.split("\n")
+
+    def offered(line: int, typed: str):
+        edited = list(lines)
+        edited[line] = typed
+        return [(i.label, i.detail) for i in complete(a, "\n".join(edited), line, len(typed))]
+
+    host = [("gpus", "8 x gpu G"), ("power", "7 kW"), ("tdp", "in error"),
+            ("nics", "roll-up"), ("cpus", "roll-up")]
+    assert offered(5, "  check hosts[0].") == host               # a field of the rack
+    assert offered(8, "  check hosts[0].") == host               # a roll-up of the row
+    assert offered(11, "  check rows[0].racks[0].hosts[1].po") == host
+    assert offered(11, "  check rows[0].racks[0].") == [
+        ("hosts", "2 x host H"), ("gpus", "roll-up"), ("nics", "roll-up"), ("cpus", "roll-up"),
+        ("power", "roll-up")]
+
+
 def test_hover_on_an_imported_template_the_design_does_not_use_shows_its_fields(tmp_path):
     """An import not used yet was never instantiated: the hover showed only where it is defined.
     It shows the fields as its file declares them."""
