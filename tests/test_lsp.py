@@ -465,6 +465,30 @@ def test_completion_after_an_indexed_path_offers_the_elements_members():
         ("power", "roll-up")]
 
 
+def test_hover_on_a_param_of_a_large_design_does_not_compute_its_margins(monkeypatch, tmp_path):
+    """The margins compile the design several times: a hover on a `param` of a 1 MB design ran
+    past the request's 20 s deadline (and went on in its thread for minutes). Past MAX_CHARS
+    characters of the design's own files the hover says where to get the range instead."""
+    from astral_dsl.explore import margins
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.hover import hover
+    from astral_dsl.lsp.hover.margins import MAX_CHARS
+
+    def never(*args, **kwargs):
+        raise AssertionError("the margins were computed")
+
+    monkeypatch.setattr(margins, "analyse", never)
+    # a comment makes the text long: `limit` and its one check stay as small as they are
+    text = "param limit = 45 kW\nsite S { check power <= limit }\n" + \
+        "// padding\n" * (MAX_CHARS // 11 + 1)
+    path = tmp_path / "big.astral"
+    a = analyse(path.as_uri(), path, text, 1, engineering=False)
+    found = hover(a, a.entry, 1, 7)
+    assert found is not None and "**`45 kW`**" in found[0]
+    assert f"not computed on hover for a design of {len(text):,} characters" in found[0]
+    assert "`astral check --margins`" in found[0]
+
+
 def test_hover_on_an_imported_template_the_design_does_not_use_shows_its_fields(tmp_path):
     """An import not used yet was never instantiated: the hover showed only where it is defined.
     It shows the fields as its file declares them."""
