@@ -224,8 +224,17 @@ def test_a_change_of_a_document_never_opened_is_no_error_popup(server):
     assert "G" in r["result"]["contents"]["value"], r
     r = client.request("textDocument/hover", _hover(ranged))
     assert r["error"]["code"] == -32602                    # still not open
+    # notifications whose params do not validate: logged (window/logMessage), no popup either
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": ranged, "version": 1,
+                                                            "languageId": "astral"}})
+    client.notify("textDocument/didOpen", None)
+    r = client.request("textDocument/hover", _hover(whole))   # after both: they were handled
+    assert "G" in r["result"]["contents"]["value"], r
     shown = [n for n in client.notes[before:] if n.get("method") == "window/showMessage"]
     assert shown == []
+    logged = [n["params"]["message"] for n in client.notes[before:]
+              if n.get("method") == "window/logMessage"]
+    assert sum("a notification was not handled" in m for m in logged) == 2, logged
 
 
 @pytest.mark.parametrize("hostile", ["fifo", "device", "outside"])

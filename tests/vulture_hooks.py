@@ -18,6 +18,8 @@ _.false, _.paren, _.comprehension
 # `jsonrpc` of a message (lsp/protocol.py `_Dropped`)
 _.too_large, _.did_open, _.did_change, _.did_save, _.did_close, _.completion, _.formatting
 _.files_changed
+# pygls reports a notification it could not handle through the server's report_server_error
+_.report_server_error
 _.CODE, _.MESSAGE, _.jsonrpc
 # the tests' and the benchmark's language clients: pygls calls their handlers
 _.on_diagnostics

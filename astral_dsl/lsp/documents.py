@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 from urllib.parse import unquote
 
 from lsprotocol import types as lsp
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
 from astral_dsl import __version__
@@ -49,6 +50,17 @@ class AstralServer(LanguageServer):
         if not self.is_open(uri):
             raise NotOpen(message=f"`{uri}` is not an open document")
         return self.workspace.get_text_document(uri)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """A notification the server could not take (invalid params: a didOpen without its
+        text; a client that broke the protocol): logged, and told the client as a log message,
+        not pygls's "Error in server" popup, which the user can do nothing about."""
+        if source is FeatureRequestError:
+            return                    # a request: its error response says it
+        text = f"astral: a notification was not handled: {type(error).__name__}: {error}"
+        log.warning(text)
+        self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning,
+                                                     message=text))
 
     def is_open(self, uri: str) -> bool:
         """Whether the client opened `uri` (pygls keys its documents by the unquoted URI: a
