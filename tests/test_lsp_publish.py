@@ -70,3 +70,25 @@ def test_diagnostics_are_published_before_the_servers_compile_ends(monkeypatch, 
         assert server.latest[uri] is a              # hover and navigation read it
 
     asyncio.run(scenario())
+
+
+def test_a_problem_in_a_module_imported_indirectly_is_shown_on_the_import_that_leads_to_it(
+        tmp_path):
+    """main imports a, then b; b imports deep, where the error is: it is shown on `import b`,
+    the import that brings it in (before: on the entry's first import, `import a`, which has
+    nothing to do with it)."""
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.published import placed
+
+    (tmp_path / "astral.toml").write_text("")
+    (tmp_path / "a.astral").write_text("gpu A { power = 700 W }\n")
+    (tmp_path / "b.astral").write_text("import deep { D }\ngpu B { power = 700 W }\n")
+    (tmp_path / "deep.astral").write_text("gpu D { power = 700 W }\nparam bad = 3 kW + 2 m\n")
+    main = tmp_path / "main.astral"
+    main.write_text("import a { A }\nimport b { B }\nhost H { gpus = 8 x B }\n"
+                    "site S { hosts = 1 x H }\n")
+    a = analyse(main.as_uri(), main, main.read_text(), 1)
+    errors = [d for d in placed(a) if d.is_error]
+    assert [(d.code, d.span.start.line, d.span.start.column, d.span.end.column)
+            for d in errors] == [("E301", 2, 1, 15)]          # `import b { B }`, line 2
+    assert errors[0].message.startswith(f"{tmp_path / 'deep.astral'}:2:13: ")

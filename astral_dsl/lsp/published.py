@@ -48,19 +48,34 @@ def to_lsp(d: Diagnostic, lines: Lines) -> lsp.Diagnostic:
 
 
 def _import_span(a, file: str):
-    """The import of the entry file that leads to `file` (directly, else the first import)."""
+    """The import of the entry file that leads to `file`: directly, else through the modules it
+    imports (the first such import), else the entry's first import."""
     from astral_dsl.syntax import ast
 
     if a.entry.tree is None:
         return None
     target = a.modules.get(file)
-    first = None
-    for item in a.entry.tree.items:
-        if isinstance(item, ast.Import):
-            first = first or item
-            if target is not None and item.dotted == target.key:
-                return item.span
-    return first.span if first is not None else None
+    by_key = {m.key: m for m in a.modules.values() if not m.is_entry}
+    imports = [item for item in a.entry.tree.items if isinstance(item, ast.Import)]
+    for item in imports:
+        if target is not None and _leads_to(item.dotted, target, by_key, set()):
+            return item.span
+    return imports[0].span if imports else None
+
+
+def _leads_to(key: str, target, by_key, seen) -> bool:
+    """Whether the module `key` is `target` or imports it, directly or not."""
+    from astral_dsl.syntax import ast
+
+    module = by_key.get(key)
+    if module is None or key in seen:
+        return False
+    if module is target:
+        return True
+    seen.add(key)
+    return module.tree is not None and any(
+        _leads_to(item.dotted, target, by_key, seen)
+        for item in module.tree.items if isinstance(item, ast.Import))
 
 
 def failed_analysis(uri: str, path: Optional[Path], text: str, version: int, exc: Exception):
