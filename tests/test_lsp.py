@@ -489,6 +489,26 @@ def test_hover_on_a_param_of_a_large_design_does_not_compute_its_margins(monkeyp
     assert "`astral check --margins`" in found[0]
 
 
+def test_the_feasible_range_of_a_param_reads_the_editors_text_of_an_open_import(tmp_path):
+    """The margins of a hover read the imported files as the analysis did: an import open in
+    the editor with unsaved edits (`cap = 30 kW`; 50 kW on disk) bounds `limit` at 30 kW.
+    Before, the margins read the disk: 50 kW, against the analysis's own values."""
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.hover import hover
+
+    (tmp_path / "astral.toml").write_text("")
+    lib = tmp_path / "lib.astral"
+    lib.write_text("param cap = 50 kW\n")
+    main = tmp_path / "main.astral"
+    main.write_text("import lib { cap }\nparam limit = 10 kW\nsite S { check limit <= cap }\n")
+    edited = "param cap = 30 kW\n"
+    a = analyse(main.as_uri(), main, main.read_text(), 1,
+                lambda p: edited if p.resolve() == lib.resolve() else None, engineering=False)
+    a.inputs[str(lib.resolve())] = (edited, True)     # as the server's analysis records it
+    text = hover(a, a.entry, 2, 7)[0]
+    assert "`limit <= 30 kW`" in text, text
+
+
 def test_hover_on_an_imported_template_the_design_does_not_use_shows_its_fields(tmp_path):
     """An import not used yet was never instantiated: the hover showed only where it is defined.
     It shows the fields as its file declares them."""

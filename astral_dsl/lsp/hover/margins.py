@@ -6,15 +6,20 @@ for a design of at most MAX_CHARS characters of its own (the margins compile it 
 about 0.7 s of a hover on 30 kB, 3 s on 60 kB, minutes on 1 MB, past the request's deadline)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
-_CACHE: Dict[Tuple[str, Optional[int]], object] = {}
+_CACHE: Dict[Tuple, object] = {}
 _KEEP = 8
 MAX_CHARS = 32_000
 
 
 def _report(analysis):
-    key = (analysis.uri, analysis.version, len(analysis.text), hash(analysis.text))
+    # the editor's texts of the imported files the analysis read (documents.py `_analyse`):
+    # the margins read them too, not the files on disk
+    editor = {k: t for k, (t, from_editor) in analysis.inputs.items()
+              if from_editor and t is not None}
+    key = (analysis.uri, analysis.version, len(analysis.text), hash(analysis.text),
+           tuple(sorted((k, hash(t)) for k, t in editor.items())))
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
@@ -25,7 +30,8 @@ def _report(analysis):
     if path is None:
         return None
     text = analysis.text
-    reader = Reader(lambda p: text if p.resolve() == path.resolve() else None)
+    reader = Reader(lambda p: text if p.resolve() == path.resolve() else
+                    editor.get(str(p.resolve())))
     try:
         report = margins.analyse(str(path), numeric=False, read=reader)
     except Exception:  # noqa: BLE001 - a hover must never fail the editor
