@@ -423,6 +423,92 @@ def test_completion_in_a_body_offers_only_the_kinds_declarable_there_once_each()
     assert kinds == {"tier"}
 
 
+def test_completion_after_an_indexed_path_offers_the_elements_members():
+    """After `hosts[0].`: the members of a host (its fields, and the roll-ups of what it holds),
+    whether `hosts` is a field of the rack or a roll-up of the row or the site (before: nothing
+    there), never the roll-ups of levels above the element (a host's racks, rows or pods,
+    which are always empty); a field in error says so (before: `_Poison`)."""
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.completion import complete
+
+    good = textwrap.dedent("""\
+        gpu G { power = 700 W }
+        host H { gpus = 8 x G
+          power = 7 kW
+          tdp = 3 kW }
+        rack R { hosts = 2 x H
+          check power < 1 MW
+        }
+        row W { racks = 3 x R
+          check power < 1 MW
+        }
+        site S { rows = 1 x W
+          check power < 1 MW
+        }
+        """)
+    a = analyse("file:///x.astral", None, good, 1, engineering=False)
+    assert [d.code for d in a.diagnostics] == ["E203"]        # `tdp`: not a host's field
+    lines = good.split("\n")
+
+    def offered(line: int, typed: str):
+        edited = list(lines)
+        edited[line] = typed
+        return [(i.label, i.detail) for i in complete(a, "\n".join(edited), line, len(typed))]
+
+    host = [("gpus", "8 x gpu G"), ("power", "7 kW"), ("tdp", "in error"),
+            ("nics", "roll-up"), ("cpus", "roll-up")]
+    assert offered(5, "  check hosts[0].") == host               # a field of the rack
+    assert offered(8, "  check hosts[0].") == host               # a roll-up of the row
+    assert offered(11, "  check rows[0].racks[0].hosts[1].po") == host
+    assert offered(11, "  check rows[0].racks[0].") == [
+        ("hosts", "2 x host H"), ("gpus", "roll-up"), ("nics", "roll-up"), ("cpus", "roll-up"),
+        ("power", "roll-up")]
+
+
+def test_hover_on_a_param_of_a_large_design_does_not_compute_its_margins(monkeypatch, tmp_path):
+    """The margins compile the design several times: a hover on a `param` of a 1 MB design ran
+    past the request's 20 s deadline (and went on in its thread for minutes). Past MAX_CHARS
+    characters of the design's own files the hover says where to get the range instead."""
+    from astral_dsl.explore import margins
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.hover import hover
+    from astral_dsl.lsp.hover.margins import MAX_CHARS
+
+    def never(*args, **kwargs):
+        raise AssertionError("the margins were computed")
+
+    monkeypatch.setattr(margins, "analyse", never)
+    # a comment makes the text long: `limit` and its one check stay as small as they are
+    text = "param limit = 45 kW\nsite S { check power <= limit }\n" + \
+        "// padding\n" * (MAX_CHARS // 11 + 1)
+    path = tmp_path / "big.astral"
+    a = analyse(path.as_uri(), path, text, 1, engineering=False)
+    found = hover(a, a.entry, 1, 7)
+    assert found is not None and "**`45 kW`**" in found[0]
+    assert f"not computed on hover for a design of {len(text):,} characters" in found[0]
+    assert "`astral check --margins`" in found[0]
+
+
+def test_the_feasible_range_of_a_param_reads_the_editors_text_of_an_open_import(tmp_path):
+    """The margins of a hover read the imported files as the analysis did: an import open in
+    the editor with unsaved edits (`cap = 30 kW`; 50 kW on disk) bounds `limit` at 30 kW.
+    Before, the margins read the disk: 50 kW, against the analysis's own values."""
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.hover import hover
+
+    (tmp_path / "astral.toml").write_text("")
+    lib = tmp_path / "lib.astral"
+    lib.write_text("param cap = 50 kW\n")
+    main = tmp_path / "main.astral"
+    main.write_text("import lib { cap }\nparam limit = 10 kW\nsite S { check limit <= cap }\n")
+    edited = "param cap = 30 kW\n"
+    a = analyse(main.as_uri(), main, main.read_text(), 1,
+                lambda p: edited if p.resolve() == lib.resolve() else None, engineering=False)
+    a.inputs[str(lib.resolve())] = (edited, True)     # as the server's analysis records it
+    text = hover(a, a.entry, 2, 7)[0]
+    assert "`limit <= 30 kW`" in text, text
+
+
 def test_hover_on_an_imported_template_the_design_does_not_use_shows_its_fields(tmp_path):
     """An import not used yet was never instantiated: the hover showed only where it is defined.
     It shows the fields as its file declares them."""

@@ -186,6 +186,57 @@ def test_an_unknown_document_is_an_error_not_a_file_read(server):
             _no_traceback(r)
 
 
+def test_a_document_whose_path_a_uri_quotes_is_analysed_and_answered(server):
+    """A folder with a space is `my%20project` in the client's URI; pygls keys its documents
+    by the unquoted URI. Before, such a document was never analysed (no diagnostics at all)
+    and every request about it was "not an open document"."""
+    client, root = server
+    folder = root / "my project é"
+    folder.mkdir()
+    (folder / "astral.toml").write_text("")
+    uri = (folder / "main.astral").as_uri()
+    assert "%20" in uri and "%C3%A9" in uri
+    client.open(uri, SMALL.replace("700 W", "700 kg"))
+    codes = [d["code"] for d in client.published(uri)]
+    assert codes == ["E304"], codes                        # 700 kg is not a power
+    r = client.request("textDocument/hover", _hover(uri))
+    assert "G" in r["result"]["contents"]["value"], r
+
+
+def test_a_change_of_a_document_never_opened_is_no_error_popup(server):
+    """A client that breaks the protocol: a didChange of a document it never opened. pygls
+    raised KeyError, shown in the editor as "Error in server: KeyError". A change of the whole
+    text opens the document with it (and it is analysed); a change of a range of an unknown
+    text is ignored; neither shows a message, and the server goes on."""
+    client, root = server
+    whole = (root / "never.astral").as_uri()
+    ranged = (root / "never2.astral").as_uri()
+    before = len(client.notes)
+    client.notify("textDocument/didChange", {
+        "textDocument": {"uri": ranged, "version": 3},
+        "contentChanges": [{"range": {"start": {"line": 0, "character": 0},
+                                      "end": {"line": 0, "character": 0}}, "text": "x"}]})
+    client.notify("textDocument/didChange", {"textDocument": {"uri": whole, "version": 2},
+                                             "contentChanges": [{"text": SMALL}]})
+    client.opened.add(whole)
+    assert client.published(whole) is not None            # analysed as if opened
+    r = client.request("textDocument/hover", _hover(whole))
+    assert "G" in r["result"]["contents"]["value"], r
+    r = client.request("textDocument/hover", _hover(ranged))
+    assert r["error"]["code"] == -32602                    # still not open
+    # notifications whose params do not validate: logged (window/logMessage), no popup either
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": ranged, "version": 1,
+                                                            "languageId": "astral"}})
+    client.notify("textDocument/didOpen", None)
+    r = client.request("textDocument/hover", _hover(whole))   # after both: they were handled
+    assert "G" in r["result"]["contents"]["value"], r
+    shown = [n for n in client.notes[before:] if n.get("method") == "window/showMessage"]
+    assert shown == []
+    logged = [n["params"]["message"] for n in client.notes[before:]
+              if n.get("method") == "window/logMessage"]
+    assert sum("a notification was not handled" in m for m in logged) == 2, logged
+
+
 @pytest.mark.parametrize("hostile", ["fifo", "device", "outside"])
 def test_the_project_scan_skips_fifos_devices_and_links_out(server, tmp_path_factory, hostile):
     client, root = server

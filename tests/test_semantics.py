@@ -209,6 +209,31 @@ def test_import_cycle_is_e206_and_terminates(tmp_path, deadline):
     assert at(e) == (1, 1)
 
 
+def test_a_name_of_a_failed_import_is_no_second_error(tmp_path, deadline):
+    """The import's diagnostic (E206 a cycle, E205 a module not found) is the root: a use of a
+    name it would have brought in (a value, a function call, a template, a base, a namespace's
+    member) is not E200 as well."""
+    write(tmp_path, "lib/a.astral", "import lib.b { Y }\nparam p = 3 kW\ngpu X { power = 1 W }\n")
+    write(tmp_path, "lib/b.astral", "import lib.a { p, X }\nparam q = p\nlet r = X(power = 2 W)\n"
+                                    "gpu Y { power = q }\n")
+    d = build("import lib.a { X }\nhost H { gpus = 8 x X }\nsite S { hosts = 1 x H }\n",
+              tmp_path)
+    assert codes(d) == ["E206"], [(x.code, x.message) for x in d.diagnostics]
+    d = build("""
+        import nothere { z, T }
+        import gone as g
+        param w = z
+        param v = g.k
+        gpu U = T { }
+        host V { gpus = 1 x T }
+        site S { hosts = 1 x V }
+        """, tmp_path)
+    assert codes(d) == ["E205", "E205"], [(x.code, x.message) for x in d.diagnostics]
+    # a name the failed import does not bring in is still E200
+    d = build("import nothere { z }\nparam w = y\n", tmp_path)
+    assert codes(d) == ["E205", "E200"], [(x.code, x.message) for x in d.diagnostics]
+
+
 def test_module_importing_itself_is_e206(tmp_path, deadline):
     write(tmp_path, "lib/me.astral", "import lib.me { Y }\ngpu Y { power = 1 W }\n")
     d = build("import lib.me { Y }\n", tmp_path)

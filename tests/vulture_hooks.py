@@ -18,9 +18,14 @@ _.false, _.paren, _.comprehension
 # `jsonrpc` of a message (lsp/protocol.py `_Dropped`)
 _.too_large, _.did_open, _.did_change, _.did_save, _.did_close, _.completion, _.formatting
 _.files_changed
+# pygls reports a notification it could not handle through the server's report_server_error
+_.report_server_error
 _.CODE, _.MESSAGE, _.jsonrpc
 # the tests' and the benchmark's language clients: pygls calls their handlers
 _.on_diagnostics
+# tests/test_lsp_publish.py gives an in-process server pygls's workspace (its `workspace`
+# property reads the protocol's `_workspace`)
+_._workspace
 
 # Python calls a module's __getattr__ for a name it lacks (PEP 562: the lazy API of
 # astral_dsl/__init__.py, api/__init__.py and seer/__init__.py)

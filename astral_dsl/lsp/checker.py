@@ -9,9 +9,11 @@ from typing import Dict, Optional, Tuple
 
 
 def check(uri: str, path: Optional[str], text: str, open_texts: Dict[str, str]):
-    """("ok", diagnostics) of the document, or ("error", "Type: message") when the compiler
-    itself failed. `open_texts`: the editor's text of the other open documents, by path."""
+    """("ok", diagnostics) of the document, each placed in it (lsp/published.py: a problem in
+    an imported file on its import), or ("error", "Type: message") when the compiler itself
+    failed. `open_texts`: the editor's text of the other open documents, by path."""
     from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.published import placed
 
     documents = {str(Path(p).resolve()): t for p, t in open_texts.items()}
 
@@ -25,7 +27,7 @@ def check(uri: str, path: Optional[str], text: str, open_texts: Dict[str, str]):
         a = analyse(uri, Path(path) if path is not None else None, text, None, overlay)
     except Exception as exc:  # noqa: BLE001 - a compiler bug is the server's E000, not a crash
         return "error", f"{type(exc).__name__}: {exc}"
-    return "ok", a.diagnostics
+    return "ok", placed(a)
 
 
 # checked once at start: the modules every analysis needs (the compiler, the engineering checks,

@@ -1,44 +1,33 @@
 """The language server's state (server.py builds it with its features): the open documents and
 their analyses (debounced, once per version, in a worker process that a newer version or the
-deadline ends), the diagnostics published for them (a problem in an imported file shown on its
-import), the analyses of the project's other files for references, and what the editor sees
-when an analysis failed (E000) or ran out of time (E407)."""
+deadline ends; the worker's diagnostics published as soon as it answers, the server's own
+compile for hover and navigation after them), and the analyses of the project's other files for
+references (project.py). What the editor is shown of diagnostics, and of an analysis that
+failed (E000) or ran out of time (E407), is published.py's."""
 from __future__ import annotations
 
 import asyncio
 import logging
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
-from pygls.uris import from_fs_path, to_fs_path
 
 from astral_dsl import __version__
-from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.lsp import workers
 from astral_dsl.lsp.analysis import Analysis, analyse
 from astral_dsl.lsp.positions import Lines
+from astral_dsl.lsp.project import path_uri, uri_path
+from astral_dsl.lsp.published import failed_analysis, stopped_analysis, to_lsp
 from astral_dsl.lsp.protocol import AstralProtocol, NotOpen, RequestFailed
 
 log = logging.getLogger("astral.lsp")
 
-_SEVERITY = {Severity.ERROR: lsp.DiagnosticSeverity.Error,
-             Severity.WARNING: lsp.DiagnosticSeverity.Warning,
-             Severity.INFO: lsp.DiagnosticSeverity.Information}
 MAX_PROJECT_FILES = 200
 TIMEOUT = 20.0            # seconds an analysis or a request may take (`astral lsp --timeout`)
-
-
-def uri_path(uri: str) -> Optional[Path]:
-    if not uri.startswith("file:"):
-        return None
-    p = to_fs_path(uri)
-    return Path(p) if p else None
-
-
-def path_uri(path: Path) -> str:
-    return from_fs_path(str(path.resolve())) or path.resolve().as_uri()
 
 
 class AstralServer(LanguageServer):
@@ -54,12 +43,29 @@ class AstralServer(LanguageServer):
         self.checker = workers.Checker()                # the worker processes of analyses
         self.analysed = False                           # the first analysis has finished
         self.files = 0        # counts opened, closed, saved and changed-on-disk files (stale())
+        self.shown: Dict[str, Tuple[Optional[int], tuple]] = {}   # uri -> published (version, diagnostics)
 
     def document(self, uri: str):
         """The open document `uri` (never a file read from disk for an unknown URI)."""
-        if uri not in self.workspace.text_documents:
+        if not self.is_open(uri):
             raise NotOpen(message=f"`{uri}` is not an open document")
         return self.workspace.get_text_document(uri)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """A notification the server could not take (invalid params: a didOpen without its
+        text; a client that broke the protocol): logged, and told the client as a log message,
+        not pygls's "Error in server" popup, which the user can do nothing about."""
+        if source is FeatureRequestError:
+            return                    # a request: its error response says it
+        text = f"astral: a notification was not handled: {type(error).__name__}: {error}"
+        log.warning(text)
+        self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning,
+                                                     message=text))
+
+    def is_open(self, uri: str) -> bool:
+        """Whether the client opened `uri` (pygls keys its documents by the unquoted URI: a
+        path with a space is `my%20project` in the client's messages, `my project` there)."""
+        return unquote(uri) in self.workspace.text_documents
 
     async def job(self, what: str, fn, *args):
         """`fn(*args)` off the event loop within the deadline (RequestFailed after it)."""
@@ -79,8 +85,8 @@ class AstralServer(LanguageServer):
 
     def overlay(self, path: Path) -> Optional[str]:
         """The editor's text of an open document (instead of the file on disk)."""
-        for uri, doc in list(self.workspace.text_documents.items()):
-            p = uri_path(uri)
+        for doc in list(self.workspace.text_documents.values()):
+            p = uri_path(doc.uri)
             if p is not None and _same(p, path):
                 return doc.source
         return None
@@ -102,7 +108,7 @@ class AstralServer(LanguageServer):
     async def refresh(self, uri: str) -> Optional[Analysis]:
         """Analyse the document's current text (once per version) and publish diagnostics. A
         newer version cancels the analysis of an older one (its waiters get None)."""
-        if uri not in self.workspace.text_documents:
+        if not self.is_open(uri):
             return None
         doc = self.workspace.get_text_document(uri)
         version, text = doc.version or 0, doc.source
@@ -119,9 +125,9 @@ class AstralServer(LanguageServer):
                 flight[1].cancel()                    # a stale analysis never blocks this one
             stopper = workers.Stopper()
             # the deadline counts the worker's work (workers.Checker), not its start-up
-            job = workers.Job(asyncio.get_running_loop(), "the analysis", None,
-                              self._analyse, uri, text, version, texts, stopper,
-                              on_stop=stopper.stop)
+            loop = asyncio.get_running_loop()
+            job = workers.Job(loop, "the analysis", None, self._analyse, loop, uri, text,
+                              version, texts, stopper, on_stop=stopper.stop)
             self.inflight[uri] = ((version, texts), job)
         try:
             result = await self._announced(uri, job.future)
@@ -134,7 +140,7 @@ class AstralServer(LanguageServer):
         finally:
             if self.inflight.get(uri, (None, None))[1] is job and job.future.done():
                 self.inflight.pop(uri, None)
-        if uri not in self.workspace.text_documents:
+        if not self.is_open(uri):
             return result
         self.analysed = True
         current = self.workspace.get_text_document(uri)
@@ -169,11 +175,12 @@ class AstralServer(LanguageServer):
         finally:
             self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="checked"))
 
-    def _analyse(self, uri: str, text: str, version: int, texts: Dict[str, str],
-                 stopper: workers.Stopper) -> Analysis:
-        """The checks in a worker process (ended by `stopper`), then, when they finished, the
-        compile in this process that hover and navigation read; both read the other open
-        documents' `texts` (by path), the editor's text when the analysis started."""
+    def _analyse(self, loop: asyncio.AbstractEventLoop, uri: str, text: str, version: int,
+                 texts: Dict[str, str], stopper: workers.Stopper) -> Analysis:
+        """The checks in a worker process (ended by `stopper`), whose diagnostics (placed in
+        the document) are published as soon as they come (`_checked`), then the compile in this
+        process that hover and navigation read; both read the other open documents' `texts`
+        (by path), the editor's text when the analysis started."""
         path = uri_path(uri)
         try:
             status, found = self.checker.check(stopper, (uri, str(path) if path else None, text,
@@ -189,6 +196,10 @@ class AstralServer(LanguageServer):
         if status != "ok":
             log.error("analysis of %s failed: %s", uri, found)
             return failed_analysis(uri, path, text, version, RuntimeError(found))
+        try:
+            loop.call_soon_threadsafe(self._checked, uri, version, text, found)
+        except RuntimeError:                          # the loop is closed: nobody waits
+            raise workers.Stopped("the server stopped") from None
         files = self.files
         snapshot = _by_real_path(texts)
         try:
@@ -220,9 +231,9 @@ class AstralServer(LanguageServer):
     def open_texts(self, uri: str) -> Dict[str, str]:
         """The editor's text of the open documents other than `uri`, by path."""
         out = {}
-        for other, doc in list(self.workspace.text_documents.items()):
-            p = uri_path(other)
-            if other != uri and p is not None:
+        for doc in list(self.workspace.text_documents.values()):
+            p = uri_path(doc.uri)
+            if doc.uri != uri and p is not None:
                 out[str(p)] = doc.source
         return out
 
@@ -235,7 +246,7 @@ class AstralServer(LanguageServer):
             if task is not None:
                 task.cancel()
             result = await self.refresh(uri)
-            if result is not None or uri not in self.workspace.text_documents:
+            if result is not None or not self.is_open(uri):
                 return result
         return None
 
@@ -251,7 +262,7 @@ class AstralServer(LanguageServer):
         again.update(other for other, a in self.latest.items()
                      if any(d.code == "E205" for d in a.diagnostics))
         for other in sorted(again):
-            if other != but and other in self.workspace.text_documents:
+            if other != but and self.is_open(other):
                 self.schedule(other)
 
     async def watch_files(self) -> None:
@@ -285,63 +296,33 @@ class AstralServer(LanguageServer):
 
     # -- diagnostics -------------------------------------------------------------------------------
     def publish(self, a: Analysis) -> None:
+        """Publish the analysis's diagnostics, unless the worker's were published for this
+        version already (`_checked`: they are the same)."""
+        if self.shown.get(a.uri) == (a.version, a.diagnostics):
+            return
+        self.shown[a.uri] = (a.version, a.diagnostics)
         lines = self.lines(a.text)
-        out = [self.to_lsp(d, a, lines) for d in a.diagnostics]
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=a.uri, diagnostics=out, version=a.version))
+            uri=a.uri, diagnostics=[to_lsp(d, lines) for d in a.diagnostics], version=a.version))
 
-    def to_lsp(self, d: Diagnostic, a: Analysis, lines: Lines) -> lsp.Diagnostic:
-        message = d.message
-        for note in d.notes:
-            message += f"\nnote: {note}"
-        if d.hint:
-            message += f"\nhint: {d.hint}"
-        span = d.span
-        if span is not None and span.file != a.entry.name:
-            # a problem in an imported file: shown on the import that brings it in
-            message = f"{span.file}:{span.start.line}:{span.start.column}: {message}"
-            span = _import_span(a, span.file)
-        elif span is None and d.filename not in (None, a.entry.name):
-            message = f"{d.filename}: {message}"
-        return lsp.Diagnostic(range=lines.range(span), severity=_SEVERITY[d.severity],
-                              code=d.code, source="astral", message=message)
+    def _checked(self, uri: str, version: int, text: str, found) -> None:
+        """The worker's diagnostics of `version`, published at once (the server's own compile,
+        for hover and navigation, runs after them), if the editor still has that text."""
+        if not self.is_open(uri):
+            return
+        doc = self.workspace.get_text_document(uri)
+        if (doc.version or 0) != version or doc.source != text:
+            return
+        self.shown[uri] = (version, found)
+        lines = self.lines(text)
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+            uri=uri, diagnostics=[to_lsp(d, lines) for d in found], version=version))
 
     # -- other files, for references ---------------------------------------------------------------
     def project_analyses(self, a: Analysis) -> List[Analysis]:
-        out = [a]
-        open_paths = {}
-        for uri in list(self.workspace.text_documents):
-            p = uri_path(uri)
-            if p is not None:
-                open_paths[str(p.resolve())] = uri
-            if uri != a.uri and uri in self.good:
-                out.append(self.good[uri])
-        if a.entry.path is None:
-            return out
-        from astral_dsl.lsp.analysis import project_files
-        from astral_dsl.semantics.modules import project_root, read_file
+        from astral_dsl.lsp.project import analyses
 
-        root = project_root(a.entry.path)
-        for path in project_files(root, MAX_PROJECT_FILES):
-            key = str(path.resolve())
-            if key in open_paths:
-                continue
-            try:
-                mtime = path.stat().st_mtime
-            except OSError:
-                continue
-            hit = self.project.get(key)
-            if hit is None or hit[0] != mtime:
-                try:               # the compiler's reading: regular files of at most 8 MiB
-                    text = read_file(path).decode("utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
-                analysis = analyse(path_uri(path), path, text, None, self.overlay,
-                                   engineering=False)
-                hit = (mtime, analysis)
-                self.project[key] = hit
-            out.append(hit[1])
-        return out
+        return analyses(self, a, MAX_PROJECT_FILES)
 
     def location(self, a: Analysis, span) -> Optional[lsp.Location]:
         module = a.modules.get(span.file)
@@ -366,51 +347,6 @@ def _takes_progress(ls) -> bool:
     caps = getattr(ls, "client_capabilities", None)
     window = getattr(caps, "window", None)
     return bool(getattr(window, "work_done_progress", False))
-
-
-def failed_analysis(uri: str, path: Optional[Path], text: str, version: int,
-                    exc: Exception) -> Analysis:
-    """What the editor sees when the compiler itself failed: one diagnostic saying so."""
-    return _unanalysed(uri, path, text, version, Diagnostic(
-        "E000", Severity.ERROR, f"internal compiler error: {type(exc).__name__}: {exc}", None,
-        "this is a bug in astral_dsl, not in your design; please report it"))
-
-
-def stopped_analysis(uri: str, path: Optional[Path], text: str, version: int,
-                     exc: workers.TimedOut) -> Analysis:
-    """What the editor sees when the analysis ran past its deadline (E407)."""
-    return _unanalysed(uri, path, text, version, Diagnostic(
-        "E407", Severity.ERROR, f"{exc} (the language server's limit): the next edit is "
-        f"analysed afresh", None, "run `astral check` on the file for the full report; a "
-        "design this slow usually has a huge `for` or replication count, or a very long file"))
-
-
-def _unanalysed(uri, path, text, version, d: Diagnostic) -> Analysis:
-    import attrs
-
-    from astral_dsl.lsp.analysis import Module
-    from astral_dsl.diagnostics import Span
-
-    name = str(path) if path is not None else uri
-    entry = Module(name, name, path, None, None, None, False, True)
-    d = attrs.evolve(d, span=Span.at(name, 1, 1))
-    return Analysis(uri, version, text, entry, {name: entry}, None, (d,), None)
-
-
-def _import_span(a: Analysis, file: str):
-    """The import of the entry file that leads to `file` (directly, else the first import)."""
-    from astral_dsl.syntax import ast
-
-    if a.entry.tree is None:
-        return None
-    target = a.modules.get(file)
-    first = None
-    for item in a.entry.tree.items:
-        if isinstance(item, ast.Import):
-            first = first or item
-            if target is not None and item.dotted == target.key:
-                return item.span
-    return first.span if first is not None else None
 
 
 def _real(path) -> str:

@@ -9,10 +9,12 @@ import asyncio
 import functools
 import logging
 from typing import Optional
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 from astral_dsl.lsp import workers
 
@@ -56,6 +58,27 @@ class AstralProtocol(LanguageServerProtocol):
         if isinstance(message, _Dropped):
             return
         super().handle_message(message)
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams):
+        """pygls's, but a change of a document the client never opened (a client that broke the
+        protocol: pygls raised KeyError, which the editor showed as "Error in server") opens it
+        when the change is the whole text, and is otherwise ignored; either way it is logged."""
+        doc = params.text_document
+        if unquote(doc.uri) not in self.workspace.text_documents:
+            whole = [c for c in params.content_changes
+                     if isinstance(c, lsp.TextDocumentContentChangeWholeDocument)]
+            if not whole:
+                log.warning("didChange of %s, which is not open, ignored (a change of a range "
+                            "of an unknown text)", doc.uri)
+                return
+            log.warning("didChange of %s, which is not open: opened with its text", doc.uri)
+            self.workspace.put_text_document(lsp.TextDocumentItem(
+                uri=doc.uri, language_id="astral", version=doc.version, text=whole[-1].text))
+            params = lsp.DidChangeTextDocumentParams(
+                text_document=doc, content_changes=params.content_changes[
+                    params.content_changes.index(whole[-1]) + 1:])
+        yield from super().lsp_text_document__did_change(params)
 
     def _send_response(self, msg_id, result=None, error=None):
         if error is not None and isinstance(error.data, dict) and "traceback" in error.data:

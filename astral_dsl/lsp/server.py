@@ -16,8 +16,8 @@ Positions are converted between the compiler's 1-based code-point columns and th
 
 Responsiveness: the event loop only dispatches. An analysis runs in a worker process
 (workers.py, checker.py) that a newer version of the document or the deadline ends (E407 says
-so; the next edit is analysed afresh), then the document is compiled in the server for hover and
-navigation; hover, lookups, the outline, formatting and the project scan run as jobs of their
+so; the next edit is analysed afresh), whose diagnostics are published as soon as it answers;
+then the document is compiled in the server for hover and navigation; hover, lookups, the outline, formatting and the project scan run as jobs of their
 own threads, and a request that runs out of time gets an error (RequestFailed). Nothing is ever
 raised into a running thread, so a cancelled analysis leaves nothing half-imported, and an
 internal error (E000) lasts until the next edit. Requests with invalid params get InvalidParams
@@ -89,6 +89,7 @@ def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
             flight[1].cancel()
         ls.latest.pop(uri, None)
         ls.good.pop(uri, None)
+        ls.shown.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri,
                                                                           diagnostics=[]))
         ls.files_event([uri])                # its importers now read the file on disk

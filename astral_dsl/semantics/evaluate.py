@@ -191,6 +191,8 @@ class Expressions:
             fail("E303", f"`{name}` is a function; call it, e.g. `{name}(racks.power)`", span)
         if env.symbols:
             return Symbol(name)
+        if name in env.module.unresolved:
+            raise Poisoned()               # its import failed: that is the diagnostic
         fail("E200", f"unknown name `{name}`", span, did_you_mean(name, self.visible(env)))
 
     def visible(self, env: Env):
@@ -274,6 +276,8 @@ class Expressions:
                 return None
             scope = scope.outer
         symbol = env.module.lookup(func.name)
+        if symbol is None and func.name in env.module.unresolved:
+            raise Poisoned()               # its import failed: that is the diagnostic
         if symbol is None:
             fail("E200", f"unknown name `{func.name}`", func.span,
                  did_you_mean(func.name, self.visible(env) | set(BUILTINS) | set(FORMS)))

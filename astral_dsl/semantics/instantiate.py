@@ -258,6 +258,8 @@ class Instantiator:
         symbol = None
         if isinstance(expr, ast.Name):
             symbol = env.module.lookup(expr.name)
+            if symbol is None and expr.name in env.module.unresolved:
+                raise Poisoned()           # its import failed: that is the diagnostic
             if symbol is None:
                 fail("E200", f"unknown name `{expr.name}`", expr.span,
                      did_you_mean(expr.name, env.module.symbols))

@@ -1,7 +1,7 @@
 """Module scopes: what each name at the top of a module means."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Set, Union
 
 import attrs
 
@@ -75,6 +75,9 @@ class ModuleScope:
     spans: Dict[str, Span] = attrs.field(factory=dict)
     checks: List[ast.Check] = attrs.field(factory=list)     # top-level checks
     values: Dict[str, object] = attrs.field(factory=dict)   # evaluated params and lets
+    # the names of imports that failed (a cycle E206, a module not found E205...): a use of one
+    # is in error already, silently (the import's diagnostic is the root), not E200
+    unresolved: Set[str] = attrs.field(factory=set)
 
     def lookup(self, name: str) -> Optional[Symbol]:
         return self.symbols.get(name)
@@ -104,6 +107,9 @@ def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
         if isinstance(item, ast.Import):
             target = resolve_import(item)
             if target is None:
+                scope.unresolved.update(i.name for i in item.names or ())
+                if item.names is None or item.alias is not None:
+                    scope.unresolved.add((item.alias or item.path[-1]).name)
                 continue
             if item.names is None:
                 alias = item.alias or item.path[-1]

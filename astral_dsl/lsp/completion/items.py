@@ -114,3 +114,19 @@ def _enum_items(kind: str, field: str) -> List[lsp.CompletionItem]:
 def _builtin_items():
     return [_item(name, lsp.CompletionItemKind.Function, "built-in function", sort="7",
                   insert=f"{name}($0)", snippet=True) for name in sorted({*BUILTINS, *FORMS})]
+
+
+def rollup_items(kind: str, sort: str) -> List[lsp.CompletionItem]:
+    """The roll-ups an instance of `kind` has: the plurals of the kinds below its level (a host
+    has gpus, nics and cpus, not racks or pods, whose roll-ups on it are always empty), and
+    `power`."""
+    from astral_dsl.model.kinds import KINDS
+    from astral_dsl.model.rollup import PLURALS
+
+    spec = KINDS.get(kind)
+    if spec is None or not spec.physical:
+        return []
+    names = [p for p, kinds in PLURALS.items()
+             if any(KINDS[k].level is not None and KINDS[k].level < spec.level for k in kinds)]
+    return [_item(n, lsp.CompletionItemKind.Property, "roll-up", sort=sort)
+            for n in names + ["power"]]

@@ -10,7 +10,7 @@ from lsprotocol import types as lsp
 
 from astral_dsl.lsp.analysis import Analysis
 from astral_dsl.lsp.completion.context import enclosing_headers
-from astral_dsl.lsp.completion.items import _dedupe, _item
+from astral_dsl.lsp.completion.items import _dedupe, _item, rollup_items
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template
 from astral_dsl.syntax import ast
@@ -55,13 +55,7 @@ def _scope_items(analysis: Optional[Analysis], headers, before: str) -> List[lsp
                 body = nested.body if nested is not None and nested.body else ()
             for stmt in body:
                 out.extend(_member_item(stmt))
-            spec = KINDS.get(headers[-1][0])
-            if spec is not None and spec.physical:
-                from astral_dsl.model.rollup import PLURALS
-
-                for plural in list(PLURALS) + ["power"]:
-                    out.append(_item(plural, lsp.CompletionItemKind.Property, "roll-up",
-                                     sort="4"))
+            out.extend(rollup_items(headers[-1][0], sort="4"))
     for name, sym in scope.symbols.items():
         item = _symbol_item(name, sym)
         if item is not None:
@@ -102,8 +96,7 @@ def _argument_items(analysis, callee: str) -> List[lsp.CompletionItem]:
 
 def _member_items(analysis: Optional[Analysis], chain: str, before: str):
     """After `a.b[0].`: the members of what the path names, from the evaluated design."""
-    from astral_dsl.model.rollup import PLURALS
-    from astral_dsl.model.values import Group
+    from astral_dsl.model.values import POISON, Group
     from astral_dsl.semantics.frames import Frame
 
     if analysis is None or analysis.entry.scope is None:
@@ -129,7 +122,7 @@ def _member_items(analysis: Optional[Analysis], chain: str, before: str):
             value = next((i for _, i in value.flat()), None)
         if not isinstance(value, Frame):
             return []
-        value = value.values.get(part)
+        value = _member(value, part)
     if isinstance(value, Group):
         value = next((i for _, i in value.flat()), None)
     if not isinstance(value, Frame):
@@ -142,10 +135,9 @@ def _member_items(analysis: Optional[Analysis], chain: str, before: str):
         from astral_dsl.lsp.hover import show_value
 
         out.append(_item(name, lsp.CompletionItemKind.Field,
-                         show_value(v) if v is not None else value.kind, sort="1"))
-    if value.spec.physical:
-        for plural in list(PLURALS) + ["power"]:
-            out.append(_item(plural, lsp.CompletionItemKind.Property, "roll-up", sort="2"))
+                         value.kind if v is None else "in error" if v is POISON else
+                         show_value(v), sort="1"))
+    out.extend(rollup_items(value.kind, sort="2"))
     if value.kind == "fabric":
         out.append(_item("rail", lsp.CompletionItemKind.Property, "rail[i]", sort="2"))
         out.append(_item("plane", lsp.CompletionItemKind.Property, "plane[A]", sort="2"))
@@ -177,4 +169,36 @@ def _local_member(analysis: Analysis, headers, name: str):
     for f in reversed(frames):
         if name in f.values:
             return f.values[name]
+    return _member(frames[-1], name) if frames else None
+
+
+def _member(frame, name: str):
+    """The value of `name` on `frame`: its field, else its roll-up (`hosts` of a row: the first
+    host below it, whose members are those of `hosts[i].`)."""
+    from astral_dsl.model.rollup import PLURALS
+
+    if name in frame.values or name not in PLURALS:
+        return frame.values.get(name)
+    return _first_below(frame, PLURALS[name], set())
+
+
+def _first_below(frame, kinds, seen):
+    """The first instance of one of `kinds` contained in `frame` (members of lower levels only:
+    a reference to a loop or a feeder is not containment)."""
+    from astral_dsl.model.values import Group
+    from astral_dsl.semantics.frames import Frame
+
+    if id(frame) in seen:
+        return None
+    seen.add(id(frame))
+    for value in frame.values.values():
+        first = next((i for _, i in value.flat()), None) if isinstance(value, Group) else value
+        if not isinstance(first, Frame) or first.spec.level is None or \
+                frame.spec.level is None or first.spec.level >= frame.spec.level:
+            continue
+        if first.kind in kinds:
+            return first
+        found = _first_below(first, kinds, seen)
+        if found is not None:
+            return found
     return None

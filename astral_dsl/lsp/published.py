@@ -1,0 +1,103 @@
+"""What the editor is shown of an analysis's diagnostics: each placed in the document being
+edited (a problem in an imported file shown on the import that brings it in, its file and
+position in its message; `placed`, run where the analysis ran, in the worker process), then
+converted to the LSP's (`to_lsp`); and the one diagnostic of an analysis that failed (E000) or
+ran out of time (E407)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Tuple
+
+import attrs
+from lsprotocol import types as lsp
+
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.lsp.positions import Lines
+
+_SEVERITY = {Severity.ERROR: lsp.DiagnosticSeverity.Error,
+             Severity.WARNING: lsp.DiagnosticSeverity.Warning,
+             Severity.INFO: lsp.DiagnosticSeverity.Information}
+
+
+def placed(a) -> Tuple[Diagnostic, ...]:
+    """The diagnostics of the analysis `a`, each with a span in its entry file (or none)."""
+    return tuple(_place(d, a) for d in a.diagnostics)
+
+
+def _place(d: Diagnostic, a) -> Diagnostic:
+    span = d.span
+    if span is not None and span.file != a.entry.name:
+        # a problem in an imported file: shown on the import that brings it in
+        return attrs.evolve(d, span=_import_span(a, span.file),
+                            message=f"{span.file}:{span.start.line}:{span.start.column}: "
+                                    f"{d.message}")
+    if span is None and d.filename not in (None, a.entry.name):
+        return attrs.evolve(d, message=f"{d.filename}: {d.message}")
+    return d
+
+
+def to_lsp(d: Diagnostic, lines: Lines) -> lsp.Diagnostic:
+    """A placed diagnostic as the LSP's (its notes and hint in the message)."""
+    message = d.message
+    for note in d.notes:
+        message += f"\nnote: {note}"
+    if d.hint:
+        message += f"\nhint: {d.hint}"
+    return lsp.Diagnostic(range=lines.range(d.span), severity=_SEVERITY[d.severity],
+                          code=d.code, source="astral", message=message)
+
+
+def _import_span(a, file: str):
+    """The import of the entry file that leads to `file`: directly, else through the modules it
+    imports (the first such import), else the entry's first import."""
+    from astral_dsl.syntax import ast
+
+    if a.entry.tree is None:
+        return None
+    target = a.modules.get(file)
+    by_key = {m.key: m for m in a.modules.values() if not m.is_entry}
+    imports = [item for item in a.entry.tree.items if isinstance(item, ast.Import)]
+    for item in imports:
+        if target is not None and _leads_to(item.dotted, target, by_key, set()):
+            return item.span
+    return imports[0].span if imports else None
+
+
+def _leads_to(key: str, target, by_key, seen) -> bool:
+    """Whether the module `key` is `target` or imports it, directly or not."""
+    from astral_dsl.syntax import ast
+
+    module = by_key.get(key)
+    if module is None or key in seen:
+        return False
+    if module is target:
+        return True
+    seen.add(key)
+    return module.tree is not None and any(
+        _leads_to(item.dotted, target, by_key, seen)
+        for item in module.tree.items if isinstance(item, ast.Import))
+
+
+def failed_analysis(uri: str, path: Optional[Path], text: str, version: int, exc: Exception):
+    """What the editor sees when the compiler itself failed: one diagnostic saying so."""
+    return _unanalysed(uri, path, text, version, Diagnostic(
+        "E000", Severity.ERROR, f"internal compiler error: {type(exc).__name__}: {exc}", None,
+        "this is a bug in astral_dsl, not in your design; please report it"))
+
+
+def stopped_analysis(uri: str, path: Optional[Path], text: str, version: int, exc):
+    """What the editor sees when the analysis ran past its deadline (E407)."""
+    return _unanalysed(uri, path, text, version, Diagnostic(
+        "E407", Severity.ERROR, f"{exc} (the language server's limit): the next edit is "
+        f"analysed afresh", None, "run `astral check` on the file for the full report; a "
+        "design this slow usually has a huge `for` or replication count, or a very long file"))
+
+
+def _unanalysed(uri, path, text, version, d: Diagnostic):
+    from astral_dsl.diagnostics import Span
+    from astral_dsl.lsp.analysis import Analysis, Module
+
+    name = str(path) if path is not None else uri
+    entry = Module(name, name, path, None, None, None, False, True)
+    d = attrs.evolve(d, span=Span.at(name, 1, 1))
+    return Analysis(uri, version, text, entry, {name: entry}, None, (d,), None)
