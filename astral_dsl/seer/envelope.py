@@ -12,7 +12,8 @@ the band is the widest checked one (every run's) widened OUTSIDE_WIDEN times: a 
 default, not a measurement. Never narrower than the shipped fit's (documented_outside(),
 -22/+39 %): a fit of other runs (A100s only, say) knows less about a regime it never saw than
 the shipped fit does, not more, so its outside band is the wider of its own and the shipped
-one at each end; a calibration without bands gets the shipped one too."""
+one at each end; a calibration without bands takes DEFAULT_BAND (-25/+25 %) the same way,
+the wider of it and the shipped one at each end (-25/+39 %)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
