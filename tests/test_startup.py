@@ -122,6 +122,29 @@ print(json.dumps({"code": code, "host": host, "after": gc.get_freeze_count(),
     assert got["after"] >= got["host"] - 100        # still frozen (less what was freed)
 
 
+def test_a_hosts_frozen_objects_are_counted_once(monkeypatch):
+    """gc.get_freeze_count() walks every frozen object (this process's: the ~350,000 that
+    conftest.py froze after the suite's collection, ~17 ms a call): asked once, not at every
+    command's freeze; the host's objects stay frozen, the package freezes and thaws nothing."""
+    import gc
+
+    from astral_dsl import gcpause
+
+    monkeypatch.setattr(gcpause, "_foreign", False, raising=False)   # a host that ran nothing
+    host = gc.get_freeze_count()
+    assert host > 0 and not gcpause._mine               # conftest.py's freeze, not the package's
+    calls = []
+    count = gc.get_freeze_count
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: calls.append(1) or count())
+    assert not gcpause._freeze()
+    with gcpause.settled():
+        pass
+    with gcpause.frozen(lambda: [[] for _ in range(10)]) as built:
+        assert len(built) == 10
+    assert len(calls) == 1                              # three freezes, one walk
+    assert not gcpause._mine and count() >= host - 100  # still the host's, still frozen
+
+
 def test_a_stdlib_climate_whose_hours_ship_is_hashed_not_held(monkeypatch):
     import hashlib
 
