@@ -43,3 +43,41 @@ def test_a_window_past_the_micro_batches_is_a_usage_error(capsys, tmp_path, opti
     assert code == 2 and stdout == ""
     assert "--window 8:10: the job has 8 micro-batches per pipeline (0..7)" in err
     assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_design():
+    import astral_dsl
+
+    return astral_dsl.load(str(TINY))
+
+
+def test_an_operator_table_prices_operators_by_their_trace_names(tiny_design, tmp_path):
+    """tiny.astral: Llama 3 8B (hidden 4,096, 32 heads of 128) at tp 2, micro 1, seq 4,096.
+    `out proj` (m = 4,096 tokens, n = 4,096, k = 4,096 / 2 = 2,048) was looked up as `out` and
+    `flash attention` as `flash_fwd`: neither row priced anything. The attention's forward
+    FLOPs: 2 x 1 x 16 heads x 4,096 rows x (128 + 128) x 2,048 mean keys = 68,719,476,736."""
+    from astral_dsl import seer
+
+    csv = tmp_path / "ops.csv"
+    csv.write_text("operator,shape,dtype,time_ms\n"
+                   "out proj,4096x4096x2048,bf16,7\n"
+                   "flash attention,flops68719476736,,9\n"
+                   "QKV,4096x6144x4096,bf16,1\n", encoding="utf-8")
+    fc = seer.forecast(tiny_design, operator_table=str(csv))
+    durations = {ev.name: ev.end - ev.start for ev in fc.timeline(window=(0, 1))
+                 if ev.name in ("out proj", "flash attention")}
+    assert durations == {"out proj": pytest.approx(7e-3), "flash attention": pytest.approx(9e-3)}
+    assert (f"operator table {csv}: 2 of its 3 rows priced an operator of the forecast; "
+            "priced nothing: line 4 (`QKV`, shape `4096x6144x4096`, bf16)") in fc.notes
+
+
+def test_an_operator_table_row_repeated_is_refused_with_both_lines(tmp_path):
+    from astral_dsl import seer
+
+    csv = tmp_path / "ops.csv"
+    csv.write_text("operator,shape,dtype,time\nfc1,1x2x3,,1\nfc2,1x2x3,,1\nfc1,1x2x3,bf16,2\n",
+                   encoding="utf-8")
+    with pytest.raises(ValueError, match="line 4: repeats line 2's operator, shape and dtype "
+                                         r"\(`fc1`, shape `1x2x3`, bf16\)"):
+        seer.OperatorTable.read(str(csv))

@@ -99,4 +99,6 @@ def unmatched_table_warning(job, path: str) -> Diagnostic:
                          f"operator of its forecast (operator, shape and dtype as the trace "
                          f"shows them): every operator was priced by the roofline", job.span,
                  "name operators as `astral forecast --trace` writes them (`qkv`, `fc1`, or "
-                 "`gemm` for any GEMM) with the shape `MxNxK` of the trace's args.shape")
+                 "`gemm` for any GEMM) with the shape `MxNxK` of the trace's args.shape; "
+                 "attention's shape is `flopsN` and a memory-bound kernel's `bytesN` (N: "
+                 "args.flops, args.bytes)")
