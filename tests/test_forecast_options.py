@@ -81,3 +81,19 @@ def test_an_operator_table_row_repeated_is_refused_with_both_lines(tmp_path):
     with pytest.raises(ValueError, match="line 4: repeats line 2's operator, shape and dtype "
                                          r"\(`fc1`, shape `1x2x3`, bf16\)"):
         seer.OperatorTable.read(str(csv))
+
+
+def test_the_json_says_may_not_fit_as_the_table_does(tiny_design):
+    """The table printed "may not fit in 85.9 GB (80 GiB)" and the JSON had no word of it nor
+    the GPU's memory to compare with. H100 SXM: 80 GiB = 85.899 GB; tiny.astral's job needs
+    78.3 +/- 1.8 GB at micro-batch 1 (fits), 84.3 +/- 2.4 GB at 3 (86.7 with the margin)."""
+    from astral_dsl import seer
+    from astral_dsl.outputs.forecast import report
+
+    for micro, tight in ((1, False), (3, True)):
+        fc = seer.forecast(tiny_design, micro=micro, global_batch=8 * micro)
+        doc = report.to_json(fc)
+        assert doc["gpu_memory_gb"] == pytest.approx(80 * 2 ** 30 / 1e9)
+        over = doc["memory_gb"]["total"] + doc["memory_gb"]["uncertainty"] > doc["gpu_memory_gb"]
+        assert doc["may_not_fit"] is over is tight
+        assert ("may not fit in 85.9 GB (80 GiB)" in report.render(fc)) is tight
