@@ -97,3 +97,30 @@ def test_the_json_says_may_not_fit_as_the_table_does(tiny_design):
         over = doc["memory_gb"]["total"] + doc["memory_gb"]["uncertainty"] > doc["gpu_memory_gb"]
         assert doc["may_not_fit"] is over is tight
         assert ("may not fit in 85.9 GB (80 GiB)" in report.render(fc)) is tight
+
+
+def test_a_job_without_a_placement_says_where_it_runs(tmp_path):
+    """Site A holds 16 GPUs, B 64: the unplaced job of 32 ran on A (the first root) and was told
+    E755 "its placement `A` holds 16", a placement its source never wrote; now W758 says so."""
+    import astral_dsl
+
+    path = tmp_path / "j.astral"
+    path.write_text(
+        "import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }\n"
+        "site A { hosts = 2 x HGX8(gpu = H100_SXM, nic = CX7_400G) }\n"
+        "site B { hosts = 8 x HGX8(gpu = H100_SXM, nic = CX7_400G) }\n"
+        "model Tiny { layers = 12, hidden = 1024, heads = 8, vocab = 32000, seq = 1024,"
+        " ffn = 4096 }\n"
+        "job unplaced {\n"
+        "  model = Tiny, gpus = 32\n"
+        "  parallel { tp = 8, dp = 4 }\n"
+        "  batch { global_batch = 8, micro = 1 }\n"
+        "}\n", encoding="utf-8")
+    design = astral_dsl.check(astral_dsl.compile(path))
+    w = [d for d in design.diagnostics if d.code == "W758"]
+    assert len(w) == 1
+    assert w[0].message == ("job `unplaced` declares no `placement`: Seer runs it on `A`, the "
+                            "design's first site")
+    assert w[0].hint == "state where it runs: `placement = A` (a site, hall, pod or rows)"
+    assert (w[0].span.start.line, w[0].span.start.column) == (5, 1)
+    assert "E755" in [d.code for d in design.diagnostics]
