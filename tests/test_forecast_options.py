@@ -124,3 +124,19 @@ def test_a_job_without_a_placement_says_where_it_runs(tmp_path):
     assert w[0].hint == "state where it runs: `placement = A` (a site, hall, pod or rows)"
     assert (w[0].span.start.line, w[0].span.start.column) == (5, 1)
     assert "E755" in [d.code for d in design.diagnostics]
+
+
+@pytest.mark.parametrize("case, code, hint", [
+    # Mixtral's 8 experts on tp x dp x cp = 2 x 48 x 1 = 96 ranks: ep in {1, 2, 4, 8} divides both
+    ("ep_experts", "E753", "ep divides both the experts and tp x dp x cp = 96: ep = 1, 2, 4 or 8"),
+    # 8,190 = 2 x 3^2 x 5 x 7 x 13: its divisors below the declared cp = 4 are 1, 2 and 3
+    ("seq_cp", "E756", "each context-parallel rank holds an equal share of the sequence: "
+                       "cp = 1, 2 or 3, or a sequence that is a multiple of 4"),
+])
+def test_a_degree_that_does_not_divide_says_which_would(case, code, hint):
+    """E753 and E756 (the sequence over cp) came without a hint."""
+    import astral_dsl
+    from astral_dsl.seer import validate_jobs
+
+    design = astral_dsl.load(Path(__file__).parent / "bad" / "jobs" / f"{case}.astral")
+    assert [d.hint for d in validate_jobs(design) if d.code == code] == [hint]

@@ -79,7 +79,9 @@ def runtime(spec: JobSpec, where) -> List[Diagnostic]:
                          "Megatron-LM overlaps the distributed optimizer's parameter all-gather"))
     if spec.overlap_grad_reduce and par.dp * par.cp == 1:
         out.append(_warn("W751", f"{name}: overlap_grad_reduce has no effect with one "
-                                 f"data-parallel rank", where("overlap_grad_reduce", "")))
+                                 f"data-parallel rank", where("overlap_grad_reduce", ""),
+                         "there is no gradient reduction to overlap: leave it out, or give "
+                         "the job data-parallel ranks"))
     if spec.fp8_params and not spec.quantised_params:
         out.append(_warn("W751", f"{name}: fp8_params has no effect "
                                  + ("with a 16-bit dtype" if not spec.fp8 else
@@ -90,7 +92,8 @@ def runtime(spec: JobSpec, where) -> List[Diagnostic]:
     if spec.pipeline_runs > 1 and par.pp == 1:
         out.append(_warn("W751", f"{name}: pipeline_runs has no effect without pipeline stages "
                                  f"(pp = 1): its runs are the micro-batches one after another "
-                                 f"either way", where("pipeline_runs", "batch")))
+                                 f"either way", where("pipeline_runs", "batch"),
+                         "leave `pipeline_runs` out"))
     if par.zero >= 3 and par.pp > 1 and par.dp * par.cp > 1 and \
             spec.framework in PYTORCH_FRAMEWORKS:
         out.append(_warn("W756", f"{name}: FSDP under a PyTorch pipeline is forecast with its "
