@@ -86,6 +86,14 @@ def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"SwiGLU MLP with the parameters of a 4h one, Shazeer 2020); "
                                  f"Llama models round it up (Llama 3 8B: 14,336 = 3.5 h)", span,
                          "state the FFN width: `ffn = ...`"))
+    moe_only = [k for k in MOE_FIELDS if model.field(k) is not None]
+    if moe_only and not m.experts:
+        verb = "have" if len(moe_only) > 1 else "has"
+        out.append(_warn("W751", f"{name}: {' and '.join(moe_only)} {verb} no effect: it "
+                                 f"declares no `experts` (a dense model)",
+                         where.model_field(moe_only[0]),
+                         "state the routed experts, `experts = ...`, or leave "
+                         + ", ".join(f"`{k}`" for k in moe_only) + " out"))
     # a model's Mamba-2 layers come from `mamba_layers` or its `pattern`'s M; the inner width
     # from `mamba_heads` when stated (then `mamba_expand` is not used)
     used = [(k, v) for k, v in MAMBA_DEFAULTS
@@ -107,6 +115,9 @@ def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
 # chunk_size 256) with Nemotron-H's 8 groups (NVIDIA, arXiv 2504.03624, 2025; Mamba2's own
 # default is 1). Megatron-Core's MambaMixer, which NVIDIA's recipes run, scans in chunks of 128
 # (stdlib.models' Nemotron3_Nano states it)
+# the model fields that shape a mixture of experts' layers: without `experts` they do nothing
+# (expert_groups and group_top_k: E763, validate_moe.expert_groups)
+MOE_FIELDS = ("top_k", "shared_experts", "moe_ffn", "shared_ffn", "dense_layers")
 MAMBA_DEFAULTS = (("mamba_state", 128), ("mamba_head_dim", 64), ("mamba_groups", 8),
                   ("mamba_expand", 2), ("mamba_chunk", 256))
 
