@@ -140,3 +140,17 @@ def test_a_degree_that_does_not_divide_says_which_would(case, code, hint):
 
     design = astral_dsl.load(Path(__file__).parent / "bad" / "jobs" / f"{case}.astral")
     assert [d.hint for d in validate_jobs(design) if d.code == code] == [hint]
+
+
+def test_a_trace_under_a_scenario_names_it(tmp_path, capsys):
+    """The trace of `forecast --scenario S` read as the healthy iteration's: its otherData
+    named the job alone."""
+    design = tmp_path / "tiny.astral"
+    design.write_text(TINY.read_text(encoding="utf-8") + "\nscenario tor_gone {\n"
+                      "  fail Tiny.fabric.rail[0].plane[A].tor\n}\n", encoding="utf-8")
+    out = tmp_path / "t.json"
+    for scenario, named in (([], None), (["--scenario", "tor_gone"], "tor_gone")):
+        code, _, err = call(["forecast", str(design), "--trace", str(out), "--level", "block"]
+                            + scenario, capsys)
+        assert code == 0, err
+        assert json.loads(out.read_text(encoding="utf-8"))["otherData"].get("scenario") == named
