@@ -154,3 +154,16 @@ def test_a_trace_under_a_scenario_names_it(tmp_path, capsys):
                             + scenario, capsys)
         assert code == 0, err
         assert json.loads(out.read_text(encoding="utf-8"))["otherData"].get("scenario") == named
+
+
+def test_an_iteration_under_a_second_is_shown_in_milliseconds(tiny_design):
+    """One micro-batch of 4,096 tokens of Llama 3 8B on 2 GPUs takes a fraction of a second:
+    the table printed it to the millisecond in seconds ("0.3xx s", a small model's "0.003 s")."""
+    from astral_dsl import seer
+    from astral_dsl.outputs.forecast import report
+
+    fc = seer.forecast(tiny_design, global_batch=1)
+    assert 0.01 < fc.iteration_time < 1
+    text = report.render(fc)
+    assert f"  iteration time   {fc.iteration_time * 1e3:11.3f} ms   " in text
+    assert f"{fc.iteration_time:.3f} s" not in text

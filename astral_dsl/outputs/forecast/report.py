@@ -163,7 +163,10 @@ def render(fc) -> str:
         lines.append(f"  note       {n}")
     mem = fc.memory
     lines.append("")
-    lines.append(f"  iteration time   {fc.iteration_time:12.3f} s   {band_text(fc.envelope())}")
+    # to the millisecond; under a second (a small model's) to the microsecond, not "0.003 s"
+    it = fc.iteration_time
+    lines.append(f"  iteration time   {f'{it:12.3f} s' if it >= 1 else f'{it * 1e3:11.3f} ms'}"
+                 f"   {band_text(fc.envelope())}")
     lines.append(f"  tokens/s         {fc.tokens_per_s:12,.0f}")
     lines.append(f"  MFU              {fc.mfu * 100:12.1f} %   model FLOPs / peak")
     lines.append(f"  HFU              {fc.hfu * 100:12.1f} %   with the recomputed FLOPs")
