@@ -89,6 +89,13 @@ def runtime(spec: JobSpec, where) -> List[Diagnostic]:
                          where("fp8_params", ""),
                          "fp8 parameters are Megatron-Core's (--fp8-param-gather) with a "
                          "quantised dtype: fp8, mxfp8 or nvfp4"))
+    if spec.pp_overlap and par.schedule != "interleaved":     # (schedule.py: v > 1 only)
+        out.append(_warn("W751", f"{name}: pp_overlap has no effect without an interleaved "
+                                 f"pipeline: Megatron-Core overlaps an interleaved schedule's "
+                                 f"sends with the next block (overlap_p2p_comm), the "
+                                 f"{par.schedule} schedule's sends stay synchronous",
+                         where("pp_overlap", ""),
+                         "interleave (`virtual_stages = 2` or more), or leave `pp_overlap` out"))
     if spec.pipeline_runs > 1 and par.pp == 1:
         out.append(_warn("W751", f"{name}: pipeline_runs has no effect without pipeline stages "
                                  f"(pp = 1): its runs are the micro-batches one after another "
