@@ -167,3 +167,20 @@ def test_an_iteration_under_a_second_is_shown_in_milliseconds(tiny_design):
     text = report.render(fc)
     assert f"  iteration time   {fc.iteration_time * 1e3:11.3f} ms   " in text
     assert f"{fc.iteration_time:.3f} s" not in text
+
+
+def test_options_with_nothing_to_act_on_say_so():
+    """tp = 1, bf16, a dense model: sp, tp_overlap = full, fp8_recipe and ep_overlap changed
+    nothing (lower.py reads sp and the TP overlap only with tp > 1, the recipe only for fp8,
+    lower_comm.py the EP overlap only for an expert all-to-all) and no diagnostic said so."""
+    import astral_dsl
+    from astral_dsl.seer import validate_jobs
+
+    case = Path(__file__).parent / "bad" / "jobs" / "options_without_tp_or_fp8.astral"
+    found = sorted((d.span.start.line, d.span.start.column, d.message.split(":")[1].strip())
+                   for d in validate_jobs(astral_dsl.load(case)) if d.code == "W751")
+    assert found == [(7, 35, "sp has no effect with tp = 1"),
+                     (9, 16, "tp_overlap has no effect with tp = 1"),
+                     (9, 35, "fp8_recipe has no effect with dtype = bf16"),
+                     (9, 57, "ep_overlap has no effect without expert parallelism (ep = 1, no "
+                             "experts)")]

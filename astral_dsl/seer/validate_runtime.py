@@ -96,6 +96,7 @@ def runtime(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"{par.schedule} schedule's sends stay synchronous",
                          where("pp_overlap", ""),
                          "interleave (`virtual_stages = 2` or more), or leave `pp_overlap` out"))
+    out.extend(_without_effect(spec, where))
     if spec.pipeline_runs > 1 and par.pp == 1:
         out.append(_warn("W751", f"{name}: pipeline_runs has no effect without pipeline stages "
                                  f"(pp = 1): its runs are the micro-batches one after another "
@@ -112,4 +113,30 @@ def runtime(spec: JobSpec, where) -> List[Diagnostic]:
                          else where("zero"),
                          "most of it overlaps the computation: the forecast's exposed DP "
                          "share says how much it weighs"))
+    return out
+
+
+def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
+    """W751 for a stated field the job gives nothing to act on: a recipe of fp8 scales on
+    another dtype, sequence parallelism or a TP overlap without tensor parallelism, an expert
+    all-to-all overlap without expert parallelism (lower.py, lower_comm.py read them so)."""
+    par, stated, name, out = spec.parallel, where.fields, f"job `{spec.name}`", []
+    if "fp8_recipe" in stated and spec.dtype != "fp8":
+        out.append(_warn("W751", f"{name}: fp8_recipe has no effect with dtype = {spec.dtype}: "
+                                 f"it says how fp8 tensors are scaled",
+                         where("fp8_recipe", ""),
+                         "`dtype = fp8` with it, or leave `fp8_recipe` out (MXFP8 and NVFP4 "
+                         "carry their own block scales)"))
+    for field, what in (("sp", "sequence parallelism shards the TP group's activations"),
+                        ("tp_overlap", "it overlaps the TP group's collectives")):
+        if par.tp == 1 and field in stated and stated[field] not in (False, "backward"):
+            out.append(_warn("W751", f"{name}: {field} has no effect with tp = 1: {what}",
+                             where(field, "parallel" if field == "sp" else ""),
+                             f"leave `{field}` out, or give the job tensor parallelism"))
+    if stated.get("ep_overlap") is True and (par.ep == 1 or not spec.model.experts):
+        out.append(_warn("W751", f"{name}: ep_overlap has no effect without expert parallelism "
+                                 f"(ep = {par.ep}{'' if spec.model.experts else ', no experts'}"
+                                 f"): there is no expert all-to-all to overlap",
+                         where("ep_overlap", ""),
+                         "leave `ep_overlap` out, or spread the experts (`ep` > 1)"))
     return out
