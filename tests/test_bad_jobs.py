@@ -54,6 +54,8 @@ def test_bad_job(name, code, line, column):
             and (d.span.start.line, d.span.start.column) == (line, column)]
     assert hits, [(d.code, str(d.span), d.message) for d in diags]
     assert hits[0].message and hits[0].is_error == code.startswith("E")
+    if code[1:3] in ("75", "76", "77"):        # Seer's job checks: each says what to do
+        assert hits[0].hint, (code, hits[0].message)
     if not design.valid:            # a bad value: the front end's diagnostic, nothing else
         assert all(d.code == code for d in diags if d.is_error), [d.code for d in diags]
         return

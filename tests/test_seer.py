@@ -390,7 +390,8 @@ def test_an_operator_table_says_what_it_priced(tmp_path):
     csv = tmp_path / "ops.csv"
     csv.write_text("operator,shape,dtype,time_ms\nfc1,8192x7168x8192,bf16,2\nfc_1,1x1x1,bf16,1\n")
     fc = seer.forecast(design, operator_table=str(csv))
-    assert f"operator table {csv}: 1 of its 2 rows priced an operator of the forecast" in fc.notes
+    assert (f"operator table {csv}: 1 of its 2 rows priced an operator of the forecast; "
+            "priced nothing: line 3 (`fc_1`, shape `1x1x1`, bf16)") in fc.notes
     assert "W751" not in [d.code for d in fc.diagnostics]
     csv.write_text("operator,shape,dtype,time_ms\nfc_1,8192x7168x8192,bf16,2\n")
     fc = seer.forecast(design, operator_table=str(csv))

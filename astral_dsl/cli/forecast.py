@@ -20,7 +20,7 @@ def register(sub) -> None:
     f.add_argument("--plot", metavar="OUT.png", help="draw a Gantt chart (needs matplotlib)")
     f.add_argument("--window", metavar="A..B",
                    help="micro-batches A to B only in --trace/--plot (`A..<B` or `A:B` stop "
-                        "before B; default: all when small)")
+                        "before B, `A:` runs to the last; default: all when small)")
     f.add_argument("--level", choices=["op", "layer", "block"],
                    help="trace detail: operators, layers or pipeline blocks")
     f.add_argument("--operator-table", metavar="CSV",
@@ -36,7 +36,8 @@ def register(sub) -> None:
 
 def _window(text):
     """`A..B` (micro-batches A to B, as the language reads a range), `A..<B` or `A:B` (A to
-    B-1), `A` (one): (first, last + 1)."""
+    B-1), `A:` (A to the last), `A` (one): (first, last + 1), last + 1 None for `A:` (the
+    forecast's micro-batches bound it: trace.fitted_window)."""
     if not text:
         return None
     if "..<" in text:
@@ -46,9 +47,10 @@ def _window(text):
         a, _, b = text.partition("..")
         lo, hi = int(a), int(b) + 1
     else:
-        a, _, b = text.partition(":")
-        lo, hi = int(a or 0), int(b) if b else int(a or 0) + 1
-    if lo < 0 or hi <= lo:
+        a, colon, b = text.partition(":")
+        lo = int(a or 0)
+        hi = int(b) if b else None if colon else lo + 1
+    if lo < 0 or (hi is not None and hi <= lo):
         raise ValueError(text)
     return lo, hi
 
@@ -89,6 +91,11 @@ def run(args, overrides) -> int:
         return _fail(args, design, diags + exc.diagnostics, EXIT_ERRORS)
     except (OSError, ValueError) as exc:
         return usage(f"--operator-table: {exc}")
+    if window is not None:
+        try:
+            window = trace.fitted_window(fc, window)
+        except ValueError as exc:
+            return usage(f"--window {args.window}: {exc}")
     diags = diags + list(fc.diagnostics)      # the job's warnings: W750 "may not fit", W751, ...
     notes = []
     if args.ranks:

@@ -51,7 +51,8 @@ def _counts(text: str):
     out = []
     for v in values:
         if not v.isdigit() or int(v) < 1:
-            raise ValueError(f"--gpus {text}: `{v}` is not a whole number of GPUs")
+            raise ValueError(f"--gpus {text}: `{v}` is not a whole number of GPUs of at "
+                             f"least 1")
         out.append(int(v))
     return out
 

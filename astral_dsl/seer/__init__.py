@@ -139,8 +139,10 @@ def forecast(design, job: Optional[str] = None, failures=None,
     result.diagnostics = forecast_diagnostics(inst, diags, result, cluster) + \
         outside_warning(inst, result.envelope(), _own(result.calibration))
     if table is not None:
+        left = table.unmatched()
         result.notes += (f"operator table {operator_table}: {len(table.matched)} of its "
-                         f"{len(table.rows)} rows priced an operator of the forecast",)
+                         f"{len(table.rows)} rows priced an operator of the forecast"
+                         + (f"; priced nothing: {left}" if left else ""),)
         if not table.matched:
             result.diagnostics.append(unmatched_table_warning(inst, operator_table))
     if any(d.is_error for d in result.diagnostics):     # the rule's choice clearly over memory

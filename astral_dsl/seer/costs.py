@@ -166,8 +166,10 @@ class OperatorTable:
     shape string Seer prints in the trace's args). An operator named `gemm` matches every GEMM of
     that shape."""
 
-    def __init__(self, rows: Dict[Tuple[str, str, str], float]):
+    def __init__(self, rows: Dict[Tuple[str, str, str], float],
+                 lines: Optional[Dict[Tuple[str, str, str], int]] = None):
         self.rows = rows
+        self.lines = lines or {}      # each row's line in its file
         self.matched: set = set()     # the rows some operator of a forecast took its time from
 
     MAX_BYTES = 64 * 1024 * 1024          # a table of every operator of a model is far smaller
@@ -176,14 +178,15 @@ class OperatorTable:
     def read(cls, path: str) -> "OperatorTable":
         """The table of a CSV file; ValueError naming the file and line of a row that has no
         time, a time that is not a finite number of seconds >= 0, or a file that is not a
-        UTF-8 CSV of at most MAX_BYTES."""
+        UTF-8 CSV of at most MAX_BYTES, or a row that repeats another's operator, shape and
+        dtype (which of their times would price it?)."""
         import csv      # here, for start-up: a check validates jobs without an operator table
 
         if os.path.exists(path) and not os.path.isfile(path):     # a FIFO would never end
             raise ValueError(f"{path}: not a regular file")
         if os.path.getsize(path) > cls.MAX_BYTES:
             raise ValueError(f"{path}: larger than {cls.MAX_BYTES >> 20} MiB")
-        rows = {}
+        rows, lines = {}, {}
         try:
             with open(path, newline="", encoding="utf-8-sig") as fh:   # a BOM, as Excel writes
                 reader = csv.DictReader(fh)
@@ -193,10 +196,19 @@ class OperatorTable:
                            for k, v in rec.items() if isinstance(v, str) or v is None}
                     key = (rec.get("operator", ""), rec.get("shape", "").replace(" ", ""),
                            rec.get("dtype", "bf16") or "bf16")
-                    rows[key] = _seconds(rec, where)
+                    if key in rows:
+                        raise ValueError(f"{where}: repeats line {lines[key]}'s operator, "
+                                         f"shape and dtype ({_row(key)})")
+                    rows[key], lines[key] = _seconds(rec, where), reader.line_num
         except (UnicodeDecodeError, csv.Error) as exc:
             raise ValueError(f"{path}: not a UTF-8 CSV table ({exc})") from None
-        return cls(rows)
+        return cls(rows, lines)
+
+    def unmatched(self, most: int = 5) -> str:
+        """The rows that priced no operator, by line: '' when every row did."""
+        left = sorted((self.lines.get(k, 0), k) for k in self.rows if k not in self.matched)
+        text = ", ".join(f"line {n} ({_row(k)})" for n, k in left[:most])
+        return text + (f" and {len(left) - most:,} more" if len(left) > most else "")
 
     def lookup(self, op: str, shape: str, dtype: str) -> Optional[float]:
         for key in ((op, shape, dtype), ("gemm", shape, dtype)):
@@ -205,6 +217,11 @@ class OperatorTable:
                 self.matched.add(key)
                 return t
         return None
+
+
+def _row(key: Tuple[str, str, str]) -> str:
+    """A row's operator, shape and dtype as the table states them."""
+    return "`{}`, shape `{}`, {}".format(*key)
 
 
 def _seconds(rec: Dict[str, str], where: str) -> float:
@@ -282,6 +299,13 @@ class Costs:
         if self.table is None:
             return None
         return self.table.lookup(op, shape, dtype or self.base)
+
+    def measured(self, op: str, shape: str, fp8: bool = False) -> Optional[float]:
+        """The table's time of a whole operator as the trace names it and shows its shape
+        (`MxNxK`; `flopsN`, `bytesN` for the others): None without a table or a row."""
+        if self.table is None:
+            return None
+        return self.table.lookup(op, shape, self.dtype if fp8 and self.quantised else self.base)
 
     def gemm(self, op: str, m: float, n: float, k: float, batch: float = 1.0,
              fp8: bool = False, streams: Optional[int] = None,

@@ -45,6 +45,9 @@ class AttentionOps:
             flops += f
             t += self.c.flash("flash_bwd" if backward else "flash_fwd", f, share * nb, backward,
                               m.head_dim, keys)
+        if self.c.table is not None:          # the operator as the trace shows it, whole
+            whole = self.c.measured(name, f"flops{int(flops)}")
+            t = t if whole is None else whole
         b.add(Op(name, "attention", "compute", t, flops, nb, "", L))
 
     def _rope(self, b, L, pre, backward=False):

@@ -36,6 +36,9 @@ class LinearOps:
             tp, fp, bp = self.c.gemm(name.split(" ")[0], *dims, batch, fp8, streams, expert)
             t, f, nb = t + chunks * tp, f + chunks * fp, nb + chunks * bp
         shape = f"{int(m)}x{int(n)}x{int(k)}"
+        if self.c.table is not None:          # the operator as the trace shows it, whole
+            whole = self.c.measured(name, shape, fp8)
+            t = t if whole is None else whole
         return b.add(Op(name, cat, "compute", t, f, nb, "", layer, shape=shape),
                      join=join, extra=extra)
 

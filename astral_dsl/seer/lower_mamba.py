@@ -64,7 +64,7 @@ class MambaOps:
         flops = self._ssd_flops(False)
         nb = self._ssd_bytes(False)
         b.add(Op(pre + "ssd scan", "attention", "compute",
-                 self.c.flash("ssd_fwd", flops, nb, False, m.mamba_head, m.mamba_chunk),
+                 self.c.flash(pre + "ssd scan", flops, nb, False, m.mamba_head, m.mamba_chunk),
                  flops, nb, "", L))
         self._ew(b, pre + "mamba gated norm", 3 * tokens * d_inner * elem, L, "norm")
         self._linear(b, pre + "mamba out proj", tokens, m.hidden, d_inner, L)
@@ -81,7 +81,7 @@ class MambaOps:
         flops = self._ssd_flops(True)
         nb = self._ssd_bytes(True)
         b.add(Op("ssd scan bwd", "attention", "compute",
-                 self.c.flash("ssd_bwd", flops, nb, True, m.mamba_head, m.mamba_chunk),
+                 self.c.flash("ssd scan bwd", flops, nb, True, m.mamba_head, m.mamba_chunk),
                  flops, nb, "", L))
         # the convolution recomputed (mamba_split_conv1d_scan_combined saves its input only:
         # read and write) before its backward (read the input and the gradient, write one)

@@ -1,4 +1,4 @@
-"""Diagnostics for jobs that cannot run as declared (E750-E765, E768-E771, W750-W754), with the
+"""Diagnostics for jobs that cannot run as declared (E750-E765, E768-E771, W750-W758), with the
 span of the field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and
 also returns what a forecast needs (the JobSpec and the cluster) when the job is sound enough to
 forecast. The checks, by subject: validate_model.py, validate_layout.py, validate_runtime.py,
@@ -64,6 +64,12 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
         diags.append(_err("E758", f"{name}: its placement holds no GPU", job.span_of("placement"),
                           "place the job on a site, hall, pod or rows with GPUs"))
         return diags, spec, None
+    if job.field("placement") is None:         # cluster.py: the design's first root
+        diags.append(_warn("W758", f"{name} declares no `placement`: Seer runs it on "
+                                   f"`{cluster.placement}`, the design's first "
+                                   f"{design.roots[0].kind}", job.span,
+                           f"state where it runs: `placement = {cluster.placement}` (a site, "
+                           "hall, pod or rows)"))
     par = spec.parallel
     if cluster.gpus < par.gpus:
         diags.append(_err("E755", f"{name} needs {par.gpus} GPUs but its placement "
@@ -99,4 +105,6 @@ def unmatched_table_warning(job, path: str) -> Diagnostic:
                          f"operator of its forecast (operator, shape and dtype as the trace "
                          f"shows them): every operator was priced by the roofline", job.span,
                  "name operators as `astral forecast --trace` writes them (`qkv`, `fc1`, or "
-                 "`gemm` for any GEMM) with the shape `MxNxK` of the trace's args.shape")
+                 "`gemm` for any GEMM) with the shape `MxNxK` of the trace's args.shape; "
+                 "attention's shape is `flopsN` and a memory-bound kernel's `bytesN` (N: "
+                 "args.flops, args.bytes)")

@@ -8,7 +8,7 @@ from typing import List
 
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.seer import budget
-from astral_dsl.seer.diag import err as _err, warn as _warn
+from astral_dsl.seer.diag import choices, err as _err, warn as _warn
 from astral_dsl.seer.spec import DIMENSIONS, JobSpec
 from astral_dsl.seer.stages import chunk_split, stage_layers, virtual_stage_options
 from astral_dsl.units.readable import count as _n
@@ -97,7 +97,11 @@ def layout(spec: JobSpec, where) -> List[Diagnostic]:
                         "choose a tensor-parallel degree that divides the heads"))
     elif m.kv_heads % par.tp and par.tp % m.kv_heads:
         out.append(_err("E750", f"{name}: tp = {par.tp} and the {m.kv_heads} key/value heads of "
-                                f"`{m.name}` do not divide one another", where("tp")))
+                                f"`{m.name}` do not divide one another", where("tp"),
+                        "a tensor-parallel degree that divides the key/value heads or is a "
+                        f"multiple of them: "
+                        + choices(m.heads, lambda t: not m.kv_heads % t or not t % m.kv_heads,
+                                  "tp")))
     if par.layout:
         v = par.v or 1
         if len(par.layout) != par.pp * v or sum(par.layout) != m.layers:
@@ -132,15 +136,16 @@ def layout(spec: JobSpec, where) -> List[Diagnostic]:
     if m.experts:
         if m.experts % par.ep:
             out.append(_err("E753", f"{name}: ep = {par.ep} does not divide the {m.experts} "
-                                    f"experts of `{m.name}`", where("ep")))
+                                    f"experts of `{m.name}`", where("ep"), _ep_hint(m, par)))
         elif (par.tp * par.dp * par.cp) % par.ep:
             out.append(_err("E753", f"{name}: ep = {par.ep} does not divide tp x dp x cp = "
                                     f"{par.tp * par.dp * par.cp}: expert groups are carved out "
                                     f"of the tensor- and data-parallel ranks (expert tensor "
-                                    f"parallelism 1)", where("ep")))
+                                    f"parallelism 1)", where("ep"), _ep_hint(m, par)))
     elif par.ep > 1:
         out.append(_err("E753", f"{name}: ep = {par.ep} but `{m.name}` has no experts",
-                        where("ep")))
+                        where("ep"), "leave `ep` out (1): a dense model has no experts to "
+                                     "spread"))
     if spec.gpus is not None and spec.gpus != par.gpus:
         out.append(_err("E754", f"{name}: declares {spec.gpus} GPUs but tp x pp x dp x cp = "
                                 f"{par.tp} x {par.pp} x {par.dp} x {par.cp} = {par.gpus}",
@@ -161,9 +166,19 @@ def layout(spec: JobSpec, where) -> List[Diagnostic]:
                         f"pipeline_runs a divisor of {m})"))
     if spec.seq % par.cp:
         out.append(_err("E756", f"{name}: sequence {spec.seq} is not divisible by cp = {par.cp}",
-                        where("cp")))
+                        where("cp"), "each context-parallel rank holds an equal share of the "
+                                     "sequence: " + choices(spec.seq, lambda c: c < par.cp,
+                                                            "cp")
+                                     + f", or a sequence that is a multiple of {par.cp}"))
     out.extend(_order(spec, where))
     return out
+
+
+def _ep_hint(m, par) -> str:
+    """E753's hint: the expert-parallel degrees that divide both the experts and TP x DP x CP."""
+    ranks = par.tp * par.dp * par.cp
+    return ("ep divides both the experts and tp x dp x cp = "
+            f"{ranks:,}: " + choices(m.experts, lambda e: not ranks % e, "ep"))
 
 
 def _show(stages) -> str:

@@ -27,7 +27,9 @@ def shape(spec: JobSpec, where) -> List[Diagnostic]:
                         "number of query heads"))
     if m.experts and m.top_k > m.experts:
         out.append(_err("E763", f"{name}: top_k = {m.top_k} routes to more experts than its "
-                                f"{m.experts}", where.model_field("top_k")))
+                                f"{m.experts}", where.model_field("top_k"),
+                        f"a token's experts are among the model's: at most `top_k = "
+                        f"{m.experts}`"))
     if m.pattern and (len(m.pattern) != m.layers or set(m.pattern) - set("M*E-")):
         out.append(_err("E763", f"{name}: the pattern has {len(m.pattern)} layers, "
                                 f"{m.layers} declared, and may only hold M, *, E and -",
@@ -35,11 +37,14 @@ def shape(spec: JobSpec, where) -> List[Diagnostic]:
                         "one character per layer: M Mamba-2, * attention, E MoE, - MLP"))
     elif m.pattern and "E" in m.pattern and not m.experts:
         out.append(_err("E763", f"{name}: the pattern has MoE layers (E) but no `experts`",
-                        where.model_field("pattern")))
+                        where.model_field("pattern"),
+                        "state the MoE layers' `experts` (and `top_k`), or write their layers "
+                        "as - (MLP)"))
     if not m.pattern and m.mamba_layers + m.attention_layers > m.layers:
         out.append(_err("E763", f"{name}: {m.mamba_layers} Mamba-2 and {m.attention_layers} "
                                 f"attention layers of {m.layers}",
-                        where.model_field("mamba_layers")))
+                        where.model_field("mamba_layers"),
+                        f"at most {m.layers} together (the rest are MLP or MoE layers)"))
     if m.mamba_heads_stated and where.model.field("mamba_expand") is not None:
         out.append(_err("E763", f"{name}: both mamba_heads and mamba_expand set the Mamba-2 "
                                 f"width", where.model_field("mamba_heads"),
@@ -48,10 +53,14 @@ def shape(spec: JobSpec, where) -> List[Diagnostic]:
     elif m.hybrid and m.mamba_inner % m.mamba_head:
         out.append(_err("E763", f"{name}: the Mamba-2 width {m.mamba_inner:g} (mamba_expand x "
                                 f"hidden) is not a whole number of {m.mamba_head}-wide heads",
-                        where.model_field("mamba_head_dim")))
+                        where.model_field("mamba_head_dim"),
+                        "a mamba_head_dim that divides the width, or the width as "
+                        "`mamba_heads`"))
     if m.dense_layers > m.layers:
         out.append(_err("E763", f"{name}: {m.dense_layers} dense layers of {m.layers}",
-                        where.model_field("dense_layers")))
+                        where.model_field("dense_layers"),
+                        f"at most `dense_layers = {m.layers}` (the first layers, with a dense "
+                        "MLP)"))
     out.extend(validate_moe.expert_groups(spec, where))
     return out
 
@@ -77,6 +86,14 @@ def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"SwiGLU MLP with the parameters of a 4h one, Shazeer 2020); "
                                  f"Llama models round it up (Llama 3 8B: 14,336 = 3.5 h)", span,
                          "state the FFN width: `ffn = ...`"))
+    moe_only = [k for k in MOE_FIELDS if model.field(k) is not None]
+    if moe_only and not m.experts:
+        verb = "have" if len(moe_only) > 1 else "has"
+        out.append(_warn("W751", f"{name}: {' and '.join(moe_only)} {verb} no effect: it "
+                                 f"declares no `experts` (a dense model)",
+                         where.model_field(moe_only[0]),
+                         "state the routed experts, `experts = ...`, or leave "
+                         + ", ".join(f"`{k}`" for k in moe_only) + " out"))
     # a model's Mamba-2 layers come from `mamba_layers` or its `pattern`'s M; the inner width
     # from `mamba_heads` when stated (then `mamba_expand` is not used)
     used = [(k, v) for k, v in MAMBA_DEFAULTS
@@ -98,8 +115,15 @@ def model_defaults(spec: JobSpec, where) -> List[Diagnostic]:
 # chunk_size 256) with Nemotron-H's 8 groups (NVIDIA, arXiv 2504.03624, 2025; Mamba2's own
 # default is 1). Megatron-Core's MambaMixer, which NVIDIA's recipes run, scans in chunks of 128
 # (stdlib.models' Nemotron3_Nano states it)
+# the model fields that shape a mixture of experts' layers: without `experts` they do nothing
+# (expert_groups and group_top_k: E763, validate_moe.expert_groups)
+MOE_FIELDS = ("top_k", "shared_experts", "moe_ffn", "shared_ffn", "dense_layers")
 MAMBA_DEFAULTS = (("mamba_state", 128), ("mamba_head_dim", 64), ("mamba_groups", 8),
                   ("mamba_expand", 2), ("mamba_chunk", 256))
+
+
+_BUDGET_HINT = ("Seer's work budget bounds what one forecast may cost; a value that large is "
+                "likely a typo of the model's or the batch's (docs/seer.md, \"Work budget\")")
 
 
 def budget_model(spec: JobSpec, where) -> List[Diagnostic]:
@@ -108,18 +132,18 @@ def budget_model(spec: JobSpec, where) -> List[Diagnostic]:
     if m.layers > budget.MAX_LAYERS:
         out.append(_err("E762", f"`{m.name}` has {_n(m.layers)} layers: Seer lowers at most "
                                 f"{budget.MAX_LAYERS:,} (its work budget, docs/seer.md)",
-                        where.model_field("layers")))
+                        where.model_field("layers"), _BUDGET_HINT))
     for name in ("hidden", "ffn", "vocab", "heads", "kv_heads", "experts", "moe_ffn"):
         value = getattr(m, name)
         stated = where.model.field(name) is not None       # not a default derived from another
         if value > budget.MAX_WIDTH and stated:
             out.append(_err("E762", f"`{m.name}`: {name} = {_n(value)} is beyond Seer's budget "
                                     f"of {budget.MAX_WIDTH:,} (docs/seer.md)",
-                            where.model_field(name)))
+                            where.model_field(name), _BUDGET_HINT))
     tokens = spec.seq * (spec.micro or 1)
     if spec.seq > budget.MAX_TOKENS or tokens > budget.MAX_TOKENS:
         out.append(_err("E762", f"job `{spec.name}`: {_n(tokens)} tokens per micro-batch is "
                                 f"beyond Seer's budget of {budget.MAX_TOKENS:,} (docs/seer.md)",
                         where("seq", "batch") if where.fields.get("seq") else
-                        where.model_field("seq")))
+                        where.model_field("seq"), _BUDGET_HINT))
     return out

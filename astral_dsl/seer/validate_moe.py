@@ -7,7 +7,7 @@ from typing import List
 
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.seer import routing
-from astral_dsl.seer.diag import err, warn
+from astral_dsl.seer.diag import choices, err, warn
 from astral_dsl.seer.spec import JobSpec
 
 MOE_ONLY = ("capacity_factor", "pad_to_capacity", "moe_routing")
@@ -21,7 +21,9 @@ def token_drop(spec: JobSpec, where) -> List[Diagnostic]:
     if fields and not spec.model.experts:
         verb = "have" if len(fields) > 1 else "has"
         return [warn("W751", f"{name}: {' and '.join(fields)} {verb} no effect: "
-                             f"`{spec.model.name}` has no experts", where(fields[0], ""))]
+                             f"`{spec.model.name}` has no experts", where(fields[0], ""),
+                     "leave " + ", ".join(f"`{f}`" for f in fields) + " out: they set how a "
+                     "mixture of experts routes and drops tokens")]
     if spec.pad_to_capacity and spec.capacity_factor is None:
         return [err("E771", f"{name}: pad_to_capacity = true without a capacity_factor: there "
                             f"is no capacity to pad to", where("pad_to_capacity", ""),
@@ -59,10 +61,12 @@ def expert_groups(spec: JobSpec, where) -> List[Diagnostic]:
                     "n_group and topk_group)")]
     if m.experts % G:
         return [err("E763", f"{name}: {m.experts} experts do not split into {G} equal groups",
-                    where.model_field("expert_groups"))]
+                    where.model_field("expert_groups"),
+                    "the groups divide the experts: "
+                    + choices(m.experts, lambda d: d > 1, "expert_groups"))]
     if g > G:
         return [err("E763", f"{name}: group_top_k = {g} picks more groups than its {G}",
-                    where.model_field("group_top_k"))]
+                    where.model_field("group_top_k"), f"at most `group_top_k = {G}`")]
     if g > m.top_k:
         return [err("E763", f"{name}: group_top_k = {g} picks more groups than a token has "
                             f"experts (top_k = {m.top_k})", where.model_field("group_top_k"),

@@ -79,7 +79,9 @@ def runtime(spec: JobSpec, where) -> List[Diagnostic]:
                          "Megatron-LM overlaps the distributed optimizer's parameter all-gather"))
     if spec.overlap_grad_reduce and par.dp * par.cp == 1:
         out.append(_warn("W751", f"{name}: overlap_grad_reduce has no effect with one "
-                                 f"data-parallel rank", where("overlap_grad_reduce", "")))
+                                 f"data-parallel rank", where("overlap_grad_reduce", ""),
+                         "there is no gradient reduction to overlap: leave it out, or give "
+                         "the job data-parallel ranks"))
     if spec.fp8_params and not spec.quantised_params:
         out.append(_warn("W751", f"{name}: fp8_params has no effect "
                                  + ("with a 16-bit dtype" if not spec.fp8 else
@@ -87,10 +89,19 @@ def runtime(spec: JobSpec, where) -> List[Diagnostic]:
                          where("fp8_params", ""),
                          "fp8 parameters are Megatron-Core's (--fp8-param-gather) with a "
                          "quantised dtype: fp8, mxfp8 or nvfp4"))
+    if spec.pp_overlap and par.schedule != "interleaved":     # (schedule.py: v > 1 only)
+        out.append(_warn("W751", f"{name}: pp_overlap has no effect without an interleaved "
+                                 f"pipeline: Megatron-Core overlaps an interleaved schedule's "
+                                 f"sends with the next block (overlap_p2p_comm), the "
+                                 f"{par.schedule} schedule's sends stay synchronous",
+                         where("pp_overlap", ""),
+                         "interleave (`virtual_stages = 2` or more), or leave `pp_overlap` out"))
+    out.extend(_without_effect(spec, where))
     if spec.pipeline_runs > 1 and par.pp == 1:
         out.append(_warn("W751", f"{name}: pipeline_runs has no effect without pipeline stages "
                                  f"(pp = 1): its runs are the micro-batches one after another "
-                                 f"either way", where("pipeline_runs", "batch")))
+                                 f"either way", where("pipeline_runs", "batch"),
+                         "leave `pipeline_runs` out"))
     if par.zero >= 3 and par.pp > 1 and par.dp * par.cp > 1 and \
             spec.framework in PYTORCH_FRAMEWORKS:
         out.append(_warn("W756", f"{name}: FSDP under a PyTorch pipeline is forecast with its "
@@ -102,4 +113,30 @@ def runtime(spec: JobSpec, where) -> List[Diagnostic]:
                          else where("zero"),
                          "most of it overlaps the computation: the forecast's exposed DP "
                          "share says how much it weighs"))
+    return out
+
+
+def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
+    """W751 for a stated field the job gives nothing to act on: a recipe of fp8 scales on
+    another dtype, sequence parallelism or a TP overlap without tensor parallelism, an expert
+    all-to-all overlap without expert parallelism (lower.py, lower_comm.py read them so)."""
+    par, stated, name, out = spec.parallel, where.fields, f"job `{spec.name}`", []
+    if "fp8_recipe" in stated and spec.dtype != "fp8":
+        out.append(_warn("W751", f"{name}: fp8_recipe has no effect with dtype = {spec.dtype}: "
+                                 f"it says how fp8 tensors are scaled",
+                         where("fp8_recipe", ""),
+                         "`dtype = fp8` with it, or leave `fp8_recipe` out (MXFP8 and NVFP4 "
+                         "carry their own block scales)"))
+    for field, what in (("sp", "sequence parallelism shards the TP group's activations"),
+                        ("tp_overlap", "it overlaps the TP group's collectives")):
+        if par.tp == 1 and field in stated and stated[field] not in (False, "backward"):
+            out.append(_warn("W751", f"{name}: {field} has no effect with tp = 1: {what}",
+                             where(field, "parallel" if field == "sp" else ""),
+                             f"leave `{field}` out, or give the job tensor parallelism"))
+    if stated.get("ep_overlap") is True and (par.ep == 1 or not spec.model.experts):
+        out.append(_warn("W751", f"{name}: ep_overlap has no effect without expert parallelism "
+                                 f"(ep = {par.ep}{'' if spec.model.experts else ', no experts'}"
+                                 f"): there is no expert all-to-all to overlap",
+                         where("ep_overlap", ""),
+                         "leave `ep_overlap` out, or spread the experts (`ep` > 1)"))
     return out

@@ -295,6 +295,7 @@ def test_cli_default_job_is_the_first(small, capsys):
     (["--top", "0"], "--top must be at least 1"),
     (["--gpus", "64"], "--gpus 64: the placement `Lab` holds 32 GPUs"),
     (["--gpus", "1.5"], "`1.5` is not a whole number of GPUs"),
+    (["--gpus", "0"], "`0` is not a whole number of GPUs of at least 1"),    # 0 is whole
     (["--gpus", "8..4"], "the range is empty"),
     (["--life", "4"], "--life 4: write a quantity"),
     (["--life", "-1 yr"], "a write-off period is positive"),

@@ -71,6 +71,9 @@ def to_json(fc) -> Dict[str, Any]:
     doc["memory_stage"] = fc.memory.stage
     doc["memory_gb"] = {k: v / 1e9 for k, v in fc.memory.parts()} | {
         "total": fc.memory.total / 1e9, "uncertainty": fc.memory.uncertainty / 1e9}
+    cap = fc.lowering.c.gpu.memory
+    doc["gpu_memory_gb"] = cap / 1e9 if cap else None
+    doc["may_not_fit"] = may_not_fit(fc)
     if fc.memory.offloaded:
         doc["offloaded_gb"] = fc.memory.offloaded / 1e9    # in host memory, not in the GPU's
     if fc.stage != fc.memory.stage:
@@ -82,6 +85,13 @@ def to_json(fc) -> Dict[str, Any]:
     doc["calibration"] = fc.envelope().as_json()
     doc["scenario"] = None if fc.scenario is None else scenario_json(*fc.scenario)
     return doc
+
+
+def may_not_fit(fc) -> bool:
+    """The estimate plus its uncertainty over the GPU's memory: the test of `astral search`'s
+    "may not fit" (W750 tests the estimate alone)."""
+    cap, mem = fc.lowering.c.gpu.memory, fc.memory
+    return bool(cap) and mem.total + mem.uncertainty > cap
 
 
 def band_text(env) -> str:
@@ -153,13 +163,15 @@ def render(fc) -> str:
         lines.append(f"  note       {n}")
     mem = fc.memory
     lines.append("")
-    lines.append(f"  iteration time   {fc.iteration_time:12.3f} s   {band_text(fc.envelope())}")
+    # to the millisecond; under a second (a small model's) to the microsecond, not "0.003 s"
+    it = fc.iteration_time
+    lines.append(f"  iteration time   {f'{it:12.3f} s' if it >= 1 else f'{it * 1e3:11.3f} ms'}"
+                 f"   {band_text(fc.envelope())}")
     lines.append(f"  tokens/s         {fc.tokens_per_s:12,.0f}")
     lines.append(f"  MFU              {fc.mfu * 100:12.1f} %   model FLOPs / peak")
     lines.append(f"  HFU              {fc.hfu * 100:12.1f} %   with the recomputed FLOPs")
     cap = fc.lowering.c.gpu.memory
-    over = f"; may not fit in {memory_capacity(cap)}" if cap and mem.total + mem.uncertainty > cap \
-        else ""                      # the test of `astral search`'s "may not fit"
+    over = f"; may not fit in {memory_capacity(cap)}" if may_not_fit(fc) else ""
     lines.append(f"  memory per GPU   {mem.total / 1e9:12.1f} GB  +/- {mem.uncertainty_pct:.0f} %"
                  f" on stage {mem.stage}, the fullest{over}")
     if mem.offloaded:

@@ -1,0 +1,186 @@
+"""`astral forecast`'s options read as a user means them: a `--window` past the job's
+micro-batches, `A:` to the last, an operator table's rows that priced nothing named, the JSON's
+"may not fit" as the table says it (docs/seer.md)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from test_cli import call
+
+TINY = Path(__file__).parent / "fixtures" / "diagnose" / "tiny.astral"   # 8 micro-batches
+
+
+def test_window_reads_a_colon_without_its_end_as_to_the_last():
+    from astral_dsl.cli.forecast import _window
+
+    assert _window("3:") == (3, None)          # was (3, 4): one micro-batch, in silence
+    assert _window(":4") == (0, 4)
+    assert _window("3") == (3, 4)
+
+
+@pytest.mark.parametrize("window, kept", [("6:", [6, 8]), ("6:100", [6, 8]), ("7..7", [7, 8])])
+def test_a_window_stops_at_the_last_micro_batch(capsys, tmp_path, window, kept):
+    """tiny.astral: global batch 8, micro 1, dp 1: micro-batches 0..7."""
+    out = tmp_path / "t.json"
+    code, _, err = call(["forecast", str(TINY), "--trace", str(out), "--window", window],
+                        capsys)
+    assert code == 0, err
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["otherData"]["window"] == kept
+    mbs = {e["args"].get("micro_batch") for e in doc["traceEvents"] if e["ph"] == "X"}
+    assert mbs - {None} == set(range(*kept))
+
+
+@pytest.mark.parametrize("option", ["--trace", "--plot"])
+def test_a_window_past_the_micro_batches_is_a_usage_error(capsys, tmp_path, option):
+    """It wrote the optimizer step alone (a chart titled "micro-batches 8-9"), exit 0."""
+    out = tmp_path / ("t.json" if option == "--trace" else "t.png")
+    code, stdout, err = call(["forecast", str(TINY), option, str(out), "--window", "8:10"],
+                             capsys)
+    assert code == 2 and stdout == ""
+    assert "--window 8:10: the job has 8 micro-batches per pipeline (0..7)" in err
+    assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_design():
+    import astral_dsl
+
+    return astral_dsl.load(str(TINY))
+
+
+def test_an_operator_table_prices_operators_by_their_trace_names(tiny_design, tmp_path):
+    """tiny.astral: Llama 3 8B (hidden 4,096, 32 heads of 128) at tp 2, micro 1, seq 4,096.
+    `out proj` (m = 4,096 tokens, n = 4,096, k = 4,096 / 2 = 2,048) was looked up as `out` and
+    `flash attention` as `flash_fwd`: neither row priced anything. The attention's forward
+    FLOPs: 2 x 1 x 16 heads x 4,096 rows x (128 + 128) x 2,048 mean keys = 68,719,476,736."""
+    from astral_dsl import seer
+
+    csv = tmp_path / "ops.csv"
+    csv.write_text("operator,shape,dtype,time_ms\n"
+                   "out proj,4096x4096x2048,bf16,7\n"
+                   "flash attention,flops68719476736,,9\n"
+                   "QKV,4096x6144x4096,bf16,1\n", encoding="utf-8")
+    fc = seer.forecast(tiny_design, operator_table=str(csv))
+    durations = {ev.name: ev.end - ev.start for ev in fc.timeline(window=(0, 1))
+                 if ev.name in ("out proj", "flash attention")}
+    assert durations == {"out proj": pytest.approx(7e-3), "flash attention": pytest.approx(9e-3)}
+    assert (f"operator table {csv}: 2 of its 3 rows priced an operator of the forecast; "
+            "priced nothing: line 4 (`QKV`, shape `4096x6144x4096`, bf16)") in fc.notes
+
+
+def test_an_operator_table_row_repeated_is_refused_with_both_lines(tmp_path):
+    from astral_dsl import seer
+
+    csv = tmp_path / "ops.csv"
+    csv.write_text("operator,shape,dtype,time\nfc1,1x2x3,,1\nfc2,1x2x3,,1\nfc1,1x2x3,bf16,2\n",
+                   encoding="utf-8")
+    with pytest.raises(ValueError, match="line 4: repeats line 2's operator, shape and dtype "
+                                         r"\(`fc1`, shape `1x2x3`, bf16\)"):
+        seer.OperatorTable.read(str(csv))
+
+
+def test_the_json_says_may_not_fit_as_the_table_does(tiny_design):
+    """The table printed "may not fit in 85.9 GB (80 GiB)" and the JSON had no word of it nor
+    the GPU's memory to compare with. H100 SXM: 80 GiB = 85.899 GB; tiny.astral's job needs
+    78.3 +/- 1.8 GB at micro-batch 1 (fits), 84.3 +/- 2.4 GB at 3 (86.7 with the margin)."""
+    from astral_dsl import seer
+    from astral_dsl.outputs.forecast import report
+
+    for micro, tight in ((1, False), (3, True)):
+        fc = seer.forecast(tiny_design, micro=micro, global_batch=8 * micro)
+        doc = report.to_json(fc)
+        assert doc["gpu_memory_gb"] == pytest.approx(80 * 2 ** 30 / 1e9)
+        over = doc["memory_gb"]["total"] + doc["memory_gb"]["uncertainty"] > doc["gpu_memory_gb"]
+        assert doc["may_not_fit"] is over is tight
+        assert ("may not fit in 85.9 GB (80 GiB)" in report.render(fc)) is tight
+
+
+def test_a_job_without_a_placement_says_where_it_runs(tmp_path):
+    """Site A holds 16 GPUs, B 64: the unplaced job of 32 ran on A (the first root) and was told
+    E755 "its placement `A` holds 16", a placement its source never wrote; now W758 says so."""
+    import astral_dsl
+
+    path = tmp_path / "j.astral"
+    path.write_text(
+        "import stdlib.hardware { H100_SXM, CX7_400G, HGX8 }\n"
+        "site A { hosts = 2 x HGX8(gpu = H100_SXM, nic = CX7_400G) }\n"
+        "site B { hosts = 8 x HGX8(gpu = H100_SXM, nic = CX7_400G) }\n"
+        "model Tiny { layers = 12, hidden = 1024, heads = 8, vocab = 32000, seq = 1024,"
+        " ffn = 4096 }\n"
+        "job unplaced {\n"
+        "  model = Tiny, gpus = 32\n"
+        "  parallel { tp = 8, dp = 4 }\n"
+        "  batch { global_batch = 8, micro = 1 }\n"
+        "}\n", encoding="utf-8")
+    design = astral_dsl.check(astral_dsl.compile(path))
+    w = [d for d in design.diagnostics if d.code == "W758"]
+    assert len(w) == 1
+    assert w[0].message == ("job `unplaced` declares no `placement`: Seer runs it on `A`, the "
+                            "design's first site")
+    assert w[0].hint == "state where it runs: `placement = A` (a site, hall, pod or rows)"
+    assert (w[0].span.start.line, w[0].span.start.column) == (5, 1)
+    assert "E755" in [d.code for d in design.diagnostics]
+
+
+@pytest.mark.parametrize("case, code, hint", [
+    # Mixtral's 8 experts on tp x dp x cp = 2 x 48 x 1 = 96 ranks: ep in {1, 2, 4, 8} divides both
+    ("ep_experts", "E753", "ep divides both the experts and tp x dp x cp = 96: ep = 1, 2, 4 or 8"),
+    # 8,190 = 2 x 3^2 x 5 x 7 x 13: its divisors below the declared cp = 4 are 1, 2 and 3
+    ("seq_cp", "E756", "each context-parallel rank holds an equal share of the sequence: "
+                       "cp = 1, 2 or 3, or a sequence that is a multiple of 4"),
+])
+def test_a_degree_that_does_not_divide_says_which_would(case, code, hint):
+    """E753 and E756 (the sequence over cp) came without a hint."""
+    import astral_dsl
+    from astral_dsl.seer import validate_jobs
+
+    design = astral_dsl.load(Path(__file__).parent / "bad" / "jobs" / f"{case}.astral")
+    assert [d.hint for d in validate_jobs(design) if d.code == code] == [hint]
+
+
+def test_a_trace_under_a_scenario_names_it(tmp_path, capsys):
+    """The trace of `forecast --scenario S` read as the healthy iteration's: its otherData
+    named the job alone."""
+    design = tmp_path / "tiny.astral"
+    design.write_text(TINY.read_text(encoding="utf-8") + "\nscenario tor_gone {\n"
+                      "  fail Tiny.fabric.rail[0].plane[A].tor\n}\n", encoding="utf-8")
+    out = tmp_path / "t.json"
+    for scenario, named in (([], None), (["--scenario", "tor_gone"], "tor_gone")):
+        code, _, err = call(["forecast", str(design), "--trace", str(out), "--level", "block"]
+                            + scenario, capsys)
+        assert code == 0, err
+        assert json.loads(out.read_text(encoding="utf-8"))["otherData"].get("scenario") == named
+
+
+def test_an_iteration_under_a_second_is_shown_in_milliseconds(tiny_design):
+    """One micro-batch of 4,096 tokens of Llama 3 8B on 2 GPUs takes a fraction of a second:
+    the table printed it to the millisecond in seconds ("0.3xx s", a small model's "0.003 s")."""
+    from astral_dsl import seer
+    from astral_dsl.outputs.forecast import report
+
+    fc = seer.forecast(tiny_design, global_batch=1)
+    assert 0.01 < fc.iteration_time < 1
+    text = report.render(fc)
+    assert f"  iteration time   {fc.iteration_time * 1e3:11.3f} ms   " in text
+    assert f"{fc.iteration_time:.3f} s" not in text
+
+
+def test_options_with_nothing_to_act_on_say_so():
+    """tp = 1, bf16, a dense model: sp, tp_overlap = full, fp8_recipe and ep_overlap changed
+    nothing (lower.py reads sp and the TP overlap only with tp > 1, the recipe only for fp8,
+    lower_comm.py the EP overlap only for an expert all-to-all) and no diagnostic said so."""
+    import astral_dsl
+    from astral_dsl.seer import validate_jobs
+
+    case = Path(__file__).parent / "bad" / "jobs" / "options_without_tp_or_fp8.astral"
+    found = sorted((d.span.start.line, d.span.start.column, d.message.split(":")[1].strip())
+                   for d in validate_jobs(astral_dsl.load(case)) if d.code == "W751")
+    assert found == [(7, 35, "sp has no effect with tp = 1"),
+                     (9, 16, "tp_overlap has no effect with tp = 1"),
+                     (9, 35, "fp8_recipe has no effect with dtype = bf16"),
+                     (9, 57, "ep_overlap has no effect without expert parallelism (ep = 1, no "
+                             "experts)")]
