@@ -32,3 +32,48 @@ def test_each_site_without_utilization_is_w627_with_its_own_share():
     assert [d.span.start.line for d in w627] == [6, 7] and all(d.hint for d in w627)
     # the average IT load: A 80 kW x 50 % + B 80 kW + C 40 + 20 kW = 180 kW
     assert checked.engineering.power.it_average_w == pytest.approx(180e3)
+
+
+MECH = "  feeder ma { current = ac, voltage = 400 V, capacity = 1 MW, side = A, efficiency = 100 %, " \
+    "mechanical = true }\n  feeder mb { current = ac, voltage = 400 V, capacity = 1 MW, side = B, " \
+    "efficiency = 100 %, mechanical = true }\n"
+AIR = "  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 0 % }\n"
+MECH_SITES = BASE + (
+    "site X {\n  racks = 3 x R, utilization = 100 %, auxiliary = 20 kW, altitude = 0 m\n"
+    + AIR + MECH + "}\n"
+    "site Y {\n  racks = 1 x R, utilization = 100 %, auxiliary = 12 kW\n" + AIR + MECH + "}\n"
+    "site Z {\n  racks = 1 x R, utilization = 100 %, auxiliary = 0 kW\n" + AIR + "}\n"
+    "scenario a_down { fail X.ma }\n")
+
+
+@pytest.fixture(scope="module")
+def mech_sites():
+    ws = astral_dsl.compiles(MECH_SITES, name="mech.astral")
+    return astral_dsl.check(ws, scenarios=["a_down"])
+
+
+def test_each_sites_mechanical_feeders_carry_its_share_not_the_designs(mech_sites):
+    # The facility's consumers: the auxiliaries only (fans at 0 %, no facility water): 20 +
+    # 12 = 32 kW. IT: X 3 x 40 = 120 kW, Y 40 kW, Z 40 kW: shares 0.6, 0.2, 0.2. X's pair
+    # carries 0.6 x 32 = 19.2 kW (9.6 kW each side in normal operation), Y's 0.2 x 32 = 6.4 kW
+    # (3.2 kW each). Before, the four feeders shared 32 kW per side: 16 kW on each feeder
+    # whatever its site. Z holds none: W629 names it, its 6.4 kW on no feeder.
+    facility = mech_sites.engineering.cooling.facility
+    assert mech_sites.engineering.cooling.peak.auxiliary_w == pytest.approx(32e3)
+    assert {f.path: (f.load_w, f.normal_w) for f in facility.feeders} == {
+        "X.ma": (pytest.approx(19.2e3), pytest.approx(9.6e3)),
+        "X.mb": (pytest.approx(19.2e3), pytest.approx(9.6e3)),
+        "Y.ma": (pytest.approx(6.4e3), pytest.approx(3.2e3)),
+        "Y.mb": (pytest.approx(6.4e3), pytest.approx(3.2e3))}
+    (w,) = [d for d in mech_sites.diagnostics if d.code == "W629"]
+    assert w.message.startswith("site `Z` holds no feeder with `mechanical = true`: its share "
+                                "of the facility's own consumers (6.4 kW of 32 kW at the peak")
+    assert w.span.start.line == 17 and w.hint       # `site Z {`
+
+
+def test_failing_one_sites_mechanical_feeder_leaves_the_other_site_untouched(mech_sites):
+    # X.ma down: X.mb carries X's 19.2 kW alone; Y's pair still 3.2 kW each
+    (outcome,) = [o for o in mech_sites.scenarios if o.name == "a_down"]
+    feeders = {f.path: f.normal_w for f in outcome.result.cooling.facility.feeders}
+    assert feeders == {"X.ma": 0.0, "X.mb": pytest.approx(19.2e3),
+                       "Y.ma": pytest.approx(3.2e3), "Y.mb": pytest.approx(3.2e3)}

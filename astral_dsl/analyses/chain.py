@@ -19,8 +19,10 @@ of a 2,500 kVA three-phase liquid-immersed distribution transformer at 50 % load
 
 Mechanical feeders: the facility's consumers at the peak hour are shared by the feeders with
 `mechanical = true` of each side (A/B) as the IT feeders share their racks, with the same checks
-(capacity, current, conductors, voltage drop; analyses/feeders.py). Consumers on no such feeder
-are reported (W629) when the design declares feeders at all."""
+(capacity, current, conductors, voltage drop; analyses/feeders.py); in a design of several sites
+each site's mechanical feeders carry its share (as its transformers do), not the design's
+whole. Consumers on no such feeder, and a site with none while another has some, are reported
+(W629) when the design declares feeders at all."""
 from __future__ import annotations
 
 import math
@@ -31,8 +33,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.feeders import FeederResult, one_feeder
-from astral_dsl.analyses.walk import owned
-from astral_dsl.model.rollup import power_of
+from astral_dsl.analyses.sites import sites as site_list
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Symbol
@@ -121,42 +122,25 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
     return out
 
 
-def lowest_power_factor_per_site(mult) -> Tuple[Dict[int, Optional[float]], Dict[int, float]]:
+def lowest_power_factor_per_site(mult, cache: Optional[Dict] = None
+                                 ) -> Tuple[Dict[int, Optional[float]], Dict[int, float]]:
     """id(transformer) -> the lowest `power_factor` the feeders of its site declare (None when
     none does): the feeders in the same site's tree, not another site's; and id(transformer) ->
     its site's share of the sites' IT load (rollup `power`), with several sites. A part shared
     by two sites (one template) is in both."""
     pf_of: Dict[int, Optional[float]] = {}
-    power_of_sites: Dict[int, float] = {}
-    total = 0.0
-    cache: Dict = {}
-    for _, site in mult.values():
-        if site.kind != "site":
-            continue
-        site_w = power_of(site, cache).si
-        total += site_w
-        pfs: List[float] = []
-        transformers: List[Instance] = []
-        seen = {id(site)}
-        stack = [site]
-        while stack:
-            inst = stack.pop()
-            if inst.kind == "feeder":
-                pf = _si(inst.field("power_factor"))
-                if pf is not None:
-                    pfs.append(pf)
-            elif inst.kind == "transformer":
-                transformers.append(inst)
-            for _, child in owned(inst):
-                if id(child) not in seen:
-                    seen.add(id(child))
-                    stack.append(child)
-        lowest = min(pfs, default=None)
-        for t in transformers:
+    shares: Dict[int, float] = {}
+    parts = [inst for _, inst in mult.values()]
+    for site in site_list(mult, {} if cache is None else cache):
+        held = [inst for inst in parts if site.holds(inst)]
+        lowest = min((pf for pf in (_si(i.field("power_factor")) for i in held
+                                    if i.kind == "feeder") if pf is not None), default=None)
+        for t in held:
+            if t.kind != "transformer":
+                continue
             have = pf_of.get(id(t))
             pf_of[id(t)] = lowest if have is None else have if lowest is None else min(have, lowest)
-            power_of_sites[id(t)] = power_of_sites.get(id(t), 0.0) + site_w
-    shares = {k: w / total for k, w in power_of_sites.items()} if total > 0 else {}
+            shares[id(t)] = shares.get(id(t), 0.0) + site.share
     return pf_of, shares
 
 
@@ -219,7 +203,8 @@ def _where(inst: Instance, field: str):
 def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[float, float],
                any_feeders: bool) -> List[FeederResult]:
     """The feeders with `mechanical = true`, carrying the facility's consumers (`load`: at the
-    peak hour, on average); W629 when there is a load, feeders elsewhere and none of these."""
+    peak hour, on average), each site's feeders its share of them (_site_shares); W629 when
+    there is a load, feeders elsewhere and none of these."""
     decls: List[Tuple[int, Instance, Instance]] = []
     for replicas, owner in mult.values():
         for m in owner.members:
@@ -238,17 +223,46 @@ def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[fl
                 root.span, "declare feeders with `mechanical = true` (the mechanical "
                            "switchboards' supply)"))
         return []
-    per_side: Dict[Optional[str], float] = {}
-    for replicas, _, f in decls:
-        side = getattr(f.field("side"), "name", None)
-        per_side[side] = per_side.get(side, 0.0) + replicas * int(_si(f.field("count")) or 1)
-    out = []
-    for replicas, owner, f in decls:
-        side = getattr(f.field("side"), "name", None)
-        partners = [g for _, o, g in decls if o is owner and g is not f and
-                    getattr(g.field("side"), "name", None) != side]
-        count = int(_si(f.field("count")) or 1)
-        share = count / per_side[side] if per_side[side] else 0.0
-        out.append(one_feeder(f, replicas, [], 0.0, partners, resolve, cache, failed, diags,
-                              reqs, None, (load[0] * share, load[1] * share)))
-    return out
+    return [one_feeder(f, replicas, [], 0.0, _partners(decls, owner, f), resolve, cache, failed,
+                       diags, reqs, None, (load[0] * share, load[1] * share))
+            for (replicas, owner, f), share in zip(decls, _site_shares(mult, cache, decls,
+                                                                       load[0], diags))]
+
+
+def _side(f: Instance) -> Optional[str]:
+    return getattr(f.field("side"), "name", None)
+
+
+def _partners(decls, owner: Instance, f: Instance) -> List[Instance]:
+    return [g for _, o, g in decls if o is owner and g is not f and _side(g) != _side(f)]
+
+
+def _site_shares(mult, cache, decls, peak_w: float, diags) -> List[float]:
+    """For each mechanical feeder declaration, the share of the facility's consumers each of
+    its replicas carries: in each site that holds it, the site's share (analyses/sites.py) over
+    the units of its side there (replicas x `count`), times its `count`, averaged over its
+    replicas. One site: count / the units of its side. W629 names a site that holds none of
+    them while another does: its share is on no feeder."""
+    def count(f: Instance) -> int:
+        return int(_si(f.field("count")) or 1)
+
+    every = site_list(mult, cache)
+    units: Dict[Tuple[int, Optional[str]], float] = {}
+    for i, site in enumerate(every):
+        for _, _, f in decls:
+            n = site.replicas.get(id(f), 0) * count(f)
+            if n:
+                units[(i, _side(f))] = units.get((i, _side(f)), 0.0) + n
+    for i, site in enumerate(every):
+        if peak_w > 0 and not any(k[0] == i for k in units):
+            diags.append(Diagnostic(
+                "W629", Severity.WARNING,
+                f"site `{site.inst.path}` holds no feeder with `mechanical = true`: its share of "
+                f"the facility's own consumers ({readable.power(peak_w * site.share)} of "
+                f"{readable.power(peak_w)} at the peak, as its share of the IT load) is on no "
+                f"declared feeder, unchecked and without conversion losses", site.inst.span,
+                "declare the site's own feeders with `mechanical = true` (its mechanical "
+                "switchboards' supply)"))
+    return [sum(site.replicas.get(id(f), 0) * count(f) * site.share / units[(i, _side(f))]
+                for i, site in enumerate(every) if units.get((i, _side(f)))) / max(replicas, 1)
+            for replicas, _, f in decls]
