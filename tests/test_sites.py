@@ -4,6 +4,8 @@ site's power path drawn and loaded on its own, per-site figures adding up to the
 Every expected value is computed by hand in the comments."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import astral_dsl
@@ -77,3 +79,43 @@ def test_failing_one_sites_mechanical_feeder_leaves_the_other_site_untouched(mec
     feeders = {f.path: f.normal_w for f in outcome.result.cooling.facility.feeders}
     assert feeders == {"X.ma": 0.0, "X.mb": pytest.approx(19.2e3),
                        "Y.ma": pytest.approx(3.2e3), "Y.mb": pytest.approx(3.2e3)}
+
+
+def _power_view(checked, name):
+    from astral_dsl.outputs.render import canvas
+
+    cv = canvas(checked.design, "power", name, None, checked)
+    return cv.g.source
+
+
+@pytest.fixture(scope="module")
+def chain_sites():
+    # X and Y declare their own stages, hv then mv (in series, upstream first)
+    t = ("  transformer hv { capacity = 5000 kVA, count = 2, redundancy = two_n, "
+         "no_load_loss = 2 kW, load_loss = 8 kW, power_factor = 100 % }\n"
+         "  transformer mv { capacity = 500 kVA, count = 2, redundancy = two_n, "
+         "no_load_loss = 1 kW, load_loss = 4 kW, power_factor = 100 % }\n")
+    text = MECH_SITES.replace("  racks = 3 x R,", t + "  racks = 3 x R,") \
+        .replace("  racks = 1 x R, utilization = 100 %, auxiliary = 12 kW",
+                 t + "  racks = 1 x R, utilization = 100 %, auxiliary = 12 kW")
+    return astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
+
+
+def test_the_power_view_draws_each_sites_own_transformer_chain(chain_sites):
+    # The site's load at the peak hour: IT 200 kW + the consumers 32 kW = 232 kW (feeders at
+    # 100 %); X's share 0.6 = 139.2 kW, Y's 0.2 = 46.4 kW. X's picture: X.hv -> X.mv -> the
+    # supplies, and nothing of Y's (before: X.hv, X.mv, Y.hv, Y.mv in one chain of four; Y's
+    # picture had none). Its consumers: what X's mechanical feeders carry, 19.2 kW (before,
+    # the design's 32 kW); its title X's own 120 kW, not the design's 200 kW.
+    for site, other, carried, mech, it in (
+            ("X", "Y", "139.2 kW", "19.2 kW", "12 hosts · 3 racks · 120 kW"),
+            ("Y", "X", "46.4 kW", "6.4 kW", "4 hosts · 1 rack · 40 kW")):
+        dot = _power_view(chain_sites, site)
+        tooltips = re.findall(r'tooltip="transformer (\S+):', dot)
+        assert tooltips == [f"{site}.hv", f"{site}.mv"]
+        assert "transformer_0 -> transformer_1" in dot and "transformer_1 -> supply_A" in dot \
+            and "transformer_1 -> supply_B" in dot and "transformer_2" not in dot
+        assert dot.count(f"carries {carried} at the peak hour") == 2
+        assert f"{mech} at the peak hour" in dot
+        assert f'COLOR="#455a64">{it} peak<' in dot
+        assert f"{other}.hv" not in dot and f"{other}.mv" not in dot

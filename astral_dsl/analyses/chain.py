@@ -89,9 +89,10 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
     their power factors; another site's feeders are on other transformers), else 1 with W631."""
     site_pf, shares = lowest_power_factor_per_site(mult)
     out = []
-    for replicas, inst in mult.values():
-        if inst.kind != "transformer":
-            continue
+    # in the order declared (HV/MV before MV/LV as the design writes them; the sites in their
+    # order), not the walk's, which visits the members of a part last to first
+    for replicas, inst in sorted((ri for ri in mult.values() if ri[1].kind == "transformer"),
+                                 key=lambda ri: _declared_at(ri[1])):
         cap = _si(inst.field("capacity")) or 0.0
         p0, pk = _si(inst.field("no_load_loss")), _si(inst.field("load_loss"))
         if p0 is None or pk is None:
@@ -120,6 +121,12 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
                          "declared" if pf else "feeders" if feeder_pf else "assumed", inst=inst,
                          share=shares.get(id(inst), 1.0)))
     return out
+
+
+def _declared_at(inst: Instance) -> Tuple[str, int, int]:
+    span = inst.span
+    return (span.file or "", span.start.line, span.start.column) if span is not None else \
+        ("", 0, 0)
 
 
 def lowest_power_factor_per_site(mult, cache: Optional[Dict] = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from astral_dsl.analyses.walk import owned
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Group, Symbol
 from astral_dsl.outputs.feeder_load import battery_installed_ah, loading, through_w
@@ -53,7 +54,8 @@ def build(ctx, located) -> Canvas:
     eng = ctx.eng
     results = ctx.feeders
     title = [f"{located.text} — power view"]
-    if eng is not None and top is ctx.design.roots[0]:
+    design_wide = top is ctx.design.roots[0] and len(ctx.design.roots) == 1
+    if eng is not None and design_wide:
         p = eng.power
         line = f"IT {watts(p.it_peak_w)} peak"
         if eng.network_w:
@@ -82,9 +84,10 @@ def build(ctx, located) -> Canvas:
     def on_cluster(key, inst, count):
         if inst is top:
             supplies = _supplies(canvas, ctx, top)
-            if eng is not None and top is ctx.design.roots[0] and \
-                    eng.cooling.facility is not None:
-                _transformers(canvas, eng.cooling.facility.transformers, supplies)
+            if eng is not None and eng.cooling.facility is not None:
+                held = _held(top)      # this site's stages, not another site's
+                _transformers(canvas, [s for s in eng.cooling.facility.transformers
+                                       if s.inst is not None and id(s.inst) in held], supplies)
         if inst is top and eng is not None and eng.network_w and top is ctx.design.roots[0]:
             switches = sum(f.switches for f in eng.fabrics)
             unfed = eng.power.network_unfed_w
@@ -95,12 +98,15 @@ def build(ctx, located) -> Canvas:
                 f"{n(switches)} switches · {watts(eng.network_w)} peak", small=True),
                 Line(where, small=True)], theme="note" if unfed else "compute",
                 tooltip="the switches' power counts in the IT load, at full power"))
-        if inst is top and eng is not None and top is ctx.design.roots[0] and \
-                eng.cooling.facility is not None and eng.cooling.facility.feeders:
-            peak = eng.cooling.peak
-            mech = peak.total_w - peak.it_w - peak.losses_w - peak.transformers_w
+        mech = [(reps, f) for reps, f in _feeders_below(ctx, top)
+                if f.field("mechanical") is True] if inst is top else []
+        if mech and eng is not None and eng.cooling.facility is not None:
+            # what this picture's mechanical feeders carry at the peak hour (in a design of
+            # several sites, its site's share; analyses/chain.py)
+            mech_w = sum(reps * r.count * r.normal_w for reps, r in
+                         ((reps, results.get(f.path)) for reps, f in mech) if r is not None)
             facility.append(canvas.node("facility", ["facility consumers", Line(
-                f"{watts(mech)} at the peak hour", small=True), Line(
+                f"{watts(mech_w)} at the peak hour", small=True), Line(
                 "CDUs, pumps, fans, chillers, heat rejection, lighting", small=True)],
                 theme="compute", tooltip="the facility's own consumers, on the feeders "
                                          "with mechanical = true"))
@@ -250,6 +256,18 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
     return entry, node
 
 
+def _held(top: Instance) -> set:
+    """The ids of `top` and every part it holds."""
+    held = {id(top)}
+    stack = [top]
+    while stack:
+        for _, child in owned(stack.pop()):
+            if id(child) not in held:
+                held.add(id(child))
+                stack.append(child)
+    return held
+
+
 def _feeders_below(ctx, top: Instance) -> List[Tuple[int, Instance]]:
     """(replicas inside `top`, feeder) for every feeder declaration at or below `top`."""
     out: List[Tuple[int, Instance]] = []
@@ -277,8 +295,9 @@ def _supplies(canvas: Canvas, ctx, top: Instance) -> List[str]:
 
 
 def _transformers(canvas: Canvas, stages, supplies: List[str]) -> None:
-    """The transformer stages in the order declared, each carrying the site's whole load (as
-    the facility model counts them), the last one feeding every side's supply."""
+    """The site's transformer stages in the order declared, in series, each carrying the site's
+    load (in a design of several sites, its share: analyses/chain.py), the last one feeding
+    every side's supply."""
     previous = None
     for i, s in enumerate(stages):
         units = s.replicas * s.count
