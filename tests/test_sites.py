@@ -119,3 +119,13 @@ def test_the_power_view_draws_each_sites_own_transformer_chain(chain_sites):
         assert f"{mech} at the peak hour" in dot
         assert f'COLOR="#455a64">{it} peak<' in dot
         assert f"{other}.hv" not in dot and f"{other}.mv" not in dot
+
+
+def test_w653_counts_and_names_every_sites_heat():
+    # X 2 x 40 kW and Y 40 kW, no cooling anywhere: 120 kW of both sites' heat (it named X
+    # alone for the design's 120 kW)
+    text = BASE + "site X { racks = 2 x R }\nsite Y { racks = 1 x R }\n"
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="hot.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W653"]
+    assert w.message == ("no cooling is declared: the 120 kW of heat of the sites `X` and `Y` "
+                         "have no path out, and no PUE is computed")
