@@ -129,3 +129,32 @@ def test_w653_counts_and_names_every_sites_heat():
     (w,) = [d for d in checked.diagnostics if d.code == "W653"]
     assert w.message == ("no cooling is declared: the 120 kW of heat of the sites `X` and `Y` "
                          "have no path out, and no PUE is computed")
+
+
+def test_the_cooling_view_draws_each_sites_own_circuits():
+    # X and Y each their own circuit `fw`: X's picture draws X.fw (its 120 kW of air heat + 3 %
+    # fans = 123.6 kW average) and not Y's, Y's draws Y.fw (41.2 kW); each title the site's own
+    # heat, not the design's (before: X's picture drew both circuits under the design's
+    # figures, Y's none). A circuit two sites draw on (one template, `Shared`) says so.
+    fw = ("  facility fw { supply = 15 degC, rise = 10 K, pump_head = 0 kPa, "
+          "pump_efficiency = 80 %, free_cooling = 8760 h, chiller_cop = 5 }\n")
+    air = "  air room { supply = 25 degC, rise = 12 K, approach = 10 K, fan_power_ratio = 3 % }\n"
+    text = BASE + "".join(f"site {s} {{\n  racks = {k} x R, utilization = 100 %, altitude = 0 m\n"
+                          + fw + air + "}\n" for s, k in (("X", 3), ("Y", 1)))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="fw.astral"))
+    from astral_dsl.outputs.render import canvas
+
+    for site, other, heat, title in (("X", "Y", "123.6 kW", "12 hosts · 3 racks · 120 kW"),
+                                     ("Y", "X", "41.2 kW", "4 hosts · 1 rack · 40 kW")):
+        dot = canvas(checked.design, "cooling", site, None, checked).g.source
+        assert f'tooltip="facility {site}.fw' in dot and f"facility {other}.fw" not in dot
+        assert f"{heat} average · pumps 0 W" in dot and "another site" not in dot
+        assert f'COLOR="#455a64">{title} peak<' in dot
+    shared = BASE + "facility Shared { supply = 15 degC, rise = 10 K, free_cooling = 8760 h, " \
+        "chiller_cop = 5 }\n" + "".join(
+            f"site {s} {{\n  racks = 1 x R\n" + air.replace("3 % }", "3 %, facility = Shared }")
+            + "}\n" for s in "XY")
+    checked = astral_dsl.check(astral_dsl.compiles(shared, name="shared.astral"))
+    for site in "XY":
+        dot = canvas(checked.design, "cooling", site, None, checked).g.source
+        assert "also another site&#x27;s: its figures are all its sites&#x27;" in dot

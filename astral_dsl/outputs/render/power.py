@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from astral_dsl.analyses.walk import owned
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Group, Symbol
 from astral_dsl.outputs.feeder_load import battery_installed_ah, loading, through_w
 from astral_dsl.outputs.render.style import Canvas, Line, amps, n, percent, watts
-from astral_dsl.outputs.render.tree import Tree, counted, power_line, summary
+from astral_dsl.outputs.render.tree import Tree, counted, held_ids, power_line, summary, \
+    whole_design
 from astral_dsl.units.readable import apparent
 
 
@@ -54,7 +54,7 @@ def build(ctx, located) -> Canvas:
     eng = ctx.eng
     results = ctx.feeders
     title = [f"{located.text} — power view"]
-    design_wide = top is ctx.design.roots[0] and len(ctx.design.roots) == 1
+    design_wide = whole_design(ctx, top)
     if eng is not None and design_wide:
         p = eng.power
         line = f"IT {watts(p.it_peak_w)} peak"
@@ -85,7 +85,7 @@ def build(ctx, located) -> Canvas:
         if inst is top:
             supplies = _supplies(canvas, ctx, top)
             if eng is not None and eng.cooling.facility is not None:
-                held = _held(top)      # this site's stages, not another site's
+                held = held_ids(top)      # this site's stages, not another site's
                 _transformers(canvas, [s for s in eng.cooling.facility.transformers
                                        if s.inst is not None and id(s.inst) in held], supplies)
         if inst is top and eng is not None and eng.network_w and top is ctx.design.roots[0]:
@@ -254,18 +254,6 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
                         tooltip=f"battery {bat.path} of {f.path}", failed=failed or None)
         canvas.edge(b, node, "backup", theme="storage", failed=failed, style="dashed")
     return entry, node
-
-
-def _held(top: Instance) -> set:
-    """The ids of `top` and every part it holds."""
-    held = {id(top)}
-    stack = [top]
-    while stack:
-        for _, child in owned(stack.pop()):
-            if id(child) not in held:
-                held.add(id(child))
-                stack.append(child)
-    return held
 
 
 def _feeders_below(ctx, top: Instance) -> List[Tuple[int, Instance]]:
