@@ -61,6 +61,8 @@ def test_each_sites_mechanical_feeders_carry_its_share_not_the_designs(mech_site
     # (3.2 kW each). Before, the four feeders shared 32 kW per side: 16 kW on each feeder
     # whatever its site. Z holds none: W629 names it, its 6.4 kW on no feeder.
     facility = mech_sites.engineering.cooling.facility
+    # in the order declared, the sites in theirs (the walk listed Y's first)
+    assert [f.path for f in facility.feeders] == ["X.ma", "X.mb", "Y.ma", "Y.mb"]
     assert mech_sites.engineering.cooling.peak.auxiliary_w == pytest.approx(32e3)
     assert {f.path: (f.load_w, f.normal_w) for f in facility.feeders} == {
         "X.ma": (pytest.approx(19.2e3), pytest.approx(9.6e3)),
@@ -107,6 +109,8 @@ def test_the_power_view_draws_each_sites_own_transformer_chain(chain_sites):
     # supplies, and nothing of Y's (before: X.hv, X.mv, Y.hv, Y.mv in one chain of four; Y's
     # picture had none). Its consumers: what X's mechanical feeders carry, 19.2 kW (before,
     # the design's 32 kW); its title X's own 120 kW, not the design's 200 kW.
+    stages = chain_sites.engineering.cooling.facility.transformers
+    assert [t.path for t in stages] == ["X.hv", "X.mv", "Y.hv", "Y.mv"]     # as declared
     for site, other, carried, mech, it in (
             ("X", "Y", "139.2 kW", "19.2 kW", "12 hosts · 3 racks · 120 kW"),
             ("Y", "X", "46.4 kW", "6.4 kW", "4 hosts · 1 rack · 40 kW")):

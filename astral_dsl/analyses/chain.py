@@ -219,6 +219,7 @@ def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[fl
             if isinstance(f, Instance) and f.kind == "feeder" and \
                     f.field("mechanical") is True:
                 decls.append((replicas, owner, f))
+    decls.sort(key=lambda d: _declared_at(d[2]))     # the sites in their order, as declared
     if not decls:
         if load[0] > 0 and any_feeders and mult:
             root = next(iter(mult.values()))[1]
