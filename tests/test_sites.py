@@ -162,3 +162,25 @@ def test_the_cooling_view_draws_each_sites_own_circuits():
     for site in "XY":
         dot = canvas(checked.design, "cooling", site, None, checked).g.source
         assert "also another site&#x27;s: its figures are all its sites&#x27;" in dot
+
+
+def test_a_site_without_transformers_among_others_takes_the_default_with_w630():
+    # X 120 kW through its 2 x 2,500 kVA (P0 1 kW, Pk 4 kW): x = 120 / 5,000 = 0.024, 2 x
+    # (1,000 + 4,000 x 0.024^2) = 2,004.608 W. Y 40 kW through none: 40,000 x (1 / 0.9953 - 1)
+    # = 188.888 W at the sourced default, with W630 naming Y (it was 0 W, silently)
+    t = ("transformer T { capacity = 2500 kVA, count = 2, redundancy = two_n, "
+         "no_load_loss = 1 kW, load_loss = 4 kW, power_factor = 100 % }\n")
+    f = "  feeder f { current = dc, voltage = 240 V, capacity = 1 MW, efficiency = 100 %, " \
+        "serves = racks }\n"
+    text = BASE + t + "site X {\n  racks = 3 x R, utilization = 100 %\n  transformer mv = T\n" \
+        + f + "}\nsite Y {\n  racks = 1 x R, utilization = 100 %\n" + f + "}\n"
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="tx.astral"))
+    cooling = checked.engineering.cooling
+    assert cooling.peak.transformers_w == pytest.approx(2004.608 + 40e3 * (1 / 0.9953 - 1))
+    assert cooling.peak.transformers_w == pytest.approx(2193.496, abs=1e-3)
+    assert cooling.average.transformers_w == pytest.approx(cooling.peak.transformers_w)
+    (w,) = [d for d in checked.diagnostics if d.code == "W630"]
+    assert w.message.startswith("site `Y` declares no `transformer` (other sites do): the "
+                                "losses between the utility and its feeders are taken as 0.47 %")
+    assert w.span.start.line == 11 and w.hint          # `site Y {`
+    assert cooling.facility.default_transformer

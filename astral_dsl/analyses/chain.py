@@ -151,12 +151,32 @@ def lowest_power_factor_per_site(mult, cache: Optional[Dict] = None
     return pf_of, shares
 
 
-def losses(chain: List[TransformerResult], site_load_w: float, default: bool) -> float:
-    """The transformers' losses at a site load: the declared stages, else (`default`) the
-    sourced default efficiency."""
-    if chain:
-        return sum(s.losses(site_load_w) for s in chain)
-    return site_load_w * (1 / DEFAULT_EFFICIENCY - 1) if default else 0.0
+def losses(chain: List[TransformerResult], site_load_w: float, default: float) -> float:
+    """The transformers' losses at a site load: the declared stages, and the sourced default
+    efficiency on the share `default` of the load that passes through none (all of it in a
+    design without any; the sites' without one, bare_share)."""
+    return sum(s.losses(site_load_w) for s in chain) + \
+        site_load_w * default * (1 / DEFAULT_EFFICIENCY - 1)
+
+
+def bare_share(mult, cache, diags) -> float:
+    """In a design whose sites declare transformers, the share of the load of those that hold
+    none (their share of the IT load, as for the stages): their losses are the sourced
+    default's, with W630 naming each, not 0 W."""
+    share = 0.0
+    for site in site_list(mult, cache):
+        if any(inst.kind == "transformer" for _, inst in mult.values() if site.holds(inst)):
+            continue
+        share += site.share
+        diags.append(Diagnostic(
+            "W630", Severity.WARNING,
+            f"site `{site.inst.path}` declares no `transformer` (other sites do): the losses "
+            f"between the utility and its feeders are taken as 0.47 % of its load (99.53 %, the "
+            f"US DOE minimum for a 2,500 kVA liquid-immersed distribution transformer at 50 % "
+            f"load)", site.inst.span,
+            "declare the site's own `transformer`s (their count, rating and losses), e.g. "
+            "`stdlib.power.Transformer`"))
+    return share
 
 
 def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, float],
