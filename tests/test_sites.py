@@ -184,3 +184,41 @@ def test_a_site_without_transformers_among_others_takes_the_default_with_w630():
                                 "losses between the utility and its feeders are taken as 0.47 %")
     assert w.span.start.line == 11 and w.hint          # `site Y {`
     assert cooling.facility.default_transformer
+
+
+NET = """
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 400 Gb/s }
+switch S { ports = 64, port_speed = 400 Gb/s, power = 1 kW }
+host H { gpus = 8 x G, nics = 8 x N, power = 8 kW }
+rack R { hosts = 4 x H }
+fabric F {
+  rails = 8
+  tier leaf { switch = S, scope = site, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = S, scope = site, down = 64 x 400 Gb/s }
+}
+site X { racks = 8 x R, fabric = F, utilization = 100 %
+  feeder n { current = dc, voltage = 240 V, capacity = 1 MW, efficiency = 100 %, network = true }
+}
+site Y { racks = 4 x R, fabric = F, utilization = 100 % }
+"""
+
+
+def test_one_fabric_on_two_sites_is_named_and_drawn_per_site():
+    # Each site's fabric: a leaf per rail (8, X's 32 hosts and Y's 16 within 32 ports) and
+    # 8 x 32 uplinks / 64 = 4 spines: 12 switches of 1 kW, 12 kW per site, 24 kW in all. The
+    # fabric is one (`X.fabric`): W647 says which site's switches (both read `X.fabric`, one
+    # message for two sites' heat); each site's picture draws its own 12 switches (X's drew
+    # the design's 24, Y's none), X's on its network feeder, Y's on none (W628 names Y).
+    from astral_dsl.outputs.render import canvas
+
+    checked = astral_dsl.check(astral_dsl.compiles(NET, name="net.astral"))
+    assert [d.message for d in checked.diagnostics if d.code == "W647"] == [
+        "the switches of `X.fabric` make 12 kW of heat that no air unit removes",
+        "the switches of `X.fabric` on `Y` make 12 kW of heat that no air unit removes"]
+    (w,) = [d for d in checked.diagnostics if d.code == "W628"]
+    assert "(12 switches of `X.fabric` on `Y`)" in w.message
+    for site, where in (("X", "on the feeders with network = true"),
+                        ("Y", "not on a declared feeder")):
+        dot = canvas(checked.design, "power", site, None, checked).g.source
+        assert "12 switches · 12 kW peak" in dot and where in dot

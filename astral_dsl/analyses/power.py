@@ -144,7 +144,7 @@ def _unfed_network(mult, served: Served, diags) -> float:
     fabric = served.resolve.by_path.get(first.fabric)
     diags.append(_err("W628", f"the network's {readable.power(watts)} "
                               f"({readable.grouped(switches)} switches of `{first.fabric}`"
-                              f"{others}) are on no declared feeder: their power path is not "
+                              f"{first.on}{others}) are on no declared feeder: their power path is not "
                               f"checked and they count without conversion losses",
                       fabric.span if fabric is not None else None,
                       "declare a feeder with `network = true` in the fabric's owner (or above): "

@@ -88,14 +88,14 @@ def build(ctx, located) -> Canvas:
                 held = held_ids(top)      # this site's stages, not another site's
                 _transformers(canvas, [s for s in eng.cooling.facility.transformers
                                        if s.inst is not None and id(s.inst) in held], supplies)
-        if inst is top and eng is not None and eng.network_w and top is ctx.design.roots[0]:
-            switches = sum(f.switches for f in eng.fabrics)
-            unfed = eng.power.network_unfed_w
-            where = "not on a declared feeder" if unfed >= eng.network_w - 1e-6 else (
+        here = _network_here(ctx, top) if inst is top and eng is not None else None
+        if here is not None and here[0]:
+            watts_here, switches, unfed = here
+            where = "not on a declared feeder" if unfed >= watts_here - 1e-6 else (
                 f"{watts(unfed)} not on a declared feeder" if unfed else
                 "on the feeders with network = true")
             network.append(canvas.node("network", ["network switches", Line(
-                f"{n(switches)} switches · {watts(eng.network_w)} peak", small=True),
+                f"{n(switches)} switches · {watts(watts_here)} peak", small=True),
                 Line(where, small=True)], theme="note" if unfed else "compute",
                 tooltip="the switches' power counts in the IT load, at full power"))
         mech = [(reps, f) for reps, f in _feeders_below(ctx, top)
@@ -254,6 +254,24 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
                         tooltip=f"battery {bat.path} of {f.path}", failed=failed or None)
         canvas.edge(b, node, "backup", theme="storage", failed=failed, style="dashed")
     return entry, node
+
+
+def _network_here(ctx, top: Instance) -> Optional[Tuple[float, int, float]]:
+    """(power, switches, power on no feeder) of the fabrics the picture holds: the design's
+    with one site; in a site of several, those attached in it, a fabric supplied when a feeder
+    with `network = true` is declared in its owner or above it there."""
+    eng = ctx.eng
+    if whole_design(ctx, top):
+        return eng.network_w, sum(f.switches for f in eng.fabrics), eng.power.network_unfed_w
+    held = held_ids(top)
+    fed: set = set()
+    for owner in (i for i in ctx.design.instances if id(i) in held):
+        if any(isinstance(m.value, Instance) and m.value.kind == "feeder" and
+               m.value.field("network") is True for m in owner.members):
+            fed |= held_ids(owner)
+    fabrics = [f for f in eng.fabrics if id(ctx.by_path.get(f.owner)) in held]
+    return (sum(f.power_w for f in fabrics), sum(f.switches for f in fabrics),
+            sum(f.power_w for f in fabrics if id(ctx.by_path.get(f.owner)) not in fed))
 
 
 def _feeders_below(ctx, top: Instance) -> List[Tuple[int, Instance]]:
