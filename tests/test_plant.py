@@ -87,6 +87,21 @@ def test_both_formats_read_the_same_hours():
     assert tmy.place == "SAMPLE STATION, XX"
 
 
+@pytest.mark.parametrize("location, place", [
+    # PVGIS's EPW names no place (/work/shared/climate/tmy_45.000_8.000_2005_2023.epw): its
+    # coordinates and elevation stand for it, not "unknown, unknown"
+    ("LOCATION,unknown,-,unknown,ECMWF/ERA,unknown,45.000000,8.000000,1,250", "45.00 N, 8.00 E, 250 m"),
+    ("LOCATION,,-,,src,0,-33.8688,-151.2093,10,58.5", "33.87 S, 151.21 W, 58.5 m"),
+    # a named place keeps its name, the placeholders dropped
+    ("LOCATION,Turin,-,ITA,src,0,45.2,7.65,1,287", "Turin, ITA"),
+    ("LOCATION,unknown,-,unknown,src,0,north,8,1,250", ""),          # not numbers: no place
+])
+def test_a_climate_file_without_a_place_name_is_placed_by_its_coordinates(location, place):
+    hours = "".join(f"2024,7,1,{h},0,?,20,10,50,95000\n" for h in range(1, 3))
+    c = climates.parse((location + "\n" + "H\n" * 7 + hours).encode(), "x.epw")
+    assert c.place == place
+
+
 def test_the_shipped_climate_is_a_typical_year():
     c = climates.load("stdlib/climate/723170TYA.CSV", Path.cwd())
     assert c.hours == 8760 and c.format == "TMY3" and c.elevation_m == 273.0

@@ -68,8 +68,9 @@ def uncooled_network(mult, served, diags) -> None:
             owner = served.resolve.by_path.get(fabric.fabric)
             diags.append(Diagnostic(
                 "W647", Severity.WARNING,
-                f"the switches of `{fabric.fabric}` make {readable.power(heat)} of {what} that "
-                f"no {unit} removes", owner.span if owner is not None else None,
+                f"the switches of `{fabric.fabric}`{fabric.on} make "
+                f"{readable.power(heat)} of {what} that no {unit} removes",
+                owner.span if owner is not None else None,
                 f"set `network = true` on {'an' if unit[0] == 'a' else 'a'} `{kind}` of the "
                 f"fabric's owner (or above)"))
 

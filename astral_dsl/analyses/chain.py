@@ -19,8 +19,10 @@ of a 2,500 kVA three-phase liquid-immersed distribution transformer at 50 % load
 
 Mechanical feeders: the facility's consumers at the peak hour are shared by the feeders with
 `mechanical = true` of each side (A/B) as the IT feeders share their racks, with the same checks
-(capacity, current, conductors, voltage drop; analyses/feeders.py). Consumers on no such feeder
-are reported (W629) when the design declares feeders at all."""
+(capacity, current, conductors, voltage drop; analyses/feeders.py); in a design of several sites
+each site's mechanical feeders carry its share (as its transformers do), not the design's
+whole. Consumers on no such feeder, and a site with none while another has some, are reported
+(W629) when the design declares feeders at all."""
 from __future__ import annotations
 
 import math
@@ -31,8 +33,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.feeders import FeederResult, one_feeder
-from astral_dsl.analyses.walk import owned
-from astral_dsl.model.rollup import power_of
+from astral_dsl.analyses.sites import sites as site_list
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Symbol
@@ -88,9 +89,10 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
     their power factors; another site's feeders are on other transformers), else 1 with W631."""
     site_pf, shares = lowest_power_factor_per_site(mult)
     out = []
-    for replicas, inst in mult.values():
-        if inst.kind != "transformer":
-            continue
+    # in the order declared (HV/MV before MV/LV as the design writes them; the sites in their
+    # order), not the walk's, which visits the members of a part last to first
+    for replicas, inst in sorted((ri for ri in mult.values() if ri[1].kind == "transformer"),
+                                 key=lambda ri: _declared_at(ri[1])):
         cap = _si(inst.field("capacity")) or 0.0
         p0, pk = _si(inst.field("no_load_loss")), _si(inst.field("load_loss"))
         if p0 is None or pk is None:
@@ -121,51 +123,60 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
     return out
 
 
-def lowest_power_factor_per_site(mult) -> Tuple[Dict[int, Optional[float]], Dict[int, float]]:
+def _declared_at(inst: Instance) -> Tuple[str, int, int]:
+    span = inst.span
+    return (span.file or "", span.start.line, span.start.column) if span is not None else \
+        ("", 0, 0)
+
+
+def lowest_power_factor_per_site(mult, cache: Optional[Dict] = None
+                                 ) -> Tuple[Dict[int, Optional[float]], Dict[int, float]]:
     """id(transformer) -> the lowest `power_factor` the feeders of its site declare (None when
     none does): the feeders in the same site's tree, not another site's; and id(transformer) ->
     its site's share of the sites' IT load (rollup `power`), with several sites. A part shared
     by two sites (one template) is in both."""
     pf_of: Dict[int, Optional[float]] = {}
-    power_of_sites: Dict[int, float] = {}
-    total = 0.0
-    cache: Dict = {}
-    for _, site in mult.values():
-        if site.kind != "site":
-            continue
-        site_w = power_of(site, cache).si
-        total += site_w
-        pfs: List[float] = []
-        transformers: List[Instance] = []
-        seen = {id(site)}
-        stack = [site]
-        while stack:
-            inst = stack.pop()
-            if inst.kind == "feeder":
-                pf = _si(inst.field("power_factor"))
-                if pf is not None:
-                    pfs.append(pf)
-            elif inst.kind == "transformer":
-                transformers.append(inst)
-            for _, child in owned(inst):
-                if id(child) not in seen:
-                    seen.add(id(child))
-                    stack.append(child)
-        lowest = min(pfs, default=None)
-        for t in transformers:
+    shares: Dict[int, float] = {}
+    parts = [inst for _, inst in mult.values()]
+    for site in site_list(mult, {} if cache is None else cache):
+        held = [inst for inst in parts if site.holds(inst)]
+        lowest = min((pf for pf in (_si(i.field("power_factor")) for i in held
+                                    if i.kind == "feeder") if pf is not None), default=None)
+        for t in held:
+            if t.kind != "transformer":
+                continue
             have = pf_of.get(id(t))
             pf_of[id(t)] = lowest if have is None else have if lowest is None else min(have, lowest)
-            power_of_sites[id(t)] = power_of_sites.get(id(t), 0.0) + site_w
-    shares = {k: w / total for k, w in power_of_sites.items()} if total > 0 else {}
+            shares[id(t)] = shares.get(id(t), 0.0) + site.share
     return pf_of, shares
 
 
-def losses(chain: List[TransformerResult], site_load_w: float, default: bool) -> float:
-    """The transformers' losses at a site load: the declared stages, else (`default`) the
-    sourced default efficiency."""
-    if chain:
-        return sum(s.losses(site_load_w) for s in chain)
-    return site_load_w * (1 / DEFAULT_EFFICIENCY - 1) if default else 0.0
+def losses(chain: List[TransformerResult], site_load_w: float, default: float) -> float:
+    """The transformers' losses at a site load: the declared stages, and the sourced default
+    efficiency on the share `default` of the load that passes through none (all of it in a
+    design without any; the sites' without one, bare_share)."""
+    return sum(s.losses(site_load_w) for s in chain) + \
+        site_load_w * default * (1 / DEFAULT_EFFICIENCY - 1)
+
+
+def bare_share(mult, cache, diags) -> float:
+    """In a design whose sites declare transformers, the share of the load of those that hold
+    none (their share of the IT load, as for the stages): their losses are the sourced
+    default's, with W630 naming each, not 0 W."""
+    share = 0.0
+    for site in site_list(mult, cache):
+        if any(inst.kind == "transformer" for _, inst in mult.values() if site.holds(inst)):
+            continue
+        share += site.share
+        diags.append(Diagnostic(
+            "W630", Severity.WARNING,
+            f"site `{site.inst.path}` declares no `transformer` (other sites do): the losses "
+            f"between the utility and its feeders are taken as 0.47 % of its load (99.53 %, the "
+            f"US DOE minimum for a 2,500 kVA liquid-immersed distribution transformer at 50 % "
+            f"load)", site.inst.span,
+            "declare the site's own `transformer`s (their count, rating and losses), e.g. "
+            "`stdlib.power.Transformer`"))
+    return share
 
 
 def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, float],
@@ -219,7 +230,8 @@ def _where(inst: Instance, field: str):
 def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[float, float],
                any_feeders: bool) -> List[FeederResult]:
     """The feeders with `mechanical = true`, carrying the facility's consumers (`load`: at the
-    peak hour, on average); W629 when there is a load, feeders elsewhere and none of these."""
+    peak hour, on average), each site's feeders its share of them (_site_shares); W629 when
+    there is a load, feeders elsewhere and none of these."""
     decls: List[Tuple[int, Instance, Instance]] = []
     for replicas, owner in mult.values():
         for m in owner.members:
@@ -227,6 +239,7 @@ def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[fl
             if isinstance(f, Instance) and f.kind == "feeder" and \
                     f.field("mechanical") is True:
                 decls.append((replicas, owner, f))
+    decls.sort(key=lambda d: _declared_at(d[2]))     # the sites in their order, as declared
     if not decls:
         if load[0] > 0 and any_feeders and mult:
             root = next(iter(mult.values()))[1]
@@ -238,17 +251,46 @@ def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[fl
                 root.span, "declare feeders with `mechanical = true` (the mechanical "
                            "switchboards' supply)"))
         return []
-    per_side: Dict[Optional[str], float] = {}
-    for replicas, _, f in decls:
-        side = getattr(f.field("side"), "name", None)
-        per_side[side] = per_side.get(side, 0.0) + replicas * int(_si(f.field("count")) or 1)
-    out = []
-    for replicas, owner, f in decls:
-        side = getattr(f.field("side"), "name", None)
-        partners = [g for _, o, g in decls if o is owner and g is not f and
-                    getattr(g.field("side"), "name", None) != side]
-        count = int(_si(f.field("count")) or 1)
-        share = count / per_side[side] if per_side[side] else 0.0
-        out.append(one_feeder(f, replicas, [], 0.0, partners, resolve, cache, failed, diags,
-                              reqs, None, (load[0] * share, load[1] * share)))
-    return out
+    return [one_feeder(f, replicas, [], 0.0, _partners(decls, owner, f), resolve, cache, failed,
+                       diags, reqs, None, (load[0] * share, load[1] * share))
+            for (replicas, owner, f), share in zip(decls, _site_shares(mult, cache, decls,
+                                                                       load[0], diags))]
+
+
+def _side(f: Instance) -> Optional[str]:
+    return getattr(f.field("side"), "name", None)
+
+
+def _partners(decls, owner: Instance, f: Instance) -> List[Instance]:
+    return [g for _, o, g in decls if o is owner and g is not f and _side(g) != _side(f)]
+
+
+def _site_shares(mult, cache, decls, peak_w: float, diags) -> List[float]:
+    """For each mechanical feeder declaration, the share of the facility's consumers each of
+    its replicas carries: in each site that holds it, the site's share (analyses/sites.py) over
+    the units of its side there (replicas x `count`), times its `count`, averaged over its
+    replicas. One site: count / the units of its side. W629 names a site that holds none of
+    them while another does: its share is on no feeder."""
+    def count(f: Instance) -> int:
+        return int(_si(f.field("count")) or 1)
+
+    every = site_list(mult, cache)
+    units: Dict[Tuple[int, Optional[str]], float] = {}
+    for i, site in enumerate(every):
+        for _, _, f in decls:
+            n = site.replicas.get(id(f), 0) * count(f)
+            if n:
+                units[(i, _side(f))] = units.get((i, _side(f)), 0.0) + n
+    for i, site in enumerate(every):
+        if peak_w > 0 and not any(k[0] == i for k in units):
+            diags.append(Diagnostic(
+                "W629", Severity.WARNING,
+                f"site `{site.inst.path}` holds no feeder with `mechanical = true`: its share of "
+                f"the facility's own consumers ({readable.power(peak_w * site.share)} of "
+                f"{readable.power(peak_w)} at the peak, as its share of the IT load) is on no "
+                f"declared feeder, unchecked and without conversion losses", site.inst.span,
+                "declare the site's own feeders with `mechanical = true` (its mechanical "
+                "switchboards' supply)"))
+    return [sum(site.replicas.get(id(f), 0) * count(f) * site.share / units[(i, _side(f))]
+                for i, site in enumerate(every) if units.get((i, _side(f)))) / max(replicas, 1)
+            for replicas, _, f in decls]

@@ -33,6 +33,7 @@ import attrs
 
 from astral_dsl import filedigest, records, resources, usercache
 from astral_dsl.semantics.modules import file_sha256, inside, read_file
+from astral_dsl.units import readable
 
 MAX_HOURS = 8784
 DRY_BULB_C = (-90.0, 65.0)        # beyond the records (-89.2 degC Vostok, 56.7 degC Death Valley)
@@ -137,7 +138,7 @@ def load(name: str, root: Path) -> Climate:
 
 
 _NUMBERS = ("dry_bulb", "dew_point", "pressure", "wet_bulb")
-VERSION = "climate 3"       # of what `parse` and `with_wet_bulbs` return: cached and shipped data
+VERSION = "climate 4"       # of what `parse` and `with_wet_bulbs` return: cached and shipped data
 
 
 def _cached(data: bytes, name: str) -> Climate:
@@ -238,7 +239,7 @@ def _epw(lines: List[str], name: str) -> Climate:
         raise ClimateError(f"climate file `{name}`: its LOCATION line has {len(head)} fields, "
                            f"not 10 (EPW)")
     elevation = _check_elevation(name, _number(head[9], "the elevation", name, 1))
-    place = ", ".join(p.strip() for p in head[1:4] if p.strip() and p.strip() != "-")
+    place = _place(head[1:4], head[6], head[7], elevation)
     # month, day, hour; dry bulb, dew point, pressure (Pa); missing marks
     hours = _hours(lines, 8, name, (1, 2, 3), (6, 7, 9), 1.0, (99.9, 99.9, 999999.0),
                    lambda row: (row[1], row[2], row[3]), "the EPW's 35")
@@ -264,7 +265,7 @@ def _tmy3(lines: List[str], name: str) -> Climate:
                            + (f"no column {', '.join(f'`{c}`' for c in absent)}" if absent
                               else "its station line has fewer than 7 fields"))
     elevation = _check_elevation(name, _number(station[6], "the elevation", name, 1))
-    place = ", ".join(p.strip() for p in station[1:3] if p.strip())
+    place = _place(station[1:3], station[4], station[5], elevation)
     idate, itime, idry, idew, ipress = wanted.values()
 
     def when(row):
@@ -346,6 +347,27 @@ def _find_bad(lines, first, name, columns, need, when, width) -> None:
         for i, what in zip(columns, ("dry bulb", "dew point", "pressure")):
             _number(row[i], f"the {what}", name, n)
     raise ClimateError(f"climate file `{name}` is malformed")      # pragma: no cover
+
+
+# what a header writes where it has no name (PVGIS's EPW: `LOCATION,unknown,-,unknown,...`)
+_NO_NAME = {"", "-", "unknown", "n/a", "na", "none", "null"}
+
+
+def _place(names, latitude: str, longitude: str, elevation: float) -> str:
+    """The place the header names (city, state, country), without its placeholders; where it
+    names none, its coordinates and elevation ("45.00 N, 8.00 E, 250 m"), or "" when they are
+    not numbers on the globe."""
+    named = [p.strip() for p in names if p.strip().lower() not in _NO_NAME]
+    if named:
+        return ", ".join(named)
+    try:
+        lat, lon = float(latitude), float(longitude)
+    except ValueError:
+        return ""
+    if not (-90.0 <= lat <= 90.0 and -180.0 <= lon <= 180.0):
+        return ""
+    return (f"{abs(lat):.2f} {'N' if lat >= 0 else 'S'}, {abs(lon):.2f} "
+            f"{'E' if lon >= 0 else 'W'}, {readable.grouped(elevation, 1)} m")
 
 
 def _check_elevation(name: str, elevation: float) -> float:

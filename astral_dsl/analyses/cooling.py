@@ -148,9 +148,12 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
     assign = Circuits(mult, served, resolve, diags)
     cooled = bool(loops or air or assign.all)
     if not cooled and total_power + network_w > 0 and design.roots:
+        names = [f"`{r.path}`" for r in design.roots]     # every site's heat, not the first's
+        whose = names[0] if len(names) == 1 else \
+            f"the sites {', '.join(names[:-1])} and {names[-1]}"
         diags.append(_warn("W653", f"no cooling is declared: the "
                                    f"{readable.power(total_power + network_w)} "
-                                   f"of heat of `{root.path}` have no path out, and no PUE is "
+                                   f"of heat of {whose} have no path out, and no PUE is "
                                    f"computed", root.span,
                            "declare the `loop`s and `air` units that remove the heat and the "
                            "`facility` that rejects it"))

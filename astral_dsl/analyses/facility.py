@@ -318,8 +318,9 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     mech_loss = (sum(f.replicas * f.running * feeder_loss(f, f.average_w) for f in mech),
                  sum(f.replicas * f.running * feeder_loss(f, f.normal_w) for f in mech))
     stages = chain.stages(mult, diags)
-    default = not stages and any_feeders
-    if default:
+    # the share of the load through no declared transformer: all of it, or the bare sites'
+    default = (chain.bare_share(mult, cache, diags) if stages else 1.0) if any_feeders else 0.0
+    if default and not stages:
         root = next(iter(mult.values()))[1]
         diags.append(_warn("W630", "no `transformer` is declared: the losses between the "
                                    "utility and the feeders are taken as 0.47 % of the load "
@@ -333,8 +334,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     mean = it_in[0] + mech_avg
     square = sum((it_in[0] + h) ** 2 for h in avg_hours) / n
     per_stage: Dict[int, float] = {id(s): s.mean_losses(square) for s in stages}
-    transformer_avg = sum(per_stage.values()) if stages else \
-        chain.losses(stages, mean, default)
+    transformer_avg = sum(per_stage.values()) + chain.losses([], mean, default)
     site_peak = it_in[1] + peak_hours[hot]
     transformers = chain.check(stages, site_peak, per_stage, diags)
     for root in _sites_without_aux(mult) if cooled else ():
@@ -359,7 +359,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                           climate.name if climate is not None else None,
                           climate.place if climate is not None else "",
                           climate.hours if climate is not None else 0, stamp,
-                          pressure[0], pressure[1], default)
+                          pressure[0], pressure[1], default > 0)
 
 
 def _hourly(base: float, circuits_: List[Tuple[float, Sequence[float], float]]) -> List[float]:

@@ -116,6 +116,12 @@ class FabricCount:
     def power_w(self) -> float:
         return sum(t.power_w for t in self.tiers)
 
+    @property
+    def on(self) -> str:
+        """` on `owner`` where the fabric's path does not say where it is (one fabric attached
+        to several parts, e.g. two sites), else "": for the messages that name it."""
+        return "" if self.fabric.startswith(self.owner + ".") else f" on `{self.owner}`"
+
 
 @records.frozen(slots=False)
 class Hosts:

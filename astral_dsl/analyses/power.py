@@ -72,10 +72,11 @@ def analyse_power(design: Design, fabrics=(), cache: Optional[Dict] = None,
     averages = averages if averages is not None else Averages(design, mult, cache)
     diags: List[Diagnostic] = []
     levels: List[LevelLoad] = []
-    if averages.unstated_w > 0 and design.roots:
-        root = design.roots[0]
-        some = "" if averages.unstated_w >= averages.site_average_w - 1e-6 else \
-            f" for {readable.power(averages.unstated_w)} of its IT load"
+    for root, average_w, unstated_w in averages.sites:    # each site that lacks it, by name
+        if unstated_w <= 0:
+            continue
+        some = "" if unstated_w >= average_w - 1e-6 else \
+            f" for {readable.power(unstated_w)} of its IT load"
         diags.append(_err("W627", f"site `{root.path}` declares no `utilization`{some} (nor do "
                                   f"the parts inside it): the average IT load (facility power, "
                                   f"PUE) is taken as the peak there",
@@ -143,7 +144,7 @@ def _unfed_network(mult, served: Served, diags) -> float:
     fabric = served.resolve.by_path.get(first.fabric)
     diags.append(_err("W628", f"the network's {readable.power(watts)} "
                               f"({readable.grouped(switches)} switches of `{first.fabric}`"
-                              f"{others}) are on no declared feeder: their power path is not "
+                              f"{first.on}{others}) are on no declared feeder: their power path is not "
                               f"checked and they count without conversion losses",
                       fabric.span if fabric is not None else None,
                       "declare a feeder with `network = true` in the fabric's owner (or above): "

@@ -42,8 +42,11 @@ class Averages:
                 for c, child in inst.containment():
                     slot = self.inherited.setdefault(id(child), {})
                     slot[u] = slot.get(u, 0.0) + n * c
-        self.unstated_w = sum(self._walk(r, None)[2] for r in design.roots)
-        self.site_average_w = sum(self._walk(r, None)[0] for r in design.roots)
+        # per site: (site, its average draw, its peak with no utilization stated)
+        self.sites = tuple((r, self._walk(r, None)[0], self._walk(r, None)[2])
+                           for r in design.roots)
+        self.unstated_w = sum(z for _, _, z in self.sites)
+        self.site_average_w = sum(a for _, a, _ in self.sites)
 
     def _walk(self, inst: Instance, u_in: Optional[float]) -> Tuple[float, float, float]:
         """(average draw, average cold-plate heat, peak draw with no utilization stated) of one

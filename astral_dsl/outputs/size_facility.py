@@ -25,8 +25,10 @@ def _basis(eng: Engineering) -> Dict[str, str]:
     f = c.facility
     weather = "hour by hour over the climate" if f and f.climate else \
         "the declared free-cooling hours"
-    chain = "0.47 % of the load (no transformer: W630)" if f and f.default_transformer \
-        else "no-load and load losses, hour by hour"
+    chain = "no-load and load losses, hour by hour"
+    if f and f.default_transformer:     # no transformer at all, or a site without one
+        chain = f"{chain}; 0.47 % of the load of the sites without one (W630)" \
+            if f.transformers else "0.47 % of the load (no transformer: W630)"
     return {
         "it_w": "hosts at their utilization, switches at full power",
         "transformers_w": chain,

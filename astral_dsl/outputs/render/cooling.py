@@ -11,7 +11,8 @@ from astral_dsl.model.rollup import power_of
 from astral_dsl.model.values import Group, Symbol
 from astral_dsl.outputs.render.style import AMBER, Canvas, Line, celsius, litres_per_min, m3s, \
     n, percent, watts
-from astral_dsl.outputs.render.tree import Tree, counted, power_line, summary
+from astral_dsl.outputs.render.tree import Tree, counted, held_ids, power_line, summary, \
+    whole_design
 
 
 def _si(v) -> Optional[float]:
@@ -39,7 +40,7 @@ def build(ctx, located) -> Canvas:
     top = located.instance
     eng = ctx.eng
     title = [f"{located.text} — cooling view"]
-    if eng is not None and top is ctx.design.roots[0]:
+    if eng is not None and whole_design(ctx, top):
         c = eng.cooling
         title.append(f"heat: liquid {watts(c.liquid_heat_w)} · air {watts(c.air_heat_w)}"
                      + (f" (with {watts(eng.network_w)} of switches)" if eng.network_w else ""))
@@ -70,10 +71,10 @@ def build(ctx, located) -> Canvas:
 
     def on_cluster(key, inst, count):
         anchor = None
-        if inst is top and eng is not None and eng.cooling.facility is not None and \
-                top is ctx.design.roots[0]:
-            for i, cy in enumerate(eng.cooling.facility.circuits):
-                facilities.append((cy, _facility(canvas, ctx, cy, f"{key}_facility{i}")))
+        if inst is top and eng is not None and eng.cooling.facility is not None:
+            for i, (cy, shared) in enumerate(_circuits_of(ctx, top, eng.cooling.facility)):
+                facilities.append((cy, _facility(canvas, ctx, cy, f"{key}_facility{i}",
+                                                 shared)))
                 anchor = anchor or facilities[-1][1]
         if inst is top and eng is not None and eng.network_w and top is ctx.design.roots[0]:
             cooled = any(i.kind == "air" and i.field("network") is True
@@ -181,12 +182,29 @@ def _changed(ctx, inst: Instance) -> List[Line]:
     return [Line(f"scenario: {c}", bold=True, colour=AMBER) for c in ctx.changed_notes(inst)]
 
 
-def _facility(canvas: Canvas, ctx, cy, key: str) -> str:
+def _circuits_of(ctx, top: Instance, facility) -> List[Tuple[object, bool]]:
+    """The facility-water circuits the units in `top` draw on (with one site, all of them),
+    each with whether another site's units draw on it too (its figures are then theirs too)."""
+    if whole_design(ctx, top):
+        return [(cy, False) for cy in facility.circuits]
+    here = held_ids(top)
+    elsewhere = set().union(*(held_ids(r) for r in ctx.design.roots if r is not top))
+
+    def units(cy, held):
+        return any(id(ctx.by_path.get(d.path)) in held for d in cy.circuit.draws)
+
+    return [(cy, units(cy, elsewhere)) for cy in facility.circuits if units(cy, here)]
+
+
+def _facility(canvas: Canvas, ctx, cy, key: str, shared: bool = False) -> str:
     """A facility-water circuit: its temperatures, heat rejection, hours and chillers."""
     cc = cy.circuit
     fac = ctx.by_path.get(cc.path)
     lines = [f"facility {fac.template if fac is not None else cc.path}"
              + (f" · {cy.water_class}" if cy.water_class else "")]
+    if shared:
+        lines.append(Line("also another site's: its figures are all its sites'", small=True,
+                          colour=AMBER))
     if cc.supply_c is not None:
         lines.append(Line(f"supply {celsius(cc.supply_c)}" + (
             f" → {celsius(cc.supply_c + cc.rise_k)} return" if cc.rise_k else ""), small=True))

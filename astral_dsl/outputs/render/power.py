@@ -10,7 +10,8 @@ from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Group, Symbol
 from astral_dsl.outputs.feeder_load import battery_installed_ah, loading, through_w
 from astral_dsl.outputs.render.style import Canvas, Line, amps, n, percent, watts
-from astral_dsl.outputs.render.tree import Tree, counted, power_line, summary
+from astral_dsl.outputs.render.tree import Tree, counted, held_ids, power_line, summary, \
+    whole_design
 from astral_dsl.units.readable import apparent
 
 
@@ -53,7 +54,8 @@ def build(ctx, located) -> Canvas:
     eng = ctx.eng
     results = ctx.feeders
     title = [f"{located.text} — power view"]
-    if eng is not None and top is ctx.design.roots[0]:
+    design_wide = whole_design(ctx, top)
+    if eng is not None and design_wide:
         p = eng.power
         line = f"IT {watts(p.it_peak_w)} peak"
         if eng.network_w:
@@ -82,25 +84,29 @@ def build(ctx, located) -> Canvas:
     def on_cluster(key, inst, count):
         if inst is top:
             supplies = _supplies(canvas, ctx, top)
-            if eng is not None and top is ctx.design.roots[0] and \
-                    eng.cooling.facility is not None:
-                _transformers(canvas, eng.cooling.facility.transformers, supplies)
-        if inst is top and eng is not None and eng.network_w and top is ctx.design.roots[0]:
-            switches = sum(f.switches for f in eng.fabrics)
-            unfed = eng.power.network_unfed_w
-            where = "not on a declared feeder" if unfed >= eng.network_w - 1e-6 else (
+            if eng is not None and eng.cooling.facility is not None:
+                held = held_ids(top)      # this site's stages, not another site's
+                _transformers(canvas, [s for s in eng.cooling.facility.transformers
+                                       if s.inst is not None and id(s.inst) in held], supplies)
+        here = _network_here(ctx, top) if inst is top and eng is not None else None
+        if here is not None and here[0]:
+            watts_here, switches, unfed = here
+            where = "not on a declared feeder" if unfed >= watts_here - 1e-6 else (
                 f"{watts(unfed)} not on a declared feeder" if unfed else
                 "on the feeders with network = true")
             network.append(canvas.node("network", ["network switches", Line(
-                f"{n(switches)} switches · {watts(eng.network_w)} peak", small=True),
+                f"{n(switches)} switches · {watts(watts_here)} peak", small=True),
                 Line(where, small=True)], theme="note" if unfed else "compute",
                 tooltip="the switches' power counts in the IT load, at full power"))
-        if inst is top and eng is not None and top is ctx.design.roots[0] and \
-                eng.cooling.facility is not None and eng.cooling.facility.feeders:
-            peak = eng.cooling.peak
-            mech = peak.total_w - peak.it_w - peak.losses_w - peak.transformers_w
+        mech = [(reps, f) for reps, f in _feeders_below(ctx, top)
+                if f.field("mechanical") is True] if inst is top else []
+        if mech and eng is not None and eng.cooling.facility is not None:
+            # what this picture's mechanical feeders carry at the peak hour (in a design of
+            # several sites, its site's share; analyses/chain.py)
+            mech_w = sum(reps * r.count * r.normal_w for reps, r in
+                         ((reps, results.get(f.path)) for reps, f in mech) if r is not None)
             facility.append(canvas.node("facility", ["facility consumers", Line(
-                f"{watts(mech)} at the peak hour", small=True), Line(
+                f"{watts(mech_w)} at the peak hour", small=True), Line(
                 "CDUs, pumps, fans, chillers, heat rejection, lighting", small=True)],
                 theme="compute", tooltip="the facility's own consumers, on the feeders "
                                          "with mechanical = true"))
@@ -250,6 +256,24 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
     return entry, node
 
 
+def _network_here(ctx, top: Instance) -> Optional[Tuple[float, int, float]]:
+    """(power, switches, power on no feeder) of the fabrics the picture holds: the design's
+    with one site; in a site of several, those attached in it, a fabric supplied when a feeder
+    with `network = true` is declared in its owner or above it there."""
+    eng = ctx.eng
+    if whole_design(ctx, top):
+        return eng.network_w, sum(f.switches for f in eng.fabrics), eng.power.network_unfed_w
+    held = held_ids(top)
+    fed: set = set()
+    for owner in (i for i in ctx.design.instances if id(i) in held):
+        if any(isinstance(m.value, Instance) and m.value.kind == "feeder" and
+               m.value.field("network") is True for m in owner.members):
+            fed |= held_ids(owner)
+    fabrics = [f for f in eng.fabrics if id(ctx.by_path.get(f.owner)) in held]
+    return (sum(f.power_w for f in fabrics), sum(f.switches for f in fabrics),
+            sum(f.power_w for f in fabrics if id(ctx.by_path.get(f.owner)) not in fed))
+
+
 def _feeders_below(ctx, top: Instance) -> List[Tuple[int, Instance]]:
     """(replicas inside `top`, feeder) for every feeder declaration at or below `top`."""
     out: List[Tuple[int, Instance]] = []
@@ -277,8 +301,9 @@ def _supplies(canvas: Canvas, ctx, top: Instance) -> List[str]:
 
 
 def _transformers(canvas: Canvas, stages, supplies: List[str]) -> None:
-    """The transformer stages in the order declared, each carrying the site's whole load (as
-    the facility model counts them), the last one feeding every side's supply."""
+    """The site's transformer stages in the order declared, in series, each carrying the site's
+    load (in a design of several sites, its share: analyses/chain.py), the last one feeding
+    every side's supply."""
     previous = None
     for i, s in enumerate(stages):
         units = s.replicas * s.count

@@ -7,6 +7,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 
 from astral_dsl import records
+from astral_dsl.analyses.walk import owned
 from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import count_of, group_of, power_of
 from astral_dsl.outputs.render.style import Line, n, watts
@@ -210,6 +211,24 @@ class Tree:
             theme, extra = leaf(key, inst, count)
         self.canvas.node(key, lines + list(extra), theme=theme, parts=[inst], tooltip=tooltip)
         return key
+
+
+def held_ids(top: Instance) -> set:
+    """The ids of `top` and every part it holds."""
+    held = {id(top)}
+    stack = [top]
+    while stack:
+        for _, child in owned(stack.pop()):
+            if id(child) not in held:
+                held.add(id(child))
+                stack.append(child)
+    return held
+
+
+def whole_design(ctx, top: Instance) -> bool:
+    """Whether the picture is of the whole design (its one site): a title may then give the
+    design's figures; a site of several gives its own."""
+    return top is ctx.design.roots[0] and len(ctx.design.roots) == 1
 
 
 def power_line(ctx, inst: Instance, count: int) -> str:

@@ -1,0 +1,224 @@
+"""Designs of several sites (a campus of data halls, each its own `site` with its feeders,
+transformers, cooling and climate): every site named in the diagnostics that concern it, each
+site's power path drawn and loaded on its own, per-site figures adding up to the design's.
+Every expected value is computed by hand in the comments."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import astral_dsl
+
+BASE = """
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+rack Half { hosts = 4 x H, utilization = 50 % }
+"""
+
+
+def test_each_site_without_utilization_is_w627_with_its_own_share():
+    # A declares 50 %: silent. B declares none: all its 2 x 40 kW = 80 kW at peak, W627 names
+    # B. C holds 1 x R (40 kW, none stated) and 1 x Half (40 kW at 50 %): W627 names C "for
+    # 40 kW of its IT load" (its average is 40 + 20 = 60 kW, more than the 40 kW unstated).
+    # Before, one W627 named the first site (A, which declares it) for all 120 kW.
+    text = BASE + ("site A { racks = 2 x R, utilization = 50 % }\n"
+                   "site B { racks = 2 x R }\n"
+                   "site C { racks = 1 x R, halves = 1 x Half }\n")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="util.astral"))
+    w627 = [d for d in checked.diagnostics if d.code == "W627"]
+    assert [d.message.split(":")[0] for d in w627] == [
+        "site `B` declares no `utilization` (nor do the parts inside it)",
+        "site `C` declares no `utilization` for 40 kW of its IT load (nor do the parts inside "
+        "it)"]
+    assert [d.span.start.line for d in w627] == [6, 7] and all(d.hint for d in w627)
+    # the average IT load: A 80 kW x 50 % + B 80 kW + C 40 + 20 kW = 180 kW
+    assert checked.engineering.power.it_average_w == pytest.approx(180e3)
+
+
+MECH = "  feeder ma { current = ac, voltage = 400 V, capacity = 1 MW, side = A, efficiency = 100 %, " \
+    "mechanical = true }\n  feeder mb { current = ac, voltage = 400 V, capacity = 1 MW, side = B, " \
+    "efficiency = 100 %, mechanical = true }\n"
+AIR = "  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 0 % }\n"
+MECH_SITES = BASE + (
+    "site X {\n  racks = 3 x R, utilization = 100 %, auxiliary = 20 kW, altitude = 0 m\n"
+    + AIR + MECH + "}\n"
+    "site Y {\n  racks = 1 x R, utilization = 100 %, auxiliary = 12 kW\n" + AIR + MECH + "}\n"
+    "site Z {\n  racks = 1 x R, utilization = 100 %, auxiliary = 0 kW\n" + AIR + "}\n"
+    "scenario a_down { fail X.ma }\n")
+
+
+@pytest.fixture(scope="module")
+def mech_sites():
+    ws = astral_dsl.compiles(MECH_SITES, name="mech.astral")
+    return astral_dsl.check(ws, scenarios=["a_down"])
+
+
+def test_each_sites_mechanical_feeders_carry_its_share_not_the_designs(mech_sites):
+    # The facility's consumers: the auxiliaries only (fans at 0 %, no facility water): 20 +
+    # 12 = 32 kW. IT: X 3 x 40 = 120 kW, Y 40 kW, Z 40 kW: shares 0.6, 0.2, 0.2. X's pair
+    # carries 0.6 x 32 = 19.2 kW (9.6 kW each side in normal operation), Y's 0.2 x 32 = 6.4 kW
+    # (3.2 kW each). Before, the four feeders shared 32 kW per side: 16 kW on each feeder
+    # whatever its site. Z holds none: W629 names it, its 6.4 kW on no feeder.
+    facility = mech_sites.engineering.cooling.facility
+    # in the order declared, the sites in theirs (the walk listed Y's first)
+    assert [f.path for f in facility.feeders] == ["X.ma", "X.mb", "Y.ma", "Y.mb"]
+    assert mech_sites.engineering.cooling.peak.auxiliary_w == pytest.approx(32e3)
+    assert {f.path: (f.load_w, f.normal_w) for f in facility.feeders} == {
+        "X.ma": (pytest.approx(19.2e3), pytest.approx(9.6e3)),
+        "X.mb": (pytest.approx(19.2e3), pytest.approx(9.6e3)),
+        "Y.ma": (pytest.approx(6.4e3), pytest.approx(3.2e3)),
+        "Y.mb": (pytest.approx(6.4e3), pytest.approx(3.2e3))}
+    (w,) = [d for d in mech_sites.diagnostics if d.code == "W629"]
+    assert w.message.startswith("site `Z` holds no feeder with `mechanical = true`: its share "
+                                "of the facility's own consumers (6.4 kW of 32 kW at the peak")
+    assert w.span.start.line == 17 and w.hint       # `site Z {`
+
+
+def test_failing_one_sites_mechanical_feeder_leaves_the_other_site_untouched(mech_sites):
+    # X.ma down: X.mb carries X's 19.2 kW alone; Y's pair still 3.2 kW each
+    (outcome,) = [o for o in mech_sites.scenarios if o.name == "a_down"]
+    feeders = {f.path: f.normal_w for f in outcome.result.cooling.facility.feeders}
+    assert feeders == {"X.ma": 0.0, "X.mb": pytest.approx(19.2e3),
+                       "Y.ma": pytest.approx(3.2e3), "Y.mb": pytest.approx(3.2e3)}
+
+
+def _power_view(checked, name):
+    from astral_dsl.outputs.render import canvas
+
+    cv = canvas(checked.design, "power", name, None, checked)
+    return cv.g.source
+
+
+@pytest.fixture(scope="module")
+def chain_sites():
+    # X and Y declare their own stages, hv then mv (in series, upstream first)
+    t = ("  transformer hv { capacity = 5000 kVA, count = 2, redundancy = two_n, "
+         "no_load_loss = 2 kW, load_loss = 8 kW, power_factor = 100 % }\n"
+         "  transformer mv { capacity = 500 kVA, count = 2, redundancy = two_n, "
+         "no_load_loss = 1 kW, load_loss = 4 kW, power_factor = 100 % }\n")
+    text = MECH_SITES.replace("  racks = 3 x R,", t + "  racks = 3 x R,") \
+        .replace("  racks = 1 x R, utilization = 100 %, auxiliary = 12 kW",
+                 t + "  racks = 1 x R, utilization = 100 %, auxiliary = 12 kW")
+    return astral_dsl.check(astral_dsl.compiles(text, name="chain.astral"))
+
+
+def test_the_power_view_draws_each_sites_own_transformer_chain(chain_sites):
+    # The site's load at the peak hour: IT 200 kW + the consumers 32 kW = 232 kW (feeders at
+    # 100 %); X's share 0.6 = 139.2 kW, Y's 0.2 = 46.4 kW. X's picture: X.hv -> X.mv -> the
+    # supplies, and nothing of Y's (before: X.hv, X.mv, Y.hv, Y.mv in one chain of four; Y's
+    # picture had none). Its consumers: what X's mechanical feeders carry, 19.2 kW (before,
+    # the design's 32 kW); its title X's own 120 kW, not the design's 200 kW.
+    stages = chain_sites.engineering.cooling.facility.transformers
+    assert [t.path for t in stages] == ["X.hv", "X.mv", "Y.hv", "Y.mv"]     # as declared
+    for site, other, carried, mech, it in (
+            ("X", "Y", "139.2 kW", "19.2 kW", "12 hosts · 3 racks · 120 kW"),
+            ("Y", "X", "46.4 kW", "6.4 kW", "4 hosts · 1 rack · 40 kW")):
+        dot = _power_view(chain_sites, site)
+        tooltips = re.findall(r'tooltip="transformer (\S+):', dot)
+        assert tooltips == [f"{site}.hv", f"{site}.mv"]
+        assert "transformer_0 -> transformer_1" in dot and "transformer_1 -> supply_A" in dot \
+            and "transformer_1 -> supply_B" in dot and "transformer_2" not in dot
+        assert dot.count(f"carries {carried} at the peak hour") == 2
+        assert f"{mech} at the peak hour" in dot
+        assert f'COLOR="#455a64">{it} peak<' in dot
+        assert f"{other}.hv" not in dot and f"{other}.mv" not in dot
+
+
+def test_w653_counts_and_names_every_sites_heat():
+    # X 2 x 40 kW and Y 40 kW, no cooling anywhere: 120 kW of both sites' heat (it named X
+    # alone for the design's 120 kW)
+    text = BASE + "site X { racks = 2 x R }\nsite Y { racks = 1 x R }\n"
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="hot.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W653"]
+    assert w.message == ("no cooling is declared: the 120 kW of heat of the sites `X` and `Y` "
+                         "have no path out, and no PUE is computed")
+
+
+def test_the_cooling_view_draws_each_sites_own_circuits():
+    # X and Y each their own circuit `fw`: X's picture draws X.fw (its 120 kW of air heat + 3 %
+    # fans = 123.6 kW average) and not Y's, Y's draws Y.fw (41.2 kW); each title the site's own
+    # heat, not the design's (before: X's picture drew both circuits under the design's
+    # figures, Y's none). A circuit two sites draw on (one template, `Shared`) says so.
+    fw = ("  facility fw { supply = 15 degC, rise = 10 K, pump_head = 0 kPa, "
+          "pump_efficiency = 80 %, free_cooling = 8760 h, chiller_cop = 5 }\n")
+    air = "  air room { supply = 25 degC, rise = 12 K, approach = 10 K, fan_power_ratio = 3 % }\n"
+    text = BASE + "".join(f"site {s} {{\n  racks = {k} x R, utilization = 100 %, altitude = 0 m\n"
+                          + fw + air + "}\n" for s, k in (("X", 3), ("Y", 1)))
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="fw.astral"))
+    from astral_dsl.outputs.render import canvas
+
+    for site, other, heat, title in (("X", "Y", "123.6 kW", "12 hosts · 3 racks · 120 kW"),
+                                     ("Y", "X", "41.2 kW", "4 hosts · 1 rack · 40 kW")):
+        dot = canvas(checked.design, "cooling", site, None, checked).g.source
+        assert f'tooltip="facility {site}.fw' in dot and f"facility {other}.fw" not in dot
+        assert f"{heat} average · pumps 0 W" in dot and "another site" not in dot
+        assert f'COLOR="#455a64">{title} peak<' in dot
+    shared = BASE + "facility Shared { supply = 15 degC, rise = 10 K, free_cooling = 8760 h, " \
+        "chiller_cop = 5 }\n" + "".join(
+            f"site {s} {{\n  racks = 1 x R\n" + air.replace("3 % }", "3 %, facility = Shared }")
+            + "}\n" for s in "XY")
+    checked = astral_dsl.check(astral_dsl.compiles(shared, name="shared.astral"))
+    for site in "XY":
+        dot = canvas(checked.design, "cooling", site, None, checked).g.source
+        assert "also another site&#x27;s: its figures are all its sites&#x27;" in dot
+
+
+def test_a_site_without_transformers_among_others_takes_the_default_with_w630():
+    # X 120 kW through its 2 x 2,500 kVA (P0 1 kW, Pk 4 kW): x = 120 / 5,000 = 0.024, 2 x
+    # (1,000 + 4,000 x 0.024^2) = 2,004.608 W. Y 40 kW through none: 40,000 x (1 / 0.9953 - 1)
+    # = 188.888 W at the sourced default, with W630 naming Y (it was 0 W, silently)
+    t = ("transformer T { capacity = 2500 kVA, count = 2, redundancy = two_n, "
+         "no_load_loss = 1 kW, load_loss = 4 kW, power_factor = 100 % }\n")
+    f = "  feeder f { current = dc, voltage = 240 V, capacity = 1 MW, efficiency = 100 %, " \
+        "serves = racks }\n"
+    text = BASE + t + "site X {\n  racks = 3 x R, utilization = 100 %\n  transformer mv = T\n" \
+        + f + "}\nsite Y {\n  racks = 1 x R, utilization = 100 %\n" + f + "}\n"
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="tx.astral"))
+    cooling = checked.engineering.cooling
+    assert cooling.peak.transformers_w == pytest.approx(2004.608 + 40e3 * (1 / 0.9953 - 1))
+    assert cooling.peak.transformers_w == pytest.approx(2193.496, abs=1e-3)
+    assert cooling.average.transformers_w == pytest.approx(cooling.peak.transformers_w)
+    (w,) = [d for d in checked.diagnostics if d.code == "W630"]
+    assert w.message.startswith("site `Y` declares no `transformer` (other sites do): the "
+                                "losses between the utility and its feeders are taken as 0.47 %")
+    assert w.span.start.line == 11 and w.hint          # `site Y {`
+    assert cooling.facility.default_transformer
+
+
+NET = """
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 400 Gb/s }
+switch S { ports = 64, port_speed = 400 Gb/s, power = 1 kW }
+host H { gpus = 8 x G, nics = 8 x N, power = 8 kW }
+rack R { hosts = 4 x H }
+fabric F {
+  rails = 8
+  tier leaf { switch = S, scope = site, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = S, scope = site, down = 64 x 400 Gb/s }
+}
+site X { racks = 8 x R, fabric = F, utilization = 100 %
+  feeder n { current = dc, voltage = 240 V, capacity = 1 MW, efficiency = 100 %, network = true }
+}
+site Y { racks = 4 x R, fabric = F, utilization = 100 % }
+"""
+
+
+def test_one_fabric_on_two_sites_is_named_and_drawn_per_site():
+    # Each site's fabric: a leaf per rail (8, X's 32 hosts and Y's 16 within 32 ports) and
+    # 8 x 32 uplinks / 64 = 4 spines: 12 switches of 1 kW, 12 kW per site, 24 kW in all. The
+    # fabric is one (`X.fabric`): W647 says which site's switches (both read `X.fabric`, one
+    # message for two sites' heat); each site's picture draws its own 12 switches (X's drew
+    # the design's 24, Y's none), X's on its network feeder, Y's on none (W628 names Y).
+    from astral_dsl.outputs.render import canvas
+
+    checked = astral_dsl.check(astral_dsl.compiles(NET, name="net.astral"))
+    assert [d.message for d in checked.diagnostics if d.code == "W647"] == [
+        "the switches of `X.fabric` make 12 kW of heat that no air unit removes",
+        "the switches of `X.fabric` on `Y` make 12 kW of heat that no air unit removes"]
+    (w,) = [d for d in checked.diagnostics if d.code == "W628"]
+    assert "(12 switches of `X.fabric` on `Y`)" in w.message
+    for site, where in (("X", "on the feeders with network = true"),
+                        ("Y", "not on a declared feeder")):
+        dot = canvas(checked.design, "power", site, None, checked).g.source
+        assert "12 switches · 12 kW peak" in dot and where in dot
