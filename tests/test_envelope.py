@@ -342,3 +342,23 @@ def test_a_bad_fit_file_is_named_once(tmp_path, capsys):
     with pytest.raises(ValueError) as err:
         read_calibration(bad)
     assert str(err.value) == f"{bad}: not a calibration fit (gemm_eff = 5 is outside [0.3, 1])"
+
+
+def test_fp8_with_block_scales_is_a_regime_of_its_own():
+    """fp8 with row / 128-block scales prices its GEMMs by gemm_eff_fp8_block, fitted on Hopper
+    runs only (torchtitan's rowwise Llama 3 8B): a GB200 job in it is outside the shipped
+    envelope (each part was checked, never together: GB200, FP8-block on H100), not inside
+    GB200/FP8's per-tensor band; the accuracy families still count it as FP8."""
+    from astral_dsl.seer.calibration import shipped
+    from astral_dsl.seer.regime import family
+
+    spec = attrs.evolve(_spec("fp8"), fp8_recipe="blockwise")
+    assert spec.gemm_precision == "fp8_block"
+    env = envelope(spec, "GB200", shipped())
+    assert env.regime["precision"] == "FP8-block" and not env.inside
+    assert env.outside == ("the combination GB200/FP8-block/flash/dense/megatron",)
+    assert family(env.regime) == ("GB200", "FP8")
+    per_tensor = envelope(attrs.evolve(_spec("fp8"), fp8_recipe="current"), "GB200", shipped())
+    assert per_tensor.regime["precision"] == "FP8"
+    # the shipped fit's rowwise rows are the ones of their regime
+    assert shipped().bands["H100/FP8-block/flash/dense/torchtitan"]["rows"] == 2
