@@ -58,3 +58,55 @@ def test_a_failed_agg_switch_oversubscribes_the_tors_into_agg(checked):
         "(`S.fabric.pod[1].rail[0].plane[A].agg[1]` failed), above the declared limit 1:1")
     assert notes[1] == ("[E602] each of those `tor` switches loses 25 % of its uplinks into "
                         "`agg`, so its 1:1 / (1 - 25 %) = 1.3333:1")
+
+
+# ---- a host whose ports straddle two ToRs -----------------------------------------------------
+# 1 rail, 1 plane; hosts of 2 GPUs and 2 one-port NICs (GPU i on NIC i), 6 per rack, 2 racks; a
+# ToR per rack takes 3 ports, so rack r's hosts put ports 0-11 on ToRs 0-3: ToR 0 holds host 0's
+# NICs 0 and 1 and host 1's NIC 0, host 1's NIC 1 is on ToR 1. 8 ToRs of 3 uplinks under 12 aggs
+# of 3 downlinks in planes (formulas.even_upper_switches: P = 3, agg k reaches ToR k // 3 of each
+# rack with 1 link).
+STRADDLE = """
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 100 Gb/s }
+switch Sw { ports = 8, port_speed = 100 Gb/s, power = 500 W }
+host H { gpus = 2 x G, nics = 2 x N }
+rack R { hosts = 6 x H }
+fabric F {
+  rails = 1, planes = 1, max_oversubscription = 1
+  tier tor { switch = Sw, scope = rack, down = 3 x 100 Gb/s, up = 3 x 100 Gb/s }
+  tier agg { switch = Sw, scope = pod, down = 3 x 100 Gb/s }
+}
+pod P { racks = 2 x R, fabric = F }
+site S { pods = 1 x P }
+scenario agg0 { fail S.pods[0].fabric.agg[0] }
+scenario tor0_up { fail S.pods[0].fabric.rack[0].tor[0] -- S.pods[0].fabric.agg }
+"""
+
+
+@pytest.fixture(scope="module")
+def straddle():
+    ws = astral_dsl.compiles(STRADDLE, name="t.astral", root=REPO)
+    result = astral_dsl.check(ws, ["agg0", "tor0_up"])
+    return {o.name: o for o in result.scenarios}, \
+        {d.message.split("`")[1]: d for d in result.diagnostics if d.code == "W680"}
+
+
+def test_a_failed_agg_slows_only_the_ports_on_its_tors(straddle):
+    """agg 0 reaches ToR 0 of each rack: 3 ports there per rack, 2 racks: 6 NICs lose 1 of 3
+    uplinks (1:1 / (1 - 1/3) = 1.5:1, 66.67 % of their bandwidth); host 1's NIC 1, on ToR 1,
+    keeps all of its uplinks (it was counted: 8 NICs)."""
+    outcomes, w680 = straddle
+    assert "6 NICs run at 66.67 % of their bandwidth for traffic into tier `agg` " \
+           "(`S.pods[0].fabric.agg[0]` failed)" in outcomes["agg0"].notes
+    assert "tier `tor` runs 1.5:1 into `agg`" in w680["agg0"].notes[0]
+
+
+def test_a_tor_that_loses_its_uplinks_cuts_only_its_ports(straddle):
+    """ToR 0 of rack 0 loses every uplink: the GPUs on its 3 ports (host 0's GPUs 0 and 1,
+    host 1's GPU 0) reach only one another; host 1's GPU 1 is on ToR 1 (it was counted: 4)."""
+    _, w680 = straddle
+    notes = w680["tor0_up"].notes
+    assert notes[0].startswith("breaks: [E617] 3 GPUs lose every path into tier `agg`")
+    assert notes[1:] == ("[E617] NIC 0 of 2 hosts from `S.pods[0].racks[0].hosts[0]`",
+                         "[E617] NIC 1 of 1 host from `S.pods[0].racks[0].hosts[0]`")

@@ -170,20 +170,17 @@ class _Builder:
         return ports_on(area, index, self.tiers[0].down_ports, rails, planes, self.places,
                         self.runs, self.wire)
 
-    def tor_hosts(self, area: Interval, index: int, rail: Optional[int],
-                  plane: Optional[int]) -> List[Interval]:
-        """The hosts with a port of `rail` and `plane` on first-tier switch `index` (a host
-        whose ports there straddle two switches is under both)."""
-        return merge([iv for iv, _, _ in self.tor_ports(area, index, [rail], [plane])])
-
     def lose_under(self, t: int, rails, planes, areas: Sequence[Interval], index: int,
                    lost: float, top: int, cause: int) -> None:
-        """`lose` for the hosts under first-tier switch `index` of each group in `areas`, rail
-        by rail and plane by plane (a rail's hosts on one switch depend on its ports)."""
+        """`lose` for the NIC ports that land on first-tier switch `index` of each group in
+        `areas`, port by port: a host whose ports of a rail and plane straddle two switches
+        loses, on each port, what that port's own switch loses."""
         for r in rails:
             for p in planes:
-                hosts = [iv for a in areas for iv in self.tor_hosts(a, index, r, p)]
-                self.lose(t, [r], [p], hosts, lost, top, cause)
+                pieces = self.uplinks.setdefault((t, r, p), [])
+                for area in areas:
+                    pieces.extend(Piece(a, b, lost, top, cause, (k, j)) for (a, b), k, j
+                                  in self.tor_ports(area, index, [r], [p]))
 
     def scope_areas(self, t: TierCount, area: Interval) -> List[Interval]:
         """The scope instances of tier t's groups inside `area`."""

@@ -3,7 +3,8 @@ of host numbers, host_positions.py), and what it breaks.
 
 - ports: per (NIC, port), the hosts on which that port is dark;
 - uplinks: per (tier t, rail, plane), the hosts whose traffic into tier t loses a share of its
-  links (1: every link) once it climbs to tier `top` or above.
+  links (1: every link) once it climbs to tier `top` or above (on one NIC port when the loss is
+  that of the first-tier switch the port lands on: a host's ports may straddle two).
 
 A NIC runs on its live ports; the traffic of a collective is split evenly over them and waits
 for the slowest, so its rate is (live ports) x (the bandwidth share of the slowest path), where
@@ -40,6 +41,7 @@ class Piece:
     lost: float
     top: int
     cause: int                       # index into Damage.causes
+    port: Optional[Tuple[int, int]] = None   # the (NIC, port) it applies to; None: every one
 
 
 class _Map:
@@ -110,10 +112,16 @@ class Damage:
             if key[0] == "port":
                 pieces = self.ports.get(key[1:], ())
             else:
-                t, rail, plane, top = key[1:]
-                pieces = [p for p in self.uplinks.get((t, rail, plane), ()) if p.top <= top]
+                t, rail, plane, top, port = key[1:]
+                pieces = [p for p in _on_port(self.uplinks.get((t, rail, plane), ()), port)
+                          if p.top <= top]
             hit = self._maps[key] = _Map(pieces)
         return hit
+
+    def _port_key(self, key, nic: int, port: int) -> Optional[Tuple[int, int]]:
+        """(nic, port) when some loss of uplink `key` applies to one NIC port only, else None
+        (the map is then shared by every port)."""
+        return (nic, port) if any(p.port is not None for p in self.uplinks[key]) else None
 
     def key(self, t: int, nic: int, port: int) -> Tuple[int, Optional[int], Optional[int]]:
         """The uplink key of the traffic of NIC `nic`'s port `port` into tier t."""
@@ -134,7 +142,8 @@ class Damage:
             ups = []
             for t in range(1, top + 1):
                 k = self.key(t, nic, j)
-                m = self._map(("up",) + k + (top,)) if k in self.uplinks else None
+                m = self._map(("up",) + k + (top, self._port_key(k, nic, j))) \
+                    if k in self.uplinks else None
                 ups.append((t, m))
                 if m is not None:
                     bounds.update(m.starts)
@@ -287,11 +296,18 @@ def degraded(damage: Damage) -> Iterator[Tuple[int, float, Tuple[int, ...], floa
     (a switch of tier t that lost its links above: only the traffic climbing past it turns
     away from it)."""
     for (t, rail, plane), pieces in sorted(damage.uplinks.items(), key=lambda kv: str(kv[0])):
-        m = _Map(pieces)
-        for _, (lost, causes) in zip(m.starts, m.values):
-            if causes and EPS < lost < 1 - EPS:
-                top = max(p.top for p in pieces if p.cause in causes)
-                yield t, lost, causes, damage.oversub[t - 1] / (1 - lost), max(t, top)
+        for port in sorted({p.port for p in pieces if p.port is not None}) or [None]:
+            mine = _on_port(pieces, port)
+            m = _Map(mine)
+            for _, (lost, causes) in zip(m.starts, m.values):
+                if causes and EPS < lost < 1 - EPS:
+                    top = max(p.top for p in mine if p.cause in causes)
+                    yield t, lost, causes, damage.oversub[t - 1] / (1 - lost), max(t, top)
+
+
+def _on_port(pieces: Iterable[Piece], port: Optional[Tuple[int, int]]) -> List[Piece]:
+    """The pieces that apply to NIC port `port` (None: to every port, those of no port)."""
+    return [p for p in pieces if p.port is None or p.port == port]
 
 
 def worst_oversubscription(damage: Optional[Damage]) -> Optional[float]:
