@@ -21,21 +21,29 @@ from test_forecast_failures import DESIGN  # noqa: E402
 LINKS = """
 scenario agg_core { fail S.fabric.pod[1].rail[0].plane[A].agg[1] -- S.fabric.core }
 scenario agg1 { fail S.fabric.pod[1].rail[0].plane[A].agg[1] }
+scenario plane_and_rail { fail S.fabric.plane[A]
+  fail S.fabric.rail[0] }
+scenario group_and_switch { fail S.fabric.pod[1].rail[0].plane[A].agg
+  fail S.fabric.pod[1].rail[0].plane[A].agg[1] }
+scenario twice { fail S.fabric.pod[1].rail[0].plane[A].agg[1]
+  fail S.fabric.pod[1].rail[0].plane[A].agg[1] }
 """
+OVERLAPS = ["plane_and_rail", "group_and_switch", "twice"]
 
 
 @pytest.fixture(scope="module")
 def checked():
     ws = astral_dsl.compiles(DESIGN + LINKS, name="t.astral", root=REPO)
-    result = astral_dsl.check(ws, ["agg_core", "agg1"])
-    return {d.message.split("`")[1]: d for d in result.diagnostics if d.code == "W680"}
+    result = astral_dsl.check(ws, ["agg_core", "agg1"] + OVERLAPS)
+    return {d.message.split("`")[1]: d for d in result.diagnostics if d.code == "W680"}, \
+        {o.name: o.notes for o in result.scenarios}
 
 
 def test_an_agg_core_link_failure_names_the_links_and_the_traffic(checked):
     """agg[1] loses its links to the core: the 2 ToRs below it route their core-bound traffic
     over their other 12 uplinks (4 of their 16 went to agg[1]: 25 % lost for that traffic), so
     it runs 1:1 / (1 - 25 %) = 1.3333:1; their traffic that turns at `agg` keeps every link."""
-    notes = checked["agg_core"].notes
+    notes = checked[0]["agg_core"].notes
     assert notes[0].startswith(
         "breaks: [E602] `S.fabric.pod[1].rail[0].plane[A].agg[1] -- S.fabric.core` failed: "
         "the traffic into `core` of the hosts behind the `tor` switches below it runs "
@@ -51,13 +59,33 @@ def test_an_agg_core_link_failure_names_the_links_and_the_traffic(checked):
 def test_a_failed_agg_switch_oversubscribes_the_tors_into_agg(checked):
     """agg[1] itself fails: every path through it is gone, the ToRs' traffic into `agg` runs
     on 12 of 16 uplinks: 1:1 / (1 - 25 %) = 1.3333:1, the arithmetic in the W680's notes."""
-    notes = checked["agg1"].notes
+    notes = checked[0]["agg1"].notes
     assert notes[0].startswith(
         "breaks: [E602] tier `tor` runs 1.3333:1 into `agg` for the traffic of the hosts behind "
         "the switches that lost 25 % of their uplinks "
         "(`S.fabric.pod[1].rail[0].plane[A].agg[1]` failed), above the declared limit 1:1")
     assert notes[1] == ("[E602] each of those `tor` switches loses 25 % of its uplinks into "
                         "`agg`, so its 1:1 / (1 - 25 %) = 1.3333:1")
+
+
+@pytest.mark.parametrize("scenario, expected", [
+    # plane A: 2 pods x 8 rails = 16 groups of 2 ToRs and 4 aggs: 32 ToRs, 64 aggs; rail 0
+    # adds its plane-B groups only, 2 pods: 4 ToRs and 8 aggs (it was counted with plane A's
+    # again: 40 and 80)
+    ("plane_and_rail", ["36 `tor` switches off: 36.0 kW less network power",
+                        "72 `agg` switches off: 72.0 kW less network power"]),
+    # agg[1] is one of the 4 aggs of the group already off: 4, not 5
+    ("group_and_switch", ["4 `agg` switches off: 4.0 kW less network power"]),
+    # a switch named twice fails once: 1 switch, 25 % of the ToRs' uplinks (not 2 and 50 %)
+    ("twice", ["1 `agg` switch off: 1.0 kW less network power",
+               "64 NICs run at 75 % of their bandwidth for traffic into tier `core` "
+               "(`S.fabric.pod[1].rail[0].plane[A].agg[1]` failed)"]),
+])
+def test_a_switch_named_by_two_targets_is_off_once(checked, scenario, expected):
+    """Switches of 1 kW: the power off is the switches off x 1 kW."""
+    notes = checked[1][scenario]
+    for line in expected:
+        assert line in notes, notes
 
 
 # ---- a host whose ports straddle two ToRs -----------------------------------------------------

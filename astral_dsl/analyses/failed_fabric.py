@@ -85,14 +85,20 @@ class _Builder:
         self.runs = host_runs(owner, self.wire, cache)
         self.ports: Dict[Tuple[int, int], List[Piece]] = {}
         self.uplinks: Dict[Tuple[int, Optional[int], Optional[int]], List[Piece]] = {}
-        self.failed: Dict[str, float] = {}
+        # per tier index, the switches named off: ((group area, rail, plane), switch or None
+        # for the whole group)
+        self.off: Dict[int, set] = {}
         self.causes: List[str] = []
         self.spans: List[Optional[Span]] = []
         self.diags: List[Diagnostic] = []
 
     # -- the result -----------------------------------------------------------------------------
     def build(self, failures: Sequence[Failure]) -> FabricCount:
+        seen = set()
         for f in failures:
+            if (f.written, f.fraction) in seen:     # a part named twice fails once
+                continue
+            seen.add((f.written, f.fraction))
             try:
                 self.one(f)
             except Bad as bad:
@@ -101,6 +107,7 @@ class _Builder:
                 self.diags.append(_err("E219", f"`{f.written}` names more than 65,536 separate "
                                                f"runs of hosts", f.span,
                                        "fail a rail, a plane or a tier group instead"))
+        failed = self.failed()
         damage = Damage(self.owner.path, self.fc.instances, self.pos.total,
                         max(1, self.fc.rails), max(1, self.fc.planes), self.nics,
                         self.ports_per_nic, self.hosts.gpus_per_host,
@@ -108,10 +115,10 @@ class _Builder:
                         tuple(t.oversubscription if t.oversubscription is not None else 1.0
                               for t in self.tiers),
                         tuple(t.name for t in self.tiers), self.ports, self.uplinks,
-                        tuple(self.causes), tuple(self.spans), tuple(sorted(self.failed.items())))
+                        tuple(self.causes), tuple(self.spans), tuple(sorted(failed.items())))
         tiers = []
         for t in self.tiers:
-            off = min(self.failed.get(t.name, 0.0) * self.fc.instances, t.switches - t.failed)
+            off = min(failed.get(t.name, 0.0) * self.fc.instances, t.switches - t.failed)
             tiers.append(attrs.evolve(t, failed=t.failed + off,
                                       power_w=t.power_w - off * t.switch_share_w) if off else t)
         limit = self.fc.max_oversubscription
@@ -132,9 +139,9 @@ class _Builder:
         if f.fraction is not None:     # the tier below loses its share: network.fabric_counts
             if self.tiers and self.tier_index(t) == 0:
                 raise Bad("E219", f"`{f.written}`: a share of the first tier does not say "
-                                   f"which hosts lose their ports",
-                           f"name the switches (`{t.display}` of one group, one switch "
-                           f"`...{t.tier}[0]`) or a plane")
+                                  f"which hosts lose their ports",
+                          f"name the switches (`{t.display}` of one group, one switch "
+                          f"`...{t.tier}[0]`) or a plane")
             return
         if isinstance(t, FabricSelection):
             self.selection(t, self.cause(f))
@@ -244,8 +251,8 @@ class _Builder:
         if iv is None:
             n = self.pos.count((kind,))
             raise Bad("E214", f"`{sel.display}`: {kind} {index} is out of range: "
-                               f"`{self.owner.path}` holds {n:,} {kind}s"
-                               + (f" (0 to {n - 1:,})" if n else ""))
+                              f"`{self.owner.path}` holds {n:,} {kind}s"
+                              + (f" (0 to {n - 1:,})" if n else ""))
         return iv
 
     def one_switch(self, sel: FabricSelection, i: int) -> None:
@@ -260,13 +267,13 @@ class _Builder:
             key = TierKey(self.fc.fabric, t.name, (kinds[0], 0) if kinds else None,
                           0 if "rail" in t.per else None, 0 if "plane" in t.per else None)
             raise Bad("E219", f"`{sel.display}` names a switch of every `{t.name}` group: "
-                               f"name its {', '.join(missing)} too",
-                       f"e.g. `{key.switch(sel.switch)}` (`astral forecast --ranks` lists "
-                       f"the stable names)")
+                              f"name its {', '.join(missing)} too",
+                      f"e.g. `{key.switch(sel.switch)}` (`astral forecast --ranks` lists "
+                      f"the stable names)")
         if sel.switch >= t.per_group:
             raise Bad("E214", f"`{sel.display}`: switch {sel.switch:,} is out of range: each "
-                               f"`{t.name}` group has {t.per_group:,} switches "
-                               f"(0 to {t.per_group - 1:,})")
+                              f"`{t.name}` group has {t.per_group:,} switches "
+                              f"(0 to {t.per_group - 1:,})")
 
     def selection(self, sel: FabricSelection, cause: int) -> None:
         if sel.tier is not None:
@@ -278,20 +285,30 @@ class _Builder:
                       and (sel.scope is None or self.within(t, sel.scope[0]))]
             if not chosen:
                 raise Bad("E219", f"`{sel.display}` names no switch: no tier of the fabric is "
-                                   f"split that way",
-                           f"name a tier, e.g. `{self.fc.fabric}.{self.tiers[0].name}`"
-                           if self.tiers else None)
+                                  f"split that way",
+                          f"name a tier, e.g. `{self.fc.fabric}.{self.tiers[0].name}`"
+                          if self.tiers else None)
         area = self.area_of(sel)
         for i in chosen:
             t = self.tiers[i]
             rails, planes = self.rails_of(t, sel.rail), self.planes_of(t, sel.plane)
             if sel.switch is not None:
                 self.one_switch(sel, i)
-                self.failed[t.name] = self.failed.get(t.name, 0.0) + 1
-            else:
-                groups = len(self.scope_areas(t, area)) * len(rails) * len(planes)
-                self.failed[t.name] = self.failed.get(t.name, 0.0) + groups * t.per_group
+            self.off.setdefault(i, set()).update(
+                ((a, r, p), sel.switch) for a in self.scope_areas(t, area) for r in rails
+                for p in planes)
             self.switch_down(i, area, rails, planes, sel.switch, cause)
+
+    def failed(self) -> Dict[str, float]:
+        """Per tier, its switches off in one replica of the owner, each counted once however
+        many targets name it (a plane and a rail share the rail's switches of the plane)."""
+        out = {}
+        for i, named in sorted(self.off.items()):
+            whole = {group for group, switch in named if switch is None}
+            one = {(group, switch) for group, switch in named
+                   if switch is not None and group not in whole}
+            out[self.tiers[i].name] = float(len(whole) * self.tiers[i].per_group + len(one))
+        return out
 
     def lower_keys(self, i: int, rails, planes):
         """The (rails, planes) of tier i-1's groups under the groups of tier i named."""
