@@ -105,12 +105,14 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     fabric = _fabric_for(fabrics, pairs)
     rail_bw = _rail_bandwidth(ports, per_host)
     tiers = _tiers(design, fabric, host, hosts, cache) if fabric else ()
+    # the failures are on the design's hosts (trays), whose GPUs share their NICs: taken
+    # before an NVLink domain makes Seer's "host" a rack of them
+    worst = _worst(design, job, fabric, len(tiers), ports, per_host, ranks, cache) \
+        if fabric is not None and fabric.damage is not None else ()
     domain = _domain_hosts(host, pairs, cache)
     if domain > 1:           # an NVLink domain of whole racks: Seer's "host" is the domain
         per_host, rail_bw = per_host * domain, rail_bw * domain
         tiers = [attrs.evolve(t, reach_hosts=max(1, t.reach_hosts // domain)) for t in tiers]
-    worst = _worst(design, job, fabric, len(tiers), ports, per_host, ranks, cache) \
-        if fabric is not None and fabric.damage is not None else ()
     protocol = "infiniband"
     for _, nic in nics:
         p = nic.field("protocol")
