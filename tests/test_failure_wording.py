@@ -158,3 +158,16 @@ scenario leaf { fail Hall.fabric.rack[10].rail[0].leaf[0] }
             astral_dsl.forecast(ws, job="llama405b", scenario=scenario)
         (d,) = [d for d in exc.value.diagnostics if d.is_error]
         assert d.code == "E775" and f"failed: {gpus} of the job's GPUs behind it" in d.message
+
+
+def test_e775_names_the_ranks_cut_off():
+    """DESIGN's both_tor1: ToR 1 of rail 0 fails on both planes in pod 0: NIC 0 (GPU 0) of the
+    32 hosts on it, pod 0's hosts 32 to 63, has no port left. site_dp's ranks run host by host
+    from S.pods[0] (8 GPUs each): GPU 0 of host h is rank 8 h, ranks 256, 264, ..., 504."""
+    ws = astral_dsl.compiles(DESIGN, name="t.astral", root=REPO)
+    with pytest.raises(seer.ForecastError) as exc:
+        astral_dsl.forecast(ws, job="site_dp", scenario="both_tor1")
+    (d,) = [d for d in exc.value.diagnostics if d.is_error]
+    assert d.code == "E775"
+    assert d.notes == ("cut off: ranks 256, 264, 272, ..., 504 (NIC 0 of 32 hosts from "
+                       "`S.pods[0].racks[8].hosts[0]`)",)
