@@ -328,9 +328,15 @@ def test_uneven_rails_failures_darken_the_hosts_wired_there(uneven):
     # i mod 6) = 14 GPUs cut off. Rail 2's leaf 0 holds NIC 2 of all 32 hosts: 32 GPUs.
     for scenario, gpus in (("leaf1", 14), ("leaf0_rail2", 32)):
         checked = astral_dsl.check(uneven, [scenario])
-        said = [t for d in checked.diagnostics for t in (d.message, *d.notes) if "E616" in t
-                or d.code == "E616"]
+        said = [t for d in checked.diagnostics for t in (d.message, *d.notes)
+                if t.startswith("breaks: [E616]") or d.code == "E616"]
         assert len(said) == 1 and f"{gpus} GPUs lose every NIC port" in said[0], said
+        # the E616's own notes follow it in the W680: which NICs of which hosts
+        hosts = [t for d in checked.diagnostics for t in d.notes if t.startswith("[E616] ")]
+        assert hosts == (["[E616] NIC 0 of 7 hosts from `S.racks[0].hosts[25]`",
+                          "[E616] NIC 4 of 7 hosts from `S.racks[0].hosts[25]`"]
+                         if scenario == "leaf1" else
+                         ["[E616] NIC 2 of 32 hosts from `S.racks[0].hosts[0]`"]), hosts
 
 
 def test_uneven_rails_rank_map_and_rack_view(uneven):

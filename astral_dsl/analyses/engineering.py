@@ -121,9 +121,11 @@ def scenario_diagnostics(outcome: ScenarioOutcome, scenario: Instance) -> List[D
         return named
     code, severity = ("E680", Severity.ERROR) if outcome.required else ("W680", Severity.WARNING)
     what = "required scenario" if outcome.required else "scenario"
-    notes = tuple(f"breaks: [{d.code}] {d.message}" +
-                  (f" ({d.span.file}:{d.span.start.line})" if d.span else "")
-                  for d in broken)
+    # each broken constraint, then its own notes (what it counts, its arithmetic) under it
+    notes = tuple(note for d in broken for note in
+                  (f"breaks: [{d.code}] {d.message}" +
+                   (f" ({d.span.file}:{d.span.start.line})" if d.span else ""),
+                   *(f"[{d.code}] {n}" for n in d.notes)))
     return named + [Diagnostic(code, severity, f"{what} `{outcome.name}` breaks {len(broken)} "
                                                f"constraint(s)", scenario.span, None,
                                notes=notes)]

@@ -18,15 +18,16 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import attrs
 
+from astral_dsl.analyses import failed_links
+from astral_dsl.analyses.failed_links import Bad, nic_steps
 from astral_dsl.analyses.fabric_names import TierKey, host_runs, ports_on, wiring
-from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, merge, \
-    path_steps, route_below
+from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, merge
 from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
 from astral_dsl.analyses.network_damage import Damage, Piece, judge
 from astral_dsl.analyses.network_failures import Failure
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, Instance
-from astral_dsl.model.values import FabricLink, FabricSelection, NicPort
+from astral_dsl.model.values import FabricLink, FabricSelection
 
 
 def damaged(design: Design, fabrics: List[FabricCount], failures: Sequence[Failure],
@@ -59,24 +60,7 @@ def _concerns(f: Failure, fc: FabricCount, owner: Instance) -> bool:
         return t.fabric.path == fc.fabric
     if isinstance(t, FabricLink):
         return any(e.fabric.path == fc.fabric for e in t.ends if isinstance(e, FabricSelection))
-    return _nic_steps(f, owner) is not None
-
-
-def _nic_steps(f: Failure, owner: Instance):
-    """The route of a NIC (or NIC port) target below `owner`; None when it is elsewhere."""
-    route = f.route
-    if route is not None and not route.from_template:
-        base = path_steps(owner.path, route.root)
-        return None if base is None else route_below(route.steps, base)
-    nic = f.target.nic if isinstance(f.target, NicPort) else f.target
-    path = getattr(nic, "path", None)
-    return None if path is None else path_steps(path, owner.path)
-
-
-class _Bad(Exception):
-    def __init__(self, code: str, message: str, hint: Optional[str] = None):
-        super().__init__(message)
-        self.code, self.message, self.hint = code, message, hint
+    return nic_steps(f, owner) is not None
 
 
 class _Builder:
@@ -101,22 +85,29 @@ class _Builder:
         self.runs = host_runs(owner, self.wire, cache)
         self.ports: Dict[Tuple[int, int], List[Piece]] = {}
         self.uplinks: Dict[Tuple[int, Optional[int], Optional[int]], List[Piece]] = {}
-        self.failed: Dict[str, float] = {}
+        # per tier index, the switches named off: ((group area, rail, plane), switch or None
+        # for the whole group)
+        self.off: Dict[int, set] = {}
         self.causes: List[str] = []
         self.spans: List[Optional[Span]] = []
         self.diags: List[Diagnostic] = []
 
     # -- the result -----------------------------------------------------------------------------
     def build(self, failures: Sequence[Failure]) -> FabricCount:
+        seen = set()
         for f in failures:
+            if (f.written, f.fraction) in seen:     # a part named twice fails once
+                continue
+            seen.add((f.written, f.fraction))
             try:
                 self.one(f)
-            except _Bad as bad:
+            except Bad as bad:
                 self.diags.append(_err(bad.code, bad.message, f.span, bad.hint))
             except TooMany:
                 self.diags.append(_err("E219", f"`{f.written}` names more than 65,536 separate "
                                                f"runs of hosts", f.span,
                                        "fail a rail, a plane or a tier group instead"))
+        failed = self.failed()
         damage = Damage(self.owner.path, self.fc.instances, self.pos.total,
                         max(1, self.fc.rails), max(1, self.fc.planes), self.nics,
                         self.ports_per_nic, self.hosts.gpus_per_host,
@@ -124,10 +115,10 @@ class _Builder:
                         tuple(t.oversubscription if t.oversubscription is not None else 1.0
                               for t in self.tiers),
                         tuple(t.name for t in self.tiers), self.ports, self.uplinks,
-                        tuple(self.causes), tuple(self.spans), tuple(sorted(self.failed.items())))
+                        tuple(self.causes), tuple(self.spans), tuple(sorted(failed.items())))
         tiers = []
         for t in self.tiers:
-            off = min(self.failed.get(t.name, 0.0) * self.fc.instances, t.switches - t.failed)
+            off = min(failed.get(t.name, 0.0) * self.fc.instances, t.switches - t.failed)
             tiers.append(attrs.evolve(t, failed=t.failed + off,
                                       power_w=t.power_w - off * t.switch_share_w) if off else t)
         limit = self.fc.max_oversubscription
@@ -147,17 +138,17 @@ class _Builder:
         t = f.target
         if f.fraction is not None:     # the tier below loses its share: network.fabric_counts
             if self.tiers and self.tier_index(t) == 0:
-                raise _Bad("E219", f"`{f.written}`: a share of the first tier does not say "
-                                   f"which hosts lose their ports",
-                           f"name the switches (`{t.display}` of one group, one switch "
-                           f"`...{t.tier}[0]`) or a plane")
+                raise Bad("E219", f"`{f.written}`: a share of the first tier does not say "
+                                  f"which hosts lose their ports",
+                          f"name the switches (`{t.display}` of one group, one switch "
+                          f"`...{t.tier}[0]`) or a plane")
             return
         if isinstance(t, FabricSelection):
             self.selection(t, self.cause(f))
         elif isinstance(t, FabricLink):
-            self.link(f, t)
+            failed_links.link(self, f, t)
         else:
-            hosts, nics, ports = self.nic_target(f)
+            hosts, nics, ports = failed_links.nic_target(self, f)
             self.dark(hosts, nics, ports, self.cause(f))
 
     def cause(self, f: Failure) -> int:
@@ -186,20 +177,17 @@ class _Builder:
         return ports_on(area, index, self.tiers[0].down_ports, rails, planes, self.places,
                         self.runs, self.wire)
 
-    def tor_hosts(self, area: Interval, index: int, rail: Optional[int],
-                  plane: Optional[int]) -> List[Interval]:
-        """The hosts with a port of `rail` and `plane` on first-tier switch `index` (a host
-        whose ports there straddle two switches is under both)."""
-        return merge([iv for iv, _, _ in self.tor_ports(area, index, [rail], [plane])])
-
     def lose_under(self, t: int, rails, planes, areas: Sequence[Interval], index: int,
                    lost: float, top: int, cause: int) -> None:
-        """`lose` for the hosts under first-tier switch `index` of each group in `areas`, rail
-        by rail and plane by plane (a rail's hosts on one switch depend on its ports)."""
+        """`lose` for the NIC ports that land on first-tier switch `index` of each group in
+        `areas`, port by port: a host whose ports of a rail and plane straddle two switches
+        loses, on each port, what that port's own switch loses."""
         for r in rails:
             for p in planes:
-                hosts = [iv for a in areas for iv in self.tor_hosts(a, index, r, p)]
-                self.lose(t, [r], [p], hosts, lost, top, cause)
+                pieces = self.uplinks.setdefault((t, r, p), [])
+                for area in areas:
+                    pieces.extend(Piece(a, b, lost, top, cause, (k, j)) for (a, b), k, j
+                                  in self.tor_ports(area, index, [r], [p]))
 
     def scope_areas(self, t: TierCount, area: Interval) -> List[Interval]:
         """The scope instances of tier t's groups inside `area`."""
@@ -252,7 +240,7 @@ class _Builder:
     def tier_index(self, sel: FabricSelection) -> int:
         names = [t.name for t in self.tiers]
         if sel.tier not in names:
-            raise _Bad("E219", f"`{sel.display}`: the fabric has no tier `{sel.tier}`")
+            raise Bad("E219", f"`{sel.display}`: the fabric has no tier `{sel.tier}`")
         return names.index(sel.tier)
 
     def area_of(self, sel: FabricSelection) -> Interval:
@@ -262,9 +250,9 @@ class _Builder:
         iv = self.pos.scope((kind,), index)
         if iv is None:
             n = self.pos.count((kind,))
-            raise _Bad("E214", f"`{sel.display}`: {kind} {index} is out of range: "
-                               f"`{self.owner.path}` holds {n:,} {kind}s"
-                               + (f" (0 to {n - 1:,})" if n else ""))
+            raise Bad("E214", f"`{sel.display}`: {kind} {index} is out of range: "
+                              f"`{self.owner.path}` holds {n:,} {kind}s"
+                              + (f" (0 to {n - 1:,})" if n else ""))
         return iv
 
     def one_switch(self, sel: FabricSelection, i: int) -> None:
@@ -278,14 +266,14 @@ class _Builder:
             kinds = self.kinds(t)
             key = TierKey(self.fc.fabric, t.name, (kinds[0], 0) if kinds else None,
                           0 if "rail" in t.per else None, 0 if "plane" in t.per else None)
-            raise _Bad("E219", f"`{sel.display}` names a switch of every `{t.name}` group: "
-                               f"name its {', '.join(missing)} too",
-                       f"e.g. `{key.switch(sel.switch)}` (`astral forecast --ranks` lists "
-                       f"the stable names)")
+            raise Bad("E219", f"`{sel.display}` names a switch of every `{t.name}` group: "
+                              f"name its {', '.join(missing)} too",
+                      f"e.g. `{key.switch(sel.switch)}` (`astral forecast --ranks` lists "
+                      f"the stable names)")
         if sel.switch >= t.per_group:
-            raise _Bad("E214", f"`{sel.display}`: switch {sel.switch:,} is out of range: each "
-                               f"`{t.name}` group has {t.per_group:,} switches "
-                               f"(0 to {t.per_group - 1:,})")
+            raise Bad("E214", f"`{sel.display}`: switch {sel.switch:,} is out of range: each "
+                              f"`{t.name}` group has {t.per_group:,} switches "
+                              f"(0 to {t.per_group - 1:,})")
 
     def selection(self, sel: FabricSelection, cause: int) -> None:
         if sel.tier is not None:
@@ -296,21 +284,31 @@ class _Builder:
                       and (sel.plane is None or "plane" in t.per)
                       and (sel.scope is None or self.within(t, sel.scope[0]))]
             if not chosen:
-                raise _Bad("E219", f"`{sel.display}` names no switch: no tier of the fabric is "
-                                   f"split that way",
-                           f"name a tier, e.g. `{self.fc.fabric}.{self.tiers[0].name}`"
-                           if self.tiers else None)
+                raise Bad("E219", f"`{sel.display}` names no switch: no tier of the fabric is "
+                                  f"split that way",
+                          f"name a tier, e.g. `{self.fc.fabric}.{self.tiers[0].name}`"
+                          if self.tiers else None)
         area = self.area_of(sel)
         for i in chosen:
             t = self.tiers[i]
             rails, planes = self.rails_of(t, sel.rail), self.planes_of(t, sel.plane)
             if sel.switch is not None:
                 self.one_switch(sel, i)
-                self.failed[t.name] = self.failed.get(t.name, 0.0) + 1
-            else:
-                groups = len(self.scope_areas(t, area)) * len(rails) * len(planes)
-                self.failed[t.name] = self.failed.get(t.name, 0.0) + groups * t.per_group
+            self.off.setdefault(i, set()).update(
+                ((a, r, p), sel.switch) for a in self.scope_areas(t, area) for r in rails
+                for p in planes)
             self.switch_down(i, area, rails, planes, sel.switch, cause)
+
+    def failed(self) -> Dict[str, float]:
+        """Per tier, its switches off in one replica of the owner, each counted once however
+        many targets name it (a plane and a rail share the rail's switches of the plane)."""
+        out = {}
+        for i, named in sorted(self.off.items()):
+            whole = {group for group, switch in named if switch is None}
+            one = {(group, switch) for group, switch in named
+                   if switch is not None and group not in whole}
+            out[self.tiers[i].name] = float(len(whole) * self.tiers[i].per_group + len(one))
+        return out
 
     def lower_keys(self, i: int, rails, planes):
         """The (rails, planes) of tier i-1's groups under the groups of tier i named."""
@@ -348,95 +346,6 @@ class _Builder:
         else:               # plane p of the tier reaches ToR p of every group below it
             self.lose_under(i, lrails, lplanes, self.scope_areas(self.tiers[0], area),
                             switch // reach, 1.0 / reach, top, cause)
-
-    # -- NICs and links -------------------------------------------------------------------------
-    def nic_target(self, f: Failure):
-        """(host intervals, NIC indices, port indices) a NIC or NIC-port target names."""
-        if f.route is not None and f.route.from_template:
-            raise _Bad("E219", f"`{f.written}` names a NIC of a template, not of one host",
-                       "name it by its path from the site (`S.pods[0]...hosts[0].nics[4]`), "
-                       "or fail a rail (`S.fabric.rail[4]`)")
-        steps = _nic_steps(f, self.owner)
-        if not steps:
-            raise _Bad("E219", f"`{f.written}` does not name a NIC of `{self.owner.path}`")
-        *host_steps, nic_step = steps
-        try:
-            hosts = self.pos.named(host_steps)
-        except KeyError as exc:
-            raise _Bad("E219", f"`{f.written}`: no member `{exc.args[0]}` on the way to its "
-                               f"host")
-        index, count = nic_step.index, max(1, self.nics)
-        if index in (None, "*"):
-            ks = list(range(count))
-        elif isinstance(index, tuple):
-            ks = list(range(max(0, index[0]), min(count, index[1])))
-        else:
-            ks = [index]
-        bad = [k for k in ks if not 0 <= k < count]
-        if bad:
-            raise _Bad("E214", f"`{f.written}`: NIC {bad[0]} is out of range: its host has "
-                               f"{count} NICs")
-        ports = [f.target.port] if isinstance(f.target, NicPort) else \
-            list(range(self.ports_per_nic))
-        return hosts, ks, ports
-
-    def link(self, f: Failure, link: FabricLink) -> None:
-        a, b = link.ends
-        if isinstance(b, NicPort):
-            a, b = b, a
-        if isinstance(a, NicPort):
-            self.host_link(f, a, b)
-            return
-        ia, ib = self.tier_index(a), self.tier_index(b)
-        if ia > ib:
-            a, b, ia, ib = b, a, ib, ia
-        if ib != ia + 1 or a.switch is None:
-            raise _Bad("E219", f"`{f.written}` is not a link: a link joins one switch to a "
-                               f"switch (or the group) of the tier right above it",
-                       "e.g. `...tor[0] -- ...agg` (every uplink of the ToR) or "
-                       "`...tor[0] -- ...agg[3]`")
-        self.one_switch(a, ia)
-        lower, upper = self.tiers[ia], self.tiers[ib]
-        if b.switch is not None:
-            self.one_switch(b, ib)
-        area, upper_area = self.area_of(a), self.area_of(b)
-        linked = all(getattr(b, axis) == getattr(a, axis) for axis in ("rail", "plane")
-                     if axis in upper.per) and \
-            (self.kinds(upper) is None or b.scope is not None) and \
-            upper_area[0] <= area[0] and area[1] <= upper_area[1] and \
-            (b.switch is None or upper.mesh or b.switch // max(1, upper.reach) == a.switch)
-        if not linked:
-            raise _Bad("E219", f"`{f.written}`: `{a.display}` has no link to `{b.display}`",
-                       f"its uplinks go to the `{upper.name}` group above it"
-                       + ("" if upper.mesh else
-                          f", to the {upper.reach} switches of plane {a.switch}"))
-        cause = self.cause(f)
-        rails, planes = self.rails_of(lower, a.rail), self.planes_of(lower, a.plane)
-        share = 1.0 if b.switch is None else 1.0 / max(1, upper.reach)
-        if ia == 0:
-            self.lose_under(1, rails, planes, [area], a.switch, share, 1, cause)
-        elif b.switch is None:
-            # a switch with no uplink is routed around by the traffic that climbs above it
-            self.switch_down(ia, area, rails, planes, a.switch, cause, top=ib)
-        else:
-            self.lose(ib, rails, planes, [area], share, ib, cause)
-
-    def host_link(self, f: Failure, port: NicPort, sw: FabricSelection) -> None:
-        if self.tier_index(sw) != 0 or sw.switch is None:
-            raise _Bad("E219", f"`{f.written}` is not a link: a NIC port's link goes to one "
-                               f"switch of the first tier `{self.tiers[0].name}`")
-        self.one_switch(sw, 0)
-        hosts, nics, ports = self.nic_target(attrs.evolve(f, target=port))
-        want: Dict[Tuple[int, int], List[Interval]] = {}
-        for iv, k, j in self.tor_ports(self.area_of(sw), sw.switch, [sw.rail], [sw.plane]):
-            want.setdefault((k, j), []).append(iv)
-        wired = all(any(x <= a and b <= y for x, y in merge(want.get((k, j), ())))
-                    for k in nics for j in ports for a, b in hosts)
-        if not wired:
-            raise _Bad("E219", f"`{f.written}`: `{port.display}` is not wired to `{sw.display}`",
-                       "a NIC port's link goes to the first-tier switch the rank map names for "
-                       "it (`astral forecast --ranks`)")
-        self.dark(hosts, nics, ports, self.cause(f))
 
 
 __all__ = ["damaged"]

@@ -3,7 +3,8 @@ of host numbers, host_positions.py), and what it breaks.
 
 - ports: per (NIC, port), the hosts on which that port is dark;
 - uplinks: per (tier t, rail, plane), the hosts whose traffic into tier t loses a share of its
-  links (1: every link) once it climbs to tier `top` or above.
+  links (1: every link) once it climbs to tier `top` or above (on one NIC port when the loss is
+  that of the first-tier switch the port lands on: a host's ports may straddle two).
 
 A NIC runs on its live ports; the traffic of a collective is split evenly over them and waits
 for the slowest, so its rate is (live ports) x (the bandwidth share of the slowest path), where
@@ -40,6 +41,7 @@ class Piece:
     lost: float
     top: int
     cause: int                       # index into Damage.causes
+    port: Optional[Tuple[int, int]] = None   # the (NIC, port) it applies to; None: every one
 
 
 class _Map:
@@ -110,10 +112,16 @@ class Damage:
             if key[0] == "port":
                 pieces = self.ports.get(key[1:], ())
             else:
-                t, rail, plane, top = key[1:]
-                pieces = [p for p in self.uplinks.get((t, rail, plane), ()) if p.top <= top]
+                t, rail, plane, top, port = key[1:]
+                pieces = [p for p in _on_port(self.uplinks.get((t, rail, plane), ()), port)
+                          if p.top <= top]
             hit = self._maps[key] = _Map(pieces)
         return hit
+
+    def _port_key(self, key, nic: int, port: int) -> Optional[Tuple[int, int]]:
+        """(nic, port) when some loss of uplink `key` applies to one NIC port only, else None
+        (the map is then shared by every port)."""
+        return (nic, port) if any(p.port is not None for p in self.uplinks[key]) else None
 
     def key(self, t: int, nic: int, port: int) -> Tuple[int, Optional[int], Optional[int]]:
         """The uplink key of the traffic of NIC `nic`'s port `port` into tier t."""
@@ -134,7 +142,8 @@ class Damage:
             ups = []
             for t in range(1, top + 1):
                 k = self.key(t, nic, j)
-                m = self._map(("up",) + k + (top,)) if k in self.uplinks else None
+                m = self._map(("up",) + k + (top, self._port_key(k, nic, j))) \
+                    if k in self.uplinks else None
                 ups.append((t, m))
                 if m is not None:
                     bounds.update(m.starts)
@@ -278,16 +287,27 @@ def judge(damage: Damage, limit: Optional[float], where) -> Tuple[List[Diagnosti
     return diags, notes
 
 
-def degraded(damage: Damage) -> Iterator[Tuple[int, float, Tuple[int, ...], float]]:
+def degraded(damage: Damage) -> Iterator[Tuple[int, float, Tuple[int, ...], float, int]]:
     """(tier t, share of its links lost, causes, the oversubscription of the tier below into
-    t) of every run of hosts whose uplinks into t lost part (not all) of their links: the one
-    computation of the oversubscription a scenario leaves (E602 and its notes here, the
-    review's scenario figures through `worst_oversubscription`)."""
+    t, the tier `top` the traffic that sees it climbs to) of every run of hosts whose uplinks
+    into t lost part (not all) of their links: the one computation of the oversubscription a
+    scenario leaves (E602 and its notes here, the review's scenario figures through
+    `worst_oversubscription`). `top` > t when the lost links are routed around at tier t - 1
+    (a switch of tier t that lost its links above: only the traffic climbing past it turns
+    away from it)."""
     for (t, rail, plane), pieces in sorted(damage.uplinks.items(), key=lambda kv: str(kv[0])):
-        m = _Map(pieces)
-        for _, (lost, causes) in zip(m.starts, m.values):
-            if causes and EPS < lost < 1 - EPS:
-                yield t, lost, causes, damage.oversub[t - 1] / (1 - lost)
+        for port in sorted({p.port for p in pieces if p.port is not None}) or [None]:
+            mine = _on_port(pieces, port)
+            m = _Map(mine)
+            for _, (lost, causes) in zip(m.starts, m.values):
+                if causes and EPS < lost < 1 - EPS:
+                    top = max(p.top for p in mine if p.cause in causes)
+                    yield t, lost, causes, damage.oversub[t - 1] / (1 - lost), max(t, top)
+
+
+def _on_port(pieces: Iterable[Piece], port: Optional[Tuple[int, int]]) -> List[Piece]:
+    """The pieces that apply to NIC port `port` (None: to every port, those of no port)."""
+    return [p for p in pieces if p.port is None or p.port == port]
 
 
 def worst_oversubscription(damage: Optional[Damage]) -> Optional[float]:
@@ -295,32 +315,51 @@ def worst_oversubscription(damage: Optional[Damage]) -> Optional[float]:
     a share of their links)."""
     if damage is None:
         return None
-    return max((over for _, _, _, over in degraded(damage)), default=None)
+    return max((over for _, _, _, over, _ in degraded(damage)), default=None)
 
 
 def _oversubscribed(damage: Damage, limit: Optional[float], notes: List[str]):
     """E602 (or a note within the limit) for uplinks that lost a share of their links."""
     out = []
     seen = set()
-    for t, lost, causes, over in degraded(damage):
-        key = (t, causes, round(over, 9))
+    for t, lost, causes, over, top in degraded(damage):
+        key = (t, causes, round(over, 9), top)
         if key in seen:
             continue
         seen.add(key)
-        below = damage.tier_names[t - 1]
-        what = (f"tier `{below}` runs {format_number(round(over, 4))}:1 into "
-                f"`{damage.tier_names[t]}` for the traffic of the hosts behind the switches "
-                f"that lost {format_number(round(lost * 100, 3))} % of their uplinks "
-                f"({damage.named(causes)} failed)")
+        what, why = _over_text(damage, t, lost, causes, over, top)
         if limit is not None and over > limit * (1 + EPS):
             out.append(_err("E602", what + f", above the declared limit "
                                            f"{format_number(limit)}:1",
                             _span(damage.spans, causes),
                             "the tier needs spare uplinks to keep its limit with a switch "
-                            "or link down, or a looser `max_oversubscription`"))
+                            "or link down, or a looser `max_oversubscription`", [why]))
         else:
             notes.append(what)
     return out
+
+
+def _over_text(damage: Damage, t: int, lost: float, causes, over: float,
+               top: int) -> Tuple[str, str]:
+    """(what is oversubscribed, the arithmetic) for uplinks into tier t that lost `lost` of
+    their links, for the traffic climbing to tier `top`."""
+    below, into = damage.tier_names[t - 1], damage.tier_names[t]
+    ratio, share = format_number(round(over, 4)), format_number(round(lost * 100, 3))
+    base = format_number(round(damage.oversub[t - 1], 4))
+    arithmetic = f"{base}:1 / (1 - {share} %) = {ratio}:1"
+    if top == t:
+        return (f"tier `{below}` runs {ratio}:1 into `{into}` for the traffic of the hosts "
+                f"behind the switches that lost {share} % of their uplinks "
+                f"({damage.named(causes)} failed)",
+                f"each of those `{below}` switches loses {share} % of its uplinks into `{into}`, "
+                f"so its {arithmetic}")
+    them = "it" if len(causes) == 1 else "them"
+    return (f"{damage.named(causes)} failed: the traffic into `{damage.tier_names[top]}` of the "
+            f"hosts behind the `{below}` switches below {them} runs {ratio}:1",
+            f"each of those `{below}` switches routes its traffic into "
+            f"`{damage.tier_names[top]}` around the failed links, over the uplinks to the "
+            f"other `{into}` switches: it loses {share} % of its uplinks for that traffic, so "
+            f"its {arithmetic}; the traffic that turns at `{into}` keeps every link")
 
 
 def _span(spans, causes) -> Optional[Span]:

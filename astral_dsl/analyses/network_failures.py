@@ -38,8 +38,8 @@ def counts(design: Design, cache: Optional[Dict] = None, tier_failures=(),
     fabrics = fabric_counts(design, cache, tier_failures)
     if not failures:
         return fabrics
-    # imported here, for start-up: the damage's modules (failed_fabric, network_damage and
-    # fabric_names) serve only a scenario that fails a part of a fabric
+    # imported here, for start-up: the damage's modules (failed_fabric, failed_links,
+    # network_damage and fabric_names) serve only a scenario that fails a part of a fabric
     from astral_dsl.analyses.failed_fabric import damaged
 
     return damaged(design, fabrics, failures, cache)

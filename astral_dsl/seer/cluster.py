@@ -105,18 +105,21 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     fabric = _fabric_for(fabrics, pairs)
     rail_bw = _rail_bandwidth(ports, per_host)
     tiers = _tiers(design, fabric, host, hosts, cache) if fabric else ()
+    # the failures are on the design's hosts (trays), whose GPUs share their NICs: taken
+    # before an NVLink domain makes Seer's "host" a rack of them
+    worst, cut = _worst(design, job, fabric, len(tiers), ports, per_host, ranks, cache) \
+        if fabric is not None and fabric.damage is not None else ((), ())
     domain = _domain_hosts(host, pairs, cache)
     if domain > 1:           # an NVLink domain of whole racks: Seer's "host" is the domain
         per_host, rail_bw = per_host * domain, rail_bw * domain
         tiers = [attrs.evolve(t, reach_hosts=max(1, t.reach_hosts // domain)) for t in tiers]
-    worst = _worst(design, job, fabric, len(tiers), ports, per_host, ranks, cache) \
-        if fabric is not None and fabric.damage is not None else ()
     protocol = "infiniband"
     for _, nic in nics:
         p = nic.field("protocol")
         protocol = getattr(p, "name", protocol)
     spec = gpu_spec(gpu, host, cache)
-    net = Network(per_host, spec.nvlink_bw, tuple(rail_bw), tuple(tiers), protocol, (), worst)
+    net = Network(per_host, spec.nvlink_bw, tuple(rail_bw), tuple(tiers), protocol, (), worst,
+                  cut)
     healthy = None
     if applied:
         plain = _fabric_for(fabric_counts(design, cache), pairs)
@@ -186,23 +189,56 @@ def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache):
     hosts = hosts_of_job(design, job, owner, Positions(owner, cache), per_host, ranks)
     speed = min(s for s, _ in ports)
     shared = min(1.0, len(ports) / max(1, per_host))      # GPUs sharing a NIC split it
-    out = []
+    out, cut = [], []
     for top in range(max(1, n_tiers)):
         lowest, causes, gpus = damage.worst(top, hosts)
         if lowest is None:
             continue
         out.append((top, lowest * speed * shared,
                     f"{damage.named(causes)} failed: {gpus:,} of the job's GPUs behind it"))
+        if lowest <= 0:
+            cut.append((top, _cut_ranks(damage, top, hosts, per_host, ranks,
+                                        Positions(owner, cache).path_at)))
+    return tuple(out), tuple(cut)
+
+
+def _cut_ranks(damage, top: int, hosts: List[Interval], per_host: int, ranks: Optional[int],
+               where) -> Tuple[str, ...]:
+    """The job's ranks with no live path for traffic that climbs to tier `top`: rank = (the
+    host's index among the job's hosts) x GPUs per host + the GPU's index (the rank map's
+    order, analyses/rankmap.py); GPU g uses NIC g mod NICs."""
+    starts, at = [], 0
+    for a, b in hosts:
+        starts.append(at)
+        at += b - a
+    out: List[str] = []
+    segs = [s for k in range(damage.nics) for s in damage.segments(k, top, hosts)
+            if s.live == 0]
+    for s in segs[:3]:
+        i = max(j for j, (a, _) in enumerate(hosts) if a <= s.start)
+        first_host = starts[i] + s.start - hosts[i][0]
+        gs = range(s.nic, per_host, max(1, damage.nics))
+        got = sorted(h * per_host + g for h in range(first_host, first_host + s.stop - s.start)
+                     for g in gs if ranks is None or h * per_host + g < ranks)
+        if not got:
+            continue
+        shown = ", ".join(f"{r:,}" for r in got) if len(got) <= 4 else \
+            ", ".join(f"{r:,}" for r in got[:3]) + f", ..., {got[-1]:,}"
+        n = s.stop - s.start
+        out.append(f"cut off: rank{'s' if len(got) > 1 else ''} {shown} (NIC {s.nic} of "
+                   f"{n:,} host{'s' if n != 1 else ''} from `{where(s.start)}`)")
+    if len(segs) > 3:
+        out.append(f"cut off: ... and {len(segs) - 3:,} more runs of hosts")
     return tuple(out)
 
 
-def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str]]:
+def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str]]:
     """The job's collectives under failed fabric parts: the cluster with a note per kind of
-    group they slow (priced for its worst-affected group), and the kinds whose slowest group
-    has no network left (the job cannot run)."""
+    group they slow (priced for its worst-affected group), the kinds whose slowest group
+    has no network left (the job cannot run) and which of its ranks are cut off."""
     net, healthy = cluster.net, cluster.healthy
     if healthy is None or (not net.worst and net.tiers == healthy.tiers):
-        return cluster, []
+        return cluster, [], []
     from astral_dsl.seer import comm          # start-up: only under failed fabric parts
     from astral_dsl.seer.comm_groups import groups, used_groups
 
@@ -218,7 +254,8 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str]]:
             for top in range(i + 1, len(net.tiers)):
                 why.setdefault(top, f"tier `{a.name}` oversubscribed {a.oversub:.4g}:1 instead "
                                     f"of {b.oversub:.4g}:1")
-    notes, lost = [], []
+    notes, lost, cut = [], [], []
+    cut_at = dict(net.cut)
     for kind, lay in now.items():
         if lay.hosts <= 1:
             continue
@@ -226,11 +263,13 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str]]:
         if lay.net_bw <= 0:
             what = "the job-wide reduction" if kind == "world" else f"the {kind} groups"
             lost.append(f"{what} ({why.get(top, 'a failed part')})")
+            cut += [c for c in cut_at.get(top, ()) if c not in cut]
         elif kind != "world" and lay.net_bw < before[kind].net_bw * (1 - 1e-9):
             notes.append(f"{kind}: the slowest group runs at {lay.net_bw / 1e9:,.2f} GB/s per "
                          f"GPU instead of {before[kind].net_bw / 1e9:,.2f} GB/s "
                          f"({why.get(top, 'a failed part')})")
-    return attrs.evolve(cluster, net=attrs.evolve(net, notes=net.notes + tuple(notes))), lost
+    return attrs.evolve(cluster, net=attrs.evolve(net, notes=net.notes + tuple(notes))), \
+        lost, cut
 
 
 def _tiers(design, fabric, host, job_hosts, cache) -> List[Tier]:

@@ -67,6 +67,8 @@ class Network:
     # per direction) of the slowest GPU of the job whose traffic climbs there, and why
     # (seer/cluster.py): a group is priced for the worst-affected group of its kind
     worst: Tuple[Tuple[int, float, str], ...] = ()
+    # per tier, the job's ranks with no live path for traffic that climbs there (E775's notes)
+    cut: Tuple[Tuple[int, Tuple[str, ...]], ...] = ()
 
     @property
     def nic_bw(self) -> float:

@@ -81,13 +81,13 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
     diags.extend(validate_memory.offload(spec, cluster, name, where))
     if any(d.is_error for d in diags):
         return diags, spec, cluster
-    cluster, lost = under_failures(spec, cluster)      # a scenario's failed fabric parts
+    cluster, lost, cut = under_failures(spec, cluster)   # a scenario's failed fabric parts
     if lost:
         diags.append(_err("E775", f"{name}: under the scenario its ranks lose their network, so "
                                   f"it cannot run: {'; '.join(lost)}",
                           job.span_of("placement"),
                           "a collective needs every member on the network: keep a live port "
-                          "and a path above it for each GPU of the job"))
+                          "and a path above it for each GPU of the job", cut))
         return diags, spec, cluster
     diags.extend(validate_moe.routing_priced(spec, cluster.net, where))
     diags.extend(validate_layout.budget_blocks(spec, where))

@@ -1,0 +1,173 @@
+"""What a scenario's fabric failures say (issue 44): an `agg -- core` link failure names the
+failed links and the traffic it slows, with its arithmetic; the broken constraints' own notes
+reach the scenario's E680/W680; a host whose ports straddle two first-tier switches is behind
+only the one each port lands on."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl import seer
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).parent))
+from test_forecast_failures import DESIGN  # noqa: E402
+
+# DESIGN: pods of 64 hosts (8 NICs of 2 ports), 8 rails x 2 planes; per pod, rail and plane 2
+# ToRs (32 x 200G down, 16 x 400G up) under 4 aggs in a full mesh (8 x 400G down: each ToR puts
+# 16 / 4 = 4 uplinks on each agg), 1:1 everywhere (max_oversubscription = 1)
+LINKS = """
+scenario agg_core { fail S.fabric.pod[1].rail[0].plane[A].agg[1] -- S.fabric.core }
+scenario agg1 { fail S.fabric.pod[1].rail[0].plane[A].agg[1] }
+scenario plane_and_rail { fail S.fabric.plane[A]
+  fail S.fabric.rail[0] }
+scenario group_and_switch { fail S.fabric.pod[1].rail[0].plane[A].agg
+  fail S.fabric.pod[1].rail[0].plane[A].agg[1] }
+scenario twice { fail S.fabric.pod[1].rail[0].plane[A].agg[1]
+  fail S.fabric.pod[1].rail[0].plane[A].agg[1] }
+"""
+OVERLAPS = ["plane_and_rail", "group_and_switch", "twice"]
+
+
+@pytest.fixture(scope="module")
+def checked():
+    ws = astral_dsl.compiles(DESIGN + LINKS, name="t.astral", root=REPO)
+    result = astral_dsl.check(ws, ["agg_core", "agg1"] + OVERLAPS)
+    return {d.message.split("`")[1]: d for d in result.diagnostics if d.code == "W680"}, \
+        {o.name: o.notes for o in result.scenarios}
+
+
+def test_an_agg_core_link_failure_names_the_links_and_the_traffic(checked):
+    """agg[1] loses its links to the core: the 2 ToRs below it route their core-bound traffic
+    over their other 12 uplinks (4 of their 16 went to agg[1]: 25 % lost for that traffic), so
+    it runs 1:1 / (1 - 25 %) = 1.3333:1; their traffic that turns at `agg` keeps every link."""
+    notes = checked[0]["agg_core"].notes
+    assert notes[0].startswith(
+        "breaks: [E602] `S.fabric.pod[1].rail[0].plane[A].agg[1] -- S.fabric.core` failed: "
+        "the traffic into `core` of the hosts behind the `tor` switches below it runs "
+        "1.3333:1, above the declared limit 1:1 (t.astral:")
+    assert "tier `tor` runs" not in notes[0]
+    assert notes[1] == (
+        "[E602] each of those `tor` switches routes its traffic into `core` around the failed "
+        "links, over the uplinks to the other `agg` switches: it loses 25 % of its uplinks for "
+        "that traffic, so its 1:1 / (1 - 25 %) = 1.3333:1; the traffic that turns at `agg` "
+        "keeps every link")
+
+
+def test_a_failed_agg_switch_oversubscribes_the_tors_into_agg(checked):
+    """agg[1] itself fails: every path through it is gone, the ToRs' traffic into `agg` runs
+    on 12 of 16 uplinks: 1:1 / (1 - 25 %) = 1.3333:1, the arithmetic in the W680's notes."""
+    notes = checked[0]["agg1"].notes
+    assert notes[0].startswith(
+        "breaks: [E602] tier `tor` runs 1.3333:1 into `agg` for the traffic of the hosts behind "
+        "the switches that lost 25 % of their uplinks "
+        "(`S.fabric.pod[1].rail[0].plane[A].agg[1]` failed), above the declared limit 1:1")
+    assert notes[1] == ("[E602] each of those `tor` switches loses 25 % of its uplinks into "
+                        "`agg`, so its 1:1 / (1 - 25 %) = 1.3333:1")
+
+
+@pytest.mark.parametrize("scenario, expected", [
+    # plane A: 2 pods x 8 rails = 16 groups of 2 ToRs and 4 aggs: 32 ToRs, 64 aggs; rail 0
+    # adds its plane-B groups only, 2 pods: 4 ToRs and 8 aggs (it was counted with plane A's
+    # again: 40 and 80)
+    ("plane_and_rail", ["36 `tor` switches off: 36.0 kW less network power",
+                        "72 `agg` switches off: 72.0 kW less network power"]),
+    # agg[1] is one of the 4 aggs of the group already off: 4, not 5
+    ("group_and_switch", ["4 `agg` switches off: 4.0 kW less network power"]),
+    # a switch named twice fails once: 1 switch, 25 % of the ToRs' uplinks (not 2 and 50 %)
+    ("twice", ["1 `agg` switch off: 1.0 kW less network power",
+               "64 NICs run at 75 % of their bandwidth for traffic into tier `core` "
+               "(`S.fabric.pod[1].rail[0].plane[A].agg[1]` failed)"]),
+])
+def test_a_switch_named_by_two_targets_is_off_once(checked, scenario, expected):
+    """Switches of 1 kW: the power off is the switches off x 1 kW."""
+    notes = checked[1][scenario]
+    for line in expected:
+        assert line in notes, notes
+
+
+# ---- a host whose ports straddle two ToRs -----------------------------------------------------
+# 1 rail, 1 plane; hosts of 2 GPUs and 2 one-port NICs (GPU i on NIC i), 6 per rack, 2 racks; a
+# ToR per rack takes 3 ports, so rack r's hosts put ports 0-11 on ToRs 0-3: ToR 0 holds host 0's
+# NICs 0 and 1 and host 1's NIC 0, host 1's NIC 1 is on ToR 1. 8 ToRs of 3 uplinks under 12 aggs
+# of 3 downlinks in planes (formulas.even_upper_switches: P = 3, agg k reaches ToR k // 3 of each
+# rack with 1 link).
+STRADDLE = """
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 100 Gb/s }
+switch Sw { ports = 8, port_speed = 100 Gb/s, power = 500 W }
+host H { gpus = 2 x G, nics = 2 x N }
+rack R { hosts = 6 x H }
+fabric F {
+  rails = 1, planes = 1, max_oversubscription = 1
+  tier tor { switch = Sw, scope = rack, down = 3 x 100 Gb/s, up = 3 x 100 Gb/s }
+  tier agg { switch = Sw, scope = pod, down = 3 x 100 Gb/s }
+}
+pod P { racks = 2 x R, fabric = F }
+site S { pods = 1 x P }
+scenario agg0 { fail S.pods[0].fabric.agg[0] }
+scenario tor0_up { fail S.pods[0].fabric.rack[0].tor[0] -- S.pods[0].fabric.agg }
+"""
+
+
+@pytest.fixture(scope="module")
+def straddle():
+    ws = astral_dsl.compiles(STRADDLE, name="t.astral", root=REPO)
+    result = astral_dsl.check(ws, ["agg0", "tor0_up"])
+    return {o.name: o for o in result.scenarios}, \
+        {d.message.split("`")[1]: d for d in result.diagnostics if d.code == "W680"}
+
+
+def test_a_failed_agg_slows_only_the_ports_on_its_tors(straddle):
+    """agg 0 reaches ToR 0 of each rack: 3 ports there per rack, 2 racks: 6 NICs lose 1 of 3
+    uplinks (1:1 / (1 - 1/3) = 1.5:1, 66.67 % of their bandwidth); host 1's NIC 1, on ToR 1,
+    keeps all of its uplinks (it was counted: 8 NICs)."""
+    outcomes, w680 = straddle
+    assert "6 NICs run at 66.67 % of their bandwidth for traffic into tier `agg` " \
+           "(`S.pods[0].fabric.agg[0]` failed)" in outcomes["agg0"].notes
+    assert "tier `tor` runs 1.5:1 into `agg`" in w680["agg0"].notes[0]
+
+
+def test_a_tor_that_loses_its_uplinks_cuts_only_its_ports(straddle):
+    """ToR 0 of rack 0 loses every uplink: the GPUs on its 3 ports (host 0's GPUs 0 and 1,
+    host 1's GPU 0) reach only one another; host 1's GPU 1 is on ToR 1 (it was counted: 4)."""
+    _, w680 = straddle
+    notes = w680["tor0_up"].notes
+    assert notes[0].startswith("breaks: [E617] 3 GPUs lose every path into tier `agg`")
+    assert notes[1:] == ("[E617] NIC 0 of 2 hosts from `S.pods[0].racks[0].hosts[0]`",
+                         "[E617] NIC 1 of 1 host from `S.pods[0].racks[0].hosts[0]`")
+
+
+# ---- NVLink domains: the job's hosts are the design's trays -----------------------------------
+def test_a_failure_on_any_tray_of_an_nvl72_job_counts():
+    """examples/gb200_nvl72.astral: llama405b runs on 256 GPUs of Hall.sus[1], 4 GPUs and 4
+    one-port NICs per tray: its first 64 trays, racks 0 to 3 (18 trays each). Tray 10 of rack 0
+    is job host 10: its NIC 0's only port failed cuts its GPU 0 off (E775). Seer's "host" is the
+    NVLink domain of 72 GPUs, and the job's hosts were counted in it: 256 / 72 -> 4 trays, so a
+    failure on tray 10 (or on rack 2's leaf) changed nothing."""
+    text = (REPO / "examples" / "gb200_nvl72.astral").read_text() + """
+scenario tray10 { fail Hall.sus[1].racks[0].hosts[10].nics[0].port[a] }
+scenario leaf { fail Hall.fabric.rack[10].rail[0].leaf[0] }
+"""
+    ws = astral_dsl.compiles(text, name="gb200_nvl72.astral", root=REPO / "examples")
+    for scenario, gpus in (("tray10", 1), ("leaf", 18)):   # leaf: GPU 0 of rack 2's 18 trays
+        with pytest.raises(seer.ForecastError) as exc:
+            astral_dsl.forecast(ws, job="llama405b", scenario=scenario)
+        (d,) = [d for d in exc.value.diagnostics if d.is_error]
+        assert d.code == "E775" and f"failed: {gpus} of the job's GPUs behind it" in d.message
+
+
+def test_e775_names_the_ranks_cut_off():
+    """DESIGN's both_tor1: ToR 1 of rail 0 fails on both planes in pod 0: NIC 0 (GPU 0) of the
+    32 hosts on it, pod 0's hosts 32 to 63, has no port left. site_dp's ranks run host by host
+    from S.pods[0] (8 GPUs each): GPU 0 of host h is rank 8 h, ranks 256, 264, ..., 504."""
+    ws = astral_dsl.compiles(DESIGN, name="t.astral", root=REPO)
+    with pytest.raises(seer.ForecastError) as exc:
+        astral_dsl.forecast(ws, job="site_dp", scenario="both_tor1")
+    (d,) = [d for d in exc.value.diagnostics if d.is_error]
+    assert d.code == "E775"
+    assert d.notes == ("cut off: ranks 256, 264, 272, ..., 504 (NIC 0 of 32 hosts from "
+                       "`S.pods[0].racks[8].hosts[0]`)",)
