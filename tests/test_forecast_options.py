@@ -52,6 +52,26 @@ def tiny_design():
     return astral_dsl.load(str(TINY))
 
 
+def test_the_library_checks_a_window_as_the_cli_does(tiny_design):
+    """tiny.astral: micro-batches 0..7. `fc.timeline(window=(8, 10))` returned the optimizer
+    step alone in silence (the CLI's `--window 8:10` is a usage error), `(2, None)` (the CLI's
+    `2:`) raised a TypeError, `(3, 1)` and `(-1, 2)` passed: one check, fitted_window, now."""
+    from astral_dsl import seer
+
+    fc = seer.forecast(tiny_design)
+    with pytest.raises(ValueError, match=r"the job has 8 micro-batches per pipeline \(0\.\.7\)"
+                                         ": the window holds none of them"):
+        fc.timeline(window=(8, 10))
+    for bad in ((3, 1), (-1, 2), (1.5, 3), "0..3", (1, 2, 3)):
+        with pytest.raises(ValueError, match="a window is"):
+            fc.timeline(window=bad)
+    to_last = fc.timeline(window=(6, None))              # `6:`: micro-batches 6 and 7
+    assert sorted(set(int(j) for j in to_last.mb)) == [0, 6, 7]     # (0: the optimizer's rows)
+    past = fc.timeline(window=(6, 100))                   # past the end: stops at the last
+    assert len(past.start) == len(to_last.start)
+    assert {dict(ev.args).get("micro_batch") for ev in past} - {None} == {6, 7}
+
+
 def test_an_operator_table_prices_operators_by_their_trace_names(tiny_design, tmp_path):
     """tiny.astral: Llama 3 8B (hidden 4,096, 32 heads of 128) at tp 2, micro 1, seq 4,096.
     `out proj` (m = 4,096 tokens, n = 4,096, k = 4,096 / 2 = 2,048) was looked up as `out` and

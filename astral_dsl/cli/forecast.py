@@ -37,7 +37,7 @@ def register(sub) -> None:
 def _window(text):
     """`A..B` (micro-batches A to B, as the language reads a range), `A..<B` or `A:B` (A to
     B-1), `A:` (A to the last), `A` (one): (first, last + 1), last + 1 None for `A:` (the
-    forecast's micro-batches bound it: trace.fitted_window)."""
+    forecast's micro-batches bound it: seer.timeline.fitted_window)."""
     if not text:
         return None
     if "..<" in text:
@@ -60,6 +60,7 @@ def run(args, overrides) -> int:
     from astral_dsl.diagnostics import Diagnostic, Severity
     from astral_dsl.outputs.forecast import report, trace
     from astral_dsl.outputs.jsonout import dumps, envelope
+    from astral_dsl.seer.timeline import fitted_window
 
     try:
         window = _window(args.window)
@@ -93,7 +94,7 @@ def run(args, overrides) -> int:
         return usage(f"--operator-table: {exc}")
     if window is not None:
         try:
-            window = trace.fitted_window(fc, window)
+            window = fitted_window(fc.job.microbatches, window)
         except ValueError as exc:
             return usage(f"--window {args.window}: {exc}")
     diags = diags + list(fc.diagnostics)      # the job's warnings: W750 "may not fit", W751, ...

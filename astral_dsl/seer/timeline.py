@@ -103,6 +103,27 @@ def describe(kind: Kind, mb: int, chunk: int, first: int, v: int):
     return name, (("micro_batch", mb), ("layer", layer))
 
 
+def fitted_window(m: int, window) -> Tuple[int, int]:
+    """The micro-batches (lo, hi) of `window` (first, last + 1) that a job of `m` micro-batches
+    per pipeline has: hi None or past the last micro-batch stops at the last; ValueError when
+    the window is not two whole numbers with 0 <= lo < hi, or holds none of the micro-batches
+    (its trace would hold the optimizer step alone and its chart nothing, in silence). The one
+    check of `Forecast.timeline(window=...)` and `astral forecast --window`."""
+    try:
+        lo, hi = window
+    except (TypeError, ValueError):
+        raise ValueError(f"a window is (first, last + 1) micro-batches, got {window!r}") \
+            from None
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi or 0)) \
+            or lo < 0 or (hi is not None and hi <= lo):
+        raise ValueError(f"a window is (first, last + 1) micro-batches with 0 <= first < "
+                         f"last + 1 (last + 1 None: to the last), got {window!r}")
+    if lo >= m:
+        raise ValueError(f"the job has {m:,} micro-batch{'es' if m > 1 else ''} per pipeline "
+                         f"(0..{m - 1}): the window holds none of them")
+    return lo, m if hi is None else min(hi, m)
+
+
 def _in_window(mb: int, window) -> bool:
     return window is None or window[0] <= mb < window[1]
 
@@ -150,7 +171,9 @@ def events(fc, window=None, level: str = "op") -> Iterator[Event]:
 
 def timeline(fc, window=None, level: str = "op") -> Timeline:
     """The iteration's events (the operators, or `level` "layer" or "block"), of the
-    micro-batches in `window` (lo, hi) or all."""
+    micro-batches in `window` (lo, hi) or all (checked and fitted by fitted_window)."""
+    if window is not None:
+        window = fitted_window(fc.job.microbatches, window)
     low = fc.lowering
     kinds: List[Kind] = []
     index: Dict[Kind, int] = {}

@@ -8,7 +8,7 @@ event by event: its size, not the process's memory, grows with the trace."""
 from __future__ import annotations
 
 import json
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional
 
 from astral_dsl.seer.timeline import STREAM_NAMES, STREAM_ORDER, count, describe, events, \
     timeline
@@ -19,18 +19,6 @@ MAX_ASKED_EVENTS = 3_000_000  # ~500 MB of JSON, about what Perfetto's UI loads
 
 class TraceTooLarge(ValueError):
     """The trace asked for would exceed MAX_ASKED_EVENTS."""
-
-
-def fitted_window(fc, window) -> Tuple[int, int]:
-    """The micro-batches (lo, hi) of `window` that the forecast has: hi None or past the last
-    micro-batch stops at the last; ValueError when the window holds none of them (its trace
-    would hold the optimizer step alone and its chart nothing, in silence)."""
-    m = fc.job.microbatches
-    lo, hi = window
-    if lo >= m:
-        raise ValueError(f"the job has {m:,} micro-batch{'es' if m > 1 else ''} per pipeline "
-                         f"(0..{m - 1}): the window holds none of them")
-    return lo, m if hi is None else min(hi, m)
 
 
 def choose(fc, level: Optional[str] = None, window=None, limit: int = MAX_EVENTS):
