@@ -72,6 +72,26 @@ def test_the_library_checks_a_window_as_the_cli_does(tiny_design):
     assert {dict(ev.args).get("micro_batch") for ev in past} - {None} == {6, 7}
 
 
+def test_an_option_none_forecasts_the_job_as_if_it_did_not_state_the_field(tiny_design,
+                                                                          tmp_path):
+    """tiny.astral states `recompute = full`: `recompute=None` was ignored like an omitted
+    option (the forecast recomputed every layer); now it clears the field, the same forecast
+    as the design without that line (recompute = none, the default: docs/api.md)."""
+    import astral_dsl
+    from astral_dsl import seer
+
+    text = TINY.read_text(encoding="utf-8")
+    assert text.count("  recompute = full\n") == 1
+    unstated = tmp_path / "tiny.astral"
+    unstated.write_text(text.replace("  recompute = full\n", ""), encoding="utf-8")
+    want = seer.forecast(astral_dsl.load(str(unstated)))
+    full = seer.forecast(tiny_design)
+    cleared = seer.forecast(tiny_design, recompute=None)
+    assert (full.job.recompute, cleared.job.recompute, want.job.recompute) == \
+        ("full", "none", "none")
+    assert cleared.iteration_time == want.iteration_time < full.iteration_time
+
+
 def test_an_operator_table_prices_operators_by_their_trace_names(tiny_design, tmp_path):
     """tiny.astral: Llama 3 8B (hidden 4,096, 32 heads of 128) at tp 2, micro 1, seq 4,096.
     `out proj` (m = 4,096 tokens, n = 4,096, k = 4,096 / 2 = 2,048) was looked up as `out` and

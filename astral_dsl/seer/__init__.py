@@ -97,7 +97,8 @@ def forecast(design, job: Optional[str] = None, failures=None,
     applied to `design`, the design compiled under it (analyses.scenarios.Applied, whose
     `design` it is). `options` take the place of the job's
     fields of the same names, for a what-if (`micro=2`, `attention="unfused"`, `zero=1`,
-    `order="tp-cp-ep-pp-dp"`, ...: job.OPTIONS lists them) and are checked as the fields are.
+    `order="tp-cp-ep-pp-dp"`, ...: job.OPTIONS lists them) and are checked as the fields are;
+    an option None clears the field (as if the job did not state it).
     `calibration`: a Calibration or the path of a fit file written by `astral calibrate -o`
     (`astral forecast --calibration`); default: the shipped fit."""
     # here, not with the package, for start-up (see _LAZY)

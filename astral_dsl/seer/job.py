@@ -159,7 +159,8 @@ def check_options(options) -> List[Diagnostic]:
 
 def declared(job, **options) -> Dict[str, object]:
     """The job's fields (and its `parallel` and `batch` records) as plain values, with the
-    options in their place."""
+    options in their place; an option None clears the field (the job forecast as if it did not
+    state it: the default, or the rule's choice; docs/api.md)."""
     out: Dict[str, object] = {}
     for name, record in OPTIONS.items():
         inst = job.member(record) if record else job
@@ -167,7 +168,9 @@ def declared(job, **options) -> Dict[str, object]:
         if value is not None:
             out[name] = _plain(value)
     for name, value in options.items():
-        if value is not None:
+        if value is None:
+            out.pop(name, None)
+        else:
             out[name] = _plain(_model_value(value))
     return out
 
