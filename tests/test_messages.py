@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 import astral_dsl
 
 
@@ -141,3 +143,28 @@ def test_a_replication_without_spaces_points_at_the_spacing_rule():
     # a real unit that starts with `x` is not this mistake: an unknown unit is said plainly
     d = loads("site S { note = \"n\", let y = 3 kW }\n")
     assert d.valid
+
+
+# ---- E303 (wrong type) comes with a hint -------------------------------------------------------
+@pytest.mark.parametrize("text, hint", [
+    ('site S { power_limit = "45 kW" }',
+     "write a number and its unit, without quotes: `45 kW`"),
+    ("site S { power_limit = true }", "write a number and its unit, e.g. `10 kW`"),
+    ('site S { x = 3 W < "a" }',
+     "compare two quantities (`<`, `>`, `==`, ...), or two values of one kind with `==` or `!=`"),
+    ("site S { x = if 3 W then 1 else 2 }",
+     "write a comparison, e.g. `x > 10 kW`, or `true` / `false`"),
+    ('site S { x = "a" + 1 }', "arithmetic works on numbers and quantities: use a field that "
+                               "holds one (e.g. `host.power`), not a string or an instance"),
+    ('site S { x = "a"[0] }', "index a group of instances or a list: `racks[3]`, `racks[0..7]`"),
+    ('site S { x = -"a" }', "only numbers and quantities have a sign, e.g. `-5 K`"),
+    ('site S { x = count(3 W) }', "e.g. `count(racks)` or `count([A, B])`"),
+    ("site S { x = [i for i in 3 W] }",
+     "e.g. `for i in 0..3`, `for g in [A, B]`, `for r in racks`"),
+    ("import stdlib.hardware { HGX8 }\nsite S { hosts = 2 x HGX8(gpu = \"H100\") }",
+     "name a gpu declared in this file or imported, by its name (without quotes)"),
+])
+def test_a_wrong_type_says_what_to_write(text, hint):
+    """E303 came with no hint at most of its sites (docs/diagnostics.md)."""
+    found = [d for d in loads(text + "\n").diagnostics if d.code == "E303"]
+    assert [d.hint for d in found] == [hint]

@@ -109,7 +109,8 @@ def run(args, overrides) -> int:
             note = trace.write_trace(fc, args.trace, args.level, window)
         except trace.TraceTooLarge as exc:
             return _fail(args, design, diags + [Diagnostic(
-                "E704", Severity.ERROR, f"--trace: {exc}", None, file=design.file)], EXIT_USAGE)
+                "E704", Severity.ERROR, f"--trace: {exc}", None, exc.hint, file=design.file)],
+                EXIT_USAGE)
         except OSError as exc:
             return usage(f"--trace: cannot write `{args.trace}`: {exc.strerror or exc}")
         notes.append(f"trace written to {args.trace}" + (f": {note}" if note else ""))

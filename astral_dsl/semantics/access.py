@@ -231,7 +231,8 @@ def eval_index(x, e: ast.Index, env):
     if isinstance(e.selector, ast.Wildcard):
         if isinstance(obj, (Group, ListValue)):
             return obj
-        fail("E303", f"`[*]` selects from a group, not from a {type_name(obj)}", e.span)
+        fail("E303", f"`[*]` selects from a group, not from a {type_name(obj)}", e.span,
+             "`[*]` follows a group of instances, e.g. `racks[*].power`")
     sel = x.eval(e.selector, env)
     if isinstance(obj, Group):
         size = obj.count
@@ -251,7 +252,8 @@ def eval_index(x, e: ast.Index, env):
             fail("E214", f"index {i} is out of range: the list has {len(obj.items)} items",
                  e.selector.span, past_end_hint(i, len(obj.items)))
         return obj.items[i]
-    fail("E303", f"cannot index a {type_name(obj)}", e.span)
+    fail("E303", f"cannot index a {type_name(obj)}", e.span,
+         "index a group of instances or a list: `racks[3]`, `racks[0..7]`")
 
 
 def _regroup(group: Group, results) -> Group:

@@ -50,7 +50,8 @@ def _quantities(runs, fname):
         if isinstance(v, Group):
             v = Quantity(float(v.count))
         if not isinstance(v, Quantity):
-            raise BuiltinError("E303", f"`{fname}` works on quantities, not on a {type_name(v)}")
+            raise BuiltinError("E303", f"`{fname}` works on quantities, not on a {type_name(v)}",
+                               f"pass a field that holds one, e.g. `{fname}(racks.power)`")
         out.append((c, v))
     return out
 
@@ -124,14 +125,16 @@ def _count(args):
         return Quantity(float(len(x)))
     if isinstance(x, Bundle):
         return Quantity(float(x.count))
-    raise BuiltinError("E303", f"`count` needs a group or a list, not a {type_name(x)}")
+    raise BuiltinError("E303", f"`count` needs a group or a list, not a {type_name(x)}",
+                       "e.g. `count(racks)` or `count([A, B])`")
 
 
 def _truth(args, fname, combine):
     runs = _runs(args, fname)
     for _, v in runs:
         if not isinstance(v, bool):
-            raise BuiltinError("E303", f"`{fname}` needs yes/no values, not a {type_name(v)}")
+            raise BuiltinError("E303", f"`{fname}` needs yes/no values, not a {type_name(v)}",
+                               f"pass conditions, e.g. `{fname}(racks.power < 40 kW)`")
     return combine(v for _, v in runs)
 
 

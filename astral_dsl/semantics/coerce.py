@@ -18,6 +18,12 @@ _EXAMPLE_UNITS = {"power": "kW", "energy": "kWh", "voltage": "V", "current": "A"
                   "mass": "kg", "frequency": "Hz"}
 
 
+def _example(dim: str) -> str:
+    """A quantity of dimension `dim` as written in a file, for a hint: `10 kW`, `10`."""
+    unit = _EXAMPLE_UNITS.get(dim)
+    return f"10 {unit}" if unit else "10"
+
+
 def _fail(code: str, message: str, span: Span, hint: str | None = None):
     raise DiagnosticError(Diagnostic(code, Severity.ERROR, message, span, hint))
 
@@ -36,7 +42,8 @@ def coerce(value: Any, type_: Any, span: Span, what: str) -> Any:
     if isinstance(type_, BoolType):
         if isinstance(value, bool):
             return value
-        _fail("E303", f"{what} must be `true` or `false`, not a {type_name(value)}", span)
+        _fail("E303", f"{what} must be `true` or `false`, not a {type_name(value)}", span,
+              "write `true` or `false`, or a comparison such as `x > 10 kW`")
     if isinstance(type_, StrType):
         if isinstance(value, str):
             problem = type_.check(value) if type_.check is not None else None
@@ -53,7 +60,8 @@ def coerce(value: Any, type_: Any, span: Span, what: str) -> Any:
             shadow = getattr(value, "name", None)
             hint = (f"a bare `{shadow}` is the {type_name(value)} of this file: write the "
                     f"value in double quotes, `\"{shadow}\"`"
-                    if isinstance(shadow, str) and shadow in type_.values else None)
+                    if isinstance(shadow, str) and shadow in type_.values else
+                    f"write {type_.describe()}")
             _fail("E303", f"{what} must be {type_.describe()}, not a {type_name(value)}", span,
                   hint)
         _fail("E311", f"`{name}` is not a valid value for {what}", span,
@@ -63,12 +71,15 @@ def coerce(value: Any, type_: Any, span: Span, what: str) -> Any:
         if kind in type_.kinds:
             return value
         got = type_name(value)
-        _fail("E303", f"{what} must be {type_.describe()}, not a {got}", span)
+        _fail("E303", f"{what} must be {type_.describe()}, not a {got}", span,
+              f"name {type_.describe()} declared in this file or imported, by its name "
+              "(without quotes)")
     if isinstance(type_, ListType):
         if isinstance(value, Group):
             if value.count > 10_000:
                 _fail("E303", f"{what} must be a list; a group of {value.count} instances is "
-                              f"too large to list", span)
+                              f"too large to list", span,
+                      "name at most 10,000 of them: a range of the group, e.g. `[0..99]`")
             items = tuple(value.items(10_000))
         elif isinstance(value, ListValue):
             items = []
@@ -86,7 +97,8 @@ def coerce(value: Any, type_: Any, span: Span, what: str) -> Any:
         if isinstance(value, Bundle):
             _quantity(value.item, type_.item, span, f"each item of {what}")
             return value
-        _fail("E303", f"{what} must be {type_.describe()}, not a {type_name(value)}", span)
+        _fail("E303", f"{what} must be {type_.describe()}, not a {type_name(value)}", span,
+              f"write a count of quantities, e.g. `8 x {_example(type_.item.dim)}`")
     raise AssertionError(type_)
 
 
@@ -96,10 +108,12 @@ def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
     if isinstance(value, Bundle) and t.dim not in ("count", "number"):
         value = value.total
     if not isinstance(value, Quantity):
-        hint = None
-        if getattr(value, "kind", None):
+        hint = (f"write a number and its unit, without quotes: `{value.strip()}`"
+                if isinstance(value, str) and value.strip()[:1].isdigit() else
+                f"write a number and its unit, e.g. `{_example(t.dim)}`")
+        if getattr(value, "kind", None) and what.startswith("`"):
             hint = (f"{what} is a field of this kind; give the member another name, e.g. "
-                    f"`{value.kind}_{what.strip('`')} = ...`" if what.startswith("`") else None)
+                    f"`{value.kind}_{what.strip('`')} = ...`")
         _fail("E303", f"{what} must be {t.describe()}, not a {type_name(value)}", span, hint)
     dims, point = DIMENSION_TYPES[t.dim]
     if value.dims != dims or value.point != point:

@@ -58,13 +58,14 @@ def unknown_options(x, e: ast.Unknown, env):
     if isinstance(domain, Group) and domain.count:
         return tuple(i for _, i in domain.flat())
     fail("E303", f"the options of `?` must be a range or a non-empty list, not a "
-                 f"{type_name(domain)}", e.domain.span)
+                 f"{type_name(domain)}", e.domain.span, "e.g. `? in 1..16` or `? in [2, 4, 8]`")
 
 
 def whole(x, value, span: Span, what: str) -> int:
     value = x.numeric(value, span)
     if not isinstance(value, Quantity) or not value.dimensionless:
-        fail("E303", f"{what} must be a whole number, not a {type_name(value)}", span)
+        fail("E303", f"{what} must be a whole number, not a {type_name(value)}", span,
+             "write a whole number, e.g. `4`")
     if not float(value.si).is_integer():
         fail("E308", f"{what} must be a whole number, not {value}", span)
     return int(value.si)
@@ -152,7 +153,7 @@ def eval_comprehension(x, e: ast.Comprehension, env):
         items = source.items(MAX_ITERATIONS)
     else:
         fail("E303", f"`for` needs a range, list or group, not a {type_name(source)}",
-             e.iterable.span)
+             e.iterable.span, "e.g. `for i in 0..3`, `for g in [A, B]`, `for r in racks`")
     if items is None:
         fail("E401", f"a `for` over more than {MAX_ITERATIONS:,} items", e.iterable.span,
              "replicate with `N x Template` to keep the design symbolic")

@@ -188,7 +188,8 @@ class Expressions:
         if cycle is not None:
             self.host.field(cycle, name, span)     # reports the cycle
         if name in BUILTINS or name in FORMS:
-            fail("E303", f"`{name}` is a function; call it, e.g. `{name}(racks.power)`", span)
+            fail("E303", f"`{name}` is a function; call it, e.g. `{name}(racks.power)`", span,
+                 f"a function's value is its result: write `{name}(...)`")
         if env.symbols:
             return Symbol(name)
         if name in env.module.unresolved:
@@ -316,7 +317,9 @@ class Expressions:
             return left + right
         if not isinstance(left, Quantity) or not isinstance(right, Quantity):
             bad = left if not isinstance(left, Quantity) else right
-            fail("E303", f"`{op}` needs quantities, not a {type_name(bad)}", e.span)
+            fail("E303", f"`{op}` needs quantities, not a {type_name(bad)}", e.span,
+                 "arithmetic works on numbers and quantities: use a field that holds one "
+                 "(e.g. `host.power`), not a string or an instance")
         try:
             if op == "+":
                 return left.add(right)
@@ -336,7 +339,9 @@ class Expressions:
             if len(left.runs) == 1 and len(right.runs) == 1 and left.count == right.count:
                 return Values(((left.count, fn(left.runs[0][1], right.runs[0][1])),))
             raise DiagnosticError(Diagnostic(
-                "E303", Severity.ERROR, "cannot combine two groups element by element", span))
+                "E303", Severity.ERROR, "cannot combine two groups element by element", span,
+                "combine a group with one value (`racks.power * 1.2`), or total each group "
+                "first (`sum(a.power) + sum(b.power)`)"))
         if isinstance(left, Values):
             return Values(tuple((c, fn(v, right)) for c, v in left.runs))
         return Values(tuple((c, fn(left, v)) for c, v in right.runs))
@@ -349,7 +354,8 @@ class Expressions:
             # negated, but a literal can be negative)
             return Quantity.from_unit(-lit.value, self.unit(lit.unit, lit.unit_span))
         if not isinstance(v, Quantity):
-            fail("E303", f"cannot negate a {type_name(v)}", e.span)
+            fail("E303", f"cannot negate a {type_name(v)}", e.span,
+                 "only numbers and quantities have a sign, e.g. `-5 K`")
         try:
             return v.neg()
         except UnitError as exc:
@@ -359,7 +365,8 @@ class Expressions:
         v = self.numeric(self.eval(e.operand, env), e.span)
         unit = self.unit(e.unit, e.unit_span)
         if not isinstance(v, Quantity):
-            fail("E303", f"cannot convert a {type_name(v)} to `{e.unit}`", e.span)
+            fail("E303", f"cannot convert a {type_name(v)} to `{e.unit}`", e.span,
+                 f"convert a quantity, e.g. `host.power to {e.unit}`")
         try:
             return v.to(unit)
         except UnitError as exc:
@@ -409,12 +416,14 @@ class Expressions:
             same = left == right if not isinstance(left, Frame) else left is right
             return same if op == "==" else not same
         fail("E303", f"cannot compare a {type_name(left)} with a {type_name(right)} using `{op}`",
-             e.span)
+             e.span, "compare two quantities (`<`, `>`, `==`, ...), or two values of one kind "
+                     "with `==` or `!=`")
 
     def truth(self, value, span: Span, what: str = "a condition"):
         if isinstance(value, bool):
             return value
-        fail("E303", f"{what} must be `true` or `false`, not a {type_name(value)}", span)
+        fail("E303", f"{what} must be `true` or `false`, not a {type_name(value)}", span,
+             "write a comparison, e.g. `x > 10 kW`, or `true` / `false`")
 
     def _e_Logic(self, e: ast.Logic, env):
         left = self.truth(self.eval(e.left, env), e.left.span, f"the left side of `{e.op}`")

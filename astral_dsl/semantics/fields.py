@@ -155,7 +155,7 @@ def _sizable(it, frame: Frame, name: str, d: FieldDef):
         values = [o.si for o in options if isinstance(o, Quantity) and o.is_whole()]
         if len(values) != len(options):
             fail("E303", f"`{name}` is a count: its options must be whole numbers",
-                 e.domain.span)
+                 e.domain.span, "e.g. `? in 1..16` or `? in [2, 4, 8]`")
         low, high = int(min(values)), int(max(values))
     it.record_unknown(key, e.span, "count", (), low=low, high=high, frame=frame,
                       field=name, inclusive_end=inclusive_range(e))
@@ -168,7 +168,8 @@ def _typed(it, frame: Frame, name: str, value, span: Span):
     if field_spec is not None:
         return coerce(value, field_spec.type, span, f"`{name}`")
     if name in spec.records:
-        fail("E303", f"`{name}` is a block: write `{name} {{ ... }}`", span)
+        fail("E303", f"`{name}` is a block: write `{name} {{ ... }}`", span,
+             f"its fields go inside the braces: `{name} {{ field = value, ... }}`")
     if isinstance(value, (Frame, Group)) and (spec.open_members or not spec.physical):
         return value
     if isinstance(value, UnknownValue):
@@ -291,7 +292,8 @@ def _action(it, frame: Frame, action, env: Env):
                     and target.rail is None and target.plane is None
                     and target.scope is None and target.switch is None):
                 fail("E303", "a fraction can only fail of a whole switch tier, e.g. "
-                             "`fail 25 % of Site.fabric.core`", action.target.span)
+                             "`fail 25 % of Site.fabric.core`", action.target.span,
+                     "name the tier (no index), or fail the one switch without a fraction")
         if not isinstance(target, (FabricSelection, NicPort, FabricLink)):
             _failable(target, action.target.span)
         route = route_of(it, _route_end(action.target), env)
@@ -299,13 +301,14 @@ def _action(it, frame: Frame, action, env: Env):
     elif isinstance(action, ast.SetStmt):
         if not isinstance(action.target, ast.Attr):
             fail("E303", "`set` needs a field of a part, e.g. `set Site.cooling.supply = ...`",
-                 action.target.span)
+                 action.target.span, "name the part, then the field, joined by a `.`")
         owner = it.eval(action.target.obj, env)
         targets = [i for _, i in owner.flat()] if isinstance(owner, Group) else [owner]
         fspecs = []
         for t in targets:
             if not isinstance(t, Frame):
-                fail("E303", "`set` needs a field of a part of the design", action.target.span)
+                fail("E303", "`set` needs a field of a part of the design", action.target.span,
+                     "e.g. `set Site.cooling.supply = 30 degC`")
             fspec = t.spec.fields.get(action.target.name.name)
             if fspec is None:
                 fail("E209", f"a {t.kind} has no field `{action.target.name.name}`",
@@ -358,7 +361,9 @@ def _fail_target(it, expr, env):
         return FabricLink(ends)
     target = it.eval(expr, env)
     if not isinstance(target, (Frame, Group, FabricSelection, NicPort)):
-        fail("E303", f"`fail` needs a part of the design, not a {type_name(target)}", expr.span)
+        fail("E303", f"`fail` needs a part of the design, not a {type_name(target)}", expr.span,
+             "name a part, a port or a link: `fail Site.fabric.core[0]`, "
+             "`fail H.nics[0].port[a] -- S.fabric.rail[0].plane[A].tor[0]`")
     return target
 
 

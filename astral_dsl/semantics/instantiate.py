@@ -267,7 +267,8 @@ class Instantiator:
             ns = self.eval(expr.obj, Env(env.module))
             symbol = getattr(ns, "scope", None) and ns.scope.own.get(expr.name.name)
         if not isinstance(symbol, Template):
-            fail("E303", wrong, base.span)
+            fail("E303", wrong, base.span, "name a declared template (`HGX8`, `hw.Rectifier`), "
+                                           "not a value or an instance")
         return symbol, args
 
     def lay_body(self, frame: Frame, body, env: Env):

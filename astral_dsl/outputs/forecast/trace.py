@@ -18,7 +18,36 @@ MAX_ASKED_EVENTS = 3_000_000  # ~500 MB of JSON, about what Perfetto's UI loads
 
 
 class TraceTooLarge(ValueError):
-    """The trace asked for would exceed MAX_ASKED_EVENTS."""
+    """The trace asked for would exceed MAX_ASKED_EVENTS; `hint` names a window or level that
+    stays within it (E704's hint)."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.hint = hint
+
+
+def within(fc, level: str, window, limit: int) -> str:
+    """A hint for a trace of `window` at `level` beyond `limit` events: the longest window from
+    the same first micro-batch that stays within it at that level (count() is per stage, not
+    per event: cheap), and the coarser levels that hold the whole window."""
+    lo, hi = window if window is not None else (0, fc.job.microbatches)
+    k = hi - lo
+    if k > 1:      # one micro-batch's events, each further one's: the window that fits
+        one = count(fc, level, (lo, lo + 1))
+        per = max(1, count(fc, level, (lo, lo + 2)) - one)
+        k = max(1, min(k - 1, 1 + (limit - one) // per))
+        while k > 1 and count(fc, level, (lo, lo + k)) > limit:     # (a ragged schedule)
+            k -= 1
+    fits = count(fc, level, (lo, lo + k))
+    out = [f"--window {lo}:{lo + k} holds {fits:,} events at --level {level}"] \
+        if fits <= limit else []
+    for coarser in ("layer", "block")[("op", "layer", "block").index(level):]:
+        n = count(fc, coarser, window)
+        if coarser != level and n <= limit:
+            out.append(f"--level {coarser} holds {n:,} events of "
+                       + ("the window asked for" if window is not None else "the iteration"))
+            break
+    return "; ".join(out) or "even one micro-batch at --level block is beyond the limit"
 
 
 def choose(fc, level: Optional[str] = None, window=None, limit: int = MAX_EVENTS):
@@ -31,7 +60,8 @@ def choose(fc, level: Optional[str] = None, window=None, limit: int = MAX_EVENTS
                 f"the trace of {'--window ' + ':'.join(map(str, window)) if window else 'all'}"
                 f" at --level {level or 'op'} would hold {n:,} events (about {n * 165 / 1e9:.1f}"
                 f" GB of JSON), beyond the limit of {MAX_ASKED_EVENTS:,}: choose a smaller "
-                f"--window or a coarser --level (layer, block)")
+                f"--window or a coarser --level (layer, block)",
+                within(fc, level or "op", window, MAX_ASKED_EVENTS))
         return level or "op", window, ""
     if count(fc, "op") <= limit:
         return "op", None, ""
