@@ -244,3 +244,23 @@ def test_options_with_nothing_to_act_on_say_so():
                      (9, 35, "fp8_recipe has no effect with dtype = bf16"),
                      (9, 57, "ep_overlap has no effect without expert parallelism (ep = 1, no "
                              "experts)")]
+
+
+def test_torch_compile_outside_torchtitan_says_it_has_no_effect(tiny_design):
+    """costs.set_framework runs eager kernels for torchtitan alone and lower_linear's dgrad sums
+    arise only from torchtitan's separate linear layers: `torch_compile = true` under megatron
+    or automodel forecast the same iteration, in silence. torchtitan's compiled step is faster
+    (its norms, SwiGLU and rotary embeddings fused) and draws no W751."""
+    from astral_dsl import seer
+
+    for framework in ("megatron", "automodel", "torchtitan"):
+        plain = seer.forecast(tiny_design, framework=framework, recompute="selective")
+        compiled = seer.forecast(tiny_design, framework=framework, recompute="selective",
+                                 torch_compile=True)
+        w = [d.message for d in compiled.diagnostics if d.code == "W751"]
+        if framework == "torchtitan":
+            assert compiled.iteration_time < plain.iteration_time and w == []
+        else:
+            assert compiled.iteration_time == plain.iteration_time
+            assert w == [f"job `two`: torch_compile has no effect with framework = {framework}: "
+                         "its element-wise kernels are forecast fused without it"]

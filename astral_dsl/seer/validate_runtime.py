@@ -119,7 +119,8 @@ def runtime(spec: JobSpec, where) -> List[Diagnostic]:
 def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
     """W751 for a stated field the job gives nothing to act on: a recipe of fp8 scales on
     another dtype, sequence parallelism or a TP overlap without tensor parallelism, an expert
-    all-to-all overlap without expert parallelism (lower.py, lower_comm.py read them so)."""
+    all-to-all overlap without expert parallelism (lower.py, lower_comm.py read them so),
+    torch.compile outside torchtitan (costs.set_framework: only its step runs eager)."""
     par, stated, name, out = spec.parallel, where.fields, f"job `{spec.name}`", []
     if "fp8_recipe" in stated and spec.dtype != "fp8":
         out.append(_warn("W751", f"{name}: fp8_recipe has no effect with dtype = {spec.dtype}: "
@@ -139,4 +140,13 @@ def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"): there is no expert all-to-all to overlap",
                          where("ep_overlap", ""),
                          "leave `ep_overlap` out, or spread the experts (`ep` > 1)"))
+    if stated.get("torch_compile") is True and spec.framework != "torchtitan":
+        out.append(_warn("W751", f"{name}: torch_compile has no effect with framework = "
+                                 f"{spec.framework}: its element-wise kernels are forecast "
+                                 f"fused without it", where("torch_compile", ""),
+                         ("Megatron-LM's step runs Transformer Engine's fused kernels, not "
+                          "torch.compile" if spec.framework == "megatron" else
+                          "Seer forecasts NeMo AutoModel's element-wise kernels fused "
+                          "(Transformer Engine's) with or without it")
+                         + ": leave `torch_compile` out"))
     return out
