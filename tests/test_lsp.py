@@ -528,3 +528,35 @@ def test_hover_on_an_imported_template_the_design_does_not_use_shows_its_fields(
     line2 = main.split("\n")[1]
     text, _ = hover(a, a.entry, 2, line2.index("B200") + 1)
     assert "- `power = 1000 W`" in text and "*source:* NVIDIA DGX B200" in text
+
+
+def test_completion_after_a_template_the_design_does_not_use_offers_its_fields():
+    """After `hw.H200.` (a module alias) or `H100.` (an imported name) of a stdlib template no
+    instance of the design uses: nothing (the members came from evaluated instances alone), and
+    a name ending in a digit (`H200.`) read as a number being typed (`1.`). Now the fields the
+    template declares, then its bases' (H100 = H100_SXM { source = ... }; DGX_H100 =
+    HGX8(...) { ... }), from stdlib/hardware.astral."""
+    from astral_dsl.lsp.analysis import analyse
+    from astral_dsl.lsp.completion import complete
+
+    text = ("import stdlib.hardware as hw\nimport stdlib.hardware { H100 }\n"
+            "site S { hosts = 2 x hw.HGX8(gpu = hw.H100_SXM, nic = hw.CX7_400G) }\n"
+            "site T { }\n")
+    a = analyse("file:///x.astral", None, text, 1, engineering=False)
+    assert not [d for d in a.diagnostics if d.is_error]
+
+    def offered(typed: str):
+        line = "site T { x = " + typed
+        edited = text.replace("site T { }", line)
+        return [(i.label, i.detail) for i in complete(a, edited, 3, len(line))]
+
+    h200 = offered("hw.H200.")
+    assert h200[:3] == [("sms", "gpu H200"), ("architecture", "gpu H200"),
+                        ("vendor", "gpu H200")]
+    assert ("memory", "gpu H200") in h200 and offered("hw.H200.mem") == h200
+    assert offered("H100.")[:2] == [("source", "gpu H100"), ("sms", "gpu H100_SXM")]
+    dgx = dict(offered("hw.DGX_H100."))
+    assert (dgx["power"], dgx["cpus"], dgx["gpus"]) == ("host DGX_H100", "host DGX_H100",
+                                                        "host HGX8")
+    # a template the design uses: its evaluated values, as before
+    assert offered("hw.H100_SXM.")[:2] == [("sms", "132"), ("architecture", "hopper")]

@@ -388,3 +388,49 @@ def test_an_announced_length_is_never_allocated(tmp_path, length):
         assert client.proc.wait(timeout=WAIT) is not None
     finally:
         client.close()
+
+
+def test_a_change_past_the_end_of_the_text_is_fitted_and_logged(server):
+    """A range past the text was applied without a word, and pygls 2.1 fits a character past
+    the end of a line to one before it (its `_client_len - 1`, meant for the line break): on a
+    last line without a line break the edit went in before its last character (`... 700 W
+    <edit>}`). The range is fitted to the text (LSP: a character past the line's end "defaults
+    back to the line length"; a line past the last, the end of the text) and logged."""
+    client, root = server
+    uri = (root / "ranges.astral").as_uri()
+    client.open(uri, "gpu G { power = 700 W }")           # 23 characters, no line break
+    before = len(client.notes)
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [
+        # at (0, 23), after the `}` (it went in before it: G's body swallowed H)
+        {"range": {"start": {"line": 0, "character": 99}, "end": {"line": 0, "character": 99}},
+         "text": "\nhost H { gpus = 2 x G }"},
+        # the text is now 2 lines: (7, 0) is past them, applied at its end (1, 23)
+        {"range": {"start": {"line": 7, "character": 0}, "end": {"line": 7, "character": 5}},
+         "text": "\nsite S { hosts = 1 x H }\n"}]})
+    r = client.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    lines = {s["name"]: s["range"]["start"]["line"] for s in r["result"]}
+    assert lines == {"G": 0, "H": 1, "S": 2}, r
+    logged = [n["params"]["message"] for n in client.notes[before:]
+              if n.get("method") == "window/logMessage"]
+    assert [m.split(": ", 2)[2] for m in logged if "runs past the text" in m] == [
+        "the range 0:99-0:99 runs past the text; applied at 0:23-0:23",
+        "the range 7:0-7:5 runs past the text; applied at 1:23-1:23"], logged
+
+
+def test_fit_range_keeps_a_range_within_the_text():
+    from lsprotocol import types as lsp
+
+    from astral_dsl.lsp.protocol import fit_range
+
+    def rng(a, b, c, d):
+        return lsp.Range(start=lsp.Position(line=a, character=b),
+                         end=lsp.Position(line=c, character=d))
+
+    lines = ["ab\n", "cde"]                       # no final line break: the end is (1, 3)
+    assert fit_range(lines, rng(0, 1, 1, 2), len) == rng(0, 1, 1, 2)
+    assert fit_range(lines, rng(0, 5, 0, 9), len) == rng(0, 2, 0, 2)
+    assert fit_range(lines, rng(1, 1, 4, 0), len) == rng(1, 1, 1, 3)
+    assert fit_range(["ab\n"], rng(1, 0, 1, 0), len) == rng(1, 0, 1, 0)   # after the break
+    assert fit_range(["ab\n"], rng(1, 4, 3, 0), len) == rng(1, 0, 1, 0)
+    assert fit_range([], rng(2, 2, 2, 2), len) == rng(0, 0, 0, 0)          # an empty text

@@ -20,6 +20,9 @@ _.too_large, _.did_open, _.did_change, _.did_save, _.did_close, _.completion, _.
 _.files_changed
 # pygls reports a notification it could not handle through the server's report_server_error
 _.report_server_error
+# pygls's protocol dispatches a message to its `@lsp_method` by the method's name (lsp/protocol.py
+# overrides textDocument/didChange's)
+_.lsp_text_document__did_change
 _.CODE, _.MESSAGE, _.jsonrpc
 # the tests' and the benchmark's language clients: pygls calls their handlers
 _.on_diagnostics

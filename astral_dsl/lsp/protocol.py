@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Optional
+from typing import Callable, List, Optional
 from urllib.parse import unquote
 
 from lsprotocol import types as lsp
@@ -78,12 +78,57 @@ class AstralProtocol(LanguageServerProtocol):
             params = lsp.DidChangeTextDocumentParams(
                 text_document=doc, content_changes=params.content_changes[
                     params.content_changes.index(whole[-1]) + 1:])
-        yield from super().lsp_text_document__did_change(params)
+        for change in params.content_changes:        # (pygls's loop, each range fitted first)
+            if isinstance(change, lsp.TextDocumentContentChangePartial):
+                change = self._fitted(doc.uri, change)
+            self.workspace.update_text_document(doc, change)
+        handler = self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)
+        if handler is not None:
+            yield handler, (params,), None
+
+    def _fitted(self, uri: str, change: lsp.TextDocumentContentChangePartial):
+        """`change` with its range within the document's text (fit_range), logged and told the
+        client when it was not: pygls dropped an edit that starts past the last line, and put
+        one past a line's end after its line break, in silence."""
+        text = self.workspace.get_text_document(uri)
+        fitted = fit_range(text.lines, change.range, text.position_codec.client_num_units)
+        if fitted == change.range:
+            return change
+        message = (f"astral: didChange of {uri}: the range {_show(change.range)} runs past the "
+                   f"text; applied at {_show(fitted)}")
+        log.warning(message)
+        self.notify(lsp.WINDOW_LOG_MESSAGE, lsp.LogMessageParams(
+            type=lsp.MessageType.Warning, message=message))
+        return lsp.TextDocumentContentChangePartial(range=fitted, text=change.text)
 
     def _send_response(self, msg_id, result=None, error=None):
         if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
             error = lsp.ResponseError(code=error.code, message=error.message)
         super()._send_response(msg_id, result, error)
+
+
+def fit_range(lines: List[str], rng: lsp.Range, units: Callable[[str], int]) -> lsp.Range:
+    """`rng` within the text of `lines` (with their line breaks; `units` a line's length in
+    the client's units): a character past its line's end is the line's end (LSP: "it defaults
+    back to the line length"), a position past the last line the end of the text."""
+    if lines and lines[-1].endswith(("\n", "\r")):
+        end = lsp.Position(line=len(lines), character=0)
+    else:
+        end = lsp.Position(line=max(0, len(lines) - 1),
+                           character=units(lines[-1]) if lines else 0)
+
+    def fit(p: lsp.Position) -> lsp.Position:
+        if (p.line, p.character) >= (end.line, end.character):
+            return end
+        return lsp.Position(line=p.line, character=min(
+            p.character, units(lines[p.line].rstrip("\r\n"))))
+
+    start, stop = fit(rng.start), fit(rng.end)
+    return lsp.Range(start=start, end=max(stop, start, key=lambda q: (q.line, q.character)))
+
+
+def _show(rng: lsp.Range) -> str:
+    return (f"{rng.start.line}:{rng.start.character}-{rng.end.line}:{rng.end.character}")
 
 
 def _validation_detail(cause: Optional[BaseException]) -> str:

@@ -43,7 +43,8 @@ def complete(analysis: Optional[Analysis], text: str, line0: int, char_cp: int,
     if _TO_UNIT.search(prefix) or _NUMBER_UNIT.search(prefix):
         return unit_items()
     m = _DOTTED.search(prefix)
-    if m and not re.search(r"\d\.$", prefix):
+    # (`1.` is a number being typed; `H200.` is a name)
+    if m and not re.search(r"(?<![\w.])\d[\d_]*\.$", prefix):
         return _member_items(analysis, m.group("chain"), before)
     headers = enclosing_headers(before)
     items: List[lsp.CompletionItem] = []

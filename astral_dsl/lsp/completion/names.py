@@ -111,12 +111,15 @@ def _member_items(analysis: Optional[Analysis], chain: str, before: str):
         return [i for n, s in sym.scope.own.items()
                 if (i := _symbol_item(n, s, sort="1")) is not None]
     value = local
+    if isinstance(sym, Namespace) and len(parts) >= 2:
+        sym = sym.scope.own.get(parts[1])
+        parts = parts[1:]
+        if not isinstance(sym, Template):
+            return []
     if isinstance(sym, Template):
         value = next((f for f in analysis.frames if f.template is sym), None)
-    elif isinstance(sym, Namespace) and len(parts) >= 2:
-        t = sym.scope.own.get(parts[1])
-        value = next((f for f in analysis.frames if f.template is t), None)
-        parts = parts[1:]
+        if value is None and len(parts) == 1:     # a template the design does not use
+            return _template_fields(sym)
     for part in parts[1:]:
         if isinstance(value, Group):
             value = next((i for _, i in value.flat()), None)
@@ -142,6 +145,34 @@ def _member_items(analysis: Optional[Analysis], chain: str, before: str):
         out.append(_item("rail", lsp.CompletionItemKind.Property, "rail[i]", sort="2"))
         out.append(_item("plane", lsp.CompletionItemKind.Property, "plane[A]", sort="2"))
     return _dedupe(out)
+
+
+def _template_fields(t: Template) -> List[lsp.CompletionItem]:
+    """The fields a template declares (in its body or its base's arguments), and those of its
+    bases, nearest first, read from the declarations: no instance of it was evaluated."""
+    out: List[lsp.CompletionItem] = []
+    seen = set()
+    while isinstance(t, Template) and id(t) not in seen:
+        seen.add(id(t))
+        fields = KINDS[t.kind].fields if t.kind in KINDS else {}
+        base = t.decl.base
+        args = base.args if isinstance(base, ast.Call) else ()
+        named = [a.name.name for a in args if a.name is not None and a.name.name in fields] + \
+            [s.name.name for s in t.decl.body or () if isinstance(s, ast.Field)]   # (members too)
+        for name in named:
+            spec = fields.get(name)
+            out.append(_item(name, lsp.CompletionItemKind.Field, f"{t.kind} {t.name}",
+                             spec.type.describe() if spec is not None else "member", sort="1"))
+        base = base.func if isinstance(base, ast.Call) else base
+        t = t.module.lookup(base.name) if isinstance(base, ast.Name) else \
+            _in_namespace(t.module, base) if isinstance(base, ast.Attr) else None
+    return _dedupe(out)
+
+
+def _in_namespace(module, base: "ast.Attr"):
+    """The template `ns.Name` names in `module`, or None."""
+    ns = module.lookup(base.obj.name) if isinstance(base.obj, ast.Name) else None
+    return ns.scope.own.get(base.name.name) if isinstance(ns, Namespace) else None
 
 
 def _local_member(analysis: Analysis, headers, name: str):
