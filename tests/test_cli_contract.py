@@ -235,3 +235,88 @@ def test_the_unknown_job_hint_lists_at_most_twenty_jobs():
     assert d.hint == "jobs: " + ", ".join(f"j{i:02}" for i in range(20)) + " and 3 more"
     assert unknown_job(type("D", (), {"file": "x", "jobs": []})(), "a").hint == \
         "the design declares no job"
+
+
+# ---- a usage error under --format json: one line of JSON on standard output --------------------
+JSON_COMMANDS = ["check", "size", "export", "forecast", "sweep", "search", "diagnose", "synth",
+                 "diff", "runs", "calibrate"]
+
+
+def _usage_document(p, file=None):
+    (line,) = p.stdout.splitlines()              # one line, the whole of standard output
+    doc = json.loads(line)
+    assert p.returncode == 2 and list(doc)[:5] == ENVELOPE, p.stdout
+    assert (doc["valid"], doc["diagnostics"], doc["file"]) == (False, [], file)
+    assert p.stderr.endswith(f"astral: error: {doc['usage_error']}\n")
+    return doc
+
+
+@pytest.mark.parametrize("command", JSON_COMMANDS)
+def test_an_argparse_usage_error_under_json_is_a_json_line(command):
+    # argparse's own error (a bad choice) comes before the format is known: stdout was empty
+    p = astral(command, "x", "y", "--format", "json", "--color", "bogus")
+    doc = _usage_document(p)
+    assert doc["usage_error"].startswith("argument --color: invalid choice: 'bogus'")
+    if command == "diagnose":        # no diagnosis: its verdict, as its documents say it
+        assert (doc["verdict"], doc["exit_code"], doc["error"]) == (
+            "unusable", 2, doc["usage_error"])
+
+
+@pytest.mark.parametrize("command, args", [
+    ("size", [RACK, "--format=json", "--set", "x"]),
+    ("export", [RACK, "--set", "x"]),                  # json is export's default format
+    ("sweep", [RACK, "--format", "jsonl", "--set", "x"]),
+])
+def test_a_command_usage_error_under_json_names_the_file(command, args):
+    doc = _usage_document(astral(command, *args), RACK)
+    assert doc["usage_error"] == "--set expects NAME=VALUE, got `x`"
+
+
+def test_no_json_for_a_usage_error_without_json():
+    # human output, text formats (export --netbox answers in text), a command without json
+    for args in (["size", RACK, "--set", "x"], ["export", RACK, "--netbox", "d", "--set", "x"],
+                 ["fmt", RACK, "--format", "json"], ["check", "--format", "yaml", RACK]):
+        p = astral(*args)
+        assert (p.returncode, p.stdout) == (2, ""), args
+        assert "astral: error:" in p.stderr
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("forecast", []), ("search", ["--workers", "1"]), ("synth", ["-o", "never.csv"])])
+def test_a_design_without_a_job_is_e758_not_a_usage_error(command, extra, tmp_path):
+    # the design's shortcoming, not the command line's: exit 1 in the envelope (it was exit 2,
+    # "the design declares no job" on standard error only)
+    p = astral(command, REPO / RACK, *extra, "--format", "json", cwd=tmp_path)
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["valid"], p.stderr) == (1, False, "")
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "E758"]
+    assert d["message"] == "the design declares no job to forecast" and d["hint"]
+    assert not (tmp_path / "never.csv").exists()
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("check", []), ("size", []), ("export", []), ("forecast", []), ("diff", [RACK]),
+    ("sweep", ["--grid", "servers=3..4", "--workers", "1"]), ("search", ["--workers", "1"]),
+    ("synth", ["-o", "never.csv"]), ("diagnose", ["--observed", "OBSERVED"]),
+])
+def test_an_internal_error_under_json_is_the_envelope_with_e000(command, extra, monkeypatch,
+                                                                 observed, tmp_path):
+    # exit 3 left standard output empty: a script parsing it read an empty string
+    from astral_dsl.workspace import Workspace
+
+    def bug(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(Workspace, "open", bug)
+    extra = [str(observed) if x == "OBSERVED" else x for x in extra]
+    p = astral(command, REPO / RACK, *extra, "--format", "json", cwd=tmp_path)
+    (line,) = p.stdout.splitlines()
+    doc = json.loads(line)
+    assert p.returncode == 3 and list(doc) == ENVELOPE, p.stdout
+    file = None if command == "diff" else str(REPO / RACK)     # diff: two files, A and B
+    (d,) = doc["diagnostics"]
+    assert (doc["valid"], doc["file"], d["code"], d["message"]) == (
+        False, file, "E000", "internal compiler error: RuntimeError: a bug")
+    assert p.stderr.startswith("error[E000]: internal compiler error: RuntimeError: a bug\n")
+    p = astral(command, REPO / RACK, *extra, "--format", "human", cwd=tmp_path)  # no JSON
+    assert (p.returncode, p.stdout) == (3, "")

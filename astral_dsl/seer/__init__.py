@@ -81,15 +81,19 @@ class ForecastError(Exception):
 
 def find_job(design, name: Optional[str] = None):
     """The job `name` of the design (default: the first declared). ForecastError when the
-    design declares none, or none of that name (E221, unknown_job: its `diagnostics`)."""
+    design declares none (E758) or none of that name (E221, unknown_job): its `diagnostics`."""
     if name is not None:
         for job in design.jobs:
             if job.template == name:
                 return job
         unknown = unknown_job(design, name)
         raise ForecastError(f"no job `{name}` in the design", [unknown])
-    if not design.jobs:
-        raise ForecastError("the design declares no job")
+    if not design.jobs:             # the design's, not the command line's: E758, exit 1
+        from astral_dsl.diagnostics import Diagnostic, Severity
+
+        raise ForecastError("the design declares no job", [Diagnostic(
+            "E758", Severity.ERROR, "the design declares no job to forecast", None,
+            "declare a `job` (docs/language.md, section 13)", file=design.file)])
     return design.jobs[0]
 
 
