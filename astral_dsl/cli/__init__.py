@@ -290,10 +290,9 @@ def _main(argv: Optional[List[str]]) -> int:
 def _json_usage(parser: Parser, words: List[str]):
     """The fields of a usage error's JSON document (common.usage_as_json) when the words give
     the command they name `--format json` or `jsonl` (or it is its default, as `astral
-    export`'s) and it takes that format, else None. Read
-    before the words are parsed: argparse's own errors (a missing FILE, a bad choice) come
-    before the format is known. `--format=json` and an abbreviation (`--form json`) count, as
-    argparse reads them."""
+    export`'s) and it takes that format, else None. Read before the words are parsed:
+    argparse's own errors (a missing FILE, a bad choice) come before the format is known.
+    `--format=json` and an abbreviation (`--form json`) count, as argparse reads them."""
     command = _command_in(words)
     if command is None:
         return None
@@ -337,7 +336,7 @@ def _internal_error(exc: Exception) -> None:
     sys.stderr.write(text)
     try:            # with --format json, the envelope with E000 on standard output too
         internal_document(text.partition("\n")[0].partition(": ")[2])
-    except BaseException:  # noqa: BLE001 - as above: the exit code (3) still says it
+    except Exception:  # noqa: BLE001 - as above: the exit code (3) still says it
         pass
     if os.environ.get("ASTRAL_DEBUG"):
         import traceback
