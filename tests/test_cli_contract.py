@@ -154,3 +154,169 @@ def test_sweep_json_is_one_document_with_the_rows_and_jsonl_the_rows_alone():
     assert "E500" in doc["rows"][1]["errors"]
     lines = astral(*args, "--format", "jsonl").stdout.splitlines()
     assert [json.loads(line) for line in lines] == doc["rows"]
+
+
+# ---- an unknown --job ----------------------------------------------------------------------------
+POD = "examples/single_pod.astral"
+
+
+@pytest.fixture(scope="module")
+def observed(tmp_path_factory) -> Path:
+    log = tmp_path_factory.mktemp("observed") / "ranks.csv"
+    log.write_text("rank,iteration,phase,start_s,duration_s\n", encoding="utf-8")
+    return log
+
+
+@pytest.mark.parametrize("command, extra, code", [
+    ("forecast", [], 1), ("search", ["--workers", "1"], 1),
+    ("sweep", ["--grid", "hosts_per_rack=3..4", "--workers", "1"], 1),
+    ("synth", ["-o", "never.csv"], 1),
+    # diagnose's 1 says suspects were found: no diagnosis is its 2, verdict `unusable`
+    ("diagnose", ["--observed", "OBSERVED"], 2),
+])
+def test_an_unknown_job_is_e221_in_the_envelope(command, extra, code, observed, tmp_path):
+    # each said it as a usage error: exit 2, nothing on standard output
+    extra = [str(observed) if x == "OBSERVED" else x for x in extra]
+    p = astral(command, REPO / POD, "--job", "llama7b", *extra, "--format", "json", cwd=tmp_path)
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["valid"], doc["file"]) == (code, False, str(REPO / POD)), p.stderr
+    assert list(doc)[:5] == ENVELOPE and p.stderr == ""
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "E221"]
+    assert (d["message"], d["range"]) == ("--job llama7b: no such job", None)
+    assert d["hint"] == "did you mean `llama70b`? jobs: llama70b"
+    if command == "diagnose":
+        assert (doc["verdict"], doc["exit_code"]) == ("unusable", 2)
+    assert not (tmp_path / "never.csv").exists()
+
+
+def test_an_unknown_job_in_report_is_e221_and_no_page(tmp_path):
+    page = tmp_path / "review.html"
+    p = astral("report", POD, "-o", page, "--job", "gpt")
+    assert p.returncode == 1 and not page.exists()
+    assert p.stderr.startswith("error[E221]: --job gpt: no such job\n")
+    assert "= hint: jobs: llama70b\n" in p.stderr        # nothing close: the list alone
+
+
+def test_an_unknown_job_in_the_api_is_its_documented_error_with_e221(observed, tmp_path):
+    import astral_dsl
+    from astral_dsl.diagnose import DiagnoseError
+    from astral_dsl.explore.sweep import SweepError
+    from astral_dsl.outputs.report import ReviewError
+
+    path = str(REPO / POD)
+    calls = [(astral_dsl.ForecastError, lambda: astral_dsl.forecast(path, job="llama7b")),
+             (SweepError, lambda: astral_dsl.sweep(path, {"hosts_per_rack": [3]},
+                                                   job="llama7b")),
+             (ReviewError, lambda: astral_dsl.report(path, tmp_path / "r.html",
+                                                     jobs=["llama7b"])),
+             (DiagnoseError, lambda: astral_dsl.diagnosis(path, [observed], job="llama7b"))]
+    for error, call in calls:
+        with pytest.raises(error) as caught:
+            call()
+        (d,) = caught.value.diagnostics
+        assert (d.code, d.message, d.hint, Path(d.file).resolve()) == (
+            "E221", "--job llama7b: no such job", "did you mean `llama70b`? jobs: llama70b",
+            REPO / POD)
+
+
+def test_the_unknown_job_hint_lists_at_most_twenty_jobs():
+    from astral_dsl.seer import unknown_job
+
+    class Job:
+        def __init__(self, name):
+            self.template = name
+
+    class Design:
+        file = "x.astral"
+        jobs = [Job(f"j{i:02}") for i in range(23)]
+
+    # 23 jobs: the first 20 named, "and 3 more"; `j0` is close to `j00` (difflib)
+    d = unknown_job(Design(), "nope")
+    assert d.hint == "jobs: " + ", ".join(f"j{i:02}" for i in range(20)) + " and 3 more"
+    assert unknown_job(type("D", (), {"file": "x", "jobs": []})(), "a").hint == \
+        "the design declares no job"
+
+
+# ---- a usage error under --format json: one line of JSON on standard output --------------------
+JSON_COMMANDS = ["check", "size", "export", "forecast", "sweep", "search", "diagnose", "synth",
+                 "diff", "runs", "calibrate"]
+
+
+def _usage_document(p, file=None):
+    (line,) = p.stdout.splitlines()              # one line, the whole of standard output
+    doc = json.loads(line)
+    assert p.returncode == 2 and list(doc)[:5] == ENVELOPE, p.stdout
+    assert (doc["valid"], doc["diagnostics"], doc["file"]) == (False, [], file)
+    assert p.stderr.endswith(f"astral: error: {doc['usage_error']}\n")
+    return doc
+
+
+@pytest.mark.parametrize("command", JSON_COMMANDS)
+def test_an_argparse_usage_error_under_json_is_a_json_line(command):
+    # argparse's own error (a bad choice) comes before the format is known: stdout was empty
+    p = astral(command, "x", "y", "--format", "json", "--color", "bogus")
+    doc = _usage_document(p)
+    assert doc["usage_error"].startswith("argument --color: invalid choice: 'bogus'")
+    if command == "diagnose":        # no diagnosis: its verdict, as its documents say it
+        assert (doc["verdict"], doc["exit_code"], doc["error"]) == (
+            "unusable", 2, doc["usage_error"])
+
+
+@pytest.mark.parametrize("command, args", [
+    ("size", [RACK, "--format=json", "--set", "x"]),
+    ("export", [RACK, "--set", "x"]),                  # json is export's default format
+    ("sweep", [RACK, "--format", "jsonl", "--set", "x"]),
+])
+def test_a_command_usage_error_under_json_names_the_file(command, args):
+    doc = _usage_document(astral(command, *args), RACK)
+    assert doc["usage_error"] == "--set expects NAME=VALUE, got `x`"
+
+
+def test_no_json_for_a_usage_error_without_json():
+    # human output, text formats (export --netbox answers in text), a command without json
+    for args in (["size", RACK, "--set", "x"], ["export", RACK, "--netbox", "d", "--set", "x"],
+                 ["fmt", RACK, "--format", "json"], ["check", "--format", "yaml", RACK]):
+        p = astral(*args)
+        assert (p.returncode, p.stdout) == (2, ""), args
+        assert "astral: error:" in p.stderr
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("forecast", []), ("search", ["--workers", "1"]), ("synth", ["-o", "never.csv"])])
+def test_a_design_without_a_job_is_e758_not_a_usage_error(command, extra, tmp_path):
+    # the design's shortcoming, not the command line's: exit 1 in the envelope (it was exit 2,
+    # "the design declares no job" on standard error only)
+    p = astral(command, REPO / RACK, *extra, "--format", "json", cwd=tmp_path)
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["valid"], p.stderr) == (1, False, "")
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "E758"]
+    assert d["message"] == "the design declares no job to forecast" and d["hint"]
+    assert not (tmp_path / "never.csv").exists()
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("check", []), ("size", []), ("export", []), ("forecast", []), ("diff", [RACK]),
+    ("sweep", ["--grid", "servers=3..4", "--workers", "1"]), ("search", ["--workers", "1"]),
+    ("synth", ["-o", "never.csv"]), ("diagnose", ["--observed", "OBSERVED"]),
+])
+def test_an_internal_error_under_json_is_the_envelope_with_e000(command, extra, monkeypatch,
+                                                                 observed, tmp_path):
+    # exit 3 left standard output empty: a script parsing it read an empty string
+    from astral_dsl.workspace import Workspace
+
+    def bug(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(Workspace, "open", bug)
+    extra = [str(observed) if x == "OBSERVED" else x for x in extra]
+    p = astral(command, REPO / RACK, *extra, "--format", "json", cwd=tmp_path)
+    (line,) = p.stdout.splitlines()
+    doc = json.loads(line)
+    assert p.returncode == 3 and list(doc) == ENVELOPE, p.stdout
+    file = None if command == "diff" else str(REPO / RACK)     # diff: two files, A and B
+    (d,) = doc["diagnostics"]
+    assert (doc["valid"], doc["file"], d["code"], d["message"]) == (
+        False, file, "E000", "internal compiler error: RuntimeError: a bug")
+    assert p.stderr.startswith("error[E000]: internal compiler error: RuntimeError: a bug\n")
+    p = astral(command, REPO / RACK, *extra, "--format", "human", cwd=tmp_path)  # no JSON
+    assert (p.returncode, p.stdout) == (3, "")

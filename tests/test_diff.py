@@ -93,6 +93,20 @@ def test_fifth_host_per_rack_is_one_command():
     assert doc["b"]["label"] == "examples/astral.astral --set hosts_per_rack=5"
 
 
+def test_json_diagnostics_name_the_file_of_their_side():
+    # the facts name a side's entry file "" (so that a problem on both sides compares equal):
+    # the JSON said `"file": ""`; a diagnostic that appears is B's, one that goes away is A's
+    a, b = CASES / "errors" / "a.astral", CASES / "errors" / "b.astral"
+    for first, second, kind in ((a, b, "added"), (b, a, "removed")):
+        proc = astral("diff", first, second, "--format", "json")
+        changes = json.loads(proc.stdout)["changes"]["diagnostics"]
+        assert {c["kind"] for c in changes} == {kind} and len(changes) >= 2
+        side = "after" if kind == "added" else "before"
+        # named as the compiler names a file under the working directory: relative to it
+        assert {c[side]["file"] for c in changes} == {str(b.relative_to(REPO))}, changes
+        assert all(c["after" if kind == "removed" else "before"] is None for c in changes)
+
+
 def test_exit_codes(tmp_path):
     a = CASES / "param" / "a.astral"
     assert astral("diff", str(a), str(a)).returncode == 0

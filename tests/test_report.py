@@ -402,8 +402,9 @@ def test_jobs_option_and_unknown_names(tmp_path):
         return _astral_cli("report", str(REPO / "examples" / "single_pod.astral"), "-o",
                            str(out), *extra)
 
-    proc = run("--job", "nope")
-    assert proc.returncode == 2 and "--job nope: no such job (jobs: llama70b)" in proc.stderr
+    proc = run("--job", "nope")             # E221 as every command says it, and no page
+    assert proc.returncode == 1 and proc.stderr.startswith("error[E221]: --job nope: no such")
+    assert "= hint: jobs: llama70b" in proc.stderr and not out.exists()
     proc = run("--scenario", "nope")       # E216 as every command says it, and no page
     assert proc.returncode == 1 and proc.stderr.startswith("error[E216]: --scenario nope")
     assert not out.exists()

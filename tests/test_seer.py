@@ -435,7 +435,7 @@ def test_cli_forecast_table_and_errors():
     proc = _cli("forecast", "examples/single_pod.astral", "--color", "never")
     assert proc.returncode == 0 and "iteration time" in proc.stdout and "MFU" in proc.stdout
     proc = _cli("forecast", "examples/single_pod.astral", "--job", "nope")
-    assert proc.returncode == 2 and "no such job" in proc.stderr
+    assert proc.returncode == 1 and proc.stdout.startswith("error[E221]: --job nope: no such")
     proc = _cli("forecast", "tests/bad/jobs/tp_heads.astral", "--color", "never")
     assert proc.returncode == 1 and "[E750]" in proc.stdout
 

@@ -194,8 +194,8 @@ def diagnosis(target: Target, observed: Sequence[PathLike], job: Optional[str] =
     `.breakdown`. `timers`: what the compute columns measure ("auto", "compute",
     "megatron"); `order`: the rank order of the parallel dimensions (default: the job's);
     `calibration`: a Calibration or a fit file for the forecast (default: the shipped fit).
-    Raises diagnose.DiagnoseError (with diagnostics) when the input cannot be used, and
-    seer.ForecastError when the design has errors."""
+    Raises diagnose.DiagnoseError (with diagnostics) when the input cannot be used or the
+    design has no such job (E221), and seer.ForecastError when the design has errors."""
     from astral_dsl import diagnose as _diagnose
     from astral_dsl import observe
     from astral_dsl.seer import ForecastError

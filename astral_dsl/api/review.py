@@ -46,7 +46,7 @@ def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
     `calibration` (default: the shipped fit);
     `scenario`: a scenario whose views are drawn beside the baseline's; `step(what)`: told what
     is being done (a progress line). Raises ReviewError for a job or a scenario the design does
-    not declare."""
+    not declare (its `diagnostics`: E221 or E216)."""
     step = step or (lambda what: None)
     from astral_dsl.outputs.size_report import size_summary
 
@@ -54,8 +54,10 @@ def collect(ws: Workspace, jobs: Optional[Sequence[str]] = None,
     known_jobs = [j.template for j in design.jobs]
     for name in jobs or ():
         if name not in known_jobs:
-            raise ReviewError(f"--job {name}: no such job (jobs: "
-                              + (", ".join(known_jobs) or "none") + ")")
+            from astral_dsl.seer import unknown_job
+
+            missing = unknown_job(design, name)
+            raise ReviewError(f"{missing.message} ({missing.hint})", [missing])
     unknown = unknown_scenarios(design, {scenario}) if scenario is not None else []
     if unknown:
         raise ReviewError(f"{unknown[0].message} ({unknown[0].hint})", unknown)

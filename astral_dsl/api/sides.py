@@ -67,7 +67,7 @@ def side(label: str, checked: Checked, relative, calibration=None) -> Side:
         facts["jobs"] = forecasts(design, [j.template for j in design.jobs], calibration)
     errors = sum(d.is_error for d in diags)
     return Side(label, errors == 0, errors, sum(d.severity.value == "warning" for d in diags),
-                facts, same=same, anchors=anchors)
+                facts, same=same, anchors=anchors, file=design.file or "")
 
 
 __all__ = ["forecasts", "side"]

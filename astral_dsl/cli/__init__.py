@@ -10,7 +10,7 @@ import sys
 from typing import List, Optional
 
 from astral_dsl.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Parser, UsageError, \
-    sets, usage
+    internal_document, sets, usage, usage_as_json, usage_names
 
 COMMANDS = ["check", "size", "export", "fmt", "lsp", "render", "forecast", "sweep", "search",
             "diagnose", "synth", "report", "diff", "runs", "calibrate"]
@@ -103,8 +103,10 @@ class _PipeSafe:
 
     def __init__(self, stream):
         self.stream = stream
+        self.written = False        # anything written (a usage error's JSON then adds none)
 
     def write(self, text: str) -> int:
+        self.written = self.written or bool(text)
         try:
             return self.stream.write(text)
         except BrokenPipeError:
@@ -243,8 +245,15 @@ def _main(argv: Optional[List[str]]) -> int:
         or (launch is not None and previous is launch.interrupted))
     if installed:
         signal.signal(signal.SIGINT, _on_interrupt)
+    usage_as_json(None)
     try:
-        args, extra = build_parser(sys.argv[1:] if argv is None else argv).parse_known_args(argv)
+        words = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(words)
+        usage_as_json(_json_usage(parser, words))
+        args, extra = parser.parse_known_args(argv)
+        files = getattr(args, "files", None) or ()
+        usage_names(getattr(args, "file", None) or getattr(args, "table", None)
+                    or (files[0] if len(files) == 1 else None))
         if extra:               # told by the command's parser: its usage lists what it takes
             args._commands.choices[args.command].error(
                 f"unrecognized arguments: {' '.join(extra)}")
@@ -273,8 +282,37 @@ def _main(argv: Optional[List[str]]) -> int:
         _internal_error(exc)
         return EXIT_INTERNAL
     finally:
+        usage_as_json(None)
         if installed:
             signal.signal(signal.SIGINT, previous)
+
+
+def _json_usage(parser: Parser, words: List[str]):
+    """The fields of a usage error's JSON document (common.usage_as_json) when the words give
+    the command they name `--format json` or `jsonl` (or it is its default, as `astral
+    export`'s) and it takes that format, else None. Read before the words are parsed:
+    argparse's own errors (a missing FILE, a bad choice) come before the format is known.
+    `--format=json` and an abbreviation (`--form json`) count, as argparse reads them."""
+    command = _command_in(words)
+    if command is None:
+        return None
+    chosen = parser.get_default("_commands").choices.get(command)
+    action = next((a for a in getattr(chosen, "_actions", ()) if a.dest == "format"), None)
+    if action is None:
+        return None
+    module = importlib.import_module(f"astral_dsl.cli.{command}")
+    takes, value = action.choices or (), action.default
+    if value is None and hasattr(module, "default_format"):    # `astral export`'s
+        value = module.default_format(words)
+    for i, word in enumerate(words):
+        if word == "--":
+            break
+        name, equals, rest = word.partition("=")
+        if len(name) >= 4 and "--format".startswith(name):
+            value = rest if equals else (words[i + 1] if i + 1 < len(words) else None)
+    if value not in ("json", "jsonl") or value not in takes:
+        return None
+    return dict(getattr(module, "usage_json", dict)())
 
 
 def _reads_stdin(args) -> bool:
@@ -296,6 +334,10 @@ def _internal_error(exc: Exception) -> None:
     except BaseException:  # noqa: BLE001 - describing the error failed too: say it plainly
         text = "error[E000]: internal compiler error\n"
     sys.stderr.write(text)
+    try:            # with --format json, the envelope with E000 on standard output too
+        internal_document(text.partition("\n")[0].partition(": ")[2])
+    except Exception:  # noqa: BLE001 - as above: the exit code (3) still says it
+        pass
     if os.environ.get("ASTRAL_DEBUG"):
         import traceback
 

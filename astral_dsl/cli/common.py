@@ -14,7 +14,66 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors exit 2 with a one-line reason
         self.print_usage(sys.stderr)
         sys.stderr.write(f"astral: error: {message}\n")
+        _usage_document(message)
         raise SystemExit(EXIT_USAGE)
+
+
+# What a usage error also writes on standard output when the command was given `--format json`
+# (or jsonl) and takes it: None (nothing: human output), or the fields of its one-line JSON
+# document beside the envelope's (cli._main sets it from the arguments, before parsing them)
+_USAGE_JSON: List[Optional[Dict[str, object]]] = [None]
+
+
+def usage_as_json(fields: Optional[Dict[str, object]]) -> None:
+    """A usage error from now on also prints the JSON envelope on standard output, with
+    `fields` (`file`, and a command's own: diagnose's verdict), or nothing (None)."""
+    _USAGE_JSON[0] = fields
+
+
+def usage_names(file) -> None:
+    """The design or table a usage error's JSON document names once the arguments are parsed
+    (`file`: a command's FILE; none for several)."""
+    if _USAGE_JSON[0] is not None and isinstance(file, str):
+        _USAGE_JSON[0] = {**_USAGE_JSON[0], "file": file}
+
+
+def _usage_document(message: str) -> None:
+    """The one-line JSON document of a usage error under `--format json`: the envelope, `valid`
+    false, no diagnostics, the reason as `usage_error`."""
+    fields = _USAGE_JSON[0]
+    if fields is not None:
+        _failure_document((), {**fields, "usage_error": message},
+                          error=message if "error" in fields else None)
+
+
+def internal_document(message: str) -> None:
+    """The JSON document of an internal error (exit 3) under `--format json`: the envelope with
+    the E000 diagnostic alone (none of a command's own fields: there is no result)."""
+    fields = _USAGE_JSON[0]
+    if fields is not None:
+        from astral_dsl.diagnostics import Diagnostic, Severity
+
+        _failure_document([Diagnostic(
+            "E000", Severity.ERROR, message, None, "this is a bug in astral_dsl, not in your "
+            "design; please report it with the input file", file=fields.get("file"))],
+            {"file": fields.get("file")})
+
+
+def _failure_document(diagnostics, fields, error=None) -> None:
+    """One line of JSON on standard output, `valid` false; unless the command already wrote
+    there (one document, never two) or writing fails (a full disk: the exit code says it)."""
+    if getattr(sys.stdout, "written", False):
+        return
+    from astral_dsl.outputs.jsonout import dumps, envelope
+
+    try:
+        doc = envelope(diagnostics, **{"file": None, **fields, "valid": False})
+        if error is not None:               # a command whose documents say it as `error`
+            doc["error"] = error
+        sys.stdout.write(dumps(doc) + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
 
 
 class UsageError(Exception):
@@ -68,6 +127,7 @@ def usage(message: str) -> int:
     from astral_dsl.outputs.terminal import printable
 
     sys.stderr.write(f"astral: error: {printable(message)}\n")
+    _usage_document(message)
     return EXIT_USAGE
 
 

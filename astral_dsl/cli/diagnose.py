@@ -91,6 +91,14 @@ def run(args, overrides) -> int:
     return done(diags)
 
 
+def usage_json():
+    """A usage error's JSON document (cli.common.usage_as_json) says it as every diagnosis
+    document that is no diagnosis: verdict `unusable`, exit 2, the reason as `error`."""
+    from astral_dsl.outputs import diagnosis as out
+
+    return {"error": None, **out.verdict_json("unusable")}
+
+
 def _idle_by_cause(args, observed):
     """(observed, HolisticTraceAnalysis's idle time by cause or None, None) with `--hta`, or
     (.., .., what reports the usage error)."""

@@ -25,6 +25,12 @@ def register(sub) -> None:
     e.set_defaults(format=None)     # given or not: --netbox answers in text unless asked
 
 
+def default_format(words) -> str:
+    """The format without --format (cli._json_usage): json, text with --netbox."""
+    return "human" if any(w == "--netbox" or w.startswith("--netbox=") for w in words) \
+        else "json"
+
+
 def run(args, overrides) -> int:
     from astral_dsl.outputs.export import export_design, schema_text
     from astral_dsl.outputs.jsonout import accepted_json, dumps, envelope

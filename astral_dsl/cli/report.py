@@ -3,8 +3,8 @@
 materials, PUE components, the scenario matrix and each job's forecast with its timeline).
 
 Exit codes: 0 page written, design without errors; 1 page written, the design has errors (they
-are on the page), or no page for an unknown --scenario (E216, on standard error); 2 usage
-error (unknown --job, unreadable input, unwritable output)."""
+are on the page), or no page for an unknown --job or --scenario (E221, E216, on standard
+error); 2 usage error (unreadable input, unwritable output)."""
 from __future__ import annotations
 
 import os
@@ -73,7 +73,7 @@ def run(args, overrides) -> int:
             progress.step("writing the page")
             page = build(review, title=args.title, stamp=args.stamp).encode("utf-8")
     except ReviewError as exc:
-        if exc.diagnostics:         # an unknown --scenario: E216, as every command says it
+        if exc.diagnostics:     # an unknown --job or --scenario: E221, E216, as every command
             print_diagnostics(exc.diagnostics, use_colour, sys.stderr)
             return EXIT_ERRORS
         return usage(str(exc))

@@ -55,7 +55,10 @@ def job_and_forecast(design, job: Optional[str], calibration=None):
     from astral_dsl.seer.job import job_spec
     from astral_dsl.analyses.walk import Resolver
 
-    inst = seer.find_job(design, job)
+    try:
+        inst = seer.find_job(design, job)
+    except seer.ForecastError as exc:       # no job, or an unknown --job (E221)
+        raise DiagnoseError(str(exc), exc.diagnostics) from None
     diags: List[Diagnostic] = []
     try:
         fc = seer.forecast(design, job=inst.template, calibration=calibration)

@@ -39,6 +39,7 @@ CODES: dict[str, str] = {
     "E218": "failing this kind of part is not modelled",
     "E219": "a fabric part a scenario names that is not one, or not of a fabric",
     "E220": "an `allow` that cannot accept anything: an error's code, no such warning, no reason",
+    "E221": "unknown --job name",
     "E230": "inventory file cannot be read",
     "W231": "inventory row that names no part of the design",
     "E232": "part of a required kind without an inventory row",

@@ -19,8 +19,8 @@ from astral_dsl.explore.point import FORECAST, SUMMARY, PointOptions, evaluate_p
 
 
 class SweepError(Exception):
-    """The sweep cannot start: a bad grid or an unknown job (a usage error), or an unknown
-    scenario (`diagnostics`: E216, exit 1, as every command says it)."""
+    """The sweep cannot start: a bad grid (a usage error), or an unknown job or scenario
+    (`diagnostics`: E221 or E216, exit 1, as every command says them)."""
 
     def __init__(self, message: str, diagnostics=()):
         super().__init__(message)
@@ -68,8 +68,10 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
     except GridError as exc:
         raise SweepError(str(exc)) from None
     if job is not None and job not in [j.template for j in base.jobs]:
-        known = ", ".join(j.template for j in base.jobs) or "the design declares no job"
-        raise SweepError(f"--job {job}: no such job ({known})")
+        from astral_dsl.seer import unknown_job
+
+        unknown = unknown_job(base, job)
+        raise SweepError(f"{unknown.message} ({unknown.hint})", [unknown])
     if scenario is not None:
         from astral_dsl.pipeline import unknown_scenarios
 

@@ -80,15 +80,43 @@ class ForecastError(Exception):
 
 
 def find_job(design, name: Optional[str] = None):
-    if not design.jobs:
-        raise ForecastError("the design declares no job")
-    if name is None:
-        return design.jobs[0]
-    for job in design.jobs:
-        if job.template == name:
-            return job
-    raise ForecastError(f"--job {name}: no such job (jobs: "
-                        + ", ".join(j.template for j in design.jobs) + ")")
+    """The job `name` of the design (default: the first declared). ForecastError when the
+    design declares none (E758) or none of that name (E221, unknown_job): its `diagnostics`."""
+    if name is not None:
+        for job in design.jobs:
+            if job.template == name:
+                return job
+        unknown = unknown_job(design, name)
+        raise ForecastError(f"no job `{name}` in the design", [unknown])
+    if not design.jobs:             # the design's, not the command line's: E758, exit 1
+        from astral_dsl.diagnostics import Diagnostic, Severity
+
+        raise ForecastError("the design declares no job", [Diagnostic(
+            "E758", Severity.ERROR, "the design declares no job to forecast", None,
+            "declare a `job` (docs/language.md, section 13)", file=design.file)])
+    return design.jobs[0]
+
+
+MAX_JOBS_LISTED = 20        # the hint of E221 names at most this many of the design's jobs
+
+
+def unknown_job(design, name: str):
+    """E221 for a `--job NAME` the design does not declare, its hint naming the jobs it
+    declares (the closest first, as "did you mean"): what every command that takes `--job`
+    says of it (`astral forecast`, `sweep`, `search`, `diagnose`, `synth`, `report`), and the
+    `diagnostics` of the Python API's error."""
+    from astral_dsl.diagnostics import Diagnostic, Severity, did_you_mean
+
+    known = [j.template for j in design.jobs]
+    if not known:
+        hint = "the design declares no job"
+    else:
+        listed = ", ".join(known[:MAX_JOBS_LISTED]) + (
+            f" and {len(known) - MAX_JOBS_LISTED} more" if len(known) > MAX_JOBS_LISTED else "")
+        close = did_you_mean(name, known)
+        hint = f"{close} jobs: {listed}" if close else f"jobs: {listed}"
+    return Diagnostic("E221", Severity.ERROR, f"--job {name}: no such job", None, hint,
+                      file=design.file)
 
 
 def forecast(design, job: Optional[str] = None, failures=None,
@@ -160,4 +188,4 @@ def _own(calibration):
 
 __all__ = ["Envelope", "Forecast", "ForecastError", "JobSpec", "ModelSpec", "OperatorTable",
            "ParallelSpec", "envelope", "find_job", "forecast", "hardware_flops", "model_flops",
-           "run", "validate_job", "validate_jobs"]
+           "run", "unknown_job", "validate_job", "validate_jobs"]

@@ -291,7 +291,6 @@ def test_cli_default_job_is_the_first(small, capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--job", "nope"], "--job nope: no such job"),
     (["--top", "0"], "--top must be at least 1"),
     (["--gpus", "64"], "--gpus 64: the placement `Lab` holds 32 GPUs"),
     (["--gpus", "1.5"], "`1.5` is not a whole number of GPUs"),

@@ -248,7 +248,6 @@ def test_pareto_front():
     (["--grid", "rack_limit=4kW..5GB"], "measure different things"),
     (["--grid", "rack_limit=4GB,5GB"], "is not a power like `rack_limit`"),
     (["--grid", "hosts_per_rack=1..2", "--set", "hosts_per_rack=3"], "both by --grid and by"),
-    (["--grid", "hosts_per_rack=1..2", "--job", "nope"], "--job nope: no such job (train)"),
     (["--grid", "hosts_per_rack=1..2", "-o", "rows.txt"], "the extension chooses the format"),
     (["--grid", "hosts_per_rack=1..2", "--plot", "p.png"], "--plot needs --x COLUMN and --y"),
     (["--grid", "hosts_per_rack=1..2", "--plot", "p.png", "--x", "gpus", "--y", "nope"],

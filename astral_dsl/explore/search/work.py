@@ -43,8 +43,8 @@ class State:
         self.design = design
         try:
             self.job = seer.find_job(design, setup.job)
-        except seer.ForecastError as exc:
-            raise SetupError(str(exc)) from None
+        except seer.ForecastError as exc:       # no job, or an unknown --job (E221)
+            raise SetupError(str(exc), exc.diagnostics) from None
         diags, spec, cluster = seer.validate_job(design, self.job)
         if spec is None or cluster is None:
             raise SetupError(f"job `{self.job.template}` cannot be forecast",

@@ -48,6 +48,9 @@ class Side:
     same: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
     # the checks' anchors: what pairs a check whose text changed (checks.py `pairs`)
     anchors: Mapping[str, Tuple[str, str, str, str]] = attrs.field(factory=dict)
+    # the entry file as the side's diagnostics name it (`REV:path` for a revision): what a
+    # diagnostic's `file` is in JSON, where the facts name it `""` (so that both sides compare)
+    file: str = ""
 
 
 # the summary's mappings compared key by key (`switches_by_tier.tor`); the facility's power by

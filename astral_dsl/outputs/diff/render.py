@@ -98,10 +98,17 @@ def to_json(a: Side, b: Side, changes: Sequence[Change]) -> Dict[str, Any]:
     def side(s: Side):
         return {"label": s.label, "valid": s.valid, "errors": s.errors, "warnings": s.warnings}
 
+    def named(v, s: Side):
+        """A diagnostic of side `s` with its file named: the facts name the entry `""`."""
+        return dict(v, file=v["file"] or s.file) if isinstance(v, dict) and "file" in v else v
+
     sections: Dict[str, List[Dict[str, Any]]] = {}
     for x in changes:
-        item: Dict[str, Any] = {"key": x.key, "kind": x.kind, "before": x.before,
-                                "after": x.after}
+        before, after = x.before, x.after
+        if x.section == "diagnostics":
+            before, after = named(before, a), named(after, b)
+        item: Dict[str, Any] = {"key": x.key, "kind": x.kind, "before": before,
+                                "after": after}
         if x.delta is not None:
             item["delta"] = x.delta
         sections.setdefault(x.section, []).append(item)

@@ -64,7 +64,8 @@ class Review:
 
 class ReviewError(ValueError):
     """A choice the design does not offer (`--job`, `--scenario`), with the names it has; an
-    unknown scenario's E216 is its `diagnostics` (exit 1, as every command says it)."""
+    unknown job's E221 or scenario's E216 is its `diagnostics` (exit 1, as every command says
+    it)."""
 
     def __init__(self, message: str, diagnostics=()):
         super().__init__(message)
