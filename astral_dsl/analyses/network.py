@@ -150,6 +150,13 @@ def _tiers(fabric: Instance) -> List[Instance]:
             and m.value.kind == "tier"]
 
 
+def first_tier(fabric: Optional[Instance]) -> Optional[str]:
+    """The name of a fabric's first tier (its switches take the hosts' NIC ports), None for a
+    fabric without tiers (or none found)."""
+    tiers = _tiers(fabric) if fabric is not None else []
+    return tiers[0].template if tiers else None
+
+
 def _int(q, default: int) -> int:
     return int(q.si) if isinstance(q, Quantity) else default
 

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 
 from astral_dsl import records
+from astral_dsl.analyses.network import first_tier
 from astral_dsl.analyses.network_failures import Failure
 from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design, Instance, Ref
@@ -54,7 +55,10 @@ def apply(design: Design, scenario: Instance) -> Applied:
             if isinstance(target, FabricSelection) and action.value is not None \
                     and action.value.si < 1 - 1e-12:
                 fraction = action.value.si
-                tiers.append((target.fabric.path, target.tier, fraction))
+                # a share of the first tier would leave unsaid which hosts lose their ports:
+                # failed_fabric.py rejects it (E219), and then it fails nothing (no switch off)
+                if target.tier != first_tier(by_path.get(target.fabric.path)):
+                    tiers.append((target.fabric.path, target.tier, fraction))
                 fabric.append(Failure(target, written, action.span, action.route, fraction))
                 notes.append(f"{fraction:.0%} of {target.display} failed")
                 named.append(("fail", f"{format_number(round(fraction * 100, 6))} % of "
