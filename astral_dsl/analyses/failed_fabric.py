@@ -54,6 +54,13 @@ def _err(code: str, message: str, span, hint=None) -> Diagnostic:
     return Diagnostic(code, Severity.ERROR, message, span, hint)
 
 
+def _key(f: Failure):
+    """What a failure names: `A -- B` and `B -- A` are one link."""
+    if isinstance(f.target, FabricLink):
+        return "link", frozenset(getattr(e, "display", str(e)) for e in f.target.ends)
+    return f.written, f.fraction
+
+
 def _concerns(f: Failure, fc: FabricCount, owner: Instance) -> bool:
     t = f.target
     if isinstance(t, FabricSelection):
@@ -89,16 +96,21 @@ class _Builder:
         # for the whole group)
         self.off: Dict[int, set] = {}
         self.causes: List[str] = []
+        self.cause_of: Dict[int, int] = {}
         self.spans: List[Optional[Span]] = []
         self.diags: List[Diagnostic] = []
 
     # -- the result -----------------------------------------------------------------------------
     def build(self, failures: Sequence[Failure]) -> FabricCount:
-        seen = set()
+        unique, seen = [], set()
         for f in failures:
-            if (f.written, f.fraction) in seen:     # a part named twice fails once
+            if _key(f) in seen:     # a part named twice fails once (a link either way round)
                 continue
-            seen.add((f.written, f.fraction))
+            seen.add(_key(f))
+            unique.append(f)
+            self.cause(f)           # the causes in the scenario's order, whatever fails first
+        # the switches and NICs first: a link to a switch already off takes nothing more
+        for f in sorted(unique, key=lambda f: isinstance(f.target, FabricLink)):
             try:
                 self.one(f)
             except Bad as bad:
@@ -152,9 +164,12 @@ class _Builder:
             self.dark(hosts, nics, ports, self.cause(f))
 
     def cause(self, f: Failure) -> int:
-        self.causes.append(f.written)
-        self.spans.append(f.span)
-        return len(self.causes) - 1
+        """The index of failure `f` among the causes (build reserves each in order)."""
+        if id(f) not in self.cause_of:
+            self.cause_of[id(f)] = len(self.causes)
+            self.causes.append(f.written)
+            self.spans.append(f.span)
+        return self.cause_of[id(f)]
 
     # -- tiers and where their switches are -----------------------------------------------------
     def kinds(self, t: TierCount) -> Optional[Tuple[str, ...]]:
@@ -298,6 +313,18 @@ class _Builder:
                 ((a, r, p), sel.switch) for a in self.scope_areas(t, area) for r in rails
                 for p in planes)
             self.switch_down(i, area, rails, planes, sel.switch, cause)
+
+    def is_off(self, sel: FabricSelection, i: int) -> bool:
+        """Switch `sel.switch` of tier i (every switch of its groups when it names none) is
+        already off: a failed switch or group took every link it has."""
+        named = self.off.get(i)
+        if not named:
+            return False
+        t = self.tiers[i]
+        return all((g, None) in named or (sel.switch is not None and (g, sel.switch) in named)
+                   for g in ((a, r, p) for a in self.scope_areas(t, self.area_of(sel))
+                             for r in self.rails_of(t, sel.rail)
+                             for p in self.planes_of(t, sel.plane)))
 
     def failed(self) -> Dict[str, float]:
         """Per tier, its switches off in one replica of the owner, each counted once however
