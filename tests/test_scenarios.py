@@ -42,6 +42,23 @@ def test_a_quarter_of_the_core_down_oversubscribes_the_tor_tier():
     assert "25% of" in q.notes[0]
     w680 = [d for d in checked.diagnostics if d.code == "W680"]
     assert len(w680) == 1 and "quarter_core" in w680[0].message
+    # the E602 names the failure, at the tier it oversubscribes (`tier tor`, line 8), with the
+    # failure statement (line 12) and the arithmetic (25.6 / 25.6 = 1:1 declared) in its notes
+    (e602,) = q.broken
+    assert e602.message == ("tier `tor` runs 1.3333:1 into `core` (`25 % of X.fabric.core` "
+                            "failed), above the declared limit 1:1")
+    assert e602.span.start.line == 8
+    assert e602.notes == ("the failure: `fail 25 % of X.fabric.core` (s.astral:12)",
+                          "each `tor` switch loses 25 % of its uplinks into `core`, so its "
+                          "1:1 / (1 - 25 %) = 1.3333:1")
+
+
+def test_a_share_of_a_tier_within_the_limit_is_a_note():
+    # a limit of 1.5:1: the ToRs' 1.3333:1 holds, said in the scenario's notes, no E602
+    _, out = outcomes(FABRIC.replace("max_oversubscription = 1", "max_oversubscription = 1.5"))
+    q = out["quarter_core"]
+    assert not q.broken
+    assert "tier `tor` runs 1.3333:1 into `core` (`25 % of X.fabric.core` failed)" in q.notes
 
 
 def test_all_of_a_tier_is_the_tier_itself_not_an_infinite_oversubscription():

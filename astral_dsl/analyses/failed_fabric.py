@@ -24,7 +24,7 @@ from astral_dsl.analyses.fabric_names import TierKey, host_runs, ports_on, wirin
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, merge
 from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
 from astral_dsl.analyses.network_damage import Damage, Piece, judge
-from astral_dsl.analyses.network_failures import Failure
+from astral_dsl.analyses.network_failures import Failure, share_lost
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.values import FabricLink, FabricSelection
@@ -99,6 +99,7 @@ class _Builder:
         self.cause_of: Dict[int, int] = {}
         self.spans: List[Optional[Span]] = []
         self.diags: List[Diagnostic] = []
+        self.notes: List[str] = []
 
     # -- the result -----------------------------------------------------------------------------
     def build(self, failures: Sequence[Failure]) -> FabricCount:
@@ -135,6 +136,7 @@ class _Builder:
                                       power_w=t.power_w - off * t.switch_share_w) if off else t)
         limit = self.fc.max_oversubscription
         diags, notes = judge(damage, limit, self.pos.path_at)
+        notes = self.notes + notes
         for t in tiers:                 # named switches and failed fractions of tiers
             n = t.failed
             if not n:
@@ -149,11 +151,14 @@ class _Builder:
     def one(self, f: Failure) -> None:
         t = f.target
         if f.fraction is not None:     # the tier below loses its share: network.fabric_counts
-            if self.tiers and self.tier_index(t) == 0:
+            i = self.tier_index(t) if self.tiers else 0
+            if i == 0:
                 raise Bad("E219", f"`{f.written}`: a share of the first tier does not say "
                                   f"which hosts lose their ports",
                           f"name the switches (`{t.display}` of one group, one switch "
                           f"`...{t.tier}[0]`) or a plane")
+            self.diags.extend(share_lost(self.tiers[i - 1], t.tier, f,
+                                         self.fc.max_oversubscription, self.notes))
             return
         if isinstance(t, FabricSelection):
             self.selection(t, self.cause(f))
