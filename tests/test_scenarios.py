@@ -265,3 +265,18 @@ def test_a_field_set_twice_in_a_scenario_is_e202_and_a_set_changes_only_what_it_
     assert limits == ["10 kW", "20 kW"]
     assert [str(ws.design.instance(f"S.racks[{i}]").field("power_limit"))
             for i in (0, 1)] == ["45 kW", "45 kW"]
+
+
+def test_two_shares_of_a_tier_in_a_scenario_are_e202():
+    """`fail 25 %` then `fail 50 %` of the core: the last silently won (50 %, 4 of the 8 cores
+    off) while the first was still reported; whether they overlap is unsaid: E202 on the second.
+    The same share twice fails once: 25 % of 8 cores, 2 off."""
+    shares = FABRIC.replace("fail 25 % of X.fabric.core }",
+                            "fail 25 % of X.fabric.core\n  fail 50 % of X.fabric.core }")
+    design = astral_dsl.loads(shares, name="s.astral")
+    e202 = [d for d in design.diagnostics if d.code == "E202"]
+    assert len(e202) == 1 and e202[0].span.start.line == 13, e202
+    assert e202[0].message == ("`X.fabric.core` already has a share failed in this scenario "
+                               "(25 % at 12:25)")
+    _, out = outcomes(shares.replace("fail 50 %", "fail 25 %"))
+    assert "2 `core` switches off: 2.0 kW less network power" in out["quarter_core"].notes
