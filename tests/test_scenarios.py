@@ -280,3 +280,17 @@ def test_two_shares_of_a_tier_in_a_scenario_are_e202():
                                "(25 % at 12:25)")
     _, out = outcomes(shares.replace("fail 50 %", "fail 25 %"))
     assert "2 `core` switches off: 2.0 kW less network power" in out["quarter_core"].notes
+
+
+def test_the_scenario_matrix_lists_a_share_of_a_tier_once():
+    """The report's matrix said `out of service: X.fabric.core` (the whole tier) beside `25% of
+    X.fabric.core`; a share of the first tier, rejected (E219), was out of service too."""
+    from astral_dsl.api.review import collect
+    from astral_dsl.outputs.report import matrix as mx
+
+    ws = astral_dsl.compiles(FABRIC + "scenario tor_share { fail 25 % of X.fabric.tor }\n",
+                             name="s.astral")
+    rows = {r.name: r for r in mx.matrix(collect(ws, views=()))}
+    assert rows["quarter_core"].cell("network").notes == ("out of service: 25% of X.fabric.core",)
+    assert rows["tor_share"].cell("network").notes == ()
+    assert rows["plane_b"].cell("network").notes == ("out of service: X.fabric.plane[B]",)

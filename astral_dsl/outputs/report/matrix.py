@@ -186,7 +186,10 @@ def matrix(review) -> Tuple[Row, ...]:
                                     _failed_checks(o.applied.design) if o.applied else None)]
         out_of_service = ()
         if o.applied is not None:
-            out_of_service = tuple(f"out of service: {sel.display}" for sel in o.applied.fabric) \
+            # a share of a tier once, as the tier failures hold it (a share of the first tier,
+            # rejected with E219, fails nothing)
+            out_of_service = tuple(f"out of service: {f.display}" for f in o.applied.fabric
+                                   if f.fraction is None) \
                 + tuple(f"out of service: {fraction:.0%} of {path}.{tier}"
                         for path, tier, fraction in o.applied.tier_failures)
         families = list(FAMILIES) + (["other"] if by_family.get("other") else [])
