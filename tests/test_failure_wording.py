@@ -208,3 +208,23 @@ def test_e775_names_the_ranks_cut_off():
     assert d.code == "E775"
     assert d.notes == ("cut off: ranks 256, 264, 272, ..., 504 (NIC 0 of 32 hosts from "
                        "`S.pods[0].racks[8].hosts[0]`)",)
+
+
+def test_a_template_path_names_the_template_not_the_shared_instance():
+    """STRADDLE with 2 pods sharing P: `P.fabric.agg[0]` is agg 0 of both pods' fabrics (section
+    14: a path from a template means the instance it shares), so 2 aggs of 500 W are off and 6
+    NICs per pod slow down (test above): 12. The notes said `S.pods[0].fabric.agg[0]`, the
+    shared instance's own path, as if pod 0 alone had lost it. A share: 12 aggs per pod (the
+    test above), 25 % of each pod's, 3 x 2 = 6 off."""
+    text = STRADDLE.replace("pods = 1 x P", "pods = 2 x P") + (
+        "scenario tmpl { fail P.fabric.agg[0] }\n"
+        "scenario tmpl_share { fail 25 % of P.fabric.agg }\n")
+    ws = astral_dsl.compiles(text, name="t.astral", root=REPO)
+    notes = {o.name: o.notes for o in astral_dsl.check(ws, ["tmpl", "tmpl_share"]).scenarios}
+    assert notes["tmpl"][0] == "P.fabric.agg[0] failed"
+    assert "12 NICs run at 66.67 % of their bandwidth for traffic into tier `agg` " \
+           "(`P.fabric.agg[0]` failed)" in notes["tmpl"]
+    assert "2 `agg` switches off: 1.0 kW less network power" in notes["tmpl"]
+    assert notes["tmpl_share"][0] == "25% of P.fabric.agg failed"
+    assert "6 `agg` switches off: 3.0 kW less network power" in notes["tmpl_share"]
+    assert not [n for n in notes["tmpl"] + notes["tmpl_share"] if "S.pods[0]" in n]

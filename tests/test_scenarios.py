@@ -294,3 +294,12 @@ def test_the_scenario_matrix_lists_a_share_of_a_tier_once():
     assert rows["quarter_core"].cell("network").notes == ("out of service: 25% of X.fabric.core",)
     assert rows["tor_share"].cell("network").notes == ()
     assert rows["plane_b"].cell("network").notes == ("out of service: X.fabric.plane[B]",)
+
+
+def test_one_switch_off_without_a_declared_power_is_its():
+    # "1 `tor` switch off (their power is not declared)"
+    text = FABRIC.replace(", power = 1 kW", "") + \
+        "scenario one { fail X.fabric.rail[0].plane[A].tor[0] }\n"
+    _, out = outcomes(text)
+    assert "1 `tor` switch off (its power is not declared)" in out["one"].notes
+    assert "8 `tor` switches off (their power is not declared)" in out["plane_b"].notes

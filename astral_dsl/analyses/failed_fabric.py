@@ -143,7 +143,8 @@ class _Builder:
                 continue
             what = f"{n:,.0f} `{t.name}` switch{'es' if n != 1 else ''} off"
             notes.append(what + (f": {t.switch_share_w * n / 1e3:,.1f} kW less network power"
-                                 if t.switch_w is not None else " (their power is not declared)"))
+                                 if t.switch_w is not None else
+                                 f" ({'its' if n == 1 else 'their'} power is not declared)"))
         return attrs.evolve(self.fc, tiers=tuple(tiers), damage=damage,
                             diagnostics=self.fc.diagnostics + tuple(self.diags) + tuple(diags),
                             notes=self.fc.notes + tuple(notes))
