@@ -90,6 +90,12 @@ def test_a_wrong_name_is_an_error_of_its_own(target, code, message):
     assert message in errors[0].message
     assert errors[0].span is not None and errors[0].span.start.line == DESIGN.count("\n") + 1
     assert not [d for d in checked.diagnostics if d.code == "W680"]
+    # a rejected failure fails nothing: no switch off, the network's power that of the design
+    # (64 ToRs + 128 aggs + 16 cores of 1 kW, no optics power declared: 208 kW)
+    (outcome,) = checked.scenarios
+    assert not [n for n in outcome.notes if " off" in n], outcome.notes
+    assert outcome.applied.tier_failures == ()
+    assert outcome.result.network_w == pytest.approx(208e3)
 
 
 @pytest.mark.parametrize("target, code, message", [

@@ -28,8 +28,15 @@ scenario group_and_switch { fail S.fabric.pod[1].rail[0].plane[A].agg
   fail S.fabric.pod[1].rail[0].plane[A].agg[1] }
 scenario twice { fail S.fabric.pod[1].rail[0].plane[A].agg[1]
   fail S.fabric.pod[1].rail[0].plane[A].agg[1] }
+scenario both_ways { fail S.fabric.pod[1].rail[0].plane[A].tor[0] -- S.fabric.pod[1].rail[0].plane[A].agg[1]
+  fail S.fabric.pod[1].rail[0].plane[A].agg[1] -- S.fabric.pod[1].rail[0].plane[A].tor[0] }
+scenario link_in_agg { fail S.fabric.pod[1].rail[0].plane[A].tor[0] -- S.fabric.pod[1].rail[0].plane[A].agg[1]
+  fail S.fabric.pod[1].rail[0].plane[A].agg[1] }
+scenario link_in_tor { fail S.fabric.pod[1].rail[0].plane[A].tor[0] -- S.fabric.pod[1].rail[0].plane[A].agg[1]
+  fail S.fabric.pod[1].rail[0].plane[A].tor[0] }
 """
-OVERLAPS = ["plane_and_rail", "group_and_switch", "twice"]
+OVERLAPS = ["plane_and_rail", "group_and_switch", "twice", "both_ways", "link_in_agg",
+            "link_in_tor"]
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +94,36 @@ def test_a_switch_named_by_two_targets_is_off_once(checked, scenario, expected):
     notes = checked[1][scenario]
     for line in expected:
         assert line in notes, notes
+
+
+TOR0 = "S.fabric.pod[1].rail[0].plane[A].tor[0]"
+AGG1 = "S.fabric.pod[1].rail[0].plane[A].agg[1]"
+
+
+@pytest.mark.parametrize("scenario, ratio, slowed", [
+    # `tor[0] -- agg[1]` written both ways is one link: tor[0] puts 4 of its 16 uplinks on agg[1],
+    # 25 % lost (1:1 / (1 - 25 %) = 1.3333:1, 75 % of the bandwidth of its 32 NICs), not 50 %
+    ("both_ways", "1.3333", f"32 NICs run at 75 % of their bandwidth for traffic into tier "
+                            f"`core` (`{TOR0} -- {AGG1}` failed)"),
+    # the link is one of agg[1]'s, which is off: its 2 ToRs lose 25 % (64 NICs at 75 %), tor[0]
+    # not 25 % more (it was 2:1 and 32 NICs at 50 %); the link named first changes nothing
+    ("link_in_agg", "1.3333", f"64 NICs run at 75 % of their bandwidth for traffic into tier "
+                              f"`core` (`{AGG1}` failed)"),
+    # the link is one of tor[0]'s, which is off: its 32 hosts run NIC 0 on port b, no uplink of
+    # it is oversubscribed (no E602)
+    ("link_in_tor", None, f"32 NICs run on 1 of 2 ports (`{TOR0}` failed)"),
+])
+def test_a_link_counts_once(checked, scenario, ratio, slowed):
+    notes = checked[1][scenario]
+    assert slowed in notes, notes
+    assert not [n for n in notes if "% of their bandwidth" in n and n != slowed], notes
+    w680 = checked[0].get(scenario)
+    broken = [n for n in (w680.notes if w680 else ()) if n.startswith("breaks: [E602]")]
+    if ratio is None:
+        assert not broken
+    else:
+        assert len(broken) == 1 and f"tier `tor` runs {ratio}:1 into `agg`" in broken[0], \
+            broken
 
 
 # ---- a host whose ports straddle two ToRs -----------------------------------------------------
@@ -171,3 +208,23 @@ def test_e775_names_the_ranks_cut_off():
     assert d.code == "E775"
     assert d.notes == ("cut off: ranks 256, 264, 272, ..., 504 (NIC 0 of 32 hosts from "
                        "`S.pods[0].racks[8].hosts[0]`)",)
+
+
+def test_a_template_path_names_the_template_not_the_shared_instance():
+    """STRADDLE with 2 pods sharing P: `P.fabric.agg[0]` is agg 0 of both pods' fabrics (section
+    14: a path from a template means the instance it shares), so 2 aggs of 500 W are off and 6
+    NICs per pod slow down (test above): 12. The notes said `S.pods[0].fabric.agg[0]`, the
+    shared instance's own path, as if pod 0 alone had lost it. A share: 12 aggs per pod (the
+    test above), 25 % of each pod's, 3 x 2 = 6 off."""
+    text = STRADDLE.replace("pods = 1 x P", "pods = 2 x P") + (
+        "scenario tmpl { fail P.fabric.agg[0] }\n"
+        "scenario tmpl_share { fail 25 % of P.fabric.agg }\n")
+    ws = astral_dsl.compiles(text, name="t.astral", root=REPO)
+    notes = {o.name: o.notes for o in astral_dsl.check(ws, ["tmpl", "tmpl_share"]).scenarios}
+    assert notes["tmpl"][0] == "P.fabric.agg[0] failed"
+    assert "12 NICs run at 66.67 % of their bandwidth for traffic into tier `agg` " \
+           "(`P.fabric.agg[0]` failed)" in notes["tmpl"]
+    assert "2 `agg` switches off: 1.0 kW less network power" in notes["tmpl"]
+    assert notes["tmpl_share"][0] == "25% of P.fabric.agg failed"
+    assert "6 `agg` switches off: 3.0 kW less network power" in notes["tmpl_share"]
+    assert not [n for n in notes["tmpl"] + notes["tmpl_share"] if "S.pods[0]" in n]

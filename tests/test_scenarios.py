@@ -42,6 +42,23 @@ def test_a_quarter_of_the_core_down_oversubscribes_the_tor_tier():
     assert "25% of" in q.notes[0]
     w680 = [d for d in checked.diagnostics if d.code == "W680"]
     assert len(w680) == 1 and "quarter_core" in w680[0].message
+    # the E602 names the failure, at the tier it oversubscribes (`tier tor`, line 8), with the
+    # failure statement (line 12) and the arithmetic (25.6 / 25.6 = 1:1 declared) in its notes
+    (e602,) = q.broken
+    assert e602.message == ("tier `tor` runs 1.3333:1 into `core` (`25 % of X.fabric.core` "
+                            "failed), above the declared limit 1:1")
+    assert e602.span.start.line == 8
+    assert e602.notes == ("the failure: `fail 25 % of X.fabric.core` (s.astral:12)",
+                          "each `tor` switch loses 25 % of its uplinks into `core`, so its "
+                          "1:1 / (1 - 25 %) = 1.3333:1")
+
+
+def test_a_share_of_a_tier_within_the_limit_is_a_note():
+    # a limit of 1.5:1: the ToRs' 1.3333:1 holds, said in the scenario's notes, no E602
+    _, out = outcomes(FABRIC.replace("max_oversubscription = 1", "max_oversubscription = 1.5"))
+    q = out["quarter_core"]
+    assert not q.broken
+    assert "tier `tor` runs 1.3333:1 into `core` (`25 % of X.fabric.core` failed)" in q.notes
 
 
 def test_all_of_a_tier_is_the_tier_itself_not_an_infinite_oversubscription():
@@ -248,3 +265,41 @@ def test_a_field_set_twice_in_a_scenario_is_e202_and_a_set_changes_only_what_it_
     assert limits == ["10 kW", "20 kW"]
     assert [str(ws.design.instance(f"S.racks[{i}]").field("power_limit"))
             for i in (0, 1)] == ["45 kW", "45 kW"]
+
+
+def test_two_shares_of_a_tier_in_a_scenario_are_e202():
+    """`fail 25 %` then `fail 50 %` of the core: the last silently won (50 %, 4 of the 8 cores
+    off) while the first was still reported; whether they overlap is unsaid: E202 on the second.
+    The same share twice fails once: 25 % of 8 cores, 2 off."""
+    shares = FABRIC.replace("fail 25 % of X.fabric.core }",
+                            "fail 25 % of X.fabric.core\n  fail 50 % of X.fabric.core }")
+    design = astral_dsl.loads(shares, name="s.astral")
+    e202 = [d for d in design.diagnostics if d.code == "E202"]
+    assert len(e202) == 1 and e202[0].span.start.line == 13, e202
+    assert e202[0].message == ("`X.fabric.core` already has a share failed in this scenario "
+                               "(25 % at 12:25)")
+    _, out = outcomes(shares.replace("fail 50 %", "fail 25 %"))
+    assert "2 `core` switches off: 2.0 kW less network power" in out["quarter_core"].notes
+
+
+def test_the_scenario_matrix_lists_a_share_of_a_tier_once():
+    """The report's matrix said `out of service: X.fabric.core` (the whole tier) beside `25% of
+    X.fabric.core`; a share of the first tier, rejected (E219), was out of service too."""
+    from astral_dsl.api.review import collect
+    from astral_dsl.outputs.report import matrix as mx
+
+    ws = astral_dsl.compiles(FABRIC + "scenario tor_share { fail 25 % of X.fabric.tor }\n",
+                             name="s.astral")
+    rows = {r.name: r for r in mx.matrix(collect(ws, views=()))}
+    assert rows["quarter_core"].cell("network").notes == ("out of service: 25% of X.fabric.core",)
+    assert rows["tor_share"].cell("network").notes == ()
+    assert rows["plane_b"].cell("network").notes == ("out of service: X.fabric.plane[B]",)
+
+
+def test_one_switch_off_without_a_declared_power_is_its():
+    # "1 `tor` switch off (their power is not declared)"
+    text = FABRIC.replace(", power = 1 kW", "") + \
+        "scenario one { fail X.fabric.rail[0].plane[A].tor[0] }\n"
+    _, out = outcomes(text)
+    assert "1 `tor` switch off (its power is not declared)" in out["one"].notes
+    assert "8 `tor` switches off (their power is not declared)" in out["plane_b"].notes

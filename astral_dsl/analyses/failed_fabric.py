@@ -24,7 +24,7 @@ from astral_dsl.analyses.fabric_names import TierKey, host_runs, ports_on, wirin
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, merge
 from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
 from astral_dsl.analyses.network_damage import Damage, Piece, judge
-from astral_dsl.analyses.network_failures import Failure
+from astral_dsl.analyses.network_failures import Failure, share_lost
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.values import FabricLink, FabricSelection
@@ -52,6 +52,13 @@ def damaged(design: Design, fabrics: List[FabricCount], failures: Sequence[Failu
 
 def _err(code: str, message: str, span, hint=None) -> Diagnostic:
     return Diagnostic(code, Severity.ERROR, message, span, hint)
+
+
+def _key(f: Failure):
+    """What a failure names: `A -- B` and `B -- A` are one link."""
+    if isinstance(f.target, FabricLink):
+        return "link", frozenset(getattr(e, "display", str(e)) for e in f.target.ends)
+    return f.written, f.fraction
 
 
 def _concerns(f: Failure, fc: FabricCount, owner: Instance) -> bool:
@@ -89,16 +96,22 @@ class _Builder:
         # for the whole group)
         self.off: Dict[int, set] = {}
         self.causes: List[str] = []
+        self.cause_of: Dict[int, int] = {}
         self.spans: List[Optional[Span]] = []
         self.diags: List[Diagnostic] = []
+        self.notes: List[str] = []
 
     # -- the result -----------------------------------------------------------------------------
     def build(self, failures: Sequence[Failure]) -> FabricCount:
-        seen = set()
+        unique, seen = [], set()
         for f in failures:
-            if (f.written, f.fraction) in seen:     # a part named twice fails once
+            if _key(f) in seen:     # a part named twice fails once (a link either way round)
                 continue
-            seen.add((f.written, f.fraction))
+            seen.add(_key(f))
+            unique.append(f)
+            self.cause(f)           # the causes in the scenario's order, whatever fails first
+        # the switches and NICs first: a link to a switch already off takes nothing more
+        for f in sorted(unique, key=lambda f: isinstance(f.target, FabricLink)):
             try:
                 self.one(f)
             except Bad as bad:
@@ -123,13 +136,15 @@ class _Builder:
                                       power_w=t.power_w - off * t.switch_share_w) if off else t)
         limit = self.fc.max_oversubscription
         diags, notes = judge(damage, limit, self.pos.path_at)
+        notes = self.notes + notes
         for t in tiers:                 # named switches and failed fractions of tiers
             n = t.failed
             if not n:
                 continue
             what = f"{n:,.0f} `{t.name}` switch{'es' if n != 1 else ''} off"
             notes.append(what + (f": {t.switch_share_w * n / 1e3:,.1f} kW less network power"
-                                 if t.switch_w is not None else " (their power is not declared)"))
+                                 if t.switch_w is not None else
+                                 f" ({'its' if n == 1 else 'their'} power is not declared)"))
         return attrs.evolve(self.fc, tiers=tuple(tiers), damage=damage,
                             diagnostics=self.fc.diagnostics + tuple(self.diags) + tuple(diags),
                             notes=self.fc.notes + tuple(notes))
@@ -137,11 +152,14 @@ class _Builder:
     def one(self, f: Failure) -> None:
         t = f.target
         if f.fraction is not None:     # the tier below loses its share: network.fabric_counts
-            if self.tiers and self.tier_index(t) == 0:
+            i = self.tier_index(t) if self.tiers else 0
+            if i == 0:
                 raise Bad("E219", f"`{f.written}`: a share of the first tier does not say "
                                   f"which hosts lose their ports",
                           f"name the switches (`{t.display}` of one group, one switch "
                           f"`...{t.tier}[0]`) or a plane")
+            self.diags.extend(share_lost(self.tiers[i - 1], t.tier, f,
+                                         self.fc.max_oversubscription, self.notes))
             return
         if isinstance(t, FabricSelection):
             self.selection(t, self.cause(f))
@@ -152,9 +170,12 @@ class _Builder:
             self.dark(hosts, nics, ports, self.cause(f))
 
     def cause(self, f: Failure) -> int:
-        self.causes.append(f.written)
-        self.spans.append(f.span)
-        return len(self.causes) - 1
+        """The index of failure `f` among the causes (build reserves each in order)."""
+        if id(f) not in self.cause_of:
+            self.cause_of[id(f)] = len(self.causes)
+            self.causes.append(f.written)
+            self.spans.append(f.span)
+        return self.cause_of[id(f)]
 
     # -- tiers and where their switches are -----------------------------------------------------
     def kinds(self, t: TierCount) -> Optional[Tuple[str, ...]]:
@@ -298,6 +319,18 @@ class _Builder:
                 ((a, r, p), sel.switch) for a in self.scope_areas(t, area) for r in rails
                 for p in planes)
             self.switch_down(i, area, rails, planes, sel.switch, cause)
+
+    def is_off(self, sel: FabricSelection, i: int) -> bool:
+        """Switch `sel.switch` of tier i (every switch of its groups when it names none) is
+        already off: a failed switch or group took every link it has."""
+        named = self.off.get(i)
+        if not named:
+            return False
+        t = self.tiers[i]
+        return all((g, None) in named or (sel.switch is not None and (g, sel.switch) in named)
+                   for g in ((a, r, p) for a in self.scope_areas(t, self.area_of(sel))
+                             for r in self.rails_of(t, sel.rail)
+                             for p in self.planes_of(t, sel.plane)))
 
     def failed(self) -> Dict[str, float]:
         """Per tier, its switches off in one replica of the owner, each counted once however

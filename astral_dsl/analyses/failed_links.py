@@ -99,6 +99,8 @@ def link(fb, f: Failure, link: FabricLink) -> None:
                   f"its uplinks go to the `{upper.name}` group above it"
                   + ("" if upper.mesh else
                      f", to the {upper.reach} switches of plane {a.switch}"))
+    if fb.is_off(a, ia) or fb.is_off(b, ib):
+        return              # a link of a switch already off: its failure takes nothing more
     cause = fb.cause(f)
     rails, planes = fb.rails_of(lower, a.rail), fb.planes_of(lower, a.plane)
     share = 1.0 if b.switch is None else 1.0 / max(1, upper.reach)
@@ -126,7 +128,8 @@ def host_link(fb, f: Failure, port: NicPort, sw: FabricSelection) -> None:
         raise Bad("E219", f"`{f.written}`: `{port.display}` is not wired to `{sw.display}`",
                   "a NIC port's link goes to the first-tier switch the rank map names for "
                   "it (`astral forecast --ranks`)")
-    fb.dark(hosts, nics, ports, fb.cause(f))
+    if not fb.is_off(sw, 0):        # a port on a switch already off is dark already
+        fb.dark(hosts, nics, ports, fb.cause(f))
 
 
 __all__ = ["Bad", "host_link", "link", "nic_steps", "nic_target"]

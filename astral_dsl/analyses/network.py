@@ -150,6 +150,13 @@ def _tiers(fabric: Instance) -> List[Instance]:
             and m.value.kind == "tier"]
 
 
+def first_tier(fabric: Optional[Instance]) -> Optional[str]:
+    """The name of a fabric's first tier (its switches take the hosts' NIC ports), None for a
+    fabric without tiers (or none found)."""
+    tiers = _tiers(fabric) if fabric is not None else []
+    return tiers[0].template if tiers else None
+
+
 def _int(q, default: int) -> int:
     return int(q.si) if isinstance(q, Quantity) else default
 
@@ -266,12 +273,12 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
         switch = by_path.get(switch_ref.path) if isinstance(switch_ref, Ref) else None
         switch_power = switch.field("power") if switch is not None else None
         switch_w = switch_power.si if isinstance(switch_power, Quantity) else None
-        over = None
+        over = declared = None
         above = tier_insts[index + 1].template if index + 1 < len(tier_insts) else None
         alive = 1.0 - failed_tiers.get(above, 0.0)      # uplinks into a partly failed tier
         if down_speed is not None and up_speed is not None and up_n:
-            over = (down_n * down_speed.si) / (up_n * up_speed.si * alive) if alive > 0 \
-                else float("inf")
+            declared = (down_n * down_speed.si) / (up_n * up_speed.si)
+            over = declared / alive if alive > 0 else float("inf")
         tc = TierCount(tier.template, switch.path if switch else "?", scope_name, per_names,
                        groups * mult, per_group, count * mult,
                        per_group_demand / per_group if per_group else 0.0, down_n, up_n,
@@ -279,7 +286,10 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
                        0.0, tier.span, needed, rounding, switch_w, reach=plane or per_group,
                        mesh=mesh, failed=failed_tiers.get(tier.template, 0.0) * count * mult,
                        sized_for=sized_for)
-        diags.extend(tier_checks(owner, tier, tc, switch, prev, _speeds(hosts), limit, index,
+        # the checks judge the tier as declared: E602 for a failed share of the tier above
+        # names that failure (failed_fabric.py)
+        diags.extend(tier_checks(owner, tier, attrs.evolve(tc, oversubscription=declared)
+                                 if alive < 1 else tc, switch, prev, _speeds(hosts), limit, index,
                                  len(tier_insts), prev_groups, groups, found,
                                  merged if nested else None))
         tiers.append(tc)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from astral_dsl import records
-from astral_dsl.analyses.network import FabricCount, fabric_counts
-from astral_dsl.diagnostics import Span
+from astral_dsl.analyses.network import FabricCount, TierCount, fabric_counts
+from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, Route
+from astral_dsl.units import format_number
 
 
 @records.frozen
@@ -27,6 +28,33 @@ class Failure:
     @property
     def display(self) -> str:
         return self.written
+
+
+def share_lost(lower: TierCount, into: str, failure: Failure, limit: Optional[float],
+               notes: List[str]) -> List[Diagnostic]:
+    """E602 (or a note within the limit) for tier `lower`, its oversubscription with the share
+    lost, under `fail 25 % of S.fabric.agg` (`failure`): each of its switches loses that share
+    of its uplinks into tier `into`."""
+    over = lower.oversubscription
+    if over is None or lower.up_speed is None or lower.down_speed is None or not lower.up_ports:
+        return []
+    base = lower.down_ports * lower.down_speed.si / (lower.up_ports * lower.up_speed.si)
+    lost = 1 - base / over if over > 0 else 0.0
+    ratio, share = format_number(round(over, 4)), format_number(round(lost * 100, 3))
+    named = f"{format_number(round(failure.fraction * 100, 6))} % of {failure.written}"
+    what = f"tier `{lower.name}` runs {ratio}:1 into `{into}` (`{named}` failed)"
+    if limit is None or over <= limit * (1 + 1e-9):
+        notes.append(what)
+        return []
+    where = failure.span
+    return [Diagnostic(
+        "E602", Severity.ERROR, f"{what}, above the declared limit {format_number(limit)}:1",
+        lower.span, "the tier needs spare uplinks to keep its limit with a share of the tier "
+                    "above down, or a looser `max_oversubscription`",
+        notes=(f"the failure: `fail {named}`"
+               + (f" ({where.file}:{where.start.line})" if where is not None else ""),
+               f"each `{lower.name}` switch loses {share} % of its uplinks into `{into}`, so its "
+               f"{format_number(round(base, 4))}:1 / (1 - {share} %) = {ratio}:1"))]
 
 
 def counts(design: Design, cache: Optional[Dict] = None, tier_failures=(),
@@ -45,4 +73,4 @@ def counts(design: Design, cache: Optional[Dict] = None, tier_failures=(),
     return damaged(design, fabrics, failures, cache)
 
 
-__all__ = ["Failure", "counts"]
+__all__ = ["Failure", "counts", "share_lost"]

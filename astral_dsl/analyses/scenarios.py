@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 
 from astral_dsl import records
+from astral_dsl.analyses.network import first_tier
 from astral_dsl.analyses.network_failures import Failure
 from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design, Instance, Ref
@@ -54,11 +55,14 @@ def apply(design: Design, scenario: Instance) -> Applied:
             if isinstance(target, FabricSelection) and action.value is not None \
                     and action.value.si < 1 - 1e-12:
                 fraction = action.value.si
-                tiers.append((target.fabric.path, target.tier, fraction))
+                # a share of the first tier would leave unsaid which hosts lose their ports:
+                # failed_fabric.py rejects it (E219), and then it fails nothing (no switch off)
+                if target.tier != first_tier(by_path.get(target.fabric.path)):
+                    tiers.append((target.fabric.path, target.tier, fraction))
                 fabric.append(Failure(target, written, action.span, action.route, fraction))
-                notes.append(f"{fraction:.0%} of {target.display} failed")
+                notes.append(f"{fraction:.0%} of {written} failed")
                 named.append(("fail", f"{format_number(round(fraction * 100, 6))} % of "
-                                      f"{target.display}", "tier", 1, None, None))
+                                      f"{written}", "tier", 1, None, None))
                 continue
             if isinstance(target, (FabricSelection, NicPort, FabricLink)):
                 fabric.append(Failure(target, written, action.span, action.route))
@@ -105,6 +109,11 @@ def _written(action) -> str:
         if isinstance(target, NicPort):
             return f"{action.route.display}.port[{port_label(target.port)}]"
         if isinstance(target, FabricSelection):
+            # from a template (`P.fabric.spine[0]`) it is that fabric wherever P is used bare,
+            # not the one at the shared instance's own path (`S.pods[0].fabric...`)
+            path = getattr(target.fabric, "path", None)
+            if action.route.from_template and path and target.display.startswith(path):
+                return action.route.display + target.display[len(path):]
             return target.display
         return action.route.display
     target = action.target

@@ -17,7 +17,7 @@ from astral_dsl.semantics.scope import Namespace, Template
 from astral_dsl.semantics.errors import check as _poison_check
 from astral_dsl.semantics.isolate import route_of
 from astral_dsl.syntax import ast
-from astral_dsl.units import Quantity
+from astral_dsl.units import Quantity, format_number
 from astral_dsl.units.table import is_unit
 
 
@@ -297,6 +297,17 @@ def _action(it, frame: Frame, action, env: Env):
         if not isinstance(target, (FabricSelection, NicPort, FabricLink)):
             _failable(target, action.target.span)
         route = route_of(it, _route_end(action.target), env)
+        if fraction is not None:
+            first = next((a for a in frame.done_actions if a[0] == "fail" and a[3] is not None
+                          and route is not None and a[5] == route
+                          and a[1].tier == target.tier and a[3].si != fraction.si), None)
+            if first is not None:       # the last would silently win; their sum is unsaid
+                fail("E202", f"`{route.display}.{target.tier}` already has a share failed in "
+                             f"this scenario "
+                             f"({format_number(round(first[3].si * 100, 6))} % at "
+                             f"{first[4].start.line}:{first[4].start.column})",
+                     action.fraction.span, "fail one share of a tier, all of what fails "
+                                           "(two shares leave unsaid whether they overlap)")
         frame.done_actions.append(("fail", target, None, fraction, action.span, route))
     elif isinstance(action, ast.SetStmt):
         if not isinstance(action.target, ast.Attr):

@@ -186,9 +186,13 @@ def matrix(review) -> Tuple[Row, ...]:
                                     _failed_checks(o.applied.design) if o.applied else None)]
         out_of_service = ()
         if o.applied is not None:
-            out_of_service = tuple(f"out of service: {sel.display}" for sel in o.applied.fabric) \
-                + tuple(f"out of service: {fraction:.0%} of {path}.{tier}"
-                        for path, tier, fraction in o.applied.tier_failures)
+            # a share of a tier once, as the tier failures hold it (a share of the first tier,
+            # rejected with E219, fails nothing)
+            shares = {(path, tier) for path, tier, _ in o.applied.tier_failures}
+            out_of_service = tuple(
+                f"out of service: {f.display}" if f.fraction is None else
+                f"out of service: {f.fraction:.0%} of {f.display}" for f in o.applied.fabric
+                if f.fraction is None or (f.target.fabric.path, f.target.tier) in shares)
         families = list(FAMILIES) + (["other"] if by_family.get("other") else [])
         cells = []
         for fam in families:
