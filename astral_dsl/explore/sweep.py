@@ -59,7 +59,8 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
         raise SweepError(str(exc)) from None
     if not grids:
         raise SweepError("give at least one --grid NAME=VALUES, e.g. --grid hosts_per_rack=2..6")
-    ws, bundle = load_with_bundle(path, sets)
+    texts = [v[1:-1] for g in grids for v in g.values if len(v) >= 2 and v[0] == v[-1] == '"']
+    ws, bundle = load_with_bundle(path, sets, texts)     # a text may name a data file
     base = ws.design
     if front_end_fatal(base):
         return SweepResult(base.file, grids, [], base, ())
