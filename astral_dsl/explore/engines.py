@@ -119,7 +119,7 @@ class DaskEngine:
     """An existing Dask distributed cluster, by its scheduler's address (a ClusterSpec)."""
 
     def __init__(self, spec, timeout: float = 10.0):
-        from astral_dsl.explore.cluster import ClusterError, connection
+        from astral_dsl.explore.cluster import ClusterError, connection, probe
         from astral_dsl.explore import unpickle
 
         try:
@@ -139,12 +139,16 @@ class DaskEngine:
         self.client = None
         self._logs = OneLineLogs()
         try:
+            probe(address, security, timeout)       # bounded, and a scheduler's (cluster.py)
             self.client = _client()(address, timeout=timeout, set_as_default=False,
                                     security=security)
-        except (OSError, TimeoutError, ValueError) as exc:
+        except ClusterError as exc:
             self.close()
-            raise EngineError(f"--cluster {address}: cannot reach the Dask scheduler ({exc})") \
-                from None
+            raise EngineError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - whatever Dask raises: the cluster is unusable
+            self.close()
+            raise EngineError(f"--cluster {address}: cannot reach the Dask scheduler "
+                              f"({type(exc).__name__}: {str(exc)[:500]})") from None
         self._check_versions()
 
     def _check_versions(self) -> None:

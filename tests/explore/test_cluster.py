@@ -55,3 +55,17 @@ def test_search_ranks_on_the_cluster_as_locally(cluster, project):
     assert len(remote.rows) == 5
     assert remote.rows == local.rows                 # configurations, forecasts, breakdowns
     assert (remote.memory_checked, remote.fit) == (local.memory_checked, local.fit)
+
+
+def test_a_workers_address_is_refused(cluster, project):
+    # the worker's port for the scheduler's: an E000 with the bytes of a pickle, exit 0, then
+    # a traceback from Client.__del__ 20 s later
+    from clirun import astral
+
+    with distributed.Client(cluster.scheduler_address) as client:
+        worker = sorted(client.scheduler_info()["workers"])[0]
+    out = astral("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster", worker)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == (f"astral: error: --cluster {worker}: a Dask Worker answered there, "
+                          "not a Dask scheduler; give the scheduler's address (the one its "
+                          "workers connect to, 8786 by default)\n")
