@@ -175,24 +175,29 @@ def probe(address: str, security, timeout: float) -> None:
 
     def run() -> None:
         try:
-            box["answer"] = asyncio.run(asyncio.wait_for(ask(), timeout))
+            box["answer"] = asyncio.run(asyncio.wait_for(ask(), timeout + 1))
         except BaseException as exc:  # noqa: BLE001 - reported below, in the caller's thread
             box["error"] = exc
 
     # a thread of its own: the caller may run an event loop already (a notebook)
     worker = threading.Thread(target=run, name="astral-cluster-probe", daemon=True)
     worker.start()
-    worker.join(timeout + 5)
+    worker.join(timeout + 6)
     error = box.get("error")
     if "answer" not in box and (error is None or isinstance(error, TimeoutError)):
-        raise ClusterError(f"--cluster {address}: no Dask scheduler answered within "
-                           f"{timeout:g} s; check the address and port (the scheduler's, "
-                           "8786 by default), and that it is up and reachable from here")
+        raise ClusterError(f"--cluster {address}: cannot reach the Dask scheduler: nothing "
+                           f"answered as one within {timeout:g} s; check the address and port "
+                           "(the scheduler's, 8786 by default), and that it is up and "
+                           "reachable from here")
     if error is not None:
-        hint = ("; over TLS both ends show a certificate signed by the CA the other trusts: "
-                "check --tls-ca-file (the cluster's CA) and that it signed --tls-cert"
-                if security is not None else
-                "; a scheduler that closes plain tcp:// may want tls:// and its certificates")
+        if "trying to connect" in str(error):       # nothing accepted the connection
+            hint = ("; check that the scheduler is up, and its address and port (8786 by "
+                    "default)")
+        elif security is not None:
+            hint = ("; over TLS both ends show a certificate signed by the CA the other trusts: "
+                    "check --tls-ca-file (the cluster's CA) and that it signed --tls-cert")
+        else:
+            hint = "; a scheduler that closes plain tcp:// may want tls:// and its certificates"
         raise ClusterError(f"--cluster {address}: cannot reach the Dask scheduler "
                            f"({type(error).__name__}: {str(error)[:500]}){hint}")
     answer = box["answer"]
