@@ -27,6 +27,11 @@ class EngineError(Exception):
     """The engine cannot run the work at all (unreachable cluster, version mismatch)."""
 
 
+# why a task's answer that is not the shape its task returns (sweep.py, search) is refused
+REFUSED = ("the worker's answer is not what its task returns (a worker of another version of "
+           "astral_dsl, or a rogue one): refused")
+
+
 def chunks(n: int, workers: int, largest: int = 16) -> List[range]:
     """Split n items into chunks: several per worker (for balance and progress), small enough
     that a lost chunk costs little."""

@@ -13,9 +13,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from astral_dsl import records
 from astral_dsl.explore.bundle import load_with_bundle
-from astral_dsl.explore.engines import chunks, engine as make_engine
+from astral_dsl.explore.engines import REFUSED, chunks, engine as make_engine
 from astral_dsl.explore.grid import Grid, GridError, check_names, parse_grids, points
-from astral_dsl.explore.point import FORECAST, SUMMARY, PointOptions, evaluate_points
+from astral_dsl.explore.point import (FORECAST, SUMMARY, PointOptions, are_rows,
+                                      evaluate_points)
 
 
 class SweepError(Exception):
@@ -101,7 +102,9 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
         if engine is None and hasattr(eng, "close"):
             eng.close()
     rows = []
-    for part, chunk_rows in zip(parts, results):
+    for k, (part, chunk_rows) in enumerate(zip(parts, results)):
+        if not are_rows(chunk_rows, len(part)):         # from another version, or a rogue
+            chunk_rows = lost(k, REFUSED)
         for i, row in zip(part, chunk_rows):
             rows.append({"params": grid_points[i], **row})
     columns = list(SUMMARY)

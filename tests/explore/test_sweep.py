@@ -434,3 +434,19 @@ def test_progress_bar_draws_and_erases_itself(capsys):
     assert frames[3].rstrip() == "forecasts 5"
     assert frames[-2].strip() == "" and frames[-1] == ""
     assert progress_bar(False, "sweep")[0] is None
+
+
+def test_rows_of_another_shape_are_refused(project):
+    # what a DaskEngine accepts from a worker (engines.py): the rows of the chunk's points, as
+    # evaluate_point makes them; plain data of another shape stopped the outputs or was shown
+    result = _run(project, "hosts_per_rack=4..5", job="train")
+    rows = [{k: v for k, v in r.items() if k != "params"} for r in result.rows]
+    assert point.are_rows(rows, 2) and not point.are_rows(rows, 3)
+    assert any(r["diagnostics"] for r in rows) and rows[0]["metrics"]["calibration"]
+    first, diag = rows[0], rows[0]["diagnostics"][0]
+    for bad in ({**first, "valid": 1}, {**first, "metrics": {"gpus": "64"}},
+                {**first, "metrics": {"calibration": {"band": [0, 1]}}},
+                {**first, "diagnostics": [{**diag, "severity": "fatal"}]},
+                {**first, "diagnostics": [{**diag, "range": {"start": 1, "end": 2}}]},
+                {**first, "diagnostics": [{**diag, "notes": [3]}]}, {**first, "extra": 1}):
+        assert not point.are_rows([bad, rows[1]], 2)
