@@ -43,8 +43,11 @@ class SweepResult:
 
 
 def front_end_fatal(design) -> bool:
-    """Errors no parameter value can mend: the file cannot be read or parsed."""
-    return any(d.is_error and d.code.startswith("E1") for d in design.diagnostics)
+    """Errors no parameter value can mend: the file cannot be read or parsed, or it imports a
+    module outside the project (E207: a file a worker never gets, whose points would read
+    E205 there, not the E207 `astral check` gives)."""
+    return any(d.is_error and (d.code.startswith("E1") or d.code == "E207")
+               for d in design.diagnostics)
 
 
 def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = None,

@@ -450,3 +450,19 @@ def test_rows_of_another_shape_are_refused(project):
                 {**first, "diagnostics": [{**diag, "range": {"start": 1, "end": 2}}]},
                 {**first, "diagnostics": [{**diag, "notes": [3]}]}, {**first, "extra": 1}):
         assert not point.are_rows([bad, rows[1]], 2)
+
+
+def test_an_import_outside_the_project_is_refused_as_check_refuses_it(project, tmp_path):
+    # lib/ a link to a folder outside the project: `astral check` gives E207; every point of a
+    # sweep read E205 (module not found) instead, from the worker's copy, which never gets it
+    import shutil
+
+    root = tmp_path / "linked"
+    (root / "lib").parent.mkdir()
+    shutil.copy(project, root / "main.astral")
+    (root / "lib").symlink_to(project.parent / "lib", target_is_directory=True)
+    result = _run(root / "main.astral", "hosts_per_rack=1..2")
+    assert result.rows == []
+    codes = [d.code for d in result.base.diagnostics if d.is_error]
+    assert codes == [d.code for d in cli_checked(str(root / "main.astral"), {}).diagnostics
+                     if d.is_error] == ["E207"]
