@@ -4,7 +4,9 @@ pickled model. A worker lays the files out in a private folder with the project'
 layout, compiles them as `astral check` would, and names every file in its results as the client
 does, so a row computed on a remote machine reads exactly like one computed here.
 
-The stdlib is the worker's own; `astral_dsl.__version__` must match (engines check it)."""
+The stdlib is the worker's own; `astral_dsl.__version__` must match: engines check it when they
+connect, and lay_out for each task (a worker that joined the cluster later: its points are lost,
+E800, rather than computed by other code)."""
 from __future__ import annotations
 
 import hashlib
@@ -116,6 +118,9 @@ def lay_out(bundle: Bundle) -> Tuple[Path, Dict[str, str]]:
     global _TMP
     from astral_dsl.semantics.modules import display_name
 
+    if bundle.version != __version__:       # a worker that joined after the engine's check
+        raise RuntimeError(f"this worker runs astral_dsl {__version__}, the client "
+                           f"{str(bundle.version)[:40]}: install the same version")
     with _LOCK:
         key = (bundle.digest, bundle.names)
         hit = _LAID_OUT.get(key)

@@ -83,3 +83,12 @@ def test_a_sweep_ships_the_data_files_the_design_names(tmp_path):
             summary = size_summary(alone.design, alone.engineering)
             assert row["metrics"]["facility_power_kw"] == summary["facility_power_kw"]
     assert "W643" in [d["code"] for d in result.rows[0]["diagnostics"]]   # 12 hours: read
+
+
+def test_a_worker_of_another_version_refuses_the_work():
+    # the engine checks the workers' versions when it connects; one that joins the cluster
+    # later (a restarted or added worker) computed rows with its own code, unchecked
+    import attrs
+
+    with pytest.raises(RuntimeError, match="this worker runs astral_dsl .*, the client 0.0.1"):
+        lay_out(attrs.evolve(BUNDLE, version="0.0.1"))
