@@ -154,7 +154,14 @@ class DaskEngine:
             self.close()
             raise EngineError(f"--cluster {address}: cannot reach the Dask scheduler "
                               f"({type(exc).__name__}: {str(exc)[:500]})") from None
-        self._check_versions()
+        except BaseException:     # Ctrl-C: the guard must not outlive the engine (a notebook)
+            self.close()
+            raise
+        try:
+            self._check_versions()
+        except BaseException:
+            self.close()
+            raise
 
     def _check_versions(self) -> None:
         from astral_dsl import __version__

@@ -85,10 +85,7 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
                            calibration=calibration)
     grid_points = points(grids)
     eng = engine or make_engine(cluster, workers)
-    handle = eng.scatter(bundle) if hasattr(eng, "scatter") else bundle
     parts = chunks(len(grid_points), getattr(eng, "workers", 1))
-    tasks = [(evaluate_points, (handle, [{**sets, **grid_points[i]} for i in part], options))
-             for part in parts]
     finished = [0]
 
     def done(k: int) -> None:
@@ -99,7 +96,10 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
     def lost(k: int, why: str):
         return [_lost_row(why, bundle.entry_name) for _ in parts[k]]
 
-    try:
+    try:                          # the engine closes whatever happens (Ctrl-C in the scatter)
+        handle = eng.scatter(bundle) if hasattr(eng, "scatter") else bundle
+        tasks = [(evaluate_points, (handle, [{**sets, **grid_points[i]} for i in part], options))
+                 for part in parts]
         results = eng.run(tasks, done, lost)
     finally:
         if engine is None and hasattr(eng, "close"):

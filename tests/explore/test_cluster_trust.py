@@ -288,3 +288,19 @@ def test_a_tls_cluster_refuses_a_client_without_its_certificates(tls_cluster, pr
                     address.replace("tls://", "tcp://"))
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert not unpickle.installed()
+
+
+def test_ctrl_c_while_connecting_undoes_the_guard(monkeypatch):
+    # the guard (process-wide) stayed on after Ctrl-C during the connection: in a notebook,
+    # every later use of Dask in the process read only plain data
+    from astral_dsl.explore import cluster
+    from astral_dsl.explore.engines import DaskEngine
+
+    def interrupted(*_args):
+        assert unpickle.installed()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cluster, "probe", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        DaskEngine(ClusterSpec("tcp://127.0.0.1:9"), timeout=1)
+    assert not unpickle.installed()
