@@ -176,6 +176,10 @@ def test_cli_refuses_plain_tcp_to_another_machine(project, command, address):
     # --tls-* options without a cluster, or --insecure-cluster alone, are usage errors too
     out = _cli_here(command, str(project), *grid, "--tls-ca-file", "ca.pem")
     assert out.returncode == 2 and "--cluster" in out.stderr
+    # and --workers beside --cluster, which it used to ignore without a word
+    out = _cli_here(command, str(project), *grid, "--workers", "4", "--cluster",
+                    "tcp://127.0.0.1:9")
+    assert out.returncode == 2 and "give one or the other" in out.stderr, out.stderr
 
 
 # ---- a rogue worker ---------------------------------------------------------------------------
