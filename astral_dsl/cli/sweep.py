@@ -65,6 +65,9 @@ def cluster_spec(args):
         if extra:
             raise ValueError(f"{extra[0]} needs --cluster ADDRESS")
         return None
+    if args.workers is not None:
+        raise ValueError("--workers sizes the local pool; with --cluster the cluster's "
+                         "workers run the work: give one or the other")
     spec = ClusterSpec(args.cluster, args.tls_ca_file, args.tls_cert, args.tls_key,
                        args.insecure_cluster)
     try:

@@ -1,9 +1,12 @@
-"""What a worker gets: the design's source text (the entry and the project files it imports),
-never a pickled model. A worker lays the files out in a private folder with the project's
+"""What a worker gets: the design's source text (the entry and the project files it imports)
+and the project's data files it names (a site's `climate`, an `inventory`'s `file`), never a
+pickled model. A worker lays the files out in a private folder with the project's
 layout, compiles them as `astral check` would, and names every file in its results as the client
 does, so a row computed on a remote machine reads exactly like one computed here.
 
-The stdlib is the worker's own; `astral_dsl.__version__` must match (engines check it)."""
+The stdlib is the worker's own; `astral_dsl.__version__` must match: engines check it when they
+connect, and lay_out for each task (a worker that joined the cluster later: its points are lost,
+E800, rather than computed by other code)."""
 from __future__ import annotations
 
 import hashlib
@@ -12,7 +15,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 
 from astral_dsl import __version__, records
@@ -41,9 +44,10 @@ class Bundle:
         return dict(self.names)[self.entry]
 
 
-def load_with_bundle(path: str, overrides=None):
+def load_with_bundle(path: str, overrides=None, names: Sequence[str] = ()):
     """Compile `path` here (the base design, in its workspace) and bundle every project file
-    it read: (workspace, bundle)."""
+    it read, and the data files it names (data_files): (workspace, bundle). `names`: the text
+    values a sweep gives its parameters, which may name other data files."""
     from astral_dsl.workspace import Workspace
     from astral_dsl.semantics.modules import display_name, project_root, read_file
 
@@ -55,7 +59,7 @@ def load_with_bundle(path: str, overrides=None):
         return data
 
     ws = Workspace.open(path, overrides, read=recording)
-    ws.design
+    data_files(ws, ws.design, names, recording)
     root = project_root(Path(path))
     files, names = [], []
     for p, data in sorted(seen.items()):
@@ -72,6 +76,27 @@ def load_with_bundle(path: str, overrides=None):
     bundle = Bundle(entry, tuple(sorted(files)), tuple(sorted(names)),
                     (root / ROOT_MARKER).is_file())
     return ws, bundle
+
+
+def data_files(ws, design, names: Sequence[str], read: Callable[[Path], bytes]) -> None:
+    """Read with `read` the project's data files that the checks read later, not the compile:
+    each site's `climate` (relative to the project root; a stdlib one the worker has) and each
+    `inventory` file (relative to the entry's folder), and any project file one of `names`
+    names either way. What cannot be found or read is left out: the worker then says so
+    as `astral check` would here (E652, E230)."""
+    from astral_dsl.analyses.climate import ClimateError, locate
+
+    climates = [r.field("climate") for r in design.roots]
+    beside = [i.field("file") for i in design.instances if i.kind == "inventory"]
+    for name in dict.fromkeys(n for n in climates + list(names) if isinstance(n, str)):
+        if Path(name).parts[:1] == ("stdlib",):
+            continue
+        try:
+            read(locate(name, ws.root))
+        except (ClimateError, OSError):
+            pass
+    for name in dict.fromkeys(n for n in beside + list(names) if isinstance(n, str)):
+        ws.read_beside(name)                 # read with the workspace's reader: `read`
 
 
 # ---- on the worker ------------------------------------------------------------------------------
@@ -93,6 +118,9 @@ def lay_out(bundle: Bundle) -> Tuple[Path, Dict[str, str]]:
     global _TMP
     from astral_dsl.semantics.modules import display_name
 
+    if bundle.version != __version__:       # a worker that joined after the engine's check
+        raise RuntimeError(f"this worker runs astral_dsl {__version__}, the client "
+                           f"{str(bundle.version)[:40]}: install the same version")
     with _LOCK:
         key = (bundle.digest, bundle.names)
         hit = _LAID_OUT.get(key)

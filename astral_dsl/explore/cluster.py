@@ -6,10 +6,17 @@ workers and, through Dask's protocol, in the client. So the client talks to a cl
 TLS with the cluster's certificates (`tls://`, Dask's Security: both ends show a certificate
 signed by the cluster's CA, which is how Dask authenticates peers), or over plain TCP only to
 this machine (loopback) unless the user says `--insecure-cluster`. An address without a
-protocol is refused rather than taken as plain TCP (Dask's own default)."""
+protocol is refused rather than taken as plain TCP (Dask's own default), and so is `inproc://`:
+the client's guard (unpickle.py) holds for its whole process, so a cluster in the client's
+process could not read its own tasks.
+
+Before Dask's Client is made, probe() asks the address who it is, within the timeout: Dask's
+Client waits forever on a port where another service answers (an HTTP server), and takes a
+worker's address for a scheduler's (then fails with a pickle it cannot read)."""
 from __future__ import annotations
 
 import ipaddress
+import threading
 from pathlib import Path
 from typing import Any, Optional, Tuple
 from urllib.parse import urlsplit
@@ -19,7 +26,6 @@ from astral_dsl import records
 
 SECURE = ("tls", "wss")          # Dask's TLS transports: the certificates authenticate the peers
 PLAIN = ("tcp", "ws")            # no authentication: loopback only, unless insecure
-LOCAL = ("inproc",)              # this process
 
 
 class ClusterError(Exception):
@@ -70,8 +76,12 @@ def connection(spec: ClusterSpec) -> Tuple[str, Any]:
             f"--cluster {address}: name the protocol: tls://{address} with the cluster's "
             f"certificates (--tls-ca-file, --tls-cert, --tls-key), or tcp://{address} for a "
             "scheduler on this machine (or with --insecure-cluster)")
-    if scheme in LOCAL:
-        return address, None
+    if scheme == "inproc":
+        raise ClusterError(
+            f"--cluster {address}: a scheduler in this process cannot serve it (the client "
+            "reads only plain data from Dask in its whole process, its own workers' tasks "
+            "too); start the cluster in processes of its own (`dask scheduler`, or "
+            "LocalCluster(processes=True)) and give its tcp://127.0.0.1:PORT address")
     if scheme not in SECURE + PLAIN:
         raise ClusterError(f"--cluster {address}: expected a Dask scheduler address such as "
                            "tls://scheduler:8786")
@@ -98,7 +108,8 @@ def security(spec: ClusterSpec):
     for name, path in (("--tls-ca-file", spec.ca_file), ("--tls-cert", spec.cert),
                        ("--tls-key", spec.key)):
         if path is not None and not Path(path).is_file():
-            raise ClusterError(f"{name} {path}: no such file")
+            raise ClusterError(f"{name} {path}: "
+                               f"{'not a file' if Path(path).exists() else 'no such file'}")
     if spec.ca_file or spec.cert or spec.key:
         sec = Security(tls_ca_file=spec.ca_file, tls_client_cert=spec.cert,
                        tls_client_key=spec.key, require_encryption=True)
@@ -110,4 +121,90 @@ def security(spec: ClusterSpec):
             "client's certificate: --tls-ca-file FILE --tls-cert FILE [--tls-key FILE], or "
             "distributed.comm.tls.ca-file and distributed.comm.tls.client.cert (and .key) in "
             "Dask's configuration")
+    readable(spec, sec)
     return sec
+
+
+def readable(spec: ClusterSpec, sec) -> None:
+    """That the CA file and this client's certificate and key load (a bad one otherwise reads
+    as Dask's "cannot reach the Dask scheduler ([SSL] PEM lib)", naming no file); ClusterError.
+    An encrypted key is refused rather than prompted for (Dask would ask on the terminal)."""
+    import ssl
+
+    ca = f"--tls-ca-file {sec.tls_ca_file}" if spec.ca_file else \
+        f"distributed.comm.tls.ca-file {sec.tls_ca_file}"
+    cert = f"--tls-cert {sec.tls_client_cert}" if spec.cert else \
+        f"distributed.comm.tls.client.cert {sec.tls_client_cert}"
+    if sec.tls_client_key:
+        cert += f" (key {sec.tls_client_key})"
+
+    def encrypted():
+        raise ClusterError(f"{cert}: the private key is encrypted; Dask reads an unencrypted "
+                           "key only (keep its file readable by you alone)")
+    try:
+        ssl.create_default_context(cafile=sec.tls_ca_file)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise ClusterError(f"{ca}: not a CA certificate in PEM ({exc})") from None
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(
+            sec.tls_client_cert, sec.tls_client_key, password=encrypted)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise ClusterError(f"{cert}: not a certificate and its matching private key in PEM "
+                           f"({exc}); give the key with --tls-key when it is in a file of its "
+                           "own") from None
+
+
+def probe(address: str, security, timeout: float) -> None:
+    """That a Dask scheduler answers at `address` within `timeout` seconds (module docstring);
+    ClusterError otherwise. The answer is read through Dask's protocol: open the guard
+    (unpickle.py) first."""
+    import asyncio
+
+    async def ask():
+        from distributed.comm import connect
+
+        args = security.get_connection_args("client") if security is not None else {}
+        comm = await connect(address, timeout=timeout, **args)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["answer"] = asyncio.run(asyncio.wait_for(ask(), timeout + 1))
+        except BaseException as exc:  # noqa: BLE001 - reported below, in the caller's thread
+            box["error"] = exc
+
+    # a thread of its own: the caller may run an event loop already (a notebook)
+    worker = threading.Thread(target=run, name="astral-cluster-probe", daemon=True)
+    worker.start()
+    worker.join(timeout + 6)
+    error = box.get("error")
+    if "answer" not in box and (error is None or isinstance(error, TimeoutError)):
+        raise ClusterError(f"--cluster {address}: cannot reach the Dask scheduler: nothing "
+                           f"answered as one within {timeout:g} s; check the address and port "
+                           "(the scheduler's, 8786 by default), and that it is up and "
+                           "reachable from here")
+    if error is not None:
+        if "trying to connect" in str(error):       # nothing accepted the connection
+            hint = ("; check that the scheduler is up, and its address and port (8786 by "
+                    "default)")
+        elif security is not None:
+            hint = ("; over TLS both ends show a certificate signed by the CA the other trusts: "
+                    "check --tls-ca-file (the cluster's CA) and that it signed --tls-cert")
+        else:
+            hint = "; a scheduler that closes plain tcp:// may want tls:// and its certificates"
+        raise ClusterError(f"--cluster {address}: cannot reach the Dask scheduler "
+                           f"({type(error).__name__}: {str(error)[:500]}){hint}")
+    answer = box["answer"]
+    kind = answer.get("type") if isinstance(answer, dict) else None
+    if kind != "Scheduler":
+        what = f"a Dask {kind}" if isinstance(kind, str) and kind.isidentifier() else \
+            "something other than Dask"
+        raise ClusterError(f"--cluster {address}: {what} answered there, not a Dask "
+                           "scheduler; give the scheduler's address (the one its workers "
+                           "connect to, 8786 by default)")

@@ -27,6 +27,11 @@ class EngineError(Exception):
     """The engine cannot run the work at all (unreachable cluster, version mismatch)."""
 
 
+# why a task's answer that is not the shape its task returns (sweep.py, search) is refused
+REFUSED = ("the worker's answer is not what its task returns (a worker of another version of "
+           "astral_dsl, or a rogue one): refused")
+
+
 def chunks(n: int, workers: int, largest: int = 16) -> List[range]:
     """Split n items into chunks: several per worker (for balance and progress), small enough
     that a lost chunk costs little."""
@@ -119,7 +124,7 @@ class DaskEngine:
     """An existing Dask distributed cluster, by its scheduler's address (a ClusterSpec)."""
 
     def __init__(self, spec, timeout: float = 10.0):
-        from astral_dsl.explore.cluster import ClusterError, connection
+        from astral_dsl.explore.cluster import ClusterError, connection, probe
         from astral_dsl.explore import unpickle
 
         try:
@@ -139,13 +144,24 @@ class DaskEngine:
         self.client = None
         self._logs = OneLineLogs()
         try:
+            probe(address, security, timeout)       # bounded, and a scheduler's (cluster.py)
             self.client = _client()(address, timeout=timeout, set_as_default=False,
                                     security=security)
-        except (OSError, TimeoutError, ValueError) as exc:
+        except ClusterError as exc:
             self.close()
-            raise EngineError(f"--cluster {address}: cannot reach the Dask scheduler ({exc})") \
-                from None
-        self._check_versions()
+            raise EngineError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - whatever Dask raises: the cluster is unusable
+            self.close()
+            raise EngineError(f"--cluster {address}: cannot reach the Dask scheduler "
+                              f"({type(exc).__name__}: {str(exc)[:500]})") from None
+        except BaseException:     # Ctrl-C: the guard must not outlive the engine (a notebook)
+            self.close()
+            raise
+        try:
+            self._check_versions()
+        except BaseException:
+            self.close()
+            raise
 
     def _check_versions(self) -> None:
         from astral_dsl import __version__

@@ -121,3 +121,54 @@ def _forecast(ws, design, options: PointOptions, metrics: Dict[str, Any]):
     metrics["mfu"] = round(fc.mfu, 4)
     metrics["calibration"] = fc.envelope().as_json()       # how far to trust it
     return []
+
+
+# ---- what the client accepts as a worker's answer (engines.py: a rogue or mismatched worker) ----
+def number(v: Any) -> bool:
+    return type(v) in (int, float)
+
+
+def is_envelope(v: Any) -> bool:
+    """Whether `v` has the shape of Envelope.as_json() (seer/envelope.py), which the outputs
+    read: a band of two numbers, `inside`, the regime's names, the terms outside."""
+    return (type(v) is dict and set(v) == {"regime", "inside", "band", "basis", "rows", "outside"}
+            and type(v["regime"]) is dict
+            and all(type(k) is str and type(x) is str for k, x in v["regime"].items())
+            and type(v["inside"]) is bool and type(v["band"]) in (list, tuple)
+            and len(v["band"]) == 2 and all(number(b) for b in v["band"])
+            and type(v["outside"]) in (list, tuple) and all(type(o) is str for o in v["outside"]))
+
+
+def _is_diagnostic(d: Any) -> bool:
+    span = d.get("range") if type(d) is dict else None
+    return (type(d) is dict and all(type(d.get(k)) is str for k in ("code", "message", "file"))
+            and d.get("severity") in ("error", "warning", "info")
+            and (d.get("hint") is None or type(d["hint"]) is str)
+            and (span is None or (type(span) is dict and set(span) == {"start", "end"} and all(
+                type(span[e]) is dict and set(span[e]) == {"line", "column"}
+                and all(type(x) is int for x in span[e].values()) for e in span)))
+            and type(d.get("notes", [])) is list and all(type(n) is str
+                                                         for n in d.get("notes", [])))
+
+
+def is_row(v: Any) -> bool:
+    """Whether `v` has the shape of evaluate_point's rows: what the outputs read."""
+    if not (type(v) is dict and set(v) == {"valid", "metrics", "diagnostics"}
+            and type(v["valid"]) is bool and type(v["metrics"]) is dict
+            and type(v["diagnostics"]) is list):
+        return False
+    for k, x in v["metrics"].items():
+        if k == "calibration":
+            ok = x is None or is_envelope(x)
+        elif k == "scenario_broken":
+            ok = type(x) is list and all(type(c) is str for c in x)
+        else:
+            ok = type(k) is str and (x is None or number(x))
+        if not ok:
+            return False
+    return all(_is_diagnostic(d) for d in v["diagnostics"])
+
+
+def are_rows(v: Any, n: int) -> bool:
+    """Whether a chunk's answer is the rows of its n points."""
+    return type(v) is list and len(v) == n and all(is_row(r) for r in v)

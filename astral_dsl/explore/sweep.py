@@ -13,9 +13,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from astral_dsl import records
 from astral_dsl.explore.bundle import load_with_bundle
-from astral_dsl.explore.engines import chunks, engine as make_engine
+from astral_dsl.explore.engines import REFUSED, chunks, engine as make_engine
 from astral_dsl.explore.grid import Grid, GridError, check_names, parse_grids, points
-from astral_dsl.explore.point import FORECAST, SUMMARY, PointOptions, evaluate_points
+from astral_dsl.explore.point import (FORECAST, SUMMARY, PointOptions, are_rows,
+                                      evaluate_points)
 
 
 class SweepError(Exception):
@@ -42,8 +43,11 @@ class SweepResult:
 
 
 def front_end_fatal(design) -> bool:
-    """Errors no parameter value can mend: the file cannot be read or parsed."""
-    return any(d.is_error and d.code.startswith("E1") for d in design.diagnostics)
+    """Errors no parameter value can mend: the file cannot be read or parsed, or it imports a
+    module outside the project (E207: a file a worker never gets, whose points would read
+    E205 there, not the E207 `astral check` gives)."""
+    return any(d.is_error and (d.code.startswith("E1") or d.code == "E207")
+               for d in design.diagnostics)
 
 
 def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = None,
@@ -59,7 +63,8 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
         raise SweepError(str(exc)) from None
     if not grids:
         raise SweepError("give at least one --grid NAME=VALUES, e.g. --grid hosts_per_rack=2..6")
-    ws, bundle = load_with_bundle(path, sets)
+    texts = [v[1:-1] for g in grids for v in g.values if len(v) >= 2 and v[0] == v[-1] == '"']
+    ws, bundle = load_with_bundle(path, sets, texts)     # a text may name a data file
     base = ws.design
     if front_end_fatal(base):
         return SweepResult(base.file, grids, [], base, ())
@@ -82,10 +87,7 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
                            calibration=calibration)
     grid_points = points(grids)
     eng = engine or make_engine(cluster, workers)
-    handle = eng.scatter(bundle) if hasattr(eng, "scatter") else bundle
     parts = chunks(len(grid_points), getattr(eng, "workers", 1))
-    tasks = [(evaluate_points, (handle, [{**sets, **grid_points[i]} for i in part], options))
-             for part in parts]
     finished = [0]
 
     def done(k: int) -> None:
@@ -96,13 +98,18 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
     def lost(k: int, why: str):
         return [_lost_row(why, bundle.entry_name) for _ in parts[k]]
 
-    try:
+    try:                          # the engine closes whatever happens (Ctrl-C in the scatter)
+        handle = eng.scatter(bundle) if hasattr(eng, "scatter") else bundle
+        tasks = [(evaluate_points, (handle, [{**sets, **grid_points[i]} for i in part], options))
+                 for part in parts]
         results = eng.run(tasks, done, lost)
     finally:
         if engine is None and hasattr(eng, "close"):
             eng.close()
     rows = []
-    for part, chunk_rows in zip(parts, results):
+    for k, (part, chunk_rows) in enumerate(zip(parts, results)):
+        if not are_rows(chunk_rows, len(part)):         # from another version, or a rogue
+            chunk_rows = lost(k, REFUSED)
         for i, row in zip(part, chunk_rows):
             rows.append({"params": grid_points[i], **row})
     columns = list(SUMMARY)

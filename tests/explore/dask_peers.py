@@ -49,6 +49,12 @@ def rogue_reply(mode: str, prefix: str):
     raise ValueError(mode)
 
 
+def no_answer(*_args) -> list:
+    """A task standing in for evaluate_points or screen on a worker that answers with plain
+    data of the wrong shape (another version of astral_dsl, or a rogue): no rows at all."""
+    return []
+
+
 async def _rogue(address: str, mode: str, prefix: str) -> None:
     from distributed import Worker
 

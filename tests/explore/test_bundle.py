@@ -43,3 +43,52 @@ def test_main_process_removes_its_folder():
                          env={**os.environ, "PYTHONPATH": str(root)}, check=True)
     folder = out.stdout.strip()
     assert folder and not Path(folder).exists()
+
+
+def test_a_sweep_ships_the_data_files_the_design_names(tmp_path):
+    # A site's climate file and an inventory in the project are read by the checks after the
+    # compile: the bundle carries them, so every point reads them as `astral check --set` does
+    # (they were left out: E652 "climate file not found" and E230 on every point, locally too).
+    # A text parameter's swept values name data files as well (other.epw is in no project).
+    import shutil
+
+    from astral_dsl.cli.common import checked
+    from astral_dsl.explore import sweep
+    from astral_dsl.explore.engines import LocalEngine
+    from astral_dsl.outputs.size_report import size_summary
+    from tests.test_plant import FIXTURES, PLANT
+
+    shutil.copy(FIXTURES / "sample.epw", tmp_path / "hot.epw")
+    (tmp_path / "fleet.csv").write_text("name,serial\nnowhere,SN9\n", encoding="utf-8")
+    text = (PLANT.replace('"@CLIMATE@"', "city").replace("@LOOP@", "25 degC")
+            .replace("@AIR@", "27 degC").replace("@REJECTION@", "dry_cooler")
+            .replace("@ECONOMISER@", "integrated").replace("@CHILLER@", "chiller_cop = 5")
+            .replace("hosts = 10 x H", "hosts = per_rack x H"))
+    entry = tmp_path / "main.astral"
+    entry.write_text('param per_rack = 10\nparam city = "hot.epw"\n' + text +
+                     'inventory Fleet { file = "fleet.csv" }\n', encoding="utf-8")
+    result = sweep.run(str(entry), ["per_rack=8,10", 'city="hot.epw","other.epw"'],
+                       engine=LocalEngine(1))
+    assert len(result.rows) == 4
+    for row in result.rows:
+        alone = checked(str(entry), row["params"])
+        codes = [d["code"] for d in row["diagnostics"]]
+        assert codes == [d.code for d in alone.diagnostics]
+        assert ("E652" in codes) == (row["params"]["city"] == '"other.epw"')
+        assert "E230" not in codes and "W231" in codes       # the row `nowhere` binds no part
+        w231 = [d for d in row["diagnostics"] if d["code"] == "W231"][0]
+        assert w231["file"] == str(tmp_path / "fleet.csv")  # the client's name, line 2
+        assert w231["range"]["start"]["line"] == 2
+        if alone.engineering is not None:
+            summary = size_summary(alone.design, alone.engineering)
+            assert row["metrics"]["facility_power_kw"] == summary["facility_power_kw"]
+    assert "W643" in [d["code"] for d in result.rows[0]["diagnostics"]]   # 12 hours: read
+
+
+def test_a_worker_of_another_version_refuses_the_work():
+    # the engine checks the workers' versions when it connects; one that joins the cluster
+    # later (a restarted or added worker) computed rows with its own code, unchecked
+    import attrs
+
+    with pytest.raises(RuntimeError, match="this worker runs astral_dsl .*, the client 0.0.1"):
+        lay_out(attrs.evolve(BUNDLE, version="0.0.1"))

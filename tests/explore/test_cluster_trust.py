@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +94,76 @@ def test_tls_needs_certificates(tmp_path, monkeypatch):
         assert connection(ClusterSpec("tls://10.1.2.3:8786"))[1].tls_client_cert == cert
 
 
+def test_a_bad_certificate_file_is_named(tmp_path):
+    # each used to read "cannot reach the Dask scheduler ([SSL] PEM lib (_ssl.c:3905))"
+    from cryptography.hazmat.primitives import serialization
+
+    ca, cert, key = certificates(tmp_path)
+    (tmp_path / "other").mkdir()
+    other = certificates(tmp_path / "other", "other")
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not PEM\n")
+    cases = [((str(junk), cert, key), f"--tls-ca-file {junk}: not a CA certificate in PEM"),
+             ((ca, str(junk), key), f"--tls-cert {junk} (key {key}): not a certificate and "
+                                    "its matching private key"),
+             ((ca, cert, other[2]), "KEY_VALUES_MISMATCH"),
+             ((ca, cert, None), f"--tls-cert {cert}: not a certificate and its matching "
+                                "private key in PEM"),
+             ((str(tmp_path), cert, key), f"--tls-ca-file {tmp_path}: not a file")]
+    private = serialization.load_pem_private_key(Path(key).read_bytes(), None)
+    locked = tmp_path / "locked.pem"       # an encrypted key: refused, never prompted for
+    locked.write_bytes(private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"secret")))
+    cases.append(((ca, cert, str(locked)), "the private key is encrypted"))
+    for (c, t, k), message in cases:
+        with pytest.raises(ClusterError, match=re.escape(message)):
+            connection(ClusterSpec("tls://10.1.2.3:8786", c, t, k))
+
+
+def test_an_in_process_scheduler_is_refused(project):
+    # the guard is process-wide: an in-process cluster's workers could not read their tasks
+    # (the version probe failed with RefusedPickle); from the command line, a 20 s wait and a
+    # traceback from Client.__del__
+    with pytest.raises(ClusterError, match="processes of its own"):
+        connection(ClusterSpec("inproc://192.0.2.2/1/1"))
+    out = _cli_here("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster",
+                    "inproc://192.0.2.2/1/1")
+    assert out.returncode == 2 and "tcp://127.0.0.1:PORT" in out.stderr, out.stderr
+
+
+def test_a_port_where_another_service_answers_is_refused_in_time():
+    # an HTTP server on the port given: Dask's Client waited for it forever
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from astral_dsl.explore.engines import DaskEngine
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    box = {}
+
+    def connect():
+        try:
+            DaskEngine(ClusterSpec(f"tcp://127.0.0.1:{server.server_address[1]}"), timeout=1)
+        except EngineError as exc:
+            box["error"] = str(exc)
+    try:
+        start = time.monotonic()
+        attempt = threading.Thread(target=connect, daemon=True)
+        attempt.start()
+        attempt.join(30)
+        assert not attempt.is_alive(), "still waiting after 30 s"
+        assert time.monotonic() - start < 10
+        assert "cannot reach the Dask scheduler: nothing answered as one within 1 s" in \
+            box["error"]
+        assert not unpickle.installed()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.parametrize("command", ["sweep", "search"])
 @pytest.mark.parametrize("address", ["tcp://203.0.113.7:8786", "203.0.113.7:8786"])
 def test_cli_refuses_plain_tcp_to_another_machine(project, command, address):
@@ -105,6 +176,10 @@ def test_cli_refuses_plain_tcp_to_another_machine(project, command, address):
     # --tls-* options without a cluster, or --insecure-cluster alone, are usage errors too
     out = _cli_here(command, str(project), *grid, "--tls-ca-file", "ca.pem")
     assert out.returncode == 2 and "--cluster" in out.stderr
+    # and --workers beside --cluster, which it used to ignore without a word
+    out = _cli_here(command, str(project), *grid, "--workers", "4", "--cluster",
+                    "tcp://127.0.0.1:9")
+    assert out.returncode == 2 and "give one or the other" in out.stderr, out.stderr
 
 
 # ---- a rogue worker ---------------------------------------------------------------------------
@@ -216,4 +291,20 @@ def test_a_tls_cluster_refuses_a_client_without_its_certificates(tls_cluster, pr
     out = _cli_here("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster",
                     address.replace("tls://", "tcp://"))
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert not unpickle.installed()
+
+
+def test_ctrl_c_while_connecting_undoes_the_guard(monkeypatch):
+    # the guard (process-wide) stayed on after Ctrl-C during the connection: in a notebook,
+    # every later use of Dask in the process read only plain data
+    from astral_dsl.explore import cluster
+    from astral_dsl.explore.engines import DaskEngine
+
+    def interrupted(*_args):
+        assert unpickle.installed()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cluster, "probe", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        DaskEngine(ClusterSpec("tcp://127.0.0.1:9"), timeout=1)
     assert not unpickle.installed()

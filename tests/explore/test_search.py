@@ -400,3 +400,44 @@ def test_lost_work_is_counted_and_the_rest_still_ranked(small):
     assert lost_screen.message == \
         f"{expected:,} configurations were not evaluated: the worker died (test)"
     assert screen_lossy.counts.enumerated == full.counts.enumerated
+
+
+class _Keeps(LocalEngine):
+    """The local engine, keeping each call's tasks and answers."""
+
+    def __init__(self):
+        super().__init__(1)
+        self.calls = []
+
+    def run(self, tasks, done=lambda i: None, lost=None):
+        results = super().run(tasks, done, lost)
+        self.calls.append((tasks, results))
+        return results
+
+
+def test_an_answer_of_another_shape_is_refused(small):
+    # what the search accepts from a worker (a worker of another version, or a rogue one,
+    # answering plain data of another shape): a short list cost configurations silently, a
+    # text where a number goes stopped the search
+    from astral_dsl.explore.search.work import are_bounds, are_forecasts
+
+    engine = _Keeps()
+    search.run(str(small), job="dense", top=3, engine=engine)
+    (tasks, screened), *rounds = engine.calls
+    sizes = [[len(members) for _, members in args[2]] for _, args in tasks]
+    assert rounds and all(are_bounds(r, n) for r, n in zip(screened, sizes))
+    assert not are_bounds(screened[0][:-1], sizes[0])
+    assert not are_bounds([["1"] * n for n in sizes[0]], sizes[0])
+    tasks, answers = rounds[0]
+    answer, n = answers[0], len(tasks[0][1][2])
+    assert are_forecasts(answer, n) and not are_forecasts(answer + answer[:1], n)
+    fits = next(k for k, t in enumerate(answer) if t[0])          # one holds a forecast
+    for tamper in ({"iteration_time_s": "fast"}, {"calibration": {"band": [0.1]}},
+                   {"breakdown_s": {"compute": None}}):
+        bad = list(answer)
+        bad[fits] = (True, answer[fits][1], {**answer[fits][2], **tamper})
+        assert not are_forecasts(bad, n)
+    row = dict(answer[fits][2])
+    del row["mfu"]
+    assert not are_forecasts(answer[:fits] + [(True, answer[fits][1], row)] + answer[fits + 1:],
+                             n)

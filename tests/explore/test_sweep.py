@@ -254,8 +254,8 @@ def test_pareto_front():
      "`nope` is not a column"),
     (["--grid", "hosts_per_rack=1..2", "--plot", "p.png", "--x", "gpus", "--y",
       "hosts_per_rack"], "say which way `hosts_per_rack` is better"),
-    (["--grid", "hosts_per_rack=1..2", "--cluster", "tcp://127.0.0.1:9"],
-     "cannot reach the Dask scheduler"),
+    (["--grid", "hosts_per_rack=1..2", "--cluster", "tcp://127.0.0.1:9"],   # beside --workers
+     "with --cluster the cluster's workers run the work: give one or the other"),
     ([], "sweep needs at least one --grid"),
 ])
 def test_usage_errors(project, capsys, extra, message, tmp_path, monkeypatch):
@@ -433,3 +433,35 @@ def test_progress_bar_draws_and_erases_itself(capsys):
     assert frames[3].rstrip() == "forecasts 5"
     assert frames[-2].strip() == "" and frames[-1] == ""
     assert progress_bar(False, "sweep")[0] is None
+
+
+def test_rows_of_another_shape_are_refused(project):
+    # what a DaskEngine accepts from a worker (engines.py): the rows of the chunk's points, as
+    # evaluate_point makes them; plain data of another shape stopped the outputs or was shown
+    result = _run(project, "hosts_per_rack=4..5", job="train")
+    rows = [{k: v for k, v in r.items() if k != "params"} for r in result.rows]
+    assert point.are_rows(rows, 2) and not point.are_rows(rows, 3)
+    assert any(r["diagnostics"] for r in rows) and rows[0]["metrics"]["calibration"]
+    first, diag = rows[0], rows[0]["diagnostics"][0]
+    for bad in ({**first, "valid": 1}, {**first, "metrics": {"gpus": "64"}},
+                {**first, "metrics": {"calibration": {"band": [0, 1]}}},
+                {**first, "diagnostics": [{**diag, "severity": "fatal"}]},
+                {**first, "diagnostics": [{**diag, "range": {"start": 1, "end": 2}}]},
+                {**first, "diagnostics": [{**diag, "notes": [3]}]}, {**first, "extra": 1}):
+        assert not point.are_rows([bad, rows[1]], 2)
+
+
+def test_an_import_outside_the_project_is_refused_as_check_refuses_it(project, tmp_path):
+    # lib/ a link to a folder outside the project: `astral check` gives E207; every point of a
+    # sweep read E205 (module not found) instead, from the worker's copy, which never gets it
+    import shutil
+
+    root = tmp_path / "linked"
+    (root / "lib").parent.mkdir()
+    shutil.copy(project, root / "main.astral")
+    (root / "lib").symlink_to(project.parent / "lib", target_is_directory=True)
+    result = _run(root / "main.astral", "hosts_per_rack=1..2")
+    assert result.rows == []
+    codes = [d.code for d in result.base.diagnostics if d.is_error]
+    assert codes == [d.code for d in cli_checked(str(root / "main.astral"), {}).diagnostics
+                     if d.is_error] == ["E207"]

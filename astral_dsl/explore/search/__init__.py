@@ -26,9 +26,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from astral_dsl import records
 from astral_dsl.explore.bundle import load_with_bundle
-from astral_dsl.explore.engines import chunks, engine as make_engine
+from astral_dsl.explore.engines import REFUSED, chunks, engine as make_engine
 from astral_dsl.explore.search.space import Config, Counts, Space, enumerate_space
-from astral_dsl.explore.search.work import Setup, SetupError, State, forecast, screen
+from astral_dsl.explore.search.work import (Setup, SetupError, State, are_bounds, are_forecasts,
+                                           forecast, screen)
 
 OBJECTIVES = ("tokens_per_s", "iteration_time", "cost_per_token")
 LIFE_S = 4 * 365 * 86400          # [assumed] 4-year straight-line write-off; `life` to change
@@ -195,8 +196,10 @@ def _screen(eng, handle, setup, configs, progress, diagnostics, bundle) -> Dict[
     gone: List[Tuple[int, str]] = []
     results = eng.run(tasks, done, lambda k, why: gone.append((k, why)))
     out: Dict[int, float] = {}
-    for part, result in zip(parts, results):
-        if not isinstance(result, list):
+    for t, (part, result) in enumerate(zip(parts, results)):
+        if not are_bounds(result, [len(order[k][1]) for k in part]):
+            if t not in dict(gone):                  # from another version, or a rogue
+                gone.append((t, REFUSED))
             continue
         for k, bounds in zip(part, result):
             out.update(zip(order[k][1], bounds))
@@ -233,10 +236,10 @@ def _best_first(eng, handle, setup, configs, screened, weight, top, progress, di
         tasks = [(forecast, (handle, setup, [configs[i] for i in part])) for part in parts]
         gone: List[Tuple[int, str]] = []
         results = eng.run(tasks, lambda k: None, lambda k, why: gone.append((k, why)))
-        for part, result in zip(parts, results):
-            if not isinstance(result, list):
+        for t, (part, result) in enumerate(zip(parts, results)):
+            if not are_forecasts(result, len(part)):   # lost, or another version's, a rogue's
                 tally.lost += len(part)
-                tally.why = gone[0][1] if gone else tally.why
+                tally.why = dict(gone).get(t, REFUSED)
                 continue
             for i, (fits, _, row) in zip(part, result):
                 tally.memory_checked += 1

@@ -239,3 +239,42 @@ def forecast_row(fc) -> Dict[str, Any]:
             "recompute_layers": fc.job.recompute_layers if fc.job.recompute == "full" else None,
             "breakdown_s": {k: fc.breakdown.get(k, 0.0) for k, _ in BREAKDOWN_LABELS},
             "calibration": fc.envelope().as_json()}
+
+
+# ---- what the client accepts as a worker's answer (engines.py: a rogue or mismatched worker) ----
+_NUMBERS = ("iteration_time_s", "tokens_per_s", "mfu", "hfu", "memory_gb",
+            "memory_uncertainty_gb", "offloaded_gb")
+_COUNTS = ("memory_stage", "breakdown_stage", "offload_layers")
+
+
+def is_forecast_row(v: Any) -> bool:
+    """Whether `v` has the shape of forecast_row's answers: what the search and its outputs
+    read."""
+    from astral_dsl.explore.point import is_envelope, number
+
+    return (type(v) is dict and set(v) == set(_NUMBERS + _COUNTS) | {
+        "recompute", "recompute_layers", "breakdown_s", "calibration"}
+            and all(number(v[k]) for k in _NUMBERS) and all(type(v[k]) is int for k in _COUNTS)
+            and type(v["recompute"]) is str
+            and (v["recompute_layers"] is None or type(v["recompute_layers"]) is int)
+            and type(v["breakdown_s"]) is dict
+            and all(type(k) is str and number(x) for k, x in v["breakdown_s"].items())
+            and is_envelope(v["calibration"]))
+
+
+def are_bounds(v: Any, sizes: Sequence[int]) -> bool:
+    """Whether a screening chunk's answer is a list of bounds (numbers) per family, each family
+    of the size given."""
+    from astral_dsl.explore.point import number
+
+    return (type(v) is list and len(v) == len(sizes) and all(
+        type(b) is list and len(b) == n and all(number(x) for x in b) for b, n in zip(v, sizes)))
+
+
+def are_forecasts(v: Any, n: int) -> bool:
+    """Whether a forecasting chunk's answer is n triples (fits, bytes, row or None)."""
+    from astral_dsl.explore.point import number
+
+    return type(v) is list and len(v) == n and all(
+        type(t) in (list, tuple) and len(t) == 3 and type(t[0]) is bool and number(t[1])
+        and (t[2] is None if not t[0] else is_forecast_row(t[2])) for t in v)
