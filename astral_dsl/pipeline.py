@@ -24,7 +24,7 @@ Evaluate (every compile, `front_end`):
                 evaluate with units (units/) and types (coerce.py); a scenario's routes are
                 isolated as their frames are made (isolate.py); each `?` is recorded;
                 then `imported_values`: the params and lets of the project's other modules
- 8. evaluate    semantics/fields.py `complete_all`: every field of every frame, lazily
+ 8. evaluate    semantics/complete.py `complete_all`: every field of every frame, lazily
  9. lint        semantics/entry.py `lint_templates`: the bodies of templates nothing used
 10. no site     semantics/entry.py `warn_no_site` (W400)
 11. paths       semantics/paths.py: canonical paths and multiplicities of the frames

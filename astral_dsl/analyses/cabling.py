@@ -22,7 +22,8 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
-from astral_dsl.analyses.rankmap import HostSlot, _members, _port_groups, _walk, host_wiring
+from astral_dsl.analyses.rank_placement import HostSlot, _members, _port_groups, _walk, \
+    host_wiring
 from astral_dsl.model.design import Design
 
 @records.frozen
@@ -142,7 +143,7 @@ def _uplinks(lo, hi, climbs: Dict, fabric: str, short) -> Iterator[TierLink]:
 
 def _switches(slot: HostSlot, fc, owner_kind, cache, memo):
     """[(nic, port, first-tier switch, its down port)] of the host's NIC ports in order, as the
-    rank map places them (fabric_names.place, through rankmap._port_groups)."""
+    rank map places them (fabric_names.place, through rank_placement._port_groups)."""
     key = (id(slot.instance), fc.fabric, "cabling ports")  # replicated hosts: once
     hit = cache.get(key)
     if hit is None:

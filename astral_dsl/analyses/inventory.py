@@ -155,7 +155,7 @@ def _tier(design: Design, fabric: str, tier: str) -> Optional[Instance]:
 def interface_names(host: Instance, cache: Dict) -> List[Tuple[int, int, str]]:
     """(NIC index, port index, interface name) of a host's NIC ports, in order: the NIC's
     pattern (`"eth{nic}"`), else `nics[k].port[a]` as in paths."""
-    from astral_dsl.analyses.rankmap import _members
+    from astral_dsl.analyses.rank_placement import _members
     from astral_dsl.model.values import port_label
 
     _, member, nics = _members(host, cache)

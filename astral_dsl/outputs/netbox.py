@@ -203,7 +203,7 @@ def _layout(inst, ports) -> Tuple[Tuple[str, str], ...]:
 
 
 def _nic_ports(host, cache):
-    from astral_dsl.analyses.rankmap import _members
+    from astral_dsl.analyses.rank_placement import _members
 
     _, _, nics = _members(host, cache)
     for k, _j, name in interface_names(host, cache):

@@ -11,7 +11,7 @@ alone. A _Program fixes those branches once per plan, so that a walk does per bl
 arithmetic _run does, the same operations on the same operands in the same order: the same
 times, to the bit (tests/test_seer_speed.py).
 
-A block's output goes to `arrive` (the keys of schedule._Plan) as in _run; what _run keeps only
+A block's output goes to `arrive` (the keys of schedule_plan._Plan) as in _run; what _run keeps only
 for the breakdown is not kept. The blocks a walk must look at more closely (a chunk's first
 forward, which may wait for its weights; a chunk's last backward, whose times are kept) end the
 program's segments."""

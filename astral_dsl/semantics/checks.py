@@ -10,6 +10,7 @@ from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.model.design import CheckResult
 from astral_dsl.model.values import POISON, Symbol, Values, show
+from astral_dsl.semantics import operators
 from astral_dsl.semantics.errors import Poisoned
 from astral_dsl.semantics.frames import Env
 from astral_dsl.syntax import ast
@@ -110,8 +111,8 @@ def _one(ev, check: ast.Check, env: Env, count: int, where: str, written: Writte
     sides = None
     try:
         if isinstance(cond, ast.Compare):
-            sides = ev.expr.sides(cond, env)
-            value = ev.expr.compare(cond.op, *sides, cond)
+            sides = operators.sides(ev.expr, cond, env)
+            value = operators.compare(cond.op, *sides, cond)
         else:
             value = ev.eval(cond, env)
         if isinstance(value, Values):

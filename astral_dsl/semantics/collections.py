@@ -9,6 +9,7 @@ from astral_dsl.diagnostics import Span
 from astral_dsl.model.values import (Bundle, Choice, Group,
                                      ListValue, RangeValue, Run, concat, type_name)
 from astral_dsl.semantics.frames import Frame
+from astral_dsl.semantics.operators import eval_or_probe, numeric
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, format_number
 from astral_dsl.units.readable import count
@@ -62,7 +63,7 @@ def unknown_options(x, e: ast.Unknown, env):
 
 
 def whole(x, value, span: Span, what: str) -> int:
-    value = x.numeric(value, span)
+    value = numeric(value, span)
     if not isinstance(value, Quantity) or not value.dimensionless:
         fail("E303", f"{what} must be a whole number, not a {type_name(value)}", span,
              "write a whole number, e.g. `4`")
@@ -72,7 +73,7 @@ def whole(x, value, span: Span, what: str) -> int:
 
 
 def eval_replicate(x, e: ast.Replicate, env):
-    count_value = x.numeric(x.eval_or_probe(e.count, env, e.item), e.count.span)
+    count_value = numeric(eval_or_probe(x, e.count, env, e.item), e.count.span)
     if isinstance(count_value, Quantity) and count_value.dimensionless and \
             not float(count_value.si).is_integer():
         fail("E400", f"a replication count must be a positive whole number, not "

@@ -7,18 +7,17 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
+from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
-from astral_dsl.model.values import (Bundle, Group, ListValue,
-                                     Symbol, Values, type_name)
+from astral_dsl.model.values import ListValue, Symbol, type_name
 from astral_dsl.semantics.builtins import BUILTINS, BuiltinError, call_builtin
 from astral_dsl.semantics.defaults import FORMS
 from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template
-from astral_dsl.semantics import access, collections
+from astral_dsl.semantics import access, collections, operators
 from astral_dsl.semantics.errors import Poisoned, check, fail
 from astral_dsl.syntax import ast
-from astral_dsl.units import Quantity, UnitError, format_number, parse_unit
+from astral_dsl.units import Quantity, format_number, parse_unit
 from astral_dsl.units.table import UnitSpecError, is_unit
 
 
@@ -74,7 +73,8 @@ class Expressions:
     (`instantiate`), evaluates module-level params and lets (`module_value`), records the
     unknowns (`record_unknown`, `assignments`) and memoises roll-ups (`rollups`, `view`).
     Member access and indexing live in access.py, replication, ranges, lists and unknowns in
-    collections.py: plain functions this class dispatches to."""
+    collections.py, arithmetic, comparison and logic in operators.py: plain functions this
+    class dispatches to."""
 
     def __init__(self, host):
         self.host = host
@@ -284,175 +284,15 @@ class Expressions:
                  did_you_mean(func.name, self.visible(env) | set(BUILTINS) | set(FORMS)))
         return symbol
 
-    # -- arithmetic -----------------------------------------------------------------------------------
-    def numeric(self, value, span: Span):
-        """Groups count as their size, bundles as their total, in arithmetic."""
-        if isinstance(value, Group):
-            return Quantity(float(value.count))
-        if isinstance(value, Bundle):
-            return value.total
-        return value
-
-    def _e_Binary(self, e: ast.Binary, env):
-        if e.op == "--":
-            fail("E303", "`A -- B` names the link between two parts of a fabric, as a `fail` "
-                         "target", e.span, "to subtract a negative number write `a - -b`")
-        left = self.numeric(self.eval_or_probe(e.left, env, e.right), e.left.span)
-        right = self.numeric(self.eval(e.right, env), e.right.span)
-        return self.binary(e.op, left, right, e)
-
-    def eval_or_probe(self, expr, env, other):
-        """Evaluate `expr`; when it is already in error, still evaluate `other` (the next
-        operand) so that its own, independent mistakes are reported too."""
-        try:
-            return self.eval(expr, env)
-        except Poisoned:
-            self.eval(other, env)
-            raise
-
-    def binary(self, op, left, right, e):
-        if isinstance(left, Values) or isinstance(right, Values):
-            return self._elementwise(lambda a, b: self.binary(op, a, b, e), left, right, e.span)
-        if op == "+" and isinstance(left, str) and isinstance(right, str):
-            return left + right
-        if not isinstance(left, Quantity) or not isinstance(right, Quantity):
-            bad = left if not isinstance(left, Quantity) else right
-            fail("E303", f"`{op}` needs quantities, not a {type_name(bad)}", e.span,
-                 "arithmetic works on numbers and quantities: use a field that holds one "
-                 "(e.g. `host.power`), not a string or an instance")
-        try:
-            if op == "+":
-                return left.add(right)
-            if op == "-":
-                return left.sub(right)
-            if op == "*":
-                return left.mul(right)
-            if op == "/":
-                return left.div(right)
-            return left.pow(right)
-        except UnitError as exc:
-            fail(exc.code, exc.message, e.span, exc.hint)
-
-    @staticmethod
-    def _elementwise(fn, left, right, span=None):
-        if isinstance(left, Values) and isinstance(right, Values):
-            if len(left.runs) == 1 and len(right.runs) == 1 and left.count == right.count:
-                return Values(((left.count, fn(left.runs[0][1], right.runs[0][1])),))
-            raise DiagnosticError(Diagnostic(
-                "E303", Severity.ERROR, "cannot combine two groups element by element", span,
-                "combine a group with one value (`racks.power * 1.2`), or total each group "
-                "first (`sum(a.power) + sum(b.power)`)"))
-        if isinstance(left, Values):
-            return Values(tuple((c, fn(v, right)) for c, v in left.runs))
-        return Values(tuple((c, fn(left, v)) for c, v in right.runs))
-
-    def _e_Neg(self, e: ast.Neg, env):
-        v = self.numeric(self.eval(e.operand, env), e.span)
-        lit = e.operand
-        if isinstance(lit, ast.QuantityLit) and isinstance(v, Quantity) and v.point:
-            # a negative literal: `-99 degC` is the temperature point -99 degC (a point cannot be
-            # negated, but a literal can be negative)
-            return Quantity.from_unit(-lit.value, self.unit(lit.unit, lit.unit_span))
-        if not isinstance(v, Quantity):
-            fail("E303", f"cannot negate a {type_name(v)}", e.span,
-                 "only numbers and quantities have a sign, e.g. `-5 K`")
-        try:
-            return v.neg()
-        except UnitError as exc:
-            fail(exc.code, exc.message, e.span, exc.hint)
-
-    def _e_Convert(self, e: ast.Convert, env):
-        v = self.numeric(self.eval(e.operand, env), e.span)
-        unit = self.unit(e.unit, e.unit_span)
-        if not isinstance(v, Quantity):
-            fail("E303", f"cannot convert a {type_name(v)} to `{e.unit}`", e.span,
-                 f"convert a quantity, e.g. `host.power to {e.unit}`")
-        try:
-            return v.to(unit)
-        except UnitError as exc:
-            fail(exc.code, exc.message, e.span, exc.hint)
-
-    # -- logic ------------------------------------------------------------------------------------------
-    def _e_Compare(self, e: ast.Compare, env):
-        return self.compare(e.op, *self.sides(e, env), e)
-
-    def sides(self, e: ast.Compare, env):
-        """The two sides of a comparison, evaluated as it compares them (a check keeps them:
-        semantics/checks.py)."""
-        # `recompute == selective`: beside an enumeration value a bare name is a symbol too
-        left = self.numeric(self.eval(e.left, env.as_symbols() if isinstance(e.left, ast.Name)
-                                      and self._is_symbolic(e.right, env) else env), e.left.span)
-        right_env = env.as_symbols() if isinstance(left, Symbol) else env
-        right = self.numeric(self.eval(e.right, right_env), e.right.span)
-        return left, right
-
-    def _is_symbolic(self, expr, env) -> bool:
-        if isinstance(expr, ast.Name):
-            return False
-        try:
-            return isinstance(self.eval(expr, env), Symbol)
-        except (DiagnosticError, Poisoned):
-            return False
-
-    def compare(self, op, left, right, e):
-        if isinstance(left, Values) or isinstance(right, Values):
-            return self._elementwise(lambda a, b: self.compare(op, a, b, e), left, right,
-                                    e.span)
-        if isinstance(left, Quantity) and isinstance(right, Quantity):
-            try:
-                d = left.compare(right)
-            except UnitError as exc:
-                fail(exc.code, exc.message, e.span, exc.hint)
-            tol = 1e-9 * max(abs(left.si), abs(right.si), 1e-300)
-            eq = abs(d) <= tol
-            return {"==": eq, "!=": not eq, "<": d < 0 and not eq, "<=": d < 0 or eq,
-                    ">": d > 0 and not eq, ">=": d > 0 or eq}[op]
-        if op in ("==", "!=") and isinstance(left, (Symbol, str)) and \
-                isinstance(right, (Symbol, str)) and (isinstance(left, Symbol) or
-                                                      isinstance(right, Symbol)):
-            same = str(left) == str(right)
-            return same if op == "==" else not same
-        if op in ("==", "!=") and type(left) is type(right) and not isinstance(left, Quantity):
-            same = left == right if not isinstance(left, Frame) else left is right
-            return same if op == "==" else not same
-        fail("E303", f"cannot compare a {type_name(left)} with a {type_name(right)} using `{op}`",
-             e.span, "compare two quantities (`<`, `>`, `==`, ...), or two values of one kind "
-                     "with `==` or `!=`")
-
-    def truth(self, value, span: Span, what: str = "a condition"):
-        if isinstance(value, bool):
-            return value
-        fail("E303", f"{what} must be `true` or `false`, not a {type_name(value)}", span,
-             "write a comparison, e.g. `x > 10 kW`, or `true` / `false`")
-
-    def _e_Logic(self, e: ast.Logic, env):
-        left = self.truth(self.eval(e.left, env), e.left.span, f"the left side of `{e.op}`")
-        if e.op == "and" and not left:
-            return False
-        if e.op == "or" and left:
-            return True
-        return self.truth(self.eval(e.right, env), e.right.span, f"the right side of `{e.op}`")
-
-    def _e_Not(self, e: ast.Not, env):
-        v = self.eval(e.operand, env)
-        if isinstance(v, Values):
-            return Values(tuple((c, not self.truth(x, e.span)) for c, x in v.runs))
-        return not self.truth(v, e.operand.span, "the operand of `not`")
-
-    def _e_If(self, e: ast.If, env):
-        cond = self.truth(self.eval(e.cond, env), e.cond.span, "the condition of `if`")
-        return self.eval(e.then if cond else e.other, env)
-
-
 
 _HANDLERS = {
     ast.Number: Expressions._e_Number, ast.QuantityLit: Expressions._e_QuantityLit,
     ast.String: Expressions._e_String, ast.Bool: Expressions._e_Bool,
     ast.Wildcard: Expressions._e_Wildcard, ast.Name: Expressions._e_Name,
-    ast.Call: Expressions._e_Call, ast.Binary: Expressions._e_Binary,
-    ast.Neg: Expressions._e_Neg, ast.Convert: Expressions._e_Convert,
-    ast.Compare: Expressions._e_Compare, ast.Logic: Expressions._e_Logic,
-    ast.Not: Expressions._e_Not, ast.If: Expressions._e_If,
+    ast.Call: Expressions._e_Call, ast.Binary: operators.eval_binary,
+    ast.Neg: operators.eval_neg, ast.Convert: operators.eval_convert,
+    ast.Compare: operators.eval_compare, ast.Logic: operators.eval_logic,
+    ast.Not: operators.eval_not, ast.If: operators.eval_if,
     ast.Attr: access.eval_attr, ast.Index: access.eval_index,
     ast.Unknown: collections.eval_unknown, ast.Replicate: collections.eval_replicate,
     ast.Range: collections.eval_range, ast.ListExpr: collections.eval_list,

@@ -2,7 +2,7 @@
 a base template and overrides, memoises instantiations so replication stays symbolic, and owns what one compile
 builds: the frames, the memo, module-level values, the unknowns and the roll-up cache. It
 evaluates expressions with an `Expressions` (semantics/evaluate.py) whose host it is, and the
-fields of its frames with semantics/fields.py."""
+fields of its frames with semantics/fields.py (whole frames: semantics/complete.py)."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
@@ -11,7 +11,7 @@ from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, 
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
-from astral_dsl.semantics import fields
+from astral_dsl.semantics import complete, fields
 from astral_dsl.semantics.errors import Poisoned, fail, unknown_key
 from astral_dsl.semantics.evaluate import Expressions
 from astral_dsl.semantics.arguments import Deferred, bind, memo_key, override
@@ -84,7 +84,7 @@ class Instantiator:
         return fields.field(self, frame, name, span)
 
     def complete_all(self) -> None:
-        fields.complete_all(self)
+        complete.complete_all(self)
 
     def constructs(self, d: FieldDef) -> bool:
         return fields.constructs(self, d)

@@ -379,11 +379,12 @@ class Shadows(Trace):
         be evaluated (a short-circuited operand in error)."""
         from astral_dsl.diagnostics import DiagnosticError
         from astral_dsl.semantics.errors import Poisoned
+        from astral_dsl.semantics.operators import numeric
 
         try:
             ev = self.evaluator
-            left = ev.expr.numeric(ev.eval(cmp.left, env), cmp.left.span)
-            right = ev.expr.numeric(ev.eval(cmp.right, env), cmp.right.span)
+            left = numeric(ev.eval(cmp.left, env), cmp.left.span)
+            right = numeric(ev.eval(cmp.right, env), cmp.right.span)
         except (DiagnosticError, Poisoned):
             return None
         return (left, right, self._last.get(id(cmp.left), OPAQUE),
