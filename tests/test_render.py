@@ -553,6 +553,35 @@ def test_layout_without_dot_raises_e700(monkeypatch):
     assert err.value.diagnostic.code == "E700"
 
 
+def _dot_fails(monkeypatch, stderr: bytes):
+    """`dot` exits 1 with `stderr`, as the graphviz package reports it (no process is run)."""
+    def pipe(self, *args, **kwargs):
+        raise graphviz.CalledProcessError(1, ["dot", "-Tsvg"], output=b"", stderr=stderr)
+
+    monkeypatch.setattr(graphviz.Digraph, "pipe", pipe)
+    monkeypatch.setattr("astral_dsl.outputs.render.dot_available", lambda: True)
+
+
+def test_dot_rejecting_astrals_picture_is_an_internal_error(tmp_path, monkeypatch, capsys):
+    """`dot` cannot read the DOT text astral wrote: astral's bug, E000 and exit 3 (docs/language.md
+    19.4), not a diagnostic of the design (it used to be E701)."""
+    _dot_fails(monkeypatch, b"Error: <stdin>: syntax error in line 12 near '}'\n")
+    assert main(["render", str(REFERENCE), "-o", str(tmp_path / "x.svg")]) == 3
+    err = capsys.readouterr().err
+    assert "error[E000]" in err and "syntax error in line 12" in err and "E701" not in err
+    assert not (tmp_path / "x.svg").exists()
+
+
+def test_a_broken_graphviz_is_e701_exit_2(tmp_path, monkeypatch, capsys):
+    """A Graphviz without the format's plugin is the machine's problem, as no `dot` is (E700):
+    E701 with exit 2 and a hint on the installation, never exit 3."""
+    _dot_fails(monkeypatch, b'Format: "png" not recognized. Use one of: canon dot svg\n')
+    assert main(["render", str(REFERENCE), "-o", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert "error[E701]" in err and '"png" not recognized' in err and "`dot -Tpng`" in err
+    assert "E000" not in err and not (tmp_path / "x.png").exists()
+
+
 @needs_dot
 def test_cli_errors(tmp_path):
     r = run(["render", str(REFERENCE), "-o", str(tmp_path / "x.jpg")])

@@ -4,13 +4,14 @@ what-if to draw. Problems of the design are drawn on the picture and printed on 
 missing `dot` program is a diagnostic (E700) naming the package to install.
 
 Exit codes: 0 picture written; 1 picture written but the design has errors (drawn in red), or
-the design has errors that leave nothing to draw; 2 bad arguments (an unknown --name, format)
-or no `dot`; 3 `dot` failed."""
+the design has errors that leave nothing to draw; 2 bad arguments (an unknown --name, format),
+no `dot` (E700) or a broken one (E701); 3 `dot` cannot read the DOT text astral drew (E000:
+astral's bug)."""
 from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, add_common, \
+from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, \
     checked, colour, print_diagnostics, unreadable, usage
 
 NAME = "render"
@@ -85,7 +86,7 @@ def run(args, overrides) -> int:
             print_diagnostics(result.diagnostics, use_colour, sys.stderr)
             return EXIT_ERRORS
         print_diagnostics([d], use_colour, sys.stderr)
-        return EXIT_INTERNAL if d.code == "E701" else EXIT_USAGE
+        return EXIT_USAGE
     # each warning once (a scenario's split makes one finding per copy); the accepted ones
     # (the design's `allow`s) are not drawn, and counted
     problems, _ = result.present(drawing.ctx.shown_problems())

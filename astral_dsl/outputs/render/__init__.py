@@ -76,7 +76,9 @@ def dot_available() -> bool:
 
 
 def layout(digraph: graphviz.Digraph, fmt: str, dpi: Optional[int] = None) -> bytes:
-    """The picture in `fmt` (svg, png, pdf) laid out by `dot`, or the DOT text for `dot`."""
+    """The picture in `fmt` (svg, png, pdf) laid out by `dot`, or the DOT text for `dot`.
+    Raises RenderError: E700 without `dot`, E701 when the Graphviz installed fails (a format it
+    lacks, a crash); RuntimeError (an internal error) when `dot` cannot read what astral drew."""
     if fmt == "dot":
         return digraph.source.encode("utf-8")
     if not dot_available():
@@ -93,9 +95,15 @@ def layout(digraph: graphviz.Digraph, fmt: str, dpi: Optional[int] = None) -> by
                                    "the picture", INSTALL_HINT) from None
     except graphviz.CalledProcessError as exc:
         err = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
-        raise render_error("E701", f"Graphviz's `dot` failed: {err[-1] if err else exc}",
-                           "write the DOT text with `-o FILE.dot` and report it with the "
-                           "design") from None
+        said = err[-1] if err else f"exit status {exc.returncode}"
+        if any("syntax error" in line for line in err):
+            # `dot` cannot read the DOT text astral wrote: astral's bug (E000, exit 3)
+            raise RuntimeError(f"Graphviz's `dot` rejected the DOT text astral drew: "
+                               f"{said}") from None
+        # the Graphviz installed is broken (a format plugin missing, a crash): the machine's
+        raise render_error("E701", f"Graphviz's `dot` failed: {said}",
+                           f"check the Graphviz installation (`dot -T{fmt}` must work); or "
+                           f"write the DOT text with `-o FILE.dot`, which needs no `dot`") from None
 
 
 def write(digraph: graphviz.Digraph, path: str, dpi: Optional[int] = None) -> int:
