@@ -149,7 +149,7 @@ def run(args, overrides) -> int:
     except sweep.SweepError as exc:
         if not exc.diagnostics:
             return usage(str(exc))
-        return _no_rows(args, exc.diagnostics, args.file)   # E221, E216: as every command
+        return _no_rows(args, exc.diagnostics, args.file)   # E213, E221, E216: as every command
     except EngineError as exc:
         return usage(str(exc))
     finally:

@@ -20,8 +20,8 @@ from astral_dsl.explore.point import (FORECAST, SUMMARY, PointOptions, are_rows,
 
 
 class SweepError(Exception):
-    """The sweep cannot start: a bad grid (a usage error), or an unknown job or scenario
-    (`diagnostics`: E221 or E216, exit 1, as every command says them)."""
+    """The sweep cannot start: a bad grid (a usage error), or an unknown parameter, job or
+    scenario (`diagnostics`: E213, E221 or E216, exit 1, as every command says them)."""
 
     def __init__(self, message: str, diagnostics=()):
         super().__init__(message)
@@ -68,8 +68,15 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
     base = ws.design
     if front_end_fatal(base):
         return SweepResult(base.file, grids, [], base, ())
+    params = dict(base.params)
+    unknown = [g.name for g in grids if g.name not in params]
+    if unknown:             # E213, exit 1, as `--set` of a name the design does not declare
+        from astral_dsl.semantics.overrides import unknown_parameter
+
+        d = unknown_parameter("--grid", unknown[0], params, base.file)
+        raise SweepError(f"{d.message} ({d.hint})", [d])
     try:
-        check_names(grids, dict(base.params))
+        check_names(grids, params)
     except GridError as exc:
         raise SweepError(str(exc)) from None
     if job is not None and job not in [j.template for j in base.jobs]:

@@ -32,11 +32,7 @@ def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
         symbol = scope.own.get(name)
         if not isinstance(symbol, ParamSymbol):
             params = [n for n, s in scope.own.items() if isinstance(s, ParamSymbol)]
-            diagnostics.append(Diagnostic(
-                "E213", Severity.ERROR, f"--set {name}: the design has no parameter `{name}`",
-                None, did_you_mean(name, params) or (
-                    "parameters: " + ", ".join(params) if params else "it declares no `param`"),
-                file=scope.file))
+            diagnostics.append(unknown_parameter("--set", name, params, scope.file))
             continue
         try:
             out[name] = _value(text, symbol, where)
@@ -52,6 +48,17 @@ def parse_overrides(given: Mapping[str, Any], scope: ModuleScope,
                                           d.span or symbol.node.default.span, hint,
                                           file=scope.file))
     return out
+
+
+def unknown_parameter(option: str, name: str, params, file=None) -> Diagnostic:
+    """E213: `option name` (`--set`, `--grid`) names no top-level `param` of the entry file;
+    the hint is a did-you-mean, else the parameters there are."""
+    params = list(params)
+    return Diagnostic("E213", Severity.ERROR,
+                      f"{option} {name}: the design has no parameter `{name}`", None,
+                      did_you_mean(name, params) or (
+                          "parameters: " + ", ".join(params) if params
+                          else "it declares no `param`"), file=file)
 
 
 def _value(given: Any, symbol: ParamSymbol, where: str):

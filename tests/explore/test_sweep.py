@@ -244,7 +244,6 @@ def test_pareto_front():
 
 @pytest.mark.parametrize("extra, message", [
     (["--grid", "hosts_per_rack=6..2"], "the range is empty"),
-    (["--grid", "host_per_rack=1..2"], "the design has no parameter `host_per_rack`"),
     (["--grid", "rack_limit=4kW..5GB"], "measure different things"),
     (["--grid", "rack_limit=4GB,5GB"], "is not a power like `rack_limit`"),
     (["--grid", "hosts_per_rack=1..2", "--set", "hosts_per_rack=3"], "both by --grid and by"),
@@ -263,6 +262,22 @@ def test_usage_errors(project, capsys, extra, message, tmp_path, monkeypatch):
     code, out, err = _cli(["sweep", str(project), "--workers", "1"] + extra, capsys)
     assert code == 2, err
     assert message in err
+
+
+def test_an_unknown_grid_parameter_is_e213_as_for_set(project, capsys):
+    """`--grid host_per_rack=...` was a usage error (exit 2) where `--set host_per_rack=3` is
+    E213 (exit 1): now the same diagnostic, its did-you-mean, and the envelope under json."""
+    code, out, _ = _cli(["sweep", str(project), "--workers", "1", "--grid",
+                         "host_per_rack=1..2"], capsys)
+    assert code == 1
+    assert "error[E213]: --grid host_per_rack: the design has no parameter `host_per_rack`" in out
+    assert "did you mean `hosts_per_rack`?" in out
+    code, out, _ = _cli(["sweep", str(project), "--workers", "1", "--grid",
+                         "host_per_rack=1..2", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 1 and doc["valid"] is False and doc["rows"] == []
+    assert [(d["code"], d["hint"]) for d in doc["diagnostics"]] == [
+        ("E213", "did you mean `hosts_per_rack`?")]
 
 
 def test_a_file_that_does_not_parse_is_reported_once(tmp_path, capsys):
