@@ -441,3 +441,18 @@ def test_an_answer_of_another_shape_is_refused(small):
     del row["mfu"]
     assert not are_forecasts(answer[:fits] + [(True, answer[fits][1], row)] + answer[fits + 1:],
                              n)
+
+
+@pytest.mark.parametrize("command", ["search", "forecast"])
+def test_an_empty_design_says_w100_before_e758_as_forecast_does(command, tmp_path, capsys):
+    """The envelope of `search` of an empty file held E758 alone, where `forecast`'s holds the
+    file's W100 "the file is empty" first: both now say the design's diagnostics, then the
+    job's."""
+    empty = tmp_path / "empty.astral"
+    empty.write_text("")
+    code, out, _ = _cli([command, str(empty), "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 1 and doc["valid"] is False
+    assert [(d["code"], d["message"]) for d in doc["diagnostics"]] == [
+        ("W100", "the file is empty"), ("E758", "the design declares no job to forecast")]
+

@@ -86,13 +86,15 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
     sets = dict(sets or {})
     ws, bundle = load_with_bundle(path, sets)
     base = ws.sized
+    # the design's diagnostics, warnings too (W100 of an empty file), before the job's: what
+    # `astral forecast` says of the same design
     if not base.valid:
-        raise SearchError("the design has errors", [d for d in base.diagnostics if d.is_error])
+        raise SearchError("the design has errors", list(base.diagnostics))
     setup = Setup(tuple(sorted(sets.items())), job, tuple(sorted(set(gpus))), calibration)
     try:
         state = State(base, setup)
     except SetupError as exc:
-        raise SearchError(str(exc), exc.diagnostics) from None
+        raise SearchError(str(exc), list(base.diagnostics) + exc.diagnostics) from None
     too_many = [n for n in setup.gpus if n > state.cluster.gpus or n < 1]
     if too_many:
         raise SearchError(f"--gpus {too_many[0]}: the placement `{state.cluster.placement}` "
