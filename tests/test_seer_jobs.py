@@ -144,6 +144,29 @@ def test_bad_option_values_get_the_fields_diagnostics():
         seer.forecast(d, grad_reduce_dtype="fp32")
 
 
+def test_interleaved_with_one_virtual_stage_is_1f1b_and_says_so():
+    """`schedule = interleaved` with `virtual_stages = 1` (in the source, or as the option of a
+    what-if) was forecast without a word: one chunk per stage has nothing to interleave, and the
+    forecast is 1F1B's to the last digit (memory.in_flight and schedule.py take v = 1 as 1F1B).
+    W751, as for the other fields without effect; the rule's own choice of 1 stays a note."""
+    stated = design(BASE % ("", ", schedule = interleaved, virtual_stages = 1"))
+    plain = seer.forecast(design(BASE % ("", "")))
+    for fc in (seer.forecast(stated),
+               seer.forecast(design(BASE % ("", ", schedule = interleaved")), virtual_stages=1)):
+        w751 = [d for d in fc.diagnostics if d.code == "W751"]
+        assert [d.message for d in w751] == [
+            "job `j`: schedule = interleaved has no effect with virtual_stages = 1: one chunk "
+            "per stage has nothing to interleave, and the job is forecast as 1F1B"]
+        assert w751[0].span is not None and "schedule = 1f1b" in w751[0].hint
+        assert fc.iteration_time == plain.iteration_time
+    src = HEAD + BASE % ("", ", schedule = interleaved, virtual_stages = 1")
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if "virtual_stages = 1" in t)
+    assert [d.span.start.line for d in seer.forecast(stated).diagnostics
+            if d.code == "W751"] == [line]
+    assert not [d for d in seer.forecast(design(BASE % ("", ", schedule = interleaved")))
+                .diagnostics if d.code == "W751"]          # the rule chooses: no warning
+
+
 def test_schedule_1f1b_bare_and_quoted():
     bare = design(BASE % ("", ", schedule = 1f1b"))
     quoted = design(BASE % ("", ', schedule = "1f1b"'))

@@ -25,6 +25,15 @@ def runtime(spec: JobSpec, where) -> List[Diagnostic]:
         out.append(_err("E760", f"{name}: an interleaved schedule needs pipeline stages (pp = 1)",
                         where("schedule"), "raise pp, or use `schedule = 1f1b`"))
     stated = where.fields
+    if par.schedule == "interleaved" and par.pp > 1 and stated.get("virtual_stages") == 1:
+        # one chunk per stage: the interleaved order is 1F1B's, and so is the forecast
+        # (memory.in_flight, schedule.py: v = 1); stated, not the rule's choice (noted there)
+        out.append(_warn("W751", f"{name}: schedule = interleaved has no effect with "
+                                 f"virtual_stages = 1: one chunk per stage has nothing to "
+                                 f"interleave, and the job is forecast as 1F1B",
+                         where("virtual_stages"),
+                         "state `virtual_stages = 2` or more to interleave, leave "
+                         "`virtual_stages` out for the rule's choice, or use `schedule = 1f1b`"))
     if stated.get("fsdp") is True and stated.get("zero") not in (None, 3):
         out.append(_err("E761", f"{name}: fsdp = true shards weights, gradients and optimizer "
                                 f"states (ZeRO-3) but zero = {int(stated['zero'])}",
