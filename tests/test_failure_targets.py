@@ -94,8 +94,43 @@ def test_a_wrong_name_is_an_error_of_its_own(target, code, message):
     # (64 ToRs + 128 aggs + 16 cores of 1 kW, no optics power declared: 208 kW)
     (outcome,) = checked.scenarios
     assert not [n for n in outcome.notes if " off" in n], outcome.notes
+    # nor is it said failed: not in the notes, not among the parts failed, not out of service
+    assert not [n for n in outcome.notes if "failed" in n], outcome.notes
+    assert outcome.applied.named == () and outcome.applied.fabric_failed == ()
     assert outcome.applied.tier_failures == ()
     assert outcome.result.network_w == pytest.approx(208e3)
+
+
+def test_rejected_parts_beside_a_good_one_fail_nothing():
+    """Rejected targets (E214: pod 5 of 2; E219: a port not wired to that ToR, a share of the
+    first tier) were still "X failed" in the notes and "out of service" in the report's matrix.
+    Beside them, `S.fabric.core[5]` alone fails: 1 of the 16 cores, so the network's power is
+    208 kW (64 ToRs + 128 aggs + 16 cores of 1 kW) - 1 kW = 207 kW."""
+    from astral_dsl.api.review import collect
+    from astral_dsl.outputs.report import matrix as mx
+    from astral_dsl.pipeline import scenario_twin
+
+    text = DESIGN + ("scenario mix {\n  fail S.fabric.pod[5].rail[0].plane[A].tor[0]\n"
+                     "  fail 25 % of S.fabric.tor\n  fail S.fabric.core[5]\n"
+                     "  fail S.pods[0].racks[0].hosts[0].nics[0].port[a] -- "
+                     "S.fabric.pod[0].rail[0].plane[A].tor[1]\n}\n")
+    ws = astral_dsl.compiles(text, name="t.astral", root=REPO)
+    checked = astral_dsl.check(ws, ["mix"])
+    assert sorted(d.code for d in checked.diagnostics if d.is_error) == ["E214", "E219", "E219"]
+    (o,) = checked.scenarios
+    assert o.notes[0] == "S.fabric.core[5] failed"
+    assert [n for n in o.notes if " off" in n] == [
+        "1 `core` switch off: 1.0 kW less network power"], o.notes
+    assert not [n for n in o.notes if "pod[5]" in n or "tor" in n or "port[a]" in n], o.notes
+    assert o.result.network_w == pytest.approx(207e3)
+    assert [n[1] for n in o.applied.named] == ["S.fabric.core[5]"]
+    assert o.applied.tier_failures == ()
+    (row,) = [r for r in mx.matrix(collect(ws, views=())) if r.name == "mix"]
+    assert row.cell("network").notes == ("out of service: S.fabric.core[5]",)
+    # the forecast's scenario (pipeline.scenario_twin) names the same one part failed
+    twin = scenario_twin(ws, ws.design, "mix")
+    assert [n[1] for n in twin.named] == ["S.fabric.core[5]"]
+    assert twin.notes == ("S.fabric.core[5] failed",)
 
 
 @pytest.mark.parametrize("target, code, message", [

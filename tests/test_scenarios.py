@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import astral_dsl
+from test_network_groups import _parts
 
 FABRIC = """\
 gpu G { power = 700 W }
@@ -303,3 +304,48 @@ def test_one_switch_off_without_a_declared_power_is_its():
     _, out = outcomes(text)
     assert "1 `tor` switch off (its power is not declared)" in out["one"].notes
     assert "8 `tor` switches off (their power is not declared)" in out["plane_b"].notes
+
+
+# 2 pods of 8 racks of 4 hosts, a fabric in each pod (switches of 750 W)
+PODS = _parts().lstrip("\n") + """\
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = pod, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = Sw, scope = pod, down = 64 x 400 Gb/s }
+}
+pod P { racks = 8 x R, fabric = F }
+site S { pods = 2 x P }
+"""
+
+
+def test_two_shares_of_one_shared_tier_by_two_routes_are_e202():
+    """`P.fabric.spine` (every pod's, the instance the pods share) and `S.pods[0].fabric.spine`
+    name one tier of pod 0: two shares of it were not caught (the routes differ). Pods 0 and 1
+    are different replicas of that instance: a share of each is no E202, and fails each pod's
+    share: a pod's 8 rails x 32 leaves x 32 uplinks / 64 ports = 4 spines, so 25 % is 1 spine of
+    pod 1 and 50 % 2 of pod 0."""
+    design = astral_dsl.loads(PODS + "scenario two {\n  fail 25 % of P.fabric.spine\n"
+                                     "  fail 50 % of S.pods[0].fabric.spine\n}\n", name="p.astral")
+    (e202,) = [d for d in design.diagnostics if d.is_error]
+    assert e202.code == "E202" and e202.span.start.line == 15
+    assert e202.message == ("`S.pods[0].fabric.spine` already has a share failed in this "
+                            "scenario (25 % of `P.fabric.spine` at 14:3)")
+    _, out = outcomes(PODS + "scenario each {\n  fail 25 % of S.pods[1].fabric.spine\n"
+                             "  fail 50 % of S.pods[0].fabric.spine\n}\n")
+    offs = [n for n in out["each"].notes if " off" in n]
+    assert offs == ["2 `spine` switches off: 1.5 kW less network power",
+                    "1 `spine` switch off: 0.8 kW less network power"]
+
+
+def test_fail_of_values_over_a_group_says_what_fail_takes():
+    # `S.pods[*].fabric.spine` is a tier of each pod's fabric (values over a group), not a part
+    design = astral_dsl.loads(PODS + "scenario s { fail 25 % of S.pods[*].fabric.spine }\n",
+                              name="p.astral")
+    (e303,) = [d for d in design.diagnostics if d.is_error]
+    assert e303.code == "E303" and e303.span.start.line == 13
+    assert e303.message == ("`fail` needs a part of the design, not values over a group (one "
+                            "for each replica a `[*]` or a range selects)")
+    assert "a scenario can fail a feeder" in e303.hint and "`P.fabric.spine`" in e303.hint
+    (e303,) = [d for d in astral_dsl.loads(PODS + "scenario s { fail 3 }\n",
+                                           name="p.astral").diagnostics if d.is_error]
+    assert e303.message == "`fail` needs a part of the design, not a number"

@@ -58,7 +58,9 @@ def analyse(design: Design, applied: Optional[scen.Applied] = None) -> Engineeri
     diags.extend(served.diagnostics)
     diags.extend(declarations.undeclared_power(d))
     diags.extend(declarations.unused_fields(d, mult))
-    notes = (applied.notes + tuple(n for f in fabrics for n in f.notes)) if applied else ()
+    # a fabric part the analysis rejected (E214, E219) is not said failed
+    notes = (scen.settled(applied, fabrics).notes + tuple(n for f in fabrics for n in f.notes)) \
+        if applied else ()
     return Engineering(fabrics, power, cooling, sort_diagnostics(diags), notes)
 
 
@@ -105,6 +107,7 @@ def run_scenario(design: Design, scenario: Instance, baseline: Engineering,
                                sort_diagnostics(broken), baseline, applied)
     applied = scen.apply(twin, twin_scenario)
     result = analyse(twin, applied)
+    applied = scen.settled(applied, result.fabrics)
     broken = tuple(d for d in found + result.diagnostics if d.is_error and is_new(d, before))
     return ScenarioOutcome(scenario.template, scenario.field("required") is True, result.notes,
                            sort_diagnostics(broken), result, applied)

@@ -111,9 +111,11 @@ class _Builder:
             unique.append(f)
             self.cause(f)           # the causes in the scenario's order, whatever fails first
         # the switches and NICs first: a link to a switch already off takes nothing more
+        taken = set()
         for f in sorted(unique, key=lambda f: isinstance(f.target, FabricLink)):
             try:
                 self.one(f)
+                taken.add(_key(f))
             except Bad as bad:
                 self.diags.append(_err(bad.code, bad.message, f.span, bad.hint))
             except TooMany:
@@ -147,7 +149,9 @@ class _Builder:
                                  f" ({'its' if n == 1 else 'their'} power is not declared)"))
         return attrs.evolve(self.fc, tiers=tuple(tiers), damage=damage,
                             diagnostics=self.fc.diagnostics + tuple(self.diags) + tuple(diags),
-                            notes=self.fc.notes + tuple(notes))
+                            notes=self.fc.notes + tuple(notes),
+                            took=tuple(sorted({f.action for f in failures
+                                               if _key(f) in taken})))
 
     def one(self, f: Failure) -> None:
         t = f.target

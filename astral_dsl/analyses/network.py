@@ -96,6 +96,7 @@ class FabricCount:
     # under a scenario's failed parts (network_failures.py): what they do, and what it slows
     damage: Any = None
     notes: Tuple[str, ...] = ()
+    took: Tuple[int, ...] = ()   # the actions of the failed parts it took (not rejected)
 
     @property
     def routes(self) -> Tuple[Tuple[str, str], ...]:

@@ -24,6 +24,7 @@ class Failure:
     span: Optional[Span] = None
     route: Optional[Route] = None    # the instances it names (a NIC or NIC port)
     fraction: Optional[float] = None  # `fail 25 % of S.fabric.core` (network.fabric_counts)
+    action: int = -1                 # its action's index in Applied.notes and .named (-1: none)
 
     @property
     def display(self) -> str:
@@ -73,4 +74,11 @@ def counts(design: Design, cache: Optional[Dict] = None, tier_failures=(),
     return damaged(design, fabrics, failures, cache)
 
 
-__all__ = ["Failure", "counts", "share_lost"]
+def rejected(failures: Sequence[Failure], fabrics: Sequence[FabricCount]) -> frozenset:
+    """The actions (Failure.action) of the failures no fabric took (counts): each named no part
+    of a fabric (E214, E219) and so fails nothing."""
+    took = {a for fc in fabrics for a in fc.took}
+    return frozenset(f.action for f in failures if f.action >= 0 and f.action not in took)
+
+
+__all__ = ["Failure", "counts", "rejected", "share_lost"]

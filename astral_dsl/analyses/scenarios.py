@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+import attrs
 
 from astral_dsl import records
 from astral_dsl.analyses.network import first_tier
@@ -33,6 +34,14 @@ class Applied:
     changed: Tuple[Tuple[str, str, str], ...] = ()           # (path, field, value) of `set`s
     # what each action named, as written: (verb, target as written, kind, replicas, field, value)
     named: Tuple[Tuple[str, str, str, int, Optional[str], Optional[str]], ...] = ()
+    # the actions (indices into notes and named, Failure.action) of the fabric parts the failure
+    # analysis rejected (E214, E219): they fail nothing, their notes and names are gone (settled)
+    rejected: frozenset = frozenset()
+
+    @property
+    def fabric_failed(self) -> Tuple[Failure, ...]:
+        """The fabric parts out of service: those failed, less those rejected."""
+        return tuple(f for f in self.fabric if f.action not in self.rejected)
 
 
 def apply(design: Design, scenario: Instance) -> Applied:
@@ -59,13 +68,15 @@ def apply(design: Design, scenario: Instance) -> Applied:
                 # failed_fabric.py rejects it (E219), and then it fails nothing (no switch off)
                 if target.tier != first_tier(by_path.get(target.fabric.path)):
                     tiers.append((target.fabric.path, target.tier, fraction))
-                fabric.append(Failure(target, written, action.span, action.route, fraction))
+                fabric.append(Failure(target, written, action.span, action.route, fraction,
+                                      len(named)))
                 notes.append(f"{fraction:.0%} of {written} failed")
                 named.append(("fail", f"{format_number(round(fraction * 100, 6))} % of "
                                       f"{written}", "tier", 1, None, None))
                 continue
             if isinstance(target, (FabricSelection, NicPort, FabricLink)):
-                fabric.append(Failure(target, written, action.span, action.route))
+                fabric.append(Failure(target, written, action.span, action.route,
+                                      action=len(named)))
                 # a NIC port stands for as many replicas as its (isolated) NIC; a fabric part's
                 # switches are counted by the fabric analysis (its notes)
                 count = mult.get(target.nic.path, 1) if isinstance(target, NicPort) else None
@@ -82,7 +93,9 @@ def apply(design: Design, scenario: Instance) -> Applied:
                 elif inst.kind == "loop":
                     cdus[inst.path] = cdus.get(inst.path, 0) + 1
             if kind == "nic" or "nic" in {inst.kind for inst, _ in found}:
-                fabric.append(Failure(_nic_ref(target), written, action.span, action.route))
+                # its notes go with it when it is rejected, unless it fails more than NICs
+                fabric.append(Failure(_nic_ref(target), written, action.span, action.route,
+                                      action=len(named) if kind == "nic" else -1))
             what = {"feeder": f"feeder {written} failed", "loop": f"one CDU of {written} failed",
                     "nic": f"NIC {written} failed"}.get(kind, f"{written} failed")
             notes.append(what + _how_many(count, kind))
@@ -99,6 +112,28 @@ def apply(design: Design, scenario: Instance) -> Applied:
             named.append(("set", written, kind, count, action.field, value))
     return Applied(design, frozenset(failed), tuple(sorted(cdus.items())), tuple(fabric),
                    tuple(notes), tuple(tiers), tuple(changed), tuple(named))
+
+
+def settled(applied: Applied, fabrics) -> Applied:
+    """`applied` less the fabric parts the failure analysis (network_failures.counts, `fabrics`)
+    rejected: they stay in `fabric` (the analysis reports their E214 or E219 again), but are
+    not said failed (notes, named), nor out of service, and no share of a tier they name is
+    failed."""
+    from astral_dsl.analyses.network_failures import rejected
+
+    gone = rejected(applied.fabric, fabrics) | applied.rejected
+    if gone == applied.rejected:
+        return applied
+    shares = {(f.target.fabric.path, f.target.tier) for f in applied.fabric
+              if f.fraction is not None and f.action in gone}
+    # the actions left (a settled Applied holds one note and one name for each but those gone)
+    left = [i for i in range(len(applied.named) + len(applied.rejected))
+            if i not in applied.rejected]
+    return attrs.evolve(
+        applied, rejected=gone,
+        notes=tuple(n for i, n in zip(left, applied.notes) if i not in gone),
+        named=tuple(n for i, n in zip(left, applied.named) if i not in gone),
+        tier_failures=tuple(t for t in applied.tier_failures if t[:2] not in shares))
 
 
 def _written(action) -> str:

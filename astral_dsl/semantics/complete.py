@@ -5,7 +5,8 @@ frames; the fields themselves: fields.py."""
 from __future__ import annotations
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
-from astral_dsl.model.values import POISON, FabricLink, FabricSelection, Group, NicPort, Symbol
+from astral_dsl.model.values import (POISON, FabricLink, FabricSelection, Group, NicPort, Symbol,
+                                     Values)
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.fields import _wants_symbols
@@ -83,13 +84,17 @@ def _action(it, frame: Frame, action, env: Env):
             _failable(target, action.target.span)
         route = route_of(it, _route_end(action.target), env)
         if fraction is not None:
+            # one tier of one fabric instance, however the routes reach it (`P.fabric.core` and
+            # `S.pods[0].fabric.core` when the pods share P's instance)
             first = next((a for a in frame.done_actions if a[0] == "fail" and a[3] is not None
-                          and route is not None and a[5] == route
+                          and a[1].fabric is target.fabric and _overlap(a[5], route)
                           and a[1].tier == target.tier and a[3].si != fraction.si), None)
             if first is not None:       # the last would silently win; their sum is unsaid
-                fail("E202", f"`{route.display}.{target.tier}` already has a share failed in "
+                also = "" if first[5] == route or first[5] is None else \
+                    f" of `{first[5].display}.{target.tier}`"
+                fail("E202", f"`{_shown(route, target)}` already has a share failed in "
                              f"this scenario "
-                             f"({format_number(round(first[3].si * 100, 6))} % at "
+                             f"({format_number(round(first[3].si * 100, 6))} %{also} at "
                              f"{first[4].start.line}:{first[4].start.column})",
                      action.fraction.span, "fail one share of a tier, all of what fails "
                                            "(two shares leave unsaid whether they overlap)")
@@ -140,6 +145,28 @@ def _action(it, frame: Frame, action, env: Env):
         frame.done_actions.append((action.sense, value, None, None, action.span, None))
 
 
+def _shown(route, target) -> str:
+    return f"{route.display}.{target.tier}" if route is not None else target.display
+
+
+def _overlap(a, b) -> bool:
+    """Two routes to one shared instance name some replica in common: a template's route
+    (`P.fabric`) names every use, `S.pods[0]` and `S.pods[1]` none in common."""
+    if a is None or b is None or a.from_template or b.from_template \
+            or len(a.steps) != len(b.steps):
+        return True
+    return a.root == b.root and all(x.name == y.name and _indices_meet(x.index, y.index)
+               for x, y in zip(a.steps, b.steps))
+
+
+def _indices_meet(x, y) -> bool:
+    if x in (None, "*") or y in (None, "*"):
+        return True
+    lo_x, hi_x = x if isinstance(x, tuple) else (x, x + 1)
+    lo_y, hi_y = y if isinstance(y, tuple) else (y, y + 1)
+    return lo_x < hi_y and lo_y < hi_x
+
+
 def _fail_target(it, expr, env):
     """A part of the design, a fabric part (`S.fabric.rail[2].tor`, one switch, a NIC port) or
     a link `A -- B` between a NIC port and its first-tier switch or between two switches (or a
@@ -156,11 +183,20 @@ def _fail_target(it, expr, env):
                  e.span, "e.g. `fail H.nics[0].port[a] -- S.fabric.rail[0].plane[A].tor[0]`")
         return FabricLink(ends)
     target = it.eval(expr, env)
+    if isinstance(target, Values):      # `S.pods[*].fabric.spine`: a tier of each pod's fabric
+        fail("E303", "`fail` needs a part of the design, not values over a group (one for each "
+                     "replica a `[*]` or a range selects)", expr.span,
+             FAILABLE + "; for a tier of every pod's fabric, name it on the template they "
+                        "share (e.g. `P.fabric.spine`) or once per pod (`S.pods[0].fabric.spine`)")
     if not isinstance(target, (Frame, Group, FabricSelection, NicPort)):
-        fail("E303", f"`fail` needs a part of the design, not a {type_name(target)}", expr.span,
-             "name a part, a port or a link: `fail Site.fabric.core[0]`, "
-             "`fail H.nics[0].port[a] -- S.fabric.rail[0].plane[A].tor[0]`")
+        fail("E303", f"`fail` needs a part of the design, not {_a(type_name(target))}",
+             expr.span, FAILABLE)
     return target
+
+
+def _a(name: str) -> str:
+    """`a string`, `an unknown value`."""
+    return ("an " if name[:1] in "aeiou" else "a ") + name
 
 
 def _route_end(expr):
@@ -185,11 +221,14 @@ def _failable(target, span: Span) -> None:
     items = [i for _, i in target.flat()] if isinstance(target, Group) else [target]
     for item in items:
         if item.kind not in FAILABLE:
-            fail("E218", f"failing a {item.kind} is not modelled", span,
-                 "a scenario can fail a feeder, a loop (one CDU), a NIC or one of its ports "
-                 "(`H.nics[4].port[a]`), a fabric part (`S.fabric.plane[B]`, "
-                 "`S.fabric.rail[2].tor`, one switch `S.fabric.rail[2].plane[A].tor[0]`), a "
-                 "link (`A -- B`) or a fraction of a switch tier (`fail 25 % of S.fabric.core`)")
+            fail("E218", f"failing a {item.kind} is not modelled", span, FAILABLE)
+
+
+# what a scenario's `fail` takes (E218, E303)
+FAILABLE = ("a scenario can fail a feeder, a loop (one CDU), a NIC or one of its ports "
+            "(`H.nics[4].port[a]`), a fabric part (`S.fabric.plane[B]`, `S.fabric.rail[2].tor`, "
+            "one switch `S.fabric.rail[2].plane[A].tor[0]`), a link (`A -- B`) or a fraction of "
+            "a switch tier (`fail 25 % of S.fabric.core`)")
 
 
 def _head(frame: Frame) -> Span:

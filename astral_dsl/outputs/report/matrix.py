@@ -186,13 +186,11 @@ def matrix(review) -> Tuple[Row, ...]:
                                     _failed_checks(o.applied.design) if o.applied else None)]
         out_of_service = ()
         if o.applied is not None:
-            # a share of a tier once, as the tier failures hold it (a share of the first tier,
-            # rejected with E219, fails nothing)
-            shares = {(path, tier) for path, tier, _ in o.applied.tier_failures}
+            # a part the failure analysis rejected (E214, E219) fails nothing
             out_of_service = tuple(
                 f"out of service: {f.display}" if f.fraction is None else
-                f"out of service: {f.fraction:.0%} of {f.display}" for f in o.applied.fabric
-                if f.fraction is None or (f.target.fabric.path, f.target.tier) in shares)
+                f"out of service: {f.fraction:.0%} of {f.display}"
+                for f in o.applied.fabric_failed)
         families = list(FAMILIES) + (["other"] if by_family.get("other") else [])
         cells = []
         for fam in families:
