@@ -7,6 +7,7 @@ and water's properties, as it does to the analyses)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -295,16 +296,42 @@ def test_every_sites_auxiliary_counts_and_each_site_without_one_is_w644():
 
 def test_another_sites_climate_or_altitude_is_w645_not_silently_dropped():
     # the facility is one model on the first site's climate and altitude: B's 1,500 m is not
-    # used, and said so at its field; C at A's altitude (none) and D at the same 0 m as A are not
+    # used, and said so at its field; C declares none and silently took A's 0 m: said so at
+    # C's declaration (line 5, column 1); D at the same 0 m as A is not
     base = "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n"
     text = base + "".join(f"site {n} {{ racks = 1 x R, auxiliary = 1 kW{extra} }}\n" for n, extra in
                           (("A", ", altitude = 0 m"), ("B", ", altitude = 1500 m"), ("C", ""),
                            ("D", ", altitude = 0 m")))
     checked = astral_dsl.check(astral_dsl.compiles(text, name="alt.astral"))
-    (w,) = [d for d in checked.diagnostics if d.code == "W645"]
+    w, c = [d for d in checked.diagnostics if d.code == "W645"]
     assert w.message.startswith("site `B` declares its own `altitude`, which is not used")
     # `site B { racks = 1 x R, auxiliary = 1 kW, altitude = ` is 53 characters: 1500 at 54
     assert (w.span.start.line, w.span.start.column) == (4, 54) and w.hint
+    assert c.message == ("site `C` declares no `altitude`: the facility's heat rejection, free "
+                         "cooling and air are computed for it with the first site's (`A`): "
+                         "`altitude` (0 m)")
+    assert (c.span.start.line, c.span.start.column) == (5, 1)
+    assert c.hint.startswith("declare the site's own `altitude`")
+
+
+def test_a_later_site_without_the_first_sites_climate_is_w645_at_its_declaration():
+    # A declares a climate file and 1,500 m, B neither: B's heat rejection and air are computed
+    # on A's climate and 1,500 m, so one W645 naming both at B's `site` (line 4, column 1); no
+    # W645 when A declares none either
+    base = "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n"
+    text = (base + 'site A { racks = 1 x R, auxiliary = 1 kW, altitude = 1500 m, '
+            'climate = "stdlib/climate/723170TYA.CSV" }\n'
+            "site B { racks = 1 x R, auxiliary = 1 kW }\n")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="clim.astral",
+                                                     root=Path(__file__).resolve().parents[1]))
+    (w,) = [d for d in checked.diagnostics if d.code == "W645"]
+    assert w.message.startswith("site `B` declares no `climate` and no `altitude`: ")
+    assert w.message.endswith("(`A`): `climate` (stdlib/climate/723170TYA.CSV) and "
+                              "`altitude` (1500 m)")
+    assert (w.span.start.line, w.span.start.column) == (4, 1)
+    plain = base + "".join(f"site {n} {{ racks = 1 x R, auxiliary = 1 kW }}\n" for n in "AB")
+    checked = astral_dsl.check(astral_dsl.compiles(plain, name="plain.astral"))
+    assert not [d for d in checked.diagnostics if d.code == "W645"]
 
 
 def test_without_a_transformer_the_sourced_default_with_w630():

@@ -671,3 +671,28 @@ def test_power_warnings_mark_what_they_understate():
     cluster = _marks(render(c.design, "cluster", checked=c).source)
     assert cluster["spine"] == "W606, W607"
     assert cluster["leaf · rail 0"] == "W607"
+
+
+def test_a_sites_picture_lists_its_sites_problems_and_the_design_wide_ones():
+    # two sites, neither declaring `utilization`: W627 at each site's declaration (A's on line 3,
+    # B's on line 4); W626 (the racks on no feeder: rack R, which both sites hold) and W653 (no
+    # cooling: names `A` and `B`) are about both. A's picture lists A's W627, not B's, and B's
+    # the reverse; each lists W626 and W653
+    text = ("host H { power = 10 kW }\nrack R { hosts = 4 x H }\n"
+            "site A { racks = 1 x R, auxiliary = 1 kW }\n"
+            "site B { racks = 1 x R, auxiliary = 1 kW }\n")
+    c = astral_dsl.check(astral_dsl.compiles(text, name="two.astral"))
+    assert sorted(d.code for d in c.diagnostics) == ["W626", "W627", "W627", "W653"]
+    for site, other in (("A", "B"), ("B", "A")):
+        drawn = canvas(c.design, "power", site, None, c)
+        listed = [(d.code, d.span.start.line) for d in drawn.ctx.shown_problems()]
+        own = 3 if site == "A" else 4
+        assert sorted(listed) == [("W626", 2), ("W627", own), ("W653", 3)]
+        legend = drawn.g.source
+        assert f"site `{site}` declares no `utilization`" in legend
+        assert f"site `{other}` declares no `utilization`" not in legend
+    # one site: every problem, as before
+    one = astral_dsl.check(astral_dsl.compiles(text[:text.index("site B")], name="one.astral"))
+    drawn = canvas(one.design, "power", None, None, one)
+    assert len(drawn.ctx.shown_problems()) == len([d for d in one.diagnostics
+                                                   if d.severity.name != "INFO"])

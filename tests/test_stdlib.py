@@ -66,7 +66,9 @@ def _get(design, name: str, field: str, unit: str | None = None):
 # ---- every file compiles on its own, with no diagnostic at all ----------------------------------------
 # the stated assumptions a file's own check accepts with an `allow` (a design that uses the part
 # is warned: the standard library's allows do not reach it)
-ACCEPTED = {"hardware": [("W212", "nic `CX8_800G` states no `power`: assumed 25 W for host "
+ACCEPTED = {"hardware": [("W212", "nic `CX7_400G_Mezz` states no `power`: assumed 25 W for "
+                                  "host `GB200_Tray`"),
+                         ("W212", "nic `CX8_800G` states no `power`: assumed 25 W for host "
                                   "`GB300_Tray`")]}
 
 
@@ -201,13 +203,31 @@ def test_the_mezzanine_nic_states_no_power_and_the_assumed_25_w_warns_where_coun
     assert checked.engineering.power.it_peak_w == pytest.approx(16_000)
     # the GB300 tray counts 4 x [assumed] 25 W: 4 x 1,400 + 2 x 300 + 4 x 25 = 6,300 W, with
     # W212 saying so (the tray's figure is unchanged)
-    ws = astral_dsl.compiles("import stdlib.hardware { GB300_Tray }\nsite S { t = 1 x GB300_Tray }\n",
-                             name="gb300_tray.astral")
-    (tray,) = [i for i in ws.design.instances if i.kind == "host"]
-    assert tray.field("power").value_in("W") == pytest.approx(6300)
-    (w,) = [d for d in ws.design.diagnostics if d.code == "W212"]
+    watts, (w,) = _tray("import stdlib.hardware { GB300_Tray }\nsite S { t = 1 x GB300_Tray }\n")
+    assert watts == pytest.approx(6300)
     assert w.message == "nic `CX8_800G` states no `power`: assumed 25 W for host `GB300_Tray`"
     assert "no data sheet gives their power" in w.notes[0] and w.span is not None and w.hint
+
+
+def _tray(text):
+    """(the one host's power in W, the W212s) of a design compiled from `text`."""
+    ws = astral_dsl.compiles(text, name="tray.astral")
+    (tray,) = [i for i in ws.design.instances if i.kind == "host"]
+    return tray.field("power").value_in("W"), [d for d in ws.design.diagnostics if d.code == "W212"]
+
+
+def test_the_gb200_tray_counts_its_assumed_nic_power_with_w212():
+    # 2 superchips x 2,700 W (data sheet) + 4 x [assumed] 25 W ConnectX-7 on mezzanine boards
+    # + 2 x [assumed] 75 W BlueField-3 = 5,400 + 100 + 150 = 5,650 W, as before, now with W212
+    watts, (w,) = _tray("import stdlib.hardware { GB200_Tray }\nsite S { t = 1 x GB200_Tray }\n")
+    assert watts == pytest.approx(5650)
+    assert w.message == "nic `CX7_400G_Mezz` states no `power`: assumed 25 W for host `GB200_Tray`"
+    assert "no data sheet gives their power" in w.notes[0] and w.span is not None and w.hint
+    # a NIC that states its power is counted, silently: 5,400 + 4 x 20 + 150 = 5,630 W
+    watts, ws = _tray("import stdlib.hardware { GB200_Tray, CX7_400G_Mezz }\n"
+                      "nic M = CX7_400G_Mezz { power = 20 W }\n"
+                      "site S { t = 1 x GB200_Tray(nic = M) }\n")
+    assert watts == pytest.approx(5630) and ws == []
 
 
 def test_a100_80gb(gpus):   # NVIDIA A100 data sheet (2021)

@@ -65,13 +65,16 @@ def _warn(code, msg, span, hint=None) -> Diagnostic:
 
 def other_sites_air(design: Design) -> List[Diagnostic]:
     """W645 for each site after the first that declares a `climate` or `altitude` other than
-    the first's: the facility (heat rejection, free cooling, the air's density) is one model,
-    on the first site's."""
+    the first's, or declares none where the first does (it silently takes the first's): the
+    facility (heat rejection, free cooling, the air's density) is one model, on the first
+    site's."""
     out = []
     first = design.roots[0] if design.roots else None
     for site in design.roots[1:]:
         differ = [f for f in ("climate", "altitude")
                   if site.field(f) is not None and site.field(f) != first.field(f)]
+        taken = [f for f in ("climate", "altitude")
+                 if site.field(f) is None and first.field(f) is not None]
         if differ:
             what = " and ".join(f"`{f}`" for f in differ)
             out.append(Diagnostic(
@@ -81,6 +84,15 @@ def other_sites_air(design: Design) -> List[Diagnostic]:
                 f"as one, with the first site's (`{first.path}`)", site.span_of(differ[0]),
                 "check each site in a design of its own, or give the sites the same "
                 f"{what}"))
+        if taken:
+            what = " and ".join(f"`{f}` ({first.field(f)})" for f in taken)
+            out.append(Diagnostic(
+                "W645", Severity.WARNING,
+                f"site `{site.path}` declares no " + " and no ".join(f"`{f}`" for f in taken)
+                + f": the facility's heat rejection, free cooling and air are computed for it "
+                f"with the first site's (`{first.path}`): {what}", site.span,
+                "declare the site's own " + " and ".join(f"`{f}`" for f in taken)
+                + " (it is then W645 if it differs), or check the site in a design of its own"))
     return out
 
 

@@ -580,3 +580,40 @@ def test_hover_shows_a_strict_bound_strictly(tmp_path):
     shown, _ = hover(a, a.entry, line, 7)
     # 28.15625 W <= 3 x <= 35.15625 W, each bound rounded inward
     assert "`9.3855 W <= x <= 11.7187 W`" in shown
+
+
+TRANSFORMER = """
+param n = 3
+param aux = 6 kW
+host H { power = 10 kW }
+rack R { hosts = n x H }
+site S {
+  racks = 2 x R
+  utilization = 100 %
+  auxiliary = aux
+  transformer mv {
+    capacity = 100 kVA, count = 2, redundancy = n_plus_1, no_load_loss = 1 kW, load_loss = 2 kW
+    power_factor = 90 %
+  }
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 0 %, dew_point = 12 degC }
+}
+"""
+
+
+def test_a_transformer_stage_has_its_loading_margin(tmp_path):
+    """A transformer stage's limit is E634's: the site's peak in apparent power against the
+    units its redundancy leaves in service times their rating."""
+    report = margins.analyse(str(_write(tmp_path, TRANSFORMER)))
+    m = _by_label(report)["transformers S.mv (1 of 2 unit(s) in service, n_plus_1)"]
+    # 2 racks x 3 hosts x 10 kW = 60 kW of IT + 6 kW of auxiliaries = 66 kW at the peak, over
+    # the power factor 0.9: 73.333 kVA; n_plus_1 of 2 units leaves 1 x 100 kVA
+    assert m.limit.kind == "transformer" and m.limit.unit == "kVA"
+    assert m.limit.lhs == pytest.approx(66e3 / 0.9) and m.limit.rhs == pytest.approx(100e3)
+    assert m.limit.margin == pytest.approx(100e3 - 66e3 / 0.9)
+    # at its `count`'s value, as E634: line 11 (the text opens with a newline), after the 32
+    # characters of `    capacity = 100 kVA, count = `
+    assert (m.limit.line, m.limit.column) == (11, 33)
+    rs = _ranges(m)
+    # (20 kW x n + aux) / 0.9 <= 100 kVA: n <= 4.2, so 4 (n = 5: 106 kW); aux <= 90 - 60 = 30 kW
+    assert rs["n"].high == 4
+    assert rs["aux"].high == pytest.approx(30e3, rel=1e-4)

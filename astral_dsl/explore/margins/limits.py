@@ -1,7 +1,8 @@
 """The limits a design must respect, measured at one point: every user `check` that compares
 two quantities (each comparison of a conjunction; a truth value as such), and the engineering
 limits (rack and row power limits, feeder capacity in normal operation and with one feeder
-failed, the facility's own feeders included, CDU capacity with and without a failed CDU, the
+failed, the facility's own feeders included, the transformer stages' rating with the units
+their redundancy leaves in service, CDU capacity with and without a failed CDU, the
 coolant supply against the GPUs' cold plates, fabric oversubscription, the memory of each
 job). Each limit is `lhs <= rhs` (or `lhs == rhs`) in SI units, with sympy shadows of both
 sides when the quantities are algebraic in the parameters."""
@@ -22,8 +23,8 @@ BITS = 8.0        # information is counted in bits in SI (1 GB = 8e9)
 @records.frozen
 class Limit:
     key: str                  # stable across points: what and where
-    kind: str                 # check | power_limit | feeder | feeder_failover | cdu | cdu_n1 |
-    #                           coolant | oversubscription | memory
+    kind: str                 # check | power_limit | feeder | feeder_failover | transformer |
+    #                           cdu | cdu_n1 | coolant | oversubscription | memory
     label: str
     lhs: float                # SI
     rhs: float
@@ -83,6 +84,7 @@ def collect(ws, ev: Shadows, checked) -> List[Limit]:
     eng = checked.engineering
     if eng is not None:
         out.extend(_feeders(ev, frames, eng))
+        out.extend(_transformers(eng))
         out.extend(_loops(eng, frames))
         out.extend(_coolant(eng, checked.design))
         out.extend(_fabrics(eng, checked.design))
@@ -225,6 +227,28 @@ def _close(ev, sym, number: float) -> bool:
     except (TypeError, ValueError):
         return False
     return abs(got - number) <= 1e-9 * max(abs(number), 1e-300)
+
+
+def _transformers(eng) -> List[Limit]:
+    """A transformer stage carries its site's load at the peak hour in apparent power (kW over
+    the power factor), each replica its share, on the units its redundancy leaves in service
+    (analyses/chain.py: E634): numeric sides, bracketed."""
+    from astral_dsl.analyses.chain import field_source, units_left
+
+    facility = eng.cooling.facility
+    out = []
+    for t in facility.transformers if facility is not None else ():
+        left = units_left(t.count, t.redundancy)
+        file, line, col = _where(field_source(t.inst, "count") if t.inst is not None else None)
+        note = None
+        if t.power_factor != 1.0:
+            note = (f"{format_number(round(t.peak_load_w / 1e3, 4))} kW at power factor "
+                    f"{format_number(round(t.power_factor, 4))} ({t.power_factor_from})")
+        out.append(Limit(f"transformer:{t.path}", "transformer",
+                         f"transformers {t.path} ({left} of {t.count} unit(s) in service, "
+                         f"{t.redundancy})", t.peak_load_w / t.power_factor,
+                         left * t.capacity_w, "<=", "kVA", file, line, col, note=note))
+    return out
 
 
 def _loops(eng, frames) -> List[Limit]:

@@ -61,6 +61,8 @@ def canvas(design, view: str = "cluster", name: Optional[str] = None,
     ctx = build_context(design, checked, scenario, highlight)
     kinds, defaults = _TARGETS[view]
     located = locate(ctx.design, name, view, kinds, defaults)
+    if len(ctx.design.roots) > 1:
+        ctx.site = located.root
     from importlib import import_module
 
     module = import_module(f"astral_dsl.outputs.render.{view}")

@@ -98,6 +98,7 @@ class Highlight:
 
 class Context:
     highlight: Optional[Highlight] = None
+    site: Optional[Instance] = None   # the site drawn, in a design of several (None: of one)
     devices = None                    # analyses.devices.Devices: the names of the devices
 
     def device_name(self, path: str) -> Optional[str]:
@@ -122,6 +123,7 @@ class Context:
         self.loops = {lp.path: lp for lp in engineering.cooling.loops} if engineering else {}
         self.air = {a.path: a for a in engineering.cooling.air} if engineering else {}
         self._owners = self._map_diagnostics()
+        self._inside: Optional[set] = None
         self.failed_paths, self.failed_fabric, self.changed = self._scenario_actions(scenario)
 
     # -- diagnostics -> instances -------------------------------------------------------------
@@ -164,7 +166,41 @@ class Context:
         return [d for d in self.diagnostics if self._owners.get(id(d), set()) & ids]
 
     def shown_problems(self) -> List[Diagnostic]:
-        return [d for d in self.diagnostics if d.severity is not Severity.INFO]
+        """The problems to list: in a design of several sites, a picture of one lists those
+        whose source or subject (a part the message names) is in its site, and the design-wide
+        ones (about no part), not the other sites'."""
+        return [d for d in self.diagnostics if d.severity is not Severity.INFO
+                and self._in_site(d)]
+
+    def _in_site(self, d: Diagnostic) -> bool:
+        if self.site is None:
+            return True
+        owners = self._owners.get(id(d), set())
+        named = _PATH_IN_MESSAGE.findall(d.message)
+        parts = [p for p in named if p in self.by_path]
+        if not owners and not parts:
+            return True                                 # design-wide
+        inside = self._site_parts()
+        top = self.site.path
+        return bool(owners & inside) or any(
+            p == top or p.startswith((top + ".", top + "[")) or id(self.by_path[p]) in inside
+            for p in parts)
+
+    def _site_parts(self) -> set:
+        """The ids of the instances in the site drawn (an instance a template shares between
+        sites is in each)."""
+        if self._inside is None:
+            seen, todo = set(), [self.site]
+            while todo:
+                inst = todo.pop()
+                if id(inst) in seen:
+                    continue
+                seen.add(id(inst))
+                for v in inst.member_values():
+                    todo.extend(i for _, i in v.flat()) if isinstance(v, Group) \
+                        else todo.append(v)
+            self._inside = seen
+        return self._inside
 
     # -- the scenario ------------------------------------------------------------------------
     def _scenario_actions(self, scenario: Optional[Instance]):
