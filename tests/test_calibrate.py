@@ -211,6 +211,32 @@ def test_leave_one_group_out_spans_tables_and_reads_the_precision_as_seer_does()
     assert other[0].group != rows[0].group
 
 
+def test_a_group_is_the_configuration_as_seer_reads_it():
+    """An unpublished `fsdp` is read as 0 (no FSDP), as Seer reads both: the tables from NeMo
+    26.06 on leave the column empty for configurations earlier releases published with 0, and
+    those rows are one configuration across releases. What a row's notes state of how it ran
+    is part of its configuration: torchtitan publishes one layout with vanilla and async TP
+    (or without and with torch.compile) as rows of their own, and Seer reads them as two."""
+    from astral_dsl.runs.fit import rows_of
+    from astral_dsl.runs.table import parse_table
+
+    from test_runs import _csv
+
+    published = _row("r043")                                 # NeMo 26.04.01, fsdp 0
+    later = _row("r043", id="later", fsdp="", source_version="NeMo 26.06 container")
+    rows, _ = rows_of([("a", parse_table(_csv([published, later]), "a.csv"))])
+    assert len(rows) == 2 and rows[0].group == rows[1].group
+    sharded = _row("r043", id="sharded", fsdp="8")
+    assert rows_of([("b", parse_table(_csv([sharded]), "b.csv"))])[0][0].group != rows[0].group
+    vanilla, async_tp = _row("r241"), _row("r242")            # "vanilla TP" / "async TP"
+    pair, _ = rows_of([("c", parse_table(_csv([vanilla, async_tp]), "c.csv"))])
+    assert [r.prepared.spec.tp_overlap for r in pair] == ["none", "full"]
+    assert pair[0].group != pair[1].group
+    again = _row("r241", id="again", source_version="torchtitan abc (2025-09)")
+    both, _ = rows_of([("d", parse_table(_csv([vanilla, again]), "d.csv"))])
+    assert both[0].group == both[1].group                    # the same stated settings
+
+
 def test_a_small_table_is_left_out_exactly_and_warned_about(tiny, tmp_path, capsys):
     """Where groups x rows is small the left-out refits are exact fits (the one-step
     approximation was off by 10x on repeated rows), and a fit on fewer configurations than the

@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Tuple
 from astral_dsl import records
 from astral_dsl.runs.parts import system_of
 from astral_dsl.runs.stacks import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, System,
-                                    dated, precision_of, stack_of)
+                                    dated, precision_of, stack_of, stated_settings)
 from astral_dsl.runs.table import Run
 from astral_dsl.seer.stages import derived_layout
 
@@ -227,7 +227,8 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     par.update(dict(stack.parallel))
     par.setdefault("sp", tp > 1)
     vp = row.count("vp") if row.used("vp") else None
-    interleaved = "interleaved" in row.notes.lower() and pp > 1
+    said = dict(stated_settings(row))
+    interleaved = said["interleaved"] and pp > 1
     if vp and vp > 1:
         par["schedule"] = "interleaved"
         par["virtual_stages"] = vp
@@ -260,13 +261,12 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
         batch["micro"] = mbs
     else:
         assumed.append("micro-batch chosen by Seer's rule (not published)")
-    accumulation = re.search(r"\bGA=(\d+)", row.notes)
-    if stack.framework == "automodel" and pp > 1 and accumulation and \
-            int(accumulation.group(1)) > 1:
+    accumulation = said["accumulation"]
+    if stack.framework == "automodel" and pp > 1 and accumulation and accumulation > 1:
         # NeMo AutoModel runs the pipeline schedule once per gradient-accumulation step
         # (nemo_automodel 0.7.0 recipes/llm/train_ft.py: pp_batch_size is the local batch,
         # schedule.step() per accumulation batch)
-        batch["pipeline_runs"] = int(accumulation.group(1))
+        batch["pipeline_runs"] = accumulation
         assumed.append("the pipeline schedule run once per gradient-accumulation step (NeMo "
                        "AutoModel's training loop; GA published)")
     nsu = -(-gpus // system.gpus_per_su)

@@ -28,6 +28,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from astral_dsl import records
 from astral_dsl.runs import score
 from astral_dsl.runs.evaluate import Prepared, prepare
+from astral_dsl.runs.stacks import stated_settings
 from astral_dsl.runs.table import RunsTable
 from astral_dsl.seer.calibration import CONSTANTS, Calibration, Constant, priors
 
@@ -48,12 +49,19 @@ class FitRow:
     @property
     def group(self) -> Tuple:
         """Its group of the leave-one-group-out check: one configuration across releases and
-        tables (table.Run.key), with the system, the GPU and the precision as Seer reads them,
+        tables (table.Run.key) as Seer reads it. The system, the GPU and the precision as read,
         not as labelled (a release's "FP8-CS" and another's "FP8 (unlabeled; main value)" are
-        one recipe; the same row in a second table is the same configuration)."""
+        one recipe; the same row in a second table is the same configuration); an unpublished
+        `fsdp` as 0, which Seer reads alike (no FSDP: the distributed optimizer; the tables from
+        NeMo 26.06 on leave the column empty for the configurations earlier ones published
+        with 0); and what the row's notes state of how it ran (stacks.stated_settings: torchtitan
+        publishes a layout with and without torch.compile, async TP or an interleaved schedule
+        as rows of their own, which are configurations of their own)."""
         p = self.prepared
         read = (p.expressed.system, p.gpu.name, p.spec.dtype, p.spec.fp8_recipe)
-        return read + tuple(kv for kv in p.row.key if kv[0] not in AS_READ)
+        columns = tuple((k, 0.0 if k == "fsdp" and v is None else v) for k, v in p.row.key
+                        if k not in AS_READ)
+        return read + columns + stated_settings(p.row)
 
 
 def rows_of(tables: Sequence[Tuple[str, RunsTable]], systems=None

@@ -193,11 +193,30 @@ def framework_of(row) -> str:
     return "megatron"
 
 
+def stated_settings(row) -> Tuple[Tuple[str, object], ...]:
+    """What the row's `notes` state of how it ran, as Seer reads them (the tables' captions:
+    torchtitan's "torch.compile", "async TP" and "interleaved", AutoModel's "DeepEP", "fake
+    balanced gate" and "GA=4"): the one reading of the notes that stack_of and express use, and
+    part of the row's configuration in the leave-one-group-out check (fit.FitRow.group: two rows
+    of one layout that state different settings ran two configurations)."""
+    notes = row.notes.lower()
+    accumulation = re.search(r"\bga=(\d+)", notes)
+    return tuple(sorted((
+        ("torch_compile", "torch.compile" in notes),
+        ("async_tp", "asynctp" in notes.replace(" ", "")),
+        ("interleaved", "interleaved" in notes),
+        ("deepep", "deepep" in notes),
+        ("fake_gate", "fake balanced gate" in notes),
+        ("no_sp", "no sequence parallelism" in notes),
+        ("accumulation", int(accumulation.group(1)) if accumulation else None),
+    )))
+
+
 def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) -> Stack:
     """The job fields the row's software ran with (module docstring); `hybrid`: a Mamba
     hybrid model."""
     fw = framework_of(row)
-    notes = row.notes.lower()
+    said = dict(stated_settings(row))
     version = row.source_version.lower()
     fields: Dict[str, object] = {"framework": fw}
     par: Dict[str, object] = {}
@@ -212,7 +231,7 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             fields["attention"] = "unfused"
             if "narayanan" in version:
                 fields["tp_overlap"] = "none"
-            if "no sequence parallelism" in notes or tp <= 1:
+            if said["no_sp"] or tp <= 1:
                 par["sp"] = False
         else:
             fields["tp_overlap"] = "full" if tp > 1 else "backward"
@@ -284,8 +303,8 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                                    "dispatch (MoE recipes from Megatron-Bridge 26.06)")
     elif fw == "torchtitan":
         par["fsdp"] = dp > 1
-        fields["torch_compile"] = "torch.compile" in notes
-        fields["tp_overlap"] = "full" if "asynctp" in notes.replace(" ", "") else "none"
+        fields["torch_compile"] = said["torch_compile"]
+        fields["tp_overlap"] = "full" if said["async_tp"] else "none"
         if pp > 1:
             par["reshard_after_forward"] = False
         fields["overlap_grad_reduce"] = dp > 1
@@ -293,9 +312,9 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
         par["fsdp"] = dp > 1
         fields["tp_overlap"] = "none" if tp > 1 else "backward"
         fields["overlap_grad_reduce"] = dp > 1
-        if "deepep" in notes and moe:
+        if said["deepep"] and moe:
             fields["moe_dispatcher"] = "deepep"
-        if "fake balanced gate" in notes and moe:
+        if said["fake_gate"] and moe:
             # AutoModel's benchmark gate (nemo_automodel 0.7.0 components/moe/layers.py,
             # FakeBalancedGate, noise 0 by default: BackendConfig.fake_gate_noise): token t to
             # the k consecutive experts from t k (seer/routing.py)

@@ -10,10 +10,10 @@ its exact regime were checked; otherwise `outside` names each part no run had (a
 precision, a framework...), or the combination when each part was seen but never together, and
 the band is the widest checked one (every run's) widened OUTSIDE_WIDEN times: a documented
 default, not a measurement. Never narrower than the shipped fit's (documented_outside(),
--22/+39 %): a fit of other runs (A100s only, say) knows less about a regime it never saw than
+-22/+32 %): a fit of other runs (A100s only, say) knows less about a regime it never saw than
 the shipped fit does, not more, so its outside band is the wider of its own and the shipped
 one at each end; a calibration without bands takes DEFAULT_BAND (-25/+25 %) the same way,
-the wider of it and the shipped one at each end (-25/+39 %)."""
+the wider of it and the shipped one at each end (-25/+32 %)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -94,7 +94,7 @@ def _wider(a: Tuple[float, float], b: Tuple[float, float]) -> Tuple[float, float
 
 def documented_outside() -> Tuple[float, float]:
     """The band of a forecast outside the shipped fit's envelope (docs/seer.md, "How far to
-    trust a forecast": every run's band twice as wide, -22/+39 %), DEFAULT_BAND before any fit
+    trust a forecast": every run's band twice as wide, -22/+32 %), DEFAULT_BAND before any fit
     exists. No calibration gives a regime it never checked a narrower band than this."""
     from astral_dsl.seer.calibration import shipped
 
