@@ -73,3 +73,12 @@ WRONG_KINDS = [
 def test_an_argument_of_the_wrong_kind_is_a_type_error_that_names_it(ws, message, call):
     with pytest.raises(TypeError, match=message):
         call(ws)
+
+
+def test_a_what_if_that_names_no_job_field_is_e203(ws):
+    """`forecast(path, mciro=2)` raised ForecastError with no diagnostic (no code for a tool to
+    read): now E203, as a job that sets such a field, its hint the closest field."""
+    with pytest.raises(astral_dsl.ForecastError, match="E203 `mciro` is not a job field") as info:
+        astral_dsl.forecast(ws, mciro=2)
+    [diag] = info.value.diagnostics
+    assert (diag.code, diag.hint) == ("E203", "did you mean `micro`?")
