@@ -72,11 +72,13 @@ def _literal(value: ParamValue, what: str = "a grid value") -> str:
 
 def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
           overrides: Optional[Mapping[str, ParamValue]] = None, job: Optional[str] = None,
-          scenario: Optional[str] = None, workers: Optional[int] = None) -> "SweepResult":
+          scenario: Optional[str] = None, workers: Optional[int] = None,
+          calibration=None) -> "SweepResult":
     """`astral sweep`: the design (a path, or a Workspace of a file, with its overrides) at
     every point of `grid` ({name: values}: a list of values, each one value, or the text of
     `--grid`, e.g. "2..6"); one row per point (`rows`: params, metrics, diagnostics),
-    forecasting `job` when named. Raises explore.sweep.SweepError for a malformed grid, an
+    forecasting `job` when named, with `calibration` (a Calibration or a fit file, as `astral
+    sweep --calibration`; default: the shipped fit). Raises explore.sweep.SweepError for a malformed grid, an
     unknown parameter, job or scenario, or `workers` below 1; TypeError for arguments of the
     wrong kind (a Workspace of source text: its points are compiled again from the file, in
     worker processes)."""
@@ -101,12 +103,14 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     _a.mapping(overrides, "overrides")
     if _a.whole(workers, "workers") is not None and workers < 1:
         raise _sweep.SweepError(f"workers must be at least 1, not {workers}")
+    if calibration is not None and job is None:        # as `astral sweep` refuses it
+        raise _sweep.SweepError("calibration prices the forecasts of `job`: give the job too")
     sets.update({k: _literal(v, f"overrides[{k!r}]") for k, v in (overrides or {}).items()})
     specs = [f"{name}={values}" if isinstance(values, str) else
              f"{name}=" + ",".join(_one(name, v) for v in _listed(name, values))
              for name, values in grid.items()]
     return _sweep.run(os.fspath(path), specs, sets, job=job, scenario=scenario,
-                      workers=workers)
+                      workers=workers, calibration=_fit(calibration))
 
 
 def _listed(name: str, values: object) -> Sequence[ParamValue]:
