@@ -82,3 +82,15 @@ def test_a_what_if_that_names_no_job_field_is_e203(ws):
         astral_dsl.forecast(ws, mciro=2)
     [diag] = info.value.diagnostics
     assert (diag.code, diag.hint) == ("E203", "did you mean `micro`?")
+
+
+def test_a_design_of_another_file_is_refused(ws):
+    """check/forecast(ws, design=) take a design of the workspace: one of another file was
+    checked against this workspace's source (forecast under a scenario: a bare StopIteration
+    from pipeline.scenario_twin). A design of the same file is its own."""
+    other = astral_dsl.compile(REPO / "examples" / "tutorial_rack.astral").design
+    for call in (lambda: astral_dsl.check(ws, design=other),
+                 lambda: astral_dsl.forecast(ws, design=other, scenario="tor_plane_a_rail_3")):
+        with pytest.raises(ValueError, match=r"design is a design of `\S*tutorial_rack.astral`"):
+            call()
+    assert astral_dsl.check(ws, design=astral_dsl.compile(POD).design).valid

@@ -95,7 +95,7 @@ def check(target: Target, scenarios: Optional[Sequence[str]] = None,
     `allow`s and `baseline` (read with `read_baseline`) accept are in `.accepted`, apart from
     `.diagnostics`. A `scenarios` str is one name."""
     ws = workspace_of(target, overrides)
-    _a.instance_of(design, Design, "design", " (of the workspace: ws.design)")
+    _a.own_design(ws, _a.instance_of(design, Design, "design", " (of the workspace: ws.design)"))
     _a.instance_of(baseline, Baseline, "baseline", " (read_baseline)")
     return _check(ws, design, _a.names(scenarios, "scenarios"), all_scenarios, baseline)
 
@@ -125,7 +125,7 @@ def forecast(target: Target, job: Optional[str] = None, scenario: Optional[str] 
     ws = workspace_of(target, overrides)
     _a.name(job, "job")
     _a.name(scenario, "scenario")
-    _a.instance_of(design, Design, "design", " (of the workspace: ws.design)")
+    _a.own_design(ws, _a.instance_of(design, Design, "design", " (of the workspace: ws.design)"))
     calibration = options.get("calibration")
     if calibration is not None and not isinstance(calibration, (str, os.PathLike)):
         from astral_dsl.seer.calibration import Calibration

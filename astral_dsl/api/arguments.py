@@ -78,4 +78,16 @@ def instance_of(value: Optional[T], kind: type, what: str, hint: str = "",
     return value
 
 
-__all__ = ["instance_of", "mapping", "name", "names", "optional_path", "path", "paths", "whole"]
+def own_design(workspace, design):
+    """`design` when it is one the workspace compiled (its file and project root), or None:
+    a design of another file was checked against this workspace's source (its scenarios
+    compiled from the other file: a StopIteration, or results of neither)."""
+    if design is not None and (design.file, design.root) != (workspace.entry.key,
+                                                             str(workspace.root)):
+        raise ValueError(f"design is a design of `{design.file}`, not of the workspace's "
+                         f"`{workspace.entry.key}`: give it with its own workspace")
+    return design
+
+
+__all__ = ["instance_of", "mapping", "name", "names", "optional_path", "own_design", "path",
+           "paths", "whole"]
