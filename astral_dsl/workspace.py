@@ -77,6 +77,9 @@ class Workspace:
                             f"{type(text).__name__}")
         if not isinstance(name, str):
             raise TypeError(f"the name of a design must be a str, not {type(name).__name__}")
+        if root is not None and not isinstance(root, (str, os.PathLike)):
+            raise TypeError(f"the root of a design's imports must be a str or a path, not "
+                            f"{type(root).__name__}")
         _check_overrides(overrides)
         diagnostics: List[Diagnostic] = []
         loader = ModuleLoader(Path(root) if root is not None else Path.cwd(), diagnostics, read)

@@ -95,3 +95,20 @@ def test_a_fit_that_cannot_be_read_is_a_usage_error(command, tmp_path):
         assert re.search(rf"--calibration: {re.escape(str(path))}", proc.stderr), proc.stderr
         assert "Traceback" not in proc.stderr and "E000" not in proc.stdout + proc.stderr
     assert not (tmp_path / "never-written.html").exists()
+
+
+def test_the_api_sweep_forecasts_with_the_fit(fit):
+    """`astral_dsl.sweep(..., calibration=)`, as `astral sweep --calibration`: the API had no
+    way to give the fit (the CLI is never less accurate than the API, nor the API than it);
+    without `job` it prices nothing, and is refused as the command refuses it."""
+    design = astral_dsl.load(str(SINGLE_POD))
+    grid = {"hosts_per_rack": [4]}                     # the design as written: one point
+    for given, expected in ((None, _time(design)), (fit, _time(design, fit))):
+        result = astral_dsl.sweep(SINGLE_POD, grid, job="llama70b", workers=1,
+                                  calibration=given)
+        # the sweep's metrics round the time to the microsecond (explore/point.py)
+        assert result.rows[0]["metrics"]["iteration_time_s"] == round(expected, 6)
+    from astral_dsl.explore.sweep import SweepError
+
+    with pytest.raises(SweepError, match="give the job too"):
+        astral_dsl.sweep(SINGLE_POD, grid, workers=1, calibration=fit)

@@ -390,3 +390,57 @@ def test_an_other_tools_spelling_of_a_unit_gets_the_unit_meant(written, meant):
         parse_unit(written)
     assert info.value.hint == f"did you mean `{meant}`?"
     parse_unit(meant)                      # and the suggestion is a unit
+
+
+# ---- equality, hashing and ordering of Quantities (the library's, as the language's) -----------
+
+def test_tiny_quantities_are_told_apart():
+    """Equality and hashing read 12 significant digits, not 12 decimals of the SI value: 1e-13
+    W and 4e-13 W were both rounded to 0 and equal (and so were 0.1 ps and 0.14 ps)."""
+    assert Q(1e-13, "W") != Q(4e-13, "W")
+    assert Q(1e-4, "ns") != Q(1.4e-4, "ns")
+    assert len({Q(1e-13, "W"), Q(4e-13, "W")}) == 2
+    # what the rounding is for: a float's last digits (0.1 + 0.2 is 0.30000000000000004)
+    assert Q(0.1 + 0.2) == Q(0.3) and hash(Q(0.1 + 0.2)) == hash(Q(0.3))
+    assert Q(1, "kW") == Q(1000, "W") and hash(Q(1, "kW")) == hash(Q(1000, "W"))
+    assert Q(0.0) == Q(-0.0) and hash(Q(0.0)) == hash(Q(-0.0))
+
+
+def test_templates_with_tiny_arguments_are_two_instances():
+    """A template instantiated with 1e-13 W and with 4e-13 W is two instances: they shared
+    one (the template's memo read the rounded value), and H2's GPU drew H1's 1e-13 W."""
+    d = astral_dsl.loads(
+        'gpu G(p: power) {\n  power = p\n  memory = 80 GB\n  flops_bf16 = 989 TFLOP/s\n'
+        '  source = "x"\n}\n'
+        "host H1 { gpus = 1 x G(p = 1e-13 W) }\nhost H2 { gpus = 1 x G(p = 4e-13 W) }\n",
+        name="tiny.astral")
+    assert d.valid, d.diagnostics
+    assert d.instance("H1").power.si == 1e-13
+    assert d.instance("H2").power.si == 4e-13
+
+
+def test_quantities_of_one_dimension_are_ordered():
+    """`<` as the language's: 900 W < 1.5 kW < 2 kW; equal amounts are not less; two
+    dimensions are UnitError E301; a number is not a Quantity (TypeError)."""
+    assert sorted([Q(2, "kW"), Q(900, "W"), Q(1.5, "kW")]) == [Q(900, "W"), Q(1.5, "kW"),
+                                                               Q(2, "kW")]
+    assert Q(1, "kW") <= Q(1000, "W") and Q(1, "kW") >= Q(1000, "W")
+    assert not Q(1, "kW") < Q(1000, "W") and not Q(1, "kW") > Q(1000, "W")
+    assert Q(0.3) <= Q(0.1 + 0.2) and not Q(0.3) < Q(0.1 + 0.2)      # equal, as == says
+    assert max(Q(9.8, "s"), Q(9500, "ms")) == Q(9.8, "s")
+    assert raises_unit_error(lambda: Q(1, "kW") < Q(1, "s")).code == "E301"
+    with pytest.raises(TypeError, match="not supported"):
+        Q(1, "kW") < 1  # noqa: B015
+
+
+def test_quantity_arguments_of_the_wrong_kind_are_type_errors():
+    """Not float()'s `could not convert string to float` nor `'NoneType' has no attribute
+    'dims'`: the message names what a Quantity takes."""
+    for value in ("x", None, True):
+        with pytest.raises(TypeError, match="the value of a Quantity is a number"):
+            Q(value, "kW")
+    for unit in (None, 5):
+        with pytest.raises(TypeError, match="a unit is a unit name"):
+            Q(1, unit)
+        with pytest.raises(TypeError, match="a unit is a unit name"):
+            Q(1, "kW").to(unit)

@@ -11,10 +11,12 @@ A Workspace (workspace.py) holds the parsed source and compiles it again when si
 scenario or an override needs it; the check's steps are pipeline.py's."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from astral_dsl.analyses.summary import Totals
+from astral_dsl.api import arguments as _a
 from astral_dsl.api.commands import Target, diagnosis, diff, report, score_runs, size, sweep, \
     workspace_of
 from astral_dsl.api.results import Chosen, DiffResult, ForecastResult, RunsResult, Sized
@@ -91,8 +93,11 @@ def check(target: Target, scenarios: Optional[Sequence[str]] = None,
     `all_scenarios`). `.valid` is the command's verdict (exit status 0); `.totals` its summary
     line. `design`: a design of the workspace (default: its own). The warnings the design's
     `allow`s and `baseline` (read with `read_baseline`) accept are in `.accepted`, apart from
-    `.diagnostics`."""
-    return _check(workspace_of(target, overrides), design, scenarios, all_scenarios, baseline)
+    `.diagnostics`. A `scenarios` str is one name."""
+    ws = workspace_of(target, overrides)
+    _a.own_design(ws, _a.instance_of(design, Design, "design", " (of the workspace: ws.design)"))
+    _a.instance_of(baseline, Baseline, "baseline", " (read_baseline)")
+    return _check(ws, design, _a.names(scenarios, "scenarios"), all_scenarios, baseline)
 
 
 def check_file(path: str | Path, overrides: Optional[Mapping[str, object]] = None,
@@ -118,6 +123,15 @@ def forecast(target: Target, job: Optional[str] = None, scenario: Optional[str] 
     from astral_dsl.seer import ForecastError
 
     ws = workspace_of(target, overrides)
+    _a.name(job, "job")
+    _a.name(scenario, "scenario")
+    _a.own_design(ws, _a.instance_of(design, Design, "design", " (of the workspace: ws.design)"))
+    calibration = options.get("calibration")
+    if calibration is not None and not isinstance(calibration, (str, os.PathLike)):
+        from astral_dsl.seer.calibration import Calibration
+
+        _a.instance_of(calibration, Calibration, "calibration", " or the path of a fit file")
+    _a.optional_path(options.get("operator_table"), "operator_table")
     chosen = ws.sized if design is None else design
     if not chosen.valid:
         raise ForecastError("the design has errors", chosen.diagnostics)
@@ -129,6 +143,7 @@ def summary(design: Design) -> dict:
     """GPUs, hosts, racks, switches and IT power of a compiled design."""
     from astral_dsl.analyses.summary import summarize
 
+    _a.instance_of(design, Design, "design", " (astral_dsl.load)", optional=False)
     return summarize(design)
 
 

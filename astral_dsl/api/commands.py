@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import (TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union)
 
+from astral_dsl.api import arguments as _a
 from astral_dsl.api.results import Chosen, DiffResult, RunsResult, Sized
 from astral_dsl.pipeline import check as _check
 from astral_dsl.workspace import ParamValue, Workspace
@@ -24,6 +25,7 @@ Target = Union[PathLike, Workspace]
 def workspace_of(target: Target, overrides: Optional[Mapping[str, ParamValue]] = None
                  ) -> Workspace:
     """A workspace of `target`: itself (with `overrides` added), or the file it names opened."""
+    _a.mapping(overrides, "overrides")
     if isinstance(target, Workspace):
         return target.with_params(**overrides) if overrides else target
     if not isinstance(target, (str, os.PathLike)):
@@ -38,7 +40,8 @@ def size(target: Target, scenario: Optional[str] = None,
     named), the values sizing chose, the objective and the size report's JSON summary."""
     from astral_dsl.outputs.size_json import chosen_fields, objective_json, size_summary
 
-    checked = _check(workspace_of(target, overrides), None, [scenario] if scenario else None)
+    ws = workspace_of(target, overrides)
+    checked = _check(ws, None, [scenario] if _a.name(scenario, "scenario") else None)
     design, eng = checked.design, checked.engineering
     outcome = next((o for o in checked.scenarios if o.name == scenario), None)
     if outcome is not None and outcome.applied is not None and outcome.result is not None:
@@ -69,11 +72,13 @@ def _literal(value: ParamValue, what: str = "a grid value") -> str:
 
 def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
           overrides: Optional[Mapping[str, ParamValue]] = None, job: Optional[str] = None,
-          scenario: Optional[str] = None, workers: Optional[int] = None) -> "SweepResult":
+          scenario: Optional[str] = None, workers: Optional[int] = None,
+          calibration=None) -> "SweepResult":
     """`astral sweep`: the design (a path, or a Workspace of a file, with its overrides) at
     every point of `grid` ({name: values}: a list of values, each one value, or the text of
     `--grid`, e.g. "2..6"); one row per point (`rows`: params, metrics, diagnostics),
-    forecasting `job` when named. Raises explore.sweep.SweepError for a malformed grid, an
+    forecasting `job` when named, with `calibration` (a Calibration or a fit file, as `astral
+    sweep --calibration`; default: the shipped fit). Raises explore.sweep.SweepError for a malformed grid, an
     unknown parameter, job or scenario, or `workers` below 1; TypeError for arguments of the
     wrong kind (a Workspace of source text: its points are compiled again from the file, in
     worker processes)."""
@@ -93,14 +98,19 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     if not isinstance(grid, Mapping):
         raise TypeError(f"grid is a mapping of parameter names to values, e.g. "
                         f"{{\"hosts_per_rack\": [2, 4]}}, not {type(grid).__name__}")
-    if workers is not None and workers < 1:
+    _a.name(job, "job")
+    _a.name(scenario, "scenario")
+    _a.mapping(overrides, "overrides")
+    if _a.whole(workers, "workers") is not None and workers < 1:
         raise _sweep.SweepError(f"workers must be at least 1, not {workers}")
+    if calibration is not None and job is None:        # as `astral sweep` refuses it
+        raise _sweep.SweepError("calibration prices the forecasts of `job`: give the job too")
     sets.update({k: _literal(v, f"overrides[{k!r}]") for k, v in (overrides or {}).items()})
     specs = [f"{name}={values}" if isinstance(values, str) else
              f"{name}=" + ",".join(_one(name, v) for v in _listed(name, values))
              for name, values in grid.items()]
     return _sweep.run(os.fspath(path), specs, sets, job=job, scenario=scenario,
-                      workers=workers)
+                      workers=workers, calibration=_fit(calibration))
 
 
 def _listed(name: str, values: object) -> Sequence[ParamValue]:
@@ -135,7 +145,7 @@ def _fit(calibration):
 
     if calibration is None or isinstance(calibration, Calibration):
         return calibration
-    return read_calibration(os.fspath(calibration))
+    return read_calibration(_a.path(calibration, "calibration (a Calibration or a fit file)"))
 
 
 def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = None,
@@ -152,10 +162,13 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
     from astral_dsl.outputs.report import build
 
     ws = workspace_of(target, overrides)
+    out = Path(_a.path(output, "output"))
+    jobs = _a.names(jobs, "jobs")
+    _a.name(scenario, "scenario")
+    _a.instance_of(title, str, "title")
     review = attrs.evolve(collect(ws, jobs=jobs, scenario=scenario,
                                   calibration=_fit(calibration)),
                           overrides=tuple(sorted((k, str(v)) for k, v in ws.overrides.items())))
-    out = Path(output)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_bytes(build(review, title=title).encode("utf-8"))
     os.replace(tmp, out)
@@ -201,9 +214,12 @@ def diagnosis(target: Target, observed: Sequence[PathLike], job: Optional[str] =
     from astral_dsl.seer import ForecastError
 
     design = workspace_of(target, overrides).design
+    files = _a.paths(observed, "observed")
+    for value, what in ((job, "job"), (order, "order"), (timers, "timers")):
+        _a.name(value, what)
     if not design.valid:
         raise ForecastError("the design has errors", design.diagnostics)
-    return _diagnose.diagnose(design, observe.load([os.fspath(p) for p in observed]), job=job,
+    return _diagnose.diagnose(design, observe.load(files), job=job,
                               order=order, timers=timers, calibration=_fit(calibration))
 
 
@@ -222,15 +238,16 @@ def score_runs(table: PathLike, calibration: Optional[PathLike] = None,
     if gpu_file is not None:
         from astral_dsl.runs.systems import read_systems
 
-        gf = read_systems(os.fspath(gpu_file))
+        gf = read_systems(_a.path(gpu_file, "gpu_file"))
         diags = tuple(gf.diagnostics)
         if not gf.valid:
             return RunsResult(gf.file, (), diags)
         systems = gf.by_key()
-    read = read_table(os.fspath(table))
+    read = read_table(_a.path(table, "table"))
     if not read.valid:
         return RunsResult(read.file, (), diags + tuple(read.diagnostics))
-    cal = read_calibration(os.fspath(calibration)) if calibration is not None else shipped()
+    cal = read_calibration(_a.path(calibration, "calibration")) if calibration is not None \
+        else shipped()
     return RunsResult(read.file, tuple(evaluate(prepare(read, systems), cal)), diags)
 
 

@@ -134,14 +134,13 @@ def forecast(design, job: Optional[str] = None, failures=None,
     from astral_dsl.seer.costs import OperatorTable
     from astral_dsl.seer.envelope import outside_warning
     from astral_dsl.seer.forecast import run
-    from astral_dsl.seer.job import OPTIONS, check_options, unknown_options
+    from astral_dsl.seer.job import check_options, unknown_options
     from astral_dsl.seer.validate import unmatched_table_warning, validate_job
     from astral_dsl.seer.validate_memory import forecast_diagnostics
 
     unknown = unknown_options(options)
     if unknown:
-        raise ForecastError(", ".join(f"`{k}`" for k in unknown) + " is not a job field "
-                            "(forecast options: " + ", ".join(sorted(OPTIONS)) + ")")
+        raise ForecastError("bad forecast option", unknown)
     bad = check_options(options)
     if bad:
         raise ForecastError("bad forecast option", bad)

@@ -134,8 +134,18 @@ def model_spec(inst) -> ModelSpec:
         mamba_chunk=_int(f("mamba_chunk"), 256) or 256)
 
 
-def unknown_options(options) -> List[str]:
-    return sorted(set(options) - set(OPTIONS))
+def unknown_options(options) -> List[Diagnostic]:
+    """E203 for each option that is not a job field (`seer.forecast(design, bogus=1)`), as a
+    .astral job that sets it: an API call has no source, so no span; the hint names the
+    closest field, else every option."""
+    from astral_dsl.diagnostics import Severity, did_you_mean
+
+    out = []
+    for name in sorted(set(options) - set(OPTIONS)):
+        hint = did_you_mean(name, OPTIONS) or "forecast options: " + ", ".join(sorted(OPTIONS))
+        out.append(Diagnostic("E203", Severity.ERROR, f"`{name}` is not a job field, so not a "
+                              f"forecast option", None, hint))
+    return out
 
 
 def check_options(options) -> List[Diagnostic]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from fractions import Fraction
 from functools import lru_cache
 
@@ -76,6 +77,15 @@ class Quantity:
     # -- construction ------------------------------------------------------------------------------
     @classmethod
     def of(cls, value: float, unit: str = "") -> "Quantity":
+        """`value` in `unit` (a unit name, "" for a plain number): `Quantity.of(40, "kW")`. A
+        value that is not a real number (a str, None, a bool) and a unit that is not a str
+        raise TypeError; a unit the table does not know, UnitSpecError."""
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"the value of a Quantity is a number (an int or a float), not "
+                            f"{type(value).__name__}")
+        if not isinstance(unit, str):
+            raise TypeError(f"a unit is a unit name (a str such as \"kW\"), not "
+                            f"{type(unit).__name__}")
         if not unit:
             return cls(float(value))
         u = parse_unit(unit)
@@ -126,13 +136,34 @@ class Quantity:
         return f"Quantity({self})"
 
     def key(self):
-        return (round(self.si, 12) if self.si else 0.0, self.dims, self.point)
+        """What equality and hashing compare: the SI value to 12 significant digits (a float's
+        last digits are rounding), its dimension and whether it is a point. Relative, not a
+        number of decimals: 1e-13 W and 4e-13 W differ (rounded to 12 decimals both were 0,
+        and two instantiations of a template with them shared one instance)."""
+        return (float(f"{self.si:.12g}") + 0.0, self.dims, self.point)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Quantity) and self.key() == other.key()
 
     def __hash__(self) -> int:
         return hash(self.key())
+
+    # ordering, as `<` in the language: quantities of one dimension (UnitError E301 for two
+    # dimensions, E302 for a point and a difference); equal ones (==) are not less
+    def _below(self, other: object) -> bool:
+        return self.compare(other) < 0 and self != other      # type: ignore[arg-type]
+
+    def __lt__(self, other: object) -> bool:
+        return self._below(other) if isinstance(other, Quantity) else NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return other._below(self) if isinstance(other, Quantity) else NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return not other._below(self) if isinstance(other, Quantity) else NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return not self._below(other) if isinstance(other, Quantity) else NotImplemented
 
     def is_whole(self) -> bool:
         return self.dimensionless and float(self.si).is_integer()
@@ -225,6 +256,9 @@ class Quantity:
         another dimension raises UnitError (E301)."""
         if isinstance(unit, str):
             unit = parse_unit(unit)
+        elif not isinstance(unit, Unit):
+            raise TypeError(f"a unit is a unit name (a str such as \"kW\"), not "
+                            f"{type(unit).__name__}")
         if unit.dims != self.dims or unit.point != self.point:
             target = dimension_name(unit.dims, unit.point)
             raise UnitError("E301", f"cannot convert {self.describe()} to `{unit.name}` ({target})")

@@ -1,0 +1,96 @@
+"""The library API's arguments (docs/api.md, "Errors"): one of the wrong kind raises TypeError
+naming the argument and what it takes, never an AttributeError or a TypeError from deep below
+(`'int' object has no attribute 'lower'`); a str where names or paths are listed is one name or
+one path, never its characters."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.diagnose import DiagnoseError
+from astral_dsl.outputs.report import ReviewError
+
+REPO = Path(__file__).resolve().parents[1]
+POD = REPO / "examples" / "single_pod.astral"
+
+
+@pytest.fixture(scope="module")
+def ws() -> astral_dsl.Workspace:
+    return astral_dsl.compile(POD)
+
+
+def test_one_observed_path_is_one_path(ws, tmp_path, monkeypatch):
+    """`observed="run7.csv"` was read as the paths r, u, n, 7, ".", c, s, v: "." the whole
+    current folder. Now it is that one file (missing here: its E780 names it, and only it)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("not a trace\n", encoding="utf-8")
+    with pytest.raises(DiagnoseError) as info:
+        astral_dsl.diagnosis(ws, "run7.csv")
+    files = {d.file for d in info.value.diagnostics}
+    assert files == {"run7.csv"}, info.value.diagnostics
+    assert [d.code for d in info.value.diagnostics] == ["E780"]
+
+
+def test_one_job_or_scenario_name_is_one_name(ws, tmp_path):
+    """`jobs="nonesuch"` said `--job n: no such job`; `scenarios="tor_plane_a_rail_3"` gave
+    E216 for each of its letters, and ran no scenario."""
+    with pytest.raises(ReviewError, match="--job nonesuch: no such job"):
+        astral_dsl.report(ws, tmp_path / "r.html", jobs="nonesuch")
+    checked = astral_dsl.check(ws, scenarios="tor_plane_a_rail_3")
+    assert not any(d.code == "E216" for d in checked.diagnostics)
+    assert [o.name for o in checked.scenarios] == ["tor_plane_a_rail_3"]
+
+
+WRONG_KINDS = [
+    ("job is a name", lambda ws: astral_dsl.forecast(ws, job=5)),
+    ("scenario is a name", lambda ws: astral_dsl.forecast(ws, scenario=["x"])),
+    ("job is a name", lambda ws: astral_dsl.sweep(POD, {"hosts_per_rack": [2]}, job=5)),
+    ("workers is a whole number", lambda ws: astral_dsl.sweep(POD, {"hosts_per_rack": [2]},
+                                                              workers="2")),
+    ("workers is a whole number", lambda ws: astral_dsl.sweep(POD, {"hosts_per_rack": [2]},
+                                                              workers=1.5)),
+    ("baseline is a Baseline", lambda ws: astral_dsl.check(ws, baseline="b.json")),
+    ("design is a Design", lambda ws: astral_dsl.check(ws, design=5)),
+    ("overrides is a mapping", lambda ws: astral_dsl.check(ws, overrides=5)),
+    ("design is a Design", lambda ws: astral_dsl.summary(None)),
+    ("observed is a list of paths", lambda ws: astral_dsl.diagnosis(ws, None)),
+    ("each of observed is a path", lambda ws: astral_dsl.diagnosis(ws, [3])),
+    ("timers is a name", lambda ws: astral_dsl.diagnosis(ws, ["t.csv"], timers=1)),
+    ("output is a path", lambda ws: astral_dsl.report(ws, None)),
+    ("jobs is a list of names", lambda ws: astral_dsl.report(ws, "r.html", jobs=5)),
+    ("table is a path", lambda ws: astral_dsl.score_runs(None)),
+    ("calibration is a Calibration", lambda ws: astral_dsl.forecast(ws, calibration=5)),
+    ("calibration \\(a Calibration or a fit file\\) is a path",
+     lambda ws: astral_dsl.diff(ws, ws, calibration=5)),
+    ("the root of a design's imports", lambda ws: astral_dsl.loads("site S { }", root=5)),
+]
+
+
+@pytest.mark.parametrize("message, call", WRONG_KINDS, ids=[str(i) for i in
+                                                             range(len(WRONG_KINDS))])
+def test_an_argument_of_the_wrong_kind_is_a_type_error_that_names_it(ws, message, call):
+    with pytest.raises(TypeError, match=message):
+        call(ws)
+
+
+def test_a_what_if_that_names_no_job_field_is_e203(ws):
+    """`forecast(path, mciro=2)` raised ForecastError with no diagnostic (no code for a tool to
+    read): now E203, as a job that sets such a field, its hint the closest field."""
+    with pytest.raises(astral_dsl.ForecastError, match="E203 `mciro` is not a job field") as info:
+        astral_dsl.forecast(ws, mciro=2)
+    [diag] = info.value.diagnostics
+    assert (diag.code, diag.hint) == ("E203", "did you mean `micro`?")
+
+
+def test_a_design_of_another_file_is_refused(ws):
+    """check/forecast(ws, design=) take a design of the workspace: one of another file was
+    checked against this workspace's source (forecast under a scenario: a bare StopIteration
+    from pipeline.scenario_twin). A design of the same file is its own."""
+    other = astral_dsl.compile(REPO / "examples" / "tutorial_rack.astral").design
+    for call in (lambda: astral_dsl.check(ws, design=other),
+                 lambda: astral_dsl.forecast(ws, design=other, scenario="tor_plane_a_rail_3")):
+        with pytest.raises(ValueError, match=r"design is a design of `\S*tutorial_rack.astral`"):
+            call()
+    assert astral_dsl.check(ws, design=astral_dsl.compile(POD).design).valid
