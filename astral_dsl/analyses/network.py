@@ -14,6 +14,8 @@ and two planes: Meng et al., "Astral", ACM SIGCOMM 2025; fat trees: Al-Fares et 
 - Full reach: when a tier merges m lower groups into one of its groups, each of its switches must
   reach every lower group (m <= its downlinks); when it serves one lower group (m = 1), every
   lower switch must reach every upper switch (lower switches per group <= its downlinks).
+  Planes (formulas.even_upper_switches) need a lower group's switches joined below them (a
+  fat tree's aggregation switches are, by its edges); a first tier's are not: E604.
 - Power: a switch draws its declared `power` whatever the job (no utilisation scaling), plus its
   optics (network_links.py); undeclared power is W606/W607, never a silent zero.
 """
@@ -229,6 +231,7 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
     switches: List[Optional[Instance]] = []
     prev: Optional[TierCount] = None
     prev_groups = prev_split = 0
+    joined = True           # the switches of one group of `prev` have a path between them below
     for index, tier in enumerate(tier_insts):
         scope = tier.field("scope")
         scope_name = scope.name if isinstance(scope, Symbol) else owner.kind
@@ -292,9 +295,12 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
         diags.extend(tier_checks(owner, tier, attrs.evolve(tc, oversubscription=declared)
                                  if alive < 1 else tc, switch, prev, _speeds(hosts), limit, index,
                                  len(tier_insts), prev_groups, groups, found,
-                                 merged if nested else None))
+                                 merged if nested else None, joined))
         tiers.append(tc)
         switches.append(switch)
+        # a group's switches share a lower switch (mesh) or their planes' lower switches are
+        # joined below; a first tier's, only when it is one switch
+        joined = per_group <= 1 if prev is None else (mesh or joined)
         prev, prev_groups, prev_split = tc, groups, split
     layers, optics, link_diags = link_layers(fabric, tier_insts, tiers, switches, hosts, mult,
                                              by_path)
