@@ -452,3 +452,26 @@ scenario not_wired {
     for name, gpus in (("leaf1", "4 GPUs"), ("leaf0", "20 GPUs"), ("wired", "1 GPU loses")):
         assert any(t.startswith(gpus) and "cut off" in t for t in said[name]), said[name]
     assert any("is not wired to" in t for t in said["not_wired"]), said["not_wired"]
+
+
+def test_w628_names_one_fabric_on_pods_of_two_sizes_as_one():
+    # F attached to each pod: Big (10 racks x 4 hosts = 40 hosts: 40 ports per rail / 32 = 2
+    # leaves per rail = 16, 16 x 32 uplinks / 64 = 8 spines: 24 switches) and 3 Small (8 hosts:
+    # 1 leaf per rail = 8, 8 x 32 / 64 = 4 spines: 12 each, 36). 60 switches of 750 W = 45 kW,
+    # on no feeder. It is one fabric on two parts, not "1 other fabric".
+    text = _parts() + """
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = pod, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = Sw, scope = pod, down = 64 x 400 Gb/s }
+}
+pod Big { racks = 10 x R, fabric = F }
+pod Small { racks = 2 x R, fabric = F }
+site Site { pods = [1 x Big, 3 x Small] }
+"""
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="pods.astral"))
+    by_owner = {f.owner: f.switches for f in checked.engineering.fabrics}
+    assert by_owner == {"Site.pods[0]": 24, "Site.pods[1]": 36}
+    (w,) = [d for d in checked.diagnostics if d.code == "W628"]
+    assert w.message.startswith("the network's 45 kW (60 switches of `Site.pods[0].fabric` on "
+                                "`Site.pods[0]` and `Site.pods[1]`) are on no declared feeder")
