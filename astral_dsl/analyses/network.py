@@ -261,9 +261,16 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
         busiest = max(busiest, per_group_demand)
         needed = math.ceil(busiest / down_n - 1e-9) if down_n else 0
         sized_for = None
-        if down_n and needed > math.ceil(per_group_demand / down_n - 1e-9):
+        # a first tier's groups each sized for its own hosts (what the largest's size costs)
+        own = _own(owner, scope_name, cache, hosts, rails, planes, per_names, down_n) \
+            if prev is None and down_n and (found or scope_name == owner.kind) else needed * groups
+        if down_n and (needed > math.ceil(per_group_demand / down_n - 1e-9)
+                       or own < needed * groups):
             sized_for = (f"its groups differ: each is sized for the largest, {where} "
                          f"({_n(busiest)} links to serve, {_n(per_group_demand)} on average)")
+            if own < needed * groups:
+                sized_for += (f"; each group sized for its own hosts would make "
+                              f"{own * mult:,} switches, not {needed * groups * mult:,}")
         per_group, rounding, plane = needed, None, None
         if nested:
             per_group, plane = formulas.even_upper_switches(
@@ -372,6 +379,17 @@ def _largest(owner: Instance, scope: str, cache, hosts: Hosts, rails: int, plane
     if prev is None and "rail" in per and any(k[1] % rails for k in hosts.kinds if k[0]):
         where += " on rail 0"
     return best, where
+
+
+def _own(owner: Instance, scope: str, cache, hosts: Hosts, rails: int, planes: int,
+         per: Tuple[str, ...], down: int) -> int:
+    """First-tier switches of the owner with each group sized for its own hosts."""
+    pairs = [(1, owner)] if scope == owner.kind else \
+        group_of(owner, _SCOPE_KINDS.get(scope, (scope,)), cache).flat()
+    return sum(n * fabric_names.own_switches(
+        [(k[0], lay) for k, lay in zip(mine.kinds, mine.layouts)], rails, planes, "rail" in per,
+        "plane" in per, down) for n, mine in ((n, hosts if i is owner else _hosts(i, cache))
+                                              for n, i in pairs))
 
 
 def _rounding_reason(name: str, prev: TierCount, needed: int, per_group: int,
