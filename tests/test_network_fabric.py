@@ -507,3 +507,38 @@ def test_examples_have_no_network_warnings(name):
     network = [d for d in checked.diagnostics
                if d.code[1:3] == "60" or d.code[1:3] == "61"]
     assert network == [], [(d.code, d.message) for d in network]
+
+
+# Planes over a first tier: 8-port switches (leaf 4 down / 4 up, spine 8 down), 2 rails of
+# single-port NICs, leaves per rail over the whole site, one spine group joining both rails.
+PLANES_OVER_LEAVES = """
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 400 Gb/s }
+switch Sw { ports = 8, port_speed = 400 Gb/s, power = 500 W }
+host H { gpus = 2 x G, nics = 2 x N, power = 2 kW }
+fabric F {
+  rails = 2
+  tier leaf { switch = Sw, scope = site, per = [rail], down = 4 x 400 Gb/s, up = 4 x 400 Gb/s }
+  tier spine { switch = Sw, scope = site, down = 8 x 400 Gb/s }
+}
+site S { hosts = HOSTS x H, fabric = F }
+"""
+
+
+def test_planes_over_a_first_tier_are_e604():
+    # 32 hosts: 32 ports per rail / 4 = L = 8 leaves per rail, m = 2 rail groups; L x m = 16 > 8
+    # spine downlinks, so the spines would be wired in planes (leaf p of each rail to plane p):
+    # leaf 0 and leaf 1 of rail 0 would share no spine, and nothing under them joins them.
+    # A two-tier Clos of 8-port spines reaches 8 leaves: at most 8 // 2 = 4 per rail group.
+    checked = _check(PLANES_OVER_LEAVES.replace("HOSTS", "32"))
+    d = _only(checked, "E604")
+    assert "all 16 `leaf` switches of the 2 groups it joins (8 per group)" in d.message
+    assert "8 downlinks" in d.message and "no path between them" in d.message
+    assert (d.span.start.line, d.span.start.column) == (9, 50)    # the spine's `down`
+    assert "at most 4 `leaf` switches per group" in d.hint
+    # 16 hosts: 4 leaves per rail, 4 x 2 = 8 <= 8: every leaf reaches every spine (mesh) with
+    # 4 x 4 x 2 = 32 uplinks / 8 = 4 spines, one link each; no error.
+    ok = _check(PLANES_OVER_LEAVES.replace("HOSTS", "16"))
+    assert not [c for c in _codes(ok) if c.startswith("E")]
+    spine = _tiers(ok)["spine"]
+    assert (spine.switches, spine.mesh) == (4, True)

@@ -64,6 +64,9 @@ site S { pods = [1 x Big, 1 x Small], fabric = F }
     assert leaf.down_links == 512                       # 64 hosts x 8 NICs, exactly
     assert leaf.down_used == 16.0                       # 512 links / 32 leaves
     assert "`S.pods[0]`" in leaf.sized_for and "48 links" in leaf.sized_for
+    # each pod for its own hosts: Big 2 x 8 rails = 16, Small 1 x 8 = 8: 24 leaves, not 32
+    assert leaf.sized_for.endswith("each group sized for its own hosts would make 24 switches, "
+                                   "not 32")
     assert (spine.per_group, spine.switches) == (16, 16)
     assert spine.sized_for is None
     assert _codes(checked) == []
@@ -121,6 +124,8 @@ site S { racks = 1 x R, fabric = F }
     leaf = _tiers(checked)["leaf"]
     assert (leaf.per_group, leaf.switches) == (2, 8)
     assert "rail 0" in leaf.sized_for and "64 links" in leaf.sized_for
+    # for their own ports: rails 0 and 1 (64 each) 2 leaves, rails 2 and 3 (32 each) 1: 6
+    assert "would make 6 switches, not 8" in leaf.sized_for
     (w,) = [d for d in checked.diagnostics if d.code == "W610"]
     assert "busiest (rail 0)" in w.message
 
@@ -452,3 +457,61 @@ scenario not_wired {
     for name, gpus in (("leaf1", "4 GPUs"), ("leaf0", "20 GPUs"), ("wired", "1 GPU loses")):
         assert any(t.startswith(gpus) and "cut off" in t for t in said[name]), said[name]
     assert any("is not wired to" in t for t in said["not_wired"]), said["not_wired"]
+
+
+def test_w628_names_one_fabric_on_pods_of_two_sizes_as_one():
+    # F attached to each pod: Big (10 racks x 4 hosts = 40 hosts: 40 ports per rail / 32 = 2
+    # leaves per rail = 16, 16 x 32 uplinks / 64 = 8 spines: 24 switches) and 3 Small (8 hosts:
+    # 1 leaf per rail = 8, 8 x 32 / 64 = 4 spines: 12 each, 36). 60 switches of 750 W = 45 kW,
+    # on no feeder. It is one fabric on two parts, not "1 other fabric".
+    text = _parts() + """
+fabric F {
+  rails = 8
+  tier leaf { switch = Sw, scope = pod, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = Sw, scope = pod, down = 64 x 400 Gb/s }
+}
+pod Big { racks = 10 x R, fabric = F }
+pod Small { racks = 2 x R, fabric = F }
+site Site { pods = [1 x Big, 3 x Small] }
+"""
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="pods.astral"))
+    by_owner = {f.owner: f.switches for f in checked.engineering.fabrics}
+    assert by_owner == {"Site.pods[0]": 24, "Site.pods[1]": 36}
+    (w,) = [d for d in checked.diagnostics if d.code == "W628"]
+    assert w.message.startswith("the network's 45 kW (60 switches of `Site.pods[0].fabric` on "
+                                "`Site.pods[0]` and `Site.pods[1]`) are on no declared feeder")
+
+
+def test_a_first_tier_sized_above_its_groups_says_so_when_the_average_fits_too():
+    # 6 dual-port NICs on 4 rails x 2 planes, 24 hosts (6 racks): rail 0 holds NICs 0 and 4, one
+    # port of each per plane: 2 ports per host, 48 per (rail 0, plane) group -> 2 leaves of 32
+    # down; rails 2 and 3 hold one NIC: 24 ports -> 1 leaf. Every group gets 2: 8 x 2 = 16. The
+    # average group (24 x 12 ports / 8 groups = 36) also needs 2, so the note was missing; for
+    # their own ports the groups need 2 x 2 x 2 + 2 x 2 x 1 = 12.
+    checked = _check(_parts(nics=6).replace("nic N { ports = 1,", "nic N { ports = 2,") + """
+fabric F {
+  rails = 4, planes = 2
+  tier leaf { switch = Sw, scope = site, per = [rail, plane], down = 32 x 400 Gb/s,
+              up = 16 x 400 Gb/s }
+  tier spine { switch = Sw, scope = site, down = 64 x 400 Gb/s }
+}
+site S { racks = 6 x R, fabric = F }
+""")
+    leaf = _tiers(checked)["leaf"]
+    assert (leaf.groups, leaf.per_group, leaf.switches) == (8, 2, 16)
+    assert leaf.sized_for == ("its groups differ: each is sized for the largest, `S` on rail 0 "
+                              "(48 links to serve, 36 on average); each group sized for its own "
+                              "hosts would make 12 switches, not 16")
+
+
+def test_own_switches_sums_each_groups_own_count():
+    from astral_dsl.analyses.fabric_names import own_switches
+    # 6 single-port NICs on 4 rails: rails 0 and 1 take 2 ports per host, rails 2 and 3 one.
+    # 16 hosts, 32 down: 32, 32, 16, 16 ports -> 1 + 1 + 1 + 1 = 4; 17 hosts: 34, 34, 17, 17
+    # -> 2 + 2 + 1 + 1 = 6; not split by rail: 6 x 17 = 102 ports -> 4.
+    assert own_switches([(16, (1,) * 6)], 4, 1, True, False, 32) == 4
+    assert own_switches([(17, (1,) * 6)], 4, 1, True, False, 32) == 6
+    assert own_switches([(17, (1,) * 6)], 4, 1, False, False, 32) == 4
+    # two host models in one group: 10 hosts of 8 NICs and 4 of 4 NICs on 8 rails: rails 0-3
+    # take 14 ports, rails 4-7 take 10; 8 down -> 4 x 2 + 4 x 2 = 16
+    assert own_switches([(10, (1,) * 8), (4, (1,) * 4)], 8, 1, True, False, 8) == 16

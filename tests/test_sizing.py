@@ -115,7 +115,10 @@ def test_infeasible_names_the_conflicting_constraints(tmp_path):
     e660 = [d for d in checked.diagnostics if d.code == "E660"]
     assert len(e660) == 1
     d = e660[0]
-    assert (d.span.start.line, d.span.start.column) == (24, 3)    # the objective
+    # every combination breaks the check (E500 at 23:9, `gpus >= 400`): E660 points there, not
+    # at the objective (24:3), and its hint says so
+    assert (d.span.start.line, d.span.start.column) == (23, 9)
+    assert d.hint.startswith("every combination breaks this constraint ([E500])")
     text = "\n".join(d.notes)
     assert "[E500] need 96 GPUs" in text   # the failing check (its message is unchanged) ...
     assert ":23)" in text                  # ... with its source line
@@ -159,7 +162,8 @@ def test_infeasible_file_under_tests_names_every_conflict():
     path = root / "tests" / "sizing" / "infeasible.astral"
     checked = astral_dsl.check(astral_dsl.compile(path))
     (d,) = [x for x in checked.diagnostics if x.code == "E660"]
-    assert (d.span.start.line, d.span.start.column) == (21, 3)
+    # 8 racks x at most 4 hosts x 8 GPUs = 256 < 400 in every combination: the check (20:9)
+    assert (d.span.start.line, d.span.start.column) == (20, 9)
     text = "\n".join(d.notes)
     assert "[E500] need 400 GPUs" in text and "infeasible.astral:20)" in text   # the check
     assert "[E624]" in text and "infeasible.astral:8)" in text                  # the rack limit
@@ -208,3 +212,6 @@ site S { racks = 8 x R, fabric = F
     (d,) = [x for x in checked.diagnostics if x.code == "E660"]
     assert d.notes[0] == "every combination breaks [E602] (inf.astral:11)"
     assert d.notes[-1] == "all 8 combinations of the unknowns fail"
+    # ... and points at it, E602's span (the `up` bundle, 11:53), not at `minimize cost`
+    assert (d.span.start.line, d.span.start.column) == (11, 53)
+    assert "([E602]): relax it" in d.hint

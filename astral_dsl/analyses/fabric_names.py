@@ -93,6 +93,20 @@ def busiest(places: Sequence[PortPlace]) -> int:
     return max((p.count for p in places), default=0)
 
 
+def own_switches(kinds: Sequence[Tuple[int, Sequence[int]]], rails: int, planes: int,
+                 per_rail: bool, per_plane: bool, down_ports: int) -> int:
+    """First-tier switches of one scope instance with each of its groups sized for its own
+    ports: the sum over its (rail, plane) groups of ceil(ports / down_ports). `kinds`: (hosts,
+    their NICs' ports in order) per host model. (6 NICs on 4 rails, 16 hosts, 32 down: rails 0
+    and 1 take 32 ports, 1 switch each; rails 2 and 3 take 16, 1 each: 4.)"""
+    ports: dict = {}
+    for hosts, layout in kinds:
+        for p in wiring(layout, rails, planes, per_rail, per_plane):
+            key = (p.rail if per_rail else None, p.plane if per_plane else None)
+            ports[key] = ports.get(key, 0) + hosts
+    return sum(-(-n // down_ports) for n in ports.values()) if down_ports > 0 else 0
+
+
 def place(position: int, port: PortPlace, down_ports: int,
           before: Optional[int] = None) -> Tuple[int, int]:
     """(switch index in its group, its down port) of `port` of the host at `position` in the
@@ -247,5 +261,5 @@ def _on_switch(area, switch: int, down: int, rails, planes, places, span, offset
 
 
 __all__ = ["LINK", "PortPlace", "Runs", "TierKey", "Wire", "busiest", "group_key", "host_runs",
-           "hosts_on", "link_name", "place", "port_label", "port_name", "ports_before",
-           "ports_on", "wiring"]
+           "hosts_on", "link_name", "own_switches", "place", "port_label", "port_name",
+           "ports_before", "ports_on", "wiring"]

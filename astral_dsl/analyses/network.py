@@ -14,6 +14,8 @@ and two planes: Meng et al., "Astral", ACM SIGCOMM 2025; fat trees: Al-Fares et 
 - Full reach: when a tier merges m lower groups into one of its groups, each of its switches must
   reach every lower group (m <= its downlinks); when it serves one lower group (m = 1), every
   lower switch must reach every upper switch (lower switches per group <= its downlinks).
+  Planes (formulas.even_upper_switches) need a lower group's switches joined below them (a
+  fat tree's aggregation switches are, by its edges); a first tier's are not: E604.
 - Power: a switch draws its declared `power` whatever the job (no utilisation scaling), plus its
   optics (network_links.py); undeclared power is W606/W607, never a silent zero.
 """
@@ -229,6 +231,7 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
     switches: List[Optional[Instance]] = []
     prev: Optional[TierCount] = None
     prev_groups = prev_split = 0
+    joined = True           # the switches of one group of `prev` have a path between them below
     for index, tier in enumerate(tier_insts):
         scope = tier.field("scope")
         scope_name = scope.name if isinstance(scope, Symbol) else owner.kind
@@ -258,9 +261,16 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
         busiest = max(busiest, per_group_demand)
         needed = math.ceil(busiest / down_n - 1e-9) if down_n else 0
         sized_for = None
-        if down_n and needed > math.ceil(per_group_demand / down_n - 1e-9):
+        # a first tier's groups each sized for its own hosts (what the largest's size costs)
+        own = _own(owner, scope_name, cache, hosts, rails, planes, per_names, down_n) \
+            if prev is None and down_n and (found or scope_name == owner.kind) else needed * groups
+        if down_n and (needed > math.ceil(per_group_demand / down_n - 1e-9)
+                       or own < needed * groups):
             sized_for = (f"its groups differ: each is sized for the largest, {where} "
                          f"({_n(busiest)} links to serve, {_n(per_group_demand)} on average)")
+            if own < needed * groups:
+                sized_for += (f"; each group sized for its own hosts would make "
+                              f"{own * mult:,} switches, not {needed * groups * mult:,}")
         per_group, rounding, plane = needed, None, None
         if nested:
             per_group, plane = formulas.even_upper_switches(
@@ -292,9 +302,12 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
         diags.extend(tier_checks(owner, tier, attrs.evolve(tc, oversubscription=declared)
                                  if alive < 1 else tc, switch, prev, _speeds(hosts), limit, index,
                                  len(tier_insts), prev_groups, groups, found,
-                                 merged if nested else None))
+                                 merged if nested else None, joined))
         tiers.append(tc)
         switches.append(switch)
+        # a group's switches share a lower switch (mesh) or their planes' lower switches are
+        # joined below; a first tier's, only when it is one switch
+        joined = per_group <= 1 if prev is None else (mesh or joined)
         prev, prev_groups, prev_split = tc, groups, split
     layers, optics, link_diags = link_layers(fabric, tier_insts, tiers, switches, hosts, mult,
                                              by_path)
@@ -366,6 +379,17 @@ def _largest(owner: Instance, scope: str, cache, hosts: Hosts, rails: int, plane
     if prev is None and "rail" in per and any(k[1] % rails for k in hosts.kinds if k[0]):
         where += " on rail 0"
     return best, where
+
+
+def _own(owner: Instance, scope: str, cache, hosts: Hosts, rails: int, planes: int,
+         per: Tuple[str, ...], down: int) -> int:
+    """First-tier switches of the owner with each group sized for its own hosts."""
+    pairs = [(1, owner)] if scope == owner.kind else \
+        group_of(owner, _SCOPE_KINDS.get(scope, (scope,)), cache).flat()
+    return sum(n * fabric_names.own_switches(
+        [(k[0], lay) for k, lay in zip(mine.kinds, mine.layouts)], rails, planes, "rail" in per,
+        "plane" in per, down) for n, mine in ((n, hosts if i is owner else _hosts(i, cache))
+                                              for n, i in pairs))
 
 
 def _rounding_reason(name: str, prev: TierCount, needed: int, per_group: int,

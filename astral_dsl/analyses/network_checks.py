@@ -26,11 +26,13 @@ def _warn(code: str, message: str, span, hint=None, notes=()) -> Diagnostic:
 
 def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance], prev,
                 nic_speeds, limit, index, n_tiers, prev_groups, groups,
-                scopes_found: Optional[int], merged: Optional[int] = None) -> List[Diagnostic]:
+                scopes_found: Optional[int], merged: Optional[int] = None,
+                lower_joined: bool = True) -> List[Diagnostic]:
     """`nic_speeds`: (NIC model, port speed) per distinct speed of the hosts' NICs;
     `scopes_found`: instances of the tier's declared scope inside the owner (None when the
     scope is the owner itself or undeclared); `merged`: the most groups of the tier below
-    that one of its groups holds (None: the average)."""
+    that one of its groups holds (None: the average); `lower_joined`: the switches of one group
+    of the tier below have a path between them below it (network.py)."""
     out = []
     down_span = tier.span_of("down")
     if switch is not None:
@@ -75,7 +77,26 @@ def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance],
                                     f"`{prev.name}` switches but has {tc.down_ports} downlinks: "
                                     f"the radix cannot reach this size", down_span,
                             f"at most {tc.down_ports} groups below each `{tc.name}`"))
+        elif not tc.mesh and not lower_joined:
+            out.append(_planes_apart(tc, prev, merged, down_span))
     return out
+
+
+def _planes_apart(tc, prev, merged: int, span) -> Diagnostic:
+    """E604: an upper tier wired in planes (switch p of every lower group to plane p, as the
+    core of a fat tree) over lower switches that nothing below joins (a first tier): two lower
+    switches of one group reach different planes, so their hosts have no path between them.
+    The fat-tree planes (Al-Fares et al., SIGCOMM 2008) hold only because the aggregation
+    switches of a pod are joined by the edge switches under them."""
+    lower = prev.per_group
+    return _err("E604", f"each `{tc.name}` switch must reach all {lower * merged:,} `{prev.name}` "
+                        f"switches of the {merged} groups it joins ({lower} per group) but has "
+                        f"{tc.down_ports} downlinks: the radix cannot reach this size (in planes, "
+                        f"`{prev.name}` switches of one group would reach different `{tc.name}` "
+                        f"switches, with no path between them)", span,
+                f"at most {tc.down_ports // merged} `{prev.name}` switches per group: add a tier "
+                f"between them with the scope and `per` of `{prev.name}` (its switches join a "
+                f"group's), make the groups smaller or use a larger switch")
 
 
 def _top(owner: Instance, tier: Instance, tc, prev, index: int,

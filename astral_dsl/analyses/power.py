@@ -140,17 +140,29 @@ def _unfed_network(mult, served: Served, diags) -> float:
     watts = sum(share * f.power_w for f, share in missing)
     switches = sum(round(share * f.switches) for f, share in missing)
     first = missing[0][0]
-    others = f" and {len(missing) - 1} other fabric(s)" if len(missing) > 1 else ""
     fabric = served.resolve.by_path.get(first.fabric)
     diags.append(_err("W628", f"the network's {readable.power(watts)} "
-                              f"({readable.grouped(switches)} switches of `{first.fabric}`"
-                              f"{first.on}{others}) are on no declared feeder: their power path is not "
-                              f"checked and they count without conversion losses",
+                              f"({readable.grouped(switches)} switches of "
+                              f"{_fabrics_named([f for f, _ in missing])}) are on no declared "
+                              f"feeder: their power path is not checked and they count without "
+                              f"conversion losses",
                       fabric.span if fabric is not None else None,
                       "declare a feeder with `network = true` in the fabric's owner (or above): "
                       "it supplies the switches of the fabrics attached there",
                       Severity.WARNING))
     return watts
+
+
+def _fabrics_named(counts) -> str:
+    """The first fabric, with the parts it is attached to when it is on several (one fabric
+    on pods of two sizes is one fabric, not two), and how many other fabrics."""
+    first = counts[0]
+    owners = [f.owner for f in counts if f.fabric == first.fabric]
+    others = len({f.fabric for f in counts}) - 1
+    shown = [f"`{o}`" for o in owners[:3]] + ([f"{len(owners) - 3:,} more"] if owners[3:] else [])
+    named = f"`{first.fabric}`{first.on}" if len(owners) == 1 else \
+        f"`{first.fabric}` on " + ", ".join(shown[:-1]) + f" and {shown[-1]}"
+    return named + (f" and {others} other fabric(s)" if others else "")
 
 
 def _order(kind: str) -> int:

@@ -52,6 +52,7 @@ class Combination:
     conflicts: Tuple[str, ...] = ()
     # each conflict's constraint: (code, source line), the same in every combination it fails
     binding: Tuple[Tuple[str, str], ...] = ()
+    causes: Tuple[Optional[Span], ...] = ()     # the span of each of `binding`
 
 
 @records.frozen
@@ -260,7 +261,7 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
     errors = [x for x in d.diagnostics if x.is_error]
     if eng is None:                                   # not a design at all: report as is
         return Combination(index, assign, False, conflicts=tuple(_describe(x) for x in errors),
-                           binding=_binding(errors))
+                           binding=_binding(errors), causes=tuple(x.span for x in errors))
     errors += [x for x in eng.diagnostics if x.is_error]
     requirements = list(eng.requirements)
     twins = dict(zip((s.template for s in d.scenarios if s.field("required") is True),
@@ -272,7 +273,8 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
         if outcome.broken:
             return Combination(index, assign, False, conflicts=tuple(
                 f"under required scenario `{outcome.name}`: {_describe(x)}"
-                for x in outcome.broken), binding=_binding(outcome.broken, outcome.name))
+                for x in outcome.broken), binding=_binding(outcome.broken, outcome.name),
+                causes=tuple(x.span for x in outcome.broken))
         requirements.extend(r for r in outcome.result.requirements)
     minima: Dict[str, int] = {}
     prices: Dict[str, float] = {}
@@ -285,6 +287,7 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
             labels[r.key] = r
     conflicts = [_describe(x) for x in errors]
     binding = list(_binding(errors))
+    causes = [x.span for x in errors]
     for u in counts:
         need = max(minima.get(u.key, 0), u.low)
         if need > u.high:
@@ -293,9 +296,10 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
             conflicts.append(f"{u.owner}.{u.field} needs at least {need} for {why}, but "
                              f"`? in ...` at {_where(u.span)} allows at most {u.high}")
             binding.append((f"`{u.owner}.{u.field}` capped", _where(u.span)))
+            causes.append(u.span)
     if conflicts:
         return Combination(index, assign, False, conflicts=tuple(conflicts),
-                           binding=tuple(binding))
+                           binding=tuple(binding), causes=tuple(causes))
     value = _structure_value(d, eng, target)
     if sense == "maximize":
         value = -value
@@ -382,13 +386,22 @@ def _infeasible(combos: List[Combination], structural, anchor) -> Diagnostic:
     for c in combos:
         groups.setdefault(c.conflicts, []).append(c)
     notes = []
+    hint = "relax one of the conflicting constraints or widen the options"
+    # the constraints every combination breaks: relaxing one of them is the way out, and the
+    # first is where the diagnostic points (the objective causes nothing)
+    common = set(combos[0].binding) if combos else set()
+    for c in combos[1:]:
+        common &= set(c.binding)
     if len(combos) > 1:
-        # the constraints every combination breaks: relaxing one of them is the way out
-        common = set(combos[0].binding)
-        for c in combos[1:]:
-            common &= set(c.binding)
         for what, where in sorted(common, key=lambda b: combos[0].binding.index(b)):
             notes.append(f"every combination breaks {what} ({where})")
+    if common:
+        first = min(common, key=combos[0].binding.index)
+        cause = dict(zip(combos[0].binding, combos[0].causes)).get(first)
+        if cause is not None:
+            anchor = cause
+            hint = (f"every combination breaks this constraint ({first[0]}): relax it, or "
+                    f"widen the options of the unknowns")
     for conflicts, members in sorted(groups.items(), key=lambda kv: kv[1][0].index)[:6]:
         if structural:
             choices = "; ".join(
@@ -402,8 +415,7 @@ def _infeasible(combos: List[Combination], structural, anchor) -> Diagnostic:
     if len(combos) > 1:
         notes.append(f"all {len(combos):,} combinations of the unknowns fail")
     return Diagnostic("E660", Severity.ERROR,
-                      "no choice of the unknowns satisfies every constraint", anchor,
-                      "relax one of the conflicting constraints or widen the options",
+                      "no choice of the unknowns satisfies every constraint", anchor, hint,
                       notes=tuple(notes))
 
 
