@@ -39,9 +39,9 @@ Check (`check`, what `astral check` runs on a Design):
                 workspace and checked, then `choose` solves one MILP (E66x)
 17. jobs        seer/validate.py `validate_jobs`: parallel degrees, batch, placement, memory
 18. engineering analyses/engineering.py `analyse`: network, power, cooling (E6xx)
-19. scenarios   each scenario's twin compiled by the workspace (its parts isolated, its
-                `set`s in place), then analyses/engineering.py `run_scenario` on the baseline
-                and the twin (E680, W680)
+19. scenarios   pipeline_scenarios.py: each scenario's twin compiled by the workspace (its
+                parts isolated, its `set`s in place), then analyses/engineering.py
+                `run_scenario` on the baseline and the twin (E680, W680; E216, E408)
 20. devices     analyses/inventory.py and fleet.py: the devices the design names (its `name`
                 patterns) and its `inventory` files bind, their names then beside their paths
                 in every diagnostic (analyses/devices.py; W231, E230, E232-E235)
@@ -58,10 +58,12 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl import gcpause, records
-from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean, sort_diagnostics
+from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
 from astral_dsl.model.allows import Accepted, accept, once
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.names import names_anything
+from astral_dsl.pipeline_scenarios import run_scenarios, scenario_twin, too_many_scenarios, \
+    unknown_scenarios
 from astral_dsl.semantics import entry as passes
 from astral_dsl.semantics.allows import collect as collect_allows
 from astral_dsl.semantics.instantiate import Instantiator
@@ -266,60 +268,12 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
     diags.extend(eng.diagnostics)
     wanted = set(scenarios or ())
     diags.extend(unknown_scenarios(design, wanted))
-    diags.extend(_too_many_scenarios(design, wanted, all_scenarios, required))
+    diags.extend(too_many_scenarios(design, wanted, all_scenarios, required))
     outcomes = tuple(run_scenarios(workspace, design, eng, wanted, all_scenarios,    # 19
                                    required))
     for outcome, scenario in outcomes:
         diags.extend(scenario_diagnostics(outcome, scenario))
     return Checked(design, eng, tuple(o for o, _ in outcomes), sort_diagnostics(diags), sizing)
-
-
-def unknown_scenarios(design: Design, wanted) -> List[Diagnostic]:
-    """E216 for each name of `wanted` that is no scenario of the design, with the scenarios it
-    could be: what every command says of an unknown `--scenario` (exit 1)."""
-    known = {s.template: s for s in design.scenarios}
-    return [Diagnostic("E216", Severity.ERROR, f"--scenario {name}: no such scenario", None,
-                       did_you_mean(name, known) or (
-                           "scenarios: " + ", ".join(sorted(known)) if known
-                           else "the design declares no scenario"), file=design.file)
-            for name in sorted(wanted - set(known))]
-
-
-# Each scenario checked is a whole compile of the design under it: one check runs at most this
-# many (E408 names the rest), so that its work is the design's size times at most 65, not the
-# number of scenarios a file can hold (an 8 MiB file holds 100,000 of them).
-MAX_SCENARIOS = 64
-
-
-def _chosen(design: Design, wanted, every: bool, required: bool = True) -> list:
-    return [s for s in design.scenarios
-            if every or s.template in wanted or (required and s.field("required") is True)]
-
-
-def _too_many_scenarios(design: Design, wanted, every: bool, required: bool = True
-                        ) -> List[Diagnostic]:
-    chosen = _chosen(design, wanted, every, required)
-    if len(chosen) <= MAX_SCENARIOS:
-        return []
-    first, rest = chosen[MAX_SCENARIOS], len(chosen) - MAX_SCENARIOS - 1
-    which = f"`{first.template}` and the {rest:,} after it are" if rest else \
-        f"`{first.template}` is"
-    return [Diagnostic(
-        "E408", Severity.ERROR, f"{len(chosen):,} scenarios to check, more than the "
-        f"{MAX_SCENARIOS} one check runs: {which} not checked", first.span,
-        "each scenario is a whole compile of the design: mark fewer `required = true`, or "
-        "check the others by name (`--scenario NAME`)", file=design.file)]
-
-
-def run_scenarios(workspace: "Workspace", design: Design, eng: "Engineering", wanted,
-                  every: bool = False, required: bool = True):
-    """(outcome, scenario) of each scenario to run: named in `wanted`, required, or all of
-    them (`every`), each on its twin compiled by the workspace; the first MAX_SCENARIOS."""
-    from astral_dsl.analyses.engineering import run_scenario
-
-    for scenario in _chosen(design, wanted, every, required)[:MAX_SCENARIOS]:
-        twin = workspace.recompile(design, scenario=scenario)
-        yield run_scenario(design, scenario, eng, twin), scenario
 
 
 def size(workspace: "Workspace", design: Design):
@@ -378,26 +332,6 @@ def _size(workspace: "Workspace", design: Design):
     return sizing.sized(choice, workspace.recompile(design, assignments=dict(choice.assigned)))
 
 
-def scenario_twin(workspace: "Workspace", design: Design, name: str):
-    """The design compiled under scenario `name` with its failures applied
-    (analyses.scenarios.Applied), or None when the design declares no such scenario."""
-    from astral_dsl.analyses import scenarios as scen
-
-    found = [s for s in design.scenarios if s.template == name]
-    if not found:
-        return None
-    twin = workspace.recompile(design, scenario=found[0])
-    twin_scenario = next(s for s in twin.scenarios if s.template == name)
-    applied = scen.apply(twin, twin_scenario)
-    if not applied.fabric:
-        return applied
-    # the fabric parts the failure analysis rejects (E214, E219) are not said failed
-    from astral_dsl.analyses import network_failures
-
-    return scen.settled(applied, network_failures.counts(twin, {}, applied.tier_failures,
-                                                         applied.fabric))
-
-
 def forecast(workspace: "Workspace", design: Design, job: Optional[str] = None,
              scenario: Optional[str] = None, **options):
     """Seer's forecast of `job` of `design`; under `scenario`, of the design compiled under it
@@ -414,6 +348,5 @@ def forecast(workspace: "Workspace", design: Design, job: Optional[str] = None,
     return seer.forecast(applied.design, inst.template, applied, **options)
 
 
-__all__ = ["Checked", "check", "forecast", "front_end", "front_end_errors", "run_scenarios",
-           "scenario_twin", "size", "unknown_scenarios"]
+__all__ = ["Checked", "check", "forecast", "front_end", "front_end_errors", "size"]
 

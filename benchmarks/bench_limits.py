@@ -9,7 +9,7 @@ the limits of the README ("Limits"):
 - distinct instantiations of a 200-line template, as many as keep the compile just under its
   evaluation budget (semantics/evaluate.py MAX_STEPS: 2,000,000 steps; past it E409 stops the
   evaluation, which would make the design cheaper);
-- 64 required scenarios, the most one check compiles (pipeline.MAX_SCENARIOS: each is the
+- 64 required scenarios, the most one check compiles (pipeline_scenarios.MAX_SCENARIOS: each is the
   design compiled again);
 - a job at Seer's work budget with its micro-batch left to the rule (2 x pp x micro-batches =
   1,000,000 pipeline blocks for micro-batch 1: seer/budget.py).

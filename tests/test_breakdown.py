@@ -164,3 +164,32 @@ def test_hta_idle_by_cause(tmp_path):
                               {0: doc["iterations"]})[0]
     assert causes == again and set(causes) == {"host_wait", "kernel_wait", "other"}
     assert causes["host_wait"] > causes["kernel_wait"] > 0
+
+
+def test_a_trace_and_a_log_are_labelled_both(tmp_path):
+    """Rank 0 from the real profiler trace, rank 1 from a rank log of the same iterations (4-6):
+    the breakdown says it read both (it had said `log`, as if no trace had been read), in the
+    JSON (valid against the schema) and in the text."""
+    import jsonschema
+
+    import astral_dsl
+    from astral_dsl import diagnose
+    from astral_dsl.outputs import diagnosis as text
+
+    log = tmp_path / "rank1.csv"
+    log.write_text("rank,iteration,phase,start_s,duration_s,peer,op\n" + "".join(
+        f"1,{it},forward,{4458676.4 + it},0.2,,\n1,{it},backward,{4458676.6 + it},0.4,,\n"
+        for it in (4, 5, 6)))
+    trace = str(TRACES / "nccl_data_rank-0.json.gz")
+    result = diagnose.diagnose(astral_dsl.load(str(TINY)), observe.load([trace, str(log)]))
+    assert result.breakdown.source == "both"
+    assert [r.rank for r in result.breakdown.ranks] == [0, 1]
+    doc = text.to_json(result)
+    assert doc["breakdown"]["source"] == "both"
+    schema = json.loads((REPO / "schema" / "diagnosis.schema.json").read_text())
+    jsonschema.validate(doc["breakdown"], {"$defs": schema["$defs"],
+                                           "$ref": "#/$defs/breakdown"})
+    assert "mean per iteration, kineto and log) window" in text.render(result)
+    # one kind alone keeps its own name
+    alone = diagnose.diagnose(astral_dsl.load(str(TINY)), observe.load([str(log)]))
+    assert alone.breakdown.source == "log"

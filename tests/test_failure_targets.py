@@ -108,7 +108,7 @@ def test_rejected_parts_beside_a_good_one_fail_nothing():
     208 kW (64 ToRs + 128 aggs + 16 cores of 1 kW) - 1 kW = 207 kW."""
     from astral_dsl.api.review import collect
     from astral_dsl.outputs.report import matrix as mx
-    from astral_dsl.pipeline import scenario_twin
+    from astral_dsl.pipeline_scenarios import scenario_twin
 
     text = DESIGN + ("scenario mix {\n  fail S.fabric.pod[5].rail[0].plane[A].tor[0]\n"
                      "  fail 25 % of S.fabric.tor\n  fail S.fabric.core[5]\n"
@@ -127,7 +127,7 @@ def test_rejected_parts_beside_a_good_one_fail_nothing():
     assert o.applied.tier_failures == ()
     (row,) = [r for r in mx.matrix(collect(ws, views=())) if r.name == "mix"]
     assert row.cell("network").notes == ("out of service: S.fabric.core[5]",)
-    # the forecast's scenario (pipeline.scenario_twin) names the same one part failed
+    # the forecast's scenario (pipeline_scenarios.scenario_twin) names the same one part failed
     twin = scenario_twin(ws, ws.design, "mix")
     assert [n[1] for n in twin.named] == ["S.fabric.core[5]"]
     assert twin.notes == ("S.fabric.core[5] failed",)

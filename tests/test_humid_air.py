@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from CoolProp.HumidAirProp import HAPropsSI
 
-from astral_dsl.analyses import (climate, climate_table, humid_air, humid_air_table, wetbulb_build,
-                                 wetbulb_table)
+from astral_dsl.analyses import (climate_formats, climate_table, humid_air, humid_air_table,
+                                 wetbulb_build, wetbulb_switch, wetbulb_table)
 
 REPO = Path(__file__).resolve().parents[1]
 K = 273.15
@@ -198,7 +198,7 @@ def test_the_wet_bulb_table_is_coolprops_at_the_hours_of_the_stdlib_climate(path
     (where CoolProp switches between ice and water, the hard part) and at every 8th of the
     others (each distinct state once; every hour takes ~20 s of CoolProp: `python -m
     astral_dsl.analyses.wetbulb_table --measure` checks them all)."""
-    parsed = climate.parse(path.read_bytes(), path.name)
+    parsed = climate_formats.parse(path.read_bytes(), path.name)
     hours = sorted(set(zip(parsed.dry_bulb, [min(d, t) for t, d in
                                              zip(parsed.dry_bulb, parsed.dew_point)],
                            parsed.pressure)))
@@ -263,7 +263,7 @@ def test_the_wet_bulb_tables_grid_is_a_regeneration():
     continuation elsewhere."""
     table = json.loads(wetbulb_table.PATH.read_text(encoding="utf-8"))
     assert table["source"].startswith("CoolProp 6.8.0 HAPropsSI('Twb'")
-    cp = wetbulb_build._CoolProp()
+    cp = wetbulb_switch._CoolProp()
     rnd = random.Random(2033)
     kinds = {"own": 0, "continued": 0}
     for name in ("ice", "mixed", "water"):

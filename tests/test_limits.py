@@ -258,7 +258,7 @@ def _required(n: int) -> str:
 def test_one_check_runs_at_most_64_scenarios():
     """Each scenario is a whole compile: one check runs the first 64 of those it should, and
     E408 names the first one left out (an 8 MiB file holds 100,000 of them)."""
-    from astral_dsl.pipeline import MAX_SCENARIOS
+    from astral_dsl.pipeline_scenarios import MAX_SCENARIOS
 
     base = "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nsite S { hosts = 1 x H }\n"
     ws = astral_dsl.compiles(base + _required(70), name="many.astral")

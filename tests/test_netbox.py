@@ -452,11 +452,11 @@ def test_plain_lines_are_what_the_csv_writer_writes(row):
     times as much): the bytes are csv's, and every other row goes to csv."""
     import io
 
-    from astral_dsl.outputs.netbox import _plain_line
+    from astral_dsl.outputs.netbox_csv import plain_line
 
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(row)
-    line = _plain_line(row)
+    line = plain_line(row)
     assert line is None or line == buf.getvalue()
     if all(isinstance(v, str) for v in row) and not any(c in "".join(row) for c in ',"\r\n') \
             and "".join(row):

@@ -14,6 +14,7 @@ from CoolProp.HumidAirProp import HAPropsSI
 
 import astral_dsl
 from astral_dsl.analyses import climate as climates
+from astral_dsl.analyses import climate_formats
 from astral_dsl.analyses import formulas, humid_air, wetbulb_table
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "climate"
@@ -76,8 +77,8 @@ DEW = [2, 5, 10, 12, 14, 16, 18, 22, 4, 6, 8, 9]
 
 
 def test_both_formats_read_the_same_hours():
-    epw = climates.parse((FIXTURES / "sample.epw").read_bytes(), "sample.epw")
-    tmy = climates.parse((FIXTURES / "sample_tmy3.csv").read_bytes(), "sample_tmy3.csv")
+    epw = climate_formats.parse((FIXTURES / "sample.epw").read_bytes(), "sample.epw")
+    tmy = climate_formats.parse((FIXTURES / "sample_tmy3.csv").read_bytes(), "sample_tmy3.csv")
     for c in (epw, tmy):
         assert list(c.dry_bulb) == DRY and list(c.dew_point) == DEW
         assert list(c.pressure) == [95000.0] * 12           # 950 mbar in the TMY3 file
@@ -98,7 +99,7 @@ def test_both_formats_read_the_same_hours():
 ])
 def test_a_climate_file_without_a_place_name_is_placed_by_its_coordinates(location, place):
     hours = "".join(f"2024,7,1,{h},0,?,20,10,50,95000\n" for h in range(1, 3))
-    c = climates.parse((location + "\n" + "H\n" * 7 + hours).encode(), "x.epw")
+    c = climate_formats.parse((location + "\n" + "H\n" * 7 + hours).encode(), "x.epw")
     assert c.place == place
 
 
@@ -125,8 +126,8 @@ def test_the_shipped_climate_is_a_typical_year():
      "line 9: 7 fields"),
 ])
 def test_a_malformed_climate_file_says_where(text, message):
-    with pytest.raises(climates.ClimateError) as err:
-        climates.parse(text, "bad.epw")
+    with pytest.raises(climate_formats.ClimateError) as err:
+        climate_formats.parse(text, "bad.epw")
     assert message in str(err.value)
 
 
@@ -318,7 +319,7 @@ def test_the_cached_climate_is_the_parsed_one(tmp_path, monkeypatch):
     climates._parsed.clear()
     again = climates.load("greensboro.csv", tmp_path)
     assert again is not first and again == first
-    parsed = climates.with_wet_bulbs(climates.parse(data.read_bytes(), "greensboro.csv"))
+    parsed = climates.with_wet_bulbs(climate_formats.parse(data.read_bytes(), "greensboro.csv"))
     assert parsed == attrs.evolve(first, digest="")
     climates._parsed.clear()
 

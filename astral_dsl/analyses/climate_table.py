@@ -5,10 +5,10 @@ and computing 8,760 wet bulbs (about 0.1 s of CPU for stdlib/climate/723170TYA.C
 An entry is keyed by the SHA-256 of the file's bytes and carries the key of what made it (the
 parser's version, climate.VERSION, and the wet-bulb table's digest): a file that differs by a
 byte, another VERSION or another wet-bulb table finds no entry and is parsed as before. An entry
-holds the very doubles `climate.parse` and `climate.with_wet_bulbs` return (little-endian, then
-the hours' stamps, compressed with zlib and base64-encoded), so a climate read here is equal,
-double for double, to the one parsed: tests/test_climate_table.py checks every entry against a
-parse, so a change to the parser's numbers fails there until the entries are regenerated. Every
+holds the very doubles `climate_formats.parse` and `climate.with_wet_bulbs` return
+(little-endian, then the hours' stamps, compressed with zlib and base64-encoded), so a climate
+read here is equal, double for double, to the one parsed: tests/test_climate_table.py checks
+every entry against a parse, so a change to the parser's numbers fails there until the entries are regenerated. Every
 hour of a shipped file lies inside the wet-bulb table, so no entry depends on CoolProp.
 
     python -m astral_dsl.analyses.climate_table           # compare the shipped data with a parse
@@ -45,7 +45,7 @@ def _entries() -> dict:
 
 def lookup(digest: str, name: str):
     """The climate of a file whose bytes have this SHA-256, as `name` names it, or None."""
-    from astral_dsl.analyses.climate import Climate
+    from astral_dsl.analyses.climate_formats import Climate
 
     entry = _entries().get(digest)
     if entry is None or entry["key"] != key(digest):
@@ -87,7 +87,7 @@ def generate() -> dict:
     the same bytes differently: the comparison is of the data)."""
     import hashlib
 
-    from astral_dsl.analyses import climate, wetbulb_table
+    from astral_dsl.analyses import climate, climate_formats, wetbulb_table
 
     try:
         shipped = _entries()
@@ -98,7 +98,7 @@ def generate() -> dict:
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
         name = f"stdlib/climate/{path.name}"
-        parsed = climate.parse(data, name)
+        parsed = climate_formats.parse(data, name)
         if any(wetbulb_table.lookup(t, d, p) is None for t, d, p in
                zip(parsed.dry_bulb, parsed.dew_point, parsed.pressure)):
             raise SystemExit(f"{name}: hours outside the wet-bulb table (their wet bulbs would "

@@ -9,7 +9,8 @@ from typing import Optional, Sequence, Tuple
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Design
 from astral_dsl.outputs.report.review import VIEWS, JobResult, Review, ReviewError, draw
-from astral_dsl.pipeline import check, front_end_errors, unknown_scenarios
+from astral_dsl.pipeline import check, front_end_errors
+from astral_dsl.pipeline_scenarios import unknown_scenarios
 from astral_dsl.workspace import Workspace
 
 

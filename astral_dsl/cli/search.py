@@ -78,7 +78,8 @@ def run(args, overrides) -> int:
         return usage(f"-o {args.output}: the extension chooses the format: .csv or .jsonl")
     if args.workers is not None and args.workers < 1:
         return usage("--workers must be at least 1")
-    from astral_dsl.cli.sweep import cluster_spec, progress_bar
+    from astral_dsl.cli.sweep import cluster_failure, cluster_spec, progress_bar
+    from astral_dsl.explore.cluster import ClusterError
 
     try:
         gpus = _counts(args.gpus) if args.gpus else ()
@@ -86,6 +87,8 @@ def run(args, overrides) -> int:
         cluster = cluster_spec(args)
     except ValueError as exc:
         return usage(str(exc))
+    except ClusterError as exc:
+        return _fail(args, [cluster_failure(exc)])
     from astral_dsl.cli.runs import read_calibration
 
     calibration, failed = read_calibration(args)
@@ -108,7 +111,7 @@ def run(args, overrides) -> int:
             return usage(str(exc))
         return _fail(args, exc.diagnostics)
     except EngineError as exc:
-        return usage(str(exc))
+        return _fail(args, [cluster_failure(exc)])
     finally:
         stop()
     from astral_dsl.outputs.terminal import printable
@@ -152,4 +155,4 @@ def _fail(args, diagnostics) -> int:
         sys.stdout.write(dumps(envelope(diagnostics, file=args.file, rows=[])) + "\n")
     else:
         print_diagnostics(diagnostics, colour(args), sys.stdout)
-    return EXIT_USAGE if any(d.code == "E100" for d in diagnostics) else EXIT_ERRORS
+    return EXIT_USAGE if any(d.code in ("E100", "E801") for d in diagnostics) else EXIT_ERRORS

@@ -52,9 +52,10 @@ def add_engine_options(p) -> None:
 
 
 def cluster_spec(args):
-    """The ClusterSpec of --cluster and its options (None without --cluster); ValueError for
-    options that need --cluster, or an address or certificates that cannot be used
-    (explore/cluster.py), before any work starts."""
+    """The ClusterSpec of --cluster and its options (None without --cluster), before any work
+    starts; ValueError for options that need --cluster or exclude it (a usage error), and
+    ClusterError for an address or certificates that cannot be used (explore/cluster.py) or no
+    Dask (E801: cluster_failure)."""
     from astral_dsl.explore.cluster import ClusterError, ClusterSpec, connection
 
     extra = [flag for flag, value in (("--tls-ca-file", args.tls_ca_file),
@@ -72,11 +73,26 @@ def cluster_spec(args):
                        args.insecure_cluster)
     try:
         connection(spec)
-    except ClusterError as exc:
-        raise ValueError(str(exc)) from None
     except ImportError:
-        raise ValueError("--cluster needs Dask distributed (pip install distributed)") from None
+        raise ClusterError("--cluster needs Dask distributed, an optional dependency: "
+                           "pip install astral-dsl[cluster]") from None
     return spec
+
+
+CLUSTER_HINT = ("a scheduler's address is tls://HOST:PORT with the cluster's certificates, or "
+                "tcp://127.0.0.1:PORT on this machine, and its workers run this version of "
+                "astral_dsl (README, \"Where it runs\"); without --cluster the work runs on this "
+                "machine's cores")
+
+
+def cluster_failure(exc: Exception):
+    """E801: the Dask cluster of --cluster cannot be used (its address, its certificates, Dask
+    missing, the scheduler unreachable, its workers absent or of another version): the
+    diagnostic a command reports as it reports an unreadable FILE (exit 2). It names no file:
+    the command line is at fault, not the design."""
+    from astral_dsl.diagnostics import Diagnostic, Severity
+
+    return Diagnostic("E801", Severity.ERROR, str(exc), None, CLUSTER_HINT)
 
 
 def progress_bar(enabled: bool, label: str):
@@ -130,10 +146,14 @@ def run(args, overrides) -> int:
         return usage("--plot needs --x COLUMN and --y COLUMN")
     if args.workers is not None and args.workers < 1:
         return usage("--workers must be at least 1")
+    from astral_dsl.explore.cluster import ClusterError
+
     try:
         cluster = cluster_spec(args)
     except ValueError as exc:
         return usage(str(exc))
+    except ClusterError as exc:
+        return _no_rows(args, [cluster_failure(exc)], args.file)
     if args.calibration and not args.job:
         return usage("--calibration prices the forecasts of --job: give the job too")
     from astral_dsl.cli.runs import read_calibration
@@ -151,7 +171,7 @@ def run(args, overrides) -> int:
             return usage(str(exc))
         return _no_rows(args, exc.diagnostics, args.file)   # E213, E221, E216: as every command
     except EngineError as exc:
-        return usage(str(exc))
+        return _no_rows(args, [cluster_failure(exc)], args.file)
     finally:
         stop()
     if not result.rows:            # the file cannot be read or parsed: no point can mend it
@@ -186,15 +206,15 @@ def run(args, overrides) -> int:
 
 def _no_rows(args, diagnostics, file) -> int:
     """No point was evaluated: the diagnostics that say why (the file cannot be read or parsed,
-    an unknown scenario), with `--format json` or `jsonl` in the envelope with no `rows`;
-    exit 2 for an unreadable file."""
+    an unknown scenario, a cluster that cannot be used), with `--format json` or `jsonl` in the
+    envelope with no `rows`; exit 2 for an unreadable file or an unusable cluster (E801)."""
     if args.format != "human":
         from astral_dsl.outputs.jsonout import dumps, envelope
 
         sys.stdout.write(dumps(envelope(diagnostics, file=file, rows=[])) + "\n")
     else:
         print_diagnostics(diagnostics, colour(args), sys.stdout)
-    return EXIT_USAGE if any(d.code == "E100" for d in diagnostics) else EXIT_ERRORS
+    return EXIT_USAGE if any(d.code in ("E100", "E801") for d in diagnostics) else EXIT_ERRORS
 
 
 def _plot(args, result) -> int:

@@ -19,7 +19,7 @@ less their sum, and no overlap (null: it needs intervals).
 Every figure is per iteration (the totals over the window divided by the iterations read)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import attrs
 import numpy as np
@@ -105,7 +105,7 @@ class Slow:
 
 @records.frozen(eq=False)
 class Breakdown:
-    source: str                        # "kineto" (intervals) or "log" (durations)
+    source: str                        # "kineto" (intervals), "log" (durations) or "both"
     ranks: Tuple[RankBreakdown, ...]
     spread: Tuple[Spread, ...]
     slowest: Tuple[Slow, ...]
@@ -301,6 +301,14 @@ def spread(traces: Sequence[RankTrace]) -> Tuple[Spread, ...]:
     return tuple(out)
 
 
+def _source(read: Set[str]) -> str:
+    """What the ranks were read from: "kineto" (profiler traces), "log" (rank logs), or "both"
+    when some ranks came from each (each rank's figures are its own source's)."""
+    if read == {"kineto"}:
+        return "kineto"
+    return "both" if "kineto" in read else "log"
+
+
 def of_traces(traces: Dict[int, RankTrace], rm, comparisons=(),
               streams_idle: Optional[Dict[int, Dict[str, float]]] = None
               ) -> Optional[Breakdown]:
@@ -314,7 +322,7 @@ def of_traces(traces: Dict[int, RankTrace], rm, comparisons=(),
     ordered = [t for _, t in sorted(traces.items())]
     rows = [attrs.evolve(b, streams_idle_s=streams_idle.get(b.rank))
             for b in _rows(ordered, [stage.get(t.rank, 0) for t in ordered])]
-    source = "kineto" if all(t.source == "kineto" for t in traces.values()) else "log"
+    source = _source({t.source for t in traces.values()})
     slow = sorted(comparisons, key=lambda c: (-c.ratio, c.rank))[:SLOWEST]
     return Breakdown(source, tuple(rows), spread(list(traces.values())),
                      tuple(Slow(c.rank, c.stage, c.compute_s, c.peers_s) for c in slow))

@@ -84,7 +84,8 @@ def data_files(ws, design, names: Sequence[str], read: Callable[[Path], bytes]) 
     `inventory` file (relative to the entry's folder), and any project file one of `names`
     names either way. What cannot be found or read is left out: the worker then says so
     as `astral check` would here (E652, E230)."""
-    from astral_dsl.analyses.climate import ClimateError, locate
+    from astral_dsl.analyses.climate import locate
+    from astral_dsl.analyses.climate_formats import ClimateError
 
     climates = [r.field("climate") for r in design.roots]
     beside = [i.field("file") for i in design.instances if i.kind == "inventory"]

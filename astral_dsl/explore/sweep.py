@@ -85,7 +85,7 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
         unknown = unknown_job(base, job)
         raise SweepError(f"{unknown.message} ({unknown.hint})", [unknown])
     if scenario is not None:
-        from astral_dsl.pipeline import unknown_scenarios
+        from astral_dsl.pipeline_scenarios import unknown_scenarios
 
         unknown = unknown_scenarios(base, {scenario})
         if unknown:

@@ -212,7 +212,8 @@ def _breakdown(b) -> List[str]:
     out = []
     kinds = ", ".join(f"{k} {_s(v)}" for k, v in b.median_kinds().items())
     overlap = b.median("overlap")
-    out.append(f"  per rank   ({PER_RANK}, {b.source}) window "
+    source = "kineto and log" if b.source == "both" else b.source
+    out.append(f"  per rank   ({PER_RANK}, {source}) window "
                f"{_s(b.median('window_s'))}: compute {_s(b.median('compute_s'))}, "
                f"communication {_s(b.median('comm_s'))}" + (f" ({kinds})" if kinds else "")
                + f", memory {_s(b.median('memory_s'))}, idle {_s(b.median('idle_s'))}; "

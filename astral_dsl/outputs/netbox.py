@@ -17,18 +17,17 @@ model's own (200 Gb/s breakouts of a 400 Gb/s switch) gets a device type of its 
 after the model and its tiers. Only declared numbers are written: a rack's or a device
 type's height when the design states `units`, a feed's voltage and amperage from its feeder's
 `voltage` and `ampacity` x `conductors`; a column nobody states is left out, and the summary
-says what was left to NetBox's defaults. Same design, same files, byte for byte."""
+says what was left to NetBox's defaults (netbox_csv.py writes the CSV files). Same design, same
+files, byte for byte."""
 from __future__ import annotations
 
-import csv
-import itertools
 import os
 import re
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-
 from astral_dsl import records
 from astral_dsl.analyses.inventory import Part, interface_names, owner_replicas, parts, switches
+from astral_dsl.outputs.netbox_csv import write_csv
 from astral_dsl.units import Quantity
 
 STATUS = "planned"
@@ -68,7 +67,8 @@ def write(design, directory: str, devices=None) -> Written:
     files: List[Tuple[str, int]] = []
 
     def out(name: str, header: Sequence[str], rows: Iterable[Sequence], optional=()):
-        files.append((name, _csv(os.path.join(directory, name), header, rows, optional, notes)))
+        files.append((name, write_csv(os.path.join(directory, name), header, rows, optional,
+                                      notes)))
 
     sites = [p for p in found if p.kind == "site"]
     out("sites.csv", ("name", "slug", "status", "description"),
@@ -323,76 +323,6 @@ def _power(design, found: List[Part], names) -> Tuple[List[tuple], List[tuple]]:
 
 def _kind(value) -> Optional[str]:
     return getattr(value, "kind", None)
-
-
-def _csv(path: str, header: Sequence[str], rows: Iterable[Sequence], optional, notes) -> int:
-    """Write rows as CSV, streamed; a column in `optional` that some row leaves empty is left
-    out (NetBox takes its default), and said in `notes`."""
-    if optional:
-        rows = list(rows)
-        keep = [i for i, h in enumerate(header)
-                if h not in optional or all(str(r[i]) != "" for r in rows)]
-    else:
-        keep = list(range(len(header)))
-    dropped = [h for i, h in enumerate(header) if i not in keep]
-    count = 0
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow([header[i] for i in keep])
-        it = iter(rows if len(keep) == len(header) else ([r[i] for i in keep] for r in rows))
-        while True:
-            batch = list(itertools.islice(it, 4096))
-            if not batch:
-                break
-            count += len(batch)
-            text = _plain_lines(batch)
-            if text is not None:
-                fh.write(text)
-                continue
-            lines: List[str] = []
-            for r in batch:
-                line = _plain_line(r)
-                if line is not None:
-                    lines.append(line)
-                    continue
-                fh.write("".join(lines))      # quoting, a number or a lone empty field:
-                lines.clear()                 # csv's rules
-                w.writerow(r)
-            fh.write("".join(lines))
-    if dropped and count:
-        notes.append(f"{os.path.basename(path)}: no `{'`, `'.join(dropped)}` (the design does "
-                     f"not state it for every row): NetBox's default applies")
-    return count
-
-
-def _plain_lines(batch: List[Sequence]) -> Optional[str]:
-    """The rows as csv.writer writes them when every row is a plain line (_plain_line), else
-    None. Checked on the batch's text at once: every field a string; no quote, CR or newline in
-    it; as many commas as the rows have separators (so none inside a field); no row of one
-    field (an empty one is quoted)."""
-    try:
-        text = "\n".join(map(",".join, batch))
-    except TypeError:
-        return None
-    if '"' in text or "\r" in text or text.count("\n") != len(batch) - 1 \
-            or min(map(len, batch)) < 2 \
-            or text.count(",") != sum(map(len, batch)) - len(batch):
-        return None
-    return text + "\n"
-
-
-def _plain_line(row: Sequence) -> Optional[str]:
-    """The row as csv.writer writes it (QUOTE_MINIMAL, `\\n`) when every field is a string that
-    needs no quotes, else None. csv's writer costs about 4 us a row, ten times joining: the
-    millions of cables of a large design are mostly such rows."""
-    try:
-        line = ",".join(row)
-    except TypeError:
-        return None
-    if not line or line.count(",") != len(row) - 1 or '"' in line or "\n" in line \
-            or "\r" in line:
-        return None
-    return line + "\n"
 
 
 def _yaml(t: DeviceType) -> str:

@@ -66,9 +66,11 @@ def test_a_workers_address_is_refused(cluster, project):
         worker = sorted(client.scheduler_info()["workers"])[0]
     out = astral("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster", worker)
     assert out.returncode == 2, out.stderr
-    assert out.stderr == (f"astral: error: --cluster {worker}: a Dask Worker answered there, "
-                          "not a Dask scheduler; give the scheduler's address (the one its "
-                          "workers connect to, 8786 by default)\n")
+    assert out.stderr == ""
+    assert out.stdout.startswith(f"error[E801]: --cluster {worker}: a Dask Worker answered "
+                                 "there, not a Dask scheduler; give the scheduler's address "
+                                 "(the one its workers connect to, 8786 by default)\n"), \
+        out.stdout
 
 
 def test_an_answer_of_the_wrong_shape_costs_its_points(cluster, project, monkeypatch):

@@ -129,7 +129,8 @@ def test_an_in_process_scheduler_is_refused(project):
         connection(ClusterSpec("inproc://192.0.2.2/1/1"))
     out = _cli_here("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster",
                     "inproc://192.0.2.2/1/1")
-    assert out.returncode == 2 and "tcp://127.0.0.1:PORT" in out.stderr, out.stderr
+    assert out.returncode == 2 and "error[E801]: --cluster inproc://" in out.stdout, out.stdout
+    assert "tcp://127.0.0.1:PORT" in out.stdout
 
 
 def test_a_port_where_another_service_answers_is_refused_in_time():
@@ -170,9 +171,10 @@ def test_cli_refuses_plain_tcp_to_another_machine(project, command, address):
     grid = ["--grid", "hosts_per_rack=1..2"] if command == "sweep" else []
     out = _cli_here(command, str(project), *grid, "--cluster", address)
     assert out.returncode == 2, out.stderr
-    assert "tls://" in out.stderr and "Traceback" not in out.stderr
+    assert f"error[E801]: --cluster {address}" in out.stdout and "tls://" in out.stdout
+    assert "Traceback" not in out.stderr
     if "://" in address:
-        assert "--insecure-cluster" in out.stderr
+        assert "--insecure-cluster" in out.stdout
     # --tls-* options without a cluster, or --insecure-cluster alone, are usage errors too
     out = _cli_here(command, str(project), *grid, "--tls-ca-file", "ca.pem")
     assert out.returncode == 2 and "--cluster" in out.stderr
@@ -245,7 +247,8 @@ def test_the_command_line_refuses_a_rogue_worker(scheduler, project, tmp_path):
         out = _cli("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster",
                    scheduler)
         assert out.returncode == 2, out.stderr
-        assert "version probe" in out.stderr and "Traceback" not in out.stderr
+        assert "error[E801]" in out.stdout and "version probe" in out.stdout
+        assert "Traceback" not in out.stderr
         assert not list(tmp_path.glob("ran-in-*"))
     finally:
         rogue.close()
@@ -287,7 +290,8 @@ def test_a_tls_cluster_refuses_a_client_without_its_certificates(tls_cluster, pr
     other = certificates(tmp_path, "another")            # certificates of another CA
     out = _cli_here("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster", address,
                     "--tls-ca-file", other[0], "--tls-cert", other[1], "--tls-key", other[2])
-    assert out.returncode == 2 and "cannot reach the Dask scheduler" in out.stderr, out.stderr
+    assert out.returncode == 2 and "cannot reach the Dask scheduler" in out.stdout, out.stdout
+    assert "error[E801]" in out.stdout
     out = _cli_here("sweep", str(project), "--grid", "hosts_per_rack=1..2", "--cluster",
                     address.replace("tls://", "tcp://"))
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr

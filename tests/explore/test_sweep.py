@@ -174,8 +174,33 @@ def test_cluster_without_dask_is_a_usage_error(project, capsys, monkeypatch, com
     args = [command, str(project), "--cluster", "tcp://127.0.0.1:1"]
     args += ["--grid", "hosts_per_rack=3..5"] if command == "sweep" else []
     code, out, err = _cli(args, capsys)
-    assert code == 2 and out == ""
-    assert "pip install astral-dsl[cluster]" in err and "Traceback" not in err
+    assert code == 2 and err == ""
+    assert "error[E801]: --cluster needs Dask distributed" in out
+    assert "pip install astral-dsl[cluster]" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("command", ["sweep", "search"])
+def test_a_cluster_that_cannot_be_used_is_e801(project, capsys, command):
+    """A --cluster address without a protocol is refused before any work, and no cluster is
+    started: E801 with its hint and no span (the command line is at fault, not the design),
+    exit 2 as for an unreadable file, in the envelope under --format json (it was a bare
+    `astral: error:` line, with no code)."""
+    grid = ["--grid", "hosts_per_rack=3..5"] if command == "sweep" else []
+    args = [command, str(project), *grid, "--cluster", "scheduler:8786"]
+    code, out, err = _cli(args, capsys)
+    assert code == 2 and err == ""
+    assert out.startswith("error[E801]: --cluster scheduler:8786: name the protocol: "
+                          "tls://scheduler:8786"), out
+    assert "= hint: a scheduler's address is tls://HOST:PORT" in out and "-->" not in out
+    code, out, err = _cli(args + ["--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 2 and err == "" and doc["valid"] is False and doc["rows"] == []
+    [d] = doc["diagnostics"]
+    assert (d["code"], d["severity"], d["range"], d["file"]) == ("E801", "error", None, None)
+    assert "Where it runs" in d["hint"]
+    # an option that needs --cluster, given without it, stays a usage error as other options'
+    code, out, err = _cli([command, str(project), *grid, "--tls-cert", "me.pem"], capsys)
+    assert code == 2 and out == "" and "astral: error: --tls-cert needs --cluster" in err
 
 
 def test_cli_outputs(project, tmp_path, capsys):

@@ -15,14 +15,15 @@ never called symbolic; the margins fall back to a numeric bracket for it. A valu
 dependence on any parameter is a constant (its exact decimal value).
 
 As a guard, every shadow is evaluated at the current parameter values and must give the
-compiler's number (to 1e-9 relative); one that does not becomes OPAQUE."""
+compiler's number (to 1e-9 relative); one that does not becomes OPAQUE. A check's comparisons
+(conditions.py) are recorded with their sides' numbers and shadows."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
 import sympy
 
-from astral_dsl import records
+from astral_dsl.explore.margins.conditions import CheckRecord, comparisons, conjuncts
 from astral_dsl.model.values import Bundle, Group
 from astral_dsl.semantics.scope import ParamSymbol
 from astral_dsl.semantics.trace import Trace
@@ -46,55 +47,6 @@ def exact(x: float) -> sympy.Expr:
 
 def param_symbol(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, real=True)
-
-
-@records.frozen
-class CheckRecord:
-    """One comparison of a user `check` of one distinct instance, with its two sides; a check
-    `a and b` (or `not (a or b)`, `not (x > y)`) gives one record per comparison it needs to
-    hold. A check that is not such a conjunction (`a or b`, a truth value) gives one record
-    with `op` "" and the operands of every comparison inside."""
-    check: Any                    # ast.Check
-    path: str                     # the instance (or module) it belongs to
-    count: int                    # replicas it stands for
-    op: str                       # <= < >= > == (after negations), or "" (a truth value)
-    left: Any                     # numbers (Quantity), or None when not a comparison
-    right: Any
-    left_shadow: Any
-    right_shadow: Any
-    passed: bool
-    part: int = 0                 # this comparison's place among the check's (0-based)
-    parts: int = 1
-    expr: Any = None              # the comparison (ast.Compare) this record is
-    operands: Tuple[Any, ...] = ()   # "" records: every comparison's operands, as numbers
-
-
-_NEGATED = {"<=": ">", "<": ">=", ">=": "<", ">": "<=", "==": "!=", "!=": "=="}
-
-
-def conjuncts(cond, negated: bool = False) -> Optional[List[Tuple[Any, str]]]:
-    """The comparisons that must all hold for `cond` to hold, each with its operator after the
-    negations around it; None when `cond` is not such a conjunction."""
-    if isinstance(cond, ast.Compare):
-        op = _NEGATED[cond.op] if negated else cond.op
-        return None if op == "!=" else [(cond, op)]
-    if isinstance(cond, ast.Not):
-        return conjuncts(cond.operand, not negated)
-    if isinstance(cond, ast.Logic) and (cond.op == "and") != negated:
-        left, right = conjuncts(cond.left, negated), conjuncts(cond.right, negated)
-        return None if left is None or right is None else left + right
-    return None
-
-
-def comparisons(cond) -> List[Any]:
-    """Every comparison inside a condition, in order."""
-    if isinstance(cond, ast.Compare):
-        return [cond]
-    if isinstance(cond, ast.Not):
-        return comparisons(cond.operand)
-    if isinstance(cond, ast.Logic):
-        return comparisons(cond.left) + comparisons(cond.right)
-    return []
 
 
 class Shadows(Trace):

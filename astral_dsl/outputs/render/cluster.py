@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.model.rollup import count_of
-from astral_dsl.outputs.render.style import AMBER, Canvas, Line, n, plane_name, speed, links, \
-    watts, GREY_FILL
+from astral_dsl.outputs.render.numbers import links, n, plane_name, speed, watts
+from astral_dsl.outputs.render.style import AMBER, GREY_FILL, Canvas, Line
 from astral_dsl.outputs.render.tree import GROUPING, SCOPE_KINDS, Tree, counted, level, \
     nic_ports, power_line, summary
 

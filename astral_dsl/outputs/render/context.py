@@ -313,7 +313,7 @@ def _build(design: Design, checked, scenario: Optional[str] = None) -> Context:
     known = {s.template: s for s in design.scenarios}
     inst = known.get(scenario)
     if inst is None:
-        from astral_dsl.pipeline import unknown_scenarios
+        from astral_dsl.pipeline_scenarios import unknown_scenarios
 
         raise RenderError(unknown_scenarios(design, {scenario})[0])
     outcome = next((o for o in checked.scenarios if o.name == scenario), None)

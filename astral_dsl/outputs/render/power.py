@@ -1,22 +1,20 @@
 """`--view power`: the one-line diagram, left to right: the site's transformers (when it declares
-them), the supply of each side (A, B), the rectifier modules and batteries of the DC feeders, each feeder with its voltage, capacity and
-load (normal, and with its partner or one of its N failed), and the racks it serves inside the
-collapsed rows and pods, with their loads."""
+them) and the supply of each side (A, B), both drawn by power_supply.py; the rectifier modules
+and batteries of the DC feeders, each feeder with its voltage, capacity and load (normal, and
+with its partner or one of its N failed), and the racks it serves inside the collapsed rows and
+pods, with their loads."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl.model.design import Instance
-from astral_dsl.model.values import Group, Symbol
+from astral_dsl.model.values import Group
 from astral_dsl.outputs.feeder_load import battery_installed_ah, loading, through_w
-from astral_dsl.outputs.render.style import Canvas, Line, amps, n, percent, watts
+from astral_dsl.outputs.render.numbers import amps, n, percent, watts
+from astral_dsl.outputs.render.power_supply import supply, supply_edges, sym, transformers
+from astral_dsl.outputs.render.style import Canvas, Line
 from astral_dsl.outputs.render.tree import Tree, counted, held_ids, power_line, summary, \
     whole_design
-from astral_dsl.units.readable import apparent
-
-
-def _sym(v) -> Optional[str]:
-    return v.name if isinstance(v, Symbol) else None
 
 
 def _si(v) -> Optional[float]:
@@ -39,7 +37,7 @@ def _served(ctx, feeder: Instance) -> List[Tuple[int, Instance]]:
 
 
 def _redundancy(feeders: List[Instance], results) -> str:
-    sides = sorted({_sym(f.field("side")) for f in feeders if _sym(f.field("side"))})
+    sides = sorted({sym(f.field("side")) for f in feeders if sym(f.field("side"))})
     if len(sides) > 1:
         return f"2N: {' + '.join(sides)}, each side carries it alone" if len(sides) == 2 \
             else f"{len(sides)} sides: {', '.join(sides)}"
@@ -86,7 +84,7 @@ def build(ctx, located) -> Canvas:
             supplies = _supplies(canvas, ctx, top)
             if eng is not None and eng.cooling.facility is not None:
                 held = held_ids(top)      # this site's stages, not another site's
-                _transformers(canvas, [s for s in eng.cooling.facility.transformers
+                transformers(canvas, [s for s in eng.cooling.facility.transformers
                                        if s.inst is not None and id(s.inst) in held], supplies)
         here = _network_here(ctx, top) if inst is top and eng is not None else None
         if here is not None and here[0]:
@@ -114,8 +112,8 @@ def build(ctx, located) -> Canvas:
                    if isinstance(m.value, Instance) and m.value.kind == "feeder"]
         anchor = None
         for f in feeders:
-            side = _sym(f.field("side"))
-            partner = any(_sym(g.field("side")) != side for g in feeders if g is not f)
+            side = sym(f.field("side"))
+            partner = any(sym(g.field("side")) != side for g in feeders if g is not f)
             entry, node = _feeder(canvas, ctx, f, results.get(f.path), key, partner)
             drawn.append((key, f, entry, node))
             anchor = anchor or entry
@@ -142,7 +140,7 @@ def build(ctx, located) -> Canvas:
 
     tree.draw(top, title=title_of, on_cluster=on_cluster, leaf=leaf,
               theme=lambda i: "site" if i is top else "group")
-    _sources(canvas, ctx, tree, drawn)
+    supply_edges(canvas, ctx, tree, drawn)
     _served_edges(canvas, ctx, tree, drawn, network[0] if network else None,
                   facility[0] if facility else None)
     if not drawn:
@@ -160,9 +158,9 @@ def build(ctx, located) -> Canvas:
 
 def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tuple[str, str]:
     """Draw a feeder with its rectifier and battery; returns (entry node, feeder node)."""
-    current = _sym(f.field("current")) or "dc"
+    current = sym(f.field("current")) or "dc"
     theme = "dc" if current == "dc" else "ac"
-    side = _sym(f.field("side"))
+    side = sym(f.field("side"))
     gid = f"{key}_{f.template}"
     head = f"feeder {f.template}" + (f" · side {side}" if side else "")
     if r is not None and r.count > 1:
@@ -216,7 +214,7 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
     if rect is not None:
         rlines = [f"rectifier {rect.template}"]
         module = _si(rect.field("module"))
-        scheme = _sym(rect.field("redundancy")) or ""
+        scheme = sym(rect.field("redundancy")) or ""
         if r is not None and not failed and (r.rectifier_modules or r.rectifier_modules_needed):
             have = r.rectifier_modules or r.rectifier_modules_needed
             rlines.append(Line(f"{n(have)} x {watts(module)} modules" if module else
@@ -241,7 +239,7 @@ def _feeder(canvas: Canvas, ctx, f: Instance, r, key: str, partner: bool) -> Tup
             bits.append(f"{int(cells)} cells")
         if autonomy:
             bits.append(f"{autonomy / 60:g} min")
-        chem = _sym(bat.field("chemistry"))
+        chem = sym(bat.field("chemistry"))
         if chem:
             bits.append(chem.replace("_", "-"))
         if bits:
@@ -293,79 +291,18 @@ def _supplies(canvas: Canvas, ctx, top: Instance) -> List[str]:
     """One supply per side: how many feeders it feeds and what they carry; their nodes."""
     sides: Dict[str, List] = {}
     for reps, f in _feeders_below(ctx, top):
-        sides.setdefault(_sym(f.field("side")) or "", []).append((reps, f))
+        sides.setdefault(sym(f.field("side")) or "", []).append((reps, f))
     with canvas.same_rank("same"):
         for side, items in sorted(sides.items()):
-            _supply(canvas, ctx, side, items)
+            supply(canvas, ctx, side, items)
     return [f"supply_{side or 'x'}" for side in sorted(sides)]
-
-
-def _transformers(canvas: Canvas, stages, supplies: List[str]) -> None:
-    """The site's transformer stages in the order declared, in series, each carrying the site's
-    load (in a design of several sites, its share: analyses/chain.py), the last one feeding
-    every side's supply."""
-    previous = None
-    for i, s in enumerate(stages):
-        units = s.replicas * s.count
-        name = s.path.rsplit(".", 1)[-1]
-        template = s.inst.template if s.inst is not None else ""
-        gid = canvas.node(f"transformer_{i}", [
-            f"transformers {name}" + (f" · {template}" if template not in ("", name) else ""),
-            Line(f"{n(units)} x {apparent(watts(s.capacity_w))} · {s.redundancy}", small=True),
-            Line(f"carries {watts(s.peak_load_w * s.replicas)} at the peak hour", bold=True),
-            Line(f"{apparent(watts(s.peak_load_w * s.replicas / s.power_factor))} at power "
-                 f"factor {s.power_factor:.3g}", small=True),
-            Line(f"losses {watts(s.average_loss_w)} average, {watts(s.peak_loss_w)} at the "
-                 f"peak", small=True)],
-            theme="power", parts=[s.inst] if s.inst is not None else (),
-            tooltip=f"transformer {s.path}: no-load loss {watts(s.no_load_w)} and load loss "
-                    f"{watts(s.load_loss_w)} at the rating, per unit")
-        if previous is not None:
-            canvas.edge(previous, gid, watts(s.peak_load_w * s.replicas), theme="power")
-        previous = gid
-    if previous is not None:
-        for sup in supplies:
-            canvas.edge(previous, sup, "", theme="power", tooltip="the site's low-voltage supply")
-
-
-def _supply(canvas: Canvas, ctx, side: str, items) -> None:
-    total_feeders, normal, alone = 0, 0.0, 0.0
-    kinds = set()
-    for reps, f in items:
-        r = ctx.feeders.get(f.path)
-        count = r.count if r else 1
-        total_feeders += reps * count
-        if r is not None:       # what the feeders draw: through their own conversion
-            normal += reps * count * through_w(r, r.normal_w)
-            alone += reps * count * r.carried_w
-        kinds.add("DC" if (_sym(f.field("current")) or "dc") == "dc" else "AC")
-    head = f"side {side} supply" if side else "supply"
-    canvas.node(f"supply_{side or 'x'}", [
-        head, Line(f"{n(total_feeders)} feeder{'s' if total_feeders != 1 else ''} "
-                   f"({', '.join(sorted(kinds))})", small=True),
-        Line(f"{'carries' if ctx.scenario else 'normal'} {watts(normal)}", bold=True),
-        Line(f"at most {watts(alone)}", small=True) if alone > normal * 1.0001 else None],
-        theme="power", tooltip="the upstream supply of this side (not modelled)",
-        failed=all(f.path in ctx.failed_paths for _, f in items) or None)
-
-
-def _sources(canvas: Canvas, ctx, tree: Tree, drawn) -> None:
-    """Edges from each side's supply to its feeders (or their rectifiers)."""
-    for key, f, entry, node in drawn:
-        side = _sym(f.field("side")) or ""
-        r = ctx.feeders.get(f.path)
-        reps = tree.count_within(key, None) * (r.count if r else 1)
-        text = f"{n(reps)} feeders" if reps > 1 else ""
-        canvas.edge(f"supply_{side or 'x'}", entry, text, theme="power",
-                    failed=f.path in ctx.failed_paths,
-                    tooltip=f"{n(reps)} feeder(s) {f.template}")
 
 
 def _served_edges(canvas: Canvas, ctx, tree: Tree, drawn, network: Optional[str],
                   facility: Optional[str] = None) -> None:
     for key, f, entry, node in drawn:
         r = ctx.feeders.get(f.path)
-        current = _sym(f.field("current")) or "dc"
+        current = sym(f.field("current")) or "dc"
         failed = f.path in ctx.failed_paths
         if f.field("mechanical") is True:
             if facility is not None:

@@ -1,6 +1,6 @@
-"""The shared look of every picture: colours, fonts, number formats, HTML-like labels, the
-legend, and a Canvas that draws nodes, clusters and edges with the marks of the context
-(violations in red with their codes in the tooltip, parts failed by a scenario in grey).
+"""The shared look of every picture: colours, fonts, HTML-like labels, the legend, and a Canvas
+that draws nodes, clusters and edges with the marks of the context (violations in red with
+their codes in the tooltip, parts failed by a scenario in grey); numbers.py writes the numbers.
 
 Every node and cluster carries an SVG class (`node compute`, `node violation`, `node failed`,
 ...) so that tools and tests can find them in the SVG."""
@@ -13,7 +13,6 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import graphviz
 
 from astral_dsl.outputs.terminal import printable
-from astral_dsl.units import readable
 
 FONT = "Helvetica"
 
@@ -44,67 +43,6 @@ PLANE_EDGE = ["#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a"]   # plane A, B, C, D i
 RED, RED_FILL = "#c62828", "#ffebee"
 AMBER, AMBER_FILL = "#b26a00", "#fff8e1"
 GREY, GREY_FILL = "#9e9e9e", "#eeeeee"
-
-
-# ---- numbers --------------------------------------------------------------------------------------
-
-def n(x) -> str:
-    """A count with thousands separators: 8,192."""
-    x = float(x)
-    if x == int(x):
-        return f"{int(x):,}"
-    return f"{x:,.1f}"
-
-
-def _trim(text: str) -> str:
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def watts(w: Optional[float]) -> str:
-    return "?" if w is None else readable.power_compact(w)
-
-
-def speed(q) -> str:
-    """400 Gb/s -> 400G, 1.6 Tb/s -> 1.6T."""
-    if q is None:
-        return "?"
-    si = q.si if hasattr(q, "si") else float(q)
-    if si >= 1e12:
-        return _trim(f"{si / 1e12:.2f}") + "T"
-    if si >= 1e9:
-        return _trim(f"{si / 1e9:.2f}") + "G"
-    if si >= 1e6:
-        return _trim(f"{si / 1e6:.2f}") + "M"
-    return _trim(f"{si:.0f}") + " b/s"
-
-
-def links(count, q) -> str:
-    """`64 x 400G`."""
-    return f"{n(count)} x {speed(q)}"
-
-
-def litres_per_min(m3s: Optional[float]) -> str:
-    return "?" if m3s is None else f"{n(round(m3s * 60000))} L/min"
-
-
-def m3s(v: Optional[float]) -> str:
-    return "?" if v is None else f"{n(round(v, 1) if v < 100 else round(v))} m³/s"
-
-
-def celsius(c: Optional[float]) -> str:
-    return "?" if c is None else _trim(f"{c:.1f}") + " °C"
-
-
-def percent(ratio: Optional[float]) -> str:
-    return "?" if ratio is None else _trim(f"{ratio * 100:.1f}") + " %"
-
-
-def amps(a: Optional[float]) -> str:
-    return "?" if a is None else f"{n(round(a))} A"
-
-
-def plane_name(i: int) -> str:
-    return chr(ord("A") + i) if 0 <= i < 26 else str(i)
 
 
 # ---- user text in DOT: the one place it is escaped --------------------------------------------
