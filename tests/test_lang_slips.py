@@ -1,0 +1,113 @@
+"""Slips an author of .astral files makes, each reported where it is with a code and a hint:
+a template parameter's default that needs its own template, a cycle of `let`s, a quoted value
+given to `--set`, a `_` in a number's fraction, a bracket too many or left open."""
+from __future__ import annotations
+
+import textwrap
+
+import astral_dsl
+
+
+def build(text: str, tmp_path, **kw):
+    return astral_dsl.loads(textwrap.dedent(text).lstrip("\n"), name="main.astral",
+                            root=tmp_path, **kw)
+
+
+def only(design, code: str):
+    found = [d for d in design.diagnostics if d.severity.name == "ERROR"]
+    assert [d.code for d in found] == [code], [(d.code, d.message) for d in found]
+    return found[0]
+
+
+def at(d):
+    return (d.span.start.line, d.span.start.column, d.span.end.line, d.span.end.column)
+
+
+# ---- parameter defaults -----------------------------------------------------------------------
+def test_a_default_that_needs_its_own_template_is_a_cycle_at_the_default(tmp_path):
+    # was E402 "nests too deeply" at 1:1 (the comment line): a RecursionError caught late
+    d = only(build("""
+        // a comment
+        gpu G(p: power = G.power) { power = p }
+        site S { g = G }
+    """, tmp_path), "E404")
+    assert at(d) == (2, 18, 2, 25)                      # `G.power`
+    assert "default of `p` of `G`" in d.message and "`G`" in d.hint
+
+
+def test_defaults_needing_each_others_template_are_a_cycle(tmp_path):
+    design = build("""
+        gpu A(p: power = B.power) { power = p }
+        gpu B(q: power = A.power) { power = q }
+        site S { g = A }
+    """, tmp_path)
+    assert {(d.code, d.span.start.line) for d in design.diagnostics
+            if d.severity.name == "ERROR"} == {("E404", 1), ("E404", 2)}
+
+
+def test_a_default_given_its_own_argument_is_no_cycle(tmp_path):
+    design = build("""
+        gpu G(p: power = G(p = 300 W).power * 2) { power = p }
+        site S { g = G, check g.power == 600 W }
+    """, tmp_path)
+    assert not [d for d in design.diagnostics if d.severity.name == "ERROR"]
+
+
+def test_a_default_with_ever_changing_arguments_stops_at_the_default(tmp_path):
+    d = only(build("""
+        // line one
+        host H(n: count = 1, m: count = H(n = n + 1).m) { }
+        site S { h = H }
+    """, tmp_path), "E402")
+    assert at(d)[:2] == (2, 33) and "never ends" in d.hint
+
+
+def test_a_cycle_of_lets_has_a_hint(tmp_path):
+    d = only(build("let a = b\nlet b = a\ncheck a == 1\n", tmp_path), "E404")
+    assert d.hint and "cycle" in d.hint
+
+
+# ---- --set ---------------------------------------------------------------------------------------
+def test_a_quoted_number_given_to_set_is_shown_quoted_with_a_hint(tmp_path):
+    # was: expected a number like the default `4`, got `4` (the value given read as the default)
+    d = only(build("param n = 4\nparam p = 45 kW\nsite S {}\n", tmp_path,
+                   overrides={"n": '"4"'}), "E310")
+    assert d.message == '--set n: expected a number like the default `4`, got "4"'
+    assert d.hint == "write it without quotes, e.g. `--set n=4`"
+    d = only(build("param p = 45 kW\nsite S {}\n", tmp_path, overrides={"p": "45 GB"}), "E310")
+    assert d.message.endswith("got `45 GB`") and "dimension" in d.hint
+
+
+# ---- numbers ----------------------------------------------------------------------------------------
+def test_a_separator_in_a_fraction_is_e106_at_the_number(tmp_path):
+    # was E103 "unexpected `b`" at 2:5: the number stopped at `0.000`, `_001` read as a name
+    d = only(build("let tol = 0.000_001\nlet b = 2\n", tmp_path), "E106")
+    assert at(d) == (1, 11, 1, 20)
+    assert d.hint.endswith("write `0.000001`")
+    d = only(build("gpu G { power = 0.7_5 kW }\nsite S { g = G }\n", tmp_path), "E106")
+    assert at(d) == (1, 17, 1, 22) and d.hint.endswith("`0.75`")
+    d = only(build("let a = 1.5e1_0\n", tmp_path), "E106")
+    assert "exponent" in d.message and d.hint.endswith("`1.5e10`")
+
+
+def test_separators_in_strings_comments_and_names_are_no_number(tmp_path):
+    design = build("""
+        let s = "0.000_001"   // 1.0_0
+        let CX7_2x200G = 1
+        let a = (
+    """, tmp_path)
+    assert [d.code for d in design.diagnostics] == ["E105"]
+
+
+# ---- brackets ---------------------------------------------------------------------------------------
+def test_a_closing_brace_too_many_says_so(tmp_path):
+    d = only(build("site S {\n  x = 1\n}\n}\n", tmp_path), "E103")
+    assert at(d)[:2] == (4, 1) and d.hint.startswith("this `}` closes no `{`")
+
+
+def test_a_parenthesis_left_open_is_named_where_the_next_line_fails(tmp_path):
+    d = only(build("let a = (1 + 2\nlet b = 3\n", tmp_path), "E103")
+    assert at(d)[:2] == (2, 1)
+    assert d.hint == "the `(` at line 1, column 9 is not closed: close it with `)` before this"
+    d = only(build("let a = [1, 2\nlet b = 3\n", tmp_path), "E103")
+    assert "the `[` at line 1, column 9" in d.hint
