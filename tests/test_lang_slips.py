@@ -111,3 +111,25 @@ def test_a_parenthesis_left_open_is_named_where_the_next_line_fails(tmp_path):
     assert d.hint == "the `(` at line 1, column 9 is not closed: close it with `)` before this"
     d = only(build("let a = [1, 2\nlet b = 3\n", tmp_path), "E103")
     assert "the `[` at line 1, column 9" in d.hint
+
+
+# ---- imports ----------------------------------------------------------------------------------------
+def test_a_name_a_module_imports_itself_says_where_to_import_it_from(tmp_path):
+    # was E208 without a hint: imports are not re-exported, and the author looked for it there
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "parts.astral").write_text(
+        "import stdlib.power { LeadAcid }\nimport stdlib.hardware as hw\nlet budget = 45 kW\n")
+    design = build("""
+        import lib.parts { LeadAcid }
+        import lib.parts as p
+        site S { k = p.hw.H800, check p.budget == 45 kW, check p.budgt == 1 W }
+    """, tmp_path)
+    hints = {(d.span.start.line, d.span.start.column): d.hint for d in design.diagnostics
+             if d.code == "E208"}
+    assert hints == {
+        (1, 20): "`lib.parts` imports `LeadAcid` from `stdlib.power` and does not re-export it: "
+                 "write `import stdlib.power { LeadAcid }`",
+        (3, 16): "`hw` is a module that `lib.parts` imports (imports are not re-exported): "
+                 "write `import stdlib.hardware as hw`",
+        (3, 58): "did you mean `budget`?",
+    }
