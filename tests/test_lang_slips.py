@@ -133,3 +133,33 @@ def test_a_name_a_module_imports_itself_says_where_to_import_it_from(tmp_path):
                  "write `import stdlib.hardware as hw`",
         (3, 58): "did you mean `budget`?",
     }
+
+
+# ---- built-in functions on temperature points --------------------------------------------------
+def test_the_mean_of_temperature_points_is_a_point(tmp_path):
+    # was E302 "cannot sum temperature points": mean(loops.supply) is a fair question
+    design = build("""
+        let a = mean(10 degC, 20 degC)
+        let b = mean([40 degC, 104 degF])      // 104 degF is 40 degC
+        let c = mean([30 degC, 30 degC, 60 degC])   // (2 * 303.15 K + 333.15 K) / 3 = 40 degC
+        check a == 15 degC and b == 40 degC and c == 40 degC
+    """, tmp_path)
+    assert not design.diagnostics, [(d.code, d.message) for d in design.diagnostics]
+    d = only(build("check mean([10 degC, 5 K]) == 1 K\n", tmp_path), "E302")
+    assert d.hint
+    d = only(build("check sum([1 degC]) == 1 degC\n", tmp_path), "E302")
+    assert "`mean`" in d.hint
+
+
+def test_abs_of_a_temperature_point_is_e302(tmp_path):
+    # was the point itself: `abs(-10 degC)` read -10 degC
+    d = only(build("let t = abs(-10 degC)\n", tmp_path), "E302")
+    assert at(d) == (1, 9, 1, 22) and "difference" in d.hint
+    design = build("check abs(10 degC - 25 degC) == 15 K\n", tmp_path)
+    assert not design.diagnostics
+
+
+def test_a_bundle_of_temperature_points_is_e302(tmp_path):
+    # was accepted, its total "temperature difference (degC)": E301 where it was used
+    d = only(build("let b = 2 x 30 degC\n", tmp_path), "E302")
+    assert at(d) == (1, 13, 1, 20) and d.hint
