@@ -163,3 +163,21 @@ def test_a_bundle_of_temperature_points_is_e302(tmp_path):
     # was accepted, its total "temperature difference (degC)": E301 where it was used
     d = only(build("let b = 2 x 30 degC\n", tmp_path), "E302")
     assert at(d) == (1, 13, 1, 20) and d.hint
+
+
+# ---- members -------------------------------------------------------------------------------------
+def test_a_member_list_mixing_instances_and_values_says_so(tmp_path):
+    # was E203 "a rack has no field `hosts`" at the name: `hosts` is a member's name
+    design = build("""
+        gpu G { power = 700 W }
+        host H { gpus = 8 x G }
+        rack R { hosts = [H, 3] }
+        rack R5 { hosts = [] }
+        site S { racks = [R, R5] }
+    """, tmp_path)
+    found = {(d.code, d.span.start.line, d.span.start.column): (d.message, d.hint)
+             for d in design.diagnostics if d.severity.name == "ERROR"}
+    assert set(found) == {("E303", 3, 18), ("E303", 4, 19)}
+    assert found[("E303", 3, 18)][0] == "`hosts` mixes instances with `3`, a number"
+    assert found[("E303", 4, 19)] == ("`hosts` is an empty list, not a member",
+                                      "a member holds at least one instance: leave `hosts` out")
