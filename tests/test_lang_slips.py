@@ -181,3 +181,15 @@ def test_a_member_list_mixing_instances_and_values_says_so(tmp_path):
     assert found[("E303", 3, 18)][0] == "`hosts` mixes instances with `3`, a number"
     assert found[("E303", 4, 19)] == ("`hosts` is an empty list, not a member",
                                       "a member holds at least one instance: leave `hosts` out")
+
+
+# ---- lists compared ----------------------------------------------------------------------------
+def test_lists_compare_item_by_item_as_values_do(tmp_path):
+    # was Python's equality of the items: `[1 W] == [1 GB]` silently false, not E301
+    d = only(build("check [1 W] == [1 GB]\n", tmp_path), "E301")
+    assert at(d) == (1, 7, 1, 22)
+    design = build("""
+        check [1 kW] == [1000 W] and [0.1 + 0.2] == [0.3]      // within 1e-9, as `==` is
+        check [[1, 2], ["a"]] == [[1, 2], ["a"]] and [1, 2] != [1, 2, 3] and [] == []
+    """, tmp_path)
+    assert not design.diagnostics and all(c.passed for c in design.checks)
