@@ -193,3 +193,11 @@ def test_lists_compare_item_by_item_as_values_do(tmp_path):
         check [[1, 2], ["a"]] == [[1, 2], ["a"]] and [1, 2] != [1, 2, 3] and [] == []
     """, tmp_path)
     assert not design.diagnostics and all(c.passed for c in design.checks)
+
+
+def test_a_dimension_starting_with_a_vowel_takes_an(tmp_path):
+    # was "`memory` expects a information"
+    d = only(build("gpu G { power = 700 W, memory = 3 W }\nsite S { g = G }\n", tmp_path),
+             "E304")
+    assert d.message == "`memory` expects an information, got power (W)"
+    assert d.hint == "expected an information such as `GB`"
