@@ -201,3 +201,24 @@ def test_a_dimension_starting_with_a_vowel_takes_an(tmp_path):
              "E304")
     assert d.message == "`memory` expects an information, got power (W)"
     assert d.hint == "expected an information such as `GB`"
+
+
+# ---- long chains of values -----------------------------------------------------------------------
+def _chain(n: int, indent: str = "") -> list:
+    """`let a0 = 1` ... `let a{n-1} = a{n-2} + 1`, last first: a{n-1} is n."""
+    lines = [f"{indent}let a0 = 1"] + [f"{indent}let a{i} = a{i - 1} + 1" for i in range(1, n)]
+    return lines[::-1]
+
+
+def test_a_long_chain_of_module_lets_in_any_order_evaluates(tmp_path):
+    # 300 lets, each naming the one below it: was E402 "nests too deeply" at 1:1 from ~100 on,
+    # while the same lets written first to last compiled
+    design = build("\n".join(_chain(300)) + "\ncheck a299 == 300\n", tmp_path)
+    assert not design.diagnostics and [c.passed for c in design.checks] == [True]
+
+
+def test_a_chain_too_deep_in_a_body_is_e402_at_its_first_value(tmp_path):
+    # was E402 at 1:1, the `site S {` line: now at the value whose evaluation went that deep
+    text = "site S {\n" + "\n".join(_chain(400, "  ")) + "\n  check a399 == 400\n}\n"
+    d = only(build(text, tmp_path), "E402")
+    assert at(d) == (2, 7, 2, 11) and d.message.startswith("evaluating `a399` of site `S`")
