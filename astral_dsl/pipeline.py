@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl import gcpause, records
-from astral_dsl.diagnostics import Diagnostic, Severity, Span, sort_diagnostics
+from astral_dsl.diagnostics import Diagnostic, Severity, sort_diagnostics
 from astral_dsl.model.allows import Accepted, accept, once
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.names import names_anything
@@ -113,11 +113,8 @@ def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overr
         design = passes.freeze(ev, entry, scope, found, paths, results,           # 15
                                diagnostics)
         design = attrs.evolve(design, allows=allows)
-    except RecursionError:
-        diagnostics.append(Diagnostic("E402", Severity.ERROR,
-                                      "the design nests too deeply to compile",
-                                      Span.at(entry.key, 1, 1),
-                                      "reduce the nesting of expressions or templates"))
+    except RecursionError as exc:
+        diagnostics.append(passes.too_deep(exc, entry.key))
         design = passes.empty(entry.key, diagnostics)
     return attrs.evolve(design, scenario=ev.scenario, overrides=tuple(recorded.items()),
                         root=str(getattr(loader, "root", "") or ""))

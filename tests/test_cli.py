@@ -373,6 +373,25 @@ def test_human_output_caret_after_non_ascii(here, capsys):
     _caret_under(stdout, 'site S { note = "µµ", power_limit = 45 GB }', "45 GB")
 
 
+def test_the_caret_counts_the_columns_of_wide_characters():
+    """A terminal gives a CJK character or an emoji two columns, a combining accent none: the
+    carets stand under the span as it is shown (they stood two columns early per wide character)."""
+    from astral_dsl.diagnostics import Diagnostic, Severity, Span
+    from astral_dsl.outputs.human import render
+
+    for line, snippet in (('gpu G { note = "機器", power = 7 GB }', "7 GB"),
+                          ('let a = "😀😀" + 3 W', '"😀😀" + 3 W'),
+                          ('let e = "e\u0301" + 3 W', "3 W")):
+        col = line.index(snippet) + 1
+        d = Diagnostic("E304", Severity.ERROR, "m", Span.at("f", 1, col, 1, col + len(snippet)))
+        shown, carets = render(d, lambda f, n: line).splitlines()[3:5]
+        # `X | ` before the line; the columns of the text before the snippet, wide ones as two
+        before = shown[:shown.index(snippet)]
+        wide = sum(ch in "機器😀" for ch in before) - sum(ch == "\u0301" for ch in before)
+        assert carets.index("^") == len(before) + wide
+        assert carets.count("^") == len(snippet) + sum(ch in "機器😀" for ch in snippet)
+
+
 def test_human_output_for_a_syntax_error(files):
     proc = run(["check", "syntax.astral"], files)
     text = out(proc)

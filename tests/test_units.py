@@ -303,6 +303,21 @@ def test_conversion_to_a_wrong_dimension_is_e301():
         Q(45, "kW").value_in("GB")
 
 
+def test_converting_a_point_to_kelvin_or_a_difference_to_degc_says_how():
+    err = raises_unit_error(lambda: Q(20, "degC").to(parse_unit("K")))
+    assert err.code == "E301" and "`t - -273.15 degC`" in err.hint
+    # the hint's form, by hand: 20 degC - -273.15 degC = (293.15 - 0) K = 293.15 K
+    assert Q(20, "degC").sub(Q(-273.15, "degC")).si == pytest.approx(293.15)
+    err = raises_unit_error(lambda: Q(10, "K").to(parse_unit("degC")))
+    assert "`delta_degC`" in err.hint
+    assert raises_unit_error(lambda: Q(45, "kW").to(parse_unit("GB"))).hint is None
+
+
+def test_a_result_past_the_floats_has_a_hint():
+    err = raises_unit_error(lambda: Q(1e308, "W").mul(Q(10)))
+    assert err.code == "E309" and "1.8e308" in err.hint
+
+
 def test_percent_is_a_dimensionless_hundredth():
     q = Q(75, "%")
     assert q.dimensionless

@@ -2,6 +2,7 @@
 underline, notes and a hint."""
 from __future__ import annotations
 
+import unicodedata
 from typing import Callable, Optional
 
 from astral_dsl.diagnostics import Diagnostic, Severity
@@ -73,10 +74,19 @@ def _window(text: str, start: int, width: int):
 
 
 def _escaped(text: str, start: int, width: int):
-    """The shown line with control characters escaped, and the caret moved to match."""
+    """The shown line with control characters escaped, and the caret moved to match (in the
+    columns a terminal gives the text: see _columns)."""
     head = printable(text[:start])
     marked = printable(text[start:start + width])
-    return head + marked + printable(text[start + width:]), len(head), max(1, len(marked))
+    return (head + marked + printable(text[start + width:]), _columns(head),
+            max(1, _columns(marked)))
+
+
+def _columns(text: str) -> int:
+    """The columns `text` takes on a terminal: two for a wide character (CJK, most emoji:
+    Unicode's East Asian Width W or F), none for a combining mark, one for the others."""
+    return sum(0 if unicodedata.combining(ch) else
+               2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def accepted_lines(accepted) -> list:

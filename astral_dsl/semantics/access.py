@@ -11,7 +11,7 @@ from astral_dsl.model.values import (Bundle, FabricAxis, FabricSelection, Group,
                                      ListValue, NicPort, PortAxis, RangeValue, Run, Symbol,
                                      Values, plane_label, port_label, type_name)
 from astral_dsl.semantics.frames import Frame
-from astral_dsl.semantics.scope import Namespace
+from astral_dsl.semantics.scope import Namespace, missing_hint
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
 from astral_dsl.semantics.collections import past_end_hint, range_hint, whole
@@ -56,7 +56,7 @@ def attribute(x, obj, name: str, name_span: Span, span: Span):
         symbol = obj.scope.own.get(name)
         if symbol is None:
             fail("E208", f"module `{obj.name}` has no declaration `{name}`", name_span,
-                 did_you_mean(name, obj.scope.own))
+                 missing_hint(obj.scope, obj.name, name))
         return x.symbol_value(symbol, name_span)
     if isinstance(obj, Bundle):
         if name == "count":

@@ -15,6 +15,8 @@ from astral_dsl.semantics.scope import Template
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
 
+MAX_DEFAULTS = 64   # parameter defaults evaluated one inside another (as instantiate.MAX_DEPTH)
+
 
 def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
     """The parameters (name -> value) and the field overrides (name -> (value, span)) of
@@ -66,7 +68,7 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
         if pname in given:
             value, vspan = given[pname], spans[pname]
         elif p.default is not None:
-            value, vspan = it.eval(p.default, env), p.default.span
+            value, vspan = _default(it, template, pname, given, p.default, env), p.default.span
         elif it.lenient:
             params[pname] = POISON      # linting an unused template: nothing to check against
             continue
@@ -76,6 +78,26 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
         params[pname] = it.annotated(p.type, value, vspan,
                                         f"argument `{pname}` of `{template.name}`")
     return params, overrides
+
+def _default(it, template: Template, pname: str, given, expr, env: Env):
+    """The default of parameter `pname`, evaluated for the arguments `given`: E404 when it needs
+    the template's instance with those same arguments (`gpu G(p: power = G.power)`), which
+    would be bound again without end."""
+    key = (id(template), pname, memo_key(given))
+    if key in it.defaulting:
+        fail("E404", f"the default of `{pname}` of `{template.name}` depends on itself", expr.span,
+             f"the default instantiates `{template.name}` again with the same arguments: give "
+             f"`{pname}` a value that does not refer back to `{template.name}`")
+    if len(it.defaulting) >= MAX_DEFAULTS:
+        fail("E402", f"parameter defaults nest more than {MAX_DEFAULTS} deep (at `{pname}` of "
+                     f"`{template.name}`)", expr.span,
+             "a default that instantiates its template with changing arguments never ends")
+    it.defaulting.add(key)
+    try:
+        return it.eval(expr, env)
+    finally:
+        it.defaulting.discard(key)
+
 
 def renamed(it, template: Template, r: ast.Renamed, arg: ast.Arg, names) -> ast.Arg:
     """A keyword argument under a parameter's old name (`rating -> module`): W211, and the

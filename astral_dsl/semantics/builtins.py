@@ -56,6 +56,9 @@ def _quantities(runs, fname):
     return out
 
 
+_NO_SUM = "average them with `mean`, or sum temperature differences (`K`)"
+
+
 def _sum(args):
     """Left to right, as `total.add(part)` for each (count, value) run would: the SI values
     added in that order as floats (the same sums, bit for bit), one Quantity made at the end
@@ -66,7 +69,7 @@ def _sum(args):
         return Quantity(0.0)
     c, v = runs[0]
     if v.point:
-        raise BuiltinError("E302", "cannot sum temperature points")
+        raise BuiltinError("E302", "cannot sum temperature points", _NO_SUM)
     if len(runs) == 1:
         return Quantity(v.si * c, v.dims, v.unit, v.point) if c != 1 else v
     si, dims, unit = v.si * c if c != 1 else v.si, v.dims, v.unit
@@ -88,7 +91,7 @@ def _sum_from(total: Quantity, runs, start: int) -> Quantity:
     for c, v in runs[start:]:
         part = Quantity(v.si * c, v.dims, v.unit, v.point) if c != 1 else v
         if v.point:
-            raise BuiltinError("E302", "cannot sum temperature points")
+            raise BuiltinError("E302", "cannot sum temperature points", _NO_SUM)
         total = total.add(part)
     return total
 
@@ -109,8 +112,20 @@ def _mean(args):
     n = sum(c for c, _ in runs)
     if n == 0:
         raise BuiltinError("E307", "`mean` of an empty collection")
+    if any(v.point for _, v in runs):
+        return _mean_point(runs, n)
     total = _sum(args)
     return Quantity(total.si / n, total.dims, total.unit, total.point)
+
+
+def _mean_point(runs, n) -> Quantity:
+    """The mean of temperature points (supplies of several loops): a point, its kelvin the mean
+    of theirs, shown in the first one's unit. Points cannot be summed; averaged they can."""
+    first = runs[0][1]
+    if not all(v.point for _, v in runs):
+        raise BuiltinError("E302", "cannot average temperature points with other quantities",
+                           "average the points alone (a difference in `K` is no point)")
+    return Quantity(sum(v.si * c for c, v in runs) / n, first.dims, first.unit, True)
 
 
 def _count(args):
@@ -162,7 +177,11 @@ def _abs(args):
     if len(args) != 1 or not isinstance(args[0], Quantity):
         raise BuiltinError("E307", "`abs` takes one quantity")
     q = args[0]
-    return Quantity(abs(q.si), q.dims, q.unit, q.point) if not q.point else q
+    if q.point:      # was the point itself: `abs(-10 degC)` read -10 degC
+        raise BuiltinError("E302", "cannot apply `abs` to a temperature point",
+                           "a point has no sign of its own: take `abs` of a difference, e.g. "
+                           "`abs(supply - 40 degC)`")
+    return Quantity(abs(q.si), q.dims, q.unit)
 
 
 BUILTINS: Dict[str, Callable[[List[Any]], Any]] = {

@@ -126,8 +126,8 @@ def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
         elif t.dim == "temperature_delta" and value.dims == dims:
             hint = "a temperature difference is written in `K`"
         else:
-            hint = f"expected a {expected} such as `{unit}`" if unit else None
-        _fail("E304", f"{what} expects a {expected}, got {value.describe()}", span, hint)
+            hint = f"expected {_a(expected)} such as `{unit}`" if unit else None
+        _fail("E304", f"{what} expects {_a(expected)}, got {value.describe()}", span, hint)
     if not math.isfinite(value.si):
         _fail("E309", f"{what} is too large to represent", span)
     if t.whole and not float(value.si).is_integer():
@@ -191,3 +191,8 @@ def type_from_annotation(name: str):
 
 
 ANNOTATIONS = sorted(list(DIMENSION_TYPES) + ["bool", "string"] + list(KINDS))
+
+
+def _a(name: str) -> str:
+    """`a power`, `an information`, `an energy`."""
+    return ("an " if name[:1] in "aeiou" else "a ") + name

@@ -93,6 +93,10 @@ def eval_replicate(x, e: ast.Replicate, env):
                          f"instances, beyond the limit of {MAX_GROUP:,}", e.span)
         return item.repeat(n)
     if isinstance(item, Quantity):
+        if item.point:        # its total (a sum of points) means nothing
+            fail("E302", f"cannot bundle a temperature point ({item})", e.item.span,
+                 "a bundle is N equal quantities that add up (links, feeds); temperatures do "
+                 "not add: write the point alone, or a list of points")
         return Bundle(n, item)
     fail("E303", f"cannot replicate a {type_name(item)}", e.item.span,
          "replicate a template (`4 x Node`) or a quantity (`64 x 400 Gb/s`)")

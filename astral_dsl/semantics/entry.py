@@ -14,7 +14,8 @@ from astral_dsl.semantics.errors import Poisoned
 from astral_dsl.semantics.freeze import Freezer
 from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
-from astral_dsl.semantics.scope import ModuleScope, Template, build_scope
+from astral_dsl.semantics.scope import (LetSymbol, ModuleScope, ParamSymbol, Template,
+                                        build_scope)
 from astral_dsl.syntax import ast
 
 MAX_GPUS = 10**9
@@ -65,8 +66,46 @@ def instantiate_roots(ev: Instantiator, scope: ModuleScope) -> Roots:
                 continue
             {"site": roots, "job": jobs, "scenario": scenarios}[symbol.kind].append(frame)
         else:
-            ev.guarded(lambda: ev.symbol_value(symbol, scope.spans[name]), default=None)
+            module_value(ev, scope, name)
     return roots, jobs, scenarios
+
+
+def module_value(ev: Instantiator, scope: ModuleScope, name: str) -> None:
+    """The `param` or `let` `name` of `scope` evaluated, after the module's values it names,
+    in dependency order: each then finds those evaluated, instead of evaluating them inside its
+    own evaluation (a chain of 100 `let`s, each naming the one below it, nested past Python's
+    recursion limit: E402 at 1:1). A cycle is left to the evaluation, which reports it (E404)."""
+    for dep in _dependencies(scope, name):
+        if dep not in scope.values:
+            ev.guarded(lambda: ev.symbol_value(scope.own[dep], scope.spans[dep]), default=None)
+
+
+def _dependencies(scope: ModuleScope, name: str) -> List[str]:
+    """`name` and the module values it needs, directly or through others, needed ones first
+    (an iterative depth-first walk); only `name` when they hold a cycle."""
+    def needs(n: str) -> List[str]:
+        node = scope.own[n].node
+        expr = node.value if isinstance(node, ast.Let) else node.default
+        return [x.name for x in ast.walk(expr) if isinstance(x, ast.Name) and x.name != n
+                and isinstance(scope.own.get(x.name), (LetSymbol, ParamSymbol))
+                and x.name not in scope.values]
+
+    order: List[str] = []
+    state: Dict[str, bool] = {name: False}        # False: being visited; True: done
+    stack = [(name, iter(needs(name)))]
+    while stack:
+        n, todo = stack[-1]
+        dep = next(todo, None)
+        if dep is None:
+            stack.pop()
+            state[n] = True
+            order.append(n)
+        elif dep not in state:
+            state[dep] = False
+            stack.append((dep, iter(needs(dep))))
+        elif not state[dep]:
+            return [name]                           # a cycle: the evaluation says E404
+    return order
 
 
 def imported_values(ev: Instantiator, scopes: Dict[int, ModuleScope], entry: ModuleScope) -> None:
@@ -79,7 +118,7 @@ def imported_values(ev: Instantiator, scopes: Dict[int, ModuleScope], entry: Mod
             continue
         for name, symbol in scope.own.items():
             if not isinstance(symbol, Template):
-                ev.guarded(lambda: ev.symbol_value(symbol, scope.spans[name]), default=None)
+                module_value(ev, scope, name)
 
 
 def lint_templates(ev: Instantiator, scope: ModuleScope, diagnostics) -> None:
@@ -198,3 +237,28 @@ def _unknown_site(key, site, paths, freezer) -> UnknownSite:
                        kw.get("low", 0), kw.get("high", 10**6),
                        paths.get(id(frame), "") if frame is not None else "", kw.get("field", ""),
                        kw.get("inclusive_end", False))
+
+
+def too_deep(exc: RecursionError, file: str) -> Diagnostic:
+    """E402 for an evaluation nested past Python's recursion limit, at the outermost field or
+    module value whose evaluation went that deep (found in the traceback; else at 1:1 of
+    `file`): a chain of some hundred values each naming the next, in a body."""
+    tb = exc.__traceback__
+    while tb is not None:
+        code, local = tb.tb_frame.f_code, tb.tb_frame.f_locals
+        frame, name, symbol = local.get("frame"), local.get("name"), local.get("symbol")
+        if code.co_name == "field" and isinstance(frame, Frame) and name in frame.defs:
+            return _deep(f"`{name}` of {frame.kind} `{frame.display}`",
+                         frame.defs[name].name_span)
+        if code.co_name == "module_value" and isinstance(symbol, (LetSymbol, ParamSymbol)):
+            return _deep(f"`{symbol.node.name.name}`", symbol.node.name.span)
+        tb = tb.tb_next
+    return Diagnostic("E402", Severity.ERROR, "the design nests too deeply to compile",
+                      Span.at(file, 1, 1), "reduce the nesting of expressions or templates")
+
+
+def _deep(what: str, span: Span) -> Diagnostic:
+    return Diagnostic("E402", Severity.ERROR,
+                      f"evaluating {what} nests too deeply to compile", span,
+                      "its value needs values that need others, some hundred deep (a long chain "
+                      "of `let`s or fields each naming the next): compute it in fewer steps")

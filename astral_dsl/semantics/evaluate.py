@@ -13,7 +13,7 @@ from astral_dsl.model.values import ListValue, Symbol, type_name
 from astral_dsl.semantics.builtins import BUILTINS, BuiltinError, call_builtin
 from astral_dsl.semantics.defaults import FORMS
 from astral_dsl.semantics.frames import Env, Frame
-from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template
+from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template, missing_hint
 from astral_dsl.semantics import access, collections, operators
 from astral_dsl.semantics.errors import Poisoned, check, fail
 from astral_dsl.syntax import ast
@@ -253,7 +253,7 @@ class Expressions:
                 symbol = ns.scope.own.get(func.name.name)
                 if symbol is None:
                     fail("E208", f"module `{ns.name}` has no declaration `{func.name.name}`",
-                         func.name.span, did_you_mean(func.name.name, ns.scope.own))
+                         func.name.span, missing_hint(ns.scope, ns.name, func.name.name))
         if isinstance(symbol, Template):
             return self.host.instantiate(symbol, list(e.args), env, e.span)
         target = self.eval(func, env)

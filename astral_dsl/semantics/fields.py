@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from astral_dsl.diagnostics import DiagnosticError, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS, EnumType, ListType, StrType
-from astral_dsl.model.values import POISON, Group, Symbol, UnknownValue
+from astral_dsl.model.values import (POISON, Group, ListValue, Symbol, UnknownValue, show,
+                                      type_name)
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.collections import inclusive_range, unknown_options
 from astral_dsl.semantics.errors import Poisoned, fail, in_instance, unknown_key
@@ -169,6 +170,8 @@ def _typed(it, frame: Frame, name: str, value, span: Span):
         return value
     if isinstance(value, UnknownValue):
         return coerce(value, None, span, f"`{name}`")
+    if isinstance(value, ListValue) and spec.open_members:
+        _not_members(name, value, span)
     known = list(spec.fields) + list(spec.records)
     hint = did_you_mean(name, known)
     # a field of other kinds (a host's `utilization`): say where it may be stated
@@ -184,6 +187,19 @@ def _typed(it, frame: Frame, name: str, value, span: Span):
         hint = f"a {spec.name} has: " + ", ".join(sorted(known))
     fail("E203", f"a {spec.name} has no field `{name}`",
          frame.defs[name].name_span, hint)
+
+
+def _not_members(name: str, value: ListValue, span: Span) -> None:
+    """A list under a member's name that is not a group: empty, or instances mixed with
+    values (was E203 "has no field `hosts`", for a name that is a member's)."""
+    if not value.items:
+        fail("E303", f"`{name}` is an empty list, not a member", span,
+             f"a member holds at least one instance: leave `{name}` out")
+    if any(isinstance(i, (Frame, Group)) for i in value.items):
+        odd = next(i for i in value.items if not isinstance(i, (Frame, Group)))
+        fail("E303", f"`{name}` mixes instances with `{show(odd)}`, a {type_name(odd)}", span,
+             "a list of members holds instances and groups only: state the value in a field "
+             "or a `let`")
 
 
 def constructs(it, d: FieldDef) -> bool:

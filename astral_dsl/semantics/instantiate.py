@@ -47,6 +47,7 @@ class Instantiator:
         self.overrides = overrides or {}
         self.entry = entry
         self._module_busy: set = set()
+        self.defaulting: set = set()      # parameter defaults being evaluated (arguments.bind)
         self._duplicates: set = set()     # spans of fields set twice in a block, said once
         # value provenance (semantics/trace.py), told as values are made; without a trace the
         # evaluation runs unwrapped
@@ -115,7 +116,8 @@ class Instantiator:
             return scope.values[name]
         key = (id(scope), name)
         if key in self._module_busy:
-            fail("E404", f"`{name}` is defined in terms of itself", span)
+            fail("E404", f"`{name}` is defined in terms of itself", span,
+                 "break the cycle: one of the values must not refer back")
         self._module_busy.add(key)
         try:
             value = self.guarded(lambda: self._module_value(symbol))
@@ -137,7 +139,10 @@ class Instantiator:
                         isinstance(value, Quantity) and value.dims == default.dims
                         and value.point == default.point):
                     fail("E310", f"--set {node.name.name}: expected a {default.describe()} like "
-                                 f"the default `{default}`, got `{value}`", span)
+                                 f"the default `{default}`, got {_shown(value)}", span,
+                         ("write it without quotes" if isinstance(value, str) else
+                          "give it in a unit of the default's dimension") +
+                         f", e.g. `--set {node.name.name}={default}`")
                 if isinstance(default, (bool, str)) and type(value) is not type(default):
                     from astral_dsl.model.values import show, type_name
 
@@ -354,3 +359,10 @@ class Instantiator:
         self._derive(frame, template, args, env, stmt.value.span, set())
         self.lay_body(frame, stmt.body, Env(env.module, frame, {}, {}, env))
         return frame
+
+
+def _shown(value) -> str:
+    """A value given with --set as a message shows it: a string in its quotes, else in backticks."""
+    from astral_dsl.model.values import show
+
+    return show(value) if isinstance(value, str) else f"`{show(value)}`"

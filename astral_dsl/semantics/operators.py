@@ -7,7 +7,7 @@ syntax nodes here: `eval_binary(x, node, env)` and so on."""
 from __future__ import annotations
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
-from astral_dsl.model.values import Bundle, Group, Symbol, Values, type_name
+from astral_dsl.model.values import Bundle, Group, ListValue, Symbol, Values, type_name
 from astral_dsl.semantics.errors import Poisoned, fail
 from astral_dsl.semantics.frames import Frame
 from astral_dsl.syntax import ast
@@ -149,6 +149,11 @@ def compare(op, left, right, e):
             isinstance(right, (Symbol, str)) and (isinstance(left, Symbol) or
                                                   isinstance(right, Symbol)):
         same = str(left) == str(right)
+        return same if op == "==" else not same
+    if op in ("==", "!=") and isinstance(left, ListValue) and isinstance(right, ListValue):
+        # item by item, as two values compare: `[1 W] == [1 GB]` is E301 as `1 W == 1 GB` is
+        same = len(left.items) == len(right.items) and \
+            all(compare("==", a, b, e) for a, b in zip(left.items, right.items))
         return same if op == "==" else not same
     if op in ("==", "!=") and type(left) is type(right) and not isinstance(left, Quantity):
         same = left == right if not isinstance(left, Frame) else left is right

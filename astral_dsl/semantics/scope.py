@@ -83,6 +83,20 @@ class ModuleScope:
         return self.symbols.get(name)
 
 
+def missing_hint(target: ModuleScope, dotted: str, name: str) -> Optional[str]:
+    """The hint of E208 for `name`, not declared by module `dotted`: where to import it from
+    when the module imports it itself (an import is not re-exported), else a near name."""
+    symbol = target.symbols.get(name)
+    if symbol is None or name in target.own:
+        return did_you_mean(name, target.own)
+    if isinstance(symbol, Namespace):
+        return (f"`{name}` is a module that `{dotted}` imports (imports are not re-exported): "
+                f"write `import {symbol.name} as {name}`")
+    origin = symbol.module.key
+    return (f"`{dotted}` imports `{name}` from `{origin}` and does not re-export it: "
+            f"write `import {origin} {{ {name} }}`")
+
+
 def declare(scope: ModuleScope, name: ast.Ident, symbol: Symbol,
             diagnostics: List[Diagnostic], exported: bool = True) -> None:
     if name.name in scope.symbols:
@@ -121,7 +135,7 @@ def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
                     diagnostics.append(Diagnostic(
                         "E208", Severity.ERROR,
                         f"module `{item.dotted}` has no declaration `{ident.name}`", ident.span,
-                        did_you_mean(ident.name, target.own)))
+                        missing_hint(target, item.dotted, ident.name)))
                     continue
                 declare(scope, ident, symbol, diagnostics, exported=False)
             if item.alias is not None:

@@ -6,7 +6,8 @@ import re
 import unicodedata
 
 from lark import Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInput,
+                             UnexpectedToken)
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.syntax.source import Source
@@ -62,6 +63,11 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
         code = "E107" if ch == "\"" else "E104"
         shown = repr(ch)[1:-1] if ch.isprintable() else f"U+{ord(ch):04X}" if ch else "end of file"
         return Diagnostic(code, Severity.ERROR, f"unexpected character `{shown}`", span, hint)
+    at = getattr(exc, "pos_in_stream", None)
+    at = len(source.text) if at is None or at < 0 or isinstance(exc, UnexpectedEOF) else at
+    separated = fraction_separator(source, at)
+    if separated is not None:
+        return separated
     if isinstance(exc, UnexpectedToken) and exc.token.type != "$END":
         tok = exc.token
         end_col = (tok.end_column if tok.end_line == tok.line and tok.end_column else tok.column + 1)
@@ -70,7 +76,8 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
         if _depth(source.text[:tok.start_pos or 0]) > 0:     # inside a body: no top-level forms
             names -= {"IMPORT", "PARAM"}
         expected = _expected(names)
-        hint = _unit_pitfall(source, tok) or _hint_for(tok, exc.expected, source)
+        hint = _unit_pitfall(source, tok) or _hint_for(tok, exc.expected, source) or \
+            _bracket_hint(source, tok, exc.expected)
         msg = f"unexpected {_describe(tok)}" + (f"; {expected}" if expected else "")
         return Diagnostic("E103", Severity.ERROR, msg, span, hint)
     # end of file
@@ -93,7 +100,9 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
 
 
 _PAIRS = {"{": "}", "(": ")", "[": "]"}
-_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*[\s\S]*?\*/|[{}()\[\]]|\n')
+# possessive repeats, as the grammar's STRING: `(?:[^"]|\\.)*` keeps ~120 bytes of state per
+# character, 600 MB for a 5 MB string in a file with a syntax error
+_BRACKETS = re.compile(r'"(?:[^"\\\n]++|\\.)*+"|//[^\n]*|/\*[\s\S]*?\*/|[{}()\[\]]|\n')
 
 
 def unclosed(text: str):
@@ -101,6 +110,16 @@ def unclosed(text: str):
     matched in order, outside strings and comments; when a `}` that starts its line is indented
     like an outer open `{` rather than the innermost one, the innermost is taken as the one left
     open (`rack R {` ... `}` closing the site), as a reader of the indentation would."""
+    stack, suspect = _open_brackets(text)
+    if not stack:
+        return None
+    found = suspect or stack[-1]
+    return found[0], found[1], found[2]
+
+
+def _open_brackets(text: str):
+    """The brackets open at the end of `text`, outermost first, as (char, line, column,
+    indentation), and the one a `}` indented like an outer `{` suggests is left open (or None)."""
     stack = []          # (char, line, column, indentation of its line)
     suspect = None
     line, line_start = 1, 0
@@ -125,15 +144,64 @@ def unclosed(text: str):
         if suspect is None and tok == "}" and not head.strip() and top[3] != len(head) and \
                 any(o[0] == "{" and o[3] == len(head) for o in stack):
             suspect = top
-    if not stack:
-        return None
-    found = suspect or stack[-1]
-    return found[0], found[1], found[2]
+    return stack, suspect
+
+
+def _bracket_hint(source: Source, tok: Token, expected) -> str | None:
+    """A `}`, `)` or `]` that closes nothing; or a `(` or `[` left open on an earlier line
+    before the token that a `)` or `]` was expected in place of."""
+    stack, _ = _open_brackets(source.text[:tok.start_pos or 0])
+    closer = str(tok)
+    if closer in ("}", ")", "]") and not stack:
+        opener = {v: k for k, v in _PAIRS.items()}[closer]
+        return (f"this `{closer}` closes no `{opener}`: delete it, or look above for the "
+                f"`{closer}` that closed its block too early")
+    if stack and stack[-1][0] in "([" and stack[-1][1] < tok.line and \
+            _PAIRS[stack[-1][0]] in [_TERMINALS.get(n, "").strip("`") for n in expected]:
+        ch, line, col, _ = stack[-1]
+        return (f"the `{ch}` at line {line}, column {col} is not closed: close it with "
+                f"`{_PAIRS[ch]}` before this")
+    return None
+
+
+# A `_` in the fraction or the exponent of a number (`0.000_001`, Python's spelling): the
+# grammar's number stops before it and the `_001` that is left reads as a name, so that the
+# parser fails further on, where nothing is wrong.
+_FRACTION_SEPARATOR = re.compile(
+    r'"(?:[^"\\\n]++|\\.)*+"|//[^\n]*|/\*[\s\S]*?\*/|'
+    r'(?<![\w.])(\d[\d_]*\.\d[\d_]*|\.\d[\d_]*|\d[\d_]*)([eE][+-]?\d[\d_]*)?')
+
+
+def fraction_separator(source: Source, end: int) -> Diagnostic | None:
+    """E106 for the first number that starts before offset `end` with a `_` in its fraction or
+    exponent."""
+    for m in _FRACTION_SEPARATOR.finditer(source.text):
+        if m.start() >= end:
+            break
+        if m.group(1) is None:
+            continue
+        mantissa, exponent = m.group(1), m.group(2) or ""
+        fraction = mantissa.partition(".")[2]
+        if "_" not in fraction and "_" not in exponent:
+            continue
+        text = m.group(0)
+        line = source.text.count("\n", 0, m.start()) + 1
+        col = m.start() - (source.text.rfind("\n", 0, m.start()) + 1) + 1
+        whole = mantissa.partition(".")[0]
+        fixed = whole + ("." + fraction.replace("_", "") if "." in mantissa else "") + \
+            exponent.replace("_", "")
+        where = "fraction" if "_" in fraction else "exponent"
+        return Diagnostic("E106", Severity.ERROR,
+                          f"number `{text}` has a `_` in its {where}",
+                          Span.at(source.name, line, col, line, col + len(text)),
+                          f"a `_` separates the digits of a number's whole part only "
+                          f"(`65_536`): write `{fixed}`")
+    return None
 
 
 def _depth(text: str) -> int:
     """Brace depth at the end of `text`, ignoring comments and strings (roughly)."""
-    text = re.sub(r'"([^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', "", text, flags=re.S)
+    text = re.sub(r'"(?:[^"\\\n]++|\\.)*+"|//[^\n]*|/\*.*?\*/', "", text, flags=re.S)
     return text.count("{") - text.count("}")
 
 

@@ -261,13 +261,21 @@ class Quantity:
                             f"{type(unit).__name__}")
         if unit.dims != self.dims or unit.point != self.point:
             target = dimension_name(unit.dims, unit.point)
-            raise UnitError("E301", f"cannot convert {self.describe()} to `{unit.name}` ({target})")
+            hint = None
+            if unit.dims == self.dims:       # a temperature point to `K`, a difference to degC
+                hint = ("a temperature point converts to `degC` or `degF`; the difference from "
+                        "absolute zero is `t - -273.15 degC`" if self.point else
+                        "a temperature difference converts to `K`, `delta_degC` or `delta_degF`")
+            raise UnitError("E301", f"cannot convert {self.describe()} to `{unit.name}` ({target})",
+                            hint)
         return Quantity(self.si, self.dims, unit.name, self.point)
 
 
 def _finite(value: float, what: str) -> float:
     if isinstance(value, complex) or not math.isfinite(value):
-        raise UnitError("E309", f"the {what} is too large (or not a real number) to compute")
+        raise UnitError("E309", f"the {what} is too large (or not a real number) to compute",
+                        "the largest number is about 1.8e308 in SI units: check the exponents "
+                        "and the units of the operands")
     return value
 
 

@@ -1,0 +1,224 @@
+"""Slips an author of .astral files makes, each reported where it is with a code and a hint:
+a template parameter's default that needs its own template, a cycle of `let`s, a quoted value
+given to `--set`, a `_` in a number's fraction, a bracket too many or left open."""
+from __future__ import annotations
+
+import textwrap
+
+import astral_dsl
+
+
+def build(text: str, tmp_path, **kw):
+    return astral_dsl.loads(textwrap.dedent(text).lstrip("\n"), name="main.astral",
+                            root=tmp_path, **kw)
+
+
+def only(design, code: str):
+    found = [d for d in design.diagnostics if d.severity.name == "ERROR"]
+    assert [d.code for d in found] == [code], [(d.code, d.message) for d in found]
+    return found[0]
+
+
+def at(d):
+    return (d.span.start.line, d.span.start.column, d.span.end.line, d.span.end.column)
+
+
+# ---- parameter defaults -----------------------------------------------------------------------
+def test_a_default_that_needs_its_own_template_is_a_cycle_at_the_default(tmp_path):
+    # was E402 "nests too deeply" at 1:1 (the comment line): a RecursionError caught late
+    d = only(build("""
+        // a comment
+        gpu G(p: power = G.power) { power = p }
+        site S { g = G }
+    """, tmp_path), "E404")
+    assert at(d) == (2, 18, 2, 25)                      # `G.power`
+    assert "default of `p` of `G`" in d.message and "`G`" in d.hint
+
+
+def test_defaults_needing_each_others_template_are_a_cycle(tmp_path):
+    design = build("""
+        gpu A(p: power = B.power) { power = p }
+        gpu B(q: power = A.power) { power = q }
+        site S { g = A }
+    """, tmp_path)
+    assert {(d.code, d.span.start.line) for d in design.diagnostics
+            if d.severity.name == "ERROR"} == {("E404", 1), ("E404", 2)}
+
+
+def test_a_default_given_its_own_argument_is_no_cycle(tmp_path):
+    design = build("""
+        gpu G(p: power = G(p = 300 W).power * 2) { power = p }
+        site S { g = G, check g.power == 600 W }
+    """, tmp_path)
+    assert not [d for d in design.diagnostics if d.severity.name == "ERROR"]
+
+
+def test_a_default_with_ever_changing_arguments_stops_at_the_default(tmp_path):
+    d = only(build("""
+        // line one
+        host H(n: count = 1, m: count = H(n = n + 1).m) { }
+        site S { h = H }
+    """, tmp_path), "E402")
+    assert at(d)[:2] == (2, 33) and "never ends" in d.hint
+
+
+def test_a_cycle_of_lets_has_a_hint(tmp_path):
+    d = only(build("let a = b\nlet b = a\ncheck a == 1\n", tmp_path), "E404")
+    assert d.hint and "cycle" in d.hint
+
+
+# ---- --set ---------------------------------------------------------------------------------------
+def test_a_quoted_number_given_to_set_is_shown_quoted_with_a_hint(tmp_path):
+    # was: expected a number like the default `4`, got `4` (the value given read as the default)
+    d = only(build("param n = 4\nparam p = 45 kW\nsite S {}\n", tmp_path,
+                   overrides={"n": '"4"'}), "E310")
+    assert d.message == '--set n: expected a number like the default `4`, got "4"'
+    assert d.hint == "write it without quotes, e.g. `--set n=4`"
+    d = only(build("param p = 45 kW\nsite S {}\n", tmp_path, overrides={"p": "45 GB"}), "E310")
+    assert d.message.endswith("got `45 GB`") and "dimension" in d.hint
+
+
+# ---- numbers ----------------------------------------------------------------------------------------
+def test_a_separator_in_a_fraction_is_e106_at_the_number(tmp_path):
+    # was E103 "unexpected `b`" at 2:5: the number stopped at `0.000`, `_001` read as a name
+    d = only(build("let tol = 0.000_001\nlet b = 2\n", tmp_path), "E106")
+    assert at(d) == (1, 11, 1, 20)
+    assert d.hint.endswith("write `0.000001`")
+    d = only(build("gpu G { power = 0.7_5 kW }\nsite S { g = G }\n", tmp_path), "E106")
+    assert at(d) == (1, 17, 1, 22) and d.hint.endswith("`0.75`")
+    d = only(build("let a = 1.5e1_0\n", tmp_path), "E106")
+    assert "exponent" in d.message and d.hint.endswith("`1.5e10`")
+
+
+def test_separators_in_strings_comments_and_names_are_no_number(tmp_path):
+    design = build("""
+        let s = "0.000_001"   // 1.0_0
+        let CX7_2x200G = 1
+        let a = (
+    """, tmp_path)
+    assert [d.code for d in design.diagnostics] == ["E105"]
+
+
+# ---- brackets ---------------------------------------------------------------------------------------
+def test_a_closing_brace_too_many_says_so(tmp_path):
+    d = only(build("site S {\n  x = 1\n}\n}\n", tmp_path), "E103")
+    assert at(d)[:2] == (4, 1) and d.hint.startswith("this `}` closes no `{`")
+
+
+def test_a_parenthesis_left_open_is_named_where_the_next_line_fails(tmp_path):
+    d = only(build("let a = (1 + 2\nlet b = 3\n", tmp_path), "E103")
+    assert at(d)[:2] == (2, 1)
+    assert d.hint == "the `(` at line 1, column 9 is not closed: close it with `)` before this"
+    d = only(build("let a = [1, 2\nlet b = 3\n", tmp_path), "E103")
+    assert "the `[` at line 1, column 9" in d.hint
+
+
+# ---- imports ----------------------------------------------------------------------------------------
+def test_a_name_a_module_imports_itself_says_where_to_import_it_from(tmp_path):
+    # was E208 without a hint: imports are not re-exported, and the author looked for it there
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "parts.astral").write_text(
+        "import stdlib.power { LeadAcid }\nimport stdlib.hardware as hw\nlet budget = 45 kW\n")
+    design = build("""
+        import lib.parts { LeadAcid }
+        import lib.parts as p
+        site S { k = p.hw.H800, check p.budget == 45 kW, check p.budgt == 1 W }
+    """, tmp_path)
+    hints = {(d.span.start.line, d.span.start.column): d.hint for d in design.diagnostics
+             if d.code == "E208"}
+    assert hints == {
+        (1, 20): "`lib.parts` imports `LeadAcid` from `stdlib.power` and does not re-export it: "
+                 "write `import stdlib.power { LeadAcid }`",
+        (3, 16): "`hw` is a module that `lib.parts` imports (imports are not re-exported): "
+                 "write `import stdlib.hardware as hw`",
+        (3, 58): "did you mean `budget`?",
+    }
+
+
+# ---- built-in functions on temperature points --------------------------------------------------
+def test_the_mean_of_temperature_points_is_a_point(tmp_path):
+    # was E302 "cannot sum temperature points": mean(loops.supply) is a fair question
+    design = build("""
+        let a = mean(10 degC, 20 degC)
+        let b = mean([40 degC, 104 degF])      // 104 degF is 40 degC
+        let c = mean([30 degC, 30 degC, 60 degC])   // (2 * 303.15 K + 333.15 K) / 3 = 40 degC
+        check a == 15 degC and b == 40 degC and c == 40 degC
+    """, tmp_path)
+    assert not design.diagnostics, [(d.code, d.message) for d in design.diagnostics]
+    d = only(build("check mean([10 degC, 5 K]) == 1 K\n", tmp_path), "E302")
+    assert d.hint
+    d = only(build("check sum([1 degC]) == 1 degC\n", tmp_path), "E302")
+    assert "`mean`" in d.hint
+
+
+def test_abs_of_a_temperature_point_is_e302(tmp_path):
+    # was the point itself: `abs(-10 degC)` read -10 degC
+    d = only(build("let t = abs(-10 degC)\n", tmp_path), "E302")
+    assert at(d) == (1, 9, 1, 22) and "difference" in d.hint
+    design = build("check abs(10 degC - 25 degC) == 15 K\n", tmp_path)
+    assert not design.diagnostics
+
+
+def test_a_bundle_of_temperature_points_is_e302(tmp_path):
+    # was accepted, its total "temperature difference (degC)": E301 where it was used
+    d = only(build("let b = 2 x 30 degC\n", tmp_path), "E302")
+    assert at(d) == (1, 13, 1, 20) and d.hint
+
+
+# ---- members -------------------------------------------------------------------------------------
+def test_a_member_list_mixing_instances_and_values_says_so(tmp_path):
+    # was E203 "a rack has no field `hosts`" at the name: `hosts` is a member's name
+    design = build("""
+        gpu G { power = 700 W }
+        host H { gpus = 8 x G }
+        rack R { hosts = [H, 3] }
+        rack R5 { hosts = [] }
+        site S { racks = [R, R5] }
+    """, tmp_path)
+    found = {(d.code, d.span.start.line, d.span.start.column): (d.message, d.hint)
+             for d in design.diagnostics if d.severity.name == "ERROR"}
+    assert set(found) == {("E303", 3, 18), ("E303", 4, 19)}
+    assert found[("E303", 3, 18)][0] == "`hosts` mixes instances with `3`, a number"
+    assert found[("E303", 4, 19)] == ("`hosts` is an empty list, not a member",
+                                      "a member holds at least one instance: leave `hosts` out")
+
+
+# ---- lists compared ----------------------------------------------------------------------------
+def test_lists_compare_item_by_item_as_values_do(tmp_path):
+    # was Python's equality of the items: `[1 W] == [1 GB]` silently false, not E301
+    d = only(build("check [1 W] == [1 GB]\n", tmp_path), "E301")
+    assert at(d) == (1, 7, 1, 22)
+    design = build("""
+        check [1 kW] == [1000 W] and [0.1 + 0.2] == [0.3]      // within 1e-9, as `==` is
+        check [[1, 2], ["a"]] == [[1, 2], ["a"]] and [1, 2] != [1, 2, 3] and [] == []
+    """, tmp_path)
+    assert not design.diagnostics and all(c.passed for c in design.checks)
+
+
+def test_a_dimension_starting_with_a_vowel_takes_an(tmp_path):
+    # was "`memory` expects a information"
+    d = only(build("gpu G { power = 700 W, memory = 3 W }\nsite S { g = G }\n", tmp_path),
+             "E304")
+    assert d.message == "`memory` expects an information, got power (W)"
+    assert d.hint == "expected an information such as `GB`"
+
+
+# ---- long chains of values -----------------------------------------------------------------------
+def _chain(n: int, indent: str = "") -> list:
+    """`let a0 = 1` ... `let a{n-1} = a{n-2} + 1`, last first: a{n-1} is n."""
+    lines = [f"{indent}let a0 = 1"] + [f"{indent}let a{i} = a{i - 1} + 1" for i in range(1, n)]
+    return lines[::-1]
+
+
+def test_a_long_chain_of_module_lets_in_any_order_evaluates(tmp_path):
+    # 300 lets, each naming the one below it: was E402 "nests too deeply" at 1:1 from ~100 on,
+    # while the same lets written first to last compiled
+    design = build("\n".join(_chain(300)) + "\ncheck a299 == 300\n", tmp_path)
+    assert not design.diagnostics and [c.passed for c in design.checks] == [True]
+
+
+def test_a_chain_too_deep_in_a_body_is_e402_at_its_first_value(tmp_path):
+    # was E402 at 1:1, the `site S {` line: now at the value whose evaluation went that deep
+    text = "site S {\n" + "\n".join(_chain(400, "  ")) + "\n  check a399 == 400\n}\n"
+    d = only(build(text, tmp_path), "E402")
+    assert at(d) == (2, 7, 2, 11) and d.message.startswith("evaluating `a399` of site `S`")
