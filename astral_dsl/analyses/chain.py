@@ -33,6 +33,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.feeders import FeederResult, one_feeder
+from astral_dsl.analyses.formulas import units_left
 from astral_dsl.analyses.sites import sites as site_list
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
@@ -208,15 +209,6 @@ def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, fl
         out.append(attrs.evolve(s, peak_load_w=per, average_loss_w=average_w.get(id(s), 0.0),
                                 peak_loss_w=s.losses(peak_w)))
     return out
-
-
-def units_left(count: int, redundancy: str) -> int:
-    """The units left in service after the failure a redundancy scheme covers: all of them (n),
-    one fewer (n_plus_1), or one side of a 2N pair, whose sides are halves of the units: the
-    smaller half of an odd count, and none of a single unit (it has no other side)."""
-    if redundancy == "two_n":
-        return count // 2
-    return count - 1 if redundancy == "n_plus_1" else count
 
 
 def field_source(inst: Instance, field: str):
