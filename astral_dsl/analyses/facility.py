@@ -26,11 +26,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl import records
-from astral_dsl.analyses import chain, circuits, heat_rejection
+from astral_dsl.analyses import chain, circuits, heat_rejection, site_loads
 from astral_dsl.analyses.circuits import CircuitResult, Draw
 from astral_dsl.analyses.feeders import FeederResult
 from astral_dsl.analyses.formulas import HOURS_PER_YEAR
 from astral_dsl.analyses.power import feeder_loss
+from astral_dsl.analyses.sites import sites as site_list
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Symbol
@@ -306,15 +307,22 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
             sum(a.replicas * a.heat_w * (a.fan_power_ratio or 0.0) for a in air))
     base = (cdus + pumps + fpumps + fans[0] + aux_w, cdus + pumps + fpumps + fans[1] + aux_w)
     # hour by hour, the circuits' chillers and fans: heat x k (1 + ratio) + ratio x heat
-    avg_hours = _hourly(base[0], [(cy.circuit.average_w, pr.average, pr.ratio)
-                                  for cy, pr in years])
-    peak_hours = _hourly(base[1], [(cy.circuit.peak_w, pr.peak, pr.ratio) for cy, pr in years])
+    avg_hours = site_loads.hourly(base[0], [(cy.circuit.average_w, pr.average, pr.ratio)
+                                            for cy, pr in years])
+    peak_hours = site_loads.hourly(base[1], [(cy.circuit.peak_w, pr.peak, pr.ratio)
+                                             for cy, pr in years])
     hot = max(range(len(peak_hours)), key=peak_hours.__getitem__)   # the first of equals
     n = len(avg_hours)
     mech_avg = sum(avg_hours) / n
     any_feeders = bool(power.feeders)
+    # each site's own consumers, hour by hour (average, peak): what its feeders and its
+    # transformers carry
+    every = site_list(mult, cache)
+    hours = site_loads.by_site(every, {i.path: i for _, i in mult.values()}, loops, air, years,
+                               base, (avg_hours, peak_hours))
     mech = chain.mechanical(mult, resolve, served, cache, failed, diags, reqs,
-                            (peak_hours[hot], mech_avg), any_feeders)
+                            (peak_hours[hot], mech_avg), any_feeders,
+                            [(max(p), sum(a) / len(a)) for a, p in hours])
     mech_loss = (sum(f.replicas * f.running * feeder_loss(f, f.average_w) for f in mech),
                  sum(f.replicas * f.running * feeder_loss(f, f.normal_w) for f in mech))
     stages = chain.stages(mult, diags)
@@ -332,10 +340,14 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
              power.it_peak_w + power.conversion_loss_peak_w + mech_loss[1])
     # the losses' average over the hours: no-load plus load losses at the mean square load
     mean = it_in[0] + mech_avg
-    square = sum((it_in[0] + h) ** 2 for h in avg_hours) / n
-    per_stage: Dict[int, float] = {id(s): s.mean_losses(square) for s in stages}
-    transformer_avg = sum(per_stage.values()) + chain.losses([], mean, default)
     site_peak = it_in[1] + peak_hours[hot]
+    if len(every) > 1:          # each stage the load of its own site(s)
+        stages = chain.own_loads(stages, every, hours, it_in, site_peak)
+    else:
+        square = sum((it_in[0] + h) ** 2 for h in avg_hours) / n
+        stages = [attrs.evolve(s, mean_square_w2=square * s.share ** 2) for s in stages]
+    per_stage: Dict[int, float] = {id(s): s.mean_losses() for s in stages}
+    transformer_avg = sum(per_stage.values()) + chain.losses([], mean, default)
     transformers = chain.check(stages, site_peak, per_stage, diags)
     for root in _sites_without_aux(mult) if cooled else ():
         diags.append(_warn("W644", f"site `{root.path}` declares no `auxiliary` power: "
@@ -360,28 +372,6 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                           climate.place if climate is not None else "",
                           climate.hours if climate is not None else 0, stamp,
                           pressure[0], pressure[1], default > 0)
-
-
-def _hourly(base: float, circuits_: List[Tuple[float, Sequence[float], float]]) -> List[float]:
-    """`base` plus every circuit's chillers and fans, hour by hour: heat x (k (1 + ratio) +
-    ratio) for (heat, k per hour, fan ratio); a circuit without a climate holds one k for every
-    hour."""
-    n = max((len(k) for _, k, _ in circuits_), default=1)
-    c = base + sum(q * r for q, _, r in circuits_)
-    terms = [(q * (1 + r), k if len(k) == n else (k[-1],) * n) for q, k, r in circuits_]
-    if not terms:
-        return [c] * n
-    # the circuits added in their order, the first two in one pass (the same sums as a pass
-    # per circuit, without a list of 8,760 hours for each: a millisecond of a check)
-    (w, k), rest = terms[0], terms[1:]
-    if rest:
-        (v, j), rest = rest[0], rest[1:]
-        out = [c + w * x + v * y for x, y in zip(k, j)]
-    else:
-        out = [c + w * x for x in k]
-    for w, k in rest:
-        out = [a + w * x for a, x in zip(out, k)]
-    return out
 
 
 def _at(values: Sequence[float], i: int) -> float:
