@@ -228,6 +228,29 @@ def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_reject
                            "rejected, from the dry coolers' data sheet)"))
 
 
+def unbounded_cop(circuit: Instance, p: heat_rejection.Plan, outdoor, resolve, diags) -> None:
+    """W656: chillers that run in hours whose condenser water (the outdoor air plus the
+    approach) is no warmer than the chilled water (no economiser) have no lift there: a chiller
+    model without `max_cop` has an unbounded COP in them, and they count as 0 W."""
+    ch = p.chiller
+    if outdoor is None or p.economiser != "none" or ch is None or ch.max_cop or \
+            ch.rated_supply_c is None:
+        return
+    hours = sum(1 for t in outdoor if t + p.approach_k <= p.supply_c) * HOURS_PER_YEAR / \
+        len(outdoor)
+    if hours:
+        model = resolve(circuit.field("chiller"))
+        diags.append(_warn("W656", f"facility water `{circuit.path}` runs its chillers without "
+                                   f"an economiser, {readable.grouped(round(hours))} h a year with "
+                                   f"no lift (condenser water at or below its "
+                                   f"{format_number(p.supply_c)} degC supply): chiller "
+                                   f"`{model.template or model.path}` declares no `max_cop`, so "
+                                   f"its COP is unbounded there and those hours count as 0 W",
+                           model.span_of("cop") or circuit.span_of("chiller"),
+                           "declare `max_cop` on the chiller (the COP its data sheet gives at "
+                           "the smallest lift), or an economiser"))
+
+
 def unknown_free_hours(circuit: Instance, climate, diags) -> None:
     """W656: a circuit whose free-cooling hours are unknown (no `free_cooling` and no site
     climate, or a climate but no `supply` to hold the outdoor air to) has none: its chillers
@@ -289,6 +312,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
         prof = heat_rejection.profile(p, outdoor, hours)
         y = heat_rejection.year(p, outdoor, result.average_w)
         missing_chiller(inst, y, p, diags)
+        unbounded_cop(inst, p, outdoor, resolve, diags)
         if outdoor is None and p.free_cooling_h is None and p.chiller is not None and \
                 p.economiser != "none" and result.peak_w > 0:
             unknown_free_hours(inst, climate, diags)
