@@ -26,10 +26,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl import records
-from astral_dsl.analyses import chain, circuits, heat_rejection, site_loads
+from astral_dsl.analyses import chain, circuits, heat_rejection, rejection_checks, site_loads
 from astral_dsl.analyses.circuits import CircuitResult, Draw
 from astral_dsl.analyses.feeders import FeederResult
-from astral_dsl.analyses.formulas import HOURS_PER_YEAR
 from astral_dsl.analyses.power import feeder_loss
 from astral_dsl.analyses.sites import sites as site_list
 from astral_dsl.diagnostics import Diagnostic, Severity
@@ -207,65 +206,6 @@ def _chiller(circuit: Instance, resolve) -> Tuple[Optional[heat_rejection.Chille
     return None, "no chiller"
 
 
-def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_rejection.Plan,
-                    diags) -> None:
-    if p.chiller is None and year.free_h < HOURS_PER_YEAR - 1e-6:
-        diags.append(_warn("W656", f"facility water `{circuit.path}` declares no `chiller` (or "
-                                   f"`chiller_cop`): its chillers count as 0 W for the "
-                                   f"{readable.grouped(HOURS_PER_YEAR - year.free_h)} h a year "
-                                   f"without free cooling", circuit.span,
-                           "declare `chiller = ...` (a chiller model) or `chiller_cop`, or "
-                           "make the water warm enough that no chiller runs"))
-    if p.fan_ratio == 0 and _si(circuit.field("rejection_fan_ratio")) is None and \
-            year.free_h + year.partial_h > 0:
-        said = "declares" if _si(circuit.field("free_cooling")) is not None else "has"
-        diags.append(_warn("W656", f"facility water `{circuit.path}` {said} "
-                                   f"{readable.grouped(year.free_h + year.partial_h)} h of free "
-                                   f"cooling but no `rejection_fan_ratio`: the fans of its dry "
-                                   f"coolers (or cooling towers) count as 0 W in the facility "
-                                   f"power and the PUE", circuit.span_of("free_cooling"),
-                           "declare `rejection_fan_ratio` (fan power per watt of heat "
-                           "rejected, from the dry coolers' data sheet)"))
-
-
-def unbounded_cop(circuit: Instance, p: heat_rejection.Plan, outdoor, resolve, diags) -> None:
-    """W656: chillers that run in hours whose condenser water (the outdoor air plus the
-    approach) is no warmer than the chilled water (no economiser) have no lift there: a chiller
-    model without `max_cop` has an unbounded COP in them, and they count as 0 W."""
-    ch = p.chiller
-    if outdoor is None or p.economiser != "none" or ch is None or ch.max_cop or \
-            ch.rated_supply_c is None:
-        return
-    hours = sum(1 for t in outdoor if t + p.approach_k <= p.supply_c) * HOURS_PER_YEAR / \
-        len(outdoor)
-    if hours:
-        model = resolve(circuit.field("chiller"))
-        diags.append(_warn("W656", f"facility water `{circuit.path}` runs its chillers without "
-                                   f"an economiser, {readable.grouped(round(hours))} h a year with "
-                                   f"no lift (condenser water at or below its "
-                                   f"{format_number(p.supply_c)} degC supply): chiller "
-                                   f"`{model.template or model.path}` declares no `max_cop`, so "
-                                   f"its COP is unbounded there and those hours count as 0 W",
-                           model.span_of("cop") or circuit.span_of("chiller"),
-                           "declare `max_cop` on the chiller (the COP its data sheet gives at "
-                           "the smallest lift), or an economiser"))
-
-
-def unknown_free_hours(circuit: Instance, climate, diags) -> None:
-    """W656: a circuit whose free-cooling hours are unknown (no `free_cooling` and no site
-    climate, or a climate but no `supply` to hold the outdoor air to) has none: its chillers
-    carry all its heat all year."""
-    why = ("declares no `supply`, so its free-cooling hours over the site's climate cannot be "
-           "found" if climate is not None else "declares no `free_cooling` hours (and the site "
-           "no `climate`)")
-    diags.append(_warn("W656", f"facility water `{circuit.path}` {why}: its chillers are taken "
-                               f"to carry all its heat, "
-                               f"{readable.grouped(HOURS_PER_YEAR)} h a year", circuit.span,
-                       "declare `supply` (and `rise`)" if climate is not None else
-                       "declare `free_cooling = ... h` (the hours its heat rejection alone "
-                       "carries the heat) or the site's `climate`"))
-
-
 def ambient(climate, rejection: str) -> Tuple[Optional[Sequence[float]], str]:
     """The hours' outdoor temperature the heat rejection follows: dry bulb for dry coolers, wet
     bulb (analyses/climate.py, from CoolProp) for cooling towers; and what names them (the
@@ -311,11 +251,11 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
             if isinstance(inst.field("supply"), Quantity) else (None, "")
         prof = heat_rejection.profile(p, outdoor, hours)
         y = heat_rejection.year(p, outdoor, result.average_w)
-        missing_chiller(inst, y, p, diags)
-        unbounded_cop(inst, p, outdoor, resolve, diags)
+        rejection_checks.missing_chiller(inst, y, p, diags)
+        rejection_checks.unbounded_cop(inst, p, outdoor, resolve, diags)
         if outdoor is None and p.free_cooling_h is None and p.chiller is not None and \
                 p.economiser != "none" and result.peak_w > 0:
-            unknown_free_hours(inst, climate, diags)
+            rejection_checks.unknown_free_hours(inst, climate, diags)
         years.append((CircuitYear(result, _sym(inst.field("water_class")), rejection,
                                   p.approach_k if outdoor is not None else None,
                                   p.economiser if p.return_c is not None or
