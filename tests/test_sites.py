@@ -226,6 +226,21 @@ def test_one_fabric_on_two_sites_is_named_and_drawn_per_site():
         assert "12 switches · 12 kW peak" in dot and where in dot
 
 
+def _chilled_site(name, racks, free, kva, aux=0):
+    """A site of `racks` x 40 kW on air units and one facility-water circuit (COP 4 chillers,
+    `free` h of free cooling; fans at 0 %, pumps at 0 kPa), a `kva` transformer and the
+    mechanical pair MECH."""
+    return (f"site {name} {{\n  racks = {racks} x R, utilization = 100 %, auxiliary = {aux} kW, "
+            f"altitude = 0 m\n"
+            f"  transformer mv {{ capacity = {kva} kVA, redundancy = n, "
+            f"no_load_loss = 0 kW, load_loss = 1 kW, power_factor = 100 % }}\n"
+            "  air room { supply = 25 degC, rise = 12 K, approach = 10 K, "
+            "fan_power_ratio = 0 %, dew_point = 10 degC }\n"
+            "  facility fw { supply = 15 degC, rise = 10 K, pump_head = 0 kPa, "
+            f"pump_efficiency = 80 %, free_cooling = {free} h, chiller_cop = 4, "
+            "rejection_fan_ratio = 0 % }\n" + MECH + "}\n")
+
+
 def test_each_site_carries_its_own_chillers_not_a_share_of_the_designs():
     # X (3 racks, 120 kW) on chillers all year at COP 4: 120 kW / 4 = 30 kW at the peak; Y (1
     # rack, 40 kW) on free cooling all year: no chillers (fans at 0 %, pumps at 0 kPa, no
@@ -233,17 +248,7 @@ def test_each_site_carries_its_own_chillers_not_a_share_of_the_designs():
     # transformer 120 + 30 = 150 kVA (PF 1) > its 145 kVA: E634; Y's 40 kVA <= 45 kVA. By the
     # sites' shares of the IT load (0.75, 0.25) X's pair carried 22.5 kW and Y's 7.5 kW of X's
     # chillers, X's transformer 0.75 x 190 = 142.5 kVA (passed) and Y's 47.5 kVA (E634).
-    def site(name, racks, free, kva):
-        return (f"site {name} {{\n  racks = {racks} x R, utilization = 100 %, auxiliary = 0 kW, "
-                f"altitude = 0 m\n"
-                f"  transformer mv {{ capacity = {kva} kVA, redundancy = n, "
-                f"no_load_loss = 0 kW, load_loss = 1 kW, power_factor = 100 % }}\n"
-                "  air room { supply = 25 degC, rise = 12 K, approach = 10 K, "
-                "fan_power_ratio = 0 %, dew_point = 10 degC }\n"
-                "  facility fw { supply = 15 degC, rise = 10 K, pump_head = 0 kPa, "
-                f"pump_efficiency = 80 %, free_cooling = {free} h, chiller_cop = 4, "
-                "rejection_fan_ratio = 0 % }\n" + MECH + "}\n")
-    text = BASE + site("X", 3, 0, 145) + site("Y", 1, 8760, 45)
+    text = BASE + _chilled_site("X", 3, 0, 145) + _chilled_site("Y", 1, 8760, 45)
     checked = astral_dsl.check(astral_dsl.compiles(text, name="chillers.astral"))
     facility = checked.engineering.cooling.facility
     assert checked.engineering.cooling.peak.chillers_w == pytest.approx(30e3)
@@ -254,3 +259,19 @@ def test_each_site_carries_its_own_chillers_not_a_share_of_the_designs():
         "X.mv": pytest.approx(150e3), "Y.mv": pytest.approx(40e3)}
     (e,) = [d for d in checked.diagnostics if d.code == "E634"]
     assert e.message.startswith("transformers `X.mv` carry 150 kVA at the peak")
+
+
+def test_a_sites_auxiliaries_heat_its_own_circuit_not_anothers():
+    # Y's 20 kW of auxiliaries (its building, air-cooled) go into Y's circuit (free cooling):
+    # 40 + 20 = 60 kW, and X's stays at its 120 kW of air heat, its chillers 120 / 4 = 30 kW on
+    # X's pair; Y's pair carries its 20 kW. Shared by the circuits' air heat across the sites
+    # (120 : 40), 15 kW of Y's went into X's circuit: X's chillers 135 / 4 = 33.75 kW.
+    text = BASE + _chilled_site("X", 3, 0, 500) + _chilled_site("Y", 1, 8760, 500, aux=20)
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="aux.astral"))
+    facility = checked.engineering.cooling.facility
+    assert {c.circuit.path: c.circuit.peak_w for c in facility.circuits} == {
+        "X.fw": pytest.approx(120e3), "Y.fw": pytest.approx(60e3)}
+    assert checked.engineering.cooling.peak.chillers_w == pytest.approx(30e3)
+    assert {f.path: f.load_w for f in facility.feeders} == {
+        "X.ma": pytest.approx(30e3), "X.mb": pytest.approx(30e3),
+        "Y.ma": pytest.approx(20e3), "Y.mb": pytest.approx(20e3)}

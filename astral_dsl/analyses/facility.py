@@ -17,7 +17,8 @@ at the peak (what the utility point supplies at full load in the hottest hour of
 Heat into each circuit: its loops' heat with their pumps and CDUs, its air units' heat with
 their fans, and a share of the conversion losses and the auxiliaries (the electrical rooms and
 the building are air-cooled: the share of the circuits' air heat; with no air unit, of their
-heat). The transformers stand outdoors and the circuits' own pumps' heat (under 1 % of what they
+heat; with several sites, each site's own among its own circuits, analyses/site_loads.py). The
+transformers stand outdoors and the circuits' own pumps' heat (under 1 % of what they
 move) is left out. Data the design leaves out counts as 0 W with a warning, never silently."""
 from __future__ import annotations
 
@@ -241,7 +242,14 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     """The facility's draw (average and peak) from the cooling analysis' loops and air units,
     the circuits they draw on (`per`), the power analysis and the site's climate."""
     extra = (power.conversion_loss_w + aux_w, power.conversion_loss_peak_w + aux_w)
-    shares = allocate(per, extra)
+    every = site_list(mult, cache)
+    by_path = {i.path: i for _, i in mult.values()}
+    if len(every) > 1:          # each site's losses and auxiliaries into its own circuits
+        shares = site_loads.allocate_by_site(
+            every, per, [i for i, _ in circuit_list],
+            site_loads.extra_by_site(every, by_path, power.feeders, feeder_loss, extra), allocate)
+    else:
+        shares = allocate(per, extra)
     years: List[Tuple[CircuitYear, heat_rejection.Profile]] = []
     for inst, replicas in circuit_list:
         result = circuits.size(inst, replicas, per.get(id(inst), []),
@@ -281,9 +289,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     any_feeders = bool(power.feeders)
     # each site's own consumers, hour by hour (average, peak): what its feeders and its
     # transformers carry
-    every = site_list(mult, cache)
-    hours = site_loads.by_site(every, {i.path: i for _, i in mult.values()}, loops, air, years,
-                               base, (avg_hours, peak_hours))
+    hours = site_loads.by_site(every, by_path, loops, air, years, base, (avg_hours, peak_hours))
     mech = chain.mechanical(mult, resolve, served, cache, failed, diags, reqs,
                             (peak_hours[hot], mech_avg), any_feeders,
                             [(max(p), sum(a) / len(a)) for a, p in hours])

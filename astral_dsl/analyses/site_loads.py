@@ -5,11 +5,13 @@ A site's consumers are those of the cooling parts it holds (its loops' pumps and
 units' fans, its facility-water circuits' pumps, chillers and heat rejection, each counted for
 the replicas of it the site holds) and its own `auxiliary`: its mechanical feeders and its
 transformers carry those, not a share of the design's by IT load (a site on free cooling does
-not carry another site's chillers). What no site holds (a part of a design whose root is no
-site) is shared by the sites' shares of the IT load (analyses/sites.py)."""
+not carry another site's chillers). A site's conversion losses and auxiliaries heat its own
+circuits (extra_by_site, allocate_by_site), not another site's. What no site holds (a part of a
+design whose root is no site) is shared by the sites' shares of the IT load
+(analyses/sites.py)."""
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 from astral_dsl.units import Quantity
 
@@ -79,6 +81,42 @@ def by_site(every, by_path: Dict, loops, air, years, base: Tuple[float, float],
                     hourly(peak + site.share * rest[1],
                            [(x * cy.circuit.peak_w, pr.peak, pr.ratio)
                             for x, (cy, pr) in zip(w, years)])))
+    return out
+
+
+def extra_by_site(every, by_path: Dict, feeders, loss: Callable,
+                  total: Tuple[float, float]) -> List[Tuple[float, float]]:
+    """Each site's conversion losses (its IT feeders' `loss` at their average and peak loads,
+    for the replicas of each it holds) and its `auxiliary` (average, peak, W); what no site
+    holds of `total` (the design's), by the sites' shares of the IT load."""
+    out = []
+    for site in every:
+        aux = _si(site.inst.field("auxiliary"))
+        avg = peak = aux
+        for f in feeders:
+            inst = by_path.get(f.path)
+            n = site.replicas.get(id(inst), 0) * f.running if inst is not None else 0
+            avg, peak = avg + n * loss(f, f.average_w), peak + n * loss(f, f.normal_w)
+        out.append((avg, peak))
+    rest = (total[0] - sum(a for a, _ in out), total[1] - sum(p for _, p in out))
+    return [(a + site.share * rest[0], p + site.share * rest[1])
+            for site, (a, p) in zip(every, out)]
+
+
+def allocate_by_site(every, per: Dict, circuits_: List, extras: List[Tuple[float, float]],
+                     allocate: Callable) -> Dict[int, Tuple[float, float]]:
+    """The sites' losses and auxiliaries (`extras`) shared by the circuits each site holds as
+    `allocate` shares them (by air heat); a site that holds none shares its own among all."""
+    out: Dict[int, Tuple[float, float]] = {}
+    for site, extra in zip(every, extras):
+        own = {id(c) for c in circuits_ if site.holds(c)}
+        mine = {k: v for k, v in per.items() if k in own}
+        got = allocate(mine, extra)
+        if not any(a or b for a, b in got.values()):
+            got = allocate(per, extra)
+        for k, (a, b) in got.items():
+            had = out.get(k, (0.0, 0.0))
+            out[k] = (had[0] + a, had[1] + b)
     return out
 
 
