@@ -866,3 +866,42 @@ def test_size_is_byte_identical(fmt, seeded):
     assert first.stdout == second.stdout
     assert first.stderr == second.stderr == b""
     assert len(first.stdout) > 100
+
+
+TWO_N_CDUS = """
+fluid Water {{ coolprop = "Water" }}
+cdu C {{ capacity = {cap} kW }}
+host H {{ power = 10 kW, liquid_share = 80 % }}
+rack R {{ hosts = 4 x H }}
+site S {{
+  racks = 2 x R
+  loop plates {{ fluid = Water, supply = 30 degC, rise = 10 K, cdu = C, cdus = {n}
+                 redundancy = {scheme} }}
+}}
+"""
+
+
+@pytest.mark.parametrize("cap, n, scheme, left", [
+    # 2 racks x 4 hosts x 10 kW x 80 % = 64 kW on the cold plates
+    (25, 4, "two_n", 2),      # 2N: one side, 2 x 25 = 50 kW < 64 kW (3 x 25 = 75 kW passed)
+    (30, 5, "two_n", 2),      # an odd count: the smaller half, 2 x 30 = 60 kW < 64 kW
+    (25, 3, "n_plus_1", 2)])  # N+1: one fewer, 2 x 25 = 50 kW < 64 kW
+def test_cdus_after_the_failure_their_redundancy_covers(cap, n, scheme, left):
+    checked = astral_dsl.check(astral_dsl.compiles(TWO_N_CDUS.format(cap=cap, n=n, scheme=scheme),
+                                                   name="cdus.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E641"]
+    what = f"one side of its 2N CDUs failed ({left} of {n} left)" if scheme == "two_n" else \
+        "one CDU failed"
+    assert e.message == f"with {what}, loop `S.plates` has {left * cap} kW for 64 kW"
+    # the sizing agrees: 2N is 2 x ceil(64 / cap) (6 for 25 kW, 6 for 30 kW), N+1 ceil + 1 = 4
+    (loop,) = checked.engineering.cooling.loops
+    assert loop.cdus_needed == (2 * math.ceil(64 / cap) if scheme == "two_n" else 4) > n
+    assert e.hint == f"{loop.cdus_needed} CDUs are needed ({scheme})"
+
+
+def test_2n_cdus_whose_side_carries_the_heat_pass():
+    # 5 x 35 kW, 2N: the smaller side, 2 x 35 = 70 kW >= 64 kW
+    checked = astral_dsl.check(astral_dsl.compiles(TWO_N_CDUS.format(cap=35, n=5,
+                                                                     scheme="two_n"),
+                                                   name="cdus.astral"))
+    assert not [d for d in checked.diagnostics if d.code in ("E640", "E641")]

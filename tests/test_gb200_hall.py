@@ -32,9 +32,11 @@ def hall():
 def test_check_strict_passes():
     proc = _cli("check", "examples/gb200_nvl72.astral", "--strict")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # the one stated assumption the example accepts: the trays' mezzanine NICs' 4 x 25 W (W212)
-    assert proc.stdout.rstrip().endswith("IT power 1,827.8 kW [ok, 1 accepted]")
-    assert "accepted: 1 warning(s)\n  W212 " in proc.stdout
+    # the two stated assumptions the example accepts (W212): the trays' mezzanine NICs' 4 x 25 W
+    # and their BlueField-3 DPUs' 2 x 75 W
+    assert proc.stdout.rstrip().endswith("IT power 1,827.8 kW [ok, 2 accepted]")
+    assert "accepted: 2 warning(s)\n  W212 " in proc.stdout
+    assert "nic `BlueField3` states no `power`: assumed 75 W" in proc.stdout
     assert "warning[" not in proc.stdout and "Traceback" not in proc.stderr
 
 

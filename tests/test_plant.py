@@ -401,3 +401,28 @@ def test_a_circuit_without_supply_cannot_follow_the_climate_and_says_so():
                          "carry all its heat, 8,760 h a year")
     assert w.hint == "declare `supply` (and `rise`)"
     assert w.span.start.line == PLANT[:PLANT.index("facility warm")].count("\n") + 1
+
+
+def test_chillers_without_an_economiser_and_a_max_cop_say_their_hours_without_lift():
+    # No economiser: the chillers carry the 100 kW every hour. M: COP 6 at 7/30 degC, so COP =
+    # 6 / (280.15 / 23) x 293.15 / lift = 144.41 / lift at 20 degC chilled water, lift = the
+    # dry bulb + 5 K - 20 degC. 7 of the 12 sample hours (5, 10, 15, 10, 12, 14, 15 degC) have
+    # none: 7 x 730 = 5,110 h a year at an unbounded COP, 0 W, said (W656); the others (16, 20,
+    # 24.9, 25, 30 degC: lifts 1, 5, 9.9, 10, 15 K) draw 1 / COP per watt: 1/144.41 + 1/28.88 +
+    # 1/14.59 + 1/14.44 + 1/9.627 = 0.283217, 100 kW x 0.283217 / 12 = 2.360 kW on average.
+    m = "chiller M { cop = 6, rated_supply = 7 degC, rated_condenser = 30 degC@CAP@ }\n"
+    checked = _plant(economiser="none", chiller="chiller = M", extra=m.replace("@CAP@", ""))
+    assert _circuit(checked).chillers_w == pytest.approx(100e3 * 0.283217 / 12, rel=1e-4)
+    (w,) = [d for d in checked.diagnostics if d.code == "W656"]
+    assert w.message == ("facility water `S.warm` runs its chillers without an economiser, 5,110 "
+                         "h a year with no lift (condenser water at or below its 20 degC "
+                         "supply): chiller `M` declares no `max_cop`, so its COP is unbounded "
+                         "there and those hours count as 0 W")
+    # at M's `cop` (the line after the design's 26), where `max_cop` belongs
+    assert (w.span.start.line, w.span.start.column) == (27, 19) and "max_cop" in w.hint
+    # max_cop = 10: those 7 hours and the 4 above COP 10 at 1/10, the lift of 15 K at 1/9.627:
+    # (11 x 0.1 + 0.103874) / 12 = 0.100323 per watt, 10.03 kW; nothing to say
+    checked = _plant(economiser="none", chiller="chiller = M",
+                     extra=m.replace("@CAP@", ", max_cop = 10"))
+    assert _circuit(checked).chillers_w == pytest.approx(100e3 * 1.203874 / 12, rel=1e-4)
+    assert not [d for d in checked.diagnostics if d.code == "W656"]

@@ -95,3 +95,19 @@ def test_an_undeclared_power_factor_is_taken_at_1_with_w621():
     assert eng.power.feeders[0].current_a == pytest.approx(100e3 / (math.sqrt(3) * 400))
     (w,) = [x for x in eng.diagnostics if x.code == "W621" and "power_factor" in x.message]
     assert "taken at 1" in w.message and w.span.start.line == 6
+
+
+def test_undeclared_phases_are_taken_as_three_with_w621():
+    # 100 kW at 400 V, PF 0.9, as three-phase: 100e3 / (sqrt(3) x 400 x 0.9) = 160.375 A (a
+    # single-phase feed at 400 V would carry 100e3 / (400 x 0.9) = 277.78 A): said, not silent
+    d = astral_dsl.loads(DESIGN.replace("phases = 3, ", ""), name="ac.astral")
+    assert d.valid, d.diagnostics
+    eng = analyse(d)
+    assert eng.power.feeders[0].current_a == pytest.approx(160.375, abs=5e-4)
+    (w,) = [x for x in eng.diagnostics if x.code == "W621" and "`phases`" in x.message]
+    assert w.message.startswith("AC feeder `S.rows[0].b` declares no `phases`: it is taken as "
+                                "three-phase")
+    assert w.span.start.line == 6 and w.hint.startswith("declare `phases = 3`")
+    # declared: silent
+    assert not [x for x in analyse(astral_dsl.loads(DESIGN, name="ac.astral")).diagnostics
+                if "`phases`" in x.message]

@@ -448,3 +448,49 @@ def test_the_stdlib_transformer_losses_are_kw_its_rating_kva():
             str(mv.field("no_load_loss").unit)) == ("kVA", "kW", "kW")
     assert mv.field("load_loss").si == pytest.approx(472.22, abs=0.01)
     assert mv.field("no_load_loss").si == pytest.approx(118.05, abs=0.01)
+
+
+BUS = """import stdlib.power {{ HVDC240, LeadAcid }}
+host H {{ power = 10 kW }}
+rack R {{ hosts = 10 x H }}
+site S {{
+  racks = 10 x R
+  utilization = 100 %
+  feeder hvdc {{
+    current = dc, voltage = 240 V, standard = HVDC240, capacity = 1200 kW, serves = racks
+    efficiency = 100 %
+    battery = LeadAcid(autonomy = 15 min{args}) {{ string_capacity = 500 Ah, strings = 4{body} }}
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("args, body, volts, column", [
+    ("", ", end_voltage = 2.1 V", "120 x 2.1 V = 252 V", 98),      # at its `end_voltage`
+    (", cells = 200", "", "200 x 1.75 V = 350 V", 15)])             # at the LeadAcid(...) call
+def test_a_battery_that_ends_above_its_bus_is_e635(args, body, volts, column):
+    checked = astral_dsl.check(astral_dsl.compiles(BUS.format(args=args, body=body),
+                                                   name="bus.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E635"]
+    assert e.message == (f"battery `LeadAcid` of `S.hvdc` ends its discharge at {volts}, above "
+                         f"the 240 V of its bus: it would never discharge into it")
+    assert (e.span.file, e.span.start.line, e.span.start.column) == ("bus.astral", 10, column)
+    assert "per cell" in e.hint
+    (f,) = checked.engineering.power.feeders
+    assert f.battery_required_ah is None          # not sized on a voltage it never reaches
+
+
+def test_a_battery_ending_at_its_bus_voltage_is_sized_and_its_margins_are_at_least_1():
+    # 120 x 2.0 V = 240 V, the bus's own: I = 1 MW / 240 V = 4,166.7 A; 15 min x 1.25 x 1.1 x
+    # 1.0 (IEEE 485) = 4,166.7 x 0.25 x 1.375 = 1,432.3 Ah
+    checked = astral_dsl.check(astral_dsl.compiles(BUS.format(args="",
+                                                              body=", end_voltage = 2 V"),
+                                                   name="bus.astral"))
+    assert not [d for d in checked.diagnostics if d.code == "E635"]
+    (f,) = checked.engineering.power.feeders
+    assert f.battery_required_ah == pytest.approx(1e6 / 240 * 0.25 * 1.375)
+    # an aging or design factor below 1 would shrink the capacity: E309
+    for field in ("aging_factor", "design_factor"):
+        design = astral_dsl.loads(BUS.format(args="", body=f", {field} = 0.9"), name="bus.astral")
+        (e,) = [d for d in design.diagnostics if d.code == "E309"]
+        assert e.message == f"`{field}` must be at least 1, not 0.9"

@@ -44,7 +44,7 @@ MECH_SITES = BASE + (
     "site X {\n  racks = 3 x R, utilization = 100 %, auxiliary = 20 kW, altitude = 0 m\n"
     + AIR + MECH + "}\n"
     "site Y {\n  racks = 1 x R, utilization = 100 %, auxiliary = 12 kW\n" + AIR + MECH + "}\n"
-    "site Z {\n  racks = 1 x R, utilization = 100 %, auxiliary = 0 kW\n" + AIR + "}\n"
+    "site Z {\n  racks = 1 x R, utilization = 100 %, auxiliary = 4 kW\n" + AIR + "}\n"
     "scenario a_down { fail X.ma }\n")
 
 
@@ -54,33 +54,35 @@ def mech_sites():
     return astral_dsl.check(ws, scenarios=["a_down"])
 
 
-def test_each_sites_mechanical_feeders_carry_its_share_not_the_designs(mech_sites):
-    # The facility's consumers: the auxiliaries only (fans at 0 %, no facility water): 20 +
-    # 12 = 32 kW. IT: X 3 x 40 = 120 kW, Y 40 kW, Z 40 kW: shares 0.6, 0.2, 0.2. X's pair
-    # carries 0.6 x 32 = 19.2 kW (9.6 kW each side in normal operation), Y's 0.2 x 32 = 6.4 kW
-    # (3.2 kW each). Before, the four feeders shared 32 kW per side: 16 kW on each feeder
-    # whatever its site. Z holds none: W629 names it, its 6.4 kW on no feeder.
+def test_each_sites_mechanical_feeders_carry_its_own_consumers_not_the_designs(mech_sites):
+    # The facility's consumers: the auxiliaries only (fans at 0 %, no facility water): X 20 kW,
+    # Y 12 kW, Z 4 kW = 36 kW. X's pair carries X's own 20 kW (10 kW each side in normal
+    # operation), Y's its 12 kW (6 kW each). Before, each site's pair carried the site's share
+    # of the IT load (X 120 kW, Y 40 kW, Z 40 kW: 0.6, 0.2, 0.2) of the 36 kW: X 21.6 kW, Y
+    # 7.2 kW, another site's auxiliaries on its feeders (and before that, the four feeders
+    # shared 36 kW per side whatever their site). Z holds none: W629 names it, its 4 kW on no
+    # feeder.
     facility = mech_sites.engineering.cooling.facility
     # in the order declared, the sites in theirs (the walk listed Y's first)
     assert [f.path for f in facility.feeders] == ["X.ma", "X.mb", "Y.ma", "Y.mb"]
-    assert mech_sites.engineering.cooling.peak.auxiliary_w == pytest.approx(32e3)
+    assert mech_sites.engineering.cooling.peak.auxiliary_w == pytest.approx(36e3)
     assert {f.path: (f.load_w, f.normal_w) for f in facility.feeders} == {
-        "X.ma": (pytest.approx(19.2e3), pytest.approx(9.6e3)),
-        "X.mb": (pytest.approx(19.2e3), pytest.approx(9.6e3)),
-        "Y.ma": (pytest.approx(6.4e3), pytest.approx(3.2e3)),
-        "Y.mb": (pytest.approx(6.4e3), pytest.approx(3.2e3))}
+        "X.ma": (pytest.approx(20e3), pytest.approx(10e3)),
+        "X.mb": (pytest.approx(20e3), pytest.approx(10e3)),
+        "Y.ma": (pytest.approx(12e3), pytest.approx(6e3)),
+        "Y.mb": (pytest.approx(12e3), pytest.approx(6e3))}
     (w,) = [d for d in mech_sites.diagnostics if d.code == "W629"]
-    assert w.message.startswith("site `Z` holds no feeder with `mechanical = true`: its share "
-                                "of the facility's own consumers (6.4 kW of 32 kW at the peak")
+    assert w.message.startswith("site `Z` holds no feeder with `mechanical = true`: its "
+                                "facility's own consumers (4 kW of 36 kW at the sites' peaks)")
     assert w.span.start.line == 17 and w.hint       # `site Z {`
 
 
 def test_failing_one_sites_mechanical_feeder_leaves_the_other_site_untouched(mech_sites):
-    # X.ma down: X.mb carries X's 19.2 kW alone; Y's pair still 3.2 kW each
+    # X.ma down: X.mb carries X's 20 kW alone; Y's pair still 6 kW each
     (outcome,) = [o for o in mech_sites.scenarios if o.name == "a_down"]
     feeders = {f.path: f.normal_w for f in outcome.result.cooling.facility.feeders}
-    assert feeders == {"X.ma": 0.0, "X.mb": pytest.approx(19.2e3),
-                       "Y.ma": pytest.approx(3.2e3), "Y.mb": pytest.approx(3.2e3)}
+    assert feeders == {"X.ma": 0.0, "X.mb": pytest.approx(20e3),
+                       "Y.ma": pytest.approx(6e3), "Y.mb": pytest.approx(6e3)}
 
 
 def _power_view(checked, name):
@@ -104,16 +106,16 @@ def chain_sites():
 
 
 def test_the_power_view_draws_each_sites_own_transformer_chain(chain_sites):
-    # The site's load at the peak hour: IT 200 kW + the consumers 32 kW = 232 kW (feeders at
-    # 100 %); X's share 0.6 = 139.2 kW, Y's 0.2 = 46.4 kW. X's picture: X.hv -> X.mv -> the
-    # supplies, and nothing of Y's (before: X.hv, X.mv, Y.hv, Y.mv in one chain of four; Y's
-    # picture had none). Its consumers: what X's mechanical feeders carry, 19.2 kW (before,
-    # the design's 32 kW); its title X's own 120 kW, not the design's 200 kW.
+    # A site's load at the peak hour: its IT and its own consumers (feeders at 100 %): X 120 +
+    # 20 = 140 kW, Y 40 + 12 = 52 kW. X's picture: X.hv -> X.mv -> the supplies, and nothing of
+    # Y's (before: X.hv, X.mv, Y.hv, Y.mv in one chain of four; Y's picture had none). Its
+    # consumers: what X's mechanical feeders carry, 20 kW (before, the design's 36 kW); its
+    # title X's own 120 kW, not the design's 200 kW.
     stages = chain_sites.engineering.cooling.facility.transformers
     assert [t.path for t in stages] == ["X.hv", "X.mv", "Y.hv", "Y.mv"]     # as declared
     for site, other, carried, mech, it in (
-            ("X", "Y", "139.2 kW", "19.2 kW", "12 hosts · 3 racks · 120 kW"),
-            ("Y", "X", "46.4 kW", "6.4 kW", "4 hosts · 1 rack · 40 kW")):
+            ("X", "Y", "140 kW", "20 kW", "12 hosts · 3 racks · 120 kW"),
+            ("Y", "X", "52 kW", "12 kW", "4 hosts · 1 rack · 40 kW")):
         dot = _power_view(chain_sites, site)
         tooltips = re.findall(r'tooltip="transformer (\S+):', dot)
         assert tooltips == [f"{site}.hv", f"{site}.mv"]
@@ -222,3 +224,54 @@ def test_one_fabric_on_two_sites_is_named_and_drawn_per_site():
                         ("Y", "not on a declared feeder")):
         dot = canvas(checked.design, "power", site, None, checked).g.source
         assert "12 switches · 12 kW peak" in dot and where in dot
+
+
+def _chilled_site(name, racks, free, kva, aux=0):
+    """A site of `racks` x 40 kW on air units and one facility-water circuit (COP 4 chillers,
+    `free` h of free cooling; fans at 0 %, pumps at 0 kPa), a `kva` transformer and the
+    mechanical pair MECH."""
+    return (f"site {name} {{\n  racks = {racks} x R, utilization = 100 %, auxiliary = {aux} kW, "
+            f"altitude = 0 m\n"
+            f"  transformer mv {{ capacity = {kva} kVA, redundancy = n, "
+            f"no_load_loss = 0 kW, load_loss = 1 kW, power_factor = 100 % }}\n"
+            "  air room { supply = 25 degC, rise = 12 K, approach = 10 K, "
+            "fan_power_ratio = 0 %, dew_point = 10 degC }\n"
+            "  facility fw { supply = 15 degC, rise = 10 K, pump_head = 0 kPa, "
+            f"pump_efficiency = 80 %, free_cooling = {free} h, chiller_cop = 4, "
+            "rejection_fan_ratio = 0 % }\n" + MECH + "}\n")
+
+
+def test_each_site_carries_its_own_chillers_not_a_share_of_the_designs():
+    # X (3 racks, 120 kW) on chillers all year at COP 4: 120 kW / 4 = 30 kW at the peak; Y (1
+    # rack, 40 kW) on free cooling all year: no chillers (fans at 0 %, pumps at 0 kPa, no
+    # auxiliaries). X's mechanical pair carries its 30 kW (15 kW each side), Y's nothing; X's
+    # transformer 120 + 30 = 150 kVA (PF 1) > its 145 kVA: E634; Y's 40 kVA <= 45 kVA. By the
+    # sites' shares of the IT load (0.75, 0.25) X's pair carried 22.5 kW and Y's 7.5 kW of X's
+    # chillers, X's transformer 0.75 x 190 = 142.5 kVA (passed) and Y's 47.5 kVA (E634).
+    text = BASE + _chilled_site("X", 3, 0, 145) + _chilled_site("Y", 1, 8760, 45)
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="chillers.astral"))
+    facility = checked.engineering.cooling.facility
+    assert checked.engineering.cooling.peak.chillers_w == pytest.approx(30e3)
+    assert {f.path: f.load_w for f in facility.feeders} == {
+        "X.ma": pytest.approx(30e3), "X.mb": pytest.approx(30e3),
+        "Y.ma": pytest.approx(0.0), "Y.mb": pytest.approx(0.0)}
+    assert {t.path: t.peak_load_w for t in facility.transformers} == {
+        "X.mv": pytest.approx(150e3), "Y.mv": pytest.approx(40e3)}
+    (e,) = [d for d in checked.diagnostics if d.code == "E634"]
+    assert e.message.startswith("transformers `X.mv` carry 150 kVA at the peak")
+
+
+def test_a_sites_auxiliaries_heat_its_own_circuit_not_anothers():
+    # Y's 20 kW of auxiliaries (its building, air-cooled) go into Y's circuit (free cooling):
+    # 40 + 20 = 60 kW, and X's stays at its 120 kW of air heat, its chillers 120 / 4 = 30 kW on
+    # X's pair; Y's pair carries its 20 kW. Shared by the circuits' air heat across the sites
+    # (120 : 40), 15 kW of Y's went into X's circuit: X's chillers 135 / 4 = 33.75 kW.
+    text = BASE + _chilled_site("X", 3, 0, 500) + _chilled_site("Y", 1, 8760, 500, aux=20)
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="aux.astral"))
+    facility = checked.engineering.cooling.facility
+    assert {c.circuit.path: c.circuit.peak_w for c in facility.circuits} == {
+        "X.fw": pytest.approx(120e3), "Y.fw": pytest.approx(60e3)}
+    assert checked.engineering.cooling.peak.chillers_w == pytest.approx(30e3)
+    assert {f.path: f.load_w for f in facility.feeders} == {
+        "X.ma": pytest.approx(30e3), "X.mb": pytest.approx(30e3),
+        "Y.ma": pytest.approx(20e3), "Y.mb": pytest.approx(20e3)}

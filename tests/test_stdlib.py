@@ -66,7 +66,9 @@ def _get(design, name: str, field: str, unit: str | None = None):
 # ---- every file compiles on its own, with no diagnostic at all ----------------------------------------
 # the stated assumptions a file's own check accepts with an `allow` (a design that uses the part
 # is warned: the standard library's allows do not reach it)
-ACCEPTED = {"hardware": [("W212", "nic `CX7_400G_Mezz` states no `power`: assumed 25 W for "
+ACCEPTED = {"hardware": [("W212", "nic `BlueField3` states no `power`: assumed 75 W for "
+                                  "host `GB200_Tray`"),
+                         ("W212", "nic `CX7_400G_Mezz` states no `power`: assumed 25 W for "
                                   "host `GB200_Tray`"),
                          ("W212", "nic `CX8_800G` states no `power`: assumed 25 W for host "
                                   "`GB300_Tray`")]}
@@ -216,18 +218,34 @@ def _tray(text):
     return tray.field("power").value_in("W"), [d for d in ws.design.diagnostics if d.code == "W212"]
 
 
-def test_the_gb200_tray_counts_its_assumed_nic_power_with_w212():
+def test_the_gb200_tray_counts_its_assumed_nic_and_dpu_power_with_w212():
     # 2 superchips x 2,700 W (data sheet) + 4 x [assumed] 25 W ConnectX-7 on mezzanine boards
-    # + 2 x [assumed] 75 W BlueField-3 = 5,400 + 100 + 150 = 5,650 W, as before, now with W212
-    watts, (w,) = _tray("import stdlib.hardware { GB200_Tray }\nsite S { t = 1 x GB200_Tray }\n")
+    # + 2 x [assumed] 75 W BlueField-3 = 5,400 + 100 + 150 = 5,650 W, as before, each
+    # assumption with its W212
+    watts, (dpu, nic) = _tray("import stdlib.hardware { GB200_Tray }\n"
+                              "site S { t = 1 x GB200_Tray }\n")
     assert watts == pytest.approx(5650)
-    assert w.message == "nic `CX7_400G_Mezz` states no `power`: assumed 25 W for host `GB200_Tray`"
-    assert "no data sheet gives their power" in w.notes[0] and w.span is not None and w.hint
-    # a NIC that states its power is counted, silently: 5,400 + 4 x 20 + 150 = 5,630 W
+    assert nic.message == "nic `CX7_400G_Mezz` states no `power`: assumed 25 W for host " \
+                          "`GB200_Tray`"
+    assert "no data sheet gives their power" in nic.notes[0] and nic.span is not None and nic.hint
+    assert dpu.message == "nic `BlueField3` states no `power`: assumed 75 W for host `GB200_Tray`"
+    assert "2 BlueField-3 DPUs" in dpu.notes[0] and dpu.span is not None and dpu.hint
+    # a NIC that states its power is counted, silently: 5,400 + 4 x 20 + 150 = 5,630 W (the
+    # DPUs' assumption still warns)
     watts, ws = _tray("import stdlib.hardware { GB200_Tray, CX7_400G_Mezz }\n"
                       "nic M = CX7_400G_Mezz { power = 20 W }\n"
                       "site S { t = 1 x GB200_Tray(nic = M) }\n")
-    assert watts == pytest.approx(5630) and ws == []
+    assert watts == pytest.approx(5630) and [w.message for w in ws] == [dpu.message]
+    # and DPUs that state theirs, through the rack too: trays of 5,400 + 4 x 20 + 2 x 60 =
+    # 5,600 W, silent; the rack 18 x 5,600 + 9 x 800 (switch trays) = 108,000 W
+    ws = astral_dsl.compiles("import stdlib.hardware { NVL72, CX7_400G_Mezz, BlueField3 }\n"
+                             "nic M = CX7_400G_Mezz { power = 20 W }\n"
+                             "nic D = BlueField3 { power = 60 W }\n"
+                             "site S { r = 1 x NVL72(nic = M, dpu = D) }\n", name="rack.astral")
+    (tray,) = [i for i in ws.design.instances if i.kind == "host"]
+    assert tray.field("power").value_in("W") == pytest.approx(5600)
+    assert astral_dsl.check(ws).engineering.power.it_peak_w == pytest.approx(108_000)
+    assert [d for d in ws.design.diagnostics if d.code == "W212"] == []
 
 
 def test_a100_80gb(gpus):   # NVIDIA A100 data sheet (2021)

@@ -5,9 +5,10 @@ rejection, lighting and auxiliaries).
 
 Transformers: each `transformer` declaration is a stage that carries the whole site load (stages
 in series: HV/MV, then MV/LV), shared by its `count` units (and by its replicas, when it is
-declared in a replicated part). In a design of several sites a stage carries its own site: the
-design's load times the site's share of the sites' IT load (the facility's consumers are one
-model for the design, so a share is the closest per-site figure). Its rating is apparent power (kVA): the load it carries is
+declared in a replicated part). In a design of several sites a stage carries its own site: its
+share of the sites' IT load (with the IT feeders' conversion losses) and its own facility
+consumers, hour by hour (analyses/site_loads.py: a site on free cooling carries no other site's
+chillers; own_loads). Its rating is apparent power (kVA): the load it carries is
 kW / power factor (its own `power_factor`, else the lowest the feeders declare, else 1 with
 W631). A unit loses P0 + x^2 Pk at a load x of its rating in apparent power
 (formulas.transformer_losses); with `redundancy` the units left after a failure (one fewer for
@@ -20,8 +21,8 @@ of a 2,500 kVA three-phase liquid-immersed distribution transformer at 50 % load
 Mechanical feeders: the facility's consumers at the peak hour are shared by the feeders with
 `mechanical = true` of each side (A/B) as the IT feeders share their racks, with the same checks
 (capacity, current, conductors, voltage drop; analyses/feeders.py); in a design of several sites
-each site's mechanical feeders carry its share (as its transformers do), not the design's
-whole. Consumers on no such feeder, and a site with none while another has some, are reported
+each site's mechanical feeders carry its own consumers at its peak hour (as its transformers
+do), not the design's whole nor a share of it. Consumers on no such feeder, and a site with none while another has some, are reported
 (W629) when the design declares feeders at all."""
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses import formulas
 from astral_dsl.analyses.feeders import FeederResult, one_feeder
+from astral_dsl.analyses.formulas import units_left
 from astral_dsl.analyses.sites import sites as site_list
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
@@ -58,9 +60,11 @@ class TransformerResult:
     average_loss_w: float = 0.0   # all replicas
     peak_loss_w: float = 0.0
     inst: Optional[Instance] = attrs.field(default=None, eq=False, repr=False)
-    # of the design's load, what its site draws: 1 with one site; with several, its site's
-    # share of their IT load (each site's transformers carry that site, not the others)
+    # of the design's load at the peak hour, what its site draws: 1 with one site; with
+    # several, its site's own peak (its share of the IT load and its own consumers: each site's
+    # transformers carry that site, not the others; own_loads)
     share: float = 1.0
+    mean_square_w2: float = 0.0   # the mean over the hours of the square of what it carries
 
     def losses(self, site_load_w: float) -> float:
         """All its replicas' losses at a load of the design (its share of it)."""
@@ -68,13 +72,13 @@ class TransformerResult:
         return self.replicas * formulas.transformer_losses(per, self.count, self.capacity_w,
                                                            self.no_load_w, self.load_loss_w)
 
-    def mean_losses(self, mean_square_w2: float) -> float:
-        """The average of its losses over hours of site load L, from the mean of L^2:
-        units x P0 + Pk x mean(L^2) / (units x (rating x power factor)^2), units = replicas x
-        count (the quadratic part of formulas.transformer_losses on the apparent power L / PF,
-        summed over the hours)."""
+    def mean_losses(self) -> float:
+        """The average of its losses over hours of the load L it carries, from the mean of
+        L^2: units x P0 + Pk x mean(L^2) / (units x (rating x power factor)^2), units =
+        replicas x count (the quadratic part of formulas.transformer_losses on the apparent
+        power L / PF, summed over the hours)."""
         units = self.replicas * self.count
-        return units * self.no_load_w + self.load_loss_w * mean_square_w2 * self.share ** 2 / (
+        return units * self.no_load_w + self.load_loss_w * self.mean_square_w2 / (
             units * (self.capacity_w * self.power_factor) ** 2)
 
 
@@ -151,6 +155,24 @@ def lowest_power_factor_per_site(mult, cache: Optional[Dict] = None
     return pf_of, shares
 
 
+def own_loads(stages: List[TransformerResult], every, hours, it_in: Tuple[float, float],
+              peak_w: float) -> List[TransformerResult]:
+    """In a design of several sites (`every`, analyses/sites.py), each stage with the load of
+    the site(s) that hold it: their share of the IT feeders' input (`it_in`: average, peak)
+    and their own consumers hour by hour (`hours`, analyses/site_loads.py: average, peak), as
+    its share of the design's peak (`peak_w`, at the peak hour) and its mean square load."""
+    out = []
+    for s in stages:
+        held = [(site, h) for site, h in zip(every, hours) if site.holds(s.inst)]
+        peak = [sum(site.share * it_in[1] + p[i] for site, (_, p) in held)
+                for i in range(len(held[0][1][1]))] if held else [0.0]
+        avg = [sum(site.share * it_in[0] + a[i] for site, (a, _) in held)
+               for i in range(len(held[0][1][0]))] if held else [0.0]
+        out.append(attrs.evolve(s, share=max(peak) / peak_w if peak_w else 0.0,
+                                mean_square_w2=sum(x * x for x in avg) / len(avg)))
+    return out
+
+
 def losses(chain: List[TransformerResult], site_load_w: float, default: float) -> float:
     """The transformers' losses at a site load: the declared stages, and the sourced default
     efficiency on the share `default` of the load that passes through none (all of it in a
@@ -210,15 +232,6 @@ def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, fl
     return out
 
 
-def units_left(count: int, redundancy: str) -> int:
-    """The units left in service after the failure a redundancy scheme covers: all of them (n),
-    one fewer (n_plus_1), or one side of a 2N pair, whose sides are halves of the units: the
-    smaller half of an odd count, and none of a single unit (it has no other side)."""
-    if redundancy == "two_n":
-        return count // 2
-    return count - 1 if redundancy == "n_plus_1" else count
-
-
 def field_source(inst: Instance, field: str):
     """The field's source when the design itself writes it, else the declaration (a stdlib
     template's field is not where the user can change it)."""
@@ -228,10 +241,11 @@ def field_source(inst: Instance, field: str):
 
 
 def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[float, float],
-               any_feeders: bool) -> List[FeederResult]:
+               any_feeders: bool, by_site: List[Tuple[float, float]]) -> List[FeederResult]:
     """The feeders with `mechanical = true`, carrying the facility's consumers (`load`: at the
-    peak hour, on average), each site's feeders its share of them (_site_shares); W629 when
-    there is a load, feeders elsewhere and none of these."""
+    peak hour, on average), each site's feeders its own (`by_site`: at its peak hour, on
+    average, for each site of analyses/sites.py; _site_loads); W629 when there is a load,
+    feeders elsewhere and none of these."""
     decls: List[Tuple[int, Instance, Instance]] = []
     for replicas, owner in mult.values():
         for m in owner.members:
@@ -252,9 +266,9 @@ def mechanical(mult, resolve, served, cache, failed, diags, reqs, load: Tuple[fl
                            "switchboards' supply)"))
         return []
     return [one_feeder(f, replicas, [], 0.0, _partners(decls, owner, f), resolve, cache, failed,
-                       diags, reqs, None, (load[0] * share, load[1] * share))
-            for (replicas, owner, f), share in zip(decls, _site_shares(mult, cache, decls,
-                                                                       load[0], diags))]
+                       diags, reqs, None, carried)
+            for (replicas, owner, f), carried in zip(decls, _site_loads(mult, cache, decls,
+                                                                        by_site, diags))]
 
 
 def _side(f: Instance) -> Optional[str]:
@@ -265,12 +279,13 @@ def _partners(decls, owner: Instance, f: Instance) -> List[Instance]:
     return [g for _, o, g in decls if o is owner and g is not f and _side(g) != _side(f)]
 
 
-def _site_shares(mult, cache, decls, peak_w: float, diags) -> List[float]:
-    """For each mechanical feeder declaration, the share of the facility's consumers each of
-    its replicas carries: in each site that holds it, the site's share (analyses/sites.py) over
-    the units of its side there (replicas x `count`), times its `count`, averaged over its
-    replicas. One site: count / the units of its side. W629 names a site that holds none of
-    them while another does: its share is on no feeder."""
+def _site_loads(mult, cache, decls, by_site: List[Tuple[float, float]],
+                diags) -> List[Tuple[float, float]]:
+    """For each mechanical feeder declaration, what each of its replicas carries (at the peak,
+    on average): in each site that holds it, the site's own consumers (`by_site`) over the
+    units of its side there (replicas x `count`), times its `count`, averaged over its
+    replicas. One site: count / the units of its side of them. W629 names a site with
+    consumers that holds none of them while another does: they are on no feeder."""
     def count(f: Instance) -> int:
         return int(_si(f.field("count")) or 1)
 
@@ -281,16 +296,19 @@ def _site_shares(mult, cache, decls, peak_w: float, diags) -> List[float]:
             n = site.replicas.get(id(f), 0) * count(f)
             if n:
                 units[(i, _side(f))] = units.get((i, _side(f)), 0.0) + n
+    total = sum(peak for peak, _ in by_site)
     for i, site in enumerate(every):
-        if peak_w > 0 and not any(k[0] == i for k in units):
+        if by_site[i][0] > 0 and not any(k[0] == i for k in units):
             diags.append(Diagnostic(
                 "W629", Severity.WARNING,
-                f"site `{site.inst.path}` holds no feeder with `mechanical = true`: its share of "
-                f"the facility's own consumers ({readable.power(peak_w * site.share)} of "
-                f"{readable.power(peak_w)} at the peak, as its share of the IT load) is on no "
-                f"declared feeder, unchecked and without conversion losses", site.inst.span,
+                f"site `{site.inst.path}` holds no feeder with `mechanical = true`: its "
+                f"facility's own consumers ({readable.power(by_site[i][0])} of "
+                f"{readable.power(total)} at the sites' peaks) are on no declared feeder, "
+                f"unchecked and without conversion losses", site.inst.span,
                 "declare the site's own feeders with `mechanical = true` (its mechanical "
                 "switchboards' supply)"))
-    return [sum(site.replicas.get(id(f), 0) * count(f) * site.share / units[(i, _side(f))]
-                for i, site in enumerate(every) if units.get((i, _side(f)))) / max(replicas, 1)
+    return [tuple(sum(site.replicas.get(id(f), 0) * count(f) * by_site[i][k] /
+                      units[(i, _side(f))]
+                      for i, site in enumerate(every) if units.get((i, _side(f))))
+                  / max(replicas, 1) for k in (0, 1))
             for replicas, _, f in decls]

@@ -85,6 +85,12 @@ def conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool)
                                    f"can draw", f.span_of("voltage"),
                            "declare `power_factor = ...` (the load's: IT power supplies with "
                            "power-factor correction, from their data sheets)"))
+    if kind != "dc" and serves and _si(f.field("phases")) is None:
+        diags.append(_warn("W621", f"AC feeder `{f.path}` declares no `phases`: it is taken as "
+                                   f"three-phase, I = P / (sqrt(3) V PF): 58 % of the current a "
+                                   f"single-phase feed at the same voltage draws",
+                           f.span_of("voltage"),
+                           "declare `phases = 3` (or `phases = 1` for a single-phase feed)"))
     area = _si(f.field("conductor_area"))
     if area is None:
         if serves:

@@ -17,7 +17,8 @@ at the peak (what the utility point supplies at full load in the hottest hour of
 Heat into each circuit: its loops' heat with their pumps and CDUs, its air units' heat with
 their fans, and a share of the conversion losses and the auxiliaries (the electrical rooms and
 the building are air-cooled: the share of the circuits' air heat; with no air unit, of their
-heat). The transformers stand outdoors and the circuits' own pumps' heat (under 1 % of what they
+heat; with several sites, each site's own among its own circuits, analyses/site_loads.py). The
+transformers stand outdoors and the circuits' own pumps' heat (under 1 % of what they
 move) is left out. Data the design leaves out counts as 0 W with a warning, never silently."""
 from __future__ import annotations
 
@@ -26,11 +27,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl import records
-from astral_dsl.analyses import chain, circuits, heat_rejection
+from astral_dsl.analyses import chain, circuits, heat_rejection, rejection_checks, site_loads
 from astral_dsl.analyses.circuits import CircuitResult, Draw
 from astral_dsl.analyses.feeders import FeederResult
-from astral_dsl.analyses.formulas import HOURS_PER_YEAR
 from astral_dsl.analyses.power import feeder_loss
+from astral_dsl.analyses.sites import sites as site_list
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import Symbol
@@ -206,42 +207,6 @@ def _chiller(circuit: Instance, resolve) -> Tuple[Optional[heat_rejection.Chille
     return None, "no chiller"
 
 
-def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_rejection.Plan,
-                    diags) -> None:
-    if p.chiller is None and year.free_h < HOURS_PER_YEAR - 1e-6:
-        diags.append(_warn("W656", f"facility water `{circuit.path}` declares no `chiller` (or "
-                                   f"`chiller_cop`): its chillers count as 0 W for the "
-                                   f"{readable.grouped(HOURS_PER_YEAR - year.free_h)} h a year "
-                                   f"without free cooling", circuit.span,
-                           "declare `chiller = ...` (a chiller model) or `chiller_cop`, or "
-                           "make the water warm enough that no chiller runs"))
-    if p.fan_ratio == 0 and _si(circuit.field("rejection_fan_ratio")) is None and \
-            year.free_h + year.partial_h > 0:
-        said = "declares" if _si(circuit.field("free_cooling")) is not None else "has"
-        diags.append(_warn("W656", f"facility water `{circuit.path}` {said} "
-                                   f"{readable.grouped(year.free_h + year.partial_h)} h of free "
-                                   f"cooling but no `rejection_fan_ratio`: the fans of its dry "
-                                   f"coolers (or cooling towers) count as 0 W in the facility "
-                                   f"power and the PUE", circuit.span_of("free_cooling"),
-                           "declare `rejection_fan_ratio` (fan power per watt of heat "
-                           "rejected, from the dry coolers' data sheet)"))
-
-
-def unknown_free_hours(circuit: Instance, climate, diags) -> None:
-    """W656: a circuit whose free-cooling hours are unknown (no `free_cooling` and no site
-    climate, or a climate but no `supply` to hold the outdoor air to) has none: its chillers
-    carry all its heat all year."""
-    why = ("declares no `supply`, so its free-cooling hours over the site's climate cannot be "
-           "found" if climate is not None else "declares no `free_cooling` hours (and the site "
-           "no `climate`)")
-    diags.append(_warn("W656", f"facility water `{circuit.path}` {why}: its chillers are taken "
-                               f"to carry all its heat, "
-                               f"{readable.grouped(HOURS_PER_YEAR)} h a year", circuit.span,
-                       "declare `supply` (and `rise`)" if climate is not None else
-                       "declare `free_cooling = ... h` (the hours its heat rejection alone "
-                       "carries the heat) or the site's `climate`"))
-
-
 def ambient(climate, rejection: str) -> Tuple[Optional[Sequence[float]], str]:
     """The hours' outdoor temperature the heat rejection follows: dry bulb for dry coolers, wet
     bulb (analyses/climate.py, from CoolProp) for cooling towers; and what names them (the
@@ -277,7 +242,14 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     """The facility's draw (average and peak) from the cooling analysis' loops and air units,
     the circuits they draw on (`per`), the power analysis and the site's climate."""
     extra = (power.conversion_loss_w + aux_w, power.conversion_loss_peak_w + aux_w)
-    shares = allocate(per, extra)
+    every = site_list(mult, cache)
+    by_path = {i.path: i for _, i in mult.values()}
+    if len(every) > 1:          # each site's losses and auxiliaries into its own circuits
+        shares = site_loads.allocate_by_site(
+            every, per, [i for i, _ in circuit_list],
+            site_loads.extra_by_site(every, by_path, power.feeders, feeder_loss, extra), allocate)
+    else:
+        shares = allocate(per, extra)
     years: List[Tuple[CircuitYear, heat_rejection.Profile]] = []
     for inst, replicas in circuit_list:
         result = circuits.size(inst, replicas, per.get(id(inst), []),
@@ -287,10 +259,11 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
             if isinstance(inst.field("supply"), Quantity) else (None, "")
         prof = heat_rejection.profile(p, outdoor, hours)
         y = heat_rejection.year(p, outdoor, result.average_w)
-        missing_chiller(inst, y, p, diags)
+        rejection_checks.missing_chiller(inst, y, p, diags)
+        rejection_checks.unbounded_cop(inst, p, outdoor, resolve, diags)
         if outdoor is None and p.free_cooling_h is None and p.chiller is not None and \
                 p.economiser != "none" and result.peak_w > 0:
-            unknown_free_hours(inst, climate, diags)
+            rejection_checks.unknown_free_hours(inst, climate, diags)
         years.append((CircuitYear(result, _sym(inst.field("water_class")), rejection,
                                   p.approach_k if outdoor is not None else None,
                                   p.economiser if p.return_c is not None or
@@ -306,15 +279,20 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
             sum(a.replicas * a.heat_w * (a.fan_power_ratio or 0.0) for a in air))
     base = (cdus + pumps + fpumps + fans[0] + aux_w, cdus + pumps + fpumps + fans[1] + aux_w)
     # hour by hour, the circuits' chillers and fans: heat x k (1 + ratio) + ratio x heat
-    avg_hours = _hourly(base[0], [(cy.circuit.average_w, pr.average, pr.ratio)
-                                  for cy, pr in years])
-    peak_hours = _hourly(base[1], [(cy.circuit.peak_w, pr.peak, pr.ratio) for cy, pr in years])
+    avg_hours = site_loads.hourly(base[0], [(cy.circuit.average_w, pr.average, pr.ratio)
+                                            for cy, pr in years])
+    peak_hours = site_loads.hourly(base[1], [(cy.circuit.peak_w, pr.peak, pr.ratio)
+                                             for cy, pr in years])
     hot = max(range(len(peak_hours)), key=peak_hours.__getitem__)   # the first of equals
     n = len(avg_hours)
     mech_avg = sum(avg_hours) / n
     any_feeders = bool(power.feeders)
+    # each site's own consumers, hour by hour (average, peak): what its feeders and its
+    # transformers carry
+    hours = site_loads.by_site(every, by_path, loops, air, years, base, (avg_hours, peak_hours))
     mech = chain.mechanical(mult, resolve, served, cache, failed, diags, reqs,
-                            (peak_hours[hot], mech_avg), any_feeders)
+                            (peak_hours[hot], mech_avg), any_feeders,
+                            [(max(p), sum(a) / len(a)) for a, p in hours])
     mech_loss = (sum(f.replicas * f.running * feeder_loss(f, f.average_w) for f in mech),
                  sum(f.replicas * f.running * feeder_loss(f, f.normal_w) for f in mech))
     stages = chain.stages(mult, diags)
@@ -332,10 +310,14 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
              power.it_peak_w + power.conversion_loss_peak_w + mech_loss[1])
     # the losses' average over the hours: no-load plus load losses at the mean square load
     mean = it_in[0] + mech_avg
-    square = sum((it_in[0] + h) ** 2 for h in avg_hours) / n
-    per_stage: Dict[int, float] = {id(s): s.mean_losses(square) for s in stages}
-    transformer_avg = sum(per_stage.values()) + chain.losses([], mean, default)
     site_peak = it_in[1] + peak_hours[hot]
+    if len(every) > 1:          # each stage the load of its own site(s)
+        stages = chain.own_loads(stages, every, hours, it_in, site_peak)
+    else:
+        square = sum((it_in[0] + h) ** 2 for h in avg_hours) / n
+        stages = [attrs.evolve(s, mean_square_w2=square * s.share ** 2) for s in stages]
+    per_stage: Dict[int, float] = {id(s): s.mean_losses() for s in stages}
+    transformer_avg = sum(per_stage.values()) + chain.losses([], mean, default)
     transformers = chain.check(stages, site_peak, per_stage, diags)
     for root in _sites_without_aux(mult) if cooled else ():
         diags.append(_warn("W644", f"site `{root.path}` declares no `auxiliary` power: "
@@ -360,28 +342,6 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                           climate.place if climate is not None else "",
                           climate.hours if climate is not None else 0, stamp,
                           pressure[0], pressure[1], default > 0)
-
-
-def _hourly(base: float, circuits_: List[Tuple[float, Sequence[float], float]]) -> List[float]:
-    """`base` plus every circuit's chillers and fans, hour by hour: heat x (k (1 + ratio) +
-    ratio) for (heat, k per hour, fan ratio); a circuit without a climate holds one k for every
-    hour."""
-    n = max((len(k) for _, k, _ in circuits_), default=1)
-    c = base + sum(q * r for q, _, r in circuits_)
-    terms = [(q * (1 + r), k if len(k) == n else (k[-1],) * n) for q, k, r in circuits_]
-    if not terms:
-        return [c] * n
-    # the circuits added in their order, the first two in one pass (the same sums as a pass
-    # per circuit, without a list of 8,760 hours for each: a millisecond of a check)
-    (w, k), rest = terms[0], terms[1:]
-    if rest:
-        (v, j), rest = rest[0], rest[1:]
-        out = [c + w * x + v * y for x, y in zip(k, j)]
-    else:
-        out = [c + w * x for x in k]
-    for w, k in rest:
-        out = [a + w * x for a, x in zip(out, k)]
-    return out
 
 
 def _at(values: Sequence[float], i: int) -> float:

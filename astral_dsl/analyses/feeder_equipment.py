@@ -108,6 +108,17 @@ def rectifier(f: Instance, load, resolve, diags, reqs, units: int):
     return needed, declared, installed * module * (_si(rect.field("no_load_loss")) or 0.0)
 
 
+def _written(f: Instance, part: Instance, *fields: str):
+    """The first of `fields` of `part` that the feeder's own file writes, else where the feeder
+    names the part (a stdlib template's field is not where the user can change it)."""
+    home = f.span.file if f.span is not None else None
+    for name in fields:
+        span = part.span_of(name)
+        if span is not None and span.file == home:
+            return span
+    return f.span_of(part.kind) or f.span
+
+
 # IEEE Std 485 sizing factors taken when a battery declares none: aging 1.25 (replace at 80 %
 # of rated capacity), design margin 1.1, temperature 1.0 (electrolyte at 25 degC).
 _FACTORS = (("aging_factor", 1.25), ("design_factor", 1.1), ("temperature_factor", 1.0))
@@ -129,6 +140,17 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = "")
                                    f"its capacity is not sized", f.span_of("battery"),
                            "declare `cells` and `end_voltage` (per cell, e.g. 1.75 V for "
                            "lead-acid)"))
+        return None, None, None
+    bus = _si(f.field("voltage"))
+    if bus and cells * end_v > bus * (1 + 1e-9):
+        # a battery discharges from its float voltage down: its end is below its bus's nominal
+        diags.append(_err("E635", f"battery `{bat.path}` of `{f.path}` ends its discharge at "
+                                  f"{format_number(int(cells))} x {format_number(end_v)} V = "
+                                  f"{format_number(round(cells * end_v, 3))} V, above the "
+                                  f"{format_number(bus)} V of its bus: it would never discharge "
+                                  f"into it", _written(f, bat, "end_voltage", "cells"),
+                          "`end_voltage` is per cell (lead-acid ends at 1.6-1.9 V a cell: "
+                          "IEEE Std 485); check it and `cells` against the bus"))
         return None, None, None
     assumed = [(name, value) for name, value in _FACTORS if _si(bat.field(name)) is None]
     if assumed:

@@ -41,6 +41,7 @@ class LoopResult:
     fluid_name: str = ""          # the fluid as the design names it (`PG25`)
     average_heat_w: float = 0.0   # heat_w over the year: what it cools at its utilization
     cdu_model: str = ""           # the CDU as the design names it (`CDU`, `RowCDU`), "" if none
+    redundancy: str = "n_plus_1"  # of its CDUs: what E641 (and the margins) take away
 
 
 def _si(v) -> Optional[float]:
@@ -202,7 +203,7 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
                       supply_c, rise, density, cp, flow, needed, declared_n, cap, pump,
                       tuple(parts), cdu_w, network_w,
                       (fluid.template or fluid.path) if fluid is not None else "?", average,
-                      (cdu.template or cdu.path) if cdu is not None else "")
+                      (cdu.template or cdu.path) if cdu is not None else "", scheme)
 
 
 def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags) -> None:
@@ -211,15 +212,28 @@ def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, dia
         diags.append(_err("E640", f"loop `{inst.path}` carries {carried} of liquid heat but "
                                   f"its {declared_n} CDUs hold {held}",
                           inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
-    elif scheme != "n" and ((declared_n - 1) * cap < heat * (1 - 1e-9) or (
-            cdu_flow and flow and (declared_n - 1) * cdu_flow < flow * (1 - 1e-9))):
-        held, carried = readable.powers_apart((declared_n - 1) * cap, heat)
+        return
+    # what is left after the failure the scheme covers: one CDU (N+1), or one side of 2N, half
+    # of them (the smaller half of an odd count), as the sizing (2 x N) and the pumps count it
+    left = formulas.units_left(declared_n, scheme)
+    if scheme != "n" and (left * cap < heat * (1 - 1e-9) or (
+            cdu_flow and flow and left * cdu_flow < flow * (1 - 1e-9))):
+        held, carried = readable.powers_apart(left * cap, heat)
         have = f"{held} for {carried}"
-        if (declared_n - 1) * cap >= heat * (1 - 1e-9):
-            have = (f"flow for {format_number(round((declared_n - 1) * cdu_flow * 6e4))} "
+        if left * cap >= heat * (1 - 1e-9):
+            have = (f"flow for {format_number(round(left * cdu_flow * 6e4))} "
                     f"L/min of the {format_number(round(flow * 6e4))} L/min needed")
-        diags.append(_err("E641", f"with one CDU failed, loop `{inst.path}` has {have}",
-                          inst.span_of("cdus"), f"{needed} CDUs are needed ({scheme})"))
+        diags.append(_err("E641", f"with {failure(scheme, declared_n)}, loop `{inst.path}` has "
+                                  f"{have}", inst.span_of("cdus"),
+                          f"{needed} CDUs are needed ({scheme})"))
+
+
+def failure(scheme: str, cdus: int) -> str:
+    """The failure a loop's CDU redundancy covers, as E641 and the margins name it."""
+    if scheme == "two_n":
+        return f"one side of its 2N CDUs failed ({formulas.units_left(cdus, scheme)} of " \
+               f"{cdus} left)"
+    return "one CDU failed"
 
 
 def _gpu_limits(inst, served, supply_c, cache, diags, named=lambda i: i.path) -> None:

@@ -1,9 +1,9 @@
 """The sites of a design one by one: which parts each holds and how many replicas of each, and
 its share of the design's IT load. A design of several sites (a campus of data halls) has each
-site's transformers and mechanical feeders carry that site, not the others; the facility's
-consumers are one model for the design (analyses/facility.py), so a site's share of them is its
-share of the IT load. A part whose template two sites share is one instance held by both: it
-counts in each with the replicas that site holds."""
+site's transformers and mechanical feeders carry that site, not the others: its share of the IT
+feeders' input and its own facility consumers (those of the cooling parts it holds and its
+`auxiliary`: analyses/site_loads.py). A part whose template two sites share is one instance held
+by both: it counts in each with the replicas that site holds."""
 from __future__ import annotations
 
 from typing import Dict, Tuple

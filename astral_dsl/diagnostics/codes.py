@@ -121,6 +121,7 @@ CODES: dict[str, str] = {
     "E632": "rack contents taller than the rack",
     "E633": "battery end voltage less the drop below the bus minimum",
     "E634": "transformers short of the peak",
+    "E635": "battery end voltage above its bus",
     "W620": "feeder serves nothing",
     "W621": "conductor data not declared",
     "W622": "feeder current at its nominal voltage",

@@ -69,8 +69,9 @@ def plant_kinds() -> Tuple[KindSpec, ...]:
             chemistry=enum("lead_acid", "lithium_ion"),
             cells=q("count", low=1, limit=1e4),
             end_voltage=q("voltage", "end-of-discharge voltage per cell"),
-            aging_factor=q("number", sign=POSITIVE, limit=100),
-            design_factor=q("number", sign=POSITIVE, limit=100),
+            # IEEE Std 485: margins on the capacity, never below 1
+            aging_factor=q("number", low=1, sign=POSITIVE, limit=100),
+            design_factor=q("number", low=1, sign=POSITIVE, limit=100),
             temperature_factor=q("number", sign=POSITIVE, limit=100),
             efficiency=q("ratio", high=1, sign=POSITIVE),
             string_capacity=q("charge", "capacity of one string at the autonomy's discharge "

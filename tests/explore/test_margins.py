@@ -617,3 +617,28 @@ def test_a_transformer_stage_has_its_loading_margin(tmp_path):
     # (20 kW x n + aux) / 0.9 <= 100 kVA: n <= 4.2, so 4 (n = 5: 106 kW); aux <= 90 - 60 = 30 kW
     assert rs["n"].high == 4
     assert rs["aux"].high == pytest.approx(30e3, rel=1e-4)
+
+
+CDUS = """
+fluid Water {{ coolprop = "Water" }}
+cdu C {{ capacity = 35 kW }}
+host H {{ power = 10 kW, liquid_share = 80 % }}
+rack R {{ hosts = 4 x H }}
+site S {{
+  racks = 2 x R
+  loop plates {{ fluid = Water, supply = 30 degC, rise = 10 K, cdu = C, cdus = 5
+                 redundancy = {scheme} }}
+}}
+"""
+
+
+def test_the_cdus_margin_after_a_failure_is_the_one_their_redundancy_covers(tmp_path):
+    """As E641: one side of 2N CDUs (the smaller half), none for `n`."""
+    report = margins.analyse(str(_write(tmp_path, CDUS.format(scheme="two_n"))))
+    by = _by_label(report)
+    m = by["CDU capacity of loop S.plates with one side of its 2N CDUs failed (2 of 5 left)"]
+    # 2 racks x 4 hosts x 10 kW x 80 % = 64 kW against 2 x 35 = 70 kW (not 4 x 35 = 140 kW)
+    assert m.limit.kind == "cdu_n1"
+    assert m.limit.lhs == pytest.approx(64e3) and m.limit.rhs == pytest.approx(70e3)
+    report = margins.analyse(str(_write(tmp_path, CDUS.format(scheme="n"))))
+    assert [m.limit.kind for m in report.margins if m.limit.kind.startswith("cdu")] == ["cdu"]

@@ -29,7 +29,7 @@ from astral_dsl.analyses.formulas.electrical import (COPPER_ALPHA_PER_K, COPPER_
                                                      capacity_after_failures, copper_resistivity,
                                                      dc_current, dc_voltage_drop, drop_fraction,
                                                      feed_available_power, modules_needed,
-                                                     with_redundancy)
+                                                     units_left, with_redundancy)
 from astral_dsl.analyses.formulas.network import (astral_pod_gpus, astral_pods,
                                                   even_upper_switches, fat_tree_hosts,
                                                   modules_for, oversubscription,
@@ -51,7 +51,7 @@ __all__ = [
     "COPPER_RHO20_OHM_M", "COPPER_ALPHA_PER_K",
     "AIR_DENSITY_KG_M3", "AIR_CP_J_KG_K", "CFM_PER_M3_PER_H",
     "dc_current", "ac3_current", "feed_available_power",
-    "modules_needed", "with_redundancy", "capacity_after_failures",
+    "modules_needed", "with_redundancy", "units_left", "capacity_after_failures",
     "battery_current", "battery_capacity_ah",
     "copper_resistivity", "dc_voltage_drop", "ac1_voltage_drop", "ac3_voltage_drop", "drop_fraction", "ampacity",
     "liquid_flow", "air_flow", "air_flow_cfm_rule_of_thumb",

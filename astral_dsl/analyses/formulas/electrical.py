@@ -87,6 +87,17 @@ def with_redundancy(n: int, scheme: str) -> int:
     return 2 * n
 
 
+def units_left(count: int, redundancy: str) -> int:
+    """The units left in service after the failure a redundancy scheme covers: all of them (n),
+    one fewer (n_plus_1), or one side of a 2N pair, whose sides are halves of the units: the
+    smaller half of an odd count, and none of a single unit (it has no other side).
+    Source: Uptime Institute tier terminology (N+1: one component out of service; 2N: one of
+    two independent paths, each carrying the whole load)."""
+    if redundancy == "two_n":
+        return count // 2
+    return count - 1 if redundancy == "n_plus_1" else count
+
+
 def capacity_after_failures(installed: int, module_w: float, derate: float = 1.0,
                             failed: int = 1) -> float:
     """Capacity left when `failed` of `installed` modules are lost: (installed - failed) * P_module * derate  [W].

@@ -252,6 +252,9 @@ def _transformers(eng) -> List[Limit]:
 
 
 def _loops(eng, frames) -> List[Limit]:
+    from astral_dsl.analyses.formulas import units_left
+    from astral_dsl.analyses.loops import failure
+
     out = []
     for lp in eng.cooling.loops:
         if not lp.cdu_capacity_w or lp.cdus is None:
@@ -262,10 +265,13 @@ def _loops(eng, frames) -> List[Limit]:
         file, line, col = _where(span)
         out.append(Limit(f"cdu:{lp.path}", "cdu", f"CDU capacity of loop {lp.path}", lp.heat_w,
                          lp.cdus * lp.cdu_capacity_w, "<=", "kW", file, line, col))
-        if lp.cdus > 1:
+        # the failure its redundancy covers, as E641 checks it: none for `n`
+        if lp.cdus > 1 and lp.redundancy != "n":
             out.append(Limit(f"cdu_n1:{lp.path}", "cdu_n1",
-                             f"CDU capacity of loop {lp.path} with one CDU failed", lp.heat_w,
-                             (lp.cdus - 1) * lp.cdu_capacity_w, "<=", "kW", file, line, col))
+                             f"CDU capacity of loop {lp.path} with "
+                             f"{failure(lp.redundancy, lp.cdus)}", lp.heat_w,
+                             units_left(lp.cdus, lp.redundancy) * lp.cdu_capacity_w, "<=", "kW",
+                             file, line, col))
     return out
 
 

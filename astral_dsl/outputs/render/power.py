@@ -100,7 +100,7 @@ def build(ctx, located) -> Canvas:
                 if f.field("mechanical") is True] if inst is top else []
         if mech and eng is not None and eng.cooling.facility is not None:
             # what this picture's mechanical feeders carry at the peak hour (in a design of
-            # several sites, its site's share; analyses/chain.py)
+            # several sites, its site's own consumers; analyses/chain.py)
             mech_w = sum(reps * r.count * r.normal_w for reps, r in
                          ((reps, results.get(f.path)) for reps, f in mech) if r is not None)
             facility.append(canvas.node("facility", ["facility consumers", Line(

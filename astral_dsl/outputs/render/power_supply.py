@@ -19,7 +19,7 @@ def sym(v) -> Optional[str]:
 
 def transformers(canvas: Canvas, stages, supplies: List[str]) -> None:
     """The site's transformer stages in the order declared, in series, each carrying the site's
-    load (in a design of several sites, its share: analyses/chain.py), the last one feeding
+    load (in a design of several sites, its own: analyses/chain.py), the last one feeding
     every side's supply."""
     previous = None
     for i, s in enumerate(stages):

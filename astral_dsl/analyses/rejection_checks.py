@@ -1,0 +1,78 @@
+"""What a facility-water circuit's heat rejection leaves unknown, said (W656): no chiller for the
+hours without free cooling, no fans for the free-cooling hours, free-cooling hours that cannot be
+found, and chillers run with no lift at an unbounded COP. Each counts as 0 W (or the chillers
+carry all the heat) in the facility power and the PUE (analyses/facility.py), never silently."""
+from __future__ import annotations
+
+from astral_dsl.analyses import heat_rejection
+from astral_dsl.analyses.formulas import HOURS_PER_YEAR
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.model.design import Instance
+from astral_dsl.units import Quantity, format_number, readable
+
+
+def _si(v):
+    return v.si if isinstance(v, Quantity) else None
+
+
+def _warn(code, msg, span, hint=None) -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, msg, span, hint)
+
+
+def missing_chiller(circuit: Instance, year: heat_rejection.Year, p: heat_rejection.Plan,
+                    diags) -> None:
+    if p.chiller is None and year.free_h < HOURS_PER_YEAR - 1e-6:
+        diags.append(_warn("W656", f"facility water `{circuit.path}` declares no `chiller` (or "
+                                   f"`chiller_cop`): its chillers count as 0 W for the "
+                                   f"{readable.grouped(HOURS_PER_YEAR - year.free_h)} h a year "
+                                   f"without free cooling", circuit.span,
+                           "declare `chiller = ...` (a chiller model) or `chiller_cop`, or "
+                           "make the water warm enough that no chiller runs"))
+    if p.fan_ratio == 0 and _si(circuit.field("rejection_fan_ratio")) is None and \
+            year.free_h + year.partial_h > 0:
+        said = "declares" if _si(circuit.field("free_cooling")) is not None else "has"
+        diags.append(_warn("W656", f"facility water `{circuit.path}` {said} "
+                                   f"{readable.grouped(year.free_h + year.partial_h)} h of free "
+                                   f"cooling but no `rejection_fan_ratio`: the fans of its dry "
+                                   f"coolers (or cooling towers) count as 0 W in the facility "
+                                   f"power and the PUE", circuit.span_of("free_cooling"),
+                           "declare `rejection_fan_ratio` (fan power per watt of heat "
+                           "rejected, from the dry coolers' data sheet)"))
+
+
+def unbounded_cop(circuit: Instance, p: heat_rejection.Plan, outdoor, resolve, diags) -> None:
+    """W656: chillers that run in hours whose condenser water (the outdoor air plus the
+    approach) is no warmer than the chilled water (no economiser) have no lift there: a chiller
+    model without `max_cop` has an unbounded COP in them, and they count as 0 W."""
+    ch = p.chiller
+    if outdoor is None or p.economiser != "none" or ch is None or ch.max_cop or \
+            ch.rated_supply_c is None:
+        return
+    hours = sum(1 for t in outdoor if t + p.approach_k <= p.supply_c) * HOURS_PER_YEAR / \
+        len(outdoor)
+    if hours:
+        model = resolve(circuit.field("chiller"))
+        diags.append(_warn("W656", f"facility water `{circuit.path}` runs its chillers without "
+                                   f"an economiser, {readable.grouped(round(hours))} h a year with "
+                                   f"no lift (condenser water at or below its "
+                                   f"{format_number(p.supply_c)} degC supply): chiller "
+                                   f"`{model.template or model.path}` declares no `max_cop`, so "
+                                   f"its COP is unbounded there and those hours count as 0 W",
+                           model.span_of("cop") or circuit.span_of("chiller"),
+                           "declare `max_cop` on the chiller (the COP its data sheet gives at "
+                           "the smallest lift), or an economiser"))
+
+
+def unknown_free_hours(circuit: Instance, climate, diags) -> None:
+    """W656: a circuit whose free-cooling hours are unknown (no `free_cooling` and no site
+    climate, or a climate but no `supply` to hold the outdoor air to) has none: its chillers
+    carry all its heat all year."""
+    why = ("declares no `supply`, so its free-cooling hours over the site's climate cannot be "
+           "found" if climate is not None else "declares no `free_cooling` hours (and the site "
+           "no `climate`)")
+    diags.append(_warn("W656", f"facility water `{circuit.path}` {why}: its chillers are taken "
+                               f"to carry all its heat, "
+                               f"{readable.grouped(HOURS_PER_YEAR)} h a year", circuit.span,
+                       "declare `supply` (and `rise`)" if climate is not None else
+                       "declare `free_cooling = ... h` (the hours its heat rejection alone "
+                       "carries the heat) or the site's `climate`"))

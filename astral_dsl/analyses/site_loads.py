@@ -1,0 +1,124 @@
+"""The facility's own consumers hour by hour (CDUs, pumps, fans, chillers, heat rejection fans,
+lighting and auxiliaries), for the design and for each of its sites.
+
+A site's consumers are those of the cooling parts it holds (its loops' pumps and CDUs, its air
+units' fans, its facility-water circuits' pumps, chillers and heat rejection, each counted for
+the replicas of it the site holds) and its own `auxiliary`: its mechanical feeders and its
+transformers carry those, not a share of the design's by IT load (a site on free cooling does
+not carry another site's chillers). A site's conversion losses and auxiliaries heat its own
+circuits (extra_by_site, allocate_by_site), not another site's. What no site holds (a part of a
+design whose root is no site) is shared by the sites' shares of the IT load
+(analyses/sites.py)."""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Sequence, Tuple
+
+from astral_dsl.units import Quantity
+
+# one circuit's hourly chillers and fans: (its heat, W; k per hour, the chillers' draw per watt
+# of heat; its heat rejection's fan ratio)
+Term = Tuple[float, Sequence[float], float]
+
+
+def hourly(base: float, circuits_: List[Term]) -> List[float]:
+    """`base` plus every circuit's chillers and fans, hour by hour: heat x (k (1 + ratio) +
+    ratio) for (heat, k per hour, fan ratio); a circuit without a climate holds one k for every
+    hour."""
+    n = max((len(k) for _, k, _ in circuits_), default=1)
+    c = base + sum(q * r for q, _, r in circuits_)
+    terms = [(q * (1 + r), k if len(k) == n else (k[-1],) * n) for q, k, r in circuits_]
+    if not terms:
+        return [c] * n
+    # the circuits added in their order, the first two in one pass (the same sums as a pass
+    # per circuit, without a list of 8,760 hours for each: a millisecond of a check)
+    (w, k), rest = terms[0], terms[1:]
+    if rest:
+        (v, j), rest = rest[0], rest[1:]
+        out = [c + w * x + v * y for x, y in zip(k, j)]
+    else:
+        out = [c + w * x for x in k]
+    for w, k in rest:
+        out = [a + w * x for a, x in zip(out, k)]
+    return out
+
+
+def by_site(every, by_path: Dict, loops, air, years, base: Tuple[float, float],
+            design: Tuple[List[float], List[float]]) -> List[Tuple[List[float], List[float]]]:
+    """For each site of `every` (analyses/sites.py), its consumers hour by hour (on average,
+    at the peak), from the loops' and air units' results, the circuits' (`years`: (CircuitYear,
+    heat_rejection.Profile)) and the design's base draw (CDUs, pumps, fans and auxiliaries, W:
+    average, peak). One site: the design's own hours (`design`)."""
+    if len(every) <= 1:
+        return [design] * len(every)
+
+    def held(site, path: str, replicas: int) -> float:
+        """The share of a part's replicas the site holds."""
+        inst = by_path.get(path)
+        return site.replicas.get(id(inst), 0) / replicas if inst is not None and replicas \
+            else 0.0
+
+    own = []
+    for site in every:
+        avg = peak = _si(site.inst.field("auxiliary"))
+        for lp in loops:
+            w = held(site, lp.path, lp.replicas) * lp.replicas * (lp.pump_w + lp.cdu_w)
+            avg, peak = avg + w, peak + w
+        for a in air:
+            w = held(site, a.path, a.replicas) * a.replicas * (a.fan_power_ratio or 0.0)
+            avg, peak = avg + w * a.average_heat_w, peak + w * a.heat_w
+        weights = [held(site, cy.circuit.path, cy.circuit.replicas) for cy, _ in years]
+        pumps = sum(w * cy.circuit.pump_w for w, (cy, _) in zip(weights, years))
+        own.append([avg + pumps, peak + pumps, weights])
+    # what no site holds, by the sites' shares of the IT load
+    rest = (base[0] - sum(o[0] for o in own), base[1] - sum(o[1] for o in own))
+    left = [1.0 - sum(o[2][c] for o in own) for c in range(len(years))]
+    out = []
+    for site, (avg, peak, weights) in zip(every, own):
+        w = [x + site.share * y for x, y in zip(weights, left)]
+        out.append((hourly(avg + site.share * rest[0],
+                           [(x * cy.circuit.average_w, pr.average, pr.ratio)
+                            for x, (cy, pr) in zip(w, years)]),
+                    hourly(peak + site.share * rest[1],
+                           [(x * cy.circuit.peak_w, pr.peak, pr.ratio)
+                            for x, (cy, pr) in zip(w, years)])))
+    return out
+
+
+def extra_by_site(every, by_path: Dict, feeders, loss: Callable,
+                  total: Tuple[float, float]) -> List[Tuple[float, float]]:
+    """Each site's conversion losses (its IT feeders' `loss` at their average and peak loads,
+    for the replicas of each it holds) and its `auxiliary` (average, peak, W); what no site
+    holds of `total` (the design's), by the sites' shares of the IT load."""
+    out = []
+    for site in every:
+        aux = _si(site.inst.field("auxiliary"))
+        avg = peak = aux
+        for f in feeders:
+            inst = by_path.get(f.path)
+            n = site.replicas.get(id(inst), 0) * f.running if inst is not None else 0
+            avg, peak = avg + n * loss(f, f.average_w), peak + n * loss(f, f.normal_w)
+        out.append((avg, peak))
+    rest = (total[0] - sum(a for a, _ in out), total[1] - sum(p for _, p in out))
+    return [(a + site.share * rest[0], p + site.share * rest[1])
+            for site, (a, p) in zip(every, out)]
+
+
+def allocate_by_site(every, per: Dict, circuits_: List, extras: List[Tuple[float, float]],
+                     allocate: Callable) -> Dict[int, Tuple[float, float]]:
+    """The sites' losses and auxiliaries (`extras`) shared by the circuits each site holds as
+    `allocate` shares them (by air heat); a site that holds none shares its own among all."""
+    out: Dict[int, Tuple[float, float]] = {}
+    for site, extra in zip(every, extras):
+        own = {id(c) for c in circuits_ if site.holds(c)}
+        mine = {k: v for k, v in per.items() if k in own}
+        got = allocate(mine, extra)
+        if not any(a or b for a, b in got.values()):
+            got = allocate(per, extra)
+        for k, (a, b) in got.items():
+            had = out.get(k, (0.0, 0.0))
+            out[k] = (had[0] + a, had[1] + b)
+    return out
+
+
+def _si(v) -> float:
+    return v.si if isinstance(v, Quantity) else 0.0
