@@ -138,6 +138,9 @@ def test_rejected_parts_beside_a_good_one_fail_nothing():
     ("S.fabric.rail[2].core", "E209", "tier `core` is not split by rail"),
     ("S.fabric.pod[1].core", "E209", "tier `core` has `scope = site`"),
     ("S.pods[0].racks[0].hosts[0]", "E218", "failing a host is not modelled"),
+    # a whole fabric (or a switch instance) was let through by a substring of E218's hint text,
+    # and failed nothing: `check` said the scenario holds, the forecast ran unchanged
+    ("S.fabric", "E218", "failing a fabric is not modelled"),
 ])
 def test_what_the_front_end_rejects(target, code, message):
     design = astral_dsl.loads(DESIGN + f"scenario bad {{ fail {target} }}\n", name="t.astral",

@@ -5,7 +5,9 @@ failed fabric parts (analyses/network_failures.py): Seer simulates one represent
 stage, so each collective is priced for the worst-affected group of its kind (synchronous
 training waits for the slowest group), with the bandwidth of the slowest GPU of the job whose
 traffic climbs as high as that group's (Network.worst); only failures on the job's own hosts
-(the first GPUs of its placement) or on the paths above them count."""
+(the first GPUs of its placement) or on the paths above them count. In an NVLink domain of
+several hosts a GPU whose NIC lost its path sends through a neighbour's (PXN: seer/pxn.py), and
+the pipeline is priced by its slowest pair of stages (seer/pipeline_pairs.py)."""
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
@@ -18,6 +20,7 @@ from astral_dsl.analyses.fabric_names import busiest, wiring
 from astral_dsl.analyses.host_positions import (Interval, Positions, first, path_steps,
                                                 route_below)
 from astral_dsl.analyses.network import fabric_counts, _SCOPE_KINDS
+from astral_dsl.seer import pxn
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import GpuSpec
 from astral_dsl.analyses.walk import Resolver
@@ -106,10 +109,12 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     rail_bw = _rail_bandwidth(ports, per_host)
     tiers = _tiers(design, fabric, host, hosts, cache) if fabric else ()
     # the failures are on the design's hosts (trays), whose GPUs share their NICs: taken
-    # before an NVLink domain makes Seer's "host" a rack of them
-    worst, cut = _worst(design, job, fabric, len(tiers), ports, per_host, ranks, cache) \
-        if fabric is not None and fabric.damage is not None else ((), ())
+    # before an NVLink domain makes Seer's "host" a rack of them (whose GPUs reach one
+    # another's NICs: PXN, seer/pxn.py)
     domain = _domain_hosts(host, pairs, cache)
+    worst, cut, pxn_note = _worst(design, job, fabric, len(tiers), ports, per_host, ranks,
+                                  cache, domain) \
+        if fabric is not None and fabric.damage is not None else ((), (), ())
     if domain > 1:           # an NVLink domain of whole racks: Seer's "host" is the domain
         per_host, rail_bw = per_host * domain, rail_bw * domain
         tiers = [attrs.evolve(t, reach_hosts=max(1, t.reach_hosts // domain)) for t in tiers]
@@ -118,8 +123,8 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
         p = nic.field("protocol")
         protocol = getattr(p, "name", protocol)
     spec = gpu_spec(gpu, host, cache)
-    net = Network(per_host, spec.nvlink_bw, tuple(rail_bw), tuple(tiers), protocol, (), worst,
-                  cut)
+    net = Network(per_host, spec.nvlink_bw, tuple(rail_bw), tuple(tiers), protocol, pxn_note,
+                  worst, cut)
     healthy = None
     if applied:
         plain = _fabric_for(fabric_counts(design, cache), pairs)
@@ -179,34 +184,59 @@ def hosts_of_job(design, job, owner, positions: Positions, per_host: int,
     return first(out, n)
 
 
-def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache):
-    """Network.worst: per tier a group's traffic climbs to, the slowest GPU of the job (bytes/s)
-    and what slows it."""
+def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1):
+    """(Network.worst: per tier a group's traffic climbs to, the slowest GPU of the job (bytes/s)
+    and what slows it; Network.cut; a note when GPUs send through a neighbour's NIC). In an
+    NVLink domain of `domain` hosts, a GPU whose NIC has no live path uses another's (PXN)."""
     damage = fabric.damage
     owner = design.instance(fabric.owner)
     if owner is None or not ports:
-        return ()
+        return (), (), ()
     hosts = hosts_of_job(design, job, owner, Positions(owner, cache), per_host, ranks)
     speed = min(s for s, _ in ports)
     shared = min(1.0, len(ports) / max(1, per_host))      # GPUs sharing a NIC split it
-    out, cut = [], []
+    out, cut, moved = [], [], 0
     for top in range(max(1, n_tiers)):
-        lowest, causes, gpus = damage.worst(top, hosts)
+        if domain > 1:
+            lowest, causes, gpus, rerouted, dead = pxn.worst(damage, top, hosts, domain,
+                                                             _rack_of(owner, cache))
+        else:
+            (lowest, causes, gpus), rerouted, dead = damage.worst(top, hosts), 0, None
         if lowest is None:
             continue
-        out.append((top, lowest * speed * shared,
-                    f"{damage.named(causes)} failed: {gpus:,} of the job's GPUs behind it"))
+        text = f"{damage.named(causes)} failed: {gpus:,} of the job's GPUs behind it"
+        if rerouted:
+            moved = max(moved, rerouted)
+            text += (f"; {rerouted:,} of them send{'s' if rerouted == 1 else ''} through an "
+                     f"NVLink neighbour's NIC (PXN), sharing it")
+        out.append((top, lowest * speed * shared, text))
         if lowest <= 0:
             cut.append((top, _cut_ranks(damage, top, hosts, per_host, ranks,
-                                        Positions(owner, cache).path_at)))
-    return tuple(out), tuple(cut)
+                                        Positions(owner, cache).path_at, dead)))
+    note = (f"pxn: {moved:,} GPU{'s' if moved != 1 else ''} of the job whose NIC lost its "
+            f"path send{'s' if moved == 1 else ''} through the NIC of another GPU of "
+            f"{'their' if moved != 1 else 'its'} NVLink domain (NCCL's PXN, on by default since "
+            "NCCL 2.12), sharing it; assumed: the neighbour may sit on another tray of the "
+            "domain, and the rerouted GPUs spread evenly over its live NICs",) if moved else ()
+    return tuple(out), tuple(cut), note
+
+
+def _rack_of(owner, cache):
+    """The rack of host `position` of `owner` (its path up to `.hosts[i]`)."""
+    where = Positions(owner, cache).path_at
+
+    def rack(position: int) -> Optional[str]:
+        path = where(position) if position >= 0 else None
+        return path.rsplit(".", 1)[0] if path else None
+    return rack
 
 
 def _cut_ranks(damage, top: int, hosts: List[Interval], per_host: int, ranks: Optional[int],
-               where) -> Tuple[str, ...]:
+               where, only: Optional[List[Interval]] = None) -> Tuple[str, ...]:
     """The job's ranks with no live path for traffic that climbs to tier `top`: rank = (the
     host's index among the job's hosts) x GPUs per host + the GPU's index (the rank map's
-    order, analyses/rankmap.py); GPU g uses NIC g mod NICs."""
+    order, analyses/rankmap.py); GPU g uses NIC g mod NICs. `only`: the hosts cut off (with
+    PXN, those of NVLink domains with no live NIC), None: every host with a dead NIC."""
     starts, at = [], 0
     for a, b in hosts:
         starts.append(at)
@@ -214,6 +244,9 @@ def _cut_ranks(damage, top: int, hosts: List[Interval], per_host: int, ranks: Op
     out: List[str] = []
     segs = [s for k in range(damage.nics) for s in damage.segments(k, top, hosts)
             if s.live == 0]
+    if only is not None:
+        segs = [attrs.evolve(s, start=max(s.start, a), stop=min(s.stop, b))
+                for s in segs for a, b in only if s.start < b and s.stop > a]
     for s in segs[:3]:
         i = max(j for j, (a, _) in enumerate(hosts) if a <= s.start)
         first_host = starts[i] + s.start - hosts[i][0]
@@ -239,7 +272,7 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
     net, healthy = cluster.net, cluster.healthy
     if healthy is None or (not net.worst and net.tiers == healthy.tiers):
         return cluster, [], []
-    from astral_dsl.seer import comm          # start-up: only under failed fabric parts
+    from astral_dsl.seer import comm, pipeline_pairs   # start-up: only under failed parts
     from astral_dsl.seer.comm_groups import groups, used_groups
 
     used = used_groups(spec)             # (not a group the job has no traffic on)
@@ -248,6 +281,11 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
     if spec.parallel.gpus > 1:
         now["world"] = comm.layout(net, "world", spec.parallel.gpus, 1)
         before["world"] = comm.layout(healthy, "world", spec.parallel.gpus, 1)
+    pair = pipeline_pairs.slowest_pair(spec, net, healthy, now["pp"]) if "pp" in now else None
+    first = before.get("pp")             # the pair the forecast without failures prices
+    if pair is not None:                 # a pipeline runs in lockstep: its slowest pair
+        net = attrs.evolve(net, pp=pair[0])
+        now["pp"], before["pp"] = pair
     why = {t: text for t, _, text in net.worst}
     for i, (a, b) in enumerate(zip(net.tiers, healthy.tiers)):
         if a.oversub != b.oversub:
@@ -265,11 +303,27 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
             lost.append(f"{what} ({why.get(top, 'a failed part')})")
             cut += [c for c in cut_at.get(top, ()) if c not in cut]
         elif kind != "world" and lay.net_bw < before[kind].net_bw * (1 - 1e-9):
-            notes.append(f"{kind}: the slowest group runs at {lay.net_bw / 1e9:,.2f} GB/s per "
+            which = "pair of neighbouring stages (a pipeline runs in lockstep)" \
+                if kind == "pp" and pair is not None else "group"
+            notes.append(f"{kind}: the slowest {which} runs at {lay.net_bw / 1e9:,.2f} GB/s per "
                          f"GPU instead of {before[kind].net_bw / 1e9:,.2f} GB/s "
-                         f"({why.get(top, 'a failed part')})")
+                         f"({why.get(top, 'a failed part')})"
+                         + (_first_pair(first, pair[1], healthy)
+                            if kind == "pp" and pair else ""))
     return attrs.evolve(cluster, net=attrs.evolve(net, notes=net.notes + tuple(notes))), \
         lost, cut
+
+
+def _first_pair(first, slowest, healthy: Network) -> str:
+    """What the forecast without failures prices the pipeline by (its first pair of stages),
+    when that pair runs faster than the slowest would without failures: part of the difference
+    from that forecast."""
+    if first is not None and first.hosts > 1 and first.net_bw <= slowest.net_bw * (1 + 1e-9):
+        return ""
+    where = "over NVLink" if first is None or first.hosts <= 1 else \
+        f"under one `{healthy.tiers[(first.hops - 1) // 2].name}`" if healthy.tiers else ""
+    return (f"; without failures the forecast prices the pipeline by its first pair, {where}: "
+            f"part of the difference from it is that")
 
 
 def _tiers(design, fabric, host, job_hosts, cache) -> List[Tier]:

@@ -22,7 +22,8 @@ achieved efficiency. The cheapest algorithm is taken, as NCCL's tuner does.
 Under failed fabric parts (a scenario), a group is priced for the worst-affected group of its
 kind: synchronous training waits for the slowest. Its NIC bandwidth is that of the slowest GPU of
 the job whose traffic climbs as high as the group's (Network.worst, seer/cluster.py): its live
-ports times the share of its slowest path (over / (1 - lost) for uplinks that lost a share).
+ports times the share of its slowest path (over / (1 - lost) for uplinks that lost a share);
+the pipeline's send/recv by its slowest pair of stages (Network.pp, seer/pipeline_pairs.py).
 
 Latencies and efficiencies (docs/seer.md): NVLINK_EFF and NET_EFF are NCCL bus bandwidths over
 link bandwidth reported by nccl-tests on DGX A100/H100 (~0.78-0.85 NVLink, ~0.9-0.95 InfiniBand);
@@ -69,6 +70,9 @@ class Network:
     worst: Tuple[Tuple[int, float, str], ...] = ()
     # per tier, the job's ranks with no live path for traffic that climbs there (E775's notes)
     cut: Tuple[Tuple[int, Tuple[str, ...]], ...] = ()
+    # under failed fabric parts that slow a pair of neighbouring stages: the pipeline's
+    # send/recv priced by its slowest pair (seer/pipeline_pairs.py), in place of the group's
+    pp: Optional["Layout"] = None
 
     @property
     def nic_bw(self) -> float:
@@ -96,10 +100,12 @@ class Layout:
 
 
 def layout(net: Network, kind: str, n: int, stride: int, span_hosts: Optional[int] = None,
-           cross_rail: bool = False, per_host: Optional[int] = None) -> Layout:
+           cross_rail: bool = False, per_host: Optional[int] = None,
+           top: Optional[int] = None) -> Layout:
     """Group of n ranks whose consecutive members are `stride` GPUs apart (or, for a group over
     several dimensions of the rank order, `per_host` of them in each host over `span_hosts`
-    consecutive hosts: seer/ranks.py)."""
+    consecutive hosts: seer/ranks.py); `top`: the tier its traffic climbs to, when known (a
+    pair of stages, seer/pipeline_pairs.py) in place of the climb its span gives."""
     g = max(1, net.gpus_per_host)
     if n <= 1:
         return Layout(kind, 1, 1, 1, 0, 0.0, 0.0)
@@ -109,7 +115,7 @@ def layout(net: Network, kind: str, n: int, stride: int, span_hosts: Optional[in
         return Layout(kind, n, n, 1, 0, 0.0, 0.0)
     hosts = max(1, n // per_host)
     span = span_hosts or max(hosts, math.ceil(n * stride / g))
-    hops, factor = _climb(net, span, cross_rail)
+    hops, factor = _climb(net, span, cross_rail) if top is None else _climb_to(net, top)
     bw = net.nic_bw * factor
     slowest = net.worst_at((hops - 1) // 2)     # the worst-affected group of its kind
     if slowest is not None:
@@ -128,6 +134,12 @@ def _climb(net: Network, span_hosts: int, cross_rail: bool) -> Tuple[int, float]
             return 2 * i + 1, factor
         factor = min(factor, 1.0 / max(1.0, tier.oversub))
     return 2 * len(net.tiers) - 1, factor
+
+
+def _climb_to(net: Network, top: int) -> Tuple[int, float]:
+    """(switches traversed, bandwidth factor) for traffic that climbs to tier `top`."""
+    top = max(0, min(top, len(net.tiers) - 1))
+    return 2 * top + 1, min((1.0 / max(1.0, t.oversub) for t in net.tiers[:top]), default=1.0)
 
 
 def _bus(net: Network, lay: Layout) -> float:

@@ -211,8 +211,10 @@ def _route_end(expr):
     return expr
 
 
-# what `fail` can take besides fabric parts, and what failing it means to the analyses
-FAILABLE = {"feeder": "its partner side or the other feeders of its group carry the load",
+# what `fail` can take besides fabric parts, and what failing it means to the analyses (the
+# kinds of instance: FAILABLE below is the hint's text, which must not stand for it: a substring
+# of it, "fabric" or "switch", let a whole fabric or a switch instance through, a silent no-op)
+FAILABLE_KINDS = {"feeder": "its partner side or the other feeders of its group carry the load",
             "loop": "one of its CDUs fails",
             "nic": "every port of it goes dark (`nic.port[a]` names one)"}
 
@@ -220,7 +222,7 @@ FAILABLE = {"feeder": "its partner side or the other feeders of its group carry 
 def _failable(target, span: Span) -> None:
     items = [i for _, i in target.flat()] if isinstance(target, Group) else [target]
     for item in items:
-        if item.kind not in FAILABLE:
+        if item.kind not in FAILABLE_KINDS:
             fail("E218", f"failing a {item.kind} is not modelled", span, FAILABLE)
 
 
