@@ -349,3 +349,45 @@ def test_fail_of_values_over_a_group_says_what_fail_takes():
     (e303,) = [d for d in astral_dsl.loads(PODS + "scenario s { fail 3 }\n",
                                            name="p.astral").diagnostics if d.is_error]
     assert e303.message == "`fail` needs a part of the design, not a number"
+
+
+TWO_FABRICS = """\
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 400 Gb/s }
+switch S { ports = 64, port_speed = 400 Gb/s, power = 1 kW }
+host H { gpus = 8 x G, nics = 8 x N, power = 10 kW }
+rack R { hosts = 4 x H }
+fabric F {
+  rails = 8
+  tier leaf { switch = S, scope = pod, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier spine { switch = S, scope = pod, down = 64 x 400 Gb/s }
+}
+fabric F2 {
+  rails = 8
+  tier leaf { switch = S, scope = pod, per = [rail], down = 32 x 400 Gb/s }
+}
+pod Big { racks = 10 x R, fabric = F }
+pod Small { racks = 2 x R, fabric = F2 }
+site Site { pods = [1 x Big, 3 x Small] }
+"""
+
+
+def test_each_owner_of_a_fabric_is_counted_apart_whatever_their_ids(monkeypatch):
+    """The owners of fabrics were keyed by id(fabric) ^ id(inst): two different (owner, fabric)
+    pairs whose ids XOR alike became one, and one pod's fabric vanished from the counts,
+    depending on where the objects happened to sit in memory. Numbered 0, 1, 2, ... in the
+    order first seen, Small's pair (F2 0, Small 1) and Big's (F 2, Big 3) XOR alike (1 == 1):
+    each must still be counted, Big's pod once and Small's three."""
+    import builtins
+
+    from astral_dsl.analyses import network
+
+    design = astral_dsl.loads(TWO_FABRICS, name="p.astral")
+    real = network.fabric_counts(design)
+    seen = {}
+    monkeypatch.setattr(network, "id", lambda obj: seen.setdefault(builtins.id(obj), len(seen)),
+                        raising=False)
+    numbered = network.fabric_counts(design)
+    assert [(c.owner, c.fabric, c.instances) for c in numbered] == \
+        [(c.owner, c.fabric, c.instances) for c in real] == \
+        [("Site.pods[0]", "Site.pods[0].fabric", 1), ("Site.pods[1]", "Site.pods[1].fabric", 3)]

@@ -171,13 +171,15 @@ def fabric_counts(design: Design, cache: Optional[Dict] = None,
     the tier below loses that fraction of its uplinks."""
     cache = {} if cache is None else cache
     by_path = {i.path: i for i in design.instances}
-    owners: Dict[int, list] = {}
+    owners: Dict[Tuple[int, int], list] = {}
     for root in design.roots:
         stack = [(root, 1)]
         while stack:
             inst, mult = stack.pop()
             for fabric in _fabrics(inst):
-                slot = owners.setdefault(id(fabric) ^ id(inst), [inst, fabric, 0])
+                # one entry per (owner, fabric): the pair of ids, not their XOR, which two
+                # different pairs can share (a fabric's counts then went to another owner)
+                slot = owners.setdefault((id(fabric), id(inst)), [inst, fabric, 0])
                 slot[2] += mult
             if inst.kind in ("site", "hall", "pod", "row", "block"):
                 for count, child in inst.containment():
