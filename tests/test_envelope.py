@@ -269,9 +269,18 @@ def test_sweep_rows_carry_their_envelope(lab):
     table = list(csv.DictReader(io.StringIO(sweep_out.csv_text(result, False))))
     assert [r["calibration"] for r in table] == ["-4/+7 %", "-4/+7 %"]
     assert "-4/+7 %" in sweep_out.table(result, False, width=200)
+    assert not any("W753" in r["warnings"] for r in rows)
     plain = sweep.run(str(path), ["n=1"], job="train", engine=LocalEngine(1))
     assert plain.rows[0]["metrics"]["calibration"]["inside"] is False
-    assert "* outside" in sweep_out.table(plain, False, width=200)
+    text = sweep_out.table(plain, False, width=200)
+    assert "* outside" in text
+    # outside, the point has the forecast's W753 (it had none: `* outside` said nothing of
+    # why): in its warnings, its status and once under the table with what no run had
+    [row] = [json.loads(line) for line in sweep_out.jsonl(plain, False).splitlines()]
+    assert "W753" in row["warnings"]
+    [w753] = [d for d in row["diagnostics"] if d["code"] == "W753"]
+    assert "never together (" + REGIME + ")" in w753["message"]
+    assert "n=1: W753 job `train`: the forecast is outside the calibrated envelope" in text
 
 
 def test_calibration_options_are_read_before_any_work(lab, tmp_path, capsys):
