@@ -45,6 +45,11 @@ class Envelope:
         """"-4/+7 %": how much shorter and longer the true time may be."""
         return band_text(self.band)
 
+    def brief(self) -> str:
+        """The band, and that it is a default when outside: "-22/+39 % (outside the calibrated
+        envelope)" (where a forecast's time is shown without W753 beside it)."""
+        return self.text() + ("" if self.inside else " (outside the calibrated envelope)")
+
 
 def band_text(band) -> str:
     """A band [low, high] (as_json()'s) as "-4/+7 %"."""
