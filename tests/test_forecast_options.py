@@ -213,7 +213,25 @@ def test_a_trace_under_a_scenario_names_it(tmp_path, capsys):
         code, _, err = call(["forecast", str(design), "--trace", str(out), "--level", "block"]
                             + scenario, capsys)
         assert code == 0, err
-        assert json.loads(out.read_text(encoding="utf-8"))["otherData"].get("scenario") == named
+        other = json.loads(out.read_text(encoding="utf-8"))["otherData"]
+        assert other.get("scenario") == named
+        # how far to trust its time (it had the time alone): H100 bf16 Megatron-LM, outside
+        # the calibrated envelope, the shipped every-run band (-0.1082/+0.1964) twice as wide
+        cal = other["calibration"]
+        assert cal["inside"] is False and cal["band"] == [-0.2164, 0.3928]
+        assert cal["outside"] == ["the combination H100/BF16/flash/dense/megatron"]
+
+
+def test_the_charts_title_says_how_far_to_trust_the_time(tiny_design):
+    """`--plot`'s title gave the iteration's time alone; it has its band (H100 bf16 Megatron-LM:
+    outside the calibrated envelope, the shipped default -22/+39 %)."""
+    from astral_dsl import seer
+    from astral_dsl.outputs.forecast.plot import title
+
+    fc = seer.forecast(tiny_design)
+    head = title(fc, None, 0.0, fc.iteration_time, 0.1)
+    assert (f"{fc.iteration_time:.2f} s per iteration -22/+39 % (outside the calibrated "
+            f"envelope), MFU") in head
 
 
 def test_an_iteration_under_a_second_is_shown_in_milliseconds(tiny_design):
