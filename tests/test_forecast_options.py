@@ -234,6 +234,23 @@ def test_the_charts_title_says_how_far_to_trust_the_time(tiny_design):
             f"envelope), MFU") in head
 
 
+def test_tokens_and_mfu_carry_the_times_band_inverted(tiny_design):
+    """tokens/s, MFU and HFU were printed bare beside a -22/+39 % time: they go inversely with
+    the time, so their band is the time's inverted: 1 / 1.3928 - 1 = -28.2 %, 1 / 0.7836 - 1 =
+    +27.6 %."""
+    from astral_dsl import seer
+    from astral_dsl.outputs.forecast import report
+    from astral_dsl.seer.envelope import inverse
+
+    assert inverse((-0.2164, 0.3928)) == pytest.approx((-0.28202, 0.27616), abs=1e-5)
+    # an inside band: H100/FP8 Megatron-LM's -10.87/+14.17 % -> -12.41/+12.20 %
+    assert inverse((-0.1087, 0.1417)) == pytest.approx((-0.12411, 0.12196), abs=1e-5)
+    fc = seer.forecast(tiny_design)
+    text = report.render(fc)
+    assert f"{fc.tokens_per_s:12,.0f}     -28/+28 %  the time's band, inverted" in text
+    assert f"{fc.mfu * 100:12.1f} %   -28/+28 %  model FLOPs / peak" in text
+
+
 def test_an_iteration_under_a_second_is_shown_in_milliseconds(tiny_design):
     """One micro-batch of 4,096 tokens of Llama 3 8B on 2 GPUs takes a fraction of a second:
     the table printed it to the millisecond in seconds ("0.3xx s", a small model's "0.003 s")."""
