@@ -229,10 +229,17 @@ def test_search_rows_carry_their_envelope(lab, capsys):
     assert "-4/+7 %" in text and "calibration: H100/BF16/flash/dense/megatron: error band" in text
     rows = list(csv.DictReader(io.StringIO(search_out.csv_text(result))))
     assert rows[0]["band"] == "-4/+7 %" and rows[0]["inside_envelope"] == "true"
-    # without a fit of the regime: flagged outside on every row
+    assert "W753" not in {d.code for d in result.diagnostics}
+    # without a fit of the regime: flagged outside on every row, and W753 (the summary named
+    # it, the JSON's diagnostics did not have it) in the text and the JSON
     code, out, _ = call(["search", str(path), "--top", "2", "--workers", "1", "--color",
                          "never"], capsys)
     assert code == 0 and "is OUTSIDE the calibrated envelope" in out
+    assert "warning[W753]: job `train`: the forecast is outside the calibrated envelope: each " \
+        "part was calibrated, but never together (" + REGIME + ")" in out
+    code, out, _ = call(["search", str(path), "--top", "2", "--workers", "1", "--format",
+                         "json"], capsys)
+    assert code == 0 and [d["code"] for d in json.loads(out)["diagnostics"]] == ["W753"]
 
 
 def test_search_says_when_rank_1_may_not_fit(lab):
