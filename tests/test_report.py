@@ -423,6 +423,10 @@ def test_jobs_option_and_unknown_names(tmp_path):
     proc = run("--job", "llama70b")
     assert proc.returncode == 0, proc.stderr
     assert 'id="job-llama70b"' in out.read_text(encoding="utf-8")
+    # the design's counts (no warning) beside a forecast whose band is a default: said (the
+    # page shows its W753; the line had said "0 warning(s)" alone)
+    assert ("1 job forecast(s) (1 outside the calibrated envelope, W753); 0 error(s), 0 "
+            "warning(s)") in proc.stdout
 
 
 def test_report_of_a_design_with_errors(tmp_path):
