@@ -309,11 +309,23 @@ def test_the_band_comes_from_the_forecast_when_it_states_one(small):
     assert band_of(None) == (DEFAULT_BAND, "the default band, +-15 %")
     assert DEFAULT_BAND == (1 / 1.15, 1.15)
     _, fc, _ = small
-    low, high = fc.envelope().band
+    env = fc.envelope()
+    low, high = env.band
     assert low < 0 < high
-    assert band_of(fc) == ((1 + low, 1 + high), "the forecast's calibration band")
+    # the small job (H100/BF16/megatron) is outside the calibrated envelope: its band is the
+    # documented default (-22/+32 %), and the diagnosis says so rather than "calibration band"
+    assert not env.inside
+    assert band_of(fc) == ((1 + low, 1 + high), "the forecast's default band, not a "
+                           "measurement: outside the calibrated envelope (the combination "
+                           "H100/BF16/flash/dense/megatron), W753")
     fc = SimpleNamespace(calibration={"regime": "in fit", "inside": True, "band": [-0.05, 0.08]})
     assert band_of(fc) == ((0.95, 1.08), "the forecast's calibration band")
+    fc = SimpleNamespace(calibration={"inside": False, "band": [-0.2164, 0.3928],
+                                      "outside": ["gpu H800"]})
+    assert band_of(fc) == ((1 - 0.2164, 1.3928), "the forecast's default band, not a "
+                           "measurement: outside the calibrated envelope (gpu H800), W753")
+    inside = SimpleNamespace(envelope=lambda: SimpleNamespace(band=(-0.1087, 0.1417), inside=True))
+    assert band_of(inside) == ((1 - 0.1087, 1.1417), "the forecast's calibration band")
     assert band_of(SimpleNamespace(envelope=SimpleNamespace(band=(0.0, 0.2))))[0] == (1.0, 1.2)
     assert band_of(SimpleNamespace(calibration={"band": "wide"}))[0] == DEFAULT_BAND
 

@@ -229,10 +229,17 @@ def test_search_rows_carry_their_envelope(lab, capsys):
     assert "-4/+7 %" in text and "calibration: H100/BF16/flash/dense/megatron: error band" in text
     rows = list(csv.DictReader(io.StringIO(search_out.csv_text(result))))
     assert rows[0]["band"] == "-4/+7 %" and rows[0]["inside_envelope"] == "true"
-    # without a fit of the regime: flagged outside on every row
+    assert "W753" not in {d.code for d in result.diagnostics}
+    # without a fit of the regime: flagged outside on every row, and W753 (the summary named
+    # it, the JSON's diagnostics did not have it) in the text and the JSON
     code, out, _ = call(["search", str(path), "--top", "2", "--workers", "1", "--color",
                          "never"], capsys)
     assert code == 0 and "is OUTSIDE the calibrated envelope" in out
+    assert "warning[W753]: job `train`: the forecast is outside the calibrated envelope: each " \
+        "part was calibrated, but never together (" + REGIME + ")" in out
+    code, out, _ = call(["search", str(path), "--top", "2", "--workers", "1", "--format",
+                         "json"], capsys)
+    assert code == 0 and [d["code"] for d in json.loads(out)["diagnostics"]] == ["W753"]
 
 
 def test_search_says_when_rank_1_may_not_fit(lab):
@@ -269,9 +276,18 @@ def test_sweep_rows_carry_their_envelope(lab):
     table = list(csv.DictReader(io.StringIO(sweep_out.csv_text(result, False))))
     assert [r["calibration"] for r in table] == ["-4/+7 %", "-4/+7 %"]
     assert "-4/+7 %" in sweep_out.table(result, False, width=200)
+    assert not any("W753" in r["warnings"] for r in rows)
     plain = sweep.run(str(path), ["n=1"], job="train", engine=LocalEngine(1))
     assert plain.rows[0]["metrics"]["calibration"]["inside"] is False
-    assert "* outside" in sweep_out.table(plain, False, width=200)
+    text = sweep_out.table(plain, False, width=200)
+    assert "* outside" in text
+    # outside, the point has the forecast's W753 (it had none: `* outside` said nothing of
+    # why): in its warnings, its status and once under the table with what no run had
+    [row] = [json.loads(line) for line in sweep_out.jsonl(plain, False).splitlines()]
+    assert "W753" in row["warnings"]
+    [w753] = [d for d in row["diagnostics"] if d["code"] == "W753"]
+    assert "never together (" + REGIME + ")" in w753["message"]
+    assert "n=1: W753 job `train`: the forecast is outside the calibrated envelope" in text
 
 
 def test_calibration_options_are_read_before_any_work(lab, tmp_path, capsys):

@@ -112,6 +112,18 @@ def test_reference_headline_numbers(reference_page):
     assert _card(reference_page, "k-job-llama405b") == f"{_reference_seconds():.3f} s"
 
 
+def test_the_jobs_times_say_how_far_to_trust_them(reference_review, reference_page):
+    """The summary card and the scenario matrix give a job's iteration time with its band (they
+    had shown it bare): llama405b runs on H800s, which no calibration run had, so its band is
+    the shipped fit's every-run band (-0.1092/+0.1594, fit.json) twice as wide, -22/+32 %."""
+    assert ('<div class="k">llama405b: iteration time, -22/+32 % (outside the calibrated '
+            'envelope)</div>') in reference_page
+    rows = {r.name: r for r in mx.matrix(reference_review)}
+    [fig] = [f for f in rows["plane_b_down"].cell("jobs").figures if "iteration" in f.label]
+    assert fig.label == ("llama405b iteration time, band -22/+32 % (outside the calibrated "
+                         "envelope)")
+
+
 def _reference_pue() -> float:
     from astral_dsl.outputs.size_report import size_summary
 
@@ -411,6 +423,10 @@ def test_jobs_option_and_unknown_names(tmp_path):
     proc = run("--job", "llama70b")
     assert proc.returncode == 0, proc.stderr
     assert 'id="job-llama70b"' in out.read_text(encoding="utf-8")
+    # the design's counts (no warning) beside a forecast whose band is a default: said (the
+    # page shows its W753; the line had said "0 warning(s)" alone)
+    assert ("1 job forecast(s) (1 outside the calibrated envelope, W753); 0 error(s), 0 "
+            "warning(s)") in proc.stdout
 
 
 def test_report_of_a_design_with_errors(tmp_path):

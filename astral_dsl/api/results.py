@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from astral_dsl.outputs.diff.facts import Side
     from astral_dsl.pipeline import Checked
     from astral_dsl.seer.forecast import Forecast
+    from astral_dsl.seer.envelope import Envelope
 
 
 def seconds(x: float) -> Quantity:
@@ -43,7 +44,9 @@ class ForecastResult:
     """Seer's forecast of one training iteration (`astral forecast`), its amounts as
     Quantities. `detail` is the whole seer.Forecast (its timeline, memory estimate, envelope);
     `diagnostics` the job's warnings (W750 "may not fit", W753 outside the calibrated
-    envelope, ...)."""
+    envelope, ...); `envelope` how far to trust it (seer/envelope.py: its regime, `inside`, and
+    `band`, how much shorter and longer the true iteration time may be, as true / forecast - 1;
+    tokens/s and MFU go inversely with the time)."""
     job: str
     gpu: str
     gpus: int
@@ -55,6 +58,7 @@ class ForecastResult:
     breakdown: Mapping[str, Quantity]      # where the time of `stage` goes
     stage: int                             # the stage the breakdown describes (the busiest)
     diagnostics: Tuple[Diagnostic, ...]
+    envelope: "Envelope"
     detail: "Forecast" = attrs.field(repr=False)
 
     @classmethod
@@ -63,7 +67,7 @@ class ForecastResult:
                    fc.tokens_per_s, percent(fc.mfu), percent(fc.hfu),
                    gigabytes(fc.memory.total),
                    {k: seconds(v) for k, v in fc.breakdown.items()}, fc.stage,
-                   tuple(fc.diagnostics), fc)
+                   tuple(fc.diagnostics), fc.envelope(), fc)
 
 
 @records.frozen

@@ -16,7 +16,6 @@ def forecasts(design, names, calibration=None) -> Dict[str, Dict[str, Any]]:
     memory), or the codes that stop it; `calibration`: the fit to forecast with (default: the
     shipped one)."""
     from astral_dsl import seer
-    from astral_dsl.seer.envelope import band_text
 
     out: Dict[str, Dict[str, Any]] = {}
     for name in names:
@@ -28,9 +27,8 @@ def forecasts(design, names, calibration=None) -> Dict[str, Dict[str, Any]]:
             continue
         env = fc.envelope()
         out[name] = {"iteration_time_s": round(fc.iteration_time, 6),
-                     "band": band_text(env.band) + ("" if env.inside else " (outside the "
-                                                    "calibrated envelope)"),
-                     "tokens_per_s": round(fc.tokens_per_s, 1),
+                     "band": env.brief(),
+                     "tokens_per_s": round(fc.tokens_per_s),      # whole: see the band
                      "mfu_pct": round(fc.mfu * 100, 3),
                      "memory_gb": round(fc.memory.total / 1e9, 3)}
     return out

@@ -87,10 +87,14 @@ def run(args, overrides) -> int:
     errors = sum(d.is_error for d in diags)
     warnings = sum(d.severity.value == "warning" for d in diags)
     jobs = sum(j.forecast is not None for j in review.jobs)
+    # the counts are the design's; a forecast's band that is a default is said beside them
+    outside = sum(j.forecast is not None and not j.forecast.envelope().inside
+                  for j in review.jobs)
     sys.stdout.write(printable_line(
         f"wrote {args.output} ({len(page):,} bytes): {len(review.checked.scenarios)} "
         f"scenario(s), {sum(v.svg is not None for v in review.views)} picture(s), {jobs} "
-        f"job forecast(s); {errors} error(s), {warnings} warning(s)"
+        f"job forecast(s)" + (f" ({outside} outside the calibrated envelope, W753)" if outside
+                              else "") + f"; {errors} error(s), {warnings} warning(s)"
         + (f", {len(review.checked.accepted)} accepted" if review.checked.accepted else "")
         + "\n"))
     return EXIT_ERRORS if errors else EXIT_OK

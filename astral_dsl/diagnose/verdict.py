@@ -13,9 +13,10 @@ are found one after the other (localise.py), and each is weighed as the one faul
 so a second one, however certain on its own, shows the share of the probability it takes from
 the first.
 
-The forecast's band: the ratios of observed to forecast time a healthy run keeps. Until Seer
-states one with every forecast (its calibration's band), DEFAULT_BAND serves, the one place
-that sets it (`band_of`)."""
+The forecast's band: the ratios of observed to forecast time a healthy run keeps: the band Seer
+states with every forecast (its envelope), which outside the calibrated envelope is a
+documented default, not a measurement (and says so); DEFAULT_BAND serves a forecast without
+one (`band_of`, the one place that sets it)."""
 from __future__ import annotations
 
 from typing import Iterable, List, Tuple
@@ -34,23 +35,36 @@ def band_of(fc) -> Tuple[Tuple[float, float], str]:
     from: the forecast's own error band (Seer's envelope, seer/envelope.py: the true time over
     the forecast, less 1, [low, high] around 0; or a `calibration` dict's `band`, as the JSON
     carries it: relative errors around 0, or ratios around 1), else DEFAULT_BAND. (It had read
-    a `band` the forecast's Calibration does not have, so every diagnosis took the default.)"""
-    band = None
+    a `band` the forecast's Calibration does not have, so every diagnosis took the default.)
+    A forecast outside the calibrated envelope (`inside` false) has a documented default band,
+    not a measured one: the source says so and what no calibration run had (W753's words)."""
+    band, env = None, None
     if fc is not None:
         env = getattr(fc, "envelope", None)
-        band = getattr(env() if callable(env) else env, "band", None)
+        env = env() if callable(env) else env
+        band = getattr(env, "band", None)
         if band is None:
-            cal = getattr(fc, "calibration", None)
-            band = cal.get("band") if isinstance(cal, dict) else None
+            env = getattr(fc, "calibration", None)
+            band = env.get("band") if isinstance(env, dict) else None
     try:
         low, high = (float(x) for x in band)
     except (TypeError, ValueError):
         return DEFAULT_BAND, "the default band, +-15 %"
     if -1 < low <= 0 <= high and low < high:
-        return (1 + low, 1 + high), "the forecast's calibration band"
+        return (1 + low, 1 + high), _source(env)
     if 0 < low < 1 < high:
-        return (low, high), "the forecast's calibration band"
+        return (low, high), _source(env)
     return DEFAULT_BAND, "the default band, +-15 %"
+
+
+def _source(env) -> str:
+    """Where a forecast's band comes from: measured (inside) or the default outside (W753)."""
+    get = env.get if isinstance(env, dict) else lambda k, d: getattr(env, k, d)
+    if get("inside", True) is not False:
+        return "the forecast's calibration band"
+    why = [str(o) for o in get("outside", ()) or ()]
+    return ("the forecast's default band, not a measurement: outside the calibrated envelope"
+            + (" (" + "; ".join(why) + ")" if why else "") + ", W753")
 
 
 PRIOR_ODDS = 1.0 / FAMILIES     # a priori, one family's fault against none

@@ -120,7 +120,9 @@ def _forecast(ws, design, options: PointOptions, metrics: Dict[str, Any]):
     metrics["tokens_per_s"] = round(fc.tokens_per_s, 1)
     metrics["mfu"] = round(fc.mfu, 4)
     metrics["calibration"] = fc.envelope().as_json()       # how far to trust it
-    return []
+    # W753: outside the calibrated envelope, the band is a default (what no run had, at the
+    # job's field); `astral check` does not forecast, so the point has it from here alone
+    return [d for d in fc.diagnostics if d.code == "W753"]
 
 
 # ---- what the client accepts as a worker's answer (engines.py: a rogue or mismatched worker) ----

@@ -148,6 +148,8 @@ def _show(column: str, v) -> str:
         return f"{v:.3f}" if column == "pue" else f"{v * 100:.1f} %"
     if column == "iteration_time_s":
         return f"{v:.3f}"
+    if column == "tokens_per_s":      # whole tokens, as `forecast` shows them: the band is
+        return f"{v:,.0f}"            # +-10 % or more, a tenth of a token is no figure
     if isinstance(v, int):
         return f"{v:,}"
     if isinstance(v, float):

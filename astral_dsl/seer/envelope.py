@@ -45,6 +45,18 @@ class Envelope:
         """"-4/+7 %": how much shorter and longer the true time may be."""
         return band_text(self.band)
 
+    def brief(self) -> str:
+        """The band, and that it is a default when outside: "-22/+32 % (outside the calibrated
+        envelope)" (where a forecast's time is shown without W753 beside it)."""
+        return self.text() + ("" if self.inside else " (outside the calibrated envelope)")
+
+
+def inverse(band) -> Tuple[float, float]:
+    """The band of a figure that goes inversely with the time (tokens/s, MFU, HFU), as true /
+    forecast - 1: a time 39 % longer is 1 / 1.39 - 1 = -28 % of the tokens/s."""
+    lo, hi = band
+    return 1.0 / (1.0 + hi) - 1.0, 1.0 / (1.0 + lo) - 1.0
+
 
 def band_text(band) -> str:
     """A band [low, high] (as_json()'s) as "-4/+7 %"."""

@@ -137,7 +137,8 @@ def test_cost_per_token_ranks_across_gpu_counts_like_brute_force(small):
     assert {c.gpus for _, c, _ in brute} == {8, 16}
     # the feeders, switches and the rest have no price: W800 says so, and the summary's
     # definition of the cost says they are not in it
-    assert [d.code for d in result.diagnostics] == ["W800"]
+    # W800: unpriced equipment; W753: the job's regime is outside the calibrated envelope
+    assert [d.code for d in result.diagnostics] == ["W800", "W753"]
     from astral_dsl.outputs.search import summary
 
     (line,) = [x for x in summary(result) if x.startswith("  cost per token:")]
@@ -338,7 +339,8 @@ def test_json_with_no_fitting_configuration_is_still_one_document(small, tmp_pat
     doc = json.loads(line)
     assert doc["rows"] == [] and doc["counts"]["fit"] == 0 and doc["job"] == "dense"
     assert doc["file"] == str(big) and doc["valid"] is False      # as the exit code says
-    assert [d["code"] for d in doc["diagnostics"]] == ["W800"]     # (the switches are unpriced)
+    # the switches are unpriced (W800); the job is outside the calibrated envelope (W753)
+    assert [d["code"] for d in doc["diagnostics"]] == ["W800", "W753"]
     assert doc["counts"]["enumerated"] >= doc["counts"]["admitted"] > 0
 
 

@@ -36,11 +36,13 @@ def test_rows_in_grid_order_equal_checking_each_point_alone(project):
     for row in result.rows:
         checked = cli_checked(str(project), row["params"])
         assert row["valid"] == checked.valid
-        assert [d["code"] for d in row["diagnostics"]] == [d.code for d in checked.diagnostics]
+        fc = seer.forecast(checked.design, job="train")
+        # the check's diagnostics, then the forecast's W753 (outside the calibrated envelope)
+        assert [d["code"] for d in row["diagnostics"]] == [d.code for d in checked.diagnostics] \
+            + [d.code for d in fc.diagnostics if d.code == "W753"]
         expected = size_summary(checked.design, checked.engineering)
         for key in point.SUMMARY:
             assert row["metrics"][key] == expected[key]
-        fc = seer.forecast(checked.design, job="train")
         assert row["metrics"]["tokens_per_s"] == round(fc.tokens_per_s, 1)
     # 4 x 10.2 kW = 40.8 kW: over 40 kW, under 50 kW; 5 x 10.2 kW = 51 kW is over both and
     # 4 racks of 51 kW overload the 200 kW feeder
@@ -392,7 +394,9 @@ def test_the_table_never_cuts_a_number_and_fits_the_width(project, capsys, monke
         # (the title line names the file, whatever its length)
         assert max(len(line) for line in table.splitlines()[1:]) <= int(width), table
         for r in rows:                       # every figure is there whole
-            assert f"{r['tokens_per_s']:,.1f}" in table
+            # tokens/s whole (it had a tenth of a token/s beside a band of +-10 % or more)
+            assert f"{r['tokens_per_s']:,.0f}" in table and f"{r['tokens_per_s']:,.1f}" \
+                not in table
             assert f"{r['it_power_kw']:,.1f}" in table and f"{r['gpus']:,}" in table
         # stacked: each part begins with the parameter
         parts = [line for line in table.splitlines() if line.startswith("hosts_per_rack")]

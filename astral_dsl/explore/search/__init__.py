@@ -121,6 +121,7 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
             out["cost_per_token_usd"] = weight.cost_per_token(c.gpus, row["iteration_time_s"])
         rows.append(out)
     declared, declared_errors = _declared(state, weight)
+    diagnostics += _outside(state)
     return SearchResult(
         base.file, state.job.template, objective, state.space, counts, len(screened),
         tally.memory_checked, tally.fit, rows, declared, declared_errors, tuple(diagnostics),
@@ -269,6 +270,17 @@ def _lost(n: int, why: str, bundle):
     return Diagnostic("E800", Severity.ERROR, f"{n:,} configurations were not evaluated: {why}",
                       None, "run the search again: the ranking may miss them",
                       file=bundle.entry_name)
+
+
+def _outside(state) -> list:
+    """W753 when the job's regime (its GPU, precision, attention, MoE, framework: what every
+    configuration searched shares) is outside the calibrated envelope, as `forecast` says it."""
+    from astral_dsl.seer.calibration import shipped
+    from astral_dsl.seer.envelope import envelope, outside_warning
+
+    cal = state.calibration if state.calibration is not None else shipped()
+    env = envelope(state.spec, state.cluster.gpu.name, cal)
+    return outside_warning(state.job, env, None if cal == shipped() else cal)
 
 
 def _declared(state, weight):

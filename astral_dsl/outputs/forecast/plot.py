@@ -124,6 +124,21 @@ def _span(fc, window, evs) -> Tuple[float, float]:
     return (min(starts), max(e.end for e in evs)) if starts else (0.0, fc.iteration_time)
 
 
+def title(fc, window, lo: float, hi: float, idle_share: float) -> str:
+    """The chart's title: the iteration's time with how far to trust it (its band), MFU and
+    bubble; of a window, its span within the iteration."""
+    if window is None:
+        bubble = fc.breakdown.get("bubble", 0.0) / fc.iteration_time if fc.iteration_time \
+            else 0.0
+        return (f"{fc.job.name}: {fc.iteration_time:.2f} s per iteration "
+                f"{fc.envelope().brief()}, MFU {fc.mfu:.1%}, "
+                f"pipeline bubble {bubble:.0%} (stage {fc.stage}); shaded: compute idle, "
+                f"{idle_share:.0%} over all stages")
+    return (f"{fc.job.name}: micro-batches {window[0]}-{window[1] - 1}, {lo:.3f} to "
+            f"{hi:.3f} s of the {fc.iteration_time:.2f} s iteration; shaded: compute "
+            f"idle, {idle_share:.0%} of this span over all stages")
+
+
 def figure(fc, window=None):  # noqa: C901 - one figure, drawn in order
     """The chart as a matplotlib Figure (the caller closes it). With `window` (micro-batches
     lo, hi) the axis, the idle shading and the title's figures are those of the window's
@@ -195,17 +210,7 @@ def figure(fc, window=None):  # noqa: C901 - one figure, drawn in order
             lab.set_fontweight("bold")
     ax.set_xlabel("seconds into the iteration")
     idle_share = idle_total / span_total if span_total else 0.0
-    if window is None:
-        bubble = fc.breakdown.get("bubble", 0.0) / fc.iteration_time if fc.iteration_time \
-            else 0.0
-        title = (f"{fc.job.name}: {fc.iteration_time:.2f} s per iteration, MFU {fc.mfu:.1%}, "
-                 f"pipeline bubble {bubble:.0%} (stage {fc.stage}); shaded: compute idle, "
-                 f"{idle_share:.0%} over all stages")
-    else:
-        title = (f"{fc.job.name}: micro-batches {window[0]}-{window[1] - 1}, {lo:.3f} to "
-                 f"{hi:.3f} s of the {fc.iteration_time:.2f} s iteration; shaded: compute "
-                 f"idle, {idle_share:.0%} of this span over all stages")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title(fc, window, lo, hi, idle_share), fontsize=10)
     handles = [Patch(facecolor=COMPUTE[c], label=c) for c in COMPUTE if c in seen]
     handles += [Patch(facecolor=STREAM[s][1], label=STREAM[s][0] + " (shade: share busy)")
                 for s in STREAM if any(s in v for v in subs.values())]

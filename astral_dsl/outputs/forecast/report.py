@@ -12,6 +12,7 @@ from typing import Any, Dict
 
 from astral_dsl.outputs.jsonout import scenario_json
 from astral_dsl.units.readable import memory_capacity
+from astral_dsl.seer.envelope import band_text as text_of, inverse
 
 BREAKDOWN_LABELS = (("compute", "compute (incl. recompute)"), ("tp_comm", "exposed TP comm"),
                     ("cp_comm", "exposed CP comm"), ("ep_comm", "exposed EP comm"),
@@ -165,11 +166,15 @@ def render(fc) -> str:
     lines.append("")
     # to the millisecond; under a second (a small model's) to the microsecond, not "0.003 s"
     it = fc.iteration_time
+    env = fc.envelope()
     lines.append(f"  iteration time   {f'{it:12.3f} s' if it >= 1 else f'{it * 1e3:11.3f} ms'}"
-                 f"   {band_text(fc.envelope())}")
-    lines.append(f"  tokens/s         {fc.tokens_per_s:12,.0f}")
-    lines.append(f"  MFU              {fc.mfu * 100:12.1f} %   model FLOPs / peak")
-    lines.append(f"  HFU              {fc.hfu * 100:12.1f} %   with the recomputed FLOPs")
+                 f"   {band_text(env)}")
+    # tokens/s, MFU and HFU go inversely with the time: the time's band, inverted
+    per = f"{text_of(inverse(env.band)):<9}"
+    lines.append(f"  tokens/s         {fc.tokens_per_s:12,.0f}     {per}  the time's band, "
+                 "inverted")
+    lines.append(f"  MFU              {fc.mfu * 100:12.1f} %   {per}  model FLOPs / peak")
+    lines.append(f"  HFU              {fc.hfu * 100:12.1f} %   {per}  with the recomputed FLOPs")
     cap = fc.lowering.c.gpu.memory
     over = f"; may not fit in {memory_capacity(cap)}" if may_not_fit(fc) else ""
     lines.append(f"  memory per GPU   {mem.total / 1e9:12.1f} GB  +/- {mem.uncertainty_pct:.0f} %"

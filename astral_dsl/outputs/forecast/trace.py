@@ -118,8 +118,9 @@ def _head(fc, used: set) -> List[dict]:
 
 
 def _other(fc, level, window, note) -> dict:
-    other = {"job": fc.job.name, "iteration_time_s": fc.iteration_time, "level": level,
-             "window": list(window) if window else None}
+    other = {"job": fc.job.name, "iteration_time_s": fc.iteration_time,
+             "calibration": fc.envelope().as_json(),       # how far to trust the time
+             "level": level, "window": list(window) if window else None}
     if fc.scenario is not None:         # a what-if's timeline says so (forecast --scenario)
         other["scenario"] = fc.scenario[0]
     if note:

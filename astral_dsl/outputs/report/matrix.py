@@ -119,6 +119,13 @@ def _cdu_share(eng) -> Optional[float]:
     return round(max(shares), 2) if shares else None
 
 
+def _band(base, fc) -> str:
+    """How far to trust a job's times, baseline and scenario: ", band -22/+32 % (outside the
+    calibrated envelope)", or both bands when the scenario moves the job to another regime."""
+    bands = list(dict.fromkeys(f.envelope().brief() for f in (base, fc) if f is not None))
+    return f", band {' -> '.join(bands)}" if bands else ""
+
+
 def _figures(eng_a, eng_b, sum_a: Dict, sum_b: Dict) -> Dict[str, List[Figure]]:
     def s(d, key):
         return None if d is None else d.get(key)
@@ -176,7 +183,7 @@ def matrix(review) -> Tuple[Row, ...]:
                 if (d.is_error or d.severity.value == "warning") and is_new(d, job_before):
                     by_family.setdefault("jobs", []).append(d)
             base = job.forecast
-            jobs_figs.append(Figure(f"{job.name} iteration time",
+            jobs_figs.append(Figure(f"{job.name} iteration time" + _band(base, fc),
                                     base.iteration_time if base else None,
                                     fc.iteration_time if fc else None, "s", digits=3))
             jobs_figs.append(Figure(f"{job.name} MFU", base.mfu * 100 if base else None,

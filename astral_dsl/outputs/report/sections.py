@@ -45,7 +45,8 @@ def summary(review) -> str:
                         "k-pue")]
     for job in review.jobs:
         if job.forecast is not None:
-            cards.append(_card(f"{job.name}: iteration time",
+            cards.append(_card(f"{job.name}: iteration time, "        # how far to trust it
+                               + job.forecast.envelope().brief(),
                                f"{job.forecast.iteration_time:,.3f} s",
                                f"k-job-{_slug(job.name)}"))
     cards.append(_card("errors", f"{errors:,}", "k-errors"))
