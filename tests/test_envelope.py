@@ -85,6 +85,32 @@ def test_a_regime_with_few_runs_takes_the_coarser_band_it_falls_in():
     assert env.inside and env.basis == "H100/BF16" and env.band == (-0.05, 0.08)
 
 
+def test_a_coarser_band_never_narrows_what_the_regimes_own_runs_erred(monkeypatch):
+    """A regime of 2 runs left out at -20 % and +30 % took H100/BF16's -5/+8 % (12 runs): a
+    band its own runs fall outside of. The coarser band is widened at each end to the finer
+    keys' bands it passed over: -20/+8 % from the regime's -20/+3, ... and +30 % at the top."""
+    own = dict(CHECKED, **{REGIME: _band(-0.20, 0.30, 2)})
+    env = envelope(_spec(), "H100_SXM", calibration(own))
+    assert env.inside and env.basis == "H100/BF16" and env.rows == 12
+    assert env.band == (-0.20, 0.30)
+    lower = dict(CHECKED, **{REGIME: _band(-0.20, 0.03, 2)})
+    assert envelope(_spec(), "H100_SXM", calibration(lower)).band == (-0.20, 0.08)
+    # the shipped fit: GPT-OSS 120B's two B200 BF16 rows, left out at +16 % and +68 %, had
+    # shown BF16's -12/+14 %; their band reaches their own +64.9 % (fit.json bands)
+    from astral_dsl.seer.calibration import shipped
+
+    import importlib
+
+    b = shipped().bands
+    assert b["B200/BF16/flash/moe/megatron"]["rows"] == 2 < MIN_ROWS
+    reg = {"gpu": "B200", "precision": "BF16", "attention": "flash", "moe": "moe",
+           "framework": "megatron"}
+    module = importlib.import_module("astral_dsl.seer.envelope")
+    monkeypatch.setattr(module, "regime", lambda spec, gpu: reg)
+    moe = envelope(_spec(), "B200", shipped())
+    assert moe.inside and moe.band[1] == b["B200/BF16/flash/moe/megatron"]["high"]
+
+
 # the documented default outside the envelope: the shipped fit's every-run band (fit.json
 # `bands["*"]`: -0.1092/+0.1594) twice as wide, -21.84/+31.88 % (docs/seer.md, "How far to
 # trust a forecast")
