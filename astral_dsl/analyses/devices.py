@@ -44,8 +44,8 @@ class Devices:
 # of a run of word characters (`lead` holds the digits before it): tried from every position of
 # the run, a run with no `.` or `[` after it was scanned to its end from each (quadratic: a check
 # message of 60,000 letters took 35 s of CPU), and a run's later starts fail as its first does.
-_PATH = (r"(?<![A-Za-z0-9_])(?P<lead>[0-9]*+)"
-         r"(?P<path>[A-Za-z_][A-Za-z0-9_]*+(?:(?:\.[A-Za-z_][A-Za-z0-9_]*+)|(?:\[[0-9A-Za-z]++\]))+)")
+_PATH = (r"(?<![A-Za-z0-9_])(?P<lead>[0-9]*+)(?P<path>[A-Za-z_][A-Za-z0-9_]*+"
+         r"(?:(?:\.[A-Za-z_][A-Za-z0-9_]*+)|(?:\[[0-9A-Za-z]++\]))+)")
 
 
 def annotate(text: str, devices: Devices, ports: Optional[Dict[str, str]] = None) -> str:

@@ -18,11 +18,12 @@ read; and it names only the plain types (ALLOWED), which Dask names when it reco
 type, as values. Anything else stops the read with RefusedPickle. A pickle can then cost no
 more memory than its own size, and checking that a result is plain data (`plain`) no more time:
 each object is walked once, and a result of more than MAX_NODES values as a tree is refused
-(memo references had made 194 bytes a tree of 2^31 values). The rows and forecasts the workers return are plain data
-(point.py, search/work.py), so nothing the work needs is refused; a refused task result or
-error costs its chunk (E800), a refused version probe refuses the cluster (engines.py). The
-pure-Python unpickler of the standard library (pickle._Unpickler) reads them: its opcodes are
-a table this module can restrict, and the client's pickles are small (rows and figures).
+(memo references had made 194 bytes a tree of 2^31 values). The rows and forecasts the
+workers return are plain data (point.py, search/work.py), so nothing the work needs is refused;
+a refused task result or error costs its chunk (E800), a refused version probe refuses the
+cluster (engines.py). The pure-Python unpickler of the standard library (pickle._Unpickler)
+reads them: its opcodes are a table this module can restrict, and the client's pickles are
+small (rows and figures).
 
 Dask reads pickles through two module globals, both replaced while an engine is open:
 `distributed.protocol.pickle.pickle` (behind distributed.protocol.pickle.loads, which the
