@@ -124,3 +124,50 @@ def test_a_diagnostics_snippet_reads_no_fifo_and_no_file_past_the_cap(tmp_path):
     assert not t.is_alive(), "blocked on the FIFO"
     text = out.getvalue()
     assert text.count("error[E301]") == 2 and "let a = 1" not in text
+
+
+# ---- device names put beside the paths in a message ------------------------------------------
+def test_names_beside_paths_cost_linear_time_in_a_long_message():
+    """`annotate` runs on every diagnostic of a design that names its parts, and a check's
+    message is the design's string (up to 2^20 characters). Its search for paths was tried from
+    every letter of a run with no `.` or `[` after it, each scanning to the run's end: 60,000
+    letters in a check message took 35 s of CPU in `astral check`, 100,000 take about 90 s.
+    Now a path starts only where its run of word characters does (digits before it kept)."""
+    import time
+
+    from astral_dsl.analyses.devices import Devices, annotate
+    from astral_dsl.analyses.fleet import Device
+
+    devices = Devices({p: Device(p, "rack", n) for p, n in
+                       (("C.r[0]", "r0"), ("C.r[0].h[1]", "h1"), ("C.r[10]", "C.r[10]"))})
+    # what it does: a name before the longest named prefix, the rest kept after it; a run's
+    # leading digits are kept and the path after them named; a part named by its path and a
+    # run without a path are left as they are
+    assert annotate("see C.r[0].h[1].nics[2], 9C.r[0] (C.r[10]) and aC.r[0] x.y", devices) == \
+        "see h1 (C.r[0].h[1]).nics[2], 9r0 (C.r[0]) (C.r[10]) and aC.r[0] x.y"
+    for text in ("a" * 100_000, "9" * 50_000 + "a" * 50_000, "C[" + "b" * 100_000):
+        start = time.thread_time()
+        assert annotate(text, devices) == text
+        assert time.thread_time() - start < 5, len(text)         # about 0.01 s
+
+
+def test_the_longest_named_prefix_looks_up_only_prefixes_as_long_as_a_name():
+    """Each lookup slices and hashes its prefix: every prefix of a 1 MB `a.a.a...` path in a
+    message (500,000 of them) was hours. Only those no longer than the longest named path are
+    looked up now: for `C.r[0]` (6 characters), the whole token, then its prefixes cut before
+    a `.` within its first 7 characters: `a.a.a`, `a.a`, `a`."""
+    from astral_dsl.analyses.devices import Devices, longest
+
+    class Counting(dict):
+        looked = 0
+
+        def __contains__(self, key):
+            Counting.looked += 1
+            return dict.__contains__(self, key)
+
+    known = Counting({"C.r[0]": None})
+    devices = Devices(known)
+    assert devices.longest_path == 6
+    assert longest("a." * 500_000, known, devices.longest_path) is None
+    assert Counting.looked == 4               # 1 + 3, not 1 + 500,000
+    assert longest("C.r[0].h[1]" + ".x" * 1000, known, devices.longest_path) == "C.r[0]"

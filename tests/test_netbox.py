@@ -461,3 +461,18 @@ def test_plain_lines_are_what_the_csv_writer_writes(row):
     if all(isinstance(v, str) for v in row) and not any(c in "".join(row) for c in ',"\r\n') \
             and "".join(row):
         assert line is not None           # the common case takes the fast road
+
+
+def test_a_device_types_yaml_holds_the_designs_text_exactly():
+    """A vendor or source with `\\n` (the language's one line-break escape) was written into a
+    double-quoted YAML scalar as a line break, which YAML folds into a space: the device type's
+    manufacturer read "A B" where manufacturers.csv said "A\\nB". Control characters, which
+    YAML does not allow at all, made the file unreadable."""
+    import yaml
+
+    from astral_dsl.outputs.netbox import _q
+
+    for text in ("Acme\nLabs", 'say "hi" \\ back', "tab\there", "bell\x07 del\x7f nel\x85",
+                 "ls\u2028ps\u2029 bom\ufeff", "ünï ☃", ""):
+        assert yaml.safe_load(f"x: {_q(text)}\n")["x"] == text, text
+    assert _q("A\nB") == '"A\\u000aB"'

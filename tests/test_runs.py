@@ -252,6 +252,27 @@ def test_rows_seer_cannot_state_say_which_field_and_why():
         assert why in p.reason, (p.row.id, p.reason)
 
 
+def test_a_model_cell_of_open_brackets_costs_linear_time():
+    """A row's model is matched to the stdlib's by its name without the parenthesised parts:
+    `re.sub(r"\\(.*?\\)", ...)` scanned to the line's end from every `(` left open, so a cell
+    of 60,000 `(` took 12 s and one at the cell cap (131,072) about a minute, per row."""
+    import re
+    import time
+
+    from astral_dsl.runs.express import unbracketed
+
+    # the same text as the pattern gives: up to the first `)` on the line, nothing nested
+    for text in ("Llama 3.1 (405B) (FP8", "a(b(c)d)e", "x(\n)y(z)", "((", ")(", ""):
+        assert unbracketed(text) == re.sub(r"\(.*?\)", "", text), text
+    assert unbracketed("Llama 3.1 (405B) (FP8") == "Llama 3.1  (FP8"
+    row = _row("k22b_full", id="open", model="(" * 131_072, layers="", hidden="", heads="")
+    table = parse_table(_csv([row]), "t.csv")
+    start = time.thread_time()
+    (p,) = prepare(table)
+    assert time.thread_time() - start < 5            # about 0.01 s; 60 s before
+    assert p.status == "not_expressible" and p.field == "layers"
+
+
 def test_torchtitan_pipelines_take_the_defaults_of_their_code():
     """torchtitan before 0.1.0 (a row dated 2024-12) split a pipeline's local batch into one
     micro-batch per stage, later ones into micro-batches of 1; interleaved schedules take 2

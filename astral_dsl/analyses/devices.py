@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 class Devices:
     """Every named part (path -> Device): by the design's patterns, then by its inventories."""
     by_path: Dict[str, Device] = attrs.field(factory=dict)
+    longest_path: int = attrs.field(init=False, eq=False, repr=False, default=attrs.Factory(
+        lambda self: max(map(len, self.by_path), default=0), takes_self=True))
 
     def __bool__(self) -> bool:
         return bool(self.by_path)
@@ -38,8 +40,12 @@ class Devices:
 
 
 # the pattern's text, compiled by `re` (and kept in its cache) on first use, not at import: a
-# check of the reference never uses it (for start-up)
-_PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.[A-Za-z_][A-Za-z0-9_]*)|(?:\[[0-9A-Za-z]+\]))+"
+# check of the reference never uses it (for start-up). A path starts at the first letter or `_`
+# of a run of word characters (`lead` holds the digits before it): tried from every position of
+# the run, a run with no `.` or `[` after it was scanned to its end from each (quadratic: a check
+# message of 60,000 letters took 35 s of CPU), and a run's later starts fail as its first does.
+_PATH = (r"(?<![A-Za-z0-9_])(?P<lead>[0-9]*+)(?P<path>[A-Za-z_][A-Za-z0-9_]*+"
+         r"(?:(?:\.[A-Za-z_][A-Za-z0-9_]*+)|(?:\[[0-9A-Za-z]++\]))+)")
 
 
 def annotate(text: str, devices: Devices, ports: Optional[Dict[str, str]] = None) -> str:
@@ -50,10 +56,10 @@ def annotate(text: str, devices: Devices, ports: Optional[Dict[str, str]] = None
         return text
 
     def one(m) -> str:
-        token = m.group(0)
-        prefix = longest(token, devices.by_path)
+        lead, token = m.group("lead"), m.group("path")
+        prefix = longest(token, devices.by_path, devices.longest_path)
         if prefix is None:
-            return token
+            return lead + token
         name = devices.by_path[prefix].name
         rest = token[len(prefix):]
         if ports is not None and rest:
@@ -61,15 +67,18 @@ def annotate(text: str, devices: Devices, ports: Optional[Dict[str, str]] = None
             if port is not None:
                 rest = f" {port}"
         if name == prefix:
-            return token
-        return f"{name} ({prefix}){rest}"
+            return lead + token
+        return f"{lead}{name} ({prefix}){rest}"
     return re.sub(_PATH, one, text)
 
 
-def longest(token: str, known: Dict[str, Device]) -> Optional[str]:
+def longest(token: str, known: Dict[str, Device], most: Optional[int] = None) -> Optional[str]:
+    """The longest prefix of `token` (the whole, or cut before a `.` or `[`) that `known` has;
+    `most`, the length of its longest key, when known: only prefixes that short are looked up
+    (each lookup slices and hashes its prefix: every prefix of a 1 MB `a.a.a...` was hours)."""
     if token in known:
         return token
-    cut = len(token)
+    cut = len(token) if most is None else min(len(token), most + 1)
     while True:
         cut = max(token.rfind(".", 0, cut), token.rfind("[", 0, cut))
         if cut <= 0:

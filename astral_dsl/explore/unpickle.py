@@ -16,11 +16,14 @@ dicts, sets, None, booleans); it refuses every opcode that calls something (REDU
 INST, OBJ, NEWOBJ, NEWOBJ_EX, persistent ids), so nothing at all is called while a pickle is
 read; and it names only the plain types (ALLOWED), which Dask names when it records a result's
 type, as values. Anything else stops the read with RefusedPickle. A pickle can then cost no
-more memory than its own size. The rows and forecasts the workers return are plain data
-(point.py, search/work.py), so nothing the work needs is refused; a refused task result or
-error costs its chunk (E800), a refused version probe refuses the cluster (engines.py). The
-pure-Python unpickler of the standard library (pickle._Unpickler) reads them: its opcodes are
-a table this module can restrict, and the client's pickles are small (rows and figures).
+more memory than its own size, and checking that a result is plain data (`plain`) no more time:
+each object is walked once, and a result of more than MAX_NODES values as a tree is refused
+(memo references had made 194 bytes a tree of 2^31 values). The rows and forecasts the
+workers return are plain data (point.py, search/work.py), so nothing the work needs is refused;
+a refused task result or error costs its chunk (E800), a refused version probe refuses the
+cluster (engines.py). The pure-Python unpickler of the standard library (pickle._Unpickler)
+reads them: its opcodes are a table this module can restrict, and the client's pickles are
+small (rows and figures).
 
 Dask reads pickles through two module globals, both replaced while an engine is open:
 `distributed.protocol.pickle.pickle` (behind distributed.protocol.pickle.loads, which the
@@ -129,14 +132,48 @@ def installed() -> bool:
     return _OPEN[0] > 0
 
 
-def plain(value: Any, depth: int = 0) -> bool:
-    """Whether `value` is plain data (what a worker's result must be), not too deep."""
-    if depth > 64:
+MAX_NODES = 1 << 24     # values in a result, each shared one counted where it is used again
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def plain(value: Any) -> bool:
+    """Whether `value` is plain data (what a worker's result must be), at most 64 deep and of
+    at most MAX_NODES values counted as a tree. A pickle's memo lets one list stand in many
+    places: 194 bytes made a list of two references to a list of two references ... 30 deep,
+    2^31 values as a tree, which a walk of the tree never finished (nor would the rows'
+    JSON). Each object is walked once, its count kept by its id (every one is alive, held by
+    `value`), and one that holds itself is refused."""
+    try:
+        return _count(value, 0, {}) <= MAX_NODES
+    except _NotPlain:
         return False
-    if value is None or type(value) in (bool, int, float, str, bytes):
-        return True
-    if type(value) in (list, tuple):
-        return all(plain(v, depth + 1) for v in value)
-    if type(value) is dict:
-        return all(type(k) in (str, int) and plain(v, depth + 1) for k, v in value.items())
-    return False
+
+
+def _count(value: Any, depth: int, seen: dict) -> int:
+    """The values of `value` as a tree (itself included); _NotPlain when it is not plain data,
+    too deep, larger than MAX_NODES or holds itself."""
+    if depth > 64:
+        raise _NotPlain
+    kind = type(value)
+    if value is None or kind in (bool, int, float, str, bytes):
+        return 1
+    if kind not in (list, tuple, dict):
+        raise _NotPlain
+    key = id(value)
+    if key in seen:
+        if seen[key] < 0:            # still being counted: it holds itself
+            raise _NotPlain
+        return seen[key]
+    seen[key] = -1
+    total = 1
+    for item in (value.values() if kind is dict else value):
+        total += _count(item, depth + 1, seen)
+        if total > MAX_NODES:
+            raise _NotPlain
+    if kind is dict and not all(type(k) in (str, int) for k in value):
+        raise _NotPlain
+    seen[key] = total
+    return total

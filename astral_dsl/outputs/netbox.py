@@ -341,5 +341,16 @@ def _yaml(t: DeviceType) -> str:
 
 
 def _q(text: str) -> str:
-    """A YAML double-quoted scalar."""
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A YAML double-quoted scalar of exactly `text`: a line break in a double-quoted scalar is
+    folded into a space (a vendor "A\\nB" came back as "A B", unlike the CSV's), and the control
+    characters YAML does not allow make the file unreadable, so both are escaped (`\\u000a`)."""
+    return '"' + "".join(_YAML_ESCAPES.get(ch) or (f"\\u{ord(ch):04x}" if _yaml_escaped(ch)
+                                                   else ch) for ch in str(text)) + '"'
+
+
+_YAML_ESCAPES = {"\\": "\\\\", '"': '\\"'}
+
+
+def _yaml_escaped(ch: str) -> bool:
+    """Not printable in YAML (C0 and C1 controls, DEL) or a line break to it (U+2028, U+2029)."""
+    return ch < " " or "\x7f" <= ch <= "\x9f" or ch in "\u2028\u2029\ufeff"

@@ -78,7 +78,31 @@ def stdlib_models() -> Dict[str, Dict[str, object]]:
 
 
 def _norm(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "", re.sub(r"\(.*?\)", "", text.lower()))
+    return re.sub(r"[^a-z0-9]+", "", unbracketed(text.lower()))
+
+
+def unbracketed(text: str) -> str:
+    r"""`text` without each `(` and what follows it up to the first `)` on its line, as
+    `re.sub(r"\(.*?\)", "", text)` gives it, in linear time: that search scans to the end of
+    the line from every `(` left open (a cell of 60,000 `(` took 12 s)."""
+    out, at, closed = [], 0, -1
+    while True:
+        opened = text.find("(", at)
+        if opened < 0:
+            break
+        if closed <= opened:    # else the first `)` after it is still the one found before
+            closed = text.find(")", opened + 1)
+            if closed < 0:      # no `)` after it: nor after any later `(`
+                break
+        line_end = text.find("\n", opened + 1, closed)
+        if line_end >= 0:       # its line has no `)`: kept, as every `(` up to the line's end
+            out.append(text[at:line_end])
+            at = line_end
+            continue
+        out.append(text[at:opened])
+        at = closed + 1
+    out.append(text[at:])
+    return "".join(out)
 
 
 ROW_FIELDS = (("layers", "layers"), ("hidden", "hidden"), ("heads", "heads"),

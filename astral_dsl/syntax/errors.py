@@ -222,7 +222,11 @@ def _hint_for(tok: Token, expected, source: Source | None = None) -> str | None:
     return None
 
 
-_TRAILING_QUANTITY = re.compile(r"(\d[\d_.]*(?:[eE][+-]?\d+)?)[ \t]+([A-Za-z_]\w*)[ \t]*$")
+# tried only where a run of digits, `_` and `.` starts (the number is from its first digit):
+# from every digit of a run, each scanning to the run's end, a line of 20,000 digits before an
+# `=` took 24 s (every start of a run gives the same answer as its first)
+_TRAILING_QUANTITY = re.compile(r"(?<![\d_.])[_.]*+(\d[\d_.]*+(?:[eE][+-]?\d+)?)[ \t]+"
+                                r"([A-Za-z_]\w*)[ \t]*$")
 
 
 def _unit_pitfall(source: Source, tok: Token) -> str | None:

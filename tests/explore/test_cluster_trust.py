@@ -203,6 +203,30 @@ def test_restricted_unpickling_builds_plain_data_and_refuses_names(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_a_result_is_counted_as_a_tree_and_each_object_walked_once(monkeypatch):
+    # the memo of a pickle lets one list stand in many places: 40 levels of [x, x] are
+    # 250 bytes and 2^41 - 1 values as a tree; the old walk of the tree never ended
+    x: list = []
+    for _ in range(40):
+        x = [x, x]
+    data = pickle.dumps(x, protocol=4)
+    assert len(data) < 300
+    assert unpickle.plain(unpickle.loads(data)) is False
+    # counted as the rows' JSON would hold it: [1, 2] is 3 values, [a, a, a] of it 1 + 3 x 3
+    a = [1, 2]
+    shared = unpickle.loads(pickle.dumps({"rows": [a, a, a]}))   # 1 + (1 + 9) = 11
+    monkeypatch.setattr(unpickle, "MAX_NODES", 11)
+    assert unpickle.plain(shared) is True
+    monkeypatch.setattr(unpickle, "MAX_NODES", 10)
+    assert unpickle.plain(shared) is False
+    monkeypatch.undo()
+    looped: list = [1]
+    looped.append(looped)                            # a list that holds itself
+    assert unpickle.plain(unpickle.loads(pickle.dumps(looped))) is False
+    assert unpickle.plain({"a": [[0] * 3] * 64, 1: (None, "s", b"b", 1.5, True)}) is True
+    assert unpickle.plain({(1,): 2}) is False and unpickle.plain({1}) is False
+
+
 @pytest.fixture(scope="module")
 def scheduler():
     s = Peer("scheduler")

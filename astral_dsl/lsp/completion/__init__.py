@@ -12,9 +12,10 @@ from typing import List, Optional
 from lsprotocol import types as lsp
 
 from astral_dsl.lsp.analysis import Analysis
-from astral_dsl.lsp.completion.context import (_DOTTED, _FIELD_VALUE, _IMPORT_NAMES, _IMPORT_PATH,
+from astral_dsl.lsp.completion.context import (_FIELD_VALUE, _IMPORT_NAMES, _IMPORT_PATH,
                                                _NUMBER_UNIT, _TO_UNIT, _in_argument_value,
-                                               _in_comment_or_string, enclosing_headers, open_call)
+                                               _in_comment_or_string, dotted_chain,
+                                               enclosing_headers, open_call)
 from astral_dsl.lsp.completion.imports import (StdlibItem, _export_items, _module_items,
                                                _stdlib_items, stdlib_items)
 from astral_dsl.lsp.completion.items import (COMPOUND_UNITS, KEYWORDS_BODY, KEYWORDS_EXPR,
@@ -42,10 +43,10 @@ def complete(analysis: Optional[Analysis], text: str, line0: int, char_cp: int,
         return _export_items(analysis, m.group("path"))
     if _TO_UNIT.search(prefix) or _NUMBER_UNIT.search(prefix):
         return unit_items()
-    m = _DOTTED.search(prefix)
+    chain = dotted_chain(prefix)
     # (`1.` is a number being typed; `H200.` is a name)
-    if m and not re.search(r"(?<![\w.])\d[\d_]*\.$", prefix):
-        return _member_items(analysis, m.group("chain"), before)
+    if chain is not None and not re.search(r"(?<![\w.])\d[\d_]*\.$", prefix):
+        return _member_items(analysis, chain, before)
     headers = enclosing_headers(before)
     items: List[lsp.CompletionItem] = []
     statement_start = re.match(r"^\s*[A-Za-z_]*$", prefix) is not None or \

@@ -11,13 +11,64 @@ _NUMBER_UNIT = re.compile(r"(?<![\w.])(?:\d[\d_]*(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d
 _TO_UNIT = re.compile(r"\bto[ \t]+(?P<unit>[\w/*^\u00b0\u00b5%]*)$")
 _IMPORT_PATH = re.compile(r"^\s*import\s+(?P<path>[\w.]*)$")
 _IMPORT_NAMES = re.compile(r"^\s*import\s+(?P<path>[\w.]+)\s*\{[^}]*$")
-_DOTTED = re.compile(r"(?P<chain>[A-Za-z_]\w*(?:\[[^\[\]]*\])?(?:\.[A-Za-z_]\w*(?:\[[^\[\]]*\])?)*)"
-                     r"\.(?P<partial>[A-Za-z_]\w*)?$")
 _HEADER = re.compile(r"^\s*(?P<kind>[A-Za-z_]\w*)\s+(?P<name>[A-Za-z_]\w*)\b")
 _FIELD_VALUE = re.compile(r"(?:^|[{,;(]|\s)(?P<field>[A-Za-z_]\w*)\s*=\s*(?P<rest>[^=]*)$")
 
 
 # ---- context -------------------------------------------------------------------------------------
+def dotted_chain(prefix: str) -> Optional[str]:
+    """The chain of names before the last `.` when `prefix` ends in `CHAIN.` or `CHAIN.partial`
+    (`racks[0].hosts.`: `racks[0].hosts`), else None: a name, then `[...]` or not, then any
+    `.name` with `[...]` or not, the longest such chain before that `.`. Read backwards from
+    the end, each character once: a regular expression searched for it, anchored at the end,
+    was tried from every position (0.7 s for a line of 5,000 letters, 12 s for 20,000, on the
+    editor's every completion request)."""
+    start = _word_start(prefix, len(prefix))              # the partial name after the `.`
+    if start < len(prefix) and not _name_head(prefix[start]):
+        return None
+    if start == 0 or prefix[start - 1] != ".":
+        return None
+    last = dot = start - 1
+    begin = None
+    while True:
+        found = _segment(prefix, dot)
+        if found is None:
+            break
+        begin, whole = found
+        if not whole or begin == 0 or prefix[begin - 1] != ".":
+            break
+        dot = begin - 1
+    return None if begin is None else prefix[begin:last]
+
+
+def _name_head(ch: str) -> bool:
+    return ch == "_" or "a" <= ch <= "z" or "A" <= ch <= "Z"
+
+
+def _word(ch: str) -> bool:          # `\w` of a str pattern
+    return ch == "_" or ch.isalnum()
+
+
+def _word_start(text: str, end: int) -> int:
+    """Where the run of word characters ending at `end` starts."""
+    while end > 0 and _word(text[end - 1]):
+        end -= 1
+    return end
+
+
+def _segment(text: str, end: int) -> Optional[Tuple[int, bool]]:
+    """The `name` or `name[...]` ending at `end`: (where the name starts, whether at the start
+    of its run of word characters, as a name after a `.` must), or None."""
+    if end > 0 and text[end - 1] == "]":
+        opened = max(text.rfind("[", 0, end - 1), text.rfind("]", 0, end - 1))
+        if opened < 0 or text[opened] != "[":
+            return None
+        end = opened
+    run = _word_start(text, end)
+    head = next((i for i in range(run, end) if _name_head(text[i])), None)
+    return None if head is None else (head, head == run)
+
+
 def enclosing_headers(text_before: str) -> List[Tuple[str, str]]:
     """The (kind, name) of the declarations whose `{` is still open before the cursor,
     outermost first, found by scanning braces (strings and comments skipped)."""
