@@ -230,6 +230,40 @@ def test_revisions_resolve_their_own_imports(repo):
     assert after == before
 
 
+def test_a_revision_reads_the_shipped_stdlib_and_its_own_inventory(repo):
+    # README: `astral diff HEAD~1:examples/astral.astral examples/astral.astral`; every stdlib
+    # import of a revision was E100 "not a file of the revision" (exit 2), and the revision's
+    # inventory E230: its reader read only the revision's .astral files, and the stdlib is the
+    # package's, an inventory a data file of the revision
+    design = repo / "designs" / "stdlib_user.astral"
+    design.write_text("import stdlib.hardware { H800 }\n"
+                      "inventory Fleet { file = \"fleet.csv\", required = [host] }\n"
+                      "host H { gpus = 8 x H800, power = 10.2 kW, name = \"gpu-{host}\" }\n"
+                      "site S { hosts = 2 x H, utilization = 75 %, inventory = Fleet }\n",
+                      encoding="utf-8")
+    fleet = repo / "designs" / "fleet.csv"
+    fleet.write_text("name,serial\ngpu-0,S0\ngpu-1,S1\n", encoding="utf-8")
+    _git(repo, "add", "designs/stdlib_user.astral", "designs/fleet.csv")
+    _git(repo, "commit", "-q", "-m", "three")
+    design.write_text(design.read_text(encoding="utf-8").replace("2 x H", "3 x H"),
+                      encoding="utf-8")
+    fleet.write_text("name,serial\ngpu-0,S0\ngpu-1,S1\ngpu-2,S2\n", encoding="utf-8")
+    proc = astral("diff", "HEAD:designs/stdlib_user.astral", "designs/stdlib_user.astral",
+                  "--format", "json", cwd=repo)
+    assert proc.returncode == 0, proc.stdout
+    doc = json.loads(proc.stdout)
+    assert doc["valid"] and not doc["diagnostics"]
+    # what differs in the diagnostics is the warnings' figures (W626: 20.4 kW -> 30.6 kW), no
+    # error on either side
+    sides = [c["before"] or c["after"] for c in doc["changes"].get("diagnostics", [])]
+    assert sides and all(s["severity"] == "warning" for s in sides), sides
+    counts = {c["key"]: (c["before"], c["after"]) for c in doc["changes"]["counts"]}
+    # 2 then 3 hosts of the stdlib's H800s, 8 each
+    assert counts["gpus"] == (16, 24)
+    power = {c["key"]: (c["before"], c["after"]) for c in doc["changes"]["power"]}
+    assert power["it_power_kw"] == (20.4, 30.6)            # 2 x 10.2 kW, 3 x 10.2 kW
+
+
 def test_a_revision_names_the_projects_files_as_the_work_tree_does(repo):
     """A warning and a check of an imported file, unchanged: the same on both sides. The
     revision named the file from the repository's top (`designs/lib/parts.astral`) and the work

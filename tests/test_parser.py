@@ -434,6 +434,19 @@ def test_keywords_are_not_units():
     assert isinstance(e, ast.Not) and isinstance(e.operand, ast.QuantityLit)
 
 
+def test_a_statement_keyword_after_a_number_is_no_unit():
+    # docs/language.md 2.5 and 2.8: no keyword is ever a unit, so a statement may follow a
+    # bare number on its line; `allow` (a keyword since section 18.1) was one: `4 allow` read
+    # as a quantity in the unit `allow`, then `W100 "reason"` was E103
+    module = P('let a = 4 allow W100 "reason"\n')
+    let, allow = module.items
+    assert isinstance(let, ast.Let) and isinstance(let.value, ast.Number) and let.value.value == 4
+    assert isinstance(allow, ast.Allow) and allow.code.name == "W100"
+    module = P("let a = 4 let b = 3\n")
+    assert [type(i) for i in module.items] == [ast.Let, ast.Let]
+    assert [i.value.value for i in module.items] == [4, 3]
+
+
 def test_a_letter_after_a_number_is_a_unit():
     # the documented pitfall: `4 b` is four bits
     e = E("4 b")

@@ -308,6 +308,26 @@ def test_every_keyword_of_the_lark_grammar_is_highlighted(grammar):
                    for s in top), f"`{word}` is not highlighted as a keyword: {top}"
 
 
+# the words a unit may not be: the compiler's `_UNIT_ATOM`, the editor's quantity and `to UNIT`
+_LARK_NOT_UNITS = re.compile(r"^_UNIT_ATOM: /\(\?!\(([a-z|]+)\)\\b\)", re.M)
+_TM_NOT_UNITS = re.compile(r"\(\?!\(\?:([a-z|]+)\)\\\\b\)\[A-Za-z")
+
+
+def test_no_keyword_is_a_unit_in_either_grammar(grammar):
+    # docs/language.md 2.5: `x` and the keywords are never units, so a statement may follow a
+    # bare number (`let a = 4 allow W100 "..."`); `allow` and `as` were missing from the
+    # compiler's list, and the editor's held only `x` to `of`: `4 let` showed as a quantity
+    lark_text = (REPO / "grammar" / "astral.lark").read_text(encoding="utf-8")
+    lark_excluded = set(_LARK_NOT_UNITS.search(lark_text).group(1).split("|"))
+    assert lark_excluded == _lark_keywords()
+    raw = GRAMMAR_PATH.read_text(encoding="utf-8")
+    lists = [set(m.group(1).split("|")) for m in _TM_NOT_UNITS.finditer(raw)]
+    assert len(lists) == 2 and all(ex == lark_excluded for ex in lists), lists
+    for word in ("let", "allow", "check"):
+        scopes = _at(tokenize(grammar, f"a = 4 {word} b")[0], f"a = 4 {word} b", word)
+        assert not any("unit" in s for s in scopes), (word, scopes)
+
+
 def test_every_kind_and_builtin_is_known_to_the_grammar(grammar):
     for kind in KINDS:
         scopes = tokenize(grammar, f"{kind} Thing {{ }}")[0]

@@ -6,7 +6,10 @@ resolved to its tree with `--end-of-options` and git is given that tree's id. Th
 imports resolve in that same revision (the work tree is never touched), but their contents are
 not written there: each file is a sparse placeholder of its size (no data, no disk), and the
 compiler reads a module's bytes from git (`git cat-file blob`) only when it imports it, through
-`RevisionReader`, refusing one beyond the 8 MiB source cap from its size alone (E108). A
+`RevisionReader`, refusing one beyond the 8 MiB source cap from its size alone (E108); a data
+file the design reads through the compiler's reader (an inventory) is looked up in the tree
+then, and `import stdlib.X` reads the installed stdlib. (A site's `climate` file is read from
+the disk by analyses/climate.py: one in the revision's project is not found, E652.) A
 revision's files cost neither memory nor disk, however large: `git archive` of every `.astral`
 file had put a 700 MB file, never imported and stored in 700 KB by git, into the memory
 (1.5 GB) and onto the disk.
@@ -79,24 +82,47 @@ def split_revision(arg: str) -> Optional[Tuple[str, str]]:
 
 
 class RevisionReader:
-    """The compiler's `read` for a materialised revision: a placeholder's bytes from git."""
+    """The compiler's `read` for a materialised revision: a placeholder's bytes from git, and
+    the shipped stdlib's modules from the stdlib (`import stdlib.X` resolves there for every
+    design, a revision's too: it was refused as no file of the revision, so a revision of any
+    design that imports the stdlib could not be read)."""
 
-    def __init__(self, top: str, folder: Path, blobs: Dict[str, Blob]):
-        self.top, self.folder, self.blobs = top, folder.resolve(), blobs
+    def __init__(self, top: str, folder: Path, blobs: Dict[str, Blob], tree: str = ""):
+        from astral_dsl import resources
+
+        self.top, self.folder, self.blobs, self.tree = top, folder.resolve(), blobs, tree
+        self.stdlib = resources.stdlib_dir().resolve()
 
     def __call__(self, path: Path) -> bytes:
-        from astral_dsl.semantics.modules import MAX_SOURCE_BYTES, SourceTooLarge
+        from astral_dsl.semantics.modules import MAX_SOURCE_BYTES, SourceTooLarge, read_file
 
+        if _inside(Path(path), self.stdlib):
+            return read_file(Path(path))
         try:
             name = Path(path).resolve().relative_to(self.folder).as_posix()
         except (ValueError, OSError, RuntimeError):
             name = None
         blob = self.blobs.get(name) if name is not None else None
+        if blob is None and name is not None and self.tree:
+            blob = self._data_file(name)
         if blob is None or blob.link is not None:
             raise FileNotFoundError(errno.ENOENT, "not a file of the revision", str(path))
         if blob.size > MAX_SOURCE_BYTES:
             raise SourceTooLarge(errno.EFBIG, f"{blob.size:,} bytes", str(path))
         return git(["cat-file", "blob", blob.oid], cwd=self.top, binary=True)
+
+    def _data_file(self, name: str) -> Optional[Blob]:
+        """A file of the revision that is not laid out, looked up when the design reads it (a
+        data file it names: an inventory); a regular file only. It was "not a file of the
+        revision", so the revision of a design with an inventory was E230."""
+        found = _listing(self.top, [self.tree, "--", name]) if _plain(name) else []
+        if len(found) != 1 or found[0][0] != name:
+            return None
+        mode, kind, oid, size = found[0][1]
+        if kind != "blob" or mode == "120000":
+            return None
+        self.blobs[name] = Blob(oid, int(size))
+        return self.blobs[name]
 
 
 def materialise(rev: str, path: str) -> Tuple[Path, Path, RevisionReader]:
@@ -139,7 +165,7 @@ def materialise(rev: str, path: str) -> Tuple[Path, Path, RevisionReader]:
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return folder, entry, RevisionReader(top, folder, blobs)
+    return folder, entry, RevisionReader(top, folder, blobs, tree)
 
 
 def _design_files(top: str, tree: str, rel: str, rev: str) -> Dict[str, Blob]:
