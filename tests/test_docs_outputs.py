@@ -59,12 +59,13 @@ def test_the_first_design_prints_what_section_1_says(tmp_path):
 def test_the_diagnosis_band_the_docs_quote_is_the_forecasts():
     fc = astral_dsl.forecast(REPO / "examples" / "single_pod.astral", job="llama70b")
     (low, high), source = band_of(fc.detail)
-    assert source == "the forecast's calibration band"
+    assert source == ("the forecast's default band, not a measurement: outside the calibrated "
+                      "envelope (the combination H100/BF16/flash/dense/megatron), W753")
     # Seer's outside band, -22/+32 %: 1 - 0.2184 = 0.78, 1 + 0.3188 = 1.32 (it read 1.39x, the
     # band before the leave-one-group-out groups were read as Seer reads the rows)
     band = f"{low:.2f}-{high:.2f}x"
     assert band == "0.78-1.32x"
-    assert f"healthy within {band}, the forecast's calibration band" in README
+    assert f"healthy within {band}, {source})" in README
     diagnose = (REPO / "docs" / "diagnose.md").read_text(encoding="utf-8")
     assert f"{band} for the single-pod job" in diagnose
     assert not re.search(r"healthy within 0\.\d\d-1\.\d\dx", README.replace(band, ""))
