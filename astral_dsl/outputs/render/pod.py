@@ -101,7 +101,9 @@ def build(ctx, located) -> Canvas:
                 ids = {}
                 for key in _keys(f, i, True):
                     gid = f"f{fi}_t{i}_" + "_".join("x" if k is None else str(k) for k in key)
-                    ids[key] = tier_node(fi, i, key, gid, f.tiers[i].per_group, "outside")
+                    axis = _axis(f, i, pod, located)
+                    ids[key] = tier_node(fi, i, key, gid, f.tiers[i].size(
+                        axis[1] if axis else None), "outside")
                 nodes[(fi, i)] = ids
         canvas.cluster_labels = "b"
     with canvas.cluster("pod", [f"{pod.kind} {located.text}",
@@ -129,7 +131,7 @@ def build(ctx, located) -> Canvas:
                             gid = f"f{fi}_t{i}_" + "_".join("x" if k is None else str(k)
                                                              for k in key)
                             ids[key] = tier_node(fi, i, key, gid,
-                                                 f.tiers[i].per_group * f.scope_count(ctx, pod, i)
+                                                 f.switches_in(ctx, pod, i)
                                                  * (1 if split_ok else _split_size(f, i)),
                                                  "inside")
             for i in mine:       # tiers of the pod that span every rail
@@ -138,8 +140,8 @@ def build(ctx, located) -> Canvas:
                     if key in ids:
                         continue
                     gid = f"f{fi}_t{i}_" + "_".join("x" if k is None else str(k) for k in key)
-                    ids[key] = tier_node(fi, i, key, gid, f.tiers[i].per_group *
-                                         f.scope_count(ctx, pod, i), "inside")
+                    ids[key] = tier_node(fi, i, key, gid, f.switches_in(ctx, pod, i),
+                                         "inside")
         hosts = group_of(pod, ("host",), ctx.cache).flat()
         for j, (count, host) in enumerate(hosts[:8]):
             gid = f"hosts{j}"
