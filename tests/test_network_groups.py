@@ -541,6 +541,17 @@ def test_own_switches_sums_each_groups_own_count():
 #   core: 40 spines x 32 = 1,280 / 64 = 20; a core takes a link from each of the 40 spines (40
 #         <= 64: mesh), so the count divides 32: 32 cores
 #   112 switches = 112 kW, not 160.
+def _three_tiers(spine: str) -> str:
+    """Leaves per (pod, rail) and spines per `spine`, 32 down / 32 up; cores per site, 64 down."""
+    return f"""fabric F {{
+  rails = 8
+  tier leaf {{ switch = S, scope = pod, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }}
+  tier spine {{ switch = S, scope = {spine}, down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }}
+  tier core {{ switch = S, scope = site, down = 64 x 400 Gb/s }}
+}}
+"""
+
+
 PODS = """import stdlib.models { Llama3_8B }
 gpu G { power = 700 W }
 nic N { ports = 1, port_speed = 400 Gb/s }
@@ -549,13 +560,7 @@ host H { gpus = 8 x G, nics = 8 x N, power = 10 kW }
 rack R { hosts = 4 x H }
 pod Big { racks = 10 x R }
 pod Small { racks = 2 x R }
-fabric F {
-  rails = 8
-  tier leaf { switch = S, scope = pod, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
-  tier spine { switch = S, scope = pod, down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
-  tier core { switch = S, scope = site, down = 64 x 400 Gb/s }
-}
-site Site { pods = [1 x Big, 3 x Small], fabric = F }
+""" + _three_tiers("pod") + """site Site { pods = [1 x Big, 3 x Small], fabric = F }
 scenario big_leaf { fail Site.fabric.pod[0].rail[0].leaf[1] }
 scenario small_leaf { fail Site.fabric.pod[1].rail[0].leaf[1] }
 scenario small_spines { fail Site.fabric.pod[3].spine }
@@ -696,8 +701,33 @@ def test_a_tier_per_rail_over_pods_of_different_sizes():
                         "down = 64 x 400 Gb/s }",
                         "tier spine { switch = S, scope = site, per = [rail], "
                         "down = 64 x 400 Gb/s }")
+    assert text != PODS
     text = text[:text.index("scenario")]                   # they name the pods' spines
     (fabric,) = _check(text).engineering.fabrics
     leaf, spine = fabric.tiers
     assert (leaf.switches, spine.groups, spine.per_group, spine.needed) == (40, 8, 4, 3)
     assert (spine.switches, spine.sizes, spine.down_links) == (32, (), 40 * 32)
+
+
+def test_a_pod_view_draws_the_group_above_it_of_its_own_hall():
+    # Halls of 1 and 4 pods (8 hosts each), a leaf per (pod, rail), a spine per hall (32 down,
+    # 32 up), a core per site (64 down). Small hall: 8 leaves x 32 = 256 / 32 = 8 spines (mesh,
+    # 8 | 32); Big: 32 leaves -> 1,024 / 32 = 32 (32 <= 32 down: mesh, 32 | 32); cores: 40
+    # spines x 32 = 1,280 / 64 = 20, a mesh over 40 <= 64: 32. A pod's view draws its hall's.
+    import re
+
+    from astral_dsl.outputs.render import render
+
+    text = PODS[:PODS.index("pod Big")] + """pod P { racks = 2 x R }
+hall Big { pods = 4 x P }
+hall Small { pods = 1 x P }
+""" + _three_tiers("hall") + "site Site { halls = [1 x Small, 1 x Big], fabric = F }\n"
+    checked = _check(text)
+    (fabric,) = checked.engineering.fabrics
+    assert [t.switches for t in fabric.tiers] == [40, 40, 32]
+    drawn = {}
+    for name in ("Site.halls[0].pods[0]", "Site.halls[1].pods[2]"):
+        g = render(checked.design, "pod", name, checked=checked)
+        drawn[name] = set(re.findall(r">(\d+) x S<", g.source))
+    assert drawn == {"Site.halls[0].pods[0]": {"1", "8", "32"},
+                     "Site.halls[1].pods[2]": {"1", "32"}}
