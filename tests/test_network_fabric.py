@@ -120,6 +120,12 @@ def test_smallest_divisor_at_least():
     ((3, 100, 2, 1, 64), (3, None)),
     # nothing to spread
     ((0, 1, 32, 4, 64), (0, None)),
+    # lower groups of different sizes (network_groups): one of 16 spines and 7 of 2 (30 in
+    # all) under 64-port cores, u = 32: 16 x 8 = 128 > 64 would be planes, but a core can take
+    # a link from each of the 30: a mesh, 30 x 32 / 64 = 15 -> 16 | 32
+    ((15, 16, 32, 8, 64, 30), (16, 16)),
+    # ... and of 70 in all (> 64): planes of P >= ceil(8 x 32 / 64) = 4, S = 16 x 4 = 64
+    ((35, 16, 32, 8, 64, 70), (64, 4)),
 ])
 def test_even_upper_switches(args, expected):
     assert formulas.even_upper_switches(*args) == expected

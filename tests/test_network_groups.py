@@ -42,12 +42,13 @@ def _codes(checked, prefix="E6"):
     return [d.code for d in checked.diagnostics if d.code.startswith(prefix)]
 
 
-def test_pods_of_different_sizes_get_the_switches_of_the_largest():
+def test_pods_of_different_sizes_get_each_the_switches_of_its_own_hosts():
     # Big: 12 racks x 4 hosts = 48 hosts, one rail-r port each: 48 ports per (pod, rail) group;
-    # Small: 4 x 4 = 16. A 32-port leaf: Big needs ceil(48 / 32) = 2 per rail, Small 1. The
-    # average (48 + 16) / 2 = 32 fits one leaf, which would leave Big's 48 hosts on 32 ports:
-    # every group is built for the largest, 2 leaves x 16 groups = 32.
-    # Spines: 32 leaves x 32 uplinks = 1,024 links / 64 = 16; 16 | 32 (2 links per spine).
+    # Small: 4 x 4 = 16. A 32-port leaf: Big needs ceil(48 / 32) = 2 per rail, Small 1 (the
+    # average (48 + 16) / 2 = 32 would leave Big's 48 hosts on 32 ports, the largest's 2 for
+    # every group 32 leaves): each pod's groups their own, 2 x 8 + 1 x 8 = 24 leaves.
+    # Spines: 24 leaves x 32 uplinks = 768 links / 64 = 12; each takes a link from all 24
+    # leaves (24 <= 64: a mesh), so the count divides 32: 16 (2 links from each leaf).
     checked = _check(PARTS + """
 pod Big { racks = 12 x R }
 pod Small { racks = 4 x R }
@@ -60,14 +61,14 @@ site S { pods = [1 x Big, 1 x Small], fabric = F }
 """)
     tiers = _tiers(checked)
     leaf, spine = tiers["leaf"], tiers["spine"]
-    assert (leaf.groups, leaf.per_group, leaf.switches) == (16, 2, 32)
+    assert (leaf.groups, leaf.per_group, leaf.switches) == (16, 2, 24)
+    assert [(r[1], r[0], r[2]) for r in leaf.sizes] == [("S.pods[0]", 1, 2), ("S.pods[1]", 1, 1)]
+    assert leaf.per_group_text == "1 to 2"
     assert leaf.down_links == 512                       # 64 hosts x 8 NICs, exactly
-    assert leaf.down_used == 16.0                       # 512 links / 32 leaves
-    assert "`S.pods[0]`" in leaf.sized_for and "48 links" in leaf.sized_for
-    # each pod for its own hosts: Big 2 x 8 rails = 16, Small 1 x 8 = 8: 24 leaves, not 32
-    assert leaf.sized_for.endswith("each group sized for its own hosts would make 24 switches, "
-                                   "not 32")
-    assert (spine.per_group, spine.switches) == (16, 16)
+    assert leaf.down_used == 512 / 24                   # 512 links / 24 leaves
+    assert leaf.up_links == 24 * 32
+    assert leaf.sized_for is None                       # each group is its own size
+    assert (spine.per_group, spine.needed, spine.switches, spine.sizes) == (16, 12, 16, ())
     assert spine.sized_for is None
     assert _codes(checked) == []
 
@@ -91,8 +92,9 @@ site S { pods = 2 x P, fabric = F }
 
 def test_upper_tier_groups_of_different_sizes():
     # Rows of 4 racks (16 hosts): one leaf per (row, rail), 16 down, 16 up. Pod A holds 6 rows,
-    # pod B 2: agg groups (pod, rail) serve 6 x 16 = 96 or 2 x 16 = 32 uplinks; average 64
-    # would need 1 agg of 64 downlinks, but A's 96 need 2: every agg group gets 2 (2 | 16).
+    # pod B 2: agg groups (pod, rail) serve 6 x 16 = 96 or 2 x 16 = 32 uplinks (the average 64
+    # would need 1 agg of 64 downlinks, A's 96 need 2): A's groups ceil(96 / 64) = 2 (a mesh over
+    # 6 leaves, 2 | 16), B's 1: 8 rails x (2 + 1) = 24 aggs, not 2 x 16 = 32.
     checked = _check(PARTS.replace("rack R { hosts = 4 x H }", "rack R { hosts = 4 x H }\n"
                                    "row W { racks = 4 x R }") + """
 pod A { rows = 6 x W }
@@ -105,8 +107,10 @@ fabric F {
 site S { pods = [1 x A, 1 x B], fabric = F }
 """)
     agg = _tiers(checked)["agg"]
-    assert (agg.groups, agg.per_group, agg.switches) == (16, 2, 32)
-    assert "`S.pods[0]`" in agg.sized_for and "96 links" in agg.sized_for
+    assert (agg.groups, agg.per_group, agg.switches) == (16, 2, 24)
+    assert [(r[1], r[2]) for r in agg.sizes] == [("S.pods[0]", 2), ("S.pods[1]", 1)]
+    assert agg.down_links == 8 * 8 * 16                 # 8 rows x 8 rails leaves x 16 up
+    assert agg.sized_for is None
 
 
 def test_nics_that_split_unevenly_over_the_rails_size_for_rail_0():
@@ -288,23 +292,32 @@ site S {{ {site}, fabric = F }}
 # down port 2i and NIC 4 at 2i + 1 (fabric_names.place): hosts 0..24 fill leaf 0's 50 ports
 # (2 x 25), hosts 25..31 take leaf 1's ports 0..13; rails 2 and 3 take one port a host, 32 on
 # leaf 0 (their leaf 1 is bought for rail 0, wired to no host).
+def _job(site: str, gpus: int, parallel: str) -> str:
+    """A Llama 3 8B job over every GPU of `site`, one sample of 4,096 tokens per GPU."""
+    return f"""job j {{
+  model = Llama3_8B, placement = {site}, gpus = {gpus}
+  parallel {{ {parallel} }}
+  batch {{ global_batch = {gpus}, micro = 1, seq = 4096 }}
+}}
+"""
+
+
+def _valid(text: str, name: str):
+    ws = astral_dsl.compiles(text, name=name)
+    assert ws.design.valid, [(d.code, d.message) for d in ws.design.diagnostics]
+    return ws
+
+
 UNEVEN = _parts("ports = 128", nics=6, hosts="32 x H", head="import stdlib.models { Llama3_8B }") \
     + _rails(4, 50, "scope = rack, down = 64 x 400 Gb/s", "racks = 1 x R") + """
 scenario leaf1 { fail S.fabric.rack[0].rail[0].leaf[1] }
 scenario leaf0_rail2 { fail S.fabric.rack[0].rail[2].leaf[0] }
-job j {
-  model = Llama3_8B, placement = S, gpus = 192
-  parallel { tp = 2, dp = 96 }
-  batch { global_batch = 192, micro = 1, seq = 4096 }
-}
-"""
+""" + _job("S", 192, "tp = 2, dp = 96")
 
 
 @pytest.fixture(scope="module")
 def uneven():
-    ws = astral_dsl.compiles(UNEVEN, name="uneven.astral")
-    assert ws.design.valid
-    return ws
+    return _valid(UNEVEN, "uneven.astral")
 
 
 def test_uneven_rails_cables_follow_the_sizing(uneven):
@@ -515,3 +528,206 @@ def test_own_switches_sums_each_groups_own_count():
     # two host models in one group: 10 hosts of 8 NICs and 4 of 4 NICs on 8 rails: rails 0-3
     # take 14 ports, rails 4-7 take 10; 8 down -> 4 x 2 + 4 x 2 = 16
     assert own_switches([(10, (1,) * 8), (4, (1,) * 4)], 8, 1, True, False, 8) == 16
+
+
+# ---- a site fabric over pods of different sizes: each pod's groups its own size ---------------
+# Big: 10 racks x 4 hosts = 40 hosts, Small: 2 x 4 = 8 (x3); 8 single-port NICs per host, 8
+# rails; leaf 32 down / 32 up per (pod, rail), spine 32 down / 32 up per pod, core 64 down per
+# site; every switch 1 kW, no optics power.
+#   leaf: Big 40 ports per rail -> ceil(40 / 32) = 2 per rail = 16; Small 8 -> 1 per rail = 8,
+#         x 3 = 24: 40 leaves (the largest's 2 for every group: 64)
+#   spine: Big 16 leaves x 32 = 512 uplinks / 32 = 16 (mesh: 16 <= 32, 16 | 32); Small 8 x 32 =
+#         256 / 32 = 8, x 3 = 24: 40 spines (16 for every pod: 64)
+#   core: 40 spines x 32 = 1,280 / 64 = 20; a core takes a link from each of the 40 spines (40
+#         <= 64: mesh), so the count divides 32: 32 cores
+#   112 switches = 112 kW, not 160.
+def _three_tiers(spine: str) -> str:
+    """Leaves per (pod, rail) and spines per `spine`, 32 down / 32 up; cores per site, 64 down."""
+    return f"""fabric F {{
+  rails = 8
+  tier leaf {{ switch = S, scope = pod, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }}
+  tier spine {{ switch = S, scope = {spine}, down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }}
+  tier core {{ switch = S, scope = site, down = 64 x 400 Gb/s }}
+}}
+"""
+
+
+PODS = """import stdlib.models { Llama3_8B }
+gpu G { power = 700 W }
+nic N { ports = 1, port_speed = 400 Gb/s }
+switch S { ports = 64, port_speed = 400 Gb/s, power = 1 kW }
+host H { gpus = 8 x G, nics = 8 x N, power = 10 kW }
+rack R { hosts = 4 x H }
+pod Big { racks = 10 x R }
+pod Small { racks = 2 x R }
+""" + _three_tiers("pod") + """site Site { pods = [1 x Big, 3 x Small], fabric = F }
+scenario big_leaf { fail Site.fabric.pod[0].rail[0].leaf[1] }
+scenario small_leaf { fail Site.fabric.pod[1].rail[0].leaf[1] }
+scenario small_spines { fail Site.fabric.pod[3].spine }
+""" + _job("Site", 512, "tp = 8, dp = 64")
+
+
+@pytest.fixture(scope="module")
+def pods():
+    return _valid(PODS, "pods.astral")
+
+
+@pytest.fixture(scope="module")
+def pods_checked(pods):
+    return astral_dsl.check(pods)
+
+
+def test_pods_of_different_sizes_count_their_own_switches(pods_checked):
+    from astral_dsl.outputs.size_json import fabric_json
+    from astral_dsl.outputs.size_report import bom_lines
+
+    (fabric,) = pods_checked.engineering.fabrics
+    leaf, spine, core = fabric.tiers
+    assert [(t.switches, t.per_group, t.per_group_text) for t in fabric.tiers] == [
+        (40, 2, "1 to 2"), (40, 16, "8 to 16"), (32, 32, "32")]
+    assert [(r[0], r[1], r[2]) for r in leaf.sizes] == [(1, "Site.pods[0]", 2),
+                                                         (3, "Site.pods[1]", 1)]
+    assert [(r[0], r[2]) for r in spine.sizes] == [(1, 16), (3, 8)] and core.sizes == ()
+    assert (core.needed, core.rounding is not None) == (20, True)
+    assert (leaf.sized_for, spine.sized_for, core.sized_for) == (None, None, None)
+    # links: 64 hosts x 8 = 512 host ports; 40 leaves x 32 = 1,280 up; 40 spines x 32 = 1,280
+    assert [t.down_links for t in fabric.tiers] == [512, 1280, 1280]
+    assert [t.up_links for t in fabric.tiers] == [1280, 1280, 0]
+    # power: 112 switches x 1 kW
+    assert fabric.switches == 112 and fabric.power_w == pytest.approx(112e3)
+    assert [t.power_w for t in fabric.tiers] == pytest.approx([40e3, 40e3, 32e3])
+    # links without a medium: one single-port transceiver at each end
+    assert [layer.transceivers for layer in fabric.links] == [1024, 2560, 2560]
+    doc = fabric_json(fabric)
+    assert doc["switches"] == 112 and doc["tiers"][0]["group_sizes"] == [
+        {"scope": "Site.pods[0]", "instances": 1, "per_group": 2},
+        {"scope": "Site.pods[1]", "instances": 3, "per_group": 1}]
+    assert "group_sizes" not in doc["tiers"][2]
+    assert "leaf: its groups differ in size, each sized for its own pod: 2 per group in " \
+           "`Site.pods[0]`, 1 in `Site.pods[1]` (x3)" in bom_lines(fabric)
+
+
+def test_pods_of_different_sizes_name_and_cable_only_the_switches_counted(pods):
+    from collections import Counter
+
+    from astral_dsl.analyses import cabling, inventory
+
+    design = pods.design
+    owners = inventory.owner_replicas(design, list(inventory.parts(design)))
+    names = {s.path for s in inventory.switches(design, owners)}
+    assert len(names) == 112
+    assert Counter(n.split(".")[-1].split("[")[0] for n in names) == {
+        "leaf": 40, "spine": 40, "core": 32}
+    pod = "Site.fabric.pod[{}].".format
+    assert {n for n in names if n.startswith(pod(1)) and ".leaf[" in n} == {
+        pod(1) + f"rail[{r}].leaf[0]" for r in range(8)}
+    assert pod(0) + "rail[7].leaf[1]" in names and pod(3) + "spine[7]" in names
+    assert pod(0) + "spine[15]" in names and pod(3) + "spine[8]" not in names
+    # every host port on a switch that exists; every uplink from and to one (no shortage)
+    ends = [link[2] for h in cabling.host_links(design, owners) for link in h.links]
+    assert len(ends) == 512 and set(ends) <= names
+    short: list = []
+    links = list(cabling.tier_links(design, owners, None, short))
+    assert short == [] and len(links) == 1280 + 1280
+    assert {x.lower for x in links} | {x.upper for x in links} | set(ends) == names
+    # a Small pod's spine takes its 8 leaves' 32 uplinks / 8 = 4 each: 32 down ports used; a
+    # core takes one uplink of each of the 40 spines
+    down = Counter(x.upper for x in links)
+    assert down[pod(1) + "spine[7]"] == 32 and down[pod(0) + "spine[15]"] == 32
+    assert set(v for k, v in down.items() if ".core[" in k) == {40}
+
+
+def _errors(checked):
+    """The errors of the network and its failures (the job's GPU is not forecastable: E758)."""
+    return [d for d in checked.diagnostics if d.is_error and d.code.startswith(("E2", "E6"))]
+
+
+def test_a_failure_of_a_switch_only_the_big_pod_has_is_e214(pods):
+    big = astral_dsl.check(pods, ["big_leaf"])
+    assert not _errors(big)
+    (o,) = big.scenarios
+    assert o.result.network_w == pytest.approx(111e3)            # 112 - 1 leaf of 1 kW
+    small = astral_dsl.check(pods, ["small_leaf"])
+    (err,) = _errors(small)
+    assert err.code == "E214" and err.span is not None
+    assert err.message == ("`Site.fabric.pod[1].rail[0].leaf[1]`: switch 1 is out of range: "
+                           "the `leaf` group has 1 switch (0 to 0); the largest has 2")
+    (o,) = small.scenarios
+    assert o.result.network_w == pytest.approx(112e3)            # nothing failed
+    # a Small pod's spine group is its 8 switches, not the Big pod's 16
+    group = astral_dsl.check(pods, ["small_spines"])
+    (o,) = group.scenarios
+    assert "8 `spine` switches off: 8.0 kW less network power" in o.notes
+    assert o.result.network_w == pytest.approx(104e3)
+
+
+def test_pods_of_different_sizes_rank_map_drill_and_pictures(pods, pods_checked):
+    import re
+
+    from astral_dsl.analyses import inventory
+    from astral_dsl.analyses.fabric_names import TierKey
+    from astral_dsl.diagnose import rank_map
+    from astral_dsl.outputs.render import render
+    from astral_dsl.synth.generator import _Net
+
+    rm = rank_map(pods.design)
+    spine = TierKey("Site.fabric", "spine", ("pod", 1))
+    assert (rm.size_of(spine), rm.size_of(TierKey("Site.fabric", "spine", ("pod", 0)))) == (8, 16)
+    # ranks 0..319 on Big's 40 hosts, 320..383 on pods[1]: their ports on leaves that exist
+    owners = inventory.owner_replicas(pods.design, list(inventory.parts(pods.design)))
+    names = {s.path for s in inventory.switches(pods.design, owners)}
+    assert rm.ranks[320].host == "Site.pods[1].racks[0].hosts[0]"
+    assert {p.switch for r in (0, 319, 320, 383, 511) for p in rm.ranks[r].ports} <= names
+    # the drill's flows climb only through switches that exist (pods[1] -> pods[3])
+    flows = _Net(rm, (), 0).route(320, 511)
+    crossed = {x for flow in flows for x in flow if " -- " not in x and ".fabric." in x}
+    assert any(".core[" in x for x in crossed) and crossed <= names
+    g = render(pods_checked.design, "pod", "Site.pods[1]", checked=pods_checked)
+    drawn = re.findall(r">(\d+) x S<", g.source)            # leaves per rail, spines, cores
+    assert sorted(set(drawn), key=int) == ["1", "8", "32"], drawn
+    g = render(pods_checked.design, "rack", "Site.pods[2].racks[0]", checked=pods_checked)
+    assert "1 per rail in" in g.source and "#0 of 1" in g.source
+    g = render(pods_checked.design, "cluster", None, checked=pods_checked)
+    assert "1 to 2" in g.source and "8 to 16" in g.source
+
+
+def test_a_tier_per_rail_over_pods_of_different_sizes():
+    # The same pods under a spine per (site, rail): spine group r serves rail r's leaves of
+    # every pod, Big's 2 and 3 Small's 1 each: 5 leaves x 32 uplinks = 160 / 64 = 3 needed; each
+    # spine takes a link from all 5 (5 <= 64: mesh), so a divisor of 32: 4 per rail, 32 spines
+    # (the largest-pod count: 4 pods x 2 leaves = 8 x 32 / 64 = 4, the same 32).
+    text = PODS.replace("tier spine { switch = S, scope = pod, down = 32 x 400 Gb/s, "
+                        "up = 32 x 400 Gb/s }\n  tier core { switch = S, scope = site, "
+                        "down = 64 x 400 Gb/s }",
+                        "tier spine { switch = S, scope = site, per = [rail], "
+                        "down = 64 x 400 Gb/s }")
+    assert text != PODS
+    text = text[:text.index("scenario")]                   # they name the pods' spines
+    (fabric,) = _check(text).engineering.fabrics
+    leaf, spine = fabric.tiers
+    assert (leaf.switches, spine.groups, spine.per_group, spine.needed) == (40, 8, 4, 3)
+    assert (spine.switches, spine.sizes, spine.down_links) == (32, (), 40 * 32)
+
+
+def test_a_pod_view_draws_the_group_above_it_of_its_own_hall():
+    # Halls of 1 and 4 pods (8 hosts each), a leaf per (pod, rail), a spine per hall (32 down,
+    # 32 up), a core per site (64 down). Small hall: 8 leaves x 32 = 256 / 32 = 8 spines (mesh,
+    # 8 | 32); Big: 32 leaves -> 1,024 / 32 = 32 (32 <= 32 down: mesh, 32 | 32); cores: 40
+    # spines x 32 = 1,280 / 64 = 20, a mesh over 40 <= 64: 32. A pod's view draws its hall's.
+    import re
+
+    from astral_dsl.outputs.render import render
+
+    text = PODS[:PODS.index("pod Big")] + """pod P { racks = 2 x R }
+hall Big { pods = 4 x P }
+hall Small { pods = 1 x P }
+""" + _three_tiers("hall") + "site Site { halls = [1 x Small, 1 x Big], fabric = F }\n"
+    checked = _check(text)
+    (fabric,) = checked.engineering.fabrics
+    assert [t.switches for t in fabric.tiers] == [40, 40, 32]
+    drawn = {}
+    for name in ("Site.halls[0].pods[0]", "Site.halls[1].pods[2]"):
+        g = render(checked.design, "pod", name, checked=checked)
+        drawn[name] = set(re.findall(r">(\d+) x S<", g.source))
+    assert drawn == {"Site.halls[0].pods[0]": {"1", "8", "32"},
+                     "Site.halls[1].pods[2]": {"1", "32"}}

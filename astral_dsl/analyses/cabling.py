@@ -116,18 +116,21 @@ def tier_links(design: Design, owner_paths: Dict[str, List[str]],
 def _uplinks(lo, hi, climbs: Dict, fabric: str, short) -> Iterator[TierLink]:
     """The uplinks of tier `lo` to tier `hi` (TierCounts), `climbs` mapping each group of `lo`
     to the group of `hi` it climbs to."""
-    n, up = hi.per_group, lo.up_ports
-    if n <= 0 or up <= 0:
+    up = lo.up_ports
+    if hi.per_group <= 0 or up <= 0:
         return
     below: Dict = {}
     for lower, upper in climbs.items():
         below.setdefault(upper, []).append(lower)
     missing = 0
     for upper, lowers in below.items():
+        n = hi.size(upper.at)              # groups of different sizes: network_groups
+        if n <= 0:
+            continue
         used = [0] * n
         uppers = [upper.switch(s) for s in range(n)]       # each name made once
         for lower in lowers:
-            for i in range(lo.per_group):
+            for i in range(lo.size(lower.at)):
                 name = lower.switch(i)
                 for u in range(up):
                     s = (i * up + u) % n

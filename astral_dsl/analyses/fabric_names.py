@@ -52,6 +52,11 @@ class TierKey:
     def switch(self, index: int) -> str:
         return fabric_path(self.fabric, self.scope, self.rail, self.plane, self.tier, index)
 
+    @property
+    def at(self) -> Optional[int]:
+        """The index of the group's scope instance in the fabric's owner (TierCount.size)."""
+        return self.scope[1] if self.scope is not None else None
+
 
 def port_name(host_path: str, nic_member: str, nic: int, port: int) -> str:
     return f"{host_path}.{nic_member}[{nic}].port[{port_label(port)}]"

@@ -295,10 +295,23 @@ class _Builder:
                               f"name its {', '.join(missing)} too",
                       f"e.g. `{key.switch(sel.switch)}` (`astral forecast --ranks` lists "
                       f"the stable names)")
-        if sel.switch >= t.per_group:
-            raise Bad("E214", f"`{sel.display}`: switch {sel.switch:,} is out of range: each "
-                              f"`{t.name}` group has {t.per_group:,} switches "
-                              f"(0 to {t.per_group - 1:,})")
+        kinds = self.kinds(t)
+        size = t.per_group if not t.sizes else t.size(
+            sel.scope[1] if sel.scope and kinds and sel.scope[0] in kinds else
+            self.scope_index(t, self.area_of(sel)))
+        if sel.switch >= size:
+            each = "each" if not t.sizes else "the"
+            raise Bad("E214", f"`{sel.display}`: switch {sel.switch:,} is out of range: {each} "
+                              f"`{t.name}` group has {size:,} switch{'es' if size != 1 else ''}"
+                              + (f" (0 to {size - 1:,})" if size else "")
+                              + (f"; the largest has {t.per_group:,}" if t.sizes else ""))
+
+    def scope_index(self, t: TierCount, area: Interval) -> Optional[int]:
+        """The index in the owner of tier t's scope instance that holds `area` (None: the
+        tier's group is the owner)."""
+        kinds = self.kinds(t)
+        found = self.pos.scope_at(kinds, area[0]) if kinds is not None else None
+        return found[0] if found is not None else None
 
     def selection(self, sel: FabricSelection, cause: int) -> None:
         if sel.tier is not None:
@@ -344,7 +357,13 @@ class _Builder:
             whole = {group for group, switch in named if switch is None}
             one = {(group, switch) for group, switch in named
                    if switch is not None and group not in whole}
-            out[self.tiers[i].name] = float(len(whole) * self.tiers[i].per_group + len(one))
+            t = self.tiers[i]
+            if not t.sizes:
+                out[t.name] = float(len(whole) * t.per_group + len(one))
+                continue
+            sizes = {g: t.size(self.scope_index(t, g[0])) for g in whole | {g for g, _ in one}}
+            out[t.name] = float(sum(sizes[g] for g in whole)
+                                + sum(1 for g, s in one if s < sizes[g]))
         return out
 
     def lower_keys(self, i: int, rails, planes):
@@ -377,7 +396,8 @@ class _Builder:
         if switch is None:
             self.lose(i, lrails, lplanes, [area], 1.0, top, cause)
             return
-        reach = max(1, t.reach or t.per_group)
+        at = self.scope_index(t, area) if t.sizes else None     # groups may differ in size
+        reach = max(1, t.reach_at(at) or t.size(at))
         if t.mesh or i >= 2:
             self.lose(i, lrails, lplanes, [area], 1.0 / reach, top, cause)
         else:               # plane p of the tier reaches ToR p of every group below it

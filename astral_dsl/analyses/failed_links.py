@@ -89,21 +89,22 @@ def link(fb, f: Failure, link: FabricLink) -> None:
     if b.switch is not None:
         fb.one_switch(b, ib)
     area, upper_area = fb.area_of(a), fb.area_of(b)
+    reach = upper.reach_at(fb.scope_index(upper, upper_area))     # groups may differ in size
     linked = all(getattr(b, axis) == getattr(a, axis) for axis in ("rail", "plane")
                  if axis in upper.per) and \
         (fb.kinds(upper) is None or b.scope is not None) and \
         upper_area[0] <= area[0] and area[1] <= upper_area[1] and \
-        (b.switch is None or upper.mesh or b.switch // max(1, upper.reach) == a.switch)
+        (b.switch is None or upper.mesh or b.switch // max(1, reach) == a.switch)
     if not linked:
         raise Bad("E219", f"`{f.written}`: `{a.display}` has no link to `{b.display}`",
                   f"its uplinks go to the `{upper.name}` group above it"
                   + ("" if upper.mesh else
-                     f", to the {upper.reach} switches of plane {a.switch}"))
+                     f", to the {reach} switches of plane {a.switch}"))
     if fb.is_off(a, ia) or fb.is_off(b, ib):
         return              # a link of a switch already off: its failure takes nothing more
     cause = fb.cause(f)
     rails, planes = fb.rails_of(lower, a.rail), fb.planes_of(lower, a.plane)
-    share = 1.0 if b.switch is None else 1.0 / max(1, upper.reach)
+    share = 1.0 if b.switch is None else 1.0 / max(1, reach)
     if ia == 0:
         fb.lose_under(1, rails, planes, [area], a.switch, share, 1, cause)
     elif b.switch is None:

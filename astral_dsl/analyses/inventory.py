@@ -127,7 +127,7 @@ def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
                 for scope in scopes:
                     for rail in rails:
                         for plane in planes:
-                            for index in range(t.per_group):
+                            for index in range(t.size(scope[1] if scope else None)):
                                 yield _switch(fabric, replica, site, t.name, tier, pattern,
                                               scope, rail, plane, index, ports)
 

@@ -10,7 +10,9 @@ and two planes: Meng et al., "Astral", ACM SIGCOMM 2025; fat trees: Al-Fares et 
   below (E607) and lie within the fabric's owner (E606).
 - Switches per group = ceil(links to serve / downlinks per switch), then rounded up so that
   every lower switch's uplinks divide evenly across the upper switches it reaches
-  (formulas.even_upper_switches; the reason is kept for the size report).
+  (formulas.even_upper_switches; the reason is kept for the size report). Scope instances of
+  different sizes (`pods = [1 x Big, 3 x Small]`) give their groups each its own count
+  (network_groups.py: TierCount.sizes); within one, every rail and plane its busiest's.
 - Full reach: when a tier merges m lower groups into one of its groups, each of its switches must
   reach every lower group (m <= its downlinks); when it serves one lower group (m = 1), every
   lower switch must reach every upper switch (lower switches per group <= its downlinks).
@@ -27,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import attrs
 
 from astral_dsl import records
-from astral_dsl.analyses import fabric_names, formulas, network_paths
+from astral_dsl.analyses import formulas, network_groups, network_paths
 from astral_dsl.analyses.network_checks import fabric_checks, tier_checks
 from astral_dsl.analyses.network_links import LinkLayer, link_layers
 from astral_dsl.diagnostics import Diagnostic, Span
@@ -36,8 +38,7 @@ from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.model.values import Bundle, ListValue, Symbol
 from astral_dsl.units import Quantity
 
-_SCOPE_KINDS = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "block"),
-                "pod": ("pod",), "hall": ("hall",), "site": ("site",)}
+_SCOPE_KINDS = network_groups.SCOPE_KINDS
 _LEVEL = network_paths.LEVEL
 
 
@@ -73,6 +74,34 @@ class TierCount:
     # of different sizes, NICs that split unevenly over the rails) and each is sized for the
     # largest, so that every group can be wired
     sized_for: Optional[str] = None
+    # groups of different sizes (scope instances of different sizes: a site fabric over `pods =
+    # [1 x Big, 3 x Small]`, network_groups.py): runs of (scope instances, canonical path,
+    # switches per group, reach, links per group) in the owner's order; () when every group
+    # has per_group (the largest) and reach
+    sizes: Tuple[Tuple[int, str, int, int, float], ...] = ()
+
+    def size(self, scope: Optional[int] = None) -> int:
+        """Switches in the group of scope instance `scope` (TierKey.scope's index in the owner;
+        0 for one out of range)."""
+        if not self.sizes or scope is None:
+            return self.per_group
+        run = network_groups.at(self.sizes, scope)
+        return run[2] if run else 0
+
+    def reach_at(self, scope: Optional[int] = None) -> int:
+        """Upper switches each lower switch reaches in the group of scope instance `scope`."""
+        run = network_groups.at(self.sizes, scope) if self.sizes and scope is not None else None
+        return run[3] if run else self.reach
+
+    @property
+    def per_group_text(self) -> str:
+        """Switches per group as the tables show them: `2`, or `1 to 2` when groups differ."""
+        return network_groups.span(self.sizes, self.per_group)
+
+    def size_of(self, path: str) -> int:
+        """Switches in each group of the scope instance whose canonical path is `path`."""
+        run = network_groups.of_path(self.sizes, path) if self.sizes else None
+        return run[2] if run else self.per_group
 
     @property
     def switch_share_w(self) -> float:
@@ -233,6 +262,7 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
     switches: List[Optional[Instance]] = []
     prev: Optional[TierCount] = None
     prev_groups = prev_split = 0
+    prev_exact: Optional[Dict] = None       # the tier below's switches per scope instance
     joined = True           # the switches of one group of `prev` have a path between them below
     for index, tier in enumerate(tier_insts):
         scope = tier.field("scope")
@@ -256,15 +286,17 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
         per_group_demand = demand / groups if groups else 0
         nested = prev is not None and groups and prev_groups % groups == 0
         # the largest group: every group is built as it is, so that each can be wired
-        largest, where = _largest(owner, scope_name, cache, hosts, rails, planes, per_names,
-                                  prev, prev_split, split if nested else 0)
+        largest, where = network_groups.largest(owner, scope_name, cache, hosts, _hosts, rails,
+                                                planes, per_names, prev, prev_split,
+                                                split if nested else 0)
         merged = largest if prev is not None else 0     # lower groups in the largest group
         busiest = largest if prev is None else merged * prev.per_group * prev.up_ports
         busiest = max(busiest, per_group_demand)
         needed = math.ceil(busiest / down_n - 1e-9) if down_n else 0
         sized_for = None
         # a first tier's groups each sized for its own hosts (what the largest's size costs)
-        own = _own(owner, scope_name, cache, hosts, rails, planes, per_names, down_n) \
+        own = network_groups.own(owner, scope_name, cache, hosts, _hosts, rails, planes,
+                                 per_names, down_n) \
             if prev is None and down_n and (found or scope_name == owner.kind) else needed * groups
         if down_n and (needed > math.ceil(per_group_demand / down_n - 1e-9)
                        or own < needed * groups):
@@ -278,8 +310,8 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
             per_group, plane = formulas.even_upper_switches(
                 needed, prev.per_group, prev.up_ports, merged, down_n)
             if per_group > needed:
-                rounding = _rounding_reason(tier.template, prev, needed, per_group, plane,
-                                            merged, down_n)
+                rounding = network_groups.rounding_reason(tier.template, prev, needed, per_group,
+                                                          plane, merged, down_n)
         mesh = plane is None or plane == per_group
         count = per_group * groups
         switch_ref = tier.field("switch")
@@ -299,6 +331,9 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
                        0.0, tier.span, needed, rounding, switch_w, reach=plane or per_group,
                        mesh=mesh, failed=failed_tiers.get(tier.template, 0.0) * count * mult,
                        sized_for=sized_for)
+        tc, prev_exact = network_groups.exact_tier(
+            tc, owner, scope_name, found, cache, hosts, _hosts, (rails, planes), prev, prev_exact,
+            prev_split, split, bool(nested), demand, mult)
         # the checks judge the tier as declared: E602 for a failed share of the tier above
         # names that failure (failed_fabric.py)
         diags.extend(tier_checks(owner, tier, attrs.evolve(tc, oversubscription=declared)
@@ -309,7 +344,7 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
         switches.append(switch)
         # a group's switches share a lower switch (mesh) or their planes' lower switches are
         # joined below; a first tier's, only when it is one switch
-        joined = per_group <= 1 if prev is None else (mesh or joined)
+        joined = tc.per_group <= 1 if prev is None else (tc.mesh or joined)
         prev, prev_groups, prev_split = tc, groups, split
     layers, optics, link_diags = link_layers(fabric, tier_insts, tiers, switches, hosts, mult,
                                              by_path)
@@ -340,70 +375,3 @@ def _speeds(hosts: Hosts) -> Tuple[Tuple[str, Quantity], ...]:
         if isinstance(speed, Quantity):
             out.setdefault(speed.si, (nic.template or nic.path, speed))
     return tuple(out.values())
-
-
-def _busiest_per_host(layout: Tuple[int, ...], rails: int, planes: int,
-                      per: Tuple[str, ...]) -> int:
-    """NIC ports one host of a model puts on its busiest group (fabric_names.wiring: NIC k on
-    rail k mod R, so rail 0 has ceil(n / R) of its n NICs; port j on plane j mod P)."""
-    return fabric_names.busiest(fabric_names.wiring(layout, rails, planes, "rail" in per,
-                                                    "plane" in per))
-
-
-def _largest(owner: Instance, scope: str, cache, hosts: Hosts, rails: int, planes: int,
-             per: Tuple[str, ...], prev: Optional[TierCount], prev_split: int,
-             split: int) -> Tuple[int, str]:
-    """The largest group of a tier and where it is: for the first tier, the NIC ports of its
-    busiest group; for a higher tier, the most groups of the tier below that one of its groups
-    holds (0 when they do not nest: `split` 0). Scope instances may differ in size (`pods = [1 x
-    Big, 3 x Small]`) and NICs may split unevenly over the rails: the counts are the largest
-    group's, never the average's (which would leave the largest unwireable)."""
-    kinds = _SCOPE_KINDS.get(scope, (scope,))
-    insts = [owner] if scope == owner.kind else \
-        [i for _, i in group_of(owner, kinds, cache).flat()]
-
-    def size(inst: Instance) -> int:
-        if prev is None:
-            mine = hosts if inst is owner else _hosts(inst, cache)
-            return sum(k[0] * _busiest_per_host(lay, rails, planes, per)
-                       for k, lay in zip(mine.kinds, mine.layouts))
-        if not split:
-            return 0
-        lower = 1 if prev.scope == owner.kind else \
-            count_of(inst, _SCOPE_KINDS.get(prev.scope, (prev.scope,)), cache)
-        return lower * prev_split // split
-    best, at = 0, owner
-    for inst in insts:
-        n = size(inst)
-        if n > best:
-            best, at = n, inst
-    where = f"`{at.path}`"
-    if prev is None and "rail" in per and any(k[1] % rails for k in hosts.kinds if k[0]):
-        where += " on rail 0"
-    return best, where
-
-
-def _own(owner: Instance, scope: str, cache, hosts: Hosts, rails: int, planes: int,
-         per: Tuple[str, ...], down: int) -> int:
-    """First-tier switches of the owner with each group sized for its own hosts."""
-    pairs = [(1, owner)] if scope == owner.kind else \
-        group_of(owner, _SCOPE_KINDS.get(scope, (scope,)), cache).flat()
-    return sum(n * fabric_names.own_switches(
-        [(k[0], lay) for k, lay in zip(mine.kinds, mine.layouts)], rails, planes, "rail" in per,
-        "plane" in per, down) for n, mine in ((n, hosts if i is owner else _hosts(i, cache))
-                                              for n, i in pairs))
-
-
-def _rounding_reason(name: str, prev: TierCount, needed: int, per_group: int,
-                     plane: Optional[int], merged: int, down: int) -> str:
-    """Why a tier has more switches per group than its links need (for the size report)."""
-    u = prev.up_ports
-    if plane is not None and plane == per_group:
-        return (f"{needed} `{name}` switches per group would split each `{prev.name}` "
-                f"switch's {u} uplinks unevenly ({u} / {needed} = {u / needed:.3g}): rounded "
-                f"up to {per_group}, the next count that divides {u} ({u // per_group} "
-                f"uplinks to each)")
-    return (f"{needed} `{name}` switches per group would split each `{prev.name}` switch's {u} "
-            f"uplinks unevenly: each `{prev.name}` switch reaches a plane of {plane} `{name}` "
-            f"switches (the smallest divisor of {u} that is at least {merged} groups x {u} / "
-            f"{down} downlinks), so {prev.per_group} planes x {plane} = {per_group}")

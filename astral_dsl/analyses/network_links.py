@@ -177,7 +177,8 @@ def _layer(tier: Instance, tc, prev, medium: Optional[_Medium], length, hosts,
         return LinkLayer(tc.name, below, links, tc.down_speed, None, None, length, None, links,
                          links, links, None, None, tier.span)
     per_group = links / tc.groups if tc.groups else 0
-    upper = tc.groups * formulas.modules_for(per_group, tc.per_group, medium.ports)
+    upper = tc.groups * formulas.modules_for(per_group, tc.per_group, medium.ports) \
+        if not tc.sizes else _upper_modules(tc, medium.ports)
     if prev is None:
         lower = sum(n * mult * math.ceil(ports / medium.lower_ports)
                     for n, _, ports, _ in hosts.kinds)
@@ -190,6 +191,14 @@ def _layer(tier: Instance, tc, prev, medium: Optional[_Medium], length, hosts,
     return LinkLayer(tc.name, below, links, tc.down_speed, medium.inst.path, medium.type, length,
                      medium.reach, cables, upper, lower, medium.power, medium.lower_power,
                      tier.span_of("medium"), medium.inst.template)
+
+
+def _upper_modules(tc, ports: int) -> int:
+    """Modules at the upper ends of a tier whose groups differ in size (network_groups): each
+    group's links over its switches. tc.groups = scope instances x split x owners."""
+    replicas = tc.groups // max(1, sum(r[0] for r in tc.sizes))    # split x owners
+    return replicas * sum(r[0] * formulas.modules_for(r[4], r[2], ports)
+                          for r in tc.sizes if r[2])
 
 
 def _fit(tier: Instance, tc, medium: _Medium, switch, lower_switch, hosts) -> List[Diagnostic]:

@@ -19,7 +19,7 @@ when it has only one)."""
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import attrs
 
@@ -93,6 +93,12 @@ class RankMap:
     def tier_sizes(self) -> Dict[str, int]:
         """Switches per group of every fabric tier."""
         return {t.name: t.per_group for t in self._tiers}
+
+    def size_of(self, key: TierKey) -> int:
+        """Switches in tier group `key` (groups of one tier may differ in size:
+        network_groups)."""
+        tier = next((t for t in self._tiers if t.name == key.tier), None)
+        return tier.size(key.at) if tier is not None else 0
 
     def group(self, kind: str, rank: int) -> CommGroup:
         return self.groups[kind][self.group_of_rank[kind][rank]]
@@ -258,7 +264,7 @@ def _path(rm: RankMap, ranks: Tuple[int, ...]) -> PathSet:
             links.add(link_name(p.name, p.switch))
             switches.add(p.switch)
             by_port.setdefault(p.port, []).append(p)
-    sizes = rm.tier_sizes
+    sizes = rm.size_of
     for members in by_port.values():
         for below, above in climb(members, sizes):
             tiers.add(above[1])
@@ -274,13 +280,15 @@ def natural(name: str) -> Tuple:
     return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
 
 
-def upper_end(key: TierKey, sizes: Dict[str, int]) -> str:
-    """The upper end of an uplink into tier group `key`: its one switch when the group has a
-    single switch (the wiring decides), else the group (ECMP decides which switch)."""
-    return key.switch(0) if sizes.get(key.tier, 0) == 1 else key.name
+def upper_end(key: TierKey, sizes: Callable[[TierKey], int]) -> str:
+    """The upper end of an uplink into tier group `key` (`sizes`: its switches, RankMap.size_of):
+    its one switch when the group has a single switch (the wiring decides), else the group (ECMP
+    decides which switch)."""
+    return key.switch(0) if sizes(key) == 1 else key.name
 
 
-def climb(members: Sequence[Port], sizes: Dict[str, int]) -> List[Tuple[str, Tuple[str, str]]]:
+def climb(members: Sequence[Port],
+          sizes: Callable[[TierKey], int]) -> List[Tuple[str, Tuple[str, str]]]:
     """The uplinks the traffic among ports of one plane crosses: (lower end, (upper end, upper
     tier group)) for every tier from the first-tier switches up to the lowest tier whose group
     holds them all (every tier in between included: each member climbs its own groups)."""

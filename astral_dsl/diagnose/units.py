@@ -89,7 +89,7 @@ def _units(rm: RankMap, ranks: Sequence[int]) -> Dict[Unit, Tuple[str, ...]]:
         out[switch] = switches
         for p in info.ports:
             by_port.setdefault(p.port, []).append(p)
-    sizes = rm.tier_sizes
+    sizes = rm.size_of
     tiers: Dict[str, set] = {}
     links: Dict[str, set] = {}
     for members in by_port.values():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from astral_dsl.analyses import formulas
+from astral_dsl.analyses import formulas, network_groups
 from astral_dsl.analyses.engineering import Engineering
 from astral_dsl.analyses.summary import summarize
 from astral_dsl.analyses.walk import multiplicities
@@ -281,6 +281,15 @@ def _speed(q) -> Optional[str]:
     return str(q) if isinstance(q, Quantity) else None
 
 
+def _group_sizes(t) -> Dict[str, Any]:
+    """Groups of different sizes (network_groups): per distinct scope instance its switches per
+    group (`per_group` is the largest's); nothing when the groups are alike."""
+    if not t.sizes:
+        return {}
+    return {"group_sizes": [{"scope": path, "instances": n, "per_group": size}
+                            for path, n, size in network_groups.distinct(t.sizes)]}
+
+
 def fabric_json(f) -> Dict[str, Any]:
     return {
         "fabric": f.fabric, "owner": f.owner, "instances": f.instances, "rails": f.rails,
@@ -297,7 +306,7 @@ def fabric_json(f) -> Dict[str, Any]:
                    "oversubscription": _r(t.oversubscription, 6)
                    if t.oversubscription not in (None, float("inf")) else None,
                    "power_kw": _kw(t.power_w), "switch_kw": _kw(t.switch_w),
-                   "optics_kw": _kw(t.optics_w)} for t in f.tiers],
+                   "optics_kw": _kw(t.optics_w)} | _group_sizes(t) for t in f.tiers],
         "paths": [{"between": k, "switches": v, "route": r}
                   for (k, v), (_, r) in zip(f.hops, f.routes)],
         "bom": bom(f),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from astral_dsl.analyses import formulas
+from astral_dsl.analyses import formulas, network_groups
 from astral_dsl.analyses.engineering import Engineering
 from astral_dsl.model.design import Design
 from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
@@ -224,7 +224,7 @@ def _network(f) -> List[Table]:
     for i, tier in enumerate(f.tiers):
         switches.add(tier.name, tier.switch,
                      tier.scope + ("/" + "/".join(tier.per) if tier.per else ""),
-                     f"{tier.groups:,}", f"{tier.per_group:,}", f"{tier.switches:,}", power[i])
+                     f"{tier.groups:,}", tier.per_group_text, f"{tier.switches:,}", power[i])
         ports.add(tier.name, f"{tier.down_used:.1f}", f"{tier.down_ports} x {tier.down_speed}"
                   if tier.down_speed else "-",
                   f"{tier.up_ports} x {tier.up_speed}" if tier.up_speed else "-",
@@ -253,6 +253,9 @@ def bom_lines(fabric) -> List[str]:
     """The links of each tier, and why a tier's switch count was rounded up."""
     out = []
     for t in fabric.tiers:
+        if t.sizes:
+            out.append(f"{t.name}: its groups differ in size, each sized for its own "
+                       f"{t.scope}: {network_groups.describe(t.sizes)}")
         if t.sized_for:
             out.append(f"{t.name}: {t.needed:,} switches per group: {t.sized_for}")
         if t.rounding:

@@ -269,7 +269,6 @@ class _Net:
                 self.rate[f.part] = min(self.rate.get(f.part, 1.0), f.severity)
             elif f.kind == "link_flap":
                 self.flap = f
-        self.tier_sizes = {t.name: t.per_group for t in rank_map._tiers}
         self.gpu_windows: List[Fault] = []
 
     def route(self, a: int, b: int) -> List[List[str]]:
@@ -296,7 +295,7 @@ class _Net:
                     picks = []
                     for side, p in enumerate(sides):
                         key = p.tiers[k]
-                        n = max(1, self.tier_sizes.get(key.tier, 1))
+                        n = max(1, self.rm.size_of(key))
                         h = _mix(lo, hi, x.port, ch, self.seed) if k == meet else \
                             _mix(lo, hi, x.port, ch, k, side, self.seed)
                         picks.append(key.switch(h % n))

@@ -6,6 +6,7 @@ cited per function.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 from astral_dsl.analyses.formulas._checks import _non_negative, _positive
 
@@ -82,14 +83,16 @@ def smallest_divisor_at_least(n: int, low: int) -> int:
 
 
 def even_upper_switches(needed: int, lower_per_group: int, uplinks: int, merged: int,
-                        downlinks: int) -> tuple:
+                        downlinks: int, lower_total: Optional[int] = None) -> tuple:
     """Switches per group of an upper tier such that every lower switch's uplinks divide evenly
     across the upper switches it reaches: (count, plane) where `plane` is the number of upper
     switches each lower switch reaches.
 
     `needed`: ceil(links from below / downlinks), the count before the rule; `lower_per_group`:
     lower switches in each lower group (L); `uplinks`: uplinks per lower switch (u); `merged`:
-    lower groups one upper group serves (m); `downlinks`: per upper switch (d).
+    lower groups one upper group serves (m); `downlinks`: per upper switch (d); `lower_total`:
+    the lower switches the upper group serves when its lower groups differ in size (L is then
+    the largest's; L * m otherwise).
 
     - Full mesh, when each upper switch can take a link from every lower switch it serves
       (L * m <= d): every lower switch reaches every upper switch with u / S links, so S must
@@ -111,7 +114,7 @@ def even_upper_switches(needed: int, lower_per_group: int, uplinks: int, merged:
     d = _whole("downlinks", downlinks)
     if not (needed and L and u and m and d):
         return needed, None
-    if L * m <= d:
+    if (L * m if lower_total is None else _whole("lower_total", lower_total)) <= d:
         if needed > u:
             return needed, None
         s = smallest_divisor_at_least(u, needed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from astral_dsl.model.rollup import count_of
+from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.outputs.render.numbers import links, n, plane_name, speed, watts
 from astral_dsl.outputs.render.style import AMBER, GREY_FILL, Canvas, Line
 from astral_dsl.outputs.render.tree import GROUPING, SCOPE_KINDS, Tree, counted, level, \
@@ -40,6 +40,15 @@ class Fabric:
             return 1
         return count_of(inst, kinds, ctx.cache) or 1
 
+    def switches_in(self, ctx, inst, i: int) -> int:
+        """Switches of tier i per rail and plane in one replica of `inst`: its groups' there
+        (groups of different sizes: each its own, network_groups)."""
+        t = self.tiers[i]
+        kinds = SCOPE_KINDS.get(t.scope, (t.scope,))
+        if not t.sizes or not count_of(inst, kinds, ctx.cache):
+            return t.per_group * self.scope_count(ctx, inst, i)
+        return sum(k * t.size_of(s.path) for k, s in group_of(inst, kinds, ctx.cache).flat())
+
 
 def fabrics_of(ctx) -> List[Fabric]:
     return [Fabric(ctx, fc) for fc in (ctx.eng.fabrics if ctx.eng else ())]
@@ -66,7 +75,8 @@ def tier_table(canvas: Canvas, fabrics: List[Fabric], gid: str = "tiers") -> Opt
         for t, ti in zip(reversed(fc.tiers), reversed(f.tier_insts)):
             over = f"{t.oversubscription:g}:1" if t.oversubscription is not None else "—"
             rows.append([t.name, t.switch, t.scope, ", ".join(t.per) or "—",
-                         (n(t.switches), {"align": "RIGHT"}), (n(t.per_group), {"align": "RIGHT"}),
+                         (n(t.switches), {"align": "RIGHT"}),
+                         (t.per_group_text if t.sizes else n(t.per_group), {"align": "RIGHT"}),
                          links(t.down_ports, t.down_speed) if t.down_ports else "—",
                          links(t.up_ports, t.up_speed) if t.up_ports else "—", over,
                          watts(t.power_w) if t.power_w else "—"])
@@ -96,8 +106,7 @@ def _tier_node(canvas: Canvas, ctx, f: Fabric, i: int, gid: str, inst, rail: Opt
     """A tier's switches in one cluster replica (one rail, or all of them): a cell per plane."""
     t = f.tiers[i]
     per_rail, per_plane = f.split(i)
-    groups = f.scope_count(ctx, inst, i)
-    each = t.per_group * groups
+    each = f.switches_in(ctx, inst, i)
     header = t.name if rail is None or not per_rail else f"{t.name} · rail {rail}"
     if per_plane:
         cells, failed = [], 0
@@ -124,7 +133,8 @@ def _tier_node(canvas: Canvas, ctx, f: Fabric, i: int, gid: str, inst, rail: Opt
         for name in ctx.fabric_partly_failed(f.fc.fabric, t.name, rail, p)))
     rows.extend([(line, {"align": "CENTER"})] for line in scenario_lines(partly))
     theme = "core" if not per_rail and f.rails > 1 else "network"
-    tip = (f"tier {t.name} of {f.fc.fabric}: {n(t.per_group)} x {t.switch} per group "
+    tip = (f"tier {t.name} of {f.fc.fabric}: "
+           f"{t.per_group_text if t.sizes else n(t.per_group)} x {t.switch} per group "
            f"({t.scope}{', ' + ', '.join(t.per) if t.per else ''}), {n(t.switches)} in all")
     return canvas.node(gid, (), theme=theme, parts=[f.tier_insts[i]], table_rows=rows,
                        header=header, tooltip=tip, failed=all_failed or None, shape="plain")
@@ -283,8 +293,7 @@ def _edges(canvas: Canvas, ctx, tree: Tree, fabrics: List[Fabric], placed) -> No
                 up_rail = f.split(i + 1)[0]
                 inst = tree.drawn[key].inst if key is not None else f.owner
                 per_rail, per_plane = f.split(i)
-                switches = t.per_group * f.scope_count(ctx, inst, i) * (
-                    f.planes if per_plane else 1)
+                switches = f.switches_in(ctx, inst, i) * (f.planes if per_plane else 1)
                 for j, (r, gid) in enumerate(ids.items()):
                     goals = [target[r]] if (up_rail and r is not None and r in target) else (
                         list(target.values()) if r is None else [target.get(None) or

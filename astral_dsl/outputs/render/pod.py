@@ -102,7 +102,8 @@ def build(ctx, located) -> Canvas:
                 ids = {}
                 for key in _keys(f, i, True):
                     gid = f"f{fi}_t{i}_" + "_".join("x" if k is None else str(k) for k in key)
-                    ids[key] = tier_node(fi, i, key, gid, f.tiers[i].per_group, "outside")
+                    ids[key] = tier_node(fi, i, key, gid, _outside_size(f, i, located),
+                                         "outside")
                 nodes[(fi, i)] = ids
         canvas.cluster_labels = "b"
     with canvas.cluster("pod", [f"{pod.kind} {located.text}",
@@ -130,7 +131,7 @@ def build(ctx, located) -> Canvas:
                             gid = f"f{fi}_t{i}_" + "_".join("x" if k is None else str(k)
                                                              for k in key)
                             ids[key] = tier_node(fi, i, key, gid,
-                                                 f.tiers[i].per_group * f.scope_count(ctx, pod, i)
+                                                 f.switches_in(ctx, pod, i)
                                                  * (1 if split_ok else _split_size(f, i)),
                                                  "inside")
             for i in mine:       # tiers of the pod that span every rail
@@ -139,8 +140,8 @@ def build(ctx, located) -> Canvas:
                     if key in ids:
                         continue
                     gid = f"f{fi}_t{i}_" + "_".join("x" if k is None else str(k) for k in key)
-                    ids[key] = tier_node(fi, i, key, gid, f.tiers[i].per_group *
-                                         f.scope_count(ctx, pod, i), "inside")
+                    ids[key] = tier_node(fi, i, key, gid, f.switches_in(ctx, pod, i),
+                                         "inside")
         hosts = group_of(pod, ("host",), ctx.cache).flat()
         for j, (count, host) in enumerate(hosts[:8]):
             gid = f"hosts{j}"
@@ -190,6 +191,15 @@ def _host_contents(ctx, host) -> str:
         for c, item in group_of(host, (kind,), ctx.cache).flat():
             parts.append(f"{n(c)} x {item.template}")
     return "each: " + " · ".join(parts) if parts else ""
+
+
+def _outside_size(f: Fabric, i: int, located) -> int:
+    """Switches in the group of tier i (scope wider than the part drawn) that holds the part:
+    its scope instance's own when the tier's groups differ in size (network_groups)."""
+    t = f.tiers[i]
+    kinds = SCOPE_KINDS.get(t.scope, (t.scope,))
+    holder = next((x for x in reversed(located.chain()) if x.kind in kinds), None)
+    return t.size_of(holder.path) if holder is not None else t.per_group
 
 
 def _axis(f: Fabric, i: int, pod, located) -> Optional[Tuple[str, int]]:

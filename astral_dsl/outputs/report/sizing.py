@@ -72,7 +72,8 @@ def engineering_tables(eng) -> str:
              "down ports", "down speed", "up ports", "up speed", "links below",
              "oversubscription", "kW"],
             [[t.name, t.switch, t.scope + ("/" + "/".join(t.per) if t.per else ""), t.groups,
-              t.per_group, t.switches, round(t.down_used, 2), t.down_ports,
+              t.per_group_text if t.sizes else t.per_group, t.switches, round(t.down_used, 2),
+              t.down_ports,
               str(t.down_speed) if t.down_speed else None, t.up_ports,
               str(t.up_speed) if t.up_speed else None, t.down_links, t.oversubscription,
               _kw(t.power_w)] for t in f.tiers], caption, tid=f"size-fabric-{k}"))
