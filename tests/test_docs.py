@@ -229,6 +229,44 @@ def test_error_example_yields_its_code(block: Block, tmp_path: Path):
     else:
         assert not any(d.is_error for d in diagnostics), \
             f"{block.id}: a warning example must have no errors:\n{_show(diagnostics)}"
+    bare = _unhelpful(diagnostics)
+    assert not bare, f"{block.id}: the compiler's diagnostics need a span and a hint:\n" \
+                     f"{_show(bare)}"
+
+
+# The compiler's codes no example can show: about the files read, or the invocation
+_NO_EXAMPLE = {
+    "E100", "E101", "E102", "E108", "W100",   # unreadable, not UTF-8, binary, too large, empty
+    "E207",                                   # an import outside the project (a path here)
+    "E221",                                   # an unknown --job (an option of a command)
+    "E406",                                   # imports 64 deep (64 files)
+    "E407",                                   # the language server's time limit
+}
+
+
+def test_every_compiler_code_has_an_example():
+    """So that the walk of test_error_example_yields_its_code (a span and a hint) reaches every
+    code of E1xx to E4xx the compiler can give from a small .astral input."""
+    text = (REPO / "docs" / "diagnostics.md").read_text(encoding="utf-8")
+    headed = re.findall(r"^### ([EW][1-4]\d\d):", text, re.M)
+    shown = {m.group("code") for b in BLOCKS if b.lang == "astral-error"
+             for m in [_EXPECT.match(b.text.lstrip().splitlines()[0].strip())] if m}
+    assert sorted(c for c in headed if c not in shown and c not in _NO_EXAMPLE) == []
+    assert sorted(_NO_EXAMPLE - set(headed)) == []
+
+
+# Codes said of an invocation, not of a place in the source: a --set or --scenario name or value
+# (docs/diagnostics.md, "Reading a diagnostic": such a diagnostic has no range)
+_WHOLE_FILE = {"E213", "E216", "E310"}
+
+
+def _unhelpful(diagnostics) -> list:
+    """The compiler's diagnostics (E1xx to E4xx: reading, names, units and values, templates)
+    without a span (unless said of the invocation) or, for an error, without a hint. Walked
+    over every astral-error example, so every such code the docs show is held to it; the
+    constraints (E5xx: the author's own message) and the analyses' codes are not."""
+    return [d for d in diagnostics if d.code[1] in "1234" and
+            ((d.span is None and d.code not in _WHOLE_FILE) or (d.is_error and not d.hint))]
 
 
 def test_every_fence_is_well_formed():

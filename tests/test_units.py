@@ -310,7 +310,16 @@ def test_converting_a_point_to_kelvin_or_a_difference_to_degc_says_how():
     assert Q(20, "degC").sub(Q(-273.15, "degC")).si == pytest.approx(293.15)
     err = raises_unit_error(lambda: Q(10, "K").to(parse_unit("degC")))
     assert "`delta_degC`" in err.hint
-    assert raises_unit_error(lambda: Q(45, "kW").to(parse_unit("GB"))).hint is None
+    assert raises_unit_error(lambda: Q(45, "kW").to(parse_unit("GB"))).hint == \
+        "`to` converts within one dimension: power is shown in units such as `W`"
+
+
+def test_a_non_zero_result_below_the_floats_is_e309_not_zero():
+    # 1e-300 / 1e300 = 1e-600, 1e-200 * 1e-200 = 1e-400: both below 5e-324, read as 0.0
+    for err in (raises_unit_error(lambda: Q(1e-300, "W").div(Q(1e300))),
+                raises_unit_error(lambda: Q(1e-200, "W").mul(Q(1e-200)))):
+        assert err.code == "E309" and "too small" in err.message and "5e-324" in err.hint
+    assert Q(0, "W").mul(Q(1e-300)).si == 0.0          # an exact zero stays one
 
 
 def test_a_result_past_the_floats_has_a_hint():

@@ -10,7 +10,7 @@ The walk expands the replication the model keeps symbolic, so it costs one step 
 asked for only by what lists devices (`astral export --netbox`, an inventory's binding)."""
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 
 from astral_dsl import records
@@ -184,23 +184,24 @@ def named_parts(design: Design) -> Named:
 
     named: Dict[str, Tuple[str, str]] = {}
     by_name: Dict[str, str] = {}
-    bad: Dict[str, Tuple[str, Tuple[str, ...]]] = {}
+    bad: Dict[str, Tuple[str, Tuple[str, ...], Any]] = {}
     found = list(parts(design))
     for p in found:
         if p.kind in ("host", "rack"):
             named[p.path] = (p.kind, p.name)
             by_name.setdefault(p.name, p.path)
         if p.missing:
-            bad.setdefault(p.instance.field("name"), (p.path, p.missing))
+            bad.setdefault(p.instance.field("name"),
+                           (p.path, p.missing, p.instance.span_of("name")))
     for s in switches(design, owner_replicas(design, found)):
         named[s.path] = ("switch", s.name)
         by_name.setdefault(s.name, s.path)
     diags = tuple(Diagnostic(
         "E235", Severity.ERROR, f"the name pattern `{pattern}` names "
         + ", ".join(f"`{{{k}}}`" for k in missing) + f", which {path} does not have",
-        None, "a part has the kinds on its path (`{rack}`, `{pod}`...) and `{index}`; a "
+        span, "a part has the kinds on its path (`{rack}`, `{pod}`...) and `{index}`; a "
               "switch also `{rail}` and `{plane}`", file=design.file)
-        for pattern, (path, missing) in bad.items())
+        for pattern, (path, missing, span) in bad.items())
     return Named(named, by_name, diags)
 
 

@@ -101,10 +101,12 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
     _a.name(job, "job")
     _a.name(scenario, "scenario")
     _a.mapping(overrides, "overrides")
-    if _a.whole(workers, "workers") is not None and workers < 1:
-        raise _sweep.SweepError(f"workers must be at least 1, not {workers}")
+    if _a.whole(workers, "workers") is not None and workers < 1:     # a value out of range
+        raise _sweep.refused("E309", f"workers must be at least 1, not {workers}", path,
+                             "give 1 or more worker processes, or None for one per core")
     if calibration is not None and job is None:        # as `astral sweep` refuses it
-        raise _sweep.SweepError("calibration prices the forecasts of `job`: give the job too")
+        raise _sweep.refused("E307", "calibration prices the forecasts of `job`: give the job "
+                             "too", path, "name the job to forecast: `job=\"...\"`")
     sets.update({k: _literal(v, f"overrides[{k!r}]") for k, v in (overrides or {}).items()})
     specs = [f"{name}={values}" if isinstance(values, str) else
              f"{name}=" + ",".join(_one(name, v) for v in _listed(name, values))
@@ -219,6 +221,13 @@ def diagnosis(target: Target, observed: Sequence[PathLike], job: Optional[str] =
         _a.name(value, what)
     if not design.valid:
         raise ForecastError("the design has errors", design.diagnostics)
+    if not files:        # as a directory that holds no file (E780)
+        from astral_dsl.diagnose.checks import diag
+
+        message = "observed lists no file: there is nothing to diagnose"
+        raise _diagnose.DiagnoseError(message, [diag(
+            "E780", message, design.file, "give the job's profiler traces or rank logs: "
+            "files, or folders that hold them")])
     return _diagnose.diagnose(design, observe.load(files), job=job,
                               order=order, timers=timers, calibration=_fit(calibration))
 

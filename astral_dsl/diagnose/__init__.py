@@ -88,6 +88,8 @@ def _order(parallel) -> Optional[str]:
 
 
 TIMERS = ("auto", "compute", "megatron")
+ORDER_HINT = ("name the parallel dimensions tp, cp, ep, dp and pp once each, fastest first, "
+              "e.g. tp-cp-ep-dp-pp (Megatron-Core's default) or tp-cp-ep-pp-dp")
 
 
 def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] = None,
@@ -97,13 +99,20 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     (Megatron-LM's timer names), `compute` or `megatron` says it. `streams_idle`: per rank,
     HolisticTraceAnalysis's idle time by cause (observe.hta), for the breakdown.
     `calibration`: the fit the forecast is priced with (default: the shipped one)."""
+    if timers not in TIMERS:          # as a field's value none of its options (E311)
+        raise DiagnoseError(*_refused("E311", f"timers `{timers}` is none of "
+                                      f"{', '.join(TIMERS)}", design.file,
+                                      "`auto` reads them from the data (Megatron-LM's timer "
+                                      "names); `compute` or `megatron` says it"))
     inst, fc, spec, diags = job_and_forecast(design, job, calibration)
     p = spec.parallel
     try:
         rm = rankmap_mod.build(design, inst, {"tp": p.tp, "cp": p.cp, "ep": p.ep, "dp": p.dp,
                                               "pp": p.pp}, order or _order(p))
-    except rankmap_mod.RankMapError as exc:
-        raise DiagnoseError(f"job `{inst.template}`: {exc}", diags) from None
+    except rankmap_mod.RankMapError as exc:      # as a job's `order` that is not one (E759)
+        message, said = _refused("E759", f"job `{inst.template}`: {exc}", design.file,
+                                 ORDER_HINT)
+        raise DiagnoseError(message, diags + said) from None
     diags = list(observed.diagnostics) + diags
     traces = checks.usable(observed, rm, diags)
     if not traces:
@@ -201,6 +210,12 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                      band=band, band_source=band_source,
                      compute_ratio=float(np.median(list(ratios.values()))) if ratios else None,
                      breakdown=per_rank)
+
+
+def _refused(code: str, message: str, file, hint: str):
+    """(message, [diagnostic]) of a DiagnoseError for an argument that cannot be used: a tool
+    reads its code (the language's for the same mistake), a person its message."""
+    return message, [_diag(code, message, file, hint)]
 
 
 def _timers(timers: str, traces) -> str:

@@ -8,10 +8,12 @@ Rows come back in grid order (the first grid varying slowest) whatever finished 
 that fails is a row with its diagnostics."""
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 
 from astral_dsl import records
+from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.explore.bundle import load_with_bundle
 from astral_dsl.explore.engines import REFUSED, chunks, engine as make_engine
 from astral_dsl.explore.grid import Grid, GridError, check_names, parse_grids, points
@@ -26,6 +28,13 @@ class SweepError(Exception):
     def __init__(self, message: str, diagnostics=()):
         super().__init__(message)
         self.diagnostics = list(diagnostics)
+
+
+def refused(code: str, message: str, file, hint: str) -> SweepError:
+    """A SweepError for an argument that cannot be used, with its diagnostic (`code`, the
+    language's for the same mistake) for a tool to read."""
+    return SweepError(message, [Diagnostic(code, Severity.ERROR, message, None, hint,
+                                           file=os.fspath(file))])
 
 
 @records.frozen
@@ -61,8 +70,10 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
         grids = parse_grids(grid_specs, sets)
     except GridError as exc:
         raise SweepError(str(exc)) from None
-    if not grids:
-        raise SweepError("give at least one --grid NAME=VALUES, e.g. --grid hosts_per_rack=2..6")
+    if not grids:           # a call without its arguments (E307)
+        raise refused("E307", "give at least one --grid NAME=VALUES, e.g. --grid "
+                      "hosts_per_rack=2..6", path, "a sweep needs a parameter and its values: "
+                      "`--grid NAME=VALUES` (astral_dsl.sweep: grid={\"NAME\": [...]})")
     texts = [v[1:-1] for g in grids for v in g.values if len(v) >= 2 and v[0] == v[-1] == '"']
     ws, bundle = load_with_bundle(path, sets, texts)     # a text may name a data file
     base = ws.design

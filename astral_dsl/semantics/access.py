@@ -14,7 +14,7 @@ from astral_dsl.semantics.frames import Frame
 from astral_dsl.semantics.scope import Namespace, missing_hint
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
-from astral_dsl.semantics.collections import past_end_hint, range_hint, whole
+from astral_dsl.semantics.collections import index_hint, range_hint, whole
 from astral_dsl.semantics.errors import fail
 
 
@@ -164,7 +164,8 @@ def _fabric_index(x, axis: FabricAxis, e: ast.Index, env):
     if axis.axis not in ("rail", "plane"):            # a tier's scope instance: `pod[2]`
         i = whole(x, value, e.selector.span, f"a {axis.axis} index")
         if i < 0:
-            fail("E214", f"{axis.axis} index {i} is out of range", e.selector.span)
+            fail("E214", f"{axis.axis} index {i} is out of range", e.selector.span,
+                 f"{axis.axis}s count from 0: a negative index names none")
         return FabricSelection(sel.fabric, sel.rail, sel.plane, sel.tier, (axis.axis, i))
     limit_q = x.host.field(sel.fabric, axis.axis + "s") if axis.axis + "s" in sel.fabric.defs \
         else Quantity(1.0)
@@ -179,7 +180,8 @@ def _fabric_index(x, axis: FabricAxis, e: ast.Index, env):
             f"0 to {limit - 1}"
         fail("E214", f"{axis.axis} {i if axis.axis == 'rail' else plane_label(i)} is out of "
                      f"range: the fabric has {limit} {axis.axis}s ({labels})",
-             e.selector.span)
+             e.selector.span,
+             index_hint(i, limit, plane_label(limit - 1) if axis.axis == "plane" else ""))
     return FabricSelection(sel.fabric, i if axis.axis == "rail" else sel.rail,
                            i if axis.axis == "plane" else sel.plane, sel.tier, sel.scope)
 
@@ -192,7 +194,8 @@ def _switch_index(x, sel: FabricSelection, e: ast.Index, env):
              "index a tier to name one switch: `S.fabric.rail[0].plane[A].tor[3]`")
     i = whole(x, x.eval(e.selector, env), e.selector.span, "a switch index")
     if i < 0:
-        fail("E214", f"switch index {i} is out of range", e.selector.span)
+        fail("E214", f"switch index {i} is out of range", e.selector.span,
+             "switches count from 0: a negative index names none")
     return FabricSelection(sel.fabric, sel.rail, sel.plane, sel.tier, sel.scope, i)
 
 
@@ -216,7 +219,7 @@ def _port_index(x, axis: PortAxis, e: ast.Index, env):
         fail("E214", f"port {port_label(j) if j >= 0 else j} is out of range: "
                      f"`{axis.nic.display}` has {ports} port{'s' if ports != 1 else ''} "
                      f"({'a' if ports == 1 else 'a to ' + port_label(ports - 1)})",
-             e.selector.span)
+             e.selector.span, index_hint(j, ports, port_label(ports - 1)))
     return NicPort(axis.nic, j)
 
 
@@ -244,13 +247,13 @@ def eval_index(x, e: ast.Index, env):
         i = whole(x, sel, e.selector.span, "an index")
         if not 0 <= i < size:
             fail("E214", f"index {i} is out of range: the group has {size} "
-                         f"(indices 0 to {size - 1})", e.selector.span, past_end_hint(i, size))
+                         f"(indices 0 to {size - 1})", e.selector.span, index_hint(i, size))
         return obj.at(i)
     if isinstance(obj, ListValue):
         i = whole(x, sel, e.selector.span, "an index")
         if not 0 <= i < len(obj.items):
             fail("E214", f"index {i} is out of range: the list has {len(obj.items)} items",
-                 e.selector.span, past_end_hint(i, len(obj.items)))
+                 e.selector.span, index_hint(i, len(obj.items)))
         return obj.items[i]
     fail("E303", f"cannot index a {type_name(obj)}", e.span,
          "index a group of instances or a list: `racks[3]`, `racks[0..7]`")

@@ -45,13 +45,15 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
         if arg.name is None:
             if positional >= len(names):
                 fail("E307", f"`{template.name}` takes {len(names)} positional argument(s)",
-                     arg.span)
+                     arg.span, _params_hint(template, names) if names else
+                     f"name the field it sets: `{template.name}(FIELD = ...)`")
             pname = names[positional]
             positional += 1
         else:
             pname = arg.name.name
         if pname in given or pname in overrides:
-            fail("E307", f"argument `{pname}` is given twice", arg.span)
+            fail("E307", f"argument `{pname}` is given twice", arg.span,
+                 "keep one of the two (a positional argument counts as its parameter's)")
         if pname in names:
             given[pname] = value
             spans[pname] = arg.value.span
@@ -60,7 +62,8 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
         else:
             fail("E211", f"`{template.name}` has no parameter or field `{pname}`",
                  arg.name.span if arg.name else arg.span,
-                 did_you_mean(pname, names + list(KINDS[template.kind].fields)))
+                 did_you_mean(pname, names + list(KINDS[template.kind].fields))
+                 or _params_hint(template, names))
     params: Dict[str, Any] = {}
     env = Env(template.module, None, params)
     for p in defs:
@@ -105,7 +108,8 @@ def renamed(it, template: Template, r: ast.Renamed, arg: ast.Arg, names) -> ast.
     new = r.new.name
     if new not in names and new not in KINDS[template.kind].fields:
         fail("E211", f"`{r.old.name} -> {new}`: `{template.name}` has no parameter or field "
-                     f"`{new}`", r.new.span, did_you_mean(new, names))
+                     f"`{new}`", r.new.span, did_you_mean(new, names)
+             or _params_hint(template, names))
     it.diagnostics.append(Diagnostic(
         "W211", Severity.WARNING,
         f"`{r.old.name}` is the old name of `{template.name}`'s parameter `{new}`",
@@ -150,3 +154,10 @@ def _value_key(v):
     if isinstance(v, RangeValue):
         return ("r", v.start, v.stop)
     return ("o", id(v))
+
+
+def _params_hint(template: Template, names) -> str:
+    """What a template takes, for an argument it does not: its parameters and its kind's fields."""
+    own = f"its parameters are {', '.join(f'`{n}`' for n in names)}" if names else \
+        "it declares no parameters"
+    return f"`{template.name}` takes its {template.kind}'s fields by name; {own}"

@@ -30,7 +30,9 @@ def _runs(args: List[Any], fname: str):
                                    "use a formula, e.g. n * (n - 1) / 2")
             return [(1, Quantity(float(i))) for i in range(x.start, x.stop)]
     if not args:
-        raise BuiltinError("E307", f"`{fname}` needs at least one argument")
+        raise BuiltinError("E307", f"`{fname}` needs at least one argument",
+                           f"pass a group or a list, as in `{fname}(racks.power)`, or values, "
+                           f"as in `{fname}(a, b)`")
     return [(1, v) for v in args]
 
 
@@ -56,6 +58,8 @@ def _quantities(runs, fname):
     return out
 
 
+_EMPTY = ("nothing to take `{0}` of: check what selects the items, or guard it, as in "
+          "`if count(xs) > 0 then {0}(xs) else 0 W`")
 _NO_SUM = "average them with `mean`, or sum temperature differences (`K`)"
 
 
@@ -99,7 +103,7 @@ def _sum_from(total: Quantity, runs, start: int) -> Quantity:
 def _extreme(args, fname, pick):
     runs = _quantities(_runs(args, fname), fname)
     if not runs:
-        raise BuiltinError("E307", f"`{fname}` of an empty collection")
+        raise BuiltinError("E307", f"`{fname}` of an empty collection", _EMPTY.format(fname))
     best = runs[0][1]
     for _, v in runs[1:]:
         if pick(v.compare(best)):
@@ -111,7 +115,7 @@ def _mean(args):
     runs = _quantities(_runs(args, "mean"), "mean")
     n = sum(c for c, _ in runs)
     if n == 0:
-        raise BuiltinError("E307", "`mean` of an empty collection")
+        raise BuiltinError("E307", "`mean` of an empty collection", _EMPTY.format("mean"))
     if any(v.point for _, v in runs):
         return _mean_point(runs, n)
     total = _sum(args)
@@ -130,7 +134,8 @@ def _mean_point(runs, n) -> Quantity:
 
 def _count(args):
     if len(args) != 1:
-        raise BuiltinError("E307", "`count` takes one group or list")
+        raise BuiltinError("E307", "`count` takes one group or list",
+                           "count each and add: `count(a) + count(b)`")
     x = args[0]
     if isinstance(x, (Group, Values)):
         return Quantity(float(x.count))
@@ -156,10 +161,13 @@ def _truth(args, fname, combine):
 def _rounding(fn, fname):
     def run(args):
         if len(args) != 1 or not isinstance(args[0], Quantity):
-            raise BuiltinError("E307", f"`{fname}` takes one quantity")
+            raise BuiltinError("E307", f"`{fname}` takes one quantity",
+                               f"round one value at a time, e.g. `{fname}(total / 40 kW)`")
         q = args[0]
         if q.point:
-            raise BuiltinError("E302", f"cannot apply `{fname}` to a temperature point")
+            raise BuiltinError("E302", f"cannot apply `{fname}` to a temperature point",
+                               f"round its difference from a point: `0 degC + {fname}(t - 0 degC)` "
+                               f"gives whole degrees Celsius")
         value = fn(q.magnitude)
         return Quantity.of(value, q.unit) if q.unit else Quantity(float(value))
     return run
@@ -167,15 +175,17 @@ def _rounding(fn, fname):
 
 def _sqrt(args):
     if len(args) != 1 or not isinstance(args[0], Quantity) or not args[0].dimensionless:
-        raise BuiltinError("E307", "`sqrt` takes one plain number")
+        raise BuiltinError("E307", "`sqrt` takes one plain number",
+                           "divide a quantity by its unit first: `sqrt(area / 1 m^2) * 1 m`")
     if args[0].si < 0:
-        raise BuiltinError("E309", "`sqrt` of a negative number")
+        raise BuiltinError("E309", "`sqrt` of a negative number",
+                           "check the sign of the argument, or take `sqrt(abs(...))`")
     return Quantity(math.sqrt(args[0].si))
 
 
 def _abs(args):
     if len(args) != 1 or not isinstance(args[0], Quantity):
-        raise BuiltinError("E307", "`abs` takes one quantity")
+        raise BuiltinError("E307", "`abs` takes one quantity", "e.g. `abs(a - b)`")
     q = args[0]
     if q.point:      # was the point itself: `abs(-10 degC)` read -10 degC
         raise BuiltinError("E302", "cannot apply `abs` to a temperature point",

@@ -24,6 +24,9 @@ def _example(dim: str) -> str:
     return f"10 {unit}" if unit else "10"
 
 
+WHOLE_HINT = "round a computed count with `ceil(...)` or `floor(...)`, as in `ceil(10 / 4)`"
+
+
 def _fail(code: str, message: str, span: Span, hint: str | None = None):
     raise DiagnosticError(Diagnostic(code, Severity.ERROR, message, span, hint))
 
@@ -129,18 +132,21 @@ def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
             hint = f"expected {_a(expected)} such as `{unit}`" if unit else None
         _fail("E304", f"{what} expects {_a(expected)}, got {value.describe()}", span, hint)
     if not math.isfinite(value.si):
-        _fail("E309", f"{what} is too large to represent", span)
+        _fail("E309", f"{what} is too large to represent", span,
+              "the largest number is about 1.8e308 in SI units: check the number and its unit")
     if t.whole and not float(value.si).is_integer():
-        _fail("E308", f"{what} must be a whole number, not {value}", span)
+        _fail("E308", f"{what} must be a whole number, not {value}", span, WHOLE_HINT)
     dom = t.domain
     bad = sign_violation(dom, value.si) if dom is not None else None
     if bad is not None:
         _fail(bad[0], f"{what} {bad[1]}, not {value}", span, _sign_hint(t, bad[0]))
     if t.low is not None and value.si < t.low:
-        _fail("E309", f"{what} must be at least {format_number(t.low)}, not {value}", span)
+        _fail("E309", f"{what} must be at least {format_number(t.low)}, not {value}", span,
+              _range_hint(t, value))
     if t.high is not None and value.si > t.high:
         limit = "100 %" if t.dim == "ratio" and t.high == 1 else _shown(t.high, value)
-        _fail("E309", f"{what} must be at most {limit}, not {value}", span)
+        _fail("E309", f"{what} must be at most {limit}, not {value}", span,
+              _range_hint(t, value))
     bad = bound_violation(dom, value.si) if dom is not None else None
     if bad is not None:
         _fail(bad[0], f"{what} {bad[1]}: {value}", span, _bound_hint(dom, value))
@@ -173,8 +179,26 @@ def _bound_hint(dom, value: Quantity) -> str:
         text = f"between {_shown(dom.floor, value)} and {_shown(dom.limit, value)}"
     else:
         text = f"at most {_shown(dom.limit, value)}"
-    why = f" ({dom.why})" if dom.why else ""
+    # the reason, unless it is the range again in the same words (`-100 degC to 1,000 degC`)
+    same = dom.why.replace(",", "") == text.replace("between ", "").replace(" and ", " to ") \
+        if dom.why else True
+    why = "" if same else f" ({dom.why})"
     return f"the plausible range is {text}{why}; check the unit and the number"
+
+
+def _range_hint(t: QType, value: Quantity) -> str:
+    """E309's hint: the declared range in the value's unit (a ratio's percent read as a
+    fraction above 100 %, written as one)."""
+    if t.dim == "ratio" and t.high == 1 and value.si > 1:
+        return (f"a ratio is at most 100 %: {value} reads as {format_number(value.si)}; write a "
+                f"percentage (`95 %`) or a fraction (`0.95`)")
+    if t.low is not None and t.high is not None:
+        text = f"from {_shown(t.low, value)} to {_shown(t.high, value)}"
+    elif t.low is not None:
+        text = f"of at least {_shown(t.low, value)}"
+    else:
+        text = f"of at most {_shown(t.high, value)}"
+    return f"it takes values {text}: check the number and its unit"
 
 
 def type_from_annotation(name: str):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from astral_dsl.diagnostics import Span
 from astral_dsl.model.values import (Bundle, Choice, Group,
                                      ListValue, RangeValue, Run, concat, type_name)
+from astral_dsl.semantics.coerce import WHOLE_HINT
 from astral_dsl.semantics.frames import Frame
 from astral_dsl.semantics.operators import eval_or_probe, numeric
 from astral_dsl.syntax import ast
@@ -68,7 +69,7 @@ def whole(x, value, span: Span, what: str) -> int:
         fail("E303", f"{what} must be a whole number, not a {type_name(value)}", span,
              "write a whole number, e.g. `4`")
     if not float(value.si).is_integer():
-        fail("E308", f"{what} must be a whole number, not {value}", span)
+        fail("E308", f"{what} must be a whole number, not {value}", span, WHOLE_HINT)
     return int(value.si)
 
 
@@ -77,13 +78,15 @@ def eval_replicate(x, e: ast.Replicate, env):
     if isinstance(count_value, Quantity) and count_value.dimensionless and \
             not float(count_value.si).is_integer():
         fail("E400", f"a replication count must be a positive whole number, not "
-                     f"{count_value}", e.count.span)
+                     f"{count_value}", e.count.span, WHOLE_HINT)
     n = whole(x, count_value, e.count.span, "a replication count")
     if n <= 0:
-        fail("E400", f"a replication count must be at least 1, not {n}", e.count.span)
+        fail("E400", f"a replication count must be at least 1, not {n}", e.count.span,
+             "replicate at least once; to leave a part out, declare a template variant "
+             "without that member")
     if n > MAX_COUNT:
         fail("E401", f"a replication count of {count(n)} is beyond the limit of {MAX_COUNT:,}",
-             e.count.span)
+             e.count.span, "check the count and the expression giving it")
     item = x.eval(e.item, env)
     if isinstance(item, Frame):
         return Group((Run(n, item),))
@@ -129,12 +132,19 @@ def range_hint(sel: RangeValue, size: int):
     return f"the members are 0..{size - 1}" if size else "the group is empty"
 
 
-def past_end_hint(index: int, size: int):
-    """An index one past the end, perhaps from a range written for the old `..`."""
-    if index == size and size:
-        return (f"the last index is {size - 1}; if it comes from a range `a..{size}`, "
-                f"{INCLUSIVE_NOTE}: write `a..<{size}`")
-    return None
+def index_hint(index: int, size: int, last: str = "") -> str:
+    """The hint of an index outside 0..size-1 (`last` the last one's label when it is not its
+    number, as plane `D`, port `b`): an index one past the end perhaps from a range written for
+    the old `..`; a negative one read as counting from the end, which indices do not."""
+    if not size:
+        return "there is nothing to index: the collection is empty"
+    shown = f"the last is `[{last or size - 1}]`"
+    if index == size and not last:
+        return (f"{shown}; if it comes from a range `a..{size}`, {INCLUSIVE_NOTE}: write "
+                f"`a..<{size}`")
+    if index < 0:
+        return f"indices count from the start, not from the end: {shown}"
+    return f"{shown}: check the count, or the expression giving the index"
 
 
 def eval_list(x, e: ast.ListExpr, env):

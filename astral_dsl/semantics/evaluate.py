@@ -133,7 +133,12 @@ class Expressions:
             fail("E300", f"unknown unit `{e.unit}`", e.unit_span,
                  f"`{e.text}` reads `{e.unit}` as the unit of {number}: to replicate, put spaces "
                  f"around `x`, as in `{number} x {e.unit[1:]}`")
-        return Quantity.from_unit(e.value, self.unit(e.unit, e.unit_span))
+        q = Quantity.from_unit(e.value, self.unit(e.unit, e.unit_span))
+        if q.si == 0 and e.value != 0 and not q.point:     # `1e-320 pW` is 1e-332 W
+            fail("E309", f"`{e.text}` is too small to represent: it would be read as 0 (in SI "
+                         f"units)", e.span, "the smallest number above zero is about 5e-324 in "
+                         "SI units: check the exponent, or write 0")
+        return q
 
     def unit(self, spec: str, span: Span):
         try:
@@ -240,7 +245,8 @@ class Expressions:
                 args = []
                 for a in e.args:
                     if a.name is not None:
-                        fail("E307", f"`{func.name}` takes no named arguments", a.name.span)
+                        fail("E307", f"`{func.name}` takes no named arguments", a.name.span,
+                             f"drop `{a.name.name} =`: pass the value alone")
                     args.append(self.eval(a.value, env))
                 try:
                     return call_builtin(func.name, args)

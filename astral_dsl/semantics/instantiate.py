@@ -147,7 +147,10 @@ class Instantiator:
                     from astral_dsl.model.values import show, type_name
 
                     fail("E310", f"--set {node.name.name}: expected a {type_name(default)} like "
-                                 f"the default {show(default)}, got {show(value)}", span)
+                                 f"the default {show(default)}, got {show(value)}", span,
+                         ("give `true` or `false`" if isinstance(default, bool) else
+                          "give a string in double quotes (quoted for the shell)") +
+                         f", e.g. `--set {node.name.name}={show(default)}`")
         else:
             value = self.eval(node.value if isinstance(symbol, LetSymbol) else node.default, env)
             span = (node.value if isinstance(symbol, LetSymbol) else node.default).span

@@ -213,10 +213,15 @@ def _describe(tok: Token) -> str:
     return f"`{tok}`"
 
 
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+
+
 def _hint_for(tok: Token, expected, source: Source | None = None) -> str | None:
+    before = source.line(tok.line)[:tok.column - 1] if source is not None else ""
+    if str(tok) in _COMPARISONS and re.search(r"(?<!-)[<>]|[=!]=", before):
+        return "comparisons do not chain: write `a < b and b < c`, not `a < b < c`"
     if str(tok) != "=":
         return None
-    before = source.line(tok.line)[:tok.column - 1] if source is not None else ""
     if "COMP_OP" in expected or re.search(r"\b(check|if|and|or|not)\b", before):
         return "`=` sets a field; compare with `==`"
     return None

@@ -204,14 +204,18 @@ class Quantity:
 
     def mul(self, other: "Quantity") -> "Quantity":
         self._no_points(other, "multiply")
-        return Quantity(_finite(self.si * other.si, "product"), mul(self.dims, other.dims),
+        return Quantity(_finite(self.si * other.si, "product", self.si and other.si),
+                        mul(self.dims, other.dims),
                         _combine(self, other, "*"), False)
 
     def div(self, other: "Quantity") -> "Quantity":
         self._no_points(other, "divide")
         if other.si == 0:
-            raise UnitError("E305", "division by zero")
-        return Quantity(_finite(self.si / other.si, "quotient"), div(self.dims, other.dims),
+            raise UnitError("E305", "division by zero",
+                            "the divisor is 0: check it, or choose with `if d > 0 then a / d "
+                            "else ...`")
+        return Quantity(_finite(self.si / other.si, "quotient", self.si),
+                        div(self.dims, other.dims),
                         _combine(self, other, "/"), False)
 
     def pow(self, exponent: "Quantity") -> "Quantity":
@@ -222,9 +226,11 @@ class Quantity:
         n = exponent.si
         if not self.dimensionless:
             if not float(n).is_integer():
-                raise UnitError("E308", "a quantity with units can only be raised to a whole power")
+                raise UnitError("E308", "a quantity with units can only be raised to a whole power",
+                                "raise a plain number: divide by the unit first, as in "
+                                "`(a / 1 m^2) ^ 0.5 * 1 m`")
             try:
-                value = _finite(float(self.si ** n), "power")
+                value = _finite(float(self.si ** n), "power", self.si)
             except (OverflowError, ZeroDivisionError) as exc:
                 raise _pow_error(self, exponent, exc) from None
             if abs(n) > MAX_UNIT_EXPONENT or any(abs(e * n) > MAX_DIMENSION_EXPONENT
@@ -235,7 +241,7 @@ class Quantity:
             unit = f"{self.unit}^{int(n)}" if self.unit else ""
             return Quantity(value, power(self.dims, int(n)), unit, False)
         try:
-            return Quantity(_finite(float(self.si ** n), "power"))
+            return Quantity(_finite(float(self.si ** n), "power", self.si))
         except (OverflowError, ZeroDivisionError, TypeError) as exc:
             raise _pow_error(self, exponent, exc) from None
 
@@ -261,7 +267,10 @@ class Quantity:
                             f"{type(unit).__name__}")
         if unit.dims != self.dims or unit.point != self.point:
             target = dimension_name(unit.dims, unit.point)
-            hint = None
+            shown = self.unit if self.point else preferred_unit(self.dims)
+            hint = (f"a plain number takes a unit by a product: `n * 1 {unit.name}`"
+                    if self.dimensionless else f"`to` converts within one dimension: "
+                    f"{dimension_name(self.dims, self.point)} is shown in units such as `{shown}`")
             if unit.dims == self.dims:       # a temperature point to `K`, a difference to degC
                 hint = ("a temperature point converts to `degC` or `degF`; the difference from "
                         "absolute zero is `t - -273.15 degC`" if self.point else
@@ -271,11 +280,18 @@ class Quantity:
         return Quantity(self.si, self.dims, unit.name, self.point)
 
 
-def _finite(value: float, what: str) -> float:
+def _finite(value: float, what: str, nonzero: float = 0.0) -> float:
+    """`value`, or E309 when it is beyond the floats: infinite or not real, or 0 although
+    `nonzero` (the operands that decide it: both factors of a product, a quotient's numerator,
+    a power's base) is not: `1e-300 W / 1e300` underflows, as the literal `1e-400` is E106."""
     if isinstance(value, complex) or not math.isfinite(value):
         raise UnitError("E309", f"the {what} is too large (or not a real number) to compute",
                         "the largest number is about 1.8e308 in SI units: check the exponents "
                         "and the units of the operands")
+    if value == 0 and nonzero:
+        raise UnitError("E309", f"the {what} is too small to represent: it would be read as 0",
+                        "the smallest number above zero is about 5e-324 in SI units: check the "
+                        "exponents and the units of the operands, or write 0")
     return value
 
 

@@ -147,7 +147,9 @@ def parse_unit(spec: str) -> Unit:
     for op, atom in zip(ops, atoms):
         m = _ATOM.match(atom)
         if not m:
-            raise UnitSpecError(f"malformed unit `{spec}`", atom)
+            raise UnitSpecError(f"malformed unit `{spec}`", atom,
+                                "a unit is names of the unit table, each with an optional "
+                                "`^N`, joined by `*` or `/`, as in `kJ/kg/K`")
         name, digits = m.group(1), m.group(2) or "1"
         if len(digits.lstrip("-")) > 3 or abs(int(digits)) > MAX_UNIT_EXPONENT:
             raise UnitSpecError(f"the exponent of `{atom[:40]}` is beyond "
@@ -168,7 +170,8 @@ def parse_unit(spec: str) -> Unit:
             scale, dims = scale / s, div(dims, d)
         if any(abs(e) > MAX_DIMENSION_EXPONENT for e in dims):
             raise UnitSpecError(f"the unit `{spec[:60]}` has a dimension exponent beyond "
-                                f"±{MAX_DIMENSION_EXPONENT}", atom, code="E313")
+                                f"±{MAX_DIMENSION_EXPONENT}", atom, "no physical unit needs "
+                                "it: check the unit's exponents", code="E313")
     return Unit(spec, scale, dims)
 
 
@@ -194,4 +197,6 @@ def _suggest(name: str):
     from astral_dsl.diagnostics import did_you_mean
 
     known = OTHER_SPELLINGS.get(name)
-    return f"did you mean `{known}`?" if known else did_you_mean(name, UNITS)
+    return f"did you mean `{known}`?" if known else did_you_mean(name, UNITS) or (
+        "the units are those of the unit table (docs/language.md, section 2.5), as `kW`, "
+        "`GB`, `Gb/s`, `m^3/h`, `degC`, `K`")
