@@ -169,7 +169,8 @@ def _sqrt(args):
     if len(args) != 1 or not isinstance(args[0], Quantity) or not args[0].dimensionless:
         raise BuiltinError("E307", "`sqrt` takes one plain number")
     if args[0].si < 0:
-        raise BuiltinError("E309", "`sqrt` of a negative number")
+        raise BuiltinError("E309", "`sqrt` of a negative number",
+                           "a negative number has no real square root: check the sign")
     return Quantity(math.sqrt(args[0].si))
 
 

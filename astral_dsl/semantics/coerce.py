@@ -129,7 +129,8 @@ def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
             hint = f"expected {_a(expected)} such as `{unit}`" if unit else None
         _fail("E304", f"{what} expects {_a(expected)}, got {value.describe()}", span, hint)
     if not math.isfinite(value.si):
-        _fail("E309", f"{what} is too large to represent", span)
+        _fail("E309", f"{what} is too large to represent", span,
+              "write it in a larger unit or check the number")
     if t.whole and not float(value.si).is_integer():
         _fail("E308", f"{what} must be a whole number, not {value}", span)
     dom = t.domain
@@ -137,10 +138,12 @@ def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
     if bad is not None:
         _fail(bad[0], f"{what} {bad[1]}, not {value}", span, _sign_hint(t, bad[0]))
     if t.low is not None and value.si < t.low:
-        _fail("E309", f"{what} must be at least {format_number(t.low)}, not {value}", span)
+        _fail("E309", f"{what} must be at least {format_number(t.low)}, not {value}", span,
+              _range_hint(t, value))
     if t.high is not None and value.si > t.high:
         limit = "100 %" if t.dim == "ratio" and t.high == 1 else _shown(t.high, value)
-        _fail("E309", f"{what} must be at most {limit}, not {value}", span)
+        _fail("E309", f"{what} must be at most {limit}, not {value}", span,
+              _range_hint(t, value))
     bad = bound_violation(dom, value.si) if dom is not None else None
     if bad is not None:
         _fail(bad[0], f"{what} {bad[1]}: {value}", span, _bound_hint(dom, value))
@@ -162,6 +165,22 @@ def _sign_hint(t: QType, code: str) -> str:
     if code == "E314":
         return f"a {name} is zero or more here"
     return f"a {name} of zero would be divided by: give the real, positive value"
+
+
+def _range_hint(t: QType, value: Quantity) -> str:
+    """E309: the field's declared range, and the slip that usually puts a value outside it."""
+    if t.dim == "ratio" and t.high == 1 and value.si > 1:
+        if not value.unit and value.si <= 100:
+            return (f"a plain number is a fraction: write `{format_number(value.si)} %` for a "
+                    f"percent, or the fraction (`0.95` is `95 %`)")
+        return "a ratio is at most 100 % (`1`): check the number"
+    low = format_number(t.low) if t.low is not None else None
+    high = (_shown(t.high, value) if t.dim != "ratio" else f"{format_number(t.high * 100)} %") \
+        if t.high is not None else None
+    span = f"from {low} to {high}" if low is not None and high is not None else \
+        f"of at least {low}" if low is not None else f"of at most {high}"
+    return f"it takes values {span} (the field tables of docs/language.md); check the number " \
+           f"and its unit"
 
 
 def _bound_hint(dom, value: Quantity) -> str:
