@@ -33,6 +33,7 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.analyses import formulas
+from astral_dsl.analyses.conductors import power_factor_domain
 from astral_dsl.analyses.feeders import FeederResult, one_feeder
 from astral_dsl.analyses.formulas import units_left
 from astral_dsl.analyses.sites import sites as site_list
@@ -108,6 +109,7 @@ def stages(mult, diags: List[Diagnostic]) -> List[TransformerResult]:
                                     f"and the PUE", inst.span,
                                     "declare both from the transformer's test report (IEC "
                                     "60076-1), or use `stdlib.power.Transformer`"))
+        power_factor_domain(inst, diags)
         pf = _si(inst.field("power_factor"))
         feeder_pf = site_pf.get(id(inst))
         if pf is None and feeder_pf is None:

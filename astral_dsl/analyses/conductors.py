@@ -76,9 +76,51 @@ def _reactance(f: Instance, pf: float, diags) -> float:
     return DEFAULT_REACTANCE_OHM_PER_M
 
 
+# The lowest plausible power factor of a datacenter load: below it W632. IT power supplies
+# correct theirs (80 PLUS requires 0.9 at full load at every certification level, Platinum and
+# Titanium 0.95 at half load; IEC 61000-3-2's harmonic limits make correction the norm above
+# 75 W), a site's load is kept near 0.9-0.95 because utilities bill reactive power below about
+# 0.85-0.95 (IEEE Std 1459 defines the quantities; the thresholds are the tariffs'), and an
+# induction motor at full load runs at 0.8-0.9 (US DOE, Reducing Power Factor Cost, fact sheet).
+# 0.5 is far below all of them: a percent typed for a fraction (`1 %` for 1).
+LEAST_POWER_FACTOR = 0.5
+
+
+def power_factor_domain(inst: Instance, diags) -> None:
+    """W632 for a `power_factor` below LEAST_POWER_FACTOR (a feeder's or a transformer's)."""
+    pf = _si(inst.field("power_factor"))
+    if pf is not None and pf < LEAST_POWER_FACTOR:
+        diags.append(_warn("W632", f"`{inst.path}` declares a power factor of "
+                                   f"{format_number(round(pf, 4))}, below "
+                                   f"{format_number(LEAST_POWER_FACTOR)}, which no datacenter "
+                                   f"load runs at: its current and apparent power are taken "
+                                   f"as {format_number(round(1 / pf, 2))} times those of its "
+                                   f"kW at power factor 1",
+                           inst.span_of("power_factor"),
+                           "IT power supplies with power-factor correction run at 0.9-0.99 "
+                           "(80 PLUS), motors at 0.8-0.9: write it as a fraction or a percent "
+                           "(`0.95`, `95 %`), from the load's data sheets"))
+
+
+def phases_domain(f: Instance, kind: str, diags) -> None:
+    """E636 for an AC feeder whose `phases` is neither 1 nor 3."""
+    phases = _si(f.field("phases"))
+    if kind != "dc" and phases is not None and phases not in (1, 3):
+        diags.append(_err("E636", f"AC feeder `{f.path}` declares `phases = "
+                                  f"{format_number(phases)}`: a feeder is single-phase "
+                                  f"(`phases = 1`) or three-phase (`phases = 3`)",
+                          f.span_of("phases"),
+                          "a load across two lines of a three-phase supply, or a split-phase "
+                          "(120/240 V) feed, is single-phase: `phases = 1` with the voltage "
+                          "across it"))
+
+
 def conductor(f: Instance, current, voltage, kind, resolve, diags, serves: bool):
     """(current per conductor set, ampacity, drop in V, drop over `voltage`): `voltage` is the
     one the current was computed at, so the drop is a share of the same basis."""
+    phases_domain(f, kind, diags)
+    if kind != "dc":
+        power_factor_domain(f, diags)
     if kind != "dc" and serves and _si(f.field("power_factor")) is None:
         diags.append(_warn("W621", f"AC feeder `{f.path}` declares no `power_factor`: its current "
                                    f"and voltage drop are taken at 1, the least current its load "

@@ -50,7 +50,8 @@ def unknown_options(x, e: ast.Unknown, env):
     domain = x.eval(e.domain, env)
     if isinstance(domain, RangeValue):
         if len(domain) == 0:
-            fail("E309", f"the range {domain} is empty", e.domain.span)
+            fail("E309", f"the range {domain} is empty", e.domain.span,
+                 "`a..b` holds a to b, `a..<b` stops before b: give it at least one value")
         if len(domain) > 4096:
             fail("E401", f"the range {domain} has more than 4,096 options", e.domain.span,
                  "narrow it")

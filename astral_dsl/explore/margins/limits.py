@@ -4,8 +4,9 @@ limits (rack and row power limits, feeder capacity in normal operation and with 
 failed, the facility's own feeders included, the transformer stages' rating with the units
 their redundancy leaves in service, CDU capacity with and without a failed CDU, the
 coolant supply against the GPUs' cold plates, fabric oversubscription, the memory of each
-job). Each limit is `lhs <= rhs` (or `lhs == rhs`) in SI units, with sympy shadows of both
-sides when the quantities are algebraic in the parameters."""
+job; equipment.py: batteries, rectifier modules, ampacity, voltage drop, coolant flow). Each
+limit is `lhs <= rhs` (or `lhs == rhs`) in SI units, with sympy shadows of both sides when the
+quantities are algebraic in the parameters."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
@@ -24,7 +25,9 @@ BITS = 8.0        # information is counted in bits in SI (1 GB = 8e9)
 class Limit:
     key: str                  # stable across points: what and where
     kind: str                 # check | power_limit | feeder | feeder_failover | transformer |
-    #                           cdu | cdu_n1 | coolant | oversubscription | memory
+    #                           cdu | cdu_n1 | coolant | oversubscription | memory | battery |
+    #                           rectifier | ampacity | voltage_drop | flow | cdu_flow |
+    #                           cdu_flow_n1 (equipment.py)
     label: str
     lhs: float                # SI
     rhs: float
@@ -83,10 +86,14 @@ def collect(ws, ev: Shadows, checked) -> List[Limit]:
     out.extend(_power_limits(ev, frames))
     eng = checked.engineering
     if eng is not None:
+        from astral_dsl.explore.margins.equipment import feeder_equipment, loop_flows
+
         out.extend(_feeders(ev, frames, eng))
+        out.extend(feeder_equipment(eng, checked.design))
         out.extend(_transformers(eng))
         out.extend(_loops(eng, frames))
         out.extend(_coolant(eng, checked.design))
+        out.extend(loop_flows(eng, checked.design))
         out.extend(_fabrics(eng, checked.design))
     out.extend(_memory(checked.design))
     return out
@@ -252,9 +259,6 @@ def _transformers(eng) -> List[Limit]:
 
 
 def _loops(eng, frames) -> List[Limit]:
-    from astral_dsl.analyses.formulas import units_left
-    from astral_dsl.analyses.loops import failure
-
     out = []
     for lp in eng.cooling.loops:
         if not lp.cdu_capacity_w or lp.cdus is None:
@@ -262,16 +266,23 @@ def _loops(eng, frames) -> List[Limit]:
         frame = frames.get(lp.path)
         span = frame.defs["cdus"].name_span if frame is not None and "cdus" in frame.defs \
             else None
-        file, line, col = _where(span)
-        out.append(Limit(f"cdu:{lp.path}", "cdu", f"CDU capacity of loop {lp.path}", lp.heat_w,
-                         lp.cdus * lp.cdu_capacity_w, "<=", "kW", file, line, col))
-        # the failure its redundancy covers, as E641 checks it: none for `n`
-        if lp.cdus > 1 and lp.redundancy != "n":
-            out.append(Limit(f"cdu_n1:{lp.path}", "cdu_n1",
-                             f"CDU capacity of loop {lp.path} with "
-                             f"{failure(lp.redundancy, lp.cdus)}", lp.heat_w,
-                             units_left(lp.cdus, lp.redundancy) * lp.cdu_capacity_w, "<=", "kW",
-                             file, line, col))
+        out.extend(cdus_limits(lp, "cdu", f"CDU capacity of loop {lp.path}", lp.heat_w,
+                               lp.cdu_capacity_w, "kW", _where(span)))
+    return out
+
+
+def cdus_limits(lp, kind: str, label: str, need: float, per_cdu: float, unit: str,
+                where) -> List[Limit]:
+    """`need` against what a loop's CDUs give (`per_cdu` each): all of them, and those left
+    after the failure its redundancy covers, as E640, E641 and E643 check it (none for `n`)."""
+    from astral_dsl.analyses.formulas import units_left
+    from astral_dsl.analyses.loops import failure
+
+    out = [Limit(f"{kind}:{lp.path}", kind, label, need, lp.cdus * per_cdu, "<=", unit, *where)]
+    if lp.cdus > 1 and lp.redundancy != "n":
+        out.append(Limit(f"{kind}_n1:{lp.path}", f"{kind}_n1",
+                         f"{label} with {failure(lp.redundancy, lp.cdus)}", need,
+                         units_left(lp.cdus, lp.redundancy) * per_cdu, "<=", unit, *where))
     return out
 
 
