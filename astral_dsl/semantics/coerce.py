@@ -190,6 +190,9 @@ def _range_hint(t: QType, value: Quantity) -> str:
     """E309's hint: the declared range in the value's unit (a ratio's percent read as a
     fraction above 100 %, written as one)."""
     if t.dim == "ratio" and t.high == 1 and value.si > 1:
+        if not value.unit:              # `power_factor = 95`: a percent written as a fraction
+            return (f"a plain number is a fraction: write `{format_number(value.si)} %` for a "
+                    f"percent, or the fraction `{format_number(value.si / 100)}`")
         return (f"a ratio is at most 100 %: {value} reads as {format_number(value.si)}; write a "
                 f"percentage (`95 %`) or a fraction (`0.95`)")
     if t.low is not None and t.high is not None:
