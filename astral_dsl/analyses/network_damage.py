@@ -247,15 +247,8 @@ def judge(damage: Damage, limit: Optional[float], where) -> Tuple[List[Diagnosti
             for s in lost:
                 part_by.setdefault((t, s.causes), []).append(s)
             reached = _minus(reached, [(s.start, s.stop) for s in lost])
-        if top >= 1:            # slowed above the first tier beyond what dark ports explain
-            starts = [s.start for s in base]
-            for s in damage.segments(k, top, reached):
-                i = bisect.bisect_right(starts, s.start) - 1
-                live0 = base[i].live if i >= 0 and base[i].start <= s.start < base[i].stop \
-                    else damage.ports_per_nic
-                if s.ports < live0 * damage.healthy(top) / damage.ports_per_nic - EPS:
-                    share = round(s.ports / damage.healthy(top), 6)
-                    above_by.setdefault((share, s.causes), []).append(s)
+        for t, share, causes, onward, s in _slowed(damage, k, top, base, reached):
+            above_by.setdefault((t, share, causes, onward), []).append(s)
     spans = damage.spans
     for causes, segs in cut_by.items():
         gpus = sum((s.stop - s.start) * damage.gpus_on(s.nic) for s in segs) * damage.replicas
@@ -277,14 +270,48 @@ def judge(damage: Damage, limit: Optional[float], where) -> Tuple[List[Diagnosti
         nics = sum(s.stop - s.start for s in segs) * damage.replicas
         notes.append(f"{_plural(nics, 'NIC runs', 'NICs run')} on {live[0]} of "
                      f"{damage.ports_per_nic} ports ({damage.named(causes)} failed)")
-    for (share, causes), segs in above_by.items():
+    for (t, share, causes, onward), segs in above_by.items():
         nics = sum(s.stop - s.start for s in segs) * damage.replicas
         notes.append(f"{_plural(nics, 'NIC runs', 'NICs run')} at "
                      f"{format_number(round(share * 100, 2))} % of "
                      f"{'its' if round(nics) == 1 else 'their'} bandwidth for traffic "
-                     f"into tier `{damage.tier_names[top]}` ({damage.named(causes)} failed)")
+                     f"into tier `{damage.tier_names[t]}`{' and above' if onward else ''} "
+                     f"({damage.named(causes)} failed)")
     diags.extend(_oversubscribed(damage, limit, notes))
     return diags, notes
+
+
+def _slowed(damage: Damage, k: int, top: int, base: List[Segment], reached: List[Interval]):
+    """(tier t, share of its healthy bandwidth, causes, whether the share holds for the traffic
+    into every tier above t too, hosts) where NIC `k`'s traffic into tier t runs slower than
+    its traffic into the tier below (into the first tier: than its live ports give): the tier
+    named is the lowest whose traffic the failure slows (a lost `tor -- agg` link slows the
+    traffic into `agg`, not only that into `core`)."""
+    if top < 1:
+        return []
+    tiers = [base] + [damage.segments(k, t, reached) for t in range(1, top + 1)]
+    looked = [(segs, [s.start for s in segs]) for segs in tiers]
+    cuts = sorted({x for segs in tiers[1:] for s in segs for x in (s.start, s.stop)})
+    out = []
+    for a, b in zip(cuts, cuts[1:]):
+        at = [_at(segs, starts, a) for segs, starts in looked]
+        if all(s is None for s in at[1:]):
+            continue
+        share = [(at[0].live if at[0] is not None else damage.ports_per_nic)
+                 / damage.ports_per_nic]
+        share += [round(s.ports / damage.healthy(t), 6) if s is not None else 1.0
+                  for t, s in enumerate(at[1:], 1)]
+        for t in range(1, top + 1):
+            if at[t] is not None and share[t] < share[t - 1] - EPS:
+                out.append((t, share[t], at[t].causes, t < top and share[top] >= share[t],
+                            attrs.evolve(at[t], start=a, stop=b)))
+    return out
+
+
+def _at(segs: Sequence[Segment], starts: Sequence[int], x: int) -> Optional[Segment]:
+    """The segment of `segs` (sorted, disjoint) that holds host x, if any."""
+    i = bisect.bisect_right(starts, x) - 1
+    return segs[i] if i >= 0 and segs[i].start <= x < segs[i].stop else None
 
 
 def degraded(damage: Damage) -> Iterator[Tuple[int, float, Tuple[int, ...], float, int]]:
