@@ -32,6 +32,8 @@ scenario both_ways { fail S.fabric.pod[1].rail[0].plane[A].tor[0] -- S.fabric.po
   fail S.fabric.pod[1].rail[0].plane[A].agg[1] -- S.fabric.pod[1].rail[0].plane[A].tor[0] }
 scenario link_in_agg { fail S.fabric.pod[1].rail[0].plane[A].tor[0] -- S.fabric.pod[1].rail[0].plane[A].agg[1]
   fail S.fabric.pod[1].rail[0].plane[A].agg[1] }
+scenario mixed { fail S.fabric.pod[1].rail[0].plane[A].tor[0] -- S.fabric.pod[1].rail[0].plane[A].agg[1]
+  fail S.fabric.pod[1].rail[0].plane[A].agg[2] -- S.fabric.core }
 scenario link_in_tor { fail S.fabric.pod[1].rail[0].plane[A].tor[0] -- S.fabric.pod[1].rail[0].plane[A].agg[1]
   fail S.fabric.pod[1].rail[0].plane[A].tor[0] }
 """
@@ -42,7 +44,7 @@ OVERLAPS = ["plane_and_rail", "group_and_switch", "twice", "both_ways", "link_in
 @pytest.fixture(scope="module")
 def checked():
     ws = astral_dsl.compiles(DESIGN + LINKS, name="t.astral", root=REPO)
-    result = astral_dsl.check(ws, ["agg_core", "agg1"] + OVERLAPS)
+    result = astral_dsl.check(ws, ["agg_core", "agg1", "mixed"] + OVERLAPS)
     return {d.message.split("`")[1]: d for d in result.diagnostics if d.code == "W680"}, \
         {o.name: o.notes for o in result.scenarios}
 
@@ -62,6 +64,32 @@ def test_an_agg_core_link_failure_names_the_links_and_the_traffic(checked):
         "links, over the uplinks to the other `agg` switches: it loses 25 % of its uplinks for "
         "that traffic, so its 1:1 / (1 - 25 %) = 1.3333:1; the traffic that turns at `agg` "
         "keeps every link")
+
+
+def test_the_slowed_traffic_is_named_by_the_lowest_tier_it_climbs_into(checked):
+    """A NIC's note names the lowest tier whose traffic a failure slows (it said the top tier,
+    `core`, for a lost `tor -- agg` link, which slows the traffic into `agg` already). Each ToR
+    puts 4 of its 16 uplinks on each agg:
+    - agg_core: agg[1]'s core links: only the traffic into `core` of its 2 ToRs (64 NICs) is
+      routed around agg[1]: 12 of 16 uplinks, 75 %; their traffic into `agg` keeps every link;
+    - agg1: agg[1] off: the 64 NICs' traffic into `agg` runs on 12 of 16 uplinks, 75 %, and so
+      does their traffic on into `core` ("and above");
+    - mixed: `tor[0] -- agg[1]` and agg[2]'s core links: tor[0]'s 32 NICs run at 12/16 = 75 %
+      into `agg` and, routed around agg[2] too, 8/16 = 50 % into `core`; tor[1]'s 32 NICs lose
+      only agg[2]'s 4 links for core traffic: 75 % into `core`."""
+    link, up = f"`{TOR0} -- {AGG1}`", "`S.fabric.pod[1].rail[0].plane[A].agg[2] -- S.fabric.core`"
+    slowed = {name: [n for n in notes if "of their bandwidth" in n]
+              for name, notes in checked[1].items()}
+    assert slowed["agg_core"] == [
+        "64 NICs run at 75 % of their bandwidth for traffic into tier `core` "
+        "(`S.fabric.pod[1].rail[0].plane[A].agg[1] -- S.fabric.core` failed)"]
+    assert slowed["agg1"] == [f"64 NICs run at 75 % of their bandwidth for traffic into tier "
+                              f"`agg` and above (`{AGG1}` failed)"]
+    assert sorted(slowed["mixed"]) == sorted([
+        f"32 NICs run at 75 % of their bandwidth for traffic into tier `agg` ({link} failed)",
+        f"32 NICs run at 50 % of their bandwidth for traffic into tier `core` ({link}, {up} "
+        f"failed)",
+        f"32 NICs run at 75 % of their bandwidth for traffic into tier `core` ({up} failed)"])
 
 
 def test_a_failed_agg_switch_oversubscribes_the_tors_into_agg(checked):
@@ -86,7 +114,7 @@ def test_a_failed_agg_switch_oversubscribes_the_tors_into_agg(checked):
     ("group_and_switch", ["4 `agg` switches off: 4.0 kW less network power"]),
     # a switch named twice fails once: 1 switch, 25 % of the ToRs' uplinks (not 2 and 50 %)
     ("twice", ["1 `agg` switch off: 1.0 kW less network power",
-               "64 NICs run at 75 % of their bandwidth for traffic into tier `core` "
+               "64 NICs run at 75 % of their bandwidth for traffic into tier `agg` and above "
                "(`S.fabric.pod[1].rail[0].plane[A].agg[1]` failed)"]),
 ])
 def test_a_switch_named_by_two_targets_is_off_once(checked, scenario, expected):
@@ -104,11 +132,11 @@ AGG1 = "S.fabric.pod[1].rail[0].plane[A].agg[1]"
     # `tor[0] -- agg[1]` written both ways is one link: tor[0] puts 4 of its 16 uplinks on agg[1],
     # 25 % lost (1:1 / (1 - 25 %) = 1.3333:1, 75 % of the bandwidth of its 32 NICs), not 50 %
     ("both_ways", "1.3333", f"32 NICs run at 75 % of their bandwidth for traffic into tier "
-                            f"`core` (`{TOR0} -- {AGG1}` failed)"),
+                            f"`agg` and above (`{TOR0} -- {AGG1}` failed)"),
     # the link is one of agg[1]'s, which is off: its 2 ToRs lose 25 % (64 NICs at 75 %), tor[0]
     # not 25 % more (it was 2:1 and 32 NICs at 50 %); the link named first changes nothing
     ("link_in_agg", "1.3333", f"64 NICs run at 75 % of their bandwidth for traffic into tier "
-                              f"`core` (`{AGG1}` failed)"),
+                              f"`agg` and above (`{AGG1}` failed)"),
     # the link is one of tor[0]'s, which is off: its 32 hosts run NIC 0 on port b, no uplink of
     # it is oversubscribed (no E602)
     ("link_in_tor", None, f"32 NICs run on 1 of 2 ports (`{TOR0}` failed)"),

@@ -13,6 +13,7 @@ import pytest
 
 import astral_dsl
 from astral_dsl import seer
+from astral_dsl.analyses.nvlink_share import share
 from astral_dsl.seer import comm, pxn
 from astral_dsl.seer.comm_groups import groups
 from astral_dsl.seer.model_spec import ModelSpec
@@ -126,10 +127,10 @@ def test_pair_top_counts_every_pair(par, top):
 def test_pxn_spreads_the_rerouted_gpus_over_the_live_nics():
     """3 live NICs of one GPU each at rate 1, 4 GPUs rerouted: loads 3, 2, 2 (one at a time
     onto the NIC leaving the most): the slowest GPU gets 1 / 3 of a NIC."""
-    low, _ = pxn._share([(1.0, 1, ()), (1.0, 1, ()), (1.0, 1, ())], 4)
+    low, _ = share([(1.0, 1, ()), (1.0, 1, ()), (1.0, 1, ())], 4)
     assert low == pytest.approx(1 / 3)
     # a faster NIC takes the first: rates 2 and 1, one rerouted GPU -> 2 x 1/2 = 1 each
-    assert pxn._share([(2.0, 1, ()), (1.0, 1, ())], 1)[0] == pytest.approx(1.0)
+    assert share([(2.0, 1, ()), (1.0, 1, ())], 1)[0] == pytest.approx(1.0)
 
 
 # ---- GB200 NVL72: PXN inside the rack's NVLink domain -----------------------------------------

@@ -23,8 +23,10 @@ from astral_dsl.analyses.failed_links import Bad, nic_steps
 from astral_dsl.analyses.fabric_names import TierKey, host_runs, ports_on, wiring
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, merge
 from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
-from astral_dsl.analyses.network_damage import Damage, Piece, judge
+from astral_dsl.analyses.damage_judge import judge
+from astral_dsl.analyses.network_damage import Damage, Piece
 from astral_dsl.analyses.network_failures import Failure, share_lost
+from astral_dsl.analyses.nvlink_share import domains
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.values import FabricLink, FabricSelection
@@ -137,7 +139,8 @@ class _Builder:
             tiers.append(attrs.evolve(t, failed=t.failed + off,
                                       power_w=t.power_w - off * t.switch_share_w) if off else t)
         limit = self.fc.max_oversubscription
-        diags, notes = judge(damage, limit, self.pos.path_at)
+        diags, notes = judge(damage, limit, self.pos.path_at,
+                             domains(self.owner, self.pos, self.cache))
         notes = self.notes + notes
         for t in tiers:                 # named switches and failed fractions of tiers
             n = t.failed

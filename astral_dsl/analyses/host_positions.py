@@ -210,11 +210,18 @@ class Positions:
 
     def scope_at(self, kinds: Tuple[str, ...], position: int) -> Optional[Tuple[int, Interval]]:
         """(index, hosts) of the instance of `kinds` that holds host `position`."""
-        return self._scope_at(self.owner, kinds, position, 0, 0)
+        found = self._scope_at(self.owner, kinds, position, 0, 0)
+        return found[:2] if found is not None else None
+
+    def instance_at(self, kinds: Tuple[str, ...],
+                    position: int) -> Optional[Tuple[Instance, Interval]]:
+        """(the instance of `kinds` that holds host `position`, its hosts)."""
+        found = self._scope_at(self.owner, kinds, position, 0, 0)
+        return (found[2], found[1]) if found is not None else None
 
     def _scope_at(self, node, kinds, position, base, index):
         if node.kind in kinds:
-            return index, (base, base + self.hosts(node))
+            return index, (base, base + self.hosts(node)), node
         offset = base
         for m in node.members:
             for count, item in _replicas(m.value):

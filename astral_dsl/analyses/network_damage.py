@@ -1,5 +1,5 @@
 """The damage failed fabric parts do, on one replica of a fabric's owner (hosts are intervals
-of host numbers, host_positions.py), and what it breaks.
+of host numbers, host_positions.py); what it breaks is damage_judge.py's.
 
 - ports: per (NIC, port), the hosts on which that port is dark;
 - uplinks: per (tier t, rail, plane), the hosts whose traffic into tier t loses a share of its
@@ -10,13 +10,7 @@ A NIC runs on its live ports; the traffic of a collective is split evenly over t
 for the slowest, so its rate is (live ports) x (the bandwidth share of the slowest path), where
 a path into tier t that lost `lost` of its links has the share 1 / max(1, over / (1 - lost)),
 `over` being the oversubscription of the tier below it. A port whose path to the tier the
-traffic needs is cut counts as dark for that traffic.
-
-`judge` says what that breaks (engineering checks under a scenario): GPUs whose NICs have no
-live port are cut off (E616), GPUs that lose every path above a tier reach only the hosts under
-one switch (E617), and a share of uplinks lost that pushes a tier above the declared
-`max_oversubscription` is E602 for the flows that cross it; NICs left on part of their ports
-are in the notes."""
+traffic needs is cut counts as dark for that traffic."""
 from __future__ import annotations
 
 import bisect
@@ -26,8 +20,7 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.analyses.host_positions import Interval, merge
-from astral_dsl.diagnostics import Diagnostic, Severity, Span
-from astral_dsl.units import format_number
+from astral_dsl.diagnostics import Span
 
 EPS = 1e-9
 
@@ -211,80 +204,10 @@ class Damage:
         return ", ".join(f"`{self.causes[c]}`" for c in causes)
 
 
-# ---- what it breaks ---------------------------------------------------------------------------
-def _err(code: str, message: str, span, hint=None, notes=()) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, message, span, hint, notes=tuple(notes))
-
-
-def _n(x: float) -> str:
-    return f"{int(round(x)):,}"
-
-
-def _plural(n: float, one: str, many: str) -> str:
-    return f"{_n(n)} {one if round(n) == 1 else many}"
-
-
-def judge(damage: Damage, limit: Optional[float], where) -> Tuple[List[Diagnostic], List[str]]:
-    """The diagnostics and notes of a fabric's damage. `where(position)`: a host's path."""
-    diags: List[Diagnostic] = []
-    notes: List[str] = []
-    everything = [(0, damage.total_hosts)]
-    top = len(damage.tier_names) - 1
-    cut_by: Dict[Tuple[int, ...], List[Segment]] = {}
-    part_by: Dict[Tuple[int, Tuple[int, ...]], List[Segment]] = {}
-    slow_by: Dict[Tuple[Tuple[int, ...], Tuple[int, ...]], List[Segment]] = {}
-    above_by: Dict[Tuple[float, Tuple[int, ...]], List[Segment]] = {}
-    for k in range(damage.nics):
-        base = damage.segments(k, 0, everything)
-        for s in base:
-            if s.live == 0:
-                cut_by.setdefault(s.causes, []).append(s)
-            else:
-                slow_by.setdefault((s.causes, (s.live,)), []).append(s)
-        reached = _minus(everything, [(s.start, s.stop) for s in base if s.live == 0])
-        for t in range(1, top + 1):
-            lost = [s for s in damage.segments(k, t, reached) if s.live == 0]
-            for s in lost:
-                part_by.setdefault((t, s.causes), []).append(s)
-            reached = _minus(reached, [(s.start, s.stop) for s in lost])
-        if top >= 1:            # slowed above the first tier beyond what dark ports explain
-            starts = [s.start for s in base]
-            for s in damage.segments(k, top, reached):
-                i = bisect.bisect_right(starts, s.start) - 1
-                live0 = base[i].live if i >= 0 and base[i].start <= s.start < base[i].stop \
-                    else damage.ports_per_nic
-                if s.ports < live0 * damage.healthy(top) / damage.ports_per_nic - EPS:
-                    share = round(s.ports / damage.healthy(top), 6)
-                    above_by.setdefault((share, s.causes), []).append(s)
-    spans = damage.spans
-    for causes, segs in cut_by.items():
-        gpus = sum((s.stop - s.start) * damage.gpus_on(s.nic) for s in segs) * damage.replicas
-        diags.append(_err("E616", f"{_plural(gpus, 'GPU loses', 'GPUs lose')} every NIC port: "
-                                  f"cut off from the network ({damage.named(causes)} failed)",
-                          _span(spans, causes),
-                          "a GPU needs a live port: dual-home its NIC (two ports on two planes) "
-                          "or keep the part in service", _examples(damage, segs, where)))
-    for (t, causes), segs in part_by.items():
-        gpus = sum((s.stop - s.start) * damage.gpus_on(s.nic) for s in segs) * damage.replicas
-        below = damage.tier_names[t - 1]
-        diags.append(_err("E617", f"{_plural(gpus, 'GPU loses', 'GPUs lose')} every path into "
-                                  f"tier `{damage.tier_names[t]}` ({damage.named(causes)} "
-                                  f"failed): they reach only the hosts under their own "
-                                  f"`{below}` switches", _span(spans, causes),
-                          "keep a path above each switch: fail a share of a tier, not all of "
-                          "what a group climbs through", _examples(damage, segs, where)))
-    for (causes, live), segs in slow_by.items():
-        nics = sum(s.stop - s.start for s in segs) * damage.replicas
-        notes.append(f"{_plural(nics, 'NIC runs', 'NICs run')} on {live[0]} of "
-                     f"{damage.ports_per_nic} ports ({damage.named(causes)} failed)")
-    for (share, causes), segs in above_by.items():
-        nics = sum(s.stop - s.start for s in segs) * damage.replicas
-        notes.append(f"{_plural(nics, 'NIC runs', 'NICs run')} at "
-                     f"{format_number(round(share * 100, 2))} % of "
-                     f"{'its' if round(nics) == 1 else 'their'} bandwidth for traffic "
-                     f"into tier `{damage.tier_names[top]}` ({damage.named(causes)} failed)")
-    diags.extend(_oversubscribed(damage, limit, notes))
-    return diags, notes
+def at(segs: Sequence[Segment], starts: Sequence[int], x: int) -> Optional[Segment]:
+    """The segment of `segs` (sorted, disjoint) that holds host x, if any."""
+    i = bisect.bisect_right(starts, x) - 1
+    return segs[i] if i >= 0 and segs[i].start <= x < segs[i].stop else None
 
 
 def degraded(damage: Damage) -> Iterator[Tuple[int, float, Tuple[int, ...], float, int]]:
@@ -318,83 +241,4 @@ def worst_oversubscription(damage: Optional[Damage]) -> Optional[float]:
     return max((over for _, _, _, over, _ in degraded(damage)), default=None)
 
 
-def _oversubscribed(damage: Damage, limit: Optional[float], notes: List[str]):
-    """E602 (or a note within the limit) for uplinks that lost a share of their links."""
-    out = []
-    seen = set()
-    for t, lost, causes, over, top in degraded(damage):
-        key = (t, causes, round(over, 9), top)
-        if key in seen:
-            continue
-        seen.add(key)
-        what, why = _over_text(damage, t, lost, causes, over, top)
-        if limit is not None and over > limit * (1 + EPS):
-            out.append(_err("E602", what + f", above the declared limit "
-                                           f"{format_number(limit)}:1",
-                            _span(damage.spans, causes),
-                            "the tier needs spare uplinks to keep its limit with a switch "
-                            "or link down, or a looser `max_oversubscription`", [why]))
-        else:
-            notes.append(what)
-    return out
-
-
-def _over_text(damage: Damage, t: int, lost: float, causes, over: float,
-               top: int) -> Tuple[str, str]:
-    """(what is oversubscribed, the arithmetic) for uplinks into tier t that lost `lost` of
-    their links, for the traffic climbing to tier `top`."""
-    below, into = damage.tier_names[t - 1], damage.tier_names[t]
-    ratio, share = format_number(round(over, 4)), format_number(round(lost * 100, 3))
-    base = format_number(round(damage.oversub[t - 1], 4))
-    arithmetic = f"{base}:1 / (1 - {share} %) = {ratio}:1"
-    if top == t:
-        return (f"tier `{below}` runs {ratio}:1 into `{into}` for the traffic of the hosts "
-                f"behind the switches that lost {share} % of their uplinks "
-                f"({damage.named(causes)} failed)",
-                f"each of those `{below}` switches loses {share} % of its uplinks into `{into}`, "
-                f"so its {arithmetic}")
-    them = "it" if len(causes) == 1 else "them"
-    return (f"{damage.named(causes)} failed: the traffic into `{damage.tier_names[top]}` of the "
-            f"hosts behind the `{below}` switches below {them} runs {ratio}:1",
-            f"each of those `{below}` switches routes its traffic into "
-            f"`{damage.tier_names[top]}` around the failed links, over the uplinks to the "
-            f"other `{into}` switches: it loses {share} % of its uplinks for that traffic, so "
-            f"its {arithmetic}; the traffic that turns at `{into}` keeps every link")
-
-
-def _span(spans, causes) -> Optional[Span]:
-    for c in causes:
-        if c < len(spans) and spans[c] is not None:
-            return spans[c]
-    return None
-
-
-def _examples(damage: Damage, segs: List[Segment], where) -> List[str]:
-    out = []
-    for s in segs[:3]:
-        host = where(s.start)
-        n = s.stop - s.start
-        out.append(f"NIC {s.nic} of {n:,} host{'s' if n != 1 else ''}"
-                   + (f" from `{host}`" if host else ""))
-    if len(segs) > 3:
-        out.append(f"... and {len(segs) - 3:,} more runs of hosts")
-    return out
-
-
-def _minus(xs: Sequence[Interval], ys: Sequence[Interval]) -> List[Interval]:
-    out = []
-    ys = merge(ys)
-    for a, b in merge(xs):
-        cur = a
-        for c, d in ys:
-            if d <= cur or c >= b:
-                continue
-            if c > cur:
-                out.append((cur, c))
-            cur = max(cur, d)
-        if cur < b:
-            out.append((cur, b))
-    return out
-
-
-__all__ = ["Damage", "Piece", "Segment", "degraded", "judge", "worst_oversubscription"]
+__all__ = ["Damage", "Piece", "Segment", "at", "degraded", "worst_oversubscription"]

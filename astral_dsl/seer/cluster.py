@@ -20,6 +20,7 @@ from astral_dsl.analyses.fabric_names import busiest, wiring
 from astral_dsl.analyses.host_positions import (Interval, Positions, first, path_steps,
                                                 route_below)
 from astral_dsl.analyses.network import fabric_counts, _SCOPE_KINDS
+from astral_dsl.analyses.nvlink_share import rack_domain
 from astral_dsl.seer import pxn
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import GpuSpec
@@ -136,8 +137,7 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
 
 def _domain_hosts(host, pairs, cache) -> int:
     """Hosts per NVLink domain: 1, or with `nvlink_domain = rack` the hosts of its rack."""
-    field = host.field("nvlink_domain") if host is not None else None
-    if getattr(field, "name", field) != "rack":
+    if not rack_domain(host):
         return 1
     rack = next((r for _, inst in pairs for _, r in group_of(inst, ("rack",), cache).flat()),
                 None)

@@ -13,18 +13,18 @@ that the intermediate GPU may sit on another tray of the rack's NVLink domain (w
 is PXN's own case), and that the rerouted GPUs spread one at a time over the domain's live NICs,
 each onto the one that leaves the most bandwidth per GPU (a max-min share; NCCL's choice of
 NIC is by topology, not by load). A NIC carrying k GPUs gives each k_own / k of its rate. A
-domain with no live NIC left is cut off, as without PXN.
+domain with no live NIC left is cut off, as without PXN. The share and the NICs a domain keeps
+are analyses/nvlink_share.py's, which `astral check` applies to the whole rack.
 
 Rates are in port speeds per NIC, as network_damage.Segment's (live ports x the share of their
 slowest path)."""
 from __future__ import annotations
 
-import bisect
-import heapq
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from astral_dsl.analyses.host_positions import Interval, merge
-from astral_dsl.analyses.network_damage import Damage, Segment
+from astral_dsl.analyses.network_damage import Damage, Segment, at
+from astral_dsl.analyses.nvlink_share import domain_nics, share
 
 
 def _members(hosts: Sequence[Interval], lo: int, hi: int) -> List[int]:
@@ -59,17 +59,9 @@ def worst(damage: Damage, top: int, hosts: Sequence[Interval], domain: int,
     rerouted, dead = 0, []
     for d in touched:
         lo, hi = d * domain, (d + 1) * domain
-        live: List[Tuple[float, int, Tuple[int, ...]]] = []
-        lost, why = 0, set()
-        for x in _members(job, lo, hi):
-            for k in range(damage.nics):
-                seg = _at(by_nic.get(k, ()), starts.get(k, ()), x)
-                rate = seg.ports if seg is not None else healthy
-                if seg is not None and (seg.live == 0 or rate <= 0):
-                    lost += damage.gpus_on(k)
-                    why.update(seg.causes)
-                elif damage.gpus_on(k):
-                    live.append((rate, damage.gpus_on(k), seg.causes if seg else ()))
+        lost, why, live = domain_nics(
+            damage, lambda k, x: at(by_nic.get(k, ()), starts.get(k, ()), x),
+            _members(job, lo, hi), healthy)
         if not lost:
             continue
         if not live or not _one_rack(rack_of, lo, hi):
@@ -77,7 +69,7 @@ def worst(damage: Damage, top: int, hosts: Sequence[Interval], domain: int,
             best = (0.0, tuple(sorted(why)))
             continue
         rerouted += lost
-        low, causes = _share(live, lost)
+        low, causes = share(live, lost)
         if best[0] is None or low < best[0]:
             best = (low, tuple(sorted(why | set(causes))))
     return best[0], best[1], gpus, rerouted, merge(dead)
@@ -90,23 +82,3 @@ def _one_rack(rack_of, lo: int, hi: int) -> bool:
     rack = rack_of(lo)
     return rack is not None and rack == rack_of(hi - 1) and \
         (lo == 0 or rack_of(lo - 1) != rack) and rack_of(hi) != rack
-
-
-def _at(segs: Sequence[Segment], starts: Sequence[int], x: int) -> Optional[Segment]:
-    i = bisect.bisect_right(starts, x) - 1
-    return segs[i] if i >= 0 and segs[i].start <= x < segs[i].stop else None
-
-
-def _share(live: List[Tuple[float, int, Tuple[int, ...]]], extra: int):
-    """(the lowest rate per GPU-share, its NIC's causes) once `extra` GPUs are spread over the
-    `live` NICs (rate, own GPUs, causes), each onto the NIC that leaves it the most."""
-    load = [own for _, own, _ in live]
-    heap = [(-rate * own / (own + 1), i) for i, (rate, own, _) in enumerate(live)]
-    heapq.heapify(heap)
-    for _ in range(extra):
-        _, i = heapq.heappop(heap)
-        load[i] += 1
-        rate, own, _ = live[i]
-        heapq.heappush(heap, (-rate * own / (load[i] + 1), i))
-    i = min(range(len(live)), key=lambda j: (live[j][0] * live[j][1] / load[j], j))
-    return live[i][0] * live[i][1] / load[i], live[i][2]
