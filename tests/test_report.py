@@ -124,6 +124,43 @@ def test_the_jobs_times_say_how_far_to_trust_them(reference_review, reference_pa
                          "envelope)")
 
 
+def test_the_warnings_card_counts_the_jobs_warnings(reference_review, reference_page):
+    """The summary's cards count what the page shows: the design has no diagnostic, llama405b's
+    forecast has its W753 (H800s: no calibration run had them), so 0 errors and 1 warning (the
+    card had said 0 while the job showed W753), and the diagnostics section points to it."""
+    assert not reference_review.checked.diagnostics
+    assert [d.code for d in reference_review.jobs[0].forecast.diagnostics] == ["W753"]
+    assert reference_review.counts() == (0, 1)
+    assert (_card(reference_page, "k-errors"), _card(reference_page, "k-warnings")) == ("0", "1")
+    own = _by_id(reference_page, "jobs-own").split("</p>")[0]
+    assert "add 0 error(s) and 1 warning(s) (W753)" in own and 'href="#jobs"' in own
+
+
+def test_a_jobs_warning_the_design_has_too_is_counted_once():
+    """A job's warning that `check` reports too (W751 of a field with no effect) is one warning;
+    a job that cannot be forecast counts its error."""
+    import attrs
+    from astral_dsl.diagnostics import Diagnostic, Severity
+    from astral_dsl.outputs.report.review import JobResult, Review
+
+    twice = Diagnostic("W751", Severity.WARNING, "job `j`: pp_overlap has no effect")
+    own = Diagnostic("W753", Severity.WARNING, "job `j`: outside the calibrated envelope")
+    failed = Diagnostic("E758", Severity.ERROR, "job `k` cannot be forecast")
+
+    @attrs.frozen
+    class Checked:
+        diagnostics: tuple
+
+    @attrs.frozen
+    class Forecast:
+        diagnostics: tuple
+
+    review = Review(Checked((twice,)), None, (), (
+        JobResult("j", Forecast((twice, own)), ()), JobResult("k", None, (failed,))), (), ())
+    assert review.shown() == (twice, own, failed)
+    assert review.counts() == (1, 2)     # E758; W751 once and W753
+
+
 def _reference_pue() -> float:
     from astral_dsl.outputs.size_report import size_summary
 
@@ -423,9 +460,9 @@ def test_jobs_option_and_unknown_names(tmp_path):
     proc = run("--job", "llama70b")
     assert proc.returncode == 0, proc.stderr
     assert 'id="job-llama70b"' in out.read_text(encoding="utf-8")
-    # the design's counts (no warning) beside a forecast whose band is a default: said (the
-    # page shows its W753; the line had said "0 warning(s)" alone)
-    assert ("1 job forecast(s) (1 outside the calibrated envelope, W753); 0 error(s), 0 "
+    # the counts are the page's, as its cards give them: the forecast's W753 is a warning (the
+    # line had said "0 warning(s)" while the page showed W753)
+    assert ("1 job forecast(s) (1 outside the calibrated envelope, W753); 0 error(s), 1 "
             "warning(s)") in proc.stdout
 
 

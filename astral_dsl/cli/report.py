@@ -2,9 +2,9 @@
 (summary, every diagnostic with its source, the pictures, the size tables, the bill of
 materials, PUE components, the scenario matrix and each job's forecast with its timeline).
 
-Exit codes: 0 page written, design without errors; 1 page written, the design has errors (they
-are on the page), or no page for an unknown --job or --scenario (E221, E216, on standard
-error); 2 usage error (unreadable input, unwritable output)."""
+Exit codes: 0 page written, design without errors; 1 page written, the design has errors or a
+job cannot be forecast (they are on the page), or no page for an unknown --job or --scenario
+(E221, E216, on standard error); 2 usage error (unreadable input, unwritable output)."""
 from __future__ import annotations
 
 import os
@@ -80,14 +80,11 @@ def run(args, overrides) -> int:
     failed = _write(args.output, page)
     if failed is not None:
         return usage(f"cannot write `{args.output}`: {failed}")
-    diags = review.checked.diagnostics
     problems = [v.error for v in review.views if v.error is not None]
     if problems:
         print_diagnostics(problems[:1], use_colour, sys.stderr)
-    errors = sum(d.is_error for d in diags)
-    warnings = sum(d.severity.value == "warning" for d in diags)
+    errors, warnings = review.counts()     # as the page's cards: the jobs' warnings too
     jobs = sum(j.forecast is not None for j in review.jobs)
-    # the counts are the design's; a forecast's band that is a default is said beside them
     outside = sum(j.forecast is not None and not j.forecast.envelope().inside
                   for j in review.jobs)
     sys.stdout.write(printable_line(

@@ -36,8 +36,7 @@ def build(review, title: Optional[str] = None, stamp: Optional[str] = None) -> s
     from astral_dsl import __version__
 
     d = review.design
-    diags = review.checked.diagnostics
-    errors = sum(x.is_error for x in diags)
+    errors = review.counts()[0]         # as the summary's card: a job not forecast too
     status = (tag("span", "valid", cls="status b-ok") if not errors else
               tag("span", f"{errors:,} error(s)", cls="status b-error"))
     title = title or f"Design review: {d.file}"

@@ -61,6 +61,28 @@ class Review:
     def summary_under(self, name: str) -> Optional[Dict]:
         return dict(self.scenario_summaries).get(name)
 
+    def shown(self) -> Tuple[Diagnostic, ...]:
+        """Every baseline diagnostic the page shows: the design's, then each job's own that the
+        design's do not hold (its forecast's W750, W753, or why it could not be forecast). The
+        summary's cards and `astral report`'s closing line count these, so they agree with
+        the page."""
+        out = list(self.checked.diagnostics)
+        seen = set(out)
+        for job in self.jobs:
+            own = job.diagnostics if job.forecast is None else \
+                tuple(getattr(job.forecast, "diagnostics", ()) or ())
+            for d in own:
+                if d not in seen:
+                    seen.add(d)
+                    out.append(d)
+        return tuple(out)
+
+    def counts(self) -> Tuple[int, int]:
+        """(errors, warnings) among shown()."""
+        diags = self.shown()
+        return (sum(d.is_error for d in diags),
+                sum(d.severity.value == "warning" for d in diags))
+
 
 class ReviewError(ValueError):
     """A choice the design does not offer (`--job`, `--scenario`), with the names it has; an

@@ -27,9 +27,7 @@ def _card(key: str, value: str, cid: str) -> str:
 def summary(review) -> str:
     s = review.summary
     d = review.design
-    diags = review.checked.diagnostics
-    errors = sum(x.is_error for x in diags)
-    warnings = sum(x.severity.value == "warning" for x in diags)
+    errors, warnings = review.counts()      # the jobs' W753 too: as the closing line counts
     cards = []
     if s is not None:
         cards += [_card("GPUs", f"{s['gpus']:,}", "k-gpus"),
@@ -122,7 +120,7 @@ def diagnostic(review, d: Diagnostic) -> str:
 
 def diagnostics(review, extra: Iterable[Diagnostic] = ()) -> str:
     diags = list(review.checked.diagnostics) + list(extra)
-    accepted = accepted_warnings(review)
+    accepted = accepted_warnings(review) + _jobs_own(review)
     if not diags:
         return section("diagnostics", "Diagnostics",
                        tag("p", "No diagnostics: every check holds.", cls="note") + accepted)
@@ -131,6 +129,21 @@ def diagnostics(review, extra: Iterable[Diagnostic] = ()) -> str:
                         f"note(s), in the order of their source."), cls="note")
     return section("diagnostics", "Diagnostics", head + "".join(diagnostic(review, d)
                                                                    for d in diags) + accepted)
+
+
+def _jobs_own(review) -> str:
+    """A pointer to the diagnostics the jobs' forecasts add (shown with each job, counted in
+    the summary), or ''."""
+    own = review.shown()[len(review.checked.diagnostics):]
+    if not own:
+        return ""
+    errors = sum(d.is_error for d in own)
+    codes = ", ".join(sorted({d.code for d in own}))
+    return tag("p", esc(f"The jobs' forecasts add {errors:,} error(s) and "
+                        f"{sum(d.severity.value == 'warning' for d in own):,} warning(s) "
+                        f"({codes}), shown with each job under ") + tag(
+        "a", "Training jobs", href="#jobs") + esc("; the summary counts them."), cls="note",
+        id="jobs-own")
 
 
 def accepted_warnings(review) -> str:
