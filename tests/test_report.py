@@ -513,6 +513,25 @@ def test_merge_and_ticks():
     assert tl.ticks(1.0, 0.2, 0.3) == pytest.approx([0.2, 0.22, 0.24, 0.26, 0.28, 0.3])
 
 
+def test_alternating_blocks_are_bounded_too():
+    """A 1F1B pipeline's compute lane alternates forward and backward blocks: merging only bars
+    of one category never got under the limit (gb200_nvl72's llama405b drew 94,345 bars, a
+    16.7 MB page, its note saying bars "closer than 106.373 s" of a 64.9 s iteration were
+    merged). 100 blocks of 10 ms back to back, alternating, limit 10: no gap of one category
+    joins two, so categories merge at the first gap tried, 1 s / 20,000 = 50 us, into one bar
+    of the 100 from 0 to 1 s."""
+    bars = [tl.Bar(i / 100, (i + 1) / 100, f"b{i}", ("forward", "backward")[i % 2])
+            for i in range(100)]
+    lanes, gap, mixed = tl.aggregate({(0, "compute"): bars}, 1.0, limit=10)
+    [one] = lanes[(0, "compute")]
+    assert (one.start, one.end, one.merged, one.cat) == (0.0, 1.0, 100, tl.MIXED)
+    assert one.name == "forward and backward" and mixed and gap == pytest.approx(5e-5)
+    # bars of one category still merge among themselves first (no category mixed)
+    same = [tl.Bar(i / 100, (i + 1) / 100, f"b{i}", "forward") for i in range(100)]
+    lanes, gap, mixed = tl.aggregate({(0, "compute"): same}, 1.0, limit=10)
+    assert [b.merged for b in lanes[(0, "compute")]] == [100] and not mixed
+
+
 def test_stamp_only_when_asked(small, tmp_path):
     out = tmp_path / "r.html"
     proc = _astral_cli("report", str(small), "-o", str(out), "--stamp", "2026-12-01 <abc>",

@@ -189,7 +189,7 @@ svg.timeline .tl-axis text{text-anchor:middle}
 svg.timeline .tl-axis line{stroke:#8795a1}
 svg.timeline rect.stripe{fill:#f3f6f9}
 svg.timeline .s-compute{fill:#3b7dd8}
-svg.timeline .c-backward{fill:#1f4f96}
+svg.timeline .c-backward{fill:#1f4f96}svg.timeline .c-mixed{fill:#2d66b7}
 svg.timeline .c-optimizer{fill:#7a7a7a}
 svg.timeline .c-op-attention{fill:#5d9be6}svg.timeline .c-op-norm,svg.timeline .c-op-elementwise{fill:#8fb7ea}
 svg.timeline .s-tp{fill:#e07b1a}svg.timeline .s-cp{fill:#c2185b}svg.timeline .s-ep{fill:#8e24aa}
@@ -199,7 +199,7 @@ svg.timeline .s-pp{fill:#2e8b57}svg.timeline .s-dp{fill:#6a4fb3}
 .k-compute{background:#3b7dd8}.k-tp_comm{background:#e07b1a}.k-cp_comm{background:#c2185b}
 .k-ep_comm{background:#8e24aa}.k-pp_comm{background:#2e8b57}.k-dp_comm{background:#6a4fb3}
 .k-host{background:#b8860b}.k-bubble{background:#c9d2dc}.k-optimizer{background:#7a7a7a}
-.t-forward{background:#3b7dd8}.t-backward{background:#1f4f96}.t-optimizer{background:#7a7a7a}
+.t-forward{background:#3b7dd8}.t-backward{background:#1f4f96}.t-mixed{background:#2d66b7}.t-optimizer{background:#7a7a7a}
 .t-tp{background:#e07b1a}.t-cp{background:#c2185b}.t-ep{background:#8e24aa}.t-pp{background:#2e8b57}
 .t-dp{background:#6a4fb3}
 div.tw{overflow-x:auto;max-width:100%}

@@ -64,8 +64,9 @@ def _breakdown(fc) -> str:
 
 
 _LEGEND = (("t-forward", "forward"), ("t-backward", "backward (with recompute)"),
-           ("t-optimizer", "optimizer step"), ("t-tp", "TP comm"), ("t-cp", "CP comm"),
-           ("t-ep", "EP comm"), ("t-pp", "PP p2p"), ("t-dp", "DP comm"))
+           ("t-mixed", "forward and backward, merged"), ("t-optimizer", "optimizer step"),
+           ("t-tp", "TP comm"), ("t-cp", "CP comm"), ("t-ep", "EP comm"), ("t-pp", "PP p2p"),
+           ("t-dp", "DP comm"))
 
 
 def _timeline(fc) -> str:
@@ -76,7 +77,7 @@ def _timeline(fc) -> str:
                                                ("whole iteration", "reset")))
                    + tag("span", " wheel to zoom at the pointer, drag to pan", cls="note"),
                    cls="controls")
-    shown = {c for c, _ in _LEGEND if (f"c-{c[2:]}" if c[2:] in ("forward", "backward",
+    shown = {c for c, _ in _LEGEND if (f"c-{c[2:]}" if c[2:] in ("forward", "backward", "mixed",
                                                                  "optimizer") else
                                         f"s-{c[2:]}") in svg}
     legend = " ".join(tag("span", "", cls=f"swatch {c}") + esc(t) for c, t in _LEGEND

@@ -4,8 +4,8 @@ stream (compute, TP, PP, DP, ...), time to the right. The page's script zooms an
 
 A long timeline is aggregated so that the page stays small: operators when they are few, else
 one bar per layer, else one bar per pipeline block; beyond that, neighbouring bars of one lane
-closer than a fraction of the iteration are merged (the title of a merged bar says how many it
-holds). At the block level the communication streams, whose operators run inside the
+and category closer than a fraction of the iteration are merged, then (a pipeline's forward and
+backward blocks alternate) of any category (the title of a merged bar says how many it holds). At the block level the communication streams, whose operators run inside the
 blocks, are lanes of their own, each slice of the iteration as dark as the share of it the
 stream is busy (seer.timeline.occupancy). The note under the timeline says which detail it
 shows."""
@@ -57,34 +57,49 @@ def lanes(fc, level: str) -> Dict[Tuple[int, str], List[Bar]]:
     return dict(sorted(out.items(), key=lambda kv: (kv[0][0], STREAM_ORDER.index(kv[0][1]))))
 
 
-def merge(bars: List[Bar], gap: float) -> List[Bar]:
-    """Neighbouring bars of one category closer than `gap` seconds as one bar."""
+def merge(bars: List[Bar], gap: float, mixed: bool = False) -> List[Bar]:
+    """Neighbouring bars of one category closer than `gap` seconds as one bar; `mixed`: of any
+    category (a bar that holds several is of category MIXED, named by theirs)."""
     out: List[Bar] = []
     for b in bars:
         last = out[-1] if out else None
-        if last is not None and last.cat == b.cat and b.start - last.end <= gap:
-            out[-1] = Bar(last.start, max(last.end, b.end), last.name, last.cat,
-                          last.merged + b.merged)
+        if last is not None and (mixed or last.cat == b.cat) and b.start - last.end <= gap:
+            cat = last.cat if last.cat == b.cat else MIXED
+            name = last.name if cat != MIXED else _kinds(last, b)
+            out[-1] = Bar(last.start, max(last.end, b.end), name, cat, last.merged + b.merged)
         else:
             out.append(b)
     return out
 
 
+MIXED = "mixed"
+
+
+def _kinds(a: Bar, b: Bar) -> str:
+    """The name of a bar that holds bars of several categories: theirs, in order."""
+    seen = (a.name.split(" and ") if a.cat == MIXED else [a.cat])
+    return " and ".join(seen + ([b.cat] if b.cat not in seen else []))
+
+
 def aggregate(by_lane: Dict[Tuple[int, str], List[Bar]], total: float, limit: int = LIMIT):
-    """The bars within `limit`, merging ever wider gaps; returns (lanes, gap merged or 0)."""
-    gap = 0.0
+    """The bars within `limit`, merging ever wider gaps, first between bars of one category,
+    then (a pipeline's forward and backward blocks alternate, so that alone may never get
+    there) between any; returns (lanes, gap merged or 0, whether categories were merged)."""
+    gap, mixed = 0.0, False
     while sum(len(b) for b in by_lane.values()) > limit:
         gap = total / 20_000 if not gap else gap * 2
-        by_lane = {k: merge(v, gap) for k, v in by_lane.items()}
         if gap > total:
-            break
-    return by_lane, gap
+            if mixed:
+                break
+            gap, mixed = total / 20_000, True
+        by_lane = {k: merge(v, gap, mixed) for k, v in by_lane.items()}
+    return by_lane, gap, mixed
 
 
 def _cls(stream: str, cat: str) -> str:
     if stream != "compute":
         return f"s-{stream}"
-    return f"s-compute c-{cat}" if cat in ("forward", "backward", "optimizer") else \
+    return f"s-compute c-{cat}" if cat in ("forward", "backward", "optimizer", MIXED) else \
         f"s-compute c-op-{cat}"
 
 
@@ -142,7 +157,7 @@ def svg(fc, uid: str, limit: int = LIMIT) -> Tuple[str, str]:
     """(the timeline's SVG, the note saying what it shows)."""
     level = choose_level(fc, limit)
     total = fc.iteration_time
-    by_lane, gap = aggregate(lanes(fc, level), total, limit)
+    by_lane, gap, mixed = aggregate(lanes(fc, level), total, limit)
     shaded: Dict[Tuple[int, str], List[Bar]] = {}
     slices = SLICES
     if level == "block":               # as fine as the page's budget of bars allows
@@ -194,7 +209,8 @@ def svg(fc, uid: str, limit: int = LIMIT) -> Tuple[str, str]:
         note += (f"; TP, CP and EP communication inside the blocks: each 1/{slices:,} of "
                  f"the iteration as dark as the share of it the stream is busy")
     if gap:
-        note += f"; bars of one lane closer than {duration(gap)} merged"
+        note += (f"; bars of one lane closer than {duration(gap)} merged"
+                 + (", forward and backward alike where they alternate too closely" if mixed else ""))
     return "".join(out), note
 
 
