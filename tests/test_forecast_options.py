@@ -132,6 +132,30 @@ def test_an_operator_table_prices_operators_by_their_trace_names(tiny_design, tm
             "priced nothing: line 4 (`QKV`, shape `4096x6144x4096`, bf16)") in fc.notes
 
 
+def test_the_band_says_it_does_not_describe_measured_operators(tiny_design, tmp_path):
+    """The error band is the calibration's spread of Seer's own costs: an operator table's
+    times replace them for the operators it prices (here 2 rows: `out proj` and the forward
+    attention of tiny.astral, as above), so the forecast says the band does not describe
+    those (text, JSON, Envelope); without a table (or a table that priced nothing) nothing
+    is added."""
+    from astral_dsl import seer
+    from astral_dsl.outputs.forecast.report import render, to_json
+
+    csv = tmp_path / "ops.csv"
+    csv.write_text("operator,shape,dtype,time_ms\nout proj,4096x4096x2048,bf16,7\n"
+                   "flash attention,flops68719476736,,9\nnone,1x1x1,bf16,1\n", encoding="utf-8")
+    fc = seer.forecast(tiny_design, operator_table=str(csv))
+    env = fc.envelope()
+    assert env.measured == 2 and to_json(fc)["calibration"]["measured_rows"] == 2
+    assert env.brief().endswith("(not the 2 operator-table row(s)' operators)")
+    text = " ".join(render(fc).split())
+    assert ("the band does not describe the operators the table's 2 row(s) priced: their "
+            "measured times replaced Seer's costs, whose error it is") in text
+    plain = seer.forecast(tiny_design)
+    assert plain.envelope().measured == 0 and "measured_rows" not in to_json(plain)["calibration"]
+    assert "does not describe" not in render(plain)
+
+
 def test_an_operator_table_row_repeated_is_refused_with_both_lines(tmp_path):
     from astral_dsl import seer
 

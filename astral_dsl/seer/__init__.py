@@ -164,6 +164,7 @@ def forecast(design, job: Optional[str] = None, failures=None,
     result = run(spec, cluster.gpu, cluster.net, table, notes, calibration)
     result.placement = cluster.placement
     result.scenario = (scenario, failures) if failures is not None else None
+    result.measured = len(table.matched) if table is not None else 0
     result.diagnostics = forecast_diagnostics(inst, diags, result, cluster) + \
         outside_warning(inst, result.envelope(), _own(result.calibration))
     if table is not None:

@@ -38,11 +38,24 @@ class Envelope:
     basis: str                       # the bands key the band comes from, or "default"
     rows: int                        # checked runs behind the band
     outside: Tuple[str, ...] = ()    # what was never checked
+    # rows of a measured operator table that priced operators of the forecast: their times
+    # replaced Seer's costs, whose error the band measures, so it does not describe them
+    measured: int = 0
 
     def as_json(self) -> dict:
-        return {"regime": dict(self.regime), "inside": self.inside,
-                "band": [round(self.band[0], 4), round(self.band[1], 4)], "basis": self.basis,
-                "rows": self.rows, "outside": list(self.outside)}
+        out = {"regime": dict(self.regime), "inside": self.inside,
+               "band": [round(self.band[0], 4), round(self.band[1], 4)], "basis": self.basis,
+               "rows": self.rows, "outside": list(self.outside)}
+        if self.measured:
+            out["measured_rows"] = self.measured
+        return out
+
+    def measured_note(self) -> str:
+        """What the band does not describe: '' without a measured operator table."""
+        if not self.measured:
+            return ""
+        return (f"the band does not describe the operators the table's {self.measured:,} "
+                "row(s) priced: their measured times replaced Seer's costs, whose error it is")
 
     def text(self) -> str:
         """"-4/+7 %": how much shorter and longer the true time may be."""
@@ -51,7 +64,9 @@ class Envelope:
     def brief(self) -> str:
         """The band, and that it is a default when outside: "-22/+32 % (outside the calibrated
         envelope)" (where a forecast's time is shown without W753 beside it)."""
-        return self.text() + ("" if self.inside else " (outside the calibrated envelope)")
+        return self.text() + ("" if self.inside else " (outside the calibrated envelope)") + (
+            f" (not the {self.measured:,} operator-table row(s)' operators)" if self.measured
+            else "")
 
 
 def inverse(band) -> Tuple[float, float]:

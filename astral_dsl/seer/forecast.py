@@ -33,6 +33,7 @@ class Forecast:
     placement: str = ""
     diagnostics: List = attrs.field(factory=list)     # the job's warnings (seer.forecast)
     scenario: Optional[Tuple] = None     # (name, analyses.scenarios.Applied) under a scenario
+    measured: int = 0      # rows of a measured operator table that priced operators (seer.forecast)
 
     @property
     def gpus(self) -> int:
@@ -63,7 +64,9 @@ class Forecast:
         was checked, and the error band (seer/envelope.py)."""
         from astral_dsl.seer.envelope import envelope
 
-        return envelope(self.job, self.gpu, self.calibration)
+        env = envelope(self.job, self.gpu, self.calibration)
+        # the band is the calibration's error of Seer's own costs: say which it does not cover
+        return attrs.evolve(env, measured=self.measured) if self.measured else env
 
     def timeline(self, window=None, level: str = "op"):
         """The iteration's events: a seer.timeline.Timeline (columns; iterating it gives the
