@@ -15,6 +15,7 @@ from astral_dsl import records
 from astral_dsl.diagnostics import Span
 from astral_dsl.lsp.analysis import Analysis, Module
 from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template
+from astral_dsl.semantics.words import in_word_position
 from astral_dsl.syntax import ast
 
 _MEMBERS = (ast.Field, ast.Let, ast.Decl, ast.Record)
@@ -130,6 +131,8 @@ class Resolver:
 
     # -- names
     def name(self, name: str, chain: List) -> Optional[Definition]:
+        if in_word_position(chain):          # `scope = rack`: the word, not a part named so
+            return None
         for i in range(len(chain) - 1, -1, -1):
             node = chain[i]
             below = chain[i + 1] if i + 1 < len(chain) else None

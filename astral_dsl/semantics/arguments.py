@@ -10,6 +10,7 @@ from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON, Bundle, Group, ListValue, RangeValue, Symbol
 from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.fields import SIZABLE, _Given, _wants_symbols
+from astral_dsl.semantics.words import as_words
 from astral_dsl.semantics.frames import Env, FieldDef
 from astral_dsl.semantics.scope import Template
 from astral_dsl.syntax import ast
@@ -41,7 +42,9 @@ def bind(it, template: Template, args: List[ast.Arg], caller: Env, span: Span):
             # an equipment count left to sizing: evaluated as the instance's own field
             overrides[arg.name.name] = (Deferred(arg, caller), arg.value.span)
             continue
-        value = it.eval(arg.value, env)
+        expr = arg.value if fspec is None else \
+            as_words(arg.value, fspec.type, caller, f"`{arg.name.name}`", it.diagnostics)
+        value = it.eval(expr, env)
         if arg.name is None:
             if positional >= len(names):
                 fail("E307", f"`{template.name}` takes {len(names)} positional argument(s)",

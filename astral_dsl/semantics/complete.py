@@ -10,6 +10,7 @@ from astral_dsl.model.values import (POISON, FabricLink, FabricSelection, Group,
 from astral_dsl.semantics.coerce import coerce
 from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.fields import _wants_symbols
+from astral_dsl.semantics.words import as_words
 from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.isolate import route_of
 from astral_dsl.syntax import ast
@@ -120,7 +121,9 @@ def _action(it, frame: Frame, action, env: Env):
         if fspecs and all(_wants_symbols(f.type) for f in fspecs):
             value = Symbol(action.value.text.replace(" ", "")) \
                 if isinstance(action.value, ast.QuantityLit) else \
-                it.eval(action.value, env.as_symbols())
+                it.eval(as_words(action.value, fspecs[0].type, env,
+                                 f"`{action.target.name.name}`", it.diagnostics),
+                        env.as_symbols())
         else:
             value = it.eval(action.value, env)
         for fspec in fspecs:

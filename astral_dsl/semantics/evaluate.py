@@ -267,13 +267,16 @@ class Expressions:
              "only templates and built-in functions take arguments")
 
     def _shadowed(self, name, env) -> bool:
+        """Does a call `name(...)` of a built-in's name mean a template of the module (W214
+        at its declaration)? A value of that name (a `let`, a parameter, a field) cannot be
+        called: beside it, the call is the built-in's."""
         scope = env
         while scope is not None:
             if name in scope.locals or name in scope.params or (
                     scope.frame is not None and name in scope.frame.defs):
-                return True
+                return False
             scope = scope.outer
-        return env.module.lookup(name) is not None
+        return isinstance(env.module.lookup(name), Template)
 
     def _template_symbol(self, func: ast.Name, env: Env):
         scope = env

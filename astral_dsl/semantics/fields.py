@@ -15,6 +15,7 @@ from astral_dsl.semantics.frames import Env, FieldDef, Frame
 from astral_dsl.semantics.scope import Namespace, Template
 from astral_dsl.semantics.errors import check as _poison_check
 from astral_dsl.semantics.isolate import route_of
+from astral_dsl.semantics.words import as_words
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
 from astral_dsl.units.table import is_unit
@@ -121,6 +122,11 @@ def _field(it, frame: Frame, name: str):
         if isinstance(d.value_expr, ast.QuantityLit):   # a keyword that reads as a quantity
             value = Symbol(d.value_expr.text.replace(" ", ""))
             return _typed(it, frame, name, value, d.value_expr.span)
+        # `scope = rack`: the word, whatever else the file names `rack` (semantics/words.py)
+        value = it.eval(as_words(d.value_expr, field_spec.type, env, f"`{name}`",
+                                 it.diagnostics), env)
+        frame.owned[name] = False
+        return _typed(it, frame, name, value, d.value_expr.span)
     elif field_spec is not None and isinstance(field_spec.type, StrType):
         words = _dashed_words(d.value_expr) if isinstance(d.value_expr, ast.Binary) else ""
         if not words and isinstance(d.value_expr, ast.QuantityLit) and not is_unit(

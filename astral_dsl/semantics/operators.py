@@ -10,6 +10,7 @@ from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.model.values import Bundle, Group, ListValue, Symbol, Values, type_name
 from astral_dsl.semantics.errors import Poisoned, fail
 from astral_dsl.semantics.frames import Frame
+from astral_dsl.semantics.words import compared_word
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, UnitError
 
@@ -117,20 +118,29 @@ def sides(x, e: ast.Compare, env):
     """The two sides of a comparison, evaluated as it compares them (a check keeps them:
     semantics/checks.py)."""
     # `recompute == selective`: beside an enumeration value a bare name is a symbol too
-    left = numeric(x.eval(e.left, env.as_symbols() if isinstance(e.left, ast.Name)
-                          and _is_symbolic(x, e.right, env) else env), e.left.span)
+    # and one of that enumeration's words is the word, whatever else has its name
+    # (semantics/words.py): `recompute != full` beside a `let full`
+    peer = _is_symbolic(x, e.right, env) if isinstance(e.left, ast.Name) else None
+    word = compared_word(peer.name, e.left, env, x.host.diagnostics) if peer is not None else None
+    left = Symbol(word) if word is not None else \
+        numeric(x.eval(e.left, env.as_symbols() if peer is not None else env), e.left.span)
+    word = compared_word(left.name, e.right, env, x.host.diagnostics) if isinstance(left, Symbol) else None
+    if word is not None:
+        return left, Symbol(word)
     right_env = env.as_symbols() if isinstance(left, Symbol) else env
     right = numeric(x.eval(e.right, right_env), e.right.span)
     return left, right
 
 
-def _is_symbolic(x, expr, env) -> bool:
+def _is_symbolic(x, expr, env):
+    """The enumeration value `expr` gives, else None."""
     if isinstance(expr, ast.Name):
-        return False
+        return None
     try:
-        return isinstance(x.eval(expr, env), Symbol)
+        value = x.eval(expr, env)
     except (DiagnosticError, Poisoned):
-        return False
+        return None
+    return value if isinstance(value, Symbol) else None
 
 
 def compare(op, left, right, e):

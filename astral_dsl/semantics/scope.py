@@ -1,6 +1,7 @@
 """Module scopes: what each name at the top of a module means."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Dict, List, Optional, Set, Union
 
 import attrs
@@ -10,6 +11,14 @@ from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
 from astral_dsl.model.kinds import KINDS
 from astral_dsl.syntax import ast
+
+
+@lru_cache(maxsize=1)
+def _callables():
+    """The built-in functions' names (defaults.py imports this module: read on first use)."""
+    from astral_dsl.semantics.builtins import BUILTINS
+    from astral_dsl.semantics.defaults import FORMS
+    return frozenset(BUILTINS) | frozenset(FORMS)
 
 
 # The symbols are plain classes with `__slots__`, not attrs records: every start builds the
@@ -152,6 +161,14 @@ def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
                     "kinds: " + ", ".join(sorted(KINDS))))
                 continue
             declare(scope, item.name, Template(item, scope), diagnostics)
+            if item.name.name in _callables():
+                diagnostics.append(Diagnostic(
+                    "W214", Severity.WARNING,
+                    f"{item.kind.name} `{item.name.name}` hides the built-in function "
+                    f"`{item.name.name}` in this module: `{item.name.name}(...)` instantiates "
+                    f"the template", item.name.span,
+                    f"rename the template (e.g. `{item.name.name.capitalize()}"
+                    f"{item.kind.name.capitalize()}`) to keep the built-in"))
         elif isinstance(item, ast.Let):
             declare(scope, item.name, LetSymbol(item, scope), diagnostics)
         elif isinstance(item, ast.Check):
