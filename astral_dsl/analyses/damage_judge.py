@@ -149,12 +149,13 @@ def _slowed(damage: Damage, k: int, top: int, base: List[Segment], reached: List
 
 
 def _oversubscribed(damage: Damage, limit: Optional[float], notes: List[str]):
-    """E602 (or a note within the limit) for uplinks that lost a share of their links."""
+    """E602 (or a note within the limit) for uplinks that lost a share of their links (a
+    failed share of a tier alone has its own: network_failures.share_lost)."""
     out = []
     seen = set()
     for t, lost, causes, over, top in degraded(damage):
         key = (t, causes, round(over, 9), top)
-        if key in seen:
+        if key in seen or damage.shares.issuperset(causes):
             continue
         seen.add(key)
         what, why = _over_text(damage, t, lost, causes, over, top)

@@ -202,8 +202,8 @@ def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1
                                                              _rack_of(owner, cache))
         else:
             (lowest, causes, gpus), rerouted, dead = damage.worst(top, hosts), 0, None
-        if lowest is None:
-            continue
+        if lowest is None or damage.shares.issuperset(causes):
+            continue        # a failed share of a tier alone: the tier's oversubscription
         text = f"{damage.named(causes)} failed: {gpus:,} of the job's GPUs behind it"
         if rerouted:
             moved = max(moved, rerouted)
