@@ -105,6 +105,28 @@ def test_a_rack_that_reaches_only_its_leaves_loses_the_spine(gb):
     assert not [n for n in broken["nic0_and_up"] if "[E616]" in n]
 
 
+def test_the_rerouted_gpus_are_cut_off_by_the_uplinks_of_the_nics_they_use(gb):
+    """nic0_and_up: GPUs 0 of rack 8 reach the leaves through NICs 1 to 3 (PXN); what cuts
+    them off the spine is those NICs' leaves losing their spine links, not their own NIC 0
+    (whose failure PXN got around: the note above). Their E617 named `...hosts.nics[0]`."""
+    _, broken = gb
+    up = [f"`Hall.fabric.rack[8].rail[{r}].leaf[0] -- Hall.fabric.spine`" for r in (1, 2, 3)]
+    e617 = {n: broken["nic0_and_up"][i + 1] for i, n in enumerate(broken["nic0_and_up"])
+            if n.startswith("breaks: [E617]")}
+    rerouted = [n for n in e617 if ", ".join(up) in n]
+    assert len(rerouted) == 1
+    assert rerouted[0].startswith(f"breaks: [E617] 18 GPUs lose every path into tier `spine` "
+                                  f"({', '.join(up)} failed)")
+    assert e617[rerouted[0]] == (
+        "[E617] NIC 0 of 18 hosts from `Hall.sus[1].racks[0].hosts[0]` (its own path lost: its "
+        "GPUs send through the NICs of their NVLink domain, PXN)")
+    assert not [n for n in e617 if "nics[0]` failed" in n]
+    # NICs 1 to 3: each cut off by its own leaf's links
+    for r, u in enumerate(up, 1):
+        (own,) = [n for n in e617 if f"spine` ({u} failed)" in n]
+        assert e617[own] == f"[E617] NIC {r} of 18 hosts from `Hall.sus[1].racks[0].hosts[0]`"
+
+
 def test_an_8_gpu_host_keeps_e616():
     """HGX hosts (NVLink domain = host): a GPU whose NIC has no port is cut off, no PXN note."""
     ws = astral_dsl.compiles(PP, name="pp.astral", root=REPO)

@@ -36,7 +36,12 @@ scenario mixed { fail S.fabric.pod[1].rail[0].plane[A].tor[0] -- S.fabric.pod[1]
   fail S.fabric.pod[1].rail[0].plane[A].agg[2] -- S.fabric.core }
 scenario link_in_tor { fail S.fabric.pod[1].rail[0].plane[A].tor[0] -- S.fabric.pod[1].rail[0].plane[A].agg[1]
   fail S.fabric.pod[1].rail[0].plane[A].tor[0] }
+scenario share_core { fail 25 % of S.fabric.core }
+scenario share_agg { fail 25 % of S.fabric.agg }
+scenario share_and_agg1 { fail 25 % of S.fabric.agg
+  fail S.fabric.pod[1].rail[0].plane[A].agg[1] }
 """
+SHARES = ["core5", "share_core", "share_agg", "share_and_agg1"]     # core5: DESIGN's
 OVERLAPS = ["plane_and_rail", "group_and_switch", "twice", "both_ways", "link_in_agg",
             "link_in_tor"]
 
@@ -44,7 +49,7 @@ OVERLAPS = ["plane_and_rail", "group_and_switch", "twice", "both_ways", "link_in
 @pytest.fixture(scope="module")
 def checked():
     ws = astral_dsl.compiles(DESIGN + LINKS, name="t.astral", root=REPO)
-    result = astral_dsl.check(ws, ["agg_core", "agg1", "mixed"] + OVERLAPS)
+    result = astral_dsl.check(ws, ["agg_core", "agg1", "mixed"] + OVERLAPS + SHARES)
     return {d.message.split("`")[1]: d for d in result.diagnostics if d.code == "W680"}, \
         {o.name: o.notes for o in result.scenarios}
 
@@ -102,6 +107,54 @@ def test_a_failed_agg_switch_oversubscribes_the_tors_into_agg(checked):
         "(`S.fabric.pod[1].rail[0].plane[A].agg[1]` failed), above the declared limit 1:1")
     assert notes[1] == ("[E602] each of those `tor` switches loses 25 % of its uplinks into "
                         "`agg`, so its 1:1 / (1 - 25 %) = 1.3333:1")
+
+
+def test_a_failed_share_of_a_tier_slows_the_nics_as_named_switches_do(checked):
+    """A share of a tier says what the switches that take the same share say. 2 pods x 64
+    hosts x 8 NICs = 1,024 NICs:
+    - core5: 1 of the 16 cores; agg l of every group reaches cores 4l..4l+3 (2 links each), so
+      agg 1 of every group loses 2 of its 8 core uplinks, 25 %: every ToR reaches agg 1, so all
+      1,024 NICs' traffic into `core` runs at 1 / (1:1 / (1 - 25 %)) = 75 %;
+    - 25 % of the cores: every agg loses 25 % of its core uplinks: the same 1,024 NICs at 75 %
+      into `core` (the note was missing: only E602 said it);
+    - 25 % of the aggs: every ToR loses 25 % of its 16 uplinks: 1,024 NICs at 75 % into `agg`,
+      and no faster on into `core` ("and above"), as agg1 says for its 64 NICs."""
+    slowed = {name: [n for n in notes if "of their bandwidth" in n]
+              for name, notes in checked[1].items()}
+    assert slowed["core5"] == ["1,024 NICs run at 75 % of their bandwidth for traffic into tier "
+                               "`core` (`S.fabric.core[5]` failed)"]
+    assert slowed["share_core"] == ["1,024 NICs run at 75 % of their bandwidth for traffic into "
+                                    "tier `core` (`25 % of S.fabric.core` failed)"]
+    assert slowed["share_agg"] == ["1,024 NICs run at 75 % of their bandwidth for traffic into "
+                                   "tier `agg` and above (`25 % of S.fabric.agg` failed)"]
+    # the share's own E602 (the tier as declared, the failure in a note), once
+    for name, below, into in (("share_core", "agg", "core"), ("share_agg", "tor", "agg")):
+        notes = checked[0][name].notes
+        assert [n for n in notes if n.startswith("breaks:")] == [
+            f"breaks: [E602] tier `{below}` runs 1.3333:1 into `{into}` (`25 % of "
+            f"S.fabric.{into}` failed), above the declared limit 1:1 (t.astral:"
+            f"{8 if below == 'tor' else 10})"]
+
+
+def test_a_share_and_a_named_switch_add_up_on_the_switches_below_both(checked):
+    """25 % of the aggs and agg[1] of (pod 1, rail 0, plane A): that group's 2 ToRs lose 25 %
+    of their uplinks to the share and 4 of 16 more to agg[1]: 50 %, 1:1 / (1 - 50 %) = 2:1, so
+    their 64 NICs run at 50 %; the other 960 NICs at the share's 75 %. (The share was taken as
+    the declared oversubscription: agg[1] then took 25 % of what was left, 1.7778:1.)"""
+    agg1 = "`S.fabric.pod[1].rail[0].plane[A].agg[1]`"
+    notes = checked[1]["share_and_agg1"]
+    assert sorted(n for n in notes if "of their bandwidth" in n) == sorted([
+        "960 NICs run at 75 % of their bandwidth for traffic into tier `agg` and above "
+        "(`25 % of S.fabric.agg` failed)",
+        f"64 NICs run at 50 % of their bandwidth for traffic into tier `agg` and above "
+        f"(`25 % of S.fabric.agg`, {agg1} failed)"])
+    broken = [n for n in checked[0]["share_and_agg1"].notes if n.startswith("breaks:")]
+    assert len(broken) == 2
+    assert broken[0].startswith("breaks: [E602] tier `tor` runs 1.3333:1 into `agg` (`25 % of "
+                                "S.fabric.agg` failed)")
+    assert broken[1].startswith(
+        f"breaks: [E602] tier `tor` runs 2:1 into `agg` for the traffic of the hosts behind the "
+        f"switches that lost 50 % of their uplinks (`25 % of S.fabric.agg`, {agg1} failed)")
 
 
 @pytest.mark.parametrize("scenario, expected", [

@@ -57,6 +57,7 @@ def judge(damage: Damage, limit: Optional[float], where,
             reached = _minus(reached, [(s.start, s.stop) for s in gone])
         for t, share, causes, onward, s in _slowed(damage, k, top, base, reached):
             above_by.setdefault((t, share, causes, onward), []).append(s)
+    moved: List[Tuple[int, float, Segment]] = []
     if domain_at is not None and lost:
         lost, moved = reroute(damage, top, lost, domain_at)
         notes.extend(_shared(damage, moved))
@@ -83,7 +84,7 @@ def judge(damage: Damage, limit: Optional[float], where,
                                   f"failed): they reach only the hosts under their own "
                                   f"`{below}` switches", _span(spans, causes),
                           "keep a path above each switch: fail a share of a tier, not all of "
-                          "what a group climbs through", _examples(damage, segs, where)))
+                          "what a group climbs through", _examples(damage, segs, where, moved)))
     for (causes, live), segs in slow_by.items():
         nics = sum(s.stop - s.start for s in segs) * damage.replicas
         notes.append(f"{_plural(nics, 'NIC runs', 'NICs run')} on {live[0]} of "
@@ -149,12 +150,13 @@ def _slowed(damage: Damage, k: int, top: int, base: List[Segment], reached: List
 
 
 def _oversubscribed(damage: Damage, limit: Optional[float], notes: List[str]):
-    """E602 (or a note within the limit) for uplinks that lost a share of their links."""
+    """E602 (or a note within the limit) for uplinks that lost a share of their links (a
+    failed share of a tier alone has its own: network_failures.share_lost)."""
     out = []
     seen = set()
     for t, lost, causes, over, top in degraded(damage):
         key = (t, causes, round(over, 9), top)
-        if key in seen:
+        if key in seen or damage.shares.issuperset(causes):
             continue
         seen.add(key)
         what, why = _over_text(damage, t, lost, causes, over, top)
@@ -199,13 +201,18 @@ def _span(spans, causes) -> Optional[Span]:
     return None
 
 
-def _examples(damage: Damage, segs: List[Segment], where) -> List[str]:
+def _examples(damage: Damage, segs: List[Segment], where, moved=()) -> List[str]:
+    """The first runs of hosts of `segs`; those whose GPUs send through a neighbour's NIC
+    (`moved`: PXN) say so, as the failures named are then those of the NICs they use."""
     out = []
     for s in segs[:3]:
         host = where(s.start)
         n = s.stop - s.start
+        pxn = any(m.nic == s.nic and m.start < s.stop and s.start < m.stop for _, _, m in moved)
         out.append(f"NIC {s.nic} of {n:,} host{'s' if n != 1 else ''}"
-                   + (f" from `{host}`" if host else ""))
+                   + (f" from `{host}`" if host else "")
+                   + (" (its own path lost: its GPUs send through the NICs of their NVLink "
+                      "domain, PXN)" if pxn else ""))
     if len(segs) > 3:
         out.append(f"... and {len(segs) - 3:,} more runs of hosts")
     return out

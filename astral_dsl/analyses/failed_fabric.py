@@ -10,6 +10,8 @@ fabric's owner, host_positions.py) into the damage network_damage.py prices:
   p of every lower group: formulas.even_upper_switches); a whole group lost leaves the switches
   below it no uplink; a link `lower -- upper` takes the lower switch's links to that switch (or
   all of its uplinks: it is then routed around for the traffic above it);
+- a failed share of a tier (network.fabric_counts oversubscribes the tier below by it) takes
+  that share of the uplinks of every switch below it, for the NICs it slows (the notes);
 - a failed switch is off: its power and that of the modules in its cages leave the network's
   total; the modules at the far ends of its links stay powered."""
 from __future__ import annotations
@@ -25,7 +27,7 @@ from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, mer
 from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
 from astral_dsl.analyses.damage_judge import judge
 from astral_dsl.analyses.network_damage import Damage, Piece
-from astral_dsl.analyses.network_failures import Failure, share_lost
+from astral_dsl.analyses.network_failures import Failure, declared, share_lost
 from astral_dsl.analyses.nvlink_share import domains
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, Instance
@@ -129,10 +131,10 @@ class _Builder:
                         max(1, self.fc.rails), max(1, self.fc.planes), self.nics,
                         self.ports_per_nic, self.hosts.gpus_per_host,
                         tuple(("rail" in t.per, "plane" in t.per) for t in self.tiers),
-                        tuple(t.oversubscription if t.oversubscription is not None else 1.0
-                              for t in self.tiers),
+                        tuple(declared(t) or 1.0 for t in self.tiers),
                         tuple(t.name for t in self.tiers), self.ports, self.uplinks,
-                        tuple(self.causes), tuple(self.spans), tuple(sorted(failed.items())))
+                        tuple(self.causes), tuple(self.spans), tuple(sorted(failed.items())),
+                        frozenset(self.cause_of[id(f)] for f in unique if f.fraction is not None))
         tiers = []
         for t in self.tiers:
             off = min(failed.get(t.name, 0.0) * self.fc.instances, t.switches - t.failed)
@@ -167,6 +169,11 @@ class _Builder:
                           f"`...{t.tier}[0]`) or a plane")
             self.diags.extend(share_lost(self.tiers[i - 1], t.tier, f,
                                          self.fc.max_oversubscription, self.notes))
+            # and every switch below loses that share of its uplinks into it, as named
+            # switches taking the same share do: the NICs behind them are slowed (the notes)
+            rails, planes = self.lower_keys(i, self.rails_of(self.tiers[i], None),
+                                            self.planes_of(self.tiers[i], None))
+            self.lose(i, rails, planes, [(0, self.pos.total)], f.fraction, i, self.cause(f))
             return
         if isinstance(t, FabricSelection):
             self.selection(t, self.cause(f))
@@ -180,7 +187,7 @@ class _Builder:
         """The index of failure `f` among the causes (build reserves each in order)."""
         if id(f) not in self.cause_of:
             self.cause_of[id(f)] = len(self.causes)
-            self.causes.append(f.written)
+            self.causes.append(f.named)
             self.spans.append(f.span)
         return self.cause_of[id(f)]
 

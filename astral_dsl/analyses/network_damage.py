@@ -86,13 +86,14 @@ class Damage:
     ports_per_nic: int
     gpus_per_host: int
     per: Tuple[Tuple[bool, bool], ...]          # per tier: split by rail, by plane
-    oversub: Tuple[float, ...]                  # per tier: down / up (failed fractions in)
+    oversub: Tuple[float, ...]                  # per tier: down / up, as declared
     tier_names: Tuple[str, ...]
     ports: Dict[Tuple[int, int], List[Piece]]   # (nic, port) -> hosts where it is dark
     uplinks: Dict[Tuple[int, Optional[int], Optional[int]], List[Piece]]  # (tier, rail, plane)
     causes: Tuple[str, ...]                     # the failed parts, as written
     spans: Tuple[Optional[Span], ...] = ()
     failed: Tuple[Tuple[str, float], ...] = ()  # tier -> switches off (one owner replica)
+    shares: frozenset = frozenset()             # causes that are failed shares of a tier
     _maps: Dict = attrs.field(factory=dict)
 
     def gpus_on(self, nic: int) -> int:

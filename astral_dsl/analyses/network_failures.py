@@ -30,19 +30,33 @@ class Failure:
     def display(self) -> str:
         return self.written
 
+    @property
+    def named(self) -> str:
+        """As the diagnostics name it: `25 % of S.fabric.core` for a share of a tier."""
+        if self.fraction is None:
+            return self.written
+        return f"{format_number(round(self.fraction * 100, 6))} % of {self.written}"
+
+
+def declared(tier: TierCount) -> Optional[float]:
+    """Tier `tier`'s oversubscription as declared (TierCount.oversubscription has a failed
+    share of the tier above in it), None when its ports or speeds are not declared."""
+    if tier.up_speed is None or tier.down_speed is None or not tier.up_ports:
+        return None
+    return tier.down_ports * tier.down_speed.si / (tier.up_ports * tier.up_speed.si)
+
 
 def share_lost(lower: TierCount, into: str, failure: Failure, limit: Optional[float],
                notes: List[str]) -> List[Diagnostic]:
     """E602 (or a note within the limit) for tier `lower`, its oversubscription with the share
     lost, under `fail 25 % of S.fabric.agg` (`failure`): each of its switches loses that share
     of its uplinks into tier `into`."""
-    over = lower.oversubscription
-    if over is None or lower.up_speed is None or lower.down_speed is None or not lower.up_ports:
+    over, base = lower.oversubscription, declared(lower)
+    if over is None or base is None:
         return []
-    base = lower.down_ports * lower.down_speed.si / (lower.up_ports * lower.up_speed.si)
     lost = 1 - base / over if over > 0 else 0.0
     ratio, share = format_number(round(over, 4)), format_number(round(lost * 100, 3))
-    named = f"{format_number(round(failure.fraction * 100, 6))} % of {failure.written}"
+    named = failure.named
     what = f"tier `{lower.name}` runs {ratio}:1 into `{into}` (`{named}` failed)"
     if limit is None or over <= limit * (1 + 1e-9):
         notes.append(what)
@@ -81,4 +95,4 @@ def rejected(failures: Sequence[Failure], fabrics: Sequence[FabricCount]) -> fro
     return frozenset(f.action for f in failures if f.action >= 0 and f.action not in took)
 
 
-__all__ = ["Failure", "counts", "rejected", "share_lost"]
+__all__ = ["Failure", "counts", "declared", "rejected", "share_lost"]

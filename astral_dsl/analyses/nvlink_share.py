@@ -104,7 +104,7 @@ def reroute(damage: Damage, top: int, lost: List[Tuple[int, Segment]], domain_at
             return at(*cache[t, k], x)
         return seg
 
-    reach: Dict[Interval, Tuple[int, Dict[int, float]]] = {}
+    reach: Dict[Interval, Tuple[int, Dict[int, float], Tuple[int, ...]]] = {}
     still: List[Tuple[int, Segment]] = []
     moved: List[Tuple[int, float, Segment]] = []
     for t, s in lost:
@@ -114,13 +114,13 @@ def reroute(damage: Damage, top: int, lost: List[Tuple[int, Segment]], domain_at
                 continue
             if domain not in reach:
                 reach[domain] = _reach(damage, top, domain, lookup)
-            r, shares = reach[domain]
+            r, shares, above = reach[domain]
             if t > r:
                 still.append((t, piece))
                 continue
             moved.append((t, shares[t], piece))
-            if r < top:
-                still.append((r + 1, piece))
+            if r < top:         # cut off with the NICs it sends through: by their failures
+                still.append((r + 1, attrs.evolve(piece, causes=above)))
     return _joined(still), moved
 
 
@@ -136,10 +136,12 @@ def _joined(lost: List[Tuple[int, Segment]]) -> List[Tuple[int, Segment]]:
     return out
 
 
-def _reach(damage: Damage, top: int, domain: Interval, lookup) -> Tuple[int, Dict[int, float]]:
+def _reach(damage: Damage, top: int, domain: Interval,
+           lookup) -> Tuple[int, Dict[int, float], Tuple[int, ...]]:
     """(the highest tier some NIC of the domain has a path into, -1: none; per tier up to it,
     the share of its healthy rate the slowest GPU gets once the GPUs with no path of their own
-    spread over the live NICs)."""
+    spread over the live NICs; the failures that take the paths into the tier above it from
+    the NICs that reach it: what cuts the rerouted GPUs off there)."""
     r, shares = -1, {}
     for t in range(top + 1):
         healthy = damage.healthy(t)
@@ -148,7 +150,19 @@ def _reach(damage: Damage, top: int, domain: Interval, lookup) -> Tuple[int, Dic
             break
         r = t
         shares[t] = share(live, lost)[0] / healthy if lost else 1.0
-    return r, shares
+    return r, shares, _cut_above(damage, r, domain, lookup) if 0 <= r < top else ()
+
+
+def _cut_above(damage: Damage, r: int, domain: Interval, lookup) -> Tuple[int, ...]:
+    """The causes that cut, from tier r + 1, the NICs of the domain that have a path into r."""
+    below, above, causes = lookup(r), lookup(r + 1), set()
+    for x in range(*domain):
+        for k in range(damage.nics):
+            seg = below(k, x)
+            if damage.gpus_on(k) and (seg is None or (seg.live and seg.ports > 0)):
+                up = above(k, x)
+                causes.update(up.causes if up is not None else ())
+    return tuple(sorted(causes))
 
 
 def _by_domain(s: Segment, domain_at: DomainAt):

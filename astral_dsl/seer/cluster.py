@@ -1,5 +1,6 @@
 """The hardware a job runs on, read from the design: the GPU of its placement, GPUs and NIC
-bandwidth per host, the fabric's tiers (reach, rails, oversubscription) and, under a scenario,
+bandwidth per host, the fabric's tiers (reach: the hosts under a group in the scope instances
+the job's hosts are in; rails, oversubscription) and, under a scenario,
 its failed fractions of tiers (the tier below is oversubscribed by 1 / (1 - fraction)) and its
 failed fabric parts (analyses/network_failures.py): Seer simulates one representative rank per
 stage, so each collective is priced for the worst-affected group of its kind (synchronous
@@ -17,8 +18,8 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses import network_failures
 from astral_dsl.analyses.fabric_names import busiest, wiring
-from astral_dsl.analyses.host_positions import (Interval, Positions, first, path_steps,
-                                                route_below)
+from astral_dsl.analyses.host_positions import (Interval, Positions, TooMany, first,
+                                                path_steps, route_below)
 from astral_dsl.analyses.network import fabric_counts, _SCOPE_KINDS
 from astral_dsl.analyses.nvlink_share import rack_domain
 from astral_dsl.seer import pxn
@@ -108,7 +109,8 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
         if applied else fabric_counts(design, cache)
     fabric = _fabric_for(fabrics, pairs)
     rail_bw = _rail_bandwidth(ports, per_host)
-    tiers = _tiers(design, fabric, host, hosts, cache) if fabric else ()
+    spans = _job_scopes(design, job, fabric, per_host, ranks, cache) if fabric else None
+    tiers = _tiers(design, fabric, host, hosts, cache, spans) if fabric else ()
     # the failures are on the design's hosts (trays), whose GPUs share their NICs: taken
     # before an NVLink domain makes Seer's "host" a rack of them (whose GPUs reach one
     # another's NICs: PXN, seer/pxn.py)
@@ -130,7 +132,7 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     if applied:
         plain = _fabric_for(fabric_counts(design, cache), pairs)
         healthy = attrs.evolve(net, worst=(),
-                               tiers=tuple(_tiers(design, plain, host, hosts, cache))
+                               tiers=tuple(_tiers(design, plain, host, hosts, cache, spans))
                                if plain else ())
     return Cluster(spec, net, gpus, hosts, name, healthy)
 
@@ -202,8 +204,8 @@ def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1
                                                              _rack_of(owner, cache))
         else:
             (lowest, causes, gpus), rerouted, dead = damage.worst(top, hosts), 0, None
-        if lowest is None:
-            continue
+        if lowest is None or damage.shares.issuperset(causes):
+            continue        # a failed share of a tier alone: the tier's oversubscription
         text = f"{damage.named(causes)} failed: {gpus:,} of the job's GPUs behind it"
         if rerouted:
             moved = max(moved, rerouted)
@@ -326,15 +328,50 @@ def _first_pair(first, slowest, healthy: Network) -> str:
             f"part of the difference from it is that")
 
 
-def _tiers(design, fabric, host, job_hosts, cache) -> List[Tier]:
+def _job_scopes(design, job, fabric, per_host, ranks, cache):
+    """(Positions of the fabric's owner, the job's hosts in it), for the reach of a tier's
+    groups where the job runs (None: no owner)."""
+    owner = design.instance(fabric.owner)
+    if owner is None:
+        return None
+    where = Positions(owner, cache)
+    try:
+        return where, hosts_of_job(design, job, owner, where, per_host, ranks)
+    except (KeyError, TooMany):     # a placement past what positions can name: the first
+        return None
+
+
+def _reach_of_job(kinds, spans) -> Optional[int]:
+    """The hosts under one group of a tier whose scope is `kinds`, in the scope instances the
+    job's hosts are in: the fewest of them (its groups wait for the slowest; pods of different
+    sizes reach different numbers of hosts). None: the job's hosts are in none. At most 4,096
+    instances are looked at (past that, the fewest among them)."""
+    where, hosts = spans
+    fewest, seen = None, 0
+    for a, b in hosts:
+        x = a
+        while x < b and seen < (1 << 12):
+            found = where.scope_at(kinds, x)
+            if found is None:
+                break
+            lo, hi = found[1]
+            fewest = hi - lo if fewest is None else min(fewest, hi - lo)
+            seen, x = seen + 1, max(hi, x + 1)
+    return fewest
+
+
+def _tiers(design, fabric, host, job_hosts, cache, spans=None) -> List[Tier]:
     owner = design.instance(fabric.owner)
     out: List[Tier] = []
     layout = [int(_q(nic, "ports", 1) or 1) for nic in
               group_of(host, ("nic",), cache).items(1 << 12) or ()] if host is not None else []
     for i, t in enumerate(fabric.tiers):
         if owner is not None and t.scope != owner.kind:
-            scopes = group_of(owner, _SCOPE_KINDS.get(t.scope, (t.scope,)), cache).flat()
-            reach = count_of(scopes[0][1], ("host",), cache) if scopes else job_hosts
+            kinds = _SCOPE_KINDS.get(t.scope, (t.scope,))
+            reach = _reach_of_job(kinds, spans) if spans is not None else None
+            if reach is None:
+                scopes = group_of(owner, kinds, cache).flat()
+                reach = count_of(scopes[0][1], ("host",), cache) if scopes else job_hosts
         elif owner is not None:
             reach = count_of(owner, ("host",), cache)
         else:
