@@ -398,7 +398,7 @@ def test_battery_ieee485(feeders, power_checked):
 
 def test_dc_voltage_drop(feeders):
     # dV = 2 * I * L * rho_T / A, rho_70 = 0.017241 x (1 + 0.00393 x (70 - 20)) = 0.0206289
-    #   = 2 x 1,250 A x 50 m x 0.0206277 / 500 mm^2 = 5.157 V = 0.645 % of 800 V
+    #   = 2 x 1,250 A x 50 m x 0.0206289 / 500 mm^2 = 5.157 V = 0.645 % of 800 V
     #   (rounded: 5.16 V, 0.64 %), within the declared 1 %.
     f = feeders["S.bus[0].dc800"]
     rho70 = RHO20 * (1 + ALPHA * (70 - 20))
