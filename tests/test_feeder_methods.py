@@ -76,12 +76,12 @@ def test_a_cable_rated_for_the_nominal_current_now_fails():
 
 
 def test_voltage_drop_follows_the_current_at_the_lowest_voltage():
-    # dV = 2 I L rho_90 / A with rho_90 = 0.01724 x (1 + 0.00393 x 70) ohm mm^2/m (copper at the
-    # 90 degC default conductor temperature): 2 x 3,400 x 30 x 0.021983 / 630 = 7.118 V, as a
+    # dV = 2 I L rho_90 / A with rho_90 = 0.017241 x (1 + 0.00393 x 70) ohm mm^2/m (copper at the
+    # 90 degC default conductor temperature): 2 x 3,400 x 30 x 0.021984 / 630 = 7.119 V, as a
     # fraction of the 192 V the current is computed at (on the same basis, issue 26): 3.71 %
     # (2.97 % of the nominal 240 V)
     _, f = _check()
-    rho90 = 0.01724 * (1 + 0.00393 * 70)
+    rho90 = 0.017241 * (1 + 0.00393 * 70)
     assert f["hvdc"].voltage_drop_v == pytest.approx(2 * 3400 * 30 * rho90 / 630, rel=1e-9)
     assert f["hvdc"].drop_ratio == pytest.approx(f["hvdc"].voltage_drop_v / 192)
     assert round(f["hvdc"].drop_ratio * 100, 2) == 3.71

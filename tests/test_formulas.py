@@ -165,12 +165,13 @@ def test_battery_temperature_factor_and_bad_inputs():
 # --------------------------------------------------------------------------- conductors
 
 def test_copper_resistivity():
-    # IEC 60028 annealed copper: rho_20 = 0.01724 ohm mm^2/m = 1.724e-8 ohm m, alpha 0.00393/K
-    assert f.copper_resistivity(20.0) == pytest.approx(1.724e-8, rel=1e-12)
-    # 70 degC: 1.724e-8 x (1 + 0.00393 x 50) = 1.724e-8 x 1.1965 = 2.062766e-8
-    assert f.copper_resistivity(70.0) == pytest.approx(2.062766e-8, rel=1e-9)
-    # 90 degC: 1.724e-8 x 1.2751 = 2.1982724e-8
-    assert f.copper_resistivity(90.0) == pytest.approx(2.1982724e-8, rel=1e-9)
+    # IEC 60028 annealed copper: rho_20 = 1/58 = 0.017241 ohm mm^2/m = 1.7241e-8 ohm m,
+    # alpha 0.00393/K
+    assert f.copper_resistivity(20.0) == pytest.approx(1.7241e-8, rel=1e-12)
+    # 70 degC: 1.7241e-8 x (1 + 0.00393 x 50) = 1.7241e-8 x 1.1965 = 2.06288565e-8
+    assert f.copper_resistivity(70.0) == pytest.approx(2.06288565e-8, rel=1e-9)
+    # 90 degC: 1.7241e-8 x 1.2751 = 2.19839991e-8
+    assert f.copper_resistivity(90.0) == pytest.approx(2.19839991e-8, rel=1e-9)
     # custom aluminium-like parameters: 2.826e-8 x (1 + 0.00403 x 30)
     assert f.copper_resistivity(50.0, rho20=2.826e-8, alpha=0.00403) == \
         pytest.approx(2.826e-8 * 1.1209, rel=1e-12)
@@ -179,17 +180,17 @@ def test_copper_resistivity():
 def test_dc_voltage_drop_by_hand():
     # dV = 2 I L rho_T / A (IEC 60364-5-52 Annex G): 1,250 A, 50 m, 500 mm^2 at 70 degC
     # -> 5.16 V (0.64 % of 800 V)
-    # hand: 2 x 1250 x 50 x 2.062766e-8 / 5e-4 = 5.156915 V; / 800 = 0.6446 %
+    # hand: 2 x 1250 x 50 x 2.06288565e-8 / 5e-4 = 5.157214125 V; / 800 = 0.6447 %
     dv = f.dc_voltage_drop(1250.0, 50.0, 500 * MM2, 70.0)
     assert dv == pytest.approx(5.16, abs=0.005)
-    assert dv == pytest.approx(5.156915, rel=1e-6)
+    assert dv == pytest.approx(5.157214125, rel=1e-9)
     assert 100 * f.drop_fraction(dv, 800.0) == pytest.approx(0.64, abs=0.005)
 
 
 def test_dc_voltage_drop_scaling():
     base = f.dc_voltage_drop(100.0, 10.0, 50 * MM2, 20.0)
-    # 2 x 100 x 10 x 1.724e-8 / 5e-5 = 0.6896 V
-    assert base == pytest.approx(0.6896, rel=1e-12)
+    # 2 x 100 x 10 x 1.7241e-8 / 5e-5 = 0.68964 V
+    assert base == pytest.approx(0.68964, rel=1e-12)
     assert f.dc_voltage_drop(200.0, 10.0, 50 * MM2, 20.0) == pytest.approx(2 * base, rel=1e-12)
     assert f.dc_voltage_drop(100.0, 10.0, 100 * MM2, 20.0) == pytest.approx(base / 2, rel=1e-12)
     with pytest.raises(ValueError):

@@ -434,3 +434,29 @@ def test_fit_range_keeps_a_range_within_the_text():
     assert fit_range(["ab\n"], rng(1, 0, 1, 0), len) == rng(1, 0, 1, 0)   # after the break
     assert fit_range(["ab\n"], rng(1, 4, 3, 0), len) == rng(1, 0, 1, 0)
     assert fit_range([], rng(2, 2, 2, 2), len) == rng(0, 0, 0, 0)          # an empty text
+
+
+def test_the_project_scan_does_not_walk_down_the_filesystem_root_or_home(tmp_path, monkeypatch):
+    # `file:///x.astral` makes `/` the project root, a file in ~ the home: only the folder's own
+    # files are listed, no folder below it is read
+    import astral_dsl.lsp.analysis as analysis
+
+    home = tmp_path / "home"
+    (home / "deep").mkdir(parents=True)
+    (home / "a.astral").write_text("")
+    (home / "deep" / "b.astral").write_text("")
+    monkeypatch.setenv("HOME", str(home))
+    assert [p.name for p in analysis.project_files(home)] == ["a.astral"]
+    walked = []
+    real_walk = os.walk
+
+    def spy(top, *a, **k):
+        for folder, dirs, files in real_walk(top, *a, **k):
+            walked.append(folder)
+            yield folder, dirs, files
+
+    monkeypatch.setattr(os, "walk", spy)
+    analysis.project_files(Path("/"))
+    assert walked == ["/"]
+    analysis.project_files(tmp_path)                    # any other folder is walked down
+    assert [Path(f).name for f in walked[1:]] == [tmp_path.name, "home", "deep"]

@@ -521,3 +521,28 @@ def test_ctrl_c_while_the_workers_read_stops_them_at_once(monkeypatch):
     while multiprocessing.active_children() and time.monotonic() - start < 30:
         time.sleep(0.05)
     assert multiprocessing.active_children() == []
+
+
+def test_a_fifo_swapped_in_after_the_check_does_not_block(tmp_path):
+    # files_of saw a regular file; by the time it is read a named pipe is in its place: the
+    # reader must not wait for a writer, and says E780 "not a regular file"
+    import importlib
+    import threading
+
+    observe_load = importlib.import_module("astral_dsl.observe.load")   # not observe.load()
+
+    fifo = tmp_path / "rank0.json"
+    os.mkfifo(fifo)
+    box = {}
+    reader = threading.Thread(target=lambda: box.update(out=observe_load.read_file(str(fifo))),
+                              daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():                     # blocked in open(): release it, then fail
+        with open(fifo, "wb"):
+            pass
+        reader.join(10)
+        pytest.fail("reading a FIFO blocked waiting for a writer")
+    traces, diags = box["out"]
+    assert traces == [] and [d.code for d in diags] == ["E780"]
+    assert "not a regular file" in diags[0].message

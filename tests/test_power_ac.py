@@ -33,8 +33,8 @@ def test_three_phase_drop_with_reactance():
     # I = 100 kW / (sqrt(3) * 400 V * 0.9) = 160.375 A
     current = 100e3 / (math.sqrt(3) * 400 * 0.9)
     assert f.current_a == pytest.approx(current)
-    # copper at 70 degC: rho = 0.01724 * (1 + 0.00393 * 50) = 0.020628 ohm mm^2/m
-    r = 0.01724e-6 * (1 + 0.00393 * 50) / 95e-6          # ohm/m
+    # copper at 70 degC: rho = 0.017241 * (1 + 0.00393 * 50) = 0.020629 ohm mm^2/m
+    r = 0.017241e-6 * (1 + 0.00393 * 50) / 95e-6          # ohm/m
     x = 0.08e-3                                           # ohm/m
     drop = math.sqrt(3) * current * 60 * (r * 0.9 + x * math.sin(math.acos(0.9)))
     assert f.voltage_drop_v == pytest.approx(drop)        # 3.84 V
@@ -56,7 +56,7 @@ def test_an_undeclared_reactance_takes_the_sourced_default_with_w621():
     # the same drop as with 0.08 ohm/km declared (Schneider Electric's value without other
     # information): 3.84 V; with X taken as 0 it would be sqrt(3) x 160.375 x 60 x r x 0.9 = 3.48 V
     current = 100e3 / (math.sqrt(3) * 400 * 0.9)
-    r = 0.01724e-6 * (1 + 0.00393 * 50) / 95e-6
+    r = 0.017241e-6 * (1 + 0.00393 * 50) / 95e-6
     drop = math.sqrt(3) * current * 60 * (r * 0.9 + 0.08e-3 * math.sin(math.acos(0.9)))
     assert f.voltage_drop_v == pytest.approx(drop)
     assert f.voltage_drop_v == pytest.approx(3.84, abs=0.005)
@@ -82,7 +82,7 @@ def test_a_single_phase_drop_is_out_and_back():
     # I = 100 kW / (230 V * 0.9) = 483.09 A
     current = 100e3 / (230 * 0.9)
     assert f.current_a == pytest.approx(current)
-    r = 0.01724e-6 * (1 + 0.00393 * 50) / 95e-6
+    r = 0.017241e-6 * (1 + 0.00393 * 50) / 95e-6
     drop = 2 * current * 60 * (r * 0.9 + 0.08e-3 * math.sin(math.acos(0.9)))     # 20.2 V
     assert f.voltage_drop_v == pytest.approx(drop)
     assert f.drop_ratio == pytest.approx(drop / 230)

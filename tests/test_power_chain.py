@@ -372,7 +372,7 @@ def test_a_limit_and_what_exceeds_it_never_print_equal():
     assert readable.percents_apart(0.0064001, 0.0064) == ("0.64001 %", "0.64 %")
     assert readable.percents_apart(0.0125, 0.01) == ("1.25 %", "1 %")
     assert readable.powers_apart(800_000.4, 800_000) == ("800.0004 kW", "800 kW")
-    # 40 kW at 400 V: 100 A; 2 x 100 A x 7.478 m x 0.01724 ohm mm^2/m / 10 mm^2 = 2.5784 V,
+    # 40 kW at 400 V: 100 A; 2 x 100 A x 7.478 m x 0.017241 ohm mm^2/m / 10 mm^2 = 2.5786 V,
     # 0.6446 % of 400 V
     ws = astral_dsl.compiles(
         "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n"

@@ -173,10 +173,10 @@ def test_json_per_feeder(summary):
     f = {x["path"]: x for x in summary["feeder_list"]}
     hvdc = f["Astral.pods[0].rows[0].hvdc"]
     # 652.8 kW at the batteries' 198 V end (120 x 1.65 V): 3,297.0 A, 824.2 A in each of 4
-    # conductor sets; drop = 2 x 824.2 A x 30 m x rho_90 / 630 mm^2, rho_90 = 0.01724 x (1 +
-    # 0.00393 x 70) = 0.021983 ohm mm^2/m -> 1.7251 V, 0.871 % of the 198 V the current is
+    # conductor sets; drop = 2 x 824.2 A x 30 m x rho_90 / 630 mm^2, rho_90 = 0.017241 x (1 +
+    # 0.00393 x 70) = 0.021984 ohm mm^2/m -> 1.7256 V, 0.872 % of the 198 V the current is
     # computed at; the equipment sees 196.27 V
-    rho90 = 0.01724 * (1 + 0.00393 * 70)
+    rho90 = 0.017241 * (1 + 0.00393 * 70)
     amps = 652_800 / 198
     assert (hvdc["replicas"], hvdc["count"], hvdc["running"]) == (1024, 1, 1)
     assert (hvdc["low_voltage_v"], hvdc["low_voltage_from"]) == (198, "battery end of discharge")

@@ -159,7 +159,9 @@ def _modules(loader: ModuleLoader, scopes: Dict[int, ModuleScope],
 def project_files(root: Path, limit: int = 200, max_dirs: int = 2000) -> List[Path]:
     """The .astral files below a project root, bounded (a file opened outside any project makes
     its folder the root, which may be a home directory): hidden folders and node_modules are
-    skipped, and the walk stops after `max_dirs` folders or `limit` files. Only what the
+    skipped, and the walk stops after `max_dirs` folders or `limit` files; a root that is the
+    filesystem's root or the user's home (a file opened as `file:///x.astral`, or one in ~) is
+    not walked down: only its own files are listed. Only what the
     compiler would read is listed: regular files of at most MAX_SOURCE_BYTES, no FIFO, device
     or socket (reading one would block or never end), no link that leads out of the project,
     no folder reached through a link (os.walk does not follow them)."""
@@ -171,10 +173,12 @@ def project_files(root: Path, limit: int = 200, max_dirs: int = 2000) -> List[Pa
     root = root.resolve()
     out: List[Path] = []
     seen_dirs = 0
+    shallow = root == Path(root.anchor) or root == _home()
     for folder, dirs, files in os.walk(root):
         seen_dirs += 1
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in (
-            "node_modules", "__pycache__", "build", "dist"))
+        dirs[:] = [] if shallow else sorted(
+            d for d in dirs if not d.startswith(".") and d not in (
+                "node_modules", "__pycache__", "build", "dist"))
         for name in sorted(files):
             if not name.endswith(".astral"):
                 continue
@@ -193,6 +197,14 @@ def project_files(root: Path, limit: int = 200, max_dirs: int = 2000) -> List[Pa
         if seen_dirs >= max_dirs:
             break
     return out
+
+
+def _home() -> Optional[Path]:
+    """The user's home folder, resolved (None when it cannot be told)."""
+    try:
+        return Path.home().resolve()
+    except (OSError, RuntimeError, KeyError):
+        return None
 
 
 def _same_path(a: Path, b: Path) -> bool:

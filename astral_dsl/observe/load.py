@@ -4,12 +4,14 @@ trace, a JSON array a bare trace-event list, JSON Lines or CSV a rank log), neve
 name. Every problem is a diagnostic naming its file; what can be read is kept."""
 from __future__ import annotations
 
+import errno
 import gc
 import gzip
 import json
 import multiprocessing
 import os
 import re
+import stat
 import sys
 import threading
 import zlib
@@ -201,7 +203,7 @@ def read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
 
 def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     try:
-        with open(path, "rb") as fh:
+        with _open_regular(path) as fh:
             head = fh.read(2)
             fh.seek(0)
             # not read(MAX_BYTES + 1): that allocates the whole cap, whatever the file's size
@@ -238,6 +240,20 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     return [], [diag("E782", "not a profiler trace or a rank log: expected a JSON trace, JSON "
                              "Lines or CSV with a `rank,iteration,phase,start_s,duration_s` "
                              "header", path)]
+
+
+def _open_regular(path: str):
+    """The file opened for reading, if it is a regular file: opened without blocking (a FIFO
+    put in its place after files_of looked would wait for a writer) and checked on the opened
+    descriptor, as the compiler's own reader (semantics.modules) does; else OSError."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)", path)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _gunzip(raw: bytes) -> bytes:

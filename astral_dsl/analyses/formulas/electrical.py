@@ -13,8 +13,9 @@ from astral_dsl.analyses.formulas._checks import (SIZING_REL_TOL, _ceil_tol, _fi
 
 SQRT3 = math.sqrt(3.0)
 
-#: Annealed copper at 20 degC: 0.01724 ohm*mm^2/m = 1.724e-8 ohm*m (IEC 60028 standard value).
-COPPER_RHO20_OHM_M = 0.01724e-6
+#: Annealed copper at 20 degC: 1/58 = 0.017241 ohm*mm^2/m = 1.7241e-8 ohm*m (IEC 60028:1925,
+#: International standard of resistance for copper, the value its tables give).
+COPPER_RHO20_OHM_M = 0.017241e-6
 #: Temperature coefficient of copper resistance at 20 degC, per K (IEC 60028).
 COPPER_ALPHA_PER_K = 0.00393
 
@@ -151,7 +152,7 @@ def copper_resistivity(temp_c: float, rho20: float = COPPER_RHO20_OHM_M,
                        alpha: float = COPPER_ALPHA_PER_K) -> float:
     """Resistivity of copper at a conductor temperature: rho_T = rho_20 * (1 + alpha * (T - 20))  [ohm*m].
 
-    Defaults: rho_20 = 0.01724 ohm*mm^2/m, alpha = 0.00393 /K (IEC 60028 annealed copper).
+    Defaults: rho_20 = 0.017241 ohm*mm^2/m, alpha = 0.00393 /K (IEC 60028 annealed copper).
     Source: IEC 60028 (rho_20, alpha); IEC 60228 / IEC 60364-5-52 Annex G use the same relation."""
     rho = _positive("rho20", rho20) * (1.0 + _finite("alpha", alpha) * (_finite("temp_c", temp_c) - 20.0))
     if rho <= 0.0:

@@ -84,9 +84,25 @@ def _font(colour: str, body: str, size: str = "") -> str:
     return f'<FONT COLOR="{colour}"{size}>{body or " "}</FONT>'
 
 
-def short(text: str, limit: int = 96) -> str:
+LABEL_CHARS = 96          # a line of a node's or cluster's label; longer is cut, in full in
+#                           the tooltip (a 200-character template name widened the whole view)
+
+
+def short(text: str, limit: int = LABEL_CHARS) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _fit(text) -> str:
+    """A label line's text: as it is up to LABEL_CHARS characters, else shortened."""
+    return text if len(str(text)) <= LABEL_CHARS else short(text)
+
+
+def _cut(lines, table_rows) -> List[str]:
+    """The texts of a label's lines or table cells that LABEL_CHARS cuts, in full."""
+    cells = [c[0] if isinstance(c, tuple) else c for r in (table_rows or ()) for c in r]
+    texts = [c.text if isinstance(c, Line) else c for c in list(lines or ()) + cells]
+    return [str(t) for t in texts if t is not None and len(str(t)) > LABEL_CHARS]
 
 
 class Line:
@@ -97,7 +113,7 @@ class Line:
             text, bold, small, italic, colour
 
     def html(self, default_colour: str) -> str:
-        t = esc(self.text) or " "
+        t = esc(_fit(self.text)) or " "
         if self.bold:
             t = f"<B>{t}</B>"
         if self.italic:
@@ -135,7 +151,7 @@ def table(rows: List[List], colour: str, *, header: Optional[str] = None,
                 cell, attrs = cell[0], dict(cell[1])
             col = attrs.pop("colour", colour)
             align = attrs.pop("align", "LEFT")
-            text = cell.html(col) if isinstance(cell, Line) else _font(col, esc(cell))
+            text = cell.html(col) if isinstance(cell, Line) else _font(col, esc(_fit(cell)))
             if j == len(r) - 1 and len(r) < width:
                 attrs["colspan"] = width - len(r) + 1
             extra = "".join(f' {k.upper()}="{v}"' for k, v in attrs.items())
@@ -165,7 +181,8 @@ class Canvas:
             graph_attr={"rankdir": rankdir, "fontname": FONT, "fontsize": "12",
                         "labelloc": "t", "labeljust": "c", "newrank": "true",
                         "compound": "true", "nodesep": "0.25", "ranksep": "0.55",
-                        "pad": "0.3", "bgcolor": "white", "tooltip": dot_tooltip(" ".join(title[:1])),
+                        "pad": "0.3", "bgcolor": "white",
+                        "tooltip": dot_tooltip("\n".join(list(title[:1]) + _cut(title[1:], ()))),
                         "class": f"astral {view}", "label": self._title(title)},
             node_attr={"shape": "box", "style": "rounded,filled", "fontname": FONT,
                        "fontsize": "11", "margin": "0.12,0.06", "penwidth": "1.3"},
@@ -182,8 +199,8 @@ class Canvas:
 
     @staticmethod
     def _title(lines: Sequence[str]) -> str:
-        out = [f'<FONT POINT-SIZE="18"><B>{esc(lines[0])}</B></FONT>']
-        out += [f'<FONT POINT-SIZE="12" COLOR="#455a64">{esc(t)}</FONT>' for t in lines[1:]]
+        out = [f'<FONT POINT-SIZE="18"><B>{esc(_fit(lines[0]))}</B></FONT>']
+        out += [f'<FONT POINT-SIZE="12" COLOR="#455a64">{esc(_fit(t))}</FONT>' for t in lines[1:]]
         return "<" + "<BR/>".join(out) + "<BR/> >"
 
     @property
@@ -198,8 +215,9 @@ class Canvas:
         is_failed = bool(failed) if failed is not None else self.ctx.is_failed(parts)
         return problems, is_failed or self._failed_stack[-1]
 
-    def _tooltip(self, tooltip: str, problems) -> str:
+    def _tooltip(self, tooltip: str, problems, cut: Sequence[str] = ()) -> str:
         tips = [tooltip] if tooltip else []
+        tips += [t for t in cut if t not in tooltip]
         tips += [f"{d.code}: {d.message}" for d in problems]
         return dot_tooltip("\n".join(tips) or " ")
 
@@ -250,7 +268,8 @@ class Canvas:
         cls = " ".join(classes + ([extra_class] if extra_class else []))
         self.here.node(gid, text, shape="box" if shape == "plain" else shape, style=style_text,
                        fillcolor=fill, color=border, penwidth=pen,
-                       tooltip=self._tooltip(tooltip, problems), **{"class": cls}, **attrs)
+                       tooltip=self._tooltip(tooltip, problems, _cut(lines, table_rows)),
+                       **{"class": cls}, **attrs)
         self.node_count += 1
         return gid
 
@@ -288,7 +307,7 @@ class Canvas:
                 ["dashed"] if dashed else [])), fillcolor=fill, color=border, penwidth=pen,
                 fontname=FONT, fontsize="12", labeljust="l", margin="12", peripheries="1",
                 labelloc=labelloc or self.cluster_labels,
-                tooltip=self._tooltip(tooltip, problems), **{"class": " ".join(
+                tooltip=self._tooltip(tooltip, problems, _cut(title, ())), **{"class": " ".join(
                     ["cluster"] + classes)})
             self._stack.append(sub)
             self._failed_stack.append(is_failed)

@@ -1,0 +1,47 @@
+"""Long names in a picture: a label line is at most LABEL_CHARS (96) characters, cut with an
+ellipsis, and the node's or cluster's tooltip holds it in full (a 221-character template name
+was drawn in full on the power view's rack node, widening the whole view)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl.outputs.render import VIEWS, render
+
+REPO = Path(__file__).resolve().parents[1]
+LONG = "R" + "x" * 220                       # a rack template of 221 characters
+
+
+@pytest.fixture(scope="module")
+def checked():
+    text = (REPO / "examples" / "tutorial_rack.astral").read_text()
+    ws = astral_dsl.compiles(re.sub(r"\bRack\b", LONG, text), name="examples/long.astral",
+                             root="examples")
+    return ws, astral_dsl.check(ws)
+
+
+def _labels(source: str):
+    """The HTML-like labels' texts of the DOT source, tags left out."""
+    return [re.sub(r"<[^>]*>", "\n", m) for m in re.findall(r"label=<(.*?)>\s*(?:\w+=|\])",
+                                                             source)]
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_no_label_line_holds_the_long_name_in_full(checked, view):
+    ws, c = checked
+    source = render(ws.design, view, checked=c).source
+    lines = [t for label in _labels(source) for t in label.split("\n")]
+    assert not [t for t in lines if LONG in t], view
+    assert max(len(t) for t in lines) <= 96, view
+
+
+def test_the_power_views_rack_node_is_cut_and_its_tooltip_holds_the_name(checked):
+    ws, c = checked
+    source = render(ws.design, "power", checked=c).source
+    (node,) = [line for line in source.splitlines() if "1 x rack R" in line and "->" not in line]
+    # "1 x rack " (9 characters) + 86 of the name + "…": 96 characters
+    assert "<B>1 x rack " + LONG[:86] + "…</B>" in node
+    assert re.search(r'tooltip="rack Tutorial\.racks\[0\]\\n1 x rack ' + LONG + '"', node)
