@@ -117,7 +117,8 @@ def front_end(entry: LoadedModule, loader: ModuleLoader, load_diagnostics, overr
         diagnostics.append(passes.too_deep(exc, entry.key))
         design = passes.empty(entry.key, diagnostics)
     return attrs.evolve(design, scenario=ev.scenario, overrides=tuple(recorded.items()),
-                        root=str(getattr(loader, "root", "") or ""))
+                        root=str(getattr(loader, "root", "") or ""),
+                        read=getattr(loader, "read", None))
 
 
 def _instantiator(diagnostics, given, scope, assignments, scenario: Optional[Instance],

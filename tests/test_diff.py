@@ -264,6 +264,38 @@ def test_a_revision_reads_the_shipped_stdlib_and_its_own_inventory(repo):
     assert power["it_power_kw"] == (20.4, 30.6)            # 2 x 10.2 kW, 3 x 10.2 kW
 
 
+def test_a_revision_reads_its_own_climate_file(repo):
+    """A site's `climate` file of the project is the revision's, from git: the climate loader
+    read the disk (the revision's placeholders' folder holds no such file), so the revision's
+    side was E652 "not found"; nor is the work tree's file read for it."""
+    epw = (REPO / "tests" / "fixtures" / "climate" / "sample.epw").read_text(encoding="utf-8")
+    lines = epw.splitlines(keepends=True)
+    assert len(lines) == 8 + 12                  # 8 header lines, 12 hours
+    (repo / "designs" / "weather.epw").write_text(epw, encoding="utf-8")
+    (repo / "designs" / "sited.astral").write_text(
+        'host H { power = 10 kW }\n'
+        'site S { hosts = 2 x H, utilization = 75 %, climate = "weather.epw" }\n',
+        encoding="utf-8")
+    _git(repo, "add", "designs/weather.epw", "designs/sited.astral")
+    _git(repo, "commit", "-q", "-m", "a climate")
+    # the work tree's file keeps the header and the first 6 hours only
+    (repo / "designs" / "weather.epw").write_text("".join(lines[:8 + 6]), encoding="utf-8")
+    proc = astral("diff", "HEAD:designs/sited.astral", "designs/sited.astral", "--format",
+                  "json", cwd=repo)
+    assert proc.returncode == 0, proc.stdout
+    doc = json.loads(proc.stdout)
+    assert doc["a"]["errors"] == 0 and "E652" not in proc.stdout
+    # W643: 12 hours stand for 8,760 / 12 = 730 h each (the commit's), 6 for 8,760 / 6 =
+    # 1,460 h each (the work tree's)
+    changed = {(c["kind"], (c["before"] or c["after"])["message"])
+               for c in doc["changes"]["diagnostics"]}
+    assert changed == {
+        ("removed", "climate file `weather.epw` holds 12 hours, not a year's 8,760: they stand "
+                    "for the year in proportion (each for 730 h)"),
+        ("added", "climate file `weather.epw` holds 6 hours, not a year's 8,760: they stand "
+                  "for the year in proportion (each for 1,460 h)")}
+
+
 def test_a_revision_names_the_projects_files_as_the_work_tree_does(repo):
     """A warning and a check of an imported file, unchanged: the same on both sides. The
     revision named the file from the repository's top (`designs/lib/parts.astral`) and the work

@@ -5,8 +5,10 @@ station pressure hour by hour (and the station's elevation), in EnergyPlus EPW o
 A file is found like an import (semantics/modules.py): `stdlib/climate/NAME` in the shipped
 stdlib, anything else relative to the project's root, never outside either; it must be a
 regular file of at most 8 MiB. A typical year has 8,760 hours (8,784 in a leap year); a file
-with fewer rows stands for the year in proportion (W643 says so). Parsed files are kept per
-process, keyed by their path, size and modification time."""
+with fewer rows stands for the year in proportion (W643 says so). A project's file is read with
+the design's reader (the one its modules were read with: a revision's file from git, an editor's
+open buffer), the disk's by default. Parsed files of the disk are kept per process, keyed by
+their path, size and modification time; those of another reader by their digest (_cached)."""
 from __future__ import annotations
 
 import base64
@@ -14,7 +16,7 @@ import os
 import sys
 from array import array
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import attrs
 
@@ -25,10 +27,11 @@ from astral_dsl.semantics.modules import file_sha256, inside, read_file
 _parsed: Dict[Tuple[str, int, int, str], Climate] = {}
 
 
-def locate(name: str, root: Path) -> Path:
-    """The file a `climate = "..."` names: in the stdlib or in the project, never outside."""
+def locate(name: str, root: Path, on_disk: bool = True) -> Path:
+    """The file a `climate = "..."` names: in the stdlib or in the project, never outside;
+    a regular file of the disk unless `on_disk` is False (one a reader will read)."""
     try:
-        return _locate(name, root)
+        return _locate(name, root, on_disk)
     except (OSError, ValueError) as exc:       # a NUL byte, a name too long for the system
         if isinstance(exc, ClimateError):
             raise
@@ -36,7 +39,7 @@ def locate(name: str, root: Path) -> Path:
                            f"{getattr(exc, 'strerror', None) or exc}", missing=True) from None
 
 
-def _locate(name: str, root: Path) -> Path:
+def _locate(name: str, root: Path, on_disk: bool) -> Path:
     if not name.strip():
         raise ClimateError("`climate` is empty: name a weather file", missing=True)
     parts = Path(name).parts
@@ -55,15 +58,19 @@ def _locate(name: str, root: Path) -> Path:
     if not inside(resolved, base):
         raise ClimateError(f"climate file `{name}` resolves outside the project and the stdlib",
                            missing=True)
-    if not resolved.is_file():
+    if on_disk and not resolved.is_file():
         what = "is not a regular file" if resolved.exists() else "not found"
         where = "the stdlib" if base != root.resolve() else "the project"
         raise ClimateError(f"climate file `{name}` {what} (looked in {where})", missing=True)
     return resolved
 
 
-def load(name: str, root: Path) -> Climate:
-    """The climate a site names; ClimateError when it cannot be used."""
+def load(name: str, root: Path, read: Optional[Callable[[Path], bytes]] = None) -> Climate:
+    """The climate a site names; ClimateError when it cannot be used. A project's file is
+    read with `read` when it is another reader than the disk's (the design's: a revision's
+    file from git, cli/revision.py); a stdlib one, and any with no such reader, from the disk."""
+    if read is not None and read is not read_file and Path(name).parts[:1] != ("stdlib",):
+        return _read_with(name, root, read)
     path = locate(name, root)
     try:
         st = os.stat(path)
@@ -91,6 +98,21 @@ def load(name: str, root: Path) -> Climate:
         _parsed.clear()
     _parsed[key] = climate
     return climate
+
+
+def _read_with(name: str, root: Path, read: Callable[[Path], bytes]) -> Climate:
+    """A project's climate file read with the design's reader: nothing of it need be on the
+    disk (a revision's is laid out in no folder), so it is kept by its digest only (_cached)."""
+    path = locate(name, root, on_disk=False)
+    try:
+        data = read(path)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise ClimateError(f"climate file `{name}` not found (looked in the project)",
+                               missing=True) from None
+        raise ClimateError(f"cannot read climate file `{name}`: {exc.strerror or exc}",
+                           missing=True) from None
+    return _cached(data, name)
 
 
 _NUMBERS = ("dry_bulb", "dew_point", "pressure", "wet_bulb")
@@ -148,16 +170,17 @@ def with_wet_bulbs(climate: Climate) -> Climate:
 
 
 
-def of_site(site, root: Path, diags) -> Optional[Climate]:
-    """The climate a site's `climate` names, or None (not declared, or E652/E653 reported);
-    W643 for a file shorter than a year."""
+def of_site(site, root: Path, diags, read: Optional[Callable[[Path], bytes]] = None
+            ) -> Optional[Climate]:
+    """The climate a site's `climate` names, read with `read` (load), or None (not declared,
+    or E652/E653 reported); W643 for a file shorter than a year."""
     from astral_dsl.diagnostics import Diagnostic, Severity
 
     name = site.field("climate")
     if not isinstance(name, str):
         return None
     try:
-        climate = load(name, root)
+        climate = load(name, root, read)
     except ClimateError as exc:
         diags.append(Diagnostic("E652" if exc.missing else "E653", Severity.ERROR, str(exc),
                                 site.span_of("climate"),

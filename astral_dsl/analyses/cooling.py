@@ -131,8 +131,8 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
     averages = averages if averages is not None else Averages(design, mult, cache)
     diags: List[Diagnostic] = []
     root = design.roots[0] if design.roots else None
-    climate = climates.of_site(root, _project_root(design), diags) if root is not None \
-        else None
+    climate = climates.of_site(root, _project_root(design), diags, design.read) \
+        if root is not None else None
     pressure = site_air(design, climate, diags)
     diags.extend(other_sites_air(design))
     total_power = sum(power_of(r, cache).si for r in design.roots)

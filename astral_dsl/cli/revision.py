@@ -7,9 +7,9 @@ imports resolve in that same revision (the work tree is never touched), but thei
 not written there: each file is a sparse placeholder of its size (no data, no disk), and the
 compiler reads a module's bytes from git (`git cat-file blob`) only when it imports it, through
 `RevisionReader`, refusing one beyond the 8 MiB source cap from its size alone (E108); a data
-file the design reads through the compiler's reader (an inventory) is looked up in the tree
-then, and `import stdlib.X` reads the installed stdlib. (A site's `climate` file is read from
-the disk by analyses/climate.py: one in the revision's project is not found, E652.) A
+file the design reads through the compiler's reader (an inventory; a site's `climate`, which
+analyses/climate.py reads with the design's reader) is looked up in the tree then, and
+`import stdlib.X` reads the installed stdlib. A
 revision's files cost neither memory nor disk, however large: `git archive` of every `.astral`
 file had put a 700 MB file, never imported and stored in 700 KB by git, into the memory
 (1.5 GB) and onto the disk.

@@ -6,7 +6,9 @@ GPU instance, linked by runs of counts."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
+
+import attrs
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Span, has_errors
@@ -232,6 +234,10 @@ class Design:
     root: str = ""               # the project folder its imports (and data files) resolve in
     allows: Tuple[Any, ...] = ()       # the `allow` statements (model/allows.py Allow)
     lets: Tuple[Tuple[str, Any], ...] = ()     # the entry's top-level `let`s, as `params`
+    # the reader its modules were read with (the loader's `read`): a data file the analyses read
+    # (a site's `climate`) is read with it too, so a revision's comes from the revision
+    # (cli/revision.py) and an editor's from its buffer; None: the disk
+    read: Optional[Callable[[Any], bytes]] = attrs.field(default=None, repr=False)
 
     @property
     def valid(self) -> bool:
