@@ -60,13 +60,15 @@ site S {
     by = {i["path"]: i for i in doc["instances"]}
     (gpu,) = [i for i in doc["instances"] if i["kind"] == "gpu"]
     assert gpu["fields"]["max_supply"] == {"value": 45, "unit": "degC"}
-    # a transformer's losses are real power: kW, not the rating's kVA. 100 kVA x 0.5 x
-    # (1 / 0.9953 - 1) = 0.2361 kW at half load: P0 = 0.05903 kW, Pk = 0.4722 kW
+    # a transformer's losses are real power: kW, not the rating's kVA. At 100 kVA the DOE's
+    # efficiency is 99.03 % + (99.11 - 99.03) % x (100 - 75) / (112.5 - 75) = 99.08333 %:
+    # 100 kVA x 0.5 x (1 / 0.9908333 - 1) = 0.4626 kW at half load: P0 = 0.2313 kW,
+    # Pk = 0.9251 kW
     mv = by["S.mv"]["fields"]
     assert mv["capacity"] == {"value": 100, "unit": "kVA"}
     assert mv["no_load_loss"]["unit"] == mv["load_loss"]["unit"] == "kW"
-    assert mv["load_loss"]["value"] == pytest.approx(100 * 0.5 * (1 / 0.9953 - 1) * 2)
-    assert mv["no_load_loss"]["value"] == pytest.approx(100 * 0.5 * (1 / 0.9953 - 1) / 2)
+    assert mv["load_loss"]["value"] == pytest.approx(100 * 0.5 * (1 / 0.99083333333 - 1) * 2)
+    assert mv["no_load_loss"]["value"] == pytest.approx(100 * 0.5 * (1 / 0.99083333333 - 1) / 2)
 
 
 def test_a_fluid_property_failure_names_the_temperature_without_float_noise(tmp_path):

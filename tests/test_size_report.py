@@ -354,20 +354,22 @@ def test_cell_widths_count_terminal_cells():
 
 def test_the_transformer_table_gives_ratings_and_load_in_kva_and_losses_in_kw():
     # the tutorial: 52.619 kW at the peak hour through one 100 kVA unit, at the feeders' 95 %
-    # power factor: 52.619 / 0.95 = 55.388 kVA. Losses (stdlib, P0 = 118.05 W, Pk = 472.22 W):
-    # at the peak x = 55.388 / 100, 118.05 + 472.22 x 0.55388^2 = 262.92 W, real power
+    # power factor: 52.619 / 0.95 = 55.388 kVA. Losses (stdlib, the DOE's 99.08333 % at 100 kVA,
+    # between its 75 and 112.5 kVA rows: P0 = 231.29 W, Pk = 925.15 W): at the peak
+    # x = 55.388 / 100, 231.29 + 925.15 x 0.55388^2 = 515.11 W, real power; on average
+    # 231.29 + 925.15 x 0.14792 (the mean of x^2 over the hours) = 368.14 W
     proc = _cli(["size", "examples/tutorial_rack.astral", "--format", "json"])
     assert proc.returncode == 0, proc.stderr
     (tr,) = json.loads(proc.stdout)["summary"]["facility"]["transformers"]
     assert (tr["capacity_kva"], tr["power_factor"], tr["power_factor_from"]) == \
         (100.0, 0.95, "feeders")
     assert (tr["peak_load_kw"], tr["peak_load_kva"]) == (52.619, 55.388)
-    assert tr["losses_kw_peak"] == pytest.approx(0.263, abs=0.001)
+    assert tr["losses_kw_peak"] == pytest.approx(0.515, abs=0.001)
     assert "capacity_kw" not in tr
     text = _cli(["size", "examples/tutorial_rack.astral"], columns=132).stdout
     row = next(line for line in text.splitlines() if line.startswith(" Tutorial.mv "))
     assert row.split() == ["Tutorial.mv", "1", "100", "kVA", "n", "0.95", "(feeders'", "lowest)",
-                           "55.4", "kVA", "187.9", "W", "262.9", "W"]
+                           "55.4", "kVA", "368.1", "W", "515.1", "W"]
 
 
 def test_a_lone_feeder_has_no_failover_load_and_the_tables_show_the_power_through_it():

@@ -35,6 +35,7 @@ CODES: dict[str, str] = {
     "W213": "a bare word of an enumeration field that a value also names",
     "E214": "index out of range",
     "W214": "a template named as a built-in function",
+    "W215": "a value read from a table outside its listed range",
     "E215": "declaration refers to itself",
     "E216": "unknown --scenario name",
     "E217": "a scenario cannot name this replica alone",

@@ -6,14 +6,21 @@ them works before every data sheet is at hand, and says what it assumed: `HGX8` 
 `nvlink_bandwidth`, or NVLink 4's 450 GB/s each way when the GPU does not state one. Only a
 field the part's kind has and the part leaves out falls back: a misspelt field is still E209.
 The warning stands at the first place in the user's own files the value comes from (the
-template's declaration, else where a stdlib template is instantiated)."""
+template's declaration, else where a stdlib template is instantiated).
+
+`interpolate(x, [x1, ..., xn], [y1, ..., yn], "table")`: a value read from a table of listed
+points (x1 < ... < xn), linear between the two listed points around x (the point's own value at a
+listed x); outside x1..xn the nearest end's value, with a warning (W215) that says so and names
+the table. The stdlib's `Transformer` reads its efficiency from the US DOE's table by its kVA
+rating this way."""
 from __future__ import annotations
 
 from astral_dsl.diagnostics import Diagnostic, Severity
-from astral_dsl.model.values import type_name
+from astral_dsl.model.values import ListValue, type_name
 from astral_dsl.semantics.errors import fail
 from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.syntax import ast
+from astral_dsl.units import Quantity, UnitError
 
 USAGE = 'write `default(part.field, fallback, "why")`, e.g. ' \
         '`default(gpu.nvlink_bandwidth, 450 GB/s, "NVLink 4")`'
@@ -36,8 +43,7 @@ def eval_default(x, e: ast.Call, env: Env):
         fail("E303", f"why `default` assumes its value is a string, not a {type_name(reason)}",
              why.span, USAGE)
     value = x.eval(fallback, env)
-    frame = env.frame
-    owner = frame if frame is not None else None
+    owner = env.frame
     span = _where(owner) if owner is not None else e.span
     kind = getattr(part, "kind", "part")
     x.host.diagnostics.append(Diagnostic(
@@ -55,12 +61,75 @@ def _left_out(part, name: str) -> bool:
 
 
 def _where(frame: Frame):
-    """The first span in the user's files: the frame's template when the user declared it,
-    else where the stdlib's template was instantiated."""
+    """The first span in the user's files: the frame's template when the user declared it (or
+    the frame's own declaration, `transformer mv = Transformer(...)`, which has no template of
+    its own), else where the stdlib's template was instantiated."""
     template = frame.template
-    if template is not None and not template.module.is_stdlib:
+    if template is None or not template.module.is_stdlib:
         return frame.span
     return frame.called_at
 
 
-FORMS = {"default": eval_default}
+TABLE_USAGE = 'write `interpolate(x, [x1, x2, ...], [y1, y2, ...], "table")` with x1 < x2 < ' \
+              '..., e.g. `interpolate(rating, [15 kVA, 30 kVA], [98.65 %, 98.83 %], "DOE")`'
+
+
+def eval_interpolate(x, e: ast.Call, env: Env):
+    """`y` at `x` in a table of listed points: linear between the two around it; outside the
+    listed range, the nearest end's `y` with W215."""
+    if any(a.name is not None for a in e.args) or len(e.args) != 4:
+        fail("E307", "`interpolate` takes four arguments: a value, the listed values, what "
+                     "they give and the table's name", e.span, TABLE_USAGE)
+    at, xs, ys, what = (x.eval(a.value, env) for a in e.args)
+    if not isinstance(what, str):
+        fail("E303", f"the table's name is a string, not a {type_name(what)}", e.args[3].span,
+             TABLE_USAGE)
+    xs, ys = _points(xs, e.args[1].span), _points(ys, e.args[2].span)
+    if not isinstance(at, Quantity) or len(xs) != len(ys) or not xs:
+        fail("E307", f"`interpolate` needs a quantity and two lists of as many quantities "
+                     f"({len(xs)} and {len(ys)} here)", e.span, TABLE_USAGE)
+    try:
+        steps = [b.compare(a) for a, b in zip(xs, xs[1:])]
+        below, above = at.compare(xs[0]) < 0, at.compare(xs[-1]) > 0
+        for y in ys[1:]:
+            y.compare(ys[0])
+    except UnitError as exc:
+        fail(exc.code, exc.message, e.span, TABLE_USAGE)
+    if any(step <= 0 for step in steps):
+        fail("E307", "the listed values of `interpolate` must increase", e.args[1].span,
+             TABLE_USAGE)
+    if below or above:
+        end = ys[0] if below else ys[-1]
+        frame = _frame_of(env)
+        span = _where(frame) if frame is not None else None
+        x.host.diagnostics.append(Diagnostic(
+            "W215", Severity.WARNING,
+            f"{at} is {'below' if below else 'above'} the range of {what}, {xs[0]} to "
+            f"{xs[-1]}: its value at {xs[0] if below else xs[-1]}, {end}, is assumed",
+            span or e.span, "state the value from the equipment's data sheet, or keep to "
+                            f"the table's range ({xs[0]} to {xs[-1]})"))
+        return end
+    i = next(i for i, a in enumerate(xs) if at.compare(a) <= 0)
+    if i == 0 or at.compare(xs[i]) == 0:
+        return ys[i]
+    t = at.compare(xs[i - 1]) / xs[i].compare(xs[i - 1])
+    y0, y1 = ys[i - 1], ys[i]
+    return Quantity(y0.si + (y1.si - y0.si) * t, y0.dims, y0.unit or y1.unit)
+
+
+def _frame_of(env: Env):
+    """The instance whose body `env` evaluates in (a local value's scope has none of its own)."""
+    while env is not None and env.frame is None:
+        env = env.outer
+    return env.frame if env is not None else None
+
+
+def _points(value, span):
+    if not isinstance(value, ListValue) or not all(
+            isinstance(v, Quantity) and not v.point for v in value.items):
+        fail("E303", f"`interpolate` takes its listed points as a list of quantities, not a "
+                     f"{type_name(value)}", span, TABLE_USAGE)
+    return list(value.items)
+
+
+FORMS = {"default": eval_default, "interpolate": eval_interpolate}
