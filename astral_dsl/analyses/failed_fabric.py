@@ -1,6 +1,7 @@
 """What a scenario's failed fabric parts (network_failures.py) do to the fabric they belong to,
 resolved on the symbolic design (hosts are intervals of host numbers in one replica of the
-fabric's owner, host_positions.py) into the damage network_damage.py prices:
+fabric's owner, host_positions.py; where the fabric's parts lie: fabric_layout.py) into the
+damage network_damage.py prices:
 
 - a first-tier switch that fails darkens the ports of the hosts that land on it, on its rail and
   plane (network.py's wiring); a NIC, a NIC port or a host link darkens its ports;
@@ -22,9 +23,9 @@ import attrs
 
 from astral_dsl.analyses import failed_links
 from astral_dsl.analyses.failed_links import Bad, nic_steps
-from astral_dsl.analyses.fabric_names import TierKey, host_runs, ports_on, wiring
-from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, merge
-from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
+from astral_dsl.analyses.fabric_layout import FabricLayout
+from astral_dsl.analyses.host_positions import Interval, TooMany
+from astral_dsl.analyses.network import FabricCount
 from astral_dsl.analyses.damage_judge import judge
 from astral_dsl.analyses.network_damage import Damage, Piece
 from astral_dsl.analyses.network_failures import Failure, declared, share_lost
@@ -74,26 +75,11 @@ def _concerns(f: Failure, fc: FabricCount, owner: Instance) -> bool:
     return nic_steps(f, owner) is not None
 
 
-class _Builder:
+class _Builder(FabricLayout):
     """The damage of the failures of one fabric, on one replica of its owner."""
 
     def __init__(self, fc: FabricCount, owner: Instance, cache):
-        self.fc, self.owner, self.cache = fc, owner, cache
-        self.pos = Positions(owner, cache)
-        self.hosts = _hosts(owner, cache)
-        self.nics = max((k[1] for k in self.hosts.kinds if k[0]), default=0)
-        self.ports_per_nic = max(1, self.hosts.ports_per_nic)
-        self.rails_used = min(fc.rails, self.nics) if self.nics else fc.rails
-        self.planes_used = min(fc.planes, self.ports_per_nic)
-        self.tiers: Tuple[TierCount, ...] = fc.tiers
-        # where the NIC ports land (fabric_names.wiring), for the hosts with the most NICs
-        # (the owner's hosts in runs of alike hosts when they differ: fabric_names.host_runs)
-        layout = max(self.hosts.layouts, key=len, default=())
-        t0 = fc.tiers[0] if fc.tiers else None
-        self.wire = (fc.rails, fc.planes, t0 is not None and "rail" in t0.per,
-                     t0 is not None and "plane" in t0.per)
-        self.places = wiring(layout, *self.wire)
-        self.runs = host_runs(owner, self.wire, cache)
+        super().__init__(fc, owner, cache)
         self.ports: Dict[Tuple[int, int], List[Piece]] = {}
         self.uplinks: Dict[Tuple[int, Optional[int], Optional[int]], List[Piece]] = {}
         # per tier index, the switches named off: ((group area, rail, plane), switch or None
@@ -191,69 +177,6 @@ class _Builder:
             self.spans.append(f.span)
         return self.cause_of[id(f)]
 
-    # -- tiers and where their switches are -----------------------------------------------------
-    def kinds(self, t: TierCount) -> Optional[Tuple[str, ...]]:
-        return None if t.scope == self.owner.kind else _SCOPE_KINDS.get(t.scope, (t.scope,))
-
-    def rails_of(self, t: TierCount, rail: Optional[int]) -> List[Optional[int]]:
-        if "rail" not in t.per:
-            return [None]
-        return [rail] if rail is not None else list(range(self.rails_used))
-
-    def planes_of(self, t: TierCount, plane: Optional[int]) -> List[Optional[int]]:
-        if "plane" not in t.per:
-            return [None]
-        return [plane] if plane is not None else list(range(self.planes_used))
-
-    def tor_ports(self, area: Interval, index: int, rails: Sequence[Optional[int]],
-                  planes: Sequence[Optional[int]]) -> List[Tuple[Interval, int, int]]:
-        """(hosts, NIC, port) of the ports on `rails` and `planes` that land on first-tier
-        switch `index` of the group whose scope instance is `area` (fabric_names.ports_on)."""
-        return ports_on(area, index, self.tiers[0].down_ports, rails, planes, self.places,
-                        self.runs, self.wire)
-
-    def lose_under(self, t: int, rails, planes, areas: Sequence[Interval], index: int,
-                   lost: float, top: int, cause: int) -> None:
-        """`lose` for the NIC ports that land on first-tier switch `index` of each group in
-        `areas`, port by port: a host whose ports of a rail and plane straddle two switches
-        loses, on each port, what that port's own switch loses."""
-        for r in rails:
-            for p in planes:
-                pieces = self.uplinks.setdefault((t, r, p), [])
-                for area in areas:
-                    pieces.extend(Piece(a, b, lost, top, cause, (k, j)) for (a, b), k, j
-                                  in self.tor_ports(area, index, [r], [p]))
-
-    def scope_areas(self, t: TierCount, area: Interval) -> List[Interval]:
-        """The scope instances of tier t's groups inside `area`."""
-        kinds = self.kinds(t)
-        if kinds is None:
-            return [(0, self.pos.total)]
-        out = []
-        found = self.pos.scope_at(kinds, area[0]) if area[1] > area[0] else None
-        while found is not None and found[1][0] < area[1]:
-            index, iv = found
-            out.append(iv)
-            if len(out) > (1 << 16):
-                raise TooMany()
-            nxt = self.pos.scope(kinds, index + 1)
-            found = (index + 1, nxt) if nxt is not None else None
-        return out
-
-    def within(self, t: TierCount, kind: str) -> bool:
-        """Tier t's groups lie inside one instance of `kind` (its scope is that or finer)."""
-        return self.kinds(t) is not None and _LEVEL.get(t.scope, 9) <= _LEVEL.get(kind, 9)
-
-    def nics_on(self, rails: Sequence[Optional[int]]) -> List[int]:
-        if list(rails) == [None]:
-            return list(range(self.nics))
-        return [k for k in range(self.nics) if k % max(1, self.fc.rails) in rails]
-
-    def ports_on(self, planes: Sequence[Optional[int]]) -> List[int]:
-        if list(planes) == [None]:
-            return list(range(self.ports_per_nic))
-        return [j for j in range(self.ports_per_nic) if j % max(1, self.fc.planes) in planes]
-
     # -- recording ------------------------------------------------------------------------------
     def dark(self, hosts: Iterable[Interval], nics: Iterable[int], ports: Iterable[int],
              cause: int) -> None:
@@ -271,58 +194,19 @@ class _Builder:
                 self.uplinks.setdefault((t, r, p), []).extend(
                     Piece(a, b, lost, top, cause) for a, b in hosts)
 
+    def lose_under(self, t: int, rails, planes, areas: Sequence[Interval], index: int,
+                   lost: float, top: int, cause: int) -> None:
+        """`lose` for the NIC ports that land on first-tier switch `index` of each group in
+        `areas`, port by port: a host whose ports of a rail and plane straddle two switches
+        loses, on each port, what that port's own switch loses."""
+        for r in rails:
+            for p in planes:
+                pieces = self.uplinks.setdefault((t, r, p), [])
+                for area in areas:
+                    pieces.extend(Piece(a, b, lost, top, cause, (k, j)) for (a, b), k, j
+                                  in self.tor_ports(area, index, [r], [p]))
+
     # -- fabric selections ----------------------------------------------------------------------
-    def tier_index(self, sel: FabricSelection) -> int:
-        names = [t.name for t in self.tiers]
-        if sel.tier not in names:
-            raise Bad("E219", f"`{sel.display}`: the fabric has no tier `{sel.tier}`")
-        return names.index(sel.tier)
-
-    def area_of(self, sel: FabricSelection) -> Interval:
-        if sel.scope is None:
-            return (0, self.pos.total)
-        kind, index = sel.scope
-        iv = self.pos.scope((kind,), index)
-        if iv is None:
-            n = self.pos.count((kind,))
-            raise Bad("E214", f"`{sel.display}`: {kind} {index} is out of range: "
-                              f"`{self.owner.path}` holds {n:,} {kind}s"
-                              + (f" (0 to {n - 1:,})" if n else ""))
-        return iv
-
-    def one_switch(self, sel: FabricSelection, i: int) -> None:
-        """A switch index needs its group named in full, and must lie in it."""
-        t = self.tiers[i]
-        missing = [axis for axis, given in (("rail", sel.rail), ("plane", sel.plane))
-                   if axis in t.per and given is None]
-        if self.kinds(t) is not None and sel.scope is None:
-            missing.insert(0, t.scope)
-        if missing:
-            kinds = self.kinds(t)
-            key = TierKey(self.fc.fabric, t.name, (kinds[0], 0) if kinds else None,
-                          0 if "rail" in t.per else None, 0 if "plane" in t.per else None)
-            raise Bad("E219", f"`{sel.display}` names a switch of every `{t.name}` group: "
-                              f"name its {', '.join(missing)} too",
-                      f"e.g. `{key.switch(sel.switch)}` (`astral forecast --ranks` lists "
-                      f"the stable names)")
-        kinds = self.kinds(t)
-        size = t.per_group if not t.sizes else t.size(
-            sel.scope[1] if sel.scope and kinds and sel.scope[0] in kinds else
-            self.scope_index(t, self.area_of(sel)))
-        if sel.switch >= size:
-            each = "each" if not t.sizes else "the"
-            raise Bad("E214", f"`{sel.display}`: switch {sel.switch:,} is out of range: {each} "
-                              f"`{t.name}` group has {size:,} switch{'es' if size != 1 else ''}"
-                              + (f" (0 to {size - 1:,})" if size else "")
-                              + (f"; the largest has {t.per_group:,}" if t.sizes else ""))
-
-    def scope_index(self, t: TierCount, area: Interval) -> Optional[int]:
-        """The index in the owner of tier t's scope instance that holds `area` (None: the
-        tier's group is the owner)."""
-        kinds = self.kinds(t)
-        found = self.pos.scope_at(kinds, area[0]) if kinds is not None else None
-        return found[0] if found is not None else None
-
     def selection(self, sel: FabricSelection, cause: int) -> None:
         if sel.tier is not None:
             chosen = [self.tier_index(sel)]
@@ -375,15 +259,6 @@ class _Builder:
             out[t.name] = float(sum(sizes[g] for g in whole)
                                 + sum(1 for g, s in one if s < sizes[g]))
         return out
-
-    def lower_keys(self, i: int, rails, planes):
-        """The (rails, planes) of tier i-1's groups under the groups of tier i named."""
-        t, lower = self.tiers[i], self.tiers[i - 1]
-        lrails = (rails if "rail" in t.per else self.rails_of(lower, None)) \
-            if "rail" in lower.per else [None]
-        lplanes = (planes if "plane" in t.per else self.planes_of(lower, None)) \
-            if "plane" in lower.per else [None]
-        return lrails, lplanes
 
     def switch_down(self, i: int, area: Interval, rails, planes, switch: Optional[int],
                     cause: int, top: Optional[int] = None) -> None:

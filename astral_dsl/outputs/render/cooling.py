@@ -10,7 +10,8 @@ from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import power_of
 from astral_dsl.model.values import Group, Symbol
 from astral_dsl.outputs.render.numbers import celsius, litres_per_min, m3s, n, percent, watts
-from astral_dsl.outputs.render.style import AMBER, Canvas, Line
+from astral_dsl.outputs.render.labels import Line
+from astral_dsl.outputs.render.style import AMBER, Canvas
 from astral_dsl.outputs.render.tree import Tree, counted, held_ids, power_line, summary, \
     whole_design
 

@@ -1,6 +1,6 @@
 """How the pictures write numbers: counts with thousands separators, powers, link speeds,
 flows, temperatures, shares and currents, each `?` when unknown (outputs/render/style.py holds
-the colours, the labels and the canvas)."""
+the colours and the canvas, labels.py the labels)."""
 from __future__ import annotations
 
 from typing import Optional

@@ -9,7 +9,8 @@ from astral_dsl.analyses.fabric_names import TierKey
 from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.outputs.render.cluster import Fabric, fabrics_of, scenario_lines, tier_table
 from astral_dsl.outputs.render.numbers import links, n, plane_name, speed
-from astral_dsl.outputs.render.style import Canvas, Line
+from astral_dsl.outputs.render.labels import Line
+from astral_dsl.outputs.render.style import Canvas
 from astral_dsl.outputs.render.tree import SCOPE_KINDS, counted, level, nic_ports, \
     power_line, summary
 

@@ -12,7 +12,8 @@ from astral_dsl.model.values import Group
 from astral_dsl.outputs.feeder_load import battery_installed_ah, loading, through_w
 from astral_dsl.outputs.render.numbers import amps, n, percent, watts
 from astral_dsl.outputs.render.power_supply import supply, supply_edges, sym, transformers
-from astral_dsl.outputs.render.style import Canvas, Line
+from astral_dsl.outputs.render.labels import Line
+from astral_dsl.outputs.render.style import Canvas
 from astral_dsl.outputs.render.tree import Tree, counted, held_ids, power_line, summary, \
     whole_design
 

@@ -8,7 +8,8 @@ from typing import List, Optional
 from astral_dsl.model.values import Symbol
 from astral_dsl.outputs.feeder_load import through_w
 from astral_dsl.outputs.render.numbers import n, watts
-from astral_dsl.outputs.render.style import Canvas, Line
+from astral_dsl.outputs.render.labels import Line
+from astral_dsl.outputs.render.style import Canvas
 from astral_dsl.outputs.render.tree import Tree
 from astral_dsl.units.readable import apparent
 

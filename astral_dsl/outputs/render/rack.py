@@ -13,7 +13,8 @@ from astral_dsl.model.values import Group
 from astral_dsl.outputs.render.cluster import Fabric, fabrics_of
 from astral_dsl.analyses.fabric_names import TierKey, place, port_name, ports_before, wiring
 from astral_dsl.outputs.render.numbers import links, n, plane_name, speed, watts
-from astral_dsl.outputs.render.style import PLANE_EDGE, RED, RED_FILL, Canvas, Line
+from astral_dsl.outputs.render.labels import Line
+from astral_dsl.outputs.render.style import PLANE_EDGE, RED, RED_FILL, Canvas
 from astral_dsl.outputs.render.tree import SCOPE_KINDS
 
 MAX_HOSTS = 16

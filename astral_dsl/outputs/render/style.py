@@ -1,18 +1,19 @@
-"""The shared look of every picture: colours, fonts, HTML-like labels, the legend, and a Canvas
-that draws nodes, clusters and edges with the marks of the context (violations in red with
-their codes in the tooltip, parts failed by a scenario in grey); numbers.py writes the numbers.
+"""The shared look of every picture: colours, fonts, the legend, and a Canvas that draws nodes,
+clusters and edges with the marks of the context (violations in red with their codes in the
+tooltip, parts failed by a scenario in grey); labels.py escapes the text and builds the
+HTML-like labels, numbers.py writes the numbers.
 
 Every node and cluster carries an SVG class (`node compute`, `node violation`, `node failed`,
 ...) so that tools and tests can find them in the SVG."""
 from __future__ import annotations
 
 import contextlib
-import html
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, Optional, Sequence, Tuple
 
 import graphviz
 
-from astral_dsl.outputs.terminal import printable
+from astral_dsl.outputs.render.labels import (Line, cut_texts, dot_label, dot_tooltip, esc,
+                                              fit, label, short, table)
 
 FONT = "Helvetica"
 
@@ -45,122 +46,6 @@ AMBER, AMBER_FILL = "#b26a00", "#fff8e1"
 GREY, GREY_FILL = "#9e9e9e", "#eeeeee"
 
 
-# ---- user text in DOT: the one place it is escaped --------------------------------------------
-# Text from a design (names, messages, notes, strings) reaches a picture in two ways, and each
-# has its own escaping, applied here and nowhere else:
-# - in HTML-like labels (every node and cluster label, the legend): `esc` escapes the markup
-#   characters, and doubles backslashes, because Graphviz reads `\N`, `\G`, `\l` in HTML
-#   labels too (even when written `&#92;N`);
-# - in plain attributes: `dot_label` (edge labels) doubles backslashes and `dot_tooltip`
-#   quadruples them, because Graphviz expands escStrings (`\N`, `\G`, `\l`) in a label once and
-#   in a tooltip twice (measured with dot 2.43); either way no escString is interpreted and a
-#   trailing backslash cannot end the quoted string early. Both mark the text as not HTML, so
-#   that `<...>` in it is not taken for a label.
-# Control characters, which are not allowed in the SVG (XML) Graphviz writes, are shown escaped
-# (outputs/terminal.py); line breaks in tooltips stay line breaks.
-
-def esc(text) -> str:
-    """User or computed text inside an HTML-like label."""
-    return html.escape(printable(str(text)), quote=True).replace("\\", "\\\\")
-
-
-def _plain(text, backslash: str) -> str:
-    lines = [printable(line).replace("\\", backslash) for line in str(text).split("\n")]
-    return graphviz.nohtml("\\n".join(lines))
-
-
-def dot_label(text) -> str:
-    """User or computed text for a plain DOT label (an edge's)."""
-    return _plain(text, "\\\\")
-
-
-def dot_tooltip(text) -> str:
-    """User or computed text for a tooltip; its line breaks stay line breaks."""
-    return _plain(text, "\\" * 4)
-
-
-def _font(colour: str, body: str, size: str = "") -> str:
-    """A FONT element; Graphviz refuses an empty one (a host with NICs and no GPUs had one)."""
-    return f'<FONT COLOR="{colour}"{size}>{body or " "}</FONT>'
-
-
-LABEL_CHARS = 96          # a line of a node's or cluster's label; longer is cut, in full in
-#                           the tooltip (a 200-character template name widened the whole view)
-
-
-def short(text: str, limit: int = LABEL_CHARS) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def _fit(text) -> str:
-    """A label line's text: as it is up to LABEL_CHARS characters, else shortened."""
-    return text if len(str(text)) <= LABEL_CHARS else short(text)
-
-
-def _cut(lines, table_rows) -> List[str]:
-    """The texts of a label's lines or table cells that LABEL_CHARS cuts, in full."""
-    cells = [c[0] if isinstance(c, tuple) else c for r in (table_rows or ()) for c in r]
-    texts = [c.text if isinstance(c, Line) else c for c in list(lines or ()) + cells]
-    return [str(t) for t in texts if t is not None and len(str(t)) > LABEL_CHARS]
-
-
-class Line:
-    """One line of a node's label: text (escaped here) with an optional style."""
-
-    def __init__(self, text, bold=False, small=False, italic=False, colour=None):
-        self.text, self.bold, self.small, self.italic, self.colour = \
-            text, bold, small, italic, colour
-
-    def html(self, default_colour: str) -> str:
-        t = esc(_fit(self.text)) or " "
-        if self.bold:
-            t = f"<B>{t}</B>"
-        if self.italic:
-            t = f"<I>{t}</I>"
-        size = ' POINT-SIZE="9"' if self.small else ""
-        return _font(self.colour or default_colour, t, size)
-
-
-def label(lines: Sequence, colour: str) -> str:
-    """An HTML-like label from lines (str or Line): the first is bold."""
-    out = []
-    for i, line in enumerate(lines):
-        if line is None:
-            continue
-        if not isinstance(line, Line):
-            line = Line(line, bold=(i == 0))
-        out.append(line.html(colour))
-    return "<" + '<BR ALIGN="CENTER"/>'.join(out) + ">"
-
-
-def table(rows: List[List], colour: str, *, header: Optional[str] = None,
-          padding: int = 2) -> str:
-    """An HTML-like table label. rows: lists of cells: str, Line, or (text, attrs) where attrs
-    may hold `colour`, `align`, `bgcolor`, `port` ... (HTML-like cell attributes)."""
-    width = max((len(r) for r in rows), default=1)
-    out = [f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="{padding}">']
-    if header:
-        out.append(f'<TR><TD COLSPAN="{width}" ALIGN="CENTER"><FONT COLOR="{colour}">'
-                   f'<B>{esc(header)}</B></FONT></TD></TR>')
-    for r in rows:
-        out.append("<TR>")
-        for j, cell in enumerate(r):
-            attrs = {}
-            if isinstance(cell, tuple):
-                cell, attrs = cell[0], dict(cell[1])
-            col = attrs.pop("colour", colour)
-            align = attrs.pop("align", "LEFT")
-            text = cell.html(col) if isinstance(cell, Line) else _font(col, esc(_fit(cell)))
-            if j == len(r) - 1 and len(r) < width:
-                attrs["colspan"] = width - len(r) + 1
-            extra = "".join(f' {k.upper()}="{v}"' for k, v in attrs.items())
-            out.append(f'<TD ALIGN="{align}"{extra}>{text}</TD>')
-        out.append("</TR>")
-    out.append("</TABLE>")
-    return "<" + "".join(out) + ">"
-
-
 # ---- the canvas ---------------------------------------------------------------------------------
 
 class Canvas:
@@ -182,7 +67,8 @@ class Canvas:
                         "labelloc": "t", "labeljust": "c", "newrank": "true",
                         "compound": "true", "nodesep": "0.25", "ranksep": "0.55",
                         "pad": "0.3", "bgcolor": "white",
-                        "tooltip": dot_tooltip("\n".join(list(title[:1]) + _cut(title[1:], ()))),
+                        "tooltip": dot_tooltip("\n".join(list(title[:1])
+                                                         + cut_texts(title[1:], ()))),
                         "class": f"astral {view}", "label": self._title(title)},
             node_attr={"shape": "box", "style": "rounded,filled", "fontname": FONT,
                        "fontsize": "11", "margin": "0.12,0.06", "penwidth": "1.3"},
@@ -199,8 +85,8 @@ class Canvas:
 
     @staticmethod
     def _title(lines: Sequence[str]) -> str:
-        out = [f'<FONT POINT-SIZE="18"><B>{esc(_fit(lines[0]))}</B></FONT>']
-        out += [f'<FONT POINT-SIZE="12" COLOR="#455a64">{esc(_fit(t))}</FONT>' for t in lines[1:]]
+        out = [f'<FONT POINT-SIZE="18"><B>{esc(fit(lines[0]))}</B></FONT>']
+        out += [f'<FONT POINT-SIZE="12" COLOR="#455a64">{esc(fit(t))}</FONT>' for t in lines[1:]]
         return "<" + "<BR/>".join(out) + "<BR/> >"
 
     @property
@@ -268,7 +154,7 @@ class Canvas:
         cls = " ".join(classes + ([extra_class] if extra_class else []))
         self.here.node(gid, text, shape="box" if shape == "plain" else shape, style=style_text,
                        fillcolor=fill, color=border, penwidth=pen,
-                       tooltip=self._tooltip(tooltip, problems, _cut(lines, table_rows)),
+                       tooltip=self._tooltip(tooltip, problems, cut_texts(lines, table_rows)),
                        **{"class": cls}, **attrs)
         self.node_count += 1
         return gid
@@ -307,8 +193,8 @@ class Canvas:
                 ["dashed"] if dashed else [])), fillcolor=fill, color=border, penwidth=pen,
                 fontname=FONT, fontsize="12", labeljust="l", margin="12", peripheries="1",
                 labelloc=labelloc or self.cluster_labels,
-                tooltip=self._tooltip(tooltip, problems, _cut(title, ())), **{"class": " ".join(
-                    ["cluster"] + classes)})
+                tooltip=self._tooltip(tooltip, problems, cut_texts(title, ())),
+                **{"class": " ".join(["cluster"] + classes)})
             self._stack.append(sub)
             self._failed_stack.append(is_failed)
             try:

@@ -11,7 +11,7 @@ from astral_dsl.analyses.walk import owned
 from astral_dsl.model.design import Instance
 from astral_dsl.model.rollup import count_of, group_of, power_of
 from astral_dsl.outputs.render.numbers import n, watts
-from astral_dsl.outputs.render.style import Line
+from astral_dsl.outputs.render.labels import Line
 
 GROUPING = ("site", "hall", "pod", "row", "block")
 LEVEL = {"host": 1, "rack": 2, "row": 3, "block": 3, "pod": 4, "hall": 5, "site": 6}
