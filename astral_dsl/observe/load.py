@@ -4,14 +4,12 @@ trace, a JSON array a bare trace-event list, JSON Lines or CSV a rank log), neve
 name. Every problem is a diagnostic naming its file; what can be read is kept."""
 from __future__ import annotations
 
-import errno
 import gc
 import gzip
 import json
 import multiprocessing
 import os
 import re
-import stat
 import sys
 import threading
 import zlib
@@ -20,6 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl import records
+from astral_dsl.regularfile import open_regular
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.observe import kineto, ranklog, tracedoc
 from astral_dsl.observe.kineto import diag
@@ -243,17 +242,9 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
 
 
 def _open_regular(path: str):
-    """The file opened for reading, if it is a regular file: opened without blocking (a FIFO
-    put in its place after files_of looked would wait for a writer) and checked on the opened
-    descriptor, as the compiler's own reader (semantics.modules) does; else OSError."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)", path)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    """The file opened for reading, if it is a regular file (regularfile.open_regular: a FIFO
+    put in its place after files_of looked would wait for a writer); else OSError."""
+    return os.fdopen(open_regular(path), "rb")
 
 
 def _gunzip(raw: bytes) -> bytes:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional
 
 from astral_dsl import gcpause, records, resources
+from astral_dsl.regularfile import open_regular
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse_all
@@ -34,14 +34,9 @@ def _chunks(path: Path, first: Optional[int], size: int) -> Iterator[bytes]:
     None: as many as its size says, then `size` each): a FIFO, device or socket is refused
     without blocking on it, a larger file before it is read, one that grows past the limit
     while being read when it does."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = open_regular(path)
     try:
         st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)",
-                          str(path))
         if st.st_size > MAX_SOURCE_BYTES:
             raise SourceTooLarge(errno.EFBIG, f"{st.st_size:,} bytes", str(path))
         total, n = 0, st.st_size + 1 if first is None else first

@@ -1,0 +1,30 @@
+"""Opening a file that must be a regular file, without blocking on anything else.
+
+A path checked beforehand can be swapped for a FIFO, a device or a socket before it is opened
+(a FIFO with no writer would block the open, and a read of a device may never end): the file is
+opened without blocking and its kind checked on the opened descriptor. The compiler's module
+loader (semantics/modules.py) and the trace reader (observe/load.py) open their inputs so."""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_regular(path) -> int:
+    """A descriptor of `path` opened for reading, if it is a regular file (the caller closes
+    it); IsADirectoryError for a directory, OSError (EINVAL) for a FIFO, device or socket."""
+    fd = os.open(path, FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)",
+                          str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
