@@ -172,3 +172,28 @@ def test_group_paths_list_hosts_in_the_design_order(reference_map):
     assert sorted(["S.racks[10].hosts[0]", "S.racks[1].hosts[10]", "S.racks[1].hosts[3]"],
                   key=rankmap.natural) == ["S.racks[1].hosts[3]", "S.racks[1].hosts[10]",
                                            "S.racks[10].hosts[0]"]
+
+
+def test_an_nvl72_racks_groups_run_on_its_nvlink():
+    """An NVL72 rack (`nvlink_domain = rack`) is one NVLink domain of 18 trays: a group inside
+    it crosses no NIC, no switch (Seer prices it on NVLink alike, seer/cluster.py); between the
+    racks it crosses the trays' NICs. Ranks 0, 4, ..., 68 (rank = tp + 4 dp, pp 0: dp group 0)
+    are on GPUs 0-68 of rack 0's 72, trays 0-17; ranks 0 and 72 (pp group 0) are GPU 0 of each
+    rack."""
+    from astral_dsl.diagnose.units import channel_units
+
+    design = astral_dsl.load(str(REPO / "tests" / "fixtures" / "diagnose" / "nvl72.astral"))
+    rm = rank_map(design)
+    dp = rm.groups["dp"][0]
+    assert dp.ranks == tuple(range(0, 72, 4))
+    path = rm.path(dp.ranks)
+    assert path.hosts == tuple(f"Lab.racks[0].hosts[{i}]" for i in range(18))
+    assert (path.ports, path.links, path.switches, path.tiers) == ((), (), (), ())
+    trays = "|".join(str(i) for i in range(18))
+    assert channel_units(rm, dp.ranks) == {
+        ("host", f"Lab.racks[0].hosts[{trays}]"): path.hosts}
+    pp = rm.path(rm.groups["pp"][0].ranks)
+    assert rm.groups["pp"][0].ranks == (0, 72)
+    assert pp.ports == ("Lab.racks[0].hosts[0].nics[0].port[a]",
+                        "Lab.racks[1].hosts[0].nics[0].port[a]")
+    assert rm.ranks[72].domain == "Lab.racks[1]" and rm.ranks[0].domain == "Lab.racks[0]"

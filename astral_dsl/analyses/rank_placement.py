@@ -12,6 +12,7 @@ from astral_dsl import records
 from astral_dsl.analyses.fabric_names import PortPlace, TierKey, place, port_name, \
     ports_before, wiring
 from astral_dsl.analyses.network import FabricCount, _SCOPE_KINDS, fabric_counts
+from astral_dsl.analyses.nvlink_share import rack_domain
 from astral_dsl.analyses.walk import replicas
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.rollup import count_of, group_of
@@ -130,6 +131,26 @@ def _enter(child, cpath, want, scope_kinds, counters, chain, cache):
             counters[kind] = counters.get(kind, 0) + 1
         else:
             counters[kind] = counters.get(kind, 0) + count_of(child, (kind,), cache)
+
+
+def nvlink_domain(design: Design, slot: HostSlot, cache) -> str:
+    """The NVLink domain of a placement's host: the host itself, or its rack when every host of
+    the rack declares `nvlink_domain = rack` (an NVL72: its GPUs reach each other over the
+    rack's NVLink switches, not their NICs; the rule of Seer's cluster and of the failures'
+    PXN, nvlink_share.py)."""
+    if not rack_domain(slot.instance):
+        return slot.path
+    prefix = slot.path
+    while "." in prefix:
+        prefix = prefix.rsplit(".", 1)[0]
+        key = ("nvlink domain", prefix)
+        if key not in cache:
+            rack = design.instance(prefix)
+            cache[key] = None if rack is None or rack.kind != "rack" else all(
+                rack_domain(h) for _, h in group_of(rack, ("host",), cache).flat())
+        if cache[key] is not None:
+            return prefix if cache[key] else slot.path
+    return slot.path
 
 
 def _members(host: Instance, cache) -> Tuple[str, str, List[Instance]]:

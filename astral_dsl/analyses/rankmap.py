@@ -26,7 +26,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses.fabric_names import TierKey, link_name
 from astral_dsl.analyses.rank_placement import HostSlot, Port, _fabric_of, _hosts, _members, \
-    _ports
+    _ports, nvlink_domain
 from astral_dsl.model.design import Design, Instance
 from astral_dsl.model.rollup import count_of
 
@@ -49,6 +49,7 @@ class RankInfo:
     host_index: int
     local: int
     ports: Tuple[Port, ...]
+    domain: str = ""               # its NVLink domain: its host, or an NVL72's rack
 
 
 @records.frozen
@@ -185,13 +186,14 @@ def build(design: Design, job: Instance, sizes: Dict[str, int], order: Optional[
         gpu_member, nic_member, nics = _members(slot.instance, cache)
         ports_of = _ports(slot, nic_member, nics, fc, owner.kind if owner is not None else None,
                           cache, memo)
+        domain = nvlink_domain(design, slot, cache)
         for local in range(n):
             if r >= world:
                 break
             c = coords_all[r]
             ranks.append(RankInfo(r, tuple((k, c[k]) for k in KINDS), c["pp"],
                                   f"{slot.path}.{gpu_member}[{local}]", slot.path, slot.index,
-                                  local, tuple(ports_of(local))))
+                                  local, tuple(ports_of(local)), domain))
             r += 1
     groups, of_rank = _groups(coords_all, sizes, world)
     return RankMap(job.template, order_t, tuple(sizes.items()), fc.fabric if fc else None,
@@ -254,7 +256,7 @@ def _groups(coords_all, sizes, world):
 def _path(rm: RankMap, ranks: Tuple[int, ...]) -> PathSet:
     infos = [rm.ranks[r] for r in ranks if r < len(rm.ranks)]
     hosts = sorted({i.host for i in infos}, key=natural)
-    if len(hosts) <= 1:
+    if len(hosts) <= 1 or one_domain(infos):         # NVLink: no NIC, no switch
         return PathSet(tuple(hosts), (), (), (), ())
     ports, links, switches, tiers = set(), set(), set(), set()
     by_port: Dict[int, List[Port]] = {}
@@ -272,6 +274,11 @@ def _path(rm: RankMap, ranks: Tuple[int, ...]) -> PathSet:
     return PathSet(tuple(hosts), tuple(sorted(ports, key=natural)),
                    tuple(sorted(links, key=natural)), tuple(sorted(switches, key=natural)),
                    tuple(sorted(tiers, key=natural)))
+
+
+def one_domain(infos: Sequence[RankInfo]) -> bool:
+    """Whether the ranks all sit in one NVLink domain of several hosts (an NVL72's rack)."""
+    return len({i.domain or i.host for i in infos}) == 1
 
 
 def natural(name: str) -> Tuple:
@@ -307,6 +314,6 @@ def climb(members: Sequence[Port],
 
 
 __all__ = ["CommGroup", "DEFAULT_ORDER", "HostSlot", "KINDS", "PathSet", "Port", "RankInfo",
-           "RankMap", "RankMapError", "build", "climb", "coordinates", "parse_order", "reorder",
-           "upper_end"]
+           "RankMap", "RankMapError", "build", "climb", "coordinates", "one_domain", "parse_order",
+           "reorder", "upper_end"]
 

@@ -279,7 +279,10 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     if kind_name == "nic port" and len(all_parts) > 2:
         notes.append("a NIC port, its cable and the other port of a dual-homed NIC carry the "
                      "same collectives: timings cannot tell them apart")
-    if any(u[0] != "nic port" and _planes(display(u)) for u in leads):
+    if kind_name == "host" and len(all_parts) > 1:
+        notes.append("the collectives ran on the NVLink of one rack's hosts (nvlink_domain = "
+                     "rack), none of their NICs: its NVLink switch trays or these hosts")
+    if any(u[0] not in ("nic port", "host") and _planes(display(u)) for u in leads):
         notes.append("the planes of a dual-homed fabric carry the same collectives: "
                      "timings cannot tell the plane")
     if any(m[0] in ECMP_KINDS for c in classes for m in c):

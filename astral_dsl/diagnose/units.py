@@ -8,7 +8,8 @@
 - `link`: an uplink between tiers that the channel climbs through, from a first-tier switch (or
   a tier group) to the group above, or to its one switch when the group has one; every plane.
 - `tier`: a tier group the channel climbs into (ECMP: any of its switches), every plane.
-- `host`: a channel inside one host (NVLink).
+- `host`: a channel inside one NVLink domain: its host, or the hosts of an NVL72 rack
+  (`nvlink_domain = rack`), `...racks[0].hosts[0|1|...]` (no NIC carries it).
 
 A unit's path names what it is in the rank map's names; where the planes (or ports) cannot be
 told apart the differing index lists them all (`plane[A|B]`). Its parts are the real names."""
@@ -19,7 +20,7 @@ import re
 from typing import Dict, Iterable, Sequence, Tuple
 
 from astral_dsl.analyses.fabric_names import link_name
-from astral_dsl.analyses.rankmap import RankMap, climb
+from astral_dsl.analyses.rankmap import RankMap, climb, natural, one_domain
 
 Unit = Tuple[str, str]      # (kind, path)
 KIND_ORDER = ("nic port", "switch", "tier", "link", "host")   # named first in a class
@@ -75,9 +76,8 @@ def _rank_units(ports: Tuple[Tuple[str, str], ...]) -> Tuple[Tuple[Unit, Tuple[s
 def _units(rm: RankMap, ranks: Sequence[int]) -> Dict[Unit, Tuple[str, ...]]:
     infos = [rm.ranks[r] for r in ranks]
     hosts = {i.host for i in infos}
-    if len(hosts) <= 1:
-        host = next(iter(hosts))
-        return {("host", host): (host,)}
+    if len(hosts) <= 1 or one_domain(infos):     # NVLink: the host, or an NVL72's hosts
+        return {("host", merge_names(hosts)): tuple(sorted(hosts, key=natural))}
     out: Dict[Unit, Tuple[str, ...]] = {}
     by_port: Dict[int, list] = {}
     for info in infos:
