@@ -130,6 +130,26 @@ def test_bad_rows_are_skipped_and_named(tmp_path):
     assert sorted(obs.ranks) == [0, 1, 4]          # the good rows are kept
 
 
+@pytest.mark.parametrize("bad_row", ["", "2,1,forward,abc,0.5,,\n"])
+def test_a_row_repeated_in_one_file_is_read_once(tmp_path, bad_row):
+    """A log appended twice: rank 0's forward row (line 2) again at lines 7 and 8 (8 and 9
+    after a bad row: the row-by-row road). Rank 0's compute in iteration 1 stays the LOG's
+    1.5 s (forward 0.5 + backward-compute 1.0), not 2.5 s; W786 counts the repeats and names
+    the first."""
+    first = LOG.splitlines()[1]
+    p = tmp_path / "job.csv"
+    p.write_text(LOG + bad_row + first + "\n" + first + "\n")
+    obs = observe.load([str(p)])
+    repeat = [d for d in obs.diagnostics if d.code == "W786"]
+    assert codes(obs) == (["E784"] if bad_row else []) + ["W786"]
+    line = 8 if bad_row else 7
+    assert f"2 row(s) of the rank log repeat" in repeat[0].message
+    assert f"the first, line {line}, repeats line 2" in repeat[0].message
+    assert repeat[0].hint
+    assert obs.ranks[0].summary()[1]["compute_s"] == pytest.approx(1.5)
+    assert obs.ranks[0].phase.size == 3
+
+
 @pytest.mark.parametrize("content,code", [
     (b"", "E781"),
     (b"\x1f\x8b\x08\x00garbage", "E781"),

@@ -232,6 +232,7 @@ CODES: dict[str, str] = {
     "E785": "trace from a job of another world size",
     "W785": "a trace's world size is not a world size",
     "E786": "rank read twice or outside the job",
+    "W786": "rows of a rank log repeat an earlier row",
     "W787": "ranks of the job have no observed data",
     "E788": "no usable iteration in an observed file",
     "W788": "a rank lacks an iteration the others have",

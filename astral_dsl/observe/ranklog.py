@@ -165,6 +165,12 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     order = np.lexsort((start, rank))
     rank, it, phase, start, dur, peer, op = (a[order] for a in (rank, it, phase, start, dur,
                                                                   peer.astype(np.int64), op))
+    keep, repeated = _repeats(np.asarray(line_numbers)[order], rank, it, phase, start, dur,
+                              peer, op)
+    if repeated is not None:
+        rank, it, phase, start, dur, peer, op = (a[keep] for a in (rank, it, phase, start, dur,
+                                                                    peer, op))
+        n = int(keep.sum())
     bounds = np.flatnonzero(np.diff(rank)) + 1
     timers = timers_of(cols["phase"])
     traces = []
@@ -174,10 +180,46 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
         traces.append(RankTrace(int(rank[lo]), None, path, "log", it[lo:hi], phase[lo:hi],
                                 start[lo:hi], dur[lo:hi], peer[lo:hi], op[lo:hi],
                                 np.full(hi - lo, -1, dtype=np.int64), (), "", "log", timers))
-    diags = _unknown_phases(path, unknown)
+    diags = _unknown_phases(path, unknown) + _repeated(path, repeated)
     if not traces:
         diags.append(diag("E788", "the rank log has no rows", path))
     return traces, diags
+
+
+def _repeats(lines, *cols):
+    """The rows (sorted by rank and start, `lines` their line numbers) that repeat an earlier
+    row in every column: (the mask of the rows kept, None or (count, first line, the line it
+    repeats)). Repeats share a rank and a start, so only runs of those are compared."""
+    rank, start = cols[0], cols[3]
+    same = (rank[1:] == rank[:-1]) & (start[1:] == start[:-1])
+    if not same.any():
+        return None, None
+    keep = np.ones(rank.size, dtype=bool)
+    seen: Dict[tuple, int] = {}
+    for i in sorted({int(j) for j in np.flatnonzero(same)} |
+                    {int(j) + 1 for j in np.flatnonzero(same)}):
+        key = tuple(c[i].item() for c in cols)
+        first = seen.setdefault(key, int(lines[i]))
+        if first != int(lines[i]):
+            keep[i] = False
+    if keep.all():
+        return None, None
+    dropped = np.flatnonzero(~keep)
+    at = int(dropped[np.argmin(lines[dropped])])
+    key = tuple(c[at].item() for c in cols)
+    return keep, (int(dropped.size), int(lines[at]), seen[key])
+
+
+def _repeated(path: str, repeated) -> List[Diagnostic]:
+    """W786 for rows that repeat an earlier row exactly (kept once)."""
+    if repeated is None:
+        return []
+    count, line, first = repeated
+    return [diag("W786", f"{count:,} row(s) of the rank log repeat an earlier row in every "
+                         f"column and are read once; the first, line {line}, repeats line "
+                         f"{first}", path,
+                 "a log appended or collected twice into one file: one rank cannot run the "
+                 "same phase twice from the same moment")]
 
 
 def _floats(values) -> np.ndarray:
@@ -217,6 +259,8 @@ def _unknown_phases(path: str, unknown: Dict[str, int]) -> List[Diagnostic]:
 
 def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
     per_rank: Dict[int, list] = {}
+    seen: Dict[tuple, int] = {}
+    repeats: List[Tuple[int, int]] = []
     bad: List[Tuple[int, str]] = []
     unknown: Dict[str, int] = {}
     names = set()
@@ -230,6 +274,10 @@ def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
             bad.append((line, parsed))
             continue
         rank, rec = parsed
+        first = seen.setdefault((rank, rec), line)
+        if first != line:
+            repeats.append((line, first))
+            continue
         per_rank.setdefault(rank, []).append(rec)
     diags: List[Diagnostic] = []
     if bad:
@@ -238,6 +286,7 @@ def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
                                   f"skipped; the first, line {line}: {why}", path,
                           "columns: rank, iteration, phase, start_s, duration_s [, peer, op]"))
     diags += _unknown_phases(path, unknown)
+    diags += _repeated(path, (len(repeats),) + repeats[0] if repeats else None)
     if not per_rank and not bad:
         diags.append(diag("E788", "the rank log has no rows", path))
     timers = timers_of(names)
