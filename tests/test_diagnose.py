@@ -348,8 +348,10 @@ def test_a_rank_that_is_not_a_rank_is_said_not_a_crash(tmp_path):
     with pytest.raises(diagnose.DiagnoseError) as err:
         diagnose.diagnose(astral_dsl.load(str(TINY)),
                           Observed((attrs.evolve(trace, rank=-1),), (), (str(path),)))
-    assert [(d.code, d.message) for d in err.value.diagnostics] == [
-        ("E786", "rank -1 is outside the job's 2 ranks: left out")]
+    assert [(d.code, d.message, d.hint) for d in err.value.diagnostics] == [
+        ("E786", "rank -1 is outside the job's 2 ranks: left out",
+         "`two` has ranks 0-1: a file of another job (--job names the job observed) or a "
+         "wrong rank column")]
 def test_traces_of_another_job_with_the_same_world_size(small, tmp_path):
     """The sampled real traces are of a 128-rank job too: placed as ranks 0 and 1 of the small
     job they are not its ranks (their iterations are none of the others'): E790 naming each

@@ -205,6 +205,8 @@ def test_rank_from_file_name_and_duplicates(tmp_path):
     obs = observe.load([str(TRACES / "sampled_rank-0.json.gz"),
                         str(TRACES / "sampled_rank-0.json.gz")])
     assert codes(obs) == ["E786"] and len(obs.traces) == 1
+    assert obs.diagnostics[0].hint == ("two copies of one rank's file, or two runs' files in "
+                                       "one directory: pass the files of one run")
     # two world sizes claiming rank 0 are two jobs: both kept, the diagnosis picks its own
     obs = observe.load([str(TRACES / "sampled_rank-0.json.gz"),
                         str(TRACES / "nccl_data_rank-0.json.gz")])

@@ -20,7 +20,7 @@ import numpy as np
 from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.kineto import group_kind
-from astral_dsl.observe.load import said_once
+from astral_dsl.observe.load import TWICE_HINT, said_once
 from astral_dsl.observe.records import OP_INDEX, comm_mask, distinct
 
 ORDER_FIT = 0.9          # share of the structural evidence an order must explain
@@ -47,11 +47,14 @@ def usable(observed, rm, diags: List[Diagnostic]) -> Dict[int, object]:
             continue
         if not 0 <= t.rank < rm.world:
             said.append(diag("E786", f"rank {t.rank} is outside the job's {rm.world} ranks: "
-                                     f"left out", t.file))
+                                     f"left out", t.file,
+                             f"`{rm.job}` has ranks 0-{rm.world - 1}: a file of another job "
+                             f"(--job names the job observed) or a wrong rank column"))
             continue
         if t.rank in out:
             said.append(diag("E786", f"rank {t.rank} appears twice: already read from "
-                                     f"{out[t.rank].file}; this one is left out", t.file))
+                                     f"{out[t.rank].file}; this one is left out", t.file,
+                             TWICE_HINT))
             continue
         outside = (t.peer >= rm.world) | (t.peer < -1)
         if outside.any():                 # a transfer with a rank the job does not have

@@ -46,6 +46,11 @@ class Observed:
         return dict(sorted(out.items()))
 
 
+# E786's hint when two files hold one rank (observe.load and the diagnosis's checks)
+TWICE_HINT = ("two copies of one rank's file, or two runs' files in one directory: pass the "
+              "files of one run")
+
+
 def files_of(paths: Sequence[str]) -> Tuple[List[Tuple[str, bool]], List[Diagnostic]]:
     """(file, named on the command line) for every file to read."""
     out, diags = [], []
@@ -84,7 +89,8 @@ def load(paths: Sequence[str], workers: Optional[int] = None) -> Observed:
             key = (t.rank, t.world_size)
             if key in seen:
                 diags.append(diag("E786", f"rank {t.rank} appears twice: already read from "
-                                          f"{seen[key].file}; this one is left out", path))
+                                          f"{seen[key].file}; this one is left out", path,
+                                  TWICE_HINT))
                 continue
             seen[key] = t
             traces.append(t)
@@ -307,4 +313,4 @@ def _document(path: str, doc, stripped):
     return [], [diag("E782", "a JSON file without `traceEvents`: not a profiler trace", path)]
 
 
-__all__ = ["MAX_BYTES", "Observed", "files_of", "load", "read_file", "said_once"]
+__all__ = ["MAX_BYTES", "Observed", "TWICE_HINT", "files_of", "load", "read_file", "said_once"]
