@@ -253,3 +253,32 @@ def test_traces_naming_no_process_group_are_no_all_clear(small, tmp_path):
     assert result.verdict == "healthy" and len(result.clocks.aligned) == 8
     assert final_verdict(result, result.diagnostics) == "unusable"
     assert final_verdict(diagnose.diagnose(design, observe.load([str(src)])), ()) == "healthy"
+
+
+def test_a_last_iteration_cut_short_is_said_and_left_out(small, tmp_path):
+    """A healthy drill's log (3 iterations) with rank 80's last iteration cut at its middle,
+    as a log copied while it was written: its rows of iteration 102 that start before the
+    middle are kept, fewer than 90 % of its stage's (every rank of a stage logs the same rows
+    per iteration). W788 names the counts and the iteration is left out: its DP collective is
+    incomplete, so 16 DP groups (tp 8 x pp 2) x 3 iterations - 1 = 47 are matched; read as it
+    was, it had been an iteration of part of the compute and collectives, said nowhere."""
+    design, fc, rm = small
+    data = generate(fc, rm, [], seed=5)
+    path = tmp_path / "run.csv"
+    write.write_log(data, str(path), "csv", "kernels")
+    lines = path.read_text().splitlines()
+    rows = [line.split(",") for line in lines[1:]]
+    last = [r for r in rows if r[0] == "80" and r[1] == "102"]
+    starts = sorted(float(r[3]) for r in last)
+    middle = (starts[0] + starts[-1]) / 2
+    kept = [r for r in rows if not (r[0] == "80" and r[1] == "102" and float(r[3]) > middle)]
+    path.write_text("\n".join([lines[0]] + [",".join(r) for r in kept]) + "\n")
+    n_kept = sum(1 for r in kept if r[0] == "80" and r[1] == "102")
+    assert n_kept < 0.9 * len(last)
+    result = diagnose.diagnose(design, observe.load([str(path)]))
+    said = [d for d in result.diagnostics if d.code == "W788"]
+    assert [d.message for d in said] == [
+        f"iteration 102 of rank 80 holds {n_kept:,} records, its stage's ranks {len(last):,} "
+        f"(median): cut short, it is left out"]
+    assert said[0].hint and said[0].file == str(path)
+    assert result.instances["dp"][0] == 47

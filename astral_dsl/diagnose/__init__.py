@@ -133,6 +133,9 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     kept = set(iterations)
     traces = {r: t if kept.issuperset(t.iterations) else
               t.select(np.isin(t.iteration, iterations)) for r, t in traces.items()}
+    traces = checks.clipped(traces, rm, diags)
+    if not traces:
+        raise DiagnoseError("no rank of the observed data can be used", diags)
     stage = np.array([r.stage for r in rm.ranks])
     records, inst_, clk = _aligned(traces, rm)
     if len(clk.bad) > max(1, n_hosts // 4) and checks.order_fit(traces, rm) is None:

@@ -24,6 +24,7 @@ from astral_dsl.observe.load import TWICE_HINT, said_once
 from astral_dsl.observe.records import OP_INDEX, comm_mask, distinct
 
 ORDER_FIT = 0.9          # share of the structural evidence an order must explain
+CUT = 0.9                # a last iteration with fewer records than this share of its stage's
 SCHEDULE_OFF = 0.5       # communication records per iteration this far from the stage's median
 
 
@@ -108,6 +109,43 @@ def iterations(traces, diags: List[Diagnostic]) -> List[int]:
                                       f"{', '.join(map(str, lacking))}: compared on the others",
                               t.file))
     return keep
+
+
+def clipped(traces, rm, diags: List[Diagnostic]):
+    """Each rank without its last iteration when that one holds fewer records than CUT of its
+    stage's ranks' in that iteration (median; three ranks of the stage or more) while its
+    earlier ones hold their share: a trace or log cut mid-iteration (the profiler stopped, a
+    file copied while it was written). Said (W788) and left out, rather than read as an
+    iteration with part of its compute and collectives."""
+    stage = {r.rank: r.stage for r in rm.ranks}
+    counts: Dict[int, Dict[int, int]] = {}
+    per_stage: Dict[Tuple[int, int], List[int]] = {}
+    for rank, t in traces.items():
+        its, n = np.unique(t.iteration, return_counts=True)
+        counts[rank] = dict(zip(its.tolist(), n.tolist()))
+        for it, c in counts[rank].items():
+            per_stage.setdefault((stage[rank], it), []).append(c)
+    median = {k: float(np.median(v)) for k, v in per_stage.items() if len(v) >= 3}
+
+    def short(rank, it):
+        m = median.get((stage[rank], it))
+        return m is not None and counts[rank][it] < CUT * m
+
+    out = {}
+    for rank, t in traces.items():
+        its = sorted(counts[rank])
+        if len(its) < 2 or not short(rank, its[-1]) or any(short(rank, i) for i in its[:-1]):
+            out[rank] = t
+            continue
+        last = its[-1]
+        diags.append(diag("W788", f"iteration {last} of rank {rank} holds "
+                                  f"{counts[rank][last]:,} records, its stage's ranks "
+                                  f"{median[(stage[rank], last)]:,.0f} (median): cut short, it "
+                                  f"is left out", t.file,
+                          "a trace or log cut mid-iteration (the profiler stopped, a file "
+                          "copied while it was written)"))
+        out[rank] = t.select(t.iteration != last)
+    return out
 
 
 # ---- the rank order ---------------------------------------------------------------------------
