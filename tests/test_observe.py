@@ -568,3 +568,27 @@ def test_a_fifo_swapped_in_after_the_check_does_not_block(tmp_path):
     traces, diags = box["out"]
     assert traces == [] and [d.code for d in diags] == ["E780"]
     assert "not a regular file" in diags[0].message
+
+
+def test_a_file_past_the_cap_is_refused_unread(tmp_path):
+    """A rank log of 1 GiB + 1 byte (sparse: a header, then zeros) is refused from its size
+    (E781), without reading it: Python's peak stays far below the cap (it had read the whole
+    1 GiB into memory, and taken seconds, to refuse it)."""
+    import tracemalloc
+
+    from astral_dsl.observe.load import MAX_BYTES
+
+    p = tmp_path / "huge.csv"
+    with open(p, "wb") as fh:
+        fh.write(b"rank,iteration,phase,start_s,duration_s\n")
+        fh.truncate(MAX_BYTES + 1)
+    tracemalloc.start()
+    try:
+        obs = observe.load([str(p)])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(d.code, d.message, d.hint) for d in obs.diagnostics] == [
+        ("E781", "the file is larger than 1024 MiB: not read",
+         "profile fewer steps per file, or split a rank log by rank")]
+    assert peak < 16 << 20

@@ -206,13 +206,21 @@ def read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     return box["out"]                         # type: ignore[return-value]
 
 
+def _too_large(path: str) -> Diagnostic:
+    return diag("E781", f"the file is larger than {MAX_BYTES >> 20} MiB: not read", path,
+                "profile fewer steps per file, or split a rank log by rank")
+
+
 def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
     try:
         with _open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_BYTES:            # refused unread (it had read the whole cap first)
+                return [], [_too_large(path)]
             head = fh.read(2)
             fh.seek(0)
             # not read(MAX_BYTES + 1): that allocates the whole cap, whatever the file's size
-            data = fh.read(min(os.fstat(fh.fileno()).st_size, MAX_BYTES) + 1)
+            data = fh.read(size + 1)
         if head == b"\x1f\x8b" and len(data) <= MAX_BYTES:
             data = _gunzip(data)
     except OSError as exc:
@@ -221,8 +229,7 @@ def _read_file(path: str) -> Tuple[List[RankTrace], List[Diagnostic]]:
         return [], [diag("E781", f"the compressed file is truncated or corrupt ({exc})", path,
                          "copy the file again from the host that wrote it")]
     if len(data) > MAX_BYTES:
-        return [], [diag("E781", f"the file is larger than {MAX_BYTES >> 20} MiB: not read",
-                         path, "profile fewer steps per file")]
+        return [], [_too_large(path)]
     bom = 3 if data[:3] == b"\xef\xbb\xbf" else 0
     if data[bom:bom + 64].lstrip()[:1] in (b"{", b"["):
         # a profiler trace: only the fields and the events the reader uses
