@@ -1,7 +1,7 @@
-"""Seer under failures: a pipeline is priced by its slowest pair of neighbouring stages
-(seer/pipeline_pairs.py), and in an NVLink domain of several trays a GPU whose NIC lost its path
-sends through a neighbour's NIC (PXN, seer/pxn.py). Healthy forecasts keep the representative
-pair (the runs tables do not move).
+"""Seer's pipeline: each boundary between stages is priced by its own slowest pair, healthy and
+under failures (seer/pipeline_pairs.py: a failure slows the boundaries whose pairs use its
+hosts or paths), and in an NVLink domain of several trays a GPU whose NIC lost its path sends
+through a neighbour's NIC (PXN, seer/pxn.py).
 
 Hand formulas (docs/seer.md, comm.py): p2p = BASE + alpha + S / (NET_EFF x B), BASE = 7 us,
 alpha = NET_STEP 5 us + hops x SWITCH 0.15 us (InfiniBand), NET_EFF = 0.9."""
@@ -17,7 +17,8 @@ from astral_dsl.analyses.nvlink_share import share
 from astral_dsl.seer import comm, pxn
 from astral_dsl.seer.comm_groups import groups
 from astral_dsl.seer.model_spec import ModelSpec
-from astral_dsl.seer.pipeline_pairs import pair_top
+from astral_dsl.seer.costs import GpuSpec
+from astral_dsl.seer.pipeline_pairs import boundaries, boundary_tops, pair_top
 from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,29 +61,100 @@ def _pp(ws, scenario=None):
     return fc, groups(fc.job, fc.net)["pp"]
 
 
-def test_healthy_pipeline_keeps_its_representative_pair(pp_ws):
-    """Ranks 0 and 8 (hosts 0 and 1) under ToR 0: one switch, 50 GB/s:
-    7 + (5 + 0.15) + 8,388,608 / (0.9 x 50e9) s = 7 + 5.15 + 186.414 = 198.564 us."""
-    _, lay = _pp(pp_ws)
-    assert (lay.hosts, lay.hops, lay.net_bw) == (2, 1, B)
-    assert comm.p2p(None, lay, S_PP) == pytest.approx(7e-6 + 5.15e-6 + S_PP / (0.9 * B))
-    assert comm.p2p(None, lay, S_PP) == pytest.approx(198.564e-6, abs=1e-9)
+def _hops(fc):
+    """Per boundary between stages: (hosts, switches, GB/s) of its slowest pair, and its time
+    for one transfer of S_PP."""
+    lays = fc.net.pp or [lay for lay, _ in boundaries(fc.job, fc.net, groups(fc.job, fc.net)["pp"])]
+    return [(lay.hosts, lay.hops, lay.net_bw / 1e9) for lay in lays], \
+        [comm.p2p(fc.net, lay, S_PP) for lay in lays]
 
 
-def test_a_failure_on_the_pairs_that_cross_a_tor_sets_the_pipelines_pace(pp_ws):
-    """50 % of the aggs: the ToRs run 2:1 into the agg, so the pairs (1,2), (3,4), (5,6) run at
-    25 GB/s over 3 switches: 7 + (5 + 3 x 0.15) + 8,388,608 / (0.9 x 25e9) s
-    = 7 + 5.45 + 372.828 = 385.278 us per transfer (the representative pair, under one ToR,
-    saw nothing before the fix: the same 2.010 s as healthy)."""
+def _pp_comm(fc, i):
+    """Stage i's exposed transfer time (the breakdown's pp_comm, for stage i)."""
+    run = fc.runs[i]
+    return sum(run.waits_pp(run.waits())) + sum(run.blocked.values())
+
+
+def test_healthy_pipeline_prices_each_boundary_by_its_own_pairs(pp_ws):
+    """Stage s is host s, ToRs of 2 hosts: boundaries 0 -> 1, 2 -> 3, 4 -> 5, 6 -> 7 under a
+    ToR, one switch at 50 GB/s: 7 + (5 + 0.15) + 8,388,608 / (0.9 x 50e9) s = 7 + 5.15 +
+    186.414 = 198.564 us; 1 -> 2, 3 -> 4, 5 -> 6 cross racks to the agg, 3 switches:
+    7 + 5.45 + 186.414 = 198.864 us (before: every boundary at ranks 0 and 8's 198.564 us).
+    The wrap-around (7 -> 0, unused by 1F1B) crosses racks too."""
+    fc, _ = _pp(pp_ws)
+    shapes, times = _hops(fc)
+    tor, agg = (2, 1, 50.0), (2, 3, 50.0)
+    assert shapes == [tor, agg, tor, agg, tor, agg, tor, agg]
+    assert times[0] == pytest.approx(198.564e-6, abs=1e-9)
+    assert times[1] == pytest.approx(198.864e-6, abs=1e-9)
+    # the schedule sends over each boundary at its own time (plus the receiver's all-gather
+    # without SP, the same for every boundary); stage 1 sends forward over 1 -> 2
+    hops = fc.lowering.p2p_hops()
+    assert hops[1] - hops[0] == pytest.approx(0.3e-6, abs=1e-12)
+    sent = {round(a - s, 12) for s, a, d in fc.runs[1].sends if d // (2 * fc.job.microbatches)
+            == 2}
+    assert sent == {round(hops[1], 12)}
+
+
+def test_a_failure_on_the_pairs_that_cross_a_tor_slows_those_boundaries(pp_ws):
+    """50 % of the aggs: the ToRs run 2:1 into the agg, so the boundaries 1 -> 2, 3 -> 4,
+    5 -> 6 run at 25 GB/s over 3 switches: 7 + (5 + 3 x 0.15) + 8,388,608 / (0.9 x 25e9) s
+    = 7 + 5.45 + 372.828 = 385.278 us per transfer; those under a ToR keep 198.564 us."""
     healthy, _ = _pp(pp_ws)
-    fc, lay = _pp(pp_ws, "half_agg")
-    assert (lay.hosts, lay.hops, lay.net_bw) == (2, 3, B / 2)
-    assert comm.p2p(None, lay, S_PP) == pytest.approx(385.278e-6, abs=1e-9)
+    fc, _ = _pp(pp_ws, "half_agg")
+    shapes, times = _hops(fc)
+    tor, agg = (2, 1, 50.0), (2, 3, 25.0)
+    assert shapes == [tor, agg, tor, agg, tor, agg, tor, agg]
+    assert times[1] == pytest.approx(385.278e-6, abs=1e-9)
+    assert times[0] == pytest.approx(198.564e-6, abs=1e-9)
     assert fc.iteration_time > healthy.iteration_time
-    assert fc.breakdown["pp_comm"] > healthy.breakdown["pp_comm"]
-    assert ("pp: the slowest pair of neighbouring stages (a pipeline runs in lockstep) runs at "
-            "25.00 GB/s per GPU instead of 50.00 GB/s (tier `tor` oversubscribed 2:1 instead "
-            "of 1:1)") in fc.notes
+    # stage 1 sends over 1 -> 2; the breakdown's stage (7, the busiest) over 6 -> 7 only
+    assert _pp_comm(fc, 1) > _pp_comm(healthy, 1)
+    assert fc.stage == healthy.stage == 7
+    assert fc.breakdown["pp_comm"] == pytest.approx(healthy.breakdown["pp_comm"], rel=1e-9)
+    assert ("pp: the pairs of stages 1 -> 2, 3 -> 4, 5 -> 6 (a boundary's transfers wait for "
+            "its slowest pair) run at 25.00 GB/s per GPU instead of 50.00 GB/s (tier `tor` "
+            "oversubscribed 2:1 instead of 1:1)") in fc.notes
+
+
+# 2 racks x 2 hosts x 8 H100, one dual-port 2 x 200G NIC per GPU (a port per plane): tp 8,
+# pp 4, dp 1 on 32 GPUs, stage s on host s: 0 -> 1 and 2 -> 3 under a ToR, 1 -> 2 to the agg
+PP4 = """\
+import stdlib.hardware { H100_SXM, CX7_2x200G, Switch51T, HGX8 }
+import stdlib.models { Llama3_8B }
+host Node = HGX8(gpu = H100_SXM, nic = CX7_2x200G)
+rack R { hosts = 2 x Node }
+fabric F {
+  rails = 8, planes = 2, max_oversubscription = 1
+  tier tor { switch = Switch51T(power = 1 kW), scope = rack, per = [rail, plane]
+    down = 2 x 200 Gb/s, up = 2 x 200 Gb/s }
+  tier agg { switch = Switch51T(power = 1 kW), scope = site, per = [rail, plane]
+    down = 4 x 200 Gb/s }
+}
+site S { racks = 2 x R, fabric = F }
+job pp4 {
+  model = Llama3_8B, placement = S, gpus = 32
+  parallel { tp = 8, pp = 4, dp = 1 }
+  batch { global_batch = 32, micro = 1, seq = 8192 }
+}
+scenario host2_port { fail S.racks[1].hosts[0].nics[0].port[a] }
+"""
+
+
+def test_a_failed_port_of_one_host_slows_exactly_the_boundaries_of_its_stage():
+    """Host 2 (stage 2) loses one of its NIC 0's two ports: its GPU 0 runs at 1 x 200 Gb/s
+    = 25 GB/s. The boundaries whose pairs use host 2, 1 -> 2 (to the agg, 3 switches) and
+    2 -> 3 (under ToR 1, 1 switch), slow to 7 + 5.45 + 8,388,608 / (0.9 x 25e9) = 385.278 us
+    and 7 + 5.15 + 372.828 = 384.978 us; 0 -> 1 (hosts 0 and 1) keeps 198.564 us."""
+    ws = astral_dsl.compiles(PP4, name="pp4.astral", root=REPO)
+    fc = astral_dsl.forecast(ws, job="pp4", scenario="host2_port").detail
+    shapes, times = _hops(fc)
+    assert shapes == [(2, 1, 50.0), (2, 3, 25.0), (2, 1, 25.0), (2, 3, 50.0)]
+    assert times[:3] == pytest.approx([198.564e-6, 385.278e-6, 384.978e-6], abs=1e-9)
+    assert ("pp: the pairs of stages 1 -> 2, 2 -> 3 (a boundary's transfers wait for its "
+            "slowest pair) run at 25.00 GB/s per GPU instead of 50.00 GB/s "
+            "(`S.racks[1].hosts[0].nics[0].port[a]` failed: 1 GPU of these pairs' hosts "
+            "behind it)") in fc.notes
 
 
 def test_a_dark_port_of_a_stage_slows_the_pair_that_crosses_racks(pp_ws):
@@ -153,28 +225,37 @@ def gb_ws():
     return astral_dsl.compiles(GB, name="gb200_nvl72.astral", root=REPO / "examples")
 
 
-@pytest.mark.parametrize("scenario, rerouted", [("tray10", 1), ("tray10_all", 4), ("leaf", 18)])
-def test_a_gpu_whose_nic_failed_runs_through_a_neighbours(gb_ws, scenario, rerouted):
+@pytest.mark.parametrize("scenario, rerouted, slowed", [
+    ("tray10", 1, [3, 4, 15]), ("tray10_all", 4, [3, 4, 15]), ("leaf", 18, [8, 12, 13])])
+def test_a_gpu_whose_nic_failed_runs_through_a_neighbours(gb_ws, scenario, rerouted, slowed):
     """Each rerouted GPU shares a live NIC of its rack with that NIC's own GPU (72 NICs, at most
-    18 rerouted): 400 Gb/s / 2 = 25 GB/s for the slowest; the pipeline's slowest pair crosses
-    racks at that rate: 7 + (5 + 3 x 0.15) + 67,108,864 / (0.9 x 25e9) s = 2,995.06 us. The
-    healthy forecast prices the pipeline by ranks 0 and 16, inside rack 0 (NVLink). The GPUs
-    behind the failed part are counted on the design's trays (4 GPUs each: 1, 4, and the 18
-    GPUs 0 of rack 2's trays for its rail-0 leaf), though Seer's "host" is the 72-GPU rack:
-    the job's 256 GPUs are its first 64 trays, racks 0 to 3, not 4 trays."""
+    18 rerouted): 400 Gb/s / 2 = 25 GB/s for the slowest; the boundaries whose pairs cross
+    racks from that rack run at that rate: 7 + (5 + 3 x 0.15) + 67,108,864 / (0.9 x 25e9) s
+    = 2,995.06 us. Racks of 72 GPUs, 16 per stage: boundary b's pairs are ranks 16 b ..
+    16 b + 31, crossing a rack at 72, 144 or 216 for b = 3, 4 (racks 0, 1), 8 (1, 2), 12, 13
+    (2, 3), and the wrap-around 15 -> 0 (ranks 240..255 -> 0..15: racks 3, 0); the others stay
+    on NVLink. Tray 10 of rack 0 slows 3 -> 4, 4 -> 5, 15 -> 0; rack 2's rail-0 leaf 8 -> 9,
+    12 -> 13, 13 -> 14. The GPUs behind the failed part are counted on the design's trays (4
+    GPUs each: 1, 4, and the 18 GPUs 0 of rack 2's trays for its rail-0 leaf)."""
     healthy = astral_dsl.forecast(gb_ws, job="llama405b").detail
-    assert groups(healthy.job, healthy.net)["pp"].hosts == 1
+    crossing = [3, 4, 8, 12, 13, 15]
+    lays = [lay for lay, _ in boundaries(healthy.job, healthy.net,
+                                         groups(healthy.job, healthy.net)["pp"])]
+    assert [b for b, lay in enumerate(lays) if lay.hosts > 1] == crossing
     fc = astral_dsl.forecast(gb_ws, job="llama405b", scenario=scenario).detail
-    lay = groups(fc.job, fc.net)["pp"]
-    assert (lay.hosts, lay.hops, lay.net_bw) == (2, 3, B / 2)
-    assert comm.p2p(fc.net, lay, S_GB) == pytest.approx(2995.06e-6, abs=1e-8)
+    assert [b for b, lay in enumerate(fc.net.pp) if lay.net_bw < B * (1 - 1e-9) and
+            lay.hosts > 1] == slowed
+    for b in slowed:
+        lay = fc.net.pp[b]
+        assert (lay.hosts, lay.hops, lay.net_bw) == (2, 3, B / 2)
+        assert comm.p2p(fc.net, lay, S_GB) == pytest.approx(2995.06e-6, abs=1e-8)
     assert fc.iteration_time > healthy.iteration_time
     gpus = "GPU" if rerouted == 1 else "GPUs"
     assert any(n.startswith(f"pxn: {rerouted} {gpus} of the job whose NIC lost its path")
                and "NCCL 2.12" in n for n in fc.notes)
-    assert any(n.startswith("pp: the slowest pair") and
-               f"{rerouted} of the job's GPUs behind it" in n and "over NVLink" in n
-               for n in fc.notes)
+    assert any(n.startswith("pp: the pairs of stages " + ", ".join(
+        f"{b} -> {(b + 1) % 16}" for b in slowed)) and
+        f"{rerouted} {gpus} of these pairs' hosts behind it" in n for n in fc.notes)
 
 
 def test_a_rack_with_no_nic_left_is_cut_off(gb_ws):
@@ -205,3 +286,30 @@ def test_pxn_needs_the_domain_to_be_one_rack():
     assert pxn._one_rack(aligned, 18, 36)
     assert not pxn._one_rack(shifted, 18, 36)
     assert pxn._one_rack(None, 18, 36)              # no way to tell: trusted
+
+
+# ---- boundaries priced apart, without a design ----------------------------------------------
+H100 = GpuSpec("H100", (("bf16", 989e12),), 80e9, 3350e9, 450e9)
+HOSTS8 = comm.Network(8, 450e9, (50e9,) * 8, (comm.Tier("leaf", 4, False, 1.0),))
+
+
+def test_a_boundary_across_hosts_is_priced_over_the_network_and_the_others_on_nvlink():
+    """tp 4 (sp), pp 4 on 16 GPUs, 8 per host: stage s holds ranks 4 s .. 4 s + 3, so 0 -> 1
+    (host 0) and 2 -> 3 (host 1) stay on NVLink and 1 -> 2 (ranks 4..7 -> 8..11) crosses
+    hosts, as does the wrap-around 3 -> 0 (12..15 -> 0..3). One transfer is 8,192 x 4,096 x
+    2 B / tp 4 = 16,777,216 B: on NVLink 7 us + S / (0.8 x 450e9) = 7 + 46.603 = 53.603 us;
+    over the network, one leaf (cross-rail: the leaf is not per rail), 7 + (5 + 0.15) + S /
+    (0.9 x 50e9) = 12.15 + 372.827 = 384.977 us (before: all four at the first pair's
+    53.603 us). The schedule sends over each at its own time."""
+    job = _job(tp=4, pp=4, sp=True).with_(global_batch=8)
+    fc = seer.run(job, H100, HOSTS8)
+    assert boundary_tops(fc.job, HOSTS8) == (None, 0, None, 0)
+    nv, net = 53.603e-6, 384.977e-6
+    assert fc.lowering.p2p_hops() == pytest.approx((nv, net, nv, net), abs=1e-9)
+    keys = 2 * fc.job.parallel.v * fc.job.microbatches       # keys per stage
+    for i, run in enumerate(fc.runs):
+        for s, a, d in run.sends:
+            j = d // keys                                    # the receiving stage
+            crosses = {i, j} in ({1, 2}, {0, 3})
+            assert a - s == pytest.approx(net if crosses else nv, abs=1e-9), (i, j)
+    assert any(d // keys == 2 for _, _, d in fc.runs[1].sends)

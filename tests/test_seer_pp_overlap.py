@@ -21,8 +21,9 @@ class Low:
         self.groups = {"dp": SimpleNamespace(n=1)}
         self.synced = False              # nothing to reduce
 
-    def p2p_time(self):
-        return HOP
+    def p2p_hops(self):
+        """Boundary 0 -> 1 and the wrap-around 1 -> 0 (the same pairs with two stages)."""
+        return (HOP, HOP)
 
     def template(self, i, c, phase):
         return SimpleNamespace(duration=F if phase == "F" else B)
@@ -73,7 +74,7 @@ def test_one_chunk_ignores_it():
 def test_walk_is_the_simulation(hop, overlap, monkeypatch):
     from astral_dsl.seer.walk import iteration_time
 
-    monkeypatch.setattr(Low, "p2p_time", lambda self: hop)
+    monkeypatch.setattr(Low, "p2p_hops", lambda self: (hop, hop))
     for m in (2, 4, 6):
         low = Low(overlap)
         assert iteration_time(low, m).hex() == schedule.simulate(low, m)[1].hex()

@@ -137,3 +137,40 @@ def test_walk_is_the_simulation(jobs, copied):
     for job, low in lowerings():
         assert iteration_time(low, job.microbatches).hex() == \
             simulate(low, job.microbatches)[1].hex(), job.name
+
+
+def _unalike(hops):
+    """Each boundary at its own hop: x1, x1.5, x2 in turn, the wrap-around 0.1 ms more."""
+    p = len(hops)
+    return tuple(h * (1.0 + 0.5 * (b % 3)) + (1e-4 if b == p - 1 else 0.0)
+                 for b, h in enumerate(hops))
+
+
+def test_walk_is_the_simulation_with_boundaries_unalike(jobs, copied):
+    """Boundaries between stages priced apart (pipeline_pairs.boundaries): walk._Program's
+    per-boundary hop slots and schedule._run's per-key hops give the same times to the bit,
+    with batched exchanges, sends one by one (m not a multiple of p) and overlapped sends."""
+    cases = [(job, low) for (job, _, _), (low, _) in list(zip(jobs, copied[0]))[::3]
+             if job.parallel.pp > 1]
+    for job, gpu, net in jobs[::9]:          # an interleaved pipeline's sends overlapped or not
+        if job.parallel.pp > 1 and job.parallel.v > 1:
+            flip = job.with_(pp_overlap=not job.pp_overlap)
+            cases.append((flip, Lowering(flip, Costs.of(flip, gpu, None, priors()), net)))
+    assert len(cases) > 10 and any(job.pp_overlap for job, _ in cases)
+    moved = 0
+    for job, low in cases:
+        par = job.parallel
+        even = low.p2p_hops()
+        ms = [job.microbatches] + ([par.pp + 1] if runnable(par.pp, par.v, par.pp + 1,
+                                                            par.schedule) else [])
+        try:
+            for m in ms:
+                low.__dict__["_hops"] = even
+                before = simulate(low, m)[1]
+                low.__dict__["_hops"] = _unalike(even)
+                after = simulate(low, m)[1]
+                assert iteration_time(low, m).hex() == after.hex(), (job.name, m)
+                moved += after != before
+        finally:
+            low.__dict__["_hops"] = even
+    assert moved > 10

@@ -245,13 +245,16 @@ def _aligned_share(traces, rm, n_hosts) -> float:
 
 
 def _forecast_net(fc) -> Dict:
+    from astral_dsl.seer.pipeline_pairs import used
+
     out = {}
     low = fc.lowering
     for s, run in enumerate(fc.runs):
         if run.dp:
             out[(match.KIND_CODES["dp"], s)] = float(np.median([e - a for a, e, _ in run.dp]))
-        if fc.job.parallel.pp > 1:
-            out[(match.P2P, s)] = float(low.p2p_time())
+        if fc.job.parallel.pp > 1:       # the slowest boundary the stage sends or receives over
+            out[(match.P2P, s)] = float(max(low.p2p_hops()[b] for b in used(fc.job)
+                                            if s in (b, (b + 1) % fc.job.parallel.pp)))
     return out
 
 

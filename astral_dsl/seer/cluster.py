@@ -8,7 +8,8 @@ training waits for the slowest group), with the bandwidth of the slowest GPU of 
 traffic climbs as high as that group's (Network.worst); only failures on the job's own hosts
 (the first GPUs of its placement) or on the paths above them count. In an NVLink domain of
 several hosts a GPU whose NIC lost its path sends through a neighbour's (PXN: seer/pxn.py), and
-the pipeline is priced by its slowest pair of stages (seer/pipeline_pairs.py)."""
+each boundary between pipeline stages is priced by its own slowest pair, slowed only by the
+failures on its pairs' hosts and paths (seer/pipeline_pairs.py)."""
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
@@ -42,6 +43,7 @@ class Cluster:
     hosts: int
     placement: str
     healthy: Optional[Network] = None    # under a scenario: the network without its failures
+    damaged: Optional[object] = None     # under failed parts: pipeline_pairs.Damaged
 
 
 def _q(inst, name, default=0.0) -> float:
@@ -115,9 +117,9 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     # before an NVLink domain makes Seer's "host" a rack of them (whose GPUs reach one
     # another's NICs: PXN, seer/pxn.py)
     domain = _domain_hosts(host, pairs, cache)
-    worst, cut, pxn_note = _worst(design, job, fabric, len(tiers), ports, per_host, ranks,
-                                  cache, domain) \
-        if fabric is not None and fabric.damage is not None else ((), (), ())
+    worst, cut, pxn_note, damaged = _worst(design, job, fabric, len(tiers), ports, per_host,
+                                           ranks, cache, domain) \
+        if fabric is not None and fabric.damage is not None else ((), (), (), None)
     if domain > 1:           # an NVLink domain of whole racks: Seer's "host" is the domain
         per_host, rail_bw = per_host * domain, rail_bw * domain
         tiers = [attrs.evolve(t, reach_hosts=max(1, t.reach_hosts // domain)) for t in tiers]
@@ -134,7 +136,7 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
         healthy = attrs.evolve(net, worst=(),
                                tiers=tuple(_tiers(design, plain, host, hosts, cache, spans))
                                if plain else ())
-    return Cluster(spec, net, gpus, hosts, name, healthy)
+    return Cluster(spec, net, gpus, hosts, name, healthy, damaged)
 
 
 def _domain_hosts(host, pairs, cache) -> int:
@@ -188,12 +190,15 @@ def hosts_of_job(design, job, owner, positions: Positions, per_host: int,
 
 def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1):
     """(Network.worst: per tier a group's traffic climbs to, the slowest GPU of the job (bytes/s)
-    and what slows it; Network.cut; a note when GPUs send through a neighbour's NIC). In an
-    NVLink domain of `domain` hosts, a GPU whose NIC has no live path uses another's (PXN)."""
+    and what slows it; Network.cut; a note when GPUs send through a neighbour's NIC; the
+    failures per host, for the pipeline's pairs: pipeline_pairs.Damaged). In an NVLink domain of
+    `domain` hosts, a GPU whose NIC has no live path uses another's (PXN)."""
+    from astral_dsl.seer.pipeline_pairs import Damaged   # start-up: only under failed parts
+
     damage = fabric.damage
     owner = design.instance(fabric.owner)
     if owner is None or not ports:
-        return (), (), ()
+        return (), (), (), None
     hosts = hosts_of_job(design, job, owner, Positions(owner, cache), per_host, ranks)
     speed = min(s for s, _ in ports)
     shared = min(1.0, len(ports) / max(1, per_host))      # GPUs sharing a NIC split it
@@ -220,7 +225,8 @@ def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1
             f"{'their' if moved != 1 else 'its'} NVLink domain (NCCL's PXN, on by default since "
             "NCCL 2.12), sharing it; assumed: the neighbour may sit on another tray of the "
             "domain, and the rerouted GPUs spread evenly over its live NICs",) if moved else ()
-    return tuple(out), tuple(cut), note
+    return tuple(out), tuple(cut), note, Damaged(damage, tuple(hosts), domain, speed * shared,
+                                                  _rack_of(owner, cache) if domain > 1 else None)
 
 
 def _rack_of(owner, cache):
@@ -269,7 +275,8 @@ def _cut_ranks(damage, top: int, hosts: List[Interval], per_host: int, ranks: Op
 
 def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str]]:
     """The job's collectives under failed fabric parts: the cluster with a note per kind of
-    group they slow (priced for its worst-affected group), the kinds whose slowest group
+    group they slow (priced for its worst-affected group; the pipeline per boundary between
+    stages, by its own pairs: pipeline_pairs.under_failures), the kinds whose slowest group
     has no network left (the job cannot run) and which of its ranks are cut off."""
     net, healthy = cluster.net, cluster.healthy
     if healthy is None or (not net.worst and net.tiers == healthy.tiers):
@@ -277,17 +284,12 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
     from astral_dsl.seer import comm, pipeline_pairs   # start-up: only under failed parts
     from astral_dsl.seer.comm_groups import groups, used_groups
 
-    used = used_groups(spec)             # (not a group the job has no traffic on)
+    used = used_groups(spec) - {"pp"}    # (not a group the job has no traffic on)
     now = {k: v for k, v in groups(spec, net).items() if k in used}
     before = groups(spec, healthy)
     if spec.parallel.gpus > 1:
         now["world"] = comm.layout(net, "world", spec.parallel.gpus, 1)
         before["world"] = comm.layout(healthy, "world", spec.parallel.gpus, 1)
-    pair = pipeline_pairs.slowest_pair(spec, net, healthy, now["pp"]) if "pp" in now else None
-    first = before.get("pp")             # the pair the forecast without failures prices
-    if pair is not None:                 # a pipeline runs in lockstep: its slowest pair
-        net = attrs.evolve(net, pp=pair[0])
-        now["pp"], before["pp"] = pair
     why = {t: text for t, _, text in net.worst}
     for i, (a, b) in enumerate(zip(net.tiers, healthy.tiers)):
         if a.oversub != b.oversub:
@@ -296,6 +298,13 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
                                     f"of {b.oversub:.4g}:1")
     notes, lost, cut = [], [], []
     cut_at = dict(net.cut)
+    if spec.parallel.pp > 1:
+        pairs, notes, dark = pipeline_pairs.under_failures(spec, net, healthy, cluster.damaged,
+                                                           why)
+        net = attrs.evolve(net, pp=pairs)
+        for text, top in dark:
+            lost.append(text)
+            cut += [c for c in cut_at.get(top, ()) if c not in cut]
     for kind, lay in now.items():
         if lay.hosts <= 1:
             continue
@@ -305,27 +314,11 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
             lost.append(f"{what} ({why.get(top, 'a failed part')})")
             cut += [c for c in cut_at.get(top, ()) if c not in cut]
         elif kind != "world" and lay.net_bw < before[kind].net_bw * (1 - 1e-9):
-            which = "pair of neighbouring stages (a pipeline runs in lockstep)" \
-                if kind == "pp" and pair is not None else "group"
-            notes.append(f"{kind}: the slowest {which} runs at {lay.net_bw / 1e9:,.2f} GB/s per "
+            notes.append(f"{kind}: the slowest group runs at {lay.net_bw / 1e9:,.2f} GB/s per "
                          f"GPU instead of {before[kind].net_bw / 1e9:,.2f} GB/s "
-                         f"({why.get(top, 'a failed part')})"
-                         + (_first_pair(first, pair[1], healthy)
-                            if kind == "pp" and pair else ""))
+                         f"({why.get(top, 'a failed part')})")
     return attrs.evolve(cluster, net=attrs.evolve(net, notes=net.notes + tuple(notes))), \
         lost, cut
-
-
-def _first_pair(first, slowest, healthy: Network) -> str:
-    """What the forecast without failures prices the pipeline by (its first pair of stages),
-    when that pair runs faster than the slowest would without failures: part of the difference
-    from that forecast."""
-    if first is not None and first.hosts > 1 and first.net_bw <= slowest.net_bw * (1 + 1e-9):
-        return ""
-    where = "over NVLink" if first is None or first.hosts <= 1 else \
-        f"under one `{healthy.tiers[(first.hops - 1) // 2].name}`" if healthy.tiers else ""
-    return (f"; without failures the forecast prices the pipeline by its first pair, {where}: "
-            f"part of the difference from it is that")
 
 
 def _job_scopes(design, job, fabric, per_host, ranks, cache):

@@ -22,8 +22,10 @@ achieved efficiency. The cheapest algorithm is taken, as NCCL's tuner does.
 Under failed fabric parts (a scenario), a group is priced for the worst-affected group of its
 kind: synchronous training waits for the slowest. Its NIC bandwidth is that of the slowest GPU of
 the job whose traffic climbs as high as the group's (Network.worst, seer/cluster.py): its live
-ports times the share of its slowest path (over / (1 - lost) for uplinks that lost a share);
-the pipeline's send/recv by its slowest pair of stages (Network.pp, seer/pipeline_pairs.py).
+ports times the share of its slowest path (over / (1 - lost) for uplinks that lost a share).
+The pipeline's send/recv is priced per boundary between stages, by that boundary's slowest pair
+(on NVLink when every pair is inside a domain), with the failures on its own pairs' hosts and
+paths (Network.pp, seer/pipeline_pairs.py).
 
 Latencies and efficiencies (docs/seer.md): NVLINK_EFF and NET_EFF are NCCL bus bandwidths over
 link bandwidth reported by nccl-tests on DGX A100/H100 (~0.78-0.85 NVLink, ~0.9-0.95 InfiniBand);
@@ -70,9 +72,10 @@ class Network:
     worst: Tuple[Tuple[int, float, str], ...] = ()
     # per tier, the job's ranks with no live path for traffic that climbs there (E775's notes)
     cut: Tuple[Tuple[int, Tuple[str, ...]], ...] = ()
-    # under failed fabric parts that slow a pair of neighbouring stages: the pipeline's
-    # send/recv priced by its slowest pair (seer/pipeline_pairs.py), in place of the group's
-    pp: Optional["Layout"] = None
+    # under failed fabric parts: per boundary between pipeline stages (the last: from the last
+    # stage back to the first) the layout of its slowest pair under them
+    # (seer/pipeline_pairs.under_failures); () without failures: pipeline_pairs.boundaries
+    pp: Tuple["Layout", ...] = ()
 
     @property
     def nic_bw(self) -> float:

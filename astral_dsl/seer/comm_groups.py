@@ -17,8 +17,9 @@ def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
     stages; "ep" and "edp" (the expert-data-parallel group, over which the routed experts'
     gradients are reduced: params.layer_expert_params) come from the expert numbering. A group
     whose neighbours sit at different GPU indices of their hosts crosses rails (p2p and
-    all-to-all; NCCL's rings and trees are built rail by rail). Under failed fabric parts that
-    slow a pair of stages, "pp" is the slowest pair's (net.pp: seer/pipeline_pairs.py)."""
+    all-to-all; NCCL's rings and trees are built rail by rail). "pp" is the representative pair,
+    ranks 0 and 0 + the PP stride; each boundary between stages is priced by its own pairs
+    (seer/pipeline_pairs.boundaries, lower_comm.p2p_hops)."""
     par, g = job.parallel, max(1, net.gpus_per_host)
     dense, expert = RankOrder(par), RankOrder(par, experts=True)
 
@@ -34,7 +35,7 @@ def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
 
     return {"tp": lay("tp", dense, ("tp",)), "cp": lay("cp", dense, ("cp",), cross=True),
             "dp": lay("dp", dense, ("dp", "cp")),
-            "pp": net.pp or lay("pp", dense, ("pp",), n=2, cross=True),
+            "pp": lay("pp", dense, ("pp",), n=2, cross=True),
             "ep": lay("ep", expert, ("ep",), cross=True),
             "edp": lay("edp", expert, ("dp",)),
             "amax": lay("amax", dense, ("tp", "cp", "dp"))}

@@ -4,7 +4,9 @@ GEMM beside it (`tp_overlap = full`), ZeRO-3's weight and gradient collectives, 
 scaling's amax all-reduce, and the transfer between neighbouring pipeline stages."""
 from __future__ import annotations
 
-from astral_dsl.seer import comm, routing
+from typing import Dict, Tuple
+
+from astral_dsl.seer import comm, pipeline_pairs, routing
 from astral_dsl.seer.template import Op, Builder
 
 
@@ -101,12 +103,31 @@ class CommOps:
         b.add(Op("fp8 amax all-reduce", "comm", "dp", comm.all_reduce(self.net, lay, nbytes),
                  0.0, nbytes, "amax", layer))
 
-    def p2p_time(self) -> float:
-        """Activations (or their gradients) between neighbouring stages, per rank: each TP rank
-        sends its 1/t share (Megatron's scatter-gather); without SP the receiver all-gathers."""
-        h, elem = self.job.model.hidden, self.elem
-        full = self.tokens * h * elem
-        t = comm.p2p(self.net, self.groups["pp"], full / self.tp)
-        if not self.sp and self.tp > 1:
-            t += comm.all_gather(self.net, self.groups["tp"], full)
-        return t
+    def p2p_hops(self) -> Tuple[float, ...]:
+        """One transfer over each boundary between neighbouring stages (p of them: boundary b
+        from stage b to b + 1, the last from stage p - 1 back to 0; (0.0,) without a
+        pipeline), each priced by its own slowest pair (pipeline_pairs.boundaries; under
+        failures Network.pp), per rank: each TP rank sends its 1/t share (Megatron's
+        scatter-gather); without SP the receiver all-gathers."""
+        hops = self.__dict__.get("_hops")
+        if hops is not None:
+            return hops
+        if self.job.parallel.pp <= 1:
+            hops = (0.0,)
+        else:
+            lays = self.net.pp or tuple(lay for lay, _ in pipeline_pairs.boundaries(
+                self.job, self.net, self.groups["pp"]))
+            h, elem = self.job.model.hidden, self.elem
+            full = self.tokens * h * elem
+            gather = comm.all_gather(self.net, self.groups["tp"], full) \
+                if not self.sp and self.tp > 1 else None
+            priced: Dict[comm.Layout, float] = {}
+            for lay in lays:
+                if lay not in priced:
+                    t = comm.p2p(self.net, lay, full / self.tp)
+                    if gather is not None:
+                        t += gather
+                    priced[lay] = t
+            hops = tuple(priced[lay] for lay in lays)
+        self.__dict__["_hops"] = hops
+        return hops

@@ -1,85 +1,212 @@
-"""The pairs of neighbouring pipeline stages, and the slowest of them under failed fabric parts.
+"""The transfer over each boundary between neighbouring pipeline stages, priced by its own pairs.
 
-A pipeline runs in lockstep: every send/recv of a step waits for the slowest pair of
-neighbouring stages. Seer prices the `pp` group by one representative pair (ranks 0 and
-0 + the PP stride: comm_groups.groups), which is what a healthy forecast keeps; but the pairs of
-a job are not alike: with stages of a host each and ToRs of two hosts, the pairs (1, 2), (3, 4),
-... cross a ToR boundary and climb to the tier above while the representative pair does not.
-Under a scenario whose failures slow a pair's path below its healthy rate, the pipeline is priced
-by its slowest pair instead (`slowest_pair`): the highest tier any pair climbs to, whose rate is
-the lowest (a tier higher adds the oversubscription and the failures of every tier it crosses:
-comm._climb_to and Network.worst).
+A pipeline's boundary b (stage b -> b + 1; and b = p - 1, from the last stage back to the first,
+which an interleaved schedule's chunks cross: Megatron-Core's interleaved 1F1B,
+pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving) is crossed by one
+pair of ranks per DP (and CP, TP) replica: (r, r + d) for the ranks r of stage b (d: the PP
+stride), (r, r + (p - 1) d) for those of stage 0 across the wrap-around. Training is
+synchronous: each transfer over boundary b waits for its slowest pair, which is on NVLink when
+every pair of the boundary is inside one NVLink domain, and otherwise over the network, climbing
+to the highest tier any of its pairs climbs to (a tier higher adds the oversubscription and the
+failures of every tier it crosses: comm._climb_to). Under failed fabric parts, a boundary is
+slowed only by those on the hosts its pairs use or on their paths (`Damaged`). The schedule
+(schedule._run, walk._Program) sends over each boundary at its own time (`boundaries`,
+lower_comm.p2p_hops).
 
 Ranks fill hosts in order (seer/ranks.py): rank r is GPU r mod g of host r // g (g GPUs per
 host, an NVLink domain being one host), and hosts fill the switches of tier i in runs of its
-reach (comm.Tier.reach_hosts), as comm._climb counts them. The pairs are (r, r + d) for the
-ranks r of every stage but the last (d: the PP stride), and with virtual stages (an interleaved
-schedule) also (r, r + (pp - 1) d) for the ranks of the first stage: the last stage sends its
-chunk's output back to the first (Megatron-Core's interleaved 1F1B,
-pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving)."""
+reach (comm.Tier.reach_hosts), as comm._climb counts them. A pair (r, r + dist) crosses a run of
+u ranks iff some multiple of u lies in (r, r + dist]; over a stage's block of d consecutive
+ranks starting at s, iff one lies in (s, s + d - 1 + dist]."""
 from __future__ import annotations
 
-from typing import Optional, Tuple
+import math
+from typing import Callable, List, Optional, Sequence, Tuple
 
+import attrs
+
+from astral_dsl import records
+from astral_dsl.analyses.host_positions import Interval, merge
 from astral_dsl.seer import comm
 from astral_dsl.seer.ranks import RankOrder
 from astral_dsl.seer.spec import JobSpec
 
 
-def _crossing(n: int, unit: int, dist: int, valid) -> bool:
-    """Whether a pair (r, r + dist), r + dist < n and valid(r), straddles a boundary of runs of
-    `unit` ranks (r // unit != (r + dist) // unit)."""
-    for b in range(unit, n, unit):             # the pair (r, r + dist) crosses b: b - dist <= r < b
-        lo, hi = max(0, b - dist), min(b - 1, n - 1 - dist)
-        if lo <= hi and valid(lo, hi):
+def _pairs(par, b: int, d: int) -> Tuple[int, int, int, int]:
+    """Boundary b's pairs (d: the PP stride): (first block's start, block period, blocks,
+    dist): the ranks [s, s + d) of each block of stage b (or stage 0 for the wrap-around
+    b = p - 1) pair with those `dist` further."""
+    pp = par.pp
+    period = pp * d
+    first, dist = (b * d, d) if b < pp - 1 else (0, (pp - 1) * d)
+    return first, period, max(1, par.gpus // period), dist
+
+
+def _crosses(first: int, period: int, count: int, reach: int, unit: int) -> bool:
+    """Whether a block starting at first + k period (k < count) holds a multiple of `unit` in
+    (s, s + reach]: s mod unit > unit - 1 - reach. The residues repeat every unit / gcd."""
+    if reach >= unit:
+        return True
+    for k in range(min(count, unit // math.gcd(period, unit))):
+        if (first + k * period) % unit >= unit - reach:
             return True
     return False
 
 
-def pair_top(job: JobSpec, net: comm.Network) -> Optional[int]:
-    """The highest tier a pair of neighbouring stages climbs to (None: every pair is inside a
-    host)."""
+def boundary_tops(job: JobSpec, net: comm.Network) -> Tuple[Optional[int], ...]:
+    """Per boundary (p of them, the last the wrap-around), the highest tier one of its pairs
+    climbs to; None: every pair is inside a host (NVLink). () without a pipeline."""
     par = job.parallel
     if par.pp <= 1:
-        return None
-    g = max(1, net.gpus_per_host)
-    d, pp, n = RankOrder(par).stride["pp"], par.pp, par.gpus
-
-    def valid(wanted):
-        """Whether some rank in [lo, hi] is of a stage `wanted` accepts."""
-        return lambda lo, hi: any(wanted(c % pp) for c in range(lo // d,
-                                                                min(hi // d, lo // d + pp) + 1))
-
-    kinds = [(d, valid(lambda s: s < pp - 1))]
-    if (par.schedule == "interleaved" or (par.v or 1) > 1) and pp > 2:   # v: None till chosen
-        kinds.append(((pp - 1) * d, valid(lambda s: s == 0)))
-    top = None
-    for dist, ok in kinds:
-        if not _crossing(n, g, dist, ok):
-            continue                       # every such pair is inside a host (NVLink)
+        return ()
+    g, d = max(1, net.gpus_per_host), RankOrder(par).stride["pp"]
+    out: List[Optional[int]] = []
+    for b in range(par.pp):
+        first, period, count, dist = _pairs(par, b, d)
+        reach = d - 1 + dist
+        if not _crosses(first, period, count, reach, g):
+            out.append(None)
+            continue
         cross_rail = dist % g != 0
-        reached = max(0, len(net.tiers) - 1)
+        top = max(0, len(net.tiers) - 1)
         for i, tier in enumerate(net.tiers):
             if not (cross_rail and tier.per_rail) and \
-                    not _crossing(n, max(1, tier.reach_hosts) * g, dist, ok):
-                reached = i
+                    not _crosses(first, period, count, reach, max(1, tier.reach_hosts) * g):
+                top = i
                 break
-        top = reached if top is None else max(top, reached)
-    return top
+        out.append(top)
+    return tuple(out)
 
 
-def slowest_pair(job: JobSpec, net: comm.Network, healthy: comm.Network,
-                 rep: comm.Layout) -> Optional[Tuple[comm.Layout, comm.Layout]]:
-    """(the slowest pair's layout under the failures, the same pair's healthy layout) when a
-    pair above the representative one `rep` climbs to a tier whose rate the failures lowered;
-    None otherwise (the representative pair sees every failure that slows the pipeline)."""
-    top = pair_top(job, net)
-    here = (rep.hops - 1) // 2 if rep.hosts > 1 else -1
-    if top is None or top <= here:
-        return None
+def pair_top(job: JobSpec, net: comm.Network) -> Optional[int]:
+    """The highest tier a pair of neighbouring stages climbs to (None: every pair is inside a
+    host); the wrap-around only with an interleaved schedule of more than two stages."""
+    tops = boundary_tops(job, net)
+    climbs = [tops[b] for b in used(job) if tops[b] is not None]
+    return max(climbs) if climbs else None
+
+
+def boundary_hosts(job: JobSpec, g: int, b: int) -> List[Interval]:
+    """The hosts (g GPUs each, in the job's order) of the ranks of boundary b's pairs."""
+    d = RankOrder(job.parallel).stride["pp"]
+    first, period, count, dist = _pairs(job.parallel, b, d)
+    out: List[Interval] = []
+    for k in range(count):
+        s = first + k * period
+        for lo in ((s,) if dist <= d else (s, s + dist)):
+            hi = s + dist + d if dist <= d else lo + d
+            out.append((lo // g, (hi - 1) // g + 1))
+    return merge(out)
+
+
+@records.frozen(eq=False)
+class Damaged:
+    """The failed fabric parts on the job's hosts, for the pairs of one boundary: `hosts` the
+    job's hosts (positions in the fabric owner's replica, in the job's order), `domain` the
+    design's hosts per NVLink domain (Seer's host: seer/cluster.py), a GPU's rate `speed` x
+    `shared` per port speed of its NIC (cluster._worst's)."""
+    damage: object
+    hosts: Tuple[Interval, ...]
+    domain: int
+    speed: float
+    rack_of: Optional[Callable] = None
+
+    def worst(self, top: int, seer_hosts: Sequence[Interval]) -> Optional[Tuple[float, str]]:
+        """(the slowest GPU's bytes/s for traffic that climbs to tier `top` among Seer's hosts
+        `seer_hosts`, what slows it); None when no failure slows one."""
+        from astral_dsl.seer import pxn       # start-up: only under failed parts
+
+        sub, at = [], 0
+        want = [(a * self.domain, b * self.domain) for a, b in seer_hosts]
+        for a, b in self.hosts:
+            for lo, hi in want:
+                x, y = max(lo - at, 0), min(hi - at, b - a)
+                if x < y:
+                    sub.append((a + x, a + y))
+            at += b - a
+        dmg = self.damage
+        if self.domain > 1:
+            lowest, causes, gpus = pxn.worst(dmg, top, sub, self.domain, self.rack_of)[:3]
+        else:
+            lowest, causes, gpus = dmg.worst(top, sub)
+        if lowest is None or dmg.shares.issuperset(causes):
+            return None     # a failed share of a tier alone: the tier's oversubscription
+        return lowest * self.speed, (f"{dmg.named(causes)} failed: {gpus:,} GPU"
+                                     f"{'s' if gpus != 1 else ''} of these pairs' hosts behind it")
+
+
+def boundaries(job: JobSpec, net: comm.Network, rep: comm.Layout,
+               damaged: Optional[Damaged] = None) -> Tuple[Tuple[comm.Layout, str], ...]:
+    """Per boundary, the layout of its slowest pair and what slows it under failures ("": none):
+    `rep` (the representative pair, ranks 0 and d: comm_groups.groups) where the boundary
+    climbs as high, so that a pipeline whose boundaries are alike is priced as before; with
+    `damaged`, each boundary at the rate of the slowest GPU of its own pairs (`net` without its
+    job-wide worst)."""
+    tops = boundary_tops(job, net)
+    rep_top = (rep.hops - 1) // 2 if rep.hosts > 1 else None
     cross = RankOrder(job.parallel).stride["pp"] % max(1, net.gpus_per_host) != 0
-    now = comm.layout(net, "pp", 2, 1, 2, cross, 1, top=top)
-    before = comm.layout(healthy, "pp", 2, 1, 2, cross, 1, top=top)
-    if now.net_bw >= before.net_bw * (1 - 1e-9):
-        return None
-    return now, before
+    base = attrs.evolve(net, worst=()) if damaged is not None else net
+    made = {}
+    out = []
+    for b, top in enumerate(tops):
+        if top is None:
+            lay = made.get(top) or comm.layout(net, "pp", 2, 1, 1, False, 2)
+        elif top == rep_top and damaged is None:
+            lay = rep
+        else:
+            lay = made.get(top) or comm.layout(base, "pp", 2, 1, 2, cross, 1, top=top)
+        made[top] = lay
+        why = ""
+        hit = damaged.worst(top, boundary_hosts(job, net.gpus_per_host, b)) \
+            if damaged is not None and top is not None else None
+        if hit is not None and hit[0] < lay.net_bw:
+            lay, why = attrs.evolve(lay, net_bw=hit[0]), hit[1]
+        out.append((lay, why))
+    return tuple(out)
+
+
+def used(job: JobSpec) -> Tuple[int, ...]:
+    """The boundaries the schedule sends over: the wrap-around only with an interleaved
+    schedule of more than two stages (with two, it is boundary 0's pairs)."""
+    par = job.parallel
+    wrap = (par.schedule == "interleaved" or (par.v or 1) > 1) and par.pp > 2
+    return tuple(range(par.pp - 1)) + ((par.pp - 1,) if wrap else ())
+
+
+def _listed(bs: List[int], job: JobSpec) -> str:
+    """Boundaries named: "stages 1 -> 2, 3 -> 4", a few and how many more, or every one."""
+    if len(bs) == len(used(job)) > 4:
+        return f"all {len(bs)} boundaries between stages"
+    names = [f"{b} -> {(b + 1) % job.parallel.pp}" for b in bs]
+    return "stages " + (", ".join(names) if len(names) <= 4 else
+                        ", ".join(names[:3]) + f" and {len(names) - 3} more boundaries")
+
+
+def under_failures(job: JobSpec, net: comm.Network, healthy: comm.Network,
+                   damaged: Optional[Damaged], why
+                   ) -> Tuple[Tuple[comm.Layout, ...], List[str], List[Tuple[str, int]]]:
+    """(per boundary its layout under the failures and what slows it: Network.pp; a note per
+    rate the failures slow some boundaries to; (what is lost, its tier) for boundaries with no
+    network left). `why`: tier -> what slows the traffic that climbs there."""
+    from astral_dsl.seer.comm_groups import groups
+
+    now = boundaries(job, net, groups(job, attrs.evolve(net, pp=()))["pp"], damaged)
+    before = boundaries(job, healthy, groups(job, healthy)["pp"])
+    slowed: dict = {}
+    dark: dict = {}
+    for b in used(job):
+        (lay, cause), (old, _) = now[b], before[b]
+        if lay.hosts <= 1:
+            continue
+        top = (lay.hops - 1) // 2
+        text = cause or why.get(top, "a failed part")
+        if lay.net_bw <= 0:
+            dark.setdefault((text, top), []).append(b)
+        elif lay.net_bw < old.net_bw * (1 - 1e-9):
+            slowed.setdefault((lay.net_bw, old.net_bw, text), []).append(b)
+    notes = [f"pp: the pairs of {_listed(bs, job)} (a boundary's transfers wait for its "
+             f"slowest pair) run at {bw / 1e9:,.2f} GB/s per GPU instead of {old / 1e9:,.2f} GB/s "
+             f"({text})" for (bw, old, text), bs in slowed.items()]
+    lost = [(f"the pp pairs of {_listed(bs, job)} ({text})", top)
+            for (text, top), bs in dark.items()]
+    return tuple(lay for lay, _ in now), notes, lost

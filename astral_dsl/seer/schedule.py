@@ -6,9 +6,10 @@ one model chunk) in the order of the real schedule (pipeline.py): Megatron's 1F1
 p - i - 1 forwards, steady one-forward-one-backward, cool-down), its interleaved variant with v
 chunks, or GPipe. A block starts when its stream is free and its input has arrived: the
 activation (or gradient) leaves the previous stage on that stage's PP stream (FIFO, one transfer
-at a time) and takes the p2p time. As in Megatron-LM's schedules, a send is synchronous: the
-sender's compute stream waits until its transfer has arrived. The bubble is not a formula: it is
-the idle time this produces.
+at a time) and takes the p2p time of the boundary it crosses (each boundary between stages is
+priced by its own slowest pair: lower_comm.p2p_hops). As in Megatron-LM's schedules, a send is
+synchronous: the sender's compute stream waits until its transfer has arrived. The bubble is not
+a formula: it is the idle time this produces.
 
 After the last backward of each chunk, the gradients of its layers are final: they are reduced
 over the data-parallel group in buckets on the DP stream, each bucket as soon as its layers'
@@ -68,7 +69,9 @@ class StageRun:
     finish: float = 0.0
     v: int = 1                  # chunks and micro-batches: to read the keys of `sends`
     m: int = 1
-    hop: float = 0.0            # one p2p transfer
+    # one p2p transfer into this stage: of a forward's input (over the boundary before it,
+    # or the wrap-around into stage 0) and of a backward's (the boundary after it)
+    hops: Tuple[float, float] = (0.0, 0.0)
 
     def waits(self) -> List[float]:
         """Idle time of the compute stream before each block."""
@@ -80,9 +83,10 @@ class StageRun:
 
     def waits_pp(self, waits: List[float]) -> List[float]:
         """Of each wait, the time its input spent on the PP link."""
-        hop, gated = self.hop, self.gated
-        return [min(w - gated[k][0] if k in gated else w, hop) if r else 0.0
-                for k, (w, r) in enumerate(zip(waits, self.remote))]
+        gated, vm = self.gated, self.v * self.m
+        fwd, bwd = self.hops
+        return [min(w - gated[k][0] if k in gated else w, fwd if x < vm else bwd) if r else 0.0
+                for k, (w, r, x) in enumerate(zip(waits, self.remote, self.codes))]
 
     @property
     def order(self) -> List[Tuple[str, int, int]]:
@@ -136,13 +140,15 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
     the next)."""
     par = low.job.parallel
     p, v = par.pp, par.v
-    hop = low.p2p_time() if p > 1 else 0.0
+    hops = low.p2p_hops() if p > 1 else (0.0,)
     table = [low.template(i, c, ph).duration for i in range(p) for ph in ("F", "B")
              for c in range(v)]
     durs = [table[k] for k in steps.slot]      # in the order of the sequence
     n = len(durs)
     runs = [StageRun(codes=list(seq), remote=list(plan.remote[b:b + len(seq)]), v=v, m=m,
-                     hop=hop) for seq, b in zip(plan.codes, plan.base)]
+                     hops=(hops[i - 1], hops[i]))
+            for i, (seq, b) in enumerate(zip(plan.codes, plan.base))]
+    hop_in = key_hops(hops, p, v * m)
     gates = {}
     for i, run in enumerate(runs):
         gates.update({plan.base[i] + k: gate for k, gate in gather_gates(low, i, run).items()})
@@ -179,7 +185,7 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
         t_pp, h = pp_free[i], held[i]
         if h < 0 and d >= 0:                # one send on the PP stream (FIFO)
             s = end if end > t_pp else t_pp
-            pp_free[i] = a = s + hop
+            pp_free[i] = a = s + hop_in[d]
             sends[i].append((s, a, d))
             arrive[d] = a
             if overlap:
@@ -197,7 +203,7 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
             outs = ()
         for d in outs:                      # the held send first, then its own
             s = end if end > t_pp else t_pp
-            t_pp = a = s + hop
+            t_pp = a = s + hop_in[d]
             sends[i].append((s, a, d))
             arrive[d] = a
             if a > t_free:
@@ -213,6 +219,19 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
         for g, x in where.items():
             getattr(runs[stage[g]], per_stage)[g - plan.base[stage[g]]] = x
     return runs, iteration_tail(low, runs)
+
+
+def key_hops(hops, p: int, vm: int) -> List[float]:
+    """Per key of schedule_plan._Plan (stage j's 2 v m blocks, forwards first), the transfer
+    its input arrives by: a forward's over boundary j - 1 (stage 0's: the wrap-around, p - 1),
+    a backward's over boundary j (stage p - 1's: the wrap-around); `hops` per boundary
+    (lower_comm.p2p_hops). The last entry: the input of a block with none."""
+    out: List[float] = []
+    for j in range(p):
+        out += [hops[j - 1]] * vm
+        out += [hops[j]] * vm
+    out.append(0.0)
+    return out
 
 
 def _buckets(items, size):

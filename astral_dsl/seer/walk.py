@@ -23,7 +23,7 @@ from operator import itemgetter
 from typing import Dict, List, Tuple
 
 from astral_dsl.seer.schedule import (CACHE_BLOCKS, HELD, LOCAL, gather_gates, iteration_tail,
-                                      plan_of, simulate)
+                                      key_hops, plan_of, simulate)
 
 
 class _Stage:
@@ -45,24 +45,29 @@ class _Stage:
 
 
 class _Program:
-    """schedule._run's walk as blocks of one form: on stage i, start when the input (key
-    `want`) has arrived and the stage is free, run for the duration in slot `slot` of the
-    durations, then add `hops` hops (0 or 1): the time the output (key `out`) arrives and the
-    stage is free again. A block whose output stays on its stage adds no hop; one that sends
-    adds one (the send is synchronous); one that sends the output held from the block before
-    it (to `out`) and then its own (to `out2`, None for the others) adds a second hop for its
-    own. What _run compares and then discards (a stage's PP stream is free again before its
-    compute stream is, and a send starts when its block ends) comes out so whenever no
-    duration is negative: iteration_time checks that. The blocks run in segments between the
-    watched ones (a chunk's first forward: it may wait for its weights; a chunk's last
-    backward: its times are kept)."""
-    __slots__ = ("codes", "base", "segments", "slots", "hops", "keys", "blocks")
+    """schedule._run's walk as blocks of one form: on stage i, start when the input (key `want`)
+    has arrived and the stage is free, run for the duration in slot `slot` of the durations,
+    then add the hop in slot `hops` of (0.0, one transfer over each boundary between stages):
+    the time the output (key `out`) arrives and the stage is free again. A block whose output
+    stays on its stage adds no hop (slot 0); one that sends adds the hop of the boundary it
+    sends over (the send is synchronous: slot `into[out]`); one that sends the output held from
+    the block before it (to `out`) and then its own (to `out2`, None for the others) adds a
+    second hop for its own (slot `into[out2]`). What _run compares and then discards (a stage's
+    PP stream is free again before its compute stream is, and a send starts when its block ends)
+    comes out so whenever no duration is negative: iteration_time checks that. The blocks run in
+    segments between the watched ones (a chunk's first forward: it may wait for its weights; a
+    chunk's last backward: its times are kept)."""
+    __slots__ = ("codes", "base", "segments", "slots", "hops", "into", "keys", "blocks")
 
     def __init__(self, plan, steps, p: int, v: int, m: int):
         self.codes, self.base = plan.codes, plan.base
         n_keys = 2 * p * v * m
         spare = n_keys + 1           # a write no block reads (arrive[n_keys]: no input, 0.0)
         watched = _watched_blocks(plan, v, m)
+        # per key, the slot of the hop its input arrives by (schedule.key_hops)
+        into = self.into = [0] * (n_keys + 2)
+        for k, hop in enumerate(key_hops(range(1, p + 1), p, v * m)[:-1]):
+            into[k] = hop
         held = [-1] * p
         stage, want, out, out2, slot, hops, marks = [], [], [], [], [], [], []
 
@@ -88,9 +93,9 @@ class _Program:
                 continue
             h, held[i] = held[i], -1
             if h >= 0 and d >= 0:            # the held output's send, then its own
-                step(i, src, h, s, 1, mark, d)
+                step(i, src, h, s, into[h], mark, d)
             elif h >= 0 or d >= 0:
-                step(i, src, h if h >= 0 else d, s, 1, mark)
+                step(i, src, h if h >= 0 else d, s, into[h if h >= 0 else d], mark)
             else:
                 step(i, src, spare, s, 0, mark)
         n = self.blocks = len(stage)
@@ -160,10 +165,10 @@ def iteration_time(low, m: int) -> float:
     """schedule.simulate(low, m)[1], walked by a _Program."""
     par = low.job.parallel
     p, v = par.pp, par.v
-    hop = low.p2p_time() if p > 1 else 0.0
+    hops = low.p2p_hops() if p > 1 else (0.0,)
     table = [low.template(i, c, ph).duration for i in range(p) for ph in ("F", "B")
              for c in range(v)]
-    if not (hop >= 0.0 and all(t >= 0.0 for t in table)):    # _Program's premise
+    if not (all(h >= 0.0 for h in hops) and all(t >= 0.0 for t in table)):  # the premise
         return simulate(low, m)[1]
     overlap = low.job.pp_overlap and v > 1
     prog = _program(p, v, m, low.job.schedule_key, overlap)
@@ -171,9 +176,11 @@ def iteration_time(low, m: int) -> float:
     gates = {}
     for i, st in enumerate(stages):
         gates.update({prog.base[i] + k: gate for k, gate in gather_gates(low, i, st).items()})
-    durs, adds = prog.slots(table), prog.hops((0.0, hop))
+    hv = (0.0,) + tuple(hops)
+    durs, adds = prog.slots(table), prog.hops(hv)
     if overlap:
-        return _overlapped(low, prog, stages, gates, durs, adds, hop)
+        return _overlapped(low, prog, stages, gates, durs, adds)
+    into = prog.into
     arrive = [0.0] * prog.keys
     free = [0.0] * p
     for lo, hi, (stage, want, out, out2), last in prog.segments:
@@ -186,7 +193,7 @@ def iteration_time(low, m: int) -> float:
                 arrive[o] = free[i] = start + dur + add
             else:                       # the held output's send, then its own
                 arrive[o] = a = start + dur + add
-                arrive[o2] = free[i] = a + hop
+                arrive[o2] = free[i] = a + hv[into[o2]]
         if last is None:
             break
         i, w, o, o2, (g, i_, c, backward) = last
@@ -199,7 +206,7 @@ def iteration_time(low, m: int) -> float:
             stages[i_].last[c] = (start, end)
         arrive[o] = a = end + adds[hi]
         if o2 is not None:
-            a += hop
+            a += hv[into[o2]]
             arrive[o2] = a
         free[i] = a
     for i, st in enumerate(stages):
@@ -207,7 +214,7 @@ def iteration_time(low, m: int) -> float:
     return iteration_tail(low, stages)
 
 
-def _overlapped(low, prog: _Program, stages, gates, durs, adds, hop: float) -> float:
+def _overlapped(low, prog: _Program, stages, gates, durs, adds) -> float:
     """iteration_time with asynchronous sends (schedule._run's `overlap`): each send starts
     when its block ends and the PP stream is free, and the stage goes on once its previous
     send has arrived. Every send goes out on its own (no held outputs: `out2` is None)."""
@@ -233,7 +240,7 @@ def _overlapped(low, prog: _Program, stages, gates, durs, adds, hop: float) -> f
             if add:                     # a send: after the previous one, on the PP stream
                 t = pp_free[i]
                 s = end if end > t else t
-                arrive[o] = pp_free[i] = s + hop
+                arrive[o] = pp_free[i] = s + add
                 free[i] = t if t > end else end
             else:
                 arrive[o] = free[i] = end

@@ -107,7 +107,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     base = {(s, ph, c): (speed * low.template(s, c, ph).compute,
                          speed * (low.template(s, c, ph).duration - low.template(s, c, ph).compute))
             for s in range(P) for c in range(V) for ph in ("F", "B")}
-    hop = speed * low.p2p_time() if P > 1 else 0.0
+    hop = tuple(speed * h for h in low.p2p_hops())       # per boundary between stages
     buckets = [[speed * (e - s) for s, e, _ in run.dp] for run in fc.runs]
     gathers = [speed * (run.gather[1] - run.gather[0]) for run in fc.runs]
     opt = [speed * low.optimizer_time(s) for s in range(P)]
@@ -222,7 +222,9 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
             send_start = np.maximum(free[i], pp_free[i])
             static, flap = pair_factor[(i, s2)]
             factor = static * net.flap_factor(flap, send_start)
-            dur = hop * factor * np.exp(rng.normal(0, noise.comm, (D, T)))
+            # the boundary it crosses (seer/schedule.key_hops; P - 1: the wrap-around)
+            b = min(i, s2) if abs(i - s2) == 1 else P - 1
+            dur = hop[b] * factor * np.exp(rng.normal(0, noise.comm, (D, T)))
             arrive = send_start + dur
             pp_free[i] = arrive
             out.add(idx[i], it, "pp_comm", send_start, dur, idx[s2], OP["send"])

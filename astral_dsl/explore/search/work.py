@@ -78,7 +78,8 @@ class State:
         return hit
 
     def hop(self, config: Config) -> float:
-        """One activation's transfer between neighbouring stages (lower.p2p_time)."""
+        """One activation's transfer between neighbouring stages: the fastest boundary's
+        (lower_comm.p2p_hops; a lower bound of every transfer, as the bounds need)."""
         from astral_dsl.seer.lower import Lowering
 
         c = config
@@ -88,8 +89,8 @@ class State:
         hit = self.hops.get(key)
         if hit is None:
             one = attrs.evolve(config, v=1, recompute="none", zero=0)
-            hit = self.hops[key] = Lowering(one.spec(self.space), self.costs,
-                                            self.cluster.net).p2p_time()
+            hit = self.hops[key] = min(Lowering(one.spec(self.space), self.costs,
+                                                self.cluster.net).p2p_hops())
         return hit
 
     def split(self, spec) -> Split:
