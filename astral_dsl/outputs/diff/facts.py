@@ -3,9 +3,9 @@ dicts), so that two sides compare key by key. api/sides.py gathers a Side from t
 results with the shaping functions here:
 
 - params and lets: the entry's top-level `param`s and `let`s as written (`4`, `45 kW`);
-- values: every field and member of every instance (`Astral.pods[0].secondary.supply`);
-  params, lets and values compare by what they are (`identity`): `700 W` -> `0.7 kW` is no
-  change;
+- values: every field and member of every instance (`Astral.pods[0].secondary.supply`), a
+  job's placement as written and each scenario's actions (`hvdc_lost.actions`); params,
+  lets and values compare by what they are (`identity`): `700 W` -> `0.7 kW` is no change;
 - counts and power/cooling: the scalars of the size summary (outputs.size_report.size_summary,
   whatever keys it has; switches per tier as `switches_by_tier.tor`), split by what they count;
 - bom: the purchase lines of outputs.report.bom, by (item, model, where);
@@ -117,14 +117,39 @@ def identity(v) -> Any:
 
 def values(design, of=shown) -> Dict[str, Any]:
     """Every field and member of every instance, as the source states it (`of=identity`:
-    what each is, for comparing)."""
+    what each is, for comparing); a field that names replicas (a job's `placement`) by its
+    path as written, and each scenario's `fail`s and `set`s as `NAME.actions`."""
     out: Dict[str, Any] = {}
-    for inst in design.instances:
+    for inst in design.instances + design.scenarios:
+        routes = {k: r for k, r in inst.routes if r is not None}
         for name, v in inst.fields:
-            out[f"{inst.path}.{name}"] = of(v)
+            # `Lab.pods[0].rows[0..7]` and `rows[8..15]` are both the instance the rows share
+            out[f"{inst.path}.{name}"] = routes[name].display if name in routes else of(v)
         for m in inst.members:
             out.setdefault(f"{inst.path}.{m.name}", of(m.value))
+    for scenario in design.scenarios:
+        if scenario.actions:
+            out[f"{scenario.path}.actions"] = _actions(scenario.actions, of)
     return dict(sorted(out.items()))
+
+
+def _actions(actions, of) -> Any:
+    """A scenario's actions as written (`fail Lab.pods[0].fabric.rail[3].plane[A].tor; set
+    Lab.pods[0].secondary.supply = 45 degC`); with `of=identity`, what each does."""
+    from astral_dsl.analyses.scenarios import as_written as written
+
+    if of is identity:
+        return tuple((a.verb, written(a), a.field, None if a.value is None else identity(a.value))
+                     for a in actions)
+    out = []
+    for a in actions:
+        if a.verb == "set":
+            out.append(f"set {written(a)}.{a.field} = {show(a.value)}")
+        elif a.value is not None:
+            out.append(f"fail {show(a.value)} of {written(a)}")
+        else:
+            out.append(f"fail {written(a)}")
+    return "; ".join(out)
 
 
 def where(d, entry: str, relative) -> Tuple[str, Optional[int]]:
