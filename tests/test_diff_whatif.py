@@ -96,3 +96,21 @@ def test_a_scenario_respelt_is_no_change_and_one_added_is_one(base, tmp_path):
     result = api.diff(base, str(c))
     assert [(x.key, x.kind, x.after) for x in result.changes] == [
         ("spare.actions", "added", "fail S.other")]
+
+
+def test_a_side_that_does_not_compile_has_no_values_or_figures_removed(base, tmp_path):
+    """B imports a name its module lacks (E208): its values, counts, power, bill of materials
+    and jobs are unknown. Before, each of A's was listed as removed (`- racks: 4`, `- pue:
+    None`: 43 in a three-line design), as if B had none."""
+    b = tmp_path / "b.astral"
+    b.write_text(Path(base).read_text(encoding="utf-8").replace("HGX8, CX7_2x200G }",
+                                                               "HGX8, CX7_2x200G, Nope }"),
+                 encoding="utf-8")
+    result = api.diff(base, str(b))
+    assert {c.section for c in result.changes} == {"diagnostics"}
+    added = [c.after["code"] for c in result.changes if c.kind == "added"]
+    assert added == ["E208"]
+    doc = result.json()
+    assert (doc["a"]["compiled"], doc["b"]["compiled"]) == (True, False)
+    assert ("note: b does not compile: source-level values, counts, power and cooling, bill of "
+            "materials, job forecasts are not compared") in result.text()

@@ -65,7 +65,8 @@ def side(label: str, checked: Checked, relative, calibration=None) -> Side:
         facts["jobs"] = forecasts(design, [j.template for j in design.jobs], calibration)
     errors = sum(d.is_error for d in diags)
     return Side(label, errors == 0, errors, sum(d.severity.value == "warning" for d in diags),
-                facts, same=same, anchors=anchors, file=design.file or "")
+                facts, same=same, anchors=anchors, file=design.file or "",
+                compiled=not front_end_errors(design))
 
 
 __all__ = ["forecasts", "side"]

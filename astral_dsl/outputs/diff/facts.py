@@ -28,6 +28,9 @@ from astral_dsl.units import Quantity
 COUNT_KEYS = ("gpus", "hosts", "racks", "switches", "cdus", "feeders", "rectifier_modules")
 SECTIONS = ("params", "lets", "values", "counts", "power", "bom", "checks", "diagnostics",
             "jobs")
+# what a side that does not compile (front-end errors) cannot say: not compared then, rather
+# than every value and figure of the other side "added" or "removed"
+COMPILED_ONLY = ("values", "counts", "power", "bom", "jobs")
 SECTION_TITLES = {"params": "parameters", "lets": "constants (let)",
                   "values": "source-level values", "counts": "counts",
                   "power": "power and cooling", "bom": "bill of materials", "checks": "checks",
@@ -51,6 +54,7 @@ class Side:
     # the entry file as the side's diagnostics name it (`REV:path` for a revision): what a
     # diagnostic's `file` is in JSON, where the facts name it `""` (so that both sides compare)
     file: str = ""
+    compiled: bool = True                        # no front-end errors: COMPILED_ONLY is known
 
 
 # the summary's mappings compared key by key (`switches_by_tier.tor`); the facility's power by

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Sequence
 
 from astral_dsl.outputs.diff.checks import changed_lines, summary
 from astral_dsl.outputs.diff.compare import Change
-from astral_dsl.outputs.diff.facts import SECTION_TITLES, SECTIONS, Side
+from astral_dsl.outputs.diff.facts import COMPILED_ONLY, SECTION_TITLES, SECTIONS, Side
 from astral_dsl.outputs.terminal import printable
 
 _GREEN, _RED, _YELLOW, _BOLD, _RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
@@ -75,6 +75,9 @@ def render(a: Side, b: Side, changes: Sequence[Change], colour: bool = False) ->
     colours = {"added": _GREEN, "removed": _RED, "changed": _YELLOW}
     out: List[str] = [c(_BOLD, f"--- a: {printable(a.label)} [{_status(a)}]"),
                       c(_BOLD, f"+++ b: {printable(b.label)} [{_status(b)}]")]
+    unknown = ", ".join(SECTION_TITLES[s] for s in COMPILED_ONLY)
+    out.extend(f"note: {name} does not compile: {unknown} are not compared"
+               for name, s in (("a", a), ("b", b)) if not s.compiled)
     for section in SECTIONS:
         mine = [x for x in changes if x.section == section]
         if not mine:
@@ -96,7 +99,8 @@ def render(a: Side, b: Side, changes: Sequence[Change], colour: bool = False) ->
 
 def to_json(a: Side, b: Side, changes: Sequence[Change]) -> Dict[str, Any]:
     def side(s: Side):
-        return {"label": s.label, "valid": s.valid, "errors": s.errors, "warnings": s.warnings}
+        return {"label": s.label, "valid": s.valid, "compiled": s.compiled, "errors": s.errors,
+                "warnings": s.warnings}
 
     def named(v, s: Side):
         """A diagnostic of side `s` with its file named: the facts name the entry `""`."""
