@@ -114,3 +114,19 @@ def test_a_side_that_does_not_compile_has_no_values_or_figures_removed(base, tmp
     assert (doc["a"]["compiled"], doc["b"]["compiled"]) == (True, False)
     assert ("note: b does not compile: source-level values, counts, power and cooling, bill of "
             "materials, job forecasts are not compared") in result.text()
+
+
+def test_a_figure_gone_reads_none_and_json_deltas_carry_no_float_noise():
+    """`pue` is None without cooling: the text said Python's `None`; the JSON's delta of
+    40.8 -> 51.0 kW was 10.200000000000003 (the float subtraction), now 10.2."""
+    from astral_dsl.outputs.diff.compare import Change
+    from astral_dsl.outputs.diff.facts import Side
+    from astral_dsl.outputs.diff.render import line, to_json
+
+    assert line(Change("power", "pue", "changed", 1.2034, None)) == "~ pue: 1.2034 -> none"
+    assert line(Change("power", "pue", "removed", None, None)) == "- pue: none"
+    side = Side("x", True, 0, 0, {})
+    doc = to_json(side, side, (Change("power", "it_power_kw", "changed", 40.8, 51.0),
+                               Change("counts", "gpus", "changed", 32, 40)))
+    assert [c["delta"] for c in doc["changes"]["power"] + doc["changes"]["counts"]] == [10.2, 8]
+    assert type(doc["changes"]["counts"][0]["delta"]) is int

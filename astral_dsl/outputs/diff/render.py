@@ -14,6 +14,8 @@ _MARK = {"added": "+", "removed": "-", "changed": "~"}
 
 
 def value_text(v: Any) -> str:
+    if v is None:
+        return "none"              # JSON's null: a figure not computed (`pue` without cooling)
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -114,6 +116,8 @@ def to_json(a: Side, b: Side, changes: Sequence[Change]) -> Dict[str, Any]:
         item: Dict[str, Any] = {"key": x.key, "kind": x.kind, "before": before,
                                 "after": after}
         if x.delta is not None:
-            item["delta"] = x.delta
+            # to 12 significant digits, as values compare: 51.0 - 40.8 is 10.2, not
+            # 10.200000000000003
+            item["delta"] = x.delta if isinstance(x.delta, int) else float(f"{x.delta:.12g}")
         sections.setdefault(x.section, []).append(item)
     return {"a": side(a), "b": side(b), "identical": not changes, "changes": sections}
