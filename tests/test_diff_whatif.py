@@ -130,3 +130,21 @@ def test_a_figure_gone_reads_none_and_json_deltas_carry_no_float_noise():
                                Change("counts", "gpus", "changed", 32, 40)))
     assert [c["delta"] for c in doc["changes"]["power"] + doc["changes"]["counts"]] == [10.2, 8]
     assert type(doc["changes"]["counts"][0]["delta"]) is int
+
+
+def test_a_warning_accepted_is_not_a_warning_fixed(tmp_path):
+    """B accepts A's W626 with an `allow`: the diff said `- warning[W626] ...` alone, as if
+    the racks had got their feeder."""
+    a = tmp_path / "a.astral"
+    a.write_text("host H { power = 1 kW }\nrack R { hosts = 2 x H }\n"
+                 "site S { racks = 1 x R, utilization = 75 % }\n", encoding="utf-8")
+    b = tmp_path / "b.astral"
+    b.write_text(a.read_text(encoding="utf-8") + 'allow W626 "a bench rack"\n',
+                 encoding="utf-8")
+    result = api.diff(str(a), str(b))
+    w626 = [c for c in result.changes if c.section == "diagnostics" and "W626" in c.key]
+    assert [(c.kind, c.key.split(" 1 rack")[0]) for c in w626] == [
+        ("removed", "warning[W626]"), ("added", "accepted warning[W626]")]
+    assert w626[1].after["accepted"] == "a bench rack" and "accepted" not in w626[0].before
+    assert "  + accepted warning[W626] 1 rack(s) (2 kW) have no feeder" in result.text()
+    assert result.text().split("\n")[-4].endswith("(line 2): a bench rack")

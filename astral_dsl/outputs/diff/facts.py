@@ -166,17 +166,22 @@ def where(d, entry: str, relative) -> Tuple[str, Optional[int]]:
     return ("" if file == entry else relative(file)), line
 
 
-def diagnostics(diags, entry: str, relative) -> Dict[str, Dict[str, Any]]:
+def diagnostics(diags, entry: str, relative, accepted=()) -> Dict[str, Dict[str, Any]]:
     """Each diagnostic under a key of its severity, code, message and file (not its line: a
-    line added above it does not make it another problem); repeats are numbered."""
+    line added above it does not make it another problem); repeats are numbered. A warning an
+    `allow` or the baseline accepts (`accepted`: model.allows.Accepted) is `accepted
+    warning[W626] ...` with its reason: accepting one is not fixing it."""
     out: Dict[str, Dict[str, Any]] = {}
-    for d in diags:
+    for d, reason in [(d, None) for d in diags] + [(a.diagnostic, a.reason) for a in accepted]:
         file, line = where(d, entry, relative)
-        key = f"{d.severity.value}[{d.code}] {d.message}" + (f" ({file})" if file else "")
+        key = (("accepted " if reason is not None else "") + f"{d.severity.value}[{d.code}] "
+               f"{d.message}" + (f" ({file})" if file else ""))
         n, k = 1, key
         while k in out:
             n += 1
             k = f"{key} #{n}"
         out[k] = {"severity": d.severity.value, "code": d.code, "message": d.message,
                   "file": file, "line": line}
+        if reason is not None:
+            out[k]["accepted"] = reason
     return out

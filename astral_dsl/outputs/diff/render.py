@@ -27,8 +27,9 @@ def value_text(v: Any) -> str:
             line = v.get("line")
             where = (f"{v['file']}:{line}" if v["file"] and line else v["file"] or
                      (f"line {line}" if line else ""))
-            return f"{v['severity']}[{v['code']}] {v['message']}" + (f" ({where})" if where
+            text = f"{v['severity']}[{v['code']}] {v['message']}" + (f" ({where})" if where
                                                                     else "")
+            return f"accepted {text}: {v['accepted']}" if "accepted" in v else text
         return ", ".join(f"{k} {value_text(x)}" for k, x in v.items())
     return str(v)
 
