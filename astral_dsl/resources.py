@@ -28,3 +28,8 @@ def stdlib_dir() -> Path:
 @lru_cache(maxsize=1)
 def schema_dir() -> Path:
     return _find("schema")
+
+
+def schema_text(name: str) -> str:
+    """The JSON Schema of a command's document (`astral NAME --schema`): schema/NAME.schema.json."""
+    return (schema_dir() / f"{name}.schema.json").read_text(encoding="utf-8")

@@ -418,6 +418,44 @@ def test_a_change_past_the_end_of_the_text_is_fitted_and_logged(server):
         "the range 7:0-7:5 runs past the text; applied at 1:23-1:23"], logged
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\x0c", "\x85"])
+def test_an_edit_below_a_unicode_line_separator_lands_on_the_editors_line(server, separator):
+    """A comment holding U+2028, a form feed or U+0085 is one line for the editor (LSP: lines
+    end at \\n, \\r\\n or \\r) and for the compiler, but pygls applied an edit on Python's
+    splitlines, which end a line there too: the edit of `G` on line 1 went in one line too
+    high (`// note<sep>moreK`), and the server's text was no longer the editor's."""
+    client, root = server
+    uri = (root / "separator.astral").as_uri()
+    client.open(uri, f"// note{separator}more\ngpu G {{ power = 700 W }}\n")
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [
+        {"range": {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 5}},
+         "text": "K"}]})
+    r = client.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    assert [(x["name"], x["range"]["start"]["line"]) for x in r["result"]] == [("K", 1)], r
+
+
+def test_an_edit_is_applied_on_lsps_lines_in_the_clients_units():
+    from lsprotocol import types as lsp
+
+    from astral_dsl.lsp.protocol import edited, lsp_lines
+
+    def rng(a, b, c, d):
+        return lsp.Range(start=lsp.Position(line=a, character=b),
+                         end=lsp.Position(line=c, character=d))
+
+    assert lsp_lines("a\r\nb\rc\u2028d\x0ce\n") == ["a\r\n", "b\r", "c\u2028d\x0ce\n"]
+    assert lsp_lines("ab") == ["ab"] and lsp_lines("") == []
+
+    def utf16(text: str) -> int:
+        return len(text.encode("utf-16-le")) // 2
+
+    # the emoji is 2 UTF-16 units: the `1` after it is at character 11 of line 1
+    assert edited("x\u2028y\nv = '\U0001f600' + 1\n", rng(1, 11, 1, 12), "2", utf16) == \
+        "x\u2028y\nv = '\U0001f600' + 2\n"
+    assert edited("a\r\nbc", rng(0, 1, 1, 1), "", len) == "ac"      # across a CRLF
+
+
 def test_fit_range_keeps_a_range_within_the_text():
     from lsprotocol import types as lsp
 

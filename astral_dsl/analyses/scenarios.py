@@ -56,7 +56,7 @@ def apply(design: Design, scenario: Instance) -> Applied:
     by_path = {i.path: i for i in design.instances}
     mult = {i.path: n for n, i in multiplicities(design).values()}
     for action in scenario.actions:
-        written = _written(action)
+        written = as_written(action)
         if action.verb == "fail":
             target = action.target
             # a share of a tier; all of it is the tier itself (its switches' GPUs lose every
@@ -136,7 +136,7 @@ def settled(applied: Applied, fabrics) -> Applied:
         tier_failures=tuple(t for t in applied.tier_failures if t[:2] not in shares))
 
 
-def _written(action) -> str:
+def as_written(action) -> str:
     """The target as the scenario wrote it: its route (`Astral.pods[*].rows[0].hvdc`, `Node`),
     else what it evaluated to."""
     if action.route is not None and not isinstance(action.target, FabricLink):

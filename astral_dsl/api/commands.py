@@ -162,6 +162,7 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
 
     from astral_dsl.api.review import collect
     from astral_dsl.outputs.report import build
+    from astral_dsl.outputs.report.written import write_whole
 
     ws = workspace_of(target, overrides)
     out = Path(_a.path(output, "output"))
@@ -171,9 +172,9 @@ def report(target: Target, output: PathLike, jobs: Optional[Sequence[str]] = Non
     review = attrs.evolve(collect(ws, jobs=jobs, scenario=scenario,
                                   calibration=_fit(calibration)),
                           overrides=tuple(sorted((k, str(v)) for k, v in ws.overrides.items())))
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_bytes(build(review, title=title).encode("utf-8"))
-    os.replace(tmp, out)
+    # whole or not at all, beside it in a file of its own: `out.tmp` overwrote a user's file of
+    # that name, and was left behind when `out` was a folder
+    write_whole(str(out), build(review, title=title).encode("utf-8"))
     return out
 
 

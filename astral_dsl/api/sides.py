@@ -60,12 +60,13 @@ def side(label: str, checked: Checked, relative, calibration=None) -> Side:
             item, model, place = line_key(line)
             facts["bom"][" ".join(x for x in (item, model, f"({place})" if place else "")
                                   if x)] = line["quantity"]
-    facts["diagnostics"] = diagnostics(diags, design.file, relative)
+    facts["diagnostics"] = diagnostics(diags, design.file, relative, checked.accepted)
     if not front_end_errors(design):
         facts["jobs"] = forecasts(design, [j.template for j in design.jobs], calibration)
     errors = sum(d.is_error for d in diags)
     return Side(label, errors == 0, errors, sum(d.severity.value == "warning" for d in diags),
-                facts, same=same, anchors=anchors, file=design.file or "")
+                facts, same=same, anchors=anchors, file=design.file or "",
+                compiled=not front_end_errors(design))
 
 
 __all__ = ["forecasts", "side"]

@@ -12,7 +12,7 @@ HELP = "compile designs and report diagnostics and a summary"
 
 def register(sub) -> None:
     c = sub.add_parser(NAME, help=HELP)
-    c.add_argument("files", nargs="+", metavar="FILE")
+    c.add_argument("files", nargs="*", metavar="FILE")
     c.add_argument("--scenario", action="append", default=[], metavar="NAME",
                    help="also check the design under this scenario (repeatable)")
     c.add_argument("--all-scenarios", action="store_true", help="check every scenario")
@@ -28,6 +28,8 @@ def register(sub) -> None:
     c.add_argument("--margins", action="store_true",
                    help="how far each check and engineering limit is from breaking, and for "
                         "which values of each param it holds")
+    c.add_argument("--schema", action="store_true",
+                   help="print the JSON Schema of --format json's documents")
     add_common(c)
 
 
@@ -43,6 +45,13 @@ def run(args, overrides) -> int:
         # size_json, not size_report (its tables: outputs.table), for start-up
         from astral_dsl.outputs.size_json import chosen_lines, objective_line
 
+    if args.schema:
+        from astral_dsl import resources
+
+        sys.stdout.write(resources.schema_text("check"))
+        return EXIT_OK
+    if not args.files:
+        return usage("check needs FILE... (or --schema)")
     if args.baseline and args.write_baseline:
         return usage("--baseline and --write-baseline: give one (writing a baseline accepts "
                      "every warning reported)")

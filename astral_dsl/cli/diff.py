@@ -28,14 +28,16 @@ HELP = "what changes between two designs (files or git REV:path)"
 
 def register(sub) -> None:
     d = sub.add_parser(NAME, help=HELP)
-    d.add_argument("a", metavar="A", help="a design: FILE or REV:path")
-    d.add_argument("b", metavar="B", help="the other design: FILE or REV:path")
+    d.add_argument("a", metavar="A", nargs="?", help="a design: FILE or REV:path")
+    d.add_argument("b", metavar="B", nargs="?", help="the other design: FILE or REV:path")
     add_set(d, help="override a top-level `param` on both sides")
     add_set(d, "--set-a", "override a top-level `param` on A only")
     add_set(d, "--set-b", "override a top-level `param` on B only")
     d.add_argument("--exit-code", action="store_true",
                    help="exit 1 when anything differs, 0 when nothing does (as git diff)")
     d.add_argument("--format", choices=["human", "json"], default="human")
+    d.add_argument("--schema", action="store_true",
+                   help="print the JSON Schema of --format json's document")
     add_calibration(d)
     add_color(d)
 
@@ -108,6 +110,13 @@ def run(args, overrides) -> int:
     from astral_dsl.cli.revision import GitError, RevisionRefused
     from astral_dsl.cli.runs import read_calibration
 
+    if args.schema:
+        from astral_dsl import resources
+
+        sys.stdout.write(resources.schema_text("diff"))
+        return EXIT_OK
+    if args.a is None or args.b is None:
+        return usage("diff needs A and B (or --schema)")
     try:
         over_a = {**overrides, **parse_sets(args.set_a)}
         over_b = {**overrides, **parse_sets(args.set_b)}

@@ -7,7 +7,6 @@ job cannot be forecast (they are on the page), or no page for an unknown --job o
 (E221, E216, on standard error); 2 usage error (unreadable input, unwritable output)."""
 from __future__ import annotations
 
-import os
 import sys
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_calibration,
@@ -98,32 +97,15 @@ def run(args, overrides) -> int:
 
 
 def _write(path: str, data: bytes):
-    """Write `data` to `path` whole or not at all: a temporary file of its own beside it (never
-    a file of the user's), renamed over it, and removed when that fails (`path` a folder, a
-    disk full, Ctrl-C); None, or why it could not be written."""
-    import tempfile
+    """Write `data` to `path` whole or not at all (outputs/report/written.py): None, or why it
+    could not be written."""
+    from astral_dsl.outputs.report.written import write_whole
 
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".astral-report-", suffix=".tmp",
-                                   dir=os.path.dirname(os.path.abspath(path)))
+        write_whole(path, data)
+        return None
     except OSError as exc:
         return exc.strerror or str(exc)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)          # as open() would create it, not mkstemp's 0600
-        os.replace(tmp, path)
-        return None
-    except BaseException as exc:         # a disk full, a folder in the way, Ctrl-C
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            return exc.strerror or str(exc)
-        raise
 
 
 def _diagnosis(path: str):

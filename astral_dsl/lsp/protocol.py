@@ -2,12 +2,14 @@
 whose params do not validate is answered with InvalidParams (not dropped), a request about a
 document that is not open too, one that runs out of time gets RequestFailed, a bug an
 InternalError naming it, and no error response carries a Python traceback (it goes to the
-server's log on standard error)."""
+server's log on standard error). An edit of a range is applied on LSP's lines (`edited`), not
+on pygls's splitlines."""
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
+import re
 from typing import Callable, List, Optional
 from urllib.parse import unquote
 
@@ -78,9 +80,16 @@ class AstralProtocol(LanguageServerProtocol):
             params = lsp.DidChangeTextDocumentParams(
                 text_document=doc, content_changes=params.content_changes[
                     params.content_changes.index(whole[-1]) + 1:])
-        for change in params.content_changes:        # (pygls's loop, each range fitted first)
+        for change in params.content_changes:
             if isinstance(change, lsp.TextDocumentContentChangePartial):
-                change = self._fitted(doc.uri, change)
+                # applied here, on LSP's lines: pygls's `lines` are Python's splitlines, which
+                # also break at U+2028, a form feed, U+0085...: in a document with one in a
+                # comment, an edit below it went in a line too low, and the server's text was
+                # no longer the editor's
+                text = self.workspace.get_text_document(doc.uri)
+                fitted = self._fitted(doc.uri, change)
+                change = lsp.TextDocumentContentChangeWholeDocument(text=edited(
+                    text.source, fitted.range, fitted.text, text.position_codec.client_num_units))
             self.workspace.update_text_document(doc, change)
         handler = self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)
         if handler is not None:
@@ -91,7 +100,8 @@ class AstralProtocol(LanguageServerProtocol):
         client when it was not: pygls dropped an edit that starts past the last line, and put
         one past a line's end after its line break, in silence."""
         text = self.workspace.get_text_document(uri)
-        fitted = fit_range(text.lines, change.range, text.position_codec.client_num_units)
+        fitted = fit_range(lsp_lines(text.source), change.range,
+                           text.position_codec.client_num_units)
         if fitted == change.range:
             return change
         message = (f"astral: didChange of {uri}: the range {_show(change.range)} runs past the "
@@ -105,6 +115,35 @@ class AstralProtocol(LanguageServerProtocol):
         if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
             error = lsp.ResponseError(code=error.code, message=error.message)
         super()._send_response(msg_id, result, error)
+
+
+def lsp_lines(text: str) -> List[str]:
+    """The lines of `text` with their line breaks, as LSP counts them: a line ends at `\n`,
+    `\r\n` or `\r` only (Python's splitlines also ends one at `\x0b`, `\x0c`, `\x1c`-`\x1e`,
+    `\x85`, U+2028 and U+2029, which an editor shows within its line)."""
+    return _LINE.findall(text)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def edited(text: str, rng: lsp.Range, new: str, units: Callable[[str], int]) -> str:
+    """`text` with `rng` (within the text: fit_range; characters in the client's units,
+    `units` a string's length in them) replaced by `new`."""
+    lines = lsp_lines(text)
+
+    def offset(p: lsp.Position) -> int:
+        if p.line >= len(lines):
+            return len(text)
+        base = sum(map(len, lines[:p.line]))
+        line, n = lines[p.line].rstrip("\r\n"), 0
+        for i, ch in enumerate(line):
+            if n >= p.character:
+                return base + i
+            n += units(ch)
+        return base + len(line)
+
+    return text[:offset(rng.start)] + new + text[offset(rng.end):]
 
 
 def fit_range(lines: List[str], rng: lsp.Range, units: Callable[[str], int]) -> lsp.Range:

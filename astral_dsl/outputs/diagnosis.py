@@ -49,7 +49,7 @@ def schema_text() -> str:
     """The JSON Schema of the diagnosis document (`astral diagnose --schema`)."""
     from astral_dsl import resources
 
-    return (resources.schema_dir() / "diagnosis.schema.json").read_text(encoding="utf-8")
+    return resources.schema_text("diagnosis")
 
 
 # warnings that say part of what was read could not be judged: no all-clear with them

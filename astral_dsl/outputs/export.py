@@ -151,4 +151,4 @@ def export_design(design: Design, fabrics: Sequence = ()) -> Dict[str, Any]:
 
 
 def schema_text() -> str:
-    return (resources.schema_dir() / "design.schema.json").read_text(encoding="utf-8")
+    return resources.schema_text("design")

@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.outputs.diff.checks import pairs
-from astral_dsl.outputs.diff.facts import SECTIONS, Side
+from astral_dsl.outputs.diff.facts import COMPILED_ONLY, SECTIONS, Side
 
 
 @records.frozen
@@ -63,6 +63,8 @@ def _checks(a: Side, b: Side) -> List[Change]:
 def compare(a: Side, b: Side) -> Tuple[Change, ...]:
     out: List[Change] = []
     for section in SECTIONS:
+        if section in COMPILED_ONLY and not (a.compiled and b.compiled):
+            continue            # unknown on one side: neither added nor removed
         fa, fb = a.facts.get(section, {}), b.facts.get(section, {})
         if section == "checks":
             out.extend(_checks(a, b))

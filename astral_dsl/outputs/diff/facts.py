@@ -3,9 +3,9 @@ dicts), so that two sides compare key by key. api/sides.py gathers a Side from t
 results with the shaping functions here:
 
 - params and lets: the entry's top-level `param`s and `let`s as written (`4`, `45 kW`);
-- values: every field and member of every instance (`Astral.pods[0].secondary.supply`);
-  params, lets and values compare by what they are (`identity`): `700 W` -> `0.7 kW` is no
-  change;
+- values: every field and member of every instance (`Astral.pods[0].secondary.supply`), a
+  job's placement as written and each scenario's actions (`hvdc_lost.actions`); params,
+  lets and values compare by what they are (`identity`): `700 W` -> `0.7 kW` is no change;
 - counts and power/cooling: the scalars of the size summary (outputs.size_report.size_summary,
   whatever keys it has; switches per tier as `switches_by_tier.tor`), split by what they count;
 - bom: the purchase lines of outputs.report.bom, by (item, model, where);
@@ -28,6 +28,9 @@ from astral_dsl.units import Quantity
 COUNT_KEYS = ("gpus", "hosts", "racks", "switches", "cdus", "feeders", "rectifier_modules")
 SECTIONS = ("params", "lets", "values", "counts", "power", "bom", "checks", "diagnostics",
             "jobs")
+# what a side that does not compile (front-end errors) cannot say: not compared then, rather
+# than every value and figure of the other side "added" or "removed"
+COMPILED_ONLY = ("values", "counts", "power", "bom", "jobs")
 SECTION_TITLES = {"params": "parameters", "lets": "constants (let)",
                   "values": "source-level values", "counts": "counts",
                   "power": "power and cooling", "bom": "bill of materials", "checks": "checks",
@@ -51,6 +54,7 @@ class Side:
     # the entry file as the side's diagnostics name it (`REV:path` for a revision): what a
     # diagnostic's `file` is in JSON, where the facts name it `""` (so that both sides compare)
     file: str = ""
+    compiled: bool = True                        # no front-end errors: COMPILED_ONLY is known
 
 
 # the summary's mappings compared key by key (`switches_by_tier.tor`); the facility's power by
@@ -117,14 +121,39 @@ def identity(v) -> Any:
 
 def values(design, of=shown) -> Dict[str, Any]:
     """Every field and member of every instance, as the source states it (`of=identity`:
-    what each is, for comparing)."""
+    what each is, for comparing); a field that names replicas (a job's `placement`) by its
+    path as written, and each scenario's `fail`s and `set`s as `NAME.actions`."""
     out: Dict[str, Any] = {}
-    for inst in design.instances:
+    for inst in design.instances + design.scenarios:
+        routes = {k: r for k, r in inst.routes if r is not None}
         for name, v in inst.fields:
-            out[f"{inst.path}.{name}"] = of(v)
+            # `Lab.pods[0].rows[0..7]` and `rows[8..15]` are both the instance the rows share
+            out[f"{inst.path}.{name}"] = routes[name].display if name in routes else of(v)
         for m in inst.members:
             out.setdefault(f"{inst.path}.{m.name}", of(m.value))
+    for scenario in design.scenarios:
+        if scenario.actions:
+            out[f"{scenario.path}.actions"] = _actions(scenario.actions, of)
     return dict(sorted(out.items()))
+
+
+def _actions(actions, of) -> Any:
+    """A scenario's actions as written (`fail Lab.pods[0].fabric.rail[3].plane[A].tor; set
+    Lab.pods[0].secondary.supply = 45 degC`); with `of=identity`, what each does."""
+    from astral_dsl.analyses.scenarios import as_written as written
+
+    if of is identity:
+        return tuple((a.verb, written(a), a.field, None if a.value is None else identity(a.value))
+                     for a in actions)
+    out = []
+    for a in actions:
+        if a.verb == "set":
+            out.append(f"set {written(a)}.{a.field} = {show(a.value)}")
+        elif a.value is not None:
+            out.append(f"fail {show(a.value)} of {written(a)}")
+        else:
+            out.append(f"fail {written(a)}")
+    return "; ".join(out)
 
 
 def where(d, entry: str, relative) -> Tuple[str, Optional[int]]:
@@ -137,17 +166,22 @@ def where(d, entry: str, relative) -> Tuple[str, Optional[int]]:
     return ("" if file == entry else relative(file)), line
 
 
-def diagnostics(diags, entry: str, relative) -> Dict[str, Dict[str, Any]]:
+def diagnostics(diags, entry: str, relative, accepted=()) -> Dict[str, Dict[str, Any]]:
     """Each diagnostic under a key of its severity, code, message and file (not its line: a
-    line added above it does not make it another problem); repeats are numbered."""
+    line added above it does not make it another problem); repeats are numbered. A warning an
+    `allow` or the baseline accepts (`accepted`: model.allows.Accepted) is `accepted
+    warning[W626] ...` with its reason: accepting one is not fixing it."""
     out: Dict[str, Dict[str, Any]] = {}
-    for d in diags:
+    for d, reason in [(d, None) for d in diags] + [(a.diagnostic, a.reason) for a in accepted]:
         file, line = where(d, entry, relative)
-        key = f"{d.severity.value}[{d.code}] {d.message}" + (f" ({file})" if file else "")
+        key = (("accepted " if reason is not None else "") + f"{d.severity.value}[{d.code}] "
+               f"{d.message}" + (f" ({file})" if file else ""))
         n, k = 1, key
         while k in out:
             n += 1
             k = f"{key} #{n}"
         out[k] = {"severity": d.severity.value, "code": d.code, "message": d.message,
                   "file": file, "line": line}
+        if reason is not None:
+            out[k]["accepted"] = reason
     return out

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Sequence
 
 from astral_dsl.outputs.diff.checks import changed_lines, summary
 from astral_dsl.outputs.diff.compare import Change
-from astral_dsl.outputs.diff.facts import SECTION_TITLES, SECTIONS, Side
+from astral_dsl.outputs.diff.facts import COMPILED_ONLY, SECTION_TITLES, SECTIONS, Side
 from astral_dsl.outputs.terminal import printable
 
 _GREEN, _RED, _YELLOW, _BOLD, _RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
@@ -14,6 +14,8 @@ _MARK = {"added": "+", "removed": "-", "changed": "~"}
 
 
 def value_text(v: Any) -> str:
+    if v is None:
+        return "none"              # JSON's null: a figure not computed (`pue` without cooling)
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -25,8 +27,9 @@ def value_text(v: Any) -> str:
             line = v.get("line")
             where = (f"{v['file']}:{line}" if v["file"] and line else v["file"] or
                      (f"line {line}" if line else ""))
-            return f"{v['severity']}[{v['code']}] {v['message']}" + (f" ({where})" if where
+            text = f"{v['severity']}[{v['code']}] {v['message']}" + (f" ({where})" if where
                                                                     else "")
+            return f"accepted {text}: {v['accepted']}" if "accepted" in v else text
         return ", ".join(f"{k} {value_text(x)}" for k, x in v.items())
     return str(v)
 
@@ -75,6 +78,9 @@ def render(a: Side, b: Side, changes: Sequence[Change], colour: bool = False) ->
     colours = {"added": _GREEN, "removed": _RED, "changed": _YELLOW}
     out: List[str] = [c(_BOLD, f"--- a: {printable(a.label)} [{_status(a)}]"),
                       c(_BOLD, f"+++ b: {printable(b.label)} [{_status(b)}]")]
+    unknown = ", ".join(SECTION_TITLES[s] for s in COMPILED_ONLY)
+    out.extend(f"note: {name} does not compile: {unknown} are not compared"
+               for name, s in (("a", a), ("b", b)) if not s.compiled)
     for section in SECTIONS:
         mine = [x for x in changes if x.section == section]
         if not mine:
@@ -96,7 +102,8 @@ def render(a: Side, b: Side, changes: Sequence[Change], colour: bool = False) ->
 
 def to_json(a: Side, b: Side, changes: Sequence[Change]) -> Dict[str, Any]:
     def side(s: Side):
-        return {"label": s.label, "valid": s.valid, "errors": s.errors, "warnings": s.warnings}
+        return {"label": s.label, "valid": s.valid, "compiled": s.compiled, "errors": s.errors,
+                "warnings": s.warnings}
 
     def named(v, s: Side):
         """A diagnostic of side `s` with its file named: the facts name the entry `""`."""
@@ -110,6 +117,8 @@ def to_json(a: Side, b: Side, changes: Sequence[Change]) -> Dict[str, Any]:
         item: Dict[str, Any] = {"key": x.key, "kind": x.kind, "before": before,
                                 "after": after}
         if x.delta is not None:
-            item["delta"] = x.delta
+            # to 12 significant digits, as values compare: 51.0 - 40.8 is 10.2, not
+            # 10.200000000000003
+            item["delta"] = x.delta if isinstance(x.delta, int) else float(f"{x.delta:.12g}")
         sections.setdefault(x.section, []).append(item)
     return {"a": side(a), "b": side(b), "identical": not changes, "changes": sections}

@@ -10,7 +10,8 @@ its sections format them: sections.py
 (summary, diagnostics with their source, scenario matrix, pictures), sizing.py (size tables,
 PUE, bill of materials), jobs.py (forecasts and timelines), tables.py (sortable tables),
 svg.py (Graphviz's SVG made safe to inline), timeline.py (the iteration's SVG), assets.py
-(style sheet and script), html.py (escaping: design text is untrusted)."""
+(style sheet and script), html.py (escaping: design text is untrusted); written.py writes the
+page whole or not at all."""
 from astral_dsl.outputs.report.page import build
 from astral_dsl.outputs.report.review import Review, ReviewError
 
