@@ -105,6 +105,54 @@ def test_long_strings_and_comments_cost_memory_in_proportion(kind):
         assert peak < 40 * len(body), f"{peak / len(body):.0f} bytes per character"
 
 
+def test_a_list_past_the_token_limit_is_e108_before_it_is_parsed(monkeypatch):
+    """A token costs ~450 bytes through the parse and as much compiled: a list of 400,000 numbers
+    in 800 kB (under the 8 MiB cap) took 390 MB and 7.7 s; 8 MiB of them about 4 GB. Past
+    MAX_TOKENS (250,000; 20,000 here, for time) the text is refused where the limit is passed,
+    counted in memory in proportion to the text (as the long strings above are parsed)."""
+    from astral_dsl.syntax import parser
+
+    assert parser.MAX_TOKENS == 250_000
+    monkeypatch.setattr(parser, "MAX_TOKENS", 20_000)
+    # `let xs = [` is 4 tokens, then `1,` 2 an item: token k > 4 starts at offset 10 + (k - 5);
+    # token 20,001 at 10 + 19,996 = 20,006, column 20,007
+    text = "let xs = [" + "1," * 10_000 + "1]\n"
+    astral_dsl.loads(text, name="warm.astral")       # what the first compile imports and builds
+    tracemalloc.start()
+    try:
+        design = astral_dsl.loads(text, name="long.astral")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert _codes(design) == [("E108", 1, 20_007)]
+    d = design.diagnostics[0]
+    assert "more than 20,000 tokens" in d.message and "replication" in d.hint
+    assert peak < 40 * len(text), f"{peak / len(text):.0f} bytes per character"
+
+
+def test_the_token_limit_counts_tokens_not_comments_or_strings(monkeypatch):
+    """At a limit of 40 tokens: 40 pass, 41 do not; comments count nothing, a string or a
+    quantity one; the formatter refuses the text too, and no statement after it is parsed
+    for more syntax errors (each would be refused again)."""
+    from astral_dsl.fmt import format_text
+    from astral_dsl.syntax import parser
+
+    monkeypatch.setattr(parser, "MAX_TOKENS", 40)
+    comments = "// 1, 2, 3, 4, 5, 6, 7, 8, 9, 10\n/* 1, 2, 3, 4, 5, 6, 7, 8, 9 */\n"
+    # 4 + 36 = 40 tokens: `let xs = [`, 17 x `2 kW,` (34), `"s"`, `]`
+    fits = comments + "let xs = [" + "2 kW," * 17 + '"s"]\n'
+    assert len(fits) > 40
+    assert "E108" not in {c[0] for c in _codes(astral_dsl.loads(fits, name="f.astral"))}
+    over = fits.replace("[", "[1,", 1) + "let b = (\n" * 30      # 42 tokens, then 30 errors
+    design = astral_dsl.loads(over, name="o.astral")
+    # token 41 is `"s"`: after `let xs = [1,` (6) and 17 x `2 kW,` (34); line 3, column
+    # len("let xs = [1,") + 17 * len("2 kW,") + 1 = 12 + 85 + 1 = 98
+    assert _codes(design) == [("E108", 3, 98)]
+    with pytest.raises(DiagnosticError) as exc:
+        format_text(over)
+    assert exc.value.diagnostic.code == "E108"
+
+
 def test_the_last_resort_handler_survives_memory_exhaustion(tmp_path):
     """A MemoryError (here forced by a command that hoards memory under a 600 MB address-space
     limit; the command itself maps about 20 MB) is reported in one line and exit 3, not as a
