@@ -153,6 +153,44 @@ def test_the_token_limit_counts_tokens_not_comments_or_strings(monkeypatch):
     assert exc.value.diagnostic.code == "E108"
 
 
+def test_a_designs_modules_are_held_to_the_token_limit_together(tmp_path, monkeypatch):
+    """Hard links to one file (or a revision's paths to one blob) cost no disk: a design that
+    imported 48 links to one 8 MiB file took 442 MB; as many of 249,999 tokens each would have
+    taken about 10 GB. At a limit of 60 tokens: the entry holds 8, a 40, b 40."""
+    from astral_dsl.syntax import parser
+
+    monkeypatch.setattr(parser, "MAX_TOKENS", 60)
+    (tmp_path / "astral.toml").write_text("")
+    main = tmp_path / "main.astral"
+    main.write_text("import a\nimport b\nsite S { }\n")          # 2 + 2 + 4 tokens
+    for name in ("a", "b"):                                         # 4 + 34 + 2 tokens
+        (tmp_path / f"{name}.astral").write_text(f"let x{name} = [" + "1," * 17 + "1]\n")
+    design = astral_dsl.load(main)
+    # b may hold 60 - 8 - 40 = 12: its token 13 starts at offset 10 + (13 - 5) = 18, column 19
+    assert _codes(design) == [("E108", 1, 19)]
+    d = design.diagnostics[0]
+    assert d.span.file.endswith("b.astral")
+    assert "it and the modules before it hold more than 60 tokens" in d.message
+
+
+def test_a_designs_modules_are_held_to_the_byte_limit_together(tmp_path, monkeypatch):
+    """Past MAX_DESIGN_BYTES (100 bytes here) the import that passes it is E108 and nothing
+    more is read (c, whose syntax error would be E103, is not)."""
+    from astral_dsl.semantics import modules
+
+    monkeypatch.setattr(modules, "MAX_DESIGN_BYTES", 100)
+    (tmp_path / "astral.toml").write_text("")
+    main = tmp_path / "main.astral"
+    main.write_text("import a\nimport b\nimport c\n")              # 27 bytes
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.astral").write_text("// " + "x" * 36 + "\n")   # 40 bytes each
+    (tmp_path / "c.astral").write_text("let = \n")
+    design = astral_dsl.load(main)
+    # 27 + 40 = 67, + 40 = 107 > 100: at `import b`, line 2
+    assert _codes(design) == [("E108", 2, 1)]
+    assert "together 107 bytes, past the limit of 100 bytes" in design.diagnostics[0].message
+
+
 def test_the_last_resort_handler_survives_memory_exhaustion(tmp_path):
     """A MemoryError (here forced by a command that hoards memory under a 600 MB address-space
     limit; the command itself maps about 20 MB) is reported in one line and exit 3, not as a

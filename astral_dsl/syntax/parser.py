@@ -50,40 +50,52 @@ _TOKEN = r'(?P<c>//[^\n]*+)|(?P<b>/\*)|"(?:[^"\\\n]++|\\.)*+"?|' \
          r'\d[\d_]*+(?:\.\d++)?(?:[eE][+-]?\d++)?(?:[ \t]*+[A-Za-z%\u00b0\u00b5][\w^*/-]*+)?|\w++|\S'
 
 
-def bound_tokens(source: Source) -> None:
-    """TooManyTokens (E108, at the token past the limit) for a text of more than MAX_TOKENS
-    tokens, found before it is parsed; a text no longer than MAX_TOKENS characters is not
-    read."""
-    text = source.text
-    if len(text) <= MAX_TOKENS:
-        return
+def count_tokens(text: str, most: int) -> Tuple[int, Optional[int]]:
+    """(the tokens of `text`, counted up to `most + 1`; the offset of token `most + 1`, or None
+    when there are at most `most`). A block comment left open ends the count: the lexer says
+    where it is not closed."""
     search = re.compile(_TOKEN).search
     pos = count = 0
     while True:
         m = search(text, pos)
         if m is None:
-            return
+            return count, None
         pos = m.end()
         if m.lastgroup == "b":
             end = text.find("*/", pos)
             if end < 0:
-                return                          # the lexer says where it is not closed
+                return count, None
             pos = end + 2
         elif m.lastgroup != "c":
             count += 1
-            if count > MAX_TOKENS:
-                break
+            if count > most:
+                return count, m.start()
+
+
+def too_many_tokens(source: Source, offset: int, whose: str) -> Diagnostic:
+    """E108 at the token at `offset`, the first past MAX_TOKENS in what `whose` names."""
     from astral_dsl.diagnostics import Severity, Span
 
-    start = m.start()
-    line = text.count("\n", 0, start) + 1
-    column = start - text.rfind("\n", 0, start)
-    raise TooManyTokens(Diagnostic(
-        "E108", Severity.ERROR, f"`{source.name}` is too large to compile: more than "
+    text = source.text
+    line = text.count("\n", 0, offset) + 1
+    column = offset - text.rfind("\n", 0, offset)
+    return Diagnostic(
+        "E108", Severity.ERROR, f"`{source.name}` is too large to compile: {whose} more than "
                                 f"{MAX_TOKENS:,} tokens (names, numbers, strings and signs), "
                                 f"this one past the limit", Span.at(source.name, line, column),
-        "describe repetition with replication (`2048 x Rack`), templates and `for`, not item by "
-        "item, and split a large design into modules"))
+        "describe repetition with replication (`2048 x Rack`), templates and `for` rather than "
+        "item by item")
+
+
+def bound_tokens(source: Source) -> None:
+    """TooManyTokens (E108, at the token past the limit) for a text of more than MAX_TOKENS
+    tokens, found before it is parsed; a text no longer than MAX_TOKENS characters is not
+    read. (The module loader holds all the modules of a design to the limit together.)"""
+    if len(source.text) <= MAX_TOKENS:
+        return
+    _, past = count_tokens(source.text, MAX_TOKENS)
+    if past is not None:
+        raise TooManyTokens(too_many_tokens(source, past, "it holds"))
 
 
 def parse_concrete(source: Source):
