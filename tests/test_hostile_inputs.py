@@ -84,6 +84,33 @@ def test_e234_lists_at_most_twenty_columns():
                       + " and 5 more; say which to read in `columns { ... }`"), d.hint
 
 
+def test_rows_of_another_fleet_are_said_twenty_at_a_time():
+    """An 8 MB inventory of 1,000,000 rows that name no part printed as many W231s (45 s, 979 MB):
+    the first ROWS_SAID (20) of each code stand at their rows, the rest are one diagnostic at
+    the first of them that counts them. Here 25 foreign rows (lines 2-26) and 22 second rows of
+    part `a` (its first at line 27; seconds at lines 28-49)."""
+    from astral_dsl.analyses.fleet import ROWS_SAID, bind, rows_of
+
+    text = "name\n" + "".join(f"x{i}\n" for i in range(25)) + "a\n" * 23
+    rows, bad, lines = rows_of(text.encode(), "f.csv")
+    assert bad is None and len(rows) == 48
+    diags = bind(rows, "f.csv", lines, {"name": "name", "path": None, "serial": "serial",
+                                        "asset_tag": "asset_tag"},
+                 {"S.a": ("host", "a")}, {"a": "S.a"}, (), None).diagnostics
+    assert ROWS_SAID == 20
+    w231 = [d for d in diags if d.code == "W231"]
+    e233 = [d for d in diags if d.code == "E233"]
+    # W231: lines 2-21 one by one, then 25 - 20 = 5 from line 22
+    assert [d.span.start.line for d in w231] == list(range(2, 22)) + [22]
+    assert w231[-1].message == "5 more inventory rows, from line 22, name no part of the " \
+                               "design (the first 20 are said one by one)"
+    # E233: lines 28-47 one by one, then 22 - 20 = 2 from line 48
+    assert [d.span.start.line for d in e233] == list(range(28, 48)) + [48]
+    assert e233[-1].message == "2 more inventory rows, from line 48, for parts that have a " \
+                               "row already (the first 20 are said one by one)"
+    assert e233[-1].is_error and "remove one of the rows" in e233[-1].hint
+
+
 # ---- a text past the file cap ----------------------------------------------------------------
 def test_a_text_past_the_file_cap_is_e108():
     from astral_dsl import api
