@@ -111,6 +111,37 @@ def test_rows_of_another_fleet_are_said_twenty_at_a_time():
     assert e233[-1].is_error and "remove one of the rows" in e233[-1].hint
 
 
+def test_the_designs_data_files_are_bounded_together(tmp_path, monkeypatch):
+    """An `inventory` each over hard links to one 8 MiB file cost 4 s of CPU each, without
+    bound. At a limit of 100 bytes: a.csv (57 bytes) and b.csv (57) pass it together, so b's
+    inventory is E230; a third naming a.csv again costs nothing more."""
+    from astral_dsl.semantics import modules
+
+    monkeypatch.setattr(modules, "MAX_DATA_BYTES", 100)
+    (tmp_path / "astral.toml").write_text("")
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.csv").write_text("name,serial\n" + "".join(
+            f"S.hosts[{i}],SN{i}\n" for i in range(3)))          # 12 + 3 x 15 = 57 bytes
+    main = tmp_path / "main.astral"
+    main.write_text(
+        "gpu G { power = 700 W }\nhost H { gpus = 8 x G, power = 10 kW }\n"
+        "site S { hosts = 3 x H }\n"
+        'inventory A { file = "a.csv" }\ninventory B { file = "b.csv" }\n'
+        'inventory C { file = "a.csv" }\n')
+    from astral_dsl.pipeline import devices
+    from astral_dsl.workspace import Workspace
+
+    ws = Workspace.open(main)
+    _, diags = devices(ws, ws.design)
+    codes = [(d.code, d.span.start.line) for d in diags if d.is_error]
+    # 57 + 57 = 114 > 100: inventory B's `file` (line 5); C reads a.csv again
+    assert ("E230", 5) in codes
+    e230 = next(d for d in diags if d.code == "E230")
+    assert e230.message.endswith("cannot be read: with the data files read before it, 114 "
+                                 "bytes, past the limit of 100 bytes for one design")
+    assert [c for c in codes if c[0] == "E230"] == [("E230", 5)]
+
+
 # ---- a text past the file cap ----------------------------------------------------------------
 def test_a_text_past_the_file_cap_is_e108():
     from astral_dsl import api

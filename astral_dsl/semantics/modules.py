@@ -28,6 +28,9 @@ MAX_IMPORT_DEPTH = 64           # a chain of imports (each waits for the next to
 # the caps of one file bounded nothing when a design imported hundreds of them (hard links to
 # one 8 MiB file, or a revision's paths to one blob, cost no disk: 48 took 442 MB)
 MAX_DESIGN_BYTES = 32 * 1024 * 1024
+# The data files a design names (inventories), each file once, together: one `inventory` each
+# over hard links to one 8 MiB file took 4 s of CPU each, without bound
+MAX_DATA_BYTES = 32 * 1024 * 1024
 
 
 class SourceTooLarge(OSError):
@@ -134,6 +137,7 @@ class ModuleLoader:
         self._tokens = 0                # theirs: counted, or a text's length (no fewer)
         self._estimated: List[Source] = []      # the texts whose length stands for their tokens
         self.full = False               # past a limit of the design (E108): nothing more is read
+        self.data_bytes: Dict[str, int] = {}    # data file -> its size (charge_data)
 
     # -- entry points -------------------------------------------------------------------------------
     @gcpause.pausing            # the modules' syntax trees: long-lived, none of it garbage
@@ -307,6 +311,18 @@ class ModuleLoader:
             return None
         return parser.too_many_tokens(source, past, "it and the modules before it hold" if
                                       self._tokens > count else "it holds")
+
+    def charge_data(self, path: Path, size: int) -> Optional[str]:
+        """Why a data file the design names (at `path`, resolved) cannot be used with those
+        read before it: past MAX_DATA_BYTES together; None when it can (a file read again, for
+        another scenario or inventory, costs nothing more)."""
+        self.data_bytes[str(path)] = size
+        total = sum(self.data_bytes.values())
+        if total <= MAX_DATA_BYTES:
+            return None
+        del self.data_bytes[str(path)]
+        return f"with the data files read before it, {total:,} bytes, past the limit of " \
+               f"{MAX_DATA_BYTES:,} bytes for one design"
 
     def _error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic(code, Severity.ERROR, message, span, hint))
