@@ -20,13 +20,16 @@ def _no_internal_error(proc) -> None:
 
 
 # ---- JSON nested past the parser's depth -----------------------------------------------------
-@pytest.mark.parametrize("option, command", [
+OPTIONS = [
     ("--baseline", ["check", str(TUTORIAL)]),
     # the fit is read before the table: the table need not exist
     ("--calibration", ["runs", "{tmp}/runs.csv"]),
     ("--highlight", ["render", str(TUTORIAL), "-o", "{tmp}/x.svg", "--view", "rack"]),
     ("--diagnosis", ["report", str(TUTORIAL), "-o", "{tmp}/x.html"]),
-])
+]
+
+
+@pytest.mark.parametrize("option, command", OPTIONS)
 def test_a_deeply_nested_json_option_is_a_usage_error(tmp_path, option, command):
     deep = tmp_path / "deep.json"
     deep.write_text(DEEP)
@@ -35,6 +38,42 @@ def test_a_deeply_nested_json_option_is_a_usage_error(tmp_path, option, command)
     _no_internal_error(proc)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"{option}: " in proc.stderr and "nested too deeply" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("option, command", OPTIONS)
+@pytest.mark.parametrize("what", ["device", "large"])
+def test_a_json_option_that_is_a_device_or_too_large_is_a_usage_error(tmp_path, monkeypatch,
+                                                                       option, command, what):
+    """A FIFO given as a JSON option blocked the command; `/dev/zero` (or a link to it, as a
+    repository may hold) filled the memory (E000). /dev/null stands for them here (its read
+    ends: it was "not JSON"); a file past jsonin.MAX_BYTES (10 bytes here) is refused by its
+    size before it is read."""
+    from astral_dsl import jsonin
+
+    path = tmp_path / "doc.json"
+    if what == "device":
+        path.symlink_to("/dev/null")
+        said = "not a regular file (a FIFO, device or socket)"
+    else:
+        monkeypatch.setattr(jsonin, "MAX_BYTES", 10)
+        path.write_text("[1, 2, 3, 4]")                   # 12 bytes
+        said = "larger than 10 bytes"
+    args = [a.replace("{tmp}", str(tmp_path)) for a in command] + [option, str(path)]
+    proc = astral(*args, "--color", "never")
+    _no_internal_error(proc)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{option}" in proc.stderr and said in proc.stderr, proc.stderr
+
+
+def test_a_runs_table_that_is_a_device_is_e766(tmp_path):
+    """`astral runs` on a FIFO blocked; on a device it read 64 MiB (/dev/null: an empty table)."""
+    from astral_dsl.runs.table import read_table
+
+    path = tmp_path / "runs.csv"
+    path.symlink_to("/dev/null")
+    (d,) = read_table(path).diagnostics
+    assert d.code == "E766"
+    assert d.message == "cannot read the runs table: not a regular file (a FIFO, device or socket)"
 
 
 def test_a_deeply_nested_inventory_is_e230(tmp_path):
