@@ -153,6 +153,19 @@ def test_the_token_limit_counts_tokens_not_comments_or_strings(monkeypatch):
     assert exc.value.diagnostic.code == "E108"
 
 
+def test_a_unit_is_read_as_the_grammar_reads_it_when_tokens_are_counted():
+    """A unit swallowing `-` made `[1 a-a-a-...]` (199 subtractions an item, under the nesting
+    bound) count 2 tokens an item instead of ~400: the limit bounded nothing again."""
+    from astral_dsl.syntax.parser import count_tokens
+
+    # `let`, `y`, `=`, `[`, `1 a`, then `-`, `a` three times, `]`: 4 + 1 + 6 + 1 = 12
+    assert count_tokens("let y = [1 a-a-a-a]", 100) == (12, None)
+    # the 6th is the first `-`, after `let y = [1 a` (12 characters)
+    assert count_tokens("let y = [1 a-a-a-a]", 5) == (6, 12)
+    # one token each, as the lexer's QUANTITY: a compound unit with its powers
+    assert count_tokens("[2.5e3 W/m^2, 3 m^-2*kg]", 100) == (5, None)
+
+
 def test_a_designs_modules_are_held_to_the_token_limit_together(tmp_path, monkeypatch):
     """Hard links to one file (or a revision's paths to one blob) cost no disk: a design that
     imported 48 links to one 8 MiB file took 442 MB; as many of 249,999 tokens each would have

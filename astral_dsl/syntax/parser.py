@@ -44,10 +44,13 @@ class TooManyTokens(DiagnosticError):
 
 
 # A token as the lexer reads it, give or take (a quantity and its unit one, `4 x` one too; a
-# string one; comments none): each alternative is linear in what it reads, and a block
-# comment's end is found with str.find, once
+# string one; comments none; never fewer than the lexer's by more than `4 x`'s one: a unit is
+# read as the grammar's _UNIT, so `1 a-a-a` is six), each alternative linear in what it reads,
+# and a block comment's end found with str.find, once
+_UNIT_ATOM = r'[A-Za-z%\u00b0\u00b5]\w*+(?:\^-?\d++)?+'
 _TOKEN = r'(?P<c>//[^\n]*+)|(?P<b>/\*)|"(?:[^"\\\n]++|\\.)*+"?|' \
-         r'\d[\d_]*+(?:\.\d++)?(?:[eE][+-]?\d++)?(?:[ \t]*+[A-Za-z%\u00b0\u00b5][\w^*/-]*+)?|\w++|\S'
+         r'\d[\d_]*+(?:\.\d++)?(?:[eE][+-]?\d++)?(?:[ \t]*+' + _UNIT_ATOM + \
+         r'(?:[*/]' + _UNIT_ATOM + r')*+)?|\w++|\S'
 
 
 def count_tokens(text: str, most: int) -> Tuple[int, Optional[int]]:
