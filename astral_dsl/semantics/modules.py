@@ -320,7 +320,7 @@ class ModuleLoader:
         total = sum(self.data_bytes.values())
         if total <= MAX_DATA_BYTES:
             return None
-        del self.data_bytes[str(path)]
+        self.data_bytes.pop(str(path), None)     # (another thread may have taken it out)
         return f"with the data files read before it, {total:,} bytes, past the limit of " \
                f"{MAX_DATA_BYTES:,} bytes for one design"
 
