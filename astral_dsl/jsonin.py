@@ -4,12 +4,16 @@ the callers turn into their diagnostic or usage message.
 
 json.loads raises ValueError for text that is not JSON and for an integer past Python's digit
 limit (4,300 digits), but RecursionError for arrays or objects nested past the interpreter's
-recursion limit (`[` 200,000 times): that one reached the user as an internal error (E000)."""
+recursion limit (`[` 200,000 times): that one reached the user as an internal error (E000).
+
+`load_path` reads a document a command is given by its path: a regular file of at most
+MAX_BYTES (a FIFO blocked the command; `/dev/zero`, or a link to it, filled the memory)."""
 from __future__ import annotations
 
 import json
-from typing import Any, IO
+from typing import Any
 
+MAX_BYTES = 64 * 1024 * 1024      # a fit, a baseline or a diagnosis is far smaller
 NESTED = "arrays or objects nested too deeply to read (deeper than any document astral writes)"
 
 
@@ -21,9 +25,12 @@ def loads(text: str) -> Any:
         raise ValueError(NESTED) from None
 
 
-def load(fh: IO[str]) -> Any:
-    """The document in the open text file `fh`; ValueError when it cannot be read."""
-    return loads(fh.read())
+def load_path(path) -> Any:
+    """The document in the file at `path`: OSError when it is not a regular file of at most
+    MAX_BYTES or cannot be read, ValueError when it is not UTF-8 JSON."""
+    from astral_dsl.regularfile import read_regular
+
+    return loads(read_regular(path, MAX_BYTES).decode("utf-8"))
 
 
-__all__ = ["NESTED", "load", "loads"]
+__all__ = ["MAX_BYTES", "NESTED", "load_path", "loads"]

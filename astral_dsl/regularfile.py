@@ -3,7 +3,9 @@
 A path checked beforehand can be swapped for a FIFO, a device or a socket before it is opened
 (a FIFO with no writer would block the open, and a read of a device may never end): the file is
 opened without blocking and its kind checked on the opened descriptor. The compiler's module
-loader (semantics/modules.py) and the trace reader (observe/load.py) open their inputs so."""
+loader (semantics/modules.py) and the trace reader (observe/load.py) open their inputs so, and
+`read_regular` reads the files the commands are given (a JSON option, a runs or operator table):
+a FIFO there blocked the command, `/dev/zero` (or a link to it) filled the memory (E000)."""
 from __future__ import annotations
 
 import errno
@@ -28,3 +30,23 @@ def open_regular(path) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def read_regular(path, limit: int) -> bytes:
+    """The bytes of the regular file `path`, of at most `limit` bytes: OSError for anything
+    else (open_regular's), and EFBIG for a larger file, found before or while it is read."""
+    fd = open_regular(path)
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            total += len(chunk)
+            if total > limit:                       # it grew while being read
+                raise OSError(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
+            chunks.append(chunk)
+    finally:
+        os.close(fd)

@@ -104,8 +104,9 @@ class Workspace:
 
     def read_beside(self, relative: str) -> Tuple[str, Optional[bytes], Optional[str]]:
         """A data file a design names (an inventory), relative to the entry file's folder, read
-        as imports are (a regular file of at most 8 MiB, inside the project): (its name as
-        diagnostics show it, its bytes or None, why it could not be read)."""
+        as imports are (a regular file of at most 8 MiB, inside the project; the design's data
+        files at most MAX_DATA_BYTES together): (its name as diagnostics show it, its bytes or
+        None, why it could not be read)."""
         from astral_dsl.semantics.modules import display_name, inside
 
         folder = self.entry.path.parent if self.entry.path is not None else self.root
@@ -118,9 +119,11 @@ class Workspace:
         if not inside(real, self.root.resolve()):
             return name, None, "it is outside the project (data files, as imports, stay inside it)"
         try:
-            return name, self.loader.read(real), None
+            data = self.loader.read(real)
         except OSError as exc:
             return name, None, exc.strerror or str(exc)
+        over = self.loader.charge_data(real, len(data))
+        return (name, None, over) if over is not None else (name, data, None)
 
     def sources(self) -> Tuple[Tuple[str, str], ...]:
         """(file name, text) of every module read, sorted by name."""

@@ -20,13 +20,16 @@ def _no_internal_error(proc) -> None:
 
 
 # ---- JSON nested past the parser's depth -----------------------------------------------------
-@pytest.mark.parametrize("option, command", [
+OPTIONS = [
     ("--baseline", ["check", str(TUTORIAL)]),
     # the fit is read before the table: the table need not exist
     ("--calibration", ["runs", "{tmp}/runs.csv"]),
     ("--highlight", ["render", str(TUTORIAL), "-o", "{tmp}/x.svg", "--view", "rack"]),
     ("--diagnosis", ["report", str(TUTORIAL), "-o", "{tmp}/x.html"]),
-])
+]
+
+
+@pytest.mark.parametrize("option, command", OPTIONS)
 def test_a_deeply_nested_json_option_is_a_usage_error(tmp_path, option, command):
     deep = tmp_path / "deep.json"
     deep.write_text(DEEP)
@@ -35,6 +38,42 @@ def test_a_deeply_nested_json_option_is_a_usage_error(tmp_path, option, command)
     _no_internal_error(proc)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"{option}: " in proc.stderr and "nested too deeply" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("option, command", OPTIONS)
+@pytest.mark.parametrize("what", ["device", "large"])
+def test_a_json_option_that_is_a_device_or_too_large_is_a_usage_error(tmp_path, monkeypatch,
+                                                                       option, command, what):
+    """A FIFO given as a JSON option blocked the command; `/dev/zero` (or a link to it, as a
+    repository may hold) filled the memory (E000). /dev/null stands for them here (its read
+    ends: it was "not JSON"); a file past jsonin.MAX_BYTES (10 bytes here) is refused by its
+    size before it is read."""
+    from astral_dsl import jsonin
+
+    path = tmp_path / "doc.json"
+    if what == "device":
+        path.symlink_to("/dev/null")
+        said = "not a regular file (a FIFO, device or socket)"
+    else:
+        monkeypatch.setattr(jsonin, "MAX_BYTES", 10)
+        path.write_text("[1, 2, 3, 4]")                   # 12 bytes
+        said = "larger than 10 bytes"
+    args = [a.replace("{tmp}", str(tmp_path)) for a in command] + [option, str(path)]
+    proc = astral(*args, "--color", "never")
+    _no_internal_error(proc)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{option}" in proc.stderr and said in proc.stderr, proc.stderr
+
+
+def test_a_runs_table_that_is_a_device_is_e766(tmp_path):
+    """`astral runs` on a FIFO blocked; on a device it read 64 MiB (/dev/null: an empty table)."""
+    from astral_dsl.runs.table import read_table
+
+    path = tmp_path / "runs.csv"
+    path.symlink_to("/dev/null")
+    (d,) = read_table(path).diagnostics
+    assert d.code == "E766"
+    assert d.message == "cannot read the runs table: not a regular file (a FIFO, device or socket)"
 
 
 def test_a_deeply_nested_inventory_is_e230(tmp_path):
@@ -82,6 +121,64 @@ def test_e234_lists_at_most_twenty_columns():
     # sorted: c00 .. c19 shown, c20 .. c24 counted
     assert d.hint == ("its columns: " + ", ".join(f"`c{i:02d}`" for i in range(20))
                       + " and 5 more; say which to read in `columns { ... }`"), d.hint
+
+
+def test_rows_of_another_fleet_are_said_twenty_at_a_time():
+    """An 8 MB inventory of 1,000,000 rows that name no part printed as many W231s (45 s, 979 MB):
+    the first ROWS_SAID (20) of each code stand at their rows, the rest are one diagnostic at
+    the first of them that counts them. Here 25 foreign rows (lines 2-26) and 22 second rows of
+    part `a` (its first at line 27; seconds at lines 28-49)."""
+    from astral_dsl.analyses.fleet import ROWS_SAID, bind, rows_of
+
+    text = "name\n" + "".join(f"x{i}\n" for i in range(25)) + "a\n" * 23
+    rows, bad, lines = rows_of(text.encode(), "f.csv")
+    assert bad is None and len(rows) == 48
+    diags = bind(rows, "f.csv", lines, {"name": "name", "path": None, "serial": "serial",
+                                        "asset_tag": "asset_tag"},
+                 {"S.a": ("host", "a")}, {"a": "S.a"}, (), None).diagnostics
+    assert ROWS_SAID == 20
+    w231 = [d for d in diags if d.code == "W231"]
+    e233 = [d for d in diags if d.code == "E233"]
+    # W231: lines 2-21 one by one, then 25 - 20 = 5 from line 22
+    assert [d.span.start.line for d in w231] == list(range(2, 22)) + [22]
+    assert w231[-1].message == "5 more inventory rows, from line 22, name no part of the " \
+                               "design (the first 20 are said one by one)"
+    # E233: lines 28-47 one by one, then 22 - 20 = 2 from line 48
+    assert [d.span.start.line for d in e233] == list(range(28, 48)) + [48]
+    assert e233[-1].message == "2 more inventory rows, from line 48, for parts that have a " \
+                               "row already (the first 20 are said one by one)"
+    assert e233[-1].is_error and "remove one of the rows" in e233[-1].hint
+
+
+def test_the_designs_data_files_are_bounded_together(tmp_path, monkeypatch):
+    """An `inventory` each over hard links to one 8 MiB file cost 4 s of CPU each, without
+    bound. At a limit of 100 bytes: a.csv (57 bytes) and b.csv (57) pass it together, so b's
+    inventory is E230; a third naming a.csv again costs nothing more."""
+    from astral_dsl.semantics import modules
+
+    monkeypatch.setattr(modules, "MAX_DATA_BYTES", 100)
+    (tmp_path / "astral.toml").write_text("")
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.csv").write_text("name,serial\n" + "".join(
+            f"S.hosts[{i}],SN{i}\n" for i in range(3)))          # 12 + 3 x 15 = 57 bytes
+    main = tmp_path / "main.astral"
+    main.write_text(
+        "gpu G { power = 700 W }\nhost H { gpus = 8 x G, power = 10 kW }\n"
+        "site S { hosts = 3 x H }\n"
+        'inventory A { file = "a.csv" }\ninventory B { file = "b.csv" }\n'
+        'inventory C { file = "a.csv" }\n')
+    from astral_dsl.pipeline import devices
+    from astral_dsl.workspace import Workspace
+
+    ws = Workspace.open(main)
+    _, diags = devices(ws, ws.design)
+    codes = [(d.code, d.span.start.line) for d in diags if d.is_error]
+    # 57 + 57 = 114 > 100: inventory B's `file` (line 5); C reads a.csv again
+    assert ("E230", 5) in codes
+    e230 = next(d for d in diags if d.code == "E230")
+    assert e230.message.endswith("cannot be read: with the data files read before it, 114 "
+                                 "bytes, past the limit of 100 bytes for one design")
+    assert [c for c in codes if c[0] == "E230"] == [("E230", 5)]
 
 
 # ---- a text past the file cap ----------------------------------------------------------------

@@ -21,8 +21,9 @@ ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "sem
 # the collector's pause (gcpause) serves the parser and the module loader: it imports nothing;
 # the byte code of attrs' generated methods (methodcache) serves the records; a file's digest
 # remembered (filedigest) serves the analyses, through the user cache only; reading another's
-# JSON (jsonin) serves the analyses, Seer's calibration and the commands: it imports nothing;
-# opening a file that must be regular (regularfile) serves the module loader and the trace reader
+# JSON (jsonin) serves the analyses, Seer's calibration and the commands: it imports regularfile;
+# opening a file that must be regular (regularfile) serves the module loader, the trace reader
+# and the files the commands are given (jsonin, the runs and operator tables)
 LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records",
             "astral_dsl.methodcache": "records", "astral_dsl.filedigest": "records",
             "astral_dsl.jsonin": "records", "astral_dsl.launch": "cli",

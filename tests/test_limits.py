@@ -105,6 +105,105 @@ def test_long_strings_and_comments_cost_memory_in_proportion(kind):
         assert peak < 40 * len(body), f"{peak / len(body):.0f} bytes per character"
 
 
+def test_a_list_past_the_token_limit_is_e108_before_it_is_parsed(monkeypatch):
+    """A token costs ~450 bytes through the parse and as much compiled: a list of 400,000 numbers
+    in 800 kB (under the 8 MiB cap) took 390 MB and 7.7 s; 8 MiB of them about 4 GB. Past
+    MAX_TOKENS (250,000; 20,000 here, for time) the text is refused where the limit is passed,
+    counted in memory in proportion to the text (as the long strings above are parsed)."""
+    from astral_dsl.syntax import parser
+
+    assert parser.MAX_TOKENS == 250_000
+    monkeypatch.setattr(parser, "MAX_TOKENS", 20_000)
+    # `let xs = [` is 4 tokens, then `1,` 2 an item: token k > 4 starts at offset 10 + (k - 5);
+    # token 20,001 at 10 + 19,996 = 20,006, column 20,007
+    text = "let xs = [" + "1," * 10_000 + "1]\n"
+    astral_dsl.loads(text, name="warm.astral")       # what the first compile imports and builds
+    tracemalloc.start()
+    try:
+        design = astral_dsl.loads(text, name="long.astral")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert _codes(design) == [("E108", 1, 20_007)]
+    d = design.diagnostics[0]
+    assert "more than 20,000 tokens" in d.message and "replication" in d.hint
+    assert peak < 40 * len(text), f"{peak / len(text):.0f} bytes per character"
+
+
+def test_the_token_limit_counts_tokens_not_comments_or_strings(monkeypatch):
+    """At a limit of 40 tokens: 40 pass, 41 do not; comments count nothing, a string or a
+    quantity one; the formatter refuses the text too, and no statement after it is parsed
+    for more syntax errors (each would be refused again)."""
+    from astral_dsl.fmt import format_text
+    from astral_dsl.syntax import parser
+
+    monkeypatch.setattr(parser, "MAX_TOKENS", 40)
+    comments = "// 1, 2, 3, 4, 5, 6, 7, 8, 9, 10\n/* 1, 2, 3, 4, 5, 6, 7, 8, 9 */\n"
+    # 4 + 36 = 40 tokens: `let xs = [`, 17 x `2 kW,` (34), `"s"`, `]`
+    fits = comments + "let xs = [" + "2 kW," * 17 + '"s"]\n'
+    assert len(fits) > 40
+    assert "E108" not in {c[0] for c in _codes(astral_dsl.loads(fits, name="f.astral"))}
+    over = fits.replace("[", "[1,", 1) + "let b = (\n" * 30      # 42 tokens, then 30 errors
+    design = astral_dsl.loads(over, name="o.astral")
+    # token 41 is `"s"`: after `let xs = [1,` (6) and 17 x `2 kW,` (34); line 3, column
+    # len("let xs = [1,") + 17 * len("2 kW,") + 1 = 12 + 85 + 1 = 98
+    assert _codes(design) == [("E108", 3, 98)]
+    with pytest.raises(DiagnosticError) as exc:
+        format_text(over)
+    assert exc.value.diagnostic.code == "E108"
+
+
+def test_a_unit_is_read_as_the_grammar_reads_it_when_tokens_are_counted():
+    """A unit swallowing `-` made `[1 a-a-a-...]` (199 subtractions an item, under the nesting
+    bound) count 2 tokens an item instead of ~400: the limit bounded nothing again."""
+    from astral_dsl.syntax.parser import count_tokens
+
+    # `let`, `y`, `=`, `[`, `1 a`, then `-`, `a` three times, `]`: 4 + 1 + 6 + 1 = 12
+    assert count_tokens("let y = [1 a-a-a-a]", 100) == (12, None)
+    # the 6th is the first `-`, after `let y = [1 a` (12 characters)
+    assert count_tokens("let y = [1 a-a-a-a]", 5) == (6, 12)
+    # one token each, as the lexer's QUANTITY: a compound unit with its powers
+    assert count_tokens("[2.5e3 W/m^2, 3 m^-2*kg]", 100) == (5, None)
+
+
+def test_a_designs_modules_are_held_to_the_token_limit_together(tmp_path, monkeypatch):
+    """Hard links to one file (or a revision's paths to one blob) cost no disk: a design that
+    imported 48 links to one 8 MiB file took 442 MB; as many of 249,999 tokens each would have
+    taken about 10 GB. At a limit of 60 tokens: the entry holds 8, a 40, b 40."""
+    from astral_dsl.syntax import parser
+
+    monkeypatch.setattr(parser, "MAX_TOKENS", 60)
+    (tmp_path / "astral.toml").write_text("")
+    main = tmp_path / "main.astral"
+    main.write_text("import a\nimport b\nsite S { }\n")          # 2 + 2 + 4 tokens
+    for name in ("a", "b"):                                         # 4 + 34 + 2 tokens
+        (tmp_path / f"{name}.astral").write_text(f"let x{name} = [" + "1," * 17 + "1]\n")
+    design = astral_dsl.load(main)
+    # b may hold 60 - 8 - 40 = 12: its token 13 starts at offset 10 + (13 - 5) = 18, column 19
+    assert _codes(design) == [("E108", 1, 19)]
+    d = design.diagnostics[0]
+    assert d.span.file.endswith("b.astral")
+    assert "it and the modules before it hold more than 60 tokens" in d.message
+
+
+def test_a_designs_modules_are_held_to_the_byte_limit_together(tmp_path, monkeypatch):
+    """Past MAX_DESIGN_BYTES (100 bytes here) the import that passes it is E108 and nothing
+    more is read (c, whose syntax error would be E103, is not)."""
+    from astral_dsl.semantics import modules
+
+    monkeypatch.setattr(modules, "MAX_DESIGN_BYTES", 100)
+    (tmp_path / "astral.toml").write_text("")
+    main = tmp_path / "main.astral"
+    main.write_text("import a\nimport b\nimport c\n")              # 27 bytes
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.astral").write_text("// " + "x" * 36 + "\n")   # 40 bytes each
+    (tmp_path / "c.astral").write_text("let = \n")
+    design = astral_dsl.load(main)
+    # 27 + 40 = 67, + 40 = 107 > 100: at `import b`, line 2
+    assert _codes(design) == [("E108", 2, 1)]
+    assert "together 107 bytes, past the limit of 100 bytes" in design.diagnostics[0].message
+
+
 def test_the_last_resort_handler_survives_memory_exhaustion(tmp_path):
     """A MemoryError (here forced by a command that hoards memory under a 600 MB address-space
     limit; the command itself maps about 20 MB) is reported in one line and exit 3, not as a

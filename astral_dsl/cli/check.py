@@ -169,8 +169,7 @@ def read_baseline(path: str):
     from astral_dsl.outputs.jsonout import baseline_entries_of
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = jsonin.load(fh)
+        doc = jsonin.load_path(path)
     except OSError as exc:
         return f"--baseline: cannot read `{path}`: {exc.strerror or exc}"
     except ValueError as exc:           # not JSON, not UTF-8, nested past the parser's depth

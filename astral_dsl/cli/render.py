@@ -116,8 +116,7 @@ def _suspects(path: str):
     from astral_dsl import jsonin
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = jsonin.load(fh)
+        doc = jsonin.load_path(path)
     except OSError as exc:
         return f"--highlight: cannot read `{path}`: {exc.strerror or exc}"
     except ValueError as exc:

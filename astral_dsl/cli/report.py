@@ -113,8 +113,7 @@ def _diagnosis(path: str):
     from astral_dsl import jsonin
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = jsonin.load(fh)
+        doc = jsonin.load_path(path)
     except (OSError, ValueError) as exc:
         return f"--diagnosis: cannot read `{path}`: {getattr(exc, 'strerror', None) or exc}"
     if not isinstance(doc, dict) or doc.get("diagnosis_version") != 1 or \

@@ -12,6 +12,7 @@ a rate (a figure not published).
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import math
 import re
@@ -282,16 +283,18 @@ def read_table(path) -> RunsTable:
         return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR, message, span, hint,
                                                file=name),))
 
+    from astral_dsl.regularfile import read_regular
+
+    data = b""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+        data = read_regular(path, limit)      # a FIFO blocked, a device was read 64 MiB
     except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            return fail("the runs table is over 64 MiB", "a runs table is a few hundred rows: "
+                        "split it, or leave out what is not a run")
         return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR,
                                                f"cannot read the runs table: {exc.strerror}",
                                                file=name),))
-    if len(data) > limit:
-        return fail("the runs table is over 64 MiB", "a runs table is a few hundred rows: "
-                    "split it, or leave out what is not a run")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -39,7 +39,6 @@ each says whether it comes from a data sheet, a published measurement or is an a
 from __future__ import annotations
 
 import math
-import os
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 from astral_dsl import records
@@ -181,14 +180,17 @@ class OperatorTable:
         UTF-8 CSV of at most MAX_BYTES, or a row that repeats another's operator, shape and
         dtype (which of their times would price it?)."""
         import csv      # here, for start-up: a check validates jobs without an operator table
+        import io
 
-        if os.path.exists(path) and not os.path.isfile(path):     # a FIFO would never end
-            raise ValueError(f"{path}: not a regular file")
-        if os.path.getsize(path) > cls.MAX_BYTES:
-            raise ValueError(f"{path}: larger than {cls.MAX_BYTES >> 20} MiB")
+        from astral_dsl.regularfile import read_regular
+
+        try:          # a FIFO (one swapped in after a check too) would block, a device never end
+            data = read_regular(path, cls.MAX_BYTES)
+        except OSError as exc:
+            raise ValueError(f"{path}: {exc.strerror or exc}") from None
         rows, lines = {}, {}
         try:
-            with open(path, newline="", encoding="utf-8-sig") as fh:   # a BOM, as Excel writes
+            with io.StringIO(data.decode("utf-8-sig"), newline="") as fh:  # a BOM, as Excel writes
                 reader = csv.DictReader(fh)
                 for rec in reader:
                     where = f"{path}, line {reader.line_num}"

@@ -23,6 +23,14 @@ Reader = Callable[[Path], bytes]
 
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 MAX_IMPORT_DEPTH = 64           # a chain of imports (each waits for the next to load)
+# All the modules of one design together (four files at the 8 MiB cap, the entry among them;
+# the shipped stdlib is ~100 kB):
+# the caps of one file bounded nothing when a design imported hundreds of them (hard links to
+# one 8 MiB file, or a revision's paths to one blob, cost no disk: 48 took 442 MB)
+MAX_DESIGN_BYTES = 32 * 1024 * 1024
+# The data files a design names (inventories), each file once, together: one `inventory` each
+# over hard links to one 8 MiB file took 4 s of CPU each, without bound
+MAX_DATA_BYTES = 32 * 1024 * 1024
 
 
 class SourceTooLarge(OSError):
@@ -125,6 +133,11 @@ class ModuleLoader:
         self.modules: Dict[str, LoadedModule] = {}
         self._loading: List = []
         self.resolved: Dict[int, Optional[LoadedModule]] = {}   # id(import node) -> module
+        self._bytes = 0                 # of the sources read so far
+        self._tokens = 0                # theirs: counted, or a text's length (no fewer)
+        self._estimated: List[Source] = []      # the texts whose length stands for their tokens
+        self.full = False               # past a limit of the design (E108): nothing more is read
+        self.data_bytes: Dict[str, int] = {}    # data file -> its size (charge_data)
 
     # -- entry points -------------------------------------------------------------------------------
     @gcpause.pausing            # the modules' syntax trees: long-lived, none of it garbage
@@ -179,6 +192,8 @@ class ModuleLoader:
                         "import the shared modules from the entry file instead of through a "
                         "chain")
             return None
+        if self.full:
+            return None
         try:
             data = self.read(path)
             if len(data) > MAX_SOURCE_BYTES:    # a reader of texts (the language server's)
@@ -186,7 +201,7 @@ class ModuleLoader:
         except OSError as exc:
             self.diagnostics.append(unreadable(f"module `{key}`", exc, node.span))
             return None
-        module = self._parse(key, path, data, is_stdlib=key.startswith("stdlib."))
+        module = self._parse(key, path, data, is_stdlib=key.startswith("stdlib."), at=node.span)
         self.modules[pkey] = module
         self._load_imports(module)
         return module
@@ -238,13 +253,20 @@ class ModuleLoader:
         return str(path.resolve()) if path is not None else key
 
     # -- parsing -------------------------------------------------------------------------------------
-    def _parse(self, key: str, path: Optional[Path], data: bytes, is_stdlib: bool) -> LoadedModule:
+    def _parse(self, key: str, path: Optional[Path], data: bytes, is_stdlib: bool,
+               at: Optional[Span] = None) -> LoadedModule:
         name = display_name(path) if path is not None else key
         try:
             source = decode(name, data)
         except DiagnosticError as exc:
             self.diagnostics.append(exc.diagnostic)
             return LoadedModule(key, path, None, None, is_stdlib)
+        over = self._over_budget(source, len(data), at)
+        if over is not None:
+            self.full = True
+            self.diagnostics.append(over)
+            return LoadedModule(key, path, source if over.span.file == name else None, None,
+                                is_stdlib)
         try:
             tree, errors = _parse_source(source, is_stdlib, self.read is read_file)
             if errors:
@@ -259,6 +281,48 @@ class ModuleLoader:
             self.diagnostics.append(Diagnostic("W100", Severity.WARNING, "the file is empty",
                                                Span.at(name, 1, 1)))
         return LoadedModule(key, path, source, tree, is_stdlib)
+
+    def _over_budget(self, source: Source, size: int, at: Optional[Span]) -> Optional[Diagnostic]:
+        """E108 when this module brings the design's sources past MAX_DESIGN_BYTES, or their
+        tokens past the parser's MAX_TOKENS (at the token past it), before it is parsed or
+        taken from the cache. A text's tokens are counted only once the lengths of the texts
+        so far could pass the limit (a token is at least a character): no design pays for it."""
+        from astral_dsl.syntax import parser
+
+        self._bytes += size
+        if self._bytes > MAX_DESIGN_BYTES:
+            return Diagnostic(
+                "E108", Severity.ERROR, f"`{source.name}` is too large to compile with the "
+                f"modules before it: together {self._bytes:,} bytes, past the limit of "
+                f"{MAX_DESIGN_BYTES:,} bytes for one design", at or Span.at(source.name, 1, 1),
+                "import fewer or smaller modules: describe repetition with replication and "
+                "templates")
+        if self._tokens + len(source.text) <= parser.MAX_TOKENS:
+            self._tokens += len(source.text)
+            self._estimated.append(source)
+            return None
+        for earlier in self._estimated:
+            self._tokens += parser.count_tokens(earlier.text, parser.MAX_TOKENS)[0] - \
+                len(earlier.text)
+        self._estimated.clear()
+        count, past = parser.count_tokens(source.text, parser.MAX_TOKENS - self._tokens)
+        self._tokens += count
+        if past is None:
+            return None
+        return parser.too_many_tokens(source, past, "it and the modules before it hold" if
+                                      self._tokens > count else "it holds")
+
+    def charge_data(self, path: Path, size: int) -> Optional[str]:
+        """Why a data file the design names (at `path`, resolved) cannot be used with those
+        read before it: past MAX_DATA_BYTES together; None when it can (a file read again, for
+        another scenario or inventory, costs nothing more)."""
+        self.data_bytes[str(path)] = size
+        total = sum(self.data_bytes.values())
+        if total <= MAX_DATA_BYTES:
+            return None
+        self.data_bytes.pop(str(path), None)     # (another thread may have taken it out)
+        return f"with the data files read before it, {total:,} bytes, past the limit of " \
+               f"{MAX_DATA_BYTES:,} bytes for one design"
 
     def _error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic(code, Severity.ERROR, message, span, hint))

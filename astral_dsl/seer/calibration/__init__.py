@@ -282,7 +282,7 @@ def from_document(doc, where: str) -> Calibration:
 def read_calibration(path) -> Calibration:
     """A fit file written by `astral calibrate -o FILE` (ValueError if it is not one)."""
     try:
-        doc = jsonin.loads(Path(path).read_text(encoding="utf-8"))
+        doc = jsonin.load_path(path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"{path}: cannot read a calibration fit ({exc})") from None
     if not isinstance(doc, dict):
