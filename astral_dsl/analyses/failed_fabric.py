@@ -27,7 +27,7 @@ from astral_dsl.analyses.fabric_layout import FabricLayout
 from astral_dsl.analyses.host_positions import Interval, TooMany
 from astral_dsl.analyses.network import FabricCount
 from astral_dsl.analyses.damage_judge import judge
-from astral_dsl.analyses.network_damage import Damage, Piece
+from astral_dsl.analyses.network_damage import Damage, Piece, degraded
 from astral_dsl.analyses.network_failures import Failure, declared, share_lost
 from astral_dsl.analyses.nvlink_share import domains
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
@@ -121,11 +121,20 @@ class _Builder(FabricLayout):
                         tuple(t.name for t in self.tiers), self.ports, self.uplinks,
                         tuple(self.causes), tuple(self.spans), tuple(sorted(failed.items())),
                         frozenset(self.cause_of[id(f)] for f in unique if f.fraction is not None))
+        # a tier's oversubscription is its worst switch's: those that lost a share of their
+        # uplinks to named switches or links run above the declared ratio (network_damage)
+        worst: Dict[int, float] = {}
+        for above, _, _, over, _ in degraded(damage):
+            worst[above - 1] = max(worst.get(above - 1, 0.0), over)
         tiers = []
-        for t in self.tiers:
+        for i, t in enumerate(self.tiers):
             off = min(failed.get(t.name, 0.0) * self.fc.instances, t.switches - t.failed)
-            tiers.append(attrs.evolve(t, failed=t.failed + off,
-                                      power_w=t.power_w - off * t.switch_share_w) if off else t)
+            if off:
+                t = attrs.evolve(t, failed=t.failed + off,
+                                 power_w=t.power_w - off * t.switch_share_w)
+            if t.oversubscription is not None and worst.get(i, 0.0) > t.oversubscription:
+                t = attrs.evolve(t, oversubscription=worst[i])
+            tiers.append(t)
         limit = self.fc.max_oversubscription
         diags, notes = judge(damage, limit, self.pos.path_at,
                              domains(self.owner, self.pos, self.cache))
