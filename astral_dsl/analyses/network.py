@@ -128,6 +128,10 @@ class FabricCount:
     damage: Any = None
     notes: Tuple[str, ...] = ()
     took: Tuple[int, ...] = ()   # the actions of the failed parts it took (not rejected)
+    # the rails and planes some NIC port reaches (0: as declared): the others hold no switch
+    # (W610), and the switch names, the export and the pictures list none there
+    rails_used: int = 0
+    planes_used: int = 0
 
     @property
     def routes(self) -> Tuple[Tuple[str, str], ...]:
@@ -360,7 +364,8 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
                                       hosts.ports, hosts.count)
     return FabricCount(owner.path, fabric.path, mult, rails, planes, hosts.ports * mult,
                        hosts.speed, tuple(tiers), hops, capacity, tuple(diags), tuple(layers),
-                       limit.si if isinstance(limit, Quantity) else None)
+                       limit.si if isinstance(limit, Quantity) else None,
+                       rails_used=rails_used, planes_used=planes_used)
 
 
 def _n(x: float) -> str:

@@ -24,8 +24,10 @@ class Fabric:
         self.inst = ctx.by_path.get(fc.fabric)
         self.tiers = list(fc.tiers)
         self.tier_insts = [ctx.by_path.get(f"{fc.fabric}.{t.name}") for t in fc.tiers]
-        self.rails = max(1, fc.rails)
-        self.planes = max(1, fc.planes)
+        # the rails and planes a NIC port reaches (the others hold no switch, W610): wiring
+        # NIC k to rail k mod this is the same, as no NIC k reaches past them
+        self.rails = max(1, fc.rails_used or fc.rails)
+        self.planes = max(1, fc.planes_used or fc.planes)
 
     def split(self, i: int) -> Tuple[bool, bool]:
         t = self.tiers[i]
@@ -145,8 +147,9 @@ def build(ctx, located) -> Canvas:
     top = located.instance
     fabrics = fabrics_of(ctx)
     fabric_line = " · ".join(
-        f"fabric {f.inst.template if f.inst else f.fc.fabric}: {f.rails} "
-        f"rail{'s' if f.rails != 1 else ''} x {f.planes} plane{'s' if f.planes != 1 else ''}, "
+        f"fabric {f.inst.template if f.inst else f.fc.fabric}: {f.fc.rails} "
+        f"rail{'s' if f.fc.rails != 1 else ''} x {f.fc.planes} "
+        f"plane{'s' if f.fc.planes != 1 else ''}, "
         f"{len(f.tiers)} tiers, {n(f.fc.switches)} switches" for f in fabrics)
     title = [f"{top.template} — cluster view", summary(ctx, top) + (
         f" · {watts(_it_peak(ctx, top))} IT peak" if ctx.eng else "")]

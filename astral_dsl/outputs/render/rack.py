@@ -191,8 +191,9 @@ def build(ctx, located) -> Canvas:
             canvas.here.edge(a, b, style="invis")
     notes = []
     if fabric is not None:
-        notes.append(f"NIC k is on rail k mod {fabric.rails}; port a on plane A, port b on "
-                     f"plane B" if fabric.planes > 1 else f"NIC k is on rail k mod {fabric.rails}")
+        notes.append(f"NIC k is on rail k mod {fabric.fc.rails}; port a on plane A, port b on "
+                     f"plane B" if fabric.planes > 1 else
+                     f"NIC k is on rail k mod {fabric.fc.rails}")
         notes.append("a switch's number follows from the host's position in its "
                      f"{fabric.tiers[0].scope}")
     entries = [("compute", "a host: GPUs, NICs and one cell per NIC port")]
