@@ -61,3 +61,56 @@ def test_a_failure_of_a_rail_no_nic_reaches_is_e219(unused):
     notes = {o.name: o.notes for o in checked.scenarios}
     assert not any(" off" in n for n in notes["r6"])            # it said 1 leaf off, 0.8 kW
     assert "1 `leaf` switch off: 0.8 kW less network power" in notes["r3"]
+
+
+# ---- every output lists the switches of each rail's own count --------------------------------
+# test_network_groups.UNEVEN: 6 NICs on 4 rails, 32 hosts in one rack, 50-port leaves: rails 0
+# and 1 take 64 ports (2 leaves each), rails 2 and 3 32 (1 leaf each): 6 leaves; the spine
+# 6 x 50 = 300 uplinks / 64 -> 5 (a mesh: 50 / 5 = 10 links from each leaf to each spine).
+@pytest.fixture(scope="module")
+def rails():
+    from test_network_groups import UNEVEN
+
+    text = UNEVEN + "scenario rail2_leaf1 { fail S.fabric.rack[0].rail[2].leaf[1] }\n"
+    ws = astral_dsl.compiles(text, name="uneven.astral")
+    return ws, astral_dsl.check(ws, ["rail2_leaf1"])
+
+
+def test_each_rails_own_leaves_in_every_output(rails):
+    from collections import Counter
+
+    from astral_dsl.analyses import cabling, inventory
+    from astral_dsl.analyses.fabric_names import TierKey
+    from astral_dsl.diagnose import rank_map
+    from astral_dsl.outputs.render import render
+
+    ws, checked = rails
+    (fc,) = checked.engineering.fabrics
+    leaf, spine = fc.tiers
+    assert (leaf.switches, spine.switches) == (6, 5)
+    assert leaf.power_w == pytest.approx(6 * 750) and spine.power_w == pytest.approx(5 * 750)
+    design = ws.design
+    owners = inventory.owner_replicas(design, list(inventory.parts(design)))
+    names = {s.path for s in inventory.switches(design, owners)}
+    at = "S.fabric.rack[0].rail[{}].leaf[{}]".format
+    assert names == {at(0, 0), at(0, 1), at(1, 0), at(1, 1), at(2, 0), at(3, 0)} | {
+        f"S.fabric.rack[0].spine[{i}]" for i in range(5)}
+    short: list = []
+    links = list(cabling.tier_links(design, owners, None, short))
+    assert short == [] and len(links) == 300
+    assert Counter(x.lower for x in links) == {n: 50 for n in names if ".leaf[" in n}
+    assert set(Counter(x.upper for x in links).values()) == {60}       # 6 leaves x 10
+    rm = rank_map(design)
+    key = TierKey("S.fabric", "leaf", ("rack", 0), 2)
+    assert (rm.size_of(key), rm.size_of(TierKey("S.fabric", "leaf", ("rack", 0), 0))) == (1, 2)
+    g = render(checked.design, "pod", None, checked=checked)
+    assert sorted(re.findall(r">(\d) x Sw<", g.source)) == ["1", "1", "2", "2", "5"]
+    g = render(checked.design, "rack", "S.racks[0].hosts[25]", checked=checked)
+    assert "1 to 2 per rail in" in g.source and "#0 of 1" in g.source
+
+
+def test_a_switch_only_a_busier_rail_has_is_e214(rails):
+    _, checked = rails
+    (err,) = [d for d in checked.diagnostics if d.code == "E214"]
+    assert err.message == ("`S.fabric.rack[0].rail[2].leaf[1]`: switch 1 is out of range: the "
+                           "`leaf` group has 1 switch (0 to 0); the largest has 2")

@@ -138,15 +138,16 @@ class FabricLayout:
                       f"e.g. `{key.switch(sel.switch)}` (`astral forecast --ranks` lists "
                       f"the stable names)")
         kinds = self.kinds(t)
-        size = t.per_group if not t.sizes else t.size(
+        size = t.per_group if not t.sizes and not t.by_group else t.size(
             sel.scope[1] if sel.scope and kinds and sel.scope[0] in kinds else
-            self.scope_index(t, self.area_of(sel)))
+            self.scope_index(t, self.area_of(sel)), sel.rail, sel.plane)
         if sel.switch >= size:
-            each = "each" if not t.sizes else "the"
+            each = "each" if not t.sizes and not t.by_group else "the"
             raise Bad("E214", f"`{sel.display}`: switch {sel.switch:,} is out of range: {each} "
                               f"`{t.name}` group has {size:,} switch{'es' if size != 1 else ''}"
                               + (f" (0 to {size - 1:,})" if size else "")
-                              + (f"; the largest has {t.per_group:,}" if t.sizes else ""))
+                              + (f"; the largest has {t.per_group:,}"
+                                 if size < t.per_group else ""))
 
     def scope_index(self, t: TierCount, area: Interval) -> Optional[int]:
         """The index in the owner of tier t's scope instance that holds `area` (None: the

@@ -261,10 +261,11 @@ class _Builder(FabricLayout):
             one = {(group, switch) for group, switch in named
                    if switch is not None and group not in whole}
             t = self.tiers[i]
-            if not t.sizes:
+            if not t.sizes and not t.by_group:
                 out[t.name] = float(len(whole) * t.per_group + len(one))
                 continue
-            sizes = {g: t.size(self.scope_index(t, g[0])) for g in whole | {g for g, _ in one}}
+            sizes = {g: t.size(self.scope_index(t, g[0]), g[1], g[2])
+                     for g in whole | {g for g, _ in one}}
             out[t.name] = float(sum(sizes[g] for g in whole)
                                 + sum(1 for g, s in one if s < sizes[g]))
         return out
@@ -290,13 +291,17 @@ class _Builder(FabricLayout):
         if switch is None:
             self.lose(i, lrails, lplanes, [area], 1.0, top, cause)
             return
-        at = self.scope_index(t, area) if t.sizes else None     # groups may differ in size
-        reach = max(1, t.reach_at(at) or t.size(at))
-        if t.mesh or i >= 2:
-            self.lose(i, lrails, lplanes, [area], 1.0 / reach, top, cause)
-        else:               # plane p of the tier reaches ToR p of every group below it
-            self.lose_under(i, lrails, lplanes, self.scope_areas(self.tiers[0], area),
-                            switch // reach, 1.0 / reach, top, cause)
+        # groups may differ in size (scope instances, rails and planes: network_groups)
+        at = self.scope_index(t, area) if t.sizes or t.by_group else None
+        for r in rails:
+            for p in planes:
+                reach = max(1, t.reach_at(at, r, p) or t.size(at, r, p))
+                lr, lp = self.lower_keys(i, [r], [p])
+                if t.mesh or i >= 2:
+                    self.lose(i, lr, lp, [area], 1.0 / reach, top, cause)
+                else:       # plane p of the tier reaches ToR p of every group below it
+                    self.lose_under(i, lr, lp, self.scope_areas(self.tiers[0], area),
+                                    switch // reach, 1.0 / reach, top, cause)
 
 
 __all__ = ["damaged"]

@@ -128,7 +128,8 @@ def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
                 for scope in scopes:
                     for rail in rails:
                         for plane in planes:
-                            for index in range(t.size(scope[1] if scope else None)):
+                            for index in range(t.size(scope[1] if scope else None, rail,
+                                                      plane)):
                                 yield _switch(fabric, replica, site, t.name, tier, pattern,
                                               scope, rail, plane, index, ports)
 

@@ -313,8 +313,9 @@ def _unreached(fabric: Instance, rails, planes, hosts, rails_used,
                              f"write `rails = {n}`, or give the hosts {rails} NICs"))
         elif n % rails:
             out.append(_warn("W610", f"`rails = {rails}` but hosts have {n} NICs: the rails get "
-                                     f"{n // rails + 1} or {n // rails} NICs per host, and every "
-                                     f"rail's switches are counted for the busiest (rail 0)",
+                                     f"{n // rails + 1} or {n // rails} NICs per host, and each "
+                                     f"rail's switches are counted for its own ports (rail 0's "
+                                     f"the most)",
                              fabric.span_of("rails"),
                              "make the NICs per host a multiple of `rails`"))
     return out

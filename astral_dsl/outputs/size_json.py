@@ -12,6 +12,7 @@ from astral_dsl.analyses.engineering import Engineering
 from astral_dsl.analyses.summary import summarize
 from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design
+from astral_dsl.model.values import plane_label
 from astral_dsl.units import Quantity, format_number
 from astral_dsl.outputs.feeder_load import (battery_installed_ah, battery_not_declared_ah,
                                           failover_share_w)
@@ -283,7 +284,16 @@ def _speed(q) -> Optional[str]:
 
 def _group_sizes(t) -> Dict[str, Any]:
     """Groups of different sizes (network_groups): per distinct scope instance its switches per
-    group (`per_group` is the largest's); nothing when the groups are alike."""
+    group (`per_group` is the largest's), and per rail and plane when they differ within one
+    (`groups`: `rail`, `plane` where the tier is split so, `switches`); nothing when the
+    groups are alike."""
+    if t.by_group:
+        return {"group_sizes": [
+            {"scope": path or None, "instances": n, "per_group": max(s for _, s, _, _ in g),
+             "groups": [{k: v for k, v in (("rail", key[0]), ("plane", plane_label(key[1])
+                                                             if key[1] is not None else None),
+                                           ("switches", size)) if v is not None}
+                        for key, size, _, _ in g]} for path, n, g in t.by_group]}
     if not t.sizes:
         return {}
     return {"group_sizes": [{"scope": path, "instances": n, "per_group": size}

@@ -263,6 +263,9 @@ def bom_lines(fabric) -> List[str]:
         if t.sizes:
             out.append(f"{t.name}: its groups differ in size, each sized for its own "
                        f"{t.scope}: {network_groups.describe(t.sizes)}")
+        if t.by_group:
+            out.append(f"{t.name}: its groups differ by rail or plane, each sized for its own "
+                       f"links: {network_groups.describe_groups(t.by_group)}")
         if t.sized_for:
             out.append(f"{t.name}: {t.needed:,} switches per group: {t.sized_for}")
         if t.rounding:

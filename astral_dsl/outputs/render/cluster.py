@@ -43,14 +43,33 @@ class Fabric:
             return 1
         return count_of(inst, kinds, ctx.cache) or 1
 
-    def switches_in(self, ctx, inst, i: int) -> int:
-        """Switches of tier i per rail and plane in one replica of `inst`: its groups' there
-        (groups of different sizes: each its own, network_groups)."""
+    def switches_in(self, ctx, inst, i: int, rail: Optional[int] = None,
+                    plane: Optional[int] = None) -> int:
+        """Switches of tier i per rail and plane (of `rail` and `plane`, when given) in one
+        replica of `inst`: its groups' there (groups of different sizes: each its own,
+        network_groups)."""
         t = self.tiers[i]
         kinds = SCOPE_KINDS.get(t.scope, (t.scope,))
+        if t.by_group and (rail is not None or plane is not None):
+            if inst.kind in kinds:
+                return t.size_of(inst.path, rail, plane)
+            if count_of(inst, kinds, ctx.cache):
+                return sum(k * t.size_of(s.path, rail, plane)
+                           for k, s in group_of(inst, kinds, ctx.cache).flat())
+            return t.size(None, rail, plane)
         if not t.sizes or not count_of(inst, kinds, ctx.cache):
             return t.per_group * self.scope_count(ctx, inst, i)
         return sum(k * t.size_of(s.path) for k, s in group_of(inst, kinds, ctx.cache).flat())
+
+    def every_in(self, ctx, inst, i: int) -> int:
+        """Switches of tier i in one replica of `inst`, over its rails and planes."""
+        per_rail, per_plane = self.split(i)
+        if not self.tiers[i].by_group:
+            return self.switches_in(ctx, inst, i) * (self.rails if per_rail else 1) \
+                * (self.planes if per_plane else 1)
+        return sum(self.switches_in(ctx, inst, i, r, p)
+                   for r in (range(self.rails) if per_rail else [None])
+                   for p in (range(self.planes) if per_plane else [None]))
 
 
 def fabrics_of(ctx) -> List[Fabric]:
@@ -109,14 +128,15 @@ def _tier_node(canvas: Canvas, ctx, f: Fabric, i: int, gid: str, inst, rail: Opt
     """A tier's switches in one cluster replica (one rail, or all of them): a cell per plane."""
     t = f.tiers[i]
     per_rail, per_plane = f.split(i)
-    each = f.switches_in(ctx, inst, i)
+    one = rail if per_rail else None
+    each = f.switches_in(ctx, inst, i, one)
     header = t.name if rail is None or not per_rail else f"{t.name} · rail {rail}"
     if per_plane:
         cells, failed = [], 0
         for p in range(f.planes):
             down = ctx.fabric_failed(f.fc.fabric, t.name, rail, p)
             failed += down
-            cells.append((f"{plane_name(p)}: {n(each)}",
+            cells.append((f"{plane_name(p)}: {n(f.switches_in(ctx, inst, i, one, p))}",
                           {"bgcolor": GREY_FILL, "colour": "#9e9e9e"} if down else {}))
         rows = [cells]
         all_failed = failed == f.planes
@@ -297,8 +317,10 @@ def _edges(canvas: Canvas, ctx, tree: Tree, fabrics: List[Fabric], placed) -> No
                 up_rail = f.split(i + 1)[0]
                 inst = tree.drawn[key].inst if key is not None else f.owner
                 per_rail, per_plane = f.split(i)
-                switches = f.switches_in(ctx, inst, i) * (f.planes if per_plane else 1)
                 for j, (r, gid) in enumerate(ids.items()):
+                    switches = sum(f.switches_in(ctx, inst, i, r if per_rail else None, p)
+                                   for p in range(f.planes)) if per_plane else \
+                        f.switches_in(ctx, inst, i, r if per_rail else None)
                     goals = [target[r]] if (up_rail and r is not None and r in target) else (
                         list(target.values()) if r is None else [target.get(None) or
                                                                   target.get(r)])
