@@ -393,16 +393,11 @@ def test_each_owner_of_a_fabric_is_counted_apart_whatever_their_ids(monkeypatch)
         [("Site.pods[0]", "Site.pods[0].fabric", 1), ("Site.pods[1]", "Site.pods[1].fabric", 3)]
 
 
-ONE_CORE = """\
-gpu G { power = 700 W }
-nic N { ports = 1, port_speed = 400 Gb/s }
-switch S { ports = 64, port_speed = 400 Gb/s, power = 1 kW }
-host A { gpus = 8 x G, nics = 8 x N, power = 10 kW }
-rack R { hosts = 4 x A }
+ONE_CORE = _parts().lstrip("\n") + """\
 fabric F {
   rails = 8, max_oversubscription = 1
-  tier tor { switch = S, scope = site, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
-  tier core { switch = S, scope = site, down = 64 x 400 Gb/s }
+  tier tor { switch = Sw, scope = site, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier core { switch = Sw, scope = site, down = 64 x 400 Gb/s }
 }
 site X { racks = 16 x R, fabric = F }
 scenario one_core { fail X.fabric.core[0] }
