@@ -121,8 +121,8 @@ class _Builder(FabricLayout):
                         tuple(t.name for t in self.tiers), self.ports, self.uplinks,
                         tuple(self.causes), tuple(self.spans), tuple(sorted(failed.items())),
                         frozenset(self.cause_of[id(f)] for f in unique if f.fraction is not None))
-        # a tier's oversubscription is its worst switch's: those that lost a share of their
-        # uplinks to named switches or links run above the declared ratio (network_damage)
+        # the tier's worst switch: those that lost a share of their uplinks to named switches
+        # or links run above the tier's ratio (network_damage), for the tables to show
         worst: Dict[int, float] = {}
         for above, _, _, over, _ in degraded(damage):
             worst[above - 1] = max(worst.get(above - 1, 0.0), over)
@@ -133,7 +133,7 @@ class _Builder(FabricLayout):
                 t = attrs.evolve(t, failed=t.failed + off,
                                  power_w=t.power_w - off * t.switch_share_w)
             if t.oversubscription is not None and worst.get(i, 0.0) > t.oversubscription:
-                t = attrs.evolve(t, oversubscription=worst[i])
+                t = attrs.evolve(t, worst_over=worst[i])
             tiers.append(t)
         limit = self.fc.max_oversubscription
         diags, notes = judge(damage, limit, self.pos.path_at,

@@ -88,6 +88,16 @@ class TierCount:
     by_group: Tuple[Tuple[str, int, Tuple[Tuple[Tuple[Optional[int], Optional[int]], int, int,
                                                 float], ...]], ...] = ()
 
+    # under a scenario that fails named switches or links: the oversubscription of the tier's
+    # worst switch, when above `oversubscription` (failed_fabric.py; the tables and the JSON
+    # show it, Seer prices each job's own switches from the damage instead)
+    worst_over: Optional[float] = None
+
+    @property
+    def shown_oversubscription(self) -> Optional[float]:
+        """The oversubscription the tables give: the worst switch's."""
+        return self.worst_over if self.worst_over is not None else self.oversubscription
+
     def _group(self, scope: Optional[int], rail: Optional[int], plane: Optional[int],
                path: Optional[str] = None) -> Optional[Tuple[int, int]]:
         if not self.by_group or (rail is None and plane is None):

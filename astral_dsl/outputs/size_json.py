@@ -143,8 +143,8 @@ def size_summary(design: Design, eng: Engineering, sizing=None) -> Dict[str, Any
     for f in eng.fabrics:
         for t in f.tiers:
             by_tier[t.name] = by_tier.get(t.name, 0) + t.switches
-            if t.oversubscription is not None:
-                over[t.name] = round(max(over.get(t.name, 0.0), t.oversubscription), 6)
+            if t.shown_oversubscription is not None:
+                over[t.name] = round(max(over.get(t.name, 0.0), t.shown_oversubscription), 6)
     flow = sum(lp.replicas * (lp.flow_m3s or 0.0) for lp in c.loops)
     air = sum(a.replicas * a.flow_m3s for a in c.air)
     out = {
@@ -313,8 +313,8 @@ def fabric_json(f) -> Dict[str, Any]:
                    "down_ports": t.down_ports, "down_speed": _speed(t.down_speed),
                    "up_ports": t.up_ports, "up_speed": _speed(t.up_speed),
                    "down_links": t.down_links, "up_links": t.up_links,
-                   "oversubscription": _r(t.oversubscription, 6)
-                   if t.oversubscription not in (None, float("inf")) else None,
+                   "oversubscription": _r(t.shown_oversubscription, 6)
+                   if t.shown_oversubscription not in (None, float("inf")) else None,
                    "power_kw": _kw(t.power_w), "switch_kw": _kw(t.switch_w),
                    "optics_kw": _kw(t.optics_w)} | _group_sizes(t) for t in f.tiers],
         "paths": [{"between": k, "switches": v, "route": r}

@@ -229,8 +229,9 @@ def _network(f) -> List[Table]:
         ports.add(tier.name, f"{tier.down_used:.1f}", f"{tier.down_ports} x {tier.down_speed}"
                   if tier.down_speed else "-",
                   f"{tier.up_ports} x {tier.up_speed}" if tier.up_speed else "-",
-                  f"{tier.down_links:,}", f"{format_number(round(tier.oversubscription, 4))}:1"
-                  if tier.oversubscription is not None else "-")
+                  f"{tier.down_links:,}",
+                  f"{format_number(round(tier.shown_oversubscription, 4))}:1"
+                  if tier.shown_oversubscription is not None else "-")
     switches.total("total", "", "", "", "", f"{f.switches:,}", power[-1])
     ports.lines.extend(_network_lines(f))
     return [switches, ports]
@@ -254,10 +255,9 @@ def bom_lines(fabric) -> List[str]:
     """The links of each tier, and why a tier's switch count was rounded up."""
     out = []
     for t in fabric.tiers:
-        base = declared(t)
-        if base is not None and t.oversubscription is not None \
-                and t.oversubscription > base * (1 + 1e-9):
-            out.append(f"{t.name}: oversubscribed {format_number(round(t.oversubscription, 4))}"
+        base, worst = declared(t), t.shown_oversubscription
+        if base is not None and worst is not None and worst > base * (1 + 1e-9):
+            out.append(f"{t.name}: oversubscribed {format_number(round(worst, 4))}"
                        f":1 at its worst switch under the scenario's failures, "
                        f"{format_number(round(base, 4))}:1 as declared")
         if t.sizes:

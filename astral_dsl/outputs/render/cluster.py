@@ -95,7 +95,8 @@ def tier_table(canvas: Canvas, fabrics: List[Fabric], gid: str = "tiers") -> Opt
                            bold=True), {})])
         rows.append([(Line(h, bold=True, small=True), {"align": "LEFT"}) for h in head])
         for t, ti in zip(reversed(fc.tiers), reversed(f.tier_insts)):
-            over = f"{t.oversubscription:g}:1" if t.oversubscription is not None else "—"
+            over = f"{t.shown_oversubscription:g}:1" if t.shown_oversubscription is not None \
+                else "—"
             rows.append([t.name, t.switch, t.scope, ", ".join(t.per) or "—",
                          (n(t.switches), {"align": "RIGHT"}),
                          (t.per_group_text if t.sizes else n(t.per_group), {"align": "RIGHT"}),
