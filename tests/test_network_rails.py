@@ -114,3 +114,21 @@ def test_a_switch_only_a_busier_rail_has_is_e214(rails):
     (err,) = [d for d in checked.diagnostics if d.code == "E214"]
     assert err.message == ("`S.fabric.rack[0].rail[2].leaf[1]`: switch 1 is out of range: the "
                            "`leaf` group has 1 switch (0 to 0); the largest has 2")
+
+
+def test_e602_says_the_ratio_as_loaded_when_the_switches_have_spare_ports():
+    """48 down and 16 up ports: 3:1 as built (E602 above 1:1); each rack's leaf takes 4 hosts x
+    4 NICs = 16 ports: 16 / 48 x 3 = 1:1 as loaded, which the note says."""
+    text = _parts(nics=4).lstrip("\n") + """\
+fabric F {
+  max_oversubscription = 1
+  tier leaf { switch = Sw, scope = rack, down = 48 x 400 Gb/s, up = 16 x 400 Gb/s }
+  tier spine { switch = Sw, scope = site, down = 64 x 400 Gb/s }
+}
+site S { racks = 4 x R, fabric = F }
+"""
+    (e602,) = [d for d in astral_dsl.check(astral_dsl.compiles(text, name="os.astral")).diagnostics
+               if d.code == "E602"]
+    assert e602.message == "tier `leaf` is oversubscribed 3:1, above the declared limit 1:1"
+    assert e602.notes == ("the ratio of its ports, 48 down to 16 up: its switches use 16 down "
+                          "ports on average, 1:1 as loaded",)
