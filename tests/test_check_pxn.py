@@ -34,10 +34,10 @@ scenario nic0_and_up { fail Hall.sus[1].racks[0].hosts.nics[0]
   fail Hall.fabric.rack[8].rail[3].leaf[0] -- Hall.fabric.spine }
 """
 NAMES = ["port", "tray", "trays17", "whole_rack", "rack_and_port", "leaf_up", "nic0_and_up"]
-VIA1 = ("it sends through the NIC of another GPU of its NVLink domain (NCCL's PXN), sharing it: "
-        "the slowest GPU on a shared NIC gets")
-VIAN = ("they send through the NICs of other GPUs of their NVLink domain (NCCL's PXN), sharing "
-        "them: the slowest GPU on a shared NIC gets")
+VIA1 = ("it sends through the NIC of another GPU of its NVLink domain (NCCL's PXN, for a job "
+        "that holds its rack), sharing it: the slowest GPU on a shared NIC gets")
+VIAN = ("they send through the NICs of other GPUs of their NVLink domain (NCCL's PXN, for a job "
+        "that holds their rack), sharing them: the slowest GPU on a shared NIC gets")
 
 
 @pytest.fixture(scope="module")

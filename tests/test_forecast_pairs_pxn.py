@@ -13,7 +13,7 @@ import pytest
 
 import astral_dsl
 from astral_dsl import seer
-from astral_dsl.analyses.nvlink_share import share
+from astral_dsl.analyses.nvlink_share import communicator, share
 from astral_dsl.seer import comm, pxn
 from astral_dsl.seer.comm_groups import groups
 from astral_dsl.seer.model_spec import ModelSpec
@@ -277,17 +277,6 @@ def test_a_rack_with_no_nic_left_is_cut_off(gb_ws):
             "cut off: ... and 1 more runs of hosts"), d.notes
 
 
-def test_pxn_needs_the_domain_to_be_one_rack():
-    """Seer takes a domain's size from the placement's first rack: hosts [18, 36) are one
-    NVLink domain only if they are the whole of one rack. A site with a 2-host rack first puts
-    hosts 18..35 across two NVL72 racks: no PXN there (its GPUs stay cut off)."""
-    aligned = lambda x: f"S.racks[{x // 18}]"                       # noqa: E731
-    shifted = lambda x: "S.head" if x < 2 else f"S.racks[{(x - 2) // 18}]"   # noqa: E731
-    assert pxn._one_rack(aligned, 18, 36)
-    assert not pxn._one_rack(shifted, 18, 36)
-    assert pxn._one_rack(None, 18, 36)              # no way to tell: trusted
-
-
 # ---- boundaries priced apart, without a design ----------------------------------------------
 H100 = GpuSpec("H100", (("bf16", 989e12),), 80e9, 3350e9, 450e9)
 HOSTS8 = comm.Network(8, 450e9, (50e9,) * 8, (comm.Tier("leaf", 4, False, 1.0),))
@@ -313,3 +302,65 @@ def test_a_boundary_across_hosts_is_priced_over_the_network_and_the_others_on_nv
             crosses = {i, j} in ({1, 2}, {0, 3})
             assert a - s == pytest.approx(net if crosses else nv, abs=1e-9), (i, j)
     assert any(d // keys == 2 for _, _, d in fc.runs[1].sends)
+
+
+# NVL racks of different sizes: 4 trays then 3 (4 GPUs and 4 400G NICs a tray, GPU g on NIC g),
+# a leaf per rack and rail, a spine. `whole` holds every tray; `part` rack 0 and tray 0 of rack 1
+MIXED = """\
+import stdlib.hardware { B200, CX7_400G, QM9700_NDR }
+import stdlib.models { Llama3_8B }
+host Tray { gpus = 4 x B200, nics = 4 x CX7_400G, power = 6 kW, nvlink_domain = rack }
+rack R4 { hosts = 4 x Tray }
+rack R3 { hosts = 3 x Tray }
+fabric F {
+  rails = 4, max_oversubscription = 1
+  tier leaf { switch = QM9700_NDR, scope = rack, per = [rail], down = 4 x 400 Gb/s,
+              up = 4 x 400 Gb/s }
+  tier spine { switch = QM9700_NDR, scope = site, down = 64 x 400 Gb/s }
+}
+site S { racks = [1 x R4, 1 x R3], fabric = F }
+job whole {
+  model = Llama3_8B, placement = S, gpus = 28
+  parallel { tp = 4, pp = 1, dp = 7 }
+  batch { global_batch = 28, micro = 1, seq = 4096 }
+}
+job part {
+  model = Llama3_8B, placement = S, gpus = 20
+  parallel { tp = 4, pp = 1, dp = 5 }
+  batch { global_batch = 20, micro = 1, seq = 4096 }
+}
+scenario r1tray { fail S.racks[1].hosts[0].nics }
+"""
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    ws = astral_dsl.compiles(MIXED, name="mixed.astral", root=REPO)
+    return ws, {o.name: o.notes for o in astral_dsl.check(ws, ["r1tray"]).scenarios}
+
+
+def test_pxn_finds_racks_of_any_size_as_the_check_does(mixed):
+    """Rack 1 (hosts 4 to 6) loses tray 0's 4 NICs: 4 GPUs over its 8 live NICs, 4 of them
+    carrying 2: 400 Gb/s / 2 = 25 GB/s, in the forecast as in the check's note (50 %). Seer
+    took every domain to be 4 hosts from host 0: hosts [4, 8) were no rack, and the forecast
+    cut the tray off."""
+    ws, notes = mixed
+    fc = astral_dsl.forecast(ws, job="whole", scenario="r1tray").detail
+    assert [(t, bw) for t, bw, _ in fc.net.worst] == [(0, B / 2), (1, B / 2)]
+    assert fc.net.cut == ()
+    assert any("send through an NVLink neighbour's NIC (PXN)" in text
+               for _, _, text in fc.net.worst)
+    assert "gets 50 % of its healthy bandwidth" in " ".join(notes["r1tray"])
+
+
+def test_pxn_lends_only_the_nics_of_the_jobs_trays(mixed):
+    """NCCL's PXN goes through a GPU of the same communicator: `part` has 1 tray of rack 1 (host
+    4), whose NICs all failed, so its 4 GPUs are cut off (ranks 16 to 19), though the rack's 2
+    idle trays keep 8 NICs; the check, which knows no job, lends the whole rack's and says so."""
+    ws, notes = mixed
+    fc = astral_dsl.forecast(ws, job="part", scenario="r1tray").detail
+    assert [(t, bw) for t, bw, _ in fc.net.worst] == [(0, 0.0), (1, 0.0)]
+    assert fc.net.cut[0][1][0] == "cut off: rank 16 (NIC 0 of 1 host from `S.racks[1].hosts[0]`)"
+    assert any("(NCCL's PXN, for a job that holds their rack)" in n for n in notes["r1tray"])
+    assert communicator((4, 7), [(0, 5)]) == [4]
+    assert communicator((4, 7)) == [4, 5, 6]

@@ -221,3 +221,40 @@ def test_isolation_keeps_the_design_symbolic_at_scale():
     assert astral_dsl.summary(twin)["gpus"] == astral_dsl.summary(design)["gpus"] == 524288
     eng = analyse(twin)
     assert eng.power.it_peak_w == analyse(design).power.it_peak_w
+
+
+def test_a_copy_is_not_taken_for_a_route_node_that_lived_at_the_same_address():
+    """Isolator.split keeps the copies it made per (item, the route nodes it was isolated
+    for), keyed by their id()s: a node freed during the compile (a frame's pending plan replaced
+    by a merge) could leave its id to a new node, and the item then came back as the old copy,
+    isolated for the other node (CPython reuses a freed object's memory at once). The entry now
+    holds its nodes, so their ids stay theirs while it lives."""
+    from types import SimpleNamespace
+
+    from astral_dsl.model.values import Group, Run
+    from astral_dsl.semantics.isolate import Isolator, Node, Plan
+
+    class Ev:
+        def copy(self, frame):
+            return SimpleNamespace(pending=None, kind="rack", defs={}, of=frame)
+
+        def given(self, *args):
+            pass
+
+    iso = Isolator(Ev(), Plan({}, {}))
+    item = SimpleNamespace(name="R")
+    group = Group((Run(2, item),))
+    first = Node()
+    old = iso.split(group, {0: first}).at(0)
+    assert old.pending is first
+    old.pending = None                       # the copy's plan replaced: `first` held by nothing
+    gone = id(first)
+    del first
+    made = []
+    for _ in range(10_000):                 # a new node at the freed one's address
+        made.append(Node())
+        if id(made[-1]) == gone:
+            break
+    second = made[-1]
+    new = iso.split(group, {0: second}).at(0)
+    assert new.pending is second and new is not old

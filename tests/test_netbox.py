@@ -161,7 +161,7 @@ def test_uplinks_beyond_the_upper_tiers_ports_are_counted_not_cabled():
             self.name, self.per_group = name, per_group
             self.down_ports, self.up_ports = down_ports, up_ports
 
-        def size(self, scope):        # every group alike (network.TierCount.size)
+        def size(self, scope, rail=None, plane=None):     # every group alike (TierCount)
             return self.per_group
 
     lo, hi = Tier("leaf", 3, 8, 4), Tier("spine", 2, 5, 0)

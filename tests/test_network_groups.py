@@ -113,10 +113,12 @@ site S { pods = [1 x A, 1 x B], fabric = F }
     assert agg.sized_for is None
 
 
-def test_nics_that_split_unevenly_over_the_rails_size_for_rail_0():
+def test_nics_that_split_unevenly_over_the_rails_size_each_rail_for_itself():
     # 6 NICs on 4 rails: NICs 0 and 4 on rail 0, 1 and 5 on rail 1, 2 on rail 2, 3 on rail 3.
-    # 32 hosts: rail 0 carries 2 x 32 = 64 ports, more than a 50-port leaf: 2 leaves per rail
-    # (the average, 6 x 32 / 4 = 48, would fit one), 4 rails x 2 = 8 leaves.
+    # 32 hosts: rails 0 and 1 carry 2 x 32 = 64 ports, more than a 50-port leaf: 2 leaves each
+    # (the average, 6 x 32 / 4 = 48, would fit one); rails 2 and 3 carry 32: 1 leaf each (each
+    # got rail 0's 2: 8 leaves). 2 + 2 + 1 + 1 = 6. The spine: 6 x 50 uplinks = 300 / 64 =
+    # 4.7 -> 5, each taking a link from all 6 leaves (6 <= 64: a mesh), 5 divides 50: 5.
     checked = _check(_parts("ports = 128", nics=6, hosts="32 x H") + """
 fabric F {
   rails = 4
@@ -125,13 +127,15 @@ fabric F {
 }
 site S { racks = 1 x R, fabric = F }
 """)
-    leaf = _tiers(checked)["leaf"]
-    assert (leaf.per_group, leaf.switches) == (2, 8)
-    assert "rail 0" in leaf.sized_for and "64 links" in leaf.sized_for
-    # for their own ports: rails 0 and 1 (64 each) 2 leaves, rails 2 and 3 (32 each) 1: 6
-    assert "would make 6 switches, not 8" in leaf.sized_for
+    leaf, spine = _tiers(checked).values()
+    assert (leaf.per_group, leaf.switches, leaf.per_group_text, leaf.sized_for) == \
+        (2, 6, "1 to 2", None)
+    assert [(k, n) for k, n, _, _ in leaf.by_group[0][2]] == [
+        ((0, None), 2), ((1, None), 2), ((2, None), 1), ((3, None), 1)]
+    assert [leaf.size(0, r) for r in range(4)] == [2, 2, 1, 1]
+    assert (spine.per_group, spine.switches, spine.down_links) == (5, 5, 300)
     (w,) = [d for d in checked.diagnostics if d.code == "W610"]
-    assert "busiest (rail 0)" in w.message
+    assert "each rail's switches are counted for its own ports (rail 0's the most)" in w.message
 
 
 def test_every_nic_speed_is_checked_against_the_first_tier():
@@ -291,7 +295,7 @@ site S {{ {site}, fabric = F }}
 # 3 on rail 3; 32 hosts in one rack, 50-port leaves. Rail 0's group takes host i's NIC 0 at
 # down port 2i and NIC 4 at 2i + 1 (fabric_names.place): hosts 0..24 fill leaf 0's 50 ports
 # (2 x 25), hosts 25..31 take leaf 1's ports 0..13; rails 2 and 3 take one port a host, 32 on
-# leaf 0 (their leaf 1 is bought for rail 0, wired to no host).
+# leaf 0 (each rail its own leaves: rails 2 and 3 have one, test_network_rails.py).
 def _job(site: str, gpus: int, parallel: str) -> str:
     """A Llama 3 8B job over every GPU of `site`, one sample of 4,096 tokens per GPU."""
     return f"""job j {{
@@ -495,12 +499,12 @@ site Site { pods = [1 x Big, 3 x Small] }
                                 "`Site.pods[0]` and `Site.pods[1]`) are on no declared feeder")
 
 
-def test_a_first_tier_sized_above_its_groups_says_so_when_the_average_fits_too():
+def test_a_first_tier_split_by_rail_and_plane_sizes_each_group_for_itself():
     # 6 dual-port NICs on 4 rails x 2 planes, 24 hosts (6 racks): rail 0 holds NICs 0 and 4, one
     # port of each per plane: 2 ports per host, 48 per (rail 0, plane) group -> 2 leaves of 32
-    # down; rails 2 and 3 hold one NIC: 24 ports -> 1 leaf. Every group gets 2: 8 x 2 = 16. The
-    # average group (24 x 12 ports / 8 groups = 36) also needs 2, so the note was missing; for
-    # their own ports the groups need 2 x 2 x 2 + 2 x 2 x 1 = 12.
+    # down; rails 2 and 3 hold one NIC: 24 ports -> 1 leaf. Each group for its own ports:
+    # 2 x 2 x 2 + 2 x 2 x 1 = 12 (every group got 2: 16). The spine: 12 x 16 uplinks = 192 /
+    # 64 = 3, each taking a link from all 12 leaves (a mesh): the divisor of 16 from 3 is 4.
     checked = _check(_parts(nics=6).replace("nic N { ports = 1,", "nic N { ports = 2,") + """
 fabric F {
   rails = 4, planes = 2
@@ -510,11 +514,15 @@ fabric F {
 }
 site S { racks = 6 x R, fabric = F }
 """)
-    leaf = _tiers(checked)["leaf"]
-    assert (leaf.groups, leaf.per_group, leaf.switches) == (8, 2, 16)
-    assert leaf.sized_for == ("its groups differ: each is sized for the largest, `S` on rail 0 "
-                              "(48 links to serve, 36 on average); each group sized for its own "
-                              "hosts would make 12 switches, not 16")
+    leaf, spine = _tiers(checked).values()
+    assert (leaf.groups, leaf.per_group, leaf.switches, leaf.sized_for) == (8, 2, 12, None)
+    assert leaf.size(None, 2, 1) == 1 and leaf.size(None, 0, 1) == 2
+    assert (spine.per_group, spine.switches) == (4, 4)
+    (fc,) = checked.engineering.fabrics
+    from astral_dsl.outputs.size_report import bom_lines
+    assert ("leaf: its groups differ by rail or plane, each sized for its own links: 2 switches "
+            "on rail 0 plane A, rail 0 plane B, rail 1 plane A, rail 1 plane B; 1 on rail 2 "
+            "plane A, rail 2 plane B, rail 3 plane A, rail 3 plane B") in bom_lines(fc)
 
 
 def test_own_switches_sums_each_groups_own_count():

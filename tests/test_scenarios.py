@@ -391,3 +391,40 @@ def test_each_owner_of_a_fabric_is_counted_apart_whatever_their_ids(monkeypatch)
     assert [(c.owner, c.fabric, c.instances) for c in numbered] == \
         [(c.owner, c.fabric, c.instances) for c in real] == \
         [("Site.pods[0]", "Site.pods[0].fabric", 1), ("Site.pods[1]", "Site.pods[1].fabric", 3)]
+
+
+ONE_CORE = _parts().lstrip("\n") + """\
+fabric F {
+  rails = 8, max_oversubscription = 1
+  tier tor { switch = Sw, scope = site, per = [rail], down = 32 x 400 Gb/s, up = 32 x 400 Gb/s }
+  tier core { switch = Sw, scope = site, down = 64 x 400 Gb/s }
+}
+site X { racks = 16 x R, fabric = F }
+scenario one_core { fail X.fabric.core[0] }
+scenario quarter_core { fail 25 % of X.fabric.core }
+"""
+
+
+def test_a_named_core_switch_off_shows_in_the_tiers_oversubscription():
+    """The tier's oversubscription in `astral size --scenario`'s oversub. column and the JSON is
+    its worst switch's: it stayed 1:1 as declared while E602 said the ToRs run above it. 64 hosts x
+    8 NICs = 512 ports, 32 per ToR: 16 ToRs x 32 uplinks = 512 links over 64-port cores: 8, a
+    mesh; core[0] off takes 1 / 8 of every ToR's uplinks: 1 / (1 - 1/8) = 8 / 7 = 1.1429:1."""
+    from astral_dsl.outputs.size_report import bom_lines
+
+    _, out = outcomes(ONE_CORE)
+    (fc,) = out["one_core"].result.fabrics
+    assert fc.tiers[0].shown_oversubscription == pytest.approx(8 / 7)
+    assert fc.tiers[0].oversubscription == 1          # Seer's: each job's switches by the damage
+    assert ("tor: oversubscribed 1.1429:1 at its worst switch under the scenario's failures, "
+            "1:1 as declared") in bom_lines(fc)
+    (share,) = out["quarter_core"].result.fabrics     # a share: every ToR, as before
+    assert share.tiers[0].oversubscription == pytest.approx(4 / 3)
+
+
+def test_a_plane_of_a_one_plane_fabric_is_e214_in_the_singular():
+    design = astral_dsl.loads(ONE_CORE + "scenario b { fail X.fabric.plane[B] }\n",
+                              name="p.astral")
+    (e214,) = [d for d in design.diagnostics if d.is_error]
+    assert e214.code == "E214" and e214.span.start.line == 14
+    assert e214.message == "plane B is out of range: the fabric has 1 plane (only A)"

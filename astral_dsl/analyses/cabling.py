@@ -124,13 +124,13 @@ def _uplinks(lo, hi, climbs: Dict, fabric: str, short) -> Iterator[TierLink]:
         below.setdefault(upper, []).append(lower)
     missing = 0
     for upper, lowers in below.items():
-        n = hi.size(upper.at)              # groups of different sizes: network_groups
+        n = hi.size(upper.at, upper.rail, upper.plane)    # groups differ: network_groups
         if n <= 0:
             continue
         used = [0] * n
         uppers = [upper.switch(s) for s in range(n)]       # each name made once
         for lower in lowers:
-            for i in range(lo.size(lower.at)):
+            for i in range(lo.size(lower.at, lower.rail, lower.plane)):
                 name = lower.switch(i)
                 for u in range(up):
                     s = (i * up + u) % n

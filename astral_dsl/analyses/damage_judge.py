@@ -113,8 +113,11 @@ def _shared(damage: Damage, moved: List[Tuple[int, float, Segment]]) -> List[str
         one = round(gpus) == 1
         what = "every NIC port" if t == 0 else f"every path into tier " \
             f"`{damage.tier_names[t]}` through {'its' if one else 'their'} own NIC"
-        via = "the NIC of another GPU of its NVLink domain (NCCL's PXN), sharing it" if one \
-            else "the NICs of other GPUs of their NVLink domain (NCCL's PXN), sharing them"
+        # nvlink_share.communicator: the check knows no job, and takes the whole rack's NICs
+        via = ("the NIC of another GPU of its NVLink domain (NCCL's PXN, for a job that holds "
+               "its rack), sharing it") if one else \
+            ("the NICs of other GPUs of their NVLink domain (NCCL's PXN, for a job that holds "
+             "their rack), sharing them")
         out.append(f"{_plural(gpus, 'GPU loses', 'GPUs lose')} {what} "
                    f"({damage.named(causes)} failed): {'it sends' if one else 'they send'} "
                    f"through {via}: the slowest GPU on a shared NIC gets "

@@ -13,7 +13,7 @@ from astral_dsl.analyses.fabric_names import TierKey, host_runs, ports_on, wirin
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany
 from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
 from astral_dsl.model.design import Instance
-from astral_dsl.model.values import FabricSelection
+from astral_dsl.model.values import FabricSelection, plane_label
 
 
 class FabricLayout:
@@ -96,6 +96,15 @@ class FabricLayout:
         return names.index(sel.tier)
 
     def area_of(self, sel: FabricSelection) -> Interval:
+        for axis, given, used in (("rail", sel.rail, self.rails_used),
+                                  ("plane", sel.plane, self.planes_used)):
+            if given is not None and given >= used:    # declared, but no NIC port reaches it
+                what = f"{used} NIC{'s' if used != 1 else ''}" if axis == "rail" else \
+                    f"NICs of {used} port{'s' if used != 1 else ''}"
+                shown = given if axis == "rail" else plane_label(given)
+                raise Bad("E219", f"`{sel.display}` names no switch: no NIC port reaches "
+                                  f"{axis} {shown} (the hosts have {what}: W610)",
+                          f"name {self._axis_range(axis, used)}")
         if sel.scope is None:
             return (0, self.pos.total)
         kind, index = sel.scope
@@ -106,6 +115,12 @@ class FabricLayout:
                               f"`{self.owner.path}` holds {n:,} {kind}s"
                               + (f" (0 to {n - 1:,})" if n else ""))
         return iv
+
+    @staticmethod
+    def _axis_range(axis: str, used: int) -> str:
+        if axis == "rail":
+            return f"a rail from 0 to {used - 1}" if used > 1 else "rail 0"
+        return f"a plane from A to {plane_label(used - 1)}" if used > 1 else "plane A"
 
     def one_switch(self, sel: FabricSelection, i: int) -> None:
         """A switch index needs its group named in full, and must lie in it."""
@@ -123,15 +138,16 @@ class FabricLayout:
                       f"e.g. `{key.switch(sel.switch)}` (`astral forecast --ranks` lists "
                       f"the stable names)")
         kinds = self.kinds(t)
-        size = t.per_group if not t.sizes else t.size(
+        size = t.per_group if not t.sizes and not t.by_group else t.size(
             sel.scope[1] if sel.scope and kinds and sel.scope[0] in kinds else
-            self.scope_index(t, self.area_of(sel)))
+            self.scope_index(t, self.area_of(sel)), sel.rail, sel.plane)
         if sel.switch >= size:
-            each = "each" if not t.sizes else "the"
+            each = "each" if not t.sizes and not t.by_group else "the"
             raise Bad("E214", f"`{sel.display}`: switch {sel.switch:,} is out of range: {each} "
                               f"`{t.name}` group has {size:,} switch{'es' if size != 1 else ''}"
                               + (f" (0 to {size - 1:,})" if size else "")
-                              + (f"; the largest has {t.per_group:,}" if t.sizes else ""))
+                              + (f"; the largest has {t.per_group:,}"
+                                 if size < t.per_group else ""))
 
     def scope_index(self, t: TierCount, area: Interval) -> Optional[int]:
         """The index in the owner of tier t's scope instance that holds `area` (None: the

@@ -98,17 +98,26 @@ def busiest(places: Sequence[PortPlace]) -> int:
     return max((p.count for p in places), default=0)
 
 
-def own_switches(kinds: Sequence[Tuple[int, Sequence[int]]], rails: int, planes: int,
-                 per_rail: bool, per_plane: bool, down_ports: int) -> int:
-    """First-tier switches of one scope instance with each of its groups sized for its own
-    ports: the sum over its (rail, plane) groups of ceil(ports / down_ports). `kinds`: (hosts,
-    their NICs' ports in order) per host model. (6 NICs on 4 rails, 16 hosts, 32 down: rails 0
-    and 1 take 32 ports, 1 switch each; rails 2 and 3 take 16, 1 each: 4.)"""
+def group_ports(kinds: Sequence[Tuple[int, Sequence[int]]], rails: int, planes: int,
+                per_rail: bool, per_plane: bool) -> dict:
+    """(rail, plane) -> the NIC ports one scope instance puts on that first-tier group (None
+    for an axis the tier is not split by; a group no port reaches is absent). `kinds`: (hosts,
+    their NICs' ports in order) per host model."""
     ports: dict = {}
     for hosts, layout in kinds:
         for p in wiring(layout, rails, planes, per_rail, per_plane):
             key = (p.rail if per_rail else None, p.plane if per_plane else None)
             ports[key] = ports.get(key, 0) + hosts
+    return ports
+
+
+def own_switches(kinds: Sequence[Tuple[int, Sequence[int]]], rails: int, planes: int,
+                 per_rail: bool, per_plane: bool, down_ports: int) -> int:
+    """First-tier switches of one scope instance with each of its groups sized for its own
+    ports: the sum over its (rail, plane) groups of ceil(ports / down_ports). (6 NICs on 4
+    rails, 16 hosts, 32 down: rails 0 and 1 take 32 ports, 1 switch each; rails 2 and 3 take
+    16, 1 each: 4.)"""
+    ports = group_ports(kinds, rails, planes, per_rail, per_plane)
     return sum(-(-n // down_ports) for n in ports.values()) if down_ports > 0 else 0
 
 
@@ -265,6 +274,7 @@ def _on_switch(area, switch: int, down: int, rails, planes, places, span, offset
     return out
 
 
-__all__ = ["LINK", "PortPlace", "Runs", "TierKey", "Wire", "busiest", "group_key", "host_runs",
+__all__ = ["LINK", "PortPlace", "Runs", "TierKey", "Wire", "busiest", "group_key", "group_ports",
+           "host_runs",
            "hosts_on", "link_name", "own_switches", "place", "port_label", "port_name",
            "ports_before", "ports_on", "wiring"]

@@ -27,7 +27,7 @@ from astral_dsl.analyses.fabric_layout import FabricLayout
 from astral_dsl.analyses.host_positions import Interval, TooMany
 from astral_dsl.analyses.network import FabricCount
 from astral_dsl.analyses.damage_judge import judge
-from astral_dsl.analyses.network_damage import Damage, Piece
+from astral_dsl.analyses.network_damage import Damage, Piece, degraded
 from astral_dsl.analyses.network_failures import Failure, declared, share_lost
 from astral_dsl.analyses.nvlink_share import domains
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
@@ -121,11 +121,20 @@ class _Builder(FabricLayout):
                         tuple(t.name for t in self.tiers), self.ports, self.uplinks,
                         tuple(self.causes), tuple(self.spans), tuple(sorted(failed.items())),
                         frozenset(self.cause_of[id(f)] for f in unique if f.fraction is not None))
+        # the tier's worst switch: those that lost a share of their uplinks to named switches
+        # or links run above the tier's ratio (network_damage), for the tables to show
+        worst: Dict[int, float] = {}
+        for above, _, _, over, _ in degraded(damage):
+            worst[above - 1] = max(worst.get(above - 1, 0.0), over)
         tiers = []
-        for t in self.tiers:
+        for i, t in enumerate(self.tiers):
             off = min(failed.get(t.name, 0.0) * self.fc.instances, t.switches - t.failed)
-            tiers.append(attrs.evolve(t, failed=t.failed + off,
-                                      power_w=t.power_w - off * t.switch_share_w) if off else t)
+            if off:
+                t = attrs.evolve(t, failed=t.failed + off,
+                                 power_w=t.power_w - off * t.switch_share_w)
+            if t.oversubscription is not None and worst.get(i, 0.0) > t.oversubscription:
+                t = attrs.evolve(t, worst_over=worst[i])
+            tiers.append(t)
         limit = self.fc.max_oversubscription
         diags, notes = judge(damage, limit, self.pos.path_at,
                              domains(self.owner, self.pos, self.cache))
@@ -252,10 +261,11 @@ class _Builder(FabricLayout):
             one = {(group, switch) for group, switch in named
                    if switch is not None and group not in whole}
             t = self.tiers[i]
-            if not t.sizes:
+            if not t.sizes and not t.by_group:
                 out[t.name] = float(len(whole) * t.per_group + len(one))
                 continue
-            sizes = {g: t.size(self.scope_index(t, g[0])) for g in whole | {g for g, _ in one}}
+            sizes = {g: t.size(self.scope_index(t, g[0]), g[1], g[2])
+                     for g in whole | {g for g, _ in one}}
             out[t.name] = float(sum(sizes[g] for g in whole)
                                 + sum(1 for g, s in one if s < sizes[g]))
         return out
@@ -281,13 +291,17 @@ class _Builder(FabricLayout):
         if switch is None:
             self.lose(i, lrails, lplanes, [area], 1.0, top, cause)
             return
-        at = self.scope_index(t, area) if t.sizes else None     # groups may differ in size
-        reach = max(1, t.reach_at(at) or t.size(at))
-        if t.mesh or i >= 2:
-            self.lose(i, lrails, lplanes, [area], 1.0 / reach, top, cause)
-        else:               # plane p of the tier reaches ToR p of every group below it
-            self.lose_under(i, lrails, lplanes, self.scope_areas(self.tiers[0], area),
-                            switch // reach, 1.0 / reach, top, cause)
+        # groups may differ in size (scope instances, rails and planes: network_groups)
+        at = self.scope_index(t, area) if t.sizes or t.by_group else None
+        for r in rails:
+            for p in planes:
+                reach = max(1, t.reach_at(at, r, p) or t.size(at, r, p))
+                lr, lp = self.lower_keys(i, [r], [p])
+                if t.mesh or i >= 2:
+                    self.lose(i, lr, lp, [area], 1.0 / reach, top, cause)
+                else:       # plane p of the tier reaches ToR p of every group below it
+                    self.lose_under(i, lr, lp, self.scope_areas(self.tiers[0], area),
+                                    switch // reach, 1.0 / reach, top, cause)
 
 
 __all__ = ["damaged"]

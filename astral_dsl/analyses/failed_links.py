@@ -89,7 +89,10 @@ def link(fb, f: Failure, link: FabricLink) -> None:
     if b.switch is not None:
         fb.one_switch(b, ib)
     area, upper_area = fb.area_of(a), fb.area_of(b)
-    reach = upper.reach_at(fb.scope_index(upper, upper_area))     # groups may differ in size
+    # groups may differ in size (scope instances, rails and planes: network_groups)
+    reach = upper.reach_at(fb.scope_index(upper, upper_area),
+                           a.rail if "rail" in upper.per else None,
+                           a.plane if "plane" in upper.per else None)
     linked = all(getattr(b, axis) == getattr(a, axis) for axis in ("rail", "plane")
                  if axis in upper.per) and \
         (fb.kinds(upper) is None or b.scope is not None) and \

@@ -122,12 +122,14 @@ def switches(design: Design, owners: Dict[str, List[str]]) -> Iterator[Switch]:
                 scopes = [None] if not scoped else [
                     (t.scope, i) for i in range(count_of(owner, kinds, cache))]
                 ports = (t.down_ports, t.down_speed, t.up_ports, t.up_speed)
-                rails = range(fc.rails) if "rail" in t.per else [None]
-                planes = range(fc.planes) if "plane" in t.per else [None]
+                # the rails and planes a NIC port reaches: the others hold no switch (W610)
+                rails = range(fc.rails_used or fc.rails) if "rail" in t.per else [None]
+                planes = range(fc.planes_used or fc.planes) if "plane" in t.per else [None]
                 for scope in scopes:
                     for rail in rails:
                         for plane in planes:
-                            for index in range(t.size(scope[1] if scope else None)):
+                            for index in range(t.size(scope[1] if scope else None, rail,
+                                                      plane)):
                                 yield _switch(fabric, replica, site, t.name, tier, pattern,
                                               scope, rail, plane, index, ports)
 

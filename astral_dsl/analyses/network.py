@@ -12,7 +12,8 @@ and two planes: Meng et al., "Astral", ACM SIGCOMM 2025; fat trees: Al-Fares et 
   every lower switch's uplinks divide evenly across the upper switches it reaches
   (formulas.even_upper_switches; the reason is kept for the size report). Scope instances of
   different sizes (`pods = [1 x Big, 3 x Small]`) give their groups each its own count
-  (network_groups.py: TierCount.sizes); within one, every rail and plane its busiest's.
+  (network_groups.py: TierCount.sizes), and within one each rail and plane its own
+  (TierCount.by_group: 6 NICs on 4 rails load rails 0 and 1 twice as much as 2 and 3).
 - Full reach: when a tier merges m lower groups into one of its groups, each of its switches must
   reach every lower group (m <= its downlinks); when it serves one lower group (m = 1), every
   lower switch must reach every upper switch (lower switches per group <= its downlinks).
@@ -79,27 +80,74 @@ class TierCount:
     # switches per group, reach, links per group) in the owner's order; () when every group
     # has per_group (the largest) and reach
     sizes: Tuple[Tuple[int, str, int, int, float], ...] = ()
+    # groups of one scope instance of different sizes (its rails or planes: 6 NICs on 4 rails
+    # put 2 on rails 0 and 1, 1 on the others), each sized for its own links: per distinct scope
+    # instance (canonical path, "" when every one is alike; how many the owner holds),
+    # ((rail, plane), switches, reach, links from below) of each of its groups
+    # (network_groups.by_group); () when they are alike
+    by_group: Tuple[Tuple[str, int, Tuple[Tuple[Tuple[Optional[int], Optional[int]], int, int,
+                                                float], ...]], ...] = ()
 
-    def size(self, scope: Optional[int] = None) -> int:
+    # under a scenario that fails named switches or links: the oversubscription of the tier's
+    # worst switch, when above `oversubscription` (failed_fabric.py; the tables and the JSON
+    # show it, Seer prices each job's own switches from the damage instead)
+    worst_over: Optional[float] = None
+
+    @property
+    def shown_oversubscription(self) -> Optional[float]:
+        """The oversubscription the tables give: the worst switch's."""
+        return self.worst_over if self.worst_over is not None else self.oversubscription
+
+    def _group(self, scope: Optional[int], rail: Optional[int], plane: Optional[int],
+               path: Optional[str] = None) -> Optional[Tuple[int, int]]:
+        if not self.by_group or (rail is None and plane is None):
+            return None
+        if path is None and self.sizes and scope is not None:
+            run = network_groups.at(self.sizes, scope)
+            path = run[1] if run else None
+        return network_groups.group_of_key(self.by_group, path, (rail, plane))
+
+    def size(self, scope: Optional[int] = None, rail: Optional[int] = None,
+             plane: Optional[int] = None) -> int:
         """Switches in the group of scope instance `scope` (TierKey.scope's index in the owner;
-        0 for one out of range)."""
+        0 for one out of range), on `rail` and `plane` (None: the largest of its groups)."""
+        group = self._group(scope, rail, plane)
+        if group is not None:
+            return group[0]
         if not self.sizes or scope is None:
             return self.per_group
         run = network_groups.at(self.sizes, scope)
         return run[2] if run else 0
 
-    def reach_at(self, scope: Optional[int] = None) -> int:
+    def reach_at(self, scope: Optional[int] = None, rail: Optional[int] = None,
+                 plane: Optional[int] = None) -> int:
         """Upper switches each lower switch reaches in the group of scope instance `scope`."""
+        group = self._group(scope, rail, plane)
+        if group is not None:
+            return group[1]
         run = network_groups.at(self.sizes, scope) if self.sizes and scope is not None else None
         return run[3] if run else self.reach
 
     @property
     def per_group_text(self) -> str:
         """Switches per group as the tables show them: `2`, or `1 to 2` when groups differ."""
-        return network_groups.span(self.sizes, self.per_group)
+        return network_groups.span(self.sizes, self.per_group, self.by_group)
 
-    def size_of(self, path: str) -> int:
-        """Switches in each group of the scope instance whose canonical path is `path`."""
+    def per_group_of(self, path: Optional[str]) -> str:
+        """Switches per group of the scope instance whose canonical path is `path` (None: the
+        owner): `2`, or `1 to 2` when its rails or planes differ."""
+        size = self.size_of(path) if path is not None else self.per_group
+        groups = [g for p, _, g in self.by_group if p in ("", path)] if path is not None else \
+            [g for _, _, g in self.by_group[:1]]
+        low = min((n for g in groups for _, n, _, _ in g if n), default=size)
+        return f"{size:,}" if low >= size else f"{low:,} to {size:,}"
+
+    def size_of(self, path: str, rail: Optional[int] = None, plane: Optional[int] = None) -> int:
+        """Switches in each group of the scope instance whose canonical path is `path` (on
+        `rail` and `plane`: None, its largest group)."""
+        group = self._group(None, rail, plane, path)
+        if group is not None:
+            return group[0]
         run = network_groups.of_path(self.sizes, path) if self.sizes else None
         return run[2] if run else self.per_group
 
@@ -128,6 +176,10 @@ class FabricCount:
     damage: Any = None
     notes: Tuple[str, ...] = ()
     took: Tuple[int, ...] = ()   # the actions of the failed parts it took (not rejected)
+    # the rails and planes some NIC port reaches (0: as declared): the others hold no switch
+    # (W610), and the switch names, the export and the pictures list none there
+    rails_used: int = 0
+    planes_used: int = 0
 
     @property
     def routes(self) -> Tuple[Tuple[str, str], ...]:
@@ -360,7 +412,8 @@ def _count(owner: Instance, fabric: Instance, mult: int, cache, by_path,
                                       hosts.ports, hosts.count)
     return FabricCount(owner.path, fabric.path, mult, rails, planes, hosts.ports * mult,
                        hosts.speed, tuple(tiers), hops, capacity, tuple(diags), tuple(layers),
-                       limit.si if isinstance(limit, Quantity) else None)
+                       limit.si if isinstance(limit, Quantity) else None,
+                       rails_used=rails_used, planes_used=planes_used)
 
 
 def _n(x: float) -> str:

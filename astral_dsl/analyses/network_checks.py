@@ -49,10 +49,18 @@ def tier_checks(owner: Instance, tier: Instance, tc, switch: Optional[Instance],
                             "both ends of a link must run at the same speed"))
     if tc.oversubscription is not None and isinstance(limit, Quantity) \
             and tc.oversubscription > limit.si * (1 + 1e-9):
+        # the ratio is the ports' (a full switch, the worst); a switch its group does not fill
+        # runs below it as loaded, which the note says
+        used = tc.down_used / tc.down_ports if tc.down_ports else 1.0
         out.append(_err("E602", f"tier `{tc.name}` is oversubscribed "
                                 f"{format_number(round(tc.oversubscription, 4))}:1, above the "
                                 f"declared limit {format_number(limit.si)}:1",
-                        tier.span_of("up"), "add uplinks or reduce downlinks"))
+                        tier.span_of("up"), "add uplinks or reduce downlinks",
+                        [f"the ratio of its ports, {tc.down_ports} down to {tc.up_ports} up: "
+                         f"its switches use {format_number(round(tc.down_used, 2))} down ports "
+                         f"on average, "
+                         f"{format_number(round(tc.oversubscription * used, 4))}:1 as loaded"]
+                        if used < 1 - 1e-9 else ()))
     if index < n_tiers - 1 and not tc.up_ports:
         out.append(_err("E603", f"tier `{tc.name}` has no uplinks, so the tiers above it are "
                                 f"unreachable", tier.span, "declare `up = N x SPEED`"))
@@ -313,8 +321,9 @@ def _unreached(fabric: Instance, rails, planes, hosts, rails_used,
                              f"write `rails = {n}`, or give the hosts {rails} NICs"))
         elif n % rails:
             out.append(_warn("W610", f"`rails = {rails}` but hosts have {n} NICs: the rails get "
-                                     f"{n // rails + 1} or {n // rails} NICs per host, and every "
-                                     f"rail's switches are counted for the busiest (rail 0)",
+                                     f"{n // rails + 1} or {n // rails} NICs per host, and each "
+                                     f"rail's switches are counted for its own ports (rail 0's "
+                                     f"the most)",
                              fabric.span_of("rails"),
                              "make the NICs per host a multiple of `rails`"))
     return out

@@ -6,9 +6,11 @@ Each scope instance's groups are sized for themselves: a first tier's group for 
 of the instance's busiest group (rail 0, plane A: fabric_names.wiring), a higher tier's group
 for the uplinks of the lower switches it holds, rounded up by the even-uplink rule
 (formulas.even_upper_switches, with the lower groups' switches counted one by one when they
-differ). Within one scope instance every rail and plane has the same count (its busiest
-group's: the `sized_for` note says what that costs). The result, `Sizes`, is what TierCount
-keeps: runs of scope instances in the owner's order, so that the switch names, the cables, the
+differ). Within one scope instance each rail and plane is sized for its own links as well
+(`by_group`: 6 NICs on 4 rails put 64 ports of 32 hosts on rails 0 and 1, 32 on rails 2 and 3:
+2 and 1 leaves of 50 ports), and a tier above counts the lower groups it holds one by one. The
+result is what TierCount keeps: runs of scope instances in the owner's order (`sizes`) and
+each one's groups by rail and plane (`by_group`), so that the switch names, the cables, the
 rank map, the failures and the pictures list exactly the switches counted.
 
 Example (d/uneven of audit 45: 8 rails, leaf 32 down / 32 up per (pod, rail), spine 32 down
@@ -24,7 +26,7 @@ import attrs
 
 from astral_dsl.analyses import fabric_names, formulas
 from astral_dsl.model.rollup import count_of, group_of
-from astral_dsl.model.values import Group
+from astral_dsl.model.values import Group, plane_label
 
 # a tier's scope -> the kinds of the instances it names
 SCOPE_KINDS = {"rack": ("rack",), "row": ("row", "block"), "block": ("row", "block"),
@@ -111,9 +113,30 @@ def describe(sizes: Tuple[Run, ...], limit: int = 4) -> str:
     return ", ".join(parts)
 
 
-def span(sizes: Tuple[Run, ...], largest: int) -> str:
-    """Switches per group: `2`, or `1 to 2` when the groups differ."""
-    low = min((run[2] for run in sizes), default=largest)
+def describe_groups(groups: Tuple, limit: int = 4) -> str:
+    """`2 switches on rail 0, rail 1; 1 on rail 2, rail 3` (TierCount.by_group's only scope
+    instance, or `in `path`: ...` for each of the first `limit` when they differ)."""
+    def one(g) -> str:
+        by: Dict[int, List[str]] = {}
+        for (rail, plane), size, _, _ in g:
+            where = " ".join(x for x in (f"rail {rail}" if rail is not None else "",
+                                         f"plane {plane_label(plane)}" if plane is not None
+                                         else "") if x)
+            by.setdefault(size, []).append(where)
+        return "; ".join(f"{size:,}{' switches' if i == 0 else ''} on {', '.join(w)}"
+                         for i, (size, w) in enumerate(sorted(by.items(), reverse=True)))
+    if len(groups) == 1:
+        return one(groups[0][2])
+    parts = [f"in `{path}` (x{n:,}) {one(g)}" for path, n, g in groups[:limit]]
+    return "; ".join(parts + ([f"and {len(groups) - limit:,} more"]
+                              if len(groups) > limit else []))
+
+
+def span(sizes: Tuple[Run, ...], largest: int, groups: Tuple = ()) -> str:
+    """Switches per group: `2`, or `1 to 2` when the groups differ (`groups`: TierCount.by_group,
+    whose groups of no port hold none)."""
+    low = min([run[2] for run in sizes] + [n for _, _, g in groups for _, n, _, _ in g if n],
+              default=largest)
     return f"{largest:,}" if low == largest else f"{low:,} to {largest:,}"
 
 
@@ -124,28 +147,68 @@ def of_path(sizes: Tuple[Run, ...], path: str) -> Optional[Run]:
 
 
 
-def exact(owner, kinds: Optional[Tuple[str, ...]], cache, down: int, busiest=None,
-          lower=None) -> Dict[int, Tuple[int, int, int, float]]:
-    """id(scope instance) -> (switches per group, reach, needed before the even-uplink rule,
-    links per group) for every distinct scope instance of a tier in `owner` (`kinds` None: the
-    owner is the one group). A first tier: `busiest(instance)`, (the NIC ports of its busiest
-    group, those of an average group). A higher
-    tier: `lower` = (the lower tier's scope kinds or None, its exact sizes, the lower groups
-    each lower scope instance gives one group of this tier (prev split / split), uplinks per
-    lower switch)."""
+def exact(owner, kinds: Optional[Tuple[str, ...]], cache, down: int, ports=None,
+          lower=None) -> Tuple[Dict[int, Tuple[int, int, int, float]], Dict[int, Dict]]:
+    """(id(scope instance) -> (switches per group, reach, needed before the even-uplink rule,
+    links per group) of its largest group; id(scope instance) -> {(rail, plane): the same, of
+    that group}) for every distinct scope instance of a tier in `owner` (`kinds` None: the
+    owner is the one group). A first tier: `ports(instance)`, ({(rail, plane): the NIC ports
+    it puts on that group}, those of an average group): each group ceil(ports / down). A
+    higher tier: `lower` = (the lower tier's scope kinds or None, its groups' sizes as this
+    returns them, uplinks per lower switch, the group of this tier a lower group's (rail,
+    plane) climbs to): each group over the lower groups it holds, one by one."""
     insts = [owner] if kinds is None else [i for _, i in group_of(owner, kinds, cache).flat()]
     out: Dict[int, Tuple[int, int, int, float]] = {}
+    keyed: Dict[int, Dict] = {}
     for inst in insts:
         if lower is None:
-            most, links = busiest(inst)
-            n = math.ceil(most / down - 1e-9) if down else 0
-            out[id(inst)] = (n, n, n, links)
-            continue
-        lower_kinds, sizes, per_lower, up = lower
-        below = [(1, sizes[id(owner)][0])] if lower_kinds is None else \
-            [(n, sizes[id(li)][0]) for n, li in group_of(inst, lower_kinds, cache).flat()]
-        out[id(inst)] = upper_size(below, per_lower, up, down)
-    return out
+            groups, links = ports(inst)
+            mine = {k: (n, n, n, float(p)) for k, p in groups.items()
+                    for n in [math.ceil(p / down - 1e-9) if down else 0]}
+            most = max((v[0] for v in mine.values()), default=0)
+            out[id(inst)] = (most, most, most, links)
+        else:
+            lower_kinds, sizes, up, project = lower
+            below = [(1, owner)] if lower_kinds is None else \
+                group_of(inst, lower_kinds, cache).flat()
+            entries: Dict = {}
+            for n, li in below:
+                for k, v in sizes[id(li)].items():
+                    if v[0]:
+                        entries.setdefault(project(k), []).append((n, v[0]))
+            mine = {k: upper_size(e, 1, up, down) for k, e in entries.items()}
+            out[id(inst)] = max(mine.values(), default=(0, 0, 0, 0.0))
+        keyed[id(inst)] = mine
+    return out, keyed
+
+
+def _order(key) -> Tuple[int, int]:
+    return tuple(-1 if x is None else x for x in key)       # type: ignore[return-value]
+
+
+def by_group(owner, kinds, cache, keyed: Dict[int, Dict]) -> Tuple:
+    """TierCount.by_group: per distinct scope instance (its canonical path, "" when every one
+    is alike; how many the owner holds), its groups' ((rail, plane), switches, reach, links
+    from below) in order."""
+    insts = [(1, owner)] if kinds is None else group_of(owner, kinds, cache).flat()
+    out: Dict[str, List] = {}
+    for n, inst in insts:
+        slot = out.setdefault(inst.path, [0, tuple((k, v[0], v[1], v[3]) for k, v in sorted(
+            keyed[id(inst)].items(), key=lambda kv: _order(kv[0])))])
+        slot[0] += n
+    if len({g for _, g in out.values()}) == 1:
+        return (("", sum(n for n, _ in out.values()), next(iter(out.values()))[1]),)
+    return tuple((p, n, g) for p, (n, g) in out.items())
+
+
+def group_of_key(groups: Tuple, path: Optional[str], key) -> Optional[Tuple[int, int]]:
+    """(switches, reach) of group `key` of the scope instance whose canonical path is `path`
+    in TierCount.by_group (None: not there; (0, 0) for a group no port reaches)."""
+    found = groups[0][2] if len(groups) == 1 else \
+        next((g for p, _, g in groups if p == path), None)
+    if found is None:
+        return None
+    return next(((n, r) for k, n, r, _ in found if k == key), (0, 0))
 
 
 # ---- sizing a tier's groups (network.py) -------------------------------------------------------
@@ -169,36 +232,47 @@ def busiest_ports(inst, owner, hosts, hosts_of, cache, rails: int, planes: int,
 def exact_tier(tc, owner, scope: str, found, cache, hosts, hosts_of, wire, prev, prev_exact,
                prev_split: int, split: int, nested: bool, demand: float, mult: int
                ) -> Tuple[Any, Optional[Dict]]:
-    """The tier (network.TierCount) with each scope instance's groups sized for themselves when
-    they differ, else as counted; and its sizes per scope instance, for the tier above."""
+    """The tier (network.TierCount) with each group sized for itself (each scope instance's,
+    and within one each rail's and plane's: `by_group`) when they differ, else as counted; and
+    its groups' sizes, for the tier above."""
     kinds = None if scope == owner.kind else SCOPE_KINDS.get(scope, (scope,))
     down = tc.down_ports
     if not down or (prev is None and not (found or kinds is None)):
         return tc, None
     if prev is None:
-        found_exact = exact(owner, kinds, cache, down, busiest=lambda i: (
-            busiest_ports(i, owner, hosts, hosts_of, cache, wire[0], wire[1], tc.per),
-            (hosts if i is owner else hosts_of(i, cache)).ports / max(1, split)))
+        def ports(i):
+            mine = hosts if i is owner else hosts_of(i, cache)
+            return (fabric_names.group_ports(
+                [(k[0], lay) for k, lay in zip(mine.kinds, mine.layouts)], wire[0], wire[1],
+                "rail" in tc.per, "plane" in tc.per), mine.ports / max(1, split))
+        found_exact, keyed = exact(owner, kinds, cache, down, ports=ports)
     elif nested and prev_exact is not None and split and prev_split % split == 0:
         lower = None if prev.scope == owner.kind else SCOPE_KINDS.get(prev.scope, (prev.scope,))
-        found_exact = exact(owner, kinds, cache, down,
-                            lower=(lower, prev_exact, prev_split // split, prev.up_ports))
+        per = tc.per
+        found_exact, keyed = exact(owner, kinds, cache, down, lower=(
+            lower, prev_exact, prev.up_ports,
+            lambda k: (k[0] if "rail" in per else None, k[1] if "plane" in per else None)))
     else:
         return tc, None
-    kept = {k: (tc.per_group, tc.reach, tc.needed) for k in found_exact}
+    # the groups of one scope instance differ (its rails or planes: NICs that split unevenly)
+    uneven = any(len({v[0] for v in d.values()}) > 1 for d in keyed.values())
     values = {v[:2] for v in found_exact.values()}
-    if len(values) == 1:
+    groups = by_group(owner, kinds, cache, keyed) if uneven else ()
+    found_runs: Optional[Tuple] = ()
+    if len(values) == 1 and len(groups) <= 1:
         # alike groups: as counted, unless the groups below differ (counted for their largest)
-        if not (prev is not None and prev.sizes):
-            return tc, kept
-        found_runs: Optional[Tuple] = ()
-    else:
+        if not uneven and not (prev is not None and (prev.sizes or prev.by_group)):
+            return tc, _as_counted(tc, keyed)
+    elif kinds:
         found_runs = runs(owner, kinds, cache,
-                          {k: v[:2] + v[3:] for k, v in found_exact.items()}) if kinds else None
+                          {k: v[:2] + v[3:] for k, v in found_exact.items()})
         if found_runs is None:
-            return tc, kept     # past MAX_RUNS runs: every group as the largest
-    # switches per owner: each run's scope instances x their groups (split), or every group alike
-    count = sum(r[0] * r[2] for r in found_runs) * split if found_runs else \
+            return tc, _as_counted(tc, keyed)     # past MAX_RUNS runs: every group as the largest
+    insts = [(1, owner)] if kinds is None else group_of(owner, kinds, cache).flat()
+    # switches per owner: each group its own; each run's scope instances x their groups
+    # (split); or every group alike
+    count = sum(n * sum(v[0] for v in keyed[id(i)].values()) for n, i in insts) if uneven \
+        else sum(r[0] * r[2] for r in found_runs) * split if found_runs else \
         next(iter(values))[0] * (tc.groups // mult)
     size, reach, needed, _ = max(found_exact.values())
     rounding = None if size <= needed else rounding_reason(
@@ -210,12 +284,19 @@ def exact_tier(tc, owner, scope: str, found, cache, hosts, hosts_of, wire, prev,
             sized_for = (f"the groups within one `{scope}` differ (its rails or planes): each "
                          f"is sized for the busiest of its `{scope}`; each group sized for its "
                          f"own hosts would make {mine * mult:,} switches, not {count * mult:,}")
+    every = [v for d in keyed.values() for v in d.values() if v[0]]
     return attrs.evolve(
         tc, per_group=size, switches=count * mult, down_used=demand / count if count else 0.0,
         up_links=count * tc.up_ports * mult, needed=needed, rounding=rounding, reach=reach,
-        mesh=all(v[1] == v[0] for v in found_exact.values() if v[0]), sizes=found_runs,
+        mesh=all(v[1] == v[0] for v in every), sizes=found_runs or (),
         failed=tc.failed / tc.switches * count * mult if tc.switches else 0.0,
-        sized_for=sized_for), found_exact
+        sized_for=sized_for, by_group=groups), keyed
+
+
+def _as_counted(tc, keyed: Dict[int, Dict]) -> Dict[int, Dict]:
+    """Every group of the tier at its counted size (for the tier above)."""
+    return {i: {k: (tc.per_group, tc.reach, tc.needed, v[3]) for k, v in d.items()}
+            for i, d in keyed.items()}
 
 
 def largest(owner, scope: str, cache, hosts, hosts_of, rails: int, planes: int,
@@ -274,6 +355,6 @@ def rounding_reason(name: str, prev, needed: int, per_group: int, plane: Optiona
             f"{down} downlinks), so {prev.per_group} planes x {plane} = {per_group}")
 
 
-__all__ = ["MAX_RUNS", "Run", "SCOPE_KINDS", "at", "busiest_per_host", "busiest_ports",
-           "describe", "distinct", "exact", "exact_tier", "largest", "of_path", "own",
-           "positions", "rounding_reason", "runs", "span", "upper_size"]
+__all__ = ["MAX_RUNS", "Run", "SCOPE_KINDS", "at", "busiest_per_host", "busiest_ports", "by_group",
+           "describe", "distinct", "exact", "exact_tier", "group_of_key", "largest", "of_path",
+           "own", "positions", "rounding_reason", "runs", "span", "upper_size"]

@@ -177,7 +177,8 @@ def _layer(tier: Instance, tc, prev, medium: Optional[_Medium], length, hosts,
         return LinkLayer(tc.name, below, links, tc.down_speed, None, None, length, None, links,
                          links, links, None, None, tier.span)
     per_group = links / tc.groups if tc.groups else 0
-    upper = tc.groups * formulas.modules_for(per_group, tc.per_group, medium.ports) \
+    upper = _group_modules(tc, medium.ports) if tc.by_group else \
+        tc.groups * formulas.modules_for(per_group, tc.per_group, medium.ports) \
         if not tc.sizes else _upper_modules(tc, medium.ports)
     if prev is None:
         lower = sum(n * mult * math.ceil(ports / medium.lower_ports)
@@ -199,6 +200,17 @@ def _upper_modules(tc, ports: int) -> int:
     replicas = tc.groups // max(1, sum(r[0] for r in tc.sizes))    # split x owners
     return replicas * sum(r[0] * formulas.modules_for(r[4], r[2], ports)
                           for r in tc.sizes if r[2])
+
+
+def _group_modules(tc, ports: int) -> int:
+    """Modules at the upper ends of a tier whose groups differ within a scope instance (by rail
+    or plane: network_groups.by_group): each group's links over its own switches, in each of
+    the owner's replicas (its switches over those of one)."""
+    one = sum(n * sum(size for _, size, _, _ in g) for _, n, g in tc.by_group)
+    replicas = tc.switches // one if one else 0
+    return replicas * sum(n * sum(formulas.modules_for(links, size, ports)
+                                  for _, size, _, links in g if size)
+                          for _, n, g in tc.by_group)
 
 
 def _fit(tier: Instance, tc, medium: _Medium, switch, lower_switch, hosts) -> List[Diagnostic]:

@@ -56,6 +56,18 @@ def domains(owner: Instance, positions: Positions, cache) -> Optional[DomainAt]:
     return domain_at
 
 
+def communicator(domain: Interval, job: Optional[Sequence[Interval]] = None) -> List[int]:
+    """The hosts of NVLink domain `domain` (a rack's hosts) whose NICs a GPU of it that lost
+    its own may send through: NCCL's PXN goes through an intermediate GPU of the same
+    communicator, so those of the job (`job`: its hosts, the forecast); `astral check` knows no
+    job and takes the whole rack (`job` None): a job that holds its rack, which its note says.
+    A job on 2 of a rack's 18 trays cannot borrow the NICs of the 16 idle ones."""
+    lo, hi = domain
+    if job is None:
+        return list(range(lo, hi))
+    return [x for a, b in job for x in range(max(a, lo), min(b, hi))]
+
+
 def share(live: Sequence[Live], extra: int) -> Tuple[float, Tuple[int, ...]]:
     """(the lowest rate per GPU-share, its NIC's causes) once `extra` GPUs are spread over the
     `live` NICs (rate, own GPUs, causes), each onto the NIC that leaves it the most."""
@@ -108,7 +120,7 @@ def reroute(damage: Damage, top: int, lost: List[Tuple[int, Segment]], domain_at
     still: List[Tuple[int, Segment]] = []
     moved: List[Tuple[int, float, Segment]] = []
     for t, s in lost:
-        for piece, domain in _by_domain(s, domain_at):
+        for piece, domain in by_domain(s, domain_at):
             if domain is None:
                 still.append((t, piece))
                 continue
@@ -145,7 +157,7 @@ def _reach(damage: Damage, top: int, domain: Interval,
     r, shares = -1, {}
     for t in range(top + 1):
         healthy = damage.healthy(t)
-        lost, _, live = domain_nics(damage, lookup(t), range(*domain), healthy)
+        lost, _, live = domain_nics(damage, lookup(t), communicator(domain), healthy)
         if not live:
             break
         r = t
@@ -156,7 +168,7 @@ def _reach(damage: Damage, top: int, domain: Interval,
 def _cut_above(damage: Damage, r: int, domain: Interval, lookup) -> Tuple[int, ...]:
     """The causes that cut, from tier r + 1, the NICs of the domain that have a path into r."""
     below, above, causes = lookup(r), lookup(r + 1), set()
-    for x in range(*domain):
+    for x in communicator(domain):
         for k in range(damage.nics):
             seg = below(k, x)
             if damage.gpus_on(k) and (seg is None or (seg.live and seg.ports > 0)):
@@ -165,7 +177,7 @@ def _cut_above(damage: Damage, r: int, domain: Interval, lookup) -> Tuple[int, .
     return tuple(sorted(causes))
 
 
-def _by_domain(s: Segment, domain_at: DomainAt):
+def by_domain(s: Segment, domain_at: DomainAt):
     """Segment `s` cut at its racks that are one NVLink domain of several hosts: (piece, the
     rack's hosts), or (piece, None) for a run of hosts in no such domain."""
     x, plain = s.start, s.start          # plain: where the run of hosts in no domain began
@@ -183,4 +195,5 @@ def _by_domain(s: Segment, domain_at: DomainAt):
         yield attrs.evolve(s, start=plain), None
 
 
-__all__ = ["DomainAt", "domain_nics", "domains", "rack_domain", "reroute", "share"]
+__all__ = ["DomainAt", "by_domain", "communicator", "domain_nics", "domains", "rack_domain",
+           "reroute", "share"]

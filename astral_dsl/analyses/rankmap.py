@@ -99,7 +99,7 @@ class RankMap:
         """Switches in tier group `key` (groups of one tier may differ in size:
         network_groups)."""
         tier = next((t for t in self._tiers if t.name == key.tier), None)
-        return tier.size(key.at) if tier is not None else 0
+        return tier.size(key.at, key.rail, key.plane) if tier is not None else 0
 
     def group(self, kind: str, rank: int) -> CommGroup:
         return self.groups[kind][self.group_of_rank[kind][rank]]

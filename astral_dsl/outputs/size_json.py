@@ -12,6 +12,7 @@ from astral_dsl.analyses.engineering import Engineering
 from astral_dsl.analyses.summary import summarize
 from astral_dsl.analyses.walk import multiplicities
 from astral_dsl.model.design import Design
+from astral_dsl.model.values import plane_label
 from astral_dsl.units import Quantity, format_number
 from astral_dsl.outputs.feeder_load import (battery_installed_ah, battery_not_declared_ah,
                                           failover_share_w)
@@ -142,8 +143,8 @@ def size_summary(design: Design, eng: Engineering, sizing=None) -> Dict[str, Any
     for f in eng.fabrics:
         for t in f.tiers:
             by_tier[t.name] = by_tier.get(t.name, 0) + t.switches
-            if t.oversubscription is not None:
-                over[t.name] = round(max(over.get(t.name, 0.0), t.oversubscription), 6)
+            if t.shown_oversubscription is not None:
+                over[t.name] = round(max(over.get(t.name, 0.0), t.shown_oversubscription), 6)
     flow = sum(lp.replicas * (lp.flow_m3s or 0.0) for lp in c.loops)
     air = sum(a.replicas * a.flow_m3s for a in c.air)
     out = {
@@ -283,7 +284,16 @@ def _speed(q) -> Optional[str]:
 
 def _group_sizes(t) -> Dict[str, Any]:
     """Groups of different sizes (network_groups): per distinct scope instance its switches per
-    group (`per_group` is the largest's); nothing when the groups are alike."""
+    group (`per_group` is the largest's), and per rail and plane when they differ within one
+    (`groups`: `rail`, `plane` where the tier is split so, `switches`); nothing when the
+    groups are alike."""
+    if t.by_group:
+        return {"group_sizes": [
+            {"scope": path or None, "instances": n, "per_group": max(s for _, s, _, _ in g),
+             "groups": [{k: v for k, v in (("rail", key[0]), ("plane", plane_label(key[1])
+                                                             if key[1] is not None else None),
+                                           ("switches", size)) if v is not None}
+                        for key, size, _, _ in g]} for path, n, g in t.by_group]}
     if not t.sizes:
         return {}
     return {"group_sizes": [{"scope": path, "instances": n, "per_group": size}
@@ -303,8 +313,8 @@ def fabric_json(f) -> Dict[str, Any]:
                    "down_ports": t.down_ports, "down_speed": _speed(t.down_speed),
                    "up_ports": t.up_ports, "up_speed": _speed(t.up_speed),
                    "down_links": t.down_links, "up_links": t.up_links,
-                   "oversubscription": _r(t.oversubscription, 6)
-                   if t.oversubscription not in (None, float("inf")) else None,
+                   "oversubscription": _r(t.shown_oversubscription, 6)
+                   if t.shown_oversubscription not in (None, float("inf")) else None,
                    "power_kw": _kw(t.power_w), "switch_kw": _kw(t.switch_w),
                    "optics_kw": _kw(t.optics_w)} | _group_sizes(t) for t in f.tiers],
         "paths": [{"between": k, "switches": v, "route": r}

@@ -6,6 +6,7 @@ from typing import List
 
 from astral_dsl.analyses import formulas, network_groups
 from astral_dsl.analyses.engineering import Engineering
+from astral_dsl.analyses.network_failures import declared
 from astral_dsl.model.design import Design
 from astral_dsl.outputs.size_json import (bom, chosen_json, chosen_lines, objective_line,
                                           size_summary, value_text)
@@ -228,8 +229,9 @@ def _network(f) -> List[Table]:
         ports.add(tier.name, f"{tier.down_used:.1f}", f"{tier.down_ports} x {tier.down_speed}"
                   if tier.down_speed else "-",
                   f"{tier.up_ports} x {tier.up_speed}" if tier.up_speed else "-",
-                  f"{tier.down_links:,}", f"{tier.oversubscription:g}:1"
-                  if tier.oversubscription is not None else "-")
+                  f"{tier.down_links:,}",
+                  f"{format_number(round(tier.shown_oversubscription, 4))}:1"
+                  if tier.shown_oversubscription is not None else "-")
     switches.total("total", "", "", "", "", f"{f.switches:,}", power[-1])
     ports.lines.extend(_network_lines(f))
     return [switches, ports]
@@ -253,9 +255,17 @@ def bom_lines(fabric) -> List[str]:
     """The links of each tier, and why a tier's switch count was rounded up."""
     out = []
     for t in fabric.tiers:
+        base, worst = declared(t), t.shown_oversubscription
+        if base is not None and worst is not None and worst > base * (1 + 1e-9):
+            out.append(f"{t.name}: oversubscribed {format_number(round(worst, 4))}"
+                       f":1 at its worst switch under the scenario's failures, "
+                       f"{format_number(round(base, 4))}:1 as declared")
         if t.sizes:
             out.append(f"{t.name}: its groups differ in size, each sized for its own "
                        f"{t.scope}: {network_groups.describe(t.sizes)}")
+        if t.by_group:
+            out.append(f"{t.name}: its groups differ by rail or plane, each sized for its own "
+                       f"links: {network_groups.describe_groups(t.by_group)}")
         if t.sized_for:
             out.append(f"{t.name}: {t.needed:,} switches per group: {t.sized_for}")
         if t.rounding:

@@ -22,7 +22,7 @@ from astral_dsl.analyses.fabric_names import busiest, wiring
 from astral_dsl.analyses.host_positions import (Interval, Positions, TooMany, first,
                                                 path_steps, route_below)
 from astral_dsl.analyses.network import fabric_counts, _SCOPE_KINDS
-from astral_dsl.analyses.nvlink_share import rack_domain
+from astral_dsl.analyses.nvlink_share import domains, rack_domain
 from astral_dsl.seer import pxn
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import GpuSpec
@@ -203,10 +203,11 @@ def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1
     speed = min(s for s, _ in ports)
     shared = min(1.0, len(ports) / max(1, per_host))      # GPUs sharing a NIC split it
     out, cut, moved = [], [], 0
+    # the racks that are one NVLink domain, where they are (of any sizes): as `astral check`
+    domain_at = domains(owner, Positions(owner, cache), cache) if domain > 1 else None
     for top in range(max(1, n_tiers)):
-        if domain > 1:
-            lowest, causes, gpus, rerouted, dead = pxn.worst(damage, top, hosts, domain,
-                                                             _rack_of(owner, cache))
+        if domain_at is not None:
+            lowest, causes, gpus, rerouted, dead = pxn.worst(damage, top, hosts, domain_at)
         else:
             (lowest, causes, gpus), rerouted, dead = damage.worst(top, hosts), 0, None
         if lowest is None or damage.shares.issuperset(causes):
@@ -226,17 +227,7 @@ def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1
             "NCCL 2.12), sharing it; assumed: the neighbour may sit on another tray of the "
             "domain, and the rerouted GPUs spread evenly over its live NICs",) if moved else ()
     return tuple(out), tuple(cut), note, Damaged(damage, tuple(hosts), domain, speed * shared,
-                                                  _rack_of(owner, cache) if domain > 1 else None)
-
-
-def _rack_of(owner, cache):
-    """The rack of host `position` of `owner` (its path up to `.hosts[i]`)."""
-    where = Positions(owner, cache).path_at
-
-    def rack(position: int) -> Optional[str]:
-        path = where(position) if position >= 0 else None
-        return path.rsplit(".", 1)[0] if path else None
-    return rack
+                                                  domain_at)
 
 
 def _cut_ranks(damage, top: int, hosts: List[Interval], per_host: int, ranks: Optional[int],

@@ -109,7 +109,7 @@ class Damaged:
     hosts: Tuple[Interval, ...]
     domain: int
     speed: float
-    rack_of: Optional[Callable] = None
+    domain_at: Optional[Callable] = None    # nvlink_share.domains: racks where they are
 
     def worst(self, top: int, seer_hosts: Sequence[Interval]) -> Optional[Tuple[float, str]]:
         """(the slowest GPU's bytes/s for traffic that climbs to tier `top` among Seer's hosts
@@ -125,8 +125,8 @@ class Damaged:
                     sub.append((a + x, a + y))
             at += b - a
         dmg = self.damage
-        if self.domain > 1:
-            lowest, causes, gpus = pxn.worst(dmg, top, sub, self.domain, self.rack_of)[:3]
+        if self.domain_at is not None:
+            lowest, causes, gpus = pxn.worst(dmg, top, sub, self.domain_at)[:3]
         else:
             lowest, causes, gpus = dmg.worst(top, sub)
         if lowest is None or dmg.shares.issuperset(causes):

@@ -176,10 +176,12 @@ def _fabric_index(x, axis: FabricAxis, e: ast.Index, env):
     else:
         i = whole(x, value, e.selector.span, f"a {axis.axis} index")
     if not 0 <= i < limit:
-        labels = f"A to {plane_label(limit - 1)}" if axis.axis == "plane" else \
-            f"0 to {limit - 1}"
+        labels = (f"A to {plane_label(limit - 1)}" if axis.axis == "plane" else
+                  f"0 to {limit - 1}") if limit > 1 else f"only {plane_label(0)}" \
+            if axis.axis == "plane" else "only 0"
         fail("E214", f"{axis.axis} {i if axis.axis == 'rail' else plane_label(i)} is out of "
-                     f"range: the fabric has {limit} {axis.axis}s ({labels})",
+                     f"range: the fabric has {limit} {axis.axis}{'s' if limit != 1 else ''} "
+                     f"({labels})",
              e.selector.span,
              index_hint(i, limit, plane_label(limit - 1) if axis.axis == "plane" else ""))
     return FabricSelection(sel.fabric, i if axis.axis == "rail" else sel.rail,

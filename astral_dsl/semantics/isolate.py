@@ -328,13 +328,15 @@ class Isolator:
                 key = tuple(id(nd) for nd in nodes)
                 node = merge(nodes)
 
-                def isolated(item, key=key, node=node):
+                def isolated(item, key=key, node=node, nodes=tuple(nodes)):
                     slot = (id(item), key)
                     if slot not in self._copies:
                         copy = self.copy(item)
                         self.attach(copy, node)
-                        self._copies[slot] = (item, copy)
-                    return self._copies[slot][1]
+                        # the entry holds what its key's ids are of: a node freed (a frame's
+                        # plan replaced by a merge) would leave its id to another
+                        self._copies[slot] = (item, nodes, copy)
+                    return self._copies[slot][2]
 
                 part = part.map(isolated)
             runs.extend(part.runs)

@@ -24,8 +24,10 @@ class Fabric:
         self.inst = ctx.by_path.get(fc.fabric)
         self.tiers = list(fc.tiers)
         self.tier_insts = [ctx.by_path.get(f"{fc.fabric}.{t.name}") for t in fc.tiers]
-        self.rails = max(1, fc.rails)
-        self.planes = max(1, fc.planes)
+        # the rails and planes a NIC port reaches (the others hold no switch, W610): wiring
+        # NIC k to rail k mod this is the same, as no NIC k reaches past them
+        self.rails = max(1, fc.rails_used or fc.rails)
+        self.planes = max(1, fc.planes_used or fc.planes)
 
     def split(self, i: int) -> Tuple[bool, bool]:
         t = self.tiers[i]
@@ -41,14 +43,33 @@ class Fabric:
             return 1
         return count_of(inst, kinds, ctx.cache) or 1
 
-    def switches_in(self, ctx, inst, i: int) -> int:
-        """Switches of tier i per rail and plane in one replica of `inst`: its groups' there
-        (groups of different sizes: each its own, network_groups)."""
+    def switches_in(self, ctx, inst, i: int, rail: Optional[int] = None,
+                    plane: Optional[int] = None) -> int:
+        """Switches of tier i per rail and plane (of `rail` and `plane`, when given) in one
+        replica of `inst`: its groups' there (groups of different sizes: each its own,
+        network_groups)."""
         t = self.tiers[i]
         kinds = SCOPE_KINDS.get(t.scope, (t.scope,))
+        if t.by_group and (rail is not None or plane is not None):
+            if inst.kind in kinds:
+                return t.size_of(inst.path, rail, plane)
+            if count_of(inst, kinds, ctx.cache):
+                return sum(k * t.size_of(s.path, rail, plane)
+                           for k, s in group_of(inst, kinds, ctx.cache).flat())
+            return t.size(None, rail, plane)
         if not t.sizes or not count_of(inst, kinds, ctx.cache):
             return t.per_group * self.scope_count(ctx, inst, i)
         return sum(k * t.size_of(s.path) for k, s in group_of(inst, kinds, ctx.cache).flat())
+
+    def every_in(self, ctx, inst, i: int) -> int:
+        """Switches of tier i in one replica of `inst`, over its rails and planes."""
+        per_rail, per_plane = self.split(i)
+        if not self.tiers[i].by_group:
+            return self.switches_in(ctx, inst, i) * (self.rails if per_rail else 1) \
+                * (self.planes if per_plane else 1)
+        return sum(self.switches_in(ctx, inst, i, r, p)
+                   for r in (range(self.rails) if per_rail else [None])
+                   for p in (range(self.planes) if per_plane else [None]))
 
 
 def fabrics_of(ctx) -> List[Fabric]:
@@ -74,7 +95,8 @@ def tier_table(canvas: Canvas, fabrics: List[Fabric], gid: str = "tiers") -> Opt
                            bold=True), {})])
         rows.append([(Line(h, bold=True, small=True), {"align": "LEFT"}) for h in head])
         for t, ti in zip(reversed(fc.tiers), reversed(f.tier_insts)):
-            over = f"{t.oversubscription:g}:1" if t.oversubscription is not None else "—"
+            over = f"{t.shown_oversubscription:g}:1" if t.shown_oversubscription is not None \
+                else "—"
             rows.append([t.name, t.switch, t.scope, ", ".join(t.per) or "—",
                          (n(t.switches), {"align": "RIGHT"}),
                          (t.per_group_text if t.sizes else n(t.per_group), {"align": "RIGHT"}),
@@ -107,14 +129,15 @@ def _tier_node(canvas: Canvas, ctx, f: Fabric, i: int, gid: str, inst, rail: Opt
     """A tier's switches in one cluster replica (one rail, or all of them): a cell per plane."""
     t = f.tiers[i]
     per_rail, per_plane = f.split(i)
-    each = f.switches_in(ctx, inst, i)
+    one = rail if per_rail else None
+    each = f.switches_in(ctx, inst, i, one)
     header = t.name if rail is None or not per_rail else f"{t.name} · rail {rail}"
     if per_plane:
         cells, failed = [], 0
         for p in range(f.planes):
             down = ctx.fabric_failed(f.fc.fabric, t.name, rail, p)
             failed += down
-            cells.append((f"{plane_name(p)}: {n(each)}",
+            cells.append((f"{plane_name(p)}: {n(f.switches_in(ctx, inst, i, one, p))}",
                           {"bgcolor": GREY_FILL, "colour": "#9e9e9e"} if down else {}))
         rows = [cells]
         all_failed = failed == f.planes
@@ -145,8 +168,9 @@ def build(ctx, located) -> Canvas:
     top = located.instance
     fabrics = fabrics_of(ctx)
     fabric_line = " · ".join(
-        f"fabric {f.inst.template if f.inst else f.fc.fabric}: {f.rails} "
-        f"rail{'s' if f.rails != 1 else ''} x {f.planes} plane{'s' if f.planes != 1 else ''}, "
+        f"fabric {f.inst.template if f.inst else f.fc.fabric}: {f.fc.rails} "
+        f"rail{'s' if f.fc.rails != 1 else ''} x {f.fc.planes} "
+        f"plane{'s' if f.fc.planes != 1 else ''}, "
         f"{len(f.tiers)} tiers, {n(f.fc.switches)} switches" for f in fabrics)
     title = [f"{top.template} — cluster view", summary(ctx, top) + (
         f" · {watts(_it_peak(ctx, top))} IT peak" if ctx.eng else "")]
@@ -294,8 +318,10 @@ def _edges(canvas: Canvas, ctx, tree: Tree, fabrics: List[Fabric], placed) -> No
                 up_rail = f.split(i + 1)[0]
                 inst = tree.drawn[key].inst if key is not None else f.owner
                 per_rail, per_plane = f.split(i)
-                switches = f.switches_in(ctx, inst, i) * (f.planes if per_plane else 1)
                 for j, (r, gid) in enumerate(ids.items()):
+                    switches = sum(f.switches_in(ctx, inst, i, r if per_rail else None, p)
+                                   for p in range(f.planes)) if per_plane else \
+                        f.switches_in(ctx, inst, i, r if per_rail else None)
                     goals = [target[r]] if (up_rail and r is not None and r in target) else (
                         list(target.values()) if r is None else [target.get(None) or
                                                                   target.get(r)])

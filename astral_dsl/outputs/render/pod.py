@@ -103,7 +103,7 @@ def build(ctx, located) -> Canvas:
                 ids = {}
                 for key in _keys(f, i, True):
                     gid = f"f{fi}_t{i}_" + "_".join("x" if k is None else str(k) for k in key)
-                    ids[key] = tier_node(fi, i, key, gid, _outside_size(f, i, located),
+                    ids[key] = tier_node(fi, i, key, gid, _outside_size(f, i, located, key),
                                          "outside")
                 nodes[(fi, i)] = ids
         canvas.cluster_labels = "b"
@@ -132,8 +132,8 @@ def build(ctx, located) -> Canvas:
                             gid = f"f{fi}_t{i}_" + "_".join("x" if k is None else str(k)
                                                              for k in key)
                             ids[key] = tier_node(fi, i, key, gid,
-                                                 f.switches_in(ctx, pod, i)
-                                                 * (1 if split_ok else _split_size(f, i)),
+                                                 f.switches_in(ctx, pod, i, *key)
+                                                 if split_ok else f.every_in(ctx, pod, i),
                                                  "inside")
             for i in mine:       # tiers of the pod that span every rail
                 ids = nodes.setdefault((fi, i), {})
@@ -141,7 +141,7 @@ def build(ctx, located) -> Canvas:
                     if key in ids:
                         continue
                     gid = f"f{fi}_t{i}_" + "_".join("x" if k is None else str(k) for k in key)
-                    ids[key] = tier_node(fi, i, key, gid, f.switches_in(ctx, pod, i),
+                    ids[key] = tier_node(fi, i, key, gid, f.switches_in(ctx, pod, i, *key),
                                          "inside")
         hosts = group_of(pod, ("host",), ctx.cache).flat()
         for j, (count, host) in enumerate(hosts[:8]):
@@ -181,11 +181,6 @@ class _nothing:
         return False
 
 
-def _split_size(f: Fabric, i: int) -> int:
-    per_rail, per_plane = f.split(i)
-    return (f.rails if per_rail else 1) * (f.planes if per_plane else 1)
-
-
 def _host_contents(ctx, host) -> str:
     parts = []
     for kind in ("gpu", "nic"):
@@ -194,13 +189,14 @@ def _host_contents(ctx, host) -> str:
     return "each: " + " · ".join(parts) if parts else ""
 
 
-def _outside_size(f: Fabric, i: int, located) -> int:
-    """Switches in the group of tier i (scope wider than the part drawn) that holds the part:
-    its scope instance's own when the tier's groups differ in size (network_groups)."""
+def _outside_size(f: Fabric, i: int, located, key: Key = (None, None)) -> int:
+    """Switches in the group of tier i (scope wider than the part drawn) that holds the part,
+    on the key's rail and plane: its scope instance's own when the tier's groups differ in size
+    (network_groups)."""
     t = f.tiers[i]
     kinds = SCOPE_KINDS.get(t.scope, (t.scope,))
     holder = next((x for x in reversed(located.chain()) if x.kind in kinds), None)
-    return t.size_of(holder.path) if holder is not None else t.per_group
+    return t.size_of(holder.path, *key) if holder is not None else t.size(None, *key)
 
 
 def _axis(f: Fabric, i: int, pod, located) -> Optional[Tuple[str, int]]:

@@ -140,9 +140,14 @@ def build(ctx, located) -> Canvas:
         scope_text = located.chain()[scope_at].path if scope is not None else fabric.fc.owner
         shown = _scope_text(located, scope_at)
         # its scope instance's groups: they may differ from another's (network_groups)
-        size = t0.size_of(scope.path) if scope is not None else t0.per_group
+        # its scope instance's groups: they may differ from another's, and by rail and plane
+        size = t0.per_group_of(scope.path if scope is not None else None)
+
+        def mine(rail, plane) -> int:
+            return t0.size_of(scope.path, rail, plane) if scope is not None else \
+                t0.size(None, rail, plane)
         with canvas.cluster("tier", [f"tier {t0.name} of {fabric.inst.template}",
-                                     Line(f"{n(size)} per {_group_axes(t0)} in {shown}",
+                                     Line(f"{size} per {_group_axes(t0)} in {shown}",
                                           small=True)],
                             theme="rail", parts=[fabric.tier_insts[0]],
                             tooltip=f"tier {t0.name} of {fabric.fc.fabric} ({scope_text})"):
@@ -161,7 +166,8 @@ def build(ctx, located) -> Canvas:
                     TierKey(fabric.fc.fabric, t0.name, axis, rail, plane).switch(number))
                 lines = [f"{t0.name} {' · '.join(where)}".strip()
                          + (f" · {named}" if named else ""),
-                         Line(f"#{number} of {n(size)} · {t0.switch}", small=True)]
+                         Line(f"#{number} of {n(mine(rail, plane))} · {t0.switch}",
+                              small=True)]
                 if t0.up_ports:
                     lines.append(Line(f"↑ {links(t0.up_ports, t0.up_speed)} to "
                                       f"{fabric.tiers[1].name if len(fabric.tiers) > 1 else 'up'}",
@@ -191,8 +197,9 @@ def build(ctx, located) -> Canvas:
             canvas.here.edge(a, b, style="invis")
     notes = []
     if fabric is not None:
-        notes.append(f"NIC k is on rail k mod {fabric.rails}; port a on plane A, port b on "
-                     f"plane B" if fabric.planes > 1 else f"NIC k is on rail k mod {fabric.rails}")
+        notes.append(f"NIC k is on rail k mod {fabric.fc.rails}; port a on plane A, port b on "
+                     f"plane B" if fabric.planes > 1 else
+                     f"NIC k is on rail k mod {fabric.fc.rails}")
         notes.append("a switch's number follows from the host's position in its "
                      f"{fabric.tiers[0].scope}")
     entries = [("compute", "a host: GPUs, NICs and one cell per NIC port")]

@@ -75,7 +75,7 @@ def engineering_tables(eng) -> str:
               t.per_group_text if t.sizes else t.per_group, t.switches, round(t.down_used, 2),
               t.down_ports,
               str(t.down_speed) if t.down_speed else None, t.up_ports,
-              str(t.up_speed) if t.up_speed else None, t.down_links, t.oversubscription,
+              str(t.up_speed) if t.up_speed else None, t.down_links, t.shown_oversubscription,
               _kw(t.power_w)] for t in f.tiers], caption, tid=f"size-fabric-{k}"))
     return "".join(out)
 
