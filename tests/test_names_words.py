@@ -206,3 +206,21 @@ def test_the_editor_takes_a_comprehensions_word_for_no_declaration():
     col = lines[line].index("in [rail") + len("in [")
     chain, found = resolver.at(line + 1, col + 1)
     assert chain[-1].name == "rail" and found is None
+
+
+def test_a_template_named_as_a_builtin_is_w214_at_its_import(tmp_path):
+    """`import lib { max }` hid the built-in `max` in the importing module with no warning
+    there (only at the declaration, in lib's file): `max(1, 2)` then failed as E307. Now W214 at
+    the import's name, once; a namespace import (`lib.max`) hides nothing."""
+    (tmp_path / "lib.astral").write_text(
+        "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nrack max { hosts = 2 x H }\n")
+    d = astral_dsl.loads("import lib { max, H }\nimport lib as l\n"
+                         "site S { racks = 1 x max, r = l.max }\n", name="main.astral",
+                         root=tmp_path)
+    ws = [x for x in d.diagnostics if x.code == "W214" and x.span.file.endswith("main.astral")]
+    (w,) = ws
+    assert (w.span.start.line, w.span.start.column, w.span.end.column) == (1, 14, 17)
+    assert w.message == ("the imported rack `max` (from `lib`) hides the built-in function "
+                         "`max` in this module: `max(...)` instantiates the template")
+    assert w.hint == ("import the module as a namespace instead (`import lib as m`, then "
+                      "`m.max`) to keep the built-in, or rename the template in `lib`")

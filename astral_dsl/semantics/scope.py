@@ -121,6 +121,19 @@ def declare(scope: ModuleScope, name: ast.Ident, symbol: Symbol,
         scope.own[name.name] = symbol
 
 
+def _imported_hides_builtin(ident: ast.Ident, symbol: "Template", dotted: str) -> Diagnostic:
+    """W214 at an import `{ max }` of a template named as a built-in function: in the importing
+    module too, `max(...)` instantiates it (the declaring module's warning is in its own file,
+    which may not be the user's)."""
+    kind, name = symbol.decl.kind.name, ident.name
+    return Diagnostic(
+        "W214", Severity.WARNING,
+        f"the imported {kind} `{name}` (from `{dotted}`) hides the built-in function `{name}` "
+        f"in this module: `{name}(...)` instantiates the template", ident.span,
+        f"import the module as a namespace instead (`import {dotted} as m`, then `m.{name}`) "
+        f"to keep the built-in, or rename the template in `{dotted}`")
+
+
 def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
                 diagnostics: List[Diagnostic]) -> ModuleScope:
     """Bind the names of one module into `scope` (created before, so that an import cycle sees
@@ -147,6 +160,8 @@ def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
                         missing_hint(target, item.dotted, ident.name)))
                     continue
                 declare(scope, ident, symbol, diagnostics, exported=False)
+                if isinstance(symbol, Template) and ident.name in _callables():
+                    diagnostics.append(_imported_hides_builtin(ident, symbol, item.dotted))
             if item.alias is not None:
                 declare(scope, item.alias, Namespace(target, item.dotted), diagnostics,
                         exported=False)
