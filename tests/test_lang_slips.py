@@ -1,6 +1,7 @@
 """Slips an author of .astral files makes, each reported where it is with a code and a hint:
 a template parameter's default that needs its own template, a cycle of `let`s, a quoted value
-given to `--set`, a `_` in a number's fraction, a bracket too many or left open."""
+given to `--set`, a `_` in a number's fraction or a second exponent, a bracket too many or left
+open."""
 from __future__ import annotations
 
 import textwrap
@@ -88,6 +89,19 @@ def test_a_separator_in_a_fraction_is_e106_at_the_number(tmp_path):
     assert at(d) == (1, 17, 1, 22) and d.hint.endswith("`0.75`")
     d = only(build("let a = 1.5e1_0\n", tmp_path), "E106")
     assert "exponent" in d.message and d.hint.endswith("`1.5e10`")
+
+
+def test_a_second_exponent_is_e106_at_the_number(tmp_path):
+    # was E103 "unexpected `z`" at 2:5: `1e3e3` read as the number `1e3` and the name `e3`
+    d = only(build("let x = 1e3e3\nlet z = 2\n", tmp_path), "E106")
+    assert at(d) == (1, 9, 1, 14)
+    assert d.message == "number `1e3e3` has a second exponent: `1e3` then `e3`"
+    assert d.hint.startswith("a number takes one exponent (`1e6` for 1e3 x 10^3)")
+    # in a body (was E103 at the `}`), with a fraction and a negative exponent: 10^(-3+2)
+    d = only(build("site S { x = 2.5e-3e2 }\n", tmp_path), "E106")
+    assert at(d) == (1, 14, 1, 22) and "(`2.5e-1` for 2.5e-3 x 10^2)" in d.hint
+    # a string's and a comment's are no number: the file's error is its own
+    only(build('let s = "1e3e3" // 1e3e3\nlet a = (\n', tmp_path), "E105")
 
 
 def test_separators_in_strings_comments_and_names_are_no_number(tmp_path):

@@ -169,17 +169,21 @@ def _bracket_hint(source: Source, tok: Token, expected) -> str | None:
 # parser fails further on, where nothing is wrong.
 _FRACTION_SEPARATOR = re.compile(
     r'"(?:[^"\\\n]++|\\.)*+"|//[^\n]*|/\*[\s\S]*?\*/|'
-    r'(?<![\w.])(\d[\d_]*\.\d[\d_]*|\.\d[\d_]*|\d[\d_]*)([eE][+-]?\d[\d_]*)?')
+    r'(?<![\w.])(\d[\d_]*\.\d[\d_]*|\.\d[\d_]*|\d[\d_]*)([eE][+-]?\d[\d_]*)?'
+    r'((?<=\d)[eE][+-]?\d\w*)?')
 
 
 def fraction_separator(source: Source, end: int) -> Diagnostic | None:
     """E106 for the first number that starts before offset `end` with a `_` in its fraction or
-    exponent."""
+    exponent, or with a second exponent (`1e3e3`: the number `1e3` and the name `e3`, which no
+    unit can be, so that the parser failed further on, at the next line)."""
     for m in _FRACTION_SEPARATOR.finditer(source.text):
         if m.start() >= end:
             break
         if m.group(1) is None:
             continue
+        if m.group(3) is not None and m.group(2) is not None:
+            return _second_exponent(source, m)
         mantissa, exponent = m.group(1), m.group(2) or ""
         fraction = mantissa.partition(".")[2]
         if "_" not in fraction and "_" not in exponent:
@@ -197,6 +201,19 @@ def fraction_separator(source: Source, end: int) -> Diagnostic | None:
                           f"a `_` separates the digits of a number's whole part only "
                           f"(`65_536`): write `{fixed}`")
     return None
+
+
+def _second_exponent(source: Source, m) -> Diagnostic:
+    text = m.group(0)
+    line = source.text.count("\n", 0, m.start()) + 1
+    col = m.start() - (source.text.rfind("\n", 0, m.start()) + 1) + 1
+    tail = re.match(r"[eE]([+-]?\d+)", m.group(3))
+    scaled = f"{m.group(1)}e{int(m.group(2)[1:].replace('_', '')) + int(tail.group(1))}"
+    return Diagnostic("E106", Severity.ERROR,
+                      f"number `{text}` has a second exponent: `{m.group(1)}{m.group(2)}` "
+                      f"then `{m.group(3)}`", Span.at(source.name, line, col, line, col + len(text)),
+                      f"a number takes one exponent (`{scaled}` for {m.group(1)}{m.group(2)} "
+                      f"x 10^{tail.group(1)}); a unit after it cannot start with `e` and a digit")
 
 
 def _depth(text: str) -> int:
