@@ -236,3 +236,25 @@ def test_a_chain_too_deep_in_a_body_is_e402_at_its_first_value(tmp_path):
     text = "site S {\n" + "\n".join(_chain(400, "  ")) + "\n  check a399 == 400\n}\n"
     d = only(build(text, tmp_path), "E402")
     assert at(d) == (2, 7, 2, 11) and d.message.startswith("evaluating `a399` of site `S`")
+
+
+# ---- keywords as names ------------------------------------------------------------------------------
+def test_a_name_no_expression_can_read_is_e222_where_it_is_named(tmp_path):
+    # `let true = 0` then `check true` passed: the check read the literal, the let never
+    d = only(build("let true = 0\ncheck true\n", tmp_path), "E222")
+    assert at(d) == (1, 5, 1, 9)
+    assert d.message == ("`true` cannot name a `let`: where a value is read, `true` is always "
+                         "the yes/no value `true`")
+    assert d.hint == "rename it (e.g. `true_value`)"
+    # a template parameter `if` (each read was E103), a loop variable `false`, a param `not`
+    design = build("rack R(if = 1) { }\nlet l = [1 for false in 0..1]\n"
+                   "param not = 2\n", tmp_path)
+    assert [(d.code, at(d)[:2]) for d in design.diagnostics if d.is_error] == \
+        [("E222", (1, 8)), ("E222", (2, 16)), ("E222", (3, 7))]
+
+
+def test_keywords_that_read_back_as_names_are_no_error(tmp_path):
+    # contextual keywords (language.md 2.3): 3 + 1 == 4 and 1 == 1 both hold
+    design = build("let import = 3\nlet check = 1\ncheck import + 1 == 4\ncheck check == 1\n",
+                   tmp_path)
+    assert [d.code for d in design.diagnostics] == []
