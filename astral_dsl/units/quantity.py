@@ -36,6 +36,17 @@ def _pow_error(base: "Quantity", exponent: "Quantity", exc: Exception) -> UnitEr
                      "the largest number is about 1.8e308")
 
 
+# a check's `==` holds within a part in 10^9 of the larger side (the rounding of a chain of
+# conversions and sums): relative only, so that an amount is never equal to zero unless it is
+# zero (an absolute floor of 1e-309 made `1e-160 W * 1e-160 > 0 W`, 1e-320 W, false)
+CHECK_TOLERANCE = 1e-9
+
+
+def same_amount(a: float, b: float) -> bool:
+    """Are two amounts in SI units equal as a check compares them?"""
+    return abs(a - b) <= CHECK_TOLERANCE * max(abs(a), abs(b))
+
+
 def format_number(x: float) -> str:
     """Deterministic, readable: up to 10 significant digits, no trailing zeros, no exponent for
     everyday magnitudes."""
