@@ -246,6 +246,7 @@ CODES: dict[str, str] = {
     # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
     "E800": "a point or configuration was not evaluated: its worker failed",
     "E801": "the Dask cluster of --cluster cannot be used",
+    "E802": "a --grid that cannot be used",
     "W800": "the cost counts only equipment with a declared price",
 }
 
