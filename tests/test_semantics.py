@@ -177,6 +177,27 @@ def test_missing_module_is_e205(tmp_path):
     assert not d.valid
 
 
+@pytest.mark.parametrize("text, hint", [
+    # a folder misspelt (was no hint: the near miss was looked for in the last name only)
+    ("import Lib.common { Node }", "did you mean `lib.common`?"),
+    ("import lib.comon.Node", "did you mean `import lib.common { Node }`?"),
+    # a declaration's path written as a module's
+    ("import lib.common.Node", "`lib.common` is a module: import `Node` from it with "
+                               "`import lib.common { Node }`"),
+    ("import lib", "`lib` is a folder: import a module in it, e.g. `import lib.common`"),
+    ("import lib.zz", "it would be the file lib/zz.astral below the project root, the nearest "
+                      "folder above the entry file with an astral.toml, else the entry file's "
+                      "folder; modules there: `lib.common`"),
+    ("import stdlib.hardware.H800", "`stdlib.hardware` is a module: import `H800` from it with "
+                                    "`import stdlib.hardware { H800 }`"),
+])
+def test_every_missing_module_has_a_hint(tmp_path, text, hint):
+    """E205 had a hint only for a near miss of the last name in an existing folder."""
+    write(tmp_path, "lib/common.astral", COMMON)
+    e = one(build(text + "\n", tmp_path), "E205")
+    assert e.hint == hint
+
+
 def test_missing_stdlib_module_is_e205(tmp_path):
     d = build("import stdlib.no_such_module { X }\n", tmp_path)
     e = one(d, "E205")

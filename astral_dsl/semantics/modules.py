@@ -14,6 +14,7 @@ from typing import Callable, Dict, Iterator, List, Optional
 from astral_dsl import gcpause, records, resources
 from astral_dsl.regularfile import open_regular
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
+from astral_dsl.semantics.missing import missing_module_hint
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse_all
 from astral_dsl.syntax.source import Source, decode
@@ -219,17 +220,9 @@ class ModuleLoader:
             return None
         if not resolved.is_file():
             where = "the stdlib" if parts[0] == "stdlib" else f"the project ({display_name(base)})"
-            hint = None
-            folder = resolved.parent
-            if folder.is_dir():
-                from astral_dsl.diagnostics import did_you_mean
-
-                names = [p.stem for p in folder.glob("*.astral")]
-                hint = did_you_mean(rel[-1], names)
-                if hint:
-                    hint = hint.replace("`", "`" + ".".join(parts[:-1]) + ".", 1)
             self._error("E205", f"module `{node.dotted}` not found in {where}",
-                        Span(node.span.file, node.path[0].span.start, node.path[-1].span.end), hint)
+                        Span(node.span.file, node.path[0].span.start, node.path[-1].span.end),
+                        missing_module_hint(base, parts, parts[0] == "stdlib"))
             return None
         return resolved
 
