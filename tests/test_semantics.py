@@ -324,7 +324,10 @@ def test_did_you_mean_never_offers_the_field_being_defined(tmp_path):
     # `h = hw`: `h` is the nearest name, but `h = h` is a cycle (E404); in `k = hw` it is fine
     d = build("site S { h = hw, k = hw + 1 }\n", tmp_path)
     hints = [(at(e), e.hint) for e in d.diagnostics if e.code == "E200"]
-    assert hints == [((1, 14), None), ((1, 22), "did you mean `h`?")]
+    assert hints == [((1, 14), "nothing named `hw` is declared here or imported: declare it "
+                               "(`let hw = ...`, a `param` or a template) or import it (`import "
+                               "MODULE { hw }`); names are case-sensitive"),
+                     ((1, 22), "did you mean `h`?")]
 
 
 def test_unknown_template_in_a_member_is_e200(tmp_path):
@@ -1139,3 +1142,27 @@ def test_diagnostics_are_sorted_and_deterministic(tmp_path):
     positions = [at(d) for d in a.diagnostics]
     assert positions == sorted(positions)
     assert codes(a) == ["E304", "E200", "E301"]
+
+
+def test_a_template_parameter_declared_twice_is_e202(tmp_path):
+    # `rack R(n, n)` compiled: the argument went to one of the two, silently
+    e = one(build("rack R(n, n) { }\nsite S { racks = 1 x R(n = 1) }\n", tmp_path), "E202")
+    assert at(e) == (1, 11)
+    assert e.message == "parameter `n` of `R` is already declared (at 1:8)"
+
+
+def test_a_default_that_reads_a_later_parameter_says_so(tmp_path):
+    # E200 "unknown name `m`" had no hint: the parameters are bound in order
+    e = one(build("rack R(n = m, m = 1) { }\nsite S { racks = 1 x R }\n", tmp_path), "E200")
+    assert at(e) == (1, 12)
+    assert e.hint == ("`m` is a parameter of `R` declared after `n`: a default may use only "
+                      "the parameters before it; declare `m` first")
+    # a module's `m` is the one read there: 5, not the parameter's 1
+    d = build("let m = 5\nrack R(n = m, m = 1) { check n == 5 }\nsite S { racks = 1 x R }\n",
+              tmp_path)
+    assert [x.code for x in d.diagnostics if x.is_error] == []
+
+
+def test_an_unknown_name_with_no_near_miss_still_has_a_hint(tmp_path):
+    e = one(build("let y = zz\n", tmp_path), "E200")
+    assert e.hint.startswith("nothing named `zz` is declared here or imported: declare it")

@@ -3,12 +3,20 @@ from __future__ import annotations
 
 import attrs
 
-from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.values import POISON
 
 
 def unknown_key(span: Span) -> str:
     return f"{span.file}:{span.start.line}:{span.start.column}"
+
+
+def unknown_name_hint(name: str, visible) -> str:
+    """The hint of E200: the closest visible name, else how a name comes to be known."""
+    return did_you_mean(name, visible) or (
+        f"nothing named `{name}` is declared here or imported: declare it (`let {name} = ...`, "
+        f"a `param` or a template) or import it (`import MODULE {{ {name} }}`); names are "
+        f"case-sensitive")
 
 
 class Poisoned(Exception):

@@ -134,6 +134,20 @@ def _imported_hides_builtin(ident: ast.Ident, symbol: "Template", dotted: str) -
         f"to keep the built-in, or rename the template in `{dotted}`")
 
 
+def _unique_parameters(decl: ast.Decl, diagnostics: List[Diagnostic]) -> None:
+    """E202 for a template parameter declared twice (`rack R(n, n)`: the second was silently
+    the one bound)."""
+    seen = {}
+    for p in decl.params or ():
+        first = seen.setdefault(p.name.name, p.name.span)
+        if first is not p.name.span:
+            diagnostics.append(Diagnostic(
+                "E202", Severity.ERROR,
+                f"parameter `{p.name.name}` of `{decl.name.name}` is already declared (at "
+                f"{first.start.line}:{first.start.column})", p.name.span,
+                "rename one of them, or delete one"))
+
+
 def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
                 diagnostics: List[Diagnostic]) -> ModuleScope:
     """Bind the names of one module into `scope` (created before, so that an import cycle sees
@@ -176,6 +190,7 @@ def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
                     "kinds: " + ", ".join(sorted(KINDS))))
                 continue
             declare(scope, item.name, Template(item, scope), diagnostics)
+            _unique_parameters(item, diagnostics)
             if item.name.name in _callables():
                 diagnostics.append(Diagnostic(
                     "W214", Severity.WARNING,
