@@ -527,6 +527,17 @@ def test_e104_hash_comment_hint():
     assert "//" in d.hint
 
 
+def test_e104_an_unclosed_comment_after_a_value():
+    # was E103 "unexpected `*`" without a hint: the `/` read as a division after `1`
+    for text, at in (("let a = 1 /* no end\nlet b = 2\n", (1, 11)),
+                     ("let a = 1\n/* no end\nlet b = 2\n", (2, 1))):
+        d = syntax_error(text)
+        assert (d.code, start(d), d.hint) == ("E104", at, "end it with `*/`")
+        assert (d.span.end.line, d.span.end.column) == (at[0], at[1] + 2)
+    # a `*` after a spaced `/` is no comment
+    assert syntax_error("let a = 4 / *b\n").code == "E103"
+
+
 def test_e104_column_counts_code_points():
     d = syntax_error('site S { n = "µ" $ }')
     assert d.code == "E104"

@@ -38,11 +38,14 @@ def _expected(names) -> str:
 
 def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
     name = source.name
-    if isinstance(exc, (UnexpectedCharacters, UnexpectedToken)) and getattr(exc, "line", None) \
-            and source.line(exc.line)[exc.column - 1:exc.column + 1] == "/*":
-        return Diagnostic("E104", Severity.ERROR, "this `/*` comment is never closed",
-                          Span.at(name, exc.line, exc.column, exc.line, exc.column + 2),
-                          "end it with `*/`")
+    if isinstance(exc, (UnexpectedCharacters, UnexpectedToken)) and getattr(exc, "line", None):
+        # at the `/`, or at the `*` of a `/` read as a division (`let a = 1 /* ...`)
+        line = source.line(exc.line)
+        for col in (exc.column, exc.column - 1):
+            if col >= 1 and line[col - 1:col + 1] == "/*":
+                return Diagnostic("E104", Severity.ERROR, "this `/*` comment is never closed",
+                                  Span.at(name, exc.line, col, exc.line, col + 2),
+                                  "end it with `*/`")
     if isinstance(exc, UnexpectedCharacters):
         ch = source.text[exc.pos_in_stream] if exc.pos_in_stream < len(source.text) else ""
         span = Span.at(name, exc.line, exc.column)
