@@ -538,6 +538,21 @@ def test_e104_an_unclosed_comment_after_a_value():
     assert syntax_error("let a = 4 / *b\n").code == "E103"
 
 
+@pytest.mark.parametrize("text, code, hint", [
+    # other languages' operators: each was a bare E104 or E103, without a hint
+    ("let a = true && false\n", "E104", "the logical and is the word `and`: `a and b`"),
+    ("let a = true || false\n", "E104", "the logical or is the word `or`: `a or b`"),
+    ("let a = !true\n", "E104", "the negation is the word `not`: `not a` (`!=` compares)"),
+    ("let a = 2 ** 3\n", "E103", "a power is written with `^`: `2 ^ 3`"),
+    ("let a = 7 % 2\n", "E103", "`%` is the unit percent (`3 %` is 0.03), not a remainder: the "
+                                "language has no remainder operator; write `a - floor(a / b) * "
+                                "b`"),
+])
+def test_operators_of_other_languages_have_a_hint(text, code, hint):
+    d = syntax_error(text)
+    assert (d.code, d.hint) == (code, hint)
+
+
 def test_e104_column_counts_code_points():
     d = syntax_error('site S { n = "µ" $ }')
     assert d.code == "E104"

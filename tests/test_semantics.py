@@ -1166,3 +1166,5 @@ def test_a_default_that_reads_a_later_parameter_says_so(tmp_path):
 def test_an_unknown_name_with_no_near_miss_still_has_a_hint(tmp_path):
     e = one(build("let y = zz\n", tmp_path), "E200")
     assert e.hint.startswith("nothing named `zz` is declared here or imported: declare it")
+    # Python's spelling of the yes/no values
+    assert one(build("let y = True\n", tmp_path), "E200").hint == "did you mean `true`?"

@@ -13,7 +13,7 @@ def unknown_key(span: Span) -> str:
 
 def unknown_name_hint(name: str, visible) -> str:
     """The hint of E200: the closest visible name, else how a name comes to be known."""
-    return did_you_mean(name, visible) or (
+    return did_you_mean(name, set(visible) | {"true", "false"}) or (
         f"nothing named `{name}` is declared here or imported: declare it (`let {name} = ...`, "
         f"a `param` or a template) or import it (`import MODULE {{ {name} }}`); names are "
         f"case-sensitive")

@@ -54,6 +54,8 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
             hint = "strings use double quotes: \"...\""
         elif ch == "#":
             hint = "comments start with `//`"
+        elif ch in _LOGIC:
+            hint = _LOGIC[ch]
         elif ch == "\"":
             hint = "a string must end on the line it starts"
         elif ch.isalpha():
@@ -234,10 +236,19 @@ def _describe(tok: Token) -> str:
 
 
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+# operators of other languages, by the character the lexer stops at
+_LOGIC = {"&": "the logical and is the word `and`: `a and b`",
+          "|": "the logical or is the word `or`: `a or b`",
+          "!": "the negation is the word `not`: `not a` (`!=` compares)"}
 
 
 def _hint_for(tok: Token, expected, source: Source | None = None) -> str | None:
     before = source.line(tok.line)[:tok.column - 1] if source is not None else ""
+    if str(tok) == "*" and before.endswith("*"):
+        return "a power is written with `^`: `2 ^ 3`"
+    if tok.type == "NUMBER" and re.search(r"\d\s*%\s*$", before):
+        return ("`%` is the unit percent (`3 %` is 0.03), not a remainder: the language has no "
+                "remainder operator; write `a - floor(a / b) * b`")
     if str(tok) in _COMPARISONS and re.search(r"(?<!-)[<>]|[=!]=", before):
         return "comparisons do not chain: write `a < b and b < c`, not `a < b < c`"
     if str(tok) != "=":
