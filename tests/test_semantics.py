@@ -1168,3 +1168,26 @@ def test_an_unknown_name_with_no_near_miss_still_has_a_hint(tmp_path):
     assert e.hint.startswith("nothing named `zz` is declared here or imported: declare it")
     # Python's spelling of the yes/no values
     assert one(build("let y = True\n", tmp_path), "E200").hint == "did you mean `true`?"
+
+
+def test_a_symbolic_link_in_a_loop_is_e100_never_e000(tmp_path):
+    """An entry file or an import that is a link to itself raised RuntimeError from
+    Path.resolve (E000, exit 3); an import of one was E205 "not found" though it is there."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "loop.astral").symlink_to("loop.astral")
+    e = one(build("import lib.loop\n", tmp_path), "E100")
+    assert at(e) == (1, 8)
+    assert e.message.endswith("lib/loop.astral is a symbolic link in a loop")
+    assert e.hint == "point the link at the module's file, or replace it with the file"
+    d = astral_dsl.load(tmp_path / "lib" / "loop.astral")
+    (e,) = d.diagnostics
+    assert e.code == "E100" and e.hint.startswith("the symbolic link points at itself")
+    from astral_dsl.explore.bundle import load_with_bundle      # what `astral sweep` reads
+    assert load_with_bundle(str(tmp_path / "lib" / "loop.astral"), {}, [])[1].entry == \
+        "loop.astral"
+
+
+def test_a_folder_named_as_a_module_is_e100_with_a_hint(tmp_path):
+    (tmp_path / "lib" / "parts.astral").mkdir(parents=True)
+    e = one(build("import lib.parts\n", tmp_path), "E100")
+    assert e.hint.startswith("a module is a .astral file")
