@@ -258,3 +258,19 @@ def test_keywords_that_read_back_as_names_are_no_error(tmp_path):
     design = build("let import = 3\nlet check = 1\ncheck import + 1 == 4\ncheck check == 1\n",
                    tmp_path)
     assert [d.code for d in design.diagnostics] == []
+
+
+def test_a_point_with_no_digit_after_it_is_e106_at_the_number(tmp_path):
+    # `5.e3` was E209 "a number has no member `e3`" without a hint; `5.` at the end of a line
+    # E209 "no member `let`" at the next line; `5.e3 W` in a body E103 at the `}`
+    d = only(build("let a = 5.e3\n", tmp_path), "E106")
+    assert (at(d), d.message, d.hint) == ((1, 9, 1, 13), "number `5.e3` has no digit after its "
+                                          "point", "write `5e3` or `5.0e3`")
+    # (the parser joins `5.` and the next line's `let`: `b = 2` is then E210 as well)
+    d = build("let a = 5.\nlet b = 2\n", tmp_path).diagnostics[0]
+    assert (d.code, at(d), d.hint) == ("E106", (1, 9, 1, 11), "write `5` or `5.0`")
+    d = only(build("site S { p = 5.e3 W }\n", tmp_path), "E106")
+    assert at(d) == (1, 14, 1, 18) and d.hint == "write `5e3` or `5.0e3`"
+    # a member of a number written apart is E209, now with a hint
+    d = only(build("let a = 5 .x\n", tmp_path), "E209")
+    assert d.hint.startswith("members belong to instances")

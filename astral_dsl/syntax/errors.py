@@ -175,7 +175,7 @@ def _bracket_hint(source: Source, tok: Token, expected) -> str | None:
 _FRACTION_SEPARATOR = re.compile(
     r'"(?:[^"\\\n]++|\\.)*+"|//[^\n]*|/\*[\s\S]*?\*/|'
     r'(?<![\w.])(\d[\d_]*\.\d[\d_]*|\.\d[\d_]*|\d[\d_]*)([eE][+-]?\d[\d_]*)?'
-    r'((?<=\d)[eE][+-]?\d\w*)?')
+    r'((?<=\d)[eE][+-]?\d\w*)?(\.[eE][+-]?\d+(?!\w))?')
 
 
 def fraction_separator(source: Source, end: int) -> Diagnostic | None:
@@ -189,6 +189,8 @@ def fraction_separator(source: Source, end: int) -> Diagnostic | None:
             continue
         if m.group(3) is not None and m.group(2) is not None:
             return _second_exponent(source, m)
+        if m.group(4) is not None and m.group(2) is None and "." not in m.group(1):
+            return _point_before_exponent(source, m)
         mantissa, exponent = m.group(1), m.group(2) or ""
         fraction = mantissa.partition(".")[2]
         if "_" not in fraction and "_" not in exponent:
@@ -219,6 +221,17 @@ def _second_exponent(source: Source, m) -> Diagnostic:
                       f"then `{m.group(3)}`", Span.at(source.name, line, col, line, col + len(text)),
                       f"a number takes one exponent (`{scaled}` for {m.group(1)}{m.group(2)} "
                       f"x 10^{tail.group(1)}); a unit after it cannot start with `e` and a digit")
+
+
+def _point_before_exponent(source: Source, m) -> Diagnostic:
+    """`5.e3`: the number `5`, a member `e3` of it, and the parser failed further on (`5.e3 W`)."""
+    text = m.group(1) + m.group(4)
+    line = source.text.count("\n", 0, m.start()) + 1
+    col = m.start() - (source.text.rfind("\n", 0, m.start()) + 1) + 1
+    exponent = m.group(4)[1:]
+    return Diagnostic("E106", Severity.ERROR, f"number `{text}` has no digit after its point",
+                      Span.at(source.name, line, col, line, col + len(text)),
+                      f"write `{m.group(1)}{exponent}` or `{m.group(1)}.0{exponent}`")
 
 
 def _depth(text: str) -> int:
