@@ -488,3 +488,30 @@ def test_a_subnormal_amount_compares_above_zero():
     def limit(lhs, rhs, strict):
         return Limit("k", "check", "a check", lhs, rhs, "<=", "W", strict=strict)
     assert limit(0.0, 1e-320, True).holds and not limit(1e-320, 0.0, False).holds
+
+
+@pytest.mark.parametrize("text, shown", [
+    # (2 kW/h)^2 = 4 kW^2/h^2; the unit was `kW/h^2`, which reads back as another dimension,
+    # and showing the value raised UnitError (`astral diff`: E000)
+    ("(2 kW/h) ^ 2", "4 kW^2/h^2"),
+    ("1 m^2^2", "1 m^4"),                         # was `m^2^2`, which does not parse
+    ("(3 m) ^ 2", "9 m^2"),
+    ("(1 m^2) ^ 7", "1 m^12*m^2"),                # m^14: no one factor may go beyond 12
+    # 1 / (2 m x 1 s^2) = 0.5 m^-1 s^-2: was `m^-1/s^-2`, which reads back as m^-1*s^2
+    ("1 / (2 m * 1 s^2)", "0.5 m^-1*s^-2"),
+    ("1 / (1 m^12 * 1 m^2)", "1 m^-12*m^-2"),
+])
+def test_a_computed_unit_reads_back_as_its_quantity(text, shown):
+    d = astral_dsl.loads(f"let a = {text}\n", name="u.astral")
+    assert d.valid, d.diagnostics
+    (value,) = [v for k, v in d.lets if k == "a"]
+    assert str(value) == shown
+    assert parse_unit(value.unit).dims == value.dims
+
+
+def test_a_product_beyond_any_unit_is_e313():
+    # m^12 x m^12 x m^12 = m^36, beyond the ±24 a unit may spell: it was made, then unshowable
+    d = astral_dsl.loads("let a = 1 m^12 * 1 m^12 * 1 m^12\n", name="u.astral")
+    (e,) = d.diagnostics
+    assert e.code == "E313" and (e.span.start.line, e.span.start.column) == (1, 9)
+    assert e.hint.startswith("units take a base dimension to at most ±24")
