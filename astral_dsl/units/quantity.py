@@ -330,7 +330,11 @@ def _combine(a: Quantity, b: Quantity, op: str) -> str:
     ub = b.unit if not b.dimensionless else ""
     if not ub:
         return ua
-    candidate = (ub if op == "*" else "") if not ua else f"{ua}{op}{ub}"
+    return _reads_back((ub if op == "*" else "") if not ua else f"{ua}{op}{ub}", dims)
+
+
+def _reads_back(candidate: str, dims: Dim) -> str:
+    """`candidate` when it parses back to a unit of `dims`, else the preferred unit of `dims`."""
     if candidate:
         try:
             if parse_unit(candidate).dims == dims:
@@ -351,13 +355,7 @@ def _unit_power(unit: str, n: int, dims: Dim) -> str:
         return ""
     parts = [f"{op}{atom}" + ("" if int(e or 1) * n == 1 else f"^{int(e or 1) * n}")
              for op, atom, e in _ATOM.findall(unit)]
-    candidate = "".join(parts)
-    try:
-        if parse_unit(candidate).dims == dims:
-            return candidate
-    except ValueError:
-        pass
-    return preferred_unit(dims)
+    return _reads_back("".join(parts), dims)
 
 
 _PREFERRED = {
