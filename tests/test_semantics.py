@@ -1168,6 +1168,10 @@ def test_an_unknown_name_with_no_near_miss_still_has_a_hint(tmp_path):
     assert e.hint.startswith("nothing named `zz` is declared here or imported: declare it")
     # Python's spelling of the yes/no values
     assert one(build("let y = True\n", tmp_path), "E200").hint == "did you mean `true`?"
+    # a unit apart from its number: `1 W/ s` is `1 W` divided by a name `s`
+    assert one(build("let y = 1 W/ s\n", tmp_path), "E200").hint.endswith(
+        "names are case-sensitive; if `s` is meant as a unit, it follows its number (`1 s`), "
+        "and a compound unit has no spaces (`1 m^3/h`, not `1 m^3/ h`)")
 
 
 def test_a_symbolic_link_in_a_loop_is_e100_never_e000(tmp_path):

@@ -12,11 +12,18 @@ def unknown_key(span: Span) -> str:
 
 
 def unknown_name_hint(name: str, visible) -> str:
-    """The hint of E200: the closest visible name, else how a name comes to be known."""
-    return did_you_mean(name, set(visible) | {"true", "false"}) or (
-        f"nothing named `{name}` is declared here or imported: declare it (`let {name} = ...`, "
-        f"a `param` or a template) or import it (`import MODULE {{ {name} }}`); names are "
-        f"case-sensitive")
+    """The hint of E200: the closest visible name, else how a name comes to be known, and for a
+    unit's name, how a unit is written (`1 W/ s` is `1 W` divided by a name `s`)."""
+    from astral_dsl.units import UNITS
+
+    near = did_you_mean(name, set(visible) | {"true", "false"})
+    if near:
+        return near
+    unit = (f"; if `{name}` is meant as a unit, it follows its number (`1 {name}`), and a "
+            f"compound unit has no spaces (`1 m^3/h`, not `1 m^3/ h`)") if name in UNITS else ""
+    return (f"nothing named `{name}` is declared here or imported: declare it (`let {name} = "
+            f"...`, a `param` or a template) or import it (`import MODULE {{ {name} }}`); names "
+            f"are case-sensitive{unit}")
 
 
 class Poisoned(Exception):
