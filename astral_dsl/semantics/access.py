@@ -5,8 +5,6 @@ Plain functions over the expression evaluator `x` (semantics/evaluate.py), which
 `Attr` and `Index` nodes here; member fields come from its host, the instantiator."""
 from __future__ import annotations
 
-import re
-
 from astral_dsl.diagnostics import Span, did_you_mean
 from astral_dsl.model.rollup import PLURALS
 from astral_dsl.model.values import (Bundle, FabricAxis, FabricSelection, Group,
@@ -21,28 +19,8 @@ from astral_dsl.semantics.errors import fail
 
 
 def eval_attr(x, e: ast.Attr, env):
-    if isinstance(e.obj, ast.Number):
-        _trailing_point(e.obj, e.name)
     obj = x.eval(e.obj, env)
     return attribute(x, obj, e.name.name, e.name.span, e.span)
-
-
-def _trailing_point(number: ast.Number, name: ast.Ident) -> None:
-    """E106 for a number written with a point and no digit after it (`5.e3`, or `5.` at the end
-    of a line, which read the next line's first word as a member of the number)."""
-    end = number.span.end
-    if not re.fullmatch(r"[\d_]+", number.text) or not (
-            name.span.start.line > end.line or name.span.start.column == end.column + 1):
-        return                      # `5 .x`, `1.5.e3`: a member of a number, E209 below
-    exponent = re.fullmatch(r"[eE]\d+", name.name) and name.span.start.line == end.line
-    written = f"{number.text}.{name.name}" if exponent else f"{number.text}."
-    fixed = f"`{number.text}{name.name}` or `{number.text}.0{name.name}`" if exponent else \
-        f"`{number.text}` or `{number.text}.0`"
-    fail("E106", f"number `{written}` has no digit after its point",
-         Span.at(number.span.file, number.span.start.line, number.span.start.column,
-                 *((name.span.end.line, name.span.end.column) if exponent else
-                   (end.line, end.column + 1))),
-         f"write {fixed}")
 
 
 def attribute(x, obj, name: str, name_span: Span, span: Span):
