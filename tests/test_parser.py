@@ -717,3 +717,27 @@ def test_percent_is_a_unit_atom_after_a_slash_too():
                        ("2 %/s", "%/s")):
         (item,) = parse(Source("t.astral", f"let a = {text}\n")).items
         assert item.value.unit == unit
+
+
+@pytest.mark.parametrize("text, hint", [
+    # each was E103 without a hint
+    ("rack R { hosts = }\n", "a value is missing before this `}`: complete the expression, or "
+                             "delete it"),
+    ("rack R(n =) { }\n", "a value is missing before this `)`: complete the expression, or "
+                          "delete it"),
+    ("rack R { hosts: 3 }\n", "a field or a `let` is set with `=`, not `:` (`hosts = 4 x H`)"),
+    ("let a = max(1 2)\n", "separate the items with `,` (the statements of a body: with `,` or a "
+                           "new line)"),
+    ("import lib { a b }\n", "separate the items with `,` (the statements of a body: with `,` "
+                             "or a new line)"),
+])
+def test_a_value_left_out_a_colon_and_a_missing_comma_have_hints(text, hint):
+    d = syntax_error(text)
+    assert (d.code, d.hint) == ("E103", hint)
+
+
+def test_a_declaration_without_its_name_says_so():
+    import astral_dsl
+    d = astral_dsl.loads("rack { }\n", name="t.astral")
+    (e,) = [x for x in d.diagnostics if x.is_error]
+    assert (e.code, e.hint) == ("E210", "a declaration names its template: `rack Name { ... }`")

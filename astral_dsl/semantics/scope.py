@@ -208,7 +208,9 @@ def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
         else:
             what = {ast.Field: "a field", ast.Record: "a record", ast.Fail: "`fail`",
                     ast.SetStmt: "`set`", ast.Objective: "an objective"}.get(type(item), "this")
+            unnamed = isinstance(item, ast.Record) and item.name.name in KINDS   # `rack { }`
             diagnostics.append(Diagnostic(
                 "E210", Severity.ERROR, f"{what} cannot stand at the top of a file",
-                item.span, "put it inside a declaration, e.g. `site Name { ... }`"))
+                item.span, f"a declaration names its template: `{item.name.name} Name {{ ... }}`"
+                if unnamed else "put it inside a declaration, e.g. `site Name { ... }`"))
     return scope

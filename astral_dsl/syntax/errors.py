@@ -82,7 +82,7 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
             names -= {"IMPORT", "PARAM"}
         expected = _expected(names)
         hint = _unit_pitfall(source, tok) or _hint_for(tok, exc.expected, source) or \
-            _bracket_hint(source, tok, exc.expected)
+            _bracket_hint(source, tok, exc.expected) or _missing_hint(tok, exc.expected)
         msg = f"unexpected {_describe(tok)}" + (f"; {expected}" if expected else "")
         return Diagnostic("E103", Severity.ERROR, msg, span, hint)
     # end of file
@@ -253,6 +253,23 @@ _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _LOGIC = {"&": "the logical and is the word `and`: `a and b`",
           "|": "the logical or is the word `or`: `a or b`",
           "!": "the negation is the word `not`: `not a` (`!=` compares)"}
+
+
+# terminals an expression may start with: where the parser wants one of them, a value is missing
+_VALUE_STARTS = {"NUMBER", "QUANTITY", "NAME", "STRING", "LPAR", "LSQB"}
+
+
+def _missing_hint(tok: Token, expected) -> str | None:
+    """A value left out (`hosts = }`), a field set with `:`, names of a list without commas."""
+    names = set(expected)
+    if str(tok) in (")", "}", "]", ",") and len(names & _VALUE_STARTS) >= 3:
+        return f"a value is missing before this `{tok}`: complete the expression, or delete it"
+    if str(tok) == ":" and "EQUAL" in names:
+        return "a field or a `let` is set with `=`, not `:` (`hosts = 4 x H`)"
+    if tok.type in ("NAME", "UNIT_SPEC", "NUMBER", "QUANTITY", "STRING") and "COMMA" in names \
+            and names & {"RPAR", "RSQB", "RBRACE"}:
+        return "separate the items with `,` (the statements of a body: with `,` or a new line)"
+    return None
 
 
 def _hint_for(tok: Token, expected, source: Source | None = None) -> str | None:
