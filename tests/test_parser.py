@@ -547,8 +547,19 @@ def test_e104_an_unclosed_comment_after_a_value():
     ("let a = 7 % 2\n", "E103", "`%` is the unit percent (`3 %` is 0.03), not a remainder: the "
                                 "language has no remainder operator; write `a - floor(a / b) * "
                                 "b`"),
+    # a value left out, a colon for `=`, a comma left out: each was E103 without a hint
+    ("rack R { hosts = }\n", "E103", "a value is missing before this `}`: complete the "
+                                     "expression, or delete it"),
+    ("rack R(n =) { }\n", "E103", "a value is missing before this `)`: complete the expression, "
+                                  "or delete it"),
+    ("rack R { hosts: 3 }\n", "E103", "a field or a `let` is set with `=`, not `:` (`hosts = 4 x "
+                                      "H`)"),
+    ("let a = max(1 2)\n", "E103", "separate the items with `,` (the statements of a body: with "
+                                   "`,` or a new line)"),
+    ("import lib { a b }\n", "E103", "separate the items with `,` (the statements of a body: "
+                                     "with `,` or a new line)"),
 ])
-def test_operators_of_other_languages_have_a_hint(text, code, hint):
+def test_common_slips_have_a_hint(text, code, hint):
     d = syntax_error(text)
     assert (d.code, d.hint) == (code, hint)
 
@@ -717,23 +728,6 @@ def test_percent_is_a_unit_atom_after_a_slash_too():
                        ("2 %/s", "%/s")):
         (item,) = parse(Source("t.astral", f"let a = {text}\n")).items
         assert item.value.unit == unit
-
-
-@pytest.mark.parametrize("text, hint", [
-    # each was E103 without a hint
-    ("rack R { hosts = }\n", "a value is missing before this `}`: complete the expression, or "
-                             "delete it"),
-    ("rack R(n =) { }\n", "a value is missing before this `)`: complete the expression, or "
-                          "delete it"),
-    ("rack R { hosts: 3 }\n", "a field or a `let` is set with `=`, not `:` (`hosts = 4 x H`)"),
-    ("let a = max(1 2)\n", "separate the items with `,` (the statements of a body: with `,` or a "
-                           "new line)"),
-    ("import lib { a b }\n", "separate the items with `,` (the statements of a body: with `,` "
-                             "or a new line)"),
-])
-def test_a_value_left_out_a_colon_and_a_missing_comma_have_hints(text, hint):
-    d = syntax_error(text)
-    assert (d.code, d.hint) == ("E103", hint)
 
 
 def test_a_declaration_without_its_name_says_so():
