@@ -188,6 +188,7 @@ def test_a_diagnosis_order_that_is_not_one_is_e759_as_the_jobs_field(tmp_path):
     ({}, {}, "E307"),
     ({"hosts_per_rack": [2]}, dict(workers=0), "E309"),
     ({"hosts_per_rack": [2]}, dict(calibration="fit.json"), "E307"),
+    ({"hosts_per_rack": ["1..3"]}, {}, "E802"),        # a range as one item of a list
 ])
 def test_sweep_arguments_it_cannot_use_hold_a_code(grid, kw, code):
     with pytest.raises(SweepError) as info:

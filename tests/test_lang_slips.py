@@ -1,6 +1,7 @@
 """Slips an author of .astral files makes, each reported where it is with a code and a hint:
 a template parameter's default that needs its own template, a cycle of `let`s, a quoted value
-given to `--set`, a `_` in a number's fraction, a bracket too many or left open."""
+given to `--set`, a `_` in a number's fraction or a second exponent, a bracket too many or left
+open."""
 from __future__ import annotations
 
 import textwrap
@@ -88,6 +89,19 @@ def test_a_separator_in_a_fraction_is_e106_at_the_number(tmp_path):
     assert at(d) == (1, 17, 1, 22) and d.hint.endswith("`0.75`")
     d = only(build("let a = 1.5e1_0\n", tmp_path), "E106")
     assert "exponent" in d.message and d.hint.endswith("`1.5e10`")
+
+
+def test_a_second_exponent_is_e106_at_the_number(tmp_path):
+    # was E103 "unexpected `z`" at 2:5: `1e3e3` read as the number `1e3` and the name `e3`
+    d = only(build("let x = 1e3e3\nlet z = 2\n", tmp_path), "E106")
+    assert at(d) == (1, 9, 1, 14)
+    assert d.message == "number `1e3e3` has a second exponent: `1e3` then `e3`"
+    assert d.hint.startswith("a number takes one exponent (`1e6` for 1e3 x 10^3)")
+    # in a body (was E103 at the `}`), with a fraction and a negative exponent: 10^(-3+2)
+    d = only(build("site S { x = 2.5e-3e2 }\n", tmp_path), "E106")
+    assert at(d) == (1, 14, 1, 22) and "(`2.5e-1` for 2.5e-3 x 10^2)" in d.hint
+    # a string's and a comment's are no number: the file's error is its own
+    only(build('let s = "1e3e3" // 1e3e3\nlet a = (\n', tmp_path), "E105")
 
 
 def test_separators_in_strings_comments_and_names_are_no_number(tmp_path):
@@ -222,3 +236,41 @@ def test_a_chain_too_deep_in_a_body_is_e402_at_its_first_value(tmp_path):
     text = "site S {\n" + "\n".join(_chain(400, "  ")) + "\n  check a399 == 400\n}\n"
     d = only(build(text, tmp_path), "E402")
     assert at(d) == (2, 7, 2, 11) and d.message.startswith("evaluating `a399` of site `S`")
+
+
+# ---- keywords as names ------------------------------------------------------------------------------
+def test_a_name_no_expression_can_read_is_e222_where_it_is_named(tmp_path):
+    # `let true = 0` then `check true` passed: the check read the literal, the let never
+    d = only(build("let true = 0\ncheck true\n", tmp_path), "E222")
+    assert at(d) == (1, 5, 1, 9)
+    assert d.message == ("`true` cannot name a `let`: where a value is read, `true` is always "
+                         "the yes/no value `true`")
+    assert d.hint == "rename it (e.g. `true_value`)"
+    # a template parameter `if` (each read was E103), a loop variable `false`, a param `not`
+    design = build("rack R(if = 1) { }\nlet l = [1 for false in 0..1]\n"
+                   "param not = 2\n", tmp_path)
+    assert [(d.code, at(d)[:2]) for d in design.diagnostics if d.is_error] == \
+        [("E222", (1, 8)), ("E222", (2, 16)), ("E222", (3, 7))]
+
+
+def test_keywords_that_read_back_as_names_are_no_error(tmp_path):
+    # contextual keywords (language.md 2.3): 3 + 1 == 4 and 1 == 1 both hold
+    design = build("let import = 3\nlet check = 1\ncheck import + 1 == 4\ncheck check == 1\n",
+                   tmp_path)
+    assert [d.code for d in design.diagnostics] == []
+
+
+def test_a_point_with_no_digit_after_it_is_e106_at_the_number(tmp_path):
+    # `5.e3` was E209 "a number has no member `e3`" without a hint; `5.` at the end of a line
+    # E209 "no member `let`" at the next line; `5.e3 W` in a body E103 at the `}`
+    d = only(build("let a = 5.e3\n", tmp_path), "E106")
+    assert (at(d), d.message, d.hint) == ((1, 9, 1, 13), "number `5.e3` has no digit after its "
+                                          "point", "write `5e3` or `5.0e3`")
+    # one diagnostic: the parser had joined `5.` and the next line's `let` (`b = 2` then E210)
+    d = only(build("let a = 5.\nlet b = 2\n", tmp_path), "E106")
+    assert (at(d), d.hint) == ((1, 9, 1, 11), "write `5` or `5.0`")
+    d = only(build("site S { p = 5.e3 W }\n", tmp_path), "E106")
+    assert at(d) == (1, 14, 1, 18) and d.hint == "write `5e3` or `5.0e3`"
+    # a member of a number written apart is E209, now with a hint
+    d = only(build("let a = 5 .x\n", tmp_path), "E209")
+    assert d.hint.startswith("members belong to instances")

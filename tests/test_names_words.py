@@ -164,3 +164,63 @@ def test_the_editor_takes_a_word_for_no_declaration():
     last = len(text.splitlines())
     chain, found = resolver.at(last, len("scenario r") + 1)
     assert found is not None and found.what == "declaration"
+
+
+@pytest.mark.parametrize("extra, message", [
+    # a let `rail`: the comprehension's element read it (E303 "not a number"); now the word
+    ("let rail = 3\n", "`rail` is the word `rail` in `per` here, not the let `rail` "
+                       "(declared at 16:5)"),
+    # a template `rail`: E303 "not a rack `rail`"; a declaration is never a word's value
+    ("rack rail { hosts = 1 x H }\n", None),
+])
+def test_a_comprehensions_items_follow_the_word_rule(extra, message):
+    """`per = [rail for i in 0..0]` (one item: `0..0` is inclusive) and `per = [p for p in
+    [plane]]` looked `rail` and `plane` up as values, unlike `per = [rail]`."""
+    base = BASE.replace("per = [rail, plane]", "per = [rail for i in 0..0]") \
+        .replace("scope = pod,", "scope = pod, per = [p for p in [plane]],")
+    d = _design(extra, base)
+    assert not [x for x in d.diagnostics if x.severity.value == "error"], _diags(d)
+    assert _field(d, "S.pods[0].fabric.tor", "per") == "[rail]"
+    assert _field(d, "S.pods[0].fabric.agg", "per") == "[plane]"
+    assert [x.message for x in d.diagnostics if x.code == "W213"] == \
+        ([message] if message else [])
+
+
+def test_a_loop_variable_named_as_a_word_is_w213_in_its_element():
+    """`[rail for rail in 0..0]`: the element `rail` is the word, the variable is not read."""
+    d = _design("", BASE.replace("per = [rail, plane]", "per = [rail for rail in 0..0]"))
+    assert _field(d, "S.pods[0].fabric.tor", "per") == "[rail]"
+    (w,) = [x for x in d.diagnostics if x.code == "W213"]
+    assert w.message == "`rail` is the word `rail` in `per` here, not the loop variable `rail`"
+    # `  tier tor { ` 13, `switch = Sw, ` 13, `scope = rack, ` 14, `per = [` 7: column 48
+    assert (w.span.start.line, w.span.start.column) == (4, 48)
+
+
+def test_the_editor_takes_a_comprehensions_word_for_no_declaration():
+    text = BASE.replace("per = [rail, plane]", "per = [p for p in [rail]]") + \
+        "rack rail { hosts = 1 x H }\n"
+    a = analyse("file:///t.astral", None, text, engineering=False)
+    resolver = Resolver(a, a.entry)
+    lines = text.splitlines()
+    line = [i for i, x in enumerate(lines) if "tier tor" in x][0]
+    col = lines[line].index("in [rail") + len("in [")
+    chain, found = resolver.at(line + 1, col + 1)
+    assert chain[-1].name == "rail" and found is None
+
+
+def test_a_template_named_as_a_builtin_is_w214_at_its_import(tmp_path):
+    """`import lib { max }` hid the built-in `max` in the importing module with no warning
+    there (only at the declaration, in lib's file): `max(1, 2)` then failed as E307. Now W214 at
+    the import's name, once; a namespace import (`lib.max`) hides nothing."""
+    (tmp_path / "lib.astral").write_text(
+        "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nrack max { hosts = 2 x H }\n")
+    d = astral_dsl.loads("import lib { max, H }\nimport lib as l\n"
+                         "site S { racks = 1 x max, r = l.max }\n", name="main.astral",
+                         root=tmp_path)
+    ws = [x for x in d.diagnostics if x.code == "W214" and x.span.file.endswith("main.astral")]
+    (w,) = ws
+    assert (w.span.start.line, w.span.start.column, w.span.end.column) == (1, 14, 17)
+    assert w.message == ("the imported rack `max` (from `lib`) hides the built-in function "
+                         "`max` in this module: `max(...)` instantiates the template")
+    assert w.hint == ("import the module as a namespace instead (`import lib as m`, then "
+                      "`m.max`) to keep the built-in, or rename the template in `lib`")

@@ -527,6 +527,43 @@ def test_e104_hash_comment_hint():
     assert "//" in d.hint
 
 
+def test_e104_an_unclosed_comment_after_a_value():
+    # was E103 "unexpected `*`" without a hint: the `/` read as a division after `1`
+    for text, at in (("let a = 1 /* no end\nlet b = 2\n", (1, 11)),
+                     ("let a = 1\n/* no end\nlet b = 2\n", (2, 1))):
+        d = syntax_error(text)
+        assert (d.code, start(d), d.hint) == ("E104", at, "end it with `*/`")
+        assert (d.span.end.line, d.span.end.column) == (at[0], at[1] + 2)
+    # a `*` after a spaced `/` is no comment
+    assert syntax_error("let a = 4 / *b\n").code == "E103"
+
+
+@pytest.mark.parametrize("text, code, hint", [
+    # other languages' operators: each was a bare E104 or E103, without a hint
+    ("let a = true && false\n", "E104", "the logical and is the word `and`: `a and b`"),
+    ("let a = true || false\n", "E104", "the logical or is the word `or`: `a or b`"),
+    ("let a = !true\n", "E104", "the negation is the word `not`: `not a` (`!=` compares)"),
+    ("let a = 2 ** 3\n", "E103", "a power is written with `^`: `2 ^ 3`"),
+    ("let a = 7 % 2\n", "E103", "`%` is the unit percent (`3 %` is 0.03), not a remainder: the "
+                                "language has no remainder operator; write `a - floor(a / b) * "
+                                "b`"),
+    # a value left out, a colon for `=`, a comma left out: each was E103 without a hint
+    ("rack R { hosts = }\n", "E103", "a value is missing before this `}`: complete the "
+                                     "expression, or delete it"),
+    ("rack R(n =) { }\n", "E103", "a value is missing before this `)`: complete the expression, "
+                                  "or delete it"),
+    ("rack R { hosts: 3 }\n", "E103", "a field or a `let` is set with `=`, not `:` (`hosts = 4 x "
+                                      "H`)"),
+    ("let a = max(1 2)\n", "E103", "separate the items with `,` (the statements of a body: with "
+                                   "`,` or a new line)"),
+    ("import lib { a b }\n", "E103", "separate the items with `,` (the statements of a body: "
+                                     "with `,` or a new line)"),
+])
+def test_common_slips_have_a_hint(text, code, hint):
+    d = syntax_error(text)
+    assert (d.code, d.hint) == (code, hint)
+
+
 def test_e104_column_counts_code_points():
     d = syntax_error('site S { n = "µ" $ }')
     assert d.code == "E104"
@@ -691,3 +728,10 @@ def test_percent_is_a_unit_atom_after_a_slash_too():
                        ("2 %/s", "%/s")):
         (item,) = parse(Source("t.astral", f"let a = {text}\n")).items
         assert item.value.unit == unit
+
+
+def test_a_declaration_without_its_name_says_so():
+    import astral_dsl
+    d = astral_dsl.loads("rack { }\n", name="t.astral")
+    (e,) = [x for x in d.diagnostics if x.is_error]
+    assert (e.code, e.hint) == ("E210", "a declaration names its template: `rack Name { ... }`")

@@ -177,6 +177,27 @@ def test_missing_module_is_e205(tmp_path):
     assert not d.valid
 
 
+@pytest.mark.parametrize("text, hint", [
+    # a folder misspelt (was no hint: the near miss was looked for in the last name only)
+    ("import Lib.common { Node }", "did you mean `lib.common`?"),
+    ("import lib.comon.Node", "did you mean `import lib.common { Node }`?"),
+    # a declaration's path written as a module's
+    ("import lib.common.Node", "`lib.common` is a module: import `Node` from it with "
+                               "`import lib.common { Node }`"),
+    ("import lib", "`lib` is a folder: import a module in it, e.g. `import lib.common`"),
+    ("import lib.zz", "it would be the file lib/zz.astral below the project root, the nearest "
+                      "folder above the entry file with an astral.toml, else the entry file's "
+                      "folder; modules there: `lib.common`"),
+    ("import stdlib.hardware.H800", "`stdlib.hardware` is a module: import `H800` from it with "
+                                    "`import stdlib.hardware { H800 }`"),
+])
+def test_every_missing_module_has_a_hint(tmp_path, text, hint):
+    """E205 had a hint only for a near miss of the last name in an existing folder."""
+    write(tmp_path, "lib/common.astral", COMMON)
+    e = one(build(text + "\n", tmp_path), "E205")
+    assert e.hint == hint
+
+
 def test_missing_stdlib_module_is_e205(tmp_path):
     d = build("import stdlib.no_such_module { X }\n", tmp_path)
     e = one(d, "E205")
@@ -303,7 +324,10 @@ def test_did_you_mean_never_offers_the_field_being_defined(tmp_path):
     # `h = hw`: `h` is the nearest name, but `h = h` is a cycle (E404); in `k = hw` it is fine
     d = build("site S { h = hw, k = hw + 1 }\n", tmp_path)
     hints = [(at(e), e.hint) for e in d.diagnostics if e.code == "E200"]
-    assert hints == [((1, 14), None), ((1, 22), "did you mean `h`?")]
+    assert hints == [((1, 14), "nothing named `hw` is declared here or imported: declare it "
+                               "(`let hw = ...`, a `param` or a template) or import it (`import "
+                               "MODULE { hw }`); names are case-sensitive"),
+                     ((1, 22), "did you mean `h`?")]
 
 
 def test_unknown_template_in_a_member_is_e200(tmp_path):
@@ -1118,3 +1142,56 @@ def test_diagnostics_are_sorted_and_deterministic(tmp_path):
     positions = [at(d) for d in a.diagnostics]
     assert positions == sorted(positions)
     assert codes(a) == ["E304", "E200", "E301"]
+
+
+def test_a_template_parameter_declared_twice_is_e202(tmp_path):
+    # `rack R(n, n)` compiled: the argument went to one of the two, silently
+    e = one(build("rack R(n, n) { }\nsite S { racks = 1 x R(n = 1) }\n", tmp_path), "E202")
+    assert at(e) == (1, 11)
+    assert e.message == "parameter `n` of `R` is already declared (at 1:8)"
+
+
+def test_a_default_that_reads_a_later_parameter_says_so(tmp_path):
+    # E200 "unknown name `m`" had no hint: the parameters are bound in order
+    e = one(build("rack R(n = m, m = 1) { }\nsite S { racks = 1 x R }\n", tmp_path), "E200")
+    assert at(e) == (1, 12)
+    assert e.hint == ("`m` is a parameter of `R` declared after `n`: a default may use only "
+                      "the parameters before it; declare `m` first")
+    # a module's `m` is the one read there: 5, not the parameter's 1
+    d = build("let m = 5\nrack R(n = m, m = 1) { check n == 5 }\nsite S { racks = 1 x R }\n",
+              tmp_path)
+    assert [x.code for x in d.diagnostics if x.is_error] == []
+
+
+def test_an_unknown_name_with_no_near_miss_still_has_a_hint(tmp_path):
+    e = one(build("let y = zz\n", tmp_path), "E200")
+    assert e.hint.startswith("nothing named `zz` is declared here or imported: declare it")
+    # Python's spelling of the yes/no values
+    assert one(build("let y = True\n", tmp_path), "E200").hint == "did you mean `true`?"
+    # a unit apart from its number: `1 W/ s` is `1 W` divided by a name `s`
+    assert one(build("let y = 1 W/ s\n", tmp_path), "E200").hint.endswith(
+        "names are case-sensitive; if `s` is meant as a unit, it follows its number (`1 s`), "
+        "and a compound unit has no spaces (`1 m^3/h`, not `1 m^3/ h`)")
+
+
+def test_a_symbolic_link_in_a_loop_is_e100_never_e000(tmp_path):
+    """An entry file or an import that is a link to itself raised RuntimeError from
+    Path.resolve (E000, exit 3); an import of one was E205 "not found" though it is there."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "loop.astral").symlink_to("loop.astral")
+    e = one(build("import lib.loop\n", tmp_path), "E100")
+    assert at(e) == (1, 8)
+    assert e.message.endswith("lib/loop.astral is a symbolic link in a loop")
+    assert e.hint == "point the link at the module's file, or replace it with the file"
+    d = astral_dsl.load(tmp_path / "lib" / "loop.astral")
+    (e,) = d.diagnostics
+    assert e.code == "E100" and e.hint.startswith("the symbolic link points at itself")
+    from astral_dsl.explore.bundle import load_with_bundle      # what `astral sweep` reads
+    assert load_with_bundle(str(tmp_path / "lib" / "loop.astral"), {}, [])[1].entry == \
+        "loop.astral"
+
+
+def test_a_folder_named_as_a_module_is_e100_with_a_hint(tmp_path):
+    (tmp_path / "lib" / "parts.astral").mkdir(parents=True)
+    e = one(build("import lib.parts\n", tmp_path), "E100")
+    assert e.hint.startswith("a module is a .astral file")

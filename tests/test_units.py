@@ -468,3 +468,50 @@ def test_quantity_arguments_of_the_wrong_kind_are_type_errors():
             Q(1, unit)
         with pytest.raises(TypeError, match="a unit is a unit name"):
             Q(1, "kW").to(unit)
+
+
+def test_a_subnormal_amount_compares_above_zero():
+    """1e-160 W x 1e-160 = 1e-320 W, a subnormal double (about 9.99989e-321: below 2.2e-308 a
+    double keeps fewer digits) but not zero, so it is above 0 W. The comparison's tolerance
+    had a floor of 1e-300 x 1e-9 = 1e-309: any amount below it equalled zero."""
+    d = astral_dsl.loads("check 1e-160 W * 1e-160 > 0 W\ncheck 1e-160 W * 1e-160 != 0 W\n"
+                         "check -(1e-160 W * 1e-160) < 0 W\n", name="u.astral")
+    assert d.valid, d.diagnostics
+    d = astral_dsl.loads("check 1e-160 W * 1e-160 == 0 W\n", name="u.astral")
+    assert [x.code for x in d.diagnostics] == ["E500"]
+    # the rule the checks, the margins (explore/margins/limits.py) and `astral diff` share
+    from astral_dsl.units import same_amount
+    assert not same_amount(1e-320, 0.0) and same_amount(0.0, -0.0)
+    assert same_amount(1.0, 1.0 + 5e-10) and not same_amount(1.0, 1.0 + 2e-9)
+    from astral_dsl.explore.margins.limits import Limit    # `0 W < 1e-320 W` holds
+
+    def limit(lhs, rhs, strict):
+        return Limit("k", "check", "a check", lhs, rhs, "<=", "W", strict=strict)
+    assert limit(0.0, 1e-320, True).holds and not limit(1e-320, 0.0, False).holds
+
+
+@pytest.mark.parametrize("text, shown", [
+    # (2 kW/h)^2 = 4 kW^2/h^2; the unit was `kW/h^2`, which reads back as another dimension,
+    # and showing the value raised UnitError (`astral diff`: E000)
+    ("(2 kW/h) ^ 2", "4 kW^2/h^2"),
+    ("1 m^2^2", "1 m^4"),                         # was `m^2^2`, which does not parse
+    ("(3 m) ^ 2", "9 m^2"),
+    ("(1 m^2) ^ 7", "1 m^12*m^2"),                # m^14: no one factor may go beyond 12
+    # 1 / (2 m x 1 s^2) = 0.5 m^-1 s^-2: was `m^-1/s^-2`, which reads back as m^-1*s^2
+    ("1 / (2 m * 1 s^2)", "0.5 m^-1*s^-2"),
+    ("1 / (1 m^12 * 1 m^2)", "1 m^-12*m^-2"),
+])
+def test_a_computed_unit_reads_back_as_its_quantity(text, shown):
+    d = astral_dsl.loads(f"let a = {text}\n", name="u.astral")
+    assert d.valid, d.diagnostics
+    (value,) = [v for k, v in d.lets if k == "a"]
+    assert str(value) == shown
+    assert parse_unit(value.unit).dims == value.dims
+
+
+def test_a_product_beyond_any_unit_is_e313():
+    # m^12 x m^12 x m^12 = m^36, beyond the ±24 a unit may spell: it was made, then unshowable
+    d = astral_dsl.loads("let a = 1 m^12 * 1 m^12 * 1 m^12\n", name="u.astral")
+    (e,) = d.diagnostics
+    assert e.code == "E313" and (e.span.start.line, e.span.start.column) == (1, 9)
+    assert e.hint.startswith("units take a base dimension to at most ±24")

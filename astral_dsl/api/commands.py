@@ -109,7 +109,7 @@ def sweep(path: Target, grid: Mapping[str, Union[str, Sequence[ParamValue]]],
                              "too", path, "name the job to forecast: `job=\"...\"`")
     sets.update({k: _literal(v, f"overrides[{k!r}]") for k, v in (overrides or {}).items()})
     specs = [f"{name}={values}" if isinstance(values, str) else
-             f"{name}=" + ",".join(_one(name, v) for v in _listed(name, values))
+             f"{name}=" + ",".join(_one(name, v, path) for v in _listed(name, values))
              for name, values in grid.items()]
     return _sweep.run(os.fspath(path), specs, sets, job=job, scenario=scenario,
                       workers=workers, calibration=_fit(calibration))
@@ -122,7 +122,7 @@ def _listed(name: str, values: object) -> Sequence[ParamValue]:
     return values
 
 
-def _one(name: str, value: ParamValue) -> str:
+def _one(name: str, value: ParamValue, file) -> str:
     """A listed value as `--grid` text: one value, never a range or a list of its own (a str
     "1..3" in a list is not three values)."""
     from astral_dsl.explore import sweep as _sweep
@@ -134,9 +134,9 @@ def _one(name: str, value: ParamValue) -> str:
     except GridError:                     # an unterminated string: --grid says so
         one = True
     if not one:
-        raise _sweep.SweepError(f"grid[{name!r}]: {text!r} in a list is not one value; to "
-                                f"sweep a range or a list, give its text alone: "
-                                f"{{{name!r}: {text!r}}}")
+        message = (f"grid[{name!r}]: {text!r} in a list is not one value; to sweep a range "
+                   f"or a list, give its text alone: {{{name!r}: {text!r}}}")
+        raise _sweep.refused("E802", message, file, _sweep.GRID_HINT)
     return text
 
 

@@ -169,7 +169,7 @@ def run(args, overrides) -> int:
     except sweep.SweepError as exc:
         if not exc.diagnostics:
             return usage(str(exc))
-        return _no_rows(args, exc.diagnostics, args.file)   # E213, E221, E216: as every command
+        return _no_rows(args, exc.diagnostics, args.file)   # E213, E221, E216, E802
     except EngineError as exc:
         return _no_rows(args, [cluster_failure(exc)], args.file)
     finally:
@@ -207,14 +207,16 @@ def run(args, overrides) -> int:
 def _no_rows(args, diagnostics, file) -> int:
     """No point was evaluated: the diagnostics that say why (the file cannot be read or parsed,
     an unknown scenario, a cluster that cannot be used), with `--format json` or `jsonl` in the
-    envelope with no `rows`; exit 2 for an unreadable file or an unusable cluster (E801)."""
+    envelope with no `rows`; exit 2 for an unreadable file, an unusable cluster (E801) or a grid
+    that cannot be used (E802), as for the other usage errors."""
     if args.format != "human":
         from astral_dsl.outputs.jsonout import dumps, envelope
 
         sys.stdout.write(dumps(envelope(diagnostics, file=file, rows=[])) + "\n")
     else:
         print_diagnostics(diagnostics, colour(args), sys.stdout)
-    return EXIT_USAGE if any(d.code in ("E100", "E801") for d in diagnostics) else EXIT_ERRORS
+    return EXIT_USAGE if any(d.code in ("E100", "E801", "E802") for d in diagnostics) \
+        else EXIT_ERRORS
 
 
 def _plot(args, result) -> int:

@@ -43,6 +43,7 @@ CODES: dict[str, str] = {
     "E219": "a fabric part a scenario names that is not one, or not of a fabric",
     "E220": "an `allow` that cannot accept anything: an error's code, no such warning, no reason",
     "E221": "unknown --job name",
+    "E222": "a name that is a keyword wherever a value is read",
     "E230": "inventory file cannot be read",
     "W231": "inventory row that names no part of the design",
     "E232": "part of a required kind without an inventory row",
@@ -246,6 +247,7 @@ CODES: dict[str, str] = {
     # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
     "E800": "a point or configuration was not evaluated: its worker failed",
     "E801": "the Dask cluster of --cluster cannot be used",
+    "E802": "a --grid that cannot be used",
     "W800": "the cost counts only equipment with a declared price",
 }
 

@@ -69,7 +69,10 @@ def load_with_bundle(path: str, overrides=None, names: Sequence[str] = ()):
             continue                            # the stdlib: the worker has its own
         files.append((rel, data))
         names.append((rel, display_name(p)))
-    entry = Path(path).resolve().relative_to(root).as_posix()
+    try:
+        entry = Path(path).resolve().relative_to(root).as_posix()
+    except (OSError, RuntimeError):             # a symbolic link in a loop: unreadable (E100)
+        entry = Path(path).name
     if entry not in dict(files):               # unreadable entry: nothing to ship
         files.append((entry, b""))
         names.append((entry, display_name(Path(path))))

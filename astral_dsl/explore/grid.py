@@ -29,7 +29,12 @@ _FLOAT_TINY = Fraction(sys.float_info.min)
 
 
 class GridError(ValueError):
-    """A malformed grid: the command line reports it as a usage error."""
+    """A malformed grid (E802: exit 2, as a usage error); `name`: the parameter whose declared
+    kind its values do not fit (check_names), else None."""
+
+    def __init__(self, message: str, name: Optional[str] = None):
+        super().__init__(message)
+        self.name = name
 
 
 @records.frozen
@@ -309,7 +314,7 @@ def check_names(grids: Sequence[Grid], params: Dict[str, object]) -> None:
             m = _NUMBER.fullmatch(value)
             if not m:
                 raise GridError(f"--grid {g.name}: `{value}` is not a number, and `{g.name}` is "
-                                f"a quantity ({current})")
+                                f"a quantity ({current})", g.name)
             unit = m.group("unit")
             if unit:
                 from astral_dsl.units import parse_unit
@@ -323,7 +328,7 @@ def check_names(grids: Sequence[Grid], params: Dict[str, object]) -> None:
                             f"`80degC..90degC:5K`" if current.point and u.dims == current.dims
                             else "")
                     raise GridError(f"--grid {g.name}: `{value}` is not a {current.dimension()} "
-                                    f"like `{g.name}` ({current}){hint}")
+                                    f"like `{g.name}` ({current}){hint}", g.name)
 
 
 def _check_literals(g: Grid, current) -> None:
@@ -332,8 +337,8 @@ def _check_literals(g: Grid, current) -> None:
     for value in g.values:
         if isinstance(current, bool) and value not in ("true", "false"):
             raise GridError(f"--grid {g.name}: `{value}` is not `true` or `false`, and "
-                            f"`{g.name}` is a yes/no value ({str(current).lower()})")
+                            f"`{g.name}` is a yes/no value ({str(current).lower()})", g.name)
         if isinstance(current, str) and not (len(value) >= 2 and value[0] == value[-1] == '"'):
             raise GridError(f"--grid {g.name}: `{value}` is not a quoted string, and "
                             f"`{g.name}` is text (\"{current}\"); write --grid "
-                            f"'{g.name}=\"{value}\"'")
+                            f"'{g.name}=\"{value}\"'", g.name)

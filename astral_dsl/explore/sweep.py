@@ -19,15 +19,32 @@ from astral_dsl.explore.engines import REFUSED, chunks, engine as make_engine
 from astral_dsl.explore.grid import Grid, GridError, check_names, parse_grids, points
 from astral_dsl.explore.point import (FORECAST, SUMMARY, PointOptions, are_rows,
                                       evaluate_points)
+from astral_dsl.syntax import ast
 
 
 class SweepError(Exception):
-    """The sweep cannot start: a bad grid (a usage error), or an unknown parameter, job or
-    scenario (`diagnostics`: E213, E221 or E216, exit 1, as every command says them)."""
+    """The sweep cannot start: a bad grid (`diagnostics`: E802, exit 2), or an unknown parameter,
+    job or scenario (E213, E221 or E216, exit 1, as every command says them)."""
 
     def __init__(self, message: str, diagnostics=()):
         super().__init__(message)
         self.diagnostics = list(diagnostics)
+
+
+GRID_HINT = ("a grid is a range as the language reads it (`2..6`, `2..<6`, `2..10:2`) or a "
+             "comma list of values (`40kW,45kW`, `true,false`, `\"a\",\"b\"`), of a parameter "
+             "that --set does not give")
+
+
+def unfitting_grid(exc: GridError, ws, file) -> Diagnostic:
+    """E802 for grid values that do not fit their parameter, at the parameter's `param` in the
+    entry file: the values come from the command line, the kind they must have from there."""
+    found = [item for item in ws.entry.tree.items
+             if isinstance(item, ast.Param) and item.name.name == exc.name]
+    span = found[0].span if found else None
+    return Diagnostic("E802", Severity.ERROR, str(exc), span,
+                      f"`{exc.name}` is declared here: give --grid values of its kind, as "
+                      f"`--set {exc.name}=...` takes them", file=os.fspath(file))
 
 
 def refused(code: str, message: str, file, hint: str) -> SweepError:
@@ -69,7 +86,7 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
     try:
         grids = parse_grids(grid_specs, sets)
     except GridError as exc:
-        raise SweepError(str(exc)) from None
+        raise refused("E802", str(exc), path, GRID_HINT) from None
     if not grids:           # a call without its arguments (E307)
         raise refused("E307", "give at least one --grid NAME=VALUES, e.g. --grid "
                       "hosts_per_rack=2..6", path, "a sweep needs a parameter and its values: "
@@ -89,7 +106,7 @@ def run(path: str, grid_specs: Sequence[str], sets: Optional[Dict[str, str]] = N
     try:
         check_names(grids, params)
     except GridError as exc:
-        raise SweepError(str(exc)) from None
+        raise SweepError(str(exc), [unfitting_grid(exc, ws, base.file)]) from None
     if job is not None and job not in [j.template for j in base.jobs]:
         from astral_dsl.seer import unknown_job
 

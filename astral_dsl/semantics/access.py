@@ -65,10 +65,14 @@ def attribute(x, obj, name: str, name_span: Span, span: Span):
             return obj.item
         if name == "total":
             return obj.total
-        fail("E209", f"a bundle has `count`, `each` and `total`, not `{name}`", name_span)
+        fail("E209", f"a bundle has `count`, `each` and `total`, not `{name}`", name_span,
+             did_you_mean(name, ("count", "each", "total", "speed")) or
+             "`count`: how many; `each`: one's value; `total`: all of them together")
     if isinstance(obj, ListValue) and name == "count":
         return Quantity(float(len(obj.items)))
-    fail("E209", f"a {type_name(obj)} has no member `{name}`", name_span)
+    fail("E209", f"a {type_name(obj)} has no member `{name}`", name_span,
+         "members belong to instances (`rack.power`), modules imported as a namespace "
+         "(`hw.H800`), bundles (`count`, `each`, `total`) and lists (`count`)")
 
 
 def _over_group(x, group: Group, fn):

@@ -98,11 +98,29 @@ def _default(it, template: Template, pname: str, given, expr, env: Env):
         fail("E402", f"parameter defaults nest more than {MAX_DEFAULTS} deep (at `{pname}` of "
                      f"`{template.name}`)", expr.span,
              "a default that instantiates its template with changing arguments never ends")
+    _no_later_parameter(template, pname, expr)
     it.defaulting.add(key)
     try:
         return it.eval(expr, env)
     finally:
         it.defaulting.discard(key)
+
+
+def _no_later_parameter(template: Template, pname: str, expr) -> None:
+    """E200 with its reason for a default that reads a parameter declared after its own (the
+    parameters are bound in order: `rack R(n = m, m = 1)`), unless the name is the module's or
+    a loop variable's of the default."""
+    names = [p.name.name for p in template.decl.params or ()]
+    later = set(names[names.index(pname) + 1:])
+    nodes = list(ast.walk(expr))
+    bound = {n.var.name for n in nodes if isinstance(n, ast.Comprehension)}
+    for node in nodes:
+        if isinstance(node, ast.Name) and node.name in later - bound and \
+                template.module.lookup(node.name) is None:
+            fail("E200", f"unknown name `{node.name}`", node.span,
+                 f"`{node.name}` is a parameter of `{template.name}` declared after `{pname}`: "
+                 f"a default may use only the parameters before it; declare `{node.name}` "
+                 f"first")
 
 
 def renamed(it, template: Template, r: ast.Renamed, arg: ast.Arg, names) -> ast.Arg:

@@ -12,6 +12,7 @@ from astral_dsl.semantics.checks import Written, owners, run_checks, span_text
 from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.semantics.errors import Poisoned
 from astral_dsl.semantics.freeze import Freezer
+from astral_dsl.semantics.keywords import keyword_names
 from astral_dsl.semantics.instantiate import Instantiator
 from astral_dsl.semantics.modules import LoadedModule, ModuleLoader
 from astral_dsl.semantics.scope import (LetSymbol, ModuleScope, ParamSymbol, Template,
@@ -43,6 +44,8 @@ def module_scope(module: LoadedModule, loader: ModuleLoader, scopes: Dict[int, M
             return None
         return module_scope(target, loader, scopes, diagnostics)
 
+    if not module.is_stdlib:
+        keyword_names(module.tree, diagnostics)
     return build_scope(scope, module.tree, resolve, diagnostics)
 
 

@@ -3,12 +3,27 @@ from __future__ import annotations
 
 import attrs
 
-from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
+from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.values import POISON
 
 
 def unknown_key(span: Span) -> str:
     return f"{span.file}:{span.start.line}:{span.start.column}"
+
+
+def unknown_name_hint(name: str, visible) -> str:
+    """The hint of E200: the closest visible name, else how a name comes to be known, and for a
+    unit's name, how a unit is written (`1 W/ s` is `1 W` divided by a name `s`)."""
+    from astral_dsl.units import UNITS
+
+    near = did_you_mean(name, set(visible) | {"true", "false"})
+    if near:
+        return near
+    unit = (f"; if `{name}` is meant as a unit, it follows its number (`1 {name}`), and a "
+            f"compound unit has no spaces (`1 m^3/h`, not `1 m^3/ h`)") if name in UNITS else ""
+    return (f"nothing named `{name}` is declared here or imported: declare it (`let {name} = "
+            f"...`, a `param` or a template) or import it (`import MODULE {{ {name} }}`); names "
+            f"are case-sensitive{unit}")
 
 
 class Poisoned(Exception):

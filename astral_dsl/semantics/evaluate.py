@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from astral_dsl.diagnostics import Diagnostic, Severity, Span, did_you_mean
+from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
 from astral_dsl.model.values import ListValue, Symbol, type_name
 from astral_dsl.semantics.builtins import BUILTINS, BuiltinError, call_builtin
@@ -15,7 +15,7 @@ from astral_dsl.semantics.defaults import FORMS
 from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template, missing_hint
 from astral_dsl.semantics import access, collections, operators
-from astral_dsl.semantics.errors import Poisoned, check, fail
+from astral_dsl.semantics.errors import Poisoned, check, fail, unknown_name_hint
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, format_number, parse_unit
 from astral_dsl.units.table import UnitSpecError, is_unit
@@ -199,7 +199,7 @@ class Expressions:
             return Symbol(name)
         if name in env.module.unresolved:
             raise Poisoned()               # its import failed: that is the diagnostic
-        fail("E200", f"unknown name `{name}`", span, did_you_mean(name, self.visible(env)))
+        fail("E200", f"unknown name `{name}`", span, unknown_name_hint(name, self.visible(env)))
 
     def visible(self, env: Env):
         names = set(env.module.symbols)
@@ -290,7 +290,7 @@ class Expressions:
             raise Poisoned()               # its import failed: that is the diagnostic
         if symbol is None:
             fail("E200", f"unknown name `{func.name}`", func.span,
-                 did_you_mean(func.name, self.visible(env) | set(BUILTINS) | set(FORMS)))
+                 unknown_name_hint(func.name, self.visible(env) | set(BUILTINS) | set(FORMS)))
         return symbol
 
 

@@ -14,6 +14,7 @@ from typing import Callable, Dict, Iterator, List, Optional
 from astral_dsl import gcpause, records, resources
 from astral_dsl.regularfile import open_regular
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span
+from astral_dsl.semantics.missing import missing_module_hint
 from astral_dsl.syntax import ast
 from astral_dsl.syntax.parser import parse_all
 from astral_dsl.syntax.source import Source, decode
@@ -96,7 +97,20 @@ def unreadable(what: str, exc: OSError, span: Optional[Span] = None,
                           f"{MAX_SOURCE_BYTES // (1024 * 1024)} MiB)", span,
                           "split the design into modules that import each other", file=file)
     return Diagnostic("E100", Severity.ERROR, f"cannot read {what}: {exc.strerror or exc}",
-                      span, file=file)
+                      span, _UNREADABLE.get(getattr(exc, "errno", None),
+                                            "check the path and that the file can be read"),
+                      file=file)
+
+
+_UNREADABLE = {
+    errno.ENOENT: "check the path: a relative one starts at the working directory (an "
+                  "import's, at the project root)",
+    errno.EACCES: "check the file's permissions: the user running astral must be able to "
+                  "read it",
+    errno.ELOOP: "the symbolic link points at itself or at a ring of links: point it at the "
+                 "file, or replace it with the file",
+    errno.EISDIR: "name a .astral file, not a folder",
+}
 
 
 @records.define
@@ -109,7 +123,10 @@ class LoadedModule:
 
 
 def project_root(entry: Path) -> Path:
-    entry = entry.resolve()
+    try:
+        entry = entry.resolve()
+    except (OSError, RuntimeError):     # a symbolic link in a loop: reading it says so (E100)
+        entry = entry.absolute()
     for folder in [entry.parent, *entry.parent.parents]:
         if (folder / "astral.toml").is_file():
             return folder
@@ -120,7 +137,7 @@ def display_name(path: Path) -> str:
     """Paths in diagnostics: relative to the working directory when below it."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):    # outside it; a symbolic link in a loop
         return str(path)
 
 
@@ -218,10 +235,16 @@ class ModuleLoader:
         else:
             base, rel = self.root, parts
         path = base.joinpath(*rel[:-1], rel[-1] + ".astral")
+        span = Span(node.span.file, node.path[0].span.start, node.path[-1].span.end)
         try:
             resolved = path.resolve()
-        except (OSError, RuntimeError):
-            resolved = path
+        except (OSError, RuntimeError) as exc:   # RuntimeError: a link to itself, or a ring
+            why = "is a symbolic link in a loop" if isinstance(exc, RuntimeError) else \
+                f"cannot be followed ({exc.strerror or exc})"
+            self._error("E100", f"cannot read module `{node.dotted}`: {display_name(path)} "
+                                f"{why}", span,
+                        "point the link at the module's file, or replace it with the file")
+            return None
         if not (inside(resolved, base)):
             self._error("E207", f"module `{node.dotted}` resolves outside the project "
                                 f"({display_name(resolved)})", node.span,
@@ -229,22 +252,14 @@ class ModuleLoader:
             return None
         if resolved.exists() and not resolved.is_file():
             self._error("E100", f"cannot read module `{node.dotted}`: "
-                                f"{display_name(resolved)} is not a regular file",
-                        Span(node.span.file, node.path[0].span.start, node.path[-1].span.end))
+                                f"{display_name(resolved)} is not a regular file", span,
+                        "a module is a .astral file: rename the folder or special file that "
+                        "has its name, or import another module")
             return None
         if not resolved.is_file():
             where = "the stdlib" if parts[0] == "stdlib" else f"the project ({display_name(base)})"
-            hint = None
-            folder = resolved.parent
-            if folder.is_dir():
-                from astral_dsl.diagnostics import did_you_mean
-
-                names = [p.stem for p in folder.glob("*.astral")]
-                hint = did_you_mean(rel[-1], names)
-                if hint:
-                    hint = hint.replace("`", "`" + ".".join(parts[:-1]) + ".", 1)
-            self._error("E205", f"module `{node.dotted}` not found in {where}",
-                        Span(node.span.file, node.path[0].span.start, node.path[-1].span.end), hint)
+            self._error("E205", f"module `{node.dotted}` not found in {where}", span,
+                        missing_module_hint(base, parts, parts[0] == "stdlib"))
             return None
         return resolved
 

@@ -12,7 +12,7 @@ from astral_dsl.semantics.errors import Poisoned, fail
 from astral_dsl.semantics.frames import Frame
 from astral_dsl.semantics.words import compared_word
 from astral_dsl.syntax import ast
-from astral_dsl.units import Quantity, UnitError
+from astral_dsl.units import Quantity, UnitError, same_amount
 
 
 # ---- arithmetic ----------------------------------------------------------------------------------
@@ -151,8 +151,7 @@ def compare(op, left, right, e):
             d = left.compare(right)
         except UnitError as exc:
             fail(exc.code, exc.message, e.span, exc.hint)
-        tol = 1e-9 * max(abs(left.si), abs(right.si), 1e-300)
-        eq = abs(d) <= tol
+        eq = same_amount(left.si, right.si)
         return {"==": eq, "!=": not eq, "<": d < 0 and not eq, "<=": d < 0 or eq,
                 ">": d > 0 and not eq, ">=": d > 0 or eq}[op]
     if op in ("==", "!=") and isinstance(left, (Symbol, str)) and \

@@ -121,6 +121,33 @@ def declare(scope: ModuleScope, name: ast.Ident, symbol: Symbol,
         scope.own[name.name] = symbol
 
 
+def _imported_hides_builtin(ident: ast.Ident, symbol: "Template", dotted: str) -> Diagnostic:
+    """W214 at an import `{ max }` of a template named as a built-in function: in the importing
+    module too, `max(...)` instantiates it (the declaring module's warning is in its own file,
+    which may not be the user's)."""
+    kind, name = symbol.decl.kind.name, ident.name
+    return Diagnostic(
+        "W214", Severity.WARNING,
+        f"the imported {kind} `{name}` (from `{dotted}`) hides the built-in function `{name}` "
+        f"in this module: `{name}(...)` instantiates the template", ident.span,
+        f"import the module as a namespace instead (`import {dotted} as m`, then `m.{name}`) "
+        f"to keep the built-in, or rename the template in `{dotted}`")
+
+
+def _unique_parameters(decl: ast.Decl, diagnostics: List[Diagnostic]) -> None:
+    """E202 for a template parameter declared twice (`rack R(n, n)`: the second was silently
+    the one bound)."""
+    seen = {}
+    for p in decl.params or ():
+        first = seen.setdefault(p.name.name, p.name.span)
+        if first is not p.name.span:
+            diagnostics.append(Diagnostic(
+                "E202", Severity.ERROR,
+                f"parameter `{p.name.name}` of `{decl.name.name}` is already declared (at "
+                f"{first.start.line}:{first.start.column})", p.name.span,
+                "rename one of them, or delete one"))
+
+
 def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
                 diagnostics: List[Diagnostic]) -> ModuleScope:
     """Bind the names of one module into `scope` (created before, so that an import cycle sees
@@ -147,6 +174,8 @@ def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
                         missing_hint(target, item.dotted, ident.name)))
                     continue
                 declare(scope, ident, symbol, diagnostics, exported=False)
+                if isinstance(symbol, Template) and ident.name in _callables():
+                    diagnostics.append(_imported_hides_builtin(ident, symbol, item.dotted))
             if item.alias is not None:
                 declare(scope, item.alias, Namespace(target, item.dotted), diagnostics,
                         exported=False)
@@ -161,6 +190,7 @@ def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
                     "kinds: " + ", ".join(sorted(KINDS))))
                 continue
             declare(scope, item.name, Template(item, scope), diagnostics)
+            _unique_parameters(item, diagnostics)
             if item.name.name in _callables():
                 diagnostics.append(Diagnostic(
                     "W214", Severity.WARNING,
@@ -178,7 +208,9 @@ def build_scope(scope: ModuleScope, tree: ast.Module, resolve_import,
         else:
             what = {ast.Field: "a field", ast.Record: "a record", ast.Fail: "`fail`",
                     ast.SetStmt: "`set`", ast.Objective: "an objective"}.get(type(item), "this")
+            unnamed = isinstance(item, ast.Record) and item.name.name in KINDS   # `rack { }`
             diagnostics.append(Diagnostic(
                 "E210", Severity.ERROR, f"{what} cannot stand at the top of a file",
-                item.span, "put it inside a declaration, e.g. `site Name { ... }`"))
+                item.span, f"a declaration names its template: `{item.name.name} Name {{ ... }}`"
+                if unnamed else "put it inside a declaration, e.g. `site Name { ... }`"))
     return scope

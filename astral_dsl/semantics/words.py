@@ -29,8 +29,8 @@ def words_of(type_) -> tuple:
 
 def as_words(expr, type_, env: Env, field: str, diagnostics: List[Diagnostic]):
     """`expr` with each bare name that stands for the field's value itself (the whole value,
-    a list's item, a branch of `if`) and is one of its words replaced by that word as a string
-    (which the field's type takes as the word); the condition of an `if`, a call's arguments
+    a list's item, a branch of `if`, a comprehension's element) and is one of its words
+    replaced by that word as a string (which the field's type takes as the word); the condition of an `if`, a call's arguments
     and arithmetic keep their names. W213 for each such name that a value also has."""
     words = words_of(type_)
     if not words:
@@ -38,19 +38,54 @@ def as_words(expr, type_, env: Env, field: str, diagnostics: List[Diagnostic]):
     return _rewrite(expr, words, env, field, diagnostics)
 
 
-def _rewrite(expr, words, env: Env, field: str, diagnostics):
+def _rewrite(expr, words, env: Env, field: str, diagnostics, bound: tuple = ()):
+    """`bound`: the variables of the comprehensions around `expr` (values, as a `let`)."""
     if isinstance(expr, ast.Name) and expr.name in words:
-        _warn_hidden(expr, env, field, diagnostics)
+        if expr.name in bound:
+            _warn_loop_variable(expr, field, diagnostics)
+        else:
+            _warn_hidden(expr, env, field, diagnostics)
         return ast.String(expr.name, expr.span)
     if isinstance(expr, ast.ListExpr):
-        items = tuple(_rewrite(i, words, env, field, diagnostics) for i in expr.items)
+        items = tuple(_rewrite(i, words, env, field, diagnostics, bound) for i in expr.items)
         return expr if items == expr.items else ast.ListExpr(items, expr.span)
     if isinstance(expr, ast.If):
-        then = _rewrite(expr.then, words, env, field, diagnostics)
-        other = _rewrite(expr.other, words, env, field, diagnostics)
+        then = _rewrite(expr.then, words, env, field, diagnostics, bound)
+        other = _rewrite(expr.other, words, env, field, diagnostics, bound)
         return expr if (then, other) == (expr.then, expr.other) else \
             ast.If(expr.cond, then, other, expr.span)
+    if isinstance(expr, ast.Comprehension):
+        # `[rail for i in 0..1]`: each element is an item of the list; `[p for p in [rail,
+        # plane]]`: the loop variable's values are the items too, so the iterable's are words
+        element = _rewrite(expr.element, words, env, field, diagnostics,
+                           bound + (expr.var.name,))
+        iterable = _rewrite(expr.iterable, words, env, field, diagnostics, bound) \
+            if yields_variable(expr) else expr.iterable
+        return expr if (element, iterable) == (expr.element, expr.iterable) else \
+            ast.Comprehension(element, expr.var, iterable, expr.span)
     return expr
+
+
+def yields_variable(comp: ast.Comprehension) -> bool:
+    """Is the comprehension's variable itself (bare) an item of its list: its whole element,
+    or a branch of an `if` that is, so that the iterable's items are the list's?"""
+    def stands(expr) -> bool:
+        if isinstance(expr, ast.Name):
+            return expr.name == comp.var.name
+        if isinstance(expr, ast.If):
+            return stands(expr.then) or stands(expr.other)
+        return False
+    return stands(comp.element)
+
+
+def _warn_loop_variable(expr: ast.Name, where: str, diagnostics) -> None:
+    """W213 when the word `expr` is also the variable of a comprehension around it."""
+    diagnostics.append(Diagnostic(
+        "W213", Severity.WARNING,
+        f"`{expr.name}` is the word `{expr.name}` in {where} here, not the loop variable "
+        f"`{expr.name}`", expr.span,
+        f"a bare `{expr.name}` there is always the word: rename the loop variable to use its "
+        f"value, or quote the word (`\"{expr.name}\"`) to say so"))
 
 
 def _warn_hidden(expr: ast.Name, env: Env, where: str, diagnostics) -> None:
@@ -127,7 +162,9 @@ def in_word_position(chain) -> bool:
     below = leaf
     for i in range(len(chain) - 2, -1, -1):
         node = chain[i]
-        if isinstance(node, ast.ListExpr) or (isinstance(node, ast.If) and below is not node.cond):
+        if isinstance(node, ast.ListExpr) or (isinstance(node, ast.If) and below is not node.cond) \
+                or (isinstance(node, ast.Comprehension) and (below is node.element or (
+                    below is node.iterable and yields_variable(node)))):
             below = node
             continue
         if isinstance(node, ast.Field) and below is node.value:

@@ -65,6 +65,26 @@ def _invalid(text: str, exc: Exception, span: Span) -> DiagnosticError:
     return DiagnosticError(Diagnostic("E106", Severity.ERROR, message, span, hint))
 
 
+def _trailing_point(number: ast.Number, name: ast.Ident) -> None:
+    """E106 for a number written with a point and no digit after it: `5.e3` (the number 5 and
+    a member `e3`), or `5.` at the end of a line, which took the next line's first word as a
+    member (`let b` of the next statement: `b = 2` was then E210 too). `5 .x`, a member of a
+    number written apart, is left to the evaluator (E209)."""
+    end = number.span.end
+    if not re.fullmatch(r"[\d_]+", number.text) or not (
+            name.span.start.line > end.line or name.span.start.column == end.column + 1):
+        return
+    exponent = re.fullmatch(r"[eE]\d+", name.name) and name.span.start.line == end.line
+    written = f"{number.text}.{name.name}" if exponent else f"{number.text}."
+    fixed = f"`{number.text}{name.name}` or `{number.text}.0{name.name}`" if exponent else \
+        f"`{number.text}` or `{number.text}.0`"
+    last = (name.span.end.line, name.span.end.column) if exponent else (end.line, end.column + 1)
+    raise DiagnosticError(Diagnostic(
+        "E106", Severity.ERROR, f"number `{written}` has no digit after its point",
+        Span.at(number.span.file, number.span.start.line, number.span.start.column, *last),
+        f"write {fixed}"))
+
+
 class Builder(Transformer):
     def __init__(self, file: str):
         super().__init__(visit_tokens=False)
@@ -242,7 +262,10 @@ class Builder(Transformer):
 
     @v_args(meta=True)
     def attr(self, meta, items):
-        return ast.Attr(items[0], self._id(items[1]), self._s(meta))
+        name = self._id(items[1])
+        if isinstance(items[0], ast.Number):
+            _trailing_point(items[0], name)
+        return ast.Attr(items[0], name, self._s(meta))
 
     @v_args(meta=True)
     def index(self, meta, items):

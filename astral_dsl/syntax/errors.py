@@ -38,11 +38,14 @@ def _expected(names) -> str:
 
 def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
     name = source.name
-    if isinstance(exc, (UnexpectedCharacters, UnexpectedToken)) and getattr(exc, "line", None) \
-            and source.line(exc.line)[exc.column - 1:exc.column + 1] == "/*":
-        return Diagnostic("E104", Severity.ERROR, "this `/*` comment is never closed",
-                          Span.at(name, exc.line, exc.column, exc.line, exc.column + 2),
-                          "end it with `*/`")
+    if isinstance(exc, (UnexpectedCharacters, UnexpectedToken)) and getattr(exc, "line", None):
+        # at the `/`, or at the `*` of a `/` read as a division (`let a = 1 /* ...`)
+        line = source.line(exc.line)
+        for col in (exc.column, exc.column - 1):
+            if col >= 1 and line[col - 1:col + 1] == "/*":
+                return Diagnostic("E104", Severity.ERROR, "this `/*` comment is never closed",
+                                  Span.at(name, exc.line, col, exc.line, col + 2),
+                                  "end it with `*/`")
     if isinstance(exc, UnexpectedCharacters):
         ch = source.text[exc.pos_in_stream] if exc.pos_in_stream < len(source.text) else ""
         span = Span.at(name, exc.line, exc.column)
@@ -51,6 +54,8 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
             hint = "strings use double quotes: \"...\""
         elif ch == "#":
             hint = "comments start with `//`"
+        elif ch in _LOGIC:
+            hint = _LOGIC[ch]
         elif ch == "\"":
             hint = "a string must end on the line it starts"
         elif ch.isalpha():
@@ -77,7 +82,7 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
             names -= {"IMPORT", "PARAM"}
         expected = _expected(names)
         hint = _unit_pitfall(source, tok) or _hint_for(tok, exc.expected, source) or \
-            _bracket_hint(source, tok, exc.expected)
+            _bracket_hint(source, tok, exc.expected) or _missing_hint(tok, exc.expected)
         msg = f"unexpected {_describe(tok)}" + (f"; {expected}" if expected else "")
         return Diagnostic("E103", Severity.ERROR, msg, span, hint)
     # end of file
@@ -169,17 +174,23 @@ def _bracket_hint(source: Source, tok: Token, expected) -> str | None:
 # parser fails further on, where nothing is wrong.
 _FRACTION_SEPARATOR = re.compile(
     r'"(?:[^"\\\n]++|\\.)*+"|//[^\n]*|/\*[\s\S]*?\*/|'
-    r'(?<![\w.])(\d[\d_]*\.\d[\d_]*|\.\d[\d_]*|\d[\d_]*)([eE][+-]?\d[\d_]*)?')
+    r'(?<![\w.])(\d[\d_]*\.\d[\d_]*|\.\d[\d_]*|\d[\d_]*)([eE][+-]?\d[\d_]*)?'
+    r'((?<=\d)[eE][+-]?\d\w*)?(\.[eE][+-]?\d+(?!\w))?')
 
 
 def fraction_separator(source: Source, end: int) -> Diagnostic | None:
     """E106 for the first number that starts before offset `end` with a `_` in its fraction or
-    exponent."""
+    exponent, or with a second exponent (`1e3e3`: the number `1e3` and the name `e3`, which no
+    unit can be, so that the parser failed further on, at the next line)."""
     for m in _FRACTION_SEPARATOR.finditer(source.text):
         if m.start() >= end:
             break
         if m.group(1) is None:
             continue
+        if m.group(3) is not None and m.group(2) is not None:
+            return _second_exponent(source, m)
+        if m.group(4) is not None and m.group(2) is None and "." not in m.group(1):
+            return _point_before_exponent(source, m)
         mantissa, exponent = m.group(1), m.group(2) or ""
         fraction = mantissa.partition(".")[2]
         if "_" not in fraction and "_" not in exponent:
@@ -199,6 +210,30 @@ def fraction_separator(source: Source, end: int) -> Diagnostic | None:
     return None
 
 
+def _second_exponent(source: Source, m) -> Diagnostic:
+    text = m.group(0)
+    line = source.text.count("\n", 0, m.start()) + 1
+    col = m.start() - (source.text.rfind("\n", 0, m.start()) + 1) + 1
+    tail = re.match(r"[eE]([+-]?\d+)", m.group(3))
+    scaled = f"{m.group(1)}e{int(m.group(2)[1:].replace('_', '')) + int(tail.group(1))}"
+    return Diagnostic("E106", Severity.ERROR,
+                      f"number `{text}` has a second exponent: `{m.group(1)}{m.group(2)}` "
+                      f"then `{m.group(3)}`", Span.at(source.name, line, col, line, col + len(text)),
+                      f"a number takes one exponent (`{scaled}` for {m.group(1)}{m.group(2)} "
+                      f"x 10^{tail.group(1)}); a unit after it cannot start with `e` and a digit")
+
+
+def _point_before_exponent(source: Source, m) -> Diagnostic:
+    """`5.e3`: the number `5`, a member `e3` of it, and the parser failed further on (`5.e3 W`)."""
+    text = m.group(1) + m.group(4)
+    line = source.text.count("\n", 0, m.start()) + 1
+    col = m.start() - (source.text.rfind("\n", 0, m.start()) + 1) + 1
+    exponent = m.group(4)[1:]
+    return Diagnostic("E106", Severity.ERROR, f"number `{text}` has no digit after its point",
+                      Span.at(source.name, line, col, line, col + len(text)),
+                      f"write `{m.group(1)}{exponent}` or `{m.group(1)}.0{exponent}`")
+
+
 def _depth(text: str) -> int:
     """Brace depth at the end of `text`, ignoring comments and strings (roughly)."""
     text = re.sub(r'"(?:[^"\\\n]++|\\.)*+"|//[^\n]*|/\*.*?\*/', "", text, flags=re.S)
@@ -214,10 +249,36 @@ def _describe(tok: Token) -> str:
 
 
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+# operators of other languages, by the character the lexer stops at
+_LOGIC = {"&": "the logical and is the word `and`: `a and b`",
+          "|": "the logical or is the word `or`: `a or b`",
+          "!": "the negation is the word `not`: `not a` (`!=` compares)"}
+
+
+# terminals an expression may start with: where the parser wants one of them, a value is missing
+_VALUE_STARTS = {"NUMBER", "QUANTITY", "NAME", "STRING", "LPAR", "LSQB"}
+
+
+def _missing_hint(tok: Token, expected) -> str | None:
+    """A value left out (`hosts = }`), a field set with `:`, names of a list without commas."""
+    names = set(expected)
+    if str(tok) in (")", "}", "]", ",") and len(names & _VALUE_STARTS) >= 3:
+        return f"a value is missing before this `{tok}`: complete the expression, or delete it"
+    if str(tok) == ":" and "EQUAL" in names:
+        return "a field or a `let` is set with `=`, not `:` (`hosts = 4 x H`)"
+    if tok.type in ("NAME", "UNIT_SPEC", "NUMBER", "QUANTITY", "STRING") and "COMMA" in names \
+            and names & {"RPAR", "RSQB", "RBRACE"}:
+        return "separate the items with `,` (the statements of a body: with `,` or a new line)"
+    return None
 
 
 def _hint_for(tok: Token, expected, source: Source | None = None) -> str | None:
     before = source.line(tok.line)[:tok.column - 1] if source is not None else ""
+    if str(tok) == "*" and before.endswith("*"):
+        return "a power is written with `^`: `2 ^ 3`"
+    if tok.type == "NUMBER" and re.search(r"\d\s*%\s*$", before):
+        return ("`%` is the unit percent (`3 %` is 0.03), not a remainder: the language has no "
+                "remainder operator; write `a - floor(a / b) * b`")
     if str(tok) in _COMPARISONS and re.search(r"(?<!-)[<>]|[=!]=", before):
         return "comparisons do not chain: write `a < b and b < c`, not `a < b < c`"
     if str(tok) != "=":

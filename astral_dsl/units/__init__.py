@@ -8,7 +8,7 @@ base dimensions (mass, length, time, current, temperature, information, operatio
 temperature points are kept apart from temperature differences.
 """
 from astral_dsl.units.dimension import DIMENSIONLESS, Dim, dimension_name, DIMENSION_TYPES
-from astral_dsl.units.quantity import Quantity, UnitError, format_number
+from astral_dsl.units.quantity import Quantity, UnitError, format_number, same_amount
 from astral_dsl.units.table import Unit, UNITS, parse_unit, unit_names
 from astral_dsl.units import readable
 
@@ -24,5 +24,6 @@ __all__ = [
     "format_number",
     "parse_unit",
     "readable",
+    "same_amount",
     "unit_names",
 ]

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from fractions import Fraction
 from functools import lru_cache
+from typing import List
 
 from astral_dsl import records
 
@@ -34,6 +36,17 @@ def _pow_error(base: "Quantity", exponent: "Quantity", exc: Exception) -> UnitEr
                          "a negative number has no fractional power")
     return UnitError("E309", f"{base} ^ {exponent} is too large to compute",
                      "the largest number is about 1.8e308")
+
+
+# a check's `==` holds within a part in 10^9 of the larger side (the rounding of a chain of
+# conversions and sums): relative only, so that an amount is never equal to zero unless it is
+# zero (an absolute floor of 1e-309 made `1e-160 W * 1e-160 > 0 W`, 1e-320 W, false)
+CHECK_TOLERANCE = 1e-9
+
+
+def same_amount(a: float, b: float) -> bool:
+    """Are two amounts in SI units equal as a check compares them?"""
+    return abs(a - b) <= CHECK_TOLERANCE * max(abs(a), abs(b))
 
 
 def format_number(x: float) -> str:
@@ -204,9 +217,9 @@ class Quantity:
 
     def mul(self, other: "Quantity") -> "Quantity":
         self._no_points(other, "multiply")
+        dims = _within(mul(self.dims, other.dims), self, other, "*")
         return Quantity(_finite(self.si * other.si, "product", self.si and other.si),
-                        mul(self.dims, other.dims),
-                        _combine(self, other, "*"), False)
+                        dims, _combine(self, other, "*"), False)
 
     def div(self, other: "Quantity") -> "Quantity":
         self._no_points(other, "divide")
@@ -214,9 +227,9 @@ class Quantity:
             raise UnitError("E305", "division by zero",
                             "the divisor is 0: check it, or choose with `if d > 0 then a / d "
                             "else ...`")
+        dims = _within(div(self.dims, other.dims), self, other, "/")
         return Quantity(_finite(self.si / other.si, "quotient", self.si),
-                        div(self.dims, other.dims),
-                        _combine(self, other, "/"), False)
+                        dims, _combine(self, other, "/"), False)
 
     def pow(self, exponent: "Quantity") -> "Quantity":
         if not exponent.dimensionless:
@@ -238,8 +251,8 @@ class Quantity:
                 raise UnitError("E313", f"{self.describe()} raised to {format_number(n)} is "
                                         f"beyond the exponents of any physical unit",
                                 f"units take exponents up to ±{MAX_UNIT_EXPONENT}")
-            unit = f"{self.unit}^{int(n)}" if self.unit else ""
-            return Quantity(value, power(self.dims, int(n)), unit, False)
+            dims = power(self.dims, int(n))
+            return Quantity(value, dims, _unit_power(self.unit, int(n), dims), False)
         try:
             return Quantity(_finite(float(self.si ** n), "power", self.si))
         except (OverflowError, ZeroDivisionError, TypeError) as exc:
@@ -295,6 +308,17 @@ def _finite(value: float, what: str, nonzero: float = 0.0) -> float:
     return value
 
 
+def _within(dims: Dim, a: Quantity, b: Quantity, op: str) -> Dim:
+    """`dims`, the dimension of `a op b`, when a unit can spell it (E313 otherwise, as for a
+    power: `1 m^12 * 1 m^12 * 1 m^12` is no physical quantity)."""
+    if any(abs(e) > MAX_DIMENSION_EXPONENT for e in dims):
+        raise UnitError("E313", f"{a.describe()} {op} {b.describe()} is beyond the exponents of "
+                                f"any physical unit",
+                        f"units take a base dimension to at most ±{MAX_DIMENSION_EXPONENT}: "
+                        f"check the units of the operands")
+    return dims
+
+
 def _combine(a: Quantity, b: Quantity, op: str) -> str:
     """A display unit for a product or quotient: plain numbers and ratios keep the other's unit;
     otherwise the two units joined, when that spelling parses back to the right dimension, else
@@ -306,7 +330,11 @@ def _combine(a: Quantity, b: Quantity, op: str) -> str:
     ub = b.unit if not b.dimensionless else ""
     if not ub:
         return ua
-    candidate = (ub if op == "*" else "") if not ua else f"{ua}{op}{ub}"
+    return _reads_back((ub if op == "*" else "") if not ua else f"{ua}{op}{ub}", dims)
+
+
+def _reads_back(candidate: str, dims: Dim) -> str:
+    """`candidate` when it parses back to a unit of `dims`, else the preferred unit of `dims`."""
     if candidate:
         try:
             if parse_unit(candidate).dims == dims:
@@ -314,6 +342,20 @@ def _combine(a: Quantity, b: Quantity, op: str) -> str:
         except ValueError:
             pass
     return preferred_unit(dims)
+
+
+_ATOM = re.compile(r"([*/]?)([^*/^]+)(?:\^(-?\d+))?")
+
+
+def _unit_power(unit: str, n: int, dims: Dim) -> str:
+    """The display unit of a quantity in `unit` raised to `n`: each factor's exponent times n
+    (`m^2` -> `m^4`, `kW/h` -> `kW^2/h^2`; `m^2^2` and `kW/h^2` would not read back, or read
+    back as another quantity), else the preferred unit of the result's dimension."""
+    if not unit:
+        return ""
+    parts = [f"{op}{atom}" + ("" if int(e or 1) * n == 1 else f"^{int(e or 1) * n}")
+             for op, atom, e in _ATOM.findall(unit)]
+    return _reads_back("".join(parts), dims)
 
 
 _PREFERRED = {
@@ -331,8 +373,22 @@ def preferred_unit(dims: Dim) -> str:
     for name, d in NAMED.items():
         if d == dims and name in _PREFERRED:
             return _PREFERRED[name]
-    num = "*".join(b if e == 1 else f"{b}^{e}" for b, e in zip(BASES, dims) if e > 0) or ""
-    den = "/".join(b if e == -1 else f"{b}^{-e}" for b, e in zip(BASES, dims) if e < 0)
+    # the base units, each power in factors a unit may spell (`m^14`: `m^12*m^2`); a
+    # denominator's factors each after a `/` (`kg*m/s^2`), none without a numerator
+    # (`m^-1*s^-2`: `m^-1/s^-2` would read back as m^-1*s^2)
+    num = [f for b, e in zip(BASES, dims) if e > 0 for f in _factors(b, e)]
+    den = [f for b, e in zip(BASES, dims) if e < 0 for f in _factors(b, -e)]
     if not num:
-        return "/".join(f"{b}^{e}" for b, e in zip(BASES, dims) if e)  # negative powers only
-    return f"{num}/{den}" if den else num
+        return "*".join(f for b, e in zip(BASES, dims) if e < 0 for f in _factors(b, e))
+    return "*".join(num) + "".join("/" + f for f in den)
+
+
+def _factors(base: str, e: int) -> List[str]:
+    """`base^e` as factors of at most MAX_UNIT_EXPONENT each."""
+    step = MAX_UNIT_EXPONENT if e > 0 else -MAX_UNIT_EXPONENT
+    out = []
+    while e:
+        part = step if abs(e) > MAX_UNIT_EXPONENT else e
+        out.append(base if part == 1 else f"{base}^{part}")
+        e -= part
+    return out

@@ -288,7 +288,32 @@ def test_usage_errors(project, capsys, extra, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, err = _cli(["sweep", str(project), "--workers", "1"] + extra, capsys)
     assert code == 2, err
-    assert message in err
+    # a grid that cannot be used is E802 on standard output (exit 2, as E801); the others
+    # are argparse's usage errors on standard error
+    grid = message in ("the range is empty", "measure different things",
+                       "is not a power like `rack_limit`", "both by --grid and by")
+    assert message in (out if grid else err)
+    assert ("error[E802]" in out) == grid
+
+
+def test_a_grid_that_does_not_fit_its_parameter_is_e802_at_the_param(project, capsys):
+    """`--grid rack_limit=4GB,5GB` was a usage error with no code: now E802, exit 2, at the
+    `param rack_limit` it does not fit (the envelope under json); the API raises it."""
+    code, out, _ = _cli(["sweep", str(project), "--workers", "1", "--grid",
+                         "rack_limit=4GB,5GB", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 2 and doc["rows"] == []
+    (d,) = doc["diagnostics"]
+    line = project.read_text().splitlines().index(
+        [x for x in project.read_text().splitlines() if x.startswith("param rack_limit")][0])
+    assert d["code"] == "E802" and d["range"]["start"] == {"line": line + 1, "column": 1}
+    assert d["message"] == "--grid rack_limit: `4 GB` is not a power like `rack_limit` (45 kW)"
+    assert d["hint"].startswith("`rack_limit` is declared here")
+    import astral_dsl
+    with pytest.raises(sweep.SweepError) as info:
+        astral_dsl.sweep(project, {"hosts_per_rack": "6..2"})
+    (d,) = info.value.diagnostics
+    assert d.code == "E802" and d.span is None and d.hint.startswith("a grid is a range")
 
 
 def test_an_unknown_grid_parameter_is_e213_as_for_set(project, capsys):
@@ -368,8 +393,9 @@ def test_the_table_shows_each_rows_warnings_as_json_and_csv_do(project, capsys):
 def test_huge_grid_values_are_usage_errors_or_rows_never_a_crash(project, tmp_path, capsys):
     base = ["sweep", str(project), "--workers", "1"]
     for extra in (["--format", "json"], ["-o", str(tmp_path / "x.jsonl")], []):
-        code, _, err = _cli(base + ["--grid", "hosts_per_rack=1e400"] + extra, capsys)
-        assert code == 2 and "`1e400` is beyond the range of a number" in err, err
+        code, out, err = _cli(base + ["--grid", "hosts_per_rack=1e400"] + extra, capsys)
+        assert code == 2 and "`1e400` is beyond the range of a number" in out, err
+        assert "E802" in out
     # 1e300 is a number: the point is a row with the compiler's diagnostic (E401), in valid JSON
     code, out, err = _cli(base + ["--grid", "hosts_per_rack=1e300,2", "--format", "json"],
                           capsys)
@@ -456,8 +482,8 @@ def test_yes_no_and_text_grids(tmp_path, capsys):
     assert {d["code"] for d in rows[0]["diagnostics"] if d["severity"] == "error"} == {"E500"}
     for spec, message in (("big=1,0", "`1` is not `true` or `false`"),
                           ("label=a,b", "`a` is not a quoted string")):
-        code, _, err = _cli(["sweep", str(design), "--grid", spec, "--workers", "1"], capsys)
-        assert code == 2 and message in err
+        code, out, _ = _cli(["sweep", str(design), "--grid", spec, "--workers", "1"], capsys)
+        assert code == 2 and message in out and "error[E802]" in out
 
 
 def test_progress_bar_draws_and_erases_itself(capsys):

@@ -16,7 +16,7 @@ import sympy
 
 from astral_dsl import records
 from astral_dsl.explore.margins.shadow import OPAQUE, Shadows
-from astral_dsl.units import Quantity, format_number
+from astral_dsl.units import Quantity, format_number, same_amount
 
 BITS = 8.0        # information is counted in bits in SI (1 GB = 8e9)
 
@@ -53,10 +53,10 @@ class Limit:
     def holds(self) -> bool:
         if self.truth:
             return self.lhs == 1.0
-        tol = 1e-9 * max(abs(self.lhs), abs(self.rhs), 1e-300)
+        same = same_amount(self.lhs, self.rhs)
         if self.op == "==":
-            return abs(self.lhs - self.rhs) <= tol
-        return self.lhs < self.rhs - tol if self.strict else self.lhs <= self.rhs + tol
+            return same
+        return self.lhs < self.rhs and not same if self.strict else self.lhs <= self.rhs or same
 
     @property
     def margin(self) -> Optional[float]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from astral_dsl.model.values import show
-from astral_dsl.units import Quantity, UnitError
+from astral_dsl.units import Quantity, UnitError, same_amount
 
 # what pairs a check whose text changed: (file, declaration, message, left side as written)
 Anchor = Tuple[str, str, str, str]
@@ -41,7 +41,7 @@ def margin(r) -> Optional[Quantity]:
         m = right.sub(left) if r.op in ("<", "<=") else left.sub(right)
     except UnitError:
         return None
-    if abs(m.si) <= 1e-9 * max(abs(left.si), abs(right.si), 1e-300):
+    if same_amount(left.si, right.si):
         return Quantity(0.0, m.dims, m.unit)
     return m
 
