@@ -17,9 +17,10 @@ at the peak (what the utility point supplies at full load in the hottest hour of
 Heat into each circuit: its loops' heat with their pumps and CDUs, its air units' heat with
 their fans, and a share of the conversion losses and the auxiliaries (the electrical rooms and
 the building are air-cooled: the share of the circuits' air heat; with no air unit, of their
-heat; with several sites, each site's own among its own circuits, analyses/site_loads.py). The
-transformers stand outdoors and the circuits' own pumps' heat (under 1 % of what they
-move) is left out. Data the design leaves out counts as 0 W with a warning, never silently."""
+heat; with several sites, each site's own among its own circuits, analyses/site_loads.py), and
+the circuit's own pumps' draw, which ends up as heat in its water (analyses/circuits.py size:
+its chillers and heat rejection reject it). The transformers stand outdoors. Data the design
+leaves out counts as 0 W with a warning, never silently."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
