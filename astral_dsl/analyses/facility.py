@@ -284,7 +284,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                                             for cy, pr in years])
     peak_hours = site_loads.hourly(base[1], [(cy.circuit.peak_w, pr.peak, pr.ratio)
                                              for cy, pr in years])
-    hot = max(range(len(peak_hours)), key=peak_hours.__getitem__)   # the first of equals
+    hot = peak_hours.index(max(peak_hours))        # the first of equals
     n = len(avg_hours)
     mech_avg = sum(avg_hours) / n
     any_feeders = bool(power.feeders)
@@ -293,7 +293,8 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     hours = site_loads.by_site(every, by_path, loops, air, years, base, (avg_hours, peak_hours))
     mech = chain.mechanical(mult, resolve, served, cache, failed, diags, reqs,
                             (peak_hours[hot], mech_avg), any_feeders,
-                            [(max(p), sum(a) / len(a)) for a, p in hours])
+                            [(peak_hours[hot], mech_avg) if a is avg_hours else
+                             (max(p), sum(a) / len(a)) for a, p in hours])
     mech_loss = (sum(f.replicas * f.running * feeder_loss(f, f.average_w) for f in mech),
                  sum(f.replicas * f.running * feeder_loss(f, f.normal_w) for f in mech))
     stages = chain.stages(mult, diags)
@@ -323,7 +324,8 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
         if stages:              # the bare sites' own loads: their IT input and consumers
             bare_load = chain.bare_load(every, bare, it_sites, hours, hot)
     else:
-        square = sum((it_in[0] + h) ** 2 for h in avg_hours) / n
+        a = it_in[0]
+        square = sum([(a + h) ** 2 for h in avg_hours]) / n
         stages = [attrs.evolve(s, mean_square_w2=square * s.share ** 2) for s in stages]
     per_stage: Dict[int, float] = {id(s): s.mean_losses() for s in stages}
     transformer_avg = sum(per_stage.values()) + chain.default_losses(bare_load[0])
