@@ -228,3 +228,27 @@ def test_utilization_where_it_cannot_be_stated_says_where_it_can():
     (e,) = [d for d in design.diagnostics if d.is_error]
     assert (e.code, e.message) == ("E203", "a host has no field `utilization`")
     assert e.hint == "`utilization` is stated on a rack, row, block, pod, hall or site"
+
+
+def test_facility_water_below_freezing_is_e646_with_a_hint_and_no_empty_w648():
+    # supply -30 degC, rise 10 K: water at its mean -25 degC is ice. E646 says so, on the
+    # circuit, with a hint; W648 ("declares no ...") had followed with an empty list of fields
+    # ("declares no : its pumps ..."): the circuit declares them all.
+    text = BASE.replace("@SWITCH@", "").replace("@RACK@", "").replace("@SITE@", "").replace(
+        "facility water { free_cooling", "facility water { supply = -30 degC, rise = 10 K, "
+        "pump_head = 200 kPa, pump_efficiency = 75 %, free_cooling")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="ice.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E646"]
+    assert e.message.startswith("fluid properties of facility water `S.water` at -25 degC")
+    assert e.span is not None and "glycol" in e.hint
+    assert not [d for d in checked.diagnostics if d.code == "W648"]
+
+
+def test_a_loop_whose_coolant_boils_is_e646_with_a_hint():
+    text = BASE.replace("@SWITCH@", "").replace("@RACK@", "").replace("@SITE@", "").replace(
+        "loop plates { fluid = Water, supply = 35 degC", "loop plates { fluid = Water, "
+        "supply = 150 degC")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="boil.astral"))
+    e = next(d for d in checked.diagnostics if d.code == "E646")
+    assert "is not liquid at 155 degC" in e.message and e.span is not None
+    assert e.hint.startswith("keep its supply and return where the fluid is liquid")

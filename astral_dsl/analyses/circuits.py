@@ -189,12 +189,18 @@ def size(circuit: Instance, replicas: int, draws: List[Draw], extra: Tuple[float
             diags.append(Diagnostic("E646", Severity.ERROR,
                                     f"fluid properties of facility water `{circuit.path}` at "
                                     f"{readable.celsius(supply + rise / 2)}: {exc}",
-                                    circuit.span_of("fluid")))
+                                    circuit.span_of("fluid") or circuit.span_of("supply"),
+                                    fluids.unavailable_hint(exc)))
+    missing: List[str] = []
     if flow is not None and head and eff:
         pump = formulas.pump_power(flow, head, eff)
     elif peak > 0:
+        # what it does not declare (a 0 degC supply is declared); none when its fluid has no
+        # properties at its temperatures, which E646 says
         missing = [n for n, v in (("supply", supply), ("rise", rise), ("pump_head", head),
-                                  ("pump_efficiency", eff)) if not v]
+                                  ("pump_efficiency", eff)) if v is None or (not v and
+                                                                            n != "supply")]
+    if missing:
         diags.append(Diagnostic(
             "W648", Severity.WARNING,
             f"facility water `{circuit.path}` declares no "
