@@ -252,3 +252,60 @@ def test_a_loop_whose_coolant_boils_is_e646_with_a_hint():
     e = next(d for d in checked.diagnostics if d.code == "E646")
     assert "is not liquid at 155 degC" in e.message and e.span is not None
     assert e.hint.startswith("keep its supply and return where the fluid is liquid")
+
+
+_CARNOT = """
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+site S {
+  racks = 8 x R
+  climate = "weather.csv"
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %, approach = 10 K,
+             dew_point = 10 degC }
+  facility water { supply = 14 degC, rise = 6 K, chiller_cop = @COP@, rejection = dry_cooler,
+                   rejection_approach = 8 K, rejection_fan_ratio = 2 %, pump_head = 100 kPa,
+                   pump_efficiency = 75 % }
+}
+"""
+
+
+def test_a_chiller_cop_above_the_carnot_limit_is_w646(tmp_path):
+    # a day of 12 hours at 10 degC and 12 at 30 degC (dew point 5 degC): the condenser water
+    # is 18 or 38 degC (8 K approach) against 14 degC chilled water. Carnot: 287.15 / (18 - 14)
+    # = 71.79 in the mild hours, 287.15 / (38 - 14) = 11.96 in the hot ones: a COP of 20 is
+    # above it 12 h of 24, 12 x 365 = 4,380 h a year; a COP of 6 is below it all year.
+    rows = ['1,"TEST",XX,0.0,36.0,-80.0,0',
+            "Date (MM/DD/YYYY),Time (HH:MM),Dry-bulb (C),Dew-point (C),Pressure (mbar)"]
+    rows += [f"07/01/1999,{h:02d}:00,{10.0 if h <= 12 else 30.0:.1f},5.0,1013"
+             for h in range(1, 25)]
+    (tmp_path / "weather.csv").write_text("\n".join(rows) + "\n")
+
+    def w646(cop):
+        ws = astral_dsl.compiles(_CARNOT.replace("@COP@", cop), name="carnot.astral",
+                                 root=tmp_path)
+        return [d for d in astral_dsl.check(ws).diagnostics if d.code == "W646"]
+    (w,) = w646("20")
+    assert w.message == (
+        "the chillers of facility water `S.water`: a constant COP of 20 is above the Carnot "
+        "limit between its 14 degC water and the condenser water (the outdoor air plus the 8 K "
+        "approach) 4,380 h a year, down to 11.96 at the hottest hour (38 degC): no chiller "
+        "does, and their draw is understated")
+    assert w.span.start.line == 9 and w.hint
+    assert w646("6") == []
+
+
+def test_a_chiller_model_rated_above_carnot_is_w646_without_a_climate():
+    # rated 20 at 6.7 degC chilled and 29.4 degC condenser water: Carnot 279.85 / 22.7 = 12.33;
+    # the stdlib's Centrifugal (6.28 there) is not reported
+    text = _CARNOT.replace('  climate = "weather.csv"\n', "").replace(
+        "chiller_cop = @COP@, rejection = dry_cooler,", "chiller = Magic, free_cooling = 3000 h,"
+    ).replace("rejection_approach = 8 K, ", "")
+    magic = "chiller Magic { cop = 20, rated_supply = 6.7 degC, rated_condenser = 29.4 degC }\n"
+    checked = astral_dsl.check(astral_dsl.compiles(magic + text, name="magic.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W646"]
+    assert w.message.startswith("chiller `Magic` declares a COP of 20 at 6.7 degC chilled and "
+                                "29.4 degC condenser water, above the Carnot limit of 12.33")
+    assert w.span.start.line == 1
+    stdlib = "import stdlib.cooling { Centrifugal }\n" + text.replace("Magic", "Centrifugal")
+    checked = astral_dsl.check(astral_dsl.compiles(stdlib, name="centrifugal.astral"))
+    assert not [d for d in checked.diagnostics if d.code == "W646"]

@@ -262,6 +262,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
         y = heat_rejection.year(p, outdoor, result.average_w)
         rejection_checks.missing_chiller(inst, y, p, diags)
         rejection_checks.unbounded_cop(inst, p, outdoor, resolve, diags)
+        rejection_checks.beyond_carnot(inst, p, outdoor, resolve, diags)
         if outdoor is None and p.free_cooling_h is None and p.chiller is not None and \
                 p.economiser != "none" and result.peak_w > 0:
             rejection_checks.unknown_free_hours(inst, climate, diags)
