@@ -309,3 +309,21 @@ def test_a_chiller_model_rated_above_carnot_is_w646_without_a_climate():
     stdlib = "import stdlib.cooling { Centrifugal }\n" + text.replace("Magic", "Centrifugal")
     checked = astral_dsl.check(astral_dsl.compiles(stdlib, name="centrifugal.astral"))
     assert not [d for d in checked.diagnostics if d.code == "W646"]
+
+
+def test_each_rows_feeder_carries_its_own_rows_average_of_a_shared_rack():
+    # one rack template R (4 x 10 kW) in row A at 90 % and in row B at 50 %, each row's feeder
+    # serving its own 2 racks (80 kW peak): A's feeder carries 72 kW on average, B's 40 kW. At
+    # 96 % and 90 %: 72 x (1 / 0.96 - 1) + 40 x (1 / 0.9 - 1) = 3,000 + 4,444.4 = 7,444.4 W of
+    # conversion losses. Before, each feeder carried the rack's mean over both rows, 56 kW:
+    # 2,333.3 + 6,222.2 = 8,555.6 W.
+    rows = "".join(f"row {name} {{ racks = 2 x R, utilization = {u} %, feeder f {{ current = ac, "
+                   f"voltage = 400 V, capacity = 1 MW, efficiency = {eff} %, serves = racks }} }}\n"
+                   for name, u, eff in (("A", 90, 96), ("B", 50, 90)))
+    text = "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n" + rows + \
+        "site S { a = 1 x A, b = 1 x B }\n"
+    power = astral_dsl.check(astral_dsl.compiles(text, name="rows.astral")).engineering.power
+    assert {f.path: f.average_w for f in power.feeders} == {
+        "S.a[0].f": pytest.approx(72e3), "S.b[0].f": pytest.approx(40e3)}
+    assert power.conversion_loss_w == pytest.approx(72e3 * (1 / 0.96 - 1) + 40e3 * (1 / 0.9 - 1))
+    assert power.conversion_loss_w == pytest.approx(7444.44, abs=0.01)
