@@ -278,10 +278,10 @@ def size(workspace: "Workspace", design: Design):
     """Step 16: each combination of the structural `?`s compiled and checked (with the twins of
     its required scenarios), then the choice and its counts compiled once more. What it
     decides is kept per user (analyses/sizing_cache.py): the same text with the same overrides
-    is then compiled once, with the values chosen, instead of sized again."""
-    from astral_dsl.analyses import sizing_cache
+    (and the same climate files, by their contents) is then compiled once, with the values chosen, instead of sized again."""
+    from astral_dsl.analyses import climate, sizing_cache
 
-    digest = sizing_cache.key(workspace.sources(), design.overrides)
+    digest = sizing_cache.key(workspace.sources(), design.overrides, climate.digests(design))
     kept = _kept(workspace, design, digest)
     if kept is not None:
         return kept

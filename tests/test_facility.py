@@ -228,3 +228,102 @@ def test_utilization_where_it_cannot_be_stated_says_where_it_can():
     (e,) = [d for d in design.diagnostics if d.is_error]
     assert (e.code, e.message) == ("E203", "a host has no field `utilization`")
     assert e.hint == "`utilization` is stated on a rack, row, block, pod, hall or site"
+
+
+def test_facility_water_below_freezing_is_e646_with_a_hint_and_no_empty_w648():
+    # supply -30 degC, rise 10 K: water at its mean -25 degC is ice. E646 says so, on the
+    # circuit, with a hint; W648 ("declares no ...") had followed with an empty list of fields
+    # ("declares no : its pumps ..."): the circuit declares them all.
+    text = BASE.replace("@SWITCH@", "").replace("@RACK@", "").replace("@SITE@", "").replace(
+        "facility water { free_cooling", "facility water { supply = -30 degC, rise = 10 K, "
+        "pump_head = 200 kPa, pump_efficiency = 75 %, free_cooling")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="ice.astral"))
+    (e,) = [d for d in checked.diagnostics if d.code == "E646"]
+    assert e.message.startswith("fluid properties of facility water `S.water` at -25 degC")
+    assert e.span is not None and "glycol" in e.hint
+    assert not [d for d in checked.diagnostics if d.code == "W648"]
+
+
+def test_a_loop_whose_coolant_boils_is_e646_with_a_hint():
+    text = BASE.replace("@SWITCH@", "").replace("@RACK@", "").replace("@SITE@", "").replace(
+        "loop plates { fluid = Water, supply = 35 degC", "loop plates { fluid = Water, "
+        "supply = 150 degC")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="boil.astral"))
+    e = next(d for d in checked.diagnostics if d.code == "E646")
+    assert "is not liquid at 155 degC" in e.message and e.span is not None
+    assert e.hint.startswith("keep its supply and return where the fluid is liquid")
+
+
+_CARNOT = """
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+site S {
+  racks = 8 x R
+  climate = "weather.csv"
+  air room { supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %, approach = 10 K,
+             dew_point = 10 degC }
+  facility water { supply = 14 degC, rise = 6 K, chiller_cop = @COP@, rejection = dry_cooler,
+                   rejection_approach = 8 K, rejection_fan_ratio = 2 %, pump_head = 100 kPa,
+                   pump_efficiency = 75 % }
+}
+"""
+
+
+def test_a_chiller_cop_above_the_carnot_limit_is_w646(tmp_path):
+    # a day of 12 hours at 10 degC and 12 at 30 degC (dew point 5 degC): the condenser water
+    # is 18 or 38 degC (8 K approach) against 14 degC chilled water. Carnot: 287.15 / (18 - 14)
+    # = 71.79 in the mild hours, 287.15 / (38 - 14) = 11.96 in the hot ones: a COP of 20 is
+    # above it 12 h of 24, 12 x 365 = 4,380 h a year; a COP of 6 is below it all year.
+    rows = ['1,"TEST",XX,0.0,36.0,-80.0,0',
+            "Date (MM/DD/YYYY),Time (HH:MM),Dry-bulb (C),Dew-point (C),Pressure (mbar)"]
+    rows += [f"07/01/1999,{h:02d}:00,{10.0 if h <= 12 else 30.0:.1f},5.0,1013"
+             for h in range(1, 25)]
+    (tmp_path / "weather.csv").write_text("\n".join(rows) + "\n")
+
+    def w646(cop):
+        ws = astral_dsl.compiles(_CARNOT.replace("@COP@", cop), name="carnot.astral",
+                                 root=tmp_path)
+        return [d for d in astral_dsl.check(ws).diagnostics if d.code == "W646"]
+    (w,) = w646("20")
+    assert w.message == (
+        "the chillers of facility water `S.water`: a constant COP of 20 is above the Carnot "
+        "limit between its 14 degC water and the condenser water (the outdoor air plus the 8 K "
+        "approach) 4,380 h a year, down to 11.96 at the hottest hour (38 degC): no chiller "
+        "does, and their draw is understated")
+    assert w.span.start.line == 9 and w.hint
+    assert w646("6") == []
+
+
+def test_a_chiller_model_rated_above_carnot_is_w646_without_a_climate():
+    # rated 20 at 6.7 degC chilled and 29.4 degC condenser water: Carnot 279.85 / 22.7 = 12.33;
+    # the stdlib's Centrifugal (6.28 there) is not reported
+    text = _CARNOT.replace('  climate = "weather.csv"\n', "").replace(
+        "chiller_cop = @COP@, rejection = dry_cooler,", "chiller = Magic, free_cooling = 3000 h,"
+    ).replace("rejection_approach = 8 K, ", "")
+    magic = "chiller Magic { cop = 20, rated_supply = 6.7 degC, rated_condenser = 29.4 degC }\n"
+    checked = astral_dsl.check(astral_dsl.compiles(magic + text, name="magic.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W646"]
+    assert w.message.startswith("chiller `Magic` declares a COP of 20 at 6.7 degC chilled and "
+                                "29.4 degC condenser water, above the Carnot limit of 12.33")
+    assert w.span.start.line == 1
+    stdlib = "import stdlib.cooling { Centrifugal }\n" + text.replace("Magic", "Centrifugal")
+    checked = astral_dsl.check(astral_dsl.compiles(stdlib, name="centrifugal.astral"))
+    assert not [d for d in checked.diagnostics if d.code == "W646"]
+
+
+def test_each_rows_feeder_carries_its_own_rows_average_of_a_shared_rack():
+    # one rack template R (4 x 10 kW) in row A at 90 % and in row B at 50 %, each row's feeder
+    # serving its own 2 racks (80 kW peak): A's feeder carries 72 kW on average, B's 40 kW. At
+    # 96 % and 90 %: 72 x (1 / 0.96 - 1) + 40 x (1 / 0.9 - 1) = 3,000 + 4,444.4 = 7,444.4 W of
+    # conversion losses. Before, each feeder carried the rack's mean over both rows, 56 kW:
+    # 2,333.3 + 6,222.2 = 8,555.6 W.
+    rows = "".join(f"row {name} {{ racks = 2 x R, utilization = {u} %, feeder f {{ current = ac, "
+                   f"voltage = 400 V, capacity = 1 MW, efficiency = {eff} %, serves = racks }} }}\n"
+                   for name, u, eff in (("A", 90, 96), ("B", 50, 90)))
+    text = "host H { power = 10 kW }\nrack R { hosts = 4 x H }\n" + rows + \
+        "site S { a = 1 x A, b = 1 x B }\n"
+    power = astral_dsl.check(astral_dsl.compiles(text, name="rows.astral")).engineering.power
+    assert {f.path: f.average_w for f in power.feeders} == {
+        "S.a[0].f": pytest.approx(72e3), "S.b[0].f": pytest.approx(40e3)}
+    assert power.conversion_loss_w == pytest.approx(72e3 * (1 / 0.96 - 1) + 40e3 * (1 / 0.9 - 1))
+    assert power.conversion_loss_w == pytest.approx(7444.44, abs=0.01)

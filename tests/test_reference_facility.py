@@ -136,7 +136,12 @@ def hand():
     warm = (0.75 * 0.75 * HOSTS_KW + pumps, 0.75 * HOSTS_KW + pumps)
     chilled = (0.25 * 0.75 * HOSTS_KW + SWITCHES_KW + fans + losses + aux,
                0.25 * HOSTS_KW + SWITCHES_KW + fans_peak + losses_peak + aux)
-    fpumps = _water_pumps_kw(warm[1], 32, 10) + _water_pumps_kw(chilled[1], 18, 8)
+    # each circuit's pumps, sized for the flow of its load, and their heat in its water, which
+    # its heat rejection and chillers reject with the load
+    warm_pumps, chilled_pumps = _water_pumps_kw(warm[1], 32, 10), _water_pumps_kw(chilled[1], 18, 8)
+    fpumps = warm_pumps + chilled_pumps
+    warm = (warm[0] + warm_pumps, warm[1] + warm_pumps)
+    chilled = (chilled[0] + chilled_pumps, chilled[1] + chilled_pumps)
     climate = _climate()
     hours = []
     for t, d, p in climate:

@@ -241,11 +241,11 @@ def test_reference_power_view():
     assert set(feeders) == {"feeder hvdc · side A", "feeder utility · side B",
                             "56 x feeder net_hvdc · side A", "56 x feeder net_utility · side B",
                             "72 x feeder mech_a · side A", "72 x feeder mech_b · side B"}
-    # the facility's own consumers on the mechanical feeders: 108.56 MW at the peak hour,
-    # 753.9 kW on each of the 144 normally
+    # the facility's own consumers on the mechanical feeders: 109.41 MW at the peak hour
+    # (tests/test_reference_facility.py), 109,407.0 / 144 = 759.8 kW on each of the 144 normally
     mech = pic.with_text(r"^facility consumers")
-    assert mech and "108.6 MW at the peak hour" in pic.text(mech[0])
-    assert "normal 753.9 kW" in pic.text(feeders["72 x feeder mech_a · side A"])
+    assert mech and "109.4 MW at the peak hour" in pic.text(mech[0])
+    assert "normal 759.8 kW" in pic.text(feeders["72 x feeder mech_a · side A"])
     # the switches are on the network feeders: 40,140.8 kW / 56 / 2 = 358.4 kW each normally
     net = pic.with_text(r"^network switches")
     assert net and "on the feeders with network = true" in pic.text(net[0])
@@ -277,10 +277,12 @@ def test_reference_power_view():
     assert stage.peak_loss_w == pytest.approx(peak_loss)
     tx = pic.with_text(r"^transformers mv")
     assert tx and "720 x 2.5 MVA · two_n" in pic.text(tx[0])
-    assert f"carries {site / 1e6:.0f} MW at the peak hour" in pic.text(tx[0])
-    # 846.95 MW / 0.95 = 891.53 MVA, within one side's 360 x 2.5 = 900 MVA
-    assert site / 0.95 == pytest.approx(891.53e6, abs=0.01e6)
-    assert "| 891.5 MVA at power factor 0.95 |" in pic.text(tx[0])
+    # 847.80 MW (tests/test_reference_facility.py) / 0.95 = 892.42 MVA, within one side's
+    # 360 x 2.5 = 900 MVA
+    assert site == pytest.approx(847.80e6, abs=0.01e6)
+    assert "carries 847.8 MW at the peak hour" in pic.text(tx[0])
+    assert site / 0.95 == pytest.approx(892.42e6, abs=0.01e6)
+    assert "| 892.4 MVA at power factor 0.95 |" in pic.text(tx[0])
     assert f"{peak_loss / 1e6:.2f} MW at the peak" in pic.text(tx[0])
     # transformers -> each side's supply, supply -> rectifier / feeder, rectifier -> bus,
     # battery -> bus, feeders -> racks (or the network switches, or the facility's consumers),

@@ -275,3 +275,52 @@ def test_a_sites_auxiliaries_heat_its_own_circuit_not_anothers():
     assert {f.path: f.load_w for f in facility.feeders} == {
         "X.ma": pytest.approx(30e3), "X.mb": pytest.approx(30e3),
         "Y.ma": pytest.approx(20e3), "Y.mb": pytest.approx(20e3)}
+
+
+# ---- a site's transformers carry its own IT feeders' input --------------------------------------
+def _own_feeders(bare_y: bool) -> str:
+    t = ("  transformer t { capacity = 1000 kVA, count = 1, no_load_loss = 0 W, "
+         "load_loss = 10 kW, power_factor = 100 % }\n")
+
+    def site(name, util, eff, transformer=True):
+        return (f"site {name} {{\n  racks = 2 x R{name}, utilization = {util}, altitude = 0 m, "
+                f"auxiliary = 0 W\n" + (t if transformer else "") + AIR +
+                f"  feeder f {{ current = ac, voltage = 400 V, capacity = 1 MW, efficiency = "
+                f"{eff}, power_factor = 100 %, serves = racks }}\n}}\n")
+    return ("host H { power = 10 kW }\nrack RX { hosts = 4 x H }\nrack RY { hosts = 4 x H }\n"
+            + site("X", "100 %", "100 %") + site("Y", "50 %", "80 %", not bare_y))
+
+
+def test_each_sites_transformer_carries_its_own_feeders_input_not_an_it_share():
+    # X: 2 racks of 40 kW at 100 % (80 kW average and peak) on a feeder at 100 %: no losses.
+    # Y: the same 80 kW peak at 50 % (40 kW average) on a feeder at 80 %: losses 40 / 0.8 - 40
+    # = 10 kW on average, 80 / 0.8 - 80 = 20 kW at the peak. No other consumer (fans at 0 %, no
+    # auxiliary). X's transformer carries 80 kW, Y's 50 kW on average and 100 kW at the peak.
+    # Each loses x^2 x 10 kW at x = load / 1,000 kVA: X 0.08^2 x 10 kW = 64 W; Y 0.05^2 x 10 kW
+    # = 25 W on average, 0.1^2 x 10 kW = 100 W at the peak: 89 W and 164 W. Before, each site
+    # carried its IT share (1/2) of the design's 120 + 10 kW average and 160 + 20 kW peak: 65
+    # and 90 kW each, 84.5 W and 162 W.
+    checked = astral_dsl.check(astral_dsl.compiles(_own_feeders(False), name="own.astral"))
+    cooling = checked.engineering.cooling
+    stages = {t.path: t for t in cooling.facility.transformers}
+    assert {p: t.peak_load_w for p, t in stages.items()} == {
+        "X.t": pytest.approx(80e3), "Y.t": pytest.approx(100e3)}
+    assert {p: t.average_loss_w for p, t in stages.items()} == {
+        "X.t": pytest.approx(64.0), "Y.t": pytest.approx(25.0)}
+    assert cooling.average.transformers_w == pytest.approx(89.0)
+    assert cooling.peak.transformers_w == pytest.approx(164.0)
+
+
+def test_a_site_without_transformers_loses_the_default_on_its_own_load():
+    # Y declares no transformer: its own load, 50 kW on average and 100 kW at the peak (as
+    # above), at the sourced default 99.53 %: 50 kW x (1 / 0.9953 - 1) = 236.11 W and 100 kW x
+    # (1 / 0.9953 - 1) = 472.22 W, with X's 64 W: 300.11 W and 536.22 W. Before, its IT share
+    # (1/2) of the design's load, 65 and 90 kW: 306.94 + 42.25 (X at 65 kW) = 349.19 W.
+    checked = astral_dsl.check(astral_dsl.compiles(_own_feeders(True), name="bare.astral"))
+    cooling = checked.engineering.cooling
+    k = 1 / 0.9953 - 1
+    assert cooling.average.transformers_w == pytest.approx(64.0 + 50e3 * k)
+    assert cooling.average.transformers_w == pytest.approx(300.11, abs=0.01)
+    assert cooling.peak.transformers_w == pytest.approx(64.0 + 100e3 * k)
+    assert [d.message.split(" (")[0] for d in checked.diagnostics if d.code == "W630"] == [
+        "site `Y` declares no `transformer`"]

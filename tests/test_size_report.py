@@ -106,11 +106,12 @@ def test_readable_units_per_magnitude_and_per_column():
 
 def test_the_headline_is_in_mw(reference):
     text = render_report(reference.design, reference.engineering, width=132)
-    # IT 708,608 kW peak, 541,491.2 kW average; facility 606,588.2 kW average, 851,163.3 kW
+    # IT 708,608 kW peak, 541,491.2 kW average; facility 606,822.5 kW average, 852,013.9 kW
     # at the peak hour (tests/test_reference_facility.py adds them up by hand, the transformers'
-    # load losses on the kVA at the feeders' 95 % power factor): PUE 606,588.2 / 541,491.2 = 1.12022
-    assert "IT 708.61 MW peak, 541.49 MW average; facility 606.59 MW average, 851.16 MW peak; " \
-           "PUE 1.12" in text
+    # load losses on the kVA at the feeders' 95 % power factor, the facility-water pumps' heat
+    # rejected with the load): PUE 606,822.5 / 541,491.2 = 1.12065
+    assert "IT 708.61 MW peak, 541.49 MW average; facility 606.82 MW average, 852.01 MW peak; " \
+           "PUE 1.1207" in text
     assert " 40.8 kW " in text and " 668.47 MW " in text
 
 
@@ -353,23 +354,24 @@ def test_cell_widths_count_terminal_cells():
 
 
 def test_the_transformer_table_gives_ratings_and_load_in_kva_and_losses_in_kw():
-    # the tutorial: 52.619 kW at the peak hour through one 100 kVA unit, at the feeders' 95 %
-    # power factor: 52.619 / 0.95 = 55.388 kVA. Losses (stdlib, the DOE's 99.08333 % at 100 kVA,
-    # between its 75 and 112.5 kVA rows: P0 = 231.29 W, Pk = 925.15 W): at the peak
-    # x = 55.388 / 100, 231.29 + 925.15 x 0.55388^2 = 515.11 W, real power; on average
-    # 231.29 + 925.15 x 0.14792 (the mean of x^2 over the hours) = 368.14 W
+    # the tutorial: 52.691 kW at the peak hour through one 100 kVA unit (the facility-water
+    # pumps' heat rejected with the load), at the feeders' 95 % power factor: 52.691 / 0.95 =
+    # 55.465 kVA. Losses (stdlib, the DOE's 99.08333 % at 100 kVA, between its 75 and 112.5 kVA
+    # rows: P0 = 231.29 W, Pk = 925.15 W): at the peak x = 55.465 / 100, 231.29 + 925.15 x
+    # 0.55465^2 = 515.90 W, real power; on average 231.29 + 925.15 x 0.14820 (the mean of x^2
+    # over the hours) = 368.39 W
     proc = _cli(["size", "examples/tutorial_rack.astral", "--format", "json"])
     assert proc.returncode == 0, proc.stderr
     (tr,) = json.loads(proc.stdout)["summary"]["facility"]["transformers"]
     assert (tr["capacity_kva"], tr["power_factor"], tr["power_factor_from"]) == \
         (100.0, 0.95, "feeders")
-    assert (tr["peak_load_kw"], tr["peak_load_kva"]) == (52.619, 55.388)
-    assert tr["losses_kw_peak"] == pytest.approx(0.515, abs=0.001)
+    assert (tr["peak_load_kw"], tr["peak_load_kva"]) == (52.691, 55.465)
+    assert tr["losses_kw_peak"] == pytest.approx(0.516, abs=0.001)
     assert "capacity_kw" not in tr
     text = _cli(["size", "examples/tutorial_rack.astral"], columns=132).stdout
     row = next(line for line in text.splitlines() if line.startswith(" Tutorial.mv "))
     assert row.split() == ["Tutorial.mv", "1", "100", "kVA", "n", "0.95", "(feeders'", "lowest)",
-                           "55.4", "kVA", "368.1", "W", "515.1", "W"]
+                           "55.5", "kVA", "368.4", "W", "515.9", "W"]
 
 
 def test_a_lone_feeder_has_no_failover_load_and_the_tables_show_the_power_through_it():

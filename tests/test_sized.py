@@ -158,3 +158,59 @@ def test_the_language_server_reuses_the_kept_result(design, cache, monkeypatch):
     _no_sizing(monkeypatch)
     again = analyse(design.as_uri(), design, text)
     assert again.diagnostics == first.diagnostics
+
+
+# ---- the climate file's contents are in the key -------------------------------------------------
+_CLIMATE_SIZED = """import stdlib.cooling { Centrifugal }
+host H { power = 10 kW }
+rack R { hosts = (? in 1..4) x H }
+facility Chilled {
+  supply = 14 degC, rise = 6 K, chiller = Centrifugal, rejection = dry_cooler
+  rejection_approach = 8 K, pump_head = 250 kPa, pump_efficiency = 75 %
+  rejection_fan_ratio = 2 %
+}
+site S {
+  racks = 2 x R
+  climate = "weather.csv"
+  air room {
+    supply = 25 degC, rise = 12 K, fan_power_ratio = 3 %, serves = racks
+    facility = Chilled, approach = 10 K, dew_point = 10 degC
+  }
+  feeder mech {
+    current = ac, voltage = 400 V, phases = 3, power_factor = 95 %
+    capacity = 20 kW, efficiency = 100 %, mechanical = true
+  }
+  maximize hosts
+}
+"""
+
+
+def _weather(dry_bulb_c: float) -> str:
+    """A TMY3 file of one day at a constant dry bulb (10 degC dew point, 1,013 mbar)."""
+    return "\n".join(['1,"TEST",XX,0.0,36.0,-80.0,0',
+                      "Date (MM/DD/YYYY),Time (HH:MM),Dry-bulb (C),Dew-point (C),Pressure (mbar)"]
+                     + [f"07/01/1999,{h:02d}:00,{dry_bulb_c:.1f},10.0,1013"
+                        for h in range(1, 25)]) + "\n"
+
+
+def test_a_climate_file_edited_in_place_is_sized_afresh(tmp_path, cache):
+    """The 20 kW mechanical feeder carries the chillers, the air units' fans and the pumps of
+    2 racks of 10 kW hosts: at a 10 degC dry bulb it carries them for 4 hosts a rack (80 kW), at
+    40 degC only for 3 (the chillers' lift, and their power, grow with the outdoor air; 4 hosts
+    then overload it). The text is the same: only the climate file's contents tell them apart,
+    and a key without them gave 4 hosts again in the hot year."""
+    design = tmp_path / "d.astral"
+    design.write_text(_CLIMATE_SIZED)
+    weather = tmp_path / "weather.csv"
+
+    def hosts():
+        checked = astral_dsl.check(astral_dsl.compile(design))
+        return [v.si for _, v in checked.design.chosen]
+
+    weather.write_text(_weather(10.0))
+    assert hosts() == [4]
+    weather.write_text(_weather(40.0))
+    assert hosts() == [3]
+    weather.write_text(_weather(10.0))
+    assert hosts() == [4]                      # the first entry, kept
+    assert len([p for p in cache.iterdir() if p.name.startswith("sizing-")]) == 2

@@ -151,7 +151,10 @@ def _flow(inst: Instance, heat: float, rise: float, pressure_pa: float, diags):
     except ValueError as exc:
         diags.append(Diagnostic("E646", Severity.ERROR,
                                 f"humid-air properties of `{inst.path}`: {exc}",
-                                inst.span_of("supply")))
+                                inst.span_of("supply"),
+                                "check the unit's `supply`, `rise` and `dew_point` and the "
+                                "site's `altitude` (the air's pressure): humid air must exist "
+                                "at them"))
         return 0.0, None, dew
     density = (1 + state.humidity_ratio) / state.specific_volume
     return formulas.humid_air_flow(heat, state.specific_volume, dh), density, dew

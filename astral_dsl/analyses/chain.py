@@ -6,15 +6,18 @@ rejection, lighting and auxiliaries).
 Transformers: each `transformer` declaration is a stage that carries the whole site load (stages
 in series: HV/MV, then MV/LV), shared by its `count` units (and by its replicas, when it is
 declared in a replicated part). In a design of several sites a stage carries its own site: its
-share of the sites' IT load (with the IT feeders' conversion losses) and its own facility
-consumers, hour by hour (analyses/site_loads.py: a site on free cooling carries no other site's
-chillers; own_loads). Its rating is apparent power (kVA): the load it carries is
+IT load (its hosts at their utilization, its fabrics' switches) with the conversion losses of
+the feeders it holds (site_loads.it_by_site: a site whose feeders convert at 80 % carries its
+own losses, not a share of every site's by IT load) and its own facility consumers, hour by
+hour (analyses/site_loads.py: a site on free cooling carries no other site's chillers;
+own_loads). Its rating is apparent power (kVA): the load it carries is
 kW / power factor (its own `power_factor`, else the lowest the feeders declare, else 1 with
 W631). A unit loses P0 + x^2 Pk at a load x of its rating in apparent power
 (formulas.transformer_losses); with `redundancy` the units left after a failure (one fewer for
 N+1; for 2N one side, the smaller half of the units: a single unit has no other side) must carry
 the peak (E634). A design that declares feeders and no transformer has
-its losses taken at [sourced default] 0.47 % of the load (W630): 99.53 %, the minimum efficiency
+its losses taken at [sourced default] 0.47 % of the load (W630; in a design whose other sites
+declare some, of each bare site's own load, bare_load): 99.53 %, the minimum efficiency
 of a 2,500 kVA three-phase liquid-immersed distribution transformer at 50 % load (US DOE, 10 CFR
 431.196, 2016 standard).
 
@@ -157,41 +160,39 @@ def lowest_power_factor_per_site(mult, cache: Optional[Dict] = None
     return pf_of, shares
 
 
-def own_loads(stages: List[TransformerResult], every, hours, it_in: Tuple[float, float],
+def own_loads(stages: List[TransformerResult], every, hours, it_sites: List[Tuple[float, float]],
               peak_w: float) -> List[TransformerResult]:
     """In a design of several sites (`every`, analyses/sites.py), each stage with the load of
-    the site(s) that hold it: their share of the IT feeders' input (`it_in`: average, peak)
-    and their own consumers hour by hour (`hours`, analyses/site_loads.py: average, peak), as
-    its share of the design's peak (`peak_w`, at the peak hour) and its mean square load."""
+    the site(s) that hold it: their IT feeders' input (`it_sites`, per site: average, peak;
+    site_loads.it_by_site: their own IT load and the losses of their own feeders) and their own
+    consumers hour by hour (`hours`, analyses/site_loads.py: average, peak), as its share of the
+    design's peak (`peak_w`, at the peak hour) and its mean square load."""
     out = []
     for s in stages:
-        held = [(site, h) for site, h in zip(every, hours) if site.holds(s.inst)]
-        peak = [sum(site.share * it_in[1] + p[i] for site, (_, p) in held)
+        held = [(it, h) for site, it, h in zip(every, it_sites, hours) if site.holds(s.inst)]
+        peak = [sum(it[1] + p[i] for it, (_, p) in held)
                 for i in range(len(held[0][1][1]))] if held else [0.0]
-        avg = [sum(site.share * it_in[0] + a[i] for site, (a, _) in held)
+        avg = [sum(it[0] + a[i] for it, (a, _) in held)
                for i in range(len(held[0][1][0]))] if held else [0.0]
         out.append(attrs.evolve(s, share=max(peak) / peak_w if peak_w else 0.0,
                                 mean_square_w2=sum(x * x for x in avg) / len(avg)))
     return out
 
 
-def losses(chain: List[TransformerResult], site_load_w: float, default: float) -> float:
-    """The transformers' losses at a site load: the declared stages, and the sourced default
-    efficiency on the share `default` of the load that passes through none (all of it in a
-    design without any; the sites' without one, bare_share)."""
-    return sum(s.losses(site_load_w) for s in chain) + \
-        site_load_w * default * (1 / DEFAULT_EFFICIENCY - 1)
+def default_losses(load_w: float) -> float:
+    """The losses of a load that passes through no declared transformer, at the sourced default
+    efficiency (DEFAULT_EFFICIENCY)."""
+    return load_w * (1 / DEFAULT_EFFICIENCY - 1)
 
 
-def bare_share(mult, cache, diags) -> float:
-    """In a design whose sites declare transformers, the share of the load of those that hold
-    none (their share of the IT load, as for the stages): their losses are the sourced
-    default's, with W630 naming each, not 0 W."""
-    share = 0.0
+def bare_sites(mult, cache, diags) -> list:
+    """In a design whose sites declare transformers, the sites that hold none: their load's
+    losses are the sourced default's (bare_load), with W630 naming each, not 0 W."""
+    out = []
     for site in site_list(mult, cache):
         if any(inst.kind == "transformer" for _, inst in mult.values() if site.holds(inst)):
             continue
-        share += site.share
+        out.append(site)
         diags.append(Diagnostic(
             "W630", Severity.WARNING,
             f"site `{site.inst.path}` declares no `transformer` (other sites do): the losses "
@@ -200,7 +201,20 @@ def bare_share(mult, cache, diags) -> float:
             f"load)", site.inst.span,
             "declare the site's own `transformer`s (their count, rating and losses), e.g. "
             "`stdlib.power.Transformer`"))
-    return share
+    return out
+
+
+def bare_load(every, bare, it_sites: List[Tuple[float, float]], hours,
+              hot: int) -> Tuple[float, float]:
+    """The load of the `bare` sites (bare_sites), which passes through no declared
+    transformer: each one's IT feeders' input (`it_sites`) and its own consumers (`hours`), on
+    average over the hours and at the design's peak hour `hot`."""
+    avg = peak = 0.0
+    for site, it, (a, p) in zip(every, it_sites, hours):
+        if any(site.inst is b.inst for b in bare):
+            avg += it[0] + sum(a) / len(a)
+            peak += it[1] + p[hot if hot < len(p) else -1]
+    return avg, peak
 
 
 def check(chain: List[TransformerResult], peak_w: float, average_w: Dict[int, float],

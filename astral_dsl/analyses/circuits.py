@@ -189,17 +189,31 @@ def size(circuit: Instance, replicas: int, draws: List[Draw], extra: Tuple[float
             diags.append(Diagnostic("E646", Severity.ERROR,
                                     f"fluid properties of facility water `{circuit.path}` at "
                                     f"{readable.celsius(supply + rise / 2)}: {exc}",
-                                    circuit.span_of("fluid")))
+                                    circuit.span_of("fluid") or circuit.span_of("supply"),
+                                    fluids.unavailable_hint(exc)))
+    missing: List[str] = []
     if flow is not None and head and eff:
         pump = formulas.pump_power(flow, head, eff)
     elif peak > 0:
+        # what it does not declare (a 0 degC supply is declared); none when its fluid has no
+        # properties at its temperatures, which E646 says
         missing = [n for n, v in (("supply", supply), ("rise", rise), ("pump_head", head),
-                                  ("pump_efficiency", eff)) if not v]
+                                  ("pump_efficiency", eff)) if v is None or (not v and
+                                                                            n != "supply")]
+    if missing:
         diags.append(Diagnostic(
             "W648", Severity.WARNING,
             f"facility water `{circuit.path}` declares no "
             f"{', '.join(f'`{m}`' for m in missing)}: its pumps, which move "
             f"{readable.power(peak)} of heat, count as 0 W in the facility power and the PUE",
             circuit.span, "declare `supply`, `rise`, `pump_head` and `pump_efficiency`"))
-    return CircuitResult(circuit.path, replicas, supply, rise, tuple(draws), average, peak,
-                         flow, pump or 0.0, name)
+    # the pumps' work ends up as heat in the water they move (friction in the pipes and coils,
+    # the pump's own hydraulic losses), which the heat rejection and the chillers reject with
+    # the load: ASHRAE Handbook, HVAC Systems and Equipment (2020), ch. 44, "Centrifugal Pumps"
+    # (pump heat is a load on the chilled-water system); EnergyPlus Engineering Reference, Pumps
+    # (the shaft power goes to the fluid as heat). All of the draw is counted (the motor's losses,
+    # a few % of it, heat the plant room: an upper bound); the design flow stays that of the load
+    # (the pumps' heat adds Δp / (η ρ cp) to the rise: 0.08 K of 10 K at 250 kPa and 75 %)
+    heat = pump or 0.0
+    return CircuitResult(circuit.path, replicas, supply, rise, tuple(draws), average + heat,
+                         peak + heat, flow, heat, name)

@@ -100,6 +100,32 @@ def load(name: str, root: Path, read: Optional[Callable[[Path], bytes]] = None) 
     return climate
 
 
+def digests(design) -> Tuple[str, ...]:
+    """What decides the climates of `design`'s sites: each `climate` name with the SHA-256 of
+    the bytes `load` would read for it (the design's reader for a project's file, the disk's
+    otherwise), or why it cannot be read. Sizing's cache keys on it (pipeline.size): the same
+    text with a climate file edited in place sizes afresh."""
+    root = Path(design.root) if design.root else Path.cwd()
+    out = []
+    for site in design.roots:
+        name = site.field("climate")
+        if isinstance(name, str):
+            out += [name, _digest(name, root, design.read)]
+    return tuple(out)
+
+
+def _digest(name: str, root: Path, read: Optional[Callable[[Path], bytes]]) -> str:
+    try:
+        if read is not None and read is not read_file and Path(name).parts[:1] != ("stdlib",):
+            import hashlib
+
+            return hashlib.sha256(read(locate(name, root, on_disk=False))).hexdigest()
+        path = locate(name, root)
+        return filedigest.sha256(path, lambda: file_sha256(path))
+    except (OSError, ValueError) as exc:       # ClimateError too: the check reports it
+        return f"unreadable: {exc}"
+
+
 def _read_with(name: str, root: Path, read: Callable[[Path], bytes]) -> Climate:
     """A project's climate file read with the design's reader: nothing of it need be on the
     disk (a revision's is laid out in no folder), so it is kept by its digest only (_cached)."""

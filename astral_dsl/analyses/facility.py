@@ -17,9 +17,10 @@ at the peak (what the utility point supplies at full load in the hottest hour of
 Heat into each circuit: its loops' heat with their pumps and CDUs, its air units' heat with
 their fans, and a share of the conversion losses and the auxiliaries (the electrical rooms and
 the building are air-cooled: the share of the circuits' air heat; with no air unit, of their
-heat; with several sites, each site's own among its own circuits, analyses/site_loads.py). The
-transformers stand outdoors and the circuits' own pumps' heat (under 1 % of what they
-move) is left out. Data the design leaves out counts as 0 W with a warning, never silently."""
+heat; with several sites, each site's own among its own circuits, analyses/site_loads.py), and
+the circuit's own pumps' draw, which ends up as heat in its water (analyses/circuits.py size:
+its chillers and heat rejection reject it). The transformers stand outdoors. Data the design
+leaves out counts as 0 W with a warning, never silently."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -261,6 +262,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
         y = heat_rejection.year(p, outdoor, result.average_w)
         rejection_checks.missing_chiller(inst, y, p, diags)
         rejection_checks.unbounded_cop(inst, p, outdoor, resolve, diags)
+        rejection_checks.beyond_carnot(inst, p, outdoor, resolve, diags)
         if outdoor is None and p.free_cooling_h is None and p.chiller is not None and \
                 p.economiser != "none" and result.peak_w > 0:
             rejection_checks.unknown_free_hours(inst, climate, diags)
@@ -283,7 +285,7 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
                                             for cy, pr in years])
     peak_hours = site_loads.hourly(base[1], [(cy.circuit.peak_w, pr.peak, pr.ratio)
                                              for cy, pr in years])
-    hot = max(range(len(peak_hours)), key=peak_hours.__getitem__)   # the first of equals
+    hot = peak_hours.index(max(peak_hours))        # the first of equals
     n = len(avg_hours)
     mech_avg = sum(avg_hours) / n
     any_feeders = bool(power.feeders)
@@ -292,12 +294,15 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     hours = site_loads.by_site(every, by_path, loops, air, years, base, (avg_hours, peak_hours))
     mech = chain.mechanical(mult, resolve, served, cache, failed, diags, reqs,
                             (peak_hours[hot], mech_avg), any_feeders,
-                            [(max(p), sum(a) / len(a)) for a, p in hours])
+                            [(peak_hours[hot], mech_avg) if a is avg_hours else
+                             (max(p), sum(a) / len(a)) for a, p in hours])
     mech_loss = (sum(f.replicas * f.running * feeder_loss(f, f.average_w) for f in mech),
                  sum(f.replicas * f.running * feeder_loss(f, f.normal_w) for f in mech))
     stages = chain.stages(mult, diags)
-    # the share of the load through no declared transformer: all of it, or the bare sites'
-    default = (chain.bare_share(mult, cache, diags) if stages else 1.0) if any_feeders else 0.0
+    # the sites whose load passes through no declared transformer: all, or the bare ones
+    bare = (chain.bare_sites(mult, cache, diags) if stages else list(every)) if any_feeders \
+        else []
+    default = sum(site.share for site in bare) if stages else 1.0 if bare else 0.0
     if default and not stages:
         root = next(iter(mult.values()))[1]
         diags.append(_warn("W630", "no `transformer` is declared: the losses between the "
@@ -311,13 +316,20 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     # the losses' average over the hours: no-load plus load losses at the mean square load
     mean = it_in[0] + mech_avg
     site_peak = it_in[1] + peak_hours[hot]
+    bare_load = (mean * default, site_peak * default)
     if len(every) > 1:          # each stage the load of its own site(s)
-        stages = chain.own_loads(stages, every, hours, it_in, site_peak)
+        it_sites = site_loads.it_by_site(
+            every, by_path, {id(by_path.get(p)): (a, k) for p, a, k in power.sites},
+            served.fabrics, list(power.feeders) + mech, feeder_loss, it_in)
+        stages = chain.own_loads(stages, every, hours, it_sites, site_peak)
+        if stages:              # the bare sites' own loads: their IT input and consumers
+            bare_load = chain.bare_load(every, bare, it_sites, hours, hot)
     else:
-        square = sum((it_in[0] + h) ** 2 for h in avg_hours) / n
+        a = it_in[0]
+        square = sum([(a + h) ** 2 for h in avg_hours]) / n
         stages = [attrs.evolve(s, mean_square_w2=square * s.share ** 2) for s in stages]
     per_stage: Dict[int, float] = {id(s): s.mean_losses() for s in stages}
-    transformer_avg = sum(per_stage.values()) + chain.losses([], mean, default)
+    transformer_avg = sum(per_stage.values()) + chain.default_losses(bare_load[0])
     transformers = chain.check(stages, site_peak, per_stage, diags)
     for root in _sites_without_aux(mult) if cooled else ():
         diags.append(_warn("W644", f"site `{root.path}` declares no `auxiliary` power: "
@@ -335,7 +347,8 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     peak = Demand(power.it_peak_w, power.conversion_loss_peak_w + mech_loss[1], cdus, pumps,
                   fans[1], sum(cy.chillers_peak_w for cy in done),
                   sum(cy.fans_peak_w for cy in done),
-                  chain.losses(stages, site_peak, default), fpumps, aux_w)
+                  sum(s.losses(site_peak) for s in stages) + chain.default_losses(bare_load[1]),
+                  fpumps, aux_w)
     stamp = climate.stamps[hot] if climate is not None and len(peak_hours) > 1 else None
     return FacilityResult(average, peak, done, tuple(transformers), tuple(mech),
                           climate.name if climate is not None else None,

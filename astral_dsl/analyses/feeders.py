@@ -86,7 +86,7 @@ def analyse_feeders(mult, resolve, served: Served, cache, failed, diags, reqs,
             partners = [g for g in feeders if g is not f and _served_key(g, parts[id(g)]) == key
                         and _sym(g.field("side")) != _sym(f.field("side"))]
             out.append(one_feeder(f, replicas, parts[id(f)], served.network(f)[0], partners,
-                                   resolve, cache, failed, diags, reqs, averages))
+                                   resolve, cache, failed, diags, reqs, averages, owner=owner))
     return out
 
 
@@ -116,12 +116,12 @@ def _shares(load: float, count: int, sides: int, partners: int, alive_partners: 
 
 
 def one_feeder(f: Instance, replicas, served, network_w, partners, resolve, cache, failed,
-               diags, reqs, averages=None, mechanical: Tuple[float, float] = (0.0, 0.0)
-               ) -> FeederResult:
-    """One feeder declaration; `mechanical`: the facility's consumers it supplies (peak,
-    average), per replica, for a feeder with `mechanical = true` (analyses/chain.py)."""
+               diags, reqs, averages=None, mechanical: Tuple[float, float] = (0.0, 0.0),
+               owner: Optional[Instance] = None) -> FeederResult:
+    """One feeder declaration (of `owner`); `mechanical`: the facility's consumers it supplies
+    (peak, average), per replica, for a feeder with `mechanical = true` (analyses/chain.py)."""
     load = sum(c * power_of(i, cache).si for c, i in served) + network_w + mechanical[0]
-    average = (sum(c * averages.per_replica(i) for c, i in served) if averages is not None
+    average = (averages.served_per_replica(owner, served) if averages is not None
                else load - network_w - mechanical[0]) + network_w + mechanical[1]
     if not served and not network_w and not mechanical[0]:
         what = " and no fabric's switches under it draw power" \

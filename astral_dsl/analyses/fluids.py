@@ -187,6 +187,15 @@ def specific_heat(fluid: str, temp_c: float, pressure_pa: float = ATMOSPHERIC_PA
     return properties(fluid, temp_c, pressure_pa).cp
 
 
+def unavailable_hint(exc: ValueError) -> str:
+    """The hint of E646 for the error `properties` raised."""
+    if isinstance(exc, CoolPropMissing):
+        return 'pip install "CoolProp>=6.8"'
+    return ("keep its supply and return where the fluid is liquid (water freezes at 0 degC: a "
+            "glycol mix such as stdlib.cooling's PG25 for colder coolant), or name a CoolProp "
+            "fluid (`coolprop = \"Water\"`, `\"INCOMP::MPG[0.25]\"`)")
+
+
 def cache_info():
     """lru_cache statistics of the property lookups."""
     return _lookup.cache_info()

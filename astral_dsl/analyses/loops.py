@@ -130,9 +130,7 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
         except ValueError as exc:
             diags.append(_err("E646", f"fluid properties of `{fluid.path}` at "
                                       f"{readable.celsius(supply_c + rise / 2)}: {exc}",
-                              inst.span_of("fluid"),
-                              'pip install "CoolProp>=6.8"'
-                              if isinstance(exc, fluids.CoolPropMissing) else None))
+                              inst.span_of("fluid"), fluids.unavailable_hint(exc)))
     cdu = resolve(inst.field("cdu"))
     cap = _si(cdu.field("capacity")) if cdu is not None else None
     cdu_flow = _si(cdu.field("max_flow")) if cdu is not None else None

@@ -49,6 +49,9 @@ class PowerResult:
     conversion_loss_peak_w: float = 0.0   # at the peak: what the utility connection supplies
     network_w: float = 0.0            # the fabrics' switches (in it_peak_w and it_average_w)
     network_unfed_w: float = 0.0      # of network_w: on no feeder (W628), without losses
+    # each site's own IT load (path, average, peak; its hosts, without the fabrics' switches):
+    # what its transformers carry (analyses/site_loads.py it_by_site)
+    sites: Tuple[Tuple[str, float, float], ...] = ()
 
 
 def _si(v) -> Optional[float]:
@@ -119,8 +122,9 @@ def analyse_power(design: Design, fabrics=(), cache: Optional[Dict] = None,
     battery = sum(f.replicas * f.count * (f.battery_required_ah or 0.0) for f in feeders)
     levels.sort(key=lambda l: (-_order(l.kind), l.path))
     feeders.sort(key=lambda f: f.path)
+    sites = tuple((root.path, avg, power_of(root, cache).si) for root, avg, _ in averages.sites)
     return PowerResult(tuple(levels), tuple(feeders), it_peak, it_avg, loss, modules, battery,
-                       tuple(diags), tuple(reqs), loss_peak, network_w, unfed)
+                       tuple(diags), tuple(reqs), loss_peak, network_w, unfed, sites)
 
 
 def feeder_loss(f: FeederResult, load_w: float) -> float:

@@ -1,6 +1,7 @@
 """What a facility-water circuit's heat rejection leaves unknown, said (W656): no chiller for the
 hours without free cooling, no fans for the free-cooling hours, free-cooling hours that cannot be
-found, and chillers run with no lift at an unbounded COP. Each counts as 0 W (or the chillers
+found, and chillers run with no lift at an unbounded COP; and a chiller COP above the Carnot
+limit (W646), which no machine reaches. Each counts as 0 W (or the chillers
 carry all the heat) in the facility power and the PUE (analyses/facility.py), never silently."""
 from __future__ import annotations
 
@@ -76,3 +77,58 @@ def unknown_free_hours(circuit: Instance, climate, diags) -> None:
                        "declare `supply` (and `rise`)" if climate is not None else
                        "declare `free_cooling = ... h` (the hours its heat rejection alone "
                        "carries the heat) or the site's `climate`"))
+
+
+def _carnot(supply_c: float, condenser_c: float) -> float:
+    """The Carnot COP of cooling between water at `supply_c` and condenser water at
+    `condenser_c` (degC, condenser warmer): T_cold / (T_hot - T_cold), kelvin. A chiller's
+    refrigerant evaporates below the one and condenses above the other, so no chiller between
+    them reaches it (second law; ASHRAE Handbook, Fundamentals, ch. 2, "Thermodynamics and
+    Refrigeration Cycles": the ideal cycle's COP)."""
+    return (supply_c + 273.15) / (condenser_c - supply_c)
+
+
+def beyond_carnot(circuit: Instance, p: heat_rejection.Plan, outdoor, resolve, diags) -> None:
+    """W646: chillers whose COP exceeds the Carnot limit, so their draw is understated. A model
+    rated at a supply and a condenser temperature keeps its rated share of Carnot at every lift
+    (formulas.chiller_cop): over it at its rating point, over it everywhere. A constant COP is
+    over it in the hours whose lift (the outdoor air plus the approach, over the supply) is too
+    large: with a site climate, the hours its chillers run."""
+    ch = p.chiller
+    if ch is None:
+        return
+    model = resolve(circuit.field("chiller"))
+    where = (model.span_of("cop") if model is not None else None) or \
+        circuit.span_of("chiller_cop") or circuit.span_of("chiller") or circuit.span
+    name = f"chiller `{model.template or model.path}`" if model is not None else \
+        f"the chillers of facility water `{circuit.path}`"
+    hint = ("declare the COP the chillers' data sheet gives at their supply and condenser "
+            "temperatures (a water-cooled centrifugal chiller: about 6-7 at 6.7 and 29.4 degC)")
+    if ch.rated_supply_c is not None and ch.rated_condenser_c is not None:
+        if ch.rated_condenser_c > ch.rated_supply_c and \
+                ch.cop > _carnot(ch.rated_supply_c, ch.rated_condenser_c) * (1 + 1e-9):
+            limit = _carnot(ch.rated_supply_c, ch.rated_condenser_c)
+            diags.append(_warn("W646", f"{name} declares a COP of {format_number(ch.cop)} at "
+                                       f"{format_number(ch.rated_supply_c)} degC chilled and "
+                                       f"{format_number(ch.rated_condenser_c)} degC condenser "
+                                       f"water, above the Carnot limit of "
+                                       f"{format_number(round(limit, 2))} there: no chiller "
+                                       f"does, and its draw is understated at every lift",
+                               where, hint))
+        return
+    if outdoor is None or p.supply_c is None:
+        return
+    hot = max(outdoor) + p.approach_k
+    if hot <= p.supply_c or ch.cop <= _carnot(p.supply_c, hot) * (1 + 1e-9):
+        return
+    over = sum(1 for t in outdoor if t + p.approach_k > p.supply_c and
+               ch.cop > _carnot(p.supply_c, t + p.approach_k) * (1 + 1e-9))
+    hours = over * HOURS_PER_YEAR / len(outdoor)
+    diags.append(_warn("W646", f"{name}: a constant COP of {format_number(ch.cop)} is above the "
+                               f"Carnot limit between its {format_number(p.supply_c)} degC "
+                               f"water and the condenser water (the outdoor air plus the "
+                               f"{format_number(round(p.approach_k, 2))} K approach) "
+                               f"{readable.grouped(round(hours))} h a year, down to "
+                               f"{format_number(round(_carnot(p.supply_c, hot), 2))} at the "
+                               f"hottest hour ({format_number(round(hot, 2))} degC): no chiller "
+                               f"does, and their draw is understated", where, hint))

@@ -92,12 +92,47 @@ def extra_by_site(every, by_path: Dict, feeders, loss: Callable,
     out = []
     for site in every:
         aux = _si(site.inst.field("auxiliary"))
-        avg = peak = aux
-        for f in feeders:
-            inst = by_path.get(f.path)
-            n = site.replicas.get(id(inst), 0) * f.running if inst is not None else 0
-            avg, peak = avg + n * loss(f, f.average_w), peak + n * loss(f, f.normal_w)
+        avg, peak = _feeder_losses(site, by_path, feeders, loss, (aux, aux))
         out.append((avg, peak))
+    return _rest_by_share(every, out, total)
+
+
+def it_by_site(every, by_path: Dict, it: Dict[int, Tuple[float, float]], fabrics, feeders,
+               loss: Callable, total: Tuple[float, float]) -> List[Tuple[float, float]]:
+    """What each site's transformers carry besides its own consumers (average, peak, W): the IT
+    load of the site (`it`: id(site) -> its hosts' average at their utilization and its peak,
+    analyses/utilization.py and rollup `power`), its fabrics' switches (the replicas of their
+    owner it holds: at full power, as the power analysis counts them) and the losses of the
+    feeders it holds (`feeders`, IT and mechanical: `loss` at their average and peak loads), so
+    that a site whose feeders convert at 80 % carries its own losses, not a share of every
+    site's by IT load; what no site holds of `total` (the design's), by the sites' shares."""
+    out = []
+    for site in every:
+        avg, peak = it.get(id(site.inst), (0.0, 0.0))
+        for f in fabrics:
+            owner = by_path.get(f.owner)
+            n = site.replicas.get(id(owner), 0) / max(f.instances, 1) if owner is not None \
+                else 0.0
+            avg, peak = avg + n * f.power_w, peak + n * f.power_w
+        out.append(_feeder_losses(site, by_path, feeders, loss, (avg, peak)))
+    return _rest_by_share(every, out, total)
+
+
+def _feeder_losses(site, by_path: Dict, feeders, loss: Callable,
+                   start: Tuple[float, float]) -> Tuple[float, float]:
+    """`start` plus the losses of the feeders' replicas the site holds that are in service
+    (at their average and peak loads)."""
+    avg, peak = start
+    for f in feeders:
+        inst = by_path.get(f.path)
+        n = site.replicas.get(id(inst), 0) * f.running if inst is not None else 0
+        avg, peak = avg + n * loss(f, f.average_w), peak + n * loss(f, f.normal_w)
+    return avg, peak
+
+
+def _rest_by_share(every, out: List[Tuple[float, float]],
+                   total: Tuple[float, float]) -> List[Tuple[float, float]]:
+    """Each site's (average, peak) and its share of what no site holds of `total`."""
     rest = (total[0] - sum(a for a, _ in out), total[1] - sum(p for _, p in out))
     return [(a + site.share * rest[0], p + site.share * rest[1])
             for site, (a, p) in zip(every, out)]

@@ -8,7 +8,7 @@ An entry holds what sizing decided, never a compiled design: the values to compi
 tried and held, and the diagnostics sizing gave (W317, W800; E660 and the like when nothing
 holds). The chosen values are taken again from the design's own options. The key covers all
 that decides the result: the text of every module read (the stdlib's too), the `--set`
-overrides, the grammar, the code of astral_dsl (the sizes and times of its files) and the
+overrides, the contents of the climate files its sites name (their SHA-256), the grammar, the code of astral_dsl (the sizes and times of its files) and the
 versions of the libraries sizing uses; any change sizes afresh. Entries are usercache entries
 (plain JSON, verified, per user: see usercache.py); `ASTRAL_CACHE_DIR=off` turns them off."""
 from __future__ import annotations
@@ -25,12 +25,15 @@ FORMAT = "sizing 1"
 KEEP = 64          # the newest entries kept
 
 
-def key(sources, overrides) -> str:
-    """The key of a design's sizing: its modules' text (name, text), its overrides, the code."""
+def key(sources, overrides, data=()) -> str:
+    """The key of a design's sizing: its modules' text (name, text), its overrides, the data
+    files it reads (`data`: analyses/climate.py digests, each site's climate file by its
+    content), the code."""
     parts = [FORMAT, _code()]
     for name, text in sources:
         parts += [name, text]
     parts.append(repr(sorted((str(k), repr(v)) for k, v in dict(overrides).items())))
+    parts += ["data", *data]
     return usercache.key_digest(*parts)
 
 

@@ -83,6 +83,25 @@ class Averages:
     def per_replica(self, inst: Instance) -> float:
         return self._total(inst, 0) / max(self.replicas.get(id(inst), 1), 1)
 
+    def served_per_replica(self, owner: Optional[Instance], served) -> float:
+        """The average draw of `served` ([(count, part)] for one replica of `owner`: what a
+        feeder declared there serves) where the owner's replicas sit. A part of the owner's own
+        whose template sits under several utilizations (a rack in a row at 90 % and in one at
+        50 %) takes the owner's: each row's feeder carries its own row's average, not the mean
+        of every place the rack sits (per_replica). Any other part, per_replica."""
+        contexts = self.inherited.get(id(owner), {}) if owner is not None else {}
+        children = {id(child) for _, child in owner.containment()} if contexts else set()
+        mixed = {id(p) for _, p in served if id(p) in children and
+                 len(self.inherited.get(id(p), {})) > 1}
+        if not mixed:
+            return sum(c * self.per_replica(p) for c, p in served)
+        own = own_utilization(owner)
+        total = sum(contexts.values())
+        return sum(c * self.per_replica(p) for c, p in served if id(p) not in mixed) + \
+            sum(n * sum(c * self._walk(p, own if own is not None else u)[0]
+                        for c, p in served if id(p) in mixed)
+                for u, n in contexts.items()) / total
+
     def liquid_per_replica(self, inst: Instance) -> float:
         """The average heat one replica of `inst` sends to cold plates."""
         return self._total(inst, 1) / max(self.replicas.get(id(inst), 1), 1)

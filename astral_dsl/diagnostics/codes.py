@@ -152,6 +152,7 @@ CODES: dict[str, str] = {
     "W645": "another site's climate or altitude not used",
     "E645": "facility water above its class",
     "E646": "fluid properties unavailable",
+    "W646": "chiller COP above the Carnot limit",
     "W647": "switch heat that no cooling unit removes",
     "E648": "a rack's `loop` names a loop that does not serve it",
     "W648": "pumping power not declared",
