@@ -1,6 +1,7 @@
-"""`astral synth` on NVL72 racks (`nvlink_domain = rack`): the generator's flow model takes the
-rank map's NVLink-domain rule (rankmap.one_domain), so that traffic inside a rack crosses no NIC
-in a drill as in the diagnosis and in Seer's prices."""
+"""Drills and diagnoses on NVL72 racks (`nvlink_domain = rack`): the generator's flow model takes
+the rank map's NVLink-domain rule (rankmap.one_domain), so that traffic inside a rack crosses no
+NIC in a drill as in the diagnosis and in Seer's prices; a suspect's parts are listed in the
+design's order, and its note says what the NICs are."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +12,10 @@ import pytest
 import astral_dsl
 from astral_dsl import diagnose, seer
 from astral_dsl.cli.synth import _on_part
+from astral_dsl.diagnose.localise import tie_order
+from astral_dsl.outputs.diagnosis import render, to_json
 from astral_dsl.synth import Fault, generate, write
+from astral_dsl.synth import generator
 from astral_dsl.synth.generator import PH, _Net
 from astral_dsl.synth.inject import crossing_ranks, random_fault
 
@@ -54,6 +58,51 @@ def test_in_rack_rings_cross_no_nic(nvl72):
     found = diagnose.diagnose(design, write.to_observed(data))
     assert port in found.suspects[0].parts
     assert "host" not in {s.kind for s in found.suspects}
+    # the transfers' two ends, each a one-port NIC (the fixture's trays: one port per NIC, one
+    # plane): no dual-homed NIC's other port, as the note had said
+    other = rm.ranks[76].ports[0]
+    assert found.suspects[0].parts == (port, f"{port} -- {rm.ranks[4].ports[0].switch}",
+                                       other.name, f"{other.name} -- {other.switch}")
+    assert found.suspects[0].note.startswith(
+        "2 single-port NICs (not dual-homed), each port and its cable, carry the same "
+        "collectives and transfers: timings cannot tell them apart; the same collectives cross "
+        "nic port Lab.racks[1].hosts[1].nics[0].port[a]: one suspect")
+    assert "dual-homed NIC carry" not in render(found)
+
+
+def test_a_racks_hosts_are_listed_in_the_designs_order(nvl72, monkeypatch):
+    """A slow NVLink in rack 0 (the generator has no such fault: data-parallel group 0's ring,
+    tp 0 of stage 0, runs at 2x its time): the suspect is the rack's 18 trays, listed
+    hosts[0], hosts[1], ..., hosts[17] in the text and the JSON (they had been in string order:
+    hosts[0], hosts[10], hosts[11], ..., hosts[2])."""
+    design, jobs = nvl72
+    fc, rm = jobs["small"]
+    rings = generator._Net.rings
+
+    def slow_rack0_ring(self, ranks):
+        static, flap = rings(self, ranks)
+        if ranks[0, 0] == 0:                     # stage 0: its tp-0 ring is group 0
+            static = static.copy()
+            static[0, 0] = 2.0
+        return static, flap
+
+    monkeypatch.setattr(generator._Net, "rings", slow_rack0_ring)
+    found = diagnose.diagnose(design, write.to_observed(generate(fc, rm, [], seed=3)))
+    hosts = tuple(f"Lab.racks[0].hosts[{i}]" for i in range(18))
+    top = found.suspects[0]
+    assert top.kind == "host" and top.parts == hosts
+    assert to_json(found)["suspects"][0]["parts"] == list(hosts)
+    assert f"parts: {', '.join(hosts[:12])} and 6 more" in render(found)
+    assert top.note.startswith("the collectives ran on the NVLink of one rack's hosts")
+
+
+def test_a_tie_is_named_in_the_designs_order():
+    """Tied parts (the path's ` or `, the JSON's `tied`) are named by kind, then in the design's
+    order: hosts[2] before hosts[10] (a string sort put hosts[10] first)."""
+    a = ("nic port", "Lab.racks[0].hosts[10].nics[0].port[a]")
+    b = ("nic port", "Lab.racks[0].hosts[2].nics[0].port[a]")
+    c = ("switch", "Lab.fabric.rack[0].rail[0].leaf[0]")
+    assert sorted([c, a, b], key=tie_order) == [b, a, c]
 
 
 def test_nic_faults_only_where_traffic_leaves_the_rack(nvl72):
