@@ -7,6 +7,7 @@ import functools
 import json
 from pathlib import Path
 
+import attrs
 import jsonschema
 import numpy as np
 import pytest
@@ -282,3 +283,25 @@ def test_a_last_iteration_cut_short_is_said_and_left_out(small, tmp_path):
         f"(median): cut short, it is left out"]
     assert said[0].hint and said[0].file == str(path)
     assert result.instances["dp"][0] == 47
+
+
+def test_a_restarted_job_is_diagnosed_on_its_last_run(small, tmp_path):
+    """A healthy job logs iterations 100-102, restarts from the checkpoint of 101 a minute
+    later and logs 101 and 102 again, into the same file (the same hosts, so the same clocks:
+    the same seed). The diagnosis reads each rank's last run (W796, the 128 ranks) and finds it
+    healthy, compute at the forecast's; the two runs of 101 and 102 summed as one had doubled
+    every rank's compute: `software`, every stage 2.01x the forecast."""
+    design, fc, rm = small
+    path = tmp_path / "run.csv"
+    write.write_log(generate(fc, rm, [], seed=3), str(path))
+    again = generate(fc, rm, [], seed=3, iterations=2, first_iteration=101)
+    again = attrs.evolve(again, start=again.start + 3 * fc.iteration_time + 60.0)
+    write.write_log(again, str(tmp_path / "again.csv"))
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.writelines((tmp_path / "again.csv").read_text().splitlines(True)[1:])
+    result = diagnose.diagnose(design, observe.load([str(path)]))
+    said = [d for d in result.diagnostics if d.code == "W796"]
+    assert len(said) == 1 and said[0].message.startswith(
+        "128 rank(s) log iterations twice at different times (a restart)")
+    assert result.iterations == (101, 102) and result.suspects == ()
+    assert 0.95 < result.compute_ratio < 1.05

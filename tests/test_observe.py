@@ -150,6 +150,49 @@ def test_a_row_repeated_in_one_file_is_read_once(tmp_path, bad_row):
     assert obs.ranks[0].phase.size == 3
 
 
+RESTART = """rank,iteration,phase,start_s,duration_s,peer,op
+0,100,forward,0.0,0.5,,
+0,100,backward,0.5,1.0,,
+0,101,forward,2.0,0.5,,
+0,101,backward,2.5,1.0,,
+0,102,forward,4.0,0.5,,
+1,100,forward,0.0,0.5,,
+1,101,forward,2.0,0.5,,
+1,100,dp_comm,2.1,0.3,,all_reduce
+1,101,backward,2.5,1.0,,
+0,101,dp_comm,99.9,0.05,,all_reduce
+0,101,forward,100.0,0.6,,
+0,101,backward,100.6,1.2,,
+0,102,forward,102.0,0.6,,
+"""
+
+
+@pytest.mark.parametrize("bad_row", ["", "2,1,forward,abc,0.5,,\n"])
+def test_a_restart_that_logs_iterations_again_is_read_from_it(tmp_path, bad_row):
+    """Rank 0 runs iterations 100, 101 and the start of 102, and after a restart from the
+    checkpoint of 101 (t = 99.9 s, line 11) runs 101 and 102 again. Its last run is read: 101
+    from line 11 (its all-reduce before its forward) and 102, 0.6 + 1.2 = 1.8 s of compute in
+    101 (summed with the earlier run it had been 0.5 + 1.0 + 0.6 + 1.2 = 3.3 s), iteration 100
+    gone with the earlier run (lines 2-6: 5 rows); W796 names the rank, the iteration and the
+    first line of each of its runs (line 4, line 11). Rank 1's all-reduce of iteration 100 that
+    ends after its forward of 101 is no restart: communication alone does not count. The same
+    on the row-by-row road (a bad row at line 15)."""
+    p = tmp_path / "job.csv"
+    p.write_text(RESTART + bad_row)
+    obs = observe.load([str(p)])
+    assert codes(obs) == (["E784"] if bad_row else []) + ["W796"]
+    w = obs.diagnostics[-1]
+    assert w.message == ("1 rank(s) log iterations twice at different times (a restart): each "
+                         "rank's last run is read and its 5 earlier row(s) left out; the first, "
+                         "rank 0, logs iteration 101 from line 4 and again from line 11")
+    assert w.hint and w.file == str(p)
+    r0, r1 = obs.ranks[0], obs.ranks[1]
+    assert r0.iteration.tolist() == [101, 101, 101, 102]
+    assert r0.start.tolist() == [99.9, 100.0, 100.6, 102.0]
+    assert r0.summary()[101]["compute_s"] == pytest.approx(0.6 + 1.2)
+    assert r1.iteration.tolist() == [100, 101, 100, 101]
+
+
 @pytest.mark.parametrize("content,code", [
     (b"", "E781"),
     (b"\x1f\x8b\x08\x00garbage", "E781"),

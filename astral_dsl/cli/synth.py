@@ -180,9 +180,10 @@ def _on_part(asked: str, fault, part: str, rm, fc, seed: int):
     """The fault of kind `asked` moved onto `part`, or None when the part is not of its kind or no
     traffic of the job crosses it: a GPU (gpu; partial), a NIC port (nic_port), a first-tier
     switch (tor), an upper-tier switch (agg) or uplink (uplink) some flow crosses, a NIC link
-    `port -- switch` (link_flap; partial). The fault keeps its severity and its bad windows."""
+    `port -- switch` (link_flap; partial); not the NIC parts of a rank whose traffic all stays
+    in its NVLink domain (an NVL72 rack's). The fault keeps its severity and its bad windows."""
     from astral_dsl.synth import Fault
-    from astral_dsl.synth.inject import used_parts
+    from astral_dsl.synth.inject import crossing_ranks, used_parts
 
     kind, sev, windows = fault.kind, fault.severity, fault.windows
     if kind in ("agg", "uplink"):
@@ -190,11 +191,12 @@ def _on_part(asked: str, fault, part: str, rm, fc, seed: int):
         return Fault(kind, part, sev) if part in (switches if kind == "agg" else uplinks) \
             else None
     partial = asked == "partial"             # drawn as a GPU or a link: either may be named
-    for r in rm.ranks:
+    crossing = set(crossing_ranks(rm, fc))   # NIC parts: of a rank whose traffic leaves its
+    for r in rm.ranks:                       # NVLink domain (an NVL72 rack's may not)
         if kind == "gpu" or partial:
             if r.gpu == part:
                 return Fault("gpu", part, sev, r.rank, windows)
-        for p in r.ports:
+        for p in (r.ports if r.rank in crossing else ()):
             if kind == "nic_port" and p.name == part:
                 return Fault("nic_port", part, sev, r.rank)
             if kind == "tor" and p.switch == part:

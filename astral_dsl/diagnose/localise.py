@@ -39,7 +39,7 @@ from scipy import sparse
 from scipy.special import logsumexp
 
 from astral_dsl import records
-from astral_dsl.analyses.rankmap import RankMap
+from astral_dsl.analyses.rankmap import RankMap, natural
 from astral_dsl.diagnose.evidence import Timing
 from astral_dsl.diagnose.likelihood import EPSILON, Q_GRID, log_ratio, outliers, robust_spread
 from astral_dsl.diagnose.match import KIND_NAMES, P2P, Instances, group_ids
@@ -147,7 +147,7 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
                 if np.array_equal(np.isin(chan, other) & (log_r > 0), explained):
                     group.append(cl)
         if len(group) > 1:        # a tie: by name, the order saying nothing of which
-            group.sort(key=lambda cl: (KIND_ORDER.index(units[cl[0]][0]), display(units[cl[0]])))
+            group.sort(key=lambda cl: tie_order(units[cl[0]]))
             chans = np.flatnonzero(incidence[[cl[0] for cl in group]].sum(axis=0))
         taken.append(group)
         suspects.append(_suspect([[units[i] for i in cl] for cl in group],
@@ -244,7 +244,7 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     kind_name = leads[0][0]
     tied = tuple(display(u) for u in leads) if len(leads) > 1 else ()
     path = " or ".join(display(u) for u in leads)
-    all_parts = tuple(sorted(set().union(*parts)))
+    all_parts = tuple(set().union(*parts))             # Suspect orders them (natural)
     crossing = np.isin(chan, chans)
     sel = use[explained]
     its = tuple(sorted({int(i) for i in inst.iteration[sel]}))
@@ -276,9 +276,8 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
         notes.append(f"tied: {' and '.join(tied)} explain the same slow instances (as the two "
                      f"ends of one slow transfer do) about as well (Bayes factors within a "
                      f"factor e), and nothing else they carry tells them apart: check each")
-    if kind_name == "nic port" and len(all_parts) > 2:
-        notes.append("a NIC port, its cable and the other port of a dual-homed NIC carry the "
-                     "same collectives: timings cannot tell them apart")
+    if kind_name == "nic port":
+        notes += _nic_note(all_parts)
     if kind_name == "host" and len(all_parts) > 1:
         notes.append("the collectives ran on the NVLink of one rack's hosts (nvlink_domain = "
                      "rack), none of their NICs: its NVLink switch trays or these hosts")
@@ -299,6 +298,29 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
         note = ("alternative: explains less of what was seen. " + note).strip()
     return Suspect(kind_name, path, all_parts, float(min(1.0, confidence)), summary, (ev,),
                    note, alternative, supports, contradicts, slow, tied)
+
+
+def tie_order(unit: Unit) -> Tuple:
+    """The order a tie's parts are named in: by kind, then by name in the design's order
+    (`hosts[2]` before `hosts[10]`), as paths, groups and parts are listed."""
+    return KIND_ORDER.index(unit[0]), natural(display(unit))
+
+
+def _nic_note(parts) -> List[str]:
+    """What a NIC suspect's parts are, from the ports the design gives each NIC (the rank map
+    lists every port of a GPU's NIC, one per plane): a dual-homed NIC's two ports, or the
+    single-port NICs at the two ends of the same transfers."""
+    nics: Dict[str, set] = {}
+    for p in parts:
+        if " -- " not in p and ".port[" in p:
+            nics.setdefault(p.rsplit(".port[", 1)[0], set()).add(p)
+    if any(len(ports) > 1 for ports in nics.values()):
+        return ["a NIC port, its cable and the other port of a dual-homed NIC carry the same "
+                "collectives: timings cannot tell them apart"]
+    if len(nics) > 1:
+        return [f"{len(nics)} single-port NICs (not dual-homed), each port and its cable, carry "
+                f"the same collectives and transfers: timings cannot tell them apart"]
+    return []
 
 
 _LABEL = {"nic port": "NIC (either port or its cable)", "switch": "first-tier switch",
@@ -333,4 +355,5 @@ def _slowest(sel, chans, chan_ranks, inst, tm) -> Tuple[Observation, ...]:
     return tuple(out)
 
 
-__all__ = ["ALARM_ODDS", "ALTERNATIVES", "EPSILON", "Found", "instance_log_ratio", "localise"]
+__all__ = ["ALARM_ODDS", "ALTERNATIVES", "EPSILON", "Found", "instance_log_ratio", "localise",
+           "tie_order"]

@@ -7,6 +7,7 @@ from typing import Dict, List, Optional, Tuple
 import attrs
 
 from astral_dsl import records
+from astral_dsl.analyses.rankmap import natural
 from astral_dsl.diagnostics import Diagnostic
 
 
@@ -49,7 +50,9 @@ class Suspect:
     #                                    forecast
     path: str                          # the stable name of the part; a tie of several:
     #                                    their names joined by " or " (`tied` lists them)
-    parts: Tuple[str, ...]             # every part the evidence cannot tell apart
+    # every part the evidence cannot tell apart, in the design's order (rankmap.natural:
+    # hosts[2] before hosts[10]), as paths and groups list them
+    parts: Tuple[str, ...] = attrs.field(converter=lambda ps: tuple(sorted(ps, key=natural)))
     probability: float                 # 0..1, posterior; suspects compete (verdict.py)
     summary: str
     evidence: Tuple[Evidence, ...] = ()

@@ -32,6 +32,7 @@ import numpy as np
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.observe.kineto import diag
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, RankTrace, make
+from astral_dsl.observe.relog import relogged, said, suspects
 from astral_dsl.observe.text import printable
 
 REQUIRED = ("rank", "iteration", "phase", "start_s", "duration_s")
@@ -165,9 +166,20 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
     order = np.lexsort((start, rank))
     rank, it, phase, start, dur, peer, op = (a[order] for a in (rank, it, phase, start, dur,
                                                                   peer.astype(np.int64), op))
-    keep, repeated = _repeats(np.asarray(line_numbers)[order], rank, it, phase, start, dur,
-                              peer, op)
+    lines = np.asarray(line_numbers)[order]
+    keep, repeated = _repeats(lines, rank, it, phase, start, dur, peer, op)
     if repeated is not None:
+        rank, it, phase, start, dur, peer, op, lines = (
+            a[keep] for a in (rank, it, phase, start, dur, peer, op, lines))
+        n = int(keep.sum())
+    keep, twice = np.ones(n, dtype=bool), []
+    for r in suspects(rank, it, phase).tolist():          # a restart's ranks, if any
+        lo, hi = np.searchsorted(rank, r), np.searchsorted(rank, r, side="right")
+        mask, found = relogged(r, lines[lo:hi], it[lo:hi], phase[lo:hi])
+        if mask is not None:
+            keep[lo:hi] = mask
+            twice.append(found)
+    if twice:
         rank, it, phase, start, dur, peer, op = (a[keep] for a in (rank, it, phase, start, dur,
                                                                     peer, op))
         n = int(keep.sum())
@@ -180,7 +192,7 @@ def _columns(path: str, line_numbers, cols) -> "Tuple[List[RankTrace], List[Diag
         traces.append(RankTrace(int(rank[lo]), None, path, "log", it[lo:hi], phase[lo:hi],
                                 start[lo:hi], dur[lo:hi], peer[lo:hi], op[lo:hi],
                                 np.full(hi - lo, -1, dtype=np.int64), (), "", "log", timers))
-    diags = _unknown_phases(path, unknown) + _repeated(path, repeated)
+    diags = _unknown_phases(path, unknown) + _repeated(path, repeated) + said(path, twice)
     if not traces:
         diags.append(diag("E788", "the rank log has no rows", path))
     return traces, diags
@@ -278,7 +290,7 @@ def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
         if first != line:
             repeats.append((line, first))
             continue
-        per_rank.setdefault(rank, []).append(rec)
+        per_rank.setdefault(rank, []).append(rec + (line,))
     diags: List[Diagnostic] = []
     if bad:
         line, why = bad[0]
@@ -290,9 +302,17 @@ def _build(path: str, rows) -> Tuple[List[RankTrace], List[Diagnostic]]:
     if not per_rank and not bad:
         diags.append(diag("E788", "the rank log has no rows", path))
     timers = timers_of(names)
-    traces = [attrs.evolve(make(rank, None, path, "log", recs, iterations_from="log"),
-                           timers=timers) for rank, recs in sorted(per_rank.items())]
-    return traces, diags
+    traces, twice = [], []
+    for rank, recs in sorted(per_rank.items()):
+        recs.sort(key=lambda rec: rec[2])                   # in time order (stable)
+        mask, found = relogged(rank, *(np.array([rec[k] for rec in recs]) for k in (7, 0, 1)))
+        if found:
+            twice.append(found)
+        rows = [rec[:7] for rec, kept in zip(recs, mask if mask is not None else
+                                             [True] * len(recs)) if kept]
+        traces.append(attrs.evolve(make(rank, None, path, "log", rows, iterations_from="log"),
+                                   timers=timers))
+    return traces, diags + said(path, twice)
 
 
 def _row(row, unknown) -> "Tuple[int, tuple] | str":

@@ -8,8 +8,10 @@ The network model is the generator's own: a transfer between two hosts runs on e
 the GPU's NIC (one per plane), each with a few flows (NCCL channels); two ports on one first-tier
 switch meet there, others climb to the lowest tier group that holds both and take one of its
 switches per flow (ECMP: a hash). A transfer lasts its forecast time divided by the slowest
-rate on any of its flows; a ring collective by the slowest rate on any of its ring edges. The
-rank map gives only the wiring (which port lands on which switch, and the names).
+rate on any of its flows; a ring collective by the slowest rate on any of its ring edges. A
+transfer or a ring inside one NVLink domain (a host, an NVL72 rack) runs on NVLink and crosses
+no NIC or switch. The rank map gives the wiring (which port lands on which switch, and the
+names) and that NVLink-domain rule (rankmap.one_domain).
 
 The schedule follows the forecast's block order (Seer's 1F1B / interleaved order), sends go out
 as soon as a block ends (no batched exchange) and block until they arrive; the simulation runs
@@ -22,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from astral_dsl import records
-from astral_dsl.analyses.rankmap import RankMap
+from astral_dsl.analyses.rankmap import RankMap, one_domain
 from astral_dsl.synth.faults import Fault, Noise
 
 EPOCH = 1.7e9           # the hosts' clocks read Unix time (seconds)
@@ -309,6 +311,13 @@ class _Net:
                 out.append(crossed)
         return out
 
+    def crosses(self, ranks: Sequence[int]) -> bool:
+        """Whether the traffic among `ranks` (a transfer's two ranks, a collective's group)
+        leaves its NVLink domain: the rank map's rule (rankmap.one_domain: one host, or an NVL72
+        rack whose hosts declare `nvlink_domain = rack`), as Seer prices it. Traffic that stays
+        in it runs on NVLink and crosses no NIC, cable or switch."""
+        return not one_domain([self.rm.ranks[r] for r in ranks])
+
     def _flows(self, a: int, b: int):
         """(rate, crosses the flapping link) of each flow between ranks a and b."""
         flap = self.flap.part if self.flap else None
@@ -328,7 +337,9 @@ class _Net:
         static = np.ones(src.shape)
         flap = np.zeros(src.shape, dtype=bool)
         for pos in np.ndindex(src.shape):
-            static[pos], flap[pos] = self._factor([(int(src[pos]), int(dst[pos]))])
+            pair = (int(src[pos]), int(dst[pos]))
+            if self.crosses(pair):
+                static[pos], flap[pos] = self._factor([pair])
         return static, flap
 
     def rings(self, ranks: np.ndarray):
@@ -339,6 +350,8 @@ class _Net:
         if D < 2:
             return static, flap
         for t in range(T):
+            if not self.crosses(ranks[:, t].tolist()):      # one NVLink domain's ring
+                continue
             ring = [(int(ranks[d, t]), int(ranks[(d + 1) % D, t])) for d in range(D)]
             static[0, t], flap[0, t] = self._factor(ring)
         return static, flap

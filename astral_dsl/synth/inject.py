@@ -26,8 +26,13 @@ def random_fault(kind: str, rank_map, fc, rng: np.random.Generator, seed: int = 
         edge = 1.0 / band_of(fc)[0][0]
         lo, hi = lo * edge, hi * edge
     sev = float(rng.uniform(lo, hi))
-    world = rank_map.world
-    r = int(rng.integers(world))
+    # a NIC part is drawn behind a rank whose traffic leaves its NVLink domain (on an NVL72 a
+    # rank may send nothing over its NICs); every rank where all do, as it always was drawn
+    pool = crossing_ranks(rank_map, fc) if kind not in ("gpu", "fast") else \
+        tuple(range(rank_map.world))
+    if not pool:
+        raise ValueError("no traffic of this job leaves its NVLink domains: it crosses no NIC")
+    r = pool[int(rng.integers(len(pool)))]
     info = rank_map.ranks[r]
     if kind == "gpu":
         return Fault("gpu", info.gpu, sev, r)
@@ -67,18 +72,29 @@ def random_fault(kind: str, rank_map, fc, rng: np.random.Generator, seed: int = 
     raise ValueError(kind)
 
 
-def _job_pairs(rank_map, fc):
-    """The rank pairs the generator's traffic runs between: pipeline neighbours (and the
-    interleaved wrap-around) and the data-parallel rings."""
+def _job_channels(rank_map, fc):
+    """The generator's traffic, channel by channel: (the channel's ranks, the rank pairs its
+    flows run between): each pipeline neighbours' transfer (and the interleaved wrap-around)
+    and each data-parallel ring."""
     par = fc.job.parallel
     pairs = set()
     for g in rank_map.groups["pp"]:
         pairs.update(zip(g.ranks, g.ranks[1:]))
         if par.v > 1 and len(g.ranks) > 1:
             pairs.add((g.ranks[0], g.ranks[-1]))
+    out = [(pair, [pair]) for pair in sorted(pairs)]
     for g in rank_map.groups["dp"]:
-        pairs.update(zip(g.ranks, g.ranks[1:] + g.ranks[:1]))
-    return sorted(pairs)
+        if len(g.ranks) > 1:
+            out.append((g.ranks, list(zip(g.ranks, g.ranks[1:] + g.ranks[:1]))))
+    return out
+
+
+def crossing_ranks(rank_map, fc):
+    """The ranks whose NIC ports some flow of the job crosses (the generator's rule,
+    _Net.crosses: traffic inside one NVLink domain crosses none), in rank order."""
+    net = _Net(rank_map, (), 0)
+    return tuple(sorted({r for ranks, _ in _job_channels(rank_map, fc) if net.crosses(ranks)
+                         for r in ranks}))
 
 
 def used_parts(rank_map, fc, seed: int):
@@ -88,15 +104,18 @@ def used_parts(rank_map, fc, seed: int):
     first = {p.switch for r in rank_map.ranks for p in r.ports}
     ports = {p.name for r in rank_map.ranks for p in r.ports}
     switches, uplinks = set(), set()
-    for a, b in _job_pairs(rank_map, fc):
-        for crossed in net.route(a, b):
-            for part in crossed:
-                if " -- " in part:
-                    if part.split(" -- ")[0] not in ports:
-                        uplinks.add(part)
-                elif part not in first and part not in ports:
-                    switches.add(part)
+    for ranks, pairs in _job_channels(rank_map, fc):
+        if not net.crosses(ranks):
+            continue
+        for a, b in pairs:
+            for crossed in net.route(a, b):
+                for part in crossed:
+                    if " -- " in part:
+                        if part.split(" -- ")[0] not in ports:
+                            uplinks.add(part)
+                    elif part not in first and part not in ports:
+                        switches.add(part)
     return switches, uplinks
 
 
-__all__ = ["KINDS", "SEVERITY", "random_fault", "used_parts"]
+__all__ = ["KINDS", "SEVERITY", "crossing_ranks", "random_fault", "used_parts"]
