@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 COMMANDS = ("size", "sweep", "search", "forecast", "runs")
 
 # a job of 16 H100s on one scalable unit: each command runs it in a fraction of a second
-LAB = H100 % "bf16"
+LAB = H100 % "bf16" + "scenario hot { set Lab.utilization = 50 % }\n"
 # the command's own arguments after FILE, where it needs some
 EXTRA = {"sweep": ("--grid", "n=1,2", "--job", "train", "--workers", "1"),
          "search": ("--top", "2", "--workers", "1")}
@@ -86,6 +86,20 @@ def test_each_jsonl_line_validates_as_a_row(schemas, documents, name):
     for line in lines:
         assert _errors(schemas[name], line) == []
         assert "version" not in line and set(row["required"]) <= set(line)
+
+
+@pytest.mark.parametrize("name", ["size", "forecast", "sweep"])
+def test_a_document_under_a_scenario_validates(schemas, files, name):
+    # `scenario`: what it failed and changed (outputs.jsonout.scenario_json; sweep: its name)
+    proc = astral(name, "lab.astral", *EXTRA.get(name, ()), "--scenario", "hot", "--format",
+                  "json", cwd=files)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and _errors(schemas[name], doc) == []
+    if name == "sweep":
+        assert doc["scenario"] == "hot" and doc["rows"][0]["scenario_broken"] == []
+    else:
+        assert doc["scenario"]["changed"] == [{"target": "Lab", "field": "utilization",
+                                               "value": "50 %", "kind": "site", "replicas": 1}]
 
 
 @pytest.mark.parametrize("name", COMMANDS)
@@ -169,3 +183,4 @@ def test_the_schemas_reject_what_the_docs_do_not_allow(schemas, documents):
     assert _errors(schemas["runs"], dict(documents["runs"], rows=[
         dict(documents["runs"]["rows"][0], status="maybe")]))
     assert _errors(schemas["search"], dict(documents["search"], objective="speed"))
+
