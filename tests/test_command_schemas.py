@@ -184,3 +184,13 @@ def test_the_schemas_reject_what_the_docs_do_not_allow(schemas, documents):
         dict(documents["runs"]["rows"][0], status="maybe")]))
     assert _errors(schemas["search"], dict(documents["search"], objective="speed"))
 
+
+def test_the_search_summary_writes_the_declared_time_with_one_unit(documents):
+    # the JSON's `summary` holds the text's lines: a time under a second read "833.5 ms s"
+    search = documents["search"]
+    t = search["declared"]["iteration_time_s"]
+    assert 0.1 < t < 1             # tp8 dp2 on 16 H100s: about 0.83 s
+    (line,) = [x for x in search["summary"] if x.startswith("as declared:")]
+    assert line == (f"as declared: tp8 pp1 dp2 mb1 selective zero1: {t * 1e3:.1f} ms, "
+                    f"{search['declared']['tokens_per_s']:,.0f} tokens/s, "
+                    f"MFU {search['declared']['mfu'] * 100:.1f} %")
