@@ -24,18 +24,21 @@ allow W626 "a bench rack"
 """
 
 
+def schema_validator(command: str, name: str):
+    """The validator of the schema `astral COMMAND --schema` prints: a valid draft 2020-12
+    schema, and schema/NAME.schema.json (shipped with the package)."""
+    proc = astral(command, "--schema")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    jsonschema.Draft202012Validator.check_schema(doc)
+    assert doc == json.loads((REPO / "schema" / f"{name}.schema.json").read_text())
+    return jsonschema.Draft202012Validator(doc)
+
+
 @pytest.fixture(scope="module")
 def schemas():
-    out = {}
-    for name, argv in (("check", ("check", "--schema")), ("diff", ("diff", "--schema")),
-                       ("design", ("export", "--schema"))):
-        proc = astral(*argv)
-        assert proc.returncode == 0, proc.stderr
-        doc = json.loads(proc.stdout)
-        jsonschema.Draft202012Validator.check_schema(doc)
-        assert doc == json.loads((REPO / "schema" / f"{name}.schema.json").read_text())
-        out[name] = jsonschema.Draft202012Validator(doc)
-    return out
+    return {name: schema_validator(command, name)
+            for name, command in (("check", "check"), ("diff", "diff"), ("design", "export"))}
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from astral_dsl.outputs.diff.checks import check_facts
-from astral_dsl.outputs.diff.facts import (SECTIONS, Side, diagnostics, flat, identity,
-                                           is_count, shown, values)
+from astral_dsl.outputs.diff.diagnostics import diagnostics
+from astral_dsl.outputs.diff.facts import SECTIONS, Side, flat, identity, is_count, shown, values
 from astral_dsl.pipeline import Checked, front_end_errors
 
 
@@ -60,13 +60,15 @@ def side(label: str, checked: Checked, relative, calibration=None) -> Side:
             item, model, place = line_key(line)
             facts["bom"][" ".join(x for x in (item, model, f"({place})" if place else "")
                                   if x)] = line["quantity"]
-    facts["diagnostics"] = diagnostics(diags, design.file, relative, checked.accepted)
+    facts["diagnostics"], diagnostic_anchors, beyond = diagnostics(
+        diags, design.file, relative, checked.accepted)
     if not front_end_errors(design):
         facts["jobs"] = forecasts(design, [j.template for j in design.jobs], calibration)
     errors = sum(d.is_error for d in diags)
     return Side(label, errors == 0, errors, sum(d.severity.value == "warning" for d in diags),
                 facts, same=same, anchors=anchors, file=design.file or "",
-                compiled=not front_end_errors(design))
+                compiled=not front_end_errors(design), diagnostic_anchors=diagnostic_anchors,
+                beyond_front_end=beyond)
 
 
 __all__ = ["forecasts", "side"]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import EXIT_OK, add_common, checked, colour, exit_code, \
-    print_diagnostics, usage
+from astral_dsl.cli.common import EXIT_OK, add_common, add_schema, checked, colour, exit_code, \
+    print_diagnostics, schema_first, usage
 
 NAME = "check"
 HELP = "compile designs and report diagnostics and a summary"
@@ -28,8 +28,7 @@ def register(sub) -> None:
     c.add_argument("--margins", action="store_true",
                    help="how far each check and engineering limit is from breaking, and for "
                         "which values of each param it holds")
-    c.add_argument("--schema", action="store_true",
-                   help="print the JSON Schema of --format json's documents")
+    add_schema(c)
     add_common(c)
 
 
@@ -45,13 +44,9 @@ def run(args, overrides) -> int:
         # size_json, not size_report (its tables: outputs.table), for start-up
         from astral_dsl.outputs.size_json import chosen_lines, objective_line
 
-    if args.schema:
-        from astral_dsl import resources
-
-        sys.stdout.write(resources.schema_text("check"))
-        return EXIT_OK
-    if not args.files:
-        return usage("check needs FILE... (or --schema)")
+    done = schema_first(args, NAME, None if args.files else "FILE...")
+    if done is not None:
+        return done
     if args.baseline and args.write_baseline:
         return usage("--baseline and --write-baseline: give one (writing a baseline accepts "
                      "every warning reported)")

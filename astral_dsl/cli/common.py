@@ -91,6 +91,27 @@ def add_common(sp: argparse.ArgumentParser, formats=("human", "json"), params: b
     add_color(sp)
 
 
+def add_schema(sp: argparse.ArgumentParser, jsonl: bool = False) -> None:
+    """`--schema`: the command prints the JSON Schema of its documents (schema_first)."""
+    sp.add_argument("--schema", action="store_true",
+                    help="print the JSON Schema of --format json's documents"
+                         + (" and of --format jsonl's lines" if jsonl else ""))
+
+
+def schema_first(args, name: str, missing: Optional[str]) -> Optional[int]:
+    """`astral NAME --schema`: the JSON Schema of the command's documents printed
+    (schema/NAME.schema.json, exit 0); else a usage error when the command's input, `missing`,
+    is not given; else None: the command runs."""
+    if args.schema:
+        from astral_dsl import resources
+
+        sys.stdout.write(resources.schema_text(name))
+        return EXIT_OK
+    if missing is not None:
+        return usage(f"{name} needs {missing} (or --schema)")
+    return None
+
+
 def add_set(sp: argparse.ArgumentParser, flag: str = "--set",
             help: str = "override a top-level `param` (a bare number takes its unit)") -> None:
     sp.add_argument(flag, action="append", default=[], metavar="NAME=VALUE", help=help)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError,
-                                   add_calibration, add_color, add_set, colour, parse_sets,
-                                   unreadable, usage)
+                                   add_calibration, add_color, add_schema, add_set, colour,
+                                   parse_sets, schema_first, unreadable, usage)
 
 NAME = "diff"
 HELP = "what changes between two designs (files or git REV:path)"
@@ -36,8 +36,7 @@ def register(sub) -> None:
     d.add_argument("--exit-code", action="store_true",
                    help="exit 1 when anything differs, 0 when nothing does (as git diff)")
     d.add_argument("--format", choices=["human", "json"], default="human")
-    d.add_argument("--schema", action="store_true",
-                   help="print the JSON Schema of --format json's document")
+    add_schema(d)
     add_calibration(d)
     add_color(d)
 
@@ -110,13 +109,9 @@ def run(args, overrides) -> int:
     from astral_dsl.cli.revision import GitError, RevisionRefused
     from astral_dsl.cli.runs import read_calibration
 
-    if args.schema:
-        from astral_dsl import resources
-
-        sys.stdout.write(resources.schema_text("diff"))
-        return EXIT_OK
-    if args.a is None or args.b is None:
-        return usage("diff needs A and B (or --schema)")
+    done = schema_first(args, NAME, "A and B" if args.a is None or args.b is None else None)
+    if done is not None:
+        return done
     try:
         over_a = {**overrides, **parse_sets(args.set_a)}
         over_b = {**overrides, **parse_sets(args.set_b)}

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   open_path, plot_failure, plotted, print_diagnostics,
-                                   unreadable, usage)
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, add_schema,
+                                   colour, open_path, plot_failure, plotted, print_diagnostics,
+                                   schema_first, unreadable, usage)
 
 NAME = "forecast"
 HELP = "forecast one training iteration of a job, operator by operator"
@@ -13,7 +13,7 @@ HELP = "forecast one training iteration of a job, operator by operator"
 
 def register(sub) -> None:
     f = sub.add_parser(NAME, help=HELP)
-    f.add_argument("file", metavar="FILE")
+    f.add_argument("file", metavar="FILE", nargs="?")
     f.add_argument("--job", metavar="NAME", help="the job to forecast (default: the first)")
     f.add_argument("--scenario", metavar="NAME", help="forecast under this scenario")
     f.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (ui.perfetto.dev)")
@@ -32,6 +32,7 @@ def register(sub) -> None:
                    help="write the rank map: rank -> parallel coordinates -> GPU -> host -> NIC "
                         "ports -> switches, and the path of every collective group")
     add_common(f)
+    add_schema(f)
 
 
 def _window(text):
@@ -62,6 +63,9 @@ def run(args, overrides) -> int:
     from astral_dsl.outputs.jsonout import dumps, envelope
     from astral_dsl.seer.timeline import fitted_window
 
+    done = schema_first(args, NAME, "FILE" if args.file is None else None)
+    if done is not None:
+        return done
     try:
         window = _window(args.window)
     except ValueError:

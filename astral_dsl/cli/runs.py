@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   print_diagnostics, usage)
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, add_schema,
+                                   colour, print_diagnostics, schema_first, usage)
 
 NAME = "runs"
 HELP = "forecast every row of a runs table and score it against what the run published"
@@ -17,9 +17,10 @@ def register(sub) -> None:
         "cells, or one of --gpu-file), forecast as `astral forecast` forecasts a job, and "
         "compared with the tokens/s, step time or model TFLOP/s it published; a row Seer cannot "
         "state is listed with the field and why (docs/runs.md)."))
-    r.add_argument("table", metavar="RUNS.csv")
+    r.add_argument("table", metavar="RUNS.csv", nargs="?")
     add_runs_options(r)
     add_common(r, params=False)
+    add_schema(r)
 
 
 def add_runs_options(p, calibration_help: str = "fitted constants written by `astral "
@@ -89,6 +90,9 @@ def run(args, overrides) -> int:
     from astral_dsl.runs.evaluate import evaluate, prepare
     from astral_dsl.seer.calibration import shipped
 
+    done = schema_first(args, NAME, "RUNS.csv" if args.table is None else None)
+    if done is not None:
+        return done
     json_out = args.format == "json"
     calibration, failed = read_calibration(args)
     if failed is not None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   print_diagnostics, usage)
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, add_schema,
+                                   colour, print_diagnostics, schema_first, usage)
 
 NAME = "search"
 HELP = "rank the parallel configurations of a job by its forecast"
@@ -18,7 +18,7 @@ def register(sub) -> None:
         "stages, micro-batch, recomputation, ZeRO), pruned by the rules a forecast applies "
         "and by Seer's memory estimate, ranked by Seer's forecast: the top ones are those an "
         "exhaustive forecast would rank first, with where their time goes."))
-    s.add_argument("file", metavar="FILE")
+    s.add_argument("file", metavar="FILE", nargs="?")
     s.add_argument("--job", metavar="NAME", help="the job (default: the first)")
     s.add_argument("--objective", default="tokens_per_s",
                    choices=["tokens_per_s", "iteration_time", "cost_per_token"],
@@ -39,6 +39,7 @@ def register(sub) -> None:
     add_common(s, formats=("human", "json", "jsonl"), format_help=(
         "json: one document, the envelope with the ranked rows and the summary; jsonl: a "
         "ranked row per line, nothing else (the summary on stderr)"))
+    add_schema(s, jsonl=True)
 
 
 def _counts(text: str):
@@ -74,6 +75,9 @@ def run(args, overrides) -> int:
     from astral_dsl.explore.engines import EngineError
     from astral_dsl.outputs import search as out
 
+    done = schema_first(args, NAME, "FILE" if args.file is None else None)
+    if done is not None:
+        return done
     if args.output and not args.output.lower().endswith((".csv", ".jsonl")):
         return usage(f"-o {args.output}: the extension chooses the format: .csv or .jsonl")
     if args.workers is not None and args.workers < 1:

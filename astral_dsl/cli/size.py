@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 import sys
 
-from astral_dsl.cli.common import add_common, checked, colour, exit_code, print_diagnostics
+from astral_dsl.cli.common import (add_common, add_schema, checked, colour, exit_code,
+                                   print_diagnostics, schema_first)
 
 NAME = "size"
 HELP = "power, cooling and network sizing report"
@@ -12,9 +13,10 @@ HELP = "power, cooling and network sizing report"
 
 def register(sub) -> None:
     z = sub.add_parser(NAME, help=HELP)
-    z.add_argument("file", metavar="FILE")
+    z.add_argument("file", metavar="FILE", nargs="?")
     z.add_argument("--scenario", metavar="NAME", help="size the design under this scenario")
     add_common(z)
+    add_schema(z)
 
 
 def terminal_width(stream, environ) -> int:
@@ -36,6 +38,9 @@ def run(args, overrides) -> int:
     from astral_dsl.outputs.jsonout import accepted_json, dumps, envelope, scenario_json
     from astral_dsl.outputs.size_report import chosen_json, render_report, size_summary
 
+    done = schema_first(args, NAME, "FILE" if args.file is None else None)
+    if done is not None:
+        return done
     result = checked(args.file, overrides, [args.scenario] if args.scenario else None)
     design, eng = result.design, result.engineering
     outcome = next((o for o in result.scenarios if o.name == args.scenario), None)

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour,
-                                   plot_failure, plotted, print_diagnostics, usage)
+from astral_dsl.cli.common import (EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, add_schema,
+                                   colour, plot_failure, plotted, print_diagnostics,
+                                   schema_first, usage)
 
 NAME = "sweep"
 HELP = "evaluate a design over a grid of parameter values"
@@ -15,7 +16,7 @@ def register(sub) -> None:
         "One row per point: validity, error codes, GPUs, IT and facility power, PUE, switches, "
         "cost (when prices are declared) and, with --job, the forecast. --grid takes 2..6, "
         "2..10:2 or a comma list such as 40kW,45kW; the first --grid varies slowest."))
-    s.add_argument("file", metavar="FILE")
+    s.add_argument("file", metavar="FILE", nargs="?")
     s.add_argument("--grid", action="append", default=[], metavar="NAME=VALUES",
                    help="values of a top-level param: 2..6, 2..10:2, 40kW..50kW:5kW or a,b,c")
     s.add_argument("--job", metavar="NAME", help="also forecast this job at every point")
@@ -32,6 +33,7 @@ def register(sub) -> None:
     add_engine_options(s)
     add_common(s, formats=("human", "json", "jsonl"), format_help=(
         "json: one document, the envelope with the rows; jsonl: a row per line, nothing else"))
+    add_schema(s, jsonl=True)
 
 
 def add_engine_options(p) -> None:
@@ -137,6 +139,9 @@ def run(args, overrides) -> int:
     from astral_dsl.explore.engines import EngineError
     from astral_dsl.outputs import sweep as out
 
+    done = schema_first(args, NAME, "FILE" if args.file is None else None)
+    if done is not None:
+        return done
     if not args.grid:
         return usage("sweep needs at least one --grid NAME=VALUES (e.g. --grid "
                      "hosts_per_rack=2..6)")

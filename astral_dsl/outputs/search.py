@@ -164,7 +164,8 @@ def summary(result) -> List[str]:
     lines += _trust(result)
     if result.declared is not None:
         d = result.declared
-        lines.append(f"  as declared: {d['label']}: {_seconds(d['iteration_time_s'])} s, "
+        t = d["iteration_time_s"]           # `10.124 s`, `833.5 ms` (no `ms s`)
+        lines.append(f"  as declared: {d['label']}: {_seconds(t)}{' s' if t >= 1 else ''}, "
                      f"{d['tokens_per_s']:,.0f} tokens/s, MFU {d['mfu'] * 100:.1f} %")
     elif result.declared_errors:
         lines.append(f"  as declared: not forecast ({', '.join(result.declared_errors)})")

@@ -1,8 +1,8 @@
 """`astral diff A B`: what changed between two checked designs, as `terraform plan` shows a
 change: parameters, `let`s and source-level values, counts, power and cooling, bill of
-materials, checks, diagnostics that appear or disappear, and each job's forecast. api/sides.py
-gathers one side, facts.py shapes it (checks.py its checks), compare.py compares two,
-render.py prints the result for people or as JSON."""
+materials, checks, diagnostics that appear, disappear or change, and each job's forecast.
+api/sides.py gathers one side, facts.py shapes it (checks.py its checks, diagnostics.py its
+diagnostics), compare.py compares two, render.py prints the result for people or as JSON."""
 from astral_dsl.outputs.diff.compare import Change, compare
 from astral_dsl.outputs.diff.facts import SECTIONS, Side
 from astral_dsl.outputs.diff.render import render, to_json

@@ -60,14 +60,33 @@ def _checks(a: Side, b: Side) -> List[Change]:
     return out
 
 
+def _diagnostics(a: Side, b: Side) -> List[Change]:
+    """The diagnostics paired (diagnostics.py): one whose figures changed is a change of it.
+    With a side that does not compile, the other's diagnostics of the steps that need a
+    compiled design are not compared: those steps never ran on it."""
+    fa, fb = a.facts.get("diagnostics", {}), b.facts.get("diagnostics", {})
+    both = a.compiled and b.compiled
+    keys_a = [k for k in fa if both or k not in a.beyond_front_end]
+    keys_b = [k for k in fb if both or k not in b.beyond_front_end]
+    out: List[Change] = []
+    for ka, kb in pairs(keys_a, keys_b, a.diagnostic_anchors, b.diagnostic_anchors):
+        if kb is None:
+            out.append(Change("diagnostics", ka, "removed", fa[ka], None))
+        elif ka is None:
+            out.append(Change("diagnostics", kb, "added", None, fb[kb]))
+        elif ka != kb:
+            out.append(Change("diagnostics", ka, "changed", fa[ka], fb[kb]))
+    return out
+
+
 def compare(a: Side, b: Side) -> Tuple[Change, ...]:
     out: List[Change] = []
     for section in SECTIONS:
         if section in COMPILED_ONLY and not (a.compiled and b.compiled):
             continue            # unknown on one side: neither added nor removed
         fa, fb = a.facts.get(section, {}), b.facts.get(section, {})
-        if section == "checks":
-            out.extend(_checks(a, b))
+        if section in ("checks", "diagnostics"):
+            out.extend(_checks(a, b) if section == "checks" else _diagnostics(a, b))
             continue
         for key in _keys(fa, fb):
             if key not in fb:
@@ -81,7 +100,6 @@ def compare(a: Side, b: Side) -> Tuple[Change, ...]:
                         out.append(Change(section, f"{key}.{field}",
                                           "changed" if x is not None and y is not None else
                                           "added" if x is None else "removed", x, y))
-            elif section != "diagnostics" and fa[key] != fb[key] and not _same(a, b, section,
-                                                                                 key):
+            elif fa[key] != fb[key] and not _same(a, b, section, key):
                 out.append(Change(section, key, "changed", fa[key], fb[key]))
     return tuple(out)

@@ -10,11 +10,12 @@ results with the shaping functions here:
   whatever keys it has; switches per tier as `switches_by_tier.tor`), split by what they count;
 - bom: the purchase lines of outputs.report.bom, by (item, model, where);
 - checks: each `check` as written, where, its outcome and its sides (checks.py);
-- diagnostics: severity, code, message and where (the file relative to the project, the line);
+- diagnostics: severity, code, message and where (the file relative to the project, the line;
+  diagnostics.py);
 - jobs: Seer's forecast of each job (iteration time, tokens/s, MFU), or the codes that stop it."""
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Mapping, Tuple
 
 
 import attrs
@@ -55,6 +56,12 @@ class Side:
     # diagnostic's `file` is in JSON, where the facts name it `""` (so that both sides compare)
     file: str = ""
     compiled: bool = True                        # no front-end errors: COMPILED_ONLY is known
+    # the diagnostics' anchors: what pairs one whose message changed (diagnostics.py)
+    diagnostic_anchors: Mapping[str, Tuple[str, str, str, str]] = attrs.field(factory=dict)
+    # the keys of the diagnostics of the steps that need a compiled design (sizing, the
+    # engineering checks, scenarios, jobs: E600 on): not compared with a side that does not
+    # compile
+    beyond_front_end: FrozenSet[str] = frozenset()
 
 
 # the summary's mappings compared key by key (`switches_by_tier.tor`); the facility's power by
@@ -154,34 +161,3 @@ def _actions(actions, of) -> Any:
         else:
             out.append(f"fail {written(a)}")
     return "; ".join(out)
-
-
-def where(d, entry: str, relative) -> Tuple[str, Optional[int]]:
-    """(file, line) of a diagnostic: the entry file as `""`, another file relative to its
-    project root (`relative`), so that the same problem on both sides compares equal."""
-    file = d.span.file if d.span is not None else d.filename
-    if file is None:
-        return "", None
-    line = d.span.start.line if d.span is not None else None
-    return ("" if file == entry else relative(file)), line
-
-
-def diagnostics(diags, entry: str, relative, accepted=()) -> Dict[str, Dict[str, Any]]:
-    """Each diagnostic under a key of its severity, code, message and file (not its line: a
-    line added above it does not make it another problem); repeats are numbered. A warning an
-    `allow` or the baseline accepts (`accepted`: model.allows.Accepted) is `accepted
-    warning[W626] ...` with its reason: accepting one is not fixing it."""
-    out: Dict[str, Dict[str, Any]] = {}
-    for d, reason in [(d, None) for d in diags] + [(a.diagnostic, a.reason) for a in accepted]:
-        file, line = where(d, entry, relative)
-        key = (("accepted " if reason is not None else "") + f"{d.severity.value}[{d.code}] "
-               f"{d.message}" + (f" ({file})" if file else ""))
-        n, k = 1, key
-        while k in out:
-            n += 1
-            k = f"{key} #{n}"
-        out[k] = {"severity": d.severity.value, "code": d.code, "message": d.message,
-                  "file": file, "line": line}
-        if reason is not None:
-            out[k]["accepted"] = reason
-    return out

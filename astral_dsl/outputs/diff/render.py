@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Sequence
 
 from astral_dsl.outputs.diff.checks import changed_lines, summary
 from astral_dsl.outputs.diff.compare import Change
+from astral_dsl.outputs.diff.diagnostics import changed_lines as diagnostic_lines, place
 from astral_dsl.outputs.diff.facts import COMPILED_ONLY, SECTION_TITLES, SECTIONS, Side
 from astral_dsl.outputs.terminal import printable
 
@@ -24,9 +25,7 @@ def value_text(v: Any) -> str:
         return f"{v:,.6g}" if abs(v) < 1000 else f"{v:,.1f}"
     if isinstance(v, dict):
         if {"severity", "code", "message"} <= set(v):
-            line = v.get("line")
-            where = (f"{v['file']}:{line}" if v["file"] and line else v["file"] or
-                     (f"line {line}" if line else ""))
+            where = place(v)
             text = f"{v['severity']}[{v['code']}] {v['message']}" + (f" ({where})" if where
                                                                     else "")
             return f"accepted {text}: {v['accepted']}" if "accepted" in v else text
@@ -50,6 +49,8 @@ def lines(c: Change) -> List[str]:
     changed, indented."""
     if c.section == "checks" and c.kind == "changed":
         return [f"~ {c.key}"] + ["    " + x for x in changed_lines(c.before, c.after)]
+    if c.section == "diagnostics" and c.kind == "changed":
+        return diagnostic_lines(c.before, c.after)
     return [line(c)]
 
 
@@ -81,6 +82,10 @@ def render(a: Side, b: Side, changes: Sequence[Change], colour: bool = False) ->
     unknown = ", ".join(SECTION_TITLES[s] for s in COMPILED_ONLY)
     out.extend(f"note: {name} does not compile: {unknown} are not compared"
                for name, s in (("a", a), ("b", b)) if not s.compiled)
+    out.extend(f"note: {name}'s {len(s.beyond_front_end)} diagnostic(s) of sizing, the "
+               f"engineering checks, scenarios and jobs are not compared: they never ran on {other}"
+               for name, s, other in (("a", a, "b"), ("b", b, "a"))
+               if s.beyond_front_end and not (a.compiled and b.compiled))
     for section in SECTIONS:
         mine = [x for x in changes if x.section == section]
         if not mine:
