@@ -313,6 +313,23 @@ def test_every_documented_code_exists():
     assert not twice, f"codes documented twice: {twice}"
 
 
+def test_language_md_families_cover_every_code():
+    """docs/language.md, section 18's table of code families (`E1xx`, `E75x-E77x`, `W800`)
+    covers every code: it stopped at E6xx and W680 while E7xx and E8xx grew beside it."""
+    text = (DOCS / "language.md").read_text(encoding="utf-8")
+    table = text[text.index("| codes | about |"):]
+    table = table[:table.index("\n\n")]
+    spans = []
+    for cell in re.findall(r"^\| ([^|]+) \|", table, re.M)[1:]:
+        for token in cell.split(","):
+            ends = [e.strip() for e in token.split("-")]
+            low, high = ends[0].replace("x", "0"), ends[-1].replace("x", "9")
+            spans.append((low[0], int(low[1:]), int(high[1:])))
+    outside = sorted(c for c in CODES
+                     if not any(c[0] == k and lo <= int(c[1:]) <= hi for k, lo, hi in spans))
+    assert not outside, f"codes in no family of docs/language.md's table: {outside}"
+
+
 def test_code_summaries_match():
     """The heading of each code's section is `### CODE: summary`, the summary of codes.py."""
     text = (DOCS / "diagnostics.md").read_text(encoding="utf-8")

@@ -4,14 +4,20 @@ tests/test_docs.py compiles every example of the docs; this file holds the figur
 the prose quotes to the product's own, where that is cheap: the first design of
 docs/language.md and its E500 display, the healthy band `astral diagnose` prints for the
 single-pod job (README, docs/diagnose.md), and what Seer's rule chooses for the GB200 row the
-README and docs/seer.md cite for activation offloading."""
+README and docs/seer.md cite for activation offloading; and the forecasts the README and
+docs/seer.md quote as figures or as a command's output (the reference job, the single-pod job
+and its fp8 variants, the reference under a failed uplink or half its aggregation switches,
+`astral search`'s job as declared), which a change to Seer moves without a word."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 from typing import List
 
+import pytest
+
 import astral_dsl
+from astral_dsl import seer
 from astral_dsl.diagnose.verdict import band_of
 from astral_dsl.runs.express import express
 from astral_dsl.runs.table import read_table
@@ -20,6 +26,7 @@ from clirun import astral
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 LANGUAGE = (REPO / "docs" / "language.md").read_text(encoding="utf-8")
+SEER = (REPO / "docs" / "seer.md").read_text(encoding="utf-8")
 
 
 def _fence_after(text: str, marker: str, lang: str) -> List[str]:
@@ -94,3 +101,102 @@ def test_the_offloading_figures_are_the_forecasts():
     assert round(100 * (full.iteration_time.si / base - 1)) == int(longer_full) == 32
     seer = (REPO / "docs" / "seer.md").read_text(encoding="utf-8")
     assert f"micro-batch 2 on one stage offloads {offloaded} of its 80 layers" in seer
+
+
+@pytest.fixture(scope="module")
+def reference_text():
+    """The reference design with the README's `one_uplink` scenario and docs/seer.md's half of
+    the aggregation switches failed, beside the example's own scenarios."""
+    text = (REPO / "examples" / "astral.astral").read_text(encoding="utf-8")
+    scenarios = _fence_after(README, "## What-if scenarios", "astral")
+    at = next(i for i, line in enumerate(scenarios) if line.startswith("scenario one_uplink"))
+    text += "\n".join(scenarios[at:at + 3]) + "\n"
+    return text + "scenario half_agg { fail 50 % of Astral.fabric.agg }\n"
+
+
+@pytest.fixture(scope="module")
+def reference(reference_text):
+    return astral_dsl.compiles(reference_text, name="astral.astral", root=REPO / "examples")
+
+
+def test_the_reference_forecast_the_readme_quotes(reference):
+    fc = astral_dsl.forecast(reference)
+    t = fc.iteration_time.si
+    said = re.search(r"It forecasts ([\d.]+) s per\s+iteration, ([\d.]+) M tokens/s, ([\d.]+) % "
+                     r"MFU, (\d+) GB per GPU", README)
+    assert said, "README: the reference job's forecast"
+    assert said.groups() == (f"{t:.2f}", f"{fc.tokens_per_s / 1e6:.2f}",
+                             f"{fc.mfu.si * 100:.1f}", f"{fc.memory_per_gpu.to('GB').magnitude:.0f}")
+    assert f'"{t:.3f} s -22/+32 %" in the text' in README
+    # the review's scenario matrix: the job under `plane_b_down`; docs/seer.md: under half the
+    # aggregation switches
+    plane_b = astral_dsl.forecast(reference, scenario="plane_b_down").iteration_time.si
+    assert f"job slowing from {t:.3f} s to {plane_b:.3f} s" in README
+    half = astral_dsl.forecast(reference, scenario="half_agg").iteration_time.si
+    assert f"{t:.3f} s becomes {half:.3f} s" in SEER
+
+
+def test_the_failed_uplink_notes_are_the_forecasts(reference_text, tmp_path):
+    """The README's `astral forecast --scenario one_uplink`: its two notes, as printed. The
+    ToR keeps 63 of its 64 uplinks, so its hosts' port a runs at 63/64 and the dual-homed NIC,
+    waiting for its slower port, at 2 x 25 GB/s x 63/64 = 49.22 GB/s instead of 50.00."""
+    (tmp_path / "astral.astral").write_text(reference_text, encoding="utf-8")
+    out = astral("forecast", "astral.astral", "--scenario", "one_uplink", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout
+    notes = [line for line in out.stdout.split("\n") if line.startswith("  note ")]
+    shown = _fence_after(README, "The ToR's 64 uplinks go one to each agg", "console")
+    assert shown[0].startswith("$ astral forecast examples/astral.astral --scenario one_uplink")
+    assert shown[1:] == notes
+    assert "at 49.22 GB/s per GPU instead of 50.00 GB/s" in notes[1]
+
+
+def test_the_single_pod_forecast_docs_seer_opens_with():
+    """docs/seer.md's first block is `astral forecast examples/single_pod.astral` as printed;
+    the README's drill diagnosis, its fp8 variants and the ratios docs/seer.md quotes use the
+    same forecast."""
+    out = astral("forecast", "examples/single_pod.astral")
+    shown = _fence_after(SEER, "# Seer:", "console")
+    assert shown[0] == "$ astral forecast examples/single_pod.astral"
+    assert shown[1:] == out.stdout.rstrip("\n").split("\n")
+    design = astral_dsl.load(str(REPO / "examples" / "single_pod.astral"))
+    bf16 = seer.forecast(design, job="llama70b").iteration_time
+    assert f"  iteration  forecast {bf16:.3f} s, observed" in README
+    delayed, current = (seer.forecast(design, job="llama70b", dtype="fp8", fp8_recipe=r)
+                        for r in ("delayed", "current"))
+    assert f"is inside: {current.iteration_time:.3f} s," in SEER
+    said = (f"(H100, TP8 PP4, bf16 {bf16:.3f} s) {bf16 / delayed.iteration_time:.2f}x with "
+            f"delayed\nscaling and {bf16 / current.iteration_time:.2f}x with current scaling")
+    assert said in SEER
+
+
+def test_the_fp8_speed_up_of_llama_3_8b_docs_seer_quotes():
+    """docs/seer.md: "Llama 3 8B on 8 H100s (TP2 DP4, tests/test_seer_fp8.py) 1.38x and 1.35x"
+    with delayed and current scaling: that test's job on its network."""
+    from test_seer_fp8 import H100, NET, job
+
+    bf16 = seer.run(job("bf16"), H100, NET).iteration_time
+    delayed, current = (bf16 / seer.run(job("fp8").with_(fp8_recipe=r), H100, NET).iteration_time
+                        for r in ("delayed", "current"))
+    assert (f"Llama 3 8B on 8 H100s (TP2 DP4, tests/test_seer_fp8.py)\n{delayed:.2f}x and "
+            f"{current:.2f}x;") in SEER
+
+
+def test_the_search_states_the_job_as_declared_as_forecast():
+    """The README's `astral search examples/explore.astral --job llama70b --top 5`: its line
+    for the job as declared is that job's forecast."""
+    fc = astral_dsl.forecast(REPO / "examples" / "explore.astral", job="llama70b")
+    assert (f"  as declared: tp8 pp4 dp32 mb1 selective zero1: {fc.iteration_time.si:.3f} s, "
+            f"{fc.tokens_per_s:,.0f} tokens/s, MFU {fc.mfu.si * 100:.1f} %") in README
+
+
+def test_the_diff_of_a_fifth_host_per_rack_is_what_the_readme_shows():
+    """The README's `astral diff examples/astral.astral examples/astral.astral --set-b
+    hosts_per_rack=5`, line for line (its counts, power, bill of materials, checks and
+    diagnostics move with every change to the analyses)."""
+    out = astral("diff", "examples/astral.astral", "examples/astral.astral",
+                 "--set-b", "hosts_per_rack=5")
+    assert out.returncode == 1                    # side B has errors
+    shown = _fence_after(README, "what a fifth host per rack does is the first command", "text")
+    assert shown == out.stdout.rstrip("\n").split("\n")
+    # 4 x 10.2 kW = 40.8 kW per rack, 5 x 10.2 kW = 51 kW: over the 45 kW busway
+    assert "      left: 40.8 kW -> 51 kW" in shown
