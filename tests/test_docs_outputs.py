@@ -200,3 +200,17 @@ def test_the_diff_of_a_fifth_host_per_rack_is_what_the_readme_shows():
     assert shown == out.stdout.rstrip("\n").split("\n")
     # 4 x 10.2 kW = 40.8 kW per rack, 5 x 10.2 kW = 51 kW: over the 45 kW busway
     assert "      left: 40.8 kW -> 51 kW" in shown
+
+
+def test_the_review_timeline_bars_the_readme_counts(reference):
+    """The README's review page: "the reference's N operators become M bars" (the block-level
+    timeline with its TP lanes in 500 slices), as the page's note counts them."""
+    from astral_dsl.outputs.report.timeline import count, svg
+
+    fc = seer.forecast(reference.design)
+    operators = count(fc, "op")
+    bars = re.search(r"; ([\d,]+) bars on \d+ lanes; TP, CP and EP communication inside the "
+                     r"blocks: each 1/500 of", svg(fc, "t")[1])
+    assert bars, "the block-level timeline with its TP lanes in 500 slices"
+    assert (f"(the reference's {operators:,} operators become\n  {bars.group(1)} bars: its "
+            f"blocks, PP sends and DP communication, and TP lanes in 500 slices)") in README
