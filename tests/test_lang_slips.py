@@ -285,6 +285,20 @@ def test_if_or_not_read_as_a_name_after_a_tighter_operator_is_e222_at_the_word(t
     assert d.hint == "the last statement stops in the middle: complete it, or delete it"
 
 
+def test_a_module_path_with_a_dot_too_many_or_a_slash_has_a_hint(tmp_path):
+    # `import lib..a` was E103 "unexpected `.`; expected a name" with no hint
+    for text, code, col in (("import lib..a\n", "E103", 12), ("import .a { v }\n", "E103", 8),
+                            ("import lib/a\n", "E103", 11), ("import a. { v }\n", "E103", 11),
+                            ("import lib.a.\n", "E105", 1)):
+        d = only(build(text, tmp_path), code)
+        assert at(d)[1] == col and d.hint.startswith(
+            "a module path is names joined by single dots, none before the first, after the "
+            "last or doubled (`import lib.common` is"), (text, d.hint)
+    # a slip after a whole path is not the path's
+    d = only(build("import lib.a { v } as\n", tmp_path), "E105")
+    assert d.hint == "the last statement stops in the middle: complete it, or delete it"
+
+
 def test_a_point_with_no_digit_after_it_is_e106_at_the_number(tmp_path):
     # `5.e3` was E209 "a number has no member `e3`" without a hint; `5.` at the end of a line
     # E209 "no member `let`" at the next line; `5.e3 W` in a body E103 at the `}`

@@ -82,6 +82,7 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
             names -= {"IMPORT", "PARAM"}
         expected = _expected(names)
         hint = _unit_pitfall(source, tok) or keyword_read_hint(source, tok.line) or \
+            _module_path_hint(source.line(tok.line)[:tok.column - 1], str(tok)) or \
             _hint_for(tok, exc.expected, source) or \
             _bracket_hint(source, tok, exc.expected) or _missing_hint(tok, exc.expected)
         msg = f"unexpected {_describe(tok)}" + (f"; {expected}" if expected else "")
@@ -103,6 +104,7 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
     return Diagnostic("E105", Severity.ERROR,
                       "unexpected end of file" + (f"; {expected}" if expected else ""),
                       Span.at(name, line, col), keyword_read_hint(source, last) or
+                      _module_path_hint(source.line(last), "") or
                       "the last statement stops in the middle: complete it, or delete it")
 
 
@@ -124,6 +126,21 @@ def keyword_read_hint(source: Source, line: int) -> str | None:
     return (f"`{word}` after `{m.group(0)[:-len(word)].strip()}` is read as a name: it starts an "
             f"expression only where a whole condition can stand; put the `{word}` expression in "
             f"parentheses ({PARENTHESISED[word]})")
+
+
+# an import's module path so far, at the start of its line (`import lib.`)
+_IMPORT_PATH = re.compile(r"[ \t]*import[ \t]+([A-Za-z_][\w.]*|)[ \t]*")
+
+
+def _module_path_hint(before: str, tok: str) -> str | None:
+    """A module path with a dot too many (`import lib..a`, `import .a`, `import lib.`) or a `/`:
+    the hint to write names joined by single dots (language.md, 3.2)."""
+    m = _IMPORT_PATH.fullmatch(before)
+    if m is None or not (tok in (".", "..", "..<", "/") or m.group(1).endswith(".")):
+        return None
+    return ("a module path is names joined by single dots, none before the first, after the last "
+            "or doubled (`import lib.common` is the file lib/common.astral under the project "
+            "root); no `..` or `/` reaches another folder (language.md, 3.2)")
 
 
 _PAIRS = {"{": "}", "(": ")", "[": "]"}
