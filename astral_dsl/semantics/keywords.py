@@ -13,7 +13,6 @@ from typing import List, Optional, Tuple
 
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.syntax import ast
-from astral_dsl.syntax.errors import PARENTHESISED
 
 UNREADABLE = {"true": "is always the yes/no value `true`",
               "false": "is always the yes/no value `false`",
@@ -45,14 +44,17 @@ def _check(name: ast.Ident, what: str, diagnostics: List[Diagnostic]) -> None:
             name.span, f"rename it (e.g. `{name.name}_value`)"))
 
 
-
 def read_as_name(name: str) -> Optional[Tuple[str, str]]:
     """(message, hint) of E222 for `if` or `not` read where a value is (the parser reads one as
     a name after an operator that binds tighter than the expression it starts), None for any
     other name."""
-    if name not in PARENTHESISED:
+    if name not in UNREADABLE or name in ("true", "false"):     # those two always lex as values
         return None
+    # imported here, on the error path only: syntax.errors imports lark, which a check whose
+    # syntax trees are cached never loads (tests/test_startup.py)
+    from astral_dsl.syntax.errors import PARENTHESISED
+
     return (f"`{name}` cannot be read as a name: where a value is read, `{name}` "
             f"{UNREADABLE[name]}, but here it follows an operator that binds tighter, so it was "
-            f"taken for a name", f"put the `{name}` expression in parentheses ({PARENTHESISED[name]}); "
-            f"nothing can be named `{name}`")
+            f"taken for a name", f"put the `{name}` expression in parentheses "
+            f"({PARENTHESISED[name]}); nothing can be named `{name}`")
