@@ -260,6 +260,45 @@ def test_keywords_that_read_back_as_names_are_no_error(tmp_path):
     assert [d.code for d in design.diagnostics] == []
 
 
+def test_if_or_not_read_as_a_name_after_a_tighter_operator_is_e222_at_the_word(tmp_path):
+    # after `+` the parser cannot start a `not` expression and read the word as a name: it was
+    # E200 "unknown name `not`" with the hint to declare `let not = ...`, itself E222
+    d = only(build("let y = 1 + not\n", tmp_path), "E222")
+    assert at(d) == (1, 13, 1, 16)
+    assert d.message.startswith("`not` cannot be read as a name: where a value is read, `not` "
+                                "starts a `not` expression")
+    assert d.hint == "put the `not` expression in parentheses (`a == (not b)`); nothing can be " \
+                     "named `not`"
+    # a call of it (`not(1)`) and an `if` after `x` alike; another unknown name is still E200
+    design = build("let a = 2 * not(1)\nlet b = 4 x if\nlet c = 1 + nto\n", tmp_path)
+    assert [(d.code, at(d)[:2]) for d in design.diagnostics if d.is_error] == \
+        [("E222", (1, 13)), ("E222", (2, 13)), ("E200", (3, 13))]
+    # an expression after the word fails to parse further on: the syntax error says why
+    for text, code, word in (("let y = 1 + not x\n", "E105", "`not` after `+`"),
+                             ("let y = 1 + if true then 2 else 3\n", "E103", "`if` after `+`"),
+                             ("check 1 <= not true\n", "E105", "`not` after `<=`")):
+        d = only(build(text, tmp_path), code)
+        assert d.hint.startswith(f"{word} is read as a name: it starts an expression only "
+                                 "where a whole condition can stand; put the"), (text, d.hint)
+    # not in a string, nor after `=`: the last statement is simply unfinished
+    d = only(build('let s = "1 + not"\nlet y = 1 +\n', tmp_path), "E105")
+    assert d.hint == "the last statement stops in the middle: complete it, or delete it"
+
+
+def test_a_module_path_with_a_dot_too_many_or_a_slash_has_a_hint(tmp_path):
+    # `import lib..a` was E103 "unexpected `.`; expected a name" with no hint
+    for text, code, col in (("import lib..a\n", "E103", 12), ("import .a { v }\n", "E103", 8),
+                            ("import lib/a\n", "E103", 11), ("import a. { v }\n", "E103", 11),
+                            ("import lib.a.\n", "E105", 1)):
+        d = only(build(text, tmp_path), code)
+        assert at(d)[1] == col and d.hint.startswith(
+            "a module path is names joined by single dots, none before the first, after the "
+            "last or doubled (`import lib.common` is"), (text, d.hint)
+    # a slip after a whole path is not the path's
+    d = only(build("import lib.a { v } as\n", tmp_path), "E105")
+    assert d.hint == "the last statement stops in the middle: complete it, or delete it"
+
+
 def test_a_point_with_no_digit_after_it_is_e106_at_the_number(tmp_path):
     # `5.e3` was E209 "a number has no member `e3`" without a hint; `5.` at the end of a line
     # E209 "no member `let`" at the next line; `5.e3 W` in a body E103 at the `}`

@@ -10,6 +10,7 @@ import pytest
 
 import astral_dsl
 from astral_dsl.analyses import rankmap
+from astral_dsl.analyses.fabric_names import TierKey
 from astral_dsl.diagnose import rank_map
 from clirun import astral as _astral_cli  # noqa: E402
 
@@ -145,7 +146,9 @@ def test_a_group_climbing_two_tiers_crosses_the_middle_one():
     text = SMALL.read_text().replace("parallel { tp = 8, pp = 2, dp = 8 }",
                                      "parallel { tp = 16, pp = 2, dp = 4 }")
     rm = rank_map(astral_dsl.loads(text, name=str(SMALL)))
-    assert rm.tier_sizes == {"tor": 4, "agg": 2, "core": 4}
+    rail0 = {"rail": 0, "plane": 0}         # ToRs and aggs per rail and plane, the core whole
+    assert [rm.size_of(TierKey("Small.fabric", t, **w)) for t, w in
+            (("tor", rail0), ("agg", rail0), ("core", {}))] == [4, 2, 4]
     p = rm.path(rm.group("tp", 0).ranks)
     assert p.tiers == ("Small.fabric.core",) + tuple(
         f"Small.fabric.rail[{r}].plane[{x}].agg" for r in range(8) for x in "AB")

@@ -500,13 +500,25 @@ def test_a_subnormal_amount_compares_above_zero():
     # 1 / (2 m x 1 s^2) = 0.5 m^-1 s^-2: was `m^-1/s^-2`, which reads back as m^-1*s^2
     ("1 / (2 m * 1 s^2)", "0.5 m^-1*s^-2"),
     ("1 / (1 m^12 * 1 m^2)", "1 m^-12*m^-2"),
+    # a negative power of a quotient: 1 / (2 kW/h)^2 = 0.25 h^2/kW^2, was shown `kW^-2/h^-2`;
+    # negative exponents become a denominator wherever a factor stays in the numerator
+    ("(2 kW/h) ^ -2", "0.25 h^2/kW^2"),
+    ("(2 kW/h) ^ -1", "0.5 h/kW"),
+    ("(1 kW) ^ -2 / (1 h) ^ -2", "1 h^2/kW^2"),
+    ("(1 m^-1) / (1 s^-2)", "1 s^2/m"),              # was `m^-1/s^-2`
+    ("(4 m/s*kg) ^ -1", "0.25 s/m/kg"),               # each divisor after its own `/`
+    ("(1 kJ/kg/K) ^ -2", "1 kg^2*K^2/kJ^2"),
+    ("(1 W*s) ^ -1", "1 W^-1*s^-1"),                  # no numerator: no leading `/`
 ])
 def test_a_computed_unit_reads_back_as_its_quantity(text, shown):
-    d = astral_dsl.loads(f"let a = {text}\n", name="u.astral")
+    d = astral_dsl.loads(f"let a = {text}\nlet b = {shown}\ncheck a == b\n", name="u.astral")
     assert d.valid, d.diagnostics
     (value,) = [v for k, v in d.lets if k == "a"]
     assert str(value) == shown
     assert parse_unit(value.unit).dims == value.dims
+    # the display, read as a literal, is the same quantity (and shows as itself)
+    (again,) = [v for k, v in d.lets if k == "b"]
+    assert again.dims == value.dims and str(again) == shown and d.checks[0].passed
 
 
 def test_a_product_beyond_any_unit_is_e313():

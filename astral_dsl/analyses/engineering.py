@@ -10,7 +10,8 @@ from astral_dsl import gcpause, records
 from astral_dsl.analyses import declarations, network_failures
 from astral_dsl.analyses import scenarios as scen
 from astral_dsl.analyses.cooling import CoolingResult, analyse_cooling
-from astral_dsl.analyses.network import FabricCount, fabric_counts
+from astral_dsl.analyses.network import fabric_counts
+from astral_dsl.analyses.network_records import FabricCount
 from astral_dsl.analyses.power import PowerResult, analyse_power
 from astral_dsl.analyses.served import Served
 from astral_dsl.analyses.utilization import Averages

@@ -11,7 +11,8 @@ from typing import List, Optional, Sequence, Tuple
 from astral_dsl.analyses.failed_links import Bad
 from astral_dsl.analyses.fabric_names import TierKey, host_runs, ports_on, wiring
 from astral_dsl.analyses.host_positions import Interval, Positions, TooMany
-from astral_dsl.analyses.network import FabricCount, TierCount, _LEVEL, _SCOPE_KINDS, _hosts
+from astral_dsl.analyses.network import _LEVEL, _SCOPE_KINDS, _hosts
+from astral_dsl.analyses.network_records import FabricCount, TierCount
 from astral_dsl.model.design import Instance
 from astral_dsl.model.values import FabricSelection, plane_label
 

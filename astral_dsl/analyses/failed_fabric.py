@@ -25,7 +25,7 @@ from astral_dsl.analyses import failed_links
 from astral_dsl.analyses.failed_links import Bad, nic_steps
 from astral_dsl.analyses.fabric_layout import FabricLayout
 from astral_dsl.analyses.host_positions import Interval, TooMany
-from astral_dsl.analyses.network import FabricCount
+from astral_dsl.analyses.network_records import FabricCount
 from astral_dsl.analyses.damage_judge import judge
 from astral_dsl.analyses.network_damage import Damage, Piece, degraded
 from astral_dsl.analyses.network_failures import Failure, declared, share_lost

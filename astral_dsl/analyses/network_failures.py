@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from astral_dsl import records
-from astral_dsl.analyses.network import FabricCount, TierCount, fabric_counts
+from astral_dsl.analyses.network import fabric_counts
+from astral_dsl.analyses.network_records import FabricCount, TierCount
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, Route
 from astral_dsl.units import format_number

@@ -223,7 +223,7 @@ def busiest_per_host(layout: Tuple[int, ...], rails: int, planes: int,
 def busiest_ports(inst, owner, hosts, hosts_of, cache, rails: int, planes: int,
                   per: Tuple[str, ...]) -> int:
     """The NIC ports of the busiest first-tier group of scope instance `inst` (`hosts`: the
-    owner's network.Hosts, `hosts_of(instance, cache)`: another's)."""
+    owner's network_records.Hosts, `hosts_of(instance, cache)`: another's)."""
     mine = hosts if inst is owner else hosts_of(inst, cache)
     return sum(k[0] * busiest_per_host(lay, rails, planes, per)
                for k, lay in zip(mine.kinds, mine.layouts))
@@ -232,9 +232,9 @@ def busiest_ports(inst, owner, hosts, hosts_of, cache, rails: int, planes: int,
 def exact_tier(tc, owner, scope: str, found, cache, hosts, hosts_of, wire, prev, prev_exact,
                prev_split: int, split: int, nested: bool, demand: float, mult: int
                ) -> Tuple[Any, Optional[Dict]]:
-    """The tier (network.TierCount) with each group sized for itself (each scope instance's,
-    and within one each rail's and plane's: `by_group`) when they differ, else as counted; and
-    its groups' sizes, for the tier above."""
+    """The tier (network_records.TierCount) with each group sized for itself (each scope
+    instance's, and within one each rail's and plane's: `by_group`) when they differ, else as
+    counted; and its groups' sizes, for the tier above."""
     kinds = None if scope == owner.kind else SCOPE_KINDS.get(scope, (scope,))
     down = tc.down_ports
     if not down or (prev is None and not (found or kinds is None)):

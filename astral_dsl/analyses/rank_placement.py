@@ -11,7 +11,8 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses.fabric_names import PortPlace, TierKey, place, port_name, \
     ports_before, wiring
-from astral_dsl.analyses.network import FabricCount, _SCOPE_KINDS, fabric_counts
+from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
+from astral_dsl.analyses.network_records import FabricCount
 from astral_dsl.analyses.nvlink_share import rack_domain
 from astral_dsl.analyses.walk import replicas
 from astral_dsl.model.design import Design, Instance, Ref

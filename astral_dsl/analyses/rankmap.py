@@ -90,11 +90,6 @@ class RankMap:
     def world(self) -> int:
         return len(self.ranks)
 
-    @property
-    def tier_sizes(self) -> Dict[str, int]:
-        """Switches per group of every fabric tier."""
-        return {t.name: t.per_group for t in self._tiers}
-
     def size_of(self, key: TierKey) -> int:
         """Switches in tier group `key` (groups of one tier may differ in size:
         network_groups)."""

@@ -121,7 +121,8 @@ def write(result, path: str) -> None:
 
 
 def _seconds(t: float) -> str:
-    return f"{t:.3f}" if t >= 1 else f"{t * 1e3:.1f} ms"
+    """An iteration time with its unit: `6.518 s`, or `833.5 ms` under a second."""
+    return f"{t:.3f} s" if t >= 1 else f"{t * 1e3:.1f} ms"
 
 
 def _usd_per_mtok(x) -> str:
@@ -165,7 +166,7 @@ def summary(result) -> List[str]:
     if result.declared is not None:
         d = result.declared
         t = d["iteration_time_s"]           # `10.124 s`, `833.5 ms` (no `ms s`)
-        lines.append(f"  as declared: {d['label']}: {_seconds(t)}{' s' if t >= 1 else ''}, "
+        lines.append(f"  as declared: {d['label']}: {_seconds(t)}, "
                      f"{d['tokens_per_s']:,.0f} tokens/s, MFU {d['mfu'] * 100:.1f} %")
     elif result.declared_errors:
         lines.append(f"  as declared: not forecast ({', '.join(result.declared_errors)})")
@@ -234,7 +235,7 @@ def table(result, colour: bool = False, width: int = 100) -> str:
                col("zero", [str(c.zero) for c in cfg], True)]
     if any(r.get("offload_layers") for r in rows):
         layout.append(col("offload", [str(r.get("offload_layers", 0)) for r in rows], True))
-    figures = [col("iteration s", [_seconds(r["iteration_time_s"]) for r in rows]),
+    figures = [col("iteration", [_seconds(r["iteration_time_s"]) for r in rows]),
                col("tokens/s", [f"{r['tokens_per_s']:,.0f}" for r in rows]),
                col("band", [band_text(r["calibration"]["band"])
                             + ("" if r["calibration"]["inside"] else " *") for r in rows]),

@@ -5,10 +5,20 @@ import attrs
 
 from astral_dsl.diagnostics import Diagnostic, DiagnosticError, Severity, Span, did_you_mean
 from astral_dsl.model.values import POISON
+from astral_dsl.semantics.keywords import read_as_name
 
 
 def unknown_key(span: Span) -> str:
     return f"{span.file}:{span.start.line}:{span.start.column}"
+
+
+def unknown_name(name: str, span: Span, visible):
+    """E200 for a name nothing declares (the hint: unknown_name_hint); E222 for `if` or `not`,
+    which nothing can declare, read as a name (keywords.read_as_name)."""
+    keyword = read_as_name(name)
+    if keyword is not None:
+        fail("E222", keyword[0], span, keyword[1])
+    fail("E200", f"unknown name `{name}`", span, unknown_name_hint(name, visible))
 
 
 def unknown_name_hint(name: str, visible) -> str:

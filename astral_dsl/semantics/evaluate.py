@@ -15,7 +15,7 @@ from astral_dsl.semantics.defaults import FORMS
 from astral_dsl.semantics.frames import Env, Frame
 from astral_dsl.semantics.scope import LetSymbol, Namespace, ParamSymbol, Template, missing_hint
 from astral_dsl.semantics import access, collections, operators
-from astral_dsl.semantics.errors import Poisoned, check, fail, unknown_name_hint
+from astral_dsl.semantics.errors import Poisoned, check, fail, unknown_name
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity, format_number, parse_unit
 from astral_dsl.units.table import UnitSpecError, is_unit
@@ -199,7 +199,7 @@ class Expressions:
             return Symbol(name)
         if name in env.module.unresolved:
             raise Poisoned()               # its import failed: that is the diagnostic
-        fail("E200", f"unknown name `{name}`", span, unknown_name_hint(name, self.visible(env)))
+        unknown_name(name, span, self.visible(env))
 
     def visible(self, env: Env):
         names = set(env.module.symbols)
@@ -289,8 +289,7 @@ class Expressions:
         if symbol is None and func.name in env.module.unresolved:
             raise Poisoned()               # its import failed: that is the diagnostic
         if symbol is None:
-            fail("E200", f"unknown name `{func.name}`", func.span,
-                 unknown_name_hint(func.name, self.visible(env) | set(BUILTINS) | set(FORMS)))
+            unknown_name(func.name, func.span, self.visible(env) | set(BUILTINS) | set(FORMS))
         return symbol
 
 

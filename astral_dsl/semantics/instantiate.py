@@ -12,7 +12,7 @@ from astral_dsl.model.kinds import KINDS
 from astral_dsl.model.values import POISON
 from astral_dsl.semantics.coerce import ANNOTATIONS, coerce, type_from_annotation
 from astral_dsl.semantics import complete, fields
-from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_name_hint
+from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_name
 from astral_dsl.semantics.evaluate import Expressions
 from astral_dsl.semantics.arguments import Deferred, bind, memo_key, override
 from astral_dsl.semantics.fields import _Given, _poison_check
@@ -269,8 +269,7 @@ class Instantiator:
             if symbol is None and expr.name in env.module.unresolved:
                 raise Poisoned()           # its import failed: that is the diagnostic
             if symbol is None:
-                fail("E200", f"unknown name `{expr.name}`", expr.span,
-                     unknown_name_hint(expr.name, env.module.symbols))
+                unknown_name(expr.name, expr.span, env.module.symbols)
         elif isinstance(expr, ast.Attr):
             ns = self.eval(expr.obj, Env(env.module))
             symbol = getattr(ns, "scope", None) and ns.scope.own.get(expr.name.name)

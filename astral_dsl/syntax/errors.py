@@ -81,7 +81,9 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
         if _depth(source.text[:tok.start_pos or 0]) > 0:     # inside a body: no top-level forms
             names -= {"IMPORT", "PARAM"}
         expected = _expected(names)
-        hint = _unit_pitfall(source, tok) or _hint_for(tok, exc.expected, source) or \
+        hint = _unit_pitfall(source, tok) or keyword_read_hint(source, tok.line) or \
+            _module_path_hint(source.line(tok.line)[:tok.column - 1], str(tok)) or \
+            _hint_for(tok, exc.expected, source) or \
             _bracket_hint(source, tok, exc.expected) or _missing_hint(tok, exc.expected)
         msg = f"unexpected {_describe(tok)}" + (f"; {expected}" if expected else "")
         return Diagnostic("E103", Severity.ERROR, msg, span, hint)
@@ -98,10 +100,47 @@ def syntax_diagnostic(source: Source, exc: UnexpectedInput) -> Diagnostic:
                           f"its `{closer}`", Span.at(name, at_line, at_col),
                           f"close it with `{closer}` where its block ends")
     expected = _expected(getattr(exc, "expected", []) or [])
+    last = next((n for n in range(line, 0, -1) if source.line(n).strip()), line)
     return Diagnostic("E105", Severity.ERROR,
                       "unexpected end of file" + (f"; {expected}" if expected else ""),
-                      Span.at(name, line, col),
+                      Span.at(name, line, col), keyword_read_hint(source, last) or
+                      _module_path_hint(source.line(last), "") or
                       "the last statement stops in the middle: complete it, or delete it")
+
+
+# `if` and `not` start an expression only where a whole condition can stand: after an operator
+# that binds tighter (`1 + not x`, `2 * if c then 1 else 0`) the parser reads them as names
+# (semantics/keywords.py: E222 when nothing else fails), and fails further on
+PARENTHESISED = {"if": "`1 + (if c then 2 else 3)`", "not": "`a == (not b)`"}
+_KEYWORD_READ = re.compile(r"(?:[-+*/^]|[<>]=?|[=!]=|\.\.<?|(?<![\w.])x)[ \t]*(if|not)\b")
+_TEXT = re.compile(r'"(?:[^"\\\n]++|\\.)*+"|//[^\n]*|/\*.*?\*/')
+
+
+def keyword_read_hint(source: Source, line: int) -> str | None:
+    """The hint for a syntax error on a line where `if` or `not` follows an operator that binds
+    tighter, and so was read as a name."""
+    m = _KEYWORD_READ.search(_TEXT.sub('""', source.line(line)))
+    if m is None:
+        return None
+    word = m.group(1)
+    return (f"`{word}` after `{m.group(0)[:-len(word)].strip()}` is read as a name: it starts an "
+            f"expression only where a whole condition can stand; put the `{word}` expression in "
+            f"parentheses ({PARENTHESISED[word]})")
+
+
+# an import's module path so far, at the start of its line (`import lib.`)
+_IMPORT_PATH = re.compile(r"[ \t]*import[ \t]+([A-Za-z_][\w.]*|)[ \t]*")
+
+
+def _module_path_hint(before: str, tok: str) -> str | None:
+    """A module path with a dot too many (`import lib..a`, `import .a`, `import lib.`) or a `/`:
+    the hint to write names joined by single dots (language.md, 3.2)."""
+    m = _IMPORT_PATH.fullmatch(before)
+    if m is None or not (tok in (".", "..", "..<", "/") or m.group(1).endswith(".")):
+        return None
+    return ("a module path is names joined by single dots, none before the first, after the last "
+            "or doubled (`import lib.common` is the file lib/common.astral under the project "
+            "root); no `..` or `/` reaches another folder (language.md, 3.2)")
 
 
 _PAIRS = {"{": "}", "(": ")", "[": "]"}

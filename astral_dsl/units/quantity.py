@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 from fractions import Fraction
 from functools import lru_cache
-from typing import List
 
 from astral_dsl import records
 
 from astral_dsl.units.dimension import DIMENSIONLESS, Dim, dimension_name, div, mul, power
+from astral_dsl.units.spelling import preferred_unit, reads_back, tidy, unit_power
 from astral_dsl.units.table import MAX_DIMENSION_EXPONENT, MAX_UNIT_EXPONENT, Unit, parse_unit
 
 
@@ -252,7 +251,7 @@ class Quantity:
                                         f"beyond the exponents of any physical unit",
                                 f"units take exponents up to ±{MAX_UNIT_EXPONENT}")
             dims = power(self.dims, int(n))
-            return Quantity(value, dims, _unit_power(self.unit, int(n), dims), False)
+            return Quantity(value, dims, unit_power(self.unit, int(n), dims), False)
         try:
             return Quantity(_finite(float(self.si ** n), "power", self.si))
         except (OverflowError, ZeroDivisionError, TypeError) as exc:
@@ -330,65 +329,4 @@ def _combine(a: Quantity, b: Quantity, op: str) -> str:
     ub = b.unit if not b.dimensionless else ""
     if not ub:
         return ua
-    return _reads_back((ub if op == "*" else "") if not ua else f"{ua}{op}{ub}", dims)
-
-
-def _reads_back(candidate: str, dims: Dim) -> str:
-    """`candidate` when it parses back to a unit of `dims`, else the preferred unit of `dims`."""
-    if candidate:
-        try:
-            if parse_unit(candidate).dims == dims:
-                return candidate
-        except ValueError:
-            pass
-    return preferred_unit(dims)
-
-
-_ATOM = re.compile(r"([*/]?)([^*/^]+)(?:\^(-?\d+))?")
-
-
-def _unit_power(unit: str, n: int, dims: Dim) -> str:
-    """The display unit of a quantity in `unit` raised to `n`: each factor's exponent times n
-    (`m^2` -> `m^4`, `kW/h` -> `kW^2/h^2`; `m^2^2` and `kW/h^2` would not read back, or read
-    back as another quantity), else the preferred unit of the result's dimension."""
-    if not unit:
-        return ""
-    parts = [f"{op}{atom}" + ("" if int(e or 1) * n == 1 else f"^{int(e or 1) * n}")
-             for op, atom, e in _ATOM.findall(unit)]
-    return _reads_back("".join(parts), dims)
-
-
-_PREFERRED = {
-    "power": "W", "energy": "J", "voltage": "V", "current": "A", "charge": "Ah",
-    "resistance": "ohm", "time": "s", "frequency": "Hz", "length": "m", "area": "m^2",
-    "volume": "m^3", "flow": "m^3/s", "mass": "kg", "mass_flow": "kg/s", "density": "kg/m^3",
-    "pressure": "Pa", "specific_heat": "J/kg/K", "temperature_delta": "K", "information": "B",
-    "bandwidth": "b/s", "operations": "FLOP", "compute": "FLOP/s", "money": "USD",
-}
-
-
-def preferred_unit(dims: Dim) -> str:
-    from astral_dsl.units.dimension import BASES, NAMED
-
-    for name, d in NAMED.items():
-        if d == dims and name in _PREFERRED:
-            return _PREFERRED[name]
-    # the base units, each power in factors a unit may spell (`m^14`: `m^12*m^2`); a
-    # denominator's factors each after a `/` (`kg*m/s^2`), none without a numerator
-    # (`m^-1*s^-2`: `m^-1/s^-2` would read back as m^-1*s^2)
-    num = [f for b, e in zip(BASES, dims) if e > 0 for f in _factors(b, e)]
-    den = [f for b, e in zip(BASES, dims) if e < 0 for f in _factors(b, -e)]
-    if not num:
-        return "*".join(f for b, e in zip(BASES, dims) if e < 0 for f in _factors(b, e))
-    return "*".join(num) + "".join("/" + f for f in den)
-
-
-def _factors(base: str, e: int) -> List[str]:
-    """`base^e` as factors of at most MAX_UNIT_EXPONENT each."""
-    step = MAX_UNIT_EXPONENT if e > 0 else -MAX_UNIT_EXPONENT
-    out = []
-    while e:
-        part = step if abs(e) > MAX_UNIT_EXPONENT else e
-        out.append(base if part == 1 else f"{base}^{part}")
-        e -= part
-    return out
+    return reads_back((ub if op == "*" else "") if not ua else tidy(f"{ua}{op}{ub}"), dims)

@@ -252,6 +252,7 @@ def test_cli_table_json_and_files(small, tmp_path, capsys):
     base = ["search", str(small), "--job", "dense", "--top", "3", "--workers", "1"]
     code, out, _ = _cli(base, capsys)
     assert code == 0, out
+    text = out
     out = " ".join(out.split())          # the summary is wrapped to the width
     assert "search: job `dense` (Tiny) on 16 x H100_SXM in Lab (32 GPUs)" in out
     assert "configurations enumerated" in out and "forecast fully" in out
@@ -272,6 +273,15 @@ def test_cli_table_json_and_files(small, tmp_path, capsys):
     assert rows[0]["recompute_layers"] is None        # it fits without recomputing part
     assert rows[0]["tokens_per_s"] >= rows[1]["tokens_per_s"] >= rows[2]["tokens_per_s"]
     assert sum(rows[0]["breakdown_s"].values()) == pytest.approx(rows[0]["iteration_time_s"])
+    # the table's iteration carries its unit, its header none (it had said `iteration s` over
+    # `9.7 ms`): the ranking's header lines run from the blank line to its first rule
+    lines = text.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.startswith("\u2500"))
+    blank = max(i for i in range(rule) if not lines[i].strip())
+    header = " ".join(lines[blank + 1:rule]).split()
+    t = rows[0]["iteration_time_s"]
+    cell = f"{t:.3f} s" if t >= 1 else f"{t * 1e3:.1f} ms"
+    assert "iteration" in header and "s" not in header and cell in lines[rule + 1]
     assert "note: search: job `dense`" in err
     _cli(base + ["-o", str(tmp_path / "r.jsonl")], capsys)
     assert (tmp_path / "r.jsonl").read_text() == out          # byte for byte
