@@ -12,9 +12,10 @@ from astral_dsl.model.values import Group
 
 def domain_hosts(host, pairs, cache, needed: int, gpus: int) -> Tuple[int, Tuple[str, ...]]:
     """Hosts per NVLink domain (Seer's "host"): 1, or with `nvlink_domain = rack` the hosts of
-    the smallest rack among those the job's `needed` hosts fill in placement order (a group that
-    fits in it fits in each of them); a note when those racks differ in size (`gpus` per host),
-    as Seer's hosts are all alike: its ranks are placed as if every rack were the smallest."""
+    the smallest rack among those the job's `needed` hosts fill in placement order (a group of
+    its size fits in any of them); a note when those racks differ in size (`gpus` per host), as
+    Seer's hosts are all alike: its ranks are placed as if every rack were the smallest, so a
+    group may still cross a rack's end inside one of Seer's domains (docs/seer.md)."""
     if not rack_domain(host):
         return 1, ()
     sizes: List[int] = []
