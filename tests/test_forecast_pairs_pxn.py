@@ -356,11 +356,16 @@ def test_pxn_finds_racks_of_any_size_as_the_check_does(mixed):
 def test_pxn_lends_only_the_nics_of_the_jobs_trays(mixed):
     """NCCL's PXN goes through a GPU of the same communicator: `part` has 1 tray of rack 1 (host
     4), whose NICs all failed, so its 4 GPUs are cut off (ranks 16 to 19), though the rack's 2
-    idle trays keep 8 NICs; the check, which knows no job, lends the whole rack's and says so."""
+    idle trays keep 8 NICs; the check, which knows no job, lends the whole rack's and says so.
+    The job cannot run (E775): its DP groups (ranks t, t + 4, ..., t + 16) reach rank 16 to 19
+    across the network. Seer counted 5 // 4 = 1 domain for them (Seer's host: a domain of 16
+    GPUs, rank 16 on the second) and forecast the job on NVLink, the cut-off ranks included."""
     ws, notes = mixed
-    fc = astral_dsl.forecast(ws, job="part", scenario="r1tray").detail
-    assert [(t, bw) for t, bw, _ in fc.net.worst] == [(0, 0.0), (1, 0.0)]
-    assert fc.net.cut[0][1][0] == "cut off: rank 16 (NIC 0 of 1 host from `S.racks[1].hosts[0]`)"
+    with pytest.raises(seer.ForecastError) as exc:
+        astral_dsl.forecast(ws, job="part", scenario="r1tray")
+    (diag,) = [d for d in exc.value.diagnostics if d.is_error]
+    assert diag.code == "E775" and "the dp groups" in diag.message
+    assert "cut off: rank 16 (NIC 0 of 1 host from `S.racks[1].hosts[0]`)" in diag.notes
     assert any("(NCCL's PXN, for a job that holds their rack)" in n for n in notes["r1tray"])
     assert communicator((4, 7), [(0, 5)]) == [4]
     assert communicator((4, 7)) == [4, 5, 6]

@@ -22,10 +22,11 @@ from astral_dsl.analyses.fabric_names import busiest, wiring
 from astral_dsl.analyses.host_positions import (Interval, Positions, TooMany, first,
                                                 path_steps, route_below)
 from astral_dsl.analyses.network import fabric_counts, _SCOPE_KINDS
-from astral_dsl.analyses.nvlink_share import domains, rack_domain
+from astral_dsl.analyses.nvlink_share import domains
 from astral_dsl.seer import pxn
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import GpuSpec
+from astral_dsl.seer.domain_size import domain_hosts
 from astral_dsl.analyses.walk import Resolver
 from astral_dsl.model.design import Ref
 from astral_dsl.model.rollup import count_of, group_of
@@ -116,7 +117,8 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     # the failures are on the design's hosts (trays), whose GPUs share their NICs: taken
     # before an NVLink domain makes Seer's "host" a rack of them (whose GPUs reach one
     # another's NICs: PXN, seer/pxn.py)
-    domain = _domain_hosts(host, pairs, cache)
+    domain, domain_note = domain_hosts(host, pairs, cache,
+                                       -(-(ranks or gpus) // max(1, per_host)), per_host)
     worst, cut, pxn_note, damaged = _worst(design, job, fabric, len(tiers), ports, per_host,
                                            ranks, cache, domain) \
         if fabric is not None and fabric.damage is not None else ((), (), (), None)
@@ -128,8 +130,8 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
         p = nic.field("protocol")
         protocol = getattr(p, "name", protocol)
     spec = gpu_spec(gpu, host, cache)
-    net = Network(per_host, spec.nvlink_bw, tuple(rail_bw), tuple(tiers), protocol, pxn_note,
-                  worst, cut)
+    net = Network(per_host, spec.nvlink_bw, tuple(rail_bw), tuple(tiers), protocol,
+                  domain_note + pxn_note, worst, cut)
     healthy = None
     if applied:
         plain = _fabric_for(fabric_counts(design, cache), pairs)
@@ -137,15 +139,6 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
                                tiers=tuple(_tiers(design, plain, host, hosts, cache, spans))
                                if plain else ())
     return Cluster(spec, net, gpus, hosts, name, healthy, damaged)
-
-
-def _domain_hosts(host, pairs, cache) -> int:
-    """Hosts per NVLink domain: 1, or with `nvlink_domain = rack` the hosts of its rack."""
-    if not rack_domain(host):
-        return 1
-    rack = next((r for _, inst in pairs for _, r in group_of(inst, ("rack",), cache).flat()),
-                None)
-    return max(1, count_of(rack, ("host",), cache)) if rack is not None else 1
 
 
 def _fabric_for(counts, pairs):
@@ -246,21 +239,25 @@ def _cut_ranks(damage, top: int, hosts: List[Interval], per_host: int, ranks: Op
     if only is not None:
         segs = [attrs.evolve(s, start=max(s.start, a), stop=min(s.stop, b))
                 for s in segs for a, b in only if s.start < b and s.stop > a]
-    for s in segs[:3]:
+    shown_runs = 0
+    for s in segs:
         i = max(j for j, (a, _) in enumerate(hosts) if a <= s.start)
         first_host = starts[i] + s.start - hosts[i][0]
+        if s.nic >= per_host or (ranks is not None and first_host * per_host + s.nic >= ranks):
+            continue      # the NIC of GPUs past the job's last rank
+        shown_runs += 1
+        if shown_runs > 3:
+            continue
         gs = range(s.nic, per_host, max(1, damage.nics))
         got = sorted(h * per_host + g for h in range(first_host, first_host + s.stop - s.start)
                      for g in gs if ranks is None or h * per_host + g < ranks)
-        if not got:
-            continue
         shown = ", ".join(f"{r:,}" for r in got) if len(got) <= 4 else \
             ", ".join(f"{r:,}" for r in got[:3]) + f", ..., {got[-1]:,}"
         n = s.stop - s.start
         out.append(f"cut off: rank{'s' if len(got) > 1 else ''} {shown} (NIC {s.nic} of "
                    f"{n:,} host{'s' if n != 1 else ''} from `{where(s.start)}`)")
-    if len(segs) > 3:
-        out.append(f"cut off: ... and {len(segs) - 3:,} more runs of hosts")
+    if shown_runs > 3:
+        out.append(f"cut off: ... and {shown_runs - 3:,} more runs of hosts")
     return tuple(out)
 
 
@@ -278,6 +275,7 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
     used = used_groups(spec) - {"pp"}    # (not a group the job has no traffic on)
     now = {k: v for k, v in groups(spec, net).items() if k in used}
     before = groups(spec, healthy)
+    every = groups(spec, net, every=True)     # a group of any rank cut off stops the job
     if spec.parallel.gpus > 1:
         now["world"] = comm.layout(net, "world", spec.parallel.gpus, 1)
         before["world"] = comm.layout(healthy, "world", spec.parallel.gpus, 1)
@@ -297,6 +295,8 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
             lost.append(text)
             cut += [c for c in cut_at.get(top, ()) if c not in cut]
     for kind, lay in now.items():
+        if kind != "world" and every[kind].net_bw <= 0 < every[kind].hosts - 1:
+            lay = every[kind]
         if lay.hosts <= 1:
             continue
         top = (lay.hops - 1) // 2

@@ -2,7 +2,9 @@
 
 A communication group (TP, CP, DP, PP, EP) is laid out on the job's GPUs in the job's rank order
 (seer/ranks.py; Megatron-Core's default: TP fastest, then CP, EP, DP, PP): its members sit
-`per_host` to a host over `hosts` hosts. Inside a host the group runs on NVLink;
+`per_host` to a host over `hosts` hosts (hosts holding unequal shares, as 5 ranks on hosts of 4
+do, 4 + 1: `per_host` the fewest, `most` the most; seer/ranks.spread). Inside a host the group
+runs on NVLink;
 across hosts every member uses the NIC of its rail (rail-optimised wiring: GPU i of each host is
 on rail i), so a ring or tree gets `per_host` NICs per host. Traffic between hosts climbs the
 fabric to the lowest tier whose reach holds all of them (cross-rail traffic to the first tier not
@@ -38,6 +40,7 @@ import math
 from typing import Optional, Tuple
 
 from astral_dsl import records
+from astral_dsl.seer.ranks import spread
 
 NVLINK_EFF = 0.80      # published measurement: nccl-tests bus bandwidth / NVLink, DGX A100/H100
 NET_EFF = 0.90         # published measurement: InfiniBand / RoCE bus bandwidth (Calculon: ~0.9)
@@ -95,36 +98,46 @@ class Network:
 class Layout:
     kind: str
     n: int                 # ranks
-    per_host: int          # ranks of the group in one host
+    per_host: int          # ranks of the group on one host (the fewest, hosts unalike)
     hosts: int             # hosts the group spans
     hops: int              # switches between two hosts of the group (0: one host)
     net_bw: float          # bytes/s per member NIC after failures and oversubscription
     alpha_net: float       # latency of one network step
+    most: int = 0          # the most ranks of the group on one host (0: per_host, hosts alike)
+
+    @property
+    def crowd(self) -> int:
+        """Ranks on its fullest host: its phases inside a host wait for that one."""
+        return max(self.per_host, self.most)
 
 
 def layout(net: Network, kind: str, n: int, stride: int, span_hosts: Optional[int] = None,
            cross_rail: bool = False, per_host: Optional[int] = None,
-           top: Optional[int] = None) -> Layout:
-    """Group of n ranks whose consecutive members are `stride` GPUs apart (or, for a group over
-    several dimensions of the rank order, `per_host` of them in each host over `span_hosts`
-    consecutive hosts: seer/ranks.py); `top`: the tier its traffic climbs to, when known (a
-    pair of stages, seer/pipeline_pairs.py) in place of the climb its span gives."""
+           top: Optional[int] = None, hosts: Optional[int] = None,
+           most: int = 0) -> Layout:
+    """Group of n ranks whose consecutive members are `stride` GPUs apart from rank 0 (or, for a
+    group over several dimensions of the rank order, at least `per_host` of them on each of its
+    `hosts` hosts over `span_hosts` consecutive hosts: seer/ranks.py); `top`: the tier its
+    traffic climbs to, when known (a pair of stages, seer/pipeline_pairs.py) in place of the
+    climb its span gives. Hosts holding unequal shares of the group (5 ranks on hosts of 4:
+    4 + 1) are priced at the fewest across hosts (its rings and trees run on as many NICs per
+    host) and at the `most` inside one (its phases there wait for the fullest host)."""
     g = max(1, net.gpus_per_host)
     if n <= 1:
         return Layout(kind, 1, 1, 1, 0, 0.0, 0.0)
     if per_host is None:
-        per_host = n if stride * n <= g else max(1, g // stride) if stride < g else 1
+        per_host, hosts, span_hosts, _, most = spread(((stride, n),), (), g)
     if per_host >= n:
         return Layout(kind, n, n, 1, 0, 0.0, 0.0)
-    hosts = max(1, n // per_host)
-    span = span_hosts or max(hosts, math.ceil(n * stride / g))
+    hosts = hosts or max(2, -(-n // per_host))
+    span = max(hosts, span_hosts or 1)
     hops, factor = _climb(net, span, cross_rail) if top is None else _climb_to(net, top)
     bw = net.nic_bw * factor
     slowest = net.worst_at((hops - 1) // 2)     # the worst-affected group of its kind
     if slowest is not None:
         bw = min(bw, slowest)
     lat = NET_STEP_S + hops * SWITCH_S.get(net.protocol, 0.6e-6)
-    return Layout(kind, n, per_host, hosts, hops, bw, lat)
+    return Layout(kind, n, per_host, hosts, hops, bw, lat, most if most > per_host else 0)
 
 
 def _climb(net: Network, span_hosts: int, cross_rail: bool) -> Tuple[int, float]:
@@ -160,7 +173,7 @@ def all_reduce(net: Network, lay: Layout, nbytes: float) -> float:
         return BASE_S + 2 * (n - 1) / n * nbytes / _bus(net, lay) + 2 * (n - 1) * NVLINK_STEP_S
     ring = BASE_S + 2 * (n - 1) / n * nbytes / _bus(net, lay) + 2 * (n - 1) * lay.alpha_net
     k, hosts = lay.per_host, lay.hosts
-    inner = _in_host(net, k, nbytes)
+    inner = _in_host(net, lay.crowd, nbytes)
     tree = (BASE_S + 2 * nbytes / k / (lay.net_bw * NET_EFF)
             + 2 * math.log2(hosts) * lay.alpha_net + 2 * inner)
     hier = (BASE_S + 2 * inner + 2 * (hosts - 1) / hosts * nbytes / k / (lay.net_bw * NET_EFF)
@@ -184,7 +197,7 @@ def reduce_scatter(net: Network, lay: Layout, nbytes: float) -> float:
         return BASE_S + (n - 1) / n * nbytes / _bus(net, lay) + (n - 1) * NVLINK_STEP_S
     ring = BASE_S + (n - 1) / n * nbytes / _bus(net, lay) + (n - 1) * lay.alpha_net
     k, hosts = lay.per_host, lay.hosts
-    hier = (BASE_S + _in_host(net, k, nbytes) + (hosts - 1) / hosts * nbytes / k
+    hier = (BASE_S + _in_host(net, lay.crowd, nbytes) + (hosts - 1) / hosts * nbytes / k
             / (lay.net_bw * NET_EFF) + (hosts - 1) * lay.alpha_net)
     return min(ring, hier)
 
@@ -198,7 +211,7 @@ def all_to_all(net: Network, lay: Layout, nbytes: float, eff: float = NVLINK_EFF
     n = lay.n
     if n <= 1 or nbytes <= 0:
         return 0.0
-    inside = (lay.per_host - 1) / n * nbytes / (net.nvlink_bw * eff)
+    inside = (lay.crowd - 1) / n * nbytes / (net.nvlink_bw * eff)
     if lay.hosts <= 1:
         return BASE_S + inside + (n - 1) * NVLINK_STEP_S / 4
     outside = (n - lay.per_host) / n * nbytes / (lay.net_bw * eff)
@@ -221,7 +234,7 @@ def dispatch(net: Network, lay: Layout, copy: float, hit: Tuple[float, float],
     if n <= 1 or copy <= 0:
         return 0.0
     ranks, domains = hit
-    inside = copy * ranks * (lay.per_host - 1) / n / (net.nvlink_bw * eff)
+    inside = copy * ranks * (lay.crowd - 1) / n / (net.nvlink_bw * eff)
     if lay.hosts <= 1:
         return BASE_S + inside + (n - 1) * NVLINK_STEP_S / 4
     hosts = lay.hosts

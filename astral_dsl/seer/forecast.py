@@ -9,6 +9,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.seer import comm, rule
 from astral_dsl.seer.calibration import Calibration
+from astral_dsl.seer.comm_groups import straddle_notes
 from astral_dsl.seer.costs import Costs, OperatorTable
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import MemoryEstimate, offload_obstacle
@@ -162,7 +163,8 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
     if job.offload_layers is None and offload_obstacle(job, gpu.host_bw) is None:
         chosen.append(("offload_layers", best.job.offload_layers))
     best.chosen = tuple(chosen)
-    best.notes = tuple(notes) + tuple(net.notes) + _padding_note(job)
+    best.notes = (tuple(notes) + tuple(net.notes) + straddle_notes(job, net)
+                  + _padding_note(job))
     return best
 
 
