@@ -155,9 +155,21 @@ RATES = ("nic_port", "tor", "agg", "uplink", "link_flap")
 
 def _records(fc, rm, iterations: int) -> int:
     """About how many records the generator makes: per rank and iteration, its stage's blocks
-    (compute, TP collective, a transfer each way) and a few collectives and steps."""
-    blocks = max((len(run.blocks) for run in fc.runs), default=0)
-    return rm.world * iterations * (4 * blocks + 16)
+    (compute, TP collective, a transfer each way, each EP all-to-all) and a few collectives and
+    steps."""
+    low, a2a = fc.lowering, {}
+
+    def records(s, b) -> int:
+        key = (s, b.chunk, b.phase)
+        if key not in a2a:
+            a2a[key] = sum(1 for o in low.template(*key).ops if o.stream == "ep"
+                           and not o.name.endswith(" (overlapped)")) \
+                if fc.job.parallel.ep > 1 else 0
+        return 4 + a2a[key]
+
+    per = max((sum(records(s, b) for b in run.blocks) for s, run in enumerate(fc.runs)),
+              default=0)
+    return rm.world * iterations * (per + 16)
 
 
 def _bad_severity(kind: str, severity) -> str:

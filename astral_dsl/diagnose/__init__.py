@@ -16,7 +16,7 @@ band, by one likelihood model (likelihood.py); one verdict from all of them (ver
 per-rank breakdown (breakdown.py)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import attrs
 import numpy as np
@@ -252,21 +252,46 @@ def _forecast_net(fc) -> Dict:
     for s, run in enumerate(fc.runs):
         if run.dp:
             out[(match.KIND_CODES["dp"], s)] = float(np.median([e - a for a, e, _ in run.dp]))
+        a2a = _all_to_alls(low, s, run)
+        if a2a:                          # few EP groups a stage (one on DeepSeek-V3's GB200
+            #                              layout): their all-to-alls are judged by this
+            out[(match.KIND_CODES["ep"], s)] = float(np.median(a2a))
         if fc.job.parallel.pp > 1:       # the slowest boundary the stage sends or receives over
             out[(match.P2P, s)] = float(max(low.p2p_hops()[b] for b in used(fc.job)
                                             if s in (b, (b + 1) % fc.job.parallel.pp)))
     return out
 
 
+def _all_to_alls(low, stage: int, run) -> list:
+    """The whole time of each EP all-to-all (dispatch, combine) of the stage's blocks, as Seer
+    prices it: its operator on the `ep` stream and the share `ep_overlap` hides (its
+    `(overlapped)` side operator)."""
+    whole: Dict[Tuple, float] = {}
+    for k, b in enumerate(run.blocks):
+        for o in low.template(stage, b.chunk, b.phase).ops:
+            if o.stream == "ep":
+                key = (k, o.name.replace(" (overlapped)", ""), o.layer)
+                whole[key] = whole.get(key, 0.0) + o.dur
+    return list(whole.values())
+
+
 def _forecast_compute(fc, timers: str = "compute") -> Dict[int, float]:
     """Per stage: the forecast's compute per iteration (its blocks' compute operators and the
     optimizer step); with wall-time timers (`megatron`) each block's whole duration, its exposed
-    TP collectives included."""
+    TP collectives included (not its EP all-to-alls: a log gives them rows of their own)."""
     low = fc.lowering
     wall = timers == "megatron"
-    return {s: sum((low.template(s, b.chunk, b.phase).duration if wall else
-                    low.template(s, b.chunk, b.phase).compute) for b in run.blocks)
-            + low.optimizer_time(s) for s, run in enumerate(fc.runs)}
+
+    def block(s, b):
+        t = low.template(s, b.chunk, b.phase)
+        if not wall:
+            return t.compute
+        # the compute stream waits for each all-to-all's operator (the hidden share aside)
+        return t.duration - sum(o.dur for o in t.ops if o.stream == "ep"
+                                and not o.name.endswith(" (overlapped)"))
+
+    return {s: sum(block(s, b) for b in run.blocks) + low.optimizer_time(s)
+            for s, run in enumerate(fc.runs)}
 
 
 def _observed_iteration(tot) -> Optional[float]:

@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from astral_dsl import records
+from astral_dsl.analyses.rankmap import natural
 from astral_dsl.diagnose import evidence
 from astral_dsl.diagnose.likelihood import log_bayes_rows, log_ratio, log_slowed, \
     robust_spread
@@ -135,7 +136,7 @@ def _by_host(rm, units) -> Dict[str, List[Unit]]:
     by_host: Dict[str, List[Unit]] = {}
     for u in units:
         by_host.setdefault(rm.ranks[u.ranks[0]].host, []).append(u)
-    return dict(sorted(by_host.items()))
+    return dict(sorted(by_host.items(), key=lambda kv: natural(kv[0])))   # hosts[2], hosts[10]
 
 
 def _host_side(named, comp, idle, stage_of) -> Dict[Unit, Tuple[float, float, Tuple[int, ...]]]:

@@ -1,8 +1,9 @@
 """Observed data of a job, made from Seer's own timeline: every rank replays its stage's blocks
-(compute, TP collectives, pipeline sends and receives, data-parallel gradient reductions, the
-optimizer step) with realistic noise, per-host clock offsets and injected faults, synchronised
-the way NCCL synchronises them: a collective ends for all its members when the last has arrived
-and the transfer is done; a pipeline transfer ends on both sides together.
+(compute, TP collectives, the EP all-to-alls of MoE layers (experts.py), pipeline sends and
+receives, data-parallel gradient reductions, the optimizer step) with realistic noise, per-host
+clock offsets and injected faults, synchronised the way NCCL synchronises them: a collective
+ends for all its members when the last has arrived and the transfer is done; a pipeline
+transfer ends on both sides together.
 
 The network model is the generator's own: a transfer between two hosts runs on every port of
 the GPU's NIC (one per plane), each with a few flows (NCCL channels); two ports on one first-tier
@@ -25,11 +26,13 @@ import numpy as np
 
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap, one_domain
+from astral_dsl.synth import experts
 from astral_dsl.synth.faults import Fault, Noise
 
 EPOCH = 1.7e9           # the hosts' clocks read Unix time (seconds)
 CHANNELS = 4            # flows per port and transfer (NCCL channels per NIC port)
-PHASE_NAMES = ("forward", "backward", "tp_comm", "pp_comm", "dp_comm", "comm", "optimizer")
+PHASE_NAMES = ("forward", "backward", "tp_comm", "pp_comm", "dp_comm", "comm", "optimizer",
+               "ep_comm")
 PH = {p: i for i, p in enumerate(PHASE_NAMES)}
 OPS = ("", "send", "recv", "collective")
 OP = {o: i for i, o in enumerate(OPS)}
@@ -88,8 +91,8 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
              iterations: int = 3, seed: int = 0, first_iteration: int = 100) -> Synthetic:
     """Simulate `iterations` iterations of the forecast job `fc` on the ranks of `rank_map`."""
     par = fc.job.parallel
-    if par.cp > 1 or par.ep > 1:
-        raise SynthError("the generator replays jobs without context or expert parallelism")
+    if par.cp > 1:
+        raise SynthError("the generator replays jobs without context parallelism")
     if par.zero >= 3:
         raise SynthError("the generator does not replay ZeRO-3 / FSDP")
     rng = np.random.default_rng(seed)
@@ -106,9 +109,15 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
         if any(f.kind == "fast" for f in faults) else 1.0
     # each stage runs its blocks in the order of Seer's timeline
     orders = [[(b.phase, b.chunk, b.mb) for b in run.blocks] for run in fc.runs]
-    base = {(s, ph, c): (speed * low.template(s, c, ph).compute,
-                         speed * (low.template(s, c, ph).duration - low.template(s, c, ph).compute))
-            for s in range(P) for c in range(V) for ph in ("F", "B")}
+    # the EP all-to-alls of each block (none without experts across ranks), and the rest of
+    # its exposed communication (the TP collectives) after its compute
+    ep = max(1, par.ep)
+    steps = {(s, ph, c): experts.plan(low.template(s, c, ph), speed) if ep > 1 else ()
+             for s in range(P) for c in range(V) for ph in ("F", "B")}
+    base = {(s, ph, c): (speed * t.compute, max(0.0, speed * (t.duration - t.compute)
+                                                 - experts.exposed(steps[(s, ph, c)])))
+            for s in range(P) for c in range(V) for ph in ("F", "B")
+            for t in (low.template(s, c, ph),)}
     hop = tuple(speed * h for h in low.p2p_hops())       # per boundary between stages
     buckets = [[speed * (e - s) for s, e, _ in run.dp] for run in fc.runs]
     gathers = [speed * (run.gather[1] - run.gather[0]) for run in fc.runs]
@@ -133,13 +142,15 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
             if 0 <= s2 < P and s2 != s and (s, s2) not in pair_factor:
                 pair_factor[(s, s2)] = net.pairs(idx[s], idx[s2])
     dp_factor = [net.rings(idx[s]) for s in range(P)]
+    ep_factor = [experts.factors(net, idx[s], ep) if ep > 1 else None for s in range(P)]
+    expert = (steps, ep, ep_factor)
     out = _Emit()
     free = np.zeros((P, D, T))
     for k in range(iterations):
         it = first_iteration + k
         it_factor = 1 + rng.normal(0, noise.iteration)
         free = _pipeline(out, it, free, idx, orders, base, hop, gpu_factor, it_factor, noise,
-                         rng, pair_factor, net, P, V)
+                         rng, pair_factor, net, P, V, expert)
         for s in range(P):
             for b, dur in enumerate(buckets[s]):
                 free[s] = _ring(out, it, free[s], idx[s], dur, dp_factor[s], net, noise, rng)
@@ -159,7 +170,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     start = start + EPOCH + offsets[rank] + drifts[rank] * start
     dur = dur * (1 + drifts[rank])
     groups = {kind: tuple(g.ranks for g in gs) for kind, gs in rank_map.groups.items()
-              if kind in ("tp", "dp", "pp")}
+              if kind in ("tp", "dp", "pp") or (kind == "ep" and ep > 1)}
     return Synthetic(fc.job.name, world, tuple(first_iteration + k for k in range(iterations)),
                      rank, iteration, phase, start, dur, peer, op, tuple(faults), offsets,
                      groups, fc.gpu, fc.iteration_time, block, drifts)
@@ -174,7 +185,7 @@ def _dest(i, ph, c, j, p, v):
 
 
 def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noise, rng,
-              pair_factor, net, P, V):
+              pair_factor, net, P, V, expert):
     free = free0.copy()
     pp_free = free0.copy()
     ready: Dict[Tuple, Tuple[np.ndarray, np.ndarray, int]] = {}
@@ -206,10 +217,13 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
             comp_base, tp_base = base[(i, ph, c)]
             comp = comp_base * gpu_factor[idx[i]] * it_factor * \
                 (1 + rng.normal(0, noise.kernel, (D, T))) * net.gpu_slow(idx[i], start)
-            done = start + comp
+            tag = 1 if ph == "F" else 2
+            steps, ep, ep_factor = expert
+            done = experts.run(out, it, idx[i], start, comp, steps[(i, ph, c)], ep, ep_factor[i],
+                               net, noise, rng, "ep_comm", OP["collective"]) \
+                if steps[(i, ph, c)] else start + comp
             tp = tp_base * np.exp(rng.normal(0, noise.comm, (D, 1)))
             end = done.max(axis=1, keepdims=True) + tp
-            tag = 1 if ph == "F" else 2
             out.add(idx[i], it, "forward" if ph == "F" else "backward", start, comp, block=tag)
             if T > 1:
                 out.add(idx[i], it, "tp_comm", done, end - done, op=OP["collective"], block=tag)

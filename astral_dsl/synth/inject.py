@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from astral_dsl.diagnose.verdict import band_of
+from astral_dsl.synth import experts
 from astral_dsl.synth.faults import Fault
 from astral_dsl.synth.generator import _Net
 
@@ -74,8 +75,9 @@ def random_fault(kind: str, rank_map, fc, rng: np.random.Generator, seed: int = 
 
 def _job_channels(rank_map, fc):
     """The generator's traffic, channel by channel: (the channel's ranks, the rank pairs its
-    flows run between): each pipeline neighbours' transfer (and the interleaved wrap-around)
-    and each data-parallel ring."""
+    flows run between): each pipeline neighbours' transfer (and the interleaved wrap-around),
+    each data-parallel ring and, with expert parallelism, each EP group's all-to-all (its pairs
+    that leave their NVLink domain: experts.pairs)."""
     par = fc.job.parallel
     pairs = set()
     for g in rank_map.groups["pp"]:
@@ -86,6 +88,12 @@ def _job_channels(rank_map, fc):
     for g in rank_map.groups["dp"]:
         if len(g.ranks) > 1:
             out.append((g.ranks, list(zip(g.ranks, g.ranks[1:] + g.ranks[:1]))))
+    if par.ep > 1:
+        net = _Net(rank_map, (), 0)
+        for g in rank_map.groups["ep"]:
+            crossing = experts.pairs(net, g.ranks)
+            if crossing:
+                out.append((g.ranks, crossing))
     return out
 
 

@@ -23,9 +23,11 @@ KERNELS = {   # representative kernel names (H100, cuBLAS / NCCL 2.2x)
     "dp_comm": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
     "comm": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
     "pp_comm": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)",
+    "ep_comm": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)",
 }
 PG_DESC = {"tp": "TENSOR_MODEL_PARALLEL_GROUP", "dp": "DATA_PARALLEL_GROUP",
-           "pp": "PIPELINE_MODEL_PARALLEL_GROUP", "world": "default_pg"}
+           "pp": "PIPELINE_MODEL_PARALLEL_GROUP", "ep": "EXPERT_MODEL_PARALLEL_GROUP",
+           "world": "default_pg"}
 
 
 def _order(s: Synthetic):
@@ -44,7 +46,10 @@ def log_rows(s: Synthetic, timers: str = "kernels"):
     - `kernels`: `forward` and `backward` sum the GPU's own compute, and the TP collectives are
       a `tp_comm` row of their own (what a profiler's kernels give);
     - `megatron`: Megatron-LM's `forward-compute` and `backward-compute`, wall time of the
-      blocks: compute, the in-block TP collectives and the wait for the slowest TP peer."""
+      blocks: compute, the in-block TP collectives and the wait for the slowest TP peer.
+    Either way each EP all-to-all (a MoE layer's dispatch or combine) is an `ep_comm` row of its
+    own, from the rank's arrival (less the share `ep_overlap` hides) to the exchange's end: the
+    forward and backward rows leave them out."""
     if timers not in TIMERS:
         raise ValueError(f"unknown timers {timers}")
     code = {p: PHASE_NAMES.index(p) for p in ("forward", "backward", "tp_comm")}
@@ -155,7 +160,7 @@ def _trace(s: Synthetic, rank: int, sel: np.ndarray, groups: Dict[str, tuple]) -
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python"}},
         {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}]
     streams = {"forward": 7, "backward": 7, "optimizer": 7, "tp_comm": 20, "dp_comm": 24,
-               "comm": 24, "pp_comm": 28}
+               "comm": 24, "pp_comm": 28, "ep_comm": 32}
     iters = s.iteration[sel]
     starts_us = s.start[sel] * 1e6
     for it in np.unique(iters).tolist():
@@ -183,7 +188,8 @@ def _trace(s: Synthetic, rank: int, sel: np.ndarray, groups: Dict[str, tuple]) -
             op = OPS[o]
             name, ranks = groups.get(kind, groups["world"])
             args.update({"Collective name": op if op in ("send", "recv") else
-                         ("allreduce" if kind in ("dp", "world") else "reduce_scatter"),
+                         ("allreduce" if kind in ("dp", "world") else
+                          "all_to_all" if kind == "ep" else "reduce_scatter"),
                          "Process Group Name": name, "Process Group Description": PG_DESC[kind],
                          "Process Group Ranks": listed[name],
                          "Group size": len(ranks), "dtype": "BFloat16"})
