@@ -87,8 +87,8 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
     power, liquid = units.network(inst) if units is not None else (0.0, 0.0)
     switch_heat = power - liquid
     heat = it_heat + switch_heat
-    average = switch_heat + (sum(c * averages.air_per_replica(i) for c, i in served)
-                             if averages is not None else it_heat)
+    draw, liquid = averages.served_heat(owner, served) if averages is not None else (it_heat, 0.0)
+    average = switch_heat + draw - liquid
     if heat <= 0 and inst.field("network") is not True:
         diags.append(Diagnostic("W650", Severity.WARNING,
                                 f"air unit `{inst.path}` cools nothing: the parts it serves send "

@@ -107,7 +107,7 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
     network_only = inst.field("network") is True and inst.field("serves") is None
     served = [] if network_only else served
     heat = sum(c * liquid_heat(i, cache) for c, i in served) + network_w
-    average = (sum(c * averages.liquid_per_replica(i) for c, i in served) + network_w
+    average = (averages.served_heat(owner, served)[1] + network_w
                if averages is not None else heat)
     if heat <= 0:
         diags.append(_warn("W650", f"loop `{inst.path}` cools nothing: the parts it serves "
