@@ -350,3 +350,22 @@ def test_each_rows_loop_air_unit_and_circuit_carry_their_own_rows_average_of_a_s
         "S.a[0].a": pytest.approx(14.4e3), "S.b[0].a": pytest.approx(8e3)}
     assert {c.circuit.path: c.circuit.average_w for c in cooling.facility.circuits} == {
         "WA": pytest.approx(72e3), "WB": pytest.approx(40e3)}
+
+
+def test_a_row_template_in_two_halls_draws_on_each_halls_circuit_at_its_utilization():
+    # one row template (2 racks of 4 x 10 kW, 80 % to cold plates, its own loop) in hall HA at
+    # 90 % and hall HB at 50 %, each hall declaring its own facility water: each circuit carries
+    # one row's loop, 64 kW at the peak, 64 x 0.9 = 57.6 kW (WA) and 64 x 0.5 = 32 kW (WB) on
+    # average. Before, both replicas of the loop drew on one hall's circuit (128 kW peak, 89.6 kW
+    # average), the other's had none.
+    halls = "".join(f"hall H{n} {{ rows = 1 x Row, utilization = {u} %, facility W{n} {{ "
+                    f"supply = 30 degC, rise = 6 K }} }}\n" for n, u in (("A", 90), ("B", 50)))
+    text = 'fluid Water { coolprop = "Water" }\nhost H { power = 10 kW, liquid_share = 80 % }\n' \
+        "rack R { hosts = 4 x H }\nrow Row { racks = 2 x R\n" \
+        "  loop l { fluid = Water, supply = 40 degC, rise = 10 K, serves = racks } }\n" + halls + \
+        "site S { a = 1 x HA, b = 1 x HB }\n"
+    cooling = astral_dsl.check(astral_dsl.compiles(text, name="halls.astral")).engineering.cooling
+    assert {c.circuit.path: (c.circuit.average_w, c.circuit.peak_w)
+            for c in cooling.facility.circuits} == {
+        "S.a[0].WA": (pytest.approx(57.6e3), pytest.approx(64e3)),
+        "S.b[0].WB": (pytest.approx(32e3), pytest.approx(64e3))}

@@ -90,16 +90,22 @@ class Averages:
         feeder, loop or air unit declared there serves) where the owner's replicas sit."""
         return self.served_heat(owner, served)[0]
 
-    def served_heat(self, owner: Optional[Instance], served) -> Tuple[float, float]:
+    def served_heat(self, owner: Optional[Instance], served, contexts=None
+                    ) -> Tuple[float, float]:
         """(average draw, average cold-plate heat) of `served` for one replica of `owner` (the
         part a feeder, loop or air unit is declared in). A part inside the owner whose template
         sits under several utilizations (a rack in a row at 90 % and in one at 50 %) takes the
         utilization in force where it sits inside the owner: each row's feeder, loop and air
         unit carries its own row's average, not the mean of every place the rack sits
         (per_replica), which pools the rows (totals right, the split between them wrong). Any
-        other part, per_replica."""
-        mixed = frozenset(id(p) for _, p in served if len(self.inherited.get(id(p), {})) > 1)
-        contexts = self.inherited.get(id(owner), {}) if owner is not None and mixed else {}
+        other part, per_replica. `contexts` ({utilization in force at the owner: replicas}):
+        of the owner's replicas there only (its own elsewhere, analyses/circuits.py)."""
+        mixed = frozenset(id(p) for _, p in served if len(self.inherited.get(id(p), {})) > 1 or
+                          contexts is not None)
+        if contexts is None:
+            contexts = self.inherited.get(id(owner), {}) if owner is not None and mixed else {}
+        elif owner is None:
+            contexts = {}
         own = own_utilization(owner) if contexts else None
         places = [(n, self._inside(owner, own if own is not None else u, mixed))
                   for u, n in contexts.items()]      # the owner's replicas, where they sit
@@ -107,6 +113,8 @@ class Averages:
         draw = liquid = 0.0
         for c, p in served:
             found = [(n, inside[id(p)]) for n, inside in places if inside.get(id(p))]
+            if p is owner and places:        # a unit that cools the part it is declared in
+                found = [(n, {u: 1.0}) for u, n in contexts.items()]
             if not found:          # not held by the owner, or under one utilization only
                 draw += c * self.per_replica(p)
                 liquid += c * self.liquid_per_replica(p)
@@ -118,6 +126,15 @@ class Averages:
                     draw += c * n / total * m / k * one[0]
                     liquid += c * n / total * m / k * one[1]
         return draw, liquid
+
+    def places(self, owner: Optional[Instance]) -> Tuple[Optional[float], ...]:
+        """The utilizations in force at `owner` where its replicas sit, when they differ (a row
+        template in a hall at 90 % and one at 50 %), none first; () when they do not."""
+        own = own_utilization(owner) if owner is not None else None
+        us = {own if own is not None else u for u in self.inherited.get(id(owner), {})}
+        if own is not None or len(us) < 2:
+            return ()
+        return tuple(sorted(us, key=lambda u: (u is not None, u or 0.0)))
 
     def _inside(self, owner: Instance, u: Optional[float], targets: frozenset
                 ) -> Dict[int, Dict[Optional[float], float]]:
