@@ -160,6 +160,27 @@ class Checked:
         split = accept(once(diagnostics), self.design.allows, self.baseline)
         return (tuple(d for d in split.reported if d.code != "W220"), split.accepted)
 
+    def under(self, outcome: "ScenarioOutcome"
+              ) -> Tuple[Tuple[Diagnostic, ...], Tuple[Accepted, ...]]:
+        """The diagnostics and accepted warnings of a report of the design under `outcome`'s
+        scenario (`astral size --scenario`): the engineering checks' warnings are those of the
+        design under it, whose figures the report shows (a `utilization` the scenario sets ends
+        W627), not the declared design's; the rest as checked (its errors, the scenario's own
+        E680/W680 verdict)."""
+        from astral_dsl.analyses.devices import annotated
+
+        own = {(d.code, d.span) for d in (self.engineering.diagnostics if self.engineering
+                                          else ()) if not d.is_error}
+
+        def kept(d: Diagnostic) -> bool:
+            return d.is_error or (d.code, d.span) not in own
+
+        warnings = annotated(once(d for d in outcome.result.diagnostics if not d.is_error),
+                             self.devices)
+        split = accept(warnings, self.design.allows, self.baseline, complete=False)
+        return (sort_diagnostics([d for d in self.diagnostics if kept(d)] + list(split.reported)),
+                tuple(a for a in self.accepted if kept(a.diagnostic)) + tuple(split.accepted))
+
     @property
     def totals(self) -> Optional["Totals"]:
         """GPUs, hosts, racks, switches and IT power (a Quantity) of the checked design, the

@@ -232,3 +232,28 @@ def test_the_editor_shows_the_accepted_as_information(design):
     assert sorted(d.code for d in accepted) == sorted(SIX)
     assert all(d.severity is Severity.INFO for d in accepted)
     assert not [d for d in a.diagnostics if d.severity is Severity.WARNING]
+
+
+UNSTATED = """
+host H { power = 10 kW }
+rack R { hosts = 4 x H }
+row Row { racks = 2 x R }
+site S { a = 1 x Row, b = 1 x Row }
+scenario average { set S.utilization = 60 % }
+scenario half { set S.a[0].utilization = 50 % }
+"""
+
+
+def test_size_under_a_scenario_reports_the_scenarios_utilization_warnings(tmp_path, capsys):
+    # W627 comes from the design the report shows: a scenario that sets the site's utilization
+    # leaves none; one that sets row A's leaves row B's 2 x 4 x 10 kW = 80 kW unstated
+    path = tmp_path / "util.astral"
+    path.write_text(UNSTATED, encoding="utf-8")
+    declared = "declares no `utilization` (nor do the parts inside it)"
+    _, stdout, _ = call(["size", str(path)], capsys)
+    assert declared in stdout
+    code, stdout, _ = call(["size", str(path), "--scenario", "average"], capsys)
+    assert code == 0 and "W627" not in stdout and "IT 160 kW peak, 96 kW average" in stdout
+    _, stdout, _ = call(["size", str(path), "--scenario", "half", "--format", "json"], capsys)
+    (w,) = [d for d in json.loads(stdout)["diagnostics"] if d["code"] == "W627"]
+    assert "for 80 kW of its IT load" in w["message"]

@@ -327,3 +327,45 @@ def test_each_rows_feeder_carries_its_own_rows_average_of_a_shared_rack():
         "S.a[0].f": pytest.approx(72e3), "S.b[0].f": pytest.approx(40e3)}
     assert power.conversion_loss_w == pytest.approx(72e3 * (1 / 0.96 - 1) + 40e3 * (1 / 0.9 - 1))
     assert power.conversion_loss_w == pytest.approx(7444.44, abs=0.01)
+
+
+def test_each_rows_loop_air_unit_and_circuit_carry_their_own_rows_average_of_a_shared_rack():
+    # the same rack template R (4 x 10 kW, 80 % to cold plates) in row A at 90 % and in row B
+    # at 50 %, each row's loop and air unit serving its own 2 racks and drawing on its own
+    # circuit. A: loop 64 kW x 0.9 = 57.6 kW, air 16 kW x 0.9 = 14.4 kW, circuit WA 72 kW;
+    # B: 32 kW, 8 kW, WB 40 kW. Before, each took the rack's mean over both rows (70 %): loops
+    # 44.8 kW, air units 11.2 kW, both circuits 56 kW (the totals right, the split wrong).
+    rows = "".join(
+        f"row {n} {{ racks = 2 x R, utilization = {u} %\n"
+        f"  loop l {{ fluid = Water, supply = 40 degC, rise = 10 K, serves = racks, "
+        f"facility = W{n} }}\n"
+        f"  air a {{ supply = 25 degC, rise = 12 K, serves = racks, facility = W{n} }} }}\n"
+        f"facility W{n} {{ supply = 12 degC, rise = 6 K }}\n" for n, u in (("A", 90), ("B", 50)))
+    text = 'fluid Water { coolprop = "Water" }\nhost H { power = 10 kW, liquid_share = 80 % }\n' \
+        "rack R { hosts = 4 x H }\n" + rows + "site S { a = 1 x A, b = 1 x B }\n"
+    cooling = astral_dsl.check(astral_dsl.compiles(text, name="rows.astral")).engineering.cooling
+    assert {lp.path: lp.average_heat_w for lp in cooling.loops} == {
+        "S.a[0].l": pytest.approx(57.6e3), "S.b[0].l": pytest.approx(32e3)}
+    assert {a.path: a.average_heat_w for a in cooling.air} == {
+        "S.a[0].a": pytest.approx(14.4e3), "S.b[0].a": pytest.approx(8e3)}
+    assert {c.circuit.path: c.circuit.average_w for c in cooling.facility.circuits} == {
+        "WA": pytest.approx(72e3), "WB": pytest.approx(40e3)}
+
+
+def test_a_row_template_in_two_halls_draws_on_each_halls_circuit_at_its_utilization():
+    # one row template (2 racks of 4 x 10 kW, 80 % to cold plates, its own loop) in hall HA at
+    # 90 % and hall HB at 50 %, each hall declaring its own facility water: each circuit carries
+    # one row's loop, 64 kW at the peak, 64 x 0.9 = 57.6 kW (WA) and 64 x 0.5 = 32 kW (WB) on
+    # average. Before, both replicas of the loop drew on one hall's circuit (128 kW peak, 89.6 kW
+    # average), the other's had none.
+    halls = "".join(f"hall H{n} {{ rows = 1 x Row, utilization = {u} %, facility W{n} {{ "
+                    f"supply = 30 degC, rise = 6 K }} }}\n" for n, u in (("A", 90), ("B", 50)))
+    text = 'fluid Water { coolprop = "Water" }\nhost H { power = 10 kW, liquid_share = 80 % }\n' \
+        "rack R { hosts = 4 x H }\nrow Row { racks = 2 x R\n" \
+        "  loop l { fluid = Water, supply = 40 degC, rise = 10 K, serves = racks } }\n" + halls + \
+        "site S { a = 1 x HA, b = 1 x HB }\n"
+    cooling = astral_dsl.check(astral_dsl.compiles(text, name="halls.astral")).engineering.cooling
+    assert {c.circuit.path: (c.circuit.average_w, c.circuit.peak_w)
+            for c in cooling.facility.circuits} == {
+        "S.a[0].WA": (pytest.approx(57.6e3), pytest.approx(64e3)),
+        "S.b[0].WB": (pytest.approx(32e3), pytest.approx(64e3))}

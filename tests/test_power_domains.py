@@ -77,3 +77,58 @@ def test_e309_says_the_range_and_the_percent_slip():
                               name="pf.astral")
     (e,) = [d for d in design.diagnostics if d.code == "E309"]
     assert e.hint.startswith("it takes values from 1 to 3")
+
+
+BATTERY_SITE = """
+battery Bat {{ autonomy = 10 min, chemistry = {chem}, cells = 120, end_voltage = 1.75 V,
+              aging_factor = 1.25, design_factor = 1.1, temperature_factor = {tf},
+              recharge_rate = {rate} }}
+rectifier Rect {{ module = 50 kW, redundancy = n_plus_1, efficiency = 97 %,
+                 no_load_loss = {no_load} }}
+host H {{ power = 10 kW }}
+rack R {{ hosts = 4 x H }}
+site S {{
+  racks = 4 x R
+  feeder a {{ current = dc, voltage = 240 V, capacity = 200 kW, rectifier = Rect, battery = Bat,
+             serves = racks }}
+  feeder b {{ current = dc, voltage = 240 V, capacity = 200 kW, rectifier = Rect, battery = Bat,
+             serves = racks }}
+}}
+"""
+
+
+def _battery(chem="lead_acid", tf="1", rate="0.1", no_load="1 %"):
+    text = BATTERY_SITE.format(chem=chem, tf=tf, rate=rate, no_load=no_load)
+    return astral_dsl.check(astral_dsl.compiles(text, name="bat.astral"))
+
+
+def test_a_no_load_loss_of_a_whole_module_is_e316_with_its_source():
+    # 100 % had every installed module draw its whole rating all year (the colleague's audit)
+    checked = _battery(no_load="100 %")
+    (e,) = _codes(checked, "E316")
+    assert "`no_load_loss`" in e.message and e.span is not None and e.span.start.line == 6
+    assert "at most 10 %" in e.hint and "White Paper 113" in e.hint
+    assert not _codes(_battery(no_load="10 %"), "E316")
+
+
+def test_a_recharge_faster_than_the_cells_take_warns_w633_once_per_battery():
+    # 5 C on lead-acid (at most 0.3 C): one W633 for the battery, not one per feeder
+    checked = _battery(rate="5")
+    (w,) = _codes(checked, "W633")
+    assert "5 C" in w.message and "lead-acid" in w.message and "0.3 C" in w.message
+    assert w.span is not None and w.span.start.line == 4 and "at most 0.3 C" in w.hint
+    # lithium-ion takes 1 C: 0.5 C passes there, 0.3 C passes lead-acid; above 10 C, E316
+    assert not _codes(_battery(chem="lithium_ion", rate="0.5"), "W633")
+    assert not _codes(_battery(rate="0.3"), "W633")
+    assert [w.message for w in _codes(_battery(chem="lithium_ion", rate="2"), "W633")] == [
+        "battery `Bat` recharges at 2 C, faster than lithium-ion cells take (1 C): the rectifier "
+        "modules of its feeders are sized for that recharge on top of the load"]
+    assert _codes(_battery(rate="20"), "E316")
+
+
+def test_a_temperature_factor_below_one_warns_w633_citing_ieee_485():
+    checked = _battery(tf="0.8")
+    (w,) = _codes(checked, "W633")
+    assert "IEEE Std 485" in w.message and "0.8" in w.message
+    assert w.span is not None and w.span.start.line == 3 and "temperature_factor = 1" in w.hint
+    assert not _codes(_battery(tf="1.11"), "W633")     # IEEE 485: 1.11 at 15.6 degC (60 degF)

@@ -16,7 +16,7 @@ recommended inlet envelope is 18-27 degC dry bulb; the allowable ranges are A1 1
 A3 5-40 and A4 5-45 degC."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 
 from astral_dsl import records
@@ -48,6 +48,7 @@ class AirResult:
     density: Optional[float] = None      # of the supply air, kg of humid air per m^3
     dew_point_c: Optional[float] = None
     pressure_pa: Optional[float] = None
+    average_at: Tuple[Tuple[Optional[float], float], ...] = ()   # as LoopResult's
 
 
 def _si(v) -> Optional[float]:
@@ -87,8 +88,10 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
     power, liquid = units.network(inst) if units is not None else (0.0, 0.0)
     switch_heat = power - liquid
     heat = it_heat + switch_heat
-    average = switch_heat + (sum(c * averages.air_per_replica(i) for c, i in served)
-                             if averages is not None else it_heat)
+    draw, liquid = averages.served_heat(owner, served) if averages is not None else (it_heat, 0.0)
+    average = switch_heat + draw - liquid
+    average_at = tuple((u, switch_heat + _less(averages.served_heat(owner, served, {u: 1.0})))
+                       for u in averages.places(owner)) if averages is not None else ()
     if heat <= 0 and inst.field("network") is not True:
         diags.append(Diagnostic("W650", Severity.WARNING,
                                 f"air unit `{inst.path}` cools nothing: the parts it serves send "
@@ -119,7 +122,12 @@ def analyse_air(inst: Instance, replicas: int, owner, served, cache, diags,
     _envelope(inst, diags)
     return AirResult(inst.path, replicas, heat, rise, flow, worst,
                      owner.path if owner is not None else "", ratio, it_heat, average, density,
-                     dew, pressure_pa)
+                     dew, pressure_pa, average_at)
+
+
+def _less(pair) -> float:
+    """Heat to air: the draw less what cold plates take."""
+    return pair[0] - pair[1]
 
 
 def _flow(inst: Instance, heat: float, rise: float, pressure_pa: float, diags):

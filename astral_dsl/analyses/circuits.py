@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.analyses import formulas
+from astral_dsl.analyses.utilization import own_utilization
 from astral_dsl.analyses.walk import owned
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.model.design import Instance
@@ -97,6 +98,45 @@ class Circuits:
                 self.parent.setdefault(id(child), inst)
         self._reported = set()
         self._declared: Dict[int, List[Instance]] = {}     # owner -> declared_in(owner)
+        # where each instance's replicas sit: {(the circuit declared nearest above, the
+        # utilization in force there): replicas}, parents before children (a row template in
+        # two halls that declare their own circuits is in both)
+        self.where: Dict[int, Dict[Tuple[Optional[int], Optional[float]], float]] = {}
+        self._by_id: Dict[int, Instance] = {}
+        for root in {id(r): r for _, r in mult.values() if id(r) not in self.parent}.values():
+            self.where[id(root)] = {(None, None): 1.0}
+        for _, inst in mult.values():
+            here = self._declared_at(inst)
+            own = own_utilization(inst)
+            for (circuit, u), n in list(self.where.get(id(inst), {}).items()):
+                key = (id(here[0]) if here else circuit, own if own is not None else u)
+                for c, child in owned(inst):
+                    slot = self.where.setdefault(id(child), {})
+                    slot[key] = slot.get(key, 0.0) + n * c
+            self._by_id.update((id(f), f) for f in here)
+
+    def _declared_at(self, owner: Instance) -> List[Instance]:
+        here = self._declared.get(id(owner))
+        if here is None:           # asked once per owner: a site's units share its members
+            here = self._declared[id(owner)] = declared_in(owner)
+        return here
+
+    def split(self, unit: Instance, replicas: int
+              ) -> List[Tuple[Optional[Instance], Optional[float], float]]:
+        """(circuit, utilization in force at the unit, replicas) for each place the unit's
+        `replicas` sit: a unit of a template two circuits' owners hold draws on both."""
+        first = self.of(unit)           # E655, and a circuit the unit names for all of it
+        places = self.where.get(id(unit), {})
+        if unit.field("facility") is not None or not places:
+            merged: Dict[Optional[float], float] = {}
+            for (_, u), n in places.items():
+                merged[u] = merged.get(u, 0.0) + n
+            return [(first, u, n) for u, n in sorted(merged.items(), key=_order)] or \
+                [(first, None, float(replicas))]
+        return [(self._by_id.get(c) if c is not None else None, u, n)
+                for (c, u), n in sorted(places.items(), key=lambda kv: (
+                    self._by_id[kv[0][0]].path if kv[0][0] is not None else "",
+                    _order((kv[0][1], 0))))]
 
     def of(self, unit: Instance) -> Optional[Instance]:
         named = self.resolve(unit.field("facility"))
@@ -104,9 +144,7 @@ class Circuits:
             return self._named(named)
         owner = self.parent.get(id(unit))
         while owner is not None:
-            here = self._declared.get(id(owner))
-            if here is None:       # asked once per owner: a site's units share its members
-                here = self._declared[id(owner)] = declared_in(owner)
+            here = self._declared_at(owner)
             if len(here) == 1:
                 return here[0]
             if len(here) > 1:
@@ -131,6 +169,12 @@ class Circuits:
             self.all.append(named)
             self.replicas[id(named)] = 1
         return named
+
+
+def _order(item) -> Tuple[int, float]:
+    """A utilization key in order, none first."""
+    u = item[0]
+    return (0, 0.0) if u is None else (1, u)
 
 
 def approach(unit: Instance, exchanger: Optional[Instance], circuit: Instance,

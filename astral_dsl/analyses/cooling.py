@@ -174,11 +174,12 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
     by_path = {i.path: i for _, i in mult.values()}
     for unit in loops + air:
         inst = by_path.get(unit.path)
-        circuit = assign.of(inst) if inst is not None else None
-        if circuit is not None:
+        for circuit in {id(c): c for c, _, _ in (assign.split(inst, unit.replicas)
+                                                 if inst is not None else ())
+                        if c is not None}.values():
             cdu = resolve(inst.field("cdu")) if inst.kind == "loop" else None
             approach(inst, cdu, circuit, diags)
-    per, lost = plant.draws(loops, air, by_path, assign.of, diags)
+    per, lost = plant.draws(loops, air, by_path, assign.split, diags)
     if cooled and root is not None:
         _unrejected(assign, lost, root, diags)
     for inst in assign.all:

@@ -117,30 +117,42 @@ def _warn(code, msg, span, hint=None) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, msg, span, hint)
 
 
-def draws(loops, air, by_path, assign, diags) -> Tuple[Dict[int, List[Draw]], float]:
+def draws(loops, air, by_path, split, diags) -> Tuple[Dict[int, List[Draw]], float]:
     """The loops' and air units' heat per circuit (by id of the facility instance), and the
-    peak heat that reaches no circuit."""
+    peak heat that reaches no circuit. `split(unit, replicas)` (analyses/circuits.py): where
+    the unit's replicas sit, the circuit above them and the utilization in force there."""
     out: Dict[int, List[Draw]] = {}
     lost = 0.0
     for lp in loops:
-        inst = by_path.get(lp.path)
-        q = (lp.replicas * (lp.average_heat_w + lp.pump_w + lp.cdu_w),
-             lp.replicas * (lp.heat_w + lp.pump_w + lp.cdu_w), 0.0)
-        lost += _assign(inst, Draw(lp.path, "loop", *q), assign, out)
+        extra = lp.pump_w + lp.cdu_w
+        lost += _assign(by_path.get(lp.path), lp, "loop", lambda avg, peak: (
+            avg + extra, peak + extra, 0.0), split, out)
     for a in air:
-        inst = by_path.get(a.path)
-        ratio = a.fan_power_ratio or 0.0
-        q = (a.replicas * a.average_heat_w * (1 + ratio), a.replicas * a.heat_w * (1 + ratio))
-        lost += _assign(inst, Draw(a.path, "air", q[0], q[1], q[1]), assign, out)
+        ratio = 1 + (a.fan_power_ratio or 0.0)
+        lost += _assign(by_path.get(a.path), a, "air", lambda avg, peak: (
+            avg * ratio, peak * ratio, peak * ratio), split, out)
     return out, lost
 
 
-def _assign(inst, draw: Draw, assign, out) -> float:
-    circuit = assign(inst) if inst is not None else None
-    if circuit is None:
-        return draw.peak_w
-    out.setdefault(id(circuit), []).append(draw)
-    return 0.0
+def _assign(inst, unit, kind: str, heat, split, out) -> float:
+    """The unit's draws on its circuits (`heat(average, peak)` per replica -> (average, peak,
+    air) per replica), each place's replicas at the average of the utilization in force there;
+    what reaches no circuit (its peak) is returned."""
+    places = split(inst, unit.replicas) if inst is not None else [(None, None, unit.replicas)]
+    at = dict(unit.average_at)
+    lost = 0.0
+    merged: Dict[int, List] = {}
+    for circuit, u, n in places:
+        q = heat(at.get(u, unit.average_heat_w), unit.heat_w)
+        if circuit is None:
+            lost += n * q[1]
+            continue
+        slot = merged.setdefault(id(circuit), [0.0, 0.0, 0.0])
+        for i in range(3):
+            slot[i] += n * q[i]
+    for key, q in merged.items():
+        out.setdefault(key, []).append(Draw(unit.path, kind, *q))
+    return lost
 
 
 def plan(circuit: Instance, climate, resolve, diags) -> Tuple[heat_rejection.Plan, str, str]:

@@ -67,7 +67,37 @@ def recharge(f: Instance, capacity_ah: Optional[float], voltage: float, resolve,
                            f.span_of("battery"),
                            "declare `recharge_rate` (C per hour, from the charger's setting or "
                            "the cells' data sheet)"))
+    else:
+        _charge_limit(f, bat, rate, diags)
     return formulas.recharge_power(rate, capacity_ah, voltage)
+
+
+# the fastest recharge each chemistry takes, in C: VRLA data sheets limit the charging current to
+# 0.1-0.3 C10; [assumed] 1 C for lithium-ion, the most the NMC and LFP cells of UPS battery
+# cabinets take continuously (their data sheets give 0.5-1 C). A battery without `chemistry` is
+# held to the larger.
+CHARGE_LIMIT_C = {"lead_acid": 0.3, "lithium_ion": 1.0}
+
+
+def _charge_limit(f: Instance, bat: Instance, rate: float, diags) -> None:
+    """W633 when a battery's recharge is faster than its chemistry's cells take."""
+    chem = _sym(bat.field("chemistry"))
+    limit = CHARGE_LIMIT_C.get(chem, max(CHARGE_LIMIT_C.values()))
+    if rate <= limit + 1e-9:
+        return
+    what = chem.replace("_", "-") if chem else "lithium-ion (no `chemistry` declared)"
+    _once(diags, _warn("W633", f"battery `{bat.path}` recharges at {format_number(rate)} C, "
+                               f"faster than {what} cells take ({format_number(limit)} C): the "
+                               f"rectifier modules of its feeders are sized for that recharge on "
+                               f"top of the load", _written(f, bat, "recharge_rate"),
+                       f"set `recharge_rate` to the charger's current limit over the strings' "
+                       f"Ah (at most {format_number(limit)} C, or the cells' data sheet's)"))
+
+
+def _once(diags, d: Diagnostic) -> None:
+    """A battery's own figure is said once, however many feeders it is on."""
+    if d not in diags:
+        diags.append(d)
 
 
 def rectifier(f: Instance, load, resolve, diags, reqs, units: int):
@@ -163,6 +193,18 @@ def battery(f: Instance, load, resolve, diags, reqs, units: int, said: str = "")
                                    f"assumed{lead}", f.span_of("battery"),
                            "declare the sizing factors for the battery's chemistry"))
     factors = {name: _si(bat.field(name)) or value for name, value in _FACTORS}
+    if factors["temperature_factor"] < 1 - 1e-9:
+        # IEEE Std 485: the correction is 1.0 at 25 degC and above 1 below it; a warmer room
+        # gives more capacity but a shorter life, and the standard advises no factor below 1
+        _once(diags, _warn("W633", f"battery `{bat.path}` declares a `temperature_factor` of "
+                                   f"{format_number(factors['temperature_factor'])}: IEEE Std 485 "
+                                   f"advises none below 1 (1.0 at 25 degC, more below it; the "
+                                   f"capacity gained above 25 degC is lost in life), so its "
+                                   f"strings are sized smaller than the standard sizes them",
+                           _written(f, bat, "temperature_factor"),
+                           "declare `temperature_factor = 1` for a room at 25 degC or warmer, "
+                           "the IEEE 485 correction for the lowest electrolyte temperature "
+                           "below it"))
     current, _, sized = formulas.battery_capacity_ah(
         load, autonomy, _si(bat.field("efficiency")) or 1.0, int(cells), end_v,
         aging=factors["aging_factor"], design=factors["design_factor"],

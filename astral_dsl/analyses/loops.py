@@ -42,6 +42,9 @@ class LoopResult:
     average_heat_w: float = 0.0   # heat_w over the year: what it cools at its utilization
     cdu_model: str = ""           # the CDU as the design names it (`CDU`, `RowCDU`), "" if none
     redundancy: str = "n_plus_1"  # of its CDUs: what E641 (and the margins) take away
+    # average_heat_w where its owner's replicas sit under different utilizations: (utilization
+    # in force there, per replica), for the circuits they draw on (analyses/circuits.py split)
+    average_at: Tuple[Tuple[Optional[float], float], ...] = ()
 
 
 def _si(v) -> Optional[float]:
@@ -107,8 +110,10 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
     network_only = inst.field("network") is True and inst.field("serves") is None
     served = [] if network_only else served
     heat = sum(c * liquid_heat(i, cache) for c, i in served) + network_w
-    average = (sum(c * averages.liquid_per_replica(i) for c, i in served) + network_w
+    average = (averages.served_heat(owner, served)[1] + network_w
                if averages is not None else heat)
+    average_at = tuple((u, averages.served_heat(owner, served, {u: 1.0})[1] + network_w)
+                       for u in averages.places(owner)) if averages is not None else ()
     if heat <= 0:
         diags.append(_warn("W650", f"loop `{inst.path}` cools nothing: the parts it serves "
                                    f"send no heat to cold plates", inst.span,
@@ -201,7 +206,8 @@ def analyse_loop(inst: Instance, replicas: int, served, resolve, cache, override
                       supply_c, rise, density, cp, flow, needed, declared_n, cap, pump,
                       tuple(parts), cdu_w, network_w,
                       (fluid.template or fluid.path) if fluid is not None else "?", average,
-                      (cdu.template or cdu.path) if cdu is not None else "", scheme)
+                      (cdu.template or cdu.path) if cdu is not None else "", scheme,
+                      average_at)
 
 
 def _cdu_checks(inst, heat, flow, cap, cdu_flow, declared_n, needed, scheme, diags) -> None:

@@ -23,13 +23,15 @@ def own_utilization(inst: Instance) -> Optional[float]:
 
 
 class Averages:
-    """`per_replica(inst)`: the average draw of one replica of `inst`; `air_per_replica(inst)`
-    its average heat to air (the draw less what its cold plates take); `unstated_w`: the peak
+    """`per_replica(inst)`: the average draw of one replica of `inst`; `served_heat(owner,
+    parts)` the average draw and cold-plate heat of what a unit serves (its heat to air is the
+    difference); `unstated_w`: the peak
     power of the parts with no utilization stated at any level (counted at their peak)."""
 
     def __init__(self, design: Design, mult, cache: Dict):
         self.cache = cache
         self._memo: Dict[Tuple[int, Optional[float]], Tuple[float, float, float]] = {}
+        self._inside_memo: Dict[Tuple, Dict[int, Dict[Optional[float], float]]] = {}
         self.inherited: Dict[int, Dict[Optional[float], float]] = {}
         self.replicas: Dict[int, int] = {}
         for root in design.roots:
@@ -85,30 +87,79 @@ class Averages:
 
     def served_per_replica(self, owner: Optional[Instance], served) -> float:
         """The average draw of `served` ([(count, part)] for one replica of `owner`: what a
-        feeder declared there serves) where the owner's replicas sit. A part of the owner's own
-        whose template sits under several utilizations (a rack in a row at 90 % and in one at
-        50 %) takes the owner's: each row's feeder carries its own row's average, not the mean
-        of every place the rack sits (per_replica). Any other part, per_replica."""
-        contexts = self.inherited.get(id(owner), {}) if owner is not None else {}
-        children = {id(child) for _, child in owner.containment()} if contexts else set()
-        mixed = {id(p) for _, p in served if id(p) in children and
-                 len(self.inherited.get(id(p), {})) > 1}
-        if not mixed:
-            return sum(c * self.per_replica(p) for c, p in served)
-        own = own_utilization(owner)
-        total = sum(contexts.values())
-        return sum(c * self.per_replica(p) for c, p in served if id(p) not in mixed) + \
-            sum(n * sum(c * self._walk(p, own if own is not None else u)[0]
-                        for c, p in served if id(p) in mixed)
-                for u, n in contexts.items()) / total
+        feeder, loop or air unit declared there serves) where the owner's replicas sit."""
+        return self.served_heat(owner, served)[0]
+
+    def served_heat(self, owner: Optional[Instance], served, contexts=None
+                    ) -> Tuple[float, float]:
+        """(average draw, average cold-plate heat) of `served` for one replica of `owner` (the
+        part a feeder, loop or air unit is declared in). A part inside the owner whose template
+        sits under several utilizations (a rack in a row at 90 % and in one at 50 %) takes the
+        utilization in force where it sits inside the owner: each row's feeder, loop and air
+        unit carries its own row's average, not the mean of every place the rack sits
+        (per_replica), which pools the rows (totals right, the split between them wrong). Any
+        other part, per_replica. `contexts` ({utilization in force at the owner: replicas}):
+        of the owner's replicas there only (its own elsewhere, analyses/circuits.py)."""
+        mixed = frozenset(id(p) for _, p in served if len(self.inherited.get(id(p), {})) > 1 or
+                          contexts is not None)
+        if contexts is None:
+            contexts = self.inherited.get(id(owner), {}) if owner is not None and mixed else {}
+        elif owner is None:
+            contexts = {}
+        own = own_utilization(owner) if contexts else None
+        places = [(n, self._inside(owner, own if own is not None else u, mixed))
+                  for u, n in contexts.items()]      # the owner's replicas, where they sit
+        total = sum(n for n, _ in places)
+        draw = liquid = 0.0
+        for c, p in served:
+            found = [(n, inside[id(p)]) for n, inside in places if inside.get(id(p))]
+            if p is owner and places:        # a unit that cools the part it is declared in
+                found = [(n, {u: 1.0}) for u, n in contexts.items()]
+            if not found:          # not held by the owner, or under one utilization only
+                draw += c * self.per_replica(p)
+                liquid += c * self.liquid_per_replica(p)
+                continue
+            for n, where in found:
+                k = sum(where.values())
+                for u, m in where.items():
+                    one = self._walk(p, u)
+                    draw += c * n / total * m / k * one[0]
+                    liquid += c * n / total * m / k * one[1]
+        return draw, liquid
+
+    def places(self, owner: Optional[Instance]) -> Tuple[Optional[float], ...]:
+        """The utilizations in force at `owner` where its replicas sit, when they differ (a row
+        template in a hall at 90 % and one at 50 %), none first; () when they do not."""
+        own = own_utilization(owner) if owner is not None else None
+        us = {own if own is not None else u for u in self.inherited.get(id(owner), {})}
+        if own is not None or len(us) < 2:
+            return ()
+        return tuple(sorted(us, key=lambda u: (u is not None, u or 0.0)))
+
+    def _inside(self, owner: Instance, u: Optional[float], targets: frozenset
+                ) -> Dict[int, Dict[Optional[float], float]]:
+        """Where the `targets` (ids) sit inside one replica of `owner` under the utilization
+        `u` in force there: id -> {the utilization of their parent there: count}."""
+        key = (id(owner), u, targets)
+        hit = self._inside_memo.get(key)
+        if hit is None:
+            hit = {}
+            for c, child in owner.containment():
+                if id(child) in targets:
+                    slot = hit.setdefault(id(child), {})
+                    slot[u] = slot.get(u, 0.0) + c
+                own = own_utilization(child)
+                for k, where in self._inside(child, own if own is not None else u,
+                                             targets).items():
+                    slot = hit.setdefault(k, {})
+                    for v, m in where.items():
+                        slot[v] = slot.get(v, 0.0) + c * m
+            self._inside_memo[key] = hit
+        return hit
 
     def liquid_per_replica(self, inst: Instance) -> float:
         """The average heat one replica of `inst` sends to cold plates."""
         return self._total(inst, 1) / max(self.replicas.get(id(inst), 1), 1)
-
-    def air_per_replica(self, inst: Instance) -> float:
-        return (self._total(inst, 0) - self._total(inst, 1)) / max(self.replicas.get(id(inst), 1),
-                                                                   1)
 
     def ratio(self, parts) -> float:
         """Average over peak of [(count, part)]: 1 when they draw nothing."""

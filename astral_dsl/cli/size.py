@@ -44,22 +44,24 @@ def run(args, overrides) -> int:
     result = checked(args.file, overrides, [args.scenario] if args.scenario else None)
     design, eng = result.design, result.engineering
     outcome = next((o for o in result.scenarios if o.name == args.scenario), None)
+    diagnostics, accepted = result.diagnostics, result.accepted
     if outcome is not None:
-        # the design as compiled under the scenario, and its results
+        # the design as compiled under the scenario, its results and their warnings
         design, eng = outcome.applied.design, outcome.result
+        diagnostics, accepted = result.under(outcome)
     elif args.scenario:
         # no such scenario (E216): the design as declared is not what was asked for
         eng = None
     if args.format == "json":
         summary = size_summary(design, eng, result.sizing) if eng is not None else None
         scenario = None if outcome is None else scenario_json(outcome.name, outcome.applied)
-        sys.stdout.write(dumps(envelope(result.diagnostics, file=design.file,
+        sys.stdout.write(dumps(envelope(diagnostics, file=design.file,
                                         scenario=scenario, summary=summary,
                                         chosen=chosen_json(design),
-                                        accepted=accepted_json(result.accepted))) + "\n")
+                                        accepted=accepted_json(accepted))) + "\n")
     else:
-        print_diagnostics(result.diagnostics, colour(args), sys.stdout)
-        sys.stdout.writelines(line + "\n" for line in accepted_lines(result.accepted))
+        print_diagnostics(diagnostics, colour(args), sys.stdout)
+        sys.stdout.writelines(line + "\n" for line in accepted_lines(accepted))
         if outcome is not None:
             sys.stdout.write(f"under scenario `{outcome.name}`: "
                              + ("; ".join(outcome.notes) or "no change") + "\n")
@@ -67,4 +69,4 @@ def run(args, overrides) -> int:
             sys.stdout.write(render_report(design, eng, colour(args),
                                            terminal_width(sys.stdout, os.environ),
                                            result.sizing))
-    return exit_code(design, result.diagnostics)
+    return exit_code(design, diagnostics)

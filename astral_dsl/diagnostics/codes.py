@@ -140,6 +140,7 @@ CODES: dict[str, str] = {
     "W630": "transformer losses not declared",
     "W631": "transformer load power factor not declared",
     "W632": "power factor below any plausible load's",
+    "W633": "battery figure outside its standard's or its cells' limits",
     "E640": "cooling loop capacity exceeded",
     "E641": "cooling capacity exceeded with one CDU failed",
     "E642": "supply temperature above what the hardware accepts",
