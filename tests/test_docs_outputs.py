@@ -68,7 +68,7 @@ def test_the_diagnosis_band_the_docs_quote_is_the_forecasts():
     (low, high), source = band_of(fc.detail)
     assert source == ("the forecast's default band, not a measurement: outside the calibrated "
                       "envelope (the combination H100/BF16/flash/dense/megatron), W753")
-    # Seer's outside band, -22/+32 %: 1 - 0.2212 = 0.78, 1 + 0.3192 = 1.32 (it read 1.39x, the
+    # Seer's outside band, -22/+32 %: 1 - 0.221 = 0.78, 1 + 0.3192 = 1.32 (it read 1.39x, the
     # band before the leave-one-group-out groups were read as Seer reads the rows)
     band = f"{low:.2f}-{high:.2f}x"
     assert band == "0.78-1.32x"

@@ -115,7 +115,7 @@ def test_reference_headline_numbers(reference_page):
 def test_the_jobs_times_say_how_far_to_trust_them(reference_review, reference_page):
     """The summary card and the scenario matrix give a job's iteration time with its band (they
     had shown it bare): llama405b runs on H800s, which no calibration run had, so its band is
-    the shipped fit's every-run band (-0.1106/+0.1596, fit.json) twice as wide, -22/+32 %."""
+    the shipped fit's every-run band (-0.1105/+0.1596, fit.json) twice as wide, -22/+32 %."""
     assert ('<div class="k">llama405b: iteration time, -22/+32 % (outside the calibrated '
             'envelope)</div>') in reference_page
     rows = {r.name: r for r in mx.matrix(reference_review)}
