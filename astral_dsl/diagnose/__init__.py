@@ -26,8 +26,8 @@ from astral_dsl.diagnose import breakdown, checks, clocks, compute, evidence, lo
     verdict
 from astral_dsl.diagnose.checks import diag as _diag
 from astral_dsl.diagnose.model import ClockFit, Diagnosis, Suspect
-from astral_dsl.diagnostics import Diagnostic
-from astral_dsl.observe.records import totals
+from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.observe.records import OP_INDEX, totals
 
 
 
@@ -158,6 +158,8 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     timers = _timers(timers, traces)
     fc_net = _forecast_net(fc) if fc is not None else {}
     tm = evidence.timing(records, inst_, clk, stage, fc_net)
+    if tm.unnamed.any():
+        diags.append(_unnamed_dp(tm, inst_, fc_net, traces))
     net = localise.localise(rm, inst_, tm, verdict.PRIOR_ODDS)
     tot = totals(list(traces.values()))          # per rank and iteration, counted once
     comp = evidence.compute_per_rank(traces, set(iterations), tot)
@@ -183,7 +185,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     suspects = [attrs.evolve(s, probability=p) for s, p in
                 zip(list(net.suspects) + list(gpu.suspects) + fc_named,
                     post[0] + post[1] + post[2])]
-    suspects.sort(key=lambda s: (s.alternative, -round(s.probability, 6), s.kind, s.path))
+    suspects = ordered(suspects)
     obs_iter = _observed_iteration(tot)
     counts = {}
     for code, name in match.KIND_NAMES.items():
@@ -213,6 +215,13 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                      band=band, band_source=band_source,
                      compute_ratio=float(np.median(list(ratios.values()))) if ratios else None,
                      breakdown=per_rank)
+
+
+def ordered(suspects) -> List[Suspect]:
+    """Suspects most likely first (the alternatives after); a tie by kind, then by path in the
+    design's order (rankmap.natural: hosts[2] before hosts[10])."""
+    return sorted(suspects, key=lambda s: (s.alternative, -round(s.probability, 6), s.kind,
+                                           rankmap_mod.natural(s.path)))
 
 
 def _refused(code: str, message: str, file, hint: str):
@@ -245,13 +254,27 @@ def _aligned_share(traces, rm, n_hosts) -> float:
 
 
 def _forecast_net(fc) -> Dict:
+    """(kind, stage) -> the forecast's seconds of one collective of the kind (one transfer);
+    (kind, stage, op) where the kind's collectives differ: a data-parallel group's gradient
+    reductions (the median bucket; (kind, stage, op, k) the k-th bucket's, the embedding's and
+    the head's larger) and its parameter all-gather (Seer's whole gather, as the drill runs it:
+    one collective) each have their own (evidence.timing)."""
     from astral_dsl.seer.pipeline_pairs import used
 
     out = {}
     low = fc.lowering
+    dp = match.KIND_CODES["dp"]
     for s, run in enumerate(fc.runs):
-        if run.dp:
-            out[(match.KIND_CODES["dp"], s)] = float(np.median([e - a for a, e, _ in run.dp]))
+        gather = float(run.gather[1] - run.gather[0])
+        if run.dp:        # a collective whose data does not say: a reduction, unless gathers
+            #               are forecast too (then neither: W797)
+            reduce = float(np.median([e - a for a, e, _ in run.dp]))
+            for op in ("all_reduce", "reduce_scatter") + (() if gather > 0 else ("collective",)):
+                out[(dp, s, OP_INDEX[op])] = reduce
+                for k, (a, e, _) in enumerate(run.dp):    # each bucket's, in its order
+                    out[(dp, s, OP_INDEX[op], k)] = e - a
+        if gather > 0:
+            out[(dp, s, OP_INDEX["all_gather"]) if run.dp else (dp, s)] = gather
         a2a = _all_to_alls(low, s, run)
         if a2a:                          # few EP groups a stage (one on DeepSeek-V3's GB200
             #                              layout): their all-to-alls are judged by this
@@ -260,6 +283,29 @@ def _forecast_net(fc) -> Dict:
             out[(match.P2P, s)] = float(max(low.p2p_hops()[b] for b in used(fc.job)
                                             if s in (b, (b + 1) % fc.job.parallel.pp)))
     return out
+
+
+def _unnamed_dp(tm, inst, fc_net, traces) -> Diagnostic:
+    """W797: DP collectives with too few peers whose data does not say which collective they
+    are, while the forecast's gradient reductions and parameter all-gathers differ."""
+    dp = match.KIND_CODES["dp"]
+    n = int(tm.unnamed.sum())
+    stages = sorted({s for k, s, *op in fc_net if k == dp and op})
+    s = stages[0]
+    reduce = fc_net[(dp, s, OP_INDEX["all_reduce"])]
+    gather = fc_net[(dp, s, OP_INDEX["all_gather"])]
+    files = sorted({t.file for t in traces.values()})
+    return Diagnostic(
+        "W797", Severity.WARNING,
+        f"{n:,} of the {int((tm.usable & (inst.kind == dp)).sum()):,} DP collectives are not "
+        f"judged: the data does not say which collective each is, the forecast's gradient "
+        f"reductions and parameter all-gathers differ ({reduce * 1e3:.3f} ms a bucket, "
+        f"{gather * 1e3:.3f} ms the gather on stage {s}), and fewer than "
+        f"{evidence.MIN_PEERS} DP groups of its stage run each to compare it with",
+        None, "name each collective: a log's `op` column (all_reduce, reduce_scatter, "
+              "all_gather) or Megatron-LM's timers (grads-reduce-scatter, params-all-gather); "
+              "a trace's `Collective name` argument or NCCL kernel names",
+        file=files[0] if files else None)
 
 
 def _all_to_alls(low, stage: int, run) -> list:

@@ -6,8 +6,12 @@
   finished (aligned clocks) minus the moment the last member arrived: the time the network took
   once nobody was waited for (a late arrival is the late rank's compute, not the network). It
   is compared with the median of the same collective at the same place of the schedule (same
-  kind, stage or stage pair, iteration and position) in the other groups; with fewer than
-  MIN_PEERS of them, with the forecast. Slow: above by NET_SLOW and by at least NET_FLOOR_S.
+  kind, collective, stage or stage pair, iteration and position) in the other groups; with fewer
+  than MIN_PEERS of them, with the forecast of its kind and collective: a data-parallel group's
+  gradient reductions (all-reduce, reduce-scatter of a bucket) and its parameter all-gathers
+  are different collectives of different sizes, each compared with its own. One whose data does
+  not say which (`unnamed`) is compared with the forecast only where the forecast's collectives
+  of its kind are of one size. Slow: above by NET_SLOW and by at least NET_FLOOR_S.
 
 Thresholds: GPUs of one model differ by a few percent (clocks, power capping); NCCL collectives
 of one size by a few percent run to run. NET_SLOW sits well above that and below the smallest
@@ -21,8 +25,9 @@ import numpy as np
 
 from astral_dsl import records
 from astral_dsl.diagnose.breakdown import covered_per
-from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records, group_ids
-from astral_dsl.observe.records import Totals, totals
+from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records, group_ids, \
+    occurrence
+from astral_dsl.observe.records import OP_INDEX, Totals, totals
 
 NET_SLOW = 0.25
 NET_FLOOR_S = 20e-6
@@ -35,6 +40,9 @@ class Timing:
     expected: np.ndarray        # peers' median or forecast
     slow: np.ndarray            # bool
     usable: np.ndarray          # bool: complete, all members aligned
+    unnamed: np.ndarray         # bool: too few peers, and the forecast has one time per
+    #                             collective of its kind (op) while the data names none: not
+    #                             compared
 
 
 def compute_per_rank(traces, iterations, tot: Optional[Totals] = None
@@ -94,7 +102,9 @@ def idle_per_rank(traces, iterations, tot: Totals) -> Dict[int, Dict[int, float]
 def timing(records: Records, inst: Instances, clocks, stage_of_rank: np.ndarray,
            forecast: Dict[Tuple[int, int], float]) -> Timing:
     """`clocks`: the hosts' fitted clocks (clocks.Clocks); their bad hosts' instances are not
-    usable."""
+    usable. `forecast`: (kind, stage) -> seconds for every collective of the kind, or
+    (kind, stage, op) -> seconds for one collective (records.OP_INDEX) where the kind's differ;
+    an instance takes its own op's, else its kind's."""
     n = len(inst)
     ok = records.instance >= 0
     r_inst = records.instance[ok]
@@ -123,20 +133,50 @@ def timing(records: Records, inst: Instances, clocks, stage_of_rank: np.ndarray,
     first_rank = _first_rank(records, inst)
     stage_a = stage_of_rank[np.where(inst.kind == P2P, inst.group, first_rank)]
     stage_b = np.where(inst.kind == P2P, stage_of_rank[np.maximum(inst.peer, 0)], -1)
-    slot, _ = group_ids(inst.kind, stage_a, stage_b, inst.iteration, inst.seq)
+    slot, _ = group_ids(inst.kind, inst.op, stage_a, stage_b, inst.iteration, inst.seq)
     expected = _median_by(slot, eff, usable)
     peers = np.bincount(slot, weights=usable.astype(float))[slot]
-    if forecast:                     # looked up once per distinct (kind, stage)
-        which, firsts = group_ids(inst.kind, stage_a)
-        fc = np.array([forecast.get((int(k), int(s)), np.nan) for k, s in
-                       zip(inst.kind[firsts].tolist(), stage_a[firsts].tolist())],
-                      dtype=np.float64)[which]
-    else:
-        fc = np.full(n, np.nan)
-    expected = np.where(peers >= MIN_PEERS, expected, fc)
+    fc, split = _forecast_of(forecast, inst, stage_a)
+    few = peers < MIN_PEERS
+    expected = np.where(few, fc, expected)
     slow = usable & np.isfinite(expected) & (eff > expected * (1 + NET_SLOW)) & \
         (eff - expected > NET_FLOOR_S)
-    return Timing(eff, expected, slow, usable)
+    unnamed = usable & few & split & ~np.isfinite(fc) & (inst.op == OP_INDEX["collective"])
+    return Timing(eff, expected, slow, usable, unnamed)
+
+
+def _forecast_of(forecast: Dict[Tuple, float], inst: Instances, stage: np.ndarray
+                 ) -> Tuple[np.ndarray, np.ndarray]:
+    """(each instance's forecast seconds, NaN where none; whether the forecast of its kind and
+    stage is per collective), looked up once per distinct (kind, op, stage, place). `forecast`
+    keys: (kind, stage) for every collective of the kind; (kind, stage, op) for one
+    collective; (kind, stage, op, k) for the k-th of that collective in an iteration (buckets
+    of different sizes), used where the group runs as many of them in the iteration as the
+    forecast does."""
+    n = len(inst)
+    if not forecast:
+        return np.full(n, np.nan), np.zeros(n, dtype=bool)
+    per_op = {key[:2] for key in forecast if len(key) >= 3}
+    places: Dict[Tuple, int] = {}
+    for key in forecast:
+        if len(key) == 4:
+            places[key[:3]] = places.get(key[:3], 0) + 1
+    k_th = np.full(n, -1, dtype=np.int64)
+    if places:                      # the place of each among its group's of its op
+        ids, _ = group_ids(inst.kind, inst.group, inst.iteration, inst.op)
+        k_th = occurrence(ids, inst.seq)
+        many = np.bincount(ids)[ids]
+        want = np.array([places.get(key, -1) for key in
+                         zip(inst.kind.tolist(), stage.tolist(), inst.op.tolist())])
+        k_th = np.where(many == want, k_th, -1)
+    which, firsts = group_ids(inst.kind, inst.op, stage, k_th)
+    fc, split = [], []
+    for k, o, s, i in zip(inst.kind[firsts].tolist(), inst.op[firsts].tolist(),
+                          stage[firsts].tolist(), k_th[firsts].tolist()):
+        fc.append(forecast.get((k, s, o, i), forecast.get((k, s, o),
+                                                          forecast.get((k, s), np.nan))))
+        split.append((k, s) in per_op)
+    return np.array(fc, dtype=np.float64)[which], np.array(split, dtype=bool)[which]
 
 
 def _first_rank(records: Records, inst: Instances) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
-from astral_dsl.observe.records import COMM_KIND, OP_INDEX, PHASES, RankTrace
+from astral_dsl.observe.records import COMM_KIND, OP_INDEX, PHASES, RankTrace, op_of
 
 KIND_CODES = {"tp": 0, "cp": 1, "ep": 2, "dp": 3, "pp": 4, "world": 5}
 KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
@@ -29,6 +29,7 @@ class Records:
     host: np.ndarray
     iteration: np.ndarray
     kind: np.ndarray          # KIND_CODES, P2P for sends / receives
+    op: np.ndarray            # records.OPS: which collective, where the data says
     start: np.ndarray
     end: np.ndarray
     instance: np.ndarray      # index into Instances, -1 when unmatched
@@ -37,6 +38,8 @@ class Records:
 @records.frozen(eq=False)
 class Instances:
     kind: np.ndarray          # per instance
+    op: np.ndarray            # records.OPS: which collective (OP_INDEX["collective"]: the data
+    #                           does not say; 0 for a transfer)
     group: np.ndarray         # collective: group index; p2p: sender rank
     peer: np.ndarray          # p2p: receiver rank; collective: -1
     iteration: np.ndarray
@@ -111,7 +114,7 @@ def collect(traces: Dict[int, RankTrace], rm: RankMap) -> Tuple[Records, Instanc
     phase = np.concatenate([t.phase for t in ts])
     group = np.concatenate([t.group for t in ts])
     peer = np.concatenate([t.peer for t in ts])
-    op = np.concatenate([t.op for t in ts])
+    op = np.concatenate([_ops(t) for t in ts])
     kind = phase_kind[phase]
     # a profiler trace names the process group of each kernel: its kind, where known, is the
     # record's; the traces' tables one after the other, each record's looked up at its own
@@ -146,14 +149,25 @@ def collect(traces: Dict[int, RankTrace], rm: RankMap) -> Tuple[Records, Instanc
                   op[keep])
 
 
+def _ops(t: RankTrace) -> np.ndarray:
+    """The OPS code of each record of a trace: its own, and for an NCCL kernel whose arguments
+    do not name its collective, the one its kernel's name states (ncclDevKernel_AllGather_...,
+    ncclKernel_ReduceScatter_...)."""
+    if t.kernel is None or not t.kernel_names:
+        return t.op
+    named = np.array([op_of(n) for n in t.kernel_names], dtype=t.op.dtype)[t.kernel]
+    unnamed = (t.op == OP_INDEX["collective"]) & (named >= OP_INDEX["all_reduce"])
+    return np.where(unnamed, named, t.op)
+
+
 def _no_records() -> Tuple[Records, Instances]:
     z = np.zeros(0, dtype=np.int64)
-    return Records(z, z, z, z, np.zeros(0), np.zeros(0), z), _empty_instances()
+    return Records(z, z, z, z, z, np.zeros(0), np.zeros(0), z), _empty_instances()
 
 
 def _empty_instances() -> Instances:
     z = np.zeros(0, dtype=np.int64)
-    return Instances(z, z, z, z, z, z, z, z)
+    return Instances(z, z, z, z, z, z, z, z, z)
 
 
 def group_ids(*cols: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
@@ -356,10 +370,11 @@ def _match(rm: RankMap, rank, host, it, kind, start, end, peer, op):
     distinct = np.bincount(ids[pair], minlength=m)
     i_coll = coll[firsts]
     instances = Instances(
-        kind=kind[firsts], group=key_b[firsts], peer=np.where(i_coll, -1, receiver[firsts]),
+        kind=kind[firsts], op=np.where(i_coll, op[firsts], 0).astype(np.int64), group=key_b[firsts], peer=np.where(i_coll, -1, receiver[firsts]),
         iteration=it[firsts], seq=occ[firsts], members=np.where(valid[firsts], members, 0),
         expected=np.where(i_coll, size[firsts], 2), distinct=distinct)
-    records = Records(rank, host, it, kind, start, end, np.where(valid, inv, -1))
+    records = Records(rank, host, it, kind, op.astype(np.int64), start, end,
+                      np.where(valid, inv, -1))
     return records, instances
 
 

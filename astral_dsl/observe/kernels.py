@@ -19,7 +19,7 @@ import numpy as np
 from msgspec.structs import astuple
 
 from astral_dsl import records
-from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup
+from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup, op_of
 from astral_dsl.observe.text import printable
 from astral_dsl.observe.tracedoc import PEER_ATTRS
 
@@ -212,7 +212,7 @@ def _nccl_meaning(args, groups, group_index) -> Tuple[int, int, int, int]:
     """(phase, peer, op, process group) of an NCCL kernel from its arguments."""
     peer, group = -1, -1
     coll = _text(args.collective).lower()
-    op = OP_INDEX.get(coll, OP_INDEX["collective"])
+    op = op_of(coll) or OP_INDEX["collective"]
     for attr in PEER_ATTRS.get(coll, ()):
         value = as_int(getattr(args, attr))
         if value is not None:

@@ -11,7 +11,10 @@ row, or JSON Lines (one object per line), with the columns
   seconds, both finite and of magnitude at most 10^12 (MAX_SECONDS), the duration not
   negative.
 - `peer` (optional): the partner rank of a pipeline send or receive; `op` (optional): `send`,
-  `recv` or a collective's name. With them the diagnosis matches each transfer's two ends.
+  `recv` or a collective's name. With them the diagnosis matches each transfer's two ends; a
+  collective named an all-reduce, reduce-scatter or all-gather (records.op_of; Megatron-LM's
+  grads-all-reduce, grads-reduce-scatter, params-all-gather name theirs) is compared with its
+  own kind.
 - every value is a scalar (a JSON list or object is not a value), and `rank`, `iteration` and
   `peer` are whole numbers of magnitude at most 2^53 (MAX_WHOLE: beyond it a float64, which the
   columns are read as, no longer holds every whole number, and 2^63 no longer fits the int64
@@ -31,7 +34,7 @@ import numpy as np
 
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.observe.kineto import diag
-from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, RankTrace, make
+from astral_dsl.observe.records import PHASE_INDEX, RankTrace, make, op_of
 from astral_dsl.observe.relog import relogged, said, suspects
 from astral_dsl.observe.text import printable
 
@@ -50,8 +53,9 @@ ALIASES = {
     "forward-send": ("pp_comm", "send"), "forward-recv": ("pp_comm", "recv"),
     "backward-send": ("pp_comm", "send"), "backward-recv": ("pp_comm", "recv"),
     "forward-send-backward-recv": ("pp_comm", ""), "backward-send-forward-recv": ("pp_comm", ""),
-    "grads-all-reduce": ("dp_comm", "collective"), "grads-reduce-scatter": ("dp_comm", "collective"),
-    "params-all-gather": ("dp_comm", "collective"), "optimizer": ("optimizer", ""),
+    "grads-all-reduce": ("dp_comm", "all_reduce"),
+    "grads-reduce-scatter": ("dp_comm", "reduce_scatter"),
+    "params-all-gather": ("dp_comm", "all_gather"), "optimizer": ("optimizer", ""),
     "optimizer-inner-step": ("optimizer", ""), "embedding-grads-all-reduce": ("pp_comm", ""),
 }
 # Megatron-LM's compute timers (megatron/core/pipeline_parallel/schedules.py, `forward-compute`
@@ -258,7 +262,7 @@ def _phase_op(name: str, op: str, unknown) -> Tuple[int, int]:
     if phase is None:
         unknown[name] = unknown.get(name, 0) + 1
         phase = PHASE_INDEX["other"]
-    return phase, OP_INDEX.get(op, OP_INDEX["collective"] if op else 0)
+    return phase, op_of(op)
 
 
 def _unknown_phases(path: str, unknown: Dict[str, int]) -> List[Diagnostic]:

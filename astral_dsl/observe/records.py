@@ -6,7 +6,8 @@ Columns (numpy arrays of equal length, in time order):
 - `phase`: an index into PHASES (compute phases, communication phases, memory copies);
 - `start`, `duration`: seconds on the rank's own clock (hosts' clocks differ: see the diagnosis);
 - `peer`: the partner rank of a point-to-point transfer, -1 when unknown or not one;
-- `op`: an index into OPS (send, recv, a collective, or nothing);
+- `op`: an index into OPS (send, recv, an all-reduce, reduce-scatter or all-gather where the
+  data says which, another or an unnamed collective, or nothing);
 - `group`: an index into the rank's `groups` (its process groups), -1 when unknown.
 
 Pure data: readers in kineto.py and ranklog.py build it, the diagnosis reads it."""
@@ -31,8 +32,29 @@ COMM_CODES = np.array(sorted(PHASE_INDEX[p] for p in COMM_PHASES), dtype=np.int8
 COMM_KIND = {"tp_comm": "tp", "cp_comm": "cp", "ep_comm": "ep", "dp_comm": "dp",
              "pp_comm": "pp"}
 
-OPS = ("", "send", "recv", "collective")
+OPS = ("", "send", "recv", "collective", "all_reduce", "reduce_scatter", "all_gather")
 OP_INDEX = {o: i for i, o in enumerate(OPS)}
+# the collectives a name can state: a data-parallel group's gradient reductions (all-reduce,
+# reduce-scatter) and its parameter all-gathers are different collectives of different sizes
+_NAMED_OPS = (("allgather", "all_gather"), ("reducescatter", "reduce_scatter"),
+              ("allreduce", "all_reduce"))
+
+
+def op_of(name: str) -> int:
+    """The OPS code of an operation's name: `send`, `recv`, or a collective named in any of the
+    spellings seen (a log's `all_reduce`, `all-gather`; PyTorch's `Collective name`
+    `_allgather_base`, `reduce_scatter_tensor_coalesced`; an NCCL kernel's
+    `ncclDevKernel_AllGather_RING_LL`): all-reduce, reduce-scatter, all-gather, or `collective`
+    (another collective, or one whose name does not say); '' is none."""
+    if name in OP_INDEX:
+        return OP_INDEX[name]
+    flat = "".join(c for c in name.lower() if c.isalnum())
+    if flat in ("send", "recv"):
+        return OP_INDEX[flat]
+    for word, op in _NAMED_OPS:
+        if word in flat:
+            return OP_INDEX[op]
+    return OP_INDEX["collective"] if name else 0
 
 
 @records.frozen

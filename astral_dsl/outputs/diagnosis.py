@@ -53,7 +53,11 @@ def schema_text() -> str:
 
 
 # warnings that say part of what was read could not be judged: no all-clear with them
-UNSEEN = frozenset({"W795"})
+UNSEEN = frozenset({"W795", "W797"})
+UNSEEN_WHY = {"W795": "the collectives of traces that name no process group were not compared: "
+                      "W795",
+              "W797": "DP collectives whose data does not say which collective each is were "
+                      "not compared: W797"}
 
 
 def final_verdict(d, diagnostics) -> str:
@@ -180,7 +184,8 @@ def _unseen(d) -> str:
                 f"nothing is known of them")
     if any(x.code in UNSEEN for x in d.diagnostics) and not any(x.is_error
                                                                 for x in d.diagnostics):
-        return "the collectives of traces that name no process group were not compared: W795"
+        said = {x.code for x in d.diagnostics if x.code in UNSEEN}
+        return "; ".join(UNSEEN_WHY[c] for c in sorted(said))
     return "part of the observed data could not be used: the errors above"
 
 

@@ -34,7 +34,7 @@ CHANNELS = 4            # flows per port and transfer (NCCL channels per NIC por
 PHASE_NAMES = ("forward", "backward", "tp_comm", "pp_comm", "dp_comm", "comm", "optimizer",
                "ep_comm")
 PH = {p: i for i, p in enumerate(PHASE_NAMES)}
-OPS = ("", "send", "recv", "collective")
+OPS = ("", "send", "recv", "collective", "all_reduce", "reduce_scatter", "all_gather")
 OP = {o: i for i, o in enumerate(OPS)}
 
 
@@ -121,6 +121,9 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     hop = tuple(speed * h for h in low.p2p_hops())       # per boundary between stages
     buckets = [[speed * (e - s) for s, e, _ in run.dp] for run in fc.runs]
     gathers = [speed * (run.gather[1] - run.gather[0]) for run in fc.runs]
+    # the gradient buckets' collective: a sharded optimizer reduce-scatters them (Seer prices
+    # it so: schedule.iteration_tail, low.dp_reduce), else they are all-reduced
+    reduce_op = "reduce_scatter" if par.zero else "all_reduce"
     opt = [speed * low.optimizer_time(s) for s in range(P)]
     from astral_dsl.seer import comm
 
@@ -153,7 +156,8 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
                          rng, pair_factor, net, P, V, expert)
         for s in range(P):
             for b, dur in enumerate(buckets[s]):
-                free[s] = _ring(out, it, free[s], idx[s], dur, dp_factor[s], net, noise, rng)
+                free[s] = _ring(out, it, free[s], idx[s], dur, dp_factor[s], net, noise, rng,
+                                reduce_op)
         end = free.max() + sync
         out.add(idx.ravel(), it, "comm", free.ravel(), end - free.ravel(), op=OP["collective"])
         free[:] = end
@@ -164,7 +168,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
             free[s] = free[s] + t_opt
             if gathers[s] > 0:
                 free[s] = _ring(out, it, free[s], idx[s], gathers[s], dp_factor[s], net, noise,
-                                rng)
+                                rng, "all_gather")
     rank, iteration, phase, start, dur, peer, op, block = out.arrays()
     # each host reads the true moment t (from the run's start) as t + offset + drift t
     start = start + EPOCH + offsets[rank] + drifts[rank] * start
@@ -253,14 +257,14 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
     return free
 
 
-def _ring(out, it, free, ranks, dur, factor, net, noise, rng):
-    """A collective over each data-parallel group of a stage (axis 0 of `ranks`)."""
+def _ring(out, it, free, ranks, dur, factor, net, noise, rng, op):
+    """A collective `op` (OPS: all_reduce, reduce_scatter, all_gather) over each data-parallel
+    group of a stage (axis 0 of `ranks`)."""
     static, flap = factor
     begin = free.max(axis=0, keepdims=True)
     f = static * net.flap_factor(flap, begin)
     end = begin + dur * f * np.exp(rng.normal(0, noise.comm, begin.shape))
-    out.add(ranks, it, "dp_comm", free, np.broadcast_to(end, free.shape) - free,
-            op=OP["collective"])
+    out.add(ranks, it, "dp_comm", free, np.broadcast_to(end, free.shape) - free, op=OP[op])
     return np.broadcast_to(end, free.shape).copy()
 
 

@@ -25,6 +25,16 @@ KERNELS = {   # representative kernel names (H100, cuBLAS / NCCL 2.2x)
     "pp_comm": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)",
     "ep_comm": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)",
 }
+# a data-parallel collective's kernel and `Collective name` by the generator's op (PyTorch's
+# names: ProcessGroupNCCL's allreduce, _reduce_scatter_base, _allgather_base)
+DP_KERNELS = {
+    "all_reduce": KERNELS["dp_comm"],
+    "reduce_scatter":
+        "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+    "all_gather": "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+}
+DP_COLLECTIVE = {"all_reduce": "allreduce", "reduce_scatter": "_reduce_scatter_base",
+                 "all_gather": "_allgather_base"}
 PG_DESC = {"tp": "TENSOR_MODEL_PARALLEL_GROUP", "dp": "DATA_PARALLEL_GROUP",
            "pp": "PIPELINE_MODEL_PARALLEL_GROUP", "ep": "EXPERT_MODEL_PARALLEL_GROUP",
            "world": "default_pg"}
@@ -188,6 +198,7 @@ def _trace(s: Synthetic, rank: int, sel: np.ndarray, groups: Dict[str, tuple]) -
             op = OPS[o]
             name, ranks = groups.get(kind, groups["world"])
             args.update({"Collective name": op if op in ("send", "recv") else
+                         DP_COLLECTIVE[op] if op in DP_COLLECTIVE else
                          ("allreduce" if kind in ("dp", "world") else
                           "all_to_all" if kind == "ep" else "reduce_scatter"),
                          "Process Group Name": name, "Process Group Description": PG_DESC[kind],
@@ -200,7 +211,8 @@ def _trace(s: Synthetic, rank: int, sel: np.ndarray, groups: Dict[str, tuple]) -
         events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid,
                        "tid": tid, "ts": launch_ts, "dur": 4.0,
                        "args": {"correlation": corr}})
-        events.append({"ph": "X", "cat": "kernel", "name": KERNELS[phase], "pid": 0,
+        events.append({"ph": "X", "cat": "kernel",
+                       "name": DP_KERNELS.get(OPS[o], KERNELS[phase]), "pid": 0,
                        "tid": streams[phase], "ts": ts, "dur": dur,
                        "args": args})
     pgs = [{"pg_name": name, "pg_desc": PG_DESC[kind], "backend_config": "cuda:nccl",
