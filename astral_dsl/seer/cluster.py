@@ -223,7 +223,7 @@ def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1
             "NCCL 2.12), sharing it; assumed: the neighbour may sit on another tray of the "
             "domain, and the rerouted GPUs spread evenly over its live NICs",) if moved else ()
     return tuple(out), tuple(cut), note, Damaged(damage, tuple(hosts), domain, speed * shared,
-                                                  domain_at)
+                                                  domain_at, partial)
 
 
 def _cut_ranks(damage, top: int, hosts: List[Interval], per_host: int, ranks: Optional[int],
