@@ -257,3 +257,20 @@ def test_size_under_a_scenario_reports_the_scenarios_utilization_warnings(tmp_pa
     _, stdout, _ = call(["size", str(path), "--scenario", "half", "--format", "json"], capsys)
     (w,) = [d for d in json.loads(stdout)["diagnostics"] if d["code"] == "W627"]
     assert "for 80 kW of its IT load" in w["message"]
+
+
+def test_render_under_a_scenario_counts_the_warnings_accepted_there(tmp_path, capsys):
+    # `allow W627` accepts the declared design's W627; under `average` (the site's utilization
+    # set) there is no W627 to accept, as `size --scenario average` says; under `half` row b's
+    # is still there, and accepted
+    path = tmp_path / "util.astral"
+    path.write_text(UNSTATED + 'allow W627 "metering later"\n', encoding="utf-8")
+    picture = str(tmp_path / "p.dot")
+    code, stdout, _ = call(["render", str(path), "-o", picture], capsys)
+    assert code == 0 and "1 accepted" in stdout
+    code, stdout, _ = call(["render", str(path), "-o", picture, "--scenario", "average"], capsys)
+    assert code == 0 and "accepted" not in stdout
+    _, stdout, _ = call(["size", str(path), "--scenario", "average"], capsys)
+    assert "accepted" not in stdout
+    _, stdout, _ = call(["render", str(path), "-o", picture, "--scenario", "half"], capsys)
+    assert "1 accepted" in stdout

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -271,3 +272,65 @@ def test_the_forecast_json_carries_the_scenario(tmp_path):
     plain = json.loads(_cli("forecast", str(path), "--job", "pod_dp", "--format",
                             "json").stdout)
     assert plain["scenario"] is None
+
+
+# ---- the job's last host partly the job's: a DP group of 9 on hosts of 8 ---------------------
+# ranks 0-7 on host 0, rank 8 on host 1's GPU 0 (NIC 0); host 1's GPUs 1-7 are not the job's
+PARTIAL = DESIGN.split("job site_dp")[0] + """\
+job dp9 {
+  model = Llama3_8B, placement = S.pods[1], gpus = 9
+  parallel { tp = 1, pp = 1, dp = 9, zero = 3 }
+  batch { global_batch = 9, micro = 1, seq = 4096 }
+}
+scenario plane_b { fail S.fabric.plane[B] }
+scenario host1_nic3 { fail S.pods[1].racks[0].hosts[1].nics[3].port[a] }
+"""
+
+
+@pytest.fixture(scope="module")
+def partial_ws():
+    return astral_dsl.compiles(PARTIAL, name="partial.astral", root=REPO)
+
+
+def test_the_gpus_behind_a_failure_are_the_jobs_own(partial_ws):
+    # plane B: every NIC keeps port a (25 GB/s of 50); behind it the job's 8 GPUs of host 0
+    # and the 1 of host 1: 9, not host 1's 8 (16)
+    fc = astral_dsl.forecast(partial_ws, job="dp9", scenario="plane_b").detail
+    assert "dp: the slowest group runs at 25.00 GB/s per GPU instead of 50.00 GB/s " \
+           "(`S.fabric.plane[B]` failed: 9 of the job's GPUs behind it)" in fc.notes
+    assert groups(fc.job, fc.net)["dp"].net_bw == pytest.approx(PORT, rel=1e-12)
+
+
+# the same job in 3 stages, on a site of 2 racks under two site-wide tiers
+PIPELINE = re.sub(r"  tier agg .*\n.*\n  tier core [^\n]*", "  tier agg { switch = Switch51T(power "
+                  "= 1 kW), scope = site, down = 64 x 400 Gb/s }", PARTIAL, flags=re.M).replace(
+    "scope = pod", "scope = site").replace("pods = 2 x P", "racks = 2 x R").replace(
+    "S.pods[1]", "S").replace("pp = 1, dp = 9, zero = 3", "pp = 3, dp = 3, zero = 1") + """\
+scenario mixed { fail S.racks[0].hosts[0].nics[7].port[a]
+  fail S.racks[0].hosts[1].nics[3].port[a]
+  fail S.racks[0].hosts[1].nics[3].port[b] }
+"""
+
+
+@pytest.mark.parametrize("text", [PARTIAL, PIPELINE], ids=["dp", "pipeline"])
+def test_a_failure_behind_only_other_gpus_of_the_last_host_does_not_slow_the_job(text):
+    # host 1's NIC 3 carries its GPU 3, not the job's: rank 8 is its GPU 0, on NIC 0; neither
+    # the DP groups nor the pipeline's pairs (boundary 1 -> 2 reaches host 1) slow down
+    ws = astral_dsl.compiles(text, name="partial.astral", root=REPO)
+    base = astral_dsl.forecast(ws, job="dp9").detail
+    fc = astral_dsl.forecast(ws, job="dp9", scenario="host1_nic3").detail
+    assert groups(fc.job, fc.net) == groups(base.job, base.net)
+    assert fc.iteration_time == base.iteration_time
+    assert not any("behind it" in n for n in fc.notes)
+
+
+def test_the_pipelines_pairs_see_only_the_jobs_gpus_of_the_last_host():
+    # stages of 3 ranks: boundary 1 -> 2 pairs ranks 3-5 with 6-8 (rank 8: host 1's GPU 0);
+    # host 1's NIC 3 is cut off but carries none of them: not E775; rank 7's NIC 7 keeps
+    # port b, 1 x 25 GB/s of its 2 x 25
+    ws = astral_dsl.compiles(PIPELINE, name="pipeline.astral", root=REPO)
+    fc = astral_dsl.forecast(ws, job="dp9", scenario="mixed").detail
+    assert "pp: the pairs of stages 1 -> 2 (a boundary's transfers wait for its slowest pair) " \
+           "run at 25.00 GB/s per GPU instead of 50.00 GB/s " \
+           "(`S.racks[0].hosts[0].nics[7].port[a]` failed: 1 GPU of these pairs' hosts " \
+           "behind it)" in fc.notes

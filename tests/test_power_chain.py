@@ -498,3 +498,29 @@ def test_a_battery_ending_at_its_bus_voltage_is_sized_and_its_margins_are_at_lea
         design = astral_dsl.loads(BUS.format(args="", body=f", {field} = 0.9"), name="bus.astral")
         (e,) = [d for d in design.diagnostics if d.code == "E309"]
         assert e.message == f"`{field}` must be at least 1, not 0.9"
+
+
+@pytest.mark.parametrize("altitude, codes", [
+    ("3050 m", []),                  # the top of ASHRAE's air-cooled classes A1-A4: no warning
+    ("10000 ft", []),                # 3,048 m
+    ("-430 m", []),                  # the Dead Sea's shore
+    ("3051 m", ["W640"]),
+    ("8000 m", ["W640"]),            # (was silently accepted, its air at 35.6 kPa)
+    ("11000 m", ["W640"]),           # the top of the troposphere: still computed
+    ("11001 m", ["E316"]),           # beyond the standard atmosphere's troposphere formula
+    ("-501 m", ["E316"]),            # below ASHRAE's table and any land
+])
+def test_a_sites_altitude_has_a_physical_domain(altitude, codes):
+    text = ("host H { power = 10 kW }\nrack R { hosts = 4 x H }\n"
+            f"site S {{ racks = 1 x R, auxiliary = 1 kW, altitude = {altitude} }}\n")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="alt.astral"))
+    found = [d for d in checked.diagnostics if d.code in ("W640", "E316")]
+    assert [d.code for d in found] == codes
+    for d in found:
+        # `site S { racks = 1 x R, auxiliary = 1 kW, altitude = ` is 53 characters: the value
+        # at column 54 of line 3
+        assert (d.span.start.line, d.span.start.column) == (3, 54) and d.hint
+    if codes == ["W640"]:
+        assert found[0].message.startswith("site `S` is at ")
+        assert "above the 3,050 m of ASHRAE TC 9.9's air-cooled classes A1-A4" in \
+            found[0].message

@@ -96,6 +96,28 @@ def other_sites_air(design: Design) -> List[Diagnostic]:
     return out
 
 
+#: The highest elevation of ASHRAE TC 9.9's air-cooled classes A1-A4, m (Thermal Guidelines for
+#: Data Processing Environments, 4th ed., 2015, Table 2.1: 3,050 m; the allowable dry-bulb
+#: derated by 1 degC per 300 m above 900 m).
+AIR_COOLED_MAX_ALTITUDE_M = 3050.0
+
+
+def high_sites(design: Design) -> List[Diagnostic]:
+    """W640 for each site whose `altitude` is above what air-cooled IT is specified for."""
+    out = []
+    for site in design.roots:
+        alt = _si(site.field("altitude"))
+        if alt is not None and alt > AIR_COOLED_MAX_ALTITUDE_M:
+            out.append(_warn(
+                "W640", f"site `{site.path}` is at {readable.grouped(alt, 1)} m, above the "
+                        f"3,050 m of ASHRAE TC 9.9's air-cooled classes A1-A4: the thin air "
+                        f"cools less and the IT is outside its specification",
+                site.span_of("altitude"),
+                "check the altitude and its unit; at such a site, check the IT's rated "
+                "operating altitude and its derating (`allow W640 \"...\"` once done)"))
+    return out
+
+
 def site_air(design: Design, climate, diags) -> Tuple[float, str]:
     """(the site's air pressure, where it comes from): its `altitude`, else its climate
     file's elevation, else sea level (W642 when air units need it)."""
@@ -135,6 +157,7 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
         if root is not None else None
     pressure = site_air(design, climate, diags)
     diags.extend(other_sites_air(design))
+    diags.extend(high_sites(design))
     total_power = sum(power_of(r, cache).si for r in design.roots)
     network_w = sum(f.power_w for f in fabrics)
     network_liquid = sum(served.fabric_split(f)[1] * max(f.instances, 1) for f in fabrics)

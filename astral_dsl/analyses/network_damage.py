@@ -189,20 +189,45 @@ class Damage:
                 share = min(share, port_share)
         return live, share, causes
 
-    def worst(self, top: int, hosts: Sequence[Interval]):
-        """(the lowest rate among the GPUs of `hosts` in port speeds, None when none is below
-        healthy; its causes; how many GPUs are below healthy) for traffic that climbs to tier
-        `top`."""
+    def job_gpus(self, seg: Segment, partial: Optional[Tuple[int, int]] = None) -> int:
+        """The job's GPUs on NIC `seg.nic` of the hosts of `seg`: each host's GPUs on that NIC,
+        but on the job's last host, `partial` = (host, n), only its first n GPUs are the
+        job's (GPU g uses NIC g mod NICs)."""
+        n = (seg.stop - seg.start) * self.gpus_on(seg.nic)
+        if partial is not None and seg.start <= partial[0] < seg.stop and self.nics:
+            n -= self.gpus_on(seg.nic) - len(range(seg.nic, partial[1], self.nics))
+        return n
+
+    def worst(self, top: int, hosts: Sequence[Interval],
+              partial: Optional[Tuple[int, int]] = None):
+        """(the lowest rate among the job's GPUs on `hosts` in port speeds, None when none is
+        below healthy; its causes; how many of the job's GPUs are below healthy) for traffic
+        that climbs to tier `top`; `partial`: the job's last host when it holds fewer of the
+        job's GPUs than it has (partial_host)."""
         lowest, causes, gpus = None, (), 0
         for k in range(self.nics):
             for s in self.segments(k, top, hosts):
-                gpus += (s.stop - s.start) * self.gpus_on(k)
+                mine = self.job_gpus(s, partial)
+                if not mine:
+                    continue        # a NIC of the last host's GPUs past the job's last rank
+                gpus += mine
                 if lowest is None or s.ports < lowest:
                     lowest, causes = s.ports, s.causes
         return lowest, causes, gpus
 
     def named(self, causes: Iterable[int]) -> str:
         return ", ".join(f"`{self.causes[c]}`" for c in causes)
+
+
+def partial_host(hosts: Sequence[Interval], per_host: int,
+                 ranks: Optional[int]) -> Optional[Tuple[int, int]]:
+    """(the job's last host, how many of its GPUs are the job's) when the job's `ranks` GPUs,
+    host by host in `hosts`' order, leave some GPUs of that host out (a DP group of 5 on hosts
+    of 4: 1 GPU of the second host); None when each host is the job's whole."""
+    if not ranks or not hosts:
+        return None
+    used = ranks - (sum(b - a for a, b in hosts) - 1) * per_host
+    return (hosts[-1][1] - 1, used) if 0 < used < per_host else None
 
 
 def at(segs: Sequence[Segment], starts: Sequence[int], x: int) -> Optional[Segment]:

@@ -90,6 +90,9 @@ def run(args, overrides) -> int:
     # each warning once (a scenario's split makes one finding per copy); the accepted ones
     # (the design's `allow`s) are not drawn, and counted
     problems, _ = result.present(drawing.ctx.shown_problems())
+    # under a scenario, the warnings accepted are those of the design drawn (as `size`'s)
+    outcome = next((o for o in result.scenarios if o.name == args.scenario), None)
+    accepted = result.accepted if outcome is None else result.under(outcome)[1]
     if problems:
         print_diagnostics(problems, use_colour, sys.stderr)
     errors = sum(d.is_error for d in problems)
@@ -97,8 +100,8 @@ def run(args, overrides) -> int:
     status = f"{errors} error(s) drawn in red" if errors else "no errors"
     if warnings:
         status += f", {warnings} warning(s)"
-    if result.accepted:
-        status += f", {len(result.accepted)} accepted"
+    if accepted:
+        status += f", {len(accepted)} accepted"
     from astral_dsl.outputs.terminal import printable_line
 
     sys.stdout.write(printable_line(

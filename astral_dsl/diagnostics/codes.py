@@ -146,6 +146,7 @@ CODES: dict[str, str] = {
     "E642": "supply temperature above what the hardware accepts",
     "E643": "flow above the declared limit",
     "E644": "air heat per rack above the limit",
+    "W640": "site above the altitude air-cooled IT is specified for",
     "W641": "approach not declared",
     "W642": "air state assumed",
     "W643": "climate file shorter than a year",

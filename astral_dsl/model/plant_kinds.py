@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Tuple
 
 from astral_dsl.model.domains import ANY as ANY_SIGN
-from astral_dsl.model.domains import POSITIVE, domain
+from astral_dsl.model.domains import POSITIVE, Domain, domain
 from astral_dsl.model.fieldtypes import (ANY, BoolType, FieldSpec, KindSpec, ListType, QType,
                                          StrType, enum, make_kind, q, ref)
 from astral_dsl.model.fluid_names import check_fluid_name
@@ -165,7 +165,14 @@ def plant_kinds() -> Tuple[KindSpec, ...]:
 SITE_FIELDS = dict(
     climate=FieldSpec(StrType(), doc="typical-year hourly weather file (EnergyPlus EPW or NREL "
                                      "TMY3), in the project or `stdlib/climate/`"),
-    altitude=q("length", "elevation above sea level (air pressure)", sign=ANY_SIGN, limit=9000,
-               why="9,000 m, above any mountain"),
+    # the air's pressure is the standard atmosphere's troposphere formula (ASHRAE Handbook,
+    # Fundamentals 2017, ch. 1, eq. 3; its Table 1 runs from -500 m): it holds from 500 m
+    # below sea level (the lowest land, the Dead Sea's shore, is about -430 m) to 11,000 m,
+    # where the troposphere's lapse rate of 6.5 K/km ends (U.S. Standard Atmosphere, 1976);
+    # above 3,050 m air-cooled IT is outside its ASHRAE class (W640, analyses/cooling.py)
+    altitude=FieldSpec(QType("length", domain=Domain(
+        ANY_SIGN, 11000.0, -500.0, "below the lowest land to the top of the troposphere, whose "
+                                   "standard-atmosphere pressure the air's density is")),
+        doc="elevation above sea level (air pressure)"),
     auxiliary=q("power", "lighting, offices, security and building services"),
 )

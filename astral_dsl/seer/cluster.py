@@ -22,6 +22,7 @@ from astral_dsl.analyses.fabric_names import busiest, wiring
 from astral_dsl.analyses.host_positions import (Interval, Positions, TooMany, first,
                                                 path_steps, route_below)
 from astral_dsl.analyses.network import fabric_counts, _SCOPE_KINDS
+from astral_dsl.analyses.network_damage import partial_host
 from astral_dsl.analyses.nvlink_share import domains
 from astral_dsl.seer import pxn
 from astral_dsl.seer.comm import Network, Tier
@@ -193,6 +194,7 @@ def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1
     if owner is None or not ports:
         return (), (), (), None
     hosts = hosts_of_job(design, job, owner, Positions(owner, cache), per_host, ranks)
+    partial = partial_host(hosts, per_host, ranks)     # the last host: only the job's GPUs
     speed = min(s for s, _ in ports)
     shared = min(1.0, len(ports) / max(1, per_host))      # GPUs sharing a NIC split it
     out, cut, moved = [], [], 0
@@ -200,9 +202,10 @@ def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1
     domain_at = domains(owner, Positions(owner, cache), cache) if domain > 1 else None
     for top in range(max(1, n_tiers)):
         if domain_at is not None:
-            lowest, causes, gpus, rerouted, dead = pxn.worst(damage, top, hosts, domain_at)
+            lowest, causes, gpus, rerouted, dead = pxn.worst(damage, top, hosts, domain_at,
+                                                             partial)
         else:
-            (lowest, causes, gpus), rerouted, dead = damage.worst(top, hosts), 0, None
+            (lowest, causes, gpus), rerouted, dead = damage.worst(top, hosts, partial), 0, None
         if lowest is None or damage.shares.issuperset(causes):
             continue        # a failed share of a tier alone: the tier's oversubscription
         text = f"{damage.named(causes)} failed: {gpus:,} of the job's GPUs behind it"
@@ -220,7 +223,7 @@ def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1
             "NCCL 2.12), sharing it; assumed: the neighbour may sit on another tray of the "
             "domain, and the rerouted GPUs spread evenly over its live NICs",) if moved else ()
     return tuple(out), tuple(cut), note, Damaged(damage, tuple(hosts), domain, speed * shared,
-                                                  domain_at)
+                                                  domain_at, partial)
 
 
 def _cut_ranks(damage, top: int, hosts: List[Interval], per_host: int, ranks: Optional[int],

@@ -110,6 +110,7 @@ class Damaged:
     domain: int
     speed: float
     domain_at: Optional[Callable] = None    # nvlink_share.domains: racks where they are
+    partial: Optional[Tuple[int, int]] = None   # network_damage.partial_host: the last host
 
     def worst(self, top: int, seer_hosts: Sequence[Interval]) -> Optional[Tuple[float, str]]:
         """(the slowest GPU's bytes/s for traffic that climbs to tier `top` among Seer's hosts
@@ -126,9 +127,9 @@ class Damaged:
             at += b - a
         dmg = self.damage
         if self.domain_at is not None:
-            lowest, causes, gpus = pxn.worst(dmg, top, sub, self.domain_at)[:3]
+            lowest, causes, gpus = pxn.worst(dmg, top, sub, self.domain_at, self.partial)[:3]
         else:
-            lowest, causes, gpus = dmg.worst(top, sub)
+            lowest, causes, gpus = dmg.worst(top, sub, self.partial)
         if lowest is None or dmg.shares.issuperset(causes):
             return None     # a failed share of a tier alone: the tier's oversubscription
         return lowest * self.speed, (f"{dmg.named(causes)} failed: {gpus:,} GPU"

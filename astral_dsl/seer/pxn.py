@@ -29,19 +29,23 @@ from astral_dsl.analyses.network_damage import Damage, Segment, at
 from astral_dsl.analyses.nvlink_share import DomainAt, by_domain, communicator, domain_nics, share
 
 
-def worst(damage: Damage, top: int, hosts: Sequence[Interval], domain_at: DomainAt):
+def worst(damage: Damage, top: int, hosts: Sequence[Interval], domain_at: DomainAt,
+          partial: Optional[Tuple[int, int]] = None):
     """(the lowest rate of a GPU of `hosts` for traffic that climbs to tier `top`, None when none
     is below healthy; its causes; the GPUs behind a failed part; the GPUs rerouted through a
     neighbour's NIC; the hosts of domains with no live NIC, whose GPUs are cut off).
     `domain_at(position)`: the hosts of the host's rack and whether they are one NVLink domain
     (nvlink_share.domains, as `astral check` finds them: racks of any sizes); a GPU borrows the
-    NICs of the job's hosts of its rack only (nvlink_share.communicator)."""
+    NICs of the job's hosts of its rack only (nvlink_share.communicator). `partial`: the job's
+    last host when only some of its GPUs are the job's (network_damage.partial_host): the
+    others' NICs neither slow it nor count."""
     job = merge(hosts)
     segs = [s for k in range(damage.nics) for s in damage.segments(k, top, job)]
-    gpus = sum((s.stop - s.start) * damage.gpus_on(s.nic) for s in segs)
-    orphans = [s for s in segs if s.live == 0 or s.ports <= 0]
+    mine = [s for s in segs if damage.job_gpus(s, partial)]
+    gpus = sum(damage.job_gpus(s, partial) for s in mine)
+    orphans = [s for s in mine if s.live == 0 or s.ports <= 0]
     best: Tuple[Optional[float], Tuple[int, ...]] = (None, ())
-    for s in segs:
+    for s in mine:
         if s not in orphans and (best[0] is None or s.ports < best[0]):
             best = (s.ports, s.causes)
     if not orphans:
