@@ -144,6 +144,28 @@ def test_a_climate_file_that_is_not_there_or_outside_is_e652(tmp_path):
         assert found and words in found[0].message, (name, found)
 
 
+@pytest.mark.parametrize("elevation, altitude, w640", [
+    (4000, "", True),               # the climate file's elevation is the one used: W640
+    (3050, "", False),              # at the 3,050 m of ASHRAE's classes A1-A4: still inside
+    (4000, ", altitude = 500 m", False),   # the declared altitude is the one used
+])
+def test_a_climate_files_elevation_above_3050_m_is_w640(tmp_path, elevation, altitude, w640):
+    hours = "".join(f"2024,7,1,{h},0,?,20,10,50,60000\n" for h in range(1, 3))
+    (tmp_path / "high.epw").write_text(
+        f"LOCATION,High,-,X,t,0,-16.5,-68.1,-4,{elevation}\n" + "H\n" * 7 + hours)
+    text = ("host H { power = 10 kW }\n"
+            f"site S {{ hosts = 4 x H, climate = \"high.epw\"{altitude} }}\n")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="c.astral", root=tmp_path))
+    found = [d for d in checked.diagnostics if d.code == "W640"]
+    assert bool(found) == w640
+    if w640:
+        (w,) = found
+        assert w.message.startswith("site `S` is at 4,000 m (the elevation of its climate file "
+                                    "`high.epw`), above the 3,050 m")
+        # `site S { hosts = 4 x H, climate = ` is 34 characters: the file name at column 35
+        assert (w.span.start.line, w.span.start.column) == (2, 35) and w.hint
+
+
 def test_a_sample_shorter_than_a_year_is_w643():
     checked = _plant()
     (w,) = [d for d in checked.diagnostics if d.code == "W643"]

@@ -102,18 +102,22 @@ def other_sites_air(design: Design) -> List[Diagnostic]:
 AIR_COOLED_MAX_ALTITUDE_M = 3050.0
 
 
-def high_sites(design: Design) -> List[Diagnostic]:
-    """W640 for each site whose `altitude` is above what air-cooled IT is specified for."""
+def high_sites(design: Design, climate=None) -> List[Diagnostic]:
+    """W640 for each site whose `altitude` is above what air-cooled IT is specified for, and
+    for the first site without one whose climate file's elevation (the one its air is computed
+    at: site_air) is."""
     out = []
-    for site in design.roots:
-        alt = _si(site.field("altitude"))
+    for i, site in enumerate(design.roots):
+        alt, span, what = _si(site.field("altitude")), site.span_of("altitude"), "its altitude"
+        if alt is None and i == 0 and climate is not None and climate.elevation_m is not None:
+            alt, span = climate.elevation_m, site.span_of("climate")
+            what = f"the elevation of its climate file `{climate.name}`"
         if alt is not None and alt > AIR_COOLED_MAX_ALTITUDE_M:
             out.append(_warn(
-                "W640", f"site `{site.path}` is at {readable.grouped(alt, 1)} m, above the "
-                        f"3,050 m of ASHRAE TC 9.9's air-cooled classes A1-A4: the thin air "
-                        f"cools less and the IT is outside its specification",
-                site.span_of("altitude"),
-                "check the altitude and its unit; at such a site, check the IT's rated "
+                "W640", f"site `{site.path}` is at {readable.grouped(alt, 1)} m ({what}), "
+                        f"above the 3,050 m of ASHRAE TC 9.9's air-cooled classes A1-A4: the "
+                        f"thin air cools less and the IT is outside its specification", span,
+                f"check {what} and its unit; at such a site, check the IT's rated "
                 "operating altitude and its derating (`allow W640 \"...\"` once done)"))
     return out
 
@@ -157,7 +161,7 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
         if root is not None else None
     pressure = site_air(design, climate, diags)
     diags.extend(other_sites_air(design))
-    diags.extend(high_sites(design))
+    diags.extend(high_sites(design, climate))
     total_power = sum(power_of(r, cache).si for r in design.roots)
     network_w = sum(f.power_w for f in fabrics)
     network_liquid = sum(served.fabric_split(f)[1] * max(f.instances, 1) for f in fabrics)
