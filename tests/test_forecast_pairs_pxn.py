@@ -369,3 +369,33 @@ def test_pxn_lends_only_the_nics_of_the_jobs_trays(mixed):
     assert any("(NCCL's PXN, for a job that holds their rack)" in n for n in notes["r1tray"])
     assert communicator((4, 7), [(0, 5)]) == [4]
     assert communicator((4, 7)) == [4, 5, 6]
+
+
+# `odd`: 26 GPUs, host by host: rack 0's 4 trays (16), then trays 4, 5 (8) and GPUs 0, 1 of tray 6
+# (hosts 4 to 6 are rack 1; GPU g on NIC g): tray 6's GPUs 2, 3 and their NICs are not the job's
+ODD = MIXED + """\
+job odd {
+  model = Llama3_8B, placement = S, gpus = 26
+  parallel { tp = 2, pp = 1, dp = 13 }
+  batch { global_batch = 26, micro = 1, seq = 4096 }
+}
+scenario last { fail S.racks[1].hosts[2].nics }
+scenario two { fail S.racks[1].hosts[0].nics
+  fail S.racks[1].hosts[1].nics }
+"""
+
+
+@pytest.mark.parametrize("scenario, behind, rate", [
+    # tray 6 loses its 4 NICs: the job's 2 GPUs there reroute (not 4) over the 8 live NICs of
+    # trays 4, 5: 2 of them carry 2 GPUs, 400 Gb/s / 2 = 25 GB/s
+    ("last", 2, B / 2),
+    # trays 4, 5 lose theirs: 8 GPUs over tray 6's NICs 0, 1 only (NICs 2, 3 have no GPU of the
+    # job to relay through): 4 more each, 5 GPUs a NIC, 50 / 5 = 10 GB/s (not over 4 NICs: 3
+    # a NIC, 16.7 GB/s)
+    ("two", 8, B / 5)])
+def test_pxn_counts_and_lends_only_the_jobs_gpus_of_its_last_tray(scenario, behind, rate):
+    ws = astral_dsl.compiles(ODD, name="odd.astral", root=REPO)
+    fc = astral_dsl.forecast(ws, job="odd", scenario=scenario).detail
+    assert [(t, bw) for t, bw, _ in fc.net.worst] == [(0, rate), (1, rate)] and fc.net.cut == ()
+    for _, _, text in fc.net.worst:
+        assert f": {behind} of the job's GPUs behind it; {behind} of them send through" in text

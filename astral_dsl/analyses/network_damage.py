@@ -100,6 +100,13 @@ class Damage:
         """GPUs of a host that use NIC `nic` (GPU i uses NIC i mod NICs)."""
         return len(range(nic, self.gpus_per_host, self.nics)) if self.nics else 0
 
+    def job_gpus_on(self, nic: int, host: int, partial: Optional[Tuple[int, int]] = None) -> int:
+        """The job's GPUs of host `host` that use NIC `nic`: all of them, but on the job's last
+        host, `partial` = (host, n), only those among its first n GPUs."""
+        if partial is not None and host == partial[0]:
+            return len(range(nic, partial[1], self.nics)) if self.nics else 0
+        return self.gpus_on(nic)
+
     def _map(self, key) -> _Map:
         hit = self._maps.get(key)
         if hit is None:

@@ -83,19 +83,25 @@ def share(live: Sequence[Live], extra: int) -> Tuple[float, Tuple[int, ...]]:
     return live[i][0] * live[i][1] / load[i], live[i][2]
 
 
-def domain_nics(damage: Damage, lookup, hosts: Sequence[int], healthy: float):
+def domain_nics(damage: Damage, lookup, hosts: Sequence[int], healthy: float,
+                partial: Optional[Tuple[int, int]] = None):
     """(the GPUs of `hosts` whose NIC has no live path, the causes, the live NICs) in the
-    segments `lookup(k, x)` gives for NIC k of host x (None: healthy)."""
+    segments `lookup(k, x)` gives for NIC k of host x (None: healthy). `partial`: the job's last
+    host when only some of its GPUs are the job's (network_damage.partial_host): the others
+    neither lose a path nor lend their NIC (PXN's intermediate GPU is a rank of the job)."""
     lost, why, live = 0, set(), []
     for x in hosts:
         for k in range(damage.nics):
+            gpus = damage.job_gpus_on(k, x, partial)
+            if not gpus and partial is not None and x == partial[0]:
+                continue        # a NIC of the last host's GPUs past the job's last rank
             seg = lookup(k, x)
             rate = seg.ports if seg is not None else healthy
             if seg is not None and (seg.live == 0 or rate <= 0):
-                lost += damage.gpus_on(k)
+                lost += gpus
                 why.update(seg.causes)
-            elif damage.gpus_on(k):
-                live.append((rate, damage.gpus_on(k), seg.causes if seg else ()))
+            elif gpus:
+                live.append((rate, gpus, seg.causes if seg else ()))
     return lost, why, live
 
 

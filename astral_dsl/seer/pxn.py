@@ -68,7 +68,7 @@ def worst(damage: Damage, top: int, hosts: Sequence[Interval], domain_at: Domain
     for lo, hi in sorted(touched):
         lost, why, live = domain_nics(
             damage, lambda k, x: at(by_nic.get(k, ()), starts.get(k, ()), x),
-            communicator((lo, hi), job), healthy)
+            communicator((lo, hi), job), healthy, partial)
         if not lost:
             continue
         if not live:
