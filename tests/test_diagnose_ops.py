@@ -118,11 +118,81 @@ def test_unnamed_dp_collectives_are_said_not_mixed(drill):
     assert said[0].message == (
         "36 of the 36 DP collectives are not judged: the data does not say which collective "
         "each is, the forecast's gradient reductions and parameter all-gathers differ (1.681 ms "
-        "a bucket, 3.694 ms the gather on stage 0), and fewer than 3 DP groups of its stage run "
-        "each to compare it with")
+        "a bucket, 3.694 ms the gather on stages 0 and 1), and fewer than 3 DP groups of its "
+        "stage run each to compare it with")
     # nothing suspect is then no all-clear, as with W795 (exit 2)
     assert final_verdict(found, found.diagnostics) == "unusable"
     assert "not compared: W797" in render(found, verdict="unusable")
+
+
+def _unname(observed, ranks=range(10 ** 9)):
+    """Every DP collective of the given ranks' data a bare `collective`."""
+    for t in observed.traces:
+        if t.rank in ranks:
+            t.op[t.op >= OP_INDEX["all_reduce"]] = OP_INDEX["collective"]
+    return observed
+
+
+@pytest.fixture(scope="module")
+def uneven():
+    """The sharded job with nine layers: stage 0 has five (and the embedding), stage 1 four
+    (and the head), so their parameter all-gathers differ."""
+    design = astral_dsl.loads(SHARDED.replace("layers = 8", "layers = 9"), name="moe.astral",
+                              root=ROOT)
+    fc = seer.forecast(design, job="sharded")
+    return design, fc, generate(fc, diagnose.rank_map(design, "sharded"), [], seed=3)
+
+
+def test_w797_quotes_the_forecasts_of_the_stages_it_counts(uneven):
+    """Seer's gathers differ by stage (4.469 ms on stage 0, 3.694 ms on stage 1; the median
+    bucket 1.681 ms on both). Every DP collective unnamed: the gather's range over the two
+    stages. Only stage 1's unnamed (ranks 24 to 47: 3 iterations x 6 collectives = 18): stage
+    1's gather, 3.694 ms (the message had quoted stage 0's 4.469 ms for stage 1's
+    collectives)."""
+    design, fc, data = uneven
+    net = diagnose._forecast_net(fc)
+    dp = match.KIND_CODES["dp"]
+    assert [round(net[(dp, s, OP_INDEX["all_gather"])] * 1e3, 3) for s in (0, 1)] == \
+        [4.469, 3.694]
+    assert [round(net[(dp, s, OP_INDEX["all_reduce"])] * 1e3, 3) for s in (0, 1)] == \
+        [1.681, 1.681]
+    both = diagnose.diagnose(design, _unname(write.to_observed(data)), job="sharded")
+    said = [d.message for d in both.diagnostics if d.code == "W797"]
+    assert len(said) == 1 and \
+        "(1.681 ms a bucket, 3.694 to 4.469 ms the gather on stages 0 and 1)" in said[0]
+    one = diagnose.diagnose(design, _unname(write.to_observed(data), range(24, 48)),
+                            job="sharded")
+    said = [d.message for d in one.diagnostics if d.code == "W797"]
+    assert len(said) == 1 and said[0].startswith("18 of the ") and \
+        "(1.681 ms a bucket, 3.694 ms the gather on stage 1)" in said[0]
+
+
+def test_an_all_gather_the_forecast_has_none_of_is_said():
+    """A zero-0 job: Seer all-reduces five buckets and gathers no parameters. The data names
+    each stage's last DP collective of each iteration an all-gather, 50 ms late on every
+    member: there is no forecast of its kind (it had been compared with nothing, silently, and
+    the verdict was an all-clear). 2 stages x 3 iterations = 6, said by W797; nothing slow, and
+    no all-clear."""
+    design = astral_dsl.loads(SHARDED.replace("zero = 1", "zero = 0"), name="moe.astral",
+                              root=ROOT)
+    fc = seer.forecast(design, job="sharded")
+    assert all(r.gather[1] == r.gather[0] and len(r.dp) == 5 for r in fc.runs)
+    observed = write.to_observed(generate(fc, diagnose.rank_map(design, "sharded"), [],
+                                          seed=3))
+    for t in observed.traces:
+        for it in np.unique(t.iteration):
+            last = np.flatnonzero((t.iteration == it) & (t.op == OP_INDEX["all_reduce"]))[-1]
+            t.op[last] = OP_INDEX["all_gather"]
+            t.duration[last] += 50e-3
+    found = diagnose.diagnose(design, observed, job="sharded")
+    assert found.instances["dp"] == (30, 0)
+    said = [d for d in found.diagnostics if d.code == "W797"]
+    assert len(said) == 1 and "`zero`" in said[0].hint
+    assert said[0].message == (
+        "6 DP parameter all-gather(s) on stages 0 and 1 are not judged: the forecast of the job "
+        "(`zero` 0) gathers no parameters, and fewer than 3 DP groups of its stage run each to "
+        "compare it with")
+    assert final_verdict(found, found.diagnostics) == "unusable"
 
 
 @pytest.mark.parametrize("name, op", [

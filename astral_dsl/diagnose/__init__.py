@@ -158,8 +158,11 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     timers = _timers(timers, traces)
     fc_net = _forecast_net(fc) if fc is not None else {}
     tm = evidence.timing(records, inst_, clk, stage, fc_net)
+    files = sorted({t.file for t in traces.values()})
     if tm.unnamed.any():
-        diags.append(_unnamed_dp(tm, inst_, fc_net, traces))
+        diags.append(_unnamed_dp(tm, inst_, fc_net, files))
+    if tm.unforecast.any():
+        diags.append(_unforecast_dp(tm, p.zero, files))
     net = localise.localise(rm, inst_, tm, verdict.PRIOR_ODDS)
     tot = totals(list(traces.values()))          # per rank and iteration, counted once
     comp = evidence.compute_per_rank(traces, set(iterations), tot)
@@ -285,27 +288,61 @@ def _forecast_net(fc) -> Dict:
     return out
 
 
-def _unnamed_dp(tm, inst, fc_net, traces) -> Diagnostic:
+def _unnamed_dp(tm, inst, fc_net, files) -> Diagnostic:
     """W797: DP collectives with too few peers whose data does not say which collective they
-    are, while the forecast's gradient reductions and parameter all-gathers differ."""
+    are, while the forecast's gradient reductions and parameter all-gathers differ; the two
+    forecasts of the stages they run on (a range where the stages' differ: the first stage's
+    embedding makes its gather the larger)."""
     dp = match.KIND_CODES["dp"]
     n = int(tm.unnamed.sum())
-    stages = sorted({s for k, s, *op in fc_net if k == dp and op})
-    s = stages[0]
-    reduce = fc_net[(dp, s, OP_INDEX["all_reduce"])]
-    gather = fc_net[(dp, s, OP_INDEX["all_gather"])]
-    files = sorted({t.file for t in traces.values()})
+    stages = sorted(set(tm.stage[tm.unnamed].tolist()))
+    reduce = [fc_net[(dp, s, OP_INDEX["all_reduce"])] for s in stages]
+    gather = [fc_net[(dp, s, OP_INDEX["all_gather"])] for s in stages]
     return Diagnostic(
         "W797", Severity.WARNING,
         f"{n:,} of the {int((tm.usable & (inst.kind == dp)).sum()):,} DP collectives are not "
         f"judged: the data does not say which collective each is, the forecast's gradient "
-        f"reductions and parameter all-gathers differ ({reduce * 1e3:.3f} ms a bucket, "
-        f"{gather * 1e3:.3f} ms the gather on stage {s}), and fewer than "
+        f"reductions and parameter all-gathers differ ({_ms_span(reduce)} a bucket, "
+        f"{_ms_span(gather)} the gather on {_stages(stages)}), and fewer than "
         f"{evidence.MIN_PEERS} DP groups of its stage run each to compare it with",
         None, "name each collective: a log's `op` column (all_reduce, reduce_scatter, "
               "all_gather) or Megatron-LM's timers (grads-reduce-scatter, params-all-gather); "
               "a trace's `Collective name` argument or NCCL kernel names",
         file=files[0] if files else None)
+
+
+def _unforecast_dp(tm, zero: int, files) -> Diagnostic:
+    """W797: DP collectives with too few peers that the data names as a collective the
+    forecast has none of: a parameter all-gather of a job whose `zero` is 0 (the forecast
+    all-reduces the gradients and gathers nothing)."""
+    n = int(tm.unforecast.sum())
+    stages = sorted(set(tm.stage[tm.unforecast].tolist()))
+    return Diagnostic(
+        "W797", Severity.WARNING,
+        f"{n:,} DP parameter all-gather(s) on {_stages(stages)} are not judged: the forecast "
+        f"of the job (`zero` {zero}) gathers no parameters, and fewer than "
+        f"{evidence.MIN_PEERS} DP groups of its stage run each to compare it with",
+        None, "the run shards what the job does not: set the job's `zero` (in `parallel`) to "
+              "the run's ZeRO stage (1 or 2: a distributed optimizer), or check that the data's "
+              "`all_gather` rows are this job's",
+        file=files[0] if files else None)
+
+
+def _ms_span(seconds) -> str:
+    """'1.681 ms', or '3.694 to 4.469 ms' where they differ (at the shown precision)."""
+    lo, hi = f"{min(seconds) * 1e3:.3f}", f"{max(seconds) * 1e3:.3f}"
+    return f"{lo} ms" if lo == hi else f"{lo} to {hi} ms"
+
+
+def _stages(stages) -> str:
+    """'stage 0', 'stages 0 and 1', 'stages 0 to 15' (consecutive), 'stages 0, 2, 5'."""
+    if len(stages) == 1:
+        return f"stage {stages[0]}"
+    if len(stages) == 2:
+        return f"stages {stages[0]} and {stages[1]}"
+    if stages[-1] - stages[0] == len(stages) - 1:
+        return f"stages {stages[0]} to {stages[-1]}"
+    return "stages " + ", ".join(map(str, stages))
 
 
 def _all_to_alls(low, stage: int, run) -> list:

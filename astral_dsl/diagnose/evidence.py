@@ -43,6 +43,10 @@ class Timing:
     unnamed: np.ndarray         # bool: too few peers, and the forecast has one time per
     #                             collective of its kind (op) while the data names none: not
     #                             compared
+    unforecast: np.ndarray      # bool: too few peers, and the data names an all-gather the
+    #                             forecast of its kind has none of (a zero-0 job's): not
+    #                             compared
+    stage: np.ndarray           # the stage of each (a transfer's: its sender's)
 
 
 def compute_per_rank(traces, iterations, tot: Optional[Totals] = None
@@ -141,8 +145,10 @@ def timing(records: Records, inst: Instances, clocks, stage_of_rank: np.ndarray,
     expected = np.where(few, fc, expected)
     slow = usable & np.isfinite(expected) & (eff > expected * (1 + NET_SLOW)) & \
         (eff - expected > NET_FLOOR_S)
-    unnamed = usable & few & split & ~np.isfinite(fc) & (inst.op == OP_INDEX["collective"])
-    return Timing(eff, expected, slow, usable, unnamed)
+    none = usable & few & split & ~np.isfinite(fc)
+    unnamed = none & (inst.op == OP_INDEX["collective"])
+    unforecast = none & (inst.op == OP_INDEX["all_gather"])
+    return Timing(eff, expected, slow, usable, unnamed, unforecast, stage_a)
 
 
 def _forecast_of(forecast: Dict[Tuple, float], inst: Instances, stage: np.ndarray

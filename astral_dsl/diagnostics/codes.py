@@ -248,7 +248,7 @@ CODES: dict[str, str] = {
     "W794": "a trace's iterations are cut where no gap marks the step boundary",
     "W795": "profiler traces name no process group: their collectives are not compared",
     "W796": "a rank log holds a restart: iterations logged twice",
-    "W797": "DP collectives of unsaid kind: not compared with the forecast",
+    "W797": "DP collectives of unsaid or unforecast kind: not compared with the forecast",
     # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
     "E800": "a point or configuration was not evaluated: its worker failed",
     "E801": "the Dask cluster of --cluster cannot be used",

@@ -56,8 +56,9 @@ def schema_text() -> str:
 UNSEEN = frozenset({"W795", "W797"})
 UNSEEN_WHY = {"W795": "the collectives of traces that name no process group were not compared: "
                       "W795",
-              "W797": "DP collectives whose data does not say which collective each is were "
-                      "not compared: W797"}
+              "W797": "DP collectives with no forecast of their own kind (the data does not "
+                      "say which each is, or names one the forecast has none of) were not "
+                      "compared: W797"}
 
 
 def final_verdict(d, diagnostics) -> str:
