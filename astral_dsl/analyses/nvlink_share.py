@@ -37,6 +37,11 @@ def rack_domain(host: Optional[Instance]) -> bool:
     return getattr(field, "name", field) == "rack"
 
 
+def rack_is_domain(rack: Instance, cache) -> bool:
+    """The rack is one NVLink domain: every host of it declares `nvlink_domain = rack`."""
+    return all(rack_domain(h) for _, h in group_of(rack, ("host",), cache).flat())
+
+
 def domains(owner: Instance, positions: Positions, cache) -> Optional[DomainAt]:
     """The racks of `owner`'s hosts and whether each is one NVLink domain (every host of it
     declares `nvlink_domain = rack`); None when no host declares it."""
@@ -50,8 +55,7 @@ def domains(owner: Instance, positions: Positions, cache) -> Optional[DomainAt]:
             return None
         rack, hosts = found
         if id(rack) not in known:
-            known[id(rack)] = all(rack_domain(h) for _, h in group_of(rack, ("host",),
-                                                                       cache).flat())
+            known[id(rack)] = rack_is_domain(rack, cache)
         return hosts, known[id(rack)]
     return domain_at
 

@@ -13,7 +13,7 @@ from astral_dsl.analyses.fabric_names import PortPlace, TierKey, place, port_nam
     ports_before, wiring
 from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
 from astral_dsl.analyses.network_records import FabricCount
-from astral_dsl.analyses.nvlink_share import rack_domain
+from astral_dsl.analyses.nvlink_share import rack_domain, rack_is_domain
 from astral_dsl.analyses.walk import replicas
 from astral_dsl.model.design import Design, Instance, Ref
 from astral_dsl.model.rollup import count_of, group_of
@@ -147,8 +147,8 @@ def nvlink_domain(design: Design, slot: HostSlot, cache) -> str:
         key = ("nvlink domain", prefix)
         if key not in cache:
             rack = design.instance(prefix)
-            cache[key] = None if rack is None or rack.kind != "rack" else all(
-                rack_domain(h) for _, h in group_of(rack, ("host",), cache).flat())
+            cache[key] = None if rack is None or rack.kind != "rack" else \
+                rack_is_domain(rack, cache)
         if cache[key] is not None:
             return prefix if cache[key] else slot.path
     return slot.path

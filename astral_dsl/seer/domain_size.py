@@ -20,18 +20,9 @@ def domain_hosts(host, pairs, cache, needed: int, gpus: int) -> Tuple[int, Tuple
         return 1, ()
     sizes: List[int] = []
     left = max(1, needed)
-    for c, inst in pairs:
-        racks = group_of(inst, ("rack",), cache)
-        if not racks.runs:
-            continue
-        for _ in range(c):
-            for n in _rack_sizes(racks, cache):
-                sizes.append(n)
-                left -= n
-                if left <= 0:
-                    break
-            if left <= 0:
-                break
+    for n in _racks_in_order(pairs, cache):
+        sizes.append(n)
+        left -= n
         if left <= 0:
             break
     if not sizes:
@@ -44,6 +35,14 @@ def domain_hosts(host, pairs, cache, needed: int, gpus: int) -> Tuple[int, Tuple
     return small, (f"approximation: the job's NVLink domains are racks of {said}; Seer prices "
                    f"each as {small:,} hosts ({small * gpus:,} GPUs), the smallest, its ranks "
                    "filling them in order as if every rack were that size",)
+
+
+def _racks_in_order(pairs, cache):
+    """The hosts of each rack of the placement's (count, instance) pairs, in placement order."""
+    for c, inst in pairs:
+        racks = group_of(inst, ("rack",), cache)
+        for _ in range(c if racks.runs else 0):
+            yield from _rack_sizes(racks, cache)
 
 
 def _rack_sizes(group, cache):
