@@ -43,11 +43,19 @@ def test_calibrate_writes_a_fit_that_runs_reads(tiny, capsys):
                         capsys)
     rows = {r["id"]: r for r in json.loads(out)["rows"]}
     # the forecasts are those of the fitted constants: the fit's in-fit errors
+    # 3 runs measure no band (fewer than envelope.MIN_ROWS = 8; their 5th and 95th percentiles
+    # are their extremes): the fit's regime is outside its envelope, with the default band: its
+    # every-run band twice as wide, never narrower than the shipped -22.1/+31.92 %
+    every = doc["bands"]["*"]
+    assert every["rows"] == 3
+    default = [min(2 * every["low"], -0.221), max(2 * every["high"], 0.3192)]
     for r in doc["rows"]:
         assert rows[r["id"]]["error"] * 100 == pytest.approx(r["in_fit_pct"], abs=0.006)
-        band = doc["bands"][r["regime"]]
-        assert rows[r["id"]]["calibration"]["inside"] is True
-        assert rows[r["id"]]["band"] == [band["low"], band["high"]]
+        cal = rows[r["id"]]["calibration"]
+        assert cal["inside"] is False and cal["outside"] == [
+            f"too few runs: 3 of {r['regime']}, 3 in all, fewer than the 8 a measured band "
+            "needs"]
+        assert rows[r["id"]]["band"] == pytest.approx(default, abs=1e-4)
     assert json.loads(out)["summary"]["constants"] == {"source": str(fit),
                                                        "fitted_on": ["tiny"]}
     assert rows["int3"]["status"] == "not_expressible"
@@ -245,7 +253,11 @@ def test_a_small_table_is_left_out_exactly_and_warned_about(tiny, tmp_path, caps
     not."""
     path, fit = tiny
     doc = json.loads(fit.read_text(encoding="utf-8"))
-    assert doc["leave_out"] == "exact" and doc["groups"] == 3 and "warnings" not in doc
+    assert doc["leave_out"] == "exact" and doc["groups"] == 3
+    # 3 configurations fix the 3 constants they move; 3 runs measure no error band
+    assert doc["warnings"] == ["3 runs, fewer than the 8 a measured error band needs: a "
+                               "forecast with this fit is outside its envelope, with the "
+                               "default band (W753)"]
     two = _write(tmp_path, [_row("n1_7b"), _row("n7_5b")], "two.csv")
     code, out, _ = call(["calibrate", str(two), "--max-iterations", "2", "--color", "never"],
                         capsys)

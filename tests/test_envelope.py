@@ -111,6 +111,26 @@ def test_a_coarser_band_never_narrows_what_the_regimes_own_runs_erred(monkeypatc
     assert moe.inside and moe.band[1] == b["B200/BF16/flash/moe/megatron"]["high"]
 
 
+def test_a_fit_of_fewer_runs_than_a_band_needs_is_outside_with_the_default_band():
+    """A fit of 5 runs (4 of the regime) measured -19/+8 % at every key: the 5th and 95th
+    percentiles of 5 errors are about their extremes, no 90 % band. It had been shown inside as
+    "the spread of 4 calibration runs". Outside now, with its every-run band twice as wide and
+    never narrower than the shipped default: min(2 x -0.195, -0.221) = -0.39,
+    max(2 x 0.077, 0.3192) = 0.3192; W753 says why and asks for more runs."""
+    five = {REGIME: _band(-0.19, 0.08, 4), "H100/BF16": _band(-0.19, 0.08, 4),
+            "BF16": _band(-0.19, 0.08, 4), "*": _band(-0.195, 0.077, 5)}
+    env = envelope(_spec(), "H100_SXM", calibration(five))
+    assert not env.inside and env.basis == "outside" and env.rows == 5
+    assert env.outside == (f"too few runs: 4 of {REGIME}, 5 in all, fewer than the 8 a "
+                           "measured band needs",)
+    assert env.band == pytest.approx((-0.39, 0.3192), abs=1e-12)
+    from astral_dsl.seer.envelope import outside_warning
+
+    w, = outside_warning(seer.find_job(_design()), env, calibration(five))
+    assert w.code == "W753" and "its calibration has too few runs: 4 of" in w.message
+    assert "measured no band on so few runs: fit it on at least 8" in w.hint
+
+
 # the documented default outside the envelope: the shipped fit's every-run band (fit.json
 # `bands["*"]`: -0.1105/+0.1596) twice as wide, -22.10/+31.92 % (docs/seer.md, "How far to
 # trust a forecast")

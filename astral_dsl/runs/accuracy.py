@@ -23,6 +23,7 @@ from astral_dsl.runs import score
 from astral_dsl.runs.fit import FitRow, Problem, collector_paused, fit, robust, rows_of
 from astral_dsl.runs.table import RunsTable
 from astral_dsl.seer.calibration import CONSTANTS, FIT_FORMAT, Calibration, Constant
+from astral_dsl.seer.envelope import MIN_ROWS
 from astral_dsl.seer.regime import regime_key
 
 SPREAD_FACTOR_MAX = 1e6   # the largest spread factor a log-scale constant is given (spread)
@@ -249,9 +250,16 @@ def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] 
     doc["leave_out"] = "exact" if exact else "one-step"
     doc["groups"] = groups
     moved = int(moved_by(J, len(rows)).sum())
+    warnings = []
     if groups < moved:
-        doc["warnings"] = [f"{groups} configurations for the {moved} constants they move: the "
-                           "runs cannot fix every constant, whose priors hold them (`not "
-                           "determined`), and each configuration left out weighs on the fit"]
+        warnings.append(f"{groups} configurations for the {moved} constants they move: the "
+                        "runs cannot fix every constant, whose priors hold them (`not "
+                        "determined`), and each configuration left out weighs on the fit")
+    if len(rows) < MIN_ROWS:
+        warnings.append(f"{len(rows)} runs, fewer than the {MIN_ROWS} a measured error band "
+                        "needs: a forecast with this fit is outside its envelope, with the "
+                        "default band (W753)")
+    if warnings:
+        doc["warnings"] = warnings
     return doc, Calibration(doc["constants"], tuple(sorted(sets)), doc["bands"], "fit"), rows, \
         every

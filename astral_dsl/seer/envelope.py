@@ -9,8 +9,10 @@ then precision, then every run), widened at each end to the bands of the finer k
 over: a coarser key's many runs narrow the estimate of the spread, but never below what the
 runs of the forecast's own regime erred (two B200 BF16 MoE runs left out at +15 % and +68 % do
 not take BF16's -12/+14 %). A forecast is `inside` the calibrated envelope when runs of
-its exact regime were checked; otherwise `outside` names each part no run had (a GPU, a
-precision, a framework...), or the combination when each part was seen but never together, and
+its exact regime were checked and the calibration has MIN_ROWS runs in all (a fit of fewer
+measures no band: `outside` says "too few runs"); otherwise `outside` names each part no run had
+(a GPU, a precision, a framework...), or the combination when each part was seen but never
+together, and
 the band is the widest checked one (every run's) widened OUTSIDE_WIDEN times: a documented
 default, not a measurement. Never narrower than the shipped fit's (documented_outside(),
 -22/+32 %): a fit of other runs (A100s only, say) knows less about a regime it never saw than
@@ -26,6 +28,7 @@ from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.seer.regime import REGIME_PARTS, parse_key, regime, regime_key
 
 MIN_ROWS = 8
+FEW = "too few runs"             # Envelope.outside of a fit of fewer than MIN_ROWS runs
 OUTSIDE_WIDEN = 2.0
 DEFAULT_BAND = (-0.25, 0.25)     # no bands anywhere, the shipped fit's included (no fit yet)
 
@@ -82,11 +85,12 @@ def band_text(band) -> str:
     return f"{100 * lo:+.0f}/{100 * hi:+.0f} %".replace("+-", "-")
 
 
-def _band(entry) -> Optional[Tuple[float, float, int]]:
+def _band(entry, rows: Optional[int] = None) -> Optional[Tuple[float, float, int]]:
+    """(low, high, rows) of a bands entry; None (or (0, 0, `rows`) when given) if none."""
     try:
         return float(entry["low"]), float(entry["high"]), int(entry["rows"])
     except (KeyError, TypeError, ValueError):
-        return None
+        return None if rows is None else (0.0, 0.0, rows)
 
 
 def envelope(spec, gpu_name: str, calibration) -> Envelope:
@@ -111,10 +115,15 @@ def envelope(spec, gpu_name: str, calibration) -> Envelope:
                 return Envelope(reg, True, _wider((b[0], b[1]), finer), k, b[2])
             if b is not None:
                 finer = _wider(finer, (b[0], b[1]))
-        return Envelope(reg, True, finer, key, exact[2])
-    outside = tuple(f"{part} {reg[part]}" for part in REGIME_PARTS if reg[part] not in seen[part])
-    if not outside:
-        outside = (f"the combination {key}",)
+        # no key holds MIN_ROWS runs: the fit is too small to measure a band (the 5th and 95th
+        # percentiles of 4 runs are about their extremes, which a fifth run falls outside of
+        # 2 times in 5), so the regime is outside with the default band, however few of its runs
+        # erred
+        outside = (f"{FEW}: {exact[2]:,} of {key}, {_band(bands.get('*'), 0)[2]:,} in "
+                   f"all, fewer than the {MIN_ROWS} a measured band needs",)
+    else:
+        outside = tuple(f"{part} {reg[part]}" for part in REGIME_PARTS
+                        if reg[part] not in seen[part]) or (f"the combination {key}",)
     widest = _band(bands.get("*")) or (DEFAULT_BAND[0], DEFAULT_BAND[1], 0)
     own = (OUTSIDE_WIDEN * widest[0], OUTSIDE_WIDEN * widest[1])
     return Envelope(reg, False, _wider(own, documented_outside()), "outside", widest[2],
@@ -154,8 +163,11 @@ def outside_warning(job, env: Envelope, calibration=None) -> List[Diagnostic]:
         if name and job.field(name) is not None:
             span = job.span_of(name)
             break
+    few = env.outside[0].startswith(FEW) if env.outside else False
     if any(p in PART_FIELD for p in parts):
         what = "no calibration run had " + ", ".join(env.outside)
+    elif few:
+        what = "its calibration has " + env.outside[0]
     elif env.basis == "default":
         what = "the calibration has no error bands (no run was left out of its fit and measured)"
     else:
@@ -166,6 +178,9 @@ def outside_warning(job, env: Envelope, calibration=None) -> List[Diagnostic]:
                        "the band is a documented default, not a measured error: " + (
                            "fit Seer on runs of this kind with `astral calibrate` (docs/runs.md) "
                            "and forecast with `--calibration`" if calibration is None else
+                           f"the calibration `{calibration.source}` measured no band on so few "
+                           f"runs: fit it on at least {MIN_ROWS} (yours beside the shipped "
+                           "tables, docs/runs.md)" if few else
                            f"the calibration `{calibration.source}` had no run of this kind: add "
                            "runs of this kind to its tables and fit it again with `astral "
                            "calibrate` (docs/runs.md)"),
