@@ -258,10 +258,14 @@ def test_a_small_table_is_left_out_exactly_and_warned_about(tiny, tmp_path, caps
     assert doc["warnings"] == ["3 runs, fewer than the 8 a measured error band needs: a "
                                "forecast with this fit is outside its envelope, with the "
                                "default band (W753)"]
-    two = _write(tmp_path, [_row("n1_7b"), _row("n7_5b")], "two.csv")
+    # and a rejected row (a step of -1 s) is E777 at its cell: the others are fitted, exit 1
+    two = _write(tmp_path, [_row("n1_7b"), _row("n7_5b"), _row("n7_5b", id="neg",
+                                                                step_time_s="-1")], "two.csv")
     code, out, _ = call(["calibrate", str(two), "--max-iterations", "2", "--color", "never"],
                         capsys)
-    assert code == 0 and "warning[W769]: 2 configurations for the 3 constants they move" in out
+    assert code == 1 and "warning[W769]: 2 configurations for the 3 constants they move" in out
+    assert "error[E777]: row `neg` is rejected: step_time_s: -1 is outside 1e-06 - 1e+09" in out
+    assert "2 rows of two" in out
     assert "(each group's refit an exact fit)" in out
 
 

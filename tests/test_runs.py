@@ -67,6 +67,16 @@ def test_a_table_without_its_header_names_the_first_unknown_columns():
     assert any("lacks the column(s) id" in d.message for d in t.diagnostics)
 
 
+def test_a_table_separated_by_semicolons_or_tabs_says_so_once():
+    """A spreadsheet's export with `;` (a decimal-comma locale) or tabs between cells was one
+    unknown column of the whole header plus "lacks" every column: one E766 saying why now, at
+    the first separator (after `id`: column 3)."""
+    for sep, said in ((";", "semicolons"), ("\t", "tabs")):
+        d = _only(parse_table(sep.join(COLUMNS) + "\nr1" + sep * 30 + "\n", "t.csv").diagnostics)
+        assert d.message == f"the runs table's cells are separated by {said}, not commas"
+        assert (d.span.start.line, d.span.start.column) == (1, 3) and "commas" in d.hint
+
+
 def test_an_unknown_column_points_at_its_place_in_the_header():
     header = ",".join(COLUMNS).replace("step_time_s", "step_time")
     t = parse_table(header + "\n", "t.csv")
@@ -115,6 +125,33 @@ def test_bad_cells_reject_their_row_with_the_field_and_why_and_keep_the_others()
     results = evaluate(prepare(t))
     assert [r.status for r in results] == ["rejected"] * 4 + ["ok", "rejected"]
     assert [r.prepared.field for r in results][:4] == ["tp", "gpus", "step_time_s", "layers"]
+
+
+def test_each_rejected_cell_is_e777_at_its_line_and_column_with_a_hint():
+    """A rejected row had no diagnostic (no code, no column, no hint; `runs --format json` had
+    `diagnostics: []`, `valid: true` and exit 1). Each problem is E777 at its cell now."""
+    header = "id,tp,gpus,step_time_s"
+    cols = ",".join(c for c in COLUMNS if c not in header.split(","))
+    text = (f"{header},{cols}\n"
+            + "frac,2.5,8,1.5" + "," * (len(COLUMNS) - 4) + "\n"      # tp at columns 6-9
+            + '"a, b",1,8,nan' + "," * (len(COLUMNS) - 4) + "\n"      # a quoted id; nan
+            + "frac,1,8,1.5" + "," * (len(COLUMNS) - 3) + "\n")       # twice; a cell too many
+    t = parse_table(text, "t.csv")
+    assert t.valid and [r.id for r in t.runs] == ["frac", "a, b", "frac"]
+    got = [(d.code, d.span.start.line, d.span.start.column, d.span.end.column, d.message)
+           for d in t.rejected]
+    assert got == [
+        ("E777", 2, 6, 9, "row `frac` is rejected: tp: 2.5 is not a whole number"),
+        # `"a, b",1,8,` is 11 characters: the step time's cell starts at column 12
+        ("E777", 3, 12, 15, "row `a, b` is rejected: step_time_s: nan is not a finite number"),
+        # a row that does not line up with the header: the whole line (12 + 28 commas)
+        ("E777", 4, 1, 13 + len(COLUMNS) - 3,
+         f"row `frac` is rejected: row: {len(COLUMNS) + 1} cells for {len(COLUMNS)} columns"),
+        ("E777", 4, 1, 13 + len(COLUMNS) - 3,
+         "row `frac` is rejected: id: `frac` is also the id of line 2")]
+    assert t.rejected[0].hint.startswith("a whole number from 1 to 65536")
+    assert t.rejected[1].hint.startswith("a finite number from 1e-06 to 1e+09")
+    assert "quote a cell that holds a comma" in t.rejected[2].hint
 
 
 def test_rates_outside_their_plausible_bounds_reject_their_row():
@@ -404,6 +441,10 @@ def test_runs_json_has_every_row_in_order_against_its_schema(mixed, capsys):
     assert code == 1                             # a rejected row: the table has an error
     doc = json.loads(out)
     jsonschema.validate(doc, SCHEMA)
+    # ... and says so: E777 at the `tp` cell of line 5, the envelope not valid
+    (d,) = doc["diagnostics"]
+    assert doc["valid"] is False and d["code"] == "E777" and d["range"]["start"]["line"] == 5
+    assert d["message"] == "row `bad` is rejected: tp: 2.5 is not a whole number"
     ids = [r["id"] for r in doc["rows"]]
     assert ids == [r.id for r in read_table(mixed).runs]
     by = {r["id"]: r for r in doc["rows"]}

@@ -95,7 +95,8 @@ def run(args, overrides) -> int:
                                      max_iter=args.max_iterations, systems=systems)
     except ValueError as exc:            # no usable row
         return usage(f"{exc} ({', '.join(args.tables)})")
-    diags = list(diags) + _warnings(doc, tables)
+    rejected = [d for _, table in tables for d in table.rejected]     # E777, at their cells
+    diags = list(diags) + rejected + _warnings(doc, tables)
     owner = {id(run): name for name, table in tables for run in table.runs}
     unused = _unused(every, owner)
     differ = out.compare(doc, old_doc) if old_doc is not None else None
@@ -131,7 +132,7 @@ def run(args, overrides) -> int:
             sys.stdout.write(printable(
                 f"reproduces {args.calibration} exactly" if not differ else
                 f"differs from {args.calibration}: " + "; ".join(differ)) + "\n")
-    return EXIT_ERRORS if differ else EXIT_OK
+    return EXIT_ERRORS if differ or rejected else EXIT_OK
 
 
 def _warnings(doc: dict, tables) -> list:

@@ -104,6 +104,7 @@ def run(args, overrides) -> int:
     if failed is not None:
         return failed
     (_, table), = tables
+    diags = list(diags) + list(table.rejected)      # E777: the rows rejected, at their cells
     calibration = calibration or shipped()
     results = evaluate(prepare(table, systems), calibration)
     if json_out:

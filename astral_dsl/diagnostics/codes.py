@@ -214,6 +214,7 @@ CODES: dict[str, str] = {
     "E771": "MoE token dropping declared inconsistently",
     "E775": "the job's ranks lose their network under the scenario",
     "E776": "the job's placement loses power under the scenario",
+    "E777": "a row of a runs table is rejected",
     "W750": "job may not fit in GPU memory",
     "W751": "a job option has no effect",
     "W752": "a model or GPU field is left to a guessed default",

@@ -49,6 +49,7 @@ THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?")
 # the `recompute` cell: one of these words (case ignored), a remark in parentheses after it
 # allowed ("selective (op)"); anything else rejects the row
 RECOMPUTE = re.compile(r"(full|selective|none)\s*(\(.*\))?", re.I | re.S)
+SEPARATORS = {";": "semicolons", "\t": "tabs"}     # what other exports put between cells
 MAX_ROWS = 100_000       # a runs table is a few hundred rows; this bounds the work
 
 
@@ -97,6 +98,9 @@ class RunsTable:
     file: str
     runs: Tuple[Run, ...]
     diagnostics: Tuple[Diagnostic, ...] = ()
+    # E777 per cell of a rejected row, at the cell: the table is still read (valid), the row
+    # listed as rejected
+    rejected: Tuple[Diagnostic, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -175,6 +179,14 @@ def parse_table(text: str, file: str) -> RunsTable:
                                          hint="the first line names the columns: "
                                               + ",".join(COLUMNS)),))
     names = [h.strip().lower() for h in header]
+    sep = next((s for s in SEPARATORS if len(header) == 1 and s in header[0]
+                and header[0].split(s)[0].strip().lower() in COLUMNS), None)
+    if sep is not None:        # a spreadsheet's export where the decimal mark is a comma
+        at = len(header[0].split(sep)[0]) + 1
+        return RunsTable(file, (), (_err(
+            "E766", f"the runs table's cells are separated by {SEPARATORS[sep]}, not commas",
+            file, 1, at, at + 1, "save it as CSV with commas between cells (and a decimal "
+            "point in numbers: a spreadsheet's `CSV UTF-8`)"),))
     diags: List[Diagnostic] = []
     col = 1
     for h, raw in zip(names, header):
@@ -221,7 +233,62 @@ def parse_table(text: str, file: str) -> RunsTable:
                                "shorten it (notes belong in a few sentences)" if long else
                                "quote a cell that holds commas or quotes (\"a, b\"), doubling "
                                "its quotes"))
-    return RunsTable(file, tuple(_generated_ids(runs)), tuple(diags))
+    runs = _generated_ids(runs)
+    return RunsTable(file, tuple(runs), tuple(diags), tuple(_rejections(runs, names, text, file)))
+
+
+# what a rejected cell should hold, by its column (docs/runs.md, "How cells are read")
+REJECT_HINTS = {
+    "row": "a row has one cell per column of the header: quote a cell that holds a comma "
+           "(\"a, b\"), and separate cells with commas (not semicolons)",
+    "id": "give each row an id of its own (or leave it empty: `line N`)",
+    "recompute": "write full, selective or none (a remark in parentheses may follow), or leave "
+                 "it empty for Seer's rule",
+}
+
+
+def _hint(field: str) -> str:
+    if field in REJECT_HINTS:
+        return REJECT_HINTS[field]
+    if field in COUNTS:
+        low = 0 if field == "fsdp" else 1
+        return (f"a whole number from {low} to {COUNTS[field]:g}, `n/a` where the run does not "
+                "use the dimension, or empty (docs/runs.md)")
+    low, high = RATES.get(field, (0.0, 0.0))
+    return (f"a finite number from {low:g} to {high:g} (a decimal point, commas only between "
+            "groups of three digits), or empty / `n/a` when not published (docs/runs.md)")
+
+
+def cell_columns(line: str) -> List[Tuple[int, int]]:
+    """The 1-based [start, end) columns of each CSV cell of one line, quotes included."""
+    out, start, quoted = [], 0, False
+    for k, ch in enumerate(line):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "," and not quoted:
+            out.append((start + 1, k + 1))
+            start = k + 1
+    out.append((start + 1, len(line) + 1))
+    return out
+
+
+def _rejections(runs: List[Run], names: List[str], text: str, file: str) -> List[Diagnostic]:
+    """E777 for each problem of each rejected row, at its cell (the whole line where the line's
+    cells do not line up with the header's `names`: `row`, a quote inside a cell)."""
+    if not any(r.problems for r in runs):
+        return []
+    lines = re.split(r"\r\n|\r|\n", text)
+    out = []
+    for r in runs:
+        line = lines[r.line - 1] if r.line <= len(lines) else ""
+        cells = cell_columns(line)
+        for field, why in r.problems:
+            k = names.index(field) if field in names else -1
+            col, end = (cells[k] if 0 <= k < len(cells) and len(cells) == len(names)
+                        else (1, len(line) + 1))
+            out.append(_err("E777", f"row `{r.id}` is rejected: {field}: {why}", file, r.line,
+                            col, max(end, col + 1), _hint(field)))
+    return out
 
 
 def _row(names: List[str], cells: List[str], line: int, seen: Dict[str, int]) -> Run:
