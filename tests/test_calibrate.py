@@ -269,6 +269,27 @@ def test_a_small_table_is_left_out_exactly_and_warned_about(tiny, tmp_path, caps
     assert "(each group's refit an exact fit)" in out
 
 
+def test_a_constant_the_runs_do_not_determine_yet_pushed_past_its_prior_is_warned_about():
+    """Five H100 runs of one's own put gemm_waves (not determined: the rows move it only with
+    other constants) at 3.648 waves, past its 0.2 - 1 prior, and interfere at 0: the report
+    said "not determined ... its prior holds it". W769 names them now; a constant outside its
+    prior with a spread, or not determined at its prior, is no such case."""
+    from astral_dsl.runs.accuracy import fit_warnings
+
+    doc = {"constants": {"gemm_waves": 3.648, "interfere": 0.0, "gemm_eff": 0.95,
+                         "ep_hidden": 0.4},
+           "spread": {"gemm_waves": None, "interfere": None, "gemm_eff": 0.01,
+                      "ep_hidden": None},
+           "outside_prior": ["gemm_waves", "interfere", "gemm_eff"]}
+    # 9 runs of 9 configurations moving 3 constants: no other warning
+    assert fit_warnings(doc, 9, 3, 9) == [
+        "gemm_waves = 3.648, interfere = 0: outside the prior range, not determined by the "
+        "runs, which move them only together with other constants: not a measurement of them"]
+    one = dict(doc, outside_prior=["gemm_waves"])
+    assert fit_warnings(one, 9, 3, 9)[0].startswith("gemm_waves = 3.648: outside")
+    assert fit_warnings(dict(doc, outside_prior=["gemm_eff"]), 9, 3, 9) == []
+
+
 def test_a_table_of_one_configuration_cannot_be_measured(tmp_path, capsys):
     path = _write(tmp_path, [_row("n1_7b"), _row("n1_7b", id="again")], "one.csv")
     code, _, err = call(["calibrate", str(path), "--max-iterations", "2"], capsys)

@@ -183,8 +183,9 @@ def report(doc: dict, unused: Sequence[Dict[str, Any]], colour: bool = False,
               *textwrap.wrap("+/- one standard error from the runs alone (x/ a factor, for a "
                              "constant fitted on a log scale); *: outside the prior range; not "
                              "determined: the runs alone do not fix it (no row moves the forecast "
-                             "along it, or the rows move it only with other constants), its prior "
-                             "holds it", width)]
+                             "along it: its prior holds it; or the rows move it only with other "
+                             "constants: its value is theirs and the prior's, not a measurement, "
+                             "W769 when that put it outside its prior range)", width)]
     return "\n".join(lines) + "\n"
 
 

@@ -249,17 +249,29 @@ def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] 
     doc["sources"] = sources
     doc["leave_out"] = "exact" if exact else "one-step"
     doc["groups"] = groups
-    moved = int(moved_by(J, len(rows)).sum())
+    warnings = fit_warnings(doc, groups, int(moved_by(J, len(rows)).sum()), len(rows))
+    if warnings:
+        doc["warnings"] = warnings
+    return doc, Calibration(doc["constants"], tuple(sorted(sets)), doc["bands"], "fit"), rows, \
+        every
+
+
+def fit_warnings(doc: dict, groups: int, moved: int, rows: int) -> List[str]:
+    """What a fit (`doc`, fit.json's form) of `rows` runs in `groups` configurations, whose
+    runs move `moved` constants, cannot stand for (W769 in `astral calibrate`)."""
     warnings = []
     if groups < moved:
         warnings.append(f"{groups} configurations for the {moved} constants they move: the "
                         "runs cannot fix every constant, whose priors hold them (`not "
                         "determined`), and each configuration left out weighs on the fit")
-    if len(rows) < MIN_ROWS:
-        warnings.append(f"{len(rows)} runs, fewer than the {MIN_ROWS} a measured error band "
+    wild = [n for n in doc["outside_prior"] if doc["spread"].get(n) is None]
+    if wild:        # not determined, yet far from the prior: moved along a combination
+        it = "it" if len(wild) == 1 else "them"
+        warnings.append(", ".join(f"{n} = {doc['constants'][n]:.4g}" for n in wild)
+                        + ": outside the prior range, not determined by the runs, which move "
+                        f"{it} only together with other constants: not a measurement of {it}")
+    if rows < MIN_ROWS:
+        warnings.append(f"{rows} runs, fewer than the {MIN_ROWS} a measured error band "
                         "needs: a forecast with this fit is outside its envelope, with the "
                         "default band (W753)")
-    if warnings:
-        doc["warnings"] = warnings
-    return doc, Calibration(doc["constants"], tuple(sorted(sets)), doc["bands"], "fit"), rows, \
-        every
+    return warnings
