@@ -310,6 +310,24 @@ def test_a_model_cell_of_open_brackets_costs_linear_time():
     assert p.status == "not_expressible" and p.field == "layers"
 
 
+def test_a_users_system_taken_for_the_stdlibs_by_its_gpu_is_assumed():
+    """A row of one's own cluster ("Lab-H100-Pod", an H100-SXM5-80GB) runs on the stdlib's DGX
+    H100 SuperPOD by its GPU: an assumption about hosts and network that the rows did not list
+    (nor torchtitan's r243, Trainy on WhiteFiber's H200s, on DGX-H200). A system the cells
+    name (DGX-H100; Grand Teton in the gpu cell) is no assumption."""
+    rows = [_row("r020", id="lab", system="Lab-H100-Pod"), _row("r020"), _row("r243"),
+            _row("r225")]
+    said = "your cluster's hosts and network may differ (--gpu-file)"
+    got = {p.row.id: [a for a in p.expressed.assumed if said in a]
+           for p in prepare(parse_table(_csv(rows), "t.csv"))}
+    assert got == {
+        "lab": ["system DGX-H100 (stdlib.systems DGX_H100_SU, NDR_Fabric) for `Lab-H100-Pod`, by "
+                f"its GPU: {said}"],
+        "r020": [], "r225": [],
+        "r243": ["system DGX-H200 (stdlib.systems DGX_H200_SU, NDR_Fabric) for `torchtitan "
+                 f"benchmark`, by its GPU: {said}"]}
+
+
 def test_torchtitan_pipelines_take_the_defaults_of_their_code():
     """torchtitan before 0.1.0 (a row dated 2024-12) split a pipeline's local batch into one
     micro-batch per stage, later ones into micro-batches of 1; interleaved schedules take 2

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
-from astral_dsl.runs.parts import system_of
+from astral_dsl.runs.parts import names_stdlib_system, system_of
 from astral_dsl.runs.stacks import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, System,
                                     dated, precision_of, stack_of, stated_settings)
 from astral_dsl.runs.table import Run
@@ -206,10 +206,16 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
         if system is not None and system.problem:
             return NotExpressible(row, "system", f"block `{system.key}` of {system.file}: "
                                                  f"{system.problem}")
+    assumed_system = ""
     if system is None:
         system, field, how = system_of(row.system, row.gpu)
         if system is None:
             return NotExpressible(row, field, how)
+        if not names_stdlib_system(f"{row.system} {row.gpu}"):
+            # "Lab-H100-Pod": the user's cluster, taken to be the stdlib's by its GPU alone
+            assumed_system = (f"system {system.key} (stdlib.systems {system.su}, "
+                              f"{system.fabric}) for `{row.system or '(empty)'}`, by its GPU: "
+                              "your cluster's hosts and network may differ (--gpu-file)")
     prec, prec_how = precision_of(row.precision, row.gpu)
     if prec is None:
         return NotExpressible(row, "precision", prec_how)
@@ -235,7 +241,7 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     moe = bool(fields.get("experts"))
     stack = stack_of(row, moe, tp, pp, dp, hybrid=bool(fields.get("mamba_layers")
                                                         or fields.get("pattern")))
-    assumed = list(assumed) + list(stack.assumed)
+    assumed = list(assumed) + list(stack.assumed) + [assumed_system] * bool(assumed_system)
     job: Dict[str, object] = {"model": "M", "placement": "Cluster", "gpus": gpus,
                               "dtype": prec[0]}
     if prec[0] == "fp8":
