@@ -108,9 +108,14 @@ def test_calibrate_usage_errors(argv, message, tmp_path, capsys, monkeypatch):
 
 
 def test_calibrate_without_a_usable_row_is_a_usage_error(tmp_path, capsys):
-    path = _write(tmp_path, [_row("k22b_full", id="int3", precision="INT3")])
-    code, _, err = call(["calibrate", str(path)], capsys)
-    assert code == 2 and "no row of the runs tables can be forecast and scored" in err
+    """... that says why, row by row (it said only "no row ... can be forecast and scored")."""
+    rows = [_row("k22b_full", id="int3", precision="INT3"),
+            _row("k22b_full", id="mute", step_time_s="", tokens_per_s_per_gpu="",
+                 model_tflops_per_gpu="")]
+    code, _, err = call(["calibrate", str(_write(tmp_path, rows))], capsys)
+    assert code == 2 and ("no row of the runs tables can be forecast and scored: int3 (line 2) "
+                          "precision: unknown precision `INT3`") in err
+    assert "; mute (line 3) publishes no figure" in err
 
 
 def test_the_fit_loss_is_soft_l1_of_the_log_errors():

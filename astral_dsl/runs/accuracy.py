@@ -212,8 +212,13 @@ def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] 
     paper) for the tables named in `by_source`. Returns (document, Calibration, rows, every
     prepared row). `systems`: a user's own (runs/systems.py, `--gpu-file`)."""
     rows, every = rows_of(tables, systems)
-    if not rows:
-        raise ValueError("no row of the runs tables can be forecast and scored")
+    if not rows:        # say why, row by row (the first few): the command stops here
+        why = [f"{p.row.id} (line {p.row.line}) "
+               + (f"{p.field}: {p.reason}" if p.status != "ok" else "publishes no figure")
+               for p in every[:3]]
+        raise ValueError("no row of the runs tables can be forecast and scored"
+                         + (": " + "; ".join(why) if why else ": they have no rows")
+                         + ("; ..." if len(every) > 3 else ""))
     keys = [row.group for row in rows]
     groups = len(set(keys))
     if groups < 2:
