@@ -406,6 +406,32 @@ def test_a_bad_fit_file_is_named_once(tmp_path, capsys):
     assert str(err.value) == f"{bad}: not a calibration fit (gemm_eff = 5 is outside [0.3, 1])"
 
 
+@pytest.mark.parametrize("edit,why", [
+    # a typo beside the real constant was ignored: the fit ran with the real one's value
+    ({"constants": dict(priors().values(), gemm_eff_hoper=0.7)},
+     "`constants` has no constant `gemm_eff_hoper`"),
+    # a string was read letter by letter: "fitted on o, w, n"
+    ({"fitted_on": "own"}, "`fitted_on` is not a list of table names"),
+    # a band under a key no regime has was never used: every forecast outside at -50/+50 %
+    ({"bands": {"nonsense key": _band(-0.01, 0.01, 100)}},
+     'bands["nonsense key"] is not a regime'),
+    ({"bands": {"H100/BF16/flash": _band(-0.01, 0.01, 100)}}, 'bands["H100/BF16/flash"] is not'),
+    ({"format": 1}, "format 1, expected 2: fit its runs again with this version's `astral "
+                    "calibrate`"),
+])
+def test_a_hand_edited_fit_is_read_strictly(tmp_path, edit, why):
+    from astral_dsl.seer.calibration import read_calibration
+
+    path = _fit_file(tmp_path, {"*": _band(-0.1, 0.1, 14), "H100/BF16": _band(-0.1, 0.1, 9),
+                                "BF16": _band(-0.1, 0.1, 9), REGIME: _band(-0.1, 0.1, 9)})
+    assert read_calibration(path).fitted_on == ("mine",)            # the unedited file reads
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps(dict(doc, **edit)), encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        read_calibration(path)
+    assert str(err.value).startswith(f"{path}: not a calibration fit (") and why in str(err.value)
+
+
 def test_fp8_with_block_scales_is_a_regime_of_its_own():
     """fp8 with row / 128-block scales prices its GEMMs by gemm_eff_fp8_block, fitted on Hopper
     runs only (torchtitan's rowwise Llama 3 8B): a GB200 job in it is outside the shipped

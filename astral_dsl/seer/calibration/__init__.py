@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Tuple
@@ -220,6 +221,10 @@ class Calibration:
 
 
 def _check_values(values: Mapping[str, float], where: str) -> Dict[str, float]:
+    unknown = sorted(set(values) - set(NAMES))       # a hand edit's typo would be ignored
+    if unknown:
+        raise ValueError(f"{where}: `constants` has no constant `{unknown[0]}` (Seer's fitted "
+                         "constants: docs/seer.md, \"Calibration\")")
     out = {}
     for c in CONSTANTS:
         if c.name not in values:
@@ -248,6 +253,12 @@ def _check_bands(bands) -> Dict[str, dict]:
     lo, hi = BAND_BOUNDS
     for key, entry in bands.items():
         where = f"bands[{json.dumps(key)}]"
+        # every run ("*"), a precision, GPU/precision or a whole regime (seer/regime.py): a key
+        # of no other form names no forecast's regime, and its band would go unused
+        if key != "*" and (key.count("/") not in (0, 1, 4)
+                           or not all(re.fullmatch(r"[\w.+-]+", k) for k in key.split("/"))):
+            raise ValueError(f"{where} is not a regime (GPU/precision/attention/moe/framework), "
+                             "a GPU/precision, a precision or `*`")
         if not isinstance(entry, dict):
             raise ValueError(f"{where} is not an object with `low`, `high` and `rows`")
         for name in ("low", "high", "rows"):
@@ -267,9 +278,13 @@ def from_document(doc, where: str) -> Calibration:
     """The calibration of a fit document (fit.json's form, FIT_FORMAT); ValueError if not one."""
     try:
         if doc.get("format") != FIT_FORMAT:
-            raise ValueError(f"format {doc.get('format')!r}, expected {FIT_FORMAT}")
+            raise ValueError(f"format {doc.get('format')!r}, expected {FIT_FORMAT}: fit its runs "
+                             "again with this version's `astral calibrate`")
         values = _check_values(doc["constants"], where)
-        sets = tuple(str(x) for x in doc.get("fitted_on", ()))
+        sets = doc.get("fitted_on", [])
+        if not isinstance(sets, list) or not all(isinstance(x, str) for x in sets):
+            raise ValueError("`fitted_on` is not a list of table names")
+        sets = tuple(sets)
         bands = _check_bands(doc.get("bands", {}))
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{where}: not a calibration fit ({exc})") from None
