@@ -225,6 +225,11 @@ def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] 
         raise ValueError("the rows that can be forecast and scored are all one configuration: "
                          "leaving one out leaves nothing to fit (a fit needs runs of at least "
                          "two configurations)")
+    (only, *more) = {(row.table, row.prepared.row.source_version) for row in rows}
+    if not more and only[0] in by_source:     # left out, the priors alone would remain
+        raise ValueError(f"--by-source {only[0]}: its source `{only[1]}` is every usable run, "
+                         "and leaving it out leaves none to fit (give a table of several "
+                         "sources, or fit it beside other tables)")
     cal, prob, J, r = fit(rows, free, max_iter=max_iter)
     exact = groups * len(rows) <= EXACT_ROW_FITS
     logo = (leave_out_exact(rows, free, keys, max_iter) if exact
