@@ -139,4 +139,6 @@ def test_a_forecast_names_the_placement_as_written(hall):
 
     fc = seer.forecast(hall.design, job="llama405b")
     assert fc.placement == "Hall.sus[1]"
-    assert seer.forecast(hall.design, job="deepseek_v3").placement == "Hall.sus[0]"
+    # on 16 of each rack's 18 trays (`hosts_per_rack = 16`, the recipe's 64 GPUs a domain)
+    assert seer.forecast(hall.design, job="deepseek_v3").placement == \
+        "Hall.sus[0] (the first 16 hosts of each rack)"

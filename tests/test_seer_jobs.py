@@ -58,7 +58,8 @@ def test_every_forecast_option_is_a_job_field():
     fields -= common
     assert set(OPTIONS) <= fields
     # what a job has beyond the options is what places it, not how it runs
-    assert fields - set(OPTIONS) == {"model", "placement", "gpus", "utilization"}
+    assert fields - set(OPTIONS) == {"model", "placement", "gpus", "hosts_per_rack",
+                                     "utilization"}
     for name, record in OPTIONS.items():
         assert name in KINDS[record or "job"].fields
     assert set(EVERY_OPTION) == set(OPTIONS)         # each is tested below

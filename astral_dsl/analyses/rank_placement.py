@@ -11,6 +11,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses.fabric_names import PortPlace, TierKey, place, port_name, \
     ports_before, wiring
+from astral_dsl.analyses.job_racks import Quota, hosts_per_rack
 from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
 from astral_dsl.analyses.network_records import FabricCount
 from astral_dsl.analyses.nvlink_share import rack_domain, rack_is_domain
@@ -81,6 +82,8 @@ def _hosts(design: Design, job: Instance, fc, owner, needed: int, cache) -> Iter
     scope_kinds = sorted({k for t in (fc.tiers if fc else ()) for k in
                           _SCOPE_KINDS.get(t.scope, (t.scope,))})
     found = 0
+    n = hosts_per_rack(job)             # the one rule of a job's share of a rack: job_racks.py
+    quota = Quota(n)
     for want in wanted:
         start = root
         if start is None or not (want == start.path or want.startswith(start.path + ".")):
@@ -91,6 +94,8 @@ def _hosts(design: Design, job: Instance, fc, owner, needed: int, cache) -> Iter
         chain = [(None, 0, [0], root)] if start is root else []  # the owner: no axis in names
         for slot in _walk(start, start.path, want, scope_kinds, counters, chain, cache,
                           skip=start is root):
+            if not quota.room(rack_of(design, slot.path, cache) if n else None, 1):
+                continue
             yield attrs.evolve(slot, index=found)
             found += 1
             if found >= needed:
@@ -141,17 +146,27 @@ def nvlink_domain(design: Design, slot: HostSlot, cache) -> str:
     PXN, nvlink_share.py)."""
     if not rack_domain(slot.instance):
         return slot.path
-    prefix = slot.path
+    rack = rack_of(design, slot.path, cache)
+    if rack is None:
+        return slot.path
+    key = ("nvlink domain", rack)
+    if key not in cache:
+        cache[key] = rack_is_domain(design.instance(rack), cache)
+    return rack if cache[key] else slot.path
+
+
+def rack_of(design: Design, path: str, cache) -> Optional[str]:
+    """The replica path of the rack that holds the host at `path`, None when none does."""
+    prefix = path
     while "." in prefix:
         prefix = prefix.rsplit(".", 1)[0]
-        key = ("nvlink domain", prefix)
+        key = ("rack of", prefix)
         if key not in cache:
-            rack = design.instance(prefix)
-            cache[key] = None if rack is None or rack.kind != "rack" else \
-                rack_is_domain(rack, cache)
-        if cache[key] is not None:
-            return prefix if cache[key] else slot.path
-    return slot.path
+            inst = design.instance(prefix)
+            cache[key] = None if inst is None else inst.kind == "rack"
+        if cache[key]:
+            return prefix
+    return None
 
 
 def _members(host: Instance, cache) -> Tuple[str, str, List[Instance]]:

@@ -7,7 +7,8 @@ Rank order (Megatron-Core's RankGenerator): `order` lists the parallel dimension
 fastest-varying, `tp-cp-ep-dp-pp` by default: rank = tp + TP * (cp + CP * (dp + DP * pp)) for
 the default. Expert parallelism splits the data-parallel dimension: an EP group is `ep`
 consecutive data-parallel ranks (the dense order's `ep` has size 1). Ranks fill the placement's
-GPUs in order: host by host in the order the design lists them, GPU i of a host is local rank i.
+GPUs in order: host by host in the order the design lists them (with the job's `hosts_per_rack`,
+the first N of each rack: analyses/job_racks.py), GPU i of a host is local rank i.
 
 Paths: a group inside one host runs on NVLink (its path is the host). Across hosts each member
 uses the NIC of its GPU's rail, every port of it (ports of one NIC are on different planes and

@@ -243,6 +243,10 @@ RECOMPUTE_MODULES = ("layernorm", "activation", "moe_act", "mla_up_proj", "mlp")
 _register(make_kind("job", "an LLM training job", dict(
     model=ref("model", required=True), placement=ANY,
     gpus=_size(low=1, limit=1e9, why="the design limit of 10^9 GPUs"),
+    hosts_per_rack=q("count", low=1, limit=1e9, why="the design limit of 10^9 GPUs",
+                     doc="the job takes the first N hosts of each rack of its placement, in "
+                         "the design's order, and leaves the rest (a GB200 NVL72 job on 16 of "
+                         "each rack's 18 trays); without it, every host in order"),
     recompute=enum("none", "selective", "modules", "full", "auto",
                    doc="activation recomputation: the attention core (selective), the norms and "
                        "activation functions (modules: Megatron-Core's --recompute-modules "

@@ -6,7 +6,8 @@ failed fabric parts (analyses/network_failures.py): Seer simulates one represent
 stage, so each collective is priced for the worst-affected group of its kind (synchronous
 training waits for the slowest group), with the bandwidth of the slowest GPU of the job whose
 traffic climbs as high as that group's (Network.worst); only failures on the job's own hosts
-(the first GPUs of its placement) or on the paths above them count. In an NVLink domain of
+(the first GPUs of its placement; with `hosts_per_rack`, of the first hosts of each rack:
+analyses/job_racks.py) or on the paths above them count. In an NVLink domain of
 several hosts a GPU whose NIC lost its path sends through a neighbour's (PXN: seer/pxn.py), and
 each boundary between pipeline stages is priced by its own slowest pair, slowed only by the
 failures on its pairs' hosts and paths (seer/pipeline_pairs.py)."""
@@ -19,8 +20,10 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses import network_failures
 from astral_dsl.analyses.fabric_names import busiest, wiring
-from astral_dsl.analyses.host_positions import (Interval, Positions, TooMany, first,
-                                                path_steps, route_below)
+from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, path_steps, \
+    route_below
+from astral_dsl.analyses.job_racks import counter, described, hosts_per_rack, positions_of, \
+    usable
 from astral_dsl.analyses.network import fabric_counts, _SCOPE_KINDS
 from astral_dsl.analyses.network_damage import partial_host
 from astral_dsl.analyses.nvlink_share import domains
@@ -46,6 +49,9 @@ class Cluster:
     placement: str
     healthy: Optional[Network] = None    # under a scenario: the network without its failures
     damaged: Optional[object] = None     # under failed parts: pipeline_pairs.Damaged
+    # `hosts_per_rack = N`: (N, racks with GPUs, the first with fewer than N hosts (template,
+    # hosts) or None, the placement as written; job_racks.usable), for the checks (E772)
+    per_rack: Optional[Tuple[int, int, Optional[Tuple[str, int]], str]] = None
 
 
 def _q(inst, name, default=0.0) -> float:
@@ -100,6 +106,11 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     cache: dict = {}
     gpus = sum(c * count_of(inst, ("gpu",), cache) for c, inst in pairs)
     hosts = sum(c * count_of(inst, ("host",), cache) for c, inst in pairs)
+    n_rack = hosts_per_rack(job)
+    per_rack = None
+    if n_rack is not None:          # the job's share of each rack (analyses/job_racks.py)
+        gpus, hosts, racks, short = usable(pairs, n_rack, cache)
+        per_rack, name = (n_rack, racks, short, name), described(name, n_rack)
     host = next((h for _, inst in pairs for _, h in group_of(inst, ("host",), cache).flat()), None)
     gpu = next((g for _, inst in pairs for _, g in group_of(inst, ("gpu",), cache).flat()), None)
     if gpu is None:
@@ -119,7 +130,8 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     # before an NVLink domain makes Seer's "host" a rack of them (whose GPUs reach one
     # another's NICs: PXN, seer/pxn.py)
     domain, domain_note = domain_hosts(host, pairs, cache,
-                                       -(-(ranks or gpus) // max(1, per_host)), per_host)
+                                       -(-(ranks or gpus) // max(1, per_host)), per_host,
+                                       n_rack)
     worst, cut, pxn_note, damaged = _worst(design, job, fabric, len(tiers), ports, per_host,
                                            ranks, cache, domain) \
         if fabric is not None and fabric.damage is not None else ((), (), (), None)
@@ -139,7 +151,7 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
         healthy = attrs.evolve(net, worst=(),
                                tiers=tuple(_tiers(design, plain, host, hosts, cache, spans))
                                if plain else ())
-    return Cluster(spec, net, gpus, hosts, name, healthy, damaged)
+    return Cluster(spec, net, gpus, hosts, name, healthy, damaged, per_rack)
 
 
 def _fabric_for(counts, pairs):
@@ -157,8 +169,15 @@ def _fabric_for(counts, pairs):
 def hosts_of_job(design, job, owner, positions: Positions, per_host: int,
               ranks: Optional[int]) -> List[Interval]:
     """The hosts of `job` (numbers in one replica of the fabric's `owner`): the first `ranks`
-    GPUs of its placement, host by host in the order the design lists them."""
+    GPUs of its placement, host by host in the order the design lists them; with
+    `hosts_per_rack = N` the first N hosts of each rack (analyses/job_racks.py, the rule of the
+    rank map's walk too)."""
     n = -(-ranks // max(1, per_host)) if ranks else positions.total
+    per_rack = hosts_per_rack(job)
+
+    def first(intervals, wanted):      # the rank map's rule (job_racks), on host positions
+        return positions_of(intervals, positions, per_rack, wanted)
+
     route = job.route("placement")            # the replicas as written (`Astral.pods[3]`)
     if route is not None and not route.from_template:
         base = path_steps(owner.path, route.root)
@@ -323,7 +342,11 @@ def _job_scopes(design, job, fabric, per_host, ranks, cache):
         return None
     where = Positions(owner, cache)
     try:
-        return where, hosts_of_job(design, job, owner, where, per_host, ranks)
+        mine = hosts_of_job(design, job, owner, where, per_host, ranks)
+        # with `hosts_per_rack`, a group of a tier reaches only the job's share of its racks
+        every = counter(hosts_of_job(design, job, owner, where, per_host, None)) \
+            if hosts_per_rack(job) is not None else None
+        return where, mine, every
     except (KeyError, TooMany):     # a placement past what positions can name: the first
         return None
 
@@ -333,7 +356,7 @@ def _reach_of_job(kinds, spans) -> Optional[int]:
     job's hosts are in: the fewest of them (its groups wait for the slowest; pods of different
     sizes reach different numbers of hosts). None: the job's hosts are in none. At most 4,096
     instances are looked at (past that, the fewest among them)."""
-    where, hosts = spans
+    where, hosts, every = spans
     fewest, seen = None, 0
     for a, b in hosts:
         x = a
@@ -342,7 +365,8 @@ def _reach_of_job(kinds, spans) -> Optional[int]:
             if found is None:
                 break
             lo, hi = found[1]
-            fewest = hi - lo if fewest is None else min(fewest, hi - lo)
+            n = hi - lo if every is None else every(lo, hi)
+            fewest = n if fewest is None else min(fewest, n)
             seen, x = seen + 1, max(hi, x + 1)
     return fewest
 
@@ -360,7 +384,8 @@ def _tiers(design, fabric, host, job_hosts, cache, spans=None) -> List[Tier]:
                 scopes = group_of(owner, kinds, cache).flat()
                 reach = count_of(scopes[0][1], ("host",), cache) if scopes else job_hosts
         elif owner is not None:
-            reach = count_of(owner, ("host",), cache)
+            reach = count_of(owner, ("host",), cache) if spans is None or spans[2] is None \
+                else spans[2](0, spans[0].total)       # the job's share of its racks
         else:
             reach = job_hosts
         if i == 0 and t.down_ports:

@@ -3,24 +3,32 @@
 in size (seer/cluster.py)."""
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
+from astral_dsl.analyses.job_racks import racks_in_order
 from astral_dsl.analyses.nvlink_share import rack_domain
-from astral_dsl.model.rollup import count_of, group_of
-from astral_dsl.model.values import Group
+from astral_dsl.model.rollup import count_of
 
 
-def domain_hosts(host, pairs, cache, needed: int, gpus: int) -> Tuple[int, Tuple[str, ...]]:
+def domain_hosts(host, pairs, cache, needed: int, gpus: int,
+                 per_rack: Optional[int] = None) -> Tuple[int, Tuple[str, ...]]:
     """Hosts per NVLink domain (Seer's "host"): 1, or with `nvlink_domain = rack` the hosts of
     the smallest rack among those the job's `needed` hosts fill in placement order (a group of
     its size fits in any of them); a note when those racks differ in size (`gpus` per host), as
     Seer's hosts are all alike: its ranks are placed as if every rack were the smallest, so a
-    group may still cross a rack's end inside one of Seer's domains (docs/seer.md)."""
+    group may still cross a rack's end inside one of Seer's domains (docs/seer.md). With
+    `hosts_per_rack = N` (`per_rack`) the job's share of a rack is its domain: at most N hosts
+    (analyses/job_racks.py)."""
     if not rack_domain(host):
         return 1, ()
     sizes: List[int] = []
     left = max(1, needed)
-    for n in _racks_in_order(pairs, cache):
+    for rack, n in racks_in_order(pairs, cache):
+        n = max(1, n)
+        if per_rack is not None:
+            if not count_of(rack, ("gpu",), cache):
+                continue            # a rack of the placement without GPUs: not the job's
+            n = min(n, per_rack)
         sizes.append(n)
         left -= n
         if left <= 0:
@@ -35,21 +43,3 @@ def domain_hosts(host, pairs, cache, needed: int, gpus: int) -> Tuple[int, Tuple
     return small, (f"approximation: the job's NVLink domains are racks of {said}; Seer prices "
                    f"each as {small:,} hosts ({small * gpus:,} GPUs), the smallest, its ranks "
                    "filling them in order as if every rack were that size",)
-
-
-def _racks_in_order(pairs, cache):
-    """The hosts of each rack of the placement's (count, instance) pairs, in placement order."""
-    for c, inst in pairs:
-        racks = group_of(inst, ("rack",), cache)
-        for _ in range(c if racks.runs else 0):
-            yield from _rack_sizes(racks, cache)
-
-
-def _rack_sizes(group, cache):
-    """The hosts of each rack of `group`, in order."""
-    for run in group.runs:
-        for _ in range(run.count):
-            if isinstance(run.item, Group):
-                yield from _rack_sizes(run.item, cache)
-            else:
-                yield max(1, count_of(run.item, ("host",), cache))

@@ -1,4 +1,4 @@
-"""Diagnostics for jobs that cannot run as declared (E750-E765, E768-E771, W750-W758), with the
+"""Diagnostics for jobs that cannot run as declared (E750-E765, E768-E772, W750-W758), with the
 span of the field at fault. `validate_jobs(design)` checks every job; `validate_job` one, and
 also returns what a forecast needs (the JobSpec and the cluster) when the job is sound enough to
 forecast. The checks, by subject: validate_model.py, validate_layout.py, validate_runtime.py,
@@ -60,6 +60,10 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
              + validate_runtime.runtime(spec, where))
     cluster = cluster_of(design, job, fabric_failures, spec.parallel.gpus)
     name = f"job `{job.template}`"
+    rack_diag = _per_rack(name, job, cluster)
+    if rack_diag is not None:
+        diags.append(rack_diag)
+        return diags, spec, None
     if cluster is None or cluster.gpus == 0:
         diags.append(_err("E758", f"{name}: its placement holds no GPU", job.span_of("placement"),
                           "place the job on a site, hall, pod or rows with GPUs"))
@@ -71,7 +75,15 @@ def validate_job(design, job, fabric_failures=None, **options) -> Tuple[
                            f"state where it runs: `placement = {cluster.placement}` (a site, "
                            "hall, pod or rows)"))
     par = spec.parallel
-    if cluster.gpus < par.gpus:
+    if cluster.gpus < par.gpus and cluster.per_rack is not None:
+        n, where = cluster.per_rack[0], cluster.per_rack[3]
+        first = "host" if n == 1 else f"{n:,} hosts"
+        diags.append(_err("E755", f"{name} needs {par.gpus} GPUs but the first {first} of "
+                                  f"each rack of its placement `{where}` hold {cluster.gpus} "
+                                  f"(`hosts_per_rack = {n:,}`)", job.span_of("placement"),
+                          "place it on more racks, take more hosts of each "
+                          "(`hosts_per_rack`), or shrink a degree"))
+    elif cluster.gpus < par.gpus:
         diags.append(_err("E755", f"{name} needs {par.gpus} GPUs but its placement "
                                   f"`{cluster.placement}` holds {cluster.gpus}",
                           job.span_of("placement"), "place it on more GPUs or shrink a degree"))
@@ -108,3 +120,27 @@ def unmatched_table_warning(job, path: str) -> Diagnostic:
                  "`gemm` for any GEMM) with the shape `MxNxK` of the trace's args.shape; "
                  "attention's shape is `flopsN` and a memory-bound kernel's `bytesN` (N: "
                  "args.flops, args.bytes)")
+
+
+def _per_rack(name: str, job, cluster: Optional[Cluster]) -> Optional[Diagnostic]:
+    """E772: `hosts_per_rack = N` on a placement with no rack holding GPUs, or one of whose
+    racks holds fewer than N hosts (analyses/job_racks.py)."""
+    if cluster is None or cluster.per_rack is None:
+        return None
+    n, racks, short, where = cluster.per_rack
+    span = job.span_of("hosts_per_rack") or job.span
+    if not racks:
+        return _err("E772", f"{name}: `hosts_per_rack = {n:,}` but its placement `{where}` "
+                            "holds no rack with GPUs (the field takes hosts of the racks a "
+                            "placement holds)", span,
+                    "drop `hosts_per_rack` (the job then takes its placement's hosts in order),"
+                    " place the job on racks or a part that holds them, or put the hosts in "
+                    "racks (`rack R { hosts = 18 x Tray }`)")
+    if short is not None:
+        rack, hosts = short
+        return _err("E772", f"{name}: `hosts_per_rack = {n:,}` but rack `{rack}` of its "
+                            f"placement `{where}` holds {hosts:,} host{'s' if hosts != 1 else ''}",
+                    span, f"take at most {hosts:,} hosts of each rack "
+                          f"(`hosts_per_rack = {hosts:,}`), or place the job on racks of "
+                          f"{n:,} hosts or more")
+    return None

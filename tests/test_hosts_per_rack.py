@@ -1,0 +1,204 @@
+"""A job's `hosts_per_rack = N`: the first N hosts of each rack of its placement, the same hosts
+for every consumer (analyses/job_racks.py): the rank map (`astral forecast --ranks`, `astral
+diagnose`, `astral synth`), Seer's NVLink domain, tier reach, failures and PXN, and `astral
+check` (E755, E772). Hand-worked on two GB200 NVL72 racks (18 trays of 4 GPUs, one NVLink
+domain a rack) and on four racks of four 8-GPU hosts."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import astral_dsl
+from astral_dsl import seer
+from astral_dsl.analyses import rankmap
+from astral_dsl.analyses.job_racks import counter, take
+from astral_dsl.seer.comm_groups import groups
+from test_forecast_pairs_pxn import PP  # noqa: E402  (its site, with racks of 4 hosts)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _job(name: str, size: str, parallel: str, batch: str) -> str:
+    return (f"job {name} {{\n  model = Llama3_8B, placement = S, {size}\n"
+            f"  parallel {{ {parallel} }}\n  batch {{ {batch} }}\n}}\n")
+
+NVL = """\
+import stdlib.hardware { NVL72, QM9700_NDR }
+import stdlib.models { Llama3_8B }
+fabric F {
+  rails = 4, planes = 1
+  tier leaf { switch = QM9700_NDR, scope = rack, per = [rail], down = 18 x 400 Gb/s,
+    up = 18 x 400 Gb/s }
+  tier spine { switch = QM9700_NDR, scope = site, down = 64 x 400 Gb/s }
+}
+site S { racks = 2 x NVL72, fabric = F }
+""" + "".join(_job(name, "gpus = 128" + extra, "tp = 1, pp = 2, dp = 64, zero = 1",
+                 "global_batch = 128, micro = 1, seq = 4096")
+           for name, extra in (("on16", ", hosts_per_rack = 16"), ("packed", ""))) + """\
+scenario tray17 { fail S.racks[0].hosts[17].nics[0].port[a]
+  fail S.racks[0].hosts[17].nics[1].port[a]
+  fail S.racks[0].hosts[17].nics[2].port[a]
+  fail S.racks[0].hosts[17].nics[3].port[a] }
+"""
+
+
+
+def _racks_of_4(text: str) -> str:
+    """test_forecast_pairs_pxn's site (4 racks of 8-GPU hosts, a ToR per rack and rail, an agg
+    per rail over the site) with 4 hosts a rack: its ToRs' and aggs' down ports 4 and 16."""
+    head = text[:text.index("job pp8")]
+    for old, new in (("hosts = 2 x Node", "hosts = 4 x Node"),
+                     ("down = 2 x 400 Gb/s, up = 2 x", "down = 4 x 400 Gb/s, up = 4 x"),
+                     ("down = 8 x 400 Gb/s", "down = 16 x 400 Gb/s")):
+        assert old in head
+        head = head.replace(old, new)
+    return head
+
+
+H8 = _racks_of_4(PP) + "".join(_job(name, "gpus = 32" + extra, "tp = 8, pp = 1, dp = 4",
+                 "global_batch = 64, micro = 1, seq = 8192")
+           for name, extra in (("two", ", hosts_per_rack = 2"), ("packed", ""))) + """\
+scenario spare { fail S.racks[0].hosts[3].nics[0].port[a] }
+scenario used { fail S.racks[0].hosts[1].nics[0].port[a] }
+"""
+
+
+@pytest.fixture(scope="module")
+def nvl():
+    return astral_dsl.compiles(NVL, name="nvl.astral", root=REPO)
+
+
+@pytest.fixture(scope="module")
+def h8():
+    return astral_dsl.compiles(H8, name="h8.astral", root=REPO)
+
+
+def _map(ws, job, sizes):
+    design = ws.design
+    inst = next(j for j in design.jobs if j.template == job)
+    return rankmap.build(design, inst, sizes)
+
+
+EP64 = {"tp": 1, "cp": 1, "ep": 64, "dp": 128, "pp": 1}
+
+
+def test_the_rule_takes_the_first_n_hosts_of_each_rack():
+    # racks (0, 18) and (18, 36) cut into pieces; 16 of each, 20 hosts wanted:
+    # rack 0's 0-15, then rack 1's 18-21; hosts in no rack (None) are not taken
+    pieces = [((0, 18), 0, 10), ((0, 18), 10, 18), (None, 36, 37), ((18, 36), 18, 36)]
+    assert take(pieces, 16, 20) == [(0, 10), (10, 16), (18, 22)]
+    assert take(pieces, 16, None) == [(0, 10), (10, 16), (18, 34)]
+    count = counter([(0, 16), (18, 34)])
+    assert (count(0, 18), count(10, 20), count(16, 18), count(0, 36)) == (16, 8, 0, 32)
+
+
+def test_rank_map_puts_rank_64_on_rack_1_tray_0(nvl):
+    """16 trays x 4 GPUs = 64 ranks a rack: ranks 0-63 on rack 0's trays 0-15, 64-127 on rack
+    1's trays 0-15 (rank 64 = rack 1, tray 0, GPU 0; rank 127 = tray 15, GPU 3)."""
+    rm = _map(nvl, "on16", EP64)
+    assert [rm.ranks[r].gpu for r in (0, 63, 64, 127)] == [
+        "S.racks[0].hosts[0].gpus[0]", "S.racks[0].hosts[15].gpus[3]",
+        "S.racks[1].hosts[0].gpus[0]", "S.racks[1].hosts[15].gpus[3]"]
+    assert rm.ranks[64].ports[0].switch == "S.fabric.rack[1].rail[0].leaf[0]"
+    # each EP group of 64 is one rack's NVLink: no NIC, no switch on its path
+    for g in rm.groups["ep"]:
+        assert len({rm.ranks[r].domain for r in g.ranks}) == 1
+        assert rm.path(g.ranks).switches == ()
+
+
+def test_without_it_the_second_ep_group_straddles_the_racks(nvl):
+    """Packed: ranks 64-71 are rack 0's trays 16-17, 72-127 rack 1's trays 0-13."""
+    rm = _map(nvl, "packed", EP64)
+    assert rm.ranks[64].gpu == "S.racks[0].hosts[16].gpus[0]"
+    assert rm.ranks[127].gpu == "S.racks[1].hosts[13].gpus[3]"
+    second = rm.groups["ep"][1].ranks
+    assert sorted({rm.ranks[r].domain for r in second}) == ["S.racks[0]", "S.racks[1]"]
+    assert rm.path(second).switches      # over the network
+
+
+def test_seer_prices_the_jobs_share_of_a_rack_as_its_nvlink_domain(nvl):
+    """Seer's "host" is the job's 16 trays x 4 = 64 GPUs (not the rack's 72): stage 1's DP
+    group (ranks 64-127) is then one domain, as rank 0's, and no straddle is said."""
+    on16 = astral_dsl.forecast(nvl, job="on16").detail
+    packed = astral_dsl.forecast(nvl, job="packed").detail
+    assert (on16.net.gpus_per_host, packed.net.gpus_per_host) == (64, 72)
+    assert not [n for n in on16.notes if "straddle" in n]
+    assert [n for n in packed.notes if n.startswith("approximation: dp groups")]
+    assert groups(on16.job, on16.net, every=True)["dp"].hosts == 1
+    assert groups(packed.job, packed.net, every=True)["dp"].hosts == 2
+    assert on16.placement == "S (the first 16 hosts of each rack)"
+
+
+def test_a_failed_tray_the_job_leaves_does_not_slow_it(nvl):
+    """Tray 17 of rack 0, every port down: not the job's with hosts_per_rack = 16 (same
+    iteration as healthy, no PXN); a packed job's ranks 68-71 are on it (its GPUs send
+    through neighbours' NICs and the 0 -> 1 boundary slows)."""
+    healthy = astral_dsl.forecast(nvl, job="on16").detail
+    failed = astral_dsl.forecast(nvl, job="on16", scenario="tray17").detail
+    assert failed.iteration_time == healthy.iteration_time
+    assert not [n for n in failed.notes if n.startswith(("pxn", "pp:"))]
+    packed = astral_dsl.forecast(nvl, job="packed", scenario="tray17").detail
+    assert [n for n in packed.notes if n.startswith("pxn: 4 GPUs")]
+    assert packed.iteration_time > astral_dsl.forecast(nvl, job="packed").detail.iteration_time
+
+
+def test_tier_reach_counts_the_jobs_hosts_under_a_switch(h8):
+    """2 of each rack's 4 hosts: a ToR reaches 2 of the job's hosts, the site's agg 4 x 2 = 8;
+    the DP group of 4 hosts (one per TP 8 block) spans racks 0 and 1: it climbs to the agg
+    (3 switches), where packed it is rack 0's 4 hosts under one ToR (1 switch)."""
+    two = astral_dsl.forecast(h8, job="two").detail
+    packed = astral_dsl.forecast(h8, job="packed").detail
+    assert [(t.name, t.reach_hosts) for t in two.net.tiers] == [("tor", 2), ("agg", 8)]
+    assert [(t.name, t.reach_hosts) for t in packed.net.tiers] == [("tor", 4), ("agg", 16)]
+    assert (groups(two.job, two.net)["dp"].hops, groups(packed.job, packed.net)["dp"].hops) \
+        == (3, 1)
+    rm = _map(h8, "two", {"tp": 8, "cp": 1, "ep": 1, "dp": 4, "pp": 1})
+    # hosts 0-1 of rack 0 are ranks 0-15, rack 1's host 0 ranks 16-23: rank 19 is its GPU 3
+    assert rm.ranks[19].gpu == "S.racks[1].hosts[0].gpus[3]"
+
+
+def test_failures_count_on_the_jobs_hosts_only(h8):
+    """Rack 0's host 3 is a spare of `two` (no effect) but `packed`'s (its rank 24 is cut off:
+    E775); rack 0's host 1 is `two`'s: rank 8 (its GPU 0, NIC 0) is cut off."""
+    assert astral_dsl.forecast(h8, job="two", scenario="spare").detail.iteration_time == \
+        astral_dsl.forecast(h8, job="two").detail.iteration_time
+    for job, scenario, note in (
+            ("packed", "spare", "cut off: rank 24 (NIC 0 of 1 host from `S.racks[0].hosts[3]`)"),
+            ("two", "used", "cut off: rank 8 (NIC 0 of 1 host from `S.racks[0].hosts[1]`)")):
+        with pytest.raises(seer.ForecastError) as exc:
+            astral_dsl.forecast(h8, job=job, scenario=scenario)
+        (diag,) = [d for d in exc.value.diagnostics if d.is_error]
+        assert diag.code == "E775" and diag.notes == (note,)
+
+
+def _errors(text):
+    ws = astral_dsl.compiles(text, name="bad.astral", root=REPO)
+    # (the jobs' errors: the small fabric's own engineering errors, E603 and E611, aside)
+    return [d for d in astral_dsl.check(ws).diagnostics if d.is_error and d.code[1] == "7"]
+
+
+def test_too_many_hosts_for_a_rack_is_e772():
+    (d,) = _errors(H8.replace("hosts_per_rack = 2", "hosts_per_rack = 5"))
+    assert d.code == "E772" and d.message == (
+        "job `two`: `hosts_per_rack = 5` but rack `R` of its placement `S` holds 4 hosts")
+    assert d.span is not None and d.hint.startswith("take at most 4 hosts of each rack")
+
+
+def test_hosts_in_no_rack_is_e772():
+    text = H8.replace("rack R { hosts = 4 x Node }\n", "").replace(
+        "site S { racks = 4 x R, fabric = F }", "site S { hosts = 16 x Node }")
+    text = text[:text.index("scenario")]
+    (d,) = _errors(text.replace("F {", "F0 {"))
+    assert d.code == "E772" and "holds no rack with GPUs" in d.message and d.hint
+
+
+def test_a_job_that_does_not_fit_the_racks_share_is_e755():
+    """1 host of each of the 4 racks: 4 x 8 = 32 GPUs, the job needs 64."""
+    text = H8[:H8.index("job two")] + _job("two", "gpus = 64, hosts_per_rack = 1",
+                                           "tp = 8, pp = 1, dp = 8",
+                                           "global_batch = 64, micro = 1, seq = 8192")
+    (d,) = _errors(text)
+    assert d.code == "E755" and d.message == (
+        "job `two` needs 64 GPUs but the first host of each rack of its placement `S` hold "
+        "32 (`hosts_per_rack = 1`)")
