@@ -385,6 +385,22 @@ def test_fp8_parameters_for_the_nemo_2_and_megatron_bridge_fp8_rows():
     assert not any("fp8 parameters" in a for a in prepared["r121"].expressed.assumed)
 
 
+def test_nemo_24_03_rows_run_attention_on_flashattention_2s_kernels():
+    """NeMo 24.03 (Transformer Engine 1.4) is read with `attention = flash2`, priced at
+    attn_eff_sdpa; 24.07 and later keep Transformer Engine's fused attention (runs/stacks.py,
+    FA2_BEFORE)."""
+    from astral_dsl.seer.costs import Costs
+    rows = [_row("r196"), _row("r171"), _row("r117")]
+    prepared = {p.row.id: p for p in prepare(parse_table(_csv(rows), "t.csv"))}
+    assert [prepared[i].spec.attention for i in ("r196", "r171", "r117")] == \
+        ["flash2", "flash", "flash"]
+    assert any("FlashAttention-2" in a for a in prepared["r196"].expressed.assumed)
+    cal = shipped()
+    p = prepared["r196"]
+    assert Costs.of(p.spec, p.gpu).attn_eff == cal.attn_eff_sdpa
+    assert Costs.of(prepared["r171"].spec, p.gpu).attn_eff == cal.attn_eff
+
+
 def test_automodel_pipelines_run_once_per_accumulation_step():
     """NeMo AutoModel runs its pipeline schedule once per gradient-accumulation step: a row
     with a pipeline and "GA=N" in its notes runs N schedules a step (Kimi K2: GA 2, DeepSeek-V3:

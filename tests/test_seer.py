@@ -179,12 +179,38 @@ def test_zero_and_fsdp():
 
 
 def test_context_parallel_ring():
+    """Transformer Engine's P2P ring (context_parallel.py, AttnFuncWithCPAndKVP2P): cp steps a
+    layer, step i's kernel on the block step i - 1 received while block i + 1 travels."""
     par = ParallelSpec(tp=8, pp=1, dp=2, cp=4, sp=True)
     job = JobSpec("cp", LLAMA_8B, par, 8, 1, 32768, "selective", "bf16")
     fc = run(job, H100)
     ops = fc.lowering.template(0, 0, "F").ops
-    assert sum(o.stream == "cp" for o in ops) == 32
+    assert sum(o.stream == "cp" for o in ops) == 32 * 3          # cp - 1 transfers a layer
+    flash = [i for i, o in enumerate(ops) if o.name == "flash attention"]
+    ring = [i for i, o in enumerate(ops) if o.stream == "cp"]
+    assert len(flash) == 32 * 4
+    # each step a quarter of the layer's FLOPs: 2 (QK and PV) x 2 x 4 heads (32 / TP 8) x 8192
+    # query rows (32768 / CP 4) x 128 x the 16384 keys a causal query sees on average, / 4
+    assert all(ops[i].flops == 2 * 2 * 4 * 8192 * 128 * 16384 / 4 for i in flash)
+    for k in range(3):       # the first layer: step k + 1 waits for transfer k, which starts
+        assert ring[k] in ops[flash[k + 1]].deps           # with step k (after its predecessor)
+        assert ring[k] not in ops[flash[k]].deps
+        assert ops[ring[k]].deps == ops[flash[k]].deps[:1]
     assert fc.iteration_time > 0
+
+
+def test_context_parallel_ring_hidden_under_the_attention():
+    """On NVLink (CP 2 inside one 8-GPU host) a step's transfer (a 2 x 4096-token block of 2
+    KV heads, 4 MB) is far shorter than the step's kernel: the second step follows the first
+    at once (the whole ring had been waited for before the attention)."""
+    par = ParallelSpec(tp=4, pp=1, dp=1, cp=2, sp=True)
+    job = JobSpec("cp", LLAMA_8B, par, 1, 1, 8192, "none", "bf16")
+    t = run(job, H100).lowering.template(0, 0, "F")
+    ring = [o for o in t.ops if o.stream == "cp"]
+    kernel = [o for o in t.ops if o.name == "flash attention"]
+    assert len(ring) == 32 and len(kernel) == 64 and ring[0].dur < kernel[0].dur
+    for a, b in zip(kernel[::2], kernel[1::2]):     # a layer's second step waits for no ring
+        assert b.start == a.end
 
 
 def test_doubling_dp_does_not_double_forecast_time():

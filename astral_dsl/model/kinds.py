@@ -303,7 +303,10 @@ _register(make_kind("job", "an LLM training job", dict(
     moe_dispatcher=enum("alltoall", "deepep", "hybridep",
                         doc="how MoE tokens reach their experts: NCCL all-to-all, or a fused "
                             "dispatcher (DeepEP, HybridEP)"),
-    utilization=q("ratio", high=1), attention=enum("flash", "unfused"),
+    utilization=q("ratio", high=1),
+    attention=enum("flash", "flash2", "unfused",
+                   doc="fused attention (Transformer Engine's: FlashAttention-3-class on "
+                       "Hopper), FlashAttention-2's kernels, or the score matrix materialised"),
     grad_dtype=enum("fp32", "bf16", "fp16", doc="gradient buffer and reduction precision"),
     optimizer_dtype=enum("fp32", "bf16",
                          doc="precision of Adam's moments and of the gradients the step "

@@ -138,6 +138,17 @@ BF16_MOMENTS_MODELS = ("deepseekv3", "moonlight", "olmoe")
 # (`fp4_param_gather`). The table has no row between NeMo 24.07 and 25.04; the earlier ones keep
 # Transformer Engine's default (16-bit weights and fp8 copies).
 FP8_PARAMS_FROM = (25, 4)
+# Before this release the NeMo rows are read with attention on FlashAttention-2's kernels
+# (`attention = flash2`). Transformer Engine 2.9 prefers its cuDNN FusedAttention on Hopper
+# ("Disabling FlashAttention to give FusedAttention preference on Hopper+ for performance
+# reasons", attention/dot_product_attention/utils.py, get_attention_backend); Transformer Engine
+# 1.x's DotProductAttention.forward took its FlashAttention path (the flash-attn package, version
+# 2) first when both were enabled. When the preference reached the NeMo containers is an
+# ASSUMPTION (24.03 ran Transformer Engine 1.4; the table has no row between 24.03 and 24.07),
+# which the data agree with: NeMo 24.03's Llama 2 7B at 16K tokens without CP (attention 40 % of
+# its step) is forecast 19 % too fast on Transformer Engine's fused kernels, 5 % too slow on
+# FlashAttention-2's; 24.07's rows of 2K-4K tokens fit on the fused ones.
+FA2_BEFORE = (24, 7)
 
 
 # What Megatron-Bridge 0.6.2's performance recipes (perf_recipes/<model>/<gpu>/*.py) recompute,
@@ -240,6 +251,10 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             # NeMo's performance scripts (scripts/performance) reduce gradients in bf16
             # (grad_reduce_in_fp32 = False) for throughput
             fields["grad_dtype"] = "bf16"
+            if release is not None and release < FA2_BEFORE:
+                fields["attention"] = "flash2"
+                assumed.append("attention on FlashAttention-2's kernels (Transformer Engine 1.x "
+                               "before its Hopper preference for cuDNN)")
             assumed.append("gradients reduced in bf16 (the performance recipes' setting)")
             # Megatron-Bridge 0.3.1 training/comm_overlap.py: an interleaved pipeline
             # (virtual stages > 1) overlaps its sends with the next block (overlap_p2p_comm)

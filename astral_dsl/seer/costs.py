@@ -279,13 +279,15 @@ class Costs:
         self.attn_eff = cal.attn_eff             # set_framework: the framework's kernels
         self.eager = False
 
-    def set_framework(self, framework: str, compiled: bool) -> "Costs":
-        """The framework's kernels: PyTorch's scaled-dot-product attention for torchtitan
-        (attn_eff_sdpa), Transformer Engine's fused attention otherwise; an eager PyTorch step
+    def set_framework(self, framework: str, compiled: bool, attention: str = "flash") -> "Costs":
+        """The framework's kernels: FlashAttention-2's for torchtitan (PyTorch's scaled-dot-product
+        attention) and for `attention = flash2` (attn_eff_sdpa), Transformer Engine's fused
+        attention otherwise; an eager PyTorch step
         (torchtitan without torch.compile) runs its norms, activation functions and rotary
         embeddings as several unfused kernels (EAGER)."""
         cal = self.cal
-        self.attn_eff = (cal.attn_eff_sdpa if framework == "torchtitan" else
+        fa2 = framework == "torchtitan" or attention == "flash2"
+        self.attn_eff = (cal.attn_eff_sdpa if fa2 else
                          cal.attn_eff_blackwell if self.gpu.arch == "blackwell" else cal.attn_eff)
         self.eager = framework == "torchtitan" and not compiled
         return self
@@ -295,7 +297,7 @@ class Costs:
            calibration: Optional[Calibration] = None) -> "Costs":
         """The costs of `job` (a spec.JobSpec) on `gpu`."""
         return cls(gpu, job.gemm_precision, table, calibration, job.quant_bytes).set_framework(
-            job.framework, job.torch_compile)
+            job.framework, job.torch_compile, job.attention)
 
     def _measured(self, op: str, shape: str, dtype: Optional[str] = None) -> Optional[float]:
         if self.table is None:

@@ -25,18 +25,22 @@ MCORE_YARN_ROPE = ((24 / 4, 6), (20 / 4, 5))
 class AttentionOps:
     """Lowering's attention operators (attributes: lower.Lowering)."""
 
-    def _flash(self, b, name, L, backward: bool):
+    def _flash(self, b, name, L, backward: bool, steps: int = 1):
         """Fused attention of a rank's heads: the FLOPs of the score and context products over
         the keys each query sees (causal: half the sequence on average; a window: the window),
-        priced by part, full and windowed, at the efficiency of its key length."""
+        priced by part, full and windowed, at the efficiency of its key length. `steps` > 1:
+        one of the context-parallel ring's steps (_cp_attention), a 1/steps share of the FLOPs
+        and bytes on at most s / steps keys."""
         m, elem, bsz = self.job.model, self.elem, self.job.micro
         s, rows = self.job.seq, self.job.seq / self.cp
         per_key = 2 * bsz * self.heads * rows * (m.qk_dim + m.v_dim) * (2.5 if backward else 1)
-        parts = [(1.0, s / 2, s)]
+        per_key /= steps
+        parts = [(1.0, s / 2, s / steps)]
         if m.window and m.window < s:
-            parts = [(1 - m.window_share, s / 2, s), (m.window_share, m.window, m.window)]
+            parts = [(1 - m.window_share, s / 2, s / steps),
+                     (m.window_share, m.window, min(m.window, s / steps))]
         heads_io = 2 * self.heads * m.qk_dim + self.kv_heads * (m.qk_dim + m.v_dim)
-        nb = (2 if backward else 1) * elem * self.tokens * heads_io
+        nb = (2 if backward else 1) * elem * self.tokens * heads_io / steps
         flops = t = 0.0
         for share, mean_keys, keys in parts:
             if share <= 0:
@@ -81,10 +85,33 @@ class AttentionOps:
             return
         if self.cp > 1:
             kv = bsz * rows * self.kv_heads * (m.qk_dim + m.v_dim) * elem
-            ring = (self.cp - 1) * comm.p2p(self.net, self.groups["cp"], kv)
-            b.add(Op(pre + "cp ring", "comm", "cp", ring,
-                     0.0, kv * (self.cp - 1), "cp", L), chain=False)
+            self._cp_attention(b, pre + "flash attention", pre + "cp ring", kv, L, False)
+            return
         self._flash(b, pre + "flash attention", L, backward=False)
+
+    def _cp_attention(self, b, name, ring, kv, L, backward):
+        """Context parallelism's ring (Transformer Engine 2.9, attention/dot_product_attention/
+        context_parallel.py, AttnFuncWithCPAndKVP2P: "Split attention compute into multiple
+        steps, and overlap current-step compute with next-step communication"): cp steps, step
+        i's kernel on the key/value block received at step i - 1 while block i + 1 travels; with
+        the load-balanced causal split each step is a 1/cp share of the FLOPs on s / cp keys
+        (the diagonal step causal over the rank's two chunks, the others half its queries or
+        half its keys, unmasked). torchtitan's default (`context_parallel_rotate_method =
+        "allgather"`, torchtitan 0.2.0 config/job_config.py) gathers every other rank's block
+        at once, overlapped with the first step only (PyTorch's ring attention templates)."""
+        step = comm.p2p(self.net, self.groups["cp"], kv)
+        gather = self.job.framework == "torchtitan"
+        held = None
+        for i in range(self.cp):
+            nxt = None
+            if i < self.cp - 1 and (i == 0 or not gather):  # with this step's kernel, for the next
+                dur, nb = (step * (self.cp - 1), kv * (self.cp - 1)) if gather else (step, kv)
+                nxt = b.add(Op(ring, "comm", "cp", dur, 0.0, nb, "cp", L), chain=False)
+                b.pending.remove(nxt)
+            if held is not None:
+                b.pending.append(held)
+            self._flash(b, name, L, backward=backward, steps=self.cp)
+            held = nxt
 
     def _qkv_fwd(self, b, L, pre, gather):
         """The query, key and value projections: one QKV GEMM, or MLA's down-projections (fed by
@@ -182,7 +209,6 @@ class AttentionOps:
             return
         if self.cp > 1:
             kv = 2 * bsz * rows * self.kv_heads * (m.qk_dim + m.v_dim) * elem
-            ring = (self.cp - 1) * comm.p2p(self.net, self.groups["cp"], kv)
-            b.add(Op("cp ring bwd", "comm", "cp", ring,
-                     0.0, kv * (self.cp - 1), "cp", L), chain=False)
+            self._cp_attention(b, "flash attention bwd", "cp ring bwd", kv, L, True)
+            return
         self._flash(b, "flash attention bwd", L, backward=True)
