@@ -102,14 +102,14 @@ def other_sites_air(design: Design) -> List[Diagnostic]:
 AIR_COOLED_MAX_ALTITUDE_M = 3050.0
 
 
-def high_sites(design: Design, climate=None) -> List[Diagnostic]:
-    """W640 for each site whose `altitude` is above what air-cooled IT is specified for, and
-    for the first site without one whose climate file's elevation (the one its air is computed
-    at: site_air) is."""
+def high_sites(design: Design, site_climates=()) -> List[Diagnostic]:
+    """W640 for each site whose `altitude` is above what air-cooled IT is specified for, or
+    without one, whose own climate file's elevation (`site_climates`, one per site or None:
+    climate.of_sites) is."""
     out = []
-    for i, site in enumerate(design.roots):
+    for site, climate in zip(design.roots, tuple(site_climates) + (None,) * len(design.roots)):
         alt, span, what = _si(site.field("altitude")), site.span_of("altitude"), "its altitude"
-        if alt is None and i == 0 and climate is not None and climate.elevation_m is not None:
+        if alt is None and climate is not None and climate.elevation_m is not None:
             alt, span = climate.elevation_m, site.span_of("climate")
             what = f"the elevation of its climate file `{climate.name}`"
         if alt is not None and alt > AIR_COOLED_MAX_ALTITUDE_M:
@@ -161,7 +161,9 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
         if root is not None else None
     pressure = site_air(design, climate, diags)
     diags.extend(other_sites_air(design))
-    diags.extend(high_sites(design, climate))
+    diags.extend(high_sites(design, climates.of_sites(design.roots, climate,
+                                                      _project_root(design), diags,
+                                                      design.read)))
     total_power = sum(power_of(r, cache).si for r in design.roots)
     network_w = sum(f.power_w for f in fabrics)
     network_liquid = sum(served.fabric_split(f)[1] * max(f.instances, 1) for f in fabrics)
