@@ -43,9 +43,12 @@ def unit_power(unit: str, n: int, dims: Dim) -> str:
 
 def spell(written: Dict[str, int], dims: Dim) -> str:
     """The unit of `dims` spelled in the names `written` with their exponents: a name whose
-    exponents cancel is left out (`kW*h/h` is `kW`); with none above the line, a named
-    dimension's unit (`1 / (10 ms)` is `100 Hz`, not `ms^-1`; `1 / (2 kW)` stays `kW^-1`).
-    Kept when it reads back as a unit of `dims`, else the preferred unit of `dims`."""
+    exponents cancel is left out (`kW*h/h` is `kW`), and so are two names of one dimension
+    above and below the line (`GB*s/Gb` is `s`, the value shown 8 times larger: the amount is
+    held in SI units); with none above the line, a named dimension's unit (`1 / (10 ms)` is
+    `100 Hz`, not `ms^-1`; `1 / (2 kW)` stays `kW^-1`). Kept when it reads back as a unit of
+    `dims`, else the preferred unit of `dims`."""
+    written = _cancelled(written)
     if not any(e > 0 for e in written.values()) and _named(dims):
         return _named(dims)
     candidate = _written(written)
@@ -56,6 +59,25 @@ def spell(written: Dict[str, int], dims: Dim) -> str:
         except ValueError:
             pass
     return preferred_unit(dims)
+
+
+def _cancelled(written: Dict[str, int]) -> Dict[str, int]:
+    """`written` with the powers of a name above the line and of another of its dimension
+    below cancelled (`kW*h/W`: kW and W; `MW/h/kW`: MW and kW), as far as they go."""
+    out = dict(written)
+    for up in written:
+        for down in written:
+            if out[up] > 0 and out[down] < 0 and _dims_of(up) == _dims_of(down) is not None:
+                n = min(out[up], -out[down])
+                out[up], out[down] = out[up] - n, out[down] + n
+    return out
+
+
+def _dims_of(name: str):
+    try:
+        return parse_unit(name).dims
+    except ValueError:
+        return None
 
 
 def _written(written: Dict[str, int]) -> str:
