@@ -180,11 +180,8 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
                                    pressure[0]))
     loops.sort(key=lambda lp: lp.path)
     air.sort(key=lambda a: a.path)
-    if air and pressure[1] == "sea level" and root is not None:
-        diags.append(_warn("W642", f"site `{root.path}` declares no `altitude` (nor a "
-                                   f"`climate` file with an elevation): its air units' air is "
-                                   f"taken at sea level (101,325 Pa)", root.span,
-                           "declare `altitude = ...` on the site"))
+    if air and pressure[1] == "sea level":
+        diags.extend(_sea_level(design, air))
     uncooled_network(mult, served, diags)
     assign = Circuits(mult, served, resolve, diags)
     cooled = bool(loops or air or assign.all)
@@ -226,6 +223,22 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
                          tuple(air), average.pumps_w, average.fans_w, average.chillers_w,
                          average.total_w, pue, classes[0] if classes else None, tuple(diags),
                          tuple(reqs), average.cdus_w, average, peak, result)
+
+
+def _sea_level(design: Design, air) -> List[Diagnostic]:
+    """W642 at each site that holds air units (the first site when none is found) and declares
+    no `altitude` (a later one no `climate` either: its own is W645): the first site declares
+    no altitude and no climate file with an elevation, so the air is taken at sea level. It
+    named the first site, whether or not it held the air units."""
+    def holds(site) -> bool:
+        return any(a.path == site.path or a.path.startswith((site.path + ".", site.path + "["))
+                   for a in air)
+    sites = [s for s in design.roots if holds(s)] or design.roots[:1]
+    return [_warn("W642", f"site `{site.path}` declares no `altitude` (nor a `climate` file "
+                          f"with an elevation): its air units' air is taken at sea level "
+                          f"(101,325 Pa)", site.span, "declare `altitude = ...` on the site")
+            for site in sites if site.field("altitude") is None and
+            (site is design.roots[0] or site.field("climate") is None)]
 
 
 def _unrejected(assign: Circuits, lost: float, root: Instance, diags) -> None:
