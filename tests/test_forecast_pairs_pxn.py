@@ -203,6 +203,10 @@ def test_pxn_spreads_the_rerouted_gpus_over_the_live_nics():
     assert low == pytest.approx(1 / 3)
     # a faster NIC takes the first: rates 2 and 1, one rerouted GPU -> 2 x 1/2 = 1 each
     assert share([(2.0, 1, ()), (1.0, 1, ())], 1)[0] == pytest.approx(1.0)
+    # not an even spread: rates 2, 1, 1 with 2 rerouted GPUs both go onto the fast NIC (2 x
+    # 1/2 = 1 > 1/2 for the first; 2 x 1/3 = 0.667 > 1/2 for the second): slowest 2/3; spread
+    # evenly (one each onto the slow NICs, or one onto each of two) the slowest would get 1/2
+    assert share([(2.0, 1, ()), (1.0, 1, ()), (1.0, 1, ())], 2)[0] == pytest.approx(2 / 3)
 
 
 # ---- GB200 NVL72: PXN inside the rack's NVLink domain -----------------------------------------
@@ -251,8 +255,16 @@ def test_a_gpu_whose_nic_failed_runs_through_a_neighbours(gb_ws, scenario, rerou
         assert comm.p2p(fc.net, lay, S_GB) == pytest.approx(2995.06e-6, abs=1e-8)
     assert fc.iteration_time > healthy.iteration_time
     gpus = "GPU" if rerouted == 1 else "GPUs"
-    assert any(n.startswith(f"pxn: {rerouted} {gpus} of the job whose NIC lost its path")
-               and "NCCL 2.12" in n for n in fc.notes)
+    (note,) = [n for n in fc.notes if n.startswith("pxn: ")]
+    assert note.startswith(f"pxn: {rerouted} {gpus} of the job whose NIC lost its path")
+    assert "NCCL 2.12" in note
+    # the note says what nvlink_share.share does (one at a time, each onto the NIC leaving the
+    # most: a max-min share, test_pxn_spreads_the_rerouted_gpus_over_the_live_nics), not an
+    # even spread (it said "spread evenly over its live NICs")
+    assert note.endswith("the rerouted GPUs go one at a time onto the live NIC of the domain "
+                         "that leaves each the most bandwidth (a max-min share: a faster NIC "
+                         "takes more of them; NCCL picks a NIC by topology, not by load)")
+    assert "evenly" not in note
     assert any(n.startswith("pp: the pairs of stages " + ", ".join(
         f"{b} -> {(b + 1) % 16}" for b in slowed)) and
         f"{rerouted} {gpus} of these pairs' hosts behind it" in n for n in fc.notes)

@@ -174,3 +174,63 @@ def test_a_wait_ends_when_the_worker_is_ended_though_its_pipe_stays_open():
     thread.join(10)                    # a guard, not a speed assertion: one slice is 0.1 s
     assert not thread.is_alive() and isinstance(outcome[0], workers.Stopped)
     theirs.close()
+
+
+def test_a_job_stopped_after_its_answer_leaves_its_worker_to_the_next():
+    """A job whose worker answered, cancelled later (during the in-process compile that
+    follows: an edit, a didClose), kept its worker in its stopper: `stop` ended it although the
+    worker was idle again, or already analysing another document, which then failed with "the
+    analysis worker ended" (E000). Fake workers: no process is started."""
+    from astral_dsl.lsp import workers
+
+    class Fake:
+        def __init__(self):
+            self.killed, self.calls = False, 0
+
+        def call(self, request, timeout):
+            if self.killed:
+                raise workers.Stopped("the worker was ended")
+            self.calls += 1
+            if request == "stop meanwhile":
+                stopped.stop()            # the job cancelled while the answer was on its way
+                self.killed = False       # (the fake goes on to answer)
+            return ("ok", request)
+
+        def kill(self):
+            self.killed = True
+
+        @property
+        def alive(self):
+            return not self.killed
+
+    checker = workers.Checker.__new__(workers.Checker)
+    checker._lock, checker.warm = threading.Lock(), lambda: None
+    worker = Fake()
+    checker._idle = [worker]
+    first = workers.Stopper()
+    assert checker.check(first, "a") == ("ok", "a")
+    assert checker._idle == [worker]
+    first.stop()                                   # cancelled after its answer came
+    assert not worker.killed
+    assert checker.check(workers.Stopper(), "b") == ("ok", "b") and worker.calls == 2
+    # a job stopped before its answer came back does not give its worker back
+    stopped = workers.Stopper()
+    assert checker.check(stopped, "stop meanwhile") == ("ok", "stop meanwhile")
+    assert worker.killed and checker._idle == []
+
+
+def test_a_job_done_by_its_deadline_is_not_timed_out():
+    """The deadline's timer and the delivery of a result that came in time can run in either
+    order on a loop starved of CPU: a job whose work had ended answered RequestFailed (its
+    timer first). Here the timer runs after the work ended, before the delivery."""
+    from astral_dsl.lsp import workers
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        job = workers.Job(loop, "the outline", 3600, lambda: "done")
+        job.thread.join(10)                     # a guard: the work is a return
+        assert job.running is False and not job.future.done()
+        job._expire()                           # the timer's callback, before the delivery
+        return await job.future
+
+    assert asyncio.run(scenario()) == "done"

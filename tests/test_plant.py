@@ -166,6 +166,36 @@ def test_a_climate_files_elevation_above_3050_m_is_w640(tmp_path, elevation, alt
         assert (w.span.start.line, w.span.start.column) == (2, 35) and w.hint
 
 
+def test_each_sites_own_climate_file_is_read(tmp_path):
+    """In a design of several sites, each site's climate file is read as the first's is (the
+    facility is still computed on the first's: W645): site B's at 4,000 m is W640 at B's
+    `climate` (only the first site's file had been read: no W640), a missing one E652 (the
+    check had passed), and a file two sites name is read (and W643) once."""
+    hours = "".join(f"2024,7,1,{h},0,?,20,10,50,60000\n" for h in range(1, 3))
+    for name, elevation in (("low.epw", 200), ("high.epw", 4000)):
+        (tmp_path / name).write_text(
+            f"LOCATION,{name},-,X,t,0,-16.5,-68.1,-4,{elevation}\n" + "H\n" * 7 + hours)
+
+    def codes(b, c):
+        text = ("host H { power = 10 kW }\n"
+                'site A { hosts = 4 x H, climate = "low.epw" }\n'
+                f'site B {{ hosts = 4 x H, climate = "{b}" }}\n'
+                f'site C {{ hosts = 4 x H, climate = "{c}" }}\n')
+        checked = astral_dsl.check(astral_dsl.compiles(text, name="c.astral", root=tmp_path))
+        return [d for d in checked.diagnostics if d.code in ("W640", "E652", "W643")]
+
+    w640s = [d for d in codes("high.epw", "high.epw") if d.code == "W640"]
+    assert [d.message[:32] for d in w640s] == ["site `B` is at 4,000 m (the elev",
+                                               "site `C` is at 4,000 m (the elev"]
+    # `site B { hosts = 4 x H, climate = ` is 34 characters: the file name at column 35
+    assert (w640s[0].span.start.line, w640s[0].span.start.column) == (3, 35)
+    # one W643 per file (low.epw, high.epw), not one per site naming it
+    assert [d.code for d in codes("high.epw", "high.epw")].count("W643") == 2
+    (e,) = [d for d in codes("low.epw", "nowhere.epw") if d.code == "E652"]
+    assert "`nowhere.epw` not found" in e.message and e.span.start.line == 4 and e.hint
+    assert not [d for d in codes("low.epw", "low.epw") if d.code != "W643"]
+
+
 def test_a_sample_shorter_than_a_year_is_w643():
     checked = _plant()
     (w,) = [d for d in checked.diagnostics if d.code == "W643"]

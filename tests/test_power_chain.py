@@ -366,6 +366,18 @@ def test_air_at_sea_level_without_an_altitude_is_w642():
     assert (air.pressure_pa, air.dew_point_c) == (101325.0, 15.0)
 
 
+def test_air_at_sea_level_is_w642_at_the_site_that_holds_the_air_units():
+    """Two sites, neither with an altitude: the air units are in B, so W642 is B's (line 4);
+    it named A, the first site, which holds none."""
+    text = ("host H { power = 10 kW }\nrack R { hosts = 4 x H }\nsite A { racks = 1 x R }\n"
+            "site B {\n  racks = 2 x R\n  air room { supply = 25 degC, rise = 12 K, "
+            "fan_power_ratio = 3 %, dew_point = 10 degC }\n}\n")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="two.astral"))
+    (w,) = [d for d in checked.diagnostics if d.code == "W642"]
+    assert w.message.startswith("site `B` declares no `altitude`") and w.span.start.line == 4
+    assert w.hint
+
+
 def test_a_limit_and_what_exceeds_it_never_print_equal():
     # issue 26: E622 printed a 0.6446 % drop as "0.64 %, above the declared 0.64 %"
     from astral_dsl.units import readable

@@ -509,6 +509,34 @@ def test_a_subnormal_amount_compares_above_zero():
     ("(4 m/s*kg) ^ -1", "0.25 s/m/kg"),               # each divisor after its own `/`
     ("(1 kJ/kg/K) ^ -2", "1 kg^2*K^2/kJ^2"),
     ("(1 W*s) ^ -1", "1 W^-1*s^-1"),                  # no numerator: no leading `/`
+    # a quotient reads in the units written, as a power does: 1 / (2 kW/h) = 0.5 h/kW (was
+    # 1.8 s^4/kg/m^2, base units: 0.5 h/kW = 0.5 x 3600 s / 1000 W = 1.8 s/W)
+    ("1 / (2 kW/h)", "0.5 h/kW"),
+    ("3 / (2 kW/h)", "1.5 h/kW"),
+    ("1 / (2 kW)", "0.5 kW^-1"),                     # was 0.0005 s^3/kg/m^2
+    ("1 / (1 kW * 1 h)", "1 kW^-1*h^-1"),
+    ("50 % / (2 kW)", "0.25 kW^-1"),                 # a ratio adds no unit
+    ("1 / (10 ms)", "100 Hz"),                       # nothing above the line: a named unit
+    ("(10 GB/s) / (2 GB)", "5 Hz"),                  # was `GB/s/GB`
+    # a name divided by itself cancels: 6 kW*h / 2 h = 3 kW (was `kW*h/h`)
+    ("(6 kW*h) / (2 h)", "3 kW"),
+    ("(1 kW/h) / (2 h^-1)", "0.5 kW"),
+    ("1 kW * (1 h/kW)", "1 h"),
+    # quotients of quotients: (1 m/s) / (1 s/m) = 1 m^2/s^2; (1 kW) / (1 h/kW) = 1 kW^2/h
+    ("(1 m/s) / (1 s/m)", "1 m^2/s^2"),
+    ("(1 kW) / (1 h/kW)", "1 kW^2/h"),
+    ("1 / (2 kW^2/h^2)", "0.5 h^2/kW^2"),
+    # names of one dimension above and below the line cancel, the value shown in what is
+    # left: 1 GB / (1 Gb/s) = 8 s (8 bits a byte; was 1 GB*s/Gb); 1 kW*h / 1 W = 1000 h;
+    # 1 MW/h / 1 kW = 1000 / 3600 s = 0.2777777778 Hz (was 1 MW/h/kW)
+    ("1 GB / (1 Gb/s)", "8 s"),
+    ("(1 kW*h) / (1 W)", "1000 h"),
+    ("(1 MW/h) / (1 kW)", "0.2777777778 Hz"),
+    ("(1 km^2) / (1 m)", "1000 km"),
+    # information per second inverted: 2 / (4 GB/s) = 0.5 s/GB; the base-unit fallback had
+    # spelled it `s/bit`, no unit, and showing the value raised UnitSpecError
+    ("2 / (4 GB/s)", "0.5 s/GB"),
+    ("1 / (1 m^12)^2", "1 m^-12*m^-12"),
 ])
 def test_a_computed_unit_reads_back_as_its_quantity(text, shown):
     d = astral_dsl.loads(f"let a = {text}\nlet b = {shown}\ncheck a == b\n", name="u.astral")
@@ -527,3 +555,22 @@ def test_a_product_beyond_any_unit_is_e313():
     (e,) = d.diagnostics
     assert e.code == "E313" and (e.span.start.line, e.span.start.column) == (1, 9)
     assert e.hint.startswith("units take a base dimension to at most ±24")
+
+
+@pytest.mark.parametrize("text", ["(1 kW/h) / (2 MW/h)", "(1 kW/h) / (1 W/min)", "1 km / 1 m"])
+def test_a_dimensionless_quotient_is_a_plain_number(text):
+    # (1 kW/h) / (2 MW/h) = 0.0005; (1 kW/h) / (1 W/min) = 1000/60 = 16.67; 1 km / 1 m = 1000
+    d = astral_dsl.loads(f"let a = {text}\n", name="u.astral")
+    (value,) = [v for k, v in d.lets if k == "a"]
+    assert value.unit == "" and value.dimensionless
+
+
+def test_the_base_units_of_information_are_bits():
+    """The preferred unit of a dimension no name has is spelled in base units, information's
+    being `b` (`bit` is no unit: showing it, or a hint with it, raised UnitSpecError)."""
+    from astral_dsl.units.dimension import dim
+    from astral_dsl.units.spelling import preferred_unit
+    assert preferred_unit(dim(s=1, bit=-1)) == "s/b"
+    assert preferred_unit(dim(kg=-1, m=-2, s=4)) == "s^4/kg/m^2"
+    err = raises_unit_error(lambda: Q(1, "s/GB").to("kW"))
+    assert "`s/b`" in err.hint

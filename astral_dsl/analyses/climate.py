@@ -222,3 +222,17 @@ def of_site(site, root: Path, diags, read: Optional[Callable[[Path], bytes]] = N
                                 f"for {8760 / climate.hours:,.4g} h)", site.span_of("climate"),
                                 "use a typical-year file (8,760 hourly rows)"))
     return climate
+
+
+def of_sites(sites, first: Optional[Climate], root: Path, diags,
+             read: Optional[Callable[[Path], bytes]] = None) -> Tuple[Optional[Climate], ...]:
+    """Each site's own climate, the first's being `first` (of_site, read already): each other
+    site's read as the first's is (E652, E653, W643 at the first site that names it; one file
+    named again is read once), though the facility is computed on the first's (W645): W640
+    reads each site's elevation."""
+    names = [site.field("climate") for site in sites]
+    out = [first] if sites else []
+    for i, site in enumerate(sites[1:], start=1):
+        seen = names.index(names[i])
+        out.append(out[seen] if seen < i else of_site(site, root, diags, read))
+    return tuple(out)

@@ -102,14 +102,14 @@ def other_sites_air(design: Design) -> List[Diagnostic]:
 AIR_COOLED_MAX_ALTITUDE_M = 3050.0
 
 
-def high_sites(design: Design, climate=None) -> List[Diagnostic]:
-    """W640 for each site whose `altitude` is above what air-cooled IT is specified for, and
-    for the first site without one whose climate file's elevation (the one its air is computed
-    at: site_air) is."""
+def high_sites(design: Design, site_climates=()) -> List[Diagnostic]:
+    """W640 for each site whose `altitude` is above what air-cooled IT is specified for, or
+    without one, whose own climate file's elevation (`site_climates`, one per site or None:
+    climate.of_sites) is."""
     out = []
-    for i, site in enumerate(design.roots):
+    for site, climate in zip(design.roots, tuple(site_climates) + (None,) * len(design.roots)):
         alt, span, what = _si(site.field("altitude")), site.span_of("altitude"), "its altitude"
-        if alt is None and i == 0 and climate is not None and climate.elevation_m is not None:
+        if alt is None and climate is not None and climate.elevation_m is not None:
             alt, span = climate.elevation_m, site.span_of("climate")
             what = f"the elevation of its climate file `{climate.name}`"
         if alt is not None and alt > AIR_COOLED_MAX_ALTITUDE_M:
@@ -161,7 +161,9 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
         if root is not None else None
     pressure = site_air(design, climate, diags)
     diags.extend(other_sites_air(design))
-    diags.extend(high_sites(design, climate))
+    diags.extend(high_sites(design, climates.of_sites(design.roots, climate,
+                                                      _project_root(design), diags,
+                                                      design.read)))
     total_power = sum(power_of(r, cache).si for r in design.roots)
     network_w = sum(f.power_w for f in fabrics)
     network_liquid = sum(served.fabric_split(f)[1] * max(f.instances, 1) for f in fabrics)
@@ -178,11 +180,8 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
                                    pressure[0]))
     loops.sort(key=lambda lp: lp.path)
     air.sort(key=lambda a: a.path)
-    if air and pressure[1] == "sea level" and root is not None:
-        diags.append(_warn("W642", f"site `{root.path}` declares no `altitude` (nor a "
-                                   f"`climate` file with an elevation): its air units' air is "
-                                   f"taken at sea level (101,325 Pa)", root.span,
-                           "declare `altitude = ...` on the site"))
+    if air and pressure[1] == "sea level":
+        diags.extend(_sea_level(design, air))
     uncooled_network(mult, served, diags)
     assign = Circuits(mult, served, resolve, diags)
     cooled = bool(loops or air or assign.all)
@@ -224,6 +223,22 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
                          tuple(air), average.pumps_w, average.fans_w, average.chillers_w,
                          average.total_w, pue, classes[0] if classes else None, tuple(diags),
                          tuple(reqs), average.cdus_w, average, peak, result)
+
+
+def _sea_level(design: Design, air) -> List[Diagnostic]:
+    """W642 at each site that holds air units (the first site when none is found) and declares
+    no `altitude` (a later one no `climate` either: its own is W645): the first site declares
+    no altitude and no climate file with an elevation, so the air is taken at sea level. It
+    named the first site, whether or not it held the air units."""
+    def holds(site) -> bool:
+        return any(a.path == site.path or a.path.startswith((site.path + ".", site.path + "["))
+                   for a in air)
+    sites = [s for s in design.roots if holds(s)] or design.roots[:1]
+    return [_warn("W642", f"site `{site.path}` declares no `altitude` (nor a `climate` file "
+                          f"with an elevation): its air units' air is taken at sea level "
+                          f"(101,325 Pa)", site.span, "declare `altitude = ...` on the site")
+            for site in sites if site.field("altitude") is None and
+            (site is design.roots[0] or site.field("climate") is None)]
 
 
 def _unrejected(assign: Circuits, lost: float, root: Instance, diags) -> None:

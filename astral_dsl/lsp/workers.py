@@ -76,6 +76,14 @@ class Stopper:
         if worker is not None:
             worker.kill()
 
+    def release(self, worker: "_Worker") -> bool:
+        """Let go of `worker`, whose answer came (it may serve another analysis now: a late
+        `stop` must not end it); False when this job was stopped already."""
+        with self._lock:
+            if self._worker is worker:
+                self._worker = None
+            return not self.stopped
+
 
 class Job:
     """`fn(*args)` in a daemon thread; `future` (of the event loop `loop`) gets its result,
@@ -132,7 +140,10 @@ class Job:
         self._end(Superseded(self.what))
 
     def _expire(self) -> None:
-        self._end(TimedOut(self.what, self.timeout))
+        """The deadline, unless the work ended in time: its result is on its way to the loop
+        (`_deliver`, queued behind this timer when the loop was starved of CPU), not late."""
+        if not self._finished:
+            self._end(TimedOut(self.what, self.timeout))
 
     @property
     def running(self) -> bool:
@@ -236,11 +247,15 @@ class Checker:
         except (Stopped, TimedOut):
             worker.kill()
             raise
+        # the worker is let go before it is idle again: a job cancelled after its answer came
+        # (during the compile that follows) ended the worker it had, by then another
+        # document's, whose analysis failed with "the analysis worker ended" (E000)
         with self._lock:
-            if len(self._idle) < IDLE and not stopper.stopped:
+            keep = stopper.release(worker) and len(self._idle) < IDLE
+            if keep:
                 self._idle.append(worker)
-            else:
-                worker.kill()
+        if not keep:
+            worker.kill()
         return answer
 
     def close(self) -> None:

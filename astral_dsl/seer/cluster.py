@@ -240,7 +240,9 @@ def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1
             f"path send{'s' if moved == 1 else ''} through the NIC of another GPU of "
             f"{'their' if moved != 1 else 'its'} NVLink domain (NCCL's PXN, on by default since "
             "NCCL 2.12), sharing it; assumed: the neighbour may sit on another tray of the "
-            "domain, and the rerouted GPUs spread evenly over its live NICs",) if moved else ()
+            "domain, and the rerouted GPUs go one at a time onto the live NIC of the domain "
+            "that leaves each the most bandwidth (a max-min share: a faster NIC takes more of "
+            "them; NCCL picks a NIC by topology, not by load)",) if moved else ()
     return tuple(out), tuple(cut), note, Damaged(damage, tuple(hosts), domain, speed * shared,
                                                   domain_at, partial)
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 from astral_dsl import records
 
 from astral_dsl.units.dimension import DIMENSIONLESS, Dim, dimension_name, div, mul, power
-from astral_dsl.units.spelling import preferred_unit, reads_back, tidy, unit_power
+from astral_dsl.units.spelling import combined_unit, preferred_unit, unit_power
 from astral_dsl.units.table import MAX_DIMENSION_EXPONENT, MAX_UNIT_EXPONENT, Unit, parse_unit
 
 
@@ -319,14 +319,10 @@ def _within(dims: Dim, a: Quantity, b: Quantity, op: str) -> Dim:
 
 
 def _combine(a: Quantity, b: Quantity, op: str) -> str:
-    """A display unit for a product or quotient: plain numbers and ratios keep the other's unit;
-    otherwise the two units joined, when that spelling parses back to the right dimension, else
-    the preferred unit of the resulting dimension."""
+    """A display unit for a product or quotient (spelling.combined_unit): a plain number or
+    a ratio adds no unit; a dimensionless result is a plain number."""
     dims = mul(a.dims, b.dims) if op == "*" else div(a.dims, b.dims)
     if dims == DIMENSIONLESS:
         return ""
-    ua = a.unit if not a.dimensionless else ""
-    ub = b.unit if not b.dimensionless else ""
-    if not ub:
-        return ua
-    return reads_back((ub if op == "*" else "") if not ua else tidy(f"{ua}{op}{ub}"), dims)
+    return combined_unit("" if a.dimensionless else a.unit, "" if b.dimensionless else b.unit,
+                         op, dims)

@@ -1,17 +1,57 @@
-"""How a computed quantity's unit is spelled: a product's or a power's unit from its operands'
-(`kW/h` squared is `kW^2/h^2`, its inverse square `h^2/kW^2`), kept only when it parses back to
-the quantity's dimension, else the preferred unit of the dimension (`J/kg/K`, base units)."""
+"""How a computed quantity's unit is spelled, by one rule for products, quotients and powers:
+the unit names the operands were written in, each with its exponents added (`1 / (2 kW/h)` is
+in `h/kW`, `(2 kW/h) ^ 2` in `kW^2/h^2`, `(6 kW*h) / (2 h)` in `kW`), kept only when it parses
+back to the quantity's dimension, else the preferred unit of the dimension (`J/kg/K`, base
+units)."""
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import Dict, List
 
-from astral_dsl.units.dimension import Dim
+from astral_dsl.units.dimension import BASES, NAMED, Dim
 from astral_dsl.units.table import MAX_UNIT_EXPONENT, parse_unit
 
 
-def reads_back(candidate: str, dims: Dim) -> str:
-    """`candidate` when it parses back to a unit of `dims`, else the preferred unit of `dims`."""
+_ATOM = re.compile(r"([*/]?)([^*/^]+)(?:\^(-?\d+))?")
+
+
+def exponents(unit: str) -> Dict[str, int]:
+    """Each unit name of `unit` and its exponent, in the order written (`kW/h` -> kW 1, h -1;
+    `m/s*kg` -> m 1, s -1, kg 1: each factor after a `/` is a divisor, the rest multiply)."""
+    out: Dict[str, int] = {}
+    for op, atom, e in _ATOM.findall(unit):
+        out[atom] = out.get(atom, 0) + (-1 if op == "/" else 1) * int(e or 1)
+    return out
+
+
+def combined_unit(a: str, b: str, op: str, dims: Dim) -> str:
+    """The display unit of a product (`op` `*`) or quotient (`/`) of quantities in units `a`
+    and `b` ("" for a plain number or a ratio)."""
+    written = exponents(a)
+    for atom, e in exponents(b).items():
+        written[atom] = written.get(atom, 0) + (e if op == "*" else -e)
+    return spell(written, dims)
+
+
+def unit_power(unit: str, n: int, dims: Dim) -> str:
+    """The display unit of a quantity in `unit` raised to `n`: each name's exponent times n
+    (`m^2` -> `m^4`, `kW/h` -> `kW^2/h^2`, to the -2 `h^2/kW^2`)."""
+    if not unit:
+        return ""
+    return spell({atom: e * n for atom, e in exponents(unit).items()}, dims)
+
+
+def spell(written: Dict[str, int], dims: Dim) -> str:
+    """The unit of `dims` spelled in the names `written` with their exponents: a name whose
+    exponents cancel is left out (`kW*h/h` is `kW`), and so are two names of one dimension
+    above and below the line (`GB*s/Gb` is `s`, the value shown 8 times larger: the amount is
+    held in SI units); with none above the line, a named dimension's unit (`1 / (10 ms)` is
+    `100 Hz`, not `ms^-1`; `1 / (2 kW)` stays `kW^-1`). Kept when it reads back as a unit of
+    `dims`, else the preferred unit of `dims`."""
+    written = _cancelled(written)
+    if not any(e > 0 for e in written.values()) and _named(dims):
+        return _named(dims)
+    candidate = _written(written)
     if candidate:
         try:
             if parse_unit(candidate).dims == dims:
@@ -21,37 +61,35 @@ def reads_back(candidate: str, dims: Dim) -> str:
     return preferred_unit(dims)
 
 
-_ATOM = re.compile(r"([*/]?)([^*/^]+)(?:\^(-?\d+))?")
+def _cancelled(written: Dict[str, int]) -> Dict[str, int]:
+    """`written` with the powers of a name above the line and of another of its dimension
+    below cancelled (`kW*h/W`: kW and W; `MW/h/kW`: MW and kW), as far as they go."""
+    out = dict(written)
+    for up in written:
+        for down in written:
+            if out[up] > 0 and out[down] < 0 and _dims_of(up) == _dims_of(down) is not None:
+                n = min(out[up], -out[down])
+                out[up], out[down] = out[up] - n, out[down] + n
+    return out
 
 
-def unit_power(unit: str, n: int, dims: Dim) -> str:
-    """The display unit of a quantity in `unit` raised to `n`: each factor's exponent times n
-    (`m^2` -> `m^4`, `kW/h` -> `kW^2/h^2`; `m^2^2` and `kW/h^2` would not read back, or read
-    back as another quantity), else the preferred unit of the result's dimension."""
-    if not unit:
-        return ""
-    parts = [f"{op}{atom}" + ("" if int(e or 1) * n == 1 else f"^{int(e or 1) * n}")
-             for op, atom, e in _ATOM.findall(unit)]
-    return reads_back(tidy("".join(parts)), dims)
+def _dims_of(name: str):
+    try:
+        return parse_unit(name).dims
+    except ValueError:
+        return None
 
 
-def tidy(unit: str) -> str:
-    """`unit` with its negative exponents written as a denominator after the factors with a
-    positive one (`kW^-2/h^-2` is `h^2/kW^2`, `m^-1/s^-2` is `s^2/m`); `unit` itself when no
-    exponent is written negative, or when none is positive (`m^-1*s^-2`: a unit cannot start
-    with `/`). Each factor after a `/` is a divisor: `a/b*c` would be a*c/b."""
-    if "^-" not in unit:
-        return unit
-    factors = [(atom, (-1 if op == "/" else 1) * int(e or 1))
-               for op, atom, e in _ATOM.findall(unit)]
-    num = [_power(atom, e) for atom, e in factors if e > 0]
+def _written(written: Dict[str, int]) -> str:
+    """The names with a positive exponent, in the order written, then each with a negative one
+    after its own `/` (`a/b*c` would be a*c/b); each power in factors a unit may spell (`m^14`:
+    `m^12*m^2`); with none positive, the negative exponents written (`m^-1*s^-2`: `m^-1/s^-2`
+    would read back as m^-1*s^2, and a unit cannot start with `/`)."""
+    num = [f for atom, e in written.items() if e > 0 for f in _factors(atom, e)]
+    den = [f for atom, e in written.items() if e < 0 for f in _factors(atom, -e)]
     if not num:
-        return unit
-    return "*".join(num) + "".join("/" + _power(atom, -e) for atom, e in factors if e < 0)
-
-
-def _power(atom: str, e: int) -> str:
-    return atom if e == 1 else f"{atom}^{e}"
+        return "*".join(f for atom, e in written.items() if e < 0 for f in _factors(atom, e))
+    return "*".join(num) + "".join("/" + f for f in den)
 
 
 _PREFERRED = {
@@ -62,21 +100,21 @@ _PREFERRED = {
     "bandwidth": "b/s", "operations": "FLOP", "compute": "FLOP/s", "money": "USD",
 }
 
+# the unit of each base dimension (dimension.BASES): information's is the bit, `b`
+_BASE_UNIT = {"bit": "b"}
 
-def preferred_unit(dims: Dim) -> str:
-    from astral_dsl.units.dimension import BASES, NAMED
 
+def _named(dims: Dim) -> str:
+    """The preferred unit of a named dimension, "" for any other (and for a plain number)."""
     for name, d in NAMED.items():
         if d == dims and name in _PREFERRED:
             return _PREFERRED[name]
-    # the base units, each power in factors a unit may spell (`m^14`: `m^12*m^2`); a
-    # denominator's factors each after a `/` (`kg*m/s^2`), none without a numerator
-    # (`m^-1*s^-2`: `m^-1/s^-2` would read back as m^-1*s^2)
-    num = [f for b, e in zip(BASES, dims) if e > 0 for f in _factors(b, e)]
-    den = [f for b, e in zip(BASES, dims) if e < 0 for f in _factors(b, -e)]
-    if not num:
-        return "*".join(f for b, e in zip(BASES, dims) if e < 0 for f in _factors(b, e))
-    return "*".join(num) + "".join("/" + f for f in den)
+    return ""
+
+
+def preferred_unit(dims: Dim) -> str:
+    """A named dimension's unit, else the base units (`s^4/kg/m^2`, `s/b`)."""
+    return _named(dims) or _written({_BASE_UNIT.get(b, b): e for b, e in zip(BASES, dims)})
 
 
 def _factors(base: str, e: int) -> List[str]:
