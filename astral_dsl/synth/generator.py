@@ -145,8 +145,14 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
             if 0 <= s2 < P and s2 != s and (s, s2) not in pair_factor:
                 pair_factor[(s, s2)] = net.pairs(idx[s], idx[s2])
     dp_factor = [net.rings(idx[s]) for s in range(P)]
-    ep_factor = [experts.factors(net, idx[s], ep) if ep > 1 else None for s in range(P)]
-    expert = (steps, ep, ep_factor)
+    ep_groups = [g.ranks for g in rank_map.groups["ep"]]
+    ep_members = [experts.members(ep_groups, idx[s]) if ep > 1 else None for s in range(P)]
+    if ep > 1 and any(m is None for m in ep_members):
+        raise SynthError("an EP group of the rank map spans pipeline stages (its order puts pp "
+                         "before ep's ranks): Megatron-Core refuses such an order")
+    ep_factor = [experts.factors(net, idx[s], ep_members[s]) if ep > 1 else None
+                 for s in range(P)]
+    expert = (steps, ep_members, ep_factor)
     out = _Emit()
     free = np.zeros((P, D, T))
     for k in range(iterations):
@@ -222,9 +228,9 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
             comp = comp_base * gpu_factor[idx[i]] * it_factor * \
                 (1 + rng.normal(0, noise.kernel, (D, T))) * net.gpu_slow(idx[i], start)
             tag = 1 if ph == "F" else 2
-            steps, ep, ep_factor = expert
-            done = experts.run(out, it, idx[i], start, comp, steps[(i, ph, c)], ep, ep_factor[i],
-                               net, noise, rng, "ep_comm", OP["collective"]) \
+            steps, ep_members, ep_factor = expert
+            done = experts.run(out, it, idx[i], start, comp, steps[(i, ph, c)], ep_members[i],
+                               ep_factor[i], net, noise, rng, "ep_comm", OP["collective"]) \
                 if steps[(i, ph, c)] else start + comp
             tp = tp_base * np.exp(rng.normal(0, noise.comm, (D, 1)))
             end = done.max(axis=1, keepdims=True) + tp
