@@ -13,6 +13,7 @@ from astral_dsl.analyses import rankmap
 from astral_dsl.analyses.fabric_names import TierKey
 from astral_dsl.diagnose import rank_map
 from clirun import astral as _astral_cli  # noqa: E402
+from jobtext import job
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
@@ -46,15 +47,8 @@ def test_megatron_order():
         rankmap.parse_order("tp-dp-pp")
 
 
-TP_CP_EP = """
-job tcp {
-  model = TinyMoE
-  placement = Lab
-  gpus = 16
-  parallel { tp = 2, cp = 2, pp = 1, dp = 4, ep = 4 }
-  batch { global_batch = 16, micro = 1, seq = 2048 }
-}
-"""
+TP_CP_EP = job("tcp", "TinyMoE", 16, "tp = 2, cp = 2, pp = 1, dp = 4, ep = 4",
+               "global_batch = 16, micro = 1, seq = 2048")
 
 
 def test_expert_groups_are_megatron_cores_and_seers():

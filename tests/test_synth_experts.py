@@ -19,6 +19,7 @@ from astral_dsl.seer.calibration import shipped
 from astral_dsl.synth import Fault, Noise, experts, generate, write
 from astral_dsl.synth.generator import PH, _Net
 from astral_dsl.synth.inject import crossing_ranks
+from jobtext import job
 
 MOE = Path(__file__).resolve().parent / "fixtures" / "diagnose" / "moe.astral"
 QUIET = Noise(kernel=0.0, comm=0.0, iteration=0.0, gpu_spread=0.0, clock=0.0)
@@ -175,15 +176,8 @@ def test_a_slow_all_to_all_inside_a_rack_names_the_racks_hosts(moe, monkeypatch)
     assert found.instances["ep"] == (144, 24)
 
 
-TP2 = """
-job tp2 {
-  model = TinyMoE
-  placement = Lab
-  gpus = 16
-  parallel { tp = 2, pp = 1, dp = 8, ep = 8 }
-  batch { global_batch = 16, micro = 1, seq = 2048 }
-}
-"""
+TP2 = job("tp2", "TinyMoE", 16, "tp = 2, pp = 1, dp = 8, ep = 8",
+          "global_batch = 16, micro = 1, seq = 2048")
 
 
 def test_a_tp_2_drill_exchanges_over_seers_ep_groups():
