@@ -234,15 +234,23 @@ def _declared_order(job: Instance) -> Optional[str]:
 
 def _groups(sizes, order, world):
     """Per kind: the groups (ranks differing only in that coordinate: the dense numbering's, the
-    expert numbering's for `ep`) and each rank's group."""
+    expert numbering's for `ep`) and each rank's group; with context parallelism `dpcp`, the
+    data- and context-parallel ranks over which Megatron-Core reduces the gradients (its
+    DATA_PARALLEL_GROUP_WITH_CP, Seer's `dp` group); with expert parallelism `edp`, the expert
+    numbering's data-parallel ranks over which the experts' gradients are reduced (its
+    EXPERT_DATA_PARALLEL_GROUP, Seer's `edp`)."""
     import numpy as np
 
     dense, expert = _numberings(sizes, order)
     ranks = np.arange(world, dtype=np.int64)
     groups: Dict[str, Tuple[CommGroup, ...]] = {}
     of_rank: Dict[str, Tuple[int, ...]] = {}
-    for kind in KINDS:
-        key = (expert if kind == "ep" else dense).base(kind, ranks)
+    keys = {kind: (expert if kind == "ep" else dense).base(kind, ranks) for kind in KINDS}
+    if sizes["cp"] > 1:
+        keys["dpcp"] = dense.base("dp", dense.base("cp", ranks))
+    if sizes["ep"] > 1:
+        keys["edp"] = expert.base("dp", ranks)
+    for kind, key in keys.items():
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         order_g = np.argsort(first, kind="stable")          # groups numbered by their first rank
         renum = np.empty_like(order_g)

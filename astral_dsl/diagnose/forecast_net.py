@@ -10,7 +10,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from astral_dsl.diagnose.evidence import MIN_PEERS
-from astral_dsl.diagnose.match import KIND_CODES, P2P
+from astral_dsl.diagnose.match import DP_FAMILY, KIND_CODES, P2P
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.records import OP_INDEX
 from astral_dsl.seer.lower_comm import SHARDED_COLLECTIVES
@@ -55,6 +55,9 @@ def forecast_net(fc) -> Dict:
         if fc.job.parallel.pp > 1:       # the slowest boundary the stage sends or receives over
             out[(P2P, s)] = float(max(low.p2p_hops()[b] for b in used(fc.job)
                                             if s in (b, (b + 1) % fc.job.parallel.pp)))
+    dpcp = KIND_CODES["dpcp"]        # Seer prices the DP collectives over DP x CP: the same
+    for key in [k for k in out if k[0] == dp]:
+        out[(dpcp,) + key[1:]] = out[key]
     return out
 
 
@@ -80,13 +83,14 @@ def unnamed_dp(tm, inst, fc_net, files, zero: int = 0) -> Diagnostic:
     embedding makes its gather the larger; under ZeRO-3 (`zero` 3) the median layer's of
     each)."""
     dp = KIND_CODES["dp"]
+    family = np.isin(inst.kind, [KIND_CODES[k] for k in DP_FAMILY])
     n = int(tm.unnamed.sum())
     stages = sorted(set(tm.stage[tm.unnamed].tolist()))
     reduce = [fc_net[(dp, s, OP_INDEX["all_reduce"])] for s in stages]
     gather = [fc_net[(dp, s, OP_INDEX["all_gather"])] for s in stages]
     return Diagnostic(
         "W797", Severity.WARNING,
-        f"{n:,} of the {int((tm.usable & (inst.kind == dp)).sum()):,} DP collectives are not "
+        f"{n:,} of the {int((tm.usable & family).sum()):,} DP collectives are not "
         f"judged: the data does not say which collective each is, the forecast's gradient "
         f"reductions and parameter all-gathers differ ({_ms_span(reduce)} a "
         f"{'layer' if zero >= 3 else 'bucket'}, {_ms_span(gather)} "
