@@ -100,3 +100,55 @@ def test_expert_gradients_on_their_group_are_matched():
     found = diagnose.diagnose(design, observed, job="moe")
     assert "E790" not in {d.code for d in found.diagnostics}
     assert found.instances["edp"] == (48, 0) and found.verdict == "healthy"
+
+
+def _apart(t, dense_s, expert_s, slow=None):
+    """Rank `t`'s drill rows with each gradient bucket (the drill's one DP ring of 9.87 ms) as a
+    trace shows it: the dense weights' all-reduce on DATA_PARALLEL_GROUP (its stage's 24
+    ranks), then the experts' on EXPERT_DATA_PARALLEL_GROUP, ending with the ring; `slow`: the
+    iteration whose dense all-reduce takes twice its time (the experts' after it, later)."""
+    base = 24 * (t.rank // 24)
+    edp = base + t.rank % 8
+    dp = np.flatnonzero(t.phase == PHASE_INDEX["dp_comm"])
+    end = t.start[dp] + t.duration[dp]
+    extra = np.where(t.iteration[dp] == slow, dense_s, 0.0)
+    cut = end - expert_s + extra
+    cols = {"start": np.r_[t.start, cut], "duration": np.r_[t.duration, end + extra - cut]}
+    cols["duration"][dp] = cut - t.start[dp]
+    group = np.r_[np.where(t.phase == PHASE_INDEX["dp_comm"], 0, -1), np.ones(dp.size, int)]
+    pgs = (ProcessGroup("dp", "DATA_PARALLEL_GROUP", tuple(range(base, base + 24))),
+           ProcessGroup("edp", "EXPERT_DATA_PARALLEL_GROUP", (edp, edp + 8, edp + 16)))
+    return attrs.evolve(t, iteration=np.r_[t.iteration, t.iteration[dp]],
+                        phase=np.r_[t.phase, t.phase[dp]], peer=np.r_[t.peer, t.peer[dp]],
+                        op=np.r_[t.op, t.op[dp]], group=group, groups=pgs, **cols)
+
+
+def test_dense_gradients_apart_from_the_experts_have_their_own_forecast():
+    """moe.astral's `moe`: Seer prices a gradient bucket (173.1M dense and 75.5M expert
+    parameters a stage, fp32 gradients) as the dense weights' all-reduce over the 24-rank DP
+    group, 2.716 ms, then the experts' over the 3-rank EDP group, 7.149 ms: 9.865 ms in all, a
+    rank log's one row. A trace that shows them apart has its dense all-reduce (one DP group a
+    stage: compared with the forecast) compared with the 2.716 ms: made twice as long in
+    iteration 101 on stage 0 (5.4 ms) it is slow; against the bucket's 9.865 ms it had passed
+    (below 1.25 x). The EDP ones: 8 groups a stage, compared with each other."""
+    design = astral_dsl.load(str(ROOT / "moe.astral"))
+    fc, rm = seer.forecast(design, job="moe"), diagnose.rank_map(design, "moe")
+    a, e, params = fc.runs[0].dp[0]
+    dense_s, expert_s = fc.lowering.dp_parts(params)
+    assert params == (173129728.0, 75497472.0)
+    assert (round(dense_s * 1e3, 3), round(expert_s * 1e3, 3), round((e - a) * 1e3, 3)) == \
+        (2.716, 7.149, 9.865)
+    net = diagnose._forecast_net(fc, apart=True)
+    assert net[(match.KIND_CODES["dp"], 0, OP_INDEX["all_reduce"])] == dense_s
+    assert net[(match.KIND_CODES["edp"], 0, OP_INDEX["all_reduce"])] == expert_s
+    assert diagnose._forecast_net(fc)[(match.KIND_CODES["dp"], 0, OP_INDEX["all_reduce"])] == \
+        e - a
+    observed = write.to_observed(generate(fc, rm, [], seed=1))
+    healthy = attrs.evolve(observed, traces=tuple(_apart(t, dense_s, expert_s)
+                                                  for t in observed.traces))
+    found = diagnose.diagnose(design, healthy, job="moe")
+    assert found.instances["dp"] == (6, 0) and found.instances["edp"] == (48, 0)
+    slow = attrs.evolve(observed, traces=tuple(
+        _apart(t, dense_s, expert_s, 101 if t.rank < 24 else None) for t in observed.traces))
+    found = diagnose.diagnose(design, slow, job="moe")
+    assert found.instances["dp"] == (6, 1)

@@ -158,7 +158,9 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                                    f"out", files[0] if files else None,
                            "a clock that jumped, or records from another run"))
     timers = _timers(timers, traces)
-    fc_net = _forecast_net(fc) if fc is not None else {}
+    # a trace that shows the experts' gradients on their own group shows the dense ones apart
+    apart = bool((inst_.kind == match.KIND_CODES["edp"]).any())
+    fc_net = _forecast_net(fc, apart) if fc is not None else {}
     tm = evidence.timing(records, inst_, clk, stage, fc_net)
     files = sorted({t.file for t in traces.values()})
     if tm.unnamed.any():
