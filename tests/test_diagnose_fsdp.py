@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import numpy as np
 import pytest
 
 import astral_dsl
 from astral_dsl import diagnose, seer
 from astral_dsl.diagnose import match
-from astral_dsl.observe.records import OP_INDEX
+from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup
 from astral_dsl.synth import Fault, SynthError, generate, write
 from clirun import astral as _astral_cli  # noqa: E402
 from jobtext import job
@@ -116,3 +117,19 @@ def test_zero_3_with_experts_is_refused_with_e798(tmp_path):
     assert len(e798) == 1 and e798[0]["hint"]
     line = next(i for i, t in enumerate(FSDP.splitlines(), 1) if "ep = 8, zero = 3" in t)
     assert e798[0]["range"]["start"]["line"] == line
+
+
+def test_a_dp_group_of_every_rank_in_a_trace_is_the_dp_group(fsdp):
+    """tp 1, pp 1: the DP group is every rank. A profiler trace names its kernels' process
+    group, DATA_PARALLEL_GROUP of ranks 0-47: matched as DP collectives (144, all slow with
+    rank 5's NIC at half rate), not as the world's end-of-iteration sync, which is not judged
+    (the traces' drill had matched none and given an all-clear)."""
+    design, fc, rm = fsdp
+    data = generate(fc, rm, [Fault("nic_port", _port(rm, 5), 0.5, 5)], seed=3)
+    observed = write.to_observed(data)
+    pg = (ProcessGroup("dp-0", "DATA_PARALLEL_GROUP", tuple(range(48))),)
+    observed = attrs.evolve(observed, traces=tuple(
+        attrs.evolve(t, groups=pg, group=np.where(t.phase == PHASE_INDEX["dp_comm"], 0, -1))
+        for t in observed.traces))
+    found = diagnose.diagnose(design, observed, job="fsdp")
+    assert found.instances["dp"] == (144, 144) and found.verdict != "healthy"

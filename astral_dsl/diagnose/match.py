@@ -15,6 +15,7 @@ import numpy as np
 
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
+from astral_dsl.observe.kineto import group_kind
 from astral_dsl.observe.records import COMM_KIND, OP_INDEX, PHASES, RankTrace, op_of
 
 KIND_CODES = {"tp": 0, "cp": 1, "ep": 2, "dp": 3, "pp": 4, "world": 5, "dpcp": 6, "edp": 7}
@@ -71,23 +72,30 @@ def _kind_of_groups(trace: RankTrace, rm: RankMap, sets: Optional[Dict] = None
     sets = {} if sets is None else sets
     out: Dict[int, int] = {}
     inside = trace.rank < rm.world
+
+    def of(kinds) -> Optional[int]:
+        for kind in kinds:
+            if kind in rm.groups:
+                mine = rm.group(kind, trace.rank).ranks
+                if len(mine) >= len(ranks) and _set_of(sets, mine) == ranks:   # sizes first
+                    return KIND_CODES[kind]
+        return None
+
     for i, g in enumerate(trace.groups):
         ranks = _set_of(sets, g.ranks)
-        if not ranks:
+        if not ranks or not inside:
             continue
-        if len(ranks) == rm.world and inside:
-            out[i] = KIND_CODES["world"]
-            continue
-        if not inside or len(ranks) < 2:
-            continue
-        out[i] = NO_GROUP
-        for kind in GROUP_KINDS:
-            if kind not in rm.groups:
-                continue
-            mine = rm.group(kind, trace.rank).ranks
-            if len(mine) >= len(ranks) and _set_of(sets, mine) == ranks:   # sizes first
-                out[i] = KIND_CODES[kind]
-                break
+        # the kind its description names first: a DP group of every rank (tp 1, pp 1: a pure
+        # data-parallel or FSDP job) is the DP group, not the world's
+        named = group_kind(g.desc, g.name)
+        hit = of(DP_FAMILY if named == "dp" else (named,) if named else ())
+        if hit is None and len(ranks) == rm.world:
+            hit = KIND_CODES["world"]
+        if hit is None and len(ranks) >= 2:
+            hit = of(GROUP_KINDS)
+            hit = NO_GROUP if hit is None else hit
+        if hit is not None:
+            out[i] = hit
     return out
 
 
