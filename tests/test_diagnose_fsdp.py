@@ -6,6 +6,7 @@ E798."""
 from __future__ import annotations
 
 import json
+import re
 
 import attrs
 import numpy as np
@@ -78,6 +79,9 @@ def test_a_slow_dp_nic_under_fsdp_is_not_an_all_clear(fsdp):
     found = diagnose.diagnose(design, write.to_observed(data), job="fsdp")
     assert found.verdict != "healthy" and found.instances["dp"] == (144, 144)
     assert _port(rm, 5) in found.suspects[0].parts
+    # one DP group: no peers, the forecast is what they ran slower than (not "their peers'")
+    assert re.search(r"ran 2\.\d\dx their forecast time \(too few peers to compare with\)",
+                     found.suspects[0].summary)
 
 
 def test_unnamed_fsdp_collectives_are_said(fsdp):
