@@ -152,3 +152,17 @@ def test_dense_gradients_apart_from_the_experts_have_their_own_forecast():
         _apart(t, dense_s, expert_s, 101 if t.rank < 24 else None) for t in observed.traces))
     found = diagnose.diagnose(design, slow, job="moe")
     assert found.instances["dp"] == (6, 1)
+
+
+def test_an_ep_that_does_not_divide_is_said_once_with_its_own_hint():
+    """ep 8 with tp x dp x cp = 12: Seer's E753 says so, with the `ep` values that divide; the
+    rank map cannot be built either, and that is not said again as E759 with the hint about the
+    order of the dimensions (which had followed E753)."""
+    bad = job("bad", "TinyMoE", 12, "tp = 1, pp = 1, dp = 12, ep = 8",
+              "global_batch = 12, micro = 1, seq = 2048")
+    design = astral_dsl.loads((ROOT / "moe.astral").read_text() + bad, name="moe.astral",
+                              root=ROOT)
+    with pytest.raises(diagnose.DiagnoseError) as exc:
+        diagnose.diagnose(design, None, job="bad")
+    codes = [d.code for d in exc.value.diagnostics if d.is_error]
+    assert codes == ["E753"]

@@ -112,6 +112,9 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
         rm = rankmap_mod.build(design, inst, {"tp": p.tp, "cp": p.cp, "ep": p.ep, "dp": p.dp,
                                               "pp": p.pp}, order or _order(p))
     except rankmap_mod.RankMapError as exc:      # as a job's `order` that is not one (E759)
+        if any(d.is_error for d in diags):      # the job's own errors say why (E753: an `ep`
+            #                                     that does not divide tp x dp x cp, ...)
+            raise DiagnoseError(f"job `{inst.template}`: {exc}", diags) from None
         message, said = _refused("E759", f"job `{inst.template}`: {exc}", design.file,
                                  ORDER_HINT)
         raise DiagnoseError(message, diags + said) from None
