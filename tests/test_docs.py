@@ -367,6 +367,8 @@ def test_every_code_has_an_example():
     # codes about observed files (`astral diagnose --observed`), not about source text
     by_console |= {c for c in CODES if c[1:3] == "78"} | {"E790", "W791", "E792", "W793",
                                                          "W794", "W795", "W796", "W797"}
+    # a job that `astral synth` cannot drill (a command's refusal, not the design's error)
+    by_console |= {"E798"}
     missing = sorted(set(CODES) - shown - by_console)
     assert not missing, f"codes without an astral-error example in diagnostics.md: {missing}"
 

@@ -13,6 +13,7 @@ from astral_dsl.analyses import rankmap
 from astral_dsl.analyses.fabric_names import TierKey
 from astral_dsl.diagnose import rank_map
 from clirun import astral as _astral_cli  # noqa: E402
+from jobtext import job
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "tests" / "fixtures" / "diagnose" / "small.astral"
@@ -36,12 +37,43 @@ def test_megatron_order():
     # pp before dp: rank = tp + 8 (pp + 4 dp)
     assert rankmap.coordinates(300, sizes, rankmap.parse_order("tp-cp-ep-pp-dp")) == \
         {"tp": 4, "cp": 0, "ep": 0, "dp": 9, "pp": 1}
-    # expert parallelism splits dp: ep 4 -> dp = ep_i + 4 dp_o
+    # the ep coordinate is the expert numbering's (expert tensor parallelism 1, TP folded in):
+    # rank = ep + 4 edp, EDP = tp dp / ep = 2 x 8 / 4 = 4: rank 11 -> ep 3 (edp 2); the dense
+    # coordinates as before: rank = tp + 2 dp -> tp 1, dp 5
     sizes = {"tp": 2, "cp": 1, "ep": 4, "dp": 8, "pp": 1}
     assert rankmap.coordinates(11, sizes, rankmap.parse_order(None)) == \
-        {"tp": 1, "cp": 0, "ep": 1, "dp": 5, "pp": 0}
+        {"tp": 1, "cp": 0, "ep": 3, "dp": 5, "pp": 0}
     with pytest.raises(rankmap.RankMapError):
         rankmap.parse_order("tp-dp-pp")
+
+
+TP_CP_EP = job("tcp", "TinyMoE", 16, "tp = 2, cp = 2, pp = 1, dp = 4, ep = 4",
+               "global_batch = 16, micro = 1, seq = 2048")
+
+
+def test_expert_groups_are_megatron_cores_and_seers():
+    """tp 2, cp 2, dp 4, ep 4 (16 ranks) on moe.astral's racks. Megatron-Core 0.16.1's
+    generators (parallel_state.RankGenerator, order tp-cp-ep-dp-pp): dense rank = tp + 2 cp +
+    4 dp; expert (tp 1, cp 1, ep 4, dp = 2 x 4 x 2 / 4 = 4) rank = ep + 4 edp, so an EP group is
+    4 consecutive ranks. The rank map's groups (diagnose, synth) and Seer's (comm_groups) are
+    both these lists: one numbering (analyses/rank_order.py)."""
+    from astral_dsl.seer.ranks import RankOrder
+    from astral_dsl.seer.spec import ParallelSpec
+
+    design = astral_dsl.loads((SMALL.parent / "moe.astral").read_text() + TP_CP_EP,
+                              name="moe.astral", root=SMALL.parent)
+    rm = rank_map(design, "tcp")
+    want = {"tp": [(2 * i, 2 * i + 1) for i in range(8)],
+            "cp": [(0, 2), (1, 3), (4, 6), (5, 7), (8, 10), (9, 11), (12, 14), (13, 15)],
+            "dp": [(0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15)],
+            "ep": [(0, 1, 2, 3), (4, 5, 6, 7), (8, 9, 10, 11), (12, 13, 14, 15)],
+            "pp": [(r,) for r in range(16)]}
+    assert {k: [g.ranks for g in rm.groups[k]] for k in want} == want
+    par = ParallelSpec(tp=2, cp=2, dp=4, ep=4)
+    seer_groups = {k: sorted({tuple(RankOrder(par, experts=k == "ep").group(k, r))
+                              for r in range(16)}) for k in want}
+    assert seer_groups == want
+    assert dict(rm.ranks[6].coords) == {"tp": 0, "cp": 1, "ep": 2, "dp": 1, "pp": 0}
 
 
 def test_single_pod_ranks(pod_map):

@@ -15,13 +15,20 @@ import astral_dsl
 from astral_dsl import diagnose, seer
 from astral_dsl.diagnose import compute as compute_mod
 from astral_dsl.diagnose import _forecast_compute
+from astral_dsl.seer.calibration import shipped
 from astral_dsl.synth import Fault, Noise, experts, generate, write
 from astral_dsl.synth.generator import PH, _Net
 from astral_dsl.synth.inject import crossing_ranks
+from jobtext import job
 
 MOE = Path(__file__).resolve().parent / "fixtures" / "diagnose" / "moe.astral"
 QUIET = Noise(kernel=0.0, comm=0.0, iteration=0.0, gpu_spread=0.0, clock=0.0)
-A2A = 4.77994388259345e-05      # one all-to-all as Seer prices it on this job (every one alike)
+# one all-to-all as Seer prices it on job `moe` (every one alike), from the shipped fit's
+# a2a_eff (the `alltoall` dispatcher's; 0.8207 in this stop's fit: 47.80 us) so that a refit
+# moves the expectation with the forecast (seer/comm.all_to_all, an EP group of 8 inside one
+# NVLink rack): BASE_S + (8 - 1) / 8 x bytes / (nvlink 900 GB/s x a2a_eff) + 7 NVLink steps / 4,
+# bytes = top-2 x 2048 tokens x hidden 4096 x 2 (bf16)
+A2A = 7e-6 + 7 / 8 * (2 * 2048 * 4096 * 2) / (900e9 * shipped().a2a_eff) + 7 * 0.6e-6 / 4
 
 
 @pytest.fixture(scope="module")
@@ -154,11 +161,11 @@ def test_a_slow_all_to_all_inside_a_rack_names_the_racks_hosts(moe, monkeypatch)
     fc, rm = jobs["moe"]
     factors = experts.factors
 
-    def slow_group0(net, ranks, ep):
-        static, flap = factors(net, ranks, ep)
-        if int(ranks[0, 0]) == 0:
+    def slow_group0(net, ranks, members):
+        static, flap = factors(net, ranks, members)
+        if int(ranks[0, 0]) == 0:                   # stage 0: its group 0 is ranks 0-7
             static = static.copy()
-            static[0, 0] = 2.0
+            static[0] = 2.0
         return static, flap
 
     monkeypatch.setattr(experts, "factors", slow_group0)
@@ -167,6 +174,29 @@ def test_a_slow_all_to_all_inside_a_rack_names_the_racks_hosts(moe, monkeypatch)
     top = found.suspects[0]
     assert top.kind == "host" and top.parts == ("Lab.racks[0].hosts[0]", "Lab.racks[0].hosts[1]")
     assert found.instances["ep"] == (144, 24)
+
+
+TP2 = job("tp2", "TinyMoE", 16, "tp = 2, pp = 1, dp = 8, ep = 8",
+          "global_batch = 16, micro = 1, seq = 2048")
+
+
+def test_a_tp_2_drill_exchanges_over_seers_ep_groups():
+    """tp 2, dp 8, ep 8 (16 ranks): Megatron-Core's expert numbering (TP folded in, Seer's and
+    the rank map's) makes ranks 0-7 (rack 0) and 8-15 (racks 0 and 1) the EP groups; the drill
+    ends each all-to-all on all 8 members together (it had exchanged over every other rank, 0,
+    2, .., 14, so the diagnosis's groups ended apart: 7 of a healthy drill's 96 slow). 16
+    all-to-alls a rank and iteration (2 micro-batches x 2 MoE layers x 4) x 2 groups x 3
+    iterations = 96 instances, none slow."""
+    design = astral_dsl.loads(MOE.read_text() + TP2, name="moe.astral", root=MOE.parent)
+    fc, rm = seer.forecast(design, job="tp2"), diagnose.rank_map(design, "tp2")
+    assert [g.ranks for g in rm.groups["ep"]] == [tuple(range(8)), tuple(range(8, 16))]
+    data = generate(fc, rm, [], Noise(clock=0.0, drift=0.0), seed=1)
+    ep = (data.phase == PH["ep_comm"]) & (data.iteration == 100)
+    ends = np.array([(data.start + data.duration)[ep & (data.rank == r)] for r in range(16)])
+    assert ends.shape == (16, 16)
+    assert np.ptp(ends[:8], axis=0).max() < 1e-6 and np.ptp(ends[8:], axis=0).max() < 1e-6
+    found = diagnose.diagnose(design, write.to_observed(data), job="tp2")
+    assert found.instances["ep"] == (96, 0)
 
 
 def test_megatron_wall_time_leaves_the_all_to_alls_to_their_rows(moe):

@@ -3,12 +3,14 @@ ports -> first-tier switches, and for every collective group the ports, links, s
 groups its traffic can cross (names: fabric_names.py; the placement's hosts and where their NIC
 ports land: rank_placement.py).
 
-Rank order (Megatron-Core's RankGenerator): `order` lists the parallel dimensions from the
-fastest-varying, `tp-cp-ep-dp-pp` by default: rank = tp + TP * (cp + CP * (dp + DP * pp)) for
-the default. Expert parallelism splits the data-parallel dimension: an EP group is `ep`
-consecutive data-parallel ranks (the dense order's `ep` has size 1). Ranks fill the placement's
-GPUs in order: host by host in the order the design lists them (with the job's `hosts_per_rack`,
-the first N of each rack: analyses/job_racks.py), GPU i of a host is local rank i.
+Rank order (Megatron-Core's RankGenerator, analyses/rank_order.py: the numbering Seer's
+groups come from too): `order` lists the parallel dimensions from the fastest-varying,
+`tp-cp-ep-dp-pp` by default: rank = tp + TP * (cp + CP * (dp + DP * pp)) for the default (the
+dense numbering's `ep` has size 1). A rank's `ep` coordinate and its EP group are the expert
+numbering's (TP and CP folded into the expert ranks, expert tensor parallelism 1): with the
+default order an EP group is `ep` consecutive ranks. Ranks fill the placement's GPUs in order:
+host by host in the order the design lists them (with the job's `hosts_per_rack`, the first N of
+each rack: analyses/job_racks.py), GPU i of a host is local rank i.
 
 Paths: a group inside one host runs on NVLink (its path is the host). Across hosts each member
 uses the NIC of its GPU's rail, every port of it (ports of one NIC are on different planes and
@@ -26,6 +28,7 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.analyses.fabric_names import TierKey, link_name
+from astral_dsl.analyses.rank_order import Numbering
 from astral_dsl.analyses.rank_placement import HostSlot, Port, _fabric_of, _hosts, _members, \
     _ports, nvlink_domain
 from astral_dsl.model.design import Design, Instance
@@ -146,15 +149,27 @@ def parse_order(text: Optional[str]) -> Tuple[str, ...]:
 
 
 def coordinates(rank: int, sizes: Dict[str, int], order: Sequence[str]) -> Dict[str, int]:
-    """Megatron-Core's decomposition; `ep` is a sub-dimension of `dp` (dp = ep_i + EP * dp_o)."""
-    dims = {"tp": sizes["tp"], "cp": sizes["cp"], "ep": sizes["ep"],
-            "dp": sizes["dp"] // max(1, sizes["ep"]), "pp": sizes["pp"]}
-    out, rest = {}, rank
-    for kind in order:
-        out[kind], rest = rest % dims[kind], rest // dims[kind]
-    ep_i, dp_o = out["ep"], out["dp"]
-    out["dp"] = ep_i + sizes["ep"] * dp_o
+    """Megatron-Core's decomposition: tp, cp, dp and pp the dense numbering's, ep the expert
+    numbering's (rank_order.py)."""
+    return _coords_of(rank, *_numberings(sizes, order))
+
+
+def _coords_of(rank: int, dense: Numbering, expert: Numbering) -> Dict[str, int]:
+    out = dense.coords(rank)
+    out["ep"] = expert.coords(rank)["ep"]
     return out
+
+
+def _all_coordinates(sizes: Dict[str, int], order: Sequence[str], world: int
+                     ) -> List[Dict[str, int]]:
+    dense, expert = _numberings(sizes, order)
+    return [_coords_of(r, dense, expert) for r in range(world)]
+
+
+def _numberings(sizes: Dict[str, int], order: Sequence[str]) -> Tuple[Numbering, Numbering]:
+    """The dense and the expert numbering of `sizes` (tp, cp, ep, dp, pp) in `order`."""
+    args = (sizes["tp"], sizes["cp"], sizes["ep"], sizes["dp"], sizes["pp"], order)
+    return Numbering(*args), Numbering(*args, experts=True)
 
 
 def build(design: Design, job: Instance, sizes: Dict[str, int], order: Optional[str] = None,
@@ -163,8 +178,9 @@ def build(design: Design, job: Instance, sizes: Dict[str, int], order: Optional[
     order_t = parse_order(order if order is not None else _declared_order(job))
     sizes = {k: max(1, int(sizes.get(k, 1))) for k in KINDS}
     world = sizes["tp"] * sizes["cp"] * sizes["dp"] * sizes["pp"]
-    if sizes["dp"] % sizes["ep"]:
-        raise RankMapError(f"ep = {sizes['ep']} does not divide dp = {sizes['dp']}")
+    if (sizes["tp"] * sizes["dp"] * sizes["cp"]) % sizes["ep"]:      # as Seer's E753
+        raise RankMapError(f"ep = {sizes['ep']} does not divide tp x dp x cp = "
+                           f"{sizes['tp'] * sizes['dp'] * sizes['cp']}")
     if world > limit:
         raise RankMapError(f"{world:,} ranks: more than the rank map's limit of {limit:,}")
     cache: Dict = {}
@@ -175,7 +191,7 @@ def build(design: Design, job: Instance, sizes: Dict[str, int], order: Optional[
         raise RankMapError(f"the placement holds {sum(per_host):,} GPUs, the job needs "
                            f"{world:,}")
     ranks: List[RankInfo] = []
-    coords_all = [coordinates(r, sizes, order_t) for r in range(world)]
+    coords_all = _all_coordinates(sizes, order_t, world)
     r = 0
     memo: Dict = {}
     for slot, n in zip(hosts, per_host):
@@ -191,7 +207,7 @@ def build(design: Design, job: Instance, sizes: Dict[str, int], order: Optional[
                                   f"{slot.path}.{gpu_member}[{local}]", slot.path, slot.index,
                                   local, tuple(ports_of(local)), domain))
             r += 1
-    groups, of_rank = _groups(coords_all, sizes, world)
+    groups, of_rank = _groups(sizes, order_t, world)
     return RankMap(job.template, order_t, tuple(sizes.items()), fc.fabric if fc else None,
                    tuple(ranks), groups, of_rank, tuple(fc.tiers) if fc else ())
 
@@ -201,10 +217,10 @@ def reorder(rm: RankMap, order: str) -> RankMap:
     groups change; which GPU a rank runs on does not)."""
     order_t = parse_order(order)
     sizes = dict(rm.sizes)
-    coords_all = [coordinates(r, sizes, order_t) for r in range(rm.world)]
+    coords_all = _all_coordinates(sizes, order_t, rm.world)
     ranks = tuple(attrs.evolve(info, coords=tuple((k, c[k]) for k in KINDS), stage=c["pp"])
                   for info, c in zip(rm.ranks, coords_all))
-    groups, of_rank = _groups(coords_all, sizes, rm.world)
+    groups, of_rank = _groups(sizes, order_t, rm.world)
     return RankMap(rm.job, order_t, rm.sizes, rm.fabric, ranks, groups, of_rank, rm._tiers)
 
 
@@ -217,31 +233,31 @@ def _declared_order(job: Instance) -> Optional[str]:
 
 
 
-def _groups(coords_all, sizes, world):
-    """Per kind: the groups (ranks differing only in that coordinate) and each rank's group."""
+def _groups(sizes, order, world):
+    """Per kind: the groups (ranks differing only in that coordinate: the dense numbering's, the
+    expert numbering's for `ep`) and each rank's group; with context parallelism `dpcp`, the
+    data- and context-parallel ranks over which Megatron-Core reduces the gradients (its
+    DATA_PARALLEL_GROUP_WITH_CP, Seer's `dp` group); with expert parallelism `edp`, the expert
+    numbering's data-parallel ranks over which the experts' gradients are reduced (its
+    EXPERT_DATA_PARALLEL_GROUP, Seer's `edp`)."""
     import numpy as np
 
-    c = {k: np.fromiter((x[k] for x in coords_all), dtype=np.int64, count=world) for k in KINDS}
+    dense, expert = _numberings(sizes, order)
+    ranks = np.arange(world, dtype=np.int64)
     groups: Dict[str, Tuple[CommGroup, ...]] = {}
     of_rank: Dict[str, Tuple[int, ...]] = {}
-    dims = {"tp": sizes["tp"], "cp": sizes["cp"], "dp": sizes["dp"], "pp": sizes["pp"]}
-    for kind in KINDS:
-        key = np.zeros(world, dtype=np.int64)
-        if kind == "ep":
-            parts = [("tp", dims["tp"]), ("cp", dims["cp"]), ("pp", dims["pp"])]
-            key = c["dp"] // sizes["ep"]
-            for k, n in parts:
-                key = key * n + c[k]
-        else:
-            for k in ("tp", "cp", "dp", "pp"):
-                if k != kind:
-                    key = key * dims[k] + c[k]
+    keys = {kind: (expert if kind == "ep" else dense).base(kind, ranks) for kind in KINDS}
+    if sizes["cp"] > 1:
+        keys["dpcp"] = dense.base("dp", dense.base("cp", ranks))
+    if sizes["ep"] > 1:
+        keys["edp"] = expert.base("dp", ranks)
+    for kind, key in keys.items():
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")          # groups numbered by their first rank
-        renum = np.empty_like(order)
-        renum[order] = np.arange(order.size)
+        order_g = np.argsort(first, kind="stable")          # groups numbered by their first rank
+        renum = np.empty_like(order_g)
+        renum[order_g] = np.arange(order_g.size)
         gid = renum[inverse]
-        members: List[List[int]] = [[] for _ in range(order.size)]
+        members: List[List[int]] = [[] for _ in range(order_g.size)]
         for r, g in enumerate(gid.tolist()):
             members[g].append(r)
         groups[kind] = tuple(CommGroup(kind, i, tuple(m)) for i, m in enumerate(members))

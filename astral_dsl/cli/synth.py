@@ -109,7 +109,10 @@ def run(args, overrides) -> int:
         data = generate(fc, rm, [fault] if fault else [], Noise(drift=args.drift * 1e-6),
                         args.iterations, args.seed)
     except SynthError as exc:
-        return usage(str(exc))
+        if exc.field is None:
+            return usage(str(exc))
+        return _fail(args, list(design.diagnostics) + [_unreplayed(design, fc, exc)],
+                     design.file, EXIT_ERRORS)
     out = args.output
     try:
         if out.endswith((".csv", ".jsonl")):
@@ -146,6 +149,17 @@ def _fail(args, diagnostics, file, code: int) -> int:
     else:
         print_diagnostics(diagnostics, colour(args, sys.stderr), sys.stderr)
     return code
+
+
+def _unreplayed(design, fc, exc):
+    """E798 at the job's `parallel` field the drill generator cannot replay (SynthError)."""
+    from astral_dsl.diagnostics import Diagnostic, Severity
+
+    job = next((j for j in design.jobs if j.template == fc.job.name), None)
+    rec = job.member("parallel") if job is not None else None
+    span = next((s for k, s in rec.field_spans if k == exc.field), rec.span) \
+        if rec is not None else (job.span if job is not None else None)
+    return Diagnostic("E798", Severity.ERROR, str(exc), span, exc.hint, file=design.file)
 
 
 MAX_ITERATIONS = 100

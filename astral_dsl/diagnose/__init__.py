@@ -25,6 +25,8 @@ from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnose import breakdown, checks, clocks, compute, evidence, localise, match, \
     verdict
 from astral_dsl.diagnose.checks import diag as _diag
+from astral_dsl.diagnose.forecast_net import forecast_net as _forecast_net, unforecast_dp as \
+    _unforecast_dp, unnamed_dp as _unnamed_dp
 from astral_dsl.diagnose.model import ClockFit, Diagnosis, Suspect
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.records import OP_INDEX, totals
@@ -110,6 +112,9 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
         rm = rankmap_mod.build(design, inst, {"tp": p.tp, "cp": p.cp, "ep": p.ep, "dp": p.dp,
                                               "pp": p.pp}, order or _order(p))
     except rankmap_mod.RankMapError as exc:      # as a job's `order` that is not one (E759)
+        if any(d.is_error for d in diags):      # the job's own errors say why (E753: an `ep`
+            #                                     that does not divide tp x dp x cp, ...)
+            raise DiagnoseError(f"job `{inst.template}`: {exc}", diags) from None
         message, said = _refused("E759", f"job `{inst.template}`: {exc}", design.file,
                                  ORDER_HINT)
         raise DiagnoseError(message, diags + said) from None
@@ -156,11 +161,13 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                                    f"out", files[0] if files else None,
                            "a clock that jumped, or records from another run"))
     timers = _timers(timers, traces)
-    fc_net = _forecast_net(fc) if fc is not None else {}
+    # a trace that shows the experts' gradients on their own group shows the dense ones apart
+    apart = bool((inst_.kind == match.KIND_CODES["edp"]).any())
+    fc_net = _forecast_net(fc, apart) if fc is not None else {}
     tm = evidence.timing(records, inst_, clk, stage, fc_net)
     files = sorted({t.file for t in traces.values()})
     if tm.unnamed.any():
-        diags.append(_unnamed_dp(tm, inst_, fc_net, files))
+        diags.append(_unnamed_dp(tm, inst_, fc_net, files, p.zero))
     if tm.unforecast.any():
         diags.append(_unforecast_dp(tm, p.zero, files))
     net = localise.localise(rm, inst_, tm, verdict.PRIOR_ODDS)
@@ -254,108 +261,6 @@ def _aligned(traces, rm):
 def _aligned_share(traces, rm, n_hosts) -> float:
     """Share of the hosts whose clocks align when collectives are matched by `rm`'s groups."""
     return 1.0 - len(_aligned(traces, rm)[2].bad) / max(1, n_hosts)
-
-
-def _forecast_net(fc) -> Dict:
-    """(kind, stage) -> the forecast's seconds of one collective of the kind (one transfer);
-    (kind, stage, op) where the kind's collectives differ: a data-parallel group's gradient
-    reductions (the median bucket; (kind, stage, op, k) the k-th bucket's, the embedding's and
-    the head's larger) and its parameter all-gather (Seer's whole gather, as the drill runs it:
-    one collective) each have their own (evidence.timing)."""
-    from astral_dsl.seer.pipeline_pairs import used
-
-    out = {}
-    low = fc.lowering
-    dp = match.KIND_CODES["dp"]
-    for s, run in enumerate(fc.runs):
-        gather = float(run.gather[1] - run.gather[0])
-        if run.dp:        # a collective whose data does not say: a reduction, unless gathers
-            #               are forecast too (then neither: W797)
-            reduce = float(np.median([e - a for a, e, _ in run.dp]))
-            for op in ("all_reduce", "reduce_scatter") + (() if gather > 0 else ("collective",)):
-                out[(dp, s, OP_INDEX[op])] = reduce
-                for k, (a, e, _) in enumerate(run.dp):    # each bucket's, in its order
-                    out[(dp, s, OP_INDEX[op], k)] = e - a
-        if gather > 0:
-            out[(dp, s, OP_INDEX["all_gather"]) if run.dp else (dp, s)] = gather
-        a2a = _all_to_alls(low, s, run)
-        if a2a:                          # few EP groups a stage (one on DeepSeek-V3's GB200
-            #                              layout): their all-to-alls are judged by this
-            out[(match.KIND_CODES["ep"], s)] = float(np.median(a2a))
-        if fc.job.parallel.pp > 1:       # the slowest boundary the stage sends or receives over
-            out[(match.P2P, s)] = float(max(low.p2p_hops()[b] for b in used(fc.job)
-                                            if s in (b, (b + 1) % fc.job.parallel.pp)))
-    return out
-
-
-def _unnamed_dp(tm, inst, fc_net, files) -> Diagnostic:
-    """W797: DP collectives with too few peers whose data does not say which collective they
-    are, while the forecast's gradient reductions and parameter all-gathers differ; the two
-    forecasts of the stages they run on (a range where the stages' differ: the first stage's
-    embedding makes its gather the larger)."""
-    dp = match.KIND_CODES["dp"]
-    n = int(tm.unnamed.sum())
-    stages = sorted(set(tm.stage[tm.unnamed].tolist()))
-    reduce = [fc_net[(dp, s, OP_INDEX["all_reduce"])] for s in stages]
-    gather = [fc_net[(dp, s, OP_INDEX["all_gather"])] for s in stages]
-    return Diagnostic(
-        "W797", Severity.WARNING,
-        f"{n:,} of the {int((tm.usable & (inst.kind == dp)).sum()):,} DP collectives are not "
-        f"judged: the data does not say which collective each is, the forecast's gradient "
-        f"reductions and parameter all-gathers differ ({_ms_span(reduce)} a bucket, "
-        f"{_ms_span(gather)} the gather on {_stages(stages)}), and fewer than "
-        f"{evidence.MIN_PEERS} DP groups of its stage run each to compare it with",
-        None, "name each collective: a log's `op` column (all_reduce, reduce_scatter, "
-              "all_gather) or Megatron-LM's timers (grads-reduce-scatter, params-all-gather); "
-              "a trace's `Collective name` argument or NCCL kernel names",
-        file=files[0] if files else None)
-
-
-def _unforecast_dp(tm, zero: int, files) -> Diagnostic:
-    """W797: DP collectives with too few peers that the data names as a collective the
-    forecast has none of: a parameter all-gather of a job whose `zero` is 0 (the forecast
-    all-reduces the gradients and gathers nothing)."""
-    n = int(tm.unforecast.sum())
-    stages = sorted(set(tm.stage[tm.unforecast].tolist()))
-    return Diagnostic(
-        "W797", Severity.WARNING,
-        f"{n:,} DP parameter all-gather(s) on {_stages(stages)} are not judged: the forecast "
-        f"of the job (`zero` {zero}) gathers no parameters, and fewer than "
-        f"{evidence.MIN_PEERS} DP groups of its stage run each to compare it with",
-        None, "the run shards what the job does not: set the job's `zero` (in `parallel`) to "
-              "the run's ZeRO stage (1 or 2: a distributed optimizer), or check that the data's "
-              "`all_gather` rows are this job's",
-        file=files[0] if files else None)
-
-
-def _ms_span(seconds) -> str:
-    """'1.681 ms', or '3.694 to 4.469 ms' where they differ (at the shown precision)."""
-    lo, hi = f"{min(seconds) * 1e3:.3f}", f"{max(seconds) * 1e3:.3f}"
-    return f"{lo} ms" if lo == hi else f"{lo} to {hi} ms"
-
-
-def _stages(stages) -> str:
-    """'stage 0', 'stages 0 and 1', 'stages 0 to 15' (consecutive), 'stages 0, 2, 5'."""
-    if len(stages) == 1:
-        return f"stage {stages[0]}"
-    if len(stages) == 2:
-        return f"stages {stages[0]} and {stages[1]}"
-    if stages[-1] - stages[0] == len(stages) - 1:
-        return f"stages {stages[0]} to {stages[-1]}"
-    return "stages " + ", ".join(map(str, stages))
-
-
-def _all_to_alls(low, stage: int, run) -> list:
-    """The whole time of each EP all-to-all (dispatch, combine) of the stage's blocks, as Seer
-    prices it: its operator on the `ep` stream and the share `ep_overlap` hides (its
-    `(overlapped)` side operator)."""
-    whole: Dict[Tuple, float] = {}
-    for k, b in enumerate(run.blocks):
-        for o in low.template(stage, b.chunk, b.phase).ops:
-            if o.stream == "ep":
-                key = (k, o.name.replace(" (overlapped)", ""), o.layer)
-                whole[key] = whole.get(key, 0.0) + o.dur
-    return list(whole.values())
 
 
 def _forecast_compute(fc, timers: str = "compute") -> Dict[int, float]:

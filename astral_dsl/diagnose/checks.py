@@ -188,7 +188,7 @@ def _groups_fit(traces, rm) -> Tuple[int, int]:
             if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
                 continue
             total += 1
-            fit += int(tuple(sorted(g.ranks)) == rm.group(kind, rank).ranks)
+            fit += int(tuple(sorted(g.ranks)) in _mine(rm, kind, rank))
     return fit, total
 
 
@@ -286,12 +286,24 @@ def _foreign_groups(t, rm) -> Optional[str]:
         kind = group_kind(g.desc, g.name)
         if kind not in ("tp", "dp", "pp", "cp", "ep") or len(g.ranks) < 2:
             continue
-        if t.rank not in g.ranks or len(g.ranks) != len(rm.group(kind, t.rank).ranks):
+        mine = _mine(rm, kind, t.rank)
+        if t.rank not in g.ranks or len(g.ranks) not in {len(m) for m in mine}:
             return (f"its {kind.upper()} group `{g.name or g.desc}` holds ranks "
                     f"{_short(g.ranks)}, the job's {kind.upper()} groups have "
-                    f"{len(rm.group(kind, t.rank).ranks)} ranks and this one is "
-                    f"{_short(rm.group(kind, t.rank).ranks)}")
+                    f"{' or '.join(str(n) for n in sorted({len(m) for m in mine}))} ranks and "
+                    f"this one's {'are' if len(mine) > 1 else 'is'} "
+                    f"{' or '.join(_short(m) for m in mine)}")
     return None
+
+
+def _mine(rm, kind: str, rank: int) -> List[Tuple[int, ...]]:
+    """The rank's groups a process group the trace says is of `kind` may be: for data
+    parallelism the DP group, and the DP x CP one (context parallelism: Megatron-Core's
+    DATA_PARALLEL_GROUP_WITH_CP, which reduces the gradients) and the expert-data-parallel one
+    (expert parallelism: EXPERT_DATA_PARALLEL_GROUP, the experts' gradients) where the job has
+    them."""
+    kinds = ("dp", "dpcp", "edp") if kind == "dp" else (kind,)
+    return [rm.group(k, rank).ranks for k in kinds if k in rm.groups]
 
 
 def _used_groups(t) -> List[int]:

@@ -47,6 +47,7 @@ class Timing:
     #                             forecast of its kind has none of (a zero-0 job's): not
     #                             compared
     stage: np.ndarray           # the stage of each (a transfer's: its sender's)
+    forecast: Optional[np.ndarray] = None   # bool: expected is the forecast's (too few peers)
 
 
 def compute_per_rank(traces, iterations, tot: Optional[Totals] = None
@@ -148,7 +149,8 @@ def timing(records: Records, inst: Instances, clocks, stage_of_rank: np.ndarray,
     none = usable & few & split & ~np.isfinite(fc)
     unnamed = none & (inst.op == OP_INDEX["collective"])
     unforecast = none & (inst.op == OP_INDEX["all_gather"])
-    return Timing(eff, expected, slow, usable, unnamed, unforecast, stage_a)
+    return Timing(eff, expected, slow, usable, unnamed, unforecast, stage_a,
+                  few & np.isfinite(fc))
 
 
 def _forecast_of(forecast: Dict[Tuple, float], inst: Instances, stage: np.ndarray

@@ -236,6 +236,17 @@ def _posterior(llr, classes) -> np.ndarray:
     return out
 
 
+def _against(tm, sel) -> str:
+    """What the instances `sel` were compared with: their peers' time, or with too few peers
+    (one DP or EP group a stage) the forecast's."""
+    fc = tm.forecast[sel] if tm.forecast is not None else np.zeros(len(sel), dtype=bool)
+    if fc.size and fc.all():
+        return "their forecast time (too few peers to compare with)"
+    if fc.any():
+        return "their peers' time (the forecast's where too few peers)"
+    return "their peers' time"
+
+
 def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, chan,
              chan_ranks, use, inst, tm, alternative=False) -> Suspect:
     """`classes`: the units of each class the suspect holds, its lead first; several classes
@@ -261,7 +272,8 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     supports = (f"{n_s:,} of the {n_t:,} collectives and transfers crossing {it} ran slow "
                 f"({', '.join(what) or 'none'})")
     fast = crossing & ~explained
-    contradicts = (f"{int(fast.sum()):,} crossing {it} ran at their peers' time" if fast.any()
+    against = _against(tm, use[crossing])
+    contradicts = (f"{int(fast.sum()):,} crossing {it} ran at {against}" if fast.any()
                    else f"none: every collective and transfer crossing {it} ran slow")
     slow = _slowest(sel, chan[explained], chan_ranks, inst, tm)
     factor = f"{obs / exp:.2f}x" if obs and exp else "slower than"
@@ -270,7 +282,7 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     else:
         named = " or ".join(f"{_LABEL[u[0]]} {display(u)}" for u in leads)
     summary = (f"{named}{TIED if tied else ''}: {n_s:,} of the {n_t:,} collectives and transfers "
-               f"crossing {it} ran {factor} their peers' time")
+               f"crossing {it} ran {factor} {against}")
     notes = []
     if tied:
         notes.append(f"tied: {' and '.join(tied)} explain the same slow instances (as the two "

@@ -15,9 +15,16 @@ import numpy as np
 
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
+from astral_dsl.observe.kineto import group_kind
 from astral_dsl.observe.records import COMM_KIND, OP_INDEX, PHASES, RankTrace, op_of
 
-KIND_CODES = {"tp": 0, "cp": 1, "ep": 2, "dp": 3, "pp": 4, "world": 5}
+KIND_CODES = {"tp": 0, "cp": 1, "ep": 2, "dp": 3, "pp": 4, "world": 5, "dpcp": 6, "edp": 7}
+# the rank map's kinds of group a process group's ranks are compared with (dpcp: with context
+# parallelism, edp: with expert parallelism; rankmap._groups)
+GROUP_KINDS = ("tp", "dp", "pp", "cp", "ep", "dpcp", "edp")
+NO_GROUP = -2                # a process group whose ranks are none of the rank's groups'
+# the kinds that share the data-parallel forecast and label ("dp": Seer prices it over DP x CP)
+DP_FAMILY = ("dp", "dpcp", "edp")
 KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 P2P = 9                      # kind code of pipeline transfers
 
@@ -59,24 +66,36 @@ class Instances:
 def _kind_of_groups(trace: RankTrace, rm: RankMap, sets: Optional[Dict] = None
                     ) -> Dict[int, int]:
     """Process-group index of a profiler trace -> kind code, by comparing its ranks with the rank
-    map's groups of this rank. `sets`: the rank sets already made (one dict per rank map)."""
+    map's groups of this rank; NO_GROUP for one whose ranks are none of them (its records cannot
+    be matched on the rank map's groups: Megatron-Core's TENSOR_AND_DATA_PARALLEL_GROUP, say).
+    `sets`: the rank sets already made (one dict per rank map)."""
     sets = {} if sets is None else sets
     out: Dict[int, int] = {}
     inside = trace.rank < rm.world
+
+    def of(kinds) -> Optional[int]:
+        for kind in kinds:
+            if kind in rm.groups:
+                mine = rm.group(kind, trace.rank).ranks
+                if len(mine) >= len(ranks) and _set_of(sets, mine) == ranks:   # sizes first
+                    return KIND_CODES[kind]
+        return None
+
     for i, g in enumerate(trace.groups):
         ranks = _set_of(sets, g.ranks)
-        if not ranks:
+        if not ranks or not inside:
             continue
-        if len(ranks) == rm.world and inside:
-            out[i] = KIND_CODES["world"]
-            continue
-        if not inside or len(ranks) < 2:
-            continue
-        for kind in ("tp", "dp", "pp", "cp", "ep"):
-            mine = rm.group(kind, trace.rank).ranks
-            if len(mine) >= len(ranks) and _set_of(sets, mine) == ranks:   # sizes first
-                out[i] = KIND_CODES[kind]
-                break
+        # the kind its description names first: a DP group of every rank (tp 1, pp 1: a pure
+        # data-parallel or FSDP job) is the DP group, not the world's
+        named = group_kind(g.desc, g.name)
+        hit = of(DP_FAMILY if named == "dp" else (named,) if named else ())
+        if hit is None and len(ranks) == rm.world:
+            hit = KIND_CODES["world"]
+        if hit is None and len(ranks) >= 2:
+            hit = of(GROUP_KINDS)
+            hit = NO_GROUP if hit is None else hit
+        if hit is not None:
+            out[i] = hit
     return out
 
 
@@ -103,6 +122,8 @@ def collect(traces: Dict[int, RankTrace], rm: RankMap) -> Tuple[Records, Instanc
     phase_kind = np.full(len(PHASES), -1, dtype=np.int64)
     for name, kind in COMM_KIND.items():
         phase_kind[PHASES.index(name)] = KIND_CODES[kind]
+    if "dpcp" in rm.groups:        # a log's gradient reductions: over DP x CP (Megatron-Core)
+        phase_kind[PHASES.index("dp_comm")] = KIND_CODES["dpcp"]
     host_of = np.array([r.host_index for r in rm.ranks], dtype=np.int64)
     used = [(rank, t) for rank, t in traces.items() if rank < rm.world and len(t) > 0]
     if not used:
@@ -135,7 +156,7 @@ def collect(traces: Dict[int, RankTrace], rm: RankMap) -> Tuple[Records, Instanc
         has = (group >= 0) & (rec_base >= 0)
         refined = np.full(kind.size, -1, dtype=np.int64)
         refined[has] = table[rec_base[has] + group[has]]
-        kind = np.where(refined >= 0, refined, kind)
+        kind = np.where(refined >= 0, refined, np.where(refined == NO_GROUP, -1, kind))
     p2p = (op == OP_INDEX["send"]) | (op == OP_INDEX["recv"])
     kind = np.where(p2p & (peer >= 0), P2P, np.where(p2p, -1, kind))
     keep = np.flatnonzero(kind >= 0)
@@ -322,6 +343,8 @@ def _group_and_size(rm: RankMap, rank, kind, coll) -> Tuple[np.ndarray, np.ndarr
     groups = np.full((max(KIND_CODES.values()) + 1, rm.world), -1, dtype=np.int64)
     sizes = np.ones(groups.shape, dtype=np.int64)
     for name, code in KIND_CODES.items():
+        if name not in rm.groups and name != "world":
+            continue
         if name == "world":
             groups[code] = 0
             sizes[code] = rm.world
@@ -378,5 +401,5 @@ def _match(rm: RankMap, rank, host, it, kind, start, end, peer, op):
     return records, instances
 
 
-__all__ = ["Instances", "KIND_CODES", "KIND_NAMES", "P2P", "Records", "collect", "group_ids",
-           "occurrence"]
+__all__ = ["DP_FAMILY", "GROUP_KINDS", "Instances", "KIND_CODES", "KIND_NAMES", "NO_GROUP", "P2P",
+           "Records", "collect", "group_ids", "occurrence"]

@@ -251,6 +251,7 @@ CODES: dict[str, str] = {
     "W795": "profiler traces name no process group: their collectives are not compared",
     "W796": "a rank log holds a restart: iterations logged twice",
     "W797": "DP collectives of unsaid or unforecast kind: not compared with the forecast",
+    "E798": "a job the drill generator does not replay",
     # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
     "E800": "a point or configuration was not evaluated: its worker failed",
     "E801": "the Dask cluster of --cluster cannot be used",

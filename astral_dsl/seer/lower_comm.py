@@ -9,6 +9,9 @@ from typing import Dict, Tuple
 from astral_dsl.seer import comm, pipeline_pairs, routing
 from astral_dsl.seer.template import Op, Builder
 
+# ZeRO-3's operators on the DP stream (lower.py) and the collective each is (the diagnosis
+# compares a trace's with them, a drill replays them)
+SHARDED_COLLECTIVES = {"param all-gather": "all_gather", "grad reduce-scatter": "reduce_scatter"}
 
 class CommOps:
     """Lowering's communication operators (attributes: lower.Lowering)."""

@@ -149,6 +149,19 @@ class ParamsMixin:
         return self.weights_coll("rs" if self.job.parallel.zero >= 1 else "ar", split,
                                  (self.job.grad_bytes,) * 2)
 
+    def dp_parts(self, split: Tuple[float, float], gather: bool = False,
+                 linear: float = 0.0) -> Tuple[float, float]:
+        """dp_reduce's (with `gather`: param_gather's) two collectives, one after the other on
+        the DP stream, seconds each: (the dense weights' over DP x CP, the routed experts' over
+        the expert-data-parallel group), as a profiler trace shows them apart (Megatron-Core's
+        DATA_PARALLEL_GROUP and EXPERT_DATA_PARALLEL_GROUP)."""
+        if gather:
+            kind, per = "ag", self.gathered_bytes(split[0], linear)
+        else:
+            kind, per = ("rs" if self.job.parallel.zero >= 1 else "ar"), (self.job.grad_bytes,) * 2
+        return (self.weights_coll(kind, (split[0], 0.0), per),
+                self.weights_coll(kind, (0.0, split[1]), per))
+
     def param_gather(self, split: Tuple[float, float], linear: float = 0.0) -> float:
         """The all-gather of updated (dense, routed-expert) weights, `linear` of the dense ones
         linear layers' (gathered_bytes)."""

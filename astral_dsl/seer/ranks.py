@@ -1,4 +1,6 @@
-"""Which GPU ranks form each communication group: the rank order of the parallel dimensions.
+"""Which GPU ranks form each communication group: the rank order of the parallel dimensions
+(the numbering itself is analyses/rank_order.py's, which the rank map of `astral diagnose` and
+`astral synth` reads too).
 
 Megatron-Core numbers ranks in a mixed radix over the parallel dimensions, fastest first, in
 the job's `order` (default "tp-cp-ep-dp-pp", parallel_state.RankGenerator): with the default,
@@ -32,6 +34,7 @@ import math
 from typing import Dict, Iterable, List, Tuple
 
 from astral_dsl import records
+from astral_dsl.analyses.rank_order import Numbering
 from astral_dsl.seer.spec import ParallelSpec
 
 
@@ -46,42 +49,12 @@ class GroupShape:
     crowd: int = 1      # the most of its ranks on one of its hosts
 
 
-class RankOrder:
+class RankOrder(Numbering):
+    """Megatron-Core's numbering of a job's ranks (analyses/rank_order.py, the rank map's too):
+    dense, or with `experts` the expert numbering."""
+
     def __init__(self, par: ParallelSpec, experts: bool = False):
-        known = ("tp", "cp", "ep", "dp", "pp")
-        named = tuple(d for d in par.order if d in known)
-        self.order = named + tuple(d for d in known if d not in named)   # size-1 ones, last
-        if experts:      # expert numbering: TP and CP folded into the expert ranks
-            ep = max(1, par.ep)
-            sizes = {"tp": 1, "cp": 1, "ep": ep, "dp": par.expert_dp,
-                     "pp": par.pp}
-        else:
-            sizes = {"tp": par.tp, "cp": par.cp, "ep": 1, "dp": par.dp, "pp": par.pp}
-        self.sizes: Dict[str, int] = sizes
-        self.stride: Dict[str, int] = {}
-        acc = 1
-        for d in self.order:
-            self.stride[d] = acc
-            acc *= sizes[d]
-        self.world = acc
-
-    def rank(self, **coords: int) -> int:
-        return sum(coords.get(d, 0) * self.stride[d] for d in self.order)
-
-    def coords(self, rank: int) -> Dict[str, int]:
-        return {d: (rank // self.stride[d]) % self.sizes[d] for d in self.order}
-
-    def group(self, dims, rank: int = 0) -> List[int]:
-        """The ranks that differ from `rank` only along `dims` (a name or several)."""
-        dims = (dims,) if isinstance(dims, str) else tuple(dims)
-        base = self.coords(rank)
-        for d in dims:
-            base[d] = 0
-        start = self.rank(**base)
-        out = [start]
-        for d in dims:
-            out = [r + i * self.stride[d] for r in out for i in range(self.sizes[d])]
-        return sorted(out)
+        super().__init__(par.tp, par.cp, par.ep, par.dp, par.pp, par.order, experts)
 
     def shape(self, dims: Iterable[str], gpus_per_host: int, every: bool = False) -> GroupShape:
         """Size and placement of rank 0's group along `dims` (every: of the worst group of the

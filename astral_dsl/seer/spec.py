@@ -10,6 +10,7 @@ from typing import Optional, Tuple
 import attrs
 
 from astral_dsl import records
+from astral_dsl.analyses import rank_order
 from astral_dsl.seer.model_spec import ModelSpec
 from astral_dsl.seer.pipeline import schedule_key
 
@@ -60,8 +61,8 @@ class ParallelSpec:
     @property
     def expert_dp(self) -> int:
         """Ranks holding the same routed experts (Megatron-Core's expert-data-parallel group,
-        expert tensor parallelism 1): TP x DP x CP / EP."""
-        return max(1, self.tp * self.dp * self.cp // max(1, self.ep))
+        expert tensor parallelism 1): TP x DP x CP / EP (analyses/rank_order.py)."""
+        return rank_order.expert_dp(self.tp, self.dp, self.cp, self.ep)
 
     @property
     def gpus(self) -> int:

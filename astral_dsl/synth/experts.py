@@ -4,8 +4,9 @@ operators on the `ep` stream: nothing is priced again here), synchronised as NCC
 an all-to-all (it ends for every member when the last has arrived and the exchange is done),
 and slowed by the faults on the parts their traffic crosses.
 
-An EP group is the rank map's (`ep` consecutive data-parallel ranks of one TP index: the
-generator's (stage, dp, tp) grid cut into blocks of `ep` along dp). Its all-to-all exchanges
+An EP group is the rank map's (Megatron-Core's expert numbering, analyses/rank_order.py: with
+the default order `ep` consecutive ranks, TP folded in; `members` places each group of a stage on
+the generator's (dp, tp) grid of the stage). Its all-to-all exchanges
 between every two members; a pair inside one NVLink domain (a host, an NVL72 rack: the rank
 map's rule, rankmap.one_domain) runs on NVLink and crosses no NIC, so a group inside one rack
 is slowed by no network fault, and a group that spans two racks by a fault on a NIC, cable or
@@ -57,22 +58,38 @@ def pairs(net, ranks) -> List[Tuple[int, int]]:
     return [(a, b) for i, a in enumerate(ranks) for b in ranks[i + 1:] if net.crosses((a, b))]
 
 
-def factors(net, ranks: np.ndarray, ep: int):
+def members(groups, ranks: np.ndarray) -> np.ndarray:
+    """The EP groups (the rank map's, tuples of ranks) whose members are in the stage's (dp, tp)
+    grid `ranks`, as positions in the grid flattened, shaped (groups, ep); groups of another
+    stage are left out (a group lies in one stage: None when one straddles this one)."""
+    pos = {int(r): k for k, r in enumerate(ranks.ravel().tolist())}
+    out = []
+    for g in groups:
+        here = [pos[r] for r in g if r in pos]
+        if not here:
+            continue
+        if len(here) != len(g):
+            return None
+        out.append(here)
+    return np.array(out, dtype=np.int64)
+
+
+def factors(net, ranks: np.ndarray, members: np.ndarray):
     """(static slow-down, crosses the flapping link) of each EP group of a stage's (dp, tp)
-    grid `ranks`, shaped (dp / ep, tp): the slowest flow of its pairs that leave their NVLink
-    domain; 1 for a group whose exchange stays in one."""
-    D, T = ranks.shape
-    static = np.ones((D // ep, T))
-    flap = np.zeros((D // ep, T), dtype=bool)
-    for g in range(D // ep):
-        for t in range(T):
-            crossing = pairs(net, ranks[g * ep:(g + 1) * ep, t])
-            if crossing:
-                static[g, t], flap[g, t] = net._factor(crossing)
+    grid `ranks` (`members`: their positions in the grid flattened), one per group: the slowest
+    flow of its pairs that leave their NVLink domain; 1 for a group whose exchange stays in
+    one."""
+    flat = ranks.ravel()
+    static = np.ones(len(members))
+    flap = np.zeros(len(members), dtype=bool)
+    for g, at in enumerate(members):
+        crossing = pairs(net, flat[at])
+        if crossing:
+            static[g], flap[g] = net._factor(crossing)
     return static, flap
 
 
-def run(out, it, ranks, start, comp, steps, ep, factor, net, noise, rng, phase, op):
+def run(out, it, ranks, start, comp, steps, members, factor, net, noise, rng, phase, op):
     """Replay a block's compute `comp` (per rank, (dp, tp)) from `start` with its all-to-alls
     `steps`; returns when each rank's compute ends. Each all-to-all begins when the last member
     of its EP group arrives and ends for all of them together: its priced time (exposed and
@@ -80,19 +97,20 @@ def run(out, it, ranks, start, comp, steps, ep, factor, net, noise, rng, phase, 
     compute stream for the rest); a record per rank for the whole exchange: from its arrival
     less the hidden share (its kernel started that much earlier, beside another micro-batch's
     computation) to the end."""
-    D, T = ranks.shape
     static, flap = factor
     clock, done = start, 0.0
     for share, shown, hidden in steps:
-        arrive = clock + comp * (share - done)
+        arrive = np.broadcast_to(clock + comp * (share - done), ranks.shape)
         done = share
-        begin = arrive.reshape(D // ep, ep, T).max(axis=1)
+        begin = arrive.ravel()[members].max(axis=1)
         f = static * net.flap_factor(flap, begin)
         whole = (shown + hidden) * f * np.exp(rng.normal(0, noise.comm, begin.shape))
-        end = np.repeat(begin + np.maximum(whole - hidden, 0.0), ep, axis=0)
+        end = np.empty(ranks.size)
+        end[members] = (begin + np.maximum(whole - hidden, 0.0))[:, None]
+        end = end.reshape(ranks.shape)
         out.add(ranks, it, phase, arrive - hidden, end - arrive + hidden, op=op)
         clock = end
     return clock + comp * (1.0 - done)
 
 
-__all__ = ["exposed", "factors", "pairs", "plan", "run"]
+__all__ = ["exposed", "factors", "members", "pairs", "plan", "run"]

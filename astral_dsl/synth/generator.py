@@ -1,6 +1,7 @@
 """Observed data of a job, made from Seer's own timeline: every rank replays its stage's blocks
-(compute, TP collectives, the EP all-to-alls of MoE layers (experts.py), pipeline sends and
-receives, data-parallel gradient reductions, the optimizer step) with realistic noise, per-host
+(compute, TP collectives, the EP all-to-alls of MoE layers (experts.py), ZeRO-3's per-layer
+parameter all-gathers and gradient reduce-scatters (sharded.py), pipeline sends and receives,
+data-parallel gradient reductions, the optimizer step) with realistic noise, per-host
 clock offsets and injected faults, synchronised the way NCCL synchronises them: a collective
 ends for all its members when the last has arrived and the transfer is done; a pipeline
 transfer ends on both sides together.
@@ -26,7 +27,7 @@ import numpy as np
 
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap, one_domain
-from astral_dsl.synth import experts
+from astral_dsl.synth import experts, sharded
 from astral_dsl.synth.faults import Fault, Noise
 
 EPOCH = 1.7e9           # the hosts' clocks read Unix time (seconds)
@@ -39,7 +40,12 @@ OP = {o: i for i, o in enumerate(OPS)}
 
 
 class SynthError(Exception):
-    pass
+    """`field`: the job's `parallel` field that the drill cannot replay (E798, with `hint`);
+    None: the rank map and the job disagree (no fault of the design's)."""
+
+    def __init__(self, message: str, field: Optional[str] = None, hint: str = ""):
+        super().__init__(message)
+        self.field, self.hint = field, hint
 
 
 @records.frozen(eq=False)
@@ -92,9 +98,17 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     """Simulate `iterations` iterations of the forecast job `fc` on the ranks of `rank_map`."""
     par = fc.job.parallel
     if par.cp > 1:
-        raise SynthError("the generator replays jobs without context parallelism")
-    if par.zero >= 3:
-        raise SynthError("the generator does not replay ZeRO-3 / FSDP")
+        raise SynthError(f"job `{fc.job.name}`: cp = {par.cp}: the drill generator replays jobs "
+                         f"without context parallelism", "cp",
+                         "drill the job with cp = 1 (its data-parallel and pipeline traffic "
+                         "crosses the same parts), or diagnose a real run's data")
+    if par.zero >= 3 and par.ep > 1:
+        raise SynthError(f"job `{fc.job.name}`: zero = 3 with ep = {par.ep}: the drill generator "
+                         f"replays ZeRO-3 / FSDP without expert parallelism (the experts' "
+                         f"weights are gathered over the expert-data-parallel groups)", "zero",
+                         "drill the job with zero = 1 (the same EP all-to-alls and DP groups), "
+                         "or with ep = 1 (the same per-layer gathers), or diagnose a real run's "
+                         "data")
     rng = np.random.default_rng(seed)
     P, D, T, V = par.pp, par.dp, par.tp, par.v
     world = P * D * T
@@ -145,15 +159,23 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
             if 0 <= s2 < P and s2 != s and (s, s2) not in pair_factor:
                 pair_factor[(s, s2)] = net.pairs(idx[s], idx[s2])
     dp_factor = [net.rings(idx[s]) for s in range(P)]
-    ep_factor = [experts.factors(net, idx[s], ep) if ep > 1 else None for s in range(P)]
-    expert = (steps, ep, ep_factor)
+    ep_groups = [g.ranks for g in rank_map.groups["ep"]]
+    ep_members = [experts.members(ep_groups, idx[s]) if ep > 1 else None for s in range(P)]
+    if ep > 1 and any(m is None for m in ep_members):
+        raise SynthError("an EP group of the rank map spans pipeline stages (its order puts pp "
+                         "before ep's ranks): Megatron-Core refuses such an order")
+    ep_factor = [experts.factors(net, idx[s], ep_members[s]) if ep > 1 else None
+                 for s in range(P)]
+    zsteps = {key: sharded.plan(low.template(key[0], key[2], key[1]), speed) if par.zero >= 3
+              else () for key in steps}
+    side = (steps, ep_members, ep_factor, zsteps, dp_factor)
     out = _Emit()
     free = np.zeros((P, D, T))
     for k in range(iterations):
         it = first_iteration + k
         it_factor = 1 + rng.normal(0, noise.iteration)
         free = _pipeline(out, it, free, idx, orders, base, hop, gpu_factor, it_factor, noise,
-                         rng, pair_factor, net, P, V, expert)
+                         rng, pair_factor, net, P, V, side)
         for s in range(P):
             for b, dur in enumerate(buckets[s]):
                 free[s] = _ring(out, it, free[s], idx[s], dur, dp_factor[s], net, noise, rng,
@@ -189,7 +211,7 @@ def _dest(i, ph, c, j, p, v):
 
 
 def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noise, rng,
-              pair_factor, net, P, V, expert):
+              pair_factor, net, P, V, side):
     free = free0.copy()
     pp_free = free0.copy()
     ready: Dict[Tuple, Tuple[np.ndarray, np.ndarray, int]] = {}
@@ -222,13 +244,16 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
             comp = comp_base * gpu_factor[idx[i]] * it_factor * \
                 (1 + rng.normal(0, noise.kernel, (D, T))) * net.gpu_slow(idx[i], start)
             tag = 1 if ph == "F" else 2
-            steps, ep, ep_factor = expert
-            done = experts.run(out, it, idx[i], start, comp, steps[(i, ph, c)], ep, ep_factor[i],
-                               net, noise, rng, "ep_comm", OP["collective"]) \
+            steps, ep_members, ep_factor, zsteps, dp_factor = side
+            done = experts.run(out, it, idx[i], start, comp, steps[(i, ph, c)], ep_members[i],
+                               ep_factor[i], net, noise, rng, "ep_comm", OP["collective"]) \
                 if steps[(i, ph, c)] else start + comp
             tp = tp_base * np.exp(rng.normal(0, noise.comm, (D, 1)))
             end = done.max(axis=1, keepdims=True) + tp
             out.add(idx[i], it, "forward" if ph == "F" else "backward", start, comp, block=tag)
+            if zsteps[(i, ph, c)]:
+                sharded.run(out, it, idx[i], start, np.broadcast_to(end, (D, T)),
+                            zsteps[(i, ph, c)], _ring, dp_factor[i], net, noise, rng)
             if T > 1:
                 out.add(idx[i], it, "tp_comm", done, end - done, op=OP["collective"], block=tag)
             free[i] = np.broadcast_to(end, (D, T))

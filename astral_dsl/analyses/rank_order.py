@@ -1,0 +1,76 @@
+"""Megatron-Core's rank numbering, the one rule that the rank map (analyses/rankmap.py: which
+GPU runs which rank, for `astral diagnose` and `astral synth`) and Seer (seer/ranks.py,
+seer/comm_groups.py: which groups a forecast prices) both read, so they cannot drift apart.
+
+Megatron-Core 0.16.1 (parallel_state.initialize_model_parallel, RankGenerator) numbers ranks
+in a mixed radix over the parallel dimensions, fastest first, in the job's `order` (default
+"tp-cp-ep-dp-pp"); dimensions the order leaves out come last. Two numberings of the same order:
+
+- dense (the decoder's generator, ep 1): rank = tp_i + TP (cp_i + CP (dp_i + DP pp_i)) for the
+  default; the TP, CP, DP and PP groups come from it;
+- expert (the expert generator, context parallelism 1, expert tensor parallelism 1 as the
+  published MoE recipes run: TP and CP are folded into the expert ranks): rank = ep_i + EP
+  (edp_i + EDP pp_i) for the default, EDP = TP x DP x CP / EP; the EP group and the
+  expert-data-parallel group come from it. With TP 2, CP 2, EP 4 an EP group is 4 consecutive
+  ranks (0-3), not every 4th."""
+from __future__ import annotations
+
+from typing import Dict, List, Sequence, Tuple
+
+KNOWN = ("tp", "cp", "ep", "dp", "pp")
+
+
+def expert_dp(tp: int, dp: int, cp: int, ep: int) -> int:
+    """Ranks holding the same routed experts (Megatron-Core's expert-data-parallel group with
+    expert tensor parallelism 1): TP x DP x CP / EP."""
+    return max(1, tp * dp * cp // max(1, ep))
+
+
+class Numbering:
+    """One of Megatron-Core's numberings: `order` the dimensions fastest first (size-1 ones the
+    order leaves out, last), `sizes` and `stride` per dimension."""
+
+    def __init__(self, tp: int, cp: int, ep: int, dp: int, pp: int, order: Sequence[str],
+                 experts: bool = False):
+        named = tuple(d for d in order if d in KNOWN)
+        self.order: Tuple[str, ...] = named + tuple(d for d in KNOWN if d not in named)
+        if experts:      # expert numbering: TP and CP folded into the expert ranks
+            ep = max(1, ep)
+            sizes = {"tp": 1, "cp": 1, "ep": ep, "dp": expert_dp(tp, dp, cp, ep), "pp": pp}
+        else:
+            sizes = {"tp": tp, "cp": cp, "ep": 1, "dp": dp, "pp": pp}
+        self.sizes: Dict[str, int] = sizes
+        self.stride: Dict[str, int] = {}
+        acc = 1
+        for d in self.order:
+            self.stride[d] = acc
+            acc *= sizes[d]
+        self.world = acc
+
+    def rank(self, **coords: int) -> int:
+        return sum(coords.get(d, 0) * self.stride[d] for d in self.order)
+
+    def coords(self, rank: int) -> Dict[str, int]:
+        return {d: (rank // self.stride[d]) % self.sizes[d] for d in self.order}
+
+    def group(self, dims, rank: int = 0) -> List[int]:
+        """The ranks that differ from `rank` only along `dims` (a name or several)."""
+        dims = (dims,) if isinstance(dims, str) else tuple(dims)
+        base = self.coords(rank)
+        for d in dims:
+            base[d] = 0
+        start = self.rank(**base)
+        out = [start]
+        for d in dims:
+            out = [r + i * self.stride[d] for r in out for i in range(self.sizes[d])]
+        return sorted(out)
+
+    def base(self, dim: str, ranks):
+        """Per rank (an int or a numpy array of them), the first rank of its group along `dim`:
+        the rank less its coordinate along `dim` times the dimension's stride (groups are told
+        apart by it)."""
+        s = self.stride[dim]
+        return ranks - ((ranks // s) % self.sizes[dim]) * s
+
+
+__all__ = ["KNOWN", "Numbering", "expert_dp"]
