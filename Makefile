@@ -16,8 +16,11 @@ system-deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "note: install Chromium (apt-get install chromium) for the browser tests of astral report"; fi; }
 
+# pip runs only when this checkout's editable install is not current (.ci/installed.py: the
+# version, requirements and scripts of pyproject.toml, each requirement installed and allowed):
+# pip alone takes ~7 s of CPU to find that nothing changed.
 install: system-deps
-	$(PIP) install -q -e '.[test]'
+	@$(PYTHON) .ci/installed.py test || $(PIP) install -q -e '.[test]'
 
 demo: install
 	astral check examples/astral.astral
