@@ -309,3 +309,35 @@ def test_a_table_of_one_configuration_cannot_be_measured(tmp_path, capsys):
     path = _write(tmp_path, [_row("n1_7b"), _row("n1_7b", id="again")], "one.csv")
     code, _, err = call(["calibrate", str(path), "--max-iterations", "2"], capsys)
     assert code == 2 and "all one configuration" in err
+
+
+def test_a_fit_records_the_ranges_of_its_runs_and_its_runs_lie_within(tiny, capsys):
+    """seer/checked.py: the three fitted runs of Narayanan et al. (DP 32 each, 2,048 tokens,
+    DGX A100s of 8 GPUs): GPT 1.7B on 32 GPUs (TP 1, 24 layers of 2,304), 7.5B on 128 (TP 4, 36
+    of 4,096), 39.1B on 512 (TP 8, PP 2, 48 of 8,192); the micro-batches are the rule's (the
+    paper publishes none)."""
+    path, fit = tiny
+    doc = json.loads(fit.read_text(encoding="utf-8"))
+    r = doc["ranges"]
+    assert (r["gpus"], r["tp"], r["pp"], r["dp"], r["cp"], r["ep"]) == (
+        [32, 512], [1, 8], [1, 2], [32, 32], [1, 1], [1, 1])
+    assert (r["seq"], r["hidden"], r["layers"], r["nvlink_domain"]) == (
+        [2048, 2048], [2304, 8192], [24, 48], [8, 8])
+    # 4 hosts fit under one leaf; 64 hosts need the spine (runs/express.py's Selene fabric)
+    assert r["tiers"] == [1, 2]
+    # 12 l h^2 + 13 l h + 2 V h (GPT: biases and norms; untied embedding and output):
+    # 1.7B: 12 x 24 x 2304^2 + 13 x 24 x 2304 + 2 x 51200 x 2304 = 1.7652e9
+    # 39.1B: 12 x 48 x 8192^2 + 13 x 48 x 8192 + 2 x 51200 x 8192 = 3.9498e10
+    assert r["params"] == [1765000000, 39500000000]
+    assert r["micro"][0] >= 1 and r["micro"][0] <= r["micro"][1]
+    # left out, the smallest and the largest run each lay beyond the other two's ranges
+    beyond = {row["id"]: row["beyond_left_out"] for row in doc["rows"]}
+    assert beyond["n7_5b"] == []
+    assert {"gpus", "tp", "hidden", "layers", "params"} <= set(beyond["n1_7b"])
+    assert {"gpus", "tp", "pp", "hidden", "layers", "params", "tiers"} <= set(beyond["n39_1b"])
+    assert doc["beyond_left_out"]["rows"] == 2 and doc["beyond_left_out"]["others_rows"] == 1
+    # forecast with the fit, every run it was fitted on lies within its ranges
+    code, out, _ = call(["runs", str(path), "--calibration", str(fit), "--format", "json"],
+                        capsys)
+    rows = [r for r in json.loads(out)["rows"] if r["status"] == "ok"]
+    assert len(rows) == 3 and all(r["calibration"]["extrapolated"] == [] for r in rows)

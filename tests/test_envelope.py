@@ -201,10 +201,15 @@ def test_w753_names_the_part_at_the_field_that_states_it():
 
 # ---- `astral forecast` -------------------------------------------------------------------------------------
 def _fit_file(tmp_path, bands) -> Path:
+    """A fit of `bands` with the shipped fit's ranges (without any, every forecast would draw
+    W759: tests/test_extrapolation.py)."""
+    from astral_dsl.seer.calibration import shipped_document
+
     path = tmp_path / "fit.json"
     path.write_text(json.dumps({"format": FIT_FORMAT, "generated_by": "astral calibrate",
                                 "fitted_on": ["mine"], "constants": priors().values(),
-                                "bands": bands}), encoding="utf-8")
+                                "bands": bands, "ranges": shipped_document()["ranges"]}),
+                    encoding="utf-8")
     return path
 
 

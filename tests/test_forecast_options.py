@@ -147,7 +147,10 @@ def test_the_band_says_it_does_not_describe_measured_operators(tiny_design, tmp_
     fc = seer.forecast(tiny_design, operator_table=str(csv))
     env = fc.envelope()
     assert env.measured == 2 and to_json(fc)["calibration"]["measured_rows"] == 2
-    assert env.brief().endswith("(not the 2 operator-table row(s)' operators)")
+    # (and 2 GPUs, below the 8 of the smallest calibration run: W759, test_extrapolation.py)
+    assert env.brief() == ("-22/+32 % (outside the calibrated envelope) (not the 2 "
+                           "operator-table row(s)' operators) (extrapolated: gpus 2 (checked "
+                           "8-1,024))")
     text = " ".join(render(fc).split())
     assert ("the band does not describe the operators the table's 2 row(s) priced: their "
             "measured times replaced Seer's costs, whose error it is") in text
@@ -248,14 +251,15 @@ def test_a_trace_under_a_scenario_names_it(tmp_path, capsys):
 
 def test_the_charts_title_says_how_far_to_trust_the_time(tiny_design):
     """`--plot`'s title gave the iteration's time alone; it has its band (H100 bf16 Megatron-LM:
-    outside the calibrated envelope, the shipped default -22/+32 %)."""
+    outside the calibrated envelope, the shipped default -22/+32 %; on 2 GPUs, below the 8 of
+    the smallest calibration run: W759)."""
     from astral_dsl import seer
     from astral_dsl.outputs.forecast.plot import title
 
     fc = seer.forecast(tiny_design)
     head = title(fc, None, 0.0, fc.iteration_time, 0.1)
     assert (f"{fc.iteration_time:.2f} s per iteration -22/+32 % (outside the calibrated "
-            f"envelope), MFU") in head
+            f"envelope) (extrapolated: gpus 2 (checked 8-1,024)), MFU") in head
 
 
 def test_tokens_and_mfu_carry_the_times_band_inverted(tiny_design):

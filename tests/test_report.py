@@ -115,25 +115,27 @@ def test_reference_headline_numbers(reference_page):
 def test_the_jobs_times_say_how_far_to_trust_them(reference_review, reference_page):
     """The summary card and the scenario matrix give a job's iteration time with its band (they
     had shown it bare): llama405b runs on H800s, which no calibration run had, so its band is
-    the shipped fit's every-run band (-0.1105/+0.1596, fit.json) twice as wide, -22/+32 %."""
+    the shipped fit's every-run band (-0.1105/+0.1596, fit.json) twice as wide, -22/+32 %; on
+    16,384 GPUs, beyond the 1,024 of the largest calibration run (W759)."""
     assert ('<div class="k">llama405b: iteration time, -22/+32 % (outside the calibrated '
-            'envelope)</div>') in reference_page
+            'envelope) (extrapolated: gpus 16,384 (checked 8-1,024))</div>') in reference_page
     rows = {r.name: r for r in mx.matrix(reference_review)}
     [fig] = [f for f in rows["plane_b_down"].cell("jobs").figures if "iteration" in f.label]
     assert fig.label == ("llama405b iteration time, band -22/+32 % (outside the calibrated "
-                         "envelope)")
+                         "envelope) (extrapolated: gpus 16,384 (checked 8-1,024))")
 
 
 def test_the_warnings_card_counts_the_jobs_warnings(reference_review, reference_page):
     """The summary's cards count what the page shows: the design has no diagnostic, llama405b's
-    forecast has its W753 (H800s: no calibration run had them), so 0 errors and 1 warning (the
-    card had said 0 while the job showed W753), and the diagnostics section points to it."""
+    forecast has its W753 (H800s: no calibration run had them) and W759 (16,384 GPUs: beyond the
+    1,024 of the largest calibration run), so 0 errors and 2 warnings (the card had said 0 while
+    the job showed W753), and the diagnostics section points to them."""
     assert not reference_review.checked.diagnostics
-    assert [d.code for d in reference_review.jobs[0].forecast.diagnostics] == ["W753"]
-    assert reference_review.counts() == (0, 1)
-    assert (_card(reference_page, "k-errors"), _card(reference_page, "k-warnings")) == ("0", "1")
+    assert [d.code for d in reference_review.jobs[0].forecast.diagnostics] == ["W753", "W759"]
+    assert reference_review.counts() == (0, 2)
+    assert (_card(reference_page, "k-errors"), _card(reference_page, "k-warnings")) == ("0", "2")
     own = _by_id(reference_page, "jobs-own").split("</p>")[0]
-    assert "add 0 error(s) and 1 warning(s) (W753)" in own and 'href="#jobs"' in own
+    assert "add 0 error(s) and 2 warning(s) (W753, W759)" in own and 'href="#jobs"' in own
 
 
 def test_a_jobs_warning_the_design_has_too_is_counted_once():

@@ -225,6 +225,7 @@ CODES: dict[str, str] = {
     "W756": "FSDP under a PyTorch pipeline: its traffic is priced every micro-batch",
     "W757": "interleaved micro-batches not a multiple of pp: Megatron-LM refuses them",
     "W758": "a job without a placement runs on the design's first root",
+    "W759": "forecast beyond the scale and layout of the calibration runs",
     "W769": "a fit on fewer configurations than the constants it moves",
     # E78x/W78x: observed data and diagnosis (`astral diagnose`, astral_dsl/observe, diagnose)
     "E780": "observed file cannot be read",

@@ -121,8 +121,9 @@ def _forecast(ws, design, options: PointOptions, metrics: Dict[str, Any]):
     metrics["mfu"] = round(fc.mfu, 4)
     metrics["calibration"] = fc.envelope().as_json()       # how far to trust it
     # W753: outside the calibrated envelope, the band is a default (what no run had, at the
-    # job's field); `astral check` does not forecast, so the point has it from here alone
-    return [d for d in fc.diagnostics if d.code == "W753"]
+    # job's field); W759: beyond the calibration runs' scale or layout; `astral check` does
+    # not forecast, so the point has them from here alone
+    return [d for d in fc.diagnostics if d.code in ("W753", "W759")]
 
 
 # ---- what the client accepts as a worker's answer (engines.py: a rogue or mismatched worker) ----
@@ -132,13 +133,22 @@ def number(v: Any) -> bool:
 
 def is_envelope(v: Any) -> bool:
     """Whether `v` has the shape of Envelope.as_json() (seer/envelope.py), which the outputs
-    read: a band of two numbers, `inside`, the regime's names, the terms outside."""
-    return (type(v) is dict and set(v) == {"regime", "inside", "band", "basis", "rows", "outside"}
+    read: a band of two numbers, `inside`, the regime's names, the terms outside, the
+    dimensions extrapolated (seer/checked.py Beyond.as_json())."""
+    return (type(v) is dict and set(v) == {"regime", "inside", "band", "basis", "rows", "outside",
+                                           "extrapolated"}
             and type(v["regime"]) is dict
             and all(type(k) is str and type(x) is str for k, x in v["regime"].items())
             and type(v["inside"]) is bool and type(v["band"]) in (list, tuple)
             and len(v["band"]) == 2 and all(number(b) for b in v["band"])
-            and type(v["outside"]) in (list, tuple) and all(type(o) is str for o in v["outside"]))
+            and type(v["outside"]) in (list, tuple) and all(type(o) is str for o in v["outside"])
+            and type(v["extrapolated"]) in (list, tuple) and all(
+                type(b) is dict and set(b) == {"field", "value", "checked"}
+                and type(b["field"]) is str and number(b["value"])
+                and (b["checked"] is None or (type(b["checked"]) in (list, tuple)
+                                              and len(b["checked"]) == 2
+                                              and all(number(x) for x in b["checked"])))
+                for b in v["extrapolated"]))
 
 
 def _is_diagnostic(d: Any) -> bool:

@@ -5,8 +5,8 @@ sets named by source (the A100 papers), and the constants with their spread and 
 
 `rewrite(markdown, doc)` replaces the text between each pair of markers
 `<!-- calibration:NAME -->` and `<!-- /calibration:NAME -->` (NAME: accuracy, sources,
-constants) with the table generated from `doc`; `make calibrate` runs it on docs/seer.md and a
-test keeps the docs equal to what the shipped fit.json generates."""
+constants, ranges) with the table generated from `doc`; `make calibrate` runs it on
+docs/seer.md and a test keeps the docs equal to what the shipped fit.json generates."""
 from __future__ import annotations
 
 import re
@@ -96,9 +96,30 @@ def markdown_constants(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def markdown_ranges(doc: dict) -> str:
+    """The scale and layout the fitted runs spanned (seer/checked.py), and the left-out errors
+    of the runs whose left-out forecast extrapolated beyond the other runs' against the rest."""
+    from astral_dsl.seer.checked import WHAT, show
+
+    lines = ["| dimension | checked: lowest | highest |", "|---|---:|---:|"]
+    for name, (lo, hi) in doc.get("ranges", {}).items():
+        lines.append(f"| `{name}`: {WHAT.get(name, name)} | {show(name, lo)} | "
+                     f"{show(name, hi)} |")
+    b = doc.get("beyond_left_out")
+    if b:
+        lines += ["", f"Left out, {b['rows']} of the {b['rows'] + b['others_rows']} runs lay "
+                  "beyond the ranges of the others (" + (", ".join(
+                      f"{r['id']}: {'+'.join(r['beyond_left_out'])}" for r in doc["rows"]
+                      if r.get("beyond_left_out")) or "none")
+                  + f"): mean |error| {_pct(b['mean_abs_pct'])}, against "
+                  f"{_pct(b['others_mean_abs_pct'])} for the rest."]
+    return "\n".join(lines)
+
+
 TABLES: Dict[str, Callable[[dict], str]] = {"accuracy": markdown_accuracy,
                                             "sources": markdown_sources,
-                                            "constants": markdown_constants}
+                                            "constants": markdown_constants,
+                                            "ranges": markdown_ranges}
 
 
 def rewrite(markdown: str, doc: dict) -> str:

@@ -22,13 +22,15 @@ STATUSES = ("ok", "not_expressible", "rejected")
 
 
 def envelope_of(result, calibration):
-    """The envelope of a row's forecast (None when it was not forecast)."""
+    """The envelope of a row's forecast (None when it was not forecast), with the layout the
+    forecast ran (the rule's micro-batch where the row states none), as `astral calibrate`
+    records the ranges of the runs it fits."""
     from astral_dsl.seer.envelope import envelope
 
     p = result.prepared
     if p.status != "ok":
         return None
-    return envelope(p.spec, p.gpu.name, calibration)
+    return envelope(result.job or p.spec, p.gpu.name, calibration, p.net)
 
 
 def _chosen(result) -> Dict[str, Any]:
@@ -112,6 +114,7 @@ def constants_line(calibration) -> str:
 def table(file: str, results, calibration, colour: bool = False, width: int = 100) -> str:
     from astral_dsl.outputs.table import Column, render
     from astral_dsl.outputs.terminal import printable
+    from astral_dsl.seer.envelope import marked
 
     doc = summary(results, calibration)
     head = (f"runs: {file}: {doc['rows']:,} rows: {doc['ok']:,} forecast, "
@@ -133,12 +136,17 @@ def table(file: str, results, calibration, colour: bool = False, width: int = 10
                 Column("published", tuple(_number(r.metric, r.published) for r in ok)),
                 Column("forecast", tuple(_number(r.metric, r.forecast) for r in ok)),
                 Column("error", tuple(_pct(r.error) for r in ok), styles=tuple(styles)),
-                Column("band", tuple(e.text() + ("" if e.inside else " *") for e in envs)),
+                Column("band", tuple(marked(e.as_json()) for e in envs)),
                 Column("GPUs", tuple(f"{r.row.count('gpus'):,}" for r in ok)),
                 Column("layout", tuple(layout(r) for r in ok), False),
                 Column("system", tuple(printable(r.prepared.expressed.system) for r in ok),
                        False)]
         lines += ["", render(cols, width, colour).rstrip("\n")]
+        far = [(r, e) for r, e in zip(ok, envs) if e.extrapolated]
+        if far:         # rows the fit did not include (none it did: its ranges hold them)
+            lines += ["", "^ beyond the scale or layout of the calibration runs (W759: no run "
+                      "measured the error there):"]
+            lines += [printable(f"  {r.row.id}: {e.beyond_text()}") for r, e in far]
     lost = [r for r in results if r.status != "ok"]
     if lost:
         lines += ["", "not forecast (the field and why):"]

@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 
 from astral_dsl.outputs.forecast.report import BREAKDOWN_LABELS
 from astral_dsl.outputs.jsonout import csv_cell, dumps, envelope
-from astral_dsl.seer.envelope import band_text
+from astral_dsl.seer.envelope import band_text, marked
 from astral_dsl.seer.rule import PARTIAL_FRAMEWORKS
 from astral_dsl.units.readable import memory_capacity
 
@@ -103,6 +103,7 @@ def csv_text(result) -> str:
         cal = doc.pop("calibration")
         doc["band"] = band_text(doc["band"])
         doc["inside_envelope"] = cal["inside"]
+        doc["extrapolated"] = " ".join(b["field"] for b in cal["extrapolated"])
         doc["stages"] = " ".join(map(str, doc["stages"])) if doc["stages"] else ""
         doc.update({f"breakdown_{k}_s": parts.get(k, 0.0) for k, _ in BREAKDOWN_LABELS})
         flat.append(doc)
@@ -192,6 +193,7 @@ def _trust(result) -> List[str]:
             out.append(f"  calibration: {regime} is OUTSIDE the calibrated envelope ("
                        + "; ".join(outside) + f"): the band {band_text(band)} is a default, "
                        "not a measurement (W753)")
+    out += _beyond(rows)
     offloaded = max((r.get("offloaded_gb", 0.0) for r in rows), default=0.0)
     if offloaded and result.host_memory_gb is None:
         out.append(f"  offloading: the ranked rows offload up to {offloaded:.1f} GB of activations "
@@ -210,6 +212,35 @@ def _trust(result) -> List[str]:
         out.append(f"  {len(risky)} of the {len(rows)} ranked may not fit (their estimate plus "
                    f"its uncertainty exceeds the GPU's memory): marked `may not` under `fits`")
     return out
+
+
+def _beyond(rows) -> List[str]:
+    """Where the ranked rows go beyond the scale and layout of the calibration runs (W759,
+    seer/checked.py): per dimension its values, the range checked and the ranks."""
+    from astral_dsl.seer.checked import NAMES, Beyond, show
+
+    far: Dict[str, list] = {}
+    for r in rows:
+        for b in r["calibration"].get("extrapolated", []):
+            far.setdefault(b["field"], []).append((r["rank"], b["value"], b["checked"]))
+    if not far:
+        return []
+    if all(c is None for hits in far.values() for _, _, c in hits):
+        return ["  calibration: the calibration records no ranges of the runs it was fitted "
+                "on: whether the rows extrapolate beyond them cannot be told (W759)"]
+    parts = []
+    for field in sorted(far, key=NAMES.index):
+        hits = far[field]
+        ranks = [k for k, _, _ in hits]
+        values = sorted({v for _, v, _ in hits})
+        shown = Beyond(field, values[-1], tuple(hits[0][2]) if hits[0][2] else None).text()
+        if len(values) > 1:
+            shown = shown.replace(f"{field} ", f"{field} {show(field, values[0])}..", 1)
+        parts.append(shown + (" in every ranked row" if len(ranks) == len(rows) else
+                              " in rank" + ("s " if len(ranks) > 1 else " ")
+                              + ", ".join(map(str, ranks))))
+    return ["  calibration: beyond the scale or layout of the calibration runs (marked ^; no "
+            "run measured the error there, W759): " + "; ".join(parts)]
 
 
 def table(result, colour: bool = False, width: int = 100) -> str:
@@ -237,8 +268,7 @@ def table(result, colour: bool = False, width: int = 100) -> str:
         layout.append(col("offload", [str(r.get("offload_layers", 0)) for r in rows], True))
     figures = [col("iteration", [_seconds(r["iteration_time_s"]) for r in rows]),
                col("tokens/s", [f"{r['tokens_per_s']:,.0f}" for r in rows]),
-               col("band", [band_text(r["calibration"]["band"])
-                            + ("" if r["calibration"]["inside"] else " *") for r in rows]),
+               col("band", [marked(r["calibration"]) for r in rows]),
                col("MFU", [f"{r['mfu'] * 100:.1f} %" for r in rows]),
                col("memory GB", [f"{r['memory_gb']:.1f}" for r in rows]),
                Column("fits", tuple("may not" if r.get("may_not_fit") else "yes"
@@ -248,9 +278,11 @@ def table(result, colour: bool = False, width: int = 100) -> str:
         figures.append(col("USD per M tokens",
                            [_usd_per_mtok(r.get("cost_per_token_usd")) for r in rows]))
     text += "\n" + render(layout + figures, width, colour)
+    far = "; ^ beyond the calibration runs' scale or layout" if any(
+        r["calibration"].get("extrapolated") for r in rows) else ""
     text += textwrap.fill("band: how much shorter / longer the true time may be (* outside the "
-                          "calibrated envelope: a default); fits: `may not` when Seer's memory "
-                          "estimate plus its uncertainty exceeds the GPU's memory", width,
+                          f"calibrated envelope: a default{far}); fits: `may not` when Seer's "
+                          "memory estimate plus its uncertainty exceeds the GPU's memory", width,
                           break_on_hyphens=False) + "\n"
     parts = [col("rank", [str(r["rank"]) for r in rows], True),
              col("stage", [str(r["breakdown_stage"]) for r in rows], True)]

@@ -133,10 +133,13 @@ def csv_text(result, scenario: bool) -> str:
 
 
 def _band(cal) -> str:
-    """A forecast's envelope (seer/envelope.py) as "-4/+7 %", "* outside" its envelope."""
+    """A forecast's envelope (seer/envelope.py) as "-4/+7 %", "* outside" its envelope, "^
+    gpus+tp" beyond the calibration runs in those dimensions (W759)."""
     from astral_dsl.seer.envelope import band_text
 
-    return band_text(cal["band"]) + ("" if cal["inside"] else " * outside")
+    return band_text(cal["band"]) + ("" if cal["inside"] else " * outside") + (
+        " ^ " + "+".join(b["field"] for b in cal["extrapolated"]) if cal.get("extrapolated")
+        else "")
 
 
 def _show(column: str, v) -> str:

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from astral_dsl.runs import score
 from astral_dsl.runs.fit import FitRow, Problem, collector_paused, fit, robust, rows_of
 from astral_dsl.runs.table import RunsTable
+from astral_dsl.seer import checked
 from astral_dsl.seer.calibration import CONSTANTS, FIT_FORMAT, Calibration, Constant
 from astral_dsl.seer.envelope import MIN_ROWS
 from astral_dsl.seer.regime import regime_key
@@ -169,12 +170,15 @@ def document(cal: Calibration, prob: Problem, J, r, rows: List[FitRow], logo: Di
     outside = [c.name for c in free if not c.prior[0] <= getattr(cal, c.name) <= c.prior[1]]
     in_fit = {i: math.exp(v) - 1.0 for i, v in r.items()}
     band = bands(rows, logo)
+    points = [checked.point(prob.specs[i], row.prepared.net) for i, row in enumerate(rows)]
+    beyond = beyond_left_out(points, [row.group for row in rows])
     per_row = []
     for i, row in enumerate(rows):
         per_row.append({"id": row.prepared.row.id, "set": row.table, "metric": row.metric,
                         "regime": regime_key(row.prepared.regime),
                         "in_fit_pct": round(100 * in_fit[i], 2),
-                        "left_out_pct": round(100 * logo[i], 2)})
+                        "left_out_pct": round(100 * logo[i], 2),
+                        "beyond_left_out": beyond[i]})
     set_errors = {}
     for name in sets:
         idx = [i for i, row in enumerate(rows) if row.table == name]
@@ -202,7 +206,42 @@ def document(cal: Calibration, prob: Problem, J, r, rows: List[FitRow], logo: Di
             "sets": set_errors,
             "families": summary(rows, logo),
             "families_in_fit": summary(rows, in_fit),
-            "bands": band, "rows": per_row}
+            "bands": band,
+            "ranges": {k: [_num(lo), _num(hi)]
+                       for k, (lo, hi) in checked.ranges(points).items()},
+            "beyond_left_out": beyond_summary(beyond, logo),
+            "rows": per_row}
+
+
+def _num(x):
+    return int(x) if float(x).is_integer() else x
+
+
+def beyond_left_out(points, keys) -> List[List[str]]:
+    """Per row, the dimensions (seer/checked.py) in which it lies outside the ranges of the
+    runs of the other groups: where its left-out forecast, fitted without its group, was an
+    extrapolation."""
+    groups = grouped(keys)
+    out: List[List[str]] = [[] for _ in points]
+    for idx in groups.values():
+        drop = set(idx)
+        others = checked.ranges(p for i, p in enumerate(points) if i not in drop)
+        for i in idx:
+            out[i] = [b.field for b in checked.beyond(points[i], others)]
+    return out
+
+
+def beyond_summary(beyond: List[List[str]], logo: Dict[int, float]) -> dict:
+    """The left-out errors of the rows whose left-out forecast extrapolated (beyond_left_out)
+    against the others': mean |error| of each, in % (docs/seer.md, "How far to trust a
+    forecast": what extrapolating cost on the calibration runs)."""
+    def mean(idx):
+        return round(100 * sum(abs(logo[i]) for i in idx) / len(idx), 2) if idx else None
+
+    out_idx = [i for i, b in enumerate(beyond) if b]
+    in_idx = [i for i, b in enumerate(beyond) if not b]
+    return {"rows": len(out_idx), "mean_abs_pct": mean(out_idx),
+            "others_rows": len(in_idx), "others_mean_abs_pct": mean(in_idx)}
 
 
 def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] = (),
@@ -262,8 +301,8 @@ def calibrate(tables: Sequence[Tuple[str, RunsTable]], by_source: Sequence[str] 
     warnings = fit_warnings(doc, groups, int(moved_by(J, len(rows)).sum()), len(rows))
     if warnings:
         doc["warnings"] = warnings
-    return doc, Calibration(doc["constants"], tuple(sorted(sets)), doc["bands"], "fit"), rows, \
-        every
+    return doc, Calibration(doc["constants"], tuple(sorted(sets)), doc["bands"], "fit",
+                            {k: tuple(v) for k, v in doc["ranges"].items()}), rows, every
 
 
 def fit_warnings(doc: dict, groups: int, moved: int, rows: int) -> List[str]:

@@ -41,6 +41,7 @@ class Result:
     chosen: Tuple = ()
     memory: Optional[float] = None
     notes: Tuple[str, ...] = ()
+    job: object = None               # the JobSpec forecast: the rule's choices made
 
     @property
     def row(self):
@@ -98,7 +99,7 @@ def evaluate_one(p: Prepared, calibration=None) -> Result:
     shown = metric or "tokens_per_s_per_gpu"
     f = score.forecast_metric(shown, p.row, fc.job, t)
     err = score.signed_error(metric, f, value) if metric else None
-    return Result(p, shown, value, f, err, t, fc.chosen, fc.memory.total, p.notes)
+    return Result(p, shown, value, f, err, t, fc.chosen, fc.memory.total, p.notes, fc.job)
 
 
 def evaluate(prepared: List[Prepared], calibration=None) -> List[Result]:

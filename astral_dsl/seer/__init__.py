@@ -132,7 +132,7 @@ def forecast(design, job: Optional[str] = None, failures=None,
     # here, not with the package, for start-up (see _LAZY)
     from astral_dsl.seer.calibration import Calibration, read_calibration
     from astral_dsl.seer.costs import OperatorTable
-    from astral_dsl.seer.envelope import outside_warning
+    from astral_dsl.seer.envelope import extrapolated_warning, outside_warning
     from astral_dsl.seer.forecast import run
     from astral_dsl.seer.job import check_options, unknown_options
     from astral_dsl.seer.validate import unmatched_table_warning, validate_job
@@ -165,8 +165,9 @@ def forecast(design, job: Optional[str] = None, failures=None,
     result.placement = cluster.placement
     result.scenario = (scenario, failures) if failures is not None else None
     result.measured = len(table.matched) if table is not None else 0
+    env, own = result.envelope(), _own(result.calibration)
     result.diagnostics = forecast_diagnostics(inst, diags, result, cluster) + \
-        outside_warning(inst, result.envelope(), _own(result.calibration))
+        outside_warning(inst, env, own) + extrapolated_warning(inst, env, own)
     if table is not None:
         left = table.unmatched()
         result.notes += (f"operator table {operator_table}: {len(table.matched)} of its "

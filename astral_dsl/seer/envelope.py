@@ -18,13 +18,21 @@ default, not a measurement. Never narrower than the shipped fit's (documented_ou
 -22/+32 %): a fit of other runs (A100s only, say) knows less about a regime it never saw than
 the shipped fit does, not more, so its outside band is the wider of its own and the shipped
 one at each end; a calibration without bands takes DEFAULT_BAND (-25/+25 %) the same way,
-the wider of it and the shipped one at each end (-25/+32 %)."""
+the wider of it and the shipped one at each end (-25/+32 %).
+
+Apart from the regime, a forecast may lie beyond the scale and layout the calibration runs
+spanned (more GPUs, a wider TP, a longer sequence...: seer/checked.py): `extrapolated` lists
+each such dimension with its checked range, which leaves `inside` and the band as they are
+(checked.py says why) and draws W759 (extrapolated_warning)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+import attrs
+
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity
+from astral_dsl.seer import checked
 from astral_dsl.seer.regime import REGIME_PARTS, parse_key, regime, regime_key
 
 MIN_ROWS = 8
@@ -44,11 +52,14 @@ class Envelope:
     # rows of a measured operator table that priced operators of the forecast: their times
     # replaced Seer's costs, whose error the band measures, so it does not describe them
     measured: int = 0
+    # the dimensions of scale and layout beyond the calibration runs' (seer/checked.py)
+    extrapolated: Tuple[checked.Beyond, ...] = ()
 
     def as_json(self) -> dict:
         out = {"regime": dict(self.regime), "inside": self.inside,
                "band": [round(self.band[0], 4), round(self.band[1], 4)], "basis": self.basis,
-               "rows": self.rows, "outside": list(self.outside)}
+               "rows": self.rows, "outside": list(self.outside),
+               "extrapolated": [b.as_json() for b in self.extrapolated]}
         if self.measured:
             out["measured_rows"] = self.measured
         return out
@@ -69,7 +80,22 @@ class Envelope:
         envelope)" (where a forecast's time is shown without W753 beside it)."""
         return self.text() + ("" if self.inside else " (outside the calibrated envelope)") + (
             f" (not the {self.measured:,} operator-table row(s)' operators)" if self.measured
-            else "")
+            else "") + (f" (extrapolated: {self.beyond_text()})" if self.extrapolated else "")
+
+    def beyond_text(self) -> str:
+        """"gpus 16,384 (checked 8-1,024); tp 16 (checked 1-8)": where the forecast goes
+        beyond the calibration runs ("" when nowhere); the ranges unknown said once."""
+        if self.extrapolated and all(b.checked is None for b in self.extrapolated):
+            return "the calibration records no checked ranges"
+        return "; ".join(b.text() for b in self.extrapolated)
+
+
+def marked(cal: dict) -> str:
+    """A band (Envelope.as_json()'s `calibration`) as a table cell: "-4/+7 %", with " *" when
+    outside the calibrated envelope (W753) and " ^" when extrapolated beyond the calibration
+    runs (W759): "-22/+32 % *^"."""
+    mark = ("" if cal["inside"] else "*") + ("^" if cal.get("extrapolated") else "")
+    return band_text(cal["band"]) + (" " + mark if mark else "")
 
 
 def inverse(band) -> Tuple[float, float]:
@@ -93,8 +119,15 @@ def _band(entry, rows: Optional[int] = None) -> Optional[Tuple[float, float, int
         return None if rows is None else (0.0, 0.0, rows)
 
 
-def envelope(spec, gpu_name: str, calibration) -> Envelope:
-    """The envelope of a forecast of `spec` on a GPU named `gpu_name` (module docstring)."""
+def envelope(spec, gpu_name: str, calibration, net=None) -> Envelope:
+    """The envelope of a forecast of `spec` (its micro-batch chosen) on a GPU named `gpu_name`
+    over `net` (module docstring; None: the network's dimensions are not compared)."""
+    env = _regime_envelope(spec, gpu_name, calibration)
+    far = checked.beyond(checked.point(spec, net), getattr(calibration, "ranges", None))
+    return attrs.evolve(env, extrapolated=far) if far else env
+
+
+def _regime_envelope(spec, gpu_name: str, calibration) -> Envelope:
     reg = regime(spec, gpu_name)
     bands = getattr(calibration, "bands", None) or {}
     key = regime_key(reg)
@@ -186,3 +219,49 @@ def outside_warning(job, env: Envelope, calibration=None) -> List[Diagnostic]:
                            "calibrate` (docs/runs.md)"),
                        notes=(f"regime {regime_key(env.regime)}; band {env.text()} (true time "
                               f"against the forecast), basis: {env.basis}",))]
+
+
+def _span_of(job, field: str):
+    """The source of the job's statement of dimension `field` (seer/checked.py WHERE): its
+    record's field (the record when it leaves the field to a default or the rule), the job's
+    field, or for the model's dimensions (and a sequence the batch does not state) the job's
+    `model`; the job itself when it states none of them."""
+    record, name = checked.WHERE[field]
+    if record and record != "model":
+        rec = job.member(record)
+        for k, s in (rec.field_spans if rec is not None else ()):
+            if k == name:
+                return s
+        if field != "seq":                  # a sequence not stated is the model's
+            return (rec.span if rec is not None else None) or job.span
+        record = "model"
+    if record == "model":
+        name = "model"
+    return job.span_of(name) if job.field(name) is not None else job.span
+
+
+def extrapolated_warning(job, env: Envelope, calibration=None) -> List[Diagnostic]:
+    """W759 for a forecast beyond the scale and layout its calibration's runs spanned
+    (env.extrapolated, seer/checked.py), at the job's statement of the first such dimension;
+    or, with a calibration that records no ranges, that whether it is cannot be told.
+    `calibration`: the one the forecast used when not the shipped fit (named in the hint)."""
+    if not env.extrapolated:
+        return []
+    name = "the shipped fit" if calibration is None else f"the calibration `{calibration.source}`"
+    if all(b.checked is None for b in env.extrapolated):
+        return [Diagnostic(
+            "W759", Severity.WARNING,
+            f"job `{job.template}`: {name} records no ranges of the runs it was fitted on: "
+            "whether the forecast extrapolates beyond them cannot be told", job.span,
+            "fit it again with this version's `astral calibrate` (docs/runs.md), which "
+            "records them")]
+    first = env.extrapolated[0]
+    return [Diagnostic(
+        "W759", Severity.WARNING,
+        f"job `{job.template}`: the forecast extrapolates beyond the calibration runs: "
+        + env.beyond_text(), _span_of(job, first.field),
+        f"no run measured the error beyond those ranges, and the band ({env.text()}) is not "
+        "widened for it: measure runs of this scale and layout and fit Seer on them (`astral "
+        "calibrate`, docs/runs.md)" + (", then forecast with `--calibration`"
+                                       if calibration is None else ""),
+        notes=tuple(f"{checked.WHAT[b.field]}: {b.text()}" for b in env.extrapolated))]

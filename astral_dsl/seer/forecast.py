@@ -65,7 +65,7 @@ class Forecast:
         was checked, and the error band (seer/envelope.py)."""
         from astral_dsl.seer.envelope import envelope
 
-        env = envelope(self.job, self.gpu, self.calibration)
+        env = envelope(self.job, self.gpu, self.calibration, self.net)
         # the band is the calibration's error of Seer's own costs: say which it does not cover
         return attrs.evolve(env, measured=self.measured) if self.measured else env
 

@@ -46,8 +46,8 @@ def test_the_table_says_which_constants_leave_their_prior():
 
 
 def test_docs_tables_are_the_fits_output():
-    """docs/seer.md's accuracy, sources and constants tables are what `make calibrate` writes
-    from the shipped fit.json, and the README quotes its A100 table."""
+    """docs/seer.md's accuracy, sources, constants and ranges tables are what `make calibrate`
+    writes from the shipped fit.json, and the README quotes its A100 table."""
     seer_md = (REPO / "docs" / "seer.md").read_text(encoding="utf-8")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert set(tables.markers(seer_md)) == set(tables.TABLES)

@@ -169,11 +169,15 @@ def render(fc) -> str:
     env = fc.envelope()
     lines.append(f"  iteration time   {f'{it:12.3f} s' if it >= 1 else f'{it * 1e3:11.3f} ms'}"
                  f"   {band_text(env)}")
-    if env.measured:            # measured times replaced Seer's costs the band is the error of
-        import textwrap
+    import textwrap
 
+    if env.measured:            # measured times replaced Seer's costs the band is the error of
         lines += textwrap.wrap(env.measured_note(), 100, initial_indent=" " * 19,
                                subsequent_indent=" " * 19)
+    if env.extrapolated:        # beyond the runs the band was measured on (seer/checked.py)
+        lines += textwrap.wrap(f"extrapolated beyond the calibration runs: {env.beyond_text()} "
+                               "(W759): no run measured the error there", 100,
+                               initial_indent=" " * 19, subsequent_indent=" " * 19)
     # tokens/s, MFU and HFU go inversely with the time: the time's band, inverted
     per = f"{text_of(inverse(env.band)):<9}"
     lines.append(f"  tokens/s         {fc.tokens_per_s:12,.0f}     {per}  the time's band, "

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Dict, Mapping, Optional, Tuple
 
 from astral_dsl import jsonin, records
+from astral_dsl.seer.checked import check_ranges
 
 HERE = Path(__file__).resolve().parent
 FIT_FILE = HERE / "fit.json"
@@ -176,12 +177,15 @@ def centre(c: Constant) -> float:
 
 class Calibration:
     """The fitted constants (attribute access: `cal.gemm_eff`), the runs they were fitted on,
-    and per regime the error band of the forecasts (bands(): see `band_for`)."""
+    per regime the error band of the forecasts (seer/envelope.py), and `ranges`: per dimension
+    of scale and layout the [lowest, highest] of the runs fitted (seer/checked.py; None:
+    unknown, a fit document that records none)."""
 
-    __slots__ = ("_values", "fitted_on", "bands", "source")
+    __slots__ = ("_values", "fitted_on", "bands", "source", "ranges")
 
     def __init__(self, values: Mapping[str, float], fitted_on: Tuple[str, ...] = (),
-                 bands: Optional[Mapping[str, dict]] = None, source: str = "shipped"):
+                 bands: Optional[Mapping[str, dict]] = None, source: str = "shipped",
+                 ranges: Optional[Mapping[str, Tuple[float, float]]] = None):
         missing = [n for n in NAMES if n not in values]
         if missing:
             raise ValueError("a calibration needs " + ", ".join(missing))
@@ -189,6 +193,7 @@ class Calibration:
         object.__setattr__(self, "fitted_on", tuple(fitted_on))
         object.__setattr__(self, "bands", dict(bands or {}))
         object.__setattr__(self, "source", source)
+        object.__setattr__(self, "ranges", None if ranges is None else dict(ranges))
 
     def __getattr__(self, name: str) -> float:
         try:
@@ -209,7 +214,8 @@ class Calibration:
     def __reduce__(self):
         # pickled by its arguments (the default would set the slots through __setattr__): a
         # search or a sweep sends it to its worker processes
-        return (Calibration, (self._values, self.fitted_on, self.bands, self.source))
+        return (Calibration, (self._values, self.fitted_on, self.bands, self.source,
+                              self.ranges))
 
     def values(self) -> Dict[str, float]:
         return dict(self._values)
@@ -217,7 +223,7 @@ class Calibration:
     def with_(self, **values: float) -> "Calibration":
         merged = dict(self._values)
         merged.update(values)
-        return Calibration(merged, self.fitted_on, self.bands, self.source)
+        return Calibration(merged, self.fitted_on, self.bands, self.source, self.ranges)
 
 
 def _check_values(values: Mapping[str, float], where: str) -> Dict[str, float]:
@@ -286,12 +292,14 @@ def from_document(doc, where: str) -> Calibration:
             raise ValueError("`fitted_on` is not a list of table names")
         sets = tuple(sets)
         bands = _check_bands(doc.get("bands", {}))
+        # a fit written before they were recorded has none: unknown, never taken as inside
+        ranges = check_ranges(doc["ranges"]) if "ranges" in doc else None
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{where}: not a calibration fit ({exc})") from None
     except ValueError as exc:       # the checks name the file too: once is enough
         said = str(exc).removeprefix(f"{where}: ")
         raise ValueError(f"{where}: not a calibration fit ({said})") from None
-    return Calibration(values, sets, bands, where)
+    return Calibration(values, sets, bands, where, ranges)
 
 
 def read_calibration(path) -> Calibration:
