@@ -70,6 +70,8 @@ class Synthetic:
     block: Optional[np.ndarray] = None   # per record: 1 in a forward block (its compute and
     #                                      TP collectives), 2 in a backward block, 0 elsewhere
     clock_drifts: Optional[np.ndarray] = None   # per rank (1e-6: 1 ppm)
+    tp_apart: bool = False      # a TP group leaves its NVLink domain: a log writes each TP
+    #                             collective as a row of its own (write.log_rows)
 
 
 class _Emit:
@@ -197,9 +199,11 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     dur = dur * (1 + drifts[rank])
     groups = {kind: tuple(g.ranks for g in gs) for kind, gs in rank_map.groups.items()
               if kind in ("tp", "dp", "pp") or (kind == "ep" and ep > 1)}
+    tp_apart = T > 1 and any(net.crosses(idx[s, d].tolist()) for s in range(P)
+                             for d in range(D))
     return Synthetic(fc.job.name, world, tuple(first_iteration + k for k in range(iterations)),
                      rank, iteration, phase, start, dur, peer, op, tuple(faults), offsets,
-                     groups, fc.gpu, fc.iteration_time, block, drifts)
+                     groups, fc.gpu, fc.iteration_time, block, drifts, tp_apart)
 
 
 def _dest(i, ph, c, j, p, v):
