@@ -254,8 +254,9 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     leads = [c[0] for c in classes]
     kind_name = leads[0][0]
     tied = tuple(display(u) for u in leads) if len(leads) > 1 else ()
-    path = " or ".join(display(u) for u in leads)
     all_parts = tuple(set().union(*parts))             # Suspect orders them (natural)
+    heading = "" if tied else _heading(classes[0], all_parts)
+    path = heading or " or ".join(display(u) for u in leads)
     crossing = np.isin(chan, chans)
     sel = use[explained]
     its = tuple(sorted({int(i) for i in inst.iteration[sel]}))
@@ -268,7 +269,7 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     n_s, n_t = int(explained.sum()), int(crossing.sum())
     ev = Evidence(", ".join(what) or "collectives", exp, obs, None, tuple(ranks[:64]), its,
                   n_s, n_t)
-    it = "them" if tied else "it"
+    it = "them" if tied or heading else "it"
     supports = (f"{n_s:,} of the {n_t:,} collectives and transfers crossing {it} ran slow "
                 f"({', '.join(what) or 'none'})")
     fast = crossing & ~explained
@@ -277,7 +278,9 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
                    else f"none: every collective and transfer crossing {it} ran slow")
     slow = _slowest(sel, chan[explained], chan_ranks, inst, tm)
     factor = f"{obs / exp:.2f}x" if obs and exp else "slower than"
-    if len({u[0] for u in leads}) == 1:
+    if heading:
+        named = heading[0].upper() + heading[1:]
+    elif len({u[0] for u in leads}) == 1:
         named = f"{_LABEL[kind_name]} {path}"
     else:
         named = " or ".join(f"{_LABEL[u[0]]} {display(u)}" for u in leads)
@@ -310,6 +313,30 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
         note = ("alternative: explains less of what was seen. " + note).strip()
     return Suspect(kind_name, path, all_parts, float(min(1.0, confidence)), summary, (ev,),
                    note, alternative, supports, contradicts, slow, tied)
+
+
+def _heading(units: List[Unit], parts) -> str:
+    """What is known of a suspect whose units cross the same collectives (one class): where
+    they are several NICs (one DP or EP group a stage: every member's NIC carries each of its
+    collectives) or several first-tier switches, the set, not its first name (which the
+    evidence does not single out): `one of the 48 NICs of the 12 hosts A to B, or the switches
+    between them`; '' where one NIC (its ports, its cable) or one switch is what it names."""
+    kinds = {u[0] for u in units}
+    nics = sorted({p.rsplit(".port[", 1)[0] for p in parts
+                   if " -- " not in p and ".port[" in p}, key=natural)
+    between = " or the switches between them" if kinds & {"switch", "tier", "link"} else ""
+    if len(nics) > 1:
+        hosts = sorted({n.rsplit(".nics[", 1)[0] for n in nics}, key=natural)
+        where = (f"host {hosts[0]}" if len(hosts) == 1 else
+                 f"hosts {hosts[0]} and {hosts[1]}" if len(hosts) == 2 else
+                 f"the {len(hosts)} hosts {hosts[0]} to {hosts[-1]}")
+        return f"one of the {len(nics)} NICs of {where}" + ("," + between if between else "")
+    switches = sorted({display(u) for u in units if u[0] == "switch"}, key=natural)
+    if not nics and len(switches) > 1:
+        tiers = " or the tier groups between them" if kinds & {"tier", "link"} else ""
+        return (f"one of the {len(switches)} first-tier switches {switches[0]} to "
+                f"{switches[-1]}" + ("," + tiers if tiers else ""))
+    return ""
 
 
 def tie_order(unit: Unit) -> Tuple:
