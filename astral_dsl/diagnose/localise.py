@@ -41,10 +41,12 @@ from scipy.special import logsumexp
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap, natural
 from astral_dsl.diagnose.evidence import Timing
-from astral_dsl.diagnose.likelihood import EPSILON, Q_GRID, log_ratio, outliers, robust_spread
+from astral_dsl.diagnose.likelihood import EPSILON, Q_GRID, log_ratio, lower_spread, outliers, \
+    robust_spread
 from astral_dsl.diagnose.match import KIND_NAMES, P2P, Instances, group_ids
 from astral_dsl.diagnose.model import Evidence, Observation, Suspect
-from astral_dsl.diagnose.units import ECMP_KINDS, KIND_ORDER, Unit, channel_units, display
+from astral_dsl.diagnose.units import ECMP_KINDS, KIND_ORDER, Unit, channel_units, display, \
+    set_name
 from astral_dsl.outputs.diagnosis import TIED
 
 SLOW_MIN, SLOW_MAX = 1.2, 20.0      # the slow-down a fault causes, log-uniform between
@@ -66,10 +68,14 @@ def instance_log_ratio(tm: Timing, inst: Instances) -> Tuple[np.ndarray, np.ndar
         return use, np.zeros(0)
     x = np.log(tm.effective[use] / tm.expected[use])
     kind = inst.kind[use]
+    # compared with the forecast (too few peers): a slow group may be half of them
+    fc = tm.forecast[use] if tm.forecast is not None else np.zeros(use.size, dtype=bool)
     spread = np.empty(use.size)
     for k in np.unique(kind):
-        sel = kind == k
-        spread[sel] = robust_spread(x[sel], SPREAD_FLOOR)
+        for sel in ((kind == k) & ~fc, (kind == k) & fc):
+            if sel.any():
+                spread[sel] = (lower_spread if fc[sel][0] else robust_spread)(x[sel],
+                                                                              SPREAD_FLOOR)
     s = np.sqrt(spread ** 2 + (ABS_FLOOR_S / tm.expected[use]) ** 2)
     eps = outliers(x, s, SLOW_MIN)
     return use, log_ratio(x, s, SLOW_MIN, SLOW_MAX, eps)
@@ -255,7 +261,7 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     kind_name = leads[0][0]
     tied = tuple(display(u) for u in leads) if len(leads) > 1 else ()
     all_parts = tuple(set().union(*parts))             # Suspect orders them (natural)
-    heading = "" if tied else _heading(classes[0], all_parts)
+    heading = "" if tied else set_name(classes[0], all_parts)
     path = heading or " or ".join(display(u) for u in leads)
     crossing = np.isin(chan, chans)
     sel = use[explained]
@@ -313,30 +319,6 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
         note = ("alternative: explains less of what was seen. " + note).strip()
     return Suspect(kind_name, path, all_parts, float(min(1.0, confidence)), summary, (ev,),
                    note, alternative, supports, contradicts, slow, tied)
-
-
-def _heading(units: List[Unit], parts) -> str:
-    """What is known of a suspect whose units cross the same collectives (one class): where
-    they are several NICs (one DP or EP group a stage: every member's NIC carries each of its
-    collectives) or several first-tier switches, the set, not its first name (which the
-    evidence does not single out): `one of the 48 NICs of the 12 hosts A to B, or the switches
-    between them`; '' where one NIC (its ports, its cable) or one switch is what it names."""
-    kinds = {u[0] for u in units}
-    nics = sorted({p.rsplit(".port[", 1)[0] for p in parts
-                   if " -- " not in p and ".port[" in p}, key=natural)
-    between = " or the switches between them" if kinds & {"switch", "tier", "link"} else ""
-    if len(nics) > 1:
-        hosts = sorted({n.rsplit(".nics[", 1)[0] for n in nics}, key=natural)
-        where = (f"host {hosts[0]}" if len(hosts) == 1 else
-                 f"hosts {hosts[0]} and {hosts[1]}" if len(hosts) == 2 else
-                 f"the {len(hosts)} hosts {hosts[0]} to {hosts[-1]}")
-        return f"one of the {len(nics)} NICs of {where}" + ("," + between if between else "")
-    switches = sorted({display(u) for u in units if u[0] == "switch"}, key=natural)
-    if not nics and len(switches) > 1:
-        tiers = " or the tier groups between them" if kinds & {"tier", "link"} else ""
-        return (f"one of the {len(switches)} first-tier switches {switches[0]} to "
-                f"{switches[-1]}" + ("," + tiers if tiers else ""))
-    return ""
 
 
 def tie_order(unit: Unit) -> Tuple:
