@@ -95,3 +95,24 @@ def test_one_slow_group_of_two_is_found():
         generate(fc, rm, [Fault("nic_port", port, 0.5, 24)], seed=0)), job="tp2dp")
     assert found.instances["dp"] == (6, 3) and found.verdict == "suspects"
     assert found.suspects[0].covers(port) and found.suspects[0].probability > 0.5
+
+
+TP8 = job("tp8", "TinyMoE", 48, "tp = 8, pp = 1, dp = 6",
+          "global_batch = 96, micro = 1, seq = 2048")
+
+
+def test_a_tp_group_across_racks_is_slowed_by_its_ring():
+    """tp 8, dp 6 on moe.astral's racks of 12 GPUs: TP group 1 (ranks 8-15) joins rack 0's last
+    tray to rack 1's first; rank 8 is GPU 0 of rack 0's tray 2, on rail 0's leaf of rack 0. That
+    leaf at half rate slows group 1's TP collectives (one a block: 96 / 6 = 16 micro-batches x
+    2 blocks x 3 iterations = 96), compared with the other 5 groups', and the first suspect holds
+    the leaf. The drill had left every TP collective at its forecast time whatever the fault
+    (the tor drill named the spine, from the DP rings alone)."""
+    design = moe_with(TP8)
+    fc, rm = seer.forecast(design, job="tp8"), diagnose.rank_map(design, "tp8")
+    leaf = "Lab.fabric.rack[0].rail[0].leaf[0]"
+    assert rm.group("tp", 8).ranks == tuple(range(8, 16)) and rm.ranks[8].ports[0].switch == leaf
+    data = generate(fc, rm, [Fault("tor", leaf, 0.5)], seed=0)
+    found = diagnose.diagnose(design, write.to_observed(data), job="tp8")
+    assert found.instances["tp"] == (576, 96)
+    assert found.suspects[0].covers(leaf) and not found.suspects[0].alternative

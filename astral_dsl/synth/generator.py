@@ -156,6 +156,9 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
             if 0 <= s2 < P and s2 != s and (s, s2) not in pair_factor:
                 pair_factor[(s, s2)] = net.pairs(idx[s], idx[s2])
     dp_factor = [net.rings(idx[s]) for s in range(P)]
+    # a TP group that leaves its NVLink domain (an NVL72-like rack's tp 16 over two racks) is
+    # slowed by the faults of its ring, as a DP group's is: per stage, (D, 1) of each group
+    tp_factor = [tuple(a.T for a in net.rings(idx[s].T)) for s in range(P)]
     ep_groups = [g.ranks for g in rank_map.groups["ep"]]
     ep_members = [experts.members(ep_groups, idx[s]) if ep > 1 else None for s in range(P)]
     if ep > 1 and any(m is None for m in ep_members):
@@ -165,7 +168,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
                  for s in range(P)]
     zsteps = {key: sharded.plan(low.template(key[0], key[2], key[1]), speed) if par.zero >= 3
               else () for key in steps}
-    side = (steps, ep_members, ep_factor, zsteps, dp_factor)
+    side = (steps, ep_members, ep_factor, zsteps, dp_factor, tp_factor)
     out = _Emit()
     free = np.zeros((P, D, T))
     for k in range(iterations):
@@ -195,7 +198,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     groups = {kind: tuple(g.ranks for g in gs) for kind, gs in rank_map.groups.items()
               if kind in ("tp", "dp", "pp") or (kind == "ep" and ep > 1)}
     tp_apart = T > 1 and any(net.crosses(idx[s, d].tolist()) for s in range(P)
-                             for d in range(D))
+                             for d in range(D))       # where tp_factor may slow them
     return Synthetic(fc.job.name, world, tuple(first_iteration + k for k in range(iterations)),
                      rank, iteration, phase, start, dur, peer, op, tuple(faults), offsets,
                      groups, fc.gpu, fc.iteration_time, block, drifts, tp_apart)
@@ -243,12 +246,15 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
             comp = comp_base * gpu_factor[idx[i]] * it_factor * \
                 (1 + rng.normal(0, noise.kernel, (D, T))) * net.gpu_slow(idx[i], start)
             tag = 1 if ph == "F" else 2
-            steps, ep_members, ep_factor, zsteps, dp_factor = side
+            steps, ep_members, ep_factor, zsteps, dp_factor, tp_factor = side
             done = experts.run(out, it, idx[i], start, comp, steps[(i, ph, c)], ep_members[i],
                                ep_factor[i], net, noise, rng, "ep_comm", OP["collective"]) \
                 if steps[(i, ph, c)] else start + comp
-            tp = tp_base * np.exp(rng.normal(0, noise.comm, (D, 1)))
-            end = done.max(axis=1, keepdims=True) + tp
+            ready_tp = done.max(axis=1, keepdims=True)
+            tp_static, tp_flap = tp_factor[i]
+            tp = tp_base * tp_static * net.flap_factor(tp_flap, ready_tp) * \
+                np.exp(rng.normal(0, noise.comm, (D, 1)))
+            end = ready_tp + tp
             out.add(idx[i], it, "forward" if ph == "F" else "backward", start, comp, block=tag)
             if zsteps[(i, ph, c)]:
                 sharded.run(out, it, idx[i], start, np.broadcast_to(end, (D, T)),
