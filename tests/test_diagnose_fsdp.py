@@ -16,6 +16,7 @@ import astral_dsl
 from astral_dsl import diagnose, seer
 from astral_dsl.diagnose import match
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup
+from astral_dsl.outputs.diagnosis import render, to_json
 from astral_dsl.synth import Fault, SynthError, generate, write
 from clirun import astral as _astral_cli  # noqa: E402
 from jobtext import job
@@ -82,6 +83,18 @@ def test_a_slow_dp_nic_under_fsdp_is_not_an_all_clear(fsdp):
     # one DP group: no peers, the forecast is what they ran slower than (not "their peers'")
     assert re.search(r"ran 2\.\d\dx their forecast time \(too few peers to compare with\)",
                      found.suspects[0].summary)
+    # every member's NIC carries each collective of the one group: the suspect says so (4
+    # racks x 3 trays x 4 NICs = 48 NICs of 12 hosts, and the switches between them), not its
+    # first NIC at 100 %; its parts list every one
+    said = ("one of the 48 NICs of the 12 hosts Lab.racks[0].hosts[0] to "
+            "Lab.racks[3].hosts[2], or the switches between them")
+    top = found.suspects[0]
+    assert top.kind == "nic port" and top.path == said and not top.tied
+    assert top.summary.startswith("One of the 48 NICs of the 12 hosts") and \
+        "crossing them ran" in top.summary
+    assert sum(".port[a]" in p and " -- " not in p for p in top.parts) == 48
+    assert to_json(found)["suspects"][0]["path"] == said
+    assert f"1. nic port {said}   probability" in render(found)
 
 
 def test_unnamed_fsdp_collectives_are_said(fsdp):

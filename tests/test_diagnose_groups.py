@@ -27,11 +27,15 @@ TCP = job("tcp", "TinyMoE", 16, "tp = 2, cp = 2, pp = 1, dp = 4, ep = 4",
           "global_batch = 16, micro = 1, seq = 2048")
 
 
+def moe_with(jobs: str):
+    """moe.astral with the jobs `jobs` added."""
+    return astral_dsl.loads((ROOT / "moe.astral").read_text() + jobs, name="moe.astral",
+                            root=ROOT)
+
+
 @pytest.fixture(scope="module")
 def moe():
-    design = astral_dsl.loads((ROOT / "moe.astral").read_text() + TCP, name="moe.astral",
-                              root=ROOT)
-    return design
+    return moe_with(TCP)
 
 
 def _trace(rank, desc, ranks):
@@ -69,7 +73,8 @@ def test_gradient_groups_of_a_tp_cp_ep_job(moe):
                                     (5, "EXPERT_DATA_PARALLEL_GROUP", (1, 5, 9, 13)),
                                     (6, "TENSOR_AND_DATA_PARALLEL_GROUP", (2, 3, 6, 7, 10, 11, 14, 15)))}
     assert kinds == {"DATA_PARALLEL_GROUP_WITH_CP": match.KIND_CODES["dpcp"],
-                     "EXPERT_DATA_PARALLEL_GROUP": match.KIND_CODES["dp"],   # = rank 5's DP
+                     # its ranks are rank 5's DP group's too: its description says whose
+                     "EXPERT_DATA_PARALLEL_GROUP": match.KIND_CODES["edp"],
                      "TENSOR_AND_DATA_PARALLEL_GROUP": match.NO_GROUP}
     # none of them makes the rank look like another job's (E790); a DP group of 3 does
     for desc, ranks in (("DATA_PARALLEL_GROUP_WITH_CP", range(0, 16, 2)),
@@ -166,3 +171,51 @@ def test_an_ep_that_does_not_divide_is_said_once_with_its_own_hint():
         diagnose.diagnose(design, None, job="bad")
     codes = [d.code for d in exc.value.diagnostics if d.is_error]
     assert codes == ["E753"]
+
+
+TPEP = job("tpep", "TinyMoE", 48, "tp = 2, pp = 2, dp = 12, ep = 2",
+           "global_batch = 48, micro = 1, seq = 2048")
+
+
+def test_expert_group_with_the_dp_groups_ranks_is_the_experts():
+    """tp 2 = ep 2: EDP = tp x dp / ep = 12 = dp, and an expert rank (ep + 2 edp) and a dense
+    one (tp + 2 dp) number alike, so rank r's EXPERT_DATA_PARALLEL_GROUP holds its
+    DATA_PARALLEL_GROUP's ranks (the even ranks of its stage for r even). Matched as `edp` (its
+    description says whose), the dense all-reduce is judged against Seer's dense part
+    (2 DP groups a stage: the forecast) and the experts' against theirs. Matched as DP, both
+    had been compared with the bucket's whole time (dense + expert): the dense all-reduce of
+    stage 0's even ranks at twice its time (2 x 2.109 = 4.2 ms against the 9.403 ms bucket)
+    had passed, a healthy verdict."""
+    design = moe_with(TPEP)
+    fc, rm = seer.forecast(design, job="tpep"), diagnose.rank_map(design, "tpep")
+    assert rm.group("edp", 4).ranks == rm.group("dp", 4).ranks == tuple(range(0, 24, 2))
+    _, _, params = fc.runs[0].dp[0]
+    dense_s, expert_s = fc.lowering.dp_parts(params)
+    observed = write.to_observed(generate(fc, rm, [], seed=1))
+
+    def apart(t, slow):
+        """The drill's bucket as a trace shows it: the dense all-reduce on DP, then the
+        experts' on EDP; `slow`: the dense one takes twice its time (the experts' after)."""
+        dp = np.flatnonzero(t.phase == PHASE_INDEX["dp_comm"])
+        extra = dense_s if slow else 0.0
+        end = t.start[dp] + t.duration[dp]
+        cut = end - expert_s + extra
+        duration = np.r_[t.duration, np.full(dp.size, expert_s)]
+        duration[dp] = cut - t.start[dp]
+        pgs = (ProcessGroup("dp", "DATA_PARALLEL_GROUP", rm.group("dp", t.rank).ranks),
+               ProcessGroup("edp", "EXPERT_DATA_PARALLEL_GROUP", rm.group("edp", t.rank).ranks))
+        return attrs.evolve(t, iteration=np.r_[t.iteration, t.iteration[dp]],
+                            phase=np.r_[t.phase, t.phase[dp]], peer=np.r_[t.peer, t.peer[dp]],
+                            op=np.r_[t.op, t.op[dp]], start=np.r_[t.start, cut],
+                            duration=duration, groups=pgs,
+                            group=np.r_[np.where(t.phase == PHASE_INDEX["dp_comm"], 0, -1),
+                                        np.ones(dp.size, int)])
+
+    healthy = diagnose.diagnose(design, attrs.evolve(observed, traces=tuple(
+        apart(t, False) for t in observed.traces)), job="tpep")
+    # 2 DP groups (tp 0, tp 1) x 2 stages x 3 iterations of one bucket each; as many EDP
+    assert healthy.instances["dp"] == (12, 0) and healthy.instances["edp"] == (12, 0)
+    assert healthy.verdict == "healthy"
+    slow = diagnose.diagnose(design, attrs.evolve(observed, traces=tuple(
+        apart(t, t.rank < 24 and t.rank % 2 == 0) for t in observed.traces)), job="tpep")
+    assert slow.instances["dp"] == (12, 3) and slow.verdict == "suspects"

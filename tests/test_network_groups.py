@@ -676,7 +676,7 @@ def test_pods_of_different_sizes_rank_map_drill_and_pictures(pods, pods_checked)
     from astral_dsl.analyses.fabric_names import TierKey
     from astral_dsl.diagnose import rank_map
     from astral_dsl.outputs.render import render
-    from astral_dsl.synth.generator import _Net
+    from astral_dsl.synth.network import Net
 
     rm = rank_map(pods.design)
     spine = TierKey("Site.fabric", "spine", ("pod", 1))
@@ -687,7 +687,7 @@ def test_pods_of_different_sizes_rank_map_drill_and_pictures(pods, pods_checked)
     assert rm.ranks[320].host == "Site.pods[1].racks[0].hosts[0]"
     assert {p.switch for r in (0, 319, 320, 383, 511) for p in rm.ranks[r].ports} <= names
     # the drill's flows climb only through switches that exist (pods[1] -> pods[3])
-    flows = _Net(rm, (), 0).route(320, 511)
+    flows = Net(rm, (), 0).route(320, 511)
     crossed = {x for flow in flows for x in flow if " -- " not in x and ".fabric." in x}
     assert any(".core[" in x for x in crossed) and crossed <= names
     g = render(pods_checked.design, "pod", "Site.pods[1]", checked=pods_checked)

@@ -15,8 +15,9 @@ from astral_dsl.cli.synth import _on_part
 from astral_dsl.diagnose.localise import tie_order
 from astral_dsl.outputs.diagnosis import render, to_json
 from astral_dsl.synth import Fault, generate, write
-from astral_dsl.synth import generator
-from astral_dsl.synth.generator import PH, _Net
+from astral_dsl.synth import network
+from astral_dsl.synth.generator import PH
+from astral_dsl.synth.network import Net
 from astral_dsl.synth.inject import crossing_ranks, random_fault
 
 NVL72 = Path(__file__).resolve().parent / "fixtures" / "diagnose" / "nvl72.astral"
@@ -40,7 +41,7 @@ def test_in_rack_rings_cross_no_nic(nvl72):
     fc, rm = jobs["small"]
     port = rm.ranks[4].ports[0].name
     assert port == "Lab.racks[0].hosts[1].nics[0].port[a]"
-    net = _Net(rm, [Fault("nic_port", port, 0.5, 4)], 0)
+    net = Net(rm, [Fault("nic_port", port, 0.5, 4)], 0)
     idx = np.zeros((2, 18, 4), dtype=np.int64)
     for info in rm.ranks:
         c = dict(info.coords)
@@ -77,7 +78,7 @@ def test_a_racks_hosts_are_listed_in_the_designs_order(nvl72, monkeypatch):
     hosts[0], hosts[10], hosts[11], ..., hosts[2])."""
     design, jobs = nvl72
     fc, rm = jobs["small"]
-    rings = generator._Net.rings
+    rings = network.Net.rings
 
     def slow_rack0_ring(self, ranks):
         static, flap = rings(self, ranks)
@@ -86,7 +87,7 @@ def test_a_racks_hosts_are_listed_in_the_designs_order(nvl72, monkeypatch):
             static[0, 0] = 2.0
         return static, flap
 
-    monkeypatch.setattr(generator._Net, "rings", slow_rack0_ring)
+    monkeypatch.setattr(network.Net, "rings", slow_rack0_ring)
     found = diagnose.diagnose(design, write.to_observed(generate(fc, rm, [], seed=3)))
     hosts = tuple(f"Lab.racks[0].hosts[{i}]" for i in range(18))
     top = found.suspects[0]

@@ -173,7 +173,7 @@ def test_a_group_climbing_two_tiers_crosses_the_middle_one():
     the core, so the path climbs through each rail's aggregation group (per plane) first.
     Tier sizes: 4 ToRs (8 hosts of 32 per ToR), 2 aggs (16 uplinks of 400G into 8-port aggs),
     4 core switches: the uplinks end at groups (ECMP)."""
-    from astral_dsl.synth.generator import _Net
+    from astral_dsl.synth.network import Net
 
     text = SMALL.read_text().replace("parallel { tp = 8, pp = 2, dp = 8 }",
                                      "parallel { tp = 16, pp = 2, dp = 4 }")
@@ -189,7 +189,7 @@ def test_a_group_climbing_two_tiers_crosses_the_middle_one():
     assert not any(link.endswith("tor[0] -- Small.fabric.core") for link in p.links)
     # the generator's flows climb the same way: rank 0 (rail 0) to rank 9 (rail 1), port a:
     # an agg of each side, then one core switch (listed for both sides)
-    flow = _Net(rm, (), 0).route(0, 9)[0]
+    flow = Net(rm, (), 0).route(0, 9)[0]
     tiers = [x for x in flow if " -- " not in x and (".agg[" in x or ".core[" in x)]
     assert [t.split(".")[-1].split("[")[0] for t in tiers] == ["agg", "agg", "core", "core"]
     assert "Small.fabric.rail[0].plane[A].agg[" in tiers[0] and \

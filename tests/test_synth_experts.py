@@ -17,7 +17,8 @@ from astral_dsl.diagnose import compute as compute_mod
 from astral_dsl.diagnose import _forecast_compute
 from astral_dsl.seer.calibration import shipped
 from astral_dsl.synth import Fault, Noise, experts, generate, write
-from astral_dsl.synth.generator import PH, _Net
+from astral_dsl.synth.generator import PH
+from astral_dsl.synth.network import Net
 from astral_dsl.synth.inject import crossing_ranks
 from jobtext import job
 
@@ -49,7 +50,7 @@ def test_ep_groups_and_what_crosses_a_nic(moe):
     fc, rm = jobs["moe"]
     assert [g.ranks for g in rm.groups["ep"]] == [tuple(range(8 * i, 8 * i + 8))
                                                   for i in range(6)]
-    net = _Net(rm, (), 0)
+    net = Net(rm, (), 0)
     crossing = [g.index for g in rm.groups["ep"] if experts.pairs(net, g.ranks)]
     assert crossing == [1, 4]
     # group 1: ranks 8-11 on rack 0's tray 2, 12-15 on rack 1's tray 0: 4 x 4 pairs cross

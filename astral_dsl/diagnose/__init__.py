@@ -25,8 +25,8 @@ from astral_dsl.analyses import rankmap as rankmap_mod
 from astral_dsl.diagnose import breakdown, checks, clocks, compute, evidence, localise, match, \
     verdict
 from astral_dsl.diagnose.checks import diag as _diag
-from astral_dsl.diagnose.forecast_net import forecast_net as _forecast_net, unforecast_dp as \
-    _unforecast_dp, unnamed_dp as _unnamed_dp
+from astral_dsl.diagnose.forecast_net import forecast_net as _forecast_net, uncompared as \
+    _uncompared, unforecast_dp as _unforecast_dp, unnamed_dp as _unnamed_dp
 from astral_dsl.diagnose.model import ClockFit, Diagnosis, Suspect
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.records import OP_INDEX, totals
@@ -170,6 +170,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
         diags.append(_unnamed_dp(tm, inst_, fc_net, files, p.zero))
     if tm.unforecast.any():
         diags.append(_unforecast_dp(tm, p.zero, files))
+    diags += _uncompared(tm, inst_, files)
     net = localise.localise(rm, inst_, tm, verdict.PRIOR_ODDS)
     tot = totals(list(traces.values()))          # per rank and iteration, counted once
     comp = evidence.compute_per_rank(traces, set(iterations), tot)

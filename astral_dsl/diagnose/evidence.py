@@ -48,6 +48,8 @@ class Timing:
     #                             compared
     stage: np.ndarray           # the stage of each (a transfer's: its sender's)
     forecast: Optional[np.ndarray] = None   # bool: expected is the forecast's (too few peers)
+    uncompared: Optional[np.ndarray] = None  # bool: too few peers and no forecast of its kind
+    #                                         (neither unnamed nor unforecast): not compared
 
 
 def compute_per_rank(traces, iterations, tot: Optional[Totals] = None
@@ -149,8 +151,9 @@ def timing(records: Records, inst: Instances, clocks, stage_of_rank: np.ndarray,
     none = usable & few & split & ~np.isfinite(fc)
     unnamed = none & (inst.op == OP_INDEX["collective"])
     unforecast = none & (inst.op == OP_INDEX["all_gather"])
+    uncompared = usable & few & ~np.isfinite(fc) & ~unnamed & ~unforecast
     return Timing(eff, expected, slow, usable, unnamed, unforecast, stage_a,
-                  few & np.isfinite(fc))
+                  few & np.isfinite(fc), uncompared)
 
 
 def _forecast_of(forecast: Dict[Tuple, float], inst: Instances, stage: np.ndarray

@@ -10,7 +10,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from astral_dsl.diagnose.evidence import MIN_PEERS
-from astral_dsl.diagnose.match import DP_FAMILY, KIND_CODES, P2P
+from astral_dsl.diagnose.match import DP_FAMILY, KIND_CODES, KIND_NAMES, P2P
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.records import OP_INDEX
 from astral_dsl.seer.lower_comm import SHARDED_COLLECTIVES
@@ -154,6 +154,33 @@ def unforecast_dp(tm, zero: int, files) -> Diagnostic:
         file=files[0] if files else None)
 
 
+def uncompared(tm, inst, files) -> List[Diagnostic]:
+    """W797, one per kind: collectives (or pipeline transfers) with too few peers (fewer than
+    MIN_PEERS groups of their stage run them) and no forecast of their kind to compare them
+    with: TP or CP collectives that leave their NVLink domain where one or two groups a stage
+    run them (Seer prices them inside their blocks, not alone), a MoE job's experts' gradient
+    collectives on a stage without routed experts in Seer's split. They were compared with
+    nothing and never slow: said, so that nothing suspect is no all-clear."""
+    out = []
+    for code in sorted(set(inst.kind[tm.uncompared].tolist())):
+        sel = tm.uncompared & (inst.kind == code)
+        name = "pipeline transfers" if code == P2P else \
+            f"{KIND_NAMES[code].upper()} collectives"
+        group = "pipeline pairs" if code == P2P else f"{KIND_NAMES[code].upper()} groups"
+        stages = sorted(set(tm.stage[sel].tolist()))
+        out.append(Diagnostic(
+            "W797", Severity.WARNING,
+            f"{int(sel.sum()):,} of the {int((tm.usable & (inst.kind == code)).sum()):,} "
+            f"{name} on {_stages(stages)} are not judged: fewer than {MIN_PEERS} {group} of "
+            f"their stage run each to compare it with, and the forecast has no time of their "
+            f"own for them",
+            None, "compare their times across iterations in the breakdown (`comm_by_kind_s`), "
+                  "or diagnose a layout with at least 3 such groups a stage (a larger dp), "
+                  "whose collectives are compared with each other",
+            file=files[0] if files else None))
+    return out
+
+
 def _ms_span(seconds) -> str:
     """'1.681 ms', or '3.694 to 4.469 ms' where they differ (at the shown precision)."""
     lo, hi = f"{min(seconds) * 1e3:.3f}", f"{max(seconds) * 1e3:.3f}"
@@ -184,4 +211,4 @@ def _all_to_alls(low, stage: int, run) -> list:
     return list(whole.values())
 
 
-__all__ = ["forecast_net", "unforecast_dp", "unnamed_dp"]
+__all__ = ["forecast_net", "uncompared", "unforecast_dp", "unnamed_dp"]

@@ -41,10 +41,12 @@ from scipy.special import logsumexp
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap, natural
 from astral_dsl.diagnose.evidence import Timing
-from astral_dsl.diagnose.likelihood import EPSILON, Q_GRID, log_ratio, outliers, robust_spread
+from astral_dsl.diagnose.likelihood import EPSILON, Q_GRID, log_ratio, lower_spread, outliers, \
+    robust_spread
 from astral_dsl.diagnose.match import KIND_NAMES, P2P, Instances, group_ids
 from astral_dsl.diagnose.model import Evidence, Observation, Suspect
-from astral_dsl.diagnose.units import ECMP_KINDS, KIND_ORDER, Unit, channel_units, display
+from astral_dsl.diagnose.units import ECMP_KINDS, KIND_ORDER, Unit, channel_units, display, \
+    set_name
 from astral_dsl.outputs.diagnosis import TIED
 
 SLOW_MIN, SLOW_MAX = 1.2, 20.0      # the slow-down a fault causes, log-uniform between
@@ -66,10 +68,14 @@ def instance_log_ratio(tm: Timing, inst: Instances) -> Tuple[np.ndarray, np.ndar
         return use, np.zeros(0)
     x = np.log(tm.effective[use] / tm.expected[use])
     kind = inst.kind[use]
+    # compared with the forecast (too few peers): a slow group may be half of them
+    fc = tm.forecast[use] if tm.forecast is not None else np.zeros(use.size, dtype=bool)
     spread = np.empty(use.size)
     for k in np.unique(kind):
-        sel = kind == k
-        spread[sel] = robust_spread(x[sel], SPREAD_FLOOR)
+        for sel in ((kind == k) & ~fc, (kind == k) & fc):
+            if sel.any():
+                spread[sel] = (lower_spread if fc[sel][0] else robust_spread)(x[sel],
+                                                                              SPREAD_FLOOR)
     s = np.sqrt(spread ** 2 + (ABS_FLOOR_S / tm.expected[use]) ** 2)
     eps = outliers(x, s, SLOW_MIN)
     return use, log_ratio(x, s, SLOW_MIN, SLOW_MAX, eps)
@@ -254,8 +260,9 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     leads = [c[0] for c in classes]
     kind_name = leads[0][0]
     tied = tuple(display(u) for u in leads) if len(leads) > 1 else ()
-    path = " or ".join(display(u) for u in leads)
     all_parts = tuple(set().union(*parts))             # Suspect orders them (natural)
+    heading = "" if tied else set_name(classes[0], all_parts)
+    path = heading or " or ".join(display(u) for u in leads)
     crossing = np.isin(chan, chans)
     sel = use[explained]
     its = tuple(sorted({int(i) for i in inst.iteration[sel]}))
@@ -268,7 +275,7 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     n_s, n_t = int(explained.sum()), int(crossing.sum())
     ev = Evidence(", ".join(what) or "collectives", exp, obs, None, tuple(ranks[:64]), its,
                   n_s, n_t)
-    it = "them" if tied else "it"
+    it = "them" if tied or heading else "it"
     supports = (f"{n_s:,} of the {n_t:,} collectives and transfers crossing {it} ran slow "
                 f"({', '.join(what) or 'none'})")
     fast = crossing & ~explained
@@ -277,7 +284,9 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
                    else f"none: every collective and transfer crossing {it} ran slow")
     slow = _slowest(sel, chan[explained], chan_ranks, inst, tm)
     factor = f"{obs / exp:.2f}x" if obs and exp else "slower than"
-    if len({u[0] for u in leads}) == 1:
+    if heading:
+        named = heading[0].upper() + heading[1:]
+    elif len({u[0] for u in leads}) == 1:
         named = f"{_LABEL[kind_name]} {path}"
     else:
         named = " or ".join(f"{_LABEL[u[0]]} {display(u)}" for u in leads)

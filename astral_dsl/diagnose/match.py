@@ -86,9 +86,10 @@ def _kind_of_groups(trace: RankTrace, rm: RankMap, sets: Optional[Dict] = None
         if not ranks or not inside:
             continue
         # the kind its description names first: a DP group of every rank (tp 1, pp 1: a pure
-        # data-parallel or FSDP job) is the DP group, not the world's
+        # data-parallel or FSDP job) is the DP group, not the world's; the experts' (tp = ep:
+        # its ranks are the DP group's too) the EDP group, whose forecast is the experts' part
         named = group_kind(g.desc, g.name)
-        hit = of(DP_FAMILY if named == "dp" else (named,) if named else ())
+        hit = of(_dp_kinds(g) if named == "dp" else (named,) if named else ())
         if hit is None and len(ranks) == rm.world:
             hit = KIND_CODES["world"]
         if hit is None and len(ranks) >= 2:
@@ -97,6 +98,14 @@ def _kind_of_groups(trace: RankTrace, rm: RankMap, sets: Optional[Dict] = None
         if hit is not None:
             out[i] = hit
     return out
+
+
+def _dp_kinds(group) -> Tuple[str, ...]:
+    """The data-parallel kinds a process group is tried as, in order: the experts' group
+    (Megatron-Core's EXPERT_DATA_PARALLEL_GROUP) as `edp` first, every other as `dp`, then
+    `dpcp`, then `edp`."""
+    words = f"{group.desc or ''} {group.name or ''}".lower()
+    return ("edp",) + DP_FAMILY[:2] if "expert" in words else DP_FAMILY
 
 
 def _set_of(sets: Dict, ranks: Tuple[int, ...]) -> frozenset:

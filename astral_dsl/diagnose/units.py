@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Dict, Iterable, Sequence, Tuple
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 from astral_dsl.analyses.fabric_names import link_name
 from astral_dsl.analyses.rankmap import RankMap, climb, natural, one_domain
@@ -52,6 +52,30 @@ def plane_free(name: str) -> str:
 
 def display(u: Unit) -> str:
     return u[1]
+
+
+def set_name(units: List[Unit], parts) -> str:
+    """What is known of a suspect whose units cross the same collectives (one class): where
+    they are several NICs (one DP or EP group a stage: every member's NIC carries each of its
+    collectives) or several first-tier switches, the set, not its first name (which the
+    evidence does not single out): `one of the 48 NICs of the 12 hosts A to B, or the switches
+    between them`; '' where one NIC (its ports, its cable) or one switch is what it names."""
+    kinds = {u[0] for u in units}
+    nics = sorted({p.rsplit(".port[", 1)[0] for p in parts
+                   if " -- " not in p and ".port[" in p}, key=natural)
+    between = " or the switches between them" if kinds & {"switch", "tier", "link"} else ""
+    if len(nics) > 1:
+        hosts = sorted({n.rsplit(".nics[", 1)[0] for n in nics}, key=natural)
+        where = (f"host {hosts[0]}" if len(hosts) == 1 else
+                 f"hosts {hosts[0]} and {hosts[1]}" if len(hosts) == 2 else
+                 f"the {len(hosts)} hosts {hosts[0]} to {hosts[-1]}")
+        return f"one of the {len(nics)} NICs of {where}" + ("," + between if between else "")
+    switches = sorted({display(u) for u in units if u[0] == "switch"}, key=natural)
+    if not nics and len(switches) > 1:
+        tiers = " or the tier groups between them" if kinds & {"tier", "link"} else ""
+        return (f"one of the {len(switches)} first-tier switches {switches[0]} to "
+                f"{switches[-1]}" + ("," + tiers if tiers else ""))
+    return ""
 
 
 def channel_units(rm: RankMap, ranks: Sequence[int]) -> Dict[Unit, Tuple[str, ...]]:
@@ -105,4 +129,4 @@ def _units(rm: RankMap, ranks: Sequence[int]) -> Dict[Unit, Tuple[str, ...]]:
 
 
 __all__ = ["ECMP_KINDS", "KIND_ORDER", "Unit", "channel_units", "display", "merge_names",
-           "plane_free"]
+           "plane_free", "set_name"]

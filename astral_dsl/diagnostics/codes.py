@@ -251,7 +251,7 @@ CODES: dict[str, str] = {
     "W794": "a trace's iterations are cut where no gap marks the step boundary",
     "W795": "profiler traces name no process group: their collectives are not compared",
     "W796": "a rank log holds a restart: iterations logged twice",
-    "W797": "DP collectives of unsaid or unforecast kind: not compared with the forecast",
+    "W797": "collectives of unsaid or unforecast kind: not compared with the forecast",
     "E798": "a job the drill generator does not replay",
     # E80x/W80x: exploring the design space (`astral sweep`, `astral search`, margins)
     "E800": "a point or configuration was not evaluated: its worker failed",

@@ -56,9 +56,9 @@ def schema_text() -> str:
 UNSEEN = frozenset({"W795", "W797"})
 UNSEEN_WHY = {"W795": "the collectives of traces that name no process group were not compared: "
                       "W795",
-              "W797": "DP collectives with no forecast of their own kind (the data does not "
-                      "say which each is, or names one the forecast has none of) were not "
-                      "compared: W797"}
+              "W797": "collectives with too few peers and no forecast of their own kind (the "
+                      "data does not say which each is, names one the forecast has none of, "
+                      "or the forecast has none of their kind) were not compared: W797"}
 
 
 def final_verdict(d, diagnostics) -> str:

@@ -10,7 +10,7 @@ the generator's (dp, tp) grid of the stage). Its all-to-all exchanges
 between every two members; a pair inside one NVLink domain (a host, an NVL72 rack: the rank
 map's rule, rankmap.one_domain) runs on NVLink and crosses no NIC, so a group inside one rack
 is slowed by no network fault, and a group that spans two racks by a fault on a NIC, cable or
-switch that one of its cross-rack pairs' flows cross (the generator's routing, _Net.route)."""
+switch that one of its cross-rack pairs' flows cross (the generator's routing, network.Net.route)."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple

@@ -6,14 +6,9 @@ clock offsets and injected faults, synchronised the way NCCL synchronises them: 
 ends for all its members when the last has arrived and the transfer is done; a pipeline
 transfer ends on both sides together.
 
-The network model is the generator's own: a transfer between two hosts runs on every port of
-the GPU's NIC (one per plane), each with a few flows (NCCL channels); two ports on one first-tier
-switch meet there, others climb to the lowest tier group that holds both and take one of its
-switches per flow (ECMP: a hash). A transfer lasts its forecast time divided by the slowest
-rate on any of its flows; a ring collective by the slowest rate on any of its ring edges. A
-transfer or a ring inside one NVLink domain (a host, an NVL72 rack) runs on NVLink and crosses
-no NIC or switch. The rank map gives the wiring (which port lands on which switch, and the
-names) and that NVLink-domain rule (rankmap.one_domain).
+The network model is the generator's own (network.py): a transfer lasts its forecast time
+divided by the slowest rate on any of its flows; a ring collective by the slowest rate on any
+of its ring edges.
 
 The schedule follows the forecast's block order (Seer's 1F1B / interleaved order), sends go out
 as soon as a block ends (no batched exchange) and block until they arrive; the simulation runs
@@ -26,12 +21,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from astral_dsl import records
-from astral_dsl.analyses.rankmap import RankMap, one_domain
+from astral_dsl.analyses.rankmap import RankMap
 from astral_dsl.synth import experts, sharded
 from astral_dsl.synth.faults import Fault, Noise
+from astral_dsl.synth.network import Net
 
 EPOCH = 1.7e9           # the hosts' clocks read Unix time (seconds)
-CHANNELS = 4            # flows per port and transfer (NCCL channels per NIC port)
 PHASE_NAMES = ("forward", "backward", "tp_comm", "pp_comm", "dp_comm", "comm", "optimizer",
                "ep_comm")
 PH = {p: i for i, p in enumerate(PHASE_NAMES)}
@@ -70,6 +65,8 @@ class Synthetic:
     block: Optional[np.ndarray] = None   # per record: 1 in a forward block (its compute and
     #                                      TP collectives), 2 in a backward block, 0 elsewhere
     clock_drifts: Optional[np.ndarray] = None   # per rank (1e-6: 1 ppm)
+    tp_apart: bool = False      # a TP group leaves its NVLink domain: a log writes each TP
+    #                             collective as a row of its own (write.log_rows)
 
 
 class _Emit:
@@ -142,7 +139,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     from astral_dsl.seer import comm
 
     sync = speed * comm.all_reduce(low.net, comm.layout(low.net, "world", max(2, world), 1), 8.0)
-    net = _Net(rank_map, faults, seed)
+    net = Net(rank_map, faults, seed)
     gpu_factor = np.clip(1 + rng.normal(0, noise.gpu_spread, world), 0.97, 1.03)
     for f in faults:
         if f.kind == "gpu" and f.rank is not None and not f.windows:
@@ -159,6 +156,9 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
             if 0 <= s2 < P and s2 != s and (s, s2) not in pair_factor:
                 pair_factor[(s, s2)] = net.pairs(idx[s], idx[s2])
     dp_factor = [net.rings(idx[s]) for s in range(P)]
+    # a TP group that leaves its NVLink domain (an NVL72-like rack's tp 16 over two racks) is
+    # slowed by the faults of its ring, as a DP group's is: per stage, (D, 1) of each group
+    tp_factor = [tuple(a.T for a in net.rings(idx[s].T)) for s in range(P)]
     ep_groups = [g.ranks for g in rank_map.groups["ep"]]
     ep_members = [experts.members(ep_groups, idx[s]) if ep > 1 else None for s in range(P)]
     if ep > 1 and any(m is None for m in ep_members):
@@ -168,7 +168,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
                  for s in range(P)]
     zsteps = {key: sharded.plan(low.template(key[0], key[2], key[1]), speed) if par.zero >= 3
               else () for key in steps}
-    side = (steps, ep_members, ep_factor, zsteps, dp_factor)
+    side = (steps, ep_members, ep_factor, zsteps, dp_factor, tp_factor)
     out = _Emit()
     free = np.zeros((P, D, T))
     for k in range(iterations):
@@ -197,9 +197,11 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     dur = dur * (1 + drifts[rank])
     groups = {kind: tuple(g.ranks for g in gs) for kind, gs in rank_map.groups.items()
               if kind in ("tp", "dp", "pp") or (kind == "ep" and ep > 1)}
+    tp_apart = T > 1 and any(net.crosses(idx[s, d].tolist()) for s in range(P)
+                             for d in range(D))       # where tp_factor may slow them
     return Synthetic(fc.job.name, world, tuple(first_iteration + k for k in range(iterations)),
                      rank, iteration, phase, start, dur, peer, op, tuple(faults), offsets,
-                     groups, fc.gpu, fc.iteration_time, block, drifts)
+                     groups, fc.gpu, fc.iteration_time, block, drifts, tp_apart)
 
 
 def _dest(i, ph, c, j, p, v):
@@ -244,12 +246,15 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
             comp = comp_base * gpu_factor[idx[i]] * it_factor * \
                 (1 + rng.normal(0, noise.kernel, (D, T))) * net.gpu_slow(idx[i], start)
             tag = 1 if ph == "F" else 2
-            steps, ep_members, ep_factor, zsteps, dp_factor = side
+            steps, ep_members, ep_factor, zsteps, dp_factor, tp_factor = side
             done = experts.run(out, it, idx[i], start, comp, steps[(i, ph, c)], ep_members[i],
                                ep_factor[i], net, noise, rng, "ep_comm", OP["collective"]) \
                 if steps[(i, ph, c)] else start + comp
-            tp = tp_base * np.exp(rng.normal(0, noise.comm, (D, 1)))
-            end = done.max(axis=1, keepdims=True) + tp
+            ready_tp = done.max(axis=1, keepdims=True)
+            tp_static, tp_flap = tp_factor[i]
+            tp = tp_base * tp_static * net.flap_factor(tp_flap, ready_tp) * \
+                np.exp(rng.normal(0, noise.comm, (D, 1)))
+            end = ready_tp + tp
             out.add(idx[i], it, "forward" if ph == "F" else "backward", start, comp, block=tag)
             if zsteps[(i, ph, c)]:
                 sharded.run(out, it, idx[i], start, np.broadcast_to(end, (D, T)),
@@ -293,132 +298,4 @@ def _ring(out, it, free, ranks, dur, factor, net, noise, rng, op):
     return np.broadcast_to(end, free.shape).copy()
 
 
-def _mix(*values: int) -> int:
-    """A well-mixed 64-bit hash of small integers (splitmix64 steps): the ECMP choice."""
-    h = 0x9E3779B97F4A7C15
-    for v in values:
-        h = (h ^ (v & 0xFFFFFFFFFFFFFFFF)) * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF
-        h = (h ^ (h >> 27)) * 0x94D049BB133111EB & 0xFFFFFFFFFFFFFFFF
-        h ^= h >> 31
-    return h
-
-
-class _Net:
-    """Rates of the parts the faults name, and flows over the wiring."""
-
-    def __init__(self, rank_map: RankMap, faults: Sequence[Fault], seed: int):
-        self.rm = rank_map
-        self.seed = seed
-        self.rate: Dict[str, float] = {}
-        self.flap: Optional[Fault] = None
-        for f in faults:
-            if f.kind in ("nic_port", "tor", "agg", "uplink"):
-                self.rate[f.part] = min(self.rate.get(f.part, 1.0), f.severity)
-            elif f.kind == "link_flap":
-                self.flap = f
-        self.gpu_windows: List[Fault] = []
-
-    def route(self, a: int, b: int) -> List[List[str]]:
-        """The parts (ports, host cables, switches, uplinks) each flow between ranks a and b
-        crosses: every port pair of one plane carries CHANNELS flows; between first-tier
-        switches each flow climbs one switch of every tier group on each side up to the group
-        both share (ECMP: a hash of the pair, the port, the channel and the tier)."""
-        pa, pb = self.rm.ranks[a].ports, self.rm.ranks[b].ports
-        lo, hi = min(a, b), max(a, b)
-        out = []
-        for x, y in zip(pa, pb):
-            base = [x.name, y.name, x.switch, y.switch, f"{x.name} -- {x.switch}",
-                    f"{y.name} -- {y.switch}"]
-            meet = None if x.switch == y.switch else next(
-                (k for k in range(1, len(x.tiers)) if x.tiers[k] == y.tiers[k]), None)
-            if meet is None:
-                out.append(base)
-                continue
-            for ch in range(CHANNELS):
-                crossed = list(base)
-                below = [x.switch, y.switch]
-                for k in range(1, meet + 1):
-                    sides = (x, y) if k < meet else (x,)
-                    picks = []
-                    for side, p in enumerate(sides):
-                        key = p.tiers[k]
-                        n = max(1, self.rm.size_of(key))
-                        h = _mix(lo, hi, x.port, ch, self.seed) if k == meet else \
-                            _mix(lo, hi, x.port, ch, k, side, self.seed)
-                        picks.append(key.switch(h % n))
-                    if k == meet:
-                        picks.append(picks[0])
-                    for side in (0, 1):
-                        crossed += [picks[side], f"{below[side]} -- {picks[side]}"]
-                    below = picks
-                out.append(crossed)
-        return out
-
-    def crosses(self, ranks: Sequence[int]) -> bool:
-        """Whether the traffic among `ranks` (a transfer's two ranks, a collective's group)
-        leaves its NVLink domain: the rank map's rule (rankmap.one_domain: one host, or an NVL72
-        rack whose hosts declare `nvlink_domain = rack`), as Seer prices it. Traffic that stays
-        in it runs on NVLink and crosses no NIC, cable or switch."""
-        return not one_domain([self.rm.ranks[r] for r in ranks])
-
-    def _flows(self, a: int, b: int):
-        """(rate, crosses the flapping link) of each flow between ranks a and b."""
-        flap = self.flap.part if self.flap else None
-        return [(min(self.rate.get(part, 1.0) for part in crossed), flap in crossed)
-                for crossed in self.route(a, b)]
-
-    def _factor(self, pairs):
-        slow, flap = 1.0, False
-        for a, b in pairs:
-            for rate, f in self._flows(a, b):
-                slow = max(slow, 1.0 / rate)
-                flap = flap or f
-        return slow, flap
-
-    def pairs(self, src: np.ndarray, dst: np.ndarray):
-        """Static slow-down and flapping mask of the transfers src[d, t] -> dst[d, t]."""
-        static = np.ones(src.shape)
-        flap = np.zeros(src.shape, dtype=bool)
-        for pos in np.ndindex(src.shape):
-            pair = (int(src[pos]), int(dst[pos]))
-            if self.crosses(pair):
-                static[pos], flap[pos] = self._factor([pair])
-        return static, flap
-
-    def rings(self, ranks: np.ndarray):
-        """Per TP index: the ring over the data-parallel replicas (axis 0)."""
-        D, T = ranks.shape
-        static = np.ones((1, T))
-        flap = np.zeros((1, T), dtype=bool)
-        if D < 2:
-            return static, flap
-        for t in range(T):
-            if not self.crosses(ranks[:, t].tolist()):      # one NVLink domain's ring
-                continue
-            ring = [(int(ranks[d, t]), int(ranks[(d + 1) % D, t])) for d in range(D)]
-            static[0, t], flap[0, t] = self._factor(ring)
-        return static, flap
-
-    def gpu_slow(self, ranks: np.ndarray, when: np.ndarray) -> np.ndarray:
-        """Compute slow-down of the GPUs of `ranks` for blocks starting at `when`: a GPU fault
-        with windows slows the blocks that start in them."""
-        out = np.ones(np.shape(ranks))
-        for f in self.gpu_windows:
-            hit = ranks == f.rank
-            if hit.any():
-                bad = np.zeros(np.shape(ranks), dtype=bool)
-                for lo, hi in f.windows:
-                    bad |= (when >= lo) & (when < hi)
-                out = np.where(hit & bad, out * (1 + f.severity), out)
-        return out
-
-    def flap_factor(self, mask: np.ndarray, when: np.ndarray) -> np.ndarray:
-        if self.flap is None or not mask.any():
-            return np.ones(np.shape(mask))
-        bad = np.zeros(np.shape(when), dtype=bool)
-        for lo, hi in self.flap.windows:
-            bad |= (when >= lo) & (when < hi)
-        return np.where(mask & bad, 1.0 / self.flap.severity, 1.0)
-
-
-__all__ = ["CHANNELS", "OPS", "PHASE_NAMES", "SynthError", "Synthetic", "generate"]
+__all__ = ["OPS", "PHASE_NAMES", "SynthError", "Synthetic", "generate"]

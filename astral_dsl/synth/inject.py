@@ -8,7 +8,7 @@ import numpy as np
 from astral_dsl.diagnose.verdict import band_of
 from astral_dsl.synth import experts
 from astral_dsl.synth.faults import Fault
-from astral_dsl.synth.generator import _Net
+from astral_dsl.synth.network import Net
 
 SEVERITY = {"gpu": (0.10, 0.30), "nic_port": (0.5, 0.5), "tor": (0.3, 0.6), "agg": (0.3, 0.6),
             "uplink": (0.3, 0.6), "link_flap": (0.2, 0.4), "partial": (0.3, 0.5),
@@ -89,7 +89,7 @@ def _job_channels(rank_map, fc):
         if len(g.ranks) > 1:
             out.append((g.ranks, list(zip(g.ranks, g.ranks[1:] + g.ranks[:1]))))
     if par.ep > 1:
-        net = _Net(rank_map, (), 0)
+        net = Net(rank_map, (), 0)
         for g in rank_map.groups["ep"]:
             crossing = experts.pairs(net, g.ranks)
             if crossing:
@@ -99,8 +99,8 @@ def _job_channels(rank_map, fc):
 
 def crossing_ranks(rank_map, fc):
     """The ranks whose NIC ports some flow of the job crosses (the generator's rule,
-    _Net.crosses: traffic inside one NVLink domain crosses none), in rank order."""
-    net = _Net(rank_map, (), 0)
+    Net.crosses: traffic inside one NVLink domain crosses none), in rank order."""
+    net = Net(rank_map, (), 0)
     return tuple(sorted({r for ranks, _ in _job_channels(rank_map, fc) if net.crosses(ranks)
                          for r in ranks}))
 
@@ -108,7 +108,7 @@ def crossing_ranks(rank_map, fc):
 def used_parts(rank_map, fc, seed: int):
     """(upper-tier switches, uplinks between tiers) some flow of the job crosses, by the
     generator's own routing (its ECMP hash)."""
-    net = _Net(rank_map, (), seed)
+    net = Net(rank_map, (), seed)
     first = {p.switch for r in rank_map.ranks for p in r.ports}
     ports = {p.name for r in rank_map.ranks for p in r.ports}
     switches, uplinks = set(), set()

@@ -54,7 +54,9 @@ def log_rows(s: Synthetic, timers: str = "kernels"):
     duration: the sum); pipeline transfers, gradient reductions and the optimizer step are one
     row each. `timers`:
     - `kernels`: `forward` and `backward` sum the GPU's own compute, and the TP collectives are
-      a `tp_comm` row of their own (what a profiler's kernels give);
+      a `tp_comm` row of their own (what a profiler's kernels give), each collective a row of
+      its own where a TP group leaves its NVLink domain (`tp_apart`: the diagnosis matches
+      them across hosts, and their sum's end is no collective's end to align clocks on);
     - `megatron`: Megatron-LM's `forward-compute` and `backward-compute`, wall time of the
       blocks: compute, the in-block TP collectives and the wait for the slowest TP peer.
     Either way each EP all-to-all (a MoE layer's dispatch or combine) is an `ep_comm` row of its
@@ -62,7 +64,8 @@ def log_rows(s: Synthetic, timers: str = "kernels"):
     forward and backward rows leave them out."""
     if timers not in TIMERS:
         raise ValueError(f"unknown timers {timers}")
-    code = {p: PHASE_NAMES.index(p) for p in ("forward", "backward", "tp_comm")}
+    code = {p: PHASE_NAMES.index(p) for p in ("forward", "backward")
+            + (() if s.tp_apart and timers != "megatron" else ("tp_comm",))}
     summed = np.isin(s.phase, list(code.values()))
     names = np.array(PHASE_NAMES, dtype=object)[s.phase]
     if timers == "megatron":

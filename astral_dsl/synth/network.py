@@ -1,0 +1,150 @@
+"""The drill generator's network model: a transfer between two hosts runs on every port of the
+GPU's NIC (one per plane), each with a few flows (NCCL channels); two ports on one first-tier
+switch meet there, others climb to the lowest tier group that holds both and take one of its
+switches per flow (ECMP: a hash). A transfer is slowed by the slowest rate on any of its flows;
+a ring collective by the slowest on any of its ring edges. A transfer or a ring inside one
+NVLink domain (a host, an NVL72 rack) runs on NVLink and crosses no NIC or switch. The rank map
+gives the wiring (which port lands on which switch, and the names) and that NVLink-domain rule
+(rankmap.one_domain); the faults give the rates of the parts they name (generator.py replays
+the schedule over them)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from astral_dsl.analyses.rankmap import RankMap, one_domain
+from astral_dsl.synth.faults import Fault
+
+CHANNELS = 4            # flows per port and transfer (NCCL channels per NIC port)
+
+
+def _mix(*values: int) -> int:
+    """A well-mixed 64-bit hash of small integers (splitmix64 steps): the ECMP choice."""
+    h = 0x9E3779B97F4A7C15
+    for v in values:
+        h = (h ^ (v & 0xFFFFFFFFFFFFFFFF)) * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF
+        h = (h ^ (h >> 27)) * 0x94D049BB133111EB & 0xFFFFFFFFFFFFFFFF
+        h ^= h >> 31
+    return h
+
+
+class Net:
+    """Rates of the parts the faults name, and flows over the wiring."""
+
+    def __init__(self, rank_map: RankMap, faults: Sequence[Fault], seed: int):
+        self.rm = rank_map
+        self.seed = seed
+        self.rate: Dict[str, float] = {}
+        self.flap: Optional[Fault] = None
+        for f in faults:
+            if f.kind in ("nic_port", "tor", "agg", "uplink"):
+                self.rate[f.part] = min(self.rate.get(f.part, 1.0), f.severity)
+            elif f.kind == "link_flap":
+                self.flap = f
+        self.gpu_windows: List[Fault] = []
+
+    def route(self, a: int, b: int) -> List[List[str]]:
+        """The parts (ports, host cables, switches, uplinks) each flow between ranks a and b
+        crosses: every port pair of one plane carries CHANNELS flows; between first-tier
+        switches each flow climbs one switch of every tier group on each side up to the group
+        both share (ECMP: a hash of the pair, the port, the channel and the tier)."""
+        pa, pb = self.rm.ranks[a].ports, self.rm.ranks[b].ports
+        lo, hi = min(a, b), max(a, b)
+        out = []
+        for x, y in zip(pa, pb):
+            base = [x.name, y.name, x.switch, y.switch, f"{x.name} -- {x.switch}",
+                    f"{y.name} -- {y.switch}"]
+            meet = None if x.switch == y.switch else next(
+                (k for k in range(1, len(x.tiers)) if x.tiers[k] == y.tiers[k]), None)
+            if meet is None:
+                out.append(base)
+                continue
+            for ch in range(CHANNELS):
+                crossed = list(base)
+                below = [x.switch, y.switch]
+                for k in range(1, meet + 1):
+                    sides = (x, y) if k < meet else (x,)
+                    picks = []
+                    for side, p in enumerate(sides):
+                        key = p.tiers[k]
+                        n = max(1, self.rm.size_of(key))
+                        h = _mix(lo, hi, x.port, ch, self.seed) if k == meet else \
+                            _mix(lo, hi, x.port, ch, k, side, self.seed)
+                        picks.append(key.switch(h % n))
+                    if k == meet:
+                        picks.append(picks[0])
+                    for side in (0, 1):
+                        crossed += [picks[side], f"{below[side]} -- {picks[side]}"]
+                    below = picks
+                out.append(crossed)
+        return out
+
+    def crosses(self, ranks: Sequence[int]) -> bool:
+        """Whether the traffic among `ranks` (a transfer's two ranks, a collective's group)
+        leaves its NVLink domain: the rank map's rule (rankmap.one_domain: one host, or an NVL72
+        rack whose hosts declare `nvlink_domain = rack`), as Seer prices it. Traffic that stays
+        in it runs on NVLink and crosses no NIC, cable or switch."""
+        return not one_domain([self.rm.ranks[r] for r in ranks])
+
+    def _flows(self, a: int, b: int):
+        """(rate, crosses the flapping link) of each flow between ranks a and b."""
+        flap = self.flap.part if self.flap else None
+        return [(min(self.rate.get(part, 1.0) for part in crossed), flap in crossed)
+                for crossed in self.route(a, b)]
+
+    def _factor(self, pairs):
+        slow, flap = 1.0, False
+        for a, b in pairs:
+            for rate, f in self._flows(a, b):
+                slow = max(slow, 1.0 / rate)
+                flap = flap or f
+        return slow, flap
+
+    def pairs(self, src: np.ndarray, dst: np.ndarray):
+        """Static slow-down and flapping mask of the transfers src[d, t] -> dst[d, t]."""
+        static = np.ones(src.shape)
+        flap = np.zeros(src.shape, dtype=bool)
+        for pos in np.ndindex(src.shape):
+            pair = (int(src[pos]), int(dst[pos]))
+            if self.crosses(pair):
+                static[pos], flap[pos] = self._factor([pair])
+        return static, flap
+
+    def rings(self, ranks: np.ndarray):
+        """Per TP index: the ring over the data-parallel replicas (axis 0)."""
+        D, T = ranks.shape
+        static = np.ones((1, T))
+        flap = np.zeros((1, T), dtype=bool)
+        if D < 2:
+            return static, flap
+        for t in range(T):
+            if not self.crosses(ranks[:, t].tolist()):      # one NVLink domain's ring
+                continue
+            ring = [(int(ranks[d, t]), int(ranks[(d + 1) % D, t])) for d in range(D)]
+            static[0, t], flap[0, t] = self._factor(ring)
+        return static, flap
+
+    def gpu_slow(self, ranks: np.ndarray, when: np.ndarray) -> np.ndarray:
+        """Compute slow-down of the GPUs of `ranks` for blocks starting at `when`: a GPU fault
+        with windows slows the blocks that start in them."""
+        out = np.ones(np.shape(ranks))
+        for f in self.gpu_windows:
+            hit = ranks == f.rank
+            if hit.any():
+                bad = np.zeros(np.shape(ranks), dtype=bool)
+                for lo, hi in f.windows:
+                    bad |= (when >= lo) & (when < hi)
+                out = np.where(hit & bad, out * (1 + f.severity), out)
+        return out
+
+    def flap_factor(self, mask: np.ndarray, when: np.ndarray) -> np.ndarray:
+        if self.flap is None or not mask.any():
+            return np.ones(np.shape(mask))
+        bad = np.zeros(np.shape(when), dtype=bool)
+        for lo, hi in self.flap.windows:
+            bad |= (when >= lo) & (when < hi)
+        return np.where(mask & bad, 1.0 / self.flap.severity, 1.0)
+
+
+__all__ = ["CHANNELS", "Net"]
