@@ -78,6 +78,7 @@ OPTION_CASES = {
     "grad_dtype": "grad_dtype_unknown", "overlap_grad_reduce": "overlap_grad_reduce_not_bool",
     "overlap_param_gather": "overlap_param_gather_not_bool", "tp_overlap": "tp_overlap_unknown",
     "tp": "tp_heads", "pp": "pp_layers", "dp": "dp_zero", "cp": "seq_cp", "ep": "ep_experts",
+    "etp": "etp_ffn",
     "sp": "sp_not_bool", "order": "order_empty", "schedule": "schedule_typo",
     "virtual_stages": "virtual_stages_too_many", "stages": "stages_mismatch",
     "zero": "zero_out_of_range", "fsdp": "fsdp_false_zero3",

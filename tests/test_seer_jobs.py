@@ -95,6 +95,7 @@ EVERY_OPTION = {           # option -> (how the field is written, the Python val
     "grad_dtype": ("bf16", "bf16"), "overlap_grad_reduce": ("true", True),
     "overlap_param_gather": ("true", True), "tp_overlap": ("none", "none"),
     "tp": ("4", 4), "pp": ("2", 2), "dp": ("16", 16), "cp": ("2", 2), "ep": ("1", 1),
+    "etp": ("2", 2),
     "sp": ("true", True), "order": ('"tp-cp-ep-pp-dp"', "tp-cp-ep-pp-dp"),
     "schedule": ("gpipe", "gpipe"), "virtual_stages": ("1", 1), "stages": ("[40, 40]", [40, 40]),
     "zero": ("2", 2), "fsdp": ("true", True), "reshard_after_forward": ("false", False),

@@ -8,11 +8,15 @@ in a mixed radix over the parallel dimensions, fastest first, in the job's `orde
 
 - dense (the decoder's generator, ep 1): rank = tp_i + TP (cp_i + CP (dp_i + DP pp_i)) for the
   default; the TP, CP, DP and PP groups come from it;
-- expert (the expert generator, context parallelism 1, expert tensor parallelism 1 as the
-  published MoE recipes run: TP and CP are folded into the expert ranks): rank = ep_i + EP
-  (edp_i + EDP pp_i) for the default, EDP = TP x DP x CP / EP; the EP group and the
-  expert-data-parallel group come from it. With TP 2, CP 2, EP 4 an EP group is 4 consecutive
-  ranks (0-3), not every 4th."""
+- expert (the expert generator: context parallelism 1, its tensor dimension the expert tensor
+  parallelism ETP, TP and CP folded into the expert ranks): rank = etp_i + ETP (ep_i + EP
+  (edp_i + EDP pp_i)) for the default, EDP = TP x DP x CP / (ETP x EP) (parallel_state.py:
+  `expert_decoder_rank_generator = RankGenerator(tp=expert_tensor_parallel_size,
+  ep=expert_model_parallel_size, dp=expert_data_parallel_size, pp=..., cp=1, order=order)`);
+  the expert-tensor-parallel group ("tp" of this numbering), the EP group and the
+  expert-data-parallel group come from it. With TP 2, CP 2, EP 4, ETP 1 (the published MoE
+  recipes' setting) an EP group is 4 consecutive ranks (0-3), not every 4th; with TP 2, EP 4,
+  ETP 2 an expert-TP group is ranks 0-1 and an EP group ranks 0, 2, 4, 6."""
 from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
@@ -20,10 +24,11 @@ from typing import Dict, List, Sequence, Tuple
 KNOWN = ("tp", "cp", "ep", "dp", "pp")
 
 
-def expert_dp(tp: int, dp: int, cp: int, ep: int) -> int:
-    """Ranks holding the same routed experts (Megatron-Core's expert-data-parallel group with
-    expert tensor parallelism 1): TP x DP x CP / EP."""
-    return max(1, tp * dp * cp // max(1, ep))
+def expert_dp(tp: int, dp: int, cp: int, ep: int, etp: int = 1) -> int:
+    """Ranks holding the same shard of the same routed experts (Megatron-Core's
+    expert-data-parallel group): TP x DP x CP / (ETP x EP) (parallel_state.py:
+    `expert_data_parallel_size = world_size // (etp x ep x pp)`)."""
+    return max(1, tp * dp * cp // max(1, ep * etp))
 
 
 class Numbering:
@@ -31,12 +36,13 @@ class Numbering:
     order leaves out, last), `sizes` and `stride` per dimension."""
 
     def __init__(self, tp: int, cp: int, ep: int, dp: int, pp: int, order: Sequence[str],
-                 experts: bool = False):
+                 experts: bool = False, etp: int = 1):
         named = tuple(d for d in order if d in KNOWN)
         self.order: Tuple[str, ...] = named + tuple(d for d in KNOWN if d not in named)
-        if experts:      # expert numbering: TP and CP folded into the expert ranks
-            ep = max(1, ep)
-            sizes = {"tp": 1, "cp": 1, "ep": ep, "dp": expert_dp(tp, dp, cp, ep), "pp": pp}
+        if experts:      # expert numbering: its "tp" the expert TP, CP folded into the ranks
+            ep, etp = max(1, ep), max(1, etp)
+            sizes = {"tp": etp, "cp": 1, "ep": ep, "dp": expert_dp(tp, dp, cp, ep, etp),
+                     "pp": pp}
         else:
             sizes = {"tp": tp, "cp": cp, "ep": 1, "dp": dp, "pp": pp}
         self.sizes: Dict[str, int] = sizes

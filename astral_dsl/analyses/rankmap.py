@@ -7,8 +7,9 @@ Rank order (Megatron-Core's RankGenerator, analyses/rank_order.py: the numbering
 groups come from too): `order` lists the parallel dimensions from the fastest-varying,
 `tp-cp-ep-dp-pp` by default: rank = tp + TP * (cp + CP * (dp + DP * pp)) for the default (the
 dense numbering's `ep` has size 1). A rank's `ep` coordinate and its EP group are the expert
-numbering's (TP and CP folded into the expert ranks, expert tensor parallelism 1): with the
-default order an EP group is `ep` consecutive ranks. Ranks fill the placement's GPUs in order:
+numbering's (TP and CP folded into the expert ranks, its fastest dimension the expert tensor
+parallelism `etp`, 1 unless the job states it): with the default order and ETP 1 an EP group is
+`ep` consecutive ranks. Ranks fill the placement's GPUs in order:
 host by host in the order the design lists them (with the job's `hosts_per_rack`, the first N of
 each rack: analyses/job_racks.py), GPU i of a host is local rank i.
 
@@ -167,19 +168,25 @@ def _all_coordinates(sizes: Dict[str, int], order: Sequence[str], world: int
 
 
 def _numberings(sizes: Dict[str, int], order: Sequence[str]) -> Tuple[Numbering, Numbering]:
-    """The dense and the expert numbering of `sizes` (tp, cp, ep, dp, pp) in `order`."""
+    """The dense and the expert numbering of `sizes` (tp, cp, ep, dp, pp; etp, the expert
+    tensor parallelism, 1 when absent) in `order`."""
     args = (sizes["tp"], sizes["cp"], sizes["ep"], sizes["dp"], sizes["pp"], order)
-    return Numbering(*args), Numbering(*args, experts=True)
+    return Numbering(*args), Numbering(*args, experts=True, etp=sizes.get("etp", 1))
 
 
 def build(design: Design, job: Instance, sizes: Dict[str, int], order: Optional[str] = None,
           limit: int = 1 << 20) -> RankMap:
-    """The rank map of `job` with parallel degrees `sizes` (tp, cp, ep, dp, pp)."""
+    """The rank map of `job` with parallel degrees `sizes` (tp, cp, ep, dp, pp; etp, the
+    expert tensor parallelism, 1 when absent)."""
     order_t = parse_order(order if order is not None else _declared_order(job))
+    etp = max(1, int(sizes.get("etp", 1)))
     sizes = {k: max(1, int(sizes.get(k, 1))) for k in KINDS}
+    if etp > 1:            # stated only when not 1: the rank maps of ETP 1 read as before
+        sizes["etp"] = etp
     world = sizes["tp"] * sizes["cp"] * sizes["dp"] * sizes["pp"]
-    if (sizes["tp"] * sizes["dp"] * sizes["cp"]) % sizes["ep"]:      # as Seer's E753
-        raise RankMapError(f"ep = {sizes['ep']} does not divide tp x dp x cp = "
+    if (sizes["tp"] * sizes["dp"] * sizes["cp"]) % (sizes["ep"] * etp):      # as Seer's E753
+        what = f"ep = {sizes['ep']}" if etp == 1 else f"ep x etp = {sizes['ep']} x {etp}"
+        raise RankMapError(f"{what} does not divide tp x dp x cp = "
                            f"{sizes['tp'] * sizes['dp'] * sizes['cp']}")
     if world > limit:
         raise RankMapError(f"{world:,} ranks: more than the rank map's limit of {limit:,}")

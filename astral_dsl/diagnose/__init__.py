@@ -79,8 +79,13 @@ def rank_map(design, job: Optional[str] = None, order: Optional[str] = None):
     """The rank map of a job (default: the first)."""
     inst, fc, spec, _ = job_and_forecast(design, job)
     p = spec.parallel
-    return rankmap_mod.build(design, inst, {"tp": p.tp, "cp": p.cp, "ep": p.ep, "dp": p.dp,
-                                            "pp": p.pp}, order or _order(p))
+    return rankmap_mod.build(design, inst, _sizes(p), order or _order(p))
+
+
+def _sizes(parallel) -> Dict[str, int]:
+    """The rank map's parallel degrees of a job's ParallelSpec."""
+    p = parallel
+    return {"tp": p.tp, "cp": p.cp, "ep": p.ep, "dp": p.dp, "pp": p.pp, "etp": p.etp}
 
 
 def _order(parallel) -> Optional[str]:
@@ -109,8 +114,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     inst, fc, spec, diags = job_and_forecast(design, job, calibration)
     p = spec.parallel
     try:
-        rm = rankmap_mod.build(design, inst, {"tp": p.tp, "cp": p.cp, "ep": p.ep, "dp": p.dp,
-                                              "pp": p.pp}, order or _order(p))
+        rm = rankmap_mod.build(design, inst, _sizes(p), order or _order(p))
     except rankmap_mod.RankMapError as exc:      # as a job's `order` that is not one (E759)
         if any(d.is_error for d in diags):      # the job's own errors say why (E753: an `ep`
             #                                     that does not divide tp x dp x cp, ...)

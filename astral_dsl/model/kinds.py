@@ -215,6 +215,9 @@ _register(make_kind("parallel", "parallel degrees", dict(
     dp=_size(low=1, limit=1e9, why="the largest replication count"),
     cp=_size(low=1, limit=MAX_TOKENS, why=_TOKENS),
     ep=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS), sp=BOOL,
+    etp=FieldSpec(QType("count", True, 1, None, domain("count", limit=MAX_HEADS, why=_HEADS)),
+                  doc="expert tensor parallelism: each routed expert's weights split over this "
+                      "many ranks (Megatron-Core's --expert-tensor-parallel-size); default 1"),
     virtual_stages=_size(low=1, limit=MAX_LAYERS, why=_LAYERS),
     schedule=enum("1f1b", "interleaved", "gpipe"),
     stages=FieldSpec(ListType(QType("count", True, 0, None, domain("count", limit=MAX_LAYERS,

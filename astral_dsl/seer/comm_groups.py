@@ -1,4 +1,4 @@
-"""The communication groups of a rank in a job's rank order (tp, cp, dp, pp, ep, edp, amax),
+"""The communication groups of a rank in a job's rank order (tp, cp, dp, pp, etp, ep, edp, amax),
 each laid out on the network (comm.Layout), and the kinds a job communicates over. The lowering
 (lower.py) prices its collectives on them; the scenario checks (cluster.py, validate_moe.py)
 read them without the lowering."""
@@ -14,7 +14,8 @@ from astral_dsl.seer.spec import JobSpec
 def groups(job: JobSpec, net: comm.Network, every: bool = False) -> Dict[str, comm.Layout]:
     """The layout of each communication group of a rank in the job's rank order. The gradient
     group ("dp") is DP x CP (CP ranks hold the same weights); "pp" is a pair of neighbouring
-    stages; "ep" and "edp" (the expert-data-parallel group, over which the routed experts'
+    stages; "etp" (expert tensor parallelism: the ranks that split each routed expert's
+    GEMMs), "ep" and "edp" (the expert-data-parallel group, over which the routed experts'
     gradients are reduced: params.layer_expert_params) come from the expert numbering. A group
     whose neighbours sit at different GPU indices of their hosts crosses rails (p2p and
     all-to-all; NCCL's rings and trees are built rail by rail, so they cross rails only when the
@@ -41,6 +42,7 @@ as its worst group: the most hosts, the fewest members on one of them. "pp" is t
     return {"tp": lay("tp", dense, ("tp",)), "cp": lay("cp", dense, ("cp",), cross=True),
             "dp": lay("dp", dense, ("dp", "cp")),
             "pp": lay("pp", dense, ("pp",), n=2, cross=True),
+            "etp": lay("etp", expert, ("tp",)),
             "ep": lay("ep", expert, ("ep",), cross=True),
             "edp": lay("edp", expert, ("dp",)),
             "amax": lay("amax", dense, ("tp", "cp", "dp"))}
@@ -48,10 +50,11 @@ as its worst group: the most hosts, the fewest members on one of them. "pp" is t
 
 def used_groups(job: JobSpec) -> frozenset:
     """The kinds of group of `groups` the job communicates over: the expert groups ("ep",
-    "edp") only with experts, the amax group only under fp8 delayed scaling (`_amax_reduce`)."""
+    "edp"; "etp" with expert tensor parallelism) only with experts, the amax group only under
+    fp8 delayed scaling (`_amax_reduce`)."""
     kinds = {"tp", "cp", "dp", "pp"}
     if job.model.experts:
-        kinds |= {"ep", "edp"}
+        kinds |= {"ep", "edp"} | ({"etp"} if job.parallel.etp > 1 else set())
     if job.dtype == "fp8" and job.fp8_recipe == "delayed":
         kinds.add("amax")
     return frozenset(kinds)

@@ -55,7 +55,8 @@ OPTIONS: Dict[str, str] = {
     "moe_routing": "",
     "offload_layers": "", "recompute_layers": "", "recompute_modules": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
-    "sp": "parallel", "order": "parallel", "schedule": "parallel", "virtual_stages": "parallel",
+    "etp": "parallel", "sp": "parallel", "order": "parallel", "schedule": "parallel",
+    "virtual_stages": "parallel",
     "stages": "parallel", "layout": "parallel", "zero": "parallel", "fsdp": "parallel",
     "reshard_after_forward": "parallel",
     "global_batch": "batch", "micro": "batch", "seq": "batch", "pipeline_runs": "batch",
@@ -218,7 +219,7 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         v=v if v else (None if schedule == "interleaved" else 1), schedule=schedule,
         stages=stages, layout=layout, zero=zero,
         reshard_after_forward=f.get("reshard_after_forward") is not False,
-        order=parse_order(f.get("order")))
+        order=parse_order(f.get("order")), etp=_int(f.get("etp"), 1))
     micro = _int(f.get("micro"))
     recompute = f.get("recompute") or "none"
     offload = _int(f.get("offload_layers"))

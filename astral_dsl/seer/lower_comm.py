@@ -16,8 +16,9 @@ SHARDED_COLLECTIVES = {"param all-gather": "all_gather", "grad reduce-scatter": 
 class CommOps:
     """Lowering's communication operators (attributes: lower.Lowering)."""
 
-    def _coll(self, b: Builder, name, kind, group, nbytes, layer, chain=True):
-        """A collective on the group's stream: blocking (chain) or a side op (chain=False)."""
+    def _coll(self, b: Builder, name, kind, group, nbytes, layer, chain=True, stream=None):
+        """A collective on the group's stream (or `stream`): blocking (chain) or a side op
+        (chain=False)."""
         lay = self.groups[group]
         if lay.n <= 1 or nbytes <= 0:
             return None
@@ -39,7 +40,7 @@ class CommOps:
         else:
             t = {"ar": comm.all_reduce, "rs": comm.reduce_scatter,
                  "ag": comm.all_gather}[kind](self.net, lay, nbytes)
-        return b.add(Op(name, "comm", group, t, 0.0, nbytes, group, layer), chain)
+        return b.add(Op(name, "comm", stream or group, t, 0.0, nbytes, group, layer), chain)
 
     def _weights_op(self, b: Builder, name, kind, L, per_param) -> int:
         """ZeRO-3's collective over layer L's weights (or gradients), a side op on the DP

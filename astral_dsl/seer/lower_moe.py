@@ -1,7 +1,20 @@
 """The lowering's mixture-of-experts layer (a mixin of lower.Lowering, whose docstring tells the
 model): the router, the routing kernels and the host's pause, permutation, the EP dispatch and
-combine all-to-alls, the experts' GEMMs, activation, clamps and biases, the shared experts, and
-their backward."""
+combine all-to-alls, the expert-tensor-parallel all-gather and reduce-scatter, the experts'
+GEMMs, activation, clamps and biases, the shared experts, and their backward.
+
+Expert tensor parallelism (ETP > 1, Megatron-Core 0.16.1 token_dispatcher.py,
+MoEAlltoAllTokenDispatcher with its `tp_group` the expert-TP group): after the EP all-to-all
+each rank all-gathers the tokens (and their routing probabilities) of its expert-TP group
+(`dispatch_postprocess`: gather_from_sequence_parallel_region), runs them through its 1/ETP
+share of each local expert's FFN columns (experts.py: fc1's output and fc2's input split over
+the group), and reduce-scatters the experts' outputs back before the combine all-to-all
+(`combine_preprocess`: reduce_scatter_to_sequence_parallel_region); backward, the
+reduce-scatter's gradient is an all-gather and the all-gather's a reduce-scatter. A rank's
+experts so take ETP times the token copies it routes at 1/ETP of the width: the same GEMM
+FLOPs as with ETP 1, in GEMMs of other shapes. Both collectives move ETP x the rank's routed
+copies x hidden (the gathered buffer) over the expert-TP group, on the TP stream (blocking, as
+the dispatcher runs them)."""
 from __future__ import annotations
 
 from astral_dsl.seer.template import Op
@@ -29,23 +42,33 @@ class MoeOps:
         if pause > 0:
             b.add(Op(name, "overhead", "compute", pause, 0.0, 0.0, "", layer, kernels=0))
 
+    def _etp(self, b, name, kind, routed, L):
+        """An expert-tensor-parallel all-gather ("ag") or reduce-scatter ("rs") of the
+        gathered buffer of `routed` copies (module docstring); nothing with ETP 1."""
+        etp = self.job.parallel.etp
+        if etp > 1:
+            self._coll(b, name, kind, "etp", etp * routed * self.job.model.hidden * self.elem,
+                       L, stream="tp")
+
     def _moe_fwd(self, b, L, pre=""):  # noqa: C901 - one operator per line
-        m, elem = self.job.model, self.elem
+        m, elem, etp = self.job.model, self.elem, self.job.parallel.etp
         sp_tokens = self.tokens / self.tp
         routed = self.job.routed(sp_tokens)
         local = max(1, m.experts // self.ep)
-        mats = m.mats - 1
+        mats, ffn, rows = m.mats - 1, m.moe_ffn / etp, routed * etp / local
         self._gemm(b, pre + "router", sp_tokens, m.experts, m.hidden, L)
         self._moe_sync(b, pre + "moe token-count sync", L, self.moe_sync_fwd_s)
         self._ew(b, pre + "permute", 2 * routed * m.hidden * elem, L, kind="permute")
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
-        self._linear(b, pre + "expert fc1", routed / local, m.moe_ffn * mats, m.hidden, L,
+        self._etp(b, pre + "etp all-gather", "ag", routed, L)
+        self._linear(b, pre + "expert fc1", rows, ffn * mats, m.hidden, L,
                      batch=local, streams=self.expert_streams, expert=True)
         self._clamp(b, pre + "expert act clamp", routed * m.moe_ffn * mats, L)
         self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * elem, L)
-        self._linear(b, pre + "expert fc2", routed / local, m.hidden, m.moe_ffn, L, batch=local,
+        self._linear(b, pre + "expert fc2", rows, m.hidden, ffn, L, batch=local,
                      streams=self.expert_streams, expert=True)
         self._expert_bias(b, pre + "expert bias", routed * m.hidden, local, L)
+        self._etp(b, pre + "etp reduce-scatter", "rs", routed, L)
         self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._ew(b, pre + "unpermute", 2 * routed * m.hidden * elem, L, kind="permute")
         if m.shared_experts:
@@ -55,9 +78,10 @@ class MoeOps:
             self._linear(b, pre + "shared fc2", sp_tokens, m.hidden, shared_ffn, L)
 
     def _moe_bwd(self, b, L):
-        m, elem = self.job.model, self.elem
+        m, elem, etp = self.job.model, self.elem, self.job.parallel.etp
         sp_tokens = self.tokens / self.tp
         routed, local, mats = self.job.routed(sp_tokens), max(1, m.experts // self.ep), m.mats - 1
+        ffn, rows = m.moe_ffn / etp, routed * etp / local
         if m.shared_experts:
             shared_ffn = m.shared_experts * m.shared_width
             self._linear_bwd(b, "shared fc2", sp_tokens, m.hidden, shared_ffn, L, column=False)
@@ -68,9 +92,10 @@ class MoeOps:
         self._moe_sync(b, "moe token-count sync bwd", L, self.moe_sync_s)
         self._ew(b, "unpermute bwd", 2 * routed * m.hidden * elem, L, kind="permute")
         self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
+        self._etp(b, "etp reduce-scatter bwd", "ag", routed, L)
         self._expert_bias(b, "expert bias bwd", routed * m.hidden, local, L, backward=True)
-        for name, mm, n, k in (("expert fc2", routed / local, m.hidden, m.moe_ffn),
-                               ("expert fc1", routed / local, m.moe_ffn * mats, m.hidden)):
+        for name, mm, n, k in (("expert fc2", rows, m.hidden, ffn),
+                               ("expert fc1", rows, ffn * mats, m.hidden)):
             if self.fp8:
                 self._ew(b, name + " grad quantise", self.cast[1] * mm * n * local, L)
             self._gemm(b, name + " dgrad", mm, k, n, L, batch=local, fp8=self.fp8,
@@ -80,6 +105,7 @@ class MoeOps:
             if name == "expert fc2":
                 self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * elem, L)
                 self._clamp(b, "expert act clamp bwd", routed * m.moe_ffn * mats, L, backward=True)
+        self._etp(b, "etp all-gather bwd", "rs", routed, L)
         self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         self._ew(b, "permute bwd", 2 * routed * m.hidden * elem, L, kind="permute")
         self._gemm(b, "router dgrad", sp_tokens, m.hidden, m.experts, L)

@@ -5,7 +5,7 @@
   (the job's dtype), gradients (`grad_dtype`: Megatron-LM's fp32 main gradients with bf16, 16-bit
   with fp16) and optimizer states, sharded over the N_d data-parallel (x CP) ranks by ZeRO stage:
   1 shards the optimizer states, 2 also the gradients, 3 also the weights; a routed expert's
-  over the expert-data-parallel group instead, TP x DP x CP / EP ranks (Megatron-Core's
+  over the expert-data-parallel group instead, TP x DP x CP / (EP x ETP) ranks (Megatron-Core's
   expert buffers and optimizer: params.layer_expert_params). With 16-bit gradients
   Megatron-LM's optimizer also holds an fp32 copy of the gradients it steps on, a term of its own
   (4 bytes per parameter, 4/N_d with the distributed optimizer; none with `optimizer_dtype =
@@ -173,7 +173,7 @@ def state_bytes_per_param(job: JobSpec, experts: bool = False
     """(weights, gradients, optimizer, fp32 gradient copy) bytes per parameter held by one GPU:
     the ZeRO paper's section 3 terms, and Megatron-LM's fp32 copy of 16-bit gradients (module
     docstring). `experts`: of a routed expert's parameter, sharded over the expert-data-parallel
-    group (TP x DP x CP / EP ranks: params.layer_expert_params) instead of DP x CP."""
+    group (TP x DP x CP / (EP x ETP) ranks: params.layer_expert_params) instead of DP x CP."""
     par = job.parallel
     n, z = max(1, par.dp * par.cp), par.zero
     if experts:
@@ -234,6 +234,9 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         # Operator-level recomputation re-runs the experts' activation (Megatron-Core's
         # `moe_act` module), so the fc2 inputs are not kept, as in a dense MLP.
         # With token dropping the experts take the copies JobSpec.routed counts instead.
+        # With expert tensor parallelism (ETP) a rank's experts take ETP times the copies at
+        # 1/ETP of the width (lower_moe.py): the same fc1 output and fc2 input elements, but
+        # fc1 keeps its all-gathered input, ETP times the copies the rank routed.
         # A clamped gated activation (activation_clamp) keeps the clamped copy of fc1's
         # output(s) for the activation's backward besides fc1's own for the clamp's (Megatron-
         # Core 0.16.1 fused_bias_geglu.py: the clamps and their concatenation run unfused),
@@ -241,7 +244,7 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         act = 0 if "moe_act" in redo else lin
         fc1 = mats * elem * (2 if m.clamped and "moe_act" not in redo else 1)
         k = job.routed(tokens / t) / (tokens / t)
-        routed = k * m.moe_ffn * (fc1 + act) + k * h * (lin + elem)
+        routed = k * m.moe_ffn * (fc1 + act) + k * h * (par.etp * lin + elem)
         shared = m.shared_experts * m.shared_width * (fc1 + act)
         mlp_tp = routed + shared
     else:                                     # fc1 output(s) and the fc2 input

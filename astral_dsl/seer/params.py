@@ -22,7 +22,7 @@ def layer_linear_params(job, L: int) -> float:
     if kind == "*":
         return attn
     if m.is_moe(L):
-        mlp = m.experts * mats * h * m.moe_ffn / par.ep
+        mlp = m.experts * mats * h * m.moe_ffn / (par.ep * par.etp)
         mlp += m.shared_experts * mats * h * m.shared_width / par.tp
     else:
         mlp = mats * h * m.ffn / par.tp
@@ -36,11 +36,12 @@ def layer_expert_params(job, L: int) -> float:
     (distributed/distributed_data_parallel.py: `expert_parallel_buffers` over
     `intra_expt_dp_group`; optimizer/__init__.py: the experts' optimizer over the same group;
     0.16.1); PyTorch FSDP2 with EP shards them over the same ranks (torchtitan's
-    `dp_shard_mod_ep` mesh)."""
-    m = job.model
+    `dp_shard_mod_ep` mesh). With expert tensor parallelism each holds 1/ETP of its EP rank's
+    experts (experts.py: fc1 and fc2 split over the expert-TP group)."""
+    m, par = job.model, job.parallel
     if m.layer_kind(L) in ("M", "*") or not m.is_moe(L):
         return 0.0
-    return m.experts * m.mats * m.hidden * m.moe_ffn / job.parallel.ep
+    return m.experts * m.mats * m.hidden * m.moe_ffn / (par.ep * par.etp)
 
 
 def layer_params(job, L: int) -> float:

@@ -6,10 +6,10 @@ Megatron-Core numbers ranks in a mixed radix over the parallel dimensions, faste
 the job's `order` (default "tp-cp-ep-dp-pp", parallel_state.RankGenerator): with the default,
 rank = tp_i + tp (cp_i + cp (dp_i + dp pp_i)). Dense groups (TP, CP, DP, the DP x CP gradient
 group, PP) come from that numbering with EP left out; expert groups from a second numbering of
-the same order whose tensor-, context- and data-parallel ranks are split into EP x (TP x DP x
-CP / EP) (Megatron-Core's expert rank generator with expert tensor parallelism 1, as the
-published MoE recipes run: each rank's experts process its sequence-parallel share of the
-tokens whole). Ranks fill hosts in order: ranks
+the same order whose tensor-, context- and data-parallel ranks are split into ETP x EP x (TP x
+DP x CP / (ETP x EP)) (Megatron-Core's expert rank generator; with expert tensor parallelism 1,
+as the published MoE recipes run, each rank's experts process its sequence-parallel share of
+the tokens whole). Ranks fill hosts in order: ranks
 g k .. g k + g - 1 are the GPUs of host k (g GPUs per host).
 
 A group whose stride or size does not divide the host's GPUs straddles hosts unevenly (DP 5 on
@@ -54,7 +54,7 @@ class RankOrder(Numbering):
     dense, or with `experts` the expert numbering."""
 
     def __init__(self, par: ParallelSpec, experts: bool = False):
-        super().__init__(par.tp, par.cp, par.ep, par.dp, par.pp, par.order, experts)
+        super().__init__(par.tp, par.cp, par.ep, par.dp, par.pp, par.order, experts, par.etp)
 
     def shape(self, dims: Iterable[str], gpus_per_host: int, every: bool = False) -> GroupShape:
         """Size and placement of rank 0's group along `dims` (every: of the worst group of the

@@ -57,12 +57,14 @@ class ParallelSpec:
     zero: int = 0                             # 0, 1, 2, 3 (3 = FSDP)
     reshard_after_forward: bool = True        # ZeRO-3: gather the weights again for the backward
     order: Tuple[str, ...] = DEFAULT_ORDER    # rank order of the dimensions, fastest first
+    etp: int = 1                              # expert tensor parallelism: each routed expert's
+    #                                           GEMMs split over this many ranks (lower_moe.py)
 
     @property
     def expert_dp(self) -> int:
-        """Ranks holding the same routed experts (Megatron-Core's expert-data-parallel group,
-        expert tensor parallelism 1): TP x DP x CP / EP (analyses/rank_order.py)."""
-        return rank_order.expert_dp(self.tp, self.dp, self.cp, self.ep)
+        """Ranks holding the same shard of the same routed experts (Megatron-Core's
+        expert-data-parallel group): TP x DP x CP / (ETP x EP) (analyses/rank_order.py)."""
+        return rank_order.expert_dp(self.tp, self.dp, self.cp, self.ep, self.etp)
 
     @property
     def gpus(self) -> int:

@@ -10,6 +10,7 @@ from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.seer import budget
 from astral_dsl.seer.diag import choices, err as _err, warn as _warn
 from astral_dsl.seer.spec import DIMENSIONS, JobSpec
+from astral_dsl.seer.validate_moe import expert_tensor
 from astral_dsl.seer.stages import chunk_split, stage_layers, virtual_stage_options
 from astral_dsl.units.readable import count as _n
 
@@ -141,11 +142,15 @@ def layout(spec: JobSpec, where) -> List[Diagnostic]:
             out.append(_err("E753", f"{name}: ep = {par.ep} does not divide tp x dp x cp = "
                                     f"{par.tp * par.dp * par.cp}: expert groups are carved out "
                                     f"of the tensor- and data-parallel ranks (expert tensor "
-                                    f"parallelism 1)", where("ep"), _ep_hint(m, par)))
+                                    f"parallelism {par.etp})", where("ep"), _ep_hint(m, par)))
+        else:
+            out.extend(expert_tensor(spec, where))
     elif par.ep > 1:
         out.append(_err("E753", f"{name}: ep = {par.ep} but `{m.name}` has no experts",
                         where("ep"), "leave `ep` out (1): a dense model has no experts to "
                                      "spread"))
+    else:
+        out.extend(expert_tensor(spec, where))
     if spec.gpus is not None and spec.gpus != par.gpus:
         out.append(_err("E754", f"{name}: declares {spec.gpus} GPUs but tp x pp x dp x cp = "
                                 f"{par.tp} x {par.pp} x {par.dp} x {par.cp} = {par.gpus}",

@@ -1,6 +1,7 @@
 """The checks of a job's mixture-of-experts fields: token dropping as Megatron-Core accepts it
-(E771), the model's expert groups (E763), and whether Seer can price their limit on the job's
-NVLink domains (W755); MoE-only fields on a model without experts do nothing (W751)."""
+(E771), expert tensor parallelism (E753), the model's expert groups (E763), and whether Seer
+can price their limit on the job's NVLink domains (W755); MoE-only fields on a model without
+experts do nothing (W751)."""
 from __future__ import annotations
 
 from typing import List
@@ -36,6 +37,55 @@ def token_drop(spec: JobSpec, where) -> List[Diagnostic]:
                     "`moe_dispatcher = alltoall` (Megatron-Core's padded token dropping), or "
                     "leave `pad_to_capacity` out")]
     return []
+
+
+def expert_tensor(spec: JobSpec, where) -> List[Diagnostic]:
+    """E753 for an expert tensor parallelism (`etp`) Megatron-Core refuses or Seer does not
+    model: a model without experts; ETP x EP x PP not dividing the world (parallel_state.py:
+    "world_size is not divisible by expert_tensor_model_pipeline_parallel size"), i.e. ETP x EP
+    not dividing TP x DP x CP; an FFN width of an expert that ETP does not divide (experts.py:
+    `divide(moe_ffn_hidden_size x local experts, tp_size)` over the expert-TP group); experts
+    with biases (transformer_config.py: "Bias in Moe is only supported when ETP==1"); and, as
+    Seer prices ETP only as Megatron-Core's all-to-all dispatcher runs it (an all-gather and a
+    reduce-scatter over the expert-TP group: lower_moe.py), another dispatcher or framework."""
+    par, m = spec.parallel, spec.model
+    etp, name = par.etp, f"job `{spec.name}`"
+    if etp <= 1:
+        return []
+    if not m.experts:
+        return [err("E753", f"{name}: etp = {etp} but `{m.name}` has no experts",
+                    where("etp"), "leave `etp` out (1): expert tensor parallelism splits "
+                                  "the routed experts' weights")]
+    ranks = par.tp * par.dp * par.cp
+    if ranks % (par.ep * etp):
+        return [err("E753", f"{name}: ep x etp = {par.ep} x {etp} does not divide tp x dp x "
+                            f"cp = {ranks:,}: the expert-tensor- and expert-parallel groups "
+                            f"are carved out of a pipeline stage's ranks",
+                    where("etp"), _etp_hint(spec))]
+    if m.moe_ffn % etp:
+        return [err("E753", f"{name}: etp = {etp} does not divide the {m.moe_ffn:,} FFN "
+                            f"width of an expert of `{m.name}`", where("etp"), _etp_hint(spec))]
+    if m.expert_bias:
+        return [err("E753", f"{name}: etp = {etp} with the experts' biases of `{m.name}`: "
+                            f"Megatron-Core supports biases in MoE only with expert tensor "
+                            f"parallelism 1", where("etp"), "leave `etp` out (1)")]
+    if spec.framework != "megatron" or spec.moe_dispatcher != "alltoall":
+        what = f"framework = {spec.framework}" if spec.framework != "megatron" else \
+            f"moe_dispatcher = {spec.moe_dispatcher}"
+        return [err("E753", f"{name}: etp = {etp} with {what}: Seer models expert tensor "
+                            f"parallelism as Megatron-Core's all-to-all dispatcher runs it",
+                    where("etp"), "framework = megatron with moe_dispatcher = alltoall, or "
+                                  "leave `etp` out (1)")]
+    return []
+
+
+def _etp_hint(spec: JobSpec) -> str:
+    """E753's hint for `etp`: the degrees that divide both tp x dp x cp / ep (the ranks of a
+    stage each EP rank's experts can be split over) and an expert's FFN width."""
+    par, m = spec.parallel, spec.model
+    room = max(1, par.tp * par.dp * par.cp // max(1, par.ep))
+    return (f"etp divides both tp x dp x cp / ep = {room:,} and the experts' FFN width "
+            f"{m.moe_ffn:,}: " + choices(room, lambda e: not m.moe_ffn % e, "etp"))
 
 
 def expert_groups(spec: JobSpec, where) -> List[Diagnostic]:

@@ -36,7 +36,7 @@ ZERO = (0, 1, 2, 3)
 RULES: Dict[str, Tuple[str, str]] = {
     "tp_heads": ("E750", "tp does not divide the attention heads (or the key/value heads)"),
     "pp_layers": ("E751", "more pipeline stages than layers"),
-    "ep": ("E753", "ep does not divide the experts, or dp x cp"),
+    "ep": ("E753", "ep does not divide the experts, or dp x cp; or ep x etp tp x dp x cp"),
     "batch": ("E756", "the global batch is not divisible by micro-batch x dp (x pipeline_runs)"),
     "seq_cp": ("E756", "cp does not divide the sequence"),
     "order": ("E759", "the declared rank order leaves out a dimension larger than 1"),
@@ -219,7 +219,8 @@ def _layout_rule(space: Space, tp: int, cp: int, pp: int, dp: int, ep: int) -> O
         return "tp_heads"
     if pp > m.layers:
         return "pp_layers"
-    if m.experts and (m.experts % ep or (dp * cp) % ep):
+    if m.experts and (m.experts % ep or (dp * cp) % ep
+                      or (tp * dp * cp) % (ep * base.parallel.etp)):
         return "ep"
     if base.seq % cp:
         return "seq_cp"

@@ -40,6 +40,7 @@ def parallelism(fc) -> Dict[str, Any]:
             "capacity_factor": job.capacity_factor if job.model.experts else None,
             "pad_to_capacity": job.padded,
             "moe_routing": job.moe_routing if job.model.experts else None,
+            "etp": p.etp if job.model.experts else None,
             "expert_groups": ([job.model.expert_groups, job.model.group_top_k]
                               if job.model.experts and job.model.group_top_k else None)}
 
@@ -118,7 +119,8 @@ def render(fc) -> str:
     lines = [f"forecast: job `{j.name}` ({j.model.name}) on {fc.gpus:,} x {fc.gpu}"
              + (f" in {fc.placement}" if fc.placement else "")]
     dims = [f"tp {p.tp}", f"pp {p.pp}", f"dp {p.dp}"] + [f"{k} {v}" for k, v in
-                                                          (("cp", p.cp), ("ep", p.ep)) if v > 1]
+                                                          (("cp", p.cp), ("ep", p.ep),
+                                                           ("etp", p.etp)) if v > 1]
     sched = p.schedule + (f", {p.v} virtual stages" if p.v > 1 else "")
     if p.schedule == "interleaved" and p.v == 1:      # the rule's choice: one chunk is 1F1B
         sched = "1f1b (interleaved with 1 virtual stage)"

@@ -18,6 +18,7 @@ def _figures(fc) -> str:
             "parallelism": f"TP {p['tp']}, PP {p['pp']}, DP {p['dp']}"
             + (f", CP {p['cp']}" if p["cp"] > 1 else "") + (f", EP {p['ep']}" if p["ep"] > 1
                                                               else "")
+            + (f", ETP {p['etp']}" if (p.get("etp") or 1) > 1 else "")
             + f"; {p['schedule']}" + (f", {p['virtual_stages']} virtual stages"
                                       if p["virtual_stages"] > 1 else "")
             + (f", ZeRO-{p['zero']}" if p["zero"] else ""),
