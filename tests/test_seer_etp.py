@@ -185,3 +185,15 @@ def test_the_search_keeps_etp_and_rejects_layouts_it_does_not_divide():
     assert space._layout_rule(space.Space.of(job(1), (16,), {}), 2, 1, 1, 4, 4) is None
     cfg = space.Config(16, 2, 1, 8, 1, 4, 1, 1, "none", 1)
     assert cfg.spec(s2).parallel.etp == 2
+
+
+def test_an_unstated_etp_with_tp_is_said():
+    """A Megatron MoE job with TP 2 that does not state `etp` is forecast with ETP 1 (Megatron-
+    Bridge's setting), which Megatron-Core's own default (ETP = TP) contradicts: the forecast
+    says so; stated (1 or 2), or without TP, it says nothing."""
+    from astral_dsl.seer.forecast import _etp_note
+    said = _etp_note(job(1))
+    assert said and said[0].startswith("etp 1 assumed") and "etp = tp (2)" in said[0]
+    for par in (ParallelSpec(tp=2, dp=8, ep=4, sp=True, zero=1, etp=1, etp_stated=True),
+                ParallelSpec(tp=1, dp=16, ep=4, zero=1)):
+        assert _etp_note(JobSpec("j", MOE, par, 16, 1, SEQ, "none", "bf16")) == ()

@@ -164,8 +164,20 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
         chosen.append(("offload_layers", best.job.offload_layers))
     best.chosen = tuple(chosen)
     best.notes = (tuple(notes) + tuple(net.notes) + straddle_notes(job, net)
-                  + _padding_note(job))
+                  + _padding_note(job) + _etp_note(job))
     return best
+
+
+def _etp_note(job: JobSpec) -> Tuple[str, ...]:
+    """What an MoE job with TP that does not state `etp` is forecast with: expert tensor
+    parallelism 1, Megatron-Bridge's setting with EP > 1 (0.6.2 models/transformer_config.py),
+    where Megatron-Core's own default is the TP size (model_parallel_config.py)."""
+    par = job.parallel
+    if not job.model.experts or par.tp <= 1 or par.etp_stated or job.framework != "megatron":
+        return ()
+    return (f"etp 1 assumed: each routed expert whole on one GPU of its EP group (Megatron-"
+            f"Bridge's setting); Megatron-Core and Megatron-LM default to etp = tp ({par.tp}): "
+            f"state `etp` in `parallel` if the job runs so",)
 
 
 def _padding_note(job: JobSpec) -> Tuple[str, ...]:

@@ -219,7 +219,8 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         v=v if v else (None if schedule == "interleaved" else 1), schedule=schedule,
         stages=stages, layout=layout, zero=zero,
         reshard_after_forward=f.get("reshard_after_forward") is not False,
-        order=parse_order(f.get("order")), etp=_int(f.get("etp"), 1))
+        order=parse_order(f.get("order")), etp=_int(f.get("etp"), 1),
+        etp_stated=f.get("etp") is not None)
     micro = _int(f.get("micro"))
     recompute = f.get("recompute") or "none"
     offload = _int(f.get("offload_layers"))

@@ -59,6 +59,7 @@ class ParallelSpec:
     order: Tuple[str, ...] = DEFAULT_ORDER    # rank order of the dimensions, fastest first
     etp: int = 1                              # expert tensor parallelism: each routed expert's
     #                                           GEMMs split over this many ranks (lower_moe.py)
+    etp_stated: bool = False                  # `etp` written in the job (forecast._etp_note)
 
     @property
     def expert_dp(self) -> int:
