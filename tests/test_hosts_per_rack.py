@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 
 import astral_dsl
 from astral_dsl import seer
+from astral_dsl.seer import comm
 from astral_dsl.analyses import rankmap
 from astral_dsl.analyses.job_racks import counter, take
 from astral_dsl.seer.comm_groups import groups
@@ -125,9 +127,39 @@ def test_seer_prices_the_jobs_share_of_a_rack_as_its_nvlink_domain(nvl):
     assert (on16.net.gpus_per_host, packed.net.gpus_per_host) == (64, 72)
     assert not [n for n in on16.notes if "straddle" in n]
     assert [n for n in packed.notes if n.startswith("approximation: dp groups")]
-    assert groups(on16.job, on16.net, every=True)["dp"].hosts == 1
-    assert groups(packed.job, packed.net, every=True)["dp"].hosts == 2
+    assert groups(on16.job, on16.net)["dp"].hosts == 1
+    assert groups(packed.job, packed.net)["dp"].hosts == 2
     assert on16.placement == "S (the first 16 hosts of each rack)"
+
+
+def test_a_256_gpu_ep64_job_prices_its_slowest_ep_group(nvl):
+    """DeepSeek-V3's GB200 layout (TP 1, PP 4, DP 64, EP 64: 256 GPUs) on 72-GPU NVL72 domains.
+    Packed, EP group 1 (ranks 64-127) is 8 GPUs of domain 0 and 56 of domain 1 (groups 2 and 3:
+    16 + 48, 24 + 40), rank 0's inside domain 0: the all-to-all is priced by group 1, over the
+    network (the spine: its GPUs cross rails) on the 8 NICs of its thinner side. With
+    `hosts_per_rack = 16` the domain is the job's 64 GPUs of a rack: every group inside one, on
+    NVLink. S = 1 GB per rank, at the fitted a2a_eff `eff` of the link's bandwidth."""
+    on16 = astral_dsl.forecast(nvl, job="on16").detail
+    packed = astral_dsl.forecast(nvl, job="packed").detail
+    layout = attrs.evolve(packed.job.parallel, tp=1, pp=4, dp=64, ep=64)
+    ep = groups(packed.job.with_(parallel=layout), packed.net)["ep"]
+    assert (ep.n, ep.per_host, ep.hosts, ep.most, ep.hops) == (64, 8, 2, 56, 3)
+    net = packed.net
+    assert (net.nvlink_bw, net.nic_bw) == (900e9, 50e9)   # NVLink 5; a 400 Gb/s NIC a GPU
+    eff, s = 0.5, 1e9
+    # inside: the 55 others of its fullest domain on NVLink; outside: the 56 of 64 elsewhere on
+    # the GPU's NIC; alpha: 5 us + 3 switches x 0.15 us, log2(2 domains) steps
+    inside = 55 / 64 * s / (900e9 * eff)
+    outside = 56 / 64 * s / (50e9 * eff)
+    want = 7e-6 + max(inside, outside) + 5.45e-6 * 1
+    assert comm.all_to_all(net, ep, s, eff) == pytest.approx(want, rel=1e-12)
+    assert want == pytest.approx(35.0125e-3, rel=1e-5)
+    ep16 = groups(on16.job.with_(parallel=layout), on16.net)["ep"]
+    assert (ep16.n, ep16.hosts, ep16.hops) == (64, 1, 0)
+    # one domain: 63 of 64 on NVLink, 63 steps of 0.6 us / 4
+    nv = 7e-6 + 63 / 64 * s / (900e9 * eff) + 63 * 0.6e-6 / 4
+    assert comm.all_to_all(on16.net, ep16, s, eff) == pytest.approx(nv, rel=1e-12)
+    assert nv == pytest.approx(2.20395e-3, rel=1e-5)     # 16x less than over the network
 
 
 def test_a_failed_tray_the_job_leaves_does_not_slow_it(nvl):

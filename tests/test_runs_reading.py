@@ -189,3 +189,21 @@ def test_automodel_rows_are_scored_on_tflops_with_attention_counted_causal():
     assert tok.metric == "tokens_per_s_per_gpu" and tflops.metric == "model_tflops_per_gpu"
     ratio = 23.082 / (277e12 / 12040 / 1e9)
     assert abs((1 + tflops.error) - (1 + tok.error) * ratio) < 1e-3, (tok.error, tflops.error)
+
+
+def test_deepseek_v3_on_gb200_runs_on_16_trays_of_each_rack_from_nemo_25_09():
+    """Megatron-Bridge 0.6.2's GB200 DeepSeek-V3 recipes (EP 64) set HybridEP's
+    NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = 64: 64 GPUs of each 72-GPU rack, 16 of its 18
+    trays of 4 (runs/stacks.HYBRID_EP_DOMAIN); the token-drop variant too (same recipe, the
+    alltoall dispatcher). Not GPT-OSS 120B's, not H100's, not another EP degree, not before
+    NeMo 25.09; a scalable unit of 8 racks then holds 8 x 64 = 512 of the job's GPUs."""
+    from astral_dsl.runs.stacks import SYSTEMS, stack_of, su_gpus
+
+    rows = [_row("r001"), _row("r146"), _row("r121"), _row("r003"), _row("r001", id="ep32",
+            ep="32"), _row("r001", id="h100", system="DGX-H100", gpu="H100-SXM5-80GB"),
+            _row("r001", id="old", source_version="NeMo 25.07 container")]
+    t = parse_table(_csv(rows), "t.csv")
+    got = {r.id: dict(stack_of(r, True, 1, 4, 64).fields).get("hosts_per_rack") for r in t.runs}
+    assert got == {"r001": 16, "r146": 16, "r121": 16, "r003": None, "ep32": None,
+                   "h100": None, "old": None}
+    assert su_gpus(SYSTEMS["DGX-GB200"], 16) == 512 and su_gpus(SYSTEMS["DGX-GB200"], None) == 576

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 
 import astral_dsl
@@ -90,20 +91,41 @@ def test_a_cut_group_that_straddles_hosts_is_e775(quad):
     assert diag.notes == ("cut off: rank 4 (NIC 0 of 1 host from `S.racks[0].hosts[1]`)",)
 
 
-def test_other_ranks_groups_are_checked_and_said(quad):
+def test_other_ranks_groups_are_priced_checked_and_said(quad):
     """DP 3 x PP 4 on hosts of 4: rank 0's group (0-2) is inside host 0, stage 1's (3 | 4, 5)
-    straddles hosts 0 and 1: priced as rank 0's, and said; cut off under host1_dark."""
+    straddles hosts 0 and 1: the DP collectives are priced by the slowest, stage 1's, and the
+    note says every stage is; cut off under host1_dark."""
     fc = astral_dsl.forecast(quad, job="dp3pp4").detail
-    assert groups(fc.job, fc.net)["dp"].hosts == 1
-    worst = groups(fc.job, fc.net, every=True)["dp"]
-    assert (worst.hosts, worst.per_host, worst.most) == (2, 1, 2)
+    dp = groups(fc.job, fc.net)["dp"]
+    assert (dp.n, dp.per_host, dp.hosts, dp.most, dp.hops) == (3, 1, 2, 2, 1)
+    # all-reduce of S = 1 GB on it: hierarchical, the cheapest (ring: 7 us + 2 x 2/3 S / 45 GB/s
+    # + 4 alpha = 29.66 ms; tree: 7 us + 2 S / 45 GB/s + ... = 47.2 ms): reduce-scatter and
+    # all-gather among the 2 of host 1 on NVLink (0.8 x 450 GB/s), all-reduce of S / 1 across
+    # 2 hosts on one NIC (0.9 x 50 GB/s), alpha = 5 us + 1 switch x 0.15 us
+    inner = 1 / 2 * 1e9 / (0.8 * 450e9) + 1 * 0.6e-6
+    hier = 7e-6 + 2 * inner + 2 * (1 / 2) * 1e9 / (0.9 * 50e9) + 2 * 1 * 5.15e-6
+    assert comm.all_reduce(fc.net, dp, 1e9) == pytest.approx(hier, rel=1e-12)
+    assert hier == pytest.approx(25.0185e-3, rel=1e-5)   # rank 0's, on NVLink: 3.71 ms
     assert "approximation: dp groups of other ranks straddle up to 2 hosts (NVLink domains) of " \
-           "4 GPUs with 1 of their 3 ranks on the fewest; priced as rank 0's (one host)" \
-           in fc.notes
+           "4 GPUs with 1 of their 3 ranks on the fewest (rank 0's: one host); every stage's dp " \
+           "collectives are priced by the slowest group (synchronous training waits for it), a " \
+           "stage whose own groups sit better too" in fc.notes
     with pytest.raises(seer.ForecastError) as exc:
         astral_dsl.forecast(quad, job="dp3pp4", scenario="host1_dark")
     (diag,) = [d for d in exc.value.diagnostics if d.is_error]
     assert diag.code == "E775" and "the dp groups" in diag.message
+
+
+def test_a_group_of_5_is_priced_by_the_stage_whose_group_has_the_fewest_on_a_host(quad):
+    """DP 5 x PP 2 on hosts of 4: stage 0's group 0-3 | 4 (4 + 1), stage 1's 5-7 | 8, 9 (3 + 2):
+    priced by the slowest, one rank on a host (one NIC a host: S / 50 GB/s across hosts) and 4
+    on the fullest (its phases inside a host), not stage 1's 2 NICs."""
+    fc = astral_dsl.forecast(quad, job="dp5").detail
+    job = fc.job.with_(parallel=attrs.evolve(fc.job.parallel, pp=2))
+    dp = groups(job, fc.net)["dp"]
+    assert (dp.n, dp.per_host, dp.hosts, dp.most) == (5, 1, 2, 4)
+    # the same all-reduce as the DP 5 job's alone (test_a_group_of_5_on_hosts_of_4_crosses_hosts)
+    assert comm.all_reduce(fc.net, dp, 1e9) == pytest.approx(26.4098e-3, rel=1e-5)
 
 
 # test_forecast_pairs_pxn's site of NVL racks of 4 trays then 3 (4 GPUs a tray), with a job on

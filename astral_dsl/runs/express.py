@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Tuple
 from astral_dsl import records
 from astral_dsl.runs.parts import names_stdlib_system, system_of
 from astral_dsl.runs.stacks import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, System,
-                                    dated, precision_of, stack_of, stated_settings)
+                                    dated, precision_of, stack_of, stated_settings, su_gpus)
 from astral_dsl.runs.table import Run
 from astral_dsl.seer.stages import derived_layout
 
@@ -299,7 +299,7 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
         batch["pipeline_runs"] = accumulation
         assumed.append("the pipeline schedule run once per gradient-accumulation step (NeMo "
                        "AutoModel's training loop; GA published)")
-    nsu = -(-gpus // system.gpus_per_su)
+    nsu = -(-gpus // max(1, su_gpus(system, job.get("hosts_per_rack"))))
     taken = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", system.prelude))
     site, model = _fresh("Cluster", taken), _fresh("M", taken)
     job["model"], job["placement"] = model, site

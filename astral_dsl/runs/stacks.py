@@ -173,6 +173,41 @@ RECIPE_RECOMPUTE = (
 )
 
 
+# The GB200 MoE performance recipes of Megatron-Bridge 0.6.2 whose HybridEP topology puts the
+# expert-parallel group in one NVLink domain: perf_recipes/deepseek/gb200/deepseek_v3.py (every
+# 256-GPU config, EP 64) sets NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = 64 with
+# NVLINK_DOMAIN_SIZE = 72 and USE_MNNVL = 1: HybridEP takes each run of 64 EP ranks to share one
+# NVL72 rack's NVLink, which a packed placement (72 ranks a rack) gives only EP group 0, so the
+# recipe's job runs on 64 of each rack's 72 GPUs: 16 of its 18 trays (`hosts_per_rack = 16`,
+# analyses/job_racks.py). Per model (row label, as _n), GPU, the EP degree the recipe sets and
+# the EP ranks per NVLink domain; applied from NeMo 25.09 (FLEX_FROM) to the recipe's rows, its
+# token-drop variant too: Megatron-Bridge's apply_moe_token_drop (training/utils/
+# moe_token_drop.py) changes the model's capacity and dispatcher only, not the recipe's
+# environment and launch. Not taken: gpt_oss_120b (64 GPUs, one rack either way) and the models
+# the tables do not run on GB200 at this size (Kimi K2).
+HYBRID_EP_DOMAIN = (("deepseekv3", "gb200", 64, 64),)
+GB200_TRAY_GPUS = 4          # an NVL72 compute tray: 2 Grace Blackwell superchips, 4 GPUs
+GB200_RACK_GPUS = 72         # an NVL72 rack: 18 trays, one NVLink domain
+
+
+def su_gpus(system: System, per_rack: Optional[int]) -> int:
+    """The GPUs of a scalable unit a job may use: all, or with `hosts_per_rack` (a GB200 row of
+    HYBRID_EP_DOMAIN) its share of each NVL72 rack."""
+    if per_rack is None:
+        return system.gpus_per_su
+    return system.gpus_per_su * per_rack * GB200_TRAY_GPUS // GB200_RACK_GPUS
+
+
+def hybrid_ep_hosts(row, ep: int) -> Optional[int]:
+    """`hosts_per_rack` of a GB200 row whose recipe's HybridEP puts `ep` ranks in one NVLink
+    domain (HYBRID_EP_DOMAIN), else None."""
+    label, g = _n(row.model), _n(row.gpu)
+    for model, where, degree, per_domain in HYBRID_EP_DOMAIN:
+        if label.startswith(model) and where in g and degree == ep:
+            return per_domain // GB200_TRAY_GPUS
+    return None
+
+
 def recipe_recompute(row, release) -> Optional[Tuple[str, ...]]:
     """The `recompute_modules` of a Megatron-Bridge row (NeMo 25.09 on) that states no
     recomputation and runs a layout of RECIPE_RECOMPUTE; None otherwise."""
@@ -300,6 +335,15 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                     assumed.append(f"the flex token dispatcher ("
                                    f"{'HybridEP' if gb else 'DeepEP'}), the MoE recipes' from "
                                    f"NeMo 25.09")
+                per_rack = hybrid_ep_hosts(row, row.count("ep", 1)) \
+                    if release is not None and release >= FLEX_FROM else None
+                if per_rack is not None:
+                    fields["hosts_per_rack"] = per_rack
+                    assumed.append(f"{per_rack} trays of each NVL72 rack, "
+                                   f"{per_rack * GB200_TRAY_GPUS} GPUs: the recipe's HybridEP "
+                                   f"topology puts its EP group in one NVLink domain "
+                                   f"(Megatron-Bridge 0.6.2, NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_"
+                                   f"DOMAIN = {per_rack * GB200_TRAY_GPUS})")
                 if release is not None and release >= FLEX_FROM and \
                         _n(row.model).startswith(BF16_MOMENTS_MODELS):
                     fields["optimizer_dtype"] = "bf16"

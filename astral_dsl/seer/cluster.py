@@ -297,9 +297,10 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
     from astral_dsl.seer.comm_groups import groups, used_groups
 
     used = used_groups(spec) - {"pp"}    # (not a group the job has no traffic on)
+    # the slowest group of each kind, as the forecast prices it: a group of any rank cut off
+    # stops the job
     now = {k: v for k, v in groups(spec, net).items() if k in used}
     before = groups(spec, healthy)
-    every = groups(spec, net, every=True)     # a group of any rank cut off stops the job
     if spec.parallel.gpus > 1:
         now["world"] = comm.layout(net, "world", spec.parallel.gpus, 1)
         before["world"] = comm.layout(healthy, "world", spec.parallel.gpus, 1)
@@ -319,8 +320,6 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
             lost.append(text)
             cut += [c for c in cut_at.get(top, ()) if c not in cut]
     for kind, lay in now.items():
-        if kind != "world" and every[kind].net_bw <= 0 < every[kind].hosts - 1:
-            lay = every[kind]
         if lay.hosts <= 1:
             continue
         top = (lay.hops - 1) // 2

@@ -21,10 +21,12 @@ IJHPCA 2005):
 The bus bandwidth of a group spanning hosts is min(NVLink, per_host x NIC) with each link at its
 achieved efficiency. The cheapest algorithm is taken, as NCCL's tuner does.
 
-Under failed fabric parts (a scenario), a group is priced for the worst-affected group of its
-kind: synchronous training waits for the slowest. Its NIC bandwidth is that of the slowest GPU of
-the job whose traffic climbs as high as the group's (Network.worst, seer/cluster.py): its live
-ports times the share of its slowest path (over / (1 - lost) for uplinks that lost a share).
+A collective is priced on the slowest group of its kind (seer/comm_groups.groups: the highest
+tier any group of the kind climbs, the fewest NICs a host gives it), with and without failures:
+synchronous training waits for the slowest. Under failed fabric parts (a scenario) its NIC
+bandwidth is that of the slowest GPU of the job whose traffic climbs as high as the group's
+(Network.worst, seer/cluster.py): its live ports times the share of its slowest path
+(over / (1 - lost) for uplinks that lost a share).
 The pipeline's send/recv is priced per boundary between stages, by that boundary's slowest pair
 (on NVLink when every pair is inside a domain), with the failures on its own pairs' hosts and
 paths (Network.pp, seer/pipeline_pairs.py).

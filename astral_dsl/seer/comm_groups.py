@@ -1,7 +1,7 @@
-"""The communication groups of a rank in a job's rank order (tp, cp, dp, pp, etp, ep, edp, amax),
-each laid out on the network (comm.Layout), and the kinds a job communicates over. The lowering
-(lower.py) prices its collectives on them; the scenario checks (cluster.py, validate_moe.py)
-read them without the lowering."""
+"""The communication groups of a job's rank order (tp, cp, dp, pp, etp, ep, edp, amax), the slowest
+of each kind laid out on the network (comm.Layout), and the kinds a job communicates over. The
+lowering (lower.py) prices its collectives on them; the scenario checks (cluster.py,
+validate_moe.py) read them without the lowering."""
 from __future__ import annotations
 
 from typing import Dict, Tuple
@@ -11,20 +11,31 @@ from astral_dsl.seer.ranks import RankOrder
 from astral_dsl.seer.spec import JobSpec
 
 
-def groups(job: JobSpec, net: comm.Network, every: bool = False) -> Dict[str, comm.Layout]:
-    """The layout of each communication group of a rank in the job's rank order. The gradient
-    group ("dp") is DP x CP (CP ranks hold the same weights); "pp" is a pair of neighbouring
-    stages; "etp" (expert tensor parallelism: the ranks that split each routed expert's
-    GEMMs), "ep" and "edp" (the expert-data-parallel group, over which the routed experts'
-    gradients are reduced: params.layer_expert_params) come from the expert numbering. A group
-    whose neighbours sit at different GPU indices of their hosts crosses rails (p2p and
+def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
+    """The layout of each kind of communication group the job's collectives are priced on: the
+    slowest group of the kind, over every rank of the job (the most hosts, the fewest members on
+    one of them, the most on one: the highest tier any group of the kind climbs, the fewest NICs
+    a ring of it runs on). Synchronous training waits for the slowest group: the optimizer step
+    for every DP group, an expert layer's all-to-all for every EP group of the stage, the
+    pipeline for its slowest stage. Seer's stages share one set of groups (its templates are
+    built once per shape), so every stage is priced by the job's slowest group (`straddle_notes`
+    says where rank 0's sits otherwise). One code path with and without failures: under a
+    scenario `net` carries the slowest GPU per tier (comm.layout, Network.worst).
+
+    The gradient group ("dp") is DP x CP (CP ranks hold the same weights); "pp" is a pair of
+    neighbouring stages; "etp" (expert tensor parallelism: the ranks that split each routed
+    expert's GEMMs), "ep" and "edp" (the expert-data-parallel group, over which the routed
+    experts' gradients are reduced: params.layer_expert_params) come from the expert numbering.
+    A group whose neighbours sit at different GPU indices of their hosts crosses rails (p2p and
     all-to-all; NCCL's rings and trees are built rail by rail, so they cross rails only when the
-hosts of a group hold no member at a common GPU index: seer/ranks.spread). Each kind is laid out
-as its worst group: the most hosts, the fewest members on one of them. "pp" is the representative pair,
-    ranks 0 and 0 + the PP stride; each boundary between stages is priced by its own pairs
-    (seer/pipeline_pairs.boundaries, lower_comm.p2p_hops). The groups are rank 0's, as the
-    lowering's representative ranks price them (`straddle_notes` says where others differ);
-    every: the worst group of each kind, for the checks that a failure cuts none off."""
+    hosts of a group hold no member at a common GPU index: seer/ranks.spread). "pp" is the
+    representative pair, ranks 0 and 0 + the PP stride; each boundary between stages is priced
+    by its own pairs (seer/pipeline_pairs.boundaries, lower_comm.p2p_hops)."""
+    return _groups(job, net, every=True)
+
+
+def _groups(job: JobSpec, net: comm.Network, every: bool) -> Dict[str, comm.Layout]:
+    """`groups`, of the slowest group of each kind (every) or of rank 0's."""
     par, g = job.parallel, max(1, net.gpus_per_host)
     dense, expert = RankOrder(par), RankOrder(par, experts=True)
 
@@ -61,10 +72,11 @@ def used_groups(job: JobSpec) -> frozenset:
 
 
 def straddle_notes(job: JobSpec, net: comm.Network) -> Tuple[str, ...]:
-    """A note per kind of group the job communicates over whose groups of other ranks sit on
-    more hosts, or fewer members to a host, than rank 0's, by which the collectives are priced
-    (an approximation: Seer prices one representative rank per stage)."""
-    mine, worst = groups(job, net), groups(job, net, every=True)
+    """A note per kind of group the job communicates over whose slowest group (by which its
+    collectives are priced: `groups`) sits on more hosts, or fewer members to a host, than rank
+    0's: every stage is priced by it, a stage whose own groups sit better too (an
+    approximation: Seer's stages share one set of groups)."""
+    mine, worst = _groups(job, net, every=False), groups(job, net)
     out = []
     for kind in sorted(used_groups(job) - {"pp"}):
         a, b = mine[kind], worst[kind]
@@ -73,6 +85,8 @@ def straddle_notes(job: JobSpec, net: comm.Network) -> Tuple[str, ...]:
         where = "one host" if a.hosts <= 1 else \
             f"{a.hosts:,} hosts, {a.per_host:,} of its {a.n:,} ranks on the fewest"
         out.append(f"approximation: {kind} groups of other ranks straddle up to {b.hosts:,} hosts "
-                   f"(NVLink domains) of {net.gpus_per_host:,} GPUs with {b.per_host:,} of their {b.n:,} ranks on "
-                   f"the fewest; priced as rank 0's ({where})")
+                   f"(NVLink domains) of {net.gpus_per_host:,} GPUs with {b.per_host:,} of their "
+                   f"{b.n:,} ranks on the fewest (rank 0's: {where}); every stage's {kind} "
+                   f"collectives are priced by the slowest group (synchronous training waits for "
+                   f"it), a stage whose own groups sit better too")
     return tuple(out)
