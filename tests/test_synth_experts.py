@@ -24,12 +24,17 @@ from jobtext import job
 
 MOE = Path(__file__).resolve().parent / "fixtures" / "diagnose" / "moe.astral"
 QUIET = Noise(kernel=0.0, comm=0.0, iteration=0.0, gpu_spread=0.0, clock=0.0)
-# one all-to-all as Seer prices it on job `moe` (every one alike), from the shipped fit's
-# a2a_eff (the `alltoall` dispatcher's; 0.8207 in this stop's fit: 47.80 us) so that a refit
-# moves the expectation with the forecast (seer/comm.all_to_all, an EP group of 8 inside one
-# NVLink rack): BASE_S + (8 - 1) / 8 x bytes / (nvlink 900 GB/s x a2a_eff) + 7 NVLink steps / 4,
-# bytes = top-2 x 2048 tokens x hidden 4096 x 2 (bf16)
-A2A = 7e-6 + 7 / 8 * (2 * 2048 * 4096 * 2) / (900e9 * shipped().a2a_eff) + 7 * 0.6e-6 / 4
+# one all-to-all as Seer prices it on job `moe` (every one alike: every EP group is priced as
+# the job's slowest, group 1 across racks 0 and 1, seer/comm_groups.groups), from the shipped
+# fit's a2a_eff (the `alltoall` dispatcher's) so that a refit moves the expectation with the
+# forecast (seer/comm.all_to_all, 8 ranks on 2 NVLink racks, 4 on each):
+# BASE_S 7 us + max(inside (4 - 1) / 8 x bytes / (NVLink 900 GB/s x a2a_eff),
+#                   outside (8 - 4) / 8 x bytes / (NIC 400 Gb/s = 50 GB/s x a2a_eff))
+# + one network step's latency (5 us + 3 InfiniBand switch hops x 0.15 us) x log2(2 racks),
+# bytes = top-2 x 2048 tokens x hidden 4096 x 2 (bf16): 427.3 us with a2a_eff 0.8089
+_BYTES, _EFF = 2 * 2048 * 4096 * 2, shipped().a2a_eff
+A2A = 7e-6 + max(3 / 8 * _BYTES / (900e9 * _EFF), 4 / 8 * _BYTES / (50e9 * _EFF)) + \
+    (5e-6 + 3 * 0.15e-6) * 1
 
 
 @pytest.fixture(scope="module")
