@@ -37,7 +37,7 @@ Check (`check`, what `astral check` runs on a Design):
 
 16. size        analyses/sizing.py: the `?`s' `combinations`, each compiled again by the
                 workspace and checked, then `choose` solves one MILP (E66x)
-17. jobs        seer/validate.py `validate_jobs`: parallel degrees, batch, placement, memory
+17. jobs        seer/validate.py `validate_job` per job: parallel degrees, batch, placement, memory
 18. engineering analyses/engineering.py `analyse`: network, power, cooling (E6xx)
 19. scenarios   pipeline_scenarios.py: each scenario's twin compiled by the workspace (its
                 parts isolated, its `set`s in place), then analyses/engineering.py
@@ -142,6 +142,9 @@ class Checked:
     accepted: Tuple[Accepted, ...] = ()          # warnings an `allow` or the baseline accepts
     baseline: Optional[Baseline] = None
     devices: Optional[object] = None             # analyses.devices.Devices: the named parts
+    # (job, diagnostics, JobSpec, Cluster) per job of `design` as seer.validate_job found them
+    # (step 17), for who reads them again (margins' memory limits)
+    jobs: tuple = ()
 
     @property
     def valid(self) -> bool:
@@ -276,12 +279,14 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
         return Checked(design, None, (), sort_diagnostics(diags), sizing)
     # jobs are validated whether or not the entry file declares a site (it may import it);
     # a design without one does not import Seer (~30 ms of CPU)
+    jobs: tuple = ()
     if design.jobs:
-        from astral_dsl.seer.validate import validate_jobs
+        from astral_dsl.seer.validate import validate_job
 
-        diags.extend(validate_jobs(design))                                       # 17
+        jobs = tuple((job,) + validate_job(design, job) for job in design.jobs)  # 17
+        diags.extend(d for _, found, _, _ in jobs for d in found)
     if not design.roots:
-        return Checked(design, None, (), sort_diagnostics(diags), sizing)
+        return Checked(design, None, (), sort_diagnostics(diags), sizing, jobs=jobs)
     # a failed user `check` does not stop the engineering checks: they are independent
     eng = analyse(design)                                                         # 18
     diags.extend(eng.diagnostics)
@@ -292,7 +297,8 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
                                    required))
     for outcome, scenario in outcomes:
         diags.extend(scenario_diagnostics(outcome, scenario))
-    return Checked(design, eng, tuple(o for o, _ in outcomes), sort_diagnostics(diags), sizing)
+    return Checked(design, eng, tuple(o for o, _ in outcomes), sort_diagnostics(diags), sizing,
+                   jobs=jobs)
 
 
 def size(workspace: "Workspace", design: Design):

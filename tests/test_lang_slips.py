@@ -313,3 +313,49 @@ def test_a_point_with_no_digit_after_it_is_e106_at_the_number(tmp_path):
     # a member of a number written apart is E209, now with a hint
     d = only(build("let a = 5 .x\n", tmp_path), "E209")
     assert d.hint.startswith("members belong to instances")
+
+
+def test_unreadable_names_are_found_once_per_syntax_tree(tmp_path):
+    """E222 depends on the syntax tree alone: found at the first compile of a workspace and
+    reused by the next ones (its loader's trees), never for another tree."""
+    from astral_dsl.semantics.entry import _unreadable_names
+    from astral_dsl.workspace import Workspace
+
+    path = tmp_path / "main.astral"
+    path.write_text("let true = 0\nlet b = 1\n")
+    ws = Workspace.open(str(path), {})
+    first = [d for d in ws.compile().diagnostics if d.code == "E222"]
+    again = [d for d in ws.compile(overrides={}).diagnostics if d.code == "E222"]
+    assert [at(d) for d in first] == [at(d) for d in again] == [(1, 5, 1, 9)]
+    tree = ws.entry.tree
+    assert ws.loader.unreadable_names[id(tree)] == (tree, tuple(first))
+    # an entry under the tree's id that holds another tree is not this tree's result
+    path.write_text("let b = 1\n")
+    other = Workspace.open(str(path), {})
+    ws.loader.unreadable_names[id(other.entry.tree)] = (tree, tuple(first))
+    assert _unreadable_names(other.entry.tree, ws.loader) == ()
+    assert not [d for d in other.compile().diagnostics if d.code == "E222"]
+
+
+def test_the_declarations_holding_checks_are_found_once_per_set_of_trees(tmp_path):
+    """Which declaration each user check is written in (a check result's `owner`) depends on
+    the syntax trees alone: found at the first compile, reused while the loader holds the same
+    trees, found again for others."""
+    from astral_dsl.workspace import Workspace
+
+    path = tmp_path / "main.astral"
+    path.write_text("rack R {\n  check 1 < 2 else error \"r\"\n}\nsite S { r = R }\n"
+                    "check 2 > 1 else error \"top\"\n")
+    ws = Workspace.open(str(path), {})
+    first = ws.compile()
+    kept = ws.loader.check_owners
+    assert kept[0] == (ws.entry.tree,)
+    assert sorted((c.message, c.owner) for c in first.checks) == [("r", "R"), ("top", "")]
+    again = ws.compile(overrides={})
+    assert ws.loader.check_owners is kept
+    assert [c.owner for c in again.checks] == [c.owner for c in first.checks]
+    # another tree than the one the owners were found in: found again, not read from it
+    other = Workspace.open(str(path), {})
+    ws.loader.check_owners = ((other.entry.tree,), {})
+    assert sorted(c.owner for c in ws.compile().checks) == ["", "R"]
+    assert ws.loader.check_owners[0] == (ws.entry.tree,)

@@ -45,8 +45,20 @@ def module_scope(module: LoadedModule, loader: ModuleLoader, scopes: Dict[int, M
         return module_scope(target, loader, scopes, diagnostics)
 
     if not module.is_stdlib:
-        keyword_names(module.tree, diagnostics)
+        diagnostics.extend(_unreadable_names(module.tree, loader))
     return build_scope(scope, module.tree, resolve, diagnostics)
+
+
+def _unreadable_names(tree: ast.Module, loader: ModuleLoader) -> Tuple[Diagnostic, ...]:
+    """keyword_names' E222s of `tree`, found once per tree of the loader (a walk of the whole
+    tree; every compile of a workspace reuses its loader's trees)."""
+    hit = loader.unreadable_names.get(id(tree))
+    if hit is not None and hit[0] is tree:
+        return hit[1]
+    found: List[Diagnostic] = []
+    keyword_names(tree, found)
+    loader.unreadable_names[id(tree)] = (tree, tuple(found))
+    return tuple(found)
 
 
 Roots = Tuple[List[Frame], List[Frame], List[Frame]]
@@ -197,8 +209,12 @@ def user_checks(ev: Instantiator, everything, paths, mult, scopes, loader: Modul
         src = sources.get(span.file)
         return "..." if src is None else span_text(src.line, span)
 
-    written = Written(text, owners(m.tree for m in loader.modules.values()
-                                   if m.tree is not None))
+    trees = tuple(m.tree for m in loader.modules.values() if m.tree is not None)
+    kept = loader.check_owners
+    if kept is None or len(kept[0]) != len(trees) or \
+            any(a is not b for a, b in zip(kept[0], trees)):
+        kept = loader.check_owners = (trees, owners(trees))     # a function of the trees
+    written = Written(text, kept[1])
     results = run_checks(ev, ev.frames, mult, paths, module_checks, written, ev.scenario)
     if any(id(f) not in paths for f in ev.frames):
         paths = canonical_paths(everything, ev.frames)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from astral_dsl import gcpause, records, resources
 from astral_dsl.regularfile import open_regular
@@ -155,6 +155,13 @@ class ModuleLoader:
         self._estimated: List[Source] = []      # the texts whose length stands for their tokens
         self.full = False               # past a limit of the design (E108): nothing more is read
         self.data_bytes: Dict[str, int] = {}    # data file -> its size (charge_data)
+        # id(tree) -> (the tree, its E222s: semantics/keywords.py), a function of the tree
+        # alone, found once instead of at every compile (a walk of the whole tree: 1 ms of the
+        # reference's 7); the tree is held, so its id names it while the entry lives
+        self.unreadable_names: Dict[int, Tuple[ast.Module, Tuple[Diagnostic, ...]]] = {}
+        # (the trees, id(check) -> the declaration holding it: semantics/checks.py `owners`)
+        # for the modules loaded, likewise found once
+        self.check_owners: Optional[Tuple[Tuple[ast.Module, ...], Dict[int, str]]] = None
 
     # -- entry points -------------------------------------------------------------------------------
     @gcpause.pausing            # the modules' syntax trees: long-lived, none of it garbage

@@ -95,7 +95,7 @@ def collect(ws, ev: Shadows, checked) -> List[Limit]:
         out.extend(_coolant(eng, checked.design))
         out.extend(loop_flows(eng, checked.design))
         out.extend(_fabrics(eng, checked.design))
-    out.extend(_memory(checked.design))
+    out.extend(_memory(checked))
     return out
 
 
@@ -342,13 +342,15 @@ def _fabrics(eng, design) -> List[Limit]:
     return out
 
 
-def _memory(design) -> List[Limit]:
+def _memory(checked) -> List[Limit]:
     from astral_dsl import seer
 
     out = []
+    design = checked.design
+    validated = {id(job): found for job, *found in checked.jobs}   # the check's step 17
     for job in design.jobs:
         try:
-            diags, spec, cluster = seer.validate_job(design, job)
+            diags, spec, cluster = validated.get(id(job)) or seer.validate_job(design, job)
         except Exception:  # noqa: BLE001 - a job Seer cannot read has no memory margin
             continue
         if spec is None or cluster is None or not cluster.gpu.memory or \

@@ -362,3 +362,13 @@ class Shadows(Trace):
 class NumericRecorder(Shadows):
     """The operands of checks without any sympy: for evaluating the design at probe points."""
     symbolic = False
+
+    # Without symbols every shadow is OPAQUE (module_value, field and derived keep none, and
+    # _expr_shadow gives none), which is what `shadow` and `_sides` answer for a value or an
+    # expression they have no record of: nothing is recorded per value or expression (about
+    # 650 of them per compile of the reference, at each of its ~300 probes)
+    def evaluated(self, expr, env, value) -> None:
+        return None
+
+    def converted(self, value, out) -> None:
+        return None
