@@ -19,10 +19,12 @@ from astral_dsl.diagnose.row_groups import occurrence_on_rank, one_key, sort_row
 from astral_dsl.observe.kineto import group_kind
 from astral_dsl.observe.records import COMM_KIND, OP_INDEX, PHASES, RankTrace, op_of
 
-KIND_CODES = {"tp": 0, "cp": 1, "ep": 2, "dp": 3, "pp": 4, "world": 5, "dpcp": 6, "edp": 7}
+KIND_CODES = {"tp": 0, "cp": 1, "ep": 2, "dp": 3, "pp": 4, "world": 5, "dpcp": 6, "edp": 7,
+              "etp": 8}
 # the rank map's kinds of group a process group's ranks are compared with (dpcp: with context
-# parallelism, edp: with expert parallelism; rankmap._groups)
-GROUP_KINDS = ("tp", "dp", "pp", "cp", "ep", "dpcp", "edp")
+# parallelism, edp: with expert parallelism, etp: with expert tensor parallelism;
+# rankmap._groups)
+GROUP_KINDS = ("tp", "dp", "pp", "cp", "ep", "dpcp", "edp", "etp")
 NO_GROUP = -2                # a process group whose ranks are none of the rank's groups'
 # the kinds that share the data-parallel forecast and label ("dp": Seer prices it over DP x CP)
 DP_FAMILY = ("dp", "dpcp", "edp")
@@ -90,7 +92,7 @@ def _kind_of_groups(trace: RankTrace, rm: RankMap, sets: Optional[Dict] = None
         # data-parallel or FSDP job) is the DP group, not the world's; the experts' (tp = ep:
         # its ranks are the DP group's too) the EDP group, whose forecast is the experts' part
         named = group_kind(g.desc, g.name)
-        hit = of(_dp_kinds(g) if named == "dp" else (named,) if named else ())
+        hit = of(_named_kinds(g, named))
         if hit is None and len(ranks) == rm.world:
             hit = KIND_CODES["world"]
         if hit is None and len(ranks) >= 2:
@@ -101,12 +103,18 @@ def _kind_of_groups(trace: RankTrace, rm: RankMap, sets: Optional[Dict] = None
     return out
 
 
-def _dp_kinds(group) -> Tuple[str, ...]:
-    """The data-parallel kinds a process group is tried as, in order: the experts' group
-    (Megatron-Core's EXPERT_DATA_PARALLEL_GROUP) as `edp` first, every other as `dp`, then
-    `dpcp`, then `edp`."""
-    words = f"{group.desc or ''} {group.name or ''}".lower()
-    return ("edp",) + DP_FAMILY[:2] if "expert" in words else DP_FAMILY
+def _named_kinds(group, named: str) -> Tuple[str, ...]:
+    """The kinds a process group whose words name `named` is tried as, in order. Data
+    parallelism: the experts' group (Megatron-Core's EXPERT_DATA_PARALLEL_GROUP) as `edp`
+    first, every other as `dp`, then `dpcp`, then `edp`. Tensor parallelism: the experts'
+    (EXPERT_TENSOR_PARALLEL_GROUP) as `etp` first, then `tp` (ETP = TP in the default order:
+    the same ranks), every other as `tp`."""
+    if named not in ("dp", "tp"):
+        return (named,) if named else ()
+    expert = "expert" in f"{group.desc or ''} {group.name or ''}".lower()
+    if named == "tp":
+        return ("etp", "tp") if expert else ("tp",)
+    return ("edp",) + DP_FAMILY[:2] if expert else DP_FAMILY
 
 
 def _set_of(sets: Dict, ranks: Tuple[int, ...]) -> frozenset:
