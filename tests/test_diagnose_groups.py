@@ -253,3 +253,17 @@ def test_expert_tensor_parallel_group():
                      "TENSOR_MODEL_PARALLEL_GROUP": match.KIND_CODES["tp"]}
     # without expert tensor parallelism (tcp: etp 1) the rank map has no `etp` groups
     assert "etp" not in diagnose.rank_map(design, "tcp").groups
+
+
+def test_expert_tensor_model_pipeline_group_is_several_dimensions():
+    """EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP (ETP x EP x PP) is no one dimension: its
+    word `tensor` had made it a TP group, and on etp4 (ETP 4 x EP 2 x PP 1: ranks 0-7 for
+    rank 5, expert rank = etp + 4 ep + 8 edp) a "TP group" of 8 ranks where the job's have 2
+    or 4 set the rank aside as another job's (E790). Now not matched (NO_GROUP), the rank
+    kept."""
+    assert group_kind("EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP") == ""
+    assert group_kind("EXPERT_TENSOR_PARALLEL_GROUP") == "tp"
+    rm = diagnose.rank_map(moe_with(ETP4), "etp4")
+    etmp = _trace(5, "EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP", range(8))
+    assert checks._foreign_groups(etmp, rm) is None
+    assert match._kind_of_groups(etmp, rm)[0] == match.NO_GROUP
