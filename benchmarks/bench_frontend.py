@@ -19,6 +19,7 @@ import tracemalloc
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))      # this checkout, not an installed copy
 REFERENCE = ROOT / "examples" / "astral.astral"
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
 
@@ -57,7 +58,7 @@ def process_times(path: Path):
     for _ in range(RUNS):
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
-                              text=True)
+                              text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
         times.append(time.perf_counter() - t0)
         m = re.search(r"RSS=(\d+)", proc.stderr)
         rss = max(rss, int(m.group(1)) if m else 0)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))      # this checkout, not an installed copy
 REFERENCE = ROOT / "examples" / "astral.astral"
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 TARGET_S = 5.0

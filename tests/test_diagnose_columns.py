@@ -10,7 +10,7 @@ import pytest
 
 import astral_dsl
 from astral_dsl import diagnose
-from astral_dsl.diagnose import evidence, match
+from astral_dsl.diagnose import evidence, match, row_groups
 from astral_dsl.diagnose.localise import Q_GRID, _Terms
 from astral_dsl.observe.records import PHASE_INDEX, RankTrace, distinct, totals
 
@@ -31,7 +31,7 @@ def test_group_ids_by_hand(scale):
     # row of each: (1,3) row 3, (1,5) row 1, (2,0) row 0
     a = np.array([2, 1, 2, 1]) * scale
     b = np.array([0, 5, 0, 3]) * scale
-    inv, firsts = match.group_ids(a, b)
+    inv, firsts = row_groups.group_ids(a, b)
     assert inv.tolist() == [2, 1, 2, 0] and firsts.tolist() == [3, 1, 0]
 
 
@@ -40,7 +40,7 @@ def test_group_ids_random_against_unique():
         n = int(RNG.integers(1, 80))
         scale = [1, 3, 1000, 10 ** 9, 10 ** 17][trial % 5]     # the last: no single key fits
         cols = [RNG.integers(-scale, scale + 1, n) for _ in range(int(RNG.integers(1, 4)))]
-        inv, firsts = match.group_ids(*cols)
+        inv, firsts = row_groups.group_ids(*cols)
         ref_inv, ref_first = _reference_group_ids(*cols)
         assert inv.tolist() == ref_inv.tolist() and firsts.tolist() == ref_first.tolist()
 
@@ -48,7 +48,7 @@ def test_group_ids_random_against_unique():
 def test_stable_order_is_the_stable_argsort():
     for total in (2, 50, 1 << 40, 1 << 60):                # 1 << 60: too wide, argsort
         key = RNG.integers(0, total, 5_000)
-        order, sorted_key = match.stable_order(key, total)
+        order, sorted_key = row_groups.stable_order(key, total)
         assert order.tolist() == np.argsort(key, kind="stable").tolist()
         assert sorted_key.tolist() == np.sort(key).tolist()
 
@@ -58,16 +58,16 @@ def test_occurrence_on_a_rank_in_time_order_and_not():
     kind = np.array([3, 3, 3, 3, 3])
     it = np.array([1, 1, 1, 1, 1])
     # rank 0 in time order: 0 1 2; rank 1 out of order (starts 9 then 8): 1 0
-    occ = match._occurrence_on_rank(rank, (kind, it), np.array([1.0, 2.0, 3.0, 9.0, 8.0]))
+    occ = row_groups.occurrence_on_rank(rank, (kind, it), np.array([1.0, 2.0, 3.0, 9.0, 8.0]))
     assert occ.tolist() == [0, 1, 2, 1, 0]
     for _ in range(200):
         n = int(RNG.integers(1, 60))
         rank = np.sort(RNG.integers(0, 4, n))                 # each rank's records together
         local = (RNG.integers(0, 3, n), RNG.integers(0, 2, n))
         when = RNG.random(n) if RNG.random() < 0.5 else np.sort(RNG.random(n))
-        ids, _ = match.group_ids(rank, *local)
-        assert match._occurrence_on_rank(rank, local, when).tolist() == \
-            match.occurrence(ids, when).tolist()
+        ids, _ = row_groups.group_ids(rank, *local)
+        assert row_groups.occurrence_on_rank(rank, local, when).tolist() == \
+            row_groups.occurrence(ids, when).tolist()
 
 
 def test_a_transfer_to_itself_is_one_distinct_rank():

@@ -219,3 +219,51 @@ def test_expert_group_with_the_dp_groups_ranks_is_the_experts():
     slow = diagnose.diagnose(design, attrs.evolve(observed, traces=tuple(
         apart(t, t.rank < 24 and t.rank % 2 == 0) for t in observed.traces)), job="tpep")
     assert slow.instances["dp"] == (12, 3) and slow.verdict == "suspects"
+
+
+ETP4 = job("etp4", "TinyMoE", 16, "tp = 2, pp = 1, dp = 8, ep = 2, etp = 4",
+           "global_batch = 16, micro = 1, seq = 2048")
+ETP2 = job("etp2", "TinyMoE", 16, "tp = 2, pp = 1, dp = 8, ep = 4, etp = 2",
+           "global_batch = 16, micro = 1, seq = 2048")
+
+
+def test_expert_tensor_parallel_group():
+    """Expert tensor parallelism: expert rank = etp + ETP (ep + EP edp), dense rank = tp + 2 dp.
+    tp 2, dp 8, ep 2, etp 4: EDP = 16 / (2 x 4) = 2; rank 5 (etp 1, ep 1, edp 0) has the ETP
+    group 4-7 (4 consecutive ranks), the TP group 4, 5, the EP group 1, 5 (stride 4). A trace's
+    EXPERT_TENSOR_PARALLEL_GROUP of 4-7 is the rank's `etp` group; it had been read as a TP
+    group of 4 ranks where the job's have 2: not matched (NO_GROUP) and the rank set aside as
+    another job's (E790). tp 2, ep 4, etp 2: the ETP group of rank 5 is 4, 5, its TP group's
+    ranks: matched as `etp` (its description says whose), the TP group's as `tp`."""
+    design = moe_with(ETP4 + ETP2 + TCP)
+    rm = diagnose.rank_map(design, "etp4")
+    assert rm.group("etp", 5).ranks == (4, 5, 6, 7)
+    assert rm.group("tp", 5).ranks == (4, 5) and rm.group("ep", 5).ranks == (1, 5)
+    assert len(rm.groups["etp"]) == 4
+    etp = _trace(5, "EXPERT_TENSOR_PARALLEL_GROUP", (4, 5, 6, 7))
+    assert match._kind_of_groups(etp, rm)[0] == match.KIND_CODES["etp"]
+    assert checks._foreign_groups(etp, rm) is None
+    assert "2 or 4 ranks" in checks._foreign_groups(
+        _trace(5, "EXPERT_TENSOR_PARALLEL_GROUP", (4, 5, 6)), rm)
+    same = diagnose.rank_map(design, "etp2")
+    assert same.group("etp", 5).ranks == same.group("tp", 5).ranks == (4, 5)
+    kinds = {desc: match._kind_of_groups(_trace(5, desc, (4, 5)), same)[0]
+             for desc in ("EXPERT_TENSOR_PARALLEL_GROUP", "TENSOR_MODEL_PARALLEL_GROUP")}
+    assert kinds == {"EXPERT_TENSOR_PARALLEL_GROUP": match.KIND_CODES["etp"],
+                     "TENSOR_MODEL_PARALLEL_GROUP": match.KIND_CODES["tp"]}
+    # without expert tensor parallelism (tcp: etp 1) the rank map has no `etp` groups
+    assert "etp" not in diagnose.rank_map(design, "tcp").groups
+
+
+def test_expert_tensor_model_pipeline_group_is_several_dimensions():
+    """EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP (ETP x EP x PP) is no one dimension: its
+    word `tensor` had made it a TP group, and on etp4 (ETP 4 x EP 2 x PP 1: ranks 0-7 for
+    rank 5, expert rank = etp + 4 ep + 8 edp) a "TP group" of 8 ranks where the job's have 2
+    or 4 set the rank aside as another job's (E790). Now not matched (NO_GROUP), the rank
+    kept."""
+    assert group_kind("EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP") == ""
+    assert group_kind("EXPERT_TENSOR_PARALLEL_GROUP") == "tp"
+    rm = diagnose.rank_map(moe_with(ETP4), "etp4")
+    etmp = _trace(5, "EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP", range(8))
+    assert checks._foreign_groups(etmp, rm) is None
+    assert match._kind_of_groups(etmp, rm)[0] == match.NO_GROUP

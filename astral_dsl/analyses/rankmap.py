@@ -246,7 +246,9 @@ def _groups(sizes, order, world):
     data- and context-parallel ranks over which Megatron-Core reduces the gradients (its
     DATA_PARALLEL_GROUP_WITH_CP, Seer's `dp` group); with expert parallelism `edp`, the expert
     numbering's data-parallel ranks over which the experts' gradients are reduced (its
-    EXPERT_DATA_PARALLEL_GROUP, Seer's `edp`)."""
+    EXPERT_DATA_PARALLEL_GROUP, Seer's `edp`); with expert tensor parallelism (`etp` > 1)
+    `etp`, the expert numbering's tensor-parallel ranks that split each routed expert (its
+    EXPERT_TENSOR_PARALLEL_GROUP, Seer's `etp`)."""
     import numpy as np
 
     dense, expert = _numberings(sizes, order)
@@ -258,6 +260,8 @@ def _groups(sizes, order, world):
         keys["dpcp"] = dense.base("dp", dense.base("cp", ranks))
     if sizes["ep"] > 1:
         keys["edp"] = expert.base("dp", ranks)
+    if sizes.get("etp", 1) > 1:
+        keys["etp"] = expert.base("tp", ranks)
     for kind, key in keys.items():
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         order_g = np.argsort(first, kind="stable")          # groups numbered by their first rank

@@ -301,8 +301,9 @@ def _mine(rm, kind: str, rank: int) -> List[Tuple[int, ...]]:
     parallelism the DP group, and the DP x CP one (context parallelism: Megatron-Core's
     DATA_PARALLEL_GROUP_WITH_CP, which reduces the gradients) and the expert-data-parallel one
     (expert parallelism: EXPERT_DATA_PARALLEL_GROUP, the experts' gradients) where the job has
-    them."""
-    kinds = ("dp", "dpcp", "edp") if kind == "dp" else (kind,)
+    them; for tensor parallelism the TP group and the expert-tensor-parallel one (expert
+    tensor parallelism: EXPERT_TENSOR_PARALLEL_GROUP, which splits each routed expert)."""
+    kinds = ("dp", "dpcp", "edp") if kind == "dp" else ("tp", "etp") if kind == "tp" else (kind,)
     return [rm.group(k, rank).ranks for k in kinds if k in rm.groups]
 
 

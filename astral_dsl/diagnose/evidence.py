@@ -25,8 +25,8 @@ import numpy as np
 
 from astral_dsl import records
 from astral_dsl.diagnose.breakdown import covered_per
-from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records, group_ids, \
-    occurrence
+from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records
+from astral_dsl.diagnose.row_groups import group_ids, occurrence
 from astral_dsl.observe.records import OP_INDEX, Totals, totals
 
 NET_SLOW = 0.25

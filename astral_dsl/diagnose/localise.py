@@ -43,8 +43,9 @@ from astral_dsl.analyses.rankmap import RankMap, natural
 from astral_dsl.diagnose.evidence import Timing
 from astral_dsl.diagnose.likelihood import EPSILON, Q_GRID, log_ratio, lower_spread, outliers, \
     robust_spread
-from astral_dsl.diagnose.match import KIND_NAMES, P2P, Instances, group_ids
+from astral_dsl.diagnose.match import KIND_NAMES, P2P, Instances
 from astral_dsl.diagnose.model import Evidence, Observation, Suspect
+from astral_dsl.diagnose.row_groups import group_ids
 from astral_dsl.diagnose.units import ECMP_KINDS, KIND_ORDER, Unit, channel_units, display, \
     set_name
 from astral_dsl.outputs.diagnosis import TIED

@@ -15,13 +15,16 @@ import numpy as np
 
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
+from astral_dsl.diagnose.row_groups import occurrence_on_rank, one_key, sort_rows
 from astral_dsl.observe.kineto import group_kind
 from astral_dsl.observe.records import COMM_KIND, OP_INDEX, PHASES, RankTrace, op_of
 
-KIND_CODES = {"tp": 0, "cp": 1, "ep": 2, "dp": 3, "pp": 4, "world": 5, "dpcp": 6, "edp": 7}
+KIND_CODES = {"tp": 0, "cp": 1, "ep": 2, "dp": 3, "pp": 4, "world": 5, "dpcp": 6, "edp": 7,
+              "etp": 8}
 # the rank map's kinds of group a process group's ranks are compared with (dpcp: with context
-# parallelism, edp: with expert parallelism; rankmap._groups)
-GROUP_KINDS = ("tp", "dp", "pp", "cp", "ep", "dpcp", "edp")
+# parallelism, edp: with expert parallelism, etp: with expert tensor parallelism;
+# rankmap._groups)
+GROUP_KINDS = ("tp", "dp", "pp", "cp", "ep", "dpcp", "edp", "etp")
 NO_GROUP = -2                # a process group whose ranks are none of the rank's groups'
 # the kinds that share the data-parallel forecast and label ("dp": Seer prices it over DP x CP)
 DP_FAMILY = ("dp", "dpcp", "edp")
@@ -89,7 +92,7 @@ def _kind_of_groups(trace: RankTrace, rm: RankMap, sets: Optional[Dict] = None
         # data-parallel or FSDP job) is the DP group, not the world's; the experts' (tp = ep:
         # its ranks are the DP group's too) the EDP group, whose forecast is the experts' part
         named = group_kind(g.desc, g.name)
-        hit = of(_dp_kinds(g) if named == "dp" else (named,) if named else ())
+        hit = of(_named_kinds(g, named))
         if hit is None and len(ranks) == rm.world:
             hit = KIND_CODES["world"]
         if hit is None and len(ranks) >= 2:
@@ -100,12 +103,18 @@ def _kind_of_groups(trace: RankTrace, rm: RankMap, sets: Optional[Dict] = None
     return out
 
 
-def _dp_kinds(group) -> Tuple[str, ...]:
-    """The data-parallel kinds a process group is tried as, in order: the experts' group
-    (Megatron-Core's EXPERT_DATA_PARALLEL_GROUP) as `edp` first, every other as `dp`, then
-    `dpcp`, then `edp`."""
-    words = f"{group.desc or ''} {group.name or ''}".lower()
-    return ("edp",) + DP_FAMILY[:2] if "expert" in words else DP_FAMILY
+def _named_kinds(group, named: str) -> Tuple[str, ...]:
+    """The kinds a process group whose words name `named` is tried as, in order. Data
+    parallelism: the experts' group (Megatron-Core's EXPERT_DATA_PARALLEL_GROUP) as `edp`
+    first, every other as `dp`, then `dpcp`, then `edp`. Tensor parallelism: the experts'
+    (EXPERT_TENSOR_PARALLEL_GROUP) as `etp` first, then `tp` (ETP = TP in the default order:
+    the same ranks), every other as `tp`."""
+    if named not in ("dp", "tp"):
+        return (named,) if named else ()
+    expert = "expert" in f"{group.desc or ''} {group.name or ''}".lower()
+    if named == "tp":
+        return ("etp", "tp") if expert else ("tp",)
+    return ("edp",) + DP_FAMILY[:2] if expert else DP_FAMILY
 
 
 def _set_of(sets: Dict, ranks: Tuple[int, ...]) -> frozenset:
@@ -200,146 +209,6 @@ def _empty_instances() -> Instances:
     return Instances(z, z, z, z, z, z, z, z, z)
 
 
-def group_ids(*cols: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Dense ids of the distinct rows of `cols` (int arrays of one length): (inverse, index of
-    each group's first row in sorted order: the rows sorted by cols[0], then cols[1], ...,
-    then by position)."""
-    n = cols[0].size
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    key, total = _one_key(cols)
-    if key is not None and total <= COUNTED * n + (1 << 16):
-        # few possible rows: ids by counting which occur, no sort (the same ids: ascending
-        # rows; the same firsts: the lowest position of each)
-        present = np.zeros(total, dtype=bool)
-        present[key] = True
-        dense = np.cumsum(present) - 1
-        inv = dense[key]
-        firsts = np.full(int(dense[-1]) + 1, n, dtype=np.int64)
-        np.minimum.at(firsts, inv, np.arange(n))
-        return inv, firsts
-    order, new = _sort_rows(cols, key, total)
-    inv = np.empty(n, dtype=np.int64)
-    inv[order] = np.cumsum(new) - 1
-    return inv, order[new]
-
-
-COUNTED = 4           # group_ids counts rather than sorts up to this many possible rows a row
-
-
-def stable_order(key: np.ndarray, total: int) -> Tuple[np.ndarray, np.ndarray]:
-    """(np.argsort(key, kind="stable"), key sorted) of non-negative integers below `total`.
-
-    With the position in the low bits each key is distinct, and a plain sort of the values
-    (numpy's vectorised quicksort, several times faster than a stable argsort) sorts by key
-    and then by position: the stable order."""
-    n = key.size
-    bits = max(1, (n - 1).bit_length())
-    if total >= 1 << (63 - bits):
-        order = np.argsort(key, kind="stable")
-        return order, key[order]
-    packed = key << bits
-    packed |= np.arange(n, dtype=np.int64)
-    packed.sort()
-    return packed & ((1 << bits) - 1), packed >> bits
-
-
-def _sort_rows(cols, key: Optional[np.ndarray], total: int
-               ) -> Tuple[np.ndarray, np.ndarray]:
-    """(the rows' order sorted by cols[0], cols[1], ..., then by position; whether each sorted
-    row starts a group). `key`: the rows as one integer below `total` (_one_key), or None."""
-    n = cols[0].size
-    new = np.empty(n, dtype=bool)
-    new[0] = True
-    if key is not None:                  # one sort of one integer: the same order, faster
-        order, sk = stable_order(key, total)
-        np.not_equal(sk[1:], sk[:-1], out=new[1:])
-    else:
-        order = np.lexsort(cols[::-1])
-        new[1:] = False
-        for c in cols:
-            sc = c[order]
-            new[1:] |= sc[1:] != sc[:-1]
-    return order, new
-
-
-def _one_key(cols) -> Tuple[Optional[np.ndarray], int]:
-    """(the rows of `cols` as one int64 each, ordered as the rows (mixed radix, cols[0] the
-    most significant digit), the number of possible keys); None when their ranges do not fit
-    62 bits."""
-    digits = []
-    total = 1
-    for c in cols:
-        lo, hi = int(c.min()), int(c.max())
-        if hi > lo:                      # a constant column adds nothing to the order
-            digits.append((c, lo, hi - lo + 1, max(abs(lo), abs(hi))))
-            total *= hi - lo + 1
-    if total >= 1 << 62:
-        return None, total
-    if not digits:
-        return np.zeros(cols[0].size, dtype=np.int64), 1
-    # sum of (c - lo) * weight as sum of c * weight - offset (no shifted copy of each column),
-    # when no partial sum can leave 62 bits
-    offset = bound = 0
-    for _, lo, span, size in digits:
-        offset = offset * span + lo
-        bound = bound * span + size
-    if bound < 1 << 62:
-        key = digits[0][0].astype(np.int64)
-        for c, _, span, _ in digits[1:]:
-            key *= span
-            key += c
-        if offset:
-            key -= offset
-        return key, total
-    key = np.zeros(cols[0].size, dtype=np.int64)
-    for c, lo, span, _ in digits:
-        key *= span
-        key += c - lo
-    return key, total
-
-
-def occurrence(ids: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """For each record, how many records with the same id start before it."""
-    order = np.lexsort((start, ids))
-    sk = ids[order]
-    first = np.r_[True, sk[1:] != sk[:-1]]
-    return _rank_in_runs(order, first)
-
-
-def _rank_in_runs(order: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """For rows sorted by `order` into runs (`first`: the row starts one), each row's place in
-    its run, in the rows' own order."""
-    idx = np.arange(order.size)
-    run_start = np.maximum.accumulate(np.where(first, idx, 0))
-    occ = np.empty(order.size, dtype=np.int64)
-    occ[order] = idx - run_start
-    return occ
-
-
-def _occurrence_on_rank(rank, local_cols, when) -> np.ndarray:
-    """occurrence() of the records grouped by (rank, *local_cols) in the order of `when`, for
-    records whose ranks are contiguous (collect appends them rank by rank).
-
-    Sorted by the local columns alone (stable), each group is a run of one rank's records in
-    their order; when `when` already ascends in every run (records are in time order) that is
-    the order by `when`."""
-    local, total = _one_key(local_cols)
-    if local is None:
-        return occurrence(group_ids(rank, *local_cols)[0], when)
-    order, ls = stable_order(local, total)
-    rs = rank[order]
-    new = np.empty(order.size, dtype=bool)
-    new[0] = True
-    new[1:] = (ls[1:] != ls[:-1]) | (rs[1:] != rs[:-1])
-    w = when[order]
-    if (new[1:] | (w[1:] >= w[:-1])).all():
-        return _rank_in_runs(order, new)
-    ids = np.empty(order.size, dtype=np.int64)       # out of order somewhere: sort by `when`
-    ids[order] = np.cumsum(new) - 1
-    return occurrence(ids, when)
-
-
 def _group_and_size(rm: RankMap, rank, kind, coll) -> Tuple[np.ndarray, np.ndarray]:
     """Per collective record: the index of its rank's group of its kind, and the group's size
     (-1 and 1 for the others, and for kinds without groups)."""
@@ -380,7 +249,7 @@ def _match(rm: RankMap, rank, host, it, kind, start, end, peer, op):
     # occurrence on the rank: collectives per (rank, kind, iteration); transfers per (sender,
     # receiver, direction of the record, iteration): on the record's rank, per (the other
     # end, iteration, direction)
-    occ = _occurrence_on_rank(rank, (np.where(coll, kind, peer), it,
+    occ = occurrence_on_rank(rank, (np.where(coll, kind, peer), it,
                                      np.where(coll, 0, np.where(send, 2, 1))),
                               np.where(coll, start, end))   # transfers: FIFO, ends in order
     valid = (~coll) | (group >= 0)
@@ -388,7 +257,7 @@ def _match(rm: RankMap, rank, host, it, kind, start, end, peer, op):
     key_b = np.where(coll, group, sender)
     key_c = np.where(coll, -1, receiver)
     cols = (key_a, key_b, key_c, it, occ, np.where(valid, 0, np.arange(n) + 1))
-    order, new = _sort_rows(cols, *_one_key(cols))
+    order, new = sort_rows(cols, *one_key(cols))
     ids = np.cumsum(new) - 1                          # instance of each sorted record
     inv = np.empty(n, dtype=np.int64)
     inv[order] = ids
@@ -411,4 +280,4 @@ def _match(rm: RankMap, rank, host, it, kind, start, end, peer, op):
 
 
 __all__ = ["DP_FAMILY", "GROUP_KINDS", "Instances", "KIND_CODES", "KIND_NAMES", "NO_GROUP", "P2P",
-           "Records", "collect", "group_ids", "occurrence"]
+           "Records", "collect"]

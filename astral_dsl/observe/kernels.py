@@ -29,9 +29,12 @@ _INT64 = 1 << 63                             # the columns are int64
 # words in a process group's description or name -> the parallel dimension (Megatron-Core's
 # group names: TENSOR_MODEL_PARALLEL_GROUP, PIPELINE_MODEL_PARALLEL_GROUP, DATA_PARALLEL_GROUP,
 # CONTEXT_PARALLEL_GROUP, EXPERT_MODEL_PARALLEL_GROUP, ...). A group of several dimensions
-# (TENSOR_AND_DATA_PARALLEL_GROUP, fp8's amax reduction; EXPERT_TENSOR_AND_MODEL_PARALLEL_GROUP)
-# is none of them: "_and_" first; the experts' data-parallel group reduces gradients, as DP's
-_KIND_WORDS = (("_and_", ""), ("expert_model", "ep"), ("expert_data", "dp"), ("tensor", "tp"),
+# (TENSOR_AND_DATA_PARALLEL_GROUP, fp8's amax reduction; EXPERT_TENSOR_AND_MODEL_PARALLEL_GROUP;
+# EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP, ETP x EP x PP) is none of them:
+# "_and_" and "tensor_model_pipeline" first; the experts' data-parallel group reduces gradients,
+# as DP's
+_KIND_WORDS = (("_and_", ""), ("tensor_model_pipeline", ""), ("expert_model", "ep"),
+               ("expert_data", "dp"), ("tensor", "tp"),
                ("pipeline", "pp"), ("context", "cp"), ("expert", "ep"), ("data", "dp"))
 _SHORT = {"tp": "tp", "pp": "pp", "dp": "dp", "cp": "cp", "ep": "ep"}
 _NUMBER = (int, float)

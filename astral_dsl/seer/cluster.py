@@ -19,20 +19,17 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.analyses import network_failures
-from astral_dsl.analyses.fabric_names import busiest, wiring
-from astral_dsl.analyses.host_positions import Interval, Positions, TooMany, path_steps, \
-    route_below
-from astral_dsl.analyses.job_racks import counter, described, hosts_per_rack, positions_of, \
-    usable
-from astral_dsl.analyses.network import fabric_counts, _SCOPE_KINDS
+from astral_dsl.analyses.host_positions import Interval, Positions
+from astral_dsl.analyses.job_racks import described, hosts_per_rack, usable
+from astral_dsl.analyses.network import fabric_counts
 from astral_dsl.analyses.network_damage import partial_host
 from astral_dsl.analyses.nvlink_share import domains
 from astral_dsl.seer import pxn
-from astral_dsl.seer.comm import Network, Tier
+from astral_dsl.seer.comm import Network
 from astral_dsl.seer.costs import GpuSpec
 from astral_dsl.seer.domain_size import domain_hosts
+from astral_dsl.seer.job_tiers import hosts_of_job, job_scopes, tiers_of
 from astral_dsl.analyses.walk import Resolver
-from astral_dsl.model.design import Ref
 from astral_dsl.model.rollup import count_of, group_of
 from astral_dsl.model.values import Group
 from astral_dsl.units import Quantity
@@ -124,8 +121,10 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
         if applied else fabric_counts(design, cache)
     fabric = _fabric_for(fabrics, pairs)
     rail_bw = _rail_bandwidth(ports, per_host)
-    spans = _job_scopes(design, job, fabric, per_host, ranks, cache) if fabric else None
-    tiers = _tiers(design, fabric, host, hosts, cache, spans) if fabric else ()
+    spans = job_scopes(design, job, fabric, per_host, ranks, cache) if fabric else None
+    layout = [int(_q(nic, "ports", 1) or 1) for nic in
+              group_of(host, ("nic",), cache).items(1 << 12) or ()] if host is not None else []
+    tiers = tiers_of(design, fabric, layout, hosts, cache, spans) if fabric else ()
     # the failures are on the design's hosts (trays), whose GPUs share their NICs: taken
     # before an NVLink domain makes Seer's "host" a rack of them (whose GPUs reach one
     # another's NICs: PXN, seer/pxn.py)
@@ -149,7 +148,7 @@ def cluster_of(design, job, applied=None, ranks: Optional[int] = None) -> Option
     if applied:
         plain = _fabric_for(fabric_counts(design, cache), pairs)
         healthy = attrs.evolve(net, worst=(),
-                               tiers=tuple(_tiers(design, plain, host, hosts, cache, spans))
+                               tiers=tuple(tiers_of(design, plain, layout, hosts, cache, spans))
                                if plain else ())
     return Cluster(spec, net, gpus, hosts, name, healthy, damaged, per_rack)
 
@@ -164,41 +163,6 @@ def _fabric_for(counts, pairs):
                 if best is None or len(f.owner) > len(best.owner):
                     best = f
     return best or (counts[0] if len(counts) == 1 else None)
-
-
-def hosts_of_job(design, job, owner, positions: Positions, per_host: int,
-              ranks: Optional[int]) -> List[Interval]:
-    """The hosts of `job` (numbers in one replica of the fabric's `owner`): the first `ranks`
-    GPUs of its placement, host by host in the order the design lists them; with
-    `hosts_per_rack = N` the first N hosts of each rack (analyses/job_racks.py, the rule of the
-    rank map's walk too)."""
-    n = -(-ranks // max(1, per_host)) if ranks else positions.total
-    per_rack = hosts_per_rack(job)
-
-    def first(intervals, wanted):      # the rank map's rule (job_racks), on host positions
-        return positions_of(intervals, positions, per_rack, wanted)
-
-    route = job.route("placement")            # the replicas as written (`Astral.pods[3]`)
-    if route is not None and not route.from_template:
-        base = path_steps(owner.path, route.root)
-        below = route_below(route.steps, base) if base is not None else None
-        if below is not None:
-            return first(positions.named(below), n)
-        if base is not None and len(route.steps) < len(base) and \
-                route_below(route.steps, base[:len(route.steps)]) is not None:
-            return first([(0, positions.total)], n)   # the placement holds the fabric's owner
-    target = job.field("placement")
-    paths = [target.path] if isinstance(target, Ref) else \
-        [r.path for _, r in target.flat() if isinstance(r, Ref)] if isinstance(target, Group) \
-        else [owner.path]
-    out: List[Interval] = []
-    for p in paths:
-        steps = path_steps(p, owner.path)
-        if steps is not None:
-            out.extend(positions.named(steps))
-        elif owner.path.startswith(p + ".") or owner.path.startswith(p + "["):
-            out.append((0, positions.total))       # the placement holds the fabric's owner
-    return first(out, n)
 
 
 def _worst(design, job, fabric, n_tiers, ports, per_host, ranks, cache, domain=1):
@@ -333,70 +297,6 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
                          f"({why.get(top, 'a failed part')})")
     return attrs.evolve(cluster, net=attrs.evolve(net, notes=net.notes + tuple(notes))), \
         lost, cut
-
-
-def _job_scopes(design, job, fabric, per_host, ranks, cache):
-    """(Positions of the fabric's owner, the job's hosts in it), for the reach of a tier's
-    groups where the job runs (None: no owner)."""
-    owner = design.instance(fabric.owner)
-    if owner is None:
-        return None
-    where = Positions(owner, cache)
-    try:
-        mine = hosts_of_job(design, job, owner, where, per_host, ranks)
-        # with `hosts_per_rack`, a group of a tier reaches only the job's share of its racks
-        every = counter(hosts_of_job(design, job, owner, where, per_host, None)) \
-            if hosts_per_rack(job) is not None else None
-        return where, mine, every
-    except (KeyError, TooMany):     # a placement past what positions can name: the first
-        return None
-
-
-def _reach_of_job(kinds, spans) -> Optional[int]:
-    """The hosts under one group of a tier whose scope is `kinds`, in the scope instances the
-    job's hosts are in: the fewest of them (its groups wait for the slowest; pods of different
-    sizes reach different numbers of hosts). None: the job's hosts are in none. At most 4,096
-    instances are looked at (past that, the fewest among them)."""
-    where, hosts, every = spans
-    fewest, seen = None, 0
-    for a, b in hosts:
-        x = a
-        while x < b and seen < (1 << 12):
-            found = where.scope_at(kinds, x)
-            if found is None:
-                break
-            lo, hi = found[1]
-            n = hi - lo if every is None else every(lo, hi)
-            fewest = n if fewest is None else min(fewest, n)
-            seen, x = seen + 1, max(hi, x + 1)
-    return fewest
-
-
-def _tiers(design, fabric, host, job_hosts, cache, spans=None) -> List[Tier]:
-    owner = design.instance(fabric.owner)
-    out: List[Tier] = []
-    layout = [int(_q(nic, "ports", 1) or 1) for nic in
-              group_of(host, ("nic",), cache).items(1 << 12) or ()] if host is not None else []
-    for i, t in enumerate(fabric.tiers):
-        if owner is not None and t.scope != owner.kind:
-            kinds = _SCOPE_KINDS.get(t.scope, (t.scope,))
-            reach = _reach_of_job(kinds, spans) if spans is not None else None
-            if reach is None:
-                scopes = group_of(owner, kinds, cache).flat()
-                reach = count_of(scopes[0][1], ("host",), cache) if scopes else job_hosts
-        elif owner is not None:
-            reach = count_of(owner, ("host",), cache) if spans is None or spans[2] is None \
-                else spans[2](0, spans[0].total)       # the job's share of its racks
-        else:
-            reach = job_hosts
-        if i == 0 and t.down_ports:
-            # the hosts under one first-tier switch of the busiest group (rail 0, plane A: NICs
-            # that split unevenly over the rails put more there, fabric_names.wiring)
-            per_group = max(1, busiest(wiring(layout, fabric.rails, fabric.planes,
-                                              "rail" in t.per, "plane" in t.per)))
-            reach = min(reach, t.down_ports // per_group) or 1
-        out.append(Tier(t.name, max(1, reach), "rail" in t.per, t.oversubscription or 1.0))
-    return out
 
 
 def _rail_bandwidth(ports, per_host):

@@ -9,7 +9,7 @@ from typing import List, Optional
 from astral_dsl.analyses.engineering import NAMING, analyse
 from astral_dsl.analyses.host_positions import Positions, intersect, length, path_steps
 from astral_dsl.diagnostics import Diagnostic, Severity
-from astral_dsl.seer.cluster import hosts_of_job
+from astral_dsl.seer.job_tiers import hosts_of_job
 
 def blockers(design, applied, job, ranks: int, per_host: int) -> List[Diagnostic]:
     """The diagnostics that stop `job` (its first `ranks` GPUs, `per_host` to a host) under
