@@ -405,12 +405,25 @@ def test_names_in_render_diagnose_and_report(project, tmp_path):
                                          "diagnosis.schema.json").read_text()))
     first = doc["suspects"][0]
     assert first["kind"] == "nic port" and port.name in first["parts"]
-    host = first["path"].split(".nics[")[0]            # the NIC port of a host of that group
-    assert first["device"]["path"] == host and first["device"]["name"].startswith("gpu-")
-    assert first["device"]["serial"].startswith("SN")
-    assert first["label"].startswith(first["device"]["name"] + f" ({host})")
+    # rank 40's DP group is one NIC on each of 16 hosts, all crossed by the same 3 slow
+    # collectives: the suspect is the set ("one of the 16 NICs of the 16 hosts ..."), no one
+    # device, its hosts named by their devices in the label
+    assert first["path"].startswith("one of the 16 NICs of the 16 hosts") and \
+        "device" not in first
+    assert "gpu-0-000-0 (Cluster.sus[0].racks[0].hosts[0]) to gpu-1-001-3 " \
+        "(Cluster.sus[1].racks[1].hosts[3])" in first["label"]
+    # one part: its device beside it (name, serial, the longest path it names)
+    from astral_dsl.outputs.diagnosis import _named
+    from astral_dsl.pipeline import devices
+
+    found, _ = devices(astral_dsl.compile(project / "fleet.astral"), design)
+    one = _named(port.name, found)
+    host = port.name.split(".nics[")[0]
+    assert one["device"]["path"] == host and one["device"]["name"].startswith("gpu-")
+    assert one["device"]["serial"].startswith("SN")
+    assert one["label"].startswith(one["device"]["name"] + f" ({host})")
     text = _cli("diagnose", "fleet.astral", "--observed", str(log), cwd=project).stdout
-    assert f"{first['device']['name']} ({host})" in text
+    assert "one of the 16 NICs of the 16 hosts gpu-0-000-0 (Cluster.sus[0].racks[0].hosts[0])" in text
     assert "e.g. r0-01 (Cluster.sus[0].racks[0])" in text
 
 

@@ -84,7 +84,8 @@ def _named(path: str, devices, tied=()) -> Dict[str, Any]:
 
     if not devices:
         return {}
-    if tied:                  # several parts: no one device; each name labelled in the text
+    if tied or " " in path:   # several parts (a tie, or a set the timings cannot split: "one
+        # of the 16 NICs of ..."): no one device; each name labelled in the text
         return {"label": devices.label(path)}
     at = longest(path, devices.by_path)
     if at is None:
