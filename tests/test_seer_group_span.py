@@ -67,6 +67,17 @@ def test_spread_counted_by_hand(radix, others, g, want):
     assert spread(radix, others, g) == want
 
 
+def _hierarchical_1gb(inside: int) -> float:
+    """Seer's hierarchical all-reduce of S = 1 GB (seer/comm.all_reduce) for a group with
+    `inside` members on its fullest host and one member on the other of 2 hosts (comm's BASE_S
+    7 us): reduce-scatter and all-gather among the `inside` on NVLink ((n - 1) / n S at 0.8 x
+    450 GB/s, n - 1 NVLink steps of 0.6 us), then an all-reduce of S / 1 across the 2 hosts on
+    the one NIC (2 x 1/2 S at 0.9 x 50 GB/s, 2 x log2(2) steps of alpha = 5 us + 1 switch x
+    0.15 us)."""
+    inner = (inside - 1) / inside * 1e9 / (0.8 * 450e9) + (inside - 1) * 0.6e-6
+    return 7e-6 + 2 * inner + 2 * (1 / 2) * 1e9 / (0.9 * 50e9) + 2 * 1 * 5.15e-6
+
+
 def test_a_group_of_5_on_hosts_of_4_crosses_hosts(quad):
     fc = astral_dsl.forecast(quad, job="dp5").detail
     dp = groups(fc.job, fc.net)["dp"]
@@ -75,8 +86,7 @@ def test_a_group_of_5_on_hosts_of_4_crosses_hosts(quad):
     # reduce-scatter and all-gather among the 4 of host 0 on NVLink (0.8 x 450 GB/s),
     # all-reduce of S / 1 across 2 hosts on rank 4's one NIC (0.9 x 50 GB/s),
     # alpha = 5 us + 1 switch x 0.15 us
-    inner = 3 / 4 * 1e9 / (0.8 * 450e9) + 3 * 0.6e-6
-    hier = 7e-6 + 2 * inner + 2 * (1 / 2) * 1e9 / (0.9 * 50e9) + 2 * 1 * 5.15e-6
+    hier = _hierarchical_1gb(4)
     assert comm.all_reduce(fc.net, dp, 1e9) == pytest.approx(hier, rel=1e-12)
     assert hier == pytest.approx(26.4098e-3, rel=1e-5)      # not NVLink's 4.456 ms
 
@@ -102,8 +112,7 @@ def test_other_ranks_groups_are_priced_checked_and_said(quad):
     # + 4 alpha = 29.66 ms; tree: 7 us + 2 S / 45 GB/s + ... = 47.2 ms): reduce-scatter and
     # all-gather among the 2 of host 1 on NVLink (0.8 x 450 GB/s), all-reduce of S / 1 across
     # 2 hosts on one NIC (0.9 x 50 GB/s), alpha = 5 us + 1 switch x 0.15 us
-    inner = 1 / 2 * 1e9 / (0.8 * 450e9) + 1 * 0.6e-6
-    hier = 7e-6 + 2 * inner + 2 * (1 / 2) * 1e9 / (0.9 * 50e9) + 2 * 1 * 5.15e-6
+    hier = _hierarchical_1gb(2)
     assert comm.all_reduce(fc.net, dp, 1e9) == pytest.approx(hier, rel=1e-12)
     assert hier == pytest.approx(25.0185e-3, rel=1e-5)   # rank 0's, on NVLink: 3.71 ms
     assert "approximation: dp groups of other ranks straddle up to 2 hosts (NVLink domains) of " \
