@@ -1,11 +1,9 @@
 """ZeRO-3 / FSDP: each layer's parameter all-gathers and gradient reduce-scatters, judged
 against Seer's forecast where a stage has fewer than 3 DP groups to compare them with (they had
 been compared with nothing: a DP link at half rate was given an all-clear), and drilled by
-`astral synth` (synth/sharded.py); a job the drill generator does not replay is refused with
-E798."""
+`astral synth` (synth/sharded.py), with expert parallelism too."""
 from __future__ import annotations
 
-import json
 import re
 
 import attrs
@@ -17,8 +15,7 @@ from astral_dsl import diagnose, seer
 from astral_dsl.diagnose import match
 from astral_dsl.observe.records import OP_INDEX, PHASE_INDEX, ProcessGroup
 from astral_dsl.outputs.diagnosis import render, to_json
-from astral_dsl.synth import Fault, SynthError, generate, write
-from clirun import astral as _astral_cli  # noqa: E402
+from astral_dsl.synth import Fault, generate, write
 from jobtext import job
 from test_diagnose_ops import ROOT, SHARDED
 
@@ -115,25 +112,16 @@ def test_unnamed_fsdp_collectives_are_said(fsdp):
         f"its stage run each to compare it with")
 
 
-def test_zero_3_with_experts_is_refused_with_e798(tmp_path):
-    """ZeRO-3 with expert parallelism: the generator raises with the field to point at, and
-    `astral synth` says E798 there (the `zero = 3` of line 66 of the design as written out),
-    exit 1, nothing written."""
+def test_zero_3_with_experts_is_drilled():
+    """ZeRO-3 with expert parallelism (E798 had refused it): each layer's collectives run as
+    two, the routed experts' over the expert-data-parallel groups (EDP = 24 / 8 = 3: ranks r,
+    r + 8, r + 16 of a stage, across its two racks): one layer a stage, 2 micro-batches (48 /
+    24), a gather before the forward and the backward and a reduce-scatter after it: 3 x 2 x 3
+    iterations x 48 ranks = 864 expert collectives (tests/test_synth_context.py drills it)."""
     design = astral_dsl.loads(FSDP, name="moe.astral", root=ROOT)
-    fc = seer.forecast(design, job="fsdp_moe")
-    with pytest.raises(SynthError) as exc:
-        generate(fc, diagnose.rank_map(design, "fsdp_moe"))
-    assert exc.value.field == "zero" and exc.value.hint
-    src = tmp_path / "moe.astral"
-    src.write_text(FSDP)
-    out = tmp_path / "drill.csv"
-    run = _astral_cli("synth", str(src), "--job", "fsdp_moe", "-o", str(out), "--format", "json")
-    assert run.returncode == 1 and not out.exists()
-    doc = json.loads(run.stdout)
-    e798 = [d for d in doc["diagnostics"] if d["code"] == "E798"]
-    assert len(e798) == 1 and e798[0]["hint"]
-    line = next(i for i, t in enumerate(FSDP.splitlines(), 1) if "ep = 8, zero = 3" in t)
-    assert e798[0]["range"]["start"]["line"] == line
+    data = generate(seer.forecast(design, job="fsdp_moe"), diagnose.rank_map(design, "fsdp_moe"))
+    assert int((data.phase == write.PHASE_NAMES.index("edp_comm")).sum()) == 864
+    assert data.groups["edp"][0] == (0, 8, 16)
 
 
 def test_a_dp_group_of_every_rank_in_a_trace_is_the_dp_group(fsdp):

@@ -169,16 +169,17 @@ RATES = ("nic_port", "tor", "agg", "uplink", "link_flap")
 
 def _records(fc, rm, iterations: int) -> int:
     """About how many records the generator makes: per rank and iteration, its stage's blocks
-    (compute, TP collective, a transfer each way, each EP all-to-all) and a few collectives and
-    steps."""
+    (compute, TP collective, a transfer each way, each EP all-to-all, each step of the CP ring)
+    and a few collectives and steps."""
     low, a2a = fc.lowering, {}
+    par = fc.job.parallel
+    streams = ("ep",) * (par.ep > 1) + ("cp",) * (par.cp > 1)
 
     def records(s, b) -> int:
         key = (s, b.chunk, b.phase)
         if key not in a2a:
-            a2a[key] = sum(1 for o in low.template(*key).ops if o.stream == "ep"
-                           and not o.name.endswith(" (overlapped)")) \
-                if fc.job.parallel.ep > 1 else 0
+            a2a[key] = sum(1 for o in low.template(*key).ops if o.stream in streams
+                           and not o.name.endswith(" (overlapped)")) if streams else 0
         return 4 + a2a[key]
 
     per = max((sum(records(s, b) for b in run.blocks) for s, run in enumerate(fc.runs)),

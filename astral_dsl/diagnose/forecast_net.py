@@ -1,8 +1,9 @@
 """What the forecast says each collective and transfer of a stage takes (the diagnosis compares
 an instance with too few peers with it: evidence.timing), and W797 when the data cannot be
 compared with it: the DP collectives (a sharded optimizer's gradient buckets and parameter
-all-gather, or ZeRO-3 / FSDP's per-layer parameter all-gathers and gradient reduce-scatters),
-the EP all-to-alls and the pipeline transfers."""
+all-gather, or ZeRO-3 / FSDP's per-layer parameter all-gathers and gradient reduce-scatters,
+the routed experts' on their expert-data-parallel group), the EP all-to-alls, the steps of
+context parallelism's ring and the pipeline transfers."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
@@ -22,11 +23,12 @@ def forecast_net(fc, apart: bool = False) -> Dict:
     reductions (the median bucket; (kind, stage, op, k) the k-th bucket's, the embedding's and
     the head's larger) and its parameter all-gather (Seer's whole gather, as the drill runs it:
     one collective) each have their own (evidence.timing); under ZeRO-3 / FSDP each layer's
-    parameter all-gathers and gradient reduce-scatters (`_sharded`), likewise. `apart`: the
-    data shows the routed experts' collectives on their own group (`edp`: a trace's
-    EXPERT_DATA_PARALLEL_GROUP), so the dense weights' are forecast alone (`_split`); else a
-    bucket's and a gather's whole time (a rank log's one row, as Megatron-LM's timers time
-    both)."""
+    parameter all-gathers and gradient reduce-scatters (`_sharded`), likewise; with context
+    parallelism the median step of the CP ring (`_cp_steps`). `apart`: the data shows the
+    routed experts' collectives on their own group (`edp`: a trace's
+    EXPERT_DATA_PARALLEL_GROUP), so the dense weights' are forecast alone and the experts' on
+    their group (`_split`; ZeRO-3's per layer, `_sharded`); else a bucket's, a gather's and a
+    layer's whole time (a rank log's one row, as Megatron-LM's timers time both)."""
     from astral_dsl.seer.pipeline_pairs import used
 
     out = {}
@@ -38,15 +40,20 @@ def forecast_net(fc, apart: bool = False) -> Dict:
         _keys(out, dp, s, *dense)
         if expert[0] or expert[1] > 0:          # the routed experts' own collectives
             _keys(out, KIND_CODES["edp"], s, *expert)
-        sharded = _sharded(low, s, run) if not run.dp and gather <= 0 else {}
-        if "reduce_scatter" in sharded:          # a reduction the data names an all-reduce
-            sharded["all_reduce"] = sharded["reduce_scatter"]
-        if len(sharded) == 1:                    # one collective: the data need not say which
-            sharded["collective"] = next(iter(sharded.values()))
-        for op, times in sharded.items():
-            out[(dp, s, OP_INDEX[op])] = float(np.median(times))
-            for k, t in enumerate(times):        # each one's, in the iteration's order
-                out[(dp, s, OP_INDEX[op], k)] = t
+        parts = _sharded(low, s, run, apart) if not run.dp and gather <= 0 else ({}, {})
+        for code, sharded in zip((dp, KIND_CODES["edp"]), parts):
+            if "reduce_scatter" in sharded:      # a reduction the data names an all-reduce
+                sharded["all_reduce"] = sharded["reduce_scatter"]
+            if len(sharded) == 1:                # one collective: the data need not say which
+                sharded["collective"] = next(iter(sharded.values()))
+            for op, times in sharded.items():
+                out[(code, s, OP_INDEX[op])] = float(np.median(times))
+                for k, t in enumerate(times):    # each one's, in the iteration's order
+                    out[(code, s, OP_INDEX[op], k)] = t
+        ring = _cp_steps(low, s, run) if fc.job.parallel.cp > 1 else []
+        if ring:                         # the CP ring's steps: few CP groups a stage (one
+            #                              a TP rank) are judged by this
+            out[(KIND_CODES["cp"], s)] = float(np.median(ring))
         a2a = _all_to_alls(low, s, run)
         if a2a:                          # few EP groups a stage (one on DeepSeek-V3's GB200
             #                              layout): their all-to-alls are judged by this
@@ -96,19 +103,41 @@ def _keys(out: Dict, kind: int, stage: int, buckets: List[float], gather: float)
         out[(kind, stage, OP_INDEX["all_gather"]) if buckets else (kind, stage)] = gather
 
 
-def _sharded(low, stage: int, run) -> Dict[str, List[float]]:
+def _sharded(low, stage: int, run, apart: bool = False
+             ) -> Tuple[Dict[str, List[float]], Dict[str, List[float]]]:
     """ZeRO-3 / FSDP: the seconds of each parameter all-gather and gradient reduce-scatter of
     the stage's iteration, by collective, in the order the blocks run them (Seer's operators on
-    the DP stream: a layer's weights gathered before its forward and, resharded, again before its
-    backward; its gradients reduce-scattered after it)."""
-    out: Dict[str, List[float]] = {}
+    the DP stream: a layer's weights gathered before its forward and, resharded, again before
+    its backward; its gradients reduce-scattered after it), and ({} unless `apart`) the routed
+    experts' own. Seer prices a MoE layer's as two collectives one after the other
+    (params.weights_coll): `apart` (the data shows the experts' on their own group), the dense
+    weights' over DP x CP and the experts' over the expert-data-parallel group each on its
+    own (dp_parts), else the whole as the dense one's (a rank log's one row)."""
+    dense: Dict[str, List[float]] = {}
+    expert: Dict[str, List[float]] = {}
     for b in run.blocks:
+        first = low.chunks[stage][b.chunk][0]
         ops = sorted((o for o in low.template(stage, b.chunk, b.phase).ops
                       if o.stream == "dp" and o.name in SHARDED_COLLECTIVES),
                      key=lambda o: (o.start, o.layer))
         for o in ops:
-            out.setdefault(SHARDED_COLLECTIVES[o.name], []).append(float(o.dur))
-    return out
+            op, L = SHARDED_COLLECTIVES[o.name], first + o.layer
+            split = low.layer_split(L)
+            x = min(o.dur, low.dp_parts(split, op == "all_gather", low.dense_linear(L))[1]) \
+                if apart and split[1] > 0 else 0.0
+            dense.setdefault(op, []).append(float(o.dur - x))
+            if x > 0:
+                expert.setdefault(op, []).append(float(x))
+    return dense, expert
+
+
+def _cp_steps(low, stage: int, run) -> List[float]:
+    """The seconds of each context-parallel ring step of the stage's blocks (Seer's operators
+    on the `cp` stream: seer/lower_attention._cp_attention), each block's template once (every
+    one runs once a micro-batch: the median is the same)."""
+    blocks = dict.fromkeys((b.chunk, b.phase) for b in run.blocks)
+    return [float(o.dur) for chunk, phase in blocks
+            for o in low.template(stage, chunk, phase).ops if o.stream == "cp"]
 
 
 def unnamed_dp(tm, inst, fc_net, files, zero: int = 0) -> Diagnostic:
@@ -157,9 +186,10 @@ def unforecast_dp(tm, zero: int, files) -> Diagnostic:
 def uncompared(tm, inst, files) -> List[Diagnostic]:
     """W797, one per kind: collectives (or pipeline transfers) with too few peers (fewer than
     MIN_PEERS groups of their stage run them) and no forecast of their kind to compare them
-    with: TP or CP collectives that leave their NVLink domain where one or two groups a stage
-    run them (Seer prices them inside their blocks, not alone), a MoE job's experts' gradient
-    collectives on a stage without routed experts in Seer's split. They were compared with
+    with: TP collectives (CP ones where Seer prices no ring: unfused attention) that leave
+    their NVLink domain where one or two groups a stage run them (Seer prices them inside
+    their blocks, not alone), a MoE job's experts' gradient collectives on a stage without
+    routed experts in Seer's split. They were compared with
     nothing and never slow: said, so that nothing suspect is no all-clear."""
     out = []
     for code in sorted(set(inst.kind[tm.uncompared].tolist())):

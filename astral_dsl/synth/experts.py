@@ -5,9 +5,9 @@ an all-to-all (it ends for every member when the last has arrived and the exchan
 and slowed by the faults on the parts their traffic crosses.
 
 An EP group is the rank map's (Megatron-Core's expert numbering, analyses/rank_order.py: with
-the default order `ep` consecutive ranks, TP folded in; `members` places each group of a stage on
-the generator's (dp, tp) grid of the stage). Its all-to-all exchanges
-between every two members; a pair inside one NVLink domain (a host, an NVL72 rack: the rank
+the default order `ep` consecutive ranks, TP folded in; `members` places each group of a stage
+on the generator's (dp x cp, tp) grid of the stage). Its all-to-all exchanges between every
+two members; a pair inside one NVLink domain (a host, an NVL72 rack: the rank
 map's rule, rankmap.one_domain) runs on NVLink and crosses no NIC, so a group inside one rack
 is slowed by no network fault, and a group that spans two racks by a fault on a NIC, cable or
 switch that one of its cross-rack pairs' flows cross (the generator's routing, network.Net.route)."""
@@ -59,9 +59,10 @@ def pairs(net, ranks) -> List[Tuple[int, int]]:
 
 
 def members(groups, ranks: np.ndarray) -> np.ndarray:
-    """The EP groups (the rank map's, tuples of ranks) whose members are in the stage's (dp, tp)
-    grid `ranks`, as positions in the grid flattened, shaped (groups, ep); groups of another
-    stage are left out (a group lies in one stage: None when one straddles this one)."""
+    """The groups (the rank map's, tuples of ranks: EP groups, and CP and expert-data-parallel
+    groups for the generator's _groups_on) whose members are in the stage's (dp x cp, tp) grid
+    `ranks`, as positions in the grid flattened, shaped (groups, size); groups of another stage
+    are left out (a group lies in one stage: None when one straddles this one)."""
     pos = {int(r): k for k, r in enumerate(ranks.ravel().tolist())}
     out = []
     for g in groups:
@@ -75,10 +76,10 @@ def members(groups, ranks: np.ndarray) -> np.ndarray:
 
 
 def factors(net, ranks: np.ndarray, members: np.ndarray):
-    """(static slow-down, crosses the flapping link) of each EP group of a stage's (dp, tp)
-    grid `ranks` (`members`: their positions in the grid flattened), one per group: the slowest
-    flow of its pairs that leave their NVLink domain; 1 for a group whose exchange stays in
-    one."""
+    """(static slow-down, crosses the flapping link) of each EP group of a stage's
+    (dp x cp, tp) grid `ranks` (`members`: their positions in the grid flattened), one per
+    group: the slowest flow of its pairs that leave their NVLink domain; 1 for a group whose
+    exchange stays in one."""
     flat = ranks.ravel()
     static = np.ones(len(members))
     flap = np.zeros(len(members), dtype=bool)
@@ -89,28 +90,24 @@ def factors(net, ranks: np.ndarray, members: np.ndarray):
     return static, flap
 
 
-def run(out, it, ranks, start, comp, steps, members, factor, net, noise, rng, phase, op):
-    """Replay a block's compute `comp` (per rank, (dp, tp)) from `start` with its all-to-alls
-    `steps`; returns when each rank's compute ends. Each all-to-all begins when the last member
-    of its EP group arrives and ends for all of them together: its priced time (exposed and
-    hidden) times the group's slow-down and noise, less what computation hides (it holds the
-    compute stream for the rest); a record per rank for the whole exchange: from its arrival
-    less the hidden share (its kernel started that much earlier, beside another micro-batch's
-    computation) to the end."""
+def exchange(out, it, ranks, arrive, step, members, factor, net, noise, rng, op):
+    """One all-to-all of a block over each EP group (`members`: positions in the stage's grid
+    `ranks` flattened), the ranks arriving at `arrive`; `step`: its (exposed, hidden) seconds.
+    It begins when the last member of the group arrives and ends for all of them together: its
+    priced time (exposed and hidden) times the group's slow-down and noise, less what
+    computation hides (it holds the compute stream for the rest); a record per rank for the
+    whole exchange: from its arrival less the hidden share (its kernel started that much
+    earlier, beside another micro-batch's computation) to the end. Returns the ends."""
+    shown, hidden = step
     static, flap = factor
-    clock, done = start, 0.0
-    for share, shown, hidden in steps:
-        arrive = np.broadcast_to(clock + comp * (share - done), ranks.shape)
-        done = share
-        begin = arrive.ravel()[members].max(axis=1)
-        f = static * net.flap_factor(flap, begin)
-        whole = (shown + hidden) * f * np.exp(rng.normal(0, noise.comm, begin.shape))
-        end = np.empty(ranks.size)
-        end[members] = (begin + np.maximum(whole - hidden, 0.0))[:, None]
-        end = end.reshape(ranks.shape)
-        out.add(ranks, it, phase, arrive - hidden, end - arrive + hidden, op=op)
-        clock = end
-    return clock + comp * (1.0 - done)
+    begin = arrive.ravel()[members].max(axis=1)
+    f = static * net.flap_factor(flap, begin)
+    whole = (shown + hidden) * f * np.exp(rng.normal(0, noise.comm, begin.shape))
+    end = np.empty(ranks.size)
+    end[members] = (begin + np.maximum(whole - hidden, 0.0))[:, None]
+    end = end.reshape(ranks.shape)
+    out.add(ranks, it, "ep_comm", arrive - hidden, end - arrive + hidden, op=op)
+    return end
 
 
-__all__ = ["exposed", "factors", "members", "pairs", "plan", "run"]
+__all__ = ["exchange", "exposed", "factors", "members", "pairs", "plan"]

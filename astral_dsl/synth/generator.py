@@ -1,7 +1,9 @@
 """Observed data of a job, made from Seer's own timeline: every rank replays its stage's blocks
-(compute, TP collectives, the EP all-to-alls of MoE layers (experts.py), ZeRO-3's per-layer
-parameter all-gathers and gradient reduce-scatters (sharded.py), pipeline sends and receives,
-data-parallel gradient reductions, the optimizer step) with realistic noise, per-host
+(compute, TP collectives, the EP all-to-alls of MoE layers (experts.py), the steps of context
+parallelism's ring attention (context.py), ZeRO-3's per-layer parameter all-gathers and
+gradient reduce-scatters, the routed experts' over their expert-data-parallel groups
+(sharded.py), pipeline sends and receives, data-parallel gradient reductions over DP x CP,
+the optimizer step) with realistic noise, per-host
 clock offsets and injected faults, synchronised the way NCCL synchronises them: a collective
 ends for all its members when the last has arrived and the transfer is done; a pipeline
 transfer ends on both sides together.
@@ -12,7 +14,8 @@ of its ring edges.
 
 The schedule follows the forecast's block order (Seer's 1F1B / interleaved order), sends go out
 as soon as a block ends (no batched exchange) and block until they arrive; the simulation runs
-on numpy arrays over the data-parallel replicas and TP ranks of each stage."""
+on numpy arrays over the data- and context-parallel ranks (a DP x CP group: Megatron-Core's
+DATA_PARALLEL_GROUP_WITH_CP) and TP ranks of each stage."""
 from __future__ import annotations
 
 from collections import deque
@@ -22,13 +25,13 @@ import numpy as np
 
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
-from astral_dsl.synth import experts, sharded
+from astral_dsl.synth import context, experts, sharded
 from astral_dsl.synth.faults import Fault, Noise
 from astral_dsl.synth.network import Net
 
 EPOCH = 1.7e9           # the hosts' clocks read Unix time (seconds)
 PHASE_NAMES = ("forward", "backward", "tp_comm", "pp_comm", "dp_comm", "comm", "optimizer",
-               "ep_comm")
+               "ep_comm", "cp_comm", "edp_comm")
 PH = {p: i for i, p in enumerate(PHASE_NAMES)}
 OPS = ("", "send", "recv", "collective", "all_reduce", "reduce_scatter", "all_gather")
 OP = {o: i for i, o in enumerate(OPS)}
@@ -45,8 +48,9 @@ class SynthError(Exception):
 
 @records.frozen(eq=False)
 class Synthetic:
-    """Per-record columns over all ranks, in no particular order; start times on each rank's
-    own (offset) clock, in seconds."""
+    """Per-record columns over all ranks, in the order the generator emitted them (not in
+    time order: an expert-data-parallel collective follows the dense one it goes with,
+    write._folded); start times on each rank's own (offset) clock, in seconds."""
     job: str
     world: int
     iterations: Tuple[int, ...]
@@ -94,27 +98,18 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
              iterations: int = 3, seed: int = 0, first_iteration: int = 100) -> Synthetic:
     """Simulate `iterations` iterations of the forecast job `fc` on the ranks of `rank_map`."""
     par = fc.job.parallel
-    if par.cp > 1:
-        raise SynthError(f"job `{fc.job.name}`: cp = {par.cp}: the drill generator replays jobs "
-                         f"without context parallelism", "cp",
-                         "drill the job with cp = 1 (its data-parallel and pipeline traffic "
-                         "crosses the same parts), or diagnose a real run's data")
-    if par.zero >= 3 and par.ep > 1:
-        raise SynthError(f"job `{fc.job.name}`: zero = 3 with ep = {par.ep}: the drill generator "
-                         f"replays ZeRO-3 / FSDP without expert parallelism (the experts' "
-                         f"weights are gathered over the expert-data-parallel groups)", "zero",
-                         "drill the job with zero = 1 (the same EP all-to-alls and DP groups), "
-                         "or with ep = 1 (the same per-layer gathers), or diagnose a real run's "
-                         "data")
     rng = np.random.default_rng(seed)
-    P, D, T, V = par.pp, par.dp, par.tp, par.v
-    world = P * D * T
+    P, D, T, V, C = par.pp, par.dp, par.tp, par.v, max(1, par.cp)
+    world = P * D * C * T
     if rank_map.world != world:
         raise SynthError(f"the rank map has {rank_map.world} ranks, the job {world}")
-    idx = np.zeros((P, D, T), dtype=np.int64)
+    # each stage's grid: the DP x CP group (Megatron-Core's DATA_PARALLEL_GROUP_WITH_CP, over
+    # which the gradients are reduced and ZeRO-3 shards the dense weights) along axis 0, TP
+    # along axis 1
+    idx = np.zeros((P, D * C, T), dtype=np.int64)
     for info in rank_map.ranks:
         c = dict(info.coords)
-        idx[c["pp"], c["dp"], c["tp"]] = info.rank
+        idx[c["pp"], c["dp"] * C + c["cp"], c["tp"]] = info.rank
     low = fc.lowering
     speed = 1.0 / max(f.severity for f in faults if f.kind == "fast") \
         if any(f.kind == "fast" for f in faults) else 1.0
@@ -123,12 +118,15 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     # the EP all-to-alls of each block (none without experts across ranks), and the rest of
     # its exposed communication (the TP collectives) after its compute
     ep = max(1, par.ep)
-    steps = {(s, ph, c): experts.plan(low.template(s, c, ph), speed) if ep > 1 else ()
-             for s in range(P) for c in range(V) for ph in ("F", "B")}
-    base = {(s, ph, c): (speed * t.compute, max(0.0, speed * (t.duration - t.compute)
-                                                 - experts.exposed(steps[(s, ph, c)])))
-            for s in range(P) for c in range(V) for ph in ("F", "B")
-            for t in (low.template(s, c, ph),)}
+    steps, base = {}, {}
+    for key in [(s, ph, c) for s in range(P) for c in range(V) for ph in ("F", "B")]:
+        t = low.template(key[0], key[2], key[1])
+        a2a = experts.plan(t, speed) if ep > 1 else ()
+        ring = context.plan(t, speed) if C > 1 else ()
+        steps[key] = context.merged(a2a, ring)
+        base[key] = (speed * t.compute, max(0.0, speed * (t.duration - t.compute)
+                                            - experts.exposed(a2a)
+                                            - context.exposed(ring, speed * t.compute)))
     hop = tuple(speed * h for h in low.p2p_hops())       # per boundary between stages
     buckets = [[speed * (e - s) for s, e, _ in run.dp] for run in fc.runs]
     gathers = [speed * (run.gather[1] - run.gather[0]) for run in fc.runs]
@@ -162,15 +160,20 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     ep_groups = [g.ranks for g in rank_map.groups["ep"]]
     ep_members = [experts.members(ep_groups, idx[s]) if ep > 1 else None for s in range(P)]
     if ep > 1 and any(m is None for m in ep_members):
-        raise SynthError("an EP group of the rank map spans pipeline stages (its order puts pp "
-                         "before ep's ranks): Megatron-Core refuses such an order")
+        raise _spans(fc, rank_map, "ep")
     ep_factor = [experts.factors(net, idx[s], ep_members[s]) if ep > 1 else None
                  for s in range(P)]
-    zsteps = {key: sharded.plan(low.template(key[0], key[2], key[1]), speed) if par.zero >= 3
+    cp_side = _groups_on(fc, rank_map, "cp", idx, net) if C > 1 else [None] * P
+    # ZeRO-3 with experts: the routed experts' weights are gathered and their gradients
+    # reduce-scattered over the expert-data-parallel groups
+    edp = _groups_on(fc, rank_map, "edp", idx, net) if par.zero >= 3 and ep > 1 \
+        else [None] * P
+    zsteps = {key: sharded.plan(low, key[0], key[2], key[1], speed) if par.zero >= 3
               else () for key in steps}
-    side = (steps, ep_members, ep_factor, zsteps, dp_factor, tp_factor)
+    side = (steps, tuple(zip(ep_members, ep_factor)), cp_side, zsteps, dp_factor, tp_factor,
+            edp)
     out = _Emit()
-    free = np.zeros((P, D, T))
+    free = np.zeros((P, D * C, T))
     for k in range(iterations):
         it = first_iteration + k
         it_factor = 1 + rng.normal(0, noise.iteration)
@@ -185,7 +188,7 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
         free[:] = end
         for s in range(P):
             t_opt = opt[s] * gpu_factor[idx[s]] * it_factor * (1 + rng.normal(0, noise.kernel,
-                                                                                (D, T)))
+                                                                                (D * C, T)))
             out.add(idx[s], it, "optimizer", free[s], t_opt)
             free[s] = free[s] + t_opt
             if gathers[s] > 0:
@@ -196,12 +199,37 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     start = start + EPOCH + offsets[rank] + drifts[rank] * start
     dur = dur * (1 + drifts[rank])
     groups = {kind: tuple(g.ranks for g in gs) for kind, gs in rank_map.groups.items()
-              if kind in ("tp", "dp", "pp") or (kind == "ep" and ep > 1)}
+              if kind in ("tp", "dp", "pp") or (kind == "ep" and ep > 1)
+              or (kind in ("cp", "dpcp") and C > 1) or (kind == "edp" and edp[0] is not None)}
     tp_apart = T > 1 and any(net.crosses(idx[s, d].tolist()) for s in range(P)
-                             for d in range(D))       # where tp_factor may slow them
+                             for d in range(D * C))       # where tp_factor may slow them
     return Synthetic(fc.job.name, world, tuple(first_iteration + k for k in range(iterations)),
                      rank, iteration, phase, start, dur, peer, op, tuple(faults), offsets,
                      groups, fc.gpu, fc.iteration_time, block, drifts, tp_apart)
+
+
+def _groups_on(fc, rank_map, kind: str, idx, net):
+    """Per stage: the rank map's groups of `kind` as positions in the stage's grid and each
+    one's ring slow-down ((members, factor): context.ring_factors)."""
+    groups = [g.ranks for g in rank_map.groups[kind]]
+    out = []
+    for s in range(idx.shape[0]):
+        at = experts.members(groups, idx[s])
+        if at is None:
+            raise _spans(fc, rank_map, kind)
+        out.append((at, context.ring_factors(net, idx[s], at)))
+    return out
+
+
+def _spans(fc, rank_map, kind: str) -> SynthError:
+    """E798: a group of `kind` (ep, or the experts' edp: the expert numbering's) holds ranks of
+    two pipeline stages, which the drill's stage-by-stage replay cannot run."""
+    order = "-".join(rank_map.order)
+    return SynthError(f"job `{fc.job.name}`: order `{order}`: an {kind.upper()} group holds "
+                      f"ranks of more than one pipeline stage: the drill generator replays "
+                      f"each stage's groups within the stage", "order",
+                      "put pp last in the order, as Megatron-Core's default tp-cp-ep-dp-pp does "
+                      "(the same groups within each stage), or diagnose a real run's data")
 
 
 def _dest(i, ph, c, j, p, v):
@@ -246,9 +274,9 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
             comp = comp_base * gpu_factor[idx[i]] * it_factor * \
                 (1 + rng.normal(0, noise.kernel, (D, T))) * net.gpu_slow(idx[i], start)
             tag = 1 if ph == "F" else 2
-            steps, ep_members, ep_factor, zsteps, dp_factor, tp_factor = side
-            done = experts.run(out, it, idx[i], start, comp, steps[(i, ph, c)], ep_members[i],
-                               ep_factor[i], net, noise, rng, "ep_comm", OP["collective"]) \
+            steps, ep_side, cp_side, zsteps, dp_factor, tp_factor, edp = side
+            done = context.run(out, it, idx[i], start, comp, steps[(i, ph, c)], ep_side[i],
+                               cp_side[i], net, noise, rng, OP["collective"]) \
                 if steps[(i, ph, c)] else start + comp
             ready_tp = done.max(axis=1, keepdims=True)
             tp_static, tp_flap = tp_factor[i]
@@ -258,7 +286,8 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
             out.add(idx[i], it, "forward" if ph == "F" else "backward", start, comp, block=tag)
             if zsteps[(i, ph, c)]:
                 sharded.run(out, it, idx[i], start, np.broadcast_to(end, (D, T)),
-                            zsteps[(i, ph, c)], _ring, dp_factor[i], net, noise, rng)
+                            zsteps[(i, ph, c)], _ring, dp_factor[i], edp[i], net, noise,
+                            rng, OP)
             if T > 1:
                 out.add(idx[i], it, "tp_comm", done, end - done, op=OP["collective"], block=tag)
             free[i] = np.broadcast_to(end, (D, T))

@@ -76,8 +76,9 @@ def random_fault(kind: str, rank_map, fc, rng: np.random.Generator, seed: int = 
 def _job_channels(rank_map, fc):
     """The generator's traffic, channel by channel: (the channel's ranks, the rank pairs its
     flows run between): each pipeline neighbours' transfer (and the interleaved wrap-around),
-    each data-parallel ring and, with expert parallelism, each EP group's all-to-all (its pairs
-    that leave their NVLink domain: experts.pairs)."""
+    each data-parallel ring (over DP x CP with context parallelism), each CP group's ring,
+    under ZeRO-3 with experts each expert-data-parallel ring and, with expert parallelism, each
+    EP group's all-to-all (its pairs that leave their NVLink domain: experts.pairs)."""
     par = fc.job.parallel
     pairs = set()
     for g in rank_map.groups["pp"]:
@@ -85,9 +86,12 @@ def _job_channels(rank_map, fc):
         if par.v > 1 and len(g.ranks) > 1:
             pairs.add((g.ranks[0], g.ranks[-1]))
     out = [(pair, [pair]) for pair in sorted(pairs)]
-    for g in rank_map.groups["dp"]:
-        if len(g.ranks) > 1:
-            out.append((g.ranks, list(zip(g.ranks, g.ranks[1:] + g.ranks[:1]))))
+    rings = ["dpcp" if "dpcp" in rank_map.groups else "dp"] + (["cp"] if par.cp > 1 else []) \
+        + (["edp"] if par.zero >= 3 and par.ep > 1 else [])
+    for kind in rings:
+        for g in rank_map.groups[kind]:
+            if len(g.ranks) > 1:
+                out.append((g.ranks, list(zip(g.ranks, g.ranks[1:] + g.ranks[:1]))))
     if par.ep > 1:
         net = Net(rank_map, (), 0)
         for g in rank_map.groups["ep"]:

@@ -11,6 +11,7 @@ import json
 import os
 from typing import Dict, List
 
+import attrs
 import numpy as np
 
 from astral_dsl.synth.generator import OPS, PHASE_NAMES, Synthetic
@@ -24,6 +25,7 @@ KERNELS = {   # representative kernel names (H100, cuBLAS / NCCL 2.2x)
     "comm": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
     "pp_comm": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)",
     "ep_comm": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)",
+    "cp_comm": "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)",
 }
 # a data-parallel collective's kernel and `Collective name` by the generator's op (PyTorch's
 # names: ProcessGroupNCCL's allreduce, _reduce_scatter_base, _allgather_base)
@@ -37,7 +39,14 @@ DP_COLLECTIVE = {"all_reduce": "allreduce", "reduce_scatter": "_reduce_scatter_b
                  "all_gather": "_allgather_base"}
 PG_DESC = {"tp": "TENSOR_MODEL_PARALLEL_GROUP", "dp": "DATA_PARALLEL_GROUP",
            "pp": "PIPELINE_MODEL_PARALLEL_GROUP", "ep": "EXPERT_MODEL_PARALLEL_GROUP",
-           "world": "default_pg"}
+           "cp": "CONTEXT_PARALLEL_GROUP", "dpcp": "DATA_PARALLEL_GROUP_WITH_CP",
+           "edp": "EXPERT_DATA_PARALLEL_GROUP", "world": "default_pg"}
+# the group each kind of record runs in: a DP collective over DP x CP with context parallelism
+# (Megatron-Core's DATA_PARALLEL_GROUP_WITH_CP); a CP ring step is Transformer Engine's
+# batched send and receive, no collective of ProcessGroupNCCL's names
+GROUP_OF = {"tp_comm": ("tp",), "dp_comm": ("dpcp", "dp"), "pp_comm": ("pp",),
+            "ep_comm": ("ep",), "cp_comm": ("cp",), "edp_comm": ("edp",), "comm": ("world",)}
+CP_COLLECTIVE = "batch_isend_irecv"
 
 
 def _order(s: Synthetic):
@@ -64,6 +73,7 @@ def log_rows(s: Synthetic, timers: str = "kernels"):
     forward and backward rows leave them out."""
     if timers not in TIMERS:
         raise ValueError(f"unknown timers {timers}")
+    s = _folded(s)
     code = {p: PHASE_NAMES.index(p) for p in ("forward", "backward")
             + (() if s.tp_apart and timers != "megatron" else ("tp_comm",))}
     summed = np.isin(s.phase, list(code.values()))
@@ -96,6 +106,32 @@ def log_rows(s: Synthetic, timers: str = "kernels"):
     return (rank[order].tolist(), it[order].tolist(), ph[order].tolist(),
             start[order].tolist(), dur[order].tolist(), peer[order].tolist(),
             [OPS[o] for o in op[order].tolist()])
+
+
+def _folded(s: Synthetic) -> Synthetic:
+    """`s` with each expert-data-parallel collective of ZeRO-3 with experts (`edp_comm`) folded
+    into the dense weights' collective it follows on its rank (the generator emits the two one
+    after the other: sharded.run): a log has no group to tell them apart, and Megatron-LM's
+    timers time the two as one (`params-all-gather`, `grads-reduce-scatter`)."""
+    edp = s.phase == PHASE_NAMES.index("edp_comm")
+    if not edp.any():
+        return s
+    dp = s.phase == PHASE_NAMES.index("dp_comm")
+    both = np.flatnonzero(dp | edp)
+    both = both[np.argsort(s.rank[both], kind="stable")]     # by rank, in emission order
+    # the rank's DP collective emitted last before it: the latest dense one in that order
+    last = np.maximum.accumulate(np.where(dp[both], np.arange(both.size), -1))
+    mine = edp[both]
+    at, pos = both[mine], last[mine]
+    partner = both[np.maximum(pos, 0)]
+    if (pos < 0).any() or (s.rank[partner] != s.rank[at]).any():
+        raise ValueError("an expert-data-parallel collective without a dense one before it")
+    duration = s.duration.copy()
+    duration[partner] = s.start[at] + s.duration[at] - s.start[partner]
+    keep = ~edp
+    return attrs.evolve(s, rank=s.rank[keep], iteration=s.iteration[keep], phase=s.phase[keep],
+                        start=s.start[keep], duration=duration[keep], peer=s.peer[keep],
+                        op=s.op[keep], block=None if s.block is None else s.block[keep])
 
 
 def write_log(s: Synthetic, path: str, fmt: str = "csv", timers: str = "kernels") -> int:
@@ -173,7 +209,7 @@ def _trace(s: Synthetic, rank: int, sel: np.ndarray, groups: Dict[str, tuple]) -
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python"}},
         {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}]
     streams = {"forward": 7, "backward": 7, "optimizer": 7, "tp_comm": 20, "dp_comm": 24,
-               "comm": 24, "pp_comm": 28, "ep_comm": 32}
+               "edp_comm": 24, "comm": 24, "pp_comm": 28, "ep_comm": 32, "cp_comm": 36}
     iters = s.iteration[sel]
     starts_us = s.start[sel] * 1e6
     for it in np.unique(iters).tolist():
@@ -197,13 +233,14 @@ def _trace(s: Synthetic, rank: int, sel: np.ndarray, groups: Dict[str, tuple]) -
         corr += 1
         args = {"device": 0, "stream": streams[phase], "correlation": corr}
         if phase.endswith("comm"):
-            kind = phase[:2] if phase != "comm" else "world"
+            kind = next((k for k in GROUP_OF[phase] if k in groups), "world")
             op = OPS[o]
-            name, ranks = groups.get(kind, groups["world"])
+            name, ranks = groups[kind]
             args.update({"Collective name": op if op in ("send", "recv") else
                          DP_COLLECTIVE[op] if op in DP_COLLECTIVE else
-                         ("allreduce" if kind in ("dp", "world") else
-                          "all_to_all" if kind == "ep" else "reduce_scatter"),
+                         ("allreduce" if kind in ("dp", "dpcp", "world") else
+                          "all_to_all" if kind == "ep" else
+                          CP_COLLECTIVE if kind == "cp" else "reduce_scatter"),
                          "Process Group Name": name, "Process Group Description": PG_DESC[kind],
                          "Process Group Ranks": listed[name],
                          "Group size": len(ranks), "dtype": "BFloat16"})
@@ -215,7 +252,7 @@ def _trace(s: Synthetic, rank: int, sel: np.ndarray, groups: Dict[str, tuple]) -
                        "tid": tid, "ts": launch_ts, "dur": 4.0,
                        "args": {"correlation": corr}})
         events.append({"ph": "X", "cat": "kernel",
-                       "name": DP_KERNELS.get(OPS[o], KERNELS[phase]), "pid": 0,
+                       "name": DP_KERNELS.get(OPS[o], KERNELS.get(phase)), "pid": 0,
                        "tid": streams[phase], "ts": ts, "dur": dur,
                        "args": args})
     pgs = [{"pg_name": name, "pg_desc": PG_DESC[kind], "backend_config": "cuda:nccl",
