@@ -81,6 +81,27 @@ def test_within_every_range_nothing_is_extrapolated_and_no_w759(lab):
     assert checked.beyond({"gpus": 8}, {"gpus": (8, 8)}) == ()
 
 
+def test_below_every_run_w759_says_below(lab):
+    """A job smaller than every calibration run is as unmeasured as a larger one (checked.py):
+    W759 and the report say it lies below the runs, not beyond them; one below in a dimension
+    and above in another lies outside them. The lab job: 16 GPUs, 4,096 tokens."""
+    design = astral_dsl.load(lab[0])
+    below = dict(NARROW, gpus=[32, 1024], seq=[2048, 8192])      # 16 < 32
+    fc = seer.forecast(design, calibration=_fit(below))
+    (w,) = [d for d in fc.diagnostics if d.code == "W759"]
+    assert w.message == ("job `train`: the forecast extrapolates below the calibration runs: "
+                         "gpus 16 (checked 32-1,024)")
+    assert "outside those ranges" in w.hint and "beyond" not in w.hint
+    from astral_dsl.outputs.forecast.report import render
+    assert "extrapolated below the calibration runs: gpus 16 (checked 32-1,024)" in render(fc)
+    mixed = dict(NARROW, gpus=[32, 1024])                        # gpus below, seq 4,096 above
+    (w,) = [d for d in seer.forecast(design, calibration=_fit(mixed)).diagnostics
+            if d.code == "W759"]
+    assert w.message.startswith("job `train`: the forecast extrapolates outside the "
+                                "calibration runs: gpus 16 (checked 32-1,024); seq 4,096")
+    assert checked.direction(checked.beyond({"tp": 16}, {"tp": (1, 8)})) == "beyond"
+
+
 def test_beyond_a_range_w759_names_it_at_the_field_and_the_band_stays(lab):
     design = astral_dsl.load(lab[0])
     cal = _fit(NARROW)

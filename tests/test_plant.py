@@ -315,6 +315,26 @@ def test_free_cooling_declared_with_a_climate_is_e654():
     assert [c for c, _ in _errors(checked)] == ["E654"]
 
 
+def test_e654_in_a_later_site_names_the_first_sites_climate():
+    """The facility is computed on the first site's climate (W645): a circuit of site B, which
+    declares none, is refused with A's, and E654 says whose it is; A's own circuit, the site's.
+    B is written first among the circuits' sites' parts to show the order is the design's."""
+    text = ("host H { power = 10 kW }\n"
+            'site A {\n  hosts = 1 x H\n  climate = "sample.epw"\n'
+            "  facility a { supply = 30 degC, chiller_cop = 5, free_cooling = 5000 h }\n}\n"
+            "site B {\n  hosts = 1 x H\n"
+            "  facility b { supply = 30 degC, chiller_cop = 5, free_cooling = 6000 h }\n}\n")
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="two.astral", root=FIXTURES))
+    a, b = sorted((d for d in checked.diagnostics if d.code == "E654"),
+                  key=lambda d: d.span.start.line)
+    assert a.message == ("facility water `A.a` declares 5,000 h of free cooling, but the "
+                         "site's climate `sample.epw` gives its hours")
+    assert b.message == ("facility water `B.b` declares 6,000 h of free cooling, but the first "
+                         "site `A`'s climate `sample.epw` gives its hours (the facility of "
+                         "every site is computed on it)")
+    assert b.span.start.line == 9 and "`climate` of `A`" in b.hint
+
+
 # ---- approaches ------------------------------------------------------------------------------------
 def test_a_loop_colder_than_its_cdu_reaches_is_e651():
     # facility water at 20 degC, CDU approach 3 K: the loop's supply is at least 23 degC

@@ -528,10 +528,17 @@ def test_a_subnormal_amount_compares_above_zero():
     ("1 / (2 kW^2/h^2)", "0.5 h^2/kW^2"),
     # names of one dimension above and below the line cancel, the value shown in what is
     # left: 1 GB / (1 Gb/s) = 8 s (8 bits a byte; was 1 GB*s/Gb); 1 kW*h / 1 W = 1000 h;
-    # 1 MW/h / 1 kW = 1000 / 3600 s = 0.2777777778 Hz (was 1 MW/h/kW)
+    # 1 MW/h / 1 kW = 1000 per hour, shown in the hours written: 1000 h^-1 (was 1 MW/h/kW,
+    # then 1000 / 3600 s = 0.2777777778 Hz: a rate per hour read back in another unit);
+    # 1 L/min / 1 L = 1 min^-1 (was 1 / 60 s = 0.01666666667 Hz); a remainder in seconds is the
+    # same number in Hz: 2 L/s / 1 L = 2 Hz
     ("1 GB / (1 Gb/s)", "8 s"),
     ("(1 kW*h) / (1 W)", "1000 h"),
-    ("(1 MW/h) / (1 kW)", "0.2777777778 Hz"),
+    ("(1 MW/h) / (1 kW)", "1000 h^-1"),
+    ("(1 kW/h) / (1 kW)", "1 h^-1"),
+    ("(1 L/min) / (1 L)", "1 min^-1"),
+    ("(1 GB/h) / (1 MB)", "1000 h^-1"),
+    ("(2 L/s) / (1 L)", "2 Hz"),
     ("(1 km^2) / (1 m)", "1000 km"),
     # information per second inverted: 2 / (4 GB/s) = 0.5 s/GB; the base-unit fallback had
     # spelled it `s/bit`, no unit, and showing the value raised UnitSpecError

@@ -214,7 +214,7 @@ def analyse_cooling(design: Design, power, cache: Optional[Dict] = None,
     aux = sum(_si(r.field("auxiliary")) or 0.0 for r in design.roots)
     result = plant.model([(i, assign.replicas[id(i)]) for i in assign.all], per, power, loops,
                          air, climate, aux or 0.0, mult, resolve, served, cache, failed, reqs,
-                         diags, cooled, pressure)
+                         diags, cooled, pressure, root)
     humid_air.flush()          # the states CoolProp gave, kept for the next run
     average, peak = result.average, result.peak
     pue = average.total_w / power.it_average_w if power.it_average_w and cooled else None

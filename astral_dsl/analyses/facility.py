@@ -155,9 +155,12 @@ def _assign(inst, unit, kind: str, heat, split, out) -> float:
     return lost
 
 
-def plan(circuit: Instance, climate, resolve, diags) -> Tuple[heat_rejection.Plan, str, str]:
+def plan(circuit: Instance, climate, resolve, diags, first_site: Optional[str] = None
+         ) -> Tuple[heat_rejection.Plan, str, str]:
     """The circuit's heat rejection as declared, defaults with their warnings: (plan, what
-    rejects, how the chillers' COP is known)."""
+    rejects, how the chillers' COP is known). `first_site`: the path of the first site, whose
+    climate is `climate`, where the circuit is in another site (the facility is computed on the
+    first site's climate: W645); None in the first site."""
     supply_q = circuit.field("supply")
     # a point in degC, as written (kelvin and back again are 1e-14 off: 20 degC is 19.99999...)
     supply = round(supply_q.value_in("degC"), 9) if isinstance(supply_q, Quantity) else None
@@ -184,12 +187,17 @@ def plan(circuit: Instance, climate, resolve, diags) -> Tuple[heat_rejection.Pla
     economiser = _sym(circuit.field("economiser")) or "integrated"
     free = _si(circuit.field("free_cooling"))
     if climate is not None and free is not None:
+        whose = "the site's" if first_site is None else f"the first site `{first_site}`'s"
         diags.append(Diagnostic("E654", Severity.ERROR,
                                 f"facility water `{circuit.path}` declares "
-                                f"{readable.grouped(free / 3600)} h of free cooling, but the "
-                                f"site's climate `{climate.name}` gives its hours",
+                                f"{readable.grouped(free / 3600)} h of free cooling, but "
+                                f"{whose} climate `{climate.name}` gives its hours" +
+                                ("" if first_site is None else
+                                 " (the facility of every site is computed on it)"),
                                 circuit.span_of("free_cooling"),
-                                "remove `free_cooling` (or the site's `climate`)"))
+                                "remove `free_cooling` (or " + ("the site's `climate`)"
+                                 if first_site is None else f"the `climate` of `{first_site}`, "
+                                 f"or check this site in a design of its own)")))
     chiller, how = _chiller(circuit, resolve)
     ratio = _si(circuit.field("rejection_fan_ratio"))
     return (heat_rejection.Plan(supply if supply is not None else 0.0,
@@ -251,9 +259,11 @@ def allocate(per: Dict[int, List[Draw]], extra: Tuple[float, float]) -> Dict[int
 
 def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], power,
           loops, air, climate, aux_w: float, mult, resolve, served, cache, failed, reqs,
-          diags, cooled: bool, pressure: Tuple[Optional[float], str]) -> FacilityResult:
+          diags, cooled: bool, pressure: Tuple[Optional[float], str],
+          climate_site: Optional[Instance] = None) -> FacilityResult:
     """The facility's draw (average and peak) from the cooling analysis' loops and air units,
-    the circuits they draw on (`per`), the power analysis and the site's climate."""
+    the circuits they draw on (`per`), the power analysis and the climate of the first site
+    (`climate_site`, the design's first root: cooling.cooling)."""
     extra = (power.conversion_loss_w + aux_w, power.conversion_loss_peak_w + aux_w)
     every = site_list(mult, cache)
     by_path = {i.path: i for _, i in mult.values()}
@@ -267,7 +277,10 @@ def model(circuit_list: List[Tuple[Instance, int]], per: Dict[int, List[Draw]], 
     for inst, replicas in circuit_list:
         result = circuits.size(inst, replicas, per.get(id(inst), []),
                                shares.get(id(inst), (0.0, 0.0)), resolve, diags)
-        p, rejection, how = plan(inst, climate, resolve, diags)
+        other = climate_site is not None and len(every) > 1 and any(
+            site.holds(inst) and site.inst is not climate_site for site in every)
+        p, rejection, how = plan(inst, climate, resolve, diags,
+                                 climate_site.path if other else None)
         outdoor, hours = ambient(climate, rejection) \
             if isinstance(inst.field("supply"), Quantity) else (None, "")
         prof = heat_rejection.profile(p, outdoor, hours)

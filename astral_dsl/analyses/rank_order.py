@@ -19,7 +19,7 @@ in a mixed radix over the parallel dimensions, fastest first, in the job's `orde
   ETP 2 an expert-TP group is ranks 0-1 and an EP group ranks 0, 2, 4, 6."""
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 KNOWN = ("tp", "cp", "ep", "dp", "pp")
 
@@ -79,4 +79,45 @@ class Numbering:
         return ranks - ((ranks // s) % self.sizes[dim]) * s
 
 
-__all__ = ["KNOWN", "Numbering", "expert_dp"]
+def expert_grid(tp: int, cp: int, dp: int, pp: int, ep: int, etp: int,
+                order: Sequence[str]) -> Optional[Tuple[str, str]]:
+    """The first of Megatron-Core 0.16.1's rules for the expert grid (ETP x EP x EDP x PP over
+    the world of TP x CP x DP x PP: parallel_state.initialize_model_parallel) that a layout of a
+    model with experts breaks, as (rule, what), or None. Validation (seer/validate_layout.py,
+    E753 and E759) and `astral search` (explore/search/space.py) both ask this one function.
+
+    - "ep": EP does not divide TP x DP x CP (the expert ranks of a pipeline stage);
+    - "etp": ETP x EP does not divide them ("world_size is not divisible by
+      expert_tensor_model_pipeline_parallel size");
+    - "named": the order leaves out a dimension of the expert grid above 1 (RankGenerator: "you
+      haven't specified the order"): `tp` with ETP > 1, `dp` with EDP > 1;
+    - "pp": with PP > 1 and `pp` not last in the order, EDP differs from DP ("When not using
+      pp-last rank ordering, the data parallel size of the attention and moe layers must be the
+      same") or the two grids' pipeline groups differ ("Pipeline parallel groups are expected to
+      be the same for Non-Expert and Expert part"): their PP strides differ."""
+    ranks, ep, etp = tp * dp * cp, max(1, ep), max(1, etp)
+    if ranks % ep:
+        return "ep", f"ep = {ep} does not divide tp x dp x cp = {ranks:,}"
+    if ranks % (ep * etp):
+        return "etp", f"ep x etp = {ep} x {etp} does not divide tp x dp x cp = {ranks:,}"
+    edp = ranks // (ep * etp)
+    named = [(d, n) for d, n in (("tp", etp), ("dp", edp)) if n > 1 and d not in order]
+    if named:
+        d, n = named[0]
+        what = "expert tensor parallelism etp" if d == "tp" else "expert-data-parallel size"
+        return "named", f"leaves out `{d}`, the {what} {n:,} of the experts' ranks"
+    if pp <= 1 or (order and order[-1] == "pp"):
+        return None
+    dense = Numbering(tp, cp, ep, dp, pp, order)
+    expert = Numbering(tp, cp, ep, dp, pp, order, experts=True, etp=etp)
+    if edp != dp:
+        return "pp", (f"puts `pp` before the last dimension while the experts' data-parallel "
+                      f"size tp x dp x cp / (ep x etp) = {edp:,} differs from dp = {dp:,}")
+    if dense.stride["pp"] != expert.stride["pp"]:
+        return "pp", (f"gives the experts other pipeline groups: consecutive stages are "
+                      f"{dense.stride['pp']:,} ranks apart in the dense numbering and "
+                      f"{expert.stride['pp']:,} in the experts'")
+    return None
+
+
+__all__ = ["KNOWN", "Numbering", "expert_dp", "expert_grid"]

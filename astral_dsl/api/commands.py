@@ -258,7 +258,8 @@ def score_runs(table: PathLike, calibration: Optional[PathLike] = None,
         return RunsResult(read.file, (), diags + tuple(read.diagnostics))
     cal = read_calibration(_a.path(calibration, "calibration")) if calibration is not None \
         else shipped()
-    return RunsResult(read.file, tuple(evaluate(prepare(read, systems), cal)), diags)
+    return RunsResult(read.file, tuple(evaluate(prepare(read, systems), cal)),
+                      diags + tuple(read.warnings))
 
 
 __all__ = ["diagnosis", "diff", "report", "score_runs", "size", "sweep", "workspace_of"]

@@ -96,7 +96,8 @@ def run(args, overrides) -> int:
     except ValueError as exc:            # no usable row
         return usage(f"{exc} ({', '.join(args.tables)})")
     rejected = [d for _, table in tables for d in table.rejected]     # E777, at their cells
-    diags = list(diags) + rejected + _warnings(doc, tables)
+    disagree = [d for _, table in tables for d in table.warnings]     # W778, at their cells
+    diags = list(diags) + rejected + disagree + _warnings(doc, tables)
     owner = {id(run): name for name, table in tables for run in table.runs}
     unused = _unused(every, owner)
     differ = out.compare(doc, old_doc) if old_doc is not None else None

@@ -104,7 +104,8 @@ def run(args, overrides) -> int:
     if failed is not None:
         return failed
     (_, table), = tables
-    diags = list(diags) + list(table.rejected)      # E777: the rows rejected, at their cells
+    # E777: the rows rejected, at their cells; W778: a row's two figures that disagree
+    diags = list(diags) + list(table.rejected) + list(table.warnings)
     calibration = calibration or shipped()
     results = evaluate(prepare(table, systems), calibration)
     if json_out:

@@ -227,6 +227,7 @@ CODES: dict[str, str] = {
     "W758": "a job without a placement runs on the design's first root",
     "W759": "forecast beyond the scale and layout of the calibration runs",
     "W769": "a fit on fewer configurations than the constants it moves",
+    "W778": "a runs-table row's tokens per second and step time disagree",
     # E78x/W78x: observed data and diagnosis (`astral diagnose`, astral_dsl/observe, diagnose)
     "E780": "observed file cannot be read",
     "E781": "observed file is truncated, corrupt or not text",

@@ -22,6 +22,7 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.runs.agree import disagreements
 
 COLUMNS: Tuple[str, ...] = (
     "id", "source_url", "source_version", "system", "gpu", "precision", "model", "params_b",
@@ -101,6 +102,8 @@ class RunsTable:
     # E777 per cell of a rejected row, at the cell: the table is still read (valid), the row
     # listed as rejected
     rejected: Tuple[Diagnostic, ...] = ()
+    # W778 per row whose tokens/s per GPU and step time disagree, over the two cells (agree.py)
+    warnings: Tuple[Diagnostic, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -234,7 +237,8 @@ def parse_table(text: str, file: str) -> RunsTable:
                                "quote a cell that holds commas or quotes (\"a, b\"), doubling "
                                "its quotes"))
     runs = _generated_ids(runs)
-    return RunsTable(file, tuple(runs), tuple(diags), tuple(_rejections(runs, names, text, file)))
+    return RunsTable(file, tuple(runs), tuple(diags), tuple(_rejections(runs, names, text, file)),
+                     tuple(disagreements(runs, names, text, file)))
 
 
 # what a rejected cell should hold, by its column (docs/runs.md, "How cells are read")

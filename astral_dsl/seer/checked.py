@@ -14,7 +14,9 @@ groups' sizes).
 `astral calibrate` records, per dimension, the [lowest, highest] value of the runs it fitted
 (`ranges` in fit.json, from the layouts the forecasts ran: the rule's micro-batch where a row
 states none); a forecast outside one is `extrapolated` there (beyond the highest or below the
-lowest). Being outside changes neither the regime's `inside` nor its band: the band is the
+lowest: a job smaller than every run, a 2-GPU test design, is as unmeasured as one larger, its
+GEMM shapes, groups and overlaps priced with constants no run of its size checked; W759 says
+which side, `direction`). Being outside changes neither the regime's `inside` nor its band: the band is the
 error measured inside the ranges, and no measurement says how much wider it grows beyond them
 (a widening by a chosen factor would be a number nobody measured, shown as if one had), so the
 forecast says where it extrapolates (W759, `extrapolated` in the JSON) and the band stays what
@@ -55,6 +57,11 @@ class Beyond:
     value: float
     checked: Optional[Tuple[float, float]]
 
+    @property
+    def below(self) -> bool:
+        """Below the lowest checked (a job smaller than every run there), not above it."""
+        return self.checked is not None and self.value < self.checked[0]
+
     def as_json(self) -> dict:
         return {"field": self.field, "value": _num(self.value),
                 "checked": None if self.checked is None else [_num(x) for x in self.checked]}
@@ -66,6 +73,14 @@ class Beyond:
         lo, hi = self.checked
         return (f"{self.field} {show(self.field, self.value)} (checked "
                 f"{show(self.field, lo)}-{show(self.field, hi)})")
+
+
+def direction(out: Iterable[Beyond]) -> str:
+    """How a forecast leaves the checked ranges, as W759 and the report say it: "beyond" them
+    (every dimension above its highest), "below" them (every one under its lowest: a job
+    smaller than every run, a 2-GPU test design), else "outside" them."""
+    sides = {b.below for b in out}
+    return "below" if sides == {True} else "beyond" if sides == {False} else "outside"
 
 
 def _num(x: float):

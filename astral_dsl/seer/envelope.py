@@ -258,9 +258,10 @@ def extrapolated_warning(job, env: Envelope, calibration=None) -> List[Diagnosti
     first = env.extrapolated[0]
     return [Diagnostic(
         "W759", Severity.WARNING,
-        f"job `{job.template}`: the forecast extrapolates beyond the calibration runs: "
-        + env.beyond_text(), _span_of(job, first.field),
-        f"no run measured the error beyond those ranges, and the band ({env.text()}) is not "
+        f"job `{job.template}`: the forecast extrapolates "
+        f"{checked.direction(env.extrapolated)} the calibration runs: " + env.beyond_text(),
+        _span_of(job, first.field),
+        f"no run measured the error outside those ranges, and the band ({env.text()}) is not "
         "widened for it: measure runs of this scale and layout and fit Seer on them (`astral "
         "calibrate`, docs/runs.md)" + (", then forecast with `--calibration`"
                                        if calibration is None else ""),

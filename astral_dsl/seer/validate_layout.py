@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import List
 
+from astral_dsl.analyses import rank_order
 from astral_dsl.diagnostics import Diagnostic
 from astral_dsl.seer import budget
 from astral_dsl.seer.diag import choices, err as _err, warn as _warn
@@ -138,13 +139,13 @@ def layout(spec: JobSpec, where) -> List[Diagnostic]:
         if m.experts % par.ep:
             out.append(_err("E753", f"{name}: ep = {par.ep} does not divide the {m.experts} "
                                     f"experts of `{m.name}`", where("ep"), _ep_hint(m, par)))
-        elif (par.tp * par.dp * par.cp) % par.ep:
+        elif _grid(spec)[0] == "ep":
             out.append(_err("E753", f"{name}: ep = {par.ep} does not divide tp x dp x cp = "
                                     f"{par.tp * par.dp * par.cp}: expert groups are carved out "
                                     f"of the tensor- and data-parallel ranks (expert tensor "
                                     f"parallelism {par.etp})", where("ep"), _ep_hint(m, par)))
         else:
-            out.extend(expert_tensor(spec, where))
+            out.extend(expert_tensor(spec, where, _grid(spec)[0] == "etp"))
     elif par.ep > 1:
         out.append(_err("E753", f"{name}: ep = {par.ep} but `{m.name}` has no experts",
                         where("ep"), "leave `ep` out (1): a dense model has no experts to "
@@ -211,9 +212,27 @@ def _order(spec: JobSpec, where) -> List[Diagnostic]:
         problem = "names " + ", ".join(f"`{d}`" for d in twice) + " more than once"
     elif missing:
         problem = "leaves out " + ", ".join(f"`{d}` ({d} = {sizes[d]})" for d in missing)
+    hint = ('name the parallel dimensions tp, cp, ep, dp and pp once each, fastest first, '
+            'e.g. "tp-cp-ep-dp-pp" (Megatron-Core\'s default) or "tp-cp-ep-pp-dp"')
+    rule, what = _grid(spec)
+    if problem is None and rule in ("named", "pp"):
+        problem = what
+        if rule == "pp":
+            hint = ('put `pp` last, as in "tp-cp-ep-dp-pp" (Megatron-Core\'s default); with '
+                    '`pp` just before `dp`, ep x etp = tp x cp = '
+                    f'{par.tp * par.cp:,} keeps the experts\' data-parallel and pipeline groups '
+                    'those of the dense layers')
     if problem is None:
         return []
     return [_err("E759", f"job `{spec.name}`: the rank order \"{text}\" {problem}",
-                 where("order"), 'name the parallel dimensions tp, cp, ep, dp and pp once each, '
-                                 'fastest first, e.g. "tp-cp-ep-dp-pp" (Megatron-Core\'s '
-                                 'default) or "tp-cp-ep-pp-dp"')]
+                 where("order"), hint)]
+
+
+def _grid(spec: JobSpec):
+    """The expert-grid rule a model with experts breaks (analyses/rank_order.expert_grid, the
+    rule `astral search` applies too), as (rule, what); (None, "") if none or no experts."""
+    par = spec.parallel
+    if not spec.model.experts:
+        return None, ""
+    return rank_order.expert_grid(par.tp, par.cp, par.dp, par.pp, par.ep, par.etp,
+                                  par.order) or (None, "")

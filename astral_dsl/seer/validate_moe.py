@@ -39,7 +39,7 @@ def token_drop(spec: JobSpec, where) -> List[Diagnostic]:
     return []
 
 
-def expert_tensor(spec: JobSpec, where) -> List[Diagnostic]:
+def expert_tensor(spec: JobSpec, where, beyond_ranks: bool = False) -> List[Diagnostic]:
     """E753 for an expert tensor parallelism (`etp`) Megatron-Core refuses or Seer does not
     model: a model without experts; ETP x EP x PP not dividing the world (parallel_state.py:
     "world_size is not divisible by expert_tensor_model_pipeline_parallel size"), i.e. ETP x EP
@@ -47,7 +47,9 @@ def expert_tensor(spec: JobSpec, where) -> List[Diagnostic]:
     `divide(moe_ffn_hidden_size x local experts, tp_size)` over the expert-TP group); experts
     with biases (transformer_config.py: "Bias in Moe is only supported when ETP==1"); and, as
     Seer prices ETP only as Megatron-Core's all-to-all dispatcher runs it (an all-gather and a
-    reduce-scatter over the expert-TP group: lower_moe.py), another dispatcher or framework."""
+    reduce-scatter over the expert-TP group: lower_moe.py), another dispatcher or framework.
+    `beyond_ranks`: ETP x EP does not divide TP x DP x CP (analyses/rank_order.expert_grid's
+    "etp", the rule `astral search` applies too)."""
     par, m = spec.parallel, spec.model
     etp, name = par.etp, f"job `{spec.name}`"
     if etp <= 1:
@@ -57,7 +59,7 @@ def expert_tensor(spec: JobSpec, where) -> List[Diagnostic]:
                     where("etp"), "leave `etp` out (1): expert tensor parallelism splits "
                                   "the routed experts' weights")]
     ranks = par.tp * par.dp * par.cp
-    if ranks % (par.ep * etp):
+    if beyond_ranks:
         return [err("E753", f"{name}: ep x etp = {par.ep} x {etp} does not divide tp x dp x "
                             f"cp = {ranks:,}: the expert-tensor- and expert-parallel groups "
                             f"are carved out of a pipeline stage's ranks",

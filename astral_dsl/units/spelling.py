@@ -45,13 +45,17 @@ def spell(written: Dict[str, int], dims: Dim) -> str:
     """The unit of `dims` spelled in the names `written` with their exponents: a name whose
     exponents cancel is left out (`kW*h/h` is `kW`), and so are two names of one dimension
     above and below the line (`GB*s/Gb` is `s`, the value shown 8 times larger: the amount is
-    held in SI units); with none above the line, a named dimension's unit (`1 / (10 ms)` is
-    `100 Hz`, not `ms^-1`; `1 / (2 kW)` stays `kW^-1`). Kept when it reads back as a unit of
-    `dims`, else the preferred unit of `dims`."""
+    held in SI units); with none written above the line, a named dimension's unit (`1 / (10
+    ms)` is `100 Hz`, not `ms^-1`; `1 / (2 kW)` stays `kW^-1`), and with none left above it
+    after cancelling, the named unit only where it shows the same number (`(10 GB/s) / (2 GB)`
+    is `5 Hz`; `(1 MW/h) / (1 kW)` is `1000 h^-1`, a rate per hour as written, not `0.2778
+    Hz`). Kept when it reads back as a unit of `dims`, else the preferred unit of `dims`."""
+    reciprocal = not any(e >= 0 for e in written.values())     # a 0: names that cancelled
     written = _cancelled(written)
-    if not any(e > 0 for e in written.values()) and _named(dims):
-        return _named(dims)
     candidate = _written(written)
+    if not any(e > 0 for e in written.values()) and _named(dims) and (
+            reciprocal or _scale(candidate) == _scale(_named(dims))):
+        return _named(dims)
     if candidate:
         try:
             if parse_unit(candidate).dims == dims:
@@ -71,6 +75,13 @@ def _cancelled(written: Dict[str, int]) -> Dict[str, int]:
                 n = min(out[up], -out[down])
                 out[up], out[down] = out[up] - n, out[down] + n
     return out
+
+
+def _scale(unit: str):
+    try:
+        return parse_unit(unit).scale if unit else None
+    except ValueError:
+        return None
 
 
 def _dims_of(name: str):

@@ -4,7 +4,7 @@ For each GPU count (the job's `gpus`, else its placement's; `--gpus` for others)
 combination of
 
 - tp, cp, pp among the divisors of the GPU count, dp = GPUs / (tp x cp x pp);
-- ep among the divisors of dp x cp (mixture-of-experts models only);
+- ep among the divisors of tp x dp x cp (mixture-of-experts models only);
 - the micro-batch among the divisors of the global batch;
 - the virtual stages (model chunks) of the interleaved schedule: 1, or for pp > 1 a divisor of
   the layers every stage holds;
@@ -26,6 +26,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl import records
+from astral_dsl.analyses import rank_order
 from astral_dsl.seer import budget
 from astral_dsl.seer.spec import JobSpec
 from astral_dsl.seer.stages import divisors
@@ -36,10 +37,11 @@ ZERO = (0, 1, 2, 3)
 RULES: Dict[str, Tuple[str, str]] = {
     "tp_heads": ("E750", "tp does not divide the attention heads (or the key/value heads)"),
     "pp_layers": ("E751", "more pipeline stages than layers"),
-    "ep": ("E753", "ep does not divide the experts, or dp x cp; or ep x etp tp x dp x cp"),
+    "ep": ("E753", "ep does not divide the experts, or ep x etp does not divide tp x dp x cp"),
     "batch": ("E756", "the global batch is not divisible by micro-batch x dp (x pipeline_runs)"),
     "seq_cp": ("E756", "cp does not divide the sequence"),
-    "order": ("E759", "the declared rank order leaves out a dimension larger than 1"),
+    "order": ("E759", "the declared rank order leaves out a dimension larger than 1, or puts "
+                       "pp before a dimension where the experts' grid does not match the dense one"),
     "reshard": ("E761", "reshard_after_forward is declared: only ZeRO-3 applies"),
     "budget": ("E762", "beyond Seer's work budget (pipeline blocks or tokens per micro-batch)"),
     "cp_attention": ("E764", "context parallelism needs fused attention"),
@@ -208,7 +210,7 @@ def _layouts(n: int, experts: int) -> Iterator[Tuple[int, int, int, int, int]]:
         for cp in divisors(n // tp):
             for pp in divisors(n // (tp * cp)):
                 dp = n // (tp * cp * pp)
-                for ep in (divisors(dp * cp) if experts else [1]):
+                for ep in (divisors(tp * dp * cp) if experts else [1]):
                     yield tp, cp, pp, dp, ep
 
 
@@ -219,8 +221,9 @@ def _layout_rule(space: Space, tp: int, cp: int, pp: int, dp: int, ep: int) -> O
         return "tp_heads"
     if pp > m.layers:
         return "pp_layers"
-    if m.experts and (m.experts % ep or (dp * cp) % ep
-                      or (tp * dp * cp) % (ep * base.parallel.etp)):
+    grid = rank_order.expert_grid(tp, cp, dp, pp, ep, base.parallel.etp, base.parallel.order) \
+        if m.experts else None
+    if m.experts and (m.experts % ep or (grid and grid[0] in ("ep", "etp"))):
         return "ep"
     if base.seq % cp:
         return "seq_cp"
@@ -232,4 +235,6 @@ def _layout_rule(space: Space, tp: int, cp: int, pp: int, dp: int, ep: int) -> O
         sizes = {"tp": tp, "cp": cp, "ep": ep, "dp": dp, "pp": pp}
         if any(s > 1 and d not in space.order_declared for d, s in sizes.items()):
             return "order"
+    if grid:                    # the experts' grid and the order (seer/validate_layout.py, E759)
+        return "order"
     return None

@@ -13,6 +13,7 @@ from typing import Any, Dict
 from astral_dsl.outputs.jsonout import scenario_json
 from astral_dsl.units.readable import memory_capacity
 from astral_dsl.seer.envelope import band_text as text_of, inverse
+from astral_dsl.seer.checked import direction
 
 BREAKDOWN_LABELS = (("compute", "compute (incl. recompute)"), ("tp_comm", "exposed TP comm"),
                     ("cp_comm", "exposed CP comm"), ("ep_comm", "exposed EP comm"),
@@ -177,7 +178,8 @@ def render(fc) -> str:
         lines += textwrap.wrap(env.measured_note(), 100, initial_indent=" " * 19,
                                subsequent_indent=" " * 19)
     if env.extrapolated:        # beyond the runs the band was measured on (seer/checked.py)
-        lines += textwrap.wrap(f"extrapolated beyond the calibration runs: {env.beyond_text()} "
+        lines += textwrap.wrap(f"extrapolated {direction(env.extrapolated)} the calibration "
+                               f"runs: {env.beyond_text()} "
                                "(W759): no run measured the error there", 100,
                                initial_indent=" " * 19, subsequent_indent=" " * 19)
     # tokens/s, MFU and HFU go inversely with the time: the time's band, inverted
