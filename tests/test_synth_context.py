@@ -24,7 +24,7 @@ from astral_dsl import diagnose, seer
 from astral_dsl.diagnose import match
 from astral_dsl.observe.load import load
 from astral_dsl.observe.records import OP_INDEX
-from astral_dsl.synth import Fault, SynthError, generate, write
+from astral_dsl.synth import Fault, generate, write
 from astral_dsl.synth.generator import PHASE_NAMES
 from clirun import astral as _astral_cli
 from jobtext import job
@@ -204,22 +204,22 @@ def test_a_slow_gpu_under_zero3_with_experts_is_named_first(design, fmoe):
     assert found.suspects[0].path == rm.ranks[3].gpu
 
 
-def test_a_group_across_stages_is_refused_with_e798(design, tmp_path):
+def test_a_group_across_stages_is_refused_before_the_drill(design, tmp_path):
     """order tp-cp-ep-pp-dp with pp 2: pp's stride is 1 (tp, cp 1; the dense numbering's ep
-    1), so an EP group (8 consecutive ranks of the expert numbering) holds ranks of both
-    stages: the generator raises with the `order` field, and `astral synth` says E798 there,
-    exit 1, nothing written."""
-    fc = seer.forecast(design, job="apart")
-    with pytest.raises(SynthError) as exc:
-        generate(fc, diagnose.rank_map(design, "apart"))
-    assert exc.value.field == "order" and str(exc.value) == (
-        "job `apart`: order `tp-cp-ep-pp-dp`: an EP group holds ranks of more than one "
-        "pipeline stage: the drill generator replays each stage's groups within the stage")
+    1), so an EP group (8 consecutive ranks of the expert numbering) would hold ranks of both
+    stages. Megatron-Core refuses such an order (parallel_state: the experts' data-parallel
+    size must equal dp when pp is not last), and so does validation (E759 at the `order`
+    field): `astral synth` says so, exit 1, nothing written; the drill generator's own guard
+    (E798) is never reached by a job that validates."""
+    with pytest.raises(seer.ForecastError) as exc:
+        seer.forecast(design, job="apart")
+    assert "E759" in str(exc.value)
     src = tmp_path / "tiny.astral"
     src.write_text(TEXT)
     out = tmp_path / "drill.csv"
     run = _astral_cli("synth", str(src), "--job", "apart", "-o", str(out), "--format", "json")
     assert run.returncode == 1 and not out.exists()
-    e798 = [d for d in json.loads(run.stdout)["diagnostics"] if d["code"] == "E798"]
+    codes = [d for d in json.loads(run.stdout)["diagnostics"] if d["severity"] == "error"]
     line = next(i for i, t in enumerate(TEXT.splitlines(), 1) if "tp-cp-ep-pp-dp" in t)
-    assert len(e798) == 1 and e798[0]["hint"] and e798[0]["range"]["start"]["line"] == line
+    assert [d["code"] for d in codes] == ["E759"] and codes[0]["hint"]
+    assert codes[0]["range"]["start"]["line"] == line
