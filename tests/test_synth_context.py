@@ -10,7 +10,8 @@ The smallest design that crosses hosts: tiny.astral's two hosts of 8 H100 (16 ra
 - `ctx`: tp 8, cp 2: rank = tp + 8 cp, so each CP group (and DP x CP group: dp 1) is the pair
   {t, t + 8}, one GPU of each host: 8 groups, each crossing the hosts' NICs of rail t.
 - `fmoe`: tp 1, dp 16, ep 8, zero 3: the EP groups are the hosts (0-7, 8-15: NVLink), the
-  expert-data-parallel groups (EDP = 16 / 8 = 2) the pairs {r, r + 8}, the DP group all 16."""
+  expert-data-parallel groups (EDP = 16 / 8 = 2) the pairs {r, r + 8}, the DP group all 16.
+- `ep`: the same with zero 1: the EP groups the hosts, the DP group all 16."""
 from __future__ import annotations
 
 import glob
@@ -63,6 +64,8 @@ TEXT = (ROOT / "tiny.astral").read_text() + MODELS + \
     job("ctx", "Mini", 16, "tp = 8, cp = 2, pp = 1, dp = 1",
         "global_batch = 8, micro = 1, seq = 8192", "Tiny") + \
     job("fmoe", "MiniMoE", 16, "tp = 1, pp = 1, dp = 16, ep = 8, zero = 3",
+        "global_batch = 32, micro = 1, seq = 4096", "Tiny") + \
+    job("ep", "MiniMoE", 16, "tp = 1, pp = 1, dp = 16, ep = 8, zero = 1",
         "global_batch = 32, micro = 1, seq = 4096", "Tiny") + \
     job("apart", "MiniMoE", 16, 'tp = 1, pp = 2, dp = 8, ep = 8, zero = 3, '
         'order = "tp-cp-ep-pp-dp"', "global_batch = 32, micro = 1, seq = 4096", "Tiny")
@@ -223,3 +226,50 @@ def test_a_group_across_stages_is_refused_with_e798(design, tmp_path):
     e798 = [d for d in json.loads(run.stdout)["diagnostics"] if d["code"] == "E798"]
     line = next(i for i, t in enumerate(TEXT.splitlines(), 1) if "tp-cp-ep-pp-dp" in t)
     assert len(e798) == 1 and e798[0]["hint"] and e798[0]["range"]["start"]["line"] == line
+
+
+def _kernels(path, stream):
+    """(start, end) in us of a trace's kernels on one stream (synth/write.py's streams)."""
+    doc = json.loads(path.read_text())
+    return sorted((e["ts"], e["ts"] + e["dur"]) for e in doc["traceEvents"]
+                  if e.get("cat") == "kernel" and e["tid"] == stream)
+
+
+def test_a_slow_gpu_under_ep_is_named_from_traces(design, tmp_path):
+    """Job `ep`, traces: rank 3's GPU 20 % slow makes its EP group (host 0) wait for it in every
+    all-to-all. Each block's compute is written in the stretches between its all-to-alls, as a
+    profiler shows the kernels (no compute kernel over an all-to-all it waits for): the
+    peers' wait is inside their all-to-all kernels, and rank 3 is named first by its compute.
+    The block's compute had been one kernel from the block's start, run over its all-to-alls:
+    each peer's wait for rank 3 was an idle gap after it (about 7 ms an iteration on host 0,
+    1.4 ms on rank 3), and counted with its compute (a GPU waiting for its host is idle) it
+    made the peers as slow as rank 3: `healthy`, no suspect (the rank log named rank 3).
+    Healthy traces raise no alarm."""
+    fc, rm = seer.forecast(design, job="ep"), diagnose.rank_map(design, "ep")
+    fault = Fault("gpu", rm.ranks[3].gpu, 0.2, 3)
+    found = diagnose.diagnose(design, _traces(generate(fc, rm, [fault], seed=1),
+                                              tmp_path / "bad"), job="ep")
+    compute = _kernels(tmp_path / "bad" / "rank-0.json", 7)
+    a2a = _kernels(tmp_path / "bad" / "rank-0.json", 32)
+    # (within 1 us: the times are microseconds since 1970 as doubles, a quarter-us apart)
+    assert len(a2a) == 48 and max(min(e, e2) - max(s, s2) for s, e in compute
+                                  for s2, e2 in a2a) < 1.0
+    assert found.verdict == "suspects" and found.suspects[0].path == rm.ranks[3].gpu
+    assert found.suspects[0].probability > 0.95 and len(found.suspects) == 1
+    healthy = diagnose.diagnose(design, _traces(generate(fc, rm, [], seed=1), tmp_path / "ok"),
+                                job="ep")
+    assert healthy.verdict == "healthy" and not healthy.suspects and healthy.probability < 0.1
+
+
+def test_a_slow_gpu_under_cp_is_named_from_traces_alone(design, ctx, tmp_path):
+    """Traces of `ctx`, rank 3's GPU 20 % slow: the GPU alone is named (its compute runs beside
+    each ring step's exchange and waits for the step's end after it). With the block's compute
+    one kernel, rank 11 (its CP peer) had looked idle while waiting for it, and its host was
+    named beside the GPU, 0.5 each."""
+    fc, rm = ctx
+    fault = Fault("gpu", rm.ranks[3].gpu, 0.2, 3)
+    found = diagnose.diagnose(design, _traces(generate(fc, rm, [fault], seed=1), tmp_path),
+                              job="ctx")
+    assert [s.path for s in found.suspects] == [rm.ranks[3].gpu]
+    assert found.suspects[0].probability > 0.95
+
