@@ -25,6 +25,7 @@ from astral_dsl import diagnose, seer
 from astral_dsl.diagnose import match
 from astral_dsl.observe.load import load
 from astral_dsl.observe.records import OP_INDEX
+from astral_dsl.outputs import diagnosis as diagnosis_out
 from astral_dsl.synth import Fault, SynthError, generate, write
 from astral_dsl.synth.generator import PHASE_NAMES
 from clirun import astral as _astral_cli
@@ -273,3 +274,22 @@ def test_a_slow_gpu_under_cp_is_named_from_traces_alone(design, ctx, tmp_path):
     assert [s.path for s in found.suspects] == [rm.ranks[3].gpu]
     assert found.suspects[0].probability > 0.95
 
+
+def test_a_small_slow_down_is_no_alarm_and_no_probability_of_one(design, ctx):
+    """A healthy `ctx` drill (seed 3): rank 9 computes 2.6, 3.2 and 4.2 % above its stage's
+    median (the drill's GPU spread), under SLOW_MIN (5 %) in every iteration: not named, and
+    against its stage's spread of 0.73 % its ln Bayes factor is 9.2. It had carried the job's
+    probability to >99 % beside a `healthy` verdict; such a unit's factor counts as at most 1.
+    By hand: the compute family's prior odds 1/3 over 16 ranks; 15 ranks at the factor of
+    three iterations near their median, the mean over q in (1/4, 1/2, 3/4, 1) of (1 - q)^3 =
+    (27/64 + 8/64 + 1/64 + 0) / 4 = 0.140625, rank 9 at 1; nothing slow in the network, the
+    forecast within its band (factors e^-29 and below): odds (15 x 0.140625 + 1) / 48 =
+    0.064779, probability 0.064779 / 1.064779 = 0.0608."""
+    fc, rm = ctx
+    found = diagnose.diagnose(design, write.to_observed(generate(fc, rm, [], seed=3)),
+                              job="ctx")
+    assert found.verdict == "healthy" and not found.suspects
+    assert found.probability == pytest.approx(0.0608, abs=2e-4)
+    text = diagnosis_out.render(found)
+    assert "verdict    healthy: probability 6% that something is wrong" in text
+    assert diagnosis_out.to_json(found)["probability"] == pytest.approx(0.0608, abs=2e-4)
