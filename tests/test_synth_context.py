@@ -24,7 +24,8 @@ import astral_dsl
 from astral_dsl import diagnose, seer
 from astral_dsl.diagnose import match
 from astral_dsl.observe.load import load
-from astral_dsl.observe.records import OP_INDEX
+from astral_dsl.observe import kernels, tracedoc
+from astral_dsl.observe.records import OP_INDEX, PHASES
 from astral_dsl.outputs import diagnosis as diagnosis_out
 from astral_dsl.synth import Fault, SynthError, generate, write
 from astral_dsl.synth.generator import PHASE_NAMES
@@ -236,7 +237,12 @@ def _kernels(path, stream):
                   if e.get("cat") == "kernel" and e["tid"] == stream)
 
 
-def test_a_slow_gpu_under_ep_is_named_from_traces(design, tmp_path):
+@pytest.fixture(scope="module")
+def ep(design):
+    return seer.forecast(design, job="ep"), diagnose.rank_map(design, "ep")
+
+
+def test_a_slow_gpu_under_ep_is_named_from_traces(design, ep, tmp_path):
     """Job `ep`, traces: rank 3's GPU 20 % slow makes its EP group (host 0) wait for it in every
     all-to-all. Each block's compute is written in the stretches between its all-to-alls, as a
     profiler shows the kernels (no compute kernel over an all-to-all it waits for): the
@@ -246,7 +252,7 @@ def test_a_slow_gpu_under_ep_is_named_from_traces(design, tmp_path):
     1.4 ms on rank 3), and counted with its compute (a GPU waiting for its host is idle) it
     made the peers as slow as rank 3: `healthy`, no suspect (the rank log named rank 3).
     Healthy traces raise no alarm."""
-    fc, rm = seer.forecast(design, job="ep"), diagnose.rank_map(design, "ep")
+    fc, rm = ep
     fault = Fault("gpu", rm.ranks[3].gpu, 0.2, 3)
     found = diagnose.diagnose(design, _traces(generate(fc, rm, [fault], seed=1),
                                               tmp_path / "bad"), job="ep")
@@ -260,6 +266,43 @@ def test_a_slow_gpu_under_ep_is_named_from_traces(design, tmp_path):
     healthy = diagnose.diagnose(design, _traces(generate(fc, rm, [], seed=1), tmp_path / "ok"),
                                 job="ep")
     assert healthy.verdict == "healthy" and not healthy.suspects and healthy.probability < 0.1
+
+
+DEEP_EP = ("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*, "
+           "float*, int*, int*, int4 const*, float const*, long const*, float const*, "
+           "bool const*, int const*, int, int, int, int, int, int, int, int, void**, int, int, "
+           "int)")
+
+
+def test_deep_eps_kernels_are_the_ep_exchange(design, ep, tmp_path):
+    """Megatron-Core's `flex` dispatcher runs DeepEP's kernels, no NCCL ones and no process
+    group arguments: the drill's traces of rank 3's GPU 20 % slow with every EP kernel renamed
+    so. Read as EP exchanges (matched on the rank's EP group by their order), the peers' wait
+    for rank 3 inside them is no compute, and rank 3 is named; read as compute they made every
+    peer as slow as rank 3: `healthy`. DeepEP's layout kernel (tokens per rank) computes."""
+    fc, rm = ep
+    fault = Fault("gpu", rm.ranks[3].gpu, 0.2, 3)
+    write.write_traces(generate(fc, rm, [fault], seed=1), str(tmp_path), compress=False)
+    for path in tmp_path.glob("*.json"):
+        doc = json.loads(path.read_text())
+        for e in doc["traceEvents"]:
+            if e.get("args", {}).get("Process Group Description") == \
+                    "EXPERT_MODEL_PARALLEL_GROUP":
+                e["name"] = DEEP_EP
+                e["args"] = {k: e["args"][k] for k in ("device", "stream", "correlation")}
+        path.write_text(json.dumps(doc))
+    observed = load(sorted(glob.glob(str(tmp_path / "*.json"))), workers=1)
+    rank0 = next(t for t in observed.traces if t.rank == 0)
+    ep_code = PHASES.index("ep_comm")
+    assert int((rank0.phase == ep_code).sum()) == 48 and (rank0.group[rank0.phase == ep_code]
+                                                          == -1).all()
+    found = diagnose.diagnose(design, observed, job="ep")
+    assert [s.path for s in found.suspects] == [rm.ranks[3].gpu]
+    layout = kernels.from_events(
+        [tracedoc.Event("X", "kernel", "void deep_ep::layout::get_dispatch_layout<256, 32, 8>"
+                        "(long const*, int*, int*, int*, bool*, int, int, int, int)", 1.0, 2.0,
+                        tracedoc.Args())], [], {})
+    assert layout.table[layout.code].tolist() == [[PHASES.index("compute"), -1, 0, -1]]
 
 
 def test_a_slow_gpu_under_cp_is_named_from_traces_alone(design, ctx, tmp_path):
