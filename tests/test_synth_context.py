@@ -10,7 +10,8 @@ The smallest design that crosses hosts: tiny.astral's two hosts of 8 H100 (16 ra
 - `ctx`: tp 8, cp 2: rank = tp + 8 cp, so each CP group (and DP x CP group: dp 1) is the pair
   {t, t + 8}, one GPU of each host: 8 groups, each crossing the hosts' NICs of rail t.
 - `fmoe`: tp 1, dp 16, ep 8, zero 3: the EP groups are the hosts (0-7, 8-15: NVLink), the
-  expert-data-parallel groups (EDP = 16 / 8 = 2) the pairs {r, r + 8}, the DP group all 16."""
+  expert-data-parallel groups (EDP = 16 / 8 = 2) the pairs {r, r + 8}, the DP group all 16.
+- `ep`: the same with zero 1: the EP groups the hosts, the DP group all 16."""
 from __future__ import annotations
 
 import glob
@@ -23,7 +24,9 @@ import astral_dsl
 from astral_dsl import diagnose, seer
 from astral_dsl.diagnose import match
 from astral_dsl.observe.load import load
-from astral_dsl.observe.records import OP_INDEX
+from astral_dsl.observe import kernels, tracedoc
+from astral_dsl.observe.records import OP_INDEX, PHASES
+from astral_dsl.outputs import diagnosis as diagnosis_out
 from astral_dsl.synth import Fault, generate, write
 from astral_dsl.synth.generator import PHASE_NAMES
 from clirun import astral as _astral_cli
@@ -63,6 +66,8 @@ TEXT = (ROOT / "tiny.astral").read_text() + MODELS + \
     job("ctx", "Mini", 16, "tp = 8, cp = 2, pp = 1, dp = 1",
         "global_batch = 8, micro = 1, seq = 8192", "Tiny") + \
     job("fmoe", "MiniMoE", 16, "tp = 1, pp = 1, dp = 16, ep = 8, zero = 3",
+        "global_batch = 32, micro = 1, seq = 4096", "Tiny") + \
+    job("ep", "MiniMoE", 16, "tp = 1, pp = 1, dp = 16, ep = 8, zero = 1",
         "global_batch = 32, micro = 1, seq = 4096", "Tiny") + \
     job("apart", "MiniMoE", 16, 'tp = 1, pp = 2, dp = 8, ep = 8, zero = 3, '
         'order = "tp-cp-ep-pp-dp"', "global_batch = 32, micro = 1, seq = 4096", "Tiny")
@@ -223,3 +228,111 @@ def test_a_group_across_stages_is_refused_before_the_drill(design, tmp_path):
     line = next(i for i, t in enumerate(TEXT.splitlines(), 1) if "tp-cp-ep-pp-dp" in t)
     assert [d["code"] for d in codes] == ["E759"] and codes[0]["hint"]
     assert codes[0]["range"]["start"]["line"] == line
+
+
+def _kernels(path, stream):
+    """(start, end) in us of a trace's kernels on one stream (synth/write.py's streams)."""
+    doc = json.loads(path.read_text())
+    return sorted((e["ts"], e["ts"] + e["dur"]) for e in doc["traceEvents"]
+                  if e.get("cat") == "kernel" and e["tid"] == stream)
+
+
+@pytest.fixture(scope="module")
+def ep(design):
+    return seer.forecast(design, job="ep"), diagnose.rank_map(design, "ep")
+
+
+def test_a_slow_gpu_under_ep_is_named_from_traces(design, ep, tmp_path):
+    """Job `ep`, traces: rank 3's GPU 20 % slow makes its EP group (host 0) wait for it in every
+    all-to-all. Each block's compute is written in the stretches between its all-to-alls, as a
+    profiler shows the kernels (no compute kernel over an all-to-all it waits for): the
+    peers' wait is inside their all-to-all kernels, and rank 3 is named first by its compute.
+    The block's compute had been one kernel from the block's start, run over its all-to-alls:
+    each peer's wait for rank 3 was an idle gap after it (about 7 ms an iteration on host 0,
+    1.4 ms on rank 3), and counted with its compute (a GPU waiting for its host is idle) it
+    made the peers as slow as rank 3: `healthy`, no suspect (the rank log named rank 3).
+    Healthy traces raise no alarm."""
+    fc, rm = ep
+    fault = Fault("gpu", rm.ranks[3].gpu, 0.2, 3)
+    found = diagnose.diagnose(design, _traces(generate(fc, rm, [fault], seed=1),
+                                              tmp_path / "bad"), job="ep")
+    compute = _kernels(tmp_path / "bad" / "rank-0.json", 7)
+    a2a = _kernels(tmp_path / "bad" / "rank-0.json", 32)
+    # (within 1 us: the times are microseconds since 1970 as doubles, a quarter-us apart)
+    assert len(a2a) == 48 and max(min(e, e2) - max(s, s2) for s, e in compute
+                                  for s2, e2 in a2a) < 1.0
+    assert found.verdict == "suspects" and found.suspects[0].path == rm.ranks[3].gpu
+    assert found.suspects[0].probability > 0.95 and len(found.suspects) == 1
+    healthy = diagnose.diagnose(design, _traces(generate(fc, rm, [], seed=1), tmp_path / "ok"),
+                                job="ep")
+    assert healthy.verdict == "healthy" and not healthy.suspects and healthy.probability < 0.1
+
+
+DEEP_EP = ("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*, "
+           "float*, int*, int*, int4 const*, float const*, long const*, float const*, "
+           "bool const*, int const*, int, int, int, int, int, int, int, int, void**, int, int, "
+           "int)")
+
+
+def test_deep_eps_kernels_are_the_ep_exchange(design, ep, tmp_path):
+    """Megatron-Core's `flex` dispatcher runs DeepEP's kernels, no NCCL ones and no process
+    group arguments: the drill's traces of rank 3's GPU 20 % slow with every EP kernel renamed
+    so. Read as EP exchanges (matched on the rank's EP group by their order), the peers' wait
+    for rank 3 inside them is no compute, and rank 3 is named; read as compute they made every
+    peer as slow as rank 3: `healthy`. DeepEP's layout kernel (tokens per rank) computes."""
+    fc, rm = ep
+    fault = Fault("gpu", rm.ranks[3].gpu, 0.2, 3)
+    write.write_traces(generate(fc, rm, [fault], seed=1), str(tmp_path), compress=False)
+    for path in tmp_path.glob("*.json"):
+        doc = json.loads(path.read_text())
+        for e in doc["traceEvents"]:
+            if e.get("args", {}).get("Process Group Description") == \
+                    "EXPERT_MODEL_PARALLEL_GROUP":
+                e["name"] = DEEP_EP
+                e["args"] = {k: e["args"][k] for k in ("device", "stream", "correlation")}
+        path.write_text(json.dumps(doc))
+    observed = load(sorted(glob.glob(str(tmp_path / "*.json"))), workers=1)
+    rank0 = next(t for t in observed.traces if t.rank == 0)
+    ep_code = PHASES.index("ep_comm")
+    assert int((rank0.phase == ep_code).sum()) == 48 and (rank0.group[rank0.phase == ep_code]
+                                                          == -1).all()
+    found = diagnose.diagnose(design, observed, job="ep")
+    assert [s.path for s in found.suspects] == [rm.ranks[3].gpu]
+    layout = kernels.from_events(
+        [tracedoc.Event("X", "kernel", "void deep_ep::layout::get_dispatch_layout<256, 32, 8>"
+                        "(long const*, int*, int*, int*, bool*, int, int, int, int)", 1.0, 2.0,
+                        tracedoc.Args())], [], {})
+    assert layout.table[layout.code].tolist() == [[PHASES.index("compute"), -1, 0, -1]]
+
+
+def test_a_slow_gpu_under_cp_is_named_from_traces_alone(design, ctx, tmp_path):
+    """Traces of `ctx`, rank 3's GPU 20 % slow: the GPU alone is named (its compute runs beside
+    each ring step's exchange and waits for the step's end after it). With the block's compute
+    one kernel, rank 11 (its CP peer) had looked idle while waiting for it, and its host was
+    named beside the GPU, 0.5 each."""
+    fc, rm = ctx
+    fault = Fault("gpu", rm.ranks[3].gpu, 0.2, 3)
+    found = diagnose.diagnose(design, _traces(generate(fc, rm, [fault], seed=1), tmp_path),
+                              job="ctx")
+    assert [s.path for s in found.suspects] == [rm.ranks[3].gpu]
+    assert found.suspects[0].probability > 0.95
+
+
+def test_a_small_slow_down_is_no_alarm_and_no_probability_of_one(design, ctx):
+    """A healthy `ctx` drill (seed 3): rank 9 computes 2.6, 3.2 and 4.2 % above its stage's
+    median (the drill's GPU spread), under SLOW_MIN (5 %) in every iteration: not named, and
+    against its stage's spread of 0.73 % its ln Bayes factor is 9.2. It had carried the job's
+    probability to >99 % beside a `healthy` verdict; such a unit's factor counts as at most 1.
+    By hand: the compute family's prior odds 1/3 over 16 ranks; 15 ranks at the factor of
+    three iterations near their median, the mean over q in (1/4, 1/2, 3/4, 1) of (1 - q)^3 =
+    (27/64 + 8/64 + 1/64 + 0) / 4 = 0.140625, rank 9 at 1; nothing slow in the network, the
+    forecast within its band (factors e^-29 and below): odds (15 x 0.140625 + 1) / 48 =
+    0.064779, probability 0.064779 / 1.064779 = 0.0608."""
+    fc, rm = ctx
+    found = diagnose.diagnose(design, write.to_observed(generate(fc, rm, [], seed=3)),
+                              job="ctx")
+    assert found.verdict == "healthy" and not found.suspects
+    assert found.probability == pytest.approx(0.0608, abs=2e-4)
+    text = diagnosis_out.render(found)
+    assert "verdict    healthy: probability 6% that something is wrong" in text
+    assert diagnosis_out.to_json(found)["probability"] == pytest.approx(0.0608, abs=2e-4)

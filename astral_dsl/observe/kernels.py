@@ -41,6 +41,11 @@ _NUMBER = (int, float)
 _NUMBER_TYPES = frozenset(_NUMBER)
 _SCALAR = (int, float, str)
 FIRST_NCCL = 2                  # the first row of an NCCL kernel's in a Columns' table
+# DeepEP's kernels (deepseek-ai/DeepEP, Megatron-Core's `flex` token dispatcher): a MoE layer's
+# dispatch and combine (intranode, internode, internode_ll) and their notify and barrier steps,
+# no NCCL kernel; each waits inside for the EP group's slowest member, so as compute they had
+# made every peer of a slow GPU as slow as it. Its layout kernel (tokens per rank) computes.
+_DEEP_EP, _DEEP_EP_COMPUTE = "deep_ep::", "deep_ep::layout::"
 
 
 @records.frozen(eq=False)
@@ -120,6 +125,8 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
     is_nccl = {n: n[:4].lower() == "nccl" for n in dict.fromkeys(names)}   # a few dozen names
     nccl = kernel & np.fromiter(map(is_nccl.__getitem__, names), dtype=bool, count=len(names))
     which = np.flatnonzero(nccl)
+    deep_ep = np.flatnonzero(kernel & np.fromiter(map(_is_deep_ep, names), dtype=bool,
+                                                  count=len(names)))
     number, first = np.zeros(0, dtype=np.int64), []
     if which.size:
         nccl_args = [args[i] for i in which.tolist()]
@@ -133,8 +140,13 @@ def from_events(events, groups: List[ProcessGroup], group_index: Dict) -> Column
         number = np.array(numbers, dtype=np.int64)
         _, at = np.unique(number, return_index=True)   # in the keys' order of appearance
         first = [nccl_args[i] for i in at.tolist()]
-    code, table = _code_table(kernel, which, number, first, groups, group_index)
+    code, table = _code_table(kernel, which, number, first, groups, group_index, deep_ep)
     return Columns(ts, dur, corr, names, devices, code, table, launches, steps)
+
+
+def _is_deep_ep(name: str) -> bool:
+    """A DeepEP communication kernel (`void deep_ep::intranode::dispatch<8, 768, 8192>(...)`)."""
+    return _DEEP_EP in name and _DEEP_EP_COMPUTE not in name
 
 
 def _floats_fit(values) -> bool:
@@ -199,10 +211,12 @@ def steps_of(rows) -> List[Tuple[float, float, int]]:
 
 
 def _code_table(kernel: np.ndarray, which: np.ndarray, number: np.ndarray, first, groups,
-                group_index) -> Tuple[np.ndarray, np.ndarray]:
+                group_index, deep_ep: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Per kernel its meaning: a row of the table (0 compute, 1 a memory copy, then one row per
     distinct NCCL key, numbered in order of first appearance: `number` per NCCL kernel
-    `which`, `first` the arguments of each key's first kernel); the table."""
+    `which`, `first` the arguments of each key's first kernel; last, for DeepEP's kernels
+    `deep_ep`, an EP exchange of no process group: matched on the rank's EP group by its
+    order, as a rank log's ep_comm rows are); the table."""
     table: List[Tuple[int, int, int, int]] = [(PHASE_INDEX["compute"], -1, 0, -1),
                                               (PHASE_INDEX["memory"], -1, 0, -1)]
     code = np.where(kernel, 0, 1).astype(np.int64)
@@ -210,6 +224,9 @@ def _code_table(kernel: np.ndarray, which: np.ndarray, number: np.ndarray, first
         table.append(_nccl_meaning(args, groups, group_index))
     if which.size:
         code[which] = number + FIRST_NCCL
+    if deep_ep.size:
+        code[deep_ep] = len(table)
+        table.append((PHASE_INDEX["ep_comm"], -1, OP_INDEX["collective"], -1))
     return code, np.array(table, dtype=np.int64)
 
 

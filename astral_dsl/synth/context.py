@@ -89,14 +89,21 @@ def collective(out, it, ranks, arrive, members, dur, factor, net, noise, rng, ph
     return end
 
 
-def run(out, it, ranks, start, comp, steps, ep, cp, net, noise, rng, op):
+def run(out, it, ranks, start, comp, steps, ep, cp, net, noise, rng, op, phase, block):
     """Replay a block's compute `comp` (per rank) from `start` with its exchanges in program
     order: `steps` ((share, "ep", (exposed, hidden)) and (share, "cp", (seconds, beside))),
     `ep` and `cp` each (members, factor) of the stage's groups; returns when each rank's compute
-    ends."""
+    ends. The compute is recorded (`phase`, `block`) as the stretches it runs in, as a profiler
+    shows its kernels: up to an all-to-all, which the compute stream waits for, and on from its
+    end; through a ring step's exchange for the compute beside it, on from when both are done.
+    One record from the block's start to its compute's sum had run over the exchanges and left
+    the wait for the slowest member as a gap after it: a trace showed every peer of a slow GPU
+    idle for as long as it waited, and its host as slow as the GPU."""
     clock, done = start, 0.0
     for share, kind, (a, b) in steps:
         arrive = np.broadcast_to(clock + comp * (share - done), ranks.shape)
+        _stretch(out, it, ranks, clock, comp, share - done + (b if kind == "cp" else 0.0),
+                 phase, block)
         done = share
         if kind == "ep":
             clock = experts.exchange(out, it, ranks, arrive, (a, b), *ep, net, noise, rng, op)
@@ -106,7 +113,16 @@ def run(out, it, ranks, start, comp, steps, ep, cp, net, noise, rng, op):
                          "cp_comm", op)
         clock = np.maximum(arrive + comp * b, end)
         done = share + b
+    _stretch(out, it, ranks, clock, comp, 1.0 - done, phase, block)
     return clock + comp * (1.0 - done)
+
+
+def _stretch(out, it, ranks, start, comp, share, phase, block):
+    """A stretch of a block's compute: `share` of `comp` (per rank) from `start`; none when
+    the share is none (two exchanges back to back)."""
+    if share > 1e-12:
+        out.add(ranks, it, phase, np.broadcast_to(start, ranks.shape), comp * share,
+                block=block)
 
 
 def merged(ep_steps, cp_steps) -> tuple:

@@ -273,17 +273,20 @@ def _pipeline(out, it, free0, idx, orders, base, hop, gpu_factor, it_factor, noi
             comp_base, tp_base = base[(i, ph, c)]
             comp = comp_base * gpu_factor[idx[i]] * it_factor * \
                 (1 + rng.normal(0, noise.kernel, (D, T))) * net.gpu_slow(idx[i], start)
-            tag = 1 if ph == "F" else 2
+            tag, phase = (1, "forward") if ph == "F" else (2, "backward")
             steps, ep_side, cp_side, zsteps, dp_factor, tp_factor, edp = side
-            done = context.run(out, it, idx[i], start, comp, steps[(i, ph, c)], ep_side[i],
-                               cp_side[i], net, noise, rng, OP["collective"]) \
-                if steps[(i, ph, c)] else start + comp
+            if steps[(i, ph, c)]:        # the compute in stretches between its exchanges
+                done = context.run(out, it, idx[i], start, comp, steps[(i, ph, c)],
+                                   ep_side[i], cp_side[i], net, noise, rng, OP["collective"],
+                                   phase, tag)
+            else:
+                done = start + comp
+                out.add(idx[i], it, phase, start, comp, block=tag)
             ready_tp = done.max(axis=1, keepdims=True)
             tp_static, tp_flap = tp_factor[i]
             tp = tp_base * tp_static * net.flap_factor(tp_flap, ready_tp) * \
                 np.exp(rng.normal(0, noise.comm, (D, 1)))
             end = ready_tp + tp
-            out.add(idx[i], it, "forward" if ph == "F" else "backward", start, comp, block=tag)
             if zsteps[(i, ph, c)]:
                 sharded.run(out, it, idx[i], start, np.broadcast_to(end, (D, T)),
                             zsteps[(i, ph, c)], _ring, dp_factor[i], edp[i], net, noise,
