@@ -289,6 +289,31 @@ def project(tmp_path):
     return tmp_path
 
 
+def test_switch_ports_past_the_names_made_once_are_named_alike(project, tmp_path, monkeypatch):
+    from astral_dsl.outputs import netbox
+
+    p, n = netbox.port_labels()
+    # index from 0, name from 1: the reference's ToR uplink 0 is port 129 (128 down ports)
+    assert (p[128], n[128], p[0], len(p)) == ("p129", "129", "p1", netbox.PORTS)
+    checked = astral_dsl.check(astral_dsl.compile(project / "fleet.astral"))
+    netbox.write(checked.design, str(tmp_path / "kept"), checked.devices)
+    monkeypatch.setattr(netbox, "PORTS", 4)       # only p1..p4 made once: the rest each time
+    netbox.port_labels.cache_clear()
+    try:
+        netbox.write(checked.design, str(tmp_path / "made"), checked.devices)
+    finally:
+        netbox.port_labels.cache_clear()
+    cables = (tmp_path / "kept" / "cables.csv").read_bytes()
+    assert (tmp_path / "made" / "cables.csv").read_bytes() == cables
+    # a leaf per block and rail (2 x 8), its 32 down ports then its 32 uplinks: p33 .. p64,
+    # each to a spine's down port
+    ups = [r for r in _rows(tmp_path / "kept" / "cables.csv") if "spine" in r["side_b_device"]]
+    assert len(ups) == 2 * 8 * 32 and {r["side_a_name"] for r in ups} == {
+        f"p{k}" for k in range(33, 65)}
+    assert ups[0]["description"] == \
+        "Cluster.fabric.block[0].rail[0].leaf[0] port 33 -- Cluster.fabric.spine[0]"
+
+
 def test_the_inventory_binds_and_names_stand_beside_paths(project):
     checked = astral_dsl.check(astral_dsl.compile(project / "fleet.astral"))
     assert checked.valid, checked.diagnostics

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-import attrs
-
 from astral_dsl import records
 from astral_dsl.analyses.network import _SCOPE_KINDS, fabric_counts
 from astral_dsl.analyses.rank_placement import HostSlot, _members, _port_groups, _walk, \
@@ -79,7 +77,8 @@ def _slots(owner, replica: str, fc, cache) -> Iterator[HostSlot]:
     chain = [(None, 0, [0], owner)]
     for index, slot in enumerate(_walk(owner, replica, replica, scope_kinds, counters, chain,
                                        cache, skip=True)):
-        yield attrs.evolve(slot, index=index)
+        # made directly: attrs.evolve costs 5 us a host (65,536 of the reference design)
+        yield HostSlot(slot.path, slot.instance, index, slot.scopes)
 
 
 def tier_links(design: Design, owner_paths: Dict[str, List[str]],
@@ -156,7 +155,7 @@ def _switches(slot: HostSlot, fc, owner_kind, cache, memo):
     if not places:
         return []
     wire = _port_groups(slot, fc, owner_kind, cache, memo)
-    return [(p.nic, p.port) + wire(p)[1:] for p in places]
+    return [(p.nic, p.port, switch, port) for p in places for _, switch, port in (wire(p),)]
 
 
 def _links_of(slot: HostSlot, fc, owner_kind, replica: str, cache, memo) -> HostLinks:

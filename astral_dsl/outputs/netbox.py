@@ -21,6 +21,7 @@ says what was left to NetBox's defaults (netbox_csv.py writes the CSV files). Sa
 files, byte for byte."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -255,7 +256,10 @@ def _cables(design, owners, names, by_path, notes):
     from astral_dsl.analyses.cabling import host_links, tier_links
 
     cache: Dict = {}
-    ports: Dict[int, List[Tuple[int, int, str]]] = {}
+    # per host model: (nic, port) -> (its interface, " nic K port J -- "); the switch ports'
+    # names made once (two million cables of the reference design)
+    ports: Dict[int, Dict[Tuple[int, int], Tuple[str, str]]] = {}
+    p_, n_ = port_labels()
     groups: Dict = {}
     for host_links_ in host_links(design, owners, groups):
         path = host_links_.host
@@ -264,22 +268,34 @@ def _cables(design, owners, names, by_path, notes):
             continue
         key = id(host.instance)
         if key not in ports:
-            ports[key] = {(k, j): name for k, j, name in interface_names(host.instance, cache)}
+            ports[key] = {(k, j): (name, f" nic {k} port {j} -- ")
+                          for k, j, name in interface_names(host.instance, cache)}
         interfaces, device = ports[key], names[path]
         for nic, port, switch, switch_port in host_links_.links:
             if switch in names:
-                yield (device, "dcim.interface", interfaces[(nic, port)], names[switch],
-                       "dcim.interface", f"p{switch_port + 1}", STATUS,
-                       f"{path} nic {nic} port {port} -- {switch}")
+                interface, between = interfaces[(nic, port)]
+                yield (device, "dcim.interface", interface, names[switch], "dcim.interface",
+                       p_[switch_port] if 0 <= switch_port < PORTS else f"p{switch_port + 1}",
+                       STATUS, path + between + switch)
     short: List = []
     for lower, lower_port, upper, upper_port in tier_links(design, owners, groups, short):
         if lower in names and upper in names:
-            yield (names[lower], "dcim.interface", f"p{lower_port + 1}", names[upper],
-                   "dcim.interface", f"p{upper_port + 1}", STATUS,
-                   f"{lower} port {lower_port + 1} -- {upper}")
+            n = n_[lower_port] if 0 <= lower_port < PORTS else str(lower_port + 1)
+            yield (names[lower], "dcim.interface", "p" + n, names[upper], "dcim.interface",
+                   p_[upper_port] if 0 <= upper_port < PORTS else f"p{upper_port + 1}",
+                   STATUS, f"{lower} port {n} -- {upper}")
     for s in short:
         notes.append(f"cables.csv: {s.uplinks:,} uplink(s) of tier `{s.tier}` of {s.fabric} "
                      "found no free down port on the tier above: not cabled")
+
+
+PORTS = 4096        # switch ports whose names are made once (the reference's have 128)
+
+
+@functools.lru_cache(maxsize=1)
+def port_labels() -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """The names of switch ports 0 .. PORTS - 1: `pN` and `N` (N from 1)."""
+    return tuple(f"p{i + 1}" for i in range(PORTS)), tuple(str(i + 1) for i in range(PORTS))
 
 
 def _power(design, found: List[Part], names) -> Tuple[List[tuple], List[tuple]]:

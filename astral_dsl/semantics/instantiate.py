@@ -52,7 +52,7 @@ class Instantiator:
         # value provenance (semantics/trace.py), told as values are made; without a trace the
         # evaluation runs unwrapped
         self.trace = trace
-        if trace is not None:
+        if trace is not None and trace.per_value:
             self._trace_hooks(trace)
 
     def _trace_hooks(self, trace) -> None:

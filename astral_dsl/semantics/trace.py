@@ -6,7 +6,9 @@ or let (`module_value`), every value coerced to a declared type (`converted`), e
 frame (`field`) and every roll-up a physical part answers (`derived`). The base class keeps the
 distinct values each expression took (the language server's hover reads them); the margins
 (explore/margins/shadow.py) keep a symbolic shadow beside each number. A compile without a trace
-pays nothing: the evaluator only wraps its methods when it has one.
+pays nothing: the evaluator only wraps its methods when it has one, and one whose `per_value`
+is False (it keeps nothing of `evaluated`, `field` and `derived`: the margins' numeric probes)
+is told only `module_value` and `converted`.
 
 After the compile, `evaluator` is the instantiator that ran (its frames, memoised roll-ups and
 evaluator, to ask further questions of the same evaluation) and `scopes` the modules' scopes."""
@@ -18,6 +20,8 @@ MAX_VALUES = 6      # distinct values kept per expression (a template instantiat
 
 
 class Trace:
+    per_value = True     # told `evaluated`, `field` and `derived` (False: a trace that ignores them)
+
     def __init__(self) -> None:
         self.evaluator: Optional[Any] = None       # semantics.instantiate.Instantiator
         self.scopes: Dict[int, Any] = {}           # id(module) -> ModuleScope

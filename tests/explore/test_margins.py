@@ -136,8 +136,16 @@ def test_a_design_that_does_not_compile_has_no_margins(tmp_path):
     assert report.margins == [] and "does not compile" in render(report)
 
 
-def test_reference_design():
-    report = margins.analyse(str(REPO / "examples/astral.astral"))
+@pytest.fixture(scope="module")
+def reference():
+    """The reference design's margins, every parameter: one analysis (about 300 compiles and
+    checks) for the tests that read it. A parameter's ranges are the same whether it alone or
+    every parameter is analysed (the probes are the design's, whatever asked for them)."""
+    return margins.analyse(str(REPO / "examples/astral.astral"))
+
+
+def test_reference_design(reference):
+    report = reference
     m = _by_label(report)
     rack = m['check "rack exceeds its busway rating" in Astral.pods[0].rows[0].racks[0]']
     rs = _ranges(rack)
@@ -218,9 +226,8 @@ def test_a_feeder_margin_includes_its_own_efficiency(tmp_path):
     assert _ranges(other)["n"].method == "numeric" and _ranges(other)["n"].high == 4
 
 
-def test_the_reference_utility_feeder_counts_its_efficiency():
-    report = margins.analyse(str(REPO / "examples/astral.astral"), params=["hosts_per_rack"])
-    failover = _by_label(report)["feeder Astral.pods[0].rows[0].utility (one feeder failed)"]
+def test_the_reference_utility_feeder_counts_its_efficiency(reference):
+    failover = _by_label(reference)["feeder Astral.pods[0].rows[0].utility (one feeder failed)"]
     # 16 racks x 4 x 10.2 kW = 652.8 kW through 97 %: 672.99 kW of the 800 kW capacity
     assert failover.limit.lhs == pytest.approx(652.8e3 / 0.97)
     assert failover.limit.margin == pytest.approx(800e3 - 652.8e3 / 0.97)
@@ -358,9 +365,8 @@ def test_compound_and_negated_checks_have_margins(tmp_path):
     assert broken['check "window" (part 2 of 2: `power >= 20 kW`) in S.racks[0]'].limit.holds
 
 
-def test_the_coolant_limit_of_the_reference():
-    report = margins.analyse(str(REPO / "examples/astral.astral"), params=["supply"])
-    coolant = _by_label(report)[
+def test_the_coolant_limit_of_the_reference(reference):
+    coolant = _by_label(reference)[
         "coolant supply of loop Astral.pods[0].secondary (the GPUs' cold plates accept at "
         "most 45 degC)"]
     # the loop supplies `supply` = 40 degC; the H800's cold plate accepts 45 degC (stdlib):
@@ -674,6 +680,17 @@ def test_the_memory_limit_reads_the_jobs_the_check_validated(monkeypatch):
     stale = _memory(attrs.evolve(c, jobs=other.jobs))
     assert stale == fresh and calls == ["llama70b"]
     assert _memory(other)[0].lhs != fresh[0].lhs
+    # Seer's estimate is made once per job and cluster (equal records): another compile of the
+    # same design (a probe of a parameter the job does not read) asks for it again, tp = 4 not
+    from astral_dsl.explore.margins.limits import _memory_estimate
+    from astral_dsl.seer import memory
+
+    again = checked(path, {})
+    _memory_estimate.cache_clear()
+    made, estimate = [], memory.estimate
+    monkeypatch.setattr(memory, "estimate", lambda *a: made.append(a) or estimate(*a))
+    assert _memory(c) == _memory(again) == fresh and len(made) == 1
+    assert _memory(other)[0].lhs != fresh[0].lhs and len(made) == 2
 
 
 def test_a_probe_records_the_sides_of_checks_and_nothing_per_value(design):
@@ -689,6 +706,8 @@ def test_a_probe_records_the_sides_of_checks_and_nothing_per_value(design):
     exact = collect(ws, traced, check(ws, ws.compile(trace=traced)))
     probed = collect(ws, numbers, check(ws, ws.compile(trace=numbers), required=False))
     assert traced._last and not numbers._last and not numbers.shadows
+    # nor is it told of them: its compile's evaluator runs unwrapped (semantics/trace.py)
+    assert "field" in vars(traced.evaluator) and "field" not in vars(numbers.evaluator)
     assert not numbers._last_value and not numbers._by_expr
     assert [(p.key, p.lhs, p.rhs, p.holds) for p in probed] == \
         [(e.key, e.lhs, e.rhs, e.holds) for e in exact]

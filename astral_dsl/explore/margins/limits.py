@@ -9,6 +9,7 @@ limit is `lhs <= rhs` (or `lhs == rhs`) in SI units, with sympy shadows of both 
 quantities are algebraic in the parameters."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, List, Optional, Tuple
 
 import attrs
@@ -367,9 +368,12 @@ def _memory(checked) -> List[Limit]:
     return out
 
 
+@functools.lru_cache(maxsize=16)
 def _memory_estimate(spec, cluster) -> Tuple[float, float]:
     """Seer's per-GPU estimate and its uncertainty, as its memory check computes them
-    (validate_memory.memory_check)."""
+    (validate_memory.memory_check). Kept for the last 16 (job, cluster) pairs (frozen records,
+    compared by value): most of a margins analysis' probes move a parameter the job does not
+    read (a limit, a temperature), and ask again for the same job on the same cluster."""
 
     from astral_dsl.seer import costs, lower, memory
 

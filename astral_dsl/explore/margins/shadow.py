@@ -362,6 +362,10 @@ class Shadows(Trace):
 class NumericRecorder(Shadows):
     """The operands of checks without any sympy: for evaluating the design at probe points."""
     symbolic = False
+    # Shadows' `field` and `derived` keep nothing without symbols, and `evaluated` below
+    # nothing at all: the evaluator need not wrap its methods to tell them (a third of a
+    # probe's compile of the reference went to the wrappers)
+    per_value = False
 
     # Without symbols every shadow is OPAQUE (module_value, field and derived keep none, and
     # _expr_shadow gives none), which is what `shadow` and `_sides` answer for a value or an
