@@ -314,9 +314,10 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             elif dp > 1:
                 par["zero"] = 1
             if moe:
-                fields["ep_overlap"] = True
-                assumed.append("expert-parallel all-to-all overlapped across micro-batches "
-                               "(the MoE recipes' setting)")
+                # the EP all-to-all is read exposed (no `ep_overlap`): until stop 48 the rows
+                # were read overlapped while Seer hid none of it (its hidden share had held the
+                # EP stream ahead of the rest: lower_comm.py), and the refits with the share
+                # hidden left out worse (docs/runs.md)
                 tokendrop = "tokendrop" in _n(row.model)
                 if tokendrop:
                     # the label says tokens were dropped: Megatron-Bridge's token-drop helper

@@ -32,11 +32,16 @@ class CommOps:
                                      m.group_top_k, lay.n, lay.hosts)
                 t = comm.dispatch(self.net, lay, nbytes / k, hit, self.a2a_eff)
             hidden = self.c.cal.ep_hidden * t if self.job.ep_overlap else 0.0
-            if hidden > 0:     # the share another micro-batch's computation hides
+            if hidden > 0:
+                # the share another micro-batch's computation hides: after the exposed rest
+                # on the EP stream (it occupies the stream, not this block's critical path)
+                main = b.add(Op(name, "comm", stream or group, t - hidden, 0.0, nbytes, group,
+                                layer), chain)
                 side = b.add(Op(name + " (overlapped)", "comm", group, hidden, 0.0, 0.0, group,
-                                layer, kernels=0), chain=False)
+                                layer, kernels=0), chain=False, join=False,
+                             extra=() if chain else (main,))
                 b.pending.remove(side)
-                t -= hidden
+                return main
         else:
             t = {"ar": comm.all_reduce, "rs": comm.reduce_scatter,
                  "ag": comm.all_gather}[kind](self.net, lay, nbytes)

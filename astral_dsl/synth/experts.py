@@ -13,7 +13,7 @@ is slowed by no network fault, and a group that spans two racks by a fault on a 
 switch that one of its cross-rack pairs' flows cross (the generator's routing, network.Net.route)."""
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 import numpy as np
 
@@ -30,18 +30,17 @@ def plan(template, speed: float = 1.0) -> Tuple[Step, ...]:
     `(overlapped)` side operator, with `ep_overlap`), all times `speed`."""
     total = template.compute
     compute = [(o.end, o.dur) for o in template.ops if o.stream == "compute"]
-    hidden: Dict[str, float] = {}
+    ops = template.ops
     out: List[Step] = []
-    for o in template.ops:
-        if o.stream != "ep":
+    for k, o in enumerate(ops):
+        if o.stream != "ep" or o.name.endswith(OVERLAPPED):
             continue
-        if o.name.endswith(OVERLAPPED):
-            hidden[o.name[:-len(OVERLAPPED)]] = o.dur
-            continue
+        # its hidden share, if any, is the operator after it (lower_comm._coll)
+        nxt = ops[k + 1] if k + 1 < len(ops) else None
+        hidden = nxt.dur if nxt is not None and nxt.name == o.name + OVERLAPPED else 0.0
         tol = 1e-12 * max(1.0, o.start)
         before = sum(d for end, d in compute if end <= o.start + tol)
-        out.append((before / total if total > 0 else 0.0, speed * o.dur,
-                    speed * hidden.pop(o.name, 0.0)))
+        out.append((before / total if total > 0 else 0.0, speed * o.dur, speed * hidden))
     return tuple(out)
 
 
