@@ -51,17 +51,53 @@ def test_stdlib_nemotron_3_nano_states_the_recipe_widths():
     assert f["pattern"].count("*") == 6 and len(f["pattern"]) == f["layers"] == 52
 
 
-def test_the_scan_moves_its_fp32_states_and_chunk_products():
-    # per token, bf16 (e = 2), d = 4,096, G N = 8 x 128, h P N / Q = 64 x 64 x 128 / 128 = 4,096
-    # state elements, G Q = 8 x 128 chunk products (mamba_ssm 2.2.4 ssd_combined.py):
-    # forward 5 e d + 4 e G N + (8 + 2 e) h P N / Q + 8 G Q + (e + 8) h
-    #       = 40,960 + 8,192 + 49,152 + 8,192 + 640 = 107,136 bytes;
-    # backward 15 e d + 15 e G N + (24 + 5 e) h P N / Q + 20 G Q + 2 (e + 8) h
-    #       = 122,880 + 30,720 + 139,264 + 20,480 + 1,280 = 314,624 bytes
+def test_the_scan_is_its_triton_kernels_bytes_and_products():
+    # per token, bf16 (e = 2), d = 4,096, G N = 8 x 128 = 1,024, s = h P N / Q = 64 x 64 x 128 /
+    # 128 = 4,096 fp32-kept state elements, c = G Q = 8 x 128 = 1,024 chunk products, h = 64
+    # (mamba_ssm 2.2.4 ssd_combined.py, lower_mamba.py `_ssd_kernels`); forward:
+    #   chunk_cumsum (e + 8) h = 640; chunk_state e d + e G N + 8 h + 4 s = 27,136;
+    #   state_passing (4 + e) s = 24,576; bmm_chunk 2 e G N + 4 c = 8,192;
+    #   chunk_scan 4 c + 4 e d + e G N + e s + 8 h = 47,616: 108,160 bytes in 5 kernels;
+    # backward: clone 256, chunk_cumsum 640, bmm_chunk 8,192, chunk_state 27,136,
+    #   state_passing (fp32 out) 8 s = 32,768, dz 6 e d = 49,152, dstates 26,880,
+    #   state_passing_bwd (8 + 2 e) s + 12 h = 49,920, dx 3 e d + 12 h + e G N + 4 c + e s =
+    #   39,680, dB 23,296, its sum 8 G N = 8,192 and its dA cumsum 8 h = 512, dC 23,040 and its
+    #   sum 8,192, dCB 2 e d + 8 h + 4 c = 20,992 and its sum 8 c = 8,192, two bmm_chunk_bwd
+    #   2 x 12,288, flips and cumsum 3 x 8 h = 1,536, ddAcs 22,016 and its sum 20 h = 1,280,
+    #   two adds 2 x 12 h = 1,536,
+    #   chunk_cumsum_bwd (8 + 2 e) h = 768: 378,752 bytes in 26 kernels
     low, _ = _in_proj(HYBRID)
-    assert low._ssd_bytes(False) == 8192 * 107136
-    assert low._ssd_bytes(True) == 8192 * 314624
+    assert low._ssd_bytes(False) == 8192 * 108160
+    assert low._ssd_bytes(True) == 8192 * 378752
+    assert (len(low._ssd_kernels(False)), len(low._ssd_kernels(True))) == (5, 26)
+    # products per token: forward 2 h P N (states) + 2 G Q N (C B^T) + 2 h P (N + Q) (output)
+    #   = 1,048,576 + 262,144 + 2,097,152 = 3,407,872; backward the states and C B^T again, the
+    #   state gradients, dx (2 h P (Q + N)), dB, dC, dCB, ddA (2 h P N or 2 h Q P each) and two
+    #   C B^T gradients: 8 x 1,048,576 + 3 x 262,144 = 9,175,040
+    assert low._ssd_flops(False) == 8192 * 3407872
+    assert low._ssd_flops(True) == 8192 * 9175040
     scan = next(o for o in low.template(0, 0, "F").ops if o.name == "ssd scan")
-    assert scan.nbytes == 8192 * 107136
-    # memory-bound on a GB200: at least the bytes over 85 % of 8 TB/s
-    assert scan.dur >= 8192 * 107136 / (8e12 * 0.85)
+    assert scan.nbytes == 8192 * 108160 and scan.kernels == 5
+    # every kernel memory-bound on a GB200 (the output kernel's products, 2,097,152 x 152/128
+    # FLOPs a token at 2.5 PFLOP/s x a 16-bit GEMM efficiency of ~0.45, take a third of its
+    # 47,616 bytes at 85 % of 8 TB/s), one after another: the bytes at 6.8 TB/s and 5 x 4 us
+    assert abs(scan.dur - (8192 * 108160 / 6.8e12 + 5 * 4e-6)) < 1e-12
+
+
+def test_two_sequences_a_micro_batch_copy_the_scan_s_input_and_output():
+    # Megatron-Core's _ssm_training: rearrange(zxBCdt, "l b d -> b l d").contiguous() and
+    # rearrange(y, "b l d -> l b d").contiguous() copy with b = 2 (a view with b = 1); the input's
+    # gradient reaches TE's backward transposed and is copied by its reshape:
+    # forward 2 x 16,384 tokens x 10,304 x 2 bytes and 2 x 16,384 x 4,096 x 2, backward the first
+    job = JobSpec("j", HYBRID, ParallelSpec(tp=1, dp=8), 16, 2, 8192, "none", "bf16")
+    low = Lowering(job, Costs.of(job, GB200), NET)
+    fwd = {o.name: o.nbytes for o in low.template(0, 0, "F").ops}
+    bwd = {o.name: o.nbytes for o in low.template(0, 0, "B").ops}
+    assert fwd["mamba layout copy"] == 2 * 16384 * 10304 * 2
+    assert fwd["mamba output copy"] == 2 * 16384 * 4096 * 2
+    assert bwd["mamba layout copy bwd"] == 2 * 16384 * 10304 * 2
+    one, _ = _in_proj(HYBRID)
+    assert not any("copy" in o.name for ph in "FB" for o in one.template(0, 0, ph).ops)
+    # the gated norm (no z: the scan gated it) reads and writes, its backward reads two, writes
+    assert fwd["mamba gated norm"] == 2 * 16384 * 4096 * 2
+    assert bwd["mamba gated norm bwd"] == 3 * 16384 * 4096 * 2

@@ -31,6 +31,8 @@ each says whether it comes from a data sheet, a published measurement or is an a
   the FlashAttention-3 measurements), keys the positions each query attends to (the sequence, or
   a sliding window); the backward at FA_BWD_RATIO of the forward's efficiency; a head narrower
   than 128 loses k(head) / k(128). Causal masking skips half the score blocks.
+- Mamba-2's scan: its Triton kernels one after another, each the longer of its bytes' HBM time
+  and its matrix products at the 16-bit GEMM efficiency (`kernels`), plus KERNEL_S.
 - Element-wise, normalisation and optimizer kernels stream HBM: t = bytes / (HBM * HBM_EFF) +
   KERNEL_S (STREAM-like kernels reach ~85-90% of the data-sheet bandwidth); the unfused
   attention's softmax and dropout at softmax_eff (fitted) of that, MoE token permutation at
@@ -355,6 +357,19 @@ class Costs:
                * keys / (keys + cal.attn_seq_half) * (FA_BWD_RATIO if backward else 1.0))
         return max(flops / (self.base_peak * self.clock * min(eff, 1.0)),
                    nbytes / self.bw) + KERNEL_S
+
+    def kernels(self, op: str, flops: float, parts) -> float:
+        """A sequence of kernels of one operator (Mamba-2's Triton scan: lower_mamba.py), each
+        `(name, bytes, ((flops, inner dimension), ...))`, one after another: each takes the
+        longer of its HBM time and its matrix products' time at the 16-bit GEMM efficiency of
+        the GPU's generation (eff_p x k/(k + K_HALF): a tl.dot is a GEMM tile), plus KERNEL_S.
+        A measured table prices the whole operator by its `flops` (`flopsN`)."""
+        t = None if self.table is None else self._measured(op, f"flops{int(flops)}")
+        if t is not None:
+            return t
+        rate = self.base_peak * self.clock * self.eff[self.base]
+        return sum(max(sum(f * (k + K_HALF) / k for f, k in dots) / rate, nb / self.bw)
+                   + KERNEL_S for _, nb, dots in parts)
 
     def stream(self, op: str, nbytes: float, kernels: int = 1, kind: str = "stream") -> float:
         """A memory-bound kernel (or `kernels` fused ones) moving `nbytes`."""

@@ -1,6 +1,6 @@
 """The lowering's Mamba-2 layer (a mixin of lower.Lowering): the in-projection, the depthwise
-convolution, the chunked state-space scan (SSD) and its kernels' bytes, the gated norm, the
-out-projection, and their backward."""
+convolution, the chunked state-space scan (SSD) as the sequence of Triton kernels mamba_ssm runs
+(each kernel's FLOPs and HBM bytes), the gated norm, the out-projection, and their backward."""
 from __future__ import annotations
 
 from astral_dsl.seer.template import Op
@@ -20,39 +20,95 @@ class MambaOps:
         conv = d_inner + 2 * groups * m.mamba_state
         return d_inner, heads, groups, 2 * d_inner + 2 * groups * m.mamba_state + heads, conv
 
-    def _ssd_flops(self, backward: bool) -> float:
-        """The chunked state-space scan (SSD, Dao and Gu 2024, section 6) of a rank's tokens:
-        per token and head, the intra-chunk products over the chunk (Q x (N + P) multiply-adds
-        per head and group) and the state updates and reads (2 N P)."""
-        m = self.job.model
-        d_inner, heads, groups, _, _ = self._mamba_dims()
+    def _ssd_kernels(self, backward: bool):
+        """The chunked scan (SSD, Dao and Gu 2024, section 6) as the Triton kernels of mamba_ssm
+        2.2.4 (ops/triton/ssd_combined.py, which Megatron-Core's Mamba layer calls through
+        mamba_split_conv1d_scan_combined, z gated in the scan, no norm weight): per kernel, its
+        HBM bytes and its matrix products as (FLOPs, inner dimension), over a rank's tokens.
+
+        Per token, e the activations' bytes, d the inner width, G N the groups' B or C width,
+        s = h P N / Q a chunk's states per token, c = G Q the chunk products C B^T per token, h
+        the heads; the states and C B^T are kept in fp32 (4 bytes) where the code says so, dt
+        and its cumulative sum dA are fp32 per head and position (8 h read together). The
+        products: a chunk's states from B and x (2 h P N, over the Q positions), C B^T (2 G Q N,
+        over N), the chunk's output from C, the states and C B^T (2 h P (N + Q)).
+        Forward (_mamba_chunk_scan_combined_fwd): chunk_cumsum (dt in, dt and dA out in fp32),
+        chunk_state (x, B, dt, dA in; fp32 states out), state_passing (fp32 states in, e out),
+        bmm_chunk (C and B in, fp32 C B^T out), chunk_scan (C B^T, x, z, C, states, dt, dA in;
+        the gated and the ungated output out).
+        Backward (_mamba_chunk_scan_combined_bwd): dt's clone; chunk_cumsum, bmm_chunk,
+        chunk_state and state_passing again (fp32 out); chunk_scan_bwd_dz (x, z, the ungated
+        output and dout in; dz and the ungated gradient out); chunk_scan_bwd_dstates (C, dout
+        in; fp32 state gradients out: 2 h P N); state_passing_bwd (the fp32 states and their
+        gradients in, both out at e); chunk_scan_chunk_state_bwd_dx (x, B, C B^T, dout, the
+        state gradients in; dx out: 2 h P (Q + N)); chunk_state_bwd_db (x, the state gradients,
+        B in; dB in fp32, summed over its splits by a reduction: one split once batch x chunks x h
+        fills the SMs h / G times, as at training sizes; its dA gradient's cumulative sum:
+        2 h P N); chunk_scan_bwd_dC (the states, dout, C in; dC in fp32, summed: 2 h P N);
+        chunk_scan_bwd_dcb (x, dout in; the fp32 C B^T gradient, summed: 2 h Q P); two
+        bmm_chunk_bwd (C or B, that gradient and dB or dC in, e out: 2 G Q N each); the dA
+        gradients' flips, cumulative sum and sums (fp32 per head); chunk_scan_bwd_ddAcs_stable
+        (x, dout, C B^T in; 4 fp32 partials per position, summed: 2 h Q P); chunk_cumsum_bwd."""
+        m, e = self.job.model, self.elem
+        d, h, g, _, _ = self._mamba_dims()
         Q, N, P = m.mamba_chunk, m.mamba_state, m.mamba_head
-        per_token = 2 * (heads * (Q * P + 2 * N * P) + groups * Q * N)
-        return self.tokens * per_token * (2.0 if backward else 1.0)
+        gn, s, c = g * N, h * P * N / Q, g * Q
+        state, cbf, scan = 2 * h * P * N, 2 * g * Q * N, 2 * h * P * Q
+        if not backward:
+            ks = (("chunk_cumsum", (e + 8) * h, ()),
+                  ("chunk_state", e * d + e * gn + 8 * h + 4 * s, ((state, Q),)),
+                  ("state_passing", (4 + e) * s, ()),
+                  ("bmm_chunk", 2 * e * gn + 4 * c, ((cbf, N),)),
+                  ("chunk_scan", 4 * c + 4 * e * d + e * gn + e * s + 8 * h,
+                   ((2 * h * P * N, N), (scan, Q))))
+        else:
+            ks = (("clone dt", 2 * e * h, ()),
+                  ("chunk_cumsum", (e + 8) * h, ()),
+                  ("bmm_chunk", 2 * e * gn + 4 * c, ((cbf, N),)),
+                  ("chunk_state", e * d + e * gn + 8 * h + 4 * s, ((state, Q),)),
+                  ("state_passing", 8 * s, ()),
+                  ("bwd_dz", 6 * e * d, ()),
+                  ("bwd_dstates", e * gn + 4 * h + e * d + 4 * s, ((state, Q),)),
+                  ("state_passing_bwd", (8 + 2 * e) * s + 12 * h, ()),
+                  ("bwd_dx", 3 * e * d + 12 * h + e * gn + 4 * c + e * s, ((scan, Q), (state, N))),
+                  ("bwd_db", e * d + 12 * h + e * s + e * gn + 4 * gn, ((state, P),)),
+                  ("sum db", 8 * gn, ()), ("cumsum", 8 * h, ()),
+                  ("bwd_dC", e * s + 8 * h + e * d + e * gn + 4 * gn, ((state, P),)),
+                  ("sum dC", 8 * gn, ()),
+                  ("bwd_dcb", 2 * e * d + 8 * h + 4 * c, ((scan, P),)),
+                  ("sum dcb", 8 * c, ()),
+                  ("bmm_chunk_bwd B", 2 * e * gn + 4 * c + 4 * gn, ((cbf, Q),)),
+                  ("bmm_chunk_bwd C", 2 * e * gn + 4 * c + 4 * gn, ((cbf, Q),)),
+                  ("flip", 8 * h, ()), ("cumsum", 8 * h, ()), ("flip", 8 * h, ()),
+                  ("bwd_ddAcs", 2 * e * d + 8 * h + 4 * c + 16 * h, ((scan, P),)),
+                  ("sum ddA", 20 * h, ()), ("add", 12 * h, ()), ("add", 12 * h, ()),
+                  ("chunk_cumsum_bwd", (8 + 2 * e) * h, ()))
+        t = self.tokens
+        return tuple((name, t * nb, tuple((t * f, k) for f, k in dots)) for name, nb, dots in ks)
+
+    def _ssd_flops(self, backward: bool) -> float:
+        """The scan's matrix products over a rank's tokens (the backward's recomputed chunk
+        states and C B^T included): `_ssd_kernels`."""
+        return sum(f for _, _, dots in self._ssd_kernels(backward) for f, _ in dots)
 
     def _ssd_bytes(self, backward: bool) -> float:
-        """HBM bytes of the chunked scan's Triton kernels over a rank's tokens (mamba_ssm 2.2.4,
-        ops/triton/ssd_combined.py, which Megatron-Core's Mamba layer calls through
-        mamba_split_conv1d_scan_combined), per token, e the activations' bytes, d the inner
-        width, G N the groups' B or C width, h P N / Q a chunk's states per token, G Q the
-        chunk products C B^T per token:
-        forward (chunk_cumsum, chunk_state, state_passing, bmm_chunk, chunk_scan): x read twice,
-        z once, the output and the ungated output written, 5 e d; B and C read twice each,
-        4 e G N; the states written in fp32, read and written again at e, read at e,
-        (8 + 2 e) h P N / Q; C B^T written and read in fp32, 8 G Q; dt and its cumulative sum
-        (e + 8) h;
-        backward (_mamba_chunk_scan_combined_bwd: the states and C B^T recomputed, then the dz,
-        dstates, state-passing, dx, dB, dC and dCB kernels and two bmm backwards): 15 e d,
-        15 e G N, (24 + 5 e) h P N / Q, 20 G Q, 2 (e + 8) h."""
-        m, e = self.job.model, self.elem
-        d, heads, groups, _, _ = self._mamba_dims()
-        Q, N, P = m.mamba_chunk, m.mamba_state, m.mamba_head
-        states, gn, cb = heads * P * N / Q, groups * N, groups * Q
-        if backward:
-            per = 15 * e * d + 15 * e * gn + (24 + 5 * e) * states + 20 * cb + 2 * (e + 8) * heads
-        else:
-            per = 5 * e * d + 4 * e * gn + (8 + 2 * e) * states + 8 * cb + (e + 8) * heads
-        return self.tokens * per
+        """HBM bytes of the scan's kernels over a rank's tokens (`_ssd_kernels`)."""
+        return sum(nb for _, nb, _ in self._ssd_kernels(backward))
+
+    def _ssd(self, b, name, backward, L):
+        kernels = self._ssd_kernels(backward)
+        flops = sum(f for _, _, dots in kernels for f, _ in dots)
+        nb = sum(n for _, n, _ in kernels)
+        b.add(Op(name, "attention", "compute", self.c.kernels(name, flops, kernels), flops, nb,
+                 "", L, kernels=len(kernels)))
+
+    def _mamba_layout(self, b, name, width, L):
+        """Megatron-Core 0.16.1's Mamba mixer (ssm/mamba_mixer.py `_ssm_training`) hands the scan
+        the in-projection's output as `rearrange(zxBCdt, "l b d -> b l d").contiguous()` and
+        the out-projection `rearrange(y, "b l d -> l b d").contiguous()`: with more than one
+        sequence a micro-batch each is a copy (read and write); with one it is a view."""
+        if self.job.micro > 1:
+            self._ew(b, name, 2 * self.tokens * width * self.elem, L)
 
     def _mamba_fwd(self, b, L, pre):
         m, elem, tokens = self.job.model, self.elem, self.tokens
@@ -60,13 +116,13 @@ class MambaOps:
         self._norm_fwd(b, pre + "input norm", L)
         self._linear(b, pre + "mamba in proj", tokens, width, m.hidden, L, norm_fed=True,
                      gather=pre + "mamba all-gather")
+        self._mamba_layout(b, pre + "mamba layout copy", width, L)
         self._ew(b, pre + "mamba conv1d", 2 * tokens * conv * elem, L)
-        flops = self._ssd_flops(False)
-        nb = self._ssd_bytes(False)
-        b.add(Op(pre + "ssd scan", "attention", "compute",
-                 self.c.flash(pre + "ssd scan", flops, nb, False, m.mamba_head, m.mamba_chunk),
-                 flops, nb, "", L))
-        self._ew(b, pre + "mamba gated norm", 3 * tokens * d_inner * elem, L, "norm")
+        self._ssd(b, pre + "ssd scan", False, L)
+        self._mamba_layout(b, pre + "mamba output copy", d_inner, L)
+        # the gated norm: mamba_ssm's RMSNormGated with no z (the scan gated the output), group
+        # size d / G: reads its input and writes its output
+        self._ew(b, pre + "mamba gated norm", 2 * tokens * d_inner * elem, L, "norm")
         self._linear(b, pre + "mamba out proj", tokens, m.hidden, d_inner, L)
         self._tp_out(b, pre + "mamba", L)
         self._residual(b, pre + "residual", L)
@@ -77,14 +133,15 @@ class MambaOps:
         self._residual(b, "residual bwd", L)
         self._linear_bwd(b, "mamba out proj", tokens, m.hidden, d_inner, L, column=False,
                          grad_gather="mamba grad all-gather")
-        self._ew(b, "mamba gated norm bwd", 5 * tokens * d_inner * elem, L, "norm")
-        flops = self._ssd_flops(True)
-        nb = self._ssd_bytes(True)
-        b.add(Op("ssd scan bwd", "attention", "compute",
-                 self.c.flash("ssd scan bwd", flops, nb, True, m.mamba_head, m.mamba_chunk),
-                 flops, nb, "", L))
+        # the norm's backward reads its input and the gradient and writes one (no z)
+        self._ew(b, "mamba gated norm bwd", 3 * tokens * d_inner * elem, L, "norm")
+        self._ssd(b, "ssd scan bwd", True, L)
         # the convolution recomputed (mamba_split_conv1d_scan_combined saves its input only:
         # read and write) before its backward (read the input and the gradient, write one)
         self._ew(b, "mamba conv1d bwd", 5 * tokens * conv * elem, L)
+        # the in-projection's output gradient, laid out as the scan's input (b l d), reaches
+        # Transformer Engine's linear backward as a transposed view, which its
+        # grad_output_preprocess reshapes to (l b, d): a copy (TE 2.9 module/base.py)
+        self._mamba_layout(b, "mamba layout copy bwd", width, L)
         self._linear_bwd(b, "mamba in proj", tokens, width, m.hidden, L, column=True)
         self._ew(b, "input norm bwd", 3 * self.sp_tokens * m.hidden * elem, L, "norm")
