@@ -376,6 +376,7 @@ def read_table(path) -> RunsTable:
                                                file=name),))
 
     from astral_dsl.regularfile import read_regular
+    from astral_dsl.semantics.modules import unreadable_hint
 
     data = b""
     try:
@@ -384,9 +385,9 @@ def read_table(path) -> RunsTable:
         if exc.errno == errno.EFBIG:
             return fail("the runs table is over 64 MiB", "a runs table is a few hundred rows: "
                         "split it, or leave out what is not a run")
-        return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR,
-                                               f"cannot read the runs table: {exc.strerror}",
-                                               file=name),))
+        hint = unreadable_hint(exc.errno, "its CSV file", imports=False)
+        return RunsTable(name, (), (Diagnostic("E766", Severity.ERROR, f"cannot read the runs "
+                                               f"table: {exc.strerror}", hint=hint, file=name),))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
