@@ -241,3 +241,14 @@ def test_the_review_page_line_the_readme_quotes(tmp_path):
     said = re.search(r"prints `(wrote review\.html [^`]+)`", README)
     assert said, "README: the line `astral report` prints"
     assert " ".join(said.group(1).split()) == printed
+
+
+def test_the_quick_start_prints_what_the_readme_shows():
+    """`make demo` runs `astral check examples/astral.astral` (Makefile) and the README quotes
+    what it prints, line for line."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    assert "\ndemo: install\n\tastral check examples/astral.astral\n" in makefile
+    out = astral("check", "examples/astral.astral")
+    assert out.returncode == 0, out.stderr
+    shown = _fence_after(README, "`make demo` prints", "")
+    assert shown == out.stdout.rstrip("\n").split("\n")
