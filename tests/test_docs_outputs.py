@@ -252,3 +252,20 @@ def test_the_quick_start_prints_what_the_readme_shows():
     assert out.returncode == 0, out.stderr
     shown = _fence_after(README, "`make demo` prints", "")
     assert shown == out.stdout.rstrip("\n").split("\n")
+
+
+def test_the_render_call_the_readme_shows_runs():
+    """README, "Pictures of the design": the Python call that draws a view (it was
+    `render(design, view)`, a TypeError: a picture needs the checked design)."""
+    import graphviz
+
+    import astral_dsl.outputs.render
+
+    said = re.search(r"`astral_dsl\.outputs\.render\.(render\([^`]*\))` returns a\s+"
+                     r"`graphviz\.Digraph` \(`checked = (astral_dsl\.check\(path\))`", README)
+    assert said, "README: the Python call of `astral render`"
+    path, view = str(REPO / "examples" / "tutorial_rack.astral"), "cluster"
+    checked = eval(said.group(2), {"astral_dsl": astral_dsl, "path": path})
+    drawn = eval(said.group(1), {"render": astral_dsl.outputs.render.render, "view": view,
+                                 "checked": checked})
+    assert isinstance(drawn, graphviz.Digraph) and "Tutorial" in drawn.source
