@@ -41,6 +41,11 @@ class Workspace:
     _design: Optional[Design] = None
     _sizing: Optional[Any] = None
 
+    def __repr__(self) -> str:
+        # what a REPL shows: the entry and its overrides, not every module's text and tree
+        # (160 kB for the reference design)
+        return f"Workspace({self.entry.key!r}, overrides={dict(self.overrides)!r})"
+
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
     def open(cls, path, overrides: Optional[Mapping[str, object]] = None,

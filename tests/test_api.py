@@ -358,3 +358,16 @@ def test_forecast_refuses_a_design_with_errors_as_the_command_does():
     four = astral_dsl.forecast(path, job="llama70b", overrides={"tp": 4})
     eight = astral_dsl.forecast(path, job="llama70b")
     assert four.iteration_time.si < eight.iteration_time.si
+
+
+def test_a_design_and_a_workspace_show_a_summary_in_a_repl():
+    # their reprs were every instance (209 kB) and every module's text and tree (161 kB)
+    text = "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nsite S { hosts = 2 x H }\n"
+    ws = astral_dsl.compiles(text, name="two.astral").with_params()
+    assert repr(ws) == "Workspace('two.astral', overrides={})"
+    # roots: S; distinct instances: S, H, G (the 2 hosts and 16 GPUs share theirs)
+    assert repr(ws.design) == ("<Design 'two.astral': valid, 1 root(s), 0 job(s), 0 scenario(s), "
+                               f"3 distinct instance(s), 0 error(s), "
+                               f"{len(ws.design.diagnostics)} other diagnostic(s)>")
+    broken = astral_dsl.loads("site S {", name="broken.astral")
+    assert repr(broken).startswith("<Design 'broken.astral': invalid, 0 root(s)")

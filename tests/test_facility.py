@@ -369,3 +369,17 @@ def test_a_row_template_in_two_halls_draws_on_each_halls_circuit_at_its_utilizat
             for c in cooling.facility.circuits} == {
         "S.a[0].WA": (pytest.approx(57.6e3), pytest.approx(64e3)),
         "S.b[0].WB": (pytest.approx(32e3), pytest.approx(64e3))}
+
+
+def test_the_sites_auxiliaries_are_heat_in_its_circuits_and_the_size_table_says_so(base):
+    # the building's lighting and services end up as heat in the facility water (the rooms are
+    # air-cooled): one circuit, so 30 kW of `auxiliary` is 30 kW more heat in it, average and
+    # peak; the size table's title had named only the losses as the circuits' share
+    with_aux, _ = _eng(site="auxiliary = 30 kW")
+    (before,), (after,) = base.cooling.facility.circuits, with_aux.cooling.facility.circuits
+    assert after.circuit.average_w - before.circuit.average_w == pytest.approx(30_000)
+    assert after.circuit.peak_w - before.circuit.peak_w == pytest.approx(30_000)
+    from astral_dsl.outputs.size_facility import _circuits
+
+    assert "their share of the losses and of the lighting and auxiliaries" in \
+        _circuits(with_aux.cooling.facility)[0].title

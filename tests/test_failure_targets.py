@@ -68,6 +68,18 @@ def test_names_from_the_rank_map_can_be_failed(tmp_path):
     assert not [d for d in checked.diagnostics if d.code in ("E214", "E219", "E303")]
 
 
+@pytest.mark.parametrize("target", [
+    "S.fabric.tor[0]",
+    "S.pods[0].racks[0].hosts[0].nics[0].port[a] -- S.fabric.pod[0].rail[0].plane[A].tor[1]"])
+def test_the_hint_names_the_rank_map_as_the_command_takes_it(target):
+    # `astral forecast --ranks` alone is a usage error ("expected one argument"): the option
+    # takes the file the rank map is written to
+    _, checked = _check(DESIGN + f"scenario bad {{ fail {target} }}\n", "bad")
+    (error,) = [d for d in checked.diagnostics if d.is_error]
+    assert "`astral forecast FILE --ranks ranks.json` writes" in error.hint, error.hint
+    assert "--ranks`" not in error.hint
+
+
 @pytest.mark.parametrize("target, code, message", [
     ("S.fabric.tor[0]", "E219", "`S.fabric.tor[0]` names a switch of every `tor` group: name its "
                                 "pod, rail, plane too"),

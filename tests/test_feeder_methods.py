@@ -93,6 +93,27 @@ def test_no_standard_no_battery_is_nominal_with_a_warning():
     assert f["hvdc"].current_a == pytest.approx(ROW_W / 240) == 2720.0
     (w,) = [d for d in result.diagnostics if d.code == "W622"]
     assert "computed at the nominal 240 V" in w.message
+    assert w.hint.startswith("declare `standard = ...` with a `min`")
+    assert w.hint.endswith("or a `battery` with `cells` and `end_voltage` on its DC bus")
+
+
+def test_a_standard_without_a_min_is_asked_for_its_min_not_for_a_standard():
+    # the feeder declares a standard already (one that, as stdlib's HVDC800, gives no range):
+    # W622's hint names what is missing, that standard's `min`, not `standard = ...`
+    text = ROW.replace("@BUS@", "standard = Dc240").replace("AMPS", "4000 A") \
+        .replace("CAP", "800 kW") + "standard Dc240 { nominal = 240 V, current = dc }\n"
+    result = astral_dsl.check(astral_dsl.compiles(text, name="row.astral"))
+    (w,) = [d for d in result.diagnostics if d.code == "W622"]
+    assert "its standard `Dc240` gives no `min`" in w.message
+    assert w.hint == ("give its standard a `min`, the low end of its normal range from the "
+                      "equipment's data sheets: `standard = Dc240(min = ...)`, or a `battery` "
+                      "with `cells` and `end_voltage` on its DC bus")
+    # and the hint's remedy works: at a 192 V minimum the 652.8 kW row draws 3,400 A
+    fixed = text.replace("standard = Dc240", "standard = Dc240(min = 192 V)")
+    result = astral_dsl.check(astral_dsl.compiles(fixed, name="row.astral"))
+    assert not [d for d in result.diagnostics if d.code == "W622"]
+    (f,) = [f for f in result.engineering.power.feeders if f.path.endswith(".hvdc")]
+    assert f.current_a == pytest.approx(ROW_W / 192) == 3400.0
 
 
 def test_the_utility_feeders_efficiency_counts_in_its_current():

@@ -195,3 +195,24 @@ def test_sweep_arguments_it_cannot_use_hold_a_code(grid, kw, code):
         astral_dsl.sweep(POD, grid, **kw)
     [d] = info.value.diagnostics
     assert d.code == code and d.hint and d.filename == POD
+
+
+# ---- files that cannot be read -----------------------------------------------------------------
+def test_a_runs_table_or_observed_file_that_cannot_be_read_says_what_to_do(tmp_path):
+    # E100 (a design) had a hint; a runs table (E766) and an observed file (E780) had none
+    from astral_dsl.observe.load import files_of
+    from astral_dsl.runs.table import read_table
+
+    relative = "check the path: a relative one starts at the working directory"
+    [d] = read_table(tmp_path / "none.csv").diagnostics
+    assert (d.code, d.hint) == ("E766", relative)
+    [d] = read_table(tmp_path).diagnostics
+    assert (d.code, d.hint) == ("E766", "name its CSV file, not a folder")
+    _, [d] = files_of([str(tmp_path / "none.csv")])
+    assert (d.code, d.message, d.hint) == ("E780", "no such file or directory", relative)
+    _, [d] = files_of(["/dev/null"])                       # a device
+    assert (d.code, d.message) == ("E780", "not a regular file")
+    assert d.hint == "give a profiler trace or a rank log, or a directory of them"
+    # a design's: the import's relative path is read from the project root too
+    [d] = astral_dsl.load(tmp_path / "none.astral").diagnostics
+    assert (d.code, d.hint) == ("E100", relative + " (an import's, at the project root)")

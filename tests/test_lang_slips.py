@@ -217,6 +217,19 @@ def test_a_dimension_starting_with_a_vowel_takes_an(tmp_path):
     assert d.hint == "expected an information such as `GB`"
 
 
+def test_a_unit_given_to_a_field_that_takes_none_says_how_it_is_written(tmp_path):
+    # was "`liquid_share` expects a number, got power (kW)" with no hint, where every field
+    # of a dimension has one ("expected a power such as `kW`")
+    d = only(build("host H { liquid_share = 75 kW }\nsite S { h = H }\n", tmp_path), "E304")
+    assert at(d) == (1, 25, 1, 30)                      # `75 kW`
+    assert d.message == "`liquid_share` expects a ratio, got power (kW)"
+    assert d.hint == ("a ratio is written as a percentage, e.g. `75 %`, or as a fraction, "
+                      "`0.75`, without a unit")
+    d = only(build("nic N { ports = 2 kW }\nsite S { n = N }\n", tmp_path), "E304")
+    assert d.message == "`ports` expects a whole number, got power (kW)"
+    assert d.hint == "a count is a whole number without a unit, e.g. `8`"
+
+
 # ---- long chains of values -----------------------------------------------------------------------
 def _chain(n: int, indent: str = "") -> list:
     """`let a0 = 1` ... `let a{n-1} = a{n-2} + 1`, last first: a{n-1} is n."""

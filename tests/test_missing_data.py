@@ -244,12 +244,16 @@ def test_w651_cold_plate_heat_with_no_loop():
     d = only(text, "W651")
     # 2 rows x 4 racks = 8 racks, 75 % x 40 kW = 30 kW each: 240 kW
     assert d.message.startswith("240 kW of cold-plate heat (8 rack(s), e.g. `S.rows[0].racks[0]`)")
+    assert d.message.endswith("reach no loop: that heat has no path out")
+    assert d.hint == "declare a loop that serves them"
 
 
 def test_w652_air_heat_with_no_air_unit():
     d = only(COMPLETE.replace(f"  {ROOM}\n", ""), "W652")
     # 8 racks x 25 % x 40 kW = 80 kW
     assert d.message.startswith("80 kW of air heat (8 rack(s)")
+    assert d.message.endswith("reach no air unit: that heat has no path out")
+    assert d.hint == "declare an air unit that serves them"      # not "a air unit"
 
 
 def test_w653_no_cooling_at_all_and_no_pue():

@@ -49,6 +49,27 @@ def test_a_comma_is_a_thousands_separator_only_between_groups_of_three_digits():
         ("rejected", "tokens_per_s_per_gpu"), ("rejected", "gbs")]
 
 
+def test_a_rows_tokens_per_s_and_step_time_must_be_one_measurement():
+    # r117: 128 x 8,192 tokens a step on 8 GPUs in 4.16 s = 31,507.7 tokens/s per GPU, as it
+    # publishes (31,508). A step rounded to 4.2 s (31,207.6: 1 % off) is read; "3,87" written
+    # unquoted where tokens/s go moves the cells: tokens/s 3, step 87 s, which cannot both hold
+    # (128 x 8,192 / (87 x 8) = 1,506.6 tokens/s per GPU) and were scored against the 3 alone
+    rows = [_row("r117", id="rounded", tokens_per_s_per_gpu="31508", step_time_s="4.2"),
+            _row("r117", id="shifted", tokens_per_s_per_gpu="3", step_time_s="87")]
+    assert _problems(rows) == {"rounded": (), "shifted": (("tokens_per_s_per_gpu", (
+        "3 tokens/s per GPU disagrees with the row's step time: 128 x 8,192 tokens / (87 s x "
+        "8 GPUs) = 1,507 tokens/s per GPU")),)}
+    t = parse_table(_csv(rows), "t.csv")
+    (e,) = t.rejected
+    assert e.code == "E777" and e.message.startswith("row `shifted` is rejected: "
+                                                     "tokens_per_s_per_gpu: 3 tokens/s per GPU")
+    line = _csv(rows).split("\n")[2]
+    start = e.span.start.column
+    assert e.span.start.line == 3 and line[start - 1:e.span.end.column - 1] == "3"
+    assert e.hint.startswith("one of the two is wrong: check both cells against the source")
+    assert [(p.row.id, p.status) for p in prepare(t)][1] == ("shifted", "rejected")
+
+
 # ---- recompute --------------------------------------------------------------------------------------------
 def test_recompute_is_full_selective_none_or_empty_and_anything_else_rejects_the_row():
     words = {"full": "full", "sel": "Selective (per-op)", "none": "None ", "empty": ""}

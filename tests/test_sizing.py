@@ -215,3 +215,30 @@ site S { racks = 8 x R, fabric = F
     # ... and points at it, E602's span (the `up` bundle, 11:53), not at `minimize cost`
     assert (d.span.start.line, d.span.start.column) == (11, 53)
     assert "([E602]): relax it" in d.hint
+
+
+def test_e660_with_counts_alone_gives_the_constraints_own_remedy():
+    # `cdus = ?` is an equipment count, not a choice: there are no options to widen, and the
+    # feeder's conductors fail whatever it is. 4 racks x 4 hosts x 10 kW = 160 kW at 240 V DC
+    # (no standard range, no battery: its nominal voltage) = 666.7 A on one set rated 600 A:
+    # E625, whose own hint is the way out (the hint had said "widen the options")
+    text = """
+cdu C { capacity = 100 kW }
+fluid Water { coolprop = "Water" }
+row Row {
+  racks = 4 x R
+  feeder f { current = dc, voltage = 240 V, capacity = 300 kW, conductors = 1,
+             conductor_area = 240 mm^2, material = copper, length = 10 m, ampacity = 600 A,
+             serves = racks }
+  loop l { fluid = Water, supply = 30 degC, rise = 10 K, cdu = C, cdus = ?, serves = racks }
+}
+rack R { hosts = 4 x H }
+host H { power = 10 kW, liquid_share = 80 % }
+site S { rows = 1 x Row, utilization = 50 % }
+"""
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="counts.astral"))
+    (d,) = [x for x in checked.diagnostics if x.code == "E660"]
+    assert "[E625] each of the 1 conductor set(s) of `S.rows[0].f` carries 666.7 A" in d.notes[0]
+    assert d.hint == ("the unknowns are equipment counts, each at the least the load needs, and "
+                      "this constraint ([E625]) still fails: add parallel conductors "
+                      "(`conductors = N`) or a larger cross-section")

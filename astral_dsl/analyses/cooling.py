@@ -275,9 +275,9 @@ def _heat_paths(design, mult, served: Served, loops, air, cache, diags) -> None:
     by_path = {i.path: i for _, i in mult.values()}
     for code, units, heat_of, what, unit in (
             ("W651", [lp for lp in loops if not _network_only(by_path.get(lp.path))],
-             lambda r: liquid_heat(r, cache), "cold-plate", "loop"),
+             lambda r: liquid_heat(r, cache), "cold-plate", "a loop"),
             ("W652", [a for a in air if not _network_only(by_path.get(a.path))],
-             lambda r: power_of(r, cache).si - liquid_heat(r, cache), "air", "air unit")):
+             lambda r: power_of(r, cache).si - liquid_heat(r, cache), "air", "an air unit")):
         covered: Dict[int, float] = {}
         for u in units:
             inst = by_path.get(u.path)
@@ -300,8 +300,9 @@ def _heat_paths(design, mult, served: Served, loops, air, cache, diags) -> None:
             where = f"{readable.grouped(missing)} rack(s), e.g. `{example.path}`" \
                 if example.kind == "rack" else f"`{example.path}`"
             diags.append(_warn(code, f"{readable.power(watts)} of {what} heat "
-                                     f"({where}) reach no {unit}: that heat has no path out",
-                               example.span, f"declare a {unit} that serves them"))
+                                     f"({where}) reach no {unit.split(' ', 1)[1]}: that heat "
+                                     "has no path out",
+                               example.span, f"declare {unit} that serves them"))
 
 
 def _network_only(inst: Optional[Instance]) -> bool:

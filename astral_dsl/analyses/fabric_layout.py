@@ -136,8 +136,8 @@ class FabricLayout:
                           0 if "rail" in t.per else None, 0 if "plane" in t.per else None)
             raise Bad("E219", f"`{sel.display}` names a switch of every `{t.name}` group: "
                               f"name its {', '.join(missing)} too",
-                      f"e.g. `{key.switch(sel.switch)}` (`astral forecast --ranks` lists "
-                      f"the stable names)")
+                      f"e.g. `{key.switch(sel.switch)}` (`astral forecast FILE --ranks "
+                      f"ranks.json` writes the stable names)")
         kinds = self.kinds(t)
         size = t.per_group if not t.sizes and not t.by_group else t.size(
             sel.scope[1] if sel.scope and kinds and sel.scope[0] in kinds else

@@ -131,7 +131,7 @@ def host_link(fb, f: Failure, port: NicPort, sw: FabricSelection) -> None:
     if not wired:
         raise Bad("E219", f"`{f.written}`: `{port.display}` is not wired to `{sw.display}`",
                   "a NIC port's link goes to the first-tier switch the rank map names for "
-                  "it (`astral forecast --ranks`)")
+                  "it (`astral forecast FILE --ranks ranks.json` writes the rank map)")
     if not fb.is_off(sw, 0):        # a port on a switch already off is dark already
         fb.dark(hosts, nics, ports, fb.cause(f))
 

@@ -33,9 +33,22 @@ def lowest(f: Instance, kind: str, nominal: float, resolve, diags,
                                    f"current is computed at the nominal "
                                    f"{format_number(nominal)} V, not at the lowest voltage it "
                                    f"runs at", f.span_of("voltage"),
-                           "declare `standard = ...` (its range), or a `battery` with `cells` "
-                           "and `end_voltage` on a DC bus"))
+                           _w622_hint(std, kind)))
     return nominal, "nominal"
+
+
+def _w622_hint(std: Optional[Instance], kind: str) -> str:
+    """What W622 asks for: a `min` on the standard the feeder declares (it has one already), or
+    a standard with one; a battery only where there is a DC bus to put it on."""
+    if std is None:
+        first = "declare `standard = ...` with a `min` (the low end of its normal range)"
+    elif "." in std.path:
+        first = f"give its standard `{std.path}` a `min` (the low end of its normal range)"
+    else:
+        first = (f"give its standard a `min`, the low end of its normal range from the "
+                 f"equipment's data sheets: `standard = {std.path}(min = ...)`")
+    return first + (", or a `battery` with `cells` and `end_voltage` on its DC bus"
+                    if kind == "dc" else "")
 
 
 def in_range(f: Instance, voltage: float, resolve, diags) -> None:

@@ -51,6 +51,7 @@ class Combination:
     # each conflict's constraint: (code, source line), the same in every combination it fails
     binding: Tuple[Tuple[str, str], ...] = ()
     causes: Tuple[Optional[Span], ...] = ()     # the span of each of `binding`
+    remedies: Tuple[Optional[str], ...] = ()    # the hint of each of `binding`'s diagnostics
 
 
 @records.frozen
@@ -286,6 +287,7 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
     conflicts = [_describe(x) for x in errors]
     binding = list(_binding(errors))
     causes = [x.span for x in errors]
+    remedies = [x.hint for x in errors]
     for u in counts:
         need = max(minima.get(u.key, 0), u.low)
         if need > u.high:
@@ -295,9 +297,11 @@ def _assess(candidate: Candidate, counts, target, sense) -> Combination:
                              f"`? in ...` at {_where(u.span)} allows at most {u.high}")
             binding.append((f"`{u.owner}.{u.field}` capped", _where(u.span)))
             causes.append(u.span)
+            remedies.append(None)
     if conflicts:
         return Combination(index, assign, False, conflicts=tuple(conflicts),
-                           binding=tuple(binding), causes=tuple(causes))
+                           binding=tuple(binding), causes=tuple(causes),
+                           remedies=tuple(remedies))
     value = _structure_value(d, eng, target)
     if sense == "maximize":
         value = -value
@@ -345,10 +349,16 @@ def _infeasible(combos: List[Combination], structural, anchor) -> Diagnostic:
     if common:
         first = min(common, key=combos[0].binding.index)
         cause = dict(zip(combos[0].binding, combos[0].causes)).get(first)
+        remedy = dict(zip(combos[0].binding, combos[0].remedies)).get(first)
         if cause is not None:
             anchor = cause
             hint = (f"every combination breaks this constraint ({first[0]}): relax it, or "
                     f"widen the options of the unknowns")
+            if not structural and remedy:
+                # no options to widen: the unknowns are equipment counts, each at the least
+                # the load needs, and the constraint's own remedy is the way out
+                hint = (f"the unknowns are equipment counts, each at the least the load needs, "
+                        f"and this constraint ({first[0]}) still fails: {remedy}")
     for conflicts, members in sorted(groups.items(), key=lambda kv: kv[1][0].index)[:6]:
         if structural:
             choices = "; ".join(

@@ -243,6 +243,15 @@ class Design:
     def valid(self) -> bool:
         return not has_errors(self.diagnostics)
 
+    def __repr__(self) -> str:
+        # what a REPL shows: a summary, not every instance (209 kB for the reference design);
+        # the parts are `roots`, `jobs`, `scenarios`, `instances`
+        errors = sum(d.is_error for d in self.diagnostics)
+        return (f"<Design {self.file!r}: {'valid' if self.valid else 'invalid'}, "
+                f"{len(self.roots)} root(s), {len(self.jobs)} job(s), "
+                f"{len(self.scenarios)} scenario(s), {len(self.instances)} distinct instance(s), "
+                f"{errors} error(s), {len(self.diagnostics) - errors} other diagnostic(s)>")
+
     @property
     def needs_sizing(self) -> bool:
         """It leaves values to sizing (`?`) and they are not chosen yet: compiled with the

@@ -4,6 +4,7 @@ trace, a JSON array a bare trace-event list, JSON Lines or CSV a rank log), neve
 name. Every problem is a diagnostic naming its file; what can be read is kept."""
 from __future__ import annotations
 
+import errno
 import gc
 import gzip
 import json
@@ -64,8 +65,13 @@ def files_of(paths: Sequence[str]) -> Tuple[List[Tuple[str, bool]], List[Diagnos
         elif os.path.isfile(p):
             out.append((p, True))
         else:
-            diags.append(diag("E780", "no such file or directory" if not os.path.exists(p)
-                              else "not a regular file", p))
+            from astral_dsl.semantics.modules import unreadable_hint
+
+            gone = not os.path.exists(p)
+            diags.append(diag("E780", "no such file or directory" if gone
+                              else "not a regular file", p,
+                              unreadable_hint(errno.ENOENT, imports=False) if gone else
+                              "give a profiler trace or a rank log, or a directory of them"))
     return out, diags
 
 

@@ -77,7 +77,7 @@ def _peak_line(eng: Engineering) -> str:
 
 def _circuits(f) -> List[Table]:
     water = Table("Facility water: the circuits, their heat (loops, air units, their share of the "
-                  "losses, their own pumps' heat) and pumps",
+                  "losses and of the lighting and auxiliaries, their own pumps' heat) and pumps",
                   [Field("circuit", True), Field("supply/return"), Field("heat avg"),
                    Field("heat peak"), Field("flow"), Field("pumps")])
     heat = readable.powers([cy.circuit.average_w for cy in f.circuits])

@@ -18,6 +18,15 @@ _EXAMPLE_UNITS = {"power": "kW", "energy": "kWh", "voltage": "V", "current": "A"
                   "mass": "kg", "frequency": "Hz"}
 
 
+# E304 where a field takes no unit: what it takes, and how it is written
+_PLAIN_HINTS = {
+    "ratio": ("a ratio", "a ratio is written as a percentage, e.g. `75 %`, or as a fraction, "
+                         "`0.75`, without a unit"),
+    "count": ("a whole number", "a count is a whole number without a unit, e.g. `8`"),
+    "number": ("a number", "a plain number is written without a unit, e.g. `1.5`"),
+}
+
+
 def _example(dim: str) -> str:
     """A quantity of dimension `dim` as written in a file, for a hint: `10 kW`, `10`."""
     unit = _EXAMPLE_UNITS.get(dim)
@@ -122,6 +131,9 @@ def _quantity(value: Any, t: QType, span: Span, what: str) -> Quantity:
     if value.dims != dims or value.point != point:
         expected = dimension_name(dims, point)
         unit = _EXAMPLE_UNITS.get(t.dim)
+        if t.dim in _PLAIN_HINTS:        # a ratio, a count, a number: no unit
+            _fail("E304", f"{what} expects {_PLAIN_HINTS[t.dim][0]}, got {value.describe()}",
+                  span, _PLAIN_HINTS[t.dim][1])
         if value.dimensionless and not value.unit and unit:
             hint = f"add a unit, e.g. `{format_number(value.si)} {unit}`"
         elif t.dim == "temperature" and value.dims == dims:

@@ -97,20 +97,25 @@ def unreadable(what: str, exc: OSError, span: Optional[Span] = None,
                           f"{MAX_SOURCE_BYTES // (1024 * 1024)} MiB)", span,
                           "split the design into modules that import each other", file=file)
     return Diagnostic("E100", Severity.ERROR, f"cannot read {what}: {exc.strerror or exc}",
-                      span, _UNREADABLE.get(getattr(exc, "errno", None),
-                                            "check the path and that the file can be read"),
-                      file=file)
+                      span, unreadable_hint(getattr(exc, "errno", None)), file=file)
 
 
-_UNREADABLE = {
-    errno.ENOENT: "check the path: a relative one starts at the working directory (an "
-                  "import's, at the project root)",
-    errno.EACCES: "check the file's permissions: the user running astral must be able to "
-                  "read it",
-    errno.ELOOP: "the symbolic link points at itself or at a ring of links: point it at the "
-                 "file, or replace it with the file",
-    errno.EISDIR: "name a .astral file, not a folder",
-}
+def unreadable_hint(err: Optional[int], name: str = "a .astral file",
+                    imports: bool = True) -> str:
+    """What to do about a file that cannot be read with the OS error `err`: E100's hint, and
+    that of a runs table (E766) or an observed file (E780), each naming what it reads (`name`;
+    `imports`: whether an import's relative path is read from the project root)."""
+    if err == errno.ENOENT:
+        return ("check the path: a relative one starts at the working directory"
+                + (" (an import's, at the project root)" if imports else ""))
+    if err == errno.EACCES:
+        return "check the file's permissions: the user running astral must be able to read it"
+    if err == errno.ELOOP:
+        return ("the symbolic link points at itself or at a ring of links: point it at the "
+                "file, or replace it with the file")
+    if err == errno.EISDIR:
+        return f"name {name}, not a folder"
+    return "check the path and that the file can be read"
 
 
 @records.define
