@@ -451,3 +451,28 @@ def test_the_reference_is_far_below_the_step_limit():
         astral_dsl.check(astral_dsl.compile(REPO / "examples" / "astral.astral"),
                          all_scenarios=True)
     assert made and max(m.steps for m in made) < evaluate.MAX_STEPS / 1000
+
+
+def test_a_templates_products_spell_their_unit_and_read_their_literals_once(monkeypatch):
+    """A compile at the evaluation budget is mostly a template's `let`s at each of its
+    distinct instances (benchmarks/bench_limits.py): the unit of `k * 3 W` (a count times
+    watts: `W`) is worked out once per pair of units, not at each instance, and the literal
+    `3 W` is read once per compile, not once per evaluation (what that costs is measured in
+    benchmarks/, not here). `0..40` is 41 instances x 2 products of (count, W): 82 products,
+    1 spelling and 81 reuses of it; the 3 literals (`3 W` twice, `1 kW`) read once each
+    although each is evaluated 41 times."""
+    from astral_dsl.semantics.evaluate import Expressions
+    from astral_dsl.units import quantity
+
+    reads = []
+    read = Expressions._literal
+    monkeypatch.setattr(Expressions, "_literal", lambda self, e: reads.append(e.text) or
+                        read(self, e))
+    quantity._spelled.cache_clear()
+    design = astral_dsl.loads(
+        "host Big(k: count = 0) {\n  let a = k * 3 W\n  let b = k * 3 W\n  power = b + 1 kW\n}\n"
+        "site S {\n  hosts = [Big(k = i) for i in 0..40]\n}\n")
+    assert design.valid, design.diagnostics
+    assert quantity._spelled.cache_info().misses == 1
+    assert quantity._spelled.cache_info().hits == 2 * 41 - 1
+    assert sorted(reads) == ["1 kW", "3 W", "3 W"]

@@ -78,6 +78,11 @@ class Expressions:
 
     def __init__(self, host):
         self.host = host
+        # id(literal) -> (the literal, its Quantity): a quantity literal is worth the same
+        # wherever it is evaluated (a template's `let v = k * 3 W` at each of its instances),
+        # so its unit is parsed and its checks run once per compile (the node is held, so its
+        # id is not reused); one that fails fails each time, as it did
+        self.literals = {}
 
     def eval(self, expr, env: Env):
         host = self.host
@@ -116,6 +121,14 @@ class Expressions:
         return Quantity(e.value)
 
     def _e_QuantityLit(self, e: ast.QuantityLit, env):
+        hit = self.literals.get(id(e))
+        if hit is not None:
+            return hit[1]
+        q = self._literal(e)
+        self.literals[id(e)] = (e, q)
+        return q
+
+    def _literal(self, e: ast.QuantityLit):
         word = e.text.replace(" ", "")
         fields = keyword_fields(word)
         if fields:                    # `1f1b` outside its field: a keyword, not a quantity

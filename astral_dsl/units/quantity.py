@@ -216,9 +216,9 @@ class Quantity:
 
     def mul(self, other: "Quantity") -> "Quantity":
         self._no_points(other, "multiply")
-        dims = _within(mul(self.dims, other.dims), self, other, "*")
+        dims = _within(self.dims, other.dims, self, other, "*")
         return Quantity(_finite(self.si * other.si, "product", self.si and other.si),
-                        dims, _combine(self, other, "*"), False)
+                        dims, _combine(self, other, "*", dims), False)
 
     def div(self, other: "Quantity") -> "Quantity":
         self._no_points(other, "divide")
@@ -226,9 +226,9 @@ class Quantity:
             raise UnitError("E305", "division by zero",
                             "the divisor is 0: check it, or choose with `if d > 0 then a / d "
                             "else ...`")
-        dims = _within(div(self.dims, other.dims), self, other, "/")
+        dims = _within(self.dims, other.dims, self, other, "/")
         return Quantity(_finite(self.si / other.si, "quotient", self.si),
-                        dims, _combine(self, other, "/"), False)
+                        dims, _combine(self, other, "/", dims), False)
 
     def pow(self, exponent: "Quantity") -> "Quantity":
         if not exponent.dimensionless:
@@ -307,10 +307,11 @@ def _finite(value: float, what: str, nonzero: float = 0.0) -> float:
     return value
 
 
-def _within(dims: Dim, a: Quantity, b: Quantity, op: str) -> Dim:
-    """`dims`, the dimension of `a op b`, when a unit can spell it (E313 otherwise, as for a
-    power: `1 m^12 * 1 m^12 * 1 m^12` is no physical quantity)."""
-    if any(abs(e) > MAX_DIMENSION_EXPONENT for e in dims):
+def _within(left: Dim, right: Dim, a: Quantity, b: Quantity, op: str) -> Dim:
+    """The dimension of `a op b` (of dimensions `left` and `right`), when a unit can spell it
+    (E313 otherwise, as for a power: `1 m^12 * 1 m^12 * 1 m^12` is no physical quantity)."""
+    dims, beyond = _dims_of(left, right, op)
+    if beyond:
         raise UnitError("E313", f"{a.describe()} {op} {b.describe()} is beyond the exponents of "
                                 f"any physical unit",
                         f"units take a base dimension to at most ±{MAX_DIMENSION_EXPONENT}: "
@@ -318,11 +319,25 @@ def _within(dims: Dim, a: Quantity, b: Quantity, op: str) -> Dim:
     return dims
 
 
-def _combine(a: Quantity, b: Quantity, op: str) -> str:
-    """A display unit for a product or quotient (spelling.combined_unit): a plain number or
-    a ratio adds no unit; a dimensionless result is a plain number."""
-    dims = mul(a.dims, b.dims) if op == "*" else div(a.dims, b.dims)
+@lru_cache(maxsize=4096)       # a few pairs of dimensions, at every product and quotient
+def _dims_of(left: Dim, right: Dim, op: str):
+    """The dimension of a product (`op` `*`) or quotient, and whether it is beyond the
+    exponents of any physical unit."""
+    dims = mul(left, right) if op == "*" else div(left, right)
+    return dims, any(abs(e) > MAX_DIMENSION_EXPONENT for e in dims)
+
+
+def _combine(a: Quantity, b: Quantity, op: str, dims: Dim) -> str:
+    """A display unit for a product or quotient of dimension `dims` (spelling.combined_unit):
+    a plain number or a ratio adds no unit; a dimensionless result is a plain number."""
     if dims == DIMENSIONLESS:
         return ""
-    return combined_unit("" if a.dimensionless else a.unit, "" if b.dimensionless else b.unit,
-                         op, dims)
+    return _spelled("" if a.dimensionless else a.unit, "" if b.dimensionless else b.unit,
+                    op, dims)
+
+
+# a design's products and quotients repeat a few pairs of units (`k * j W`: a count times
+# watts, at every step of a `let`): their spelling, a pure function of the two units, the
+# operator and the dimension, is worked out once per pair (a quarter of a compile's time
+# at the evaluation budget: benchmarks/bench_limits.py)
+_spelled = lru_cache(maxsize=4096)(combined_unit)
