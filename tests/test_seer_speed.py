@@ -89,6 +89,25 @@ def test_copied_layers_are_the_built_ones(jobs, copied, monkeypatch):
     assert ops > 100_000
 
 
+def test_a_chunk_with_offloaded_layers_copies_the_rest(jobs, monkeypatch):
+    """A one-stage job offloading its first 2 layers (the offloading variants above, whose
+    templates test_copied_layers_are_the_built_ones compares with the built ones): of its L
+    layers, each pass builds the 2 offloaded, the one after them in the backward (it reloads
+    the 2nd), the last (it reloads itself) and two of each run of alike layers, and copies the
+    rest: for a dense model (one shape) at most 2 + 2 + 2 + 1 + 2 = 9 bodies a pass, 18 both,
+    where building every layer ran 2 L."""
+    offloading = [j for j in jobs if j[0].offload_layers == 2 and j[0].parallel.pp == 1
+                  and not j[0].model.hybrid and not j[0].model.experts
+                  and j[0].parallel.zero < 3 and j[0].model.layers >= 24]
+    assert offloading
+    for job, gpu, net in offloading:
+        bodies = {True: 0, False: 0}
+        monkeypatch.setattr(Builder, "each", _counting(Builder.each, bodies, True))
+        _lowered(job, gpu, net)
+        monkeypatch.undo()
+        assert bodies[True] <= 18 < 2 * job.model.layers, job.name
+
+
 def test_iteration_is_the_forecasts(jobs):
     for job, gpu, net in jobs[::7]:
         f = run(job, gpu, net, calibration=priors())

@@ -13,6 +13,7 @@ from astral_dsl.seer.comm_groups import straddle_notes
 from astral_dsl.seer.costs import Costs, OperatorTable
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.memory import MemoryEstimate, offload_obstacle
+from astral_dsl.seer.params import by_shape
 from astral_dsl.seer.schedule import StageRun, simulate
 from astral_dsl.seer.spec import JobSpec
 from astral_dsl.seer.stages import full_recompute
@@ -104,7 +105,8 @@ def model_flops(job: JobSpec) -> float:
     """FLOPs of one iteration without recomputation: 3 x forward, the backward pass costing twice
     the forward (Narayanan et al. 2021, arXiv 2104.04473; docs/seer.md)."""
     m = job.model
-    per_token = sum(sum(layer_flops_per_token(job, L)) for L in range(m.layers))
+    flops = by_shape(job, layer_flops_per_token)
+    per_token = sum(sum(flops(L)) for L in range(m.layers))
     per_token += 2 * m.hidden * m.vocab
     return 3 * job.global_batch * job.seq * per_token
 
@@ -128,8 +130,9 @@ def hardware_flops(job: JobSpec) -> float:
     if m.mla and "mla_up_proj" in job.recomputed and job.recompute != "full":
         up = 2.0 * ((m.q_lora * m.q_width if m.q_lora else 0.0)
                     + m.kv_lora * m.heads * (m.head_dim + m.v_dim))
+    flops = by_shape(job, layer_flops_per_token)
     for L in range(m.layers):
-        lin, attn = layer_flops_per_token(job, L)
+        lin, attn = flops(L)
         if L in whole:
             extra += lin + attn
         elif job.recompute == "selective" and job.attention == "unfused":

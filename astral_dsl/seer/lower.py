@@ -233,9 +233,11 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
         # alike but for its weights' gathers and its activations' copies, and (recompute_layers)
         # whether it is recomputed
         whole = self.job.recompute_layers if self.job.recompute == "full" else None
-        shape = self.job.model.shape_key if not (fsdp or offloaded) else None
+        shape = self.job.model.shape_key if not fsdp else None
         if shape is not None and whole is not None:
             shape = lambda L, key=shape: (key(L), L - first < whole)   # noqa: E731
+        if shape is not None and offloaded:
+            shape = _offload_shape(shape, offloaded, phase, first, n)
         if phase == "F":
             if embed:
                 self._embed_fwd(b)
@@ -253,15 +255,14 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
         else:
             if head:
                 self._head_bwd(b)
-            reloads = {}
 
             def backward(L):
                 # each offloaded layer's activations come back while the layer after it in
                 # the model runs its backward (Transformer Engine prefetches one layer ahead)
                 for nxt in ([L] if L == first + n - 1 else []) + ([L - 1] if L > first else []):
                     if nxt in offloaded:
-                        reloads[nxt] = self._offload(b, "activation reload", "offload_in", nxt)
-                b.wait_for(gathers.get(L), reloads.get(L))
+                        self._offload(b, "activation reload", "offload_in", nxt)
+                b.wait_for(gathers.get(L), _reload(b.ops, L) if L in offloaded else None)
                 self._layer_bwd(b, L, whole is None or L - first < whole)
                 if fsdp:
                     self._weights_op(b, "grad reduce-scatter", "rs", L, (self.job.grad_bytes,) * 2)
@@ -301,3 +302,25 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
                    chain=False)
         b.pending.remove(op)
         return op
+
+
+def _reload(ops, L: int) -> int:
+    """The op that brings layer L's activations back: issued by the layer after it, or by L
+    itself when last, built or copied (Builder.each): the latest op of that name and layer."""
+    for k in range(len(ops) - 1, -1, -1):
+        op = ops[k]
+        if op.layer == L and op.name == "activation reload":
+            return k
+    raise AssertionError(f"no reload of layer {L}")
+
+
+def _offload_shape(shape, offloaded: frozenset, phase: str, first: int, n: int):
+    """Builder.each's key of a layer in a chunk with offloaded layers: its shape and what its
+    pass does with copies: in the forward, whether it offloads; in the backward, whether it
+    waits for its own reload, whether it is the chunk's last (which reloads itself), and the
+    shape of the layer before it when it reloads that one (the copy's size)."""
+    if phase == "F":
+        return lambda L: (shape(L), L in offloaded)
+    last = first + n - 1
+    return lambda L: (shape(L), L in offloaded, L == last,
+                      shape(L - 1) if L > first and L - 1 in offloaded else None)

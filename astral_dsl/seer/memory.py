@@ -75,7 +75,7 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from astral_dsl import records
-from astral_dsl.seer.params import layer_expert_params, layer_linear_params
+from astral_dsl.seer.params import by_shape, layer_expert_params, layer_linear_params
 from astral_dsl.seer.spec import PYTORCH_FRAMEWORKS, JobSpec
 from astral_dsl.seer.stages import chunk_layers
 
@@ -317,8 +317,8 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
     par = job.parallel
     chunks = chunk_layers(job)[i]
     params = stage_params(i)
-    expert = sum(layer_expert_params(job, L) for first, count in chunks
-                 for L in range(first, first + count))
+    expert_of = by_shape(job, layer_expert_params)
+    expert = sum(expert_of(L) for first, count in chunks for L in range(first, first + count))
     dense = params - expert
     states = [dense * d + expert * e for d, e in
               zip(state_bytes_per_param(job), state_bytes_per_param(job, experts=True))]
@@ -358,8 +358,8 @@ def stage_estimate(job: JobSpec, stage_params, i: int, memo=None) -> MemoryEstim
         logits = job.micro * job.seq / par.cp * job.model.vocab / par.tp * (job.bytes + 4)
     fp8_copies = 0.0
     if job.fp8:
-        linear = [layer_linear_params(job, L) for first, count in chunks
-                  for L in range(first, first + count)]
+        linear_of = by_shape(job, layer_linear_params)
+        linear = [linear_of(L) for first, count in chunks for L in range(first, first + count)]
         if job.quantised_params and params > 0:
             # the linear weights held in their quantised copies only (module docstring): their
             # 16-bit share of the weights (sharded or gathered alike) is not held

@@ -29,6 +29,23 @@ def layer_linear_params(job, L: int) -> float:
     return attn + mlp
 
 
+def by_shape(job, fn):
+    """L -> fn(job, L), computed once per shape of layer (model_spec.ModelSpec.shape_key: its
+    kind and whether it is MoE), for an fn that reads L through nothing else (the per-layer
+    counts here, forecast.layer_flops_per_token): the same values, at a dictionary lookup a
+    layer where sums run over every layer (a search prices them for thousands of jobs)."""
+    memo: dict = {}
+    key = job.model.shape_key
+
+    def of(L: int):
+        k = key(L)
+        hit = memo.get(k)
+        if hit is None:
+            hit = memo[k] = fn(job, L)
+        return hit
+    return of
+
+
 def layer_expert_params(job, L: int) -> float:
     """Parameters of layer L's routed experts held by one rank (0 in a layer without them).
     Megatron-Core keeps them in buffers of their own, whose gradients are reduced and whose
@@ -188,7 +205,7 @@ class ParamsMixin:
             expert /= self.groups["edp"].n
         nbytes = (28.0 if self.job.optimizer_dtype == "bf16" else 38.0) * (dense + expert)
         if self.job.fp8:     # the next iteration's weight casts (module docstring)
+            linear = by_shape(self.job, layer_linear_params)
             nbytes += FP8_WEIGHT_CAST_BYTES * sum(
-                layer_linear_params(self.job, L) for first, n in self.chunks[stage]
-                for L in range(first, first + n))
+                linear(L) for first, n in self.chunks[stage] for L in range(first, first + n))
         return self.c.stream("optimizer", nbytes, kernels=20)

@@ -143,15 +143,21 @@ class Builder:
         ops = self.ops
         last = None          # (shape, layer, first op, op count, state after) of the last layer
         alike = False        # the last layer's ops and state are the one's before it, shifted
+        proto = None         # (first op, layer, the fields of its ops) copied in this run
         for L in layers:
             k = key(L) if key is not None else None
             if alike and k == last[0] and L - last[1] == step:
                 _, _, first, count, (tail, pending, gates) = last
                 at = len(ops)
-                for op in ops[first:first + count]:
-                    ops.append(Op(op.name, op.cat, op.stream, op.dur, op.flops, op.nbytes,
-                                  op.group, op.layer + step, tuple(d + count for d in op.deps),
-                                  op.shape, op.kernels))
+                if proto is None:       # the run's first copy: of the last built layer
+                    proto = (first, last[1], [
+                        (o.name, o.cat, o.stream, o.dur, o.flops, o.nbytes, o.group, o.layer,
+                         o.deps, o.shape, o.kernels) for o in ops[first:first + count]])
+                shift, move = at - proto[0], L - proto[1]
+                ops += [Op(name, cat, stream, dur, flops, nbytes, group, layer + move,
+                           tuple([d + shift for d in deps]) if deps else deps, shape, kernels)
+                        for name, cat, stream, dur, flops, nbytes, group, layer, deps, shape,
+                        kernels in proto[2]]
                 self.tail = tail + count
                 self.pending = [x + count for x in pending]
                 self.gates = tuple(x + count for x in gates)
@@ -159,6 +165,7 @@ class Builder:
                 last = (k, L, at, count, self._state())
                 continue
             first, fp8 = len(ops), self.fp8_gemms      # fp8 GEMMs a layer adds: alike
+            proto = None
             body(L)
             state = self._state()
             count = len(ops) - first
