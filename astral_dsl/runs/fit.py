@@ -211,7 +211,7 @@ def uses(name: str, spec, gpu) -> bool:
     if name == "moe_sync_s":
         return moe and not spec.cuda_graphs
     if name == "ep_hidden":
-        return moe and spec.ep_overlap and par.ep > 1
+        return moe and spec.ep_overlap_share > 0 and par.ep > 1
     if name == "a2a_eff":
         return moe and par.ep > 1 and spec.moe_dispatcher == "alltoall"
     if name == "a2a_eff_fused":

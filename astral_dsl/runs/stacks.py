@@ -14,6 +14,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
+from astral_dsl.runs.ep_overlap import recipe_ep_overlap
 
 
 @records.frozen
@@ -208,13 +209,18 @@ def hybrid_ep_hosts(row, ep: int) -> Optional[int]:
     return None
 
 
+def gpu_key(gpu: str) -> str:
+    """gb200 | b200 | h100 | "": the GPU directory of the performance recipes."""
+    g = _n(gpu)
+    return "gb200" if "gb200" in g else "b200" if "b200" in g else "h100" if "h100" in g else ""
+
+
 def recipe_recompute(row, release) -> Optional[Tuple[str, ...]]:
     """The `recompute_modules` of a Megatron-Bridge row (NeMo 25.09 on) that states no
     recomputation and runs a layout of RECIPE_RECOMPUTE; None otherwise."""
     if row.recompute.strip() or release is None or release < FLEX_FROM:
         return None
-    g = _n(row.gpu)
-    gpu = "gb200" if "gb200" in g else "b200" if "b200" in g else "h100" if "h100" in g else ""
+    gpu = gpu_key(row.gpu)
     prec = precision_of(row.precision, row.gpu)[0]
     if row.count("mbs") is None:          # the micro-batch is part of the recipe's layout
         return None
@@ -314,10 +320,11 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             elif dp > 1:
                 par["zero"] = 1
             if moe:
-                # the EP all-to-all is read exposed (no `ep_overlap`): until stop 48 the rows
-                # were read overlapped while Seer hid none of it (its hidden share had held the
-                # EP stream ahead of the rest: lower_comm.py), and the refits with the share
-                # hidden left out worse (docs/runs.md)
+                dtype = (precision_of(row.precision, row.gpu)[0] or ("",))[0]
+                overlap, how = recipe_ep_overlap(_n(row.model), gpu_key(row.gpu), dtype,
+                                                 release, pp, row.count("vp", 1) or 1)
+                fields["ep_overlap"] = overlap
+                assumed.append(how)
                 tokendrop = "tokendrop" in _n(row.model)
                 if tokendrop:
                     # the label says tokens were dropped: Megatron-Bridge's token-drop helper

@@ -31,10 +31,11 @@ class CommOps:
                 hit = routing.spread(self.job.moe_routing, m.experts, k, m.expert_groups,
                                      m.group_top_k, lay.n, lay.hosts)
                 t = comm.dispatch(self.net, lay, nbytes / k, hit, self.a2a_eff)
-            hidden = self.c.cal.ep_hidden * t if self.job.ep_overlap else 0.0
+            # the share another micro-batch's computation hides, on the passes the schedule
+            # pairs (spec.ep_overlap_share): after the exposed rest on the EP stream (it
+            # occupies the stream, not this block's critical path)
+            hidden = self.c.cal.ep_hidden * self.job.ep_overlap_share * t
             if hidden > 0:
-                # the share another micro-batch's computation hides: after the exposed rest
-                # on the EP stream (it occupies the stream, not this block's critical path)
                 main = b.add(Op(name, "comm", stream or group, t - hidden, 0.0, nbytes, group,
                                 layer), chain)
                 side = b.add(Op(name + " (overlapped)", "comm", group, hidden, 0.0, 0.0, group,

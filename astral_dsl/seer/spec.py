@@ -188,6 +188,14 @@ class JobSpec:
         return max(1, self.microbatches // self.pipeline_runs)
 
     @property
+    def ep_overlap_share(self) -> float:
+        """The share of a rank's forward and backward passes whose expert all-to-all
+        `ep_overlap` can hide: ep_overlap_share(pp, v, run micro-batches), 0 without it."""
+        if not self.ep_overlap:
+            return 0.0
+        return ep_overlap_share(self.parallel.pp, self.parallel.v, self.run_microbatches)
+
+    @property
     def schedule_key(self) -> str:
         """The pipeline schedule as the simulation runs it: `schedule`, or that many runs of it
         a step with `pipeline_runs` > 1 (pipeline.schedule_key)."""
@@ -228,3 +236,26 @@ class JobSpec:
 
 
 __all__ = ["ParallelSpec", "JobSpec"]
+
+
+def ep_overlap_share(pp: int, v: int, m: int) -> float:
+    """The share of a rank's m x v forward (and as many backward) passes that Megatron-Core's
+    combined 1F1B schedule (`overlap_moe_expert_parallel_comm`) runs beside another
+    micro-batch's pass, the one whose computation hides their expert all-to-all.
+    Megatron-Core 0.16.1: without a pipeline (pipeline_parallel/combined_1f1b.py,
+    combined_1f1b_schedule_for_no_pipelining) the first micro-batch's forward and the last one's
+    backward run alone, the other m - 1 of each are paired: (m - 1) / m. With pipeline stages
+    it needs virtual stages (transformer_config.py __post_init__ asserts
+    virtual_pipeline_model_parallel_size with pp > 1): 0 with v = 1. Interleaved, only the
+    steady 1F1B phase pairs passes (schedules.py get_pp_rank_microbatches): rank r runs
+    2 (pp - r - 1) + (v - 1) g + 1 forwards alone in the warm-up (g the micro-batch group per
+    virtual stage, pp by default; the + 1 is the overlap's extra warm-up micro-batch) and as
+    many backwards alone in the cool-down; Seer's stages share one template, so the warm-up
+    is the ranks' mean, (pp - 1) + (v - 1) pp + 1, of m v."""
+    if pp <= 1:
+        return (m - 1) / m if m > 1 else 0.0
+    if v <= 1:
+        return 0.0
+    total = m * v
+    warmup = min(total, (pp - 1) + (v - 1) * pp + 1)
+    return (total - warmup) / total

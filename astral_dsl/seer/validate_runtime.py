@@ -149,6 +149,18 @@ def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"): there is no expert all-to-all to overlap",
                          where("ep_overlap", ""),
                          "leave `ep_overlap` out, or spread the experts (`ep` > 1)"))
+    elif stated.get("ep_overlap") is True and par.pp > 1 and par.v <= 1:
+        # Megatron-Core 0.16.1 transformer_config.py __post_init__: "If enabling EP A2A
+        # overlap, virtual_pipeline_model_parallel_size must be specified when
+        # pipeline_model_parallel_size > 1" (its combined 1F1B pairs passes only in the
+        # interleaved schedule: spec.ep_overlap_share)
+        out.append(_warn("W751", f"{name}: ep_overlap has no effect with pp = {par.pp} and no "
+                                 f"virtual stages: Megatron-Core overlaps the expert "
+                                 f"all-to-all only in the interleaved schedule (it refuses the "
+                                 f"setting otherwise); forecast without it",
+                         where("ep_overlap", ""),
+                         "give the pipeline virtual stages (`virtual_stages` > 1), or leave "
+                         "`ep_overlap` out"))
     if stated.get("torch_compile") is True and spec.framework != "torchtitan":
         out.append(_warn("W751", f"{name}: torch_compile has no effect with framework = "
                                  f"{spec.framework}: its element-wise kernels are forecast "

@@ -1,0 +1,88 @@
+"""Which NVIDIA MoE rows ran Megatron-Core's expert-parallel all-to-all overlap
+(`overlap_moe_expert_parallel_comm`: `ep_overlap`), read off the performance recipes.
+
+Megatron-Core's default is off (0.16.1 model_parallel_config.py: `overlap_moe_expert_parallel_comm
+= False`), and Megatron-Bridge turns it off unless a recipe asks for it (0.6.2
+training/comm_overlap.py, `_get_model_comm_overlap_cfgs`: "Optimizations disabled by default").
+Of the Megatron-Bridge releases unpacked (0.2.0rc6, 0.3.1, 0.4.0, 0.5.0, 0.6.2), only 0.6.2 ships
+its performance recipes (src/megatron/bridge/perf_recipes/<model>/<gpu>/); the earlier ones
+ship the library recipes alone (recipes/<model>/), which leave it off for every model here
+(recipes/deepseek/deepseek_v3.py sets it False at line 170 of 0.3.1 and 0.4.0, 214 of 0.5.0;
+qwen/qwen3_moe.py and gpt_oss/gpt_oss.py never set it). NeMo 2.0's wheel (nemo_toolkit 2.0.0) has
+no such setting, and its 25.0x performance scripts are not available. So every row from NeMo
+25.09 (the flex dispatcher's release, stacks.FLEX_FROM) on is read with what Megatron-Bridge
+0.6.2's performance recipe for its model, GPU and precision sets, an ASSUMPTION for the
+releases before (each such row says so in its `assumed` list), and the rows before 25.09 without
+the overlap. The container of each Megatron-Bridge release is inferred from the release dates
+in its README (0.4.0 on 2026-04-16, 0.5.0 on 2026-06-22 as "the NeMo 26.06 training stack"):
+0.6.2 is taken to be NeMo 26.08's.
+
+Megatron-Bridge 0.6.2 perf_recipes (file:line of the setting, all with delay_wgrad_compute):
+- DeepSeek-V3, GB200, MXFP8: deepseek/gb200/deepseek_v3.py:157 calls
+  deepseek/common.py:_enable_deepseek_full_iteration_mxfp8 (lines 75-76: on, full-iteration
+  CUDA graphs, HybridEP); BF16 (lines 29-77) and FP8-CS (80-128) keep the base recipe's off
+  (recipes/deepseek/h100/deepseek_v3.py:215); B200 (deepseek/b200/deepseek_v3.py) and H100
+  (deepseek/h100/deepseek_v3.py) never turn it on.
+- GPT-OSS 120B, GB200: BF16 gpt_oss/gb200/gpt_oss.py:200-201 on; MXFP8 line 240 calls
+  gpt_oss/common.py:_apply_gpt_oss_120b_full_iter_fp8mx_configs (lines 78-79: on); B200
+  (gpt_oss/b200/gpt_oss.py) and H100 (gpt_oss/h100/gpt_oss.py) never: off.
+- Qwen3 30B-A3B, MXFP8: GB200 qwen/gb200/qwen3_moe.py:329 and B200 qwen/b200/qwen3_moe.py:312
+  call qwen/common.py:_enable_hybridep_full_iteration_mxfp8 (lines 58-62: on); BF16 and FP8-CS
+  on GB200 and B200 (qwen/gb200/qwen3_moe.py:195-302, qwen/b200/qwen3_moe.py:176-283): off.
+- Qwen3 235B-A22B: MXFP8 on GB200 (qwen/gb200/qwen3_moe.py:169, 489) and B200
+  (qwen/b200/qwen3_moe.py:461, with 3 virtual stages); BF16 and FP8-CS on H100
+  (qwen/h100/qwen3_moe.py:147-148, 199-200, with the alltoall dispatcher); BF16 and FP8-CS on
+  GB200 and B200: off.
+- Nemotron 3 Nano, GB200: off (the base recipe recipes/nemotronh/h100/nemotron_3_nano.py:212;
+  perf_recipes/nemotronh never turns it on).
+
+A recipe's overlap that its row's layout cannot run is not read: Megatron-Core refuses it with
+pipeline stages and no virtual stages (transformer_config.py __post_init__; spec.ep_overlap_share),
+as NeMo 26.02's and 26.04.01's Qwen3 235B rows on B200 (pp 8, no VP) had."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+# (model label prefix as stacks._n, GPU, precision families) of the Megatron-Bridge 0.6.2
+# performance recipes that turn the overlap on (module docstring, file:line there)
+EP_OVERLAP_ON = (
+    ("deepseekv3", "gb200", ("mxfp8",)),         # deepseek/common.py:75-76
+    ("gptoss120b", "gb200", ("bf16", "mxfp8")),  # gpt_oss/gb200/gpt_oss.py:200; common.py:78
+    ("qwen330ba3b", "gb200", ("mxfp8",)),        # qwen/common.py:58-62 via gb200:329
+    ("qwen330ba3b", "b200", ("mxfp8",)),         # qwen/common.py:58-62 via b200:312
+    ("qwen3235ba22b", "gb200", ("mxfp8",)),      # qwen/common.py:58-62 via gb200:169, 489
+    ("qwen3235ba22b", "b200", ("mxfp8",)),       # qwen/common.py:58-62 via b200:461
+    ("qwen3235ba22b", "h100", ("bf16", "fp8")),  # qwen/h100/qwen3_moe.py:147, 199
+)
+SOURCE = "Megatron-Bridge 0.6.2's performance recipe (perf_recipes/)"
+# the release taken to ship Megatron-Bridge 0.6.2 (module docstring): the first whose own
+# performance recipe is available
+OWN_FROM = (26, 8)
+
+
+def recipe_ep_overlap(label: str, gpu: str, family: Optional[str],
+                      release: Optional[Tuple[int, int]], pp: int, vp: int) -> Tuple[bool, str]:
+    """(ep_overlap, what the row is taken to have run) of an NVIDIA MoE row: `label` its
+    model as stacks._n, `gpu` gb200 | b200 | h100 | "", `family` its precision's dtype
+    (stacks.precision_of), `release` (year, month) or None, `pp` and `vp` its layout. A row of
+    a release before 0.6.2's is read without the overlap: its own performance recipe is not
+    available, and what is (Megatron-Bridge's library recipes of 0.2.0rc6 to 0.5.0, NeMo 2.0)
+    leaves it off; the row says whether 0.6.2's recipe would set it."""
+    what = f"{SOURCE} for the model, GPU and precision"
+    on = any(label.startswith(model) and gpu == where and family in families
+             for model, where, families in EP_OVERLAP_ON)
+    if release is None or release < OWN_FROM:
+        later = f"; {what} sets it" if on else ""
+        return False, (f"no expert all-to-all overlap (Megatron-Core's default): this "
+                       f"release's performance recipe is not available and the library recipes "
+                       f"of its time (Megatron-Bridge 0.2.0rc6 to 0.5.0, NeMo 2.0) leave it "
+                       f"off{later}")
+    if not on:
+        return False, (f"no expert all-to-all overlap (Megatron-Core's default), as {what} "
+                       f"leaves it")
+    if pp > 1 and vp <= 1:
+        return False, (f"no expert all-to-all overlap: {what} sets it, but Megatron-Core runs "
+                       f"it only without a pipeline or with virtual stages, and this row has "
+                       f"pp = {pp} and none")
+    return True, (f"expert all-to-all overlapped across micro-batches with delayed weight "
+                  f"gradients, as {what} sets it")
