@@ -384,17 +384,47 @@ def test_recipes_recompute_and_optimizer_where_the_row_matches_them():
 
 
 def test_fp8_parameters_for_the_nemo_2_and_megatron_bridge_fp8_rows():
-    """The fp8, current-scaling and MXFP8 rows of NeMo 25.04 on (NeMo 2.0's and Megatron-Bridge's
+    """The fp8, current-scaling and MXFP8 rows of NeMo 24.07 on (NeMo's and Megatron-Bridge's
     precision configs) hold their linear weights as fp8 parameters; BF16 rows, the 128-block
-    FP8 of Hopper and rows before NeMo 2.0 do not (runs/stacks.py, FP8_PARAMS_FROM)."""
-    rows = [_row("r117"), _row("r118"), _row("r121"), _row("r167"),
+    FP8 of Hopper and NeMo 24.03's rows do not (runs/stacks.py, FP8_PARAMS_FROM)."""
+    rows = [_row("r117"), _row("r118"), _row("r121"), _row("r167"), _row("r196"),
             _row("r117", id="blocks", precision="FP8 alt granularity", gpu="H100-SXM5-80GB",
                  system="DGX-H100")]
     prepared = {p.row.id: p for p in prepare(parse_table(_csv(rows), "t.csv"))}
-    assert [prepared[i].spec.fp8_params for i in ("r117", "r118", "r121", "r167", "blocks")] == \
-        [True, True, False, False, False]
+    assert [prepared[i].spec.fp8_params
+            for i in ("r117", "r118", "r121", "r167", "r196", "blocks")] == \
+        [True, True, False, True, False, False]
     assert any("fp8 parameters" in a for a in prepared["r117"].expressed.assumed)
     assert not any("fp8 parameters" in a for a in prepared["r121"].expressed.assumed)
+
+
+def test_nemotron_4_340b_of_nemo_24_07_fits_without_recomputation():
+    """NeMo 24.07's Nemotron-4 340B (TP 8, PP 8, 12 virtual stages of one layer, DP 2, 16
+    micro-batches) with fp8 parameters holds its states and the interleaved schedule's
+    activations in an H100's 80 GiB without recomputing, as its published speed says it ran.
+    By hand, per rank of stage 0 (h 18432, ffn 73728, 8 of 96 heads of 192 for keys and values):
+    a layer's linear weights are 18432 (18432 + 2 x 8 x 192) + 18432^2 + 2 x 18432 x 73728 =
+    3,454.0 M, 431.75 M per TP rank, 12 layers 5,181.0 M; the embedding 256000 x 18432 / 8 =
+    589.8 M; 5,770.8 M parameters (the norms' are below 1 M).
+      fp8 parameters: 16-bit weights of the embedding and norms alone, 2 x 589.8 M = 1.18 GB;
+      fp8 weights and transposes 2 x 5,181.0 M = 10.36 GB; bf16 gradients 11.54 GB;
+      Adam's 12 bytes over DP 2: 6 x 5,770.8 M = 34.62 GB; reserved 3 GB: 60.7 GB of states.
+    In flight on stage 0 (Megatron-Core schedules.py, interleaved warm-up plus one):
+    (8 - 0 - 1) x 2 + (12 - 1) x 8 + 1 = 103 one-layer chunks."""
+    import attrs
+    from astral_dsl.seer.forecast import run
+    from astral_dsl.seer.memory import in_flight
+
+    assert in_flight(8, 12, 16, 0, "interleaved") == 103
+    p = next(iter(prepare(parse_table(_csv([_row("r176")]), "t.csv"))))
+    assert p.spec.fp8_params
+    mem = run(attrs.evolve(p.spec, recompute="none"), p.gpu, p.net).memory
+    assert mem.stage == 0
+    assert mem.weights == pytest.approx(1.18e9, rel=0.01)
+    assert mem.fp8_weights == pytest.approx(10.36e9, rel=0.01)
+    assert mem.gradients == pytest.approx(11.54e9, rel=0.01)
+    assert mem.optimizer == pytest.approx(34.62e9, rel=0.01)
+    assert mem.total < 80 * 2 ** 30
 
 
 def test_nemo_24_03_rows_run_attention_on_flashattention_2s_kernels():

@@ -165,6 +165,24 @@ def test_the_framework_is_the_source_versions_and_fp8_delayed_is_delayed():
     assert precision_of("FP8-CS", "H100-SXM5-80GB")[0] == ("fp8", "current")
 
 
+
+def test_nemo_24_fp8_is_delayed_scaling():
+    """An unlabelled FP8 of a NeMo release before 25.04 is Transformer Engine 1.x's delayed
+    scaling (runs/stacks.py, CURRENT_SCALING_FROM); from 25.04, and outside NeMo, current
+    scaling, the tables' FP8 / FP8-CS."""
+    from astral_dsl.runs.stacks import precision_of
+
+    h100 = "H100-SXM5-80GB"
+    assert precision_of("FP8", h100, (24, 7))[0] == ("fp8", "delayed")
+    assert precision_of("FP8", h100, (24, 3))[0] == ("fp8", "delayed")
+    assert precision_of("FP8", h100, (25, 4))[0] == ("fp8", "current")
+    assert precision_of("FP8", h100)[0] == ("fp8", "current")
+    assert precision_of("FP8 alt granularity", h100, (24, 7))[0] == ("fp8", "blockwise")
+    rows = [_row("r176"), _row("r196"), _row("r117")]
+    prepared = {p.row.id: p for p in prepare(parse_table(_csv(rows), "t.csv"))}
+    assert [prepared[i].spec.fp8_recipe for i in ("r176", "r196", "r117")] == \
+        ["delayed", "delayed", "current"]
+
 LAB2 = """
 import stdlib.systems { DGX_H100_Rack, NDR_Fabric }
 block East_SU { racks = 8 x DGX_H100_Rack }

@@ -17,7 +17,8 @@ from typing import Dict, List, Optional, Tuple
 from astral_dsl import records
 from astral_dsl.runs.parts import names_stdlib_system, system_of
 from astral_dsl.runs.stacks import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, System,
-                                    dated, precision_of, stack_of, stated_settings, su_gpus)
+                                    dated, precision_of, release_of, stack_of, stated_settings,
+                                    su_gpus)
 from astral_dsl.runs.table import Run
 from astral_dsl.seer.stages import derived_layout
 
@@ -216,7 +217,7 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
             assumed_system = (f"system {system.key} (stdlib.systems {system.su}, "
                               f"{system.fabric}) for `{row.system or '(empty)'}`, by its GPU: "
                               "your cluster's hosts and network may differ (--gpu-file)")
-    prec, prec_how = precision_of(row.precision, row.gpu)
+    prec, prec_how = precision_of(row.precision, row.gpu, release_of(row))
     if prec is None:
         return NotExpressible(row, "precision", prec_how)
     fields, lent, assumed, missing = _model_fields(row)

@@ -59,8 +59,21 @@ class Stack:
     framework: str
 
 
-def precision_of(precision: str, gpu: str) -> Tuple[Optional[Tuple[str, str]], str]:
-    """((dtype, fp8 recipe), how it was read) of the `precision` cell, or (None, why)."""
+# From this NeMo release on an unlabelled "FP8" is per-tensor current scaling (the tables'
+# FP8-CS); before it, delayed scaling: Transformer Engine 1.x (NeMo 24.03 ran 1.4) has no other
+# per-tensor recipe (Float8CurrentScaling is of the 2.x series), and NeMo 2.0.0's fp8 precision
+# config is DelayedScaling's (nemo_toolkit 2.0.0 collections/llm/recipes/precision/
+# mixed_precision.py: fp8 = 'hybrid', amax_history_len = 1024, amax_compute_algo = 'max'). The
+# table has no NeMo row between 24.07 and 25.04.
+CURRENT_SCALING_FROM = (25, 4)
+
+
+def precision_of(precision: str, gpu: str,
+                 release: Optional[Tuple[int, int]] = None
+                 ) -> Tuple[Optional[Tuple[str, str]], str]:
+    """((dtype, fp8 recipe), how it was read) of the `precision` cell, or (None, why);
+    `release`: the NeMo container's (release_of), whose unlabelled FP8 before
+    CURRENT_SCALING_FROM is delayed scaling."""
     p, g = precision.lower(), _n(gpu)
     blackwell = "b200" in g or "b300" in g
     if "nvfp4" in p:
@@ -77,6 +90,9 @@ def precision_of(precision: str, gpu: str) -> Tuple[Optional[Tuple[str, str]], s
     if "fp8" in p and "delayed" in p:
         # Transformer Engine's DelayedScaling recipe: scales from an amax history
         return ("fp8", "delayed"), "fp8 with per-tensor delayed scaling (the label's)"
+    if "fp8" in p and release is not None and release < CURRENT_SCALING_FROM:
+        return ("fp8", "delayed"), ("fp8 with per-tensor delayed scaling (Transformer Engine 1.x's "
+                                    "only recipe)")
     if "fp8" in p:
         return ("fp8", "current"), "fp8 with per-tensor current scaling (the tables' FP8 / FP8-CS)"
     if "bf16" in p or "bfloat16" in p:
@@ -131,14 +147,20 @@ FLEX_FROM = (25, 9)
 # moonlight/moonlight_16b.py, olmoe/olmoe_7b.py (`use_precision_aware_optimizer = True`,
 # `exp_avg_dtype = torch.bfloat16`); every other recipe keeps them in fp32. Row labels, as _n.
 BF16_MOMENTS_MODELS = ("deepseekv3", "moonlight", "olmoe")
-# From this release on the NVIDIA rows are NeMo 2.0's and Megatron-Bridge's recipes, whose fp8,
-# MXFP8 and current-scaling precision configs keep the linear weights as fp8 parameters
-# (`fp8_params`: Megatron-Bridge training/mixed_precision.py, 0.2.0 to 0.6.2,
-# `fp8_param_gather = True`; nemo_toolkit 2.0.0 collections/llm/recipes/precision/
-# mixed_precision.py, `fp8_params = True`); not their 128-block (subchannel) config, nor NVFP4
-# (`fp4_param_gather`). The table has no row between NeMo 24.07 and 25.04; the earlier ones keep
-# Transformer Engine's default (16-bit weights and fp8 copies).
-FP8_PARAMS_FROM = (25, 4)
+# From this release on the NVIDIA fp8, MXFP8 and current-scaling rows keep their linear weights
+# as fp8 parameters (`fp8_params`): Megatron-Bridge's precision configs (training/
+# mixed_precision.py, 0.2.0 to 0.6.2, `fp8_param_gather = True`) and NeMo 2.0's (nemo_toolkit
+# 2.0.0 collections/llm/recipes/precision/mixed_precision.py, `fp8_params = True`) set it; not
+# their 128-block (subchannel) config, nor NVFP4 (`fp4_param_gather`). NeMo 1.x had the same
+# switch (nemo_toolkit 2.0.0's megatron_gpt_model.py builds the model under Transformer Engine's
+# fp8_model_init with `fp8_params`, and its distributed Adam gathers Float8Tensor parameters),
+# off by default. That NeMo 24.07's performance runs set it is an ASSUMPTION, which its
+# Nemotron-4 340B row (TP 8, PP 8, 12 virtual stages of one layer, DP 2) argues for: without it
+# that run needs 91.8 GB (85.9 GB on the GPU) unless every layer is recomputed (one layer a
+# chunk leaves Megatron-Core's `--recompute-num-layers` nothing between none and all), and
+# recomputing every layer is 20 % slower than it ran, recomputing none 3 % faster. The 24.03
+# rows keep Transformer Engine's default (16-bit weights and fp8 copies).
+FP8_PARAMS_FROM = (24, 7)
 # Before this release the NeMo rows are read with attention on FlashAttention-2's kernels
 # (`attention = flash2`). Transformer Engine 2.9 prefers its cuDNN FusedAttention on Hopper
 # ("Disabling FlashAttention to give FusedAttention preference on Hopper+ for performance
@@ -221,7 +243,7 @@ def recipe_recompute(row, release) -> Optional[Tuple[str, ...]]:
     if row.recompute.strip() or release is None or release < FLEX_FROM:
         return None
     gpu = gpu_key(row.gpu)
-    prec = precision_of(row.precision, row.gpu)[0]
+    prec = precision_of(row.precision, row.gpu, release)[0]
     if row.count("mbs") is None:          # the micro-batch is part of the recipe's layout
         return None
     layout = (row.count("tp", 1), row.count("pp", 1), row.count("ep", 1), row.count("mbs"))
@@ -300,7 +322,7 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             # Megatron-Bridge 0.3.1 training/comm_overlap.py: an interleaved pipeline
             # (virtual stages > 1) overlaps its sends with the next block (overlap_p2p_comm)
             fields["pp_overlap"] = pp > 1
-            prec = precision_of(row.precision, row.gpu)[0]
+            prec = precision_of(row.precision, row.gpu, release)[0]
             if release is not None and release >= FP8_PARAMS_FROM and prec is not None and \
                     (prec[0] == "mxfp8" or (prec[0] == "fp8" and prec[1] in ("current",
                                                                                "delayed"))):
