@@ -82,7 +82,10 @@ def test_a_racks_hosts_are_listed_in_the_designs_order(nvl72, monkeypatch):
 
     def slow_rack0_ring(self, ranks):
         static, flap = rings(self, ranks)
-        if ranks[0, 0] == 0:                     # stage 0: its tp-0 ring is group 0
+        # stage 0's data-parallel rings (the generator asks for the TP rings too, transposed:
+        # `ranks[0, 0] == 0` alone had slowed TP group 0's ring, on host 0, as well, which was
+        # not judged while collectives inside one host were left out)
+        if tuple(ranks[:, 0].tolist()) == rm.groups["dp"][0].ranks:   # tp 0's ring: group 0
             static = static.copy()
             static[0, 0] = 2.0
         return static, flap

@@ -4,7 +4,8 @@ and name the suspect parts (docs/diagnose.md). `--schema` prints the JSON Schema
 diagnosis document.
 
 Exit codes (the verdict; `--format json` says it as `verdict` and `exit_code`):
-0 healthy (every rank read, nothing suspect); 1 suspects found; 2 the observed data cannot be
+0 healthy (every rank read, nothing suspect, the job's probability below 0.5); 1 suspects
+found; 2 inconclusive (a fault the more likely, none nameable), or the observed data cannot be
 used, or part of it could not (or ranks are missing) and nothing is suspect in the rest, or a
 usage error, or the design has errors (nothing compared: no all-clear); 3 an internal error
 (E000), as for every command."""

@@ -194,7 +194,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
             fc_bf.append(bf)
         else:
             fc_rest.append(bf)
-    p_job, post = verdict.weigh([(list(net.log_bf), net.rest, max(1, net.classes)),
+    p_job, post, rest = verdict.weigh([(list(net.log_bf), net.rest, max(1, net.classes)),
                                  (list(gpu.log_bf), gpu.rest, gpu.units),
                                  (fc_bf, np.array(fc_rest), 2)])
     suspects = [attrs.evolve(s, probability=p) for s, p in
@@ -224,12 +224,16 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                    {host_path[h]: float(clk.drifts[h]) for h in clk.aligned},
                    tuple(host_path[h] for h in clk.bad))
     per_rank = breakdown.of_traces(traces, rm, gpu.comparisons, streams_idle)
+    unnamed = dict(zip(verdict.FAMILY_NAMES, rest))
+    steps = verdict.next_steps(unnamed, len(iterations), per_rank.source, timers, gpu.leading) \
+        if verdict.verdict_of(any(not s.alternative for s in suspects), p_job) == \
+        "inconclusive" else ""
     return Diagnosis(inst.template, rm.world, tuple(sorted(traces)), tuple(iterations),
                      tuple(suspects), tuple(diags), fc.iteration_time if fc else None, obs_iter,
                      gpu.comparisons, fit, counts, probability=p_job, timers=timers,
                      band=band, band_source=band_source,
                      compute_ratio=float(np.median(list(ratios.values()))) if ratios else None,
-                     breakdown=per_rank)
+                     breakdown=per_rank, unnamed=unnamed, next_steps=steps)
 
 
 def ordered(suspects) -> List[Suspect]:

@@ -4,7 +4,9 @@
   median of its pipeline stage's ranks (they run the same layers): compute.py weighs them.
 - Collectives and transfers: the effective time of an instance is the moment every member
   finished (aligned clocks) minus the moment the last member arrived: the time the network took
-  once nobody was waited for (a late arrival is the late rank's compute, not the network). It
+  once nobody was waited for (a late arrival is the late rank's compute, not the network);
+  inside one host, the shortest member's record (the last to arrive's; a rank log's per
+  iteration sum of TP collectives: the one with the least waiting in it). It
   is compared with the median of the same collective at the same place of the schedule (same
   kind, collective, stage or stage pair, iteration and position) in the other groups; with fewer
   than MIN_PEERS of them, with the forecast of its kind and collective: a data-parallel group's
@@ -127,14 +129,20 @@ def timing(records: Records, inst: Instances, clocks, stage_of_rank: np.ndarray,
     if bad_hosts:
         hit = np.isin(records.host[ok], list(bad_hosts))
         bad[np.unique(r_inst[hit])] = True
-    multi_host = np.zeros(n, dtype=bool)
     hmin = np.full(n, np.iinfo(np.int64).max)
     hmax = np.full(n, -1)
     np.minimum.at(hmin, r_inst, records.host[ok])
     np.maximum.at(hmax, r_inst, records.host[ok])
-    multi_host = hmax > hmin
-    usable = inst.complete & ~bad & multi_host & (inst.kind != KIND_CODES["world"])
+    usable = inst.complete & ~bad & (inst.kind != KIND_CODES["world"])
     eff = np.where(usable, finish - last_in, np.nan)
+    # inside one host (one clock, its NVLink): the shortest member's record, the last to
+    # arrive's (its end less its start: nobody waited for); where a rank log sums a kind's
+    # collectives into one row an iteration (TP inside its host), the sum of the collectives
+    # with the least waiting in it (the mean end less the latest start had been the others'
+    # waits for the slowest)
+    shortest = np.full(n, np.inf)
+    np.minimum.at(shortest, r_inst, end - start)
+    eff = np.where(usable & (hmax == hmin), shortest, eff)
     # the place in the schedule: kind, stage (of the group or of the sender and receiver),
     # iteration, position
     first_rank = _first_rank(records, inst)

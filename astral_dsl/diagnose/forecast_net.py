@@ -186,8 +186,8 @@ def unforecast_dp(tm, zero: int, files) -> Diagnostic:
 def uncompared(tm, inst, files) -> List[Diagnostic]:
     """W797, one per kind: collectives (or pipeline transfers) with too few peers (fewer than
     MIN_PEERS groups of their stage run them) and no forecast of their kind to compare them
-    with: TP collectives (CP ones where Seer prices no ring: unfused attention) that leave
-    their NVLink domain where one or two groups a stage run them (Seer prices them inside
+    with: TP collectives (CP ones where Seer prices no ring: unfused attention), inside one
+    host or leaving their NVLink domain, where one or two groups a stage run them (Seer prices them inside
     their blocks, not alone), a MoE job's experts' gradient collectives on a stage without
     routed experts in Seer's split. They were compared with
     nothing and never slow: said, so that nothing suspect is no all-clear."""

@@ -303,6 +303,10 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     if kind_name == "host" and len(all_parts) > 1:
         notes.append("the collectives ran on the NVLink of one rack's hosts (nvlink_domain = "
                      "rack), none of their NICs: its NVLink switch trays or these hosts")
+    elif kind_name == "host":
+        notes.append("the collectives ran inside the host, on its NVLink, none of its NICs: "
+                     "its NVSwitches or a GPU's NVLink ports (nvidia-smi nvlink --status, "
+                     "its NVLink error counters); a slow GPU is its compute's, not this")
     if any(u[0] not in ("nic port", "host") and _planes(display(u)) for u in leads):
         notes.append("the planes of a dual-homed fabric carry the same collectives: "
                      "timings cannot tell the plane")

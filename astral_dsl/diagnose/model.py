@@ -8,6 +8,7 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import natural
+from astral_dsl.diagnose.verdict import FAMILY_NAMES, verdict_of
 from astral_dsl.diagnostics import Diagnostic
 
 
@@ -131,10 +132,15 @@ class Diagnosis:
     band_source: str = ""
     compute_ratio: Optional[float] = None    # median over stages of compute / forecast
     breakdown: Optional[object] = None       # per-rank breakdown (breakdown.Breakdown)
+    unnamed: Dict[str, float] = attrs.field(factory=lambda: dict.fromkeys(FAMILY_NAMES, 0.0))
+    #                                  family -> the probability of its faults no suspect names
+    next_steps: str = ""               # inconclusive: where the probability sits, what to collect
 
     @property
     def verdict(self) -> str:
-        return "suspects" if any(not s.alternative for s in self.suspects) else "healthy"
+        """`suspects`, or without one `healthy` / `inconclusive` by the job's probability
+        (verdict.verdict_of)."""
+        return verdict_of(any(not s.alternative for s in self.suspects), self.probability)
 
     @property
     def missing_ranks(self) -> List[int]:

@@ -19,7 +19,7 @@ documented default, not a measurement (and says so); DEFAULT_BAND serves a forec
 one (`band_of`, the one place that sets it)."""
 from __future__ import annotations
 
-from typing import Iterable, List, Tuple
+from typing import Dict, Iterable, List, Tuple
 
 import numpy as np
 from scipy.special import logsumexp
@@ -68,24 +68,72 @@ def _source(env) -> str:
 
 
 PRIOR_ODDS = 1.0 / FAMILIES     # a priori, one family's fault against none
+FAMILY_NAMES = ("network", "compute", "forecast")   # weigh's families, in their order
+# the verdict without a named suspect: `healthy` while "all healthy" is the more likely (the
+# job's probability below one half), else `inconclusive`: a fault is the more likely, and no
+# part of it reaches ALARM_ODDS to be named (docs/diagnose.md, step 7)
+INCONCLUSIVE_P = 0.5
 
 
 def weigh(families: Iterable[Tuple[List[float], np.ndarray, int]]
-          ) -> Tuple[float, List[List[float]]]:
+          ) -> Tuple[float, List[List[float]], List[float]]:
     """(the job's probability that something is wrong, per family the posterior of each of its
-    suspects). `families`: per family (its suspects' ln Bayes factors, the ln Bayes factors of
-    its hypotheses not named, how many hypotheses it spreads its prior over)."""
+    suspects, per family the posterior of its hypotheses not named). `families`: per family
+    (its suspects' ln Bayes factors, the ln Bayes factors of its hypotheses not named, how many
+    hypotheses it spreads its prior over)."""
     fams = list(families)
     terms = [0.0]                            # ln of "all healthy"'s prior odds, 1
-    per = []
+    per, rests = [], []
     for named, rest, n in fams:
         lp = np.log(1.0 / FAMILIES) - np.log(max(1, n))
         per.append([lp + b for b in named])
+        rests.append(lp + np.asarray(rest, dtype=float))
         terms.extend(lp + b for b in named)
-        terms.extend((lp + np.asarray(rest, dtype=float)).tolist())
+        terms.extend(rests[-1].tolist())
     norm = float(logsumexp(terms))
     p_none = float(np.exp(-norm))
-    return 1.0 - p_none, [[float(np.exp(t - norm)) for t in f] for f in per]
+    unnamed = [float(np.exp(logsumexp(r) - norm)) if r.size else 0.0 for r in rests]
+    return 1.0 - p_none, [[float(np.exp(t - norm)) for t in f] for f in per], unnamed
 
 
-__all__ = ["DEFAULT_BAND", "FAMILIES", "PRIOR_ODDS", "band_of", "weigh"]
+def verdict_of(named: bool, probability: float) -> str:
+    """`suspects` when a suspect is named; else `inconclusive` when a fault is the more likely
+    (INCONCLUSIVE_P), `healthy` when "all healthy" is."""
+    if named:
+        return "suspects"
+    return "inconclusive" if probability >= INCONCLUSIVE_P else "healthy"
+
+
+_WHERE = {"compute": "a GPU (or a TP group's GPUs) slower than its stage in some iterations",
+          "network": "the network: collectives or transfers slower than their peers' or the "
+                     "forecast's in places",
+          "forecast": "the whole job against its forecast"}
+
+
+def next_steps(unnamed: Dict[str, float], iterations: int, source: str, timers: str,
+               leading: str = "") -> str:
+    """What an inconclusive verdict asks for: where the probability sits (the family holding
+    most of it, unnamed; `leading`: the compute unit it leans on most, compute.Found.leading)
+    and what to collect so that a part can be named or cleared."""
+    lead = max(FAMILY_NAMES, key=lambda f: (unnamed.get(f, 0.0), -FAMILY_NAMES.index(f)))
+    where = _WHERE[lead] + (f" (the likeliest: {leading})" if lead == "compute" and leading
+                            else "")
+    asks = [f"diagnose more iterations ({iterations} read: each one a fault slows adds to its "
+            f"evidence, each one it does not clears a healthy part)"]
+    if source != "kineto":
+        asks.append("collect profiler traces instead of rank logs (each collective on its own, "
+                    "with its process group, and every kernel's interval)")
+    if lead == "compute" and leading:
+        asks.append("check that GPU's clocks and throttling (nvidia-smi -q -d PERFORMANCE): "
+                    "one slower than its peers in every iteration by less than a faulty GPU's "
+                    "5 % is not named however many iterations are read")
+    if timers == "megatron":
+        asks.append("log compute-only timers, or collect traces (Megatron-LM's timers fold a "
+                    "TP group's GPUs into one)")
+    return (f"{unnamed.get(lead, 0.0):.0%} of it sits with {where}, none of it on one "
+            f"part enough to name it (odds of 19 to 1 against all healthy); next, "
+            + "; or ".join(asks))
+
+
+__all__ = ["DEFAULT_BAND", "FAMILIES", "FAMILY_NAMES", "INCONCLUSIVE_P", "PRIOR_ODDS", "band_of",
+           "next_steps", "verdict_of", "weigh"]

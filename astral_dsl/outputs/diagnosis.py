@@ -11,7 +11,7 @@ DRIFTS_LISTED = 8            # hosts whose fitted drift the text names (the JSON
 SCHEMA_VERSION = 1           # of the diagnosis document (schema/diagnosis.schema.json)
 # the exit codes of `astral diagnose`: 3 is an internal error (E000), as for every command; a
 # design with errors is no diagnosis (nothing compared): no all-clear, as unusable data is
-EXIT_CODES = {"healthy": 0, "suspects": 1, "unusable": 2, "design-errors": 2}
+EXIT_CODES = {"healthy": 0, "suspects": 1, "inconclusive": 2, "unusable": 2, "design-errors": 2}
 
 
 def _ranks(ranks) -> str:
@@ -65,9 +65,9 @@ def final_verdict(d, diagnostics) -> str:
     """The verdict the exit code, the JSON and the text say: the diagnosis's, except that
     nothing suspect is no all-clear when ranks were not read or part of the input could not be
     used (an error among `diagnostics`): `unusable` then (docs/diagnose.md, the exit codes)."""
-    if d.verdict == "healthy" and (d.missing_ranks or any(x.is_error or x.code in UNSEEN
-                                                          for x in diagnostics)):
-        return "unusable"
+    if d.verdict in ("healthy", "inconclusive") and (
+            d.missing_ranks or any(x.is_error or x.code in UNSEEN for x in diagnostics)):
+        return "unusable"       # what could not be used may be where the probability sits
     return d.verdict
 
 
@@ -101,6 +101,8 @@ def to_json(d, verdict: Optional[str] = None, devices=None) -> Dict[str, Any]:
     return {
         **verdict_json(verdict or d.verdict),
         "probability": round(d.probability, 6),
+        "unnamed": {k: round(v, 6) for k, v in d.unnamed.items()},
+        "next_steps": d.next_steps or None,
         "job": d.job, "world_size": d.world, "ranks_read": len(d.ranks_read),
         "missing_ranks": d.missing_ranks, "iterations": list(d.iterations),
         "timers": d.timers,
@@ -126,8 +128,8 @@ def render(d, devices=None, verdict: Optional[str] = None) -> str:
     verdict = verdict or d.verdict
     lines.append(f"diagnosis: job `{d.job}`, {read:,} of {d.world:,} ranks read, iterations "
                  f"{_its(d.iterations)}")
-    said = {"suspects": "something is wrong", "unusable": "no all-clear"}.get(verdict,
-                                                                              "healthy")
+    said = {"suspects": "something is wrong", "unusable": "no all-clear",
+            "inconclusive": "inconclusive"}.get(verdict, "healthy")
     lines.append(f"  verdict    {said}: probability {_p(d.probability)} that something is "
                  f"wrong with the job" + (f" ({_unseen(d)})" if verdict == "unusable" else ""))
     if d.forecast_iteration_s is not None or d.observed_iteration_s is not None:
@@ -145,6 +147,11 @@ def render(d, devices=None, verdict: Optional[str] = None) -> str:
     lines.extend(_clocks(d.clocks))
     lines.extend(_breakdown(d.breakdown))
     lines.append("")
+    if not d.suspects and d.next_steps:             # inconclusive, or unusable besides
+        lines.append(f"no suspect named, and a fault is the more likely: {d.next_steps}"
+                     + ("; no all-clear for what could not be read" if verdict == "unusable"
+                        else ""))
+        return "\n".join(lines) + "\n"
     if not d.suspects:
         lines.append("no suspect: every rank and collective is within the noise of its peers "
                      "and the forecast" + ("; no all-clear for what could not be read"

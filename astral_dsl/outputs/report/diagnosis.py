@@ -35,13 +35,16 @@ def diagnosis_section(doc: Dict[str, Any]) -> str:
                                f"({band.get('source', '')})"
     body = table(["what", "value"], [[k, v] for k, v in head.items()], "Verdict", cls="kv",
                  sortable=False, tid="dx-verdict")
-    body += _suspects(doc.get("suspects") or [])
+    body += _suspects(doc.get("suspects") or [], doc.get("next_steps"))
     body += _clocks(doc.get("clocks"))
     body += _breakdown(doc.get("breakdown"))
     return section("diagnosis", "Diagnosis", body)
 
 
-def _suspects(suspects: List[Dict]) -> str:
+def _suspects(suspects: List[Dict], next_steps=None) -> str:
+    if not suspects and next_steps:             # inconclusive: what to collect next
+        return tag("p", esc("no suspect named, and a fault is the more likely: " +
+                            str(next_steps)), cls="note")
     if not suspects:
         return tag("p", "no suspect: every rank and collective is within the noise of its "
                         "peers and the forecast", cls="note")
