@@ -269,10 +269,10 @@ def _check(workspace: "Workspace", design: Optional[Design], scenarios, all_scen
     sizing = None
     if design.needs_sizing and not front_end_errors(design):
         sizing = workspace.sizing(design)                                         # 16
-        if sizing.diagnostics:
+        if sizing.diagnostics:                    # with the warnings every choice gives
             return Checked(design, None, (), sort_diagnostics(
                 [d for d in design.diagnostics if not d.is_error and d.code != "E500"]
-                + list(sizing.diagnostics)), sizing)
+                + list(sizing.diagnostics) + list(sizing.warnings)), sizing)
         design = sizing.design
     diags: List[Diagnostic] = list(design.diagnostics) + list(getattr(sizing, "warnings", ()))
     if front_end_errors(design):

@@ -1,4 +1,4 @@
-"""`--calibration FIT.json` on every command that forecasts a job: diff, report and diagnose
+"""`--calibration FIT.json` on every command that forecasts a job: diff, report, diagnose and synth
 price their forecasts with the fit as forecast does (the same figures), and a fit that cannot
 be read is the same usage error (exit 2)."""
 from __future__ import annotations
@@ -80,8 +80,26 @@ def test_diagnose_forecasts_with_the_fit(fit, tmp_path):
     assert times["shipped"] != pytest.approx(times["mine"], rel=1e-3)
 
 
+def test_synth_forecasts_with_the_fit(fit, tmp_path):
+    """`astral synth --calibration`: the drill is made from the forecast with the fit, the log
+    the Python API makes from that forecast byte for byte (synth had no --calibration: its
+    drills were always the shipped fit's)."""
+    design = astral_dsl.load(str(SMALL))
+    rm = diagnose.rank_map(design)
+    for name, calibration in (("mine", str(fit)), ("shipped", None)):
+        fc = seer.forecast(design, calibration=calibration)
+        write.write_log(generate(fc, rm, [], seed=3), str(tmp_path / f"{name}.csv"))
+    proc = astral("synth", str(SMALL), "-o", str(tmp_path / "cli.csv"), "--seed", "3",
+                  "--calibration", str(fit))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cli = (tmp_path / "cli.csv").read_bytes()
+    assert cli == (tmp_path / "mine.csv").read_bytes()
+    assert cli != (tmp_path / "shipped.csv").read_bytes()
+
+
 @pytest.mark.parametrize("command", [
     ("diff", str(SINGLE_POD), str(SINGLE_POD)),
+    ("synth", str(SMALL), "-o", "never-written.csv"),
     ("report", str(SINGLE_POD), "-o", "never-written.html"),
     ("diagnose", str(SMALL), "--observed", str(SMALL)),
 ])
@@ -95,6 +113,7 @@ def test_a_fit_that_cannot_be_read_is_a_usage_error(command, tmp_path):
         assert re.search(rf"--calibration: {re.escape(str(path))}", proc.stderr), proc.stderr
         assert "Traceback" not in proc.stderr and "E000" not in proc.stdout + proc.stderr
     assert not (tmp_path / "never-written.html").exists()
+    assert not (tmp_path / "never-written.csv").exists()
 
 
 def test_the_api_sweep_forecasts_with_the_fit(fit):

@@ -387,6 +387,18 @@ def test_a_drill_on_a_named_part(tmp_path):
     assert "E000" not in proc.stdout + proc.stderr
 
 
+
+def test_a_drill_of_a_design_with_unknowns_is_of_the_sized_design(tmp_path):
+    """`astral synth` drills the design as sized, as `forecast` and `diagnose` read it: it
+    forecast the design as compiled, each `?` at its first option (3 racks of 4 hosts of 8
+    GPUs = 96 < the check's 128: E500, exit 1, no drill); sized, 4 racks (128 GPUs) hold."""
+    design = tmp_path / "sized.astral"
+    design.write_text(SMALL.read_text(encoding="utf-8").replace(
+        "racks = 8 x R", "racks = (? in 3..4) x R, check gpus >= 128"), encoding="utf-8")
+    proc = _cli("synth", str(design), "-o", str(tmp_path / "run.csv"), "--format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["ranks"] == 128        # tp 8 x pp 2 x dp 8
+
 def test_missing_ranks_give_no_all_clear(small, schema, tmp_path):
     """A healthy run with two ranks' logs missing: nothing suspect in what was read, but no
     all-clear for what was not (exit 2, W787); with a suspect in the rest, exit 1."""

@@ -1151,6 +1151,24 @@ def test_a_template_parameter_declared_twice_is_e202(tmp_path):
     assert e.message == "parameter `n` of `R` is already declared (at 1:8)"
 
 
+
+def test_a_word_named_twice_in_per_is_e202(tmp_path):
+    # `per = [rail, rail]` was accepted and counted rail once: most likely `[rail, plane]`
+    d = build("""
+        switch Sw { ports = 64, port_speed = 400 Gb/s }
+        fabric F {
+          rails = 2, planes = 2
+          tier leaf { switch = Sw, scope = site, per = [rail, rail], down = 8 x 400 Gb/s }
+        }
+        site S { fabric = F }
+    """, tmp_path)
+    assert [x.code for x in d.diagnostics if x.is_error] == ["E202"]
+    e = one(d, "E202")
+    assert at(e) == (4, 55)                       # the second `rail`
+    assert e.message == "`rail` is already in `per` (at 4:49)"
+    assert e.hint == ("remove one of them: a word named twice counts once; or name the one "
+                      "not named: `per = [rail, plane]`")
+
 def test_a_default_that_reads_a_later_parameter_says_so(tmp_path):
     # E200 "unknown name `m`" had no hint: the parameters are bound in order
     e = one(build("rack R(n = m, m = 1) { }\nsite S { racks = 1 x R }\n", tmp_path), "E200")

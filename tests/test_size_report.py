@@ -136,6 +136,19 @@ def test_the_level_table_has_the_network_row_and_the_total(reference):
     assert "IT total" in text and "541.49 MW   708.61 MW" in text
 
 
+
+def test_down_ports_used_print_as_a_count(reference):
+    """The network's "down used" column printed 128.0: each tor switch of examples/astral.astral
+    takes one port of one NIC of each of its 128 hosts (128 of its 128 down ports), each agg
+    the 64 uplinks of its tors, each core 128 (the average per switch: one decimal only where
+    it is not whole)."""
+    import re
+
+    text = render_report(reference.design, reference.engineering, width=132)
+    table = text[text.index("ports and links per tier"):]
+    used = dict(re.findall(r"^ (tor|agg|core) +(\S+) ", table, re.M))
+    assert used == {"tor": "128", "agg": "64", "core": "128"}
+
 def test_the_air_table_is_per_unit_like_its_json(reference, summary):
     # a pod's room: 8 units, each 20.89 MW peak and 15,667.2 kW average heat; fans 3 % of the
     # average: 470.016 kW each (the column read 8 x that, 3.76 MW, beside heat and flow per unit)

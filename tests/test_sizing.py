@@ -242,3 +242,29 @@ site S { rows = 1 x Row, utilization = 50 % }
     assert d.hint == ("the unknowns are equipment counts, each at the least the load needs, and "
                       "this constraint ([E625]) still fails: add parallel conductors "
                       "(`conductors = N`) or a larger cross-section")
+
+
+def test_e660_keeps_the_warnings_every_combination_gives():
+    """A design no choice satisfies still shows the warnings that hold whatever the choice
+    (they were dropped: only E660 and the front end's warnings were reported)."""
+    text = """\
+host HA { power = 10 kW, liquid_share = 80 % }
+host HB { power = 10 kW }
+rack R { hosts = 2 x (? in [HA, HB]), power_limit = 45 kW }
+site S { racks = (? in 1..2) x R, check hosts >= 8 }
+"""
+    checked = astral_dsl.check(astral_dsl.compiles(text, name="warned.astral"))
+    by_code = {d.code: d for d in checked.diagnostics}
+    assert "E660" in by_code
+    # the same in all 4 combinations (no utilization anywhere): as is, without a note
+    assert by_code["W627"].notes == ()
+    # no feeder in any combination, but the load differs: the first combination's figures
+    # (HA, 1 rack: 1 rack x 2 hosts x 10 kW = 20 kW), said to be its own
+    w626 = by_code["W626"]
+    assert w626.message.startswith("1 rack(s) (20 kW) have no feeder")
+    assert w626.notes[-1].startswith("every combination of the unknowns gives this warning, "
+                                     "with other figures in some: these are those of ")
+    assert w626.notes[-1].endswith("warned.astral:4:19 = 1")
+    assert "W653" in by_code                      # no cooling: in every combination
+    # HA's cold-plate heat that no loop removes (W651) holds only when HA is chosen
+    assert "W651" not in by_code

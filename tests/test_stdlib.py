@@ -248,6 +248,28 @@ def test_the_gb200_tray_counts_its_assumed_nic_and_dpu_power_with_w212():
     assert [d for d in ws.design.diagnostics if d.code == "W212"] == []
 
 
+
+def test_a_w212_of_an_nvl72_names_the_users_line():
+    """NVL72's trays are asked for in NVL72's body: W212 stands there (stdlib/hardware.astral),
+    which did not say which line of the user's file brings them in; a note now does: the
+    user's template deriving NVL72 (`rack Nvl = NVL72()`, 2:1), or the user's call (2:18)."""
+    text = ("import stdlib.hardware { NVL72 }\n"
+            "rack Nvl = NVL72() { power_limit = 140 kW }\n"
+            "site S { r = 1 x Nvl }\n")
+    for source, at in ((text, "nvl.astral:2:1"),
+                       ("import stdlib.hardware { NVL72 }\nsite S { r = 1 x NVL72() }\n",
+                        "nvl.astral:2:18")):
+        ws = astral_dsl.compiles(source, name="nvl.astral")
+        found = [d for d in ws.design.diagnostics if d.code == "W212"]
+        assert len(found) == 2
+        for w in found:
+            assert w.span.file.endswith("hardware.astral")
+            assert w.notes[-1] == f"host `GB200_Tray` comes into the design at {at}"
+    # a tray the user asks for is warned at their line: no note to add
+    _, (dpu, nic) = _tray("import stdlib.hardware { GB200_Tray }\n"
+                          "site S { t = 1 x GB200_Tray }\n")
+    assert dpu.span.file == "tray.astral" and len(dpu.notes) == len(nic.notes) == 1
+
 def test_a100_80gb(gpus):   # NVIDIA A100 data sheet (2021)
     assert _get(gpus, "A100_80GB", "power", "W") == 400
     assert _get(gpus, "A100_80GB", "memory", "GiB") == 80   # 80 GiB of HBM2e (JEDEC: binary)

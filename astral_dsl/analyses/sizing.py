@@ -23,6 +23,7 @@ import attrs
 from astral_dsl import records
 from astral_dsl.analyses.cost import objective_value
 from astral_dsl.analyses.engineering import Engineering, analyse, run_scenario
+from astral_dsl.analyses.sizing_common import common_warnings
 from astral_dsl.analyses.sizing_milp import milp
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.design import Design, UnknownSite
@@ -65,7 +66,9 @@ class Sizing:
     feasible: int
     diagnostics: Tuple[Diagnostic, ...]
     assigned: Tuple[Tuple[str, Any], ...] = ()   # what the chosen design is compiled with
-    warnings: Tuple[Diagnostic, ...] = ()        # about a choice that stands (W317, W800)
+    # about a choice that stands (W317, W800); when none does (E660), the warnings every
+    # combination gives (sizing_common.py)
+    warnings: Tuple[Diagnostic, ...] = ()
 
 
 def _objective(design: Design) -> Tuple[str, str, Any, Optional[Span]]:
@@ -159,8 +162,9 @@ def choose(design: Design, compiled) -> Sizing:
     anchor = _anchor(design, span)
     combos = [_assess(c, counts, target, sense) for c in compiled]
     feasible = [c for c in combos if c.feasible]
-    if not feasible:
-        return _failed(design, sense, name, total, 0, [_infeasible(combos, structural, anchor)])
+    if not feasible:                   # what holds whatever the choice is kept (sizing_common)
+        return _failed(design, sense, name, total, 0, [_infeasible(combos, structural, anchor)],
+                       common_warnings(compiled, structural))
     pick, xs = milp(feasible, counts, name == "cost")
     if pick is None:
         return _failed(design, sense, name, total, len(feasible), [Diagnostic(
@@ -186,7 +190,7 @@ def rebuilt(design: Design, assigned: Dict[str, Any], objective: str, sense: str
     """A choice sizing made before (analyses/sizing_cache.py), for the provisional `design`:
     the chosen values taken from its options again, as `choose` takes them."""
     if diagnostics:
-        return _failed(design, sense, objective, combinations, feasible, diagnostics)
+        return _failed(design, sense, objective, combinations, feasible, diagnostics, warnings)
     chosen = {}
     for u in design.unknowns:
         v = assigned[u.key]
@@ -382,5 +386,6 @@ def _show(v) -> str:
     return getattr(v, "path", None) or str(v)
 
 
-def _failed(design, sense, name, total, feasible, diags) -> Sizing:
-    return Sizing((), name, sense, None, design, total, feasible, tuple(diags))
+def _failed(design, sense, name, total, feasible, diags, warnings=()) -> Sizing:
+    return Sizing((), name, sense, None, design, total, feasible, tuple(diags),
+                  warnings=tuple(warnings))

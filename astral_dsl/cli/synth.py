@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import sys
 
-from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_common, colour, \
-    open_path, print_diagnostics, unreadable, usage
+from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_calibration, \
+    add_common, colour, open_path, print_diagnostics, unreadable, usage
 
 NAME = "synth"
 HELP = "a drill: a job's observed data with an injected fault, for `astral diagnose`"
@@ -48,6 +48,7 @@ def register(sub) -> None:
                    help="hosts' clocks drift up to this many ppm (default 0)")
     s.add_argument("--quiet-answer", action="store_true",
                    help="print the injected fault on standard error, not standard output")
+    add_calibration(s)
     add_common(s)
 
 
@@ -55,6 +56,7 @@ def run(args, overrides) -> int:
     import numpy as np
 
     from astral_dsl import diagnose, seer
+    from astral_dsl.cli.runs import read_calibration
     from astral_dsl.synth import Fault, Noise, SynthError, generate, write
     from astral_dsl.synth.inject import random_fault
 
@@ -70,12 +72,15 @@ def run(args, overrides) -> int:
     why = _bad_severity(args.fault, args.severity)
     if why:
         return usage(f"--severity: {why}")
-    design = open_path(args.file, overrides).design
+    calibration, failed = read_calibration(args)     # as every command that forecasts
+    if failed is not None:
+        return failed
+    design = open_path(args.file, overrides).sized    # the values sizing chose for its `?`s
     if not design.valid:       # as every command: 2 for a file it cannot read, 1 for errors
         return _fail(args, design.diagnostics, design.file,
                      EXIT_USAGE if unreadable(design) else EXIT_ERRORS)
     try:
-        fc = seer.forecast(design, job=args.job)
+        fc = seer.forecast(design, job=args.job, calibration=calibration)
         rm = diagnose.rank_map(design, args.job)
     except (seer.ForecastError, diagnose.DiagnoseError) as exc:
         if getattr(exc, "diagnostics", None):          # the job's errors, as forecast's

@@ -226,7 +226,8 @@ def _network(f) -> List[Table]:
         switches.add(tier.name, tier.switch,
                      tier.scope + ("/" + "/".join(tier.per) if tier.per else ""),
                      f"{tier.groups:,}", tier.per_group_text, f"{tier.switches:,}", power[i])
-        ports.add(tier.name, f"{tier.down_used:.1f}", f"{tier.down_ports} x {tier.down_speed}"
+        ports.add(tier.name, format_number(round(tier.down_used, 1)),     # 32, not 32.0
+                  f"{tier.down_ports} x {tier.down_speed}"
                   if tier.down_speed else "-",
                   f"{tier.up_ports} x {tier.up_speed}" if tier.up_speed else "-",
                   f"{tier.down_links:,}",

@@ -6,7 +6,8 @@ them works before every data sheet is at hand, and says what it assumed: `HGX8` 
 `nvlink_bandwidth`, or NVLink 4's 450 GB/s each way when the GPU does not state one. Only a
 field the part's kind has and the part leaves out falls back: a misspelt field is still E209.
 The warning stands at the first place in the user's own files the value comes from (the
-template's declaration, else where a stdlib template is instantiated).
+template's declaration, else where a stdlib template is instantiated); where that is a stdlib
+template's body (NVL72's trays), a note names the user's line that brings the part in.
 
 `interpolate(x, [x1, ..., xn], [y1, ..., yn], "table")`: a value read from a table of listed
 points (x1 < ... < xn), linear between the two listed points around x (the point's own value at a
@@ -51,7 +52,7 @@ def eval_default(x, e: ast.Call, env: Env):
         f"{kind} `{part.name}` states no `{name}`: assumed {value}"
         + (f" for {owner.kind} `{owner.name}`" if owner is not None else ""),
         span or e.span, f"state `{name}` on {kind} `{part.name}` (its data sheet value)",
-        notes=(f"assumed: {reason}",)))
+        notes=(f"assumed: {reason}",) + _used(owner, span)))
     return value
 
 
@@ -68,6 +69,18 @@ def _where(frame: Frame):
     if template is None or not template.module.is_stdlib:
         return frame.span
     return frame.called_at
+
+
+def _used(frame, span) -> tuple:
+    """A note naming where the design brings `frame` in, when the warning stands in the stdlib
+    (a stdlib template's part: NVL72's trays, asked for in NVL72's body), as `file:line:column`
+    of the user's file (`rack Nvl = NVL72()`): the stdlib line alone did not say which line of
+    theirs it comes from."""
+    at = frame.used_at if frame is not None else None
+    if at is None or span is None or at.file == span.file:
+        return ()
+    return (f"{frame.kind} `{frame.name}` comes into the design at {at.file}:{at.start.line}:"
+            f"{at.start.column}",)
 
 
 TABLE_USAGE = 'write `interpolate(x, [x1, x2, ...], [y1, y2, ...], "table")` with x1 < x2 < ' \

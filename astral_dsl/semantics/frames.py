@@ -65,6 +65,9 @@ class Frame:
     routes: Dict[str, Any] = attrs.field(factory=dict)   # field -> the path as written (a job's
     #                                                      placement: which replicas it names)
     called_at: Optional[Span] = None   # where a template's instance was first asked for
+    # ... and the first place in the user's files it comes from: `called_at`, or where the
+    # stdlib template whose body asked for it was itself asked for (semantics/defaults.py)
+    used_at: Optional[Span] = None
 
     @property
     def display(self) -> str:
@@ -73,3 +76,19 @@ class Frame:
     @property
     def level(self):
         return self.spec.level
+
+
+def used_at(caller: Env, span: Span) -> Optional[Span]:
+    """`span`, a template's call in `caller`, when it is in the user's files; else (a stdlib
+    template's body: `NVL72`'s `18 x GB200_Tray(...)`) the user's template whose body it is
+    (`rack Nvl = NVL72()`), or where the stdlib's was asked for in the user's files."""
+    if not caller.module.is_stdlib:
+        return span
+    while caller is not None and caller.frame is None:
+        caller = caller.outer
+    frame = caller.frame if caller is not None else None
+    if frame is None:
+        return None
+    if frame.template is not None and not frame.template.module.is_stdlib:
+        return frame.span
+    return frame.used_at

@@ -16,7 +16,7 @@ from astral_dsl.semantics.errors import Poisoned, fail, unknown_key, unknown_nam
 from astral_dsl.semantics.evaluate import Expressions
 from astral_dsl.semantics.arguments import Deferred, bind, memo_key, override
 from astral_dsl.semantics.fields import _Given, _poison_check
-from astral_dsl.semantics.frames import Env, FieldDef, Frame
+from astral_dsl.semantics.frames import Env, FieldDef, Frame, used_at
 from astral_dsl.semantics.scope import LetSymbol, ModuleScope, ParamSymbol, Template
 from astral_dsl.syntax import ast
 from astral_dsl.units import Quantity
@@ -196,6 +196,7 @@ class Instantiator:
                  "a template that instantiates itself with changing arguments never ends")
         frame = self._make(template, params, overrides, depth)
         frame.called_at = span
+        frame.used_at = used_at(caller, span)
         self.memo[key] = frame
         if self.isolator is not None:
             self.isolator.made(frame, bare=not args)

@@ -35,7 +35,31 @@ def as_words(expr, type_, env: Env, field: str, diagnostics: List[Diagnostic]):
     words = words_of(type_)
     if not words:
         return expr
-    return _rewrite(expr, words, env, field, diagnostics)
+    expr = _rewrite(expr, words, env, field, diagnostics)
+    return _once_each(expr, words, field, diagnostics) if isinstance(expr, ast.ListExpr) else expr
+
+
+def _once_each(expr: ast.ListExpr, words, field: str, diagnostics) -> ast.ListExpr:
+    """The list without the words it names again, E202 at each (as a field set twice in a
+    block): `per = [rail, rail]` counts rail once, and was most likely `[rail, plane]`."""
+    first: dict = {}
+    kept = []
+    for item in expr.items:
+        word = item.value if isinstance(item, ast.String) and item.value in words else None
+        if word is None or word not in first:
+            if word is not None:
+                first[word] = item.span
+            kept.append(item)
+            continue
+        at = first[word]
+        missing = [w for w in words if w not in first]
+        meant = f"; or name the one not named: `{field.strip('`')} = " \
+                f"[{', '.join(list(first) + missing)}]`" if len(missing) == 1 else ""
+        diagnostics.append(Diagnostic(
+            "E202", Severity.ERROR, f"`{word}` is already in {field} (at {at.start.line}:"
+                                    f"{at.start.column})", item.span,
+            "remove one of them: a word named twice counts once" + meant))
+    return expr if len(kept) == len(expr.items) else ast.ListExpr(tuple(kept), expr.span)
 
 
 def _rewrite(expr, words, env: Env, field: str, diagnostics, bound: tuple = ()):

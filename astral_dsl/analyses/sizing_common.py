@@ -1,0 +1,51 @@
+"""The warnings of a design whose sizing fails (E660): what holds whatever sizing would choose.
+
+Each combination of the structural unknowns is compiled and checked (sizing.py), its equipment
+counts at the least its load needs. When none holds there is no chosen design to report, but a
+warning every one of them gives (the same code at the same place) holds whatever the choice:
+it is reported beside E660, not lost. When its figures differ from one combination to the next,
+those of the first are given, with a note that says so and which combination it is."""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import attrs
+
+from astral_dsl.diagnostics import Diagnostic
+
+
+def common_warnings(candidates, structural) -> Tuple[Diagnostic, ...]:
+    """The warnings (front end and engineering checks) every compiled combination among
+    `candidates` (sizing.Candidate) gives; the combinations that are not a design (their
+    front end in error: no engineering checks) are no choice and are left out."""
+    built = [c for c in candidates if c.engineering is not None]
+    if not built:
+        return ()
+    found = [_warnings(c) for c in built]
+    out: List[Diagnostic] = []
+    for key, d in found[0].items():
+        if not all(key in other for other in found[1:]):
+            continue
+        if any(other[key] != d for other in found[1:]):
+            d = attrs.evolve(d, notes=d.notes + (
+                f"every combination of the unknowns gives this warning, with other figures "
+                f"in some: these are those of {_choices(structural, built[0].index)}",))
+        out.append(d)
+    return tuple(out)
+
+
+def _warnings(candidate) -> Dict[tuple, Diagnostic]:
+    """A candidate's warnings by what identifies one across combinations: its code and place
+    (its message where it has no place), the first of each."""
+    out: Dict[tuple, Diagnostic] = {}
+    for d in candidate.design.diagnostics + candidate.engineering.diagnostics:
+        if not d.is_error:
+            out.setdefault((d.code, d.span) if d.span is not None else (d.code, d.message), d)
+    return out
+
+
+def _choices(structural, index) -> str:
+    """`file:line:column = value` of each structural unknown of the combination `index`."""
+    return "; ".join(f"{u.span.file}:{u.span.start.line}:{u.span.start.column} = "
+                     f"{getattr(u.options[i], 'path', None) or u.options[i]}"
+                     for u, i in zip(structural, index))
