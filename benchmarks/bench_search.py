@@ -5,12 +5,21 @@ configuration enumerated, those Seer's validation or Megatron-LM would reject co
 the rest bounded below from Seer's operator costs without simulating a schedule (no timeline
 is ever built), then, best bound first, Seer's memory estimate and, for what fits, Seer's full
 forecast, until no bound left can beat the 10th best. On the
-default local pool (every core), in this process (the figures come back as data)."""
+default local pool (every core), in this process (the figures come back as data).
+
+`--scale`: the Llama 3.1 405B job of examples/astral.astral on its 16,384 GPUs, and the same
+job on the whole 524,288-GPU reference site (placement `Astral`, dp 4,096, global batch 65,536),
+each an `astral search --workers 1 --format json` process of its own: its CPU time (user +
+system) and peak RSS from the operating system's accounting (os.wait4), and the search's
+counts."""
 from __future__ import annotations
 
+import json
 import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -49,5 +58,41 @@ def main() -> None:
           "under 60 s on this machine's 2 cores")
 
 
+def _whole_site(text: str) -> str:
+    """examples/astral.astral's job on all 524,288 GPUs: 32 x its 16,384, dp and batch x 32."""
+    for a, b in (("placement = Astral.pods[0]", "placement = Astral"),
+                 ("gpus = 16384", "gpus = 524288"), ("dp = 128,", "dp = 4096,"),
+                 ("global_batch = 2048,", "global_batch = 65536,")):
+        assert a in text, a
+        text = text.replace(a, b)
+    return text
+
+
+def scale() -> None:
+    print(f"astral search --workers 1 at scale, Python {sys.version.split()[0]}, load average "
+          f"before: {os.getloadavg()[0]:.1f} (wall time depends on what else runs)")
+    example = ROOT / "examples" / "astral.astral"
+    with tempfile.TemporaryDirectory() as tmp:
+        whole = Path(tmp) / "astral_524288.astral"
+        whole.write_text(_whole_site(example.read_text(encoding="utf-8")), encoding="utf-8")
+        for gpus, path in (("16,384", example), ("524,288", whole)):
+            t0 = time.perf_counter()
+            proc = subprocess.Popen([sys.executable, "-m", "astral_dsl.cli", "search", str(path),
+                                     "--workers", "1", "--format", "json"], cwd=ROOT,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    env=dict(os.environ, PYTHONPATH=str(ROOT)))
+            out = proc.stdout.read()
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - t0
+            doc = json.loads(out)
+            c, best = doc["counts"], doc["rows"][0]
+            print(f"  {gpus:>7} GPUs: exit {os.waitstatus_to_exitcode(status)}, "
+                  f"CPU {usage.ru_utime + usage.ru_stime:.1f} s, peak RSS "
+                  f"{usage.ru_maxrss / 1024:.0f} MiB, wall {wall:.1f} s; {c['enumerated']:,} "
+                  f"enumerated, {c['admitted']:,} admitted, {c['fit']} forecast fully; best "
+                  f"tp{best['tp']} pp{best['pp']} dp{best['dp']} cp{best['cp']} "
+                  f"mb{best['micro_batch']}: {best['iteration_time_s']:.3f} s")
+
+
 if __name__ == "__main__":
-    main()
+    scale() if "--scale" in sys.argv[1:] else main()

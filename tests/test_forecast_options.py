@@ -216,9 +216,14 @@ def test_a_job_without_a_placement_says_where_it_runs(tmp_path):
 @pytest.mark.parametrize("case, code, hint", [
     # Mixtral's 8 experts on tp x dp x cp = 2 x 48 x 1 = 96 ranks: ep in {1, 2, 4, 8} divides both
     ("ep_experts", "E753", "ep divides both the experts and tp x dp x cp = 96: ep = 1, 2, 4 or 8"),
-    # 8,190 = 2 x 3^2 x 5 x 7 x 13: its divisors below the declared cp = 4 are 1, 2 and 3
-    ("seq_cp", "E756", "each context-parallel rank holds an equal share of the sequence: "
-                       "cp = 1, 2 or 3, or a sequence that is a multiple of 4"),
+    # 8,190 = 2 x 3^2 x 5 x 7 x 13: its divisors below the declared cp = 4 are 1, 2 and 3, of
+    # which 2 x cp divides it for cp = 1 (no split) and 3 (8,190 / 6 = 1,365); not 2 (8,190 / 4)
+    ("seq_cp", "E756", "each context-parallel rank holds two equal chunks of the sequence "
+                       "(Transformer Engine's load-balanced causal split): cp = 1 or 3, or a "
+                       "sequence that is a multiple of 8"),
+    # 8,192 / (2 x 64) = 64 tokens a chunk < 128; cp <= 8,192 / 256 = 32 keeps 128 or more
+    ("cp_tile", "W760", "chunks of at least 128 tokens: cp = 1, 2, 4, 8, 16 or 32, or a "
+                        "sequence of at least 16,384"),
 ])
 def test_a_degree_that_does_not_divide_says_which_would(case, code, hint):
     """E753 and E756 (the sequence over cp) came without a hint."""

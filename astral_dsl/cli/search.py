@@ -159,4 +159,5 @@ def _fail(args, diagnostics) -> int:
         sys.stdout.write(dumps(envelope(diagnostics, file=args.file, rows=[])) + "\n")
     else:
         print_diagnostics(diagnostics, colour(args), sys.stdout)
-    return EXIT_USAGE if any(d.code in ("E100", "E801") for d in diagnostics) else EXIT_ERRORS
+    return EXIT_USAGE if any(d.code in ("E100", "E801", "E803") for d in diagnostics) \
+        else EXIT_ERRORS

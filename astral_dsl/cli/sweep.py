@@ -97,12 +97,14 @@ def cluster_failure(exc: Exception):
     return Diagnostic("E801", Severity.ERROR, str(exc), None, CLUSTER_HINT)
 
 
-def progress_bar(enabled: bool, label: str):
+def progress_bar(enabled: bool, label: str, first: float = None, every: float = None):
     """(callback(done, total, label=None), stop()) drawing a bar on stderr when it is a
     terminal, erased when the work ends; a new label starts a new bar, a total of None counts
-    without one."""
+    without one. Elsewhere (a pipe, a file, CI's log) a long run says what it is doing in a
+    line of its own (progress_lines)."""
     if not enabled:
-        return None, lambda: None
+        return progress_lines(label, FIRST_LINE if first is None else first,
+                              EVERY_LINE if every is None else every)
     import time
 
     state = {"label": None, "start": 0.0, "shown": 0}
@@ -132,6 +134,43 @@ def progress_bar(enabled: bool, label: str):
 
 
 BAR = 30        # characters of the progress bar
+# Off a terminal: nothing for a run shorter than FIRST_LINE seconds (its stderr stays the same
+# byte for byte), then a line every EVERY_LINE seconds, whether or not a chunk has finished
+# (one chunk of a large search takes minutes): at most 120 lines an hour.
+FIRST_LINE = 10.0
+EVERY_LINE = 30.0
+
+
+def progress_lines(label: str, first: float, every: float):
+    """(callback, stop()) for standard error off a terminal: a thread writes `label: what
+    done/total (N s)` after `first` seconds and then every `every` seconds, the latest state
+    the callback gave (`preparing` before the first)."""
+    import threading
+    import time
+
+    start = time.monotonic()
+    state = {"text": "preparing (the design compiled, the work laid out)"}
+    done_event = threading.Event()
+
+    def update(done: int, total, what=None) -> None:
+        state["text"] = f"{what or label} {done:,}" + (f"/{total:,}" if total else "")
+
+    def run() -> None:
+        wait = first
+        while not done_event.wait(wait):
+            sys.stderr.write(f"{label}: {state['text']} "
+                             f"({time.monotonic() - start:,.0f} s)\n")
+            sys.stderr.flush()
+            wait = every
+
+    thread = threading.Thread(target=run, name="astral-progress-lines", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        done_event.set()
+        thread.join()
+
+    return update, stop
 
 
 def run(args, overrides) -> int:

@@ -226,6 +226,7 @@ CODES: dict[str, str] = {
     "W757": "interleaved micro-batches not a multiple of pp: Megatron-LM refuses them",
     "W758": "a job without a placement runs on the design's first root",
     "W759": "forecast beyond the scale and layout of the calibration runs",
+    "W760": "context-parallel chunks under a FlashAttention tile",
     "W769": "a fit on fewer configurations than the constants it moves",
     "W778": "a runs-table row's tokens per second and step time disagree",
     # E78x/W78x: observed data and diagnosis (`astral diagnose`, astral_dsl/observe, diagnose)
@@ -258,6 +259,7 @@ CODES: dict[str, str] = {
     "E800": "a point or configuration was not evaluated: its worker failed",
     "E801": "the Dask cluster of --cluster cannot be used",
     "E802": "a --grid that cannot be used",
+    "E803": "a search space beyond the search's budget",
     "W800": "the cost counts only equipment with a declared price",
 }
 

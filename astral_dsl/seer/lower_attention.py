@@ -25,7 +25,11 @@ MCORE_YARN_ROPE = ((24 / 4, 6), (20 / 4, 5))
 class AttentionOps:
     """Lowering's attention operators (attributes: lower.Lowering)."""
 
-    def _flash(self, b, name, L, backward: bool, steps: int = 1):
+    def _flash(self, b, name, L, backward: bool):
+        """Fused attention of a rank's heads (_flash_args), one operator."""
+        b.add(Op(*self._flash_args(name, L, backward)))
+
+    def _flash_args(self, name, L, backward: bool, steps: int = 1) -> tuple:
         """Fused attention of a rank's heads: the FLOPs of the score and context products over
         the keys each query sees (causal: half the sequence on average; a window: the window),
         priced by part, full and windowed, at the efficiency of its key length. `steps` > 1:
@@ -52,7 +56,7 @@ class AttentionOps:
         if self.c.table is not None:          # the operator as the trace shows it, whole
             whole = self.c.measured(name, f"flops{int(flops)}")
             t = t if whole is None else whole
-        b.add(Op(name, "attention", "compute", t, flops, nb, "", L))
+        return name, "attention", "compute", t, flops, nb, "", L
 
     def _rope(self, b, L, pre, backward=False):
         """Rotary position embeddings on the queries and keys (their rotary part with MLA):
@@ -101,6 +105,9 @@ class AttentionOps:
         at once, overlapped with the first step only (PyTorch's ring attention templates)."""
         step = comm.p2p(self.net, self.groups["cp"], kv)
         gather = self.job.framework == "torchtitan"
+        # every step's kernel costs the same (a 1/cp share on s / cp keys): priced once, an
+        # operator of it added at each step (the builder gives each its dependencies and times)
+        kernel = self._flash_args(name, L, backward, steps=self.cp)
         held = None
         for i in range(self.cp):
             nxt = None
@@ -110,7 +117,7 @@ class AttentionOps:
                 b.pending.remove(nxt)
             if held is not None:
                 b.pending.append(held)
-            self._flash(b, name, L, backward=backward, steps=self.cp)
+            b.add(Op(*kernel))
             held = nxt
 
     def _qkv_fwd(self, b, L, pre, gather):

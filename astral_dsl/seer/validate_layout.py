@@ -4,7 +4,7 @@ pipeline blocks of one simulation (E762), and interleaved schedules that cannot 
 that Megatron-LM refuses (W757)."""
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from astral_dsl.analyses import rank_order
 from astral_dsl.diagnostics import Diagnostic
@@ -170,14 +170,60 @@ def layout(spec: JobSpec, where) -> List[Diagnostic]:
                         where("pipeline_runs", "batch"),
                         f"make the global batch a multiple of {runs * micro * par.dp} (or "
                         f"pipeline_runs a divisor of {m})"))
-    if spec.seq % par.cp:
-        out.append(_err("E756", f"{name}: sequence {spec.seq} is not divisible by cp = {par.cp}",
-                        where("cp"), "each context-parallel rank holds an equal share of the "
-                                     "sequence: " + choices(spec.seq, lambda c: c < par.cp,
-                                                            "cp")
-                                     + f", or a sequence that is a multiple of {par.cp}"))
+    out.extend(_context_split(spec, name, where))
     out.extend(_order(spec, where))
     return out
+
+
+# Context parallelism's split of the sequence. Transformer Engine 2.9 balances the causal mask's
+# work by cutting each sequence into 2 x cp chunks, rank r holding chunks r and 2 cp - 1 - r:
+# "it requires sequence lengths to be, or are padded to be, divisible by (cp_size * 2)"
+# (attention/dot_product_attention/context_parallel.py, attn_forward_func_with_cp; utils.py:
+# "context parallelism requires seq_len % (cp_size * 2) == 0"), and Megatron-Core 0.16.1 cuts
+# the batch so (utils.get_batch_on_this_cp_rank: `view(..., 2 * cp_size, seq // (2 * cp_size))`).
+# Seer's ring (lower_attention._cp_attention) prices that split for every framework.
+# A ring step multiplies one chunk's queries or keys (the off-diagonal steps: half the rank's
+# queries against its block, or all against half; s / 2cp rows): FlashAttention tiles the
+# queries and keys in blocks of up to 128 rows (FlashAttention-2, Dao 2023, section 3.3: blocks
+# of {64, 128} x {64, 128} by head dimension and shared memory; FlashAttention-3, Shah et al.
+# 2024: 128-row query tiles on Hopper), so a chunk under 128 tokens runs padded tiles: past that
+# cp, more ranks add ring steps and no speed. `astral search` never takes such a cp; a job that
+# states one is forecast, with W760.
+CP_TILE = 128
+
+
+def cp_split(seq: int, cp: int) -> Optional[str]:
+    """The first of context parallelism's rules (CP_TILE's comment) that a sequence of `seq`
+    tokens on `cp` ranks breaks: "seq" (not 2 x cp equal chunks: E756), "tile" (chunks under a
+    FlashAttention tile: W760), or None. Validation and `astral search` (explore/search/
+    space.py) both ask this one function."""
+    if cp <= 1:
+        return None
+    if seq % (2 * cp):
+        return "seq"
+    if seq // (2 * cp) < CP_TILE:
+        return "tile"
+    return None
+
+
+def _context_split(spec: JobSpec, name: str, where) -> List[Diagnostic]:
+    """E756 / W760: the declared cp against the sequence (cp_split)."""
+    s, cp = spec.seq, spec.parallel.cp
+    rule = cp_split(s, cp)
+    fewer = choices(s, lambda c: c < cp and cp_split(s, c) is None, "cp")
+    if rule == "seq":
+        return [_err("E756", f"{name}: sequence {_n(s)} is not divisible by 2 x cp = 2 x {cp}",
+                     where("cp"), "each context-parallel rank holds two equal chunks of the "
+                                  "sequence (Transformer Engine's load-balanced causal split): "
+                     + fewer + f", or a sequence that is a multiple of {2 * cp}")]
+    if rule == "tile":
+        return [_warn("W760", f"{name}: cp = {cp} cuts the sequence of {_n(s)} tokens into "
+                              f"2 x {cp} chunks of {_n(s // (2 * cp))}, fewer than a "
+                              f"FlashAttention tile of {CP_TILE} rows: each ring step runs "
+                              f"padded tiles, which Seer does not price",
+                      where("cp"), f"chunks of at least {CP_TILE} tokens: " + fewer
+                      + f", or a sequence of at least {_n(2 * cp * CP_TILE)}")]
+    return []
 
 
 def _ep_hint(m, par) -> str:

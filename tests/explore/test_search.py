@@ -183,8 +183,10 @@ def _product(state, n):
 @pytest.mark.parametrize("job", ["dense", "moe"])
 def test_the_rules_agree_with_seers_validation(small, job):
     """A configuration is admitted exactly when Seer's validation finds no error in it other
-    than memory (the search's own check) and the interleaving requirement (Megatron-LM's,
-    which Seer's rule applies when it chooses)."""
+    than memory (the search's own check), the interleaving requirement (Megatron-LM's,
+    which Seer's rule applies when it chooses) and context-parallel chunks of a FlashAttention
+    tile at least (W760: cp = 16 on 2,048 tokens is refused by the search, warned of by
+    validation)."""
     state = _state(small, job)
     design, inst = state.design, state.job
     configs, _ = enumerate_space(state.space)
@@ -207,7 +209,8 @@ def test_the_rules_agree_with_seers_validation(small, job):
             and (state.space.base.model.layers // opt["pp"]) % opt["virtual_stages"] == 0)
         if not v_listed:
             continue                      # not a candidate: the virtual stages must divide
-        assert (not errors and interleave_ok) == (key in admitted), (opt, errors)
+        tiled = "W760" not in {d.code for d in diags}
+        assert (not errors and interleave_ok and tiled) == (key in admitted), (opt, errors)
         agreed += 1
     assert agreed > 300
 
@@ -240,6 +243,40 @@ def test_the_space_counts_each_rejection_once(small):
     # with fused attention selective recomputation keeps what `none` keeps: not a choice
     assert {c.recompute for c in configs} == {"none", "full"}
     assert RULES["tp_heads"][0] == "E750"
+
+
+def test_the_search_never_takes_a_cp_context_parallelism_refuses(small):
+    """Context parallelism's rules (seer/validate_layout.py cp_split, which validation asks
+    too): the 2,048-token sequence in 2 x cp chunks of at least 128 tokens, so cp <= 8. On 16
+    GPUs cp = 16 gives chunks of 64 (W760); on 24, cp = 3, 6, 12 and 24 do not divide 2,048
+    into 2 x cp chunks (E756); cp = 8 (chunks of 128) stays. The 524,288-GPU reference job's
+    search took cp up to 4,096 (2 tokens a rank) and ran for hours."""
+    state = _state(small, "dense", gpus=(16, 24))
+    configs, counts = enumerate_space(state.space)
+    assert {c.cp for c in configs} == {1, 2, 4, 8}
+    rules = dict(counts.rejected)
+    assert rules["seq_cp"] > 0 and rules["cp_tile"] > 0
+    assert RULES["seq_cp"][0] == "E756" and RULES["cp_tile"][0] == "W760"
+
+
+def test_a_space_beyond_the_budget_is_refused_before_any_work(small, capsys, monkeypatch):
+    """E803 (exit 2) once more configurations are admitted than space.MAX_CONFIGS, before any
+    is screened; the search of the same job under the budget ranks (test_cli_table_...)."""
+    from astral_dsl.explore.search import space, work
+
+    on_8 = len(enumerate_space(_state(small, "dense", gpus=(8,)).space)[0])
+    monkeypatch.setattr(space, "MAX_CONFIGS", on_8)    # 8 GPUs fit in it, 8 and 16 do not
+    monkeypatch.setattr(work, "screen", None)          # screening would fail: never reached
+    with pytest.raises(search.SearchError) as exc:
+        search.run(str(small), job="dense", gpus=(8, 16, 32), workers=1)
+    (d,) = exc.value.diagnostics
+    assert d.code == "E803" and d.hint.startswith("search fewer GPU counts")
+    assert d.message == (f"job `dense`: the first 2 of the 3 GPU counts from 8 to 32 admit more "
+                         f"than {on_8:,} parallel configurations, beyond what a search takes "
+                         f"(README, Limits)")
+    monkeypatch.setattr(space, "MAX_CONFIGS", 100)
+    code, out, _ = _cli(["search", str(small), "--job", "dense", "--workers", "1"], capsys)
+    assert code == 2 and "error[E803]: job `dense`: 16 GPUs admit more than 100" in out
 
 
 def _cli(args, capsys):

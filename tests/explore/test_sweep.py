@@ -502,7 +502,32 @@ def test_progress_bar_draws_and_erases_itself(capsys):
     assert frames[2].startswith("sweep 2/4 [" + "#" * 15 + "." * 15 + "] ~")
     assert frames[3].rstrip() == "forecasts 5"
     assert frames[-2].strip() == "" and frames[-1] == ""
-    assert progress_bar(False, "sweep")[0] is None
+
+
+def test_off_a_terminal_a_long_run_says_what_it_does_at_a_bounded_rate(capsys):
+    """A search of the 524,288-GPU job printed nothing on a pipe for 10 minutes: off a terminal
+    a line after `first` seconds, then every `every` seconds, with the latest state; a run
+    that ends sooner writes nothing (its stderr as before, byte for byte)."""
+    import time
+    from astral_dsl.cli.sweep import FIRST_LINE, EVERY_LINE, progress_bar
+
+    assert (FIRST_LINE, EVERY_LINE) == (10.0, 30.0)     # at most 120 lines an hour
+    update, stop = progress_bar(False, "search")
+    update(3, 8, "screening")
+    stop()
+    assert capsys.readouterr().err == ""
+    update, stop = progress_bar(False, "search", first=0.0, every=60.0)
+    time.sleep(0.05)                 # the first line: before any update
+    update(3, 8, "screening")
+    update(5, None, "forecasting")
+    stop()
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("search: preparing (") and line.endswith(" s)")
+    update, stop = progress_bar(False, "search", first=0.02, every=60.0)
+    update(1_024, 2_048, "screening")
+    time.sleep(0.1)
+    stop()
+    assert capsys.readouterr().err.startswith("search: screening 1,024/2,048 (0 s)\n")
 
 
 def test_rows_of_another_shape_are_refused(project):

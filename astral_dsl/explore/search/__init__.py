@@ -27,7 +27,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from astral_dsl import records
 from astral_dsl.explore.bundle import load_with_bundle
 from astral_dsl.explore.engines import REFUSED, chunks, engine as make_engine
-from astral_dsl.explore.search.space import Config, Counts, Space, enumerate_space
+from astral_dsl.explore.search import space as _space
+from astral_dsl.explore.search.space import Config, Counts, Space, TooLarge, enumerate_space
 from astral_dsl.explore.search.work import (Setup, SetupError, State, are_bounds, are_forecasts,
                                            forecast, screen)
 
@@ -101,7 +102,10 @@ def run(path: str, job: Optional[str] = None, objective: str = "tokens_per_s", t
                           f"holds {state.cluster.gpus:,} GPUs")
     diagnostics: List[Any] = []
     weight = _weights(objective, ws, state, life_s, diagnostics)
-    configs, counts = enumerate_space(state.space)
+    try:
+        configs, counts = enumerate_space(state.space)
+    except TooLarge as exc:
+        raise SearchError(str(exc), [_too_large(exc, state, bundle)]) from None
     eng = engine or make_engine(cluster, workers)
     try:
         handle = eng.scatter(bundle) if hasattr(eng, "scatter") else bundle
@@ -270,6 +274,27 @@ def _lost(n: int, why: str, bundle):
     return Diagnostic("E800", Severity.ERROR, f"{n:,} configurations were not evaluated: {why}",
                       None, "run the search again: the ranking may miss them",
                       file=bundle.entry_name)
+
+
+def _too_large(exc: TooLarge, state, bundle):
+    """E803: the space beyond the search's budget (space.MAX_CONFIGS), said before any work."""
+    from astral_dsl.diagnostics import Diagnostic, Severity
+
+    gpus, k = state.space.gpus, exc.counts
+    micro = ("the micro-batches searched are the divisors of the global batch: a batch with "
+             "fewer divisors, or a smaller GPU count (--gpus)")
+    if len(gpus) == 1:
+        where, hint = f"{gpus[0]:,} GPUs", micro
+    elif k == 1:
+        where, hint = f"{gpus[0]:,} GPUs, the first of the {len(gpus):,} GPU counts,", micro
+    else:
+        counts = f"the first {k:,} of the {len(gpus):,}" if k < len(gpus) else f"the {k:,}"
+        where = f"{counts} GPU counts from {gpus[0]:,} to {gpus[-1]:,}"
+        hint = "search fewer GPU counts at a time (--gpus with a larger step, or a list)"
+    return Diagnostic("E803", Severity.ERROR,
+                      f"job `{state.job.template}`: {where} admit more than {_space.MAX_CONFIGS:,} "
+                      f"parallel configurations, beyond what a search takes (README, Limits)",
+                      None, hint, file=bundle.entry_name)
 
 
 def _outside(state) -> list:

@@ -3,7 +3,9 @@
 For each GPU count (the job's `gpus`, else its placement's; `--gpus` for others), every
 combination of
 
-- tp, cp, pp among the divisors of the GPU count, dp = GPUs / (tp x cp x pp);
+- tp, cp, pp among the divisors of the GPU count, dp = GPUs / (tp x cp x pp), cp only where the
+  sequence splits into 2 x cp chunks of at least a FlashAttention tile (seer/validate_layout.py
+  cp_split: E756, W760);
 - ep among the divisors of tp x dp x cp (mixture-of-experts models only);
 - the micro-batch among the divisors of the global batch;
 - the virtual stages (model chunks) of the interleaved schedule: 1, or for pp > 1 a divisor of
@@ -30,8 +32,14 @@ from astral_dsl.analyses import rank_order
 from astral_dsl.seer import budget
 from astral_dsl.seer.spec import JobSpec
 from astral_dsl.seer.stages import divisors
+from astral_dsl.seer.validate_layout import cp_split
 
 ZERO = (0, 1, 2, 3)
+# The most configurations a search admits (after the rules below) before it screens any: about
+# ten times the largest single GPU count of the examples (50,536 for examples/explore.astral's
+# 4,096 GPUs, 26,568 for the 524,288-GPU reference job); beyond it the search says so (E803)
+# rather than running for hours, and the configurations' list stays within ~100 MB.
+MAX_CONFIGS = 500_000
 
 # why a configuration is rejected: (code, text)
 RULES: Dict[str, Tuple[str, str]] = {
@@ -39,7 +47,10 @@ RULES: Dict[str, Tuple[str, str]] = {
     "pp_layers": ("E751", "more pipeline stages than layers"),
     "ep": ("E753", "ep does not divide the experts, or ep x etp does not divide tp x dp x cp"),
     "batch": ("E756", "the global batch is not divisible by micro-batch x dp (x pipeline_runs)"),
-    "seq_cp": ("E756", "cp does not divide the sequence"),
+    "seq_cp": ("E756", "the sequence is not divisible by 2 x cp (Transformer Engine's "
+                       "load-balanced split)"),
+    "cp_tile": ("W760", "a context-parallel chunk (sequence / 2 cp) under a FlashAttention "
+                        "tile of 128 tokens"),
     "order": ("E759", "the declared rank order leaves out a dimension larger than 1, or puts "
                        "pp before a dimension where the experts' grid does not match the dense one"),
     "reshard": ("E761", "reshard_after_forward is declared: only ZeRO-3 applies"),
@@ -124,6 +135,15 @@ class Space:
                    "offload_layers" in declared)
 
 
+class TooLarge(Exception):
+    """More than MAX_CONFIGS admitted configurations: `counts` the GPU counts enumerated when
+    the budget ran out, of `of`."""
+
+    def __init__(self, counts: int, of: int):
+        super().__init__(f"more than {MAX_CONFIGS:,} configurations to search")
+        self.counts, self.of = counts, of
+
+
 @records.frozen
 class Counts:
     """How many configurations were enumerated, and why those rejected were."""
@@ -160,14 +180,17 @@ def _chunk_options(layers: int, pp: int, stages: Optional[Tuple[int, ...]]) -> L
 
 
 def enumerate_space(space: Space) -> Tuple[List[Config], Counts]:
-    """The admitted configurations (in a fixed order) and the counts of the rest."""
+    """The admitted configurations (in a fixed order) and the counts of the rest; TooLarge
+    beyond MAX_CONFIGS admitted."""
     m = space.base.model
     rejected = {r: 0 for r in RULES}
     out: List[Config] = []
     micros_all = divisors(space.batch)
     enumerated = 0
-    for n in space.gpus:
+    for k, n in enumerate(space.gpus):
         for tp, cp, pp, dp, ep in _layouts(n, m.experts):
+            if len(out) > MAX_CONFIGS:      # checked per layout: memory stays bounded
+                raise TooLarge(k + 1, len(space.gpus))
             stages = split(m.layers, pp) if pp <= m.layers else None
             vs = _chunk_options(m.layers, pp, stages) if pp <= m.layers else [1]
             zeros = ZERO if dp * cp > 1 else (0,)
@@ -201,6 +224,8 @@ def enumerate_space(space: Space) -> Tuple[List[Config], Counts]:
                                 rejected["reshard"] += 1
                                 continue
                             out.append(Config(n, tp, pp, dp, cp, ep, v, micro, rec, z, stages))
+    if len(out) > MAX_CONFIGS:
+        raise TooLarge(len(space.gpus), len(space.gpus))
     counts = Counts(enumerated, tuple((r, k) for r, k in rejected.items() if k), len(out))
     return out, counts
 
@@ -225,8 +250,9 @@ def _layout_rule(space: Space, tp: int, cp: int, pp: int, dp: int, ep: int) -> O
         if m.experts else None
     if m.experts and (m.experts % ep or (grid and grid[0] in ("ep", "etp"))):
         return "ep"
-    if base.seq % cp:
-        return "seq_cp"
+    split = cp_split(base.seq, cp)
+    if split is not None:
+        return "seq_cp" if split == "seq" else "cp_tile"
     if cp > 1 and base.attention == "unfused":
         return "cp_attention"
     if base.offload_layers and pp > 1:
