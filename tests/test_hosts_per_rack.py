@@ -126,7 +126,10 @@ def test_seer_prices_the_jobs_share_of_a_rack_as_its_nvlink_domain(nvl):
     packed = astral_dsl.forecast(nvl, job="packed").detail
     assert (on16.net.gpus_per_host, packed.net.gpus_per_host) == (64, 72)
     assert not [n for n in on16.notes if "straddle" in n]
-    assert [n for n in packed.notes if n.startswith("approximation: dp groups")]
+    assert [n for n in packed.notes if n.startswith(
+        "dp groups sit unalike across the pipeline: on stage 0 the slowest sits inside one host "
+        "(NVLink domain); on stage 1 the slowest straddles 2 hosts (NVLink domains) of 72 GPUs "
+        "with 8 of 64 ranks on the fewest")]
     assert groups(on16.job, on16.net)["dp"].hosts == 1
     assert groups(packed.job, packed.net)["dp"].hosts == 2
     assert on16.placement == "S (the first 16 hosts of each rack)"

@@ -103,8 +103,8 @@ def test_a_cut_group_that_straddles_hosts_is_e775(quad):
 
 def test_other_ranks_groups_are_priced_checked_and_said(quad):
     """DP 3 x PP 4 on hosts of 4: rank 0's group (0-2) is inside host 0, stage 1's (3 | 4, 5)
-    straddles hosts 0 and 1: the DP collectives are priced by the slowest, stage 1's, and the
-    note says every stage is; cut off under host1_dark."""
+    straddles hosts 0 and 1: the job's slowest, stage 1's (each stage is priced on its own:
+    test_seer_stage_groups); cut off under host1_dark."""
     fc = astral_dsl.forecast(quad, job="dp3pp4").detail
     dp = groups(fc.job, fc.net)["dp"]
     assert (dp.n, dp.per_host, dp.hosts, dp.most, dp.hops) == (3, 1, 2, 2, 1)
@@ -115,10 +115,7 @@ def test_other_ranks_groups_are_priced_checked_and_said(quad):
     hier = _hierarchical_1gb(2)
     assert comm.all_reduce(fc.net, dp, 1e9) == pytest.approx(hier, rel=1e-12)
     assert hier == pytest.approx(25.0185e-3, rel=1e-5)   # rank 0's, on NVLink: 3.71 ms
-    assert "approximation: dp groups of other ranks straddle up to 2 hosts (NVLink domains) of " \
-           "4 GPUs with 1 of their 3 ranks on the fewest (rank 0's: one host); every stage's dp " \
-           "collectives are priced by the slowest group (synchronous training waits for it), a " \
-           "stage whose own groups sit better too" in fc.notes
+    assert fc.lowering.at(1).groups["dp"] == dp
     with pytest.raises(seer.ForecastError) as exc:
         astral_dsl.forecast(quad, job="dp3pp4", scenario="host1_dark")
     (diag,) = [d for d in exc.value.diagnostics if d.is_error]

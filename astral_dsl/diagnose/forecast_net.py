@@ -77,14 +77,14 @@ def _split(low, stage: int, run, gather: float, apart: bool):
         return ([e - a for a, e, _ in run.dp], gather), ([], 0.0)
     dense, expert = [], []
     for _, _, params in run.dp:
-        d, x = low.dp_parts(params)
+        d, x = low.at(stage).dp_parts(params)
         if params[0] > 0:
             dense.append(d)
         if params[1] > 0:
             expert.append(x)
     g_dense, g_expert = gather, 0.0
     if gather > 0:
-        g_dense, g_expert = low.dp_parts(low.stage_split(stage), gather=True,
+        g_dense, g_expert = low.at(stage).dp_parts(low.stage_split(stage), gather=True,
                                          linear=low.stage_linear(stage))
     return (dense, g_dense), (expert, g_expert)
 
@@ -123,7 +123,8 @@ def _sharded(low, stage: int, run, apart: bool = False
         for o in ops:
             op, L = SHARDED_COLLECTIVES[o.name], first + o.layer
             split = low.layer_split(L)
-            x = min(o.dur, low.dp_parts(split, op == "all_gather", low.dense_linear(L))[1]) \
+            x = min(o.dur, low.at(stage).dp_parts(split, op == "all_gather",
+                                                  low.dense_linear(L))[1]) \
                 if apart and split[1] > 0 else 0.0
             dense.setdefault(op, []).append(float(o.dur - x))
             if x > 0:

@@ -3,10 +3,11 @@ bandwidth per host, the fabric's tiers (reach: the hosts under a group in the sc
 the job's hosts are in; rails, oversubscription) and, under a scenario,
 its failed fractions of tiers (the tier below is oversubscribed by 1 / (1 - fraction)) and its
 failed fabric parts (analyses/network_failures.py): Seer simulates one representative rank per
-stage, so each collective is priced for the worst-affected group of its kind (synchronous
-training waits for the slowest group), with the bandwidth of the slowest GPU of the job whose
-traffic climbs as high as that group's (Network.worst); only failures on the job's own hosts
-(the first GPUs of its placement; with `hosts_per_rack`, of the first hosts of each rack:
+stage, so each of a stage's collectives is priced for the worst-affected group of its kind on
+the stage (synchronous training waits for the slowest group), with the bandwidth of the slowest
+GPU of the stage whose traffic climbs as high as that group's (Network.stage_worst; of the job:
+Network.worst, by which a group cut off anywhere stops the job); only failures on the job's own
+hosts (the first GPUs of its placement; with `hosts_per_rack`, of the first hosts of each rack:
 analyses/job_racks.py) or on the paths above them count. In an NVLink domain of
 several hosts a GPU whose NIC lost its path sends through a neighbour's (PXN: seer/pxn.py), and
 each boundary between pipeline stages is priced by its own slowest pair, slowed only by the
@@ -258,7 +259,8 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
     if healthy is None or (not net.worst and net.tiers == healthy.tiers):
         return cluster, [], []
     from astral_dsl.seer import comm, pipeline_pairs   # start-up: only under failed parts
-    from astral_dsl.seer.comm_groups import groups, used_groups
+    from astral_dsl.seer.comm_groups import (groups, named_stages, stage_groups,
+                                              stage_worst, used_groups)
 
     used = used_groups(spec) - {"pp"}    # (not a group the job has no traffic on)
     # the slowest group of each kind, as the forecast prices it: a group of any rank cut off
@@ -276,6 +278,9 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
                                     f"of {b.oversub:.4g}:1")
     notes, lost, cut = [], [], []
     cut_at = dict(net.cut)
+    # each stage's groups for the slowest GPU of its own hosts (comm_groups.stage_groups)
+    net = attrs.evolve(net, stage_worst=stage_worst(spec, net, cluster.damaged))
+    stages = stage_groups(spec, net)
     if spec.parallel.pp > 1:
         pairs, notes, dark = pipeline_pairs.under_failures(spec, net, healthy, cluster.damaged,
                                                            why)
@@ -292,8 +297,10 @@ def under_failures(spec, cluster: Cluster) -> Tuple[Cluster, List[str], List[str
             lost.append(f"{what} ({why.get(top, 'a failed part')})")
             cut += [c for c in cut_at.get(top, ()) if c not in cut]
         elif kind != "world" and lay.net_bw < before[kind].net_bw * (1 - 1e-9):
-            notes.append(f"{kind}: the slowest group runs at {lay.net_bw / 1e9:,.2f} GB/s per "
-                         f"GPU instead of {before[kind].net_bw / 1e9:,.2f} GB/s "
+            slow = [i for i, lays in enumerate(stages) if lays[kind].net_bw <= lay.net_bw]
+            on = "" if len(slow) == len(stages) else f" (on {named_stages(slow)})"
+            notes.append(f"{kind}: the slowest group{on} runs at {lay.net_bw / 1e9:,.2f} GB/s "
+                         f"per GPU instead of {before[kind].net_bw / 1e9:,.2f} GB/s "
                          f"({why.get(top, 'a failed part')})")
     return attrs.evolve(cluster, net=attrs.evolve(net, notes=net.notes + tuple(notes))), \
         lost, cut

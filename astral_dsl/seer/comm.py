@@ -21,12 +21,13 @@ IJHPCA 2005):
 The bus bandwidth of a group spanning hosts is min(NVLink, per_host x NIC) with each link at its
 achieved efficiency. The cheapest algorithm is taken, as NCCL's tuner does.
 
-A collective is priced on the slowest group of its kind (seer/comm_groups.groups: the highest
-tier any group of the kind climbs, the fewest NICs a host gives it), with and without failures:
-synchronous training waits for the slowest. Under failed fabric parts (a scenario) its NIC
-bandwidth is that of the slowest GPU of the job whose traffic climbs as high as the group's
-(Network.worst, seer/cluster.py): its live ports times the share of its slowest path
-(over / (1 - lost) for uplinks that lost a share).
+A stage's collective is priced on the slowest group of its kind on that stage
+(seer/comm_groups.stage_groups: the highest tier any of them climbs, the fewest NICs a host gives
+it), with and without failures: synchronous training waits for the slowest. Under failed fabric
+parts (a scenario) its NIC bandwidth is that of the slowest GPU of the stage whose traffic climbs
+as high as the group's (Network.stage_worst; the job's: Network.worst, seer/cluster.py): its
+live ports times the share of its slowest path (over / (1 - lost) for uplinks that lost a
+share).
 The pipeline's send/recv is priced per boundary between stages, by that boundary's slowest pair
 (on NVLink when every pair is inside a domain), with the failures on its own pairs' hosts and
 paths (Network.pp, seer/pipeline_pairs.py).
@@ -81,6 +82,9 @@ class Network:
     # stage back to the first) the layout of its slowest pair under them
     # (seer/pipeline_pairs.under_failures); () without failures: pipeline_pairs.boundaries
     pp: Tuple["Layout", ...] = ()
+    # under failed fabric parts: per pipeline stage, `worst` over the stage's own hosts (its
+    # groups are priced for its own slowest GPU: comm_groups.stage_groups); (): `worst` for all
+    stage_worst: Tuple[Tuple[Tuple[int, float, str], ...], ...] = ()
 
     @property
     def nic_bw(self) -> float:

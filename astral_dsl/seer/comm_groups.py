@@ -4,7 +4,11 @@ lowering (lower.py) prices its collectives on them; the scenario checks (cluster
 validate_moe.py) read them without the lowering."""
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, List, Optional, Tuple
+
+import attrs
+
+from astral_dsl.analyses.host_positions import Interval, merge
 
 from astral_dsl.seer import comm
 from astral_dsl.seer.ranks import RankOrder
@@ -17,10 +21,10 @@ def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
     one of them, the most on one: the highest tier any group of the kind climbs, the fewest NICs
     a ring of it runs on). Synchronous training waits for the slowest group: the optimizer step
     for every DP group, an expert layer's all-to-all for every EP group of the stage, the
-    pipeline for its slowest stage. Seer's stages share one set of groups (its templates are
-    built once per shape), so every stage is priced by the job's slowest group (`straddle_notes`
-    says where rank 0's sits otherwise). One code path with and without failures: under a
-    scenario `net` carries the slowest GPU per tier (comm.layout, Network.worst).
+    pipeline for its slowest stage. These are the job's slowest (the scenario checks read them:
+    a group of any rank cut off stops the job); each stage's collectives are priced on its own
+    (`stage_groups`). One code path with and without failures: under a scenario `net` carries
+    the slowest GPU per tier (comm.layout, Network.worst).
 
     The gradient group ("dp") is DP x CP (CP ranks hold the same weights); "pp" is a pair of
     neighbouring stages; "etp" (expert tensor parallelism: the ranks that split each routed
@@ -34,13 +38,15 @@ def groups(job: JobSpec, net: comm.Network) -> Dict[str, comm.Layout]:
     return _groups(job, net, every=True)
 
 
-def _groups(job: JobSpec, net: comm.Network, every: bool) -> Dict[str, comm.Layout]:
-    """`groups`, of the slowest group of each kind (every) or of rank 0's."""
+def _groups(job: JobSpec, net: comm.Network, every: bool,
+            stage: Optional[int] = None) -> Dict[str, comm.Layout]:
+    """`groups`, of the slowest group of each kind (every; of stage `stage`'s groups) or of
+    rank 0's."""
     par, g = job.parallel, max(1, net.gpus_per_host)
     dense, expert = RankOrder(par), RankOrder(par, experts=True)
 
     def lay(kind, order, dims, n=None, cross=False):
-        shape = order.shape(dims, g, every)
+        shape = order.shape(dims, g, every, stage)
         if n is not None and shape.n > 1:      # a pair of neighbours along the dimension
             span = (shape.stride * (n - 1)) // g + 1
             per_host = n if span == 1 else 1
@@ -59,6 +65,72 @@ def _groups(job: JobSpec, net: comm.Network, every: bool) -> Dict[str, comm.Layo
             "amax": lay("amax", dense, ("tp", "cp", "dp"))}
 
 
+def stage_groups(job: JobSpec, net: comm.Network,
+                 whole: Optional[Dict[str, comm.Layout]] = None
+                 ) -> Tuple[Dict[str, comm.Layout], ...]:
+    """Per pipeline stage, the layout of each kind of group its collectives are priced on: the
+    slowest of the stage's own groups (every group but "pp" lies inside one stage: its ranks
+    differ only along the other dimensions), under failures for the slowest GPU of the stage's
+    own hosts (Network.stage_worst); "pp" is the job's representative pair (each boundary is
+    priced by its own pairs). A stage whose groups sit inside one NVLink domain is not priced
+    as another's that straddles domains, nor slowed by a failure on another stage's hosts:
+    synchronous training waits for the slowest group of each stage, and the pipeline (its
+    schedule) for the slowest stage. A stage's groups sit as its first rank's GPU index (mod
+    the GPUs of a host) and its failures say, so the layouts are made once per distinct pair
+    and shared: stages that sit alike share one dict, the job's (`groups`) where they sit as
+    its slowest (then every template and every number is as one set of groups gave them).
+    `whole`: `groups(job, net)`, when made already."""
+    whole = groups(job, net) if whole is None else whole
+    par = job.parallel
+    if par.pp <= 1:
+        return (whole,)
+    g = max(1, net.gpus_per_host)
+    strides = (RankOrder(par).stride["pp"], RankOrder(par, experts=True).stride["pp"])
+    made: Dict[tuple, Dict[str, comm.Layout]] = {}
+    out = []
+    for i in range(par.pp):
+        worst = net.stage_worst[i] if len(net.stage_worst) == par.pp else net.worst
+        key = (tuple(i * d % g for d in strides), worst)
+        hit = made.get(key)
+        if hit is None:
+            at = net if worst == net.worst else attrs.evolve(net, worst=worst)
+            hit = _groups(job, at, True, stage=i)
+            hit["pp"] = whole["pp"]
+            hit = made[key] = next((d for d in (whole, *made.values()) if d == hit), hit)
+        out.append(hit)
+    return tuple(out)
+
+
+def stage_hosts(job: JobSpec, g: int, stage: int) -> List[Interval]:
+    """The hosts (g GPUs each, in the job's order) of the ranks of pipeline stage `stage`:
+    blocks of the PP stride's ranks, one per period of the stride x PP."""
+    par = job.parallel
+    d = RankOrder(par).stride["pp"]
+    period = par.pp * d
+    return merge([((k * period + stage * d) // g, (k * period + (stage + 1) * d - 1) // g + 1)
+                  for k in range(max(1, par.gpus // period))])
+
+
+def stage_worst(job: JobSpec, net: comm.Network, damaged) -> Tuple[tuple, ...]:
+    """Network.stage_worst: per pipeline stage, Network.worst over the stage's own hosts (the
+    slowest GPU of the stage per tier its traffic climbs to: `damaged`,
+    pipeline_pairs.Damaged.worst); a stage whose slowest GPU is the job's keeps the job's entry
+    (so that stages alike are priced as the job's slowest), () without a pipeline."""
+    if job.parallel.pp <= 1 or damaged is None or not net.worst:
+        return ()
+    out = []
+    for i in range(job.parallel.pp):
+        hosts = stage_hosts(job, max(1, net.gpus_per_host), i)
+        mine = []
+        for top, bw, text in net.worst:
+            hit = damaged.worst(top, hosts)
+            if hit is None:
+                continue
+            mine.append((top, bw, text) if hit[0] <= bw else (top, hit[0], hit[1]))
+        out.append(tuple(mine))
+    return tuple(out)
+
+
 def used_groups(job: JobSpec) -> frozenset:
     """The kinds of group of `groups` the job communicates over: the expert groups ("ep",
     "edp"; "etp" with expert tensor parallelism) only with experts, the amax group only under
@@ -71,22 +143,49 @@ def used_groups(job: JobSpec) -> frozenset:
     return frozenset(kinds)
 
 
-def straddle_notes(job: JobSpec, net: comm.Network) -> Tuple[str, ...]:
-    """A note per kind of group the job communicates over whose slowest group (by which its
-    collectives are priced: `groups`) sits on more hosts, or fewer members to a host, than rank
-    0's: every stage is priced by it, a stage whose own groups sit better too (an
-    approximation: Seer's stages share one set of groups)."""
-    mine, worst = _groups(job, net, every=False), groups(job, net)
+def straddle_notes(job: JobSpec, net: comm.Network,
+                   per: Optional[Tuple[Dict[str, comm.Layout], ...]] = None) -> Tuple[str, ...]:
+    """A note per kind of group the job communicates over whose groups do not all sit as rank
+    0's: where the slowest group of each stage sits (by which the stage's collectives are
+    priced: `stage_groups`, `per` when made already), the stages named where they sit
+    unalike."""
+    mine = _groups(job, net, every=False)
+    per = stage_groups(job, net) if per is None else per
     out = []
     for kind in sorted(used_groups(job) - {"pp"}):
-        a, b = mine[kind], worst[kind]
-        if (a.hosts, a.per_host, a.hops) == (b.hosts, b.per_host, b.hops):
+        a = mine[kind]
+        where: Dict[tuple, List[int]] = {}
+        for i, lays in enumerate(per):
+            b = lays[kind]
+            where.setdefault((b.hosts, b.per_host, b.hops), []).append(i)
+        if list(where) == [(a.hosts, a.per_host, a.hops)]:
             continue
-        where = "one host" if a.hosts <= 1 else \
-            f"{a.hosts:,} hosts, {a.per_host:,} of its {a.n:,} ranks on the fewest"
-        out.append(f"approximation: {kind} groups of other ranks straddle up to {b.hosts:,} hosts "
-                   f"(NVLink domains) of {net.gpus_per_host:,} GPUs with {b.per_host:,} of their "
-                   f"{b.n:,} ranks on the fewest (rank 0's: {where}); every stage's {kind} "
-                   f"collectives are priced by the slowest group (synchronous training waits for "
-                   f"it), a stage whose own groups sit better too")
+        lays = [per[st[0]][kind] for st in where.values()]
+        if len(where) == 1:
+            text = f"{kind} groups of other ranks {_sits(lays[0], net, 'straddle up to')}"
+        else:
+            text = (f"{kind} groups sit unalike across the pipeline: " + "; ".join(
+                f"on {named_stages(st)} the slowest {_sits(b, net, 'straddles')}"
+                for b, st in zip(lays, where.values())))
+        out.append(f"{text} (rank 0's: "
+                   f"{'one host' if a.hosts <= 1 else _sits(a, net, 'straddles')}); each "
+                   f"stage's {kind} collectives are priced by its own slowest group "
+                   f"(synchronous training waits for it), the pipeline paced by its slowest "
+                   f"stage")
     return tuple(out)
+
+
+def _sits(lay: comm.Layout, net: comm.Network, verb: str) -> str:
+    """Where a group sits, in words."""
+    if lay.hosts <= 1:
+        return "sits inside one host (NVLink domain)"
+    return (f"{verb} {lay.hosts:,} hosts (NVLink domains) of {net.gpus_per_host:,} GPUs with "
+            f"{lay.per_host:,} of {lay.n:,} ranks on the fewest")
+
+
+def named_stages(stages: List[int]) -> str:
+    """Stages named: "stage 1", "stages 0, 2", the first six and how many more (notes)."""
+    if len(stages) == 1:
+        return f"stage {stages[0]}"
+    more = f" and {len(stages) - 6:,} more" if len(stages) > 6 else ""
+    return "stages " + ", ".join(str(i) for i in stages[:6]) + more

@@ -166,7 +166,8 @@ def run(job: JobSpec, gpu, net: comm.Network, table: Optional[OperatorTable] = N
     if job.offload_layers is None and offload_obstacle(job, gpu.host_bw) is None:
         chosen.append(("offload_layers", best.job.offload_layers))
     best.chosen = tuple(chosen)
-    best.notes = (tuple(notes) + tuple(net.notes) + straddle_notes(job, net)
+    best.notes = (tuple(notes) + tuple(net.notes)
+                  + straddle_notes(best.job, net, best.lowering.stage_groups)
                   + _padding_note(job) + _etp_note(job))
     return best
 

@@ -27,10 +27,11 @@ lower_moe.py, lower_mamba.py, lower_linear.py and lower_comm.py.
 """
 from __future__ import annotations
 
-from typing import Dict
+import copy
+from typing import Dict, Optional
 
 from astral_dsl.seer import comm
-from astral_dsl.seer.comm_groups import groups
+from astral_dsl.seer.comm_groups import groups, stage_groups
 from astral_dsl.seer.costs import GEMM_STREAMS, Costs
 from astral_dsl.seer.lower_attention import AttentionOps
 from astral_dsl.seer.lower_comm import CommOps
@@ -73,7 +74,13 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
         self.job, self.c, self.net = job, costs, net
         par, m = job.parallel, job.model
         self.tp, self.cp, self.ep = par.tp, par.cp, par.ep
-        self.groups = groups(job, net)
+        self.groups = groups(job, net)        # the job's slowest; a stage's: at(stage)
+        # per stage, its own groups (comm_groups.stage_groups); `_views`: a Lowering per
+        # distinct set of them (the job's: this one), whose templates share `_cache`
+        self.stage_groups = stage_groups(job, net, self.groups)
+        self.layouts_key: Optional[int] = None
+        self._views: Dict[int, "Lowering"] = {}
+        self._root = self
         self.elem = job.bytes
         self.fp8 = job.fp8
         self.tokens = job.micro * job.seq / par.cp
@@ -205,8 +212,35 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
         at = (stage, chunk, phase)
         hit = self._at.get(at)
         if hit is None:
-            hit = self._at[at] = self._template(stage, chunk, phase)
+            hit = self._at[at] = self.at(stage)._template(stage, chunk, phase)
         return hit
+
+    def at(self, stage: int) -> "Lowering":
+        """The lowering of pipeline stage `stage`: its collectives on its own groups
+        (comm_groups.stage_groups); this one where they are the job's. Made once per distinct
+        set of groups (stages that sit alike share it), its templates in the shared cache,
+        keyed by the set's."""
+        if self.layouts_key is not None:
+            return self._root.at(stage)
+        lays = self.stage_groups[min(stage, len(self.stage_groups) - 1)]
+        if lays is self.groups:
+            return self
+        key = id(lays)
+        view = self._views.get(key)
+        if view is None:
+            view = copy.copy(self)
+            view.groups, view.layouts_key = lays, len(self._views)
+            view.__dict__.pop("_hops", None)     # the job's transfers: this one's p2p_hops
+            self._views[key] = view
+        return view
+
+    def stage_lowerings(self) -> tuple:
+        """One lowering per distinct set of stage groups (`at`), in the order of the stages."""
+        seen: Dict[int, "Lowering"] = {}
+        for i in range(len(self.stage_groups)):
+            view = self.at(i)
+            seen.setdefault(id(view), view)
+        return tuple(seen.values())
 
     def _template(self, stage: int, chunk: int, phase: str) -> Template:
         first, n = self.chunks[stage][chunk]
@@ -215,7 +249,8 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
         head = stage == par.pp - 1 and chunk == par.v - 1
         kinds = tuple(self.job.model.shape_key(L) for L in range(first, first + n))
         offloaded = self.offloaded(stage)
-        key = (phase, kinds, embed, head, tuple(sorted(L - first for L in offloaded)))
+        key = (phase, kinds, embed, head, tuple(sorted(L - first for L in offloaded)),
+               self.layouts_key)
         hit = self._cache.get(key)
         if hit is not None:
             return hit

@@ -31,7 +31,7 @@ import bisect
 import functools
 import itertools
 import math
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from astral_dsl import records
 from astral_dsl.analyses.rank_order import Numbering
@@ -56,36 +56,42 @@ class RankOrder(Numbering):
     def __init__(self, par: ParallelSpec, experts: bool = False):
         super().__init__(par.tp, par.cp, par.ep, par.dp, par.pp, par.order, experts, par.etp)
 
-    def shape(self, dims: Iterable[str], gpus_per_host: int, every: bool = False) -> GroupShape:
+    def shape(self, dims: Iterable[str], gpus_per_host: int, every: bool = False,
+              stage: Optional[int] = None) -> GroupShape:
         """Size and placement of rank 0's group along `dims` (every: of the worst group of the
-        kind, `spread`)."""
+        kind, `spread`; with `stage`, of the worst of those of pipeline stage `stage`, whose
+        ranks are stage x the PP stride + the other dimensions' offsets)."""
         dims = tuple(d for d in dims if self.sizes.get(d, 1) > 1)
         n = 1
         for d in dims:
             n *= self.sizes[d]
         if n <= 1:
             return GroupShape(1, 1, 1, 1)
+        g = max(1, gpus_per_host)
         others = tuple((self.stride[d], self.sizes[d]) for d in self.order
-                       if every and d not in dims and self.sizes[d] > 1)
+                       if every and d not in dims and self.sizes[d] > 1
+                       and not (stage is not None and d == "pp"))
+        base = stage * self.stride["pp"] % g if stage else 0
         per_host, hosts, span, rails, crowd = spread(
-            tuple(sorted((self.stride[d], self.sizes[d]) for d in dims)), others,
-            max(1, gpus_per_host))
+            tuple(sorted((self.stride[d], self.sizes[d]) for d in dims)), others, g, base)
         return GroupShape(n, per_host, span, min(self.stride[d] for d in dims), hosts, rails,
                           crowd)
 
 
 @functools.lru_cache(maxsize=512)
 def spread(radix: Tuple[Tuple[int, int], ...], others: Tuple[Tuple[int, int], ...],
-           g: int) -> Tuple[int, int, int, int, int]:
+           g: int, base: int = 0) -> Tuple[int, int, int, int, int]:
     """(the fewest members on one host of a group, the most hosts a group spans, the most
     consecutive hosts from a group's first member to its last, the fewest GPU indices every host
-    of a group holds a member at, the most members on one host of a group that spans several) over the groups of ranks base + sum(i_k stride_k), 0 <= i_k <
-    size_k over `radix`, for the bases the `others` dimensions give (ranks fill hosts of g GPUs
-    in order). A group inside one host counts all its members on it (and as many rails). Only a
-    group's first GPU index (base mod g) moves its members over hosts, and only across the
-    indices g - (offset mod g): one group is looked at per such interval."""
+    of a group holds a member at, the most members on one host of a group that spans several)
+    over the groups of ranks b + sum(i_k stride_k), 0 <= i_k < size_k over `radix`, for the
+    bases b = `base` + the offsets the `others` dimensions give (ranks fill hosts of g GPUs in
+    order; `base`: a pipeline stage's first rank). A group inside one host counts all its
+    members on it (and as many rails). Only a group's first GPU index (b mod g) moves its
+    members over hosts, and only across the indices g - (offset mod g): one group is looked at
+    per such interval."""
     radix = _merged(sorted(radix))
-    starts = {0}
+    starts = {base % g}
     for stride, size in others:
         step = stride % g
         if step:

@@ -271,9 +271,9 @@ def gather_gates(low, i: int, run) -> Dict[int, Tuple[float, float, float]]:
         items.insert(0, (extra, 0.0, 0.0))
         owner.insert(0, 0)
     t, done = 0.0, [0.0] * len(items)
-    prev = -1
+    prev, mine = -1, low.at(i)         # the stage's lowering: its own groups
     for last, (dense, expert, linear) in _buckets(items, max(BUCKET_PARAMS, 1e6 * lay.n)):
-        t += low.param_gather((dense, expert), linear)
+        t += mine.param_gather((dense, expert), linear)
         for k in range(prev + 1, last + 1):
             done[k] = t
         prev = last
@@ -319,9 +319,10 @@ def iteration_tail(low, runs: List[StageRun]) -> float:
             dp_free = run.gather[1]           # an overlapped parameter gather comes first
             buckets = [(ready_list[k][0], params) for k, params in
                        _buckets([x for _, x in ready_list], max(BUCKET_PARAMS, 1e6 * lay.n))]
+            mine = low.at(i)             # the stage's lowering: its own groups
             for t, params in buckets:
                 start = max(t, dp_free)
-                dp_free = start + low.dp_reduce(params)
+                dp_free = start + mine.dp_reduce(params)
                 run.dp.append((start, dp_free, params))
         run.finish = max(run.backward_end, dp_free)
     world = comm.layout(low.net, "world", max(2, low.job.parallel.gpus),
@@ -333,7 +334,7 @@ def iteration_tail(low, runs: List[StageRun]) -> float:
         run.optimizer = (sync, sync + opt)
         end = sync + opt
         if low.job.parallel.zero in (1, 2) and low.synced and not low.job.overlap_param_gather:
-            g = low.param_gather(low.stage_split(i), low.stage_linear(i))
+            g = low.at(i).param_gather(low.stage_split(i), low.stage_linear(i))
             run.gather = (end, end + g)
             end += g
         run.finish = end

@@ -41,7 +41,7 @@ def plan(low, stage: int, chunk: int, phase: str, speed: float = 1.0) -> Tuple[S
     for o in ops:
         op, L = SHARDED_COLLECTIVES[o.name], first + o.layer
         split = low.layer_split(L)
-        expert = low.dp_parts(split, op == "all_gather", low.dense_linear(L))[1] \
+        expert = low.at(stage).dp_parts(split, op == "all_gather", low.dense_linear(L))[1] \
             if split[1] > 0 else 0.0
         expert = min(o.dur, expert)
         out.append((min(1.0, o.start / total) if total > 0 else 0.0, speed * (o.dur - expert),

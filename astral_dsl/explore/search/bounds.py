@@ -39,9 +39,10 @@ class Tail:
         p = par.pp
         params = [low.stage_split(i) for i in range(p)]
         reduce_after = synced and par.zero < 3 and not job.overlap_grad_reduce
-        self.reduce = np.array([low.dp_reduce(x) if reduce_after else 0.0 for x in params])
+        self.reduce = np.array([low.at(i).dp_reduce(x) if reduce_after else 0.0
+                                for i, x in enumerate(params)])
         gather_after = par.zero in (1, 2) and synced and not job.overlap_param_gather
-        self.step = [low.optimizer_time(i) + (low.param_gather(params[i]) if gather_after
+        self.step = [low.optimizer_time(i) + (low.at(i).param_gather(params[i]) if gather_after
                                               else 0.0) for i in range(p)]
 
 
@@ -78,9 +79,13 @@ class Profile:
             for i in range(L):
                 kind = (m.is_moe(i), i == 0, i == L - 1)
                 if kind not in seen:
-                    tpl = low.template(i, 0, phase)
-                    seen[kind] = _span(tpl, "compute") if measure == "compute" else \
+                    # the fastest of the stages' groups (comm_groups.stage_groups): a stage
+                    # of the configuration sits as one of the variant's (the same ranks per
+                    # stage and PP stride, more stages)
+                    seen[kind] = min(
+                        _span(tpl, "compute") if measure == "compute" else
                         sum(o.dur for o in tpl.ops if o.stream == "dp")
+                        for tpl in (w._template(i, 0, phase) for w in low.stage_lowerings()))
                 acc += seen[kind]
                 out.append(acc)
             self.prefix[phase] = np.array(out)
