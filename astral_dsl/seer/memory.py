@@ -226,7 +226,8 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     replicated = 2 * elem * h + 2 * mask * h + (0 if "layernorm" in redo else 2 * lin * h)
     mats = m.mats - 1
     if m.is_moe(layer):
-        # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output.
+        # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output
+        # (not with Megatron-Core, below).
         # A rank's experts take top_k tokens for each of the tokens/TP it routes (balanced
         # routing: the all-to-all brings back as many as it sends out, whatever EP is), and
         # the shared experts run on its tokens/TP: lower_moe.py `_moe_fwd` prices the same
@@ -241,10 +242,19 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         # output(s) for the activation's backward besides fc1's own for the clamp's (Megatron-
         # Core 0.16.1 fused_bias_geglu.py: the clamps and their concatenation run unfused),
         # unless the activation is recomputed.
+        # Megatron-Core weights the routed copies by their probabilities in the experts' own
+        # activation (0.16.1 experts.py, TEGroupedMLP.forward: bias_act_func's
+        # `* permuted_probs`, the fused weighted SwiGLU / quick-GeGLU), so its combine unpermutes
+        # without probabilities: Transformer Engine 2.9's fused unpermute then saves its row map
+        # only (pytorch/permutation.py, _moe_unpermute_mask_map: `inp` is saved with
+        # merging_probs alone), and the all-to-all and chunk sort save nothing: the experts'
+        # output is not kept. Other frameworks weight the output after the experts (a product
+        # that keeps it).
         act = 0 if "moe_act" in redo else lin
         fc1 = mats * elem * (2 if m.clamped and "moe_act" not in redo else 1)
         k = job.routed(tokens / t) / (tokens / t)
-        routed = k * m.moe_ffn * (fc1 + act) + k * h * (par.etp * lin + elem)
+        out = 0.0 if job.framework == "megatron" else elem
+        routed = k * m.moe_ffn * (fc1 + act) + k * h * (par.etp * lin + out)
         shared = m.shared_experts * m.shared_width * (fc1 + act)
         mlp_tp = routed + shared
     else:                                     # fc1 output(s) and the fc2 input
