@@ -85,13 +85,14 @@ def test_a_gpt_oss_layer_by_hand_with_the_recipes_modules():
     fused attention's Q, K, V (2 (64 x 64 + 2 x 8 x 64)), its output, the projection's input
     (2 x 64 x 64), and fp32 softmax statistics per head (4 x 64); per routed pair (top 4) the
     permuted tokens grouped fc1 keeps (2 h) and fc1's two halves the recomputed clamped
-    activation starts from (2 x 2 F). Not kept: the activation's output (moe_act), the
-    experts' output (the combine's unpermute has no probabilities: TE's fused unpermute saves
-    its row map only)."""
+    activation starts from (2 x 2 F); the router's fp32 scores and boolean routing map over
+    the 128 experts (TE's fused top-k: 5 x 128). Not kept: the activation's output (moe_act),
+    the experts' output (the combine's unpermute has no probabilities: TE's fused unpermute
+    saves its row map only)."""
     par = ParallelSpec(tp=1, pp=4, dp=16, ep=8, zero=1)
     job = JobSpec("j", OSS, par, global_batch=512, micro=4, seq=4096, recompute="modules")
     per_token = 2 * 2 * H + 2 * (64 * 64 + 2 * 8 * 64) + 2 * 64 * 64 + 4 * 64 \
-        + K * (2 * H + 2 * 2 * F)        # = 11,520 + 10,240 + 8,192 + 256 + 69,120 = 99,328
+        + K * (2 * H + 2 * 2 * F) + 5 * 128   # 11,520 + 10,240 + 8,192 + 256 + 69,120 + 640
     assert layer_activation_bytes(job, 0) == pytest.approx(TOKENS * per_token, rel=1e-12)
 
 

@@ -214,6 +214,7 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         per = elem * h / (t if sp else 1) + lin * h + elem * (width + conv + 2 * d) + lin * d
         return tokens * per
     mask = 1 if m.gpt else 0                 # dropout masks: one byte per element
+    router = 0.0
     # selective recomputation in a PyTorch framework (torchtitan's "selective op", PyTorch's
     # operator-level selective checkpointing): the cheap operators are recomputed, so the
     # norms' outputs (the QKV and fc1 inputs) and the activation function's output (the fc2
@@ -257,6 +258,11 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         routed = k * m.moe_ffn * (fc1 + act) + k * h * (par.etp * lin + out)
         shared = m.shared_experts * m.shared_width * (fc1 + act)
         mlp_tp = routed + shared
+        # the router, on every token of the rank (its tokens / TP with SP): fp32 scores over the
+        # experts and the boolean routing map (Transformer Engine 2.9's fused top-k,
+        # pytorch/router.py: `save_for_backward(routing_map, intermediate_output)`; Megatron-
+        # Core's unfused router keeps the fp32 softmax's output instead, about as much)
+        router = m.experts * (4 + 1)
     else:                                     # fc1 output(s) and the fc2 input
         dense_act = "activation" in redo
         # torchtitan's every second matmul (lower.Lowering._every_second_mm): w3's output
@@ -282,7 +288,7 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         replicated, mlp_tp = replicated / 2, 0.0
     elif kind in ("E", "-"):    # MLP only: one norm, no attention
         replicated, attn_tp, scores = replicated / 2, 0.0, 0.0
-    per_token = replicated / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t
+    per_token = (replicated + router) / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t
     return tokens * per_token
 
 
