@@ -457,10 +457,10 @@ def test_automodel_pipelines_run_once_per_accumulation_step():
 
 def test_a_row_the_memory_estimate_says_may_not_fit_carries_the_warning():
     """A row whose estimate is within its uncertainty of the GPU's memory (GPT-OSS 120B with
-    EP 8 on 64 B200s at 4,608 tokens a sequence: ~194 GB of 180 GiB, 193.3 GB) is forecast
+    EP 8 on 64 B200s at 5,376 tokens a sequence: ~194 GB of 180 GiB, 193.3 GB) is forecast
     with W750's message in its notes, as one clearly over (E757) is; a row that fits has none
-    (the published run, at 4,096 tokens: ~183 GB)."""
-    t = parse_table(_csv([_row("r131", id="longer", seq_len="4608"), _row("r131"),
+    (the published run, at 4,096 tokens: ~169 GB)."""
+    t = parse_table(_csv([_row("r131", id="longer", seq_len="5376"), _row("r131"),
                           _row("r040")]), "t.csv")
     notes = {p.row.id: p.notes for p in prepare(t)}
     assert len(notes["longer"]) == 1 and "may not fit in GPU memory" in notes["longer"][0]

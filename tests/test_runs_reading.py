@@ -246,3 +246,18 @@ def test_deepseek_v3_on_gb200_runs_on_16_trays_of_each_rack_from_nemo_25_09():
     assert got == {"r001": 16, "r146": 16, "r121": 16, "r003": None, "ep32": None,
                    "h100": None, "old": None}
     assert su_gpus(SYSTEMS["DGX-GB200"], 16) == 512 and su_gpus(SYSTEMS["DGX-GB200"], None) == 576
+
+
+def test_deepseek_v3_dispatches_with_hybridep_on_every_gpu_from_nemo_25_09():
+    """Megatron-Bridge's DeepSeek-V3 recipes (0.3.1 on) ask for HybridEP, which
+    apply_flex_dispatcher_backend keeps on Hopper and B200 too (stacks.HYBRID_EP_MODELS);
+    GPT-OSS's H100 row takes DeepEP, the token-drop variant the alltoall dispatcher, a row
+    before NeMo 25.09 the alltoall dispatcher."""
+    from astral_dsl.runs.stacks import stack_of
+
+    rows = [_row("r164"), _row("r064"), _row("r156"), _row("r137"), _row("r001"),
+            _row("r164", id="old", source_version="NeMo 25.07 container")]
+    t = parse_table(_csv(rows), "t.csv")
+    got = {r.id: dict(stack_of(r, True, 1, 4, 8).fields).get("moe_dispatcher") for r in t.runs}
+    assert got == {"r164": "hybridep", "r064": "hybridep", "r156": None, "r137": "deepep",
+                   "r001": "hybridep", "old": None}

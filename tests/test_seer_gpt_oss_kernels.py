@@ -76,3 +76,31 @@ def test_the_clamped_copy_of_fc1s_output_is_kept_unless_recomputed():
     # one more copy of fc1's two halves for each routed token: 16,384 tokens x 4 x 2 x 2,880
     assert kept(OSS) - kept(plain) == TOKENS * K * 2 * F * ELEM
     assert kept(OSS, "modules") == kept(plain, "modules")     # the activation recomputed
+
+
+def test_a_gpt_oss_layer_by_hand_with_the_recipes_modules():
+    """NeMo 25.11's GPT-OSS 120B on H100 (r137: TP 1, micro-batch 4 x 4,096 tokens, bf16) with
+    `layernorm` and `moe_act` recomputed, per token, by hand against Megatron-Core 0.16.1 and
+    Transformer Engine 2.9: the two RMSNorms' inputs (2 x 2 h; their outputs recomputed);
+    fused attention's Q, K, V (2 (64 x 64 + 2 x 8 x 64)), its output, the projection's input
+    (2 x 64 x 64), and fp32 softmax statistics per head (4 x 64); per routed pair (top 4) the
+    permuted tokens grouped fc1 keeps (2 h) and fc1's two halves the recomputed clamped
+    activation starts from (2 x 2 F); the router's fp32 scores and boolean routing map over
+    the 128 experts (TE's fused top-k: 5 x 128). Not kept: the activation's output (moe_act),
+    the experts' output (the combine's unpermute has no probabilities: TE's fused unpermute
+    saves its row map only)."""
+    par = ParallelSpec(tp=1, pp=4, dp=16, ep=8, zero=1)
+    job = JobSpec("j", OSS, par, global_batch=512, micro=4, seq=4096, recompute="modules")
+    per_token = 2 * 2 * H + 2 * (64 * 64 + 2 * 8 * 64) + 2 * 64 * 64 + 4 * 64 \
+        + K * (2 * H + 2 * 2 * F) + 5 * 128   # 11,520 + 10,240 + 8,192 + 256 + 69,120 + 640
+    assert layer_activation_bytes(job, 0) == pytest.approx(TOKENS * per_token, rel=1e-12)
+
+
+def test_a_framework_weighting_after_the_experts_keeps_their_output():
+    # torchtitan multiplies the experts' output by the router's scores, a product that keeps it:
+    # one more h-wide copy per routed pair (16,384 tokens x 4 x 2,880 x 2 bytes)
+    par = ParallelSpec(tp=1, pp=1, dp=8, ep=8, zero=1)
+    mega = JobSpec("j", OSS, par, global_batch=32, micro=4, seq=4096, recompute="none")
+    titan = attrs.evolve(mega, framework="torchtitan")
+    assert layer_activation_bytes(titan, 0) - layer_activation_bytes(mega, 0) \
+        == TOKENS * K * H * ELEM

@@ -87,10 +87,13 @@ def test_moe_layer_keeps_its_routed_tokens_whatever_ep(ep):
     (balanced routing: the all-to-all brings back as many as it sends), so EP does not divide
     them. Per token: two norm inputs, the QKV and fc1 inputs (4 x 2 h); Q, K, V and the context
     (2 (q + 2 kv) + 2 q); the log-sum-exp (4 a); per routed pair the fc1's two outputs and the
-    fc2 input (3 x 2 moe_ffn), the permuted input and the output (2 x 2 h); the shared expert's
-    (3 x 2 moe_ffn)."""
+    fc2 input (3 x 2 moe_ffn) and the permuted input (2 h), not the experts' output (Megatron-
+    Core weights the pairs in the activation and unpermutes without probabilities: nothing keeps
+    it); the shared expert's (3 x 2 moe_ffn); the router's fp32 scores and boolean routing map
+    over the 64 experts (5 x 64)."""
     h, q, kv, a, f, k = 4096, 4096, 8 * 128, 32, 1024, 4
-    per_token = 4 * 2 * h + 2 * (q + 2 * kv) + 2 * q + 4 * a + k * (6 * f + 4 * h) + 6 * f
+    per_token = 4 * 2 * h + 2 * (q + 2 * kv) + 2 * q + 4 * a + k * (6 * f + 2 * h) + 6 * f \
+        + 5 * 64
     assert layer_activation_bytes(_moe(ep), 0) == pytest.approx(4096 * per_token, rel=1e-12)
 
 

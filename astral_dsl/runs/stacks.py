@@ -142,6 +142,14 @@ MOE_GRAPHS_FROM = (26, 6)
 # moe_token_dispatcher_type = flex); before, with NCCL's all-to-all. An assumption: the tables
 # do not name the dispatcher.
 FLEX_FROM = (25, 9)
+# The models whose Megatron-Bridge recipe asks for HybridEP on every GPU, not only on GB200
+# (row labels, as _n): recipes/deepseek/deepseek_v3.py (0.3.1 to 0.5.0) and recipes/deepseek/
+# h100/deepseek_v3.py (0.6.2) set `moe_flex_dispatcher_backend = "hybridep"` and call
+# apply_flex_dispatcher_backend (training/flex_dispatcher_backend.py), which keeps HybridEP on
+# compute capability 8, 9 and 10 (Ampere, Hopper, B200, B300); the DeepSeek-V3 performance
+# recipes of 0.6.2 build on them. Seer prices HybridEP and DeepEP alike (lower_comm.py: the
+# fused dispatchers' `a2a_eff_fused`): a reading fix, which moves no forecast.
+HYBRID_EP_MODELS = ("deepseekv3",)
 # The Megatron-Bridge recipes (0.3.1, NeMo 25.09 on) that turn on Megatron-Core's precision-aware
 # optimizer with bf16 momentum, variance and main gradients: recipes/deepseek/deepseek_v3.py,
 # moonlight/moonlight_16b.py, olmoe/olmoe_7b.py (`use_precision_aware_optimizer = True`,
@@ -360,7 +368,8 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                                    "experts' inputs padded to it, with the alltoall dispatcher "
                                    "(capacity factor 1: Megatron-Bridge's token-drop defaults)")
                 if release is not None and release >= FLEX_FROM and not tokendrop:
-                    gb = "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu)
+                    gb = "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu) or \
+                        _n(row.model).startswith(HYBRID_EP_MODELS)
                     fields["moe_dispatcher"] = "hybridep" if gb else "deepep"
                     assumed.append(f"the flex token dispatcher ("
                                    f"{'HybridEP' if gb else 'DeepEP'}), the MoE recipes' from "

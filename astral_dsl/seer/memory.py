@@ -214,6 +214,7 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         per = elem * h / (t if sp else 1) + lin * h + elem * (width + conv + 2 * d) + lin * d
         return tokens * per
     mask = 1 if m.gpt else 0                 # dropout masks: one byte per element
+    router = 0.0
     # selective recomputation in a PyTorch framework (torchtitan's "selective op", PyTorch's
     # operator-level selective checkpointing): the cheap operators are recomputed, so the
     # norms' outputs (the QKV and fc1 inputs) and the activation function's output (the fc2
@@ -226,7 +227,8 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     replicated = 2 * elem * h + 2 * mask * h + (0 if "layernorm" in redo else 2 * lin * h)
     mats = m.mats - 1
     if m.is_moe(layer):
-        # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output.
+        # expert fc1 output(s) and fc2 input; the permuted tokens (fc1 input) and the output
+        # (not with Megatron-Core, below).
         # A rank's experts take top_k tokens for each of the tokens/TP it routes (balanced
         # routing: the all-to-all brings back as many as it sends out, whatever EP is), and
         # the shared experts run on its tokens/TP: lower_moe.py `_moe_fwd` prices the same
@@ -241,12 +243,26 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         # output(s) for the activation's backward besides fc1's own for the clamp's (Megatron-
         # Core 0.16.1 fused_bias_geglu.py: the clamps and their concatenation run unfused),
         # unless the activation is recomputed.
+        # Megatron-Core weights the routed copies by their probabilities in the experts' own
+        # activation (0.16.1 experts.py, TEGroupedMLP.forward: bias_act_func's
+        # `* permuted_probs`, the fused weighted SwiGLU / quick-GeGLU), so its combine unpermutes
+        # without probabilities: Transformer Engine 2.9's fused unpermute then saves its row map
+        # only (pytorch/permutation.py, _moe_unpermute_mask_map: `inp` is saved with
+        # merging_probs alone), and the all-to-all and chunk sort save nothing: the experts'
+        # output is not kept. Other frameworks weight the output after the experts (a product
+        # that keeps it).
         act = 0 if "moe_act" in redo else lin
         fc1 = mats * elem * (2 if m.clamped and "moe_act" not in redo else 1)
         k = job.routed(tokens / t) / (tokens / t)
-        routed = k * m.moe_ffn * (fc1 + act) + k * h * (par.etp * lin + elem)
+        out = 0.0 if job.framework == "megatron" else elem
+        routed = k * m.moe_ffn * (fc1 + act) + k * h * (par.etp * lin + out)
         shared = m.shared_experts * m.shared_width * (fc1 + act)
         mlp_tp = routed + shared
+        # the router, on every token of the rank (its tokens / TP with SP): fp32 scores over the
+        # experts and the boolean routing map (Transformer Engine 2.9's fused top-k,
+        # pytorch/router.py: `save_for_backward(routing_map, intermediate_output)`; Megatron-
+        # Core's unfused router keeps the fp32 softmax's output instead, about as much)
+        router = m.experts * (4 + 1)
     else:                                     # fc1 output(s) and the fc2 input
         dense_act = "activation" in redo
         # torchtitan's every second matmul (lower.Lowering._every_second_mm): w3's output
@@ -272,7 +288,7 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
         replicated, mlp_tp = replicated / 2, 0.0
     elif kind in ("E", "-"):    # MLP only: one norm, no attention
         replicated, attn_tp, scores = replicated / 2, 0.0, 0.0
-    per_token = replicated / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t
+    per_token = (replicated + router) / (t if sp else 1) + (attn_tp + mlp_tp + scores) / t
     return tokens * per_token
 
 
