@@ -168,7 +168,7 @@ def test_the_framework_is_the_source_versions_and_fp8_delayed_is_delayed():
 
 def test_nemo_24_fp8_is_delayed_scaling():
     """An unlabelled FP8 of a NeMo release before 25.04 is Transformer Engine 1.x's delayed
-    scaling (runs/stacks.py, CURRENT_SCALING_FROM); from 25.04, and outside NeMo, current
+    scaling (runs/precision.py, CURRENT_SCALING_FROM); from 25.04, and outside NeMo, current
     scaling, the tables' FP8 / FP8-CS."""
     from astral_dsl.runs.stacks import precision_of
 

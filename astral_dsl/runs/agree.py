@@ -1,5 +1,6 @@
-"""W778: a runs-table row that publishes both its tokens per second per GPU and its step time,
-the two disagreeing beyond the rounding of their cells. One step moves gbs x seq_len tokens over
+"""A runs-table row that publishes both its tokens per second per GPU and its step time: beyond
+5 % apart one of its cells is wrong and the row is rejected (E777, `rates_disagree`); W778 where
+the two disagree beyond the rounding of their cells and within that. One step moves gbs x seq_len tokens over
 the row's gpus, so the step time the tokens/s imply is gbs x seq_len / (tokens_per_s_per_gpu x
 gpus); the row is scored on the tokens/s (score.published: the first of the figures), and a step
 time that says otherwise would go unseen.
@@ -12,10 +13,31 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.runs.score import STEP, TOKENS
+
+
+# a row's tokens/s per GPU and step time are one measurement (gbs x seq_len tokens a step over
+# gpus): the shipped tables' 122 rows with both agree within 0.07 %; beyond 5 % a cell is wrong
+RATES_AGREE = 0.05
+DISAGREE = "disagrees with the row's step time"
+
+
+def rates_disagree(v: Dict[str, Optional[float]]) -> Optional[str]:
+    """Why the row's tokens/s per GPU and its step time cannot both hold (beyond RATES_AGREE: the
+    row is rejected, E777, by table._row; within it and beyond rounding, W778: `disagreement`),
+    or None; `v` the row's cells as read."""
+    tokens, step = v.get("tokens_per_s_per_gpu"), v.get("step_time_s")
+    gbs, seq, gpus = v.get("gbs"), v.get("seq_len"), v.get("gpus")
+    if not (tokens and step and gbs and seq and gpus) or min(gbs, seq, gpus) <= 0:
+        return None
+    implied = gbs * seq / (step * gpus)
+    if abs(tokens / implied - 1) <= RATES_AGREE:
+        return None
+    return (f"{tokens:,.6g} tokens/s per GPU {DISAGREE}: {gbs:,.0f} x {seq:,.0f} tokens / "
+            f"({step:,.6g} s x {gpus:,.0f} GPUs) = {implied:,.4g} tokens/s per GPU")
 
 
 def half_unit(text: str) -> Optional[float]:

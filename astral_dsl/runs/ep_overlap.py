@@ -64,7 +64,7 @@ def recipe_ep_overlap(label: str, gpu: str, family: Optional[str],
                       release: Optional[Tuple[int, int]], pp: int, vp: int) -> Tuple[bool, str]:
     """(ep_overlap, what the row is taken to have run) of an NVIDIA MoE row: `label` its
     model as stacks._n, `gpu` gb200 | b200 | h100 | "", `family` its precision's dtype
-    (stacks.precision_of), `release` (year, month) or None, `pp` and `vp` its layout. A row of
+    (runs/precision.precision_of), `release` (year, month) or None, `pp` and `vp` its layout. A row of
     a release before 0.6.2's is read without the overlap: its own performance recipe is not
     available, and what is (Megatron-Bridge's library recipes of 0.2.0rc6 to 0.5.0, NeMo 2.0)
     leaves it off; the row says whether 0.6.2's recipe would set it."""

@@ -22,7 +22,7 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
-from astral_dsl.runs.agree import disagreements
+from astral_dsl.runs.agree import DISAGREE, disagreements, rates_disagree
 
 COLUMNS: Tuple[str, ...] = (
     "id", "source_url", "source_version", "system", "gpu", "precision", "model", "params_b",
@@ -312,7 +312,7 @@ def _row(names: List[str], cells: List[str], line: int, seen: Dict[str, int]) ->
         if why:
             problems.append((k, why))
         values.append((k, v))
-    disagree = _rates_disagree(dict(values))
+    disagree = rates_disagree(dict(values))
     if disagree:
         problems.append(("tokens_per_s_per_gpu", disagree))
     rec = raw["recompute"].strip()
@@ -324,25 +324,6 @@ def _row(names: List[str], cells: List[str], line: int, seen: Dict[str, int]) ->
     elif rid:
         seen[rid] = line
     return Run(line, rid or f"line {line}", text, tuple(values), tuple(problems))
-
-
-# a row's tokens/s per GPU and step time are one measurement (gbs x seq_len tokens a step over
-# gpus): the shipped tables' 122 rows with both agree within 0.07 %; beyond 5 % a cell is wrong
-RATES_AGREE = 0.05
-DISAGREE = "disagrees with the row's step time"
-
-
-def _rates_disagree(v: Dict[str, Optional[float]]) -> Optional[str]:
-    """Why the row's tokens/s per GPU and its step time cannot both hold, or None."""
-    tokens, step = v.get("tokens_per_s_per_gpu"), v.get("step_time_s")
-    gbs, seq, gpus = v.get("gbs"), v.get("seq_len"), v.get("gpus")
-    if not (tokens and step and gbs and seq and gpus) or min(gbs, seq, gpus) <= 0:
-        return None
-    implied = gbs * seq / (step * gpus)
-    if abs(tokens / implied - 1) <= RATES_AGREE:
-        return None
-    return (f"{tokens:,.6g} tokens/s per GPU {DISAGREE}: {gbs:,.0f} x {seq:,.0f} tokens / "
-            f"({step:,.6g} s x {gpus:,.0f} GPUs) = {implied:,.4g} tokens/s per GPU")
 
 
 def _generated_ids(runs: List[Run]) -> List[Run]:
