@@ -118,3 +118,24 @@ def test_a_request_waiting_for_an_analysis_that_never_ends_is_answered(monkeypat
         asyncio.run(scenario())
     finally:
         server.checker.close()
+
+
+def test_a_dead_idle_worker_is_dropped_with_its_pipe():
+    """An idle worker whose process died (killed from outside) was dropped from the pool with
+    its end of the pipe open: a file descriptor lost per such worker."""
+    class Fake:
+        def __init__(self, alive):
+            self.alive, self.closed = alive, False
+
+        def call(self, request, timeout):
+            return "ok", request
+
+        def close(self):
+            self.closed = True
+
+    checker = workers.Checker.__new__(workers.Checker)
+    checker._lock, checker.warm = threading.Lock(), lambda: None
+    dead, live = Fake(False), Fake(True)
+    checker._idle = [dead, live]
+    assert checker.check(workers.Stopper(), "a") == ("ok", "a")
+    assert dead.closed and not live.closed and checker._idle == [live]

@@ -257,7 +257,7 @@ class Checker:
     def check(self, stopper: Stopper, request, timeout: Optional[float] = None) -> Any:
         with self._lock:
             while self._idle and not self._idle[0].alive:
-                self._idle.pop(0)
+                self._idle.pop(0).close()          # its pipe too (an fd a dead one kept)
             worker = self._idle.pop(0) if self._idle else None
         if worker is None:
             worker = _Worker(self._ctx)
