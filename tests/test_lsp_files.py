@@ -173,6 +173,7 @@ def test_a_wait_ends_when_the_worker_is_ended_though_its_pipe_stays_open():
     worker.kill()
     thread.join(10)                    # a guard, not a speed assertion: one slice is 0.1 s
     assert not thread.is_alive() and isinstance(outcome[0], workers.Stopped)
+    assert not ours.closed             # closed by the thread that uses it (test_lsp_stall.py)
     theirs.close()
 
 
@@ -198,6 +199,8 @@ def test_a_job_stopped_after_its_answer_leaves_its_worker_to_the_next():
 
         def kill(self):
             self.killed = True
+
+        close = kill
 
         @property
         def alive(self):

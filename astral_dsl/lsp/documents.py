@@ -125,6 +125,7 @@ class AstralServer(LanguageServer):
                 flight[1].cancel()                    # a stale analysis never blocks this one
             stopper = workers.Stopper()
             # the deadline counts the worker's work (workers.Checker), not its start-up
+            # (bounded apart: workers.START)
             loop = asyncio.get_running_loop()
             job = workers.Job(loop, "the analysis", None, self._analyse, loop, uri, text,
                               version, texts, stopper, on_stop=stopper.stop)
@@ -239,8 +240,25 @@ class AstralServer(LanguageServer):
 
     async def current(self, uri: str) -> Optional[Analysis]:
         """An analysis of exactly the text the editor has now (waiting for it if needed; an
-        edit meanwhile restarts the wait on the newer text)."""
+        edit meanwhile restarts the wait on the newer text), waited for at most `wait_limit`
+        seconds: RequestFailed after them (a request waited for good on an analysis whose
+        worker never started, and the editor's outline or hover with it)."""
         self.document(uri)
+        limit = self.wait_limit
+        try:
+            return await asyncio.wait_for(self._current(uri), limit)
+        except asyncio.TimeoutError:
+            raise RequestFailed(message=f"the analysis of {Path(unquote(uri)).name} did not "
+                                        f"finish within {limit:g} s") from None
+
+    @property
+    def wait_limit(self) -> float:
+        """Seconds a request waits for an analysis: the worker's start, its deadline, and as
+        long again for the server's compile after it (the analysis itself goes on: the next
+        request, or the next edit's, takes its result)."""
+        return workers.START + 2 * self.timeout
+
+    async def _current(self, uri: str) -> Optional[Analysis]:
         for _ in range(100):
             task = self.pending.pop(uri, None)
             if task is not None:

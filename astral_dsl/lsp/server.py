@@ -36,7 +36,7 @@ from lsprotocol import types as lsp
 
 from astral_dsl.lsp import features, transport
 from astral_dsl.lsp.documents import TIMEOUT, AstralServer
-from astral_dsl.lsp.protocol import answered
+from astral_dsl.lsp.protocol import RequestFailed, answered
 
 log = logging.getLogger("astral.lsp")
 
@@ -147,7 +147,10 @@ def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
     async def symbols(ls: AstralServer, params: lsp.DocumentSymbolParams):
         uri = params.text_document.uri
         text = ls.document(uri).source
-        a = await ls.current(uri)
+        try:
+            a = await ls.current(uri)
+        except RequestFailed:
+            a = None               # no analysis in time: the outline parses the text itself
         tree = a.entry.tree if a is not None and a.parsed and a.text == text else None
         return await ls.job("the outline", features.symbols, tree, text, ls.encoding)
 

@@ -21,6 +21,11 @@ from typing import Any, Callable, List, Optional, Tuple
 
 IDLE = 2     # warm worker processes kept ready
 SLICE = 0.1  # seconds: how soon a thread waiting for an ended worker notices (_Worker._wait)
+# seconds a worker may take to start (its "ready"), not counted in the analysis's deadline: one
+# forked from the fork server is ready in ~0.1 s, a spawned one (Windows) imports for ~1 s; past
+# START it will not start (the wait for it was unbounded: a request waiting for the analysis
+# never got an answer)
+START = 30.0
 # imported once by the fork server (lsp/warm.py analyses a tiny design), so that each worker
 # forked from it starts warm: one that replaces an ended worker is ready in milliseconds, not
 # after half a second of its own imports
@@ -165,6 +170,8 @@ async def run(what: str, timeout: Optional[float], fn: Callable[..., Any], *args
 class _Worker:
     """One worker process (lsp/checker.py `serve`) and our end of its pipe."""
 
+    killed = False           # `kill` ended the process
+
     def __init__(self, ctx) -> None:
         from astral_dsl.lsp import checker
 
@@ -177,11 +184,14 @@ class _Worker:
 
     def call(self, request, timeout: Optional[float]) -> Any:
         """Send `request` once the worker is ready (its imports done: not counted in the
-        deadline), wait for the answer; Stopped when the process ends first, TimedOut (the
-        process ended) after `timeout` seconds of work."""
+        deadline, but at most START seconds: TimedOut after them), wait for the answer;
+        Stopped when the process ends first, TimedOut (the process ended) after `timeout`
+        seconds of work. Only the thread that calls this closes the pipe (`close`)."""
         try:
             if not self.ready:
-                self._wait(None)
+                if not self._wait(START):
+                    self.kill()
+                    raise TimedOut("the start of the analysis worker", START)
                 self.conn.recv()                      # "ready"
                 self.ready = True
             self.conn.send(request)
@@ -194,14 +204,15 @@ class _Worker:
 
     def _wait(self, timeout: Optional[float]) -> bool:
         """Whether the worker answered within `timeout` seconds (None: however long it takes),
-        waited for in slices of SLICE seconds. A worker that `kill` ended (our end of its pipe
-        closed, from another thread) ends the wait at the next slice (OSError), whether or not
-        the end of the process reached the pipe: in the server it often did not (the cause is
-        not established: 45 of 60 threads whose worker was ended during a burst of edits still
-        waited), and each such thread kept its document's text (1 MB on a large design) for
-        the whole deadline."""
+        waited for in slices of SLICE seconds. A worker that `kill` ended (from another thread)
+        ends the wait at the next slice (Stopped), whether or not the end of the process reached
+        the pipe: in the server it often did not (the cause is not established: 45 of 60
+        threads whose worker was ended during a burst of edits still waited), and each such
+        thread kept its document's text (1 MB on a large design) for the whole deadline."""
         end = None if timeout is None else time.monotonic() + timeout
         while True:
+            if self.killed:
+                raise Stopped("the analysis worker was ended")
             left = SLICE if end is None else min(SLICE, end - time.monotonic())
             if left <= 0:
                 return False
@@ -209,13 +220,23 @@ class _Worker:
                 return True
 
     def kill(self) -> None:
+        """End the process (from any thread). The pipe stays open until its user closes it:
+        a pipe closed under a thread that was reading or writing it let that thread's next
+        read or write go to whatever file took its number (another worker's pipe, made at the
+        same moment by the warm start)."""
+        self.killed = True
         if self.process.is_alive():
             self.process.kill()
+
+    def close(self) -> None:
+        """End the process and close our end of its pipe (by the thread that uses it, or for
+        an idle worker nobody uses)."""
+        self.kill()
         self.conn.close()
 
     @property
     def alive(self) -> bool:
-        return self.process.is_alive() and not self.conn.closed
+        return not self.killed and self.process.is_alive() and not self.conn.closed
 
 
 class Checker:
@@ -236,7 +257,7 @@ class Checker:
     def check(self, stopper: Stopper, request, timeout: Optional[float] = None) -> Any:
         with self._lock:
             while self._idle and not self._idle[0].alive:
-                self._idle.pop(0)
+                self._idle.pop(0).close()          # its pipe too (an fd a dead one kept)
             worker = self._idle.pop(0) if self._idle else None
         if worker is None:
             worker = _Worker(self._ctx)
@@ -244,8 +265,8 @@ class Checker:
         stopper.attach(worker)
         try:
             answer = worker.call(request, timeout)
-        except (Stopped, TimedOut):
-            worker.kill()
+        except BaseException:
+            worker.close()
             raise
         # the worker is let go before it is idle again: a job cancelled after its answer came
         # (during the compile that follows) ended the worker it had, by then another
@@ -255,11 +276,11 @@ class Checker:
             if keep:
                 self._idle.append(worker)
         if not keep:
-            worker.kill()
+            worker.close()
         return answer
 
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
         for worker in idle:
-            worker.kill()
+            worker.close()
