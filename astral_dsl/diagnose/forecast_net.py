@@ -14,7 +14,7 @@ from astral_dsl.diagnose.evidence import MIN_PEERS
 from astral_dsl.diagnose.match import DP_FAMILY, KIND_CODES, KIND_NAMES, P2P
 from astral_dsl.diagnostics import Diagnostic, Severity
 from astral_dsl.observe.records import OP_INDEX
-from astral_dsl.seer.lower_comm import SHARDED_COLLECTIVES
+from astral_dsl.seer.lower_comm import sharded_parts
 
 
 def forecast_net(fc, apart: bool = False) -> Dict:
@@ -116,17 +116,10 @@ def _sharded(low, stage: int, run, apart: bool = False
     dense: Dict[str, List[float]] = {}
     expert: Dict[str, List[float]] = {}
     for b in run.blocks:
-        first = low.chunks[stage][b.chunk][0]
-        ops = sorted((o for o in low.template(stage, b.chunk, b.phase).ops
-                      if o.stream == "dp" and o.name in SHARDED_COLLECTIVES),
-                     key=lambda o: (o.start, o.layer))
-        for o in ops:
-            op, L = SHARDED_COLLECTIVES[o.name], first + o.layer
-            split = low.layer_split(L)
-            x = min(o.dur, low.at(stage).dp_parts(split, op == "all_gather",
-                                                  low.dense_linear(L))[1]) \
-                if apart and split[1] > 0 else 0.0
-            dense.setdefault(op, []).append(float(o.dur - x))
+        for o, op, d, x in sharded_parts(low, stage, b.chunk, b.phase):
+            if not apart:
+                d, x = o.dur, 0.0
+            dense.setdefault(op, []).append(float(d))
             if x > 0:
                 expert.setdefault(op, []).append(float(x))
     return dense, expert

@@ -4,7 +4,7 @@ GEMM beside it (`tp_overlap = full`), ZeRO-3's weight and gradient collectives, 
 scaling's amax all-reduce, and the transfer between neighbouring pipeline stages."""
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 from astral_dsl.seer import comm, pipeline_pairs, routing
 from astral_dsl.seer.template import Op, Builder
@@ -12,6 +12,28 @@ from astral_dsl.seer.template import Op, Builder
 # ZeRO-3's operators on the DP stream (lower.py) and the collective each is (the diagnosis
 # compares a trace's with them, a drill replays them)
 SHARDED_COLLECTIVES = {"param all-gather": "all_gather", "grad reduce-scatter": "reduce_scatter"}
+
+
+def sharded_parts(low, stage: int, chunk: int, phase: str) -> List[Tuple[Op, str, float, float]]:
+    """ZeRO-3 / FSDP's collectives of a block (Seer's operators on the DP stream named in
+    SHARDED_COLLECTIVES), in the order they start: (the operator, its collective, the dense
+    weights' seconds, the routed experts' seconds). A MoE layer's is priced as two collectives
+    one after the other (params.weights_coll): the experts' share is their dp_parts over the
+    expert-data-parallel group (at most the whole), the dense weights' the rest. The one split
+    the drill (synth/sharded.py) and the diagnosis' forecast (diagnose/forecast_net.py) read."""
+    template = low.template(stage, chunk, phase)
+    first = low.chunks[stage][chunk][0]
+    ops = sorted((o for o in template.ops if o.stream == "dp" and o.name in SHARDED_COLLECTIVES),
+                 key=lambda o: (o.start, o.layer))
+    out = []
+    for o in ops:
+        op, L = SHARDED_COLLECTIVES[o.name], first + o.layer
+        split = low.layer_split(L)
+        expert = min(o.dur, low.at(stage).dp_parts(split, op == "all_gather",
+                                                   low.dense_linear(L))[1]) \
+            if split[1] > 0 else 0.0
+        out.append((o, op, o.dur - expert, expert))
+    return out
 
 class CommOps:
     """Lowering's communication operators (attributes: lower.Lowering)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Tuple
 
-from astral_dsl.seer.lower_comm import SHARDED_COLLECTIVES
+from astral_dsl.seer.lower_comm import sharded_parts
 from astral_dsl.synth import context
 
 Step = Tuple[float, float, float, str]   # (offset in the block as a share of it, the dense
@@ -33,20 +33,9 @@ def plan(low, stage: int, chunk: int, phase: str, speed: float = 1.0) -> Tuple[S
     the block's duration, its priced time (times `speed`) split into the dense weights' and the
     routed experts' collectives (Seer's dp_parts of the layer's weights) and its collective
     (OPS)."""
-    template = low.template(stage, chunk, phase)
-    total, first = template.duration, low.chunks[stage][chunk][0]
-    ops = sorted((o for o in template.ops if o.stream == "dp" and o.name in SHARDED_COLLECTIVES),
-                 key=lambda o: (o.start, o.layer))
-    out = []
-    for o in ops:
-        op, L = SHARDED_COLLECTIVES[o.name], first + o.layer
-        split = low.layer_split(L)
-        expert = low.at(stage).dp_parts(split, op == "all_gather", low.dense_linear(L))[1] \
-            if split[1] > 0 else 0.0
-        expert = min(o.dur, expert)
-        out.append((min(1.0, o.start / total) if total > 0 else 0.0, speed * (o.dur - expert),
-                    speed * expert, op))
-    return tuple(out)
+    total = low.template(stage, chunk, phase).duration
+    return tuple((min(1.0, o.start / total) if total > 0 else 0.0, speed * dense, speed * expert,
+                  op) for o, op, dense, expert in sharded_parts(low, stage, chunk, phase))
 
 
 def run(out, it, ranks, start, end, steps, ring, factor, edp, net, noise, rng, codes) -> None:
