@@ -17,6 +17,7 @@ import re
 from typing import Optional, Tuple
 
 from astral_dsl import records
+from astral_dsl.runs.precision import squeezed as _n
 from astral_dsl.runs.stacks import SYSTEMS, System
 
 
@@ -53,10 +54,6 @@ NAMED = {"dgxa100": "DGX-A100", "selene": "DGX-A100", "dgxh100": "DGX-H100",
 
 def _words(text: str):
     return [w for w in re.split(r"[^a-z0-9]+", text.lower()) if w]
-
-
-def _n(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "", text.lower())
 
 
 def _models(text: str) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:

@@ -18,11 +18,11 @@ read_systems(path) compiles the file as `astral check` compiles a design and ret
 systems with the file's diagnostics (E767 when it declares no block with GPUs)."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from astral_dsl import records
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
+from astral_dsl.runs.precision import squeezed as _n
 from astral_dsl.runs.stacks import System
 
 
@@ -38,10 +38,6 @@ class GpuFile:
 
     def by_key(self) -> Dict[str, System]:
         return {s.key: s for s in self.systems}
-
-
-def _n(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "", text.lower())
 
 
 def _fabric_for(block: str, fabrics: Sequence[str]) -> Tuple[Optional[str], str]:
