@@ -192,13 +192,16 @@ def test_fp8_memory_keeps_bf16_weights_adds_fp8_copies_and_saves_fp8_inputs():
         eq = stage_estimate(jq, Lowering(jq, Costs.of(jq, gpu), NET).stage_params, 0)
         assert eq.fp8_weights == pytest.approx(2 * per_param * linear), dtype
     assert dict(e8.parts())["fp8_weights"] == e8.fp8_weights
-    # per token and layer, SP with t = 2: the QKV and fc1 inputs (2 h), the context (q) and fc2's
-    # input (FFN) are saved in 1 byte instead of 2; the rest (norm inputs 4 h, Q K V 2 (q + 2 kv),
-    # fc1's two outputs 4 FFN, log-sum-exp 4 a) as in bf16
+    # per token and layer, SP with t = 2: the QKV and fc1 inputs (2 h), the out-projection's
+    # input (q) and fc2's input (FFN) are saved in 1 byte instead of 2; the rest (norm inputs
+    # 4 h, Q K V 2 (q + 2 kv), fc1's two outputs 4 FFN, log-sum-exp 4 a) as in bf16, and the
+    # fused attention's own 16-bit output (2 q) besides the projection's fp8 copy of it
     h, q, kv, f, a = 4096, 4096, 1024, 14336, 32
-    per_token = (4 * h + 2 * h) / 2 + (2 * (q + 2 * kv) + q + 4 * f + f + 4 * a) / 2
+    per_token = (4 * h + 2 * h) / 2 + (2 * (q + 2 * kv) + q + 2 * q + 4 * f + f + 4 * a) / 2
     assert layer_activation_bytes(j8, 0) == pytest.approx(8192 * per_token)
-    saved = (2 * h) / 2 + (q + f) / 2                   # one byte less per element
+    # in bf16 the projection keeps the attention's output itself: one byte less per element
+    # for the QKV, fc1 and fc2 inputs, two more for the context
+    saved = (2 * h) / 2 + (f - 2 * q + q) / 2
     assert layer_activation_bytes(j16, 0) - layer_activation_bytes(j8, 0) == pytest.approx(
         8192 * saved)
 
@@ -273,3 +276,20 @@ def test_a_quantised_job_that_does_not_fit_is_told_about_fp8_params():
     for j in (job("fp8").with_(fp8_params=True), job("bf16"),
               job("fp8").with_(framework="torchtitan")):
         assert "fp8_params" not in _memory_hint(j, 64e9)
+
+
+def test_torchao_rowwise_keeps_the_16_bit_inputs():
+    """torchao's row-wise float8 saves each linear's 16-bit input and quantises it again in the
+    backward (float8_linear.py, manual_float8_matmul_with_args_in_hp), so a layer keeps what it
+    keeps in bf16; Transformer Engine's current scaling keeps the 1-byte copies, and its fused
+    attention's bf16 output besides the out-projection's: by hand, per token with TP 2 and SP,
+    (2 h + f + q) / 2 bytes less than bf16 for the QKV, fc1, fc2 and out-projection inputs,
+    2 q / 2 more for the attention's own output."""
+    bf16 = job("bf16", recompute="none").with_(framework="torchtitan")
+    rowwise = job("fp8", recompute="none").with_(framework="torchtitan", fp8_recipe="rowwise")
+    current = job("fp8", recompute="none").with_(fp8_recipe="current")
+    assert layer_activation_bytes(rowwise, 0) == layer_activation_bytes(bf16, 0)
+    h, q, f = 4096, 4096, 14336
+    te16 = job("bf16", recompute="none")
+    assert layer_activation_bytes(te16, 0) - layer_activation_bytes(current, 0) == \
+        pytest.approx(8192 * ((2 * h + f + q) / 2 - 2 * q / 2))

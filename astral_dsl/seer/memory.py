@@ -41,7 +41,8 @@
   parallel regions; TP shards the other 24 s b h and the 5 a s^2 b of the attention scores,
   sequence parallelism the 10 too; selective recomputation drops the scores; full recomputation
   keeps the layer's input, 2 s b h), generalised to grouped-query attention, SwiGLU, MoE and fused
-  attention (which keeps its output and the fp32 log-sum-exp instead of the scores); times the
+  attention (which keeps its 16-bit output and the fp32 log-sum-exp instead of the scores, the
+  output besides the out-projection's quantised copy of it with fp8 linears); times the
   micro-batches the schedule keeps in flight on the stage (Korthikanti section 4.2.3: p on the
   first stage of 1F1B, L (1 + (p - 1)/(p v)) layers' worth with v virtual stages); full
   recomputation adds one layer's full activations while it is rebuilt (with `recompute_layers
@@ -197,7 +198,11 @@ def state_bytes_per_param(job: JobSpec, experts: bool = False
 def layer_activation_bytes(job: JobSpec, layer: int) -> float:
     """Bytes one rank keeps for one layer and one micro-batch (module docstring)."""
     m, par, elem = job.model, job.parallel, job.bytes
-    lin = job.quant_bytes if job.fp8 else elem   # a linear layer's saved input (TE keeps it quantised)
+    # a linear layer's saved input: Transformer Engine keeps it quantised (its column-wise copy
+    # for the weight gradient); torchao's row-wise float8 keeps the 16-bit input and quantises
+    # it again in the backward (torchao 0.7.0-0.11.0 float8/float8_linear.py,
+    # manual_float8_matmul_with_args_in_hp: `ctx.save_for_backward(input_hp, weight_hp_t)`)
+    lin = job.quant_bytes if job.fp8 and job.fp8_recipe != "rowwise" else elem
     t, tokens = par.tp, job.micro * job.seq / par.cp
     h, q, kv = m.hidden, m.q_width, m.kv_heads * m.qk_dim + m.kv_heads * m.v_dim
     sp = par.sp and t > 1
@@ -284,6 +289,12 @@ def layer_activation_bytes(job: JobSpec, layer: int) -> float:
             scores = (2 * elem + mask) * m.heads * job.seq / par.cp
     else:
         attn_tp += 4 * m.heads                # fused attention: fp32 log-sum-exp per head
+        # the fused kernel keeps its 16-bit output for its backward (Transformer Engine 2.9
+        # FusedAttnFunc saves q, k, v and `out`; FlashAttention's backward needs the output);
+        # the out-projection's saved input is that same tensor unless the projection quantises
+        # it, when the quantised copy is kept besides
+        if lin != elem:
+            attn_tp += elem * m.context_width
     if kind == "*":             # attention only: one norm, no MLP
         replicated, mlp_tp = replicated / 2, 0.0
     elif kind in ("E", "-"):    # MLP only: one norm, no attention
