@@ -34,6 +34,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
+from astral_dsl.analyses.rankmap import domain_of
 from astral_dsl.diagnose.match import KIND_CODES
 from astral_dsl.diagnose.row_groups import group_ids, occurrence
 
@@ -91,11 +92,10 @@ def judged(inst, stage: np.ndarray, eff: np.ndarray, cand: np.ndarray,
 
 def tp_domains(rm) -> np.ndarray:
     """Per TP group of the rank map, an id of the NVLink domains its members sit in
-    (rankmap.one_domain's key: an NVL72 rack's domain, else the host)."""
+    (rankmap.domain_of: an NVL72 rack's, else the host)."""
     ids: Dict[Tuple[str, ...], int] = {}
-    return np.array([ids.setdefault(tuple(sorted({rm.ranks[r].domain or rm.ranks[r].host
-                                                  for r in g.ranks})), len(ids))
-                     for g in rm.groups["tp"]], dtype=np.int64)
+    return np.array([ids.setdefault(tuple(sorted({domain_of(rm.ranks[r]) for r in g.ranks})),
+                                    len(ids)) for g in rm.groups["tp"]], dtype=np.int64)
 
 
 __all__ = ["forecast_tp", "judged", "tp_domains"]

@@ -27,7 +27,7 @@ import re
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 from astral_dsl.analyses.fabric_names import link_name
-from astral_dsl.analyses.rankmap import RankMap, climb, natural, one_domain
+from astral_dsl.analyses.rankmap import RankMap, climb, domain_of, natural, one_domain
 
 Unit = Tuple[str, str]      # (kind, path)
 KIND_ORDER = ("nic port", "switch", "tier", "link", "host", "nvlink")  # named first in a class
@@ -109,7 +109,7 @@ def _rank_units(ports: Tuple[Tuple[str, str], ...]) -> Tuple[Tuple[Unit, Tuple[s
 def _units(rm: RankMap, ranks: Sequence[int]) -> Dict[Unit, Tuple[str, ...]]:
     infos = [rm.ranks[r] for r in ranks]
     hosts = {i.host for i in infos}
-    domain = [i.domain or i.host for i in infos]      # rankmap.one_domain's key
+    domain = [domain_of(i) for i in infos]
     nvlink = {("nvlink", i.gpu): (i.gpu,) for i, d in zip(infos, domain)
               if domain.count(d) > 1}
     if len(hosts) <= 1 or one_domain(infos):     # NVLink: the host, or an NVL72's hosts

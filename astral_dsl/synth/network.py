@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from astral_dsl.analyses.rankmap import RankMap, one_domain
+from astral_dsl.analyses.rankmap import RankMap, domain_of, one_domain
 from astral_dsl.synth.faults import Fault
 
 CHANNELS = 4            # flows per port and transfer (NCCL channels per NIC port)
@@ -99,18 +99,13 @@ class Net:
         (NCCL's rings and trees pass through the GPUs of one node over NVLink, each node's
         GPUs one after the other: NCCL 2.x src/graph/search.cc), so the collective runs at
         that fraction; 1 when none."""
-        slow = 1.0
-        for r, rate in self.nvlink.items():
-            if rate < 1.0 and r in ranks and any(
-                    s != r and one_domain([self.rm.ranks[r], self.rm.ranks[s]])
-                    for s in ranks):
-                slow = max(slow, 1.0 / rate)
-        return slow
+        peers = set(self.domain_peers(ranks))
+        return max([1.0] + [1.0 / rate for r, rate in self.nvlink.items() if r in peers])
 
     def domain_peers(self, ranks: Sequence[int]) -> List[int]:
-        """The members of `ranks` with another member in their NVLink domain (rankmap.one_domain's
-        key: the NVL72 rack's domain, else the host): those nvlink_slow slows the group for."""
-        key = [self.rm.ranks[r].domain or self.rm.ranks[r].host for r in ranks]
+        """The members of `ranks` with another member in their NVLink domain (rankmap.domain_of:
+        the NVL72 rack's, else the host): those nvlink_slow slows the group for."""
+        key = [domain_of(self.rm.ranks[int(r)]) for r in ranks]
         count: Dict[str, int] = {}
         for k in key:
             count[k] = count.get(k, 0) + 1
