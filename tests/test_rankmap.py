@@ -214,7 +214,8 @@ def test_an_nvl72_racks_groups_run_on_its_nvlink():
     it crosses no NIC, no switch (Seer prices it on NVLink alike, seer/cluster.py); between the
     racks it crosses the trays' NICs. Ranks 0, 4, ..., 68 (rank = tp + 4 dp, pp 0: dp group 0)
     are on GPUs 0-68 of rack 0's 72, trays 0-17; ranks 0 and 72 (pp group 0) are GPU 0 of each
-    rack."""
+    rack. The DP group's units: the rack's trays and each member GPU's NVLink port (another
+    member in its domain: the ring runs over it)."""
     from astral_dsl.diagnose.units import channel_units
 
     design = astral_dsl.load(str(REPO / "tests" / "fixtures" / "diagnose" / "nvl72.astral"))
@@ -226,7 +227,9 @@ def test_an_nvl72_racks_groups_run_on_its_nvlink():
     assert (path.ports, path.links, path.switches, path.tiers) == ((), (), (), ())
     trays = "|".join(str(i) for i in range(18))
     assert channel_units(rm, dp.ranks) == {
-        ("host", f"Lab.racks[0].hosts[{trays}]"): path.hosts}
+        ("host", f"Lab.racks[0].hosts[{trays}]"): path.hosts} | {
+        ("nvlink", f"Lab.racks[0].hosts[{i}].gpus[0]"): (f"Lab.racks[0].hosts[{i}].gpus[0]",)
+        for i in range(18)}
     pp = rm.path(rm.groups["pp"][0].ranks)
     assert rm.groups["pp"][0].ranks == (0, 72)
     assert pp.ports == ("Lab.racks[0].hosts[0].nics[0].port[a]",

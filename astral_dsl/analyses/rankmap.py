@@ -299,9 +299,15 @@ def _path(rm: RankMap, ranks: Tuple[int, ...]) -> PathSet:
                    tuple(sorted(tiers, key=natural)))
 
 
+def domain_of(info: RankInfo) -> str:
+    """The NVLink domain a rank's GPU sits in: its NVL72 rack's (`nvlink_domain = rack`), else
+    its host."""
+    return info.domain or info.host
+
+
 def one_domain(infos: Sequence[RankInfo]) -> bool:
     """Whether the ranks all sit in one NVLink domain of several hosts (an NVL72's rack)."""
-    return len({i.domain or i.host for i in infos}) == 1
+    return len({domain_of(i) for i in infos}) == 1
 
 
 def natural(name: str) -> Tuple:
@@ -337,6 +343,6 @@ def climb(members: Sequence[Port],
 
 
 __all__ = ["CommGroup", "DEFAULT_ORDER", "HostSlot", "KINDS", "PathSet", "Port", "RankInfo",
-           "RankMap", "RankMapError", "build", "climb", "coordinates", "one_domain", "parse_order",
-           "reorder", "upper_end"]
+           "RankMap", "RankMapError", "build", "climb", "coordinates", "domain_of", "one_domain",
+           "parse_order", "reorder", "upper_end"]
 

@@ -17,7 +17,8 @@ from astral_dsl.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_calibrat
 
 NAME = "synth"
 HELP = "a drill: a job's observed data with an injected fault, for `astral diagnose`"
-KINDS = ("none", "gpu", "nic_port", "tor", "agg", "uplink", "link_flap", "partial", "fast")
+KINDS = ("none", "gpu", "nic_port", "tor", "agg", "uplink", "nvlink", "link_flap", "partial",
+         "fast")
 
 
 def register(sub) -> None:
@@ -33,9 +34,10 @@ def register(sub) -> None:
     s.add_argument("--part", metavar="NAME",
                    help="the part to fail instead of a random one, one the job's traffic "
                         "crosses (the names of `astral forecast --ranks`): a GPU (gpu, "
-                        "partial), a NIC port (nic_port), a first-tier switch (tor), an "
-                        "upper-tier switch (agg), an uplink `tor -- agg[j]` (uplink), a NIC "
-                        "link `port -- switch` (link_flap, partial)")
+                        "partial; its NVLink port: nvlink), a NIC port (nic_port), a "
+                        "first-tier switch (tor), an upper-tier switch (agg), an uplink "
+                        "`tor -- agg[j]` (uplink), a NIC link `port -- switch` (link_flap, "
+                        "partial)")
     s.add_argument("--severity", type=float, metavar="X",
                    help="gpu: compute x (1 + X); fast: X times faster; others: the part's "
                         "rate x X (default: drawn as the proof draws it)")
@@ -169,7 +171,7 @@ def _unreplayed(design, fc, exc):
 
 MAX_ITERATIONS = 100
 MAX_RECORDS = 20_000_000     # about 2 GB of columns while generating; the proof's job makes 1.4M
-RATES = ("nic_port", "tor", "agg", "uplink", "link_flap")
+RATES = ("nic_port", "tor", "agg", "uplink", "nvlink", "link_flap")
 
 
 def _records(fc, rm, iterations: int) -> int:
@@ -210,14 +212,18 @@ def _bad_severity(kind: str, severity) -> str:
 
 def _on_part(asked: str, fault, part: str, rm, fc, seed: int):
     """The fault of kind `asked` moved onto `part`, or None when the part is not of its kind or no
-    traffic of the job crosses it: a GPU (gpu; partial), a NIC port (nic_port), a first-tier
+    traffic of the job crosses it: a GPU (gpu; partial; nvlink: its NVLink port, of a GPU that
+    exchanges with another of its NVLink domain), a NIC port (nic_port), a first-tier
     switch (tor), an upper-tier switch (agg) or uplink (uplink) some flow crosses, a NIC link
     `port -- switch` (link_flap; partial); not the NIC parts of a rank whose traffic all stays
     in its NVLink domain (an NVL72 rack's). The fault keeps its severity and its bad windows."""
     from astral_dsl.synth import Fault
-    from astral_dsl.synth.inject import crossing_ranks, used_parts
+    from astral_dsl.synth.inject import crossing_ranks, nvlink_ranks, used_parts
 
     kind, sev, windows = fault.kind, fault.severity, fault.windows
+    if kind == "nvlink":
+        return next((Fault("nvlink", part, sev, r) for r in nvlink_ranks(rm, fc)
+                     if rm.ranks[r].gpu == part), None)
     if kind in ("agg", "uplink"):
         switches, uplinks = used_parts(rm, fc, seed)
         return Fault(kind, part, sev) if part in (switches if kind == "agg" else uplinks) \

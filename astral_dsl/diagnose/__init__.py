@@ -22,8 +22,8 @@ import attrs
 import numpy as np
 
 from astral_dsl.analyses import rankmap as rankmap_mod
-from astral_dsl.diagnose import breakdown, checks, clocks, compute, evidence, localise, match, \
-    verdict
+from astral_dsl.diagnose import breakdown, checks, clocks, compute, evidence, in_blocks, \
+    localise, match, verdict
 from astral_dsl.diagnose.checks import diag as _diag
 from astral_dsl.diagnose.forecast_net import forecast_net as _forecast_net, uncompared as \
     _uncompared, unforecast_dp as _unforecast_dp, unnamed_dp as _unnamed_dp
@@ -168,20 +168,22 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
     # a trace that shows the experts' gradients on their own group shows the dense ones apart
     apart = bool((inst_.kind == match.KIND_CODES["edp"]).any())
     fc_net = _forecast_net(fc, apart) if fc is not None else {}
-    tm = evidence.timing(records, inst_, clk, stage, fc_net)
+    band, band_source = verdict.band_of(fc)
+    fc_tp = in_blocks.forecast_tp(fc) if fc is not None else {}
+    tm = evidence.timing(records, inst_, clk, stage, fc_net, fc_tp, band,
+                         in_blocks.tp_domains(rm))
     files = sorted({t.file for t in traces.values()})
     if tm.unnamed.any():
         diags.append(_unnamed_dp(tm, inst_, fc_net, files, p.zero))
     if tm.unforecast.any():
         diags.append(_unforecast_dp(tm, p.zero, files))
-    diags += _uncompared(tm, inst_, files)
+    diags += _uncompared(tm, inst_, files, fc_tp)
     net = localise.localise(rm, inst_, tm, verdict.PRIOR_ODDS)
     tot = totals(list(traces.values()))          # per rank and iteration, counted once
     comp = evidence.compute_per_rank(traces, set(iterations), tot)
     fc_comp = _forecast_compute(fc, timers) if fc is not None else {}
     idle = evidence.idle_per_rank(traces, set(iterations), tot) if timers == "compute" else {}
     gpu = compute.find(rm, comp, iterations, fc_comp, timers, verdict.PRIOR_ODDS, idle)
-    band, band_source = verdict.band_of(fc)
     ratios = compute.forecast_ratio(evidence.stage_medians(comp, stage, iterations), fc_comp,
                                     iterations)
     slow_bf, fast_bf = compute.forecast_evidence(ratios, band)

@@ -26,6 +26,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from astral_dsl import records
+from astral_dsl.diagnose import in_blocks
 from astral_dsl.diagnose.breakdown import covered_per
 from astral_dsl.diagnose.match import KIND_CODES, P2P, Instances, Records
 from astral_dsl.diagnose.row_groups import group_ids, occurrence
@@ -109,11 +110,17 @@ def idle_per_rank(traces, iterations, tot: Totals) -> Dict[int, Dict[int, float]
 
 
 def timing(records: Records, inst: Instances, clocks, stage_of_rank: np.ndarray,
-           forecast: Dict[Tuple[int, int], float]) -> Timing:
+           forecast: Dict[Tuple[int, int], float], tp_forecast: Optional[Dict] = None,
+           band: Tuple[float, float] = (1.0, 1.0),
+           tp_domains: Optional[np.ndarray] = None) -> Timing:
     """`clocks`: the hosts' fitted clocks (clocks.Clocks); their bad hosts' instances are not
     usable. `forecast`: (kind, stage) -> seconds for every collective of the kind, or
     (kind, stage, op) -> seconds for one collective (records.OP_INDEX) where the kind's differ;
-    an instance takes its own op's, else its kind's."""
+    an instance takes its own op's, else its kind's. `tp_forecast`: Seer's TP collectives,
+    priced inside its blocks (in_blocks.forecast_tp), for TP instances with too few peers, at
+    the level of their faster half, within `band` (the forecast's, verdict.band_of) where
+    `tp_domains` (per TP group, in_blocks.tp_domains) puts them all in one NVLink domain
+    (in_blocks.judged)."""
     n = len(inst)
     ok = records.instance >= 0
     r_inst = records.instance[ok]
@@ -154,6 +161,12 @@ def timing(records: Records, inst: Instances, clocks, stage_of_rank: np.ndarray,
     fc, split = _forecast_of(forecast, inst, stage_a)
     few = peers < MIN_PEERS
     expected = np.where(few, fc, expected)
+    # TP collectives with too few peers: Seer's price of them inside its blocks, at the level
+    # of the faster half within the forecast's band (in_blocks.py)
+    tp_fc, in_block = in_blocks.judged(inst, stage_a, eff, usable & few & ~np.isfinite(fc) &
+                                       ~split, tp_forecast or {}, band, tp_domains)
+    expected = np.where(in_block, tp_fc, expected)
+    fc = np.where(in_block, tp_fc, fc)
     slow = usable & np.isfinite(expected) & (eff > expected * (1 + NET_SLOW)) & \
         (eff - expected > NET_FLOOR_S)
     none = usable & few & split & ~np.isfinite(fc)

@@ -177,14 +177,16 @@ def unforecast_dp(tm, zero: int, files) -> Diagnostic:
         file=files[0] if files else None)
 
 
-def uncompared(tm, inst, files) -> List[Diagnostic]:
+def uncompared(tm, inst, files, tp_table=None) -> List[Diagnostic]:
     """W797, one per kind: collectives (or pipeline transfers) with too few peers (fewer than
-    MIN_PEERS groups of their stage run them) and no forecast of their kind to compare them
-    with: TP collectives (CP ones where Seer prices no ring: unfused attention), inside one
-    host or leaving their NVLink domain, where one or two groups a stage run them (Seer prices them inside
-    their blocks, not alone), a MoE job's experts' gradient collectives on a stage without
-    routed experts in Seer's split. They were compared with
-    nothing and never slow: said, so that nothing suspect is no all-clear."""
+    MIN_PEERS groups of their stage run them) and no forecast to compare them with: TP
+    collectives (CP ones where Seer prices no ring: unfused attention), inside one host or
+    leaving their NVLink domain, where one or two groups a stage run them and the data gives
+    them at a grain Seer's price of them inside its blocks does not have (`tp_table`:
+    in_blocks.forecast_tp; one a collective, one a block or their sum an iteration are judged
+    against it), a MoE job's experts' gradient collectives on a stage without routed experts
+    in Seer's split. They were compared with nothing and never slow: said, so that nothing
+    suspect is no all-clear."""
     out = []
     for code in sorted(set(inst.kind[tm.uncompared].tolist())):
         sel = tm.uncompared & (inst.kind == code)
@@ -192,17 +194,34 @@ def uncompared(tm, inst, files) -> List[Diagnostic]:
             f"{KIND_NAMES[code].upper()} collectives"
         group = "pipeline pairs" if code == P2P else f"{KIND_NAMES[code].upper()} groups"
         stages = sorted(set(tm.stage[sel].tolist()))
+        grains = sorted({n for (s, n) in (tp_table or {}) if s in stages}, reverse=True) \
+            if code == KIND_CODES["tp"] else []
+        why, hint = ("the forecast has no time of their own for them",
+                     "compare their times across iterations in the breakdown "
+                     "(`comm_by_kind_s`), or diagnose a layout with at least 3 such groups a "
+                     "stage (a larger dp), whose collectives are compared with each other")
+        if grains:
+            seen = sorted(set(np.unique(np.stack([inst.group[sel], inst.iteration[sel]]),
+                                        axis=1, return_counts=True)[1].tolist()))
+            why = (f"the data gives {_either(seen)} a group and iteration, a "
+                   f"grain the forecast does not price them at "
+                   f"({_either(grains)})")
+            hint = ("give the TP collectives one row (or kernel) each, one a block, or their "
+                    "sum an iteration (Seer prices each, its blocks' exposed share, and their "
+                    "sum), or diagnose a layout with at least 3 TP groups a stage")
         out.append(Diagnostic(
             "W797", Severity.WARNING,
             f"{int(sel.sum()):,} of the {int((tm.usable & (inst.kind == code)).sum()):,} "
             f"{name} on {_stages(stages)} are not judged: fewer than {MIN_PEERS} {group} of "
-            f"their stage run each to compare it with, and the forecast has no time of their "
-            f"own for them",
-            None, "compare their times across iterations in the breakdown (`comm_by_kind_s`), "
-                  "or diagnose a layout with at least 3 such groups a stage (a larger dp), "
-                  "whose collectives are compared with each other",
-            file=files[0] if files else None))
+            f"their stage run each to compare it with, and {why}",
+            None, hint, file=files[0] if files else None))
     return out
+
+
+def _either(values) -> str:
+    """'152, 16 or 1'."""
+    v = [str(x) for x in values]
+    return v[0] if len(v) == 1 else f"{', '.join(v[:-1])} or {v[-1]}"
 
 
 def _ms_span(seconds) -> str:

@@ -285,7 +285,9 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
                    else f"none: every collective and transfer crossing {it} ran slow")
     slow = _slowest(sel, chan[explained], chan_ranks, inst, tm)
     factor = f"{obs / exp:.2f}x" if obs and exp else "slower than"
-    if heading:
+    if heading and kind_name == "nvlink":
+        named = f"NVLink ports of GPUs {heading}"
+    elif heading:
         named = heading[0].upper() + heading[1:]
     elif len({u[0] for u in leads}) == 1:
         named = f"{_LABEL[kind_name]} {path}"
@@ -303,11 +305,16 @@ def _suspect(classes: List[List[Unit]], parts, confidence, chans, explained, cha
     if kind_name == "host" and len(all_parts) > 1:
         notes.append("the collectives ran on the NVLink of one rack's hosts (nvlink_domain = "
                      "rack), none of their NICs: its NVLink switch trays or these hosts")
+    elif kind_name == "nvlink":
+        notes.append("the collectives that slowed are those the GPU holds with GPUs of its "
+                     "own NVLink domain (inside its host, or on the way to the NICs): its "
+                     "NVLink port or links to the NVSwitches (nvidia-smi nvlink --status, its "
+                     "NVLink error counters); a slow GPU is its compute's, not this")
     elif kind_name == "host":
         notes.append("the collectives ran inside the host, on its NVLink, none of its NICs: "
                      "its NVSwitches or a GPU's NVLink ports (nvidia-smi nvlink --status, "
                      "its NVLink error counters); a slow GPU is its compute's, not this")
-    if any(u[0] not in ("nic port", "host") and _planes(display(u)) for u in leads):
+    if any(u[0] not in ("nic port", "host", "nvlink") and _planes(display(u)) for u in leads):
         notes.append("the planes of a dual-homed fabric carry the same collectives: "
                      "timings cannot tell the plane")
     if any(m[0] in ECMP_KINDS for c in classes for m in c):
@@ -350,7 +357,8 @@ def _nic_note(parts) -> List[str]:
 
 
 _LABEL = {"nic port": "NIC (either port or its cable)", "switch": "first-tier switch",
-          "tier": "tier group (ECMP: any of its switches)", "link": "uplink", "host": "host"}
+          "tier": "tier group (ECMP: any of its switches)", "link": "uplink", "host": "host",
+          "nvlink": "NVLink port of GPU"}
 
 
 def _planes(path: str) -> bool:

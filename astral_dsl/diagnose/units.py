@@ -10,6 +10,13 @@
 - `tier`: a tier group the channel climbs into (ECMP: any of its switches), every plane.
 - `host`: a channel inside one NVLink domain: its host, or the hosts of an NVL72 rack
   (`nvlink_domain = rack`), `...racks[0].hosts[0|1|...]` (no NIC carries it).
+- `nvlink`: the NVLink port of a member's GPU (`...hosts[1].gpus[4]`) where the channel holds
+  another member of its NVLink domain: the traffic between them runs over it (NCCL's rings and
+  trees pass through a node's GPUs over NVLink, each node's GPUs one after the other: NCCL 2.x
+  src/graph/search.cc), inside one host or on the way to the NICs. Where every channel of the
+  GPU is its host's (tp 8 on a host of 8) it crosses what the host crosses: one suspect, named
+  as the host; a TP group of 2, or a DP group with several members on one host, tells them
+  apart.
 
 A unit's path names what it is in the rank map's names; where the planes (or ports) cannot be
 told apart the differing index lists them all (`plane[A|B]`). Its parts are the real names."""
@@ -20,10 +27,10 @@ import re
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 from astral_dsl.analyses.fabric_names import link_name
-from astral_dsl.analyses.rankmap import RankMap, climb, natural, one_domain
+from astral_dsl.analyses.rankmap import RankMap, climb, domain_of, natural, one_domain
 
 Unit = Tuple[str, str]      # (kind, path)
-KIND_ORDER = ("nic port", "switch", "tier", "link", "host")   # named first in a class
+KIND_ORDER = ("nic port", "switch", "tier", "link", "host", "nvlink")  # named first in a class
 ECMP_KINDS = ("tier", "link")
 _INDEX = re.compile(r"\[([^\]]*)\]")
 
@@ -61,6 +68,8 @@ def set_name(units: List[Unit], parts) -> str:
     evidence does not single out): `one of the 48 NICs of the 12 hosts A to B, or the switches
     between them`; '' where one NIC (its ports, its cable) or one switch is what it names."""
     kinds = {u[0] for u in units}
+    if kinds == {"nvlink"} and len(units) > 1:       # the GPUs of one group: each one's port
+        return merge_names(display(u) for u in units)
     nics = sorted({p.rsplit(".port[", 1)[0] for p in parts
                    if " -- " not in p and ".port[" in p}, key=natural)
     between = " or the switches between them" if kinds & {"switch", "tier", "link"} else ""
@@ -100,9 +109,12 @@ def _rank_units(ports: Tuple[Tuple[str, str], ...]) -> Tuple[Tuple[Unit, Tuple[s
 def _units(rm: RankMap, ranks: Sequence[int]) -> Dict[Unit, Tuple[str, ...]]:
     infos = [rm.ranks[r] for r in ranks]
     hosts = {i.host for i in infos}
+    domain = [domain_of(i) for i in infos]
+    nvlink = {("nvlink", i.gpu): (i.gpu,) for i, d in zip(infos, domain)
+              if domain.count(d) > 1}
     if len(hosts) <= 1 or one_domain(infos):     # NVLink: the host, or an NVL72's hosts
-        return {("host", merge_names(hosts)): tuple(sorted(hosts, key=natural))}
-    out: Dict[Unit, Tuple[str, ...]] = {}
+        return {("host", merge_names(hosts)): tuple(sorted(hosts, key=natural))} | nvlink
+    out: Dict[Unit, Tuple[str, ...]] = dict(nvlink)
     by_port: Dict[int, list] = {}
     for info in infos:
         if not info.ports:

@@ -62,7 +62,8 @@ def exposed(steps: Tuple[Step, ...], compute: float) -> float:
 def ring_factors(net, ranks: np.ndarray, members: np.ndarray):
     """(static slow-down, crosses the flapping link) of each group of a stage's grid `ranks`
     (`members`: their positions in the grid flattened), a ring over its members in order: the
-    slowest flow of its edges; 1 for a group inside one NVLink domain."""
+    slowest flow of its edges, or a member's degraded NVLink port (Net.nvlink_slow) where
+    slower; 1 for a group inside one NVLink domain, its NVLink healthy."""
     flat = ranks.ravel()
     static = np.ones(len(members))
     flap = np.zeros(len(members), dtype=bool)
@@ -70,6 +71,8 @@ def ring_factors(net, ranks: np.ndarray, members: np.ndarray):
         ring = [int(r) for r in flat[at]]
         if len(ring) > 1 and net.crosses(ring):
             static[g], flap[g] = net._factor(list(zip(ring, ring[1:] + ring[:1])))
+        if net.nvlink:
+            static[g] = max(static[g], net.nvlink_slow(ring))
     return static, flap
 
 

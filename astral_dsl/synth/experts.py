@@ -77,8 +77,9 @@ def members(groups, ranks: np.ndarray) -> np.ndarray:
 def factors(net, ranks: np.ndarray, members: np.ndarray):
     """(static slow-down, crosses the flapping link) of each EP group of a stage's
     (dp x cp, tp) grid `ranks` (`members`: their positions in the grid flattened), one per
-    group: the slowest flow of its pairs that leave their NVLink domain; 1 for a group whose
-    exchange stays in one."""
+    group: the slowest flow of its pairs that leave their NVLink domain, or a member's degraded
+    NVLink port (Net.nvlink_slow) where slower; 1 for a group whose exchange stays in one,
+    its NVLink healthy."""
     flat = ranks.ravel()
     static = np.ones(len(members))
     flap = np.zeros(len(members), dtype=bool)
@@ -86,6 +87,8 @@ def factors(net, ranks: np.ndarray, members: np.ndarray):
         crossing = pairs(net, flat[at])
         if crossing:
             static[g], flap[g] = net._factor(crossing)
+        if net.nvlink:
+            static[g] = max(static[g], net.nvlink_slow(flat[at].tolist()))
     return static, flap
 
 

@@ -3,7 +3,8 @@
 Each fault names one part by its stable name (the rank map's names): a GPU (compute slower by a
 factor), a NIC port (its link runs at a fraction of its rate), a first-tier or upper-tier switch
 (every link through it at a fraction), one uplink between tiers (`tor[i] -- agg[j]`, at a
-fraction), or a link that is intermittently bad (flapping: bad windows in time at a fraction of
+fraction), a GPU's NVLink port (`nvlink`, named by its GPU: the traffic it exchanges with the
+GPUs of its NVLink domain at a fraction of its rate), or a link that is intermittently bad (flapping: bad windows in time at a fraction of
 its rate). A GPU with `windows` is slow only in them (a fault that starts mid-run: one window to
 the run's end). `fast` is no part: the whole job runs `severity` times faster than its
 forecast (a faster GPU or software than the forecast assumes). The generator's own flow model decides what crosses
@@ -15,7 +16,7 @@ from typing import Optional, Tuple
 
 from astral_dsl import records
 
-KINDS = ("gpu", "nic_port", "tor", "agg", "uplink", "link_flap", "fast")
+KINDS = ("gpu", "nic_port", "tor", "agg", "uplink", "nvlink", "link_flap", "fast")
 
 
 @records.frozen
@@ -24,7 +25,7 @@ class Fault:
     part: str                    # the stable name of the part
     severity: float              # gpu: compute x (1 + severity); fast: every duration /
     #                              severity; others: rate x severity
-    rank: Optional[int] = None   # gpu, nic_port, link_flap: the rank behind the part
+    rank: Optional[int] = None   # gpu, nic_port, nvlink, link_flap: the rank behind the part
     windows: Tuple[Tuple[float, float], ...] = ()   # link_flap, gpu: bad (start, end)
     #                                                 seconds from the run's start (clock-free)
 

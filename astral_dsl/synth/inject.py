@@ -11,7 +11,8 @@ from astral_dsl.synth.faults import Fault
 from astral_dsl.synth.network import Net
 
 SEVERITY = {"gpu": (0.10, 0.30), "nic_port": (0.5, 0.5), "tor": (0.3, 0.6), "agg": (0.3, 0.6),
-            "uplink": (0.3, 0.6), "link_flap": (0.2, 0.4), "partial": (0.3, 0.5),
+            "uplink": (0.3, 0.6), "nvlink": (0.3, 0.6), "link_flap": (0.2, 0.4),
+            "partial": (0.3, 0.5),
             "fast": (1.13, 3.48)}
 KINDS = tuple(SEVERITY)           # `partial`: a GPU or a NIC link, bad from a moment on
 # `fast` is drawn as a multiple of the least speed-up the job's forecast cannot explain, 1 over
@@ -29,14 +30,19 @@ def random_fault(kind: str, rank_map, fc, rng: np.random.Generator, seed: int = 
     sev = float(rng.uniform(lo, hi))
     # a NIC part is drawn behind a rank whose traffic leaves its NVLink domain (on an NVL72 a
     # rank may send nothing over its NICs); every rank where all do, as it always was drawn
-    pool = crossing_ranks(rank_map, fc) if kind not in ("gpu", "fast") else \
+    pool = nvlink_ranks(rank_map, fc) if kind == "nvlink" else \
+        crossing_ranks(rank_map, fc) if kind not in ("gpu", "fast") else \
         tuple(range(rank_map.world))
     if not pool:
-        raise ValueError("no traffic of this job leaves its NVLink domains: it crosses no NIC")
+        raise ValueError("no traffic of this job stays in an NVLink domain: it crosses no "
+                         "NVLink port" if kind == "nvlink" else
+                         "no traffic of this job leaves its NVLink domains: it crosses no NIC")
     r = pool[int(rng.integers(len(pool)))]
     info = rank_map.ranks[r]
     if kind == "gpu":
         return Fault("gpu", info.gpu, sev, r)
+    if kind == "nvlink":              # the GPU's NVLink port: its traffic within its domain
+        return Fault("nvlink", info.gpu, sev, r)
     if kind == "nic_port":
         p = info.ports[int(rng.integers(len(info.ports)))]
         return Fault("nic_port", p.name, sev, r)
@@ -101,6 +107,21 @@ def _job_channels(rank_map, fc):
     return out
 
 
+def nvlink_ranks(rank_map, fc):
+    """The ranks whose GPU exchanges with another GPU of its NVLink domain in some collective or
+    transfer the generator runs (a TP, DP x CP, CP, EP or, under ZeRO-3 with experts,
+    expert-data-parallel group, or a pipeline neighbour, holding another member of its domain:
+    Net.nvlink_slow's rule), in rank order: where a degraded NVLink port can be seen."""
+    par = fc.job.parallel
+    kinds = ["tp"] * (par.tp > 1) + ["dpcp" if "dpcp" in rank_map.groups else "dp"] + \
+        ["cp"] * (par.cp > 1) + ["ep"] * (par.ep > 1) + ["edp"] * (par.zero >= 3 and par.ep > 1)
+    groups = [g.ranks for k in kinds for g in rank_map.groups[k]]
+    groups += [ranks for ranks, pairs in _job_channels(rank_map, fc) if len(ranks) == 2
+               and pairs == [ranks]]                 # the pipeline neighbours' transfers
+    net = Net(rank_map, (), 0)
+    return tuple(sorted({r for ranks in groups for r in net.domain_peers(ranks)}))
+
+
 def crossing_ranks(rank_map, fc):
     """The ranks whose NIC ports some flow of the job crosses (the generator's rule,
     Net.crosses: traffic inside one NVLink domain crosses none), in rank order."""
@@ -130,4 +151,4 @@ def used_parts(rank_map, fc, seed: int):
     return switches, uplinks
 
 
-__all__ = ["KINDS", "SEVERITY", "crossing_ranks", "random_fault", "used_parts"]
+__all__ = ["KINDS", "SEVERITY", "crossing_ranks", "nvlink_ranks", "random_fault", "used_parts"]

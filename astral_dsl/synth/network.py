@@ -3,7 +3,9 @@ GPU's NIC (one per plane), each with a few flows (NCCL channels); two ports on o
 switch meet there, others climb to the lowest tier group that holds both and take one of its
 switches per flow (ECMP: a hash). A transfer is slowed by the slowest rate on any of its flows;
 a ring collective by the slowest on any of its ring edges. A transfer or a ring inside one
-NVLink domain (a host, an NVL72 rack) runs on NVLink and crosses no NIC or switch. The rank map
+NVLink domain (a host, an NVL72 rack) runs on NVLink and crosses no NIC or switch; a GPU whose
+NVLink port is degraded (`nvlink`) slows every collective and transfer it holds with another
+GPU of its domain (nvlink_slow). The rank map
 gives the wiring (which port lands on which switch, and the names) and that NVLink-domain rule
 (rankmap.one_domain); the faults give the rates of the parts they name (generator.py replays
 the schedule over them)."""
@@ -13,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from astral_dsl.analyses.rankmap import RankMap, one_domain
+from astral_dsl.analyses.rankmap import RankMap, domain_of, one_domain
 from astral_dsl.synth.faults import Fault
 
 CHANNELS = 4            # flows per port and transfer (NCCL channels per NIC port)
@@ -37,9 +39,12 @@ class Net:
         self.seed = seed
         self.rate: Dict[str, float] = {}
         self.flap: Optional[Fault] = None
+        self.nvlink: Dict[int, float] = {}      # rank -> rate of its GPU's NVLink port
         for f in faults:
             if f.kind in ("nic_port", "tor", "agg", "uplink"):
                 self.rate[f.part] = min(self.rate.get(f.part, 1.0), f.severity)
+            elif f.kind == "nvlink":
+                self.nvlink[f.rank] = min(self.nvlink.get(f.rank, 1.0), f.severity)
             elif f.kind == "link_flap":
                 self.flap = f
         self.gpu_windows: List[Fault] = []
@@ -87,6 +92,25 @@ class Net:
         in it runs on NVLink and crosses no NIC, cable or switch."""
         return not one_domain([self.rm.ranks[r] for r in ranks])
 
+    def nvlink_slow(self, ranks: Sequence[int]) -> float:
+        """Slow-down of a collective among `ranks` (a group, or a transfer's two ranks) by the
+        degraded NVLink ports of its members' GPUs: a member whose port runs at a fraction of
+        its rate, with another member in its NVLink domain, exchanges with it over that port
+        (NCCL's rings and trees pass through the GPUs of one node over NVLink, each node's
+        GPUs one after the other: NCCL 2.x src/graph/search.cc), so the collective runs at
+        that fraction; 1 when none."""
+        peers = set(self.domain_peers(ranks))
+        return max([1.0] + [1.0 / rate for r, rate in self.nvlink.items() if r in peers])
+
+    def domain_peers(self, ranks: Sequence[int]) -> List[int]:
+        """The members of `ranks` with another member in their NVLink domain (rankmap.domain_of:
+        the NVL72 rack's, else the host): those nvlink_slow slows the group for."""
+        key = [domain_of(self.rm.ranks[int(r)]) for r in ranks]
+        count: Dict[str, int] = {}
+        for k in key:
+            count[k] = count.get(k, 0) + 1
+        return [int(r) for r, k in zip(ranks, key) if count[k] > 1]
+
     def _flows(self, a: int, b: int):
         """(rate, crosses the flapping link) of each flow between ranks a and b."""
         flap = self.flap.part if self.flap else None
@@ -109,6 +133,8 @@ class Net:
             pair = (int(src[pos]), int(dst[pos]))
             if self.crosses(pair):
                 static[pos], flap[pos] = self._factor([pair])
+            elif self.nvlink:
+                static[pos] = self.nvlink_slow(pair)
         return static, flap
 
     def rings(self, ranks: np.ndarray):
@@ -119,10 +145,12 @@ class Net:
         if D < 2:
             return static, flap
         for t in range(T):
-            if not self.crosses(ranks[:, t].tolist()):      # one NVLink domain's ring
-                continue
-            ring = [(int(ranks[d, t]), int(ranks[(d + 1) % D, t])) for d in range(D)]
-            static[0, t], flap[0, t] = self._factor(ring)
+            group = ranks[:, t].tolist()
+            if self.crosses(group):
+                ring = [(int(ranks[d, t]), int(ranks[(d + 1) % D, t])) for d in range(D)]
+                static[0, t], flap[0, t] = self._factor(ring)
+            if self.nvlink:                                 # its members' NVLink ports
+                static[0, t] = max(static[0, t], self.nvlink_slow(group))
         return static, flap
 
     def gpu_slow(self, ranks: np.ndarray, when: np.ndarray) -> np.ndarray:

@@ -219,7 +219,7 @@ def _host_suspect(hl, pod_path: str) -> Optional[str]:
     whose path, or one of whose tied parts or parts, is in the pod (a tie of two NICs in two
     pods is drawn in each pod's picture)."""
     for i, s in enumerate(hl.suspects):
-        if s.get("kind") not in ("gpu", "host", "nic port"):
+        if s.get("kind") not in ("gpu", "host", "nic port", "nvlink"):
             continue
         names = [s.get("path")] + list(s.get("tied") or ()) + list(s.get("parts") or ())
         if any(isinstance(n, str) and n.startswith(pod_path + ".") for n in names):
