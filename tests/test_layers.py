@@ -23,12 +23,14 @@ ORDER = ["records", "diagnostics", "units", "resources", "syntax", "model", "sem
 # remembered (filedigest) serves the analyses, through the user cache only; reading another's
 # JSON (jsonin) serves the analyses, Seer's calibration and the commands: it imports regularfile;
 # opening a file that must be regular (regularfile) serves the module loader, the trace reader
-# and the files the commands are given (jsonin, the runs and operator tables)
+# and the files the commands are given (jsonin, the runs and operator tables); a thread's stop
+# (cancel) serves the evaluator, which asks it, and the language server, which states it: it
+# imports nothing
 LAYER_OF = {"astral_dsl.workspace": "pipeline", "astral_dsl.gcpause": "records",
-            "astral_dsl.methodcache": "records", "astral_dsl.filedigest": "records",
-            "astral_dsl.jsonin": "records", "astral_dsl.launch": "cli",
-            "astral_dsl.pools": "records", "astral_dsl.pipeline_scenarios": "pipeline",
-            "astral_dsl.regularfile": "records"}
+            "astral_dsl.cancel": "records", "astral_dsl.methodcache": "records",
+            "astral_dsl.filedigest": "records", "astral_dsl.jsonin": "records",
+            "astral_dsl.launch": "cli", "astral_dsl.pools": "records",
+            "astral_dsl.pipeline_scenarios": "pipeline", "astral_dsl.regularfile": "records"}
 
 
 def _layer(module: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import unquote
@@ -16,12 +17,12 @@ from lsprotocol import types as lsp
 from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
-from astral_dsl import __version__
+from astral_dsl import __version__, cancel
 from astral_dsl.lsp import workers
 from astral_dsl.lsp.analysis import Analysis, analyse
 from astral_dsl.lsp.positions import Lines
 from astral_dsl.lsp.project import path_uri, uri_path
-from astral_dsl.lsp.published import failed_analysis, stopped_analysis, to_lsp
+from astral_dsl.lsp.published import failed_analysis, stopped_analysis, to_lsp, uncompiled
 from astral_dsl.lsp.protocol import AstralProtocol, NotOpen, RequestFailed
 
 log = logging.getLogger("astral.lsp")
@@ -124,11 +125,13 @@ class AstralServer(LanguageServer):
             if flight is not None:
                 flight[1].cancel()                    # a stale analysis never blocks this one
             stopper = workers.Stopper()
-            # the deadline counts the worker's work (workers.Checker), not its start-up
-            # (bounded apart: workers.START)
+            # the worker's deadline counts its work (workers.Checker), not its start-up
+            # (bounded apart: workers.START), and the server's compile after it has a deadline
+            # of its own (`_analyse`); the job's, their sum, is a backstop: whatever else
+            # waits in it (the fork server's start of a worker), the job ends then (E407)
             loop = asyncio.get_running_loop()
-            job = workers.Job(loop, "the analysis", None, self._analyse, loop, uri, text,
-                              version, texts, stopper, on_stop=stopper.stop)
+            job = workers.Job(loop, "the analysis", self.wait_limit, self._analyse, loop, uri,
+                              text, version, texts, stopper, on_stop=stopper.stop)
             self.inflight[uri] = ((version, texts), job)
         try:
             result = await self._announced(uri, job.future)
@@ -203,9 +206,22 @@ class AstralServer(LanguageServer):
             raise workers.Stopped("the server stopped") from None
         files = self.files
         snapshot = _by_real_path(texts)
+        # the server's compile has a deadline of its own, as the worker's check had: it stops
+        # (cancel.py) at it, or when a newer version stops the job (before, it ran to its end,
+        # up to ~25 s of CPU, with nothing waiting for it after a newer version or a request's
+        # own limit; a request on the document waited for it)
+        end = time.monotonic() + self.timeout
         try:
-            a = analyse(uri, path, text, version, lambda p: snapshot.get(_real(p)),
-                        engineering=False)
+            with cancel.stop_when(lambda: stopper.stopped or time.monotonic() > end):
+                a = analyse(uri, path, text, version, lambda p: snapshot.get(_real(p)),
+                            engineering=False)
+        except cancel.Cancelled:
+            if stopper.stopped:
+                raise workers.Stopped("the analysis was cancelled") from None
+            log.warning("the server's compile of %s took longer than %g s", uri, self.timeout)
+            a = uncompiled(uri, path, text, version, found, self.timeout)
+            a.files = files
+            return a
         except Exception as exc:  # noqa: BLE001 - a compiler bug must not stop the server
             log.exception("analysis of %s failed", uri)
             return failed_analysis(uri, path, text, version, exc)
@@ -253,9 +269,8 @@ class AstralServer(LanguageServer):
 
     @property
     def wait_limit(self) -> float:
-        """Seconds a request waits for an analysis: the worker's start, its deadline, and as
-        long again for the server's compile after it (the analysis itself goes on: the next
-        request, or the next edit's, takes its result)."""
+        """Seconds a request waits for an analysis, and an analysis lasts at most: the worker's
+        start, its deadline, and the deadline of the server's compile after it."""
         return workers.START + 2 * self.timeout
 
     async def _current(self, uri: str) -> Optional[Analysis]:

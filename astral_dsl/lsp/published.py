@@ -93,6 +93,21 @@ def stopped_analysis(uri: str, path: Optional[Path], text: str, version: int, ex
         "design this slow usually has a huge `for` or replication count, or a very long file"))
 
 
+def uncompiled(uri: str, path: Optional[Path], text: str, version: int, found, seconds: float):
+    """What the editor sees when the worker's check answered (`found`, its diagnostics, which
+    are complete) but the server's compile for hover and navigation ran past its deadline:
+    those diagnostics and an E407 warning saying that hover and navigation wait for the next
+    edit."""
+    a = _unanalysed(uri, path, text, version, Diagnostic(
+        "E407", Severity.WARNING, f"the language server's compile for hover and navigation "
+        f"took longer than {seconds:g} s and was stopped (the language server's limit): the "
+        f"diagnostics are complete, hover and go to definition wait for the next edit", None,
+        "a design this slow usually has a huge `for` or replication count, or a very long "
+        "file"))
+    a.diagnostics = tuple(found) + a.diagnostics
+    return a
+
+
 def _unanalysed(uri, path, text, version, d: Diagnostic):
     from astral_dsl.diagnostics import Span
     from astral_dsl.lsp.analysis import Analysis, Module

@@ -18,8 +18,11 @@ Responsiveness: the event loop only dispatches. An analysis runs in a worker pro
 (workers.py, checker.py) that a newer version of the document or the deadline ends (E407 says
 so; the next edit is analysed afresh), whose diagnostics are published as soon as it answers;
 then the document is compiled in the server for hover and navigation; hover, lookups, the outline, formatting and the project scan run as jobs of their
-own threads, and a request that runs out of time gets an error (RequestFailed). Nothing is ever
-raised into a running thread, so a cancelled analysis leaves nothing half-imported, and an
+own threads, and a request that runs out of time gets an error (RequestFailed); a compile in
+those threads stops with its job (astral_dsl/cancel.py), and every request is answered within
+workers.START + 3 x the deadline (README, "The language server answers every request"). Nothing
+is ever raised into a running thread from outside, so a cancelled analysis leaves nothing
+half-imported, and an
 internal error (E000) lasts until the next edit. Requests with invalid params get InvalidParams
 (-32602), a document that is not open an InvalidParams error too, and no error carries a Python
 traceback (they go to the server's log on standard error). A message longer than 64 MiB is

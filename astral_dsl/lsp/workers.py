@@ -9,8 +9,13 @@ injected into a thread during `import cvxpy` once broke the server for good). He
 imported in the workers, where ending the process ends them too.
 
 The rest (the in-process compile that hover and navigation read, hover, lookups, completion,
-formatting, the outline, the project scan) runs as a `Job` in a daemon thread: bounded work
-whose result a cancelled or late request no longer waits for; the thread finishes on its own."""
+formatting, the outline, the project scan) runs as a `Job` in a daemon thread: work whose result
+a cancelled or late request no longer waits for. A compile in it stops when its job is cancelled
+or past its deadline: the evaluator asks the thread (astral_dsl/cancel.py), and the compile ends
+with an exception of its own thread, raised where the evaluator already raises at its step
+budget (before, it ran to its end: up to ~25 s of CPU a compile, 200 compiles in a project
+scan, nobody waiting for them). What is not a compile (parsing, formatting, the outline)
+grows with the text, at most 8 MiB, and ends on its own."""
 from __future__ import annotations
 
 import asyncio
@@ -18,6 +23,8 @@ import multiprocessing
 import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple
+
+from astral_dsl import cancel
 
 IDLE = 2     # warm worker processes kept ready
 SLICE = 0.1  # seconds: how soon a thread waiting for an ended worker notices (_Worker._wait)
@@ -93,7 +100,8 @@ class Stopper:
 class Job:
     """`fn(*args)` in a daemon thread; `future` (of the event loop `loop`) gets its result,
     its exception, Superseded when cancelled, or TimedOut after `timeout` seconds. `on_stop`
-    is called when the job is cancelled or runs out of time (it ends the job's worker)."""
+    is called when the job is cancelled or runs out of time (it ends the job's worker); a
+    compile `fn` runs in this thread stops then too (`stopping`, cancel.py)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, what: str, timeout: Optional[float],
                  fn: Callable[..., Any], *args: Any, on_stop: Optional[Callable[[], None]] = None):
@@ -101,13 +109,16 @@ class Job:
         self.future: asyncio.Future = loop.create_future()
         self._fn, self._args, self._on_stop = fn, args, on_stop
         self._finished = False
+        self._ended = False                           # cancelled, or its deadline's timer ran
+        self._deadline = time.monotonic() + timeout if timeout else None
         self.thread = threading.Thread(target=self._run, name=f"astral-{what}", daemon=True)
         self._timer = loop.call_later(timeout, self._expire) if timeout else None
         self.thread.start()
 
     def _run(self) -> None:
         try:
-            outcome: Tuple[bool, Any] = (True, self._fn(*self._args))
+            with cancel.stop_when(self.stopping):
+                outcome: Tuple[bool, Any] = (True, self._fn(*self._args))
         except BaseException as exc:  # noqa: BLE001 - delivered to the waiting request
             outcome = (False, exc)
         self._finished = True
@@ -120,6 +131,15 @@ class Job:
         # kept the document's text (the frames of the analysis) until a full collection
         del outcome
 
+    def stopping(self) -> bool:
+        """Whether the job's work should stop: it was cancelled, or it is past its deadline
+        (read on the clock too: the deadline's timer runs on the event loop, late when the loop
+        is starved of CPU)."""
+        return self._ended or self._past_deadline()
+
+    def _past_deadline(self) -> bool:
+        return self._deadline is not None and time.monotonic() > self._deadline
+
     def _deliver(self, outcome: Tuple[bool, Any]) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -128,12 +148,15 @@ class Job:
         ok, value = outcome
         if ok:
             self.future.set_result(value)
-        elif isinstance(value, Stopped):
+        elif isinstance(value, cancel.Cancelled) and self._past_deadline():
+            self.future.set_exception(TimedOut(self.what, self.timeout))
+        elif isinstance(value, (Stopped, cancel.Cancelled)):
             self.future.set_exception(Superseded(self.what))
         else:
             self.future.set_exception(value)
 
     def _end(self, exc: Exception) -> None:
+        self._ended = True
         if self._on_stop is not None:
             self._on_stop()
         if not self.future.done():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from astral_dsl import cancel
 from astral_dsl.diagnostics import Diagnostic, Severity, Span
 from astral_dsl.model.rollup import PLURALS, group_of, power_of
 from astral_dsl.model.values import ListValue, Symbol, type_name
@@ -87,8 +88,8 @@ class Expressions:
     def eval(self, expr, env: Env):
         host = self.host
         host.steps += 1
-        if host.steps > MAX_STEPS:
-            self._over_budget(expr)
+        if host.steps > host.step_limit:           # MAX_STEPS, or the next question (_at_limit)
+            self._at_limit(expr)
         value = check(_HANDLERS[type(expr)](self, expr, env))
         if type(value) is ListValue:
             host.steps += len(value.items)
@@ -101,6 +102,16 @@ class Expressions:
             fail("E316", f"a string of {len(value):,} characters is beyond the limit of "
                          f"{MAX_STRING:,}", expr.span)
         return value
+
+    def _at_limit(self, expr) -> None:
+        """Past MAX_STEPS: E409. Else the thread is asked whether its compile should stop
+        (cancel.py: the language server's job was cancelled or ran out of time; Cancelled then),
+        and the next question is POLL_STEPS steps on: one comparison a step, as before."""
+        host = self.host
+        if host.steps > MAX_STEPS:
+            self._over_budget(expr)
+        cancel.check()
+        host.step_limit = min(MAX_STEPS, host.steps + cancel.POLL_STEPS)
 
     def _over_budget(self, expr) -> None:
         """E409 once, then every evaluation of this compile is abandoned silently."""

@@ -44,6 +44,7 @@ class Instantiator:
         self.frames: List[Frame] = []
         self.memo: Dict = {}
         self.steps = 0                # evaluation steps of this compile (evaluate.MAX_STEPS)
+        self.step_limit = 0           # steps at which evaluate.py looks again (_at_limit)
         self.overrides = overrides or {}
         self.entry = entry
         self._module_busy: set = set()
