@@ -175,6 +175,10 @@ job llama70b {
 }
 """
 
+# the same job on 8 of the rack's GPUs (a tray pair), the batch scaled with them
+NVL8_JOB = NVL72_JOB.replace("gpus = 64", "gpus = 8").replace("dp = 64", "dp = 8") \
+    .replace("global_batch = 128", "global_batch = 16")
+
 
 def test_a_gb200_job_on_one_stage_offloads_through_the_language():
     """NeMo's GB200 FP8 layout of Llama 3 70B (one stage, FSDP over 64, micro-batch 2): its
@@ -204,11 +208,12 @@ def test_a_gb200_job_on_one_stage_offloads_through_the_language():
 
 def test_search_keeps_a_declared_offload_and_rejects_stages_with_it(tmp_path):
     """`astral search` keeps a declared count, and rejects layouts with pipeline stages as a
-    forecast would reject them (E768)."""
+    forecast would reject them (E768). On 8 GPUs (NVL8_JOB): the 64-GPU job searched the
+    same rules over 20,784 layouts instead of 2,630, 21 s of CPU instead of 1.5 (2026-12-05)."""
     from astral_dsl.explore import search
 
     path = tmp_path / "nvl.astral"
-    path.write_text(NVL72_JOB.replace("recompute = auto", "recompute = none, offload_layers = 40"),
+    path.write_text(NVL8_JOB.replace("recompute = auto", "recompute = none, offload_layers = 40"),
                     encoding="utf-8")
     result = search.run(str(path), top=3, engine=LocalEngine(1))
     rejected = {r["code"]: r["count"] for r in result.counts.to_json()["rejected"]}
@@ -216,7 +221,7 @@ def test_search_keeps_a_declared_offload_and_rejects_stages_with_it(tmp_path):
     assert result.rows and all(r["config"].pp == 1 for r in result.rows)
     assert all(r["offload_layers"] == 40 for r in result.rows)
     plain = tmp_path / "plain.astral"
-    plain.write_text(NVL72_JOB, encoding="utf-8")     # no count: nothing rejected for it
+    plain.write_text(NVL8_JOB, encoding="utf-8")      # no count: nothing rejected for it
     none = search.run(str(plain), top=3, engine=LocalEngine(1))
     assert "E768" not in {r["code"] for r in none.counts.to_json()["rejected"]}
 
@@ -242,8 +247,7 @@ def test_search_offloads_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
     from astral_dsl.explore.search.work import Setup, State
     from astral_dsl.seer.memory import estimate
 
-    small = NVL72_JOB.replace("gpus = 64", "gpus = 8").replace("dp = 64", "dp = 8") \
-        .replace("global_batch = 128", "global_batch = 16")
+    small = NVL8_JOB
     path = tmp_path / "nvl8.astral"
     path.write_text(small, encoding="utf-8")
     result = search.run(str(path), top=3, engine=LocalEngine(1))

@@ -151,11 +151,9 @@ def test_search_recomputes_the_fewest_layers_a_layout_needs_to_fit(tmp_path):
     from astral_dsl.explore.search.work import Setup, State
     from astral_dsl.outputs.search import row_json, table
     from astral_dsl.explore.engines import LocalEngine
-    from test_seer_offload import NVL72_JOB
+    from test_seer_offload import NVL8_JOB
 
-    text = NVL72_JOB.replace("gpus = 64", "gpus = 8").replace("dp = 64", "dp = 8") \
-        .replace("global_batch = 128", "global_batch = 16") \
-        .replace("recompute = auto", "recompute = auto, offload_layers = 0")
+    text = NVL8_JOB.replace("recompute = auto", "recompute = auto, offload_layers = 0")
     path = tmp_path / "nvl8.astral"
     path.write_text(text, encoding="utf-8")
     result = search.run(str(path), top=5, engine=LocalEngine(1))
