@@ -157,7 +157,7 @@ class Builder:
                         (o.name, o.cat, o.stream, o.dur, o.flops, o.nbytes, o.group, o.layer,
                          o.deps, o.shape, o.kernels) for o in ops[first:first + count]])
                 shift, move = at - proto[0], L - proto[1]
-                if own:         # the layers since the proto's: its own ops' shift
+                if own:         # one own op a layer: this layer's is nth after the proto's
                     lo, hi, nth = own.start, own.stop, move // step
                     ops += [Op(name, cat, stream, dur, flops, nbytes, group, layer + move,
                                tuple([d + nth if lo <= d < hi else d + shift for d in deps])
