@@ -11,7 +11,11 @@ default local pool (every core), in this process (the figures come back as data)
 job on the whole 524,288-GPU reference site (placement `Astral`, dp 4,096, global batch 65,536),
 each an `astral search --workers 1 --format json` process of its own: its CPU time (user +
 system) and peak RSS from the operating system's accounting (os.wait4), and the search's
-counts."""
+counts.
+
+`--fsdp`: a ZeRO-3 / FSDP job, Llama 3 70B on 64 GPUs of one GB200 NVL72 rack
+(benchmarks/llama70b_nvl72_fsdp.astral), searched in this process on one worker: its CPU time and
+counts (each forecast's layers of one shape copied, ZeRO-3's too: seer/template.py)."""
 from __future__ import annotations
 
 import json
@@ -94,5 +98,21 @@ def scale() -> None:
                   f"mb{best['micro_batch']}: {best['iteration_time_s']:.3f} s")
 
 
+def fsdp() -> None:
+    print(f"astral search of benchmarks/llama70b_nvl72_fsdp.astral, one worker, Python "
+          f"{sys.version.split()[0]}, load average before: {os.getloadavg()[0]:.1f}")
+    cpu0 = time.process_time()
+    r = search.run(str(ROOT / "benchmarks" / "llama70b_nvl72_fsdp.astral"), top=10, workers=1)
+    cpu = time.process_time() - cpu0
+    c, best = r.counts, r.rows[0]
+    print(f"  {c.enumerated:,} enumerated, {c.admitted:,} admitted, {r.fit} forecast fully; "
+          f"best {best['config'].label()}: {best['iteration_time_s']:.3f} s; CPU {cpu:.1f} s")
+
+
 if __name__ == "__main__":
-    scale() if "--scale" in sys.argv[1:] else main()
+    if "--scale" in sys.argv[1:]:
+        scale()
+    elif "--fsdp" in sys.argv[1:]:
+        fsdp()
+    else:
+        main()

@@ -17,6 +17,14 @@ columns, what `--trace` serialises): GPT-3 175B on 1,024 A100s (target < 60 ms) 
 operators per rank, not with the GPU count. Then the Chrome trace of the first written from
 its timeline (outputs/forecast/trace.py), and its size.
 
+ZeRO-3 / FSDP forecasts (`--fsdp`: only these), calibration rows of the shipped runs table
+(seer/calibration/modern.csv): Megatron-LM's FSDP, Llama 3 70B and 3.1 405B on 64 GB200s (NeMo
+25.09, Megatron-Bridge's performance summary); NeMo AutoModel's Llama 3 70B (CP 2) and Qwen3 MoE
+30B on H100s; torchtitan's Llama 3.1 8B on 8 and 405B on 512 H100s (PP 8, TP 8; torchtitan's
+2024-12 benchmarks). Each is timed warm twice: with every layer built, as Seer built ZeRO-3 jobs
+before ("built"), and with a run of alike layers copied (template.Builder.each, each layer's
+weight gather its own: "copied"); the same forecast to the bit (tests/test_seer_speed.py).
+
 The work budget: one simulation of 1,000,000 pipeline blocks (seer/budget.py), its time and the
 process's peak resident memory."""
 from __future__ import annotations
@@ -37,6 +45,10 @@ from astral_dsl.seer.comm import Network, Tier  # noqa: E402
 from astral_dsl.seer.costs import GpuSpec  # noqa: E402
 from astral_dsl.seer.model_spec import ModelSpec  # noqa: E402
 from astral_dsl.seer.spec import JobSpec, ParallelSpec  # noqa: E402
+from astral_dsl.seer.template import Builder  # noqa: E402
+from astral_dsl.runs.evaluate import prepare  # noqa: E402
+from astral_dsl.runs.table import read_table  # noqa: E402
+from astral_dsl.seer.calibration import RUN_FILES  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 REPO = Path(__file__).resolve().parents[1]
@@ -85,8 +97,46 @@ def timed(fn):
     return cold, warm, out
 
 
+FSDP_ROWS = (("run_r142", "Megatron FSDP, Llama 3 70B, 64 GB200"),
+             ("run_r144", "Megatron FSDP, Llama 3.1 405B (TP2), 64 GB200"),
+             ("run_r212", "AutoModel FSDP2, Llama 3 70B (CP2), 64 H100"),
+             ("run_r209", "AutoModel FSDP2, Qwen3 MoE 30B (EP8), 8 H100"),
+             ("run_r213", "torchtitan FSDP2, Llama 3.1 8B, 8 H100"),
+             ("run_r225", "torchtitan FSDP2, Llama 3.1 405B (TP8 PP8), 512 H100"))
+
+
+def every_layer_built(each):
+    """Builder.each with no key: every layer built (the path ZeRO-3 jobs took before)."""
+    def built(self, layers, body, key=None, own=range(0)):
+        each(self, layers, body, None, own)
+    return built
+
+
+def fsdp() -> None:
+    rows = {p.spec.name: p for p in prepare(read_table(RUN_FILES["modern"])) if p.status == "ok"}
+    print(f"{'ZeRO-3 / FSDP forecast, CPU time (warm)':<52} {'built':>9} {'copied':>9}"
+          f" {'iteration':>10}")
+    each = Builder.each
+    for name, label in FSDP_ROWS:
+        p = rows[name]
+        times = []
+        for patch in (every_layer_built(each), each):
+            Builder.each = patch
+            try:
+                _, warm, fc = timed(lambda: seer.run(p.spec, p.gpu, p.net))
+            finally:
+                Builder.each = each
+            times.append((warm, fc.iteration_time))
+        (before, t0), (after, t1) = times
+        assert t0 == t1, name          # the same forecast, to the bit
+        print(f"{label:<52} {before * 1e3:7.1f}ms {after * 1e3:7.1f}ms {t1:9.3f}s")
+
+
 def main() -> None:
     seer.run(gpt3(16), A100, SELENE)                    # imports, calibration, first use
+    if "--fsdp" in sys.argv[1:]:
+        fsdp()
+        return
     reference = astral_dsl.load(REPO / "examples" / "astral.astral")
     print(f"{'forecast (rule included), CPU time':<52} {'cold':>9} {'warm':>9} {'iteration':>10}"
           "  chosen")
@@ -135,6 +185,8 @@ def main() -> None:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"work budget: 1,000,000 pipeline blocks in {dt:.2f} s of CPU; "
           f"peak resident memory of this process {rss:.0f} MiB")
+    print()
+    fsdp()
 
 
 if __name__ == "__main__":

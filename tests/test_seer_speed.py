@@ -1,5 +1,6 @@
 """What Seer's shortcuts give is what the long way gives, to the bit: a run of layers of one shape
-copied instead of built (template.Builder.each), the schedule walked by its _Steps, a
+copied instead of built (template.Builder.each; ZeRO-3 / FSDP jobs' too, each layer waiting for
+its own weights' gather), the schedule walked by its _Steps, a
 forecast's iteration time without its memory estimate and breakdown (forecast.iteration), and
 that time walked by a walk._Program instead of schedule.simulate."""
 from __future__ import annotations
@@ -49,11 +50,11 @@ def _lowered(job, gpu, net):
 
 
 def _counting(each, bodies, copy):
-    def counted(self, layers, body, key=None):
+    def counted(self, layers, body, key=None, own=range(0)):
         def count(L):
             bodies[copy] += 1
             body(L)
-        each(self, layers, count, key if copy else None)
+        each(self, layers, count, key if copy else None, own)
     return counted
 
 
@@ -193,3 +194,66 @@ def test_walk_is_the_simulation_with_boundaries_unalike(jobs, copied):
         finally:
             low.__dict__["_hops"] = even
     assert moved > 10
+
+
+def _fsdp_jobs(jobs):
+    """The calibration's ZeRO-3 / FSDP jobs, one of each kind (framework, pipeline or not,
+    interleaved or not, MoE or dense, recomputation, TP, CP, offloading), and each also with
+    its weights resharded after the forward or kept (reshard_after_forward flipped: the
+    backward gathers them again or not) and with `recompute = full` of each chunk's first 2
+    layers only (recompute_layers)."""
+    kinds = {}
+    for job, gpu, net in jobs:
+        par = job.parallel
+        if par.zero >= 3:
+            kind = (job.framework, par.pp > 1, par.v > 1, job.model.experts > 0, job.recompute,
+                    par.tp > 1, par.cp > 1, bool(job.offload_layers))
+            kinds.setdefault(kind, (job, gpu, net))
+    out = []
+    for job, gpu, net in kinds.values():
+        par = job.parallel
+        out += [(job, gpu, net), (job.with_(parallel=attrs.evolve(
+            par, reshard_after_forward=not par.reshard_after_forward)), gpu, net)]
+        if job.model.layers // (par.pp * par.v) > 3:
+            out.append((job.with_(recompute="full", recompute_layers=2), gpu, net))
+    return out
+
+
+def test_fsdp_layers_copied_are_the_built_ones(jobs, monkeypatch):
+    """ZeRO-3 / FSDP: each layer waits for its own weights' gather, issued ahead of the
+    layers (lower.py), and in the backward ends with its gradients' reduce-scatter; a run of
+    alike layers is copied all the same (Builder.each's `own`), to the bit: the templates, the
+    iteration time walked and simulated. Counted: a one-stage dense job without offloading or
+    partial recomputation builds 5 layers, where building every layer ran 2 L: in the forward
+    the first 2 (the first's chain starts at the embedding's last op as the second's at the
+    first's last: alike), in the backward 3 (a layer ends with its reduce-scatter, a side op:
+    the first's chain starts at the head's last op, the second's at the first's last chained
+    op, one before its last op: the first is not alike)."""
+    fsdp = _fsdp_jobs(jobs)
+    frameworks = {job.framework for job, _, _ in fsdp}
+    assert frameworks == {"megatron", "automodel", "torchtitan"} and len(fsdp) > 30
+    assert any(j.parallel.pp > 1 for j, _, _ in fsdp) and any(j.model.experts for j, _, _ in fsdp)
+    each = Builder.each
+    copied, built, plain = [], [], 0
+    for job, gpu, net in fsdp:
+        bodies = {True: 0, False: 0}
+        monkeypatch.setattr(Builder, "each", _counting(each, bodies, True))
+        copied.append(_lowered(job, gpu, net))
+        monkeypatch.setattr(Builder, "each", _counting(each, bodies, False))
+        built.append(_lowered(job, gpu, net))
+        monkeypatch.undo()
+        par = job.parallel
+        if par.pp == 1 and not job.model.experts and not job.model.hybrid and \
+                not job.offload_layers and job.recompute_layers is None:
+            assert (bodies[True], bodies[False]) == (5, 2 * job.model.layers), job.name
+            plain += 1
+    assert plain > 10
+    for (job, _, _), (la, a), (lb, b) in zip(fsdp, copied, built):
+        for ta, tb in zip(a, b):
+            assert (ta.duration, ta.host, ta.flops, ta.compute, ta.exposed) == \
+                (tb.duration, tb.host, tb.flops, tb.compute, tb.exposed), job.name
+            assert ta.layer_ends() == tb.layer_ends()
+            assert list(map(FIELDS_OF, ta.ops)) == list(map(FIELDS_OF, tb.ops)), job.name
+        m = job.microbatches
+        assert iteration_time(la, m).hex() == iteration_time(lb, m).hex(), job.name
+        assert simulate(la, m)[1].hex() == simulate(lb, m)[1].hex(), job.name

@@ -264,14 +264,15 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
             for L in (layers if phase == "F" else reversed(layers)):
                 gathers[L] = self._weights_op(b, "param all-gather", "ag", L, self.gathered_bytes(
                     self.layer_split(L)[0], self.dense_linear(L)))
+        own = range(len(b.ops))       # the gathers: one per layer, in the pass's order
         # a run of layers of one shape: built twice, then copied (Builder.each); each layer
-        # alike but for its weights' gathers and its activations' copies, and (recompute_layers)
-        # whether it is recomputed
+        # alike but for its activations' copies and (recompute_layers) whether it is recomputed;
+        # its weights' gather is its own (`own`: each layer waits for the next gather)
         whole = self.job.recompute_layers if self.job.recompute == "full" else None
-        shape = self.job.model.shape_key if not fsdp else None
-        if shape is not None and whole is not None:
+        shape = self.job.model.shape_key
+        if whole is not None:
             shape = lambda L, key=shape: (key(L), L - first < whole)   # noqa: E731
-        if shape is not None and offloaded:
+        if offloaded:
             shape = _offload_shape(shape, offloaded, phase, first, n)
         if phase == "F":
             if embed:
@@ -282,7 +283,7 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
                 self._layer_fwd(b, L)
                 if L in offloaded:
                     self._offload(b, "activation offload", "offload_out", L)
-            b.each(layers, forward, shape)
+            b.each(layers, forward, shape, own)
             if n:
                 self._amax_reduce(b, b.fp8_gemms, first + n - 1)
             if head:
@@ -301,7 +302,7 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
                 self._layer_bwd(b, L, whole is None or L - first < whole)
                 if fsdp:
                     self._weights_op(b, "grad reduce-scatter", "rs", L, (self.job.grad_bytes,) * 2)
-            b.each(reversed(layers), backward, shape)
+            b.each(reversed(layers), backward, shape, own)
             if embed:
                 self._embed_bwd(b)
         for op in b.ops:          # layers counted from the chunk's first: templates are shared

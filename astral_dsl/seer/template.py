@@ -134,12 +134,15 @@ class Builder:
     def _state(self) -> tuple:
         return self.tail, tuple(self.pending), self.gates
 
-    def each(self, layers, body, key=None) -> None:
+    def each(self, layers, body, key=None, own: range = range(0)) -> None:
         """body(L) for each layer L of `layers` (it adds the layer's ops). Layers of one shape
         (`key(L)`) get the same ops, shifted: where the two layers before L had its shape and
         came out so (their ops, and the builder's state after them, shifted by their count; the
         ops' layers by the step between them), L's ops are copies of the last layer's, shifted
-        again: what building them gives, without building. key None: every layer is built."""
+        again: what building them gives, without building. key None: every layer is built.
+        `own`: ops added before the run, one per layer in the run's order (ZeRO-3's weight
+        gathers, lower.py): a layer's dependency on one of them is the layer before's on the
+        one before it (shifted by 1, not by the ops' count)."""
         ops = self.ops
         last = None          # (shape, layer, first op, op count, state after) of the last layer
         alike = False        # the last layer's ops and state are the one's before it, shifted
@@ -154,10 +157,19 @@ class Builder:
                         (o.name, o.cat, o.stream, o.dur, o.flops, o.nbytes, o.group, o.layer,
                          o.deps, o.shape, o.kernels) for o in ops[first:first + count]])
                 shift, move = at - proto[0], L - proto[1]
-                ops += [Op(name, cat, stream, dur, flops, nbytes, group, layer + move,
-                           tuple([d + shift for d in deps]) if deps else deps, shape, kernels)
-                        for name, cat, stream, dur, flops, nbytes, group, layer, deps, shape,
-                        kernels in proto[2]]
+                if own:         # one own op a layer: this layer's is nth after the proto's
+                    lo, hi, nth = own.start, own.stop, move // step
+                    ops += [Op(name, cat, stream, dur, flops, nbytes, group, layer + move,
+                               tuple([d + nth if lo <= d < hi else d + shift for d in deps])
+                               if deps else deps, shape, kernels)
+                            for name, cat, stream, dur, flops, nbytes, group, layer, deps,
+                            shape, kernels in proto[2]]
+                else:
+                    ops += [Op(name, cat, stream, dur, flops, nbytes, group, layer + move,
+                               tuple([d + shift for d in deps]) if deps else deps, shape,
+                               kernels)
+                            for name, cat, stream, dur, flops, nbytes, group, layer, deps,
+                            shape, kernels in proto[2]]
                 self.tail = tail + count
                 self.pending = [x + count for x in pending]
                 self.gates = tuple(x + count for x in gates)
@@ -173,8 +185,8 @@ class Builder:
             if k is not None and last is not None and last[0] == k and last[2] + count == first \
                     and last[3] == count:
                 step, grew = L - last[1], self.fp8_gemms - fp8
-                alike = _shifted(ops, last[2], count, step) and _state_shifted(last[4], state,
-                                                                               count)
+                alike = _shifted(ops, last[2], count, step, own) and \
+                    _state_shifted(last[4], state, count)
             last = (k, L, first, count, state)
 
     def add(self, op: Op, chain: bool = True, join: bool = True, extra=()) -> int:
@@ -195,14 +207,16 @@ class Builder:
         return idx
 
 
-def _shifted(ops: List[Op], first: int, count: int, step: int) -> bool:
+def _shifted(ops: List[Op], first: int, count: int, step: int, own: range = range(0)) -> bool:
     """Whether ops[first + count:first + 2 count] are ops[first:first + count] shifted by count
-    (their dependencies) and step (their layers)."""
+    (their dependencies; by 1 those on the layers' `own` ops, Builder.each) and step (their
+    layers)."""
+    lo, hi = own.start, own.stop
     for a, c in zip(ops[first:first + count], ops[first + count:first + 2 * count]):
         if (a.name != c.name or a.cat != c.cat or a.stream != c.stream or a.dur != c.dur
                 or a.flops != c.flops or a.nbytes != c.nbytes or a.group != c.group
                 or a.shape != c.shape or a.kernels != c.kernels or c.layer != a.layer + step
-                or c.deps != tuple(d + count for d in a.deps)):
+                or c.deps != tuple([d + 1 if lo <= d < hi else d + count for d in a.deps])):
             return False
     return True
 
