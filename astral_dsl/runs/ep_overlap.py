@@ -9,7 +9,9 @@ its performance recipes (src/megatron/bridge/perf_recipes/<model>/<gpu>/); the e
 ship the library recipes alone (recipes/<model>/), which leave it off for every model here
 (recipes/deepseek/deepseek_v3.py sets it False at line 170 of 0.3.1 and 0.4.0, 214 of 0.5.0;
 qwen/qwen3_moe.py and gpt_oss/gpt_oss.py never set it). NeMo 2.0's wheel (nemo_toolkit 2.0.0) has
-no such setting, and its 25.0x performance scripts are not available. So every row from NeMo
+no such setting, nor have NeMo 25.04's and 25.07's performance scripts (nemo_toolkit 2.3.0 and
+2.4.0, scripts/performance/llm/) or their Megatron-Core (0.12.0 and 0.13.0 have no such option:
+it came later). So every row from NeMo
 25.09 (the flex dispatcher's release, stacks.FLEX_FROM) on is read with what Megatron-Bridge
 0.6.2's performance recipe for its model, GPU and precision sets, an ASSUMPTION for the
 releases before (each such row says so in its `assumed` list), and the rows before 25.09 without
