@@ -60,6 +60,9 @@ SOURCE = "Megatron-Bridge 0.6.2's performance recipe (perf_recipes/)"
 # the release taken to ship Megatron-Bridge 0.6.2 (module docstring): the first whose own
 # performance recipe is available
 OWN_FROM = (26, 8)
+# the first Megatron-Bridge container (stacks.FLEX_FROM): NeMo 2.x's before it ran Megatron-Core
+# 0.12 (25.04) and 0.13 (25.07), which have no overlap_moe_expert_parallel_comm (module docstring)
+NEMO2_BEFORE = (25, 9)
 
 
 def recipe_ep_overlap(label: str, gpu: str, family: Optional[str],
@@ -73,6 +76,9 @@ def recipe_ep_overlap(label: str, gpu: str, family: Optional[str],
     what = f"{SOURCE} for the model, GPU and precision"
     on = any(label.startswith(model) and gpu == where and family in families
              for model, where, families in EP_OVERLAP_ON)
+    if release is not None and release < NEMO2_BEFORE:
+        return False, ("no expert all-to-all overlap: NeMo 2.x's Megatron-Core (0.12, 0.13) has "
+                       "no such option")
     if release is None or release < OWN_FROM:
         later = f"; {what} sets it" if on else ""
         return False, (f"no expert all-to-all overlap (Megatron-Core's default): this "
