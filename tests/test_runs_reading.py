@@ -261,3 +261,55 @@ def test_deepseek_v3_dispatches_with_hybridep_on_every_gpu_from_nemo_25_09():
     got = {r.id: dict(stack_of(r, True, 1, 4, 8).fields).get("moe_dispatcher") for r in t.runs}
     assert got == {"r164": "hybridep", "r064": "hybridep", "r156": None, "r137": "deepep",
                    "r001": "hybridep", "old": None}
+
+
+def test_nemo2_moe_performance_recipes_drop_tokens_padded_to_capacity():
+    """NeMo 25.04 and 25.07's MoE performance scripts run their recipes in performance mode,
+    which adds MegatronTokenDropCallback (capacity factor 1, inputs padded: nemo_toolkit 2.3.0 /
+    2.4.0 recipes/mixtral_8x7b.py:226, llama4_e16.py:241; Qwen3's scripts from 2.4.0):
+    runs/moe_recipe.py. Mixtral (r185, 25.04) and Llama 4 Scout (r193, 25.07) are read so; the
+    same models in Megatron-Bridge's 25.09 container are not unless labelled (r166's label);
+    Qwen3 only from 25.07; DeepSeek-V3 of 25.07 not (its script drops tokens on Blackwell only,
+    not read). Mixtral's experts of NeMo 2.x run as SequentialMLP (`grouped_gemm = false`)."""
+    from astral_dsl.runs.stacks import stack_of
+
+    rows = [_row("r185"), _row("r193"), _row("r166"),
+            _row("r185", id="bridge", source_version="NeMo 25.09 container (Megatron-Bridge)"),
+            _row("r166", id="qwen_2504", model="Qwen3_235B_a22B",
+                 source_version="NeMo 25.04 container (NeMo Framework docs)"),
+            _row("r166", id="qwen_2507", model="Qwen3_235B_a22B",
+                 source_version="NeMo 25.07 container (NeMo Framework docs)"),
+            _row("r001", id="dsv3_2507", source_version="NeMo 25.07 container")]
+    t = parse_table(_csv(rows), "t.csv")
+    got = {}
+    for r in t.runs:
+        f = dict(stack_of(r, True, 1, 1, 8).fields)
+        got[r.id] = (f.get("capacity_factor"), f.get("pad_to_capacity"),
+                     f.get("moe_dispatcher"), f.get("grouped_gemm"))
+    padded, none = (1.0, True, None, None), (None, None, None, None)
+    # NeMo 2.x's Mixtral runs its experts as SequentialMLP (moe_grouped_gemm left off)
+    assert got == {"r185": (1.0, True, None, False), "r193": padded, "r166": padded,
+                   "bridge": (None, None, "hybridep", None), "qwen_2504": none,
+                   "qwen_2507": padded, "dsv3_2507": none}
+
+
+def test_padded_token_drop_removes_the_forward_token_count_pause():
+    """Padded to capacity, Megatron-Core's alltoall dispatcher sets no host synchronisation
+    point (0.12.0 token_dispatcher.py: drop_and_pad keeps cuda_sync_point = "no_sync"): r185
+    (Mixtral 8x7B, 32 MoE layers, 2 micro-batches a rank, no pipeline) loses exactly its
+    forwards' pauses, 2 x 32 x moe_sync_s, and keeps the backward's; Mixtral's 8 experts at
+    capacity factor 1 take ceil(8,192 x 2 / 8) x 8 = 16,384 copies, as dropless."""
+    from astral_dsl.runs.evaluate import prepare_row
+    from astral_dsl.seer.forecast import run
+    from astral_dsl.seer.calibration import shipped
+
+    row = next(r for r in parse_table(_csv([_row("r185")]), "t.csv").runs)
+    p = prepare_row(row)
+    assert p.spec.capacity_factor == 1.0 and p.spec.pad_to_capacity and not p.spec.host_counts
+    assert p.spec.routed(8192) == 16384
+    plain = p.spec.with_(capacity_factor=None, pad_to_capacity=False)
+    cal = shipped()
+    padded_t = run(p.spec, p.gpu, p.net).iteration_time
+    plain_t = run(plain, p.gpu, p.net).iteration_time
+    expected = 2 * 32 * cal.moe_sync_s
+    assert abs((plain_t - padded_t) - expected) < 1e-6 * plain_t, (plain_t - padded_t, expected)

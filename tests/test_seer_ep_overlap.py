@@ -120,6 +120,10 @@ def test_the_rows_read_their_recipes_overlap():
     assert recipe_ep_overlap("qwen3235ba22b", "h100", "fp8", (26, 4), 8, 4)[1].endswith(
         "leave it off; Megatron-Bridge 0.6.2's performance recipe (perf_recipes/) for the "
         "model, GPU and precision sets it")
+    # NeMo 25.04 and 25.07 ran Megatron-Core 0.12 and 0.13, which have no such option
+    assert recipe_ep_overlap("mixtral8x7b", "gb200", "fp8", (25, 4), 1, 1) == (
+        False, "no expert all-to-all overlap: NeMo 2.x's Megatron-Core (0.12, 0.13) has no such "
+               "option")
     assert recipe_ep_overlap("qwen3235ba22b", "b200", "mxfp8", (26, 8), 8, 1)[1].endswith(
         "this row has pp = 8 and none")
     assert recipe_ep_overlap("deepseekv3", "gb200", "mxfp8", (26, 8), 4, 4)[1].endswith(

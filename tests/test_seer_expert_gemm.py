@@ -21,21 +21,22 @@ FINE = ModelSpec("fine", 4, 4096, 32, 8, 14336, 32000, 4096, "swiglu", experts=6
                  moe_ffn=2048)
 
 
-def fc1(framework="megatron", cuda_graphs=False, ep=4):
+def fc1(framework="megatron", cuda_graphs=False, ep=4, grouped_gemm=True):
     job = JobSpec("j", FINE, ParallelSpec(dp=ep, ep=ep), 64, 1, 4096, "none", "bf16",
-                  framework=framework, cuda_graphs=cuda_graphs)
+                  framework=framework, cuda_graphs=cuda_graphs, grouped_gemm=grouped_gemm)
     low = Lowering(job, Costs.of(job, H100), NET)
     return low.c.cal, next(o for o in low.template(0, 0, "F").ops if o.name == "expert fc1")
 
 
-def expected(cal, experts_at_once: int, rounds: int) -> float:
+def expected(cal, experts_at_once: int, rounds: int, waves=None) -> float:
     # a rank routes 4,096 tokens x 8 = 32,768 rows; balanced over EP 4, its 64 / 4 = 16 local
     # experts receive as many rows in all: 2,048 each;
     # fc1 [2,048 x 4,096] x [4,096 x 2 x 2,048]: 2 x 2,048 x 4,096 x 4,096 FLOPs per expert
     m, n, k, local = 2048, 4096, 4096, 16
     flops = 2.0 * m * n * k * local
     tiles = (m // 128) * (n // 256) * experts_at_once          # 256 tiles of 128 x 256 each
-    eff = cal.gemm_eff_hopper * k / (k + K_HALF) * tiles / (tiles + cal.gemm_waves_expert * 132)
+    waves = cal.gemm_waves_expert if waves is None else waves
+    eff = cal.gemm_eff_hopper * k / (k + K_HALF) * tiles / (tiles + waves * 132)
     return flops / (989e12 * eff) + KERNEL_S * rounds
 
 
@@ -50,6 +51,31 @@ def test_cuda_graphs_and_pytorch_run_one_grouped_kernel():
     for kw in ({"cuda_graphs": True}, {"framework": "torchtitan"}):
         cal, op = fc1(**kw)
         assert op.dur == pytest.approx(expected(cal, 16, 1))       # 4,096 tiles at once
+
+
+def test_sequential_experts_run_one_plain_gemm_after_another():
+    """Without a grouped GEMM (`grouped_gemm = false`: Megatron-Core's SequentialMLP, NeMo 2.x's
+    Mixtral) each of the 16 local experts runs its own GEMM of 256 tiles on the compute stream,
+    16 rounds of one at the dense tile-wave half point (gemm_waves), whatever the CUDA graphs."""
+    for graphs in (False, True):
+        cal, op = fc1(cuda_graphs=graphs, grouped_gemm=False)
+        assert op.dur == pytest.approx(expected(cal, 1, 16, cal.gemm_waves))
+
+
+def test_one_sequential_expert_is_a_dense_gemm():
+    """With one local expert (EP = experts, as Mixtral's 8 over EP 8) SequentialMLP runs the
+    rank's whole input through one MLP: expert fc1 costs what a dense GEMM of its shape does,
+    [32,768 x 4,096] x [4,096 x 4,096] (the rank's 4,096 tokens x top 8 rows, fc1's two
+    halves of 2,048)."""
+    job = JobSpec("j", FINE, ParallelSpec(dp=64, ep=64), 64, 1, 4096, "none", "bf16",
+                  grouped_gemm=False)
+    low = Lowering(job, Costs.of(job, H100), NET)
+    op = next(o for o in low.template(0, 0, "F").ops if o.name == "expert fc1")
+    assert op.dur == pytest.approx(low.c.gemm("x", 32768, 4096, 4096)[0])
+    cal, m, n, k = low.c.cal, 32768, 4096, 4096
+    tiles = (m // 128) * (n // 256)                              # 4,096 tiles of 128 x 256
+    eff = cal.gemm_eff_hopper * k / (k + K_HALF) * tiles / (tiles + cal.gemm_waves * 132)
+    assert op.dur == pytest.approx(2.0 * m * n * k / (989e12 * eff) + KERNEL_S)
 
 
 def test_rounds_cost_more_than_one_grouped_kernel():

@@ -299,6 +299,10 @@ _register(make_kind("job", "an LLM training job", dict(
     pad_to_capacity=FieldSpec(BoolType(), doc="with capacity_factor: every expert's input "
                               "padded to its capacity, so that no token counts go to the "
                               "host (Megatron-Core's --moe-pad-expert-input-to-capacity)"),
+    grouped_gemm=FieldSpec(BoolType(), doc="a MoE layer's local experts run as one grouped "
+                           "GEMM (the default); false: each expert's GEMMs of its own, one "
+                           "expert after another (Megatron-Core without --moe-grouped-gemm: "
+                           "SequentialMLP)"),
     moe_routing=enum("topk", "round_robin",
                      doc="which experts an MoE layer's tokens go to: the router's top-k (at "
                          "random, balanced; within the model's expert groups), or k "

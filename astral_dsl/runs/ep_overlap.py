@@ -9,7 +9,9 @@ its performance recipes (src/megatron/bridge/perf_recipes/<model>/<gpu>/); the e
 ship the library recipes alone (recipes/<model>/), which leave it off for every model here
 (recipes/deepseek/deepseek_v3.py sets it False at line 170 of 0.3.1 and 0.4.0, 214 of 0.5.0;
 qwen/qwen3_moe.py and gpt_oss/gpt_oss.py never set it). NeMo 2.0's wheel (nemo_toolkit 2.0.0) has
-no such setting, and its 25.0x performance scripts are not available. So every row from NeMo
+no such setting, nor have NeMo 25.04's and 25.07's performance scripts (nemo_toolkit 2.3.0 and
+2.4.0, scripts/performance/llm/) or their Megatron-Core (0.12.0 and 0.13.0 have no such option:
+it came later). So every row from NeMo
 25.09 (the flex dispatcher's release, stacks.FLEX_FROM) on is read with what Megatron-Bridge
 0.6.2's performance recipe for its model, GPU and precision sets, an ASSUMPTION for the
 releases before (each such row says so in its `assumed` list), and the rows before 25.09 without
@@ -58,6 +60,9 @@ SOURCE = "Megatron-Bridge 0.6.2's performance recipe (perf_recipes/)"
 # the release taken to ship Megatron-Bridge 0.6.2 (module docstring): the first whose own
 # performance recipe is available
 OWN_FROM = (26, 8)
+# the first Megatron-Bridge container (stacks.FLEX_FROM): NeMo 2.x's before it ran Megatron-Core
+# 0.12 (25.04) and 0.13 (25.07), which have no overlap_moe_expert_parallel_comm (module docstring)
+NEMO2_BEFORE = (25, 9)
 
 
 def recipe_ep_overlap(label: str, gpu: str, family: Optional[str],
@@ -71,6 +76,9 @@ def recipe_ep_overlap(label: str, gpu: str, family: Optional[str],
     what = f"{SOURCE} for the model, GPU and precision"
     on = any(label.startswith(model) and gpu == where and family in families
              for model, where, families in EP_OVERLAP_ON)
+    if release is not None and release < NEMO2_BEFORE:
+        return False, ("no expert all-to-all overlap: NeMo 2.x's Megatron-Core (0.12, 0.13) has "
+                       "no such option")
     if release is None or release < OWN_FROM:
         later = f"; {what} sets it" if on else ""
         return False, (f"no expert all-to-all overlap (Megatron-Core's default): this "

@@ -17,6 +17,7 @@ from astral_dsl import records
 from astral_dsl.runs.ep_overlap import recipe_ep_overlap
 from astral_dsl.runs.precision import precision_of
 from astral_dsl.runs.precision import squeezed as _n
+from astral_dsl.runs.moe_recipe import recipe_token_drop, sequential_experts
 
 
 @records.frozen
@@ -310,18 +311,19 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                                                  release, pp, row.count("vp", 1) or 1)
                 fields["ep_overlap"] = overlap
                 assumed.append(how)
-                tokendrop = "tokendrop" in _n(row.model)
+                dropped = recipe_token_drop(_n(row.model), release)
+                tokendrop = dropped is not None
                 if tokendrop:
-                    # the label says tokens were dropped: Megatron-Bridge's token-drop helper
-                    # (training/utils/moe_token_drop.py, apply_moe_token_drop, 0.3.1) sets a
-                    # capacity factor of 1.0 and pads the experts' inputs to it by default,
-                    # and asserts the alltoall dispatcher ("moe_expert_capacity_factor only
-                    # works with alltoall token dispatcher"): no flex dispatcher (docs/runs.md)
+                    # the label, or the NeMo 2.x performance recipe, says tokens were dropped
+                    # (runs/moe_recipe.py): no flex dispatcher (docs/runs.md)
                     fields["capacity_factor"] = 1.0
                     fields["pad_to_capacity"] = True
-                    assumed.append("tokens dropped beyond each expert's even share and the "
-                                   "experts' inputs padded to it, with the alltoall dispatcher "
-                                   "(capacity factor 1: Megatron-Bridge's token-drop defaults)")
+                    assumed.append(dropped)
+                if sequential_experts(_n(row.model), release):
+                    fields["grouped_gemm"] = False
+                    assumed.append("the experts as Megatron-Core's SequentialMLP, one expert's "
+                                   "GEMMs after another (NeMo 2.x's Mixtral config leaves "
+                                   "moe_grouped_gemm off: runs/moe_recipe.py)")
                 if release is not None and release >= FLEX_FROM and not tokendrop:
                     gb = "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu) or \
                         _n(row.model).startswith(HYBRID_EP_MODELS)

@@ -190,8 +190,9 @@ def _padding_note(job: JobSpec) -> Tuple[str, ...]:
         return ()
     return ("pad_to_capacity: each MoE layer's forward is forecast without its wait for the "
             "token counts (Megatron-Core's drop-and-pad dispatch has none); the only calibration "
-            "runs read as padded are NeMo 25.09's five token-drop rows, whose tables do not "
-            "state it (Megatron-Bridge's token-drop defaults: docs/runs.md)",)
+            "runs read as padded are NeMo 25.09's five token-drop rows and NeMo 25.04-25.07's "
+            "Mixtral and Llama 4 rows, whose tables do not state it (the recipes' token-drop "
+            "defaults: docs/runs.md)",)
 
 
 def iteration(job: JobSpec, gpu, net: comm.Network, calibration: Optional[Calibration] = None

@@ -52,7 +52,7 @@ OPTIONS: Dict[str, str] = {
     "overlap_param_gather": "", "tp_overlap": "", "fp8_recipe": "", "framework": "",
     "cuda_graphs": "", "moe_dispatcher": "", "ep_overlap": "", "pp_overlap": "",
     "torch_compile": "", "fp8_params": "", "capacity_factor": "", "pad_to_capacity": "",
-    "moe_routing": "",
+    "moe_routing": "", "grouped_gemm": "",
     "offload_layers": "", "recompute_layers": "", "recompute_modules": "",
     "tp": "parallel", "pp": "parallel", "dp": "parallel", "cp": "parallel", "ep": "parallel",
     "etp": "parallel", "sp": "parallel", "order": "parallel", "schedule": "parallel",
@@ -247,4 +247,5 @@ def job_spec(job, model_inst, **options) -> JobSpec:
         torch_compile=f.get("torch_compile") is True,
         fp8_params=f.get("fp8_params") is True,
         capacity_factor=_float(f.get("capacity_factor")),
-        pad_to_capacity=f.get("pad_to_capacity") is True)
+        pad_to_capacity=f.get("pad_to_capacity") is True,
+        grouped_gemm=f.get("grouped_gemm") is not False)

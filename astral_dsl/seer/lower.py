@@ -115,9 +115,15 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
         # Megatron-LM's expert GEMMs (a batch of local experts) run one per expert on TE's
         # streams when the host has the token counts, i.e. without CUDA graphs (GEMM_STREAMS);
         # otherwise, and in the PyTorch frameworks (torchtitan's torch._grouped_mm, AutoModel's
-        # grouped GEMM), as one grouped kernel
-        self.expert_streams = GEMM_STREAMS if job.framework == "megatron" and \
-            not job.cuda_graphs else None
+        # grouped GEMM), as one grouped kernel. Without a grouped GEMM (`grouped_gemm = false`:
+        # Megatron-Core's SequentialMLP, experts.py) each expert's Transformer Engine linear
+        # layers run on its own rows, one expert after another on the compute stream: plain
+        # GEMMs, at the dense tile-wave half point (`expert_grouped` False)
+        self.expert_grouped = job.grouped_gemm
+        # Megatron FSDP's weight gradients copied into the main gradient (lower_linear.py)
+        self.grad_copy = job.framework == "megatron" and job.parallel.zero >= 3
+        self.expert_streams = (GEMM_STREAMS if job.framework == "megatron" and
+                               not job.cuda_graphs else None) if job.grouped_gemm else 1
         self._cache: Dict[tuple, Template] = {}      # by shape (chunks of one shape share it)
         self._at: Dict[tuple, Template] = {}         # by (stage, chunk, phase)
 

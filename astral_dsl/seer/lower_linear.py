@@ -131,6 +131,7 @@ class LinearOps:
             self._gemm(b, name + " dgrad", m_, k, n, L, fp8=fp8, parts=parts, inner=True)
             self._dgrad_sum(b, name, m_ * k, len(parts), L)
             self._gemm(b, name + " wgrad", k, n, m_, L, fp8=fp8, parts=parts)
+            self._grad_copy(b, name, k * n, L)
             self._coll(b, name + kind[1], kind[0], "tp", tokens * h * elem, L)
             return
         gather = None
@@ -153,3 +154,19 @@ class LinearOps:
         if self.groups["tp"].hosts <= 1:   # NVLink collectives take SMs and HBM from the GEMMs
             overlapped = sum(b.ops[i].dur for i in (gather, red) if i is not None)
             b.ops[w].dur += self.c.cal.interfere * overlapped
+        self._grad_copy(b, name, k * n, L)
+
+    def _grad_copy(self, b, name, params, layer):
+        """Megatron FSDP's copy of a weight gradient into its main-gradient buffer, `params`
+        elements: Megatron-Bridge (0.3.0 training/config.py: "Gradient accumulation fusion is
+        not supported with Megatron FSDP") and NeMo 2.x's performance scripts (nemo_toolkit
+        2.4.0 scripts/performance/helpers.py, set_mcore_fsdp_configs) turn Transformer Engine's
+        gradient accumulation fusion off, so the weight-gradient GEMM writes `param.grad` and
+        Megatron-Core's FSDP hook copies it into the main gradient (0.13.0 distributed/
+        custom_fsdp/fully_sharded_data_parallel.py, `param.main_grad.copy_(param.grad)` with
+        optim_grads_params): a read of the 16-bit gradient and a write in grad_bytes, after the
+        GEMM. Nothing otherwise (the fused GEMM accumulates into the main gradient; PyTorch
+        FSDP2 reduce-scatters `param.grad` itself)."""
+        if self.grad_copy:
+            self._ew(b, name + " grad copy", (self.elem + self.job.grad_bytes) * params, layer,
+                     join=False)

@@ -62,11 +62,11 @@ class MoeOps:
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._etp(b, pre + "etp all-gather", "ag", routed, L)
         self._linear(b, pre + "expert fc1", rows, ffn * mats, m.hidden, L,
-                     batch=local, streams=self.expert_streams, expert=True)
+                     batch=local, streams=self.expert_streams, expert=self.expert_grouped)
         self._clamp(b, pre + "expert act clamp", routed * m.moe_ffn * mats, L)
         self._ew(b, pre + "expert act", (2 + mats - 1) * routed * m.moe_ffn * elem, L)
         self._linear(b, pre + "expert fc2", rows, m.hidden, ffn, L, batch=local,
-                     streams=self.expert_streams, expert=True)
+                     streams=self.expert_streams, expert=self.expert_grouped)
         self._expert_bias(b, pre + "expert bias", routed * m.hidden, local, L)
         self._etp(b, pre + "etp reduce-scatter", "rs", routed, L)
         self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
@@ -99,9 +99,10 @@ class MoeOps:
             if self.fp8:
                 self._ew(b, name + " grad quantise", self.cast[1] * mm * n * local, L)
             self._gemm(b, name + " dgrad", mm, k, n, L, batch=local, fp8=self.fp8,
-                       streams=self.expert_streams, expert=True)
+                       streams=self.expert_streams, expert=self.expert_grouped)
             self._gemm(b, name + " wgrad", k, n, mm, L, batch=local, fp8=self.fp8,
-                       streams=self.expert_streams, expert=True)
+                       streams=self.expert_streams, expert=self.expert_grouped)
+            self._grad_copy(b, name, k * n * local, L)
             if name == "expert fc2":
                 self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * elem, L)
                 self._clamp(b, "expert act clamp bwd", routed * m.moe_ffn * mats, L, backward=True)

@@ -97,6 +97,8 @@ class JobSpec:
     capacity_factor: Optional[float] = None   # MoE token dropping at this capacity; None:
     #                                           dropless
     pad_to_capacity: bool = False             # experts' inputs padded to their capacity
+    grouped_gemm: bool = True                 # local experts as one grouped GEMM; False:
+    #                                           one expert after another (SequentialMLP)
     ep_overlap: bool = False                  # EP all-to-all overlapped across micro-batches
     pp_overlap: bool = False                  # interleaved: each send overlapped with the next
     #                                           block (Megatron-Core's overlap_p2p_comm)

@@ -1,0 +1,78 @@
+"""What NVIDIA's MoE rows ran that their tables do not say, read off their label or their
+release's performance recipe: token dropping (`capacity_factor`, `pad_to_capacity`) and
+Mixtral's experts as sequential GEMMs (`grouped_gemm = false`).
+
+A row labelled "tokendrop" (Megatron-Bridge's tables from NeMo 25.09) ran Megatron-Bridge's
+token-drop helper (training/utils/moe_token_drop.py, apply_moe_token_drop, 0.3.1): a capacity
+factor of 1.0 with the experts' inputs padded to it, on the alltoall dispatcher.
+
+The NeMo 2.x containers' tables (NeMo 25.04 and 25.07) label no row so, but their performance
+scripts build every MoE model below from its library recipe in performance mode, which adds the
+token-drop callback: nemo_toolkit 2.3.0 and 2.4.0, scripts/performance/llm/
+pretrain_mixtral_8x7b.py and pretrain_llama4_e16.py call `pretrain_recipe(performance_mode=True)`,
+whose `pretrain_performance_optimizations` (collections/llm/recipes/mixtral_8x7b.py line 226,
+mixtral_8x22b.py 233, llama4_e16.py and llama4_e128.py 241) appends MegatronTokenDropCallback
+(lightning/pytorch/callbacks/moe_token_drop.py: moe_expert_capacity_factor = 1.0,
+moe_pad_expert_input_to_capacity = True by default, and it asserts the alltoall dispatcher);
+nemo_toolkit 2.4.0's pretrain_qwen3_30b_a3b.py (line 73) and pretrain_qwen3_235b_a22b.py (74)
+append it themselves. Padded to capacity, Megatron-Core's alltoall dispatcher knows every
+split ahead and sets no host synchronisation point (0.12.0 and 0.13.0,
+transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher: `drop_and_pad` keeps
+cuda_sync_point = "no_sync"). NeMo 25.04 is taken to ship nemo_toolkit 2.3.0 and NeMo 25.07
+2.4.0 (the 25.09 container moved to Megatron-Bridge, stacks.FLEX_FROM), and to run Megatron-Core
+0.12 and 0.13; the DeepSeek-V3 script of 2.4.0 drops tokens on Blackwell only (USE_TOKEN_DROP),
+and the table has no such row.
+
+NeMo 2.x's Mixtral runs its experts as Megatron-Core's SequentialMLP: MixtralConfig (nemo_toolkit
+2.3.0 and 2.4.0, collections/llm/gpt/model/mixtral.py) leaves `moe_grouped_gemm` at Megatron-Core's
+default, False (0.12.0 transformer_config.py:397, 0.13.0 :461), and neither the recipe nor the
+performance script sets it (DeepSeek's, Llama 4's and Qwen3's configs set it True); without it
+moe_module_specs.py (0.12.0, line 60) builds SequentialMLP, whose forward runs each local
+expert's Transformer Engine linear layers on its own tokens, one expert after another
+(transformer/moe/experts.py, SequentialMLP.forward; with one local expert, as with EP 8 of
+Mixtral's 8, the rank's whole input through one MLP)."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+# (model label prefix as precision.squeezed, first NeMo 2.x release whose performance recipe
+# drops tokens): module docstring, file:line there
+NEMO2_TOKEN_DROP = (
+    ("mixtral", (25, 4)),        # recipes/mixtral_8x7b.py:226, mixtral_8x22b.py:233 (2.3.0)
+    ("llama4", (25, 4)),         # recipes/llama4_e16.py:241, llama4_e128.py:241 (2.3.0)
+    ("qwen3", (25, 7)),          # scripts/performance/llm/pretrain_qwen3_*.py:73-74 (2.4.0)
+)
+# (model label prefix as precision.squeezed, first NeMo 2.x release) whose experts run as
+# SequentialMLP (module docstring)
+NEMO2_SEQUENTIAL_EXPERTS = (("mixtral", (25, 4)),)
+# the first release of Megatron-Bridge's containers (stacks.FLEX_FROM), whose MoE recipes drop
+# tokens only where the table's label says so
+BRIDGE_FROM = (25, 9)
+
+
+def recipe_token_drop(label: str, release: Optional[Tuple[int, int]]) -> Optional[str]:
+    """How a Megatron MoE row is taken to have dropped tokens (capacity factor 1, the experts'
+    inputs padded to it, the alltoall dispatcher), or None: `label` its model as
+    precision.squeezed, `release` (year, month) of its NeMo container or None."""
+    if "tokendrop" in label:
+        return ("tokens dropped beyond each expert's even share and the experts' inputs padded "
+                "to it, with the alltoall dispatcher (the label; capacity factor 1: "
+                "Megatron-Bridge's token-drop defaults)")
+    if _nemo2(NEMO2_TOKEN_DROP, label, release):
+        return ("tokens dropped beyond each expert's even share and the experts' inputs "
+                "padded to it, with the alltoall dispatcher (NeMo 2.x's performance recipe "
+                "for the model: MegatronTokenDropCallback, capacity factor 1)")
+    return None
+
+
+def _nemo2(table, label: str, release: Optional[Tuple[int, int]]) -> bool:
+    """Whether a NeMo 2.x row (release before BRIDGE_FROM) of `label` runs what `table` lists."""
+    if release is None or release >= BRIDGE_FROM:
+        return False
+    return any(label.startswith(model) and release >= since for model, since in table)
+
+
+def sequential_experts(label: str, release: Optional[Tuple[int, int]]) -> bool:
+    """Whether a Megatron MoE row ran its experts as SequentialMLP (`grouped_gemm = false`,
+    module docstring): `label` its model as precision.squeezed, `release` its NeMo container's."""
+    return _nemo2(NEMO2_SEQUENTIAL_EXPERTS, label, release)
