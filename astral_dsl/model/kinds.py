@@ -198,6 +198,7 @@ _register(make_kind("model", "an LLM architecture", dict(
                   why="a million times the trained context"),
     expert_groups=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
     group_top_k=_size(low=1, limit=MAX_EXPERTS, why=_EXPERTS),
+    mtp_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
     shared_ffn=_size(low=1, limit=MAX_WIDTH * 8, why=_WIDTH),
     mamba_layers=_size(limit=MAX_LAYERS, why=_LAYERS),
     attention_layers=_size(limit=MAX_LAYERS, why=_LAYERS),

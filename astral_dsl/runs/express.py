@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
+from astral_dsl.runs.deepseek import recipe_layout
 from astral_dsl.runs.parts import names_stdlib_system, system_of
 from astral_dsl.runs.stacks import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, System,
                                     dated, precision_of, release_of, stack_of, stated_settings,
@@ -272,7 +273,13 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
         par["schedule"] = "interleaved"
         assumed.append("virtual stages chosen by Seer's rule (interleaved, count not published)")
     v = par.get("virtual_stages", 1)
-    layout = derived_layout(fields["layers"], pp, v)   # as Seer derives it (seer/stages.py)
+    release = release_of(row)
+    layout = recipe_layout(row, release, stack.framework, fields["layers"], pp, v)
+    if layout:
+        assumed.append(f"pipeline layout [{', '.join(map(str, layout))}] (Megatron-Bridge's "
+                       f"DeepSeek-V3 recipe: set_deepseek_v3_pipeline_model_parallel_layout)")
+    else:
+        layout = derived_layout(fields["layers"], pp, v)   # as Seer derives it (stages.py)
     if layout and v > 1:
         par["layout"] = layout
     elif layout:

@@ -47,10 +47,12 @@ def model_flops_per_token(spec, causal: bool) -> float:
 
     m = spec.model
     total = 0.0
-    for L, count in m.kinds(0, m.layers):
+    for L, count in m.kinds(0, m.layers + m.mtp_layers):
         lin, attn = layer_flops_per_token(spec, L)
         total += count * (lin + (attn / 2 if causal else attn))
-    total += 2 * m.hidden * m.vocab
+    # each MTP depth's eh_proj and logits besides its layer (Megatron-Bridge 0.6.2
+    # training/utils/flop_utils.py; its norms' 3 h are left out here)
+    total += 2 * m.hidden * m.vocab * (1 + m.mtp_layers) + m.mtp_layers * 4 * m.hidden ** 2
     return 3 * total
 
 

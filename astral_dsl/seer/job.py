@@ -124,6 +124,7 @@ def model_spec(inst) -> ModelSpec:
         yarn_factor=_float(f("yarn_factor"), 0.0) or 0.0,
         expert_groups=_int(f("expert_groups"), 0) or 0,
         group_top_k=_int(f("group_top_k"), 0) or 0,
+        mtp_layers=_int(f("mtp_layers"), 0) or 0,
         mamba_layers=_int(f("mamba_layers"), 0) or 0,
         attention_layers=_int(f("attention_layers"), 0) or 0,
         pattern=str(f("pattern") or ""),

@@ -38,6 +38,7 @@ from astral_dsl.seer.lower_comm import CommOps
 from astral_dsl.seer.lower_dense import DenseOps
 from astral_dsl.seer.lower_linear import CAST_BYTES, LinearOps
 from astral_dsl.seer.lower_mamba import MambaOps
+from astral_dsl.seer.lower_mtp import MtpOps
 from astral_dsl.seer.lower_moe import MoeOps
 from astral_dsl.seer.memory import layer_activation_bytes
 from astral_dsl.seer.params import ParamsMixin
@@ -47,7 +48,8 @@ from astral_dsl.seer.template import Op, Template, Builder
 
 
 
-class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, ParamsMixin):
+class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, CommOps,
+               ParamsMixin):
     """The job's block templates and the quantities they are built from.
 
     Attributes, per rank and per micro-batch:
@@ -294,8 +296,10 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
                 self._amax_reduce(b, b.fp8_gemms, first + n - 1)
             if head:
                 self._head_fwd(b)
+                self._mtp_fwd(b)
         else:
             if head:
+                self._mtp_bwd(b)
                 self._head_bwd(b)
 
             def backward(L):
@@ -314,9 +318,11 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, LinearOps, CommOps, Par
         for op in b.ops:          # layers counted from the chunk's first: templates are shared
             if op.layer >= 0:
                 op.layer -= first
-        # the host issues each layer's pass (the embedding and the head count as one)
+        # the host issues each layer's pass (the embedding and the head count as one, and an
+        # MTP depth's embedding, projection and head as one more: its layer is among the n)
         redone = (n if whole is None else min(n, whole)) if self.job.recompute == "full" else 0
         tpl = Template(b.ops, self.host_layer_s * (n + (1 if embed or head else 0)
+                                                   + (self.job.model.mtp_layers if head else 0)
                                                    + (redone if phase == "B" else 0)))
         self._cache[key] = tpl
         return tpl

@@ -66,30 +66,31 @@ class DenseOps:
         self._ew(b, ("post-attn norm bwd" if m.layer_kind(L) == "T" else "input norm bwd"),
                  3 * sp_tokens * h * elem, L, "norm")
 
-    def _embed_fwd(self, b):
+    def _embed_fwd(self, b, pre="", L=EMBED):
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
-        self._ew(b, "embedding", 2 * tokens * h * elem, EMBED)
-        self._tp_out(b, "embedding", EMBED)
+        self._ew(b, pre + "embedding", 2 * tokens * h * elem, L)
+        self._tp_out(b, pre + "embedding", L)
 
-    def _embed_bwd(self, b):
+    def _embed_bwd(self, b, pre="", L=EMBED):
         h, elem, tokens = self.job.model.hidden, self.elem, self.tokens
         if self.sp:
-            self._coll(b, "embedding grad all-gather", "ag", "tp", tokens * h * elem, EMBED)
-        self._ew(b, "embedding bwd", 3 * tokens * h * elem, EMBED)
+            self._coll(b, pre + "embedding grad all-gather", "ag", "tp", tokens * h * elem, L)
+        self._ew(b, pre + "embedding bwd", 3 * tokens * h * elem, L)
 
-    def _head_fwd(self, b):
+    def _head_fwd(self, b, pre=""):
         m, elem, tokens = self.job.model, self.elem, self.tokens
         V = m.vocab / self.tp
-        self._ew(b, "final norm", 2 * self.sp_tokens * m.hidden * elem, HEAD, "norm")
+        self._ew(b, pre + "final norm", 2 * self.sp_tokens * m.hidden * elem, HEAD, "norm")
         if self.sp:
-            self._coll(b, "head all-gather", "ag", "tp", tokens * m.hidden * elem, HEAD)
-        self._gemm(b, "logits", tokens, V, m.hidden, HEAD)
-        self._ew(b, "cross entropy", tokens * V * (elem + 8), HEAD, kernels=4)
-        self._coll(b, "loss all-reduce", "ar", "tp", 8 * tokens, HEAD)
+            self._coll(b, pre + "head all-gather", "ag", "tp", tokens * m.hidden * elem, HEAD)
+        self._gemm(b, pre + "logits", tokens, V, m.hidden, HEAD)
+        self._ew(b, pre + "cross entropy", tokens * V * (elem + 8), HEAD, kernels=4)
+        self._coll(b, pre + "loss all-reduce", "ar", "tp", 8 * tokens, HEAD)
 
-    def _head_bwd(self, b):
+    def _head_bwd(self, b, pre=""):
         m, elem, tokens = self.job.model, self.elem, self.tokens
         V = m.vocab / self.tp
-        self._ew(b, "cross entropy bwd", tokens * V * (elem + 4), HEAD)
-        self._linear_bwd(b, "logits", tokens, V, m.hidden, HEAD, column=True, layer_linear=False)
-        self._ew(b, "final norm bwd", 3 * self.sp_tokens * m.hidden * elem, HEAD, "norm")
+        self._ew(b, pre + "cross entropy bwd", tokens * V * (elem + 4), HEAD)
+        self._linear_bwd(b, pre + "logits", tokens, V, m.hidden, HEAD, column=True,
+                         layer_linear=False)
+        self._ew(b, pre + "final norm bwd", 3 * self.sp_tokens * m.hidden * elem, HEAD, "norm")

@@ -41,6 +41,9 @@ class ModelSpec:
     expert_groups: int = 0            # group-limited routing: the experts in this many groups,
     group_top_k: int = 0              # each token's experts in at most this many of them
     #                                   (DeepSeek-V3's node-limited routing: 8 and 4)
+    mtp_layers: int = 0               # multi-token prediction depths trained beside the model
+    #                                   (Megatron-Core's mtp_num_layers; DeepSeek-V3: 1), each
+    #                                   a layer like the last one, on the last pipeline stage
     # a hybrid model (Nemotron-H): Mamba-2 layers, attention-only layers, and the rest MLP (or
     # MoE) layers, in `pattern`'s order (Megatron's hybrid_override_pattern: M, *, - or E per
     # layer) or evenly interleaved; and the Mamba-2 layers' dimensions
@@ -143,6 +146,8 @@ class ModelSpec:
         * (attention), E (MoE) or - (MLP)."""
         if not self.hybrid:
             return "T"
+        if self.layers <= layer < self.layers + self.mtp_layers:   # an MTP layer: the last's
+            layer = self.layers - 1
         return hybrid_pattern(self)[layer] if 0 <= layer < self.layers else "-"
 
     def is_moe(self, layer: int) -> bool:

@@ -83,7 +83,19 @@ def stage_params(job, chunks, stage: int, layer=None) -> float:
         total += m.vocab * m.hidden / par.tp
     if stage == par.pp - 1 and (not m.gpt or par.pp > 1):
         total += m.vocab * m.hidden / par.tp
+    if stage == par.pp - 1 and m.mtp_layers:
+        total += mtp_params(job)
     return total
+
+
+def mtp_params(job) -> float:
+    """What multi-token prediction adds to the last stage besides its layers (lower_mtp.py):
+    each depth's eh_proj (2 h x h, column-parallel) and its three norms (enorm, hnorm,
+    final_layernorm), and with pipeline stages the word embedding its input takes (Megatron-Core
+    0.16.0 models/gpt/gpt_model.py: the MTP stage holds the embedding)."""
+    m, par = job.model, job.parallel
+    depth = 2 * m.hidden * m.hidden / par.tp + 3 * m.hidden
+    return m.mtp_layers * depth + (m.vocab * m.hidden / par.tp if par.pp > 1 else 0.0)
 
 
 class ParamsMixin:
