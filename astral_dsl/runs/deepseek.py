@@ -43,3 +43,12 @@ def recipe_layout(row, release, framework: str, layers: int, pp: int,
     """The recipe's layers per virtual stage for the row's (pp, vp), or None."""
     layout = RECIPE_LAYOUTS.get((pp, vp)) if bridge_deepseek(row, release, framework) else None
     return layout if layout and sum(layout) == layers else None
+
+
+def mtp_unread(row, release, framework: str) -> Optional[str]:
+    """What the row is taken to have run without: the recipe's MTP depth (module docstring),
+    for NVIDIA's DeepSeek-V3 rows but the one labelled "w/o MTP"; None otherwise."""
+    if not bridge_deepseek(row, release, framework) or "womtp" in _n(row.model):
+        return None
+    return ("without the recipe's multi-token prediction depth, which the row ran (not read "
+            "yet: docs/runs.md, DeepSeek-V3)")

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 from astral_dsl import records
-from astral_dsl.runs.deepseek import bridge_deepseek, recipe_layout
+from astral_dsl.runs.deepseek import mtp_unread, recipe_layout
 from astral_dsl.runs.parts import names_stdlib_system, system_of
 from astral_dsl.runs.stacks import (TITAN_MICROBATCH_SIZE_FROM, TITAN_STAGES_PER_RANK, System,
                                     dated, precision_of, release_of, stack_of, stated_settings,
@@ -275,9 +275,9 @@ def express(row: Run, systems: Optional[Dict[str, System]] = None) -> object:
     v = par.get("virtual_stages", 1)
     release = release_of(row)
     layout = recipe_layout(row, release, stack.framework, fields["layers"], pp, v)
-    if bridge_deepseek(row, release, stack.framework) and "w/o mtp" not in row.model.lower():
-        assumed.append("without the recipe's multi-token prediction depth, which the row ran "
-                       "(not read yet: docs/runs.md, DeepSeek-V3)")
+    unread = mtp_unread(row, release, stack.framework)
+    if unread:
+        assumed.append(unread)
     if layout:
         assumed.append(f"pipeline layout [{', '.join(map(str, layout))}] (Megatron-Bridge's "
                        f"DeepSeek-V3 recipe: set_deepseek_v3_pipeline_model_parallel_layout)")
