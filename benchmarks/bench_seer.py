@@ -2,7 +2,9 @@
 docs/seer.md; never asserted here). Times are CPU time of this process (time.process_time: the
 machine is shared, and wall time counts the other processes too): "cold" is the first forecast
 of that job in the process (after the imports and one forecast of another job), "warm" the best
-of N more (the dependency order of a pipeline schedule is cached per shape, seer/schedule.py).
+of N more (the dependency order of a pipeline schedule is cached per shape, seer/schedule.py;
+the memory estimate of a job, memory.of_job, is cleared before each: a warm forecast estimates
+it once, as a forecast of a new job does).
 
 Forecasts (the rule included):
 - Megatron-LM's 1T model on 3,072 A100s (TP8 PP64 DP6, global batch 3,072, sequence 2,048,
@@ -42,6 +44,7 @@ import astral_dsl  # noqa: E402
 from astral_dsl import seer  # noqa: E402
 from astral_dsl.outputs.forecast import trace  # noqa: E402  (numpy: imports are not the work)
 from astral_dsl.seer.comm import Network, Tier  # noqa: E402
+from astral_dsl.seer import memory  # noqa: E402
 from astral_dsl.seer.costs import GpuSpec  # noqa: E402
 from astral_dsl.seer.model_spec import ModelSpec  # noqa: E402
 from astral_dsl.seer.spec import JobSpec, ParallelSpec  # noqa: E402
@@ -91,6 +94,7 @@ def timed(fn):
     cold = time.process_time() - t
     warm = float("inf")
     for _ in range(RUNS):
+        memory.of_job.cache_clear()     # each warm forecast estimates its memory (once) again
         t = time.process_time()
         out = fn()
         warm = min(warm, time.process_time() - t)

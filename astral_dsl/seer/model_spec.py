@@ -160,6 +160,8 @@ class ModelSpec:
         return self.layer_kind(layer) in ("T", "-") and not self.is_moe(layer)
 
     def shape_key(self, layer: int) -> Tuple[str, bool]:
+        if not (self.pattern or self.mamba_layers):     # not hybrid: layer_kind and is_moe inline
+            return "T", self.experts > 0 and layer >= self.dense_layers
         return self.layer_kind(layer), self.is_moe(layer)
 
     def kinds(self, first: int, n: int) -> Tuple[Tuple[int, int], ...]:

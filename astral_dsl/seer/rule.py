@@ -41,7 +41,7 @@ from astral_dsl import records
 from astral_dsl.seer import budget
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.schedule import runnable
-from astral_dsl.seer.memory import MemoryEstimate, estimate, offload_obstacle
+from astral_dsl.seer.memory import MemoryEstimate, of_job, offload_obstacle
 from astral_dsl.seer.spec import JobSpec
 from astral_dsl.seer.stages import chunk_layers, stage_layers, virtual_stage_options
 
@@ -101,7 +101,7 @@ def offloading(job: JobSpec, gpu, costs, net) -> Optional[Candidate]:
     def fits(k: int) -> bool:
         trial = job.with_(offload_layers=k)
         low = Lowering(trial, costs, net)
-        tried[k] = Candidate(trial, low, estimate(trial, low.stage_params), 0.0)
+        tried[k] = Candidate(trial, low, of_job(trial), 0.0)
         return tried[k].memory.total <= gpu.memory
 
     k = fewest(fits, 1, job.model.layers - 1)   # the activations shrink as more layers go
@@ -146,7 +146,7 @@ def partial_recompute(job: JobSpec, gpu, costs, net) -> Optional[Candidate]:
     def fits(n: int) -> bool:
         trial = job.with_(recompute="full", recompute_layers=n)
         low = Lowering(trial, costs, net)
-        tried[n] = Candidate(trial, low, estimate(trial, low.stage_params), 0.0)
+        tried[n] = Candidate(trial, low, of_job(trial), 0.0)
         return tried[n].memory.total <= gpu.memory
 
     n = fewest(fits, 1, most)      # the activations shrink as more layers are recomputed
@@ -174,7 +174,7 @@ def choose(job: JobSpec, gpu, net, costs, simulate: Callable[[Candidate], object
     cands: List[Candidate] = []
     for cand in candidates(job):
         low = Lowering(cand, costs, net)
-        cands.append(Candidate(cand, low, estimate(cand, low.stage_params), 0.0))
+        cands.append(Candidate(cand, low, of_job(cand), 0.0))
     if len(cands) == 1:
         return simulate(cands[0])
     cap = gpu.memory or float("inf")

@@ -12,7 +12,6 @@ from astral_dsl.seer.cluster import Cluster
 from astral_dsl.seer.diag import err as _err, warn as _warn
 from astral_dsl.seer.memory import offload_obstacle
 from astral_dsl.seer.spec import JobSpec
-from astral_dsl.seer.stages import chunk_layers
 from astral_dsl.units.readable import memory_capacity
 
 GB = 1e9
@@ -50,8 +49,7 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
     by less (memory.py states the uncertainty). A job that leaves its micro-batch (or virtual
     stages) to the rule is checked at the smallest (micro-batch 1, no interleaving);
     forecast_diagnostics checks the configuration the rule chose."""
-    from astral_dsl.seer.memory import estimate
-    from astral_dsl.seer.params import stage_params
+    from astral_dsl.seer.memory import of_job
 
     if not cluster.gpu.memory:          # the GPU declares no memory: nothing to check against
         return []
@@ -62,10 +60,7 @@ def memory_check(job, spec: JobSpec, cluster: Cluster) -> List[Diagnostic]:
         probe = probe.with_(offload_layers=0)
     if probe.parallel.schedule == "interleaved" and not probe.parallel.v:
         probe = probe.with_(parallel=attrs.evolve(probe.parallel, v=1))
-    chunks = chunk_layers(probe)
-    return memory_diagnostics(job, probe,
-                              estimate(probe, lambda i: stage_params(probe, chunks, i)),
-                              cluster.gpu)
+    return memory_diagnostics(job, probe, of_job(probe), cluster.gpu)
 
 
 def memory_diagnostics(job, spec: JobSpec, est, gpu, chosen=()) -> List[Diagnostic]:
