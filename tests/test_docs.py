@@ -241,6 +241,7 @@ _NO_EXAMPLE = {
     "E221",                                   # an unknown --job (an option of a command)
     "E406",                                   # imports 64 deep (64 files)
     "E407",                                   # the language server's time limit
+    "E410",                                   # the language server's memory limit
 }
 
 
@@ -355,7 +356,8 @@ def test_every_code_has_an_example():
     # sizing solver, the language server's time limit, a trace too large to write) are shown as
     # console sessions instead
     # (and a climate file shorter than a year: a second file)
-    by_console = {"E000", "E100", "E101", "E102", "E108", "E207", "E406", "E407", "E662", "W100",
+    by_console = {"E000", "E100", "E101", "E102", "E108", "E207", "E406", "E407", "E410", "E662",
+                  "W100",
                   "W643",
                   "E700", "E701", "E702", "E703", "E704", "E800", "E801", "E802", "E803", "W800"}
     # codes of `astral forecast --scenario` only (a job under a scenario's failures), and of

@@ -81,6 +81,7 @@ CODES: dict[str, str] = {
     "E407": "analysis stopped at the language server's time limit",
     "E408": "too many scenarios to check",
     "E409": "design too costly to evaluate",
+    "E410": "analysis stopped at the language server's memory limit",
     "W400": "no site declared",
     # E5xx / W5xx: user constraints
     "E500": "check failed",

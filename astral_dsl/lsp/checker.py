@@ -25,6 +25,8 @@ def check(uri: str, path: Optional[str], text: str, open_texts: Dict[str, str]):
 
     try:
         a = analyse(uri, Path(path) if path is not None else None, text, None, overlay)
+    except MemoryError:
+        return "memory", None           # past the worker's limit (serve): E410, then a new worker
     except Exception as exc:  # noqa: BLE001 - a compiler bug is the server's E000, not a crash
         return "error", f"{type(exc).__name__}: {exc}"
     return "ok", placed(a)
@@ -35,8 +37,29 @@ def check(uri: str, path: Optional[str], text: str, open_texts: Dict[str, str]):
 WARM = "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nsite S { hosts = 2 x H }\n"
 
 
-def serve(conn) -> None:
-    """Answer requests (check's arguments) until the server closes the pipe."""
+def limit_memory(extra: Optional[int]) -> None:
+    """Let this process take at most `extra` bytes of address space beyond what it has now
+    (RLIMIT_AS; None, or a system without the limit: none)."""
+    try:
+        import resource
+        with open("/proc/self/statm") as f:
+            have = int(f.read().split()[0]) * resource.getpagesize()
+    except (ImportError, OSError, ValueError):
+        return
+    if extra is None:
+        return
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    soft = have + extra if hard == resource.RLIM_INFINITY else min(have + extra, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def serve(conn, memory: Optional[int] = None) -> None:
+    """Answer requests (check's arguments) until the server closes the pipe; `memory`: the
+    bytes of address space the analyses may take beyond this process's start (limit_memory).
+    An analysis past it answers ("memory", None), and the process ends after answering: what
+    it had allocated may have left it in no state to serve another (the server starts a new
+    one)."""
+    limit_memory(memory)
     check("warm.astral", None, WARM, {})
     conn.send("ready")
     while True:
@@ -44,4 +67,7 @@ def serve(conn) -> None:
             request: Tuple = conn.recv()
         except (EOFError, OSError, KeyboardInterrupt):
             return
-        conn.send(check(*request))
+        answer = check(*request)
+        conn.send(answer)
+        if answer[0] == "memory":
+            return

@@ -3,7 +3,7 @@ their analyses (debounced, once per version, in a worker process that a newer ve
 deadline ends; the worker's diagnostics published as soon as it answers, the server's own
 compile for hover and navigation after them), and the analyses of the project's other files for
 references (project.py). What the editor is shown of diagnostics, and of an analysis that
-failed (E000) or ran out of time (E407), is published.py's."""
+failed (E000), ran out of time (E407) or of memory (E410), is published.py's."""
 from __future__ import annotations
 
 import asyncio
@@ -22,7 +22,8 @@ from astral_dsl.lsp import workers
 from astral_dsl.lsp.analysis import Analysis, analyse
 from astral_dsl.lsp.positions import Lines
 from astral_dsl.lsp.project import path_uri, uri_path
-from astral_dsl.lsp.published import failed_analysis, stopped_analysis, to_lsp, uncompiled
+from astral_dsl.lsp.published import (failed_analysis, memory_analysis, stopped_analysis, to_lsp,
+                                      uncompiled)
 from astral_dsl.lsp.protocol import AstralProtocol, NotOpen, RequestFailed
 
 log = logging.getLogger("astral.lsp")
@@ -197,6 +198,9 @@ class AstralServer(LanguageServer):
             status, found = "error", f"the analysis worker ended: {exc}"   # then respawned
         if stopper.stopped:
             raise workers.Stopped("the analysis was cancelled")
+        if status == "memory":
+            log.warning("the analysis of %s passed the workers' memory limit", uri)
+            return memory_analysis(uri, path, text, version, self.checker.memory)
         if status != "ok":
             log.error("analysis of %s failed: %s", uri, found)
             return failed_analysis(uri, path, text, version, RuntimeError(found))

@@ -1,8 +1,8 @@
 """What the editor is shown of an analysis's diagnostics: each placed in the document being
 edited (a problem in an imported file shown on the import that brings it in, its file and
 position in its message; `placed`, run where the analysis ran, in the worker process), then
-converted to the LSP's (`to_lsp`); and the one diagnostic of an analysis that failed (E000) or
-ran out of time (E407)."""
+converted to the LSP's (`to_lsp`); and the one diagnostic of an analysis that failed (E000),
+ran out of time (E407) or out of memory (E410)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -91,6 +91,18 @@ def stopped_analysis(uri: str, path: Optional[Path], text: str, version: int, ex
         "E407", Severity.ERROR, f"{exc} (the language server's limit): the next edit is "
         f"analysed afresh", None, "run `astral check` on the file for the full report; a "
         "design this slow usually has a huge `for` or replication count, or a very long file"))
+
+
+def memory_analysis(uri: str, path: Optional[Path], text: str, version: int,
+                    limit: Optional[int]):
+    """What the editor sees when the analysis passed the worker's memory limit (E410)."""
+    what = (f"needed more than {limit / (1 << 30):g} GiB of memory beyond its start and was "
+            f"stopped (the language server's limit)" if limit else
+            "ran out of memory and was stopped")
+    return _unanalysed(uri, path, text, version, Diagnostic(
+        "E410", Severity.ERROR, f"the analysis {what}: the next edit is analysed afresh", None,
+        "run `astral check` on the file for the full report; a design this large usually has a "
+        "huge `for` or replication count, or a very long file"))
 
 
 def uncompiled(uri: str, path: Optional[Path], text: str, version: int, found, seconds: float):

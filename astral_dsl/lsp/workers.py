@@ -37,6 +37,11 @@ START = 30.0
 # forked from it starts warm: one that replaces an ended worker is ready in milliseconds, not
 # after half a second of its own imports
 PRELOAD = ["astral_dsl.lsp.warm"]
+# bytes of address space a worker may take beyond what it had when it started (RLIMIT_AS,
+# checker.serve): a check of the GB200 NVL72 example peaks at ~0.5 GB of address space (0.16 GB
+# resident); past the limit the analysis ends with E410, not the machine's memory (before, a
+# worker could grow without bound, the server's other documents and the editor with it)
+MEMORY = 4 << 30
 
 
 def _context():
@@ -195,11 +200,11 @@ class _Worker:
 
     killed = False           # `kill` ended the process
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx, memory: Optional[int] = MEMORY) -> None:
         from astral_dsl.lsp import checker
 
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=checker.serve, args=(child,), daemon=True,
+        self.process = ctx.Process(target=checker.serve, args=(child, memory), daemon=True,
                                    name="astral-analysis")
         self.process.start()
         child.close()
@@ -264,18 +269,42 @@ class _Worker:
 
 class Checker:
     """Analyses in worker processes the server can end: `check(stopper, request)` runs one in a
-    warm worker (lsp/checker.py), which `stopper.stop()` ends at any point."""
+    warm worker (lsp/checker.py), which `stopper.stop()` ends at any point. `memory`: the bytes
+    of address space each worker may take beyond its start (MEMORY; None: no limit)."""
 
-    def __init__(self) -> None:
+    def __init__(self, memory: Optional[int] = MEMORY) -> None:
         self._ctx = _context()                  # no fork of the threaded server itself
+        self._memory = memory
         self._lock = threading.Lock()
         self._idle: List[_Worker] = []
+        self._starting = 0                      # workers `warm` is starting, outside the lock
+
+    @property
+    def memory(self) -> Optional[int]:
+        return self._memory
 
     def warm(self) -> None:
-        """Start the idle workers (their imports run while the editor opens the file)."""
-        with self._lock:
-            while len(self._idle) < IDLE:
-                self._idle.append(_Worker(self._ctx))
+        """Start the idle workers (their imports run while the editor opens the file). A start
+        talks to the fork server, which may never answer: it is made outside the lock, which
+        `check` takes to find an idle worker (held through the start, one stalled start kept
+        every later analysis from starting: they waited for the lock, not for a deadline)."""
+        while True:
+            with self._lock:
+                if len(self._idle) + self._starting >= IDLE:
+                    return
+                self._starting += 1
+            try:
+                worker = _Worker(self._ctx, self._memory)
+            finally:
+                with self._lock:
+                    self._starting -= 1
+            with self._lock:
+                keep = len(self._idle) < IDLE
+                if keep:
+                    self._idle.append(worker)
+            if not keep:
+                worker.close()
+                return
 
     def check(self, stopper: Stopper, request, timeout: Optional[float] = None) -> Any:
         with self._lock:
@@ -283,7 +312,7 @@ class Checker:
                 self._idle.pop(0).close()          # its pipe too (an fd a dead one kept)
             worker = self._idle.pop(0) if self._idle else None
         if worker is None:
-            worker = _Worker(self._ctx)
+            worker = _Worker(self._ctx, self._memory)
         threading.Thread(target=self.warm, daemon=True).start()     # the next one, ready
         stopper.attach(worker)
         try:
