@@ -398,6 +398,29 @@ def test_fp8_parameters_for_the_nemo_2_and_megatron_bridge_fp8_rows():
     assert not any("fp8 parameters" in a for a in prepared["r121"].expressed.assumed)
 
 
+def test_nemo_25_04_fsdp_rows_run_without_fp8_parameters():
+    """NeMo 25.04's performance scripts turn fp8 parameters off under Megatron FSDP (nemo_toolkit
+    2.3.0 scripts/performance/utils.py 352-354; runs/stacks.py FSDP_NO_FP8_PARAMS): its Llama 3
+    70B current-scaling row on GB200 with FSDP (r181) holds 16-bit weights; NeMo 25.07's FSDP
+    row of the same model (r188, nemo_toolkit 2.4.0, which no longer does so) and r181 read
+    without FSDP keep them in fp8. By hand, Llama 3 70B has 80 x 855.6 M linear weights (q and o
+    8192^2 each, k and v 8192 x 1024 each, the MLP 3 x 8192 x 28672) = 68.45 B; without fp8
+    parameters each of the 64 ranks holds their 16-bit shard, 2 x 68.45 B / 64 = 2.14 GB, which
+    fp8 parameters leave out of its 16-bit weights."""
+    import attrs
+    from astral_dsl.seer.forecast import run
+    rows = [_row("r181"), _row("r188"), _row("r181", id="nofsdp", fsdp="")]
+    prepared = {p.row.id: p for p in prepare(parse_table(_csv(rows), "t.csv"))}
+    assert [prepared[i].spec.fp8_params for i in ("r181", "r188", "nofsdp")] == \
+        [False, True, True]
+    assert not any("fp8 parameters" in a for a in prepared["r181"].expressed.assumed)
+    p = prepared["r181"]
+    assert p.spec.parallel.zero == 3 and p.spec.dtype == "fp8"
+    off = run(p.spec, p.gpu, p.net).memory.weights
+    on = run(attrs.evolve(p.spec, fp8_params=True), p.gpu, p.net).memory.weights
+    assert off - on >= 2 * 68.45e9 / 64
+
+
 def test_nemotron_4_340b_of_nemo_24_07_fits_without_recomputation():
     """NeMo 24.07's Nemotron-4 340B (TP 8, PP 8, 12 virtual stages of one layer, DP 2, 16
     micro-batches) with fp8 parameters holds its states and the interleaved schedule's

@@ -125,6 +125,14 @@ BF16_MOMENTS_MODELS = ("deepseekv3", "moonlight", "olmoe")
 # recomputing every layer is 20 % slower than it ran, recomputing none 3 % faster. The 24.03
 # rows keep Transformer Engine's default (16-bit weights and fp8 copies).
 FP8_PARAMS_FROM = (24, 7)
+# The releases whose performance scripts turn fp8 parameters off under Megatron FSDP: NeMo
+# 25.04's (nemo_toolkit 2.3.0 scripts/performance/utils.py, set_primary_perf_configs, lines
+# 352-354: "Currently FSDP does not support FP8 param gather. Disabling fp8 param gather.",
+# `recipe.trainer.plugins.fp8_param_gather = False`, which MegatronMixedPrecision passes on as
+# DtypeConfig's `fp8_param` too: nemo/lightning/pytorch/plugins/mixed_precision.py 148-149).
+# NeMo 25.07's (2.4.0 scripts/performance/helpers.py, set_precision_configs and
+# set_mcore_fsdp_configs) no longer do; Megatron-Bridge (0.3.0, 0.6.2) never did.
+FSDP_NO_FP8_PARAMS = ((25, 4),)
 # Before this release the NeMo rows are read with attention on FlashAttention-2's kernels
 # (`attention = flash2`). Transformer Engine 2.9 prefers its cuDNN FusedAttention on Hopper
 # ("Disabling FlashAttention to give FusedAttention preference on Hopper+ for performance
@@ -287,9 +295,10 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
             # (virtual stages > 1) overlaps its sends with the next block (overlap_p2p_comm)
             fields["pp_overlap"] = pp > 1
             prec = precision_of(row.precision, row.gpu, release)[0]
+            fsdp_off = (row.count("fsdp") or 0) >= 1 and release in FSDP_NO_FP8_PARAMS
             if release is not None and release >= FP8_PARAMS_FROM and prec is not None and \
-                    (prec[0] == "mxfp8" or (prec[0] == "fp8" and prec[1] in ("current",
-                                                                               "delayed"))):
+                    not fsdp_off and (prec[0] == "mxfp8" or (
+                        prec[0] == "fp8" and prec[1] in ("current", "delayed"))):
                 fields["fp8_params"] = True
                 assumed.append("fp8 parameters: the linear weights held in fp8 only (the "
                                "recipes' precision configs, NeMo 2.0 and Megatron-Bridge)")
