@@ -1,9 +1,10 @@
 """A request that waits for an analysis always gets an answer: a worker process that never
 starts (never says "ready") is stopped at workers.START, and a request waits for the analysis
-at most `wait_limit` seconds (then RequestFailed; the outline parses the text itself). Seen
-once in CI on a loaded machine: `textDocument/documentSymbol` after a didOpen and a didChange
-was not answered in 90 s, and the wait for a worker's start had no bound. In process: the
-worker's process and pipe, and the checker, are stand-ins."""
+at most `wait_limit` seconds (then RequestFailed); the outline never waits for it (it parses
+the text when no analysis of that text is done). Seen once in CI on a loaded machine:
+`textDocument/documentSymbol` after a didOpen and a didChange was not answered in 90 s, and
+the wait for a worker's start had no bound. In process: the worker's process and pipe, and the
+checker, are stand-ins."""
 from __future__ import annotations
 
 import asyncio
@@ -142,3 +143,31 @@ def test_a_dead_idle_worker_is_dropped_with_its_pipe():
     checker._idle = [dead, live]
     assert checker.check(workers.Stopper(), "a") == ("ok", "a")
     assert dead.closed and not live.closed and checker._idle == [live]
+
+
+def test_the_outline_does_not_wait_for_a_stalled_analysis(tmp_path):
+    """The outline needs only the syntax: with the document's analysis stalled (a worker that
+    never answers, wait_limit 70 s), it is answered from the text at once (it waited for the
+    analysis until wait_limit, showing nothing)."""
+    server = build(debounce=0, timeout=20.0)
+    server.checker = _StalledChecker()
+    server.protocol._workspace = Workspace(None)
+    uri = (tmp_path / "main.astral").as_uri()
+    server.workspace.put_text_document(lsp.TextDocumentItem(uri=uri, language_id="astral",
+                                                            version=1, text=TEXT))
+    symbols = server.protocol.fm.features[lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL]
+
+    async def scenario():
+        stalled = asyncio.ensure_future(server.refresh(uri))      # the analysis, never ending
+        await asyncio.sleep(0)
+        outline = await asyncio.wait_for(symbols(lsp.DocumentSymbolParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri))), 10)    # 10: far below 70
+        assert [(s.name, s.range.start.line) for s in outline] == [("G", 0), ("H", 1)]
+        assert not stalled.done()
+        server.checker.close()
+        await asyncio.wait_for(stalled, 30)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        server.checker.close()

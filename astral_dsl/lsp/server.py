@@ -39,7 +39,7 @@ from lsprotocol import types as lsp
 
 from astral_dsl.lsp import features, transport
 from astral_dsl.lsp.documents import TIMEOUT, AstralServer
-from astral_dsl.lsp.protocol import RequestFailed, answered
+from astral_dsl.lsp.protocol import answered
 
 log = logging.getLogger("astral.lsp")
 
@@ -150,10 +150,10 @@ def build(debounce: float = 0.3, timeout: float = TIMEOUT) -> AstralServer:
     async def symbols(ls: AstralServer, params: lsp.DocumentSymbolParams):
         uri = params.text_document.uri
         text = ls.document(uri).source
-        try:
-            a = await ls.current(uri)
-        except RequestFailed:
-            a = None               # no analysis in time: the outline parses the text itself
+        # the outline needs only the syntax: the tree of an analysis of exactly this text when
+        # there is one, else the text parsed now (it waited for the analysis, up to wait_limit:
+        # 70 s by default, with nothing shown, when the analysis was slow or stalled)
+        a = ls.latest.get(uri)
         tree = a.entry.tree if a is not None and a.parsed and a.text == text else None
         return await ls.job("the outline", features.symbols, tree, text, ls.encoding)
 
