@@ -93,15 +93,22 @@ class _StalledChecker:
         self.release.set()
 
 
-def test_a_request_waiting_for_an_analysis_that_never_ends_is_answered(monkeypatch, tmp_path):
-    monkeypatch.setattr(workers, "START", 0.2, raising=False)
-    server = build(debounce=0, timeout=0.1)       # wait_limit: 0.2 + 2 x 0.1 = 0.4 s
+def _stalled_server(tmp_path, timeout):
+    """A server whose analyses never answer, with main.astral (TEXT) open; its outline request."""
+    server = build(debounce=0, timeout=timeout)
     server.checker = _StalledChecker()
     server.protocol._workspace = Workspace(None)
     uri = (tmp_path / "main.astral").as_uri()
     server.workspace.put_text_document(lsp.TextDocumentItem(uri=uri, language_id="astral",
                                                             version=1, text=TEXT))
     symbols = server.protocol.fm.features[lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL]
+    return server, uri, symbols
+
+
+def test_a_request_waiting_for_an_analysis_that_never_ends_is_answered(monkeypatch, tmp_path):
+    monkeypatch.setattr(workers, "START", 0.2, raising=False)
+    # wait_limit: 0.2 + 2 x 0.1 = 0.4 s
+    server, uri, symbols = _stalled_server(tmp_path, timeout=0.1)
     # the parser's first use in this process (its imports and tables: 0.14 s here, more under
     # load) is made before the race: the outline's own deadline below is 0.1 s
     features.symbols(None, TEXT, "utf-16")
@@ -149,13 +156,7 @@ def test_the_outline_does_not_wait_for_a_stalled_analysis(tmp_path):
     """The outline needs only the syntax: with the document's analysis stalled (a worker that
     never answers, wait_limit 70 s), it is answered from the text at once (it waited for the
     analysis until wait_limit, showing nothing)."""
-    server = build(debounce=0, timeout=20.0)
-    server.checker = _StalledChecker()
-    server.protocol._workspace = Workspace(None)
-    uri = (tmp_path / "main.astral").as_uri()
-    server.workspace.put_text_document(lsp.TextDocumentItem(uri=uri, language_id="astral",
-                                                            version=1, text=TEXT))
-    symbols = server.protocol.fm.features[lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL]
+    server, uri, symbols = _stalled_server(tmp_path, timeout=20.0)
 
     async def scenario():
         stalled = asyncio.ensure_future(server.refresh(uri))      # the analysis, never ending
