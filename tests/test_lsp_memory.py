@@ -13,8 +13,9 @@ from astral_dsl.lsp.published import memory_analysis
 from test_lsp_bounds import _server
 
 SMALL = "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nsite S { hosts = 2 x H }\n"
-# 25,000 declarations (0.75 MB, under the 1 MiB file limit): well over 16 MiB of memory to parse
-# and compile (a 4 GiB limit checks it: about 3 s of CPU here, so not in this test)
+# 25,000 declarations (0.75 MB, 225,000 tokens: under the parser's 250,000, syntax/parser.py
+# MAX_TOKENS): well over 16 MiB of memory to parse and compile (under a 4 GiB limit it checks:
+# about 3 s of CPU here, so not in this test)
 LARGE = "".join(f"gpu G{i} {{ power = {i + 1} W }}\n" for i in range(25000))
 
 
