@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from astral_dsl.analyses import rank_order, rankmap
-from astral_dsl.seer import comm, memory
+from astral_dsl.seer import activations, comm, memory
 from astral_dsl.seer.calibration import shipped
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
@@ -130,8 +130,8 @@ def test_gathered_expert_input_is_kept():
     """The fc1 input each rank keeps is the all-gathered one: ETP x the copies. The difference
     per layer and micro-batch: 2,048 tokens / TP 2 x top-k 2 x 1,024 x 2 bytes x (2 - 1) =
     4,194,304 bytes."""
-    a1 = memory.layer_activation_bytes(job(1), 0)
-    a2 = memory.layer_activation_bytes(job(2), 0)
+    a1 = activations.layer_activation_bytes(job(1), 0)
+    a2 = activations.layer_activation_bytes(job(2), 0)
     assert a2 - a1 == pytest.approx(4_194_304)
 
 

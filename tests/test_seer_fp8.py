@@ -13,7 +13,8 @@ from astral_dsl import seer
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import K_HALF, KERNEL_S, Costs, GpuSpec
 from astral_dsl.seer.lower import CAST_BYTES, Lowering
-from astral_dsl.seer.memory import layer_activation_bytes, stage_estimate
+from astral_dsl.seer.activations import layer_activation_bytes
+from astral_dsl.seer.memory import stage_estimate
 from astral_dsl.seer.params import layer_linear_params
 from astral_dsl.seer.model_spec import ModelSpec
 from astral_dsl.seer.spec import JobSpec, ParallelSpec

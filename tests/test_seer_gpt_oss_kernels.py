@@ -11,7 +11,7 @@ import pytest
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.memory import layer_activation_bytes
+from astral_dsl.seer.activations import layer_activation_bytes
 from astral_dsl.seer.model_spec import ModelSpec
 from astral_dsl.seer.spec import JobSpec, ParallelSpec
 

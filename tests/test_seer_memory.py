@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from astral_dsl.seer import memory
-from astral_dsl.seer.memory import (MemoryEstimate, estimate, in_flight, layer_activation_bytes,
-                                    state_bytes_per_param)
+from astral_dsl.seer.activations import layer_activation_bytes
+from astral_dsl.seer.memory import MemoryEstimate, estimate, in_flight, state_bytes_per_param
 from astral_dsl.seer.pipeline import order
 from astral_dsl.seer.model_spec import ModelSpec
 from astral_dsl.seer.spec import JobSpec, ParallelSpec

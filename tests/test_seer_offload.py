@@ -17,7 +17,8 @@ from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.forecast import run
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.memory import estimate, layer_activation_bytes
+from astral_dsl.seer.activations import layer_activation_bytes
+from astral_dsl.seer.memory import estimate
 from astral_dsl.seer.model_spec import ModelSpec
 from astral_dsl.seer.spec import JobSpec, ParallelSpec
 

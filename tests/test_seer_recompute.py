@@ -13,7 +13,8 @@ from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.forecast import hardware_flops, layer_flops_per_token, model_flops, run
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.memory import estimate, in_flight, layer_activation_bytes, stage_estimate
+from astral_dsl.seer.activations import layer_activation_bytes
+from astral_dsl.seer.memory import estimate, in_flight, stage_estimate
 from astral_dsl.seer.model_spec import ModelSpec
 from astral_dsl.seer.spec import JobSpec, ParallelSpec
 from astral_dsl.seer.stages import full_recompute

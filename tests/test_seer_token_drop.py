@@ -12,7 +12,7 @@ from astral_dsl.seer.calibration import RUN_FILES
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.comm import Network, Tier
 from astral_dsl.seer.lower import Lowering
-from astral_dsl.seer.memory import layer_activation_bytes
+from astral_dsl.seer.activations import layer_activation_bytes
 from astral_dsl.seer.model_spec import ModelSpec
 from astral_dsl.seer.spec import JobSpec, ParallelSpec
 
@@ -100,7 +100,7 @@ def test_kept_activations_follow_the_copies():
     assert same == full
     tokens, h, elem, mats = 4096, 2048, 2, 2      # bf16; swiglu: fc1 gives 2 outputs
     # per token, top_k = 8: fc1's outputs and fc2's input, fc1's input (Megatron-Core keeps no
-    # copy of the experts' output: memory.layer_activation_bytes)
+    # copy of the experts' output: activations.layer_activation_bytes)
     routed = 8 * 768 * (mats * elem + elem) + 8 * h * elem
     assert full - half == pytest.approx(tokens * routed / 2, rel=1e-12)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from astral_dsl.seer import comm, memory
+from astral_dsl.seer import activations, comm, memory
 from astral_dsl.seer.calibration import shipped
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
@@ -81,11 +81,11 @@ def test_a_quantised_job_casts_the_recomputed_inputs_again():
 def test_memory_keeps_neither_the_key_nor_w3_output():
     """Against Megatron-Core's recompute modules (the same norms and activations re-run): per
     token, the key projection's 1,024 and w3's 14,336 outputs of 2 bytes are not kept."""
-    saved = memory.layer_activation_bytes(job(recompute="modules"), 0)
-    titan = memory.layer_activation_bytes(job(), 0)
+    saved = activations.layer_activation_bytes(job(recompute="modules"), 0)
+    titan = activations.layer_activation_bytes(job(), 0)
     assert saved - titan == pytest.approx(TOKENS * 2 * (1024 + 14336))
-    tp8 = memory.layer_activation_bytes(job(tp=8, recompute="modules"), 0) \
-        - memory.layer_activation_bytes(job(tp=8), 0)
+    tp8 = activations.layer_activation_bytes(job(tp=8, recompute="modules"), 0) \
+        - activations.layer_activation_bytes(job(tp=8), 0)
     assert tp8 == pytest.approx(TOKENS * 2 * (1024 + 14336) / 8)
 
 

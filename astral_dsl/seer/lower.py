@@ -31,6 +31,7 @@ import copy
 from typing import Dict, Optional
 
 from astral_dsl.seer import comm
+from astral_dsl.seer.activations import layer_activation_bytes
 from astral_dsl.seer.comm_groups import groups, stage_groups
 from astral_dsl.seer.costs import GEMM_STREAMS, Costs
 from astral_dsl.seer.lower_attention import AttentionOps
@@ -40,7 +41,6 @@ from astral_dsl.seer.lower_linear import CAST_BYTES, LinearOps
 from astral_dsl.seer.lower_mamba import MambaOps
 from astral_dsl.seer.lower_mtp import MtpOps
 from astral_dsl.seer.lower_moe import MoeOps
-from astral_dsl.seer.memory import layer_activation_bytes
 from astral_dsl.seer.params import ParamsMixin
 from astral_dsl.seer.spec import JobSpec
 from astral_dsl.seer.stages import chunk_layers
