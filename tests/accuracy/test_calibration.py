@@ -64,10 +64,17 @@ def test_every_constant_is_in_the_table_and_within_its_bounds():
     assert set(shipped_document()["constants"]) == {c.name for c in CONSTANTS}
 
 
-def test_a_constant_no_run_moves_is_not_determined():
+def test_a_constant_no_run_moves_is_not_determined(monkeypatch):
     """Narayanan et al.'s 2021 code reduced TP gradients on the critical path: nothing
     overlaps, so its runs say nothing about `interfere`, which a fit on them alone leaves at
-    its prior's centre and reports not determined (a few iterations: the test's CPU)."""
+    its prior's centre and reports not determined (a few iterations: the test's CPU).
+    What is asserted (the fit's constants, its spreads, the table's text) is the fit's alone:
+    the left-out errors feed only the error bands, which nothing here reads. Their exact
+    refits (groups x rows within accuracy.EXACT_ROW_FITS: a fit more a group, 3.1 of the
+    test's 4.2 s of CPU) are checked on Narayanan et al.'s runs by test_calibrate.py
+    (test_a_small_table_is_left_out_exactly_and_warned_about); here the one-step leave-out
+    serves."""
+    monkeypatch.setattr(accuracy, "EXACT_ROW_FITS", 0)
     table = read_table(RUN_FILES["a100"])
     narayanan = type(table)(table.file, tuple(r for r in table.runs
                                               if "Narayanan" in r.source_version))
