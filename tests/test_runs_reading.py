@@ -251,16 +251,45 @@ def test_deepseek_v3_on_gb200_runs_on_16_trays_of_each_rack_from_nemo_25_09():
 def test_deepseek_v3_dispatches_with_hybridep_on_every_gpu_from_nemo_25_09():
     """Megatron-Bridge's DeepSeek-V3 recipes (0.3.1 on) ask for HybridEP, which
     apply_flex_dispatcher_backend keeps on Hopper and B200 too (stacks.HYBRID_EP_MODELS);
-    GPT-OSS's H100 row takes DeepEP, the token-drop variant the alltoall dispatcher, a row
-    before NeMo 25.09 the alltoall dispatcher."""
+    GPT-OSS's H100 row keeps the alltoall dispatcher (its recipes': runs/moe_recipe.py), the
+    token-drop variant the alltoall dispatcher, a row before NeMo 25.09 the alltoall
+    dispatcher."""
     from astral_dsl.runs.stacks import stack_of
 
     rows = [_row("r164"), _row("r064"), _row("r156"), _row("r137"), _row("r001"),
             _row("r164", id="old", source_version="NeMo 25.07 container")]
     t = parse_table(_csv(rows), "t.csv")
     got = {r.id: dict(stack_of(r, True, 1, 4, 8).fields).get("moe_dispatcher") for r in t.runs}
-    assert got == {"r164": "hybridep", "r064": "hybridep", "r156": None, "r137": "deepep",
+    assert got == {"r164": "hybridep", "r064": "hybridep", "r156": None, "r137": None,
                    "r001": "hybridep", "old": None}
+
+
+def test_gpt_oss_keeps_the_alltoall_dispatcher_but_in_mxfp8_on_gb200():
+    """Megatron-Bridge's GPT-OSS provider and recipes set the alltoall dispatcher (0.3.0
+    gpt_oss_provider.py:72, 0.6.2 recipes/gpt_oss/h100/gpt_oss.py:204, never applying its
+    "deepep" backend), and only 0.6.2's GB200 MXFP8 performance recipe switches to HybridEP
+    (perf_recipes/gpt_oss/common.py): runs/moe_recipe.py. GPT-OSS 120B in BF16 on B200 (r131,
+    EP 8; r109, EP 64) and GB200 (r040) and on H100 (r137) reads no dispatcher (alltoall, said
+    in its assumptions); in MXFP8 on GB200 (r003) HybridEP; a B200 MXFP8 row (the recipe's
+    gpt_oss_120b_pretrain_64gpu_b200_fp8mx_config) alltoall; DeepSeek-V3 on B200 in BF16 still
+    HybridEP (its recipe's)."""
+    from astral_dsl.runs.moe_recipe import recipe_alltoall
+    from astral_dsl.runs.stacks import stack_of
+
+    rows = [_row("r131"), _row("r109"), _row("r040"), _row("r137"), _row("r003"),
+            _row("r003", id="b200mx", system="DGX-B200", gpu="B200"),
+            _row("r001", id="dsv3b200", system="DGX-B200", gpu="B200", precision="BF16")]
+    t = parse_table(_csv(rows), "t.csv")
+    stacks = {r.id: stack_of(r, True, 1, 1, 8) for r in t.runs}
+    got = {k: dict(s.fields).get("moe_dispatcher") for k, s in stacks.items()}
+    assert got == {"r131": None, "r109": None, "r040": None, "r137": None, "r003": "hybridep",
+                   "b200mx": None, "dsv3b200": "hybridep"}
+    said = [a for a in stacks["r131"].assumed if "alltoall token dispatcher" in a]
+    assert len(said) == 1 and "gpt_oss_provider.py" in said[0]
+    assert not any("flex token dispatcher" in a for a in stacks["r131"].assumed)
+    assert recipe_alltoall("gptoss120b", "gb200", "mxfp8") is None
+    assert recipe_alltoall("gptoss120b", "gb200", "bf16") is not None
+    assert recipe_alltoall("deepseekv3", "b200", "bf16") is None
 
 
 def test_nemo2_moe_performance_recipes_drop_tokens_padded_to_capacity():

@@ -38,9 +38,10 @@ def ops():
 
 
 def test_only_the_exposed_share_delays_the_experts(ops):
-    """Without the overlap the dispatch takes t and the experts start when it ends. With it,
-    the exposed 1 - 0.1875 of t runs first and the experts' fc1 starts when it ends, 0.1875 t
-    earlier; the hidden 0.1875 t follows on the EP stream, beside fc1."""
+    """Without the overlap the dispatch takes t and the sort of the received rows by local
+    expert (the alltoall dispatcher's, 2 local experts), then the experts, start when it ends.
+    With it, the exposed 1 - 0.1875 of t runs first and the sort starts when it ends, 0.1875 t
+    earlier; the hidden 0.1875 t follows on the EP stream, beside the sort and fc1."""
     plain, over = ops[False], ops[True]
     t = plain["ep dispatch all-to-all"].dur
     assert t > 0
@@ -49,8 +50,14 @@ def test_only_the_exposed_share_delays_the_experts(ops):
     assert exposed.start == pytest.approx(sent)
     assert exposed.dur == pytest.approx((1 - SHARE) * t)
     assert hidden.start == pytest.approx(exposed.end) and hidden.dur == pytest.approx(SHARE * t)
-    assert over["expert fc1"].start == pytest.approx(sent + (1 - SHARE) * t)
-    # the same layer without the overlap: fc1 waits for the whole t after the permutation
-    assert plain["expert fc1"].start == pytest.approx(plain["permute"].end + t)
-    # the combine after fc2 waits for the stream: the hidden share ended long before
-    assert over["ep combine all-to-all"].start == pytest.approx(over["expert fc2"].end)
+    sort = over["sort by local expert"]
+    assert sort.start == pytest.approx(sent + (1 - SHARE) * t)
+    assert over["expert fc1"].start == pytest.approx(sort.end)
+    # the same layer without the overlap: the sort waits for the whole t after the permutation
+    assert plain["sort by local expert"].start == pytest.approx(plain["permute"].end + t)
+    assert plain["expert fc1"].start == pytest.approx(plain["sort by local expert"].end)
+    # the combine after fc2 and the restoring sort waits for the stream: the hidden share
+    # ended long before
+    assert over["unsort by local expert"].start == pytest.approx(over["expert fc2"].end)
+    assert over["ep combine all-to-all"].start == pytest.approx(
+        over["unsort by local expert"].end)

@@ -30,7 +30,20 @@ performance script sets it (DeepSeek's, Llama 4's and Qwen3's configs set it Tru
 moe_module_specs.py (0.12.0, line 60) builds SequentialMLP, whose forward runs each local
 expert's Transformer Engine linear layers on its own tokens, one expert after another
 (transformer/moe/experts.py, SequentialMLP.forward; with one local expert, as with EP 8 of
-Mixtral's 8, the rank's whole input through one MLP)."""
+Mixtral's 8, the rank's whole input through one MLP).
+
+GPT-OSS's Megatron-Bridge recipes keep Megatron-Core's alltoall token dispatcher (NCCL
+all-to-all) where the other MoE recipes from NeMo 25.09 are read with the flex one
+(stacks.FLEX_FROM): the model's provider sets `moe_token_dispatcher_type = "alltoall"` (0.3.0
+models/gpt_oss/gpt_oss_provider.py:72) and its recipe changes no dispatcher setting (0.3.0
+recipes/gpt_oss/gpt_oss.py); 0.6.2's library recipe sets "alltoall" again (recipes/gpt_oss/h100/
+gpt_oss.py:204; its `moe_flex_dispatcher_backend = "deepep"` is never applied: unlike the
+DeepSeek-V3 and Qwen3 recipes it does not call training/flex_dispatcher_backend.py's
+apply_flex_dispatcher_backend), and the 0.6.2 performance recipes built on it for B200 and
+GB200 in BF16 and B200 in MXFP8 (perf_recipes/gpt_oss/b200/gpt_oss.py, gb200/gpt_oss.py) keep it;
+only the GB200 MXFP8 one switches to HybridEP (perf_recipes/gpt_oss/common.py,
+_apply_gpt_oss_120b_full_iter_fp8mx_configs: `moe_token_dispatcher_type = "flex"`,
+`moe_flex_dispatcher_backend = "hybridep"`)."""
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -45,6 +58,10 @@ NEMO2_TOKEN_DROP = (
 # (model label prefix as precision.squeezed, first NeMo 2.x release) whose experts run as
 # SequentialMLP (module docstring)
 NEMO2_SEQUENTIAL_EXPERTS = (("mixtral", (25, 4)),)
+# (model label prefix as precision.squeezed, the GPUs and precisions on which its Megatron-Bridge
+# performance recipe runs the flex dispatcher): every other row of the model keeps the alltoall
+# dispatcher (module docstring)
+ALLTOALL_RECIPES = (("gptoss", ("gb200", "gb300"), ("mxfp8",)),)
 # the first release of Megatron-Bridge's containers (stacks.FLEX_FROM), whose MoE recipes drop
 # tokens only where the table's label says so
 BRIDGE_FROM = (25, 9)
@@ -76,3 +93,16 @@ def sequential_experts(label: str, release: Optional[Tuple[int, int]]) -> bool:
     """Whether a Megatron MoE row ran its experts as SequentialMLP (`grouped_gemm = false`,
     module docstring): `label` its model as precision.squeezed, `release` its NeMo container's."""
     return _nemo2(NEMO2_SEQUENTIAL_EXPERTS, label, release)
+
+
+def recipe_alltoall(label: str, gpu: str, dtype: str) -> Optional[str]:
+    """Why a Megatron-Bridge MoE row of model `label` on `gpu` (both as precision.squeezed) in
+    `dtype` (bf16, fp8, mxfp8, ...) dispatches tokens with Megatron-Core's alltoall dispatcher
+    where the MoE recipes from NeMo 25.09 use the flex one (ALLTOALL_RECIPES), or None."""
+    for model, gpus, dtypes in ALLTOALL_RECIPES:
+        if label.startswith(model) and not (any(g in gpu for g in gpus) and dtype in dtypes):
+            return ("Megatron-Core's alltoall token dispatcher (NCCL all-to-all): the model's "
+                    "Megatron-Bridge provider and recipes keep it (0.3.0 gpt_oss_provider.py; "
+                    "0.6.2 performance recipes, HybridEP on GB200 in MXFP8 only: "
+                    "runs/moe_recipe.py)")
+    return None

@@ -17,7 +17,7 @@ from astral_dsl import records
 from astral_dsl.runs.ep_overlap import recipe_ep_overlap
 from astral_dsl.runs.precision import precision_of
 from astral_dsl.runs.precision import squeezed as _n
-from astral_dsl.runs.moe_recipe import recipe_token_drop, sequential_experts
+from astral_dsl.runs.moe_recipe import recipe_alltoall, recipe_token_drop, sequential_experts
 
 
 @records.frozen
@@ -333,7 +333,11 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                     assumed.append("the experts as Megatron-Core's SequentialMLP, one expert's "
                                    "GEMMs after another (NeMo 2.x's Mixtral config leaves "
                                    "moe_grouped_gemm off: runs/moe_recipe.py)")
-                if release is not None and release >= FLEX_FROM and not tokendrop:
+                kept = recipe_alltoall(_n(row.model), _n(row.gpu), dtype) \
+                    if release is not None and release >= FLEX_FROM and not tokendrop else None
+                if kept:
+                    assumed.append(kept)
+                elif release is not None and release >= FLEX_FROM and not tokendrop:
                     gb = "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu) or \
                         _n(row.model).startswith(HYBRID_EP_MODELS)
                     fields["moe_dispatcher"] = "hybridep" if gb else "deepep"

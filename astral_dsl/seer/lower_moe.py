@@ -1,7 +1,8 @@
 """The lowering's mixture-of-experts layer (a mixin of lower.Lowering, whose docstring tells the
 model): the router, the routing kernels and the host's pause, permutation, the EP dispatch and
-combine all-to-alls, the expert-tensor-parallel all-gather and reduce-scatter, the experts'
-GEMMs, activation, clamps and biases, the shared experts, and their backward.
+combine all-to-alls, the alltoall dispatcher's sort of the received rows by local expert, the
+expert-tensor-parallel all-gather and reduce-scatter, the experts' GEMMs, activation, clamps and
+biases, the shared experts, and their backward.
 
 Expert tensor parallelism (ETP > 1, Megatron-Core 0.16.1 token_dispatcher.py,
 MoEAlltoAllTokenDispatcher with its `tp_group` the expert-TP group): after the EP all-to-all
@@ -42,6 +43,22 @@ class MoeOps:
         if pause > 0:
             b.add(Op(name, "overhead", "compute", pause, 0.0, 0.0, "", layer, kernels=0))
 
+    def _local_sort(self, b, name, routed, local, L):
+        """Megatron-Core's alltoall dispatcher with more than one local expert: after the
+        dispatch all-to-all (and the expert-TP all-gather) it sorts the received rows from
+        (source rank, local expert) to (local expert, source rank) order, and before the
+        combine it restores that order (0.16.0 transformer/moe/token_dispatcher.py,
+        MoEAlltoAllTokenDispatcher.dispatch_postprocess "Permutation 2" and combine_preprocess
+        "Unpermutation 2": sort_chunks_by_idxs, Transformer Engine's fused_sort_chunks_by_index;
+        padded to capacity a transpose(...).contiguous() copy); each reads and writes the ETP x
+        `routed` rows (the routing probabilities sorted beside them, one element a row, not
+        counted), and its backward is the inverse sort. The flex dispatcher's kernels deliver
+        the rows by expert (its one permutation is `permute`)."""
+        job = self.job
+        if job.moe_dispatcher == "alltoall" and local > 1 and job.framework == "megatron":
+            self._ew(b, name, 2 * job.parallel.etp * routed * job.model.hidden * self.elem, L,
+                     kind="permute")
+
     def _etp(self, b, name, kind, routed, L):
         """An expert-tensor-parallel all-gather ("ag") or reduce-scatter ("rs") of the
         gathered buffer of `routed` copies (module docstring); nothing with ETP 1."""
@@ -61,6 +78,7 @@ class MoeOps:
         self._ew(b, pre + "permute", 2 * routed * m.hidden * elem, L, kind="permute")
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._etp(b, pre + "etp all-gather", "ag", routed, L)
+        self._local_sort(b, pre + "sort by local expert", routed, local, L)
         self._linear(b, pre + "expert fc1", rows, ffn * mats, m.hidden, L,
                      batch=local, streams=self.expert_streams, expert=self.expert_grouped)
         self._clamp(b, pre + "expert act clamp", routed * m.moe_ffn * mats, L)
@@ -68,6 +86,7 @@ class MoeOps:
         self._linear(b, pre + "expert fc2", rows, m.hidden, ffn, L, batch=local,
                      streams=self.expert_streams, expert=self.expert_grouped)
         self._expert_bias(b, pre + "expert bias", routed * m.hidden, local, L)
+        self._local_sort(b, pre + "unsort by local expert", routed, local, L)
         self._etp(b, pre + "etp reduce-scatter", "rs", routed, L)
         self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._ew(b, pre + "unpermute", 2 * routed * m.hidden * elem, L, kind="permute")
@@ -93,6 +112,7 @@ class MoeOps:
         self._ew(b, "unpermute bwd", 2 * routed * m.hidden * elem, L, kind="permute")
         self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         self._etp(b, "etp reduce-scatter bwd", "ag", routed, L)
+        self._local_sort(b, "unsort by local expert bwd", routed, local, L)
         self._expert_bias(b, "expert bias bwd", routed * m.hidden, local, L, backward=True)
         for name, mm, n, k in (("expert fc2", rows, m.hidden, ffn),
                                ("expert fc1", rows, ffn * mats, m.hidden)):
@@ -106,6 +126,7 @@ class MoeOps:
             if name == "expert fc2":
                 self._ew(b, "expert act bwd", (3 + 2 * (mats - 1)) * routed * m.moe_ffn * elem, L)
                 self._clamp(b, "expert act clamp bwd", routed * m.moe_ffn * mats, L, backward=True)
+        self._local_sort(b, "sort by local expert bwd", routed, local, L)
         self._etp(b, "etp all-gather bwd", "rs", routed, L)
         self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         self._ew(b, "permute bwd", 2 * routed * m.hidden * elem, L, kind="permute")
