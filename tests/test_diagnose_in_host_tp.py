@@ -131,7 +131,7 @@ def test_an_nvlink_drill_names_the_gpus_port(design):
 
 def test_one_group_a_stage_is_judged_beyond_seers_band(design):
     """`onehost` (tp 8 on one host, dp 1): one TP group, one NVLink domain, so the level cannot
-    tell a fault from Seer's error and is held within its band (0.78-1.31x outside the
+    tell a fault from Seer's error and is held within its band (0.79-1.25x outside the
     calibrated envelope). Healthy: `healthy`. The NVLink at half rate: each iteration's sum
     about 2.2x Seer's (its waits in it), the level stops at the band's high edge, so the
     expected time is Seer's sum x the edge, and the host is named."""

@@ -26,7 +26,7 @@ healthy one) and the level is theirs. Where they all sit in one (one TP group a 
 job on one host) it cannot tell a fault from Seer's error, and is held within Seer's band
 (verdict.band_of; step 6's rule: within the band Seer cannot tell its error from a slow-down):
 the excess beyond the band is judged. With that host's NVLink at half rate every instance is
-2x, the level stops at the band's high edge (1.31x for the default, outside-the-envelope band)
+2x, the level stops at the band's high edge (1.25x for the default, outside-the-envelope band)
 and the instances stay 1.53x slow."""
 from __future__ import annotations
 
