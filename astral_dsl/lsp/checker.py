@@ -40,13 +40,13 @@ WARM = "gpu G { power = 700 W }\nhost H { gpus = 8 x G }\nsite S { hosts = 2 x H
 def limit_memory(extra: Optional[int]) -> None:
     """Let this process take at most `extra` bytes of address space beyond what it has now
     (RLIMIT_AS; None, or a system without the limit: none)."""
+    if extra is None:
+        return
     try:
         import resource
         with open("/proc/self/statm") as f:
             have = int(f.read().split()[0]) * resource.getpagesize()
     except (ImportError, OSError, ValueError):
-        return
-    if extra is None:
         return
     hard = resource.getrlimit(resource.RLIMIT_AS)[1]
     soft = have + extra if hard == resource.RLIM_INFINITY else min(have + extra, hard)
