@@ -243,11 +243,12 @@ class Lowering(AttentionOps, DenseOps, MoeOps, MambaOps, MtpOps, LinearOps, Comm
         return view
 
     def stage_lowerings(self) -> tuple:
-        """One lowering per distinct set of stage groups (`at`), in the order of the stages."""
+        """One lowering per distinct set of stage groups (`at`), in the order of the stages (`at`
+        is asked once per set, not once per stage: a search asks this of thousands of jobs)."""
         seen: Dict[int, "Lowering"] = {}
-        for i in range(len(self.stage_groups)):
-            view = self.at(i)
-            seen.setdefault(id(view), view)
+        for i, lays in enumerate(self.stage_groups):
+            if id(lays) not in seen:
+                seen[id(lays)] = self.at(i)
         return tuple(seen.values())
 
     def _template(self, stage: int, chunk: int, phase: str) -> Template:

@@ -49,12 +49,19 @@ class GroupShape:
     crowd: int = 1      # the most of its ranks on one of its hosts
 
 
+def numbering(par: ParallelSpec) -> tuple:
+    """All that the rank numbering of a job (RankOrder, dense or expert) reads of its parallel
+    spec: jobs alike in these are numbered alike."""
+    return (par.tp, par.cp, par.ep, par.dp, par.pp, par.order, par.etp)
+
+
 class RankOrder(Numbering):
     """Megatron-Core's numbering of a job's ranks (analyses/rank_order.py, the rank map's too):
     dense, or with `experts` the expert numbering."""
 
     def __init__(self, par: ParallelSpec, experts: bool = False):
-        super().__init__(par.tp, par.cp, par.ep, par.dp, par.pp, par.order, experts, par.etp)
+        tp, cp, ep, dp, pp, order, etp = numbering(par)
+        super().__init__(tp, cp, ep, dp, pp, order, experts, etp)
 
     def shape(self, dims: Iterable[str], gpus_per_host: int, every: bool = False,
               stage: Optional[int] = None) -> GroupShape:

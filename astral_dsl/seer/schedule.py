@@ -214,10 +214,11 @@ def _run(low, m: int, plan: _Plan, steps: _Steps, overlap: bool = False
         b, k = plan.base[i], len(plan.codes[i])
         run.start, run.end, run.sends = starts[b:b + k], ends[b:b + k], sends[i]
         run.backward_end = free[i]
-    stage = plan.stage
+    stage, local = plan.stage, steps.local
     for where, per_stage in ((blocked, "blocked"), (gated, "gated")):
+        into = [getattr(run, per_stage) for run in runs]
         for g, x in where.items():
-            getattr(runs[stage[g]], per_stage)[g - plan.base[stage[g]]] = x
+            into[stage[g]][local[g]] = x
     return runs, iteration_tail(low, runs)
 
 

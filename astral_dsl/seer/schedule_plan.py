@@ -90,9 +90,10 @@ class _Steps:
     the key of its input (-1: none), the key of its output, what it does with that output
     (LOCAL: its own stage's next block takes it, HELD: kept for the next batched exchange,
     SEND: sent over the PP link with any held one) and its slot in the table of block durations
-    (stage x 2v + phase x v + chunk)."""
+    (stage x 2v + phase x v + chunk); and per block number g, its position in its stage's
+    order (`local`)."""
 
-    __slots__ = ("blocks", "stage", "src", "dst", "does", "slot")
+    __slots__ = ("blocks", "stage", "src", "dst", "does", "slot", "local")
 
     def __init__(self, plan: "_Plan", v: int, m: int):
         seq, stage = plan.sequence, plan.stage
@@ -106,6 +107,7 @@ class _Steps:
         codes, base = plan.codes, plan.base
         self.slot = tuple(stage[g] * 2 * v + codes[stage[g]][g - base[stage[g]]] // m
                           for g in seq)
+        self.local = tuple(k for run in codes for k in range(len(run)))
 
 
 def _links(p: int, v: int, m: int, i: int, schedule: str, batched: bool):

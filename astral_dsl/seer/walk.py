@@ -18,7 +18,6 @@ program's segments."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from itertools import chain
 from operator import itemgetter
 from typing import Dict, List, Tuple
 
@@ -196,14 +195,7 @@ def iteration_time(low, m: int) -> float:
                 arrive[o2] = free[i] = a + hv[into[o2]]
         if last is None:
             break
-        i, w, o, o2, (g, i_, c, backward) = last
-        start = arrive[w]
-        f = free[i]
-        if start < f:
-            start = f
-        start, end = _gated(start, start + durs[hi], gates.get(g))
-        if backward:
-            stages[i_].last[c] = (start, end)
+        i, o, o2, end = _watched(last, arrive, free, durs[hi], gates, stages)
         arrive[o] = a = end + adds[hi]
         if o2 is not None:
             a += hv[into[o2]]
@@ -222,21 +214,12 @@ def _overlapped(low, prog: _Program, stages, gates, durs, adds) -> float:
     p = len(stages)
     free, pp_free = [0.0] * p, [0.0] * p
     for lo, hi, (stage, want, out, _), last in prog.segments:
-        rows = zip(stage, want, out, durs[lo:hi], adds[lo:hi])
-        if last is not None:
-            i, w, o, _, watched = last
-            rows = chain(rows, ((i, w, o, durs[hi], adds[hi]),))
-        for k, (i, w, o, dur, add) in enumerate(rows, lo):
+        for i, w, o, dur, add in zip(stage, want, out, durs[lo:hi], adds[lo:hi]):
             start = arrive[w]
             f = free[i]
             if start < f:
                 start = f
             end = start + dur
-            if k == hi:                 # the watched block: a gate, a last backward
-                g, i_, c, backward = watched
-                start, end = _gated(start, end, gates.get(g))
-                if backward:
-                    stages[i_].last[c] = (start, end)
             if add:                     # a send: after the previous one, on the PP stream
                 t = pp_free[i]
                 s = end if end > t else t
@@ -246,9 +229,31 @@ def _overlapped(low, prog: _Program, stages, gates, durs, adds) -> float:
                 arrive[o] = free[i] = end
         if last is None:
             break
+        i, o, _, end = _watched(last, arrive, free, durs[hi], gates, stages)
+        add = adds[hi]
+        if add:
+            t = pp_free[i]
+            arrive[o] = pp_free[i] = (end if end > t else t) + add
+            free[i] = t if t > end else end
+        else:
+            arrive[o] = free[i] = end
     for i, st in enumerate(stages):
         st.backward_end = free[i]
     return iteration_tail(low, stages)
+
+
+def _watched(last, arrive, free, dur: float, gates, stages):
+    """The watched block that ends a segment (a chunk's first forward: it may wait for its
+    weights; a chunk's last backward: its times are kept): its stage, its output keys, its end."""
+    i, w, o, o2, (g, i_, c, backward) = last
+    start = arrive[w]
+    f = free[i]
+    if start < f:
+        start = f
+    start, end = _gated(start, start + dur, gates.get(g))
+    if backward:
+        stages[i_].last[c] = (start, end)
+    return i, o, o2, end
 
 
 def _gated(start: float, end: float, gate) -> Tuple[float, float]:
