@@ -11,7 +11,8 @@ import pytest
 import astral_dsl
 from astral_dsl import diagnose
 from astral_dsl.diagnose import evidence, match, row_groups
-from astral_dsl.diagnose.localise import Q_GRID, _Terms
+from astral_dsl.diagnose.background import _Terms
+from astral_dsl.diagnose.likelihood import Q_GRID
 from astral_dsl.observe.records import PHASE_INDEX, RankTrace, distinct, totals
 
 RNG = np.random.default_rng(20_000)

@@ -27,17 +27,22 @@ def log_healthy(x: np.ndarray, s) -> np.ndarray:
     return -0.5 * (x / s) ** 2 - np.log(s * np.sqrt(2 * np.pi))
 
 
-def outliers(x: np.ndarray, s, lo: float) -> float:
-    """The data's own share of measurements that look slowed (beyond ln lo by two spreads),
-    kept within EPSILON."""
-    return float(np.clip(np.mean(x > np.log(lo) + 2 * s), *EPSILON)) if x.size else EPSILON[0]
+def looks_slowed(x: np.ndarray, s, lo: float) -> np.ndarray:
+    """The measurements that look slowed: beyond ln lo by two spreads (their share, kept
+    within EPSILON, is the outliers' share of healthy data: background.py)."""
+    return x > np.log(lo) + 2 * s
 
 
 def log_ratio(x: np.ndarray, s, lo: float, hi: float, eps: float) -> np.ndarray:
     """ln g(x) / h(x): slowed against healthy with a share eps of outliers."""
-    log_g = log_slowed(x, s, lo, hi)
-    log_h = np.logaddexp(np.log1p(-eps) + log_healthy(x, s), np.log(eps) + log_g)
-    return log_g - log_h
+    return log_ratio_of(log_slowed(x, s, lo, hi), log_healthy(x, s), eps)
+
+
+def log_ratio_of(log_g: np.ndarray, log_h: np.ndarray, eps: float) -> np.ndarray:
+    """ln g / h from ln g(x) (slowed) and ln of the normal density (healthy), with a share eps
+    of outliers of the slowed shape among the healthy: at most ln 1 / eps; positive exactly
+    where g > h, whatever eps."""
+    return log_g - np.logaddexp(np.log1p(-eps) + log_h, np.log(eps) + log_g)
 
 
 def log_bayes_rows(log_r: np.ndarray, grid: np.ndarray = Q_GRID) -> np.ndarray:
@@ -76,5 +81,5 @@ def lower_spread(x: np.ndarray, floor: float) -> float:
     return max(floor, float(np.median(np.abs(low - np.median(low)))) / LOWER_HALF_MAD)
 
 
-__all__ = ["EPSILON", "Q_GRID", "log_bayes_rows", "log_healthy", "log_ratio", "log_slowed",
-           "lower_spread", "outliers", "robust_spread"]
+__all__ = ["EPSILON", "Q_GRID", "log_bayes_rows", "log_healthy", "log_ratio", "log_ratio_of",
+           "log_slowed", "looks_slowed", "lower_spread", "robust_spread"]

@@ -8,11 +8,12 @@ The evidence of an instance is x = ln(effective / expected), its time against it
 (evidence.py). A healthy instance has x ~ N(0, s^2), s the kind's spread (the median absolute
 deviation of every instance of that kind, robust to the slow ones, with an absolute floor for
 the clocks' alignment), or, now and then, an outlier of the slowed shape: NCCL collectives have
-a tail. The outliers' share e is the data's own share of instances that look slowed (x above
-ln SLOW_MIN by two spreads), kept within EPSILON: a fault's own instances raise it, which only
-makes the evidence more conservative. A slowed instance has x = ln F + noise, F log-uniform
-between SLOW_MIN and SLOW_MAX. So one instance's likelihood ratio, slowed against healthy, is at
-most 1/e: an isolated outlier says little, a coherent set of them says a lot.
+a tail. The outliers' share e is, for the hypothesis that unit u is faulty, the share of
+instances that look slowed (x above ln SLOW_MIN by two spreads) among those u does not carry,
+kept within EPSILON (background.py: the fault's own slowed instances are what it explains,
+not its background). A slowed instance has x = ln F + noise, F log-uniform between SLOW_MIN
+and SLOW_MAX. So one instance's likelihood ratio, slowed against healthy, is at most 1/e: an
+isolated outlier says little, a coherent set of them says a lot.
 
 "Unit u is faulty" predicts how its channels slow:
 - a NIC, a first-tier switch, a host or an uplink to one switch: every channel crossing it,
@@ -40,9 +41,10 @@ from scipy.special import logsumexp
 
 from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap, natural
+from astral_dsl.diagnose.background import Factors
 from astral_dsl.diagnose.evidence import Timing
-from astral_dsl.diagnose.likelihood import EPSILON, Q_GRID, log_ratio, lower_spread, outliers, \
-    robust_spread
+from astral_dsl.diagnose.likelihood import EPSILON, log_healthy, log_slowed, looks_slowed, \
+    lower_spread, robust_spread
 from astral_dsl.diagnose.match import KIND_NAMES, P2P, Instances
 from astral_dsl.diagnose.model import Evidence, Observation, Suspect
 from astral_dsl.diagnose.row_groups import group_ids
@@ -56,17 +58,17 @@ ABS_FLOOR_S = 5e-6       # clocks are aligned to a few microseconds
 ALARM_ODDS = 19.0        # posterior odds (95 %) before a part is named
 TIE = 1.0                # ln Bayes factor below which two parts are not told apart (Jeffreys:
 #                          "not worth more than a bare mention")
-P_GRID = np.array([1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 3 / 4, 1.0])
 MAX_SUSPECTS = 8
 ALTERNATIVES = 4
 
 
-def instance_log_ratio(tm: Timing, inst: Instances) -> Tuple[np.ndarray, np.ndarray]:
-    """(instances used, ln g(x) / h(x) of each): the evidence of every usable instance."""
+def instance_densities(tm: Timing, inst: Instances) -> Tuple[np.ndarray, ...]:
+    """(instances used, ln g(x) slowed, ln h(x) healthy, whether each looks slowed): the
+    evidence of every usable instance, before the outliers' share (background.py)."""
     use = np.flatnonzero(tm.usable & np.isfinite(tm.expected) & (tm.expected > 0)
                          & (tm.effective > 0))
     if use.size == 0:
-        return use, np.zeros(0)
+        return use, np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)
     x = np.log(tm.effective[use] / tm.expected[use])
     kind = inst.kind[use]
     # compared with the forecast (too few peers): a slow group may be half of them
@@ -78,8 +80,8 @@ def instance_log_ratio(tm: Timing, inst: Instances) -> Tuple[np.ndarray, np.ndar
                 spread[sel] = (lower_spread if fc[sel][0] else robust_spread)(x[sel],
                                                                               SPREAD_FLOOR)
     s = np.sqrt(spread ** 2 + (ABS_FLOOR_S / tm.expected[use]) ** 2)
-    eps = outliers(x, s, SLOW_MIN)
-    return use, log_ratio(x, s, SLOW_MIN, SLOW_MAX, eps)
+    return (use, log_slowed(x, s, SLOW_MIN, SLOW_MAX), log_healthy(x, s),
+            looks_slowed(x, s, SLOW_MIN))
 
 
 @records.frozen(eq=False)
@@ -97,7 +99,8 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
     """The suspects of the slow collectives and transfers. `prior_odds`: the odds, a priori, of
     a fault of the network against none (spread evenly over the classes of units); a class is
     named when its posterior odds against none exceed ALARM_ODDS."""
-    use, log_r = instance_log_ratio(tm, inst)
+    use, log_g, log_h, slowed = instance_densities(tm, inst)
+    log_r = log_g - log_h            # positive where an instance is more slowed than healthy
     if use.size == 0 or not (log_r > 0).any():
         return Found()
     kind = inst.kind[use]
@@ -132,12 +135,12 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
     ecmp = np.array([u[0] in ECMP_KINDS for u in units])
     threshold = np.log(ALARM_ODDS) + np.log(max(1, len(classes))) - np.log(prior_odds)
     log_r0, log_r = log_r, log_r.copy()
-    terms = _Terms(log_r)
+    factors = Factors(incidence, ecmp, chan, log_g, log_h, slowed)
     suspects: List[Suspect] = []
     taken: List[List[List[int]]] = []
     first_round = None
     while len(suspects) < MAX_SUSPECTS:
-        llr = _log_bayes(incidence, ecmp, chan, terms, n_chan)
+        llr = factors.log_bayes()
         if first_round is None:
             first_round = llr
         best_cls = max(classes, key=lambda cl: (llr[cl[0]], -cl[0]))
@@ -162,7 +165,7 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
                                  sum(posterior[cl[0]] for cl in group), chans, explained, chan,
                                  chan_ranks, use, inst, tm))
         log_r[explained] = 0.0            # explained: neither for nor against the next
-        terms.update(np.flatnonzero(explained), log_r)
+        factors.explain(explained)
         if not (log_r > 0).any():
             break
     if not suspects:
@@ -197,38 +200,6 @@ def _classes(incidence) -> List[List[int]]:
         row = incidence.indices[incidence.indptr[i]:incidence.indptr[i + 1]]
         out.setdefault(np.sort(row).tobytes(), []).append(i)
     return list(out.values())
-
-
-class _Terms:
-    """ln(1 - q + q r) of every instance for every q of Q_GRID, kept up to date as instances
-    are explained (only theirs computed again: the same numbers as computing all)."""
-
-    def __init__(self, log_r: np.ndarray):
-        self.consts = [(np.log1p(-q) if q < 1 else -np.inf, np.log(q)) for q in Q_GRID]
-        self.by_q = [np.logaddexp(a, lq + log_r) for a, lq in self.consts]
-
-    def update(self, idx: np.ndarray, log_r: np.ndarray) -> None:
-        for term, (a, lq) in zip(self.by_q, self.consts):
-            term[idx] = np.logaddexp(a, lq + log_r[idx])
-
-
-def _log_bayes(incidence, ecmp, chan, terms: _Terms, n_chan) -> np.ndarray:
-    """ln Bayes factor of every unit: its channels slowed as its kind predicts, against all
-    healthy; averaged over the grid of q (and p)."""
-    # per channel and q: sum over its instances of ln(1 - q + q r)
-    per_q = np.stack([np.bincount(chan, weights=term, minlength=n_chan) for term in terms.by_q],
-                     axis=1)
-    static = incidence @ per_q                                    # units x q
-    out = logsumexp(static, axis=1) - np.log(Q_GRID.size)
-    if ecmp.any():
-        sub = incidence[np.flatnonzero(ecmp)]
-        grids = []
-        for p in P_GRID:
-            mix = np.logaddexp(np.log1p(-p) if p < 1 else -np.inf, np.log(p) + per_q)
-            grids.append(sub @ mix)
-        stacked = np.concatenate(grids, axis=1)
-        out[np.flatnonzero(ecmp)] = logsumexp(stacked, axis=1) - np.log(stacked.shape[1])
-    return out
 
 
 def _posterior(llr, classes) -> np.ndarray:
@@ -389,5 +360,5 @@ def _slowest(sel, chans, chan_ranks, inst, tm) -> Tuple[Observation, ...]:
     return tuple(out)
 
 
-__all__ = ["ALARM_ODDS", "ALTERNATIVES", "EPSILON", "Found", "instance_log_ratio", "localise",
+__all__ = ["ALARM_ODDS", "ALTERNATIVES", "EPSILON", "Found", "instance_densities", "localise",
            "tie_order"]
