@@ -333,17 +333,17 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                     assumed.append("the experts as Megatron-Core's SequentialMLP, one expert's "
                                    "GEMMs after another (NeMo 2.x's Mixtral config leaves "
                                    "moe_grouped_gemm off: runs/moe_recipe.py)")
-                kept = recipe_alltoall(_n(row.model), _n(row.gpu), dtype) \
-                    if release is not None and release >= FLEX_FROM and not tokendrop else None
-                if kept:
-                    assumed.append(kept)
-                elif release is not None and release >= FLEX_FROM and not tokendrop:
-                    gb = "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu) or \
-                        _n(row.model).startswith(HYBRID_EP_MODELS)
-                    fields["moe_dispatcher"] = "hybridep" if gb else "deepep"
-                    assumed.append(f"the flex token dispatcher ("
-                                   f"{'HybridEP' if gb else 'DeepEP'}), the MoE recipes' from "
-                                   f"NeMo 25.09")
+                if release is not None and release >= FLEX_FROM and not tokendrop:
+                    kept = recipe_alltoall(_n(row.model), _n(row.gpu), dtype)
+                    if kept:
+                        assumed.append(kept)
+                    else:
+                        gb = "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu) or \
+                            _n(row.model).startswith(HYBRID_EP_MODELS)
+                        fields["moe_dispatcher"] = "hybridep" if gb else "deepep"
+                        assumed.append(f"the flex token dispatcher ("
+                                       f"{'HybridEP' if gb else 'DeepEP'}), the MoE recipes' "
+                                       f"from NeMo 25.09")
                 per_rack = hybrid_ep_hosts(row, row.count("ep", 1)) \
                     if release is not None and release >= FLEX_FROM else None
                 if per_rack is not None:

@@ -231,7 +231,7 @@ def _overlapped(low, prog: _Program, stages, gates, durs, adds) -> float:
             break
         i, o, _, end = _watched(last, arrive, free, durs[hi], gates, stages)
         add = adds[hi]
-        if add:
+        if add:                         # its send, as the loop's above (inlined there: per block)
             t = pp_free[i]
             arrive[o] = pp_free[i] = (end if end > t else t) + add
             free[i] = t if t > end else end
