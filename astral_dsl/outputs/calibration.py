@@ -62,6 +62,21 @@ def family_rows(doc: dict) -> List[tuple]:
     return out
 
 
+def repeats_text(doc: dict) -> Optional[str]:
+    """The sentence on the runs read as one run published more than once (runs/accuracy.py
+    `repeats`), or None without any."""
+    rep = doc.get("repeats")
+    if not rep:
+        return None
+    runs = f"{rep['sets']} run" + ("s" if rep["sets"] != 1 else "")
+    return (f"Repeats: {rep['rows']} rows are {runs} published more than once (one "
+            "configuration, forecast alike: releases of one recipe, repeated runs); their "
+            f"figures lie {_pct(rep['spread_mean_pct'])} (mean) from the one value that fits "
+            f"each best, which no constants remove ({rep['overall_floor_pct']:.2f} points of "
+            f"the overall mean |error|); left out, the error on them is "
+            f"{_pct(rep['left_out_mean_pct'])}.")
+
+
 # ---- markdown (docs/seer.md) ---------------------------------------------------------------------
 
 def markdown_accuracy(doc: dict) -> str:
@@ -73,7 +88,8 @@ def markdown_accuracy(doc: dict) -> str:
         lines.append("| " + " | ".join(label + [str(f["rows"]), _pct(f["mean_abs_pct"]),
                                                 _pct(f["max_abs_pct"]),
                                                 _signed(f["mean_pct"])]) + " |")
-    return "\n".join(lines)
+    rep = repeats_text(doc)
+    return "\n".join(lines + (["", rep] if rep else []))
 
 
 def markdown_sources(doc: dict) -> str:
@@ -184,6 +200,9 @@ def report(doc: dict, unused: Sequence[Dict[str, Any]], colour: bool = False,
                 Column("max |error|", tuple(_pct(f["max_abs_pct"]) for f in stats)),
                 Column("mean error", tuple(_signed(f["mean_pct"]) for f in stats))]
         lines += ["", render(cols, width, colour).rstrip("\n")]
+    rep = repeats_text(doc)
+    if rep:
+        lines += textwrap.wrap(printable(rep), width)
     sources = doc.get("sources", {})
     if sources:
         items = list(sources.items())

@@ -158,6 +158,35 @@ def summary(rows: List[FitRow], errors: Dict[int, float]) -> Dict[str, dict]:
     return score.family_summary((row.prepared.regime, errors[i]) for i, row in enumerate(rows))
 
 
+def repeats(rows: List[FitRow], logo: Dict[int, float], forecast: Dict[int, float]
+            ) -> Optional[dict]:
+    """The runs Seer reads as one run published more than once: rows of one group (one
+    configuration) and metric whose forecasts are the same (`forecast`, row -> its value with
+    the fitted constants; a release whose stack Seer reads differently, runs/stacks.py, is
+    forecast differently and is not a repeat): several releases of one recipe, or a user's
+    repeated runs. How far their published figures lie from the one value that fits each such
+    set best (the least mean |value / published - 1|, found at one of the published values:
+    that mean is piecewise linear and convex in the value), in % over those rows, against the
+    left-out error on the same rows; and that spread summed over every scored row
+    (`overall_floor_pct`): what this reading of the runs cannot take off the overall mean
+    |error| whatever the constants. None when no run is published twice."""
+    sets: Dict[Tuple, List[int]] = {}
+    for i, row in enumerate(rows):
+        sets.setdefault((row.group, row.metric, float(f"{forecast[i]:.9g}")), []).append(i)
+    spread_sum, logo_sum, n, configs = 0.0, 0.0, 0, 0
+    for idx in (v for _, v in sorted(sets.items(), key=lambda kv: str(kv[0])) if len(v) > 1):
+        values = [rows[i].value for i in idx]
+        spread_sum += min(sum(abs(c / v - 1.0) for v in values) for c in values)
+        logo_sum += sum(abs(logo[i]) for i in idx)
+        n, configs = n + len(idx), configs + 1
+    if not configs:
+        return None
+    return {"sets": configs, "rows": n,
+            "spread_mean_pct": round(100 * spread_sum / n, 2),
+            "left_out_mean_pct": round(100 * logo_sum / n, 2),
+            "overall_floor_pct": round(100 * spread_sum / len(rows), 2)}
+
+
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -196,6 +225,8 @@ def document(cal: Calibration, prob: Problem, J, r, rows: List[FitRow], logo: Di
                 100 * sum(abs(lo[i]) for i in idx) / len(idx), 2)
             set_errors[name]["left_out_max_pct"] = round(
                 100 * max(abs(lo[i]) for i in idx), 2)
+    rep = repeats(rows, logo, {i: row.value * math.exp(r[i]) for i, row in enumerate(rows)})
+    repeated = {"repeats": rep} if rep is not None else {}
     return {"format": FIT_FORMAT,
             "generated_by": "astral calibrate",
             "fitted_on": sorted(sets),
@@ -210,7 +241,7 @@ def document(cal: Calibration, prob: Problem, J, r, rows: List[FitRow], logo: Di
             "ranges": {k: [_num(lo), _num(hi)]
                        for k, (lo, hi) in checked.ranges(points).items()},
             "beyond_left_out": beyond_summary(beyond, logo),
-            "rows": per_row}
+            "rows": per_row, **repeated}
 
 
 def _num(x):
