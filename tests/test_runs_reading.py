@@ -292,6 +292,28 @@ def test_gpt_oss_keeps_the_alltoall_dispatcher_but_in_mxfp8_on_gb200():
     assert recipe_alltoall("deepseekv3", "b200", "bf16") is None
 
 
+def test_qwen3_30b_a3b_on_8_b200s_dispatches_with_hybridep_as_its_performance_recipe():
+    """Megatron-Bridge 0.6.2's Qwen3 30B-A3B recipes for 8 B200s (perf_recipes/qwen/b200/
+    qwen3_moe.py:198, 252, 306; TP 1, PP 1, EP 8) set HybridEP in every precision
+    (runs/moe_recipe.py, HYBRID_EP_RECIPES): the B200 rows of that layout, at four sequences a
+    micro-batch (r044) or one (r112), read HybridEP as their GB200 twins (r043) do; Qwen3
+    235B-A22B on B200 (r047, PP 8) keeps DeepEP, and so does the 30B at another layout."""
+    from astral_dsl.runs.moe_recipe import recipe_hybridep
+    from astral_dsl.runs.stacks import stack_of
+
+    rows = [_row("r044"), _row("r112"), _row("r043"), _row("r047")]
+    t = parse_table(_csv(rows), "t.csv")
+    layout = {"r044": (1, 1), "r112": (1, 1), "r043": (1, 1), "r047": (1, 8)}
+    got = {r.id: dict(stack_of(r, True, *layout[r.id], 8).fields).get("moe_dispatcher")
+           for r in t.runs}
+    assert got == {"r044": "hybridep", "r112": "hybridep", "r043": "hybridep",
+                   "r047": "deepep"}
+    assert recipe_hybridep("qwen330ba3b", "b200", "bf16", (1, 1, 8))
+    assert not recipe_hybridep("qwen330ba3b", "b200", "mxfp8", (1, 1, 16))
+    assert not recipe_hybridep("qwen330ba3b", "h100", "fp8", (1, 1, 8))
+    assert not recipe_hybridep("qwen3235ba22b", "b200", "mxfp8", (1, 8, 8))
+
+
 def test_nemo2_moe_performance_recipes_drop_tokens_padded_to_capacity():
     """NeMo 25.04 and 25.07's MoE performance scripts run their recipes in performance mode,
     which adds MegatronTokenDropCallback (capacity factor 1, inputs padded: nemo_toolkit 2.3.0 /

@@ -62,6 +62,15 @@ NEMO2_SEQUENTIAL_EXPERTS = (("mixtral", (25, 4)),)
 # performance recipe runs the flex dispatcher): every other row of the model keeps the alltoall
 # dispatcher (module docstring)
 ALLTOALL_RECIPES = (("gptoss", ("gb200", "gb300"), ("mxfp8",)),)
+# (model label prefix as precision.squeezed, GPU directory, precisions, (tp, pp, ep)): the
+# Megatron-Bridge 0.6.2 performance recipes that run HybridEP on a GPU where the MoE rows are
+# otherwise read with DeepEP (stacks.py: HybridEP on GB200 and GB300 and for DeepSeek-V3):
+# perf_recipes/qwen/b200/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_b200_{bf16,fp8cs,fp8mx}_config
+# (lines 198, 252, 306: `moe_flex_dispatcher_backend = "hybridep"`, TP 1, PP 1, EP 8), which
+# training/flex_dispatcher_backend.py keeps on compute capability 10. Keyed by the recipe's
+# layout without its micro-batch: the dispatcher does not depend on it. Not taken: Qwen3
+# 235B-A22B's 256-B200 MXFP8 recipe (HybridEP, but with 3 virtual stages where the rows run none).
+HYBRID_EP_RECIPES = (("qwen330ba3b", "b200", ("bf16", "fp8", "mxfp8"), (1, 1, 8)),)
 # the first release of Megatron-Bridge's containers (stacks.FLEX_FROM), whose MoE recipes drop
 # tokens only where the table's label says so
 BRIDGE_FROM = (25, 9)
@@ -106,3 +115,11 @@ def recipe_alltoall(label: str, gpu: str, dtype: str) -> Optional[str]:
                     "0.6.2 performance recipes, HybridEP on GB200 in MXFP8 only: "
                     "runs/moe_recipe.py)")
     return None
+
+
+def recipe_hybridep(label: str, gpu: str, dtype: str, layout: Tuple[int, int, int]) -> bool:
+    """Whether a Megatron-Bridge MoE row of model `label` (precision.squeezed) on `gpu` (its
+    performance recipes' directory: stacks.gpu_key) in `dtype` at `layout` (tp, pp, ep) runs
+    HybridEP by its performance recipe (HYBRID_EP_RECIPES)."""
+    return any(label.startswith(model) and gpu == where and dtype in dtypes and layout == shape
+               for model, where, dtypes, shape in HYBRID_EP_RECIPES)

@@ -17,7 +17,8 @@ from astral_dsl import records
 from astral_dsl.runs.ep_overlap import recipe_ep_overlap
 from astral_dsl.runs.precision import precision_of
 from astral_dsl.runs.precision import squeezed as _n
-from astral_dsl.runs.moe_recipe import recipe_alltoall, recipe_token_drop, sequential_experts
+from astral_dsl.runs.moe_recipe import (recipe_alltoall, recipe_hybridep, recipe_token_drop,
+                                        sequential_experts)
 
 
 @records.frozen
@@ -339,7 +340,9 @@ def stack_of(row, moe: bool, tp: int, pp: int, dp: int, hybrid: bool = False) ->
                         assumed.append(kept)
                     else:
                         gb = "gb200" in _n(row.gpu) or "gb300" in _n(row.gpu) or \
-                            _n(row.model).startswith(HYBRID_EP_MODELS)
+                            _n(row.model).startswith(HYBRID_EP_MODELS) or recipe_hybridep(
+                                _n(row.model), gpu_key(row.gpu), dtype,
+                                (tp, pp, row.count("ep", 1)))
                         fields["moe_dispatcher"] = "hybridep" if gb else "deepep"
                         assumed.append(f"the flex token dispatcher ("
                                        f"{'HybridEP' if gb else 'DeepEP'}), the MoE recipes' "
