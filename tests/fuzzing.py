@@ -173,7 +173,11 @@ def campaign(inputs: int, seed: int, targets: Optional[List[str]] = None,
                 with _limited():
                     TARGETS[target](path, text, rng)
             except (Exception, _Timeout, MemoryError) as exc:   # noqa: BLE001 - classified
-                found.setdefault(_class(target, exc), []).append(text)
+                # the input the target ran: what it last wrote to `path` (a deep target makes
+                # its own from the generator, fuzz_deep.py), else the campaign's
+                found.setdefault(_class(target, exc), []).append(
+                    path.read_text(encoding="utf-8", errors="surrogatepass")
+                    if path.exists() else text)
                 row[1] += 1
             finally:
                 row[2] += time.process_time() - cpu

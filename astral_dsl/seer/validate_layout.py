@@ -106,7 +106,16 @@ def layout(spec: JobSpec, where) -> List[Diagnostic]:
                                   "tp")))
     if par.layout:
         v = par.v or 1
-        if len(par.layout) != par.pp * v or sum(par.layout) != m.layers:
+        k, rest = divmod(len(par.layout), par.pp)
+        if par.v is None and k > 1 and not rest and sum(par.layout) == m.layers:
+            # an interleaved schedule whose virtual stages are left to the rule: a layout of
+            # pp x k entries says k, which the rule is not asked to guess
+            out.append(_err("E752", f"{name}: the declared layout {_show(par.layout)} has "
+                                    f"{len(par.layout)} chunks, {k} per stage of pp = {par.pp}, and "
+                                    f"`virtual_stages` is not stated (the rule would choose it)",
+                            where("layout"),
+                            f"state `virtual_stages = {k}` with the layout"))
+        elif len(par.layout) != par.pp * v or sum(par.layout) != m.layers:
             out.append(_err("E752", f"{name}: the declared layout {_show(par.layout)} has "
                                     f"{len(par.layout)} virtual stages and {sum(par.layout)} "
                                     f"layers; pp x virtual_stages = {par.pp} x {v} and "

@@ -149,7 +149,8 @@ def _without_effect(spec: JobSpec, where) -> List[Diagnostic]:
                                  f"): there is no expert all-to-all to overlap",
                          where("ep_overlap", ""),
                          "leave `ep_overlap` out, or spread the experts (`ep` > 1)"))
-    elif stated.get("ep_overlap") is True and par.pp > 1 and par.v <= 1:
+    elif stated.get("ep_overlap") is True and par.pp > 1 and par.v is not None and par.v <= 1:
+        # (v None: an interleaved schedule whose virtual stages the rule chooses, 2 or more)
         # Megatron-Core 0.16.1 transformer_config.py __post_init__: "If enabling EP A2A
         # overlap, virtual_pipeline_model_parallel_size must be specified when
         # pipeline_model_parallel_size > 1" (its combined 1F1B pairs passes only in the
