@@ -21,7 +21,7 @@ from astral_dsl import __version__, cancel
 from astral_dsl.lsp import workers
 from astral_dsl.lsp.analysis import Analysis, analyse
 from astral_dsl.lsp.positions import Lines
-from astral_dsl.lsp.project import path_uri, uri_path
+from astral_dsl.lsp.project import by_real_path, path_uri, real_path, same_file, uri_path
 from astral_dsl.lsp.published import (failed_analysis, memory_analysis, stopped_analysis, to_lsp,
                                       uncompiled)
 from astral_dsl.lsp.protocol import AstralProtocol, NotOpen, RequestFailed
@@ -89,7 +89,7 @@ class AstralServer(LanguageServer):
         """The editor's text of an open document (instead of the file on disk)."""
         for doc in list(self.workspace.text_documents.values()):
             p = uri_path(doc.uri)
-            if p is not None and _same(p, path):
+            if p is not None and same_file(p, path):
                 return doc.source
         return None
 
@@ -209,7 +209,7 @@ class AstralServer(LanguageServer):
         except RuntimeError:                          # the loop is closed: nobody waits
             raise workers.Stopped("the server stopped") from None
         files = self.files
-        snapshot = _by_real_path(texts)
+        snapshot = by_real_path(texts)
         # the server's compile has a deadline of its own, as the worker's check had: it stops
         # (cancel.py) at it, or when a newer version stops the job (before, it ran to its end,
         # up to ~25 s of CPU, with nothing waiting for it after a newer version or a request's
@@ -217,7 +217,7 @@ class AstralServer(LanguageServer):
         end = time.monotonic() + self.timeout
         try:
             with cancel.stop_when(lambda: stopper.stopped or time.monotonic() > end):
-                a = analyse(uri, path, text, version, lambda p: snapshot.get(_real(p)),
+                a = analyse(uri, path, text, version, lambda p: snapshot.get(real_path(p)),
                             engineering=False)
         except cancel.Cancelled:
             if stopper.stopped:
@@ -232,7 +232,7 @@ class AstralServer(LanguageServer):
         a.diagnostics = found
         for m in a.modules.values():
             if m.path is not None and not m.is_entry and not m.is_stdlib:
-                key = _real(m.path)
+                key = real_path(m.path)
                 a.inputs[key] = (snapshot[key], True) if key in snapshot else \
                     (m.source.text if m.source is not None else None, False)
         a.files = files
@@ -243,7 +243,7 @@ class AstralServer(LanguageServer):
         is open with another text now (or was closed, or opened, since), or an import it could
         not find may be found now (a file was opened, closed, saved or changed on disk since)."""
         if a.inputs:
-            now = _by_real_path(self.open_texts(a.uri))
+            now = by_real_path(self.open_texts(a.uri))
             for key, (text, from_editor) in a.inputs.items():
                 if (now[key] != text) if key in now else from_editor:
                     return True
@@ -327,7 +327,7 @@ class AstralServer(LanguageServer):
         for other, a in self.latest.items():
             if other == uri:
                 continue
-            if any(m.path is not None and _same(m.path, path) for m in a.modules.values()):
+            if any(m.path is not None and same_file(m.path, path) for m in a.modules.values()):
                 out.append(other)
         return out
 
@@ -384,21 +384,3 @@ def _takes_progress(ls) -> bool:
     caps = getattr(ls, "client_capabilities", None)
     window = getattr(caps, "window", None)
     return bool(getattr(window, "work_done_progress", False))
-
-
-def _real(path) -> str:
-    try:
-        return str(Path(path).resolve())
-    except (OSError, RuntimeError):
-        return str(path)
-
-
-def _by_real_path(texts: Dict[str, str]) -> Dict[str, str]:
-    return {_real(p): t for p, t in texts.items()}
-
-
-def _same(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return a == b

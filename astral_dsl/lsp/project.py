@@ -4,7 +4,7 @@ in the server's `project` until a file event clears it)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -20,6 +20,27 @@ def uri_path(uri: str) -> Optional[Path]:
 
 def path_uri(path: Path) -> str:
     return from_fs_path(str(path.resolve())) or path.resolve().as_uri()
+
+
+def real_path(path) -> str:
+    """`path` resolved (links followed), or as given where it cannot be."""
+    try:
+        return str(Path(path).resolve())
+    except (OSError, RuntimeError):
+        return str(path)
+
+
+def by_real_path(texts: Dict[str, str]) -> Dict[str, str]:
+    """`texts` keyed by their paths resolved (real_path)."""
+    return {real_path(p): t for p, t in texts.items()}
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether `a` and `b` resolve to one path (compared as given where they cannot)."""
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
 
 
 def analyses(ls, a: Analysis, limit: int) -> List[Analysis]:
