@@ -40,7 +40,7 @@ class AstralServer(LanguageServer):
         self.latest: Dict[str, Analysis] = {}          # uri -> analysis of its latest text
         self.good: Dict[str, Analysis] = {}            # uri -> latest analysis that parsed
         self.pending: Dict[str, asyncio.Task] = {}     # debounced analyses
-        self.inflight: Dict[str, Tuple[int, workers.Job]] = {}
+        self.inflight: Dict[str, Tuple[Tuple[int, Dict[str, str]], workers.Job]] = {}
         self.project: Dict[str, Tuple[float, Analysis]] = {}   # other files, for references
         self.checker = workers.Checker()                # the worker processes of analyses
         self.analysed = False                           # the first analysis has finished
@@ -321,7 +321,7 @@ class AstralServer(LanguageServer):
     def dependents(self, uri: str) -> List[str]:
         """Open documents whose last analysis read the file of `uri`."""
         path = uri_path(uri)
-        out = []
+        out: List[str] = []
         if path is None:
             return out
         for other, a in self.latest.items():
