@@ -48,11 +48,8 @@ class CommOps:
             if self.job.moe_dispatcher == "alltoall":
                 t = comm.all_to_all(self.net, lay, nbytes, self.a2a_eff)
             else:           # nbytes: the top-k copies of the rank's tokens
-                m = self.job.model
-                k = max(1, m.top_k)
-                hit = routing.spread(self.job.moe_routing, m.experts, k, m.expert_groups,
-                                     m.group_top_k, lay.n, lay.hosts)
-                t = comm.dispatch(self.net, lay, nbytes / k, hit, self.a2a_eff)
+                k = max(1, self.job.model.top_k)
+                t = comm.dispatch(self.net, lay, nbytes / k, self.ep_hit(), self.a2a_eff)
             # the share another micro-batch's computation hides, on the passes the schedule
             # pairs (spec.ep_overlap_share): after the exposed rest on the EP stream (it
             # occupies the stream, not this block's critical path)
@@ -79,6 +76,13 @@ class CommOps:
                       split[0] * per_param[0] + split[1] * per_param[1], "dp", L), chain=False)
         b.pending.remove(op)
         return op
+
+    def ep_hit(self) -> Tuple[float, float]:
+        """(expected EP ranks, expected NVLink domains) holding one of a token's experts
+        (routing.spread over the EP group): where a fused dispatcher sends each token once."""
+        m, lay = self.job.model, self.groups["ep"]
+        return routing.spread(self.job.moe_routing, m.experts, max(1, m.top_k), m.expert_groups,
+                              m.group_top_k, lay.n, lay.hosts)
 
     @property
     def a2a_eff(self) -> float:

@@ -59,6 +59,31 @@ class MoeOps:
             self._ew(b, name, 2 * job.parallel.etp * routed * job.model.hidden * self.elem, L,
                      kind="permute")
 
+    def _permute(self, b, name, sp_tokens, routed, L):
+        """A permutation or unpermutation of the rank's MoE rows (forward or backward). Under
+        Megatron-Core its permute is Transformer Engine's fused one (the recipes'
+        `moe_permute_fusion`; 0.16.0 moe_utils.py permute / unpermute, `fused_permute` and
+        `fused_unpermute`, TE 2.11 pytorch/permutation.py _moe_permute_mask_map and
+        _moe_unpermute_mask_map): common/triton/permutation.py's _permute_kernel loads each
+        source row once and stores it once per routed copy, its _unpermute_kernel loads every
+        routed copy and stores one row per token (the probabilities' multiply in registers),
+        and each one's backward is the other: (source rows + routed copies) x hidden elements
+        each way. The alltoall dispatcher permutes the rank's own tokens before its all-to-all
+        and unpermutes them after (token_dispatcher.py, dispatch_preprocess "Permutation 1",
+        combine_postprocess); the flex dispatcher permutes the rows its dispatch delivered,
+        each token once to each rank holding one of its experts (_DeepepManager.
+        get_permuted_hidden_states_by_experts, after the dispatch; HybridEP's
+        dispatch_with_permute is taken to move the same rows), sp_tokens x the expected such
+        ranks (ep_hit). Outside Megatron-Core the rows are gathered and scattered by copy,
+        2 x `routed` rows. The probabilities (one element a row) are not counted."""
+        job, m = self.job, self.job.model
+        rows = 2 * routed
+        if job.framework == "megatron":
+            source = sp_tokens if job.moe_dispatcher == "alltoall" else \
+                sp_tokens * self.ep_hit()[0]
+            rows = source + routed
+        self._ew(b, name, rows * m.hidden * self.elem, L, kind="permute")
+
     def _etp(self, b, name, kind, routed, L):
         """An expert-tensor-parallel all-gather ("ag") or reduce-scatter ("rs") of the
         gathered buffer of `routed` copies (module docstring); nothing with ETP 1."""
@@ -75,7 +100,7 @@ class MoeOps:
         mats, ffn, rows = m.mats - 1, m.moe_ffn / etp, routed * etp / local
         self._gemm(b, pre + "router", sp_tokens, m.experts, m.hidden, L)
         self._moe_sync(b, pre + "moe token-count sync", L, self.moe_sync_fwd_s)
-        self._ew(b, pre + "permute", 2 * routed * m.hidden * elem, L, kind="permute")
+        self._permute(b, pre + "permute", sp_tokens, routed, L)
         self._coll(b, pre + "ep dispatch all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
         self._etp(b, pre + "etp all-gather", "ag", routed, L)
         self._local_sort(b, pre + "sort by local expert", routed, local, L)
@@ -89,7 +114,7 @@ class MoeOps:
         self._local_sort(b, pre + "unsort by local expert", routed, local, L)
         self._etp(b, pre + "etp reduce-scatter", "rs", routed, L)
         self._coll(b, pre + "ep combine all-to-all", "a2a", "ep", routed * m.hidden * elem, L)
-        self._ew(b, pre + "unpermute", 2 * routed * m.hidden * elem, L, kind="permute")
+        self._permute(b, pre + "unpermute", sp_tokens, routed, L)
         if m.shared_experts:
             shared_ffn = m.shared_experts * m.shared_width
             self._linear(b, pre + "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L)
@@ -109,7 +134,7 @@ class MoeOps:
             self._linear_bwd(b, "shared fc1", sp_tokens, shared_ffn * mats, m.hidden, L,
                              column=False)
         self._moe_sync(b, "moe token-count sync bwd", L, self.moe_sync_s)
-        self._ew(b, "unpermute bwd", 2 * routed * m.hidden * elem, L, kind="permute")
+        self._permute(b, "unpermute bwd", sp_tokens, routed, L)
         self._coll(b, "ep combine all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
         self._etp(b, "etp reduce-scatter bwd", "ag", routed, L)
         self._local_sort(b, "unsort by local expert bwd", routed, local, L)
@@ -129,5 +154,5 @@ class MoeOps:
         self._local_sort(b, "sort by local expert bwd", routed, local, L)
         self._etp(b, "etp all-gather bwd", "rs", routed, L)
         self._coll(b, "ep dispatch all-to-all bwd", "a2a", "ep", routed * m.hidden * elem, L)
-        self._ew(b, "permute bwd", 2 * routed * m.hidden * elem, L, kind="permute")
+        self._permute(b, "permute bwd", sp_tokens, routed, L)
         self._gemm(b, "router dgrad", sp_tokens, m.hidden, m.experts, L)
