@@ -73,8 +73,12 @@ def test_diagnose_forecasts_with_the_fit(fit, tmp_path):
     for name, extra in (("shipped", []), ("mine", ["--calibration", str(fit)])):
         proc = astral("diagnose", str(SMALL), "--observed", str(tmp_path / "log.csv"),
                       "--format", "json", *extra)
-        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
-        times[name] = json.loads(proc.stdout)["forecast_iteration_s"]
+        # a diagnosis made (healthy, suspects, or inconclusive: with the priors' faster
+        # forecast the job's compute is 1.30x it, beyond the default band's 1.28x), not a
+        # usage error (exit 2 without a diagnosis)
+        doc = json.loads(proc.stdout)
+        assert doc["verdict"] and doc["exit_code"] == proc.returncode, proc.stderr
+        times[name] = doc["forecast_iteration_s"]
     assert times == {"shipped": pytest.approx(_time(design)),
                      "mine": pytest.approx(_time(design, fit))}
     assert times["shipped"] != pytest.approx(times["mine"], rel=1e-3)
