@@ -33,6 +33,29 @@ def test_each_units_share_is_that_outside_its_channels():
                                        rel=1e-15)
 
 
+def test_explained_instances_leave_everyones_background():
+    """The example above, channel 1's three instances (two slowed) then explained by a named
+    suspect: S = 3 of N = 2,002 remain. On channel 0: (3 - 1) / (2,002 - 2) = 0.001; on 0
+    and 1: the same (channel 1 holds nothing left); on 1 and 2: 1 / 2, kept at 5 %; on all
+    three: the whole 3 / 2,002; on 1: nothing of its own left, 3 / 2,002; on 2: 1 / 2, 5 %.
+    Before, channel 1's slowed pair had counted in unit 0's background (4 / 2,003). Only the groups whose e changed are evaluated again: the 5 % group (units 2
+    and 5, before and after) is kept as it was."""
+    chan = np.repeat([0, 1, 2], [2, 3, 2000])
+    slowed = np.zeros(chan.size, dtype=bool)
+    slowed[[0, 2, 3, 5, 6]] = True
+    x = np.where(slowed, np.log(1.5), 0.0)
+    inc = _incidence([[0], [0, 1], [1, 2], [0, 1, 2], [1], [2]], 3)
+    factors = Factors(inc, np.zeros(6, dtype=bool), chan, log_slowed(x, 0.02, 1.2, 20.0),
+                      log_healthy(x, 0.02), slowed)
+    top = next(g for g in factors.groups if g.eps == 0.05)
+    assert top.units.tolist() == [2, 5]
+    factors.explain(chan == 1)
+    assert factors.eps.tolist() == pytest.approx([0.001, 0.001, 0.05, 3 / 2002, 3 / 2002,
+                                                  0.05], rel=1e-15)
+    assert next(g for g in factors.groups if g.eps == 0.05) is top
+    assert [g.units.tolist() for g in factors.groups] == [[0, 1], [3, 4], [2, 5]]
+
+
 def test_factors_are_each_units_own_computation():
     """Random channels, instances and units (none of them ECMP): each unit's ln Bayes factor
     is log_bayes_rows over its own instances' ratios at its own e, before and after instances
@@ -60,3 +83,33 @@ def test_factors_are_each_units_own_computation():
             assert got[u] == pytest.approx(log_bayes_rows(r[None, :])[0], rel=1e-12, abs=1e-12)
         explained = chan == 7
         factors.explain(explained)
+        # e measured again without the explained instances, in S and in N
+        assert factors.eps.tolist() == leave_out(slowed[~explained], chan[~explained],
+                                                 inc).tolist()
+
+
+def test_the_same_numbers_whatever_the_order_of_the_units():
+    """Units listed in another order get the same e and ln Bayes factors, bit for bit, before
+    and after instances are explained (groups in the order of their e, np.unique's)."""
+    n_chan, n_units = 30, 40
+    chan = RNG.integers(0, n_chan, 2000)
+    s = 0.03
+    x = np.where(RNG.random(chan.size) < 0.01, np.log(RNG.uniform(1.3, 3, chan.size)),
+                 RNG.normal(0, s, chan.size))
+    x[chan == 3] = np.log(1.6)
+    x[(chan == 11) & (RNG.random(chan.size) < 0.2)] = np.log(1.4)
+    log_g, log_h, slowed = log_slowed(x, s, 1.2, 20.0), log_healthy(x, s), \
+        looks_slowed(x, s, 1.2)
+    rows = [sorted(set(RNG.integers(0, n_chan, int(RNG.integers(1, 5))).tolist()))
+            for _ in range(n_units)]
+    ecmp = RNG.random(n_units) < 0.3
+    perm = RNG.permutation(n_units)
+    a = Factors(_incidence(rows, n_chan), ecmp, chan, log_g, log_h, slowed)
+    b = Factors(_incidence([rows[i] for i in perm], n_chan), ecmp[perm], chan, log_g, log_h,
+                slowed)
+    for explained in (chan == 3, (chan == 11) & slowed):
+        assert a.eps[perm].tobytes() == b.eps.tobytes()
+        assert a.log_bayes()[perm].tobytes() == b.log_bayes().tobytes()
+        a.explain(explained)
+        b.explain(explained)
+    assert a.log_bayes()[perm].tobytes() == b.log_bayes().tobytes()

@@ -28,19 +28,20 @@ def register(sub) -> None:
                    help="a file (.csv, .jsonl: a rank log) or a directory (profiler traces, "
                         "rank-N.json.gz)")
     s.add_argument("--job", metavar="NAME", help="the job (default: the first)")
-    s.add_argument("--fault", choices=KINDS, default="none",
+    s.add_argument("--fault", choices=KINDS, action="append",
                    help="the kind of fault, on a random part the job's traffic crosses "
-                        "(default: none, a healthy run)")
-    s.add_argument("--part", metavar="NAME",
+                        "(default: none, a healthy run); repeat it to inject several at once")
+    s.add_argument("--part", metavar="NAME", action="append",
                    help="the part to fail instead of a random one, one the job's traffic "
                         "crosses (the names of `astral forecast --ranks`): a GPU (gpu, "
                         "partial; its NVLink port: nvlink), a NIC port (nic_port), a "
                         "first-tier switch (tor), an upper-tier switch (agg), an uplink "
                         "`tor -- agg[j]` (uplink), a NIC link `port -- switch` (link_flap, "
-                        "partial)")
-    s.add_argument("--severity", type=float, metavar="X",
+                        "partial); with several --fault, one each, in their order")
+    s.add_argument("--severity", type=float, metavar="X", action="append",
                    help="gpu: compute x (1 + X); fast: X times faster; others: the part's "
-                        "rate x X (default: drawn as the proof draws it)")
+                        "rate x X (default: drawn as the proof draws it); with several "
+                        "--fault, one each, in their order")
     s.add_argument("--seed", type=int, default=0, help="the noise, the clocks and the part")
     s.add_argument("--iterations", type=int, default=3)
     s.add_argument("--timers", choices=("kernels", "megatron"), default="kernels",
@@ -59,8 +60,7 @@ def run(args, overrides) -> int:
 
     from astral_dsl import diagnose, seer
     from astral_dsl.cli.runs import read_calibration
-    from astral_dsl.synth import Fault, Noise, SynthError, generate, write
-    from astral_dsl.synth.inject import random_fault
+    from astral_dsl.synth import Noise, SynthError, generate, write
 
     if args.timers == "megatron" and not args.output.endswith((".csv", ".jsonl")):
         return usage("--timers megatron: a rank log's timers (OUT .csv or .jsonl); profiler "
@@ -71,9 +71,9 @@ def run(args, overrides) -> int:
         return usage(f"--iterations must be between 1 and {MAX_ITERATIONS}")
     if not 0 <= args.drift <= 500:
         return usage("--drift must be between 0 and 500 ppm")
-    why = _bad_severity(args.fault, args.severity)
-    if why:
-        return usage(f"--severity: {why}")
+    asked, failed = _asked(args)
+    if failed is not None:
+        return failed
     calibration, failed = read_calibration(args)     # as every command that forecasts
     if failed is not None:
         return failed
@@ -94,27 +94,19 @@ def run(args, overrides) -> int:
         return usage(f"the drill would make about {records:,} records ({rm.world:,} ranks x "
                      f"{args.iterations} iterations); at most {MAX_RECORDS:,}: fewer "
                      f"--iterations, or a smaller job")
-    fault = None
-    if args.fault != "none":
-        rng = np.random.default_rng(args.seed)
-        try:
-            fault = random_fault(args.fault, rm, fc, rng, args.seed, args.iterations)
-        except ValueError as exc:
-            return usage(f"--fault {args.fault}: {exc}")
-        if args.part:
-            fault = _on_part(args.fault, fault, args.part, rm, fc, args.seed)
-            if fault is None:
-                return usage(f"--part: `{args.part}` is not a part of this kind that the "
-                             f"job's traffic crosses")
-        if args.severity is not None:
-            # partial is a GPU or a NIC link: the severity is checked as the part's kind's
-            why = _bad_severity(fault.kind, args.severity)
-            if why:
-                return usage(f"--severity: {args.fault} ({fault.part}): {why}")
-            fault = Fault(fault.kind, fault.part, args.severity, fault.rank, fault.windows)
+    rng = np.random.default_rng(args.seed)       # each fault drawn after the one before
+    faults = []
+    for kind, part, severity in asked:
+        fault, failed = _drawn(kind, part, severity, rm, fc, rng, args)
+        if failed is not None:
+            return failed
+        if any((f.kind, f.part) == (fault.kind, fault.part) for f in faults):
+            return usage(f"--fault {kind}: `{fault.part}` is drilled twice: name another "
+                         f"--part (or another --seed)")
+        faults.append(fault)
     try:
-        data = generate(fc, rm, [fault] if fault else [], Noise(drift=args.drift * 1e-6),
-                        args.iterations, args.seed)
+        data = generate(fc, rm, faults, Noise(drift=args.drift * 1e-6), args.iterations,
+                        args.seed)
     except SynthError as exc:
         if exc.field is None:
             return usage(str(exc))
@@ -129,7 +121,9 @@ def run(args, overrides) -> int:
     except OSError as exc:
         return usage(f"cannot write `{out}`: {exc.strerror or exc}")
     answer = {"job": data.job, "ranks": data.world, "iterations": list(data.iterations),
-              "written": out, "fault": fault.to_json() if fault else None}
+              "written": out, "fault": faults[0].to_json() if faults else None}
+    if len(faults) > 1:                  # `fault` the first, as a drill of one fault gives it
+        answer["faults"] = [f.to_json() for f in faults]
     stream = sys.stderr if args.quiet_answer else sys.stdout
     if args.format == "json":
         # here: `astral --help` imports this module (for start-up)
@@ -139,11 +133,55 @@ def run(args, overrides) -> int:
         stream.write(dumps(envelope(list(design.diagnostics) + list(fc.diagnostics),
                                     file=design.file, **answer)) + "\n")
     else:
-        what = f"{fault.kind} {fault.part} (severity {fault.severity:g})" if fault else \
-            "no fault (a healthy run)"
+        what = ", ".join(f"{f.kind} {f.part} (severity {f.severity:g})" for f in faults) \
+            or "no fault (a healthy run)"
         stream.write(f"synth: job `{data.job}`, {data.world:,} ranks x {len(data.iterations)} "
                      f"iterations written to {out}; injected: {what}\n")
     return EXIT_OK
+
+
+def _asked(args):
+    """([(kind, part or None, severity or None)] of each --fault but none, in order), or the
+    usage error: --part and --severity each given for every --fault, in their order, or not
+    at all; `none` alone; each severity checked against its kind."""
+    kinds = args.fault or ["none"]
+    for flag, given in (("--part", args.part), ("--severity", args.severity)):
+        if given and len(given) != len(kinds):
+            return None, usage(f"{flag}: {len(given)} given for {len(kinds)} --fault: "
+                               f"one for each --fault, in their order, or none")
+    if len(kinds) > 1 and "none" in kinds:
+        return None, usage("--fault none is a healthy run: it cannot go with another --fault")
+    parts = args.part or [None] * len(kinds)
+    severities = args.severity or [None] * len(kinds)
+    for kind, severity in zip(kinds, severities):
+        why = _bad_severity(kind, severity)
+        if why:
+            return None, usage(f"--severity: {why}")
+    return [a for a in zip(kinds, parts, severities) if a[0] != "none"], None
+
+
+def _drawn(kind, part, severity, rm, fc, rng, args):
+    """(the fault of `kind`, drawn with `rng` as the proof draws it, moved onto `part` and
+    given `severity` where named, None) or (None, the usage error)."""
+    from astral_dsl.synth import Fault
+    from astral_dsl.synth.inject import random_fault
+
+    try:
+        fault = random_fault(kind, rm, fc, rng, args.seed, args.iterations)
+    except ValueError as exc:
+        return None, usage(f"--fault {kind}: {exc}")
+    if part:
+        fault = _on_part(kind, fault, part, rm, fc, args.seed)
+        if fault is None:
+            return None, usage(f"--part: `{part}` is not a part of this kind that the job's "
+                               f"traffic crosses")
+    if severity is not None:
+        # partial is a GPU or a NIC link: the severity is checked as the part's kind's
+        why = _bad_severity(fault.kind, severity)
+        if why:
+            return None, usage(f"--severity: {kind} ({fault.part}): {why}")
+        fault = Fault(fault.kind, fault.part, severity, fault.rank, fault.windows)
+    return fault, None
 
 
 def _fail(args, diagnostics, file, code: int) -> int:

@@ -26,6 +26,7 @@ from typing import List, Tuple
 import numpy as np
 
 from astral_dsl.synth import experts
+from astral_dsl.synth.network import flap_mask
 
 Step = Tuple[float, float, float]      # (share of the block's compute before it, seconds,
 #                                        share of the compute that runs beside it)
@@ -60,13 +61,13 @@ def exposed(steps: Tuple[Step, ...], compute: float) -> float:
 
 
 def ring_factors(net, ranks: np.ndarray, members: np.ndarray):
-    """(static slow-down, crosses the flapping link) of each group of a stage's grid `ranks`
+    """(static slow-down, the flapping links it crosses: network.flap_mask) of each group of a stage's grid `ranks`
     (`members`: their positions in the grid flattened), a ring over its members in order: the
     slowest flow of its edges, or a member's degraded NVLink port (Net.nvlink_slow) where
     slower; 1 for a group inside one NVLink domain, its NVLink healthy."""
     flat = ranks.ravel()
     static = np.ones(len(members))
-    flap = np.zeros(len(members), dtype=bool)
+    flap = flap_mask(len(members))
     for g, at in enumerate(members):
         ring = [int(r) for r in flat[at]]
         if len(ring) > 1 and net.crosses(ring):

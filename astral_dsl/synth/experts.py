@@ -17,6 +17,8 @@ from typing import List, Tuple
 
 import numpy as np
 
+from astral_dsl.synth.network import flap_mask
+
 Step = Tuple[float, float, float]      # (share of the block's compute before it, exposed s,
 #                                        hidden s: what `ep_overlap` hides behind computation)
 OVERLAPPED = " (overlapped)"           # lower_comm._coll's name of the hidden share
@@ -75,14 +77,14 @@ def members(groups, ranks: np.ndarray) -> np.ndarray:
 
 
 def factors(net, ranks: np.ndarray, members: np.ndarray):
-    """(static slow-down, crosses the flapping link) of each EP group of a stage's
+    """(static slow-down, the flapping links it crosses: network.flap_mask) of each EP group of a stage's
     (dp x cp, tp) grid `ranks` (`members`: their positions in the grid flattened), one per
     group: the slowest flow of its pairs that leave their NVLink domain, or a member's degraded
     NVLink port (Net.nvlink_slow) where slower; 1 for a group whose exchange stays in one,
     its NVLink healthy."""
     flat = ranks.ravel()
     static = np.ones(len(members))
-    flap = np.zeros(len(members), dtype=bool)
+    flap = flap_mask(len(members))
     for g, at in enumerate(members):
         crossing = pairs(net, flat[at])
         if crossing:

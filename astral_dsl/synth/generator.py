@@ -27,7 +27,7 @@ from astral_dsl import records
 from astral_dsl.analyses.rankmap import RankMap
 from astral_dsl.synth import context, experts, sharded
 from astral_dsl.synth.faults import Fault, Noise
-from astral_dsl.synth.network import Net
+from astral_dsl.synth.network import MAX_FLAPS, Net
 
 EPOCH = 1.7e9           # the hosts' clocks read Unix time (seconds)
 PHASE_NAMES = ("forward", "backward", "tp_comm", "pp_comm", "dp_comm", "comm", "optimizer",
@@ -137,6 +137,8 @@ def generate(fc, rank_map: RankMap, faults: Sequence[Fault] = (), noise: Noise =
     from astral_dsl.seer import comm
 
     sync = speed * comm.all_reduce(low.net, comm.layout(low.net, "world", max(2, world), 1), 8.0)
+    if sum(f.kind == "link_flap" for f in faults) > MAX_FLAPS:
+        raise SynthError(f"at most {MAX_FLAPS} flapping links in one drill")
     net = Net(rank_map, faults, seed)
     gpu_factor = np.clip(1 + rng.normal(0, noise.gpu_spread, world), 0.97, 1.03)
     for f in faults:

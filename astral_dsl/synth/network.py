@@ -11,7 +11,7 @@ gives the wiring (which port lands on which switch, and the names) and that NVLi
 the schedule over them)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from astral_dsl.analyses.rankmap import RankMap, domain_of, one_domain
 from astral_dsl.synth.faults import Fault
 
 CHANNELS = 4            # flows per port and transfer (NCCL channels per NIC port)
+MAX_FLAPS = 63          # flapping links a drill holds: a bit each of an int64 mask (flap_mask)
 
 
 def _mix(*values: int) -> int:
@@ -38,7 +39,7 @@ class Net:
         self.rm = rank_map
         self.seed = seed
         self.rate: Dict[str, float] = {}
-        self.flap: Optional[Fault] = None
+        self.flaps: List[Fault] = []            # flapping links: bit i of a mask is flaps[i]
         self.nvlink: Dict[int, float] = {}      # rank -> rate of its GPU's NVLink port
         for f in faults:
             if f.kind in ("nic_port", "tor", "agg", "uplink"):
@@ -46,7 +47,7 @@ class Net:
             elif f.kind == "nvlink":
                 self.nvlink[f.rank] = min(self.nvlink.get(f.rank, 1.0), f.severity)
             elif f.kind == "link_flap":
-                self.flap = f
+                self.flaps.append(f)
         self.gpu_windows: List[Fault] = []
 
     def route(self, a: int, b: int) -> List[List[str]]:
@@ -112,23 +113,24 @@ class Net:
         return [int(r) for r, k in zip(ranks, key) if count[k] > 1]
 
     def _flows(self, a: int, b: int):
-        """(rate, crosses the flapping link) of each flow between ranks a and b."""
-        flap = self.flap.part if self.flap else None
-        return [(min(self.rate.get(part, 1.0) for part in crossed), flap in crossed)
+        """(rate, the flapping links it crosses: a bit each) of each flow between ranks a and
+        b."""
+        return [(min(self.rate.get(part, 1.0) for part in crossed),
+                 sum(1 << i for i, f in enumerate(self.flaps) if f.part in crossed))
                 for crossed in self.route(a, b)]
 
     def _factor(self, pairs):
-        slow, flap = 1.0, False
+        slow, flap = 1.0, 0
         for a, b in pairs:
             for rate, f in self._flows(a, b):
                 slow = max(slow, 1.0 / rate)
-                flap = flap or f
+                flap |= f
         return slow, flap
 
     def pairs(self, src: np.ndarray, dst: np.ndarray):
         """Static slow-down and flapping mask of the transfers src[d, t] -> dst[d, t]."""
         static = np.ones(src.shape)
-        flap = np.zeros(src.shape, dtype=bool)
+        flap = flap_mask(src.shape)
         for pos in np.ndindex(src.shape):
             pair = (int(src[pos]), int(dst[pos]))
             if self.crosses(pair):
@@ -141,7 +143,7 @@ class Net:
         """Per TP index: the ring over the data-parallel replicas (axis 0)."""
         D, T = ranks.shape
         static = np.ones((1, T))
-        flap = np.zeros((1, T), dtype=bool)
+        flap = flap_mask((1, T))
         if D < 2:
             return static, flap
         for t in range(T):
@@ -167,12 +169,24 @@ class Net:
         return out
 
     def flap_factor(self, mask: np.ndarray, when: np.ndarray) -> np.ndarray:
-        if self.flap is None or not mask.any():
+        """The slow-down of transfers crossing the flapping links of `mask` (flap_mask: a bit
+        each) that start at `when`: the slowest of the links bad then (a transfer runs at its
+        slowest flow's pace)."""
+        if not self.flaps or not np.any(mask):
             return np.ones(np.shape(mask))
-        bad = np.zeros(np.shape(when), dtype=bool)
-        for lo, hi in self.flap.windows:
-            bad |= (when >= lo) & (when < hi)
-        return np.where(mask & bad, 1.0 / self.flap.severity, 1.0)
+        out = None
+        for i, f in enumerate(self.flaps):
+            bad = np.zeros(np.shape(when), dtype=bool)
+            for lo, hi in f.windows:
+                bad |= (when >= lo) & (when < hi)
+            slow = np.where((np.asarray(mask) >> i) & 1 & bad, 1.0 / f.severity, 1.0)
+            out = slow if out is None else np.maximum(out, slow)
+        return out
 
 
-__all__ = ["CHANNELS", "Net"]
+def flap_mask(shape) -> np.ndarray:
+    """No flapping link crossed yet: per transfer or group, a bit for each of Net.flaps."""
+    return np.zeros(shape, dtype=np.int64)
+
+
+__all__ = ["CHANNELS", "MAX_FLAPS", "Net", "flap_mask"]
