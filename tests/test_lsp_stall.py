@@ -172,3 +172,41 @@ def test_the_outline_does_not_wait_for_a_stalled_analysis(tmp_path):
         asyncio.run(scenario())
     finally:
         server.checker.close()
+
+
+def test_an_analysis_never_waits_on_a_stalled_start_itself(monkeypatch):
+    """With no idle worker, an analysis waits for the one `warm` starts, at most START seconds
+    (then TimedOut), and less when its job is stopped (Stopped): it never starts one in its own
+    thread, where a fork server that never answers had kept it for good. At most IDLE starts are
+    in flight however many analyses wait."""
+    monkeypatch.setattr(workers, "START", 0.3, raising=False)
+    release, started = threading.Event(), []
+
+    class Stalled:
+        alive = True
+
+        def __init__(self, ctx, memory):
+            started.append(self)
+            release.wait(30)                 # the fork server's answer, until the test ends
+
+        def close(self):
+            self.alive = False
+
+    monkeypatch.setattr(workers, "_Worker", Stalled)
+    checker = workers.Checker.__new__(workers.Checker)
+    checker._ctx, checker._memory = None, None
+    checker._lock = threading.Lock()
+    checker._ready = threading.Condition(checker._lock)
+    checker._idle, checker._starting = [], 0
+    try:
+        began = time.monotonic()
+        with pytest.raises(workers.TimedOut, match="the start of the analysis worker"):
+            checker.check(workers.Stopper(), "a")
+        assert time.monotonic() - began < 5
+        stopper = workers.Stopper()
+        threading.Timer(0.05, stopper.stop).start()
+        with pytest.raises(workers.Stopped):
+            checker.check(stopper, "b")
+        assert len(started) <= workers.IDLE
+    finally:
+        release.set()

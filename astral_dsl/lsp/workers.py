@@ -276,6 +276,7 @@ class Checker:
         self._ctx = _context()                  # no fork of the threaded server itself
         self._memory = memory
         self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)   # an idle worker was added
         self._idle: List[_Worker] = []
         self._starting = 0                      # workers `warm` is starting, outside the lock
 
@@ -302,17 +303,16 @@ class Checker:
                 keep = len(self._idle) < IDLE
                 if keep:
                     self._idle.append(worker)
+                    self._ready.notify_all()
             if not keep:
                 worker.close()
                 return
 
     def check(self, stopper: Stopper, request, timeout: Optional[float] = None) -> Any:
         with self._lock:
-            while self._idle and not self._idle[0].alive:
-                self._idle.pop(0).close()          # its pipe too (an fd a dead one kept)
-            worker = self._idle.pop(0) if self._idle else None
+            worker = self._take()
         if worker is None:
-            worker = _Worker(self._ctx, self._memory)
+            worker = self._wait_idle(stopper)
         threading.Thread(target=self.warm, daemon=True).start()     # the next one, ready
         stopper.attach(worker)
         try:
@@ -330,6 +330,33 @@ class Checker:
         if not keep:
             worker.close()
         return answer
+
+    def _take(self) -> Optional[_Worker]:
+        """An idle worker that is alive (the lock held), dropping the dead ones with their
+        pipes (an fd a dead one kept); None when there is none."""
+        while self._idle and not self._idle[0].alive:
+            self._idle.pop(0).close()
+        return self._idle.pop(0) if self._idle else None
+
+    def _wait_idle(self, stopper: Stopper) -> _Worker:
+        """A worker `warm` starts (at most IDLE starts at a time, outside the lock), waited for
+        in slices of SLICE seconds: Stopped once the job is stopped, TimedOut past START. The
+        analysis's own thread never starts one: a start talks to the fork server, which may
+        never answer, and each such thread had waited for good (the request was answered at
+        its deadline, the thread and its document's text kept)."""
+        threading.Thread(target=self.warm, daemon=True).start()
+        end = time.monotonic() + START
+        with self._ready:
+            while True:
+                worker = self._take()
+                if worker is not None:
+                    return worker
+                if stopper.stopped:
+                    raise Stopped("the analysis was stopped before a worker started")
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise TimedOut("the start of the analysis worker", START)
+                self._ready.wait(min(SLICE, left))
 
     def close(self) -> None:
         with self._lock:
