@@ -38,8 +38,9 @@ def test_explained_instances_leave_everyones_background():
     suspect: S = 3 of N = 2,002 remain. On channel 0: (3 - 1) / (2,002 - 2) = 0.001; on 0
     and 1: the same (channel 1 holds nothing left); on 1 and 2: 1 / 2, kept at 5 %; on all
     three: the whole 3 / 2,002; on 1: nothing of its own left, 3 / 2,002; on 2: 1 / 2, 5 %.
-    Before, channel 1's slowed pair had counted in unit 0's background (4 / 2,003). Only the groups whose e changed are evaluated again: the 5 % group (units 2
-    and 5, before and after) is kept as it was."""
+    Before, channel 1's slowed pair had counted in unit 0's background (4 / 2,003). Only the
+    groups whose e changed are evaluated again: the 5 % group (units 2 and 5, before and after)
+    is kept as it was."""
     chan = np.repeat([0, 1, 2], [2, 3, 2000])
     slowed = np.zeros(chan.size, dtype=bool)
     slowed[[0, 2, 3, 5, 6]] = True

@@ -24,12 +24,12 @@ Its Bayes factor against "all healthy" is the likelihood averaged over a grid of
 unit that needs more freedom to fit pays for it. The first suspect is the unit with the largest
 factor, reported when its posterior odds, with one fault a priori as likely as none spread
 evenly over the units, exceed ALARM_ODDS; the slow instances it explains are then set aside, in
-every unit's e too (background.py), and the next is sought (several faults). Units that cross exactly the same channels cannot be told
-apart by any timing, nor can units that explain the same slow instances with Bayes factors
-within a factor e (TIE) of each other (the two ends of one slow transfer): they are one suspect
-listing every part; a tie of several classes names each (`A or B`, by name), not the one whose
-factor happens to be larger. Confidence is the suspect's
-posterior probability among the units, given that one of them is faulty."""
+every unit's e too (background.py), and the next is sought (several faults). Units that cross
+exactly the same channels cannot be told apart by any timing, nor can units that explain the
+same slow instances with Bayes factors within a factor e (TIE) of each other (the two ends of
+one slow transfer): they are one suspect listing every part; a tie of several classes names
+each (`A or B`, by name), not the one whose factor happens to be larger. Confidence is the
+suspect's posterior probability among the units, given that one of them is faulty."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple

@@ -111,8 +111,9 @@ def layout(spec: JobSpec, where) -> List[Diagnostic]:
             # an interleaved schedule whose virtual stages are left to the rule: a layout of
             # pp x k entries says k, which the rule is not asked to guess
             out.append(_err("E752", f"{name}: the declared layout {_show(par.layout)} has "
-                                    f"{len(par.layout)} chunks, {k} per stage of pp = {par.pp}, and "
-                                    f"`virtual_stages` is not stated (the rule would choose it)",
+                                    f"{len(par.layout)} chunks, {k} per stage of pp = "
+                                    f"{par.pp}, and `virtual_stages` is not stated (the rule "
+                                    f"would choose it)",
                             where("layout"),
                             f"state `virtual_stages = {k}` with the layout"))
         elif len(par.layout) != par.pp * v or sum(par.layout) != m.layers:

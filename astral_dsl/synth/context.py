@@ -61,10 +61,11 @@ def exposed(steps: Tuple[Step, ...], compute: float) -> float:
 
 
 def ring_factors(net, ranks: np.ndarray, members: np.ndarray):
-    """(static slow-down, the flapping links it crosses: network.flap_mask) of each group of a stage's grid `ranks`
-    (`members`: their positions in the grid flattened), a ring over its members in order: the
-    slowest flow of its edges, or a member's degraded NVLink port (Net.nvlink_slow) where
-    slower; 1 for a group inside one NVLink domain, its NVLink healthy."""
+    """(static slow-down, the flapping links it crosses: network.flap_mask) of each group of a
+    stage's grid `ranks` (`members`: their positions in the grid flattened), a ring over its
+    members in order: the slowest flow of its edges, or a member's degraded NVLink port
+    (Net.nvlink_slow) where slower; 1 for a group inside one NVLink domain, its NVLink
+    healthy."""
     flat = ranks.ravel()
     static = np.ones(len(members))
     flap = flap_mask(len(members))

@@ -77,11 +77,11 @@ def members(groups, ranks: np.ndarray) -> np.ndarray:
 
 
 def factors(net, ranks: np.ndarray, members: np.ndarray):
-    """(static slow-down, the flapping links it crosses: network.flap_mask) of each EP group of a stage's
-    (dp x cp, tp) grid `ranks` (`members`: their positions in the grid flattened), one per
-    group: the slowest flow of its pairs that leave their NVLink domain, or a member's degraded
-    NVLink port (Net.nvlink_slow) where slower; 1 for a group whose exchange stays in one,
-    its NVLink healthy."""
+    """(static slow-down, the flapping links it crosses: network.flap_mask) of each EP group of
+    a stage's (dp x cp, tp) grid `ranks` (`members`: their positions in the grid flattened),
+    one per group: the slowest flow of its pairs that leave their NVLink domain, or a member's
+    degraded NVLink port (Net.nvlink_slow) where slower; 1 for a group whose exchange stays in
+    one, its NVLink healthy."""
     flat = ranks.ravel()
     static = np.ones(len(members))
     flap = flap_mask(len(members))
