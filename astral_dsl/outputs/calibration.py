@@ -50,7 +50,11 @@ def _signed(x: Optional[float]) -> str:
 
 
 def family_rows(doc: dict) -> List[tuple]:
-    """(GPU, precision, dense / MoE, stats) of the leave-one-group-out families, then all."""
+    """(GPU, precision, dense / MoE, stats) of the leave-one-group-out families, then all, then
+    (with more than one table) each table's rows alone: ("all", "table", name, stats), from the
+    rows' left-out errors as fit.json rounds them."""
+    from astral_dsl.runs.score import error_stats
+
     fams = doc.get("families", {})
     out = []
     for key, f in fams.items():
@@ -59,6 +63,11 @@ def family_rows(doc: dict) -> List[tuple]:
             out.append((parts[0], parts[1], parts[2], f))
     if "all" in fams:
         out.append(("all", "", "", fams["all"]))
+    by_table: Dict[str, List[float]] = {}
+    for r in doc.get("rows", []):
+        by_table.setdefault(r["set"], []).append(r["left_out_pct"] / 100.0)
+    if len(by_table) > 1:
+        out += [("all", "table", name, error_stats(es)) for name, es in sorted(by_table.items())]
     return out
 
 
@@ -84,7 +93,8 @@ def markdown_accuracy(doc: dict) -> str:
     lines = ["| GPU | precision | dense / MoE | runs | mean \\|error\\| | max \\|error\\| | "
              "mean error |", "|---|---|---|---:|---:|---:|---:|"]
     for g, p, m, f in family_rows(doc):
-        label = [g, p, m] if g != "all" else ["**all**", "", ""]
+        label = ([g, p, m] if g != "all" else ["**all**", "", ""] if not p
+                 else ["all", f"table `{m}`", ""])
         lines.append("| " + " | ".join(label + [str(f["rows"]), _pct(f["mean_abs_pct"]),
                                                 _pct(f["max_abs_pct"]),
                                                 _signed(f["mean_pct"])]) + " |")

@@ -10,7 +10,7 @@ optimistic forecast, on a step time a pessimistic one."""
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 TOKENS, STEP, TFLOPS = "tokens_per_s_per_gpu", "step_time_s", "model_tflops_per_gpu"
 
@@ -88,10 +88,12 @@ def family_summary(pairs: Iterable[Tuple[Dict[str, str], float]]) -> Dict[str, d
         g, p = family(reg)
         for key in (f"{g} {p}", f"{g} {p} {reg['moe']}", "all"):
             fams.setdefault(key, []).append(err)
-    out = {}
-    for key, es in sorted(fams.items()):
-        out[key] = {"rows": len(es),
-                    "mean_abs_pct": round(100 * sum(abs(e) for e in es) / len(es), 2),
-                    "max_abs_pct": round(100 * max(abs(e) for e in es), 2),
-                    "mean_pct": round(100 * sum(es) / len(es), 2)}
-    return out
+    return {key: error_stats(es) for key, es in sorted(fams.items())}
+
+
+def error_stats(errors: Sequence[float]) -> dict:
+    """rows, mean |error|, max |error| and mean signed error (%) of some (non-empty) errors."""
+    return {"rows": len(errors),
+            "mean_abs_pct": round(100 * sum(abs(e) for e in errors) / len(errors), 2),
+            "max_abs_pct": round(100 * max(abs(e) for e in errors), 2),
+            "mean_pct": round(100 * sum(errors) / len(errors), 2)}
