@@ -659,3 +659,20 @@ scenario sched { set j.parallel.schedule = 1f1b }
     ws = astral_dsl.compiles(NVLINK % ("", "Own") + "scenario unfused { set j.attention = "
                              "unfused }\n", name="enum.astral", root=REPO)
     assert astral_dsl.forecast(ws, scenario="unfused").detail.job.attention == "unfused"
+
+
+def test_a_layout_states_its_virtual_stages_as_megatron_derives_them():
+    """A layout of pp x k chunks without `virtual_stages` runs k of them, interleaved, as
+    Megatron-Core 0.16.0 derives the virtual pipeline size from pipeline_model_parallel_layout
+    (transformer_config.py): the forecast is the one with `virtual_stages = k` stated."""
+    layout = ", layout = [10, 10, 10, 10, 10, 10, 10, 10]"
+    derived = design(BASE % ("", layout))
+    stated = design(BASE % ("", layout + ", virtual_stages = 2"))
+    spec = job_spec(derived.jobs[0], Resolver(derived)(derived.jobs[0].field("model")))
+    assert (spec.parallel.v, spec.parallel.schedule) == (2, "interleaved")
+    a, b = seer.forecast(derived), seer.forecast(stated)
+    assert a.iteration_time == b.iteration_time and dict(a.chosen).get("virtual_stages") is None
+    # a layout pp does not divide still says how many counts to list
+    with pytest.raises(seer.ForecastError) as exc:
+        seer.forecast(design(BASE % ("", ", layout = [27, 27, 26]")))
+    assert [d.code for d in exc.value.diagnostics] == ["E752"]

@@ -30,7 +30,10 @@ Defaults (docs/seer.md, "Defaults"), each Megatron-LM's unless said otherwise:
 - `recompute = none`, `sp = false`, `zero = 0`, `overlap_grad_reduce = false`,
   `overlap_param_gather = false`: all opt-in flags of Megatron-LM.
 - `order = "tp-cp-ep-dp-pp"`: Megatron-Core's default rank order (parallel_state).
-- `schedule`: `1f1b`; `interleaved` when `virtual_stages` > 1 is declared.
+- `virtual_stages` with a `layout` of pp x k chunks: k, as Megatron-Core derives it from
+  `pipeline_model_parallel_layout` (0.16.0 transformer_config.py, `__post_init__`: the
+  layout's virtual pipeline size, which a stated size must equal).
+- `schedule`: `1f1b`; `interleaved` when `virtual_stages` > 1 is declared or derived.
 - `reshard_after_forward = true`: PyTorch FSDP's default (FULL_SHARD; FSDP2 `fully_shard`).
 - `dp` = gpus / (tp x pp x cp); `global_batch` = micro x dp; `seq` = the model's; `micro` and an
   interleaved job's `virtual_stages`: chosen by the rule (seer/rule.py)."""
@@ -211,6 +214,8 @@ def job_spec(job, model_inst, **options) -> JobSpec:
     layout = f.get("layout")
     layout = tuple(_int(x, 0) for x in layout) if isinstance(layout, tuple) else None
     v = _int(f.get("virtual_stages"))
+    if v is None and layout and pp and len(layout) % pp == 0:
+        v = len(layout) // pp     # the layout's chunks a stage (module docstring)
     schedule = f.get("schedule") or ("interleaved" if (v or 1) > 1 else "1f1b")
     zero = _int(f.get("zero"), 0) or 0
     if f.get("fsdp") is True:

@@ -108,7 +108,8 @@ def layout(spec: JobSpec, where) -> List[Diagnostic]:
         v = par.v or 1
         k, rest = divmod(len(par.layout), par.pp)
         if par.v is None and k > 1 and not rest and sum(par.layout) == m.layers:
-            # an interleaved schedule whose virtual stages are left to the rule: a layout of
+            # (the Python API only: a .astral layout states its virtual stages, seer/job.py) an
+            # interleaved schedule whose virtual stages are left to the rule: a layout of
             # pp x k entries says k, which the rule is not asked to guess
             out.append(_err("E752", f"{name}: the declared layout {_show(par.layout)} has "
                                     f"{len(par.layout)} chunks, {k} per stage of pp = "
