@@ -48,7 +48,15 @@ class MambaOps:
         chunk_scan_bwd_dcb (x, dout in; the fp32 C B^T gradient, summed: 2 h Q P); two
         bmm_chunk_bwd (C or B, that gradient and dB or dC in, e out: 2 G Q N each); the dA
         gradients' flips, cumulative sum and sums (fp32 per head); chunk_scan_bwd_ddAcs_stable
-        (x, dout, C B^T in; 4 fp32 partials per position, summed: 2 h Q P); chunk_cumsum_bwd."""
+        (x, dout, C B^T in; 4 fp32 partials per position, summed: 2 h Q P); chunk_cumsum_bwd.
+        The backward's small launches besides (mamba_ssm 2.2.4 and 2.2.6.post3 alike): the sums
+        of D's fp32 partials after the dz and the dx kernels (Megatron-Core passes D, one per
+        head: `dD[:n_valid_blocks].sum`, at most ceil(Q / 32) partials a chunk and head), the sum
+        of state_passing_bwd's dA partials over its blocks (h fp32 a chunk each: launch-bound,
+        counted at its output), the autotuner's pre-hooks that zero the dx kernel's dt gradient
+        and the dC kernel's dA gradient before their atomic adds (`init_to_zero`: 4 h each) and
+        chunk_cumsum_bwd's dA and dt-bias gradients (h fp32: per layer, not per token), and the
+        chunk's last dA gradient added in place (`ddA_cumsum_prev[..., -1] +=`)."""
         m, e = self.job.model, self.elem
         d, h, g, _, _ = self._mamba_dims()
         Q, N, P = m.mamba_chunk, m.mamba_state, m.mamba_head
@@ -68,20 +76,27 @@ class MambaOps:
                   ("chunk_state", e * d + e * gn + 8 * h + 4 * s, ((state, Q),)),
                   ("state_passing", 8 * s, ()),
                   ("bwd_dz", 6 * e * d, ()),
+                  ("sum dD", 4 * h * -(-Q // 32) / Q, ()),
                   ("bwd_dstates", e * gn + 4 * h + e * d + 4 * s, ((state, Q),)),
                   ("state_passing_bwd", (8 + 2 * e) * s + 12 * h, ()),
+                  ("sum ddA chunk", 4 * h / Q, ()),
+                  ("zero ddt", 4 * h, ()),
                   ("bwd_dx", 3 * e * d + 12 * h + e * gn + 4 * c + e * s, ((scan, Q), (state, N))),
+                  ("sum dD", 4 * h * -(-Q // 32) / Q, ()),
                   ("bwd_db", e * d + 12 * h + e * s + e * gn + 4 * gn, ((state, P),)),
                   ("sum db", 8 * gn, ()), ("cumsum", 8 * h, ()),
+                  ("zero ddA", 4 * h, ()),
                   ("bwd_dC", e * s + 8 * h + e * d + e * gn + 4 * gn, ((state, P),)),
                   ("sum dC", 8 * gn, ()),
                   ("bwd_dcb", 2 * e * d + 8 * h + 4 * c, ((scan, P),)),
                   ("sum dcb", 8 * c, ()),
                   ("bmm_chunk_bwd B", 2 * e * gn + 4 * c + 4 * gn, ((cbf, Q),)),
                   ("bmm_chunk_bwd C", 2 * e * gn + 4 * c + 4 * gn, ((cbf, Q),)),
+                  ("add last", 12 * h / Q, ()),
                   ("flip", 8 * h, ()), ("cumsum", 8 * h, ()), ("flip", 8 * h, ()),
                   ("bwd_ddAcs", 2 * e * d + 8 * h + 4 * c + 16 * h, ((scan, P),)),
                   ("sum ddA", 20 * h, ()), ("add", 12 * h, ()), ("add", 12 * h, ()),
+                  ("zero dA", 0.0, ()), ("zero ddt_bias", 0.0, ()),
                   ("chunk_cumsum_bwd", (8 + 2 * e) * h, ()))
         t = self.tokens
         return tuple((name, t * nb, tuple((t * f, k) for f, k in dots)) for name, nb, dots in ks)
@@ -110,6 +125,15 @@ class MambaOps:
         if self.job.micro > 1:
             self._ew(b, name, 2 * self.tokens * width * self.elem, L)
 
+    def _mamba_params(self, b, name, heads, backward, L):
+        """Megatron-Core 0.16.0's mixer (ssm/mamba_mixer.py `_ssm_training`) hands the scan
+        A = -torch.exp(A_log.float()), dt_bias.float() and D.float(): with the parameters in
+        bf16 (Float16Module, transformer/module.py, casts the model) that is 5 kernels on a
+        vector of `heads` (a cast, exp and negation; two casts: 34 bytes a head), and their
+        autograd backward 5 more (two casts back, the negation's, the exponential's product
+        and A_log's cast: 38 bytes a head)."""
+        self._ew(b, name, (38 if backward else 34) * heads, L, kernels=5)
+
     def _mamba_fwd(self, b, L, pre):
         m, elem, tokens = self.job.model, self.elem, self.tokens
         d_inner, heads, groups, width, conv = self._mamba_dims()
@@ -117,6 +141,7 @@ class MambaOps:
         self._linear(b, pre + "mamba in proj", tokens, width, m.hidden, L, norm_fed=True,
                      gather=pre + "mamba all-gather")
         self._mamba_layout(b, pre + "mamba layout copy", width, L)
+        self._mamba_params(b, pre + "mamba A dt D", heads, False, L)
         self._ew(b, pre + "mamba conv1d", 2 * tokens * conv * elem, L)
         self._ssd(b, pre + "ssd scan", False, L)
         self._mamba_layout(b, pre + "mamba output copy", d_inner, L)
@@ -133,12 +158,18 @@ class MambaOps:
         self._residual(b, "residual bwd", L)
         self._linear_bwd(b, "mamba out proj", tokens, m.hidden, d_inner, L, column=False,
                          grad_gather="mamba grad all-gather")
-        # the norm's backward reads its input and the gradient and writes one (no z)
-        self._ew(b, "mamba gated norm bwd", 3 * tokens * d_inner * elem, L, "norm")
+        # the norm's backward reads its input and the gradient and writes one (no z), then sums
+        # its per-program weight-gradient partials and casts the sum to the weight's dtype
+        # (mamba_ssm 2.2.4 ops/triton/layernorm_gated.py `_layer_norm_bwd`: 3 kernels)
+        self._ew(b, "mamba gated norm bwd", 3 * tokens * d_inner * elem, L, "norm", kernels=3)
         self._ssd(b, "ssd scan bwd", True, L)
         # the convolution recomputed (mamba_split_conv1d_scan_combined saves its input only:
-        # read and write) before its backward (read the input and the gradient, write one)
-        self._ew(b, "mamba conv1d bwd", 5 * tokens * conv * elem, L)
+        # read and write) before its backward (read the input and the gradient, write one);
+        # causal-conv1d 1.5.2 (causal_conv1d/cpp_functions.py `causal_conv1d_bwd_function`, which
+        # mamba_ssm 2.2.6.post3 calls) zeroes the fp32 weight and bias gradients first and
+        # casts them to the parameters' dtype after: 6 kernels
+        self._ew(b, "mamba conv1d bwd", 5 * tokens * conv * elem, L, kernels=6)
+        self._mamba_params(b, "mamba A dt D bwd", heads, True, L)
         # the in-projection's output gradient, laid out as the scan's input (b l d), reaches
         # Transformer Engine's linear backward as a transposed view, which its
         # grad_output_preprocess reshapes to (l b, d): a copy (TE 2.9 module/base.py)
