@@ -17,10 +17,17 @@ def runtime(spec: JobSpec, where) -> List[Diagnostic]:
     par, out = spec.parallel, []
     name = f"job `{spec.name}`"
     if par.v and par.v > 1 and par.schedule != "interleaved":
-        out.append(_err("E760", f"{name}: {par.v} virtual stages with schedule = {par.schedule}",
-                        where("virtual_stages"),
-                        "virtual stages are the interleaved 1F1B schedule: `schedule = "
-                        "interleaved`, or leave `virtual_stages` out"))
+        if par.layout and "virtual_stages" not in where.fields:     # the layout's (seer/job.py)
+            out.append(_err("E760", f"{name}: the layout's {len(par.layout)} chunks on pp = "
+                                    f"{par.pp} are {par.v} virtual stages a GPU, with schedule = "
+                                    f"{par.schedule}", where("layout"),
+                            f"virtual stages are the interleaved 1F1B schedule: `schedule = "
+                            f"interleaved`, or list {par.pp} layer counts, one a stage"))
+        else:
+            out.append(_err("E760", f"{name}: {par.v} virtual stages with schedule = "
+                                    f"{par.schedule}", where("virtual_stages"),
+                            "virtual stages are the interleaved 1F1B schedule: `schedule = "
+                            "interleaved`, or leave `virtual_stages` out"))
     if par.schedule == "interleaved" and par.pp == 1:
         out.append(_err("E760", f"{name}: an interleaved schedule needs pipeline stages (pp = 1)",
                         where("schedule"), "raise pp, or use `schedule = 1f1b`"))
