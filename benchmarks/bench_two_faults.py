@@ -4,7 +4,9 @@ as `astral synth --fault A --fault B --seed S` draws them (the second drawn agai
 part falls on the first's host), diagnosed from the rank log's rows in memory; and each fault
 of the pair alone. Prints, per pair: both injected parts named (each covered by a suspect that
 is not an alternative), both among the first two suspects, among the first three, each named
-when alone, and the named suspects that cover neither part.
+when alone, the named suspects that cover neither part, and where both are named the probability
+beside the later of the two (a second fault's, given the first: diagnose/verdict.py, in_turn):
+how many show <1 %, the least and the median.
 
     python benchmarks/bench_two_faults.py               # every pair, 20 seeds (about 30 s of CPU)
     python benchmarks/bench_two_faults.py nic+flap 10   # one pair, 10 seeds"""
@@ -46,8 +48,9 @@ def _draw(kinds, seed, its, rm, fc):
 
 
 def _diagnosed(design, fc, rm, faults, its, seed):
-    """Per fault: (1-based position of the first suspect covering it or None, named), and the
-    named suspects covering none of them."""
+    """Per fault: (1-based position of the first suspect covering it or None, named), the
+    named suspects covering none of them, and the probability shown beside the later of the
+    suspects naming the faults (None unless every fault is named)."""
     data = generate(fc, rm, faults, Noise(), its, seed)
     res = diagnose.diagnose(design, write.to_observed(data), job=fc.job.name)
     pos = []
@@ -56,27 +59,34 @@ def _diagnosed(design, fc, rm, faults, its, seed):
         pos.append((p, p is not None and not res.suspects[p - 1].alternative))
     stray = sum(1 for s in res.suspects if not s.alternative
                 and not any(s.covers(f.part) for f in faults))
-    return pos, stray
+    later = res.suspects[max(p for p, _ in pos) - 1].probability \
+        if all(ok for _, ok in pos) else None
+    return pos, stray, later
 
 
 def main(which, n) -> None:
     design = astral_dsl.load(str(SMALL))
     fc, rm = seer.forecast(design), diagnose.rank_map(design)
     print("| pair | both named | both in the first two | both in the first three | "
-          "each named alone | named, covering neither |\n|---|---|---|---|---|---|")
+          "each named alone | named, covering neither | both named: the later's probability "
+          "shown <1 %, its least, median |\n|---|---|---|---|---|---|---|")
     for name in which:
         kinds, its = PAIRS[name]
         named = two = three = alone = stray = 0
+        later = []
         for seed in range(n):
             faults = _draw(kinds, seed, its, rm, fc)
-            pos, s = _diagnosed(design, fc, rm, faults, its, seed)
+            pos, s, p2 = _diagnosed(design, fc, rm, faults, its, seed)
             named += all(ok for _, ok in pos)
             two += all(p is not None and p <= 2 for p, _ in pos)
             three += all(p is not None and p <= 3 for p, _ in pos)
             alone += sum(_diagnosed(design, fc, rm, [f], its, seed)[0][0][1] for f in faults)
             stray += s
+            later += [] if p2 is None else [p2]
+        shown = (f"{sum(p < 0.005 for p in later)}/{len(later)}, {min(later):.3f}, "
+                 f"{float(np.median(later)):.3f}" if later else "-")
         print(f"| {name} ({its} iterations) | {named}/{n} | {two}/{n} | {three}/{n} | "
-              f"{alone}/{2 * n} | {stray} |", flush=True)
+              f"{alone}/{2 * n} | {stray} | {shown} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -110,3 +110,92 @@ def test_the_second_fault_is_named_once_the_firsts_instances_are_set_aside(small
     assert result.verdict == "suspects" and len(named) == 2
     assert named[0].covers(NIC) and named[1].covers(FLAP.split(" -- ")[0])
     assert named[1].supports.startswith("6 of the 54 collectives and transfers crossing it")
+
+
+def test_each_named_suspect_is_weighed_in_the_round_that_names_it():
+    """verdict.in_turn, by hand: three families, each hypothesis a priori at odds 1/3 (one
+    hypothesis per family's prior). The network names two in order (round 0: ln BF ln 57 and
+    ln 3; round 1, the first explained: the second at ln 57; round 2: the rest at ln 3), the
+    compute family one (ln 30), the forecast's one unnamed hypothesis ln 1. Round 1: odds 19,
+    1, 10 and 1/3 over 1 + 19 + 1 + 10 + 1/3 = 94/3: the network's first, 57/94. Round 2,
+    it taken as real: 19, 10, 1/3 over 91/3: the network's second, 57/91 (it had 3/94 in
+    round 1). Round 3: the network's rest 1, the GPU 10, 1/3 over 37/3: the GPU, 30/37."""
+    from astral_dsl.diagnose import verdict
+
+    ln = np.log
+    net = ([([ln(57), ln(3)], np.array([])), ([0.0, ln(57)], np.array([])),
+            ([0.0, 0.0], np.array([ln(3)]))], 1, 2, True)
+    picks = verdict.in_turn([net, ([([ln(30)], np.array([]))], 1, 1, False),
+                             ([([], np.array([0.0]))], 1, 0, False)], lambda f, i: (f, i))
+    assert [(f, i) for f, i, _ in picks] == [(0, 0), (0, 1), (1, 0)]
+    assert [p for _, _, p in picks] == pytest.approx([57 / 94, 57 / 91, 30 / 37], rel=1e-12)
+    p, per, _ = verdict.weigh([(list(r[0]), r[1], 1) for r in (net[0][0],)]
+                              + [([ln(30)], np.array([]), 1), ([], np.array([0.0]), 1)])
+    assert picks[0][2] == per[0][0] and per[0][1] == pytest.approx(3 / 94, rel=1e-12)
+
+
+def test_the_second_suspects_probability_is_its_rounds(small, monkeypatch, tmp_path):
+    """The drill of the test above: the NIC port named first (ln BF 337), the flapping link's
+    NIC second, at ln BF 4.8 in the first round and 20.8 once the first's 54 slowed instances
+    are explained. Its probability had been the first round's, <1 % (e^4.8 against the
+    first's e^337); it is now the posterior of the round that named it, with the first taken
+    as real (out of the hypotheses): prior odds 1/3 over each family's hypotheses (168 classes
+    of network units, 128 GPUs, 2 forecast hypotheses), its odds e^20.8 / 504 against the
+    rest of that round, chiefly one class at ln BF 16.8 (e^-4.0 of it): 1 / (1 + e^-4.02 +
+    ...) = 0.982. The text says it is given suspect 1, the JSON's `given` names it."""
+    import jsonschema
+
+    from astral_dsl.diagnose import compute, localise
+    from astral_dsl.outputs import diagnosis as out
+
+    design, fc, rm = small
+    rng = np.random.default_rng(0)
+    faults = [random_fault(k, rm, fc, rng, 0, 6) for k in ("nic_port", "link_flap")]
+    got = {}
+    for mod, name in ((localise, "localise"), (compute, "find"),
+                      (compute, "forecast_evidence")):
+        def keep(*a, _f=getattr(mod, name), _n=name, **k):
+            got[_n] = _f(*a, **k)
+            return got[_n]
+        monkeypatch.setattr(mod, name, keep)
+    result = diagnose.diagnose(design, write.to_observed(generate(fc, rm, faults, Noise(), 6,
+                                                                  0)), job=fc.job.name)
+    net, gpu, fc_bf = got["localise"], got["find"], np.array(got["forecast_evidence"])
+    assert (net.classes, gpu.units, gpu.log_bf) == (168, 128, ())
+
+    def posterior(bfs, rest, i, taken):
+        """The formula: prior odds 1/3 split over each family's hypotheses, "all healthy" 1."""
+        odds = [np.exp(b) / (3 * 168) for j, b in enumerate(bfs) if j not in taken]
+        odds += list(np.exp(rest) / (3 * 168)) + list(np.exp(gpu.rest) / (3 * 128))
+        odds += list(np.exp(fc_bf) / (3 * 2))
+        return np.exp(bfs[i]) / (3 * 168) / (1 + sum(odds))
+
+    first_round = posterior(net.log_bf, net.rest, 1, ())
+    refined = posterior(*net.rounds[0], 1, {0})
+    assert net.log_bf[1] == pytest.approx(4.80, abs=0.01) and first_round < 0.005
+    assert net.rounds[0][0][1] == pytest.approx(20.80, abs=0.01)
+    named = [s for s in result.suspects if not s.alternative]
+    assert named[0].probability == pytest.approx(posterior(net.log_bf, net.rest, 0, ()),
+                                                 rel=1e-12)
+    assert named[1].covers(FLAP.split(" -- ")[0]) and named[1].given == (named[0].path,)
+    assert named[1].probability == pytest.approx(refined, rel=1e-9)
+    assert refined > first_round
+    assert refined == pytest.approx(0.982, abs=1e-3)
+    text = out.render(result)
+    assert "  2. nic port Small.racks[0].hosts[1].nics[1].port[a|b]   probability 98%, given " \
+           "that suspect 1 is real\n" in text
+    assert f"suspects ({out.HEADING_GIVEN})" in text
+    p = _synth(tmp_path, "--fault", "nic_port", "--fault", "link_flap", "--iterations", "6")
+    assert p.returncode == 0, p.stderr
+    p = astral("diagnose", SMALL, "--observed", tmp_path / "drill.csv", "--format", "json",
+               cwd=REPO)
+    doc = json.loads(p.stdout)
+    jsonschema.validate(doc, json.loads((REPO / "schema" /
+                                         "diagnosis.schema.json").read_text()))
+    assert [(s["path"], s["probability"], s.get("given")) for s in doc["suspects"][:2]] == [
+        (named[0].path, 1.0, None), (named[1].path, round(refined, 4), [named[0].path])]
+    assert all("given" not in s for s in doc["suspects"][2:])
+    from astral_dsl.outputs.report.diagnosis import diagnosis_section
+
+    page = diagnosis_section(doc)        # the review page says it as the text does
+    assert "given that suspect 1 is real" in page and "each probability after the first" in page

@@ -196,13 +196,11 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
             fc_bf.append(bf)
         else:
             fc_rest.append(bf)
-    p_job, post, rest = verdict.weigh([(list(net.log_bf), net.rest, max(1, net.classes)),
-                                 (list(gpu.log_bf), gpu.rest, gpu.units),
-                                 (fc_bf, np.array(fc_rest), 2)])
-    suspects = [attrs.evolve(s, probability=p) for s, p in
-                zip(list(net.suspects) + list(gpu.suspects) + fc_named,
-                    post[0] + post[1] + post[2])]
-    suspects = ordered(suspects)
+    fams = [(list(net.log_bf), net.rest, max(1, net.classes)),
+            (list(gpu.log_bf), gpu.rest, gpu.units), (fc_bf, np.array(fc_rest), 2)]
+    p_job, post, rest = verdict.weigh(fams)
+    suspects = in_turn([list(net.suspects), list(gpu.suspects), fc_named], post, fams,
+                       net.rounds)
     obs_iter = _observed_iteration(tot)
     counts = {}
     for code, name in match.KIND_NAMES.items():
@@ -236,6 +234,26 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                      band=band, band_source=band_source,
                      compute_ratio=float(np.median(list(ratios.values()))) if ratios else None,
                      breakdown=per_rank, unnamed=unnamed, next_steps=steps)
+
+
+def in_turn(found: List[List[Suspect]], post: List[List[float]], fams, net_rounds
+            ) -> List[Suspect]:
+    """The suspects of each family (network, compute, forecast; `post`: their posteriors of
+    the first round, `fams`: that round's factors, verdict.weigh's input), the named ones in
+    the order verdict.in_turn names them, each with the posterior of its round and the paths
+    of the suspects its probability is given (`given`); then the alternatives, with the first
+    round's posterior (they compete with the first suspect: "explains less of it")."""
+    named = [sum(not s.alternative for s in f) for f in found]
+    rounds = [[fams[0][:2], *net_rounds], [fams[1][:2]], [fams[2][:2]]]
+    picks = verdict.in_turn([(r, fam[2], n, f == 0) for f, (r, fam, n) in
+                             enumerate(zip(rounds, fams, named))],
+                            lambda f, i: (found[f][i].kind, rankmap_mod.natural(found[f][i].path)))
+    out = [attrs.evolve(found[f][i], probability=p,
+                        given=tuple(found[g][j].path for g, j, _ in picks[:k]))
+           for k, (f, i, p) in enumerate(picks)]
+    rest = [attrs.evolve(s, probability=p) for f, ps in zip(found, post)
+            for s, p in zip(f, ps) if s.alternative]
+    return out + ordered(rest)
 
 
 def ordered(suspects) -> List[Suspect]:

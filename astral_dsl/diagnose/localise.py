@@ -28,8 +28,9 @@ every unit's e too (background.py), and the next is sought (several faults). Uni
 exactly the same channels cannot be told apart by any timing, nor can units that explain the
 same slow instances with Bayes factors within a factor e (TIE) of each other (the two ends of
 one slow transfer): they are one suspect listing every part; a tie of several classes names
-each (`A or B`, by name), not the one whose factor happens to be larger. Confidence is the
-suspect's posterior probability among the units, given that one of them is faulty."""
+each (`A or B`, by name), not the one whose factor happens to be larger. Each round's factors
+are kept (Found.rounds): a suspect's probability is weighed in the round that named it
+(verdict.in_turn)."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
@@ -93,6 +94,10 @@ class Found:
     log_bf: Tuple[float, ...] = ()
     rest: np.ndarray = attrs.field(factory=lambda: np.zeros(0))
     classes: int = 0                   # hypotheses the prior is spread over
+    # per round s = 1, 2, ... (the first s named suspects explained, every e measured again
+    # without their instances): each suspect's ln Bayes factor and the rest's, as log_bf and
+    # rest are round 0's; verdict.in_turn weighs the s+1-th named suspect by round s's
+    rounds: Tuple[Tuple[Tuple[float, ...], np.ndarray], ...] = ()
 
 
 def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) -> Found:
@@ -138,11 +143,10 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
     factors = Factors(incidence, ecmp, chan, log_g, log_h, slowed)
     suspects: List[Suspect] = []
     taken: List[List[List[int]]] = []
-    first_round = None
+    llrs: List[np.ndarray] = []            # each round's factors, the first round's first
     while len(suspects) < MAX_SUSPECTS:
         llr = factors.log_bayes()
-        if first_round is None:
-            first_round = llr
+        llrs.append(llr)
         best_cls = max(classes, key=lambda cl: (llr[cl[0]], -cl[0]))
         lead = best_cls[0]
         if llr[lead] < threshold:
@@ -168,9 +172,13 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
         factors.explain(explained)
         if not (log_r > 0).any():
             break
+    first_round = llrs[0]
     if not suspects:
         return Found(rest=np.array([first_round[cl[0]] for cl in classes]),
                      classes=len(classes))
+    named = len(suspects)
+    if len(llrs) == named:        # the factors once the last named suspect is explained
+        llrs.append(factors.log_bayes())
     posterior = _posterior(first_round, classes)
     shown = {p for s in suspects for p in s.parts}
     ranked = sorted((cl for cl in classes if not any(p in shown for i in cl
@@ -186,10 +194,15 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
                                  posterior[cl[0]], chans, explained, chan, chan_ranks, use,
                                  inst, tm, alternative=True))
     used = {cl[0] for group in taken for cl in group}
-    return Found(tuple(suspects),
-                 tuple(float(logsumexp([first_round[cl[0]] for cl in group])) for group in taken),
-                 np.array([first_round[cl[0]] for cl in classes if cl[0] not in used]),
-                 len(classes))
+    by_round = [_factors(llr, taken, classes, used) for llr in llrs[:named + 1]]
+    return Found(tuple(suspects), *by_round[0], len(classes), tuple(by_round[1:]))
+
+
+def _factors(llr, taken, classes, used) -> Tuple[Tuple[float, ...], np.ndarray]:
+    """(each suspect's ln Bayes factor, a tie's the ln of its classes' sum; every other
+    class's) in the round of `llr`."""
+    return (tuple(float(logsumexp([llr[cl[0]] for cl in group])) for group in taken),
+            np.array([llr[cl[0]] for cl in classes if cl[0] not in used]))
 
 
 def _classes(incidence) -> List[List[int]]:

@@ -54,7 +54,8 @@ class Suspect:
     # every part the evidence cannot tell apart, in the design's order (rankmap.natural:
     # hosts[2] before hosts[10]), as paths and groups list them
     parts: Tuple[str, ...] = attrs.field(converter=lambda ps: tuple(sorted(ps, key=natural)))
-    probability: float                 # 0..1, posterior; suspects compete (verdict.py)
+    probability: float                 # 0..1, posterior; the first suspect and the
+    #                                    alternatives compete, each next one is given `given`
     summary: str
     evidence: Tuple[Evidence, ...] = ()
     note: str = ""
@@ -64,6 +65,9 @@ class Suspect:
     slow: Tuple[Observation, ...] = ()  # a network suspect: the slowest instances it explains
     tied: Tuple[str, ...] = ()         # a tie: the name of each part the evidence cannot tell
     #                                    apart from the others (localise.py, TIE), by name
+    # the paths of the suspects named before it: its probability is that of its round, given
+    # that they are real and explain what they do (verdict.in_turn); empty for the first
+    given: Tuple[str, ...] = ()
 
     def covers(self, part: str) -> bool:
         """Whether `part` (a switch, port, link or GPU name) is one of this suspect's parts, or
@@ -75,7 +79,9 @@ class Suspect:
 
     def to_json(self) -> Dict:
         return {"kind": self.kind, "path": self.path, "parts": list(self.parts),
-                "probability": round(self.probability, 4), "summary": self.summary,
+                "probability": round(self.probability, 4),
+                **({"given": list(self.given)} if self.given else {}),
+                "summary": self.summary,
                 "evidence": [e.to_json() for e in self.evidence],
                 "supports": self.supports, "contradicts": self.contradicts,
                 "slow": [o.to_json() for o in self.slow],

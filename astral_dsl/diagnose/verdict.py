@@ -7,11 +7,12 @@ likely as none (odds 1), split evenly over the three families and within each ov
 hypotheses. Each hypothesis's posterior is its prior times its Bayes factor (likelihood.py),
 normalised over all of them and "all healthy": the job's probability that something is wrong is
 1 - P(all healthy), and a suspect's probability is its hypothesis's posterior (a tie of several
-classes: their sum), so the suspects' probabilities add up to at most the job's. A suspect is
-named when its posterior odds against "all healthy" exceed ALARM_ODDS (19: 95 %); several faults
-are found one after the other (localise.py), and each is weighed as the one fault of the model,
-so a second one, however certain on its own, shows the share of the probability it takes from
-the first.
+classes: their sum), so the first suspect's and the alternatives' add up to at most the job's. A
+suspect is named when its posterior odds against "all healthy" exceed ALARM_ODDS (19: 95 %);
+several faults are found one after the other (localise.py), and each after the first has the
+posterior of its own round (in_turn): those before it taken as real and explaining what they do.
+Weighed in the first round as the one fault of the model, a second fault, however certain on
+its own, had shown only the share it took from the first (`<1%` beside a named flapping link).
 
 The forecast's band: the ratios of observed to forecast time a healthy run keeps: the band Seer
 states with every forecast (its envelope), which outside the calibrated envelope is a
@@ -19,7 +20,7 @@ documented default, not a measurement (and says so); DEFAULT_BAND serves a forec
 one (`band_of`, the one place that sets it)."""
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Tuple
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 from scipy.special import logsumexp
@@ -96,6 +97,41 @@ def weigh(families: Iterable[Tuple[List[float], np.ndarray, int]]
     return 1.0 - p_none, [[float(np.exp(t - norm)) for t in f] for f in per], unnamed
 
 
+def in_turn(families: Sequence[Tuple[Sequence[Tuple[Sequence[float], np.ndarray]], int, int,
+                                     bool]],
+            key: Callable[[int, int], Tuple]) -> List[Tuple[int, int, float]]:
+    """The named suspects one after the other, each with the posterior of the round that names
+    it: (family, its suspect's index, probability), in that order. `families`: per family (its
+    rounds: round s, once its first s suspects are explained, as (each suspect's ln Bayes
+    factor, every other hypothesis's); how many hypotheses its prior is spread over; how many
+    of its suspects are named, its first ones (the others are alternatives); whether they are
+    named in order, round s's factors measured again without the first s's instances
+    (localise.py), or each from the same factors (compute, forecast: one round)). Round 1 is
+    `weigh` of every family's round 0, its most probable named suspect the first, with the
+    probability `weigh` gives it; each later round takes the suspects already picked as real
+    and explained (out of the hypotheses; a family in order moves to its next round) and weighs
+    the rest with the same priors: the next suspect is the most probable named one, its
+    probability conditional on those before it. Ties: by `key(family, index)`."""
+    taken: List[List[int]] = [[] for _ in families]
+    picks: List[Tuple[int, int, float]] = []
+    while True:
+        state, cands = [], []
+        for f, (rounds, n, named, in_order) in enumerate(families):
+            bfs, rest = rounds[min(len(taken[f]), len(rounds) - 1) if in_order else 0]
+            keep = [i for i in range(len(bfs)) if i not in taken[f]]
+            state.append(([bfs[i] for i in keep], rest, n))
+            nxt = ([len(taken[f])] if len(taken[f]) < named else []) if in_order else \
+                [i for i in range(named) if i not in taken[f]]
+            cands.extend((f, i, keep.index(i)) for i in nxt)
+        if not cands:
+            return picks
+        post = weigh(state)[1]
+        f, i, p = min(((f, i, post[f][at]) for f, i, at in cands),
+                      key=lambda c: (-round(c[2], 6), key(c[0], c[1])))
+        picks.append((f, i, p))
+        taken[f].append(i)
+
+
 def verdict_of(named: bool, probability: float) -> str:
     """`suspects` when a suspect is named; else `inconclusive` when a fault is the more likely
     (INCONCLUSIVE_P), `healthy` when "all healthy" is."""
@@ -136,4 +172,4 @@ def next_steps(unnamed: Dict[str, float], iterations: int, source: str, timers: 
 
 
 __all__ = ["DEFAULT_BAND", "FAMILIES", "FAMILY_NAMES", "INCONCLUSIVE_P", "PRIOR_ODDS", "band_of",
-           "next_steps", "verdict_of", "weigh"]
+           "in_turn", "next_steps", "verdict_of", "weigh"]

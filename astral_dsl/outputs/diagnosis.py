@@ -45,6 +45,32 @@ def _p(v: float) -> str:
     return f"{v:.0%}"
 
 
+HEADING = "most likely first; their probabilities compete"
+# with several named: each after the first is weighed once those before it explain what they
+# do (diagnose/verdict.py, in_turn); the alternatives compete with the first
+HEADING_GIVEN = ("in the order named; each probability after the first is given that the "
+                 "suspects before it are real; the alternatives' compete with the first's")
+
+
+def given(s, suspects) -> str:
+    """`, given that suspect 1 is real`: what a suspect's probability is conditional on (its
+    `given`, the suspects named before it, by their number in `suspects`); "" for none."""
+    at = {x.path: i for i, x in reversed(list(enumerate(suspects, start=1)))
+          if not x.alternative}
+    said = given_text([at[p] for p in s.given if p in at])
+    return f", {said}" if said else ""
+
+
+def given_text(nums) -> str:
+    """"given that suspect 1 is real", "given that suspects 1 and 2 are real"; "" for none."""
+    nums = [str(n) for n in nums]
+    if not nums:
+        return ""
+    if len(nums) == 1:
+        return f"given that suspect {nums[0]} is real"
+    return f"given that suspects {', '.join(nums[:-1])} and {nums[-1]} are real"
+
+
 def schema_text() -> str:
     """The JSON Schema of the diagnosis document (`astral diagnose --schema`)."""
     from astral_dsl import resources
@@ -157,12 +183,12 @@ def render(d, devices=None, verdict: Optional[str] = None) -> str:
                      "and the forecast" + ("; no all-clear for what could not be read"
                                            if verdict == "unusable" else ""))
         return "\n".join(lines) + "\n"
-    lines.append("suspects (most likely first; their probabilities compete)")
+    lines.append(f"suspects ({HEADING_GIVEN if any(s.given for s in d.suspects) else HEADING})")
     for i, s in enumerate(d.suspects, start=1):
         named = devices.label if devices else (lambda text: text)
         tie = TIED if s.tied else ""
         lines.append(f"  {i}. {s.kind:<8} {named(s.path)}{tie}   probability "
-                     f"{_p(s.probability)}")
+                     f"{_p(s.probability)}{given(s, d.suspects)}")
         lines.append(f"     {named(s.summary)}")
         for e in s.evidence[:3]:
             fc = f", forecast {_s(e.forecast_s)}" if e.forecast_s is not None else ""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from astral_dsl.outputs.diagnosis import PER_RANK
+from astral_dsl.outputs.diagnosis import HEADING_GIVEN, PER_RANK, given_text
 from astral_dsl.outputs.report.html import esc, tag
 from astral_dsl.outputs.report.sections import section
 from astral_dsl.outputs.report.tables import key_values, table
@@ -50,10 +50,13 @@ def _suspects(suspects: List[Dict], next_steps=None) -> str:
                         "peers and the forecast", cls="note")
     rows = [[i, s.get("kind"), s.get("path"), s.get("probability"), s.get("summary"),
              s.get("supports"), s.get("contradicts"),
-             "alternative" if s.get("alternative") else ""]
+             "alternative" if s.get("alternative") else _given(s, suspects)]
             for i, s in enumerate(suspects, start=1)]
+    caption = "Suspects (their probabilities compete)"
+    if any(s.get("given") for s in suspects):
+        caption = f"Suspects ({HEADING_GIVEN})"
     out = table(["#", "kind", "part", "probability", "summary", "supports", "contradicts", ""],
-                rows, "Suspects (their probabilities compete)", tid="dx-suspects")
+                rows, caption, tid="dx-suspects")
     slow = [[i, o["what"], ", ".join(map(str, o["ranks"])), o["iteration"],
              o.get("occurrence"), _ms(o["expected_s"]), _ms(o["observed_s"])]
             for i, s in enumerate(suspects, start=1) if not s.get("alternative")
@@ -67,6 +70,15 @@ def _suspects(suspects: List[Dict], next_steps=None) -> str:
         if s.get("note") and not s.get("alternative"):
             out += tag("p", esc(f"suspect {i}: {s['note']}"), cls="note")
     return out
+
+
+def _given(s: Dict, suspects: List[Dict]) -> str:
+    """"given that suspect 1 is real": what a suspect's probability is conditional on (the
+    JSON's `given`: the paths of the suspects named before it), as the text says it."""
+    at = {x.get("path"): i for i, x in reversed(list(enumerate(suspects, start=1)))
+          if not x.get("alternative")}
+    nums = [at[p] for p in s.get("given") or () if p in at]
+    return given_text(nums)
 
 
 def _clocks(c) -> str:
