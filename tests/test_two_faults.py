@@ -134,6 +134,35 @@ def test_each_named_suspect_is_weighed_in_the_round_that_names_it():
     assert picks[0][2] == per[0][0] and per[0][1] == pytest.approx(3 / 94, rel=1e-12)
 
 
+def _weighed(small, monkeypatch, faults, its, seed):
+    """The drill's diagnosis, and what it weighed: the network's Found (localise), the compute
+    family's (compute.find) and the forecast's ln Bayes factors; and the posterior formula
+    (prior odds 1/3 split over each family's hypotheses, "all healthy" 1) of suspect i of
+    `bfs` with the network's suspects `taken` out, beside `rest` and the other families'."""
+    from astral_dsl.diagnose import compute, localise
+
+    design, fc, rm = small
+    got = {}
+    for mod, name in ((localise, "localise"), (compute, "find"),
+                      (compute, "forecast_evidence")):
+        def keep(*a, _f=getattr(mod, name), _n=name, **k):
+            got[_n] = _f(*a, **k)
+            return got[_n]
+        monkeypatch.setattr(mod, name, keep)
+    result = diagnose.diagnose(design, write.to_observed(generate(fc, rm, faults, Noise(), its,
+                                                                  seed)), job=fc.job.name)
+    net, gpu, fc_bf = got["localise"], got["find"], np.array(got["forecast_evidence"])
+
+    def posterior(bfs, rest, i, taken):
+        n_net, n_gpu = 3 * net.classes, 3 * gpu.units
+        odds = [np.exp(b) / n_net for j, b in enumerate(bfs) if j not in taken]
+        odds += list(np.exp(rest) / n_net) + list(np.exp(gpu.rest) / n_gpu)
+        odds += list(np.exp(fc_bf) / (3 * 2))
+        return np.exp(bfs[i]) / n_net / (1 + sum(odds))
+
+    return result, net, gpu, fc_bf, posterior
+
+
 def test_the_second_suspects_probability_is_its_rounds(small, monkeypatch, tmp_path):
     """The drill of the test above: the NIC port named first (ln BF 337), the flapping link's
     NIC second, at ln BF 4.8 in the first round and 20.8 once the first's 54 slowed instances
@@ -142,33 +171,18 @@ def test_the_second_suspects_probability_is_its_rounds(small, monkeypatch, tmp_p
     as real (out of the hypotheses): prior odds 1/3 over each family's hypotheses (168 classes
     of network units, 128 GPUs, 2 forecast hypotheses), its odds e^20.8 / 504 against the
     rest of that round, chiefly one class at ln BF 16.8 (e^-4.0 of it): 1 / (1 + e^-4.02 +
-    ...) = 0.982. The text says it is given suspect 1, the JSON's `given` names it."""
+    ...) = 0.982. The text says it is given suspect 1, the JSON's `given` names it. (With
+    two named, the first is given the second too: test_two_clear_faults_both_read_near_
+    certain.)"""
     import jsonschema
 
-    from astral_dsl.diagnose import compute, localise
     from astral_dsl.outputs import diagnosis as out
 
-    design, fc, rm = small
+    _, fc, rm = small
     rng = np.random.default_rng(0)
     faults = [random_fault(k, rm, fc, rng, 0, 6) for k in ("nic_port", "link_flap")]
-    got = {}
-    for mod, name in ((localise, "localise"), (compute, "find"),
-                      (compute, "forecast_evidence")):
-        def keep(*a, _f=getattr(mod, name), _n=name, **k):
-            got[_n] = _f(*a, **k)
-            return got[_n]
-        monkeypatch.setattr(mod, name, keep)
-    result = diagnose.diagnose(design, write.to_observed(generate(fc, rm, faults, Noise(), 6,
-                                                                  0)), job=fc.job.name)
-    net, gpu, fc_bf = got["localise"], got["find"], np.array(got["forecast_evidence"])
+    result, net, gpu, fc_bf, posterior = _weighed(small, monkeypatch, faults, 6, 0)
     assert (net.classes, gpu.units, gpu.log_bf) == (168, 128, ())
-
-    def posterior(bfs, rest, i, taken):
-        """The formula: prior odds 1/3 split over each family's hypotheses, "all healthy" 1."""
-        odds = [np.exp(b) / (3 * 168) for j, b in enumerate(bfs) if j not in taken]
-        odds += list(np.exp(rest) / (3 * 168)) + list(np.exp(gpu.rest) / (3 * 128))
-        odds += list(np.exp(fc_bf) / (3 * 2))
-        return np.exp(bfs[i]) / (3 * 168) / (1 + sum(odds))
 
     first_round = posterior(net.log_bf, net.rest, 1, ())
     refined = posterior(*net.rounds[0], 1, {0})
@@ -193,9 +207,83 @@ def test_the_second_suspects_probability_is_its_rounds(small, monkeypatch, tmp_p
     jsonschema.validate(doc, json.loads((REPO / "schema" /
                                          "diagnosis.schema.json").read_text()))
     assert [(s["path"], s["probability"], s.get("given")) for s in doc["suspects"][:2]] == [
-        (named[0].path, 1.0, None), (named[1].path, round(refined, 4), [named[0].path])]
+        (named[0].path, 1.0, [named[1].path]), (named[1].path, round(refined, 4),
+                                                [named[0].path])]
     assert all("given" not in s for s in doc["suspects"][2:])
     from astral_dsl.outputs.report.diagnosis import diagnosis_section
 
     page = diagnosis_section(doc)        # the review page says it as the text does
-    assert "given that suspect 1 is real" in page and "each probability after the first" in page
+    assert "given that suspect 1 is real" in page and "given that suspect 2 is real" in page
+    assert "each named suspect&#x27;s probability is given that the other named" in page
+
+
+def test_each_named_suspect_is_given_every_other():
+    """verdict.given_the_others, by hand. Three network classes A, B, C (prior odds 1/9 each:
+    the family's 1/3 over 3), two compute units G, H (1/6 each), one forecast hypothesis (1/3).
+    Round 0: A and B ln 216 (odds 24 each: two equally clear faults), C ln 9 (1), G ln 60
+    (10), H ln 2 (1/3), the forecast ln 1 (1/3). in_turn names A (24 / (1 + 24 + 24 + 1 + 10
+    + 2/3) = 36/91: half of the two faults' share), then B in round 1, A explained (B ln 576:
+    odds 64, 96/115), then G in round 2, A and B explained (10 / (1 + 1 + 10 + 2/3) =
+    15/19). Given every other named suspect: A in a round with B explained (A ln 576: 64) and
+    G taken as real: 64 / (1 + 64 + 1 + 1/3 + 1/3) = 24/25; B in round 1 with G taken as real:
+    24/25 likewise; G, whose others are all before it: 15/19, in_turn's."""
+    from astral_dsl.diagnose import verdict
+
+    ln = np.log
+    rounds = [([ln(216), ln(216)], np.array([ln(9)])), ([0.0, ln(576)], np.array([ln(9)])),
+              ([0.0, 0.0], np.array([ln(9)]))]
+    gpu = ([ln(60)], np.array([ln(2)]))
+    fc = ([], np.array([0.0]))
+    picks = verdict.in_turn([(rounds, 3, 2, True), ([gpu], 2, 1, False), ([fc], 1, 0, False)],
+                            lambda f, i: (f, i))
+    assert [(f, i) for f, i, _ in picks] == [(0, 0), (0, 1), (1, 0)]
+    assert [p for _, _, p in picks] == pytest.approx([36 / 91, 96 / 115, 15 / 19], rel=1e-12)
+    loo_a = ([ln(576), 0.0], np.array([ln(9)]))
+    given = verdict.given_the_others([(rounds[2], [loo_a, rounds[1]], 3), (gpu, [gpu], 2),
+                                      (fc, [], 1)], picks)
+    assert [(f, i) for f, i, _ in given] == [(0, 0), (0, 1), (1, 0)]
+    assert [p for _, _, p in given] == pytest.approx([24 / 25, 24 / 25, 15 / 19], rel=1e-12)
+
+
+def test_two_clear_faults_both_read_near_certain(small, monkeypatch):
+    """`--fault nic_port --fault nic_port --seed 1`: two NIC ports at half rate, each as clear
+    as the other. Weighed as the one fault of the first round, the first named had shown its
+    share of the two, 50 % (ln BF equal to within 1e-3), beside "100 %, given that suspect 1
+    is real" for the second. Each is now weighed in a round of its own, the other explained:
+    the first's is the formula on its leave-out round's factors (Found.others[0], the second's
+    instances set aside), the second's that of the round that named it (Found.others[1] is
+    that round's); both above 0.9, each given the other, and the alternatives, the job's
+    probability and `unnamed` as they were (the first round's)."""
+    from astral_dsl.diagnose import localise, verdict
+    from astral_dsl.outputs import diagnosis as out
+
+    _, fc, rm = small
+    rng = np.random.default_rng(1)
+    faults = [random_fault("nic_port", rm, fc, rng, 1, 3) for _ in range(2)]
+    assert [f.part for f in faults] == ["Small.racks[3].hosts[0].nics[0].port[b]",
+                                        "Small.racks[3].hosts[1].nics[1].port[b]"]
+    result, net, gpu, fc_bf, posterior = _weighed(small, monkeypatch, faults, 3, 1)
+    named = [s for s in result.suspects if not s.alternative]
+    assert len(named) == 2 and len(net.others) == 2 and net.others[1] is net.rounds[0]
+    assert all(any(s.covers(f.part) for s in named) for f in faults)
+    n_net, n_gpu = net.classes, gpu.units
+
+    first_round = posterior(net.log_bf, net.rest, 0, ())
+    assert first_round == pytest.approx(0.5, abs=1e-3)
+    assert named[0].probability == pytest.approx(posterior(*net.others[0], 0, {1}), rel=1e-9)
+    assert named[1].probability == pytest.approx(posterior(*net.rounds[0], 1, {0}), rel=1e-9)
+    assert min(s.probability for s in named) > 0.9
+    assert (named[0].given, named[1].given) == ((named[1].path,), (named[0].path,))
+    limit = np.log(localise.ALARM_ODDS) + np.log(2) - np.log(verdict.PRIOR_ODDS)
+    p_job, post, rest = verdict.weigh([(list(net.log_bf), net.rest, n_net),
+                                       (list(gpu.log_bf), gpu.rest, n_gpu),
+                                       (list(fc_bf[fc_bf >= limit]), fc_bf[fc_bf < limit], 2)])
+    assert result.probability == p_job and list(result.unnamed.values()) == rest
+    alts = [s for s in result.suspects if s.alternative]
+    assert alts and all(not s.given for s in alts)
+    assert sorted(s.probability for s in alts) == sorted(post[0][2:])
+    text = out.render(result)
+    assert f"  1. nic port {named[0].path}   probability 100%, given that suspect 2 is " \
+           f"real\n" in text
+    assert f"  2. nic port {named[1].path}   probability 100%, given that suspect 1 is " \
+           f"real\n" in text

@@ -200,7 +200,7 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
             (list(gpu.log_bf), gpu.rest, gpu.units), (fc_bf, np.array(fc_rest), 2)]
     p_job, post, rest = verdict.weigh(fams)
     suspects = in_turn([list(net.suspects), list(gpu.suspects), fc_named], post, fams,
-                       net.rounds)
+                       net.rounds, net.others)
     obs_iter = _observed_iteration(tot)
     counts = {}
     for code, name in match.KIND_NAMES.items():
@@ -236,21 +236,31 @@ def diagnose(design, observed, job: Optional[str] = None, order: Optional[str] =
                      breakdown=per_rank, unnamed=unnamed, next_steps=steps)
 
 
-def in_turn(found: List[List[Suspect]], post: List[List[float]], fams, net_rounds
-            ) -> List[Suspect]:
+def in_turn(found: List[List[Suspect]], post: List[List[float]], fams, net_rounds,
+            net_others=()) -> List[Suspect]:
     """The suspects of each family (network, compute, forecast; `post`: their posteriors of
     the first round, `fams`: that round's factors, verdict.weigh's input), the named ones in
-    the order verdict.in_turn names them, each with the posterior of its round and the paths
-    of the suspects its probability is given (`given`); then the alternatives, with the first
-    round's posterior (they compete with the first suspect: "explains less of it")."""
+    the order verdict.in_turn names them; one named: with the first round's posterior, as the
+    one fault; several: each with the posterior of its own round, every other named suspect
+    taken as real (verdict.given_the_others; `net_others`: the network's factors with every
+    other of its named suspects explained, localise.Found.others), and their paths (`given`);
+    then the alternatives, with the first round's posterior (they compete with the named as
+    the one fault: "explains less of it")."""
     named = [sum(not s.alternative for s in f) for f in found]
     rounds = [[fams[0][:2], *net_rounds], [fams[1][:2]], [fams[2][:2]]]
     picks = verdict.in_turn([(r, fam[2], n, f == 0) for f, (r, fam, n) in
                              enumerate(zip(rounds, fams, named))],
                             lambda f, i: (found[f][i].kind, rankmap_mod.natural(found[f][i].path)))
+    if len(picks) > 1:
+        each = [list(net_others) if named[0] > 1 else rounds[0][:named[0]],
+                [rounds[1][0]] * named[1], [rounds[2][0]] * named[2]]
+        every = [r[min(n, len(r) - 1)] if f == 0 else r[0]
+                 for f, (r, n) in enumerate(zip(rounds, named))]
+        picks = verdict.given_the_others([(every[f], each[f], fam[2])
+                                          for f, fam in enumerate(fams)], picks)
     out = [attrs.evolve(found[f][i], probability=p,
-                        given=tuple(found[g][j].path for g, j, _ in picks[:k]))
-           for k, (f, i, p) in enumerate(picks)]
+                        given=tuple(found[g][j].path for g, j, _ in picks if (g, j) != (f, i)))
+           for f, i, p in picks]
     rest = [attrs.evolve(s, probability=p) for f, ps in zip(found, post)
             for s, p in zip(f, ps) if s.alternative]
     return out + ordered(rest)

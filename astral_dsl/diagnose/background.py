@@ -95,13 +95,16 @@ class _Group:
 
 class Factors:
     """Every unit's ln Bayes factor against "all healthy", each with its own e, measured again
-    without the instances explained so far (`explain`)."""
+    without the instances explained so far (`explain`). `explained`: a mask of instances
+    explained from the start (localise.py's round with every named suspect but one explained:
+    the numbers of explaining them one after the other, in one evaluation)."""
 
-    def __init__(self, incidence, ecmp, chan, log_g, log_h, slowed):
+    def __init__(self, incidence, ecmp, chan, log_g, log_h, slowed, explained=None):
         self.n_units, self.n_chan = incidence.shape
         self._data = (incidence, ecmp, chan, log_g, log_h, slowed)
-        self.explained = np.zeros(chan.size, dtype=bool)
-        self.eps = leave_out(slowed, chan, incidence)
+        self.explained = np.zeros(chan.size, dtype=bool) if explained is None else explained
+        keep = ~self.explained
+        self.eps = leave_out(slowed[keep], chan[keep], incidence)
         self.groups: List[_Group] = self._regroup([])
 
     def _regroup(self, old: List[_Group]) -> List[_Group]:

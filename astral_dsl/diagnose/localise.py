@@ -29,8 +29,9 @@ exactly the same channels cannot be told apart by any timing, nor can units that
 same slow instances with Bayes factors within a factor e (TIE) of each other (the two ends of
 one slow transfer): they are one suspect listing every part; a tie of several classes names
 each (`A or B`, by name), not the one whose factor happens to be larger. Each round's factors
-are kept (Found.rounds): a suspect's probability is weighed in the round that named it
-(verdict.in_turn)."""
+are kept (Found.rounds: verdict.in_turn names the suspects round by round); with two named
+suspects or more, each one's probability is weighed in one more round, with every other named
+suspect explained (Found.others, verdict.given_the_others)."""
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
@@ -96,8 +97,12 @@ class Found:
     classes: int = 0                   # hypotheses the prior is spread over
     # per round s = 1, 2, ... (the first s named suspects explained, every e measured again
     # without their instances): each suspect's ln Bayes factor and the rest's, as log_bf and
-    # rest are round 0's; verdict.in_turn weighs the s+1-th named suspect by round s's
+    # rest are round 0's; verdict.in_turn names the s+1-th named suspect by round s's
     rounds: Tuple[Tuple[Tuple[float, ...], np.ndarray], ...] = ()
+    # with two named suspects or more, per named suspect: the factors (as a round's) with every
+    # OTHER named suspect explained (the last one's is the last round's); verdict.
+    # given_the_others weighs each by its own; empty with one named suspect or none
+    others: Tuple[Tuple[Tuple[float, ...], np.ndarray], ...] = ()
 
 
 def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) -> Found:
@@ -140,9 +145,11 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
     ecmp = np.array([u[0] in ECMP_KINDS for u in units])
     threshold = np.log(ALARM_ODDS) + np.log(max(1, len(classes))) - np.log(prior_odds)
     log_r0, log_r = log_r, log_r.copy()
-    factors = Factors(incidence, ecmp, chan, log_g, log_h, slowed)
+    data = (incidence, ecmp, chan, log_g, log_h, slowed)
+    factors = Factors(*data)
     suspects: List[Suspect] = []
     taken: List[List[List[int]]] = []
+    leads: List[np.ndarray] = []           # each named suspect's lead's channels
     llrs: List[np.ndarray] = []            # each round's factors, the first round's first
     while len(suspects) < MAX_SUSPECTS:
         llr = factors.log_bayes()
@@ -153,7 +160,8 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
             break
         posterior = _posterior(llr, classes)
         chans = np.flatnonzero(incidence[lead].toarray().ravel())
-        explained = np.isin(chan, chans) & (log_r > 0)
+        leads.append(np.isin(chan, chans))
+        explained = leads[-1] & (log_r > 0)
         group = [best_cls]
         for cl in classes:        # the same slow instances, nearly as likely: a tie
             if cl is not best_cls and llr[cl[0]] >= llr[lead] - TIE:
@@ -195,7 +203,18 @@ def localise(rm: RankMap, inst: Instances, tm: Timing, prior_odds: float = 1.0) 
                                  inst, tm, alternative=True))
     used = {cl[0] for group in taken for cl in group}
     by_round = [_factors(llr, taken, classes, used) for llr in llrs[:named + 1]]
-    return Found(tuple(suspects), *by_round[0], len(classes), tuple(by_round[1:]))
+    others = [_factors(_but(j, leads, log_r0, data), taken, classes, used)
+              for j in range(named - 1)] + by_round[named - 1:named] if named > 1 else []
+    return Found(tuple(suspects), *by_round[0], len(classes), tuple(by_round[1:]), tuple(others))
+
+
+def _but(j, leads, log_r0, data) -> np.ndarray:
+    """Every unit's ln Bayes factor with every named suspect but the j-th explained: the slow
+    instances crossing their leads' channels set aside from the start (the union of what the
+    rounds explain one after the other), every e measured without them (one localisation
+    round more per named suspect but the last, whose is the last round's)."""
+    others = np.logical_or.reduce([m for k, m in enumerate(leads) if k != j])
+    return Factors(*data, explained=others & (log_r0 > 0)).log_bayes()
 
 
 def _factors(llr, taken, classes, used) -> Tuple[Tuple[float, ...], np.ndarray]:

@@ -54,8 +54,9 @@ class Suspect:
     # every part the evidence cannot tell apart, in the design's order (rankmap.natural:
     # hosts[2] before hosts[10]), as paths and groups list them
     parts: Tuple[str, ...] = attrs.field(converter=lambda ps: tuple(sorted(ps, key=natural)))
-    probability: float                 # 0..1, posterior; the first suspect and the
-    #                                    alternatives compete, each next one is given `given`
+    probability: float                 # 0..1, posterior; one named suspect and the
+    #                                    alternatives compete; several named: each is given
+    #                                    `given`, the others
     summary: str
     evidence: Tuple[Evidence, ...] = ()
     note: str = ""
@@ -65,8 +66,9 @@ class Suspect:
     slow: Tuple[Observation, ...] = ()  # a network suspect: the slowest instances it explains
     tied: Tuple[str, ...] = ()         # a tie: the name of each part the evidence cannot tell
     #                                    apart from the others (localise.py, TIE), by name
-    # the paths of the suspects named before it: its probability is that of its round, given
-    # that they are real and explain what they do (verdict.in_turn); empty for the first
+    # with several named: the paths of the other named suspects, in the order named; its
+    # probability is that of a round of its own, given that they are real and explain what
+    # they do (verdict.given_the_others); empty with one named and for the alternatives
     given: Tuple[str, ...] = ()
 
     def covers(self, part: str) -> bool:

@@ -7,12 +7,16 @@ likely as none (odds 1), split evenly over the three families and within each ov
 hypotheses. Each hypothesis's posterior is its prior times its Bayes factor (likelihood.py),
 normalised over all of them and "all healthy": the job's probability that something is wrong is
 1 - P(all healthy), and a suspect's probability is its hypothesis's posterior (a tie of several
-classes: their sum), so the first suspect's and the alternatives' add up to at most the job's. A
+classes: their sum), so one named suspect's and the alternatives' add up to at most the job's. A
 suspect is named when its posterior odds against "all healthy" exceed ALARM_ODDS (19: 95 %);
-several faults are found one after the other (localise.py), and each after the first has the
-posterior of its own round (in_turn): those before it taken as real and explaining what they do.
-Weighed in the first round as the one fault of the model, a second fault, however certain on
-its own, had shown only the share it took from the first (`<1%` beside a named flapping link).
+several faults are found one after the other (localise.py), named in the order of the rounds
+(in_turn: each round's most probable, those before it taken as real). With two named or more,
+each has the posterior of one round of its own in which every OTHER named suspect is taken as
+real and explaining what it does (given_the_others): the probabilities are symmetric, two clear
+faults both near 1. Weighed in the first round as the one fault of the model, a second fault,
+however certain on its own, had shown only the share it took from the first (`<1%` beside a
+named flapping link); given only those before it, the first of two equally clear faults had
+kept its first-round share, ~50 %, beside ">99 %" for the second.
 
 The forecast's band: the ratios of observed to forecast time a healthy run keeps: the band Seer
 states with every forecast (its envelope), which outside the calibrated envelope is a
@@ -132,6 +136,31 @@ def in_turn(families: Sequence[Tuple[Sequence[Tuple[Sequence[float], np.ndarray]
         taken[f].append(i)
 
 
+def given_the_others(families: Sequence[Tuple[Tuple[Sequence[float], np.ndarray],
+                                             Sequence[Tuple[Sequence[float], np.ndarray]], int]],
+                     picks: Sequence[Tuple[int, int, float]]) -> List[Tuple[int, int, float]]:
+    """Each named suspect (`picks`: in_turn's, in that order) with the posterior of one round
+    in which every other named suspect is taken as real and explained: out of the hypotheses,
+    and a family in order (the network) measured again without their instances. `families`:
+    per family (its factors with every one of its named suspects explained, as (each suspect's
+    ln Bayes factor, every other hypothesis's); per named suspect i, its factors with every
+    OTHER one of its named suspects explained; how many hypotheses its prior is spread over).
+    The rest is weighed as in_turn weighs it, with the same priors; the last pick's is its
+    in_turn probability (every other named suspect is before it). Symmetric: two equally
+    clear faults read alike, each given the other."""
+    named = [[i for g, i, _ in picks if g == f] for f in range(len(families))]
+    out = []
+    for f, i, _ in picks:
+        state, at = [], 0
+        for g, (every, each, n) in enumerate(families):
+            bfs, rest = each[i] if g == f else every
+            keep = [k for k in range(len(bfs)) if k not in named[g] or (g, k) == (f, i)]
+            state.append(([bfs[k] for k in keep], rest, n))
+            at = keep.index(i) if g == f else at
+        out.append((f, i, weigh(state)[1][f][at]))
+    return out
+
+
 def verdict_of(named: bool, probability: float) -> str:
     """`suspects` when a suspect is named; else `inconclusive` when a fault is the more likely
     (INCONCLUSIVE_P), `healthy` when "all healthy" is."""
@@ -172,4 +201,4 @@ def next_steps(unnamed: Dict[str, float], iterations: int, source: str, timers: 
 
 
 __all__ = ["DEFAULT_BAND", "FAMILIES", "FAMILY_NAMES", "INCONCLUSIVE_P", "PRIOR_ODDS", "band_of",
-           "in_turn", "next_steps", "verdict_of", "weigh"]
+           "given_the_others", "in_turn", "next_steps", "verdict_of", "weigh"]

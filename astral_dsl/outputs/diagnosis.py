@@ -46,15 +46,16 @@ def _p(v: float) -> str:
 
 
 HEADING = "most likely first; their probabilities compete"
-# with several named: each after the first is weighed once those before it explain what they
-# do (diagnose/verdict.py, in_turn); the alternatives compete with the first
-HEADING_GIVEN = ("in the order named; each probability after the first is given that the "
-                 "suspects before it are real; the alternatives' compete with the first's")
+# with several named: each is weighed once every other named suspect explains what it does
+# (diagnose/verdict.py, given_the_others); the alternatives as the job's one fault
+HEADING_GIVEN = ("in the order named; each named suspect's probability is given that the "
+                 "other named suspects are real; the alternatives' are weighed as the job's "
+                 "one fault")
 
 
 def given(s, suspects) -> str:
     """`, given that suspect 1 is real`: what a suspect's probability is conditional on (its
-    `given`, the suspects named before it, by their number in `suspects`); "" for none."""
+    `given`, the other named suspects, by their number in `suspects`); "" for none."""
     at = {x.path: i for i, x in reversed(list(enumerate(suspects, start=1)))
           if not x.alternative}
     said = given_text([at[p] for p in s.given if p in at])

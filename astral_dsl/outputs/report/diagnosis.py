@@ -74,7 +74,7 @@ def _suspects(suspects: List[Dict], next_steps=None) -> str:
 
 def _given(s: Dict, suspects: List[Dict]) -> str:
     """"given that suspect 1 is real": what a suspect's probability is conditional on (the
-    JSON's `given`: the paths of the suspects named before it), as the text says it."""
+    JSON's `given`: the paths of the other named suspects), as the text says it."""
     at = {x.get("path"): i for i, x in reversed(list(enumerate(suspects, start=1)))
           if not x.get("alternative")}
     nums = [at[p] for p in s.get("given") or () if p in at]
