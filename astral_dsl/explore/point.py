@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from astral_dsl import records
 from astral_dsl.explore.bundle import Bundle, lay_out, renamer
+from astral_dsl.explore.recent import Recent
 
 # the columns of `astral size --format json`'s summary a sweep shows
 SUMMARY = ("gpus", "hosts", "racks", "switches", "it_power_kw", "it_power_avg_kw",
@@ -54,17 +55,19 @@ def evaluate_point(entry, overrides: Dict[str, str], options: PointOptions, fix=
     return row
 
 
-_PARSED: Dict[str, Any] = {}
+KEEP_PARSED = 8      # designs whose parsed workspace a process keeps (0.1-5 MiB each)
+_PARSED = Recent(KEEP_PARSED)
 
 
 def workspace(entry: str):
-    """The workspace of `entry`: its source is read and parsed once per process, then
-    evaluated with each point's overrides, as `astral check --set ...` would."""
+    """The workspace of `entry`: its source is read and parsed once per process (while it is
+    among the KEEP_PARSED most recently used), then evaluated with each point's overrides, as
+    `astral check --set ...` would."""
     from astral_dsl.workspace import Workspace
 
     ws = _PARSED.get(entry)
     if ws is None:
-        ws = _PARSED[entry] = Workspace.open(entry, {})
+        ws = _PARSED.put(entry, Workspace.open(entry, {}))
     return ws
 
 

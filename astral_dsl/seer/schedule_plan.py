@@ -39,7 +39,8 @@ def runnable(p: int, v: int, m: int, schedule: str) -> bool:
     return False
 
 
-CACHE_BLOCKS = 400_000          # blocks of dependency orders kept for reuse (~65 MB)
+CACHE_BLOCKS = 400_000          # blocks of dependency orders kept for reuse (~100 MiB: 84 MiB at
+#                                 343,208 blocks, benchmarks/bench_retention.py)
 _CACHE: "OrderedDict[tuple, Tuple[_Plan, _Steps]]" = OrderedDict()
 
 

@@ -2,7 +2,10 @@
 the `--set` overrides, the job as Seer reads it, then `screen` (the lower bound of every
 configuration of a family) and `forecast` (Seer's memory estimate, and Seer's full forecast
 of what fits). Results are plain data; a process keeps what it priced (profiles, the parameters
-a layout holds) for the tasks that follow."""
+a layout holds) for the tasks that follow: the States of the KEEP_STATES searches it served last
+(`state_of`), each holding figures and arrays, not Lowerings (every State was kept for as long as
+the process lived, each with a Lowering per layout it priced: 2,799 for benchmarks/
+gpt3_a100.astral; benchmarks/bench_retention.py measures what is kept)."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -11,6 +14,7 @@ import attrs
 
 from astral_dsl import records
 from astral_dsl.explore.bundle import Bundle, lay_out
+from astral_dsl.explore.recent import Recent
 from astral_dsl.explore.search.bounds import Profile, Split, Tail, finish, screen_ends
 from astral_dsl.explore.search.space import Config, Space
 
@@ -29,6 +33,20 @@ class Setup:
     job: Optional[str]
     gpus: Tuple[int, ...] = ()          # () : the job's GPU count
     calibration: Any = None             # seer.calibration.Calibration (None: the shipped fit)
+
+
+@records.frozen(eq=False)
+class Layout:
+    """What a search reads of a configuration's Lowering beyond its Tail: its communication
+    groups (comm_groups.groups: shared, never changed) and the parameters one rank of each stage
+    holds (Lowering.stage_params, which Tail has already computed for every stage). Kept in
+    place of the Lowering, with its job, costs, memos and views, and its operator templates
+    once anything asks for one."""
+    groups: Dict[str, Any]
+    params: Tuple[float, ...]
+
+    def stage_params(self, stage: int) -> float:
+        return self.params[stage]
 
 
 class State:
@@ -64,8 +82,8 @@ class State:
         self.hops: Dict[tuple, float] = {}
         self.splits: Dict[tuple, tuple] = {}
 
-    def group(self, config: Config):
-        """(a Lowering of the configuration's layout, split and ZeRO stage, its Tail): the
+    def group(self, config: Config) -> Tuple[Layout, Tail]:
+        """(the Layout of the configuration's layout, split and ZeRO stage, its Tail): the
         parameters a rank holds and what follows the backward depend on nothing else."""
         from astral_dsl.seer.lower import Lowering
 
@@ -74,7 +92,9 @@ class State:
         hit = self.tails.get(key)
         if hit is None:
             low = Lowering(config.spec(self.space), self.costs, self.cluster.net)
-            hit = self.tails[key] = (low, Tail(low))
+            tail = Tail(low)
+            params = tuple(low.stage_params(i) for i in range(c.pp))
+            hit = self.tails[key] = (Layout(low.groups, params), tail)
         return hit
 
     def hop(self, config: Config) -> float:
@@ -126,10 +146,15 @@ class State:
                                                dp_layout, "dp")
         return hit
 
-_STATES: Dict[tuple, State] = {}
+# the States of the most recent searches a process served (a worker's tasks of one search
+# share one; a long-lived process, an editor's or a design tool's, searches many designs)
+KEEP_STATES = 4
+_STATES = Recent(KEEP_STATES)
 
 
 def state_of(bundle: Bundle, setup: Setup) -> State:
+    """The State of the bundle's design under `setup`, made once and kept while it is among the
+    KEEP_STATES most recently used."""
     from astral_dsl.explore.point import workspace
 
     key = (bundle.digest, setup)
@@ -137,12 +162,13 @@ def state_of(bundle: Bundle, setup: Setup) -> State:
     if hit is None:
         entry, _ = lay_out(bundle)
         ws = workspace(str(entry))
-        hit = _STATES[key] = State(ws.sized_of(ws.compile(overrides=dict(setup.overrides))),
-                                   setup)
+        hit = _STATES.put(key, State(ws.sized_of(ws.compile(overrides=dict(setup.overrides))),
+                                     setup))
     return hit
 
 
-def fitting(state: State, config: Config, low) -> Tuple[bool, float, Tuple[Any, ...]]:
+def fitting(state: State, config: Config, low: Layout
+            ) -> Tuple[bool, float, Tuple[Any, ...]]:
     """(whether the configuration fits in the GPU's memory, Seer's per-GPU estimate in bytes
     (memory.py), the JobSpecs to forecast: the configuration itself when it fits; otherwise
     the ways to make it fit that the rule weighs, of which the search keeps the faster
