@@ -56,15 +56,17 @@ HEADING_GIVEN = ("in the order named; each named suspect's probability is given 
 def given(s, suspects) -> str:
     """`, given that suspect 1 is real`: what a suspect's probability is conditional on (its
     `given`, the other named suspects, by their number in `suspects`); "" for none."""
-    at = {x.path: i for i, x in reversed(list(enumerate(suspects, start=1)))
-          if not x.alternative}
-    said = given_text([at[p] for p in s.given if p in at])
+    said = given_text(s.given, [(x.path, x.alternative) for x in suspects])
     return f", {said}" if said else ""
 
 
-def given_text(nums) -> str:
-    """"given that suspect 1 is real", "given that suspects 1 and 2 are real"; "" for none."""
-    nums = [str(n) for n in nums]
+def given_text(paths, suspects) -> str:
+    """"given that suspect 1 is real", "given that suspects 1 and 2 are real": the named
+    suspects among `suspects` ((path, alternative) in the listed order) whose paths a
+    suspect's `given` lists, by their number; "" for none."""
+    at = {path: i for i, (path, alt) in reversed(list(enumerate(suspects, start=1)))
+          if not alt}
+    nums = [str(at[p]) for p in paths if p in at]
     if not nums:
         return ""
     if len(nums) == 1:

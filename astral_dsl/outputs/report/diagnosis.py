@@ -50,7 +50,8 @@ def _suspects(suspects: List[Dict], next_steps=None) -> str:
                         "peers and the forecast", cls="note")
     rows = [[i, s.get("kind"), s.get("path"), s.get("probability"), s.get("summary"),
              s.get("supports"), s.get("contradicts"),
-             "alternative" if s.get("alternative") else _given(s, suspects)]
+             "alternative" if s.get("alternative") else given_text(
+                 s.get("given") or (), [(x.get("path"), x.get("alternative")) for x in suspects])]
             for i, s in enumerate(suspects, start=1)]
     caption = "Suspects (their probabilities compete)"
     if any(s.get("given") for s in suspects):
@@ -70,15 +71,6 @@ def _suspects(suspects: List[Dict], next_steps=None) -> str:
         if s.get("note") and not s.get("alternative"):
             out += tag("p", esc(f"suspect {i}: {s['note']}"), cls="note")
     return out
-
-
-def _given(s: Dict, suspects: List[Dict]) -> str:
-    """"given that suspect 1 is real": what a suspect's probability is conditional on (the
-    JSON's `given`: the paths of the other named suspects), as the text says it."""
-    at = {x.get("path"): i for i, x in reversed(list(enumerate(suspects, start=1)))
-          if not x.get("alternative")}
-    nums = [at[p] for p in s.get("given") or () if p in at]
-    return given_text(nums)
 
 
 def _clocks(c) -> str:
