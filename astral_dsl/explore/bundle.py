@@ -5,17 +5,19 @@ layout, compiles them as `astral check` would, and names every file in its resul
 does, so a row computed on a remote machine reads exactly like one computed here.
 
 The stdlib is the worker's own; `astral_dsl.__version__` must match: engines check it when they
-connect, and lay_out for each task (a worker that joined the cluster later: its points are lost,
+connect, and laid_out for each task (a worker that joined the cluster later: its points are lost,
 E800, rather than computed by other code)."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import multiprocessing.util
 import shutil
 import tempfile
 import threading
+from collections import OrderedDict
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 
 from astral_dsl import __version__, records
@@ -104,10 +106,15 @@ def data_files(ws, design, names: Sequence[str], read: Callable[[Path], bytes]) 
 
 
 # ---- on the worker ------------------------------------------------------------------------------
+# A worker keeps the laid-out copies of the KEEP_LAID_OUT designs it used last (by content
+# digest: the same files named otherwise by another client, or another project with the same
+# text, are written once and renamed each their own way). A copy a task still reads is never
+# removed: it goes when that task is done and the copy is beyond the bound. Before, a
+# long-lived worker kept one copy per distinct design it was ever sent, on disk until it ended.
+KEEP_LAID_OUT = 8
 _LOCK = threading.Lock()
-# (content digest, the client's names) -> laid out: the same files named otherwise by another
-# client (or another project with the same text) are written once, renamed each their own way
-_LAID_OUT: Dict[Tuple[str, tuple], Tuple[Path, Dict[str, str]]] = {}
+_ON_DISK: "OrderedDict[str, Path]" = OrderedDict()   # digest -> root, least recently used first
+_IN_USE: Dict[str, int] = {}                          # digest -> tasks reading its copy
 _TMP: Optional[Path] = None
 
 
@@ -116,40 +123,65 @@ def _cleanup() -> None:
         shutil.rmtree(_TMP, ignore_errors=True)
 
 
-def lay_out(bundle: Bundle) -> Tuple[Path, Dict[str, str]]:
+@contextlib.contextmanager
+def laid_out(bundle: Bundle) -> Iterator[Tuple[Path, Dict[str, str]]]:
     """The entry's path in this process's private copy of the project, and the map from this
-    process's display names to the client's."""
-    global _TMP
+    process's display names to the client's, for the duration of the `with` block: the copy
+    stays on disk while any block that laid it out is running."""
     from astral_dsl.semantics.modules import display_name
 
     if bundle.version != __version__:       # a worker that joined after the engine's check
         raise RuntimeError(f"this worker runs astral_dsl {__version__}, the client "
                            f"{str(bundle.version)[:40]}: install the same version")
+    digest = bundle.digest
     with _LOCK:
-        key = (bundle.digest, bundle.names)
-        hit = _LAID_OUT.get(key)
-        if hit is not None:
-            return hit
-        if _TMP is None:
-            _TMP = Path(tempfile.mkdtemp(prefix="astral-explore-"))
-            # not atexit: a worker of a forked process pool ends with os._exit and runs no atexit
-            # hook (it left one folder behind per worker and run); multiprocessing's finalizers
-            # run there, and at a normal exit of the main process too
-            multiprocessing.util.Finalize(None, _cleanup, exitpriority=0)
-        root = _TMP / bundle.digest
-        for rel, data in bundle.files:
-            target = root.joinpath(*rel.split("/"))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        root.mkdir(parents=True, exist_ok=True)
-        if bundle.marker:
-            (root / ROOT_MARKER).touch()
+        root = _ON_DISK.get(digest) or _write(bundle)
+        _ON_DISK[digest] = root
+        _ON_DISK.move_to_end(digest)
+        _IN_USE[digest] = _IN_USE.get(digest, 0) + 1
+        _evict()
+    try:
         client = dict(bundle.names)
         rename = {display_name(root.joinpath(*rel.split("/"))): client[rel]
                   for rel, _ in bundle.files}
-        hit = (root.joinpath(*bundle.entry.split("/")), rename)
-        _LAID_OUT[key] = hit
-        return hit
+        yield root.joinpath(*bundle.entry.split("/")), rename
+    finally:
+        with _LOCK:
+            _IN_USE[digest] -= 1
+            if not _IN_USE[digest]:
+                del _IN_USE[digest]
+            _ON_DISK.move_to_end(digest)        # used until now: the most recently used
+            _evict()
+
+
+def _write(bundle: Bundle) -> Path:
+    """Write the bundle's files under this process's private folder (made on first use)."""
+    global _TMP
+    if _TMP is None:
+        _TMP = Path(tempfile.mkdtemp(prefix="astral-explore-"))
+        # not atexit: a worker of a forked process pool ends with os._exit and runs no atexit
+        # hook (it left one folder behind per worker and run); multiprocessing's finalizers
+        # run there, and at a normal exit of the main process too
+        multiprocessing.util.Finalize(None, _cleanup, exitpriority=0)
+    root = _TMP / bundle.digest
+    for rel, data in bundle.files:
+        target = root.joinpath(*rel.split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    root.mkdir(parents=True, exist_ok=True)
+    if bundle.marker:
+        (root / ROOT_MARKER).touch()
+    return root
+
+
+def _evict() -> None:
+    """Remove the least recently used copies beyond KEEP_LAID_OUT that no task reads (under
+    _LOCK)."""
+    for digest in list(_ON_DISK):
+        if len(_ON_DISK) <= KEEP_LAID_OUT:
+            return
+        if digest not in _IN_USE:
+            shutil.rmtree(_ON_DISK.pop(digest), ignore_errors=True)
 
 
 def renamer(rename: Dict[str, str]):

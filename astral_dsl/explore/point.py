@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 
 from astral_dsl import records
-from astral_dsl.explore.bundle import Bundle, lay_out, renamer
+from astral_dsl.explore.bundle import Bundle, laid_out, renamer
 from astral_dsl.explore.recent import Recent
 
 # the columns of `astral size --format json`'s summary a sweep shows
@@ -29,9 +29,9 @@ class PointOptions:
 def evaluate_points(bundle: Bundle, points: Sequence[Dict[str, str]],
                     options: PointOptions) -> List[Dict[str, Any]]:
     """The rows of `points` (overrides by parameter name), in order."""
-    entry, rename = lay_out(bundle)
-    fix = renamer(rename)
-    return [evaluate_point(entry, p, options, fix, bundle.entry_name) for p in points]
+    with laid_out(bundle) as (entry, rename):
+        fix = renamer(rename)
+        return [evaluate_point(entry, p, options, fix, bundle.entry_name) for p in points]
 
 
 def evaluate_point(entry, overrides: Dict[str, str], options: PointOptions, fix=lambda d: d,

@@ -1,6 +1,8 @@
 """A worker's private copy of the project (explore/bundle.py) goes when the worker ends, in the
 main process and in a worker of a forked process pool (the local engine's), which ends with
-os._exit and runs no atexit hook: each such worker used to leave its folder in the temp dir."""
+os._exit and runs no atexit hook: each such worker used to leave its folder in the temp dir.
+While it runs, a worker keeps the copies of the KEEP_LAID_OUT designs it used last, never
+removing one a task still reads."""
 import multiprocessing
 import os
 import subprocess
@@ -8,19 +10,20 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import attrs
 import pytest
 
 from astral_dsl.explore import bundle
-from astral_dsl.explore.bundle import Bundle, lay_out
+from astral_dsl.explore.bundle import Bundle, laid_out
 
 BUNDLE = Bundle("main.astral", (("main.astral", b"// empty\n"),),
                 (("main.astral", "main.astral"),))
 
 
 def _laid_out_folder(b: Bundle) -> str:
-    entry, _ = lay_out(b)
-    assert entry.read_bytes() == b"// empty\n"
-    return str(entry.parent.parent)           # the process's private temp folder
+    with laid_out(b) as (entry, _):
+        assert entry.read_bytes() == b"// empty\n"
+        return str(entry.parent.parent)           # the process's private temp folder
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
@@ -28,7 +31,7 @@ def _laid_out_folder(b: Bundle) -> str:
 def test_forked_pool_worker_removes_its_folder(monkeypatch):
     # as in a fresh client: a worker forked from a process that laid out nothing yet
     monkeypatch.setattr(bundle, "_TMP", None)
-    monkeypatch.setattr(bundle, "_LAID_OUT", {})
+    monkeypatch.setattr(bundle, "_ON_DISK", bundle.OrderedDict())
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
         folder = pool.submit(_laid_out_folder, BUNDLE).result()
         assert Path(folder).is_dir()
@@ -88,7 +91,58 @@ def test_a_sweep_ships_the_data_files_the_design_names(tmp_path):
 def test_a_worker_of_another_version_refuses_the_work():
     # the engine checks the workers' versions when it connects; one that joins the cluster
     # later (a restarted or added worker) computed rows with its own code, unchecked
-    import attrs
 
     with pytest.raises(RuntimeError, match="this worker runs astral_dsl .*, the client 0.0.1"):
-        lay_out(attrs.evolve(BUNDLE, version="0.0.1"))
+        with laid_out(attrs.evolve(BUNDLE, version="0.0.1")):
+            pass
+
+
+def _design(i: int) -> Bundle:
+    return Bundle("main.astral", (("main.astral", f"// design {i}\n".encode()),),
+                  (("main.astral", "main.astral"),))
+
+
+def test_a_worker_keeps_the_copies_of_the_designs_it_used_last(monkeypatch, tmp_path):
+    monkeypatch.setattr(bundle, "_TMP", tmp_path)
+    monkeypatch.setattr(bundle, "_ON_DISK", bundle.OrderedDict())
+    monkeypatch.setattr(bundle, "KEEP_LAID_OUT", 2)
+    roots = []
+    for i in range(3):
+        with laid_out(_design(i)) as (entry, _):
+            roots.append(entry.parent)
+    assert [r.exists() for r in roots] == [False, True, True]   # the least recently used went
+    with laid_out(_design(1)):                                    # used again: the newest now
+        pass
+    with laid_out(_design(3)) as (entry, _):
+        assert entry.read_bytes() == b"// design 3\n"
+    assert [r.exists() for r in roots] == [False, True, False]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [_design(1).digest, _design(3).digest])
+
+
+def test_a_copy_a_task_still_reads_is_not_removed(monkeypatch, tmp_path):
+    # a Dask worker runs tasks on threads: one task's copy must outlive others' layouts
+    monkeypatch.setattr(bundle, "_TMP", tmp_path)
+    monkeypatch.setattr(bundle, "_ON_DISK", bundle.OrderedDict())
+    monkeypatch.setattr(bundle, "KEEP_LAID_OUT", 1)
+    with laid_out(_design(0)) as (held, _):
+        for i in (1, 2):
+            with laid_out(_design(i)) as (entry, _):
+                assert held.read_bytes() == b"// design 0\n" and entry.exists()
+        assert held.read_bytes() == b"// design 0\n"
+        assert not (tmp_path / _design(1).digest).exists()    # beyond the bound once done
+        assert not (tmp_path / _design(2).digest).exists()
+    assert held.exists()                       # used last: kept
+    assert [p.name for p in tmp_path.iterdir()] == [_design(0).digest]
+
+
+def test_the_same_files_named_otherwise_share_one_copy(monkeypatch, tmp_path):
+    monkeypatch.setattr(bundle, "_TMP", tmp_path)
+    monkeypatch.setattr(bundle, "_ON_DISK", bundle.OrderedDict())
+    other = attrs.evolve(BUNDLE, names=(("main.astral", "/elsewhere/main.astral"),))
+    with laid_out(BUNDLE) as (first, names):
+        written = first.stat().st_mtime_ns
+        with laid_out(other) as (second, other_names):
+            assert second == first and first.stat().st_mtime_ns == written   # not rewritten
+            assert set(names.values()) == {"main.astral"}
+            assert set(other_names.values()) == {"/elsewhere/main.astral"}

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import attrs
 
 from astral_dsl import records
-from astral_dsl.explore.bundle import Bundle, lay_out
+from astral_dsl.explore.bundle import Bundle, laid_out
 from astral_dsl.explore.recent import Recent
 from astral_dsl.explore.search.bounds import Profile, Split, Tail, finish, screen_ends
 from astral_dsl.explore.search.space import Config, Space
@@ -160,10 +160,10 @@ def state_of(bundle: Bundle, setup: Setup) -> State:
     key = (bundle.digest, setup)
     hit = _STATES.get(key)
     if hit is None:
-        entry, _ = lay_out(bundle)
-        ws = workspace(str(entry))
-        hit = _STATES.put(key, State(ws.sized_of(ws.compile(overrides=dict(setup.overrides))),
-                                     setup))
+        with laid_out(bundle) as (entry, _):
+            ws = workspace(str(entry))
+            hit = _STATES.put(key, State(ws.sized_of(ws.compile(
+                overrides=dict(setup.overrides))), setup))
     return hit
 
 
