@@ -2,6 +2,8 @@
 validation and `astral search` share, and the ring's kernel priced once a ring."""
 from __future__ import annotations
 
+import pytest
+
 from astral_dsl.seer.costs import Costs, GpuSpec
 from astral_dsl.seer.lower import Lowering
 from astral_dsl.seer.comm import Network, Tier
@@ -26,21 +28,83 @@ def test_the_sequence_splits_into_two_chunks_a_rank_of_at_least_a_tile():
     assert cp_split(131072, 512) is None        # 131,072 / 1,024 = 128
 
 
-def test_the_ring_prices_its_kernel_once_and_repeats_it():
-    """cp = 8 on 8,192 tokens: 8 steps of a layer's forward, each an operator of its own with
-    the same cost (1/8 of the FLOPs on 1,024 keys), the kernel priced once (it was priced at
-    each step: 615,867 pricings for 1,891 rings in a 524,288-GPU search)."""
+def _ring(framework="megatron", compiled=False, phase="F"):
+    """cp = 8 on 8,192 tokens, one layer (stage 1 of 32), and the Costs that priced it."""
     par = ParallelSpec(tp=1, pp=32, dp=1, cp=8, sp=False)
-    job = JobSpec("cp", LLAMA_8B, par, 8, 1, 8192, "none", "bf16")
+    job = JobSpec("cp", LLAMA_8B, par, 8, 1, 8192, "none", "bf16", framework=framework,
+                  torch_compile=compiled)
     costs = Costs(H100, "bf16")
     calls = []
     flash = costs.flash
     costs.flash = lambda *a: calls.append(a) or flash(*a)
-    ops = Lowering(job, costs, NET).template(1, 0, "F").ops      # stage 1: one layer
+    return Lowering(job, costs, NET).template(1, 0, phase).ops, costs, calls
+
+
+def _flash_s(costs, flops, keys, backward=False):
+    """A fused-attention kernel's time by hand: flops / (989 TFLOP/s x attn_eff x keys / (keys
+    + attn_seq_half) [x 0.63 / 0.73 backward]) + 4 us (head 128: the head factor is 1)."""
+    cal = costs.cal
+    eff = cal.attn_eff * keys / (keys + cal.attn_seq_half) * (0.63 / 0.73 if backward else 1)
+    return flops / (989e12 * eff) + 4e-6
+
+
+def test_the_ring_prices_each_step_on_its_own_shape():
+    """cp = 8 on 8,192 tokens: a rank holds chunks r and 15 - r, R = 1,024 rows. Step 0 is
+    causal over its own 1,024 keys; a later step attends all 1,024 rows to the first chunk
+    (512 keys) of an earlier rank's block, or its second chunk's 512 rows to all 1,024 keys of
+    a later rank's, unmasked (Transformer Engine's cp_p2p_fwd_prepare_qkv, PyTorch's
+    _templated_ring_attention), and waits for the slower: 512 keys a query. Every step is
+    the same 2 x 2 x 32 heads x 128 x 1,024 x 512 FLOPs; the kernels are priced once a kind
+    (3 pricings, not 8: a 524,288-GPU search had priced 615,867 for 1,891 rings)."""
+    ops, costs, calls = _ring()
     kernels = [o for o in ops if o.name == "flash attention"]
-    assert len(calls) == 1 and len(kernels) == 8 and len({id(o) for o in kernels}) == 8
-    # 2 (QK and PV) x 2 x 32 heads x 1,024 query rows (8,192 / 8) x 128 x the 4,096 keys a
-    # causal query sees on average, / 8 steps
-    assert {(o.flops, o.dur, o.nbytes) for o in kernels} == {
-        (2 * 2 * 32 * 1024 * 128 * 4096 / 8, kernels[0].dur, kernels[0].nbytes)}
+    assert len(calls) == 3 and len(kernels) == 8 and len({id(o) for o in kernels}) == 8
+    flops = 2 * 2 * 32 * 128 * 1024 * 512
+    assert all(o.flops == flops for o in kernels)
+    assert kernels[0].dur == pytest.approx(_flash_s(costs, flops, 1024))
+    assert all(o.dur == pytest.approx(_flash_s(costs, flops, 512)) for o in kernels[1:])
     assert sum(o.stream == "cp" for o in ops) == 7
+
+
+def test_transformer_engine_merges_the_outputs_after_the_ring_and_the_gradients_each_step():
+    """Forward (TE 2.9 flash_attn_fwd_out_correction, after the last step): a fused kernel a
+    step reading the step's and the running 16-bit output and writing it, 3 x 2 bytes x 1,024
+    rows x 32 heads x 128 = 25,165,824 bytes. Backward (dq.add_, dk.add_, dv.add_ after each
+    step, 3 kernels): 6 bytes x (1,024 x 32 x 128 query + keys x 8 KV heads x 256 key and value
+    elements): 37,748,736 bytes at step 0 (1,024 keys), 31,457,280 at the others (512)."""
+    ops, costs, _ = _ring()
+    names = [o.name for o in ops if o.name in ("flash attention", "cp merge")]
+    assert names == ["flash attention"] * 8 + ["cp merge"] * 8
+    merges = [o for o in ops if o.name == "cp merge"]
+    assert {o.nbytes for o in merges} == {25_165_824}
+    assert merges[0].dur == pytest.approx(25_165_824 / (3350e9 * 0.85) + 4e-6)
+    ops, _, _ = _ring(phase="B")
+    names = [o.name for o in ops if o.name in ("flash attention bwd", "cp merge bwd")]
+    assert names == ["flash attention bwd", "cp merge bwd"] * 8
+    merges = [o for o in ops if o.name == "cp merge bwd"]
+    assert [o.nbytes for o in merges] == [37_748_736] + [31_457_280] * 7
+    ring = [i for i, o in enumerate(ops) if o.stream == "cp"]
+    # step k's gradients are merged once the block sent during step k has arrived (TE: "wait
+    # until dKV is received"); the last step sends none
+    assert all(ring[k] in merges[k].deps for k in range(7)) and len(ring) == 7
+    assert merges[0].dur == pytest.approx(37_748_736 / (3350e9 * 0.85) + 3 * 4e-6)
+
+
+def test_pytorch_merges_each_step_in_fp32():
+    """PyTorch 2.6's _SDPAMerger (convert_to_f32) after each step. Eager: the output cast to
+    fp32 (6 bytes an element), out - block_out (12), the sigmoid-weighted product (8) and the
+    difference (12), 38 bytes x 1,024 x 32 x 128 = 159,383,552, in 4 kernels; a later rank's
+    block seen by half the rows would be 38 x 512 rows plus the whole output's torch.cat (8
+    bytes x 1,024 rows): 79,691,776 + 33,554,432, under the 1,024-row step's. Compiled: one
+    fused kernel, 10 bytes an element (the fp32 output read and written, the step's 16-bit
+    one read): 41,943,040."""
+    ops, costs, _ = _ring("torchtitan")
+    names = [o.name for o in ops if o.name in ("flash attention", "cp merge")]
+    assert names == ["flash attention", "cp merge"] * 8
+    merges = [o for o in ops if o.name == "cp merge"]
+    assert {(o.nbytes, o.kernels) for o in merges} == {(159_383_552, 4)}
+    # torchtitan repeats the 8 KV heads to the 32 query heads before the attention the ring
+    # replaces (repeat_kv): one all-gather of the 7 other blocks, 7 x 1,024 x 32 x 256 x 2 bytes
+    assert [o.nbytes for o in ops if o.stream == "cp"] == [7 * 1024 * 32 * 256 * 2]
+    ops, _, _ = _ring("torchtitan", compiled=True)
+    assert {(o.nbytes, o.kernels) for o in ops if o.name == "cp merge"} == {(41_943_040, 1)}
